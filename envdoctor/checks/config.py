@@ -1,0 +1,122 @@
+"""Rules on the GRPO config itself, judged against the installed TRL version."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+
+from envdoctor import versions
+from envdoctor.checks.context import Context
+from envdoctor.checks.registry import Hit, hit, rule
+
+#: Keys in a TRL config file that are not GRPOConfig fields but are read by TRL's parser
+#: or the example scripts (model and script arguments).
+NOT_CONFIG = {"env", "config", "model_name_or_path", "dataset_name", "dataset_config",
+              "dataset_train_split", "dataset_test_split", "torch_dtype", "dtype",
+              "attn_implementation", "use_peft", "lora_r", "lora_alpha", "lora_dropout",
+              "lora_target_modules", "load_in_4bit", "load_in_8bit", "trust_remote_code",
+              "model_revision", "reward_model_name_or_path"}
+
+
+def _span(entry: dict) -> str:
+    since, until = entry.get("since"), entry.get("until")
+    if until:
+        return f"TRL {since} up to (not including) {until}"
+    return f"TRL {since} and newer"
+
+
+@rule("CFG001", needs=("plan",))
+def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
+    trl = ctx.version("trl")
+    keys = (ctx.kb.grpo_keys.get("keys") or {})
+    if not keys or versions.parse(trl) is None:
+        return
+    for key, origin in ctx.plan.config_origin.items():
+        entry = keys.get(key)
+        if entry is None or key in NOT_CONFIG:
+            continue
+        since, until = entry.get("since"), entry.get("until")
+        too_old = since and versions.below(trl, str(since))
+        too_new = until and versions.at_least(trl, str(until))
+        if not (too_old or too_new):
+            continue
+        repl = entry.get("replaced_by")
+        if too_new:
+            msg = (f"`{key}` ({origin}) was removed from GRPOConfig in TRL {until}; "
+                   f"installed TRL {trl} rejects it (it exists in {_span(entry)})")
+            fix = (f"replace `{key}` with `{repl}`" if repl else f"remove `{key}`") + \
+                f", or pin 'trl<{until}'"
+        else:
+            msg = (f"`{key}` ({origin}) is not known to TRL {trl}: it exists in {_span(entry)}")
+            fix = f"pip install 'trl>={since}'"
+            if repl:
+                fix += f", or use `{repl}` with this TRL"
+        yield hit(msg, fix=fix, key=key, trl=trl, since=since, until=until)
+
+
+@rule("CFG002", needs=("plan",))
+def batch_divisible(ctx: Context) -> Iterator[Hit]:
+    cfg = ctx.config
+    lay = ctx.layout
+    try:
+        gens = int(cfg.get("num_generations", 8))
+        per_device = int(cfg.get("per_device_train_batch_size", 8))
+        accum = int(cfg.get("gradient_accumulation_steps", 1))
+    except (TypeError, ValueError):
+        return
+    world = max(lay.world_size, 1) if ctx.plan.trainer else max(len(lay.training), 1)
+    if gens < 2:
+        return
+    gen_batch = cfg.get("generation_batch_size")
+    steps = cfg.get("steps_per_generation")
+    # before TRL had generation_batch_size, the global batch was per-device × processes
+    entry = ctx.kb.config_key("generation_batch_size") or {}
+    legacy = bool(entry.get("since")) and versions.below(ctx.version("trl"), str(entry["since"]))
+    if legacy:
+        total, what = per_device * world, f"per_device_train_batch_size ({per_device}) × " \
+            f"processes ({world})"
+    elif isinstance(gen_batch, int):
+        total, what = gen_batch, f"generation_batch_size ({gen_batch})"
+    else:
+        steps = int(steps) if isinstance(steps, int) else accum
+        total = per_device * world * steps
+        what = (f"per_device_train_batch_size ({per_device}) × processes ({world}) × "
+                f"steps_per_generation ({steps})")
+    if total % gens:
+        good = [g for g in range(2, total + 1) if total % g == 0]
+        fix = f"set num_generations to a divisor of {total}: {', '.join(map(str, good[:6]))}"
+        need = gens // _gcd(total, gens)
+        fix += f"; or make per_device_train_batch_size a multiple of {need}"
+        yield hit(f"the global batch {total} = {what} is not divisible by num_generations "
+                  f"({gens}): TRL refuses at init", fix=fix, total=total, num_generations=gens)
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+@rule("CFG003", needs=("plan",))
+def num_generations_min(ctx: Context) -> Iterator[Hit]:
+    gens = ctx.config.get("num_generations")
+    if isinstance(gens, int) and not isinstance(gens, bool) and gens < 2:
+        yield hit(f"num_generations is {gens}: GRPO normalizes rewards within each group, "
+                  "so it needs at least 2 completions per prompt", fix="set num_generations: 2 "
+                  "or more (TRL's default is 8)", num_generations=gens)
+
+
+@rule("CFG004", needs=("plan",))
+def key_typo(ctx: Context) -> Iterator[Hit]:
+    keys = ctx.kb.grpo_keys.get("keys") or {}
+    known = set(keys) | set(ctx.kb.grpo_keys.get("training_arguments", [])) | NOT_CONFIG
+    if not keys:
+        return
+    for key, origin in ctx.plan.config_origin.items():
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.85)
+        if close:
+            yield hit(f"`{key}` ({origin}) is not a GRPOConfig field in any TRL release; "
+                      f"did you mean `{close[0]}`?", fix=f"rename `{key}` to `{close[0]}`",
+                      key=key, suggestion=close[0])

@@ -1,0 +1,32 @@
+"""What a rule sees: facts, the plan, the curated knowledge and the resolved layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from envdoctor.facts.interface import Facts
+from envdoctor.knowledge import Knowledge, knowledge
+from envdoctor.plan.interface import GpuLayout, Plan
+from envdoctor.plan.layout import resolve_layout
+
+
+@dataclass
+class Context:
+    facts: Facts
+    plan: Plan = field(default_factory=Plan)
+    kb: Knowledge = field(default_factory=knowledge)
+    network: bool = True  # loopback health checks of a vLLM server (live runs only)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def layout(self) -> GpuLayout:
+        return resolve_layout(self.facts, self.plan, self.kb)
+
+    def version(self, name: str) -> str | None:
+        return self.facts.version(name)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.plan.config

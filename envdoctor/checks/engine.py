@@ -1,0 +1,64 @@
+"""Run the selected rules over a context and collect findings, never letting one crash the run."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+
+from envdoctor.checks.context import Context
+from envdoctor.checks.docs import rule_docs
+from envdoctor.checks.registry import all_rules
+from envdoctor.findings import Finding, Severity
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # rule id -> why
+
+
+def matches(rule_id: str, name: str, patterns: list[str]) -> bool:
+    """Ruff-style selection: an id prefix (``LAY``, ``LAY003``) or a rule name."""
+    return any(rule_id.startswith(p.upper()) or name == p for p in patterns)
+
+
+def _missing(ctx: Context, needs: tuple[str, ...]) -> str | None:
+    if "live" in needs and not ctx.facts.live:
+        return "needs a live machine (checking a snapshot)"
+    if "gpus" in needs and not ctx.facts.gpus:
+        return f"no GPU facts ({ctx.facts.nvml_error or 'no GPU found'})"
+    if "plan" in needs and ctx.plan.empty:
+        return "no config or launch command given"
+    if "vllm" in needs and not ctx.plan.use_vllm:
+        return "use_vllm is off"
+    return None
+
+
+def run_rules(ctx: Context, select: list[str] | None = None,
+              ignore: list[str] | None = None) -> Outcome:
+    docs = rule_docs()
+    out = Outcome()
+    for rule_id, entry in sorted(all_rules().items()):
+        doc = docs[rule_id]
+        if select and not matches(rule_id, doc.name, select):
+            continue
+        if ignore and matches(rule_id, doc.name, ignore):
+            continue
+        reason = _missing(ctx, entry.needs)
+        if reason:
+            out.skipped[rule_id] = reason
+            continue
+        out.ran.append(rule_id)
+        try:
+            for h in entry.fn(ctx):
+                out.findings.append(Finding(rule=rule_id, severity=h.severity or doc.severity,
+                                            message=h.message, fix=h.fix or doc.fix,
+                                            evidence=h.evidence))
+        except Exception as exc:  # a bug in a rule is reported, not fatal
+            out.findings.append(Finding(
+                rule=rule_id, severity=Severity.WARNING,
+                message=f"rule {rule_id} failed internally: {type(exc).__name__}: {exc}",
+                fix="Please report this with `envdoctor collect` attached.",
+                evidence={"traceback": traceback.format_exc(limit=5)}))
+    return out

@@ -1,0 +1,117 @@
+"""Rules on the GPUs themselves: presence, visibility, driver, capability, MIG."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from envdoctor import versions
+from envdoctor.checks.context import Context
+from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.plan.layout import trainer_env
+
+
+@rule("GPU001")
+def no_gpu(ctx: Context) -> Iterator[Hit]:
+    if ctx.facts.gpus:
+        return
+    why = ctx.facts.nvml_error or "NVML found no GPU"
+    sev = "warning" if ctx.plan.trainer or ctx.plan.config else "info"
+    yield hit(f"no GPU seen: {why}", severity=sev,
+              fix="run envdoctor on the GPU node (or `envdoctor collect` there and "
+                  "`envdoctor check --facts FILE` here); check `nvidia-smi` works",
+              nvml_error=ctx.facts.nvml_error)
+
+
+@rule("GPU002", needs=("gpus",))
+def visible_devices(ctx: Context) -> Iterator[Hit]:
+    problem = ctx.layout.problems.get("visible")
+    if problem:
+        n = len(ctx.facts.gpus)
+        yield hit(problem, fix=f"use indices 0–{n - 1} (NVML order: `nvidia-smi -L`), each once; "
+                  f"e.g. CUDA_VISIBLE_DEVICES={','.join(str(i) for i in range(min(n, 2)))}",
+                  visible=ctx.layout.visible)
+
+
+@rule("GPU003", needs=("gpus",))
+def driver_too_old(ctx: Context) -> Iterator[Hit]:
+    torch = ctx.version("torch")
+    built = versions.cuda_of_torch(torch)
+    drv = ctx.facts.driver.cuda
+    if not (built and drv) or not versions.parse(drv):
+        return
+    if versions.below(drv, built):
+        same_major = built.split(".")[0] == drv.split(".")[0]
+        if same_major:
+            yield hit(f"torch {torch} is built for CUDA {built}; the driver {ctx.facts.driver.version}"
+                      f" supports CUDA {drv}: it runs through minor-version compatibility, but "
+                      "kernels compiled for newer PTX and some features fail",
+                      severity="warning",
+                      fix=f"upgrade the NVIDIA driver to one supporting CUDA {built}, or install a "
+                      f"torch built for cu{drv.replace('.', '')}", built=built, driver_cuda=drv)
+        else:
+            yield hit(f"torch {torch} is built for CUDA {built}, but the driver "
+                      f"{ctx.facts.driver.version} supports only CUDA {drv}: torch will report "
+                      "no usable GPU",
+                      fix=f"upgrade the NVIDIA driver to one supporting CUDA {built}, or install "
+                      f"a torch built for CUDA {drv} (pip install torch --index-url "
+                      f"https://download.pytorch.org/whl/cu{drv.replace('.', '')})",
+                      built=built, driver_cuda=drv)
+
+
+def _bf16_requested(ctx: Context) -> bool:
+    if "bf16" in ctx.config:
+        return ctx.config["bf16"] is True
+    default = ((ctx.kb.grpo_keys.get("keys") or {}).get("bf16") or {}).get("default_since")
+    return bool(default) and versions.at_least(ctx.version("trl"), str(default))
+
+
+@rule("GPU004", needs=("gpus", "plan"))
+def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
+    if not _bf16_requested(ctx):
+        return
+    for gpu in (ctx.facts.gpu(i) for i in ctx.layout.training):
+        if gpu and gpu.cc_major is not None and gpu.cc_major < 8:
+            origin = ctx.plan.config_origin.get("bf16", f"TRL {ctx.version('trl')}'s default")
+            yield hit(f"bf16 is on ({origin}) but GPU {gpu.index} ({gpu.name}, compute "
+                      f"capability {gpu.compute_capability}) has no bf16 support: TrainingArguments"
+                      " refuses at start", fix="set bf16: false and fp16: true",
+                      gpu=gpu.index)
+            return
+
+
+@rule("GPU005", needs=("gpus",))
+def mixed_models(ctx: Context) -> Iterator[Hit]:
+    gpus = [ctx.facts.gpu(i) for i in ctx.layout.training or ctx.layout.visible]
+    kinds = {(g.name, g.compute_capability) for g in gpus if g}
+    if len(kinds) > 1:
+        names = ", ".join(sorted(f"{n} (cc {c})" for n, c in kinds))
+        yield hit(f"the training ranks run on different GPU models: {names}; the slowest sets "
+                  "the pace and kernels/precision may differ per rank",
+                  severity="warning", fix="train on GPUs of one model (set --gpu_ids / "
+                  "CUDA_VISIBLE_DEVICES to identical GPUs)", models=sorted(kinds))
+
+
+@rule("GPU006", needs=("gpus",))
+def mig(ctx: Context) -> Iterator[Hit]:
+    used = set(ctx.layout.training) | set(ctx.layout.generation) | set(ctx.layout.visible)
+    for gpu in ctx.facts.gpus:
+        if gpu.mig and gpu.index in used:
+            yield hit(f"GPU {gpu.index} ({gpu.name}) is in MIG mode: a process sees at most one "
+                      "MIG instance, NCCL does not run across instances, and vLLM gets only the "
+                      "instance's memory", severity="warning",
+                      fix=f"disable MIG (sudo nvidia-smi -i {gpu.index} -mig 0) or give each "
+                      "process one MIG-… id in CUDA_VISIBLE_DEVICES", gpu=gpu.index,
+                      mig_devices=gpu.mig_devices)
+
+
+@rule("GPU007", needs=("gpus",))
+def device_order(ctx: Context) -> Iterator[Hit]:
+    env = trainer_env(ctx.facts, ctx.plan.trainer)
+    if (env.get("CUDA_DEVICE_ORDER") or "").upper() == "PCI_BUS_ID":
+        return
+    kinds = {(g.name, g.compute_capability, g.memory_total_mib) for g in ctx.facts.gpus}
+    if len(kinds) > 1 and (ctx.plan.trainer or "CUDA_VISIBLE_DEVICES" in env):
+        yield hit("this machine mixes GPU models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA "
+                  "numbers GPUs fastest-first, so index N in CUDA_VISIBLE_DEVICES / cuda:N is not "
+                  "GPU N of nvidia-smi", severity="warning",
+                  fix="export CUDA_DEVICE_ORDER=PCI_BUS_ID", models=sorted(map(str, kinds)))

@@ -1,0 +1,213 @@
+"""Rules on the GPU split: who trains where, where vLLM generates, and the DataParallel trap."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+
+from envdoctor.checks.context import Context
+from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.plan.interface import Launch
+
+
+def _with_option(launch: Launch | None, name: str, value: str) -> str:
+    """The launch line with ``--name value`` set (replaced or added after the launcher)."""
+    if launch is None:
+        return f"accelerate launch --{name} {value} train.py"
+    argv = shlex.split(launch.raw)
+    flags = (f"--{name}", f"--{name.replace('_', '-')}")
+    for i, tok in enumerate(argv):
+        if tok in flags and i + 1 < len(argv):
+            argv[i + 1] = value
+            return shlex.join(argv)
+        for flag in flags:
+            if tok.startswith(flag + "="):
+                argv[i] = f"{flag}={value}"
+                return shlex.join(argv)
+    pos = argv.index(launch.program[-1]) + 1 if launch.program and launch.program[-1] in argv \
+        else len(argv)
+    argv[pos:pos] = [f"--{name}", value]
+    return shlex.join(argv)
+
+
+@rule("LAY001", needs=("gpus", "vllm"))
+def vllm_device_unavailable(ctx: Context) -> Iterator[Hit]:
+    lay = ctx.layout
+    problem = lay.problems.get("vllm_device")
+    if not problem or lay.vllm_device == "auto":
+        return
+    n = problem["visible"]
+    yield hit(f"The requested device for vllm ({problem['requested']}) is not available: the "
+              f"training processes see {n} GPU(s) (cuda:0–cuda:{max(n - 1, 0)}), so TRL raises "
+              "at init", fix=f"set vllm_device: auto, or cuda:{lay.world_size} with "
+              f"{lay.world_size + 1} GPUs visible (e.g. add one to --gpu_ids / "
+              "CUDA_VISIBLE_DEVICES)", **problem)
+
+
+@rule("LAY002", needs=("gpus", "vllm"))
+def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
+    lay = ctx.layout
+    problem = lay.problems.get("vllm_device")
+    if not problem or lay.vllm_device != "auto":
+        return
+    n = problem["visible"]
+    if n > 1 and lay.world_size >= n:
+        fix = "leave one GPU for vLLM: " + _with_option(ctx.plan.trainer, "num_processes",
+                                                        str(n - 1))
+    else:
+        fix = f"make {lay.world_size + 1} GPUs visible (one more than the training processes)"
+    yield hit(f"no GPU left for vLLM: {lay.world_size} training process(es) on {n} visible "
+              f"GPU(s), and vllm_device=auto picks {problem['requested']}, which does not exist "
+              "(TRL: \"The requested device for vllm … is not available\")", fix=fix, **problem)
+
+
+@rule("LAY003", needs=("gpus",))
+def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
+    lay = ctx.layout
+    if lay.problems.get("distributed") or lay.process_gpus < 2 or not (
+            ctx.plan.trainer or ctx.config):
+        return
+    trl = ctx.version("trl")
+    refuses = ctx.kb.feature("dataparallel_refusal", trl)
+    gen = lay.generation
+    victims = f" — including GPU {', '.join(map(str, gen))} reserved for vLLM" if gen else ""
+    if refuses:
+        what = (f"TRL {trl} refuses at init: \"GRPOTrainer does not support `nn.DataParallel`\"")
+    else:
+        what = (f"{'TRL ' + trl if trl else 'older TRL'} lets transformers.Trainer silently wrap "
+                f"the model in nn.DataParallel over all {lay.process_gpus} GPUs{victims}; replicas"
+                " and activations land there and it runs out of memory later")
+    gpus = ",".join(str(g) for g in lay.visible)
+    launch = ctx.plan.trainer
+    script = (launch.script or (f"-m {launch.module}" if launch.module else "train.py")) \
+        if launch else "train.py"
+    args = shlex.join(launch.script_args) if launch and launch.script_args else ""
+    train_gpus = ",".join(str(g) for g in lay.visible if g not in gen) or str(lay.visible[0])
+    if lay.generation_mode == "legacy":
+        fix = (f"torchrun --nproc_per_node 1 {script} {args}".strip()
+               + "  # one rank, every GPU still visible for vllm_device")
+    else:
+        fix = f"CUDA_VISIBLE_DEVICES={train_gpus} python {script} {args}".strip()
+        fix += f"  # or torchrun --nproc_per_node {max(len(train_gpus.split(',')), 1)} {script}"
+    yield hit(f"one training process sees {lay.process_gpus} GPUs ({gpus}; launcher: "
+              f"{lay.launcher}{', --num_processes 1' if lay.launcher == 'accelerate' else ''}): "
+              f"{what}", fix=fix, n_gpu=lay.process_gpus, visible=lay.visible,
+              trl=trl, refuses=refuses)
+
+
+@rule("LAY004", needs=("gpus",))
+def too_many_processes(ctx: Context) -> Iterator[Hit]:
+    lay = ctx.layout
+    if ctx.plan.trainer and lay.num_processes > len(lay.visible) and lay.visible:
+        yield hit(f"{lay.num_processes} training processes per node but only {len(lay.visible)} "
+                  f"GPU(s) visible ({lay.visible_source}): ranks {len(lay.visible)}+ have no GPU "
+                  "(\"CUDA error: invalid device ordinal\")",
+                  fix=_with_option(ctx.plan.trainer, "num_processes" if lay.launcher !=
+                                   "torchrun" else "nproc_per_node", str(len(lay.visible))),
+                  num_processes=lay.num_processes, visible=lay.visible)
+
+
+@rule("LAY005", needs=("gpus",))
+def gpu_ids_invalid(ctx: Context) -> Iterator[Hit]:
+    problem = ctx.layout.problems.get("gpu_ids")
+    if problem:
+        n = len(ctx.facts.gpus)
+        yield hit(problem, fix=f"list each GPU once, from 0–{n - 1} (`nvidia-smi -L`), in "
+                  "--gpu_ids / the accelerate config's gpu_ids", gpus=n)
+
+
+@rule("LAY006", needs=("gpus", "vllm"))
+def generation_on_training_gpu(ctx: Context) -> Iterator[Hit]:
+    lay = ctx.layout
+    if lay.generation_mode not in ("legacy", "server"):
+        return
+    shared = sorted(set(lay.generation) & set(lay.training))
+    if not shared:
+        return
+    ranks = [r.rank for r in lay.ranks if r.gpu in shared]
+    if lay.generation_mode == "legacy":
+        fix = (f"set vllm_device: auto (= cuda:{lay.world_size}) with one extra visible GPU, "
+               "or lower --num_processes by one")
+    else:
+        free = [g.index for g in ctx.facts.gpus if g.index not in lay.training]
+        fix = (f"start the server on other GPUs: CUDA_VISIBLE_DEVICES={','.join(map(str, free))}"
+               " trl vllm-serve …" if free else "give the server its own GPUs, or use "
+               "vllm_mode: colocate")
+    yield hit(f"GPU {', '.join(map(str, shared))} is used both for generation (vLLM, "
+              f"{lay.generation_mode} mode) and by training rank(s) {ranks}: vLLM reserves "
+              "gpu_memory_utilization of it up front, so training runs out of memory",
+              fix=fix, gpus=shared, ranks=ranks)
+
+
+@rule("LAY007", needs=("vllm",))
+def server_parallel_mismatch(ctx: Context) -> Iterator[Hit]:
+    srv = ctx.layout.server
+    if not srv or srv.source != "launch" or not ctx.facts.gpus:
+        return
+    want = srv.tensor_parallel_size * srv.data_parallel_size
+    if len(srv.gpus) < want:
+        yield hit(f"trl vllm-serve asks for tensor_parallel_size {srv.tensor_parallel_size} × "
+                  f"data_parallel_size {srv.data_parallel_size} = {want} GPUs but sees "
+                  f"{len(srv.gpus)}", fix="make the product equal the server's visible GPUs "
+                  f"(CUDA_VISIBLE_DEVICES with {want} GPUs for the server)",
+                  want=want, have=srv.gpus)
+
+
+@rule("LAY008", needs=("live", "vllm"))
+def server_unreachable(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.checks.net import probe_health
+
+    lay = ctx.layout
+    if lay.generation_mode != "server" or not ctx.network:
+        return
+    srv = lay.server
+    base = ctx.config.get("vllm_server_base_url")
+    host = str(ctx.config.get("vllm_server_host", srv.host if srv else "0.0.0.0"))
+    port = int(ctx.config.get("vllm_server_port", srv.port if srv else 8000))
+    status = probe_health(base or host, port)
+    if status.ok:
+        return
+    start = "trl vllm-serve --model <your model>"
+    if srv and srv.source == "launch" and ctx.plan.server:
+        start = ctx.plan.server.raw
+    yield hit(f"no TRL vLLM server answers at {status.url}: {status.detail}", fix=f"start it "
+              f"first, on GPUs the trainer does not use: {start}", url=status.url,
+              severity="warning" if srv and srv.source == "launch" else None)
+
+
+@rule("LAY009", needs=("live", "vllm"))
+def group_port_busy(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.checks.net import port_in_use
+
+    lay = ctx.layout
+    if lay.generation_mode != "server" or not ctx.network:
+        return
+    port = int(ctx.config.get("vllm_group_port", 51216))
+    if port_in_use(port):
+        yield hit(f"port {port} (vllm_group_port, the weight-sync group) already accepts "
+                  "connections on this host: the trainer's weight sync will fail or hang",
+                  fix=f"set vllm_group_port to a free port, e.g. {port + 1}", port=port)
+
+
+@rule("LAY010", needs=("vllm",))
+def colocate_tp(ctx: Context) -> Iterator[Hit]:
+    lay = ctx.layout
+    if lay.generation_mode != "colocate":
+        return
+    tp = ctx.config.get("vllm_tensor_parallel_size", 1)
+    if isinstance(tp, int) and tp > 1 and lay.world_size % tp:
+        ok = [d for d in range(1, lay.world_size + 1) if lay.world_size % d == 0]
+        yield hit(f"vllm_tensor_parallel_size {tp} does not divide the {lay.world_size} training"
+                  " processes: colocated vLLM groups ranks by it, and TRL refuses at init",
+                  fix=f"set vllm_tensor_parallel_size to one of {ok}", tp=tp,
+                  world_size=lay.world_size)
+
+
+@rule("LAY011")
+def multi_gpu_one_process(ctx: Context) -> Iterator[Hit]:
+    n = ctx.layout.problems.get("multi_gpu_one_process")
+    if n is not None:
+        yield hit(f"accelerate launch --multi_gpu with --num_processes {n}: accelerate refuses "
+                  "(\"You need to use at least 2 processes to use `--multi_gpu`\")",
+                  fix="drop --multi_gpu, or use torchrun --nproc_per_node 1 for one rank",
+                  num_processes=n)

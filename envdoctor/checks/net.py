@@ -1,0 +1,62 @@
+"""The only network envdoctor touches: a vLLM server's health endpoint and a local port."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+TIMEOUT_S = 1.5
+
+
+@dataclass
+class Health:
+    url: str
+    ok: bool
+    detail: str
+
+
+def _url(host: str, port: int) -> str:
+    if host.startswith(("http://", "https://")):
+        return host.rstrip("/") + "/health/"
+    if host in ("0.0.0.0", "", "::"):
+        host = "127.0.0.1"
+    return f"http://{host}:{port}/health/"
+
+
+def probe_health(host: str, port: int, timeout: float = TIMEOUT_S) -> Health:
+    """GET ``/health/`` of a ``trl vllm-serve`` server with a short timeout; never raises."""
+    url = _url(host, port)
+    if urlparse(url).scheme not in ("http", "https"):
+        return Health(url, False, "not an http(s) URL")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxies
+    try:
+        with opener.open(url, timeout=timeout) as resp:  # noqa: S310 - http(s) only
+            body = resp.read(4096)
+            status = resp.status
+    except urllib.error.HTTPError as exc:
+        return Health(url, False, f"HTTP {exc.code}: not a TRL vLLM server (no /health/)")
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return Health(url, False, f"connection failed ({reason})")
+    if status != 200:
+        return Health(url, False, f"HTTP {status}")
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("status") == "ok":
+        return Health(url, True, "ok")
+    return Health(url, False, f"answered HTTP 200 but not like a TRL vLLM server ({body[:80]!r})")
+
+
+def port_in_use(port: int, host: str = "127.0.0.1", timeout: float = 0.3) -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False

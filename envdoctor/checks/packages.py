@@ -1,0 +1,190 @@
+"""Rules on installed versions: vLLM presence and age, requirements, curated compatibility."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+
+from envdoctor import versions
+from envdoctor.checks.context import Context
+from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.facts.interface import normalize_name
+
+#: Distributions whose requirements are checked (the training stack).
+CHECKED = ("trl", "vllm", "transformers", "accelerate", "torch", "torchvision", "peft",
+           "deepspeed", "datasets", "xformers", "flash-attn", "liger-kernel", "bitsandbytes")
+#: Distributions with compiled code built against one torch release.
+COMPILED = {"vllm", "xformers", "flash-attn", "torchvision", "torchaudio", "deepspeed",
+            "bitsandbytes", "liger-kernel"}
+
+
+def _vllm_fix(ctx: Context, minimum: str) -> str:
+    line = ctx.kb.trl_line(ctx.version("trl")) or {}
+    rng = line.get("vllm")
+    if rng and versions.spec(str(rng)):
+        return f"pip install 'vllm{rng}'"
+    return f"pip install 'vllm>={minimum}'"
+
+
+@rule("PKG001", needs=("vllm",))
+def vllm_missing(ctx: Context) -> Iterator[Hit]:
+    if ctx.version("vllm") is None:
+        trl = ctx.version("trl")
+        yield hit(
+            "use_vllm is on but vLLM is not installed"
+            + (f" (TRL {trl} imports it when the trainer starts)" if trl else ""),
+            fix="pip install 'trl[vllm]'  # installs the vLLM release this TRL supports",
+            use_vllm=True,
+        )
+
+
+@rule("PKG002", needs=("vllm",))
+def vllm_too_old(ctx: Context) -> Iterator[Hit]:
+    vllm = ctx.version("vllm")
+    if vllm and ctx.version("trl") and versions.below(vllm, "0.7.2"):
+        yield hit(
+            f"vLLM {vllm} is older than 0.7.2, the first release that works with TRL's GRPO: "
+            "expect \"Expected all tensors to be on the same device\" and rotary-embedding "
+            "size mismatches (\"The size of tensor a (1034) must match the size of tensor b (1035)\")",
+            fix=_vllm_fix(ctx, "0.7.2"), vllm=vllm)
+
+
+@rule("PKG003", needs=("vllm",))
+def vllm_too_old_multi_gpu(ctx: Context) -> Iterator[Hit]:
+    vllm = ctx.version("vllm")
+    lay = ctx.layout
+    if (vllm and lay.generation_mode == "legacy" and not versions.below(vllm, "0.7.2")
+            and versions.below(vllm, "0.7.3") and len(lay.visible) > 1):
+        yield hit(
+            f"vLLM {vllm} with a dedicated vllm_device on a {len(lay.visible)}-GPU layout: "
+            "multi-GPU vllm_device setups need vLLM 0.7.3 or newer",
+            fix=_vllm_fix(ctx, "0.7.3"), vllm=vllm, visible=lay.visible)
+
+
+def _extras(ctx: Context, dist: str) -> set[str]:
+    return {"vllm"} if dist == "trl" and ctx.plan.use_vllm else set()
+
+
+def _explain(src: str, target: str, spec: str, installed: str) -> str:
+    if target == "torch" and normalize_name(src) in COMPILED:
+        return f"{src}'s compiled ops are built for torch{spec} and will fail to load " \
+               "(\"undefined symbol\" on import)"
+    return f"{src} was not tested with {target} {installed}; expect import or runtime errors"
+
+
+def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | None:
+    """A vLLM release built for the installed torch (from rules/knowledge/vllm.yaml)."""
+    if src != "vllm":
+        return None
+    base = versions.parse(torch_version)
+    if base is None:
+        return None
+    matches = [p["vllm"] for p in ctx.kb.vllm.get("torch_pins", [])
+               if str(p.get("torch")) == base.public]
+    return max(matches, key=lambda v: versions.parse(str(v)) or versions.parse("0")) \
+        if matches else None
+
+
+@rule("PKG004")
+def requirements(ctx: Context) -> Iterator[Hit]:
+    env = default_environment()
+    for src in CHECKED:
+        pkg = ctx.facts.packages.get(src)
+        if pkg is None or not pkg.requires:
+            continue
+        extras = {""} | _extras(ctx, src)
+        for line in pkg.requires:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if req.marker is not None and not any(
+                    req.marker.evaluate({**env, "extra": e}) for e in extras):
+                continue
+            target = normalize_name(req.name)
+            installed = ctx.version(target)
+            spec = str(req.specifier)
+            if installed is None:
+                if target in ctx.facts.packages or not ctx.facts.live and target not in CHECKED:
+                    continue  # snapshots list only part of the environment
+                yield hit(f"{src} {pkg.version} requires {target}{spec}, which is not installed",
+                          fix=f"pip install '{target}{spec}'", severity="warning",
+                          requirement=line)
+                continue
+            if not spec:
+                continue
+            ok = versions.satisfies(installed, spec)
+            if ok is False:
+                alt = _compatible_release(ctx, src, installed) if target == "torch" else None
+                fix = f"pip install '{target}{spec}'"
+                if alt:
+                    fix += f"  # or keep {target} {installed} and install {src}=={alt}, built for it"
+                yield hit(
+                    f"{src} {pkg.version} requires {target}{spec}, installed {target} {installed}"
+                    f" → {_explain(src, target, spec, installed)}",
+                    fix=fix, requirement=line, installed=installed)
+
+
+@rule("PKG005")
+def unparseable_versions(ctx: Context) -> Iterator[Hit]:
+    for name in CHECKED:
+        pkg = ctx.facts.packages.get(name)
+        if pkg is not None and versions.parse(pkg.version) is None:
+            yield hit(f"{name} reports version {pkg.version!r}, which is not a PEP 440 version: "
+                      "version rules cannot judge it",
+                      fix=f"pip install --force-reinstall {name}  # reinstall from a release",
+                      package=name, version=pkg.version)
+
+
+@rule("PKG006", needs=("vllm",))
+def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
+    trl, vllm = ctx.version("trl"), ctx.version("vllm")
+    line = ctx.kb.trl_line(trl)
+    if not (trl and vllm and line and line.get("vllm")):
+        return
+    rng = str(line["vllm"])
+    if versions.satisfies(vllm, rng) is False:
+        yield hit(f"TRL {trl} supports vLLM {rng} for GRPO; installed vLLM {vllm}",
+                  fix=f"pip install 'vllm{rng}'", trl=trl, vllm=vllm,
+                  references=line.get("references", []))
+
+
+def _when_matches(ctx: Context, when: dict) -> bool:
+    for key, cond in when.items():
+        if key == "use_vllm":
+            if bool(cond) != ctx.plan.use_vllm:
+                return False
+            continue
+        if key == "vllm_mode":
+            if ctx.layout.generation_mode != cond:
+                return False
+            continue
+        if key.startswith("config."):
+            if ctx.config.get(key[7:]) != cond:
+                return False
+            continue
+        if versions.satisfies(ctx.version(key), str(cond)) is not True:
+            return False
+    return True
+
+
+@rule("PKG007")
+def known_bad(ctx: Context) -> Iterator[Hit]:
+    for entry in ctx.kb.vllm.get("known_bad", []):
+        when = entry.get("when") or {}
+        if when and _when_matches(ctx, when):
+            installed = ", ".join(f"{k} {ctx.version(k)}" for k in when
+                                  if ctx.version(k) is not None)
+            yield hit(f"known-bad combination ({installed}): {entry.get('symptom', '').strip()}",
+                      fix=str(entry.get("fix", "")).strip(), id=entry.get("id"),
+                      references=entry.get("references", []))
+
+
+@rule("PKG008", needs=("plan",))
+def trl_missing(ctx: Context) -> Iterator[Hit]:
+    if ctx.version("trl") is None and (ctx.config or ctx.plan.trainer):
+        yield hit("TRL is not installed here, so GRPOTrainer cannot start "
+                  "(and version-dependent rules assume the newest TRL)",
+                  fix="pip install trl")

@@ -1,0 +1,52 @@
+"""The command line: parses and dispatches; each subcommand lives in ``envdoctor/commands/``."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from envdoctor import __version__
+from envdoctor.commands import check, collect, rules
+
+COMMANDS = [check.check, collect.collect, rules.rules, rules.explain]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="envdoctor")
+def cli() -> None:
+    """Preflight checks for GRPO training with TRL + vLLM: versions, GPUs, layout, allocator."""
+
+
+for _command in COMMANDS:
+    cli.add_command(_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: input errors exit 2 with a message, never a traceback."""
+    from envdoctor.errors import InputError
+
+    try:
+        cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
+    except InputError as exc:
+        click.echo(f"envdoctor: error: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("envdoctor: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("envdoctor: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # envdoctor's own bug: say so plainly
+        if os.environ.get("ENVDOCTOR_DEBUG"):
+            raise
+        click.echo(f"envdoctor: internal error: {type(exc).__name__}: {exc} "
+                   "(set ENVDOCTOR_DEBUG=1 for the traceback)", err=True)
+        sys.exit(2)
+    sys.exit(0)

@@ -1,0 +1,88 @@
+"""``envdoctor check``: run the rules (and optionally the probe) and print the report."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from envdoctor.commands.options import (
+    emit,
+    format_option,
+    ignore_option,
+    output_option,
+    select_option,
+    split_list,
+    strict_option,
+    use_color,
+    verbose_option,
+)
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.option("--config", "config", type=str, metavar="FILE",
+              help="TRL GRPO config (YAML/JSON, GRPOConfig keys).")
+@click.option("--accelerate-config", type=str, metavar="FILE", help="accelerate config file.")
+@click.option("--facts", "facts_file", type=str, metavar="FILE",
+              help="Check a snapshot from `envdoctor collect` instead of this machine.")
+@click.option("--launch", multiple=True, metavar="CMD",
+              help="A launch command line (repeatable; e.g. the trainer and `trl vllm-serve`).")
+@select_option
+@ignore_option
+@format_option
+@output_option
+@verbose_option
+@strict_option
+@click.option("--no-network", is_flag=True, help="Skip the vLLM server health check.")
+@click.option("--upgrade-plan", is_flag=True,
+              help="Print only the pip command that makes the stack consistent.")
+@click.option("--probe", is_flag=True, help="Also run a tiny real GRPO step on the target GPUs.")
+@click.option("--probe-timeout", type=float, default=None, help="Probe wall-clock limit (s).")
+@click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
+def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, output, verbose,
+          strict, no_network, upgrade_plan, probe, probe_timeout, launch_argv) -> None:
+    """Check this machine (or a snapshot) for a GRPO run.
+
+    Give the launch command after `--`:
+
+        envdoctor check --config grpo.yaml -- accelerate launch --num_processes 3 train.py
+    """
+    from envdoctor.doctor import check as run_check
+    from envdoctor.facts.collect import collect_facts
+    from envdoctor.facts.snapshot import load
+    from envdoctor.plan.build import build_plan
+    from envdoctor.report import render
+    from envdoctor.settings import load_settings
+
+    settings = load_settings()
+    select_ids = split_list(select) or settings.get("select") or None
+    ignore_ids = split_list(ignore) or settings.get("ignore") or None
+    strict = settings.get("strict", False) if strict is None else strict
+    facts = load(facts_file) if facts_file else collect_facts()
+    lines = list(launch)
+    if launch_argv:
+        lines.append(list(launch_argv))  # type: ignore[arg-type]
+    launch_text = "\n".join(x if isinstance(x, str) else _join(x) for x in lines) or None
+    plan = build_plan(config=config, accelerate_config=accelerate_config, launch=launch_text,
+                      live=facts.live)
+    ctx, report = run_check(facts, plan, select=select_ids, ignore=ignore_ids,
+                            network=not no_network)
+    if probe:
+        from envdoctor.commands.probe import probe_area
+
+        timeout = probe_timeout or settings.get("probe-timeout") or 180.0
+        area = probe_area(ctx, timeout=float(timeout), show_progress=fmt == "text")
+        report.areas[-1] = area
+    if upgrade_plan:
+        emit("\n".join(report.upgrade_plan) + "\n" if report.upgrade_plan
+             else "# the installed stack is consistent: nothing to change\n", output)
+        sys.exit(0)
+    emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()),
+         output)
+    sys.exit(report.exit_code(strict=bool(strict)))
+
+
+def _join(argv: list[str]) -> str:
+    import shlex
+
+    return " ".join(t if t in (";", "&&", "&") else shlex.quote(t) for t in argv)

@@ -1,0 +1,131 @@
+"""Facts + plan → rules → report: the one pipeline behind ``check``, the hook and ``preflight``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from envdoctor.checks.context import Context
+from envdoctor.checks.docs import AREAS, rule_docs
+from envdoctor.checks.engine import Outcome, run_rules
+from envdoctor.facts.interface import Facts
+from envdoctor.findings import Finding
+from envdoctor.plan.interface import GpuLayout, Plan
+from envdoctor.plan.layout import trainer_env
+from envdoctor.report.interface import Area, Report
+
+SHOWN = ("trl", "vllm", "transformers", "accelerate", "torch", "deepspeed", "peft")
+AREA_ORDER = ("packages", "config", "gpus", "layout", "allocator", "probe")
+_PIP = re.compile(r"pip install ((?:'[^']+'\s*)+)")
+
+
+def _version() -> str:
+    from envdoctor import __version__
+
+    return __version__
+
+
+def _summaries(ctx: Context) -> dict[str, str]:
+    f, plan = ctx.facts, ctx.plan
+    pkgs = ", ".join(f"{n} {f.version(n) or '—'}" for n in SHOWN
+                     if f.version(n) or n in ("trl", "vllm", "torch"))
+    out = {"packages": pkgs}
+    if plan.config_origin:
+        origins = sorted(set(plan.config_origin.values()))
+        keys = [f"{k}={plan.config[k]}" for k in ("use_vllm", "vllm_mode", "vllm_device")
+                if k in plan.config]
+        out["config"] = "; ".join([" + ".join(origins)] + keys)
+    if f.gpus:
+        names: dict[str, int] = {}
+        for g in f.gpus:
+            names[g.name] = names.get(g.name, 0) + 1
+        kinds = ", ".join(f"{n} × {name}" for name, n in names.items())
+        out["gpus"] = f"{kinds}; driver {f.driver.version} (CUDA {f.driver.cuda})"
+    else:
+        out["gpus"] = f"none: {f.nvml_error or 'NVML lists no GPU'}"
+    if f.gpus and (plan.trainer or plan.config):
+        out["layout"] = _layout_summary(ctx.layout)
+    env = trainer_env(f, plan.trainer)
+    conf = [f"{k}={env[k]}" for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") if k in env]
+    out["allocator"] = ", ".join(conf) or "torch defaults"
+    return out
+
+
+def _layout_summary(lay: GpuLayout) -> str:
+    ranks = ", ".join(f"rank {r.rank}→GPU {r.gpu}" for r in lay.ranks if r.gpu is not None)
+    gen = ""
+    if lay.generation_mode:
+        where = ",".join(map(str, lay.generation)) or "?"
+        gen = f"; vLLM ({lay.generation_mode}) on GPU {where}"
+    return f"{lay.launcher}, {ranks or 'no GPU'}{gen}"
+
+
+def layout_rows(ctx: Context) -> list[dict[str, Any]]:
+    lay = ctx.layout
+    rows = []
+    for g in ctx.facts.gpus:
+        role = lay.role(g.index)
+        if not role:
+            others = [p for p in g.processes]
+            role = ("other: " + ", ".join(f"pid {p.pid}" for p in others[:3])) if others \
+                else "idle"
+        free = g.free_mib
+        rows.append({"gpu": g.index, "model": g.name,
+                     "free": f"{free / 1024:.1f} GiB" if free is not None else "?",
+                     "role": role})
+    return rows
+
+
+def upgrade_plan(findings: list[Finding]) -> list[str]:
+    """One pip command that installs every version change the findings ask for."""
+    wanted: dict[str, str] = {}
+    for f in findings:
+        if not f.rule.startswith("PKG"):
+            continue
+        m = _PIP.search(f.fix)
+        if not m:
+            continue
+        for req in re.findall(r"'([^']+)'", m.group(1)):
+            name = re.split(r"[<>=!~\[ ]", req, maxsplit=1)[0]
+            wanted.setdefault(name, req)
+    if not wanted:
+        return []
+    return ["pip install " + " ".join(f"'{r}'" for r in wanted.values())]
+
+
+def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None = None,
+                 subject: str | None = None) -> Report:
+    docs = rule_docs()
+    summaries = _summaries(ctx)
+    areas = {key: Area(key=key, title=AREAS[key], summary=summaries.get(key, ""))
+             for key in AREA_ORDER}
+    for finding in outcome.findings:
+        areas[docs[finding.rule].area].findings.append(finding)
+    for rule_id in outcome.ran:
+        areas[docs[rule_id].area].ran.append(rule_id)
+    for rule_id, why in outcome.skipped.items():
+        areas[docs[rule_id].area].skipped[rule_id] = why
+    if not ctx.plan.config_origin:
+        areas["config"].note = "no GRPO config given (--config FILE)"
+    if not ctx.plan.trainer and not ctx.plan.config:
+        areas["layout"].note = "no launch command given (envdoctor check -- <launch line>)"
+    areas["probe"].note = "not run (add --probe)"
+    result = [a for a in areas.values() if a.key != "probe"]
+    result += extra_areas or [areas["probe"]]
+    if subject is None:
+        subject = ("checking this machine" + (f" ({ctx.facts.hostname})" if ctx.facts.hostname
+                                               else "")) if ctx.facts.live \
+            else f"checking snapshot {ctx.facts.source}"
+    report = Report(areas=result, subject=subject, version=_version())
+    if ctx.facts.gpus:
+        report.layout = layout_rows(ctx)
+        report.layout_summary = summaries.get("layout", "")
+    report.upgrade_plan = upgrade_plan(outcome.findings)
+    return report
+
+
+def check(facts: Facts, plan: Plan, select: list[str] | None = None,
+          ignore: list[str] | None = None, network: bool = True) -> tuple[Context, Report]:
+    ctx = Context(facts=facts, plan=plan, network=network)
+    outcome = run_rules(ctx, select=select, ignore=ignore)
+    return ctx, build_report(ctx, outcome)

@@ -1,0 +1,32 @@
+"""Collect all facts of this machine."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import sys
+
+from envdoctor.facts.environment import collect_env
+from envdoctor.facts.gpus import collect_gpus
+from envdoctor.facts.interface import Facts
+from envdoctor.facts.packages import collect_packages
+
+
+def collect_facts(gpus: bool = True) -> Facts:
+    """Facts of this machine, read-only; ``gpus=False`` skips NVML (config-only checks)."""
+    gpu_facts = collect_gpus() if gpus else None
+    facts = Facts(
+        python=platform.python_version(),
+        platform=f"{platform.system()}-{platform.release()}-{platform.machine()}",
+        packages=collect_packages(),
+        env=collect_env(),
+        hostname=socket.gethostname(),
+    )
+    facts.extra["executable"] = sys.executable
+    if gpu_facts is None:
+        facts.nvml_error = "GPU facts not collected (--no-gpu)"
+    else:
+        facts.driver = gpu_facts.driver
+        facts.gpus = gpu_facts.gpus
+        facts.nvml_error = gpu_facts.error
+    return facts

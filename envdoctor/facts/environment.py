@@ -1,0 +1,36 @@
+"""Environment variables that decide where and how training runs, secrets masked."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+EXACT = (
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
+    "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF",
+    "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
+    "MASTER_ADDR", "MASTER_PORT", "TRANSFORMERS_OFFLINE", "HF_HOME", "CUDA_HOME",
+    "CUDA_LAUNCH_BLOCKING", "OMP_NUM_THREADS", "TOKENIZERS_PARALLELISM",
+)
+PREFIXES = ("NCCL_", "VLLM_", "ACCELERATE_", "HF_", "TORCH_", "TORCHELASTIC_", "TRL_")
+_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|(^|_)KEY($|_)|CREDENTIAL")
+MASK = "****"
+
+
+def is_secret(name: str) -> bool:
+    return bool(_SECRET.search(name.upper()))
+
+
+def mask(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``env`` with secret-looking values replaced by ``****``."""
+    return {k: (MASK if is_secret(k) and v else v) for k, v in env.items()}
+
+
+def collect_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The relevant variables of ``environ`` (default: this process), masked."""
+    environ = os.environ if environ is None else environ
+    picked = {
+        k: v for k, v in environ.items() if k in EXACT or k.startswith(PREFIXES)
+    }
+    return mask(dict(sorted(picked.items())))

@@ -1,0 +1,147 @@
+"""GPUs, their memory and processes, and the driver, read through NVML (``pynvml``).
+
+No driver, no NVML library or no GPU is recorded as a fact with its reason, never raised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envdoctor.facts.interface import Driver, Gpu, GpuProcess
+
+MIB = 1024 * 1024
+
+
+@dataclass
+class GpuFacts:
+    driver: Driver = field(default_factory=Driver)
+    gpus: list[Gpu] = field(default_factory=list)
+    error: str | None = None
+
+
+def process_name(pid: int, nvml: Any = None) -> str:
+    """A short command line for ``pid`` ("python trl vllm-serve --model …"), or ``""``."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        parts = [p.decode(errors="replace") for p in raw.split(b"\0") if p]
+        if parts:
+            parts[0] = parts[0].rsplit("/", 1)[-1]
+            return " ".join(parts)[:200]
+    except OSError:
+        pass
+    if nvml is not None:
+        try:
+            name = nvml.nvmlSystemGetProcessName(pid)
+            return name.decode() if isinstance(name, bytes) else str(name)
+        except Exception:
+            pass
+    return ""
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _processes(nvml: Any, handle: Any) -> list[GpuProcess]:
+    seen: dict[int, GpuProcess] = {}
+    for getter in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+        try:
+            procs = getattr(nvml, getter)(handle)
+        except Exception:
+            continue
+        for p in procs:
+            used = getattr(p, "usedGpuMemory", None)
+            used_mib = int(used // MIB) if isinstance(used, int) and used >= 0 else None
+            if p.pid in seen:
+                continue
+            seen[p.pid] = GpuProcess(pid=int(p.pid), name=process_name(p.pid, nvml), used_mib=used_mib)
+    return list(seen.values())
+
+
+def _one_gpu(nvml: Any, index: int) -> Gpu:
+    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    gpu = Gpu(index=index)
+    gpu.uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+    gpu.name = _text(nvml.nvmlDeviceGetName(handle))
+    mem = nvml.nvmlDeviceGetMemoryInfo(handle)
+    gpu.memory_total_mib = int(mem.total // MIB)
+    gpu.memory_used_mib = int(mem.used // MIB)
+    gpu.memory_free_mib = int(mem.free // MIB)
+    try:
+        major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+        gpu.compute_capability = f"{major}.{minor}"
+    except Exception:
+        pass
+    try:
+        gpu.pci_bus_id = _text(nvml.nvmlDeviceGetPciInfo(handle).busId)
+    except Exception:
+        pass
+    try:
+        current, _pending = nvml.nvmlDeviceGetMigMode(handle)
+        gpu.mig = bool(current)
+    except Exception:
+        gpu.mig = False
+    if gpu.mig:
+        try:
+            for i in range(nvml.nvmlDeviceGetMaxMigDeviceCount(handle)):
+                try:
+                    mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, i)
+                    gpu.mig_devices.append(_text(nvml.nvmlDeviceGetUUID(mig)))
+                except Exception:
+                    continue
+        except Exception:
+            pass
+    gpu.processes = _processes(nvml, handle)
+    return gpu
+
+
+def _cuda_version(raw: int) -> str:
+    return f"{raw // 1000}.{(raw % 1000) // 10}"
+
+
+def collect_gpus(nvml: Any = None) -> GpuFacts:
+    """Read every GPU through NVML. ``nvml`` is injectable for tests (default: ``pynvml``)."""
+    if nvml is None:
+        try:
+            import pynvml as nvml  # type: ignore[no-redef]
+        except ImportError:
+            return GpuFacts(error="NVML bindings not installed (pip install nvidia-ml-py)")
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:
+        return GpuFacts(error=f"NVML could not start ({_text(exc) or type(exc).__name__}): "
+                        "no NVIDIA driver loaded, or no permission to use it")
+    facts = GpuFacts()
+    try:
+        try:
+            facts.driver.version = _text(nvml.nvmlSystemGetDriverVersion())
+        except Exception:
+            pass
+        try:
+            facts.driver.cuda = _cuda_version(int(nvml.nvmlSystemGetCudaDriverVersion_v2()))
+        except Exception:
+            try:
+                facts.driver.cuda = _cuda_version(int(nvml.nvmlSystemGetCudaDriverVersion()))
+            except Exception:
+                pass
+        try:
+            count = int(nvml.nvmlDeviceGetCount())
+        except Exception as exc:
+            facts.error = f"NVML could not count GPUs ({_text(exc)})"
+            return facts
+        lost = []
+        for index in range(count):
+            try:
+                facts.gpus.append(_one_gpu(nvml, index))
+            except Exception as exc:
+                lost.append(f"GPU {index}: {_text(exc) or type(exc).__name__}")
+        if lost:
+            facts.error = "some GPUs could not be read: " + "; ".join(lost)
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:
+            pass
+    return facts

@@ -1,0 +1,106 @@
+"""What envdoctor knows about a machine: plain data, serializable to a snapshot.
+
+Collectors (``packages``, ``gpus``, ``environment``) fill these; rules only read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "envdoctor.facts/1"
+
+
+@dataclass
+class GpuProcess:
+    pid: int
+    name: str = ""
+    used_mib: int | None = None
+
+
+@dataclass
+class Gpu:
+    """One physical GPU. ``index`` is NVML's (PCI bus order)."""
+
+    index: int
+    uuid: str = ""
+    name: str = ""
+    memory_total_mib: int | None = None
+    memory_used_mib: int | None = None
+    memory_free_mib: int | None = None
+    compute_capability: str | None = None
+    mig: bool = False
+    mig_devices: list[str] = field(default_factory=list)
+    pci_bus_id: str = ""
+    processes: list[GpuProcess] = field(default_factory=list)
+
+    @property
+    def free_mib(self) -> int | None:
+        if self.memory_free_mib is not None:
+            return self.memory_free_mib
+        if self.memory_total_mib is not None and self.memory_used_mib is not None:
+            return self.memory_total_mib - self.memory_used_mib
+        return None
+
+    @property
+    def cc_major(self) -> int | None:
+        try:
+            return int(str(self.compute_capability).split(".")[0])
+        except (TypeError, ValueError):
+            return None
+
+
+@dataclass
+class Package:
+    """An installed distribution: version and its ``Requires-Dist`` lines."""
+
+    version: str
+    requires: list[str] | None = None
+
+
+@dataclass
+class Driver:
+    version: str | None = None
+    cuda: str | None = None
+
+
+@dataclass
+class Facts:
+    """Everything collected from one machine (live) or loaded from a snapshot.
+
+    ``nvml_error`` says why GPU facts are missing (no driver, no NVML, ...);
+    ``source`` is ``"live"`` or the snapshot path, and decides which live-only checks run.
+    """
+
+    python: str = ""
+    platform: str = ""
+    driver: Driver = field(default_factory=Driver)
+    packages: dict[str, Package] = field(default_factory=dict)
+    gpus: list[Gpu] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    nvml_error: str | None = None
+    hostname: str = ""
+    source: str = "live"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def live(self) -> bool:
+        return self.source == "live"
+
+    def version(self, name: str) -> str | None:
+        """Installed version of a distribution (PEP 503 name), or None."""
+        pkg = self.packages.get(normalize_name(name))
+        return pkg.version if pkg else None
+
+    def gpu(self, index: int) -> Gpu | None:
+        for g in self.gpus:
+            if g.index == index:
+                return g
+        return None
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503 normalization: lowercase, runs of ``-_.`` become ``-``."""
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()

@@ -1,0 +1,69 @@
+"""Curated, sourced version knowledge (``rules/knowledge/*.yaml``), loaded on first use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import yaml
+
+from envdoctor import versions
+from envdoctor.resources import rules_dir
+
+SCHEMA = "envdoctor.knowledge/1"
+
+try:
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+
+@dataclass
+class Knowledge:
+    trl: dict[str, Any] = field(default_factory=dict)
+    vllm: dict[str, Any] = field(default_factory=dict)
+    grpo_keys: dict[str, Any] = field(default_factory=dict)
+    allocator: dict[str, Any] = field(default_factory=dict)
+
+    def feature(self, name: str, trl_version: str | None) -> bool | None:
+        """Whether TRL ``trl_version`` has feature ``name``; None if unknown."""
+        if versions.parse(trl_version) is None:
+            return None
+        for f in self.trl.get("features", []):
+            if f.get("name") == name:
+                since, until = f.get("since"), f.get("until")
+                if since and versions.below(trl_version, str(since)):
+                    return False
+                return not (until and versions.at_least(trl_version, str(until)))
+        return None
+
+    def feature_entry(self, name: str) -> dict[str, Any]:
+        return next((f for f in self.trl.get("features", []) if f.get("name") == name), {})
+
+    def trl_line(self, trl_version: str | None) -> dict[str, Any] | None:
+        for line in self.trl.get("trl_lines", []):
+            if versions.satisfies(trl_version, str(line.get("trl", ""))):
+                return line
+        return None
+
+    def config_key(self, key: str) -> dict[str, Any] | None:
+        return (self.grpo_keys.get("keys") or {}).get(key)
+
+
+def _load(name: str) -> dict[str, Any]:
+    path = rules_dir() / "knowledge" / name
+    if not path.is_file():
+        return {}
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
+    return data if isinstance(data, dict) else {}
+
+
+@lru_cache(maxsize=1)
+def knowledge() -> Knowledge:
+    return Knowledge(
+        trl=_load("trl.yaml"),
+        vllm=_load("vllm.yaml"),
+        grpo_keys=_load("grpo_config_keys.yaml"),
+        allocator=_load("torch_allocator.yaml"),
+    )

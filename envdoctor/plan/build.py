@@ -1,0 +1,78 @@
+"""Turn the CLI's inputs (config files, launch lines) into a ``Plan``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from envdoctor.errors import InputError
+from envdoctor.plan.config_files import read_mapping
+from envdoctor.plan.interface import Launch, Plan
+from envdoctor.plan.launch import parse_launches, parse_script_args
+
+_LAUNCH_ONLY = {"config"}  # script arguments that are not GRPOConfig fields
+
+
+def default_accelerate_config(environ: dict[str, str] | None = None) -> Path | None:
+    """accelerate's default config file, where ``accelerate launch`` looks without --config_file."""
+    env = os.environ if environ is None else environ
+    if env.get("ACCELERATE_CONFIG_FILE"):
+        return Path(env["ACCELERATE_CONFIG_FILE"])
+    home = env.get("HF_HOME") or os.path.join(
+        env.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "huggingface")
+    return Path(home) / "accelerate" / "default_config.yaml"
+
+
+def build_plan(
+    config: str | None = None,
+    accelerate_config: str | None = None,
+    launch: list[str] | str | None = None,
+    config_dict: dict[str, Any] | None = None,
+    live: bool = True,
+) -> Plan:
+    """Read the files and launch lines into a plan; CLI script arguments override the file."""
+    plan = Plan()
+    plan.launches = parse_launches(launch) if launch else []
+    trainer = plan.trainer
+    script_cfg: dict[str, Any] = {}
+    if trainer is not None:
+        script_cfg = parse_script_args(trainer.script_args)
+        if config is None and isinstance(script_cfg.get("config"), str):
+            config = script_cfg["config"]
+    if config_dict:
+        _merge(plan, config_dict, "config object")
+    if config:
+        plan.config_path = str(config)
+        _merge(plan, read_mapping(config, "GRPO config"), f"config file {config}")
+    if trainer is not None:
+        _merge(plan, {k: v for k, v in script_cfg.items() if k not in _LAUNCH_ONLY},
+               "command line")
+        _apply_config_env(plan, trainer)
+    acc_path = accelerate_config
+    if acc_path is None and trainer is not None:
+        acc_path = trainer.options.get("config_file") or trainer.options.get("accelerate_config")
+    if acc_path is None and live and trainer is not None and trainer.launcher == "accelerate":
+        default = default_accelerate_config()
+        if default is not None and default.is_file():
+            acc_path = str(default)
+    if isinstance(acc_path, str):
+        plan.accelerate_path = acc_path
+        plan.accelerate = read_mapping(acc_path, "accelerate config")
+    elif acc_path is not None:
+        raise InputError("--config_file", f"expected a file path, got {acc_path!r}")
+    return plan
+
+
+def _merge(plan: Plan, values: dict[str, Any], origin: str) -> None:
+    for key, value in values.items():
+        plan.config[key] = value
+        plan.config_origin[key] = origin
+
+
+def _apply_config_env(plan: Plan, trainer: Launch) -> None:
+    """TRL's parser exports a config file's ``env:`` mapping before training starts."""
+    env = plan.config.get("env")
+    if isinstance(env, dict):
+        for key, value in env.items():
+            trainer.env.setdefault(str(key), str(value))

@@ -1,0 +1,114 @@
+"""What the user intends to run: the plan, and the GPU layout it resolves to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Launch:
+    """One parsed launch line, e.g. ``CUDA_VISIBLE_DEVICES=0,1 accelerate launch … train.py …``.
+
+    ``launcher`` is one of python, accelerate, torchrun, deepspeed, trl-grpo, trl-vllm-serve,
+    unknown; ``options`` holds the launcher's own flags (names with underscores), ``program`` the
+    argv up to the user's script, ``script_args`` what follows it.
+    """
+
+    raw: str
+    launcher: str
+    env: dict[str, str] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    program: list[str] = field(default_factory=list)
+    script: str | None = None
+    module: str | None = None
+    script_args: list[str] = field(default_factory=list)
+
+    @property
+    def is_server(self) -> bool:
+        return self.launcher in ("trl-vllm-serve", "vllm-serve")
+
+
+@dataclass
+class Plan:
+    """The run as the user intends it: config files, CLI overrides and launch lines."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    config_origin: dict[str, str] = field(default_factory=dict)
+    config_path: str | None = None
+    accelerate: dict[str, Any] = field(default_factory=dict)
+    accelerate_path: str | None = None
+    launches: list[Launch] = field(default_factory=list)
+
+    @property
+    def trainer(self) -> Launch | None:
+        return next((lx for lx in self.launches if not lx.is_server), None)
+
+    @property
+    def server(self) -> Launch | None:
+        return next((lx for lx in self.launches if lx.is_server), None)
+
+    @property
+    def use_vllm(self) -> bool:
+        return bool(self.config.get("use_vllm", False))
+
+    @property
+    def empty(self) -> bool:
+        return not (self.config or self.accelerate or self.launches)
+
+
+@dataclass
+class Rank:
+    """Where one training process runs. ``gpu`` is the NVML index (None: unknown / CPU)."""
+
+    rank: int
+    local_rank: int
+    gpu: int | None
+    visible: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ServerPlan:
+    """A ``trl vllm-serve`` process: from a launch line or found running on a GPU."""
+
+    host: str = "0.0.0.0"
+    port: int = 8000
+    tensor_parallel_size: int = 1
+    data_parallel_size: int = 1
+    gpus: list[int] = field(default_factory=list)
+    source: str = "launch"  # launch | nvml | config
+    pid: int | None = None
+
+
+@dataclass
+class GpuLayout:
+    """Who runs where, resolved with the semantics of the installed TRL / accelerate / torch.
+
+    Resolution records what it saw (``problems`` name impossible requests); rules judge it.
+    """
+
+    launcher: str = "python"
+    num_machines: int = 1
+    num_processes: int = 1  # on this node
+    world_size: int = 1
+    visible: list[int] = field(default_factory=list)  # NVML indices visible to the trainer
+    visible_source: str = ""  # e.g. "CUDA_VISIBLE_DEVICES=0,1 (launch line)"
+    ranks: list[Rank] = field(default_factory=list)
+    process_gpus: int = 0  # GPUs one process sees (n_gpu) when a single process runs
+    generation_mode: str | None = None  # legacy | server | colocate | None
+    generation: list[int] = field(default_factory=list)
+    vllm_device: str | None = None  # legacy: as configured ("auto", "cuda:4")
+    vllm_device_resolved: str | None = None  # legacy: "cuda:4"
+    server: ServerPlan | None = None
+    gpus_known: bool = True
+    problems: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def training(self) -> list[int]:
+        return sorted({r.gpu for r in self.ranks if r.gpu is not None})
+
+    def role(self, gpu: int) -> str:
+        roles = [f"rank {r.rank}" for r in self.ranks if r.gpu == gpu]
+        if gpu in self.generation:
+            roles.append("vLLM" if self.generation_mode != "colocate" else "vLLM (colocated)")
+        return " + ".join(roles)

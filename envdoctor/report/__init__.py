@@ -1,0 +1,18 @@
+"""Renderers: each takes a ``Report`` and returns text. The registry below is the only wiring."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from envdoctor.report import json_format, junit, text
+from envdoctor.report.interface import Report
+
+FORMATS: dict[str, Callable[..., str]] = {
+    "text": text.render,
+    "json": json_format.render,
+    "junit": junit.render,
+}
+
+
+def render(report: Report, fmt: str = "text", verbose: bool = False, color: bool = False) -> str:
+    return FORMATS[fmt](report, verbose=verbose, color=color)

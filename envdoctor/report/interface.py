@@ -1,0 +1,56 @@
+"""The report: findings grouped by area, plus what was resolved; renderers only format it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from envdoctor.findings import Finding, Severity
+
+REPORT_SCHEMA = "envdoctor.report/1"
+
+
+@dataclass
+class Area:
+    key: str
+    title: str
+    summary: str = ""
+    findings: list[Finding] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    note: str = ""  # e.g. "not run (add --probe)"
+
+    @property
+    def status(self) -> str:
+        """``error``, ``warning``, ``ok`` or ``skipped`` (nothing ran)."""
+        sev = {f.severity for f in self.findings}
+        if Severity.ERROR in sev:
+            return "error"
+        if Severity.WARNING in sev:
+            return "warning"
+        if not self.findings and (self.note or not self.ran):
+            return "skipped"
+        return "ok"
+
+
+@dataclass
+class Report:
+    areas: list[Area]
+    subject: str = "this machine"
+    version: str = ""
+    layout: list[dict[str, Any]] = field(default_factory=list)
+    layout_summary: str = ""
+    upgrade_plan: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for a in self.areas for f in a.findings]
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def exit_code(self, strict: bool = False) -> int:
+        if self.count(Severity.ERROR) or (strict and self.count(Severity.WARNING)):
+            return 1
+        return 0

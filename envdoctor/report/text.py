@@ -1,0 +1,91 @@
+"""flutter-doctor style text: one line per area, details where something is wrong."""
+
+from __future__ import annotations
+
+from envdoctor.findings import Finding, Severity
+from envdoctor.report.interface import Area, Report
+
+MARK = {"ok": "✓", "warning": "!", "error": "✗", "skipped": "-"}
+SEV_MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "•"}
+COLOR = {"ok": "32", "warning": "33", "error": "31", "skipped": "2", "info": "36"}
+
+
+def _paint(text: str, status: str, color: bool) -> str:
+    return f"\033[{COLOR[status]}m{text}\033[0m" if color else text
+
+
+def _wrap(text: str, indent: str, width: int = 100) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=width, initial_indent=indent,
+                         subsequent_indent=indent + "  ", break_on_hyphens=False) or [indent]
+
+
+def _finding(f: Finding, verbose: bool, color: bool) -> list[str]:
+    status = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "info"}
+    head = _paint(SEV_MARK[f.severity], status[f.severity], color)
+    lines = _wrap(f"{head} {f.rule} {f.message}", "    ")
+    if f.fix:
+        lines += _wrap(f"→ fix: {f.fix}", "      ")
+    if verbose and f.evidence:
+        for key, value in f.evidence.items():
+            if key == "traceback":
+                continue
+            lines += _wrap(f"{key}: {value}", "      · ")
+    return lines
+
+
+def _area(area: Area, verbose: bool, color: bool) -> list[str]:
+    mark = _paint(f"[{MARK[area.status]}]", area.status, color)
+    summary = f" ({area.summary})" if area.summary else ""
+    note = f" — {area.note}" if area.note else ""
+    lines = [f"{mark} {area.title}{summary}{note}"]
+    for f in sorted(area.findings, key=lambda f: -f.severity.rank):
+        if f.severity == Severity.INFO and not verbose and area.status == "ok":
+            continue
+        lines += _finding(f, verbose, color)
+    if verbose and area.skipped:
+        for rule_id, why in area.skipped.items():
+            lines.append(f"    - {rule_id} skipped: {why}")
+    return lines
+
+
+def _table(rows: list[dict]) -> list[str]:
+    cols = ["gpu", "model", "free", "role"]
+    data = [[str(r.get(c, "")) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(d[i]) for d in data)) for i, c in enumerate(cols)]
+    fmt = "    " + "  ".join(f"{{:<{w}}}" for w in widths)
+    out = [fmt.format(*(c.upper() for c in cols))]
+    out += [fmt.format(*d).rstrip() for d in data]
+    return out
+
+
+def render(report: Report, verbose: bool = False, color: bool = False) -> str:
+    lines = [f"envdoctor {report.version} — {report.subject}", ""]
+    for area in report.areas:
+        lines += _area(area, verbose, color)
+    if report.layout:
+        lines += ["", f"GPU layout: {report.layout_summary}" if report.layout_summary
+                  else "GPU layout:"]
+        lines += _table(report.layout)
+    if report.upgrade_plan:
+        lines += ["", "Upgrade plan (smallest set of changes that makes the stack consistent):"]
+        lines += [f"    {cmd}" for cmd in report.upgrade_plan]
+    errors, warnings = report.count(Severity.ERROR), report.count(Severity.WARNING)
+    bad = sum(1 for a in report.areas if a.status in ("error", "warning"))
+    lines.append("")
+    if errors or warnings:
+        parts = []
+        if errors:
+            parts.append(f"{errors} error{'s' * (errors != 1)}")
+        if warnings:
+            parts.append(f"{warnings} warning{'s' * (warnings != 1)}")
+        status = "error" if errors else "warning"
+        first = next(f.rule for f in report.findings if f.severity != Severity.INFO)
+        lines.append(_paint(f"{MARK[status]} envdoctor found {' and '.join(parts)} in {bad} "
+                            f"area{'s' * (bad != 1)}.", status, color)
+                     + f" More: envdoctor explain {first}" + ("" if verbose else "; -v for details"))
+    else:
+        lines.append(_paint("✓ No issues found.", "ok", color)
+                     + ("" if verbose else " (-v shows every check)"))
+    return "\n".join(lines) + "\n"
