@@ -56,11 +56,11 @@ def vllm_too_old_multi_gpu(ctx: Context) -> Iterator[Hit]:
     vllm = ctx.version("vllm")
     lay = ctx.layout
     if (vllm and lay.generation_mode == "legacy" and not versions.below(vllm, "0.7.2")
-            and versions.below(vllm, "0.7.3") and len(lay.visible) > 1):
+            and versions.below(vllm, "0.7.3") and lay.world_size > 1):
         yield hit(
-            f"vLLM {vllm} with a dedicated vllm_device on a {len(lay.visible)}-GPU layout: "
+            f"vLLM {vllm} with {lay.world_size} training processes and a dedicated vllm_device: "
             "multi-GPU vllm_device setups need vLLM 0.7.3 or newer",
-            fix=_vllm_fix(ctx, "0.7.3"), vllm=vllm, visible=lay.visible)
+            fix=_vllm_fix(ctx, "0.7.3"), vllm=vllm, world_size=lay.world_size)
 
 
 def _extras(ctx: Context, dist: str) -> set[str]:

@@ -1,0 +1,161 @@
+"""Every rule: at least one scenario where it fires and one where it stays quiet.
+
+Each scenario is a snapshot (facts) + a config + a launch line, checked exactly as
+`envdoctor check --facts … --config … -- <launch>` would.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.checks.registry import all_rules
+from tests.conftest import LEGACY, MODERN, RTX3090, V100, findings, snapshot
+
+VLLM_SERVER = {"use_vllm": True, "vllm_mode": "server"}
+LEG_CFG = {"use_vllm": True, "vllm_device": "auto", "num_generations": 4,
+           "per_device_train_batch_size": 4}
+BUSY = {3: [{"pid": 4321, "name": "python other_job.py", "used_mib": 23500}]}
+
+# rule id -> (fires, quiet): each a dict of snapshot kwargs ("snap"), config, launch
+SCENARIOS: dict[str, tuple[dict, dict]] = {
+    "PKG001": ({"snap": {"packages": {**MODERN, "vllm": None}}, "config": {"use_vllm": True}},
+               {"config": {"use_vllm": True}}),
+    "PKG002": ({"snap": {"packages": {**LEGACY, "vllm": "0.7.1"}}, "config": LEG_CFG,
+                "launch": "accelerate launch --num_processes 1 train.py"},
+               {"snap": {"packages": LEGACY}, "config": LEG_CFG,
+                "launch": "accelerate launch --num_processes 1 train.py"}),
+    "PKG003": ({"snap": {"n_gpus": 4, "packages": {**LEGACY, "vllm": "0.7.2"}}, "config": LEG_CFG,
+                "launch": "accelerate launch --num_processes 3 train.py"},
+               {"snap": {"n_gpus": 4, "packages": LEGACY}, "config": LEG_CFG,
+                "launch": "accelerate launch --num_processes 3 train.py"}),
+    "PKG004": ({"snap": {"packages": {**MODERN, "vllm": {"version": "0.8.5", "requires": [
+                "torch==2.6.0", "transformers>=4.51.1"]}, "torch": "2.7.0+cu126"}}},
+               {"snap": {"packages": {**MODERN, "vllm": {"version": "0.8.5", "requires": [
+                "torch==2.6.0"]}, "torch": "2.6.0+cu124"}}}),
+    "PKG005": ({"snap": {"packages": {**MODERN, "torch": "2.6.0a0+gitabc_local build"}}}, {}),
+    "PKG006": ({"snap": {"packages": {**MODERN, "trl": "0.23.0", "vllm": "0.12.0"}},
+                "config": {"use_vllm": True}},
+               {"snap": {"packages": {**MODERN, "trl": "0.23.0", "vllm": "0.10.2"}},
+                "config": {"use_vllm": True}}),
+    "PKG008": ({"snap": {"packages": {"torch": "2.9.0"}}, "config": {"num_generations": 4}},
+               {"config": {"num_generations": 4}}),
+    "CFG001": ({"config": {"vllm_device": "auto", "use_vllm": True}},
+               {"snap": {"packages": LEGACY}, "config": {"vllm_device": "auto"}}),
+    "CFG002": ({"config": {"num_generations": 3, "per_device_train_batch_size": 4},
+                "launch": "accelerate launch --num_processes 2 train.py"},
+               {"config": {"num_generations": 4, "per_device_train_batch_size": 4},
+                "launch": "accelerate launch --num_processes 2 train.py"}),
+    "CFG003": ({"config": {"num_generations": 1}}, {"config": {"num_generations": 2}}),
+    "CFG004": ({"config": {"num_generation": 4}}, {"config": {"num_generations": 4}}),
+    "GPU001": ({"snap": {"n_gpus": 0}}, {}),
+    "GPU002": ({"snap": {"env": {"CUDA_VISIBLE_DEVICES": "0,5"}}},
+               {"snap": {"env": {"CUDA_VISIBLE_DEVICES": "1,0"}}}),
+    "GPU003": ({"snap": {"driver_cuda": "11.8"}}, {"snap": {"driver_cuda": "12.8"}}),
+    "GPU004": ({"snap": {"model": V100, "n_gpus": 1}, "config": {"bf16": True},
+                "launch": "python train.py"},
+               {"snap": {"model": V100, "n_gpus": 1}, "config": {"bf16": False, "fp16": True},
+                "launch": "python train.py"}),
+    "GPU005": ({"snap": {"gpus": [
+                    {"index": 0, "name": "NVIDIA A100", "compute_capability": "8.0"},
+                    {"index": 1, "name": "NVIDIA H100", "compute_capability": "9.0"}]},
+                "launch": "torchrun --nproc_per_node 2 train.py"},
+               {"launch": "torchrun --nproc_per_node 2 train.py"}),
+    "GPU006": ({"snap": {"gpus": [{"index": 0, "name": "A100", "mig": True}]}}, {}),
+    "GPU007": ({"snap": {"gpus": [
+                    {"index": 0, "name": "T4", "compute_capability": "7.5"},
+                    {"index": 1, "name": "A100", "compute_capability": "8.0"}],
+                    "env": {"CUDA_VISIBLE_DEVICES": "0"}}},
+               {"snap": {"gpus": [
+                    {"index": 0, "name": "T4", "compute_capability": "7.5"},
+                    {"index": 1, "name": "A100", "compute_capability": "8.0"}],
+                    "env": {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}}}),
+    "LAY001": ({"snap": {"packages": LEGACY}, "config": {**LEG_CFG, "vllm_device": "cuda:4"},
+                "launch": "accelerate launch --num_processes 1 train.py"},
+               {"snap": {"packages": LEGACY}, "config": {**LEG_CFG, "vllm_device": "cuda:1"},
+                "launch": "accelerate launch --num_processes 1 train.py"}),
+    "LAY002": ({"snap": {"n_gpus": 4, "packages": LEGACY}, "config": LEG_CFG,
+                "launch": "accelerate launch --num_processes 4 train.py"},
+               {"snap": {"n_gpus": 4, "packages": LEGACY}, "config": LEG_CFG,
+                "launch": "accelerate launch --num_processes 3 train.py"}),
+    "LAY003": ({"launch": "python train.py"},
+               {"launch": "torchrun --nproc_per_node 1 train.py"}),
+    "LAY004": ({"launch": "torchrun --nproc_per_node 4 train.py"},
+               {"launch": "torchrun --nproc_per_node 2 train.py"}),
+    "LAY005": ({"launch": "accelerate launch --num_processes 2 --gpu_ids 0,0 train.py"},
+               {"launch": "accelerate launch --num_processes 2 --gpu_ids 0,1 train.py"}),
+    "LAY006": ({"snap": {"packages": LEGACY}, "config": {**LEG_CFG, "vllm_device": "cuda:0"},
+                "launch": "accelerate launch --num_processes 1 --gpu_ids 0,1 train.py"},
+               {"snap": {"packages": LEGACY}, "config": LEG_CFG,
+                "launch": "torchrun --nproc_per_node 1 train.py"}),
+    "LAY007": ({"snap": {"n_gpus": 4}, "config": VLLM_SERVER,
+                "launch": "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py"
+                          " ; CUDA_VISIBLE_DEVICES=2 trl vllm-serve --model m "
+                          "--tensor_parallel_size 2"},
+               {"snap": {"n_gpus": 4}, "config": VLLM_SERVER,
+                "launch": "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py"
+                          " ; CUDA_VISIBLE_DEVICES=2,3 trl vllm-serve --model m "
+                          "--tensor_parallel_size 2"}),
+    "LAY010": ({"snap": {"n_gpus": 4}, "config": {"use_vllm": True, "vllm_mode": "colocate",
+                                                  "vllm_tensor_parallel_size": 3},
+                "launch": "accelerate launch --num_processes 4 train.py"},
+               {"snap": {"n_gpus": 4}, "config": {"use_vllm": True, "vllm_mode": "colocate",
+                                                  "vllm_tensor_parallel_size": 2},
+                "launch": "accelerate launch --num_processes 4 train.py"}),
+    "LAY011": ({"launch": "accelerate launch --multi_gpu --num_processes 1 train.py"},
+               {"launch": "accelerate launch --multi_gpu --num_processes 2 train.py"}),
+    "MEM001": ({"snap": {"n_gpus": 4, "model": RTX3090, "packages": LEGACY, "used": {3: 23500},
+                         "processes": BUSY}, "config": LEG_CFG,
+                "launch": "accelerate launch --num_processes 3 train.py"},
+               {"snap": {"n_gpus": 4, "model": RTX3090, "packages": LEGACY}, "config": LEG_CFG,
+                "launch": "accelerate launch --num_processes 3 train.py"}),
+    "MEM002": ({"snap": {"used": {0: 20000}, "processes": {0: [{"pid": 7, "name": "python x",
+                                                                "used_mib": 20000}]}},
+                "launch": "torchrun --nproc_per_node 1 train.py"},
+               {"launch": "torchrun --nproc_per_node 1 train.py"}),
+    "MEM003": ({"config": {"use_vllm": True, "vllm_mode": "colocate",
+                           "vllm_gpu_memory_utilization": 0.9},
+                "launch": "torchrun --nproc_per_node 2 train.py"},
+               {"config": {"use_vllm": True, "vllm_mode": "colocate",
+                           "vllm_gpu_memory_utilization": 0.3},
+                "launch": "torchrun --nproc_per_node 2 train.py"}),
+    "ALC001": ({"snap": {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segment:True"}}},
+               {"snap": {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}}}),
+    "ALC002": ({"snap": {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+                                 "PYTORCH_ALLOC_CONF": "max_split_size_mb:128"}}},
+               {"snap": {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+                                 "PYTORCH_ALLOC_CONF": "expandable_segments:True"}}}),
+    "ALC003": ({"launch": "torchrun --nproc_per_node 1 train.py"},
+               {"launch": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun "
+                          "--nproc_per_node 1 train.py"}),
+    "ALC004": ({"config": {"use_vllm": True, "vllm_mode": "colocate",
+                           "vllm_enable_sleep_mode": True},
+                "launch": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun "
+                          "--nproc_per_node 2 train.py"},
+               {"config": {"use_vllm": True, "vllm_mode": "colocate",
+                           "vllm_enable_sleep_mode": True},
+                "launch": "torchrun --nproc_per_node 2 train.py"}),
+}
+# Rules whose scenarios need the network or a live machine are tested in test_live_rules.py.
+ELSEWHERE = {"LAY008", "LAY009", "PKG007"}
+
+
+def _run(scenario: dict) -> set[str]:
+    snap_kw = dict(scenario.get("snap", {}))
+    if "packages" in snap_kw:
+        snap_kw["packages"] = {k: v for k, v in snap_kw["packages"].items() if v is not None}
+    return {f.rule for f in findings(snapshot(**snap_kw), config=scenario.get("config"),
+                                     launch=scenario.get("launch"))}
+
+
+def test_every_rule_has_scenarios():
+    assert set(all_rules()) - ELSEWHERE == set(SCENARIOS)
+
+
+@pytest.mark.parametrize("rule_id", sorted(SCENARIOS))
+def test_fires(rule_id):
+    assert rule_id in _run(SCENARIOS[rule_id][0])
+
+
+@pytest.mark.parametrize("rule_id", sorted(SCENARIOS))
+def test_quiet(rule_id):
+    assert rule_id not in _run(SCENARIOS[rule_id][1])
