@@ -33,9 +33,18 @@ def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
         return
     for key, origin in ctx.plan.config_origin.items():
         entry = keys.get(key)
-        if entry is None or key in NOT_CONFIG:
-            continue
+        if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
+            continue  # TrainingArguments fields are accepted by every GRPOConfig
         since, until = entry.get("since"), entry.get("until")
+        dep = entry.get("deprecated_help") or {}
+        if dep.get("first") and versions.at_least(trl, str(dep["first"])) and not (
+                until and versions.at_least(trl, str(until))):
+            repl = entry.get("replaced_by")
+            yield hit(f"`{key}` ({origin}) is deprecated and ignored by TRL {trl}"
+                      + (f" ({entry['note'].rstrip(';. ')})" if entry.get("note") else ""),
+                      fix=f"remove `{key}`" + (f"; configure `{repl}` instead" if repl else ""),
+                      severity="warning", key=key, trl=trl)
+            continue
         too_old = since and versions.below(trl, str(since))
         too_new = until and versions.at_least(trl, str(until))
         if not (too_old or too_new):
