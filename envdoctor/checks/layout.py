@@ -71,8 +71,14 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     refuses = ctx.kb.feature("dataparallel_refusal", trl)
     gen = lay.generation
     victims = f" — including GPU {', '.join(map(str, gen))} reserved for vLLM" if gen else ""
+    since = ctx.kb.feature_entry("dataparallel_refusal").get("since", "a newer release")
     if refuses:
         what = (f"TRL {trl} refuses at init: \"GRPOTrainer does not support `nn.DataParallel`\"")
+    elif refuses is None:
+        what = (f"transformers.Trainer wraps the model in nn.DataParallel over all "
+                f"{lay.process_gpus} GPUs{victims}: TRL before {since} lets it happen silently "
+                f"(replicas land there and it runs out of memory later), TRL {since}+ refuses "
+                "at init")
     else:
         what = (f"{'TRL ' + trl if trl else 'older TRL'} lets transformers.Trainer silently wrap "
                 f"the model in nn.DataParallel over all {lay.process_gpus} GPUs{victims}; replicas"

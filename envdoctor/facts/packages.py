@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.metadata as md
+import os
 import re
+import sys
+from pathlib import Path
 
 from envdoctor.facts.interface import Package, normalize_name
 
@@ -23,16 +26,50 @@ def requirement_name(line: str) -> str | None:
     return normalize_name(m.group(1)) if m else None
 
 
-def _read(name: str) -> Package | None:
-    try:
+def _dist_index() -> dict[str, Path]:
+    """Normalized name → ``*.dist-info`` folder, first on ``sys.path`` wins (as import does)."""
+    found: dict[str, Path] = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for item in names:
+            if item.endswith(".dist-info") and "-" in item:
+                name = normalize_name(item[: -len(".dist-info")].rsplit("-", 1)[0])
+                found.setdefault(name, Path(entry or ".") / item)
+    return found
+
+
+def _parse_metadata(text: str) -> Package | None:
+    version, requires = None, []
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the headers end at the first blank line; the body is the description
+        if line.startswith("Version:"):
+            version = line[8:].strip()
+        elif line.startswith("Requires-Dist:"):
+            requires.append(line[14:].strip())
+    if not version:
+        return Package(version="<unreadable: no Version field>", requires=None)
+    return Package(version=version, requires=requires)
+
+
+def _read(name: str, index: dict[str, Path]) -> Package | None:
+    """Version and requirements of one distribution; corrupt metadata is a fact, not a crash."""
+    folder = index.get(normalize_name(name))
+    if folder is not None:
+        try:
+            return _parse_metadata((folder / "METADATA").read_text(encoding="utf-8",
+                                                                   errors="replace"))
+        except OSError as exc:
+            return Package(version=f"<unreadable: {exc.strerror or type(exc).__name__}>")
+    try:  # egg-info and other layouts: the standard library's reader
         dist = md.distribution(name)
-    except md.PackageNotFoundError:
-        return None
-    except Exception as exc:  # corrupt metadata: a fact, not a crash
-        return Package(version=f"<unreadable: {type(exc).__name__}>", requires=None)
-    try:
         version = dist.version
         requires = list(dist.requires or [])
+    except md.PackageNotFoundError:
+        return None
     except Exception as exc:
         return Package(version=f"<unreadable: {type(exc).__name__}>", requires=None)
     if not isinstance(version, str) or not version:
@@ -42,9 +79,10 @@ def _read(name: str) -> Package | None:
 
 def collect_packages(names: tuple[str, ...] = STACK) -> dict[str, Package]:
     """The stack's distributions plus the distributions they directly require."""
+    index = _dist_index()
     found: dict[str, Package] = {}
     for name in names:
-        pkg = _read(name)
+        pkg = _read(name, index)
         if pkg is not None:
             found[normalize_name(name)] = pkg
     wanted = {
@@ -54,7 +92,11 @@ def collect_packages(names: tuple[str, ...] = STACK) -> dict[str, Package]:
         if (req := requirement_name(line)) and req not in found
     }
     for name in sorted(wanted):
-        pkg = _read(name)
+        folder = index.get(name)
+        if folder is not None:  # the folder name carries the version
+            found[name] = Package(version=folder.name[: -len(".dist-info")].rsplit("-", 1)[1])
+            continue
+        pkg = _read(name, index)
         if pkg is not None:
             found[name] = Package(version=pkg.version, requires=None)
     return found
