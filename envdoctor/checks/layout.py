@@ -88,13 +88,16 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     script = (launch.script or (f"-m {launch.module}" if launch.module else "train.py")) \
         if launch else "train.py"
     args = shlex.join(launch.script_args) if launch and launch.script_args else ""
-    train_gpus = ",".join(str(g) for g in lay.visible if g not in gen) or str(lay.visible[0])
+    train = [g for g in lay.visible if g not in gen] or lay.visible[:1]
     if lay.generation_mode == "legacy":
         fix = (f"torchrun --nproc_per_node 1 {script} {args}".strip()
                + "  # one rank, every GPU still visible for vllm_device")
+    elif gen:
+        runner = "python" if len(train) == 1 else f"torchrun --nproc_per_node {len(train)}"
+        fix = f"CUDA_VISIBLE_DEVICES={','.join(map(str, train))} {runner} {script} {args}".strip()
     else:
-        fix = f"CUDA_VISIBLE_DEVICES={train_gpus} python {script} {args}".strip()
-        fix += f"  # or torchrun --nproc_per_node {max(len(train_gpus.split(',')), 1)} {script}"
+        fix = (f"torchrun --nproc_per_node {len(train)} {script} {args}".strip()
+               + f"  # one rank per GPU; or CUDA_VISIBLE_DEVICES={train[0]} python {script}")
     yield hit(f"one training process sees {lay.process_gpus} GPUs ({gpus}; launcher: "
               f"{lay.launcher}{', --num_processes 1' if lay.launcher == 'accelerate' else ''}): "
               f"{what}", fix=fix, n_gpu=lay.process_gpus, visible=lay.visible,
