@@ -36,11 +36,9 @@ from envdoctor.commands.options import (
 @click.option("--no-network", is_flag=True, help="Skip the vLLM server health check.")
 @click.option("--upgrade-plan", is_flag=True,
               help="Print only the pip command that makes the stack consistent.")
-@click.option("--probe", is_flag=True, help="Also run a tiny real GRPO step on the target GPUs.")
-@click.option("--probe-timeout", type=float, default=None, help="Probe wall-clock limit (s).")
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
 def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, output, verbose,
-          strict, no_network, upgrade_plan, probe, probe_timeout, launch_argv) -> None:
+          strict, no_network, upgrade_plan, launch_argv) -> None:
     """Check this machine (or a snapshot) for a GRPO run.
 
     Give the launch command after `--`:
@@ -65,14 +63,8 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
     launch_text = "\n".join(x if isinstance(x, str) else _join(x) for x in lines) or None
     plan = build_plan(config=config, accelerate_config=accelerate_config, launch=launch_text,
                       live=facts.live)
-    ctx, report = run_check(facts, plan, select=select_ids, ignore=ignore_ids,
+    _ctx, report = run_check(facts, plan, select=select_ids, ignore=ignore_ids,
                             network=not no_network)
-    if probe:
-        from envdoctor.commands.probe import probe_area
-
-        timeout = probe_timeout or settings.get("probe-timeout") or 180.0
-        area = probe_area(ctx, timeout=float(timeout), show_progress=fmt == "text")
-        report.areas[-1] = area
     if upgrade_plan:
         emit("\n".join(report.upgrade_plan) + "\n" if report.upgrade_plan
              else "# the installed stack is consistent: nothing to change\n", output)

@@ -159,7 +159,8 @@ def load(path: str | Path) -> Facts:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(source, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise InputError(source, f"invalid JSON at {where}: {exc.msg}") from None
     except RecursionError:
         raise InputError(source, "JSON nested too deeply") from None
     return from_dict(data, source)

@@ -35,7 +35,7 @@ def test_a_process_holding_memory_is_seen_with_pid_and_mib():
     facts = _gpus()
     target = facts.gpus[-1].index
     code = ("import torch, time\n"
-            f"x = torch.empty(1024 * 1024 * 1024, dtype=torch.uint8, device='cuda:0')\n"
+            "x = torch.empty(1024 * 1024 * 1024, dtype=torch.uint8, device='cuda:0')\n"
             "print('ready', flush=True)\ntime.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                             env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": str(target),
