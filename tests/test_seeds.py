@@ -51,7 +51,7 @@ def test_dataparallel_trap_modern_trl_refuses(tmp_path):
     rc, found = check(tmp_path, snap, {"use_vllm": True, "vllm_mode": "server"},
                       "python", "train.py")
     assert rc == 1 and "refuses at init" in found["LAY003"]["message"]
-    assert found["LAY003"]["fix"].startswith("CUDA_VISIBLE_DEVICES=")
+    assert found["LAY003"]["fix"].startswith("torchrun --nproc_per_node 2 train.py")
 
 
 def test_seed_002_vllm_device_not_available(tmp_path):

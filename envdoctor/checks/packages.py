@@ -22,9 +22,10 @@ COMPILED = {"vllm", "xformers", "flash-attn", "torchvision", "torchaudio", "deep
 
 def _vllm_fix(ctx: Context, minimum: str) -> str:
     line = ctx.kb.trl_line(ctx.version("trl")) or {}
-    rng = line.get("vllm")
-    if rng and versions.spec(str(rng)):
-        return f"pip install 'vllm{rng}'"
+    rng = str(line.get("vllm") or "")
+    spec = versions.spec(rng) if rng else None
+    if spec is not None and spec.contains(minimum) and "," in rng:
+        return f"pip install 'vllm{rng}'"  # the range this TRL supports starts above minimum
     return f"pip install 'vllm>={minimum}'"
 
 

@@ -33,9 +33,9 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
                {"snap": {"packages": {**MODERN, "vllm": {"version": "0.8.5", "requires": [
                 "torch==2.6.0"]}, "torch": "2.6.0+cu124"}}}),
     "PKG005": ({"snap": {"packages": {**MODERN, "torch": "2.6.0a0+gitabc_local build"}}}, {}),
-    "PKG006": ({"snap": {"packages": {**MODERN, "trl": "0.23.0", "vllm": "0.12.0"}},
+    "PKG006": ({"snap": {"packages": {**MODERN, "trl": "0.24.0", "vllm": "0.12.0"}},
                 "config": {"use_vllm": True}},
-               {"snap": {"packages": {**MODERN, "trl": "0.23.0", "vllm": "0.10.2"}},
+               {"snap": {"packages": {**MODERN, "trl": "0.24.0", "vllm": "0.10.2"}},
                 "config": {"use_vllm": True}}),
     "PKG008": ({"snap": {"packages": {"torch": "2.9.0"}}, "config": {"num_generations": 4}},
                {"config": {"num_generations": 4}}),
