@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -19,12 +18,22 @@ except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
 
 
-@dataclass
 class Knowledge:
-    trl: dict[str, Any] = field(default_factory=dict)
-    vllm: dict[str, Any] = field(default_factory=dict)
-    grpo_keys: dict[str, Any] = field(default_factory=dict)
-    allocator: dict[str, Any] = field(default_factory=dict)
+    """The curated tables, each parsed from YAML on first use (the static check stays fast)."""
+
+    FILES = {"trl": "trl.yaml", "vllm": "vllm.yaml", "grpo_keys": "grpo_config_keys.yaml",
+             "allocator": "torch_allocator.yaml"}
+
+    def __init__(self, **tables: dict[str, Any]) -> None:
+        self._tables: dict[str, dict[str, Any]] = dict(tables)
+
+    def __getattr__(self, name: str) -> dict[str, Any]:
+        files = type(self).FILES
+        if name not in files:
+            raise AttributeError(name)
+        if name not in self._tables:
+            self._tables[name] = _load(files[name])
+        return self._tables[name]
 
     def feature(self, name: str, trl_version: str | None) -> bool | None:
         """Whether TRL ``trl_version`` has feature ``name``; None if unknown."""
@@ -61,9 +70,4 @@ def _load(name: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def knowledge() -> Knowledge:
-    return Knowledge(
-        trl=_load("trl.yaml"),
-        vllm=_load("vllm.yaml"),
-        grpo_keys=_load("grpo_config_keys.yaml"),
-        allocator=_load("torch_allocator.yaml"),
-    )
+    return Knowledge()

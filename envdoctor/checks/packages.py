@@ -11,6 +11,7 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.facts.interface import normalize_name
+from envdoctor.plan.layout import trainer_env
 
 #: Distributions whose requirements are checked (the training stack).
 CHECKED = ("trl", "vllm", "transformers", "accelerate", "torch", "torchvision", "peft",
@@ -166,6 +167,11 @@ def _when_matches(ctx: Context, when: dict) -> bool:
             if ctx.config.get(key[7:]) != cond:
                 return False
             continue
+        if key.startswith("env."):
+            value = trainer_env(ctx.facts, ctx.plan.trainer).get(key[4:], "")
+            if str(cond.get("contains", "")) not in value:
+                return False
+            continue
         if versions.satisfies(ctx.version(key), str(cond)) is not True:
             return False
     return True
@@ -180,6 +186,7 @@ def known_bad(ctx: Context) -> Iterator[Hit]:
                                   if ctx.version(k) is not None)
             yield hit(f"known-bad combination ({installed}): {entry.get('symptom', '').strip()}",
                       fix=str(entry.get("fix", "")).strip(), id=entry.get("id"),
+                      severity=entry.get("severity", "error"),
                       references=entry.get("references", []))
 
 

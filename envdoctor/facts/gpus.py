@@ -104,6 +104,13 @@ def _cuda_version(raw: int) -> str:
 def collect_gpus(nvml: Any = None) -> GpuFacts:
     """Read every GPU through NVML. ``nvml`` is injectable for tests (default: ``pynvml``)."""
     if nvml is None:
+        try:  # a cheap look for the driver's library before importing the bindings
+            import ctypes
+
+            ctypes.CDLL("libnvidia-ml.so.1")
+        except OSError:
+            return GpuFacts(error="NVML library libnvidia-ml.so.1 not found: "
+                                  "no NVIDIA driver installed on this machine")
         try:
             import pynvml as nvml  # type: ignore[no-redef]
         except ImportError:

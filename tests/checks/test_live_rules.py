@@ -120,7 +120,12 @@ def _version_in(spec: str) -> str | None:
     """A version inside a simple specifier like '<0.7.2' or '>=0.14,<0.16'."""
     from packaging.specifiers import SpecifierSet
 
-    s = SpecifierSet(str(spec))
+    from packaging.specifiers import InvalidSpecifier
+
+    try:
+        s = SpecifierSet(str(spec))
+    except InvalidSpecifier:
+        return None
     for candidate in ("0.7.1", "0.7.2", "0.7.3", "0.8.5", "0.10.2", "0.11.0", "0.12.0", "0.14.0",
                       "0.15.2", "0.16.0", "0.18.0", "0.19.0", "1.0.0", "1.16.0", "2.5.1",
                       "2.6.0", "2.7.0", "2.8.0", "4.49.0", "4.51.0", "5.0.0"):

@@ -1,0 +1,87 @@
+"""Schema of ``rules/knowledge/*.yaml``: checked by the tests and the maintainer scripts.
+
+Only data, no code: every table entry carries ``references``, versions are strings and every
+``known_bad.when`` uses the small vocabulary below.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from envdoctor.knowledge import SCHEMA
+
+#: ``known_bad[].when`` keys that are not package names.
+WHEN_KEYS = {"use_vllm": bool, "vllm_mode": str}
+WHEN_PREFIXES = ("config.", "env.")
+
+
+class KnowledgeError(ValueError):
+    """A knowledge file breaks the schema."""
+
+
+def _spec(value: Any, where: str) -> None:
+    try:
+        SpecifierSet(str(value))
+    except InvalidSpecifier:
+        raise KnowledgeError(f"{where}: {value!r} is not a PEP 440 specifier") from None
+
+
+def _refs(entry: dict, where: str) -> None:
+    refs = entry.get("references")
+    if not isinstance(refs, list) or not refs or not all(isinstance(r, str) and r for r in refs):
+        raise KnowledgeError(f"{where}: needs a non-empty list of string references")
+
+
+def check_when(when: Any, where: str) -> None:
+    if not isinstance(when, dict) or not when:
+        raise KnowledgeError(f"{where}.when: expected a non-empty mapping")
+    for key, value in when.items():
+        w = f"{where}.when.{key}"
+        if key in WHEN_KEYS:
+            if not isinstance(value, WHEN_KEYS[key]):
+                raise KnowledgeError(f"{w}: expected {WHEN_KEYS[key].__name__}")
+        elif key.startswith("env."):
+            if not (isinstance(value, dict) and set(value) == {"contains"}):
+                raise KnowledgeError(f"{w}: expected {{contains: TEXT}}")
+        elif key.startswith("config."):
+            if isinstance(value, (dict, list)):
+                raise KnowledgeError(f"{w}: expected a scalar")
+        else:
+            _spec(value, w)
+
+
+def validate(name: str, data: Any) -> None:
+    """Raise ``KnowledgeError`` unless ``data`` (the parsed file ``name``) fits the schema."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise KnowledgeError(f"{name}: 'schema: {SCHEMA}' missing")
+    for i, line in enumerate(data.get("trl_lines", [])):
+        where = f"{name}: trl_lines[{i}]"
+        _spec(line.get("trl"), f"{where}.trl")
+        if line.get("vllm"):
+            _spec(line["vllm"], f"{where}.vllm")
+        _refs(line, where)
+    for i, feat in enumerate(data.get("features", [])):
+        where = f"{name}: features[{i}]"
+        if not feat.get("name") or not isinstance(feat.get("since"), str):
+            raise KnowledgeError(f"{where}: needs name and since (a version string)")
+        _refs(feat, where)
+    for i, pin in enumerate(data.get("torch_pins", [])):
+        where = f"{name}: torch_pins[{i}]"
+        if not (isinstance(pin.get("vllm"), str) and isinstance(pin.get("torch"), str)):
+            raise KnowledgeError(f"{where}: needs vllm and torch version strings")
+        _refs(pin, where)
+    for i, bad in enumerate(data.get("known_bad", [])):
+        where = f"{name}: known_bad[{i}] ({bad.get('id')})"
+        for key in ("id", "symptom", "fix"):
+            if not isinstance(bad.get(key), str) or not bad[key].strip():
+                raise KnowledgeError(f"{where}: '{key}' must be a non-empty string")
+        if bad.get("severity", "error") not in ("error", "warning"):
+            raise KnowledgeError(f"{where}: severity must be error or warning")
+        check_when(bad.get("when"), where)
+        _refs(bad, where)
+    for key, entry in (data.get("keys") or {}).items():
+        where = f"{name}: keys.{key}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("since"), str):
+            raise KnowledgeError(f"{where}: needs since (a version string)")

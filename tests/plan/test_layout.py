@@ -1,0 +1,102 @@
+"""Resolving who runs where, for each launcher and TRL era."""
+
+from __future__ import annotations
+
+from envdoctor.facts.snapshot import from_dict
+from envdoctor.knowledge import knowledge
+from envdoctor.plan.build import build_plan
+from envdoctor.plan.layout import resolve_layout
+from tests.conftest import LEGACY, MODERN, snapshot
+
+
+def layout(launch, config=None, n=8, packages=None, env=None, processes=None, gpus=None,
+           accelerate=None, tmp_path=None):
+    facts = from_dict(snapshot(n, packages=packages or MODERN, env=env, processes=processes,
+                               gpus=gpus), "t")
+    plan = build_plan(launch=launch, config_dict=config, live=False)
+    if accelerate is not None:
+        plan.accelerate = accelerate
+    return resolve_layout(facts, plan, knowledge())
+
+
+def test_accelerate_gpu_ids_replace_visible_devices():
+    lay = layout("CUDA_VISIBLE_DEVICES=1 accelerate launch --num_processes 2 --gpu_ids 4,6 t.py")
+    assert [r.gpu for r in lay.ranks] == [4, 6] and lay.visible == [4, 6]
+
+
+def test_accelerate_without_num_processes_uses_every_visible_gpu():
+    lay = layout("CUDA_VISIBLE_DEVICES=0,1,2 accelerate launch t.py")
+    assert lay.num_processes == 3 and lay.problems["distributed"]
+
+
+def test_accelerate_config_file_values_and_multi_node():
+    lay = layout("accelerate launch --machine_rank 1 t.py",
+                 accelerate={"num_processes": 16, "num_machines": 2, "gpu_ids": "all",
+                             "distributed_type": "MULTI_GPU"})
+    assert lay.num_processes == 8 and lay.world_size == 16
+    assert [r.rank for r in lay.ranks][:2] == [8, 9]
+
+
+def test_torchrun_multi_node_and_gpu_keyword():
+    lay = layout("torchrun --nnodes 2 --node_rank 1 --nproc_per_node gpu t.py", n=4)
+    assert lay.num_processes == 4 and lay.world_size == 8 and lay.ranks[0].rank == 4
+
+
+def test_deepspeed_include():
+    lay = layout("deepspeed --include localhost:2,3 t.py")
+    assert [r.gpu for r in lay.ranks] == [2, 3]
+
+
+def test_plain_python_is_one_process_seeing_all():
+    lay = layout("python t.py", n=3)
+    assert lay.process_gpus == 3 and not lay.problems["distributed"]
+
+
+def test_legacy_auto_is_first_gpu_after_training_ranks():
+    lay = layout("accelerate launch --num_processes 4 --gpu_ids 0,2,3,4,5 t.py",
+                 config={"use_vllm": True, "vllm_device": "auto"}, packages=LEGACY)
+    assert lay.generation_mode == "legacy" and lay.generation == [5]
+    assert lay.vllm_device_resolved == "cuda:4"
+
+
+def test_server_from_launch_line_and_from_nvml():
+    lay = layout("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 accelerate launch --num_processes 6 t.py ; "
+                 "CUDA_VISIBLE_DEVICES=6,7 trl vllm-serve --model m --data_parallel_size 2",
+                 config={"use_vllm": True, "vllm_mode": "server"})
+    assert lay.generation == [6, 7] and lay.server.data_parallel_size == 2
+    running = {7: [{"pid": 99, "name": "python trl vllm-serve --model m --port 8005",
+                    "used_mib": 60000}]}
+    lay2 = layout("CUDA_VISIBLE_DEVICES=0 python t.py",
+                  config={"use_vllm": True, "vllm_mode": "server"}, processes=running)
+    assert lay2.server.source == "nvml" and lay2.generation == [7] and lay2.server.port == 8005
+
+
+def test_modern_default_mode_is_colocate_and_legacy_key_inference_without_trl():
+    lay = layout("torchrun --nproc_per_node 2 t.py", config={"use_vllm": True})
+    assert lay.generation_mode == "colocate" and lay.generation == [0, 1]
+    lay = layout("torchrun --nproc_per_node 2 t.py", config={"use_vllm": True, "vllm_device": "auto"},
+                 packages={"torch": "2.5.1"})
+    assert lay.generation_mode == "legacy"
+
+
+def test_trl_018_to_099_default_is_server():
+    lay = layout("torchrun --nproc_per_node 2 t.py", config={"use_vllm": True},
+                 packages={**MODERN, "trl": "0.19.0"})
+    assert lay.generation_mode == "server"
+
+
+def test_config_env_section_applies_to_the_trainer(tmp_path):
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text("env:\n  CUDA_VISIBLE_DEVICES: '2,3'\nnum_generations: 4\n")
+    facts = from_dict(snapshot(4), "t")
+    plan = build_plan(config=str(cfg), launch="torchrun --nproc_per_node 2 t.py", live=False)
+    assert [r.gpu for r in resolve_layout(facts, plan, knowledge()).ranks] == [2, 3]
+
+
+def test_script_config_flag_is_read(tmp_path):
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text("use_vllm: true\nnum_generations: 4\n")
+    plan = build_plan(launch=f"accelerate launch t.py --config {cfg} --num_generations 8",
+                      live=False)
+    assert plan.config["use_vllm"] is True and plan.config["num_generations"] == 8
+    assert plan.config_origin["num_generations"] == "command line"

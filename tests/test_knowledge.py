@@ -1,0 +1,93 @@
+"""The curated knowledge under rules/: schema-valid, sourced, and each constraint exercised."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from envdoctor.checks.docs import parse_area_file
+from envdoctor.knowledge import knowledge
+from envdoctor.knowledge_schema import KnowledgeError, validate
+from envdoctor.resources import rules_dir
+from tests.conftest import MODERN, findings, snapshot
+
+KNOWLEDGE = sorted((rules_dir() / "knowledge").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", sorted(rules_dir().glob("*.yaml")), ids=lambda p: p.name)
+def test_rule_docs_match_schema(path):
+    data = yaml.safe_load(path.read_text())
+    if path.name == "signatures.yaml":
+        pytest.skip("triage signatures have their own schema (tests/triage)")
+    assert parse_area_file(data, path.name)
+
+
+@pytest.mark.parametrize("path", KNOWLEDGE, ids=lambda p: p.name)
+def test_knowledge_matches_schema(path):
+    validate(path.name, yaml.safe_load(path.read_text()))
+
+
+def test_schema_rejects_bad_entries():
+    base = {"schema": "envdoctor.knowledge/1"}
+    with pytest.raises(KnowledgeError, match="references"):
+        validate("x", {**base, "features": [{"name": "a", "since": "1.0"}]})
+    with pytest.raises(KnowledgeError, match="specifier"):
+        validate("x", {**base, "known_bad": [{"id": "a", "symptom": "s", "fix": "f",
+                                             "when": {"vllm": "outside the range"},
+                                             "references": ["r"]}]})
+    with pytest.raises(KnowledgeError, match="schema"):
+        validate("x", {"features": []})
+
+
+def _outside(spec: str) -> str | None:
+    s = SpecifierSet(spec)
+    for major, minor, patch in ((0, m, p) for m in range(5, 40) for p in range(0, 4)):
+        v = f"{major}.{minor}.{patch}"
+        if not s.contains(v):
+            lo = [x for x in s if x.operator in (">=", "==")]
+            if lo and Version(v) < Version(lo[0].version):
+                return v
+    return None
+
+
+def _inside(spec: str) -> str | None:
+    s = SpecifierSet(spec)
+    for m in range(5, 40):
+        for p in range(0, 4):
+            if s.contains(f"0.{m}.{p}"):
+                return f"0.{m}.{p}"
+    return None
+
+
+LINES = [line for line in knowledge().trl.get("trl_lines", []) if line.get("vllm")]
+
+
+@pytest.mark.parametrize("line", LINES, ids=lambda line: line["trl"])
+def test_each_trl_line_vllm_range(line):
+    """PKG006 fires just below the line's vLLM range and stays quiet inside it."""
+    trl = next(f"{m}.{n}.{p}" for m in (0, 1) for n in range(0, 40) for p in range(0, 4)
+               if SpecifierSet(line["trl"]).contains(f"{m}.{n}.{p}"))
+    inside, outside = _inside(line["vllm"]), _outside(line["vllm"])
+    cfg = {"use_vllm": True}
+    if inside:
+        pk = {**MODERN, "trl": trl, "vllm": inside}
+        assert "PKG006" not in {f.rule for f in findings(snapshot(2, packages=pk), config=cfg)}
+    if outside:
+        pk = {**MODERN, "trl": trl, "vllm": outside}
+        fired = [f for f in findings(snapshot(2, packages=pk), config=cfg) if f.rule == "PKG006"]
+        assert fired and line["vllm"] in fired[0].fix
+
+
+def test_torch_pin_suggests_a_vllm_built_for_the_installed_torch():
+    pins = knowledge().vllm.get("torch_pins", [])
+    if not pins:
+        pytest.skip("no torch pins")
+    pin = pins[-1]
+    other = next(p for p in pins if p["torch"] != pin["torch"])
+    pk = {**MODERN, "torch": pin["torch"] + "+cu128",
+          "vllm": {"version": other["vllm"], "requires": [f"torch=={other['torch']}"]}}
+    fired = [f for f in findings(snapshot(2, packages=pk)) if f.rule == "PKG004"]
+    assert fired and f"torch=={other['torch']}" in fired[0].fix
+    assert "vllm==" in fired[0].fix
