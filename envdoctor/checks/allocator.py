@@ -13,6 +13,26 @@ from envdoctor.plan.layout import trainer_env
 VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
 
 
+def _torch_rules(ctx: Context) -> tuple[set[str] | None, str]:
+    """Options the installed torch accepts and its unknown-option message (rules/knowledge)."""
+    torch = ctx.version("torch")
+    table = ctx.kb.allocator
+    if versions.parse(torch) is None or not table.get("options"):
+        return None, "Unrecognized CachingAllocator option: {name}"
+    accepted = {o["name"] for o in table["options"]
+                if versions.satisfies(torch, str(o.get("torch", ""))) is not False}
+    text = next((e["text"].split("  (")[0] for e in table.get("unknown_option_error", [])
+                 if versions.satisfies(torch, str(e.get("torch", "")))),
+                "Unrecognized CachingAllocator option: {name}")
+    return accepted, text
+
+
+def _env_vars_read(ctx: Context) -> dict:
+    torch = ctx.version("torch")
+    return next((e for e in ctx.kb.allocator.get("env_vars", [])
+                 if versions.satisfies(torch, str(e.get("torch", "")))), {})
+
+
 def _confs(ctx: Context) -> dict[str, str]:
     env = trainer_env(ctx.facts, ctx.plan.trainer)
     return {v: env[v] for v in VARS if v in env}
@@ -20,8 +40,9 @@ def _confs(ctx: Context) -> dict[str, str]:
 
 @rule("ALC001")
 def invalid(ctx: Context) -> Iterator[Hit]:
+    accepted, text = _torch_rules(ctx)
     for var, raw in _confs(ctx).items():
-        conf = parse_alloc_conf(raw)
+        conf = parse_alloc_conf(raw, accepted, text)
         for problem in conf.problems:
             yield hit(f"{var}={raw}: {problem}; torch raises at the first CUDA allocation",
                       fix=f"export {var}=expandable_segments:True  # or fix the option's "
@@ -32,13 +53,18 @@ def invalid(ctx: Context) -> Iterator[Hit]:
 @rule("ALC002")
 def disagree(ctx: Context) -> Iterator[Hit]:
     confs = _confs(ctx)
+    torch = ctx.version("torch")
+    read = _env_vars_read(ctx)
     if len(confs) == 2 and confs[VARS[0]].replace(" ", "") != confs[VARS[1]].replace(" ", ""):
-        torch = ctx.version("torch")
-        new = versions.at_least(torch, "2.9")
-        winner = VARS[1] if new else VARS[0]
-        yield hit(f"{VARS[0]}={confs[VARS[0]]} and {VARS[1]}={confs[VARS[1]]} differ; "
-                  f"torch {torch or '(not installed)'} uses {winner}", severity="warning",
-                  fix=f"set one of them only (unset {VARS[0] if new else VARS[1]})", **confs)
+        prec = read.get("precedence")
+        which = (f"torch {torch}: {prec}" if prec and prec != "unknown"
+                 else f"which one torch {torch or '(not installed)'} applies is not documented")
+        yield hit(f"{VARS[0]}={confs[VARS[0]]} and {VARS[1]}={confs[VARS[1]]} differ ({which})",
+                  severity="warning", fix="set only one of them", **confs)
+    elif VARS[1] in confs and VARS[0] not in confs and read and VARS[1] not in read.get("read", []):
+        yield hit(f"{VARS[1]} is set but torch {torch} reads only {VARS[0]}: the setting has no "
+                  "effect", severity="warning", fix=f"export {VARS[0]}={confs[VARS[1]]}",
+                  **confs)
 
 
 @rule("ALC003", needs=("gpus", "plan"))
@@ -57,12 +83,17 @@ def expandable_recommended(ctx: Context) -> Iterator[Hit]:
 
 @rule("ALC004", needs=("vllm",))
 def expandable_vs_sleep(ctx: Context) -> Iterator[Hit]:
+    """vLLM 0.8.0–0.20.0 asserts in sleep mode when PYTORCH_CUDA_ALLOC_CONF has expandable
+    segments; 0.20.1+ switches them off itself (rules/knowledge/vllm.yaml)."""
     if not ctx.config.get("vllm_enable_sleep_mode") or ctx.layout.generation_mode != "colocate":
         return
-    for var, raw in _confs(ctx).items():
-        if parse_alloc_conf(raw).expandable_segments:
-            yield hit(f"{var}={raw} with vllm_enable_sleep_mode: vLLM's sleep mode allocates "
-                      "through its own CUDA memory pool, which refuses expandable segments "
-                      "(\"Expandable segments are not compatible with memory pool\")",
-                      fix=f"unset expandable_segments in {var}, or turn off "
-                      "vllm_enable_sleep_mode", variable=var)
+    vllm = ctx.version("vllm")
+    if vllm is not None and not versions.below(vllm, "0.20.1"):
+        return
+    raw = _confs(ctx).get(VARS[0])
+    if raw and parse_alloc_conf(raw).expandable_segments:
+        yield hit(f"{VARS[0]}={raw} with vllm_enable_sleep_mode and vLLM {vllm or '(not installed)'}"
+                  ": vLLM's sleep-mode memory pool asserts (\"Expandable segments are not "
+                  "compatible with memory pool\")",
+                  fix=f"unset expandable_segments in {VARS[0]}, turn off vllm_enable_sleep_mode, "
+                  "or pip install 'vllm>=0.20.1'", variable=VARS[0], vllm=vllm)

@@ -78,12 +78,17 @@ def batch_divisible(ctx: Context) -> Iterator[Hit]:
         return
     gen_batch = cfg.get("generation_batch_size")
     steps = cfg.get("steps_per_generation")
-    # before TRL had generation_batch_size, the global batch was per-device × processes
-    entry = ctx.kb.config_key("generation_batch_size") or {}
-    legacy = bool(entry.get("since")) and versions.below(ctx.version("trl"), str(entry["since"]))
-    if legacy:
-        total, what = per_device * world, f"per_device_train_batch_size ({per_device}) × " \
-            f"processes ({world})"
+    rule_entry = next((r for r in ctx.kb.trl.get("grpo_batch_rule", [])
+                       if versions.satisfies(ctx.version("trl"), str(r.get("trl", "")))), None)
+    formula = str((rule_entry or {}).get("global_batch") or "")
+    if rule_entry is not None and not formula:
+        return  # this TRL release checks nothing (0.14)
+    if formula.startswith("per_device_train_batch_size * num_processes"):
+        total = per_device * world
+        what = f"per_device_train_batch_size ({per_device}) × processes ({world})"
+        if "gradient_accumulation_steps" in formula:
+            total *= accum
+            what += f" × gradient_accumulation_steps ({accum})"
     elif isinstance(gen_batch, int):
         total, what = gen_batch, f"generation_batch_size ({gen_batch})"
     else:

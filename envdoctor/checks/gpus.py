@@ -61,8 +61,7 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
 def _bf16_requested(ctx: Context) -> bool:
     if "bf16" in ctx.config:
         return ctx.config["bf16"] is True
-    default = ((ctx.kb.grpo_keys.get("keys") or {}).get("bf16") or {}).get("default_since")
-    return bool(default) and versions.at_least(ctx.version("trl"), str(default))
+    return bool(ctx.kb.feature("bf16_default_true", ctx.version("trl")))
 
 
 @rule("GPU004", needs=("gpus", "plan"))

@@ -49,7 +49,9 @@ def probe_health(host: str, port: int, timeout: float = TIMEOUT_S) -> Health:
     except ValueError:
         data = None
     if isinstance(data, dict) and data.get("status") == "ok":
-        return Health(url, True, "ok")
+        return Health(url, True, "ok")  # TRL's own server (0.16–1.10)
+    if not body.strip():
+        return Health(url, True, "ok")  # vLLM's `vllm serve`, which trl vllm-serve wraps from 1.11
     return Health(url, False, f"answered HTTP 200 but not like a TRL vLLM server ({body[:80]!r})")
 
 

@@ -10,19 +10,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_BOOL = {"True", "False", "true", "false"}
+_BOOL = {"True", "False"}  # exact capitalisation: torch rejects "true" and "yes"
 _INT = re.compile(r"^\d+$")
 _FLOAT = re.compile(r"^\d*\.?\d+$")
 
 
 def _bool(v: str) -> str | None:
-    return None if v in _BOOL else "expected True or False"
+    return None if v in _BOOL else "expected True or False (exactly so capitalised)"
 
 
 def _mb(v: str) -> str | None:
     if not _INT.match(v):
         return "expected a whole number of MiB"
-    return None if int(v) > 20 else "must be greater than 20 (MiB)"
+    return None if int(v) >= 20 else "too small, must be >= 20 (MiB)"
 
 
 def _threshold(v: str) -> str | None:
@@ -83,8 +83,13 @@ class AllocConf:
         return self.options.get("backend", "native")
 
 
-def parse_alloc_conf(raw: str) -> AllocConf:
-    """Parse the variable's value; never raises."""
+def parse_alloc_conf(raw: str, accepted: set[str] | None = None,
+                     unknown_text: str = "Unrecognized CachingAllocator option: {name}") -> AllocConf:
+    """Parse the variable's value; never raises.
+
+    ``accepted`` narrows the known options to those of the installed torch release;
+    ``unknown_text`` is that release's error message for an unknown option.
+    """
     conf = AllocConf(raw=raw)
     # split on commas that are not inside [...] (roundup_power2_divisions lists)
     parts, depth, cur = [], 0, ""
@@ -108,9 +113,9 @@ def parse_alloc_conf(raw: str) -> AllocConf:
             conf.problems.append(f"'{part}' is not of the form key:value")
             continue
         check = OPTIONS.get(key)
-        if check is None:
+        if check is None or (accepted is not None and key not in accepted):
             conf.problems.append(f"unknown option '{key}' (torch raises "
-                                 f"\"Unrecognized CachingAllocator option: {key}\")")
+                                 f"\"{unknown_text.format(name=key)}\")")
             continue
         err = check(value)
         if err:

@@ -150,6 +150,9 @@ def _resolve_generation(lay: GpuLayout, facts: Facts, plan: Plan, kb: Knowledge)
         device = str(plan.config.get("vllm_device", "auto"))
         lay.vllm_device = device
         resolved = f"cuda:{lay.world_size}" if device == "auto" else device
+        if device == "auto" and len(lay.visible) == 1 and kb.feature(
+                "vllm_auto_single_gpu_shares", facts.version("trl")):
+            resolved = "cuda:0"  # TRL 0.15: with one GPU, vLLM shares it with training
         lay.vllm_device_resolved = resolved
         m = _CUDA_INDEX.match(resolved)
         if m is None:

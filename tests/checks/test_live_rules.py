@@ -118,9 +118,7 @@ def test_known_bad_combination_from_the_knowledge_table():
 
 def _version_in(spec: str) -> str | None:
     """A version inside a simple specifier like '<0.7.2' or '>=0.14,<0.16'."""
-    from packaging.specifiers import SpecifierSet
-
-    from packaging.specifiers import InvalidSpecifier
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     try:
         s = SpecifierSet(str(spec))

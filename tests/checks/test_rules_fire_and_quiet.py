@@ -127,7 +127,8 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
     "ALC003": ({"launch": "torchrun --nproc_per_node 1 train.py"},
                {"launch": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun "
                           "--nproc_per_node 1 train.py"}),
-    "ALC004": ({"config": {"use_vllm": True, "vllm_mode": "colocate",
+    "ALC004": ({"snap": {"packages": {**MODERN, "vllm": "0.10.2"}},
+                "config": {"use_vllm": True, "vllm_mode": "colocate",
                            "vllm_enable_sleep_mode": True},
                 "launch": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun "
                           "--nproc_per_node 2 train.py"},
@@ -159,3 +160,43 @@ def test_fires(rule_id):
 @pytest.mark.parametrize("rule_id", sorted(SCENARIOS))
 def test_quiet(rule_id):
     assert rule_id not in _run(SCENARIOS[rule_id][1])
+
+
+def test_alc004_quiet_on_vllm_that_handles_expandable_segments():
+    fires = dict(SCENARIOS["ALC004"][0])
+    fires["snap"] = {"packages": {**MODERN, "vllm": "0.20.1"}}
+    assert "ALC004" not in _run(fires)
+
+
+def test_alc001_uses_the_installed_torch_release_messages():
+    snap = {"packages": {**MODERN, "torch": "2.13.0"},
+            "env": {"PYTORCH_CUDA_ALLOC_CONF": "bogus:1,expandable_segments:true"}}
+    found = [f for f in findings(snapshot(**snap)) if f.rule == "ALC001"]
+    text = " ".join(f.message for f in found)
+    assert "Unrecognized key 'bogus' in CUDA allocator config." in text
+    assert "exactly so capitalised" in text
+    old = [f for f in findings(snapshot(packages={**MODERN, "torch": "2.5.1"},
+                                        env={"PYTORCH_CUDA_ALLOC_CONF": "bogus:1"}))
+           if f.rule == "ALC001"]
+    assert "Unrecognized CachingAllocator option: bogus" in old[0].message
+
+
+def test_alc002_alloc_conf_ignored_by_old_torch():
+    snap = {"packages": {**MODERN, "torch": "2.5.1"},
+            "env": {"PYTORCH_ALLOC_CONF": "expandable_segments:True"}}
+    found = [f for f in findings(snapshot(**snap)) if f.rule == "ALC002"]
+    assert found and "no effect" in found[0].message
+
+
+def test_cfg002_follows_each_trl_release_rule():
+    cfg = {"num_generations": 3, "per_device_train_batch_size": 3, "gradient_accumulation_steps": 2}
+    launch = "accelerate launch --num_processes 2 t.py"
+    def fired(trl):
+        return [f for f in findings(snapshot(2, packages={**MODERN, "trl": trl}), config=cfg,
+                                    launch=launch) if f.rule == "CFG002"]
+    assert fired("0.14.0") == []                      # no check in 0.14
+    assert fired("0.15.2") == []                      # 3 x 2 = 6 is divisible by 3
+    cfg["per_device_train_batch_size"] = 4
+    assert "processes (2)" in fired("0.16.0")[0].message          # 4 x 2 = 8
+    assert "gradient_accumulation_steps (2)" in fired("0.17.0")[0].message
+    assert "steps_per_generation (2)" in fired("1.16.0")[0].message

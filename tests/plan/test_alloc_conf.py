@@ -19,7 +19,7 @@ def test_unknown_key_and_bad_values():
     c = parse_alloc_conf("expandable_segment:True,max_split_size_mb:10,backend:foo,nokey")
     text = " ".join(c.problems)
     assert "Unrecognized CachingAllocator option: expandable_segment" in text
-    assert "greater than 20" in text and "native or cudaMallocAsync" in text
+    assert "must be >= 20" in text and "native or cudaMallocAsync" in text
     assert "key:value" in text
 
 

@@ -100,3 +100,12 @@ def test_script_config_flag_is_read(tmp_path):
                       live=False)
     assert plan.config["use_vllm"] is True and plan.config["num_generations"] == 8
     assert plan.config_origin["num_generations"] == "command line"
+
+
+def test_trl_015_auto_with_one_gpu_shares_it():
+    lay = layout("CUDA_VISIBLE_DEVICES=0 python t.py", config={"use_vllm": True,
+                 "vllm_device": "auto"}, packages=LEGACY)
+    assert lay.vllm_device_resolved == "cuda:0" and lay.generation == [0] == lay.training
+    lay14 = layout("CUDA_VISIBLE_DEVICES=0 python t.py", config={"use_vllm": True,
+                   "vllm_device": "auto"}, packages={**LEGACY, "trl": "0.14.0"})
+    assert lay14.vllm_device_resolved == "cuda:1" and lay14.generation == []
