@@ -76,21 +76,23 @@ def layout_rows(ctx: Context) -> list[dict[str, Any]]:
     return rows
 
 
-def upgrade_plan(findings: list[Finding]) -> list[str]:
-    """One pip command that installs every version change the findings ask for."""
+def upgrade_plan(ctx: Context, findings: list[Finding]) -> list[str]:
+    """pip commands that make the stack consistent: requirement conflicts solved with the fewest
+    changes (``envdoctor.upgrade``), plus the other version fixes the findings ask for."""
+    from envdoctor.upgrade import plan_upgrade
+
+    plans = plan_upgrade(ctx.facts, ctx.kb, {"vllm"} if ctx.plan.use_vllm else set())
     wanted: dict[str, str] = {}
     for f in findings:
-        if not f.rule.startswith("PKG"):
+        if not f.rule.startswith("PKG") or f.rule == "PKG004":
             continue
         m = _PIP.search(f.fix)
-        if not m:
-            continue
-        for req in re.findall(r"'([^']+)'", m.group(1)):
+        for req in re.findall(r"'([^']+)'", m.group(1)) if m else []:
             name = re.split(r"[<>=!~\[ ]", req, maxsplit=1)[0]
             wanted.setdefault(name, req)
-    if not wanted:
-        return []
-    return ["pip install " + " ".join(f"'{r}'" for r in wanted.values())]
+    if wanted:
+        plans.append("pip install " + " ".join(f"'{r}'" for r in wanted.values()))
+    return plans
 
 
 def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None = None,
@@ -120,7 +122,7 @@ def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None 
     if ctx.facts.gpus:
         report.layout = layout_rows(ctx)
         report.layout_summary = summaries.get("layout", "")
-    report.upgrade_plan = upgrade_plan(outcome.findings)
+    report.upgrade_plan = upgrade_plan(ctx, outcome.findings)
     return report
 
 

@@ -79,6 +79,8 @@ def validate(name: str, data: Any) -> None:
                 raise KnowledgeError(f"{where}: '{key}' must be a non-empty string")
         if bad.get("severity", "error") not in ("error", "warning"):
             raise KnowledgeError(f"{where}: severity must be error or warning")
+        if bad.get("rule") is not None and not str(bad["rule"]).isalnum():
+            raise KnowledgeError(f"{where}: rule must be a rule id")
         check_when(bad.get("when"), where)
         _refs(bad, where)
     for key, entry in (data.get("keys") or {}).items():

@@ -144,3 +144,11 @@ def test_no_heavy_imports():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
     assert "HEAVY []" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("rule_id", sorted(d.id for d in rule_docs().values()
+                                           if d.area in ("packages", "config")))
+def test_explain_shows_the_sources_of_every_version_rule(rule_id):
+    out = run_cli("explain", rule_id).stdout
+    refs = out.split("References:")[1].strip().splitlines()
+    assert refs and all(line.strip().startswith("- ") for line in refs)

@@ -91,3 +91,32 @@ def test_torch_pin_suggests_a_vllm_built_for_the_installed_torch():
     fired = [f for f in findings(snapshot(2, packages=pk)) if f.rule == "PKG004"]
     assert fired and f"torch=={other['torch']}" in fired[0].fix
     assert "vllm==" in fired[0].fix
+
+
+def test_upgrade_plan_prefers_moving_vllm_when_torchvision_pins_torch():
+    from envdoctor.facts.snapshot import from_dict
+    from envdoctor.knowledge import knowledge
+    from envdoctor.upgrade import plan_upgrade
+
+    pins = {p["vllm"]: p["torch"] for p in knowledge().vllm["torch_pins"]}
+    vllm_for_26 = next(v for v, t in pins.items() if t == "2.6.0")
+    vllm_for_27 = max((v for v, t in pins.items() if t == "2.7.0"),
+                      key=lambda v: tuple(map(int, v.split("."))))
+    facts = from_dict(snapshot(1, packages={
+        "torch": "2.7.0+cu126",
+        "torchvision": {"version": "0.22.0", "requires": ["torch==2.7.0"]},
+        "vllm": {"version": vllm_for_26, "requires": ["torch==2.6.0"]}}), "t")
+    assert plan_upgrade(facts, knowledge()) == [f"pip install 'vllm=={vllm_for_27}'"]
+    facts.packages.pop("torchvision")
+    assert plan_upgrade(facts, knowledge()) in (
+        ["pip install 'torch==2.6.0'"], [f"pip install 'vllm=={vllm_for_27}'"])
+
+
+def test_upgrade_plan_empty_for_a_consistent_stack():
+    from envdoctor.facts.snapshot import from_dict
+    from envdoctor.knowledge import knowledge
+    from envdoctor.upgrade import plan_upgrade
+
+    facts = from_dict(snapshot(1, packages={"torch": "2.6.0", "vllm": {
+        "version": "0.8.5", "requires": ["torch==2.6.0"]}}), "t")
+    assert plan_upgrade(facts, knowledge()) == []

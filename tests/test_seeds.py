@@ -113,4 +113,4 @@ def test_seed_004_corrected(tmp_path):
     rc, found = check(tmp_path, snap, {**LEG_CFG, "vllm_gpu_memory_utilization": 0.7},
                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "accelerate", "launch",
                       "--num_processes", "3", "train.py")
-    assert rc == 0 and not found.keys() - {"GPU001"}, found
+    assert rc == 0 and not [f for f in found.values() if f["severity"] == "error"], found

@@ -180,6 +180,8 @@ def _when_matches(ctx: Context, when: dict) -> bool:
 @rule("PKG007")
 def known_bad(ctx: Context) -> Iterator[Hit]:
     for entry in ctx.kb.vllm.get("known_bad", []):
+        if entry.get("rule"):
+            continue  # a dedicated rule reports this one
         when = entry.get("when") or {}
         if when and _when_matches(ctx, when):
             installed = ", ".join(f"{k} {ctx.version(k)}" for k in when

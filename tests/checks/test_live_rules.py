@@ -85,35 +85,45 @@ def test_group_port_busy_fires_and_quiet(server):
     assert "LAY009" not in _server_findings(1, vllm_group_port=free)
 
 
-def test_known_bad_combination_from_the_knowledge_table():
+def _known_bad_ids():
     from envdoctor.knowledge import knowledge
 
-    entries = knowledge().vllm.get("known_bad", [])
-    if not entries:
-        pytest.skip("rules/knowledge/vllm.yaml has no known_bad entries")
-    fired = 0
-    for entry in entries:
-        when = entry.get("when") or {}
-        pkgs = dict(MODERN)
-        ok = True
-        for key, spec in when.items():
-            if key in ("use_vllm", "vllm_mode") or key.startswith("config."):
-                continue
-            version = _version_in(spec)
-            if version is None:
-                ok = False
-                break
-            pkgs[key] = version
-        if not ok:
+    return [e["id"] for e in knowledge().vllm.get("known_bad", [])]
+
+
+@pytest.mark.parametrize("entry_id", _known_bad_ids())
+def test_each_known_bad_entry_fires_and_its_healthy_neighbour_is_quiet(entry_id):
+    from envdoctor.knowledge import knowledge
+
+    entry = next(e for e in knowledge().vllm["known_bad"] if e["id"] == entry_id)
+    rule = entry.get("rule", "PKG007")
+    when = entry["when"]
+    pkgs, env, cfg = dict(MODERN), {}, {"use_vllm": bool(when.get("use_vllm", True))}
+    for key, spec in when.items():
+        if key == "use_vllm":
             continue
-        cfg = {"use_vllm": bool(when.get("use_vllm", True))}
-        if "vllm_mode" in when:
-            cfg["vllm_mode"] = when["vllm_mode"]
-        got = {f.evidence.get("id") for f in findings(snapshot(2, packages=pkgs), config=cfg,
-                                                      launch="torchrun --nproc_per_node 1 t.py")
-               if f.rule == "PKG007"}
-        fired += entry.get("id") in got
-    assert fired >= 1
+        if key == "vllm_mode":
+            cfg["vllm_mode"] = spec
+        elif key.startswith("config."):
+            cfg[key[7:]] = spec
+        elif key.startswith("env."):
+            env[key[4:]] = spec["contains"]
+        else:
+            pkgs[key] = _version_in(spec)
+    if cfg.get("vllm_enable_sleep_mode"):
+        cfg["vllm_mode"] = "colocate"
+    launch = "torchrun --nproc_per_node 1 t.py"
+
+    def fired(packages):
+        return [f for f in findings(snapshot(2, packages=packages, env=env), config=cfg,
+                                    launch=launch) if f.rule == rule
+                and (rule != "PKG007" or f.evidence.get("id") == entry_id)]
+
+    assert fired(pkgs), (entry_id, pkgs, env, cfg)
+    healthy = dict(pkgs)
+    fixed = (entry.get("fixed_in") or {}).get("vllm")
+    healthy["vllm"] = fixed or "0.7.2"
+    assert not fired(healthy)
 
 
 def _version_in(spec: str) -> str | None:

@@ -200,3 +200,20 @@ def test_cfg002_follows_each_trl_release_rule():
     assert "processes (2)" in fired("0.16.0")[0].message          # 4 x 2 = 8
     assert "gradient_accumulation_steps (2)" in fired("0.17.0")[0].message
     assert "steps_per_generation (2)" in fired("1.16.0")[0].message
+
+
+def test_pkg004_checks_the_extras_the_plan_uses():
+    trl = {"version": "1.16.0", "requires": ["transformers>=4.56.2",
+                                             "vllm<=0.31.0,>=0.22.0; extra == 'vllm'"]}
+    snap = snapshot(2, packages={**MODERN, "trl": trl, "vllm": "0.12.0"})
+    on = [f for f in findings(snap, config={"use_vllm": True}) if f.rule == "PKG004"]
+    off = [f for f in findings(snap, config={"use_vllm": False}) if f.rule == "PKG004"]
+    assert on and "vllm<=0.31.0,>=0.22.0" in on[0].message and not off
+
+
+def test_pkg004_local_labels_and_prereleases():
+    vllm = {"version": "0.8.5.post1", "requires": ["torch==2.6.0"]}
+    assert "PKG004" not in {f.rule for f in findings(snapshot(1, packages={
+        **MODERN, "vllm": vllm, "torch": "2.6.0+cu124"}))}
+    assert "PKG004" in {f.rule for f in findings(snapshot(1, packages={
+        **MODERN, "vllm": vllm, "torch": "2.7.0rc1"}))}
