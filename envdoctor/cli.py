@@ -8,9 +8,9 @@ import sys
 import click
 
 from envdoctor import __version__
-from envdoctor.commands import check, collect, rules
+from envdoctor.commands import check, collect, probe, rules
 
-COMMANDS = [check.check, collect.collect, rules.rules, rules.explain]
+COMMANDS = [check.check, collect.collect, probe.probe, rules.rules, rules.explain]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -36,9 +36,13 @@ from envdoctor.commands.options import (
 @click.option("--no-network", is_flag=True, help="Skip the vLLM server health check.")
 @click.option("--upgrade-plan", is_flag=True,
               help="Print only the pip command that makes the stack consistent.")
+@click.option("--probe", is_flag=True,
+              help="Also run a tiny real GRPO step on the planned GPUs (needs the probe extra).")
+@click.option("--probe-timeout", type=float, default=None,
+              help="Wall-clock limit of the probe in seconds (default 180).")
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
 def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, output, verbose,
-          strict, no_network, upgrade_plan, launch_argv) -> None:
+          strict, no_network, upgrade_plan, probe, probe_timeout, launch_argv) -> None:
     """Check this machine (or a snapshot) for a GRPO run.
 
     Give the launch command after `--`:
@@ -57,14 +61,20 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
     ignore_ids = split_list(ignore) or settings.get("ignore") or None
     strict = settings.get("strict", False) if strict is None else strict
     facts = load(facts_file) if facts_file else collect_facts()
-    lines = list(launch)
-    if launch_argv:
-        lines.append(list(launch_argv))  # type: ignore[arg-type]
-    launch_text = "\n".join(x if isinstance(x, str) else _join(x) for x in lines) or None
-    plan = build_plan(config=config, accelerate_config=accelerate_config, launch=launch_text,
-                      live=facts.live)
-    _ctx, report = run_check(facts, plan, select=select_ids, ignore=ignore_ids,
+    plan = build_plan(config=config, accelerate_config=accelerate_config,
+                      launch=launch_text(launch, launch_argv), live=facts.live)
+    ctx, report = run_check(facts, plan, select=select_ids, ignore=ignore_ids,
                             network=not no_network)
+    if probe:
+        if not facts.live:
+            from envdoctor.errors import InputError
+
+            raise InputError("--probe", "the probe runs on this machine; it cannot check a "
+                                        "snapshot (drop --facts)")
+        from envdoctor.commands.probe import probe_area
+
+        timeout = probe_timeout or settings.get("probe-timeout") or 180.0
+        report.areas[-1] = probe_area(ctx, timeout=float(timeout), show_progress=fmt == "text")
     if upgrade_plan:
         emit("\n".join(report.upgrade_plan) + "\n" if report.upgrade_plan
              else "# the installed stack is consistent: nothing to change\n", output)
@@ -74,7 +84,11 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
     sys.exit(report.exit_code(strict=bool(strict)))
 
 
-def _join(argv: list[str]) -> str:
+def launch_text(launch: tuple[str, ...], argv: tuple[str, ...]) -> str | None:
+    """``--launch`` lines and the command after ``--``, as one multi-line launch text."""
     import shlex
 
-    return " ".join(t if t in (";", "&&", "&") else shlex.quote(t) for t in argv)
+    lines = list(launch)
+    if argv:
+        lines.append(" ".join(t if t in (";", "&&", "&") else shlex.quote(t) for t in argv))
+    return "\n".join(lines) or None

@@ -81,7 +81,8 @@ def render(report: Report, verbose: bool = False, color: bool = False) -> str:
         if warnings:
             parts.append(f"{warnings} warning{'s' * (warnings != 1)}")
         status = "error" if errors else "warning"
-        first = next(f.rule for f in report.findings if f.severity != Severity.INFO)
+        worst = Severity.ERROR if errors else Severity.WARNING
+        first = next(f.rule for f in report.findings if f.severity == worst)
         lines.append(_paint(f"{MARK[status]} envdoctor found {' and '.join(parts)} in {bad} "
                             f"area{'s' * (bad != 1)}.", status, color)
                      + f" More: envdoctor explain {first}" + ("" if verbose else "; -v for details"))

@@ -1,0 +1,91 @@
+"""``envdoctor probe`` (and ``check --probe``): a tiny real GRPO step on the planned GPUs."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from envdoctor.findings import Severity
+from envdoctor.report.interface import Area
+
+
+def _progress(enabled: bool):
+    if not enabled:
+        return None
+
+    def show(phase: str) -> None:
+        click.echo(f"\r\033[Kprobe: {phase}…", nl=False, err=True)
+
+    return show
+
+
+def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) -> Area:
+    """Run the probe for the plan in ``ctx`` and return its report area."""
+    from envdoctor.probe.plan import spec_from_context
+    from envdoctor.probe.runner import run_probe
+
+    spec = spec_from_context(ctx, timeout_s=timeout)
+    tty = show_progress and sys.stderr.isatty()
+    result = run_probe(spec, on_phase=_progress(tty))
+    if tty:
+        click.echo("\r\033[K", nl=False, err=True)
+    area = Area(key="probe", title="Probe", ran=["probe"])
+    area.findings = list(result.findings)
+    ranks = result.ranks
+    where = ", ".join(f"rank {r}→{d.get('device', '?')}" for r, d in sorted(ranks.items()))
+    steps = [d.get("step_s") for d in ranks.values() if d.get("step_s") is not None]
+    generation = "the trainer's own generate() (vLLM is not started by the probe)"
+    area.summary = (f"{result.status}: {len(ranks)} rank(s) [{where}] in {result.wall_s:.1f} s"
+                    + (f", step {max(steps):.2f} s" if steps else "")
+                    + f"; isolation {result.isolation}; generation through {generation}")
+    if result.isolation == "proved":
+        area.findings.append(_info(f"isolation proved: {result.isolation_detail}"))
+    if result.leftover_pids:
+        area.findings.append(_info(f"processes left after the probe: {result.leftover_pids}",
+                                   Severity.WARNING))
+    return area
+
+
+def _info(message: str, severity: Severity = Severity.INFO):
+    from envdoctor.findings import Finding
+
+    return Finding("PRB012", severity, message, "nothing to do")
+
+
+@click.command()
+@click.option("--config", type=str, metavar="FILE", help="TRL GRPO config (YAML/JSON).")
+@click.option("--accelerate-config", type=str, metavar="FILE", help="accelerate config file.")
+@click.option("--launch", multiple=True, metavar="CMD", help="The launch command line.")
+@click.option("--timeout", type=float, default=180.0, show_default=True,
+              help="Wall-clock limit of the probe (s); the whole process group is ended then.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit"]), default="text")
+@click.option("-v", "--verbose", is_flag=True)
+@click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
+def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv) -> None:
+    """Run only the probe: one GRPO step with TRL's GRPOTrainer and a tiny random model.
+
+        envdoctor probe -- accelerate launch --num_processes 3 train.py
+    """
+    from envdoctor.checks.context import Context
+    from envdoctor.commands.check import launch_text
+    from envdoctor.commands.options import use_color
+    from envdoctor.doctor import build_report
+    from envdoctor.checks.engine import Outcome
+    from envdoctor.facts.collect import collect_facts
+    from envdoctor.plan.build import build_plan
+    from envdoctor.report import render
+
+    facts = collect_facts()
+    plan = build_plan(config=config, accelerate_config=accelerate_config,
+                      launch=launch_text(launch, launch_argv), live=True)
+    ctx = Context(facts=facts, plan=plan)
+    area = probe_area(ctx, timeout=timeout, show_progress=fmt == "text")
+    report = build_report(ctx, Outcome(), extra_areas=[area])
+    report.areas = [a for a in report.areas if a.key in ("gpus", "layout", "probe")]
+    for a in report.areas:
+        if a.key != "probe":
+            a.note = ""
+    click.echo(render(report, fmt, verbose=verbose, color=fmt == "text" and use_color()), nl=False)
+    sys.exit(report.exit_code())

@@ -1,0 +1,380 @@
+"""Launch the probe like the user would, watch it, judge it, and leave nothing behind.
+
+The launcher runs in its own process group (``start_new_session``); a wall-clock limit, Ctrl-C
+or SIGTERM ends the whole group (SIGTERM, then SIGKILL after a grace period). The temporary
+directory (spec, logs, rank results, any output) is removed in every case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envdoctor.findings import Finding, Severity
+from envdoctor.probe.failures import classify
+from envdoctor.probe.watcher import GpuWatch
+
+WORKER = Path(__file__).with_name("worker.py")
+GRACE_S = 5.0
+#: Variables that keep the probe offline and its caches inside the temp dir.
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false", "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1",
+           "TRL_EXPERIMENTAL_SILENCE": "1"}
+
+
+@dataclass
+class ProbeSpec:
+    """What to launch and what to expect. ``rank_gpus`` maps rank → NVML index (None: CPU)."""
+
+    launcher: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    rank_gpus: dict[int, int | None] = field(default_factory=dict)
+    generation_gpus: list[int] = field(default_factory=list)
+    gpu_uuids: dict[int, str] = field(default_factory=dict)  # NVML index → UUID
+    timeout_s: float = 180.0
+    steps: int = 1
+    model_family: str = "qwen2"
+    bf16: bool | None = None
+    gradient_checkpointing: bool = False
+    fault: str | None = None  # tests only: crash, hang, killed, exit, hang_collective
+    fault_at: str = "start"
+
+
+@dataclass
+class ProbeResult:
+    status: str  # pass | fail | timeout | interrupted | error
+    ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    isolation: str = "not measurable"  # proved | violated | not measurable
+    isolation_detail: str = ""
+    peak_mib: dict[int, int] = field(default_factory=dict)  # NVML index → MiB held by the probe
+    wall_s: float = 0.0
+    phase: str = "launching"
+    log_tail: str = ""
+    leftover_pids: list[int] = field(default_factory=list)
+    temp_dir_removed: bool = False
+    returncode: int | None = None
+    t_start: float = 0.0  # epoch seconds: the runner started / finished
+    t_end: float = 0.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _with_port(launcher: list[str]) -> list[str]:
+    """Give a distributed launcher a free rendezvous port unless the user chose one."""
+    argv = list(launcher)
+    name = os.path.basename(argv[0]) if argv else ""
+    module_form = argv[1:3] == ["-m", "torch.distributed.run"]
+    if name == "torchrun" or module_form:
+        flags = ("--master_port", "--master-port", "--rdzv_endpoint", "--rdzv-endpoint",
+                 "--standalone")
+        if not any(a.split("=")[0] in flags for a in argv):
+            at = 3 if module_form else 1
+            argv[at:at] = ["--master_port", str(free_port())]
+    elif name == "accelerate" and argv[1:2] == ["launch"]:
+        if not any(a.split("=")[0] in ("--main_process_port", "--main-process-port")
+                   for a in argv):
+            argv[2:2] = ["--main_process_port", str(free_port())]
+    return argv
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While the probe runs, SIGTERM to envdoctor ends the probe like Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _group_pids(pgid: int) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == pgid:
+                    pids.append(int(entry))
+            except (ProcessLookupError, PermissionError):
+                continue
+    return pids
+
+
+def end_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> list[int]:
+    """SIGTERM the whole group, SIGKILL what is left after ``grace_s``; returns survivors."""
+    pgid = proc.pid
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        if not _group_alive(pgid):
+            break
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.05)
+            if not _group_pids(pgid):
+                break
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=1)
+    return _group_pids(pgid)
+
+
+def _phase_of(log: Path) -> str:
+    phase = "launching"
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return phase
+    for line in text.splitlines():
+        if line.startswith("ENVDOCTOR_PHASE"):
+            phase = line.split()[-1]
+    return {"launching": "launching", "started": "imports", "imports": "CUDA init", "cuda_init": "model build",
+            "model_build": "trainer init", "trainer_init": "step", "steps": "checking"}.get(
+        phase, phase)
+
+
+def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) -> ProbeResult:
+    """Run the probe described by ``spec``; never raises for what the probe does."""
+    tmp = Path(tempfile.mkdtemp(prefix="envdoctor-probe-"))
+    result = ProbeResult(status="error", t_start=time.time())
+    start = time.monotonic()
+    proc: subprocess.Popen | None = None
+    watch: GpuWatch | None = None
+    try:
+        worker_spec = {"out_dir": str(tmp), "steps": spec.steps, "model_family": spec.model_family,
+                       "bf16": spec.bf16, "gradient_checkpointing": spec.gradient_checkpointing,
+                       "fault": spec.fault, "fault_at": spec.fault_at}
+        (tmp / "spec.json").write_text(json.dumps(worker_spec))
+        env = {**os.environ, **spec.env, **OFFLINE, "HF_HOME": str(tmp / "hf"),
+               "TRITON_CACHE_DIR": str(tmp / "triton"), "TMPDIR": str(tmp)}
+        argv = _with_port(spec.launcher) + [str(WORKER), str(tmp / "spec.json")]
+        log = tmp / "probe.log"
+        with _sigterm_as_interrupt(), open(log, "wb") as log_fh:
+            try:
+                proc = subprocess.Popen(argv, env=env, cwd=tmp, stdout=log_fh,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+            except OSError as exc:
+                result.findings.append(Finding(
+                    "PRB001", Severity.ERROR, f"could not start the launcher {argv[0]!r}: "
+                    f"{exc.strerror or exc}", "install it, or give the launch command with the "
+                    "full path of the launcher", {"argv": argv}))
+                return result
+            watch = GpuWatch(pgid=proc.pid).start()
+            result.status = _wait(proc, log, spec.timeout_s, result, on_phase)
+        result.returncode = proc.returncode
+    except KeyboardInterrupt:
+        result.status = "interrupted"
+    finally:
+        if proc is not None:
+            result.leftover_pids = end_group(proc)
+        if watch is not None:
+            watch.stop()
+        result.wall_s = round(time.monotonic() - start, 3)
+        result.t_end = time.time()
+        _collect(tmp, spec, result, watch)
+        if watch is not None:
+            watch.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        result.temp_dir_removed = not tmp.exists()
+    _judge(spec, result, watch)
+    return result
+
+
+def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResult,
+          on_phase: Callable[[str], None] | None) -> str:
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while True:
+        try:
+            proc.wait(timeout=0.25)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        phase = _phase_of(log)
+        if phase != last:
+            last = result.phase = phase
+            if on_phase:
+                on_phase(phase)
+        if time.monotonic() > deadline:
+            result.phase = _phase_of(log)
+            return "timeout"
+    result.phase = "done"
+    return "ran"
+
+
+def _collect(tmp: Path, spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None:
+    for path in tmp.glob("rank*.started.json"):
+        with contextlib.suppress(ValueError, OSError):
+            data = json.loads(path.read_text())
+            result.ranks[int(data["rank"])] = {**data, "finished": False}
+    for path in tmp.glob("rank*.json"):
+        if path.name.endswith(".started.json"):
+            continue
+        with contextlib.suppress(ValueError, OSError):
+            data = json.loads(path.read_text())
+            result.ranks[int(data["rank"])] = {**data, "finished": True}
+    try:
+        lines = (tmp / "probe.log").read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    result.log_tail = "\n".join(line for line in lines[-40:]
+                                if not line.startswith("ENVDOCTOR_PHASE"))
+
+
+def _gib(mib: int) -> str:
+    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib} MiB"
+
+
+def _judge(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None:
+    f = result.findings
+    if result.status == "timeout":
+        f.append(Finding("PRB006", Severity.ERROR,
+                         f"the probe did not finish within {spec.timeout_s:.0f} s (it was at: "
+                         f"{result.phase}); every process of it was ended",
+                         "a hang at 'step' with several ranks is usually a collective waiting "
+                         "for a rank (NCCL); run with NCCL_DEBUG=INFO, or raise --probe-timeout "
+                         "if the machine is just slow", {"phase": result.phase}))
+    if result.status == "interrupted":
+        f.append(Finding("PRB006", Severity.ERROR, "the probe was interrupted; every process of "
+                         "it was ended", "run it again", {"phase": result.phase}))
+    texts = []
+    for rank, data in sorted(result.ranks.items()):
+        if not data.get("finished"):
+            if result.status == "ran":
+                f.append(Finding("PRB001", Severity.ERROR,
+                                 f"rank {rank} (pid {data.get('pid')}) died without a result "
+                                 f"(launcher exit code {result.returncode}; killed for memory?)",
+                                 "see the log below; check `dmesg` for the OOM killer",
+                                 {"log_tail": result.log_tail}))
+            continue
+        err = data.get("error")
+        if err:
+            texts.append(f"{err.get('type')}: {err.get('message')}\n{err.get('traceback', '')}")
+        _judge_rank(spec, rank, data, f)
+    known = classify("\n".join(texts) + "\n" + result.log_tail) if texts or (
+        result.status == "ran" and result.returncode) else []
+    seen = {(x.rule, x.message) for x in f}
+    f.extend(x for x in known if (x.rule, x.message) not in seen)
+    failed_ranks = [r for r, d in result.ranks.items() if d.get("error")]
+    if failed_ranks and not known:
+        first = result.ranks[failed_ranks[0]]["error"]
+        f.append(Finding("PRB001", Severity.ERROR,
+                         f"the GRPO step failed on rank {failed_ranks[0]}: {first.get('type')}: "
+                         f"{str(first.get('message'))[:300]}",
+                         "see the last lines of the rank's log (-v)",
+                         {"log_tail": result.log_tail[-3000:]}))
+    if result.status == "ran" and not result.ranks:
+        f.append(Finding("PRB001", Severity.ERROR,
+                         f"the launcher exited ({result.returncode}) before any rank started",
+                         "run the launch command by hand to see why",
+                         {"log_tail": result.log_tail[-3000:]}))
+    _judge_isolation(spec, result, watch)
+    errors = [x for x in f if x.severity == Severity.ERROR]
+    if result.status == "ran":
+        result.status = "fail" if errors else "pass"
+
+
+def _judge_rank(spec: ProbeSpec, rank: int, data: dict, f: list[Finding]) -> None:
+    if data.get("n_gpu", 0) > 1 or data.get("data_parallel"):
+        f.append(Finding("PRB002", Severity.ERROR,
+                         f"rank {rank} ran with n_gpu={data.get('n_gpu')} and the model wrapped in "
+                         f"{data.get('wrapper')}: transformers' Trainer put replicas on every "
+                         "visible GPU", "launch with torchrun --nproc_per_node N, or set "
+                         "CUDA_VISIBLE_DEVICES to the training GPUs", {"rank": rank}))
+    if not data.get("ok"):
+        return
+    device = data.get("device", "")
+    bad = {k: v for k in ("param_devices", "grad_devices", "optimizer_state_devices")
+           if (v := data.get(k)) and v != [device]}
+    if bad:
+        f.append(Finding("PRB004", Severity.ERROR,
+                         f"rank {rank} has tensors off its device {device}: {bad}",
+                         "make each rank see only its GPU (CUDA_VISIBLE_DEVICES / torchrun)",
+                         {"rank": rank, **bad}))
+    want = spec.gpu_uuids.get(spec.rank_gpus.get(rank)) if spec.rank_gpus.get(rank) is not None \
+        else None
+    if want and data.get("uuid") and data["uuid"] != want:
+        f.append(Finding("PRB004", Severity.ERROR,
+                         f"rank {rank} trained on {data['uuid']}, not on GPU "
+                         f"{spec.rank_gpus[rank]} ({want}) as planned",
+                         "check CUDA_VISIBLE_DEVICES / --gpu_ids and CUDA_DEVICE_ORDER",
+                         {"rank": rank}))
+    if data.get("loss_finite") is False:
+        f.append(Finding("PRB005", Severity.ERROR, f"rank {rank}'s loss is not finite "
+                         f"({data.get('loss')})", "check bf16/fp16 support of the GPU",
+                         {"rank": rank}))
+
+
+def _judge_isolation(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None:
+    if watch is None or watch.error is not None:
+        reason = watch.error if watch is not None else "the probe did not start"
+        result.isolation = "not measurable"
+        result.isolation_detail = f"isolation not measurable: {reason}"
+        result.findings.append(Finding("PRB008", Severity.INFO, result.isolation_detail,
+                                       "run the probe on the GPU node to prove isolation",
+                                       {"reason": reason}))
+        return
+    pid_rank = {d.get("pid"): r for r, d in result.ranks.items()}
+    violations = []
+    for (pid, gpu), sample in sorted(watch.seen.items()):
+        result.peak_mib[gpu] = max(result.peak_mib.get(gpu, 0), sample.max_mib)
+        rank = pid_rank.get(pid)
+        own = spec.rank_gpus.get(rank) if rank is not None else None
+        if gpu == own:
+            continue
+        if gpu in spec.generation_gpus:
+            role = "reserved for vLLM"
+        elif gpu in spec.rank_gpus.values():
+            role = "of another rank"
+        else:
+            role = "not in the plan"
+        who = f"rank {rank}" if rank is not None else "a launcher process"
+        violations.append(f"{who}, pid {pid}, held {_gib(sample.max_mib)} on GPU {gpu} {role}")
+    if violations:
+        result.isolation = "violated"
+        result.isolation_detail = "; ".join(violations)
+        result.findings.append(Finding(
+            "PRB003", Severity.ERROR, "isolation violated: " + result.isolation_detail,
+            "make each training process see only its own GPU: torchrun --nproc_per_node N (or "
+            "accelerate with --num_processes N --gpu_ids …), or CUDA_VISIBLE_DEVICES",
+            {"samples": watch.samples}))
+    else:
+        result.isolation = "proved"
+        untouched = [g for g in spec.generation_gpus]
+        result.isolation_detail = (f"no probe process touched GPU {', '.join(map(str, untouched))}"
+                                   if untouched else "each rank stayed on its own GPU") + \
+            f" ({watch.samples} NVML samples)"

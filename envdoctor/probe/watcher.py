@@ -1,0 +1,106 @@
+"""Samples NVML during the probe (~20 Hz): which process holds how much memory on which GPU."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+MIB = 1024 * 1024
+
+
+@dataclass
+class Sample:
+    pid: int
+    gpu: int
+    max_mib: int
+    first_s: float
+
+
+@dataclass
+class GpuWatch:
+    """Per (pid, NVML index) the most memory seen, for the processes of one process group."""
+
+    pgid: int
+    interval_s: float = 0.05
+    nvml: Any = None
+    error: str | None = None
+    seen: dict[tuple[int, int], Sample] = field(default_factory=dict)
+    samples: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _t0: float = 0.0
+
+    def start(self) -> GpuWatch:
+        if self.nvml is None:
+            try:
+                import ctypes
+
+                ctypes.CDLL("libnvidia-ml.so.1")
+                import pynvml
+
+                self.nvml = pynvml
+            except (OSError, ImportError) as exc:
+                self.error = f"NVML unavailable ({exc})"
+                return self
+        try:
+            self.nvml.nvmlInit()
+            self._handles = [self.nvml.nvmlDeviceGetHandleByIndex(i)
+                             for i in range(self.nvml.nvmlDeviceGetCount())]
+        except Exception as exc:
+            self.error = f"NVML could not start ({exc})"
+            return self
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="envdoctor-gpu-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def _mine(self, pid: int) -> bool:
+        try:
+            return os.getpgid(pid) == self.pgid
+        except (ProcessLookupError, PermissionError):
+            return False
+
+    def sample_once(self) -> list[tuple[int, int, int]]:
+        """(pid, gpu, MiB) for every process of the group now on a GPU."""
+        found = []
+        for index, handle in enumerate(getattr(self, "_handles", [])):
+            for getter in ("nvmlDeviceGetComputeRunningProcesses",
+                           "nvmlDeviceGetGraphicsRunningProcesses"):
+                try:
+                    procs = getattr(self.nvml, getter)(handle)
+                except Exception:
+                    continue
+                for p in procs:
+                    if self._mine(p.pid):
+                        used = getattr(p, "usedGpuMemory", None)
+                        mib = int(used // MIB) if isinstance(used, int) and used >= 0 else 0
+                        found.append((int(p.pid), index, mib))
+        return found
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic() - self._t0
+            for pid, gpu, mib in self.sample_once():
+                old = self.seen.get((pid, gpu))
+                if old is None:
+                    self.seen[(pid, gpu)] = Sample(pid, gpu, mib, round(now, 3))
+                elif mib > old.max_mib:
+                    old.max_mib = mib
+            self.samples += 1
+            self._stop.wait(self.interval_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+    def close(self) -> None:
+        self.stop()
+        if self.error is None and self.nvml is not None:
+            try:
+                self.nvml.nvmlShutdown()
+            except Exception:
+                pass

@@ -1,0 +1,230 @@
+"""Runs inside each rank of the probe: one tiny real GRPO step with TRL's own GRPOTrainer.
+
+Started by the runner as ``<launcher> worker.py SPEC.json``; imports only the stdlib and the
+training stack (it runs under the user's interpreter and launcher). Writes
+``rank<R>.started.json`` at once and ``rank<R>.json`` at the end, whatever happens.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+RANK = int(os.environ.get("RANK", "0"))
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
+WORLD_SIZE = int(os.environ.get("WORLD_SIZE", "1"))
+PROMPTS = ["the cat sat on the", "a dog ran to the", "one two three four", "red green blue",
+           "hello world how are", "tiny models learn fast", "ping pong ping", "up down left"]
+
+
+def _write(path: str, data: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, default=str)
+    os.replace(tmp, path)
+
+
+def _phase(result: dict, name: str, start: float) -> float:
+    now = time.perf_counter()
+    result["phases"][name] = round(now - start, 4)
+    print(f"ENVDOCTOR_PHASE rank={RANK} {name}", file=sys.stderr, flush=True)
+    return now
+
+
+def _tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = sorted({w for p in PROMPTS for w in p.split()})
+    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate(words)}}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>",
+                                   unk_token="<unk>")
+    fast.padding_side = "left"
+    return fast
+
+
+def _model(family: str, tok):
+    import transformers
+
+    name = {"llama": "Llama", "qwen2": "Qwen2"}.get(family, "Qwen2")
+    config_cls = getattr(transformers, f"{name}Config")
+    model_cls = getattr(transformers, f"{name}ForCausalLM")
+    config = config_cls(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
+                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                        max_position_embeddings=128, pad_token_id=tok.pad_token_id,
+                        eos_token_id=tok.eos_token_id, bos_token_id=tok.eos_token_id,
+                        tie_word_embeddings=True)
+    model = model_cls(config)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    return model
+
+
+def _reward(completions, **kwargs):
+    return [float(len(str(c))) / 10.0 for c in completions]
+
+
+def _config(spec: dict, out_dir: str, cuda: bool):
+    import torch
+    from trl import GRPOConfig
+
+    fields = set(inspect.signature(GRPOConfig.__init__).parameters)
+    bf16 = spec.get("bf16")
+    if bf16 is None:
+        bf16 = bool(cuda and torch.cuda.is_bf16_supported())
+    kwargs = {
+        "output_dir": out_dir, "max_steps": int(spec.get("steps", 1)),
+        "per_device_train_batch_size": int(spec.get("per_device_train_batch_size", 2)),
+        "num_generations": int(spec.get("num_generations", 2)), "learning_rate": 1e-4,
+        "max_completion_length": 8, "max_prompt_length": 16, "logging_steps": 1,
+        "save_strategy": "no", "report_to": "none", "disable_tqdm": True, "seed": 0,
+        "bf16": bool(bf16), "fp16": bool(spec.get("fp16") or False),
+        "use_vllm": False, "dataloader_num_workers": 0,
+    }
+    if spec.get("gradient_checkpointing"):
+        kwargs["gradient_checkpointing"] = True
+    if not cuda:
+        kwargs.update(use_cpu=True, bf16=False, fp16=False)
+    return GRPOConfig(**{k: v for k, v in kwargs.items() if k in fields})
+
+
+def _name(device) -> str:
+    """``cpu:0`` and ``cpu`` are the same device; CUDA devices keep their index."""
+    text = str(device)
+    return "cpu" if text.startswith("cpu") else text
+
+
+def _devices(tensors) -> list[str]:
+    return sorted({_name(t.device) for t in tensors})
+
+
+def _gpu_uuid(device) -> str | None:
+    import torch
+
+    if getattr(device, "type", None) != "cuda":
+        return None
+    try:
+        props = torch.cuda.get_device_properties(device)
+        uuid = str(getattr(props, "uuid", ""))
+        return uuid if uuid.startswith("GPU-") or not uuid else f"GPU-{uuid}"
+    except Exception:
+        return None
+
+
+def _fault(spec: dict, where: str) -> None:
+    fault = spec.get("fault")
+    if not fault or spec.get("fault_at", "start") != where:
+        return
+    if fault == "crash":
+        raise RuntimeError("envdoctor probe: injected crash")
+    if fault == "hang":
+        time.sleep(3600)
+    if fault == "killed":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if fault == "exit":
+        os._exit(3)
+    if fault == "hang_collective":
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo")
+        if dist.get_rank() == 0:
+            time.sleep(3600)
+        dist.barrier()
+
+
+def run(spec: dict, result: dict) -> None:
+    t = time.perf_counter()
+    _fault(spec, "start")
+    import datasets
+    import torch
+    import transformers
+    import trl
+    from trl import GRPOTrainer
+
+    result["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__,
+                          "trl": trl.__version__, "datasets": datasets.__version__}
+    t = _phase(result, "imports", t)
+    _fault(spec, "imports")
+    cuda = torch.cuda.is_available()
+    result["cuda_device_count"] = torch.cuda.device_count() if cuda else 0
+    t = _phase(result, "cuda_init", t)
+    tok = _tokenizer()
+    model = _model(spec.get("model_family", "qwen2"), tok)
+    result["parameters"] = sum(p.numel() for p in model.parameters())
+    dataset = datasets.Dataset.from_dict({"prompt": PROMPTS})
+    t = _phase(result, "model_build", t)
+    args = _config(spec, tempfile.mkdtemp(prefix="out-", dir=spec["out_dir"]), cuda)
+    result["n_gpu"] = int(args.n_gpu)
+    result["device"] = _name(args.device)
+    grad_devices: set[str] = set()
+    for p in model.parameters():
+        if p.requires_grad:
+            p.register_hook(lambda g: grad_devices.add(_name(g.device)))
+    params = inspect.signature(GRPOTrainer.__init__).parameters
+    kwargs = {"model": model, "reward_funcs": _reward, "args": args, "train_dataset": dataset}
+    kwargs["processing_class" if "processing_class" in params else "tokenizer"] = tok
+    trainer = GRPOTrainer(**kwargs)
+    t = _phase(result, "trainer_init", t)
+    _fault(spec, "trainer_init")
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(args.device)
+    step_start = time.perf_counter()
+    trainer.train()
+    result["step_s"] = round(time.perf_counter() - step_start, 4)
+    t = _phase(result, "steps", t)
+    wrapped = getattr(trainer, "model_wrapped", trainer.model)
+    result["wrapper"] = type(wrapped).__name__
+    result["data_parallel"] = isinstance(wrapped, torch.nn.DataParallel) or any(
+        isinstance(m, torch.nn.DataParallel) for m in [wrapped, trainer.model])
+    result["param_devices"] = _devices(trainer.model.parameters())
+    result["grad_devices"] = sorted(grad_devices)
+    opt = getattr(trainer.optimizer, "optimizer", trainer.optimizer)
+    state = [v for s in getattr(opt, "state", {}).values() for v in s.values()
+             if isinstance(v, torch.Tensor) and v.dim() > 0]
+    result["optimizer_state_devices"] = _devices(state)
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    result["loss"] = losses[-1] if losses else None
+    result["loss_finite"] = bool(losses) and all(math.isfinite(x) for x in losses)
+    result["uuid"] = _gpu_uuid(args.device)
+    if cuda:
+        result["peak_allocated_mib"] = round(torch.cuda.max_memory_allocated(args.device) / 2**20, 1)
+        result["peak_reserved_mib"] = round(torch.cuda.max_memory_reserved(args.device) / 2**20, 1)
+    result["ok"] = True
+
+
+def main() -> int:
+    with open(sys.argv[1]) as fh:
+        spec = json.load(fh)
+    out = spec["out_dir"]
+    base = {"rank": RANK, "local_rank": LOCAL_RANK, "world_size": WORLD_SIZE,
+            "pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "t_start": time.time()}
+    _write(os.path.join(out, f"rank{RANK}.started.json"), base)
+    print(f"ENVDOCTOR_PHASE rank={RANK} started", file=sys.stderr, flush=True)
+    result = {**base, "ok": False, "phases": {}}
+    start = time.perf_counter()
+    try:
+        run(spec, result)
+    except BaseException as exc:  # every failure becomes data for the runner
+        result["error"] = {"type": type(exc).__name__, "message": str(exc)[:4000],
+                           "traceback": traceback.format_exc()[-6000:]}
+    result["phases"]["total"] = round(time.perf_counter() - start, 4)
+    result["t_end"] = time.time()
+    _write(os.path.join(out, f"rank{RANK}.json"), result)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip the interpreter's slow teardown of torch; the result is written

@@ -1,0 +1,44 @@
+"""The probe on real GPUs (device tool; skipped without a GPU). See docs/validation/."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from envdoctor.facts.gpus import collect_gpus
+from envdoctor.probe.runner import ProbeSpec, run_probe
+
+pytestmark = pytest.mark.gpu
+
+
+def _gpus(n: int):
+    facts = collect_gpus()
+    if len(facts.gpus) < n:
+        pytest.skip(f"needs {n} GPUs ({facts.error or len(facts.gpus)})")
+    return facts.gpus
+
+
+def test_one_rank_on_gpu0_proves_isolation():
+    gpus = _gpus(2)
+    spec = ProbeSpec(launcher=[sys.executable], env={"CUDA_VISIBLE_DEVICES": "0",
+                                                     "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+                     rank_gpus={0: 0}, generation_gpus=[1],
+                     gpu_uuids={g.index: g.uuid for g in gpus})
+    r = run_probe(spec)
+    assert r.status == "pass", (r.findings, r.log_tail)
+    assert r.isolation == "proved" and set(r.peak_mib) == {0}
+    assert r.ranks[0]["device"] == "cuda:0" and r.ranks[0]["uuid"] == gpus[0].uuid
+
+
+def test_both_gpus_visible_to_one_process_is_caught():
+    _gpus(2)
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    spec = ProbeSpec(launcher=[sys.executable], env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+                     rank_gpus={0: 0}, generation_gpus=[1])
+    os.environ.clear()
+    os.environ.update(env)
+    r = run_probe(spec)
+    assert r.status == "fail"
+    assert "PRB002" in {f.rule for f in r.findings}
