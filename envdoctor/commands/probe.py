@@ -69,10 +69,10 @@ def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv)
         envdoctor probe -- accelerate launch --num_processes 3 train.py
     """
     from envdoctor.checks.context import Context
+    from envdoctor.checks.engine import Outcome
     from envdoctor.commands.check import launch_text
     from envdoctor.commands.options import use_color
     from envdoctor.doctor import build_report
-    from envdoctor.checks.engine import Outcome
     from envdoctor.facts.collect import collect_facts
     from envdoctor.plan.build import build_plan
     from envdoctor.report import render

@@ -87,10 +87,9 @@ def _with_port(launcher: list[str]) -> list[str]:
         if not any(a.split("=")[0] in flags for a in argv):
             at = 3 if module_form else 1
             argv[at:at] = ["--master_port", str(free_port())]
-    elif name == "accelerate" and argv[1:2] == ["launch"]:
-        if not any(a.split("=")[0] in ("--main_process_port", "--main-process-port")
-                   for a in argv):
-            argv[2:2] = ["--main_process_port", str(free_port())]
+    elif name == "accelerate" and argv[1:2] == ["launch"] and not any(
+            a.split("=")[0] in ("--main_process_port", "--main-process-port") for a in argv):
+        argv[2:2] = ["--main_process_port", str(free_port())]
     return argv
 
 
@@ -152,6 +151,12 @@ def end_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> list[int]:
     return _group_pids(pgid)
 
 
+#: the phase a rank is in, after it reported finishing the key's phase
+_NEXT = {"launching": "launching", "started": "imports", "imports": "CUDA init",
+         "cuda_init": "model build", "model_build": "trainer init", "trainer_init": "step",
+         "steps": "checking"}
+
+
 def _phase_of(log: Path) -> str:
     phase = "launching"
     try:
@@ -161,9 +166,7 @@ def _phase_of(log: Path) -> str:
     for line in text.splitlines():
         if line.startswith("ENVDOCTOR_PHASE"):
             phase = line.split()[-1]
-    return {"launching": "launching", "started": "imports", "imports": "CUDA init", "cuda_init": "model build",
-            "model_build": "trainer init", "trainer_init": "step", "steps": "checking"}.get(
-        phase, phase)
+    return _NEXT.get(phase, phase)
 
 
 def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) -> ProbeResult:

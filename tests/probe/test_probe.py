@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from envdoctor.plan.launch import parse_launch
 from envdoctor.probe.failures import classify
 from envdoctor.probe.plan import launcher_argv
 from envdoctor.probe.runner import ProbeSpec, run_probe
-from envdoctor.plan.launch import parse_launch
 
 pytest.importorskip("trl")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
