@@ -1,8 +1,9 @@
 """Where the probe's wall time goes, and how much memory it holds per GPU.
 
-    python bench/probe_breakdown.py [--runs 3] [--timeout 180] -- <launcher argv>
+    python bench/probe_breakdown.py [--runs 3] [--timeout 180] [--launch "torchrun --nproc_per_node 2"]
 
-e.g. `-- torchrun --nproc_per_node 2` or `-- python` (default: this interpreter). Prints a table
+The launch line is resolved like `envdoctor probe -- <launch> train.py` (default: this
+interpreter, one process). Prints a table
 per run: launch (runner start → rank 0 alive), imports, CUDA init, model build, trainer init,
 step(s), teardown (rank 0 done → every process ended), total; and the peak MiB each GPU held
 for the probe's processes (NVML; "n/a" without a GPU) or the peak RSS on CPU.
@@ -15,7 +16,11 @@ import resource
 import statistics
 import sys
 
-from envdoctor.probe.runner import ProbeSpec, run_probe
+from envdoctor.checks.context import Context
+from envdoctor.facts.collect import collect_facts
+from envdoctor.plan.build import build_plan
+from envdoctor.probe.plan import spec_from_context
+from envdoctor.probe.runner import run_probe
 
 COLS = ["launch", "imports", "cuda_init", "model_build", "trainer_init", "steps", "teardown",
         "total"]
@@ -25,12 +30,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=180)
-    parser.add_argument("launcher", nargs="*")
+    parser.add_argument("--launch", default=f"{sys.executable} train.py")
     args = parser.parse_args()
-    launcher = args.launcher or [sys.executable]
+    line = args.launch if args.launch.rstrip().endswith(".py") else args.launch + " train.py"
+    ctx = Context(facts=collect_facts(), plan=build_plan(launch=line))
+    spec = spec_from_context(ctx, timeout_s=args.timeout)
+    launcher = spec.launcher
     rows = []
     for i in range(args.runs):
-        r = run_probe(ProbeSpec(launcher=launcher, timeout_s=args.timeout))
+        r = run_probe(spec)
         rank0 = r.ranks.get(0, {})
         ph = rank0.get("phases", {})
         row = {k: ph.get(k) for k in COLS[1:6]}

@@ -4,11 +4,11 @@
 # and .whl/legacy (trl 0.15.2, transformers 4.49.0, tokenizers 0.21.1, huggingface_hub 0.29.3,
 # datasets 3.3.2, dill, multiprocess); the machine has torch 2.11, transformers 5.17, accelerate.
 set -u
-W="python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target"
+W="python3 -m pip install -q --no-index --no-deps --no-cache-dir --target"
 $W /tmp/modern .whl/modern/*.whl && $W /tmp/legacy .whl/legacy/*.whl || exit 1
 export PYTHONUNBUFFERED=1 NO_COLOR=1 CUDA_DEVICE_ORDER=PCI_BUS_ID NCCL_NVLS_ENABLE=0
 MODERN=/tmp/modern:$PWD LEGACY=/tmp/legacy:$PWD
-run() { echo; echo "\$ $*"; local t=$(date +%s.%N); "$@"; local rc=$?; echo "[exit $rc, $(echo "$(date +%s.%N) - $t" | bc) s]"; }
+run() { echo; echo "\$ $*"; local t=$(date +%s%N); "$@"; local rc=$?; echo "[exit $rc, $(( ($(date +%s%N) - t) / 1000000 )) ms]"; }
 nvidia-smi -L
 # A stand-in for the vLLM server on GPU 1: a process named like `trl vllm-serve`, holding 60 GiB.
 mkdir -p /tmp/standin && cat > /tmp/standin/vllm-serve-standin.py <<'PY'
@@ -40,4 +40,4 @@ echo; echo "=== 7. GPU tests"
 PYTHONPATH=$MODERN run python3 -m pytest -q -p no:cacheprovider tests/probe/test_probe_gpu.py tests/facts/test_gpu_real.py
 echo; echo "=== 8. breakdown (bench/probe_breakdown.py), 1 and 2 ranks"
 PYTHONPATH=$MODERN CUDA_VISIBLE_DEVICES=0 run python3 bench/probe_breakdown.py --runs 3
-PYTHONPATH=$MODERN run python3 bench/probe_breakdown.py --runs 2 torchrun --nproc_per_node 2
+PYTHONPATH=$MODERN run python3 bench/probe_breakdown.py --runs 2 --launch "torchrun --nproc_per_node 2"

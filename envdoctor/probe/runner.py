@@ -312,7 +312,8 @@ def _judge(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None
 
 
 def _judge_rank(spec: ProbeSpec, rank: int, data: dict, f: list[Finding]) -> None:
-    if data.get("n_gpu", 0) > 1 or data.get("data_parallel"):
+    refused = "does not support `nn.DataParallel`" in str((data.get("error") or {}).get("message"))
+    if not refused and (data.get("data_parallel") or data.get("ok") and data.get("n_gpu", 0) > 1):
         f.append(Finding("PRB002", Severity.ERROR,
                          f"rank {rank} ran with n_gpu={data.get('n_gpu')} and the model wrapped in "
                          f"{data.get('wrapper')}: transformers' Trainer put replicas on every "

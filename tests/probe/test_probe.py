@@ -140,3 +140,22 @@ def test_unknown_text_is_not_classified():
 def test_launcher_argv_drops_the_users_script(line, argv0, rest):
     argv = launcher_argv(parse_launch(line))
     assert os.path.basename(argv[0]).startswith(argv0) and argv[1:] == rest
+
+
+def test_trl_refusal_and_dataparallel_are_one_finding_each():
+    from envdoctor.probe.runner import ProbeResult, _judge
+
+    refusal = {"finished": True, "ok": False, "n_gpu": 2, "pid": 1, "error": {
+        "type": "ValueError", "message": "GRPOTrainer does not support `nn.DataParallel`, which "
+        "`Trainer` uses when several GPUs are visible to a single process."}}
+    r = ProbeResult(status="ran", returncode=1, ranks={0: refusal})
+    _judge(ProbeSpec(launcher=[]), r, None)
+    assert [f.rule for f in r.findings if f.rule != "PRB008"] == ["PRB002"]
+    assert r.status == "fail"
+    legacy = {"finished": True, "ok": True, "n_gpu": 2, "pid": 1, "data_parallel": True,
+              "wrapper": "DataParallel", "device": "cuda:0", "param_devices": ["cuda:0"],
+              "loss_finite": True}
+    r = ProbeResult(status="ran", returncode=0, ranks={0: legacy})
+    _judge(ProbeSpec(launcher=[]), r, None)
+    assert [f.rule for f in r.findings if f.rule != "PRB008"] == ["PRB002"]
+    assert "DataParallel" in r.findings[0].message
