@@ -8,9 +8,11 @@ import sys
 import click
 
 from envdoctor import __version__
-from envdoctor.commands import check, collect, probe, rules
+from envdoctor.commands import check, collect, probe, rules, triage
+from envdoctor.commands import hook as hook_command
 
-COMMANDS = [check.check, collect.collect, probe.probe, rules.rules, rules.explain]
+COMMANDS = [check.check, collect.collect, probe.probe, triage.triage, rules.rules,
+            rules.explain, hook_command.hook]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

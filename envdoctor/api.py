@@ -1,0 +1,220 @@
+"""``envdoctor.preflight``: the check as a library call, for the first lines of a training script.
+
+Nothing here imports torch, transformers or trl: a ``GRPOConfig`` / ``TrainingArguments`` object is
+read through its attributes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from envdoctor.facts.interface import Facts
+from envdoctor.findings import Finding, Severity
+from envdoctor.report.interface import Area, Report
+
+#: Fields that decide the GRPO batch and generation layout: always read from a config object,
+#: even when they hold the field's default (the rules must not guess them).
+ALWAYS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
+          "generation_batch_size", "steps_per_generation", "use_vllm", "vllm_mode")
+_SCALARS = (str, int, float, bool)
+
+
+class PreflightError(Exception):
+    """The preflight found errors (or warnings, with ``strict``); ``.report`` holds the report.
+
+    Its message is the rendered text report unless a shorter one is given.
+    """
+
+    def __init__(self, report: Report, message: str | None = None) -> None:
+        if message is None:
+            from envdoctor.report import render
+
+            message = render(report, "text")
+        super().__init__(message)
+        self.report = report
+
+
+def _jsonable(value: Any, depth: int = 0) -> tuple[bool, Any]:
+    """(keep, value): plain JSON data, enums as their values; anything else is dropped."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, _SCALARS):
+        return True, value
+    if depth < 3 and isinstance(value, (list, tuple)):
+        items = [_jsonable(v, depth + 1) for v in value]
+        return all(k for k, _ in items), [v for _, v in items]
+    if depth < 3 and isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            keep, v = _jsonable(v, depth + 1)
+            if not (keep and isinstance(k, str)):
+                return False, None
+            out[k] = v
+        return True, out
+    return False, None
+
+
+def _defaults(obj: Any) -> dict[str, Any]:
+    """The declared default of every dataclass field of ``obj`` (factories called; cheap ones)."""
+    if not dataclasses.is_dataclass(obj):
+        return {}
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            try:
+                out[f.name] = f.default_factory()
+            except Exception:
+                continue
+    return out
+
+
+def is_grpo_config(obj: Any) -> bool:
+    """A GRPO config object (TRL's GRPOConfig or a subclass): it has ``num_generations``."""
+    return hasattr(obj, "num_generations")
+
+
+def config_mapping(obj: Any) -> dict[str, Any]:
+    """The GRPO-relevant fields of a config object as plain data.
+
+    Values equal to the field's default are left out (they are what the installed TRL does
+    anyway, and deprecated fields keep their defaults) except the batch/generation ones in
+    ``ALWAYS``; secret-looking fields, private attributes and non-JSON values are dropped.
+    """
+    from envdoctor.facts.environment import is_secret
+
+    if isinstance(obj, Mapping):
+        raw = dict(obj)
+        defaults: dict[str, Any] = {}
+    else:
+        raw = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+        if not raw and callable(getattr(obj, "to_dict", None)):
+            raw = dict(obj.to_dict())
+        defaults = _defaults(obj)
+    out = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or key.startswith("_") or value is None or is_secret(key):
+            continue
+        keep, plain = _jsonable(value)
+        if not keep:
+            continue
+        if key in defaults and key not in ALWAYS:
+            _, default = _jsonable(defaults[key])
+            if plain == default:
+                continue
+        out[key] = plain
+    return out
+
+
+def running_launch(env: Mapping[str, str] | None = None) -> str | None:
+    """The launch of the job this process belongs to, from torchrun/accelerate's variables.
+
+    Inside ``torchrun`` / ``accelerate launch`` every process sees LOCAL_WORLD_SIZE, WORLD_SIZE
+    and GROUP_RANK (the node); as a ``torchrun`` line they resolve to every rank of this node.
+    """
+    env = os.environ if env is None else env
+    try:
+        world = int(env["WORLD_SIZE"])
+        local = int(env.get("LOCAL_WORLD_SIZE") or world)
+        node = int(env.get("GROUP_RANK") or env.get("NODE_RANK") or 0)
+    except (KeyError, ValueError):
+        return None
+    if "LOCAL_RANK" not in env or world < 2 or local < 1:
+        return None
+    nodes = max(world // local, 1)
+    return f"torchrun --nproc_per_node {local} --nnodes {nodes} --node_rank {node} train.py"
+
+
+def _facts(facts: Facts | str | os.PathLike | Mapping | None) -> Facts:
+    if isinstance(facts, Facts):
+        return facts
+    if facts is None:
+        from envdoctor.facts.collect import collect_facts
+
+        return collect_facts()
+    from envdoctor.facts import snapshot
+
+    if isinstance(facts, Mapping):
+        return snapshot.from_dict(dict(facts), "facts given to preflight")
+    return snapshot.load(str(facts))
+
+
+def _plan(config: Any, launch: str | list[str] | None, facts: Facts):
+    from envdoctor.plan.build import build_plan
+
+    path = config_dict = None
+    note = ""
+    if isinstance(config, (str, os.PathLike)):
+        path = str(Path(config))
+    elif config is not None:
+        if isinstance(config, Mapping) or is_grpo_config(config):
+            config_dict = config_mapping(config)
+        else:
+            note = f"{type(config).__name__} is not a GRPO config: GRPO config rules not run"
+    plan = build_plan(config=path, launch=launch, config_dict=config_dict, live=facts.live)
+    if config_dict is not None and not isinstance(config, Mapping):
+        origin = f"{type(config).__name__} object"
+        plan.config_origin = {k: origin for k in plan.config_origin}
+    return plan, note
+
+
+def probe_area(ctx: Any, timeout_s: float = 180.0) -> Area:
+    """The probe's report area, or an info finding when the probe cannot be imported here."""
+    try:
+        from envdoctor.commands.probe import probe_area as run_area
+    except ImportError as exc:
+        area = Area(key="probe", title="Probe", summary="unavailable")
+        area.findings.append(Finding(
+            "PRB012", Severity.INFO, f"probe not run: envdoctor.probe is unavailable ({exc})",
+            fix="pip install 'envdoctor[probe]' (or run `envdoctor probe` where it is installed)"))
+        return area
+    return run_area(ctx, timeout=timeout_s)
+
+
+def preflight_report(config: Any = None, launch: str | list[str] | None = None,
+                     probe: bool = False, facts: Facts | str | os.PathLike | Mapping | None = None,
+                     select: list[str] | None = None, ignore: list[str] | None = None,
+                     network: bool = True, probe_timeout: float = 180.0):
+    """``(context, report)`` of a preflight, never raising on findings (see ``preflight``)."""
+    from envdoctor.doctor import check
+
+    snap = _facts(facts)
+    if launch is None and snap.live:
+        launch = running_launch()
+    plan, note = _plan(config, launch, snap)
+    ctx, report = check(snap, plan, select=select, ignore=ignore, network=network)
+    areas = {a.key: a for a in report.areas}
+    if note:
+        areas["config"].note = note
+    if areas["layout"].note.startswith("no launch"):
+        areas["layout"].note = "no launch line given (preflight(launch=...))"
+    if probe:
+        report.areas[-1] = probe_area(ctx, timeout_s=probe_timeout)
+    return ctx, report
+
+
+def preflight(config: Any = None, launch: str | list[str] | None = None, probe: bool = False,
+              strict: bool = False, facts: Facts | str | os.PathLike | Mapping | None = None,
+              select: list[str] | None = None, ignore: list[str] | None = None,
+              network: bool = True, probe_timeout: float = 180.0) -> Report:
+    """Check this machine for the run ``config`` describes; raise ``PreflightError`` on errors.
+
+    ``config``: a ``GRPOConfig`` / ``TrainingArguments`` object, a dict of GRPOConfig keys, or a
+    YAML/JSON file path. ``launch``: the launch line(s), e.g. ``"accelerate launch
+    --num_processes 3 train.py"`` (default: read from torchrun/accelerate's variables when this
+    process was launched by one). ``facts``: a snapshot (path, dict or ``Facts``) instead of this
+    machine. ``probe``: also run the tiny real GRPO step. ``strict``: warnings raise too.
+    Returns the ``Report`` when nothing blocks the run.
+    """
+    _, report = preflight_report(config=config, launch=launch, probe=probe, facts=facts,
+                                 select=select, ignore=ignore, network=network,
+                                 probe_timeout=probe_timeout)
+    if report.exit_code(strict=strict):
+        raise PreflightError(report)
+    return report

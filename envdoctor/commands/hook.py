@@ -1,0 +1,242 @@
+"""``envdoctor hook FILE…``: the pre-commit / CI gate over GRPO and accelerate config files.
+
+Each file is sorted by content (GRPO config, accelerate config, anything else is skipped) and
+checked with no GPU and no network: the facts are the installed packages only, so the rules that
+need live GPU facts (or a running vLLM server) are skipped and say so. An accelerate config is
+checked together with a GRPO config of the same commit (same folder first), as
+``accelerate launch --config_file <it> train.py`` would run it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from envdoctor.commands.options import (
+    emit,
+    format_option,
+    ignore_option,
+    output_option,
+    select_option,
+    split_list,
+    strict_option,
+    use_color,
+    verbose_option,
+)
+
+NO_GPU = "needs live GPU facts: the hook checks config files, without a GPU"
+NOT_LIVE = "needs the live machine (a running vLLM server): the hook checks files only"
+NO_TRL = ("TRL is not installed where the hook runs (pre-commit's own environment): add "
+          "args [--assume, 'trl==X'] or use the envdoctor-system hook in the training environment")
+KINDS = {"grpo": "GRPO config", "accelerate": "accelerate config"}
+
+
+@dataclass
+class Target:
+    """One check: a GRPO config, an accelerate config, or a pair of them."""
+
+    grpo: str | None = None
+    accelerate: str | None = None
+
+    @property
+    def label(self) -> str:
+        return " + ".join(p for p in (self.grpo, self.accelerate) if p)
+
+
+def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``({path: kind}, {path: why skipped})`` for the files pre-commit passed."""
+    from envdoctor.errors import InputError
+    from envdoctor.plan.config_files import kind_of, read_mapping
+
+    kinds: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+    for path in paths:
+        try:
+            kind = kind_of(read_mapping(path, "file"))
+        except InputError as exc:
+            skipped[path] = exc.problem
+            continue
+        if kind in KINDS:
+            kinds[path] = kind
+        else:
+            skipped[path] = "neither a GRPO nor an accelerate config"
+    return kinds, skipped
+
+
+def _partner(path: str, candidates: list[str]) -> str | None:
+    """The candidate in the same folder as ``path``, else the only candidate, else none."""
+    here = [c for c in candidates if Path(c).parent == Path(path).parent]
+    if len(here) == 1:
+        return here[0]
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def pair(kinds: dict[str, str]) -> list[Target]:
+    """Each GRPO config with its accelerate config (if the commit has one); the accelerate
+    configs no GRPO config took are checked with their own partner or alone."""
+    grpo = [p for p, k in kinds.items() if k == "grpo"]
+    acc = [p for p, k in kinds.items() if k == "accelerate"]
+    targets = [Target(grpo=g, accelerate=_partner(g, acc)) for g in grpo]
+    used = {t.accelerate for t in targets}
+    targets += [Target(grpo=_partner(a, grpo), accelerate=a) for a in acc if a not in used]
+    return targets
+
+
+def hook_facts(assume: list[str]):
+    """This environment's installed packages (plus ``--assume name==version``), nothing else."""
+    from envdoctor.errors import InputError
+    from envdoctor.facts.collect import collect_facts
+    from envdoctor.facts.interface import Package, normalize_name
+
+    facts = collect_facts(gpus=False)
+    facts.env = {}  # the committing shell's variables are not the training job's
+    facts.nvml_error = "not collected: the hook checks config files"
+    for item in assume:
+        name, sep, version = item.partition("==")
+        if not (sep and name.strip() and version.strip()):
+            raise InputError("--assume", f"expected NAME==VERSION, got {item!r}")
+        facts.packages[normalize_name(name.strip())] = Package(version=version.strip())
+    return facts
+
+
+def offline_rules(facts: Any, select: list[str] | None, ignore: list[str] | None) -> dict[str, str]:
+    """Rules the hook cannot run, with why: GPU and live-machine rules (and the package rules
+    when TRL is not installed where the hook runs)."""
+    from envdoctor.checks.docs import rule_docs
+    from envdoctor.checks.engine import matches
+    from envdoctor.checks.registry import all_rules
+
+    docs = rule_docs()
+    out = {}
+    for rule_id, entry in all_rules().items():
+        doc = docs[rule_id]
+        if select and not matches(rule_id, doc.name, select):
+            continue
+        if ignore and matches(rule_id, doc.name, ignore):
+            continue
+        if "gpus" in entry.needs or doc.area == "gpus":
+            out[rule_id] = NO_GPU
+        elif "live" in entry.needs:
+            out[rule_id] = NOT_LIVE
+        elif doc.area == "packages" and facts.version("trl") is None:
+            out[rule_id] = NO_TRL
+    return out
+
+
+def _demote_batch_rule(report: Any) -> None:
+    """Without a launch or accelerate config the process count is unknown (1 is assumed): a
+    batch that does not divide is then only a warning."""
+    from envdoctor.findings import Severity
+
+    for area in report.areas:
+        area.findings = [
+            dataclasses.replace(f, severity=Severity.WARNING,
+                                message=f"{f.message} (assuming 1 training process: the hook "
+                                        "does not know the process count; commit the accelerate "
+                                        "config or pass --launch)")
+            if f.rule == "CFG002" and f.severity == Severity.ERROR else f
+            for f in area.findings]
+
+
+def check_target(target: Target, facts: Any, launch: str | None,
+                 select: list[str] | None, ignore: list[str] | None):
+    """The report of one target, checked offline."""
+    from envdoctor.checks.docs import rule_docs
+    from envdoctor.doctor import check
+    from envdoctor.plan.build import build_plan
+
+    if launch is None and target.accelerate:
+        launch = f"accelerate launch --config_file {shlex.quote(target.accelerate)} train.py"
+    plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=launch,
+                      live=False)
+    skip = offline_rules(facts, select, ignore)
+    _, report = check(facts, plan, select=select, ignore=(ignore or []) + sorted(skip),
+                      network=False)
+    docs = rule_docs()
+    areas = {a.key: a for a in report.areas}
+    for rule_id, why in skip.items():
+        areas[docs[rule_id].area].skipped[rule_id] = why
+    areas["gpus"].note = f"skipped: {NO_GPU}"
+    if any(why == NO_TRL for why in skip.values()):
+        areas["packages"].note = f"skipped: {NO_TRL}"
+    if launch is None:
+        _demote_batch_rule(report)
+    report.subject = f"pre-commit: {target.label}"
+    return report
+
+
+def merge_junit(named: list[tuple[str, Any]]) -> str:
+    """One JUnit document, a test suite per checked file (its name is the file)."""
+    import xml.etree.ElementTree as ET
+
+    from envdoctor.report import render
+
+    root = ET.Element("testsuites")
+    for label, report in named:
+        for suite in ET.fromstring(render(report, "junit")).iter("testsuite"):
+            suite.set("name", f"envdoctor: {label}")
+            for case in suite.iter("testcase"):
+                case.set("classname", f"{case.get('classname')}[{label}]")
+            root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bool) -> str:
+    from envdoctor.report import render
+
+    if fmt == "junit":
+        return merge_junit(named)
+    if fmt == "json":
+        files = [{"file": label, "report": json.loads(render(r, "json", verbose=verbose))}
+                 for label, r in named]
+        return json.dumps({"schema": "envdoctor.hook/1", "files": files}, indent=2) + "\n"
+    parts = [f"── {label} ──\n{render(r, 'text', verbose=verbose, color=color)}"
+             for label, r in named]
+    return "\n".join(parts)
+
+
+@click.command()
+@click.argument("files", nargs=-1, type=str)
+@click.option("--launch", multiple=True, metavar="CMD",
+              help="The launch line the configs run under (default: accelerate launch with the "
+                   "committed accelerate config, if any).")
+@click.option("--assume", multiple=True, metavar="NAME==VERSION",
+              help="Judge the configs for this package version (e.g. trl==0.15.2); repeatable.")
+@select_option
+@ignore_option
+@format_option
+@output_option
+@verbose_option
+@strict_option
+def hook(files, launch, assume, select, ignore, fmt, output, verbose, strict) -> None:
+    """Check the GRPO / accelerate config files among FILES (pre-commit passes them), offline.
+
+        envdoctor hook configs/grpo.yaml configs/accelerate.yaml --format junit -o envdoctor.xml
+    """
+    from envdoctor.commands.check import launch_text
+    from envdoctor.settings import load_settings
+
+    settings = load_settings()
+    select_ids = split_list(select) or settings.get("select") or None
+    ignore_ids = split_list(ignore) or settings.get("ignore") or None
+    strict = settings.get("strict", False) if strict is None else strict
+    kinds, skipped = classify(list(files))
+    if verbose and fmt == "text":
+        for path, why in skipped.items():
+            click.echo(f"envdoctor: skipped {path}: {why}", err=True)
+    facts = hook_facts(list(assume)) if kinds else None
+    line = launch_text(launch, ())
+    named = [(t.label, check_target(t, facts, line, select_ids, ignore_ids))
+             for t in pair(kinds)]
+    if named or output:
+        emit(_render_all(named, fmt, verbose, color=fmt == "text" and not output and use_color()),
+             output)
+    sys.exit(max((r.exit_code(strict=bool(strict)) for _, r in named), default=0))

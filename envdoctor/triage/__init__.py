@@ -1,0 +1,1 @@
+"""Triage: read a failed run's log in one streaming pass and say which known failure it is."""
