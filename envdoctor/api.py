@@ -196,6 +196,8 @@ def preflight_report(config: Any = None, launch: str | list[str] | None = None,
         areas["layout"].note = "no launch line given (preflight(launch=...))"
     if probe:
         report.areas[-1] = probe_area(ctx, timeout_s=probe_timeout)
+    elif report.areas[-1].key == "probe":
+        report.areas[-1].note = "not run (preflight(probe=True) runs it)"
     return ctx, report
 
 

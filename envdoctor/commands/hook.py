@@ -33,8 +33,8 @@ from envdoctor.commands.options import (
 
 NO_GPU = "needs live GPU facts: the hook checks config files, without a GPU"
 NOT_LIVE = "needs the live machine (a running vLLM server): the hook checks files only"
-NO_TRL = ("TRL is not installed where the hook runs (pre-commit's own environment): add "
-          "args [--assume, 'trl==X'] or use the envdoctor-system hook in the training environment")
+NO_TRL = ("TRL is not installed where the hook runs (pre-commit's own environment): the package "
+          "rules judge the training environment; run the envdoctor-system hook there")
 KINDS = {"grpo": "GRPO config", "accelerate": "accelerate config"}
 
 
@@ -90,7 +90,9 @@ def pair(kinds: dict[str, str]) -> list[Target]:
 
 
 def hook_facts(assume: list[str]):
-    """This environment's installed packages (plus ``--assume name==version``), nothing else."""
+    """This environment's installed packages, nothing else; ``--assume name==version`` sets the
+    versions the version-dependent config rules judge against. ``extra["trl_installed"]`` says
+    whether the package rules can judge this environment."""
     from envdoctor.errors import InputError
     from envdoctor.facts.collect import collect_facts
     from envdoctor.facts.interface import Package, normalize_name
@@ -98,6 +100,7 @@ def hook_facts(assume: list[str]):
     facts = collect_facts(gpus=False)
     facts.env = {}  # the committing shell's variables are not the training job's
     facts.nvml_error = "not collected: the hook checks config files"
+    facts.extra["trl_installed"] = facts.version("trl") is not None
     for item in assume:
         name, sep, version = item.partition("==")
         if not (sep and name.strip() and version.strip()):
@@ -125,7 +128,7 @@ def offline_rules(facts: Any, select: list[str] | None, ignore: list[str] | None
             out[rule_id] = NO_GPU
         elif "live" in entry.needs:
             out[rule_id] = NOT_LIVE
-        elif doc.area == "packages" and facts.version("trl") is None:
+        elif doc.area == "packages" and not facts.extra.get("trl_installed", True):
             out[rule_id] = NO_TRL
     return out
 
@@ -168,6 +171,7 @@ def check_target(target: Target, facts: Any, launch: str | None,
         areas["packages"].note = f"skipped: {NO_TRL}"
     if launch is None:
         _demote_batch_rule(report)
+    report.areas = [a for a in report.areas if a.key != "probe"]  # the probe needs the machine
     report.subject = f"pre-commit: {target.label}"
     return report
 
@@ -180,7 +184,8 @@ def merge_junit(named: list[tuple[str, Any]]) -> str:
 
     root = ET.Element("testsuites")
     for label, report in named:
-        for suite in ET.fromstring(render(report, "junit")).iter("testsuite"):
+        xml = render(report, "junit")
+        for suite in ET.fromstring(xml).iter("testsuite"):  # noqa: S314 - our own output
             suite.set("name", f"envdoctor: {label}")
             for case in suite.iter("testcase"):
                 case.set("classname", f"{case.get('classname')}[{label}]")
@@ -209,7 +214,8 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
               help="The launch line the configs run under (default: accelerate launch with the "
                    "committed accelerate config, if any).")
 @click.option("--assume", multiple=True, metavar="NAME==VERSION",
-              help="Judge the configs for this package version (e.g. trl==0.15.2); repeatable.")
+              help="Judge the configs for this package version (e.g. trl==0.15.2) instead of "
+                   "the hook environment's; repeatable.")
 @select_option
 @ignore_option
 @format_option
@@ -239,4 +245,6 @@ def hook(files, launch, assume, select, ignore, fmt, output, verbose, strict) ->
     if named or output:
         emit(_render_all(named, fmt, verbose, color=fmt == "text" and not output and use_color()),
              output)
+    if output and fmt != "text" and named:  # CI logs still show what failed
+        click.echo(_render_all(named, "text", verbose, color=False), nl=False)
     sys.exit(max((r.exit_code(strict=bool(strict)) for _, r in named), default=0))

@@ -7,8 +7,7 @@ import time
 
 import click
 
-from envdoctor.commands.options import emit, format_option, output_option, use_color, \
-    verbose_option
+from envdoctor.commands.options import emit, format_option, output_option, use_color, verbose_option
 
 
 @click.command()

@@ -352,6 +352,15 @@ def _judge_isolation(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | Non
                                        "run the probe on the GPU node to prove isolation",
                                        {"reason": reason}))
         return
+    if not spec.rank_gpus or all(g is None for g in spec.rank_gpus.values()):
+        for (_pid, gpu), sample in watch.seen.items():
+            result.peak_mib[gpu] = max(result.peak_mib.get(gpu, 0), sample.max_mib)
+        result.isolation = "not measurable"
+        result.isolation_detail = "isolation not judged: the plan names no GPU per rank"
+        result.findings.append(Finding("PRB008", Severity.INFO, result.isolation_detail,
+                                       "give the launch command so the layout is known",
+                                       {"reason": "no planned GPUs"}))
+        return
     pid_rank = {d.get("pid"): r for r, d in result.ranks.items()}
     violations = []
     for (pid, gpu), sample in sorted(watch.seen.items()):

@@ -159,3 +159,19 @@ def test_trl_refusal_and_dataparallel_are_one_finding_each():
     _judge(ProbeSpec(launcher=[]), r, None)
     assert [f.rule for f in r.findings if f.rule != "PRB008"] == ["PRB002"]
     assert "DataParallel" in r.findings[0].message
+
+
+def test_no_isolation_verdict_without_a_planned_gpu_per_rank():
+    from envdoctor.probe.runner import ProbeResult, _judge_isolation
+    from envdoctor.probe.watcher import GpuWatch, Sample
+
+    watch = GpuWatch(pgid=1)
+    watch.seen[(42, 0)] = Sample(pid=42, gpu=0, max_mib=500, first_s=0.1)
+    r = ProbeResult(status="pass", ranks={0: {"pid": 42}})
+    _judge_isolation(ProbeSpec(launcher=[]), r, watch)
+    assert r.isolation == "not measurable" and r.peak_mib == {0: 500}
+    assert [f.rule for f in r.findings] == ["PRB008"]
+    r = ProbeResult(status="pass", ranks={0: {"pid": 42}})
+    _judge_isolation(ProbeSpec(launcher=[], rank_gpus={0: 1}, generation_gpus=[0]), r, watch)
+    assert r.isolation == "violated" and "held 500 MiB on GPU 0 reserved for vLLM" in \
+        r.findings[0].message
