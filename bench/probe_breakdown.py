@@ -4,9 +4,9 @@
 
 The launch line is resolved like `envdoctor probe -- <launch> train.py` (default: this
 interpreter, one process). Prints a table
-per run: launch (runner start → rank 0 alive), imports, CUDA init, model build, trainer init,
-step(s), teardown (rank 0 done → every process ended), total; and the peak MiB each GPU held
-for the probe's processes (NVML; "n/a" without a GPU) or the peak RSS on CPU.
+per run: launch (runner start → first rank alive), imports, CUDA init, model build, trainer init,
+step(s) (the slowest rank's), teardown (last rank done → every process ended), total; and the
+peak MiB each GPU held for the probe's processes (NVML) or, without a GPU, the ranks' peak RSS.
 """
 
 from __future__ import annotations
@@ -39,26 +39,25 @@ def main() -> None:
     rows = []
     for i in range(args.runs):
         r = run_probe(spec)
-        rank0 = r.ranks.get(0, {})
-        ph = rank0.get("phases", {})
-        row = {k: ph.get(k) for k in COLS[1:6]}
-        row["launch"] = rank0.get("t_start", r.t_start) - r.t_start
-        row["teardown"] = r.t_end - rank0.get("t_end", r.t_end)
-        row["total"] = r.wall_s
-        rows.append((i + 1, r.status, row, r.peak_mib, len(r.ranks)))
+        rss = [d.get("peak_rss_mib") for d in r.ranks.values() if d.get("peak_rss_mib")]
+        rows.append((i + 1, r.status, r.timings, r.peak_mib, max(rss, default=None),
+                     len(r.ranks)))
     print(f"probe: {' '.join(launcher)}")
-    print(f"{'run':<4} {'status':<8} " + " ".join(f"{c:>12}" for c in COLS) + "  peak MiB per GPU")
-    for i, status, row, peak, _n in rows:
-        cells = " ".join(f"{row[c]:>11.2f}s" if row[c] is not None else f"{'-':>12}"
+    print(f"{'run':<4} {'status':<8} " + " ".join(f"{c:>12}" for c in COLS)
+          + "  peak MiB per GPU (NVML) / peak RSS of a rank")
+    for i, status, row, peak, rss, _n in rows:
+        cells = " ".join(f"{row[c]:>11.2f}s" if row.get(c) is not None else f"{'-':>12}"
                          for c in COLS)
-        gpus = ", ".join(f"GPU {g}: {m}" for g, m in sorted(peak.items())) or "n/a"
-        print(f"{i:<4} {status:<8} {cells}  {gpus}")
-    med = {c: statistics.median(r[2][c] for r in rows if r[2][c] is not None) for c in COLS
-           if any(r[2][c] is not None for r in rows)}
+        gpus = ", ".join(f"GPU {g}: {m}" for g, m in sorted(peak.items()))
+        mem = gpus or (f"CPU, RSS {rss:.0f} MiB" if rss else "n/a")
+        print(f"{i:<4} {status:<8} {cells}  {mem}")
+    med = {c: statistics.median(r[2][c] for r in rows if r[2].get(c) is not None) for c in COLS
+           if any(r[2].get(c) is not None for r in rows)}
     print(f"{'med':<4} {'':<8} " + " ".join(f"{med.get(c, 0):>11.2f}s" for c in COLS))
     share = med.get("steps", 0) / med["total"] if med.get("total") else 0
-    print(f"\nranks: {rows[0][4]}; the step is {share:.0%} of the total; peak RSS of any child "
-          f"process: {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MiB")
+    print(f"\nranks: {rows[0][5]}; the step is {share:.0%} of the total (phases are the slowest "
+          f"rank's); peak RSS of any child process: "
+          f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MiB")
 
 
 if __name__ == "__main__":

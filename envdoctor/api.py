@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
+import shlex
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -115,20 +117,59 @@ def config_mapping(obj: Any) -> dict[str, Any]:
 def running_launch(env: Mapping[str, str] | None = None) -> str | None:
     """The launch of the job this process belongs to, from torchrun/accelerate's variables.
 
-    Inside ``torchrun`` / ``accelerate launch`` every process sees LOCAL_WORLD_SIZE, WORLD_SIZE
-    and GROUP_RANK (the node); as a ``torchrun`` line they resolve to every rank of this node.
+    A process with LOCAL_RANK set runs distributed, one GPU per process (accelerate's
+    ``PartialState`` and so ``Trainer`` decide so even for one process); LOCAL_WORLD_SIZE,
+    WORLD_SIZE and GROUP_RANK (the node) make it a ``torchrun`` line that resolves to every rank
+    of this node.
     """
     env = os.environ if env is None else env
     try:
-        world = int(env["WORLD_SIZE"])
+        int(env["LOCAL_RANK"])
+        world = int(env.get("WORLD_SIZE") or 1)
         local = int(env.get("LOCAL_WORLD_SIZE") or world)
         node = int(env.get("GROUP_RANK") or env.get("NODE_RANK") or 0)
     except (KeyError, ValueError):
         return None
-    if "LOCAL_RANK" not in env or world < 2 or local < 1:
+    if world < 1 or local < 1:
         return None
     nodes = max(world // local, 1)
-    return f"torchrun --nproc_per_node {local} --nnodes {nodes} --node_rank {node} train.py"
+    return (f"torchrun --nproc_per_node {local} --nnodes {nodes} --node_rank {node} "
+            f"{_script()}")
+
+
+def _script() -> str:
+    """This program's script name for launch lines (``train.py`` when it has none)."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return shlex.quote(name) if name.endswith(".py") else "train.py"
+
+
+def this_process_launch(env: Mapping[str, str] | None = None) -> str:
+    """How the calling process runs: a launcher's process, else one plain python process
+    (which is what decides, e.g., whether ``Trainer`` falls into ``nn.DataParallel``)."""
+    return running_launch(env) or f"python {_script()}"
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def job_pids(env: Mapping[str, str] | None = None) -> set[int]:
+    """This process and, under a launcher (LOCAL_RANK set), its sibling ranks (the launcher's
+    other children): the job's own processes, which rules must not count as "others"."""
+    env = os.environ if env is None else env
+    pids = {os.getpid()}
+    parent = os.getppid()
+    if "LOCAL_RANK" in env and parent > 1:
+        try:
+            entries = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        except OSError:
+            entries = []
+        pids |= {p for p in entries if _ppid(p) == parent}
+    return pids
 
 
 def _facts(facts: Facts | str | os.PathLike | Mapping | None) -> Facts:
@@ -137,7 +178,12 @@ def _facts(facts: Facts | str | os.PathLike | Mapping | None) -> Facts:
     if facts is None:
         from envdoctor.facts.collect import collect_facts
 
-        return collect_facts()
+        live = collect_facts()
+        own = job_pids()
+        for gpu in live.gpus:  # the job's own CUDA contexts are not someone else's memory
+            gpu.processes = [p for p in gpu.processes if p.pid not in own]
+        live.extra["job_pids"] = sorted(own)
+        return live
     from envdoctor.facts import snapshot
 
     if isinstance(facts, Mapping):
@@ -168,13 +214,14 @@ def probe_area(ctx: Any, timeout_s: float = 180.0) -> Area:
     """The probe's report area, or an info finding when the probe cannot be imported here."""
     try:
         from envdoctor.commands.probe import probe_area as run_area
+
+        return run_area(ctx, timeout=timeout_s)
     except ImportError as exc:
         area = Area(key="probe", title="Probe", summary="unavailable")
         area.findings.append(Finding(
             "PRB012", Severity.INFO, f"probe not run: envdoctor.probe is unavailable ({exc})",
             fix="pip install 'envdoctor[probe]' (or run `envdoctor probe` where it is installed)"))
         return area
-    return run_area(ctx, timeout=timeout_s)
 
 
 def preflight_report(config: Any = None, launch: str | list[str] | None = None,
@@ -185,16 +232,23 @@ def preflight_report(config: Any = None, launch: str | list[str] | None = None,
     from envdoctor.doctor import check
 
     snap = _facts(facts)
-    if launch is None and snap.live:
-        launch = running_launch()
+    if launch is None:
+        launch = this_process_launch()
     plan, note = _plan(config, launch, snap)
+    if note:  # not a GRPO run: whether TRL is installed is no concern of it
+        ignore = [*(ignore or []), "PKG008"]
     ctx, report = check(snap, plan, select=select, ignore=ignore, network=network)
     areas = {a.key: a for a in report.areas}
     if note:
         areas["config"].note = note
     if areas["layout"].note.startswith("no launch"):
-        areas["layout"].note = "no launch line given (preflight(launch=...))"
+        areas["layout"].note = "no launch line given (preflight(launch=...)) and none seen"
     if probe:
+        if not snap.live:
+            from envdoctor.errors import InputError
+
+            raise InputError("probe=True", "the probe runs on this machine; it cannot check a "
+                                           "snapshot (drop facts=)")
         report.areas[-1] = probe_area(ctx, timeout_s=probe_timeout)
     elif report.areas[-1].key == "probe":
         report.areas[-1].note = "not run (preflight(probe=True) runs it)"
@@ -209,9 +263,10 @@ def preflight(config: Any = None, launch: str | list[str] | None = None, probe: 
 
     ``config``: a ``GRPOConfig`` / ``TrainingArguments`` object, a dict of GRPOConfig keys, or a
     YAML/JSON file path. ``launch``: the launch line(s), e.g. ``"accelerate launch
-    --num_processes 3 train.py"`` (default: read from torchrun/accelerate's variables when this
-    process was launched by one). ``facts``: a snapshot (path, dict or ``Facts``) instead of this
-    machine. ``probe``: also run the tiny real GRPO step. ``strict``: warnings raise too.
+    --num_processes 3 train.py"`` (default: this process as it runs: a torchrun/accelerate rank
+    read from the launcher's variables, else one plain python process). ``facts``: a snapshot
+    (path, dict or ``Facts``) instead of this machine. ``probe``: also run the tiny real GRPO
+    step. ``strict``: warnings raise too.
     Returns the ``Report`` when nothing blocks the run.
     """
     _, report = preflight_report(config=config, launch=launch, probe=probe, facts=facts,

@@ -9,10 +9,11 @@ import click
 
 from envdoctor import __version__
 from envdoctor.commands import check, collect, probe, rules, triage
+from envdoctor.commands import diff as diff_command
 from envdoctor.commands import hook as hook_command
 
 COMMANDS = [check.check, collect.collect, probe.probe, triage.triage, rules.rules,
-            rules.explain, hook_command.hook]
+            rules.explain, hook_command.hook, diff_command.diff]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -40,9 +40,12 @@ from envdoctor.commands.options import (
               help="Also run a tiny real GRPO step on the planned GPUs (needs the probe extra).")
 @click.option("--probe-timeout", type=float, default=None,
               help="Wall-clock limit of the probe in seconds (default 180).")
+@click.option("--distributed", is_flag=True,
+              help="Check a whole torchrun / accelerate launch job: facts of every node, their "
+                   "differences, an all-reduce (docs/cluster.md).")
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
 def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, output, verbose,
-          strict, no_network, upgrade_plan, probe, probe_timeout, launch_argv) -> None:
+          strict, no_network, upgrade_plan, probe, probe_timeout, distributed, launch_argv) -> None:
     """Check this machine (or a snapshot) for a GRPO run.
 
     Give the launch command after `--`:
@@ -60,6 +63,10 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
     select_ids = split_list(select) or settings.get("select") or None
     ignore_ids = split_list(ignore) or settings.get("ignore") or None
     strict = settings.get("strict", False) if strict is None else strict
+    if distributed:
+        sys.exit(_distributed(config, accelerate_config, facts_file, probe, upgrade_plan,
+                              launch_text(launch, launch_argv), select_ids, ignore_ids, fmt,
+                              output, verbose, bool(strict), no_network))
     facts = load(facts_file) if facts_file else collect_facts()
     plan = build_plan(config=config, accelerate_config=accelerate_config,
                       launch=launch_text(launch, launch_argv), live=facts.live)
@@ -82,6 +89,23 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
     emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()),
          output)
     sys.exit(report.exit_code(strict=bool(strict)))
+
+
+def _distributed(config, accelerate_config, facts_file, probe, upgrade_plan, launch, select, ignore,
+                 fmt, output, verbose, strict, no_network) -> int:
+    """``--distributed``: the cluster check on this rank (torch is imported only here)."""
+    from envdoctor.errors import InputError
+
+    clash = [flag for flag, on in (("--facts", facts_file), ("--probe", probe),
+                                   ("--upgrade-plan", upgrade_plan)) if on]
+    if clash:
+        raise InputError("--distributed", f"cannot be combined with {', '.join(clash)}")
+    from envdoctor.cluster import run_distributed
+
+    return run_distributed(config=config, accelerate_config=accelerate_config, launch=launch,
+                           select=select, ignore=ignore, fmt=fmt, output=output,
+                           verbose=verbose, strict=strict, network=not no_network,
+                           color=fmt == "text" and not output and use_color())
 
 
 def launch_text(launch: tuple[str, ...], argv: tuple[str, ...]) -> str | None:

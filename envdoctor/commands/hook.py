@@ -225,6 +225,7 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
 def hook(files, launch, assume, select, ignore, fmt, output, verbose, strict) -> None:
     """Check the GRPO / accelerate config files among FILES (pre-commit passes them), offline.
 
+    \b
         envdoctor hook configs/grpo.yaml configs/accelerate.yaml --format junit -o envdoctor.xml
     """
     from envdoctor.commands.check import launch_text

@@ -1,28 +1,59 @@
-"""``envdoctor triage LOGFILE|-``: which known failure a crashed run's log shows, and the fix."""
+"""``envdoctor triage LOGFILE|-``: which known failure a crashed run's log shows, why, and the fix."""
 
 from __future__ import annotations
 
 import sys
-import time
+from typing import Any, BinaryIO
 
 import click
 
 from envdoctor.commands.options import emit, format_option, output_option, use_color, verbose_option
 
 
+def _open(logfile: str) -> BinaryIO:
+    from envdoctor.errors import InputError
+
+    if logfile == "-":
+        return sys.stdin.buffer
+    try:
+        return open(logfile, "rb")  # noqa: SIM115 (closed by the caller)
+    except OSError as exc:
+        raise InputError(logfile, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _summary(name: str, result: Any, found: list, facts_file: str | None) -> str:
+    from envdoctor.findings import Severity
+
+    errors = sum(f.severity == Severity.ERROR for f in found)
+    warnings = sum(f.severity == Severity.WARNING for f in found)
+    what = f"{errors} known failure{'s' * (errors != 1)}" if errors else "no known failure found"
+    if warnings:
+        what += f", {warnings} warning{'s' * (warnings != 1)}"
+    unknown = next((f for f in found if f.rule == "TRI003"), None)
+    if unknown is not None:
+        what += f" (first exception at line {unknown.evidence.get('line')}: TRI003, -v)"
+    judged = (f"judged against snapshot {facts_file}" if facts_file else
+              "judged against this machine's live facts; --facts FILE for the node that ran it")
+    lines = f"{result.lines:,} line{'s' * (result.lines != 1)}"
+    return f"{name}: {lines}, {result.bytes_read / 1e6:.1f} MB; {what}; {judged}"
+
+
 @click.command()
 @click.argument("logfile", type=str)
 @click.option("--facts", "facts_file", type=str, metavar="FILE",
-              help="Judge against a snapshot instead of this machine.")
-@click.option("--config", type=str, metavar="FILE", help="The run's GRPO config.")
-@click.option("--launch", multiple=True, metavar="CMD", help="The run's launch command line.")
+              help="Judge against a snapshot (`envdoctor collect`) instead of this machine.")
+@click.option("--config", type=str, metavar="FILE", help="The run's GRPO config (YAML/JSON).")
+@click.option("--launch", multiple=True, metavar="CMD",
+              help="The run's launch command line (repeatable: the trainer, `trl vllm-serve`).")
 @format_option
 @output_option
 @verbose_option
 def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
-    """Read a failed run's log (or - for stdin) and name the failure, why, and the fix.
+    """Read a failed run's LOGFILE (- for stdin): the known failure, why here, and the fix.
 
-        envdoctor triage train.log --config grpo.yaml --launch "accelerate launch …"
+        envdoctor triage train.log --config grpo.yaml --launch "accelerate launch … train.py"
+
+    Exit status: 1 when a known failure is found, 0 when none, 2 when the input is unreadable.
     """
     from envdoctor.checks.context import Context
     from envdoctor.checks.engine import Outcome
@@ -35,29 +66,27 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
     from envdoctor.report.interface import Area
     from envdoctor.triage.diagnose import diagnose
     from envdoctor.triage.scanner import scan
+    from envdoctor.triage.signatures import signatures
 
-    facts = load(facts_file) if facts_file else collect_facts()
-    plan = build_plan(config=config, launch="\n".join(launch) or None, live=facts.live)
-    ctx = Context(facts=facts, plan=plan, network=False)
-    start = time.perf_counter()
+    stream = _open(logfile)  # before collecting facts: a missing file fails at once
     try:
-        if logfile == "-":
-            result = scan(sys.stdin.buffer)
-        else:
-            with open(logfile, "rb") as fh:
-                result = scan(fh)
-    except OSError as exc:
-        raise InputError(logfile, f"cannot read: {exc.strerror or exc}") from None
-    seconds = time.perf_counter() - start
-    found = diagnose(result, ctx)
-    mb = result.bytes_read / 1e6
-    area = Area(key="triage", title="Triage", ran=["triage"], findings=found,
-                summary=f"{logfile}: {result.lines} lines, {mb:.1f} MB in {seconds:.2f} s; "
-                        f"{len(found) or 'no'} known failure{'s' * (len(found) != 1)}"
-                        f"; judged against {'snapshot ' + facts_file if facts_file else 'this machine'}")
-    report = build_report(ctx, Outcome(), extra_areas=[area],
-                          subject=f"triage of {'standard input' if logfile == '-' else logfile}")
-    report.areas = [area]
+        facts = load(facts_file) if facts_file else collect_facts()
+        plan = build_plan(config=config, launch="\n".join(launch) or None, live=facts.live)
+        try:
+            result = scan(stream)
+        except OSError as exc:
+            raise InputError(logfile, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    ctx = Context(facts=facts, plan=plan, network=False)
+    found = diagnose(result.matches, ctx, counts=result.counts)
+    name = "standard input" if logfile == "-" else logfile
+    ran = sorted({s.rule for s in signatures()} | {f.rule for f in found})  # JUnit: one case each
+    area = Area(key="triage", title="Triage", ran=ran, findings=found,
+                summary=_summary(name, result, found, facts_file))
+    report = build_report(ctx, Outcome(), extra_areas=[area], subject=f"triage of {name}")
+    report.areas = [area]  # the static checks' areas did not run: `envdoctor check` runs them
     report.upgrade_plan = []
     emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()),
          output)

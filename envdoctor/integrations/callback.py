@@ -22,7 +22,13 @@ from envdoctor.api import PreflightError, config_mapping, is_grpo_config, prefli
 from envdoctor.errors import InputError
 from envdoctor.findings import Severity
 from envdoctor.integrations.monitor import GpuMonitor
-from envdoctor.integrations.ranks import RankCheck, combine, device_findings, failed_report
+from envdoctor.integrations.ranks import (
+    RankCheck,
+    combine,
+    device_findings,
+    failed_report,
+    node_id,
+)
 from envdoctor.report.interface import Report
 
 log = logging.getLogger("envdoctor")
@@ -35,6 +41,17 @@ def _dist() -> Any:
     except ImportError:
         return None
     return dist if dist.is_available() and dist.is_initialized() else None
+
+
+def cpu_group(dist: Any) -> Any:
+    """A gloo group over the job's ranks for the object collectives: it works whatever state the
+    GPUs are in (NCCL refuses two ranks on one GPU, the very thing the check reports)."""
+    if dist.get_backend() == "gloo":
+        return None  # the default group already is
+    try:
+        return dist.new_group(backend="gloo")
+    except Exception:
+        return None
 
 
 def device_gpu(device: Any, facts: Any, visible: list[int]) -> int | None:
@@ -90,34 +107,38 @@ class EnvDoctorCallback(TrainerCallback):
         self._me = RankCheck()
 
     # -- preflight ---------------------------------------------------------------------------
-    def _config(self, args: Any) -> dict[str, Any] | None:
-        merged: dict[str, Any] = config_mapping(args) if is_grpo_config(args) else {}
+    def _config(self, args: Any) -> Any:
+        """What to check: ``args`` itself, or its GRPO fields with ``config`` laid over them."""
         extra = self.config
+        if extra is None:
+            return args
         if isinstance(extra, (str, os.PathLike)):
             from envdoctor.plan.config_files import read_mapping
 
             extra = read_mapping(extra, "GRPO config")
-        if extra is not None:
-            merged.update(extra if isinstance(extra, Mapping) else config_mapping(extra))
-        return merged if merged or is_grpo_config(args) or self.config is not None else None
+        merged: dict[str, Any] = config_mapping(args) if is_grpo_config(args) else {}
+        merged.update(extra if isinstance(extra, Mapping) else config_mapping(extra))
+        return merged
 
     def _local_check(self, args: Any, rank: int, world: int) -> tuple[Report, Any]:
         """This rank's report and context; never raises (a failure becomes a RUN004 finding)."""
         me = self._me = RankCheck(rank=rank, world_size=world,
                                   local_rank=int(os.environ.get("LOCAL_RANK", 0) or 0),
-                                  host=socket.gethostname(), pid=os.getpid())
+                                  host=socket.gethostname(), node_id=node_id(),
+                                  pid=os.getpid())
         try:
             device = args.device
             me.device = str(device)
-            config = self._config(args)
             ignore = list(self.ignore or [])
             if getattr(args, "use_cpu", False):
                 ignore.append("GPU001")  # training on the CPU on purpose: no GPU is no news
             ctx, report = preflight_report(
-                config=config if config is not None else args, launch=self.launch,
+                config=self._config(args), launch=self.launch,
                 facts=self.facts, select=self.select, ignore=ignore or None, network=self.network)
             lay = ctx.layout
             me.gpu = device_gpu(device, ctx.facts, lay.visible)
+            gpu = ctx.facts.gpu(me.gpu) if me.gpu is not None else None
+            me.gpu_uuid = gpu.uuid if gpu is not None else ""
             me.planned_gpu = next((r.gpu for r in lay.ranks if r.local_rank == me.local_rank),
                                   None)
             me.generation, me.generation_mode = list(lay.generation), lay.generation_mode
@@ -138,9 +159,10 @@ class EnvDoctorCallback(TrainerCallback):
         rank, world = (dist.get_rank(), dist.get_world_size()) if dist else (0, 1)
         report, _ctx = self._local_check(args, rank, world)
         checks = [self._me]
+        group = cpu_group(dist) if dist is not None and world > 1 else None
         if dist is not None and world > 1:
             gathered: list[Any] = [None] * world
-            dist.all_gather_object(gathered, self._me)
+            dist.all_gather_object(gathered, self._me, group=group)
             checks = [c for c in gathered if c is not None]
         self._checks = checks
         verdict: list[Any] = [False, None]
@@ -148,7 +170,7 @@ class EnvDoctorCallback(TrainerCallback):
             report = combine(report, checks)
             verdict = [bool(report.exit_code(strict=self.strict)), report]
         if dist is not None and world > 1:
-            dist.broadcast_object_list(verdict, src=0)
+            dist.broadcast_object_list(verdict, src=0, group=group)
         failed, job_report = verdict
         self.report = job_report
         if failed:
@@ -160,20 +182,21 @@ class EnvDoctorCallback(TrainerCallback):
             from envdoctor.report import render
 
             print(render(job_report, "text"), flush=True)
-        self._prepare_monitor(rank)
+        self._prepare_monitor()
 
     # -- watch during training ----------------------------------------------------------------
-    def _prepare_monitor(self, rank: int) -> None:
+    def _prepare_monitor(self) -> None:
         me = self._me
-        local = [c for c in self._checks if c.host == me.host]
+        local = [c for c in self._checks if c.node_id == me.node_id] or [me]
         if me.rank != min(c.rank for c in local):
-            return  # the lowest rank of each host watches for the whole host
+            return  # the lowest rank of each machine watches for the whole machine
         gpus = self.generation_gpus if self.generation_gpus is not None else me.generation
         mode = None if self.generation_gpus is not None else me.generation_mode
         if not gpus:
             return
         first = next((c for c in self._checks if c.rank == 0), None)
-        allowed = {first.pid} if mode == "legacy" and first and first.host == me.host else set()
+        allowed = {first.pid} if mode == "legacy" and first and first.node_id == me.node_id \
+            else set()
         self.monitor = GpuMonitor(
             gpus, job_pids={c.pid: c.who for c in local}, allowed_pids=allowed,
             check_pids=mode != "colocate", min_free_mib=self.min_free_mib,

@@ -23,7 +23,9 @@ class RankCheck:
     host: str = ""
     pid: int = 0
     device: str = "cpu"
+    node_id: str = ""  # the machine (kernel boot id): host names repeat across containers
     gpu: int | None = None  # NVML index of the rank's device (None: CPU or unknown)
+    gpu_uuid: str = ""
     planned_gpu: int | None = None
     generation: list[int] = field(default_factory=list)
     generation_mode: str | None = None
@@ -56,13 +58,17 @@ def device_findings(rc: RankCheck) -> list[Finding]:
 
 
 def job_findings(checks: list[RankCheck]) -> list[Finding]:
-    """Across ranks: two ranks of one host on the same GPU."""
-    by_gpu: dict[tuple[str, int], list[int]] = {}
+    """Across ranks: two ranks on the same GPU (by UUID, else by machine and NVML index)."""
+    by_gpu: dict[tuple[str, str], list[int]] = {}
+    where: dict[tuple[str, str], tuple[str, int]] = {}
     for rc in checks:
         if rc.gpu is not None:
-            by_gpu.setdefault((rc.host, rc.gpu), []).append(rc.rank)
+            key = ("uuid", rc.gpu_uuid) if rc.gpu_uuid else (rc.node_id or rc.host, str(rc.gpu))
+            by_gpu.setdefault(key, []).append(rc.rank)
+            where.setdefault(key, (rc.host, rc.gpu))
     out = []
-    for (host, gpu), ranks in sorted(by_gpu.items()):
+    for key, ranks in sorted(by_gpu.items()):
+        host, gpu = where[key]
         if len(ranks) > 1:
             names = ", ".join(map(str, sorted(ranks)))
             out.append(Finding(
@@ -73,6 +79,17 @@ def job_findings(checks: list[RankCheck]) -> list[Finding]:
                     "use the device it sets (cuda:LOCAL_RANK)",
                 evidence={"host": host, "gpu": gpu, "ranks": sorted(ranks)}))
     return out
+
+
+def node_id() -> str:
+    """This machine's identity: the kernel's boot id (shared by its containers), else the host."""
+    import socket
+
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            return fh.read().strip() or socket.gethostname()
+    except OSError:
+        return socket.gethostname()
 
 
 def _area_of(rule_id: str) -> str:
@@ -103,10 +120,11 @@ def combine(report: Report, checks: list[RankCheck]) -> Report:
             report.areas.insert(-1, areas[key])
         areas[key].findings.append(f)
     if len(checks) > 1:
-        hosts = len({rc.host for rc in checks})
+        hosts = len({rc.node_id or rc.host for rc in checks})
         report.subject += f"; {len(checks)} ranks on {hosts} host{'s' * (hosts != 1)}"
     report.extra["ranks"] = [{"rank": rc.rank, "host": rc.host, "pid": rc.pid,
-                              "device": rc.device, "gpu": rc.gpu} for rc in checks]
+                              "device": rc.device, "gpu": rc.gpu, "gpu_uuid": rc.gpu_uuid}
+                             for rc in checks]
     return report
 
 

@@ -6,50 +6,76 @@ import re
 
 from envdoctor.findings import Finding, Severity
 
-_OOM = re.compile(r"Tried to allocate (?P<want>[\d.]+ [KMG]iB)\. GPU (?P<gpu>\d+) has a total "
-                  r"capacity of (?P<total>[\d.]+ [KMG]iB) of which (?P<free>[\d.]+ [KMG]iB) is free")
+_SIZE = r"[\d.]+ [KMGT]iB"
+#: torch ≥ 2.1: "Tried to allocate X. GPU N has a total capacity of T of which F is free."
+_OOM = re.compile(rf"Tried to allocate (?P<want>{_SIZE})\. GPU (?P<gpu>\d+) has a total "
+                  rf"capacity of (?P<total>{_SIZE}) of which (?P<free>{_SIZE}) is free")
+#: torch < 2.1: "Tried to allocate X (GPU N; T total capacity; A already allocated; F free; …)"
+_OOM_OLD = re.compile(rf"Tried to allocate (?P<want>{_SIZE}) \(GPU (?P<gpu>\d+); "
+                      rf"(?P<total>{_SIZE}) total capacity; (?:{_SIZE}) already allocated; "
+                      rf"(?P<free>{_SIZE}) free")
+_OOM_OTHERS = re.compile(rf"Process (?P<pid>\d+) has (?P<used>{_SIZE}) memory in use")
+_OOM_ANY = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory")
+_MISSING = re.compile(r"No module named '(?P<mod>torch|transformers|trl|datasets|tokenizers|"
+                      r"accelerate)(?:\.[\w.]+)?'")
+_DP_FIX = ("launch with torchrun --nproc_per_node N or set CUDA_VISIBLE_DEVICES to the training "
+           "GPUs")
 _SIGNATURES: list[tuple[str, re.Pattern[str], str, str]] = [
     ("PRB002", re.compile(r"does not support `nn\.DataParallel`"),
      "TRL refused to start: one process sees several GPUs, so transformers' Trainer would wrap "
-     "the model in nn.DataParallel",
-     "launch with torchrun --nproc_per_node N (one rank per GPU), or set CUDA_VISIBLE_DEVICES to "
-     "the training GPUs"),
+     "the model in nn.DataParallel (newer TRL refuses this at init; older TRL, e.g. 0.15, lets "
+     "the replicas spread over every visible GPU silently)", _DP_FIX),
     ("LAY001", re.compile(r"The requested device for vllm \((?P<dev>cuda:\d+)\) is not available"),
      "TRL could not find the vLLM device: every visible GPU is used for training",
      "lower --num_processes by one (or make one more GPU visible) so vllm_device=auto has a GPU"),
-    ("PRB010", re.compile(r"Expected all tensors to be on the same device"),
-     "tensors of one operation were on different devices (the error older vLLM releases caused "
-     "with TRL's GRPO)", "pip install 'vllm>=0.7.2'; and make each rank see only its own GPU"),
+    ("PRB010", re.compile(r"Expected all tensors to be on the same device(?:, but found at least "
+                          r"two devices, (?P<devices>[\w:]+ and [\w:]+))?"),
+     "tensors of one operation were on different devices (the error GRPO with vLLM < 0.7.2, or a "
+     "rank that sees several GPUs, produces)",
+     "pip install 'vllm>=0.7.2'; and make each rank see only its own GPU"),
     ("PRB010", re.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b "
                           r"\((?P<b>\d+)\)"),
-     "a tensor size mismatch in the step (the rotary-embedding error of vLLM < 0.7.2)",
+     "a tensor size mismatch in the step (the rotary-embedding error of GRPO with vLLM < 0.7.2)",
      "pip install 'vllm>=0.7.2'"),
-    ("PRB011", re.compile(r"NCCL (error|WARN)|ncclInternalError|ncclSystemError|Watchdog caught "
-                          r"collective operation timeout|ProcessGroupNCCL"),
+    ("PRB011", re.compile(r"NCCL (?:error|WARN)|nccl(?:Internal|System|UnhandledCuda|Invalid"
+                          r"Usage|Remote)Error|Watchdog caught collective operation timeout|"
+                          r"NCCL communicator was aborted|DistBackendError"),
      "a collective (NCCL) failed between the ranks",
      "check NCCL_* variables, that every rank sees its own GPU, and run with NCCL_DEBUG=INFO"),
 ]
 
 
+def _oom(text: str) -> Finding | None:
+    m = _OOM.search(text) or _OOM_OLD.search(text)
+    if not m and not _OOM_ANY.search(text):
+        return None
+    ev: dict = dict(m.groupdict()) if m else {}
+    where = ""
+    if m:
+        where = (f" on GPU {ev['gpu']} (total {ev['total']}, {ev['free']} free, tried to "
+                 f"allocate {ev['want']})")
+    others = list({o["pid"]: o.groupdict() for o in _OOM_OTHERS.finditer(text)}.values())
+    if others:
+        ev["processes"] = others
+        where += "; in use by " + ", ".join(f"pid {o['pid']} ({o['used']})" for o in others[:4])
+    return Finding("PRB007", Severity.ERROR, f"CUDA ran out of memory{where}",
+                   "free the GPU of other processes (nvidia-smi), or lower the batch size; set "
+                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation", ev)
+
+
 def classify(text: str) -> list[Finding]:
     """Findings for every known failure in ``text`` (a rank's log or error message)."""
     found: list[Finding] = []
-    m = _OOM.search(text)
-    if m or "CUDA out of memory" in text or "OutOfMemoryError" in text:
-        ev = m.groupdict() if m else {}
-        where = f" on GPU {ev['gpu']} (total {ev['total']}, {ev['free']} free, tried to allocate " \
-                f"{ev['want']})" if m else ""
-        found.append(Finding("PRB007", Severity.ERROR, f"CUDA ran out of memory{where}",
-                             "free the GPU of other processes, or lower the batch size; set "
-                             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation",
-                             ev))
+    oom = _oom(text)
+    if oom:
+        found.append(oom)
     for rule, pattern, message, fix in _SIGNATURES:
         hit = pattern.search(text)
         if hit:
+            ev = {k: v for k, v in hit.groupdict().items() if v is not None}
             found.append(Finding(rule, Severity.ERROR, message, fix,
-                                 {"matched": hit.group(0)[:200], **hit.groupdict()}))
-    missing = re.search(r"No module named '(?P<mod>torch|transformers|trl|datasets|tokenizers|"
-                        r"accelerate)'", text)
+                                 {"matched": hit.group(0)[:200], **ev}))
+    missing = _MISSING.search(text)
     if missing:
         found.append(Finding("PRB009", Severity.ERROR,
                              f"the probe needs {missing.group('mod')}, which is not importable by "

@@ -45,29 +45,57 @@ class ProbeSpec:
     gpu_uuids: dict[int, str] = field(default_factory=dict)  # NVML index → UUID
     timeout_s: float = 180.0
     steps: int = 1
-    model_family: str = "qwen2"
-    bf16: bool | None = None
+    model_family: str = "qwen2"  # or "llama"
+    bf16: bool | None = None  # None: bf16 where the GPU supports it, off on CPU
+    fp16: bool | None = None
     gradient_checkpointing: bool = False
-    fault: str | None = None  # tests only: crash, hang, killed, exit, hang_collective
-    fault_at: str = "start"
+    num_generations: int = 2
+    per_device_train_batch_size: int = 2
+    use_vllm: bool = False  # the probe generates with the trainer's own generate() by default
+    vllm_mode: str | None = None
+    fault: str | None = None  # tests only: crash, hang, killed, exit, oom, hang_collective
+    fault_at: str = "start"  # start | imports | trainer_init
 
 
 @dataclass
 class ProbeResult:
+    """What the probe saw. ``ranks`` holds each rank's own record (``finished`` False: it
+    started but wrote no result); ``isolation_offenders`` one dict per (pid, GPU) outside the
+    plan: rank, pid, gpu, mib, role ("generation" | "other rank's" | "idle")."""
+
     status: str  # pass | fail | timeout | interrupted | error
     ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     isolation: str = "not measurable"  # proved | violated | not measurable
     isolation_detail: str = ""
+    isolation_offenders: list[dict[str, Any]] = field(default_factory=list)
     peak_mib: dict[int, int] = field(default_factory=dict)  # NVML index → MiB held by the probe
     wall_s: float = 0.0
     phase: str = "launching"
     log_tail: str = ""
     leftover_pids: list[int] = field(default_factory=list)
+    leftover_gpu: list[dict[str, int]] = field(default_factory=list)  # pid, gpu, mib after the end
     temp_dir_removed: bool = False
     returncode: int | None = None
     t_start: float = 0.0  # epoch seconds: the runner started / finished
     t_end: float = 0.0
+
+    @property
+    def timings(self) -> dict[str, float | None]:
+        """Seconds per phase: launch (runner start → first rank alive), the slowest rank's
+        imports … steps, teardown (last rank done → every process ended), total."""
+        ranks = list(self.ranks.values())
+        out: dict[str, float | None] = {}
+        starts = [d["t_start"] for d in ranks if d.get("t_start")]
+        out["launch"] = round(min(starts) - self.t_start, 3) if starts else None
+        for name in ("imports", "cuda_init", "model_build", "trainer_init", "steps"):
+            vals = [d.get("phases", {}).get(name) for d in ranks]
+            vals = [v for v in vals if v is not None]
+            out[name] = max(vals) if vals else None
+        ends = [d["t_end"] for d in ranks if d.get("t_end")]
+        out["teardown"] = round(self.t_end - max(ends), 3) if ends and self.t_end else None
+        out["total"] = self.wall_s
+        return out
 
 
 def free_port() -> int:
@@ -151,6 +179,21 @@ def end_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> list[int]:
     return _group_pids(pgid)
 
 
+def _end_gpu_holders(watch: GpuWatch, result: ProbeResult) -> None:
+    """Any probe pid NVML still lists after the group ended (e.g. one that left the group):
+    record it, and end it (it was seen in the probe's group during the run)."""
+    ours = {pid for pid, _gpu in watch.seen}
+    held = watch.holding(ours)
+    for pid in sorted({p for p, _g, _m in held}):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+                time.sleep(GRACE_S / 5 if sig == signal.SIGTERM else 0.2)
+    result.leftover_gpu = [{"pid": p, "gpu": g, "mib": m} for p, g, m in held]
+    still = {p for p, _g, _m in watch.holding(ours)} if held else set()
+    result.leftover_pids = sorted(set(result.leftover_pids) | still)
+
+
 #: the phase a rank is in, after it reported finishing the key's phase
 _NEXT = {"launching": "launching", "started": "imports", "imports": "CUDA init",
          "cuda_init": "model build", "model_build": "trainer init", "trainer_init": "step",
@@ -177,9 +220,15 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
     proc: subprocess.Popen | None = None
     watch: GpuWatch | None = None
     try:
-        worker_spec = {"out_dir": str(tmp), "steps": spec.steps, "model_family": spec.model_family,
-                       "bf16": spec.bf16, "gradient_checkpointing": spec.gradient_checkpointing,
-                       "fault": spec.fault, "fault_at": spec.fault_at}
+        worker_spec = {
+            "out_dir": str(tmp), "steps": spec.steps, "model_family": spec.model_family,
+            "bf16": spec.bf16, "fp16": spec.fp16,
+            "gradient_checkpointing": spec.gradient_checkpointing,
+            "num_generations": spec.num_generations,
+            "per_device_train_batch_size": spec.per_device_train_batch_size,
+            "use_vllm": spec.use_vllm, "vllm_mode": spec.vllm_mode,
+            "expected_device": {str(r): "cpu" for r, g in spec.rank_gpus.items() if g is None},
+            "fault": spec.fault, "fault_at": spec.fault_at}
         (tmp / "spec.json").write_text(json.dumps(worker_spec))
         env = {**os.environ, **spec.env, **OFFLINE, "HF_HOME": str(tmp / "hf"),
                "TRITON_CACHE_DIR": str(tmp / "triton"), "TMPDIR": str(tmp)}
@@ -206,6 +255,7 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
             result.leftover_pids = end_group(proc)
         if watch is not None:
             watch.stop()
+            _end_gpu_holders(watch, result)
         result.wall_s = round(time.monotonic() - start, 3)
         result.t_end = time.time()
         _collect(tmp, spec, result, watch)
@@ -278,11 +328,16 @@ def _judge(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None
     for rank, data in sorted(result.ranks.items()):
         if not data.get("finished"):
             if result.status == "ran":
+                code = result.returncode
+                killed = code in (-9, 137) or "SIGKILL" in result.log_tail
+                last = [ln for ln in result.log_tail.splitlines() if ln.strip()][-3:]
                 f.append(Finding("PRB001", Severity.ERROR,
                                  f"rank {rank} (pid {data.get('pid')}) died without a result "
-                                 f"(launcher exit code {result.returncode}; killed for memory?)",
-                                 "see the log below; check `dmesg` for the OOM killer",
-                                 {"log_tail": result.log_tail}))
+                                 f"(launcher exit code {code}"
+                                 + ("; killed, by the OOM killer?)" if killed else ")")
+                                 + (": " + " | ".join(last)[-300:] if last else ""),
+                                 "check `dmesg` for the OOM killer" if killed else
+                                 "see the rank's log (-v)", {"log_tail": result.log_tail[-3000:]}))
             continue
         err = data.get("error")
         if err:
@@ -314,16 +369,23 @@ def _judge(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None
 def _judge_rank(spec: ProbeSpec, rank: int, data: dict, f: list[Finding]) -> None:
     refused = "does not support `nn.DataParallel`" in str((data.get("error") or {}).get("message"))
     if not refused and (data.get("data_parallel") or data.get("ok") and data.get("n_gpu", 0) > 1):
+        v = data.get("versions") or {}
         f.append(Finding("PRB002", Severity.ERROR,
                          f"rank {rank} ran with n_gpu={data.get('n_gpu')} and the model wrapped in "
                          f"{data.get('wrapper')}: transformers' Trainer put replicas on every "
-                         "visible GPU", "launch with torchrun --nproc_per_node N, or set "
-                         "CUDA_VISIBLE_DEVICES to the training GPUs", {"rank": rank}))
+                         f"visible GPU (TRL {v.get('trl', '?')} with transformers "
+                         f"{v.get('transformers', '?')} lets this happen silently; newer TRL "
+                         "refuses it at init)", "launch with torchrun --nproc_per_node N or set "
+                         "CUDA_VISIBLE_DEVICES to the training GPUs",
+                         {"rank": rank, "n_gpu": data.get("n_gpu"),
+                          "wrapper": data.get("wrapper"), "versions": v}))
     if not data.get("ok"):
         return
-    device = data.get("device", "")
+    device = data.get("expected_device") or data.get("device", "")
     bad = {k: v for k in ("param_devices", "grad_devices", "optimizer_state_devices")
            if (v := data.get(k)) and v != [device]}
+    if data.get("expected_device") and data.get("device") != device:
+        bad["trainer_device"] = [data.get("device")]
     if bad:
         f.append(Finding("PRB004", Severity.ERROR,
                          f"rank {rank} has tensors off its device {device}: {bad}",
@@ -370,13 +432,15 @@ def _judge_isolation(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | Non
         if gpu == own:
             continue
         if gpu in spec.generation_gpus:
-            role = "reserved for vLLM"
+            role, where = "generation", "reserved for vLLM"
         elif gpu in spec.rank_gpus.values():
-            role = "of another rank"
+            role, where = "other rank's", "of another rank"
         else:
-            role = "not in the plan"
+            role, where = "idle", "not in the plan"
         who = f"rank {rank}" if rank is not None else "a launcher process"
-        violations.append(f"{who}, pid {pid}, held {_gib(sample.max_mib)} on GPU {gpu} {role}")
+        violations.append(f"{who}, pid {pid}, held {_gib(sample.max_mib)} on GPU {gpu} {where}")
+        result.isolation_offenders.append({"rank": rank, "pid": pid, "gpu": gpu,
+                                           "mib": sample.max_mib, "role": role})
     if violations:
         result.isolation = "violated"
         result.isolation_detail = "; ".join(violations)
@@ -384,7 +448,7 @@ def _judge_isolation(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | Non
             "PRB003", Severity.ERROR, "isolation violated: " + result.isolation_detail,
             "make each training process see only its own GPU: torchrun --nproc_per_node N (or "
             "accelerate with --num_processes N --gpu_ids …), or CUDA_VISIBLE_DEVICES",
-            {"samples": watch.samples}))
+            {"samples": watch.samples, "offenders": result.isolation_offenders}))
     else:
         result.isolation = "proved"
         untouched = [g for g in spec.generation_gpus]

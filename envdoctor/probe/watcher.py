@@ -21,7 +21,11 @@ class Sample:
 
 @dataclass
 class GpuWatch:
-    """Per (pid, NVML index) the most memory seen, for the processes of one process group."""
+    """Per (pid, NVML index) the most memory seen, for the processes of one process group.
+
+    Without NVML (no driver, no ``pynvml``) ``start`` leaves ``error`` set to the reason and
+    samples nothing: isolation is then "not measurable: <error>".
+    """
 
     pgid: int
     interval_s: float = 0.05
@@ -63,8 +67,8 @@ class GpuWatch:
         except (ProcessLookupError, PermissionError):
             return False
 
-    def sample_once(self) -> list[tuple[int, int, int]]:
-        """(pid, gpu, MiB) for every process of the group now on a GPU."""
+    def _processes(self) -> list[tuple[int, int, int]]:
+        """(pid, gpu, MiB) for every process NVML lists on any GPU now."""
         found = []
         for index, handle in enumerate(getattr(self, "_handles", [])):
             for getter in ("nvmlDeviceGetComputeRunningProcesses",
@@ -74,11 +78,20 @@ class GpuWatch:
                 except Exception:
                     continue
                 for p in procs:
-                    if self._mine(p.pid):
-                        used = getattr(p, "usedGpuMemory", None)
-                        mib = int(used // MIB) if isinstance(used, int) and used >= 0 else 0
-                        found.append((int(p.pid), index, mib))
+                    used = getattr(p, "usedGpuMemory", None)
+                    mib = int(used // MIB) if isinstance(used, int) and used >= 0 else 0
+                    found.append((int(p.pid), index, mib))
         return found
+
+    def sample_once(self) -> list[tuple[int, int, int]]:
+        """(pid, gpu, MiB) for every process of the group now on a GPU."""
+        return [s for s in self._processes() if self._mine(s[0])]
+
+    def holding(self, pids: set[int]) -> list[tuple[int, int, int]]:
+        """(pid, gpu, MiB) for those of ``pids`` that still hold GPU memory (after the probe)."""
+        if self.error is not None or self.nvml is None:
+            return []
+        return [s for s in self._processes() if s[0] in pids]
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -92,10 +105,12 @@ class GpuWatch:
             self.samples += 1
             self._stop.wait(self.interval_s)
 
-    def stop(self) -> None:
+    def stop(self) -> dict[tuple[int, int], Sample]:
+        """Stop sampling; returns the peak per (pid, NVML index) (empty when not measurable)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
+        return dict(self.seen)
 
     def close(self) -> None:
         self.stop()

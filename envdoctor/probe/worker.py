@@ -11,12 +11,16 @@ import inspect
 import json
 import math
 import os
+import resource
 import signal
 import sys
 import tempfile
 import time
 import traceback
 
+for _key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ[_key] = "1"  # nothing is ever downloaded, even when run by hand
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 RANK = int(os.environ.get("RANK", "0"))
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", "1"))
@@ -88,8 +92,10 @@ def _config(spec: dict, out_dir: str, cuda: bool):
         "max_completion_length": 8, "max_prompt_length": 16, "logging_steps": 1,
         "save_strategy": "no", "report_to": "none", "disable_tqdm": True, "seed": 0,
         "bf16": bool(bf16), "fp16": bool(spec.get("fp16") or False),
-        "use_vllm": False, "dataloader_num_workers": 0,
+        "use_vllm": bool(spec.get("use_vllm")), "dataloader_num_workers": 0,
     }
+    if spec.get("use_vllm") and spec.get("vllm_mode"):
+        kwargs["vllm_mode"] = spec["vllm_mode"]  # TRL with the colocate/server split only
     if spec.get("gradient_checkpointing"):
         kwargs["gradient_checkpointing"] = True
     if not cuda:
@@ -120,6 +126,17 @@ def _gpu_uuid(device) -> str | None:
         return None
 
 
+def _oom() -> None:
+    """A real CUDA OOM where there is a GPU; the same message raised on CPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.empty(1 << 50, dtype=torch.uint8, device="cuda")  # 1 PiB: fails, allocates nothing
+    raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+                       "of 79.19 GiB of which 1.06 GiB is free. Process 4242 has 78.12 GiB memory "
+                       "in use. (envdoctor probe: injected OOM)")
+
+
 def _fault(spec: dict, where: str) -> None:
     fault = spec.get("fault")
     if not fault or spec.get("fault_at", "start") != where:
@@ -132,6 +149,8 @@ def _fault(spec: dict, where: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if fault == "exit":
         os._exit(3)
+    if fault == "oom":
+        _oom()
     if fault == "hang_collective":
         import torch.distributed as dist
 
@@ -183,8 +202,8 @@ def run(spec: dict, result: dict) -> None:
     t = _phase(result, "steps", t)
     wrapped = getattr(trainer, "model_wrapped", trainer.model)
     result["wrapper"] = type(wrapped).__name__
-    result["data_parallel"] = isinstance(wrapped, torch.nn.DataParallel) or any(
-        isinstance(m, torch.nn.DataParallel) for m in [wrapped, trainer.model])
+    result["data_parallel"] = any(isinstance(m, torch.nn.DataParallel)
+                                  for root in (wrapped, trainer.model) for m in root.modules())
     result["param_devices"] = _devices(trainer.model.parameters())
     result["grad_devices"] = sorted(grad_devices)
     opt = getattr(trainer.optimizer, "optimizer", trainer.optimizer)
@@ -194,6 +213,12 @@ def run(spec: dict, result: dict) -> None:
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
     result["loss"] = losses[-1] if losses else None
     result["loss_finite"] = bool(losses) and all(math.isfinite(x) for x in losses)
+    expected = (spec.get("expected_device") or {}).get(str(RANK))
+    if expected:
+        result["expected_device"] = expected
+        seen = set(result["param_devices"] + result["grad_devices"]
+                   + result["optimizer_state_devices"] + [result["device"]])
+        result["off_device"] = sorted(seen - {_name(expected)})
     result["uuid"] = _gpu_uuid(args.device)
     if cuda:
         result["peak_allocated_mib"] = round(torch.cuda.max_memory_allocated(args.device) / 2**20, 1)
@@ -215,9 +240,11 @@ def main() -> int:
     try:
         run(spec, result)
     except BaseException as exc:  # every failure becomes data for the runner
+        lines = traceback.format_exc().splitlines()[-60:]
         result["error"] = {"type": type(exc).__name__, "message": str(exc)[:4000],
-                           "traceback": traceback.format_exc()[-6000:]}
+                           "traceback": "\n".join(lines)[-8000:]}
     result["phases"]["total"] = round(time.perf_counter() - start, 4)
+    result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     result["t_end"] = time.time()
     _write(os.path.join(out, f"rank{RANK}.json"), result)
     return 0 if result["ok"] else 1

@@ -60,6 +60,16 @@ def _table(rows: list[dict]) -> list[str]:
     return out
 
 
+def _grid(table: dict) -> list[str]:
+    """A titled table from ``report.extra["tables"]``: {"title", "columns", "rows"}."""
+    cols = [str(c) for c in table.get("columns", [])]
+    data = [[str(v) for v in row] for row in table.get("rows", [])]
+    widths = [max([len(c), *(len(d[i]) for d in data if i < len(d))]) for i, c in enumerate(cols)]
+    fmt = "    " + "  ".join(f"{{:<{w}}}" for w in widths)
+    return ["", table.get("title", ""), fmt.format(*cols).rstrip()] + [
+        fmt.format(*(d + [""] * len(cols))[:len(cols)]).rstrip() for d in data]
+
+
 def render(report: Report, verbose: bool = False, color: bool = False) -> str:
     lines = [f"envdoctor {report.version} — {report.subject}", ""]
     for area in report.areas:
@@ -68,6 +78,8 @@ def render(report: Report, verbose: bool = False, color: bool = False) -> str:
         lines += ["", f"GPU layout: {report.layout_summary}" if report.layout_summary
                   else "GPU layout:"]
         lines += _table(report.layout)
+    for table in report.extra.get("tables", []):
+        lines += _grid(table)
     if report.upgrade_plan:
         lines += ["", "Upgrade plan (smallest set of changes that makes the stack consistent):"]
         lines += [f"    {cmd}" for cmd in report.upgrade_plan]

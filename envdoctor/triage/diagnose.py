@@ -1,112 +1,400 @@
-"""Turn log matches into findings, confirmed (or not) by this machine's facts and layout."""
+"""Turn a log's matches into findings: deduplicated, and judged against this machine.
+
+One finding per failure (per signature; per GPU and side for out-of-memory errors), ordered by
+where it first appears, with the ranks and the count. The signature's ``confirm`` data and the
+facts, config and launch line say whether the cause holds here and give the exact fix; an NCCL
+timeout after another failure is marked as its consequence. When nothing known matched, the first
+exception of the log is named (TRI003, info).
+"""
 
 from __future__ import annotations
 
+import difflib
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from envdoctor import versions
+from envdoctor.checks.context import Context
 from envdoctor.findings import Finding, Severity
-from envdoctor.triage.oom import explain, parse_oom
-from envdoctor.triage.scanner import Match, Scan
+from envdoctor.knowledge import knowledge
+from envdoctor.triage import knobs
+from envdoctor.triage.confirm import Confirmation, confirm, dataparallel, layout_given
+from envdoctor.triage.interface import Match
+from envdoctor.triage.oom import classify, parse_oom, processes_now
+from envdoctor.triage.scanner import split_prefix
 
-_VLLM_HINTS = ("vllm", "kv cache", "KV cache", "EngineCore", "LLMEngine", "gpu_memory_utilization")
+_VLLM_PROC = re.compile(r"^\s*\((?:EngineCore|VllmWorker|Worker|RayWorker|LLMEngine)\w*[ )]")
+_FRAME = re.compile(r'File "([^"]+)", line \d+')
+_SECONDARY = ("ChildFailedError", "DistBackendError", "ProcessExitedException")
 
 
-def _where(m: Match, scan: Scan) -> str:
-    ranks = sorted(scan.ranks.get(m.signature.id, set()))
-    count = scan.counts.get(m.signature.id, 1)
-    where = f"log line {m.line_no}"
+@dataclass
+class _Log:
+    """What a handler may look at besides its own matches."""
+
+    by_sig: dict[str, list[Match]]
+    counts: Mapping[str, int]
+    ctx: Context | None
+
+
+@dataclass
+class _Draft:
+    line: int
+    finding: Finding
+    rank: int | None = None
+    rejected: list[Match] = field(default_factory=list)
+
+
+def _quote(m: Match, limit: int = 300) -> str:
+    body = split_prefix(m.text)[0]
+    return body if len(body) <= limit else body[:limit - 1] + "…"
+
+
+def _where(ms: Sequence[Match], count: int | None = None) -> str:
+    ranks = sorted({m.rank for m in ms if m.rank is not None})
+    count = max(count or 0, len(ms))
+    where = f"line {ms[0].line_no}"
     if ranks:
-        where += f", rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
-    if count > 1:
-        where += f", {count} times"
-    return where
+        where += f", rank{'s' * (len(ranks) > 1)} {', '.join(map(str, ranks[:16]))}"
+        where += "…" if len(ranks) > 16 else ""
+    return where + (f", {count} times" if count > 1 else "")
 
 
-def _why(m: Match, ctx: Any) -> tuple[str, str]:
-    """Machine-specific confirmation and fix for one signature (empty when nothing to add)."""
-    if ctx is None:
-        return "", ""
-    sig = m.signature.id
-    vllm = ctx.version("vllm")
-    if sig in ("device-mismatch", "rotary-size-mismatch"):
-        if vllm and versions.below(vllm, "0.7.2"):
-            return f"confirmed: installed vLLM {vllm} is older than 0.7.2", \
-                "pip install 'vllm>=0.7.2'"
-        if ctx.layout.process_gpus > 1 and not ctx.layout.problems.get("distributed"):
-            return ("here: one training process sees several GPUs (the DataParallel trap)",
-                    "launch with torchrun --nproc_per_node N, or set CUDA_VISIBLE_DEVICES")
-        return f"vLLM here is {vllm or 'not installed'}", ""
-    if sig == "vllm-device-unavailable":
-        n = len(ctx.layout.visible)
-        if n:
-            return (f"here the trainer sees {n} GPU(s), so --num_processes must be at most "
-                    f"{n - 1} to leave one for vLLM", f"--num_processes {max(n - 1, 1)}")
-    if sig == "vllm-abi-mismatch":
-        torch = ctx.version("torch")
-        pkg = ctx.facts.packages.get("vllm")
-        pins = [r for r in (pkg.requires or []) if r.startswith("torch")] if pkg else []
-        if pins:
-            return (f"confirmed: vLLM {vllm} requires {pins[0]}, installed torch {torch}",
-                    f"pip install '{pins[0].split(';')[0]}'")
-    if sig in ("batch-not-divisible", "generation-batch-not-divisible", "num-generations-too-small"):
-        return ("the GRPO config decides it (envdoctor check --config … checks it before launch)",
-                "")
-    if sig in ("alloc-conf-unrecognized", "alloc-conf-unrecognized-key"):
-        env = ctx.facts.env
-        value = env.get("PYTORCH_CUDA_ALLOC_CONF") or env.get("PYTORCH_ALLOC_CONF")
-        if value:
-            return f"this shell has PYTORCH_CUDA_ALLOC_CONF={value}", ""
-    return "", ""
-
-
-def _oom_finding(m: Match, scan: Scan, ctx: Any, context_text: str) -> Finding:
-    oom = parse_oom(m.text)
-    if oom is None:
-        return Finding("TRI001", Severity.ERROR, f"CUDA out of memory ({_where(m, scan)}): "
-                       f"{m.text[:300]}", "see envdoctor explain TRI001", {"line": m.line_no})
-    physical, others, shared = None, [], False
-    if ctx is not None and ctx.facts.gpus:
-        lay = ctx.layout
-        visible = lay.visible
-        physical = visible[oom.gpu] if oom.gpu < len(visible) else None
-        if physical is not None:
-            gpu = ctx.facts.gpu(physical)
-            job = set(oom.processes)
-            others = [f"pid {p.pid} {p.name.split(' ')[0]} ({p.used_mib} MiB)"
-                      for p in (gpu.processes if gpu else []) if p.pid not in job]
-            shared = (physical in lay.generation and physical in lay.training
-                      and lay.generation_mode != "colocate") or (
-                lay.process_gpus > 1 and physical in lay.generation)
-    vllm_side = any(h in context_text for h in _VLLM_HINTS)
-    cause, message, fix = explain(oom, physical, others, shared, vllm_side)
-    return Finding("TRI001", Severity.ERROR, f"{message} ({_where(m, scan)})", fix,
-                   {"cause": cause, "gpu": oom.gpu, "want_mib": round(oom.want_mib, 1),
-                    "free_mib": round(oom.free_mib, 1), "total_mib": round(oom.total_mib, 1),
-                    "unallocated_mib": oom.unallocated_mib, "line": m.line_no})
-
-
-def diagnose(scan: Scan, ctx: Any = None) -> list[Finding]:
-    """One finding per signature found (the first occurrence; counts and ranks in the text)."""
+def _finding(sig_rule: str, ms: Sequence[Match], log: _Log, what: str, fix: str = "",
+             conf: Confirmation | None = None, **evidence: Any) -> _Draft:
     from envdoctor.checks.docs import rule_docs
 
-    docs = rule_docs()
-    seen: set[str] = set()
-    findings: list[Finding] = []
-    context_text = "\n".join(x.text for x in scan.matches)
-    for m in sorted(scan.matches, key=lambda x: x.line_no):
-        if m.signature.id in seen:
+    first = ms[0]
+    sig = first.signature
+    message = f"{what} ({_where(ms, log.counts.get(sig.id))}): “{_quote(first)}”"
+    if conf is not None and conf.summary():
+        message += f" — {conf.summary()}"
+    doc = rule_docs().get(sig_rule)
+    ev: dict[str, Any] = {"signature": sig.id, "line": first.line_no, **first.groups,
+                          **{k: v for k, v in evidence.items() if v is not None}}
+    if conf is not None and conf.against and not conf.confirmed:
+        ev["not_confirmed"] = conf.against
+    if first.context:
+        ev["context"] = list(first.context[-6:])
+    fix = fix or (conf.fix if conf else "") or (doc.fix if doc else "")
+    if conf is not None and conf.against and not conf.confirmed:
+        fix += " (on the machine that ran it: this one does not show the cause)"
+    finding = Finding(sig_rule, sig.severity, message, fix, ev)
+    return _Draft(first.line_no, finding, first.rank)
+
+
+def _generic(ms: list[Match], log: _Log) -> list[_Draft]:
+    sig = ms[0].signature
+    conf = confirm(sig.confirm_map, log.ctx, sig.rule)
+    return [_finding(sig.rule, ms, log, sig.summary, conf=conf)]
+
+
+def _device_mismatch(ms: list[Match], log: _Log) -> list[_Draft]:
+    g = ms[0].groups
+    devices = {g.get(k, "") for k in ("first", "second", "argument_device", "other_device")}
+    if any(d.startswith("cpu") for d in devices):
+        return [_Draft(ms[0].line_no, _unknown_finding(ms), rejected=ms)]
+    sig, ctx = ms[0].signature, log.ctx
+    conf = confirm(sig.confirm_map, ctx, sig.rule)
+    if ctx is not None and layout_given(ctx) and dataparallel(ctx.layout) and not versions.below(
+            ctx.version("vllm"), "0.7.2"):
+        conf.rule = "LAY003"  # vLLM is recent enough: the DataParallel trap is the cause
+    return [_finding(conf.rule, ms, log, sig.summary, conf=conf)]
+
+
+def _rotary(ms: list[Match], log: _Log) -> list[_Draft]:
+    g = ms[0].groups
+    off_by_one = abs(int(g["size_a"]) - int(g["size_b"])) == 1
+    if not off_by_one and not any("rotary" in line for line in ms[0].context):
+        return [_Draft(ms[0].line_no, _unknown_finding(ms), rejected=ms)]
+    return _generic(ms, log)
+
+
+def _vllm_device(ms: list[Match], log: _Log) -> list[_Draft]:
+    ctx, g = log.ctx, ms[0].groups
+    rule = "LAY001" if ctx is not None and str(ctx.config.get("vllm_device", "auto")) != "auto" \
+        else "LAY002"
+    conf = confirm(ms[0].signature.confirm_map, ctx, rule)
+    seen = int(g["suggested_num_processes"]) + 1 if "suggested_num_processes" in g else None
+    what = f"vLLM was to run on {g['device']}, but the trainer saw " + (
+        f"{seen} GPU(s) (cuda:0–cuda:{seen - 1}), all of them training" if seen
+        else "no such GPU")
+    fix = conf.fix
+    if not fix and ctx is not None and ctx.facts.gpus:
+        lay = ctx.layout
+        n = len(lay.visible)
+        what += f"; here {n} GPU(s) are visible ({lay.visible_source})"
+        fix = (f"leave one GPU for vLLM: --num_processes {n - 1} (vllm_device auto then picks "
+               f"cuda:{n - 1} = GPU {lay.visible[n - 1]})" if n > 1 else
+               "make a second GPU visible for vLLM (or use vllm_mode: colocate on TRL ≥ 0.18)")
+    elif not fix and seen:
+        fix = f"--num_processes {seen - 1} (one fewer than the GPUs the run saw)"
+    return [_finding(rule, ms, log, what, fix, conf)]
+
+
+def _vllm_side(m: Match) -> bool:
+    if _VLLM_PROC.match(m.text) or "KV cache" in m.text or "kv_cache" in m.text:
+        return True
+    lines = list(m.context)
+    start = max((i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line),
+                default=-1)
+    frames = [f.group(1).replace("\\", "/") for line in lines[start + 1:]
+              if (f := _FRAME.search(line))]
+    return any("/vllm/" in f for f in frames)
+
+
+def _oom(ms: list[Match], log: _Log) -> list[_Draft]:
+    hint = log.by_sig.get("vllm-device-shared-warning", [])
+    shared_index = int(hint[0].groups["index"]) if hint else None
+    groups: dict[tuple[int | None, bool], list[Match]] = {}
+    for m in ms:
+        oom = parse_oom(m.text)
+        groups.setdefault((oom.gpu if oom else None, _vllm_side(m)), []).append(m)
+    drafts = []
+    for (_, vllm_side), gms in groups.items():
+        oom = parse_oom(gms[0].text)
+        if oom is None:
             continue
-        seen.add(m.signature.id)
-        if m.signature.id == "cuda-oom":
-            findings.append(_oom_finding(m, scan, ctx, context_text))
+        dp = any("nn/parallel/data_parallel.py" in line for line in gms[0].context)
+        cause = classify(oom, log.ctx, vllm_side, shared_index, dp)
+        count = log.counts.get("cuda-oom") if len(groups) == 1 else len(gms)
+        first = gms[0]
+        message = f"{cause.message} ({_where(gms, count)})"
+        ev = {"signature": "cuda-oom", "line": first.line_no,
+              **{k: v for k, v in cause.evidence.items() if v not in (None, {})}}
+        if first.context:
+            ev["context"] = list(first.context[-6:])
+        drafts.append(_Draft(first.line_no, Finding(cause.rule, Severity.ERROR, message,
+                                                    cause.fix, ev), first.rank))
+    return drafts
+
+
+def _gib(text: str | None) -> float | None:
+    return float(text) if text else None
+
+
+def _vllm_gpu(ctx: Context | None, device: str | None) -> int | None:
+    """The NVML index of the GPU a vLLM message names (``cuda:N`` of its process), if known."""
+    if ctx is None or not ctx.facts.gpus:
+        return None
+    lay = ctx.layout
+    m = re.match(r"cuda:(\d+)$", device or "")
+    if m:
+        server = layout_given(ctx) and lay.generation_mode == "server"
+        pool, i = (lay.generation if server else lay.visible), int(m.group(1))
+        return pool[i] if i < len(pool) else None
+    if layout_given(ctx) and len(lay.generation) == 1:
+        return lay.generation[0]
+    return ctx.facts.gpus[0].index if len(ctx.facts.gpus) == 1 else None
+
+
+def _vllm_memory(ms: list[Match], log: _Log) -> list[_Draft]:
+    sig, g, ctx = ms[0].signature, ms[0].groups, log.ctx
+    conf = confirm(sig.confirm_map, ctx, sig.rule)
+    util_name = knobs.pick(ctx, "vllm_gpu_memory_utilization")
+    util = knobs.setting(ctx, util_name)
+    max_len = knobs.pick(ctx, "vllm_max_model_length", "vllm_max_model_len")
+    if ctx is not None and layout_given(ctx) and ctx.layout.generation_mode == "server":
+        util_name = util = "--gpu_memory_utilization of trl vllm-serve"
+        max_len = "--max_model_len"
+    holders, _ = processes_now(ctx, _vllm_gpu(ctx, g.get("device")))
+    now = f"; on that GPU now: {', '.join(holders)}" if holders else ""
+    if sig.id == "vllm-free-memory-below-utilization":
+        free, total = _gib(g["free_gib"]) or 0.0, _gib(g["total_gib"]) or 1.0
+        fits = max(math.floor((free / total - 0.02) * 100) / 100, 0.0)
+        what = (f"vLLM asked for {g['utilization']} × {total:.2f} GiB = {g['requested_gib']} GiB "
+                f"at start, but only {free:.2f} GiB were free: other processes held "
+                f"{total - free:.2f} GiB of the GPU{now}")
+        fix = conf.fix or (f"free the GPU (nvidia-smi), or lower {util_name} from "
+                           f"{g['utilization']} to {fits:.2f}")
+    elif "estimated_max_len" in g or "kv_tokens" in g:
+        limit = g.get("estimated_max_len") or g.get("kv_tokens")
+        want = g.get("max_model_len") or g.get("max_seq_len")
+        what = f"vLLM's KV cache cannot hold one sequence of max_model_len {want}" + (
+            f" ({g['needed_gib']} GiB needed, {g['available_gib']} GiB available)"
+            if "needed_gib" in g else "")
+        fix = f"set {max_len} to at most {limit}, or raise {util} if the GPU has room"
+    elif sig.id == "vllm-kv-cache-too-small":
+        what = f"vLLM's KV cache cannot hold one sequence of max_model_len {g['max_model_len']}"
+        fix = f"lower {max_len} or raise {util}"
+    else:
+        what = ("vLLM's weights and activations used up its memory share: nothing was left for "
+                f"the KV cache{now}")
+        fix = conf.fix or (f"raise {util} if the GPU has room (free it of other processes), "
+                           f"or lower {max_len}; use a smaller or quantized model otherwise")
+    return [_finding(sig.rule, ms, log, what, fix, conf)]
+
+
+def _nccl(ms: list[Match], log: _Log) -> list[_Draft]:
+    sig, g = ms[0].signature, ms[0].groups
+    if sig.id == "nccl-timeout":
+        ran = int(g["ran_ms"]) / 1000 if "ran_ms" in g else None
+        what = (f"{g['op']} #{g['seq']} timed out" + (f" after {ran:.0f} s" if ran else "")
+                + ": another rank never reached it")
+        fix = ("fix the first failure of the log; if there is none, a rank was still busy (GRPO's "
+               "generation can outlast the timeout) or hung: raise ddp_timeout (seconds) and run "
+               "once with NCCL_DEBUG=INFO")
+    elif sig.id == "nccl-watchdog-hang":
+        what = "the NCCL watchdog stopped making progress (a CUDA/NCCL call hung)"
+        fix = ("look for the rank stuck in a CUDA call (py-spy dump); raise "
+               "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only if the hang is expected")
+    else:
+        what = f"NCCL failed: {g.get('error', '').strip() or 'see the message'}"
+        fix = ("run once with NCCL_DEBUG=INFO; check that every rank has its own GPU and that "
+               "NCCL_* variables (NCCL_SOCKET_IFNAME, NCCL_P2P_DISABLE) fit this machine")
+    return [_finding(sig.rule, ms, log, what, fix)]
+
+
+def _alloc_conf(ms: list[Match], log: _Log) -> list[_Draft]:
+    g, ctx = ms[0].groups, log.ctx
+    option = g.get("option") or g.get("key") or ""
+    conf = confirm(ms[0].signature.confirm_map, ctx, ms[0].signature.rule)
+    kb = ctx.kb if ctx is not None else knowledge()
+    known = [o["name"] for o in kb.allocator.get("options", [])]
+    close = difflib.get_close_matches(option, known, n=1)
+    what = f"torch rejected the allocator option '{option}'" + (
+        f" (did you mean '{close[0]}'?)" if close else "")
+    fix = conf.fix or (f"replace '{option}' with '{close[0]}' in PYTORCH_CUDA_ALLOC_CONF / "
+                       "PYTORCH_ALLOC_CONF" if close else
+                       f"remove '{option}' from PYTORCH_CUDA_ALLOC_CONF / PYTORCH_ALLOC_CONF")
+    return [_finding("ALC001", ms, log, what, fix, conf, option=option)]
+
+
+def _abi(ms: list[Match], log: _Log) -> list[_Draft]:
+    conf = confirm(ms[0].signature.confirm_map, log.ctx, ms[0].signature.rule)
+    conf.findings = [f for f in conf.findings if f.message.startswith("vllm ")]
+    ctx = log.ctx
+    what = "vLLM's compiled ops do not load: they were built for another torch"
+    if ctx is not None and not conf.confirmed and ctx.version("vllm"):
+        what += f" (here: vLLM {ctx.version('vllm')}, torch {ctx.version('torch') or '—'})"
+    return [_finding("PKG004", ms, log, what, conf.fix, conf)]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(2, n + 1) if n % d == 0]
+
+
+def _batch(ms: list[Match], log: _Log) -> list[_Draft]:
+    sig, g = ms[0].signature, ms[0].groups
+    conf = confirm(sig.confirm_map, log.ctx, sig.rule)
+    gen = int(g["num_generations"])
+    if sig.id == "generation-batch-not-divisible":
+        total = int(g["generation_batch_size"])
+        what = f"generation_batch_size {total} does not split into groups of {gen}"
+        fix = (f"generation_batch_size {math.ceil(total / gen) * gen} (a multiple of {gen} and "
+               f"of the global batch), or num_generations among {_divisors(total)[:8]}")
+    else:
+        factors = [int(x) for x in re.findall(r"\d+", g["batch"])]
+        total = math.prod(factors)
+        what = (f"the {g['split']} batch of {total} completions ({g['batch']}) does not split "
+                f"into groups of num_generations={gen}")
+        per_device = factors[0] if "*" in g["batch"] else factors[1] if len(factors) > 1 else 1
+        others = total // per_device if per_device else total
+        fits = [b for b in range(1, per_device * gen + 1) if b * others % gen == 0]
+        near = [b for b in (max((b for b in fits if b < per_device), default=None),
+                            min((b for b in fits if b > per_device), default=None)) if b]
+        fix = (f"num_generations among {_divisors(total)[:8]}, or "
+               f"per_device_{g['split']}_batch_size {' or '.join(map(str, near))}")
+    return [_finding(sig.rule, ms, log, what, conf.fix or fix, conf)]
+
+
+def _unused(ms: list[Match], log: _Log) -> list[_Draft]:
+    ctx = log.ctx
+    conf = confirm(ms[0].signature.confirm_map, ctx, ms[0].signature.rule)
+    items = re.findall(r"'([^']*)'", ms[0].groups.get("arguments", ""))
+    flags = [i.lstrip("-") for i in items if i.startswith("-")]
+    names = flags if flags else items  # command-line flags (with values), or config keys
+    notes = []
+    for name in names:
+        entry = (ctx.kb if ctx is not None else knowledge()).config_key(name.replace("-", "_"))
+        if entry and entry.get("until"):
+            notes.append(f"{name} was removed in TRL {entry['until']}"
+                         + (f" (now {entry['replaced_by']})" if entry.get("replaced_by") else ""))
+    trl = ctx.version("trl") if ctx else None
+    what = f"TRL{' ' + trl if trl else ''} does not know {', '.join(names) or 'some arguments'}"
+    if notes:
+        what += ": " + "; ".join(notes)
+    return [_finding("CFG001", ms, log, what, conf.fix or "remove or rename them (envdoctor check "
+                     "--config FILE checks every key against the installed TRL)", conf)]
+
+
+def _unknown_finding(ms: Sequence[Match]) -> Finding:
+    from envdoctor.checks.docs import rule_docs
+
+    first = ms[0]
+    message = (f"no known failure; the first exception is at {_where(ms[:1])}: “{_quote(first)}”")
+    ev = {"signature": first.signature.id, "line": first.line_no}
+    if first.context:
+        ev["context"] = list(first.context[-6:])
+    return Finding("TRI003", Severity.INFO, message, rule_docs()["TRI003"].fix, ev)
+
+
+HANDLERS: dict[str, Callable[[list[Match], _Log], list[_Draft]]] = {
+    "device-mismatch": _device_mismatch,
+    "rotary-size-mismatch": _rotary,
+    "vllm-device-unavailable": _vllm_device,
+    "cuda-oom": _oom,
+    "vllm-no-cache-memory": _vllm_memory,
+    "vllm-kv-cache-too-small": _vllm_memory,
+    "vllm-free-memory-below-utilization": _vllm_memory,
+    "nccl-timeout": _nccl,
+    "nccl-watchdog-hang": _nccl,
+    "nccl-error": _nccl,
+    "alloc-conf-unrecognized": _alloc_conf,
+    "vllm-abi-mismatch": _abi,
+    "batch-not-divisible": _batch,
+    "generation-batch-not-divisible": _batch,
+    "unused-arguments": _unused,
+}
+
+
+def _mark_consequences(drafts: list[_Draft]) -> None:
+    """An NCCL failure after another error is that error's consequence, not the cause."""
+    for i, d in enumerate(drafts):
+        f = d.finding
+        if f.rule != "TRI002":
             continue
-        doc = docs.get(m.signature.rule)
-        why, fix = _why(m, ctx)
-        message = f"{m.signature.summary} ({_where(m, scan)}): {m.text[:300]}"
-        if why:
-            message += f" — {why}"
-        findings.append(Finding(m.signature.rule, Severity.ERROR, message,
-                                fix or (doc.fix if doc else ""),
-                                {"signature": m.signature.id, "line": m.line_no, **m.groups}))
-    return findings
+        first = next((p for p in drafts[:i] if p.finding.severity == Severity.ERROR
+                      and p.finding.rule != "TRI002"), None)
+        if first is not None:
+            rank = f", rank {first.rank}" if first.rank is not None else ""
+            d.finding = Finding(f.rule, Severity.WARNING, f"{f.message} — most likely a "
+                                f"consequence of {first.finding.rule} at line {first.line}{rank}",
+                                f"fix {first.finding.rule} first", {**f.evidence,
+                                                                     "consequence_of": first.line})
+
+
+def diagnose(matches: Sequence[Match], ctx: Context | None = None,
+             counts: Mapping[str, int] | None = None) -> list[Finding]:
+    """Findings for ``matches`` (from ``scan``), judged against ``ctx`` when given.
+
+    ``counts`` (``ScanResult.counts``) gives the number of lines per signature when the scan kept
+    only the first matches of a frequent one.
+    """
+    by_sig: dict[str, list[Match]] = {}
+    for m in sorted(matches, key=lambda x: x.line_no):
+        by_sig.setdefault(m.signature.id, []).append(m)
+    log = _Log(by_sig, counts or {}, ctx)
+    drafts: list[_Draft] = []
+    for ms in by_sig.values():
+        if not ms[0].signature.fallback:
+            drafts.extend(HANDLERS.get(ms[0].signature.id, _generic)(ms, log))
+    known = [d for d in drafts if not d.rejected]
+    if not known:
+        exceptions = [m for ms in by_sig.values() if ms[0].signature.fallback for m in ms]
+        root = [m for m in exceptions if not any(s in m.text for s in _SECONDARY)] or exceptions
+        candidates = sorted([d for d in drafts if d.rejected], key=lambda d: d.line)
+        if root and (not candidates or root[0].line_no < candidates[0].line):
+            candidates = [_Draft(root[0].line_no, _unknown_finding(root))]
+        return [candidates[0].finding] if candidates else []
+    known.sort(key=lambda d: d.line)
+    worst: dict[str, int] = {}  # a rule's warning is dropped when the same rule also errs
+    for d in known:
+        level = d.finding.severity.rank
+        worst[d.finding.rule] = max(worst.get(d.finding.rule, level), level)
+    known = [d for d in known if d.finding.severity.rank == worst[d.finding.rule]]
+    _mark_consequences(known)
+    return [d.finding for d in known]

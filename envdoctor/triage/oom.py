@@ -1,99 +1,277 @@
-"""Read PyTorch's CUDA out-of-memory message and tell why it happened.
+"""Read PyTorch's out-of-memory message and say why it happened on this machine.
 
-Two phrasings exist: torch ≥ 2.1 ("Tried to allocate X. GPU N has a total capacity of T of which F
-is free. … Of the allocated memory A is allocated by PyTorch, and R is reserved by PyTorch but
-unallocated.") and older ("Tried to allocate X (GPU N; T total capacity; A already allocated;
-F free; R reserved in total by PyTorch)").
+Phrasings parsed (c10/cuda/CUDACachingAllocator.cpp): the current one, "CUDA out of memory. Tried
+to allocate X. GPU N has a total capacity of T of which F is free. [Process P has U memory in use.
+…] [Including non-PyTorch memory, this process has U memory in use.] [L allowed; ]Of the allocated
+memory A is allocated by PyTorch, [with G allocated in private pools (e.g., CUDA Graphs), ]and R is
+reserved by PyTorch but unallocated." (HIP, generic "Out of memory." and the "capacty" typo too);
+the older "Tried to allocate X (GPU N; T total capacity; A already allocated; F free; [L allowed; ]
+R reserved in total by PyTorch)"; and the bare "CUDA error: out of memory".
+
+The causes, in the order they are judged: a generation GPU shared with training (from the
+layout), fragmentation (reserved-but-unallocated memory would have held the request), another
+process holding the GPU (named), or plain capacity (what to lower, on the vLLM or training side).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
-_SIZE = r"([\d.]+) ?([KMGT]?i?B)"
-_NEW = re.compile(rf"Tried to allocate {_SIZE}\. GPU (\d+) has a total capacity of {_SIZE} of "
-                  rf"which {_SIZE} is free")
-_ALLOC = re.compile(rf"Of the allocated memory {_SIZE} is allocated by PyTorch, and {_SIZE} is "
-                    r"reserved by PyTorch but unallocated")
-_PROCS = re.compile(rf"Process (\d+) has {_SIZE} memory in use")
+from envdoctor.checks.context import Context
+from envdoctor.triage import knobs
+from envdoctor.triage.confirm import confirm, dataparallel, layout_given, shared_gpus
+
+_SIZE = r"([\d.]+) ?(bytes|[KMGT]i?B)"
+_HEAD = re.compile(rf"(?:(CUDA|HIP|XPU) )?[Oo]ut of memory\. Tried to allocate {_SIZE}\. GPU (\d+) "
+                   rf"has a total capaci?ty of {_SIZE} of which {_SIZE} is free")
+_ALLOWED = re.compile(rf"{_SIZE} allowed;")
+_OTHER = re.compile(rf"Process (\d+) has {_SIZE} memory in use")
+_SELF = re.compile(rf"this process has {_SIZE} memory in use")
+_ALLOC = re.compile(rf"Of the allocated memory {_SIZE} is allocated by PyTorch, (?:with {_SIZE} "
+                    rf"allocated in private pools(?: \([^)]*\))?, )?and {_SIZE} is reserved by "
+                    "PyTorch but unallocated")
 _OLD = re.compile(rf"Tried to allocate {_SIZE} \(GPU (\d+); {_SIZE} total capacity; {_SIZE} "
-                  rf"already allocated; {_SIZE} free; {_SIZE} reserved in total by PyTorch")
-_UNITS = {"B": 1 / 2**20, "KiB": 1 / 1024, "KB": 1 / 1024, "MiB": 1, "MB": 1, "GiB": 1024,
-          "GB": 1024, "TiB": 2**20, "TB": 2**20}
+                  rf"already allocated; {_SIZE} free;(?: {_SIZE} allowed;)? {_SIZE} reserved in "
+                  "total by PyTorch")
+_UNITS = {"bytes": 2.0**-20, "KiB": 2.0**-10, "KB": 2.0**-10, "MiB": 1.0, "MB": 1.0,
+          "GiB": 1024.0, "GB": 1024.0, "TiB": 2.0**20, "TB": 2.0**20}
 
 
 def _mib(value: str, unit: str) -> float:
-    return float(value) * _UNITS.get(unit, 1)
+    return float(value) * _UNITS.get(unit, 1.0)
 
 
 @dataclass
 class Oom:
-    gpu: int
-    want_mib: float
-    total_mib: float
-    free_mib: float
-    allocated_mib: float | None = None
+    """The numbers of one out-of-memory message, in MiB (None where the message has none)."""
+
+    gpu: int | None = None  # the CUDA ordinal of the process that failed
+    want_mib: float | None = None
+    total_mib: float | None = None
+    free_mib: float | None = None
+    allowed_mib: float | None = None
+    allocated_mib: float | None = None  # by PyTorch
     unallocated_mib: float | None = None  # reserved by PyTorch but unallocated
-    processes: dict[int, float] = field(default_factory=dict)  # pid → MiB (torch ≥ 2.1)
+    self_mib: float | None = None  # the failing process, non-PyTorch memory included
+    others: dict[int, float] = field(default_factory=dict)  # pid -> MiB of other processes
+    self_pid: int | None = None  # a "Process N" entry taken for the failing process itself
 
 
 def parse_oom(text: str) -> Oom | None:
-    m = _NEW.search(text)
+    """The numbers of an out-of-memory message, or None when ``text`` holds none."""
+    m = _HEAD.search(text)
     if m:
         g = m.groups()
-        oom = Oom(gpu=int(g[2]), want_mib=_mib(g[0], g[1]), total_mib=_mib(g[3], g[4]),
-                  free_mib=_mib(g[5], g[6]))
+        oom = Oom(gpu=int(g[3]), want_mib=_mib(g[1], g[2]), total_mib=_mib(g[4], g[5]),
+                  free_mib=_mib(g[6], g[7]))
         a = _ALLOC.search(text)
         if a:
             oom.allocated_mib = _mib(a.group(1), a.group(2))
-            oom.unallocated_mib = _mib(a.group(3), a.group(4))
-        for p in _PROCS.finditer(text):
-            oom.processes[int(p.group(1))] = _mib(p.group(2), p.group(3))
-        return oom
-    m = _OLD.search(text)
-    if m:
-        g = m.groups()
-        allocated = _mib(g[5], g[6])
-        reserved = _mib(g[9], g[10])
-        return Oom(gpu=int(g[2]), want_mib=_mib(g[0], g[1]), total_mib=_mib(g[3], g[4]),
-                   free_mib=_mib(g[7], g[8]), allocated_mib=allocated,
-                   unallocated_mib=max(reserved - allocated, 0.0))
-    return None
+            oom.unallocated_mib = _mib(a.group(5), a.group(6))
+        s = _SELF.search(text)
+        oom.self_mib = _mib(*s.groups()) if s else None
+        oom.others = {int(p.group(1)): _mib(p.group(2), p.group(3)) for p in _OTHER.finditer(text)}
+        _find_self(oom)
+    else:
+        m = _OLD.search(text)
+        if m:
+            g = m.groups()
+            reserved = _mib(g[11], g[12])
+            oom = Oom(gpu=int(g[2]), want_mib=_mib(g[0], g[1]), total_mib=_mib(g[3], g[4]),
+                      allocated_mib=_mib(g[5], g[6]), free_mib=_mib(g[7], g[8]))
+            oom.unallocated_mib = max(reserved - oom.allocated_mib, 0.0)
+        elif "out of memory" in text.lower():
+            oom = Oom()
+        else:
+            return None
+    allowed = _ALLOWED.search(text)
+    oom.allowed_mib = _mib(*allowed.groups()) if allowed else None
+    return oom
 
 
-def _gib(mib: float) -> str:
+def _find_self(oom: Oom) -> None:
+    """In a container NVML's pids differ from ``getpid()``, so torch lists the failing process as
+    "Process N" too: take the entry whose use matches PyTorch's reservation plus a CUDA context."""
+    if oom.self_mib is not None or oom.allocated_mib is None or not oom.others:
+        return
+    reserved = oom.allocated_mib + (oom.unallocated_mib or 0.0)
+    fits = {pid: mib - reserved for pid, mib in oom.others.items()
+            if 0 <= mib - reserved <= max(2048.0, 0.15 * reserved)}
+    if fits:
+        pid = min(fits, key=fits.__getitem__)
+        oom.self_pid, oom.self_mib = pid, oom.others.pop(pid)
+
+
+def size(mib: float | None) -> str:
+    if mib is None:
+        return "?"
     return f"{mib / 1024:.2f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
 
 
-def explain(oom: Oom, physical: int | None, others: list[str], shared_with_vllm: bool,
-            vllm_side: bool) -> tuple[str, str, str]:
-    """(cause, message, fix) for one OOM, from its numbers and what the layout says."""
-    head = (f"CUDA out of memory on GPU {oom.gpu}"
-            + (f" (physical GPU {physical})" if physical is not None and physical != oom.gpu
-               else "")
-            + f": tried to allocate {_gib(oom.want_mib)} with {_gib(oom.free_mib)} free of "
-            f"{_gib(oom.total_mib)}")
-    if oom.unallocated_mib is not None:
-        head += f"; {_gib(oom.unallocated_mib)} reserved by PyTorch but unallocated"
-    if shared_with_vllm:
-        return ("shared", head + ": this GPU is also the generation (vLLM) GPU of the layout — "
-                "training memory landed there (the DataParallel trap, or vllm_device on a "
-                "training GPU)",
-                "give vLLM its own GPU: launch with torchrun --nproc_per_node N or set "
-                "CUDA_VISIBLE_DEVICES to the training GPUs; see envdoctor explain LAY003")
-    if others:
-        return ("other-process", head + f": other processes hold this GPU: {', '.join(others)}",
-                "stop those processes (nvidia-smi) or move the run to a free GPU")
-    if oom.unallocated_mib is not None and oom.unallocated_mib >= max(oom.want_mib, 1024) \
-            or oom.unallocated_mib is not None and oom.unallocated_mib >= 0.2 * oom.total_mib:
-        return ("fragmentation", head + ": the caching allocator holds enough memory, but "
-                "fragmented", "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+@dataclass
+class OomCause:
+    """Why one OOM happened: ``cause`` is shared, fragmentation, other-process or capacity."""
+
+    cause: str
+    rule: str
+    message: str
+    fix: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def _physical(oom: Oom, ctx: Context | None, vllm_side: bool) -> int | None:
+    """The NVML index of the GPU that ran out (the message gives the process's CUDA ordinal)."""
+    if ctx is None or oom.gpu is None or not ctx.facts.gpus:
+        return None
+    lay = ctx.layout
+    pool = lay.generation if vllm_side and lay.generation_mode == "server" else lay.visible
+    return pool[oom.gpu] if oom.gpu < len(pool) else None
+
+
+def _names(ctx: Context | None) -> dict[int, str]:
+    if ctx is None:
+        return {}
+    return {p.pid: p.name[:40] for g in ctx.facts.gpus for p in g.processes if p.name}
+
+
+def processes_now(ctx: Context | None, physical: int | None) -> tuple[list[str], float]:
+    """The processes NVML lists on GPU ``physical`` of the judged machine, and their MiB."""
+    gpu = ctx.facts.gpu(physical) if ctx is not None and physical is not None else None
+    if gpu is None or not gpu.processes:
+        return [], 0.0
+    return ([f"pid {p.pid} {p.name[:40] or '?'} ({size(p.used_mib)}, running now)"
+             for p in gpu.processes], float(sum(p.used_mib or 0 for p in gpu.processes)))
+
+
+def _holders(oom: Oom, ctx: Context | None, physical: int | None) -> tuple[list[str], float]:
+    """Other processes on the GPU at the crash (from the message), else NVML's list now."""
+    if oom.others:
+        names = _names(ctx)
+        return ([f"pid {pid}{' ' + names[pid] if pid in names else ''} ({size(mib)})"
+                 for pid, mib in oom.others.items()], sum(oom.others.values()))
+    if oom.self_mib is not None:
+        return [], 0.0  # torch listed the GPU's processes at the crash: no other was there
+    return processes_now(ctx, physical)
+
+
+def _head(oom: Oom, physical: int | None) -> str:
+    if oom.gpu is None:
+        return "CUDA out of memory (the message gives no numbers)"
+    where = f"GPU {oom.gpu}" + (f" (NVML GPU {physical})" if physical not in (None, oom.gpu)
+                                else "")
+    head = (f"CUDA out of memory on {where}: tried to allocate {size(oom.want_mib)} with "
+            f"{size(oom.free_mib)} free of {size(oom.total_mib)}")
+    if oom.allocated_mib is not None:
+        head += (f"; PyTorch had {size(oom.allocated_mib)} allocated and "
+                 f"{size(oom.unallocated_mib)} reserved but unallocated")
+    return head
+
+
+def _expandable_on(ctx: Context | None) -> bool:
+    if ctx is None:
+        return False
+    from envdoctor.plan.alloc_conf import parse_alloc_conf
+    from envdoctor.plan.layout import trainer_env
+
+    env = trainer_env(ctx.facts, ctx.plan.trainer)
+    return any(parse_alloc_conf(env[v]).expandable_segments
+               for v in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") if v in env)
+
+
+def capacity_fix(ctx: Context | None, vllm_side: bool, physical: int | None) -> str:
+    """What to lower so the step fits, named as the installed TRL names it."""
+    mode = ctx.layout.generation_mode if ctx is not None and layout_given(ctx) else None
+    util = knobs.setting(ctx, "vllm_gpu_memory_utilization")
+    max_len = knobs.setting(ctx, "vllm_max_model_length", "vllm_max_model_len")
+    if vllm_side and mode == "server":
+        return ("restart `trl vllm-serve` with a lower --gpu_memory_utilization, --max_model_len "
+                "or --max_num_seqs, or give it more GPUs (--tensor_parallel_size)")
     if vllm_side:
-        return ("capacity", head + ": vLLM's reservation does not fit",
-                "lower vllm_gpu_memory_utilization, max_model_len or max_num_seqs, or use "
-                "vllm_mode=server on its own GPUs (or vllm_enable_sleep_mode in colocate mode)")
-    return ("capacity", head + ": the model, optimizer state and activations need more than the GPU "
-            "has", "lower per_device_train_batch_size (raise gradient_accumulation_steps), "
-            "max_completion_length or num_generations; enable gradient_checkpointing; or use "
-            "more GPUs (DeepSpeed ZeRO / FSDP)")
+        parts = [f"lower {util}", max_len, "or vLLM's max_num_seqs"]
+        tail = ("; or enable vllm_enable_sleep_mode" if mode == "colocate"
+                else "; or move generation to its own GPUs (vllm_mode: server + trl vllm-serve)")
+        return ", ".join(parts) + tail
+    batch = knobs.setting(ctx, "per_device_train_batch_size")
+    fix = (f"lower {batch} — raise gradient_accumulation_steps to keep the batch — or "
+           if knobs.value(ctx, "per_device_train_batch_size")[0] != 1 else "lower ")
+    fix += f"{knobs.setting(ctx, 'max_completion_length')} or num_generations"
+    if knobs.value(ctx, "gradient_checkpointing")[0] is not True:
+        fix += f"; enable {knobs.setting(ctx, 'gradient_checkpointing')}"
+    if mode == "colocate" and ctx is not None and physical in ctx.layout.generation:
+        fix += (f"; vLLM is colocated on this GPU: lower {util} or enable "
+                "vllm_enable_sleep_mode")
+    return fix + "; or shard the model (DeepSpeed ZeRO-3 / FSDP)"
+
+
+def _shared_fix(ctx: Context) -> tuple[str, str]:
+    rule = "LAY003" if dataparallel(ctx.layout) else "LAY006"
+    fired = confirm({"rules": (rule,)}, ctx).findings
+    return rule, fired[0].fix if fired else "give vLLM a GPU of its own (see envdoctor explain " \
+        f"{rule})"
+
+
+def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
+             shared_index: int | None = None, dataparallel_seen: bool = False) -> OomCause:
+    """Why ``oom`` happened, and the fix. From the log itself: ``shared_index``, the CUDA ordinal
+    TRL warned both trains and runs vLLM; ``dataparallel_seen``, nn.DataParallel in the traceback."""
+    physical = _physical(oom, ctx, vllm_side)
+    head = _head(oom, physical)
+    evidence: dict[str, Any] = {"gpu": oom.gpu, "physical_gpu": physical, "vllm_side": vllm_side,
+                                "want_mib": _round(oom.want_mib), "free_mib": _round(oom.free_mib),
+                                "total_mib": _round(oom.total_mib),
+                                "unallocated_mib": _round(oom.unallocated_mib),
+                                "other_processes": {p: _round(m) for p, m in oom.others.items()}}
+    holders, held_mib = _holders(oom, ctx, physical)
+    want, free = oom.want_mib or 0.0, oom.free_mib or 0.0
+    unalloc = oom.unallocated_mib or 0.0
+    frag = oom.unallocated_mib is not None and unalloc >= max(want, 256.0)
+    busy = bool(holders) and held_mib + free >= want and (
+        held_mib >= 0.05 * (oom.total_mib or 0.0) or not oom.others)
+
+    def result(cause: str, rule: str, why: str, fix: str) -> OomCause:
+        evidence["cause"] = cause
+        return OomCause(cause, rule, f"{head}: {why}", fix, evidence)
+
+    shared = ctx is not None and layout_given(ctx) and physical in shared_gpus(ctx.layout)
+    if shared or oom.gpu is not None and oom.gpu == shared_index:
+        trap = dataparallel_seen or ctx is not None and layout_given(ctx) and dataparallel(
+            ctx.layout)
+        rule, fix = _shared_fix(ctx) if ctx is not None and layout_given(ctx) else (
+            "LAY003" if trap else "LAY006",
+            "launch with torchrun --nproc_per_node N (one process per training GPU), or make only "
+            "the training GPUs visible" if trap else
+            "give vLLM a GPU of its own: one more visible GPU than training processes")
+        why = ("this GPU runs vLLM and also gets training memory"
+               + (": one process sees several GPUs, so Trainer's nn.DataParallel put a replica "
+                  "here (the DataParallel trap)" if trap else " (vLLM's device is a training GPU)"))
+        return result("shared", rule, why, fix)
+    if frag and (not busy or unalloc >= held_mib):
+        if _expandable_on(ctx):
+            return result("capacity", "TRI001", f"{size(unalloc)} is reserved but fragmented "
+                          "even with expandable_segments on", capacity_fix(ctx, vllm_side,
+                                                                           physical))
+        why = (f"{size(unalloc)} was reserved by PyTorch but unallocated, more than the "
+               f"{size(want)} asked for: the caching allocator's memory is fragmented")
+        fix = "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+        if ctx is not None and ctx.config.get("vllm_enable_sleep_mode"):
+            fix += " (not with vllm_enable_sleep_mode on torch 2.7–2.9: see envdoctor explain ALC004)"
+        return result("fragmentation", "TRI001", why, fix)
+    if busy:
+        free_gpus = [g.index for g in ctx.facts.gpus if not g.processes
+                     and g.index != physical] if ctx is not None else []
+        move = f" or run on free GPUs (CUDA_VISIBLE_DEVICES={','.join(map(str, free_gpus))})" \
+            if free_gpus else ""
+        evidence["holders"] = holders
+        return result("other-process", "MEM001" if vllm_side else "MEM002",
+                      f"other processes hold {size(held_mib)} of it: {', '.join(holders)}",
+                      f"stop them (nvidia-smi shows them){move}")
+    side = "vLLM's weights, KV cache and CUDA graphs" if vllm_side else \
+        "the model, optimizer state and activations"
+    return result("capacity", "MEM001" if vllm_side else "TRI001",
+                  f"{side} need more than the GPU has", capacity_fix(ctx, vllm_side, physical))
+
+
+def _round(mib: float | None) -> float | None:
+    return round(mib, 1) if mib is not None else None

@@ -1,108 +1,185 @@
-"""One streaming pass over a log of any size: find known failure lines, with their rank.
+"""One streaming pass over a log of any size: the lines that match a failure signature.
 
-The log is read in binary chunks; one compiled alternation of the signatures' literal keywords
-finds candidate lines at C speed, and only those lines are decoded, cleaned of ANSI colours and
-tqdm carriage returns, and matched against the full patterns. Memory stays bounded: only the
-matches (at most ``MAX_PER_SIGNATURE`` each) are kept.
+The log is read in binary chunks. Each signature's literal keywords are found with ``bytes.find``
+(C speed); only the lines holding one are decoded (``errors="replace"``), cleaned of ANSI colours,
+split at tqdm's carriage returns, stripped of rank and logger prefixes, and searched with the
+signatures' patterns. Memory stays bounded whatever the log's size: the matches (at most
+``KEEP_PER_SIGNATURE`` each), and the last ``HISTORY`` bytes as a ring buffer from which the lines
+before a match are taken as its context. Line numbers count ``\\n`` as editors do.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from functools import partial
 from typing import BinaryIO
 
-from envdoctor.triage.signatures import Signature, signatures
+from envdoctor.triage.interface import Match, ScanResult, Signature
+from envdoctor.triage.signatures import signatures
 
 CHUNK = 4 * 1024 * 1024
-MAX_PER_SIGNATURE = 20
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
-RANK = re.compile(r"^\s*\[(?:rank|Rank |default)(\d+)\]|^\s*\[RANK (\d+)\]|^\s*(?:rank|Rank) ?(\d+):"
-                  r"|^\s*\((\w+Worker)?\s*(?:rank=|pid=)(\d+)")
+HISTORY = 64 * 1024  # bytes kept before the current chunk (the context ring buffer)
+MAX_LINE = 1024 * 1024  # a line longer than this is cut into pieces
+WINDOW = 8 * 1024  # bytes either side of a keyword that a match's text may span
+CONTEXT_LINES = 40
+KEEP_PER_SIGNATURE = 50  # matches kept per signature (all are counted)
+CONTEXT_PER_SIGNATURE = 3  # matches per signature that keep their context
 
-
-@dataclass
-class Match:
-    signature: Signature
-    line_no: int
-    text: str
-    groups: dict[str, str]
-    rank: int | None
-
-
-@dataclass
-class Scan:
-    matches: list[Match] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)  # signature id → lines matched
-    ranks: dict[str, set[int]] = field(default_factory=dict)
-    bytes_read: int = 0
-    lines: int = 0
-
-
-def _rank(line: str) -> int | None:
-    m = RANK.search(line)
-    if not m:
-        return None
-    for g in m.groups():
-        if g and g.isdigit():
-            return int(g)
-    return None
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+#: Prefixes that launchers and loggers put before a line; the named groups carry the rank.
+PREFIX = re.compile(
+    r"\s*(?:"
+    r"\[(?:rank|Rank |RANK )(?P<torch>\d+)\]:?"  # torch elastic: [rank3]:
+    r"|\[[A-Za-z_]+(?P<role>\d+)\]:"  # torchrun --tee / log prefix template: [default0]:
+    r"|[Rr]ank ?(?P<plain>\d+):"  # rank 1:
+    r"|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:"  # mpirun --tag-output
+    r"|(?P<srun>\d{1,4}): (?=\S)"  # srun --label
+    r"|\((?:[\w.-]+ )?(?:pid|rank)=\d+(?: \w+=\d+)*\)"  # vLLM processes: (EngineCore_DP0 pid=7)
+    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d [\d:.]+ \[[^\]]*\]"  # vLLM logger
+    r"|\[[EWIF]\d{4} [\d:.]+ [^\]]*\]"  # glog: [E1218 20:27:21.433 ProcessGroupNCCL.cpp:629]
+    r")[ \t]*")
+INNER_RANK = re.compile(r"\bRank (\d+)\]")  # ProcessGroupNCCL: "[PG 0 Rank 3] Watchdog …"
 
 
 def clean(raw: bytes) -> str:
-    """A log line as a person reads it: decoded, colours removed, the last tqdm redraw kept."""
-    text = raw.decode("utf-8", errors="replace")
-    text = ANSI.sub("", text)
-    return text
+    """A piece of a log line as a person reads it: decoded, colours and control noise removed."""
+    return ANSI.sub("", raw.decode("utf-8", errors="replace")).strip()
 
 
-def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None = None) -> Scan:
-    """Scan ``stream`` (a binary file or an iterable of byte chunks) for known failures."""
-    sigs = sigs or signatures()
-    finder = re.compile(b"|".join(re.escape(s.keyword) for s in sigs))
-    by_keyword: dict[bytes, list[Signature]] = {}
-    for s in sigs:
-        by_keyword.setdefault(s.keyword, []).append(s)
-    result = Scan()
-    carry = b""
-    line_base = 1
-    chunks = iter(lambda: stream.read(CHUNK), b"") if hasattr(stream, "read") else iter(stream)
-    for chunk in chunks:
-        result.bytes_read += len(chunk)
-        data = carry + chunk
-        cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
-        carry, data = data[cut:], data[:cut]
-        _scan_block(data, line_base, finder, by_keyword, result)
-        line_base += data.count(b"\n")
-    if carry:
-        _scan_block(carry, line_base, finder, by_keyword, result)
-    result.lines = line_base - 1 + (1 if carry.strip() else 0)
-    return result
+def split_prefix(text: str) -> tuple[str, int | None]:
+    """``text`` without its launcher/logger prefixes, and the rank they name (if any)."""
+    rank = None
+    for _ in range(6):
+        m = PREFIX.match(text)
+        if not m or not m.group(0):
+            break
+        if rank is None:
+            digits = next((g for g in m.groups() if g is not None), None)
+            rank = int(digits) if digits is not None else None
+        text = text[m.end():]
+    if rank is None:
+        inner = INNER_RANK.search(text)
+        rank = int(inner.group(1)) if inner else None
+    return text, rank
 
 
-def _scan_block(data: bytes, line_base: int, finder: re.Pattern[bytes],
-                by_keyword: dict[bytes, list[Signature]], result: Scan) -> None:
-    last_end = -1
-    for hit in finder.finditer(data):
-        start = max(data.rfind(b"\n", 0, hit.start()), data.rfind(b"\r", 0, hit.start())) + 1
-        if start <= last_end:
-            continue  # this line was already matched
-        end_n, end_r = data.find(b"\n", hit.end()), data.find(b"\r", hit.end())
-        end = min(e for e in (end_n, end_r, len(data)) if e >= 0)
-        last_end = end
-        line = clean(data[start:end])
-        line_no = line_base + data.count(b"\n", 0, start)
-        for sig in by_keyword[hit.group(0)]:
-            m = sig.pattern.search(line)
-            if not m:
+def _visible(data: bytes) -> Iterator[bytes]:
+    """Each line as a terminal leaves it: the last of its carriage-return redraws (tqdm)."""
+    for line in data.split(b"\n"):
+        pieces = [p for p in line.split(b"\r") if p.strip()]
+        if pieces:
+            yield pieces[-1]
+
+
+class _Scanner:
+    def __init__(self, sigs: tuple[Signature, ...]) -> None:
+        self.sigs = sigs
+        self.keywords = sorted({k for s in sigs for k in s.keywords}, key=len, reverse=True)
+        self.longest = max(len(k) for k in self.keywords)
+        self.result = ScanResult()
+        self.line_base = 0  # newlines before the current block
+        self.last_line_done = -1
+
+    def block(self, buf: bytes, lo: int, cut: int) -> None:
+        """Match the lines with a keyword that starts in ``buf[lo:cut]``; count its newlines."""
+        starts: dict[int, int] = {}  # segment start -> first keyword position in it
+        for kw in self.keywords:
+            end = min(len(buf), cut + len(kw) - 1)
+            i = buf.find(kw, lo, end)
+            while i >= 0:
+                nl = buf.rfind(b"\n", 0, i) + 1
+                s = max(nl, buf.rfind(b"\r", nl, i) + 1)
+                if i < starts.get(s, i + 1):
+                    starts[s] = i
+                i = buf.find(kw, i + 1, end)
+        pos, newlines = lo, 0
+        for s in sorted(starts):
+            if s > pos:
+                newlines += buf.count(b"\n", pos, s)
+                pos = s
+            line_no = self.line_base + newlines + 1
+            if s < lo and line_no == self.last_line_done:
+                continue  # the rest of a cut line already matched
+            if self._segment(buf, s, starts[s], line_no):
+                self.last_line_done = line_no
+        self.line_base += buf.count(b"\n", lo, cut)
+
+    def _segment(self, buf: bytes, s: int, hit: int, line_no: int) -> bool:
+        nl = buf.find(b"\n", hit)
+        limit = nl if nl >= 0 else len(buf)
+        cr = buf.find(b"\r", hit, limit)
+        e = cr if cr >= 0 else limit
+        raw = buf[max(s, hit - WINDOW):min(e, hit + WINDOW)]
+        candidates = [sig for sig in self.sigs if any(k in raw for k in sig.keywords)]
+        text = clean(raw)
+        body, rank = split_prefix(text)
+        if body.startswith("raise "):
+            return False  # a traceback's source line quoting the message, not the message
+        found = False
+        for sig in candidates:
+            m = sig.pattern.search(body)
+            if m is None:
                 continue
-            n = result.counts.get(sig.id, 0)
-            result.counts[sig.id] = n + 1
-            rank = _rank(line)
+            found = True
+            res = self.result
+            n = res.counts.get(sig.id, 0)
+            res.counts[sig.id] = n + 1
             if rank is not None:
-                result.ranks.setdefault(sig.id, set()).add(rank)
-            if n < MAX_PER_SIGNATURE:
-                result.matches.append(Match(sig, line_no, line.strip()[:2000],
-                                            {k: v for k, v in m.groupdict().items() if v},
-                                            rank))
+                res.ranks.setdefault(sig.id, set()).add(rank)
+            if n < KEEP_PER_SIGNATURE:
+                context = self._context(buf, s, rank) if n < CONTEXT_PER_SIGNATURE else ()
+                groups = {k: v for k, v in m.groupdict().items() if v is not None}
+                res.matches.append(Match(sig, line_no, text, groups, rank, context))
+        return found
+
+    @staticmethod
+    def _context(buf: bytes, s: int, rank: int | None) -> tuple[str, ...]:
+        """Up to ``CONTEXT_LINES`` lines before the match, from its rank or from no rank."""
+        before = buf[max(0, s - HISTORY):s]
+        before = before[:before.rfind(b"\n") + 1]  # drop redraws on the match's own line
+        if s - HISTORY > 0:
+            before = before[before.find(b"\n") + 1:]  # and the first, cut line
+        lines: list[str] = []
+        for piece in _visible(before):
+            text = clean(piece)
+            if not text:
+                continue
+            other = split_prefix(text)[1]
+            if rank is None or other is None or other == rank:
+                lines.append(text[:1000])
+        return tuple(lines[-CONTEXT_LINES:])
+
+
+def _chunks(stream: BinaryIO | Iterable[bytes]) -> Iterable[bytes]:
+    if hasattr(stream, "read"):
+        return iter(partial(stream.read, CHUNK), b"")
+    return stream
+
+
+def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None = None) -> ScanResult:
+    """Scan ``stream`` (a binary file or an iterable of byte chunks) in one pass."""
+    sc = _Scanner(sigs or signatures())
+    history = carry = b""
+    for chunk in _chunks(stream):
+        if not chunk:
+            continue
+        sc.result.bytes_read += len(chunk)
+        buf = history + carry + chunk
+        lo = len(history)
+        last = max(buf.rfind(b"\n", lo), buf.rfind(b"\r", lo))
+        if last >= 0:
+            cut = last + 1
+        elif len(buf) - lo > MAX_LINE:
+            cut = len(buf) - sc.longest + 1  # a keyword starting before it ends inside buf
+        else:
+            carry = buf[lo:]
+            continue
+        sc.block(buf, lo, cut)
+        history, carry = buf[max(0, cut - HISTORY):cut], buf[cut:]
+    buf = history + carry
+    if carry:
+        sc.block(buf, len(history), len(buf))
+    last_line = buf[buf.rfind(b"\n") + 1:]
+    sc.result.lines = sc.line_base + (1 if last_line.strip() else 0)
+    return sc.result

@@ -42,3 +42,23 @@ def test_both_gpus_visible_to_one_process_is_caught():
     r = run_probe(spec)
     assert r.status == "fail"
     assert "PRB002" in {f.rule for f in r.findings}
+
+
+def test_one_gpu_step_then_a_real_oom_leave_nothing_behind():
+    from dataclasses import replace
+
+    gpus = _gpus(1)
+    spec = ProbeSpec(launcher=[sys.executable], env={"CUDA_VISIBLE_DEVICES": "0",
+                                                     "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+                     rank_gpus={0: 0}, gpu_uuids={g.index: g.uuid for g in gpus})
+    r = run_probe(spec)
+    assert r.status == "pass", (r.findings, r.log_tail)
+    rank = r.ranks[0]
+    assert rank["param_devices"] == rank["grad_devices"] == ["cuda:0"]
+    assert rank["optimizer_state_devices"] == ["cuda:0"] and rank["peak_allocated_mib"] > 0
+    assert r.isolation == "proved" and r.peak_mib.get(0, 0) > 0 and r.leftover_gpu == []
+    r = run_probe(replace(spec, fault="oom", fault_at="trainer_init"))
+    assert r.status == "fail", (r.findings, r.log_tail)
+    oom = next(f for f in r.findings if f.rule == "PRB007")
+    assert oom.evidence["gpu"] == "0" and oom.evidence["want"] == "1048576.00 GiB"  # 1 PiB
+    assert r.leftover_pids == [] and r.leftover_gpu == [] and r.temp_dir_removed

@@ -1,4 +1,4 @@
-"""The probe on CPU: a real GRPO step under real launchers, and the runner under faults."""
+"""The runner on CPU: a real GRPO step under real launchers, the runner under faults, triage."""
 
 from __future__ import annotations
 
@@ -40,7 +40,12 @@ def test_real_step_on_cpu_passes():
     assert set(rank["phases"]) >= {"imports", "model_build", "trainer_init", "steps", "total"}
     assert 10_000 < rank["parameters"] < 1_000_000
     assert r.isolation == "not measurable" and "PRB008" in _rules(r)
-    assert r.temp_dir_removed and r.leftover_pids == []
+    assert r.temp_dir_removed and r.leftover_pids == [] and r.leftover_gpu == []
+    assert rank["expected_device"] == "cpu" and rank["off_device"] == []
+    assert rank["versions"]["trl"] and rank["peak_rss_mib"] > 100 and rank["step_s"] > 0
+    t = r.timings
+    assert t["launch"] >= 0 and t["steps"] > 0 and t["teardown"] >= 0
+    assert t["total"] >= sum(t[k] for k in ("imports", "model_build", "trainer_init", "steps"))
 
 
 def test_two_ranks_under_torchrun_on_cpu():
@@ -68,7 +73,7 @@ def test_hang_hits_the_limit_and_ends_the_group():
 
 def test_hang_in_a_collective_under_torchrun():
     r = run_probe(ProbeSpec(launcher=TORCHRUN + ["--nproc_per_node", "2"], fault="hang_collective",
-                            timeout_s=25))
+                            timeout_s=12))
     assert r.status == "timeout" and "PRB006" in _rules(r)
     assert r.leftover_pids == [] and r.temp_dir_removed and _no_worker_left()
 
@@ -78,6 +83,43 @@ def test_a_rank_killed_by_a_signal():
     assert r.status == "fail"
     msg = next(f for f in r.findings if f.rule == "PRB001").message
     assert "died without a result" in msg and r.returncode == -signal.SIGKILL
+    assert "OOM killer" in msg
+
+
+def test_a_rank_that_exits_without_a_result():
+    r = run_probe(ProbeSpec(launcher=[sys.executable], fault="exit"))
+    assert r.status == "fail" and r.returncode == 3 and r.ranks[0]["finished"] is False
+    prb001 = next(f for f in r.findings if f.rule == "PRB001")
+    assert "exit code 3" in prb001.message and "log_tail" in prb001.evidence
+    assert r.temp_dir_removed and r.leftover_pids == []
+
+
+def test_an_oom_is_classified_with_its_numbers():
+    r = run_probe(ProbeSpec(launcher=[sys.executable], fault="oom"))
+    assert r.status == "fail" and "PRB001" not in _rules(r)
+    oom = next(f for f in r.findings if f.rule == "PRB007")
+    assert oom.evidence["want"] == "2.00 GiB" and oom.evidence["free"] == "1.06 GiB"
+    assert oom.evidence["processes"] == [{"pid": "4242", "used": "78.12 GiB"}]
+
+
+def test_ctrl_c_while_waiting_ends_the_group_and_removes_the_temp_dir(monkeypatch):
+    from envdoctor.probe import runner
+
+    seen: dict = {}
+    real_wait = runner._wait
+
+    def interrupted_wait(proc, log, timeout_s, result, on_phase):
+        seen["pid"] = proc.pid
+        real_wait(proc, log, 1.5, result, on_phase)  # let the worker start and hang
+        seen["tmp"] = log.parent
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "_wait", interrupted_wait)
+    r = run_probe(ProbeSpec(launcher=[sys.executable], fault="hang", timeout_s=60))
+    assert r.status == "interrupted" and "PRB006" in _rules(r)
+    assert r.leftover_pids == [] and r.temp_dir_removed and not seen["tmp"].exists()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(seen["pid"], 0)
 
 
 def test_missing_launcher():
@@ -118,6 +160,15 @@ def test_sigterm_to_envdoctor_ends_the_probe_and_cleans_up(tmp_path):
     ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
      "unhandled system error", "PRB011"),
     ("ModuleNotFoundError: No module named 'trl'", "PRB009"),
+    ("ModuleNotFoundError: No module named 'transformers.models'", "PRB009"),
+    ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 23.69 GiB total "
+     "capacity; 20.10 GiB already allocated; 698.00 MiB free; 21.00 GiB reserved in total by "
+     "PyTorch)", "PRB007"),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 TiB. GPU 3 has a "
+     "total capacity of 79.19 GiB of which 698.00 MiB is free.", "PRB007"),
+    ("[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: "
+     "WorkNCCL(SeqNum=3, OpType=ALLREDUCE) ran for 1800000 milliseconds before timing out.",
+     "PRB011"),
 ])
 def test_known_failures_are_classified(text, rule):
     found = classify(text)
@@ -129,6 +180,19 @@ def test_known_failures_are_classified(text, rule):
 
 def test_unknown_text_is_not_classified():
     assert classify("Traceback ...\nKeyError: 'foo'") == []
+    # the warning torch prints at every exit without destroy_process_group is not an NCCL error
+    assert classify("[rank0]:[W1122 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group "
+                    "has NOT been destroyed before we destruct ProcessGroupNCCL.") == []
+
+
+def test_oom_evidence_lists_the_other_processes():
+    text = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a "
+            "total capacity of 79.19 GiB of which 12.81 MiB is free. Process 812 has 61.40 GiB "
+            "memory in use. Process 901 has 17.70 GiB memory in use.")
+    (oom,) = classify(text)
+    assert oom.rule == "PRB007" and oom.evidence["gpu"] == "1"
+    assert [p["pid"] for p in oom.evidence["processes"]] == ["812", "901"]
+    assert "pid 812 (61.40 GiB)" in oom.message
 
 
 @pytest.mark.parametrize("line, argv0, rest", [
@@ -159,6 +223,21 @@ def test_trl_refusal_and_dataparallel_are_one_finding_each():
     _judge(ProbeSpec(launcher=[]), r, None)
     assert [f.rule for f in r.findings if f.rule != "PRB008"] == ["PRB002"]
     assert "DataParallel" in r.findings[0].message
+    assert "torchrun --nproc_per_node N or set CUDA_VISIBLE_DEVICES" in r.findings[0].fix
+
+
+def test_tensors_off_the_expected_device_and_non_finite_loss():
+    from envdoctor.probe.runner import ProbeResult, _judge
+
+    rank = {"finished": True, "ok": True, "n_gpu": 1, "pid": 1, "device": "cuda:0",
+            "expected_device": "cuda:0", "param_devices": ["cuda:0"],
+            "grad_devices": ["cuda:0", "cuda:1"], "optimizer_state_devices": ["cuda:0"],
+            "loss": float("nan"), "loss_finite": False}
+    r = ProbeResult(status="ran", returncode=0, ranks={0: rank})
+    _judge(ProbeSpec(launcher=[]), r, None)
+    assert r.status == "fail" and {"PRB004", "PRB005"} <= _rules(r)
+    assert next(f for f in r.findings if f.rule == "PRB004").evidence["grad_devices"] == [
+        "cuda:0", "cuda:1"]
 
 
 def test_no_isolation_verdict_without_a_planned_gpu_per_rank():
@@ -175,3 +254,50 @@ def test_no_isolation_verdict_without_a_planned_gpu_per_rank():
     _judge_isolation(ProbeSpec(launcher=[], rank_gpus={0: 1}, generation_gpus=[0]), r, watch)
     assert r.isolation == "violated" and "held 500 MiB on GPU 0 reserved for vLLM" in \
         r.findings[0].message
+    assert r.isolation_offenders == [{"rank": 0, "pid": 42, "gpu": 0, "mib": 500,
+                                      "role": "generation"}]
+
+
+def test_isolation_roles_and_proof():
+    from envdoctor.probe.runner import ProbeResult, _judge_isolation
+    from envdoctor.probe.watcher import GpuWatch, Sample
+
+    watch = GpuWatch(pgid=1)
+    for pid, gpu, mib in ((10, 0, 900), (10, 1, 1946), (11, 1, 800), (11, 3, 300)):
+        watch.seen[(pid, gpu)] = Sample(pid=pid, gpu=gpu, max_mib=mib, first_s=0.0)
+    spec = ProbeSpec(launcher=[], rank_gpus={0: 0, 1: 1}, generation_gpus=[2])
+    r = ProbeResult(status="pass", ranks={0: {"pid": 10}, 1: {"pid": 11}})
+    _judge_isolation(spec, r, watch)
+    assert [(o["rank"], o["gpu"], o["role"]) for o in r.isolation_offenders] == [
+        (0, 1, "other rank's"), (1, 3, "idle")]
+    assert "rank 0, pid 10, held 1.9 GiB on GPU 1 of another rank" in r.isolation_detail
+    assert r.peak_mib == {0: 900, 1: 1946, 3: 300}
+    del watch.seen[(10, 1)], watch.seen[(11, 3)]
+    r = ProbeResult(status="pass", ranks={0: {"pid": 10}, 1: {"pid": 11}})
+    _judge_isolation(spec, r, watch)
+    assert r.isolation == "proved" and "GPU 2" in r.isolation_detail and not r.findings
+
+
+def test_a_probe_pid_still_on_a_gpu_afterwards_is_ended_and_reported():
+    from envdoctor.probe.runner import ProbeResult, _end_gpu_holders
+    from envdoctor.probe.watcher import GpuWatch, Sample
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    watch = GpuWatch(pgid=1, nvml=object())
+    watch.seen[(child.pid, 1)] = Sample(pid=child.pid, gpu=1, max_mib=700, first_s=0.0)
+    watch._processes = lambda: [(child.pid, 1, 650)] if child.poll() is None else []
+    r = ProbeResult(status="pass")
+    _end_gpu_holders(watch, r)
+    assert child.wait(timeout=5) is not None
+    assert r.leftover_gpu == [{"pid": child.pid, "gpu": 1, "mib": 650}] and r.leftover_pids == []
+
+
+def test_watcher_without_nvml_is_a_no_op():
+    from envdoctor.probe.watcher import GpuWatch
+
+    watch = GpuWatch(pgid=os.getpgid(0)).start()
+    if watch.error is None:
+        watch.close()
+        pytest.skip("NVML is available here")
+    assert "NVML" in watch.error and watch.stop() == {} and watch.holding({1}) == []
+    watch.close()

@@ -1,0 +1,53 @@
+"""The GRPO settings a fix names: spelled as the installed TRL spells them, with this run's value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envdoctor import versions
+from envdoctor.checks.context import Context
+
+
+def _known(ctx: Context, name: str) -> bool | None:
+    entry = ctx.kb.config_key(name)
+    trl = ctx.version("trl")
+    if not entry or versions.parse(trl) is None:
+        return None
+    since, until = entry.get("since"), entry.get("until")
+    return not (since and versions.below(trl, str(since))) and not (
+        until and versions.at_least(trl, str(until)))
+
+
+def pick(ctx: Context | None, *names: str) -> str:
+    """The first of ``names`` that the installed TRL accepts (else the first)."""
+    if ctx is not None:
+        for name in names:
+            if _known(ctx, name):
+                return name
+    return names[0]
+
+
+def value(ctx: Context | None, name: str) -> tuple[Any, str]:
+    """``(value, where it comes from)`` of a setting: the config, else TRL's default."""
+    if ctx is None:
+        return None, ""
+    if name in ctx.config:
+        return ctx.config[name], "in the config"
+    entry = ctx.kb.config_key(name) or {}
+    trl = ctx.version("trl")
+    default = entry.get("default")
+    for step in entry.get("default_history") or []:
+        if trl and not versions.below(trl, str(step.get("since"))):
+            default = step.get("default")
+    if default is None or not trl or "default" not in entry:
+        return None, ""
+    return default, f"default in TRL {trl}"
+
+
+def setting(ctx: Context | None, *names: str) -> str:
+    """``name (value, where)``, e.g. ``vllm_gpu_memory_utilization (0.9 in the config)``."""
+    name = pick(ctx, *names)
+    val, where = value(ctx, name)
+    if val is None:
+        return name
+    return f"{name} ({val} in the config)" if where == "in the config" else f"{name} ({where}: {val})"

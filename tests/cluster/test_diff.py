@@ -1,0 +1,88 @@
+"""`envdoctor diff A.json B.json` as users run it: "works on node A, fails on node B"."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cluster.helpers import snippet
+from tests.conftest import A100_40, MODERN, run_cli, snapshot
+
+
+def node(host: str, **kw) -> dict:
+    snap = snapshot(2, **kw)
+    snap["hostname"] = host
+    return snap
+
+
+def test_identical_snapshots(write_json):
+    a = write_json(node("gpu-a"), "a.json")
+    proc = run_cli("diff", str(a), str(a))
+    assert proc.returncode == 0, proc.stderr
+    assert "[✓] Differences (nothing that breaks training)" in proc.stdout
+    assert "No issues found" in proc.stdout
+
+
+def test_the_difference_that_breaks_node_b(write_json):
+    a = write_json(node("gpu-a"), "a.json")
+    b = write_json(node("gpu-b", packages={**MODERN, "vllm": "0.7.2"}), "b.json")
+    proc = run_cli("diff", str(a), str(b))
+    assert proc.returncode == 1
+    flat = " ".join(proc.stdout.split())
+    assert "✗ CLU001 vllm differs across nodes: 0.30.0 on A (gpu-a); 0.7.2 on B (gpu-b)" in flat
+    assert "pip install 'vllm==0.30.0' on B (gpu-b)" in flat
+    side = [line.split() for line in proc.stdout.splitlines() if line.strip().startswith("vllm")]
+    assert side == [["vllm", "0.30.0", "0.7.2", "≠"]]
+
+
+def test_warnings_pass_unless_strict(write_json):
+    a = write_json(node("gpu-a"), "a.json")
+    b = write_json(node("gpu-b", model=A100_40, env={"NCCL_IB_DISABLE": "1"}), "b.json")
+    proc = run_cli("diff", str(a), str(b))
+    assert proc.returncode == 0 and "CLU003" in proc.stdout and "CLU004" in proc.stdout
+    assert run_cli("diff", "--strict", str(a), str(b)).returncode == 1
+
+
+def test_json_output(write_json, tmp_path):
+    a = write_json(node("gpu-a"), "a.json")
+    b = write_json(node("gpu-b", packages={**MODERN, "torch": "2.9.0+cu126"}), "b.json")
+    out = tmp_path / "diff.json"
+    proc = run_cli("diff", str(a), str(b), "--format", "json", "-o", str(out))
+    assert proc.returncode == 1 and proc.stdout == ""
+    data = json.loads(out.read_text())
+    assert data["summary"]["errors"] == 1
+    (f,) = data["findings"]
+    assert f["rule"] == "CLU002" and f["area"] == "cluster"
+    assert f["evidence"]["values"] == {"A (gpu-a)": "12.8", "B (gpu-b)": "12.6"}
+
+
+@pytest.mark.parametrize("content, needle", [
+    (None, "cannot read"),
+    ("{", "invalid JSON"),
+    ('{"schema": "other/1"}', "unknown schema"),
+])
+def test_unreadable_input_exits_2(tmp_path, write_json, content, needle):
+    a = write_json(node("gpu-a"), "a.json")
+    b = tmp_path / "b.json"
+    if content is not None:
+        b.write_text(content)
+    proc = run_cli("diff", str(a), str(b))
+    assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_documented_diff(tmp_path, write_json):
+    write_json(node("gpu-a"), "node-a.json")
+    write_json(node("gpu-b", packages={**MODERN, "vllm": "0.7.2"}), "node-b.json")
+    args = snippet("diff").split()
+    assert args[:2] == ["envdoctor", "diff"]
+    proc = run_cli(*args[1:], cwd=tmp_path)
+    assert proc.returncode == 1 and "CLU001 vllm" in proc.stdout
+
+
+def test_distributed_outside_a_job_is_an_input_error():
+    proc = run_cli("check", "--distributed", env={"RANK": "", "WORLD_SIZE": ""})
+    assert proc.returncode == 2 and "not inside a torch.distributed job" in proc.stderr
+    assert "torchrun --nproc_per_node" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("check", "--distributed", "--probe")
+    assert proc.returncode == 2 and "cannot be combined with --probe" in proc.stderr

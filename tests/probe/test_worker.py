@@ -1,0 +1,93 @@
+"""The probe's worker on its own: run as a plain script, feature detection across TRL versions."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import subprocess
+import sys
+import types
+
+import pytest
+
+from envdoctor.probe.runner import WORKER
+
+
+@pytest.fixture(scope="module")
+def worker():
+    spec = importlib.util.spec_from_file_location("envdoctor_probe_worker", WORKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # stdlib only at import: cheap
+    return module
+
+
+def _run_by_hand(tmp_path, **spec) -> tuple[int, dict, dict | None]:
+    (tmp_path / "spec.json").write_text(json.dumps({"out_dir": str(tmp_path), **spec}))
+    proc = subprocess.run([sys.executable, str(WORKER), str(tmp_path / "spec.json")],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    started = json.loads((tmp_path / "rank0.started.json").read_text())
+    done = tmp_path / "rank0.json"
+    assert not list(tmp_path.glob("*.tmp"))
+    assert "ENVDOCTOR_PHASE rank=0 started" in proc.stderr
+    return proc.returncode, started, json.loads(done.read_text()) if done.exists() else None
+
+
+def test_a_crash_is_written_as_data_and_exits_nonzero(tmp_path):
+    code, started, result = _run_by_hand(tmp_path, fault="crash")
+    assert code == 1 and started["rank"] == 0 and started["world_size"] == 1
+    assert {"pid", "local_rank", "cuda_visible_devices", "t_start"} <= set(started)
+    assert result["ok"] is False and result["error"]["type"] == "RuntimeError"
+    assert "injected crash" in result["error"]["message"]
+    assert "Traceback" in result["error"]["traceback"]
+    assert len(result["error"]["traceback"].splitlines()) <= 60
+    assert result["peak_rss_mib"] > 0 and "total" in result["phases"]
+
+
+def test_an_exit_leaves_only_the_started_record(tmp_path):
+    code, started, result = _run_by_hand(tmp_path, fault="exit")
+    assert code == 3 and started["pid"] > 0 and result is None
+
+
+def test_config_keeps_only_the_fields_this_trl_has(worker, monkeypatch, tmp_path):
+    """An old GRPOConfig (TRL 0.15: vllm_device, no vllm_mode) gets only what it knows."""
+
+    @dataclasses.dataclass
+    class OldGRPOConfig:
+        output_dir: str
+        max_steps: int = -1
+        per_device_train_batch_size: int = 8
+        num_generations: int = 8
+        max_completion_length: int = 256
+        bf16: bool = False
+        fp16: bool = False
+        use_cpu: bool = False
+        use_vllm: bool = False
+        vllm_device: str = "auto"
+        report_to: str = "all"
+        save_strategy: str = "steps"
+
+    monkeypatch.setitem(sys.modules, "trl", types.SimpleNamespace(GRPOConfig=OldGRPOConfig))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace())
+    cfg = worker._config({"steps": 1, "num_generations": 4, "per_device_train_batch_size": 4,
+                          "bf16": True, "use_vllm": True, "vllm_mode": "colocate"},
+                         str(tmp_path), cuda=False)
+    assert (cfg.max_steps, cfg.num_generations, cfg.per_device_train_batch_size) == (1, 4, 4)
+    assert cfg.use_cpu and not cfg.bf16 and not cfg.fp16  # CPU: no mixed precision
+    assert cfg.use_vllm and cfg.vllm_device == "auto" and cfg.report_to == "none"
+    assert cfg.save_strategy == "no" and cfg.max_completion_length == 8
+
+
+def test_tiny_models_build_offline_for_both_families(worker):
+    pytest.importorskip("transformers")
+    import torch
+
+    tok = worker._tokenizer()
+    ids = tok(["the cat sat on the"], return_tensors="pt")["input_ids"]
+    assert tok.pad_token_id == 0 and tok.eos_token_id == 1 and ids.shape == (1, 5)
+    for family in ("qwen2", "llama"):
+        model = worker._model(family, tok)
+        n = sum(p.numel() for p in model.parameters())
+        assert 10_000 < n < 1_000_000, (family, n)
+        with torch.no_grad():
+            assert model(ids).logits.shape == (1, 5, len(tok))

@@ -1,0 +1,166 @@
+"""The streaming scanner: messy multi-rank logs, chunk boundaries, bounded memory, any bytes."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envdoctor.findings import Severity
+from envdoctor.triage import scanner
+from envdoctor.triage.scanner import scan, split_prefix
+from tests.triage.helpers import findings, scan_bytes
+
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total "
+       "capacity of 79.10 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this "
+       "process has 78.02 GiB memory in use. Of the allocated memory 76.10 GiB is allocated by "
+       "PyTorch, and 313.00 MiB is reserved by PyTorch but unallocated.")
+TIMEOUT = ("[rank{r}]:[E1101 10:35:02.{r}1 ProcessGroupNCCL.cpp:629] [Rank {r}] Watchdog caught "
+           "collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLGATHER, NumelIn=4, "
+           "NumelOut=16, Timeout(ms)=1800000) ran for 1800042 milliseconds before timing out.")
+RED, GREEN, RESET = "\x1b[31m", "\x1b[1;32m", "\x1b[0m"
+
+
+def messy_log() -> tuple[bytes, int]:
+    """Four ranks of a GRPO run: colours, tqdm redraws, vLLM logs, interleaved tracebacks; rank 2
+    runs out of memory, the others then time out in NCCL. Returns the log and the OOM's line."""
+    lines = [f"{GREEN}INFO{RESET} 11-01 10:00:00 [model_runner.py:1115] Loading weights took 0.9 GB"]
+    for step in range(30):
+        bar = "".join(f"\r {p:3d}%|{'█' * (p // 10):<10}| {p}/100 [00:{p % 60:02d}<00:10]"
+                      for p in range(0, 101, 25))
+        lines.append(f"Generating{bar}")
+        lines.append(f"{{'loss': 0.0{step}, 'reward': 0.{step}, 'kl': 0.00{step}, 'step': {step}}}")
+    for r in range(4):
+        lines.append(f"[rank{r}]: Traceback (most recent call last):")
+    for r in (0, 2, 1, 3, 2):
+        lines.append(f'[rank{r}]:   File "/venv/lib/python3.11/site-packages/trl/trainer/'
+                     f'grpo_trainer.py", line 1201, in compute_loss')
+    oom_line = len(lines) + 1
+    lines.append(f"{RED}[rank2]: {OOM}{RESET}")
+    lines += [TIMEOUT.format(r=r) for r in (0, 1, 3)]
+    lines.append("E1101 10:35:05.000 torch/distributed/elastic/multiprocessing/api.py:869] "
+                 "failed (exitcode: 1) local_rank: 2 (pid: 4242)")
+    return ("\r\n".join(lines) + "\r\n").encode(), oom_line
+
+
+def test_messy_multi_rank_log():
+    data, oom_line = messy_log()
+    result = scan_bytes(data)
+    oom = next(m for m in result.matches if m.signature.id == "cuda-oom")
+    assert oom.line_no == oom_line and oom.rank == 2
+    assert "\x1b" not in oom.text and oom.text.startswith("[rank2]: torch.OutOfMemoryError")
+    assert all(split_prefix(c)[1] in (None, 2) for c in oom.context)
+    assert any("compute_loss" in c for c in oom.context)
+    assert result.counts["nccl-timeout"] == 3 and result.ranks["nccl-timeout"] == {0, 1, 3}
+    assert result.lines == data.count(b"\n")
+    first, second = findings(result)
+    assert (first.rule, first.severity) == ("TRI001", Severity.ERROR)
+    assert first.evidence["cause"] == "capacity" and "rank 2" in first.message
+    assert (second.rule, second.severity) == ("TRI002", Severity.WARNING)
+    assert f"consequence of TRI001 at line {oom_line}, rank 2" in second.message
+    assert "ranks 0, 1, 3, 3 times" in second.message
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1000, 4096])
+def test_results_do_not_depend_on_chunk_boundaries(monkeypatch, chunk):
+    data, _ = messy_log()
+    whole = scan_bytes(data)
+    monkeypatch.setattr(scanner, "CHUNK", chunk)
+    parts = scan_bytes(data)
+    assert [(m.signature.id, m.line_no, m.text, m.rank) for m in parts.matches] == \
+        [(m.signature.id, m.line_no, m.text, m.rank) for m in whole.matches]
+    assert (parts.lines, parts.bytes_read, parts.counts) == (whole.lines, whole.bytes_read,
+                                                            whole.counts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=4000), max_size=12))
+def test_any_split_into_chunks_gives_the_same_matches(cuts):
+    data, _ = messy_log()
+    points = sorted({min(c, len(data)) for c in cuts})
+    pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    expected = scan_bytes(data)
+    got = scan(iter(pieces))
+    assert [(m.signature.id, m.line_no) for m in got.matches] == \
+        [(m.signature.id, m.line_no) for m in expected.matches]
+    assert got.lines == expected.lines
+
+
+@pytest.mark.parametrize("line, rank", [
+    ("[rank3]: X", 3),
+    ("[Rank 3] X", 3),
+    ("[default3]:X", 3),
+    ("rank 3: X", 3),
+    ("Rank3: X", 3),
+    ("[1,3]<stderr>:X", 3),
+    ("3: [rank3]: X", 3),
+    ("[rank3]:[E1218 20:27:21.433 ProcessGroupNCCL.cpp:629] X", 3),
+    ("[E1218 20:27:21.433 ProcessGroupNCCL.cpp:629] [PG ID 0 PG GUID 0(default_pg) Rank 3] X", 3),
+    ("(EngineCore_DP0 pid=7) ERROR 01-26 09:25:37 [core.py:935] X", None),
+    ("(VllmWorker rank=1 pid=99) X", None),
+    ("X", None),
+])
+def test_rank_prefixes(line, rank):
+    body, found = split_prefix(line)
+    assert found == rank
+    assert body.endswith("X") and not body.startswith(("[rank", "(E", "(V", "3:"))
+
+
+def test_tqdm_redraw_on_the_error_line_and_crlf():
+    text = ("loading\r\n"
+            "Generating:  50%|█████     | 5/10\r[rank1]: ValueError: generation_batch_size (12) "
+            "must be divisible by num_generations (8).\r\n")
+    (m, *_) = scan_bytes(text).matches
+    assert (m.line_no, m.rank) == (2, 1) and m.text.startswith("[rank1]: ValueError")
+
+
+def test_a_line_without_newline_longer_than_the_limit(monkeypatch):
+    monkeypatch.setattr(scanner, "CHUNK", 1000)
+    monkeypatch.setattr(scanner, "MAX_LINE", 5000)
+    data = b"." * 20_000 + b" " + OOM.encode() + b" " + b"." * 3000
+    result = scan_bytes(data)
+    (m,) = result.matches
+    assert m.signature.id == "cuda-oom" and len(m.text) < 2 * scanner.WINDOW
+    assert result.lines == 1 and result.bytes_read == len(data)
+    tqdm = b"\rprogress 1%" * 20_000 + b"\r[rank0]: " + OOM.encode() + b"\rprogress" * 500
+    assert scan_bytes(tqdm).counts["cuda-oom"] == 1
+
+
+def test_memory_is_bounded_for_a_log_full_of_failures():
+    line = f"[rank1]: {OOM}\n".encode()
+    result = scan_bytes(line * 5000)
+    kept = [m for m in result.matches if m.signature.id == "cuda-oom"]
+    assert result.counts["cuda-oom"] == 5000 and len(kept) == scanner.KEEP_PER_SIGNATURE
+    assert sum(bool(m.context) for m in kept) == scanner.CONTEXT_PER_SIGNATURE - 1  # not the 1st
+    assert all(len(m.context) <= scanner.CONTEXT_LINES for m in kept)
+    (f,) = findings(result)
+    assert "5000 times" in f.message
+
+
+@pytest.mark.parametrize("data, lines", [(b"", 0), (b"a", 1), (b"a\n", 1), (b"a\nb", 2),
+                                         (b"a\r", 1), (b"\n\n", 2), (b"a\r\nb\r\n", 2)])
+def test_line_count(data, lines):
+    assert scan_bytes(data).lines == lines
+
+
+def test_invalid_utf8_is_replaced_not_fatal():
+    data = b"\xff\xfe\x00 garbage \xc3\x28\n[rank0]: \xe2\x82 " + OOM.encode() + b" \xff\n"
+    (m,) = [m for m in scan_bytes(data).matches if m.signature.id == "cuda-oom"]
+    assert m.line_no == 2 and "\ufffd" in m.text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=3000))
+def test_the_scanner_never_raises_on_arbitrary_bytes(data):
+    result = scan(io.BytesIO(data))
+    assert result.bytes_read == len(data) and result.lines <= data.count(b"\n") + 1
+    findings(result)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=500), st.binary(max_size=500))
+def test_a_failure_line_is_found_whatever_surrounds_it(before, after):
+    data = before + b"\n[rank0]: " + OOM.encode() + b"\n" + after
+    assert "cuda-oom" in scan(io.BytesIO(data)).counts
