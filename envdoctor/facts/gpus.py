@@ -44,8 +44,9 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _processes(nvml: Any, handle: Any) -> list[GpuProcess]:
-    seen: dict[int, GpuProcess] = {}
+def process_memory(nvml: Any, handle: Any) -> dict[int, int | None]:
+    """pid → MiB (None when NVML cannot tell) of every compute/graphics process on one GPU."""
+    out: dict[int, int | None] = {}
     for getter in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
         try:
             procs = getattr(nvml, getter)(handle)
@@ -53,11 +54,30 @@ def _processes(nvml: Any, handle: Any) -> list[GpuProcess]:
             continue
         for p in procs:
             used = getattr(p, "usedGpuMemory", None)
-            used_mib = int(used // MIB) if isinstance(used, int) and used >= 0 else None
-            if p.pid in seen:
-                continue
-            seen[p.pid] = GpuProcess(pid=int(p.pid), name=process_name(p.pid, nvml), used_mib=used_mib)
-    return list(seen.values())
+            out.setdefault(int(p.pid), int(used // MIB) if isinstance(used, int) and used >= 0
+                           else None)
+    return out
+
+
+def load_nvml() -> tuple[Any, str | None]:
+    """``(pynvml, None)`` initialised, or ``(None, why not)``; a cheap library check first."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libnvidia-ml.so.1")
+        import pynvml
+    except (OSError, ImportError) as exc:
+        return None, f"NVML unavailable ({exc})"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return None, f"NVML could not start ({exc})"
+    return pynvml, None
+
+
+def _processes(nvml: Any, handle: Any) -> list[GpuProcess]:
+    return [GpuProcess(pid=pid, name=process_name(pid, nvml), used_mib=mib)
+            for pid, mib in process_memory(nvml, handle).items()]
 
 
 def _one_gpu(nvml: Any, index: int) -> Gpu:

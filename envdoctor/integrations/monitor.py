@@ -10,24 +10,10 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from envdoctor.facts.gpus import load_nvml, process_memory
+
 MIB = 1024 * 1024
 log = logging.getLogger("envdoctor")
-
-
-def load_nvml() -> tuple[Any, str | None]:
-    """``(pynvml, None)`` initialised, or ``(None, why not)``."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libnvidia-ml.so.1")
-        import pynvml
-    except (OSError, ImportError) as exc:
-        return None, f"NVML unavailable ({exc})"
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:
-        return None, f"NVML could not start ({exc})"
-    return pynvml, None
 
 
 def slope(points: list[tuple[int, int]]) -> float:
@@ -97,17 +83,7 @@ class GpuMonitor:
         return message
 
     def _pids_on(self, handle: Any) -> dict[int, int | None]:
-        out: dict[int, int | None] = {}
-        for getter in ("nvmlDeviceGetComputeRunningProcesses",
-                       "nvmlDeviceGetGraphicsRunningProcesses"):
-            try:
-                procs = getattr(self.nvml, getter)(handle)
-            except Exception:
-                continue
-            for p in procs:
-                used = getattr(p, "usedGpuMemory", None)
-                out[int(p.pid)] = int(used // MIB) if isinstance(used, int) and used >= 0 else None
-        return out
+        return process_memory(self.nvml, handle)
 
     def sample(self, step: int) -> list[str]:
         """Read every generation GPU once; return the warnings this sample raised."""

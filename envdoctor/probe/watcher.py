@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from envdoctor.facts.gpus import load_nvml, process_memory
+
 MIB = 1024 * 1024
 
 
@@ -38,19 +40,14 @@ class GpuWatch:
     _t0: float = 0.0
 
     def start(self) -> GpuWatch:
-        if self.nvml is None:
-            try:
-                import ctypes
-
-                ctypes.CDLL("libnvidia-ml.so.1")
-                import pynvml
-
-                self.nvml = pynvml
-            except (OSError, ImportError) as exc:
-                self.error = f"NVML unavailable ({exc})"
+        injected = self.nvml is not None
+        if not injected:
+            self.nvml, self.error = load_nvml()  # initialised on success
+            if self.nvml is None:
                 return self
         try:
-            self.nvml.nvmlInit()
+            if injected:
+                self.nvml.nvmlInit()
             self._handles = [self.nvml.nvmlDeviceGetHandleByIndex(i)
                              for i in range(self.nvml.nvmlDeviceGetCount())]
         except Exception as exc:
@@ -71,16 +68,8 @@ class GpuWatch:
         """(pid, gpu, MiB) for every process NVML lists on any GPU now."""
         found = []
         for index, handle in enumerate(getattr(self, "_handles", [])):
-            for getter in ("nvmlDeviceGetComputeRunningProcesses",
-                           "nvmlDeviceGetGraphicsRunningProcesses"):
-                try:
-                    procs = getattr(self.nvml, getter)(handle)
-                except Exception:
-                    continue
-                for p in procs:
-                    used = getattr(p, "usedGpuMemory", None)
-                    mib = int(used // MIB) if isinstance(used, int) and used >= 0 else 0
-                    found.append((int(p.pid), index, mib))
+            for pid, mib in process_memory(self.nvml, handle).items():
+                found.append((pid, index, mib or 0))
         return found
 
     def sample_once(self) -> list[tuple[int, int, int]]:
