@@ -129,7 +129,13 @@ def key_typo(ctx: Context) -> Iterator[Hit]:
     for key, origin in ctx.plan.config_origin.items():
         if key in known:
             continue
-        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.85)
+        trl = ctx.version("trl")
+        current = {k for k, e in keys.items()  # prefer keys this TRL accepts
+                   if not (e.get("until") and versions.at_least(trl, str(e["until"])))
+                   and not (e.get("since") and versions.below(trl, str(e["since"])))}
+        close = (difflib.get_close_matches(key, sorted(known & current | (known - set(keys))),
+                                           n=1, cutoff=0.85)
+                 or difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.85))
         if close:
             yield hit(f"`{key}` ({origin}) is not a GRPOConfig field in any TRL release; "
                       f"did you mean `{close[0]}`?", fix=f"rename `{key}` to `{close[0]}`",

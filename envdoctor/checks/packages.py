@@ -106,12 +106,16 @@ def requirements(ctx: Context) -> Iterator[Hit]:
                     req.marker.evaluate({**env, "extra": e}) for e in extras):
                 continue
             target = normalize_name(req.name)
+            via = next((e for e in sorted(extras - {""})
+                        if req.marker is not None and "extra" in str(req.marker)
+                        and req.marker.evaluate({**env, "extra": e})), None)
+            who = f"{src}[{via}]" if via else src
             installed = ctx.version(target)
             spec = str(req.specifier)
             if installed is None:
                 if target in ctx.facts.packages or not ctx.facts.live and target not in CHECKED:
                     continue  # snapshots list only part of the environment
-                yield hit(f"{src} {pkg.version} requires {target}{spec}, which is not installed",
+                yield hit(f"{who} {pkg.version} requires {target}{spec}, which is not installed",
                           fix=f"pip install '{target}{spec}'", severity="warning",
                           requirement=line)
                 continue
@@ -124,7 +128,7 @@ def requirements(ctx: Context) -> Iterator[Hit]:
                 if alt:
                     fix += f"  # or keep {target} {installed} and install {src}=={alt}, built for it"
                 yield hit(
-                    f"{src} {pkg.version} requires {target}{spec}, installed {target} {installed}"
+                    f"{who} {pkg.version} requires {target}{spec}, installed {target} {installed}"
                     f" → {_explain(src, target, spec, installed)}",
                     fix=fix, requirement=line, installed=installed)
 
