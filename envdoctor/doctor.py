@@ -111,6 +111,8 @@ def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None 
         areas["config"].note = "no GRPO config given (--config FILE)"
     if not ctx.plan.trainer and not ctx.plan.config:
         areas["layout"].note = "no launch command given (envdoctor check -- <launch line>)"
+    elif not ctx.facts.gpus:
+        areas["layout"].note = "not resolved without GPU facts (see GPUs)"
     areas["probe"].note = "not run (add --probe)"
     result = [a for a in areas.values() if a.key != "probe"]
     result += extra_areas or [areas["probe"]]

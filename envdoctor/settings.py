@@ -34,6 +34,8 @@ def load_settings(start: Path | None = None) -> dict[str, Any]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(str(path), f"cannot read [tool.envdoctor]: {exc}") from None
+    except RecursionError:
+        raise InputError(str(path), "cannot read [tool.envdoctor]: nested too deeply") from None
     table = data.get("tool", {}).get("envdoctor", {})
     if not isinstance(table, dict):
         raise InputError(str(path), "[tool.envdoctor] must be a table")

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.plan.values import type_problem
 
 #: Keys in a TRL config file that are not GRPOConfig fields but are read by TRL's parser
 #: or the example scripts (model and script arguments).
@@ -16,6 +17,36 @@ NOT_CONFIG = {"env", "config", "model_name_or_path", "dataset_name", "dataset_co
               "attn_implementation", "use_peft", "lora_r", "lora_alpha", "lora_dropout",
               "lora_target_modules", "load_in_4bit", "load_in_8bit", "trust_remote_code",
               "model_revision", "reward_model_name_or_path"}
+
+#: transformers.TrainingArguments fields that rules read (GRPOConfig inherits them).
+TRAINING_ARGUMENT_TYPES = {
+    "per_device_train_batch_size": ("int", False), "gradient_accumulation_steps": ("int", False),
+    "max_steps": ("int", False), "seed": ("int", False), "num_train_epochs": ("float", False),
+    "learning_rate": ("float", False), "bf16": ("bool", False), "fp16": ("bool", False),
+    "gradient_checkpointing": ("bool", False), "use_cpu": ("bool", False)}
+#: GRPOConfig fields whose default is null, typed by their annotation (``int | None`` …).
+OPTIONAL_TYPES = {"generation_batch_size": "int", "steps_per_generation": "int",
+                  "max_prompt_length": "int", "vllm_device": "str", "vllm_server_host": "str",
+                  "vllm_server_base_url": "str", "vllm_gpu_memory_utilization": "float"}
+
+
+def field_types(keys: dict) -> dict[str, tuple[str, bool]]:
+    """Key → (int | float | bool | str, may be null), from the defaults TRL declared."""
+    out = dict(TRAINING_ARGUMENT_TYPES)
+    for key, entry in keys.items():
+        defaults = [entry.get("default")] + [d.get("default") for d in
+                                             entry.get("default_history") or []]
+        kinds = {type(d).__name__ for d in defaults if d is not None}
+        optional = any(d is None for d in defaults)
+        if kinds == {"int", "float"}:
+            kinds = {"float"}
+        if len(kinds) == 1 and (kind := kinds.pop()) in ("int", "float", "bool", "str"):
+            out[key] = (kind, optional)
+        elif not kinds and key in OPTIONAL_TYPES:
+            out[key] = (OPTIONAL_TYPES[key], True)
+        elif optional and key in out:  # TRL re-declares a TrainingArguments field as optional
+            out[key] = (out[key][0], True)
+    return out
 
 
 def _span(entry: dict) -> str:
@@ -136,7 +167,38 @@ def key_typo(ctx: Context) -> Iterator[Hit]:
         close = (difflib.get_close_matches(key, sorted(known & current | (known - set(keys))),
                                            n=1, cutoff=0.85)
                  or difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.85))
-        if close:
-            yield hit(f"`{key}` ({origin}) is not a GRPOConfig field in any TRL release; "
-                      f"did you mean `{close[0]}`?", fix=f"rename `{key}` to `{close[0]}`",
-                      key=key, suggestion=close[0])
+        if not close:
+            continue
+        guess = close[0]
+        msg = (f"`{key}` ({origin}) is not a GRPOConfig field in any TRL release; "
+               f"did you mean `{guess}`?")
+        fix = f"rename `{key}` to `{guess}`"
+        entry = keys.get(guess)
+        if entry is not None and guess not in current:  # a key of another TRL era
+            repl = entry.get("replaced_by")
+            msg += f" (a key of {_span(entry)}, not of the installed TRL {trl})"
+            fix = (f"TRL {trl} replaced `{guess}` with `{repl}`: set that instead of `{key}`" if repl
+                   else f"remove `{key}`; `{guess}` needs {_span(entry)}")
+        yield hit(msg, fix=fix, key=key, suggestion=guess)
+
+
+@rule("CFG005", needs=("plan",))
+def value_type(ctx: Context) -> Iterator[Hit]:
+    types = field_types(ctx.kb.grpo_keys.get("keys") or {})
+    for key, origin in ctx.plan.config_origin.items():
+        if key not in types or key not in ctx.config:
+            continue
+        kind, optional = types[key]
+        value = ctx.config[key]
+        problem = type_problem(value, kind, optional)
+        if problem:
+            if isinstance(value, str):
+                said = ("Truthy value expected" if kind == "bool"
+                        else f"invalid {kind} value: {value!r}")
+                effect = f"TRL's parser stops with \"{said}\" before training"
+            else:
+                effect = "TRL's parser passes it through and the trainer fails on it later"
+            wanted = {"int": "an integer, e.g. 8", "float": "a number, e.g. 0.5",
+                      "bool": "true or false", "str": "a string"}[kind]
+            yield hit(f"`{key}: {value!r}` ({origin}) is {problem}: {effect}",
+                      fix=f"give `{key}` {wanted}", key=key, value=repr(value), expected=kind)

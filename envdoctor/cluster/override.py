@@ -27,6 +27,8 @@ def read_override(path: str) -> dict[str, Any]:
         raise InputError(f"{ENV}={path}", f"cannot read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{ENV}={path}", f"not a JSON file: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{ENV}={path}", "nested too deeply") from None
     if not isinstance(data, dict):
         raise InputError(f"{ENV}={path}", "expected a JSON object (a partial snapshot)")
     return data

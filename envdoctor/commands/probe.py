@@ -23,7 +23,7 @@ def _progress(enabled: bool):
 
 def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) -> Area:
     """Run the probe for the plan in ``ctx`` and return its report area."""
-    from envdoctor.probe.plan import spec_from_context
+    from envdoctor.probe.plan import batch_shape, spec_from_context
     from envdoctor.probe.runner import run_probe
 
     spec = spec_from_context(ctx, timeout_s=timeout)
@@ -37,8 +37,12 @@ def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) ->
     where = ", ".join(f"rank {r}→{d.get('device', '?')}" for r, d in sorted(ranks.items()))
     steps = [d.get("step_s") for d in ranks.values() if d.get("step_s") is not None]
     generation = "the trainer's own generate() (vLLM is not started by the probe)"
+    _, notes = batch_shape(ctx.config)
+    shape = (f"batch {spec.per_device_train_batch_size}/rank × {spec.gradient_accumulation_steps}"
+             f", {spec.num_generations} generations")
     area.summary = (f"{result.status}: {len(ranks)} rank(s) [{where}] in {result.wall_s:.1f} s"
                     + (f", step {max(steps):.2f} s" if steps else "")
+                    + f"; {shape}" + "".join(f" ({n})" for n in notes)
                     + f"; isolation {result.isolation}; generation through {generation}")
     if result.isolation == "proved":
         area.findings.append(_info(f"isolation proved: {result.isolation_detail}"))

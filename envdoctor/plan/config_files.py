@@ -11,6 +11,9 @@ import yaml
 from envdoctor.errors import InputError
 
 MAX_BYTES = 8 * 1024 * 1024
+#: Deeper than any real config; libyaml's C composer recurses without a limit and overflows the
+#: C stack (a segfault, not a RecursionError) on some 50,000 nested levels.
+MAX_DEPTH = 100
 ACCELERATE_KEYS = {"compute_environment", "distributed_type", "num_processes", "gpu_ids",
                    "machine_rank", "num_machines", "mixed_precision", "deepspeed_config",
                    "fsdp_config", "use_cpu", "main_training_function", "rdzv_backend"}
@@ -42,6 +45,7 @@ def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
         if str(path).endswith(".json"):
             data = json.loads(text)
         else:
+            _check_depth(text, source)
             data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
     except json.JSONDecodeError as exc:
         raise InputError(source, f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
@@ -60,6 +64,23 @@ def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
     if bad:
         raise InputError(source, f"keys must be strings, got {bad[0]!r}")
     return data
+
+
+def _check_depth(text: str, source: str) -> None:
+    """Refuse YAML nested deeper than ``MAX_DEPTH`` before composing it (the event stream
+    is flat, so reading it cannot overflow)."""
+    if text.count("[") + text.count("{") + text.count("-") + text.count(":") <= MAX_DEPTH:
+        return  # too few collection markers to reach the limit
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                raise InputError(source, f"nested more than {MAX_DEPTH} levels deep "
+                                         f"(at line {mark.line + 1})")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def kind_of(data: dict[str, Any]) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from envdoctor.plan.values import as_bool
+
 
 @dataclass
 class Launch:
@@ -50,7 +52,7 @@ class Plan:
 
     @property
     def use_vllm(self) -> bool:
-        return bool(self.config.get("use_vllm", False))
+        return bool(as_bool(self.config.get("use_vllm", False)))  # "maybe": refused, CFG005
 
     @property
     def empty(self) -> bool:

@@ -28,6 +28,12 @@ _SIGNATURES: list[tuple[str, re.Pattern[str], str, str]] = [
     ("LAY001", re.compile(r"The requested device for vllm \((?P<dev>cuda:\d+)\) is not available"),
      "TRL could not find the vLLM device: every visible GPU is used for training",
      "lower --num_processes by one (or make one more GPU visible) so vllm_device=auto has a GPU"),
+    ("CFG002", re.compile(r"must be (?:evenly )?divisible by (?:the number of generations per "
+                          r"prompt|num_generations) \((?P<num_generations>\d+)\)"),
+     "TRL refused the batch shape at init: the generation batch does not split into whole "
+     "groups of num_generations",
+     "set num_generations to a divisor of per_device_train_batch_size × processes (× "
+     "steps_per_generation); envdoctor explain CFG002"),
     ("PRB010", re.compile(r"Expected all tensors to be on the same device(?:, but found at least "
                           r"two devices, (?P<devices>[\w:]+ and [\w:]+))?"),
      "tensors of one operation were on different devices (the error GRPO with vLLM < 0.7.2, or a "

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from envdoctor.plan.interface import Launch
+from envdoctor.plan.values import as_bool
 from envdoctor.probe.runner import ProbeSpec
 
 _MODULE_FLAGS = {"-m", "--module"}
@@ -40,19 +41,46 @@ def launcher_argv(launch: Launch | None) -> list[str]:
     return program
 
 
+#: The batch shape of the user's config is probed as given up to these sizes (the model is
+#: tiny, so even the largest takes seconds); beyond them the probe keeps its own small shape.
+SHAPE_LIMITS = {"num_generations": 64, "per_device_train_batch_size": 64,
+                "gradient_accumulation_steps": 16}
+SHAPE_DEFAULTS = {"num_generations": 2, "per_device_train_batch_size": 2,
+                  "gradient_accumulation_steps": 1}
+
+
+def batch_shape(config: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
+    """The config's batch shape for the probe, and notes on what was left at the probe's own."""
+    shape, notes = dict(SHAPE_DEFAULTS), []
+    given = {k: config[k] for k in SHAPE_DEFAULTS if k in config}
+    if not given:
+        return shape, notes
+    try:
+        values = {k: int(v) for k, v in given.items() if not isinstance(v, bool)}
+    except (TypeError, ValueError):
+        return shape, ["the config's batch shape is not numeric (CFG005): probed 2 × 2"]
+    too_big = [f"{k}={v}" for k, v in values.items() if v > SHAPE_LIMITS[k]]
+    if too_big or any(v < 1 for v in values.values()):
+        return shape, [f"probed 2 × 2 instead of the config's {', '.join(too_big) or 'shape'}"]
+    shape.update(values)
+    return shape, notes
+
+
 def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> ProbeSpec:
-    """A probe of the plan in ``ctx`` (an ``envdoctor.checks.context.Context``)."""
+    """A probe of the plan in ``ctx`` (an ``envdoctor.checks.context.Context``): the user's
+    launcher, GPUs, batch shape and precision, with TRL's own generate() in place of vLLM."""
     lay = ctx.layout
     trainer = ctx.plan.trainer
     env = dict(trainer.env) if trainer else {}
     gen = [] if lay.generation_mode == "colocate" else list(lay.generation)
-    bf16 = ctx.config.get("bf16")
+    shape, _ = batch_shape(ctx.config)
     return ProbeSpec(
         launcher=launcher_argv(trainer), env=env,
         rank_gpus={r.rank: r.gpu for r in lay.ranks} if ctx.facts.gpus else {},
         generation_gpus=gen, gpu_uuids={g.index: g.uuid for g in ctx.facts.gpus},
         timeout_s=timeout_s, steps=steps,
-        bf16=bf16 if isinstance(bf16, bool) else None,
-        gradient_checkpointing=bool(ctx.config.get("gradient_checkpointing", False)),
+        bf16=as_bool(ctx.config["bf16"]) if "bf16" in ctx.config else None,
+        fp16=as_bool(ctx.config["fp16"]) if "fp16" in ctx.config else None,
+        gradient_checkpointing=bool(as_bool(ctx.config.get("gradient_checkpointing", False))),
         model_family="llama" if "llama" in str(ctx.config.get("model_name_or_path", "")).lower()
-        else "qwen2")
+        else "qwen2", **shape)

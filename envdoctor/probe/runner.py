@@ -51,6 +51,7 @@ class ProbeSpec:
     gradient_checkpointing: bool = False
     num_generations: int = 2
     per_device_train_batch_size: int = 2
+    gradient_accumulation_steps: int = 1
     use_vllm: bool = False  # the probe generates with the trainer's own generate() by default
     vllm_mode: str | None = None
     fault: str | None = None  # tests only: crash, hang, killed, exit, oom, hang_collective
@@ -226,6 +227,7 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
             "gradient_checkpointing": spec.gradient_checkpointing,
             "num_generations": spec.num_generations,
             "per_device_train_batch_size": spec.per_device_train_batch_size,
+            "gradient_accumulation_steps": spec.gradient_accumulation_steps,
             "use_vllm": spec.use_vllm, "vllm_mode": spec.vllm_mode,
             "expected_device": {str(r): "cpu" for r, g in spec.rank_gpus.items() if g is None},
             "fault": spec.fault, "fault_at": spec.fault_at}

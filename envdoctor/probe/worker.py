@@ -83,12 +83,13 @@ def _config(spec: dict, out_dir: str, cuda: bool):
 
     fields = set(inspect.signature(GRPOConfig.__init__).parameters)
     bf16 = spec.get("bf16")
-    if bf16 is None:
-        bf16 = bool(cuda and torch.cuda.is_bf16_supported())
+    if bf16 is None:  # TRL's own default where the GPU has bf16, unless the config asks for fp16
+        bf16 = bool(cuda and torch.cuda.is_bf16_supported()) and not spec.get("fp16")
     kwargs = {
         "output_dir": out_dir, "max_steps": int(spec.get("steps", 1)),
         "per_device_train_batch_size": int(spec.get("per_device_train_batch_size", 2)),
         "num_generations": int(spec.get("num_generations", 2)), "learning_rate": 1e-4,
+        "gradient_accumulation_steps": int(spec.get("gradient_accumulation_steps", 1)),
         "max_completion_length": 8, "max_prompt_length": 16, "logging_steps": 1,
         "save_strategy": "no", "report_to": "none", "disable_tqdm": True, "seed": 0,
         "bf16": bool(bf16), "fp16": bool(spec.get("fp16") or False),
@@ -179,7 +180,12 @@ def run(spec: dict, result: dict) -> None:
     tok = _tokenizer()
     model = _model(spec.get("model_family", "qwen2"), tok)
     result["parameters"] = sum(p.numel() for p in model.parameters())
-    dataset = datasets.Dataset.from_dict({"prompt": PROMPTS})
+    # enough prompts for every rank's batches of the user's shape (TRL repeats each prompt
+    # num_generations times within a batch)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    need = (int(spec.get("per_device_train_batch_size", 2)) * world
+            * int(spec.get("gradient_accumulation_steps", 1)) * int(spec.get("steps", 1)))
+    dataset = datasets.Dataset.from_dict({"prompt": PROMPTS * max(1, -(-need // len(PROMPTS)))})
     t = _phase(result, "model_build", t)
     args = _config(spec, tempfile.mkdtemp(prefix="out-", dir=spec["out_dir"]), cuda)
     result["n_gpu"] = int(args.n_gpu)

@@ -55,7 +55,7 @@ def _table(rows: list[dict]) -> list[str]:
     data = [[str(r.get(c, "")) for c in cols] for r in rows]
     widths = [max(len(c), *(len(d[i]) for d in data)) for i, c in enumerate(cols)]
     fmt = "    " + "  ".join(f"{{:<{w}}}" for w in widths)
-    out = [fmt.format(*(c.upper() for c in cols))]
+    out = [fmt.format(*(c.upper() for c in cols)).rstrip()]
     out += [fmt.format(*d).rstrip() for d in data]
     return out
 

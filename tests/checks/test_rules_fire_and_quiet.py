@@ -47,6 +47,8 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
                 "launch": "accelerate launch --num_processes 2 train.py"}),
     "CFG003": ({"config": {"num_generations": 1}}, {"config": {"num_generations": 2}}),
     "CFG004": ({"config": {"num_generation": 4}}, {"config": {"num_generations": 4}}),
+    "CFG005": ({"config": {"num_generations": "eight"}},
+               {"config": {"num_generations": "8", "learning_rate": "1e-5", "use_vllm": "no"}}),
     "GPU001": ({"snap": {"n_gpus": 0}}, {}),
     "GPU002": ({"snap": {"env": {"CUDA_VISIBLE_DEVICES": "0,5"}}},
                {"snap": {"env": {"CUDA_VISIBLE_DEVICES": "1,0"}}}),

@@ -160,6 +160,11 @@ def test_sigterm_to_envdoctor_ends_the_probe_and_cleans_up(tmp_path):
     ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
      "unhandled system error", "PRB011"),
     ("ModuleNotFoundError: No module named 'trl'", "PRB009"),
+    ("ValueError: The global train batch size (2 x 4) must be evenly divisible by the number of "
+     "generations per prompt (3). Given the current train batch size, the valid values for the "
+     "number of generations are: [2, 4, 8].", "CFG002"),  # TRL 0.15
+    ("ValueError: generation_batch_size (4) must be divisible by num_generations (3).",
+     "CFG002"),  # TRL 1.16
     ("ModuleNotFoundError: No module named 'transformers.models'", "PRB009"),
     ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 23.69 GiB total "
      "capacity; 20.10 GiB already allocated; 698.00 MiB free; 21.00 GiB reserved in total by "

@@ -1,0 +1,22 @@
+"""The engine: a rule that raises is reported as a warning; the others still run."""
+
+from __future__ import annotations
+
+from envdoctor.checks import registry
+from tests.conftest import findings, snapshot
+
+
+def test_a_rule_raising_is_a_warning_and_the_others_still_run(monkeypatch):
+    entry = registry.all_rules()["CFG003"]
+
+    def broken(ctx):
+        raise KeyError("boom")
+        yield  # pragma: no cover
+
+    monkeypatch.setitem(registry.RULES, "CFG003", registry.RuleEntry("CFG003", broken, entry.needs))
+    found = findings(snapshot(1), config={"num_generations": 1, "num_generation": 4})
+    crash = [f for f in found if f.rule == "CFG003"]
+    assert len(crash) == 1 and crash[0].severity.value == "warning"
+    assert "failed internally: KeyError" in crash[0].message and "traceback" in crash[0].evidence
+    assert any(f.rule == "CFG004" for f in found)  # the rule after it ran
+
