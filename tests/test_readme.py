@@ -68,6 +68,7 @@ def test_precommit_local_snippet(tmp_path):
 
 
 @pytest.mark.parametrize(("name", "doc"), [("preflight", "integrations.md"),
+                                           ("precommit-local", "integrations.md"),
                                            ("torchrun-one-node", "cluster.md")])
 def test_snippets_are_the_tested_ones_in_docs(name, doc):
     """tests/integrations/test_docs_snippets.py and tests/cluster/test_distributed.py run these."""

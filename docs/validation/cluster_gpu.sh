@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Clusters (issue 6) on real GPUs: `envdoctor check --distributed` over NCCL, run by the device
-# tool from the repository root on a 2- or 4-GPU machine (its image holds torch, accelerate;
-# click, nvidia-ml-py, PyYAML and packaging come as wheels in .whl/ or are already importable):
+# tool from the repository root on a 2- or 4-GPU machine (its image holds torch, transformers,
+# accelerate, click, nvidia-ml-py, PyYAML; TRL 1.16 and datasets travel as wheels in .whl/modern,
+# carried with `carry: [".whl"]`, so the package area is what a training node would show):
 #
 #   bash docs/validation/cluster_gpu.sh 2>&1 | tee $OUT/cluster_gpu.log
 #
@@ -15,9 +16,9 @@
 #    one GPU) and the benchmark falls back to gloo instead of starting NCCL on a shared GPU
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0) throughout.
 set -u
-if ls .whl/*.whl >/dev/null 2>&1; then
+if ls .whl/modern/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
+    --target /tmp/site .whl/modern/*.whl || exit 1
 fi
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 NO_COLOR=1 NCCL_NVLS_ENABLE=0 OMP_NUM_THREADS=4
 OUT=${OUT:-/tmp}

@@ -21,17 +21,17 @@ from tests.integrations.helpers import (
     user_repo,
 )
 
-REPO_URL = "https://github.com/ORG/envdoctor"
+REPO_URL = "https://github.com/<owner>/envdoctor"
 #: In this test environment TRL is installed and vLLM is not: a good config for it uses no vLLM
 #: (the pre-commit test covers use_vllm in the hook's own environment, where TRL is absent).
 GOOD_HERE = GOOD_GRPO.replace("use_vllm: true", "use_vllm: false")
-NAMES = ("precommit-config", "github-actions", "preflight", "callback")
+NAMES = ("precommit-local", "precommit-config", "github-actions", "preflight", "callback")
 
 
 def test_every_snippet_is_in_integrations_md_and_ci_md_agrees():
     text = (ROOT / "docs/integrations.md").read_text()
     assert set(re.findall(r"<!-- snippet: ([\w-]+) -->", text)) == set(NAMES)
-    for name in ("precommit-config", "github-actions"):
+    for name in ("precommit-local", "precommit-config", "github-actions"):
         assert snippet("ci.md", name) == snippet("integrations.md", name)
 
 
