@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class InputError(Exception):
     """Unreadable or invalid input; ``source`` names it (a file, a variable, a flag)."""
@@ -10,3 +12,20 @@ class InputError(Exception):
         super().__init__(f"{source}: {problem}")
         self.source = source
         self.problem = problem
+
+
+def read_input_text(path: str | os.PathLike[str], source: str, max_bytes: int,
+                    too_big: str = "") -> str:
+    """A user's file as UTF-8 text, reading at most ``max_bytes`` (+1 to tell it is larger);
+    every problem is an ``InputError`` naming ``source``."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(source, f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > max_bytes:
+        raise InputError(source, f"larger than {max_bytes // (1024 * 1024)} MiB{too_big}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(source, f"not UTF-8 text (byte {exc.start})") from None

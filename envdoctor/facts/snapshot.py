@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from envdoctor.errors import InputError
+from envdoctor.errors import InputError, read_input_text
 from envdoctor.facts.environment import mask
 from envdoctor.facts.interface import (
     SCHEMA,
@@ -146,16 +146,7 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
 def load(path: str | Path) -> Facts:
     """Read a snapshot file; any problem is an ``InputError`` naming the file."""
     source = str(path)
-    try:
-        raw = Path(path).read_bytes()[: MAX_BYTES + 1]
-    except OSError as exc:
-        raise InputError(source, f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(source, f"larger than {MAX_BYTES // (1024 * 1024)} MiB; not a snapshot")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(source, f"not UTF-8 text (byte {exc.start})") from None
+    text = read_input_text(path, source, MAX_BYTES, "; not a snapshot")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

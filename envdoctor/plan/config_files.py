@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from envdoctor.errors import InputError
+from envdoctor.errors import InputError, read_input_text
 
 MAX_BYTES = 8 * 1024 * 1024
 #: Deeper than any real config; libyaml's C composer recurses without a limit and overflows the
@@ -31,16 +31,7 @@ except AttributeError:  # pragma: no cover - PyYAML built without libyaml
 def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
     """Parse a YAML/JSON file that must hold a mapping; ``what`` names it in errors."""
     source = f"{what} {path}"
-    try:
-        raw = Path(path).read_bytes()[: MAX_BYTES + 1]
-    except OSError as exc:
-        raise InputError(source, f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(source, f"larger than {MAX_BYTES // (1024 * 1024)} MiB")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(source, f"not UTF-8 text (byte {exc.start})") from None
+    text = read_input_text(path, source, MAX_BYTES)
     try:
         if str(path).endswith(".json"):
             data = json.loads(text)

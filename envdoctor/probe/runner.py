@@ -67,7 +67,7 @@ class ProbeResult:
     status: str  # pass | fail | timeout | interrupted | error
     ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
-    isolation: str = "not measurable"  # proved | violated | not measurable
+    isolation: str = "not measurable"  # proved | violated | not proved | not measurable
     isolation_detail: str = ""
     isolation_offenders: list[dict[str, Any]] = field(default_factory=list)
     peak_mib: dict[int, int] = field(default_factory=dict)  # NVML index → MiB held by the probe
@@ -451,6 +451,10 @@ def _judge_isolation(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | Non
             "make each training process see only its own GPU: torchrun --nproc_per_node N (or "
             "accelerate with --num_processes N --gpu_ids …), or CUDA_VISIBLE_DEVICES",
             {"samples": watch.samples, "offenders": result.isolation_offenders}))
+    elif not result.ranks or any(d.get("step_s") is None for d in result.ranks.values()):
+        result.isolation = "not proved"
+        result.isolation_detail = (f"no probe process left its GPU while it ran ({watch.samples} "
+                                   "NVML samples), but not every rank finished a GRPO step")
     else:
         result.isolation = "proved"
         untouched = [g for g in spec.generation_gpus]

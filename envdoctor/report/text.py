@@ -45,8 +45,11 @@ def _area(area: Area, verbose: bool, color: bool) -> list[str]:
             continue
         lines += _finding(f, verbose, color)
     if verbose and area.skipped:
+        by_reason: dict[str, list[str]] = {}
         for rule_id, why in area.skipped.items():
-            lines.append(f"    - {rule_id} skipped: {why}")
+            by_reason.setdefault(why, []).append(rule_id)
+        for why, ids in by_reason.items():
+            lines += _wrap(f"- {', '.join(ids)} skipped: {why}", "    ")
     return lines
 
 

@@ -278,9 +278,13 @@ def test_isolation_roles_and_proof():
     assert "rank 0, pid 10, held 1.9 GiB on GPU 1 of another rank" in r.isolation_detail
     assert r.peak_mib == {0: 900, 1: 1946, 3: 300}
     del watch.seen[(10, 1)], watch.seen[(11, 3)]
-    r = ProbeResult(status="pass", ranks={0: {"pid": 10}, 1: {"pid": 11}})
+    r = ProbeResult(status="pass", ranks={0: {"pid": 10, "step_s": 1.0}, 1: {"pid": 11, "step_s": 1.1}})
     _judge_isolation(spec, r, watch)
     assert r.isolation == "proved" and "GPU 2" in r.isolation_detail and not r.findings
+    # no violation seen, but a rank stopped before its step (TRL refused the config): no proof
+    r = ProbeResult(status="ran", ranks={0: {"pid": 10, "step_s": 1.0}, 1: {"pid": 11}})
+    _judge_isolation(spec, r, watch)
+    assert r.isolation == "not proved" and "not every rank finished" in r.isolation_detail
 
 
 def test_a_probe_pid_still_on_a_gpu_afterwards_is_ended_and_reported():
