@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from envdoctor.errors import InputError
 from envdoctor.facts.interface import Facts
 from envdoctor.findings import Finding, Severity
 from envdoctor.report.interface import Area, Report
@@ -39,6 +40,15 @@ class PreflightError(Exception):
             message = render(report, "text")
         super().__init__(message)
         self.report = report
+
+
+class PreflightInputError(PreflightError, InputError):
+    """The input could not be read (a missing config file, a launch that is not a string):
+    a ``PreflightError`` to catch with the others, and an ``InputError`` naming the input."""
+
+    def __init__(self, exc: InputError) -> None:
+        Exception.__init__(self, f"envdoctor: cannot check: {exc}")  # both bases' fields:
+        self.report, self.source, self.problem = Report(areas=[]), exc.source, exc.problem
 
 
 def _jsonable(value: Any, depth: int = 0) -> tuple[bool, Any]:
@@ -255,6 +265,15 @@ def preflight_report(config: Any = None, launch: str | list[str] | None = None,
     return ctx, report
 
 
+def _require_strings(name: str, value: Any) -> None:
+
+    ok = value is None or (isinstance(value, str) and name == "launch") or (
+        isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))
+    if not ok:
+        want = "a string or a list of strings" if name == "launch" else "a list of strings"
+        raise InputError(f"preflight({name}=…)", f"expected {want}, got {value!r:.80}")
+
+
 def preflight(config: Any = None, launch: str | list[str] | None = None, probe: bool = False,
               strict: bool = False, facts: Facts | str | os.PathLike | Mapping | None = None,
               select: list[str] | None = None, ignore: list[str] | None = None,
@@ -269,9 +288,15 @@ def preflight(config: Any = None, launch: str | list[str] | None = None, probe: 
     step. ``strict``: warnings raise too.
     Returns the ``Report`` when nothing blocks the run.
     """
-    _, report = preflight_report(config=config, launch=launch, probe=probe, facts=facts,
-                                 select=select, ignore=ignore, network=network,
-                                 probe_timeout=probe_timeout)
+
+    try:
+        for name, value in (("launch", launch), ("select", select), ("ignore", ignore)):
+            _require_strings(name, value)
+        _, report = preflight_report(config=config, launch=launch, probe=probe, facts=facts,
+                                     select=select, ignore=ignore, network=network,
+                                     probe_timeout=probe_timeout)
+    except InputError as exc:  # bad input is a PreflightError too: one exception to catch
+        raise PreflightInputError(exc) from None
     if report.exit_code(strict=strict):
         raise PreflightError(report)
     return report

@@ -30,6 +30,11 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: input errors exit 2 with a message, never a traceback."""
     from envdoctor.errors import InputError
 
+    for stream in (sys.stdout, sys.stderr):  # text from a snapshot may hold lone surrogates
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(0)  # a 5,000-digit number in a config is a finding, not a crash
     try:
         cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
     except InputError as exc:

@@ -12,6 +12,7 @@ from envdoctor.facts.interface import Facts
 from envdoctor.findings import Finding
 from envdoctor.plan.interface import GpuLayout, Plan
 from envdoctor.plan.layout import trainer_env
+from envdoctor.redact import plan_secrets, redact_report
 from envdoctor.report.interface import Area, Report
 
 SHOWN = ("trl", "vllm", "transformers", "accelerate", "torch", "deepspeed", "peft")
@@ -125,6 +126,7 @@ def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None 
         report.layout = layout_rows(ctx)
         report.layout_summary = summaries.get("layout", "")
     report.upgrade_plan = upgrade_plan(ctx, outcome.findings)
+    redact_report(report, plan_secrets(ctx.plan))
     return report
 
 

@@ -36,7 +36,8 @@ def load_settings(start: Path | None = None) -> dict[str, Any]:
         raise InputError(str(path), f"cannot read [tool.envdoctor]: {exc}") from None
     except RecursionError:
         raise InputError(str(path), "cannot read [tool.envdoctor]: nested too deeply") from None
-    table = data.get("tool", {}).get("envdoctor", {})
+    tool = data.get("tool", {})
+    table = tool.get("envdoctor", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise InputError(str(path), "[tool.envdoctor] must be a table")
     for key, value in table.items():
@@ -44,6 +45,7 @@ def load_settings(start: Path | None = None) -> dict[str, Any]:
         if kind is None:
             raise InputError(str(path), f"[tool.envdoctor] unknown key '{key}' "
                                         f"(known: {', '.join(KEYS)})")
-        if not isinstance(value, kind):
+        if not isinstance(value, kind) or (
+                isinstance(value, list) and not all(isinstance(v, str) for v in value)):
             raise InputError(str(path), f"[tool.envdoctor] '{key}' has the wrong type")
     return table

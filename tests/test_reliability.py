@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from envdoctor.facts import packages as pk
-from tests.conftest import run_cli, snapshot
+from tests.conftest import ROOT, run_cli, snapshot
 
 
 def test_corrupt_metadata_of_an_installed_distribution(tmp_path, monkeypatch):
@@ -158,3 +158,117 @@ def test_check_writes_nothing(tmp_path):
         proc = run_cli(*args, cwd=work, env=env)
         assert proc.returncode in (0, 1), proc.stderr
     assert _tree(work, home, tmp) == before
+
+
+SEED = "examples/seed-000/facts.json"
+
+
+@pytest.mark.parametrize("launch", [
+    "torchrun --nproc_per_node 99999999999 t.py", "accelerate launch --num_processes 99999999999 t.py",
+    "deepspeed --num_gpus 99999999999 t.py", "torchrun --nnodes 999999999 t.py"])
+def test_absurd_process_counts_exit_2_at_once(launch):
+    proc = run_cli("check", "--facts", str(ROOT / SEED), "--launch", launch)
+    assert proc.returncode == 2 and "more than any GRPO job runs" in proc.stderr, proc.stderr
+
+
+def test_many_unknown_config_keys_stay_fast_and_bounded(tmp_path):
+    cfg = tmp_path / "k.yaml"
+    cfg.write_text("\n".join(f"k{i}: {i}" for i in range(80_000)) + "\n")
+    proc = run_cli("check", "--facts", str(ROOT / SEED), "--config", str(cfg), "--format", "json")
+    typos = [f for f in json.loads(proc.stdout)["findings"] if f["rule"] == "CFG004"]
+    assert proc.returncode in (0, 1) and len(typos) <= 200  # checked for at most 200 keys
+
+
+@pytest.mark.parametrize("cmd", [("check", "--config", "{p}"), ("check", "--facts", "{p}"),
+                                 ("triage", "{p}"), ("hook", "{p}", "-v")])
+def test_a_fifo_is_refused_not_waited_on(tmp_path, cmd):
+    import os
+
+    fifo = tmp_path / "p.yaml"
+    os.mkfifo(fifo)
+    proc = run_cli(*(c.format(p=fifo) for c in cmd))
+    assert "not a regular file" in proc.stderr
+    assert proc.returncode == (0 if cmd[0] == "hook" else 2)  # the hook skips it and says so
+
+
+def test_secrets_in_launch_lines_and_script_args_are_masked():
+    launch = "HF_TOKEN=hf_SECRETVALUE1 torchrun --nproc_per_node 2 t.py --hub_token hf_SECRETVALUE2"
+    for fmt in ("text", "json", "junit"):
+        proc = run_cli("check", "--facts", str(ROOT / SEED), "--config",
+                       str(ROOT / "examples/seed-000/grpo.yaml"), "--format", fmt, "--launch", launch)
+        assert proc.returncode == 1 and "SECRETVALUE" not in proc.stdout
+    assert "HF_TOKEN=****" in run_cli("check", "--facts", str(ROOT / SEED), "--config",
+                                      str(ROOT / "examples/seed-000/grpo.yaml"),
+                                      "--launch", launch).stdout
+
+
+@pytest.mark.parametrize(("content", "name"), [
+    ("num_generations: " + "9" * 5000 + "\n", "d.yaml"),  # over Python's int-string limit
+    ('{"num_generations": 1e999, "per_device_train_batch_size": 4}', "i.json"),  # infinity
+])
+def test_huge_and_infinite_numbers_are_findings(tmp_path, content, name):
+    (tmp_path / name).write_text(content)
+    proc = run_cli("check", "--facts", str(ROOT / SEED), "--config", str(tmp_path / name),
+                   "--format", "json", "--", "torchrun", "--nproc_per_node", "1", "t.py")
+    assert proc.returncode in (0, 1) and "internal" not in proc.stdout + proc.stderr, proc.stderr
+
+
+def test_snapshot_numbers_out_of_range_and_lone_surrogates(tmp_path):
+    snap = json.loads((ROOT / SEED).read_text())
+    snap["gpus"][0]["memory_total_mib"] = 10**400
+    (tmp_path / "big.json").write_text(json.dumps(snap))
+    proc = run_cli("check", "--facts", str(tmp_path / "big.json"))
+    assert proc.returncode == 2 and "gpus[0].memory_total_mib': out of range" in proc.stderr
+    snap = json.loads((ROOT / SEED).read_text())
+    snap["gpus"][0]["name"] = "A\ud800"
+    (tmp_path / "sur.json").write_text(json.dumps(snap))
+    for fmt in ("text", "junit", "json"):
+        proc = run_cli("check", "--facts", str(tmp_path / "sur.json"), "--format", fmt)
+        assert proc.returncode == 0 and "internal" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("tool = 5\n", None), ("[tool.envdoctor]\nselect = [1, 2]\n", "has the wrong type")])
+def test_odd_pyproject_tables(tmp_path, text, problem):
+    (tmp_path / "pyproject.toml").write_text(text)
+    proc = run_cli("check", "--no-network", cwd=tmp_path)
+    assert (proc.returncode == 2 and problem in proc.stderr) if problem else proc.returncode == 0
+
+
+def test_select_that_matches_no_rule_exits_2():
+    proc = run_cli("check", "--facts", str(ROOT / SEED), "--select", "LAY003,NOPE")
+    assert proc.returncode == 2 and "'NOPE' matches no rule" in proc.stderr
+
+
+@pytest.mark.parametrize("kwargs", [{"config": "/nope.yaml"}, {"launch": 5}, {"launch": b"x"},
+                                    {"launch": ["torchrun", 2]}, {"select": [1]}])
+def test_preflight_raises_only_preflight_error(kwargs):
+    import envdoctor
+
+    with pytest.raises(envdoctor.PreflightError, match="cannot check"):
+        envdoctor.preflight(facts=str(ROOT / SEED), **kwargs)
+
+
+def test_impossible_snapshots_exit_2(tmp_path):
+    snap = json.loads((ROOT / SEED).read_text())
+    snap["gpus"][1]["index"] = 0
+    (tmp_path / "dup.json").write_text(json.dumps(snap))
+    proc = run_cli("check", "--facts", str(tmp_path / "dup.json"))
+    assert proc.returncode == 2 and "GPU 0 is listed twice" in proc.stderr
+    snap["gpus"][1]["index"] = -1
+    (tmp_path / "neg.json").write_text(json.dumps(snap))
+    proc = run_cli("check", "--facts", str(tmp_path / "neg.json"))
+    assert proc.returncode == 2 and "gpus[1].index': negative" in proc.stderr
+
+
+def test_hook_assume_needs_a_version(tmp_path):
+    (tmp_path / "g.yaml").write_text("num_generations: 4\n")
+    proc = run_cli("hook", "--assume", "trl==abc", "g.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "'abc' is not a version" in proc.stderr
+
+
+def test_passwords_in_urls_are_masked():
+    from envdoctor.facts.environment import mask
+
+    assert mask({"HF_ENDPOINT": "https://me:pa55word@hub.local/x"}) == {
+        "HF_ENDPOINT": "https://me:****@hub.local/x"}

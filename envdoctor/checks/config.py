@@ -102,7 +102,7 @@ def batch_divisible(ctx: Context) -> Iterator[Hit]:
         gens = int(cfg.get("num_generations", 8))
         per_device = int(cfg.get("per_device_train_batch_size", 8))
         accum = int(cfg.get("gradient_accumulation_steps", 1))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return
     world = max(lay.world_size, 1) if ctx.plan.trainer else max(len(lay.training), 1)
     if gens < 2:
@@ -151,22 +151,27 @@ def num_generations_min(ctx: Context) -> Iterator[Hit]:
                   "or more (TRL's default is 8)", num_generations=gens)
 
 
+MAX_TYPO_KEYS = 200  # a config with thousands of unknown keys is not a typo
+
+
 @rule("CFG004", needs=("plan",))
 def key_typo(ctx: Context) -> Iterator[Hit]:
     keys = ctx.kb.grpo_keys.get("keys") or {}
     known = set(keys) | set(ctx.kb.grpo_keys.get("training_arguments", [])) | NOT_CONFIG
     if not keys:
         return
-    for key, origin in ctx.plan.config_origin.items():
-        if key in known:
-            continue
-        trl = ctx.version("trl")
-        current = {k for k, e in keys.items()  # prefer keys this TRL accepts
-                   if not (e.get("until") and versions.at_least(trl, str(e["until"])))
-                   and not (e.get("since") and versions.below(trl, str(e["since"])))}
-        close = (difflib.get_close_matches(key, sorted(known & current | (known - set(keys))),
-                                           n=1, cutoff=0.85)
-                 or difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.85))
+    unknown = [k for k in ctx.plan.config_origin if k not in known]
+    if not unknown:
+        return
+    trl = ctx.version("trl")
+    current = {k for k, e in keys.items()  # prefer keys this TRL accepts
+               if not (e.get("until") and versions.at_least(trl, str(e["until"])))
+               and not (e.get("since") and versions.below(trl, str(e["since"])))}
+    preferred, everything = sorted(known & current | (known - set(keys))), sorted(known)
+    for key in unknown[:MAX_TYPO_KEYS]:
+        origin = ctx.plan.config_origin[key]
+        close = (difflib.get_close_matches(key, preferred, n=1, cutoff=0.85)
+                 or difflib.get_close_matches(key, everything, n=1, cutoff=0.85))
         if not close:
             continue
         guess = close[0]

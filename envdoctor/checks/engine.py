@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from envdoctor.checks.context import Context
 from envdoctor.checks.docs import rule_docs
 from envdoctor.checks.registry import all_rules
+from envdoctor.errors import InputError
 from envdoctor.findings import Finding, Severity
 
 
@@ -38,6 +39,11 @@ def _missing(ctx: Context, needs: tuple[str, ...]) -> str | None:
 def run_rules(ctx: Context, select: list[str] | None = None,
               ignore: list[str] | None = None) -> Outcome:
     docs = rule_docs()
+    for flag, patterns in (("--select", select), ("--ignore", ignore)):
+        for p in patterns or []:
+            if not any(matches(rid, d.name, [p]) for rid, d in docs.items()):
+                raise InputError(flag, f"{p!r} matches no rule (`envdoctor rules` lists them: an "
+                                       "id, an id prefix such as LAY, or a rule name)")
     out = Outcome()
     for rule_id, entry in sorted(all_rules().items()):
         doc = docs[rule_id]
@@ -55,6 +61,8 @@ def run_rules(ctx: Context, select: list[str] | None = None,
                 out.findings.append(Finding(rule=rule_id, severity=h.severity or doc.severity,
                                             message=h.message, fix=h.fix or doc.fix,
                                             evidence=h.evidence))
+        except InputError:
+            raise  # the user's input, found bad while resolving it: exit 2 naming it
         except Exception as exc:  # a bug in a rule is reported, not fatal
             out.findings.append(Finding(
                 rule=rule_id, severity=Severity.WARNING,

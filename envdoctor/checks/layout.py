@@ -30,6 +30,11 @@ def _with_option(launch: Launch | None, name: str, value: str) -> str:
     return shlex.join(argv)
 
 
+def _procs_flag(launcher: str) -> str:
+    """The launcher's flag for the process count per machine."""
+    return {"torchrun": "nproc_per_node", "deepspeed": "num_gpus"}.get(launcher, "num_processes")
+
+
 @rule("LAY001", needs=("gpus", "vllm"))
 def vllm_device_unavailable(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
@@ -52,7 +57,7 @@ def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
         return
     n = problem["visible"]
     if n > 1 and lay.world_size >= n:
-        fix = "leave one GPU for vLLM: " + _with_option(ctx.plan.trainer, "num_processes",
+        fix = "leave one GPU for vLLM: " + _with_option(ctx.plan.trainer, _procs_flag(lay.launcher),
                                                         str(n - 1))
     else:
         fix = f"make {lay.world_size + 1} GPUs visible (one more than the training processes)"
@@ -111,8 +116,7 @@ def too_many_processes(ctx: Context) -> Iterator[Hit]:
         yield hit(f"{lay.num_processes} training processes per node but only {len(lay.visible)} "
                   f"GPU(s) visible ({lay.visible_source}): ranks {len(lay.visible)}+ have no GPU "
                   "(\"CUDA error: invalid device ordinal\")",
-                  fix=_with_option(ctx.plan.trainer, "num_processes" if lay.launcher !=
-                                   "torchrun" else "nproc_per_node", str(len(lay.visible))),
+                  fix=_with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(len(lay.visible))),
                   num_processes=lay.num_processes, visible=lay.visible)
 
 

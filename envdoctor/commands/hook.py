@@ -105,6 +105,10 @@ def hook_facts(assume: list[str]):
         name, sep, version = item.partition("==")
         if not (sep and name.strip() and version.strip()):
             raise InputError("--assume", f"expected NAME==VERSION, got {item!r}")
+        from envdoctor import versions
+
+        if versions.parse(version.strip()) is None or len(version) > 64:
+            raise InputError("--assume", f"{version.strip()!r} is not a version (e.g. 1.16.0)")
         facts.packages[normalize_name(name.strip())] = Package(version=version.strip())
     return facts
 

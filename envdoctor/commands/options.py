@@ -36,9 +36,9 @@ strict_option = click.option("--strict", is_flag=True, default=None,
 
 
 def emit(text: str, output: str | None) -> None:
-    if output:
+    if output and output != "-":
         try:
-            with open(output, "w", encoding="utf-8") as fh:
+            with open(output, "w", encoding="utf-8", errors="backslashreplace") as fh:
                 fh.write(text)
         except OSError as exc:
             from envdoctor.errors import InputError

@@ -11,10 +11,11 @@ from envdoctor.commands.options import emit, format_option, output_option, use_c
 
 
 def _open(logfile: str) -> BinaryIO:
-    from envdoctor.errors import InputError
+    from envdoctor.errors import InputError, require_regular_file
 
     if logfile == "-":
         return sys.stdin.buffer
+    require_regular_file(logfile, logfile)
     try:
         return open(logfile, "rb")  # noqa: SIM115 (closed by the caller)
     except OSError as exc:

@@ -22,9 +22,14 @@ def is_secret(name: str) -> bool:
     return bool(_SECRET.search(name.upper()))
 
 
+_URL_PASSWORD = re.compile(r"(://[^/:@\s]+:)[^@/\s]+@")
+
+
 def mask(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``env`` with secret-looking values replaced by ``****``."""
-    return {k: (MASK if is_secret(k) and v else v) for k, v in env.items()}
+    """A copy of ``env`` with secret-looking values, and passwords in URLs
+    (``https://user:pass@host``), replaced by ``****``."""
+    return {k: (MASK if is_secret(k) and v else _URL_PASSWORD.sub(rf"\g<1>{MASK}@", v))
+            for k, v in env.items()}
 
 
 def collect_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -74,6 +74,11 @@ class _Reader:
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             names = " or ".join(k.__name__ for k in kinds)
             raise self.fail(f"{where}{key}", f"expected {names}, got {type(value).__name__}")
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value < 2**53:
+            raise self.fail(f"{where}{key}", f"out of range ({str(value)[:20]}…)"
+                            if value >= 2**53 else f"negative ({value})")
+        if isinstance(value, str):
+            value = value.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
         return value
 
 
@@ -117,6 +122,8 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
         index = r.get(g, "index", (int,), where, None)
         if index is None:
             raise r.fail(f"{where}index", "missing")
+        if any(other.index == index for other in facts.gpus):
+            raise r.fail(f"{where}index", f"GPU {index} is listed twice")
         procs = []
         for j, p in enumerate(r.get(g, "processes", (list,), where, [])):
             if not isinstance(p, dict) or not isinstance(p.get("pid"), int):

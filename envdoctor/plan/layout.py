@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from envdoctor.errors import InputError
 from envdoctor.facts.interface import Facts
 from envdoctor.knowledge import Knowledge
 from envdoctor.plan.interface import GpuLayout, Launch, Plan, Rank, ServerPlan
@@ -25,10 +26,14 @@ _CUDA_INDEX = re.compile(r"^cuda:(\d+)$")
 _SERVER_NAMES = ("vllm-serve", "vllm_serve", "vllm serve", "vllm.entrypoints")
 
 
+MAX_PROCESSES = 4096  # per machine: more than any node has GPUs
+MAX_MACHINES = 100_000
+
+
 def _int(value: Any, default: int | None = None) -> int | None:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return default
 
 
@@ -129,6 +134,12 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
         lay.num_processes = 1
         lay.world_size = _int(env.get("WORLD_SIZE"), 1) if distributed else 1
 
+    if lay.num_processes > MAX_PROCESSES or lay.num_machines > MAX_MACHINES:
+        what = (f"{lay.num_processes} processes per machine" if lay.num_processes > MAX_PROCESSES
+                else f"{lay.num_machines} machines")
+        raise InputError(f"launch command ({lay.launcher})",
+                         f"{what}: more than any GRPO job runs (envdoctor plans up to "
+                         f"{MAX_PROCESSES} processes per machine on {MAX_MACHINES} machines)")
     if distributed:
         lay.process_gpus = 1
         for local in range(lay.num_processes):

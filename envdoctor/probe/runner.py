@@ -327,9 +327,15 @@ def _judge(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None
         f.append(Finding("PRB006", Severity.ERROR, "the probe was interrupted; every process of "
                          "it was ended", "run it again", {"phase": result.phase}))
     texts = []
+    failed = [r for r, d in result.ranks.items() if d.get("finished") and d.get("error")]
     for rank, data in sorted(result.ranks.items()):
         if not data.get("finished"):
-            if result.status == "ran":
+            if result.status == "ran" and failed:  # the launcher ended it after another failed
+                f.append(Finding("PRB001", Severity.INFO,
+                                 f"rank {rank} (pid {data.get('pid')}) was ended by the launcher "
+                                 f"after rank {failed[0]} failed", "see rank "
+                                 f"{failed[0]}'s error", {"rank": rank}))
+            elif result.status == "ran":
                 code = result.returncode
                 killed = code in (-9, 137) or "SIGKILL" in result.log_tail
                 last = [ln for ln in result.log_tail.splitlines() if ln.strip()][-3:]

@@ -310,3 +310,18 @@ def test_watcher_without_nvml_is_a_no_op():
         pytest.skip("NVML is available here")
     assert "NVML" in watch.error and watch.stop() == {} and watch.holding({1}) == []
     watch.close()
+
+
+def test_a_rank_ended_by_the_launcher_after_another_failed_is_not_a_second_error():
+    """Seen on 2 × H200: TRL refused the batch shape on rank 0, torchrun ended rank 1."""
+    from envdoctor.probe.runner import ProbeResult, _judge
+
+    err = {"type": "ValueError", "message": "generation_batch_size (6) must be divisible by "
+           "num_generations (4).", "traceback": ""}
+    r = ProbeResult(status="ran", returncode=1, ranks={
+        0: {"pid": 10, "finished": True, "error": err}, 1: {"pid": 11, "finished": False}})
+    _judge(ProbeSpec(launcher=[], rank_gpus={0: 0, 1: 1}), r, None)
+    errors = [(f.rule, f.severity.value) for f in r.findings if f.severity.value == "error"]
+    assert errors == [("CFG002", "error")]
+    ended = next(f for f in r.findings if f.rule == "PRB001")
+    assert ended.severity.value == "info" and "ended by the launcher after rank 0" in ended.message
