@@ -272,3 +272,17 @@ def test_passwords_in_urls_are_masked():
 
     assert mask({"HF_ENDPOINT": "https://me:pa55word@hub.local/x"}) == {
         "HF_ENDPOINT": "https://me:****@hub.local/x"}
+
+
+@pytest.mark.parametrize("launch", ["torchrun --nproc_per_node 0 t.py",
+                                    "torchrun --nproc_per_node -1 t.py",
+                                    "accelerate launch --num_processes 0 t.py",
+                                    "deepspeed --num_gpus 0 t.py"])
+def test_no_process_at_all_exits_2(launch):
+    proc = run_cli("check", "--facts", str(ROOT / SEED), "--launch", launch)
+    assert proc.returncode == 2 and "at least 1 process is needed" in proc.stderr
+
+
+def test_deepspeed_num_gpus_minus_one_means_every_gpu():
+    proc = run_cli("check", "--facts", str(ROOT / SEED), "--launch", "deepspeed --num_gpus -1 t.py")
+    assert proc.returncode in (0, 1) and "rank 0→GPU 0, rank 1→GPU 1" in proc.stdout

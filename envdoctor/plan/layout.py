@@ -125,7 +125,8 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
             ids = include.split(":", 1)[1]
             lay.visible = resolve_visible(ids, facts.gpus, order).gpus
             lay.visible_source = f"--include {include}"
-        lay.num_processes = _int(opts.get("num_gpus"), len(lay.visible) or 1) or 1
+        gpus = _int(opts.get("num_gpus"), -1)  # deepspeed's default -1: every visible GPU
+        lay.num_processes = (len(lay.visible) or 1) if gpus == -1 else gpus
         lay.num_machines = _int(opts.get("num_nodes"), 1) or 1
         lay.world_size = lay.num_processes * lay.num_machines
         distributed = True
@@ -134,6 +135,14 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
         lay.num_processes = 1
         lay.world_size = _int(env.get("WORLD_SIZE"), 1) if distributed else 1
 
+    for flag, raw in (("--nproc_per_node", opts.get("nproc_per_node")),
+                      ("--num_processes", opts.get("num_processes", acc.get("num_processes")
+                                                   if lay.launcher == "accelerate" else None)),
+                      ("--num_gpus", opts.get("num_gpus"))):
+        count = _int(raw)
+        if count is not None and count < 1 and not (flag == "--num_gpus" and count == -1):
+            raise InputError(f"launch command ({lay.launcher})",
+                             f"{flag} {raw}: at least 1 process is needed")
     if lay.num_processes > MAX_PROCESSES or lay.num_machines > MAX_MACHINES:
         what = (f"{lay.num_processes} processes per machine" if lay.num_processes > MAX_PROCESSES
                 else f"{lay.num_machines} machines")
