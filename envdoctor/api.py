@@ -255,8 +255,6 @@ def preflight_report(config: Any = None, launch: str | list[str] | None = None,
         areas["layout"].note = "no launch line given (preflight(launch=...)) and none seen"
     if probe:
         if not snap.live:
-            from envdoctor.errors import InputError
-
             raise InputError("probe=True", "the probe runs on this machine; it cannot check a "
                                            "snapshot (drop facts=)")
         report.areas[-1] = probe_area(ctx, timeout_s=probe_timeout)
@@ -266,7 +264,6 @@ def preflight_report(config: Any = None, launch: str | list[str] | None = None,
 
 
 def _require_strings(name: str, value: Any) -> None:
-
     ok = value is None or (isinstance(value, str) and name == "launch") or (
         isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))
     if not ok:
@@ -288,7 +285,6 @@ def preflight(config: Any = None, launch: str | list[str] | None = None, probe: 
     step. ``strict``: warnings raise too.
     Returns the ``Report`` when nothing blocks the run.
     """
-
     try:
         for name, value in (("launch", launch), ("select", select), ("ignore", ignore)):
             _require_strings(name, value)

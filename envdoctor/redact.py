@@ -8,6 +8,7 @@ from typing import Any
 
 from envdoctor.facts.environment import MASK, is_secret
 from envdoctor.plan.interface import Plan
+from envdoctor.plan.launch import parse_script_args
 
 MIN_LEN = 4  # shorter values ("1", "on") are not worth hiding and would garble the text
 
@@ -17,15 +18,8 @@ def plan_secrets(plan: Plan) -> set[str]:
     found: set[str] = set()
     for launch in plan.launches:
         found |= {v for k, v in launch.env.items() if is_secret(k)}
-        found |= {str(v) for k, v in launch.options.items() if is_secret(k)}
-        args = launch.script_args
-        for i, tok in enumerate(args):
-            name, eq, value = tok.lstrip("-").partition("=")
-            if tok.startswith("--") and is_secret(name):
-                if eq:
-                    found.add(value)
-                elif i + 1 < len(args):
-                    found.add(args[i + 1])
+        options = {**launch.options, **parse_script_args(launch.script_args)}
+        found |= {str(v) for k, v in options.items() if is_secret(k)}
     found |= {str(v) for k, v in plan.config.items() if is_secret(k) and v is not None}
     return {s for s in found if len(s) >= MIN_LEN}
 

@@ -66,7 +66,10 @@ def vllm_too_old_multi_gpu(ctx: Context) -> Iterator[Hit]:
 
 
 def _extras(ctx: Context, dist: str) -> set[str]:
-    return {"vllm"} if dist == "trl" and ctx.plan.use_vllm else set()
+    """The extras of ``dist`` the plan relies on. Without vLLM installed, PKG001's
+    `pip install 'trl[vllm]'` brings the whole extra: its parts are not listed one by one."""
+    wanted = dist == "trl" and ctx.plan.use_vllm and ctx.version("vllm") is not None
+    return {"vllm"} if wanted else set()
 
 
 def _explain(src: str, target: str, spec: str, installed: str) -> str:

@@ -161,4 +161,6 @@ def load(path: str | Path) -> Facts:
         raise InputError(source, f"invalid JSON at {where}: {exc.msg}") from None
     except RecursionError:
         raise InputError(source, "JSON nested too deeply") from None
+    except ValueError as exc:  # a number over Python's int-string limit (4,300 digits)
+        raise InputError(source, f"unreadable number: {str(exc).split(';')[0]}") from None
     return from_dict(data, source)

@@ -47,6 +47,8 @@ def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
         raise InputError(source, f"invalid YAML{where}: {problem}") from None
     except RecursionError:
         raise InputError(source, "nested too deeply") from None
+    except ValueError as exc:  # a number over Python's int-string limit (4,300 digits)
+        raise InputError(source, f"unreadable number: {str(exc).split(';')[0]}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

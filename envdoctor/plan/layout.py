@@ -30,6 +30,19 @@ MAX_PROCESSES = 4096  # per machine: more than any node has GPUs
 MAX_MACHINES = 100_000
 
 
+def _processes(launcher: str, flag: str, raw: Any, default: int | None,
+               allowed: tuple[int, ...] = ()) -> int | None:
+    """A process count from the launch (``default`` when absent or not a number); a count
+    below 1 (other than the launcher's ``allowed`` specials) is bad input."""
+    count = _int(raw)
+    if count is None:
+        return default
+    if count < 1 and count not in allowed:
+        raise InputError(f"launch command ({launcher})",
+                         f"--{flag} {raw}: at least 1 process is needed")
+    return count
+
+
 def _int(value: Any, default: int | None = None) -> int | None:
     try:
         return int(value)
@@ -99,7 +112,8 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
                 lay.problems["gpu_ids"] = f"gpu_ids {ids} repeats a GPU"
         lay.num_machines = _int(opts.get("num_machines", acc.get("num_machines")), 1) or 1
         node_rank = _int(opts.get("machine_rank", acc.get("machine_rank")), 0) or 0
-        total = _int(opts.get("num_processes", acc.get("num_processes")))
+        total = _processes(lay.launcher, "num_processes",
+                           opts.get("num_processes", acc.get("num_processes")), None)
         if total is None:
             total = max(len(lay.visible), 1) if not acc else 1
             lay.problems["num_processes_default"] = total
@@ -114,7 +128,7 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
     elif lay.launcher == "torchrun":
         nproc = opts.get("nproc_per_node", 1)
         lay.num_processes = (len(lay.visible) or 1) if nproc in ("gpu", "auto") else (
-            _int(nproc, 1) or 1)
+            _processes(lay.launcher, "nproc_per_node", nproc, 1))
         lay.num_machines = _int(str(opts.get("nnodes", 1)).split(":")[-1], 1) or 1
         node_rank = _int(opts.get("node_rank"), 0) or 0
         lay.world_size = lay.num_processes * lay.num_machines
@@ -125,7 +139,8 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
             ids = include.split(":", 1)[1]
             lay.visible = resolve_visible(ids, facts.gpus, order).gpus
             lay.visible_source = f"--include {include}"
-        gpus = _int(opts.get("num_gpus"), -1)  # deepspeed's default -1: every visible GPU
+        gpus = _processes(lay.launcher, "num_gpus", opts.get("num_gpus"), -1, allowed=(-1,))
+        # deepspeed's default -1: every visible GPU
         lay.num_processes = (len(lay.visible) or 1) if gpus == -1 else gpus
         lay.num_machines = _int(opts.get("num_nodes"), 1) or 1
         lay.world_size = lay.num_processes * lay.num_machines
@@ -135,14 +150,6 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
         lay.num_processes = 1
         lay.world_size = _int(env.get("WORLD_SIZE"), 1) if distributed else 1
 
-    for flag, raw in (("--nproc_per_node", opts.get("nproc_per_node")),
-                      ("--num_processes", opts.get("num_processes", acc.get("num_processes")
-                                                   if lay.launcher == "accelerate" else None)),
-                      ("--num_gpus", opts.get("num_gpus"))):
-        count = _int(raw)
-        if count is not None and count < 1 and not (flag == "--num_gpus" and count == -1):
-            raise InputError(f"launch command ({lay.launcher})",
-                             f"{flag} {raw}: at least 1 process is needed")
     if lay.num_processes > MAX_PROCESSES or lay.num_machines > MAX_MACHINES:
         what = (f"{lay.num_processes} processes per machine" if lay.num_processes > MAX_PROCESSES
                 else f"{lay.num_machines} machines")

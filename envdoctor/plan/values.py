@@ -11,6 +11,7 @@ from typing import Any
 
 TRUE = ("yes", "true", "t", "y", "1")  # transformers.hf_argparser.string_to_bool
 FALSE = ("no", "false", "f", "n", "0")
+_NOUN = {"int": "an int", "float": "a float", "bool": "a bool", "str": "a str"}
 
 
 def as_bool(value: Any) -> bool | None:
@@ -35,14 +36,14 @@ def type_problem(value: Any, kind: str, optional: bool) -> str | None:
             return "not a boolean (true/false)"
         return None
     if isinstance(value, bool) and kind in ("int", "float"):
-        return f"a boolean for a{'n' if kind == 'int' else ''} {kind} field"
+        return f"a boolean for {_NOUN[kind]} field"
     if isinstance(value, str):
         if kind == "str":
             return None
         try:
             (int if kind == "int" else float)(value)
         except ValueError:
-            return f"not a{'n' if kind == 'int' else ''} {kind}"
+            return f"not {_NOUN[kind]}"
         return None
     if kind == "int" and isinstance(value, int):
         return None
@@ -50,4 +51,4 @@ def type_problem(value: Any, kind: str, optional: bool) -> str | None:
         return None
     if kind == "str" and isinstance(value, (int, float)):
         return None  # argparse keeps it; str fields such as vllm_device accept "0" or 0 alike
-    return f"a {type(value).__name__} where {'an' if kind == 'int' else 'a'} {kind} is expected"
+    return f"a {type(value).__name__} where {_NOUN[kind]} is expected"

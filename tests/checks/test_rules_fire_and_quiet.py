@@ -213,6 +213,14 @@ def test_pkg004_checks_the_extras_the_plan_uses():
     assert on and "vllm<=0.31.0,>=0.22.0" in on[0].message and not off
 
 
+def test_pkg004_leaves_a_missing_vllm_to_pkg001():
+    trl = {"version": "1.16.0", "requires": ["vllm<=0.31.0,>=0.22.0; extra == 'vllm'",
+                                             "requests; extra == 'vllm'"]}
+    snap = snapshot(2, packages={**{k: v for k, v in MODERN.items() if k != "vllm"}, "trl": trl})
+    fired = [f.rule for f in findings(snap, config={"use_vllm": True})]
+    assert "PKG001" in fired and "PKG004" not in fired
+
+
 def test_pkg004_local_labels_and_prereleases():
     vllm = {"version": "0.8.5.post1", "requires": ["torch==2.6.0"]}
     assert "PKG004" not in {f.rule for f in findings(snapshot(1, packages={
