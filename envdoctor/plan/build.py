@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +28,19 @@ def default_accelerate_config(environ: dict[str, str] | None = None) -> Path | N
 def build_plan(
     config: str | None = None,
     accelerate_config: str | None = None,
-    launch: list[str] | str | None = None,
+    launch: Sequence[str] | str | None = None,
     config_dict: dict[str, Any] | None = None,
     live: bool = True,
+    launch_argv: Sequence[str] = (),
 ) -> Plan:
-    """Read the files and launch lines into a plan; CLI script arguments override the file."""
+    """Read the files and launch lines into a plan; CLI script arguments override the file.
+
+    ``launch``: launch text (a list is one command's argv, as ``preflight(launch=[...])``
+    takes it); ``launch_argv``: the command after ``--`` as the shell passed it (not joined and
+    split again).
+    """
     plan = Plan()
-    plan.launches = parse_launches(launch) if launch else []
+    plan.launches = parse_launches(launch or None, launch_argv)
     trainer = plan.trainer
     script_cfg: dict[str, Any] = {}
     if trainer is not None:
