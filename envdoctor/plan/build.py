@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envdoctor.errors import InputError
+from envdoctor.errors import InputError, read_input_text
 from envdoctor.plan.config_files import read_mapping
 from envdoctor.plan.interface import Launch, Plan
 from envdoctor.plan.launch import parse_launches, parse_script_args
@@ -56,6 +56,7 @@ def build_plan(
         _merge(plan, {k: v for k, v in script_cfg.items() if k not in _LAUNCH_ONLY},
                "command line")
         _apply_config_env(plan, trainer)
+        _read_hostfile(trainer)
     acc_path = accelerate_config
     if acc_path is None and trainer is not None:
         acc_path = trainer.options.get("config_file") or trainer.options.get("accelerate_config")
@@ -75,6 +76,20 @@ def _merge(plan: Plan, values: dict[str, Any], origin: str) -> None:
     for key, value in values.items():
         plan.config[key] = value
         plan.config_origin[key] = origin
+
+
+def _read_hostfile(trainer: Launch) -> None:
+    """deepspeed without ``--num_nodes`` runs on every host of ``--hostfile``: count them
+    (``host slots=N`` lines) when the file is here; the layout says so when it is not."""
+    path = trainer.options.get("hostfile", trainer.options.get("H"))
+    if trainer.launcher != "deepspeed" or not isinstance(path, str) or not os.path.isfile(path):
+        return
+    text = read_input_text(path, f"deepspeed --hostfile {path}", 1024 * 1024)
+    hosts = {line.split()[0] for line in (raw.split("#", 1)[0] for raw in text.splitlines())
+             if line.strip()}
+    if not hosts:
+        raise InputError(f"deepspeed --hostfile {path}", "lists no host")
+    trainer.options["_hostfile_hosts"] = len(hosts)
 
 
 def _apply_config_env(plan: Plan, trainer: Launch) -> None:

@@ -29,6 +29,7 @@ class Launch:
     script_args: list[str] = field(default_factory=list)
     wrappers: list[str] = field(default_factory=list)
     nodes: int | None = None
+    placed_by: str | None = None  # srun / mpirun: the scheduler picks its node(s)
     unresolved: str | None = None
 
     @property
@@ -83,7 +84,7 @@ class ServerPlan:
     tensor_parallel_size: int = 1
     data_parallel_size: int = 1
     gpus: list[int] = field(default_factory=list)
-    source: str = "launch"  # launch | nvml | config
+    source: str = "launch"  # launch | nvml | config | srun / mpirun (a node they pick)
     pid: int | None = None
 
 

@@ -238,6 +238,7 @@ def _apply_wrappers(launch: Launch, peeled: Peeled) -> None:
         launch.nodes = peeled.nodes
     if peeled.task_wrapper is None or launch.unresolved:
         return
+    launch.placed_by = peeled.task_wrapper
     per_node = peeled.tasks_per_node
     wrapper = peeled.task_wrapper
     if launch.is_server or (peeled.tasks == 1 and per_node in (1, None)):
@@ -257,7 +258,32 @@ def _what(launch: Launch) -> str:
     return launch.script or (f"-m {launch.module}" if launch.module else launch.raw)
 
 
+def _one_word_substitutions(text: str) -> str:
+    """``$(cmd | head -1)`` and ``$((N * 8))`` are one word to the shell: squeeze out the
+    blanks and separators inside them so the split keeps them whole (they stay unevaluated)."""
+    if "$(" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        start = text.find("$(", i)
+        if start < 0:
+            out.append(text[i:])
+            break
+        out.append(text[i:start])
+        depth, j = 0, start + 1
+        while j < len(text):
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+            if depth == 0:
+                break
+        out.append(re.sub(r"[\s;&|]+", "", text[start:j]))
+        i = j
+    return "".join(out)
+
+
 def _parse_text(text: str, exported: dict[str, str], depth: int) -> list[Launch]:
+    text = _one_word_substitutions(text)
     try:
         joined = text.replace("\\\n", " ").replace("\n", " ; ")
         lexer = shlex.shlex(joined, posix=True, punctuation_chars=";&|")

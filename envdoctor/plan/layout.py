@@ -310,6 +310,9 @@ def _server(facts: Facts, plan: Plan) -> ServerPlan:
                                             o.get("data_parallel_size"), env, default=1, unit="replica")
         except _Unresolved:
             pass  # the server's own check (LAY007) then judges the defaults
+        if launch.placed_by:  # srun / mpirun put it on a node of their choice: GPUs unknown
+            srv.source = launch.placed_by
+            return srv
         visible = resolve_visible(env.get("CUDA_VISIBLE_DEVICES"), facts.gpus,
                                   env.get("CUDA_DEVICE_ORDER")).gpus
         srv.gpus = visible[: srv.tensor_parallel_size * srv.data_parallel_size]
