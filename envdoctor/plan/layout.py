@@ -144,6 +144,8 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
         lay.ranks.append(Rank(rank=0, local_rank=0, gpu=lay.visible[0] if lay.visible else None,
                               visible=list(lay.visible)))
     lay.problems["distributed"] = distributed
+    if plan.server is not None:
+        _server(facts, plan)  # its counts are validated in every mode
     _resolve_generation(lay, facts, plan, kb)
     return lay
 
