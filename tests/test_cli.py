@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -260,3 +261,76 @@ def test_nothing_installed_is_not_a_clean_bill(write_json):
     assert "trl 1.16.0" in assumed.stdout
     bad = run_cli("check", "--facts", empty, "--assume", "trl")
     assert bad.returncode == 2 and "NAME==VERSION" in bad.stderr
+
+
+# --- references users can follow ---------------------------------------------------------------
+
+_LOCAL_REF = re.compile(r"^(docs|rules)/[\w./-]+(#[\w-]+)?$")
+_GITHUB_SOURCE = re.compile(r"^[\w.-]+/[\w.-]+: [\w./-]+$")  # owner/repo: path (knowledge notes)
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _local_ref_ok(ref: str) -> bool:
+    path, _, anchor = ref.partition("#")
+    file = ROOT / path
+    if not file.is_file():
+        return False
+    headings = [line.lstrip("#") for line in file.read_text().splitlines()
+                if line.startswith("#")]
+    return not anchor or anchor in {_slug(h) for h in headings}
+
+
+def _all_references():
+    import yaml
+
+    def walk(node, where):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "references":
+                    yield from ((where, r) for r in (value if isinstance(value, list) else [value]))
+                else:
+                    yield from walk(value, where)
+        elif isinstance(node, list):
+            for item in node:
+                yield from walk(item, where)
+
+    for path in sorted((ROOT / "rules").rglob("*.yaml")):
+        yield from walk(yaml.safe_load(path.read_text()), path.relative_to(ROOT))
+
+
+def test_references_are_public_urls_or_shipped_docs():
+    """`explain` shows public URLs or documents of this repository, never a path users lack;
+    the knowledge and triage data may also name a file of a public repository."""
+    docs = rule_docs()
+    bad = []
+    for doc in docs.values():
+        for ref in doc.references:
+            first = ref.split(" ")[0]
+            if not (first.startswith("https://") or (_LOCAL_REF.match(first)
+                                                     and _local_ref_ok(first))):
+                bad.append(f"{doc.id}: {ref}")
+    for where, ref in _all_references():
+        first = str(ref).split(" (")[0]
+        if first.startswith("https://"):
+            continue
+        if _LOCAL_REF.match(first.split(" ")[0]) and _local_ref_ok(first.split(" ")[0]):
+            continue
+        if _GITHUB_SOURCE.match(first):
+            continue
+        bad.append(f"{where}: {ref}")
+    assert not bad, bad
+
+
+def test_nothing_points_at_material_users_do_not_have():
+    text = [(p, p.read_text()) for folder in ("rules", "envdoctor")
+            for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".yaml", ".md")]
+    leaks = [str(p.relative_to(ROOT)) for p, t in text
+             if re.search(r"\.\./shared/|/work/shared|shared/seeds|shared/knowledge", t)]
+    assert not leaks
+    for rule_id in ("LAY001", "LAY003", "PKG002", "MEM001", "TRI001"):
+        out = run_cli("explain", rule_id).stdout
+        assert "shared/" not in out and "docs/field-reports.md#report-" in out, out
