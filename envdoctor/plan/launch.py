@@ -282,8 +282,29 @@ def _one_word_substitutions(text: str) -> str:
     return "".join(out)
 
 
+_DUP = re.compile(r"(?<=\s)(\d*>&\d+|&>>?)(?=\s|$)")  # 2>&1, &> (before `&` splits commands)
+_REDIRECT = re.compile(r"^\d*(>>?|<)(.*)$")
+
+
+def _without_redirections(segment: list[str]) -> list[str]:
+    """``> log``, ``2>err``, ``<in``: where output goes, not what runs."""
+    out: list[str] = []
+    skip = False
+    for tok in segment:
+        if skip:
+            skip = False
+            continue
+        m = _REDIRECT.match(tok)
+        if m:
+            skip = not m.group(2)
+            continue
+        out.append(tok)
+    return out
+
+
 def _parse_text(text: str, exported: dict[str, str], depth: int) -> list[Launch]:
-    text = _one_word_substitutions(text)
+    text = _DUP.sub(lambda m: ">" if m.group(0).startswith("&") else " ",
+                    _one_word_substitutions(text))
     try:
         joined = text.replace("\\\n", " ").replace("\n", " ; ")
         lexer = shlex.shlex(joined, posix=True, punctuation_chars=";&|")
@@ -303,6 +324,7 @@ def _parse_segments(tokens: Sequence[str], exported: dict[str, str], depth: int)
         if tok not in _SEPARATORS:
             segment.append(tok)
             continue
+        segment = _without_redirections(segment)
         if not segment:
             continue
         if segment[0] == "export":

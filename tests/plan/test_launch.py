@@ -176,3 +176,14 @@ def test_argv_is_not_split_again():
 def test_numbers_that_overflow_stay_as_typed():
     lx = parse_launch("accelerate launch --num_processes 1e999 t.py")
     assert lx.options["num_processes"] == "1e999"
+
+
+def test_redirections_are_not_commands_or_arguments():
+    server, trainer, other, quoted = parse_launches(
+        "nohup trl vllm-serve --model m >srv.log 2>&1 &\n"
+        "CUDA_VISIBLE_DEVICES=0,1 nohup python t.py --x 1 > log.txt 2>&1 &\n"
+        "python u.py &> all.log; python v.py --prompt 'a > b' 2>>err.log < in.txt")
+    assert server.is_server and server.options == {"model": "m"}
+    assert trainer.script == "t.py" and trainer.script_args == ["--x", "1"]
+    assert other.script == "u.py" and other.script_args == []
+    assert quoted.script_args == ["--prompt", "a > b"]
