@@ -204,3 +204,30 @@ def test_count_keywords_and_specials_stay_valid():
 def test_accelerate_config_counts_are_named_by_file():
     with pytest.raises(InputError, match="accelerate config.*num_processes: 2.5"):
         layout("accelerate launch t.py", accelerate={"num_processes": 2.5})
+
+
+def test_open_r1_train_slurm_two_training_nodes(tmp_path, monkeypatch):
+    """open-r1's slurm/train.slurm (huggingface/open-r1@1416fa0cf21595d2083b399a2a0bbddd7f6e9563)
+    on 3 nodes with vLLM: 2 train (16 processes), the last serves; its zero3.yaml is TRL's."""
+    (tmp_path / "recipes" / "accelerate_configs").mkdir(parents=True)
+    shutil.copy(DATA / "deepspeed_zero3.yaml", tmp_path / "recipes" / "accelerate_configs" /
+                "zero3.yaml")
+    recipe = tmp_path / "recipes" / "Qwen2.5-1.5B-Instruct" / "grpo"
+    recipe.mkdir(parents=True)
+    (recipe / "config_demo.yaml").write_text(  # the recipe's batch keys; server mode spelled
+        "use_vllm: true\ngradient_accumulation_steps: 4\nnum_generations: 16\n"  # out (TRL's
+        "per_device_train_batch_size: 16\nvllm_mode: server\n")  # default of its era)
+    monkeypatch.chdir(tmp_path)
+    launch = (
+        "srun --nodes=1 --ntasks=1 --nodelist=ip-c trl vllm-serve --model Qwen/Qwen2.5-1.5B-Instruct"
+        " --revision main --tensor_parallel_size 1 --data_parallel_size 1 &\n"
+        "srun --wait=60 --kill-on-bad-exit=1 --nodes=2 --ntasks=2 --nodelist=ip-a,ip-b bash -c "
+        "'ACCELERATE_LOG_LEVEL=info TRANSFORMERS_VERBOSITY=info accelerate launch --config_file "
+        "recipes/accelerate_configs/zero3.yaml --gradient_accumulation_steps 4 --num_machines 2 "
+        "--num_processes 16 --main_process_ip ip-a --main_process_port 6000 --machine_rank "
+        "$SLURM_PROCID --rdzv_backend=c10d --max_restarts 1 --tee 3 src/open_r1/grpo.py --config "
+        "recipes/Qwen2.5-1.5B-Instruct/grpo/config_demo.yaml --vllm_server_host=ip-c'")
+    lay = layout(launch)
+    assert (lay.num_processes, lay.num_machines, lay.world_size) == (8, 2, 16)
+    assert lay.generation_mode == "server" and lay.server.source == "srun"
+    assert lay.generation == [] and len(lay.training) == 8
