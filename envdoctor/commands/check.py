@@ -55,6 +55,7 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
 
     Give the launch command after `--` (or after the options, when it starts with a word):
 
+    \b
         envdoctor check --config grpo.yaml -- accelerate launch --num_processes 3 train.py
     """
     from envdoctor.doctor import check as run_check
