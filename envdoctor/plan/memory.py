@@ -66,6 +66,7 @@ class GpuPlan:
     kv_need: int | None = None  # vLLM: bytes one max_model_len sequence needs
     kv_free: int | None = None  # vLLM: bytes its budget leaves for the KV cache
     max_model_len: int | None = None
+    vllm_util: float | None = None
 
     @property
     def total(self) -> int:

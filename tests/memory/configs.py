@@ -9,13 +9,11 @@ QWEN25_05B = {
     "rope_theta": 1000000.0, "hidden_act": "silu",
 }
 QWEN25_15B = {**QWEN25_05B, "hidden_size": 1536, "intermediate_size": 8960,
-              "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2,
-              "max_position_embeddings": 131072}
+              "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2}
 DEEPSEEK_R1_DISTILL_QWEN_15B = {**QWEN25_15B, "tie_word_embeddings": False}
 QWEN25_7B = {**QWEN25_05B, "hidden_size": 3584, "intermediate_size": 18944,
              "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
-             "vocab_size": 152064, "tie_word_embeddings": False,
-             "max_position_embeddings": 131072}
+             "vocab_size": 152064, "tie_word_embeddings": False}
 QWEN3_06B = {
     "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 1024,
     "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
