@@ -131,20 +131,17 @@ def _capacity(ctx: Any, gpu: int | None) -> int | None:
 
 
 def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
-    lay = ctx.layout if ctx.facts.gpus else None
-    world = lay.world_size if lay else 1
-    node = lay.num_processes if lay else 1
-    mode = lay.generation_mode if lay else (ctx.config.get("vllm_mode") if ctx.plan.use_vllm
-                                             else None)
+    lay = ctx.layout  # without GPU facts: the ranks' count still comes from the launch
+    world, node, mode = lay.world_size, lay.num_processes, lay.generation_mode
     trainer = ctx.plan.trainer
     k = knobs_from_config(ctx.config, ctx.facts.version("trl"), shape.dtype, ctx.plan.accelerate,
                           trainer.options if trainer else {}, world=world, node_ranks=node,
                           vllm_mode=mode)
     plan = MemoryPlan(model=shape, knobs=k)
-    training = (lay.training if lay else []) or [None]
+    training = lay.training or [None]
     for gpu in training:
         plan.gpus.append(trainer_row(shape, k, gpu, _capacity(ctx, gpu), lay))
-    if lay and mode in ("legacy", "server") and not (lay.server and lay.server.source == "nvml"):
+    if mode in ("legacy", "server") and not (lay.server and lay.server.source == "nvml"):
         for gpu in lay.generation:
             if gpu in lay.training:
                 continue  # a shared GPU is LAY's finding; its trainer row is above
@@ -156,6 +153,8 @@ def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | No
                 lay: Any = None) -> GpuPlan:
     ranks = [r.rank for r in lay.ranks if r.gpu == gpu] if lay is not None else []
     role = ", ".join(f"rank {r}" for r in ranks) or "rank (each)"
+    if gpu is None and len(ranks) > 1:
+        role = f"each of {len(ranks)} ranks"
     parts = trainer_parts(shape, k)
     row = GpuPlan(gpu=gpu, role=role, capacity=capacity)
     if k.use_vllm and k.vllm_mode == "colocate":
