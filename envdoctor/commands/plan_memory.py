@@ -122,7 +122,7 @@ def render_text(data: dict[str, Any]) -> str:
         lines.append(f"    {'total at peak':<{width}}{_gib(row['total_bytes']):>8}")
         lines.append(f"    {'capacity':<{width}}{_gib(row['capacity_bytes']):>8}")
         head = row["headroom_bytes"]
-        verdict = "" if head is None else ("  will not fit" if head < 0 else "")
+        verdict = "" if head is None else ("  over the GPU" if head < 0 else "")
         lines.append(f"    {'headroom':<{width}}{_gib(head):>8}{verdict}")
         if row["kv_need_bytes"] is not None:
             lines.append(f"    one max_model_len ({row['max_model_len']}) sequence needs "

@@ -87,11 +87,14 @@ def test_colocate_counts_vllm_share_on_the_training_gpu(model_dir):
             "vllm_mode": "colocate", "per_device_train_batch_size": 8,
             "max_prompt_length": 128, "max_completion_length": 256,
             "gradient_checkpointing": True, "vllm_max_model_length": 1024}
-    high = fired(snapshot(n_gpus=1, model=A100_40), {**base, "vllm_gpu_memory_utilization": 0.5})
+    high = fired(snapshot(n_gpus=1, model=A100_40), {**base, "vllm_gpu_memory_utilization": 0.7})
+    near = fired(snapshot(n_gpus=1, model=A100_40), {**base, "vllm_gpu_memory_utilization": 0.5})
     asleep = fired(snapshot(n_gpus=1, model=A100_40), {
-        **base, "vllm_gpu_memory_utilization": 0.5, "vllm_enable_sleep_mode": True})
+        **base, "vllm_gpu_memory_utilization": 0.7, "vllm_enable_sleep_mode": True})
     assert "MEM101" in high and "vllm_enable_sleep_mode: true" in high["MEM101"][0].fix
-    assert "MEM101" not in asleep
+    # colocate is estimated, not measured: a plan just over the GPU is a warning, not an error
+    assert "MEM101" not in near and "MEM102" in near
+    assert "MEM101" not in asleep and "MEM102" not in asleep
 
 
 def test_skipped_with_a_reason_without_a_model():

@@ -34,7 +34,7 @@ def test_table_and_error_exit_for_a_run_that_will_not_fit(facts, model_dir, tmp_
                "2", "train.py")
     assert out.returncode == 1, out.stderr
     assert "GPU 0 — rank 0" in out.stdout and "GPU 1 — rank 1" in out.stdout
-    assert "optimizer states" in out.stdout and "will not fit" in out.stdout
+    assert "optimizer states" in out.stdout and "over the GPU" in out.stdout
     assert "✗ MEM101" in out.stdout and "fix: " in out.stdout
 
 
