@@ -136,7 +136,7 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
     trainer = ctx.plan.trainer
     k = knobs_from_config(ctx.config, ctx.facts.version("trl"), shape.dtype, ctx.plan.accelerate,
                           trainer.options if trainer else {}, world=world, node_ranks=node,
-                          vllm_mode=mode)
+                          vllm_mode=mode, torch=ctx.facts.version("torch"))
     plan = MemoryPlan(model=shape, knobs=k)
     training = lay.training or [None]
     for gpu in training:

@@ -106,7 +106,7 @@ def dtype_bytes(value: Any) -> int | None:
 def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str | None,
                 accelerate: dict[str, Any] | None = None, launch_opts: dict[str, Any] | None
                 = None, world: int = 1, node_ranks: int = 1,
-                vllm_mode: str | None = None) -> Knobs:
+                vllm_mode: str | None = None, torch: str | None = None) -> Knobs:
     """Resolve the knobs of one run; ``assumed`` notes each TRL default taken."""
     c = config
     k = Knobs(trl=trl, world=max(world, 1), node_ranks=max(node_ranks, 1), vllm_mode=vllm_mode)
@@ -132,7 +132,9 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     k.compute_bytes = 2 if bf16 else 4
     beta_default = 0.04 if _at_least(trl, "0.19.0") is False else 0.0
     k.beta = _float(c.get("beta", beta_default), beta_default)
-    k.optim = str(c.get("optim") or "adamw_torch_fused").lower()
+    # transformers' default optim: the fused AdamW with torch >= 2.8, the foreach one before
+    fused = _at_least(torch, "2.8.0") is not False
+    k.optim = str(c.get("optim") or ("adamw_torch_fused" if fused else "adamw_torch")).lower()
     k.weight_bytes = _weight_bytes(c, checkpoint_dtype)
     k.lora = bool(as_bool(c.get("use_peft", False)))
     k.lora_r = _int(c.get("lora_r"), 16)

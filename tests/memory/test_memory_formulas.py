@@ -153,3 +153,11 @@ def test_vllm_kv_room_shrinks_with_utilization():
 def test_allocated_leaves_out_context_and_margin():
     got, _, _ = parts()
     assert allocated(list(got.values())) == sum(p.bytes for p in got.values() if p.at_peak)
+
+
+def test_default_optimizer_follows_the_installed_torch():
+    shape = from_config(QWEN25_05B)
+    assert knobs({}, "1.16.0", shape.dtype, torch="2.9.0+cu128").optim == "adamw_torch_fused"
+    old = knobs({}, "1.16.0", shape.dtype, torch="2.5.1+cu124")
+    assert old.optim == "adamw_torch"
+    assert "optimizer step temporaries" in {p.name for p in trainer_parts(shape, old)}
