@@ -178,6 +178,7 @@ def server_row(ctx: Any, shape: ModelShape, k: Knobs, gpu: int, capacity: int | 
     opts = launch.options if launch is not None else {}
     if k.vllm_mode == "server":
         util = _num(opts.get("gpu_memory_utilization"), 0.9)  # trl vllm-serve's default
+        util = util if 0.0 < util <= 1.0 else 0.9
         mml = _num(opts.get("max_model_len"), 0) or shape.max_positions
         tp = int(_num(opts.get("tensor_parallel_size"), 1)) or 1
         eager = bool(as_bool(opts.get("enforce_eager", False)))
@@ -193,9 +194,10 @@ def server_row(ctx: Any, shape: ModelShape, k: Knobs, gpu: int, capacity: int | 
 
 def _num(value: Any, default: float) -> float:
     try:
-        return float(value)
+        out = float(value)
     except (TypeError, ValueError, OverflowError):
         return default
+    return out if 0.0 <= out <= 1e7 else default
 
 
 # ---- fixes --------------------------------------------------------------------------------

@@ -84,19 +84,23 @@ def _at_least(trl: str | None, version: str) -> bool | None:
     return None if v is None else v.release >= parse(version).release
 
 
+MAX_COUNT = 10**7  # batch sizes, lengths, ranks: beyond any real run (CFG rules judge values)
+
+
 def _int(value: Any, default: int) -> int:
     try:
         out = int(value)
     except (TypeError, ValueError, OverflowError):
         return default
-    return out if out > 0 else default
+    return out if 0 < out <= MAX_COUNT else default
 
 
 def _float(value: Any, default: float) -> float:
     try:
-        return float(value)
+        out = float(value)
     except (TypeError, ValueError, OverflowError):
         return default
+    return out if 0.0 <= out <= 1e6 else default
 
 
 def dtype_bytes(value: Any) -> int | None:
@@ -150,6 +154,8 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     k.use_vllm = bool(as_bool(c.get("use_vllm", False)))
     util_default = 0.9 if _at_least(trl, "0.18.0") is False else 0.3
     k.vllm_util = _float(c.get("vllm_gpu_memory_utilization", util_default), util_default)
+    if not 0.0 < k.vllm_util <= 1.0:
+        k.vllm_util = util_default
     k.vllm_sleep = bool(as_bool(c.get("vllm_enable_sleep_mode", False)))
     k.vllm_tp = _int(c.get("vllm_tensor_parallel_size"), 1)
     mml = c.get("vllm_max_model_length", c.get("vllm_max_model_len"))

@@ -28,6 +28,7 @@ _QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}  # pre/post attention and feed-forward norms
 _DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
+MAX_DIM = 10**8  # no real layer count, width or vocabulary comes near
 
 
 @dataclass
@@ -138,16 +139,17 @@ def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelS
     def num(*keys: str, default: int | None = None) -> int:
         for key in keys:
             value = cfg.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_DIM:
                 return value
         if default is None:
-            raise InputError(where, f"no usable {keys[0]} (a positive integer) to size the model")
+            raise InputError(where, f"no usable {keys[0]} (a positive integer up to {MAX_DIM:,}) "
+                                    "to size the model")
         return default
 
     hidden = num("hidden_size", "n_embd", "d_model")
     heads = num("num_attention_heads", "n_head")
     head_dim = cfg.get("head_dim")
-    if not (isinstance(head_dim, int) and head_dim > 0):
+    if not (isinstance(head_dim, int) and 0 < head_dim <= MAX_DIM):
         head_dim = hidden // heads
     experts = num("num_experts", "num_local_experts", "n_routed_experts", default=0) \
         if any(k in cfg for k in ("num_experts", "num_local_experts", "n_routed_experts")) else 0
@@ -194,6 +196,13 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 
 def find_config(model: str, environ: dict[str, str] | None = None) -> Path | None:
     """``config.json`` of a local directory or a cached hub model id, or None if not here."""
+    try:
+        return _find_config(model, environ)
+    except (OSError, ValueError):  # a name too long for a path, a NUL byte, a permission
+        return None
+
+
+def _find_config(model: str, environ: dict[str, str] | None) -> Path | None:
     local = Path(model).expanduser()
     if (local / "config.json").is_file():
         return local / "config.json"

@@ -109,3 +109,16 @@ def test_a_broken_config_json_is_a_skip_reason_not_a_crash(tmp_path):
     (tmp_path / "config.json").write_text("{broken")
     out = outcome(snapshot(n_gpus=1), {"model_name_or_path": str(tmp_path)})
     assert "invalid JSON" in out.skipped["MEM101"]
+
+
+def test_hostile_values_are_skips_or_defaults_never_crashes(model_dir):
+    huge = model_dir({**QWEN25_05B, "hidden_size": 10**400}, "huge")
+    out = outcome(snapshot(n_gpus=1), {"model_name_or_path": huge})
+    assert "hidden_size" in out.skipped["MEM101"]
+    out = outcome(snapshot(n_gpus=1), {"model_name_or_path": "bad\x00name" + "x" * 5000})
+    assert "not on this machine" in out.skipped["MEM101"]
+    cfg = {"model_name_or_path": model_dir(QWEN25_05B), "per_device_train_batch_size": 10**400,
+           "max_completion_length": "lots", "beta": float("nan"), "use_vllm": True,
+           "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 7}
+    out = outcome(snapshot(n_gpus=1), cfg)
+    assert not [f for f in out.findings if "failed internally" in f.message]
