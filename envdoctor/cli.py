@@ -11,9 +11,10 @@ from envdoctor import __version__
 from envdoctor.commands import check, collect, probe, rules, triage
 from envdoctor.commands import diff as diff_command
 from envdoctor.commands import hook as hook_command
+from envdoctor.commands import plan_memory as plan_memory_command
 
 COMMANDS = [check.check, collect.collect, probe.probe, triage.triage, rules.rules,
-            rules.explain, hook_command.hook, diff_command.diff]
+            rules.explain, hook_command.hook, diff_command.diff, plan_memory_command.plan_memory]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

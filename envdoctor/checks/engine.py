@@ -33,6 +33,10 @@ def _missing(ctx: Context, needs: tuple[str, ...]) -> str | None:
         return "no config or launch command given"
     if "vllm" in needs and not ctx.plan.use_vllm:
         return "use_vllm is off"
+    if "model" in needs:
+        from envdoctor.plan.memory_plan import model_problem
+
+        return model_problem(ctx)
     return None
 
 

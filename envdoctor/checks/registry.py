@@ -12,7 +12,7 @@ from typing import Any
 
 from envdoctor.findings import Severity
 
-NEEDS = ("live", "gpus", "plan", "vllm")
+NEEDS = ("live", "gpus", "plan", "vllm", "model")
 
 
 @dataclass

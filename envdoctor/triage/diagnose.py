@@ -159,7 +159,7 @@ def _oom(ms: list[Match], log: _Log) -> list[_Draft]:
         if oom is None:
             continue
         dp = any("nn/parallel/data_parallel.py" in line for line in gms[0].context)
-        cause = classify(oom, log.ctx, vllm_side, shared_index, dp)
+        cause = classify(oom, log.ctx, vllm_side, shared_index, dp, list(gms[0].context))
         count = log.counts.get("cuda-oom") if len(groups) == 1 else len(gms)
         first = gms[0]
         message = f"{cause.message} ({_where(gms, count)})"

@@ -213,9 +213,11 @@ def _shared_fix(ctx: Context) -> tuple[str, str]:
 
 
 def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
-             shared_index: int | None = None, dataparallel_seen: bool = False) -> OomCause:
+             shared_index: int | None = None, dataparallel_seen: bool = False,
+             context: list[str] | None = None) -> OomCause:
     """Why ``oom`` happened, and the fix. From the log itself: ``shared_index``, the CUDA ordinal
-    TRL warned both trains and runs vLLM; ``dataparallel_seen``, nn.DataParallel in the traceback."""
+    TRL warned both trains and runs vLLM; ``dataparallel_seen``, nn.DataParallel in the traceback;
+    ``context``, the lines before the message (an optimizer step there asks the memory plan)."""
     physical = _physical(oom, ctx, vllm_side)
     head = _head(oom, physical)
     evidence: dict[str, Any] = {"gpu": oom.gpu, "physical_gpu": physical, "vllm_side": vllm_side,
@@ -247,6 +249,13 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
                + (": one process sees several GPUs, so Trainer's nn.DataParallel put a replica "
                   "here (the DataParallel trap)" if trap else " (vLLM's device is a training GPU)"))
         return result("shared", rule, why, fix)
+    if not vllm_side and ctx is not None and context:  # the memory plan (envdoctor.plan)
+        from envdoctor.plan.memory_oom import explain_optimizer_oom
+
+        planned = explain_optimizer_oom(ctx, oom.allocated_mib, oom.total_mib, context)
+        if planned is not None:
+            evidence.update(planned[2])
+            return result("optimizer-states", "MEM101", planned[0], planned[1])
     if frag and (not busy or unalloc >= held_mib):
         if _expandable_on(ctx):
             return result("capacity", "TRI001", f"{size(unalloc)} is reserved but fragmented "

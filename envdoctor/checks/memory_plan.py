@@ -1,0 +1,130 @@
+"""Rules on the memory plan: will each GPU of this GRPO run hold its peak (envdoctor.plan.memory)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from envdoctor.checks.context import Context
+from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.plan.memory import CONTEXT, GiB, GpuPlan, allocated
+from envdoctor.plan.memory_plan import MemoryPlan, for_context, is_thin
+
+
+def gib(n: int | float) -> str:
+    return f"{n / GiB:.1f} GiB"
+
+
+def _where(row: GpuPlan) -> str:
+    return f"GPU {row.gpu} ({row.role})" if row.gpu is not None else f"each GPU ({row.role})"
+
+
+def _biggest(row: GpuPlan, n: int = 4) -> str:
+    parts = sorted((p for p in row.parts if p.at_peak), key=lambda p: -p.bytes)[:n]
+    return ", ".join(f"{p.name} {gib(p.bytes)}" for p in parts)
+
+
+def _fix_text(plan: MemoryPlan, row: GpuPlan, deficit: int) -> str:
+    fixes = plan.fixes(row)
+    if not fixes:
+        return ""
+    items = [f"{f.text} (saves ~{gib(f.saves)}{', enough alone' if f.saves >= deficit else ''})"
+             for f in fixes]
+    return "; ".join(items)
+
+
+def _assumed(plan: MemoryPlan) -> str:
+    notes = plan.model.assumed + [a for a in plan.knobs.assumed if "max_prompt_length" in a]
+    return f" Assumed: {'; '.join(notes)}." if notes else ""
+
+
+def _doubt(plan: MemoryPlan) -> float:
+    """How far over the GPU the plan must be for an error: 1.0 where the formulas were checked
+    on a GPU (one rank or DDP, full fine-tuning, no colocated vLLM: docs/memory.md), 1.15 for
+    setups estimated from the papers and code alone (ZeRO, FSDP, LoRA/QLoRA, colocate)."""
+    k = plan.knobs
+    checked = k.strategy == "ddp" and not k.lora and not (k.use_vllm and k.vllm_mode == "colocate")
+    return 1.0 if checked else 1.15
+
+
+def _torch_part(row: GpuPlan) -> int:
+    return allocated(row.parts) + CONTEXT + sum(
+        p.bytes for p in row.parts if p.name.startswith("vLLM") and p.at_peak)
+
+
+def _rows(ctx: Context) -> tuple[MemoryPlan | None, list[GpuPlan]]:
+    plan = for_context(ctx)
+    if plan is None:
+        return None, []
+    return plan, [r for r in plan.gpus if r.role != "vLLM" and r.capacity]
+
+
+@rule("MEM101", needs=("model",))
+def trainer_will_not_fit(ctx: Context) -> Iterator[Hit]:
+    plan, rows = _rows(ctx)
+    for row in rows:
+        if _torch_part(row) <= row.capacity * _doubt(plan):
+            continue
+        deficit = row.total - row.capacity
+        yield hit(f"{_where(row)} needs ~{gib(row.total)} at its peak but has {gib(row.capacity)}"
+                  f": {_biggest(row)} ({plan.model.name}, {plan.model.total_params() / 1e9:.2f}B"
+                  f" parameters). It runs out of memory in the first steps.{_assumed(plan)}",
+                  fix=_fix_text(plan, row, deficit), gpu=row.gpu, plan=row.to_dict())
+
+
+@rule("MEM102", needs=("model",))
+def trainer_headroom_thin(ctx: Context) -> Iterator[Hit]:
+    plan, rows = _rows(ctx)
+    for row in rows:
+        if _torch_part(row) > row.capacity * _doubt(plan) or not (
+                row.total > row.capacity or is_thin(row)):
+            continue
+        left = row.capacity - row.total
+        yield hit(f"{_where(row)}: the plan's peak is ~{gib(row.total)} of {gib(row.capacity)} "
+                  f"({'short by ' + gib(-left) if left < 0 else 'only ' + gib(left) + ' left'}"
+                  f", allocator margin included): {_biggest(row)}. Longer completions or "
+                  f"fragmentation push it over.{_assumed(plan)}",
+                  fix=_fix_text(plan, row, max(-left, 0) + int(0.1 * row.capacity)),
+                  gpu=row.gpu, plan=row.to_dict())
+
+
+@rule("MEM103", needs=("model", "vllm"))
+def kv_cache_too_small(ctx: Context) -> Iterator[Hit]:
+    plan = for_context(ctx)
+    if plan is None:
+        return
+    colocate = plan.knobs.vllm_mode == "colocate"
+    len_key = "vllm_max_model_length" if colocate else "--max_model_len"
+    util_key = "vllm_gpu_memory_utilization" if colocate else "--gpu_memory_utilization"
+    for row in plan.gpus:
+        if row.kv_need is None or row.kv_free is None or not row.capacity:
+            continue
+        if row.kv_free >= row.kv_need:
+            continue
+        per_token = max(plan.model.kv_bytes_per_token(2), 1)
+        fits = max(row.kv_free, 0) // per_token
+        util = row.vllm_util or plan.knobs.vllm_util
+        needed_util = min((util * row.capacity - row.kv_free + row.kv_need) / row.capacity + 0.02,
+                          0.98)
+        what = (f"leaves {gib(row.kv_free)} for the KV cache" if row.kv_free > 0 else
+                f"does not even hold the weights and activations ({gib(-row.kv_free)} short)")
+        fix = f"{len_key} {fits}" if fits >= 1024 else ""
+        if needed_util > util and needed_util < 0.98:
+            fix += f"{' or ' if fix else ''}{util_key} {needed_util:.2f}"
+        yield hit(f"vLLM on GPU {row.gpu}: gpu_memory_utilization {util} × {gib(row.capacity)} "
+                  f"{what}, but one sequence of max_model_len {row.max_model_len} needs "
+                  f"{gib(row.kv_need)} ({per_token:,} B per token): vLLM refuses to start "
+                  "(\"... KV cache is needed, which is larger than the available KV cache "
+                  "memory\").", fix=fix or "a GPU with more memory, or a smaller model",
+                  gpu=row.gpu, kv_need_bytes=row.kv_need, kv_free_bytes=row.kv_free,
+                  max_model_len_that_fits=fits)
+
+
+@rule("MEM104", needs=("model",))
+def plan_summary(ctx: Context) -> Iterator[Hit]:
+    plan, rows = _rows(ctx)
+    for row in rows:
+        if row.total > row.capacity or is_thin(row):
+            continue
+        yield hit(f"{_where(row)}: peak ~{gib(row.total)} of {gib(row.capacity)} "
+                  f"({gib(row.headroom or 0)} left): {_biggest(row)}",
+                  gpu=row.gpu, plan=row.to_dict())

@@ -1,0 +1,142 @@
+"""``envdoctor plan-memory``: what each GPU of a GRPO run holds at its peak, and whether it fits."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any
+
+import click
+
+from envdoctor.commands.options import emit, output_option
+
+_SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|GB|G|MiB|MB|M)?\s*$", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+MEM_RULES = ["MEM101", "MEM102", "MEM103", "MEM104"]
+
+
+def gpu_memory_bytes(text: str | None) -> int | None:
+    """``80``, ``80GiB``, ``81559MiB`` → bytes (a bare number is GiB); ``InputError`` if not."""
+    from envdoctor.errors import InputError
+
+    if text is None:
+        return None
+    m = _SIZE.match(text)
+    if not m:
+        raise InputError("--gpu-memory", f"expected a size such as 80GiB, got {text!r}")
+    unit = (m.group(2) or "GiB").lower()
+    try:
+        value = float(m.group(1)) * (1024**2 if unit.startswith("m") else 1024**3)
+    except ValueError:
+        raise InputError("--gpu-memory", f"expected a size such as 80GiB, got {text!r}") from None
+    if not 1024**3 <= value <= 4096 * 1024**3:
+        raise InputError("--gpu-memory", f"{text!r} is not a plausible GPU memory (1 GiB–4 TiB)")
+    return int(value)
+
+
+@click.command("plan-memory", context_settings={"ignore_unknown_options": True})
+@click.option("--config", "config", type=str, metavar="FILE",
+              help="TRL GRPO config (YAML/JSON, GRPOConfig keys).")
+@click.option("--accelerate-config", type=str, metavar="FILE", help="accelerate config file.")
+@click.option("--facts", "facts_file", type=str, metavar="FILE",
+              help="Plan for a snapshot from `envdoctor collect` instead of this machine.")
+@click.option("--launch", multiple=True, metavar="CMD",
+              help="A launch command line (repeatable; e.g. the trainer and `trl vllm-serve`).")
+@click.option("--model", type=str, metavar="PATH_OR_ID",
+              help="Model directory or hub id whose config.json is in the local HF cache "
+                   "(default: the config's model_name_or_path). Nothing is downloaded.")
+@click.option("--model-params", type=str, metavar="COUNT",
+              help="Parameter count when no config.json is at hand (7B, 1.5B, 500M).")
+@click.option("--gpu-memory", type=str, metavar="SIZE",
+              help="GPU memory to plan for where no GPU is known (80GiB).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+@output_option
+@click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
+def plan_memory(config, accelerate_config, facts_file, launch, model, model_params, gpu_memory,
+                fmt, output, launch_argv) -> None:
+    """Plan the GPU memory of a GRPO run, per GPU, before anything is loaded.
+
+        envdoctor plan-memory --config grpo.yaml -- accelerate launch --num_processes 2 train.py
+    """
+    from envdoctor.checks.context import Context
+    from envdoctor.checks.engine import run_rules
+    from envdoctor.commands.check import launch_text
+    from envdoctor.errors import InputError
+    from envdoctor.facts.collect import collect_facts
+    from envdoctor.facts.snapshot import load
+    from envdoctor.plan.build import build_plan
+    from envdoctor.plan.memory_plan import for_context, resolve_model
+    from envdoctor.redact import plan_secrets, scrub
+
+    capacity = gpu_memory_bytes(gpu_memory)
+    facts = load(facts_file) if facts_file else collect_facts()
+    plan = build_plan(config=config, accelerate_config=accelerate_config,
+                      launch=launch_text(launch, launch_argv), live=facts.live)
+    options = {"model": model, "model_params": model_params, "gpu_memory": capacity}
+    ctx = Context(facts=facts, plan=plan, network=False,
+                  options={k: v for k, v in options.items() if v})
+    mem = for_context(ctx)
+    if mem is None:
+        raise InputError("--model", resolve_model(ctx)[1])
+    found = run_rules(ctx, select=MEM_RULES).findings
+    data = mem.to_dict()
+    for row in data["gpus"]:
+        g = facts.gpu(row["gpu"]) if row["gpu"] is not None else None
+        row["name"] = g.name if g else None
+    data["findings"] = [f.to_dict() for f in found if f.rule != "MEM104"]
+    data = scrub(data, plan_secrets(plan))
+    text = json.dumps(data, indent=2) + "\n" if fmt == "json" else render_text(data)
+    emit(_CONTROL.sub("?", text) if fmt == "text" else text, output)
+    sys.exit(1 if any(f.severity.value == "error" for f in found) else 0)
+
+
+def _gib(n: int | None) -> str:
+    return "?" if n is None else f"{n / 1024**3:.1f}"
+
+
+def render_text(data: dict[str, Any]) -> str:
+    m, s = data["model"], data["setup"]
+    lines = [f"envdoctor plan-memory — {m['name']} ({m['parameters'] / 1e9:.2f}B parameters, "
+             f"{m['family']}; {m['source'] or 'no config'})"]
+    gc = "on" if s["gradient_checkpointing"] else "off"
+    lines.append(f"setup: TRL {s['trl'] or '?'}, {s['strategy']} × {s['world']}, "
+                 f"per_device_train_batch_size {s['per_device_train_batch_size']} × "
+                 f"({s['prompt_length']} + {s['max_completion_length']}) tokens, gradient "
+                 f"checkpointing {gc}, {s['weight_bytes'] * 8}-bit weights, {s['optim']}, "
+                 f"beta {s['beta']}{', LoRA' if s['lora'] else ''}"
+                 f"{', vLLM ' + s['vllm_mode'] if s['vllm_mode'] else ''}")
+    for note in data["assumed"]:
+        lines.append(f"assumed: {note}")
+    for row in data["gpus"]:
+        where = f"GPU {row['gpu']}" if row["gpu"] is not None else "each training GPU"
+        lines += ["", f"{where} — {row['role']}" + (f" — {row['name']}" if row.get("name")
+                                                     else "")]
+        width = max(len(p["part"]) for p in row["parts"]) + 2
+        lines.append(f"    {'PART':<{width}}{'GiB':>8}  NOTE")
+        for p in row["parts"]:
+            name = p["part"] if p["at_peak"] else f"({p['part']})"
+            note = p["note"] if p["at_peak"] else f"{p['note']}; not held at the peak"
+            lines.append(f"    {name:<{width}}{p['gib']:>8.1f}  {note}")
+        lines.append(f"    {'total at peak':<{width}}{_gib(row['total_bytes']):>8}")
+        lines.append(f"    {'capacity':<{width}}{_gib(row['capacity_bytes']):>8}")
+        head = row["headroom_bytes"]
+        verdict = "" if head is None else ("  over the GPU" if head < 0 else "")
+        lines.append(f"    {'headroom':<{width}}{_gib(head):>8}{verdict}")
+        if row["kv_need_bytes"] is not None:
+            lines.append(f"    one max_model_len ({row['max_model_len']}) sequence needs "
+                         f"{_gib(row['kv_need_bytes'])} GiB of KV cache; the budget leaves "
+                         f"{_gib(row['kv_free_bytes'])} GiB")
+        for f in row["fixes"] if head is not None and head < 0.1 * (row["capacity_bytes"] or 0) \
+                else []:
+            lines.append(f"    fix: {f['fix']} — saves ~{f['saves_gib']:.1f} GiB")
+    lines.append("")
+    for f in data["findings"]:
+        mark = {"error": "✗", "warning": "!", "info": "•"}[f["severity"]]
+        lines.append(f"{mark} {f['rule']} {f['message']}")
+    if not data["findings"]:
+        fits = all(r["headroom_bytes"] is not None for r in data["gpus"])
+        lines.append("✓ Every GPU holds its planned peak." if fits else
+                     "No verdict: GPU memory unknown (no GPU facts; --gpu-memory 80GiB).")
+    return "\n".join(lines) + "\n"

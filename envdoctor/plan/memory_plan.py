@@ -1,0 +1,259 @@
+"""Assemble the memory plan of a run: one row per GPU (trainer ranks, vLLM), and the fixes.
+
+``for_context`` resolves the model (``--model`` / ``model_name_or_path`` → a local
+``config.json``; ``--model-params``), the knobs and the layout, and caches the plan on the
+context, so the rules, ``plan-memory`` and triage share one computation.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from envdoctor.errors import InputError
+from envdoctor.plan.memory import (
+    THIN,
+    GiB,
+    GpuPlan,
+    Part,
+    allocated,
+    asleep_parts,
+    overhead_parts,
+    trainer_parts,
+    vllm_parts,
+)
+from envdoctor.plan.memory_setup import Knobs
+from envdoctor.plan.memory_setup import from_config as knobs_from_config
+from envdoctor.plan.model_shape import ModelShape, load_shape, parse_count, shape_from_count
+from envdoctor.plan.values import as_bool
+
+MiB = 1024**2
+_CACHE = "_memory_plan"
+
+
+@dataclass
+class Fix:
+    text: str
+    saves: int  # bytes on the GPU it is computed for
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fix": self.text, "saves_bytes": self.saves, "saves_gib": round(self.saves / GiB, 2)}
+
+
+@dataclass
+class MemoryPlan:
+    model: ModelShape
+    knobs: Knobs
+    gpus: list[GpuPlan] = field(default_factory=list)
+
+    def fixes(self, row: GpuPlan) -> list[Fix]:
+        return trainer_fixes(self.model, self.knobs, row) if row.role != "vLLM" else []
+
+    def to_dict(self) -> dict[str, Any]:
+        m, k = self.model, self.knobs
+        return {
+            "model": {"name": m.name, "family": m.family, "source": m.source,
+                      "parameters": m.total_params(), "active_parameters": m.active_params(),
+                      "layers": m.layers, "hidden": m.hidden, "vocab": m.vocab,
+                      "kv_bytes_per_token": m.kv_bytes_per_token(2)},
+            "setup": {"trl": k.trl, "strategy": k.strategy, "world": k.world,
+                      "per_device_train_batch_size": k.batch, "prompt_length": k.prompt_len,
+                      "max_completion_length": k.completion_len,
+                      "gradient_checkpointing": k.gradient_checkpointing,
+                      "weight_bytes": k.weight_bytes, "optim": k.optim, "beta": k.beta,
+                      "lora": k.lora, "vllm_mode": k.vllm_mode if k.use_vllm else None},
+            "assumed": m.assumed + k.assumed,
+            "gpus": [dict(g.to_dict(), fixes=[f.to_dict() for f in self.fixes(g)])
+                     for g in self.gpus],
+        }
+
+
+# ---- the model ------------------------------------------------------------------------------
+def model_name(ctx: Any) -> str | None:
+    name = ctx.options.get("model") or ctx.config.get("model_name_or_path")
+    server = ctx.plan.server
+    if not name and server is not None:
+        name = server.options.get("model")
+    return str(name) if isinstance(name, (str, int)) and str(name).strip() else None
+
+
+def _environ(ctx: Any) -> dict[str, str]:
+    env = dict(os.environ) if ctx.facts.live else {"HOME": os.path.expanduser("~")}
+    env.update(ctx.facts.env)
+    return env
+
+
+def resolve_model(ctx: Any) -> tuple[ModelShape | None, str]:
+    """The model's shape, or None and why (a reason rules are skipped with)."""
+    if ctx.options.get("model_params"):
+        return shape_from_count(parse_count(str(ctx.options["model_params"]))), ""
+    name = model_name(ctx)
+    if not name:
+        return None, ("no model: the config has no model_name_or_path (envdoctor plan-memory "
+                      "--model PATH_OR_ID or --model-params 7B)")
+    try:
+        shape = load_shape(name, _environ(ctx))
+    except InputError as exc:
+        return None, str(exc)
+    if shape is None:
+        return None, (f"config.json of {name} is not on this machine (a local directory or the "
+                      "Hugging Face cache; nothing is downloaded): envdoctor plan-memory "
+                      "--model-params 7B")
+    return shape, ""
+
+
+# ---- the plan ---------------------------------------------------------------------------------
+def for_context(ctx: Any) -> MemoryPlan | None:
+    """The plan of ``ctx`` (cached on it), or None when the model cannot be resolved."""
+    if _CACHE in ctx.options:
+        return ctx.options[_CACHE]
+    shape, _ = resolve_model(ctx)
+    plan = build(ctx, shape) if shape is not None else None
+    ctx.options[_CACHE] = plan
+    return plan
+
+
+def model_problem(ctx: Any) -> str | None:
+    """Why the memory rules cannot run (the engine's skip reason), or None."""
+    if _CACHE in ctx.options and ctx.options[_CACHE] is not None:
+        return None
+    shape, why = resolve_model(ctx)
+    return why if shape is None else None
+
+
+def _capacity(ctx: Any, gpu: int | None) -> int | None:
+    g = ctx.facts.gpu(gpu) if gpu is not None else None
+    if g is not None and g.memory_total_mib:
+        return int(g.memory_total_mib) * MiB
+    override = ctx.options.get("gpu_memory")
+    return int(override) if override else None
+
+
+def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
+    lay = ctx.layout  # without GPU facts: the ranks' count still comes from the launch
+    world, node, mode = lay.world_size, lay.num_processes, lay.generation_mode
+    trainer = ctx.plan.trainer
+    k = knobs_from_config(ctx.config, ctx.facts.version("trl"), shape.dtype, ctx.plan.accelerate,
+                          trainer.options if trainer else {}, world=world, node_ranks=node,
+                          vllm_mode=mode, torch=ctx.facts.version("torch"))
+    plan = MemoryPlan(model=shape, knobs=k)
+    training = lay.training or [None]
+    for gpu in training:
+        plan.gpus.append(trainer_row(shape, k, gpu, _capacity(ctx, gpu), lay))
+    if mode in ("legacy", "server") and not (lay.server and lay.server.source == "nvml"):
+        for gpu in lay.generation:
+            if gpu in lay.training:
+                continue  # a shared GPU is LAY's finding; its trainer row is above
+            plan.gpus.append(server_row(ctx, shape, k, gpu, _capacity(ctx, gpu)))
+    return plan
+
+
+def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | None,
+                lay: Any = None) -> GpuPlan:
+    ranks = [r.rank for r in lay.ranks if r.gpu == gpu] if lay is not None else []
+    role = ", ".join(f"rank {r}" for r in ranks) or "rank (each)"
+    if gpu is None and len(ranks) > 1:
+        role = f"each of {len(ranks)} ranks"
+    parts = trainer_parts(shape, k)
+    row = GpuPlan(gpu=gpu, role=role, capacity=capacity)
+    if k.use_vllm and k.vllm_mode == "colocate":
+        row.role += " + vLLM (colocated)"
+        row.max_model_len = k.vllm_max_model_len or shape.max_positions
+        if k.vllm_sleep:
+            parts += asleep_parts()
+        else:
+            vparts, row.kv_need, row.kv_free = vllm_parts(shape, k, capacity, row.max_model_len,
+                                                          k.vllm_tp)
+            row.vllm_util = k.vllm_util
+            budget = int(k.vllm_util * capacity) if capacity else sum(p.bytes for p in vparts)
+            parts.append(Part("vLLM (gpu_memory_utilization)", budget,
+                              f"{k.vllm_util} × the GPU: weights + KV cache + graphs"))
+    row.parts = parts + overhead_parts([p for p in parts if not p.name.startswith("vLLM")])
+    return row
+
+
+def server_row(ctx: Any, shape: ModelShape, k: Knobs, gpu: int, capacity: int | None) -> GpuPlan:
+    launch = ctx.plan.server
+    opts = launch.options if launch is not None else {}
+    if k.vllm_mode == "server":
+        util = _num(opts.get("gpu_memory_utilization"), 0.9)  # trl vllm-serve's default
+        util = util if 0.0 < util <= 1.0 else 0.9
+        mml = _num(opts.get("max_model_len"), 0) or shape.max_positions
+        tp = int(_num(opts.get("tensor_parallel_size"), 1)) or 1
+        eager = bool(as_bool(opts.get("enforce_eager", False)))
+    else:  # legacy: the trainer's own vLLM on vllm_device
+        util, mml, tp, eager = k.vllm_util, k.vllm_max_model_len or shape.max_positions, 1, False
+    vk = k.replace(vllm_util=util, vllm_enforce_eager=eager)
+    parts, need, free = vllm_parts(shape, vk, capacity, int(mml) if mml else None, tp)
+    row = GpuPlan(gpu=gpu, role="vLLM", capacity=capacity, kv_need=need, kv_free=free,
+                  max_model_len=int(mml) if mml else None, vllm_util=util)
+    row.parts = parts + [Part("CUDA context", int(0.6 * GiB), "outside the budget")]
+    return row
+
+
+def _num(value: Any, default: float) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return out if 0.0 <= out <= 1e7 else default
+
+
+# ---- fixes --------------------------------------------------------------------------------
+def _candidates(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Knobs]]:
+    out: list[tuple[str, Knobs]] = []
+    if not k.gradient_checkpointing:
+        out.append(("gradient_checkpointing: true", k.replace(gradient_checkpointing=True)))
+    if k.batch >= 2:
+        half = k.batch // 2
+        out.append((f"per_device_train_batch_size: {half} with gradient_accumulation_steps: "
+                    f"{k.grad_accum * 2} (the same generation batch)",
+                    k.replace(batch=half, grad_accum=k.grad_accum * 2,
+                              steps_per_generation=k.steps_per_generation * 2)))
+    if k.completion_len >= 256:
+        out.append((f"max_completion_length: {k.completion_len // 2}",
+                    k.replace(completion_len=k.completion_len // 2)))
+    if k.world > 1 and k.strategy in ("ddp", "zero1", "zero2", "fsdp_grad_op"):
+        out.append(("DeepSpeed ZeRO-3 (accelerate config: distributed_type: DEEPSPEED, "
+                    "zero_stage: 3) or FSDP FULL_SHARD", k.replace(strategy="zero3")))
+    if not k.offload_optimizer and not k.lora and "8bit" not in k.optim:
+        strategy = k.strategy if k.strategy.startswith("zero") else "zero2"
+        out.append(("DeepSpeed with offload_optimizer_device: cpu (optimizer states in CPU "
+                    "memory; slower steps)", k.replace(strategy=strategy, offload_optimizer=True)))
+    if k.weight_bytes == 4 and not k.lora:
+        out.append(("model_init_kwargs: {dtype: bfloat16} (bf16 weights and AdamW states; less "
+                    "precise updates)", k.replace(weight_bytes=2)))
+    if not k.lora and "8bit" not in k.optim and not k.strategy.startswith("zero"):
+        out.append(("optim: adamw_8bit (bitsandbytes)", k.replace(optim="adamw_8bit")))
+    if not k.lora:
+        out.append(("use_peft: true (LoRA, lora_r: 16, lora_target_modules: all-linear)",
+                    k.replace(lora=True, lora_r=16, lora_targets=("all-linear",))))
+    if k.beta > 0 and not k.lora:
+        out.append(("beta: 0.0 (no reference model)", k.replace(beta=0.0)))
+    if k.use_vllm and k.vllm_mode == "colocate" and not k.vllm_sleep:
+        out.append(("vllm_enable_sleep_mode: true (vLLM frees its memory while training)",
+                    k.replace(vllm_sleep=True)))
+        if row.capacity and k.vllm_util > 0.15:
+            out.append((f"vllm_gpu_memory_utilization: {k.vllm_util / 2:.2f}",
+                        k.replace(vllm_util=round(k.vllm_util / 2, 2))))
+    return out
+
+
+def trainer_fixes(shape: ModelShape, k: Knobs, row: GpuPlan, limit: int = 4) -> list[Fix]:
+    """What each change saves on this GPU, largest first."""
+    fixes = []
+    for text, changed in _candidates(shape, k, row):
+        new = trainer_row(shape, changed, row.gpu, row.capacity)
+        saves = row.total - new.total
+        if saves > 64 * MiB:
+            fixes.append(Fix(text, saves))
+    return sorted(fixes, key=lambda f: -f.saves)[:limit]
+
+
+def trainer_allocated(row: GpuPlan) -> int:
+    return allocated(row.parts)
+
+
+def is_thin(row: GpuPlan) -> bool:
+    return row.headroom is not None and 0 <= row.headroom < THIN * (row.capacity or 0)

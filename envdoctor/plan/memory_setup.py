@@ -1,0 +1,218 @@
+"""The knobs that size a GRPO run's memory, read from the GRPO config, the accelerate / DeepSpeed /
+FSDP setup and the installed TRL's defaults (each default cited where it is applied).
+
+TRL defaults, read in ``trl/trainer/grpo_config.py`` at the tags:
+- ``beta`` 0.04 up to v0.18.x, 0.0 from v0.19.0 (no reference model by default);
+- ``gradient_checkpointing`` and ``bf16`` default True from v1.0.0 (transformers' False before);
+- ``max_completion_length`` 256, 512 from v1.10.0; ``max_prompt_length`` 512 (gone in v1.x:
+  prompts are not truncated, 512 is then an assumption);
+- ``num_generations`` 8; ``per_device_train_batch_size`` transformers' 8;
+  ``steps_per_generation`` = ``gradient_accumulation_steps``;
+- ``vllm_gpu_memory_utilization`` 0.9 up to v0.17, 0.3 from v0.18.0; ``vllm_mode`` server from
+  v0.18.0, colocate from v1.0.0;
+- the model is loaded in float32 unless ``model_init_kwargs`` names a dtype
+  (``create_model_from_path``; v1.x docstring "defaults to float32");
+- the per-token log-probs: full ``(batch, completion, vocab)`` logits and ``selective_log_softmax``
+  up to v1.14.x; from v1.15.0 a fused, chunked LM head (``add_fused_lm_head``, 4096-token ×
+  32768-vocab tiles) that never materializes them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from envdoctor.plan.values import as_bool
+from envdoctor.versions import parse
+
+_DTYPES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2,
+           "fp16": 2, "half": 2}
+_LORA_DEFAULT = ("q_proj", "v_proj")  # PEFT's default target modules for Llama / Qwen / Mistral
+
+
+@dataclass
+class Knobs:
+    """One run's memory-relevant settings, resolved (``assumed`` lists defaults taken)."""
+
+    batch: int = 8  # per_device_train_batch_size
+    grad_accum: int = 1
+    prompt_len: int = 512
+    completion_len: int = 256
+    num_generations: int = 8
+    steps_per_generation: int = 1
+    gradient_checkpointing: bool = False
+    weight_bytes: int = 4  # the trained model's parameter dtype
+    compute_bytes: int = 2  # autocast dtype (bf16/fp16), 4 without mixed precision
+    beta: float = 0.0
+    optim: str = "adamw_torch_fused"
+    lora: bool = False
+    lora_r: int = 16
+    lora_targets: tuple[str, ...] = _LORA_DEFAULT
+    load_in_4bit: bool = False
+    load_in_8bit: bool = False
+    strategy: str = "ddp"  # ddp | zero1 | zero2 | zero3 | fsdp_full | fsdp_grad_op | fsdp_hybrid
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    world: int = 1  # data-parallel ranks
+    node_ranks: int = 1  # ranks on one node (hybrid shard group)
+    fused_logps: bool = False  # TRL >= 1.15
+    use_vllm: bool = False
+    vllm_mode: str | None = None
+    vllm_util: float = 0.3
+    vllm_sleep: bool = False
+    vllm_tp: int = 1
+    vllm_max_model_len: int | None = None
+    vllm_enforce_eager: bool = False
+    trl: str | None = None
+    assumed: list[str] = field(default_factory=list)
+
+    def replace(self, **changes: Any) -> Knobs:
+        return dataclasses.replace(self, assumed=list(self.assumed), **changes)
+
+    @property
+    def seq_len(self) -> int:
+        return self.prompt_len + self.completion_len
+
+    @property
+    def sharded(self) -> bool:
+        return self.strategy in ("zero3", "fsdp_full", "fsdp_hybrid")
+
+
+def _at_least(trl: str | None, version: str) -> bool | None:
+    v = parse(trl)
+    return None if v is None else v.release >= parse(version).release
+
+
+MAX_COUNT = 10**7  # batch sizes, lengths, ranks: beyond any real run (CFG rules judge values)
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        out = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return out if 0 < out <= MAX_COUNT else default
+
+
+def _float(value: Any, default: float) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return out if 0.0 <= out <= 1e6 else default
+
+
+def dtype_bytes(value: Any) -> int | None:
+    return _DTYPES.get(str(value).lower().replace("torch.", "")) if value is not None else None
+
+
+def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str | None,
+                accelerate: dict[str, Any] | None = None, launch_opts: dict[str, Any] | None
+                = None, world: int = 1, node_ranks: int = 1,
+                vllm_mode: str | None = None, torch: str | None = None) -> Knobs:
+    """Resolve the knobs of one run; ``assumed`` notes each TRL default taken."""
+    c = config
+    k = Knobs(trl=trl, world=max(world, 1), node_ranks=max(node_ranks, 1), vllm_mode=vllm_mode)
+    v1 = _at_least(trl, "1.0.0")
+
+    def pick(key: str, default: Any, why: str) -> Any:
+        if key in c and c[key] is not None:
+            return c[key]
+        k.assumed.append(f"{key}={default} ({why})")
+        return default
+
+    k.batch = _int(pick("per_device_train_batch_size", 8, "transformers' default"), 8)
+    k.grad_accum = _int(c.get("gradient_accumulation_steps"), 1)
+    k.steps_per_generation = _int(c.get("steps_per_generation"), k.grad_accum)
+    k.num_generations = _int(c.get("num_generations"), 8)
+    k.prompt_len = _int(pick("max_prompt_length", 512, "TRL's default up to 0.29; prompts are "
+                             "not truncated in 1.x" if v1 else "TRL's default"), 512)
+    mcl = 512 if _at_least(trl, "1.10.0") else 256
+    k.completion_len = _int(pick("max_completion_length", mcl, f"TRL {trl or '?'} default"), mcl)
+    gc_default = bool(v1)
+    k.gradient_checkpointing = bool(as_bool(c.get("gradient_checkpointing", gc_default)))
+    bf16 = as_bool(c.get("bf16", bool(v1))) or as_bool(c.get("fp16", False))
+    k.compute_bytes = 2 if bf16 else 4
+    beta_default = 0.04 if _at_least(trl, "0.19.0") is False else 0.0
+    k.beta = _float(c.get("beta", beta_default), beta_default)
+    # transformers' default optim: the fused AdamW with torch >= 2.8, the foreach one before
+    fused = _at_least(torch, "2.8.0") is not False
+    k.optim = str(c.get("optim") or ("adamw_torch_fused" if fused else "adamw_torch")).lower()
+    k.weight_bytes = _weight_bytes(c, checkpoint_dtype)
+    k.lora = bool(as_bool(c.get("use_peft", False)))
+    k.lora_r = _int(c.get("lora_r"), 16)
+    targets = c.get("lora_target_modules")
+    if isinstance(targets, str):
+        targets = [t for t in targets.replace(",", " ").split() if t]
+    if isinstance(targets, list) and targets:
+        k.lora_targets = tuple(str(t) for t in targets)
+    k.load_in_4bit = bool(as_bool(c.get("load_in_4bit", False)))
+    k.load_in_8bit = bool(as_bool(c.get("load_in_8bit", False)))
+    k.fused_logps = bool(_at_least(trl, "1.15.0"))
+    _distributed(k, c, accelerate or {}, launch_opts or {})
+    k.use_vllm = bool(as_bool(c.get("use_vllm", False)))
+    util_default = 0.9 if _at_least(trl, "0.18.0") is False else 0.3
+    k.vllm_util = _float(c.get("vllm_gpu_memory_utilization", util_default), util_default)
+    if not 0.0 < k.vllm_util <= 1.0:
+        k.vllm_util = util_default
+    k.vllm_sleep = bool(as_bool(c.get("vllm_enable_sleep_mode", False)))
+    k.vllm_tp = _int(c.get("vllm_tensor_parallel_size"), 1)
+    mml = c.get("vllm_max_model_length", c.get("vllm_max_model_len"))
+    k.vllm_max_model_len = _int(mml, 0) or None
+    return k
+
+
+def _weight_bytes(c: dict[str, Any], checkpoint_dtype: str | None) -> int:
+    init = c.get("model_init_kwargs") if isinstance(c.get("model_init_kwargs"), dict) else {}
+    for value in (init.get("dtype"), init.get("torch_dtype"), c.get("dtype"), c.get("torch_dtype")):
+        if value == "auto":
+            return dtype_bytes(checkpoint_dtype) or 2
+        found = dtype_bytes(value)
+        if found:
+            return found
+    return 4  # create_model_from_path: float32 unless told
+
+
+def _distributed(k: Knobs, c: dict[str, Any], acc: dict[str, Any], opts: dict[str, Any]) -> None:
+    """ZeRO stage / FSDP strategy and offload from the accelerate config, the launch flags or
+    the GRPO config's ``deepspeed`` / ``fsdp`` keys."""
+    ds = acc.get("deepspeed_config") if isinstance(acc.get("deepspeed_config"), dict) else {}
+    ds_inline = c.get("deepspeed") if isinstance(c.get("deepspeed"), dict) else {}
+    zero = ds_inline.get("zero_optimization") if isinstance(
+        ds_inline.get("zero_optimization"), dict) else {}
+    dist = str(acc.get("distributed_type", "")).upper()
+    stage = opts.get("zero_stage", ds.get("zero_stage", zero.get("stage")))
+    if stage is not None or dist == "DEEPSPEED" or opts.get("use_deepspeed") or ds_inline:
+        s = _int(stage, 0) if str(stage) != "0" else 0
+        k.strategy = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}.get(s, "zero2")
+        if s == 0 and stage is None:
+            k.strategy = "zero2"
+            k.assumed.append("ZeRO stage 2 (DeepSpeed without a stage read)")
+        off_opt = opts.get("offload_optimizer_device", ds.get("offload_optimizer_device")) or (
+            (zero.get("offload_optimizer") or {}).get("device") if isinstance(
+                zero.get("offload_optimizer"), dict) else None)
+        off_par = opts.get("offload_param_device", ds.get("offload_param_device")) or (
+            (zero.get("offload_param") or {}).get("device") if isinstance(
+                zero.get("offload_param"), dict) else None)
+        k.offload_optimizer = str(off_opt).lower() in ("cpu", "nvme")
+        k.offload_params = str(off_par).lower() in ("cpu", "nvme") and k.strategy == "zero3"
+        return
+    fsdp = acc.get("fsdp_config") if isinstance(acc.get("fsdp_config"), dict) else {}
+    cfg_fsdp = str(c.get("fsdp") or "")
+    if dist == "FSDP" or opts.get("use_fsdp") or cfg_fsdp:
+        raw = str(opts.get("fsdp_sharding_strategy", fsdp.get("fsdp_sharding_strategy",
+                                                              cfg_fsdp or "FULL_SHARD"))).upper()
+        if as_bool(fsdp.get("fsdp_reshard_after_forward", True)) is False:
+            raw = "SHARD_GRAD_OP"
+        if "HYBRID" in raw or raw in ("4", "5"):
+            k.strategy = "fsdp_hybrid"
+        elif "GRAD_OP" in raw or raw == "2":
+            k.strategy = "fsdp_grad_op"
+        elif "NO_SHARD" in raw or raw == "3":
+            k.strategy = "ddp"
+        else:
+            k.strategy = "fsdp_full"
+        offload = opts.get("fsdp_offload_params", fsdp.get("fsdp_offload_params", "offload"
+                                                         in cfg_fsdp))
+        k.offload_params = k.offload_optimizer = bool(as_bool(offload))

@@ -1,0 +1,285 @@
+"""A model's shape and parameter count from its ``config.json`` alone: no weights, no network.
+
+The config is found in a local directory or the local Hugging Face cache
+(``$HF_HUB_CACHE`` or ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``,
+``models--org--name/snapshots/*/config.json``). Parameters are counted from the architecture as
+transformers builds it (``modeling_<family>.py``): embeddings (+ an untied LM head), per layer the
+attention projections with grouped-query K/V heads (Qwen2's q/k/v biases, ``attention_bias`` where
+a family has the key), Qwen3's / Gemma3's per-head q/k norms, a gated MLP (gate, up, down) or MoE
+experts with their router (and Qwen2-MoE's shared expert), and the RMSNorms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envdoctor.errors import InputError, read_input_text
+
+#: Families whose decoder is the Llama layout (gated MLP, RMSNorm, rotary attention).
+FAMILIES = {"llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "gemma", "gemma2",
+            "gemma3", "gemma3_text", "phi3", "mixtral"}
+_QKV_BIAS = {"qwen2", "qwen2_moe"}  # modeling_qwen2.py: q/k/v Linear(bias=True), o without
+_QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
+_FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}  # pre/post attention and feed-forward norms
+_DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+MAX_DIM = 10**8  # no real layer count, width or vocabulary comes near
+
+
+@dataclass
+class ModelShape:
+    """What the memory plan needs of a model; ``assumed`` notes what was not read from a config."""
+
+    name: str
+    family: str
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    tied: bool = False
+    qkv_bias: bool = False
+    experts: int = 0  # routed experts per MoE layer (0: dense)
+    experts_per_token: int = 0
+    expert_intermediate: int = 0
+    shared_expert_intermediate: int = 0
+    max_positions: int | None = None
+    dtype: str | None = None  # torch_dtype / dtype of the checkpoint
+    source: str = ""
+    assumed: list[str] = field(default_factory=list)
+    total_override: int | None = None  # --model-params: the user's count wins over the formula
+
+    # ---- counts -------------------------------------------------------------------------
+    @property
+    def q_dim(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    def attention_params(self) -> int:
+        h = self.hidden
+        n = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
+        if self.qkv_bias:
+            n += self.q_dim + 2 * self.kv_dim
+        if self.family in _QK_NORM:
+            n += 2 * self.head_dim
+        return n
+
+    def mlp_params(self, active: bool = False) -> int:
+        h = self.hidden
+        if not self.experts:
+            return 3 * h * self.intermediate
+        routed = self.experts_per_token if active else self.experts
+        n = routed * 3 * h * self.expert_intermediate + h * self.experts  # experts + router
+        if self.shared_expert_intermediate:
+            n += 3 * h * self.shared_expert_intermediate + h  # shared expert + its gate
+        return n
+
+    def norm_params(self) -> int:
+        return (4 if self.family in _FOUR_NORMS else 2) * self.hidden
+
+    def layer_params(self, active: bool = False) -> int:
+        return self.attention_params() + self.mlp_params(active) + self.norm_params()
+
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden
+
+    def total_params(self) -> int:
+        if self.total_override:
+            return self.total_override
+        head = 0 if self.tied else self.embedding_params()
+        return (self.embedding_params() + head + self.layers * self.layer_params()
+                + self.hidden)  # final norm
+
+    def active_params(self) -> int:
+        """Parameters one token passes through (MoE: only the routed experts)."""
+        if not self.experts:
+            return self.total_params()
+        head = 0 if self.tied else self.embedding_params()
+        return (self.embedding_params() + head + self.layers * self.layer_params(active=True)
+                + self.hidden)
+
+    def linear_params(self) -> int:
+        """Weights of the decoder layers' Linear modules (what 4-bit quantization shrinks)."""
+        return self.layers * (self.layer_params() - self.norm_params())
+
+    def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
+        """K and V of one token over all layers: 2 × layers × kv_heads × head_dim × bytes."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * dtype_bytes
+
+    def dtype_bytes(self) -> int:
+        return _DTYPE_BYTES.get(str(self.dtype or "bfloat16").replace("torch.", ""), 2)
+
+
+def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelShape:
+    """A shape from a parsed ``config.json``; raises ``InputError`` for what it cannot count."""
+    model_type = str(cfg.get("model_type", ""))
+    if isinstance(cfg.get("text_config"), dict):  # multimodal wrappers (Gemma3ForConditionalGen.)
+        inner = dict(cfg["text_config"])
+        inner.setdefault("model_type", model_type)
+        inner.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", True))
+        for key in ("torch_dtype", "dtype"):
+            if key in cfg:
+                inner.setdefault(key, cfg[key])
+        return from_config(inner, name, source)
+    where = f"model config {source or name}"
+    assumed: list[str] = []
+    if model_type not in FAMILIES:
+        assumed.append(f"model_type {model_type or '?'} counted as a Llama-like decoder")
+
+    def num(*keys: str, default: int | None = None) -> int:
+        for key in keys:
+            value = cfg.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_DIM:
+                return value
+        if default is None:
+            raise InputError(where, f"no usable {keys[0]} (a positive integer up to {MAX_DIM:,}) "
+                                    "to size the model")
+        return default
+
+    hidden = num("hidden_size", "n_embd", "d_model")
+    heads = num("num_attention_heads", "n_head")
+    head_dim = cfg.get("head_dim")
+    if not (isinstance(head_dim, int) and 0 < head_dim <= MAX_DIM):
+        head_dim = hidden // heads
+    experts = num("num_experts", "num_local_experts", "n_routed_experts", default=0) \
+        if any(k in cfg for k in ("num_experts", "num_local_experts", "n_routed_experts")) else 0
+    dense_inter = num("intermediate_size", "ffn_dim", default=4 * hidden)
+    moe_inter = num("moe_intermediate_size", default=dense_inter) if experts else 0
+    if experts and cfg.get("decoder_sparse_step", 1) not in (1, None):
+        assumed.append("every layer counted as MoE (decoder_sparse_step ignored)")
+    tied = cfg.get("tie_word_embeddings")
+    if tied is None:
+        tied = model_type.startswith("gemma")  # the family config class's default
+    bias = model_type in _QKV_BIAS or bool(cfg.get("attention_bias"))
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+    return ModelShape(
+        name=name or str(cfg.get("_name_or_path", "")), family=model_type or "llama",
+        layers=num("num_hidden_layers", "n_layer"), hidden=hidden,
+        intermediate=dense_inter, heads=heads,
+        kv_heads=num("num_key_value_heads", default=heads), head_dim=int(head_dim),
+        vocab=num("vocab_size"), tied=bool(tied), qkv_bias=bias, experts=experts,
+        experts_per_token=num("num_experts_per_tok", "num_experts_per_token", default=2)
+        if experts else 0,
+        expert_intermediate=moe_inter,
+        shared_expert_intermediate=num("shared_expert_intermediate_size", default=0)
+        if experts else 0,
+        max_positions=cfg.get("max_position_embeddings") if isinstance(
+            cfg.get("max_position_embeddings"), int) else None,
+        dtype=str(dtype) if isinstance(dtype, str) else None, source=source, assumed=assumed)
+
+
+# ---- finding the config -------------------------------------------------------------------
+def hub_cache(environ: dict[str, str] | None = None) -> Path:
+    """The Hugging Face hub cache, as huggingface_hub resolves it (constants.py)."""
+    env = os.environ if environ is None else environ
+    if env.get("HF_HUB_CACHE"):
+        return Path(env["HF_HUB_CACHE"]).expanduser()
+    if env.get("HUGGINGFACE_HUB_CACHE"):
+        return Path(env["HUGGINGFACE_HUB_CACHE"]).expanduser()
+    home = env.get("HF_HOME") or os.path.join(
+        env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
+
+
+def find_config(model: str, environ: dict[str, str] | None = None) -> Path | None:
+    """``config.json`` of a local directory or a cached hub model id, or None if not here."""
+    try:
+        return _find_config(model, environ)
+    except (OSError, ValueError):  # a name too long for a path, a NUL byte, a permission
+        return None
+
+
+def _find_config(model: str, environ: dict[str, str] | None) -> Path | None:
+    local = Path(model).expanduser()
+    if (local / "config.json").is_file():
+        return local / "config.json"
+    if local.name == "config.json" and local.is_file():
+        return local
+    if not _REPO_ID.match(model):
+        return None
+    repo = hub_cache(environ) / ("models--" + model.replace("/", "--"))
+    ref = repo / "refs" / "main"
+    if ref.is_file():
+        try:
+            commit = ref.read_text(encoding="utf-8", errors="replace").strip()[:64]
+        except OSError:
+            commit = ""
+        if commit and (repo / "snapshots" / commit / "config.json").is_file():
+            return repo / "snapshots" / commit / "config.json"
+    snapshots = sorted((repo / "snapshots").glob("*/config.json"),
+                       key=lambda p: p.stat().st_mtime, reverse=True) \
+        if (repo / "snapshots").is_dir() else []
+    return snapshots[0] if snapshots else None
+
+
+def load_shape(model: str, environ: dict[str, str] | None = None) -> ModelShape | None:
+    """The shape of ``model`` (a directory or a hub id) when its config is on this machine."""
+    path = find_config(model, environ)
+    if path is None:
+        return None
+    source = f"model config {path}"
+    text = read_input_text(path, source, MAX_CONFIG_BYTES)
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(source, f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(source, "nested too deeply") from None
+    if not isinstance(cfg, dict):
+        raise InputError(source, "expected a JSON object")
+    return from_config(cfg, name=model, source=str(path))
+
+
+# ---- --model-params 7B ---------------------------------------------------------------------
+_SIZE = re.compile(r"^\s*([\d.]+)\s*([kKmMbBtT]?)\s*$")
+_SCALE = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+#: Representative dense shapes (Qwen2.5 configs) for a bare parameter count: layers, hidden,
+#: intermediate, heads, kv heads, vocab, tied.
+_REFERENCE = [
+    (0.5e9, "Qwen2.5-0.5B", (24, 896, 4864, 14, 2, 151936, True)),
+    (1.5e9, "Qwen2.5-1.5B", (28, 1536, 8960, 12, 2, 151936, True)),
+    (3.1e9, "Qwen2.5-3B", (36, 2048, 11008, 16, 2, 151936, True)),
+    (7.6e9, "Qwen2.5-7B", (28, 3584, 18944, 28, 4, 152064, False)),
+    (14.8e9, "Qwen2.5-14B", (48, 5120, 13824, 40, 8, 152064, False)),
+    (32.8e9, "Qwen2.5-32B", (64, 5120, 27648, 40, 8, 152064, False)),
+    (72.7e9, "Qwen2.5-72B", (80, 8192, 29568, 64, 8, 152064, False)),
+]
+
+
+def parse_count(text: str) -> int:
+    """``7B``, ``1.5b``, ``500M``, ``494032768`` → a parameter count; ``InputError`` if not."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise InputError("--model-params", f"expected a count such as 7B or 1.5B, got {text!r}")
+    try:
+        value = float(m.group(1)) * _SCALE[m.group(2).lower()]
+    except ValueError:
+        raise InputError("--model-params", f"expected a count such as 7B, got {text!r}") from None
+    if not 1e6 <= value <= 1e13:
+        raise InputError("--model-params", f"{text!r} is not a plausible model size (1M–10T)")
+    return int(value)
+
+
+def shape_from_count(count: int) -> ModelShape:
+    """A dense shape for a bare count: the nearest reference shape, the total the user's."""
+    _, ref, (layers, hidden, inter, heads, kv, vocab, tied) = min(
+        _REFERENCE, key=lambda r: abs(r[0] - count) / r[0])
+    return ModelShape(name=f"{count / 1e9:.1f}B parameters", family="qwen2", layers=layers,
+                      hidden=hidden, intermediate=inter, heads=heads, kv_heads=kv,
+                      head_dim=hidden // heads, vocab=vocab, tied=tied, qkv_bias=True,
+                      source="--model-params", total_override=count,
+                      assumed=[f"layers, hidden size and vocabulary assumed like {ref} "
+                               "(no config.json: activations and KV cache are estimates)"])

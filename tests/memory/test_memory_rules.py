@@ -1,0 +1,124 @@
+"""MEM101–MEM104 inside `check`: each fires in one scenario and stays quiet in another; without a
+model on disk they are skipped with the reason."""
+
+from __future__ import annotations
+
+from envdoctor.checks.context import Context
+from envdoctor.checks.engine import run_rules
+from envdoctor.facts.snapshot import from_dict
+from envdoctor.plan.build import build_plan
+from tests.conftest import A100_40, H100, snapshot
+from tests.memory.configs import LLAMA3_8B, QWEN25_05B, QWEN25_7B, QWEN25_15B
+
+MEM = ["MEM101", "MEM102", "MEM103", "MEM104"]
+
+
+def outcome(snap, config, launch="torchrun --nproc_per_node 1 train.py"):
+    ctx = Context(facts=from_dict(snap, "test-snapshot"),
+                  plan=build_plan(config_dict=config, launch=launch, live=False), network=False)
+    return run_rules(ctx, select=MEM)
+
+
+def fired(snap, config, launch="torchrun --nproc_per_node 1 train.py") -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in outcome(snap, config, launch).findings:
+        out.setdefault(f.rule, []).append(f)
+    return out
+
+
+def test_mem101_fires_for_full_fp32_7b_on_one_h100(model_dir):
+    got = fired(snapshot(n_gpus=1), {"model_name_or_path": model_dir(QWEN25_7B)})
+    assert [f.severity.value for f in got["MEM101"]] == ["error"]
+    f = got["MEM101"][0]
+    assert "optimizer states" in f.message and "GPU 0" in f.message
+    assert "saves ~" in f.fix and "enough alone" in f.fix
+    assert f.evidence["plan"]["total_bytes"] > f.evidence["plan"]["capacity_bytes"]
+
+
+def test_mem101_quiet_and_mem104_records_a_small_model(model_dir):
+    got = fired(snapshot(n_gpus=1), {"model_name_or_path": model_dir(QWEN25_05B),
+                                     "per_device_train_batch_size": 8})
+    assert "MEM101" not in got and "MEM102" not in got
+    assert got["MEM104"][0].severity.value == "info"
+
+
+def test_mem101_quiet_for_7b_with_zero3_over_eight_gpus(model_dir):
+    acc = "accelerate launch --use_deepspeed --zero_stage 3 --num_processes 8 train.py"
+    got = fired(snapshot(n_gpus=8), {"model_name_or_path": model_dir(QWEN25_7B),
+                                     "model_init_kwargs": {"dtype": "bfloat16"},
+                                     "gradient_checkpointing": True,
+                                     "per_device_train_batch_size": 4}, acc)
+    assert "MEM101" not in got and "MEM102" not in got
+
+
+def test_mem102_fires_when_the_margin_decides(model_dir):
+    # Qwen2.5-1.5B fp32 on a 40 GB A100: what PyTorch allocates fits, the margin does not
+    cfg = {"model_name_or_path": model_dir(QWEN25_15B), "per_device_train_batch_size": 8,
+           "max_prompt_length": 128, "max_completion_length": 448,
+           "gradient_checkpointing": False}
+    got = fired(snapshot(n_gpus=1, model=A100_40), cfg)
+    assert "MEM102" in got and "MEM101" not in got
+    assert got["MEM102"][0].severity.value == "warning"
+
+
+def test_mem103_fires_when_max_model_len_does_not_fit(model_dir):
+    cfg = {"model_name_or_path": model_dir(LLAMA3_8B), "use_vllm": True, "vllm_mode": "server",
+           "gradient_checkpointing": True, "use_peft": True}
+    launch = ("CUDA_VISIBLE_DEVICES=0 torchrun --nproc_per_node 1 train.py\n"
+              "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m --gpu_memory_utilization 0.25 "
+              "--max_model_len 65536")
+    got = fired(snapshot(n_gpus=2, model=A100_40), cfg, launch)
+    f = got["MEM103"][0]
+    assert f.severity.value == "error" and "GPU 1" in f.message
+    assert "--max_model_len" in f.fix or "--gpu_memory_utilization" in f.fix
+
+
+def test_mem103_quiet_with_a_short_max_model_len(model_dir):
+    cfg = {"model_name_or_path": model_dir(LLAMA3_8B), "use_vllm": True, "vllm_mode": "server",
+           "gradient_checkpointing": True, "use_peft": True}
+    launch = ("CUDA_VISIBLE_DEVICES=0 torchrun --nproc_per_node 1 train.py\n"
+              "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m --gpu_memory_utilization 0.9 "
+              "--max_model_len 4096")
+    assert "MEM103" not in fired(snapshot(n_gpus=2, model=H100), cfg, launch)
+
+
+def test_colocate_counts_vllm_share_on_the_training_gpu(model_dir):
+    base = {"model_name_or_path": model_dir(QWEN25_15B), "use_vllm": True,
+            "vllm_mode": "colocate", "per_device_train_batch_size": 8,
+            "max_prompt_length": 128, "max_completion_length": 256,
+            "gradient_checkpointing": True, "vllm_max_model_length": 1024}
+    high = fired(snapshot(n_gpus=1, model=A100_40), {**base, "vllm_gpu_memory_utilization": 0.7})
+    near = fired(snapshot(n_gpus=1, model=A100_40), {**base, "vllm_gpu_memory_utilization": 0.5})
+    asleep = fired(snapshot(n_gpus=1, model=A100_40), {
+        **base, "vllm_gpu_memory_utilization": 0.7, "vllm_enable_sleep_mode": True})
+    assert "MEM101" in high and "vllm_enable_sleep_mode: true" in high["MEM101"][0].fix
+    # colocate is estimated, not measured: a plan just over the GPU is a warning, not an error
+    assert "MEM101" not in near and "MEM102" in near
+    assert "MEM101" not in asleep and "MEM102" not in asleep
+
+
+def test_skipped_with_a_reason_without_a_model():
+    out = outcome(snapshot(n_gpus=1), {"per_device_train_batch_size": 8})
+    assert not out.findings and "model_name_or_path" in out.skipped["MEM101"]
+    out = outcome(snapshot(n_gpus=1), {"model_name_or_path": "org/not-downloaded-here"})
+    assert "not on this machine" in out.skipped["MEM101"]
+    assert "--model-params" in out.skipped["MEM101"]
+
+
+def test_a_broken_config_json_is_a_skip_reason_not_a_crash(tmp_path):
+    (tmp_path / "config.json").write_text("{broken")
+    out = outcome(snapshot(n_gpus=1), {"model_name_or_path": str(tmp_path)})
+    assert "invalid JSON" in out.skipped["MEM101"]
+
+
+def test_hostile_values_are_skips_or_defaults_never_crashes(model_dir):
+    huge = model_dir({**QWEN25_05B, "hidden_size": 10**400}, "huge")
+    out = outcome(snapshot(n_gpus=1), {"model_name_or_path": huge})
+    assert "hidden_size" in out.skipped["MEM101"]
+    out = outcome(snapshot(n_gpus=1), {"model_name_or_path": "bad\x00name" + "x" * 5000})
+    assert "not on this machine" in out.skipped["MEM101"]
+    cfg = {"model_name_or_path": model_dir(QWEN25_05B), "per_device_train_batch_size": 10**400,
+           "max_completion_length": "lots", "beta": float("nan"), "use_vllm": True,
+           "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 7}
+    out = outcome(snapshot(n_gpus=1), cfg)
+    assert not [f for f in out.findings if "failed internally" in f.message]

@@ -1,0 +1,126 @@
+"""`envdoctor plan-memory` as users run it, and the triage hook for an OOM in AdamW's step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envdoctor.commands.plan_memory import gpu_memory_bytes
+from envdoctor.errors import InputError
+from tests.conftest import snapshot
+from tests.memory.configs import QWEN25_05B, QWEN25_7B
+from tests.triage.helpers import findings, judge
+
+LOGS = Path(__file__).resolve().parent / "logs"
+
+
+def _cli(*args, **kw):
+    from tests.conftest import run_cli
+
+    return run_cli("plan-memory", *args, **kw)
+
+
+@pytest.fixture
+def facts(write_json):
+    return str(write_json(snapshot(n_gpus=2), "facts.json"))
+
+
+def test_table_and_error_exit_for_a_run_that_will_not_fit(facts, model_dir, tmp_path):
+    cfg = tmp_path / "grpo.yaml"
+    cfg.write_text(f"model_name_or_path: {model_dir(QWEN25_7B)}\n")
+    out = _cli("--facts", facts, "--config", str(cfg), "--", "torchrun", "--nproc_per_node",
+               "2", "train.py")
+    assert out.returncode == 1, out.stderr
+    assert "GPU 0 — rank 0" in out.stdout and "GPU 1 — rank 1" in out.stdout
+    assert "optimizer states" in out.stdout and "over the GPU" in out.stdout
+    assert "✗ MEM101" in out.stdout and "fix: " in out.stdout
+
+
+def test_json_output_and_exit_0_when_it_fits(facts, model_dir):
+    out = _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "--format", "json", "--",
+               "torchrun", "--nproc_per_node", "1", "train.py")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["model"]["parameters"] == 494_032_768
+    row = data["gpus"][0]
+    assert row["gpu"] == 0 and row["headroom_bytes"] > 0
+    assert {p["part"] for p in row["parts"]} >= {"weights", "optimizer states", "activations"}
+    assert data["findings"] == []
+
+
+def test_model_params_without_a_config_and_no_gpu(tmp_path):
+    out = _cli("--model-params", "7B", "--gpu-memory", "80GiB", "--facts",
+               str(_no_gpu_facts(tmp_path)))
+    assert out.returncode in (0, 1), out.stderr
+    assert "7.00B parameters" in out.stdout and "assumed: layers" in out.stdout
+
+
+def test_no_verdict_without_gpu_memory(tmp_path):
+    out = _cli("--model-params", "1.5B", "--facts", str(_no_gpu_facts(tmp_path)))
+    assert out.returncode == 0 and "No verdict" in out.stdout
+
+
+def test_missing_model_is_an_input_error(facts):
+    out = _cli("--facts", facts, "--model", "org/not-downloaded-here")
+    assert out.returncode == 2 and "not on this machine" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("bad", ["--model-params=seven", "--gpu-memory=lots"])
+def test_bad_sizes_exit_2(facts, bad):
+    out = _cli("--facts", facts, bad)
+    assert out.returncode == 2 and bad.split("=")[0] in out.stderr
+
+
+@pytest.mark.parametrize("text, gib", [("80", 80), ("80GiB", 80), ("81559MiB", 81559 / 1024)])
+def test_gpu_memory_sizes(text, gib):
+    assert gpu_memory_bytes(text) == pytest.approx(gib * 1024**3, rel=1e-6)
+
+
+def test_gpu_memory_refuses_nonsense():
+    with pytest.raises(InputError):
+        gpu_memory_bytes("0.1")
+
+
+def _no_gpu_facts(tmp_path) -> Path:
+    snap = snapshot(n_gpus=0)
+    path = tmp_path / "nogpu.json"
+    path.write_text(json.dumps(snap))
+    return path
+
+
+# ---- triage: an OOM inside AdamW's step -------------------------------------------------------
+ADAMW_RUN = {"model_init_kwargs": {"dtype": "bfloat16"}, "optim": "adamw_torch",
+             "gradient_checkpointing": True, "per_device_train_batch_size": 4}
+
+
+def _triage(ctx):
+    from envdoctor.triage.scanner import scan
+
+    with open(LOGS / "oom_adamw_step.log", "rb") as fh:
+        return findings(scan(fh), ctx)
+
+
+def test_triage_without_the_model_still_says_fragmentation():
+    ctx = judge(snapshot(n_gpus=2), ADAMW_RUN, "torchrun --nproc_per_node 2 train.py")
+    got = [f for f in _triage(ctx) if "out of memory" in f.message]
+    assert got and got[0].rule == "TRI001" and "fragmented" in got[0].message
+
+
+def test_triage_explains_adamw_oom_by_the_plan(model_dir):
+    cfg = {**ADAMW_RUN, "model_name_or_path": model_dir(QWEN25_7B)}
+    ctx = judge(snapshot(n_gpus=2), cfg, "torchrun --nproc_per_node 2 train.py")
+    got = [f for f in _triage(ctx) if "out of memory" in f.message]
+    assert got and got[0].rule == "MEM101"
+    assert "optimizer step" in got[0].message and "optimizer states" in got[0].message
+    assert "expandable_segments" not in got[0].fix and "saves ~" in got[0].fix
+    assert got[0].evidence["cause"] == "optimizer-states"
+
+
+def test_triage_keeps_fragmentation_when_the_plan_is_small(model_dir):
+    cfg = {**ADAMW_RUN, "model_name_or_path": model_dir(QWEN25_05B)}
+    ctx = judge(snapshot(n_gpus=2), cfg, "torchrun --nproc_per_node 2 train.py")
+    got = [f for f in _triage(ctx) if "out of memory" in f.message]
+    assert got and got[0].rule == "TRI001"
