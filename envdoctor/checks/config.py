@@ -56,6 +56,17 @@ def _span(entry: dict) -> str:
     return f"TRL {since} and newer"
 
 
+def _deprecated(entry: dict, trl: str | None) -> bool:
+    """Whether TRL ``trl`` is inside the key's deprecation window (its help said "deprecated"
+    from ``first`` up to, not including, ``until``: TRL 0.18 revived
+    vllm_gpu_memory_utilization for colocate mode after 0.16–0.17 deprecated it)."""
+    dep = entry.get("deprecated_help") or {}
+    if not dep.get("first") or versions.below(trl, str(dep["first"])):
+        return False
+    end = dep.get("until") or entry.get("until")
+    return not (end and versions.at_least(trl, str(end)))
+
+
 @rule("CFG001", needs=("plan",))
 def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
     trl = ctx.version("trl")
@@ -67,11 +78,10 @@ def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
         if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
             continue  # TrainingArguments fields are accepted by every GRPOConfig
         since, until = entry.get("since"), entry.get("until")
-        dep = entry.get("deprecated_help") or {}
-        if dep.get("first") and versions.at_least(trl, str(dep["first"])) and not (
-                until and versions.at_least(trl, str(until))):
-            repl = entry.get("replaced_by")
-            yield hit(f"`{key}` ({origin}) is deprecated and ignored by TRL {trl}"
+        if _deprecated(entry, trl):
+            dep = entry.get("deprecated_help") or {}
+            repl = entry.get("replaced_by") or dep.get("use_instead")
+            yield hit(f"`{key}` ({origin}) is deprecated in TRL {trl} (from {dep['first']})"
                       + (f" ({entry['note'].rstrip(';. ')})" if entry.get("note") else ""),
                       fix=f"remove `{key}`" + (f"; configure `{repl}` instead" if repl else ""),
                       severity="warning", key=key, trl=trl)
