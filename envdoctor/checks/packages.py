@@ -16,9 +16,6 @@ from envdoctor.plan.layout import trainer_env
 #: Distributions whose requirements are checked (the training stack).
 CHECKED = ("trl", "vllm", "transformers", "accelerate", "torch", "torchvision", "peft",
            "deepspeed", "datasets", "xformers", "flash-attn", "liger-kernel", "bitsandbytes")
-#: Distributions with compiled code built against one torch release.
-COMPILED = {"vllm", "xformers", "flash-attn", "torchvision", "torchaudio", "deepspeed",
-            "bitsandbytes", "liger-kernel"}
 
 
 def _vllm_fix(ctx: Context, minimum: str) -> str:
@@ -72,11 +69,59 @@ def _extras(ctx: Context, dist: str) -> set[str]:
     return {"vllm"} if wanted else set()
 
 
-def _explain(src: str, target: str, spec: str, installed: str) -> str:
-    if target == "torch" and normalize_name(src) in COMPILED:
-        return f"{src}'s compiled ops are built for torch{spec} and will fail to load " \
-               "(\"undefined symbol\" on import)"
-    return f"{src} was not tested with {target} {installed}; expect import or runtime errors"
+def curated_requires(ctx_kb, src: str, version: str) -> list[str]:
+    """Requires-Dist lines a snapshot left out, from the curated pins of rules/knowledge/vllm.yaml
+    (each vLLM release pins one torch and a transformers range)."""
+    if src != "vllm":
+        return []
+    base = versions.parse(version)
+    pin = next((p for p in ctx_kb.vllm.get("torch_pins", []) if base is not None
+                and versions.parse(str(p.get("vllm"))) == versions.parse(base.public)), None)
+    if pin is None:
+        return []
+    lines = [f"torch=={pin['torch']}"]
+    if pin.get("transformers"):
+        lines.append(f"transformers{pin['transformers']}")
+    return lines
+
+
+def requirement_lines(ctx_kb, src: str, pkg) -> tuple[list[str], bool]:
+    """``(lines, curated)``: the package's Requires-Dist, or the curated pins when it has none."""
+    if pkg.requires is not None:
+        return list(pkg.requires), False
+    lines = curated_requires(ctx_kb, src, pkg.version)
+    return lines, bool(lines)
+
+
+def _matches(entry: dict, src: str, src_version: str) -> bool:
+    sources = entry.get("sources") or [entry.get("source")]
+    if src not in sources:
+        return False
+    span = entry.get(src) or ""
+    return not span or versions.satisfies(src_version, str(span)) is True
+
+
+def weight(kb, src: str, src_version: str, target: str) -> tuple[str, dict | None]:
+    """How an unmet ``src`` → ``target`` requirement matters: ``binds`` (compiled ABI),
+    ``imports`` (on the run's import path) or ``other``; with the knowledge entry."""
+    table = kb.requirements
+    for kind in ("binds", "imports"):
+        for entry in table.get(kind, []):
+            if target in (entry.get("targets") or []) and _matches(entry, src, src_version):
+                return kind, entry
+    return "other", None
+
+
+def harmless(kb, src: str, src_version: str, target: str, installed: str) -> dict | None:
+    """A measured-harmless entry for this unmet pin, if one was seen on a healthy run."""
+    for entry in kb.requirements.get("measured_harmless", []):
+        if (entry.get("target") == target and _matches(entry, src, src_version)
+                and versions.parse(str(entry.get("installed"))) is not None
+                and versions.parse(installed) is not None
+                and versions.parse(installed).release[:2]
+                == versions.parse(str(entry["installed"])).release[:2]):
+            return entry
+    return None
 
 
 def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | None:
@@ -92,15 +137,69 @@ def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | Non
         if matches else None
 
 
+def _missing(ctx: Context, who: str, pkg, target: str, spec: str, line: str,
+             kind: str, entry: dict | None, curated: bool) -> Hit | None:
+    if kind == "other" or entry is None:
+        if not ctx.facts.live and target not in CHECKED:
+            return None  # snapshots list only part of the environment
+        return hit(f"{who} {pkg.version} requires {target}{spec}, which is not installed "
+                   "(a warning: envdoctor knows of no step of a GRPO run that imports it)",
+                   fix=f"pip install '{target}{spec}'", severity="warning", requirement=line,
+                   weight="other")
+    if not ctx.facts.live and (curated or target not in CHECKED and not pkg.requires):
+        return None
+    unless = entry.get("unless_env") or {}
+    env = {**ctx.facts.env, **(ctx.plan.server.env if ctx.plan.server else {})}
+    if unless and all(env.get(k) == str(v) for k, v in unless.items()):
+        return None  # the user switched off the code path that imports it
+    fix = f"pip install '{target}{spec}'"
+    if entry.get("workaround"):
+        fix += f"  # {entry['workaround']}"
+    return hit(f"{who} {pkg.version} requires {target}{spec}, which is not installed → "
+               f"{entry.get('why', '')}", fix=fix, requirement=line, weight=kind)
+
+
+def _mismatch(ctx: Context, who: str, src: str, pkg, target: str, spec: str, line: str,
+              installed: str, kind: str, entry: dict | None, curated: bool) -> Hit:
+    alt = _compatible_release(ctx, src, installed) if target == "torch" else None
+    fix = f"pip install '{target}{spec}'"
+    if alt:
+        fix += f"  # or keep {target} {installed} and install {src}=={alt}, built for it"
+    origin = " (its curated pin: this snapshot has no Requires-Dist)" if curated else ""
+    head = f"{who} {pkg.version} requires {target}{spec}{origin}, installed {target} {installed}"
+    if kind == "binds" or kind == "imports" and entry and entry.get("version_checked"):
+        return hit(f"{head} → {src}: {entry['why']}" if kind == "binds"
+                   else f"{head} → {entry['why']}", fix=fix, requirement=line,
+                   installed=installed, weight=kind)
+    seen = harmless(ctx.kb, src, pkg.version, target, installed)
+    why = (f"harmless where measured: {seen['note']}" if seen else
+           f"a warning: no compiled code of {src} binds {target} and envdoctor knows of no step "
+           "of a GRPO run that needs this pin; pip check still reports it")
+    return hit(f"{head} ({why})", fix=fix, severity="warning", requirement=line,
+               installed=installed, weight="other")
+
+
+def marker_env(python: str) -> dict[str, str]:
+    """The environment markers are evaluated in: this interpreter's, with the checked machine's
+    Python version (a snapshot may come from another Python)."""
+    env = dict(default_environment())
+    v = versions.parse(python.split()[0] if python else None)
+    if v is not None and len(v.release) >= 2:
+        env["python_version"] = f"{v.release[0]}.{v.release[1]}"
+        env["python_full_version"] = v.public
+    return env
+
+
 @rule("PKG004")
 def requirements(ctx: Context) -> Iterator[Hit]:
-    env = default_environment()
+    env = marker_env(ctx.facts.python)
     for src in CHECKED:
         pkg = ctx.facts.packages.get(src)
-        if pkg is None or not pkg.requires:
+        if pkg is None:
             continue
+        lines, curated = requirement_lines(ctx.kb, src, pkg)
         extras = {""} | _extras(ctx, src)
-        for line in pkg.requires:
+        for line in lines:
             try:
                 req = Requirement(line)
             except InvalidRequirement:
@@ -115,25 +214,17 @@ def requirements(ctx: Context) -> Iterator[Hit]:
             who = f"{src}[{via}]" if via else src
             installed = ctx.version(target)
             spec = str(req.specifier)
+            kind, entry = weight(ctx.kb, src, pkg.version, target)
             if installed is None:
-                if target in ctx.facts.packages or not ctx.facts.live and target not in CHECKED:
-                    continue  # snapshots list only part of the environment
-                yield hit(f"{who} {pkg.version} requires {target}{spec}, which is not installed",
-                          fix=f"pip install '{target}{spec}'", severity="warning",
-                          requirement=line)
+                if target in ctx.facts.packages:
+                    continue
+                found = _missing(ctx, who, pkg, target, spec, line, kind, entry, curated)
+                if found is not None:
+                    yield found
                 continue
-            if not spec:
-                continue
-            ok = versions.satisfies(installed, spec)
-            if ok is False:
-                alt = _compatible_release(ctx, src, installed) if target == "torch" else None
-                fix = f"pip install '{target}{spec}'"
-                if alt:
-                    fix += f"  # or keep {target} {installed} and install {src}=={alt}, built for it"
-                yield hit(
-                    f"{who} {pkg.version} requires {target}{spec}, installed {target} {installed}"
-                    f" → {_explain(src, target, spec, installed)}",
-                    fix=fix, requirement=line, installed=installed)
+            if spec and versions.satisfies(installed, spec) is False:
+                yield _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry,
+                                curated)
 
 
 @rule("PKG005")

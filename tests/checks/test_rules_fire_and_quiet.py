@@ -208,8 +208,10 @@ def test_pkg004_checks_the_extras_the_plan_uses():
     trl = {"version": "1.16.0", "requires": ["transformers>=4.56.2",
                                              "vllm<=0.31.0,>=0.22.0; extra == 'vllm'"]}
     snap = snapshot(2, packages={**MODERN, "trl": trl, "vllm": "0.12.0"})
-    on = [f for f in findings(snap, config={"use_vllm": True}) if f.rule == "PKG004"]
-    off = [f for f in findings(snap, config={"use_vllm": False}) if f.rule == "PKG004"]
+    on = [f for f in findings(snap, config={"use_vllm": True}) if f.rule == "PKG004"
+          and f.message.startswith("trl")]
+    off = [f for f in findings(snap, config={"use_vllm": False}) if f.rule == "PKG004"
+           and f.message.startswith("trl")]
     assert on and "vllm<=0.31.0,>=0.22.0" in on[0].message and not off
 
 
