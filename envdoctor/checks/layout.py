@@ -10,7 +10,7 @@ from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.plan.interface import Launch
 
 
-def _with_option(launch: Launch | None, name: str, value: str) -> str:
+def with_option(launch: Launch | None, name: str, value: str) -> str:
     """The launch line with ``--name value`` set (replaced or added after the launcher)."""
     if launch is None:
         return f"accelerate launch --{name} {value} train.py"
@@ -57,7 +57,7 @@ def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
         return
     n = problem["visible"]
     if n > 1 and lay.world_size >= n:
-        fix = "leave one GPU for vLLM: " + _with_option(ctx.plan.trainer, _procs_flag(lay.launcher),
+        fix = "leave one GPU for vLLM: " + with_option(ctx.plan.trainer, _procs_flag(lay.launcher),
                                                         str(n - 1))
     else:
         fix = f"make {lay.world_size + 1} GPUs visible (one more than the training processes)"
@@ -116,7 +116,7 @@ def too_many_processes(ctx: Context) -> Iterator[Hit]:
         yield hit(f"{lay.num_processes} training processes per node but only {len(lay.visible)} "
                   f"GPU(s) visible ({lay.visible_source}): ranks {len(lay.visible)}+ have no GPU "
                   "(\"CUDA error: invalid device ordinal\")",
-                  fix=_with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(len(lay.visible))),
+                  fix=with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(len(lay.visible))),
                   num_processes=lay.num_processes, visible=lay.visible)
 
 
@@ -168,17 +168,14 @@ def server_parallel_mismatch(ctx: Context) -> Iterator[Hit]:
 
 @rule("LAY008", needs=("live", "vllm"))
 def server_unreachable(ctx: Context) -> Iterator[Hit]:
-    from envdoctor.checks.net import probe_health
+    from envdoctor.checks.net import server_health
 
     lay = ctx.layout
     if lay.generation_mode != "server" or not ctx.network:
         return
     srv = lay.server
-    base = ctx.config.get("vllm_server_base_url")
-    host = str(ctx.config.get("vllm_server_host", srv.host if srv else "0.0.0.0"))
-    port = int(ctx.config.get("vllm_server_port", srv.port if srv else 8000))
-    status = probe_health(base or host, port)
-    if status.ok:
+    status = server_health(ctx)
+    if status is None or status.ok:
         return
     start = "trl vllm-serve --model <your model>"
     if srv and srv.source == "launch" and ctx.plan.server:
