@@ -87,3 +87,20 @@ def server_health(ctx: Any) -> Health | None:
         cached = probe_health(*server_address(ctx))
         ctx.__dict__["_server_health"] = cached
     return cached
+
+
+def get_status(base: str, port: int, path: str,
+               timeout: float = TIMEOUT_S) -> tuple[int | None, bytes]:
+    """``(HTTP status, first bytes of the body)`` of ``GET path`` on the server (GET only:
+    nothing is changed there); status None when nothing answers."""
+    url = _url(base, port).rsplit("/health/", 1)[0] + path
+    if urlparse(url).scheme not in ("http", "https"):
+        return None, b""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout) as resp:  # noqa: S310 - http(s) only
+            return int(resp.status), resp.read(1 << 20)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), b""
+    except (urllib.error.URLError, OSError, ValueError):
+        return None, b""

@@ -105,6 +105,13 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
                 "launch": "accelerate launch --num_processes 4 train.py"}),
     "LAY011": ({"launch": "accelerate launch --multi_gpu --num_processes 1 train.py"},
                {"launch": "accelerate launch --multi_gpu --num_processes 2 train.py"}),
+    "LAY012": ({"snap": {"packages": {**MODERN, "trl": "1.9.0", "vllm": "0.11.0"}},
+                "config": VLLM_SERVER,
+                "launch": "CUDA_VISIBLE_DEVICES=1 vllm serve M ; CUDA_VISIBLE_DEVICES=0 python t.py"},
+               {"snap": {"packages": {**MODERN, "trl": "1.9.0", "vllm": "0.11.0"}},
+                "config": VLLM_SERVER,
+                "launch": "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model M ; "
+                          "CUDA_VISIBLE_DEVICES=0 python t.py"}),
     "MEM001": ({"snap": {"n_gpus": 4, "model": RTX3090, "packages": LEGACY, "used": {3: 23500},
                          "processes": BUSY}, "config": LEG_CFG,
                 "launch": "accelerate launch --num_processes 3 train.py"},
