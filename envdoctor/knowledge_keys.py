@@ -3,6 +3,7 @@ rules/knowledge (``releases_scanned`` + ``keys: {name: {since, until}}``)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from packaging.version import Version
@@ -10,9 +11,19 @@ from packaging.version import Version
 from envdoctor import versions
 
 
-def _public(text: Any) -> Version | None:
-    v = versions.parse(str(text)) if text else None
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> Version | None:
+    v = versions.parse(text)
     return Version(v.public) if v is not None else None
+
+
+def _public(text: Any) -> Version | None:
+    return _parsed(str(text)) if text else None
+
+
+@lru_cache(maxsize=16)
+def _scanned(releases: tuple[str, ...]) -> tuple[Version, ...]:
+    return tuple(sorted(v for v in map(_public, releases) if v is not None))
 
 
 def presence(table: dict[str, Any], key: str, version: str | None) -> str:
@@ -23,7 +34,7 @@ def presence(table: dict[str, Any], key: str, version: str | None) -> str:
     """
     entry = (table.get("keys") or {}).get(key)
     have = _public(version)
-    scanned = sorted(v for v in (_public(r) for r in table.get("releases_scanned") or []) if v)
+    scanned = _scanned(tuple(map(str, table.get("releases_scanned") or ())))
     if entry is None or have is None or not scanned:
         return "unknown"
     since, until = _public(entry.get("since")), _public(entry.get("until"))

@@ -118,8 +118,9 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
     table = ctx.kb.parser_keys.get("training_arguments") or {}
     tf = ctx.version("transformers")
     grpo = ctx.kb.grpo_keys.get("keys") or {}
+    fields, scripts = table.get("keys") or {}, _script_keys(ctx)
     for key, origin in ctx.plan.config_origin.items():
-        if key in grpo or key in NOT_CONFIG or key in _script_keys(ctx):
+        if key not in fields or key in grpo or key in scripts:
             continue
         if presence(table, key, tf) != "no":
             continue
