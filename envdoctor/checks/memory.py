@@ -93,6 +93,8 @@ def generation_memory(ctx: Context) -> Iterator[Hit]:
             yield hit(f"the vLLM server is already up on GPU {idx} ({_listed(mine)}){answered}: "
                       "the memory it holds is its own reservation, so no free memory is needed "
                       "for a second one", severity="info", gpu=idx,
+                      fix="nothing to free: the trainer connects to this server (to change its "
+                      "options, stop it and start it again)",
                       processes=[p.pid for p in mine])
             continue
         if gpu.memory_total_mib is None or gpu.free_mib is None:
