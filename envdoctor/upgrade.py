@@ -16,9 +16,10 @@ from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envdoctor import versions
-from envdoctor.checks.packages import CHECKED, requirement_lines
+from envdoctor.checks.packages import CHECKED
 from envdoctor.facts.interface import Facts, normalize_name
 from envdoctor.knowledge import Knowledge
+from envdoctor.knowledge_requirements import requirement_lines
 
 MAX_CONFLICTS = 8
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.facts.interface import normalize_name
+from envdoctor.facts.interface import Package, normalize_name
+from envdoctor.knowledge_requirements import harmless, marker_env, requirement_lines, weight
 from envdoctor.plan.layout import trainer_env
 
 #: Distributions whose requirements are checked (the training stack).
@@ -69,61 +69,6 @@ def _extras(ctx: Context, dist: str) -> set[str]:
     return {"vllm"} if wanted else set()
 
 
-def curated_requires(ctx_kb, src: str, version: str) -> list[str]:
-    """Requires-Dist lines a snapshot left out, from the curated pins of rules/knowledge/vllm.yaml
-    (each vLLM release pins one torch and a transformers range)."""
-    if src != "vllm":
-        return []
-    base = versions.parse(version)
-    pin = next((p for p in ctx_kb.vllm.get("torch_pins", []) if base is not None
-                and versions.parse(str(p.get("vllm"))) == versions.parse(base.public)), None)
-    if pin is None:
-        return []
-    lines = [f"torch=={pin['torch']}"]
-    if pin.get("transformers"):
-        lines.append(f"transformers{pin['transformers']}")
-    return lines
-
-
-def requirement_lines(ctx_kb, src: str, pkg) -> tuple[list[str], bool]:
-    """``(lines, curated)``: the package's Requires-Dist, or the curated pins when it has none."""
-    if pkg.requires is not None:
-        return list(pkg.requires), False
-    lines = curated_requires(ctx_kb, src, pkg.version)
-    return lines, bool(lines)
-
-
-def _matches(entry: dict, src: str, src_version: str) -> bool:
-    sources = entry.get("sources") or [entry.get("source")]
-    if src not in sources:
-        return False
-    span = entry.get(src) or ""
-    return not span or versions.satisfies(src_version, str(span)) is True
-
-
-def weight(kb, src: str, src_version: str, target: str) -> tuple[str, dict | None]:
-    """How an unmet ``src`` → ``target`` requirement matters: ``binds`` (compiled ABI),
-    ``imports`` (on the run's import path) or ``other``; with the knowledge entry."""
-    table = kb.requirements
-    for kind in ("binds", "imports"):
-        for entry in table.get(kind, []):
-            if target in (entry.get("targets") or []) and _matches(entry, src, src_version):
-                return kind, entry
-    return "other", None
-
-
-def harmless(kb, src: str, src_version: str, target: str, installed: str) -> dict | None:
-    """A measured-harmless entry for this unmet pin, if one was seen on a healthy run."""
-    for entry in kb.requirements.get("measured_harmless", []):
-        if (entry.get("target") == target and _matches(entry, src, src_version)
-                and versions.parse(str(entry.get("installed"))) is not None
-                and versions.parse(installed) is not None
-                and versions.parse(installed).release[:2]
-                == versions.parse(str(entry["installed"])).release[:2]):
-            return entry
-    return None
-
-
 def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | None:
     """A vLLM release built for the installed torch (from rules/knowledge/vllm.yaml)."""
     if src != "vllm":
@@ -137,7 +82,7 @@ def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | Non
         if matches else None
 
 
-def _missing(ctx: Context, who: str, pkg, target: str, spec: str, line: str,
+def _missing(ctx: Context, who: str, pkg: Package, target: str, spec: str, line: str,
              kind: str, entry: dict | None, curated: bool) -> Hit | None:
     if kind == "other" or entry is None:
         if not ctx.facts.live and target not in CHECKED:
@@ -155,11 +100,12 @@ def _missing(ctx: Context, who: str, pkg, target: str, spec: str, line: str,
     fix = f"pip install '{target}{spec}'"
     if entry.get("workaround"):
         fix += f"  # {entry['workaround']}"
-    return hit(f"{who} {pkg.version} requires {target}{spec}, which is not installed → "
-               f"{entry.get('why', '')}", fix=fix, requirement=line, weight=kind)
+    why = (f"{who} cannot load without it" if kind == "binds" else entry.get("why", ""))
+    return hit(f"{who} {pkg.version} requires {target}{spec}, which is not installed → {why}",
+               fix=fix, requirement=line, weight=kind)
 
 
-def _mismatch(ctx: Context, who: str, src: str, pkg, target: str, spec: str, line: str,
+def _mismatch(ctx: Context, who: str, src: str, pkg: Package, target: str, spec: str, line: str,
               installed: str, kind: str, entry: dict | None, curated: bool) -> Hit:
     alt = _compatible_release(ctx, src, installed) if target == "torch" else None
     fix = f"pip install '{target}{spec}'"
@@ -177,17 +123,6 @@ def _mismatch(ctx: Context, who: str, src: str, pkg, target: str, spec: str, lin
            "of a GRPO run that needs this pin; pip check still reports it")
     return hit(f"{head} ({why})", fix=fix, severity="warning", requirement=line,
                installed=installed, weight="other")
-
-
-def marker_env(python: str) -> dict[str, str]:
-    """The environment markers are evaluated in: this interpreter's, with the checked machine's
-    Python version (a snapshot may come from another Python)."""
-    env = dict(default_environment())
-    v = versions.parse(python.split()[0] if python else None)
-    if v is not None and len(v.release) >= 2:
-        env["python_version"] = f"{v.release[0]}.{v.release[1]}"
-        env["python_full_version"] = v.public
-    return env
 
 
 @rule("PKG004")
