@@ -219,11 +219,13 @@ def key_typo(ctx: Context) -> Iterator[Hit]:
                and not (e.get("since") and versions.below(trl, str(e["since"])))}
     current |= {k for k in ta_keys if presence(ta, k, tf) != "no"} | scripts
     preferred, everything = sorted(current), sorted(known)
+    own: list[str] = []  # no close match: the script's own dataclass keys, most likely
     for key in unknown[:MAX_TYPO_KEYS]:
         origin = ctx.plan.config_origin[key]
         close = (difflib.get_close_matches(key, preferred, n=1, cutoff=0.85)
                  or difflib.get_close_matches(key, everything, n=1, cutoff=0.85))
         if not close:
+            own.append(key)
             continue
         guess = close[0]
         msg = (f"`{key}` ({origin}) is not a field of GRPOConfig, TrainingArguments or TRL's "
@@ -240,6 +242,14 @@ def key_typo(ctx: Context) -> Iterator[Hit]:
                     f"the installed transformers {tf})")
             fix = f"remove `{key}`; `{guess}` needs {span(ta, guess, 'transformers')}"
         yield hit(msg, fix=fix, key=key, suggestion=guess)
+    if own:
+        shown = ", ".join(f"`{k}`" for k in own[:8]) + (f" and {len(own) - 8} more"
+                                                         if len(own) > 8 else "")
+        yield hit(f"{shown}: not keys of GRPOConfig, TrainingArguments or TRL's own script "
+                  "arguments; fine when your script's dataclasses declare them (as open-r1's "
+                  "declare system_prompt), else TRL's parser "
+                  f"{_parser_does(ctx)}", fix="nothing, if your training script parses them",
+                  severity="info", keys=own)
 
 
 @rule("CFG005", needs=("plan",))
