@@ -61,7 +61,7 @@ def test_the_config_key_does_not_size_a_server():
 
 def test_plain_vllm_serve_default_follows_the_vllm_release():
     server = "CUDA_VISIBLE_DEVICES=1 vllm serve M"
-    # 0.92 × 143771 = 132269 > 135000 free? No: 0.92 needs 132269 MiB, 0.9 needs 129393 MiB
+    # 131000 MiB free: enough for 0.9 (129393 MiB), not for vLLM 0.26's 0.92 (132269 MiB)
     between = _snap(143771 - 131000, [{"pid": 77, "name": "python x.py", "used_mib": 12771}])
     (found,) = _mem001(between, server)
     assert "vLLM 0.26.0's default 0.92" in found.message
