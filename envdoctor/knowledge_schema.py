@@ -83,6 +83,18 @@ def validate(name: str, data: Any) -> None:
             raise KnowledgeError(f"{where}: rule must be a rule id")
         check_when(bad.get("when"), where)
         _refs(bad, where)
+    for kind in ("binds", "imports", "measured_harmless"):
+        for i, entry in enumerate(data.get(kind, [])):
+            where = f"{name}: {kind}[{i}]"
+            if not (entry.get("targets") or entry.get("target")) or not (
+                    entry.get("sources") or entry.get("source")):
+                raise KnowledgeError(f"{where}: needs source(s) and target(s)")
+            for src in entry.get("sources") or [entry.get("source")]:
+                if entry.get(src) is not None:
+                    _spec(entry[src], f"{where}.{src}")
+            if kind != "measured_harmless" and not entry.get("why"):
+                raise KnowledgeError(f"{where}: needs why (the evidence)")
+            _refs(entry, where)
     for key, entry in (data.get("keys") or {}).items():
         where = f"{name}: keys.{key}"
         if not isinstance(entry, dict) or not isinstance(entry.get("since"), str):

@@ -19,6 +19,7 @@ from envdoctor import versions
 from envdoctor.checks.packages import CHECKED
 from envdoctor.facts.interface import Facts, normalize_name
 from envdoctor.knowledge import Knowledge
+from envdoctor.knowledge_requirements import requirement_lines
 
 MAX_CONFLICTS = 8
 
@@ -30,12 +31,12 @@ class Conflict:
     spec: str
 
 
-def _requirements(facts: Facts, extras: set[str]) -> list[Conflict]:
+def _requirements(facts: Facts, extras: set[str], kb: Knowledge) -> list[Conflict]:
     env = default_environment()
     out = []
     for src in CHECKED:
         pkg = facts.packages.get(src)
-        for line in (pkg.requires or []) if pkg else []:
+        for line in requirement_lines(kb, src, pkg)[0] if pkg else []:
             try:
                 req = Requirement(line)
             except InvalidRequirement:
@@ -85,7 +86,7 @@ def _options(c: Conflict, installed: dict[str, str], kb: Knowledge) -> list[dict
 def plan_upgrade(facts: Facts, kb: Knowledge, extras: set[str] | None = None) -> list[str]:
     """pip commands (usually one) that resolve every requirement conflict, or ``[]``."""
     installed = {n: p.version for n, p in facts.packages.items()}
-    reqs = _requirements(facts, extras or set())
+    reqs = _requirements(facts, extras or set(), kb)
     conflicts = _broken(reqs, installed, {}, kb)[:MAX_CONFLICTS]
     if not conflicts:
         return []

@@ -280,6 +280,13 @@ def main() -> int:
         flagged = [fmt(v) for v, _, f in snapshots if name in f and "deprecated" in f[name]["help"].lower()]
         if flagged:
             entry["deprecated_help"] = {"first": flagged[0], "last": flagged[-1]}
+            after = [v for v in versions if v > Version(flagged[-1])]
+            # the first scanned release whose help no longer says "deprecated": the window's end
+            entry["deprecated_help"]["until"] = fmt(after[0]) if after else None
+            last_help = [f[name]["help"] for v, _, f in snapshots if fmt(v) == flagged[-1]][0]
+            use = re.search(r"[Uu]se `(\w+)` instead", last_help)
+            if use:
+                entry["deprecated_help"]["use_instead"] = use.group(1)
         if entry.get("until") and name in REPLACED_BY:
             entry.update({k: v for k, v in REPLACED_BY[name].items() if v is not None or k == "replaced_by"})
         # default at the newest snapshot that has the key, and its history

@@ -23,7 +23,8 @@ RTX3090 = {"name": "NVIDIA GeForce RTX 3090", "memory_total_mib": 24576,
            "compute_capability": "8.6"}
 V100 = {"name": "Tesla V100-SXM2-32GB", "memory_total_mib": 32768, "compute_capability": "7.0"}
 
-MODERN = {"trl": "1.16.0", "transformers": "5.23.0", "torch": "2.9.0+cu128",
+# A consistent stack: vLLM 0.30.0 pins torch 2.13.0 and transformers>=5.10.4.
+MODERN = {"trl": "1.16.0", "transformers": "5.23.0", "torch": "2.13.0+cu128",
           "accelerate": "1.15.0", "vllm": "0.30.0"}
 LEGACY = {"trl": "0.15.2", "transformers": "4.49.0", "torch": "2.5.1+cu124",
           "accelerate": "1.4.0", "vllm": "0.7.3"}

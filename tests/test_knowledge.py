@@ -117,3 +117,17 @@ def test_upgrade_plan_empty_for_a_consistent_stack():
     facts = from_dict(snapshot(1, packages={"torch": "2.6.0", "vllm": {
         "version": "0.8.5", "requires": ["torch==2.6.0"]}}), "t")
     assert plan_upgrade(facts, knowledge()) == []
+
+
+def test_upgrade_plan_uses_curated_pins_for_a_snapshot_without_requires_dist():
+    """Issue 13 item 5: vLLM 0.26.0 is built for torch 2.11.0 only."""
+    from envdoctor.facts.snapshot import from_dict
+    from envdoctor.knowledge import knowledge
+    from envdoctor.upgrade import plan_upgrade
+
+    facts = from_dict(snapshot(1, packages={"vllm": "0.26.0", "torch": "2.13.0",
+                                            "transformers": "5.23.0"}), "t")
+    assert plan_upgrade(facts, knowledge()) in (["pip install 'torch==2.11.0'"],
+                                                ["pip install 'vllm==0.32.0'"])
+    facts.packages["torch"].version = "2.11.0"
+    assert plan_upgrade(facts, knowledge()) == []

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.knowledge_keys import presence, span
 from envdoctor.plan.values import type_problem
 
 #: Keys in a TRL config file that are not GRPOConfig fields but are read by TRL's parser
@@ -56,6 +57,17 @@ def _span(entry: dict) -> str:
     return f"TRL {since} and newer"
 
 
+def _deprecated(entry: dict, trl: str | None) -> bool:
+    """Whether TRL ``trl`` is inside the key's deprecation window (its help said "deprecated"
+    from ``first`` up to, not including, ``until``: TRL 0.18 revived
+    vllm_gpu_memory_utilization for colocate mode after 0.16–0.17 deprecated it)."""
+    dep = entry.get("deprecated_help") or {}
+    if not dep.get("first") or versions.below(trl, str(dep["first"])):
+        return False
+    end = dep.get("until") or entry.get("until")
+    return not (end and versions.at_least(trl, str(end)))
+
+
 @rule("CFG001", needs=("plan",))
 def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
     trl = ctx.version("trl")
@@ -67,11 +79,10 @@ def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
         if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
             continue  # TrainingArguments fields are accepted by every GRPOConfig
         since, until = entry.get("since"), entry.get("until")
-        dep = entry.get("deprecated_help") or {}
-        if dep.get("first") and versions.at_least(trl, str(dep["first"])) and not (
-                until and versions.at_least(trl, str(until))):
-            repl = entry.get("replaced_by")
-            yield hit(f"`{key}` ({origin}) is deprecated and ignored by TRL {trl}"
+        if _deprecated(entry, trl):
+            dep = entry.get("deprecated_help") or {}
+            repl = entry.get("replaced_by") or dep.get("use_instead")
+            yield hit(f"`{key}` ({origin}) is deprecated in TRL {trl} (from {dep['first']})"
                       + (f" ({entry['note'].rstrip(';. ')})" if entry.get("note") else ""),
                       fix=f"remove `{key}`" + (f"; configure `{repl}` instead" if repl else ""),
                       severity="warning", key=key, trl=trl)
@@ -83,7 +94,7 @@ def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
         repl = entry.get("replaced_by")
         if too_new:
             msg = (f"`{key}` ({origin}) was removed from GRPOConfig in TRL {until}; "
-                   f"installed TRL {trl} rejects it (it exists in {_span(entry)})")
+                   f"installed TRL {trl} {_parser_does(ctx)} (it exists in {_span(entry)})")
             fix = (f"replace `{key}` with `{repl}`" if repl else f"remove `{key}`") + \
                 f", or pin 'trl<{until}'"
         else:
@@ -92,6 +103,42 @@ def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
             if repl:
                 fix += f", or use `{repl}` with this TRL"
         yield hit(msg, fix=fix, key=key, trl=trl, since=since, until=until)
+    yield from _training_arguments_gone(ctx)
+
+
+def _parser_does(ctx: Context) -> str:
+    """What the installed TRL's parser does with a config key no dataclass has."""
+    if ctx.kb.feature("config_unknown_keys_fail", ctx.version("trl")) is False:
+        return "drops it silently (its parser ignores unknown config keys before 0.19)"
+    return "refuses it (\"Unknown arguments from config file\")"
+
+
+def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
+    """TrainingArguments keys the installed transformers no longer (or not yet) has."""
+    table = ctx.kb.parser_keys.get("training_arguments") or {}
+    tf = ctx.version("transformers")
+    grpo = ctx.kb.grpo_keys.get("keys") or {}
+    fields, scripts = table.get("keys") or {}, _script_keys(ctx)
+    for key, origin in ctx.plan.config_origin.items():
+        if key not in fields or key in grpo or key in scripts:
+            continue
+        if presence(table, key, tf) != "no":
+            continue
+        entry = table["keys"][key]
+        gone = entry.get("until") and versions.at_least(tf, str(entry["until"]))
+        yield hit(f"`{key}` ({origin}) is not a TrainingArguments field of the installed "
+                  f"transformers {tf} (it exists in {span(table, key, 'transformers')}): TRL "
+                  f"{ctx.version('trl')} {_parser_does(ctx)}",
+                  fix=(f"remove `{key}`, or pin 'transformers<{entry['until']}'" if gone else
+                       f"pip install 'transformers>={entry['since']}', or remove `{key}`"),
+                  key=key, transformers=tf)
+
+
+def _script_keys(ctx: Context) -> set[str]:
+    """Keys of the other dataclasses TRL's GRPO script parses (ModelConfig, ScriptArguments…),
+    of any TRL release: they are not GRPOConfig's to judge."""
+    table = ctx.kb.parser_keys.get("trl_script_arguments") or {}
+    return set(table.get("keys") or {}) | NOT_CONFIG
 
 
 @rule("CFG002", needs=("plan",))
@@ -157,34 +204,52 @@ MAX_TYPO_KEYS = 200  # a config with thousands of unknown keys is not a typo
 @rule("CFG004", needs=("plan",))
 def key_typo(ctx: Context) -> Iterator[Hit]:
     keys = ctx.kb.grpo_keys.get("keys") or {}
-    known = set(keys) | set(ctx.kb.grpo_keys.get("training_arguments", [])) | NOT_CONFIG
     if not keys:
         return
+    ta = ctx.kb.parser_keys.get("training_arguments") or {}
+    ta_keys = set(ta.get("keys") or {})
+    scripts = _script_keys(ctx)
+    known = set(keys) | ta_keys | scripts
     unknown = [k for k in ctx.plan.config_origin if k not in known]
     if not unknown:
         return
-    trl = ctx.version("trl")
+    trl, tf = ctx.version("trl"), ctx.version("transformers")
     current = {k for k, e in keys.items()  # prefer keys this TRL accepts
                if not (e.get("until") and versions.at_least(trl, str(e["until"])))
                and not (e.get("since") and versions.below(trl, str(e["since"])))}
-    preferred, everything = sorted(known & current | (known - set(keys))), sorted(known)
+    current |= {k for k in ta_keys if presence(ta, k, tf) != "no"} | scripts
+    preferred, everything = sorted(current), sorted(known)
+    own: list[str] = []  # no close match: the script's own dataclass keys, most likely
     for key in unknown[:MAX_TYPO_KEYS]:
         origin = ctx.plan.config_origin[key]
         close = (difflib.get_close_matches(key, preferred, n=1, cutoff=0.85)
                  or difflib.get_close_matches(key, everything, n=1, cutoff=0.85))
         if not close:
+            own.append(key)
             continue
         guess = close[0]
-        msg = (f"`{key}` ({origin}) is not a GRPOConfig field in any TRL release; "
-               f"did you mean `{guess}`?")
+        msg = (f"`{key}` ({origin}) is not a field of GRPOConfig, TrainingArguments or TRL's "
+               f"script arguments in any release envdoctor knows; did you mean `{guess}`?")
         fix = f"rename `{key}` to `{guess}`"
         entry = keys.get(guess)
-        if entry is not None and guess not in current:  # a key of another TRL era
+        if guess not in current and entry is not None:  # a key of another TRL era
             repl = entry.get("replaced_by")
             msg += f" (a key of {_span(entry)}, not of the installed TRL {trl})"
             fix = (f"TRL {trl} replaced `{guess}` with `{repl}`: set that instead of `{key}`" if repl
                    else f"remove `{key}`; `{guess}` needs {_span(entry)}")
+        elif guess not in current:  # a TrainingArguments field of another transformers
+            msg += (f" (a TrainingArguments field of {span(ta, guess, 'transformers')}, not of "
+                    f"the installed transformers {tf})")
+            fix = f"remove `{key}`; `{guess}` needs {span(ta, guess, 'transformers')}"
         yield hit(msg, fix=fix, key=key, suggestion=guess)
+    if own:
+        shown = ", ".join(f"`{k}`" for k in own[:8]) + (f" and {len(own) - 8} more"
+                                                         if len(own) > 8 else "")
+        yield hit(f"{shown}: not keys of GRPOConfig, TrainingArguments or TRL's own script "
+                  "arguments; fine when your script's dataclasses declare them (as open-r1's "
+                  "declare system_prompt), else TRL's parser "
+                  f"{_parser_does(ctx)}", fix="nothing, if your training script parses them",
+                  severity="info", keys=own)
 
 
 @rule("CFG005", needs=("plan",))

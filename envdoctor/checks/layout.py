@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Iterator
 
+from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.plan.interface import Launch
 
 
-def _with_option(launch: Launch | None, name: str, value: str) -> str:
+def with_option(launch: Launch | None, name: str, value: str) -> str:
     """The launch line with ``--name value`` set (replaced or added after the launcher)."""
     if launch is None:
         return f"accelerate launch --{name} {value} train.py"
@@ -57,7 +59,7 @@ def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
         return
     n = problem["visible"]
     if n > 1 and lay.world_size >= n:
-        fix = "leave one GPU for vLLM: " + _with_option(ctx.plan.trainer, _procs_flag(lay.launcher),
+        fix = "leave one GPU for vLLM: " + with_option(ctx.plan.trainer, _procs_flag(lay.launcher),
                                                         str(n - 1))
     else:
         fix = f"make {lay.world_size + 1} GPUs visible (one more than the training processes)"
@@ -116,7 +118,7 @@ def too_many_processes(ctx: Context) -> Iterator[Hit]:
         yield hit(f"{lay.num_processes} training processes per node but only {len(lay.visible)} "
                   f"GPU(s) visible ({lay.visible_source}): ranks {len(lay.visible)}+ have no GPU "
                   "(\"CUDA error: invalid device ordinal\")",
-                  fix=_with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(len(lay.visible))),
+                  fix=with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(len(lay.visible))),
                   num_processes=lay.num_processes, visible=lay.visible)
 
 
@@ -168,17 +170,14 @@ def server_parallel_mismatch(ctx: Context) -> Iterator[Hit]:
 
 @rule("LAY008", needs=("live", "vllm"))
 def server_unreachable(ctx: Context) -> Iterator[Hit]:
-    from envdoctor.checks.net import probe_health
+    from envdoctor.checks.net import server_health
 
     lay = ctx.layout
     if lay.generation_mode != "server" or not ctx.network:
         return
     srv = lay.server
-    base = ctx.config.get("vllm_server_base_url")
-    host = str(ctx.config.get("vllm_server_host", srv.host if srv else "0.0.0.0"))
-    port = int(ctx.config.get("vllm_server_port", srv.port if srv else 8000))
-    status = probe_health(base or host, port)
-    if status.ok:
+    status = server_health(ctx)
+    if status is None or status.ok:
         return
     start = "trl vllm-serve --model <your model>"
     if srv and srv.source == "launch" and ctx.plan.server:
@@ -224,3 +223,111 @@ def multi_gpu_one_process(ctx: Context) -> Iterator[Hit]:
                   "(\"You need to use at least 2 processes to use `--multi_gpu`\")",
                   fix="drop --multi_gpu, or use torchrun --nproc_per_node 1 for one rank",
                   num_processes=n)
+
+
+def client_needs(ctx: Context) -> dict | None:
+    """What TRL's client needs of its server, for the installed TRL (rules/knowledge/trl.yaml)."""
+    trl = ctx.version("trl")
+    rows = (ctx.kb.trl.get("vllm_server") or {}).get("client_needs") or []
+    return next((r for r in rows if versions.satisfies(trl, str(r.get("trl", "")))), None)
+
+
+def _trl_serve_options(ctx: Context) -> set[str]:
+    """The options `trl vllm-serve` of the installed TRL accepts (they accumulate by release)."""
+    trl = ctx.version("trl")
+    known: set[str] = set()
+    for row in (ctx.kb.trl.get("vllm_server") or {}).get("vllm_serve_args") or []:
+        low = str(row.get("trl", "")).split(",")[0].lstrip(">=")
+        if versions.parse(low) is not None and versions.at_least(trl, low):
+            known |= set(row.get("args") or {}) | set(row.get("added") or {})
+    return known
+
+
+def _model(launch: Launch) -> str:
+    args = launch.script_args
+    if args and not args[0].startswith("-"):
+        return args[0]
+    return str(launch.options.get("model", "<model>"))
+
+
+def _as_trl_serve(ctx: Context, launch: Launch) -> str:
+    """The `vllm serve` line rewritten as `trl vllm-serve` with the options TRL knows."""
+    known = _trl_serve_options(ctx) - {"model"}
+    kept = [f"--{k} {shlex.quote(str(v))}" for k, v in launch.options.items() if k in known]
+    env = [f"{k}={shlex.quote(v)}" for k, v in launch.env.items()]
+    return " ".join([*env, "trl vllm-serve --model", shlex.quote(_model(launch)), *kept])
+
+
+def _with_dev_mode(launch: Launch, env: list[str], options: dict[str, str]) -> str:
+    argv = shlex.split(launch.raw)
+    extra = [t for k, v in options.items() for t in (f"--{k.replace('_', '-')}", v)]
+    return shlex.join([*env, *argv, *extra])
+
+
+def _no_weight_transfer(body: bytes) -> bool:
+    """Whether vLLM's /server_info says the server runs without a weight-transfer engine."""
+    try:
+        info = json.loads(body)
+    except ValueError:
+        return False
+    cfg = info.get("vllm_config") if isinstance(info, dict) else None
+    return isinstance(cfg, dict) and "weight_transfer_config" in cfg \
+        and cfg["weight_transfer_config"] is None
+
+
+@rule("LAY012", needs=("vllm",))
+def server_kind(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.checks.net import get_status, server_address, server_health
+
+    lay = ctx.layout
+    need = client_needs(ctx) if lay.generation_mode == "server" else None
+    if need is None:
+        return
+    trl, launch = ctx.version("trl"), ctx.plan.server
+    if launch is not None and launch.launcher == "vllm-serve":
+        if need["server"] == "trl-vllm-serve":
+            yield hit(f"the server line runs vLLM's own `vllm serve`, but TRL {trl}'s client needs "
+                      f"`trl vllm-serve`: {need['why']}", fix=_as_trl_serve(ctx, launch),
+                      trl=trl, server="vllm serve")
+            return
+        env = {**ctx.facts.env, **launch.env}
+        env_missing = {k: str(v) for k, v in (need.get("needs_env") or {}).items()
+                       if env.get(k) != str(v)}
+        opts_missing = {k: str(v) for k, v in (need.get("needs_options") or {}).items()
+                        if k not in launch.options}
+        advised = {k: str(v) for k, v in (need.get("advises_options") or {}).items()
+                   if str(launch.options.get(k)) != str(v)}
+        if not (env_missing or opts_missing or advised):
+            return
+        what = [f"{k}={v} in its environment" for k, v in env_missing.items()]
+        what += [f"--{k.replace('_', '-')} {v}" for k, v in {**opts_missing, **advised}.items()]
+        fix = _with_dev_mode(launch, [f"{k}={v}" for k, v in env_missing.items()],
+                             {**opts_missing, **advised})
+        yield hit(f"the `vllm serve` line lacks {', '.join(what)}: {need['why']}",
+                  fix=f"{fix}  # or run it as trl vllm-serve --model {shlex.quote(_model(launch))}",
+                  severity=None if env_missing or opts_missing else "warning", trl=trl,
+                  server="vllm serve", missing=sorted({*env_missing, *opts_missing, *advised}))
+        return
+    health = server_health(ctx)
+    if health is None or not health.ok:
+        return  # nothing to ask (LAY008 reports a server that does not answer)
+    path = need["probe"]
+    if versions.below(trl, "0.17.0") and need.get("probe_0_16"):
+        path = need["probe_0_16"]
+    status, _ = get_status(*server_address(ctx), path)
+    if status == 404:
+        yield hit(f"the server at {health.url} answers its health check but has no GET {path} "
+                  f"(HTTP 404): it is not the server TRL {trl}'s client needs — {need['why']}",
+                  fix=("start it with trl vllm-serve --model <your model>"
+                       if need["server"] == "trl-vllm-serve" else
+                       "restart it with VLLM_SERVER_DEV_MODE=1 and --weight-transfer-config "
+                       "'{\"backend\": \"nccl\"}' (trl vllm-serve --model <your model> sets both)"),
+                  trl=trl, probe=path, status=status)
+        return
+    if need["server"] != "trl-vllm-serve" and status == 200:
+        code, body = get_status(*server_address(ctx), "/server_info?config_format=json")
+        if code == 200 and _no_weight_transfer(body):
+            yield hit(f"the server at {health.url} has no weight-transfer engine "
+                      "(/server_info: weight_transfer_config is null): TRL's client refuses at "
+                      "init_communicator", fix="restart it with --weight-transfer-config "
+                      "'{\"backend\": \"nccl\"}'", trl=trl, probe="/server_info")

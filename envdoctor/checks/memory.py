@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
+from envdoctor import versions
 from envdoctor.checks.context import Context
+from envdoctor.checks.layout import with_option
+from envdoctor.checks.net import server_health
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.facts.interface import Gpu
+from envdoctor.facts.gpus import is_vllm_process
+from envdoctor.facts.interface import Gpu, GpuProcess
 
 
 def _holders(gpu: Gpu, exclude: set[int] = frozenset()) -> str:
@@ -25,28 +30,96 @@ def _util(ctx: Context, default: float) -> float:
         return default
 
 
+def _fraction(value: object) -> float | None:
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return out if 0 < out <= 1 else None
+
+
+def server_default(ctx: Context, launcher: str | None) -> tuple[float, str]:
+    """What a server reserves when its line does not say (rules/knowledge/vllm.yaml)."""
+    table = ctx.kb.vllm.get("gpu_memory_utilization_default") or {}
+    if launcher == "vllm-serve":
+        vllm = ctx.version("vllm")
+        for row in table.get("vllm_serve") or []:
+            if versions.satisfies(vllm, str(row.get("vllm", ""))):
+                return float(row["value"]), f"vLLM {vllm}'s default"
+        return float(table.get("unknown", 0.9)), "vLLM's default (assumed)"
+    return float(table.get("trl_vllm_serve", 0.9)), "trl vllm-serve's default"
+
+
+def generation_util(ctx: Context) -> tuple[float, str, bool]:
+    """``(fraction, where it comes from, set on the server line)`` for the generation GPUs."""
+    if ctx.layout.generation_mode != "server":
+        util = _util(ctx, 0.9)
+        said = "vllm_gpu_memory_utilization" if "vllm_gpu_memory_utilization" in ctx.config \
+            else "vllm_gpu_memory_utilization (TRL's default)"
+        return util, said, False
+    launch = ctx.plan.server
+    if launch is not None:
+        value = _fraction(launch.options.get("gpu_memory_utilization"))
+        if value is not None:
+            return value, "the server line's --gpu_memory_utilization", True
+    util, said = server_default(ctx, launch.launcher if launch else None)
+    return util, said, False
+
+
+def _server_processes(ctx: Context, gpu: Gpu) -> list[GpuProcess]:
+    pid = ctx.layout.server.pid if ctx.layout.server else None
+    return [p for p in gpu.processes if p.pid == pid or is_vllm_process(p.name)]
+
+
+def _listed(procs: list[GpuProcess]) -> str:
+    return ", ".join(f"pid {p.pid} {p.name.split(' ')[0] or '?'}"
+                     f"{f' ({p.used_mib} MiB)' if p.used_mib is not None else ''}" for p in procs)
+
+
 @rule("MEM001", needs=("gpus", "vllm"))
 def generation_memory(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.generation_mode not in ("legacy", "server"):
         return
-    if lay.server is not None and lay.server.source == "nvml":
-        return  # the server is already running and holds its memory
-    util = _util(ctx, 0.9)
+    util, said, on_line = generation_util(ctx)
+    health = server_health(ctx) if lay.generation_mode == "server" else None
     for idx in lay.generation:
         gpu = ctx.facts.gpu(idx)
-        if not gpu or gpu.memory_total_mib is None or gpu.free_mib is None:
+        if not gpu:
+            continue
+        mine = _server_processes(ctx, gpu) if lay.generation_mode == "server" else []
+        if mine and (health is None or health.ok):
+            answered = f"; it answers at {health.url}" if health is not None else ""
+            yield hit(f"the vLLM server is already up on GPU {idx} ({_listed(mine)}){answered}: "
+                      "the memory it holds is its own reservation, so no free memory is needed "
+                      "for a second one", severity="info", gpu=idx,
+                      fix="nothing to free: the trainer connects to this server (to change its "
+                      "options, stop it and start it again)",
+                      processes=[p.pid for p in mine])
+            continue
+        if gpu.memory_total_mib is None or gpu.free_mib is None:
             continue
         need = int(util * gpu.memory_total_mib)
-        if gpu.free_mib < need:
-            fits = max(gpu.free_mib / gpu.memory_total_mib - 0.02, 0)
-            yield hit(f"GPU {idx} (for vLLM) has {gpu.free_mib} MiB free, but vLLM will reserve "
-                      f"gpu_memory_utilization {util} × {gpu.memory_total_mib} MiB = {need} MiB: "
-                      f"the KV-cache allocation fails at start. Held by: {_holders(gpu)}",
-                      fix=f"free GPU {idx} (stop those processes), or lower "
-                      f"vllm_gpu_memory_utilization to {fits:.2f}",
-                      gpu=idx, free_mib=gpu.free_mib, need_mib=need,
-                      processes=[p.pid for p in gpu.processes])
+        if gpu.free_mib >= need:
+            continue
+        fits = max(math.floor((gpu.free_mib / gpu.memory_total_mib - 0.02) * 100) / 100, 0)
+        if lay.generation_mode == "server":
+            lower = (f"start the server with a fraction that fits: "
+                     f"{with_option(ctx.plan.server, 'gpu_memory_utilization', f'{fits:.2f}')}"
+                     if ctx.plan.server is not None else
+                     f"start the server with --gpu_memory_utilization {fits:.2f}")
+        else:
+            lower = f"lower vllm_gpu_memory_utilization to {fits:.2f}"
+        note = (f" ({_listed(mine)} is a vLLM process, but no server answers at {health.url}: "
+                "if it is your server still starting, wait for it; otherwise it is another "
+                "job's)" if mine and health is not None else "")
+        yield hit(f"GPU {idx} (for vLLM) has {gpu.free_mib} MiB free, but vLLM will reserve "
+                  f"{said} {util} × {gpu.memory_total_mib} MiB = {need} MiB: "
+                  f"the KV-cache allocation fails at start. Held by: {_holders(gpu)}{note}",
+                  fix=f"free GPU {idx} (stop those processes), or {lower}",
+                  gpu=idx, free_mib=gpu.free_mib, need_mib=need, utilization=util,
+                  utilization_from_server_line=on_line,
+                  processes=[p.pid for p in gpu.processes])
 
 
 @rule("MEM002", needs=("gpus",))

@@ -7,6 +7,7 @@ import socket
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlparse
 
 TIMEOUT_S = 1.5
@@ -62,3 +63,44 @@ def port_in_use(port: int, host: str = "127.0.0.1", timeout: float = 0.3) -> boo
             return True
     except OSError:
         return False
+
+
+def server_address(ctx: Any) -> tuple[str, int]:
+    """Host (or base URL) and port where the trainer will look for its vLLM server."""
+    srv = ctx.layout.server
+    base = ctx.config.get("vllm_server_base_url")
+    host = str(ctx.config.get("vllm_server_host", srv.host if srv else "0.0.0.0"))
+    try:
+        port = int(ctx.config.get("vllm_server_port", srv.port if srv else 8000))
+    except (TypeError, ValueError, OverflowError):
+        port = 8000
+    return str(base or host), port
+
+
+def server_health(ctx: Any) -> Health | None:
+    """The server's health, asked once per check (loopback and live runs only); None when the
+    check may not touch the network."""
+    if not (ctx.facts.live and ctx.network):
+        return None
+    cached = ctx.__dict__.get("_server_health")
+    if cached is None:
+        cached = probe_health(*server_address(ctx))
+        ctx.__dict__["_server_health"] = cached
+    return cached
+
+
+def get_status(base: str, port: int, path: str,
+               timeout: float = TIMEOUT_S) -> tuple[int | None, bytes]:
+    """``(HTTP status, first bytes of the body)`` of ``GET path`` on the server (GET only:
+    nothing is changed there); status None when nothing answers."""
+    url = _url(base, port).rsplit("/health/", 1)[0] + path
+    if urlparse(url).scheme not in ("http", "https"):
+        return None, b""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout) as resp:  # noqa: S310 - http(s) only
+            return int(resp.status), resp.read(1 << 20)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), b""
+    except (urllib.error.URLError, OSError, ValueError):
+        return None, b""

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.facts.interface import normalize_name
+from envdoctor.facts.interface import Package, normalize_name
+from envdoctor.knowledge_requirements import harmless, marker_env, requirement_lines, weight
 from envdoctor.plan.layout import trainer_env
 
 #: Distributions whose requirements are checked (the training stack).
 CHECKED = ("trl", "vllm", "transformers", "accelerate", "torch", "torchvision", "peft",
            "deepspeed", "datasets", "xformers", "flash-attn", "liger-kernel", "bitsandbytes")
-#: Distributions with compiled code built against one torch release.
-COMPILED = {"vllm", "xformers", "flash-attn", "torchvision", "torchaudio", "deepspeed",
-            "bitsandbytes", "liger-kernel"}
 
 
 def _vllm_fix(ctx: Context, minimum: str) -> str:
@@ -72,13 +69,6 @@ def _extras(ctx: Context, dist: str) -> set[str]:
     return {"vllm"} if wanted else set()
 
 
-def _explain(src: str, target: str, spec: str, installed: str) -> str:
-    if target == "torch" and normalize_name(src) in COMPILED:
-        return f"{src}'s compiled ops are built for torch{spec} and will fail to load " \
-               "(\"undefined symbol\" on import)"
-    return f"{src} was not tested with {target} {installed}; expect import or runtime errors"
-
-
 def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | None:
     """A vLLM release built for the installed torch (from rules/knowledge/vllm.yaml)."""
     if src != "vllm":
@@ -92,15 +82,59 @@ def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | Non
         if matches else None
 
 
+def _missing(ctx: Context, who: str, pkg: Package, target: str, spec: str, line: str,
+             kind: str, entry: dict | None, curated: bool) -> Hit | None:
+    if kind == "other" or entry is None:
+        if not ctx.facts.live and target not in CHECKED:
+            return None  # snapshots list only part of the environment
+        return hit(f"{who} {pkg.version} requires {target}{spec}, which is not installed "
+                   "(a warning: envdoctor knows of no step of a GRPO run that imports it)",
+                   fix=f"pip install '{target}{spec}'", severity="warning", requirement=line,
+                   weight="other")
+    if not ctx.facts.live and (curated or target not in CHECKED and not pkg.requires):
+        return None
+    unless = entry.get("unless_env") or {}
+    env = {**ctx.facts.env, **(ctx.plan.server.env if ctx.plan.server else {})}
+    if unless and all(env.get(k) == str(v) for k, v in unless.items()):
+        return None  # the user switched off the code path that imports it
+    fix = f"pip install '{target}{spec}'"
+    if entry.get("workaround"):
+        fix += f"  # {entry['workaround']}"
+    why = (f"{who} cannot load without it" if kind == "binds" else entry.get("why", ""))
+    return hit(f"{who} {pkg.version} requires {target}{spec}, which is not installed → {why}",
+               fix=fix, requirement=line, weight=kind)
+
+
+def _mismatch(ctx: Context, who: str, src: str, pkg: Package, target: str, spec: str, line: str,
+              installed: str, kind: str, entry: dict | None, curated: bool) -> Hit:
+    alt = _compatible_release(ctx, src, installed) if target == "torch" else None
+    fix = f"pip install '{target}{spec}'"
+    if alt:
+        fix += f"  # or keep {target} {installed} and install {src}=={alt}, built for it"
+    origin = " (its curated pin: this snapshot has no Requires-Dist)" if curated else ""
+    head = f"{who} {pkg.version} requires {target}{spec}{origin}, installed {target} {installed}"
+    if kind == "binds" or kind == "imports" and entry and entry.get("version_checked"):
+        return hit(f"{head} → {src}: {entry['why']}" if kind == "binds"
+                   else f"{head} → {entry['why']}", fix=fix, requirement=line,
+                   installed=installed, weight=kind)
+    seen = harmless(ctx.kb, src, pkg.version, target, installed)
+    why = (f"harmless where measured: {seen['note']}" if seen else
+           f"a warning: no compiled code of {src} binds {target} and envdoctor knows of no step "
+           "of a GRPO run that needs this pin; pip check still reports it")
+    return hit(f"{head} ({why})", fix=fix, severity="warning", requirement=line,
+               installed=installed, weight="other")
+
+
 @rule("PKG004")
 def requirements(ctx: Context) -> Iterator[Hit]:
-    env = default_environment()
+    env = marker_env(ctx.facts.python)
     for src in CHECKED:
         pkg = ctx.facts.packages.get(src)
-        if pkg is None or not pkg.requires:
+        if pkg is None:
             continue
+        lines, curated = requirement_lines(ctx.kb, src, pkg)
         extras = {""} | _extras(ctx, src)
-        for line in pkg.requires:
+        for line in lines:
             try:
                 req = Requirement(line)
             except InvalidRequirement:
@@ -115,25 +149,17 @@ def requirements(ctx: Context) -> Iterator[Hit]:
             who = f"{src}[{via}]" if via else src
             installed = ctx.version(target)
             spec = str(req.specifier)
+            kind, entry = weight(ctx.kb, src, pkg.version, target)
             if installed is None:
-                if target in ctx.facts.packages or not ctx.facts.live and target not in CHECKED:
-                    continue  # snapshots list only part of the environment
-                yield hit(f"{who} {pkg.version} requires {target}{spec}, which is not installed",
-                          fix=f"pip install '{target}{spec}'", severity="warning",
-                          requirement=line)
+                if target in ctx.facts.packages:
+                    continue
+                found = _missing(ctx, who, pkg, target, spec, line, kind, entry, curated)
+                if found is not None:
+                    yield found
                 continue
-            if not spec:
-                continue
-            ok = versions.satisfies(installed, spec)
-            if ok is False:
-                alt = _compatible_release(ctx, src, installed) if target == "torch" else None
-                fix = f"pip install '{target}{spec}'"
-                if alt:
-                    fix += f"  # or keep {target} {installed} and install {src}=={alt}, built for it"
-                yield hit(
-                    f"{who} {pkg.version} requires {target}{spec}, installed {target} {installed}"
-                    f" → {_explain(src, target, spec, installed)}",
-                    fix=fix, requirement=line, installed=installed)
+            if spec and versions.satisfies(installed, spec) is False:
+                yield _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry,
+                                curated)
 
 
 @rule("PKG005")

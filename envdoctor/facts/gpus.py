@@ -40,6 +40,17 @@ def process_name(pid: int, nvml: Any = None) -> str:
     return ""
 
 
+#: How a vLLM server's processes show up in NVML's list: vLLM's engine process renames itself
+#: (setproctitle) to ``VLLM::EngineCore`` (``VLLM::Worker…`` with tensor parallelism); the
+#: front-end keeps its command line (``vllm serve``, ``trl vllm-serve``, ``-m vllm.entrypoints``).
+VLLM_PROCESS_MARKS = ("VLLM::", "vllm serve", "vllm-serve", "vllm_serve", "vllm.entrypoints")
+
+
+def is_vllm_process(name: str) -> bool:
+    """Whether a GPU process's name is one of a vLLM server's processes."""
+    return any(mark in name for mark in VLLM_PROCESS_MARKS)
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 

@@ -106,6 +106,13 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
                 "launch": "accelerate launch --num_processes 4 train.py"}),
     "LAY011": ({"launch": "accelerate launch --multi_gpu --num_processes 1 train.py"},
                {"launch": "accelerate launch --multi_gpu --num_processes 2 train.py"}),
+    "LAY012": ({"snap": {"packages": {**MODERN, "trl": "1.9.0", "vllm": "0.11.0"}},
+                "config": VLLM_SERVER,
+                "launch": "CUDA_VISIBLE_DEVICES=1 vllm serve M ; CUDA_VISIBLE_DEVICES=0 python t.py"},
+               {"snap": {"packages": {**MODERN, "trl": "1.9.0", "vllm": "0.11.0"}},
+                "config": VLLM_SERVER,
+                "launch": "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model M ; "
+                          "CUDA_VISIBLE_DEVICES=0 python t.py"}),
     "MEM001": ({"snap": {"n_gpus": 4, "model": RTX3090, "packages": LEGACY, "used": {3: 23500},
                          "processes": BUSY}, "config": LEG_CFG,
                 "launch": "accelerate launch --num_processes 3 train.py"},
@@ -211,8 +218,10 @@ def test_pkg004_checks_the_extras_the_plan_uses():
     trl = {"version": "1.16.0", "requires": ["transformers>=4.56.2",
                                              "vllm<=0.31.0,>=0.22.0; extra == 'vllm'"]}
     snap = snapshot(2, packages={**MODERN, "trl": trl, "vllm": "0.12.0"})
-    on = [f for f in findings(snap, config={"use_vllm": True}) if f.rule == "PKG004"]
-    off = [f for f in findings(snap, config={"use_vllm": False}) if f.rule == "PKG004"]
+    on = [f for f in findings(snap, config={"use_vllm": True}) if f.rule == "PKG004"
+          and f.message.startswith("trl")]
+    off = [f for f in findings(snap, config={"use_vllm": False}) if f.rule == "PKG004"
+           and f.message.startswith("trl")]
     assert on and "vllm<=0.31.0,>=0.22.0" in on[0].message and not off
 
 

@@ -61,7 +61,7 @@ def test_python_minor_version():
 
 
 def test_torch_cuda_build_is_clu002_not_clu001():
-    found = compare([view("A"), view("B", packages={**MODERN, "torch": "2.9.0+cu126"})])
+    found = compare([view("A"), view("B", packages={**MODERN, "torch": "2.13.0+cu126"})])
     assert rules(found) == [("CLU002", "error")]
     assert found[0].message == "torch's CUDA runtime differs across nodes: 12.8 on A; 12.6 on B"
     assert "whl/cu128" in found[0].fix

@@ -46,7 +46,7 @@ def test_warnings_pass_unless_strict(write_json):
 
 def test_json_output(write_json, tmp_path):
     a = write_json(node("gpu-a"), "a.json")
-    b = write_json(node("gpu-b", packages={**MODERN, "torch": "2.9.0+cu126"}), "b.json")
+    b = write_json(node("gpu-b", packages={**MODERN, "torch": "2.13.0+cu126"}), "b.json")
     out = tmp_path / "diff.json"
     proc = run_cli("diff", str(a), str(b), "--format", "json", "-o", str(out))
     assert proc.returncode == 1 and proc.stdout == ""

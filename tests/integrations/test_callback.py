@@ -65,7 +65,7 @@ def test_strict_stops_on_warnings(tmp_path, tiny):
     from transformers import Trainer
 
     cb = EnvDoctorCallback(strict=True, facts=snapshot(n_gpus=1, driver_cuda="12.4",
-                                                        packages={**MODERN, "torch": "2.9.0+cu126"}))
+                                                        packages={**MODERN, "torch": "2.13.0+cu126"}))
     with pytest.raises(envdoctor.PreflightError):
         Trainer(model=tiny.model(), args=tiny.args(tmp_path), train_dataset=tiny.dataset(),
                 callbacks=[cb])

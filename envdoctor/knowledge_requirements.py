@@ -1,0 +1,79 @@
+"""PKG004's severity model over rules/knowledge/requirements.yaml and vllm.yaml: which unmet
+requirement stops a run (compiled ABI, the run's import path) and which pip check alone minds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from packaging.markers import default_environment
+
+from envdoctor import versions
+from envdoctor.facts.interface import Package
+from envdoctor.knowledge import Knowledge
+
+
+def curated_requires(kb: Knowledge, src: str, version: str) -> list[str]:
+    """Requires-Dist lines a snapshot left out, from the curated pins of rules/knowledge/vllm.yaml
+    (each vLLM release pins one torch and a transformers range)."""
+    if src != "vllm":
+        return []
+    base = versions.parse(version)
+    pin = next((p for p in kb.vllm.get("torch_pins", []) if base is not None
+                and versions.parse(str(p.get("vllm"))) == versions.parse(base.public)), None)
+    if pin is None:
+        return []
+    lines = [f"torch=={pin['torch']}"]
+    if pin.get("transformers"):
+        lines.append(f"transformers{pin['transformers']}")
+    return lines
+
+
+def requirement_lines(kb: Knowledge, src: str, pkg: Package) -> tuple[list[str], bool]:
+    """``(lines, curated)``: the package's Requires-Dist, or the curated pins when it has none."""
+    if pkg.requires is not None:
+        return list(pkg.requires), False
+    lines = curated_requires(kb, src, pkg.version)
+    return lines, bool(lines)
+
+
+def _matches(entry: dict[str, Any], src: str, src_version: str) -> bool:
+    sources = entry.get("sources") or [entry.get("source")]
+    if src not in sources:
+        return False
+    span = entry.get(src) or ""
+    return not span or versions.satisfies(src_version, str(span)) is True
+
+
+def weight(kb: Knowledge, src: str, src_version: str, target: str) -> tuple[str, dict | None]:
+    """How an unmet ``src`` → ``target`` requirement matters: ``binds`` (compiled ABI),
+    ``imports`` (on the run's import path) or ``other``; with the knowledge entry."""
+    table = kb.requirements
+    for kind in ("binds", "imports"):
+        for entry in table.get(kind, []):
+            if target in (entry.get("targets") or []) and _matches(entry, src, src_version):
+                return kind, entry
+    return "other", None
+
+
+def harmless(kb: Knowledge, src: str, src_version: str, target: str,
+             installed: str) -> dict | None:
+    """A measured-harmless entry for this unmet pin, if one was seen on a healthy run."""
+    for entry in kb.requirements.get("measured_harmless", []):
+        if (entry.get("target") == target and _matches(entry, src, src_version)
+                and versions.parse(str(entry.get("installed"))) is not None
+                and versions.parse(installed) is not None
+                and versions.parse(installed).release[:2]
+                == versions.parse(str(entry["installed"])).release[:2]):
+            return entry
+    return None
+
+
+def marker_env(python: str) -> dict[str, str]:
+    """The environment markers are evaluated in: this interpreter's, with the checked machine's
+    Python version (a snapshot may come from another Python)."""
+    env = dict(default_environment())
+    v = versions.parse(python.split()[0] if python else None)
+    if v is not None and len(v.release) >= 2:
+        env["python_version"] = f"{v.release[0]}.{v.release[1]}"
+        env["python_full_version"] = v.public
+    return env

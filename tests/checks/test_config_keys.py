@@ -1,0 +1,62 @@
+"""CFG001 / CFG004 against the keys TRL's parser really accepts (issue 13 item 3): GRPOConfig of
+the installed TRL, TrainingArguments of the installed transformers, TRL's script arguments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import findings, snapshot
+
+OPEN_R1 = Path(__file__).parent / "data" / "open-r1-config_demo.yaml"
+# open-r1's setup.py at that commit: trl[vllm]==0.18.0, transformers==4.52.3, torch==2.6.0,
+# accelerate==1.4.0, deepspeed==0.16.8
+OPEN_R1_STACK = {"trl": "0.18.0", "transformers": "4.52.3", "torch": "2.6.0+cu124",
+                 "accelerate": "1.4.0", "vllm": "0.8.5.post1", "deepspeed": "0.16.8"}
+MODERN_STACK = {"trl": "1.16.0", "transformers": "5.23.0", "torch": "2.11.0+cu130",
+                "accelerate": "1.15.0", "vllm": "0.26.0"}
+
+
+def _cfg(config: dict, packages: dict, rules=("CFG001", "CFG004")) -> list:
+    return [f for f in findings(snapshot(8, packages=packages), config=config)
+            if f.rule in rules]
+
+
+def test_open_r1_recipe_is_clean_on_its_own_stack():
+    config = yaml.safe_load(OPEN_R1.read_text())
+    found = _cfg(config, OPEN_R1_STACK, rules=("CFG001", "CFG002", "CFG003", "CFG004", "CFG005"))
+    assert [f.severity.value for f in found] == ["info"]  # the recipe's own keys, said once
+    assert set(found[0].evidence["keys"]) == {"chat_template", "dataset_prompt_column",
+                                              "system_prompt"}
+
+
+@pytest.mark.parametrize("stack", [OPEN_R1_STACK, MODERN_STACK])
+@pytest.mark.parametrize("key, value", [("gradient_checkpointing_kwargs", {"use_reentrant": False}),
+                                        ("per_device_eval_batch_size", 16),
+                                        ("reward_funcs", ["accuracy"]),
+                                        ("model_name_or_path", "m"), ("dataset_name", "d")])
+def test_training_arguments_and_script_keys_are_known(stack, key, value):
+    assert _cfg({key: value}, stack) == []
+
+
+def test_typo_of_a_training_arguments_field_suggests_it():
+    (hit,) = _cfg({"per_device_eval_batchsize": 4}, MODERN_STACK)
+    assert hit.rule == "CFG004" and hit.evidence["suggestion"] == "per_device_eval_batch_size"
+
+
+def test_training_arguments_field_gone_from_the_installed_transformers():
+    (hit,) = _cfg({"warmup_ratio": 0.1}, MODERN_STACK)
+    assert hit.rule == "CFG001" and hit.severity.value == "error"
+    assert "transformers 5.23.0" in hit.message and "Unknown arguments from config file" in hit.message
+    assert "transformers<5.15.0" in hit.fix
+    assert _cfg({"warmup_ratio": 0.1}, {**MODERN_STACK, "transformers": "5.14.2"}) == []  # unscanned
+    assert _cfg({"warmup_ratio": 0.1}, OPEN_R1_STACK) == []
+
+
+def test_trl_before_019_drops_unknown_keys_silently():
+    (hit,) = _cfg({"vllm_guided_decoding_regex": "x"}, {**OPEN_R1_STACK, "trl": "0.15.2"})
+    assert "not known to TRL 0.15.2" in hit.message
+    (gone,) = _cfg({"vllm_device": "auto"}, OPEN_R1_STACK)
+    assert "drops it silently" in gone.message
