@@ -100,14 +100,22 @@ def summary(facts: Any) -> str:
     return text + (f"; open: {', '.join(open_)}" if open_ else "")
 
 
+#: "not declared" is a warning: the training image may install it another way (a README step)
+NOT_DECLARED = {"PKG001", "PKG008"}
+
+
 def reword(report: Any) -> None:
     """Findings about a declared stack say "declared", not "installed"."""
+    from envdoctor.findings import Severity
+
     for area in report.areas:
         if area.key not in ("packages", "config"):
             continue
         area.findings = [dataclasses.replace(
             f, message=re.sub(r"\binstalled\b", "declared", f.message),
-            fix=re.sub(r"\bpip install '", "require '", f.fix)) for f in area.findings]
+            fix=re.sub(r"\bpip install ", "require ", f.fix),
+            severity=Severity.WARNING if f.rule in NOT_DECLARED else f.severity)
+            for f in area.findings]
 
 
 def key_line(path: str, key: str) -> int | None:
