@@ -115,7 +115,7 @@ def requirement_outside_declared_range(ctx: Context) -> Iterator[Hit]:
                           **_where(other))
 
 
-@rule("DCL003", needs=("vllm",))
+@rule("DCL003")
 def no_vllm_for_declared_torch(ctx: Context) -> Iterator[Hit]:
     stack = _stack(ctx)
     vllm, torch = stack.get("vllm"), stack.get("torch")

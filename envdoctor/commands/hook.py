@@ -38,6 +38,7 @@ NOT_LIVE = "needs the live machine (a running vLLM server): the hook checks file
 NO_TRL = ("TRL is not installed where the hook runs (pre-commit's own environment): the package "
           "rules judge the training environment; run the envdoctor-system hook there")
 KINDS = {"grpo": "GRPO config", "accelerate": "accelerate config"}
+STACK_ONLY = "declared stack"
 
 
 @dataclass
@@ -49,7 +50,14 @@ class Target:
 
     @property
     def label(self) -> str:
-        return " + ".join(p for p in (self.grpo, self.accelerate) if p)
+        return " + ".join(p for p in (self.grpo, self.accelerate) if p) or STACK_ONLY
+
+
+def declares(paths: list[str]) -> bool:
+    """Whether one of these files is a stack declaration (requirements, lock, Dockerfile…)."""
+    from envdoctor.facts.declared import is_declaration
+
+    return any(is_declaration(p) for p in paths)
 
 
 def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -178,6 +186,8 @@ def check_target(target: Target, facts: Any, launch: str | None,
     if launch is None:
         _demote_batch_rule(report)
     report.areas = [a for a in report.areas if a.key != "probe"]  # the probe needs the machine
+    if not (target.grpo or target.accelerate):
+        report.areas = [a for a in report.areas if a.key == "packages"]
     report.subject = f"pre-commit: {target.label}"
     return report
 
@@ -273,21 +283,24 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
     ignore_ids = split_list(ignore) or settings.get("ignore") or None
     strict = settings.get("strict", False) if strict is None else strict
     kinds, skipped = classify(list(files))
+    targets = pair(kinds)
+    if not targets and not installed and (requirement_files or declares(list(files))):
+        targets = [Target()]  # a commit that changes only the stack: check the stack itself
     if verbose and fmt == "text":
         for path, why in skipped.items():
             click.echo(f"envdoctor: skipped {path}: {why}", err=True)
     facts = None
-    if kinds:
+    if targets:
         from envdoctor.commands.hook_stack import declared_facts
 
         facts = hook_facts(list(assume)) if installed else \
-            declared_facts(list(assume), list(requirement_files), Path.cwd())
+            declared_facts(list(assume), list(requirement_files), Path.cwd(), list(files))
         if verbose and fmt == "text":
             for note in (facts.extra.get("declared") or {}).get("notes") or []:
                 click.echo(f"envdoctor: {note}", err=True)
     line = launch_text(launch, ())
     named = [(t.label, check_target(t, facts, line, select_ids, ignore_ids))
-             for t in pair(kinds)]
+             for t in targets]
     if named or output:
         emit(_render_all(named, fmt, verbose, color=fmt == "text" and not output and use_color()),
              output)

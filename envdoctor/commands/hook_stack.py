@@ -33,9 +33,11 @@ def parse_assume(items: list[str]) -> dict[str, str]:
     return out
 
 
-def declared_facts(assume: list[str], requirement_files: list[str], root: Path):
+def declared_facts(assume: list[str], requirement_files: list[str], root: Path,
+                   passed: list[str] = ()):
     """Facts of the declared stack: ``--requirements`` files if given, else the declaration
-    files found at ``root``; ``--assume`` overrides single packages."""
+    files found at ``root`` and those among ``passed`` (the commit's files); ``--assume``
+    overrides single packages."""
     from envdoctor.facts.declared import discover, read_stack
     from envdoctor.facts.declared.resolve import stack_facts
     from envdoctor.knowledge import knowledge
@@ -49,7 +51,11 @@ def declared_facts(assume: list[str], requirement_files: list[str], root: Path):
                 raise InputError(f"--requirements {item}", "no such file")
             paths.append(path)
     else:
+        from envdoctor.facts.declared import is_declaration
+
         paths = discover(root)
+        paths += [p for p in (root / f for f in passed if is_declaration(f))
+                  if p.is_file() and p.resolve() not in {q.resolve() for q in paths}]
     found = read_stack(paths, root)
     source = "declared: " + ", ".join(found.files) if found.files else "--assume"
     facts = stack_facts(found, assumed, knowledge(), source)

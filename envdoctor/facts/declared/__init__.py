@@ -28,16 +28,26 @@ READERS = {
 }
 SEEN_NOT_READ = ("setup.py",)
 
-__all__ = ["READERS", "Declaration", "Found", "discover", "read_stack", "reader_for"]
+__all__ = ["READERS", "Declaration", "Found", "discover", "is_declaration", "read_stack", "reader_for"]
 
 
-def reader_for(name: str):
-    """The reader of a file name (``requirements`` for anything unrecognised: ``-r`` style)."""
+def _reader(path: str):
+    p = Path(path)
+    tail = f"{p.parent.name}/{p.name}"
     for reader in READERS.values():
-        if any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(name, p.rsplit("/", 1)[-1])
-               for p in reader.PATTERNS):
+        if any(fnmatch.fnmatch(tail if "/" in pat else p.name, pat) for pat in reader.PATTERNS):
             return reader
-    return requirements
+    return None
+
+
+def reader_for(path: str):
+    """The reader of a file (``requirements`` for anything unrecognised: ``-r`` style)."""
+    return _reader(path) or requirements
+
+
+def is_declaration(path: str) -> bool:
+    """Whether a file is one the readers know (``requirements-gpu.txt``, ``uv.lock``…)."""
+    return _reader(path) is not None
 
 
 def discover(root: Path) -> list[Path]:
@@ -59,7 +69,7 @@ def read_stack(paths: list[Path], root: Path) -> Found:
         shown = _shown(path, root)
         if shown in stack.files:
             continue  # already read as an include
-        stack.add(reader_for(path.name).read(path, shown))
+        stack.add(reader_for(str(path)).read(path, shown))
     for name in SEEN_NOT_READ:
         if (root / name).is_file():
             stack.notes.append(f"{name}: seen, not read (it is code; envdoctor never runs it — "
