@@ -165,13 +165,27 @@ def locate(report: Any, facts: Any, config_files: list[str]) -> None:
         area.findings = new
 
 
-def _where(f: Any, ev: dict, facts: Any, config_files: list[str]) -> tuple[str, int] | None:
-    key = ev.get("key")
-    if isinstance(key, str):
+def _config_key(ev: dict, config_files: list[str]) -> tuple[str, int] | None:
+    """The config line of the key the finding names (``key``), else of an evidence name that
+    is a key of the config (``num_generations``)."""
+    names = [ev["key"]] if isinstance(ev.get("key"), str) else []
+    names += [k for k in ev if k not in ("key", "file", "line") and re.fullmatch(r"\w+", k)]
+    for name in names:
         for path in config_files:
-            line = key_line(path, key)
+            line = key_line(path, name)
             if line is not None:
                 return path, line
+    return None
+
+
+def _where(f: Any, ev: dict, facts: Any, config_files: list[str]) -> tuple[str, int] | None:
+    from envdoctor.checks.docs import rule_docs
+
+    doc = rule_docs().get(f.rule)
+    if isinstance(ev.get("key"), str) or (doc is not None and doc.area != "packages"):
+        found = _config_key(ev, config_files)
+        if found is not None:
+            return found
     if ev.get("declared_file"):
         return str(ev["declared_file"]), int(ev.get("declared_line") or 1)
     name = None

@@ -3,6 +3,7 @@ joined); ``-r FILE`` is followed when FILE is in the repository next to the Dock
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from pathlib import Path
@@ -31,11 +32,13 @@ def run_instructions(text: str) -> list[tuple[int, str]]:
         line = lines[i]
         if re.match(r"^\s*RUN\s", line, re.I):
             start, parts = i + 1, [line.strip()[3:]]
-            while parts[-1].rstrip().endswith("\\") and i + 1 < len(lines):
+            while i + 1 < len(lines) and parts[-1].rstrip().endswith("\\"):
                 parts[-1] = parts[-1].rstrip()[:-1]
                 i += 1
-                if not lines[i].lstrip().startswith("#"):
-                    parts.append(lines[i].strip())
+                while i + 1 < len(lines) and (lines[i].lstrip().startswith("#")
+                                              or not lines[i].strip()):
+                    i += 1  # Docker drops comment and empty lines inside an instruction
+                parts.append(lines[i].strip())
             out.append((start, " ".join(parts)))
         i += 1
     return out
@@ -96,6 +99,6 @@ def _requirements(args: list[str], path: Path, shown: str, lines: list[str], sta
 def _include(flag: str, value: str, path: Path, shown: str, line: int) -> Found:
     target = path.parent / value.lstrip("/")
     if value and target.is_file():
-        return requirements.read(target, str(Path(shown).parent / value.lstrip("/")))
+        return requirements.read(target, os.path.normpath(Path(shown).parent / value.lstrip("/")))
     return Found(notes=[f"{shown}:{line}: {flag} {value} is not a file of this repository next "
                         "to the Dockerfile; not read"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from pathlib import Path
@@ -87,7 +88,7 @@ def _option(line: str, path: Path, shown: str, number: int, depth: int,
     if depth + 1 > MAX_DEPTH or len(seen) >= MAX_FILES:
         return Found(notes=[f"{where}: {flag} {value} not followed: includes nested more than "
                             f"{MAX_DEPTH} deep or more than {MAX_FILES} files"])
-    shown_inc = str(Path(shown).parent / value) if Path(shown).parent != Path(".") else value
+    shown_inc = os.path.normpath(Path(shown).parent / value)
     if not target.is_file():
         raise InputError(where, f"{flag} {value}: no such file")
     return read(target, shown_inc, depth + 1, seen)
