@@ -145,3 +145,10 @@ def test_which_files_are_declarations():
            "docker/Dockerfile", "train.Dockerfile"]
     no = ["README.txt", "configs/grpo.yaml", "notes/train.txt", "setup.py"]
     assert all(map(is_declaration, yes)) and not any(map(is_declaration, no))
+
+
+def test_notes_mask_credentials_and_control_characters(tmp_path):
+    found = stack(tmp_path, {"requirements.txt": "-r https://me:s3cret@example.com/r.txt\n"
+                                                 "\x1b[31mnot a requirement\n"})
+    text = "\n".join(found.notes)
+    assert "s3cret" not in text and "://****@" in text and "\x1b" not in text

@@ -7,6 +7,7 @@ wiring. ``discover`` finds the files at a repository's root, ``read_stack`` read
 from __future__ import annotations
 
 import fnmatch
+import re
 from pathlib import Path
 
 from envdoctor.facts.declared import (
@@ -70,12 +71,19 @@ def read_stack(paths: list[Path], root: Path) -> Found:
         if shown in stack.files:
             continue  # already read as an include
         stack.add(reader_for(str(path)).read(path, shown))
+    stack.notes = [_clean(n) for n in stack.notes]
     for name in SEEN_NOT_READ:
         if (root / name).is_file():
             stack.notes.append(f"{name}: seen, not read (it is code; envdoctor never runs it — "
                                "declare the pins in pyproject.toml or a requirements file, or "
                                "pass --requirements / --assume)")
     return stack
+
+
+def _clean(note: str) -> str:
+    """A note fit for a report: credentials in URLs masked, control characters escaped."""
+    note = re.sub(r"://[^/@\s]+@", "://****@", note)
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in note)[:300]
 
 
 def _shown(path: Path, root: Path) -> str:
