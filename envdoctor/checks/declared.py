@@ -27,11 +27,7 @@ def _said(e: Entry) -> str:
     """``trl>=0.17 (requirements.txt:2)``, or how an exact version came to be."""
     if e.how == "assumed":
         return f"{e.name}=={e.version} (--assume)"
-    shown = []
-    for d in e.decls:
-        via = next((v for v in e.via if v.endswith(f"({d.where})")), None)
-        shown.append(f"{d.text} via {via}" if via else f"{d.text} ({d.where})")
-    return ", ".join(dict.fromkeys(shown[:2]))
+    return ", ".join(dict.fromkeys(d.said for d in e.decls[:2]))
 
 
 def _where(e: Entry) -> dict[str, Any]:
@@ -106,13 +102,15 @@ def requirement_outside_declared_range(ctx: Context) -> Iterator[Hit]:
                 continue
             target, spec = m.group(1), m.group(2).strip()
             other = stack.get(target)
-            if other is None or other.version or not other.spec or not spec:
+            own = [d for d in other.decls if d.specifier and not d.via] if other else []
+            if other is None or other.version or not own or not spec:
                 continue
-            if meet(spec, other.spec) is None:
+            if meet(spec, *(d.specifier for d in own)) is None:
+                said = ", ".join(d.said for d in own[:2])
                 yield hit(f"{src} {e.version} ({_said(e)}) requires {target}{spec}; the declared "
-                          f"{_said(other)} excludes it: pip cannot install both",
+                          f"{said} excludes it: pip cannot install both",
                           fix=f"require '{target}{spec}'", package=target, requirement=line,
-                          **_where(other))
+                          declared_file=own[0].file, declared_line=own[0].line)
 
 
 @rule("DCL003")
@@ -149,8 +147,8 @@ def no_vllm_for_declared_torch(ctx: Context) -> Iterator[Hit]:
 @rule("DCL004")
 def conflicting_declarations(ctx: Context) -> Iterator[Hit]:
     for e, a, b in conflicts(_stack(ctx)):
-        yield hit(f"{e.name} is declared as {a.text} ({a.where}) and as {b.text} ({b.where}): no "
-                  f"version satisfies both" + (f"; judged as {e.version}" if e.version else ""),
+        yield hit(f"{e.name} is declared as {a.said} and as {b.said}: no version satisfies both"
+                  + (f"; judged as {e.version}" if e.version else ""),
                   fix=f"declare one {e.name} version in every file the training image uses",
                   package=e.name, declared_file=b.file, declared_line=b.line)
 

@@ -202,6 +202,8 @@ def _declared_view(report: Any, facts: Any, files: list[str]) -> None:
         if facts.extra.get("stack_checked"):
             pkgs.summary = hook_stack.summary(facts)
             hook_stack.reword(report)
+            report.extra["declared_stack"] = {
+                name: e.to_dict() for name, e in facts.extra["declared"]["stack"].items()}
         else:
             pkgs.summary, pkgs.note = "", hook_stack.NOT_CHECKED
         report.upgrade_plan = []

@@ -191,3 +191,18 @@ def test_installed_flag_judges_the_hook_environment(tmp_path):
     repo = committed_repo(tmp_path, {"requirements.txt": requirements(OPEN_R1_PINS)})
     out = hook(repo, "--installed", "--select", "PKG")
     assert "0.18.0" not in out.stdout.split("\n[")[1]  # this environment's TRL, not the pin
+
+
+def test_a_range_the_trl_extra_excludes_is_an_error_and_json_lists_the_stack(tmp_path):
+    repo = committed_repo(tmp_path, {"requirements.txt": "trl[vllm]==0.18.0\nvllm<0.8\n"})
+    out = hook(repo, "--select", "DCL", "--format", "json")
+    report = json.loads(out.stdout)["files"][0]["report"]
+    (finding,) = report["findings"]
+    assert out.returncode == 1 and finding["rule"] == "DCL002"
+    assert finding["message"] == ("trl 0.18.0 (trl[vllm]==0.18.0 (requirements.txt:1)) requires "
+                                  "vllm>=0.8.3; the declared vllm<0.8 (requirements.txt:2) "
+                                  "excludes it: pip cannot install both")
+    assert (finding["evidence"]["file"], finding["evidence"]["line"]) == ("requirements.txt", 2)
+    stack = report["extra"]["declared_stack"]
+    assert stack["trl"]["version"] == "0.18.0" and stack["trl"]["how"] == "pinned"
+    assert stack["vllm"]["version"] is None and stack["vllm"]["specifier"] == "<0.8,>=0.8.3"

@@ -30,6 +30,7 @@ class Declaration:
     line: int
     extras: tuple[str, ...] = ()
     locked: bool = False
+    via: str = ""  # set when another declaration implies this one: "trl[vllm]==0.18.0"
 
     @property
     def pinned(self) -> str | None:
@@ -48,6 +49,11 @@ class Declaration:
     def text(self) -> str:
         extras = f"[{','.join(self.extras)}]" if self.extras else ""
         return f"{self.name}{extras}{self.specifier}"
+
+    @property
+    def said(self) -> str:
+        """``trl>=0.17 (requirements.txt:2)`` / ``vllm>=0.8.3 via trl[vllm]==0.18.0 (…:5)``."""
+        return f"{self.text}{' via ' + self.via if self.via else ''} ({self.where})"
 
 
 @dataclass

@@ -26,7 +26,6 @@ class Entry:
     decls: list[Declaration] = field(default_factory=list)
     version: str | None = None  # exact: pinned, locked, assumed or resolved
     how: str = "range"  # pinned | locked | assumed | resolved | range
-    via: list[str] = field(default_factory=list)  # e.g. "trl[vllm]==0.18.0 (requirements.txt:3)"
 
     @property
     def spec(self) -> str:
@@ -38,7 +37,7 @@ class Entry:
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": self.version, "how": self.how, "specifier": self.spec,
-                "declared": [f"{d.text} ({d.where})" for d in self.decls], "via": self.via}
+                "declared": [d.said for d in self.decls]}
 
 
 def entries(found: Found, assume: dict[str, str]) -> dict[str, Entry]:
@@ -65,8 +64,9 @@ def conflicts(stack: dict[str, Entry]) -> list[tuple[Entry, Declaration, Declara
     for e in stack.values():
         if e.how == "assumed":
             continue
-        for i, a in enumerate(e.decls):
-            clash = next((b for b in e.decls[i + 1:]
+        decls = [d for d in e.decls if not d.via]  # implied ones: PKG004 / DCL002 judge them
+        for i, a in enumerate(decls):
+            clash = next((b for b in decls[i + 1:]
                           if a.specifier and b.specifier and meet(a.specifier, b.specifier) is None),
                          None)
             if clash is not None:
@@ -91,8 +91,7 @@ def wanted_by_extras(stack: dict[str, Entry], kb: Any) -> None:
     line = kb.trl_line(trl.version) if trl.version else None
     spec = extra_spec((line or {}).get("vllm_extra"))
     vllm = stack.setdefault("vllm", Entry("vllm"))
-    vllm.decls.append(Declaration("vllm", spec, decl.file, decl.line))
-    vllm.via.append(f"{decl.text} ({decl.where})")
+    vllm.decls.append(Declaration("vllm", spec, decl.file, decl.line, via=decl.text))
 
 
 def resolve_vllm(stack: dict[str, Entry], kb: Any) -> list[str]:
