@@ -206,3 +206,14 @@ def test_a_range_the_trl_extra_excludes_is_an_error_and_json_lists_the_stack(tmp
     stack = report["extra"]["declared_stack"]
     assert stack["trl"]["version"] == "0.18.0" and stack["trl"]["how"] == "pinned"
     assert stack["vllm"]["version"] is None and stack["vllm"]["specifier"] == "<0.8,>=0.8.3"
+
+
+def test_conda_python_outside_the_python_range_of_the_vllm_release(tmp_path):
+    env = "dependencies:\n  - python={py}\n  - pip:\n    - vllm==0.8.5.post1\n    - torch==2.6.0\n"
+    bad = committed_repo(tmp_path / "bad", {"environment.yml": env.format(py="3.13")})
+    out = run_cli("hook", "environment.yml", cwd=bad)
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 1 and "requires python<3.13,>=3.9; the declared python==3.13.* " \
+                                   "(environment.yml:2) excludes it" in text
+    good = committed_repo(tmp_path / "good", {"environment.yml": env.format(py="3.11")})
+    assert run_cli("hook", "environment.yml", cwd=good).returncode == 0

@@ -1,5 +1,6 @@
 """conda ``environment.yml``: its ``pip:`` section, and conda pins of the stack where the conda
-package is the same software (``pytorch`` is torch)."""
+package is the same software (``pytorch`` is torch; ``python`` is the interpreter, judged against
+the Python range of the vLLM release)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from envdoctor.facts.interface import normalize_name
 PATTERNS = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
 #: conda package → the PyPI distribution it is (others keep their name)
 RENAMED = {"pytorch": "torch", "pytorch-gpu": "torch", "pytorch-cpu": "torch"}
-NOT_PYPI = {"python", "pip", "cudatoolkit", "pytorch-cuda", "cuda", "cuda-version", "mkl"}
+NOT_PYPI = {"pip", "cudatoolkit", "pytorch-cuda", "cuda", "cuda-version", "mkl"}
 _SPEC = re.compile(r"^(?:[\w.-]+::)?([A-Za-z0-9][\w.-]*)\s*(==|=|>=|<=|>|<|!=)?\s*([^=\s]*)")
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from envdoctor.facts.declared.interface import Found, line_of, requirement, toml_of
+from envdoctor import versions
+from envdoctor.facts.declared.interface import Declaration, Found, line_of, requirement, toml_of
 
 PATTERNS = ("pyproject.toml",)
 
@@ -33,6 +34,10 @@ def read(path: Path, shown: str) -> Found:
             decl = requirement(text, shown, _line(lines, text))
             if decl is not None:
                 found.declarations.append(decl)
+    python = project.get("requires-python")
+    if isinstance(python, str) and versions.spec(python) is not None:
+        found.declarations.append(Declaration(name="python", specifier=str(versions.spec(python)),
+                                              file=shown, line=line_of(lines, "requires-python")))
     if project.get("dynamic") and "dependencies" in project.get("dynamic", []):
         found.notes.append(f"{shown}: dependencies are dynamic (computed by the build backend); "
                            "not read")

@@ -120,6 +120,8 @@ def requires(name: str, version: str, kb: Any) -> list[str] | None:
         out = [f"torch=={pin['torch']}"]
         if pin.get("transformers"):
             out.append(f"transformers{pin['transformers']}")
+        if pin.get("requires_python"):
+            out.append(f"python{pin['requires_python']}")  # Requires-Python, as a requirement
         return out
     if name == "trl":
         line = kb.trl_line(version)
