@@ -171,3 +171,39 @@ def newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
                       f"(newest {name} known: {newest}): {what} are not checked",
                       fix="upgrade envdoctor (its knowledge follows new releases), and read the "
                           f"{name} {e.version} release notes", package=name, **_where(e))
+
+
+def _line_start(line: dict) -> str:
+    m = re.search(r">=\s*([\w.]+)", str(line.get("trl", "")))
+    return m.group(1) if m else "?"
+
+
+@rule("DCL006", needs=("vllm",))
+def trl_range_vs_vllm(ctx: Context) -> Iterator[Hit]:
+    stack = _stack(ctx)
+    trl, vllm = stack.get("trl"), stack.get("vllm")
+    if trl is None or trl.version or not trl.spec or vllm is None or not vllm.version:
+        return
+    lines = [ln for ln in ctx.kb.trl.get("trl_lines") or []
+             if ln.get("vllm") and meet(str(ln.get("trl", "")), trl.spec) is not None]
+    good = [ln for ln in lines if versions.satisfies(vllm.version, str(ln["vllm"]))]
+    bad = [ln for ln in lines if ln not in good]
+    if not bad:
+        return
+    starts = [_line_start(ln) for ln in bad]
+    if good:
+        ok = [_line_start(ln) for ln in good]
+        msg = (f"the declared {_said(trl)} allows TRL lines that do not support the declared "
+               f"vLLM {vllm.version} ({_said(vllm)}): TRL {_releases(ok)} support it, TRL "
+               f"{_releases(starts)} do not (e.g. TRL {starts[-1]} supports vLLM "
+               f"{bad[-1]['vllm']}) — which one a fresh install gets is left open")
+        first_bad = min(starts, key=lambda v: versions.parse(v) or versions.parse("0"))
+        fix = f"require 'trl{trl.spec},<{first_bad}'" if versions.at_least(
+            first_bad, ok[0]) else f"require a TRL whose line supports vLLM {vllm.version}"
+    else:
+        msg = (f"no TRL line in the declared {_said(trl)} supports the declared vLLM "
+               f"{vllm.version} ({_said(vllm)}): TRL {_releases(starts)} support vLLM "
+               f"{bad[0]['vllm']} … {bad[-1]['vllm']}")
+        fix = f"require a vLLM in the range of the TRL you train with (TRL {starts[-1]}: " \
+              f"'vllm{bad[-1]['vllm']}')"
+    yield hit(msg, fix=fix, trl=trl.spec, vllm=vllm.version, **_where(trl))

@@ -217,3 +217,13 @@ def test_conda_python_outside_the_python_range_of_the_vllm_release(tmp_path):
                                    "(environment.yml:2) excludes it" in text
     good = committed_repo(tmp_path / "good", {"environment.yml": env.format(py="3.11")})
     assert run_cli("hook", "environment.yml", cwd=good).returncode == 0
+
+
+def test_trl_range_reaching_lines_that_do_not_support_the_declared_vllm(tmp_path):
+    pins = "vllm==0.8.5.post1\ntorch==2.6.0\n"
+    repo = committed_repo(tmp_path, {"requirements.txt": "trl>=0.18\n" + pins})
+    out = " ".join(hook(repo, "--select", "DCL").stdout.split())
+    assert "DCL006" in out and "TRL 0.18.0 … 0.20.0 support it, TRL 0.21.0 … " in out
+    assert "require 'trl>=0.18,<0.21.0'" in out
+    narrow = committed_repo(tmp_path / "n", {"requirements.txt": "trl>=0.18,<0.21\n" + pins})
+    assert "DCL006" not in hook(narrow, "--select", "DCL").stdout
