@@ -98,7 +98,8 @@ dependencies:
     - trl[vllm]==0.18.0
     - -r requirements-gpu.txt
 """, "requirements-gpu.txt": "vllm==0.8.5.post1\n"})
-    assert where(found) == {"torch==2.6.0": "environment.yml:4",
+    assert where(found) == {"python==3.11.*": "environment.yml:3",
+                            "torch==2.6.0": "environment.yml:4",
                             "transformers>=4.52": "environment.yml:6",
                             "numpy==2.1.*": "environment.yml:7",
                             "trl[vllm]==0.18.0": "environment.yml:9",
@@ -152,3 +153,15 @@ def test_notes_mask_credentials_and_control_characters(tmp_path):
                                                  "\x1b[31mnot a requirement\n"})
     text = "\n".join(found.notes)
     assert "s3cret" not in text and "://****@" in text and "\x1b" not in text
+
+
+def test_includes_stay_inside_the_repository(tmp_path):
+    (tmp_path / "secret.txt").write_text("HF_TOKEN=hf_abcdefgh\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    found = stack(repo, {"requirements/base.txt": "-r ../../secret.txt\n-r /proc/self/environ\n",
+                         "requirements.txt": "-r requirements/base.txt\n",
+                         "Dockerfile": "RUN pip install -r ../secret.txt\n"})
+    text = "\n".join(found.notes)
+    assert "hf_abcdefgh" not in text and found.declarations == []
+    assert text.count("outside the repository") == 2

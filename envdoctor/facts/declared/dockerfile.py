@@ -97,8 +97,9 @@ def _requirements(args: list[str], path: Path, shown: str, lines: list[str], sta
 
 
 def _include(flag: str, value: str, path: Path, shown: str, line: int) -> Found:
-    target = path.parent / value.lstrip("/")
-    if value and target.is_file():
+    target = (path.parent / value.lstrip("/")).resolve()
+    inside = requirements._inside(target, requirements._root_of(path, shown))
+    if value and inside and target.is_file():
         return requirements.read(target, os.path.normpath(Path(shown).parent / value.lstrip("/")))
     return Found(notes=[f"{shown}:{line}: {flag} {value} is not a file of this repository next "
                         "to the Dockerfile; not read"])

@@ -61,6 +61,22 @@ def read_lines(numbered: list[tuple[int, str]], path: Path, shown: str, depth: i
     return found
 
 
+def _root_of(path: Path, shown: str) -> Path:
+    """The repository root: ``path`` less the parts of its repository-relative name."""
+    parts = Path(shown).parts
+    if Path(shown).is_absolute() or ".." in parts:
+        return path.resolve().parent
+    return path.resolve().parents[len(parts) - 1] if len(parts) > 1 else path.resolve().parent
+
+
+def _inside(target: Path, root: Path) -> bool:
+    try:
+        target.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
 def _is_reference(line: str) -> bool:
     return any(mark in line for mark in ("://", "@ ", "./", ".whl", ".tar.gz")) or line == "."
 
@@ -82,6 +98,8 @@ def _option(line: str, path: Path, shown: str, number: int, depth: int,
     where = f"{shown}:{number}"
     if not value or "://" in value:
         return Found(notes=[f"{where}: {flag} {value or '(missing)'} not followed"])
+    if not _inside(target, _root_of(path, shown)):
+        return Found(notes=[f"{where}: {flag} {value} is outside the repository; not read"])
     if target in seen:
         return Found(notes=[f"{where}: {flag} {value} includes a file already read (a cycle); "
                             "not read again"])
