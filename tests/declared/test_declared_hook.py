@@ -230,3 +230,15 @@ def test_trl_range_reaching_lines_that_do_not_support_the_declared_vllm(tmp_path
     assert "require 'trl>=0.18,<0.21.0'" in out
     narrow = committed_repo(tmp_path / "n", {"requirements.txt": "trl>=0.18,<0.21\n" + pins})
     assert "DCL006" not in hook(narrow, "--select", "DCL").stdout
+
+
+def test_vllm_missing_from_a_declared_stack_is_a_warning(tmp_path):
+    """use_vllm with a stack that names TRL but not vLLM: said, not a failed commit (a README
+    step may install it); with vLLM declared (trl[vllm]) nothing is said."""
+    plain = committed_repo(tmp_path / "p", {"requirements.txt": "trl==0.18.0\ntorch==2.6.0\n"})
+    out = hook(plain, "--select", "PKG")
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 0 and "! PKG001 use_vllm is on but vLLM is not declared" in text
+    extra = committed_repo(tmp_path / "e", {"requirements.txt": "trl[vllm]==0.18.0\n"
+                                                                "torch==2.6.0\n"})
+    assert "PKG001" not in hook(extra, "--select", "PKG").stdout
