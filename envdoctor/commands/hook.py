@@ -274,8 +274,12 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
          verbose, strict) -> None:
     """Check the GRPO / accelerate config files among FILES (pre-commit passes them), offline.
 
+    The packages judged are the ones the repository declares (pyproject.toml, requirements*.txt,
+    uv.lock, pylock.toml, poetry.lock, environment.yml, Dockerfile at its root).
+
     \b
         envdoctor hook configs/grpo.yaml configs/accelerate.yaml --format junit -o envdoctor.xml
+        envdoctor hook configs/grpo.yaml --requirements docker/requirements.txt --format sarif
     """
     from envdoctor.commands.check import launch_text
     from envdoctor.settings import load_settings
@@ -284,6 +288,11 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
     select_ids = split_list(select) or settings.get("select") or None
     ignore_ids = split_list(ignore) or settings.get("ignore") or None
     strict = settings.get("strict", False) if strict is None else strict
+    if installed and requirement_files:
+        from envdoctor.errors import InputError
+
+        raise InputError("--installed", "judges this environment's packages; --requirements names "
+                                        "a declared stack: give one of them")
     kinds, skipped = classify(list(files))
     targets = pair(kinds)
     if not targets and not installed and (requirement_files or declares(list(files))):

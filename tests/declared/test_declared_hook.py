@@ -163,6 +163,8 @@ def test_requirements_option_and_assume_override(tmp_path):
     assert assumed.returncode == 0, assumed.stdout
     missing = hook(repo, "--requirements", "nope.txt")
     assert missing.returncode == 2 and "nope.txt" in missing.stderr
+    both = hook(repo, "--requirements", "deploy/train.txt", "--installed")
+    assert both.returncode == 2 and "give one of them" in both.stderr
 
 
 def test_conflicting_declarations_and_newer_than_knowledge(tmp_path):
@@ -242,3 +244,10 @@ def test_vllm_missing_from_a_declared_stack_is_a_warning(tmp_path):
     extra = committed_repo(tmp_path / "e", {"requirements.txt": "trl[vllm]==0.18.0\n"
                                                                 "torch==2.6.0\n"})
     assert "PKG001" not in hook(extra, "--select", "PKG").stdout
+
+
+def test_a_broken_declaration_file_is_an_input_error_naming_it(tmp_path):
+    repo = committed_repo(tmp_path, {"uv.lock": "[[package]\nname = 'torch'\n"})
+    out = hook(repo)
+    assert out.returncode == 2 and "uv.lock" in out.stderr and "invalid TOML" in out.stderr
+    assert "Traceback" not in out.stderr
