@@ -128,8 +128,10 @@ def no_vllm_for_declared_torch(ctx: Context) -> Iterator[Hit]:
         return
     if any(versions.satisfies(torch_of[v], tspec) for v in in_range):
         return
-    if not torch.version and upper_open(vllm.spec or ">=0"):
-        return  # a later vLLM may be built for a torch of that range
+    newest_torch = max((str(p["torch"]) for p in pins), key=versions.parse)
+    if upper_open(vllm.spec or ">=0") and (
+            not torch.version or not versions.below(torch.version, newest_torch)):
+        return  # a later vLLM may be built for that torch (DCL005 says it is newer than known)
     needed = sorted({torch_of[v] for v in in_range}, key=versions.parse)
     mine = versions.parse(torch.version) if torch.version else None
     nearest = next((t for t in needed if mine is None or versions.parse(t) >= mine), needed[-1])
@@ -156,17 +158,19 @@ def conflicting_declarations(ctx: Context) -> Iterator[Hit]:
 @rule("DCL005")
 def newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
     stack = _stack(ctx)
-    known = {"vllm": [str(p["vllm"]) for p in ctx.kb.vllm.get("torch_pins") or []
-                      if p.get("vllm")],
-             "trl": [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []]}
+    pins = [p for p in ctx.kb.vllm.get("torch_pins") or [] if p.get("vllm") and p.get("torch")]
+    known = {"vllm": [str(p["vllm"]) for p in pins],
+             "trl": [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []],
+             "torch": [str(p["torch"]) for p in pins]}
     for name, releases in known.items():
         e = stack.get(name)
         if e is None or not e.version or not releases or versions.parse(e.version) is None:
             continue
         newest = max(releases, key=versions.parse)
         if versions.parse(e.version) > versions.parse(newest):
-            what = ("its torch pin and transformers bounds" if name == "vllm" else
-                    "its config keys, vLLM range and requirements")
+            what = {"vllm": "its torch pin and transformers bounds",
+                    "trl": "its config keys, vLLM range and requirements",
+                    "torch": "the vLLM release built for it"}[name]
             yield hit(f"{name} {e.version} ({_said(e)}) is newer than envdoctor's knowledge "
                       f"(newest {name} known: {newest}): {what} are not checked",
                       fix="upgrade envdoctor (its knowledge follows new releases), and read the "
