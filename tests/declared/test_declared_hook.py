@@ -259,3 +259,15 @@ def test_a_torch_newer_than_the_knowledge_is_said_not_failed(tmp_path):
     text = " ".join(out.stdout.split())
     assert out.returncode == 0, text  # a vLLM newer than the knowledge may be built for it
     assert "DCL003" not in text and "DCL005 torch 2.99.0" in text
+
+
+def test_known_bad_combinations_are_judged_on_the_declared_pins(tmp_path):
+    """The package rules run on the declared stack as on installed packages: TRL 0.15.2 with
+    vLLM 0.7.3 (the gather hang TRL's setup.py names) is PKG007, located at the vLLM pin."""
+    repo = committed_repo(tmp_path, {"requirements.txt": "trl==0.15.2\nvllm==0.7.3\n"
+                                                         "torch==2.5.1\n",
+                                     "legacy.yaml": LEGACY})
+    out = run_cli("hook", "legacy.yaml", "--select", "PKG", "--format", "json", cwd=repo)
+    (finding,) = json.loads(out.stdout)["files"][0]["report"]["findings"]
+    assert finding["rule"] == "PKG007" and "trl 0.15.2" in finding["message"]
+    assert (finding["evidence"]["file"], finding["evidence"]["line"]) == ("requirements.txt", 2)
