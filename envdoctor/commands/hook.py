@@ -1,10 +1,12 @@
 """``envdoctor hook FILE…``: the pre-commit / CI gate over GRPO and accelerate config files.
 
 Each file is sorted by content (GRPO config, accelerate config, anything else is skipped) and
-checked with no GPU and no network: the facts are the installed packages only, so the rules that
-need live GPU facts (or a running vLLM server) are skipped and say so. An accelerate config is
-checked together with a GRPO config of the same commit (same folder first), as
-``accelerate launch --config_file <it> train.py`` would run it.
+checked with no GPU and no network against the training stack the repository declares
+(pyproject.toml, requirements files, lock files, environment.yml, Dockerfile: see
+``envdoctor.facts.declared``), not the hook's own environment; the rules that need live GPU facts
+(or a running vLLM server) are skipped and say so. An accelerate config is checked together with
+a GRPO config of the same commit (same folder first), as ``accelerate launch --config_file <it>
+train.py`` would run it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ NOT_LIVE = "needs the live machine (a running vLLM server): the hook checks file
 NO_TRL = ("TRL is not installed where the hook runs (pre-commit's own environment): the package "
           "rules judge the training environment; run the envdoctor-system hook there")
 KINDS = {"grpo": "GRPO config", "accelerate": "accelerate config"}
+STACK_ONLY = "declared stack"
 
 
 @dataclass
@@ -47,7 +50,14 @@ class Target:
 
     @property
     def label(self) -> str:
-        return " + ".join(p for p in (self.grpo, self.accelerate) if p)
+        return " + ".join(p for p in (self.grpo, self.accelerate) if p) or STACK_ONLY
+
+
+def declares(paths: list[str]) -> bool:
+    """Whether one of these files is a stack declaration (requirements, lock, Dockerfile…)."""
+    from envdoctor.facts.declared import is_declaration
+
+    return any(is_declaration(p) for p in paths)
 
 
 def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -90,26 +100,19 @@ def pair(kinds: dict[str, str]) -> list[Target]:
 
 
 def hook_facts(assume: list[str]):
-    """This environment's installed packages, nothing else; ``--assume name==version`` sets the
-    versions the version-dependent config rules judge against. ``extra["trl_installed"]`` says
-    whether the package rules can judge this environment."""
-    from envdoctor.errors import InputError
+    """``--installed``: this environment's installed packages, nothing else; ``--assume
+    name==version`` overrides one. ``extra["trl_installed"]`` says whether the package rules can
+    judge this environment."""
+    from envdoctor.commands.hook_stack import parse_assume
     from envdoctor.facts.collect import collect_facts
-    from envdoctor.facts.interface import Package, normalize_name
+    from envdoctor.facts.interface import Package
 
     facts = collect_facts(gpus=False)
     facts.env = {}  # the committing shell's variables are not the training job's
     facts.nvml_error = "not collected: the hook checks config files"
     facts.extra["trl_installed"] = facts.version("trl") is not None
-    for item in assume:
-        name, sep, version = item.partition("==")
-        if not (sep and name.strip() and version.strip()):
-            raise InputError("--assume", f"expected NAME==VERSION, got {item!r}")
-        from envdoctor import versions
-
-        if versions.parse(version.strip()) is None or len(version) > 64:
-            raise InputError("--assume", f"{version.strip()!r} is not a version (e.g. 1.16.0)")
-        facts.packages[normalize_name(name.strip())] = Package(version=version.strip())
+    for name, version in parse_assume(assume).items():
+        facts.packages[name] = Package(version=version)
     return facts
 
 
@@ -134,6 +137,12 @@ def offline_rules(facts: Any, select: list[str] | None, ignore: list[str] | None
             out[rule_id] = NOT_LIVE
         elif doc.area == "packages" and not facts.extra.get("trl_installed", True):
             out[rule_id] = NO_TRL
+    from envdoctor.commands.hook_stack import skipped_rules
+
+    for rule_id, why in skipped_rules(facts).items():
+        if rule_id in docs and not (select and not matches(rule_id, docs[rule_id].name, select)) \
+                and not (ignore and matches(rule_id, docs[rule_id].name, ignore)):
+            out.setdefault(rule_id, why)
     return out
 
 
@@ -173,11 +182,35 @@ def check_target(target: Target, facts: Any, launch: str | None,
     areas["gpus"].note = f"skipped: {NO_GPU}"
     if any(why == NO_TRL for why in skip.values()):
         areas["packages"].note = f"skipped: {NO_TRL}"
+    _declared_view(report, facts, [p for p in (target.grpo, target.accelerate) if p])
     if launch is None:
         _demote_batch_rule(report)
     report.areas = [a for a in report.areas if a.key != "probe"]  # the probe needs the machine
+    if not (target.grpo or target.accelerate):
+        report.areas = [a for a in report.areas if a.key == "packages"]
     report.subject = f"pre-commit: {target.label}"
     return report
+
+
+def _declared_view(report: Any, facts: Any, files: list[str]) -> None:
+    """A declared stack's report: its summary line, "declared" wording, the file and line of
+    each finding; the upgrade plan (pip commands for this machine) does not apply."""
+    from envdoctor.commands import hook_stack
+
+    if "declared" in facts.extra:
+        pkgs = next(a for a in report.areas if a.key == "packages")
+        if facts.extra.get("stack_checked"):
+            pkgs.summary = hook_stack.summary(facts)
+            hook_stack.reword(report)
+            report.extra["declared_stack"] = {
+                name: e.to_dict() for name, e in facts.extra["declared"]["stack"].items()}
+        else:
+            pkgs.summary, pkgs.note = "", hook_stack.NOT_CHECKED
+        report.upgrade_plan = []
+        notes = facts.extra["declared"].get("notes") or []
+        if notes:
+            report.extra["declared_notes"] = list(notes)
+    hook_stack.locate(report, facts, files)
 
 
 def merge_junit(named: list[tuple[str, Any]]) -> str:
@@ -203,6 +236,10 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
 
     if fmt == "junit":
         return merge_junit(named)
+    if fmt == "sarif":
+        from envdoctor.report.sarif import render_many
+
+        return render_many([r for _, r in named])
     if fmt == "json":
         files = [{"file": label, "report": json.loads(render(r, "json", verbose=verbose))}
                  for label, r in named]
@@ -217,20 +254,32 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
 @click.option("--launch", multiple=True, metavar="CMD",
               help="The launch line the configs run under (default: accelerate launch with the "
                    "committed accelerate config, if any).")
+@click.option("--requirements", "requirement_files", multiple=True, metavar="FILE",
+              help="Read the declared stack from this file (requirements.txt, pyproject.toml, "
+                   "uv.lock, pylock.toml, poetry.lock, environment.yml, Dockerfile) instead of "
+                   "the ones found at the repository root; repeatable.")
 @click.option("--assume", multiple=True, metavar="NAME==VERSION",
-              help="Judge the configs for this package version (e.g. trl==0.15.2) instead of "
-                   "the hook environment's; repeatable.")
+              help="Judge for this package version (e.g. trl==0.15.2), overriding what the "
+                   "repository declares; repeatable.")
+@click.option("--installed", is_flag=True,
+              help="Judge the packages installed where the hook runs (pre-commit runs in the "
+                   "training environment) instead of the declared stack.")
 @select_option
 @ignore_option
 @format_option
 @output_option
 @verbose_option
 @strict_option
-def hook(files, launch, assume, select, ignore, fmt, output, verbose, strict) -> None:
+def hook(files, launch, requirement_files, assume, installed, select, ignore, fmt, output,
+         verbose, strict) -> None:
     """Check the GRPO / accelerate config files among FILES (pre-commit passes them), offline.
+
+    The packages judged are the ones the repository declares (pyproject.toml, requirements*.txt,
+    uv.lock, pylock.toml, poetry.lock, environment.yml, Dockerfile at its root).
 
     \b
         envdoctor hook configs/grpo.yaml configs/accelerate.yaml --format junit -o envdoctor.xml
+        envdoctor hook configs/grpo.yaml --requirements docker/requirements.txt --format sarif
     """
     from envdoctor.commands.check import launch_text
     from envdoctor.settings import load_settings
@@ -239,14 +288,30 @@ def hook(files, launch, assume, select, ignore, fmt, output, verbose, strict) ->
     select_ids = split_list(select) or settings.get("select") or None
     ignore_ids = split_list(ignore) or settings.get("ignore") or None
     strict = settings.get("strict", False) if strict is None else strict
+    if installed and requirement_files:
+        from envdoctor.errors import InputError
+
+        raise InputError("--installed", "judges this environment's packages; --requirements names "
+                                        "a declared stack: give one of them")
     kinds, skipped = classify(list(files))
+    targets = pair(kinds)
+    if not targets and not installed and (requirement_files or declares(list(files))):
+        targets = [Target()]  # a commit that changes only the stack: check the stack itself
     if verbose and fmt == "text":
         for path, why in skipped.items():
             click.echo(f"envdoctor: skipped {path}: {why}", err=True)
-    facts = hook_facts(list(assume)) if kinds else None
+    facts = None
+    if targets:
+        from envdoctor.commands.hook_stack import declared_facts
+
+        facts = hook_facts(list(assume)) if installed else \
+            declared_facts(list(assume), list(requirement_files), Path.cwd(), list(files))
+        if verbose and fmt == "text":
+            for note in (facts.extra.get("declared") or {}).get("notes") or []:
+                click.echo(f"envdoctor: {note}", err=True)
     line = launch_text(launch, ())
     named = [(t.label, check_target(t, facts, line, select_ids, ignore_ids))
-             for t in pair(kinds)]
+             for t in targets]
     if named or output:
         emit(_render_all(named, fmt, verbose, color=fmt == "text" and not output and use_color()),
              output)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from envdoctor.report import json_format, junit, text
+from envdoctor.report import json_format, junit, sarif, text
 from envdoctor.report.interface import Report
 
 FORMATS: dict[str, Callable[..., str]] = {
     "text": text.render,
     "json": json_format.render,
     "junit": junit.render,
+    "sarif": sarif.render,
 }
 
 

@@ -1,0 +1,213 @@
+"""Rules on a repository's declared stack (``envdoctor hook``): what its ranges leave open.
+
+Exact versions are checked by the package rules, as installed versions are; these rules judge
+what only a declaration has: ranges (by their bounds, against the curated releases), conflicting
+declarations, and releases newer than the knowledge. They stay quiet on installed facts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from envdoctor import versions
+from envdoctor.checks.config import NOT_CONFIG
+from envdoctor.checks.context import Context
+from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.facts.declared.ranges import known_in, meet, upper_open, within
+from envdoctor.facts.declared.resolve import Entry, conflicts, requires
+
+
+def _stack(ctx: Context) -> dict[str, Entry]:
+    return (ctx.facts.extra.get("declared") or {}).get("stack") or {}
+
+
+def _said(e: Entry) -> str:
+    """``trl>=0.17 (requirements.txt:2)``, or how an exact version came to be."""
+    if e.how == "assumed":
+        return f"{e.name}=={e.version} (--assume)"
+    return ", ".join(dict.fromkeys(d.said for d in e.decls[:2]))
+
+
+def _where(e: Entry) -> dict[str, Any]:
+    d = e.origin
+    return {"declared_file": d.file, "declared_line": d.line} if d else {}
+
+
+def _releases(names: list[str]) -> str:
+    if not names:
+        return "none known"
+    return names[0] if len(names) == 1 else f"{names[0]} … {names[-1]}"
+
+
+@rule("DCL001", needs=("plan",))
+def config_key_over_trl_range(ctx: Context) -> Iterator[Hit]:
+    trl = _stack(ctx).get("trl")
+    if trl is None or trl.version or not trl.spec:
+        return
+    keys = ctx.kb.grpo_keys.get("keys") or {}
+    tags = [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []]
+    spec = trl.spec
+    for key, origin in ctx.plan.config_origin.items():
+        entry = keys.get(key)
+        if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
+            continue
+        since, until = entry.get("since"), entry.get("until")
+        since, until = (str(since) if since else None), (str(until) if until else None)
+        if not since and not until:
+            continue
+        repl = entry.get("replaced_by")
+        ok = known_in(spec, [t for t in tags if within(f"=={t}", since, until)])
+        bad_new = bool(until) and within(spec, until, None)
+        bad_old = bool(since) and within(spec, None, since)
+        if not within(spec, since, until):
+            yield hit(f"`{key}` ({origin}) exists in TRL {since or 'any'} up to "
+                      f"{'(not including) ' + until if until else 'now'}; the declared "
+                      f"{_said(trl)} allows none of these releases: TRL rejects it",
+                      fix=(f"replace `{key}` with `{repl}`" if repl and bad_new else
+                           f"remove `{key}`") + (f", or require 'trl<{until}'" if until and bad_new
+                                                else f", or require 'trl>={since}'"),
+                      severity="error", key=key, trl=spec, **_where(trl))
+            continue
+        if not (bad_new or bad_old):
+            continue
+        if bad_new:
+            gone = known_in(spec, [t for t in tags if versions.at_least(t, until)])
+            newest = f"{until} and newer" if upper_open(spec) else _releases(gone)
+            msg = (f"the declared {_said(trl)} spans the removal of `{key}` ({origin}) in "
+                   f"TRL {until}: TRL {_releases(ok)} accept it, TRL {newest} reject it — "
+                   f"which one a fresh install gets is left open")
+            fix = (f"require 'trl<{until}' to keep `{key}`" +
+                   (f", or replace it with `{repl}` and require 'trl>={until}'" if repl else
+                    f", or remove it and require 'trl>={until}'"))
+        else:
+            old = known_in(spec, [t for t in tags if versions.below(t, since)])
+            msg = (f"the declared {_said(trl)} allows TRL {_releases(old)}, older than "
+                   f"`{key}` ({origin}), which exists from TRL {since}: those releases reject it")
+            fix = f"require 'trl>={since}'"
+        yield hit(msg, fix=fix, key=key, trl=spec, accepting=ok, **_where(trl))
+
+
+@rule("DCL002")
+def requirement_outside_declared_range(ctx: Context) -> Iterator[Hit]:
+    stack = _stack(ctx)
+    for src, e in stack.items():
+        if not e.version:
+            continue
+        for line in requires(src, e.version, ctx.kb) or []:
+            m = re.match(r"\s*([A-Za-z0-9._-]+)\s*([^;]*)", line)
+            if m is None or ("extra ==" in line
+                             and not any("vllm" in d.extras for d in e.decls)):
+                continue
+            target, spec = m.group(1), m.group(2).strip()
+            other = stack.get(target)
+            own = [d for d in other.decls if d.specifier and not d.via] if other else []
+            if other is None or other.version or not own or not spec:
+                continue
+            if meet(spec, *(d.specifier for d in own)) is None:
+                said = ", ".join(d.said for d in own[:2])
+                yield hit(f"{src} {e.version} ({_said(e)}) requires {target}{spec}; the declared "
+                          f"{said} excludes it: pip cannot install both",
+                          fix=f"require '{target}{spec}'", package=target, requirement=line,
+                          declared_file=own[0].file, declared_line=own[0].line)
+
+
+@rule("DCL003")
+def no_vllm_for_declared_torch(ctx: Context) -> Iterator[Hit]:
+    stack = _stack(ctx)
+    vllm, torch = stack.get("vllm"), stack.get("torch")
+    if vllm is None or vllm.version or torch is None:
+        return
+    pins = [p for p in ctx.kb.vllm.get("torch_pins") or [] if p.get("vllm") and p.get("torch")]
+    in_range = known_in(vllm.spec or ">=0", [str(p["vllm"]) for p in pins])
+    torch_of = {str(p["vllm"]): str(p["torch"]) for p in pins}
+    tspec = f"=={versions.parse(torch.version).public}" if torch.version and \
+        versions.parse(torch.version) else torch.spec
+    if not tspec or not in_range:
+        return
+    if any(versions.satisfies(torch_of[v], tspec) for v in in_range):
+        return
+    newest_torch = max((str(p["torch"]) for p in pins), key=versions.parse)
+    if upper_open(vllm.spec or ">=0") and (
+            not torch.version or not versions.below(torch.version, newest_torch)):
+        return  # a later vLLM may be built for that torch (DCL005 says it is newer than known)
+    needed = sorted({torch_of[v] for v in in_range}, key=versions.parse)
+    mine = versions.parse(torch.version) if torch.version else None
+    nearest = next((t for t in needed if mine is None or versions.parse(t) >= mine), needed[-1])
+    for_it = [v for v in in_range if torch_of[v] == nearest]
+    built = [str(p["vllm"]) for p in pins if versions.satisfies(str(p["torch"]), tspec)]
+    fix = f"require 'torch=={nearest}' (vLLM {_releases(for_it)} are built for it)"
+    if built:
+        fix += f", or keep torch{tspec} with 'vllm=={built[-1]}' (built for torch {torch_of[built[-1]]})"
+    yield hit(f"no vLLM release in the declared {_said(vllm)} is built for the declared "
+              f"{_said(torch)}: vLLM {_releases(in_range)} need torch {_releases(needed)}; "
+              "pip cannot install them together",
+              fix=fix, vllm=vllm.spec, torch=tspec, **_where(torch))
+
+
+@rule("DCL004")
+def conflicting_declarations(ctx: Context) -> Iterator[Hit]:
+    for e, a, b in conflicts(_stack(ctx)):
+        yield hit(f"{e.name} is declared as {a.said} and as {b.said}: no version satisfies both"
+                  + (f"; judged as {e.version}" if e.version else ""),
+                  fix=f"declare one {e.name} version in every file the training image uses",
+                  package=e.name, declared_file=b.file, declared_line=b.line)
+
+
+@rule("DCL005")
+def newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
+    stack = _stack(ctx)
+    pins = [p for p in ctx.kb.vllm.get("torch_pins") or [] if p.get("vllm") and p.get("torch")]
+    known = {"vllm": [str(p["vllm"]) for p in pins],
+             "trl": [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []],
+             "torch": [str(p["torch"]) for p in pins]}
+    for name, releases in known.items():
+        e = stack.get(name)
+        if e is None or not e.version or not releases or versions.parse(e.version) is None:
+            continue
+        newest = max(releases, key=versions.parse)
+        if versions.parse(e.version) > versions.parse(newest):
+            what = {"vllm": "its torch pin and transformers bounds",
+                    "trl": "its config keys, vLLM range and requirements",
+                    "torch": "the vLLM release built for it"}[name]
+            yield hit(f"{name} {e.version} ({_said(e)}) is newer than envdoctor's knowledge "
+                      f"(newest {name} known: {newest}): {what} are not checked",
+                      fix="upgrade envdoctor (its knowledge follows new releases), and read the "
+                          f"{name} {e.version} release notes", package=name, **_where(e))
+
+
+def _line_start(line: dict) -> str:
+    m = re.search(r">=\s*([\w.]+)", str(line.get("trl", "")))
+    return m.group(1) if m else "?"
+
+
+@rule("DCL006", needs=("vllm",))
+def trl_range_vs_vllm(ctx: Context) -> Iterator[Hit]:
+    stack = _stack(ctx)
+    trl, vllm = stack.get("trl"), stack.get("vllm")
+    if trl is None or trl.version or not trl.spec or vllm is None or not vllm.version:
+        return
+    lines = [ln for ln in ctx.kb.trl.get("trl_lines") or []
+             if ln.get("vllm") and meet(str(ln.get("trl", "")), trl.spec) is not None]
+    good = [ln for ln in lines if versions.satisfies(vllm.version, str(ln["vllm"]))]
+    bad = [ln for ln in lines if ln not in good]
+    if not bad:
+        return
+    starts = [_line_start(ln) for ln in bad]
+    if good:
+        ok = [_line_start(ln) for ln in good]
+        msg = (f"the declared {_said(trl)} allows TRL lines that do not support the declared "
+               f"vLLM {vllm.version} ({_said(vllm)}): TRL {_releases(ok)} support it, TRL "
+               f"{_releases(starts)} do not (e.g. TRL {starts[-1]} supports vLLM "
+               f"{bad[-1]['vllm']}) — which one a fresh install gets is left open")
+        first_bad = min(starts, key=lambda v: versions.parse(v) or versions.parse("0"))
+        fix = f"require 'trl{trl.spec},<{first_bad}'" if versions.at_least(
+            first_bad, ok[0]) else f"require a TRL whose line supports vLLM {vllm.version}"
+    else:
+        msg = (f"no TRL line in the declared {_said(trl)} supports the declared vLLM "
+               f"{vllm.version} ({_said(vllm)}): TRL {_releases(starts)} support vLLM "
+               f"{bad[0]['vllm']} … {bad[-1]['vllm']}")
+        fix = f"require a vLLM in the range of the TRL you train with (TRL {starts[-1]}: " \
+              f"'vllm{bad[-1]['vllm']}')"
+    yield hit(msg, fix=fix, trl=trl.spec, vllm=vllm.version, **_where(trl))

@@ -1,0 +1,199 @@
+"""The stack the hook judges: the repository's declared one (or, with ``--installed``, the
+packages installed where the hook runs), and where each finding comes from (file and line)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+from envdoctor.errors import InputError
+
+NOT_CHECKED = ("not checked: no declared stack (pyproject.toml, requirements*.txt, uv.lock, "
+               "pylock.toml, poetry.lock, environment.yml, Dockerfile) and no --assume; the "
+               "config files are judged alone")
+PARTIAL = "the stack is declared only in part: a package it does not name is not judged missing"
+_KEY_LINE = r"^\s*[\"']?{key}[\"']?\s*:"
+
+
+def parse_assume(items: list[str]) -> dict[str, str]:
+    """``--assume NAME==VERSION`` items as {normalized name: version}."""
+    from envdoctor import versions
+    from envdoctor.facts.interface import normalize_name
+
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, version = item.partition("==")
+        if not (sep and name.strip() and version.strip()):
+            raise InputError("--assume", f"expected NAME==VERSION, got {item!r}")
+        if versions.parse(version.strip()) is None or len(version) > 64:
+            raise InputError("--assume", f"{version.strip()!r} is not a version (e.g. 1.16.0)")
+        out[normalize_name(name.strip())] = version.strip()
+    return out
+
+
+def declared_facts(assume: list[str], requirement_files: list[str], root: Path,
+                   passed: list[str] = ()):
+    """Facts of the declared stack: ``--requirements`` files if given, else the declaration
+    files found at ``root`` and those among ``passed`` (the commit's files); ``--assume``
+    overrides single packages."""
+    from envdoctor.facts.declared import discover, read_stack
+    from envdoctor.facts.declared.resolve import stack_facts
+    from envdoctor.knowledge import knowledge
+
+    assumed = parse_assume(assume)
+    if requirement_files:
+        paths = []
+        for item in requirement_files:
+            path = Path(item) if Path(item).is_absolute() else root / item
+            if not path.is_file():
+                raise InputError(f"--requirements {item}", "no such file")
+            paths.append(path)
+    else:
+        from envdoctor.facts.declared import is_declaration
+
+        paths = discover(root)
+        paths += [p for p in (root / f for f in passed if is_declaration(f))
+                  if p.is_file() and p.resolve() not in {q.resolve() for q in paths}]
+    found = read_stack(paths, root)
+    source = "declared: " + ", ".join(found.files) if found.files else "--assume"
+    facts = stack_facts(found, assumed, knowledge(), source)
+    facts.extra["stack_checked"] = bool(found.declarations or assumed)
+    facts.extra["stack_from_files"] = bool(found.declarations)
+    return facts
+
+
+def skipped_rules(facts: Any) -> dict[str, str]:
+    """Package rules that cannot judge this declared stack, with why."""
+    from envdoctor.checks.docs import rule_docs
+
+    declared = facts.extra.get("declared")
+    if declared is None:
+        return {}
+    if not facts.extra.get("stack_checked"):
+        return {rid: NOT_CHECKED for rid, doc in rule_docs().items() if doc.area == "packages"}
+    stack = declared["stack"]
+    out = {}
+    for rule_id, name in (("PKG001", "vllm"), ("PKG008", "trl")):
+        if name in stack or not facts.extra.get("stack_from_files"):
+            out[rule_id] = PARTIAL if name not in stack else \
+                f"{name} is declared ({stack[name].spec or 'any version'})"
+    return out
+
+
+def summary(facts: Any) -> str:
+    """One line: what is decided (exact versions, and how) and what is left open."""
+    stack = (facts.extra.get("declared") or {}).get("stack") or {}
+    shown = ("trl", "vllm", "transformers", "torch", "accelerate", "deepspeed", "peft")
+    parts, open_ = [], []
+    for name in shown:
+        e = stack.get(name)
+        if e is None:
+            continue
+        if e.version:
+            how = {"resolved": f"resolved from {e.spec or 'any'} for torch "
+                               f"{facts.version('torch')}", "assumed": "--assume",
+                   "locked": e.origin.where if e.origin else "lock"}.get(
+                e.how, e.origin.where if e.origin else "")
+            parts.append(f"{name} {e.version} ({how})")
+        else:
+            open_.append(f"{name}{e.spec or ' (any version)'}")
+    files = (facts.extra.get("declared") or {}).get("files") or []
+    head = f"declared in {', '.join(files[:4])}" + ("…" if len(files) > 4 else "") if files \
+        else "from --assume"
+    text = f"{head}: " + (", ".join(parts) or "no exact version")
+    return text + (f"; open: {', '.join(open_)}" if open_ else "")
+
+
+#: "not declared" is a warning: the training image may install it another way (a README step)
+NOT_DECLARED = {"PKG001", "PKG008"}
+
+
+def reword(report: Any) -> None:
+    """Findings about a declared stack say "declared", not "installed"."""
+    from envdoctor.findings import Severity
+
+    for area in report.areas:
+        if area.key not in ("packages", "config"):
+            continue
+        area.findings = [dataclasses.replace(
+            f, message=re.sub(r"\binstalled\b", "declared", f.message),
+            fix=re.sub(r"\bpip install ", "require ", f.fix),
+            severity=Severity.WARNING if f.rule in NOT_DECLARED else f.severity)
+            for f in area.findings]
+
+
+def key_line(path: str, key: str) -> int | None:
+    """The line of a top-level ``key:`` in a YAML/JSON config (None if not found)."""
+    from envdoctor.errors import read_input_text
+    from envdoctor.plan.config_files import MAX_BYTES
+
+    try:
+        lines = read_input_text(path, path, MAX_BYTES).splitlines()
+    except InputError:
+        return None
+    pattern = re.compile(_KEY_LINE.format(key=re.escape(key)))
+    return next((i + 1 for i, line in enumerate(lines) if pattern.match(line)), None)
+
+
+def _declared_at(facts: Any, name: str | None) -> tuple[str, int] | None:
+    stack = ((facts.extra.get("declared") or {}).get("stack") or {}) if facts else {}
+    e = stack.get(name or "")
+    if e is None or not e.decls:
+        return None
+    pinned = [d for d in e.decls if d.pinned == e.version] or e.decls
+    return pinned[0].file, pinned[0].line
+
+
+_SUBJECT = {"PKG001": "trl", "PKG002": "vllm", "PKG003": "vllm", "PKG006": "vllm",
+            "PKG007": "vllm", "PKG008": "trl"}
+
+
+def locate(report: Any, facts: Any, config_files: list[str]) -> None:
+    """Add ``file`` and ``line`` to each finding's evidence: the config key it is about, the
+    declaration it is about, else the checked config file itself (line 1)."""
+    for area in report.areas:
+        new = []
+        for f in area.findings:
+            ev = dict(f.evidence)
+            where = _where(f, ev, facts, config_files)
+            if where is not None:
+                ev.setdefault("file", where[0])
+                ev.setdefault("line", where[1])
+            new.append(dataclasses.replace(f, evidence=ev))
+        area.findings = new
+
+
+def _config_key(ev: dict, config_files: list[str]) -> tuple[str, int] | None:
+    """The config line of the key the finding names (``key``), else of an evidence name that
+    is a key of the config (``num_generations``)."""
+    names = [ev["key"]] if isinstance(ev.get("key"), str) else []
+    names += [k for k in ev if k not in ("key", "file", "line") and re.fullmatch(r"\w+", k)]
+    for name in names:
+        for path in config_files:
+            line = key_line(path, name)
+            if line is not None:
+                return path, line
+    return None
+
+
+def _where(f: Any, ev: dict, facts: Any, config_files: list[str]) -> tuple[str, int] | None:
+    from envdoctor.checks.docs import rule_docs
+
+    doc = rule_docs().get(f.rule)
+    if isinstance(ev.get("key"), str) or (doc is not None and doc.area != "packages"):
+        found = _config_key(ev, config_files)
+        if found is not None:
+            return found
+    if ev.get("declared_file"):
+        return str(ev["declared_file"]), int(ev.get("declared_line") or 1)
+    name = None
+    if f.rule == "PKG004" and isinstance(ev.get("requirement"), str):
+        m = re.match(r"\s*([A-Za-z0-9._-]+)", ev["requirement"])
+        name = m.group(1).lower().replace("_", "-") if m else None
+    name = name or ev.get("package") or _SUBJECT.get(f.rule)
+    found = _declared_at(facts, name)
+    if found is not None:
+        return found
+    return (config_files[0], 1) if config_files else None

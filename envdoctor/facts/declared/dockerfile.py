@@ -1,0 +1,105 @@
+"""``pip install`` / ``uv pip install`` in a Dockerfile's RUN instructions (continuation lines
+joined); ``-r FILE`` is followed when FILE is in the repository next to the Dockerfile."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+from envdoctor.facts.declared import requirements
+from envdoctor.facts.declared.interface import Found, line_of, requirement, text_of
+
+PATTERNS = ("Dockerfile", "Dockerfile.*", "*.Dockerfile", "Containerfile")
+#: pip / uv options whose value is the next word
+_WITH_VALUE = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--trusted-host",
+               "-t", "--target", "--prefix", "--root", "--python", "-p", "--platform",
+               "--python-version", "--only-binary", "--no-binary", "-C", "--config-settings",
+               "--cache-dir", "--src", "--upgrade-strategy", "--implementation", "--abi",
+               "--progress-bar", "--index", "--default-index", "--index-strategy",
+               "-e", "--editable", "--log", "--timeout", "--retries"}
+_INCLUDE = {"-r", "--requirement", "-c", "--constraint"}
+_SPLIT = re.compile(r"&&|\|\||;|\|")
+
+
+def run_instructions(text: str) -> list[tuple[int, str]]:
+    """(line number, command) of each RUN instruction, continuation lines joined."""
+    out: list[tuple[int, str]] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if re.match(r"^\s*RUN\s", line, re.I):
+            start, parts = i + 1, [line.strip()[3:]]
+            while i + 1 < len(lines) and parts[-1].rstrip().endswith("\\"):
+                parts[-1] = parts[-1].rstrip()[:-1]
+                i += 1
+                while i + 1 < len(lines) and (lines[i].lstrip().startswith("#")
+                                              or not lines[i].strip()):
+                    i += 1  # Docker drops comment and empty lines inside an instruction
+                parts.append(lines[i].strip())
+            out.append((start, " ".join(parts)))
+        i += 1
+    return out
+
+
+def read(path: Path, shown: str) -> Found:
+    lines = text_of(path, shown).splitlines()
+    found = Found(files=[shown])
+    for start, command in run_instructions("\n".join(lines)):
+        for part in _SPLIT.split(command):
+            try:
+                words = shlex.split(part, comments=True)
+            except ValueError:
+                continue
+            args = _install_args(words)
+            if args is not None:
+                found.add(_requirements(args, path, shown, lines, start - 1))
+    return found
+
+
+def _install_args(words: list[str]) -> list[str] | None:
+    """The words after ``pip install`` (pip, pip3, python -m pip, uv pip), else None."""
+    for i in range(len(words) - 1):
+        tool = words[i].rsplit("/", 1)[-1]
+        if words[i + 1] == "install" and (re.fullmatch(r"pip[0-9.]*", tool) or (
+                tool == "pip" and i > 0 and words[i - 1] in ("-m", "uv"))):
+            return words[i + 2:]
+    return None
+
+
+def _requirements(args: list[str], path: Path, shown: str, lines: list[str], start: int) -> Found:
+    found = Found()
+    skip = False
+    for j, word in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        flag = word.split("=", 1)[0]
+        if flag in _INCLUDE:
+            value = word.split("=", 1)[1] if "=" in word else (args[j + 1] if j + 1 < len(args)
+                                                              else "")
+            skip = "=" not in word
+            found.add(_include(flag, value, path, shown, line_of(lines, value, start)))
+            continue
+        if word.startswith("-"):
+            skip = flag in _WITH_VALUE and "=" not in word
+            continue
+        if "$" in word:
+            found.notes.append(f"{shown}:{line_of(lines, word, start)}: {word} uses a build "
+                               "variable; not judged")
+            continue
+        decl = requirement(word, shown, line_of(lines, word, start))
+        if decl is not None:
+            found.declarations.append(decl)
+    return found
+
+
+def _include(flag: str, value: str, path: Path, shown: str, line: int) -> Found:
+    target = (path.parent / value.lstrip("/")).resolve()
+    inside = requirements._inside(target, requirements._root_of(path, shown))
+    if value and inside and target.is_file():
+        return requirements.read(target, os.path.normpath(Path(shown).parent / value.lstrip("/")))
+    return Found(notes=[f"{shown}:{line}: {flag} {value} is not a file of this repository next "
+                        "to the Dockerfile; not read"])

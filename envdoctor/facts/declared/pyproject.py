@@ -1,0 +1,58 @@
+"""``pyproject.toml``: [project] dependencies and extras, [dependency-groups], [tool.uv]."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from envdoctor import versions
+from envdoctor.facts.declared.interface import Declaration, Found, line_of, requirement, toml_of
+
+PATTERNS = ("pyproject.toml",)
+
+
+def read(path: Path, shown: str) -> Found:
+    """Every requirement the project declares: base dependencies, each extra and dependency
+    group (a training image installs some of them: all are judged), and uv's constraint and
+    override lists (they pin what uv installs). ``[tool.uv.sources]`` entries point at a git
+    or path source: no version to judge, said in a note."""
+    data, lines = toml_of(path, shown)
+    found = Found(files=[shown])
+    project = _table(data.get("project"))
+    lists: list[tuple[str, Any]] = [("[project].dependencies", project.get("dependencies"))]
+    for extra, reqs in _table(project.get("optional-dependencies")).items():
+        lists.append((f"extra {extra}", reqs))
+    for group, reqs in _table(data.get("dependency-groups")).items():
+        lists.append((f"group {group}", reqs))
+    uv = _table(_table(data.get("tool")).get("uv"))
+    for key in ("constraint-dependencies", "override-dependencies", "dev-dependencies"):
+        lists.append((f"[tool.uv].{key}", uv.get(key)))
+    for _, reqs in lists:
+        for text in reqs if isinstance(reqs, list) else []:
+            if not isinstance(text, str):
+                continue  # {include-group = "…"}: its group is read on its own
+            decl = requirement(text, shown, _line(lines, text))
+            if decl is not None:
+                found.declarations.append(decl)
+    python = project.get("requires-python")
+    if isinstance(python, str) and versions.spec(python) is not None:
+        found.declarations.append(Declaration(name="python", specifier=str(versions.spec(python)),
+                                              file=shown, line=line_of(lines, "requires-python")))
+    if project.get("dynamic") and "dependencies" in project.get("dynamic", []):
+        found.notes.append(f"{shown}: dependencies are dynamic (computed by the build backend); "
+                           "not read")
+    for name in _table(uv.get("sources")):
+        found.notes.append(f"{shown}: [tool.uv.sources] {name} comes from a git/path/index "
+                           "source; its version is not judged unless a lock pins it")
+    return found
+
+
+def _line(lines: list[str], text: str) -> int:
+    for quoted in (f'"{text}"', f"'{text}'"):
+        if any(quoted in line for line in lines):
+            return line_of(lines, quoted)
+    return line_of(lines, text)
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

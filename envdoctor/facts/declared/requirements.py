@@ -1,0 +1,112 @@
+"""``requirements*.txt`` as pip reads it: comments, continuation lines, ``-r``/``-c`` includes."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+from envdoctor.errors import InputError
+from envdoctor.facts.declared.interface import Found, requirement, text_of
+
+MAX_DEPTH = 8  # includes nested deeper than this are not followed (and said so)
+MAX_FILES = 64
+PATTERNS = ("requirements*.txt", "requirements/*.txt", "requirements/*.in", "requirements*.in")
+_INCLUDES = ("-r", "--requirement", "-c", "--constraint")
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+
+
+def logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) of each logical line: ``\\`` joins lines, ``#`` comments go."""
+    out: list[tuple[int, str]] = []
+    buf, start = "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not buf:
+            start = number
+        line = _COMMENT.sub("", raw)
+        if line.endswith("\\"):
+            buf += line[:-1] + " "
+            continue
+        buf += line
+        if buf.strip():
+            out.append((start, buf.strip()))
+        buf = ""
+    if buf.strip():
+        out.append((start, buf.strip()))
+    return out
+
+
+def read(path: Path, shown: str, depth: int = 0, seen: set[Path] | None = None) -> Found:
+    """The requirements of one file and of the files it includes (``-r``, ``-c``)."""
+    seen = set() if seen is None else seen
+    seen.add(path.resolve())
+    return read_lines(logical_lines(text_of(path, shown)), path, shown, depth, seen)
+
+
+def read_lines(numbered: list[tuple[int, str]], path: Path, shown: str, depth: int = 0,
+               seen: set[Path] | None = None) -> Found:
+    """Requirement lines (number, text) of ``shown``; includes resolve next to ``path``."""
+    seen = set() if seen is None else seen
+    found = Found(files=[shown])
+    for number, line in numbered:
+        if line.startswith("-"):
+            found.add(_option(line, path, shown, number, depth, seen))
+            continue
+        decl = requirement(line.split(" --")[0], shown, number)
+        if decl is not None:
+            found.declarations.append(decl)
+        elif not _is_reference(line):
+            found.notes.append(f"{shown}:{number}: not a requirement, ignored: {line[:60]!r}")
+    return found
+
+
+def _root_of(path: Path, shown: str) -> Path:
+    """The repository root: ``path`` less the parts of its repository-relative name."""
+    parts = Path(shown).parts
+    if Path(shown).is_absolute() or ".." in parts:
+        return path.resolve().parent
+    return path.resolve().parents[len(parts) - 1] if len(parts) > 1 else path.resolve().parent
+
+
+def _inside(target: Path, root: Path) -> bool:
+    try:
+        target.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_reference(line: str) -> bool:
+    return any(mark in line for mark in ("://", "@ ", "./", ".whl", ".tar.gz")) or line == "."
+
+
+def _option(line: str, path: Path, shown: str, number: int, depth: int,
+            seen: set[Path]) -> Found:
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return Found(notes=[f"{shown}:{number}: unreadable option line, ignored"])
+    flag, value = words[0], words[1] if len(words) > 1 else ""
+    if "=" in flag and flag.startswith("--"):
+        flag, value = flag.split("=", 1)
+    elif flag[:2] in ("-r", "-c") and len(flag) > 2:
+        flag, value = flag[:2], flag[2:]
+    if flag not in _INCLUDES:
+        return Found()  # --index-url, -e ., --hash …: nothing to judge
+    target = (path.parent / value).resolve()
+    where = f"{shown}:{number}"
+    if not value or "://" in value:
+        return Found(notes=[f"{where}: {flag} {value or '(missing)'} not followed"])
+    if not _inside(target, _root_of(path, shown)):
+        return Found(notes=[f"{where}: {flag} {value} is outside the repository; not read"])
+    if target in seen:
+        return Found(notes=[f"{where}: {flag} {value} includes a file already read (a cycle); "
+                            "not read again"])
+    if depth + 1 > MAX_DEPTH or len(seen) >= MAX_FILES:
+        return Found(notes=[f"{where}: {flag} {value} not followed: includes nested more than "
+                            f"{MAX_DEPTH} deep or more than {MAX_FILES} files"])
+    shown_inc = os.path.normpath(Path(shown).parent / value)
+    if not target.is_file():
+        raise InputError(where, f"{flag} {value}: no such file")
+    return read(target, shown_inc, depth + 1, seen)

@@ -1,0 +1,77 @@
+"""SARIF 2.1.0 (code-scanning dashboards): one run, a rule per rule id that produced a finding,
+a result per finding, located at ``evidence["file"]`` / ``evidence["line"]`` when it has them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from envdoctor.findings import Finding, Severity
+from envdoctor.report.interface import Report
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def _rule(rule_id: str) -> dict[str, Any]:
+    from envdoctor.checks.docs import rule_docs
+
+    doc = rule_docs().get(rule_id)
+    if doc is None:  # probe / triage ids without a rule file entry
+        return {"id": rule_id}
+    out: dict[str, Any] = {
+        "id": rule_id, "name": doc.name,
+        "shortDescription": {"text": doc.title},
+        "fullDescription": {"text": doc.why},
+        "help": {"text": f"{doc.why}\n\nFix: {doc.fix}"},
+        "defaultConfiguration": {"level": LEVEL[doc.severity]},
+    }
+    url = next((r for r in doc.references if r.startswith("https://")), None)
+    if url:
+        out["helpUri"] = url
+    return out
+
+
+def _location(f: Finding) -> list[dict[str, Any]]:
+    path = f.evidence.get("file")
+    if not isinstance(path, str) or not path:
+        return []
+    physical: dict[str, Any] = {"artifactLocation": {"uri": path.replace("\\", "/"),
+                                                     "uriBaseId": "%SRCROOT%"}}
+    line = f.evidence.get("line")
+    if isinstance(line, int) and line >= 1:
+        physical["region"] = {"startLine": line}
+    return [{"physicalLocation": physical}]
+
+
+def _result(f: Finding, index: int, subject: str) -> dict[str, Any]:
+    text = f.message + (f" → fix: {f.fix}" if f.fix else "")
+    out: dict[str, Any] = {"ruleId": f.rule, "ruleIndex": index, "level": LEVEL[f.severity],
+                           "message": {"text": text}, "locations": _location(f)}
+    out["properties"] = {"subject": subject}
+    return out
+
+
+def render_many(reports: list[Report]) -> str:
+    """One SARIF log for several reports (the hook checks several files)."""
+    rules: list[dict[str, Any]] = []
+    index: dict[str, int] = {}
+    results = []
+    for report in reports:
+        for f in report.findings:
+            if f.rule not in index:
+                index[f.rule] = len(rules)
+                rules.append(_rule(f.rule))
+            results.append(_result(f, index[f.rule], report.subject))
+    version = next((r.version for r in reports if r.version), "")
+    driver: dict[str, Any] = {"name": "envdoctor", "rules": rules}
+    if version:
+        driver["version"] = version
+    log = {"$schema": SCHEMA, "version": "2.1.0",
+           "runs": [{"tool": {"driver": driver}, "results": results,
+                     "columnKind": "unicodeCodePoints"}]}
+    return json.dumps(log, indent=2, default=str) + "\n"
+
+
+def render(report: Report, verbose: bool = False, color: bool = False) -> str:
+    return render_many([report])

@@ -1,0 +1,87 @@
+"""SARIF 2.1.0 output: the structure code-scanning dashboards read, each finding at its line."""
+
+from __future__ import annotations
+
+import json
+
+from envdoctor.report import FORMATS
+from tests.conftest import run_cli
+from tests.declared.stack_repos import OPEN_R1_PINS, committed_repo, requirements
+from tests.integrations.helpers import ROOT
+
+LEVELS = {"none", "note", "warning", "error"}
+
+
+def assert_sarif(log: dict) -> None:
+    """The required properties and value rules of the SARIF 2.1.0 schema that envdoctor uses
+    (sarif-schema-2.1.0.json: sarifLog, run, tool, toolComponent, reportingDescriptor, result,
+    message, location, physicalLocation, artifactLocation, region)."""
+    assert log["version"] == "2.1.0"
+    assert log["$schema"].startswith("https://") and log["$schema"].endswith("sarif-2.1.0.json")
+    assert isinstance(log["runs"], list) and log["runs"]
+    for run in log["runs"]:
+        driver = run["tool"]["driver"]
+        assert isinstance(driver["name"], str) and driver["name"]
+        rules = driver.get("rules", [])
+        assert len({r["id"] for r in rules}) == len(rules)
+        for rule in rules:
+            assert rule["id"] and rule["shortDescription"]["text"]
+            assert rule["defaultConfiguration"]["level"] in LEVELS
+        for result in run["results"]:
+            assert isinstance(result["message"]["text"], str) and result["message"]["text"]
+            assert result["level"] in LEVELS
+            assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+            for loc in result.get("locations", []):
+                phys = loc["physicalLocation"]
+                assert phys["artifactLocation"]["uri"] and "\\" not in phys["artifactLocation"]["uri"]
+                if "region" in phys:
+                    assert isinstance(phys["region"]["startLine"], int)
+                    assert phys["region"]["startLine"] >= 1
+
+
+def located(log: dict) -> dict[str, str]:
+    out = {}
+    for r in log["runs"][0]["results"]:
+        phys = r["locations"][0]["physicalLocation"]
+        out[r["ruleId"]] = f"{phys['artifactLocation']['uri']}:{phys['region']['startLine']}"
+    return out
+
+
+def test_sarif_locates_config_keys_and_declarations(tmp_path):
+    repo = committed_repo(tmp_path, {
+        "requirements.txt": requirements({**OPEN_R1_PINS, "torch": "2.5.1"}),
+        "old.yaml": "learning_rate: 1.0e-6\nuse_vllm: true\nvllm_device: auto\nnum_generations: 1\n"
+                    "per_device_train_batch_size: 4\n"})
+    out = run_cli("hook", "old.yaml", "--format", "sarif", "-o", "envdoctor.sarif", cwd=repo)
+    assert out.returncode == 1
+    assert "PKG004" in out.stdout  # the text report still reaches the CI log
+    log = json.loads((repo / "envdoctor.sarif").read_text())
+    assert_sarif(log)
+    where = located(log)
+    assert where["PKG004"] == "requirements.txt:3"  # the torch pin to change
+    assert where["CFG003"] == "old.yaml:4"  # num_generations: 1
+    assert where["CFG001"] == "old.yaml:3"  # vllm_device, removed in TRL 0.18.0
+    levels = {r["ruleId"]: r["level"] for r in log["runs"][0]["results"]}
+    assert levels["PKG004"] == "error"
+
+
+def test_sarif_clean_run_and_registration(tmp_path):
+    repo = committed_repo(tmp_path, {"requirements.txt": requirements(OPEN_R1_PINS)})
+    out = run_cli("hook", "recipes/grpo/config_demo.yaml", "--format", "sarif", cwd=repo)
+    assert out.returncode == 0, out.stdout
+    log = json.loads(out.stdout)
+    assert_sarif(log)
+    assert log["runs"][0]["results"] == []
+    assert "sarif" in FORMATS
+
+
+def test_check_writes_sarif_too():
+    """`envdoctor check --format sarif`: the same renderer, findings without a file unlocated."""
+    seed = ROOT / "examples/seed-000"
+    out = run_cli("check", "--facts", "facts.json", "--config", "grpo.yaml", "--format", "sarif",
+                  "--", "python", "train.py", cwd=seed)
+    assert out.returncode == 1
+    log = json.loads(out.stdout)
+    assert_sarif(log)
+    (lay,) = [r for r in log["runs"][0]["results"] if r["ruleId"] == "LAY003"]
+    assert lay["level"] == "error" and "fix:" in lay["message"]["text"]
