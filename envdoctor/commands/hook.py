@@ -239,7 +239,7 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
     if fmt == "sarif":
         from envdoctor.report.sarif import render_many
 
-        return render_many([r for _, r in named])
+        return render_many([r for _, r in named], verbose=verbose)
     if fmt == "json":
         files = [{"file": label, "report": json.loads(render(r, "json", verbose=verbose))}
                  for label, r in named]

@@ -52,13 +52,16 @@ def _result(f: Finding, index: int, subject: str) -> dict[str, Any]:
     return out
 
 
-def render_many(reports: list[Report]) -> str:
-    """One SARIF log for several reports (the hook checks several files)."""
+def render_many(reports: list[Report], verbose: bool = False) -> str:
+    """One SARIF log for several reports (the hook checks several files). Infos are advice, not
+    alerts: like the text report, they are listed only with ``verbose``."""
     rules: list[dict[str, Any]] = []
     index: dict[str, int] = {}
     results = []
     for report in reports:
         for f in report.findings:
+            if f.severity is Severity.INFO and not verbose:
+                continue
             if f.rule not in index:
                 index[f.rule] = len(rules)
                 rules.append(_rule(f.rule))
@@ -74,4 +77,4 @@ def render_many(reports: list[Report]) -> str:
 
 
 def render(report: Report, verbose: bool = False, color: bool = False) -> str:
-    return render_many([report])
+    return render_many([report], verbose=verbose)

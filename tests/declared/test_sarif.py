@@ -85,3 +85,17 @@ def test_check_writes_sarif_too():
     assert_sarif(log)
     (lay,) = [r for r in log["runs"][0]["results"] if r["ruleId"] == "LAY003"]
     assert lay["level"] == "error" and "fix:" in lay["message"]["text"]
+
+
+def test_infos_are_listed_only_with_verbose():
+    from envdoctor.findings import Finding, Severity
+    from envdoctor.report.interface import Area, Report
+    from envdoctor.report.sarif import render_many
+
+    info = Finding(rule="CFG004", severity=Severity.INFO, message="recipe keys", fix="")
+    error = Finding(rule="PKG004", severity=Severity.ERROR, message="torch pin", fix="pin it")
+    report = Report(areas=[Area(key="packages", title="Packages", findings=[info, error])])
+    quiet = json.loads(render_many([report]))["runs"][0]["results"]
+    assert [r["ruleId"] for r in quiet] == ["PKG004"]
+    loud = json.loads(render_many([report], verbose=True))["runs"][0]["results"]
+    assert sorted(r["level"] for r in loud) == ["error", "note"]
