@@ -95,6 +95,8 @@ def build_facts(setup: Path) -> dict[str, Any]:
 def mutate_facts(facts: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
     """Apply a mutation's ``facts`` changes: packages, GPU count, GPU processes, env."""
     out = copy.deepcopy(facts)
+    if change.get("strip_requires"):  # a snapshot that lists versions only
+        out["packages"] = {k: {"version": v["version"]} for k, v in out["packages"].items()}
     for name, pkg in (change.get("packages") or {}).items():
         if pkg is None:
             out["packages"].pop(name, None)
