@@ -116,6 +116,7 @@ KNOWN: dict[str, str] = {
     "trl-0.19-multinode-slurm:vllm-built-for-another-torch+fix": _why(I11),
     "trl-0.19-server:server-fraction-over-free+fix": _why(I1),
     "trl-1.9-colocate:vllm-outside-trl-range": _why(I4),
+    "trl-1.9-grpo-vlm-example:misspelt-config-key+fix": _why(I2),
     "trl-1.9-multinode-slurm:batch-not-divisible+fix": _why(I11),
     "trl-1.9-multinode-slurm:one-gpu-too-many": _why(I11),
     "trl-1.9-multinode-slurm:one-gpu-too-many+fix": _why(I11),
