@@ -221,3 +221,8 @@ def test_suite_size():
     for d in dirs:
         n = len(read_yaml(d / "case.yaml").get("mutations") or [])
         assert 2 <= n <= 4, (d.name, n)
+
+
+def test_known_names_real_cases():
+    """Every KNOWN entry names a case of the suite (a stale or mistyped entry would hide nothing)."""
+    assert set(KNOWN) <= {c.id for c in CASES}
