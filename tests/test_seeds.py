@@ -80,7 +80,8 @@ def test_seed_002_old_vllm_multi_gpu(tmp_path):
     snap = snapshot(8, A100_40, {**LEGACY, "vllm": "0.7.2"})
     rc, found = check(tmp_path, snap, LEG_CFG, "accelerate", "launch", "--num_processes", "4",
                       "--gpu_ids", "0,2,3,4,5", "train_grpo.py")
-    assert rc == 1 and "PKG003" in found and "0.7.3" in found["PKG003"]["fix"]
+    # The report's "0.7.3 or newer" is advice (TRL 0.15.2 pins vllm==0.7.2): an info, exit 0.
+    assert rc == 0 and found["PKG003"]["severity"] == "info" and "0.7.3" in found["PKG003"]["fix"]
 
 
 def test_seed_003_vllm_too_old(tmp_path):

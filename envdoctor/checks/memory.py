@@ -50,10 +50,14 @@ def server_default(ctx: Context, launcher: str | None) -> tuple[float, str]:
     return float(table.get("trl_vllm_serve", 0.9)), "trl vllm-serve's default"
 
 
+COLOCATE_DEFAULT = 0.3  # GRPOConfig.vllm_gpu_memory_utilization since colocate exists (TRL 0.18)
+
+
 def generation_util(ctx: Context) -> tuple[float, str, bool]:
     """``(fraction, where it comes from, set on the server line)`` for the generation GPUs."""
     if ctx.layout.generation_mode != "server":
-        util = _util(ctx, 0.9)
+        colocate = ctx.layout.generation_mode == "colocate"
+        util = _util(ctx, COLOCATE_DEFAULT if colocate else 0.9)
         said = "vllm_gpu_memory_utilization" if "vllm_gpu_memory_utilization" in ctx.config \
             else "vllm_gpu_memory_utilization (TRL's default)"
         return util, said, False
@@ -76,14 +80,21 @@ def _listed(procs: list[GpuProcess]) -> str:
                      f"{f' ({p.used_mib} MiB)' if p.used_mib is not None else ''}" for p in procs)
 
 
+def short_of_reservation(gpu: Gpu, util: float) -> bool:
+    """vLLM refuses to start when the GPU's free memory is below ``util`` × total."""
+    total, free = gpu.memory_total_mib, gpu.free_mib
+    return total is not None and free is not None and free < int(util * total)
+
+
 @rule("MEM001", needs=("gpus", "vllm"))
 def generation_memory(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
-    if lay.generation_mode not in ("legacy", "server"):
+    if lay.generation_mode not in ("legacy", "server", "colocate"):
         return
     util, said, on_line = generation_util(ctx)
     health = server_health(ctx) if lay.generation_mode == "server" else None
-    for idx in lay.generation:
+    colocate = lay.generation_mode == "colocate"
+    for idx in (lay.training if colocate else lay.generation):
         gpu = ctx.facts.gpu(idx)
         if not gpu:
             continue
@@ -97,11 +108,9 @@ def generation_memory(ctx: Context) -> Iterator[Hit]:
                       "options, stop it and start it again)",
                       processes=[p.pid for p in mine])
             continue
-        if gpu.memory_total_mib is None or gpu.free_mib is None:
+        if not short_of_reservation(gpu, util):
             continue
         need = int(util * gpu.memory_total_mib)
-        if gpu.free_mib >= need:
-            continue
         fits = max(math.floor((gpu.free_mib / gpu.memory_total_mib - 0.02) * 100) / 100, 0)
         if lay.generation_mode == "server":
             lower = (f"start the server with a fraction that fits: "
@@ -113,7 +122,8 @@ def generation_memory(ctx: Context) -> Iterator[Hit]:
         note = (f" ({_listed(mine)} is a vLLM process, but no server answers at {health.url}: "
                 "if it is your server still starting, wait for it; otherwise it is another "
                 "job's)" if mine and health is not None else "")
-        yield hit(f"GPU {idx} (for vLLM) has {gpu.free_mib} MiB free, but vLLM will reserve "
+        role = "training and colocated vLLM" if colocate else "for vLLM"
+        yield hit(f"GPU {idx} ({role}) has {gpu.free_mib} MiB free, but vLLM will reserve "
                   f"{said} {util} × {gpu.memory_total_mib} MiB = {need} MiB: "
                   f"the KV-cache allocation fails at start. Held by: {_holders(gpu)}{note}",
                   fix=f"free GPU {idx} (stop those processes), or {lower}",
@@ -142,11 +152,13 @@ def colocate_budget(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.generation_mode != "colocate":
         return
-    util = _util(ctx, 0.3)
+    util = _util(ctx, COLOCATE_DEFAULT)
     for idx in lay.training:
         gpu = ctx.facts.gpu(idx)
         if not gpu or not gpu.memory_total_mib or gpu.memory_used_mib is None:
             continue
+        if short_of_reservation(gpu, util):
+            continue  # vLLM will not even start there: MEM001 says so
         used = gpu.memory_used_mib / gpu.memory_total_mib
         if util + used > 0.95 or util > 0.7:
             left = (1 - util - used) * gpu.memory_total_mib

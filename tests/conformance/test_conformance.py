@@ -2,8 +2,8 @@
 
 Each setup, as published and on the machine it was written for, must come out clean: exit 0 and
 not one warning. Each mutation must fail with its rule, and the mutation with its fix applied must
-be clean again. A case that fails today because of an open item of issue 13 is listed in KNOWN,
-the one place to edit once the fix is merged (strict: a case that starts passing fails the run).
+be clean again. A case that fails for a known, open reason is listed in KNOWN (strict: a case
+that starts passing fails the run).
 """
 
 from __future__ import annotations
@@ -28,103 +28,10 @@ from tests.conformance.setups import (
 )
 from tests.conftest import run_cli
 
-#: Why a case fails on main today (e7964e7). Items of issue 13 that other branches fix, and what this
-#: suite found beyond them (NEW_*: not an issue-13 item; each needs an owner). The expectations are
-#: the truth; these marks only keep CI green until the fixes are merged.
-I1 = ("issue 13 item 1: MEM001 ignores the server line's own --gpu_memory_utilization / "
-      "--gpu-memory-utilization (assumes 0.9) and counts a running trl vllm-serve as a stranger")
-I2 = "issue 13 item 2: CFG001 calls vllm_gpu_memory_utilization deprecated on TRL >= 0.18"
-I3 = ("issue 13 item 3: CFG004 on TrainingArguments keys GRPOConfig inherits "
-      "(gradient_checkpointing_kwargs, per_device_eval_batch_size)")
-I4 = ("issue 13 item 4: PKG004 severities (vLLM's numba pin and TRL's vllm extra range are "
-      "errors; the missing flashinfer-python, without which vLLM 0.26 dies at start, is not one)")
-I5 = ("issue 13 item 5: vLLM's curated torch pins are not used to detect a wrong torch in a "
-      "snapshot without Requires-Dist")
-I11 = ("issue 13 item 11: srun / bash -c multi-node lines read as one process of an unknown "
-       "launcher (false LAY003, CFG002) and the srun'd trl vllm-serve line as trainer arguments")
-NEW_PKG003 = ("NEW, not an issue-13 item: PKG003 errors on vLLM 0.7.2 with a multi-GPU vllm_device, "
-              "though TRL 0.15.2 pins vllm==0.7.2 and open-r1 / TRL's docs ran exactly that")
-NEW_MEMCOLO = ("NEW, not an issue-13 item: a colocate GPU with less free memory than "
-               "gpu_memory_utilization x total gets only MEM002/MEM003 warnings (exit 0), though "
-               "vLLM refuses to start there: MEM001 must cover colocate GPUs")
-NEW_PKG006 = ("NEW, not an issue-13 item: PKG006 repeats PKG002's cause (vLLM 0.7.0 under "
-              "TRL 0.14) as a second finding")
-
-
-def _why(*reasons: str) -> str:
-    return " + ".join(reasons)
-
-
-#: case id -> why it fails today. Remove an entry (or a reason) when its fix is merged.
-KNOWN: dict[str, str] = {
-    "live-h100-colocate:published": _why(I2),
-    "live-h100-colocate:stranger-holds-the-gpu": _why(I2, NEW_MEMCOLO),
-    "live-h100-colocate:stranger-holds-the-gpu+fix": _why(I2),
-    "live-h100-colocate:torch-2.13-snapshot-without-requires": _why(I2, I5),
-    "live-h100-colocate:torch-2.13-snapshot-without-requires+fix": _why(I2),
-    "live-h100-colocate:torch-2.13-under-vllm-0.26+fix": _why(I2),
-    "live-h200x2-server-split:flashinfer-missing": _why(I1, I4),
-    "live-h200x2-server-split:flashinfer-missing+fix": _why(I1),
-    "live-h200x2-server-split:numba-and-setuptools-as-measured": _why(I1, I4),
-    "live-h200x2-server-split:numba-and-setuptools-as-measured+fix": _why(I1),
-    "live-h200x2-server-split:published": _why(I1),
-    "openr1-colocate-ddp:one-gpu-too-many+fix": _why(I3),
-    "openr1-colocate-ddp:published": _why(I3),
-    "openr1-colocate-ddp:tensor-parallel-does-not-divide+fix": _why(I3),
-    "openr1-colocate-fsdp:published": _why(I3),
-    "openr1-colocate-fsdp:stranger-on-a-colocate-gpu": _why(I3, NEW_MEMCOLO),
-    "openr1-colocate-fsdp:stranger-on-a-colocate-gpu+fix": _why(I3),
-    "openr1-colocate-fsdp:vllm-built-for-another-torch+fix": _why(I3),
-    "openr1-colocate-zero2:one-gpu-too-many+fix": _why(I3),
-    "openr1-colocate-zero2:published": _why(I3),
-    "openr1-colocate-zero2:vllm-built-for-another-torch+fix": _why(I3),
-    "openr1-colocate-zero3:batch-not-divisible+fix": _why(I3),
-    "openr1-colocate-zero3:one-gpu-too-many+fix": _why(I3),
-    "openr1-colocate-zero3:published": _why(I3),
-    "openr1-colocate-zero3:vllm-built-for-another-torch+fix": _why(I3),
-    "openr1-legacy-vllm-device-zero2:dataparallel-launch+fix": _why(I3, NEW_PKG003),
-    "openr1-legacy-vllm-device-zero2:one-gpu-too-many+fix": _why(I3, NEW_PKG003),
-    "openr1-legacy-vllm-device-zero2:published": _why(I3, NEW_PKG003),
-    "openr1-legacy-vllm-device-zero2:vllm-too-old+fix": _why(I3, NEW_PKG003),
-    "openr1-server-zero2-code:one-gpu-too-many+fix": _why(I3),
-    "openr1-server-zero2-code:published": _why(I3),
-    "openr1-server-zero2-code:server-fraction-over-free+fix": _why(I1, I3),
-    "openr1-server-zero2-code:trainer-on-the-server-gpu+fix": _why(I3),
-    "openr1-server-zero2-code:vllm-built-for-another-torch+fix": _why(I3),
-    "openr1-slurm-server-split:batch-not-divisible": _why(I3, I11),
-    "openr1-slurm-server-split:batch-not-divisible+fix": _why(I3, I11),
-    "openr1-slurm-server-split:one-gpu-too-many": _why(I3, I11),
-    "openr1-slurm-server-split:one-gpu-too-many+fix": _why(I3, I11),
-    "openr1-slurm-server-split:published": _why(I3, I11),
-    "openr1-slurm-server-split:vllm-built-for-another-torch+fix": _why(I3, I11),
-    "philschmid-mini-r1:published": _why(I3, NEW_PKG006),
-    "philschmid-mini-r1:published-stack-fixed-then-dataparallel+fix": _why(I3, NEW_PKG003),
-    "philschmid-mini-r1:published-stack-fixed-then-four-ranks+fix": _why(I3, NEW_PKG003),
-    "trl-0.15-vllm-device-auto:dataparallel-launch+fix": _why(NEW_PKG003),
-    "trl-0.15-vllm-device-auto:one-gpu-too-many+fix": _why(NEW_PKG003),
-    "trl-0.15-vllm-device-auto:published": _why(NEW_PKG003),
-    "trl-0.15-vllm-device-auto:vllm-0.7.3-with-trl-0.15": _why(I4),
-    "trl-0.15-vllm-device-auto:vllm-0.7.3-with-trl-0.15+fix": _why(NEW_PKG003),
-    "trl-0.15-vllm-device-cuda4:dataparallel-launch+fix": _why(NEW_PKG003),
-    "trl-0.15-vllm-device-cuda4:batch-not-divisible+fix": _why(NEW_PKG003),
-    "trl-0.15-vllm-device-cuda4:published": _why(NEW_PKG003),
-    "trl-0.15-vllm-device-cuda4:vllm-device-not-visible+fix": _why(NEW_PKG003),
-    "trl-0.15-vllm-device-cuda4:vllm-gpu-hidden+fix": _why(NEW_PKG003),
-    "trl-0.19-multinode-slurm:batch-not-divisible+fix": _why(I11),
-    "trl-0.19-multinode-slurm:one-gpu-too-many": _why(I11),
-    "trl-0.19-multinode-slurm:one-gpu-too-many+fix": _why(I11),
-    "trl-0.19-multinode-slurm:published": _why(I11),
-    "trl-0.19-multinode-slurm:vllm-built-for-another-torch+fix": _why(I11),
-    "trl-0.19-server:server-fraction-over-free+fix": _why(I1),
-    "trl-1.9-colocate:vllm-outside-trl-range": _why(I4),
-    "trl-1.9-grpo-vlm-example:misspelt-config-key+fix": _why(I2),
-    "trl-1.9-multinode-slurm:batch-not-divisible+fix": _why(I11),
-    "trl-1.9-multinode-slurm:one-gpu-too-many": _why(I11),
-    "trl-1.9-multinode-slurm:one-gpu-too-many+fix": _why(I11),
-    "trl-1.9-multinode-slurm:published": _why(I11),
-    "trl-1.9-multinode-slurm:vllm-built-for-another-torch+fix": _why(I11),
-    "trl-1.9-server:server-fraction-over-free+fix": _why(I1),
-}
+#: case id -> why it fails today, marked xfail(strict=True) so that CI stays green until its fix
+#: lands and fails as soon as it does. Empty: every published setup is clean and every mutation
+#: caught (the items of issue 13 and PKG003 / PKG006 / colocate MEM001 found by this suite are fixed).
+KNOWN: dict[str, str] = {}
 
 CASES = cases()
 
