@@ -52,7 +52,7 @@ class Target:
 
 def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """``({path: kind}, {path: why skipped})`` for the files pre-commit passed."""
-    from envdoctor.errors import InputError
+    from envdoctor.errors import InputError, UnreadableInput
     from envdoctor.plan.config_files import kind_of, read_mapping
 
     kinds: dict[str, str] = {}
@@ -60,6 +60,8 @@ def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     for path in paths:
         try:
             kind = kind_of(read_mapping(path, "file"))
+        except UnreadableInput:
+            raise  # missing, malformed or hostile: exit 2 naming it, never a silent pass
         except InputError as exc:
             skipped[path] = exc.problem
             continue

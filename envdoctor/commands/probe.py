@@ -80,7 +80,9 @@ def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv)
     from envdoctor.facts.collect import collect_facts
     from envdoctor.plan.build import build_plan
     from envdoctor.report import render
+    from envdoctor.settings import valid_timeout
 
+    timeout = valid_timeout(timeout, "--timeout")
     facts = collect_facts()
     plan = build_plan(config=config, accelerate_config=accelerate_config,
                       launch=launch_text(launch, launch_argv), live=True)
