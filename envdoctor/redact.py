@@ -32,7 +32,7 @@ KEPT = 20_000
 MIN_GLOBAL = 8
 
 _SECRET_PARTS = {"TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "APIKEY", "CREDENTIAL",
-                 "CREDENTIALS", "PASSPHRASE", "SIGNATURE"}
+                 "CREDENTIALS", "PASSPHRASE", "SIGNATURE", "AUTHORIZATION", "COOKIE"}
 #: Tokenizer settings (``pad_token``, ``eos_token_id``) are named like secrets but are not.
 _NOT_SECRET_BEFORE_TOKEN = {"PAD", "EOS", "BOS", "UNK", "SEP", "CLS", "MASK", "SPECIAL", "CHAT",
                             "IMAGE", "VISION", "AUDIO", "VIDEO", "THINK", "ADDED", "START", "END"}
@@ -85,10 +85,13 @@ _TOKENS = re.compile(
     r"|xox[abposr]-[A-Za-z0-9\-]{10,}"          # Slack
     r"|local-[0-9a-f]{40}"                      # W&B keys of self-hosted servers
     r"|wandb_v1_[A-Za-z0-9_]{20,}"              # W&B's longer keys
+    r"|(?<=[Bb]earer )[A-Za-z0-9._~+/\-]{8,}=*"  # HTTP bearer tokens
+    r"|(?<=[Bb]asic )[A-Za-z0-9+/]{8,}=*"       # HTTP basic credentials
     r")")
 _QUERY = re.compile(r"([?&;])([A-Za-z0-9_.\-]{1,100})=([^&\s#'\"<>]*)")
 _URL_END = re.compile(r"[\s'\"<>`]")
 _HINT = re.compile(r"(?i)token|secret|passw|api_?key|apikey|credential|passphrase|signature|"
+                   r"authorization|cookie|"
                    r"access_?key|private_?key|ssh_?key|auth_?key|client_?key|_key")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 
@@ -230,6 +233,19 @@ def escape_controls(text: str) -> str:
     written as ``\\x1b`` / ``\\u202e``: a snapshot cannot drive the terminal, and the text is
     valid in XML. Newlines and tabs stay."""
     return _CONTROL.sub(_escape, text)
+
+
+_SGR_OR_CONTROL = re.compile("\x1b\\[[0-9;]{0,20}m|" + _CONTROL.pattern)
+
+
+def _escape_keep_color(m: re.Match[str]) -> str:
+    return m.group(0) if len(m.group(0)) > 1 else _escape(m)
+
+
+def output_text(text: str) -> str:
+    """The last pass on text about to be printed or written (``emit``): secrets masked,
+    control characters escaped except the colour codes the text report paints with."""
+    return _SGR_OR_CONTROL.sub(_escape_keep_color, redact(text))
 
 
 def clean(text: str, known: Iterable[str] = (), escape: bool = True,

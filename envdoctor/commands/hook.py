@@ -235,6 +235,7 @@ def hook(files, launch, assume, select, ignore, fmt, output, verbose, strict) ->
         envdoctor hook configs/grpo.yaml configs/accelerate.yaml --format junit -o envdoctor.xml
     """
     from envdoctor.commands.check import launch_text
+    from envdoctor.redact import output_text
     from envdoctor.settings import load_settings
 
     settings = load_settings()
@@ -244,7 +245,7 @@ def hook(files, launch, assume, select, ignore, fmt, output, verbose, strict) ->
     kinds, skipped = classify(list(files))
     if verbose and fmt == "text":
         for path, why in skipped.items():
-            click.echo(f"envdoctor: skipped {path}: {why}", err=True)
+            click.echo(output_text(f"envdoctor: skipped {path}: {why}"), err=True)
     facts = hook_facts(list(assume)) if kinds else None
     line = launch_text(launch, ())
     named = [(t.label, check_target(t, facts, line, select_ids, ignore_ids))
@@ -253,5 +254,5 @@ def hook(files, launch, assume, select, ignore, fmt, output, verbose, strict) ->
         emit(_render_all(named, fmt, verbose, color=fmt == "text" and not output and use_color()),
              output)
     if output and fmt != "text" and named:  # CI logs still show what failed
-        click.echo(_render_all(named, "text", verbose, color=False), nl=False)
+        click.echo(output_text(_render_all(named, "text", verbose, color=False)), nl=False)
     sys.exit(max((r.exit_code(strict=bool(strict)) for _, r in named), default=0))

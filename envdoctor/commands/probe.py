@@ -75,7 +75,7 @@ def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv)
     from envdoctor.checks.context import Context
     from envdoctor.checks.engine import Outcome
     from envdoctor.commands.check import launch_text
-    from envdoctor.commands.options import use_color
+    from envdoctor.commands.options import emit, use_color
     from envdoctor.doctor import build_report
     from envdoctor.facts.collect import collect_facts
     from envdoctor.plan.build import build_plan
@@ -93,5 +93,5 @@ def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv)
     for a in report.areas:
         if a.key != "probe":
             a.note = ""
-    click.echo(render(report, fmt, verbose=verbose, color=fmt == "text" and use_color()), nl=False)
+    emit(render(report, fmt, verbose=verbose, color=fmt == "text" and use_color()), None)
     sys.exit(report.exit_code())

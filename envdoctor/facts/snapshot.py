@@ -63,7 +63,11 @@ def to_dict(facts: Facts) -> dict[str, Any]:
 
 
 def dumps(facts: Facts) -> str:
-    return json.dumps(to_dict(facts), indent=2) + "\n"
+    """The snapshot as JSON text; every string redacted (a token in a URL, a query or a
+    variable of any name), as everything else that leaves envdoctor."""
+    from envdoctor.redact import scrub
+
+    return json.dumps(scrub(to_dict(facts), escape=False, limit=10**9), indent=2) + "\n"
 
 
 class _Reader:
