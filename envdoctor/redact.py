@@ -32,7 +32,7 @@ KEPT = 20_000
 MIN_GLOBAL = 8
 
 _SECRET_PARTS = {"TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "APIKEY", "CREDENTIAL",
-                 "CREDENTIALS", "PASSPHRASE", "SIGNATURE", "AUTHORIZATION", "COOKIE"}
+                 "CREDENTIALS", "PASSPHRASE", "AUTHORIZATION", "COOKIE"}
 #: Tokenizer settings (``pad_token``, ``eos_token_id``) are named like secrets but are not.
 _NOT_SECRET_BEFORE_TOKEN = {"PAD", "EOS", "BOS", "UNK", "SEP", "CLS", "MASK", "SPECIAL", "CHAT",
                             "IMAGE", "VISION", "AUDIO", "VIDEO", "THINK", "ADDED", "START", "END"}
@@ -90,7 +90,7 @@ _TOKENS = re.compile(
     r")")
 _QUERY = re.compile(r"([?&;])([A-Za-z0-9_.\-]{1,100})=([^&\s#'\"<>]*)")
 _URL_END = re.compile(r"[\s'\"<>`]")
-_HINT = re.compile(r"(?i)token|secret|passw|api_?key|apikey|credential|passphrase|signature|"
+_HINT = re.compile(r"(?i)token|secret|passw|api_?key|apikey|credential|passphrase|"
                    r"authorization|cookie|"
                    r"access_?key|private_?key|ssh_?key|auth_?key|client_?key|_key")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
