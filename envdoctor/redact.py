@@ -268,8 +268,9 @@ def scrub(value: Any, known: Iterable[str] = (), escape: bool = True,
         return value
     if isinstance(value, str):
         return clean(value, known, escape, limit)
-    if isinstance(value, dict):
-        return {scrub(k, known, escape, limit): scrub(v, known, escape, limit)
+    if isinstance(value, dict):  # a secret-named key hides its value, whatever it looks like
+        return {scrub(k, known, escape, limit):
+                MASK if _secret_item(k, v) else scrub(v, known, escape, limit)
                 for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         items = [scrub(v, known, escape, limit) for v in value]
@@ -279,6 +280,11 @@ def scrub(value: Any, known: Iterable[str] = (), escape: bool = True,
                    for f in fields(value) if f.init and f.name != "secrets"}
         return replace(value, **changes)
     return value
+
+
+def _secret_item(key: Any, value: Any) -> bool:
+    return (isinstance(key, str) and isinstance(value, (str, int, float))
+            and not isinstance(value, bool) and value != "" and is_secret(key))
 
 
 # --------------------------------------------------------------------- the plan's secrets
