@@ -58,12 +58,7 @@ def is_secret(name: str) -> bool:
             return True
         if part in _SECRET_PARTS and part != "TOKEN":
             return True
-        if part == "KEY" and i and parts[i - 1] in ("API", "SECRET", "ACCESS", "PRIVATE",
-                                                     "SSH", "AUTH", "ENCRYPTION", "SIGNING",
-                                                     "ACCOUNT", "CLIENT", "MASTER", "LICENSE"):
-            return True
-        if part == "KEY" and len(parts) == 1 + i and i and parts[0] in ("HF", "WANDB", "OPENAI",
-                                                                        "ANTHROPIC", "HUB"):
+        if part == "KEY" and i:  # API_KEY, SSH_KEY, NCCL_IB_KEY; a bare ``key`` is not
             return True
     return False
 

@@ -85,7 +85,7 @@ def test_secret_names():
     for name in ("HF_TOKEN", "hub_token", "WANDB_API_KEY", "apiKey", "AWS_SECRET_ACCESS_KEY",
                  "GITHUB_TOKEN", "password", "HUGGING_FACE_HUB_TOKEN", "db-password"):
         assert is_secret(name), name
-    for name in ("max_tokens", "pad_token", "NCCL_SOCKET_IFNAME", "sort_key", "TOKENIZERS_PARALLELISM",
+    for name in ("max_tokens", "pad_token", "NCCL_SOCKET_IFNAME", "key", "TOKENIZERS_PARALLELISM",
                  "bos_token_id", "num_tokens"):
         assert not is_secret(name), name
 
