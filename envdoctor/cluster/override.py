@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envdoctor.errors import InputError, read_input_text
+from envdoctor.errors import InputError, UnreadableInput, read_input_text
 from envdoctor.facts.interface import Facts
 
 ENV = "ENVDOCTOR_FACTS_OVERRIDE"
@@ -27,8 +27,11 @@ def read_override(path: str) -> dict[str, Any]:
     from envdoctor.facts.snapshot import parse_json
 
     source = f"{ENV}={path}"
-    data = parse_json(read_input_text(path, source, MAX_BYTES, "; a partial snapshot is small"),
-                      source)
+    text = read_input_text(path, source, MAX_BYTES, "; a partial snapshot is small")
+    try:
+        data = parse_json(text, source)
+    except InputError as exc:
+        raise UnreadableInput(source, f"not a JSON file: {exc.problem}") from None
     if not isinstance(data, dict):
         raise InputError(f"{ENV}={path}", "expected a JSON object (a partial snapshot)")
     return data

@@ -78,6 +78,10 @@ def validate(key: str, value: Any, origin: str) -> None:
 
     if isinstance(value, float) and not math.isfinite(value):
         fail(f"{value} is not a finite number")
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        fail(f"{_short(value)} is out of range")
+    if isinstance(value, str) and len(value) > 40 and value.strip().lstrip("+-").isdigit():
+        fail(f"a number of {len(value):,} characters (at most 40)")
     number = _number(value)
     if number is not None and not isinstance(value, bool):
         if not math.isfinite(number):
@@ -113,6 +117,8 @@ def _number(value: Any) -> float | None:
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 128:  # str() of it may be refused
+        return f"a number of about {int(value.bit_length() * 0.30103) + 1:,} digits"
     text = repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= 40 else f"{text[:20]}… ({len(text):,} characters)"
 
