@@ -29,7 +29,9 @@ def _laughs() -> str:
     return "\n".join(lines) + "\n"
 
 
-def cases(d: Path) -> list[tuple[str, list[str], dict[str, str]]]:
+def write_inputs(d: Path) -> None:
+    """The input files (run in a child process: the parent's resident memory would count in
+    every run's peak RSS, as a forked child starts from it)."""
     good = d / "good.json"
     good.write_text(json.dumps(snapshot(2)))
     snap = snapshot(1)
@@ -48,10 +50,13 @@ def cases(d: Path) -> list[tuple[str, list[str], dict[str, str]]]:
     (d / "million.yaml").write_text("per_device_train_batch_size: " + "7" * 1_000_000 + "\n")
     (d / "long.yaml").write_text("output_dir: " + "d" * (7 * 1024 * 1024) + "\n")
     (d / "keys.yaml").write_text("".join(f"unknown_key_{i}: 1\n" for i in range(80_000)))
-    (d / "log.txt").write_text("x\n")
+    for i in range(1000):
+        (d / f"h{i}.yaml").write_text("num_generations: 4\nper_device_train_batch_size: 4\n")
+
+
+def cases(d: Path) -> list[tuple[str, list[str], dict[str, str]]]:
+    good = d / "good.json"
     hook = [str(d / f"h{i}.yaml") for i in range(1000)]
-    for path in hook:
-        Path(path).write_text("num_generations: 4\nper_device_train_batch_size: 4\n")
     check = ["check", "--no-network", "--facts"]
     launch = ["--", "torchrun", "--nproc_per_node", "1", "t.py"]
     return [
@@ -73,8 +78,12 @@ def cases(d: Path) -> list[tuple[str, list[str], dict[str, str]]]:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--write"]:
+        write_inputs(Path(sys.argv[2]))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
+        subprocess.run([sys.executable, __file__, "--write", tmp], check=True)
         rows = []
         for name, args, env in cases(d):
             full = {**os.environ, "NO_COLOR": "1", **env}

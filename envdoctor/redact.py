@@ -20,6 +20,7 @@ import enum
 import re
 from collections.abc import Iterable
 from dataclasses import fields, is_dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 MASK = "****"
@@ -42,6 +43,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SPLIT = re.compile(r"[^A-Za-z0-9]+")
 
 
+@lru_cache(maxsize=4096)
 def is_secret(name: str) -> bool:
     """Whether a variable / option / key name holds a secret (``HF_TOKEN``, ``--hub-token``,
     ``WANDB_API_KEY``, ``apiKey``, ``AWS_SECRET_ACCESS_KEY``), not ``max_tokens`` or
@@ -200,17 +202,30 @@ def _mask_assignments(text: str) -> str:
     return "".join(out)
 
 
+#: Text without any of these cannot hold a secret the passes below would find (fast path).
+_ANY = re.compile(r"(?i)://|[=:?&]|hf_|api_org_|gh[pousr]_|github_pat_|AKIA|ASIA|AGPA|AIDA|AROA|"
+                  r"ANPA|sk-|xox|local-|wandb_|bearer |basic |token|secret|passw|key|credential|"
+                  r"passphrase|authorization|cookie")
+
+
 def redact(text: str, known: Iterable[str] = ()) -> str:
     """``text`` with every secret it shows masked (see the module's docstring)."""
     if not text:
         return text
-    text = _mask_urls(text)
-    text = _mask_query(text)
-    text = _mask_tokens(text)
-    text = _mask_assignments(text)
-    for secret in sorted({k for k in known if len(k) >= MIN_GLOBAL}, key=len, reverse=True):
-        text = text.replace(secret, MASK)
+    if _ANY.search(text):
+        text = _mask_urls(text)
+        text = _mask_query(text)
+        text = _mask_tokens(text)
+        text = _mask_assignments(text)
+    if known:
+        for secret in _global(tuple(known)):
+            text = text.replace(secret, MASK)
     return text
+
+
+@lru_cache(maxsize=64)
+def _global(known: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted({k for k in known if len(k) >= MIN_GLOBAL}, key=len, reverse=True))
 
 
 # ------------------------------------------------------------------ control characters
@@ -254,6 +269,11 @@ def clean(text: str, known: Iterable[str] = (), escape: bool = True,
     return escape_controls(head) if escape else head
 
 
+@lru_cache(maxsize=65536)
+def _clean_short(text: str, known: tuple[str, ...], escape: bool, limit: int) -> str:
+    return clean(text, known, escape, limit)
+
+
 def scrub(value: Any, known: Iterable[str] = (), escape: bool = True,
           limit: int = MAX_SHOWN) -> Any:
     """``value`` with :func:`clean` applied to every string inside it (dict keys, lists,
@@ -262,6 +282,8 @@ def scrub(value: Any, known: Iterable[str] = (), escape: bool = True,
     if isinstance(value, enum.Enum):
         return value
     if isinstance(value, str):
+        if len(value) <= 256:  # tables repeat their cells: 30,000 GPUs, three distinct rows
+            return _clean_short(value, known, escape, limit)
         return clean(value, known, escape, limit)
     if isinstance(value, dict):  # a secret-named key hides its value, whatever it looks like
         return {scrub(k, known, escape, limit):

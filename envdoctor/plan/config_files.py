@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -94,13 +95,26 @@ def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
     return data
 
 
+_LINE_START = re.compile(r"(?m)^([ \t]*)((?:[-?][ \t]+)*)")
+
+
+def _depth_bound(text: str) -> int:
+    """An upper bound of YAML nesting, in one linear scan: a block collection nests by
+    indentation or by a ``- `` / ``? `` on the same line; a flow one needs ``[`` or ``{``."""
+    flow = text.count("[") + text.count("{")
+    if flow > MAX_DEPTH:
+        return flow
+    block = max((len(m.group(1)) + m.group(2).count("-") + m.group(2).count("?")
+                 for m in _LINE_START.finditer(text)), default=0)
+    return flow + block + 1
+
+
 def check_structure(text: str, source: str) -> None:
     """Refuse YAML nested deeper than ``MAX_DEPTH`` or whose aliases expand to more than
     ``MAX_ALIAS_NODES`` nodes, on YAML's event stream, before anything is composed (the
     stream is flat: reading it cannot overflow, and aliases are counted, not expanded)."""
-    markers = text.count("[") + text.count("{") + text.count("-") + text.count(":")
-    if "*" not in text and markers <= MAX_DEPTH:
-        return  # no alias, and too few collection markers to reach the limit
+    if "*" not in text and _depth_bound(text) <= MAX_DEPTH:
+        return  # no alias, and too shallow to reach the limit (most configs: no event pass)
     stack: list[list[int]] = []  # per open collection: [nodes inside, depth below]
     sizes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, depth) once expanded
     expanded = 0
