@@ -138,3 +138,23 @@ def test_a_crashed_rule_makes_the_report_exit_2():
     assert report.exit_code() == 2 and report.exit_code(strict=True) == 2
     assert Report(areas=[]).exit_code() == 0
     assert MASK == "****"
+
+
+def test_preflight_errors_carry_no_secret():
+    """The API's exceptions and the ``Report`` it returns hold no secret either."""
+    from envdoctor.api import PreflightError, preflight
+    from tests.conftest import snapshot
+
+    token = "hf_CANARYapi" + "k" * 30
+    facts = snapshot(2)
+    facts["env"] = {"HF_ENDPOINT": "https://:CANARYpw@hub.example"}
+    config = {"num_generations": 3, "per_device_train_batch_size": 4, "hub_token": "CANARY-42",
+              "vllm_server_base_url": "https://u:CANARYurl@h:8000"}
+    launch = f"HF_TOKEN={token} torchrun --nproc_per_node 2 train.py --hub_token {token}"
+    with pytest.raises(PreflightError) as caught:
+        preflight(config=config, launch=launch, facts=facts, network=False)
+    text = str(caught.value) + json.dumps(FORMATS["json"](caught.value.report))
+    assert "CANARY" not in text and "CFG002" in text
+    with pytest.raises(PreflightError) as bad:
+        preflight(config={}, launch=f'HF_TOKEN={token} torchrun "t.py', facts=facts)
+    assert "CANARY" not in str(bad.value) and "HF_TOKEN=****" in str(bad.value)
