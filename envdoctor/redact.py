@@ -252,9 +252,30 @@ def _escape_keep_color(m: re.Match[str]) -> str:
     return m.group(0) if len(m.group(0)) > 1 else _escape(m)
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _json_string(m: re.Match[str]) -> str:
+    import json
+
+    try:
+        value = json.loads(m.group(0))
+    except ValueError:
+        return m.group(0)
+    masked = redact(value)
+    return m.group(0) if masked == value else json.dumps(masked)
+
+
 def output_text(text: str) -> str:
     """The last pass on text about to be printed or written (``emit``): secrets masked,
-    control characters escaped except the colour codes the text report paints with."""
+    control characters escaped except the colour codes the text report paints with. JSON is
+    redacted string by string (it stays valid JSON); XML comes only from the JUnit renderer,
+    which has cleaned every string already."""
+    start = text.lstrip()[:5]
+    if start.startswith(("{", "[")):
+        return _JSON_STRING.sub(_json_string, text)
+    if start == "<?xml":
+        return text
     return _SGR_OR_CONTROL.sub(_escape_keep_color, redact(text))
 
 

@@ -158,3 +158,16 @@ def test_preflight_errors_carry_no_secret():
     with pytest.raises(PreflightError) as bad:
         preflight(config={}, launch=f'HF_TOKEN={token} torchrun "t.py', facts=facts)
     assert "CANARY" not in str(bad.value) and "HF_TOKEN=****" in str(bad.value)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.text(max_size=30), secrets, st.sampled_from(FORMS + URL_FORMS))
+def test_the_last_pass_keeps_json_valid(text, secret, form):
+    """``emit``'s pass over a finished JSON document masks inside its strings and keeps it
+    parseable, even for an unbalanced quote inside a string."""
+    from envdoctor.redact import output_text
+
+    doc = json.dumps({"message": f"{text} {form.format(s=secret)}", "n": [1, text]}, indent=2)
+    out = output_text(doc)
+    assert secret not in out
+    assert json.loads(out)["n"] == [1, text] or MASK in json.dumps(json.loads(out)["n"])
