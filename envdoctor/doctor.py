@@ -44,7 +44,7 @@ def _summaries(ctx: Context) -> dict[str, str]:
         out["gpus"] = f"{kinds}; driver {f.driver.version} (CUDA {f.driver.cuda})"
     else:
         out["gpus"] = f"none: {f.nvml_error or 'NVML lists no GPU'}"
-    if f.gpus and (plan.trainer or plan.config):
+    if f.gpus and (plan.trainer or plan.config) and not ctx.resolved.unresolved:
         out["layout"] = _layout_summary(ctx.layout)
     env = trainer_env(f, plan.trainer)
     conf = [f"{k}={env[k]}" for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") if k in env]
@@ -62,7 +62,7 @@ def _layout_summary(lay: GpuLayout) -> str:
 
 
 def layout_rows(ctx: Context) -> list[dict[str, Any]]:
-    lay = ctx.layout
+    lay = ctx.resolved
     rows = []
     for g in ctx.facts.gpus:
         role = lay.role(g.index)
@@ -128,6 +128,9 @@ def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None 
         areas["config"].note = "no GRPO config given (--config FILE)"
     if not ctx.plan.trainer and not ctx.plan.config:
         areas["layout"].note = "no launch command given (envdoctor check -- <launch line>)"
+    elif ctx.plan.trainer and ctx.resolved.unresolved:
+        areas["layout"].note = (f"launch not resolved: {ctx.resolved.unresolved}; the rules "
+                                "that need it were skipped (-v lists them)")
     elif not ctx.facts.gpus:
         areas["layout"].note = "not resolved without GPU facts (see GPUs)"
     areas["probe"].note = "not run (add --probe)"

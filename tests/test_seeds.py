@@ -1,5 +1,5 @@
-"""The five field reports in ../shared/seeds/, each as a real `envdoctor check` on a snapshot:
-the failure is found with its fix, and the corrected setup passes."""
+"""The five field reports of docs/field-reports.md, each as a real `envdoctor check` on a
+snapshot: the failure is found with its fix, and the corrected setup passes."""
 
 from __future__ import annotations
 

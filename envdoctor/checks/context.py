@@ -12,6 +12,11 @@ from envdoctor.plan.interface import GpuLayout, Plan
 from envdoctor.plan.layout import resolve_layout
 
 
+class LayoutUnresolved(Exception):
+    """A rule needs the GPU layout of a launch line that does not say what runs on a node
+    (``sudo python t.py``, ``--num_processes $N``); the engine skips that rule, saying why."""
+
+
 @dataclass
 class Context:
     facts: Facts
@@ -21,8 +26,17 @@ class Context:
     options: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
-    def layout(self) -> GpuLayout:
+    def resolved(self) -> GpuLayout:
+        """The layout as far as it resolves (``unresolved`` says why not)."""
         return resolve_layout(self.facts, self.plan, self.kb)
+
+    @property
+    def layout(self) -> GpuLayout:
+        """The resolved layout; raises ``LayoutUnresolved`` when the launch does not resolve."""
+        lay = self.resolved
+        if lay.unresolved:
+            raise LayoutUnresolved(lay.unresolved)
+        return lay
 
     def version(self, name: str) -> str | None:
         return self.facts.version(name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, field
 
-from envdoctor.checks.context import Context
+from envdoctor.checks.context import Context, LayoutUnresolved
 from envdoctor.checks.docs import rule_docs
 from envdoctor.checks.registry import all_rules
 from envdoctor.errors import InputError
@@ -72,6 +72,10 @@ def run_rules(ctx: Context, select: list[str] | None = None,
                     continue
                 mine.append(Finding(rule=rule_id, severity=severity, message=h.message,
                                     fix=h.fix or doc.fix, evidence=h.evidence))
+        except LayoutUnresolved as exc:  # needs the layout of a launch that does not resolve
+            out.ran.remove(rule_id)
+            out.skipped[rule_id] = f"launch not resolved: {exc}"
+            continue
         except InputError:
             raise  # the user's input, found bad while resolving it: exit 2 naming it
         except Exception as exc:  # a bug in a rule: reported, never a silent pass

@@ -7,6 +7,9 @@ import sys
 import click
 
 from envdoctor.commands.options import (
+    LaunchCommand,
+    apply_assume,
+    assume_option,
     emit,
     format_option,
     ignore_option,
@@ -19,7 +22,7 @@ from envdoctor.commands.options import (
 )
 
 
-@click.command(context_settings={"ignore_unknown_options": True})
+@click.command(cls=LaunchCommand)
 @click.option("--config", "config", type=str, metavar="FILE",
               help="TRL GRPO config (YAML/JSON, GRPOConfig keys).")
 @click.option("--accelerate-config", type=str, metavar="FILE", help="accelerate config file.")
@@ -33,6 +36,7 @@ from envdoctor.commands.options import (
 @output_option
 @verbose_option
 @strict_option
+@assume_option
 @click.option("--no-network", is_flag=True, help="Skip the vLLM server health check.")
 @click.option("--upgrade-plan", is_flag=True,
               help="Print only the pip command that makes the stack consistent.")
@@ -45,11 +49,13 @@ from envdoctor.commands.options import (
                    "differences, an all-reduce (docs/cluster.md).")
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
 def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, output, verbose,
-          strict, no_network, upgrade_plan, probe, probe_timeout, distributed, launch_argv) -> None:
+          strict, assume, no_network, upgrade_plan, probe, probe_timeout, distributed,
+          launch_argv) -> None:
     """Check this machine (or a snapshot) for a GRPO run.
 
-    Give the launch command after `--`:
+    Give the launch command after `--` (or after the options, when it starts with a word):
 
+    \b
         envdoctor check --config grpo.yaml -- accelerate launch --num_processes 3 train.py
     """
     from envdoctor.doctor import check as run_check
@@ -66,16 +72,17 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
     if distributed:
         sys.exit(_distributed(config, accelerate_config, facts_file, probe, upgrade_plan,
                               launch_text(launch, launch_argv), select_ids, ignore_ids, fmt,
-                              output, verbose, bool(strict), no_network))
+                              output, verbose, bool(strict), no_network, assume))
     facts = load(facts_file) if facts_file else collect_facts()
-    plan = build_plan(config=config, accelerate_config=accelerate_config,
-                      launch=launch_text(launch, launch_argv), live=facts.live)
+    apply_assume(facts, assume)
+    plan = build_plan(config=config, accelerate_config=accelerate_config, launch="\n".join(launch) or None,
+                      launch_argv=launch_argv, live=facts.live)
     ctx, report = run_check(facts, plan, select=select_ids, ignore=ignore_ids,
                             network=not no_network)
     if probe:
-        if not facts.live:
-            from envdoctor.errors import InputError
+        from envdoctor.errors import InputError
 
+        if not facts.live:
             raise InputError("--probe", "the probe runs on this machine; it cannot check a "
                                         "snapshot (drop --facts)")
         from envdoctor.commands.probe import probe_area
@@ -94,12 +101,12 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
 
 
 def _distributed(config, accelerate_config, facts_file, probe, upgrade_plan, launch, select, ignore,
-                 fmt, output, verbose, strict, no_network) -> int:
+                 fmt, output, verbose, strict, no_network, assume) -> int:
     """``--distributed``: the cluster check on this rank (torch is imported only here)."""
     from envdoctor.errors import InputError
 
     clash = [flag for flag, on in (("--facts", facts_file), ("--probe", probe),
-                                   ("--upgrade-plan", upgrade_plan)) if on]
+                                   ("--upgrade-plan", upgrade_plan), ("--assume", assume)) if on]
     if clash:
         raise InputError("--distributed", f"cannot be combined with {', '.join(clash)}")
     from envdoctor.cluster import run_distributed
@@ -110,8 +117,9 @@ def _distributed(config, accelerate_config, facts_file, probe, upgrade_plan, lau
                            color=fmt == "text" and not output and use_color())
 
 
-def launch_text(launch: tuple[str, ...], argv: tuple[str, ...]) -> str | None:
-    """``--launch`` lines and the command after ``--``, as one multi-line launch text."""
+def launch_text(launch: tuple[str, ...], argv: tuple[str, ...] = ()) -> str | None:
+    """``--launch`` lines and the command after ``--`` as one launch text, for the cluster
+    check, which hands it to every rank as text (``check`` itself passes argv as argv)."""
     import shlex
 
     lines = list(launch)

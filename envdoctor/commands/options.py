@@ -35,6 +35,48 @@ strict_option = click.option("--strict", is_flag=True, default=None,
                              help="Exit 1 on warnings too.")
 
 
+assume_option = click.option(
+    "--assume", multiple=True, metavar="NAME==VERSION",
+    help="Judge as if this version were installed (repeatable), e.g. trl==1.16.0 when the "
+         "training environment is not this one.")
+
+#: Config files are given with options; a bare word ending like one is a mistyped option.
+_CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
+
+
+class LaunchCommand(click.Command):
+    """A command ending in a launch line. Options end at ``--`` or at the first word that is
+    not an option, so a launcher's flags are never read as envdoctor's, and a mistyped option
+    (``--confg``) is a usage error with click's "Did you mean --config?" (exit 2)."""
+
+    allow_interspersed_args = False
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        argv = ctx.params.get("launch_argv") or ()
+        if argv and argv[0].lower().endswith(_CONFIG_SUFFIXES):
+            raise click.UsageError(f"{argv[0]!r} is not a launch command: config files are "
+                                   f"given with --config / --accelerate-config (did you mean "
+                                   f"--config {argv[0]}?)", ctx)
+        return rest
+
+
+def apply_assume(facts: object, assume: tuple[str, ...] | list[str]) -> None:
+    """``--assume NAME==VERSION``: set those packages' versions in ``facts``."""
+    from envdoctor import versions
+    from envdoctor.errors import InputError
+    from envdoctor.facts.interface import Package, normalize_name
+
+    for item in assume:
+        name, sep, version = item.partition("==")
+        name, version = name.strip(), version.strip()
+        if not (sep and name and version):
+            raise InputError("--assume", f"expected NAME==VERSION, got {item!r}")
+        if len(version) > 64 or versions.parse(version) is None:
+            raise InputError("--assume", f"{version!r} is not a version (e.g. 1.16.0)")
+        facts.packages[normalize_name(name)] = Package(version=version)  # type: ignore[attr-defined]
+
+
 def emit(text: str, output: str | None) -> None:
     """Print or write what a command produced, through the last redaction pass."""
     from envdoctor.redact import output_text

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from envdoctor.commands.options import LaunchCommand
 from envdoctor.findings import Severity
 from envdoctor.report.interface import Area
 
@@ -25,6 +26,11 @@ def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) ->
     """Run the probe for the plan in ``ctx`` and return its report area."""
     from envdoctor.probe.plan import batch_shape, spec_from_context
     from envdoctor.probe.runner import run_probe
+
+    if ctx.resolved.unresolved:
+        from envdoctor.errors import InputError
+
+        raise InputError("--probe", f"launch not resolved: {ctx.resolved.unresolved}")
 
     spec = spec_from_context(ctx, timeout_s=timeout)
     tty = show_progress and sys.stderr.isatty()
@@ -58,7 +64,7 @@ def _info(message: str, severity: Severity = Severity.INFO):
     return Finding("PRB012", severity, message, "nothing to do")
 
 
-@click.command()
+@click.command(cls=LaunchCommand)
 @click.option("--config", type=str, metavar="FILE", help="TRL GRPO config (YAML/JSON).")
 @click.option("--accelerate-config", type=str, metavar="FILE", help="accelerate config file.")
 @click.option("--launch", multiple=True, metavar="CMD", help="The launch command line.")
@@ -74,7 +80,6 @@ def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv)
     """
     from envdoctor.checks.context import Context
     from envdoctor.checks.engine import Outcome
-    from envdoctor.commands.check import launch_text
     from envdoctor.commands.options import emit, use_color
     from envdoctor.doctor import build_report
     from envdoctor.facts.collect import collect_facts
@@ -85,7 +90,8 @@ def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv)
     timeout = valid_timeout(timeout, "--timeout")
     facts = collect_facts()
     plan = build_plan(config=config, accelerate_config=accelerate_config,
-                      launch=launch_text(launch, launch_argv), live=True)
+                      launch="\n".join(launch) or None, launch_argv=launch_argv,
+                      live=True)
     ctx = Context(facts=facts, plan=plan)
     area = probe_area(ctx, timeout=timeout, show_progress=fmt == "text")
     report = build_report(ctx, Outcome(), extra_areas=[area])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envdoctor.errors import InputError
+from envdoctor.errors import InputError, read_input_text
 from envdoctor.plan.config_files import read_mapping
 from envdoctor.plan.interface import Launch, Plan
 from envdoctor.plan.launch import parse_launches, parse_script_args
@@ -28,13 +29,19 @@ def default_accelerate_config(environ: dict[str, str] | None = None) -> Path | N
 def build_plan(
     config: str | None = None,
     accelerate_config: str | None = None,
-    launch: list[str] | str | None = None,
+    launch: Sequence[str] | str | None = None,
     config_dict: dict[str, Any] | None = None,
     live: bool = True,
+    launch_argv: Sequence[str] = (),
 ) -> Plan:
-    """Read the files and launch lines into a plan; CLI script arguments override the file."""
+    """Read the files and launch lines into a plan; CLI script arguments override the file.
+
+    ``launch``: launch text (a list is one command's argv, as ``preflight(launch=[...])``
+    takes it); ``launch_argv``: the command after ``--`` as the shell passed it (not joined and
+    split again).
+    """
     plan = Plan()
-    plan.launches = parse_launches(launch) if launch else []
+    plan.launches = parse_launches(launch or None, launch_argv)
     trainer = plan.trainer
     script_cfg: dict[str, Any] = {}
     if trainer is not None:
@@ -50,6 +57,7 @@ def build_plan(
         _merge(plan, {k: v for k, v in script_cfg.items() if k not in _LAUNCH_ONLY},
                "command line")
         _apply_config_env(plan, trainer)
+        _read_hostfile(trainer)
     acc_path = accelerate_config
     if acc_path is None and trainer is not None:
         acc_path = trainer.options.get("config_file") or trainer.options.get("accelerate_config")
@@ -70,6 +78,20 @@ def _merge(plan: Plan, values: dict[str, Any], origin: str) -> None:
         validate(str(key), value, origin)  # values outside every rule's domain: exit 2 here
         plan.config[key] = value
         plan.config_origin[key] = origin
+
+
+def _read_hostfile(trainer: Launch) -> None:
+    """deepspeed without ``--num_nodes`` runs on every host of ``--hostfile``: count them
+    (``host slots=N`` lines) when the file is here; the layout says so when it is not."""
+    path = trainer.options.get("hostfile", trainer.options.get("H"))
+    if trainer.launcher != "deepspeed" or not isinstance(path, str) or not os.path.isfile(path):
+        return
+    text = read_input_text(path, f"deepspeed --hostfile {path}", 1024 * 1024)
+    hosts = {line.split()[0] for line in (raw.split("#", 1)[0] for raw in text.splitlines())
+             if line.strip()}
+    if not hosts:
+        raise InputError(f"deepspeed --hostfile {path}", "lists no host")
+    trainer.options["_hostfile_hosts"] = len(hosts)
 
 
 def _apply_config_env(plan: Plan, trainer: Launch) -> None:

@@ -14,7 +14,9 @@ class Launch:
 
     ``launcher`` is one of python, accelerate, torchrun, deepspeed, trl-grpo, trl-vllm-serve,
     unknown; ``options`` holds the launcher's own flags (names with underscores), ``program`` the
-    argv up to the user's script, ``script_args`` what follows it.
+    argv up to the user's script, ``script_args`` what follows it. ``wrappers`` are the commands
+    that start it (``srun --nodes=4``, ``bash -c``), ``nodes`` the nodes they spread it over;
+    ``unresolved`` says why what runs on a node is not known (the layout is then not resolved).
     """
 
     raw: str
@@ -25,6 +27,10 @@ class Launch:
     script: str | None = None
     module: str | None = None
     script_args: list[str] = field(default_factory=list)
+    wrappers: list[str] = field(default_factory=list)
+    nodes: int | None = None
+    placed_by: str | None = None  # srun / mpirun: the scheduler picks its node(s)
+    unresolved: str | None = None
 
     @property
     def is_server(self) -> bool:
@@ -78,7 +84,7 @@ class ServerPlan:
     tensor_parallel_size: int = 1
     data_parallel_size: int = 1
     gpus: list[int] = field(default_factory=list)
-    source: str = "launch"  # launch | nvml | config
+    source: str = "launch"  # launch | nvml | config | srun / mpirun (a node they pick)
     pid: int | None = None
 
 
@@ -103,6 +109,7 @@ class GpuLayout:
     vllm_device_resolved: str | None = None  # legacy: "cuda:4"
     server: ServerPlan | None = None
     gpus_known: bool = True
+    unresolved: str | None = None  # why the launch's processes are not known (no ranks then)
     problems: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -1,19 +1,31 @@
-"""Parse launch command lines the way the shell, accelerate, torchrun and TRL would."""
+"""Parse launch command lines the way the shell, accelerate, torchrun and TRL would.
+
+Wrappers that start the real command are peeled off and recorded (``envdoctor.plan.wrappers``):
+``srun``, ``mpirun``, ``bash -c '…'``, ``env``, ``nohup``, ``uv run``… A command that cannot be
+resolved (``sudo python t.py``, ``bash train.sh``) is kept with ``unresolved`` set to why.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
+from collections.abc import Sequence
 from typing import Any
 
 from envdoctor.errors import InputError
 from envdoctor.plan.interface import Launch
+from envdoctor.plan.wrappers import Peeled, peel
 
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SEPARATORS = {";", "&&", "&", "||", "|"}
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
+#: shell statements and tools that appear in job scripts between the launch lines
+_NOT_LAUNCHES = {"wait", "cd", "source", ".", "set", "unset", "echo", "printf", "sleep", "module",
+                 "ulimit", "trap", "true", "false", ":", "mkdir", "shopt", "pushd", "popd",
+                 "umask", "exit", "nvidia-smi", "scontrol", "ml"}
+_MAX_DEPTH = 4  # bash -c 'srun bash -c "…"' nests; deeper is not a launch line people write
 
 # Flags of each launcher that take no value; every other flag takes one.
 _BOOLEAN = {
@@ -29,6 +41,13 @@ _BOOLEAN = {
 #: accelerate flags that ``trl grpo`` passes on to accelerate.
 _TRL_ACCELERATE = {"num_processes", "num_machines", "machine_rank", "gpu_ids", "config_file",
                    "accelerate_config", "main_process_port", "multi_gpu"}
+#: ``python -m MODULE`` that is a launcher.
+_LAUNCHER_MODULES = {
+    "torch.distributed.run": ("torchrun", 0), "torch.distributed.launch": ("torchrun", 0),
+    "accelerate.commands.launch": ("accelerate", 0),
+    "accelerate.commands.accelerate_cli": ("accelerate", 1),  # … accelerate_cli launch
+    "deepspeed.launcher.runner": ("deepspeed", 0),
+}
 
 
 def coerce(value: str) -> Any:
@@ -43,7 +62,8 @@ def coerce(value: str) -> Any:
     if _INT.match(value):  # a longer one stays text: the config reader refuses it, naming it
         return int(value) if len(value) <= 40 else value
     if _FLOAT.match(value):
-        return float(value)
+        number = float(value)
+        return number if math.isfinite(number) else value  # 1e999 stays as typed
     return value
 
 
@@ -77,8 +97,8 @@ def parse_script_args(args: list[str]) -> dict[str, Any]:
     return out
 
 
-def _split_options(launcher: str, tokens: list[str]) -> tuple[dict[str, Any], list[str], int]:
-    """Consume launcher flags; return (options, unknown-looking flags, index of the script)."""
+def _split_options(launcher: str, tokens: list[str]) -> tuple[dict[str, Any], int]:
+    """Consume launcher flags; return (options, index of the script)."""
     boolean = _BOOLEAN.get(launcher, set())
     opts: dict[str, Any] = {}
     i = 0
@@ -105,7 +125,7 @@ def _split_options(launcher: str, tokens: list[str]) -> tuple[dict[str, Any], li
             i += 1
         else:
             opts[name] = True
-    return opts, [], i
+    return opts, i
 
 
 def _python_launch(raw: str, env: dict[str, str], argv: list[str]) -> Launch:
@@ -115,20 +135,24 @@ def _python_launch(raw: str, env: dict[str, str], argv: list[str]) -> Launch:
     if i < len(argv) and argv[i] == "-m" and i + 1 < len(argv):
         module = argv[i + 1]
         rest = argv[i + 2:]
-        if module in ("torch.distributed.run", "torch.distributed.launch"):
-            return _launcher_launch(raw, env, "torchrun", argv[: i + 2], rest)
-        if module == "accelerate.commands.launch":
-            return _launcher_launch(raw, env, "accelerate", argv[: i + 2], rest)
+        if module in _LAUNCHER_MODULES:
+            launcher, sub = _LAUNCHER_MODULES[module]
+            if sub and rest[:1] != ["launch"]:
+                return _unknown(raw, env, argv, f"`python -m {module} {' '.join(rest[:1])}`"
+                                " is not `accelerate launch`")
+            return _launcher_launch(raw, env, launcher, argv[: i + 2 + sub], rest[sub:])
         return Launch(raw=raw, launcher="python", env=env, program=argv[: i + 2],
                       module=module, script_args=rest)
     script = argv[i] if i < len(argv) else None
+    if script is None:
+        return _unknown(raw, env, argv, f"`{shlex.join(argv)}` runs no script")
     return Launch(raw=raw, launcher="python", env=env, program=argv[:i], script=script,
                   script_args=argv[i + 1:])
 
 
 def _launcher_launch(raw: str, env: dict[str, str], launcher: str, head: list[str],
                      rest: list[str]) -> Launch:
-    opts, _unknown, i = _split_options(launcher, rest)
+    opts, i = _split_options(launcher, rest)
     launch = Launch(raw=raw, launcher=launcher, env=env, options=opts, program=head + rest[:i])
     tail = rest[i:]
     if opts.get("module") or opts.get("m"):
@@ -139,23 +163,46 @@ def _launcher_launch(raw: str, env: dict[str, str], launcher: str, head: list[st
     return launch
 
 
+def _unknown(raw: str, env: dict[str, str], tokens: list[str], why: str) -> Launch:
+    return Launch(raw=raw, launcher="unknown", env=env, program=tokens[:1],
+                  script_args=tokens[1:], unresolved=why)
+
+
 def parse_launch(raw: str, env: dict[str, str] | None = None) -> Launch:
-    """Parse one command (no separators). ``env`` holds variables exported before it."""
+    """Parse one command (no separators). ``env`` holds variables exported before it; of a
+    wrapper that runs several commands (``bash -c 'a; b'``) the first is returned."""
     try:
         tokens = shlex.split(raw.replace("\\\n", " "), comments=False, posix=True)
     except ValueError as exc:
         raise InputError("launch command", f"cannot parse {raw!r}: {exc}") from None
-    return _parse_tokens(raw, tokens, dict(env or {}))
+    launches = _parse_tokens(raw, tokens, dict(env or {}), 0)
+    return launches[0] if launches else Launch(raw=raw, launcher="env", env=dict(env or {}))
 
 
-def _parse_tokens(raw: str, tokens: list[str], env: dict[str, str]) -> Launch:
-    while tokens and (_ASSIGN.match(tokens[0]) or tokens[0] in ("env", "exec", "nohup")):
-        tok = tokens.pop(0)
-        if "=" in tok:
-            key, _, value = tok.partition("=")
-            env[key] = value
-    if not tokens:
-        return Launch(raw=raw, launcher="env", env=env)
+def _parse_tokens(raw: str, tokens: list[str], env: dict[str, str], depth: int) -> list[Launch]:
+    """The launches one command runs: itself, or what its wrappers start."""
+    peeled = peel(tokens, env)
+    if peeled.inner is not None:  # bash -c '…': the commands inside
+        if depth >= _MAX_DEPTH:
+            return [_unknown(raw, env, tokens, "shell commands nested too deep")]
+        inner = _parse_text(peeled.inner, dict(peeled.env), depth + 1)
+        for launch in inner:
+            _apply_wrappers(launch, peeled)
+        return inner
+    rest = peeled.command
+    if rest and rest[0] in _NOT_LAUNCHES and not peeled.unresolved:
+        return []
+    if peeled.unresolved:
+        launch = _unknown(raw, peeled.env, rest or tokens, peeled.unresolved)
+    elif not rest:
+        return [Launch(raw=raw, launcher="env", env=peeled.env)]
+    else:
+        launch = _dispatch(raw, peeled.env, rest)
+    _apply_wrappers(launch, peeled)
+    return [launch]
+
+
+def _dispatch(raw: str, env: dict[str, str], tokens: list[str]) -> Launch:
     prog = os.path.basename(tokens[0])
     if re.fullmatch(r"python[0-9.]*", prog):
         return _python_launch(raw, env, tokens)
@@ -178,17 +225,86 @@ def _parse_tokens(raw: str, tokens: list[str], env: dict[str, str]) -> Launch:
     if prog.endswith(".py"):
         return Launch(raw=raw, launcher="python", env=env, program=[], script=tokens[0],
                       script_args=tokens[1:])
-    return Launch(raw=raw, launcher="unknown", env=env, program=tokens[:1],
-                  script_args=tokens[1:])
+    if prog in ("accelerate", "trl", "vllm"):
+        return _unknown(raw, env, tokens, f"`{shlex.join(tokens[:2])}` starts no training")
+    return _unknown(raw, env, tokens, f"`{tokens[0]}` is not a launcher envdoctor knows")
 
 
-def parse_launches(text: str | list[str]) -> list[Launch]:
-    """Parse one or more commands joined by newlines, ``;``, ``&&`` or ``&``.
+def _apply_wrappers(launch: Launch, peeled: Peeled) -> None:
+    """Record what the wrappers do; a wrapper that starts several copies of a launcher on a
+    node, or copies of a plain script, leaves the launch unresolved."""
+    launch.wrappers = peeled.wrappers + launch.wrappers
+    if peeled.nodes is not None:
+        launch.nodes = peeled.nodes
+    if peeled.task_wrapper is None or launch.unresolved:
+        return
+    launch.placed_by = peeled.task_wrapper
+    per_node = peeled.tasks_per_node
+    wrapper = peeled.task_wrapper
+    if launch.is_server or (peeled.tasks == 1 and per_node in (1, None)):
+        return
+    if launch.launcher == "python":
+        launch.unresolved = (f"{wrapper} starts {peeled.tasks_text} of `{_what(launch)}`; "
+                             "whether they form one torch.distributed job is up to the script")
+    elif per_node is None:
+        launch.unresolved = (f"{wrapper} starts {peeled.tasks_text} of {launch.launcher}; how "
+                             "many run on each node depends on the allocation or hostfile")
+    elif per_node > 1:
+        launch.unresolved = (f"{wrapper} starts {per_node} copies of {launch.launcher} on each "
+                             "node (each would start its own processes)")
 
-    ``export VAR=…`` and bare ``VAR=…`` statements apply to the commands after them.
-    """
-    if isinstance(text, list):
-        text = " ".join(shlex.quote(t) if t not in _SEPARATORS else t for t in text)
+
+def _what(launch: Launch) -> str:
+    return launch.script or (f"-m {launch.module}" if launch.module else launch.raw)
+
+
+def _one_word_substitutions(text: str) -> str:
+    """``$(cmd | head -1)`` and ``$((N * 8))`` are one word to the shell: squeeze out the
+    blanks and separators inside them so the split keeps them whole (they stay unevaluated)."""
+    if "$(" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        start = text.find("$(", i)
+        if start < 0:
+            out.append(text[i:])
+            break
+        out.append(text[i:start])
+        depth, j = 0, start + 1
+        while j < len(text):
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+            if depth == 0:
+                break
+        out.append(re.sub(r"[\s;&|]+", "", text[start:j]))
+        i = j
+    return "".join(out)
+
+
+_DUP = re.compile(r"(?<=\s)(\d*>&\d+|&>>?)(?=\s|$)")  # 2>&1, &> (before `&` splits commands)
+_REDIRECT = re.compile(r"^\d*(>>?|<)(.*)$")
+
+
+def _without_redirections(segment: list[str]) -> list[str]:
+    """``> log``, ``2>err``, ``<in``: where output goes, not what runs."""
+    out: list[str] = []
+    skip = False
+    for tok in segment:
+        if skip:
+            skip = False
+            continue
+        m = _REDIRECT.match(tok)
+        if m:
+            skip = not m.group(2)
+            continue
+        out.append(tok)
+    return out
+
+
+def _parse_text(text: str, exported: dict[str, str], depth: int) -> list[Launch]:
+    text = _DUP.sub(lambda m: ">" if m.group(0).startswith("&") else " ",
+                    _one_word_substitutions(text))
     try:
         joined = text.replace("\\\n", " ").replace("\n", " ; ")
         lexer = shlex.shlex(joined, posix=True, punctuation_chars=";&|")
@@ -196,13 +312,19 @@ def parse_launches(text: str | list[str]) -> list[Launch]:
         tokens = list(lexer)
     except ValueError as exc:
         raise InputError("launch command", f"cannot parse {text!r}: {exc}") from None
+    return _parse_segments(tokens, exported, depth)
+
+
+def _parse_segments(tokens: Sequence[str], exported: dict[str, str], depth: int) -> list[Launch]:
+    """Commands between separators; ``export VAR=…`` and bare ``VAR=…`` statements apply to
+    the commands after them (``exported`` is updated in place)."""
     launches: list[Launch] = []
-    exported: dict[str, str] = {}
     segment: list[str] = []
-    for tok in tokens + [";"]:
+    for tok in [*tokens, ";"]:
         if tok not in _SEPARATORS:
             segment.append(tok)
             continue
+        segment = _without_redirections(segment)
         if not segment:
             continue
         if segment[0] == "export":
@@ -211,10 +333,26 @@ def parse_launches(text: str | list[str]) -> list[Launch]:
                     k, _, v = tok2.partition("=")
                     exported[k] = v
         else:
-            launch = _parse_tokens(shlex.join(segment), segment, dict(exported))
-            if launch.launcher == "env":
-                exported.update(launch.env)
-            else:
-                launches.append(launch)
+            for launch in _parse_tokens(shlex.join(segment), segment, dict(exported), depth):
+                if launch.launcher == "env":
+                    exported.update(launch.env)
+                else:
+                    launches.append(launch)
         segment = []
+    return launches
+
+
+def parse_launches(text: str | Sequence[str] | None = None,
+                   argv: Sequence[str] | None = None) -> list[Launch]:
+    """Parse launch text (one or more commands joined by newlines, ``;``, ``&&`` or ``&``) and
+    then ``argv``: one command as the shell passed it (its words are not split again; a word
+    that is exactly ``;``, ``&&`` or ``&`` separates commands). A list for ``text`` is argv
+    too. Variables exported in the text apply to the commands after them, argv's included.
+    """
+    if text is not None and not isinstance(text, str):
+        text, argv = None, [*text, *(argv or [])]
+    exported: dict[str, str] = {}
+    launches = _parse_text(text, exported, 0) if text else []
+    if argv:
+        launches += _parse_segments(list(argv), exported, 0)
     return launches

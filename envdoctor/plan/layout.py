@@ -28,18 +28,42 @@ _SERVER_NAMES = ("vllm-serve", "vllm_serve", "vllm serve", "vllm.entrypoints")
 
 MAX_PROCESSES = 4096  # per machine: more than any node has GPUs
 MAX_MACHINES = 100_000
+_VARIABLE = re.compile(r"^\$(\w+)$|^\$\{(\w+)\}$")
 
 
-def _processes(launcher: str, flag: str, raw: Any, default: int | None,
-               allowed: tuple[int, ...] = ()) -> int | None:
-    """A process count from the launch (``default`` when absent or not a number); a count
-    below 1 (other than the launcher's ``allowed`` specials) is bad input."""
-    count = _int(raw)
-    if count is None:
+class _Unresolved(Exception):
+    """A count the launch leaves to the shell (``--num_processes $WORLD_SIZE``)."""
+
+
+def _count(where: str, flag: str, raw: Any, env: dict[str, str], default: Any = None,
+           minimum: int = 1, allowed: tuple[int, ...] = (), words: tuple[str, ...] = (),
+           unit: str = "process") -> Any:
+    """A count from the launch line or a config: ``default`` when absent, one of ``words``, or
+    a whole number of at least ``minimum`` (or one of the launcher's ``allowed`` specials);
+    anything else is bad input naming the flag and value."""
+    if raw is None:
         return default
-    if count < 1 and count not in allowed:
-        raise InputError(f"launch command ({launcher})",
-                         f"--{flag} {raw}: at least 1 process is needed")
+    text = str(raw).strip() if not isinstance(raw, bool) else ""
+    m = _VARIABLE.match(text)
+    if m and (m.group(1) or m.group(2)) in env:
+        text = env[m.group(1) or m.group(2)].strip()
+    if text.lower() in words:
+        return text.lower()
+    if "$" in text or "`" in text:
+        raise _Unresolved(f"{flag} {raw} is left to the shell; envdoctor does not evaluate it "
+                          "(give the number)")
+    if isinstance(raw, bool) or not re.fullmatch(r"[+-]?\d+", text):
+        kind = "a whole number" + (f" or {', '.join(words)}" if words else "")
+        raise InputError(where, f"{flag} {raw}: expected {kind}")
+    if len(text.lstrip("+-")) > 9:
+        raise InputError(where, f"{flag} {text[:20]}{'…' * (len(text) > 20)}: more than any "
+                         f"GRPO job runs (envdoctor plans up to {MAX_PROCESSES} processes per "
+                         f"machine on {MAX_MACHINES} machines)")
+    count = int(text)
+    if count < minimum and count not in allowed:
+        need = f"at least {minimum} {unit} is needed" if minimum else "must be 0 or more"
+        raise InputError(where, f"{flag} {raw}: {need}"
+                         + (f" (or {', '.join(map(str, allowed))})" if allowed else ""))
     return count
 
 
@@ -82,6 +106,8 @@ def vllm_mode(plan: Plan, facts: Facts, kb: Knowledge) -> str | None:
 
 
 def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
+    """The layout of the plan; ``unresolved`` set (and no ranks) when the launch line does not
+    say what runs on a node."""
     trainer = plan.trainer
     env = trainer_env(facts, trainer)
     order = env.get("CUDA_DEVICE_ORDER")
@@ -93,63 +119,14 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
     lay.visible_source = f"CUDA_VISIBLE_DEVICES={cvd}" if cvd is not None else "all GPUs"
     if seen.problem:
         lay.problems["visible"] = seen.problem
-    opts = trainer.options if trainer else {}
-    acc = plan.accelerate
-    distributed = False
-    node_rank = 0
-
-    if lay.launcher == "accelerate" or lay.launcher.startswith("trl-"):
-        gpu_ids = opts.get("gpu_ids", acc.get("gpu_ids"))
-        if gpu_ids is not None and str(gpu_ids).strip().lower() != "all":
-            ids = str(gpu_ids)
-            chosen = resolve_visible(ids, facts.gpus, order)
-            entries = [e.strip() for e in ids.split(",") if e.strip()]
-            lay.visible = chosen.gpus
-            lay.visible_source = f"--gpu_ids {ids} (accelerate sets CUDA_VISIBLE_DEVICES={ids})"
-            if chosen.problem:
-                lay.problems["gpu_ids"] = chosen.problem.replace("CUDA_VISIBLE_DEVICES", "gpu_ids")
-            if len(set(entries)) != len(entries):
-                lay.problems["gpu_ids"] = f"gpu_ids {ids} repeats a GPU"
-        lay.num_machines = _int(opts.get("num_machines", acc.get("num_machines")), 1) or 1
-        node_rank = _int(opts.get("machine_rank", acc.get("machine_rank")), 0) or 0
-        total = _processes(lay.launcher, "num_processes",
-                           opts.get("num_processes", acc.get("num_processes")), None)
-        if total is None:
-            total = max(len(lay.visible), 1) if not acc else 1
-            lay.problems["num_processes_default"] = total
-        lay.world_size = total
-        lay.num_processes = max(total // max(lay.num_machines, 1), 1)
-        dtype = str(acc.get("distributed_type", "")).upper()
-        distributed = bool(lay.num_processes > 1 or lay.num_machines > 1
-                           or opts.get("use_deepspeed") or opts.get("use_fsdp")
-                           or dtype in ("DEEPSPEED", "FSDP"))
-        if opts.get("multi_gpu") and total < 2:
-            lay.problems["multi_gpu_one_process"] = total
-    elif lay.launcher == "torchrun":
-        nproc = opts.get("nproc_per_node", 1)
-        lay.num_processes = (len(lay.visible) or 1) if nproc in ("gpu", "auto") else (
-            _processes(lay.launcher, "nproc_per_node", nproc, 1))
-        lay.num_machines = _int(str(opts.get("nnodes", 1)).split(":")[-1], 1) or 1
-        node_rank = _int(opts.get("node_rank"), 0) or 0
-        lay.world_size = lay.num_processes * lay.num_machines
-        distributed = True
-    elif lay.launcher == "deepspeed":
-        include = opts.get("include")
-        if isinstance(include, str) and ":" in include:
-            ids = include.split(":", 1)[1]
-            lay.visible = resolve_visible(ids, facts.gpus, order).gpus
-            lay.visible_source = f"--include {include}"
-        gpus = _processes(lay.launcher, "num_gpus", opts.get("num_gpus"), -1, allowed=(-1,))
-        # deepspeed's default -1: every visible GPU
-        lay.num_processes = (len(lay.visible) or 1) if gpus == -1 else gpus
-        lay.num_machines = _int(opts.get("num_nodes"), 1) or 1
-        lay.world_size = lay.num_processes * lay.num_machines
-        distributed = True
-    else:  # plain python: one process, unless already inside a distributed launch
-        distributed = "LOCAL_RANK" in env and _int(env.get("WORLD_SIZE"), 1) > 1
-        lay.num_processes = 1
-        lay.world_size = _int(env.get("WORLD_SIZE"), 1) if distributed else 1
-
+    if trainer is not None and trainer.unresolved:
+        lay.unresolved = trainer.unresolved
+        return lay
+    try:
+        distributed, node_rank = _processes(lay, facts, plan, env)
+    except _Unresolved as exc:
+        lay.unresolved = str(exc)
+        return lay
     if lay.num_processes > MAX_PROCESSES or lay.num_machines > MAX_MACHINES:
         what = (f"{lay.num_processes} processes per machine" if lay.num_processes > MAX_PROCESSES
                 else f"{lay.num_machines} machines")
@@ -167,8 +144,128 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
         lay.ranks.append(Rank(rank=0, local_rank=0, gpu=lay.visible[0] if lay.visible else None,
                               visible=list(lay.visible)))
     lay.problems["distributed"] = distributed
+    if plan.server is not None:
+        _server(facts, plan)  # its counts are validated in every mode
     _resolve_generation(lay, facts, plan, kb)
     return lay
+
+
+def _processes(lay: GpuLayout, facts: Facts, plan: Plan, env: dict[str, str]) -> tuple[bool, int]:
+    """Processes per node, nodes and world size as the launcher computes them; returns
+    (distributed, this node's rank). Bad counts are input errors naming the flag."""
+    trainer = plan.trainer
+    opts = trainer.options if trainer else {}
+    acc = plan.accelerate
+    order = env.get("CUDA_DEVICE_ORDER")
+    launch_where = f"launch command ({lay.launcher})"
+
+    def value(name: str, config: bool = False) -> tuple[Any, str, str]:
+        if name in opts or not config or name not in acc:
+            return opts.get(name), launch_where, f"--{name}"
+        return acc.get(name), f"accelerate config {plan.accelerate_path or ''}".strip(), f"{name}:"
+
+    def count(name: str, config: bool = False, **kw: Any) -> Any:
+        raw, where, flag = value(name, config)
+        return _count(where, flag, raw, env, **kw)
+
+    if lay.launcher == "accelerate" or lay.launcher.startswith("trl-"):
+        gpu_ids = opts.get("gpu_ids", acc.get("gpu_ids"))
+        if gpu_ids is not None and str(gpu_ids).strip().lower() != "all":
+            ids = str(gpu_ids)
+            chosen = resolve_visible(ids, facts.gpus, order)
+            entries = [e.strip() for e in ids.split(",") if e.strip()]
+            lay.visible = chosen.gpus
+            lay.visible_source = f"--gpu_ids {ids} (accelerate sets CUDA_VISIBLE_DEVICES={ids})"
+            if chosen.problem:
+                lay.problems["gpu_ids"] = chosen.problem.replace("CUDA_VISIBLE_DEVICES", "gpu_ids")
+            if len(set(entries)) != len(entries):
+                lay.problems["gpu_ids"] = f"gpu_ids {ids} repeats a GPU"
+        lay.num_machines = count("num_machines", True, default=1, unit="machine")
+        try:
+            node_rank = count("machine_rank", True, default=0, minimum=0)
+        except _Unresolved:
+            node_rank = 0  # $SLURM_PROCID: differs per node; rank numbers only
+        total = count("num_processes", True)
+        if total is None:
+            total = max(len(lay.visible), 1) if not acc else 1
+            lay.problems["num_processes_default"] = total
+        lay.world_size = total
+        lay.num_processes = max(total // lay.num_machines, 1)
+        dtype = str(acc.get("distributed_type", "")).upper()
+        distributed = bool(lay.num_processes > 1 or lay.num_machines > 1
+                           or opts.get("use_deepspeed") or opts.get("use_fsdp")
+                           or dtype in ("DEEPSPEED", "FSDP"))
+        if opts.get("multi_gpu") and total < 2:
+            lay.problems["multi_gpu_one_process"] = total
+        return distributed, node_rank
+    if lay.launcher == "torchrun":
+        nproc = count("nproc_per_node", default=1, words=("gpu", "auto", "cpu", "xpu"))
+        if nproc in ("cpu", "xpu"):
+            raise _Unresolved(f"--nproc_per_node {nproc} starts one process per "
+                              f"{'CPU core' if nproc == 'cpu' else 'XPU'}, not per GPU")
+        lay.num_processes = (len(lay.visible) or 1) if nproc in ("gpu", "auto") else nproc
+        lay.num_machines = _nnodes(launch_where, opts.get("nnodes"), env)
+        try:
+            node_rank = count("node_rank", default=0, minimum=0)
+        except _Unresolved:
+            node_rank = 0
+        lay.world_size = lay.num_processes * lay.num_machines
+        return True, node_rank
+    if lay.launcher == "deepspeed":
+        include = opts.get("include")
+        if isinstance(include, str) and ":" in include and "@" not in include:
+            ids = include.split(":", 1)[1]
+            lay.visible = resolve_visible(ids, facts.gpus, order).gpus
+            lay.visible_source = f"--include {include}"
+        gpus = count("num_gpus", default=None, allowed=(-1,))
+        if gpus is None:
+            gpus = count("num_accelerators", default=-1, allowed=(-1,))
+        # deepspeed's default -1: every visible GPU
+        lay.num_processes = (len(lay.visible) or 1) if gpus == -1 else gpus
+        nodes = count("num_nodes", default=-1, allowed=(-1,), unit="node")
+        if nodes == -1:  # deepspeed's default: every host of the hostfile
+            nodes = _hostfile_nodes(opts, include)
+        lay.num_machines = nodes
+        lay.world_size = lay.num_processes * lay.num_machines
+        return True, 0
+    # plain python: one process, unless already inside a distributed launch
+    distributed = "LOCAL_RANK" in env and (_int(env.get("WORLD_SIZE"), 1) or 1) > 1
+    lay.num_processes = 1
+    lay.world_size = (_int(env.get("WORLD_SIZE"), 1) or 1) if distributed else 1
+    return distributed, 0
+
+
+def _nnodes(where: str, raw: Any, env: dict[str, str]) -> int:
+    """torchrun's ``--nnodes N`` or elastic ``MIN:MAX`` (the world size planned at MAX)."""
+    if raw is None:
+        return 1
+    parts = str(raw).split(":") if not isinstance(raw, bool) else [raw]
+    if len(parts) > 2:
+        raise InputError(where, f"--nnodes {raw}: expected N or MIN:MAX")
+    try:
+        counts = [_count(where, "--nnodes", p, env, unit="node") for p in parts]
+    except InputError as exc:
+        if len(parts) == 1:
+            raise
+        raise InputError(where, f"--nnodes {raw}: {exc.problem.split(': ', 1)[-1]}") from None
+    if len(counts) == 2 and counts[0] > counts[1]:
+        raise InputError(where, f"--nnodes {raw}: MIN is larger than MAX")
+    return counts[-1]
+
+
+def _hostfile_nodes(opts: dict[str, Any], include: Any) -> int:
+    """Nodes of a deepspeed launch without ``--num_nodes``: hosts named in ``--include``,
+    the hosts of ``--hostfile`` as read by the plan, else this node alone."""
+    if isinstance(include, str) and "@" in include:
+        return len([h for h in include.split("@") if h.strip()])
+    hostfile = opts.get("hostfile", opts.get("H"))
+    if hostfile is None:
+        return 1
+    hosts = opts.get("_hostfile_hosts")
+    if not isinstance(hosts, int):
+        raise _Unresolved(f"deepspeed --hostfile {hostfile}: its hosts are not readable here "
+                          "(give --num_nodes)")
+    return hosts
 
 
 def _resolve_generation(lay: GpuLayout, facts: Facts, plan: Plan, kb: Knowledge) -> None:
@@ -203,12 +300,21 @@ def _server(facts: Facts, plan: Plan) -> ServerPlan:
     launch = plan.server
     if launch is not None:
         o = launch.options
-        srv = ServerPlan(host=str(o.get("host", "0.0.0.0")), port=_int(o.get("port"), 8000) or 8000,
-                         tensor_parallel_size=_int(o.get("tensor_parallel_size"), 1) or 1,
-                         data_parallel_size=_int(o.get("data_parallel_size"), 1) or 1,
-                         source="launch")
+        where = f"launch command ({launch.launcher})"
         env = dict(facts.env)
         env.update(launch.env)
+        srv = ServerPlan(host=str(o.get("host", "0.0.0.0")), port=_int(o.get("port"), 8000) or 8000,
+                         source="launch")
+        try:
+            srv.tensor_parallel_size = _count(where, "--tensor_parallel_size",
+                                              o.get("tensor_parallel_size"), env, default=1, unit="GPU")
+            srv.data_parallel_size = _count(where, "--data_parallel_size",
+                                            o.get("data_parallel_size"), env, default=1, unit="replica")
+        except _Unresolved:
+            pass  # the server's own check (LAY007) then judges the defaults
+        if launch.placed_by:  # srun / mpirun put it on a node of their choice: GPUs unknown
+            srv.source = launch.placed_by
+            return srv
         visible = resolve_visible(env.get("CUDA_VISIBLE_DEVICES"), facts.gpus,
                                   env.get("CUDA_DEVICE_ORDER")).gpus
         srv.gpus = visible[: srv.tensor_parallel_size * srv.data_parallel_size]

@@ -39,6 +39,7 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
                 "config": {"use_vllm": True}}),
     "PKG008": ({"snap": {"packages": {"torch": "2.9.0"}}, "config": {"num_generations": 4}},
                {"config": {"num_generations": 4}}),
+    "ENV001": ({"snap": {"packages": {}}}, {"snap": {"packages": {"torch": "2.9.0"}}}),
     "CFG001": ({"config": {"vllm_device": "auto", "use_vllm": True}},
                {"snap": {"packages": LEGACY}, "config": {"vllm_device": "auto"}}),
     "CFG002": ({"config": {"num_generations": 3, "per_device_train_batch_size": 4},

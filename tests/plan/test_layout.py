@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from envdoctor.errors import InputError
 from envdoctor.facts.snapshot import from_dict
 from envdoctor.knowledge import knowledge
 from envdoctor.plan.build import build_plan
@@ -109,3 +116,118 @@ def test_trl_015_auto_with_one_gpu_shares_it():
     lay14 = layout("CUDA_VISIBLE_DEVICES=0 python t.py", config={"use_vllm": True,
                    "vllm_device": "auto"}, packages={**LEGACY, "trl": "0.14.0"})
     assert lay14.vllm_device_resolved == "cuda:1" and lay14.generation == []
+
+
+# --- wrappers, multi-node lines and bad counts ------------------------------------------------
+
+DATA = Path(__file__).parent / "data"
+
+
+def in_trl_checkout(tmp_path, monkeypatch) -> None:
+    """A working folder with TRL's examples/accelerate_configs/deepspeed_zero3.yaml."""
+    target = tmp_path / "examples" / "accelerate_configs"
+    target.mkdir(parents=True)
+    shutil.copy(DATA / "deepspeed_zero3.yaml", target)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_trl_slurm_example_is_eight_processes_per_node_of_thirty_two(tmp_path, monkeypatch):
+    from tests.plan.test_launch import TRL_SLURM
+
+    in_trl_checkout(tmp_path, monkeypatch)
+    lay = layout(TRL_SLURM, config={"use_vllm": True, "vllm_mode": "server"})
+    assert (lay.num_processes, lay.num_machines, lay.world_size) == (8, 4, 32)
+    assert lay.unresolved is None and lay.problems["distributed"]
+    assert [r.gpu for r in lay.ranks] == list(range(8))
+    # the server runs on the node srun picks (--nodelist): not on this node's training GPUs
+    assert lay.server.source == "srun" and lay.generation == []
+
+
+def test_unexpanded_counts_leave_the_layout_unresolved():
+    lay = layout("accelerate launch --num_processes $((SLURM_NNODES * 8)) --num_machines "
+                 "$SLURM_NNODES t.py")
+    assert lay.unresolved and "--num_machines $SLURM_NNODES" in lay.unresolved and not lay.ranks
+    lay = layout("export WORLD=16\naccelerate launch --num_processes $WORLD --num_machines 2 "
+                 "--machine_rank $SLURM_PROCID t.py")
+    assert lay.unresolved is None and (lay.num_processes, lay.world_size) == (8, 16)
+
+
+def test_unknown_wrapper_is_not_guessed_as_one_python_process():
+    lay = layout("sudo python t.py", n=8)
+    assert lay.unresolved and "sudo" in lay.unresolved and lay.ranks == []
+
+
+def test_torchrun_elastic_nnodes_plans_the_maximum():
+    lay = layout("torchrun --nnodes 1:4 --nproc_per_node 8 t.py")
+    assert lay.num_machines == 4 and lay.world_size == 32
+
+
+def test_deepspeed_hostfile_nodes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    lay = layout("deepspeed --hostfile hosts --num_gpus 8 t.py")
+    assert lay.unresolved and "--num_nodes" in lay.unresolved
+    (tmp_path / "hosts").write_text("# two nodes\nworker-1 slots=8\nworker-2 slots=8\n")
+    lay = layout("deepspeed --hostfile hosts --num_gpus 8 t.py")
+    assert lay.num_machines == 2 and lay.world_size == 16
+    assert layout("deepspeed --hostfile hosts --num_nodes 1 t.py").world_size == 8
+
+
+@pytest.mark.parametrize("line, message", [
+    ("torchrun --nnodes -5 t.py", "--nnodes -5: at least 1 node"),
+    ("torchrun --nnodes 1:-4 t.py", "--nnodes 1:-4: at least 1 node"),
+    ("torchrun --nnodes 4:2 t.py", "--nnodes 4:2: MIN is larger than MAX"),
+    ("torchrun --nproc_per_node 2.9 t.py", "--nproc_per_node 2.9: expected a whole number"),
+    ("torchrun --nproc_per_node two t.py", "--nproc_per_node two: expected a whole number"),
+    ("torchrun --nproc_per_node 1e999 t.py", "--nproc_per_node 1e999: expected"),
+    ("deepspeed --num_nodes -3 t.py", "--num_nodes -3: at least 1 node"),
+    ("deepspeed --num_gpus 1.5 t.py", "--num_gpus 1.5: expected a whole number"),
+    ("accelerate launch --num_processes 1e999 t.py", "--num_processes 1e999: expected"),
+    ("accelerate launch --num_machines 0 t.py", "--num_machines 0: at least 1 machine"),
+    ("accelerate launch --machine_rank -1 t.py", "--machine_rank -1: must be 0 or more"),
+    ("trl vllm-serve --model m --data_parallel_size -1\ntorchrun t.py",
+     "--data_parallel_size -1: at least 1"),
+    ("trl vllm-serve --model m --tensor-parallel-size 0.5\ntorchrun t.py",
+     "--tensor_parallel_size 0.5: expected a whole number"),
+])
+def test_impossible_counts_are_input_errors(line, message):
+    with pytest.raises(InputError, match=re.escape(message)):
+        layout(line, config={"use_vllm": True, "vllm_mode": "server"})
+
+
+def test_count_keywords_and_specials_stay_valid():
+    assert layout("torchrun --nproc_per_node gpu t.py", n=4).num_processes == 4
+    assert layout("torchrun --nproc_per_node auto t.py", n=2).num_processes == 2
+    assert "CPU core" in layout("torchrun --nproc_per_node cpu t.py").unresolved
+    assert layout("deepspeed --num_gpus -1 --num_nodes -1 t.py", n=3).world_size == 3
+
+
+def test_accelerate_config_counts_are_named_by_file():
+    with pytest.raises(InputError, match="accelerate config.*num_processes: 2.5"):
+        layout("accelerate launch t.py", accelerate={"num_processes": 2.5})
+
+
+def test_open_r1_train_slurm_two_training_nodes(tmp_path, monkeypatch):
+    """open-r1's slurm/train.slurm (huggingface/open-r1@1416fa0cf21595d2083b399a2a0bbddd7f6e9563)
+    on 3 nodes with vLLM: 2 train (16 processes), the last serves; its zero3.yaml is TRL's."""
+    (tmp_path / "recipes" / "accelerate_configs").mkdir(parents=True)
+    shutil.copy(DATA / "deepspeed_zero3.yaml", tmp_path / "recipes" / "accelerate_configs" /
+                "zero3.yaml")
+    recipe = tmp_path / "recipes" / "Qwen2.5-1.5B-Instruct" / "grpo"
+    recipe.mkdir(parents=True)
+    (recipe / "config_demo.yaml").write_text(  # the recipe's batch keys; server mode spelled
+        "use_vllm: true\ngradient_accumulation_steps: 4\nnum_generations: 16\n"  # out (TRL's
+        "per_device_train_batch_size: 16\nvllm_mode: server\n")  # default of its era)
+    monkeypatch.chdir(tmp_path)
+    launch = (
+        "srun --nodes=1 --ntasks=1 --nodelist=ip-c trl vllm-serve --model Qwen/Qwen2.5-1.5B-Instruct"
+        " --revision main --tensor_parallel_size 1 --data_parallel_size 1 &\n"
+        "srun --wait=60 --kill-on-bad-exit=1 --nodes=2 --ntasks=2 --nodelist=ip-a,ip-b bash -c "
+        "'ACCELERATE_LOG_LEVEL=info TRANSFORMERS_VERBOSITY=info accelerate launch --config_file "
+        "recipes/accelerate_configs/zero3.yaml --gradient_accumulation_steps 4 --num_machines 2 "
+        "--num_processes 16 --main_process_ip ip-a --main_process_port 6000 --machine_rank "
+        "$SLURM_PROCID --rdzv_backend=c10d --max_restarts 1 --tee 3 src/open_r1/grpo.py --config "
+        "recipes/Qwen2.5-1.5B-Instruct/grpo/config_demo.yaml --vllm_server_host=ip-c'")
+    lay = layout(launch)
+    assert (lay.num_processes, lay.num_machines, lay.world_size) == (8, 2, 16)
+    assert lay.generation_mode == "server" and lay.server.source == "srun"
+    assert lay.generation == [] and len(lay.training) == 8
