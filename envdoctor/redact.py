@@ -99,7 +99,8 @@ def _mask_tokens(text: str) -> str:
 
 def _mask_urls(text: str) -> str:
     """The user information of every ``scheme://…@host``: everything up to the last ``@`` of
-    the URL's word (a password may hold ``/`` or ``@``)."""
+    the URL's word (a password may hold ``/`` or ``@``; a ``/`` before any ``:`` means a path
+    followed by a git ref, which is kept)."""
     if "://" not in text:
         return text
     out, pos = [], 0
@@ -111,7 +112,11 @@ def _mask_urls(text: str) -> str:
         m = _URL_END.search(text, start)
         end = m.start() if m else len(text)
         at = text.rfind("@", start, end)
-        if at > start:
+        info = text[start:at] if at > start else ""
+        slash = info.find("/")
+        if slash >= 0 and ":" not in info[:slash]:
+            info = ""  # git+https://github.com/o/r@v1.0: a path then a ref, not user information
+        if info:
             out.append(text[pos:start])
             out.append(MASK)
             pos = at  # keep the '@' and what follows
