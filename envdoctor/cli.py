@@ -30,12 +30,11 @@ for _command in COMMANDS:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: input errors exit 2 with a message, never a traceback."""
     from envdoctor.errors import InputError
+    from envdoctor.redact import clean
 
     for stream in (sys.stdout, sys.stderr):  # text from a snapshot may hold lone surrogates
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    if hasattr(sys, "set_int_max_str_digits"):
-        sys.set_int_max_str_digits(0)  # a 5,000-digit number in a config is a finding, not a crash
     try:
         cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
     except InputError as exc:
@@ -45,17 +44,49 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("envdoctor: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
+        exc.message = clean(exc.message)  # "unexpected extra argument (hf_…)" echoes input
         exc.show()
         sys.exit(2)
     except click.exceptions.Exit as exc:
+        _flush()
         sys.exit(exc.exit_code)
+    except SystemExit:  # a command's own exit status: its output must still reach the reader
+        from click.utils import PacifyFlushWrapper
+
+        if isinstance(sys.stdout, PacifyFlushWrapper):  # click met EPIPE and exits 1 for it
+            _quiet_stdout()
+            sys.exit(141)
+        _flush()
+        raise
+    except BrokenPipeError:  # `envdoctor rules | head`: the reader left; end quietly
+        _quiet_stdout()
+        sys.exit(141)
     except KeyboardInterrupt:
         click.echo("envdoctor: interrupted", err=True)
         sys.exit(130)
     except Exception as exc:  # envdoctor's own bug: say so plainly
         if os.environ.get("ENVDOCTOR_DEBUG"):
             raise
-        click.echo(f"envdoctor: internal error: {type(exc).__name__}: {exc} "
+        click.echo(f"envdoctor: internal error: {type(exc).__name__}: {clean(str(exc))} "
                    "(set ENVDOCTOR_DEBUG=1 for the traceback)", err=True)
         sys.exit(2)
+    _flush()
     sys.exit(0)
+
+
+def _flush() -> None:
+    """Flush stdout; a reader that left (``| head``) ends the run quietly with 141."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        sys.exit(141)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that Python's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

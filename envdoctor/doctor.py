@@ -80,9 +80,7 @@ def layout_rows(ctx: Context) -> list[dict[str, Any]]:
 def upgrade_plan(ctx: Context, findings: list[Finding]) -> list[str]:
     """pip commands that make the stack consistent: requirement conflicts solved with the fewest
     changes (``envdoctor.upgrade``), plus the other version fixes the findings ask for."""
-    from envdoctor.upgrade import plan_upgrade
-
-    plans = plan_upgrade(ctx.facts, ctx.kb, {"vllm"} if ctx.plan.use_vllm else set())
+    plans = list(_plan_upgrade(ctx.facts, ctx.kb, {"vllm"} if ctx.plan.use_vllm else set()))
     wanted: dict[str, str] = {}
     for f in findings:
         if not f.rule.startswith("PKG") or f.rule == "PKG004":
@@ -94,6 +92,24 @@ def upgrade_plan(ctx: Context, findings: list[Finding]) -> list[str]:
     if wanted:
         plans.append("pip install " + " ".join(f"'{r}'" for r in wanted.values()))
     return plans
+
+
+_UPGRADE_CACHE: dict[tuple, tuple[str, ...]] = {}
+
+
+def _plan_upgrade(facts: Facts, kb: Any, extras: set[str]) -> tuple[str, ...]:
+    """``plan_upgrade``, computed once per distinct set of installed packages: the hook checks
+    a thousand configs against one environment, and parsing every Requires-Dist line again for
+    each made that quadratic in practice (31 s for 1,000 files)."""
+    from envdoctor.upgrade import plan_upgrade
+
+    key = (id(kb), frozenset(extras), tuple(sorted(
+        (n, p.version, tuple(p.requires or ())) for n, p in facts.packages.items())))
+    if key not in _UPGRADE_CACHE:
+        if len(_UPGRADE_CACHE) >= 8:
+            _UPGRADE_CACHE.clear()
+        _UPGRADE_CACHE[key] = tuple(plan_upgrade(facts, kb, extras))
+    return _UPGRADE_CACHE[key]
 
 
 def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None = None,

@@ -10,9 +10,18 @@ class InputError(Exception):
     """Unreadable or invalid input; ``source`` names it (a file, a variable, a flag)."""
 
     def __init__(self, source: str, problem: str) -> None:
+        from envdoctor.redact import clean  # an error message is output: no secret, no ESC
+
+        source, problem = clean(str(source), limit=500), clean(str(problem), limit=1000)
         super().__init__(f"{source}: {problem}")
         self.source = source
         self.problem = problem
+
+
+class UnreadableInput(InputError):
+    """The file itself cannot be read as what it claims to be: missing, a device, too large,
+    not UTF-8, malformed YAML/JSON, a hostile structure. Callers that skip files which are
+    merely of another kind (the hook) must still stop on this."""
 
 
 def read_input_text(path: str | os.PathLike[str], source: str, max_bytes: int,
@@ -21,26 +30,41 @@ def read_input_text(path: str | os.PathLike[str], source: str, max_bytes: int,
     every problem is an ``InputError`` naming ``source``."""
     require_regular_file(path, source)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(max_bytes + 1)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) and os.path.realpath(path) != os.devnull:
+                raise UnreadableInput(source, "not a regular file (a pipe or a device)")
+            raw = fh.read(max_bytes + 1) or b""
+    except BlockingIOError:
+        raise UnreadableInput(source, "cannot read: it blocks (a device or kernel file)") from None
     except OSError as exc:
-        raise InputError(source, f"cannot read: {exc.strerror or exc}") from None
+        raise UnreadableInput(source, f"cannot read: {exc.strerror or exc}") from None
     if len(raw) > max_bytes:
-        raise InputError(source, f"larger than {max_bytes // (1024 * 1024)} MiB{too_big}")
+        raise UnreadableInput(source, f"larger than {max_bytes // (1024 * 1024)} MiB{too_big}")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(source, f"not UTF-8 text (byte {exc.start})") from None
+        raise UnreadableInput(source, f"not UTF-8 text (byte {exc.start})") from None
+
+
+#: Kernel file systems: their "regular" files block (/proc/kmsg) or never end
+#: (/proc/self/pagemap); no input of envdoctor lives there.
+PSEUDO = ("/proc/", "/sys/", "/dev/")
 
 
 def require_regular_file(path: str | os.PathLike[str], source: str) -> None:
-    """Refuse what is not a plain file (a FIFO would block, /dev/zero never ends)."""
+    """Refuse what is not a plain file (a FIFO would block, /dev/zero never ends) and files of
+    the kernel's pseudo file systems (/proc, /sys, /dev)."""
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
-        raise InputError(source, f"cannot read: {exc.strerror or exc}") from None
+        raise UnreadableInput(source, f"cannot read: {exc.strerror or exc}") from None
+    real = os.path.realpath(path)
+    if real != os.devnull and real.startswith(PSEUDO):
+        raise UnreadableInput(source, f"a kernel file ({real.split('/')[1]}), not an input file; "
+                                 "copy what you need into a file first")
     if stat.S_ISDIR(mode):
-        raise InputError(source, "cannot read: Is a directory")
+        raise UnreadableInput(source, "cannot read: Is a directory")
     if not stat.S_ISREG(mode) and os.path.realpath(path) != os.devnull:
-        raise InputError(source, "not a regular file (a pipe or a device); give a file path "
+        raise UnreadableInput(source, "not a regular file (a pipe or a device); give a file path "
                                  "(or - for standard input where accepted)")

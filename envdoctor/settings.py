@@ -6,9 +6,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from envdoctor.errors import InputError
+from envdoctor.errors import InputError, read_input_text
 
 KEYS = {"select": list, "ignore": list, "strict": bool, "probe-timeout": (int, float)}
+
+
+MAX_BYTES = 4 * 1024 * 1024
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+
+
+def valid_timeout(value: object, source: str) -> float:
+    """A probe wall-clock limit: a finite number of seconds above 0 (``nan``, ``inf``, ``-1``,
+    ``true`` and ``"60"`` are input errors naming ``source``)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(source, f"expected a number of seconds, got {value!r:.40}")
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
+        raise InputError(source, f"must be a number of seconds above 0 and at most "
+                                 f"{MAX_TIMEOUT_S:.0f} (a week), got {value!r:.40}")
+    return float(value)
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
@@ -30,9 +47,10 @@ def load_settings(start: Path | None = None) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
+    text = read_input_text(path, str(path), MAX_BYTES, "; a pyproject.toml is a few KB")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise InputError(str(path), f"cannot read [tool.envdoctor]: {exc}") from None
     except RecursionError:
         raise InputError(str(path), "cannot read [tool.envdoctor]: nested too deeply") from None
@@ -45,7 +63,9 @@ def load_settings(start: Path | None = None) -> dict[str, Any]:
         if kind is None:
             raise InputError(str(path), f"[tool.envdoctor] unknown key '{key}' "
                                         f"(known: {', '.join(KEYS)})")
-        if not isinstance(value, kind) or (
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool) or (
                 isinstance(value, list) and not all(isinstance(v, str) for v in value)):
             raise InputError(str(path), f"[tool.envdoctor] '{key}' has the wrong type")
+        if key == "probe-timeout":
+            valid_timeout(value, f"{path} [tool.envdoctor] probe-timeout")
     return table

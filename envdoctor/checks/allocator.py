@@ -44,10 +44,11 @@ def invalid(ctx: Context) -> Iterator[Hit]:
     for var, raw in _confs(ctx).items():
         conf = parse_alloc_conf(raw, accepted, text)
         for problem in conf.problems:
-            yield hit(f"{var}={raw}: {problem}; torch raises at the first CUDA allocation",
+            shown = raw if len(raw) <= 120 else f"{raw[:120]}… ({len(raw):,} characters)"
+            yield hit(f"{var}={shown}: {problem}; torch raises at the first CUDA allocation",
                       fix=f"export {var}=expandable_segments:True  # or fix the option's "
                       "spelling: key:value pairs separated by commas",
-                      variable=var, value=raw)
+                      variable=var, value=raw[:1000])
 
 
 @rule("ALC002")

@@ -9,7 +9,7 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.knowledge_keys import presence, span
-from envdoctor.plan.values import type_problem
+from envdoctor.plan.values import small_divisors, type_problem
 
 #: Keys in a TRL config file that are not GRPOConfig fields but are read by TRL's parser
 #: or the example scripts (model and script arguments).
@@ -175,7 +175,7 @@ def batch_divisible(ctx: Context) -> Iterator[Hit]:
         what = (f"per_device_train_batch_size ({per_device}) × processes ({world}) × "
                 f"steps_per_generation ({steps})")
     if total % gens:
-        good = [g for g in range(2, total + 1) if total % g == 0]
+        good = small_divisors(total)  # bounded: total may have 15 digits
         fix = f"set num_generations to a divisor of {total}: {', '.join(map(str, good[:6]))}"
         need = gens // _gcd(total, gens)
         fix += f"; or make per_device_train_batch_size a multiple of {need}"

@@ -1,4 +1,8 @@
-"""Run the selected rules over a context and collect findings, never letting one crash the run."""
+"""Run the selected rules over a context and collect findings, never letting one crash the run.
+
+A rule that raises becomes an error finding marked ``internal`` (the report's exit code is then
+2: the verdict is incomplete, never a silent pass); one rule reports at most ``MAX_PER_RULE``
+findings, then one more that says how many were left out."""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from envdoctor.checks.docs import rule_docs
 from envdoctor.checks.registry import all_rules
 from envdoctor.errors import InputError
 from envdoctor.findings import Finding, Severity
+
+MAX_PER_RULE = 50
 
 
 @dataclass
@@ -60,20 +66,34 @@ def run_rules(ctx: Context, select: list[str] | None = None,
             out.skipped[rule_id] = reason
             continue
         out.ran.append(rule_id)
+        mine: list[Finding] = []
+        left_out: list[Severity] = []
         try:
             for h in entry.fn(ctx):
-                out.findings.append(Finding(rule=rule_id, severity=h.severity or doc.severity,
-                                            message=h.message, fix=h.fix or doc.fix,
-                                            evidence=h.evidence))
+                severity = h.severity or doc.severity
+                if len(mine) >= MAX_PER_RULE:
+                    left_out.append(severity)
+                    continue
+                mine.append(Finding(rule=rule_id, severity=severity, message=h.message,
+                                    fix=h.fix or doc.fix, evidence=h.evidence))
         except LayoutUnresolved as exc:  # needs the layout of a launch that does not resolve
             out.ran.remove(rule_id)
             out.skipped[rule_id] = f"launch not resolved: {exc}"
+            continue
         except InputError:
             raise  # the user's input, found bad while resolving it: exit 2 naming it
-        except Exception as exc:  # a bug in a rule is reported, not fatal
-            out.findings.append(Finding(
-                rule=rule_id, severity=Severity.WARNING,
-                message=f"rule {rule_id} failed internally: {type(exc).__name__}: {exc}",
+        except Exception as exc:  # a bug in a rule: reported, never a silent pass
+            mine.append(Finding(
+                rule=rule_id, severity=Severity.ERROR,
+                message=f"rule {rule_id} failed internally: {type(exc).__name__}: "
+                        f"{str(exc)[:300]} (envdoctor could not check this; exit 2)",
                 fix="Please report this with `envdoctor collect` attached.",
-                evidence={"traceback": traceback.format_exc(limit=5)}))
+                evidence={"internal": True, "traceback": traceback.format_exc(limit=5)}))
+        if left_out:
+            worst = max(left_out, key=lambda s: s.rank)
+            mine.append(Finding(rule=rule_id, severity=worst,
+                                message=f"… and {len(left_out):,} more {rule_id} findings "
+                                        f"(the first {MAX_PER_RULE} are shown)",
+                                fix=doc.fix, evidence={"left_out": len(left_out)}))
+        out.findings += mine
     return out

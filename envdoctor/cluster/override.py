@@ -9,26 +9,29 @@ on every node that used it, so a rehearsal is never mistaken for the real thing.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from envdoctor.errors import InputError
+from envdoctor.errors import InputError, UnreadableInput, read_input_text
 from envdoctor.facts.interface import Facts
 
 ENV = "ENVDOCTOR_FACTS_OVERRIDE"
 MERGED = ("packages", "env", "driver")
 
 
+#: A partial snapshot: a few keys, far below a whole snapshot's limit.
+MAX_BYTES = 4 * 1024 * 1024
+
+
 def read_override(path: str) -> dict[str, Any]:
+    """The override file, through the snapshot's bounded reader (size, special files, numbers)."""
+    from envdoctor.facts.snapshot import parse_json
+
+    source = f"{ENV}={path}"
+    text = read_input_text(path, source, MAX_BYTES, "; a partial snapshot is small")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{ENV}={path}", f"cannot read: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{ENV}={path}", f"not a JSON file: {exc}") from None
-    except RecursionError:
-        raise InputError(f"{ENV}={path}", "nested too deeply") from None
+        data = parse_json(text, source)
+    except InputError as exc:
+        raise UnreadableInput(source, f"not a JSON file: {exc.problem}") from None
     if not isinstance(data, dict):
         raise InputError(f"{ENV}={path}", "expected a JSON object (a partial snapshot)")
     return data

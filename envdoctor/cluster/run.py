@@ -114,7 +114,9 @@ def _job(job: JobEnv, opts: ClusterOptions, timeout: float) -> int:
             g.failures += [f"rank {r.rank}: the benchmark failed: {r.error}" for r in results
                            if r.error]
     except Exception as exc:  # a collective failed or timed out: stop now, on every rank
-        why = f"{step}: {_first_line(exc)}"
+        from envdoctor.redact import clean
+
+        why = clean(f"{step}: {_first_line(exc)}")
         if job.rank != 0:
             print(f"envdoctor: rank {job.rank}: the cluster check stopped ({why}); rank 0 has "
                   "the report", file=sys.stderr)
@@ -125,8 +127,10 @@ def _job(job: JobEnv, opts: ClusterOptions, timeout: float) -> int:
     try:
         return int(gather.broadcast(code))
     except Exception as exc:
-        print(f"envdoctor: rank {job.rank}: could not share the exit code: {_first_line(exc)}",
-              file=sys.stderr)
+        from envdoctor.redact import clean
+
+        print(f"envdoctor: rank {job.rank}: could not share the exit code: "
+              f"{clean(_first_line(exc))}", file=sys.stderr)
         return 1
 
 

@@ -86,8 +86,10 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
             raise InputError("--probe", "the probe runs on this machine; it cannot check a "
                                         "snapshot (drop --facts)")
         from envdoctor.commands.probe import probe_area
+        from envdoctor.settings import valid_timeout
 
-        timeout = probe_timeout or settings.get("probe-timeout") or 180.0
+        timeout = (valid_timeout(probe_timeout, "--probe-timeout") if probe_timeout is not None
+                   else settings.get("probe-timeout") or 180.0)
         report.areas[-1] = probe_area(ctx, timeout=float(timeout), show_progress=fmt == "text")
     if upgrade_plan:
         emit("\n".join(report.upgrade_plan) + "\n" if report.upgrade_plan

@@ -62,7 +62,7 @@ def declares(paths: list[str]) -> bool:
 
 def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """``({path: kind}, {path: why skipped})`` for the files pre-commit passed."""
-    from envdoctor.errors import InputError
+    from envdoctor.errors import InputError, UnreadableInput
     from envdoctor.plan.config_files import kind_of, read_mapping
 
     kinds: dict[str, str] = {}
@@ -70,6 +70,8 @@ def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     for path in paths:
         try:
             kind = kind_of(read_mapping(path, "file"))
+        except UnreadableInput:
+            raise  # missing, malformed or hostile: exit 2 naming it, never a silent pass
         except InputError as exc:
             skipped[path] = exc.problem
             continue
@@ -282,6 +284,7 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
         envdoctor hook configs/grpo.yaml --requirements docker/requirements.txt --format sarif
     """
     from envdoctor.commands.check import launch_text
+    from envdoctor.redact import output_text
     from envdoctor.settings import load_settings
 
     settings = load_settings()
@@ -299,7 +302,7 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
         targets = [Target()]  # a commit that changes only the stack: check the stack itself
     if verbose and fmt == "text":
         for path, why in skipped.items():
-            click.echo(f"envdoctor: skipped {path}: {why}", err=True)
+            click.echo(output_text(f"envdoctor: skipped {path}: {why}"), err=True)
     facts = None
     if targets:
         from envdoctor.commands.hook_stack import declared_facts
@@ -308,7 +311,7 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
             declared_facts(list(assume), list(requirement_files), Path.cwd(), list(files))
         if verbose and fmt == "text":
             for note in (facts.extra.get("declared") or {}).get("notes") or []:
-                click.echo(f"envdoctor: {note}", err=True)
+                click.echo(output_text(f"envdoctor: {note}"), err=True)
     line = launch_text(launch, ())
     named = [(t.label, check_target(t, facts, line, select_ids, ignore_ids))
              for t in targets]
@@ -316,5 +319,5 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
         emit(_render_all(named, fmt, verbose, color=fmt == "text" and not output and use_color()),
              output)
     if output and fmt != "text" and named:  # CI logs still show what failed
-        click.echo(_render_all(named, "text", verbose, color=False), nl=False)
+        click.echo(output_text(_render_all(named, "text", verbose, color=False)), nl=False)
     sys.exit(max((r.exit_code(strict=bool(strict)) for _, r in named), default=0))

@@ -78,6 +78,10 @@ def apply_assume(facts: object, assume: tuple[str, ...] | list[str]) -> None:
 
 
 def emit(text: str, output: str | None) -> None:
+    """Print or write what a command produced, through the last redaction pass."""
+    from envdoctor.redact import output_text
+
+    text = output_text(text)
     if output and output != "-":
         try:
             with open(output, "w", encoding="utf-8", errors="backslashreplace") as fh:

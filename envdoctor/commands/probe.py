@@ -80,12 +80,14 @@ def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv)
     """
     from envdoctor.checks.context import Context
     from envdoctor.checks.engine import Outcome
-    from envdoctor.commands.options import use_color
+    from envdoctor.commands.options import emit, use_color
     from envdoctor.doctor import build_report
     from envdoctor.facts.collect import collect_facts
     from envdoctor.plan.build import build_plan
     from envdoctor.report import render
+    from envdoctor.settings import valid_timeout
 
+    timeout = valid_timeout(timeout, "--timeout")
     facts = collect_facts()
     plan = build_plan(config=config, accelerate_config=accelerate_config,
                       launch="\n".join(launch) or None, launch_argv=launch_argv,
@@ -97,5 +99,5 @@ def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv)
     for a in report.areas:
         if a.key != "probe":
             a.note = ""
-    click.echo(render(report, fmt, verbose=verbose, color=fmt == "text" and use_color()), nl=False)
+    emit(render(report, fmt, verbose=verbose, color=fmt == "text" and use_color()), None)
     sys.exit(report.exit_code())

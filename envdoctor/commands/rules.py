@@ -9,8 +9,12 @@ import click
 @click.option("--area", help="Only rules of this area.")
 def rules(area: str | None) -> None:
     """List every rule: id, severity, area and title."""
-    from envdoctor.checks.docs import rule_docs
+    from envdoctor.checks.docs import AREAS, rule_docs
+    from envdoctor.errors import InputError
 
+    known = sorted({d.area for d in rule_docs().values()} | set(AREAS))
+    if area is not None and area not in known:
+        raise InputError("--area", f"no area {area!r}; the areas are {', '.join(known)}")
     docs = [d for d in rule_docs().values() if not area or d.area == area]
     for d in sorted(docs, key=lambda d: d.id):
         click.echo(f"{d.id:<7} {d.severity.value:<8} {d.area:<10} {d.name:<34} {d.title}")

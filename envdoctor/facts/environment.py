@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
+
+from envdoctor.redact import MASK, is_secret, redact
+
+__all__ = ["EXACT", "MASK", "PREFIXES", "collect_env", "is_secret", "mask"]
 
 EXACT = (
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
@@ -14,22 +17,12 @@ EXACT = (
     "CUDA_LAUNCH_BLOCKING", "OMP_NUM_THREADS", "TOKENIZERS_PARALLELISM",
 )
 PREFIXES = ("NCCL_", "VLLM_", "ACCELERATE_", "HF_", "TORCH_", "TORCHELASTIC_", "TRL_")
-_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|(^|_)KEY($|_)|CREDENTIAL")
-MASK = "****"
-
-
-def is_secret(name: str) -> bool:
-    return bool(_SECRET.search(name.upper()))
-
-
-_URL_PASSWORD = re.compile(r"(://[^/:@\s]+:)[^@/\s]+@")
 
 
 def mask(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``env`` with secret-looking values, and passwords in URLs
-    (``https://user:pass@host``), replaced by ``****``."""
-    return {k: (MASK if is_secret(k) and v else _URL_PASSWORD.sub(rf"\g<1>{MASK}@", v))
-            for k, v in env.items()}
+    """A copy of ``env`` with the values of secret-named variables replaced by ``****`` and
+    every other value redacted (URL user information, secret query parameters, tokens)."""
+    return {k: (MASK if is_secret(k) and v else redact(v)) for k, v in env.items()}
 
 
 def collect_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -26,6 +26,25 @@ def requirement_name(line: str) -> str | None:
     return normalize_name(m.group(1)) if m else None
 
 
+def requirement_problem(line: str) -> str | None:
+    """Why a ``Requires-Dist`` line cannot be judged (not PEP 508, a marker that does not
+    evaluate), or None: the rules only ever see lines that parse and evaluate."""
+    from packaging.markers import default_environment
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    if len(line) > 1000:
+        return f"a requirement of {len(line):,} characters"
+    try:
+        req = Requirement(line)
+        if req.marker is not None:
+            req.marker.evaluate({**default_environment(), "extra": ""})
+    except InvalidRequirement as exc:
+        return f"not a PEP 508 requirement: {str(exc).splitlines()[0][:120]}"
+    except Exception as exc:  # packaging raises several kinds on odd markers
+        return f"its marker does not evaluate: {type(exc).__name__}: {str(exc)[:120]}"
+    return None
+
+
 def _dist_index() -> dict[str, Path]:
     """Normalized name → ``*.dist-info`` folder, first on ``sys.path`` wins (as import does)."""
     found: dict[str, Path] = {}
@@ -48,8 +67,8 @@ def _parse_metadata(text: str) -> Package | None:
             break  # the headers end at the first blank line; the body is the description
         if line.startswith("Version:"):
             version = line[8:].strip()
-        elif line.startswith("Requires-Dist:"):
-            requires.append(line[14:].strip())
+        elif line.startswith("Requires-Dist:") and requirement_problem(line[14:].strip()) is None:
+            requires.append(line[14:].strip())  # a broken line of an installed package: dropped
     if not version:
         return Package(version="<unreadable: no Version field>", requires=None)
     return Package(version=version, requires=requires)

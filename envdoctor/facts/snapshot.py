@@ -7,10 +7,11 @@ strict about types: anything malformed is an ``InputError`` naming the file and 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-from envdoctor.errors import InputError, read_input_text
+from envdoctor.errors import InputError, UnreadableInput, read_input_text
 from envdoctor.facts.environment import mask
 from envdoctor.facts.interface import (
     SCHEMA,
@@ -21,8 +22,15 @@ from envdoctor.facts.interface import (
     Package,
     normalize_name,
 )
+from envdoctor.facts.packages import requirement_problem
 
+_CC = re.compile(r"^\d{1,2}\.\d{1,2}$")
 MAX_BYTES = 64 * 1024 * 1024
+#: Digits of a number (no snapshot value comes near); converting is checked before, not after.
+MAX_DIGITS = 40
+#: Characters of one name, version, hostname, uuid… and of one environment value.
+MAX_NAME = 1024
+MAX_VALUE = 65536
 
 
 def to_dict(facts: Facts) -> dict[str, Any]:
@@ -55,7 +63,11 @@ def to_dict(facts: Facts) -> dict[str, Any]:
 
 
 def dumps(facts: Facts) -> str:
-    return json.dumps(to_dict(facts), indent=2) + "\n"
+    """The snapshot as JSON text; every string redacted (a token in a URL, a query or a
+    variable of any name), as everything else that leaves envdoctor."""
+    from envdoctor.redact import scrub
+
+    return json.dumps(scrub(to_dict(facts), escape=False, limit=10**9), indent=2) + "\n"
 
 
 class _Reader:
@@ -78,6 +90,9 @@ class _Reader:
             raise self.fail(f"{where}{key}", f"out of range ({str(value)[:20]}…)"
                             if value >= 2**53 else f"negative ({value})")
         if isinstance(value, str):
+            limit = MAX_VALUE if where.startswith("env") else MAX_NAME
+            if len(value) > limit:
+                raise self.fail(f"{where}{key}", f"{len(value):,} characters (at most {limit:,})")
             value = value.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
         return value
 
@@ -102,6 +117,8 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
         cuda=r.get(driver, "cuda", (str,), "driver.", None),
     )
     for name, pkg in r.get(data, "packages", (dict,), "", {}).items():
+        if len(name) > 200:
+            raise r.fail(f"packages.{name[:40]}…", f"a package name of {len(name):,} characters")
         where = f"packages.{name}."
         if isinstance(pkg, str):  # {"vllm": "0.7.2"} is accepted too
             pkg = {"version": pkg}
@@ -113,8 +130,13 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
         requires = r.get(pkg, "requires", (list,), where, None)
         if requires is not None and not all(isinstance(x, str) for x in requires):
             raise r.fail(f"{where}requires", "expected a list of strings")
+        for j, line in enumerate(requires or []):
+            problem = requirement_problem(line)
+            if problem:
+                raise r.fail(f"{where}requires[{j}]", problem)
         facts.packages[normalize_name(str(name))] = Package(version=version, requires=requires)
     gpus = r.get(data, "gpus", (list,), "", [])
+    seen: set[int] = set()  # a set: 30,000 GPUs load in linear time
     for i, g in enumerate(gpus):
         where = f"gpus[{i}]."
         if not isinstance(g, dict):
@@ -122,8 +144,9 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
         index = r.get(g, "index", (int,), where, None)
         if index is None:
             raise r.fail(f"{where}index", "missing")
-        if any(other.index == index for other in facts.gpus):
+        if index in seen:
             raise r.fail(f"{where}index", f"GPU {index} is listed twice")
+        seen.add(index)
         procs = []
         for j, p in enumerate(r.get(g, "processes", (list,), where, [])):
             if not isinstance(p, dict) or not isinstance(p.get("pid"), int):
@@ -131,36 +154,79 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
             pw = f"{where}processes[{j}]."
             procs.append(GpuProcess(pid=p["pid"], name=str(r.get(p, "name", (str,), pw, "")),
                                     used_mib=r.get(p, "used_mib", (int,), pw, None)))
-        cc = g.get("compute_capability")
+        cc = r.get(g, "compute_capability", (str, int, float), where, None)
+        if cc is not None and not _CC.match(str(cc)):
+            raise r.fail(f"{where}compute_capability",
+                         f"expected MAJOR.MINOR such as \"9.0\", got {str(cc)[:20]!r}")
+        total = r.get(g, "memory_total_mib", (int,), where, None)
+        if total == 0:
+            raise r.fail(f"{where}memory_total_mib", "0: a GPU has memory (null if unknown)")
         facts.gpus.append(Gpu(
             index=index,
             uuid=r.get(g, "uuid", (str,), where, ""),
             name=r.get(g, "name", (str,), where, ""),
-            memory_total_mib=r.get(g, "memory_total_mib", (int,), where, None),
+            memory_total_mib=total,
             memory_used_mib=r.get(g, "memory_used_mib", (int,), where, None),
             memory_free_mib=r.get(g, "memory_free_mib", (int,), where, None),
             compute_capability=None if cc is None else str(cc),
             mig=bool(r.get(g, "mig", (bool,), where, False)),
-            mig_devices=[str(x) for x in r.get(g, "mig_devices", (list,), where, [])],
+            mig_devices=[str(x)[:MAX_NAME] for x in r.get(g, "mig_devices", (list,), where, [])],
             pci_bus_id=r.get(g, "pci_bus_id", (str,), where, ""),
             processes=procs,
         ))
     env = r.get(data, "env", (dict,), "", {})
-    facts.env = {str(k): str(v) for k, v in env.items() if v is not None}
+    for k, v in env.items():
+        if len(str(k)) > 200:
+            raise r.fail(f"env.{str(k)[:40]}…", f"a variable name of {len(str(k)):,} characters")
+        if v is not None and not isinstance(v, (str, int, float, bool)):
+            raise r.fail(f"env.{k}", f"expected a string, got {type(v).__name__}")
+        if isinstance(v, str) and len(v) > MAX_VALUE:
+            raise r.fail(f"env.{k}", f"{len(v):,} characters (at most {MAX_VALUE:,})")
+    # a hand-written snapshot may hold a token: masked as `collect` would have
+    facts.env = mask({str(k): str(v) for k, v in env.items() if v is not None})
     return facts
+
+
+class _NumberTooLong(ValueError):
+    pass
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:  # checked before conversion (quadratic in digits)
+        raise _NumberTooLong(f"a number of {len(text):,} digits (at most {MAX_DIGITS})")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if len(text) > 4 * MAX_DIGITS:
+        raise _NumberTooLong(f"a number written with {len(text):,} characters")
+    return float(text)
+
+
+def _constant(name: str) -> float:
+    raise _NumberTooLong(f"{name} is not a number a snapshot holds")
+
+
+def parse_json(text: str, source: str) -> Any:
+    """JSON with every number bounded before conversion; problems are ``InputError``s."""
+    try:
+        return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
+    except _NumberTooLong as exc:
+        raise UnreadableInput(source, str(exc)) from None
+    except json.JSONDecodeError as exc:
+        from envdoctor.plan.config_files import mentions_config_keys
+
+        where = f"line {exc.lineno}, column {exc.colno}"
+        error = UnreadableInput if mentions_config_keys(text) else InputError
+        raise error(source, f"invalid JSON at {where}: {exc.msg}") from None
+    except RecursionError:
+        raise UnreadableInput(source, "JSON nested too deeply") from None
+    except ValueError as exc:
+        raise UnreadableInput(source, f"unreadable number: {str(exc).split(';')[0]}") from None
 
 
 def load(path: str | Path) -> Facts:
     """Read a snapshot file; any problem is an ``InputError`` naming the file."""
     source = str(path)
     text = read_input_text(path, source, MAX_BYTES, "; not a snapshot")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}"
-        raise InputError(source, f"invalid JSON at {where}: {exc.msg}") from None
-    except RecursionError:
-        raise InputError(source, "JSON nested too deeply") from None
-    except ValueError as exc:  # a number over Python's int-string limit (4,300 digits)
-        raise InputError(source, f"unreadable number: {str(exc).split(';')[0]}") from None
-    return from_dict(data, source)
+    return from_dict(parse_json(text, source), source)

@@ -10,9 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+#: Longer values are one problem, not parsed (a 2 MB value is not a setting).
+MAX_CHARS = 4096
+#: torch raises on the first bad option; listing more than a few helps no one.
+MAX_PROBLEMS = 10
 _BOOL = {"True", "False"}  # exact capitalisation: torch rejects "true" and "yes"
 _INT = re.compile(r"^\d+$")
-_FLOAT = re.compile(r"^\d*\.?\d+$")
+_FLOAT = re.compile(r"^(?:\d+|\d*\.\d+)$")  # no nested quantifier: linear
 
 
 def _bool(v: str) -> str | None:
@@ -66,6 +70,10 @@ OPTIONS = {
 }
 
 
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}…"
+
+
 @dataclass
 class AllocConf:
     """Parsed options and every problem torch would raise on."""
@@ -91,35 +99,40 @@ def parse_alloc_conf(raw: str, accepted: set[str] | None = None,
     ``unknown_text`` is that release's error message for an unknown option.
     """
     conf = AllocConf(raw=raw)
+    if len(raw) > MAX_CHARS:
+        conf.problems.append(f"{len(raw):,} characters long: not an allocator setting (the "
+                             f"longest real one is under 200; only {MAX_CHARS} are read)")
+        return conf
     # split on commas that are not inside [...] (roundup_power2_divisions lists)
-    parts, depth, cur = [], 0, ""
-    for ch in raw:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(raw):
         if ch == "[":
             depth += 1
         elif ch == "]":
             depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
+        elif ch == "," and depth == 0:
+            parts.append(raw[start:i])
+            start = i + 1
+    parts.append(raw[start:])
     for part in (p.strip() for p in parts):
         if not part:
             continue
+        if len(conf.problems) >= MAX_PROBLEMS:
+            conf.problems.append("… more problems not listed (torch stops at the first)")
+            break
         key, sep, value = part.partition(":")
         key, value = key.strip(), value.strip()
         if not sep or not value:
-            conf.problems.append(f"'{part}' is not of the form key:value")
+            conf.problems.append(f"'{_short(part)}' is not of the form key:value")
             continue
         check = OPTIONS.get(key)
         if check is None or (accepted is not None and key not in accepted):
-            conf.problems.append(f"unknown option '{key}' (torch raises "
-                                 f"\"{unknown_text.format(name=key)}\")")
+            conf.problems.append(f"unknown option '{_short(key)}' (torch raises "
+                                 f"\"{unknown_text.format(name=_short(key))}\")")
             continue
         err = check(value)
         if err:
-            conf.problems.append(f"{key}:{value}: {err}")
+            conf.problems.append(f"{key}:{_short(value)}: {err}")
             continue
         conf.options[key] = value
     if conf.backend == "cudaMallocAsync" and conf.expandable_segments:

@@ -11,6 +11,7 @@ from envdoctor.errors import InputError, read_input_text
 from envdoctor.plan.config_files import read_mapping
 from envdoctor.plan.interface import Launch, Plan
 from envdoctor.plan.launch import parse_launches, parse_script_args
+from envdoctor.plan.values import validate
 
 _LAUNCH_ONLY = {"config"}  # script arguments that are not GRPOConfig fields
 
@@ -74,6 +75,7 @@ def build_plan(
 
 def _merge(plan: Plan, values: dict[str, Any], origin: str) -> None:
     for key, value in values.items():
+        validate(str(key), value, origin)  # values outside every rule's domain: exit 2 here
         plan.config[key] = value
         plan.config_origin[key] = origin
 

@@ -59,8 +59,8 @@ def coerce(value: str) -> Any:
         return False
     if low in ("none", "null"):
         return None
-    if _INT.match(value):
-        return int(value)
+    if _INT.match(value):  # a longer one stays text: the config reader refuses it, naming it
+        return int(value) if len(value) <= 40 else value
     if _FLOAT.match(value):
         number = float(value)
         return number if math.isfinite(number) else value  # 1e999 stays as typed

@@ -16,4 +16,9 @@ FORMATS: dict[str, Callable[..., str]] = {
 
 
 def render(report: Report, fmt: str = "text", verbose: bool = False, color: bool = False) -> str:
-    return FORMATS[fmt](report, verbose=verbose, color=color)
+    """The report in ``fmt``. Every string goes through ``envdoctor.redact`` first: secrets
+    masked, long values cut, control characters escaped (JSON escapes them itself)."""
+    from envdoctor.redact import safe_report
+
+    safe = safe_report(report, escape=fmt != "json")
+    return FORMATS[fmt](safe, verbose=verbose, color=color)

@@ -42,6 +42,8 @@ class Report:
     layout_summary: str = ""
     upgrade_plan: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: values known to be secret (the plan's), masked by every renderer; never rendered
+    secrets: set[str] = field(default_factory=set, repr=False)
 
     @property
     def findings(self) -> list[Finding]:
@@ -50,7 +52,16 @@ class Report:
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
 
+    @property
+    def internal_errors(self) -> list[Finding]:
+        """Rules that crashed: envdoctor could not check what they check."""
+        return [f for f in self.findings if f.evidence.get("internal")]
+
     def exit_code(self, strict: bool = False) -> int:
+        """2 when a rule failed internally (the verdict is incomplete), 1 on errors (and on
+        warnings with ``strict``), else 0."""
+        if self.internal_errors:
+            return 2
         if self.count(Severity.ERROR) or (strict and self.count(Severity.WARNING)):
             return 1
         return 0

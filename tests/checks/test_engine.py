@@ -1,4 +1,4 @@
-"""The engine: a rule that raises is reported as a warning; the others still run."""
+"""The engine: a rule that raises is reported as an internal error; the others still run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from envdoctor.checks import registry
 from tests.conftest import findings, snapshot
 
 
-def test_a_rule_raising_is_a_warning_and_the_others_still_run(monkeypatch):
+def test_a_rule_raising_is_an_internal_error_and_the_others_still_run(monkeypatch):
     entry = registry.all_rules()["CFG003"]
 
     def broken(ctx):
@@ -16,7 +16,7 @@ def test_a_rule_raising_is_a_warning_and_the_others_still_run(monkeypatch):
     monkeypatch.setitem(registry.RULES, "CFG003", registry.RuleEntry("CFG003", broken, entry.needs))
     found = findings(snapshot(1), config={"num_generations": 1, "num_generation": 4})
     crash = [f for f in found if f.rule == "CFG003"]
-    assert len(crash) == 1 and crash[0].severity.value == "warning"
+    assert len(crash) == 1 and crash[0].severity.value == "error" and crash[0].evidence["internal"]
     assert "failed internally: KeyError" in crash[0].message and "traceback" in crash[0].evidence
     assert any(f.rule == "CFG004" for f in found)  # the rule after it ran
 

@@ -55,19 +55,23 @@ def test_two_nodes_name_the_planted_version_difference(tmp_path):
 
 
 def test_a_node_stuck_collecting_is_reported_and_every_process_exits(tmp_path):
-    stuck = tmp_path / "never-written"
-    os.mkfifo(stuck)  # opening it for reading blocks forever: a collection that hangs
+    # node 1's site-packages holds a trl whose METADATA is a FIFO nobody writes: reading the
+    # installed packages blocks for ever, a collection that hangs (a FIFO given as an input file,
+    # such as ENVDOCTOR_FACTS_OVERRIDE, is refused at once instead)
+    site = tmp_path / "site"
+    (site / "trl-9.9.9.dist-info").mkdir(parents=True)
+    os.mkfifo(site / "trl-9.9.9.dist-info" / "METADATA")
     report = tmp_path / "report.json"
     timeout = {"ENVDOCTOR_CLUSTER_TIMEOUT": "10"}
-    results = run_nodes(tmp_path, job_env(**timeout),
-                        job_env(ENVDOCTOR_FACTS_OVERRIDE=str(stuck), **timeout),
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    results = run_nodes(tmp_path, job_env(**timeout), job_env(PYTHONPATH=path, **timeout),
                         "--format", "json", "-o", str(report))
     assert [r[0] for r in results] == [1, 1], results
     data = json.loads(report.read_text())
     clu008 = [f for f in data["findings"] if f["rule"] == "CLU008"]
     assert len(clu008) == 1 and clu008[0]["evidence"]["node"] == 1
     assert "collecting the node's facts did not finish within 5 s" in clu008[0]["message"]
-    assert "override.py" in clu008[0]["message"]  # where it is stuck
+    assert "packages.py" in clu008[0]["message"]  # where it is stuck
     # the rest of the job was still checked: the collective works
     bandwidth = data["extra"]["cluster"]["bandwidth"]
     assert bandwidth and all(b["error"] is None and b["correct"] is not False for b in bandwidth)
