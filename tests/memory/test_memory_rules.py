@@ -3,8 +3,11 @@ model on disk they are skipped with the reason."""
 
 from __future__ import annotations
 
+import pytest
+
 from envdoctor.checks.context import Context
 from envdoctor.checks.engine import run_rules
+from envdoctor.errors import InputError
 from envdoctor.facts.snapshot import from_dict
 from envdoctor.plan.build import build_plan
 from tests.conftest import A100_40, H100, snapshot
@@ -117,8 +120,11 @@ def test_hostile_values_are_skips_or_defaults_never_crashes(model_dir):
     assert "hidden_size" in out.skipped["MEM101"]
     out = outcome(snapshot(n_gpus=1), {"model_name_or_path": "bad\x00name" + "x" * 5000})
     assert "not on this machine" in out.skipped["MEM101"]
-    cfg = {"model_name_or_path": model_dir(QWEN25_05B), "per_device_train_batch_size": 10**400,
-           "max_completion_length": "lots", "beta": float("nan"), "use_vllm": True,
-           "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 7}
+    cfg = {"model_name_or_path": model_dir(QWEN25_05B), "max_completion_length": "lots",
+           "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 7}
     out = outcome(snapshot(n_gpus=1), cfg)
     assert not [f for f in out.findings if "failed internally" in f.message]
+    # Values outside any domain are input errors where the config is read, before any rule runs.
+    for key, value in (("per_device_train_batch_size", 10**400), ("beta", float("nan"))):
+        with pytest.raises(InputError, match=key):
+            outcome(snapshot(n_gpus=1), {**cfg, key: value})
