@@ -93,7 +93,9 @@ def classify(text: str) -> list[Finding]:
 
 # --- vLLM (probe server, colocate, legacy): its own device names mapped to the user's ---------
 
-_VLLM_FREE = re.compile(r"Free memory on device (?P<device>[\w:]+) \((?P<free>[\d.]+)/"
+#: vLLM >= 0.11 names the device ("cuda:0": inside the process's CUDA_VISIBLE_DEVICES); some
+#: releases print no device, which is then the process's first
+_VLLM_FREE = re.compile(r"Free memory on device(?: (?P<device>[\w:]+))? \((?P<free>[\d.]+)/"
                         r"(?P<total>[\d.]+) GiB\) on startup is less than desired GPU memory "
                         r"utilization \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)")
 _ANY_MISSING = re.compile(r"No module named '(?P<mod>[\w]+)(?:\.[\w.]+)?'")
@@ -142,7 +144,7 @@ def classify_vllm(text: str, ctx: VllmContext) -> list[Finding]:
     found: list[Finding] = []
     m = _VLLM_FREE.search(text)
     if m:
-        ev = m.groupdict()
+        ev = {**m.groupdict(), "device": m.group("device") or "cuda:0"}
         n = int(ev["device"].split(":")[-1]) if ev["device"].split(":")[-1].isdigit() else 0
         gpu = ctx.visible[n] if n < len(ctx.visible) else None
         where = (f"GPU {gpu}" if gpu is not None else f"{ev['device']} (not resolvable)") + (

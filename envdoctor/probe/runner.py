@@ -522,6 +522,8 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
             if server is not None and server.healthy_at is None:
                 result.phase = "server starting"
             return "timeout"
+    if server is not None and server.healthy_at is None and server.check() and mark:
+        mark("server_healthy")  # the trainer was faster than the last poll
     result.phase = "done"
     return "ran"
 

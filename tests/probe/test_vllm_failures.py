@@ -1,0 +1,66 @@
+"""vLLM's own failure texts mapped to findings with the user's names (pure: text in, findings out).
+The texts are vLLM 0.26.0's (vllm/v1/worker/utils.py, the sampler's import), as seen on H200."""
+
+from __future__ import annotations
+
+from envdoctor.probe.failures import VllmContext, classify_vllm
+
+FREE = ("(EngineCore pid=913) ValueError: Free memory on device cuda:0 (28.77/139.8 GiB) on "
+        "startup is less than desired GPU memory utilization (0.9, 125.82 GiB). Decrease GPU "
+        "memory utilization or reduce GPU memory used by other processes.")
+FREE_OLD = ("ValueError: Free memory on device (61.05/119.7 GiB) on startup is less than desired "
+            "GPU memory utilization (0.52, 62.24 GiB).")
+
+
+def _ctx(**kw) -> VllmContext:
+    return VllmContext(part="the probe vLLM server", **kw)
+
+
+def test_free_memory_names_the_physical_gpu_and_its_holders():
+    ctx = _ctx(visible=[1], cvd="1", holders={1: [(4242, "python3 holder.py", 112640),
+                                                  (77, "python3 other.py", 512)]})
+    (f,) = classify_vllm(FREE, ctx)
+    assert f.rule == "PRB013" and f.severity.name == "ERROR"
+    assert "on GPU 1 (cuda:0 of CUDA_VISIBLE_DEVICES=1)" in f.message
+    assert "pid 4242 (python3 holder.py, 110.0 GiB)" in f.message
+    assert f.message.index("4242") < f.message.index("pid 77")  # biggest holder first
+    assert "below 0.19" in f.fix and f.evidence["gpu"] == 1
+
+
+def test_free_memory_without_a_device_name_is_the_first_visible_gpu():
+    (f,) = classify_vllm(FREE_OLD, _ctx(visible=[6, 7], cvd="6,7"))
+    assert "GPU 6 (cuda:0 of CUDA_VISIBLE_DEVICES=6,7)" in f.message and "held by" not in f.message
+
+
+def test_a_device_outside_the_visible_list_is_said_to_be_unresolved():
+    (f,) = classify_vllm(FREE.replace("cuda:0", "cuda:3"), _ctx(visible=[0], cvd="0"))
+    assert "cuda:3 (not resolvable)" in f.message and f.evidence["gpu"] is None
+
+
+def test_missing_flashinfer_names_the_package():
+    text = ("  File \"vllm/v1/sample/ops/topk_topp_sampler.py\", line 44\n"
+            "ModuleNotFoundError: No module named 'flashinfer'")
+    (f,) = classify_vllm(text, _ctx())
+    assert f.rule == "PRB014" and "flashinfer-python" in f.message
+    assert f.fix == "pip install flashinfer-python"
+
+
+def test_missing_training_stack_is_left_to_prb009():
+    assert classify_vllm("No module named 'transformers.models'", _ctx()) == []
+
+
+def test_store_timeout_names_port_address_and_interface():
+    text = ("torch.distributed.DistStoreError: Timed out after 301 seconds waiting for clients. "
+            "1/2 clients joined.")
+    ctx = _ctx(group_port=41234, user_group_port=51216, address="10.0.0.5", interface="ens5")
+    (f,) = classify_vllm(text, ctx)
+    assert f.rule == "PRB015"
+    assert "port 41234 (vllm_group_port; the config's is 51216)" in f.message
+    assert "at 10.0.0.5, network interface ens5" in f.message
+
+
+def test_healthy_server_log_gives_nothing():
+    log = ("INFO 11-23 10:02:11 [api_server.py:1910] Starting vLLM API server 0 on "
+           "http://127.0.0.1:40123\nINFO:     Application startup complete.\n"
+           "INFO:     127.0.0.1:50312 - \"GET /health HTTP/1.1\" 200 OK\n")
+    assert classify_vllm(log, _ctx(visible=[0])) == []
