@@ -105,6 +105,10 @@ PACKAGES = {"flashinfer": "flashinfer-python", "vllm": "vllm", "cv2": "opencv-py
             "xgrammar": "xgrammar", "llguidance": "llguidance", "fastapi": "fastapi",
             "uvicorn": "uvicorn", "requests": "requests", "setproctitle": "setproctitle"}
 _TRAINING_STACK = {"torch", "transformers", "trl", "datasets", "tokenizers", "accelerate"}
+#: NCCL (with NCCL_DEBUG=WARN, which the probe sets) when two ranks of a group share a GPU
+_DUPLICATE = re.compile(r"Duplicate GPU detected ?: rank \d+ and rank \d+ both on CUDA device \w+")
+#: what ends waiting for a weight sync early: it will not form
+SYNC_FATAL = re.compile(_DUPLICATE.pattern + r"|NCCL error: invalid usage")
 _SYNC_TIMEOUT = re.compile(
     r"DistStoreError|waiting for clients|init_weight_transfer_engine[^\n]{0,300}(?:[Tt]imed? ?out"
     r"|Timeout)|(?:[Tt]imed? ?out|Timeout)[^\n]{0,300}(?:init_weight_transfer_engine|"
@@ -129,6 +133,7 @@ class VllmContext:
     user_group_port: int | None = None
     address: str | None = None
     interface: str | None = None
+    shared_gpus: list[int] = field(default_factory=list)  # server mode: trainer's ∩ server's
 
 
 def _held(ctx: VllmContext, gpu: int | None) -> str:
@@ -170,7 +175,7 @@ def classify_vllm(text: str, ctx: VllmContext) -> list[Finding]:
             f"{ctx.part} failed: the module {mod!r} is missing (package {pkg}); vLLM imports it "
             "at start", f"pip install {pkg}", {"module": mod, "package": pkg}))
         break
-    s = _SYNC_TIMEOUT.search(text)
+    s = _DUPLICATE.search(text) or _SYNC_TIMEOUT.search(text)
     if s:
         found.append(sync_timeout(ctx, s.group(0)[:200]))
     return found
@@ -184,11 +189,22 @@ def sync_timeout(ctx: VllmContext, matched: str = "") -> Finding:
                                         " (vllm_group_port)")) if ctx.group_port else \
         "vllm_group_port"
     iface = ctx.interface or "the one NCCL picks (NCCL_SOCKET_IFNAME unset)"
+    where = (f"the NCCL group on {port} at {ctx.address or 'the trainer host'}, network "
+             f"interface {iface}")
+    ev = {"group_port": ctx.group_port, "address": ctx.address, "interface": ctx.interface,
+          "shared_gpus": ctx.shared_gpus, **({"matched": matched} if matched else {})}
+    if ctx.shared_gpus:
+        gpus = ", ".join(map(str, ctx.shared_gpus))
+        return Finding(
+            "PRB015", Severity.ERROR,
+            f"the weight sync between the trainer and {ctx.part} cannot form: the trainer and "
+            f"the server share GPU {gpus}, and NCCL refuses two ranks of one group on one GPU "
+            f"(\"Duplicate GPU detected\"); {where}",
+            "give the vLLM server its own GPU(s) through its CUDA_VISIBLE_DEVICES, or use "
+            "vllm_mode: colocate to share a GPU between training and generation", ev)
     return Finding(
         "PRB015", Severity.ERROR,
-        f"the weight sync between the trainer and {ctx.part} timed out: the NCCL group on "
-        f"{port} at {ctx.address or 'the trainer host'}, network interface {iface}",
+        f"the weight sync between the trainer and {ctx.part} "
+        + ("failed" if matched and SYNC_FATAL.search(matched) else "timed out") + f": {where}",
         "let the server reach the trainer on that port and interface (firewall, "
-        "NCCL_SOCKET_IFNAME, VLLM_HOST_IP), and make sure no other run uses the port",
-        {"group_port": ctx.group_port, "address": ctx.address, "interface": ctx.interface,
-         **({"matched": matched} if matched else {})})
+        "NCCL_SOCKET_IFNAME, VLLM_HOST_IP), and make sure no other run uses the port", ev)

@@ -24,7 +24,7 @@ from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.plan.interface import Launch
-from envdoctor.probe.failures import classify
+from envdoctor.probe.failures import SYNC_FATAL, classify
 from envdoctor.probe.server import (
     BESIDE_FRACTION,
     BESIDE_MIN_MIB,
@@ -304,6 +304,8 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
             if server_line is not None:  # first: its start overlaps the trainer's imports
                 server_line.env.update({**OFFLINE, "HF_HOME": str(tmp / "hf"),
                                         "TMPDIR": str(tmp)})
+                for e in (env, server_line.env):  # NCCL names a refused group only so
+                    e.setdefault("NCCL_DEBUG", "WARN")
                 mark("server_start")
                 try:
                     server = ServerProcess(server_line, tmp / "server.log", tmp)
@@ -489,7 +491,7 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
           mark: Callable[..., None] | None = None) -> str:
     deadline = time.monotonic() + timeout_s
     last = ""
-    next_poll = 0.0
+    next_poll = next_scan = 0.0
     while True:
         try:
             proc.wait(timeout=0.25)
@@ -503,6 +505,14 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
                 next_poll = time.monotonic() + 0.5
                 if server.check() and mark:
                     mark("server_healthy")
+            if server.healthy_at is not None and time.monotonic() >= next_scan:
+                next_scan = time.monotonic() + 1.0
+                fatal = SYNC_FATAL.search(server.log_text(65536)) or SYNC_FATAL.search(
+                    _read_tail(log))
+                if fatal:  # NCCL refused the weight-sync group: it will never form
+                    result.server["sync_failed"] = fatal.group(0)[:200]
+                    result.phase = phase
+                    return "ran"
             code = server.exited()
             if code is not None:  # the server died: the trainer would wait for it in vain
                 result.server["died"] = code
@@ -526,6 +536,16 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
         mark("server_healthy")  # the trainer was faster than the last poll
     result.phase = "done"
     return "ran"
+
+
+def _read_tail(path: Path, limit: int = 65536) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - limit))
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _collect(tmp: Path, spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None:

@@ -21,10 +21,14 @@ def _gib(mib: int) -> str:
 def _context(spec: ProbeSpec, result: ProbeResult, part: str, visible: list[int],
              cvd: str | None) -> VllmContext:
     rank0 = result.ranks.get(0, {})
+    size = max(int(result.server.get("tp", 1)) * int(result.server.get("dp", 1)), 1)
+    training = {g for g in spec.rank_gpus.values() if g is not None}
+    shared = sorted(training & set(spec.server_visible[:size])) if result.server else []
     return VllmContext(part=part, visible=visible, cvd=cvd, holders=result.holders,
                        group_port=result.server.get("group_port"),
                        user_group_port=_int(spec.vllm.get("vllm_group_port")),
-                       address=rank0.get("sync_address"), interface=rank0.get("sync_interface"))
+                       address=rank0.get("sync_address"), interface=rank0.get("sync_interface"),
+                       shared_gpus=shared)
 
 
 def _int(value: Any) -> int | None:
@@ -75,10 +79,10 @@ def judge_vllm(spec: ProbeSpec, result: ProbeResult, server_watch: GpuWatch | No
                                                       else ""),
                 "run the server line by hand to see the whole error",
                 {"argv": srv.get("argv"), "log_tail": srv.get("log_tail", "")[-3000:]}))
-        if result.status == "timeout" and "server_healthy" in result.events and \
-                result.phase in ("trainer init", "weight sync") and \
-                not any(x.rule == "PRB015" for x in new):
-            new.append(sync_timeout(ctx))
+        stuck = result.status == "timeout" and "server_healthy" in result.events and \
+            result.phase in ("trainer init", "weight sync")
+        if (stuck or srv.get("sync_failed")) and not any(x.rule == "PRB015" for x in new):
+            new.append(sync_timeout(ctx, srv.get("sync_failed", "")))
         _server_isolation(spec, result, server_watch, new)
     if new:
         if {x.rule for x in new} & {"PRB013", "PRB014", "PRB015"}:  # the named cause

@@ -1,5 +1,5 @@
 """A stand-in for ``trl vllm-serve`` on CPU: serves GET /health on loopback, or fails the way vLLM
-does. Behaviour from FAKE_VLLM (healthy | free_memory | flashinfer | hang | stubborn);
+does. Behaviour from FAKE_VLLM (healthy | free_memory | flashinfer | hang | stubborn | duplicate);
 FAKE_VLLM_RECORD names a folder where it writes its argv, pids and every request it got.
 
     python fake_vllm_server.py vllm-serve --model DIR --port P [...]
@@ -77,6 +77,13 @@ def main() -> None:
     if MODE == "hang":
         time.sleep(600)
     time.sleep(float(os.environ.get("FAKE_VLLM_DELAY", "0.5")))
+    if MODE == "duplicate":  # healthy, then NCCL refuses the weight-sync group (NCCL_DEBUG=WARN)
+        import threading
+
+        threading.Timer(1.0, lambda: print(
+            "host:913:1201 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 "
+            f"both on CUDA device 40 (NCCL_DEBUG={os.environ.get('NCCL_DEBUG')})",
+            flush=True)).start()
     server = http.server.HTTPServer((_arg("--host", "127.0.0.1"), int(_arg("--port", "8000"))),
                                     Handler)
     server.serve_forever()

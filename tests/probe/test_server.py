@@ -49,7 +49,8 @@ def _spec(record: Path, mode: str, monkeypatch, timeout_s: float = 30.0, **kw) -
     monkeypatch.setenv("FAKE_VLLM", mode)
     monkeypatch.setenv("FAKE_VLLM_RECORD", str(record))
     flags = kw.pop("flags", "--model Qwen/Qwen2.5-7B --gpu_memory_utilization 0.3 --port 8000")
-    return ProbeSpec(launcher=FAKE_TRAINER, rank_gpus={0: None}, timeout_s=timeout_s,
+    kw.setdefault("rank_gpus", {0: None})
+    return ProbeSpec(launcher=FAKE_TRAINER, timeout_s=timeout_s,
                      use_vllm=True, vllm_mode="server", vllm={"vllm_group_port": 51216},
                      server_launch=_fake_launch(flags, {"CUDA_VISIBLE_DEVICES": "3"}),
                      server_visible=[3], **kw)
@@ -225,6 +226,20 @@ def test_weight_sync_that_never_forms_names_port_and_interface(tmp_path, monkeyp
     (f,) = [x for x in r.findings if x.rule == "PRB015"]
     assert f"port {r.server['group_port']}" in f.message and "51216" in f.message
     assert "network interface" in f.message and r.leftover_pids == []
+
+
+def test_trainer_on_the_servers_gpu_is_named_as_soon_as_nccl_refuses_the_group(tmp_path,
+                                                                               monkeypatch):
+    monkeypatch.setenv("FAKE_TRAINER", "hang")  # as seen on one H100: the trainer's init hangs
+    monkeypatch.delenv("NCCL_DEBUG", raising=False)
+    start = time.monotonic()
+    r = run_probe(_spec(tmp_path, "duplicate", monkeypatch, timeout_s=60, rank_gpus={0: 3}))
+    assert time.monotonic() - start < 30  # not the whole limit
+    assert r.status == "fail"
+    (f,) = [x for x in r.findings if x.rule == "PRB015"]
+    assert "share GPU 3" in f.message and "colocate" in f.fix
+    assert "NCCL_DEBUG=WARN" in r.server["log_tail"]  # set for the server, so NCCL says why
+    assert r.leftover_pids == [] and not _alive(_servers(tmp_path)[0]["pid"])
 
 
 def test_sigterm_to_envdoctor_ends_server_and_trainer(tmp_path):

@@ -64,3 +64,11 @@ def test_healthy_server_log_gives_nothing():
            "http://127.0.0.1:40123\nINFO:     Application startup complete.\n"
            "INFO:     127.0.0.1:50312 - \"GET /health HTTP/1.1\" 200 OK\n")
     assert classify_vllm(log, _ctx(visible=[0])) == []
+
+
+def test_duplicate_gpu_names_the_shared_gpu_and_the_way_out():
+    text = ("node:1422836:1422836 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and "
+            "rank 0 both on CUDA device 4b000")
+    (f,) = classify_vllm(text, _ctx(group_port=41234, shared_gpus=[0]))
+    assert f.rule == "PRB015" and "cannot form" in f.message and "share GPU 0" in f.message
+    assert "its own GPU" in f.fix and "colocate" in f.fix
