@@ -141,6 +141,8 @@ class ProbeResult:
                  "model_build": "model load", "trainer_init": "trainer init",
                  "sync": "weight sync", "vllm_generate": "vLLM generation",
                  "steps": "step", "teardown": "teardown", "total": "total"}
+        if "server_start" in self.events and "server_healthy" not in self.events:
+            names["server_start"] = "server start (never healthy)"
         return [f"{names[k]} {v:.1f} s" for k, v in self.timings.items()
                 if v is not None and k in names]
 

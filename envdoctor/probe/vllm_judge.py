@@ -60,6 +60,8 @@ def judge_vllm(spec: ProbeSpec, result: ProbeResult, server_watch: GpuWatch | No
                 else f"TRL's in-process vLLM on vllm_device={spec.vllm.get('vllm_device', 'auto')}")
         new += classify_vllm(_rank_text(result), _context(spec, result, part,
                                                           spec.trainer_visible, trainer_cvd))
+    if spec.vllm_mode == "colocate":
+        new += _headroom(spec, result)
     if srv.get("pid"):
         ctx = _context(spec, result, "the probe vLLM server", spec.server_visible,
                        srv.get("visible"))
@@ -91,6 +93,39 @@ def judge_vllm(spec: ProbeSpec, result: ProbeResult, server_watch: GpuWatch | No
     _user_server(result)
     if result.status == "pass" and any(x.severity == Severity.ERROR for x in f):
         result.status = "fail"
+
+
+#: below this, no trainable policy fits beside vLLM: Adam in mixed precision holds ~16 bytes per
+#: parameter, so 1 GiB is ~67 M parameters before any activation
+HEADROOM_ERROR_MIB = 1024
+HEADROOM_WARN_SHARE = 0.05
+
+
+def _headroom(spec: ProbeSpec, result: ProbeResult) -> list[Finding]:
+    """Colocate: the room the training step had beside vLLM's reservation (torch's free memory
+    on the rank's GPU right before and after the step, the smaller)."""
+    out = []
+    util = spec.vllm.get("vllm_gpu_memory_utilization", "TRL's default")
+    for rank, data in sorted(result.ranks.items()):
+        free, total = data.get("gpu_free_mib"), data.get("gpu_total_mib")
+        if not data.get("ok") or free is None or not total:
+            continue
+        gpu = spec.rank_gpus.get(rank)
+        where = f"GPU {gpu}" if gpu is not None else str(data.get("device"))
+        if free >= max(HEADROOM_ERROR_MIB, HEADROOM_WARN_SHARE * total):
+            continue
+        severity = Severity.ERROR if free < HEADROOM_ERROR_MIB else Severity.WARNING
+        out.append(Finding(
+            "PRB017", severity,
+            f"rank {rank}'s training step had {_gib(free)} free on {where} ({_gib(total)}) beside "
+            f"its in-process vLLM (vllm_gpu_memory_utilization {util}): the probe's tiny model "
+            "fit, the real model's weights, gradients, optimizer states (~16 bytes per parameter "
+            "with Adam in mixed precision) and activations must fit there too",
+            "lower vllm_gpu_memory_utilization (TRL's colocate default is 0.3), or set "
+            "vllm_enable_sleep_mode: true so vLLM frees its memory during the step",
+            {"rank": rank, "gpu": gpu, "free_mib": free, "total_mib": total,
+             "vllm_gpu_memory_utilization": util}))
+    return out
 
 
 def _server_isolation(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None,

@@ -102,9 +102,13 @@ class GpuWatch:
                     continue
             except (ProcessLookupError, PermissionError):
                 pass
-            words = [w for w in process_name(pid, self.nvml).split(" ")
-                     if w and not w.startswith("-") and "=" not in w]
-            name = " ".join(words[:2])[:60]  # program and script: no flag values
+            words = process_name(pid, self.nvml).split(" ")
+            if "-c" in words[1:2]:
+                name = f"{words[0]} -c …"  # inline code: not a name
+            else:  # program and script, no flag values
+                name = " ".join([w for w in words if w and not w.startswith("-")
+                                 and "=" not in w][:2])
+            name = name[:60]
             out.setdefault(gpu, []).append((pid, name, mib))
         return out
 

@@ -307,9 +307,14 @@ def run(spec: dict, result: dict) -> None:
     _fault(spec, "trainer_init")
     if cuda:
         torch.cuda.reset_peak_memory_stats(args.device)
+        free_before = torch.cuda.mem_get_info(args.device)[0]  # after vLLM took its share
     step_start = time.perf_counter()
     trainer.train()
     result["step_s"] = round(time.perf_counter() - step_start, 4)
+    if cuda:  # what the real model's step would have to live in, beside vLLM's reservation
+        free_after, total = torch.cuda.mem_get_info(args.device)
+        result["gpu_free_mib"] = round(min(free_before, free_after) / 2**20)
+        result["gpu_total_mib"] = round(total / 2**20)
     t = _phase(result, "steps", t)
     wrapped = getattr(trainer, "model_wrapped", trainer.model)
     result["wrapper"] = type(wrapped).__name__

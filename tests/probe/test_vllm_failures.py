@@ -72,3 +72,30 @@ def test_duplicate_gpu_names_the_shared_gpu_and_the_way_out():
     (f,) = classify_vllm(text, _ctx(group_port=41234, shared_gpus=[0]))
     assert f.rule == "PRB015" and "cannot form" in f.message and "share GPU 0" in f.message
     assert "its own GPU" in f.fix and "colocate" in f.fix
+
+
+def _colocate(free_mib: int):
+    from envdoctor.probe.runner import ProbeResult, ProbeSpec
+    from envdoctor.probe.vllm_judge import judge_vllm
+
+    spec = ProbeSpec(launcher=["python"], rank_gpus={0: 0}, use_vllm=True, vllm_mode="colocate",
+                     vllm={"vllm_gpu_memory_utilization": 0.99})
+    result = ProbeResult(status="pass", ranks={0: {"ok": True, "finished": True,
+                                                   "gpu_free_mib": free_mib,
+                                                   "gpu_total_mib": 81079}})
+    judge_vllm(spec, result, None)
+    return result
+
+
+def test_colocate_fraction_that_leaves_the_step_no_room_is_an_error():
+    r = _colocate(412)
+    (f,) = [x for x in r.findings if x.rule == "PRB017"]
+    assert f.severity.name == "ERROR" and r.status == "fail"
+    assert "412 MiB free on GPU 0" in f.message and "0.99" in f.message
+
+
+def test_colocate_with_little_room_warns_and_with_room_stays_quiet():
+    (f,) = [x for x in _colocate(3000).findings if x.rule == "PRB017"]
+    assert f.severity.name == "WARNING"
+    quiet = _colocate(55000)
+    assert quiet.status == "pass" and not [x for x in quiet.findings if x.rule == "PRB017"]
