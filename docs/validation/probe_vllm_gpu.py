@@ -71,7 +71,30 @@ def _probe(name: str, config: dict, launches: list[str]) -> None:
     print(f"    summary: {area.summary}")
     for f in area.findings:
         print(f"    {f.severity.name:<7} {f.rule}: {f.message}")
+    result = SEEN[-1]
+    print(f"    timings: {result.timings}")
+    print(f"    events: {result.events}")
+    if result.status != "pass":
+        for line in result.server.get("log_tail", "").splitlines()[-15:]:
+            print(f"    server| {line[:300]}")
+        for line in result.log_tail.splitlines()[-15:]:
+            print(f"    trainer| {line[:300]}")
     print(f"    NVML after: {_nvml()}")
+
+
+SEEN: list = []
+
+
+def _capture() -> None:
+    from envdoctor.probe import runner
+
+    real = runner.run_probe
+
+    def run(spec, on_phase=None):
+        SEEN.append(real(spec, on_phase))
+        return SEEN[-1]
+
+    runner.run_probe = run
 
 
 def probe_area_with_phases(ctx, phases):
@@ -144,6 +167,7 @@ def beside() -> None:
 
 
 if __name__ == "__main__":
+    _capture()
     for arg in sys.argv[1:]:
         {"colocate": colocate, "colocate_greedy": lambda: colocate(0.99), "server": server,
          "taken": taken, "beside": beside}[arg]()
