@@ -170,10 +170,10 @@ def classify_vllm(text: str, ctx: VllmContext) -> list[Finding]:
         if mod in _TRAINING_STACK:
             continue  # PRB009's
         pkg = PACKAGES.get(mod, mod)
-        found.append(Finding(
-            "PRB014", Severity.ERROR,
-            f"{ctx.part} failed: the module {mod!r} is missing (package {pkg}); vLLM imports it "
-            "at start", f"pip install {pkg}", {"module": mod, "package": pkg}))
+        what = ("vLLM is not installed for the interpreter it runs under" if mod == "vllm" else
+                f"the module {mod!r} is missing (package {pkg}); vLLM imports it at start")
+        found.append(Finding("PRB014", Severity.ERROR, f"{ctx.part} failed: {what}",
+                             f"pip install {pkg}", {"module": mod, "package": pkg}))
         break
     s = _DUPLICATE.search(text) or _SYNC_TIMEOUT.search(text)
     if s:
