@@ -50,10 +50,10 @@ def _spec(record: Path, mode: str, monkeypatch, timeout_s: float = 30.0, **kw) -
     monkeypatch.setenv("FAKE_VLLM_RECORD", str(record))
     flags = kw.pop("flags", "--model Qwen/Qwen2.5-7B --gpu_memory_utilization 0.3 --port 8000")
     kw.setdefault("rank_gpus", {0: None})
+    kw.setdefault("server_visible", [3])
     return ProbeSpec(launcher=FAKE_TRAINER, timeout_s=timeout_s,
                      use_vllm=True, vllm_mode="server", vllm={"vllm_group_port": 51216},
-                     server_launch=_fake_launch(flags, {"CUDA_VISIBLE_DEVICES": "3"}),
-                     server_visible=[3], **kw)
+                     server_launch=_fake_launch(flags, {"CUDA_VISIBLE_DEVICES": "3"}), **kw)
 
 
 def _servers(record: Path) -> list[dict]:
@@ -305,3 +305,94 @@ def test_no_server_line_in_server_mode_says_what_was_not_probed(monkeypatch):
     r = run_probe(spec)
     (f,) = [x for x in r.findings if x.rule == "PRB016"]
     assert "trl vllm-serve" in f.message and r.generation == "the trainer's own generate()"
+
+
+class _FakeNvml:
+    """NVML with one GPU of ``total`` MiB, ``free`` MiB free, and the given (pid, MiB) on it."""
+
+    def __init__(self, procs: list[tuple[int, int]], free: int, total: int = 81079) -> None:
+        self.procs, self.free, self.total = procs, free, total
+
+    def nvmlInit(self) -> None:  # noqa: N802 - NVML's names
+        pass
+
+    def nvmlShutdown(self) -> None:  # noqa: N802
+        pass
+
+    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:  # noqa: N802
+        return i
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h: int) -> list:  # noqa: N802
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(pid=p, usedGpuMemory=m * 2**20) for p, m in self.procs]
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, h: int) -> list:  # noqa: N802
+        return []
+
+    def nvmlDeviceGetMemoryInfo(self, h: int):  # noqa: N802
+        from types import SimpleNamespace
+
+        return SimpleNamespace(free=self.free * 2**20, total=self.total * 2**20)
+
+
+def test_holders_are_named_without_their_arguments(tmp_path, monkeypatch):
+    from envdoctor.probe.watcher import GpuWatch
+
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    script = subprocess.Popen([sys.executable, FAKE_SERVER, "--port", "1", "--token=s3cret"],
+                              env={**os.environ, "FAKE_VLLM": "hang",
+                                   "FAKE_VLLM_RECORD": str(tmp_path)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        nvml = _FakeNvml([(holder.pid, 68264), (script.pid, 100)], free=10960)
+        monkeypatch.setattr("envdoctor.probe.watcher.load_nvml", lambda: (nvml, None))
+        watch = GpuWatch(pgid=-1).start()
+        try:
+            rows = {pid: (name, mib) for pid, name, mib in watch.others(set())[0]}
+            assert watch.memory() == {0: (10960, 81079)}
+        finally:
+            watch.close()
+        exe = Path(sys.executable).name
+        assert rows[holder.pid] == (f"{exe} -c …", 68264)
+        assert rows[script.pid][0] == f"{exe} {FAKE_SERVER}"[:60]  # no flag, no value
+    finally:
+        for p in (holder, script):
+            p.kill()
+            p.wait()
+
+
+def test_a_running_user_server_without_room_beside_it_is_not_probed_and_not_touched(
+        tmp_path, monkeypatch):
+    user_record = tmp_path / "user"
+    user_record.mkdir()
+    port = free_port()
+    user = subprocess.Popen([sys.executable, FAKE_SERVER, "--port", str(port)],
+                            env={**os.environ, "FAKE_VLLM": "healthy", "FAKE_VLLM_DELAY": "0",
+                                 "FAKE_VLLM_RECORD": str(user_record)}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while health("127.0.0.1", port) != 200 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        nvml = _FakeNvml([(user.pid, 72000)], free=2000)
+        monkeypatch.setattr("envdoctor.probe.watcher.load_nvml", lambda: (nvml, None))
+        probe_record = tmp_path / "probe"
+        probe_record.mkdir()
+        spec = _spec(probe_record, "healthy", monkeypatch, user_server=("127.0.0.1", port),
+                     server_visible=[0], fault="exit")
+        spec.launcher = [sys.executable]  # the real worker: it generates with its own generate()
+        r = run_probe(spec)
+        (f,) = [x for x in r.findings if x.rule == "PRB016"]
+        assert "not probed" in f.message and "GPU 0 has 2.0 GiB free" in f.message
+        assert f.severity.name == "WARNING" and not _servers(probe_record)
+        assert r.generation == "the trainer's own generate()"
+        requests = (user_record / f"requests-{user.pid}.txt").read_text().splitlines()
+        assert requests == ["GET /health"] * 3  # this test's wait, the probe's before and after
+        assert r.user_server["processes_before"] == [(user.pid, 0, 72000)]
+    finally:
+        os.killpg(user.pid, signal.SIGKILL)
+        user.wait()

@@ -99,3 +99,40 @@ def test_colocate_with_little_room_warns_and_with_room_stays_quiet():
     assert f.severity.name == "WARNING"
     quiet = _colocate(55000)
     assert quiet.status == "pass" and not [x for x in quiet.findings if x.rule == "PRB017"]
+
+
+def test_terminal_progress_prints_each_finished_phase_with_its_seconds(monkeypatch, capsys):
+    from envdoctor.commands import probe as cmd
+
+    clock = iter([0.0, 0.0, 61.25, 70.0])
+    monkeypatch.setattr(cmd.time, "monotonic", lambda: next(clock))
+    show = cmd._progress(True)
+    for phase in ("server starting · trainer: imports", "server ready · trainer: trainer init",
+                  "teardown"):
+        show(phase)
+    err = capsys.readouterr().err
+    assert "probe: server starting · trainer: imports (61.2 s)\n" in err
+    assert "probe: server ready · trainer: trainer init (8.8 s)\n" in err
+    assert err.endswith("probe: teardown…") and cmd._progress(False) is None
+
+
+def test_worker_times_weight_syncs_and_generations(monkeypatch, capsys):
+    import importlib.util
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    path = Path(__file__).parents[2] / "envdoctor" / "probe" / "worker.py"
+    spec = importlib.util.spec_from_file_location("probe_worker_t", path)
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    calls = []
+    gen = SimpleNamespace(sync_weights=lambda: calls.append("sync"),
+                          generate=lambda *a, **k: calls.append("gen") or "out")
+    result = {"phases": {}}
+    worker._watch_vllm(result, SimpleNamespace(vllm_generation=gen))
+    gen.sync_weights()
+    assert gen.generate(1) == "out" and calls == ["sync", "gen"]
+    assert result["sync_calls"] == 1 and result["vllm_generate_calls"] == 1
+    assert set(result["phases"]) == {"sync", "vllm_generate"}
+    err = capsys.readouterr().err
+    assert "ENVDOCTOR_PHASE rank=0 sync_start" in err and "sync_done" in err
