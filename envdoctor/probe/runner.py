@@ -589,11 +589,14 @@ def _judge(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None
     failed = [r for r, d in result.ranks.items() if d.get("finished") and d.get("error")]
     for rank, data in sorted(result.ranks.items()):
         if not data.get("finished"):
-            if result.server.get("died") is not None and result.status == "ran":
+            ended_by_probe = result.server.get("died") is not None or \
+                result.server.get("sync_failed")
+            if ended_by_probe and result.status == "ran":
+                why = ("the vLLM server exited" if result.server.get("died") is not None
+                       else "NCCL refused the weight-sync group")
                 f.append(Finding("PRB001", Severity.INFO,
                                  f"rank {rank} (pid {data.get('pid')}) was ended by the probe "
-                                 "after the vLLM server exited", "see the server's error",
-                                 {"rank": rank}))
+                                 f"after {why}", "see the vLLM finding", {"rank": rank}))
             elif result.status == "ran" and failed:  # the launcher ended it after another failed
                 f.append(Finding("PRB001", Severity.INFO,
                                  f"rank {rank} (pid {data.get('pid')}) was ended by the launcher "

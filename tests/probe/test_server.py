@@ -238,6 +238,8 @@ def test_trainer_on_the_servers_gpu_is_named_as_soon_as_nccl_refuses_the_group(t
     assert r.status == "fail"
     (f,) = [x for x in r.findings if x.rule == "PRB015"]
     assert "share GPU 3" in f.message and "colocate" in f.fix
+    errors = [x.rule for x in r.findings if x.severity.name == "ERROR"]
+    assert errors == ["PRB015"]  # the ended rank is an info, NCCL's warning not a second error
     assert "NCCL_DEBUG=WARN" in r.server["log_tail"]  # set for the server, so NCCL says why
     assert r.leftover_pids == [] and not _alive(_servers(tmp_path)[0]["pid"])
 
