@@ -165,8 +165,10 @@ def classify_vllm(text: str, ctx: VllmContext) -> list[Finding]:
             f"or lower gpu_memory_utilization below {max(room - 0.02, 0.0):.2f}",
             {**ev, "gpu": gpu, "cuda_visible_devices": ctx.cvd,
              "holders": ctx.holders.get(gpu, []) if gpu is not None else []}))
-    for hit in _ANY_MISSING.finditer(text):
-        mod = hit.group("mod")
+    mods = [h.group("mod") for h in _ANY_MISSING.finditer(text)]
+    if "vLLM is not available" in text:  # TRL's own check before it imports vLLM
+        mods.insert(0, "vllm")
+    for mod in mods:
         if mod in _TRAINING_STACK:
             continue  # PRB009's
         pkg = PACKAGES.get(mod, mod)

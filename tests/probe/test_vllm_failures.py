@@ -136,3 +136,10 @@ def test_worker_times_weight_syncs_and_generations(monkeypatch, capsys):
     assert set(result["phases"]) == {"sync", "vllm_generate"}
     err = capsys.readouterr().err
     assert "ENVDOCTOR_PHASE rank=0 sync_start" in err and "sync_done" in err
+
+
+def test_trl_saying_vllm_is_not_available_is_the_same_missing_package():
+    text = ("ImportError: vLLM is not available and `use_vllm` is set to True. Please install vLLM "
+            "with `pip install trl[vllm]` to use it.")
+    (f,) = classify_vllm(text, VllmContext(part="the in-process vLLM of the trainer (colocate)"))
+    assert f.rule == "PRB014" and f.fix == "pip install vllm"
