@@ -169,8 +169,8 @@ def classify_vllm(text: str, ctx: VllmContext) -> list[Finding]:
     if "vLLM is not available" in text:  # TRL's own check before it imports vLLM
         mods.insert(0, "vllm")
     for mod in mods:
-        if mod in _TRAINING_STACK:
-            continue  # PRB009's
+        if mod in _TRAINING_STACK or (mod not in PACKAGES and "vllm" not in text.lower()):
+            continue  # PRB009's, or nothing to do with vLLM
         pkg = PACKAGES.get(mod, mod)
         what = ("vLLM is not installed for the interpreter it runs under" if mod == "vllm" else
                 f"the module {mod!r} is missing (package {pkg}); vLLM imports it at start")
