@@ -77,6 +77,8 @@ def _resolve(program: list[str]) -> list[str]:
 
 def _flag(name: str, value: object, dashes: bool) -> list[str]:
     key = name.replace("_", "-") if dashes else name
+    if value is None:  # "--dtype none": left to the launcher's default
+        return []
     if value is True:
         return [f"--{key}"] if dashes else [f"--{key}", "true"]
     if value is False:

@@ -99,6 +99,12 @@ def test_vllm_serve_line_keeps_weight_transfer_and_dashes():
     assert line.env["VLLM_SERVER_DEV_MODE"] == "1" and line.env["CUDA_VISIBLE_DEVICES"] == "2"
 
 
+def test_a_none_value_is_left_to_the_launchers_default():
+    line = probe_server_line(parse_launch("trl vllm-serve --model m --dtype none"), "/m", 1,
+                             base_env={})
+    assert "--dtype" not in line.argv and "None" not in line.argv
+
+
 def test_default_fraction_is_vllms_and_a_bad_one_does_not_crash():
     line = probe_server_line(parse_launch("trl vllm-serve --model m"), "/m", 1, base_env={})
     assert line.fraction == 0.9
