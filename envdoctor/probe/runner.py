@@ -342,6 +342,11 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
             result.returncode = proc.returncode
     except KeyboardInterrupt:
         result.status = "interrupted"
+    except OSError as exc:  # its temp dir (model, spec, logs) could not be written
+        result.findings.append(Finding(
+            "PRB001", Severity.ERROR, f"the probe could not write its files in {tmp}: "
+            f"{exc.strerror or exc}", "free disk space in TMPDIR, or point TMPDIR elsewhere",
+            {"path": str(tmp)}))
     finally:
         with _shielded():  # a second Ctrl-C or a SIGTERM must not cut the teardown short
             if on_phase and (proc is not None or server is not None):
