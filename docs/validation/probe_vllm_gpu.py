@@ -8,9 +8,11 @@ findings, the phases with their seconds, and what NVML saw. Scenarios:
 
 - colocate: vllm_mode colocate at 0.3, 4 per device (TRL's max_num_seqs 4 < 8)
 - colocate_greedy: colocate at 0.99: the trainer's own CUDA context leaves vLLM too little
-- taken: a stand-in holds most of the GPU, the server line asks 0.3 → the holder and GPU named
-- server: server and trainer on the same GPU, the server at 0.3
-- beside: a user's server already runs on the GPU (port 8000): read only, probe server beside
+- taken: a stand-in holds most of the server's GPU, the server line asks 0.3 → holder, GPU named
+- server: the server at 0.3 on GPU $SERVER_GPU (default 0: the trainer's own GPU, which NCCL's
+  weight sync refuses; SERVER_GPU=1 on two GPUs is the healthy split)
+- beside: a user's server already runs on the server's GPU (port 8000): read only, probe server
+  beside it
 """
 
 from __future__ import annotations
@@ -31,25 +33,29 @@ from envdoctor.probe.server import health
 from envdoctor.probe.tinymodel import write_tiny_model
 
 TIMEOUT = 240.0
+#: SERVER_GPU=1 on a machine of two GPUs: the server split (trainer on 0, server on 1)
+SERVER_GPU = os.environ.get("SERVER_GPU", "0")
 TRAINER = "CUDA_VISIBLE_DEVICES=0 python3 train.py"
-SERVER = ("CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model Qwen/Qwen2.5-0.5B-Instruct "
+SERVER = (f"CUDA_VISIBLE_DEVICES={SERVER_GPU} trl vllm-serve --model Qwen/Qwen2.5-0.5B-Instruct "
           "--gpu_memory_utilization 0.3 --port 8000")
 
 
-def _nvml() -> list[tuple[int, str, int]]:
+def _nvml() -> list[tuple[int, int, str, int]]:
+    """(GPU, pid, name, MiB) of every process, and (GPU, -1, "free MiB", free) per GPU."""
     import pynvml
 
     pynvml.nvmlInit()
-    h = pynvml.nvmlDeviceGetHandleByIndex(0)
     out = []
-    for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
-        try:
-            name = Path(f"/proc/{p.pid}/cmdline").read_bytes().split(b"\0")[0].decode()[-30:]
-        except OSError:
-            name = "?"
-        out.append((p.pid, name, int((p.usedGpuMemory or 0) // 2**20)))
-    free = pynvml.nvmlDeviceGetMemoryInfo(h).free // 2**20
-    return sorted(out) + [(-1, "free MiB", int(free))]
+    for gpu in range(pynvml.nvmlDeviceGetCount()):
+        h = pynvml.nvmlDeviceGetHandleByIndex(gpu)
+        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
+            try:
+                name = Path(f"/proc/{p.pid}/cmdline").read_bytes().split(b"\0")[0].decode()[-30:]
+            except OSError:
+                name = "?"
+            out.append((gpu, p.pid, name, int((p.usedGpuMemory or 0) // 2**20)))
+        out.append((gpu, -1, "free MiB", int(pynvml.nvmlDeviceGetMemoryInfo(h).free // 2**20)))
+    return out
 
 
 def _probe(name: str, config: dict, launches: list[str]) -> None:
@@ -122,7 +128,7 @@ def colocate(util: float = 0.3) -> None:
 
 
 def server() -> None:
-    _probe("server + trainer on GPU 0", {"use_vllm": True, "vllm_mode": "server",
+    _probe(f"server on GPU {SERVER_GPU}, trainer on GPU 0", {"use_vllm": True, "vllm_mode": "server",
                                          "per_device_train_batch_size": 4,
                                          "num_generations": 4}, [SERVER, TRAINER])
 
@@ -131,8 +137,8 @@ def taken() -> None:
     code = ("import torch,time,sys; free,total=torch.cuda.mem_get_info(); "
             "x=torch.empty(int(free-12*2**30),dtype=torch.uint8,device='cuda'); "
             "print('holding',x.numel()>>20,'MiB',flush=True); time.sleep(600)")
-    holder = subprocess.Popen([sys.executable, "-c", code], env={**os.environ,
-                                                                  "CUDA_VISIBLE_DEVICES": "0"},
+    holder = subprocess.Popen([sys.executable, "-c", code],
+                              env={**os.environ, "CUDA_VISIBLE_DEVICES": SERVER_GPU},
                               stdout=subprocess.PIPE, text=True)
     print(f"\nstand-in pid {holder.pid}: {holder.stdout.readline().strip()}")
     try:
@@ -146,7 +152,7 @@ def taken() -> None:
 
 def beside() -> None:
     model = write_tiny_model(Path(tempfile.mkdtemp()) / "user-model")
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "0"}
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": SERVER_GPU}
     user = subprocess.Popen(["trl", "vllm-serve", "--model", str(model),
                              "--gpu_memory_utilization", "0.3", "--port", "8000",
                              "--enforce_eager", "true", "--max_model_len", "256"],

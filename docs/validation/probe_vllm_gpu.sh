@@ -3,6 +3,7 @@
 # (tools: vllm-wheels.sh; /tmp/parts/part.* already copied by earlier calls on the same machine).
 #   bash docs/validation/probe_vllm_gpu.sh colocate colocate_greedy taken
 #   bash docs/validation/probe_vllm_gpu.sh server beside
+#   SERVER_GPU=1 bash docs/validation/probe_vllm_gpu.sh server taken beside   (two GPUs: the split)
 set -u
 [ -f /tmp/vsite/.done ] || { mkdir -p /tmp/vw && cat /tmp/parts/part.* | tar -x -C /tmp/vw \
   && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/vsite /tmp/vw/*.whl \
