@@ -735,7 +735,9 @@ def _judge_isolation(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | Non
                                    "NVML samples), but not every rank finished a GRPO step")
     else:
         result.isolation = "proved"
-        untouched = [g for g in spec.generation_gpus]
-        result.isolation_detail = (f"no probe process touched GPU {', '.join(map(str, untouched))}"
+        own = set(spec.rank_gpus.values())
+        untouched = [g for g in spec.generation_gpus if g not in own]
+        who = "no training process" if spec.use_vllm else "no probe process"
+        result.isolation_detail = (f"{who} touched GPU {', '.join(map(str, untouched))}"
                                    if untouched else "each rank stayed on its own GPU") + \
             f" ({watch.samples} NVML samples)"
