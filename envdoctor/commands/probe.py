@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 import click
@@ -13,10 +14,17 @@ from envdoctor.report.interface import Area
 
 
 def _progress(enabled: bool):
+    """On a terminal: the live phase, and each finished phase on its own line with its time."""
     if not enabled:
         return None
+    state = {"phase": "", "since": time.monotonic()}
 
     def show(phase: str) -> None:
+        now = time.monotonic()
+        if state["phase"]:
+            click.echo(f"\r\033[Kprobe: {state['phase']} ({now - state['since']:.1f} s)",
+                       err=True)
+        state["phase"], state["since"] = phase, now
         click.echo(f"\r\033[Kprobe: {phase}…", nl=False, err=True)
 
     return show
@@ -42,20 +50,32 @@ def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) ->
     ranks = result.ranks
     where = ", ".join(f"rank {r}→{d.get('device', '?')}" for r, d in sorted(ranks.items()))
     steps = [d.get("step_s") for d in ranks.values() if d.get("step_s") is not None]
-    generation = "the trainer's own generate() (vLLM is not started by the probe)"
+    generation = result.generation
     _, notes = batch_shape(ctx.config)
     shape = (f"batch {spec.per_device_train_batch_size}/rank × {spec.gradient_accumulation_steps}"
              f", {spec.num_generations} generations")
     area.summary = (f"{result.status}: {len(ranks)} rank(s) [{where}] in {result.wall_s:.1f} s"
                     + (f", step {max(steps):.2f} s" if steps else "")
                     + f"; {shape}" + "".join(f" ({n})" for n in notes)
-                    + f"; isolation {result.isolation}; generation through {generation}")
+                    + f"; isolation {result.isolation}; generation through {generation}"
+                    + _server_text(result) + "; phases: " + ", ".join(result.phase_lines))
     if result.isolation == "proved":
         area.findings.append(_info(f"isolation proved: {result.isolation_detail}"))
     if result.leftover_pids:
         area.findings.append(_info(f"processes left after the probe: {result.leftover_pids}",
                                    Severity.WARNING))
     return area
+
+
+def _server_text(result: Any) -> str:
+    srv = result.server
+    if not srv.get("pid"):
+        return ""
+    held = ", ".join(f"GPU {g} {m / 1024:.1f} GiB" for g, m in sorted(srv.get("peak_mib",
+                                                                             {}).items()))
+    syncs = max((d.get("sync_calls", 0) for d in result.ranks.values()), default=0)
+    return (f" (gpu_memory_utilization {srv.get('fraction')}" + (f", held {held}" if held else "")
+            + f"; {syncs} weight sync(s) over NCCL port {srv.get('group_port')})")
 
 
 def _info(message: str, severity: Severity = Severity.INFO):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from envdoctor.findings import Finding, Severity
 
@@ -88,3 +89,124 @@ def classify(text: str) -> list[Finding]:
                              "the launched interpreter", "pip install 'envdoctor[probe]'",
                              {"module": missing.group("mod")}))
     return found
+
+
+# --- vLLM (probe server, colocate, legacy): its own device names mapped to the user's ---------
+
+#: vLLM >= 0.11 names the device ("cuda:0": inside the process's CUDA_VISIBLE_DEVICES); some
+#: releases print no device, which is then the process's first
+_VLLM_FREE = re.compile(r"Free memory on device(?: (?P<device>[\w:]+))? \((?P<free>[\d.]+)/"
+                        r"(?P<total>[\d.]+) GiB\) on startup is less than desired GPU memory "
+                        r"utilization \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)")
+_ANY_MISSING = re.compile(r"No module named '(?P<mod>[\w]+)(?:\.[\w.]+)?'")
+#: import name → the distribution to install, for what vLLM and TRL's vLLM path import
+PACKAGES = {"flashinfer": "flashinfer-python", "vllm": "vllm", "cv2": "opencv-python-headless",
+            "zmq": "pyzmq", "msgspec": "msgspec", "blake3": "blake3", "cbor2": "cbor2",
+            "xgrammar": "xgrammar", "llguidance": "llguidance", "fastapi": "fastapi",
+            "uvicorn": "uvicorn", "requests": "requests", "setproctitle": "setproctitle"}
+_TRAINING_STACK = {"torch", "transformers", "trl", "datasets", "tokenizers", "accelerate"}
+#: NCCL (with NCCL_DEBUG=WARN, which the probe sets) when two ranks of a group share a GPU
+_DUPLICATE = re.compile(r"Duplicate GPU detected ?: rank \d+ and rank \d+ both on CUDA device \w+")
+#: what ends waiting for a weight sync early: it will not form
+SYNC_FATAL = re.compile(_DUPLICATE.pattern + r"|NCCL error: invalid usage")
+_SYNC_TIMEOUT = re.compile(
+    r"DistStoreError|waiting for clients|init_weight_transfer_engine[^\n]{0,300}(?:[Tt]imed? ?out"
+    r"|Timeout)|(?:[Tt]imed? ?out|Timeout)[^\n]{0,300}(?:init_weight_transfer_engine|"
+    r"update_named_param|weight.transfer)")
+
+
+@dataclass
+class VllmContext:
+    """Whose vLLM a text came from, and how to name things the user's way.
+
+    ``visible``: the NVML indices that process saw, in CUDA order (``cuda:N`` is
+    ``visible[N]``); ``cvd``: its CUDA_VISIBLE_DEVICES as given; ``holders``: per NVML index
+    the other processes on that GPU, (pid, name, MiB); ``group_port`` / ``address`` /
+    ``interface``: the NCCL weight-sync rendezvous (server mode).
+    """
+
+    part: str
+    visible: list[int] = field(default_factory=list)
+    cvd: str | None = None
+    holders: dict[int, list[tuple[int, str, int]]] = field(default_factory=dict)
+    group_port: int | None = None
+    user_group_port: int | None = None
+    address: str | None = None
+    interface: str | None = None
+    shared_gpus: list[int] = field(default_factory=list)  # server mode: trainer's ∩ server's
+
+
+def _held(ctx: VllmContext, gpu: int | None) -> str:
+    rows = ctx.holders.get(gpu, []) if gpu is not None else []
+    if not rows:
+        return ""
+    return "; held by " + ", ".join(f"pid {pid} ({name or '?'}, {mib / 1024:.1f} GiB)"
+                                    for pid, name, mib in sorted(rows, key=lambda r: -r[2])[:4])
+
+
+def classify_vllm(text: str, ctx: VllmContext) -> list[Finding]:
+    """vLLM's own failures in ``text``, named with the user's GPUs, packages and ports."""
+    found: list[Finding] = []
+    m = _VLLM_FREE.search(text)
+    if m:
+        ev = {**m.groupdict(), "device": m.group("device") or "cuda:0"}
+        n = int(ev["device"].split(":")[-1]) if ev["device"].split(":")[-1].isdigit() else 0
+        gpu = ctx.visible[n] if n < len(ctx.visible) else None
+        where = (f"GPU {gpu}" if gpu is not None else f"{ev['device']} (not resolvable)") + (
+            f" ({ev['device']} of CUDA_VISIBLE_DEVICES={ctx.cvd})" if ctx.cvd is not None
+            else f" ({ev['device']})")
+        room = float(ev["free"]) / float(ev["total"]) if float(ev["total"]) else 0.0
+        found.append(Finding(
+            "PRB013", Severity.ERROR,
+            f"{ctx.part} could not start on {where}: vLLM wants {ev['want']} GiB "
+            f"(gpu_memory_utilization {ev['util']}) but only {ev['free']} of {ev['total']} GiB "
+            f"are free{_held(ctx, gpu)}",
+            f"free GPU {gpu if gpu is not None else ev['device']} of the processes holding it, "
+            f"or lower gpu_memory_utilization below {max(room - 0.02, 0.0):.2f}",
+            {**ev, "gpu": gpu, "cuda_visible_devices": ctx.cvd,
+             "holders": ctx.holders.get(gpu, []) if gpu is not None else []}))
+    mods = [h.group("mod") for h in _ANY_MISSING.finditer(text)]
+    if "vLLM is not available" in text:  # TRL's own check before it imports vLLM
+        mods.insert(0, "vllm")
+    for mod in mods:
+        if mod in _TRAINING_STACK or (mod not in PACKAGES and "vllm" not in text.lower()):
+            continue  # PRB009's, or nothing to do with vLLM
+        pkg = PACKAGES.get(mod, mod)
+        what = ("vLLM is not installed for the interpreter it runs under" if mod == "vllm" else
+                f"the module {mod!r} is missing (package {pkg}); vLLM imports it at start")
+        found.append(Finding("PRB014", Severity.ERROR, f"{ctx.part} failed: {what}",
+                             f"pip install {pkg}", {"module": mod, "package": pkg}))
+        break
+    s = _DUPLICATE.search(text) or _SYNC_TIMEOUT.search(text)
+    if s:
+        found.append(sync_timeout(ctx, s.group(0)[:200]))
+    return found
+
+
+def sync_timeout(ctx: VllmContext, matched: str = "") -> Finding:
+    """The trainer's NCCL weight-sync group with the server did not form in time."""
+    port = (f"port {ctx.group_port}" + (f" (vllm_group_port; the config's is "
+                                        f"{ctx.user_group_port})" if ctx.user_group_port
+                                        and ctx.user_group_port != ctx.group_port else
+                                        " (vllm_group_port)")) if ctx.group_port else \
+        "vllm_group_port"
+    iface = ctx.interface or "the one NCCL picks (NCCL_SOCKET_IFNAME unset)"
+    where = (f"the NCCL group on {port} at {ctx.address or 'the trainer host'}, network "
+             f"interface {iface}")
+    ev = {"group_port": ctx.group_port, "address": ctx.address, "interface": ctx.interface,
+          "shared_gpus": ctx.shared_gpus, **({"matched": matched} if matched else {})}
+    if ctx.shared_gpus:
+        gpus = ", ".join(map(str, ctx.shared_gpus))
+        return Finding(
+            "PRB015", Severity.ERROR,
+            f"the weight sync between the trainer and {ctx.part} cannot form: the trainer and "
+            f"the server share GPU {gpus}, and NCCL refuses two ranks of one group on one GPU "
+            f"(\"Duplicate GPU detected\"); {where}",
+            "give the vLLM server its own GPU(s) through its CUDA_VISIBLE_DEVICES, or use "
+            "vllm_mode: colocate to share a GPU between training and generation", ev)
+    return Finding(
+        "PRB015", Severity.ERROR,
+        f"the weight sync between the trainer and {ctx.part} "
+        + ("failed" if matched and SYNC_FATAL.search(matched) else "timed out") + f": {where}",
+        "let the server reach the trainer on that port and interface (firewall, "
+        "NCCL_SOCKET_IFNAME, VLLM_HOST_IP), and make sure no other run uses the port", ev)

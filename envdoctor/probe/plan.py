@@ -9,7 +9,9 @@ from typing import Any
 
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.values import as_bool
+from envdoctor.plan.visible_devices import resolve_visible
 from envdoctor.probe.runner import ProbeSpec
+from envdoctor.probe.server import MAX_MODEL_LEN
 
 _MODULE_FLAGS = {"-m", "--module"}
 
@@ -66,15 +68,56 @@ def batch_shape(config: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
     return shape, notes
 
 
+#: GRPOConfig's vLLM settings the probe passes on as the user gave them, per mode
+VLLM_KEYS = {"colocate": ("vllm_gpu_memory_utilization", "vllm_tensor_parallel_size",
+                          "vllm_enable_sleep_mode", "vllm_model_impl"),
+             "legacy": ("vllm_device", "vllm_gpu_memory_utilization", "vllm_dtype"),
+             "server": ()}
+#: the probe's own: the tiny model's context is short (a user's 4096 would be refused)
+VLLM_OWN = {"colocate": {"vllm_max_model_length": MAX_MODEL_LEN},
+            "legacy": {"vllm_max_model_len": MAX_MODEL_LEN}, "server": {}}
+_LOOPBACK = ("0.0.0.0", "127.0.0.1", "localhost", "::1", "::")
+
+
+def _vllm_part(ctx: Any) -> dict[str, Any]:
+    """ProbeSpec fields for the generation path the plan resolves to (empty: no vLLM)."""
+    lay, plan, cfg = ctx.layout, ctx.plan, ctx.config
+    mode = lay.generation_mode
+    if not plan.use_vllm or mode not in VLLM_KEYS:
+        return {}
+    vllm = {k: cfg[k] for k in VLLM_KEYS[mode] if k in cfg}
+    vllm.update(VLLM_OWN[mode])
+    if "vllm_group_port" in cfg:
+        vllm["vllm_group_port"] = cfg["vllm_group_port"]  # for naming it; the probe's is free
+    out: dict[str, Any] = {"use_vllm": True, "vllm_mode": mode, "vllm": vllm,
+                           "trainer_visible": list(lay.visible)}
+    if mode != "server":
+        return out
+    launch = plan.server
+    env = dict(ctx.facts.env)
+    if launch is not None:
+        env.update(launch.env)
+        out["server_launch"] = launch
+    out["server_visible"] = resolve_visible(env.get("CUDA_VISIBLE_DEVICES"), ctx.facts.gpus,
+                                            env.get("CUDA_DEVICE_ORDER")).gpus
+    srv = lay.server
+    host = str(srv.host) if srv else str(cfg.get("vllm_server_host", "0.0.0.0"))
+    if srv is not None and host in _LOOPBACK:
+        out["user_server"] = ("127.0.0.1", int(srv.port))
+    return out
+
+
 def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> ProbeSpec:
     """A probe of the plan in ``ctx`` (an ``envdoctor.checks.context.Context``): the user's
-    launcher, GPUs, batch shape and precision, with TRL's own generate() in place of vLLM."""
+    launcher, GPUs, batch shape and precision, and the user's generation path (vLLM server,
+    colocate or legacy) with the tiny model; ``use_vllm: false`` generates with TRL's own
+    generate()."""
     lay = ctx.layout
     trainer = ctx.plan.trainer
     env = dict(trainer.env) if trainer else {}
     gen = [] if lay.generation_mode == "colocate" else list(lay.generation)
     shape, _ = batch_shape(ctx.config)
-    return ProbeSpec(
+    return ProbeSpec(**_vllm_part(ctx),
         launcher=launcher_argv(trainer), env=env,
         rank_gpus={r.rank: r.gpu for r in lay.ranks} if ctx.facts.gpus else {},
         generation_gpus=gen, gpu_uuids={g.index: g.uuid for g in ctx.facts.gpus},

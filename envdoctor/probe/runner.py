@@ -23,7 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
-from envdoctor.probe.failures import classify
+from envdoctor.plan.interface import Launch
+from envdoctor.probe.failures import SYNC_FATAL, classify
+from envdoctor.probe.server import (
+    BESIDE_FRACTION,
+    BESIDE_MIN_MIB,
+    ServerLine,
+    ServerProcess,
+    health,
+    is_vllm_process,
+    probe_server_line,
+)
+from envdoctor.probe.tinymodel import write_tiny_model
+from envdoctor.probe.vllm_judge import judge_vllm
 from envdoctor.probe.watcher import GpuWatch
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -53,7 +65,13 @@ class ProbeSpec:
     per_device_train_batch_size: int = 2
     gradient_accumulation_steps: int = 1
     use_vllm: bool = False  # the probe generates with the trainer's own generate() by default
-    vllm_mode: str | None = None
+    vllm_mode: str | None = None  # server | colocate | legacy (TRL 0.14-0.15's vllm_device)
+    vllm: dict[str, Any] = field(default_factory=dict)  # GRPOConfig vllm_* settings (user's)
+    server_launch: Launch | None = None  # server mode: the user's trl vllm-serve / vllm serve
+    server_visible: list[int] = field(default_factory=list)  # NVML indices it sees, CUDA order
+    trainer_visible: list[int] = field(default_factory=list)  # NVML indices the ranks see
+    user_server: tuple[str, int] | None = None  # (host, port) of the user's own server
+    notes: list[str] = field(default_factory=list)  # what the plan could not probe as given
     fault: str | None = None  # tests only: crash, hang, killed, exit, oom, hang_collective
     fault_at: str = "start"  # start | imports | trainer_init
 
@@ -80,6 +98,11 @@ class ProbeResult:
     returncode: int | None = None
     t_start: float = 0.0  # epoch seconds: the runner started / finished
     t_end: float = 0.0
+    generation: str = "the trainer's own generate()"
+    server: dict[str, Any] = field(default_factory=dict)  # the probe server: argv, pid, health…
+    user_server: dict[str, Any] = field(default_factory=dict)  # a running server: before/after
+    events: dict[str, float] = field(default_factory=dict)  # runner events, s since start
+    holders: dict[int, list[tuple[int, str, int]]] = field(default_factory=dict)  # after the end
 
     @property
     def timings(self) -> dict[str, float | None]:
@@ -93,10 +116,35 @@ class ProbeResult:
             vals = [d.get("phases", {}).get(name) for d in ranks]
             vals = [v for v in vals if v is not None]
             out[name] = max(vals) if vals else None
-        ends = [d["t_end"] for d in ranks if d.get("t_end")]
-        out["teardown"] = round(self.t_end - max(ends), 3) if ends and self.t_end else None
+        for name in ("sync", "vllm_generate"):
+            vals = [d.get("phases", {}).get(name) for d in ranks]
+            vals = [v for v in vals if v is not None]
+            if vals:
+                out[name] = max(vals)
+        ev = self.events
+        if "server_start" in ev:
+            out["server_start"] = round(ev.get("server_healthy", ev.get("server_end", ev.get(
+                "end", 0.0))) - ev["server_start"], 3)
+        if "end" in ev and "trainer_end" in ev:
+            out["teardown"] = round(ev["end"] - ev["trainer_end"], 3)
+        else:
+            ends = [d["t_end"] for d in ranks if d.get("t_end")]
+            out["teardown"] = round(self.t_end - max(ends), 3) if ends and self.t_end else None
         out["total"] = self.wall_s
         return out
+
+    @property
+    def phase_lines(self) -> list[str]:
+        """The phases and their seconds, in order, for the report."""
+        names = {"server_start": "server start → /health", "launch": "launch",
+                 "imports": "trainer imports", "cuda_init": "CUDA init",
+                 "model_build": "model load", "trainer_init": "trainer init",
+                 "sync": "weight sync", "vllm_generate": "vLLM generation",
+                 "steps": "step", "teardown": "teardown", "total": "total"}
+        if "server_start" in self.events and "server_healthy" not in self.events:
+            names["server_start"] = "server start (never healthy)"
+        return [f"{names[k]} {v:.1f} s" for k, v in self.timings.items()
+                if v is not None and k in names]
 
 
 def free_port() -> int:
@@ -137,6 +185,20 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def _shielded() -> Iterator[None]:
+    """Ignore SIGINT and SIGTERM while the probe ends what it started (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -198,7 +260,7 @@ def _end_gpu_holders(watch: GpuWatch, result: ProbeResult) -> None:
 #: the phase a rank is in, after it reported finishing the key's phase
 _NEXT = {"launching": "launching", "started": "imports", "imports": "CUDA init",
          "cuda_init": "model build", "model_build": "trainer init", "trainer_init": "step",
-         "steps": "checking"}
+         "steps": "checking", "sync_start": "weight sync", "sync_done": "step"}
 
 
 def _phase_of(log: Path) -> str:
@@ -220,59 +282,223 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
     start = time.monotonic()
     proc: subprocess.Popen | None = None
     watch: GpuWatch | None = None
+    server: ServerProcess | None = None
+    server_watch: GpuWatch | None = None
+    mark = _marker(result, start)
     try:
-        worker_spec = {
-            "out_dir": str(tmp), "steps": spec.steps, "model_family": spec.model_family,
-            "bf16": spec.bf16, "fp16": spec.fp16,
-            "gradient_checkpointing": spec.gradient_checkpointing,
-            "num_generations": spec.num_generations,
-            "per_device_train_batch_size": spec.per_device_train_batch_size,
-            "gradient_accumulation_steps": spec.gradient_accumulation_steps,
-            "use_vllm": spec.use_vllm, "vllm_mode": spec.vllm_mode,
-            "expected_device": {str(r): "cpu" for r, g in spec.rank_gpus.items() if g is None},
-            "fault": spec.fault, "fault_at": spec.fault_at}
-        (tmp / "spec.json").write_text(json.dumps(worker_spec))
-        env = {**os.environ, **spec.env, **OFFLINE, "HF_HOME": str(tmp / "hf"),
-               "TRITON_CACHE_DIR": str(tmp / "triton"), "TMPDIR": str(tmp)}
-        argv = _with_port(spec.launcher) + [str(WORKER), str(tmp / "spec.json")]
-        log = tmp / "probe.log"
-        with _sigterm_as_interrupt(), open(log, "wb") as log_fh:
-            try:
-                proc = subprocess.Popen(argv, env=env, cwd=tmp, stdout=log_fh,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
-            except OSError as exc:
-                result.findings.append(Finding(
-                    "PRB001", Severity.ERROR, f"could not start the launcher {argv[0]!r}: "
-                    f"{exc.strerror or exc}", "install it, or give the launch command with the "
-                    "full path of the launcher", {"argv": argv}))
-                return result
-            watch = GpuWatch(pgid=proc.pid).start()
-            result.status = _wait(proc, log, spec.timeout_s, result, on_phase)
-        result.returncode = proc.returncode
+        with _sigterm_as_interrupt():
+            vllm_spec, server_line = _prepare_vllm(spec, tmp, result, mark)
+            worker_spec = {
+                "out_dir": str(tmp), "steps": spec.steps, "model_family": spec.model_family,
+                "bf16": spec.bf16, "fp16": spec.fp16,
+                "gradient_checkpointing": spec.gradient_checkpointing,
+                "num_generations": spec.num_generations,
+                "per_device_train_batch_size": spec.per_device_train_batch_size,
+                "gradient_accumulation_steps": spec.gradient_accumulation_steps,
+                "use_vllm": vllm_spec is not None, "vllm_mode": spec.vllm_mode
+                if vllm_spec is not None and spec.vllm_mode != "legacy" else None,
+                **(vllm_spec or {}),
+                "expected_device": {str(r): "cpu" for r, g in spec.rank_gpus.items() if g is None},
+                "fault": spec.fault, "fault_at": spec.fault_at}
+            (tmp / "spec.json").write_text(json.dumps(worker_spec))
+            env = {**os.environ, **spec.env, **OFFLINE, "HF_HOME": str(tmp / "hf"),
+                   "TRITON_CACHE_DIR": str(tmp / "triton"), "TMPDIR": str(tmp)}
+            if server_line is not None:  # first: its start overlaps the trainer's imports
+                server_line.env.update({**OFFLINE, "HF_HOME": str(tmp / "hf"),
+                                        "TMPDIR": str(tmp)})
+                for e in (env, server_line.env):  # NCCL names a refused group only so
+                    e.setdefault("NCCL_DEBUG", "WARN")
+                mark("server_start")
+                try:
+                    server = ServerProcess(server_line, tmp / "server.log", tmp)
+                except OSError as exc:
+                    result.findings.append(Finding(
+                        "PRB001", Severity.ERROR, f"could not start the vLLM server "
+                        f"{server_line.argv[0]!r}: {exc.strerror or exc}", "install vLLM / TRL "
+                        "there, or give the server line with the launcher's full path",
+                        {"argv": server_line.argv}))
+                    return result
+                result.server.update(pid=server.pid, argv=server_line.argv,
+                                     url=server_line.url)
+                server_watch = GpuWatch(pgid=server.pid).start()
+            argv = _with_port(spec.launcher) + [str(WORKER), str(tmp / "spec.json")]
+            log = tmp / "probe.log"
+            with open(log, "wb") as log_fh:
+                try:
+                    mark("trainer_start")
+                    proc = subprocess.Popen(argv, env=env, cwd=tmp, stdout=log_fh,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True)
+                except OSError as exc:
+                    result.findings.append(Finding(
+                        "PRB001", Severity.ERROR, f"could not start the launcher {argv[0]!r}: "
+                        f"{exc.strerror or exc}", "install it, or give the launch command with "
+                        "the full path of the launcher", {"argv": argv}))
+                    return result
+                watch = GpuWatch(pgid=proc.pid).start()
+                result.status = _wait(proc, log, spec.timeout_s, result, on_phase, server,
+                                      mark)
+            mark("trainer_end")
+            result.returncode = proc.returncode
     except KeyboardInterrupt:
         result.status = "interrupted"
+    except OSError as exc:  # its temp dir (model, spec, logs) could not be written
+        result.findings.append(Finding(
+            "PRB001", Severity.ERROR, f"the probe could not write its files in {tmp}: "
+            f"{exc.strerror or exc}", "free disk space in TMPDIR, or point TMPDIR elsewhere",
+            {"path": str(tmp)}))
     finally:
-        if proc is not None:
-            result.leftover_pids = end_group(proc)
-        if watch is not None:
-            watch.stop()
-            _end_gpu_holders(watch, result)
-        result.wall_s = round(time.monotonic() - start, 3)
-        result.t_end = time.time()
-        _collect(tmp, spec, result, watch)
-        if watch is not None:
-            watch.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-        result.temp_dir_removed = not tmp.exists()
+        with _shielded():  # a second Ctrl-C or a SIGTERM must not cut the teardown short
+            if on_phase and (proc is not None or server is not None):
+                on_phase("teardown")
+            if proc is not None:
+                mark("trainer_end", first=True)
+                result.leftover_pids = end_group(proc)
+            if server is not None:
+                result.server["exit_code"] = server.exited()
+                result.leftover_pids = sorted(set(result.leftover_pids)
+                                              | set(server.stop(GRACE_S)))
+                result.server["log_tail"] = _tail(server.log_text(), 40)
+                result.server["log"] = server.log_text()
+            for w in (watch, server_watch):
+                if w is not None:
+                    w.stop()
+                    _end_gpu_holders(w, result)
+            live = next((w for w in (server_watch, watch) if w is not None and w.error is None),
+                        None)
+            if live is not None and spec.use_vllm:
+                result.holders = live.others(set())  # who else holds each GPU, for findings
+            _after_user_server(spec, result, watch or server_watch)
+            mark("end")
+            result.wall_s = round(time.monotonic() - start, 3)
+            result.t_end = time.time()
+            _collect(tmp, spec, result, watch)
+            for w in (watch, server_watch):
+                if w is not None:
+                    w.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+            result.temp_dir_removed = not tmp.exists()
     _judge(spec, result, watch)
+    judge_vllm(spec, result, server_watch)
     return result
 
 
+def _marker(result: ProbeResult, start: float) -> Callable[..., None]:
+    def mark(name: str, first: bool = False) -> None:
+        if first and name in result.events:
+            return
+        result.events[name] = round(time.monotonic() - start, 3)
+
+    return mark
+
+
+def _tail(text: str, lines: int) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _prepare_vllm(spec: ProbeSpec, tmp: Path, result: ProbeResult,
+                  mark: Callable[..., None]) -> tuple[dict[str, Any] | None, ServerLine | None]:
+    """The worker's vLLM settings and the probe server's line (None, None: no vLLM)."""
+    if not spec.use_vllm:
+        return None, None
+    model_dir = str(write_tiny_model(tmp / "model"))
+    mark("model_written")
+    settings: dict[str, Any] = {"model_dir": model_dir, "vllm": dict(spec.vllm)}
+    if spec.vllm_mode == "colocate":
+        result.generation = "TRL's in-process vLLM (colocate)"
+        return settings, None
+    if spec.vllm_mode == "legacy":
+        result.generation = "TRL's in-process vLLM on vllm_device (legacy)"
+        return settings, None
+    if spec.vllm_mode != "server" or spec.server_launch is None:
+        result.findings.append(Finding(
+            "PRB016", Severity.WARNING, "the vLLM server was not probed: no `trl vllm-serve` / "
+            "`vllm serve` line was given, so the probe does not know its GPUs and flags; the "
+            "trainer generated with its own generate()", "give the server line too: --launch "
+            "'CUDA_VISIBLE_DEVICES=… trl vllm-serve …' --launch '<trainer line>'",
+            {"part": "server"}))
+        return None, None
+    fraction = _beside_user_server(spec, result)
+    if fraction is False:
+        return None, None
+    port, group_port = free_port(), free_port()
+    while group_port == port:
+        group_port = free_port()
+    line = probe_server_line(spec.server_launch, model_dir, port,
+                             fraction if isinstance(fraction, float) else None)
+    settings["vllm"].update(vllm_server_host=line.host, vllm_server_port=port,
+                            vllm_group_port=group_port,
+                            vllm_server_timeout=max(spec.timeout_s, 1.0))
+    settings["vllm"].pop("vllm_server_base_url", None)
+    result.server.update(port=port, group_port=group_port, fraction=line.fraction,
+                         dropped=line.dropped, visible=line.visible,
+                         tp=line.tensor_parallel_size, dp=line.data_parallel_size)
+    result.generation = f"a probe vLLM server ({' '.join(spec.server_launch.program)})"
+    return settings, line
+
+
+def _beside_user_server(spec: ProbeSpec, result: ProbeResult) -> float | bool | None:
+    """A server already running on the server's GPUs or port: read its /health and memory;
+    the probe server's fraction beside it, False when there is no room, None: no server."""
+    if spec.user_server is None:
+        return None
+    host, port = spec.user_server
+    status = health(host, port)
+    watch = GpuWatch(pgid=-1).start()
+    try:
+        holders = watch.others(set())
+        memory = watch.memory()
+    finally:
+        watch.close()
+    gpus = spec.server_visible[:1] or sorted(memory)[:1]
+    vllm_pids = [(pid, gpu, mib) for gpu, rows in holders.items() for pid, name, mib in rows
+                 if gpu in spec.server_visible and is_vllm_process(name)]
+    if status is None and not vllm_pids:
+        return None
+    result.user_server = {"url": f"http://{host}:{port}", "health_before": status,
+                          "processes_before": vllm_pids}
+    if not gpus or gpus[0] not in memory:
+        return 0.1 if status is not None else None
+    free, total = memory[gpus[0]]
+    fraction = round(max(0.02, min(0.2, max(BESIDE_FRACTION, BESIDE_MIN_MIB / total))), 3)
+    need = fraction * total + 1024
+    result.user_server.update(gpu=gpus[0], free_mib=free, total_mib=total, fraction=fraction)
+    if free < need:
+        result.findings.append(Finding(
+            "PRB016", Severity.WARNING,
+            f"the vLLM server part was not probed: a server is already running (http://{host}:"
+            f"{port}, /health {status or 'no answer'}) and GPU {gpus[0]} has {free / 1024:.1f} "
+            f"GiB free, less than the {need / 1024:.1f} GiB a probe server beside it needs; the "
+            "trainer generated with its own generate(), and the running server was not touched",
+            "run the probe before starting the server, or free memory on that GPU",
+            {"gpu": gpus[0], "free_mib": free, "need_mib": int(need)}))
+        return False
+    return fraction
+
+
+def _after_user_server(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None:
+    """Read the user's server again (GET /health, NVML memory): the probe changed nothing."""
+    if not result.user_server or spec.user_server is None:
+        return
+    host, port = spec.user_server
+    result.user_server["health_after"] = health(host, port)
+    w = GpuWatch(pgid=-1).start()
+    try:
+        after = {(pid, gpu): mib for gpu, rows in w.others(set()).items()
+                 for pid, _name, mib in rows}
+    finally:
+        w.close()
+    result.user_server["processes_after"] = [
+        (pid, gpu, after.get((pid, gpu))) for pid, gpu, _mib in
+        result.user_server.get("processes_before", [])]
+
+
 def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResult,
-          on_phase: Callable[[str], None] | None) -> str:
+          on_phase: Callable[[str], None] | None, server: ServerProcess | None = None,
+          mark: Callable[..., None] | None = None) -> str:
     deadline = time.monotonic() + timeout_s
     last = ""
+    next_poll = next_scan = 0.0
     while True:
         try:
             proc.wait(timeout=0.25)
@@ -280,15 +506,53 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
         except subprocess.TimeoutExpired:
             pass
         phase = _phase_of(log)
-        if phase != last:
-            last = result.phase = phase
+        shown = phase
+        if server is not None:
+            if server.healthy_at is None and time.monotonic() >= next_poll:
+                next_poll = time.monotonic() + 0.5
+                if server.check() and mark:
+                    mark("server_healthy")
+            if server.healthy_at is not None and time.monotonic() >= next_scan:
+                next_scan = time.monotonic() + 1.0
+                fatal = SYNC_FATAL.search(server.log_text(65536)) or SYNC_FATAL.search(
+                    _read_tail(log))
+                if fatal:  # NCCL refused the weight-sync group: it will never form
+                    result.server["sync_failed"] = fatal.group(0)[:200]
+                    result.phase = phase
+                    return "ran"
+            code = server.exited()
+            if code is not None:  # the server died: the trainer would wait for it in vain
+                result.server["died"] = code
+                if mark:
+                    mark("server_end")
+                result.phase = "server starting" if server.healthy_at is None else phase
+                return "ran"
+            shown = (("server starting" if server.healthy_at is None else "server ready")
+                     + f" · trainer: {phase}")
+        if shown != last:
+            last = shown
+            result.phase = phase
             if on_phase:
-                on_phase(phase)
+                on_phase(shown)
         if time.monotonic() > deadline:
             result.phase = _phase_of(log)
+            if server is not None and server.healthy_at is None:
+                result.phase = "server starting"
             return "timeout"
+    if server is not None and server.healthy_at is None and server.check() and mark:
+        mark("server_healthy")  # the trainer was faster than the last poll
     result.phase = "done"
     return "ran"
+
+
+def _read_tail(path: Path, limit: int = 65536) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - limit))
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _collect(tmp: Path, spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None:
@@ -330,7 +594,15 @@ def _judge(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None
     failed = [r for r, d in result.ranks.items() if d.get("finished") and d.get("error")]
     for rank, data in sorted(result.ranks.items()):
         if not data.get("finished"):
-            if result.status == "ran" and failed:  # the launcher ended it after another failed
+            ended_by_probe = result.server.get("died") is not None or \
+                result.server.get("sync_failed")
+            if ended_by_probe and result.status == "ran":
+                why = ("the vLLM server exited" if result.server.get("died") is not None
+                       else "NCCL refused the weight-sync group")
+                f.append(Finding("PRB001", Severity.INFO,
+                                 f"rank {rank} (pid {data.get('pid')}) was ended by the probe "
+                                 f"after {why}", "see the vLLM finding", {"rank": rank}))
+            elif result.status == "ran" and failed:  # the launcher ended it after another failed
                 f.append(Finding("PRB001", Severity.INFO,
                                  f"rank {rank} (pid {data.get('pid')}) was ended by the launcher "
                                  f"after rank {failed[0]} failed", "see rank "
@@ -363,7 +635,7 @@ def _judge(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None
                          f"{str(first.get('message'))[:300]}",
                          "see the last lines of the rank's log (-v)",
                          {"log_tail": result.log_tail[-3000:]}))
-    if result.status == "ran" and not result.ranks:
+    if result.status == "ran" and not result.ranks and result.server.get("died") is None:
         f.append(Finding("PRB001", Severity.ERROR,
                          f"the launcher exited ({result.returncode}) before any rank started",
                          "run the launch command by hand to see why",
@@ -463,7 +735,9 @@ def _judge_isolation(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | Non
                                    "NVML samples), but not every rank finished a GRPO step")
     else:
         result.isolation = "proved"
-        untouched = [g for g in spec.generation_gpus]
-        result.isolation_detail = (f"no probe process touched GPU {', '.join(map(str, untouched))}"
+        own = set(spec.rank_gpus.values())
+        untouched = [g for g in spec.generation_gpus if g not in own]
+        who = "no training process" if spec.use_vllm else "no probe process"
+        result.isolation_detail = (f"{who} touched GPU {', '.join(map(str, untouched))}"
                                    if untouched else "each rank stayed on its own GPU") + \
             f" ({watch.samples} NVML samples)"

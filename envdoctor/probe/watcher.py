@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from envdoctor.facts.gpus import load_nvml, process_memory
+from envdoctor.facts.gpus import load_nvml, process_memory, process_name
 
 MIB = 1024 * 1024
 
@@ -81,6 +81,36 @@ class GpuWatch:
         if self.error is not None or self.nvml is None:
             return []
         return [s for s in self._processes() if s[0] in pids]
+
+    def memory(self) -> dict[int, tuple[int, int]]:
+        """NVML index → (free MiB, total MiB) now (empty when not measurable)."""
+        out = {}
+        for index, handle in enumerate(getattr(self, "_handles", [])):
+            try:
+                info = self.nvml.nvmlDeviceGetMemoryInfo(handle)
+                out[index] = (int(info.free // MIB), int(info.total // MIB))
+            except Exception:
+                continue
+        return out
+
+    def others(self, pgids: set[int]) -> dict[int, list[tuple[int, str, int]]]:
+        """NVML index → (pid, short name, MiB) of the processes outside ``pgids`` on it."""
+        out: dict[int, list[tuple[int, str, int]]] = {}
+        for pid, gpu, mib in self._processes():
+            try:
+                if os.getpgid(pid) in pgids:
+                    continue
+            except (ProcessLookupError, PermissionError):
+                pass
+            words = process_name(pid, self.nvml).split(" ")
+            if "-c" in words[1:2]:
+                name = f"{words[0]} -c …"  # inline code: not a name
+            else:  # program and script, no flag values
+                name = " ".join([w for w in words if w and not w.startswith("-")
+                                 and "=" not in w][:2])
+            name = name[:60]
+            out.setdefault(gpu, []).append((pid, name, mib))
+        return out
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -7,6 +7,8 @@ training stack (it runs under the user's interpreter and launcher). Writes
 
 from __future__ import annotations
 
+import contextlib
+import importlib.metadata
 import inspect
 import json
 import math
@@ -73,6 +75,94 @@ def _model(family: str, tok):
     return model
 
 
+def _pretrained(model_dir: str):
+    """The probe's tiny model written by the runner (what vLLM loads too), fp32 for training."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    tok.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    return tok, model
+
+
+def _interface_of(ip: str | None) -> str | None:
+    """The network interface that holds ``ip`` (stdlib ioctl), or None."""
+    if not ip:
+        return None
+    try:
+        import fcntl
+        import socket
+        import struct
+
+        for _index, name in socket.if_nameindex():
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                try:
+                    raw = fcntl.ioctl(sock.fileno(), 0x8915,  # SIOCGIFADDR
+                                      struct.pack("256s", name[:15].encode()))
+                except OSError:
+                    continue
+            if socket.inet_ntoa(raw[20:24]) == ip:
+                return name
+    except Exception:
+        return None
+    return None
+
+
+def _sync_address(result: dict) -> None:
+    """Where the trainer opens the NCCL weight-sync group (server mode): vLLM's get_ip()."""
+    try:
+        from vllm.utils.network_utils import get_ip
+    except Exception:
+        try:
+            from vllm.utils import get_ip  # older vLLM
+        except Exception:
+            return
+    try:
+        ip = get_ip()
+    except Exception:
+        return
+    result["sync_address"] = ip
+    result["sync_interface"] = os.environ.get("NCCL_SOCKET_IFNAME") or _interface_of(ip)
+
+
+def _timed(result: dict, owner, attr: str, name: str, announce: bool) -> None:
+    """Wrap ``owner.attr`` to add its wall time to ``result['phases'][name]`` (and count it)."""
+    inner = getattr(owner, attr, None)
+    if inner is None:
+        return
+
+    def wrapper(*args, **kwargs):
+        if announce:
+            print(f"ENVDOCTOR_PHASE rank={RANK} {name}_start", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            phases = result["phases"]
+            phases[name] = round(phases.get(name, 0.0) + time.perf_counter() - t0, 4)
+            result[f"{name}_calls"] = result.get(f"{name}_calls", 0) + 1
+            if announce:
+                print(f"ENVDOCTOR_PHASE rank={RANK} {name}_done", file=sys.stderr, flush=True)
+
+    setattr(owner, attr, wrapper)
+
+
+def _watch_vllm(result: dict, trainer) -> None:
+    """Time the weight syncs and vLLM generations of TRL's vLLM path, whichever TRL it is."""
+    gen = getattr(trainer, "vllm_generation", None)
+    if gen is not None:  # TRL >= 1.0
+        _timed(result, gen, "sync_weights", "sync", True)
+        _timed(result, gen, "generate", "vllm_generate", False)
+    else:  # TRL 0.14 - 0.2x
+        _timed(result, trainer, "_move_model_to_vllm", "sync", True)
+        llm = getattr(trainer, "llm", None) or getattr(trainer, "vllm_client", None)
+        if llm is not None:
+            _timed(result, llm, "generate", "vllm_generate", False)
+
+
 def _reward(completions, **kwargs):
     return [float(len(str(c))) / 10.0 for c in completions]
 
@@ -97,11 +187,14 @@ def _config(spec: dict, out_dir: str, cuda: bool):
     }
     if spec.get("use_vllm") and spec.get("vllm_mode"):
         kwargs["vllm_mode"] = spec["vllm_mode"]  # TRL with the colocate/server split only
+    if spec.get("use_vllm"):
+        kwargs.update(spec.get("vllm") or {})  # GRPOConfig's own names, kept where it has them
     if spec.get("gradient_checkpointing"):
         kwargs["gradient_checkpointing"] = True
     if not cuda:
         kwargs.update(use_cpu=True, bf16=False, fp16=False)
-    return GRPOConfig(**{k: v for k, v in kwargs.items() if k in fields})
+    return GRPOConfig(**{k: v for k, v in kwargs.items() if k in fields}), sorted(
+        k for k in (spec.get("vllm") or {}) if k not in fields)
 
 
 def _name(device) -> str:
@@ -177,8 +270,11 @@ def run(spec: dict, result: dict) -> None:
     cuda = torch.cuda.is_available()
     result["cuda_device_count"] = torch.cuda.device_count() if cuda else 0
     t = _phase(result, "cuda_init", t)
-    tok = _tokenizer()
-    model = _model(spec.get("model_family", "qwen2"), tok)
+    if spec.get("model_dir"):
+        tok, model = _pretrained(spec["model_dir"])
+    else:
+        tok = _tokenizer()
+        model = _model(spec.get("model_family", "qwen2"), tok)
     result["parameters"] = sum(p.numel() for p in model.parameters())
     # enough prompts for every rank's batches of the user's shape (TRL repeats each prompt
     # num_generations times within a batch)
@@ -187,7 +283,14 @@ def run(spec: dict, result: dict) -> None:
             * int(spec.get("gradient_accumulation_steps", 1)) * int(spec.get("steps", 1)))
     dataset = datasets.Dataset.from_dict({"prompt": PROMPTS * max(1, -(-need // len(PROMPTS)))})
     t = _phase(result, "model_build", t)
-    args = _config(spec, tempfile.mkdtemp(prefix="out-", dir=spec["out_dir"]), cuda)
+    args, ignored = _config(spec, tempfile.mkdtemp(prefix="out-", dir=spec["out_dir"]), cuda)
+    if ignored:
+        result["vllm_settings_ignored"] = ignored  # this TRL has no such GRPOConfig field
+    if spec.get("use_vllm"):
+        with contextlib.suppress(Exception):
+            result["versions"]["vllm"] = importlib.metadata.version("vllm")
+        if spec.get("vllm_mode") == "server":
+            _sync_address(result)
     result["n_gpu"] = int(args.n_gpu)
     result["device"] = _name(args.device)
     grad_devices: set[str] = set()
@@ -199,12 +302,19 @@ def run(spec: dict, result: dict) -> None:
     kwargs["processing_class" if "processing_class" in params else "tokenizer"] = tok
     trainer = GRPOTrainer(**kwargs)
     t = _phase(result, "trainer_init", t)
+    if spec.get("use_vllm"):
+        _watch_vllm(result, trainer)
     _fault(spec, "trainer_init")
     if cuda:
         torch.cuda.reset_peak_memory_stats(args.device)
+        free_before = torch.cuda.mem_get_info(args.device)[0]  # after vLLM took its share
     step_start = time.perf_counter()
     trainer.train()
     result["step_s"] = round(time.perf_counter() - step_start, 4)
+    if cuda:  # what the real model's step would have to live in, beside vLLM's reservation
+        free_after, total = torch.cuda.mem_get_info(args.device)
+        result["gpu_free_mib"] = round(min(free_before, free_after) / 2**20)
+        result["gpu_total_mib"] = round(total / 2**20)
     t = _phase(result, "steps", t)
     wrapped = getattr(trainer, "model_wrapped", trainer.model)
     result["wrapper"] = type(wrapped).__name__

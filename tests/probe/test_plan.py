@@ -42,3 +42,42 @@ def test_a_shape_too_big_or_broken_falls_back_and_says_so(config, note):
     assert shape == {"num_generations": 2, "per_device_train_batch_size": 2,
                      "gradient_accumulation_steps": 1}
     assert len(notes) == 1 and note in notes[0]
+
+
+def test_server_mode_probes_the_users_server_line_on_its_gpus():
+    spec = _spec({"use_vllm": True, "vllm_mode": "server", "vllm_group_port": 51300},
+                 "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model Qwen/Qwen2.5-7B --port 8011\n"
+                 "CUDA_VISIBLE_DEVICES=0 python train.py")
+    assert spec.use_vllm and spec.vllm_mode == "server"
+    assert spec.server_launch is not None and spec.server_launch.launcher == "trl-vllm-serve"
+    assert spec.server_visible == [1] and spec.rank_gpus == {0: 0}
+    assert spec.user_server == ("127.0.0.1", 8011)  # read-only check of a running one
+    assert spec.vllm == {"vllm_group_port": 51300}  # named in findings; the probe's is free
+
+
+def test_colocate_passes_the_users_vllm_settings_with_a_short_context():
+    spec = _spec({"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.4,
+                  "vllm_tensor_parallel_size": 2, "vllm_enable_sleep_mode": True,
+                  "vllm_max_model_length": 8192})
+    assert spec.vllm_mode == "colocate" and spec.server_launch is None
+    assert spec.vllm == {"vllm_gpu_memory_utilization": 0.4, "vllm_tensor_parallel_size": 2,
+                         "vllm_enable_sleep_mode": True, "vllm_max_model_length": 256}
+    assert spec.trainer_visible == [0, 1]
+
+
+def test_use_vllm_false_keeps_the_trainers_own_generate():
+    spec = _spec({"use_vllm": False, "vllm_mode": "colocate"})
+    assert not spec.use_vllm and spec.vllm == {} and spec.vllm_mode is None
+
+
+def test_legacy_trl_runs_vllm_device_as_given():
+    from tests.conftest import LEGACY
+
+    ctx = Context(facts=from_dict(snapshot(2, packages=LEGACY), "t"),
+                  plan=build_plan(launch="torchrun --nproc_per_node 1 train.py", live=False,
+                                  config_dict={"use_vllm": True, "vllm_device": "cuda:1",
+                                               "vllm_gpu_memory_utilization": 0.7}))
+    spec = spec_from_context(ctx)
+    assert spec.vllm_mode == "legacy" and spec.generation_gpus == [1]
+    assert spec.vllm == {"vllm_device": "cuda:1", "vllm_gpu_memory_utilization": 0.7,
+                         "vllm_max_model_len": 256}

@@ -62,3 +62,43 @@ def test_one_gpu_step_then_a_real_oom_leave_nothing_behind():
     oom = next(f for f in r.findings if f.rule == "PRB007")
     assert oom.evidence["gpu"] == "0" and oom.evidence["want"] == "1048576.00 GiB"  # 1 PiB
     assert r.leftover_pids == [] and r.leftover_gpu == [] and r.temp_dir_removed
+
+
+def _vllm() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vLLM is not installed")
+
+
+def test_colocate_generates_through_vllm_and_leaves_nothing():
+    """As measured on one H100 (docs/validation/probe-vllm-h100.md)."""
+    _vllm()
+    _gpus(1)
+    spec = ProbeSpec(launcher=[sys.executable], env={"CUDA_VISIBLE_DEVICES": "0"},
+                     rank_gpus={0: 0}, use_vllm=True, vllm_mode="colocate",
+                     vllm={"vllm_gpu_memory_utilization": 0.3, "vllm_max_model_length": 256},
+                     trainer_visible=[0], per_device_train_batch_size=4, num_generations=4,
+                     timeout_s=300)
+    r = run_probe(spec)
+    assert r.status == "pass", (r.findings, r.log_tail)
+    assert r.ranks[0]["sync_calls"] >= 1 and r.ranks[0]["vllm_generate_calls"] >= 1
+    assert r.leftover_pids == [] and r.leftover_gpu == []
+
+
+def test_server_split_syncs_weights_over_nccl():
+    """The healthy split: trainer on GPU 0, probe server on GPU 1 (needs two GPUs)."""
+    from envdoctor.plan.launch import parse_launch
+
+    _vllm()
+    _gpus(2)
+    server = parse_launch("CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m "
+                          "--gpu_memory_utilization 0.3")
+    spec = ProbeSpec(launcher=[sys.executable], env={"CUDA_VISIBLE_DEVICES": "0"},
+                     rank_gpus={0: 0}, generation_gpus=[1], use_vllm=True, vllm_mode="server",
+                     server_launch=server, server_visible=[1], trainer_visible=[0],
+                     per_device_train_batch_size=4, num_generations=4, timeout_s=300)
+    r = run_probe(spec)
+    assert r.status == "pass", (r.findings, r.server.get("log_tail"), r.log_tail)
+    assert r.ranks[0]["sync_calls"] >= 1 and set(r.server["peak_mib"]) == {1}
+    assert r.isolation == "proved" and r.leftover_pids == [] and r.leftover_gpu == []

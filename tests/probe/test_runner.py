@@ -108,9 +108,9 @@ def test_ctrl_c_while_waiting_ends_the_group_and_removes_the_temp_dir(monkeypatc
     seen: dict = {}
     real_wait = runner._wait
 
-    def interrupted_wait(proc, log, timeout_s, result, on_phase):
+    def interrupted_wait(proc, log, timeout_s, result, on_phase, *rest):
         seen["pid"] = proc.pid
-        real_wait(proc, log, 1.5, result, on_phase)  # let the worker start and hang
+        real_wait(proc, log, 1.5, result, on_phase, *rest)  # let the worker start and hang
         seen["tmp"] = log.parent
         raise KeyboardInterrupt
 
