@@ -81,7 +81,8 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
         if stream is not sys.stdin.buffer:
             stream.close()
     ctx = Context(facts=facts, plan=plan, network=False)
-    found = diagnose(result.matches, ctx, counts=result.counts)
+    found = diagnose(result.matches, ctx, counts=result.counts, lines=result.lines,
+                     last_line=result.last_line)
     name = "standard input" if logfile == "-" else logfile
     ran = sorted({s.rule for s in signatures()} | {f.rule for f in found})  # JUnit: one case each
     area = Area(key="triage", title="Triage", ran=ran, findings=found,

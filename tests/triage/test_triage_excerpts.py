@@ -28,7 +28,7 @@ EXCERPTS = {
     "nccl_error.log": ("nccl-error", "TRI002", "error"),
     "alloc_conf_old.log": ("alloc-conf-unrecognized", "ALC001", "error"),
     "alloc_conf_new.log": ("alloc-conf-unrecognized", "ALC001", "error"),
-    "vllm_abi.log": ("vllm-abi-mismatch", "PKG004", "error"),
+    "vllm_abi.log": ("extension-abi-mismatch", "TRI005", "error"),
     "batch_global.log": ("batch-not-divisible", "CFG002", "error"),
     "batch_effective.log": ("batch-not-divisible", "CFG002", "error"),
     "generation_batch.log": ("generation-batch-not-divisible", "CFG002", "error"),
