@@ -225,19 +225,21 @@ def call_signature(ms: list[Match], log: Log) -> list[Draft]:
     g, func = first.groups, _function(first.text)
     owners = [o for f in frames(first) if (o := _owner(f))]
     reward = context_has(first, *_REWARD_CALL) or "reward" in func.lower()
+    trainer = "GRPOTrainer" if "trl" in owners else "the trainer"
     if reward and "kwarg" in g:
         what = (f"reward function {func}() does not accept the keyword argument '{g['kwarg']}': "
-                "GRPOTrainer passes prompts, completions, completion_ids and every column of the "
-                "dataset to reward functions by keyword")
+                f"{trainer} passes the completions and the dataset's other columns to reward "
+                "functions by keyword")
         fix = f"accept **kwargs in {func}: def {func}(completions, **kwargs)"
         return [finding("TRI007", ms, log, what, fix)]
     if reward and "missing" in g:
         wanted = re.findall(r"'(\w{1,200})'", g["missing"])
         names = ", ".join(wanted) or g["missing"]
-        what = (f"reward function {func}() requires {names}, which GRPOTrainer did not pass: the "
-                "dataset has no column of that name")
-        fix = (f"give the dataset a column named {names} (dataset.rename_column(old, new)), or "
-               f"rename {func}'s parameter to the dataset's column; keep **kwargs")
+        what = (f"reward function {func}() requires {names}, which {trainer} did not pass: the "
+                "batch has no column of that name")
+        fix = (f"give the dataset a column named {names} (dataset.rename_column(old, new)) and "
+               "keep it in the batch (remove_unused_columns: false), or rename "
+               f"{func}'s parameter to the dataset's column; keep **kwargs")
         return [finding("TRI007", ms, log, what, fix)]
     if "kwarg" in g and owners and owners[-1] == "trl":
         lib = "vllm" if func in ("LLM", "__init__", "SamplingParams", "generate") or \
@@ -268,8 +270,10 @@ def _launcher_fix(ctx: Context | None) -> str:
 def duplicate_gpu(ms: list[Match], log: Log) -> list[Draft]:
     first = ms[0]
     g = first.groups
-    what = (f"ranks {g['rank_a']} and {g['rank_b']} of one NCCL group run on the same GPU "
-            f"(bus id {g['bus_id']}); NCCL refuses that")
+    ranks = sorted({int(m.groups[k]) for m in ms for k in ("rank_a", "rank_b")})
+    buses = sorted({m.groups["bus_id"] for m in ms})
+    what = (f"ranks {', '.join(map(str, ranks[:16]))} of one NCCL group run on the same GPU "
+            f"(bus id {', '.join(buses[:4])}); NCCL refuses that")
     if context_has(first, "vllm_client", "init_communicator", "pynccl", "PyNcclCommunicator"):
         what += ": the trainer's weight-sync client and the vLLM server share a GPU"
         fix = ("keep the vLLM server on GPUs the trainer does not see: CUDA_VISIBLE_DEVICES for "
@@ -283,6 +287,7 @@ def duplicate_gpu(ms: list[Match], log: Log) -> list[Draft]:
 # -- nn.DataParallel replicas ----------------------------------------------------------------------
 
 def dataparallel_replica(ms: list[Match], log: Log) -> list[Draft]:
+    ms = sorted(ms, key=lambda m: m.groups.get("device") == "0")  # a replica off GPU 0 tells more
     first, ctx = ms[0], log.ctx
     g = first.groups
     what = (f"nn.DataParallel's replica {g['replica']} on GPU {g['device']} raised "
@@ -331,3 +336,17 @@ def cuda_error_under_cap(ms: list[Match], log: Log) -> list[Draft]:
            f"{used / 2**30:.1f} GiB, or make the step fit in {limit / 2**30:.1f} GiB: lower "
            f"{batch}, max_completion_length or the model size")
     return [finding("TRI001", ms, log, what, fix, cause="vgpu-cap")]
+
+
+def sampler_warmup(ms: list[Match], log: Log) -> list[Draft]:
+    """vLLM ran out of memory warming up its sampler with max_num_seqs dummy requests."""
+    g = ms[0].groups
+    mode = log.ctx.layout.generation_mode if log.ctx is not None and layout_given(log.ctx) else None
+    util = ("--gpu_memory_utilization of trl vllm-serve" if mode == "server" else
+            knobs.setting(log.ctx, "vllm_gpu_memory_utilization") if mode == "colocate" else
+            "vLLM's gpu_memory_utilization")
+    what = (f"vLLM ran out of memory warming up its sampler with {g.get('requests', '?')} dummy "
+            "requests (max_num_seqs): its KV cache left too little for the sampler")
+    fix = (f"lower vLLM's max_num_seqs (below {g.get('requests', 'the current value')}) or "
+           f"{util}")
+    return [finding("MEM001", ms, log, what, fix)]

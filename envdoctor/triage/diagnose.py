@@ -22,7 +22,7 @@ from envdoctor.triage import classes, knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.draft import Draft, Log, finding, frames, reject, unknown_finding, where
 from envdoctor.triage.interface import Match
-from envdoctor.triage.oom import classify, parse_oom, processes_now
+from envdoctor.triage.oom import OomLog, classify, parse_oom, processes_now
 
 _VLLM_PROC = re.compile(r"^\s*\((?:EngineCore|VllmWorker|Worker|RayWorker|LLMEngine)\w*[ )]")
 _FRAME = re.compile(r'File "([^"]+)", line \d+')
@@ -141,7 +141,17 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
         if oom is None:
             continue
         dp = any("nn/parallel/data_parallel.py" in line for line in gms[0].context)
-        cause = classify(oom, log.ctx, vllm_side, shared_index, dp)
+        ranks = sorted({m.rank for m in gms if m.rank is not None})
+        world = max((m.rank for sm in log.by_sig.values() for m in sm if m.rank is not None),
+                    default=-1) + 1
+        if log.ctx is not None and layout_given(log.ctx):
+            world = max(world, log.ctx.layout.world_size)
+        banner = log.hint("vllm-version")
+        colocated = bool(banner and "external_launcher" in banner.text) or (
+            log.ctx is not None and log.ctx.config.get("vllm_mode") == "colocate")
+        cause = classify(oom, log.ctx, log=OomLog(
+            vllm_side, shared_index, dp, colocated, classes.hami_cap(gms[0]),
+            ranks if len(ranks) > 1 else [], world))
         count = log.counts.get("cuda-oom") if len(groups) == 1 else len(gms)
         first = gms[0]
         message = f"{cause.message} ({where(gms, count)})"
@@ -155,7 +165,10 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
 
 
 def _gib(text: str | None) -> float | None:
-    return float(text) if text else None
+    try:
+        return float(text) if text else None
+    except ValueError:  # "1.2.3": not a number
+        return None
 
 
 def _vllm_gpu(ctx: Context | None, device: str | None) -> int | None:
@@ -188,8 +201,8 @@ def _vllm_memory(ms: list[Match], log: Log) -> list[Draft]:
         free, total = _gib(g["free_gib"]) or 0.0, _gib(g["total_gib"]) or 1.0
         fits = max(math.floor((free / total - 0.02) * 100) / 100, 0.0)
         what = (f"vLLM asked for {g['utilization']} × {total:.2f} GiB = {g['requested_gib']} GiB "
-                f"at start, but only {free:.2f} GiB were free: other processes held "
-                f"{total - free:.2f} GiB of the GPU{now}")
+                f"at start, but only {free:.2f} GiB were free: {total - free:.2f} GiB of the GPU "
+                f"were in use before vLLM started (other processes, or this one){now}")
         fix = conf.fix or (f"free the GPU (nvidia-smi), or lower {util_name} from "
                            f"{g['utilization']} to {fits:.2f}")
     elif "estimated_max_len" in g or "kv_tokens" in g:
@@ -320,6 +333,7 @@ HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
     "nccl-duplicate-gpu": classes.duplicate_gpu,
     "dataparallel-replica": classes.dataparallel_replica,
     "cuda-error-under-cap": classes.cuda_error_under_cap,
+    "vllm-sampler-warmup-oom": classes.sampler_warmup,
 }
 
 

@@ -98,7 +98,7 @@ def test_rule_docs_of_triage_are_valid_and_in_the_triage_area():
 
 @pytest.mark.parametrize("pattern", [
     r"(\w+)+x", r"\S*vllm\S*?\.so", r"x(?:a|b)*", r"x\d+", r"(?P<t>\w{1,9}) does not", r".{0,9}x",
-    r"x(?:\w{1,4096}){1,4096}", r"x(?:y|\w{1,3})", r"[ab]x",
+    r"x(?:\w{1,4096}){1,4096}", r"[ab]x",
 ])
 def test_patterns_that_could_backtrack_are_refused(pattern):
     assert check_linear(pattern)
