@@ -65,6 +65,7 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
     from envdoctor.plan.build import build_plan
     from envdoctor.report import render
     from envdoctor.report.interface import Area
+    from envdoctor.triage.decode import LogUnreadable, chunks
     from envdoctor.triage.diagnose import diagnose
     from envdoctor.triage.scanner import scan
     from envdoctor.triage.signatures import signatures
@@ -74,9 +75,11 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
         facts = load(facts_file) if facts_file else collect_facts()
         plan = build_plan(config=config, launch="\n".join(launch) or None, live=facts.live)
         try:
-            result = scan(stream)
+            result = scan(chunks(stream))
         except OSError as exc:
             raise InputError(logfile, f"cannot read: {exc.strerror or exc}") from None
+        except LogUnreadable as exc:
+            raise InputError(logfile, f"could not be read: {exc}") from None
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()

@@ -269,7 +269,6 @@ def _launcher_fix(ctx: Context | None) -> str:
 
 def duplicate_gpu(ms: list[Match], log: Log) -> list[Draft]:
     first = ms[0]
-    g = first.groups
     ranks = sorted({int(m.groups[k]) for m in ms for k in ("rank_a", "rank_b")})
     buses = sorted({m.groups["bus_id"] for m in ms})
     what = (f"ranks {', '.join(map(str, ranks[:16]))} of one NCCL group run on the same GPU "

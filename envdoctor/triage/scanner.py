@@ -86,6 +86,7 @@ class _Scanner:
         self.by_keyword = sorted(by_kw.items(), key=lambda kv: len(kv[0]), reverse=True)
         self.longest = max(len(a) for a in anchor_list)
         self.result = ScanResult()
+        self.seen: dict[bytes, list[Signature]] = {}  # line -> the signatures its keywords name
         self.line_base = 0  # newlines before the current block
         self.last_line_done = -1
 
@@ -128,13 +129,23 @@ class _Scanner:
         cr = buf.find(b"\r", hit, limit)
         e = cr if cr >= 0 else limit
         raw = buf[max(s, hit - WINDOW):min(e, hit + WINDOW)]
-        candidates: list[Signature] = []
-        for kw, sigs in self.by_keyword:
-            if kw in raw:
-                candidates.extend(sig for sig in sigs if sig not in candidates)
+        candidates = self.seen.get(raw)
+        if candidates is None:
+            candidates = []
+            for kw, sigs in self.by_keyword:
+                if kw in raw:
+                    candidates.extend(sig for sig in sigs if sig not in candidates)
+            if len(self.seen) >= 4096:
+                self.seen.clear()
+            self.seen[raw] = candidates  # a log repeats its lines: each is sorted once
         if not candidates:
             return False
         res = self.result
+        if all(res.counts.get(sig.id, 0) >= KEEP_PER_SIGNATURE for sig in candidates):
+            for sig in candidates:  # kept enough of each: counted by keyword, not decoded again
+                res.counts[sig.id] += 1
+                res.last_line[sig.id] = line_no
+            return True
         text = clean(raw)
         body, rank = split_prefix(text)
         if body.startswith("raise "):
