@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, BinaryIO
 
@@ -20,6 +21,19 @@ def _open(logfile: str) -> BinaryIO:
         return open(logfile, "rb")  # noqa: SIM115 (closed by the caller)
     except OSError as exc:
         raise InputError(logfile, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _scan(logfile: str, stream: BinaryIO, scan: Any, chunks: Any) -> Any:
+    """A big plain-text file in parallel (one range of lines per CPU), anything else streamed."""
+    from envdoctor.triage.decode import SNIFF, is_plain
+    from envdoctor.triage.parallel import PARALLEL_MIN, scan_file
+
+    if stream is not sys.stdin.buffer and os.path.getsize(logfile) >= PARALLEL_MIN:
+        head = stream.read(SNIFF)
+        stream.seek(0)
+        if is_plain(head):
+            return scan_file(logfile)
+    return scan(chunks(stream))
 
 
 def _summary(name: str, result: Any, found: list, facts_file: str | None) -> str:
@@ -75,7 +89,7 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
         facts = load(facts_file) if facts_file else collect_facts()
         plan = build_plan(config=config, launch="\n".join(launch) or None, live=facts.live)
         try:
-            result = scan(chunks(stream))
+            result = _scan(logfile, stream, scan, chunks)
         except OSError as exc:
             raise InputError(logfile, f"cannot read: {exc.strerror or exc}") from None
         except LogUnreadable as exc:

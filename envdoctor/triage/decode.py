@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 CHUNK = 4 * 1024 * 1024
 MAX_DECODED = 64 * 1024**3  # a "log" that expands beyond this is refused (a decompression bomb)
-_SNIFF = 64 * 1024
+SNIFF = 64 * 1024
 
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
          (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
@@ -105,7 +105,7 @@ def _transcoded(blocks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
 
 def _bomless_utf16(head: bytes) -> str | None:
     """UTF-16 without a mark: NULs in every other byte of mostly-ASCII text."""
-    sample = head[:_SNIFF - _SNIFF % 2]
+    sample = head[:SNIFF - SNIFF % 2]
     if len(sample) < 4:
         return None
     odd, even = sample[1::2].count(0), sample[0::2].count(0)
@@ -122,7 +122,7 @@ def _text(blocks: Iterator[bytes], what: str) -> Iterator[bytes]:
     head = b""
     for block in blocks:
         head += block
-        if len(head) >= _SNIFF:
+        if len(head) >= SNIFF:
             break
     rest = blocks
     for bom, encoding in _BOMS:
@@ -149,7 +149,7 @@ def _binary(head: bytes) -> bool:
     """Much of the start is neither UTF-8 nor printable: the file is not a text log."""
     if len(head) < 64:
         return False
-    sample = head[:_SNIFF]
+    sample = head[:SNIFF]
     control = len(sample) - len(sample.translate(None, _CONTROL))
     invalid = sample.decode("utf-8", errors="replace").count("\ufffd")
     return control + invalid > 0.3 * len(sample)
@@ -159,6 +159,15 @@ def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     if first:
         yield first
     yield from rest
+
+
+def is_plain(head: bytes) -> bool:
+    """The start of a file is plain (UTF-8 or ASCII) text: no compression, no BOM, not binary."""
+    magic = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"PK\x03\x04",
+             codecs.BOM_UTF8, *(bom for bom, _ in _BOMS))
+    if head.startswith(magic) or head.startswith(b"BZh") and head[3:4].isdigit():
+        return False
+    return head.count(0) <= len(head) // 10 and not _binary(head)
 
 
 def chunks(stream: BinaryIO) -> Iterator[bytes]:

@@ -61,4 +61,5 @@ class ScanResult:
     ranks: dict[str, set[int]] = field(default_factory=dict)
     bytes_read: int = 0
     lines: int = 0
+    newlines: int = 0
     last_line: dict[str, int] = field(default_factory=dict)  # signature -> last line it matched

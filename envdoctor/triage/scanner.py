@@ -195,10 +195,11 @@ def _chunks(stream: BinaryIO | Iterable[bytes]) -> Iterable[bytes]:
 
 
 def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None = None,
-         anchor_list: tuple[bytes, ...] | None = None) -> ScanResult:
-    """Scan ``stream`` (a binary file or an iterable of byte chunks) in one pass."""
+         anchor_list: tuple[bytes, ...] | None = None, history: bytes = b"") -> ScanResult:
+    """Scan ``stream`` (a binary file or an iterable of byte chunks) in one pass; ``history``:
+    the lines before it (context only: not scanned, not counted)."""
     sc = _Scanner(sigs or signatures(), anchor_list or anchors())
-    history = carry = b""
+    history, carry = history[-HISTORY:], b""
     for chunk in _chunks(stream):
         if not chunk:
             continue
@@ -220,4 +221,5 @@ def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None 
         sc.block(buf, len(history), len(buf))
     last_line = buf[buf.rfind(b"\n") + 1:]
     sc.result.lines = sc.line_base + (1 if last_line.strip() else 0)
+    sc.result.newlines = sc.line_base
     return sc.result
