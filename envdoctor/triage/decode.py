@@ -103,6 +103,19 @@ def _transcoded(blocks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
         yield tail.encode("utf-8", errors="replace")
 
 
+def _looks_like(sample: bytes, encoding: str) -> bool:
+    """A byte-order mark is trusted when what follows reads as that encoding: a log is mostly
+    ASCII, so in UTF-16/32 most of its high bytes are zero (bytes that merely begin with FF FE
+    are not UTF-16)."""
+    width = 4 if "32" in encoding else 2
+    sample = sample[:SNIFF - SNIFF % width]
+    units = len(sample) // width
+    if units < 8:
+        return True
+    high = slice(width - 1, None, width) if encoding.endswith("le") else slice(0, None, width)
+    return sample[high].count(0) >= 0.3 * units
+
+
 def _bomless_utf16(head: bytes) -> str | None:
     """UTF-16 without a mark: NULs in every other byte of mostly-ASCII text."""
     sample = head[:SNIFF - SNIFF % 2]
@@ -126,7 +139,7 @@ def _text(blocks: Iterator[bytes], what: str) -> Iterator[bytes]:
             break
     rest = blocks
     for bom, encoding in _BOMS:
-        if head.startswith(bom):
+        if head.startswith(bom) and _looks_like(head[len(bom):], encoding):
             yield from _transcoded(_chain(head[len(bom):], rest), encoding)
             return
     if head.startswith(codecs.BOM_UTF8):
