@@ -87,6 +87,7 @@ class _Scanner:
         self.longest = max(len(a) for a in anchor_list)
         self.result = ScanResult()
         self.seen: dict[bytes, list[Signature]] = {}  # line -> the signatures its keywords name
+        self.unmatched: set[bytes] = set()  # lines that matched none of them
         self.line_base = 0  # newlines before the current block
         self.last_line_done = -1
 
@@ -129,6 +130,8 @@ class _Scanner:
         cr = buf.find(b"\r", hit, limit)
         e = cr if cr >= 0 else limit
         raw = buf[max(s, hit - WINDOW):min(e, hit + WINDOW)]
+        if raw in self.unmatched:
+            return False  # the same text matched nothing before
         candidates = self.seen.get(raw)
         if candidates is None:
             candidates = []
@@ -168,6 +171,10 @@ class _Scanner:
                 context = self._context(buf, s, rank) if n < CONTEXT_PER_SIGNATURE else ()
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 res.matches.append(Match(sig, line_no, text, groups, rank, context))
+        if not found:
+            if len(self.unmatched) >= 4096:
+                self.unmatched.clear()
+            self.unmatched.add(raw)
         return found
 
     @staticmethod
