@@ -260,31 +260,41 @@ def _alloc_conf(ms: list[Match], log: Log) -> list[Draft]:
     return [finding("ALC001", ms, log, what, fix, conf, option=option)]
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(2, n + 1) if n % d == 0]
+def _divisors(n: int, limit: int = 8) -> list[int]:
+    """The first ``limit`` divisors of ``n`` above 1, found up to sqrt(n) (n is capped)."""
+    if n < 2 or n > 10**12:
+        return []
+    small = [d for d in range(2, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small), n})[:limit]
 
 
 def _batch(ms: list[Match], log: Log) -> list[Draft]:
     sig, g = ms[0].signature, ms[0].groups
     conf = confirm(sig.confirm_map, log.ctx, sig.rule)
     gen = int(g["num_generations"])
+    if gen < 2:  # 0 or 1 generations: TRL refuses that on its own (CFG003)
+        what = f"num_generations is {gen}: GRPO needs at least 2 completions per prompt"
+        return [finding("CFG003", ms, log, what, "num_generations: 2 or more (e.g. 8)")]
     if sig.id == "generation-batch-not-divisible":
         total = int(g["generation_batch_size"])
         what = f"generation_batch_size {total} does not split into groups of {gen}"
         fix = (f"generation_batch_size {math.ceil(total / gen) * gen} (a multiple of {gen} and "
-               f"of the global batch), or num_generations among {_divisors(total)[:8]}")
+               "of the global batch)" + (f", or num_generations among {_divisors(total)}"
+                                         if _divisors(total) else ""))
     else:
-        factors = [int(x) for x in re.findall(r"\d+", g["batch"])]
+        factors = [int(x) for x in re.findall(r"\d{1,12}", g["batch"])]
         total = math.prod(factors)
         what = (f"the {g['split']} batch of {total} completions ({g['batch']}) does not split "
                 f"into groups of num_generations={gen}")
         per_device = factors[0] if "*" in g["batch"] else factors[1] if len(factors) > 1 else 1
         others = total // per_device if per_device else total
-        fits = [b for b in range(1, per_device * gen + 1) if b * others % gen == 0]
-        near = [b for b in (max((b for b in fits if b < per_device), default=None),
-                            min((b for b in fits if b > per_device), default=None)) if b]
-        fix = (f"num_generations among {_divisors(total)[:8]}, or "
-               f"per_device_{g['split']}_batch_size {' or '.join(map(str, near))}")
+        step = gen // math.gcd(others, gen) if others else gen  # per_device must be a multiple
+        near = [b for b in ((per_device - 1) // step * step, (per_device // step + 1) * step)
+                if b > 0]
+        fix = " or ".join(part for part in (
+            f"num_generations among {_divisors(total)}" if _divisors(total) else "",
+            f"per_device_{g['split']}_batch_size {' or '.join(map(str, near))}" if near else "")
+            if part) or f"a batch that is a multiple of num_generations ({gen})"
     return [finding(sig.rule, ms, log, what, conf.fix or fix, conf)]
 
 

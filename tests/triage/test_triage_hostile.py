@@ -144,3 +144,23 @@ def test_the_cli_reads_gzip_and_utf16_and_refuses_binary(tmp_path, facts):
                            input=gzip.compress(TEXT), capture_output=True, cwd=ROOT,
                            timeout=GENEROUS)
     assert piped.returncode == 1, piped.stderr
+
+
+@pytest.mark.parametrize("line, rule", [
+    ("ValueError: generation_batch_size (12) must be divisible by num_generations (0).", "CFG003"),
+    ("ValueError: The global train batch size (2 x 4) must be evenly divisible by the number of "
+     "generations per prompt (0).", "CFG003"),
+    ("ValueError: The global train batch size (99999999999999999999 x 4) must be evenly "
+     "divisible by the number of generations per prompt (3).", "CFG002"),
+    ("ValueError: generation_batch_size (999999999) must be divisible by num_generations (7).",
+     "CFG002"),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.2.3 GiB. GPU 0 has a total "
+     "capacity of 1.2.3 GiB of which 0 bytes is free.", "TRI001"),
+    ("ValueError: Free memory on device cuda:0 (1.2.3/2.2 GiB) on startup is less than desired "
+     "GPU memory utilization (0.9, 1.98 GiB)", "MEM001"),
+])
+def test_odd_numbers_in_a_line_neither_crash_nor_hang(line, rule):
+    from tests.triage.helpers import findings
+
+    (f,) = findings(scan_bytes(line + "\n"))
+    assert f.rule == rule and f.fix
