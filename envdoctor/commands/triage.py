@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, BinaryIO
 
@@ -20,6 +21,19 @@ def _open(logfile: str) -> BinaryIO:
         return open(logfile, "rb")  # noqa: SIM115 (closed by the caller)
     except OSError as exc:
         raise InputError(logfile, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _scan(logfile: str, stream: BinaryIO, scan: Any, chunks: Any) -> Any:
+    """A big plain-text file in parallel (one range of lines per CPU), anything else streamed."""
+    from envdoctor.triage.decode import SNIFF, is_plain
+    from envdoctor.triage.parallel import PARALLEL_MIN, scan_file
+
+    if stream is not sys.stdin.buffer and os.path.getsize(logfile) >= PARALLEL_MIN:
+        head = stream.read(SNIFF)
+        stream.seek(0)
+        if is_plain(head):
+            return scan_file(logfile)
+    return scan(chunks(stream))
 
 
 def _summary(name: str, result: Any, found: list, facts_file: str | None) -> str:
@@ -65,6 +79,7 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
     from envdoctor.plan.build import build_plan
     from envdoctor.report import render
     from envdoctor.report.interface import Area
+    from envdoctor.triage.decode import LogUnreadable, chunks
     from envdoctor.triage.diagnose import diagnose
     from envdoctor.triage.scanner import scan
     from envdoctor.triage.signatures import signatures
@@ -74,14 +89,17 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
         facts = load(facts_file) if facts_file else collect_facts()
         plan = build_plan(config=config, launch="\n".join(launch) or None, live=facts.live)
         try:
-            result = scan(stream)
+            result = _scan(logfile, stream, scan, chunks)
         except OSError as exc:
             raise InputError(logfile, f"cannot read: {exc.strerror or exc}") from None
+        except LogUnreadable as exc:
+            raise InputError(logfile, f"could not be read: {exc}") from None
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
     ctx = Context(facts=facts, plan=plan, network=False)
-    found = diagnose(result.matches, ctx, counts=result.counts)
+    found = diagnose(result.matches, ctx, counts=result.counts, lines=result.lines,
+                     last_line=result.last_line)
     name = "standard input" if logfile == "-" else logfile
     ran = sorted({s.rule for s in signatures()} | {f.rule for f in found})  # JUnit: one case each
     area = Area(key="triage", title="Triage", ran=ran, findings=found,

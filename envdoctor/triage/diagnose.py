@@ -13,112 +13,94 @@ import difflib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import knobs
-from envdoctor.triage.confirm import Confirmation, confirm, dataparallel, layout_given
+from envdoctor.triage import classes, knobs
+from envdoctor.triage.confirm import confirm, dataparallel, layout_given
+from envdoctor.triage.draft import Draft, Log, finding, frames, reject, unknown_finding, where
 from envdoctor.triage.interface import Match
-from envdoctor.triage.oom import classify, parse_oom, processes_now
-from envdoctor.triage.scanner import split_prefix
+from envdoctor.triage.oom import OomLog, classify, parse_oom, processes_now
 
 _VLLM_PROC = re.compile(r"^\s*\((?:EngineCore|VllmWorker|Worker|RayWorker|LLMEngine)\w*[ )]")
 _FRAME = re.compile(r'File "([^"]+)", line \d+')
 _SECONDARY = ("ChildFailedError", "DistBackendError", "ProcessExitedException")
 
 
-@dataclass
-class _Log:
-    """What a handler may look at besides its own matches."""
-
-    by_sig: dict[str, list[Match]]
-    counts: Mapping[str, int]
-    ctx: Context | None
-
-
-@dataclass
-class _Draft:
-    line: int
-    finding: Finding
-    rank: int | None = None
-    rejected: list[Match] = field(default_factory=list)
-
-
-def _quote(m: Match, limit: int = 300) -> str:
-    body = split_prefix(m.text)[0]
-    return body if len(body) <= limit else body[:limit - 1] + "…"
-
-
-def _where(ms: Sequence[Match], count: int | None = None) -> str:
-    ranks = sorted({m.rank for m in ms if m.rank is not None})
-    count = max(count or 0, len(ms))
-    where = f"line {ms[0].line_no}"
-    if ranks:
-        where += f", rank{'s' * (len(ranks) > 1)} {', '.join(map(str, ranks[:16]))}"
-        where += "…" if len(ranks) > 16 else ""
-    return where + (f", {count} times" if count > 1 else "")
-
-
-def _finding(sig_rule: str, ms: Sequence[Match], log: _Log, what: str, fix: str = "",
-             conf: Confirmation | None = None, **evidence: Any) -> _Draft:
-    from envdoctor.checks.docs import rule_docs
-
-    first = ms[0]
-    sig = first.signature
-    message = f"{what} ({_where(ms, log.counts.get(sig.id))}): “{_quote(first)}”"
-    if conf is not None and conf.summary():
-        message += f" — {conf.summary()}"
-    doc = rule_docs().get(sig_rule)
-    ev: dict[str, Any] = {"signature": sig.id, "line": first.line_no, **first.groups,
-                          **{k: v for k, v in evidence.items() if v is not None}}
-    if conf is not None and conf.against and not conf.confirmed:
-        ev["not_confirmed"] = conf.against
-    if first.context:
-        ev["context"] = list(first.context[-6:])
-    fix = fix or (conf.fix if conf else "") or (doc.fix if doc else "")
-    if conf is not None and conf.against and not conf.confirmed:
-        fix += " (on the machine that ran it: this one does not show the cause)"
-    finding = Finding(sig_rule, sig.severity, message, fix, ev)
-    return _Draft(first.line_no, finding, first.rank)
-
-
-def _generic(ms: list[Match], log: _Log) -> list[_Draft]:
+def _generic(ms: list[Match], log: Log) -> list[Draft]:
     sig = ms[0].signature
     conf = confirm(sig.confirm_map, log.ctx, sig.rule)
-    return [_finding(sig.rule, ms, log, sig.summary, conf=conf)]
+    return [finding(sig.rule, ms, log, sig.summary, conf=conf)]
 
 
-def _device_mismatch(ms: list[Match], log: _Log) -> list[_Draft]:
+def _vllm_evidence(m: Match, log: Log) -> bool:
+    """The log or the judged machine shows vLLM in this run."""
+    if log.hint("vllm-version") or any(f for f in frames(m) if "/vllm/" in f or "/trl/" in f):
+        return True
+    if any("vllm" in line.lower() or "model_runner" in line for line in m.context):
+        return True
+    return log.ctx is not None and log.ctx.version("vllm") is not None
+
+
+def _device_mismatch(ms: list[Match], log: Log) -> list[Draft]:
     g = ms[0].groups
     devices = {g.get(k, "") for k in ("first", "second", "argument_device", "other_device")}
     if any(d.startswith("cpu") for d in devices):
-        return [_Draft(ms[0].line_no, _unknown_finding(ms), rejected=ms)]
+        return reject(ms)
+    if "dataparallel-replica" in log.by_sig:
+        return []  # the replica's finding tells this failure
     sig, ctx = ms[0].signature, log.ctx
+    if any("data_parallel.py" in f or "parallel_apply.py" in f for f in frames(ms[0])) and not (
+            ctx is not None and layout_given(ctx)):
+        what = ("nn.DataParallel ran a replica on another GPU than a tensor it uses (a tensor or "
+                "module nn.DataParallel did not copy)")
+        return [finding("TRI008", ms, log, what)]
+    banner = log.hint("vllm-version")
+    logged = banner.groups.get("version") if banner else None
     conf = confirm(sig.confirm_map, ctx, sig.rule)
     if ctx is not None and layout_given(ctx) and dataparallel(ctx.layout) and not versions.below(
             ctx.version("vllm"), "0.7.2"):
         conf.rule = "LAY003"  # vLLM is recent enough: the DataParallel trap is the cause
-    return [_finding(conf.rule, ms, log, sig.summary, conf=conf)]
+        return [finding(conf.rule, ms, log, sig.summary, conf=conf)]
+    if logged and versions.below(logged, "0.7.2") and not conf.confirmed:
+        what = (f"{sig.summary}: vLLM {logged} (its start banner, line {banner.line_no}) puts "
+                "generation inputs on cuda:0 while its model is on the vLLM GPU; vLLM 0.7.2 "
+                "fixed that")
+        return [finding("PKG002", ms, log, what, "pip install 'vllm>=0.7.2' (with the torch it "
+                        "requires)", conf)]
+    if logged and not versions.below(logged, "0.7.2") and not conf.confirmed:
+        return reject(ms)  # not vLLM's old bug, and nothing here shows another cause
+    if not conf.confirmed and not _vllm_evidence(ms[0], log):
+        return reject(ms)
+    return [finding(conf.rule, ms, log, sig.summary, conf=conf)]
 
 
-def _rotary(ms: list[Match], log: _Log) -> list[_Draft]:
+def _rotary(ms: list[Match], log: Log) -> list[Draft]:
     g = ms[0].groups
     off_by_one = abs(int(g["size_a"]) - int(g["size_b"])) == 1
     if not off_by_one and not any("rotary" in line for line in ms[0].context):
-        return [_Draft(ms[0].line_no, _unknown_finding(ms), rejected=ms)]
+        return [reject(ms)[0]]
     return _generic(ms, log)
 
 
-def _vllm_device(ms: list[Match], log: _Log) -> list[_Draft]:
+def _vllm_device(ms: list[Match], log: Log) -> list[Draft]:
     ctx, g = log.ctx, ms[0].groups
     rule = "LAY001" if ctx is not None and str(ctx.config.get("vllm_device", "auto")) != "auto" \
         else "LAY002"
     conf = confirm(ms[0].signature.confirm_map, ctx, rule)
     seen = int(g["suggested_num_processes"]) + 1 if "suggested_num_processes" in g else None
+    if ctx is not None and ctx.facts.gpus and layout_given(ctx) and len(ctx.layout.visible) == 1:
+        seen = 1
+    if seen == 1:  # TRL's advice, --num_processes 0, cannot run: the one GPU must be shared
+        util = knobs.setting(ctx, "vllm_gpu_memory_utilization")
+        what = (f"vLLM was to run on {g['device']}, but the run sees one GPU only: TRL's advice "
+                "(--num_processes 0) would leave no process to train")
+        fix = ("share the one GPU: set vllm_device: cuda:0 and lower "
+               f"{util} (e.g. 0.3–0.5) so the trainer keeps room on it; later TRL releases share "
+               "a single GPU by themselves (huggingface/trl#2827)")
+        return [finding(rule, ms, log, what, fix, conf)]
     what = f"vLLM was to run on {g['device']}, but the trainer saw " + (
         f"{seen} GPU(s) (cuda:0–cuda:{seen - 1}), all of them training" if seen
         else "no such GPU")
@@ -129,10 +111,10 @@ def _vllm_device(ms: list[Match], log: _Log) -> list[_Draft]:
         what += f"; here {n} GPU(s) are visible ({lay.visible_source})"
         fix = (f"leave one GPU for vLLM: --num_processes {n - 1} (vllm_device auto then picks "
                f"cuda:{n - 1} = GPU {lay.visible[n - 1]})" if n > 1 else
-               "make a second GPU visible for vLLM (or use vllm_mode: colocate on TRL ≥ 0.18)")
+               "share the one GPU: vllm_device: cuda:0 with a lower vllm_gpu_memory_utilization")
     elif not fix and seen:
         fix = f"--num_processes {seen - 1} (one fewer than the GPUs the run saw)"
-    return [_finding(rule, ms, log, what, fix, conf)]
+    return [finding(rule, ms, log, what, fix, conf)]
 
 
 def _vllm_side(m: Match) -> bool:
@@ -146,7 +128,7 @@ def _vllm_side(m: Match) -> bool:
     return any("/vllm/" in f for f in frames)
 
 
-def _oom(ms: list[Match], log: _Log) -> list[_Draft]:
+def _oom(ms: list[Match], log: Log) -> list[Draft]:
     hint = log.by_sig.get("vllm-device-shared-warning", [])
     shared_index = int(hint[0].groups["index"]) if hint else None
     groups: dict[tuple[int | None, bool], list[Match]] = {}
@@ -159,21 +141,34 @@ def _oom(ms: list[Match], log: _Log) -> list[_Draft]:
         if oom is None:
             continue
         dp = any("nn/parallel/data_parallel.py" in line for line in gms[0].context)
-        cause = classify(oom, log.ctx, vllm_side, shared_index, dp, list(gms[0].context))
+        ranks = sorted({m.rank for m in gms if m.rank is not None})
+        world = max((m.rank for sm in log.by_sig.values() for m in sm if m.rank is not None),
+                    default=-1) + 1
+        if log.ctx is not None and layout_given(log.ctx):
+            world = max(world, log.ctx.layout.world_size)
+        banner = log.hint("vllm-version")
+        colocated = bool(banner and "external_launcher" in banner.text) or (
+            log.ctx is not None and log.ctx.config.get("vllm_mode") == "colocate")
+        cause = classify(oom, log.ctx, log=OomLog(
+            vllm_side, shared_index, dp, colocated, classes.hami_cap(gms[0]),
+            ranks if len(ranks) > 1 else [], world), context=list(gms[0].context))
         count = log.counts.get("cuda-oom") if len(groups) == 1 else len(gms)
         first = gms[0]
-        message = f"{cause.message} ({_where(gms, count)})"
+        message = f"{cause.message} ({where(gms, count)})"
         ev = {"signature": "cuda-oom", "line": first.line_no,
               **{k: v for k, v in cause.evidence.items() if v not in (None, {})}}
         if first.context:
             ev["context"] = list(first.context[-6:])
-        drafts.append(_Draft(first.line_no, Finding(cause.rule, Severity.ERROR, message,
+        drafts.append(Draft(first.line_no, Finding(cause.rule, Severity.ERROR, message,
                                                     cause.fix, ev), first.rank))
     return drafts
 
 
 def _gib(text: str | None) -> float | None:
-    return float(text) if text else None
+    try:
+        return float(text) if text else None
+    except ValueError:  # "1.2.3": not a number
+        return None
 
 
 def _vllm_gpu(ctx: Context | None, device: str | None) -> int | None:
@@ -191,7 +186,7 @@ def _vllm_gpu(ctx: Context | None, device: str | None) -> int | None:
     return ctx.facts.gpus[0].index if len(ctx.facts.gpus) == 1 else None
 
 
-def _vllm_memory(ms: list[Match], log: _Log) -> list[_Draft]:
+def _vllm_memory(ms: list[Match], log: Log) -> list[Draft]:
     sig, g, ctx = ms[0].signature, ms[0].groups, log.ctx
     conf = confirm(sig.confirm_map, ctx, sig.rule)
     util_name = knobs.pick(ctx, "vllm_gpu_memory_utilization")
@@ -206,8 +201,8 @@ def _vllm_memory(ms: list[Match], log: _Log) -> list[_Draft]:
         free, total = _gib(g["free_gib"]) or 0.0, _gib(g["total_gib"]) or 1.0
         fits = max(math.floor((free / total - 0.02) * 100) / 100, 0.0)
         what = (f"vLLM asked for {g['utilization']} × {total:.2f} GiB = {g['requested_gib']} GiB "
-                f"at start, but only {free:.2f} GiB were free: other processes held "
-                f"{total - free:.2f} GiB of the GPU{now}")
+                f"at start, but only {free:.2f} GiB were free: {total - free:.2f} GiB of the GPU "
+                f"were in use before vLLM started (other processes, or this one){now}")
         fix = conf.fix or (f"free the GPU (nvidia-smi), or lower {util_name} from "
                            f"{g['utilization']} to {fits:.2f}")
     elif "estimated_max_len" in g or "kv_tokens" in g:
@@ -225,11 +220,13 @@ def _vllm_memory(ms: list[Match], log: _Log) -> list[_Draft]:
                 f"the KV cache{now}")
         fix = conf.fix or (f"raise {util} if the GPU has room (free it of other processes), "
                            f"or lower {max_len}; use a smaller or quantized model otherwise")
-    return [_finding(sig.rule, ms, log, what, fix, conf)]
+    return [finding(sig.rule, ms, log, what, fix, conf)]
 
 
-def _nccl(ms: list[Match], log: _Log) -> list[_Draft]:
+def _nccl(ms: list[Match], log: Log) -> list[Draft]:
     sig, g = ms[0].signature, ms[0].groups
+    if sig.id == "nccl-error" and "nccl-duplicate-gpu" in log.by_sig:
+        return []  # NCCL's "invalid usage" is the duplicate GPU told by its own finding
     if sig.id == "nccl-timeout":
         ran = int(g["ran_ms"]) / 1000 if "ran_ms" in g else None
         what = (f"{g['op']} #{g['seq']} timed out" + (f" after {ran:.0f} s" if ran else "")
@@ -245,10 +242,10 @@ def _nccl(ms: list[Match], log: _Log) -> list[_Draft]:
         what = f"NCCL failed: {g.get('error', '').strip() or 'see the message'}"
         fix = ("run once with NCCL_DEBUG=INFO; check that every rank has its own GPU and that "
                "NCCL_* variables (NCCL_SOCKET_IFNAME, NCCL_P2P_DISABLE) fit this machine")
-    return [_finding(sig.rule, ms, log, what, fix)]
+    return [finding(sig.rule, ms, log, what, fix)]
 
 
-def _alloc_conf(ms: list[Match], log: _Log) -> list[_Draft]:
+def _alloc_conf(ms: list[Match], log: Log) -> list[Draft]:
     g, ctx = ms[0].groups, log.ctx
     option = g.get("option") or g.get("key") or ""
     conf = confirm(ms[0].signature.confirm_map, ctx, ms[0].signature.rule)
@@ -260,48 +257,48 @@ def _alloc_conf(ms: list[Match], log: _Log) -> list[_Draft]:
     fix = conf.fix or (f"replace '{option}' with '{close[0]}' in PYTORCH_CUDA_ALLOC_CONF / "
                        "PYTORCH_ALLOC_CONF" if close else
                        f"remove '{option}' from PYTORCH_CUDA_ALLOC_CONF / PYTORCH_ALLOC_CONF")
-    return [_finding("ALC001", ms, log, what, fix, conf, option=option)]
+    return [finding("ALC001", ms, log, what, fix, conf, option=option)]
 
 
-def _abi(ms: list[Match], log: _Log) -> list[_Draft]:
-    conf = confirm(ms[0].signature.confirm_map, log.ctx, ms[0].signature.rule)
-    conf.findings = [f for f in conf.findings if f.message.startswith("vllm ")]
-    ctx = log.ctx
-    what = "vLLM's compiled ops do not load: they were built for another torch"
-    if ctx is not None and not conf.confirmed and ctx.version("vllm"):
-        what += f" (here: vLLM {ctx.version('vllm')}, torch {ctx.version('torch') or '—'})"
-    return [_finding("PKG004", ms, log, what, conf.fix, conf)]
+def _divisors(n: int, limit: int = 8) -> list[int]:
+    """The first ``limit`` divisors of ``n`` above 1, found up to sqrt(n) (n is capped)."""
+    if n < 2 or n > 10**12:
+        return []
+    small = [d for d in range(2, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small), n})[:limit]
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(2, n + 1) if n % d == 0]
-
-
-def _batch(ms: list[Match], log: _Log) -> list[_Draft]:
+def _batch(ms: list[Match], log: Log) -> list[Draft]:
     sig, g = ms[0].signature, ms[0].groups
     conf = confirm(sig.confirm_map, log.ctx, sig.rule)
     gen = int(g["num_generations"])
+    if gen < 2:  # 0 or 1 generations: TRL refuses that on its own (CFG003)
+        what = f"num_generations is {gen}: GRPO needs at least 2 completions per prompt"
+        return [finding("CFG003", ms, log, what, "num_generations: 2 or more (e.g. 8)")]
     if sig.id == "generation-batch-not-divisible":
         total = int(g["generation_batch_size"])
         what = f"generation_batch_size {total} does not split into groups of {gen}"
         fix = (f"generation_batch_size {math.ceil(total / gen) * gen} (a multiple of {gen} and "
-               f"of the global batch), or num_generations among {_divisors(total)[:8]}")
+               "of the global batch)" + (f", or num_generations among {_divisors(total)}"
+                                         if _divisors(total) else ""))
     else:
-        factors = [int(x) for x in re.findall(r"\d+", g["batch"])]
+        factors = [int(x) for x in re.findall(r"\d{1,12}", g["batch"])]
         total = math.prod(factors)
         what = (f"the {g['split']} batch of {total} completions ({g['batch']}) does not split "
                 f"into groups of num_generations={gen}")
         per_device = factors[0] if "*" in g["batch"] else factors[1] if len(factors) > 1 else 1
         others = total // per_device if per_device else total
-        fits = [b for b in range(1, per_device * gen + 1) if b * others % gen == 0]
-        near = [b for b in (max((b for b in fits if b < per_device), default=None),
-                            min((b for b in fits if b > per_device), default=None)) if b]
-        fix = (f"num_generations among {_divisors(total)[:8]}, or "
-               f"per_device_{g['split']}_batch_size {' or '.join(map(str, near))}")
-    return [_finding(sig.rule, ms, log, what, conf.fix or fix, conf)]
+        step = gen // math.gcd(others, gen) if others else gen  # per_device must be a multiple
+        near = [b for b in ((per_device - 1) // step * step, (per_device // step + 1) * step)
+                if b > 0]
+        fix = " or ".join(part for part in (
+            f"num_generations among {_divisors(total)}" if _divisors(total) else "",
+            f"per_device_{g['split']}_batch_size {' or '.join(map(str, near))}" if near else "")
+            if part) or f"a batch that is a multiple of num_generations ({gen})"
+    return [finding(sig.rule, ms, log, what, conf.fix or fix, conf)]
 
 
-def _unused(ms: list[Match], log: _Log) -> list[_Draft]:
+def _unused(ms: list[Match], log: Log) -> list[Draft]:
     ctx = log.ctx
     conf = confirm(ms[0].signature.confirm_map, ctx, ms[0].signature.rule)
     items = re.findall(r"'([^']*)'", ms[0].groups.get("arguments", ""))
@@ -317,22 +314,11 @@ def _unused(ms: list[Match], log: _Log) -> list[_Draft]:
     what = f"TRL{' ' + trl if trl else ''} does not know {', '.join(names) or 'some arguments'}"
     if notes:
         what += ": " + "; ".join(notes)
-    return [_finding("CFG001", ms, log, what, conf.fix or "remove or rename them (envdoctor check "
+    return [finding("CFG001", ms, log, what, conf.fix or "remove or rename them (envdoctor check "
                      "--config FILE checks every key against the installed TRL)", conf)]
 
 
-def _unknown_finding(ms: Sequence[Match]) -> Finding:
-    from envdoctor.checks.docs import rule_docs
-
-    first = ms[0]
-    message = (f"no known failure; the first exception is at {_where(ms[:1])}: “{_quote(first)}”")
-    ev = {"signature": first.signature.id, "line": first.line_no}
-    if first.context:
-        ev["context"] = list(first.context[-6:])
-    return Finding("TRI003", Severity.INFO, message, rule_docs()["TRI003"].fix, ev)
-
-
-HANDLERS: dict[str, Callable[[list[Match], _Log], list[_Draft]]] = {
+HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
     "device-mismatch": _device_mismatch,
     "rotary-size-mismatch": _rotary,
     "vllm-device-unavailable": _vllm_device,
@@ -344,14 +330,24 @@ HANDLERS: dict[str, Callable[[list[Match], _Log], list[_Draft]]] = {
     "nccl-watchdog-hang": _nccl,
     "nccl-error": _nccl,
     "alloc-conf-unrecognized": _alloc_conf,
-    "vllm-abi-mismatch": _abi,
     "batch-not-divisible": _batch,
     "generation-batch-not-divisible": _batch,
     "unused-arguments": _unused,
+    "vllm-server-not-up": classes.server,
+    "vllm-server-refused": classes.server,
+    "vllm-server-unreachable": classes.server,
+    "vllm-server-not-trl": classes.server_not_trl,
+    "extension-abi-mismatch": classes.extension_abi,
+    "api-drift-import": classes.api_drift_import,
+    "call-signature": classes.call_signature,
+    "nccl-duplicate-gpu": classes.duplicate_gpu,
+    "dataparallel-replica": classes.dataparallel_replica,
+    "cuda-error-under-cap": classes.cuda_error_under_cap,
+    "vllm-sampler-warmup-oom": classes.sampler_warmup,
 }
 
 
-def _mark_consequences(drafts: list[_Draft]) -> None:
+def _mark_consequences(drafts: list[Draft]) -> None:
     """An NCCL failure after another error is that error's consequence, not the cause."""
     for i, d in enumerate(drafts):
         f = d.finding
@@ -368,19 +364,24 @@ def _mark_consequences(drafts: list[_Draft]) -> None:
 
 
 def diagnose(matches: Sequence[Match], ctx: Context | None = None,
-             counts: Mapping[str, int] | None = None) -> list[Finding]:
+             counts: Mapping[str, int] | None = None, lines: int = 0,
+             last_line: Mapping[str, int] | None = None) -> list[Finding]:
     """Findings for ``matches`` (from ``scan``), judged against ``ctx`` when given.
 
     ``counts`` (``ScanResult.counts``) gives the number of lines per signature when the scan kept
-    only the first matches of a frequent one.
+    only the first matches of a frequent one; ``lines`` and ``last_line`` (the log's length, the
+    last line of each signature) tell whether a wait ended well.
     """
     by_sig: dict[str, list[Match]] = {}
     for m in sorted(matches, key=lambda x: x.line_no):
         by_sig.setdefault(m.signature.id, []).append(m)
-    log = _Log(by_sig, counts or {}, ctx)
-    drafts: list[_Draft] = []
+    last = dict(last_line or {})
+    for sid, ms in by_sig.items():
+        last[sid] = max(last.get(sid, 0), ms[-1].line_no)
+    log = Log(by_sig, counts or {}, ctx, lines, last)
+    drafts: list[Draft] = []
     for ms in by_sig.values():
-        if not ms[0].signature.fallback:
+        if not ms[0].signature.fallback and not ms[0].signature.hint:
             drafts.extend(HANDLERS.get(ms[0].signature.id, _generic)(ms, log))
     known = [d for d in drafts if not d.rejected]
     if not known:
@@ -388,7 +389,7 @@ def diagnose(matches: Sequence[Match], ctx: Context | None = None,
         root = [m for m in exceptions if not any(s in m.text for s in _SECONDARY)] or exceptions
         candidates = sorted([d for d in drafts if d.rejected], key=lambda d: d.line)
         if root and (not candidates or root[0].line_no < candidates[0].line):
-            candidates = [_Draft(root[0].line_no, _unknown_finding(root))]
+            candidates = [Draft(root[0].line_no, unknown_finding(root))]
         return [candidates[0].finding] if candidates else []
     known.sort(key=lambda d: d.line)
     worst: dict[str, int] = {}  # a rule's warning is dropped when the same rule also errs

@@ -15,7 +15,8 @@ class Signature:
 
     ``keywords`` are literal byte strings found first (fast); ``pattern`` is then searched in the
     cleaned line. ``confirm`` names the facts of the judged machine that confirm it (see
-    ``envdoctor.triage.confirm``). A ``fallback`` signature is reported only when nothing else is.
+    ``envdoctor.triage.confirm``). A ``fallback`` signature is reported only when nothing else is;
+    a ``hint`` is never reported itself (it informs the diagnosis of other lines).
     """
 
     id: str
@@ -27,6 +28,7 @@ class Signature:
     confirm: tuple[tuple[str, Any], ...] = ()
     severity: Severity = Severity.ERROR
     fallback: bool = False
+    hint: bool = False
 
     @property
     def confirm_map(self) -> dict[str, Any]:
@@ -59,3 +61,5 @@ class ScanResult:
     ranks: dict[str, set[int]] = field(default_factory=dict)
     bytes_read: int = 0
     lines: int = 0
+    newlines: int = 0
+    last_line: dict[str, int] = field(default_factory=dict)  # signature -> last line it matched

@@ -8,9 +8,14 @@ reserved by PyTorch but unallocated." (HIP, generic "Out of memory." and the "ca
 the older "Tried to allocate X (GPU N; T total capacity; A already allocated; F free; [L allowed; ]
 R reserved in total by PyTorch)"; and the bare "CUDA error: out of memory".
 
-The causes, in the order they are judged: a generation GPU shared with training (from the
-layout), fragmentation (reserved-but-unallocated memory would have held the request), another
-process holding the GPU (named), or plain capacity (what to lower, on the vLLM or training side).
+The causes, in the order they are judged: a memory cap (HAMi's vGPU limit in the log, or the
+message's "allowed"), a generation GPU shared with training (from the layout or TRL's warning),
+ranks of this job on one GPU (several ranks failed on the same GPU, and the processes listed are
+no more than the job's other ranks), colocated vLLM's share (much memory held by the process
+outside PyTorch's allocator), fragmentation (only when the reserved-but-unallocated memory is what
+was missing and outweighs the memory held outside PyTorch), another process holding the GPU
+(named, or the memory outside this process), or plain capacity (what to lower, on the vLLM or
+training side; ``capacity_cause`` is where a plan-based explanation can refine it).
 """
 
 from __future__ import annotations
@@ -23,16 +28,16 @@ from envdoctor.checks.context import Context
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given, shared_gpus
 
-_SIZE = r"([\d.]+) ?(bytes|[KMGT]i?B)"
-_HEAD = re.compile(rf"(?:(CUDA|HIP|XPU) )?[Oo]ut of memory\. Tried to allocate {_SIZE}\. GPU (\d+) "
-                   rf"has a total capaci?ty of {_SIZE} of which {_SIZE} is free")
+_SIZE = r"([\d.]{1,20}) ?(bytes|[KMGT]i?B)"
+_HEAD = re.compile(rf"(?:(CUDA|HIP|XPU) )?[Oo]ut of memory\. Tried to allocate {_SIZE}\. GPU "
+                   rf"(\d{{0,4}}) ?has a total capaci?ty of {_SIZE} of which {_SIZE} is free")
 _ALLOWED = re.compile(rf"{_SIZE} allowed;")
-_OTHER = re.compile(rf"Process (\d+) has {_SIZE} memory in use")
+_OTHER = re.compile(rf"Process (\d{{1,10}}) has {_SIZE} memory in use")
 _SELF = re.compile(rf"this process has {_SIZE} memory in use")
 _ALLOC = re.compile(rf"Of the allocated memory {_SIZE} is allocated by PyTorch, (?:with {_SIZE} "
-                    rf"allocated in private pools(?: \([^)]*\))?, )?and {_SIZE} is reserved by "
+                    rf"allocated in private pools(?: \([^)]{{0,200}}\))?, )?and {_SIZE} is reserved by "
                     "PyTorch but unallocated")
-_OLD = re.compile(rf"Tried to allocate {_SIZE} \(GPU (\d+); {_SIZE} total capacity; {_SIZE} "
+_OLD = re.compile(rf"Tried to allocate {_SIZE} \(GPU (\d{{1,4}}); {_SIZE} total capacity; {_SIZE} "
                   rf"already allocated; {_SIZE} free;(?: {_SIZE} allowed;)? {_SIZE} reserved in "
                   "total by PyTorch")
 _UNITS = {"bytes": 2.0**-20, "KiB": 2.0**-10, "KB": 2.0**-10, "MiB": 1.0, "MB": 1.0,
@@ -40,7 +45,10 @@ _UNITS = {"bytes": 2.0**-20, "KiB": 2.0**-10, "KB": 2.0**-10, "MiB": 1.0, "MB": 
 
 
 def _mib(value: str, unit: str) -> float:
-    return float(value) * _UNITS.get(unit, 1.0)
+    try:
+        return float(value) * _UNITS.get(unit, 1.0)
+    except ValueError:  # "1.2.3 GiB": not a number
+        return 0.0
 
 
 @dataclass
@@ -57,6 +65,23 @@ class Oom:
     self_mib: float | None = None  # the failing process, non-PyTorch memory included
     others: dict[int, float] = field(default_factory=dict)  # pid -> MiB of other processes
     self_pid: int | None = None  # a "Process N" entry taken for the failing process itself
+    reserved_mib: float | None = None  # by PyTorch (allocated + reserved-but-unallocated)
+
+    @property
+    def non_pytorch_mib(self) -> float | None:
+        """What the failing process holds outside PyTorch's allocator (a colocated vLLM, NCCL,
+        the CUDA context), when the message gives both numbers."""
+        if self.self_mib is None or self.reserved_mib is None:
+            return None
+        return max(self.self_mib - self.reserved_mib, 0.0)
+
+    @property
+    def outside_mib(self) -> float | None:
+        """The GPU's memory held outside this process's PyTorch allocator: total − free −
+        reserved (other processes and this process's non-PyTorch memory)."""
+        if None in (self.total_mib, self.free_mib, self.reserved_mib):
+            return None
+        return max(self.total_mib - self.free_mib - self.reserved_mib, 0.0)  # type: ignore[operator]
 
 
 def parse_oom(text: str) -> Oom | None:
@@ -64,12 +89,14 @@ def parse_oom(text: str) -> Oom | None:
     m = _HEAD.search(text)
     if m:
         g = m.groups()
-        oom = Oom(gpu=int(g[3]), want_mib=_mib(g[1], g[2]), total_mib=_mib(g[4], g[5]),
+        oom = Oom(gpu=int(g[3]) if g[3] else None, want_mib=_mib(g[1], g[2]),
+                  total_mib=_mib(g[4], g[5]),
                   free_mib=_mib(g[6], g[7]))
         a = _ALLOC.search(text)
         if a:
             oom.allocated_mib = _mib(a.group(1), a.group(2))
             oom.unallocated_mib = _mib(a.group(5), a.group(6))
+            oom.reserved_mib = oom.allocated_mib + oom.unallocated_mib
         s = _SELF.search(text)
         oom.self_mib = _mib(*s.groups()) if s else None
         oom.others = {int(p.group(1)): _mib(p.group(2), p.group(3)) for p in _OTHER.finditer(text)}
@@ -82,6 +109,7 @@ def parse_oom(text: str) -> Oom | None:
             oom = Oom(gpu=int(g[2]), want_mib=_mib(g[0], g[1]), total_mib=_mib(g[3], g[4]),
                       allocated_mib=_mib(g[5], g[6]), free_mib=_mib(g[7], g[8]))
             oom.unallocated_mib = max(reserved - oom.allocated_mib, 0.0)
+            oom.reserved_mib = reserved
         elif "out of memory" in text.lower():
             oom = Oom()
         else:
@@ -146,21 +174,23 @@ def processes_now(ctx: Context | None, physical: int | None) -> tuple[list[str],
 
 
 def _holders(oom: Oom, ctx: Context | None, physical: int | None) -> tuple[list[str], float]:
-    """Other processes on the GPU at the crash (from the message), else NVML's list now."""
+    """Other processes on the GPU at the crash (from the message), else NVML's list now.
+    Entries of 0 bytes (NVML could not read their use) hold nothing that counts."""
     if oom.others:
         names = _names(ctx)
+        held = {pid: mib for pid, mib in oom.others.items() if mib > 0}
         return ([f"pid {pid}{' ' + names[pid] if pid in names else ''} ({size(mib)})"
-                 for pid, mib in oom.others.items()], sum(oom.others.values()))
+                 for pid, mib in held.items()], sum(held.values()))
     if oom.self_mib is not None:
         return [], 0.0  # torch listed the GPU's processes at the crash: no other was there
     return processes_now(ctx, physical)
 
 
 def _head(oom: Oom, physical: int | None) -> str:
-    if oom.gpu is None:
+    if oom.want_mib is None:
         return "CUDA out of memory (the message gives no numbers)"
-    where = f"GPU {oom.gpu}" + (f" (NVML GPU {physical})" if physical not in (None, oom.gpu)
-                                else "")
+    where = (f"GPU {oom.gpu}" if oom.gpu is not None else "the GPU (the message names none)") + (
+        f" (NVML GPU {physical})" if physical not in (None, oom.gpu) else "")
     head = (f"CUDA out of memory on {where}: tried to allocate {size(oom.want_mib)} with "
             f"{size(oom.free_mib)} free of {size(oom.total_mib)}")
     if oom.allocated_mib is not None:
@@ -212,33 +242,99 @@ def _shared_fix(ctx: Context) -> tuple[str, str]:
         f"{rule})"
 
 
+@dataclass
+class OomLog:
+    """What the rest of the log says about an out-of-memory error (besides its own numbers)."""
+
+    vllm_side: bool = False  # raised inside vLLM (its frames, its process, its KV cache)
+    shared_index: int | None = None  # the CUDA ordinal TRL warned both trains and runs vLLM
+    dataparallel_seen: bool = False  # nn.DataParallel in the traceback
+    colocated: bool = False  # vLLM runs inside the training processes (vllm_mode colocate)
+    cap: tuple[int, float, float] | None = None  # HAMi: (device, bytes wanted, cap in bytes)
+    sibling_ranks: list[int] = field(default_factory=list)  # ranks of this job OOM on one GPU
+    world_size: int = 0  # the ranks the log (or the layout) shows
+
+
+def _result(cause: str, rule: str, head: str, why: str, fix: str,
+            evidence: dict[str, Any]) -> OomCause:
+    evidence["cause"] = cause
+    return OomCause(cause, rule, f"{head}: {why}", fix, evidence)
+
+
+def _util_fix(ctx: Context | None, oom: Oom) -> str:
+    """Lower vLLM's share by what the failed request lacked (with this run's value if known)."""
+    name = knobs.pick(ctx, "vllm_gpu_memory_utilization")
+    value, _ = knobs.value(ctx, name)
+    lacked = max((oom.want_mib or 0.0) - (oom.free_mib or 0.0), 0.0) + 1024.0
+    share = lacked / oom.total_mib if oom.total_mib else None
+    if isinstance(value, (int, float)) and share is not None and value - share > 0.05:
+        target = max(round(value - share - 0.005, 2), 0.05)
+        return f"lower {name} from {value} to {target:.2f} or less"
+    if share is not None:
+        return f"lower {name} by at least {share:.2f} (of the GPU)"
+    return f"lower {name}"
+
+
+def _siblings(oom: Oom, log: OomLog) -> bool:
+    """Ranks of this job on the OOM'd GPU: several ranks failed on the same CUDA ordinal and the
+    processes the message lists are no more than the job's other ranks."""
+    listed = [pid for pid, mib in oom.others.items() if mib > 0]
+    return (len(log.sibling_ranks) >= 2 and bool(listed)
+            and len(listed) + 1 <= max(log.world_size, len(log.sibling_ranks)))
+
+
 def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
              shared_index: int | None = None, dataparallel_seen: bool = False,
-             context: list[str] | None = None) -> OomCause:
-    """Why ``oom`` happened, and the fix. From the log itself: ``shared_index``, the CUDA ordinal
-    TRL warned both trains and runs vLLM; ``dataparallel_seen``, nn.DataParallel in the traceback;
-    ``context``, the lines before the message (an optimizer step there asks the memory plan)."""
+             log: OomLog | None = None, context: list[str] | None = None) -> OomCause:
+    """Why ``oom`` happened, and the fix. ``log`` (or the older keywords) says what the rest of
+    the log shows: the vLLM side, TRL's shared-GPU warning, nn.DataParallel, colocated vLLM,
+    HAMi's cap, and the ranks that failed on the same GPU; ``context``, the lines before the
+    message (an optimizer step there asks the memory plan)."""
+    log = log or OomLog(vllm_side, shared_index, dataparallel_seen)
+    vllm_side = log.vllm_side
     physical = _physical(oom, ctx, vllm_side)
     head = _head(oom, physical)
     evidence: dict[str, Any] = {"gpu": oom.gpu, "physical_gpu": physical, "vllm_side": vllm_side,
                                 "want_mib": _round(oom.want_mib), "free_mib": _round(oom.free_mib),
                                 "total_mib": _round(oom.total_mib),
                                 "unallocated_mib": _round(oom.unallocated_mib),
+                                "non_pytorch_mib": _round(oom.non_pytorch_mib),
                                 "other_processes": {p: _round(m) for p, m in oom.others.items()}}
     holders, held_mib = _holders(oom, ctx, physical)
     want, free = oom.want_mib or 0.0, oom.free_mib or 0.0
+    missing = max(want - free, 0.0)
     unalloc = oom.unallocated_mib or 0.0
-    frag = oom.unallocated_mib is not None and unalloc >= max(want, 256.0)
+    non_pytorch = oom.non_pytorch_mib
+    if non_pytorch is None and not oom.others and oom.self_mib is None:
+        non_pytorch = oom.outside_mib  # older message: no process list, one number outside
+    outside_total = (non_pytorch or 0.0) + held_mib
+    frag = (oom.unallocated_mib is not None and unalloc >= max(missing, 256.0)
+            and unalloc >= outside_total)
     busy = bool(holders) and held_mib + free >= want and (
         held_mib >= 0.05 * (oom.total_mib or 0.0) or not oom.others)
+    big = max(2048.0, 0.1 * (oom.total_mib or 0.0))
 
     def result(cause: str, rule: str, why: str, fix: str) -> OomCause:
-        evidence["cause"] = cause
-        return OomCause(cause, rule, f"{head}: {why}", fix, evidence)
+        return _result(cause, rule, head, why, fix, evidence)
 
+    if log.cap is not None:
+        device, used, limit = log.cap
+        return result("vgpu-cap", "TRI001",
+                      f"HAMi's vGPU cap of {limit / 2**30:.2f} GiB on device {device} is this "
+                      f"job's memory, not the GPU's {size(oom.total_mib)} (it needed "
+                      f"{used / 2**30:.2f} GiB)",
+                      f"raise the pod's GPU memory limit (nvidia.com/gpumem) above "
+                      f"{used / 2**30:.1f} GiB, or make the step fit the cap: "
+                      + capacity_fix(ctx, vllm_side, physical))
+    if oom.allowed_mib is not None and oom.allowed_mib < (oom.total_mib or 0.0) * 0.98:
+        return result("allowed-cap", "TRI001",
+                      f"this process may use {size(oom.allowed_mib)} of the GPU "
+                      "(torch.cuda.set_per_process_memory_fraction or a vGPU limit): that cap "
+                      "is the budget", "raise the cap, or make the step fit it: "
+                      + capacity_fix(ctx, vllm_side, physical))
     shared = ctx is not None and layout_given(ctx) and physical in shared_gpus(ctx.layout)
-    if shared or oom.gpu is not None and oom.gpu == shared_index:
-        trap = dataparallel_seen or ctx is not None and layout_given(ctx) and dataparallel(
+    if shared or oom.gpu is not None and oom.gpu == log.shared_index:
+        trap = log.dataparallel_seen or ctx is not None and layout_given(ctx) and dataparallel(
             ctx.layout)
         rule, fix = _shared_fix(ctx) if ctx is not None and layout_given(ctx) else (
             "LAY003" if trap else "LAY006",
@@ -249,6 +345,27 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
                + (": one process sees several GPUs, so Trainer's nn.DataParallel put a replica "
                   "here (the DataParallel trap)" if trap else " (vLLM's device is a training GPU)"))
         return result("shared", rule, why, fix)
+    if _siblings(oom, log):
+        pids = ", ".join(f"pid {p} ({size(m)})" for p, m in oom.others.items() if m > 0)
+        ranks = ", ".join(map(str, log.sibling_ranks[:16]))
+        return result("ranks-on-one-gpu", "TRI006",
+                      f"ranks {ranks} of this job all ran out of memory on GPU {oom.gpu}; the "
+                      f"other processes on it ({pids}) are this job's ranks, not another tenant",
+                      "give every rank its own GPU: torch.cuda.set_device(int(os.environ["
+                      "'LOCAL_RANK'])) before anything touches CUDA, device_map={'': local_rank}, "
+                      "and no .to('cuda') / cuda:0 before the launcher's device is set")
+    colocated = log.colocated or (ctx is not None and layout_given(ctx)
+                                  and ctx.layout.generation_mode == "colocate")
+    if colocated and not vllm_side and non_pytorch is not None and non_pytorch >= big \
+            and non_pytorch >= unalloc:
+        return result("vllm-share", "TRI001",
+                      f"{size(non_pytorch)} of it is held by this process outside PyTorch's "
+                      f"allocator: the colocated vLLM engine's weights, KV cache and CUDA graphs "
+                      f"(its share is {knobs.setting(ctx, 'vllm_gpu_memory_utilization')}), so "
+                      f"training lacked {size(missing)}",
+                      f"{_util_fix(ctx, oom)}; or enable vllm_enable_sleep_mode (vLLM releases "
+                      "its memory while training steps run); or move generation to its own GPUs "
+                      "(vllm_mode: server with trl vllm-serve)")
     if not vllm_side and ctx is not None and context:  # the memory plan (envdoctor.plan)
         from envdoctor.plan.memory_oom import explain_optimizer_oom
 
@@ -256,26 +373,38 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
         if planned is not None:
             evidence.update(planned[2])
             return result("optimizer-states", "MEM101", planned[0], planned[1])
-    if frag and (not busy or unalloc >= held_mib):
+    if frag:
         if _expandable_on(ctx):
             return result("capacity", "TRI001", f"{size(unalloc)} is reserved but fragmented "
                           "even with expandable_segments on", capacity_fix(ctx, vllm_side,
                                                                            physical))
         why = (f"{size(unalloc)} was reserved by PyTorch but unallocated, more than the "
-               f"{size(want)} asked for: the caching allocator's memory is fragmented")
+               f"{size(missing)} that was missing: the caching allocator's memory is fragmented")
         fix = "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
         if ctx is not None and ctx.config.get("vllm_enable_sleep_mode"):
             fix += " (not with vllm_enable_sleep_mode on torch 2.7–2.9: see envdoctor explain ALC004)"
         return result("fragmentation", "TRI001", why, fix)
-    if busy:
+    if busy or (not holders and not oom.others and oom.self_mib is None and not vllm_side
+                and non_pytorch is not None and non_pytorch >= big):
         free_gpus = [g.index for g in ctx.facts.gpus if not g.processes
                      and g.index != physical] if ctx is not None else []
-        move = f" or run on free GPUs (CUDA_VISIBLE_DEVICES={','.join(map(str, free_gpus))})" \
-            if free_gpus else ""
-        evidence["holders"] = holders
-        return result("other-process", "MEM001" if vllm_side else "MEM002",
-                      f"other processes hold {size(held_mib)} of it: {', '.join(holders)}",
-                      f"stop them (nvidia-smi shows them){move}")
+        move = (f"CUDA_VISIBLE_DEVICES={','.join(map(str, free_gpus))}" if free_gpus else
+                "CUDA_VISIBLE_DEVICES=<a free GPU>, set before torch is imported")
+        if busy:
+            evidence["holders"] = holders
+            why = f"other processes hold {size(held_mib)} of it: {', '.join(holders)}"
+        else:
+            why = (f"{size(non_pytorch)} of it was held outside this process's PyTorch allocator "
+                   "(other processes, or this process's own non-PyTorch memory)")
+        return result("other-process", "MEM001" if vllm_side else "MEM002", why,
+                      f"stop them (nvidia-smi shows them), or move this job to GPUs no one else "
+                      f"uses: {move}")
+    return capacity_cause(oom, ctx, vllm_side, physical, result)
+
+
+def capacity_cause(oom: Oom, ctx: Context | None, vllm_side: bool, physical: int | None,
+                   result: Any) -> OomCause:
+    """The plain-capacity answer: what to lower (a plan-based explanation can refine it here)."""
     side = "vLLM's weights, KV cache and CUDA graphs" if vllm_side else \
         "the model, optimizer state and activations"
     return result("capacity", "MEM001" if vllm_side else "TRI001",

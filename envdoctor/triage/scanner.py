@@ -1,11 +1,14 @@
 """One streaming pass over a log of any size: the lines that match a failure signature.
 
-The log is read in binary chunks. Each signature's literal keywords are found with ``bytes.find``
-(C speed); only the lines holding one are decoded (``errors="replace"``), cleaned of ANSI colours,
-split at tqdm's carriage returns, stripped of rank and logger prefixes, and searched with the
-signatures' patterns. Memory stays bounded whatever the log's size: the matches (at most
-``KEEP_PER_SIGNATURE`` each), and the last ``HISTORY`` bytes as a ring buffer from which the lines
-before a match are taken as its context. Line numbers count ``\\n`` as editors do.
+The log is read in binary chunks. A few literal anchors (``rules/triage/signatures.yaml``) are found
+with ``bytes.find`` over whole blocks (C speed); only a line holding one is looked at further: the
+signatures whose keywords it holds are tried on at most ``2 * WINDOW`` bytes of it, decoded
+(``errors="replace"``), cleaned of ANSI colours, split at tqdm's carriage returns and stripped of
+rank and logger prefixes. The patterns are linear-time (checked when the signatures load), so the
+whole pass is linear in the log's size whatever its lines hold. Memory stays bounded whatever the
+log's size: the matches (at most ``KEEP_PER_SIGNATURE`` each), and the last ``HISTORY`` bytes as
+a ring buffer from which the lines before a match are taken as its context. Line numbers count
+``\\n`` as editors do.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ from functools import partial
 from typing import BinaryIO
 
 from envdoctor.triage.interface import Match, ScanResult, Signature
-from envdoctor.triage.signatures import signatures
+from envdoctor.triage.signatures import anchors, signatures
 
 CHUNK = 4 * 1024 * 1024
 HISTORY = 64 * 1024  # bytes kept before the current chunk (the context ring buffer)
 MAX_LINE = 1024 * 1024  # a line longer than this is cut into pieces
-WINDOW = 8 * 1024  # bytes either side of a keyword that a match's text may span
+WINDOW = 4 * 1024  # bytes either side of an anchor that are examined (8 KiB of a line at most)
 CONTEXT_LINES = 40
-KEEP_PER_SIGNATURE = 50  # matches kept per signature (all are counted)
+KEEP_PER_SIGNATURE = 50  # matches kept per signature (later lines with its keyword are counted)
 CONTEXT_PER_SIGNATURE = 3  # matches per signature that keep their context
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
@@ -73,18 +76,29 @@ def _visible(data: bytes) -> Iterator[bytes]:
 
 
 class _Scanner:
-    def __init__(self, sigs: tuple[Signature, ...]) -> None:
+    def __init__(self, sigs: tuple[Signature, ...], anchor_list: tuple[bytes, ...]) -> None:
         self.sigs = sigs
-        self.keywords = sorted({k for s in sigs for k in s.keywords}, key=len, reverse=True)
-        self.longest = max(len(k) for k in self.keywords)
+        self.anchors = anchor_list
+        by_kw: dict[bytes, list[Signature]] = {}
+        for sig in sigs:
+            for kw in sig.keywords:
+                by_kw.setdefault(kw, []).append(sig)
+        self.by_keyword = sorted(by_kw.items(), key=lambda kv: len(kv[0]), reverse=True)
+        self.longest = max(len(a) for a in anchor_list)
         self.result = ScanResult()
+        self.seen: dict[bytes, list[Signature]] = {}  # line -> the signatures its keywords name
+        self.unmatched: set[bytes] = set()  # lines that matched none of them
         self.line_base = 0  # newlines before the current block
         self.last_line_done = -1
 
     def block(self, buf: bytes, lo: int, cut: int) -> None:
-        """Match the lines with a keyword that starts in ``buf[lo:cut]``; count its newlines."""
-        starts: dict[int, int] = {}  # segment start -> first keyword position in it
-        for kw in self.keywords:
+        """Match the lines with an anchor that starts in ``buf[lo:cut]``; count its newlines.
+
+        Each anchor is searched with ``bytes.find`` over the whole block; after a hit the search
+        goes on at the end of that line's segment, so a line full of anchors costs one look.
+        """
+        starts: dict[int, int] = {}  # segment start -> first anchor position in it
+        for kw in self.anchors:
             end = min(len(buf), cut + len(kw) - 1)
             i = buf.find(kw, lo, end)
             while i >= 0:
@@ -92,7 +106,12 @@ class _Scanner:
                 s = max(nl, buf.rfind(b"\r", nl, i) + 1)
                 if i < starts.get(s, i + 1):
                     starts[s] = i
-                i = buf.find(kw, i + 1, end)
+                stop = buf.find(b"\n", i, end)
+                cr = buf.find(b"\r", i, stop if stop >= 0 else end)
+                stop = cr if cr >= 0 else stop
+                if stop < 0:
+                    break
+                i = buf.find(kw, stop, end)
         pos, newlines = lo, 0
         for s in sorted(starts):
             if s > pos:
@@ -103,7 +122,7 @@ class _Scanner:
                 continue  # the rest of a cut line already matched
             if self._segment(buf, s, starts[s], line_no):
                 self.last_line_done = line_no
-        self.line_base += buf.count(b"\n", lo, cut)
+        self.line_base += newlines + buf.count(b"\n", max(pos, lo), cut)
 
     def _segment(self, buf: bytes, s: int, hit: int, line_no: int) -> bool:
         nl = buf.find(b"\n", hit)
@@ -111,26 +130,51 @@ class _Scanner:
         cr = buf.find(b"\r", hit, limit)
         e = cr if cr >= 0 else limit
         raw = buf[max(s, hit - WINDOW):min(e, hit + WINDOW)]
-        candidates = [sig for sig in self.sigs if any(k in raw for k in sig.keywords)]
+        if raw in self.unmatched:
+            return False  # the same text matched nothing before
+        candidates = self.seen.get(raw)
+        if candidates is None:
+            candidates = []
+            for kw, sigs in self.by_keyword:
+                if kw in raw:
+                    candidates.extend(sig for sig in sigs if sig not in candidates)
+            if len(self.seen) >= 4096:
+                self.seen.clear()
+            self.seen[raw] = candidates  # a log repeats its lines: each is sorted once
+        if not candidates:
+            return False
+        res = self.result
+        if all(res.counts.get(sig.id, 0) >= KEEP_PER_SIGNATURE for sig in candidates):
+            for sig in candidates:  # kept enough of each: counted by keyword, not decoded again
+                res.counts[sig.id] += 1
+                res.last_line[sig.id] = line_no
+            return True
         text = clean(raw)
         body, rank = split_prefix(text)
         if body.startswith("raise "):
             return False  # a traceback's source line quoting the message, not the message
         found = False
         for sig in candidates:
-            m = sig.pattern.search(body)
-            if m is None:
-                continue
-            found = True
-            res = self.result
             n = res.counts.get(sig.id, 0)
+            if n >= KEEP_PER_SIGNATURE:
+                m = None  # kept enough: counted by its keyword from here on, not matched
+            else:
+                m = sig.pattern.search(body)
+                if m is None:
+                    continue
+            found = True
             res.counts[sig.id] = n + 1
+            res.last_line[sig.id] = line_no
             if rank is not None:
                 res.ranks.setdefault(sig.id, set()).add(rank)
-            if n < KEEP_PER_SIGNATURE:
+            if m is not None:
                 context = self._context(buf, s, rank) if n < CONTEXT_PER_SIGNATURE else ()
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 res.matches.append(Match(sig, line_no, text, groups, rank, context))
+        if not found:
+            if len(self.unmatched) >= 4096:
+                self.unmatched.clear()
+            self.unmatched.add(raw)
         return found
 
     @staticmethod
@@ -157,10 +201,12 @@ def _chunks(stream: BinaryIO | Iterable[bytes]) -> Iterable[bytes]:
     return stream
 
 
-def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None = None) -> ScanResult:
-    """Scan ``stream`` (a binary file or an iterable of byte chunks) in one pass."""
-    sc = _Scanner(sigs or signatures())
-    history = carry = b""
+def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None = None,
+         anchor_list: tuple[bytes, ...] | None = None, history: bytes = b"") -> ScanResult:
+    """Scan ``stream`` (a binary file or an iterable of byte chunks) in one pass; ``history``:
+    the lines before it (context only: not scanned, not counted)."""
+    sc = _Scanner(sigs or signatures(), anchor_list or anchors())
+    history, carry = history[-HISTORY:], b""
     for chunk in _chunks(stream):
         if not chunk:
             continue
@@ -182,4 +228,5 @@ def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None 
         sc.block(buf, len(history), len(buf))
     last_line = buf[buf.rfind(b"\n") + 1:]
     sc.result.lines = sc.line_base + (1 if last_line.strip() else 0)
+    sc.result.newlines = sc.line_base
     return sc.result

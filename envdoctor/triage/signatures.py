@@ -1,13 +1,20 @@
 """Failure signatures as data (``rules/triage/signatures.yaml``): validated, compiled once.
 
-Schema ``envdoctor.signatures/1``: a top-level ``schema`` and a ``signatures`` list whose entries
-have ``id``, ``rule``, ``summary``, ``keywords``, ``pattern`` and ``references``, and optionally
-``confirm``, ``severity`` and ``fallback``. Anything else is an error that names the entry.
+Schema ``envdoctor.signatures/1``: a top-level ``schema``, the ``anchors`` (literals of the fast
+pass) and a ``signatures`` list whose entries have ``id``, ``rule``, ``summary``, ``keywords``,
+``pattern`` and ``references``, and optionally ``confirm``, ``severity``, ``fallback`` and ``hint``.
+Anything else is an error that names the entry.
+
+Logs are other people's text, so every pattern must run in linear time: each alternative starts
+with a literal (the regex engine then tries it only where that literal stands), every quantifier
+has an upper bound, and the bounds of nested quantifiers multiply to at most ``MAX_NESTED``.
 """
 
 from __future__ import annotations
 
 import re
+import re._constants as _c  # type: ignore[import-not-found]
+import re._parser as _p  # type: ignore[import-not-found]
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -20,7 +27,9 @@ from envdoctor.triage.interface import Signature
 
 SCHEMA = "envdoctor.signatures/1"
 REQUIRED = ("id", "rule", "summary", "keywords", "pattern", "references")
-OPTIONAL = ("confirm", "severity", "fallback")
+OPTIONAL = ("confirm", "severity", "fallback", "hint")
+MAX_REPEAT = 4096  # the largest bound of one quantifier
+MAX_NESTED = 65536  # the product of the bounds of quantifiers nested in one another
 #: The confirm vocabulary (envdoctor/triage/confirm.py gives each key its meaning).
 CONFIRM_KEYS = ("package_below", "layout", "rules")
 LAYOUT_PREDICATES = ("dataparallel", "generation_shared", "no_generation_gpu")
@@ -61,6 +70,53 @@ def _confirm(value: Any, where: str, known_rules: set[str] | None) -> tuple[tupl
     return tuple((k, v) for k, v in items.items() if v)
 
 
+def _starts_with_literal(items: Any) -> bool:
+    """Every way through ``items`` begins with a literal character (or ``^``)."""
+    if not len(items):
+        return False
+    op, av = items[0]
+    if op in (_c.LITERAL, _c.AT):
+        return True
+    if op == _c.SUBPATTERN:
+        return _starts_with_literal(av[-1])
+    if op == _c.BRANCH:
+        return all(_starts_with_literal(branch) for branch in av[1])
+    return False
+
+
+def _repeat_bound(items: Any, outer: int = 1) -> int:
+    """The largest product of nested quantifier bounds (``MAXREPEAT`` when one is unbounded)."""
+    worst = outer
+    for op, av in items:
+        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
+            low, high, sub = av
+            if high == _c.MAXREPEAT or high > MAX_REPEAT:
+                return _c.MAXREPEAT
+            worst = max(worst, _repeat_bound(sub, outer * max(high, 1)))
+        elif op == _c.SUBPATTERN:
+            worst = max(worst, _repeat_bound(av[-1], outer))
+        elif op == _c.BRANCH:
+            worst = max([worst] + [_repeat_bound(b, outer) for b in av[1]])
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            worst = max(worst, _repeat_bound(av[1], outer))
+        if worst == _c.MAXREPEAT:
+            return worst
+    return worst
+
+
+def check_linear(pattern: str) -> str | None:
+    """Why ``pattern`` could take more than linear time on a hostile line, or None."""
+    parsed = _p.parse(pattern)
+    if not _starts_with_literal(list(parsed)):
+        return "every alternative must start with a literal (or ^)"
+    bound = _repeat_bound(list(parsed))
+    if bound == _c.MAXREPEAT:
+        return f"every quantifier needs an upper bound of at most {MAX_REPEAT} (use {{0,N}})"
+    if bound > MAX_NESTED:
+        return f"nested quantifiers allow {bound} steps, more than {MAX_NESTED}"
+    return None
+
+
 def _entry(raw: Any, where: str, known_rules: set[str] | None) -> Signature:
     if not isinstance(raw, dict):
         raise SignatureError(f"{where}: expected a mapping")
@@ -85,19 +141,22 @@ def _entry(raw: Any, where: str, known_rules: set[str] | None) -> Signature:
         pattern = re.compile(str(raw["pattern"]))
     except re.error as exc:
         raise SignatureError(f"{where}: bad pattern: {exc}") from None
+    slow = check_linear(str(raw["pattern"]))
+    if slow:
+        raise SignatureError(f"{where}: pattern is not linear-time: {slow}")
     try:
         severity = Severity(raw.get("severity", "error"))
     except ValueError:
         raise SignatureError(f"{where}: bad severity {raw.get('severity')!r}") from None
-    fallback = raw.get("fallback", False)
-    if not isinstance(fallback, bool):
-        raise SignatureError(f"{where}: fallback must be true or false")
+    fallback, hint = raw.get("fallback", False), raw.get("hint", False)
+    if not isinstance(fallback, bool) or not isinstance(hint, bool):
+        raise SignatureError(f"{where}: fallback and hint must be true or false")
     return Signature(
         id=sid, rule=rule, summary=str(raw["summary"]).strip(),
         keywords=tuple(k.encode() for k in raw["keywords"]), pattern=pattern,
         references=tuple(raw["references"]),
         confirm=_confirm(raw.get("confirm", {}), where, known_rules),
-        severity=severity, fallback=fallback)
+        severity=severity, fallback=fallback, hint=hint)
 
 
 def parse(data: Any, source: str = "signatures.yaml",
@@ -105,7 +164,7 @@ def parse(data: Any, source: str = "signatures.yaml",
     """Validate the file's data and compile it; raises ``SignatureError`` naming the entry."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise SignatureError(f"{source}: 'schema' must be {SCHEMA!r}")
-    extra = set(data) - {"schema", "signatures"}
+    extra = set(data) - {"schema", "anchors", "signatures"}
     if extra:
         raise SignatureError(f"{source}: unknown top-level keys {sorted(extra)}")
     entries = data.get("signatures")
@@ -121,11 +180,29 @@ def parse(data: Any, source: str = "signatures.yaml",
     return sigs
 
 
+def parse_anchors(data: Any, source: str = "signatures.yaml") -> tuple[bytes, ...]:
+    """The literals of the fast pass: non-empty strings, longest first."""
+    anchors = data.get("anchors") if isinstance(data, dict) else None
+    if not _strings(anchors):
+        raise SignatureError(f"{source}: 'anchors' must be a non-empty list of literal strings")
+    return tuple(sorted({a.encode() for a in anchors}, key=len, reverse=True))
+
+
+@lru_cache(maxsize=1)
+def _data() -> Any:
+    path = rules_dir() / "triage" / "signatures.yaml"
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
 @lru_cache(maxsize=1)
 def signatures() -> tuple[Signature, ...]:
     """The shipped signatures, checked against the documented rule ids."""
     from envdoctor.checks.docs import rule_docs
 
-    path = rules_dir() / "triage" / "signatures.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return parse(data, f"rules/triage/{path.name}", known_rules=rule_docs())
+    return parse(_data(), "rules/triage/signatures.yaml", known_rules=rule_docs())
+
+
+@lru_cache(maxsize=1)
+def anchors() -> tuple[bytes, ...]:
+    """The shipped anchors (``rules/triage/signatures.yaml``)."""
+    return parse_anchors(_data(), "rules/triage/signatures.yaml")

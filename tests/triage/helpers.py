@@ -34,4 +34,5 @@ def judge(snap: dict, config: dict | None = None, launch: str | None = None) -> 
 def findings(source: str | ScanResult, ctx: Context | None = None) -> list[Finding]:
     """Diagnose an excerpt (file name under logs/) or a scan result."""
     result = scan_log(source) if isinstance(source, str) else source
-    return diagnose(result.matches, ctx, counts=result.counts)
+    return diagnose(result.matches, ctx, counts=result.counts, lines=result.lines,
+                     last_line=result.last_line)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from envdoctor.findings import Severity
 from envdoctor.triage.signatures import signatures
-from tests.triage.helpers import LOGS, findings, scan_log
+from tests.triage.helpers import LOGS, findings, scan_bytes, scan_log
 
 #: excerpt -> (the signature it shows, the rule of the one finding, the severity)
 EXCERPTS = {
@@ -28,7 +29,7 @@ EXCERPTS = {
     "nccl_error.log": ("nccl-error", "TRI002", "error"),
     "alloc_conf_old.log": ("alloc-conf-unrecognized", "ALC001", "error"),
     "alloc_conf_new.log": ("alloc-conf-unrecognized", "ALC001", "error"),
-    "vllm_abi.log": ("vllm-abi-mismatch", "PKG004", "error"),
+    "vllm_abi.log": ("extension-abi-mismatch", "TRI005", "error"),
     "batch_global.log": ("batch-not-divisible", "CFG002", "error"),
     "batch_effective.log": ("batch-not-divisible", "CFG002", "error"),
     "generation_batch.log": ("generation-batch-not-divisible", "CFG002", "error"),
@@ -39,8 +40,13 @@ EXCERPTS = {
 
 
 def test_every_signature_has_an_excerpt_and_every_excerpt_a_test():
-    shown = {sig for sig, _, _ in EXCERPTS.values()} | {"vllm-device-shared-warning"}
-    assert shown == {s.id for s in signatures()}
+    real = set()
+    for path in (LOGS.parent / "real").glob("*.yaml"):
+        log = yaml.safe_load(path.read_text(encoding="utf-8"))["log"]
+        real |= {m.signature.id for m in scan_bytes(log).matches}
+    hints = {"vllm-server-up", "vllm-version"}  # tests/triage/test_triage_classes.py
+    shown = {sig for sig, _, _ in EXCERPTS.values()} | {"vllm-device-shared-warning"} | real
+    assert shown | hints == {s.id for s in signatures()}
     on_disk = {p.name for p in LOGS.glob("*.log")}
     assert set(EXCERPTS) <= on_disk
     assert on_disk - set(EXCERPTS) == {"vllm_device_shared.log", "device_mismatch_cpu.log",

@@ -9,9 +9,17 @@ import yaml
 
 from envdoctor.checks.docs import rule_docs
 from envdoctor.resources import rules_dir
-from envdoctor.triage.signatures import SCHEMA, SignatureError, parse, signatures
+from envdoctor.triage.signatures import (
+    SCHEMA,
+    SignatureError,
+    anchors,
+    check_linear,
+    parse,
+    parse_anchors,
+    signatures,
+)
 
-GOOD = {"id": "a-b", "rule": "TRI001", "summary": "s", "keywords": ["x"], "pattern": "x(?P<n>\\d+)",
+GOOD = {"id": "a-b", "rule": "TRI001", "summary": "s", "keywords": ["x"], "pattern": "x(?P<n>\\d{1,9})",
         "references": ["r"]}
 
 
@@ -84,5 +92,31 @@ def test_bad_files_are_refused(data, error):
 def test_rule_docs_of_triage_are_valid_and_in_the_triage_area():
     data = yaml.safe_load((rules_dir() / "triage.yaml").read_text())
     assert data["area"] == "triage"
-    assert {r["id"] for r in data["rules"]} == {"TRI001", "TRI002", "TRI003"}
+    assert {r["id"] for r in data["rules"]} == {f"TRI{n:03d}" for n in range(1, 10)}
     assert rule_docs()["TRI003"].severity.value == "info"
+
+
+@pytest.mark.parametrize("pattern", [
+    r"(\w+)+x", r"\S*vllm\S*?\.so", r"x(?:a|b)*", r"x\d+", r"(?P<t>\w{1,9}) does not", r".{0,9}x",
+    r"x(?:\w{1,4096}){1,4096}", r"[ab]x",
+])
+def test_patterns_that_could_backtrack_are_refused(pattern):
+    assert check_linear(pattern)
+    with pytest.raises(SignatureError, match="linear-time"):
+        parse(_data(pattern=pattern), known_rules={"TRI001"})
+
+
+@pytest.mark.parametrize("pattern", [
+    r"x(?P<n>\d{1,9})", r"^(?P<e>[A-Z][\w.]{0,200}?Error): (?P<m>.{0,2000})", r"ab|cd{0,3}",
+    r"\(\) (?:got|missing (?P<n>\d{1,3}))", r"(?:x\d{1,9})",
+])
+def test_linear_patterns_are_accepted(pattern):
+    assert check_linear(pattern) is None
+
+
+def test_every_shipped_pattern_is_linear_and_every_signature_reachable_from_an_anchor():
+    assert all(check_linear(s.pattern.pattern) is None for s in signatures())
+    shipped = anchors()
+    assert shipped and all(isinstance(a, bytes) and a for a in shipped)
+    with pytest.raises(SignatureError, match="anchors"):
+        parse_anchors({"anchors": []})

@@ -1,0 +1,351 @@
+"""Handlers of the failure classes that need more than their own line: the vLLM server in server
+mode, compiled extensions, API drift between TRL and vLLM, reward-function signatures, ranks that
+share a GPU, nn.DataParallel replicas, and HAMi's vGPU cap. Each says the cause of *this* run and
+its fix, from the log's own words and numbers and, where given, the facts, config and launch line;
+what it cannot explain is left to the first-exception answer (TRI003) instead of a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from envdoctor import versions
+from envdoctor.checks.context import Context
+from envdoctor.triage import knobs
+from envdoctor.triage.confirm import confirm, dataparallel, layout_given
+from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
+from envdoctor.triage.interface import Match
+
+# -- the vLLM server (server mode, TRL >= 0.16) ------------------------------------------------
+
+_SERVER_SIGS = ("vllm-server-not-up", "vllm-server-refused", "vllm-server-unreachable")
+
+
+def _server_address(ms: Sequence[Match], ctx: Context | None) -> str:
+    for m in ms:
+        g = m.groups
+        if "host" in g:
+            return f"{g['host']}:{g['port']}"
+        if "address" in g:
+            return g["address"]
+    cfg = ctx.config if ctx is not None else {}
+    if cfg.get("vllm_server_base_url"):
+        return str(cfg["vllm_server_base_url"])
+    if cfg.get("vllm_server_host") or cfg.get("vllm_server_port"):
+        return f"{cfg.get('vllm_server_host', '0.0.0.0')}:{cfg.get('vllm_server_port', 8000)}"
+    return "vllm_server_host:vllm_server_port (0.0.0.0:8000 unless set)"
+
+
+def _free_for_server(ctx: Context | None) -> str:
+    """``CUDA_VISIBLE_DEVICES=…`` naming GPUs the trainer does not use, when the layout says."""
+    if ctx is None or not layout_given(ctx) or not ctx.facts.gpus:
+        return "CUDA_VISIBLE_DEVICES=<GPUs the trainer does not use>"
+    used = set(ctx.layout.visible if dataparallel(ctx.layout) else ctx.layout.training)
+    spare = [g.index for g in ctx.facts.gpus if g.index not in used]
+    return f"CUDA_VISIBLE_DEVICES={','.join(map(str, spare))}" if spare else \
+        "CUDA_VISIBLE_DEVICES=<a GPU of its own: every GPU here trains>"
+
+
+def server(ms: list[Match], log: Log) -> list[Draft]:
+    """The trainer waited for (or gave up on) a vLLM server that never answered."""
+    ctx = log.ctx
+    waited = [m for sid in _SERVER_SIGS for m in log.by_sig.get(sid, ())]
+    if ms[0].signature.id != min(waited, key=lambda m: m.line_no).signature.id:
+        return []  # one finding for all the server's signatures, at the first of them
+    up = log.last_line.get("vllm-server-up", 0)
+    failed = any(s in log.by_sig for s in ("vllm-server-refused", "vllm-server-unreachable"))
+    if up > max(m.line_no for m in waited) and not failed:
+        return []  # it came up: waiting a while for it is not a failure
+    waited.sort(key=lambda m: m.line_no)
+    tries = log.counts.get("vllm-server-not-up", 0)
+    address = _server_address(waited, ctx)
+    what = (f"the trainer is in vLLM server mode and nothing answered at {address}"
+            + (f" ({tries} retries)" if tries > 1 else ""))
+    cfg = ctx.config if ctx is not None else {}
+    trl = ctx.version("trl") if ctx is not None else None
+    model = cfg.get("model_name_or_path") or "MODEL"
+    port = f" --port {str(address).rsplit(':', 1)[-1]}" if re.search(r":\d{1,5}$", address) else ""
+    if "vllm_device" in cfg and not cfg.get("vllm_mode"):
+        what += (f"; the config sets vllm_device, a TRL ≤ 0.15 setting: TRL "
+                 f"{trl or '≥ 0.16'} no longer starts vLLM inside the trainer")
+        fix = ("run this recipe with the TRL it was written for (pip install 'trl==0.15.2'), or "
+               f"move it to server mode: start `{_free_for_server(ctx)} trl vllm-serve --model "
+               f"{model}{port}` first and drop vllm_device")
+        return [finding("LAY008", waited, log, what, fix)]
+    fix = (f"start the server first, on GPUs of its own: `{_free_for_server(ctx)} trl vllm-serve "
+           f"--model {model}{port}`, and wait for 'Application startup complete' before "
+           f"launching training (same host and port as the trainer's vllm_server_host / "
+           f"vllm_server_port or vllm_server_base_url)")
+    if trl is None or not versions.below(trl, "0.18.0"):
+        fix += "; or set vllm_mode: colocate to run vLLM inside the trainer (TRL ≥ 0.18)"
+    return [finding("LAY008", waited, log, what, fix)]
+
+
+def server_not_trl(ms: list[Match], log: Log) -> list[Draft]:
+    """A 404 from the server to TRL's weight-sync endpoints: it is not ``trl vllm-serve``."""
+    ctx, first = log.ctx, ms[0]
+    if not context_has(first, "init_communicator", "get_world_size", "vllm_client"):
+        return reject(ms)
+    plain = next((lc.raw for lc in (ctx.plan.launches if ctx is not None else ())
+                  if lc.launcher == "vllm-serve"), None)
+    what = ("the vLLM server answered 404 to TRL's weight-sync endpoint (/get_world_size/ in "
+            "init_communicator): it is not `trl vllm-serve` — a plain `vllm serve` has no such "
+            "endpoints")
+    trl = ctx.version("trl") if ctx is not None else None
+    fix = ("serve the model with `trl vllm-serve --model MODEL` in place of `vllm serve`"
+           + (f" (here: `{plain}`)" if plain else "")
+           + f", from the same TRL release as the trainer{f' ({trl})' if trl else ''}")
+    return [finding("TRI004", ms, log, what, fix)]
+
+
+# -- compiled extensions built for another torch -------------------------------------------------
+
+#: path fragment of the library -> distribution
+_EXTENSIONS = (("flash_attn", "flash-attn"), ("vllm", "vllm"), ("xformers", "xformers"),
+               ("deepspeed", "deepspeed"), ("transformer_engine", "transformer-engine"),
+               ("flashinfer", "flashinfer-python"), ("bitsandbytes", "bitsandbytes"),
+               ("torchvision", "torchvision"), ("torchaudio", "torchaudio"), ("apex", "apex"),
+               ("mamba_ssm", "mamba-ssm"), ("causal_conv1d", "causal-conv1d"),
+               ("liger_kernel", "liger-kernel"), ("unsloth", "unsloth"))
+_TORCH_SYMBOL = re.compile(r"_ZN?K?(?:3c10|2at|5torch|6caffe2)")
+
+
+def _library(body: str) -> str:
+    head = body[:body.find(": undefined symbol: ")]
+    token = head.rsplit(None, 1)[-1] if head.split() else head
+    return token.lstrip("'\"(").rsplit("/", 1)[-1][:200]
+
+
+def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
+    first, ctx = ms[0], log.ctx
+    symbol = first.groups["symbol"]
+    if not _TORCH_SYMBOL.match(symbol):
+        return reject(ms)  # not one of torch's symbols: no known cause
+    body = first.text
+    library = _library(body)
+    dist = next((d for frag, d in _EXTENSIONS if frag in body.lower()), None)
+    abi = ("the missing name uses the C++11 std::string ABI (__cxx11): the extension was built "
+           "with the C++11 ABI, the torch in use with the old one, or for another torch release"
+           if "__cxx11" in symbol else
+           "the missing name uses the old std::string ABI: the extension was built with the "
+           "pre-C++11 ABI, the torch in use with the new one, or for another torch release"
+           if re.search(r"[RKP]Ss", symbol) else
+           "torch does not export that symbol: the extension was built against another torch "
+           "release")
+    torch_v = ctx.version("torch") if ctx is not None else None
+    dist_v = ctx.version(dist) if ctx is not None and dist else None
+    here = ", ".join(f"{n} {v}" for n, v in (("torch", torch_v), (dist, dist_v)) if v)
+    what = (f"{dist or library} does not load: {library} needs {symbol[:80]} from torch; {abi}"
+            + (f" (here: {here})" if here else ""))
+    torch_desc = f"torch {torch_v}" if torch_v else "the torch in use"
+    if dist == "vllm":
+        conf = confirm(first.signature.confirm_map, ctx, "PKG004")
+        conf.findings = [f for f in conf.findings if f.message.startswith("vllm ")]
+        fix = conf.fix or (f"install the vLLM release built for {torch_desc} (each vLLM wheel "
+                           "requires one torch release: pip install vllm==X pulls it), or the "
+                           "torch that the installed vLLM requires (pip show vllm)")
+        return [finding("PKG004" if conf.findings else "TRI005", ms, log, what, fix, conf)]
+    abi_flag = "FALSE" if "__cxx11" in symbol else "TRUE" if re.search(r"[RKP]Ss", symbol) else None
+    if dist == "flash-attn":
+        fix = (f"install the flash-attn wheel built for {torch_desc}, its CUDA and the C++ ABI of "
+               f"that torch (wheel names say it: …torch2.Xcxx11abi{abi_flag or 'TRUE/FALSE'}…; "
+               "python -c 'import torch; print(torch._C._GLIBCXX_USE_CXX11_ABI)' tells which), "
+               "or build it against that torch: pip install flash-attn --no-build-isolation "
+               "--no-cache-dir")
+    else:
+        name = dist or library
+        fix = (f"reinstall {name} built for {torch_desc} (pip install --force-reinstall "
+               f"--no-cache-dir --no-build-isolation {dist or '<package>'}), or install the "
+               f"torch release that {name} was built for")
+    return [finding("TRI005", ms, log, what, fix)]
+
+
+# -- API drift between TRL and vLLM / transformers ------------------------------------------------
+
+_LIBS = ("vllm", "transformers", "trl", "accelerate", "peft", "deepspeed", "datasets")
+_TRL_SUPPORTS = re.compile(r"TRL currently only supports vLLM version `?(?P<want>[\w.]{1,40})`?\. "
+                           r"You have version (?P<have>[\w.]{1,40}) installed")
+
+
+def _owner(path: str) -> str | None:
+    parts = path.replace("\\", "/").split("/")
+    for lib in _LIBS:
+        if lib in parts and ("site-packages" in parts or "dist-packages" in parts):
+            return lib
+    return None
+
+
+def _pairing(ctx: Context | None, m: Match, lib: str) -> str:
+    """The pin that makes TRL and ``lib`` fit, from the log's TRL warning or the knowledge."""
+    for line in m.context:
+        w = _TRL_SUPPORTS.search(line)
+        if w and lib == "vllm":
+            return (f"pip install 'vllm=={w.group('want')}' (the vLLM this TRL supports; "
+                    f"{w.group('have')} is installed)")
+    trl = ctx.version("trl") if ctx is not None else None
+    line = ctx.kb.trl_line(trl) if ctx is not None and trl else None
+    if line and lib == "vllm" and line.get("vllm"):
+        return (f"pip install 'vllm{line['vllm']}' (the vLLM range TRL {trl} supports), or the "
+                f"TRL release that supports vLLM {ctx.version('vllm') or 'installed'}")
+    return (f"pin the {lib} release that the importing package supports (its requirements, or "
+            f"`trl env` for TRL), or upgrade the importing package")
+
+
+def api_drift_import(ms: list[Match], log: Log) -> list[Draft]:
+    first, ctx = ms[0], log.ctx
+    module = first.groups["module"]
+    lib = module.split(".")[0]
+    if lib not in _LIBS:
+        return reject(ms)
+    owners = [o for f in frames(first) if (o := _owner(f))]
+    importer = next((o for o in reversed(owners) if o != lib), None)
+    have = ctx.version(lib) if ctx is not None else None
+    what = (f"{importer or 'the code'} imports {first.groups['name']} from {module}, which the "
+            f"installed {lib}{' ' + have if have else ''} no longer has (renamed or removed)")
+    fix = _pairing(ctx, first, lib) if importer == "trl" or lib == "vllm" and importer else (
+        f"update the import for the installed {lib} release, or pin the {lib} release the code "
+        "was written for")
+    return [finding("TRI009", ms, log, what, fix)]
+
+
+# -- functions called with arguments they do not take ---------------------------------------------
+
+_REWARD_CALL = ("reward_func(", "_calculate_rewards", "output_reward_func", "reward_kwargs")
+
+
+def _function(body: str) -> str:
+    head = body[:body.find("() ")][-200:]
+    names = re.findall(r"[\w.<>]{1,200}", head)
+    return names[-1].rsplit(".", 1)[-1] if names else "the function"
+
+
+def call_signature(ms: list[Match], log: Log) -> list[Draft]:
+    first, ctx = ms[0], log.ctx
+    g, func = first.groups, _function(first.text)
+    owners = [o for f in frames(first) if (o := _owner(f))]
+    reward = context_has(first, *_REWARD_CALL) or "reward" in func.lower()
+    trainer = "GRPOTrainer" if "trl" in owners else "the trainer"
+    if reward and "kwarg" in g:
+        what = (f"reward function {func}() does not accept the keyword argument '{g['kwarg']}': "
+                f"{trainer} passes the completions and the dataset's other columns to reward "
+                "functions by keyword")
+        fix = f"accept **kwargs in {func}: def {func}(completions, **kwargs)"
+        return [finding("TRI007", ms, log, what, fix)]
+    if reward and "missing" in g:
+        wanted = re.findall(r"'(\w{1,200})'", g["missing"])
+        names = ", ".join(wanted) or g["missing"]
+        what = (f"reward function {func}() requires {names}, which {trainer} did not pass: the "
+                "batch has no column of that name")
+        fix = (f"give the dataset a column named {names} (dataset.rename_column(old, new)) and "
+               "keep it in the batch (remove_unused_columns: false), or rename "
+               f"{func}'s parameter to the dataset's column; keep **kwargs")
+        return [finding("TRI007", ms, log, what, fix)]
+    if "kwarg" in g and owners and owners[-1] == "trl":
+        lib = "vllm" if func in ("LLM", "__init__", "SamplingParams", "generate") or \
+            context_has(first, "LLM(", "SamplingParams(") else None
+        if lib:
+            what = (f"TRL calls vLLM's {func}() with '{g['kwarg']}', which the installed vLLM "
+                    "does not take")
+            return [finding("TRI009", ms, log, what, _pairing(ctx, first, lib))]
+    return reject(ms)
+
+
+# -- ranks that share a GPU -----------------------------------------------------------------------
+
+def _launcher_fix(ctx: Context | None) -> str:
+    fix = ("give every rank its own GPU: call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) "
+           "before anything touches CUDA, load with device_map={'': local_rank} (not cuda:0 / "
+           "'auto'), and do not move the model with .to('cuda') before the launcher's device is "
+           "set")
+    if ctx is not None and layout_given(ctx) and ctx.facts.gpus:
+        lay = ctx.layout
+        if lay.num_processes > len(lay.visible):
+            fix = (f"{lay.launcher} starts {lay.num_processes} processes on {len(lay.visible)} "
+                   f"visible GPU(s) ({lay.visible_source}): run at most {len(lay.visible)} "
+                   f"processes, or make more GPUs visible; " + fix)
+    return fix
+
+
+def duplicate_gpu(ms: list[Match], log: Log) -> list[Draft]:
+    first = ms[0]
+    ranks = sorted({int(m.groups[k]) for m in ms for k in ("rank_a", "rank_b")})
+    buses = sorted({m.groups["bus_id"] for m in ms})
+    what = (f"ranks {', '.join(map(str, ranks[:16]))} of one NCCL group run on the same GPU "
+            f"(bus id {', '.join(buses[:4])}); NCCL refuses that")
+    if context_has(first, "vllm_client", "init_communicator", "pynccl", "PyNcclCommunicator"):
+        what += ": the trainer's weight-sync client and the vLLM server share a GPU"
+        fix = ("keep the vLLM server on GPUs the trainer does not see: CUDA_VISIBLE_DEVICES for "
+               "`trl vllm-serve` (tensor × data parallel GPUs) and for the trainer must not "
+               "overlap")
+    else:
+        fix = _launcher_fix(log.ctx)
+    return [finding("TRI006", ms, log, what, fix)]
+
+
+# -- nn.DataParallel replicas ----------------------------------------------------------------------
+
+def dataparallel_replica(ms: list[Match], log: Log) -> list[Draft]:
+    ms = sorted(ms, key=lambda m: m.groups.get("device") == "0")  # a replica off GPU 0 tells more
+    first, ctx = ms[0], log.ctx
+    g = first.groups
+    what = (f"nn.DataParallel's replica {g['replica']} on GPU {g['device']} raised "
+            f"{g['exception']}: it met a tensor that nn.DataParallel did not copy to that GPU")
+    if ctx is not None and layout_given(ctx) and dataparallel(ctx.layout) and (
+            ctx.config.get("use_vllm") or ctx.version("trl")):
+        conf = confirm({"rules": ("LAY003",)}, ctx, "LAY003")
+        if conf.findings:
+            return [finding("LAY003", ms, log, what, conf.fix, conf)]
+    n = len(ctx.layout.visible) if ctx is not None and layout_given(ctx) and ctx.facts.gpus else "N"
+    fix = (f"one process per GPU: torchrun --nproc_per_node {n} with DistributedDataParallel "
+           "(or accelerate launch), or one visible GPU (CUDA_VISIBLE_DEVICES=0); if you keep "
+           "nn.DataParallel, register submodules with nn.ModuleList / nn.ModuleDict and tensors "
+           "with register_buffer instead of plain lists, dicts or a fixed device")
+    return [finding("TRI008", ms, log, what, fix)]
+
+
+# -- HAMi's vGPU memory cap ------------------------------------------------------------------------
+
+_HAMI = re.compile(r"HAMI-core ERROR[^\]]{0,200}\]\]?:? Device (?P<device>\d{1,3}) OOM "
+                   r"(?P<used>\d{1,20}) / (?P<limit>\d{1,20})")
+
+
+def hami_cap(m: Match) -> tuple[int, float, float] | None:
+    """``(device, bytes wanted in total, cap in bytes)`` from HAMi's line before ``m``."""
+    for line in reversed(m.context):
+        h = _HAMI.search(line)
+        if h:
+            return int(h.group("device")), float(h.group("used")), float(h.group("limit"))
+    return None
+
+
+def cuda_error_under_cap(ms: list[Match], log: Log) -> list[Draft]:
+    first = ms[0]
+    if first.groups.get("cuda_error", "").startswith("out of memory"):
+        return []  # the out-of-memory signature tells this one
+    cap = hami_cap(first)
+    if cap is None:
+        return reject(ms)
+    device, used, limit = cap
+    what = (f"HAMi's vGPU limiter refused an allocation on device {device}: the job needed "
+            f"{used / 2**30:.2f} GiB in all, over its cap of {limit / 2**30:.2f} GiB; the cap, "
+            "not the physical GPU, is this job's memory")
+    batch = knobs.setting(log.ctx, "per_device_train_batch_size")
+    fix = (f"raise the pod's GPU memory limit (nvidia.com/gpumem of HAMi) above "
+           f"{used / 2**30:.1f} GiB, or make the step fit in {limit / 2**30:.1f} GiB: lower "
+           f"{batch}, max_completion_length or the model size")
+    return [finding("TRI001", ms, log, what, fix, cause="vgpu-cap")]
+
+
+def sampler_warmup(ms: list[Match], log: Log) -> list[Draft]:
+    """vLLM ran out of memory warming up its sampler with max_num_seqs dummy requests."""
+    g = ms[0].groups
+    mode = log.ctx.layout.generation_mode if log.ctx is not None and layout_given(log.ctx) else None
+    util = ("--gpu_memory_utilization of trl vllm-serve" if mode == "server" else
+            knobs.setting(log.ctx, "vllm_gpu_memory_utilization") if mode == "colocate" else
+            "vLLM's gpu_memory_utilization")
+    what = (f"vLLM ran out of memory warming up its sampler with {g.get('requests', '?')} dummy "
+            "requests (max_num_seqs): its KV cache left too little for the sampler")
+    fix = (f"lower vLLM's max_num_seqs (below {g.get('requests', 'the current value')}) or "
+           f"{util}")
+    return [finding("MEM001", ms, log, what, fix)]

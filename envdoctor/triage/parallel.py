@@ -1,0 +1,110 @@
+"""A big plain log scanned by several processes: one contiguous range of lines each, merged into
+the result one pass would give (line numbers, counts, ranks, the first matches of each signature).
+
+The file is cut at newlines, so no line is split between workers; each worker also reads the
+``HISTORY`` bytes before its range, so the first match of a range has its context. Only regular,
+plain-text files of at least ``PARALLEL_MIN`` bytes are split; anything else (stdin, compressed or
+UTF-16 logs, small files, one CPU) is scanned in one pass.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from typing import BinaryIO
+
+from envdoctor.triage import scanner
+from envdoctor.triage.interface import ScanResult
+
+PARALLEL_MIN = 64 * 1024 * 1024  # smaller logs take less than the workers' start-up
+MAX_WORKERS = 8
+
+
+def workers() -> int:
+    """How many processes may scan: the CPUs this process may run on (at most ``MAX_WORKERS``)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, MAX_WORKERS))
+
+
+def _cuts(path: str, size: int, n: int) -> list[int]:
+    """``n + 1`` offsets from 0 to ``size``, each inner one just after a newline."""
+    cuts = [0]
+    with open(path, "rb") as fh:
+        for i in range(1, n):
+            fh.seek(max(size * i // n, cuts[-1]))
+            while True:
+                block = fh.read(64 * 1024)
+                if not block:
+                    return [*cuts, size]
+                nl = block.find(b"\n")
+                if nl >= 0:
+                    cuts.append(fh.tell() - len(block) + nl + 1)
+                    break
+    return [*cuts, size]
+
+
+def _range_chunks(fh: BinaryIO, start: int, end: int) -> Iterator[bytes]:
+    fh.seek(start)
+    left = end - start
+    while left > 0:
+        block = fh.read(min(scanner.CHUNK, left))
+        if not block:
+            return
+        left -= len(block)
+        yield block
+
+
+def _scan_range(path: str, start: int, end: int) -> tuple[ScanResult, int]:
+    """Scan ``[start, end)`` of ``path``; also return the newlines in it."""
+    with open(path, "rb") as fh:
+        history_start = max(0, start - scanner.HISTORY)
+        fh.seek(history_start)
+        history = fh.read(start - history_start)
+        history = history[history.find(b"\n") + 1:] if history_start else history
+        result = scanner.scan(_range_chunks(fh, start, end), history=history)
+    return result, result.newlines
+
+
+def merge(parts: list[tuple[ScanResult, int]]) -> ScanResult:
+    """One result from the results of consecutive ranges (each with its newline count)."""
+    out = ScanResult()
+    base = 0
+    kept: dict[str, int] = {}
+    for i, (part, newlines) in enumerate(parts):
+        for m in part.matches:
+            m.line_no += base
+            if kept.get(m.signature.id, 0) < scanner.KEEP_PER_SIGNATURE:
+                kept[m.signature.id] = kept.get(m.signature.id, 0) + 1
+                out.matches.append(m)
+        for sid, n in part.counts.items():
+            out.counts[sid] = out.counts.get(sid, 0) + n
+        for sid, ranks in part.ranks.items():
+            out.ranks.setdefault(sid, set()).update(ranks)
+        for sid, line in part.last_line.items():
+            out.last_line[sid] = line + base
+        out.bytes_read += part.bytes_read
+        if i == len(parts) - 1:
+            out.lines = base + part.lines
+        base += newlines
+    return out
+
+
+def scan_file(path: str, n: int | None = None) -> ScanResult:
+    """Scan the plain-text log at ``path``, in ``n`` processes when it is big enough."""
+    size = os.path.getsize(path)
+    n = workers() if n is None else max(1, n)
+    if n == 1 or size < PARALLEL_MIN:
+        with open(path, "rb") as fh:
+            return scanner.scan(fh)
+    cuts = _cuts(path, size, n)
+    ranges = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    if len(ranges) == 1:
+        with open(path, "rb") as fh:
+            return scanner.scan(fh)
+    with ProcessPoolExecutor(max_workers=len(ranges)) as pool:
+        parts = list(pool.map(_scan_range, [path] * len(ranges), *zip(*ranges, strict=True)))
+    return merge(parts)
