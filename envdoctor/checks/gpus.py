@@ -81,13 +81,15 @@ def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
 @rule("GPU005", needs=("gpus",))
 def mixed_models(ctx: Context) -> Iterator[Hit]:
     gpus = [ctx.facts.gpu(i) for i in ctx.layout.training or ctx.layout.visible]
-    kinds = {(g.name, g.compute_capability) for g in gpus if g}
-    if len(kinds) > 1:
-        names = ", ".join(sorted(f"{n} (cc {c})" for n, c in kinds))
-        yield hit(f"the training ranks run on different GPU models: {names}; the slowest sets "
-                  "the pace and kernels/precision may differ per rank",
+    known = [g for g in gpus if g]
+    names = {g.name for g in known}
+    capabilities = {g.compute_capability for g in known if g.compute_capability}
+    if len(names) > 1 or len(capabilities) > 1:  # an unknown capability differs from nothing
+        models = sorted({f"{g.name} (cc {g.compute_capability or 'unknown'})" for g in known})
+        yield hit(f"the training ranks run on different GPU models: {', '.join(models)}; the "
+                  "slowest sets the pace and kernels/precision may differ per rank",
                   severity="warning", fix="train on GPUs of one model (set --gpu_ids / "
-                  "CUDA_VISIBLE_DEVICES to identical GPUs)", models=sorted(kinds))
+                  "CUDA_VISIBLE_DEVICES to identical GPUs)", models=models)
 
 
 @rule("GPU006", needs=("gpus",))

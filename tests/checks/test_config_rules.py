@@ -37,3 +37,4 @@ def test_cfg001_vllm_gpu_memory_utilization_is_live_again_from_trl_018():
 def test_cfg001_deprecated_key_names_trls_replacement():
     (hit,) = _cfg001("1.16.0", {"use_transformers_paged": True})
     assert "deprecated" in hit.message and "use_transformers_continuous_batching" in hit.fix
+
