@@ -13,11 +13,11 @@ import itertools
 from dataclasses import dataclass
 
 from packaging.markers import default_environment
-from packaging.requirements import InvalidRequirement, Requirement
 
 from envdoctor import versions
 from envdoctor.checks.packages import CHECKED
 from envdoctor.facts.interface import Facts, normalize_name
+from envdoctor.facts.packages import parse_requirement
 from envdoctor.knowledge import Knowledge
 from envdoctor.knowledge_requirements import requirement_lines
 
@@ -37,9 +37,8 @@ def _requirements(facts: Facts, extras: set[str], kb: Knowledge) -> list[Conflic
     for src in CHECKED:
         pkg = facts.packages.get(src)
         for line in requirement_lines(kb, src, pkg)[0] if pkg else []:
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
+            req = parse_requirement(line)
+            if req is None:
                 continue
             if req.marker is not None and not any(
                     req.marker.evaluate({**env, "extra": e}) for e in {""} | extras):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -33,6 +31,9 @@ def probe_health(host: str, port: int, timeout: float = TIMEOUT_S) -> Health:
     url = _url(host, port)
     if urlparse(url).scheme not in ("http", "https"):
         return Health(url, False, "not an http(s) URL")
+    import urllib.error
+    import urllib.request  # here, not at import: only a live server check needs it
+
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxies
     try:
         with opener.open(url, timeout=timeout) as resp:  # noqa: S310 - http(s) only
@@ -96,6 +97,9 @@ def get_status(base: str, port: int, path: str,
     url = _url(base, port).rsplit("/health/", 1)[0] + path
     if urlparse(url).scheme not in ("http", "https"):
         return None, b""
+    import urllib.error
+    import urllib.request
+
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(url, timeout=timeout) as resp:  # noqa: S310 - http(s) only

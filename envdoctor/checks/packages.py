@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.facts.interface import Package, normalize_name
+from envdoctor.facts.packages import parse_requirement
 from envdoctor.knowledge_requirements import harmless, marker_env, requirement_lines, weight
 from envdoctor.plan.layout import trainer_env
 
@@ -137,9 +136,8 @@ def requirements(ctx: Context) -> Iterator[Hit]:
         lines, curated = requirement_lines(ctx.kb, src, pkg)
         extras = {""} | _extras(ctx, src)
         for line in lines:
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
+            req = parse_requirement(line)
+            if req is None:
                 continue
             if req.marker is not None and not any(
                     req.marker.evaluate({**env, "extra": e}) for e in extras):

@@ -6,9 +6,14 @@ import importlib.metadata as md
 import os
 import re
 import sys
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envdoctor.facts.interface import Package, normalize_name
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 #: The training stack whose versions and requirements envdoctor reads.
 STACK = (
@@ -26,6 +31,20 @@ def requirement_name(line: str) -> str | None:
     return normalize_name(m.group(1)) if m else None
 
 
+@lru_cache(maxsize=8192)
+def parse_requirement(line: str) -> Requirement | None:
+    """``line`` parsed as PEP 508, or None. Cached: facts, PKG004 and the upgrade plan read the
+    same ``Requires-Dist`` lines, and parsing them is most of a static check's time."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    if len(line) > 1000:
+        return None
+    try:
+        return Requirement(line)
+    except InvalidRequirement:
+        return None
+
+
 def requirement_problem(line: str) -> str | None:
     """Why a ``Requires-Dist`` line cannot be judged (not PEP 508, a marker that does not
     evaluate), or None: the rules only ever see lines that parse and evaluate."""
@@ -34,9 +53,11 @@ def requirement_problem(line: str) -> str | None:
 
     if len(line) > 1000:
         return f"a requirement of {len(line):,} characters"
+    req = parse_requirement(line)
     try:
-        req = Requirement(line)
-        if req.marker is not None:
+        if req is None:
+            Requirement(line)  # raises, with packaging's own words
+        elif req.marker is not None:
             req.marker.evaluate({**default_environment(), "extra": ""})
     except InvalidRequirement as exc:
         return f"not a PEP 508 requirement: {str(exc).splitlines()[0][:120]}"
