@@ -56,8 +56,11 @@ def _layout_summary(lay: GpuLayout) -> str:
     ranks = ", ".join(f"rank {r.rank}→GPU {r.gpu}" for r in lay.ranks if r.gpu is not None)
     gen = ""
     if lay.generation_mode:
-        where = ",".join(map(str, lay.generation)) or "?"
-        gen = f"; vLLM ({lay.generation_mode}) on GPU {where}"
+        where = f"GPU {','.join(map(str, lay.generation))}" if lay.generation else "GPU ?"
+        if not lay.generation and lay.server is not None \
+                and lay.server.source not in ("launch", "nvml", "config"):
+            where = f"a node {lay.server.source} picks"  # not this node's GPUs
+        gen = f"; vLLM ({lay.generation_mode}) on {where}"
     return f"{lay.launcher}, {ranks or 'no GPU'}{gen}"
 
 

@@ -205,6 +205,7 @@ def test_trl_slurm_example_is_clean(write_json, tmp_path):
     assert "CFG002" not in proc.stdout and "LAY003" not in proc.stdout
     assert "rank 0→GPU 0" in proc.stdout and "rank 7→GPU 7" in proc.stdout
     assert "torchrun" not in proc.stdout
+    assert "vLLM (server) on a node srun picks" in proc.stdout  # not "GPU ?" of this node
 
 
 def test_unresolved_launch_is_said_and_its_rules_skipped(write_json):
