@@ -15,6 +15,17 @@ STACK = ("trl", "transformers", "torch", "vllm")
 def stack_not_installed(ctx: Context) -> Iterator[Hit]:
     if any(ctx.version(name) for name in STACK):
         return
+    declared = ctx.facts.extra.get("declared")
+    if declared is not None:  # the hook: a repository's declarations, ranges included
+        if any(name in (declared.get("stack") or {}) for name in STACK):
+            return  # declared as a range: the DCL rules judge what is decided and what is open
+        yield hit("no training stack declared: the repository's declarations name none of trl, "
+                  "transformers, torch or vllm, so nothing of the GRPO run's packages was checked",
+                  fix="declare the stack the training installs (e.g. `trl[vllm]==1.16.0` in "
+                      "requirements.txt or pyproject.toml), point at its file with "
+                      "`--requirements FILE`, or name it with `--assume trl==1.16.0`",
+                  missing=list(STACK))
+        return
     where = ("the Python environment envdoctor runs in" if ctx.facts.live
              else f"the snapshot {ctx.facts.source}")
     yield hit(f"no training stack to check here: {where} has none of trl, transformers, torch "
