@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.findings import Finding, Severity
 from envdoctor.plan.interface import Launch
 from envdoctor.probe.failures import SYNC_FATAL, classify
@@ -31,7 +32,6 @@ from envdoctor.probe.server import (
     ServerLine,
     ServerProcess,
     health,
-    is_vllm_process,
     probe_server_line,
 )
 from envdoctor.probe.tinymodel import write_tiny_model
@@ -358,8 +358,8 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
                 result.server["exit_code"] = server.exited()
                 result.leftover_pids = sorted(set(result.leftover_pids)
                                               | set(server.stop(GRACE_S)))
-                result.server["log_tail"] = _tail(server.log_text(), 40)
                 result.server["log"] = server.log_text()
+                result.server["log_tail"] = _tail(result.server["log"], 40)
             for w in (watch, server_watch):
                 if w is not None:
                     w.stop()
