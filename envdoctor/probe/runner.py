@@ -33,6 +33,7 @@ from envdoctor.probe.server import (
     ServerProcess,
     health,
     probe_server_line,
+    read_tail,
 )
 from envdoctor.probe.tinymodel import write_tiny_model
 from envdoctor.probe.vllm_judge import judge_vllm
@@ -515,7 +516,7 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
             if server.healthy_at is not None and time.monotonic() >= next_scan:
                 next_scan = time.monotonic() + 1.0
                 fatal = SYNC_FATAL.search(server.log_text(65536)) or SYNC_FATAL.search(
-                    _read_tail(log))
+                    read_tail(log))
                 if fatal:  # NCCL refused the weight-sync group: it will never form
                     result.server["sync_failed"] = fatal.group(0)[:200]
                     result.phase = phase
@@ -543,16 +544,6 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
         mark("server_healthy")  # the trainer was faster than the last poll
     result.phase = "done"
     return "ran"
-
-
-def _read_tail(path: Path, limit: int = 65536) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - limit))
-            return fh.read().decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def _collect(tmp: Path, spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None:

@@ -174,12 +174,16 @@ class ServerProcess:
                 self._fh.close()
 
     def log_text(self, limit: int = 400_000) -> str:
-        try:
-            with open(self.log, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                size = fh.tell()
-                fh.seek(max(0, size - limit))
-                return fh.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return read_tail(self.log, limit)
+
+
+def read_tail(path: Path, limit: int = 65536) -> str:
+    """The last ``limit`` bytes of a log file as text ("" when it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - limit))
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
 
