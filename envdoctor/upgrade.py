@@ -12,14 +12,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from packaging.markers import default_environment
-
 from envdoctor import versions
 from envdoctor.checks.packages import CHECKED
 from envdoctor.facts.interface import Facts, normalize_name
 from envdoctor.facts.packages import parse_requirement
 from envdoctor.knowledge import Knowledge
-from envdoctor.knowledge_requirements import requirement_lines
+from envdoctor.knowledge_requirements import marker_env, requirement_lines
 
 MAX_CONFLICTS = 8
 
@@ -32,7 +30,7 @@ class Conflict:
 
 
 def _requirements(facts: Facts, extras: set[str], kb: Knowledge) -> list[Conflict]:
-    env = default_environment()
+    env = marker_env(facts.python)  # the checked machine's Python, as PKG004
     out = []
     for src in CHECKED:
         pkg = facts.packages.get(src)

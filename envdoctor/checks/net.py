@@ -26,24 +26,32 @@ def _url(host: str, port: int) -> str:
     return f"http://{host}:{port}/health/"
 
 
-def probe_health(host: str, port: int, timeout: float = TIMEOUT_S) -> Health:
-    """GET ``/health/`` of a ``trl vllm-serve`` server with a short timeout; never raises."""
-    url = _url(host, port)
-    if urlparse(url).scheme not in ("http", "https"):
-        return Health(url, False, "not an http(s) URL")
+def _get(url: str, timeout: float, limit: int) -> tuple[int | None, bytes, str]:
+    """``(HTTP status, first ``limit`` bytes of the body, why nothing answered)`` of a GET,
+    without proxies; never raises."""
     import urllib.error
     import urllib.request  # here, not at import: only a live server check needs it
 
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxies
     try:
         with opener.open(url, timeout=timeout) as resp:  # noqa: S310 - http(s) only
-            body = resp.read(4096)
-            status = resp.status
+            return int(resp.status), resp.read(limit), ""
     except urllib.error.HTTPError as exc:
-        return Health(url, False, f"HTTP {exc.code}: not a TRL vLLM server (no /health/)")
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return Health(url, False, f"connection failed ({reason})")
+        return int(exc.code), b"", ""
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return None, b"", str(getattr(exc, "reason", exc))
+
+
+def probe_health(host: str, port: int, timeout: float = TIMEOUT_S) -> Health:
+    """GET ``/health/`` of a ``trl vllm-serve`` server with a short timeout; never raises."""
+    url = _url(host, port)
+    if urlparse(url).scheme not in ("http", "https"):
+        return Health(url, False, "not an http(s) URL")
+    status, body, failed = _get(url, timeout, 4096)
+    if status is None:
+        return Health(url, False, f"connection failed ({failed})")
+    if not 200 <= status < 300:
+        return Health(url, False, f"HTTP {status}: not a TRL vLLM server (no /health/)")
     if status != 200:
         return Health(url, False, f"HTTP {status}")
     try:
@@ -97,14 +105,5 @@ def get_status(base: str, port: int, path: str,
     url = _url(base, port).rsplit("/health/", 1)[0] + path
     if urlparse(url).scheme not in ("http", "https"):
         return None, b""
-    import urllib.error
-    import urllib.request
-
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(url, timeout=timeout) as resp:  # noqa: S310 - http(s) only
-            return int(resp.status), resp.read(1 << 20)
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), b""
-    except (urllib.error.URLError, OSError, ValueError):
-        return None, b""
+    status, body, _ = _get(url, timeout, 1 << 20)
+    return status, body

@@ -17,13 +17,13 @@ import re
 from typing import Any
 
 from envdoctor.errors import InputError
+from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.facts.interface import Facts
 from envdoctor.knowledge import Knowledge
 from envdoctor.plan.interface import GpuLayout, Launch, Plan, Rank, ServerPlan
 from envdoctor.plan.visible_devices import resolve_visible
 
 _CUDA_INDEX = re.compile(r"^cuda:(\d+)$")
-_SERVER_NAMES = ("vllm-serve", "vllm_serve", "vllm serve", "vllm.entrypoints")
 
 
 MAX_PROCESSES = 4096  # per machine: more than any node has GPUs
@@ -321,7 +321,7 @@ def _server(facts: Facts, plan: Plan) -> ServerPlan:
         return srv
     for gpu in facts.gpus:
         for proc in gpu.processes:
-            if any(n in proc.name for n in _SERVER_NAMES):
+            if is_vllm_process(proc.name):  # VLLM::EngineCore too (vLLM V1)
                 srv = ServerPlan(source="nvml", pid=proc.pid)
                 srv.gpus = sorted(g.index for g in facts.gpus
                                   if any(p.pid == proc.pid for p in g.processes))

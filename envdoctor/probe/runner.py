@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.findings import Finding, Severity
 from envdoctor.plan.interface import Launch
 from envdoctor.probe.failures import SYNC_FATAL, classify
@@ -31,8 +32,8 @@ from envdoctor.probe.server import (
     ServerLine,
     ServerProcess,
     health,
-    is_vllm_process,
     probe_server_line,
+    read_tail,
 )
 from envdoctor.probe.tinymodel import write_tiny_model
 from envdoctor.probe.vllm_judge import judge_vllm
@@ -358,8 +359,8 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
                 result.server["exit_code"] = server.exited()
                 result.leftover_pids = sorted(set(result.leftover_pids)
                                               | set(server.stop(GRACE_S)))
-                result.server["log_tail"] = _tail(server.log_text(), 40)
                 result.server["log"] = server.log_text()
+                result.server["log_tail"] = _tail(result.server["log"], 40)
             for w in (watch, server_watch):
                 if w is not None:
                     w.stop()
@@ -515,7 +516,7 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
             if server.healthy_at is not None and time.monotonic() >= next_scan:
                 next_scan = time.monotonic() + 1.0
                 fatal = SYNC_FATAL.search(server.log_text(65536)) or SYNC_FATAL.search(
-                    _read_tail(log))
+                    read_tail(log))
                 if fatal:  # NCCL refused the weight-sync group: it will never form
                     result.server["sync_failed"] = fatal.group(0)[:200]
                     result.phase = phase
@@ -543,16 +544,6 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
         mark("server_healthy")  # the trainer was faster than the last poll
     result.phase = "done"
     return "ran"
-
-
-def _read_tail(path: Path, limit: int = 65536) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - limit))
-            return fh.read().decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def _collect(tmp: Path, spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None:

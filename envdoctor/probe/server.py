@@ -10,9 +10,7 @@ A server that is already running belongs to the user: the probe only reads its `
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envdoctor.checks.net import get_status
 from envdoctor.plan.interface import Launch
 
 LOOPBACK = "127.0.0.1"
@@ -104,14 +103,11 @@ def probe_server_line(launch: Launch, model_dir: str, port: int, fraction: float
     if vllm_cli:
         kept.pop("vllm_model_impl", None)
         argv = _resolve(launch.program) + [model_dir]
-        ours = {"host": LOOPBACK, "port": port, "enforce_eager": True,
-                "max_model_len": MAX_MODEL_LEN}
     else:
         kept.pop("model_impl", None)
         kept.pop("uvicorn_log_level", None)
         argv = _resolve(launch.program) + ["--model", model_dir]
-        ours = {"host": LOOPBACK, "port": port, "enforce_eager": True,
-                "max_model_len": MAX_MODEL_LEN}
+    ours = {"host": LOOPBACK, "port": port, "enforce_eager": True, "max_model_len": MAX_MODEL_LEN}
     for name, value in {**kept, **ours}.items():
         argv += _flag(name, value, dashes=vllm_cli)
     env = {**(base_env if base_env is not None else os.environ), **launch.env}
@@ -138,14 +134,9 @@ def health(host: str, port: int, timeout_s: float = 2.0) -> int | None:
         host = LOOPBACK
     if host not in (LOOPBACK, "::1") and not host.startswith("127."):
         return None  # envdoctor talks to loopback only
-    conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
-    try:
-        conn.request("GET", "/health")
-        return conn.getresponse().status
-    except (OSError, http.client.HTTPException):
-        return None
-    finally:
-        conn.close()
+    if ":" in host:
+        host = f"[{host}]"  # IPv6 in a URL
+    return get_status(host, port, "/health", timeout_s)[0]
 
 
 class ServerProcess:
@@ -183,25 +174,16 @@ class ServerProcess:
                 self._fh.close()
 
     def log_text(self, limit: int = 400_000) -> str:
-        try:
-            with open(self.log, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                size = fh.tell()
-                fh.seek(max(0, size - limit))
-                return fh.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return read_tail(self.log, limit)
 
 
-_VLLM_NAME = re.compile(r"VLLM::|vllm(?:[ _-]serve|\.entrypoints)|vllm_serve", re.I)
+def read_tail(path: Path, limit: int = 65536) -> str:
+    """The last ``limit`` bytes of a log file as text ("" when it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - limit))
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
 
-
-def is_vllm_process(name: str) -> bool:
-    return bool(_VLLM_NAME.search(name or ""))
-
-
-def physical_gpu(device: str, visible: list[int]) -> int | None:
-    """``cuda:N`` of a process → the NVML index, given the NVML indices it sees, in order."""
-    m = re.fullmatch(r"cuda:(\d+)", device.strip())
-    n = int(m.group(1)) if m else 0
-    return visible[n] if n < len(visible) else None

@@ -78,6 +78,14 @@ def test_server_from_launch_line_and_from_nvml():
     assert lay2.server.source == "nvml" and lay2.generation == [7] and lay2.server.port == 8005
 
 
+def test_server_from_nvml_by_vllm_engine_process_name():
+    """vLLM V1's engine renames itself VLLM::EngineCore; it alone holds the GPU memory."""
+    running = {6: [{"pid": 42, "name": "VLLM::EngineCore", "used_mib": 60000}]}
+    lay = layout("CUDA_VISIBLE_DEVICES=0 python t.py",
+                 config={"use_vllm": True, "vllm_mode": "server"}, processes=running)
+    assert lay.server.source == "nvml" and lay.server.pid == 42 and lay.generation == [6]
+
+
 def test_modern_default_mode_is_colocate_and_legacy_key_inference_without_trl():
     lay = layout("torchrun --nproc_per_node 2 t.py", config={"use_vllm": True})
     assert lay.generation_mode == "colocate" and lay.generation == [0, 1]

@@ -4,6 +4,7 @@ SIGTERM, a server of the user's that is only read, and teardown of every process
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -274,8 +276,9 @@ def test_sigterm_to_envdoctor_ends_server_and_trainer(tmp_path):
     assert not _alive(_servers(tmp_path)[0]["pid"])
 
 
-def test_a_running_user_server_is_only_read_and_the_probe_server_starts_beside(tmp_path,
-                                                                               monkeypatch):
+@contextlib.contextmanager
+def _user_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, int, Path]]:
+    """A fake user's vLLM server, healthy, recording its requests; killed (group) at the end."""
     user_record = tmp_path / "user"
     user_record.mkdir()
     port = free_port()
@@ -286,6 +289,15 @@ def test_a_running_user_server_is_only_read_and_the_probe_server_starts_beside(t
         deadline = time.monotonic() + 20
         while health("127.0.0.1", port) != 200 and time.monotonic() < deadline:
             time.sleep(0.1)
+        yield user, port, user_record
+    finally:
+        os.killpg(user.pid, signal.SIGKILL)
+        user.wait()
+
+
+def test_a_running_user_server_is_only_read_and_the_probe_server_starts_beside(tmp_path,
+                                                                               monkeypatch):
+    with _user_server(tmp_path) as (user, port, user_record):
         probe_record = tmp_path / "probe"
         probe_record.mkdir()
         r = run_probe(_spec(probe_record, "healthy", monkeypatch,
@@ -302,9 +314,6 @@ def test_a_running_user_server_is_only_read_and_the_probe_server_starts_beside(t
         assert float(argv[argv.index("--gpu_memory_utilization") + 1]) < 0.9
         assert _alive(user.pid)  # the user's server still runs
         assert any(f.rule == "PRB012" and "only read" in f.message for f in r.findings)
-    finally:
-        os.killpg(user.pid, signal.SIGKILL)
-        user.wait()
 
 
 def test_no_server_line_in_server_mode_says_what_was_not_probed(monkeypatch):
@@ -376,16 +385,7 @@ def test_holders_are_named_without_their_arguments(tmp_path, monkeypatch):
 
 def test_a_running_user_server_without_room_beside_it_is_not_probed_and_not_touched(
         tmp_path, monkeypatch):
-    user_record = tmp_path / "user"
-    user_record.mkdir()
-    port = free_port()
-    user = subprocess.Popen([sys.executable, FAKE_SERVER, "--port", str(port)],
-                            env={**os.environ, "FAKE_VLLM": "healthy", "FAKE_VLLM_DELAY": "0",
-                                 "FAKE_VLLM_RECORD": str(user_record)}, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 20
-        while health("127.0.0.1", port) != 200 and time.monotonic() < deadline:
-            time.sleep(0.1)
+    with _user_server(tmp_path) as (user, port, user_record):
         nvml = _FakeNvml([(user.pid, 72000)], free=2000)
         monkeypatch.setattr("envdoctor.probe.watcher.load_nvml", lambda: (nvml, None))
         probe_record = tmp_path / "probe"
@@ -401,6 +401,3 @@ def test_a_running_user_server_without_room_beside_it_is_not_probed_and_not_touc
         requests = (user_record / f"requests-{user.pid}.txt").read_text().splitlines()
         assert requests == ["GET /health"] * 3  # this test's wait, the probe's before and after
         assert r.user_server["processes_before"] == [(user.pid, 0, 72000)]
-    finally:
-        os.killpg(user.pid, signal.SIGKILL)
-        user.wait()
