@@ -65,19 +65,18 @@ def run_rules(ctx: Context, select: list[str] | None = None,
         if reason:
             out.skipped[rule_id] = reason
             continue
-        out.ran.append(rule_id)
         mine: list[Finding] = []
-        left_out: list[Severity] = []
+        left_out, worst = 0, Severity.INFO  # hits past MAX_PER_RULE: counted, not kept
         try:
             for h in entry.fn(ctx):
                 severity = h.severity or doc.severity
                 if len(mine) >= MAX_PER_RULE:
-                    left_out.append(severity)
+                    left_out += 1
+                    worst = max(worst, severity, key=lambda s: s.rank)
                     continue
                 mine.append(Finding(rule=rule_id, severity=severity, message=h.message,
                                     fix=h.fix or doc.fix, evidence=h.evidence))
         except LayoutUnresolved as exc:  # needs the layout of a launch that does not resolve
-            out.ran.remove(rule_id)
             out.skipped[rule_id] = f"launch not resolved: {exc}"
             continue
         except InputError:
@@ -90,10 +89,10 @@ def run_rules(ctx: Context, select: list[str] | None = None,
                 fix="Please report this with `envdoctor collect` attached.",
                 evidence={"internal": True, "traceback": traceback.format_exc(limit=5)}))
         if left_out:
-            worst = max(left_out, key=lambda s: s.rank)
             mine.append(Finding(rule=rule_id, severity=worst,
-                                message=f"… and {len(left_out):,} more {rule_id} findings "
+                                message=f"… and {left_out:,} more {rule_id} findings "
                                         f"(the first {MAX_PER_RULE} are shown)",
-                                fix=doc.fix, evidence={"left_out": len(left_out)}))
+                                fix=doc.fix, evidence={"left_out": left_out}))
+        out.ran.append(rule_id)
         out.findings += mine
     return out

@@ -8,11 +8,15 @@ import click
 
 from envdoctor.commands.options import (
     LaunchCommand,
+    accelerate_config_option,
     apply_assume,
     assume_option,
+    config_option,
     emit,
+    facts_option,
     format_option,
     ignore_option,
+    launch_option,
     output_option,
     select_option,
     split_list,
@@ -23,13 +27,10 @@ from envdoctor.commands.options import (
 
 
 @click.command(cls=LaunchCommand)
-@click.option("--config", "config", type=str, metavar="FILE",
-              help="TRL GRPO config (YAML/JSON, GRPOConfig keys).")
-@click.option("--accelerate-config", type=str, metavar="FILE", help="accelerate config file.")
-@click.option("--facts", "facts_file", type=str, metavar="FILE",
-              help="Check a snapshot from `envdoctor collect` instead of this machine.")
-@click.option("--launch", multiple=True, metavar="CMD",
-              help="A launch command line (repeatable; e.g. the trainer and `trl vllm-serve`).")
+@config_option
+@accelerate_config_option
+@facts_option("Check a snapshot from `envdoctor collect` instead of this machine.")
+@launch_option
 @select_option
 @ignore_option
 @format_option
@@ -75,8 +76,8 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
                               output, verbose, bool(strict), no_network, assume))
     facts = load(facts_file) if facts_file else collect_facts()
     apply_assume(facts, assume)
-    plan = build_plan(config=config, accelerate_config=accelerate_config, launch="\n".join(launch) or None,
-                      launch_argv=launch_argv, live=facts.live)
+    plan = build_plan(config=config, accelerate_config=accelerate_config,
+                      launch="\n".join(launch) or None, launch_argv=launch_argv, live=facts.live)
     ctx, report = run_check(facts, plan, select=select_ids, ignore=ignore_ids,
                             network=not no_network)
     if probe:

@@ -34,6 +34,19 @@ ignore_option = click.option("--ignore", multiple=True, metavar="IDS",
 strict_option = click.option("--strict", is_flag=True, default=None,
                              help="Exit 1 on warnings too.")
 
+config_option = click.option("--config", "config", type=str, metavar="FILE",
+                             help="TRL GRPO config (YAML/JSON, GRPOConfig keys).")
+accelerate_config_option = click.option("--accelerate-config", type=str, metavar="FILE",
+                                        help="accelerate config file.")
+launch_option = click.option(
+    "--launch", multiple=True, metavar="CMD",
+    help="A launch command line (repeatable; e.g. the trainer and `trl vllm-serve`).")
+
+
+def facts_option(help: str):  # noqa: A002 - click's own keyword
+    """``--facts FILE``: a snapshot from ``envdoctor collect`` instead of this machine."""
+    return click.option("--facts", "facts_file", type=str, metavar="FILE", help=help)
+
 
 assume_option = click.option(
     "--assume", multiple=True, metavar="NAME==VERSION",

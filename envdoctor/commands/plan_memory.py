@@ -9,7 +9,15 @@ from typing import Any
 
 import click
 
-from envdoctor.commands.options import emit, output_option
+from envdoctor.commands.options import (
+    LaunchCommand,
+    accelerate_config_option,
+    config_option,
+    emit,
+    facts_option,
+    launch_option,
+    output_option,
+)
 
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|GB|G|MiB|MB|M)?\s*$", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -35,14 +43,11 @@ def gpu_memory_bytes(text: str | None) -> int | None:
     return int(value)
 
 
-@click.command("plan-memory", context_settings={"ignore_unknown_options": True})
-@click.option("--config", "config", type=str, metavar="FILE",
-              help="TRL GRPO config (YAML/JSON, GRPOConfig keys).")
-@click.option("--accelerate-config", type=str, metavar="FILE", help="accelerate config file.")
-@click.option("--facts", "facts_file", type=str, metavar="FILE",
-              help="Plan for a snapshot from `envdoctor collect` instead of this machine.")
-@click.option("--launch", multiple=True, metavar="CMD",
-              help="A launch command line (repeatable; e.g. the trainer and `trl vllm-serve`).")
+@click.command("plan-memory", cls=LaunchCommand)
+@config_option
+@accelerate_config_option
+@facts_option("Plan for a snapshot from `envdoctor collect` instead of this machine.")
+@launch_option
 @click.option("--model", type=str, metavar="PATH_OR_ID",
               help="Model directory or hub id whose config.json is in the local HF cache "
                    "(default: the config's model_name_or_path). Nothing is downloaded.")
@@ -58,11 +63,11 @@ def plan_memory(config, accelerate_config, facts_file, launch, model, model_para
                 fmt, output, launch_argv) -> None:
     """Plan the GPU memory of a GRPO run, per GPU, before anything is loaded.
 
+    \b
         envdoctor plan-memory --config grpo.yaml -- accelerate launch --num_processes 2 train.py
     """
     from envdoctor.checks.context import Context
     from envdoctor.checks.engine import run_rules
-    from envdoctor.commands.check import launch_text
     from envdoctor.errors import InputError
     from envdoctor.facts.collect import collect_facts
     from envdoctor.facts.snapshot import load
@@ -73,10 +78,13 @@ def plan_memory(config, accelerate_config, facts_file, launch, model, model_para
     capacity = gpu_memory_bytes(gpu_memory)
     facts = load(facts_file) if facts_file else collect_facts()
     plan = build_plan(config=config, accelerate_config=accelerate_config,
-                      launch=launch_text(launch, launch_argv), live=facts.live)
+                      launch="\n".join(launch) or None, launch_argv=launch_argv,
+                      live=facts.live)
     options = {"model": model, "model_params": model_params, "gpu_memory": capacity}
     ctx = Context(facts=facts, plan=plan, network=False,
                   options={k: v for k, v in options.items() if v})
+    if ctx.resolved.unresolved:  # the plan needs the ranks: say why, not "internal error"
+        raise InputError("launch command", f"not resolved: {ctx.resolved.unresolved}")
     mem = for_context(ctx)
     if mem is None:
         raise InputError("--model", resolve_model(ctx)[1])

@@ -8,7 +8,12 @@ from typing import Any
 
 import click
 
-from envdoctor.commands.options import LaunchCommand
+from envdoctor.commands.options import (
+    LaunchCommand,
+    accelerate_config_option,
+    config_option,
+    launch_option,
+)
 from envdoctor.findings import Severity
 from envdoctor.report.interface import Area
 
@@ -85,9 +90,9 @@ def _info(message: str, severity: Severity = Severity.INFO):
 
 
 @click.command(cls=LaunchCommand)
-@click.option("--config", type=str, metavar="FILE", help="TRL GRPO config (YAML/JSON).")
-@click.option("--accelerate-config", type=str, metavar="FILE", help="accelerate config file.")
-@click.option("--launch", multiple=True, metavar="CMD", help="The launch command line.")
+@config_option
+@accelerate_config_option
+@launch_option
 @click.option("--timeout", type=float, default=180.0, show_default=True,
               help="Wall-clock limit of the probe (s); the whole process group is ended then.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "junit"]), default="text")

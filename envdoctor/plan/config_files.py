@@ -154,8 +154,6 @@ def check_structure(text: str, source: str) -> None:
 def mentions_config_keys(text: str) -> bool:
     """Whether text that failed to parse still names GRPO or accelerate keys (``use_vllm:``):
     a broken config, not some other YAML/JSON file (a Helm template, a tsconfig)."""
-    import re
-
     keys = "|".join(sorted(GRPO_KEYS | ACCELERATE_KEYS))
     return re.search(rf"(?m)^[ \t\-]*[\"']?(?:{keys})[\"']?[ \t]*:", text[:1_000_000]) is not None
 

@@ -168,6 +168,12 @@ def _processes(lay: GpuLayout, facts: Facts, plan: Plan, env: dict[str, str]) ->
         raw, where, flag = value(name, config)
         return _count(where, flag, raw, env, **kw)
 
+    def node_rank_of(name: str, config: bool = False) -> int:
+        try:
+            return count(name, config, default=0, minimum=0)
+        except _Unresolved:
+            return 0  # $SLURM_PROCID: differs per node; rank numbers only
+
     if lay.launcher == "accelerate" or lay.launcher.startswith("trl-"):
         gpu_ids = opts.get("gpu_ids", acc.get("gpu_ids"))
         if gpu_ids is not None and str(gpu_ids).strip().lower() != "all":
@@ -181,10 +187,7 @@ def _processes(lay: GpuLayout, facts: Facts, plan: Plan, env: dict[str, str]) ->
             if len(set(entries)) != len(entries):
                 lay.problems["gpu_ids"] = f"gpu_ids {ids} repeats a GPU"
         lay.num_machines = count("num_machines", True, default=1, unit="machine")
-        try:
-            node_rank = count("machine_rank", True, default=0, minimum=0)
-        except _Unresolved:
-            node_rank = 0  # $SLURM_PROCID: differs per node; rank numbers only
+        node_rank = node_rank_of("machine_rank", True)
         total = count("num_processes", True)
         if total is None:
             total = max(len(lay.visible), 1) if not acc else 1
@@ -205,10 +208,7 @@ def _processes(lay: GpuLayout, facts: Facts, plan: Plan, env: dict[str, str]) ->
                               f"{'CPU core' if nproc == 'cpu' else 'XPU'}, not per GPU")
         lay.num_processes = (len(lay.visible) or 1) if nproc in ("gpu", "auto") else nproc
         lay.num_machines = _nnodes(launch_where, opts.get("nnodes"), env)
-        try:
-            node_rank = count("node_rank", default=0, minimum=0)
-        except _Unresolved:
-            node_rank = 0
+        node_rank = node_rank_of("node_rank")
         lay.world_size = lay.num_processes * lay.num_machines
         return True, node_rank
     if lay.launcher == "deepspeed":

@@ -107,7 +107,7 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value) if isinstance(value, float) else value
+        return value
     if isinstance(value, str) and len(value) <= 40:
         try:
             return float(value)

@@ -50,6 +50,28 @@ def test_json_output_and_exit_0_when_it_fits(facts, model_dir):
     assert data["findings"] == []
 
 
+def test_a_mistyped_option_is_a_usage_error_not_part_of_the_launch(facts, model_dir):
+    out = _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "--gpu-memry", "80GiB",
+               "--", "torchrun", "--nproc_per_node", "2", "train.py")
+    assert out.returncode == 2 and "No such option '--gpu-memry'" in out.stderr
+    assert "internal error" not in out.stderr
+
+
+@pytest.mark.parametrize("launch", [["torchrun", "--nproc_per_node", "$N", "train.py"],
+                                    ["sudo", "python", "train.py"]])
+def test_an_unresolved_launch_is_an_input_error(facts, model_dir, launch):
+    out = _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "--", *launch)
+    assert out.returncode == 2 and "launch command: not resolved" in out.stderr
+    assert "internal error" not in out.stderr
+
+
+def test_launch_line_after_the_options_without_a_double_dash(facts, model_dir):
+    out = _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "--format", "json",
+               "torchrun", "--nproc_per_node", "2", "train.py")
+    assert out.returncode == 0, out.stderr
+    assert [row["gpu"] for row in json.loads(out.stdout)["gpus"]] == [0, 1]
+
+
 def test_model_params_without_a_config_and_no_gpu(tmp_path):
     out = _cli("--model-params", "7B", "--gpu-memory", "80GiB", "--facts",
                str(_no_gpu_facts(tmp_path)))
