@@ -76,9 +76,6 @@ class GpuPlan:
     def headroom(self) -> int | None:
         return None if self.capacity is None else self.capacity - self.total
 
-    def part(self, name: str) -> int:
-        return sum(p.bytes for p in self.parts if p.name == name and p.at_peak)
-
     def to_dict(self) -> dict[str, Any]:
         return {"gpu": self.gpu, "role": self.role, "parts": [p.to_dict() for p in self.parts],
                 "total_bytes": self.total, "capacity_bytes": self.capacity,

@@ -17,7 +17,6 @@ from envdoctor.plan.memory import (
     GiB,
     GpuPlan,
     Part,
-    allocated,
     asleep_parts,
     overhead_parts,
     trainer_parts,
@@ -30,6 +29,7 @@ from envdoctor.plan.values import as_bool
 
 MiB = 1024**2
 _CACHE = "_memory_plan"
+_MODEL = "_memory_model"
 
 
 @dataclass
@@ -104,11 +104,18 @@ def resolve_model(ctx: Any) -> tuple[ModelShape | None, str]:
 
 
 # ---- the plan ---------------------------------------------------------------------------------
+def _resolved(ctx: Any) -> tuple[ModelShape | None, str]:
+    """``resolve_model`` once per context (each memory rule asks; config.json is read once)."""
+    if _MODEL not in ctx.options:
+        ctx.options[_MODEL] = resolve_model(ctx)
+    return ctx.options[_MODEL]
+
+
 def for_context(ctx: Any) -> MemoryPlan | None:
     """The plan of ``ctx`` (cached on it), or None when the model cannot be resolved."""
     if _CACHE in ctx.options:
         return ctx.options[_CACHE]
-    shape, _ = resolve_model(ctx)
+    shape, _ = _resolved(ctx)
     plan = build(ctx, shape) if shape is not None else None
     ctx.options[_CACHE] = plan
     return plan
@@ -116,9 +123,7 @@ def for_context(ctx: Any) -> MemoryPlan | None:
 
 def model_problem(ctx: Any) -> str | None:
     """Why the memory rules cannot run (the engine's skip reason), or None."""
-    if _CACHE in ctx.options and ctx.options[_CACHE] is not None:
-        return None
-    shape, why = resolve_model(ctx)
+    shape, why = _resolved(ctx)
     return why if shape is None else None
 
 
@@ -249,10 +254,6 @@ def trainer_fixes(shape: ModelShape, k: Knobs, row: GpuPlan, limit: int = 4) -> 
         if saves > 64 * MiB:
             fixes.append(Fix(text, saves))
     return sorted(fixes, key=lambda f: -f.saves)[:limit]
-
-
-def trainer_allocated(row: GpuPlan) -> int:
-    return allocated(row.parts)
 
 
 def is_thin(row: GpuPlan) -> bool:

@@ -26,7 +26,6 @@ FAMILIES = {"llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "gem
 _QKV_BIAS = {"qwen2", "qwen2_moe"}  # modeling_qwen2.py: q/k/v Linear(bias=True), o without
 _QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}  # pre/post attention and feed-forward norms
-_DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 MAX_DIM = 10**8  # no real layer count, width or vocabulary comes near
 
@@ -115,9 +114,6 @@ class ModelShape:
     def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
         """K and V of one token over all layers: 2 × layers × kv_heads × head_dim × bytes."""
         return 2 * self.layers * self.kv_heads * self.head_dim * dtype_bytes
-
-    def dtype_bytes(self) -> int:
-        return _DTYPE_BYTES.get(str(self.dtype or "bfloat16").replace("torch.", ""), 2)
 
 
 def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelShape:

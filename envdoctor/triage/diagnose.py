@@ -22,10 +22,9 @@ from envdoctor.triage import classes, knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.draft import Draft, Log, finding, frames, reject, unknown_finding, where
 from envdoctor.triage.interface import Match
-from envdoctor.triage.oom import OomLog, classify, parse_oom, processes_now
+from envdoctor.triage.oom import Oom, OomLog, classify, parse_oom, processes_now
 
 _VLLM_PROC = re.compile(r"^\s*\((?:EngineCore|VllmWorker|Worker|RayWorker|LLMEngine)\w*[ )]")
-_FRAME = re.compile(r'File "([^"]+)", line \d+')
 _SECONDARY = ("ChildFailedError", "DistBackendError", "ProcessExitedException")
 
 
@@ -120,35 +119,33 @@ def _vllm_device(ms: list[Match], log: Log) -> list[Draft]:
 def _vllm_side(m: Match) -> bool:
     if _VLLM_PROC.match(m.text) or "KV cache" in m.text or "kv_cache" in m.text:
         return True
-    lines = list(m.context)
-    start = max((i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line),
-                default=-1)
-    frames = [f.group(1).replace("\\", "/") for line in lines[start + 1:]
-              if (f := _FRAME.search(line))]
-    return any("/vllm/" in f for f in frames)
+    return any("/vllm/" in f for f in frames(m))
 
 
 def _oom(ms: list[Match], log: Log) -> list[Draft]:
     hint = log.by_sig.get("vllm-device-shared-warning", [])
     shared_index = int(hint[0].groups["index"]) if hint else None
     groups: dict[tuple[int | None, bool], list[Match]] = {}
+    first_oom: dict[tuple[int | None, bool], Oom | None] = {}  # parsed once per group
     for m in ms:
         oom = parse_oom(m.text)
-        groups.setdefault((oom.gpu if oom else None, _vllm_side(m)), []).append(m)
+        key = (oom.gpu if oom else None, _vllm_side(m))
+        groups.setdefault(key, []).append(m)
+        first_oom.setdefault(key, oom)
+    world = max((m.rank for sm in log.by_sig.values() for m in sm if m.rank is not None),
+                default=-1) + 1
+    if log.ctx is not None and layout_given(log.ctx):
+        world = max(world, log.ctx.layout.world_size)
+    banner = log.hint("vllm-version")
+    colocated = bool(banner and "external_launcher" in banner.text) or (
+        log.ctx is not None and log.ctx.config.get("vllm_mode") == "colocate")
     drafts = []
-    for (_, vllm_side), gms in groups.items():
-        oom = parse_oom(gms[0].text)
+    for key, gms in groups.items():
+        oom, vllm_side = first_oom[key], key[1]
         if oom is None:
             continue
         dp = any("nn/parallel/data_parallel.py" in line for line in gms[0].context)
         ranks = sorted({m.rank for m in gms if m.rank is not None})
-        world = max((m.rank for sm in log.by_sig.values() for m in sm if m.rank is not None),
-                    default=-1) + 1
-        if log.ctx is not None and layout_given(log.ctx):
-            world = max(world, log.ctx.layout.world_size)
-        banner = log.hint("vllm-version")
-        colocated = bool(banner and "external_launcher" in banner.text) or (
-            log.ctx is not None and log.ctx.config.get("vllm_mode") == "colocate")
         cause = classify(oom, log.ctx, log=OomLog(
             vllm_side, shared_index, dp, colocated, classes.hami_cap(gms[0]),
             ranks if len(ranks) > 1 else [], world), context=list(gms[0].context))

@@ -58,23 +58,22 @@ def _range_chunks(fh: BinaryIO, start: int, end: int) -> Iterator[bytes]:
         yield block
 
 
-def _scan_range(path: str, start: int, end: int) -> tuple[ScanResult, int]:
-    """Scan ``[start, end)`` of ``path``; also return the newlines in it."""
+def _scan_range(path: str, start: int, end: int) -> ScanResult:
+    """Scan ``[start, end)`` of ``path`` (its ``newlines`` say how many lines it covers)."""
     with open(path, "rb") as fh:
         history_start = max(0, start - scanner.HISTORY)
         fh.seek(history_start)
         history = fh.read(start - history_start)
         history = history[history.find(b"\n") + 1:] if history_start else history
-        result = scanner.scan(_range_chunks(fh, start, end), history=history)
-    return result, result.newlines
+        return scanner.scan(_range_chunks(fh, start, end), history=history)
 
 
-def merge(parts: list[tuple[ScanResult, int]]) -> ScanResult:
-    """One result from the results of consecutive ranges (each with its newline count)."""
+def merge(parts: list[ScanResult]) -> ScanResult:
+    """One result from the results of consecutive ranges."""
     out = ScanResult()
     base = 0
     kept: dict[str, int] = {}
-    for i, (part, newlines) in enumerate(parts):
+    for i, part in enumerate(parts):
         for m in part.matches:
             m.line_no += base
             if kept.get(m.signature.id, 0) < scanner.KEEP_PER_SIGNATURE:
@@ -89,7 +88,7 @@ def merge(parts: list[tuple[ScanResult, int]]) -> ScanResult:
         out.bytes_read += part.bytes_read
         if i == len(parts) - 1:
             out.lines = base + part.lines
-        base += newlines
+        base += part.newlines
     return out
 
 

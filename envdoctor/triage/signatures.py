@@ -13,8 +13,6 @@ has an upper bound, and the bounds of nested quantifiers multiply to at most ``M
 from __future__ import annotations
 
 import re
-import re._constants as _c  # type: ignore[import-not-found]
-import re._parser as _p  # type: ignore[import-not-found]
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -24,6 +22,16 @@ import yaml
 from envdoctor.findings import Severity
 from envdoctor.resources import rules_dir
 from envdoctor.triage.interface import Signature
+
+try:  # the regex parser: re._parser from Python 3.11, sre_parse on 3.10 (requires-python)
+    import re._constants as _c  # type: ignore[import-not-found]
+    import re._parser as _p  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _c  # type: ignore[no-redef]
+    import sre_parse as _p  # type: ignore[no-redef]
+
+_REPEATS = tuple(getattr(_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+                 if hasattr(_c, n))  # possessive quantifiers: Python 3.11+
 
 SCHEMA = "envdoctor.signatures/1"
 REQUIRED = ("id", "rule", "summary", "keywords", "pattern", "references")
@@ -88,7 +96,7 @@ def _repeat_bound(items: Any, outer: int = 1) -> int:
     """The largest product of nested quantifier bounds (``MAXREPEAT`` when one is unbounded)."""
     worst = outer
     for op, av in items:
-        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
+        if op in _REPEATS:
             low, high, sub = av
             if high == _c.MAXREPEAT or high > MAX_REPEAT:
                 return _c.MAXREPEAT
