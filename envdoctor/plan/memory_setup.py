@@ -3,9 +3,10 @@ FSDP setup and the installed TRL's defaults (each default cited where it is appl
 
 TRL defaults, read in ``trl/trainer/grpo_config.py`` at the tags:
 - ``beta`` 0.04 up to v0.18.x, 0.0 from v0.19.0 (no reference model by default);
-- ``gradient_checkpointing`` and ``bf16`` default True from v1.0.0 (transformers' False before);
-- ``max_completion_length`` 256, 512 from v1.10.0; ``max_prompt_length`` 512 (gone in v1.x:
-  prompts are not truncated, 512 is then an assumption);
+- ``gradient_checkpointing`` True from v0.22.0, ``bf16`` = not ``fp16`` from v0.19.0
+  (transformers' False before);
+- ``max_completion_length`` 256, 512 from v1.10.0; ``max_prompt_length`` 512, None from v0.26.0
+  (prompts are not truncated: 512 is then an assumption);
 - ``num_generations`` 8; ``per_device_train_batch_size`` transformers' 8;
   ``steps_per_generation`` = ``gradient_accumulation_steps``;
 - ``vllm_gpu_memory_utilization`` 0.9 up to v0.17, 0.3 from v0.18.0; ``vllm_mode`` server from
@@ -114,7 +115,6 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     """Resolve the knobs of one run; ``assumed`` notes each TRL default taken."""
     c = config
     k = Knobs(trl=trl, world=max(world, 1), node_ranks=max(node_ranks, 1), vllm_mode=vllm_mode)
-    v1 = _at_least(trl, "1.0.0")
 
     def pick(key: str, default: Any, why: str) -> Any:
         if key in c and c[key] is not None:
@@ -126,13 +126,17 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     k.grad_accum = _int(c.get("gradient_accumulation_steps"), 1)
     k.steps_per_generation = _int(c.get("steps_per_generation"), k.grad_accum)
     k.num_generations = _int(c.get("num_generations"), 8)
-    k.prompt_len = _int(pick("max_prompt_length", 512, "TRL's default up to 0.29; prompts are "
-                             "not truncated in 1.x" if v1 else "TRL's default"), 512)
+    untruncated = _at_least(trl, "0.26.0")  # max_prompt_length defaults to None from 0.26.0
+    k.prompt_len = _int(pick("max_prompt_length", 512, "TRL's default before 0.26; from 0.26 "
+                             "prompts are not truncated" if untruncated else "TRL's default"), 512)
     mcl = 512 if _at_least(trl, "1.10.0") else 256
     k.completion_len = _int(pick("max_completion_length", mcl, f"TRL {trl or '?'} default"), mcl)
-    gc_default = bool(v1)
+    # GRPOConfig's own defaults (rules/knowledge/grpo_config_keys.yaml, read at the tags):
+    # gradient_checkpointing=True from TRL 0.22.0; bf16 = not fp16 from 0.19.0
+    gc_default = bool(_at_least(trl, "0.22.0"))
     k.gradient_checkpointing = bool(as_bool(c.get("gradient_checkpointing", gc_default)))
-    bf16 = as_bool(c.get("bf16", bool(v1))) or as_bool(c.get("fp16", False))
+    bf16_default = bool(_at_least(trl, "0.19.0")) and not as_bool(c.get("fp16", False))
+    bf16 = as_bool(c.get("bf16", bf16_default)) or as_bool(c.get("fp16", False))
     k.compute_bytes = 2 if bf16 else 4
     beta_default = 0.04 if _at_least(trl, "0.19.0") is False else 0.0
     k.beta = _float(c.get("beta", beta_default), beta_default)

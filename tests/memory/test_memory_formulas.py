@@ -108,11 +108,17 @@ def test_reference_model_follows_trl_beta_default():
     assert k_new.beta == 0.0 and "reference model" not in new
 
 
-def test_trl_1_defaults_turn_on_gradient_checkpointing_and_bf16():
+def test_trl_defaults_turn_on_gradient_checkpointing_and_bf16_by_release():
+    """GRPOConfig at the tags: gradient_checkpointing=True from v0.22.0 (grpo_config.py, later
+    base_config.py), bf16 = not fp16 from v0.19.0 (__post_init__)."""
     shape = from_config(QWEN25_05B)
     assert knobs({}, "1.0.0", shape.dtype).gradient_checkpointing is True
-    assert knobs({}, "0.29.0", shape.dtype).gradient_checkpointing is False
-    assert knobs({}, "0.29.0", shape.dtype).compute_bytes == 4
+    assert knobs({}, "0.29.0", shape.dtype).gradient_checkpointing is True
+    assert knobs({}, "0.22.0", shape.dtype).gradient_checkpointing is True
+    assert knobs({}, "0.21.0", shape.dtype).gradient_checkpointing is False
+    assert knobs({}, "0.29.0", shape.dtype).compute_bytes == 2
+    assert knobs({}, "0.18.0", shape.dtype).compute_bytes == 4
+    assert knobs({"fp16": True}, "0.29.0", shape.dtype).compute_bytes == 2
     assert knobs({}, "1.16.0", shape.dtype).completion_len == 512
     assert knobs({}, "1.9.0", shape.dtype).completion_len == 256
 
