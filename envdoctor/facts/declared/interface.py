@@ -8,11 +8,11 @@ is named in findings (relative to the repository). Readers never run the user's 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
-
+from envdoctor import versions
 from envdoctor.facts.interface import normalize_name
+from envdoctor.facts.packages import parse_requirement
 
 #: What the training machine is (markers are evaluated for it, not for the committing laptop).
 TARGET = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
@@ -35,7 +35,7 @@ class Declaration:
     @property
     def pinned(self) -> str | None:
         """The exact version, when the declaration allows only one."""
-        specs = list(SpecifierSet(self.specifier)) if self.specifier else []
+        specs = list(versions.spec(self.specifier) or ()) if self.specifier else []
         if len(specs) == 1 and specs[0].operator in ("==", "===") \
                 and not specs[0].version.endswith(".*"):
             return specs[0].version
@@ -73,23 +73,24 @@ class Found:
 def requirement(text: str, file: str, line: int, locked: bool = False) -> Declaration | None:
     """A PEP 508 requirement string as a ``Declaration``; None when it is not one (a URL, a
     local path, an option) or its marker excludes a Linux training machine."""
-    try:
-        req = Requirement(text.strip())
-    except InvalidRequirement:
-        return None
-    if req.url:
+    req = parse_requirement(text.strip())
+    if req is None or req.url:
         return None  # a direct reference (git, path): no version to judge
     if req.marker is not None:
-        from packaging.markers import default_environment
-
-        env = {**default_environment(), **TARGET, "extra": ""}
         try:
-            if not req.marker.evaluate(env):
+            if not req.marker.evaluate(_target_env()):
                 return None
         except Exception:
             pass  # an undecidable marker: keep the declaration
     return Declaration(name=normalize_name(req.name), specifier=str(req.specifier), file=file,
                        line=line, extras=tuple(sorted(req.extras)), locked=locked)
+
+
+@lru_cache(maxsize=1)
+def _target_env() -> dict[str, str]:
+    from packaging.markers import default_environment
+
+    return {**default_environment(), **TARGET, "extra": ""}
 
 
 def line_of(lines: list[str], needle: str, start: int = 0) -> int:
