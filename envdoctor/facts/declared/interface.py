@@ -110,22 +110,11 @@ def text_of(path, shown: str) -> str:
 
 
 def toml_of(path, shown: str) -> tuple[dict, list[str]]:
-    """A TOML file parsed with tomllib (tomli before 3.11), and its lines."""
-    import sys
+    """A TOML file parsed (``InputError`` naming ``shown`` when it is not TOML), and its lines."""
+    from envdoctor.settings import parse_toml
 
-    from envdoctor.errors import InputError
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     text = text_of(path, shown)
-    try:
-        return tomllib.loads(text), text.splitlines()
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(shown, f"invalid TOML: {exc}") from None
-    except RecursionError:
-        raise InputError(shown, "nested too deeply") from None
+    return parse_toml(text, shown), text.splitlines()
 
 
 def lock_entries(path, shown: str, table: str) -> Found:
