@@ -8,7 +8,6 @@ is named in findings (relative to the repository). Readers never run the user's 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from envdoctor import versions
 from envdoctor.facts.interface import normalize_name
@@ -78,19 +77,12 @@ def requirement(text: str, file: str, line: int, locked: bool = False) -> Declar
         return None  # a direct reference (git, path): no version to judge
     if req.marker is not None:
         try:
-            if not req.marker.evaluate(_target_env()):
+            if not req.marker.evaluate({**TARGET, "extra": ""}):  # over packaging's defaults
                 return None
         except Exception:
             pass  # an undecidable marker: keep the declaration
     return Declaration(name=normalize_name(req.name), specifier=str(req.specifier), file=file,
                        line=line, extras=tuple(sorted(req.extras)), locked=locked)
-
-
-@lru_cache(maxsize=1)
-def _target_env() -> dict[str, str]:
-    from packaging.markers import default_environment
-
-    return {**default_environment(), **TARGET, "extra": ""}
 
 
 def line_of(lines: list[str], needle: str, start: int = 0) -> int:
