@@ -39,21 +39,27 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     return None
 
 
-def load_settings(start: Path | None = None) -> dict[str, Any]:
-    path = find_pyproject(start)
-    if path is None:
-        return {}
+def parse_toml(text: str, source: str, problem: str = "invalid TOML") -> dict[str, Any]:
+    """``text`` parsed as TOML (tomllib, tomli before 3.11); a syntax error or a structure
+    nested too deeply is an ``InputError`` naming ``source``."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
-    text = read_input_text(path, str(path), MAX_BYTES, "; a pyproject.toml is a few KB")
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(str(path), f"cannot read [tool.envdoctor]: {exc}") from None
+        raise InputError(source, f"{problem}: {exc}") from None
     except RecursionError:
-        raise InputError(str(path), "cannot read [tool.envdoctor]: nested too deeply") from None
+        raise InputError(source, f"{problem}: nested too deeply") from None
+
+
+def load_settings(start: Path | None = None) -> dict[str, Any]:
+    path = find_pyproject(start)
+    if path is None:
+        return {}
+    text = read_input_text(path, str(path), MAX_BYTES, "; a pyproject.toml is a few KB")
+    data = parse_toml(text, str(path), "cannot read [tool.envdoctor]")
     tool = data.get("tool", {})
     table = tool.get("envdoctor", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):

@@ -239,9 +239,11 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
     if fmt == "junit":
         return merge_junit(named)
     if fmt == "sarif":
+        from envdoctor.redact import safe_report
         from envdoctor.report.sarif import render_many
 
-        return render_many([r for _, r in named], verbose=verbose)
+        # the same pass render() gives every other format: known secrets masked, values cut
+        return render_many([safe_report(r, escape=False) for _, r in named], verbose=verbose)
     if fmt == "json":
         files = [{"file": label, "report": json.loads(render(r, "json", verbose=verbose))}
                  for label, r in named]

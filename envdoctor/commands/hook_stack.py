@@ -124,17 +124,24 @@ def reword(report: Any) -> None:
             for f in area.findings]
 
 
-def key_line(path: str, key: str) -> int | None:
-    """The line of a top-level ``key:`` in a YAML/JSON config (None if not found)."""
+def key_line(lines: list[str], key: str) -> int | None:
+    """The line of a top-level ``key:`` among a YAML/JSON config's lines (None if not found)."""
+    pattern = re.compile(_KEY_LINE.format(key=re.escape(key)))
+    return next((i + 1 for i, line in enumerate(lines) if pattern.match(line)), None)
+
+
+def _config_lines(config_files: list[str]) -> dict[str, list[str]]:
+    """Each checked config file's lines, read once for every finding (unreadable: none)."""
     from envdoctor.errors import read_input_text
     from envdoctor.plan.config_files import MAX_BYTES
 
-    try:
-        lines = read_input_text(path, path, MAX_BYTES).splitlines()
-    except InputError:
-        return None
-    pattern = re.compile(_KEY_LINE.format(key=re.escape(key)))
-    return next((i + 1 for i, line in enumerate(lines) if pattern.match(line)), None)
+    out: dict[str, list[str]] = {}
+    for path in config_files:
+        try:
+            out[path] = read_input_text(path, path, MAX_BYTES).splitlines()
+        except InputError:
+            out[path] = []
+    return out
 
 
 def _declared_at(facts: Any, name: str | None) -> tuple[str, int] | None:
@@ -153,11 +160,12 @@ _SUBJECT = {"PKG001": "trl", "PKG002": "vllm", "PKG003": "vllm", "PKG006": "vllm
 def locate(report: Any, facts: Any, config_files: list[str]) -> None:
     """Add ``file`` and ``line`` to each finding's evidence: the config key it is about, the
     declaration it is about, else the checked config file itself (line 1)."""
+    lines = _config_lines(config_files)
     for area in report.areas:
         new = []
         for f in area.findings:
             ev = dict(f.evidence)
-            where = _where(f, ev, facts, config_files)
+            where = _where(f, ev, facts, lines)
             if where is not None:
                 ev.setdefault("file", where[0])
                 ev.setdefault("line", where[1])
@@ -165,20 +173,21 @@ def locate(report: Any, facts: Any, config_files: list[str]) -> None:
         area.findings = new
 
 
-def _config_key(ev: dict, config_files: list[str]) -> tuple[str, int] | None:
+def _config_key(ev: dict, config_files: dict[str, list[str]]) -> tuple[str, int] | None:
     """The config line of the key the finding names (``key``), else of an evidence name that
     is a key of the config (``num_generations``)."""
     names = [ev["key"]] if isinstance(ev.get("key"), str) else []
     names += [k for k in ev if k not in ("key", "file", "line") and re.fullmatch(r"\w+", k)]
     for name in names:
-        for path in config_files:
-            line = key_line(path, name)
+        for path, lines in config_files.items():
+            line = key_line(lines, name)
             if line is not None:
                 return path, line
     return None
 
 
-def _where(f: Any, ev: dict, facts: Any, config_files: list[str]) -> tuple[str, int] | None:
+def _where(f: Any, ev: dict, facts: Any,
+           config_files: dict[str, list[str]]) -> tuple[str, int] | None:
     from envdoctor.checks.docs import rule_docs
 
     doc = rule_docs().get(f.rule)
@@ -190,10 +199,11 @@ def _where(f: Any, ev: dict, facts: Any, config_files: list[str]) -> tuple[str, 
         return str(ev["declared_file"]), int(ev.get("declared_line") or 1)
     name = None
     if f.rule == "PKG004" and isinstance(ev.get("requirement"), str):
-        m = re.match(r"\s*([A-Za-z0-9._-]+)", ev["requirement"])
-        name = m.group(1).lower().replace("_", "-") if m else None
+        from envdoctor.facts.packages import requirement_name
+
+        name = requirement_name(ev["requirement"])
     name = name or ev.get("package") or _SUBJECT.get(f.rule)
     found = _declared_at(facts, name)
     if found is not None:
         return found
-    return (config_files[0], 1) if config_files else None
+    return (next(iter(config_files)), 1) if config_files else None

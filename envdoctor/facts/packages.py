@@ -48,7 +48,6 @@ def parse_requirement(line: str) -> Requirement | None:
 def requirement_problem(line: str) -> str | None:
     """Why a ``Requires-Dist`` line cannot be judged (not PEP 508, a marker that does not
     evaluate), or None: the rules only ever see lines that parse and evaluate."""
-    from packaging.markers import default_environment
     from packaging.requirements import InvalidRequirement, Requirement
 
     if len(line) > 1000:
@@ -58,7 +57,7 @@ def requirement_problem(line: str) -> str | None:
         if req is None:
             Requirement(line)  # raises, with packaging's own words
         elif req.marker is not None:
-            req.marker.evaluate({**default_environment(), "extra": ""})
+            req.marker.evaluate({"extra": ""})  # over packaging's own default environment
     except InvalidRequirement as exc:
         return f"not a PEP 508 requirement: {str(exc).splitlines()[0][:120]}"
     except Exception as exc:  # packaging raises several kinds on odd markers

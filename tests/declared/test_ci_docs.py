@@ -4,8 +4,6 @@ pre-commit (offline: a `language: system` hook) and the GitHub Actions SARIF job
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,7 +11,7 @@ import yaml
 
 from tests.declared.stack_repos import CONFIGS, OPEN_R1_PINS, committed_repo, requirements
 from tests.declared.test_sarif import assert_sarif
-from tests.integrations.helpers import git, pre_commit, snippet
+from tests.integrations.helpers import git, pre_commit, run_workflow_steps, snippet
 
 OLD_TORCH = requirements({**OPEN_R1_PINS, "torch": "2.5.1"})
 
@@ -39,16 +37,6 @@ def test_precommit_declared_snippet(tmp_path):
     assert readme.returncode == 0 and "no files to check" in readme.stdout.lower()
 
 
-def _run_steps(workflow: dict, cwd: Path) -> subprocess.CompletedProcess:
-    """The job's `run:` steps in bash, as the runner would (envdoctor already installed)."""
-    (job,) = workflow["jobs"].values()
-    lines = [s["run"] for s in job["steps"] if "run" in s and "pip install" not in s["run"]]
-    env = dict(os.environ, NO_COLOR="1",
-               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
-    return subprocess.run(["bash", "-eo", "pipefail", "-c", "\n".join(lines)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_github_actions_sarif_snippet(tmp_path):
     workflow = yaml.safe_load(snippet("ci.md", "github-actions-sarif"))
     assert workflow["permissions"]["security-events"] == "write"
@@ -59,7 +47,7 @@ def test_github_actions_sarif_snippet(tmp_path):
     assert upload["if"] == "always()" and upload["with"]["sarif_file"] == "envdoctor.sarif"
 
     bad = committed_repo(tmp_path / "bad", {"requirements.txt": OLD_TORCH})
-    failed = _run_steps(workflow, bad)
+    failed = run_workflow_steps(workflow, bad)
     assert failed.returncode == 1, failed.stdout + failed.stderr
     log = json.loads((bad / "envdoctor.sarif").read_text())
     assert_sarif(log)
@@ -69,6 +57,6 @@ def test_github_actions_sarif_snippet(tmp_path):
         ("PKG004", "requirements.txt", 3)
 
     good = committed_repo(tmp_path / "good", {"requirements.txt": requirements(OPEN_R1_PINS)})
-    passed = _run_steps(workflow, good)
+    passed = run_workflow_steps(workflow, good)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert json.loads((good / "envdoctor.sarif").read_text())["runs"][0]["results"] == []

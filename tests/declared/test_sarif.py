@@ -99,3 +99,19 @@ def test_infos_are_listed_only_with_verbose():
     assert [r["ruleId"] for r in quiet] == ["PKG004"]
     loud = json.loads(render_many([report], verbose=True))["runs"][0]["results"]
     assert sorted(r["level"] for r in loud) == ["error", "note"]
+
+
+def test_hook_sarif_masks_the_reports_known_secrets():
+    """Several reports in one SARIF log get the redaction pass of every other format."""
+    from envdoctor.commands.hook import _render_all
+    from envdoctor.findings import Finding, Severity
+    from envdoctor.report.interface import Area, Report
+
+    secret = "s3cr3t-value-of-hub-token"
+    error = Finding(rule="CFG003", severity=Severity.ERROR, message=f"key set to {secret}",
+                    fix=f"remove {secret}")
+    report = Report(areas=[Area(key="config", title="Config", findings=[error])],
+                    secrets={secret})
+    for fmt in ("sarif", "json", "junit"):
+        out = _render_all([("grpo.yaml", report)], fmt, verbose=True, color=False)
+        assert secret not in out and "key set to ****" in out, fmt

@@ -156,6 +156,20 @@ def pre_commit(*args: str, cwd: Path, home: Path | None = None,
                           capture_output=True, text=True, timeout=900)
 
 
+def run_workflow_steps(workflow: dict, cwd: Path) -> subprocess.CompletedProcess:
+    """A GitHub Actions job's `run:` steps in bash, as the runner would (envdoctor already
+    installed: `pip install` steps are left out)."""
+    import os
+    import sys
+
+    (job,) = workflow["jobs"].values()
+    lines = [s["run"] for s in job["steps"] if "run" in s and "pip install" not in s["run"]]
+    env = dict(os.environ, NO_COLOR="1",
+               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
+    return subprocess.run(["bash", "-eo", "pipefail", "-c", "\n".join(lines)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
 PROMPTS = ["a b c", "b c d", "c d e", "d e f"]
 
 

@@ -6,7 +6,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -16,6 +15,7 @@ from tests.integrations.helpers import (
     GOOD_GRPO,
     ROOT,
     pre_commit,
+    run_workflow_steps,
     snippet,
     tiny_grpo,
     user_repo,
@@ -66,16 +66,6 @@ def test_precommit_config_snippet(tmp_path, repo_snapshot):
     assert made.returncode == 0, made.stdout + made.stderr
 
 
-def _run_steps(workflow: dict, cwd: Path) -> subprocess.CompletedProcess:
-    """The workflow's `run:` steps in bash, as the runner would (envdoctor already installed)."""
-    (job,) = workflow["jobs"].values()
-    lines = [s["run"] for s in job["steps"] if "run" in s and "pip install" not in s["run"]]
-    env = dict(os.environ, NO_COLOR="1",
-               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
-    return subprocess.run(["bash", "-eo", "pipefail", "-c", "\n".join(lines)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_github_actions_snippet(tmp_path):
     workflow = yaml.safe_load(snippet("integrations.md", "github-actions"))
     (job,) = workflow["jobs"].values()
@@ -88,13 +78,13 @@ def test_github_actions_snippet(tmp_path):
 
     bad = user_repo(tmp_path / "bad", {"configs/grpo.yaml": GOOD_HERE, "configs/old.yaml": BAD_GRPO,
                                        "ci.yml": "on: push\n"})
-    failed = _run_steps(workflow, bad)
+    failed = run_workflow_steps(workflow, bad)
     assert failed.returncode == 1 and "CFG003" in failed.stdout, failed.stdout + failed.stderr
     junit = (bad / "envdoctor-junit.xml").read_text()
     assert 'name="envdoctor: configs/old.yaml"' in junit and "<failure" in junit
 
     good = user_repo(tmp_path / "good", {"configs/grpo.yaml": GOOD_HERE})
-    passed = _run_steps(workflow, good)
+    passed = run_workflow_steps(workflow, good)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "<failure" not in (good / "envdoctor-junit.xml").read_text()
 

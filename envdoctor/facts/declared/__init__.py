@@ -7,35 +7,33 @@ wiring. ``discover`` finds the files at a repository's root, ``read_stack`` read
 from __future__ import annotations
 
 import fnmatch
-import re
+import importlib
+from functools import lru_cache
 from pathlib import Path
 
-from envdoctor.facts.declared import (
-    conda,
-    dockerfile,
-    poetrylock,
-    pylock,
-    pyproject,
-    requirements,
-    uvlock,
-)
 from envdoctor.facts.declared.interface import Declaration, Found
 
-#: format → reader module (each has PATTERNS and read(path, shown))
+#: format → reader module (each has PATTERNS and read(path, shown)); imported on first use, so
+#: the rules (checks/declared.py imports ``ranges`` and ``resolve``) do not load the readers
 READERS = {
-    "uv.lock": uvlock, "pylock.toml": pylock, "poetry.lock": poetrylock,
-    "pyproject.toml": pyproject, "requirements": requirements, "conda": conda,
-    "dockerfile": dockerfile,
+    "uv.lock": "uvlock", "pylock.toml": "pylock", "poetry.lock": "poetrylock",
+    "pyproject.toml": "pyproject", "requirements": "requirements", "conda": "conda",
+    "dockerfile": "dockerfile",
 }
 SEEN_NOT_READ = ("setup.py",)
 
 __all__ = ["READERS", "Declaration", "Found", "discover", "is_declaration", "read_stack", "reader_for"]
 
 
+@lru_cache(maxsize=1)
+def _modules() -> tuple:
+    return tuple(importlib.import_module(f"{__name__}.{m}") for m in READERS.values())
+
+
 def _reader(path: str):
     p = Path(path)
     tail = f"{p.parent.name}/{p.name}"
-    for reader in READERS.values():
+    for reader in _modules():
         if any(fnmatch.fnmatch(tail if "/" in pat else p.name, pat) for pat in reader.PATTERNS):
             return reader
     return None
@@ -43,7 +41,7 @@ def _reader(path: str):
 
 def reader_for(path: str):
     """The reader of a file (``requirements`` for anything unrecognised: ``-r`` style)."""
-    return _reader(path) or requirements
+    return _reader(path) or importlib.import_module(f"{__name__}.requirements")
 
 
 def is_declaration(path: str) -> bool:
@@ -54,7 +52,7 @@ def is_declaration(path: str) -> bool:
 def discover(root: Path) -> list[Path]:
     """The declaration files at ``root`` (and ``requirements/``), in a stable order."""
     found: list[Path] = []
-    for reader in READERS.values():
+    for reader in _modules():
         for pattern in reader.PATTERNS:
             for path in sorted(root.glob(pattern)):
                 if path.is_file() and path not in found:
@@ -65,25 +63,21 @@ def discover(root: Path) -> list[Path]:
 def read_stack(paths: list[Path], root: Path) -> Found:
     """Every declaration of these files; includes reached from one file are not read again as
     files of their own. ``setup.py`` at the root is seen and said so, never run."""
+    from envdoctor.redact import clean  # notes show file text: secrets masked, controls escaped
+
     stack = Found()
     for path in paths:
         shown = _shown(path, root)
         if shown in stack.files:
             continue  # already read as an include
         stack.add(reader_for(str(path)).read(path, shown))
-    stack.notes = [_clean(n) for n in stack.notes]
+    stack.notes = [clean(n, limit=300) for n in stack.notes]
     for name in SEEN_NOT_READ:
         if (root / name).is_file():
             stack.notes.append(f"{name}: seen, not read (it is code; envdoctor never runs it — "
                                "declare the pins in pyproject.toml or a requirements file, or "
                                "pass --requirements / --assume)")
     return stack
-
-
-def _clean(note: str) -> str:
-    """A note fit for a report: credentials in URLs masked, control characters escaped."""
-    note = re.sub(r"://[^/@\s]+@", "://****@", note)
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in note)[:300]
 
 
 def _shown(path: Path, root: Path) -> str:

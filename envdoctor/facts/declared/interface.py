@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
-
+from envdoctor import versions
 from envdoctor.facts.interface import normalize_name
+from envdoctor.facts.packages import parse_requirement
 
 #: What the training machine is (markers are evaluated for it, not for the committing laptop).
 TARGET = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
@@ -35,7 +34,7 @@ class Declaration:
     @property
     def pinned(self) -> str | None:
         """The exact version, when the declaration allows only one."""
-        specs = list(SpecifierSet(self.specifier)) if self.specifier else []
+        specs = list(versions.spec(self.specifier) or ()) if self.specifier else []
         if len(specs) == 1 and specs[0].operator in ("==", "===") \
                 and not specs[0].version.endswith(".*"):
             return specs[0].version
@@ -73,18 +72,12 @@ class Found:
 def requirement(text: str, file: str, line: int, locked: bool = False) -> Declaration | None:
     """A PEP 508 requirement string as a ``Declaration``; None when it is not one (a URL, a
     local path, an option) or its marker excludes a Linux training machine."""
-    try:
-        req = Requirement(text.strip())
-    except InvalidRequirement:
-        return None
-    if req.url:
+    req = parse_requirement(text.strip())
+    if req is None or req.url:
         return None  # a direct reference (git, path): no version to judge
     if req.marker is not None:
-        from packaging.markers import default_environment
-
-        env = {**default_environment(), **TARGET, "extra": ""}
         try:
-            if not req.marker.evaluate(env):
+            if not req.marker.evaluate({**TARGET, "extra": ""}):  # over packaging's defaults
                 return None
         except Exception:
             pass  # an undecidable marker: keep the declaration
@@ -109,22 +102,11 @@ def text_of(path, shown: str) -> str:
 
 
 def toml_of(path, shown: str) -> tuple[dict, list[str]]:
-    """A TOML file parsed with tomllib (tomli before 3.11), and its lines."""
-    import sys
+    """A TOML file parsed (``InputError`` naming ``shown`` when it is not TOML), and its lines."""
+    from envdoctor.settings import parse_toml
 
-    from envdoctor.errors import InputError
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     text = text_of(path, shown)
-    try:
-        return tomllib.loads(text), text.splitlines()
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(shown, f"invalid TOML: {exc}") from None
-    except RecursionError:
-        raise InputError(shown, "nested too deeply") from None
+    return parse_toml(text, shown), text.splitlines()
 
 
 def lock_entries(path, shown: str, table: str) -> Found:

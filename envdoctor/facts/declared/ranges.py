@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-
-def _set(spec: str) -> SpecifierSet | None:
-    try:
-        return SpecifierSet(spec)
-    except InvalidSpecifier:
-        return None
+from envdoctor.versions import spec as _set  # parsed once per text (cached)
 
 
 def _candidates(*specs: SpecifierSet) -> list[Version]:

@@ -16,6 +16,7 @@ from envdoctor import versions
 from envdoctor.facts.declared.interface import Declaration, Found
 from envdoctor.facts.declared.ranges import known_in, meet
 from envdoctor.facts.interface import Facts, Package
+from envdoctor.facts.packages import requirement_name
 
 
 @dataclass
@@ -146,7 +147,7 @@ def stack_facts(found: Found, assume: dict[str, str], kb: Any, source: str) -> F
     for name, version in exact.items():
         reqs = requires(name, version, kb)
         if reqs is not None:  # only what can be judged: requirements on exactly known packages
-            reqs = [r for r in reqs if re.split(r"[<>=!~; \[]", r, maxsplit=1)[0] in exact]
+            reqs = [r for r in reqs if requirement_name(r) in exact]
         packages[name] = Package(version=version, requires=reqs)
     facts = Facts(packages=packages, source=source,
                   nvml_error="not collected: the hook checks config files")
