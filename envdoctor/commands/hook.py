@@ -63,11 +63,14 @@ def declares(paths: list[str]) -> bool:
 def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """``({path: kind}, {path: why skipped})`` for the files pre-commit passed."""
     from envdoctor.errors import InputError, UnreadableInput
+    from envdoctor.facts.declared import is_declaration
     from envdoctor.plan.config_files import kind_of, read_mapping
 
     kinds: dict[str, str] = {}
     skipped: dict[str, str] = {}
     for path in paths:
+        if is_declaration(path):
+            continue  # a stack declaration (requirements, lock, Dockerfile…): the readers judge it
         try:
             kind = kind_of(read_mapping(path, "file"))
         except UnreadableInput:
