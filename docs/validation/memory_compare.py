@@ -31,6 +31,8 @@ def predict(row: dict, trl: str) -> tuple[int, int]:
               "gradient_checkpointing": row["gradient_checkpointing"], "bf16": True,
               "num_generations": 4, "model_init_kwargs": {"dtype": row["dtype"]},
               "optim": row.get("optimizer", "adamw_torch_fused")}
+    if row.get("lora"):
+        config.update(use_peft=True, lora_r=row["lora"][0], lora_target_modules=row["lora"][1])
     parts = trainer_parts(shape, knobs(config, trl, "bfloat16"))
     alloc = allocated(parts)
     return alloc, alloc + sum(p.bytes for p in overhead_parts(parts))
@@ -56,7 +58,8 @@ def main() -> None:
         status = r["status"]
         if status == "oom" or (cap and proc > cap):
             status += f" (predicted {'OOM' if cap and proc > cap else 'fits'})"
-        print(f"| {r['shape']} | {r['model']} | {r['batch']} × ({r.get('prompt_tokens')} + "
+        model = r["model"] + (f" + LoRA r={r['lora'][0]} {'+'.join(r['lora'][1])}" if r.get("lora") else "")
+        print(f"| {r['shape']} | {model} | {r['batch']} × ({r.get('prompt_tokens')} + "
               f"{r['completion_len']}) | {'on' if r['gradient_checkpointing'] else 'off'} | "
               f"{r['dtype']} | {alloc / GiB:.2f} GiB | "
               f"{meas / GiB if meas else 0:.2f} GiB | {err} | {proc / GiB:.2f} GiB | "

@@ -38,6 +38,11 @@ SHAPES = {
     "s7": ("qwen2.5-1.5b", 16, 128, 512, False, "bfloat16"),
     "s8": ("qwen2.5-1.5b", 32, 256, 1024, False, "float32"),
     "s9": ("qwen2.5-1.5b", 16, 128, 768, False, "float32"),
+    "s10": ("qwen2.5-1.5b", 16, 128, 1024, False, "float32"),  # alloc fits, process does not
+    "s11": ("qwen2.5-1.5b", 24, 128, 768, False, "float32"),
+    # LoRA (peft): the 7th field is the adapter (r, target modules)
+    "l1": ("qwen2.5-1.5b", 16, 128, 512, False, "bfloat16", (16, ("all-linear",))),
+    "l2": ("qwen2.5-1.5b", 8, 128, 256, True, "float32", (64, ("q_proj", "v_proj"))),
 }
 WORDS = [f"w{i}" for i in range(200)]
 DRY = os.environ.get("MEMORY_GPU_DRY") == "1"
@@ -112,9 +117,11 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     from transformers import AutoConfig, AutoModelForCausalLM
     from trl import GRPOConfig, GRPOTrainer
 
-    model_name, batch, prompt_len, comp, gc_on, dtype = SHAPES[name]
+    model_name, batch, prompt_len, comp, gc_on, dtype, *adapter = SHAPES[name]
+    lora = adapter[0] if adapter else None
     result = {"shape": name, "model": model_name, "batch": batch, "prompt_len": prompt_len,
-              "completion_len": comp, "gradient_checkpointing": gc_on, "dtype": dtype}
+              "completion_len": comp, "gradient_checkpointing": gc_on, "dtype": dtype,
+              "lora": list(lora) if lora else None}
     cfg = dict(MODELS[model_name])
     if DRY:  # a CPU rehearsal of the script: same code path, a tiny model
         cfg.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -144,9 +151,16 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
             gradient_checkpointing=gc_on, bf16=not DRY, use_cpu=DRY, logging_steps=1, save_strategy="no",
             report_to="none", disable_tqdm=True, seed=0, use_vllm=False,
             dataloader_num_workers=0, temperature=1.0)
+        peft_config = None
+        if lora:
+            from peft import LoraConfig
+
+            targets = lora[1][0] if lora[1] == ("all-linear",) else list(lora[1])
+            peft_config = LoraConfig(r=lora[0], lora_alpha=2 * lora[0], target_modules=targets,
+                                     task_type="CAUSAL_LM")
         trainer = GRPOTrainer(model=model, reward_funcs=lambda completions, **kw:
                               [float(len(c)) for c in completions], args=args,
-                              train_dataset=data, processing_class=tok)
+                              train_dataset=data, processing_class=tok, peft_config=peft_config)
         result["optimizer"] = args.optim
         trainer.train()
         result["status"] = "ok"

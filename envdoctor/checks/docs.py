@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import yaml
-
 from envdoctor.findings import Severity
+from envdoctor.knowledge import read_yaml
 from envdoctor.resources import rules_dir
 
 AREAS = {
@@ -22,12 +21,6 @@ AREAS = {
     "cluster": "Cluster",
 }
 REQUIRED = ("id", "name", "severity", "title", "why", "fix", "references")
-
-try:
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
-
 
 @dataclass(frozen=True)
 class RuleDoc:
@@ -82,7 +75,7 @@ def rule_docs() -> dict[str, RuleDoc]:
     """All rule docs by id, from every ``rules/*.yaml``."""
     docs: dict[str, RuleDoc] = {}
     for path in sorted(rules_dir().glob("*.yaml")):
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
+        data = read_yaml(path)
         for doc in parse_area_file(data, path.name):
             if doc.id in docs:
                 raise RuleDataError(f"{path.name}: rule {doc.id} documented twice")

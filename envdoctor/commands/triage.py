@@ -24,11 +24,14 @@ def _open(logfile: str) -> BinaryIO:
 
 
 def _scan(logfile: str, stream: BinaryIO, scan: Any, chunks: Any) -> Any:
-    """A big plain-text file in parallel (one range of lines per CPU), anything else streamed."""
+    """A big plain-text file prefiltered by GNU grep or in parallel (one range of lines per CPU),
+    anything else streamed."""
     from envdoctor.triage.decode import SNIFF, is_plain
     from envdoctor.triage.parallel import PARALLEL_MIN, scan_file
+    from envdoctor.triage.prefilter import PREFILTER_MIN
 
-    if stream is not sys.stdin.buffer and os.path.getsize(logfile) >= PARALLEL_MIN:
+    big = min(PARALLEL_MIN, PREFILTER_MIN)
+    if stream is not sys.stdin.buffer and os.path.getsize(logfile) >= big:
         head = stream.read(SNIFF)
         stream.seek(0)
         if is_plain(head):

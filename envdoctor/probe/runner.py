@@ -44,7 +44,18 @@ GRACE_S = 5.0
 #: Variables that keep the probe offline and its caches inside the temp dir.
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false", "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1",
-           "TRL_EXPERIMENTAL_SILENCE": "1"}
+           "TRL_EXPERIMENTAL_SILENCE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+
+
+def private_dirs(tmp: Path) -> dict[str, str]:
+    """Where the probe's processes keep caches and state: its own temp dir, so that nothing is
+    written to the user's home (vLLM's compile cache and usage file, flashinfer's and CUDA's JIT
+    caches, Triton's and Inductor's kernels, the Hugging Face cache) and all of it goes with it."""
+    return {"HF_HOME": str(tmp / "hf"), "TMPDIR": str(tmp), "TRITON_CACHE_DIR": str(tmp / "triton"),
+            "TORCHINDUCTOR_CACHE_DIR": str(tmp / "inductor"), "XDG_CACHE_HOME": str(tmp / "cache"),
+            "XDG_CONFIG_HOME": str(tmp / "config"), "VLLM_CACHE_ROOT": str(tmp / "cache" / "vllm"),
+            "VLLM_CONFIG_ROOT": str(tmp / "config" / "vllm"), "FLASHINFER_WORKSPACE_BASE": str(tmp),
+            "CUDA_CACHE_PATH": str(tmp / "nv")}
 
 
 @dataclass
@@ -302,11 +313,9 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
                 "expected_device": {str(r): "cpu" for r, g in spec.rank_gpus.items() if g is None},
                 "fault": spec.fault, "fault_at": spec.fault_at}
             (tmp / "spec.json").write_text(json.dumps(worker_spec))
-            env = {**os.environ, **spec.env, **OFFLINE, "HF_HOME": str(tmp / "hf"),
-                   "TRITON_CACHE_DIR": str(tmp / "triton"), "TMPDIR": str(tmp)}
+            env = {**os.environ, **spec.env, **OFFLINE, **private_dirs(tmp)}
             if server_line is not None:  # first: its start overlaps the trainer's imports
-                server_line.env.update({**OFFLINE, "HF_HOME": str(tmp / "hf"),
-                                        "TMPDIR": str(tmp)})
+                server_line.env.update({**OFFLINE, **private_dirs(tmp)})
                 for e in (env, server_line.env):  # NCCL names a refused group only so
                     e.setdefault("NCCL_DEBUG", "WARN")
                 mark("server_start")

@@ -14,7 +14,7 @@ a ring buffer from which the lines before a match are taken as its context. Line
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import BinaryIO
 
@@ -102,8 +102,7 @@ class _Scanner:
             end = min(len(buf), cut + len(kw) - 1)
             i = buf.find(kw, lo, end)
             while i >= 0:
-                nl = buf.rfind(b"\n", 0, i) + 1
-                s = max(nl, buf.rfind(b"\r", nl, i) + 1)
+                s = segment_start(buf, i)
                 if i < starts.get(s, i + 1):
                     starts[s] = i
                 stop = buf.find(b"\n", i, end)
@@ -125,11 +124,14 @@ class _Scanner:
         self.line_base += newlines + buf.count(b"\n", max(pos, lo), cut)
 
     def _segment(self, buf: bytes, s: int, hit: int, line_no: int) -> bool:
-        nl = buf.find(b"\n", hit)
-        limit = nl if nl >= 0 else len(buf)
-        cr = buf.find(b"\r", hit, limit)
-        e = cr if cr >= 0 else limit
+        e = segment_end(buf, hit)
         raw = buf[max(s, hit - WINDOW):min(e, hit + WINDOW)]
+        return self.match(raw, line_no, lambda: buf[max(0, s - HISTORY):s], s - HISTORY > 0)
+
+    def match(self, raw: bytes, line_no: int, before: Callable[[], bytes], cut: bool) -> bool:
+        """Match the piece ``raw`` of line ``line_no`` (at most ``2 * WINDOW`` bytes around its
+        anchor); ``before()``: the bytes before its segment (at most ``HISTORY``), ``cut`` when
+        their first line is incomplete."""
         if raw in self.unmatched:
             return False  # the same text matched nothing before
         candidates = self.seen.get(raw)
@@ -168,7 +170,7 @@ class _Scanner:
             if rank is not None:
                 res.ranks.setdefault(sig.id, set()).add(rank)
             if m is not None:
-                context = self._context(buf, s, rank) if n < CONTEXT_PER_SIGNATURE else ()
+                context = _context(before(), cut, rank) if n < CONTEXT_PER_SIGNATURE else ()
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 res.matches.append(Match(sig, line_no, text, groups, rank, context))
         if not found:
@@ -177,22 +179,36 @@ class _Scanner:
             self.unmatched.add(raw)
         return found
 
-    @staticmethod
-    def _context(buf: bytes, s: int, rank: int | None) -> tuple[str, ...]:
-        """Up to ``CONTEXT_LINES`` lines before the match, from its rank or from no rank."""
-        before = buf[max(0, s - HISTORY):s]
-        before = before[:before.rfind(b"\n") + 1]  # drop redraws on the match's own line
-        if s - HISTORY > 0:
-            before = before[before.find(b"\n") + 1:]  # and the first, cut line
-        lines: list[str] = []
-        for piece in _visible(before):
-            text = clean(piece)
-            if not text:
-                continue
-            other = split_prefix(text)[1]
-            if rank is None or other is None or other == rank:
-                lines.append(text[:1000])
-        return tuple(lines[-CONTEXT_LINES:])
+
+def segment_end(buf: bytes, hit: int) -> int:
+    """Where the segment holding ``buf[hit]`` ends: its line's end or the next carriage return."""
+    nl = buf.find(b"\n", hit)
+    limit = nl if nl >= 0 else len(buf)
+    cr = buf.find(b"\r", hit, limit)
+    return cr if cr >= 0 else limit
+
+
+def segment_start(buf: bytes, hit: int) -> int:
+    """Where the segment holding ``buf[hit]`` starts: after the last newline or carriage return."""
+    nl = buf.rfind(b"\n", 0, hit) + 1
+    return max(nl, buf.rfind(b"\r", nl, hit) + 1)
+
+
+def _context(before: bytes, cut: bool, rank: int | None) -> tuple[str, ...]:
+    """Up to ``CONTEXT_LINES`` lines of ``before`` (the bytes before a match's segment), from its
+    rank or from no rank; ``cut``: the first line of ``before`` is incomplete."""
+    before = before[:before.rfind(b"\n") + 1]  # drop redraws on the match's own line
+    if cut:
+        before = before[before.find(b"\n") + 1:]  # and the first, cut line
+    lines: list[str] = []
+    for piece in _visible(before):
+        text = clean(piece)
+        if not text:
+            continue
+        other = split_prefix(text)[1]
+        if rank is None or other is None or other == rank:
+            lines.append(text[:1000])
+    return tuple(lines[-CONTEXT_LINES:])
 
 
 def _chunks(stream: BinaryIO | Iterable[bytes]) -> Iterable[bytes]:

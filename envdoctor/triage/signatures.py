@@ -17,8 +17,6 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-import yaml
-
 from envdoctor.findings import Severity
 from envdoctor.resources import rules_dir
 from envdoctor.triage.interface import Signature
@@ -198,8 +196,9 @@ def parse_anchors(data: Any, source: str = "signatures.yaml") -> tuple[bytes, ..
 
 @lru_cache(maxsize=1)
 def _data() -> Any:
-    path = rules_dir() / "triage" / "signatures.yaml"
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    from envdoctor.knowledge import read_yaml
+
+    return read_yaml(rules_dir() / "triage" / "signatures.yaml")
 
 
 @lru_cache(maxsize=1)

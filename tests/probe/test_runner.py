@@ -325,3 +325,27 @@ def test_a_rank_ended_by_the_launcher_after_another_failed_is_not_a_second_error
     assert errors == [("CFG002", "error")]
     ended = next(f for f in r.findings if f.rule == "PRB001")
     assert ended.severity.value == "info" and "ended by the launcher after rank 0" in ended.message
+
+
+def test_the_probe_writes_nothing_to_the_users_home(tmp_path, monkeypatch):
+    """Caches of the libraries it runs (vLLM, flashinfer, Triton, Inductor, CUDA, HF) go to the
+    probe's temp dir and away with it; the user's home is as it was."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "HF_HOME", "TRITON_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    r = run_probe(ProbeSpec(launcher=[sys.executable], rank_gpus={0: None}))
+    assert r.status == "pass", (r.findings, r.log_tail)
+    assert list(home.rglob("*")) == [] and r.temp_dir_removed
+
+
+def test_every_cache_location_points_into_the_temp_dir(tmp_path):
+    from envdoctor.probe.runner import OFFLINE, private_dirs
+
+    env = private_dirs(tmp_path)
+    for var in ("HF_HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME",
+                "XDG_CONFIG_HOME", "VLLM_CACHE_ROOT", "VLLM_CONFIG_ROOT",
+                "FLASHINFER_WORKSPACE_BASE", "CUDA_CACHE_PATH"):
+        assert Path(env[var]).is_relative_to(tmp_path), var
+    assert OFFLINE["VLLM_NO_USAGE_STATS"] == "1" and OFFLINE["HF_HUB_OFFLINE"] == "1"

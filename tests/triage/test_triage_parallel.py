@@ -24,7 +24,7 @@ def test_parallel_ranges_merge_into_the_single_pass_result(tmp_path, monkeypatch
     with open(path, "rb") as fh:
         single = scanner.scan(fh)
     monkeypatch.setattr(parallel, "PARALLEL_MIN", 1)
-    merged = parallel.scan_file(str(path), workers)
+    merged = parallel.scan_file(str(path), workers, grep=False)
     assert _key(merged)[1:] == _key(single)[1:]
     assert [k[:4] for k in _key(merged)[0]] == [k[:4] for k in _key(single)[0]]
     assert len(merged.matches) == len(single.matches)

@@ -1,0 +1,46 @@
+"""A real GRPO run on one GPU, logged as a user's run is: the log behind triage's benchmark.
+
+TRL's GRPOTrainer with vLLM colocate (0.3 of the GPU), the probe's tiny model (written to a temp
+dir: random weights, byte-level tokenizer, no download), 8 per device × 4 generations,
+``max_steps`` steps with tqdm and a metrics line per step. Everything it prints (TRL, vLLM's
+engine, transformers, warnings) goes to stdout/stderr as in a user's terminal; the shell script
+keeps it.
+
+    python3 docs/validation/grpo_log_gpu.py [STEPS]
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+
+from envdoctor.probe.tinymodel import write_tiny_model
+
+PROMPTS = ["Write a haiku about GPUs.", "What is 12 + 30?", "Name three prime numbers.",
+           "Explain GRPO in one line.", "Say hello in French.", "Count to five."]
+
+
+def reward_len(completions, **kwargs):
+    return [-abs(20 - len(c)) / 20 for c in completions]
+
+
+def main() -> None:
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    with tempfile.TemporaryDirectory() as tmp:
+        model = write_tiny_model(f"{tmp}/model")
+        data = Dataset.from_dict({"prompt": PROMPTS * 64})
+        args = GRPOConfig(
+            output_dir=f"{tmp}/out", max_steps=steps, per_device_train_batch_size=8,
+            num_generations=4, max_completion_length=64, learning_rate=1e-5, logging_steps=1,
+            save_strategy="no", report_to="none", bf16=True, use_vllm=True,
+            vllm_mode="colocate", vllm_gpu_memory_utilization=0.3, seed=0)
+        trainer = GRPOTrainer(model=str(model), reward_funcs=reward_len, args=args,
+                              train_dataset=data)
+        trainer.train()
+
+
+if __name__ == "__main__":
+    main()
