@@ -28,5 +28,15 @@ log)
   echo "[exit $?]"
   echo "files written under \$HOME during the probe:"; find ~ -newer /tmp/probe-start 2>/dev/null | grep -v "^$HOME$" | head -20
   echo "(end of list)" ;;
+log2)
+  echo "\$ python3 docs/validation/grpo_log_gpu.py 40 4 > \$OUT/grpo-colocate-b4-h100.log 2>&1"
+  timeout 200 python3 docs/validation/grpo_log_gpu.py 40 4 > "$OUT/grpo-colocate-b4-h100.log" 2>&1
+  echo "[exit $?]"; tail -3 "$OUT/grpo-colocate-b4-h100.log"
+  rm -rf ~/.humming; touch /tmp/probe-start
+  echo "\$ python3 docs/validation/probe_vllm_gpu.py colocate8"
+  timeout 250 python3 docs/validation/probe_vllm_gpu.py colocate8
+  echo "[exit $?]"
+  echo "files written under \$HOME during the probe:"; find ~ -newer /tmp/probe-start 2>/dev/null | grep -v "^$HOME$" | head -20
+  echo "(end of list)" ;;
 esac
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv

@@ -1,12 +1,13 @@
 """A real GRPO run on one GPU, logged as a user's run is: the log behind triage's benchmark.
 
 TRL's GRPOTrainer with vLLM colocate (0.3 of the GPU), the probe's tiny model (written to a temp
-dir: random weights, byte-level tokenizer, no download), 8 per device × 4 generations,
+dir: random weights, byte-level tokenizer, no download), 8 per device × 4 generations (or
+the batch given),
 ``max_steps`` steps with tqdm and a metrics line per step. Everything it prints (TRL, vLLM's
 engine, transformers, warnings) goes to stdout/stderr as in a user's terminal; the shell script
 keeps it.
 
-    python3 docs/validation/grpo_log_gpu.py [STEPS]
+    python3 docs/validation/grpo_log_gpu.py [STEPS [PER_DEVICE_BATCH]]
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ def main() -> None:
     from trl import GRPOConfig, GRPOTrainer
 
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    batch = int(sys.argv[2]) if len(sys.argv) > 2 else 8
     with tempfile.TemporaryDirectory() as tmp:
         model = write_tiny_model(f"{tmp}/model")
         data = Dataset.from_dict({"prompt": PROMPTS * 64})
         args = GRPOConfig(
-            output_dir=f"{tmp}/out", max_steps=steps, per_device_train_batch_size=8,
+            output_dir=f"{tmp}/out", max_steps=steps, per_device_train_batch_size=batch,
             num_generations=4, max_completion_length=64, learning_rate=1e-5, logging_steps=1,
             save_strategy="no", report_to="none", bf16=True, use_vllm=True,
             vllm_mode="colocate", vllm_gpu_memory_utilization=0.3, seed=0)

@@ -7,6 +7,7 @@ Each scenario builds the plan from a config and launch lines exactly as `envdoct
 findings, the phases with their seconds, and what NVML saw. Scenarios:
 
 - colocate: vllm_mode colocate at 0.3, 4 per device (TRL's max_num_seqs 4 < 8)
+- colocate8: colocate at 0.3, 8 per device (TRL's max_num_seqs 8)
 - colocate_greedy: colocate at 0.99: the trainer's own CUDA context leaves vLLM too little
 - taken: a stand-in holds most of the server's GPU, the server line asks 0.3 → holder, GPU named
 - server: the server at 0.3 on GPU $SERVER_GPU (default 0: the trainer's own GPU, which NCCL's
@@ -120,10 +121,10 @@ def probe_area_with_phases(ctx, phases):
         cmd._progress = real
 
 
-def colocate(util: float = 0.3) -> None:
-    _probe(f"colocate at {util}", {"use_vllm": True, "vllm_mode": "colocate",
+def colocate(util: float = 0.3, batch: int = 4) -> None:
+    _probe(f"colocate at {util}, {batch} per device", {"use_vllm": True, "vllm_mode": "colocate",
                                    "vllm_gpu_memory_utilization": util,
-                                   "per_device_train_batch_size": 4, "num_generations": 4},
+                                   "per_device_train_batch_size": batch, "num_generations": 4},
            [TRAINER])
 
 
@@ -176,4 +177,5 @@ if __name__ == "__main__":
     _capture()
     for arg in sys.argv[1:]:
         {"colocate": colocate, "colocate_greedy": lambda: colocate(0.99), "server": server,
+         "colocate8": lambda: colocate(0.3, 8), "colocate32": lambda: colocate(0.3, 32),
          "taken": taken, "beside": beside}[arg]()

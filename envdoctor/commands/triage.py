@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any, BinaryIO
@@ -23,19 +24,27 @@ def _open(logfile: str) -> BinaryIO:
         raise InputError(logfile, f"cannot read: {exc.strerror or exc}") from None
 
 
-def _scan(logfile: str, stream: BinaryIO, scan: Any, chunks: Any) -> Any:
-    """A big plain-text file prefiltered by GNU grep or in parallel (one range of lines per CPU),
-    anything else streamed."""
+def _big_plain(logfile: str, stream: BinaryIO) -> bool:
+    """Whether the log is a plain-text file big enough for grep or the parallel scan."""
     from envdoctor.triage.decode import SNIFF, is_plain
-    from envdoctor.triage.parallel import PARALLEL_MIN, scan_file
+    from envdoctor.triage.parallel import PARALLEL_MIN
     from envdoctor.triage.prefilter import PREFILTER_MIN
 
-    big = min(PARALLEL_MIN, PREFILTER_MIN)
-    if stream is not sys.stdin.buffer and os.path.getsize(logfile) >= big:
-        head = stream.read(SNIFF)
-        stream.seek(0)
-        if is_plain(head):
-            return scan_file(logfile)
+    if stream is sys.stdin.buffer or os.path.getsize(logfile) < min(PARALLEL_MIN, PREFILTER_MIN):
+        return False
+    head = stream.read(SNIFF)
+    stream.seek(0)
+    return is_plain(head)
+
+
+def _scan(logfile: str, stream: BinaryIO, grepped: Any, scan: Any, chunks: Any) -> Any:
+    """What grep found (started before the facts were collected), else a big plain-text file in
+    parallel (one range of lines per CPU), else anything streamed."""
+    from envdoctor.triage.parallel import scan_file
+
+    if grepped is not None:
+        found = grepped.result()
+        return found if found is not None else scan_file(logfile, grep=False)
     return scan(chunks(stream))
 
 
@@ -84,22 +93,24 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
     from envdoctor.report.interface import Area
     from envdoctor.triage.decode import LogUnreadable, chunks
     from envdoctor.triage.diagnose import diagnose
+    from envdoctor.triage.prefilter import Grepped
     from envdoctor.triage.scanner import scan
     from envdoctor.triage.signatures import signatures
 
     stream = _open(logfile)  # before collecting facts: a missing file fails at once
-    try:
+    with contextlib.ExitStack() as stack:
+        if stream is not sys.stdin.buffer:
+            stack.callback(stream.close)
+        # a big plain log: grep reads it while the facts are collected (it ends with this block)
+        grepped = stack.enter_context(Grepped(logfile)) if _big_plain(logfile, stream) else None
         facts = load(facts_file) if facts_file else collect_facts()
         plan = build_plan(config=config, launch="\n".join(launch) or None, live=facts.live)
         try:
-            result = _scan(logfile, stream, scan, chunks)
+            result = _scan(logfile, stream, grepped, scan, chunks)
         except OSError as exc:
             raise InputError(logfile, f"cannot read: {exc.strerror or exc}") from None
         except LogUnreadable as exc:
             raise InputError(logfile, f"could not be read: {exc}") from None
-    finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
     ctx = Context(facts=facts, plan=plan, network=False)
     found = diagnose(result.matches, ctx, counts=result.counts, lines=result.lines,
                      last_line=result.last_line)

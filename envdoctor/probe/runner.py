@@ -55,7 +55,13 @@ def private_dirs(tmp: Path) -> dict[str, str]:
             "TORCHINDUCTOR_CACHE_DIR": str(tmp / "inductor"), "XDG_CACHE_HOME": str(tmp / "cache"),
             "XDG_CONFIG_HOME": str(tmp / "config"), "VLLM_CACHE_ROOT": str(tmp / "cache" / "vllm"),
             "VLLM_CONFIG_ROOT": str(tmp / "config" / "vllm"), "FLASHINFER_WORKSPACE_BASE": str(tmp),
-            "CUDA_CACHE_PATH": str(tmp / "nv")}
+            "CUDA_CACHE_PATH": str(tmp / "nv"), "TORCH_EXTENSIONS_DIR": str(tmp / "torch_extensions"),
+            # JIT caches of vLLM 0.26's kernel packages, which default to ~/.name (seen on a GPU)
+            "HUMMING_CACHE_DIR": str(tmp / "humming"), "HUMMING_TMP_DIR": str(tmp / "humming-tmp"),
+            "CUDA_TILE_CACHE_DIR": str(tmp / "cuda_tile"), "CUDA_TILE_TEMP_DIR": str(tmp / "cuda_tile-tmp"),
+            "QUACK_CACHE_DIR": str(tmp / "quack"), "CUTE_DSL_CACHE_DIR": str(tmp / "cute_dsl"),
+            "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(tmp / "fa_cute_dsl"),
+            "MINFER_FMHA_CACHE_DIR": str(tmp / "minfer"), "OUTLINES_CACHE_DIR": str(tmp / "outlines")}
 
 
 @dataclass

@@ -62,10 +62,13 @@ def judge_vllm(spec: ProbeSpec, result: ProbeResult, server_watch: GpuWatch | No
                                                           spec.trainer_visible, trainer_cvd))
     if spec.vllm_mode == "colocate":
         new += _headroom(spec, result)
+    if spec.vllm_mode in ("colocate", "legacy"):
+        new += _start_crash(spec, _rank_text(result))
     if srv.get("pid"):
         ctx = _context(spec, result, "the probe vLLM server", spec.server_visible,
                        srv.get("visible"))
-        server_found = classify_vllm(srv.get("log", ""), ctx)
+        server_found = classify_vllm(srv.get("log", ""), ctx) or _start_crash(
+            spec, srv.get("log", ""), "the probe vLLM server")
         new += server_found
         trainer_ctx = _context(spec, result, "the probe vLLM server", spec.server_visible,
                                srv.get("visible"))
@@ -87,7 +90,7 @@ def judge_vllm(spec: ProbeSpec, result: ProbeResult, server_watch: GpuWatch | No
             new.append(sync_timeout(ctx, srv.get("sync_failed", "")))
         _server_isolation(spec, result, server_watch, new)
     if new:
-        if {x.rule for x in new} & {"PRB013", "PRB014", "PRB015"}:  # the named cause
+        if {x.rule for x in new} & {"PRB013", "PRB014", "PRB015", "PRB018"}:  # the named cause
             f[:] = [x for x in f if not x.message.startswith(_GENERIC)]
         if any(x.rule == "PRB015" for x in new):  # NCCL's part of it, said once
             f[:] = [x for x in f if x.rule != "PRB011"]
@@ -95,6 +98,43 @@ def judge_vllm(spec: ProbeSpec, result: ProbeResult, server_watch: GpuWatch | No
     _user_server(result)
     if result.status == "pass" and any(x.severity == Severity.ERROR for x in f):
         result.status = "fail"
+    elif result.status == "fail" and any(x.rule == "PRB018" for x in f) and not any(
+            x.severity == Severity.ERROR for x in f):
+        result.status = "inconclusive"  # vLLM's start crashed on the probe's model, not proven
+
+
+#: vLLM's engine start (profiling, KV-cache set-up, CUDA-graph capture, warm-up): a crash there
+#: with the probe's tiny model says nothing sure about the user's model
+_START_FRAMES = ("capture_model", "compile_or_warm_up_model", "_initialize_kv_caches",
+                 "profile_run", "_dummy_run", "determine_available_memory")
+_DEVICE_FAULT = ("an illegal memory access was encountered", "misaligned address",
+                 "unspecified launch failure", "an illegal instruction was encountered")
+
+
+def _start_crash(spec: ProbeSpec, text: str, part: str | None = None) -> list[Finding]:
+    """A CUDA fault inside vLLM's engine start with the probe's tiny model (PRB018): a warning,
+    not the user's error. vLLM 0.26.0's FA3 kernels were seen to fault so on an H100 with
+    TRL's colocate max_num_seqs 8 where 4 and 32 started (docs/validation/probe-vllm-h100.md)."""
+    fault = next((x for x in _DEVICE_FAULT if x in text), None)
+    frame = next((x for x in _START_FRAMES if x in text), None)
+    if fault is None or frame is None:
+        return []
+    where = part or ("the in-process vLLM of the trainer (colocate)" if spec.vllm_mode ==
+                     "colocate" else "TRL's in-process vLLM (vllm_device)")
+    seqs = None
+    if spec.vllm_mode == "colocate":
+        tp = _int(spec.vllm.get("vllm_tensor_parallel_size")) or 1
+        seqs = spec.per_device_train_batch_size * tp * max(spec.gradient_accumulation_steps, 1)
+    return [Finding(
+        "PRB018", Severity.WARNING,
+        f"{where} crashed while starting ({frame}): CUDA error: {fault}, with the probe's tiny "
+        "model; such faults of vLLM's attention kernels depend on the model's shape and the "
+        "batch vLLM captures" + (f" (max_num_seqs {seqs} here)" if seqs else "")
+        + ", so this does not show that your model fails; generation was not probed",
+        "run one real step with your model (max_steps: 1) to see whether vLLM starts; if it "
+        "faults the same way, a different per_device_train_batch_size × steps_per_generation "
+        "(TRL's max_num_seqs) or another vLLM release is the way around it",
+        {"fault": fault, "frame": frame, "max_num_seqs": seqs})]
 
 
 #: below this, no trainable policy fits beside vLLM: Adam in mixed precision holds ~16 bytes per

@@ -69,48 +69,78 @@ def _line_count(path: str, size: int, wc: subprocess.Popen | None) -> tuple[int,
     return newlines, newlines + (1 if last.strip() else 0)
 
 
-def scan_grepped(path: str, sigs: tuple[Signature, ...] | None = None,
-                 anchor_list: tuple[bytes, ...] | None = None) -> ScanResult | None:
-    """Scan the plain-text log at ``path`` with GNU grep finding the anchors; None when grep is
-    not there or gave up (the caller scans in Python)."""
-    exe = gnu_grep()
-    if exe is None:
-        return None
-    anchor_list = anchor_list or anchors()
-    sc = scanner._Scanner(sigs or signatures(), anchor_list)
-    size = os.path.getsize(path)
-    argv: list[str | bytes] = [exe, "-a", "-F", "-o", "-b", "-n"]
-    for kw in anchor_list:
-        argv += ["-e", kw]
-    procs: list[subprocess.Popen] = []
-    try:
-        wc_exe = shutil.which("wc")
-        wc = (subprocess.Popen([wc_exe, "-l", "--", path], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, env=_env()) if wc_exe else None)
-        if wc is not None:
-            procs.append(wc)
-        grep = subprocess.Popen([*argv, "--", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                stdin=subprocess.DEVNULL, env=_env(), preexec_fn=_cap_memory)
-        procs.append(grep)
-        fd = os.open(path, os.O_RDONLY)
+class Grepped:
+    """GNU grep and ``wc -l`` started on a log at once (so that they run while the caller does
+    other work, e.g. collects facts); ``result()`` matches what grep found. A context manager:
+    leaving it ends and reaps both, whatever happened."""
+
+    def __init__(self, path: str, sigs: tuple[Signature, ...] | None = None,
+                 anchor_list: tuple[bytes, ...] | None = None) -> None:
+        self.path, self.procs = path, []
+        self.grep: subprocess.Popen | None = None
+        self.wc: subprocess.Popen | None = None
+        exe = gnu_grep()
+        if exe is None:
+            return
+        anchor_list = anchor_list or anchors()
+        self.scanner = scanner._Scanner(sigs or signatures(), anchor_list)
+        argv: list[str | bytes] = [exe, "-a", "-F", "-o", "-b", "-n"]
+        for kw in anchor_list:
+            argv += ["-e", kw]
         try:
-            _match_hits(sc, grep.stdout, fd)  # type: ignore[arg-type]
-        finally:
-            os.close(fd)
-        if grep.wait() not in (0, 1):  # 2: an error (the memory cap, an unreadable file)
+            wc_exe = shutil.which("wc")
+            if wc_exe:
+                self.wc = subprocess.Popen([wc_exe, "-l", "--", path], stdout=subprocess.PIPE,
+                                           stderr=subprocess.DEVNULL, env=_env())
+                self.procs.append(self.wc)
+            self.grep = subprocess.Popen([*argv, "--", path], stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                         env=_env(), preexec_fn=_cap_memory)
+            self.procs.append(self.grep)
+        except (OSError, subprocess.SubprocessError):
+            self.grep = None
+
+    def result(self) -> ScanResult | None:
+        """The scan's result; None when grep is not there or gave up (scan in Python then)."""
+        if self.grep is None:
             return None
-        sc.result.newlines, sc.result.lines = _line_count(path, size, wc)
-    except (OSError, ValueError, subprocess.SubprocessError):
-        return None
-    finally:
-        for proc in procs:
+        sc, path = self.scanner, self.path
+        try:
+            size = os.path.getsize(path)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                _match_hits(sc, self.grep.stdout, fd)  # type: ignore[arg-type]
+            finally:
+                os.close(fd)
+            if self.grep.wait() not in (0, 1):  # 2: an error (the memory cap, an unreadable file)
+                return None
+            sc.result.newlines, sc.result.lines = _line_count(path, size, self.wc)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+        sc.result.bytes_read = size
+        return sc.result
+
+    def close(self) -> None:
+        for proc in self.procs:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
             if proc.stdout is not None:
                 proc.stdout.close()
-    sc.result.bytes_read = size
-    return sc.result
+
+    def __enter__(self) -> Grepped:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def scan_grepped(path: str, sigs: tuple[Signature, ...] | None = None,
+                 anchor_list: tuple[bytes, ...] | None = None) -> ScanResult | None:
+    """Scan the plain-text log at ``path`` with GNU grep finding the anchors; None when grep is
+    not there or gave up (the caller scans in Python)."""
+    with Grepped(path, sigs, anchor_list) as grepped:
+        return grepped.result()
 
 
 def _match_hits(sc: scanner._Scanner, out: Iterator[bytes], fd: int) -> None:

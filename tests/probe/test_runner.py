@@ -346,6 +346,6 @@ def test_every_cache_location_points_into_the_temp_dir(tmp_path):
     env = private_dirs(tmp_path)
     for var in ("HF_HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME",
                 "XDG_CONFIG_HOME", "VLLM_CACHE_ROOT", "VLLM_CONFIG_ROOT",
-                "FLASHINFER_WORKSPACE_BASE", "CUDA_CACHE_PATH"):
+                "FLASHINFER_WORKSPACE_BASE", "CUDA_CACHE_PATH", "HUMMING_CACHE_DIR", "HUMMING_TMP_DIR"):
         assert Path(env[var]).is_relative_to(tmp_path), var
     assert OFFLINE["VLLM_NO_USAGE_STATS"] == "1" and OFFLINE["HF_HUB_OFFLINE"] == "1"

@@ -3,6 +3,9 @@ The texts are vLLM 0.26.0's (vllm/v1/worker/utils.py, the sampler's import), as 
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from envdoctor.findings import Finding, Severity
 from envdoctor.probe.failures import VllmContext, classify_vllm
 
 FREE = ("(EngineCore pid=913) ValueError: Free memory on device cuda:0 (28.77/139.8 GiB) on "
@@ -143,3 +146,39 @@ def test_trl_saying_vllm_is_not_available_is_the_same_missing_package():
             "with `pip install trl[vllm]` to use it.")
     (f,) = classify_vllm(text, VllmContext(part="the in-process vLLM of the trainer (colocate)"))
     assert f.rule == "PRB014" and f.fix == "pip install vllm"
+
+
+REAL_FAULT = (Path(__file__).parent / "data" / "vllm-capture-fault-h100.log").read_text()
+
+
+def _colocate_fault(text: str, batch: int = 8):
+    from envdoctor.probe.runner import ProbeResult, ProbeSpec
+    from envdoctor.probe.vllm_judge import judge_vllm
+
+    spec = ProbeSpec(launcher=["python"], rank_gpus={0: 0}, use_vllm=True, vllm_mode="colocate",
+                     per_device_train_batch_size=batch, vllm={"vllm_gpu_memory_utilization": 0.3})
+    generic = Finding("PRB001", Severity.ERROR, "the GRPO step failed on rank 0: AcceleratorError: "
+                      "CUDA error: an illegal memory access was encountered", "see the log", {})
+    result = ProbeResult(status="fail", findings=[generic], log_tail=text,
+                         ranks={0: {"ok": False, "error": {"type": "AcceleratorError",
+                                                          "message": "CUDA error",
+                                                          "traceback": text}}})
+    judge_vllm(spec, result, None)
+    return result
+
+
+def test_vllm_faulting_in_graph_capture_with_the_tiny_model_is_a_warning_not_the_users_error():
+    """The real H100 log (vLLM 0.26.0, TRL 1.16, colocate, max_num_seqs 8): the fault is about
+    vLLM with the probe's model, so no error blocks a run it says nothing sure about."""
+    r = _colocate_fault(REAL_FAULT)
+    assert [x.rule for x in r.findings] == ["PRB018"] and r.status == "inconclusive"
+    (f,) = r.findings
+    assert f.severity == Severity.WARNING and "capture_model" in f.message
+    assert "max_num_seqs 8" in f.message and "max_steps: 1" in f.fix
+
+
+def test_a_fault_outside_vllms_start_stays_the_step_error():
+    text = ('File "/venv/trl/trainer/grpo_trainer.py", line 1801, in _compute_loss\n'
+            "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
+    r = _colocate_fault(text)
+    assert [x.rule for x in r.findings] == ["PRB001"] and r.status == "fail"
