@@ -44,6 +44,12 @@ _UNITS = {"bytes": 2.0**-20, "KiB": 2.0**-10, "KB": 2.0**-10, "MiB": 1.0, "MB": 
           "GiB": 1024.0, "GB": 1024.0, "TiB": 2.0**20, "TB": 2.0**20}
 
 
+#: live tensors (allocated by PyTorch) at or above this share of the GPU make an OOM a capacity
+#: problem even when fragmentation failed the last request: measured on an H100 (docs/validation/
+#: memory-gpu-h100.md, shape s10), a step the memory plan sized at 82 GiB died at 76.4 of 79.2 GiB
+#: allocated with 1.98 GiB reserved but unallocated
+LIVE_FULL = 0.95
+
 def _mib(value: str, unit: str) -> float:
     try:
         return float(value) * _UNITS.get(unit, 1.0)
@@ -378,6 +384,16 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
             return result("capacity", "TRI001", f"{size(unalloc)} is reserved but fragmented "
                           "even with expandable_segments on", capacity_fix(ctx, vllm_side,
                                                                            physical))
+        live = oom.allocated_mib / oom.total_mib if oom.allocated_mib and oom.total_mib else 0.0
+        if live >= LIVE_FULL and not vllm_side:
+            evidence["live_share"] = round(live, 3)
+            return result("capacity", "TRI001",
+                          f"live tensors already hold {live:.0%} of the GPU; the {size(unalloc)} "
+                          f"reserved but unallocated is fragmentation that failed this "
+                          f"{size(missing)} request, but the step is at the GPU's limit",
+                          capacity_fix(ctx, vllm_side, physical) + "; "
+                          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True gains at most "
+                          f"{size(unalloc)}")
         why = (f"{size(unalloc)} was reserved by PyTorch but unallocated, more than the "
                f"{size(missing)} that was missing: the caching allocator's memory is fragmented")
         fix = "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"

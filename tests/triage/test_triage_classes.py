@@ -231,3 +231,17 @@ def test_old_vllm_named_by_its_banner():
     assert f.rule == "PKG002" and "vLLM 0.6.5" in f.message and "vllm>=0.7.2" in f.fix
     newer = log.replace("(v0.6.5)", "(v0.8.5)")
     assert _one(newer).rule == "TRI003"
+
+
+def test_a_full_gpu_is_capacity_even_when_fragmentation_failed_the_last_request():
+    """Measured on an H100 (docs/validation/memory-gpu-h100.md, s10): the memory plan sized the
+    step at 82 GiB; it died with 76.40 of 79.18 GiB live and 1.98 GiB reserved but unallocated."""
+    real = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 54.00 MiB. GPU 0 has a "
+            "total capacity of 79.18 GiB of which 52.19 MiB is free. Including non-PyTorch memory, "
+            "this process has 79.12 GiB memory in use. Of the allocated memory 76.40 GiB is "
+            "allocated by PyTorch, and 1.98 GiB is reserved by PyTorch but unallocated. If "
+            "reserved but unallocated memory is large try setting "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.")
+    cause = classify(parse_oom(real), None)
+    assert cause.cause == "capacity" and "96%" in cause.message
+    assert "max_completion_length" in cause.fix and "gains at most 1.98 GiB" in cause.fix
