@@ -56,6 +56,8 @@ def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) ->
     where = ", ".join(f"rank {r}→{d.get('device', '?')}" for r, d in sorted(ranks.items()))
     steps = [d.get("step_s") for d in ranks.values() if d.get("step_s") is not None]
     generation = result.generation
+    if any(d.get("vllm_enforce_eager") for d in ranks.values()):
+        generation += " (eager: the probe skips torch.compile and CUDA graphs for its tiny model)"
     _, notes = batch_shape(ctx.config)
     shape = (f"batch {spec.per_device_train_batch_size}/rank × {spec.gradient_accumulation_steps}"
              f", {spec.num_generations} generations")

@@ -254,9 +254,37 @@ def _fault(spec: dict, where: str) -> None:
         dist.barrier()
 
 
+def eager_vllm(result: dict) -> None:
+    """Make the trainer's in-process vLLM (colocate, legacy ``vllm_device``) run eager: TRL builds
+    ``LLM()`` without ``enforce_eager``, so vLLM would torch.compile the probe's tiny model and
+    capture CUDA graphs for it — most of a colocate probe's time (69-79 s of 100-111 s on an H100)
+    and a source of faults that belong to the tiny model (PRB018). The probe's vLLM server runs
+    with ``--enforce_eager`` for the same reason. A vLLM that does not import is left to TRL,
+    which says so in its own words."""
+    try:
+        import vllm
+    except Exception:
+        return
+    base = getattr(vllm, "LLM", None)
+    if not isinstance(base, type):
+        return
+
+    class EagerLLM(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("enforce_eager", True)
+            result["vllm_enforce_eager"] = bool(kwargs["enforce_eager"])
+            super().__init__(*args, **kwargs)
+
+    EagerLLM.__name__, EagerLLM.__qualname__ = base.__name__, base.__qualname__
+    EagerLLM.__module__ = base.__module__
+    vllm.LLM = EagerLLM
+
+
 def run(spec: dict, result: dict) -> None:
     t = time.perf_counter()
     _fault(spec, "start")
+    if spec.get("use_vllm") and spec.get("vllm_mode") != "server":
+        eager_vllm(result)  # before TRL imports vLLM's LLM into its own namespace
     import datasets
     import torch
     import transformers

@@ -95,3 +95,34 @@ def test_tiny_models_build_offline_for_both_families(worker):
         assert 10_000 < n < 1_000_000, (family, n)
         with torch.no_grad():
             assert model(ids).logits.shape == (1, 5, len(tok))
+
+
+def test_the_in_process_vllm_runs_eager_unless_the_caller_says_otherwise(worker, monkeypatch):
+    """TRL builds LLM() without enforce_eager; the probe's tiny model gets no torch.compile and
+    no CUDA-graph capture (time, and faults that are the tiny model's: PRB018)."""
+    made = []
+
+    class LLM:
+        def __init__(self, model, **kwargs):
+            made.append(kwargs)
+
+    fake = types.ModuleType("vllm")
+    fake.LLM = LLM
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    result: dict = {}
+    worker.eager_vllm(result)
+    from vllm import LLM as Patched  # what TRL's `from vllm import LLM` gets afterwards
+
+    Patched("/tmp/model", gpu_memory_utilization=0.3, max_num_seqs=8)
+    assert made[-1] == {"gpu_memory_utilization": 0.3, "max_num_seqs": 8, "enforce_eager": True}
+    assert result["vllm_enforce_eager"] is True and issubclass(Patched, LLM)
+    assert Patched.__name__ == "LLM"
+    Patched("/tmp/model", enforce_eager=False)  # a TRL that passes it keeps its value
+    assert made[-1] == {"enforce_eager": False} and result["vllm_enforce_eager"] is False
+
+
+def test_no_vllm_is_left_to_trl(worker, monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import fails
+    result: dict = {}
+    worker.eager_vllm(result)
+    assert result == {}
