@@ -289,6 +289,29 @@ def _siblings(oom: Oom, log: OomLog) -> bool:
             and len(listed) + 1 <= max(log.world_size, len(log.sibling_ranks)))
 
 
+#: a CUDA context with a few buffers: what a rank that merely touched a GPU holds there
+CONTEXT_MAX_MIB = 2048
+
+
+def _context_crowd(oom: Oom, log: OomLog) -> list[int]:
+    """The listed processes when they look like this job's other ranks, each holding just a CUDA
+    context on the OOM'd GPU: two or more, the same small amount each (±10 %), pids close together
+    (started by one launcher), and no more of them than the job has other ranks (where known).
+    Otherwise empty. Seen in rwth-i6/returnn#1469: 15 processes × 1.19 GiB on GPU 0 of a 16-rank
+    job, fixed by torch.cuda.set_device."""
+    listed = sorted(pid for pid, mib in oom.others.items() if mib > 0)
+    if len(listed) < 2:
+        return []
+    sizes = [oom.others[p] for p in listed]
+    if max(sizes) > CONTEXT_MAX_MIB or max(sizes) > 1.1 * min(sizes):
+        return []
+    if listed[-1] - listed[0] > 8 * len(listed):  # not one launcher's children
+        return []
+    if log.world_size and len(listed) + 1 > log.world_size:
+        return []
+    return listed
+
+
 def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
              shared_index: int | None = None, dataparallel_seen: bool = False,
              log: OomLog | None = None, context: list[str] | None = None) -> OomCause:
@@ -351,6 +374,18 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
                + (": one process sees several GPUs, so Trainer's nn.DataParallel put a replica "
                   "here (the DataParallel trap)" if trap else " (vLLM's device is a training GPU)"))
         return result("shared", rule, why, fix)
+    crowd = _context_crowd(oom, log)
+    if crowd:
+        n, each = len(crowd), oom.others[crowd[0]]
+        return result("ranks-on-one-gpu", "TRI006",
+                      f"{n} other processes hold the same {size(each)} each on GPU {oom.gpu} "
+                      f"(pids {crowd[0]}–{crowd[-1]}, started together): the CUDA contexts of "
+                      f"this job's other ranks, each of which touched GPU {oom.gpu} before (or "
+                      "instead of) its own device; not another tenant",
+                      "give every rank its own GPU before anything touches CUDA: "
+                      "torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) right after the "
+                      "launcher starts the rank (or device_map={'': local_rank}), and no "
+                      "torch.cuda calls, .to('cuda') or cuda:0 before it")
     if _siblings(oom, log):
         pids = ", ".join(f"pid {p} ({size(m)})" for p, m in oom.others.items() if m > 0)
         ranks = ", ".join(map(str, log.sibling_ranks[:16]))

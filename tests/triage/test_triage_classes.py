@@ -245,3 +245,17 @@ def test_a_full_gpu_is_capacity_even_when_fragmentation_failed_the_last_request(
     cause = classify(parse_oom(real), None)
     assert cause.cause == "capacity" and "96%" in cause.message
     assert "max_completion_length" in cause.fix and "gains at most 1.98 GiB" in cause.fix
+
+
+def test_a_crowd_of_equal_small_holders_is_this_jobs_ranks_and_strangers_are_not():
+    same = {101549 + i: 1.19 for i in range(15)}
+    text = _oom(31.74, 0.04, 0.05, 11.54, 0.66, self_gib=13.82, others=same)
+    cause = classify(parse_oom(text))
+    assert cause.rule == "TRI006" and "15 other processes" in cause.message
+    assert "set_device" in cause.fix
+    strangers = {4242: 1.19, 918273: 1.19}  # far-apart pids: not one launcher's children
+    assert classify(parse_oom(_oom(31.74, 0.04, 0.05, 28.0, 0.1, self_gib=29.0,
+                                   others=strangers))).rule != "TRI006"
+    big = {5001: 12.0, 5002: 12.0}  # models, not contexts: someone else's work
+    assert classify(parse_oom(_oom(31.74, 0.04, 0.05, 6.0, 0.1, self_gib=7.0,
+                                   others=big))).rule != "TRI006"
