@@ -186,8 +186,14 @@ def _pairing(ctx: Context | None, m: Match, lib: str) -> str:
     trl = ctx.version("trl") if ctx is not None else None
     line = ctx.kb.trl_line(trl) if ctx is not None and trl else None
     if line and lib == "vllm" and line.get("vllm"):
+        have = ctx.version("vllm")
+        if have and line.get("vllm_lower_bound_only") and versions.satisfies(have, line["vllm"]):
+            return (f"pip install 'trl[vllm]=={trl}' (TRL {trl}'s extra picks its vLLM: "
+                    f"{line.get('vllm_extra') or line['vllm']}; vLLM {have} meets TRL's lower "
+                    f"bound {line['vllm']} but is newer than it was made for), or the TRL "
+                    f"release that supports vLLM {have}")
         return (f"pip install 'vllm{line['vllm']}' (the vLLM range TRL {trl} supports), or the "
-                f"TRL release that supports vLLM {ctx.version('vllm') or 'installed'}")
+                f"TRL release that supports vLLM {have or 'installed'}")
     return (f"pin the {lib} release that the importing package supports (its requirements, or "
             f"`trl env` for TRL), or upgrade the importing package")
 
@@ -206,6 +212,35 @@ def api_drift_import(ms: list[Match], log: Log) -> list[Draft]:
     fix = _pairing(ctx, first, lib) if importer == "trl" or lib == "vllm" and importer else (
         f"update the import for the installed {lib} release, or pin the {lib} release the code "
         "was written for")
+    return [finding("TRI009", ms, log, what, fix)]
+
+
+#: vLLM objects TRL reaches into (TRL 0.14-0.19's in-process weight load:
+#: ``self.llm.llm_engine.model_executor.driver_worker.model_runner.model``)
+_VLLM_OBJECTS = ("LLMEngine", "LLM", "SyncMPClient", "InprocClient", "EngineCoreClient", "Worker",
+                 "GPUModelRunner", "ModelRunner", "UniProcExecutor", "SamplingParams")
+
+
+def api_drift_attribute(ms: list[Match], log: Log) -> list[Draft]:
+    """An AttributeError raised in TRL's own code on a vLLM object or module: the pairing."""
+    first, ctx = ms[0], log.ctx
+    g = first.groups
+    owners = [o for f in frames(first) if (o := _owner(f))]
+    if not owners or owners[-1] != "trl":
+        return reject(ms)  # raised in the user's or another library's code: not a pairing
+    module, obj, attr = g.get("module") or "", g.get("obj") or "", g["attr"]
+    if not (module.split(".")[0] == "vllm" or obj in _VLLM_OBJECTS):
+        return reject(ms)
+    have = ctx.version("vllm") if ctx is not None else None
+    trl = ctx.version("trl") if ctx is not None else None
+    target = module or f"vLLM's {obj}"
+    what = (f"TRL{' ' + trl if trl else ''} reaches for {target}.{attr}, which the installed "
+            f"vLLM{' ' + have if have else ''} no longer has: the two releases do not fit")
+    fix = _pairing(ctx, first, "vllm")
+    if attr == "model_executor":
+        what += (" (vLLM's V1 engine, the default from 0.8, runs the model in its own process: "
+                 "llm_engine.model_executor is gone)")
+        fix += "; or VLLM_USE_V1=0 while that vLLM still has its V0 engine (huggingface/trl#3115)"
     return [finding("TRI009", ms, log, what, fix)]
 
 

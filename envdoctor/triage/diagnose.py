@@ -336,6 +336,7 @@ HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
     "vllm-server-not-trl": classes.server_not_trl,
     "extension-abi-mismatch": classes.extension_abi,
     "api-drift-import": classes.api_drift_import,
+    "api-drift-attribute": classes.api_drift_attribute,
     "call-signature": classes.call_signature,
     "nccl-duplicate-gpu": classes.duplicate_gpu,
     "dataparallel-replica": classes.dataparallel_replica,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from envdoctor.triage.oom import OomLog, classify, parse_oom
 from tests.conftest import A100_40, H100, LEGACY, MODERN, snapshot
-from tests.triage.helpers import findings, judge, scan_bytes
+from tests.triage.helpers import findings, judge, scan_bytes, scan_log
 
 NOT_UP = "INFO - trl.extras.vllm_client - Server is not up yet. Retrying in 2.0 seconds...\n"
 
@@ -259,3 +259,20 @@ def test_a_crowd_of_equal_small_holders_is_this_jobs_ranks_and_strangers_are_not
     big = {5001: 12.0, 5002: 12.0}  # models, not contexts: someone else's work
     assert classify(parse_oom(_oom(31.74, 0.04, 0.05, 6.0, 0.1, self_gib=7.0,
                                    others=big))).rule != "TRI006"
+
+
+def test_trl_reaching_into_a_vllm_that_moved_on_gets_the_pairing():
+    """TRL 0.15.2 loads weights through llm_engine.model_executor; vLLM 0.8's V1 engine has none
+    (huggingface/trl#3115: vllm 0.8.0 + trl 0.15.2; TRL 0.15.2's setup.py pins vllm==0.7.2)."""
+    ctx = judge(snapshot(1, H100, {**MODERN, "trl": "0.15.2", "vllm": "0.8.0"}))
+    (f,) = findings(scan_log("api_drift_attribute.log"), ctx)
+    assert f.rule == "TRI009" and "model_executor" in f.message and "0.8.0" in f.message
+    assert "trl[vllm]==0.15.2" in f.fix and "==0.7.2 (0.15.2" in f.fix and "VLLM_USE_V1=0" in f.fix
+
+
+def test_an_attribute_error_in_the_users_code_is_not_called_drift():
+    text = ('Traceback (most recent call last):\n  File "/home/me/train.py", line 270, in gen\n'
+            "    m = self.llm.llm_engine.model_executor\n"
+            "AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n")
+    (f,) = findings(scan_bytes(text))
+    assert f.rule == "TRI003"
