@@ -83,7 +83,7 @@ class Grepped:
         if exe is None:
             return
         anchor_list = anchor_list or anchors()
-        self.scanner = scanner._Scanner(sigs or signatures(), anchor_list)
+        self.scanner = scanner.Matcher(sigs or signatures(), anchor_list)
         argv: list[str | bytes] = [exe, "-a", "-F", "-o", "-b", "-n"]
         for kw in anchor_list:
             argv += ["-e", kw]
@@ -143,7 +143,7 @@ def scan_grepped(path: str, sigs: tuple[Signature, ...] | None = None,
         return grepped.result()
 
 
-def _match_hits(sc: scanner._Scanner, out: Iterator[bytes], fd: int) -> None:
+def _match_hits(sc: scanner.Matcher, out: Iterator[bytes], fd: int) -> None:
     """Each segment holding an anchor once, at its first anchor, as the Python scan does.
 
     ``out``: grep's ``LINE:OFFSET:ANCHOR`` lines, in file order; the bytes around each come from

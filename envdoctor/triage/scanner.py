@@ -75,7 +75,10 @@ def _visible(data: bytes) -> Iterator[bytes]:
             yield pieces[-1]
 
 
-class _Scanner:
+class Matcher:
+    """The lines of a log matched against the signatures, found by the block scan here or by the
+    prefilter (``prefilter.py``); holds the result, the per-signature limits and the caches."""
+
     def __init__(self, sigs: tuple[Signature, ...], anchor_list: tuple[bytes, ...]) -> None:
         self.sigs = sigs
         self.anchors = anchor_list
@@ -221,7 +224,7 @@ def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None 
          anchor_list: tuple[bytes, ...] | None = None, history: bytes = b"") -> ScanResult:
     """Scan ``stream`` (a binary file or an iterable of byte chunks) in one pass; ``history``:
     the lines before it (context only: not scanned, not counted)."""
-    sc = _Scanner(sigs or signatures(), anchor_list or anchors())
+    sc = Matcher(sigs or signatures(), anchor_list or anchors())
     history, carry = history[-HISTORY:], b""
     for chunk in _chunks(stream):
         if not chunk:
