@@ -18,11 +18,22 @@ class Health:
     detail: str
 
 
+LOOPBACK = "127.0.0.1"
+
+
+def loopback(host: str) -> str | None:
+    """The loopback address that reaches a server bound to ``host`` on this machine, or None when
+    ``host`` is another machine (envdoctor talks to loopback only)."""
+    if host in ("0.0.0.0", "::", "", "localhost"):
+        return LOOPBACK
+    return host if host == "::1" or host.startswith("127.") else None
+
+
 def _url(host: str, port: int) -> str:
     if host.startswith(("http://", "https://")):
         return host.rstrip("/") + "/health/"
     if host in ("0.0.0.0", "", "::"):
-        host = "127.0.0.1"
+        host = LOOPBACK
     return f"http://{host}:{port}/health/"
 
 
@@ -65,7 +76,7 @@ def probe_health(host: str, port: int, timeout: float = TIMEOUT_S) -> Health:
     return Health(url, False, f"answered HTTP 200 but not like a TRL vLLM server ({body[:80]!r})")
 
 
-def port_in_use(port: int, host: str = "127.0.0.1", timeout: float = 0.3) -> bool:
+def port_in_use(port: int, host: str = LOOPBACK, timeout: float = 0.3) -> bool:
     """Whether something accepts TCP connections on ``host:port``."""
     try:
         with socket.create_connection((host, port), timeout=timeout):

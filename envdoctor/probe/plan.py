@@ -7,6 +7,7 @@ import shutil
 import sys
 from typing import Any
 
+from envdoctor.checks.net import loopback
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.values import as_bool
 from envdoctor.plan.visible_devices import resolve_visible
@@ -76,7 +77,6 @@ VLLM_KEYS = {"colocate": ("vllm_gpu_memory_utilization", "vllm_tensor_parallel_s
 #: the probe's own: the tiny model's context is short (a user's 4096 would be refused)
 VLLM_OWN = {"colocate": {"vllm_max_model_length": MAX_MODEL_LEN},
             "legacy": {"vllm_max_model_len": MAX_MODEL_LEN}, "server": {}}
-_LOOPBACK = ("0.0.0.0", "127.0.0.1", "localhost", "::1", "::")
 
 
 def _vllm_part(ctx: Any) -> dict[str, Any]:
@@ -102,8 +102,8 @@ def _vllm_part(ctx: Any) -> dict[str, Any]:
                                             env.get("CUDA_DEVICE_ORDER")).gpus
     srv = lay.server
     host = str(srv.host) if srv else str(cfg.get("vllm_server_host", "0.0.0.0"))
-    if srv is not None and host in _LOOPBACK:
-        out["user_server"] = ("127.0.0.1", int(srv.port))
+    if srv is not None and loopback(host) is not None:
+        out["user_server"] = (loopback(host), int(srv.port))
     return out
 
 

@@ -18,10 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envdoctor.checks.net import get_status
+from envdoctor.checks.net import LOOPBACK, get_status, loopback
 from envdoctor.plan.interface import Launch
 
-LOOPBACK = "127.0.0.1"
 MAX_MODEL_LEN = 256
 #: the fraction of a GPU the probe server takes beside a running server (small model, small KV)
 BESIDE_FRACTION = 0.06
@@ -130,9 +129,8 @@ def _int(value: object) -> int:
 
 def health(host: str, port: int, timeout_s: float = 2.0) -> int | None:
     """GET /health on a loopback server: the HTTP status, or None when nothing answers."""
-    if host in ("0.0.0.0", "localhost", "::", ""):
-        host = LOOPBACK
-    if host not in (LOOPBACK, "::1") and not host.startswith("127."):
+    host = loopback(host)  # type: ignore[assignment]
+    if host is None:
         return None  # envdoctor talks to loopback only
     if ":" in host:
         host = f"[{host}]"  # IPv6 in a URL
