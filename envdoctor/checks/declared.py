@@ -41,6 +41,11 @@ def _releases(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{names[0]} … {names[-1]}"
 
 
+def _they(names: list[str], verb: str, many: bool = False) -> str:
+    """``verb`` agreeing with the releases named (``accepts`` for one, ``accept`` for several)."""
+    return verb if many or len(names) != 1 else verb + "s"
+
+
 @rule("DCL001", needs=("plan",))
 def config_key_over_trl_range(ctx: Context) -> Iterator[Hit]:
     trl = _stack(ctx).get("trl")
@@ -76,8 +81,9 @@ def config_key_over_trl_range(ctx: Context) -> Iterator[Hit]:
             gone = known_in(spec, [t for t in tags if versions.at_least(t, until)])
             newest = f"{until} and newer" if upper_open(spec) else _releases(gone)
             msg = (f"the declared {_said(trl)} spans the removal of `{key}` ({origin}) in "
-                   f"TRL {until}: TRL {_releases(ok)} accept it, TRL {newest} reject it — "
-                   f"which one a fresh install gets is left open")
+                   f"TRL {until}: TRL {_releases(ok)} {_they(ok, 'accept')} it, TRL {newest} "
+                   f"{_they(gone, 'reject', upper_open(spec))} it — which one a fresh install "
+                   "gets is left open")
             fix = (f"require 'trl<{until}' to keep `{key}`" +
                    (f", or replace it with `{repl}` and require 'trl>={until}'" if repl else
                     f", or remove it and require 'trl>={until}'"))

@@ -62,7 +62,7 @@ def test_trl_range_spanning_the_vllm_device_removal_is_a_warning(tmp_path):
     text = " ".join(out.stdout.split())
     assert out.returncode == 0, text  # a warning: some releases of the range accept it
     assert "DCL001" in text and "spans the removal of `vllm_device`" in text
-    assert "TRL 0.17.0 accept it, TRL 0.18.0 and newer reject it" in text
+    assert "TRL 0.17.0 accepts it, TRL 0.18.0 and newer reject it" in text
     assert "require 'trl<0.18.0'" in text
     assert run_cli("hook", "legacy.yaml", "--strict", cwd=repo).returncode == 1
     closed = committed_repo(tmp_path / "closed", {"requirements.txt": "trl>=0.15,<0.18\n",
