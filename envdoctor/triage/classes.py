@@ -289,10 +289,7 @@ def call_signature(ms: list[Match], log: Log) -> list[Draft]:
 # -- ranks that share a GPU -----------------------------------------------------------------------
 
 def _launcher_fix(ctx: Context | None) -> str:
-    fix = ("give every rank its own GPU: call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) "
-           "before anything touches CUDA, load with device_map={'': local_rank} (not cuda:0 / "
-           "'auto'), and do not move the model with .to('cuda') before the launcher's device is "
-           "set")
+    fix = knobs.RANK_DEVICE
     if ctx is not None and layout_given(ctx) and ctx.facts.gpus:
         lay = ctx.layout
         if lay.num_processes > len(lay.visible):
@@ -366,9 +363,8 @@ def cuda_error_under_cap(ms: list[Match], log: Log) -> list[Draft]:
             f"{used / 2**30:.2f} GiB in all, over its cap of {limit / 2**30:.2f} GiB; the cap, "
             "not the physical GPU, is this job's memory")
     batch = knobs.setting(log.ctx, "per_device_train_batch_size")
-    fix = (f"raise the pod's GPU memory limit (nvidia.com/gpumem of HAMi) above "
-           f"{used / 2**30:.1f} GiB, or make the step fit in {limit / 2**30:.1f} GiB: lower "
-           f"{batch}, max_completion_length or the model size")
+    fix = knobs.vgpu_cap_fix(used, f"{limit / 2**30:.1f} GiB; lower {batch}, "
+                                   "max_completion_length or the model size")
     return [finding("TRI001", ms, log, what, fix, cause="vgpu-cap")]
 
 

@@ -352,9 +352,7 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
                       f"HAMi's vGPU cap of {limit / 2**30:.2f} GiB on device {device} is this "
                       f"job's memory, not the GPU's {size(oom.total_mib)} (it needed "
                       f"{used / 2**30:.2f} GiB)",
-                      f"raise the pod's GPU memory limit (nvidia.com/gpumem) above "
-                      f"{used / 2**30:.1f} GiB, or make the step fit the cap: "
-                      + capacity_fix(ctx, vllm_side, physical))
+                      knobs.vgpu_cap_fix(used, capacity_fix(ctx, vllm_side, physical)))
     if oom.allowed_mib is not None and oom.allowed_mib < (oom.total_mib or 0.0) * 0.98:
         return result("allowed-cap", "TRI001",
                       f"this process may use {size(oom.allowed_mib)} of the GPU "
@@ -381,20 +379,14 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
                       f"{n} other processes hold the same {size(each)} each on GPU {oom.gpu} "
                       f"(pids {crowd[0]}–{crowd[-1]}, started together): the CUDA contexts of "
                       f"this job's other ranks, each of which touched GPU {oom.gpu} before (or "
-                      "instead of) its own device; not another tenant",
-                      "give every rank its own GPU before anything touches CUDA: "
-                      "torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) right after the "
-                      "launcher starts the rank (or device_map={'': local_rank}), and no "
-                      "torch.cuda calls, .to('cuda') or cuda:0 before it")
+                      "instead of) its own device; not another tenant", knobs.RANK_DEVICE)
     if _siblings(oom, log):
         pids = ", ".join(f"pid {p} ({size(m)})" for p, m in oom.others.items() if m > 0)
         ranks = ", ".join(map(str, log.sibling_ranks[:16]))
         return result("ranks-on-one-gpu", "TRI006",
                       f"ranks {ranks} of this job all ran out of memory on GPU {oom.gpu}; the "
                       f"other processes on it ({pids}) are this job's ranks, not another tenant",
-                      "give every rank its own GPU: torch.cuda.set_device(int(os.environ["
-                      "'LOCAL_RANK'])) before anything touches CUDA, device_map={'': local_rank}, "
-                      "and no .to('cuda') / cuda:0 before the launcher's device is set")
+                      knobs.RANK_DEVICE)
     colocated = log.colocated or (ctx is not None and layout_given(ctx)
                                   and ctx.layout.generation_mode == "colocate")
     if colocated and not vllm_side and non_pytorch is not None and non_pytorch >= big \
