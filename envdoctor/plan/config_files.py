@@ -64,9 +64,14 @@ for _tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
 def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
     """Parse a YAML/JSON file that must hold a mapping; ``what`` names it in errors."""
     source = f"{what} {path}"
-    text = read_input_text(path, source, MAX_BYTES)
+    return parse_mapping(read_input_text(path, source, MAX_BYTES), source,
+                         str(path).endswith(".json"))
+
+
+def parse_mapping(text: str, source: str, is_json: bool = False) -> dict[str, Any]:
+    """Parse YAML (or JSON) text that must hold a mapping; ``source`` names it in errors."""
     try:
-        if str(path).endswith(".json"):
+        if is_json:
             from envdoctor.facts.snapshot import parse_json
 
             data = parse_json(text, source)

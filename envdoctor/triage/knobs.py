@@ -1,4 +1,5 @@
-"""The GRPO settings a fix names: spelled as the installed TRL spells them, with this run's value."""
+"""The GRPO settings a fix names (spelled as the installed TRL spells them, with this run's value), and
+the fix texts several causes share."""
 
 from __future__ import annotations
 

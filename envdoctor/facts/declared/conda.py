@@ -20,10 +20,11 @@ _SPEC = re.compile(r"^(?:[\w.-]+::)?([A-Za-z0-9][\w.-]*)\s*(==|=|>=|<=|>|<|!=)?\
 
 def read(path: Path, shown: str) -> Found:
     from envdoctor.errors import InputError
-    from envdoctor.plan.config_files import read_mapping
+    from envdoctor.plan.config_files import parse_mapping
 
-    data = read_mapping(path, "conda environment")  # the safe reader: size and nesting limits
-    lines = text_of(path, shown).splitlines()
+    text = text_of(path, shown)  # read once: parsed, then its lines give the declarations' lines
+    data = parse_mapping(text, f"conda environment {path}")  # size and nesting limits
+    lines = text.splitlines()
     deps = data.get("dependencies") or []
     if not isinstance(deps, list):
         raise InputError(shown, "'dependencies' must be a list")
