@@ -36,7 +36,7 @@ from envdoctor.probe.server import (
     read_tail,
 )
 from envdoctor.probe.tinymodel import write_tiny_model
-from envdoctor.probe.vllm_judge import judge_vllm
+from envdoctor.probe.vllm_judge import gib, judge_vllm
 from envdoctor.probe.watcher import GpuWatch
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -580,10 +580,6 @@ def _collect(tmp: Path, spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | 
                                 if not line.startswith("ENVDOCTOR_PHASE"))
 
 
-def _gib(mib: int) -> str:
-    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib} MiB"
-
-
 def _judge(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None:
     f = result.findings
     if result.status == "timeout":
@@ -724,7 +720,7 @@ def _judge_isolation(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | Non
         else:
             role, where = "idle", "not in the plan"
         who = f"rank {rank}" if rank is not None else "a launcher process"
-        violations.append(f"{who}, pid {pid}, held {_gib(sample.max_mib)} on GPU {gpu} {where}")
+        violations.append(f"{who}, pid {pid}, held {gib(sample.max_mib)} on GPU {gpu} {where}")
         result.isolation_offenders.append({"rank": rank, "pid": pid, "gpu": gpu,
                                            "mib": sample.max_mib, "role": role})
     if violations:

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 _GENERIC = "the GRPO step failed on rank"
 
 
-def _gib(mib: int) -> str:
+def gib(mib: int) -> str:
+    """MiB as a person reads them: ``23.8 GiB`` or ``412 MiB``."""
     return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib} MiB"
 
 
@@ -159,7 +160,7 @@ def _headroom(spec: ProbeSpec, result: ProbeResult) -> list[Finding]:
         severity = Severity.ERROR if free < HEADROOM_ERROR_MIB else Severity.WARNING
         out.append(Finding(
             "PRB017", severity,
-            f"rank {rank}'s training step had {_gib(free)} free on {where} ({_gib(total)}) beside "
+            f"rank {rank}'s training step had {gib(free)} free on {where} ({gib(total)}) beside "
             f"its in-process vLLM (vllm_gpu_memory_utilization {util}): the probe's tiny model "
             "fit, the real model's weights, gradients, optimizer states (~16 bytes per parameter "
             "with Adam in mixed precision) and activations must fit there too",
@@ -184,7 +185,7 @@ def _server_isolation(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | No
         if own is not None and gpu not in own:
             out.append(Finding(
                 "PRB003", Severity.ERROR,
-                f"the probe vLLM server (pid {pid}) held {_gib(sample.max_mib)} on GPU {gpu}, "
+                f"the probe vLLM server (pid {pid}) held {gib(sample.max_mib)} on GPU {gpu}, "
                 f"outside its GPUs {sorted(own)}",
                 "check the server's CUDA_VISIBLE_DEVICES and its parallel sizes",
                 {"pid": pid, "gpu": gpu, "mib": sample.max_mib}))
@@ -202,8 +203,8 @@ def _user_server(result: ProbeResult) -> None:
     us["unchanged"] = same_health and not changed
     msg = (f"the running server {us.get('url')} was only read: /health "
            f"{us.get('health_before')} before and {us.get('health_after')} after; its "
-           + ", ".join(f"pid {p} on GPU {g}: {_gib(m or 0)} before, "
-                       f"{_gib(after.get((p, g)) or 0)} after" for (p, g), m in before.items())
+           + ", ".join(f"pid {p} on GPU {g}: {gib(m or 0)} before, "
+                       f"{gib(after.get((p, g)) or 0)} after" for (p, g), m in before.items())
            ) if before else (f"the running server {us.get('url')} was only read: /health "
                              f"{us.get('health_before')} before and {us.get('health_after')} "
                              "after")
