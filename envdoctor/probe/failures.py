@@ -62,12 +62,23 @@ def _oom(text: str) -> Finding | None:
         where = (f" on GPU {ev['gpu']} (total {ev['total']}, {ev['free']} free, tried to "
                  f"allocate {ev['want']})")
     others = list({o["pid"]: o.groupdict() for o in _OOM_OTHERS.finditer(text)}.values())
+    listed = ""
     if others:
         ev["processes"] = others
-        where += "; in use by " + ", ".join(f"pid {o['pid']} ({o['used']})" for o in others[:4])
-    return Finding("PRB007", Severity.ERROR, f"CUDA ran out of memory{where}",
-                   "free the GPU of other processes (nvidia-smi), or lower the batch size; set "
-                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation", ev)
+        listed = "; in use by " + ", ".join(f"pid {o['pid']} ({o['used']})" for o in others[:4])
+    # the cause and its fix as triage judges the same message (other processes, the allocator,
+    # ranks sharing a GPU, capacity): one reading of torch's OOM text for both
+    from envdoctor.triage.oom import classify as oom_cause
+    from envdoctor.triage.oom import parse_oom
+
+    parsed = parse_oom(text)
+    cause = oom_cause(parsed) if parsed is not None else None
+    if cause is not None:
+        ev["cause"] = cause.cause
+    return Finding("PRB007", Severity.ERROR, f"CUDA ran out of memory{where}"
+                   + (f": {cause.why}" if cause is not None and cause.why else listed),
+                   cause.fix if cause is not None and cause.fix else
+                   "free the GPU of other processes (nvidia-smi), or lower the batch size", ev)
 
 
 def classify(text: str) -> list[Finding]:

@@ -153,6 +153,7 @@ class OomCause:
     message: str
     fix: str
     evidence: dict[str, Any] = field(default_factory=dict)
+    why: str = ""  # the message without its numbers: the cause in words
 
 
 def _physical(oom: Oom, ctx: Context | None, vllm_side: bool) -> int | None:
@@ -264,7 +265,7 @@ class OomLog:
 def _result(cause: str, rule: str, head: str, why: str, fix: str,
             evidence: dict[str, Any]) -> OomCause:
     evidence["cause"] = cause
-    return OomCause(cause, rule, f"{head}: {why}", fix, evidence)
+    return OomCause(cause, rule, f"{head}: {why}", fix, evidence, why)
 
 
 def _util_fix(ctx: Context | None, oom: Oom) -> str:

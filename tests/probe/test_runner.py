@@ -349,3 +349,16 @@ def test_every_cache_location_points_into_the_temp_dir(tmp_path):
                 "FLASHINFER_WORKSPACE_BASE", "CUDA_CACHE_PATH", "HUMMING_CACHE_DIR", "HUMMING_TMP_DIR"):
         assert Path(env[var]).is_relative_to(tmp_path), var
     assert OFFLINE["VLLM_NO_USAGE_STATS"] == "1" and OFFLINE["HF_HUB_OFFLINE"] == "1"
+
+
+def test_a_probe_oom_gets_the_cause_and_fix_triage_gives_the_same_message():
+    held = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a "
+            "total capacity of 79.19 GiB of which 12.81 MiB is free. Process 812 has 61.40 GiB "
+            "memory in use. Process 901 has 17.70 GiB memory in use.")
+    (oom,) = classify(held)
+    assert oom.evidence["cause"] == "other-process" and "stop them" in oom.fix
+    assert "expandable_segments" not in oom.fix
+    big = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 TiB. GPU 3 has a "
+           "total capacity of 79.19 GiB of which 698.00 MiB is free.")
+    (oom,) = classify(big)
+    assert oom.evidence["cause"] == "capacity" and "gradient_checkpointing" in oom.fix
