@@ -76,7 +76,8 @@ class Grepped:
 
     def __init__(self, path: str, sigs: tuple[Signature, ...] | None = None,
                  anchor_list: tuple[bytes, ...] | None = None) -> None:
-        self.path, self.procs = path, []
+        self.path = path
+        self.procs: list[subprocess.Popen] = []
         self.grep: subprocess.Popen | None = None
         self.wc: subprocess.Popen | None = None
         exe = gnu_grep()
@@ -162,12 +163,7 @@ def _match_hits(sc: scanner.Matcher, out: Iterator[bytes], fd: int) -> None:
             data = os.pread(fd, READ, start)
             eof, i = len(data) < READ, off - start
         lo, hi = max(0, i - window), min(len(data), i + window)
-        s = data.rfind(b"\n", lo, i) + 1 or lo
-        s = max(s, data.rfind(b"\r", s, i) + 1)
-        e = data.find(b"\n", i, hi)
-        e = hi if e < 0 else e
-        cr = data.find(b"\r", i, e)
-        e = cr if cr >= 0 else e
+        s, e = scanner.segment_start(data, i, lo), scanner.segment_end(data, i, hi)
         seg_end = start + e if e < hi or hi == len(data) and eof else _segment_end(fd, start + hi)
         seg = start + s if s > lo or lo == 0 else _segment_start(fd, start + lo)
         sc.match(data[s:e], int(line), functools.partial(_before, fd, seg), seg > scanner.HISTORY)

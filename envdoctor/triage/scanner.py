@@ -183,17 +183,20 @@ class Matcher:
         return found
 
 
-def segment_end(buf: bytes, hit: int) -> int:
-    """Where the segment holding ``buf[hit]`` ends: its line's end or the next carriage return."""
-    nl = buf.find(b"\n", hit)
-    limit = nl if nl >= 0 else len(buf)
+def segment_end(buf: bytes, hit: int, hi: int | None = None) -> int:
+    """Where the segment holding ``buf[hit]`` ends: its line's end or the next carriage return,
+    looked for up to ``hi`` (``hi`` when neither is before it)."""
+    hi = len(buf) if hi is None else hi
+    nl = buf.find(b"\n", hit, hi)
+    limit = nl if nl >= 0 else hi
     cr = buf.find(b"\r", hit, limit)
     return cr if cr >= 0 else limit
 
 
-def segment_start(buf: bytes, hit: int) -> int:
-    """Where the segment holding ``buf[hit]`` starts: after the last newline or carriage return."""
-    nl = buf.rfind(b"\n", 0, hit) + 1
+def segment_start(buf: bytes, hit: int, lo: int = 0) -> int:
+    """Where the segment holding ``buf[hit]`` starts: after the last newline or carriage return,
+    looked for from ``lo`` (``lo`` when neither is after it)."""
+    nl = buf.rfind(b"\n", lo, hit) + 1 or lo
     return max(nl, buf.rfind(b"\r", nl, hit) + 1)
 
 
