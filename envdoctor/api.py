@@ -230,7 +230,7 @@ def probe_area(ctx: Any, timeout_s: float = 180.0) -> Area:
         area = Area(key="probe", title="Probe", summary="unavailable")
         area.findings.append(Finding(
             "PRB012", Severity.INFO, f"probe not run: envdoctor.probe is unavailable ({exc})",
-            fix="pip install 'envdoctor[probe]' (or run `envdoctor probe` where it is installed)"))
+            fix="pip install 'grpo-envdoctor[probe]' (or run `envdoctor probe` where it is installed)"))
         return area
 
 

@@ -81,8 +81,9 @@ def _oom(text: str) -> Finding | None:
                    "free the GPU of other processes (nvidia-smi), or lower the batch size", ev)
 
 
-def classify(text: str) -> list[Finding]:
-    """Findings for every known failure in ``text`` (a rank's log or error message)."""
+def classify(text: str, launcher: str | None = None) -> list[Finding]:
+    """Findings for every known failure in ``text`` (a rank's log or error message);
+    ``launcher``: the path of the launch line's program, named in install fixes."""
     found: list[Finding] = []
     oom = _oom(text)
     if oom:
@@ -95,11 +96,22 @@ def classify(text: str) -> list[Finding]:
                                  {"matched": hit.group(0)[:200], **ev}))
     missing = _MISSING.search(text)
     if missing:
+        mod = missing.group("mod")
         found.append(Finding("PRB009", Severity.ERROR,
-                             f"the probe needs {missing.group('mod')}, which is not importable by "
-                             "the launched interpreter", "pip install 'envdoctor[probe]'",
-                             {"module": missing.group("mod")}))
+                             f"the probe needs {mod}, which the launched interpreter"
+                             f"{f' ({launcher})' if launcher else ''} cannot import",
+                             _install_fix(mod, launcher), {"module": mod, "launcher": launcher}))
     return found
+
+
+def _install_fix(module: str, launcher: str | None) -> str:
+    """Install ``module`` where the launch line's program runs (a Python: with it; a console
+    script such as torchrun: in its environment)."""
+    extra = "or pip install 'grpo-envdoctor[probe]' there for the whole probe stack"
+    if launcher and "python" in launcher.rsplit("/", 1)[-1]:
+        return f"{launcher} -m pip install {module} ({extra})"
+    where = f"the environment of {launcher}" if launcher else "the launch line's environment"
+    return f"pip install {module} in {where} ({extra})"
 
 
 # --- vLLM (probe server, colocate, legacy): its own device names mapped to the user's ---------

@@ -625,7 +625,8 @@ def _judge(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> None
         if err:
             texts.append(f"{err.get('type')}: {err.get('message')}\n{err.get('traceback', '')}")
         _judge_rank(spec, rank, data, f)
-    known = classify("\n".join(texts) + "\n" + result.log_tail) if texts or (
+    program = shutil.which(spec.launcher[0]) or spec.launcher[0] if spec.launcher else None
+    known = classify("\n".join(texts) + "\n" + result.log_tail, program) if texts or (
         result.status == "ran" and result.returncode) else []
     seen = {(x.rule, x.message) for x in f}
     f.extend(x for x in known if (x.rule, x.message) not in seen)

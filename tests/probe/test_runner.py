@@ -362,3 +362,12 @@ def test_a_probe_oom_gets_the_cause_and_fix_triage_gives_the_same_message():
            "total capacity of 79.19 GiB of which 698.00 MiB is free.")
     (oom,) = classify(big)
     assert oom.evidence["cause"] == "capacity" and "gradient_checkpointing" in oom.fix
+
+
+def test_a_missing_package_is_installed_where_the_launch_line_runs():
+    (f,) = classify("ModuleNotFoundError: No module named 'datasets'", "/usr/bin/python3")
+    assert f.rule == "PRB009" and "(/usr/bin/python3)" in f.message
+    assert f.fix.startswith("/usr/bin/python3 -m pip install datasets")
+    assert "grpo-envdoctor[probe]" in f.fix and "'envdoctor[probe]'" not in f.fix
+    (f,) = classify("ModuleNotFoundError: No module named 'trl'", "/opt/venv/bin/torchrun")
+    assert f.fix.startswith("pip install trl in the environment of /opt/venv/bin/torchrun")
