@@ -22,7 +22,7 @@ from envdoctor.plan.memory import (
     trainer_parts,
     vllm_parts,
 )
-from envdoctor.plan.memory_setup import Knobs
+from envdoctor.plan.memory_setup import Knobs, number
 from envdoctor.plan.memory_setup import from_config as knobs_from_config
 from envdoctor.plan.model_shape import ModelShape, load_shape, parse_count, shape_from_count
 from envdoctor.plan.values import as_bool
@@ -182,10 +182,10 @@ def server_row(ctx: Any, shape: ModelShape, k: Knobs, gpu: int, capacity: int | 
     launch = ctx.plan.server
     opts = launch.options if launch is not None else {}
     if k.vllm_mode == "server":
-        util = _num(opts.get("gpu_memory_utilization"), 0.9)  # trl vllm-serve's default
+        util = number(opts.get("gpu_memory_utilization"), 0.9, limit=1e7)  # trl vllm-serve's default
         util = util if 0.0 < util <= 1.0 else 0.9
-        mml = _num(opts.get("max_model_len"), 0) or shape.max_positions
-        tp = int(_num(opts.get("tensor_parallel_size"), 1)) or 1
+        mml = number(opts.get("max_model_len"), 0, limit=1e7) or shape.max_positions
+        tp = int(number(opts.get("tensor_parallel_size"), 1, limit=1e7)) or 1
         eager = bool(as_bool(opts.get("enforce_eager", False)))
     else:  # legacy: the trainer's own vLLM on vllm_device
         util, mml, tp, eager = k.vllm_util, k.vllm_max_model_len or shape.max_positions, 1, False
@@ -195,14 +195,6 @@ def server_row(ctx: Any, shape: ModelShape, k: Knobs, gpu: int, capacity: int | 
                   max_model_len=int(mml) if mml else None, vllm_util=util)
     row.parts = parts + [Part("CUDA context", int(0.6 * GiB), "outside the budget")]
     return row
-
-
-def _num(value: Any, default: float) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return default
-    return out if 0.0 <= out <= 1e7 else default
 
 
 # ---- fixes --------------------------------------------------------------------------------

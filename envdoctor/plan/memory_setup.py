@@ -96,12 +96,13 @@ def _int(value: Any, default: int) -> int:
     return out if 0 < out <= MAX_COUNT else default
 
 
-def _float(value: Any, default: float) -> float:
+def number(value: Any, default: float, limit: float = 1e6) -> float:
+    """``value`` as a number in ``[0, limit]``; ``default`` for anything else."""
     try:
         out = float(value)
     except (TypeError, ValueError, OverflowError):
         return default
-    return out if 0.0 <= out <= 1e6 else default
+    return out if 0.0 <= out <= limit else default
 
 
 def dtype_bytes(value: Any) -> int | None:
@@ -139,7 +140,7 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     bf16 = as_bool(c.get("bf16", bf16_default)) or as_bool(c.get("fp16", False))
     k.compute_bytes = 2 if bf16 else 4
     beta_default = 0.04 if _at_least(trl, "0.19.0") is False else 0.0
-    k.beta = _float(c.get("beta", beta_default), beta_default)
+    k.beta = number(c.get("beta", beta_default), beta_default)
     # transformers' default optim: the fused AdamW with torch >= 2.8, the foreach one before
     fused = _at_least(torch, "2.8.0") is not False
     k.optim = str(c.get("optim") or ("adamw_torch_fused" if fused else "adamw_torch")).lower()
@@ -157,7 +158,7 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     _distributed(k, c, accelerate or {}, launch_opts or {})
     k.use_vllm = bool(as_bool(c.get("use_vllm", False)))
     util_default = 0.9 if _at_least(trl, "0.18.0") is False else 0.3
-    k.vllm_util = _float(c.get("vllm_gpu_memory_utilization", util_default), util_default)
+    k.vllm_util = number(c.get("vllm_gpu_memory_utilization", util_default), util_default)
     if not 0.0 < k.vllm_util <= 1.0:
         k.vllm_util = util_default
     k.vllm_sleep = bool(as_bool(c.get("vllm_enable_sleep_mode", False)))
