@@ -10,12 +10,13 @@ context (against NVML's reading of the process, or of the device less its idle u
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from envdoctor.plan.memory import GiB, allocated, overhead_parts, trainer_parts  # noqa: E402
+from envdoctor.plan.memory import GiB, allocated, overhead_parts, trainer_parts, vllm_parts  # noqa: E402
 from envdoctor.plan.memory_setup import from_config as knobs  # noqa: E402
 from envdoctor.plan.model_shape import from_config  # noqa: E402
 
@@ -23,47 +24,126 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memory_gpu import MODELS  # noqa: E402
 
 
-def predict(row: dict, trl: str) -> tuple[int, int]:
-    shape = from_config(dict(MODELS[row["model"]]), row["model"])
+def _knobs(row: dict, trl: str):
     config = {"per_device_train_batch_size": row["batch"],
               "max_prompt_length": row.get("prompt_tokens", row["prompt_len"]),
               "max_completion_length": row["completion_len"],
               "gradient_checkpointing": row["gradient_checkpointing"], "bf16": True,
               "num_generations": 4, "model_init_kwargs": {"dtype": row["dtype"]},
-              "optim": row.get("optimizer", "adamw_torch_fused")}
+              "optim": row.get("optimizer") or "adamw_torch_fused"}
     if row.get("lora"):
         config.update(use_peft=True, lora_r=row["lora"][0], lora_target_modules=row["lora"][1])
-    parts = trainer_parts(shape, knobs(config, trl, "bfloat16"))
+    if row.get("quant") == "4bit":
+        config["load_in_4bit"] = True
+    if row.get("vllm"):
+        config.update(use_vllm=True, vllm_mode="colocate",
+                      vllm_gpu_memory_utilization=row["vllm"])
+    acc = row.get("accelerate")
+    world = int(acc.get("num_processes", 1)) if acc else 1
+    return knobs(config, trl, "bfloat16", accelerate=acc, world=world, node_ranks=world,
+                 vllm_mode="colocate" if row.get("vllm") else None)
+
+
+def predict(row: dict, trl: str) -> tuple[int, int]:
+    """(PyTorch allocations, the whole process) at the peak; colocate adds vLLM's share."""
+    shape = from_config(dict(MODELS[row["model"]]), row["model"])
+    k = _knobs(row, trl)
+    parts = trainer_parts(shape, k)
     alloc = allocated(parts)
-    return alloc, alloc + sum(p.bytes for p in overhead_parts(parts))
+    proc = alloc + sum(p.bytes for p in overhead_parts(parts))
+    if k.use_vllm and row.get("total_memory"):
+        proc += int(k.vllm_util * row["total_memory"])
+    return alloc, proc
+
+
+_VLLM_LOG = {
+    "weights": r"Actual usage is ([\d.]+) GiB for weight",
+    "activation": r"([\d.]+) GiB for peak activation",
+    "non_torch": r"([\d.]+) GiB for non-torch memory",
+    "graphs": r"([\d.]+) GiB for CUDAGraph memory",
+    "kv": r"Available KV cache memory: ([\d.]+) GiB",
+}
+
+
+def vllm_log(path: Path) -> dict[str, float]:
+    """vLLM's own account of its memory (gpu_worker.py's startup lines), in GiB."""
+    text = path.read_text(errors="replace") if path.exists() else ""
+    found = {}
+    for key, pattern in _VLLM_LOG.items():
+        m = re.search(pattern, text)
+        if m:
+            found[key] = float(m.group(1))
+    m = re.search(r"GPU KV cache size: ([\d,]+) tokens", text)
+    if m:
+        found["kv_tokens"] = float(m.group(1).replace(",", ""))
+    return found
+
+
+def vllm_rows(rows: list[dict], trl: str, jsonl: Path) -> None:
+    """The generation side part by part: the plan's vLLM parts against vLLM's own log."""
+    print("\n| shape | model | util | max_model_len | part | predicted | vLLM's log | error |")
+    print("|" + "---|" * 8)
+    for r in rows:
+        shape = from_config(dict(MODELS[r["model"]], max_position_embeddings=r.get(
+            "max_model_len") or 32768), r["model"])
+        k = knobs({"use_vllm": True, "vllm_gpu_memory_utilization": r["vllm_util"]}, trl,
+                  "bfloat16", vllm_mode="server")
+        mml = r.get("max_model_len") or shape.max_positions
+        parts, need, free = vllm_parts(shape, k, r.get("total_memory"), mml)
+        seen = vllm_log(jsonl.with_name(f"{jsonl.stem}-{r['shape']}.log"))
+        measured = {"vLLM weights": seen.get("weights"),
+                    "vLLM activations + CUDA graphs": sum(seen.get(x, 0.0) for x in (
+                        "activation", "non_torch", "graphs")) if "weights" in seen else None,
+                    "vLLM KV cache": seen.get("kv")}
+        for part in parts:
+            got = measured.get(part.name)
+            err = f"{(part.bytes / GiB - got) / got:+.0%}" if got else "—"
+            print(f"| {r['shape']} | {r['model']} | {r['vllm_util']} | {mml} | {part.name} | "
+                  f"{part.bytes / GiB:.2f} GiB | {f'{got:.2f} GiB' if got is not None else '—'} "
+                  f"| {err} |")
+        verdict = "refuses (MEM103)" if need and free is not None and need > free else "starts"
+        print(f"| {r['shape']} | | | | one {mml}-token sequence | needs {need / GiB:.2f} GiB: "
+              f"predicted {verdict} | {r['status']}: {r.get('error', '')[:160]} | |")
 
 
 def main() -> None:
-    lines = [json.loads(x) for x in Path(sys.argv[1]).read_text().splitlines() if x.strip()]
-    head, rows = lines[0], lines[1:]
+    jsonl = Path(sys.argv[1])
+    lines = [json.loads(x) for f in [jsonl, *sorted(jsonl.parent.glob(jsonl.name + ".rank*"))]
+             for x in f.read_text().splitlines() if x.strip()]
+    head = lines[0]
+    rows = [x for x in lines if "shape" in x and not x.get("server")]
+    servers = [x for x in lines if x.get("server")]
     trl = head["versions"]["trl"]
-    idle = head.get("device_used_before", 0)
     print(f"GPU {head['gpu']}; torch {head['versions']['torch']}, transformers "
           f"{head['versions']['transformers']}, TRL {trl}\n")
-    print("| shape | model | batch × (prompt + completion) | GC | weights | predicted alloc "
+    print("| shape | model | setup | batch × (prompt + completion) | GC | weights | predicted alloc "
           "| measured alloc | error | predicted process | measured NVML | error | status |")
-    print("|" + "---|" * 12)
+    print("|" + "---|" * 13)
     for r in rows:
+        idle = r.get("device_used_before", head.get("device_used_before", 0))
         alloc, proc = predict(r, trl)
         meas = r.get("max_allocated")
         nv = r.get("nvml_process_peak") or max(r.get("nvml_device_peak", 0) - idle, 0)
-        err = f"{(alloc - meas) / meas:+.0%}" if meas and r["status"] == "ok" else "—"
+        err = f"{(alloc - meas) / meas:+.0%}" if meas and r["status"] == "ok" \
+            and not r.get("vllm") else "—"
         nerr = f"{(proc - nv) / nv:+.0%}" if nv and r["status"] == "ok" else "—"
         cap = r.get("total_memory")
         status = r["status"]
-        if status == "oom" or (cap and proc > cap):
+        if status in ("oom", "error") or (cap and proc > cap):
             status += f" (predicted {'OOM' if cap and proc > cap else 'fits'})"
-        model = r["model"] + (f" + LoRA r={r['lora'][0]} {'+'.join(r['lora'][1])}" if r.get("lora") else "")
-        print(f"| {r['shape']} | {model} | {r['batch']} × ({r.get('prompt_tokens')} + "
+        model = r["model"] + (f" + LoRA r={r['lora'][0]} {'+'.join(r['lora'][1])}"
+                              if r.get("lora") else "")
+        setup = ", ".join(x for x in (
+            r.get("launch") and f"{r['launch'].upper()} rank {r.get('rank', 0)} of 2",
+            r.get("quant") and "4-bit base", r.get("vllm") and f"vLLM colocate {r['vllm']}",
+            r.get("optimizer") if "8bit" in str(r.get("optimizer")) else None) if x) or "1 rank"
+        print(f"| {r['shape']} | {model} | {setup} | {r['batch']} × ({r.get('prompt_tokens')} + "
               f"{r['completion_len']}) | {'on' if r['gradient_checkpointing'] else 'off'} | "
               f"{r['dtype']} | {alloc / GiB:.2f} GiB | "
               f"{meas / GiB if meas else 0:.2f} GiB | {err} | {proc / GiB:.2f} GiB | "
               f"{nv / GiB:.2f} GiB | {nerr} | {status} |")
+    if servers:
+        vllm_rows(servers, trl, jsonl)
 
 
 if __name__ == "__main__":

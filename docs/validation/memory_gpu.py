@@ -7,6 +7,8 @@ torch.cuda.max_memory_allocated / max_memory_reserved and the peak NVML reading 
 (or the device's used memory when NVML lists no process), or the OOM.
 
     python docs/validation/memory_gpu.py OUT.jsonl [SHAPE_NAME ...]
+    torchrun --nproc_per_node 2 docs/validation/memory_gpu.py OUT.jsonl d1   (rank r: OUT.rank<r>)
+    accelerate launch --config_file fsdp.yaml docs/validation/memory_gpu.py OUT.jsonl d2
 """
 
 from __future__ import annotations
@@ -40,19 +42,42 @@ SHAPES = {
     "s9": ("qwen2.5-1.5b", 16, 128, 768, False, "float32"),
     "s10": ("qwen2.5-1.5b", 16, 128, 1024, False, "float32"),  # alloc fits, process does not
     "s11": ("qwen2.5-1.5b", 24, 128, 768, False, "float32"),
-    # LoRA (peft): the 7th field is the adapter (r, target modules)
-    "l1": ("qwen2.5-1.5b", 16, 128, 512, False, "bfloat16", (16, ("all-linear",))),
-    "l2": ("qwen2.5-1.5b", 8, 128, 256, True, "float32", (64, ("q_proj", "v_proj"))),
+    # the 7th field holds the rest: "lora" (r, target modules), "optim", "quant" ("4bit": QLoRA's
+    # NF4 base), "vllm" (colocate at that fraction), "launch" ("ddp" / "fsdp": 2 ranks, see
+    # memory_gpu.sh). The third run's shapes (d*, o1, q1, c1) were predicted before it ran.
+    "l1": ("qwen2.5-1.5b", 16, 128, 512, False, "bfloat16", {"lora": (16, ("all-linear",))}),
+    "l2": ("qwen2.5-1.5b", 8, 128, 256, True, "float32", {"lora": (64, ("q_proj", "v_proj"))}),
+    "d1": ("qwen2.5-1.5b", 8, 128, 256, False, "float32", {"launch": "ddp"}),
+    "d2": ("qwen2.5-1.5b", 8, 128, 256, False, "float32", {"launch": "fsdp"}),
+    "d3": ("qwen2.5-1.5b", 16, 128, 512, True, "float32", {"launch": "fsdp"}),
+    "o1": ("qwen2.5-1.5b", 8, 128, 256, True, "float32", {"optim": "adamw_bnb_8bit"}),
+    "q1": ("qwen2.5-1.5b", 8, 128, 256, True, "bfloat16",
+           {"quant": "4bit", "lora": (16, ("all-linear",))}),
+    "c1": ("qwen2.5-0.5b", 8, 128, 256, False, "float32", {"vllm": 0.3}),
 }
+#: accelerate config of the "fsdp" shapes (open-r1's recipes/accelerate_configs/fsdp.yaml at
+#: 2 processes, without the settings that need from_pretrained on every rank)
+FSDP = {"distributed_type": "FSDP", "mixed_precision": "bf16", "num_processes": 2,
+        "fsdp_config": {"fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+                        "fsdp_backward_prefetch": "BACKWARD_PRE", "fsdp_forward_prefetch": True,
+                        "fsdp_offload_params": False, "fsdp_sharding_strategy": "FULL_SHARD",
+                        "fsdp_state_dict_type": "FULL_STATE_DICT", "fsdp_cpu_ram_efficient_loading": False,
+                        "fsdp_sync_module_states": False, "fsdp_use_orig_params": True}}
+DDP = {"distributed_type": "MULTI_GPU", "mixed_precision": "bf16", "num_processes": 2}
 WORDS = [f"w{i}" for i in range(200)]
 DRY = os.environ.get("MEMORY_GPU_DRY") == "1"
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
+RANK = int(os.environ.get("RANK", "0"))
 
 
-def tokenizer():
+def tokenizer(size: int = 0):
+    """Word-level tokenizer of WORDS; ``size`` fills it up to the model's vocabulary (vLLM
+    detokenizes every sampled id), keeping the ids of WORDS."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate(WORDS)}}
+    words = WORDS + [f"x{i}" for i in range(max(size - 3 - len(WORDS), 0))]
+    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate(words)}}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>",
@@ -74,7 +99,10 @@ class Nvml:
 
         pynvml.nvmlInit()
         self.nv = pynvml
-        self.handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")  # NVML counts all GPUs
+        index = int(visible[LOCAL_RANK]) if len(visible) > LOCAL_RANK and visible[LOCAL_RANK] \
+            else LOCAL_RANK
+        self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
         self.peak_proc = 0
         self.peak_dev = 0
         self.stop = threading.Event()
@@ -111,17 +139,34 @@ class Nvml:
         self.sample()
 
 
+def _save(config, dtype: str, tok, folder: str) -> str:
+    """A random-weight checkpoint on disk (what vLLM and bitsandbytes load from)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
+    model.generation_config.pad_token_id, model.generation_config.eos_token_id = 0, 1
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    del model
+    return folder
+
+
 def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     import torch
     from datasets import Dataset
     from transformers import AutoConfig, AutoModelForCausalLM
     from trl import GRPOConfig, GRPOTrainer
 
-    model_name, batch, prompt_len, comp, gc_on, dtype, *adapter = SHAPES[name]
-    lora = adapter[0] if adapter else None
+    model_name, batch, prompt_len, comp, gc_on, dtype, *rest = SHAPES[name]
+    opts = rest[0] if rest else {}
+    lora, launch = opts.get("lora"), opts.get("launch")
     result = {"shape": name, "model": model_name, "batch": batch, "prompt_len": prompt_len,
               "completion_len": comp, "gradient_checkpointing": gc_on, "dtype": dtype,
-              "lora": list(lora) if lora else None}
+              "lora": list(lora) if lora else None, "rank": RANK, "launch": launch,
+              "quant": opts.get("quant"), "vllm": opts.get("vllm")}
+    if launch:
+        result["accelerate"] = FSDP if launch == "fsdp" else DDP
     cfg = dict(MODELS[model_name])
     if DRY:  # a CPU rehearsal of the script: same code path, a tiny model
         cfg.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -130,32 +175,57 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     config = AutoConfig.for_model(**cfg, pad_token_id=0, eos_token_id=1, bos_token_id=1)
     cuda = torch.cuda if not DRY else None
     if cuda:
+        cuda.set_device(LOCAL_RANK)
         cuda.empty_cache()
         cuda.reset_peak_memory_stats()
     base_alloc = cuda.memory_allocated() if cuda else 0
     nvml.start()
     t0 = time.time()
     trainer = model = None
+    extra: dict = {}
     try:
-        with torch.device("cpu" if DRY else "cuda"):
-            model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
-        model.generation_config.pad_token_id = 0
-        model.generation_config.eos_token_id = 1
-        model.generation_config.suppress_tokens = None
+        init_kwargs = None
+        if opts.get("vllm") or opts.get("quant"):
+            if opts.get("vllm"):
+                tok = tokenizer(cfg["vocab_size"])
+            model = _save(config, dtype, tok, f"{out_dir}/model-{name}")
+            if opts.get("quant"):
+                from transformers import BitsAndBytesConfig
+
+                model = AutoModelForCausalLM.from_pretrained(
+                    model, dtype=torch.bfloat16, device_map={"": LOCAL_RANK},
+                    quantization_config=BitsAndBytesConfig(
+                        load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                        bnb_4bit_compute_dtype=torch.bfloat16))
+            else:
+                init_kwargs = {"dtype": dtype}
+        else:
+            # several ranks: built on the CPU, the trainer / accelerate places (or shards) it
+            where = "cpu" if DRY or launch else "cuda"
+            with torch.device(where):
+                model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
+        if not isinstance(model, str):
+            model.generation_config.pad_token_id = 0
+            model.generation_config.eos_token_id = 1
+            model.generation_config.suppress_tokens = None
         prompt = " ".join(WORDS[i % len(WORDS)] for i in range(prompt_len))
         result["prompt_tokens"] = len(tok(prompt)["input_ids"])
         data = Dataset.from_dict({"prompt": [prompt] * 64})
+        if opts.get("vllm"):
+            extra = {"use_vllm": True, "vllm_mode": "colocate",
+                     "vllm_gpu_memory_utilization": opts["vllm"], "model_init_kwargs": init_kwargs}
         args = GRPOConfig(
             output_dir=out_dir, max_steps=2, per_device_train_batch_size=batch,
             num_generations=4, max_completion_length=comp, learning_rate=1e-6,
             gradient_checkpointing=gc_on, bf16=not DRY, use_cpu=DRY, logging_steps=1, save_strategy="no",
             report_to="none", disable_tqdm=True, seed=0, use_vllm=False,
-            dataloader_num_workers=0, temperature=1.0)
+            dataloader_num_workers=0, temperature=1.0,
+            **({"optim": opts["optim"]} if "optim" in opts else {}), **extra)
         peft_config = None
         if lora:
             from peft import LoraConfig
 
-            targets = lora[1][0] if lora[1] == ("all-linear",) else list(lora[1])
+            targets = lora[1][0] if tuple(lora[1]) == ("all-linear",) else list(lora[1])
             peft_config = LoraConfig(r=lora[0], lora_alpha=2 * lora[0], target_modules=targets,
                                      task_type="CAUSAL_LM")
         trainer = GRPOTrainer(model=model, reward_funcs=lambda completions, **kw:
@@ -163,6 +233,7 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
                               train_dataset=data, processing_class=tok, peft_config=peft_config)
         result["optimizer"] = args.optim
         trainer.train()
+        result["wrapped"] = type(trainer.model_wrapped).__name__
         result["status"] = "ok"
         hist = [h for h in trainer.state.log_history if "completions/mean_length" in h]
         if hist:
@@ -170,13 +241,16 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     except torch.OutOfMemoryError as exc:
         result["status"] = "oom"
         result["error"] = str(exc).splitlines()[0][:400]
+    except Exception as exc:  # noqa: BLE001 - a shape that cannot run is recorded, not fatal
+        result["status"] = "error"
+        result["error"] = f"{type(exc).__name__}: {str(exc)[:400]}"
     finally:
         nvml.finish()
         result["seconds"] = round(time.time() - t0, 1)
         if cuda:
             result["max_allocated"] = cuda.max_memory_allocated() - base_alloc
             result["max_reserved"] = cuda.max_memory_reserved()
-            result["total_memory"] = cuda.get_device_properties(0).total_memory
+            result["total_memory"] = cuda.get_device_properties(LOCAL_RANK).total_memory
         result["nvml_process_peak"] = nvml.peak_proc
         result["nvml_device_peak"] = nvml.peak_dev
         trainer = model = None  # noqa: F841
@@ -186,12 +260,55 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     return result
 
 
+#: vLLM alone, as a server holds it (the third run): model, gpu_memory_utilization,
+#: max_model_len (None: the config's 32768). v3 is MEM103's case: one 131072-token sequence
+#: needs 3.5 GiB of KV cache that 0.035 of the GPU does not leave.
+VLLM_SHAPES = {"v1": ("qwen2.5-0.5b", 0.3, None), "v2": ("qwen2.5-1.5b", 0.3, None),
+               "v3": ("qwen2.5-1.5b", 0.035, 131072)}
+
+
+def run_vllm(name: str, nvml: Nvml, out_dir: str) -> dict:
+    """Start vLLM's LLM on a random-weight checkpoint; its log (kept by memory_gpu.sh) gives
+    the parts: weights, peak activation, non-torch, CUDA graphs, KV cache."""
+    from transformers import AutoConfig
+
+    model_name, util, mml = VLLM_SHAPES[name]
+    cfg = dict(MODELS[model_name], max_position_embeddings=mml or 32768)
+    result = {"shape": name, "model": model_name, "vllm_util": util, "max_model_len": mml,
+              "server": True}
+    folder = _save(AutoConfig.for_model(**cfg, pad_token_id=0, eos_token_id=1, bos_token_id=1),
+                   "bfloat16", tokenizer(cfg["vocab_size"]), f"{out_dir}/vllm-{name}")
+    nvml.start()
+    t0 = time.time()
+    try:
+        from vllm import LLM, SamplingParams
+
+        llm = LLM(model=folder, gpu_memory_utilization=util, max_model_len=mml)
+        out = llm.generate([" ".join(WORDS[:16])] * 4, SamplingParams(max_tokens=32))
+        result["status"] = "ok"
+        result["generated"] = sum(len(o.outputs[0].token_ids) for o in out)
+    except Exception as exc:  # noqa: BLE001 - vLLM's refusal is the measurement for v3
+        result["status"] = "error"
+        result["error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
+    finally:
+        nvml.finish()
+        result["seconds"] = round(time.time() - t0, 1)
+        result["nvml_device_peak"] = nvml.peak_dev
+        import torch
+
+        result["total_memory"] = torch.cuda.get_device_properties(LOCAL_RANK).total_memory
+    return result
+
+
 def main() -> None:
     import torch
     import transformers
     import trl
 
-    out = sys.argv[1]
+    if sys.argv[1] == "--accelerate-config":  # the launch's config file, as JSON
+        print(json.dumps(FSDP if sys.argv[2] == "fsdp" else DDP))
+        return
+    out = sys.argv[1] if RANK == 0 else f"{sys.argv[1]}.rank{RANK}"
     names = sys.argv[2:] or list(SHAPES)
     nvml = Nvml()
     nvml.sample()
@@ -199,14 +316,20 @@ def main() -> None:
     if not DRY:
         torch.cuda.init()
     tok = tokenizer()
-    with open(out, "w") as fh:
-        fh.write(json.dumps({"versions": {"torch": torch.__version__,
-                                          "transformers": transformers.__version__,
-                                          "trl": trl.__version__},
-                             "gpu": "cpu (dry run)" if DRY else torch.cuda.get_device_name(0),
-                             "device_used_before": idle}) + "\n")
+    fresh = not os.path.exists(out)
+    with open(out, "a") as fh:
+        if fresh:
+            fh.write(json.dumps({"versions": {"torch": torch.__version__,
+                                              "transformers": transformers.__version__,
+                                              "trl": trl.__version__},
+                                 "gpu": "cpu (dry run)" if DRY else torch.cuda.get_device_name(0),
+                                 "device_used_before": idle}) + "\n")
         for name in names:
-            result = run_shape(name, nvml, tok, "/tmp/memory-grpo")
+            if name in VLLM_SHAPES:
+                result = run_vllm(name, nvml, "/tmp/memory-grpo")
+            else:
+                result = run_shape(name, nvml, tok, "/tmp/memory-grpo")
+            result["device_used_before"] = idle
             print(json.dumps(result), flush=True)
             fh.write(json.dumps(result) + "\n")
             fh.flush()

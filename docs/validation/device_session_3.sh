@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The third device session, on nvidia-h200-x2 (two H200s): one call per PART after the five
+# wheel-chunk calls (probe_vllm_gpu.sh says how /tmp/parts/part.* get there).
+#   bash docs/validation/device_session_3.sh probe-server    # issue 14: the 2-GPU server split
+#   bash docs/validation/device_session_3.sh probe-colocate  # issue 14 colocate; issue 18 class 5
+#   bash docs/validation/device_session_3.sh memory-dist     # issue 16: DDP and FSDP on 2 ranks
+#   bash docs/validation/device_session_3.sh memory-single   # issue 16: vLLM parts, 8-bit, QLoRA
+# memory-single carries bitsandbytes' wheel (.wt/bnb/*.whl).
+set -u
+[ -f /tmp/vsite/.done ] || { mkdir -p /tmp/vw && cat /tmp/parts/part.* | tar -x -C /tmp/vw \
+  && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/vsite /tmp/vw/*.whl \
+  && touch /tmp/vsite/.done; } || exit 1
+export PYTHONPATH=/tmp/vsite:$PWD PATH=/tmp/vsite/bin:$PATH PYTHONUNBUFFERED=1
+# this machine kind keeps NVLink multicast off (KINDS.md): kept in every child's environment
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+nvidia-smi -L
+python3 -c "import importlib.metadata as m; print({p: m.version(p) for p in ('torch','vllm','trl','transformers','accelerate','peft')})"
+M=docs/validation/memory_gpu.py
+J=$OUT/memory-gpu-h200x2.jsonl
+case "$1" in
+probe-server)
+  echo "\$ SERVER_GPU=1 python3 docs/validation/probe_vllm_gpu.py server taken beside"
+  SERVER_GPU=1 timeout 570 python3 docs/validation/probe_vllm_gpu.py server taken beside
+  echo "[exit $?]" ;;
+probe-colocate)
+  echo "\$ python3 docs/validation/probe_vllm_gpu.py colocate colocate_greedy"
+  timeout 300 python3 docs/validation/probe_vllm_gpu.py colocate colocate_greedy
+  echo "[exit $?]"
+  echo "\$ python3 docs/validation/grpo_log_gpu.py oom 0.6 > \$OUT/grpo-colocate-oom-h200.log 2>&1"
+  timeout 240 python3 docs/validation/grpo_log_gpu.py oom 0.6 > "$OUT/grpo-colocate-oom-h200.log" 2>&1
+  echo "[exit $?]"; grep -n "OutOfMemoryError\|CUDA out of memory" "$OUT/grpo-colocate-oom-h200.log" | cut -c1-600 ;;
+memory-dist)
+  python3 $M --accelerate-config ddp > /tmp/ddp.json; python3 $M --accelerate-config fsdp > /tmp/fsdp.json
+  for s in d1:ddp d2:fsdp d3:fsdp; do
+    echo "\$ accelerate launch --config_file ${s#*:}.json docs/validation/memory_gpu.py \$OUT/memory-gpu-h200x2.jsonl ${s%:*}"
+    timeout 200 accelerate launch --config_file /tmp/${s#*:}.json $M "$J" "${s%:*}" > "$OUT/memory-${s%:*}.log" 2>&1
+    echo "[exit $?]"; grep '^{"shape"' "$OUT/memory-${s%:*}.log" | cut -c1-400
+  done ;;
+memory-single)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/bsite .wt/bnb/*.whl
+  export PYTHONPATH=$PYTHONPATH:/tmp/bsite
+  # two queues, one GPU each (NVML is read per physical GPU)
+  echo "\$ CUDA_VISIBLE_DEVICES=0 python3 $M \$OUT/memory-gpu-h200x2.jsonl c1 ; … v1 ; … o1"
+  echo "\$ CUDA_VISIBLE_DEVICES=1 python3 $M \$OUT/memory-gpu-h200x2-g1.jsonl v2 ; … v3 ; … q1"
+  ( for s in c1 v1 o1; do CUDA_VISIBLE_DEVICES=0 timeout 250 python3 $M "$J" $s > "$OUT/memory-gpu-h200x2-$s.log" 2>&1; echo "[$s exit $?]"; done ) &
+  ( for s in v2 v3 q1; do CUDA_VISIBLE_DEVICES=1 timeout 250 python3 $M "${J%.jsonl}-g1.jsonl" $s > "$OUT/memory-gpu-h200x2-g1-$s.log" 2>&1; echo "[$s exit $?]"; done ) &
+  wait
+  grep -h '^{"shape"' "$OUT"/memory-gpu-h200x2*-?[0-9].log | cut -c1-400 ;;
+esac
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv
