@@ -40,10 +40,12 @@ memory-single)
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/bsite .wt/bnb/*.whl
   export PYTHONPATH=$PYTHONPATH:/tmp/bsite
   # two queues, one GPU each (NVML is read per physical GPU)
-  echo "\$ CUDA_VISIBLE_DEVICES=0 python3 $M \$OUT/memory-gpu-h200x2.jsonl c1 ; … v1 ; … o1"
+  echo "\$ CUDA_VISIBLE_DEVICES=0 python3 docs/validation/grpo_log_gpu.py oom 0.85 > \$OUT/grpo-colocate-oom-h200.log 2>&1"
+  echo "\$ CUDA_VISIBLE_DEVICES=0 python3 $M \$OUT/memory-gpu-h200x2.jsonl c1 ; … o1 ; … v1"
   echo "\$ CUDA_VISIBLE_DEVICES=1 python3 $M \$OUT/memory-gpu-h200x2-g1.jsonl v2 ; … v3 ; … q1"
-  ( for s in c1 v1 o1; do CUDA_VISIBLE_DEVICES=0 timeout 250 python3 $M "$J" $s > "$OUT/memory-gpu-h200x2-$s.log" 2>&1; echo "[$s exit $?]"; done ) &
-  ( for s in v2 v3 q1; do CUDA_VISIBLE_DEVICES=1 timeout 250 python3 $M "${J%.jsonl}-g1.jsonl" $s > "$OUT/memory-gpu-h200x2-g1-$s.log" 2>&1; echo "[$s exit $?]"; done ) &
+  ( CUDA_VISIBLE_DEVICES=0 timeout 150 python3 docs/validation/grpo_log_gpu.py oom 0.85 > "$OUT/grpo-colocate-oom-h200.log" 2>&1; echo "[oom exit $?]"
+    for s in c1 o1 v1; do CUDA_VISIBLE_DEVICES=0 timeout 150 python3 $M "$J" $s > "$OUT/memory-gpu-h200x2-$s.log" 2>&1; echo "[$s exit $?]"; done ) &
+  ( for s in v2 v3 q1; do CUDA_VISIBLE_DEVICES=1 timeout 170 python3 $M "${J%.jsonl}-g1.jsonl" $s > "$OUT/memory-gpu-h200x2-g1-$s.log" 2>&1; echo "[$s exit $?]"; done ) &
   wait
   grep -h '^{"shape"' "$OUT"/memory-gpu-h200x2*-?[0-9].log | cut -c1-400 ;;
 esac

@@ -50,7 +50,7 @@ def predict(row: dict, trl: str) -> tuple[int, int]:
     k = _knobs(row, trl)
     parts = trainer_parts(shape, k)
     alloc = allocated(parts)
-    proc = alloc + sum(p.bytes for p in overhead_parts(parts))
+    proc = alloc + sum(p.bytes for p in overhead_parts(parts, k))
     if k.use_vllm and row.get("total_memory"):
         proc += int(k.vllm_util * row["total_memory"])
     return alloc, proc
@@ -62,6 +62,9 @@ _VLLM_LOG = {
     "non_torch": r"([\d.]+) GiB for non-torch memory",
     "graphs": r"([\d.]+) GiB for CUDAGraph memory",
     "kv": r"Available KV cache memory: ([\d.]+) GiB",
+    # vLLM's refusal at start (kv_cache_utils.py): what one max_model_len sequence needs
+    "kv_refused": r"larger than the available KV cache memory \(([\d.]+) GiB\)",
+    "need": r"\(([\d.]+) GiB KV cache is needed",
 }
 
 
@@ -80,30 +83,37 @@ def vllm_log(path: Path) -> dict[str, float]:
 
 
 def vllm_rows(rows: list[dict], trl: str, jsonl: Path) -> None:
-    """The generation side part by part: the plan's vLLM parts against vLLM's own log."""
-    print("\n| shape | model | util | max_model_len | part | predicted | vLLM's log | error |")
+    """The generation side part by part: the plan's vLLM parts against vLLM's own startup log
+    (server rows: vLLM alone; colocate rows: the vLLM inside the trainer)."""
+    print("\n| shape | model | vLLM | max_model_len | part | predicted | vLLM's log | error |")
     print("|" + "---|" * 8)
     for r in rows:
-        shape = from_config(dict(MODELS[r["model"]], max_position_embeddings=r.get(
-            "max_model_len") or 32768), r["model"])
-        k = knobs({"use_vllm": True, "vllm_gpu_memory_utilization": r["vllm_util"]}, trl,
-                  "bfloat16", vllm_mode="server")
-        mml = r.get("max_model_len") or shape.max_positions
-        parts, need, free = vllm_parts(shape, k, r.get("total_memory"), mml)
+        mml_cfg = r.get("max_model_len") or 32768
+        shape = from_config(dict(MODELS[r["model"]], max_position_embeddings=mml_cfg), r["model"])
+        if r.get("server"):
+            util, setup = r["vllm_util"], f"server {r['vllm_util']}"
+            k = knobs({"use_vllm": True, "vllm_gpu_memory_utilization": util}, trl, "bfloat16",
+                      vllm_mode="server")
+        else:
+            util, setup, k = r["vllm"], f"colocate {r['vllm']}", _knobs(r, trl)
+        if r.get("enforce_eager"):
+            k = k.replace(vllm_enforce_eager=True)
+        parts, need, free = vllm_parts(shape, k, r.get("total_memory"), mml_cfg)
         seen = vllm_log(jsonl.with_name(f"{jsonl.stem}-{r['shape']}.log"))
         measured = {"vLLM weights": seen.get("weights"),
                     "vLLM activations + CUDA graphs": sum(seen.get(x, 0.0) for x in (
                         "activation", "non_torch", "graphs")) if "weights" in seen else None,
-                    "vLLM KV cache": seen.get("kv")}
+                    "vLLM KV cache": seen.get("kv", seen.get("kv_refused"))}
         for part in parts:
             got = measured.get(part.name)
             err = f"{(part.bytes / GiB - got) / got:+.0%}" if got else "—"
-            print(f"| {r['shape']} | {r['model']} | {r['vllm_util']} | {mml} | {part.name} | "
+            print(f"| {r['shape']} | {r['model']} | {setup} | {mml_cfg} | {part.name} | "
                   f"{part.bytes / GiB:.2f} GiB | {f'{got:.2f} GiB' if got is not None else '—'} "
                   f"| {err} |")
         verdict = "refuses (MEM103)" if need and free is not None and need > free else "starts"
-        print(f"| {r['shape']} | | | | one {mml}-token sequence | needs {need / GiB:.2f} GiB: "
-              f"predicted {verdict} | {r['status']}: {r.get('error', '')[:160]} | |")
+        said = f"needs {seen['need']:.2f} GiB: refused" if "need" in seen else r["status"]
+        print(f"| {r['shape']} | | | | one {mml_cfg}-token sequence | needs {need / GiB:.2f} GiB:"
+              f" predicted {verdict} | {said} | |")
 
 
 def main() -> None:
@@ -142,8 +152,9 @@ def main() -> None:
               f"{r['dtype']} | {alloc / GiB:.2f} GiB | "
               f"{meas / GiB if meas else 0:.2f} GiB | {err} | {proc / GiB:.2f} GiB | "
               f"{nv / GiB:.2f} GiB | {nerr} | {status} |")
-    if servers:
-        vllm_rows(servers, trl, jsonl)
+    colocated = [x for x in rows if x.get("vllm") and x.get("status") == "ok"]
+    if servers or colocated:
+        vllm_rows(colocated + servers, trl, jsonl)
 
 
 if __name__ == "__main__":

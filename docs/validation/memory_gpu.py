@@ -68,6 +68,7 @@ WORDS = [f"w{i}" for i in range(200)]
 DRY = os.environ.get("MEMORY_GPU_DRY") == "1"
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
 RANK = int(os.environ.get("RANK", "0"))
+EAGER = os.environ.get("MEMORY_GPU_EAGER") == "1"
 
 
 def tokenizer(size: int = 0):
@@ -182,7 +183,7 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     nvml.start()
     t0 = time.time()
     trainer = model = None
-    extra: dict = {}
+    extra: dict = {"use_vllm": False}
     try:
         init_kwargs = None
         if opts.get("vllm") or opts.get("quant"):
@@ -218,7 +219,7 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
             output_dir=out_dir, max_steps=2, per_device_train_batch_size=batch,
             num_generations=4, max_completion_length=comp, learning_rate=1e-6,
             gradient_checkpointing=gc_on, bf16=not DRY, use_cpu=DRY, logging_steps=1, save_strategy="no",
-            report_to="none", disable_tqdm=True, seed=0, use_vllm=False,
+            report_to="none", disable_tqdm=True, seed=0,
             dataloader_num_workers=0, temperature=1.0,
             **({"optim": opts["optim"]} if "optim" in opts else {}), **extra)
         peft_config = None
@@ -275,7 +276,7 @@ def run_vllm(name: str, nvml: Nvml, out_dir: str) -> dict:
     model_name, util, mml = VLLM_SHAPES[name]
     cfg = dict(MODELS[model_name], max_position_embeddings=mml or 32768)
     result = {"shape": name, "model": model_name, "vllm_util": util, "max_model_len": mml,
-              "server": True}
+              "server": True, "enforce_eager": EAGER}
     folder = _save(AutoConfig.for_model(**cfg, pad_token_id=0, eos_token_id=1, bos_token_id=1),
                    "bfloat16", tokenizer(cfg["vocab_size"]), f"{out_dir}/vllm-{name}")
     nvml.start()
@@ -283,7 +284,9 @@ def run_vllm(name: str, nvml: Nvml, out_dir: str) -> dict:
     try:
         from vllm import LLM, SamplingParams
 
-        llm = LLM(model=folder, gpu_memory_utilization=util, max_model_len=mml)
+        # eager: the first try with CUDA graphs (v1, v2) hung after the graph capture
+        llm = LLM(model=folder, gpu_memory_utilization=util, max_model_len=mml,
+                  enforce_eager=EAGER)
         out = llm.generate([" ".join(WORDS[:16])] * 4, SamplingParams(max_tokens=32))
         result["status"] = "ok"
         result["generated"] = sum(len(o.outputs[0].token_ids) for o in out)

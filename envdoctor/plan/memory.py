@@ -20,8 +20,10 @@ Trainer side, per rank (bytes; P parameters, P_t trainable, N data-parallel rank
   compute dtype, ``selective_log_softmax`` adds a second copy and backward a third; TRL ≥ 1.15's
   fused LM head needs a 4096 × 32768 tile, an fp32 LM-head gradient and fp32 hidden gradients;
 - a reference model (``beta > 0``, no PEFT): P × dtype bytes (sharded under ZeRO-3);
-- CUDA context and cuBLAS workspaces (~0.6 GiB, outside PyTorch's count) and the caching
-  allocator's fragmentation (8 % of what PyTorch allocates).
+- CUDA context and cuBLAS workspaces (~0.6 GiB, outside PyTorch's count), NCCL's communicator
+  buffers with several ranks (~0.8 GiB more, measured) and the caching allocator's fragmentation
+  (8 % of what PyTorch allocates; 25 % under FSDP, whose all-gathers and reduce-scatters run on
+  their own streams: measured 21–26 % on two H200s, docs/validation/memory-gpu-h200x2.md).
 
 Generation side (vLLM): ``gpu_memory_utilization`` × total memory is vLLM's budget; the weights,
 the profiling activations and CUDA graphs come out of it and the rest is KV cache, of
@@ -39,7 +41,9 @@ from envdoctor.plan.model_shape import ModelShape
 
 GiB = 1024**3
 CONTEXT = int(0.6 * GiB)
+NCCL = int(0.8 * GiB)  # several ranks: 1.55 GiB outside PyTorch per rank vs 0.73–0.88 alone
 FRAGMENTATION = 0.08
+FSDP_FRAGMENTATION = 0.25
 THIN = 0.10  # headroom below this share of the GPU is a warning
 TILE = 4096 * 32768  # TRL >= 1.15 fused LM head: TOKEN_CHUNK_SIZE × _CHUNKED_LOGPROB_CHUNK_SIZE
 _PROJ = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
@@ -155,7 +159,8 @@ def trainer_parts(shape: ModelShape, k: Knobs) -> list[Part]:
     # the forward/backward phase and the optimizer-step phase
     act, act_note = activations(shape, k)
     fwd = [Part("activations", act, act_note)]
-    if k.weight_bytes == 4 and k.compute_bytes == 2 and not ds and not k.lora:
+    fsdp = k.strategy.startswith("fsdp")  # FSDP's mixed precision gathers bf16 parameters
+    if k.weight_bytes == 4 and k.compute_bytes == 2 and not ds and not k.lora and not fsdp:
         casts = shape.linear_params() * 2 + (0 if shape.tied else shape.embedding_params() * 2)
         fwd.append(Part("autocast weight copies", casts, "bf16 casts of fp32 weights"))
     fwd.append(Part("log-prob logits", *logits(shape, k)))
@@ -211,26 +216,34 @@ def logits(shape: ModelShape, k: Knobs) -> tuple[int, str]:
     comp, V, b = k.completion_len, shape.vocab, k.batch
     if k.fused_logps:
         n = b * comp
-        total = TILE * k.compute_bytes + V * shape.hidden * 4 + n * shape.hidden * 4 \
+        head_grad = 0 if k.lora else V * shape.hidden * 4  # LoRA: the LM head is frozen
+        total = TILE * k.compute_bytes + head_grad + n * shape.hidden * 4 \
             + 32768 * shape.hidden * k.compute_bytes
-        return int(total), "TRL fused LM head: one tile + fp32 LM-head gradient"
+        return int(total), "TRL fused LM head: one tile" + (
+            "" if k.lora else " + fp32 LM-head gradient")
     copies = 3 if k.compute_bytes == 2 else 2
     full = b * (comp + 1) * V * k.compute_bytes
     return int(copies * full), (f"{copies} × {b} × {comp + 1} × {V} × {k.compute_bytes} B "
                                 "(logits, log-softmax, gradient)")
 
 
-def overhead_parts(parts: list[Part]) -> list[Part]:
+def overhead_parts(parts: list[Part], k: Knobs | None = None) -> list[Part]:
+    """What the process holds beyond PyTorch's allocations: the caching allocator's slack, the
+    CUDA context and, with several ranks, NCCL's buffers."""
     allocated = sum(p.bytes for p in parts if p.at_peak)
-    return [Part("allocator fragmentation", int(allocated * FRAGMENTATION),
-                 f"{FRAGMENTATION:.0%} of allocated"),
-            Part("CUDA context", CONTEXT, "context + cuBLAS workspaces (outside PyTorch)")]
+    share = FSDP_FRAGMENTATION if k is not None and k.strategy.startswith("fsdp") \
+        else FRAGMENTATION
+    out = [Part("allocator fragmentation", int(allocated * share), f"{share:.0%} of allocated"),
+           Part("CUDA context", CONTEXT, "context + cuBLAS workspaces (outside PyTorch)")]
+    if k is not None and k.world > 1:
+        out.append(Part("NCCL buffers", NCCL, f"communicators of {k.world} ranks"))
+    return out
 
 
 def allocated(parts: list[Part]) -> int:
     """What PyTorch itself allocates at the peak (torch.cuda.max_memory_allocated)."""
     return sum(p.bytes for p in parts if p.at_peak and p.name not in (
-        "allocator fragmentation", "CUDA context") and not p.name.startswith("vLLM"))
+        "allocator fragmentation", "CUDA context", "NCCL buffers") and not p.name.startswith("vLLM"))
 
 
 # ---- generation -----------------------------------------------------------------------------

@@ -174,7 +174,7 @@ def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | No
             budget = int(k.vllm_util * capacity) if capacity else sum(p.bytes for p in vparts)
             parts.append(Part("vLLM (gpu_memory_utilization)", budget,
                               f"{k.vllm_util} × the GPU: weights + KV cache + graphs"))
-    row.parts = parts + overhead_parts([p for p in parts if not p.name.startswith("vLLM")])
+    row.parts = parts + overhead_parts([p for p in parts if not p.name.startswith("vLLM")], k)
     return row
 
 

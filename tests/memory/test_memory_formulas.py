@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.plan.memory import GiB, allocated, lora_params, trainer_parts, vllm_parts
+from envdoctor.plan.memory import (
+    GiB,
+    allocated,
+    lora_params,
+    overhead_parts,
+    trainer_parts,
+    vllm_parts,
+)
 from envdoctor.plan.memory_setup import from_config as knobs
 from envdoctor.plan.model_shape import from_config
 from tests.memory.configs import LLAMA3_8B, QWEN25_05B, QWEN25_7B
@@ -167,3 +174,35 @@ def test_default_optimizer_follows_the_installed_torch():
     old = knobs({}, "1.16.0", shape.dtype, torch="2.5.1+cu124")
     assert old.optim == "adamw_torch"
     assert "optimizer step temporaries" in {p.name for p in trainer_parts(shape, old)}
+
+
+# Measured on two H200s (docs/validation/memory-gpu-h200x2.md): FSDP's mixed precision gathers
+# bf16 parameters (no autocast copies) and its streams leave 21-26 % reserved-but-unallocated;
+# every rank of a multi-rank job holds ~0.8 GiB more outside PyTorch (NCCL's buffers).
+FSDP_ACC = {"distributed_type": "FSDP", "mixed_precision": "bf16",
+            "fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD"}}
+
+
+def test_fsdp_makes_no_autocast_copies_of_fp32_weights():
+    ddp, _, _ = parts(world=2)
+    fsdp, _, _ = parts(accelerate=FSDP_ACC, world=2)
+    assert "autocast weight copies" in ddp and "autocast weight copies" not in fsdp
+
+
+def test_overheads_follow_the_strategy_and_the_rank_count():
+    for acc, world, share, nccl in ((None, 1, 0.08, False), (None, 2, 0.08, True),
+                                    (FSDP_ACC, 2, 0.25, True)):
+        got, _, k = parts(accelerate=acc, world=world)
+        over = {p.name: p for p in overhead_parts(list(got.values()), k)}
+        alloc = sum(p.bytes for p in got.values() if p.at_peak)
+        assert over["allocator fragmentation"].bytes == int(alloc * share)
+        assert ("NCCL buffers" in over) is nccl
+        assert allocated(list(got.values()) + list(over.values())) == alloc
+
+
+def test_lora_leaves_out_the_frozen_lm_head_gradient():
+    full, shape, _ = parts(cfg=QWEN25_05B)
+    lora, _, _ = parts(cfg=QWEN25_05B, use_peft=True)
+    head_grad = shape.vocab * shape.hidden * 4
+    assert full["log-prob logits"].bytes - lora["log-prob logits"].bytes == head_grad
+    assert "LM-head gradient" not in lora["log-prob logits"].note
