@@ -137,8 +137,12 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
     if log.ctx is not None and layout_given(log.ctx):
         world = max(world, log.ctx.layout.world_size)
     banner = log.hint("vllm-version")
+    engine = log.hint("vllm-in-process")  # vLLM's start lines without an engine process prefix
     colocated = bool(banner and "external_launcher" in banner.text) or (
-        log.ctx is not None and log.ctx.config.get("vllm_mode") == "colocate")
+        log.ctx is not None and log.ctx.config.get("vllm_mode") == "colocate") or (
+        engine is not None and not engine.text.startswith("(")
+        and log.hint("vllm-server-up") is None and (
+            log.ctx is None or log.ctx.config.get("vllm_mode") in (None, "colocate")))
     drafts = []
     for key, gms in groups.items():
         oom, vllm_side = first_oom[key], key[1]

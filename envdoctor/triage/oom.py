@@ -400,6 +400,27 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
                       f"{_util_fix(ctx, oom)}; or enable vllm_enable_sleep_mode (vLLM releases "
                       "its memory while training steps run); or move generation to its own GPUs "
                       "(vllm_mode: server with trl vllm-serve)")
+    inside = _inside_share(oom, ctx) if colocated and not vllm_side else None
+
+    def inside_result() -> OomCause:
+        share, name = inside
+        held = (f"{size(share)} of it is vLLM's reservation ({name} "
+                f"{knobs.value(ctx, name)[0]} × {size(oom.total_mib)})"
+                if share else f"vLLM's reservation ({name} × the GPU) is part of it")
+        evidence["vllm_share_mib"] = _round(share)
+        return result("vllm-share", "TRI001",
+                      "vLLM runs inside this training process (colocate), so its weights, KV "
+                      "cache and CUDA graphs are PyTorch allocations too: " + held
+                      + (f", which left the training step {size(oom.total_mib - share)}"
+                         if share else ""),
+                      f"lower {name}" + (f" from {knobs.value(ctx, name)[0]}" if share else "")
+                      + " to what generation needs (TRL's default is 0.3; `envdoctor "
+                      "plan-memory` sizes the training step beside it); or enable "
+                      "vllm_enable_sleep_mode (vLLM releases its memory while training steps "
+                      "run); or move generation to its own GPUs (vllm_mode: server with trl "
+                      "vllm-serve); if vLLM's share is already small, the step itself is too "
+                      "big: " + capacity_fix(ctx, vllm_side, physical))
+
     if not vllm_side and ctx is not None and context:  # the memory plan (envdoctor.plan)
         from envdoctor.plan.memory_oom import explain_optimizer_oom
 
@@ -415,6 +436,8 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
         live = oom.allocated_mib / oom.total_mib if oom.allocated_mib and oom.total_mib else 0.0
         if live >= LIVE_FULL and not vllm_side:
             evidence["live_share"] = round(live, 3)
+            if inside is not None:
+                return inside_result()
             return result("capacity", "TRI001",
                           f"live tensors already hold {live:.0%} of the GPU; the {size(unalloc)} "
                           f"reserved but unallocated is fragmentation that failed this "
@@ -428,6 +451,8 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
         if ctx is not None and ctx.config.get("vllm_enable_sleep_mode"):
             fix += " (not with vllm_enable_sleep_mode on torch 2.7–2.9: see envdoctor explain ALC004)"
         return result("fragmentation", "TRI001", why, fix)
+    if inside is not None:
+        return inside_result()
     if busy or (not holders and not oom.others and oom.self_mib is None and not vllm_side
                 and non_pytorch is not None and non_pytorch >= big):
         free_gpus = [g.index for g in ctx.facts.gpus if not g.processes
@@ -444,6 +469,26 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
                       f"stop them (nvidia-smi shows them), or move this job to GPUs no one else "
                       f"uses: {move}")
     return capacity_cause(oom, ctx, vllm_side, physical, result)
+
+
+#: a colocated vLLM whose share is at least this part of what PyTorch had allocated is the story
+INSIDE_SHARE = 0.4
+
+
+def _inside_share(oom: Oom, ctx: Context | None) -> tuple[float | None, str] | None:
+    """vLLM colocated inside the training process allocates through PyTorch (TRL 1.16 + vLLM
+    0.26: 138.74 of 139.80 GiB "allocated by PyTorch" with 0.85 of the GPU given to vLLM,
+    docs/validation/grpo-colocate-oom-h200.log). (vLLM's share in MiB or None when the run's
+    fraction is unknown, the knob's name) when that share is a large part of a full GPU."""
+    if not oom.allocated_mib or not oom.total_mib or oom.allocated_mib < 0.5 * oom.total_mib:
+        return None
+    name = knobs.pick(ctx, "vllm_gpu_memory_utilization")
+    util, where = knobs.value(ctx, name)  # TRL's default is no evidence of what the run used
+    if where != "in the config" or not isinstance(util, (int, float)) or isinstance(util, bool) \
+            or not 0 < util <= 1:
+        return None, name
+    share = util * oom.total_mib
+    return (share, name) if share >= INSIDE_SHARE * oom.allocated_mib else None
 
 
 def capacity_cause(oom: Oom, ctx: Context | None, vllm_side: bool, physical: int | None,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from envdoctor.checks.context import Context
 from envdoctor.triage.oom import classify, parse_oom
-from tests.conftest import LEGACY, MODERN, RTX3090, snapshot
-from tests.triage.helpers import judge
+from tests.conftest import H100, LEGACY, MODERN, RTX3090, snapshot
+from tests.triage.helpers import findings, judge, scan_bytes
 
 NEW = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {want}. GPU {gpu} has a total "
        "capacity of 23.69 GiB of which {free} is free. {procs}Of the allocated memory {alloc} is "
@@ -141,16 +144,69 @@ def test_the_log_itself_can_say_the_gpu_is_shared():
                     dataparallel_seen=True).rule == "LAY003"
 
 
+def _colocated(util: float) -> Context:
+    return judge(snapshot(2, RTX3090, MODERN),
+                 config={"use_vllm": True, "vllm_mode": "colocate",
+                         "vllm_gpu_memory_utilization": util, "per_device_train_batch_size": 4},
+                 launch="accelerate launch --num_processes 2 train.py")
+
+
 def test_capacity_in_colocate_mode_names_vllms_share():
-    ctx = judge(snapshot(2, RTX3090, MODERN),
-                config={"use_vllm": True, "vllm_mode": "colocate",
-                        "vllm_gpu_memory_utilization": 0.5, "per_device_train_batch_size": 4},
-                launch="accelerate launch --num_processes 2 train.py")
-    cause = classify(parse_oom(oom_text(gpu=1)), ctx)
+    # vLLM's share (0.2 × 23.69 GiB) is a small part of the 22.5 GiB allocated: the step is big
+    cause = classify(parse_oom(oom_text(gpu=1)), _colocated(0.2))
     assert cause.cause == "capacity" and cause.evidence["physical_gpu"] == 1
     assert "per_device_train_batch_size (4 in the config)" in cause.fix
-    assert "vLLM is colocated on this GPU: lower vllm_gpu_memory_utilization (0.5 in the config)" \
+    assert "vLLM is colocated on this GPU: lower vllm_gpu_memory_utilization (0.2 in the config)" \
         in cause.fix and "vllm_enable_sleep_mode" in cause.fix
+
+
+def test_colocated_vllm_share_inside_pytorchs_allocations():
+    # TRL 1.16 + vLLM 0.26: the in-process engine allocates through PyTorch, so half of the
+    # 22.5 GiB "allocated by PyTorch" is vLLM's 0.5 × 23.69 GiB
+    cause = classify(parse_oom(oom_text(gpu=1)), _colocated(0.5))
+    assert cause.cause == "vllm-share" and cause.evidence["vllm_share_mib"] == pytest.approx(
+        0.5 * 23.69 * 1024, abs=1)
+    assert "11.85 GiB of it is vLLM's reservation (vllm_gpu_memory_utilization 0.5" in cause.message
+    assert "left the training step 11.85 GiB" in cause.message
+    assert cause.fix.startswith("lower vllm_gpu_memory_utilization from 0.5 to what generation")
+    assert "per_device_train_batch_size (4 in the config)" in cause.fix
+    assert "expandable_segments" not in cause.fix
+
+
+# A real run: TRL 1.16 + vLLM 0.26, colocate at 0.85 of an H200, a random-weight Qwen2.5-1.5B at
+# 16 × (128 + 768) tokens (docs/validation/grpo_log_gpu.py oom 0.85, memory-gpu-h200x2.md)
+REAL_COLOCATE_OOM = Path(__file__).resolve().parents[2] / "docs/validation/grpo-colocate-oom-h200.log"
+
+
+def test_real_colocate_oom_is_vllms_share_from_the_log_alone():
+    data = REAL_COLOCATE_OOM.read_bytes()
+    found = findings(scan_bytes(data))
+    assert [f.rule for f in found] == ["TRI001"]
+    f = found[0]
+    assert f.evidence["cause"] == "vllm-share" and "138.74 GiB allocated" in f.message
+    assert "vLLM's reservation (vllm_gpu_memory_utilization × the GPU) is part of it" in f.message
+    assert f.fix.startswith("lower vllm_gpu_memory_utilization to what generation needs")
+    assert "vllm_enable_sleep_mode" in f.fix and "expandable_segments" not in f.fix
+
+
+def test_real_colocate_oom_with_the_runs_config():
+    data = REAL_COLOCATE_OOM.read_bytes()
+    ctx = judge(snapshot(1, H100, MODERN), config={
+        "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.85,
+        "per_device_train_batch_size": 16, "max_completion_length": 768})
+    f = findings(scan_bytes(data), ctx)[0]
+    assert "118.83 GiB of it is vLLM's reservation (vllm_gpu_memory_utilization 0.85" in f.message
+    assert "left the training step 20.97 GiB" in f.message
+    assert "from 0.85" in f.fix and "max_completion_length (768 in the config)" in f.fix
+
+
+def test_engine_lines_of_a_server_process_are_not_colocate_evidence():
+    # the same lines with vLLM's engine-process prefix come from a server (trl vllm-serve)
+    lines = REAL_COLOCATE_OOM.read_text().splitlines()
+    served = "\n".join(f"(EngineCore pid=7151) {x}" if x.startswith(("Capturing", "Loading safe"))
+                       else x for x in lines)
+    f = findings(scan_bytes(served))[0]
+    assert f.evidence["cause"] == "capacity"
 
 
 def test_capacity_on_the_vllm_side():
