@@ -5,6 +5,7 @@
 #   bash docs/validation/device_session_3.sh probe-colocate  # issue 14 colocate; issue 18 class 5
 #   bash docs/validation/device_session_3.sh memory-dist     # issue 16: DDP and FSDP on 2 ranks
 #   bash docs/validation/device_session_3.sh memory-single   # issue 16: vLLM parts, 8-bit, QLoRA
+#   bash docs/validation/device_session_3.sh memory-next     # issue 16, next session: s9n, c2, v1, v2
 # memory-single carries bitsandbytes' wheel (.wt/bnb/*.whl).
 set -u
 [ -f /tmp/vsite/.done ] || { mkdir -p /tmp/vw && cat /tmp/parts/part.* | tar -x -C /tmp/vw \
@@ -48,5 +49,10 @@ memory-single)
   ( for s in v2 v3 q1; do CUDA_VISIBLE_DEVICES=1 timeout 170 python3 $M "${J%.jsonl}-g1.jsonl" $s > "$OUT/memory-gpu-h200x2-g1-$s.log" 2>&1; echo "[$s exit $?]"; done ) &
   wait
   grep -h '^{"shape"' "$OUT"/memory-gpu-h200x2*-?[0-9].log | cut -c1-400 ;;
+memory-next)  # the next session: see memory-predicted-before-run.md, last section
+  ( CUDA_VISIBLE_DEVICES=0 timeout 250 python3 $M "$J" s9n > "$OUT/memory-gpu-h200x2-s9n.log" 2>&1; echo "[s9n exit $?]"
+    for s in v1 v2; do VLLM_LOGGING_LEVEL=INFO CUDA_VISIBLE_DEVICES=0 timeout 150 python3 $M "${J%.jsonl}-v.jsonl" $s > "$OUT/memory-gpu-h200x2-v-$s.log" 2>&1; echo "[$s exit $?]"; done ) &
+  ( VLLM_LOGGING_LEVEL=INFO CUDA_VISIBLE_DEVICES=1 timeout 300 python3 $M "${J%.jsonl}-g1.jsonl" c2 > "$OUT/memory-gpu-h200x2-g1-c2.log" 2>&1; echo "[c2 exit $?]" ) &
+  wait ;;
 esac
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv

@@ -54,6 +54,11 @@ SHAPES = {
     "q1": ("qwen2.5-1.5b", 8, 128, 256, True, "bfloat16",
            {"quant": "4bit", "lora": (16, ("all-linear",))}),
     "c1": ("qwen2.5-0.5b", 8, 128, 256, False, "float32", {"vllm": 0.3}),
+    # next run: why the colocated step at 0.6 fit where s9 alone took 72.5 GiB (memory.md).
+    # s9n: s9 with EOS banned (every completion full length: no padding in the batch);
+    # c2: s9's shape beside vLLM colocated at 0.3 (its allocations less vLLM's are the trainer's)
+    "s9n": ("qwen2.5-1.5b", 16, 128, 768, False, "float32", {"no_eos": True}),
+    "c2": ("qwen2.5-1.5b", 16, 128, 768, False, "float32", {"vllm": 0.3}),
 }
 #: accelerate config of the "fsdp" shapes (open-r1's recipes/accelerate_configs/fsdp.yaml at
 #: 2 processes, without the settings that need from_pretrained on every rank)
@@ -108,6 +113,9 @@ class Nvml:
         self.peak_dev = 0
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
+
+    def name(self) -> str:
+        return str(self.nv.nvmlDeviceGetName(self.handle)) if not DRY else "cpu"
 
     def sample(self) -> None:
         if DRY:
@@ -165,7 +173,8 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     result = {"shape": name, "model": model_name, "batch": batch, "prompt_len": prompt_len,
               "completion_len": comp, "gradient_checkpointing": gc_on, "dtype": dtype,
               "lora": list(lora) if lora else None, "rank": RANK, "launch": launch,
-              "quant": opts.get("quant"), "vllm": opts.get("vllm")}
+              "quant": opts.get("quant"), "vllm": opts.get("vllm"),
+              "no_eos": bool(opts.get("no_eos"))}
     if launch:
         result["accelerate"] = FSDP if launch == "fsdp" else DDP
     cfg = dict(MODELS[model_name])
@@ -212,6 +221,8 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
         prompt = " ".join(WORDS[i % len(WORDS)] for i in range(prompt_len))
         result["prompt_tokens"] = len(tok(prompt)["input_ids"])
         data = Dataset.from_dict({"prompt": [prompt] * 64})
+        if opts.get("no_eos"):
+            extra["generation_kwargs"] = {"bad_words_ids": [[1]]}  # EOS (id 1) never sampled
         if opts.get("vllm"):
             extra = {"use_vllm": True, "vllm_mode": "colocate",
                      "vllm_gpu_memory_utilization": opts["vllm"], "model_init_kwargs": init_kwargs}
@@ -297,9 +308,7 @@ def run_vllm(name: str, nvml: Nvml, out_dir: str) -> dict:
         nvml.finish()
         result["seconds"] = round(time.time() - t0, 1)
         result["nvml_device_peak"] = nvml.peak_dev
-        import torch
-
-        result["total_memory"] = torch.cuda.get_device_properties(LOCAL_RANK).total_memory
+        result["total_memory"] = nvml.nv.nvmlDeviceGetMemoryInfo(nvml.handle).total
     return result
 
 
@@ -316,7 +325,10 @@ def main() -> None:
     nvml = Nvml()
     nvml.sample()
     idle = nvml.peak_dev
-    if not DRY:
+    # vLLM alone: CUDA stays uninitialized here, else vLLM starts its engine with `spawn` (the
+    # third run's v1 / v2 hung after that switch)
+    vllm_only = all(n in VLLM_SHAPES for n in names)
+    if not DRY and not vllm_only:
         torch.cuda.init()
     tok = tokenizer()
     fresh = not os.path.exists(out)
@@ -325,7 +337,7 @@ def main() -> None:
             fh.write(json.dumps({"versions": {"torch": torch.__version__,
                                               "transformers": transformers.__version__,
                                               "trl": trl.__version__},
-                                 "gpu": "cpu (dry run)" if DRY else torch.cuda.get_device_name(0),
+                                 "gpu": "cpu (dry run)" if DRY else nvml.name(),
                                  "device_used_before": idle}) + "\n")
         for name in names:
             if name in VLLM_SHAPES:
