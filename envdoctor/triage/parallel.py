@@ -17,6 +17,7 @@ from typing import BinaryIO
 
 from envdoctor.triage import prefilter, scanner
 from envdoctor.triage.interface import ScanResult
+from envdoctor.triage.signatures import anchors, signatures
 
 PARALLEL_MIN = 64 * 1024 * 1024  # smaller logs take less than the workers' start-up
 MAX_WORKERS = 8
@@ -74,18 +75,24 @@ def merge(parts: list[ScanResult]) -> ScanResult:
     out = ScanResult()
     base = 0
     kept: dict[str, int] = {}
+    first_only = scanner.once(signatures(), anchors())  # counted at their first match only
     for i, part in enumerate(parts):
         for m in part.matches:
             m.line_no += base
-            if kept.get(m.signature.id, 0) < scanner.KEEP_PER_SIGNATURE:
+            if kept.get(m.signature.id, 0) < scanner.keep(m.signature):
                 kept[m.signature.id] = kept.get(m.signature.id, 0) + 1
                 out.matches.append(m)
+        # a first-only hint is taken from the first range that has it, as one scan takes it
+        skip = {sid for sid in part.counts if sid in first_only and sid in out.counts}
         for sid, n in part.counts.items():
-            out.counts[sid] = out.counts.get(sid, 0) + n
+            if sid not in skip:
+                out.counts[sid] = out.counts.get(sid, 0) + n
         for sid, ranks in part.ranks.items():
-            out.ranks.setdefault(sid, set()).update(ranks)
+            if sid not in skip:
+                out.ranks.setdefault(sid, set()).update(ranks)
         for sid, line in part.last_line.items():
-            out.last_line[sid] = line + base
+            if sid not in skip:
+                out.last_line[sid] = line + base
         out.bytes_read += part.bytes_read
         if i == len(parts) - 1:
             out.lines = base + part.lines

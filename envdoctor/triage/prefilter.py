@@ -152,7 +152,10 @@ def _match_hits(sc: scanner.Matcher, out: Iterator[bytes], fd: int) -> None:
     window = scanner.WINDOW
     start, data, eof = 0, b"", False  # the block read last: its offset, bytes, whether it ends the file
     seg_end = -1  # where the last segment looked at ends
+    retired: tuple[bytes, ...] = ()  # ":ANCHOR\n" of the anchors the matcher no longer needs
     for rec in out:
+        if retired and rec.endswith(retired):
+            continue  # only hints of that anchor, and they have matched
         line, _, rest = rec.partition(b":")
         off = int(rest.partition(b":")[0])
         if off < seg_end:
@@ -167,6 +170,8 @@ def _match_hits(sc: scanner.Matcher, out: Iterator[bytes], fd: int) -> None:
         seg_end = start + e if e < hi or hi == len(data) and eof else _segment_end(fd, start + hi)
         seg = start + s if s > lo or lo == 0 else _segment_start(fd, start + lo)
         sc.match(data[s:e], int(line), functools.partial(_before, fd, seg), seg > scanner.HISTORY)
+        if len(sc.retired) != len(retired):
+            retired = tuple(b":" + a + b"\n" for a in sc.retired)
 
 
 def _before(fd: int, seg: int) -> bytes:

@@ -27,6 +27,26 @@ MAX_LINE = 1024 * 1024  # a line longer than this is cut into pieces
 WINDOW = 4 * 1024  # bytes either side of an anchor that are examined (8 KiB of a line at most)
 CONTEXT_LINES = 40
 KEEP_PER_SIGNATURE = 50  # matches kept per signature (later lines with its keyword are counted)
+
+
+def hint_anchors(sigs: tuple[Signature, ...], anchor_list: tuple[bytes, ...]
+                 ) -> dict[bytes, list[Signature]]:
+    """The anchors that only hints' keywords hold (looked for until those hints matched)."""
+    found = {a: [s for s in sigs if any(a in kw for kw in s.keywords)] for a in anchor_list}
+    return {a: f for a, f in found.items() if f and all(s.hint for s in f)}
+
+
+def once(sigs: tuple[Signature, ...], anchor_list: tuple[bytes, ...]) -> set[str]:
+    """Hints found only through such anchors: after their first match they are neither matched
+    nor counted again (so every scan, block, prefilter or by ranges, agrees where they stop)."""
+    own = hint_anchors(sigs, anchor_list)
+    return {s.id for s in sigs if s.hint and all(any(a in kw for a in own) for kw in s.keywords)}
+
+
+def keep(sig: Signature) -> int:
+    """Matches kept of ``sig``: a hint informs the diagnosis by its first line only (vLLM's
+    engine-start lines recur in every log of a colocated run: decoding each one would cost)."""
+    return 1 if sig.hint else KEEP_PER_SIGNATURE
 CONTEXT_PER_SIGNATURE = 3  # matches per signature that keep their context
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
@@ -88,19 +108,55 @@ class Matcher:
                 by_kw.setdefault(kw, []).append(sig)
         self.by_keyword = sorted(by_kw.items(), key=lambda kv: len(kv[0]), reverse=True)
         self.longest = max(len(a) for a in anchor_list)
+        self.hint_anchors = hint_anchors(sigs, anchor_list)
+        self.retired: set[bytes] = set()  # such anchors, once their hints matched
+        self.once = once(sigs, anchor_list)
+        self.done: set[str] = set()  # the ``once`` hints that have matched
         self.result = ScanResult()
         self.seen: dict[bytes, list[Signature]] = {}  # line -> the signatures its keywords name
         self.unmatched: set[bytes] = set()  # lines that matched none of them
         self.line_base = 0  # newlines before the current block
         self.last_line_done = -1
 
+    def _retire(self) -> None:
+        """Stop looking for the anchors whose hints have all matched."""
+        done = {a for a, found in self.hint_anchors.items()
+                if all(self.result.counts.get(s.id, 0) >= keep(s) for s in found)}
+        if done - self.retired:
+            self.retired |= done
+            self.anchors = tuple(a for a in self.anchors if a not in self.retired)
+
     def block(self, buf: bytes, lo: int, cut: int) -> None:
         """Match the lines with an anchor that starts in ``buf[lo:cut]``; count its newlines.
 
         Each anchor is searched with ``bytes.find`` over the whole block; after a hit the search
         goes on at the end of that line's segment, so a line full of anchors costs one look.
+        When a hint retires anchors, the rest of the block is searched again without them (as
+        the prefilter skips their hits from then on).
         """
-        starts: dict[int, int] = {}  # segment start -> first anchor position in it
+        pos, newlines, find_from = lo, 0, lo
+        while True:
+            retired = len(self.retired)
+            starts = self._starts(buf, find_from, cut)
+            for s in sorted(starts):
+                if s > pos:
+                    newlines += buf.count(b"\n", pos, s)
+                    pos = s
+                line_no = self.line_base + newlines + 1
+                if s < lo and line_no == self.last_line_done:
+                    continue  # the rest of a cut line already matched
+                if self._segment(buf, s, starts[s], line_no):
+                    self.last_line_done = line_no
+                if len(self.retired) != retired:
+                    find_from = segment_end(buf, starts[s])
+                    break
+            else:
+                break
+        self.line_base += newlines + buf.count(b"\n", max(pos, lo), cut)
+
+    def _starts(self, buf: bytes, lo: int, cut: int) -> dict[int, int]:
+        """Segment start -> the first anchor position in it, for anchors from ``lo``."""
+        starts: dict[int, int] = {}
         for kw in self.anchors:
             end = min(len(buf), cut + len(kw) - 1)
             i = buf.find(kw, lo, end)
@@ -114,17 +170,7 @@ class Matcher:
                 if stop < 0:
                     break
                 i = buf.find(kw, stop, end)
-        pos, newlines = lo, 0
-        for s in sorted(starts):
-            if s > pos:
-                newlines += buf.count(b"\n", pos, s)
-                pos = s
-            line_no = self.line_base + newlines + 1
-            if s < lo and line_no == self.last_line_done:
-                continue  # the rest of a cut line already matched
-            if self._segment(buf, s, starts[s], line_no):
-                self.last_line_done = line_no
-        self.line_base += newlines + buf.count(b"\n", max(pos, lo), cut)
+        return starts
 
     def _segment(self, buf: bytes, s: int, hit: int, line_no: int) -> bool:
         e = segment_end(buf, hit)
@@ -146,10 +192,12 @@ class Matcher:
             if len(self.seen) >= 4096:
                 self.seen.clear()
             self.seen[raw] = candidates  # a log repeats its lines: each is sorted once
+        if self.done:
+            candidates = [sig for sig in candidates if sig.id not in self.done]
         if not candidates:
             return False
         res = self.result
-        if all(res.counts.get(sig.id, 0) >= KEEP_PER_SIGNATURE for sig in candidates):
+        if all(res.counts.get(sig.id, 0) >= keep(sig) for sig in candidates):
             for sig in candidates:  # kept enough of each: counted by keyword, not decoded again
                 res.counts[sig.id] += 1
                 res.last_line[sig.id] = line_no
@@ -161,7 +209,7 @@ class Matcher:
         found = False
         for sig in candidates:
             n = res.counts.get(sig.id, 0)
-            if n >= KEEP_PER_SIGNATURE:
+            if n >= keep(sig):
                 m = None  # kept enough: counted by its keyword from here on, not matched
             else:
                 m = sig.pattern.search(body)
@@ -176,6 +224,9 @@ class Matcher:
                 context = _context(before(), cut, rank) if n < CONTEXT_PER_SIGNATURE else ()
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 res.matches.append(Match(sig, line_no, text, groups, rank, context))
+                if sig.id in self.once:
+                    self.done.add(sig.id)
+                    self._retire()
         if not found:
             if len(self.unmatched) >= 4096:
                 self.unmatched.clear()

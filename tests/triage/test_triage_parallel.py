@@ -44,3 +44,20 @@ def test_small_files_and_one_cpu_are_scanned_in_one_pass(tmp_path):
 ])
 def test_only_plain_text_is_split(head, plain):
     assert is_plain(head) is plain
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_first_only_hints_merge_as_one_pass_takes_them(tmp_path, monkeypatch, workers):
+    # vLLM's engine-start lines in every range: one pass keeps the first and stops counting
+    data, _ = messy_log()
+    engine = b"Capturing CUDA graphs (FULL): 10%|\n[rank1]: Capturing CUDA graphs (FULL): 20%|\n"
+    data = (engine + data) * 9 + (OOM.encode() + b"\n") * 3
+    path = tmp_path / "engine.log"
+    path.write_bytes(data)
+    with open(path, "rb") as fh:
+        single = scanner.scan(fh)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 1)
+    merged = parallel.scan_file(str(path), workers, grep=False)
+    assert single.counts["vllm-in-process"] == 1 and not single.ranks.get("vllm-in-process")
+    assert _key(merged)[1:] == _key(single)[1:]
+    assert [k[:4] for k in _key(merged)[0]] == [k[:4] for k in _key(single)[0]]

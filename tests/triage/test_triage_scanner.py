@@ -164,3 +164,16 @@ def test_the_scanner_never_raises_on_arbitrary_bytes(data):
 def test_a_failure_line_is_found_whatever_surrounds_it(before, after):
     data = before + b"\n[rank0]: " + OOM.encode() + b"\n" + after
     assert "cuda-oom" in scan(io.BytesIO(data)).counts
+
+
+def test_a_hint_found_only_through_its_own_anchors_is_looked_for_until_it_matched():
+    # vLLM's engine-start lines recur in every colocated run's log: after the first one they are
+    # neither decoded nor counted, and lines of other signatures are still found
+    lines = [b"Capturing CUDA graphs (PIECEWISE): %d%%|" % i for i in range(2000)]
+    lines.insert(1500, b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    res = scan(io.BytesIO(b"\n".join(lines) + b"\n"))
+    assert res.counts["vllm-in-process"] == 1 and res.counts["cuda-oom"] == 1
+    hits = [m for m in res.matches if m.signature.id == "vllm-in-process"]
+    assert [m.line_no for m in hits] == [1]
+    oom = [m for m in res.matches if m.signature.id == "cuda-oom"]
+    assert [m.line_no for m in oom] == [1501]
