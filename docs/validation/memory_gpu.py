@@ -79,17 +79,9 @@ EAGER = os.environ.get("MEMORY_GPU_EAGER") == "1"
 def tokenizer(size: int = 0):
     """Word-level tokenizer of WORDS; ``size`` fills it up to the model's vocabulary (vLLM
     detokenizes every sampled id), keeping the ids of WORDS."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    from envdoctor.probe.worker import word_tokenizer
 
-    words = WORDS + [f"x{i}" for i in range(max(size - 3 - len(WORDS), 0))]
-    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate(words)}}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>",
-                                   unk_token="<unk>")
-    fast.padding_side = "left"
-    return fast
+    return word_tokenizer(WORDS + [f"x{i}" for i in range(max(size - 3 - len(WORDS), 0))])
 
 
 class Nvml:

@@ -45,10 +45,15 @@ def _phase(result: dict, name: str, start: float) -> float:
 
 
 def _tokenizer():
+    return word_tokenizer(sorted({w for p in PROMPTS for w in p.split()}))
+
+
+def word_tokenizer(words: list[str]):
+    """A word-level fast tokenizer made in-process (nothing downloaded): <pad> 0, <eos> 1,
+    <unk> 2, then ``words``; pads on the left, as GRPO's generation wants."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    words = sorted({w for p in PROMPTS for w in p.split()})
     vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate(words)}}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()

@@ -19,7 +19,11 @@ def _key(result):
 def test_parallel_ranges_merge_into_the_single_pass_result(tmp_path, monkeypatch, workers, tail):
     data, _ = messy_log()
     data = data * 7 + b"\n\n" + (OOM.encode() + b"\n") * 60 + data + tail  # > KEEP matches
-    path = tmp_path / "big.log"
+    _same_as_one_pass(tmp_path / "big.log", data, workers, monkeypatch)
+
+
+def _same_as_one_pass(path, data: bytes, workers: int, monkeypatch):
+    """Scan ``data`` in one pass and in ``workers`` ranges: the same result; the one pass."""
     path.write_bytes(data)
     with open(path, "rb") as fh:
         single = scanner.scan(fh)
@@ -28,6 +32,7 @@ def test_parallel_ranges_merge_into_the_single_pass_result(tmp_path, monkeypatch
     assert _key(merged)[1:] == _key(single)[1:]
     assert [k[:4] for k in _key(merged)[0]] == [k[:4] for k in _key(single)[0]]
     assert len(merged.matches) == len(single.matches)
+    return single
 
 
 def test_small_files_and_one_cpu_are_scanned_in_one_pass(tmp_path):
@@ -52,12 +57,5 @@ def test_first_only_hints_merge_as_one_pass_takes_them(tmp_path, monkeypatch, wo
     data, _ = messy_log()
     engine = b"Capturing CUDA graphs (FULL): 10%|\n[rank1]: Capturing CUDA graphs (FULL): 20%|\n"
     data = (engine + data) * 9 + (OOM.encode() + b"\n") * 3
-    path = tmp_path / "engine.log"
-    path.write_bytes(data)
-    with open(path, "rb") as fh:
-        single = scanner.scan(fh)
-    monkeypatch.setattr(parallel, "PARALLEL_MIN", 1)
-    merged = parallel.scan_file(str(path), workers, grep=False)
+    single = _same_as_one_pass(tmp_path / "engine.log", data, workers, monkeypatch)
     assert single.counts["vllm-in-process"] == 1 and not single.ranks.get("vllm-in-process")
-    assert _key(merged)[1:] == _key(single)[1:]
-    assert [k[:4] for k in _key(merged)[0]] == [k[:4] for k in _key(single)[0]]
