@@ -6,7 +6,10 @@
 #   bash docs/validation/device_session_3.sh memory-dist     # issue 16: DDP and FSDP on 2 ranks
 #   bash docs/validation/device_session_3.sh memory-single   # issue 16: vLLM parts, 8-bit, QLoRA
 #   bash docs/validation/device_session_3.sh memory-next     # issue 16, next session: s9n, c2, v1, v2
-# memory-single carries bitsandbytes' wheel (.wt/bnb/*.whl).
+#   bash docs/validation/device_session_3.sh memory-zero     # issue 16, next session: ZeRO-2 / -3
+# memory-single carries bitsandbytes' wheel (.wt/bnb/*.whl: pip download bitsandbytes==0.50.2);
+# memory-zero carries .wt/ds/*.whl (DS_BUILD_OPS=0 pip wheel --no-deps deepspeed==0.19.8;
+# pip download --no-deps hjson).
 set -u
 [ -f /tmp/vsite/.done ] || { mkdir -p /tmp/vw && cat /tmp/parts/part.* | tar -x -C /tmp/vw \
   && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/vsite /tmp/vw/*.whl \
@@ -49,6 +52,15 @@ memory-single)
   ( for s in v2 v3 q1; do CUDA_VISIBLE_DEVICES=1 timeout 170 python3 $M "${J%.jsonl}-g1.jsonl" $s > "$OUT/memory-gpu-h200x2-g1-$s.log" 2>&1; echo "[$s exit $?]"; done ) &
   wait
   grep -h '^{"shape"' "$OUT"/memory-gpu-h200x2*-?[0-9].log | cut -c1-400 ;;
+memory-zero)  # the next session: ZeRO-2 / ZeRO-3 on 2 ranks (carries .wt/ds: deepspeed, hjson)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/dsite .wt/ds/*.whl
+  export PYTHONPATH=$PYTHONPATH:/tmp/dsite
+  for s in z2:zero2 z3:zero3; do
+    python3 $M --accelerate-config ${s#*:} > /tmp/${s#*:}.json
+    echo "\$ accelerate launch --config_file ${s#*:}.json docs/validation/memory_gpu.py \$OUT/memory-gpu-h200x2.jsonl ${s%:*}"
+    timeout 280 accelerate launch --config_file /tmp/${s#*:}.json $M "$J" "${s%:*}" > "$OUT/memory-${s%:*}.log" 2>&1
+    echo "[exit $?]"; grep '^{"shape"' "$OUT/memory-${s%:*}.log" | cut -c1-400
+  done ;;
 memory-next)  # the next session: see memory-predicted-before-run.md, last section
   ( CUDA_VISIBLE_DEVICES=0 timeout 250 python3 $M "$J" s9n > "$OUT/memory-gpu-h200x2-s9n.log" 2>&1; echo "[s9n exit $?]"
     for s in v1 v2; do VLLM_LOGGING_LEVEL=INFO CUDA_VISIBLE_DEVICES=0 timeout 150 python3 $M "${J%.jsonl}-v.jsonl" $s > "$OUT/memory-gpu-h200x2-v-$s.log" 2>&1; echo "[$s exit $?]"; done ) &

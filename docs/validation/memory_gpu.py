@@ -59,6 +59,9 @@ SHAPES = {
     # c2: s9's shape beside vLLM colocated at 0.3 (its allocations less vLLM's are the trainer's)
     "s9n": ("qwen2.5-1.5b", 16, 128, 768, False, "float32", {"no_eos": True}),
     "c2": ("qwen2.5-1.5b", 16, 128, 768, False, "float32", {"vllm": 0.3}),
+    # DeepSpeed ZeRO-2 / ZeRO-3 on 2 ranks (open-r1's zero2.yaml / zero3.yaml at 2 processes)
+    "z2": ("qwen2.5-1.5b", 8, 128, 256, False, "float32", {"launch": "zero2"}),
+    "z3": ("qwen2.5-1.5b", 8, 128, 256, False, "float32", {"launch": "zero3"}),
 }
 #: accelerate config of the "fsdp" shapes (open-r1's recipes/accelerate_configs/fsdp.yaml at
 #: 2 processes, without the settings that need from_pretrained on every rank)
@@ -69,6 +72,17 @@ FSDP = {"distributed_type": "FSDP", "mixed_precision": "bf16", "num_processes": 
                         "fsdp_state_dict_type": "FULL_STATE_DICT", "fsdp_cpu_ram_efficient_loading": False,
                         "fsdp_sync_module_states": False, "fsdp_use_orig_params": True}}
 DDP = {"distributed_type": "MULTI_GPU", "mixed_precision": "bf16", "num_processes": 2}
+
+
+def zero(stage: int) -> dict:
+    """accelerate config of the "zero2" / "zero3" shapes (open-r1's recipes, 2 processes)."""
+    return {"distributed_type": "DEEPSPEED", "mixed_precision": "bf16", "num_processes": 2,
+            "deepspeed_config": {"zero_stage": stage, "offload_optimizer_device": "none",
+                                 "offload_param_device": "none", "zero3_init_flag": False,
+                                 "deepspeed_multinode_launcher": "standard"}}
+
+
+LAUNCH = {"ddp": DDP, "fsdp": FSDP, "zero2": zero(2), "zero3": zero(3)}
 WORDS = [f"w{i}" for i in range(200)]
 DRY = os.environ.get("MEMORY_GPU_DRY") == "1"
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
@@ -168,7 +182,7 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
               "quant": opts.get("quant"), "vllm": opts.get("vllm"),
               "no_eos": bool(opts.get("no_eos"))}
     if launch:
-        result["accelerate"] = FSDP if launch == "fsdp" else DDP
+        result["accelerate"] = LAUNCH[launch]
     cfg = dict(MODELS[model_name])
     if DRY:  # a CPU rehearsal of the script: same code path, a tiny model
         cfg.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -310,7 +324,7 @@ def main() -> None:
     import trl
 
     if sys.argv[1] == "--accelerate-config":  # the launch's config file, as JSON
-        print(json.dumps(FSDP if sys.argv[2] == "fsdp" else DDP))
+        print(json.dumps(LAUNCH[sys.argv[2]]))
         return
     out = sys.argv[1] if RANK == 0 else f"{sys.argv[1]}.rank{RANK}"
     names = sys.argv[2:] or list(SHAPES)
