@@ -192,8 +192,12 @@ def _pairing(ctx: Context | None, m: Match, lib: str) -> str:
                     f"{line.get('vllm_extra') or line['vllm']}; vLLM {have} meets TRL's lower "
                     f"bound {line['vllm']} but is newer than it was made for), or the TRL "
                     f"release that supports vLLM {have}")
+        other = f"vLLM {have}" if have else "the vLLM you have"
         return (f"pip install 'vllm{line['vllm']}' (the vLLM range TRL {trl} supports), or the "
-                f"TRL release that supports vLLM {have or 'installed'}")
+                f"TRL release that supports {other}")
+    if lib == "vllm":
+        return ("pip install 'trl[vllm]==<the installed TRL version>': TRL's extra installs the "
+                "vLLM that release was made for (`trl env` shows both versions)")
     return (f"pin the {lib} release that the importing package supports (its requirements, or "
             f"`trl env` for TRL), or upgrade the importing package")
 
@@ -276,14 +280,27 @@ def call_signature(ms: list[Match], log: Log) -> list[Draft]:
                "keep it in the batch (remove_unused_columns: false), or rename "
                f"{func}'s parameter to the dataset's column; keep **kwargs")
         return [finding("TRI007", ms, log, what, fix)]
-    if "kwarg" in g and owners and owners[-1] == "trl":
-        lib = "vllm" if func in ("LLM", "__init__", "SamplingParams", "generate") or \
-            context_has(first, "LLM(", "SamplingParams(") else None
-        if lib:
-            what = (f"TRL calls vLLM's {func}() with '{g['kwarg']}', which the installed vLLM "
-                    "does not take")
-            return [finding("TRI009", ms, log, what, _pairing(ctx, first, lib))]
+    caller = next((o for o in reversed(owners) if o != "vllm"), None)
+    if "kwarg" in g and caller == "trl":
+        # raised in vLLM's frames under TRL's call (huggingface/trl#3304: trl vllm-serve's LLM()
+        # passes worker_extension_cls to an older vLLM's EngineArgs), or at TRL's call site
+        into_vllm = owners[-1] == "vllm" or func in (
+            "LLM", "__init__", "SamplingParams", "generate") or context_has(
+                first, "LLM(", "SamplingParams(")
+        if into_vllm:
+            callee = _callee(first.text)
+            what = (f"TRL calls vLLM's {callee}() with '{g['kwarg']}', which the installed vLLM "
+                    "does not take: the two releases do not fit")
+            return [finding("TRI009", ms, log, what, _pairing(ctx, first, "vllm"))]
     return reject(ms)
+
+
+def _callee(body: str) -> str:
+    """``EngineArgs`` of ``EngineArgs.__init__() got …``; the function's name otherwise."""
+    head = body[:body.find("() ")][-200:]
+    names = re.findall(r"[\w.]{1,200}", head)
+    name = names[-1] if names else "the function"
+    return name[:-len(".__init__")] if name.endswith(".__init__") else name.rsplit(".", 1)[-1]
 
 
 # -- ranks that share a GPU -----------------------------------------------------------------------
