@@ -254,9 +254,14 @@ _REWARD_CALL = ("reward_func(", "_calculate_rewards", "output_reward_func", "rew
 
 
 def _function(body: str) -> str:
+    """The function a call-signature message names: ``reward_len`` of ``reward_len() got …``,
+    the class of ``EngineArgs.__init__() got …``."""
     head = body[:body.find("() ")][-200:]
     names = re.findall(r"[\w.<>]{1,200}", head)
-    return names[-1].rsplit(".", 1)[-1] if names else "the function"
+    if not names:
+        return "the function"
+    name = names[-1].removesuffix(".__init__")
+    return name.rsplit(".", 1)[-1]
 
 
 def call_signature(ms: list[Match], log: Log) -> list[Draft]:
@@ -284,23 +289,13 @@ def call_signature(ms: list[Match], log: Log) -> list[Draft]:
     if "kwarg" in g and caller == "trl":
         # raised in vLLM's frames under TRL's call (huggingface/trl#3304: trl vllm-serve's LLM()
         # passes worker_extension_cls to an older vLLM's EngineArgs), or at TRL's call site
-        into_vllm = owners[-1] == "vllm" or func in (
-            "LLM", "__init__", "SamplingParams", "generate") or context_has(
-                first, "LLM(", "SamplingParams(")
+        into_vllm = owners[-1] == "vllm" or func in ("LLM", "SamplingParams", "generate") or \
+            context_has(first, "LLM(", "SamplingParams(")
         if into_vllm:
-            callee = _callee(first.text)
-            what = (f"TRL calls vLLM's {callee}() with '{g['kwarg']}', which the installed vLLM "
+            what = (f"TRL calls vLLM's {func}() with '{g['kwarg']}', which the installed vLLM "
                     "does not take: the two releases do not fit")
             return [finding("TRI009", ms, log, what, _pairing(ctx, first, "vllm"))]
     return reject(ms)
-
-
-def _callee(body: str) -> str:
-    """``EngineArgs`` of ``EngineArgs.__init__() got …``; the function's name otherwise."""
-    head = body[:body.find("() ")][-200:]
-    names = re.findall(r"[\w.]{1,200}", head)
-    name = names[-1] if names else "the function"
-    return name[:-len(".__init__")] if name.endswith(".__init__") else name.rsplit(".", 1)[-1]
 
 
 # -- ranks that share a GPU -----------------------------------------------------------------------

@@ -136,13 +136,7 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
                 default=-1) + 1
     if log.ctx is not None and layout_given(log.ctx):
         world = max(world, log.ctx.layout.world_size)
-    banner = log.hint("vllm-version")
-    engine = log.hint("vllm-in-process")  # vLLM's start lines without an engine process prefix
-    colocated = bool(banner and "external_launcher" in banner.text) or (
-        log.ctx is not None and log.ctx.config.get("vllm_mode") == "colocate") or (
-        engine is not None and not engine.text.startswith("(")
-        and log.hint("vllm-server-up") is None and (
-            log.ctx is None or log.ctx.config.get("vllm_mode") in (None, "colocate")))
+    colocated = _colocated(log)
     drafts = []
     for key, gms in groups.items():
         oom, vllm_side = first_oom[key], key[1]
@@ -163,6 +157,17 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
         drafts.append(Draft(first.line_no, Finding(cause.rule, Severity.ERROR, message,
                                                     cause.fix, ev), first.rank))
     return drafts
+
+
+def _colocated(log: Log) -> bool:
+    """vLLM runs inside the training processes: the config says so, vLLM's banner names the
+    external launcher, or vLLM's engine-start lines carry no engine process's prefix (and the
+    trainer never reached a server)."""
+    mode = log.ctx.config.get("vllm_mode") if log.ctx is not None else None
+    banner, engine = log.hint("vllm-version"), log.hint("vllm-in-process")
+    return mode == "colocate" or bool(banner and "external_launcher" in banner.text) or (
+        engine is not None and not engine.text.startswith("(") and mode is None
+        and log.hint("vllm-server-up") is None)
 
 
 def _gib(text: str | None) -> float | None:

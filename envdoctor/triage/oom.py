@@ -403,17 +403,17 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
     inside = _inside_share(oom, ctx) if colocated and not vllm_side else None
 
     def inside_result() -> OomCause:
-        share, name = inside
-        held = (f"{size(share)} of it is vLLM's reservation ({name} "
-                f"{knobs.value(ctx, name)[0]} × {size(oom.total_mib)})"
-                if share else f"vLLM's reservation ({name} × the GPU) is part of it")
+        share, name, util = inside
+        held = (f"{size(share)} of it is vLLM's reservation ({name} {util} × "
+                f"{size(oom.total_mib)})" if share else
+                f"vLLM's reservation ({name} × the GPU) is part of it")
         evidence["vllm_share_mib"] = _round(share)
         return result("vllm-share", "TRI001",
                       "vLLM runs inside this training process (colocate), so its weights, KV "
                       "cache and CUDA graphs are PyTorch allocations too: " + held
                       + (f", which left the training step {size(oom.total_mib - share)}"
                          if share else ""),
-                      f"lower {name}" + (f" from {knobs.value(ctx, name)[0]}" if share else "")
+                      f"lower {name}" + (f" from {util}" if share else "")
                       + " to what generation needs (TRL's default is 0.3; `envdoctor "
                       "plan-memory` sizes the training step beside it); or enable "
                       "vllm_enable_sleep_mode (vLLM releases its memory while training steps "
@@ -475,20 +475,21 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
 INSIDE_SHARE = 0.4
 
 
-def _inside_share(oom: Oom, ctx: Context | None) -> tuple[float | None, str] | None:
+def _inside_share(oom: Oom, ctx: Context | None) -> tuple[float | None, str, Any] | None:
     """vLLM colocated inside the training process allocates through PyTorch (TRL 1.16 + vLLM
     0.26: 138.74 of 139.80 GiB "allocated by PyTorch" with 0.85 of the GPU given to vLLM,
-    docs/validation/grpo-colocate-oom-h200.log). (vLLM's share in MiB or None when the run's
-    fraction is unknown, the knob's name) when that share is a large part of a full GPU."""
+    docs/validation/grpo-colocate-oom-h200.log). When that share is a large part of a GPU at
+    least half allocated: (vLLM's share in MiB, None where the run's fraction is unknown; the
+    knob's name; the fraction)."""
     if not oom.allocated_mib or not oom.total_mib or oom.allocated_mib < 0.5 * oom.total_mib:
         return None
     name = knobs.pick(ctx, "vllm_gpu_memory_utilization")
     util, where = knobs.value(ctx, name)  # TRL's default is no evidence of what the run used
     if where != "in the config" or not isinstance(util, (int, float)) or isinstance(util, bool) \
             or not 0 < util <= 1:
-        return None, name
+        return None, name, None
     share = util * oom.total_mib
-    return (share, name) if share >= INSIDE_SHARE * oom.allocated_mib else None
+    return (share, name, util) if share >= INSIDE_SHARE * oom.allocated_mib else None
 
 
 def capacity_cause(oom: Oom, ctx: Context | None, vllm_side: bool, physical: int | None,

@@ -27,6 +27,22 @@ MAX_LINE = 1024 * 1024  # a line longer than this is cut into pieces
 WINDOW = 4 * 1024  # bytes either side of an anchor that are examined (8 KiB of a line at most)
 CONTEXT_LINES = 40
 KEEP_PER_SIGNATURE = 50  # matches kept per signature (later lines with its keyword are counted)
+CONTEXT_PER_SIGNATURE = 3  # matches per signature that keep their context
+
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+#: Prefixes that launchers and loggers put before a line; the named groups carry the rank.
+PREFIX = re.compile(
+    r"\s*(?:"
+    r"\[(?:rank|Rank |RANK )(?P<torch>\d+)\]:?"  # torch elastic: [rank3]:
+    r"|\[[A-Za-z_]+(?P<role>\d+)\]:"  # torchrun --tee / log prefix template: [default0]:
+    r"|[Rr]ank ?(?P<plain>\d+):"  # rank 1:
+    r"|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:"  # mpirun --tag-output
+    r"|(?P<srun>\d{1,4}): (?=\S)"  # srun --label
+    r"|\((?:[\w.-]+ )?(?:pid|rank)=\d+(?: \w+=\d+)*\)"  # vLLM processes: (EngineCore_DP0 pid=7)
+    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d [\d:.]+ \[[^\]]*\]"  # vLLM logger
+    r"|\[[EWIF]\d{4} [\d:.]+ [^\]]*\]"  # glog: [E1218 20:27:21.433 ProcessGroupNCCL.cpp:629]
+    r")[ \t]*")
+INNER_RANK = re.compile(r"\bRank (\d+)\]")  # ProcessGroupNCCL: "[PG 0 Rank 3] Watchdog …"
 
 
 def hint_anchors(sigs: tuple[Signature, ...], anchor_list: tuple[bytes, ...]
@@ -47,22 +63,6 @@ def keep(sig: Signature) -> int:
     """Matches kept of ``sig``: a hint informs the diagnosis by its first line only (vLLM's
     engine-start lines recur in every log of a colocated run: decoding each one would cost)."""
     return 1 if sig.hint else KEEP_PER_SIGNATURE
-CONTEXT_PER_SIGNATURE = 3  # matches per signature that keep their context
-
-ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
-#: Prefixes that launchers and loggers put before a line; the named groups carry the rank.
-PREFIX = re.compile(
-    r"\s*(?:"
-    r"\[(?:rank|Rank |RANK )(?P<torch>\d+)\]:?"  # torch elastic: [rank3]:
-    r"|\[[A-Za-z_]+(?P<role>\d+)\]:"  # torchrun --tee / log prefix template: [default0]:
-    r"|[Rr]ank ?(?P<plain>\d+):"  # rank 1:
-    r"|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:"  # mpirun --tag-output
-    r"|(?P<srun>\d{1,4}): (?=\S)"  # srun --label
-    r"|\((?:[\w.-]+ )?(?:pid|rank)=\d+(?: \w+=\d+)*\)"  # vLLM processes: (EngineCore_DP0 pid=7)
-    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d [\d:.]+ \[[^\]]*\]"  # vLLM logger
-    r"|\[[EWIF]\d{4} [\d:.]+ [^\]]*\]"  # glog: [E1218 20:27:21.433 ProcessGroupNCCL.cpp:629]
-    r")[ \t]*")
-INNER_RANK = re.compile(r"\bRank (\d+)\]")  # ProcessGroupNCCL: "[PG 0 Rank 3] Watchdog …"
 
 
 def clean(raw: bytes) -> str:
@@ -120,8 +120,7 @@ class Matcher:
 
     def _retire(self) -> None:
         """Stop looking for the anchors whose hints have all matched."""
-        done = {a for a, found in self.hint_anchors.items()
-                if all(self.result.counts.get(s.id, 0) >= keep(s) for s in found)}
+        done = {a for a, found in self.hint_anchors.items() if all(s.id in self.done for s in found)}
         if done - self.retired:
             self.retired |= done
             self.anchors = tuple(a for a in self.anchors if a not in self.retired)
