@@ -26,6 +26,7 @@ from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.findings import Finding, Severity
 from envdoctor.plan.interface import Launch
 from envdoctor.probe.failures import SYNC_FATAL, classify
+from envdoctor.probe.groups import end_group
 from envdoctor.probe.server import (
     BESIDE_FRACTION,
     BESIDE_MIN_MIB,
@@ -219,47 +220,6 @@ def _shielded() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _group_pids(pgid: int) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.getpgid(int(entry)) == pgid:
-                    pids.append(int(entry))
-            except (ProcessLookupError, PermissionError):
-                continue
-    return pids
-
-
-def end_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> list[int]:
-    """SIGTERM the whole group, SIGKILL what is left after ``grace_s``; returns survivors."""
-    pgid = proc.pid
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        if not _group_alive(pgid):
-            break
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=0.05)
-            if not _group_pids(pgid):
-                break
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=1)
-    return _group_pids(pgid)
-
-
 def _end_gpu_holders(watch: GpuWatch, result: ProbeResult) -> None:
     """Any probe pid NVML still lists after the group ended (e.g. one that left the group):
     record it, and end it (it was seen in the probe's group during the run)."""
@@ -369,7 +329,7 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
                 on_phase("teardown")
             if proc is not None:
                 mark("trainer_end", first=True)
-                result.leftover_pids = end_group(proc)
+                result.leftover_pids = end_group(proc, GRACE_S)
             if server is not None:
                 result.server["exit_code"] = server.exited()
                 result.leftover_pids = sorted(set(result.leftover_pids)

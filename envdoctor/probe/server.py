@@ -20,6 +20,7 @@ from pathlib import Path
 
 from envdoctor.checks.net import LOOPBACK, get_status, loopback
 from envdoctor.plan.interface import Launch
+from envdoctor.probe.groups import end_group
 
 MAX_MODEL_LEN = 256
 #: the fraction of a GPU the probe server takes beside a running server (small model, small KV)
@@ -163,8 +164,6 @@ class ServerProcess:
 
     def stop(self, grace_s: float) -> list[int]:
         """End the whole group (SIGTERM, SIGKILL after ``grace_s``); returns survivors."""
-        from envdoctor.probe.runner import end_group
-
         try:
             return end_group(self.proc, grace_s)
         finally:
