@@ -400,27 +400,6 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
                       f"{_util_fix(ctx, oom)}; or enable vllm_enable_sleep_mode (vLLM releases "
                       "its memory while training steps run); or move generation to its own GPUs "
                       "(vllm_mode: server with trl vllm-serve)")
-    inside = _inside_share(oom, ctx) if colocated and not vllm_side else None
-
-    def inside_result() -> OomCause:
-        share, name, util = inside
-        held = (f"{size(share)} of it is vLLM's reservation ({name} {util} × "
-                f"{size(oom.total_mib)})" if share else
-                f"vLLM's reservation ({name} × the GPU) is part of it")
-        evidence["vllm_share_mib"] = _round(share)
-        return result("vllm-share", "TRI001",
-                      "vLLM runs inside this training process (colocate), so its weights, KV "
-                      "cache and CUDA graphs are PyTorch allocations too: " + held
-                      + (f", which left the training step {size(oom.total_mib - share)}"
-                         if share else ""),
-                      f"lower {name}" + (f" from {util}" if share else "")
-                      + " to what generation needs (TRL's default is 0.3; `envdoctor "
-                      "plan-memory` sizes the training step beside it); or enable "
-                      "vllm_enable_sleep_mode (vLLM releases its memory while training steps "
-                      "run); or move generation to its own GPUs (vllm_mode: server with trl "
-                      "vllm-serve); if vLLM's share is already small, the step itself is too "
-                      "big: " + capacity_fix(ctx, vllm_side, physical))
-
     if not vllm_side and ctx is not None and context:  # the memory plan (envdoctor.plan)
         from envdoctor.plan.memory_oom import explain_optimizer_oom
 
@@ -428,16 +407,19 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
         if planned is not None:
             evidence.update(planned[2])
             return result("optimizer-states", "MEM101", planned[0], planned[1])
+    live = oom.allocated_mib / oom.total_mib if oom.allocated_mib and oom.total_mib else 0.0
+    inside = _inside_share(oom, ctx) if colocated and not vllm_side else None
+    if inside is not None and not (frag and live < LIVE_FULL and not _expandable_on(ctx)):
+        # fragmentation answers first only where it is what failed on a GPU not yet full
+        evidence["vllm_share_mib"] = _round(inside[0])
+        return result("vllm-share", "TRI001", *_inside_cause(oom, ctx, inside, physical))
     if frag:
         if _expandable_on(ctx):
             return result("capacity", "TRI001", f"{size(unalloc)} is reserved but fragmented "
                           "even with expandable_segments on", capacity_fix(ctx, vllm_side,
                                                                            physical))
-        live = oom.allocated_mib / oom.total_mib if oom.allocated_mib and oom.total_mib else 0.0
         if live >= LIVE_FULL and not vllm_side:
             evidence["live_share"] = round(live, 3)
-            if inside is not None:
-                return inside_result()
             return result("capacity", "TRI001",
                           f"live tensors already hold {live:.0%} of the GPU; the {size(unalloc)} "
                           f"reserved but unallocated is fragmentation that failed this "
@@ -451,8 +433,6 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
         if ctx is not None and ctx.config.get("vllm_enable_sleep_mode"):
             fix += " (not with vllm_enable_sleep_mode on torch 2.7–2.9: see envdoctor explain ALC004)"
         return result("fragmentation", "TRI001", why, fix)
-    if inside is not None:
-        return inside_result()
     if busy or (not holders and not oom.others and oom.self_mib is None and not vllm_side
                 and non_pytorch is not None and non_pytorch >= big):
         free_gpus = [g.index for g in ctx.facts.gpus if not g.processes
@@ -490,6 +470,24 @@ def _inside_share(oom: Oom, ctx: Context | None) -> tuple[float | None, str, Any
         return None, name, None
     share = util * oom.total_mib
     return (share, name, util) if share >= INSIDE_SHARE * oom.allocated_mib else None
+
+
+def _inside_cause(oom: Oom, ctx: Context | None, inside: tuple[float | None, str, Any],
+                  physical: int | None) -> tuple[str, str]:
+    """(why, fix) when a colocated vLLM's share inside PyTorch's allocations is the story."""
+    share, name, util = inside
+    held = (f"{size(share)} of it is vLLM's reservation ({name} {util} × {size(oom.total_mib)}), "
+            f"which left the training step {size(oom.total_mib - share)}" if share else
+            f"vLLM's reservation ({name} × the GPU) is part of it")
+    why = ("vLLM runs inside this training process (colocate), so its weights, KV cache and CUDA "
+           "graphs are PyTorch allocations too: " + held)
+    fix = (f"lower {name}" + (f" from {util}" if share else "") + " to what generation needs "
+           "(TRL's default is 0.3; `envdoctor plan-memory` sizes the training step beside it); "
+           "or enable vllm_enable_sleep_mode (vLLM releases its memory while training steps "
+           "run); or move generation to its own GPUs (vllm_mode: server with trl vllm-serve); "
+           "if vLLM's share is already small, the step itself is too big: "
+           + capacity_fix(ctx, False, physical))
+    return why, fix
 
 
 def capacity_cause(oom: Oom, ctx: Context | None, vllm_side: bool, physical: int | None,

@@ -230,3 +230,18 @@ def test_the_physical_gpu_follows_cuda_visible_devices():
 def test_an_oom_without_numbers():
     cause = classify(parse_oom("RuntimeError: CUDA error: out of memory"))
     assert cause.cause == "capacity" and "gives no numbers" in cause.message
+
+
+def test_fragmentation_answers_a_colocated_oom_only_while_it_can_help():
+    # 3 GiB reserved-unallocated covers the 1.9 GiB missing on a GPU 84 % allocated: with
+    # expandable_segments off that is the fix; with it on, vLLM's share (0.5 × 23.69 GiB) is
+    frag = parse_oom(oom_text(alloc="20.00 GiB", unalloc="3.00 GiB"))
+    config = {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.5}
+    off = judge(snapshot(2, RTX3090, MODERN), config=config,
+                launch="accelerate launch --num_processes 2 train.py")
+    on = judge(snapshot(2, RTX3090, MODERN), config=config,
+               launch="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True accelerate launch "
+                      "--num_processes 2 train.py")
+    assert classify(frag, off).cause == "fragmentation"
+    cause = classify(frag, on)
+    assert cause.cause == "vllm-share" and "expandable_segments" not in cause.fix
