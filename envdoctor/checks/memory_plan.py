@@ -6,7 +6,15 @@ from collections.abc import Iterator
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.plan.memory import CONTEXT, GiB, GpuPlan, allocated
+from envdoctor.plan.memory import (
+    CONTEXT,
+    GiB,
+    GpuPlan,
+    allocated,
+    each_role,
+    gpus_text,
+    same_gpus,
+)
 from envdoctor.plan.memory_plan import MemoryPlan, for_context, is_thin
 
 
@@ -14,8 +22,8 @@ def gib(n: int | float) -> str:
     return f"{n / GiB:.1f} GiB"
 
 
-def _where(row: GpuPlan) -> str:
-    return f"GPU {row.gpu} ({row.role})" if row.gpu is not None else f"each GPU ({row.role})"
+def _where(group: list[GpuPlan]) -> str:
+    return f"{gpus_text([r.gpu for r in group])} ({each_role(group[0].role, len(group))})"
 
 
 def _biggest(row: GpuPlan, n: int = 4) -> str:
@@ -79,29 +87,32 @@ def _rows(ctx: Context) -> tuple[MemoryPlan | None, list[GpuPlan]]:
 @rule("MEM101", needs=("model",))
 def trainer_will_not_fit(ctx: Context) -> Iterator[Hit]:
     plan, rows = _rows(ctx)
-    for row in rows:
+    for group in same_gpus(rows):
+        row = group[0]
         if not _will_not_fit(plan, row):
             continue
         deficit = row.total - row.capacity
-        yield hit(f"{_where(row)} needs ~{gib(row.total)} at its peak but has {gib(row.capacity)}"
+        yield hit(f"{_where(group)} needs ~{gib(row.total)} at its peak but has {gib(row.capacity)}"
                   f": {_biggest(row)} ({plan.model.name}, {plan.model.total_params() / 1e9:.2f}B"
                   f" parameters). It runs out of memory in the first steps.{_assumed(plan)}",
-                  fix=_fix_text(plan, row, deficit), gpu=row.gpu, plan=row.to_dict())
+                  fix=_fix_text(plan, row, deficit), gpu=row.gpu,
+                  gpus=[r.gpu for r in group], plan=row.to_dict())
 
 
 @rule("MEM102", needs=("model",))
 def trainer_headroom_thin(ctx: Context) -> Iterator[Hit]:
     plan, rows = _rows(ctx)
-    for row in rows:
+    for group in same_gpus(rows):
+        row = group[0]
         if _will_not_fit(plan, row) or not (row.total > row.capacity or is_thin(row)):
             continue
         left = row.capacity - row.total
-        yield hit(f"{_where(row)}: the plan's peak is ~{gib(row.total)} of {gib(row.capacity)} "
+        yield hit(f"{_where(group)}: the plan's peak is ~{gib(row.total)} of {gib(row.capacity)} "
                   f"({'short by ' + gib(-left) if left < 0 else 'only ' + gib(left) + ' left'}"
                   f", allocator margin included): {_biggest(row)}. Longer completions or "
                   f"fragmentation push it over.{_assumed(plan)}",
                   fix=_fix_text(plan, row, max(-left, 0) + int(0.1 * row.capacity)),
-                  gpu=row.gpu, plan=row.to_dict())
+                  gpu=row.gpu, gpus=[r.gpu for r in group], plan=row.to_dict())
 
 
 @rule("MEM103", needs=("model", "vllm"))
@@ -112,7 +123,8 @@ def kv_cache_too_small(ctx: Context) -> Iterator[Hit]:
     colocate = plan.knobs.vllm_mode == "colocate"
     len_key = "vllm_max_model_length" if colocate else "--max_model_len"
     util_key = "vllm_gpu_memory_utilization" if colocate else "--gpu_memory_utilization"
-    for row in plan.gpus:
+    for group in same_gpus(plan.gpus):
+        row = group[0]
         if row.kv_need is None or row.kv_free is None or not row.capacity:
             continue
         if row.kv_free >= row.kv_need:
@@ -127,21 +139,24 @@ def kv_cache_too_small(ctx: Context) -> Iterator[Hit]:
         fix = f"{len_key} {fits}" if fits >= 1024 else ""
         if needed_util > util and needed_util < 0.98:
             fix += f"{' or ' if fix else ''}{util_key} {needed_util:.2f}"
-        yield hit(f"vLLM on GPU {row.gpu}: gpu_memory_utilization {util} × {gib(row.capacity)} "
+        yield hit(f"vLLM on {gpus_text([r.gpu for r in group])}: gpu_memory_utilization {util} "
+                  f"× {gib(row.capacity)} "
                   f"{what}, but one sequence of max_model_len {row.max_model_len} needs "
                   f"{gib(row.kv_need)} ({per_token:,} B per token): vLLM refuses to start "
                   "(\"... KV cache is needed, which is larger than the available KV cache "
                   "memory\").", fix=fix or "a GPU with more memory, or a smaller model",
-                  gpu=row.gpu, kv_need_bytes=row.kv_need, kv_free_bytes=row.kv_free,
+                  gpu=row.gpu, gpus=[r.gpu for r in group], kv_need_bytes=row.kv_need,
+                  kv_free_bytes=row.kv_free,
                   max_model_len_that_fits=fits)
 
 
 @rule("MEM104", needs=("model",))
 def plan_summary(ctx: Context) -> Iterator[Hit]:
     plan, rows = _rows(ctx)
-    for row in rows:
+    for group in same_gpus(rows):
+        row = group[0]
         if row.total > row.capacity or is_thin(row):
             continue
-        yield hit(f"{_where(row)}: peak ~{gib(row.total)} of {gib(row.capacity)} "
+        yield hit(f"{_where(group)}: peak ~{gib(row.total)} of {gib(row.capacity)} "
                   f"({gib(row.headroom or 0)} left): {_biggest(row)}",
-                  gpu=row.gpu, plan=row.to_dict())
+                  gpu=row.gpu, gpus=[r.gpu for r in group], plan=row.to_dict())

@@ -18,6 +18,7 @@ from envdoctor.commands.options import (
     launch_option,
     output_option,
 )
+from envdoctor.plan.memory import each_role, gpus_text, same_gpus
 
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|GB|G|MiB|MB|M)?\s*$", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -104,6 +105,12 @@ def _gib(n: int | None) -> str:
     return "?" if n is None else f"{n / 1024**3:.1f}"
 
 
+def _same(row: dict[str, Any]) -> str:
+    """What must be equal for GPUs to share one table: all but the index and the rank numbers."""
+    rest = {k: v for k, v in row.items() if k not in ("gpu", "role")}
+    return re.sub(r"\d+", "#", row["role"]) + json.dumps(rest, sort_keys=True, default=str)
+
+
 def render_text(data: dict[str, Any]) -> str:
     m, s = data["model"], data["setup"]
     lines = [f"envdoctor plan-memory — {m['name']} ({m['parameters'] / 1e9:.2f}B parameters, "
@@ -117,10 +124,12 @@ def render_text(data: dict[str, Any]) -> str:
                  f"{', vLLM ' + s['vllm_mode'] if s['vllm_mode'] else ''}")
     for note in data["assumed"]:
         lines.append(f"assumed: {note}")
-    for row in data["gpus"]:
-        where = f"GPU {row['gpu']}" if row["gpu"] is not None else "each training GPU"
-        lines += ["", f"{where} — {row['role']}" + (f" — {row['name']}" if row.get("name")
-                                                     else "")]
+    for group in same_gpus(data["gpus"], key=_same):
+        row = group[0]
+        where = gpus_text([r["gpu"] for r in group])
+        where = "each training GPU" if where == "each GPU" else where
+        lines += ["", f"{where} — {each_role(row['role'], len(group))}"
+                  + (f" — {row['name']}" if row.get("name") else "")]
         width = max(len(p["part"]) for p in row["parts"]) + 2
         lines.append(f"    {'PART':<{width}}{'GiB':>8}  NOTE")
         for p in row["parts"]:

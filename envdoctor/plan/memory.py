@@ -33,6 +33,7 @@ the profiling activations and CUDA graphs come out of it and the rest is KV cach
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,40 @@ class GpuPlan:
                 "total_bytes": self.total, "capacity_bytes": self.capacity,
                 "headroom_bytes": self.headroom, "kv_need_bytes": self.kv_need,
                 "kv_free_bytes": self.kv_free, "max_model_len": self.max_model_len}
+
+
+def same_gpus(rows: list[Any], key: Any = None) -> list[list[Any]]:
+    """Rows (``GpuPlan`` or their dicts) grouped where they plan the same: eight ranks of one
+    setup are one table and one finding, not eight. ``key`` gives what must be equal (default:
+    a GpuPlan's parts, capacity, KV numbers and its role with the rank numbers left out)."""
+    key = key or (lambda r: (re.sub(r"\d+", "#", r.role), r.capacity, r.kv_need, r.kv_free,
+                             r.max_model_len, r.vllm_util,
+                             tuple((p.name, p.bytes, p.at_peak) for p in r.parts)))
+    groups: dict[Any, list[Any]] = {}
+    for row in rows:
+        groups.setdefault(key(row), []).append(row)
+    return list(groups.values())
+
+
+def gpus_text(indices: list[int | None]) -> str:
+    """``GPU 3``, ``GPUs 0–7`` (consecutive), ``GPUs 0, 2, 5``; ``each GPU`` when unknown."""
+    known = [i for i in indices if i is not None]
+    if not known:
+        return "each GPU"
+    if len(known) == 1:
+        return f"GPU {known[0]}"
+    if known == list(range(known[0], known[0] + len(known))):
+        return f"GPUs {known[0]}–{known[-1]}"
+    return "GPUs " + ", ".join(map(str, known))
+
+
+def each_role(role: str, n: int) -> str:
+    """A row's role said for ``n`` GPUs alike: ``each: a rank + vLLM (colocated)``."""
+    def ranks(m: re.Match[str]) -> str:
+        k = m.group(0).count("rank")
+        return "a rank" if k == 1 else f"{k} ranks"
+
+    return role if n == 1 else "each: " + re.sub(r"\brank \d+(?:, rank \d+)*", ranks, role)
 
 
 # ---- parameters ------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 
 from envdoctor.errors import InputError
 from envdoctor.plan.memory import (
+    CONTEXT,
     THIN,
     GiB,
     GpuPlan,
@@ -193,7 +194,7 @@ def server_row(ctx: Any, shape: ModelShape, k: Knobs, gpu: int, capacity: int | 
     parts, need, free = vllm_parts(shape, vk, capacity, int(mml) if mml else None, tp)
     row = GpuPlan(gpu=gpu, role="vLLM", capacity=capacity, kv_need=need, kv_free=free,
                   max_model_len=int(mml) if mml else None, vllm_util=util)
-    row.parts = parts + [Part("CUDA context", int(0.6 * GiB), "outside the budget")]
+    row.parts = parts + [Part("CUDA context", CONTEXT, "outside the budget")]
     return row
 
 

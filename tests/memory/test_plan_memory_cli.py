@@ -33,7 +33,7 @@ def test_table_and_error_exit_for_a_run_that_will_not_fit(facts, model_dir, tmp_
     out = _cli("--facts", facts, "--config", str(cfg), "--", "torchrun", "--nproc_per_node",
                "2", "train.py")
     assert out.returncode == 1, out.stderr
-    assert "GPU 0 — rank 0" in out.stdout and "GPU 1 — rank 1" in out.stdout
+    assert "GPUs 0–1 — each: a rank" in out.stdout  # both ranks plan the same: one table
     assert "optimizer states" in out.stdout and "over the GPU" in out.stdout
     assert "✗ MEM101" in out.stdout and "fix: " in out.stdout
 
@@ -151,3 +151,27 @@ def test_triage_keeps_fragmentation_when_the_plan_is_small(model_dir):
     ctx = judge(snapshot(n_gpus=2), cfg, "torchrun --nproc_per_node 2 train.py")
     got = [f for f in _triage(ctx) if "out of memory" in f.message]
     assert got and got[0].rule == "TRI001"
+
+
+def test_gpus_that_plan_the_same_share_one_table_and_one_finding(facts, model_dir):
+    # two ranks of one setup: one table for GPUs 0–1 in text; JSON keeps a row per GPU
+    out = _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "torchrun",
+               "--nproc_per_node", "2", "train.py")
+    assert out.returncode == 0, out.stderr
+    assert "GPUs 0–1 — each: a rank" in out.stdout
+    assert "\nGPU 0 —" not in out.stdout and "\nGPU 1 —" not in out.stdout
+    assert out.stdout.count("total at peak") == 1
+
+
+def test_same_gpus_keeps_different_plans_apart():
+    from envdoctor.plan.memory import GpuPlan, Part, each_role, gpus_text, same_gpus
+
+    a = [GpuPlan(gpu=i, role=f"rank {i}", parts=[Part("weights", 10, "")], capacity=80)
+         for i in range(3)]
+    b = GpuPlan(gpu=3, role="rank 3", parts=[Part("weights", 20, "")], capacity=80)
+    groups = same_gpus([*a, b])
+    assert [[r.gpu for r in g] for g in groups] == [[0, 1, 2], [3]]
+    assert gpus_text([0, 1, 2]) == "GPUs 0–2" and gpus_text([0, 2]) == "GPUs 0, 2"
+    assert gpus_text([4]) == "GPU 4" and gpus_text([None]) == "each GPU"
+    assert each_role("rank 0, rank 1 + vLLM (colocated)", 2) == "each: 2 ranks + vLLM (colocated)"
+    assert each_role("rank 5", 1) == "rank 5"
