@@ -5,11 +5,12 @@
 #   bash docs/validation/device_session_3.sh probe-colocate  # issue 14 colocate; issue 18 class 5
 #   bash docs/validation/device_session_3.sh memory-dist     # issue 16: DDP and FSDP on 2 ranks
 #   bash docs/validation/device_session_3.sh memory-single   # issue 16: vLLM parts, 8-bit, QLoRA
-#   bash docs/validation/device_session_3.sh memory-next     # issue 16, next session: s9n, c2, v1, v2
+#   bash docs/validation/device_session_3.sh memory-next     # issue 16, next session: s9n, c2, TRL 1.14
+#   bash docs/validation/device_session_3.sh memory-vllm     # issue 16, next session: v1, v2 (vLLM alone)
 #   bash docs/validation/device_session_3.sh memory-zero     # issue 16, next session: ZeRO-2 / -3
 # memory-single carries bitsandbytes' wheel (.wt/bnb/*.whl: pip download bitsandbytes==0.50.2);
 # memory-zero carries .wt/ds/*.whl (DS_BUILD_OPS=0 pip wheel --no-deps deepspeed==0.19.8;
-# pip download --no-deps hjson).
+# pip download --no-deps hjson); memory-next carries .wt/trl114 (pip download --no-deps trl==1.14.0).
 set -u
 [ -f /tmp/vsite/.done ] || { mkdir -p /tmp/vw && cat /tmp/parts/part.* | tar -x -C /tmp/vw \
   && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/vsite /tmp/vw/*.whl \
@@ -58,13 +59,26 @@ memory-zero)  # the next session: ZeRO-2 / ZeRO-3 on 2 ranks (carries .wt/ds: de
   for s in z2:zero2 z3:zero3; do
     python3 $M --accelerate-config ${s#*:} > /tmp/${s#*:}.json
     echo "\$ accelerate launch --config_file ${s#*:}.json docs/validation/memory_gpu.py \$OUT/memory-gpu-h200x2.jsonl ${s%:*}"
-    timeout 280 accelerate launch --config_file /tmp/${s#*:}.json $M "$J" "${s%:*}" > "$OUT/memory-${s%:*}.log" 2>&1
+    timeout 250 accelerate launch --config_file /tmp/${s#*:}.json $M "$J" "${s%:*}" > "$OUT/memory-${s%:*}.log" 2>&1
     echo "[exit $?]"; grep '^{"shape"' "$OUT/memory-${s%:*}.log" | cut -c1-400
   done ;;
-memory-next)  # the next session: see memory-predicted-before-run.md, last section
-  ( CUDA_VISIBLE_DEVICES=0 timeout 250 python3 $M "$J" s9n > "$OUT/memory-gpu-h200x2-s9n.log" 2>&1; echo "[s9n exit $?]"
-    for s in v1 v2; do VLLM_LOGGING_LEVEL=INFO CUDA_VISIBLE_DEVICES=0 timeout 150 python3 $M "${J%.jsonl}-v.jsonl" $s > "$OUT/memory-gpu-h200x2-v-$s.log" 2>&1; echo "[$s exit $?]"; done ) &
+memory-next)  # the next session: see memory-predicted-before-run.md, last sections
+  # GPU 0: s9n, then s5 and s9n again with TRL 1.14 (carried .wt/trl114: its materialized logits)
+  # GPU 1: c2. Every shape records the peaks inside and outside generation apart.
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/tsite .wt/trl114/*.whl
+  echo "\$ CUDA_VISIBLE_DEVICES=0 python3 $M \$OUT/memory-gpu-h200x2.jsonl s9n"
+  echo "\$ CUDA_VISIBLE_DEVICES=0 PYTHONPATH=/tmp/tsite:\$PYTHONPATH python3 $M \$OUT/memory-gpu-h200x2-trl114.jsonl s5 s9n"
+  echo "\$ VLLM_LOGGING_LEVEL=INFO CUDA_VISIBLE_DEVICES=1 python3 $M \$OUT/memory-gpu-h200x2-g1.jsonl c2"
+  ( CUDA_VISIBLE_DEVICES=0 timeout 230 python3 $M "$J" s9n > "$OUT/memory-gpu-h200x2-s9n.log" 2>&1; echo "[s9n exit $?]"
+    CUDA_VISIBLE_DEVICES=0 PYTHONPATH=/tmp/tsite:$PYTHONPATH timeout 250 python3 $M "${J%.jsonl}-trl114.jsonl" s5 s9n \
+      > "$OUT/memory-gpu-h200x2-trl114.log" 2>&1; echo "[trl114 exit $?]" ) &
   ( VLLM_LOGGING_LEVEL=INFO CUDA_VISIBLE_DEVICES=1 timeout 300 python3 $M "${J%.jsonl}-g1.jsonl" c2 > "$OUT/memory-gpu-h200x2-g1-c2.log" 2>&1; echo "[c2 exit $?]" ) &
-  wait ;;
+  wait
+  grep -h '^{"shape"' "$OUT"/memory-gpu-h200x2-*.log | cut -c1-500 ;;
+memory-vllm)  # vLLM alone, one shape per GPU (CUDA stays uninitialized in the parent)
+  ( VLLM_LOGGING_LEVEL=INFO CUDA_VISIBLE_DEVICES=0 timeout 200 python3 $M "${J%.jsonl}-v.jsonl" v1 > "$OUT/memory-gpu-h200x2-v-v1.log" 2>&1; echo "[v1 exit $?]" ) &
+  ( VLLM_LOGGING_LEVEL=INFO CUDA_VISIBLE_DEVICES=1 timeout 200 python3 $M "${J%.jsonl}-v2.jsonl" v2 > "$OUT/memory-gpu-h200x2-v-v2.log" 2>&1; echo "[v2 exit $?]" ) &
+  wait
+  grep -h '^{"shape"' "$OUT"/memory-gpu-h200x2-v-*.log | cut -c1-500 ;;
 esac
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv

@@ -167,6 +167,25 @@ def _save(config, dtype: str, tok, folder: str) -> str:
     return folder
 
 
+def _split_peaks(trainer, cuda, base: int, phases: dict) -> None:
+    """Keep two peaks apart: inside ``_generate_and_score_completions`` (generation, rewards and
+    the no-grad log-probs) and outside it (model load, training forward / backward, optimizer)."""
+    inner = trainer._generate_and_score_completions
+
+    def measured(*args, **kwargs):
+        phases["train"] = max(phases["train"], cuda.max_memory_allocated() - base)
+        phases["reserved"] = max(phases["reserved"], cuda.max_memory_reserved())
+        cuda.reset_peak_memory_stats()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            phases["generate"] = max(phases["generate"], cuda.max_memory_allocated() - base)
+            phases["reserved"] = max(phases["reserved"], cuda.max_memory_reserved())
+            cuda.reset_peak_memory_stats()
+
+    trainer._generate_and_score_completions = measured
+
+
 def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     import torch
     from datasets import Dataset
@@ -198,6 +217,7 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     nvml.start()
     t0 = time.time()
     trainer = model = None
+    phases = {"generate": 0, "train": 0, "reserved": 0}
     extra: dict = {"use_vllm": False}
     try:
         init_kwargs = None
@@ -250,6 +270,8 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
                               [float(len(c)) for c in completions], args=args,
                               train_dataset=data, processing_class=tok, peft_config=peft_config)
         result["optimizer"] = args.optim
+        if cuda:
+            _split_peaks(trainer, cuda, base_alloc, phases)
         trainer.train()
         result["wrapped"] = type(trainer.model_wrapped).__name__
         result["status"] = "ok"
@@ -266,8 +288,10 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
         nvml.finish()
         result["seconds"] = round(time.time() - t0, 1)
         if cuda:
-            result["max_allocated"] = cuda.max_memory_allocated() - base_alloc
-            result["max_reserved"] = cuda.max_memory_reserved()
+            phases["train"] = max(phases["train"], cuda.max_memory_allocated() - base_alloc)
+            result["max_allocated"] = max(phases["generate"], phases["train"])
+            result["peak_generate"], result["peak_train"] = phases["generate"], phases["train"]
+            result["max_reserved"] = max(phases["reserved"], cuda.max_memory_reserved())
             result["total_memory"] = cuda.get_device_properties(LOCAL_RANK).total_memory
         result["nvml_process_peak"] = nvml.peak_proc
         result["nvml_device_peak"] = nvml.peak_dev
