@@ -17,6 +17,7 @@ import gc
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 
@@ -88,6 +89,7 @@ DRY = os.environ.get("MEMORY_GPU_DRY") == "1"
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
 RANK = int(os.environ.get("RANK", "0"))
 EAGER = os.environ.get("MEMORY_GPU_EAGER") == "1"
+WORK = os.path.join(tempfile.gettempdir(), "memory-grpo")  # checkpoints and trainer output
 
 
 def tokenizer(size: int = 0):
@@ -371,9 +373,9 @@ def main() -> None:
                                  "device_used_before": idle}) + "\n")
         for name in names:
             if name in VLLM_SHAPES:
-                result = run_vllm(name, nvml, "/tmp/memory-grpo")
+                result = run_vllm(name, nvml, WORK)
             else:
-                result = run_shape(name, nvml, tok, "/tmp/memory-grpo")
+                result = run_shape(name, nvml, tok, WORK)
             result["device_used_before"] = idle
             print(json.dumps(result), flush=True)
             fh.write(json.dumps(result) + "\n")
