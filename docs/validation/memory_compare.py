@@ -111,7 +111,8 @@ def vllm_rows(rows: list[dict], trl: str, jsonl: Path) -> None:
                   f"{part.bytes / GiB:.2f} GiB | {f'{got:.2f} GiB' if got is not None else '—'} "
                   f"| {err} |")
         verdict = "refuses (MEM103)" if need and free is not None and need > free else "starts"
-        said = f"needs {seen['need']:.2f} GiB: refused" if "need" in seen else r["status"]
+        said = f"needs {seen['need']:.2f} GiB: refused" if "need" in seen else \
+            "started" if "kv" in seen else r["status"]
         print(f"| {r['shape']} | | | | one {mml_cfg}-token sequence | needs {need / GiB:.2f} GiB:"
               f" predicted {verdict} | {said} | |")
 
