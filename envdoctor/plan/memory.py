@@ -23,7 +23,9 @@ Trainer side, per rank (bytes; P parameters, P_t trainable, N data-parallel rank
 - CUDA context and cuBLAS workspaces (~0.6 GiB, outside PyTorch's count), NCCL's communicator
   buffers with several ranks (~0.8 GiB more, measured) and the caching allocator's fragmentation
   (8 % of what PyTorch allocates; 25 % under FSDP, whose all-gathers and reduce-scatters run on
-  their own streams: measured 21–26 % on two H200s, docs/validation/memory-gpu-h200x2.md).
+  their own streams: measured 21–26 % on two H200s, and 28 % under DeepSpeed ZeRO, whose
+  gradient buckets and partitions do the same: measured 26–30 % with ZeRO-2 and ZeRO-3,
+  docs/validation/memory-gpu-h200x2.md).
 
 Generation side (vLLM): ``gpu_memory_utilization`` × total memory is vLLM's budget; the weights,
 the profiling activations and CUDA graphs come out of it and the rest is KV cache, of
@@ -45,6 +47,7 @@ CONTEXT = int(0.6 * GiB)
 NCCL = int(0.8 * GiB)  # several ranks: 1.55 GiB outside PyTorch per rank vs 0.73–0.88 alone
 FRAGMENTATION = 0.08
 FSDP_FRAGMENTATION = 0.25
+ZERO_FRAGMENTATION = 0.28  # DeepSpeed ZeRO-2 / -3: measured 26-30 % on two H200s
 THIN = 0.10  # headroom below this share of the GPU is a warning
 TILE = 4096 * 32768  # TRL >= 1.15 fused LM head: TOKEN_CHUNK_SIZE × _CHUNKED_LOGPROB_CHUNK_SIZE
 _PROJ = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
@@ -266,8 +269,9 @@ def overhead_parts(parts: list[Part], k: Knobs | None = None) -> list[Part]:
     """What the process holds beyond PyTorch's allocations: the caching allocator's slack, the
     CUDA context and, with several ranks, NCCL's buffers."""
     allocated = sum(p.bytes for p in parts if p.at_peak)
-    share = FSDP_FRAGMENTATION if k is not None and k.strategy.startswith("fsdp") \
-        else FRAGMENTATION
+    strategy = k.strategy if k is not None else "ddp"
+    share = FSDP_FRAGMENTATION if strategy.startswith("fsdp") else \
+        ZERO_FRAGMENTATION if strategy.startswith("zero") else FRAGMENTATION
     out = [Part("allocator fragmentation", int(allocated * share), f"{share:.0%} of allocated"),
            Part("CUDA context", CONTEXT, "context + cuBLAS workspaces (outside PyTorch)")]
     if k is not None and k.world > 1:
