@@ -50,7 +50,7 @@ def test_dataparallel_trap_modern_trl_refuses(tmp_path):
     snap = snapshot(2, A100_40, MODERN)
     rc, found = check(tmp_path, snap, {"use_vllm": True, "vllm_mode": "server"},
                       "python", "train.py")
-    assert rc == 1 and "refuses at init" in found["LAY003"]["message"]
+    assert rc == 1 and "refuses a model object the script builds at init" in found["LAY003"]["message"]
     assert found["LAY003"]["fix"].startswith("torchrun --nproc_per_node 2 train.py")
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterator
+from dataclasses import replace
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.plan.interface import Launch
+from envdoctor.plan.interface import GpuLayout, Launch
 
 
 def with_option(launch: Launch | None, name: str, value: str) -> str:
@@ -75,40 +76,76 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
             ctx.plan.trainer or ctx.config):
         return
     trl = ctx.version("trl")
-    refuses = ctx.kb.feature("dataparallel_refusal", trl)
-    gen = lay.generation
-    victims = f" — including GPU {', '.join(map(str, gen))} reserved for vLLM" if gen else ""
-    since = ctx.kb.feature_entry("dataparallel_refusal").get("since", "a newer release")
-    if refuses:
-        what = (f"TRL {trl} refuses at init: \"GRPOTrainer does not support `nn.DataParallel`\"")
-    elif refuses is None:
-        what = (f"transformers.Trainer wraps the model in nn.DataParallel over all "
-                f"{lay.process_gpus} GPUs{victims}: TRL before {since} lets it happen silently "
-                f"(replicas land there and it runs out of memory later), TRL {since}+ refuses "
-                "at init")
-    else:
-        what = (f"{'TRL ' + trl if trl else 'older TRL'} lets transformers.Trainer silently wrap "
-                f"the model in nn.DataParallel over all {lay.process_gpus} GPUs{victims}; replicas"
-                " and activations land there and it runs out of memory later")
-    gpus = ",".join(str(g) for g in lay.visible)
     launch = ctx.plan.trainer
+    # a GPU of its own for vLLM (server / legacy); colocate shares the training GPU
+    gen = lay.generation if lay.generation_mode in ("legacy", "server") else []
+    by_path = lay.launcher.startswith("trl-")  # TRL's scripts pass model_name_or_path
+    splits = ctx.kb.feature("model_path_device_map_auto", trl)
+    what = _one_process_outcome(ctx, trl, gen, by_path, splits)
+    gpus = ",".join(str(g) for g in lay.visible)
+    train = [g for g in lay.visible if g not in gen] or lay.visible[:1]
+    yield hit(f"one training process sees {lay.process_gpus} GPUs ({gpus}; launcher: "
+              f"{lay.launcher}{', --num_processes 1' if lay.launcher == 'accelerate' else ''}): "
+              f"{what}", fix=_one_rank_per_gpu(lay, launch, train, gen),
+              severity="warning" if by_path and splits and not gen else None,
+              n_gpu=lay.process_gpus, visible=lay.visible, trl=trl,
+              refuses=ctx.kb.feature("dataparallel_refusal", trl), splits=splits)
+
+
+def _one_process_outcome(ctx: Context, trl: str | None, gen: list[int], by_path: bool,
+                         splits: bool | None) -> str:
+    """What TRL ``trl`` does with one process that sees several GPUs (LAY003's message)."""
+    n = ctx.layout.process_gpus
+    victims = f" — including GPU {', '.join(map(str, gen))} reserved for vLLM" if gen else ""
+    refuses = ctx.kb.feature("dataparallel_refusal", trl)
+    since = ctx.kb.feature_entry("dataparallel_refusal").get("since", "a newer release")
+    split_since = ctx.kb.feature_entry("model_path_device_map_auto").get("since", "a newer release")
+    if splits and by_path:
+        return (f"TRL {trl} loads model_name_or_path with device_map=\"auto\" and splits it over"
+                f" all {n} GPUs{victims}, so it trains one GPU at a time"
+                + ("; its layers and activations take memory vLLM needs there" if gen else ""))
+    if splits:
+        obj = (f"TRL {trl} refuses a model object the script builds at init (\"GRPOTrainer does"
+               " not support `nn.DataParallel`\")" if refuses else
+               f"TRL {trl} lets transformers.Trainer silently wrap a model object the script "
+               f"builds in nn.DataParallel over all {n} GPUs{victims} (replicas run out of "
+               "memory later)")
+        return (f"{obj}; a model passed to GRPOTrainer by name or path is instead split over "
+                f"all {n} GPUs{victims if refuses else ''} (device_map=\"auto\") and trains one"
+                " GPU at a time")
+    if splits is None:
+        return (f"transformers.Trainer wraps the model in nn.DataParallel over all {n} GPUs"
+                f"{victims}: TRL before {since} lets it happen silently (replicas land there and "
+                f"it runs out of memory later), TRL {since}+ refuses at init; from TRL "
+                f"{split_since} a model passed by name or path is instead split over the GPUs "
+                "with device_map=\"auto\" and trains one GPU at a time")
+    return (f"{'TRL ' + trl if trl else 'older TRL'} lets transformers.Trainer silently wrap "
+            f"the model in nn.DataParallel over all {n} GPUs{victims}; replicas and "
+            "activations land there and it runs out of memory later")
+
+
+def _one_rank_per_gpu(lay: GpuLayout, launch: Launch | None, train: list[int],
+                      gen: list[int]) -> str:
+    """LAY003's fix: the launch line with one rank per training GPU (or one GPU visible)."""
+    visible = ",".join(map(str, train))
+    if launch is not None and launch.launcher.startswith("trl-"):
+        own = replace(launch, raw=shlex.join(launch.program + launch.script_args))
+        line = with_option(own, "num_processes", str(len(train)))
+        if gen:
+            return f"CUDA_VISIBLE_DEVICES={visible} {line}"
+        return (f"{line}  # one rank per GPU; or CUDA_VISIBLE_DEVICES={train[0]} "
+                f"{with_option(own, 'num_processes', '1')}")
     script = (launch.script or (f"-m {launch.module}" if launch.module else "train.py")) \
         if launch else "train.py"
     args = shlex.join(launch.script_args) if launch and launch.script_args else ""
-    train = [g for g in lay.visible if g not in gen] or lay.visible[:1]
     if lay.generation_mode == "legacy":
-        fix = (f"torchrun --nproc_per_node 1 {script} {args}".strip()
-               + "  # one rank, every GPU still visible for vllm_device")
-    elif gen:
+        return (f"torchrun --nproc_per_node 1 {script} {args}".strip()
+                + "  # one rank, every GPU still visible for vllm_device")
+    if gen:
         runner = "python" if len(train) == 1 else f"torchrun --nproc_per_node {len(train)}"
-        fix = f"CUDA_VISIBLE_DEVICES={','.join(map(str, train))} {runner} {script} {args}".strip()
-    else:
-        fix = (f"torchrun --nproc_per_node {len(train)} {script} {args}".strip()
-               + f"  # one rank per GPU; or CUDA_VISIBLE_DEVICES={train[0]} python {script}")
-    yield hit(f"one training process sees {lay.process_gpus} GPUs ({gpus}; launcher: "
-              f"{lay.launcher}{', --num_processes 1' if lay.launcher == 'accelerate' else ''}): "
-              f"{what}", fix=fix, n_gpu=lay.process_gpus, visible=lay.visible,
-              trl=trl, refuses=refuses)
+        return f"CUDA_VISIBLE_DEVICES={visible} {runner} {script} {args}".strip()
+    return (f"torchrun --nproc_per_node {len(train)} {script} {args}".strip()
+            + f"  # one rank per GPU; or CUDA_VISIBLE_DEVICES={train[0]} python {script}")
 
 
 @rule("LAY004", needs=("gpus",))

@@ -1,0 +1,62 @@
+"""LAY003: one training process that sees several GPUs, across TRL versions and launchers.
+
+Measured on two H200s (docs/validation/split-model-h200x2.md, TRL 1.16): a model passed by path
+is split over both GPUs with device_map="auto" and the step runs; a model object is refused.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import MODERN, findings, snapshot
+
+COLOCATE = {"use_vllm": True, "vllm_mode": "colocate"}
+SERVER = {"use_vllm": True, "vllm_mode": "server"}
+TRL_GRPO = "trl grpo --num_processes 1 --model_name_or_path Qwen/Qwen2.5-0.5B"
+
+
+def lay003(trl: str, config: dict, launch: str, n_gpus: int = 2):
+    found = [f for f in findings(snapshot(n_gpus, packages={**MODERN, "trl": trl}), config, launch)
+             if f.rule == "LAY003"]
+    return found[0] if found else None
+
+
+def test_trl_grpo_splits_the_model_a_warning_with_one_rank_per_gpu():
+    f = lay003("1.16.0", COLOCATE, TRL_GRPO)
+    assert f.severity.value == "warning"
+    assert 'device_map="auto"' in f.message and "one GPU at a time" in f.message
+    assert "reserved for vLLM" not in f.message  # colocate shares the training GPU
+    assert f.fix.startswith("trl grpo --num_processes 2 --model_name_or_path Qwen/Qwen2.5-0.5B")
+    assert "CUDA_VISIBLE_DEVICES=0 trl grpo --num_processes 1" in f.fix
+
+
+def test_trl_grpo_before_device_map_auto_is_the_silent_dataparallel():
+    f = lay003("0.25.0", COLOCATE, TRL_GRPO)
+    assert f.severity.value == "error" and "silently wrap" in f.message
+    assert 'device_map="auto"' not in f.message
+
+
+def test_trl_grpo_beside_a_server_gpu_stays_an_error_and_hides_that_gpu():
+    launch = f"{TRL_GRPO} ; CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m"
+    f = lay003("1.16.0", SERVER, launch)
+    assert f.severity.value == "error"
+    assert "GPU 1 reserved for vLLM" in f.message and "take memory vLLM needs" in f.message
+    assert f.fix == "CUDA_VISIBLE_DEVICES=0 " + TRL_GRPO
+
+
+def test_a_script_names_both_outcomes_on_modern_trl():
+    f = lay003("1.16.0", SERVER, "python train.py")
+    assert f.severity.value == "error"
+    assert "refuses a model object" in f.message and 'device_map="auto"' in f.message
+    old = lay003("1.0.0", SERVER, "python train.py")
+    assert "silently wrap a model object" in old.message and 'device_map="auto"' in old.message
+
+
+def test_colocate_reserves_no_gpu_in_the_message_or_the_fix():
+    f = lay003("1.0.0", COLOCATE, "python train.py")
+    assert "reserved for vLLM" not in f.message
+    assert f.fix.startswith("torchrun --nproc_per_node 2 train.py")
+
+
+def test_quiet_with_one_rank_per_gpu_or_one_gpu_visible():
+    assert lay003("1.16.0", COLOCATE, TRL_GRPO.replace("--num_processes 1", "--num_processes 2")) \
+        is None
+    assert lay003("1.16.0", COLOCATE, "CUDA_VISIBLE_DEVICES=0 " + TRL_GRPO) is None
