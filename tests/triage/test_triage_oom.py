@@ -176,14 +176,18 @@ def test_colocated_vllm_share_inside_pytorchs_allocations():
 # A real run: TRL 1.16 + vLLM 0.26, colocate at 0.85 of an H200, a random-weight Qwen2.5-1.5B at
 # 16 × (128 + 768) tokens (docs/validation/grpo_log_gpu.py oom 0.85, memory-gpu-h200x2.md)
 REAL_COLOCATE_OOM = Path(__file__).resolve().parents[2] / "docs/validation/grpo-colocate-oom-h200.log"
+# The same run at 0.6 with GPU 0 the only one visible (docs/validation/split-model-h200x2.md)
+REAL_COLOCATE_OOM_06 = REAL_COLOCATE_OOM.with_name("split-colocate-0.6-gpu0-h200x2.log")
 
 
-def test_real_colocate_oom_is_vllms_share_from_the_log_alone():
-    data = REAL_COLOCATE_OOM.read_bytes()
+@pytest.mark.parametrize(("log", "allocated"), [(REAL_COLOCATE_OOM, "138.74 GiB allocated"),
+                                                (REAL_COLOCATE_OOM_06, "138.11 GiB allocated")])
+def test_real_colocate_oom_is_vllms_share_from_the_log_alone(log, allocated):
+    data = log.read_bytes()
     found = findings(scan_bytes(data))
     assert [f.rule for f in found] == ["TRI001"]
     f = found[0]
-    assert f.evidence["cause"] == "vllm-share" and "138.74 GiB allocated" in f.message
+    assert f.evidence["cause"] == "vllm-share" and allocated in f.message
     assert "vLLM's reservation (vllm_gpu_memory_utilization × the GPU) is part of it" in f.message
     assert f.fix.startswith("lower vllm_gpu_memory_utilization to what generation needs")
     assert "vllm_enable_sleep_mode" in f.fix and "expandable_segments" not in f.fix
@@ -198,6 +202,15 @@ def test_real_colocate_oom_with_the_runs_config():
     assert "118.83 GiB of it is vLLM's reservation (vllm_gpu_memory_utilization 0.85" in f.message
     assert "left the training step 20.97 GiB" in f.message
     assert "from 0.85" in f.fix and "max_completion_length (768 in the config)" in f.fix
+
+
+def test_real_colocate_oom_at_06_with_the_runs_config():
+    ctx = judge(snapshot(1, H100, MODERN), config={
+        "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.6,
+        "per_device_train_batch_size": 16, "max_completion_length": 768})
+    f = findings(scan_bytes(REAL_COLOCATE_OOM_06.read_bytes()), ctx)[0]
+    assert "83.88 GiB of it is vLLM's reservation (vllm_gpu_memory_utilization 0.6" in f.message
+    assert "left the training step 55.92 GiB" in f.message and "from 0.6" in f.fix
 
 
 def test_engine_lines_of_a_server_process_are_not_colocate_evidence():
