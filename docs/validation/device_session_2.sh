@@ -3,9 +3,7 @@
 # second run, a real GRPO log (colocate, 40 steps) and the probe's colocate path with the check
 # that nothing of it lands in $HOME.   bash docs/validation/device_session_2.sh PART
 set -u
-[ -f /tmp/vsite/.done ] || { mkdir -p /tmp/vw && cat /tmp/parts/part.* | tar -x -C /tmp/vw \
-  && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/vsite /tmp/vw/*.whl \
-  && touch /tmp/vsite/.done; } || exit 1
+. "$(dirname "$0")/vllm_site.sh" || exit 1
 [ -f /tmp/msite/.done ] || { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
   --target /tmp/msite .wt/memory/whl/peft-*.whl && touch /tmp/msite/.done; } || exit 1
 export PYTHONPATH=/tmp/vsite:/tmp/msite:$PWD PATH=/tmp/vsite/bin:$PATH PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0

@@ -12,9 +12,7 @@
 # memory-zero carries .wt/ds/*.whl (DS_BUILD_OPS=0 pip wheel --no-deps deepspeed==0.19.8;
 # pip download --no-deps hjson); memory-next carries .wt/trl114 (pip download --no-deps trl==1.14.0).
 set -u
-[ -f /tmp/vsite/.done ] || { mkdir -p /tmp/vw && cat /tmp/parts/part.* | tar -x -C /tmp/vw \
-  && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/vsite /tmp/vw/*.whl \
-  && touch /tmp/vsite/.done; } || exit 1
+. "$(dirname "$0")/vllm_site.sh" || exit 1
 export PYTHONPATH=/tmp/vsite:$PWD PATH=/tmp/vsite/bin:$PATH PYTHONUNBUFFERED=1
 # this machine kind keeps NVLink multicast off (KINDS.md): kept in every child's environment
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

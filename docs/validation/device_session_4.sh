@@ -4,9 +4,7 @@
 #   bash docs/validation/device_session_4.sh split           # one process, both GPUs: model by path / as object
 #   bash docs/validation/device_session_4.sh split-colocate  # grpo_log_gpu.py oom 0.6: both GPUs visible / GPU 0 only
 set -u
-[ -f /tmp/vsite/.done ] || { mkdir -p /tmp/vw && cat /tmp/parts/part.* | tar -x -C /tmp/vw \
-  && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/vsite /tmp/vw/*.whl \
-  && touch /tmp/vsite/.done; } || exit 1
+. "$(dirname "$0")/vllm_site.sh" || exit 1
 export PYTHONPATH=/tmp/vsite:$PWD PATH=/tmp/vsite/bin:$PATH PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 nvidia-smi -L

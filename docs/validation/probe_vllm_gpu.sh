@@ -5,9 +5,7 @@
 #   bash docs/validation/probe_vllm_gpu.sh server beside
 #   SERVER_GPU=1 bash docs/validation/probe_vllm_gpu.sh server taken beside   (two GPUs: the split)
 set -u
-[ -f /tmp/vsite/.done ] || { mkdir -p /tmp/vw && cat /tmp/parts/part.* | tar -x -C /tmp/vw \
-  && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/vsite /tmp/vw/*.whl \
-  && touch /tmp/vsite/.done; } || exit 1
+. "$(dirname "$0")/vllm_site.sh" || exit 1
 CODE=${CODE:-$PWD}
 export PYTHONPATH=/tmp/vsite:$CODE PATH=/tmp/vsite/bin:$PATH PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 nvidia-smi -L
