@@ -23,9 +23,8 @@ Trainer side, per rank (bytes; P parameters, P_t trainable, N data-parallel rank
 - CUDA context and cuBLAS workspaces (~0.6 GiB, outside PyTorch's count), NCCL's communicator
   buffers with several ranks (~0.8 GiB more, measured) and the caching allocator's fragmentation
   (8 % of what PyTorch allocates; 25 % under FSDP, whose all-gathers and reduce-scatters run on
-  their own streams: measured 21–26 % on two H200s, and 28 % under DeepSpeed ZeRO, whose
-  gradient buckets and partitions do the same: measured 26–30 % with ZeRO-2 and ZeRO-3,
-  docs/validation/memory-gpu-h200x2.md).
+  their own streams: measured 21–26 % on two H200s; 28 % under DeepSpeed ZeRO: measured 26–30 %
+  with ZeRO-2 and ZeRO-3, docs/validation/memory-gpu-h200x2.md).
 
 Generation side (vLLM): ``gpu_memory_utilization`` × total memory is vLLM's budget; the weights,
 the profiling activations and CUDA graphs come out of it and the rest is KV cache, of

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from envdoctor import versions
 from envdoctor.errors import InputError
 from envdoctor.plan.memory import (
     CONTEXT,
@@ -143,6 +144,8 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
     k = knobs_from_config(ctx.config, ctx.facts.version("trl"), shape.dtype, ctx.plan.accelerate,
                           trainer.options if trainer else {}, world=world, node_ranks=node,
                           vllm_mode=mode, torch=ctx.facts.version("torch"))
+    if k.use_vllm and mode == "colocate":
+        k = k.replace(vllm_caps_process=_fraction_caps_process(ctx))
     plan = MemoryPlan(model=shape, knobs=k)
     training = lay.training or [None]
     for gpu in training:
@@ -153,6 +156,21 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
                 continue  # a shared GPU is LAY's finding; its trainer row is above
             plan.gpus.append(server_row(ctx, shape, k, gpu, _capacity(ctx, gpu)))
     return plan
+
+
+def _fraction_caps_process(ctx: Any) -> bool:
+    """Whether the installed vLLM's ``gpu_memory_utilization`` caps the whole process (V1 engine
+    of 0.8.0-0.9.0) rather than vLLM's own share (rules/knowledge/vllm.yaml)."""
+    env = _environ(ctx)
+    if ctx.plan.trainer is not None:
+        env.update(ctx.plan.trainer.env)
+    if env.get("VLLM_USE_V1", "").strip() == "0":  # the V0 engine measures its own instance
+        return False
+    version = ctx.facts.version("vllm")
+    for scope in ctx.kb.vllm.get("gpu_memory_utilization_scope", {}).get("ranges", []):
+        if versions.satisfies(version, str(scope.get("vllm", ""))):
+            return scope.get("scope") == "process"
+    return False
 
 
 def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | None,
@@ -173,8 +191,16 @@ def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | No
                                                           k.vllm_tp)
             row.vllm_util = k.vllm_util
             budget = int(k.vllm_util * capacity) if capacity else sum(p.bytes for p in vparts)
-            parts.append(Part("vLLM (gpu_memory_utilization)", budget,
-                              f"{k.vllm_util} × the GPU: weights + KV cache + graphs"))
+            note = f"{k.vllm_util} × the GPU: weights + KV cache + graphs"
+            if k.vllm_caps_process and capacity:
+                # TRL builds the engine after Trainer placed the model (one rank, DDP); ZeRO and
+                # FSDP place it later. The CUDA context is outside torch: vLLM counts it too.
+                held = CONTEXT + (sum(p.bytes for p in parts if p.name == "weights")
+                                  if k.strategy == "ddp" else 0)
+                budget = max(budget - held, 0)
+                note = (f"{k.vllm_util} × the GPU less the {held / GiB:.1f} GiB the process held "
+                        "when vLLM started (vLLM < 0.9.1 counts it)")
+            parts.append(Part("vLLM (gpu_memory_utilization)", budget, note))
     row.parts = parts + overhead_parts([p for p in parts if not p.name.startswith("vLLM")], k)
     return row
 

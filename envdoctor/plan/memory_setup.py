@@ -65,6 +65,9 @@ class Knobs:
     vllm_tp: int = 1
     vllm_max_model_len: int | None = None
     vllm_enforce_eager: bool = False
+    # vLLM 0.8.0-0.9.0 (V1): the fraction caps the whole process as it stood at vLLM's start
+    # (rules/knowledge/vllm.yaml gpu_memory_utilization_scope); later: vLLM's own budget
+    vllm_caps_process: bool = False
     trl: str | None = None
     assumed: list[str] = field(default_factory=list)
 

@@ -10,7 +10,7 @@ from envdoctor.checks.engine import run_rules
 from envdoctor.errors import InputError
 from envdoctor.facts.snapshot import from_dict
 from envdoctor.plan.build import build_plan
-from tests.conftest import A100_40, H100, snapshot
+from tests.conftest import A100_40, H100, MODERN, snapshot
 from tests.memory.configs import LLAMA3_8B, QWEN25_05B, QWEN25_7B, QWEN25_15B
 
 MEM = ["MEM101", "MEM102", "MEM103", "MEM104"]
@@ -176,3 +176,31 @@ def test_the_real_colocate_runs_on_one_h200(model_dir):
         assert "vllm_gpu_memory_utilization" in died["MEM101"][0].fix
     ran = fired(snapshot(n_gpus=1, model=h200), {**base, "vllm_gpu_memory_utilization": 0.3})
     assert "MEM101" not in ran and "MEM102" not in ran
+
+
+@pytest.mark.parametrize(("vllm", "env", "launch", "held"), [
+    ("0.8.5.post1", {}, "torchrun --nproc_per_node 1 train.py", "weights"),  # V1, DDP
+    ("0.9.0", {}, "accelerate launch --use_deepspeed --zero_stage 2 --num_processes 1 t.py",
+     "context"),  # ZeRO places the model after vLLM's start
+    ("0.8.5.post1", {"VLLM_USE_V1": "0"}, "torchrun --nproc_per_node 1 train.py", None),  # V0
+    ("0.9.1", {}, "torchrun --nproc_per_node 1 train.py", None),
+    ("0.26.0", {}, "torchrun --nproc_per_node 1 train.py", None),
+])
+def test_colocated_vllm_share_follows_what_its_fraction_caps(model_dir, vllm, env, launch, held):
+    """vLLM 0.8.0-0.9.0's V1 engine sizes its KV cache as the fraction × the GPU less everything
+    the process held at its start; from 0.9.1 (and in V0) the fraction is vLLM's own budget."""
+    from envdoctor.plan.memory import CONTEXT
+    from envdoctor.plan.memory_plan import for_context
+
+    snap = snapshot(n_gpus=1, packages={**MODERN, "trl": "0.18.0", "vllm": vllm}, env=env)
+    config = {"model_name_or_path": model_dir(QWEN25_15B), "use_vllm": True,
+              "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3}
+    ctx = Context(facts=from_dict(snap, "t"), plan=build_plan(launch=launch, config_dict=config,
+                                                              live=False))
+    row = for_context(ctx).gpus[0]
+    share = next(p for p in row.parts if p.name.startswith("vLLM"))
+    weights = next(p for p in row.parts if p.name == "weights").bytes
+    full = int(0.3 * row.capacity)
+    expected = {None: full, "context": full - CONTEXT, "weights": full - CONTEXT - weights}[held]
+    assert share.bytes == expected
+    assert ("held when vLLM started" in share.note) == (held is not None)

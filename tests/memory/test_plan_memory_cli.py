@@ -175,3 +175,36 @@ def test_same_gpus_keeps_different_plans_apart():
     assert gpus_text([4]) == "GPU 4" and gpus_text([None]) == "each GPU"
     assert each_role("rank 0, rank 1 + vLLM (colocated)", 2) == "each: 2 ranks + vLLM (colocated)"
     assert each_role("rank 5", 1) == "rank 5"
+
+
+OPEN_R1 = Path(__file__).resolve().parents[1] / "conformance/setups/openr1-colocate-ddp"
+
+
+def test_open_r1_colocate_recipe_on_its_own_vllm_is_a_warning_not_an_error(tmp_path):
+    """open-r1's GRPO recipe (TRL 0.18, vLLM 0.8.5, 8 × H100) with ddp.yaml and colocate: vLLM
+    0.8.5's V1 engine counts the policy weights the process already held in its 0.3 × the GPU
+    (rules/knowledge/vllm.yaml), so the plan is thin (a warning), not over the GPU (an error)."""
+    facts = json.loads((OPEN_R1 / "facts.json").read_text())
+    launch = ["accelerate", "launch", "--config_file", "recipes/accelerate_configs/ddp.yaml",
+              "src/open_r1/grpo.py", "--config",
+              "recipes/DeepSeek-R1-Distill-Qwen-1.5B/grpo/config_demo.yaml", "--vllm_mode",
+              "colocate"]
+
+    def plan(vllm: str) -> dict:
+        snap = {**facts, "packages": {**facts["packages"], "vllm": {"version": vllm}}}
+        path = tmp_path / f"facts-{vllm}.json"
+        path.write_text(json.dumps(snap))
+        out = _cli("--facts", str(path), "--model-params", "1.5B", "--format", "json",
+                   "--config", "recipes/DeepSeek-R1-Distill-Qwen-1.5B/grpo/config_demo.yaml",
+                   "--", *launch, cwd=OPEN_R1)
+        return json.loads(out.stdout)
+
+    own = plan("0.8.5.post1")
+    assert [f["rule"] for f in own["findings"]] == ["MEM102"]
+    part = next(p for p in own["gpus"][0]["parts"] if p["part"].startswith("vLLM"))
+    assert "less the 3.4 GiB the process held when vLLM started" in part["note"]
+    # from vLLM 0.9.1 the fraction is vLLM's own: the same recipe is over the GPU
+    later = plan("0.9.1")
+    assert [f["rule"] for f in later["findings"]] == ["MEM101"]
+    later_part = next(p for p in later["gpus"][0]["parts"] if p["part"].startswith("vLLM"))
+    assert abs(later_part["bytes"] - part["bytes"] - 3.4 * 2**30) < 0.1 * 2**30
