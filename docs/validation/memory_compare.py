@@ -30,7 +30,7 @@ def _knobs(row: dict, trl: str):
               "max_completion_length": row["completion_len"],
               "gradient_checkpointing": row["gradient_checkpointing"], "bf16": True,
               "num_generations": 4, "model_init_kwargs": {"dtype": row["dtype"]},
-              "optim": row.get("optimizer") or "adamw_torch_fused"}
+              "optim": row.get("optimizer") or "adamw_torch_fused", "beta": row.get("beta", 0.0)}
     if row.get("lora"):
         config.update(use_peft=True, lora_r=row["lora"][0], lora_target_modules=row["lora"][1])
     if row.get("quant") == "4bit":

@@ -63,6 +63,10 @@ SHAPES = {
     # DeepSpeed ZeRO-2 / ZeRO-3 on 2 ranks (open-r1's zero2.yaml / zero3.yaml at 2 processes)
     "z2": ("qwen2.5-1.5b", 8, 128, 256, False, "float32", {"launch": "zero2"}),
     "z3": ("qwen2.5-1.5b", 8, 128, 256, False, "float32", {"launch": "zero3"}),
+    # the fifth run: a reference model (beta > 0, the model given by path as TRL then needs) and
+    # ZeRO-1 on 2 ranks
+    "b1": ("qwen2.5-1.5b", 8, 128, 256, False, "float32", {"beta": 0.04}),
+    "z1": ("qwen2.5-1.5b", 8, 128, 256, False, "float32", {"launch": "zero1"}),
 }
 #: accelerate config of the "fsdp" shapes (open-r1's recipes/accelerate_configs/fsdp.yaml at
 #: 2 processes, without the settings that need from_pretrained on every rank)
@@ -83,7 +87,7 @@ def zero(stage: int) -> dict:
                                  "deepspeed_multinode_launcher": "standard"}}
 
 
-LAUNCH = {"ddp": DDP, "fsdp": FSDP, "zero2": zero(2), "zero3": zero(3)}
+LAUNCH = {"ddp": DDP, "fsdp": FSDP, "zero1": zero(1), "zero2": zero(2), "zero3": zero(3)}
 WORDS = [f"w{i}" for i in range(200)]
 DRY = os.environ.get("MEMORY_GPU_DRY") == "1"
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
@@ -201,7 +205,7 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
               "completion_len": comp, "gradient_checkpointing": gc_on, "dtype": dtype,
               "lora": list(lora) if lora else None, "rank": RANK, "launch": launch,
               "quant": opts.get("quant"), "vllm": opts.get("vllm"),
-              "no_eos": bool(opts.get("no_eos"))}
+              "no_eos": bool(opts.get("no_eos")), "beta": opts.get("beta", 0.0)}
     if launch:
         result["accelerate"] = LAUNCH[launch]
     cfg = dict(MODELS[model_name])
@@ -223,7 +227,7 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     extra: dict = {"use_vllm": False}
     try:
         init_kwargs = None
-        if opts.get("vllm") or opts.get("quant"):
+        if opts.get("vllm") or opts.get("quant") or opts.get("beta"):
             if opts.get("vllm"):
                 tok = tokenizer(cfg["vocab_size"])
             model = _save(config, dtype, tok, f"{out_dir}/model-{name}")
@@ -254,6 +258,8 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
         if opts.get("vllm"):
             extra = {"use_vllm": True, "vllm_mode": "colocate",
                      "vllm_gpu_memory_utilization": opts["vllm"], "model_init_kwargs": init_kwargs}
+        if opts.get("beta"):  # TRL builds the reference model from the policy's path
+            extra.update(beta=opts["beta"], model_init_kwargs=init_kwargs)
         args = GRPOConfig(
             output_dir=out_dir, max_steps=2, per_device_train_batch_size=batch,
             num_generations=4, max_completion_length=comp, learning_rate=1e-6,
