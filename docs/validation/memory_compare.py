@@ -147,6 +147,7 @@ def main() -> None:
         setup = ", ".join(x for x in (
             r.get("launch") and f"{r['launch'].upper()} rank {r.get('rank', 0)} of 2",
             r.get("quant") and "4-bit base", r.get("vllm") and f"vLLM colocate {r['vllm']}",
+            r.get("beta") and f"beta {r['beta']}",
             r.get("optimizer") if "8bit" in str(r.get("optimizer")) else None) if x) or "1 rank"
         print(f"| {r['shape']} | {model} | {setup} | {r['batch']} × ({r.get('prompt_tokens')} + "
               f"{r['completion_len']}) | {'on' if r['gradient_checkpointing'] else 'off'} | "

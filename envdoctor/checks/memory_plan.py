@@ -47,12 +47,12 @@ def _assumed(plan: MemoryPlan) -> str:
 
 def _doubt(plan: MemoryPlan) -> float:
     """How far over the GPU the plan must be for an error: 1.0 where the formulas were checked
-    on a GPU (one rank; DDP, FSDP full shard, ZeRO-2 and ZeRO-3 on two; full fine-tuning, LoRA
-    and QLoRA; an 8-bit optimizer; vLLM colocated at 0.3 and its out-of-memory at 0.6 and 0.85:
-    docs/memory.md), 1.15 for setups estimated from the papers and code alone (ZeRO-1, FSDP's
-    other strategies, offload)."""
+    on a GPU (one rank; DDP, FSDP full shard and ZeRO-1/2/3 on two; full fine-tuning, LoRA and
+    QLoRA; an 8-bit optimizer; a reference model; vLLM colocated at 0.3 and its out-of-memory at
+    0.6 and 0.85: docs/memory.md), 1.15 for setups estimated from the papers and code alone
+    (FSDP's other strategies, offload)."""
     k = plan.knobs
-    checked = k.strategy in ("ddp", "fsdp_full", "zero2", "zero3") and not (
+    checked = k.strategy in ("ddp", "fsdp_full", "zero1", "zero2", "zero3") and not (
         k.offload_params or k.offload_optimizer)
     return 1.0 if checked else 1.15
 

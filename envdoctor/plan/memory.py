@@ -24,7 +24,7 @@ Trainer side, per rank (bytes; P parameters, P_t trainable, N data-parallel rank
   buffers with several ranks (~0.8 GiB more, measured) and the caching allocator's fragmentation
   (8 % of what PyTorch allocates; 25 % under FSDP, whose all-gathers and reduce-scatters run on
   their own streams: measured 21–26 % on two H200s; 28 % under DeepSpeed ZeRO: measured 26–30 %
-  with ZeRO-2 and ZeRO-3, docs/validation/memory-gpu-h200x2.md).
+  with ZeRO-1, -2 and -3, docs/validation/memory-gpu-h200x2.md).
 
 Generation side (vLLM): ``gpu_memory_utilization`` × total memory is vLLM's budget; the weights,
 the profiling activations and CUDA graphs come out of it and the rest is KV cache, of
@@ -46,7 +46,7 @@ CONTEXT = int(0.6 * GiB)
 NCCL = int(0.8 * GiB)  # several ranks: 1.55 GiB outside PyTorch per rank vs 0.73–0.88 alone
 FRAGMENTATION = 0.08
 FSDP_FRAGMENTATION = 0.25
-ZERO_FRAGMENTATION = 0.28  # DeepSpeed ZeRO-2 / -3: measured 26-30 % on two H200s
+ZERO_FRAGMENTATION = 0.28  # DeepSpeed ZeRO-1 / -2 / -3: measured 26-30 % on two H200s
 THIN = 0.10  # headroom below this share of the GPU is a warning
 TILE = 4096 * 32768  # TRL >= 1.15 fused LM head: TOKEN_CHUNK_SIZE × _CHUNKED_LOGPROB_CHUNK_SIZE
 _PROJ = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
