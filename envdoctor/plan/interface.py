@@ -118,6 +118,9 @@ class GpuLayout:
 
     def role(self, gpu: int) -> str:
         roles = [f"rank {r.rank}" for r in self.ranks if r.gpu == gpu]
+        trained = bool(roles)
         if gpu in self.generation:
             roles.append("vLLM" if self.generation_mode != "colocate" else "vLLM (colocated)")
+        if not trained and self.process_gpus > 1 and gpu in self.visible:
+            roles.append("visible to rank 0 too")  # one process sees several GPUs (LAY003)
         return " + ".join(roles)

@@ -60,3 +60,20 @@ def test_quiet_with_one_rank_per_gpu_or_one_gpu_visible():
     assert lay003("1.16.0", COLOCATE, TRL_GRPO.replace("--num_processes 1", "--num_processes 2")) \
         is None
     assert lay003("1.16.0", COLOCATE, "CUDA_VISIBLE_DEVICES=0 " + TRL_GRPO) is None
+
+
+def test_the_layout_table_shows_the_other_gpus_one_process_sees():
+    from envdoctor.checks.context import Context
+    from envdoctor.doctor import layout_rows
+    from envdoctor.facts.snapshot import from_dict
+    from envdoctor.plan.build import build_plan
+
+    def roles(launch: str) -> list[str]:
+        ctx = Context(facts=from_dict(snapshot(3, packages=MODERN), "t"),
+                      plan=build_plan(launch=launch, config_dict=COLOCATE, live=False))
+        return [row["role"] for row in layout_rows(ctx)]
+
+    assert roles(TRL_GRPO) == ["rank 0 + vLLM (colocated)", "visible to rank 0 too",
+                               "visible to rank 0 too"]
+    assert roles("CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 train.py") == [
+        "rank 0 + vLLM (colocated)", "rank 1 + vLLM (colocated)", "idle"]
