@@ -145,7 +145,7 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
                           trainer.options if trainer else {}, world=world, node_ranks=node,
                           vllm_mode=mode, torch=ctx.facts.version("torch"))
     if k.use_vllm and mode == "colocate":
-        k = k.replace(vllm_caps_process=_fraction_caps_process(ctx))
+        k = k.replace(vllm_caps_process=fraction_caps_process(ctx))
     plan = MemoryPlan(model=shape, knobs=k)
     training = lay.training or [None]
     for gpu in training:
@@ -158,7 +158,7 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
     return plan
 
 
-def _fraction_caps_process(ctx: Any) -> bool:
+def fraction_caps_process(ctx: Any) -> bool:
     """Whether the installed vLLM's ``gpu_memory_utilization`` caps the whole process (V1 engine
     of 0.8.0-0.9.0) rather than vLLM's own share (rules/knowledge/vllm.yaml)."""
     env = _environ(ctx)

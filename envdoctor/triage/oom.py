@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envdoctor.checks.context import Context
+from envdoctor.plan.memory_plan import fraction_caps_process
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given, shared_gpus
 
@@ -479,6 +480,11 @@ def _inside_cause(oom: Oom, ctx: Context | None, inside: tuple[float | None, str
     held = (f"{size(share)} of it is vLLM's reservation ({name} {util} × {size(oom.total_mib)}), "
             f"which left the training step {size(oom.total_mib - share)}" if share else
             f"vLLM's reservation ({name} × the GPU) is part of it")
+    if share and ctx is not None and fraction_caps_process(ctx):
+        held = (f"{size(share)} of it is {name} {util} × {size(oom.total_mib)}, which vLLM "
+                f"{ctx.facts.version('vllm')} fills with its own memory and what the process "
+                "already held when it started (the model's weights), which left the training "
+                f"step's growth {size(oom.total_mib - share)}")
     why = ("vLLM runs inside this training process (colocate), so its weights, KV cache and CUDA "
            "graphs are PyTorch allocations too: " + held)
     fix = (f"lower {name}" + (f" from {util}" if share else "") + " to what generation needs "

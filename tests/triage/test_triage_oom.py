@@ -213,6 +213,18 @@ def test_real_colocate_oom_at_06_with_the_runs_config():
     assert "left the training step 55.92 GiB" in f.message and "from 0.6" in f.fix
 
 
+def test_on_vllm_08_the_fraction_also_holds_what_the_process_had_at_vllms_start():
+    # vLLM 0.8.0-0.9.0 (V1) sizes its KV cache as the fraction less what the process held then
+    config = {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.85}
+    old = judge(snapshot(1, H100, {**MODERN, "vllm": "0.8.5.post1"}), config=config)
+    f = findings(scan_bytes(REAL_COLOCATE_OOM.read_bytes()), old)[0]
+    assert "118.83 GiB of it is vllm_gpu_memory_utilization 0.85 × 139.80 GiB" in f.message
+    assert "what the process already held when it started" in f.message
+    new = judge(snapshot(1, H100, {**MODERN, "vllm": "0.9.1"}), config=config)
+    f = findings(scan_bytes(REAL_COLOCATE_OOM.read_bytes()), new)[0]
+    assert "118.83 GiB of it is vLLM's reservation" in f.message
+
+
 def test_engine_lines_of_a_server_process_are_not_colocate_evidence():
     # the same lines with vLLM's engine-process prefix come from a server (trl vllm-serve)
     lines = REAL_COLOCATE_OOM.read_text().splitlines()
