@@ -477,14 +477,17 @@ def _inside_cause(oom: Oom, ctx: Context | None, inside: tuple[float | None, str
                   physical: int | None) -> tuple[str, str]:
     """(why, fix) when a colocated vLLM's share inside PyTorch's allocations is the story."""
     share, name, util = inside
-    held = (f"{size(share)} of it is vLLM's reservation ({name} {util} × {size(oom.total_mib)}), "
-            f"which left the training step {size(oom.total_mib - share)}" if share else
-            f"vLLM's reservation ({name} × the GPU) is part of it")
-    if share and ctx is not None and fraction_caps_process(ctx):
+    if not share:
+        held = f"vLLM's reservation ({name} × the GPU) is part of it"
+    elif ctx is not None and fraction_caps_process(ctx):
         held = (f"{size(share)} of it is {name} {util} × {size(oom.total_mib)}, which vLLM "
                 f"{ctx.facts.version('vllm')} fills with its own memory and what the process "
                 "already held when it started (the model's weights), which left the training "
                 f"step's growth {size(oom.total_mib - share)}")
+    else:
+        held = (f"{size(share)} of it is vLLM's reservation ({name} {util} × "
+                f"{size(oom.total_mib)}), which left the training step "
+                f"{size(oom.total_mib - share)}")
     why = ("vLLM runs inside this training process (colocate), so its weights, KV cache and CUDA "
            "graphs are PyTorch allocations too: " + held)
     fix = (f"lower {name}" + (f" from {util}" if share else "") + " to what generation needs "
