@@ -81,7 +81,8 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     gen = lay.generation if lay.generation_mode in ("legacy", "server") else []
     by_path = lay.launcher.startswith("trl-")  # TRL's scripts pass model_name_or_path
     splits = ctx.kb.feature("model_path_device_map_auto", trl)
-    what = _one_process_outcome(ctx, trl, gen, by_path, splits)
+    refuses = ctx.kb.feature("dataparallel_refusal", trl)
+    what = _one_process_outcome(ctx, trl, gen, by_path, splits, refuses)
     gpus = ",".join(str(g) for g in lay.visible)
     train = [g for g in lay.visible if g not in gen] or lay.visible[:1]
     yield hit(f"one training process sees {lay.process_gpus} GPUs ({gpus}; launcher: "
@@ -89,15 +90,14 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
               f"{what}", fix=_one_rank_per_gpu(lay, launch, train, gen),
               severity="warning" if by_path and splits and not gen else None,
               n_gpu=lay.process_gpus, visible=lay.visible, trl=trl,
-              refuses=ctx.kb.feature("dataparallel_refusal", trl), splits=splits)
+              refuses=refuses, splits=splits)
 
 
 def _one_process_outcome(ctx: Context, trl: str | None, gen: list[int], by_path: bool,
-                         splits: bool | None) -> str:
+                         splits: bool | None, refuses: bool | None) -> str:
     """What TRL ``trl`` does with one process that sees several GPUs (LAY003's message)."""
     n = ctx.layout.process_gpus
     victims = f" — including GPU {', '.join(map(str, gen))} reserved for vLLM" if gen else ""
-    refuses = ctx.kb.feature("dataparallel_refusal", trl)
     since = ctx.kb.feature_entry("dataparallel_refusal").get("since", "a newer release")
     split_since = ctx.kb.feature_entry("model_path_device_map_auto").get("since", "a newer release")
     if splits and by_path:
