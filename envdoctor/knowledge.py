@@ -39,15 +39,7 @@ class Knowledge:
 
     def feature(self, name: str, trl_version: str | None) -> bool | None:
         """Whether TRL ``trl_version`` has feature ``name``; None if unknown."""
-        if versions.parse(trl_version) is None:
-            return None
-        for f in self.trl.get("features", []):
-            if f.get("name") == name:
-                since, until = f.get("since"), f.get("until")
-                if since and versions.below(trl_version, str(since)):
-                    return False
-                return not (until and versions.at_least(trl_version, str(until)))
-        return None
+        return _within(self.feature_entry(name), trl_version)
 
     def feature_entry(self, name: str) -> dict[str, Any]:
         return next((f for f in self.trl.get("features", []) if f.get("name") == name), {})
@@ -60,6 +52,20 @@ class Knowledge:
 
     def config_key(self, key: str) -> dict[str, Any] | None:
         return (self.grpo_keys.get("keys") or {}).get(key)
+
+    def has_config_key(self, key: str, trl_version: str | None) -> bool | None:
+        """Whether TRL ``trl_version`` accepts GRPO config key ``key``; None if unknown."""
+        return _within(self.config_key(key) or {}, trl_version)
+
+
+def _within(entry: dict[str, Any], trl_version: str | None) -> bool | None:
+    """Whether ``trl_version`` is in an entry's [since, until) range; None when either is unknown."""
+    if not entry or versions.parse(trl_version) is None:
+        return None
+    since, until = entry.get("since"), entry.get("until")
+    if since and versions.below(trl_version, str(since)):
+        return False
+    return not (until and versions.at_least(trl_version, str(until)))
 
 
 def read_yaml(path: Path) -> Any:

@@ -13,6 +13,8 @@ from typing import Any
 
 from envdoctor import versions
 from envdoctor.errors import InputError
+from envdoctor.knowledge import knowledge
+from envdoctor.plan.layout import trainer_env
 from envdoctor.plan.memory import (
     CONTEXT,
     THIN,
@@ -161,9 +163,7 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
 def fraction_caps_process(ctx: Any) -> bool:
     """Whether the installed vLLM's ``gpu_memory_utilization`` caps the whole process (V1 engine
     of 0.8.0-0.9.0) rather than vLLM's own share (rules/knowledge/vllm.yaml)."""
-    env = _environ(ctx)
-    if ctx.plan.trainer is not None:
-        env.update(ctx.plan.trainer.env)
+    env = trainer_env(ctx.facts, ctx.plan.trainer)
     if env.get("VLLM_USE_V1", "").strip() == "0":  # the V0 engine measures its own instance
         return False
     version = ctx.facts.version("vllm")
@@ -246,8 +246,10 @@ def _candidates(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Kn
         out.append(("DeepSpeed with offload_optimizer_device: cpu (optimizer states in CPU "
                     "memory; slower steps)", k.replace(strategy=strategy, offload_optimizer=True)))
     if k.weight_bytes == 4 and not k.lora:
-        out.append(("model_init_kwargs: {dtype: bfloat16} (bf16 weights and AdamW states; less "
-                    "precise updates)", k.replace(weight_bytes=2)))
+        key = "torch_dtype" if knowledge().feature("model_init_kwargs_dtype", k.trl) is False \
+            else "dtype"
+        out.append((f"model_init_kwargs: {{{key}: bfloat16}} (bf16 weights and AdamW states; "
+                    "less precise updates)", k.replace(weight_bytes=2)))
     if not k.lora and "8bit" not in k.optim and not k.strategy.startswith("zero"):
         out.append(("optim: adamw_8bit (bitsandbytes)", k.replace(optim="adamw_8bit")))
     if not k.lora:
@@ -256,8 +258,9 @@ def _candidates(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Kn
     if k.beta > 0 and not k.lora:
         out.append(("beta: 0.0 (no reference model)", k.replace(beta=0.0)))
     if k.use_vllm and k.vllm_mode == "colocate" and not k.vllm_sleep:
-        out.append(("vllm_enable_sleep_mode: true (vLLM frees its memory while training)",
-                    k.replace(vllm_sleep=True)))
+        if knowledge().has_config_key("vllm_enable_sleep_mode", k.trl) is not False:
+            out.append(("vllm_enable_sleep_mode: true (vLLM frees its memory while training)",
+                        k.replace(vllm_sleep=True)))
         if row.capacity and k.vllm_util > 0.15:
             out.append((f"vllm_gpu_memory_utilization: {k.vllm_util / 2:.2f}",
                         k.replace(vllm_util=round(k.vllm_util / 2, 2))))

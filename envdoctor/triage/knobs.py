@@ -24,13 +24,12 @@ RANK_DEVICE = ("give every rank its own GPU: call torch.cuda.set_device(int(os.e
 
 
 def _known(ctx: Context, name: str) -> bool | None:
-    entry = ctx.kb.config_key(name)
-    trl = ctx.version("trl")
-    if not entry or versions.parse(trl) is None:
-        return None
-    since, until = entry.get("since"), entry.get("until")
-    return not (since and versions.below(trl, str(since))) and not (
-        until and versions.at_least(trl, str(until)))
+    return ctx.kb.has_config_key(name, ctx.version("trl"))
+
+
+def offered(ctx: Context | None, name: str) -> bool:
+    """Whether a fix may name setting ``name``: not when the installed TRL lacks it."""
+    return ctx is None or _known(ctx, name) is not False
 
 
 def pick(ctx: Context | None, *names: str) -> str:

@@ -228,8 +228,9 @@ def capacity_fix(ctx: Context | None, vllm_side: bool, physical: int | None) -> 
                 "or --max_num_seqs, or give it more GPUs (--tensor_parallel_size)")
     if vllm_side:
         parts = [f"lower {util}", max_len, "or vLLM's max_num_seqs"]
-        tail = ("; or enable vllm_enable_sleep_mode" if mode == "colocate"
-                else "; or move generation to its own GPUs (vllm_mode: server + trl vllm-serve)")
+        tail = ("; or move generation to its own GPUs (vllm_mode: server + trl vllm-serve)"
+                if mode != "colocate" else "; or enable vllm_enable_sleep_mode"
+                if knobs.offered(ctx, "vllm_enable_sleep_mode") else "")
         return ", ".join(parts) + tail
     batch = knobs.setting(ctx, "per_device_train_batch_size")
     fix = (f"lower {batch} — raise gradient_accumulation_steps to keep the batch — or "
@@ -238,8 +239,9 @@ def capacity_fix(ctx: Context | None, vllm_side: bool, physical: int | None) -> 
     if knobs.value(ctx, "gradient_checkpointing")[0] is not True:
         fix += f"; enable {knobs.setting(ctx, 'gradient_checkpointing')}"
     if mode == "colocate" and ctx is not None and physical in ctx.layout.generation:
-        fix += (f"; vLLM is colocated on this GPU: lower {util} or enable "
-                "vllm_enable_sleep_mode")
+        fix += f"; vLLM is colocated on this GPU: lower {util}" + (
+            " or enable vllm_enable_sleep_mode" if knobs.offered(ctx, "vllm_enable_sleep_mode")
+            else "")
     return fix + "; or shard the model (DeepSpeed ZeRO-3 / FSDP)"
 
 
@@ -398,9 +400,11 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
                       f"allocator: the colocated vLLM engine's weights, KV cache and CUDA graphs "
                       f"(its share is {knobs.setting(ctx, 'vllm_gpu_memory_utilization')}), so "
                       f"training lacked {size(missing)}",
-                      f"{_util_fix(ctx, oom)}; or enable vllm_enable_sleep_mode (vLLM releases "
-                      "its memory while training steps run); or move generation to its own GPUs "
-                      "(vllm_mode: server with trl vllm-serve)")
+                      f"{_util_fix(ctx, oom)}; " + ("or enable vllm_enable_sleep_mode (vLLM "
+                      "releases its memory while training steps run); " if knobs.offered(
+                          ctx, "vllm_enable_sleep_mode") else "")
+                      + "or move generation to its own GPUs (vllm_mode: server with trl "
+                      "vllm-serve)")
     if not vllm_side and ctx is not None and context:  # the memory plan (envdoctor.plan)
         from envdoctor.plan.memory_oom import explain_optimizer_oom
 
@@ -492,8 +496,9 @@ def _inside_cause(oom: Oom, ctx: Context | None, inside: tuple[float | None, str
            "graphs are PyTorch allocations too: " + held)
     fix = (f"lower {name}" + (f" from {util}" if share else "") + " to what generation needs "
            "(TRL's default is 0.3; `envdoctor plan-memory` sizes the training step beside it); "
-           "or enable vllm_enable_sleep_mode (vLLM releases its memory while training steps "
-           "run); or move generation to its own GPUs (vllm_mode: server with trl vllm-serve); "
+           + ("or enable vllm_enable_sleep_mode (vLLM releases its memory while training steps "
+              "run); " if knobs.offered(ctx, "vllm_enable_sleep_mode") else "")
+           + "or move generation to its own GPUs (vllm_mode: server with trl vllm-serve); "
            "if vLLM's share is already small, the step itself is too big: "
            + capacity_fix(ctx, False, physical))
     return why, fix

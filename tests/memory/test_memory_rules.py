@@ -204,3 +204,22 @@ def test_colocated_vllm_share_follows_what_its_fraction_caps(model_dir, vllm, en
     expected = {None: full, "context": full - CONTEXT, "weights": full - CONTEXT - weights}[held]
     assert share.bytes == expected
     assert ("held when vLLM started" in share.note) == (held is not None)
+
+
+@pytest.mark.parametrize(("trl", "key", "sleep"), [("0.18.0", "torch_dtype", False),
+                                                    ("0.23.0", "dtype", True),
+                                                    ("1.16.0", "dtype", True)])
+def test_fixes_speak_the_installed_trls_keys(model_dir, trl, key, sleep):
+    """model_init_kwargs' dtype key is torch_dtype up to TRL 0.22; vllm_enable_sleep_mode exists
+    from 0.23.0 (rules/knowledge): a fix never names a key the installed TRL rejects."""
+    from envdoctor.plan.memory_plan import for_context, trainer_fixes
+
+    config = {"model_name_or_path": model_dir(QWEN25_7B), "use_vllm": True,
+              "vllm_mode": "colocate", "model_init_kwargs": {"torch_dtype": "float32"}}
+    snap = snapshot(n_gpus=1, packages={**MODERN, "trl": trl})
+    plan = for_context(Context(facts=from_dict(snap, "t"), plan=build_plan(
+        config_dict=config, launch="torchrun --nproc_per_node 1 train.py", live=False)))
+    fixes = [f.text for f in trainer_fixes(plan.model, plan.knobs, plan.gpus[0], limit=20)]
+    assert f"model_init_kwargs: {{{key}: bfloat16}} (bf16 weights and AdamW states; less " \
+        "precise updates)" in fixes
+    assert any(f.startswith("vllm_enable_sleep_mode: true") for f in fixes) == sleep

@@ -201,6 +201,9 @@ def test_open_r1_colocate_recipe_on_its_own_vllm_is_a_warning_not_an_error(tmp_p
 
     own = plan("0.8.5.post1")
     assert [f["rule"] for f in own["findings"]] == ["MEM102"]
+    # TRL 0.18 has no vllm_enable_sleep_mode (from 0.23.0): no fix names it
+    assert "vllm_enable_sleep_mode" not in own["findings"][0]["fix"]
+    assert "per_device_train_batch_size: 8" in own["findings"][0]["fix"]
     part = next(p for p in own["gpus"][0]["parts"] if p["part"].startswith("vLLM"))
     assert "less the 3.4 GiB the process held when vLLM started" in part["note"]
     # from vLLM 0.9.1 the fraction is vLLM's own: the same recipe is over the GPU

@@ -220,6 +220,11 @@ def test_on_vllm_08_the_fraction_also_holds_what_the_process_had_at_vllms_start(
     f = findings(scan_bytes(REAL_COLOCATE_OOM.read_bytes()), old)[0]
     assert "118.83 GiB of it is vllm_gpu_memory_utilization 0.85 × 139.80 GiB" in f.message
     assert "what the process already held when it started" in f.message
+    assert "vllm_enable_sleep_mode" in f.fix  # TRL 1.16 has it
+    older = judge(snapshot(1, H100, {**MODERN, "trl": "0.18.0", "vllm": "0.8.5.post1"}),
+                  config=config)
+    assert "vllm_enable_sleep_mode" not in findings(
+        scan_bytes(REAL_COLOCATE_OOM.read_bytes()), older)[0].fix
     new = judge(snapshot(1, H100, {**MODERN, "vllm": "0.9.1"}), config=config)
     f = findings(scan_bytes(REAL_COLOCATE_OOM.read_bytes()), new)[0]
     assert "118.83 GiB of it is vLLM's reservation" in f.message
