@@ -78,7 +78,7 @@ def write_json(tmp_path):
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None,
-            stdin: str | None = None) -> subprocess.CompletedProcess:
+            stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run the real `envdoctor` as users do (a new process)."""
     import os
 
@@ -86,4 +86,4 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None,
     full_env["NO_COLOR"] = "1"
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "envdoctor", *args], capture_output=True,
-                          text=True, cwd=cwd, env=full_env, input=stdin, timeout=120)
+                          text=True, cwd=cwd, env=full_env, input=stdin, timeout=timeout)

@@ -52,6 +52,9 @@ def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) ->
         click.echo("\r\033[K", nl=False, err=True)
     area = Area(key="probe", title="Probe", ran=["probe"])
     area.findings = list(result.findings)
+    area.data = {"status": result.status, "model": result.model, "vllm": _engine(result),
+                 "weight_sync": result.weight_sync, "isolation": result.isolation,
+                 "timings": result.timings}
     ranks = result.ranks
     where = ", ".join(f"rank {r}→{d.get('device', '?')}" for r, d in sorted(ranks.items()))
     steps = [d.get("step_s") for d in ranks.values() if d.get("step_s") is not None]
@@ -62,6 +65,7 @@ def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) ->
     shape = (f"batch {spec.per_device_train_batch_size}/rank × {spec.gradient_accumulation_steps}"
              f", {spec.num_generations} generations")
     area.summary = (f"{result.status}: {len(ranks)} rank(s) [{where}] in {result.wall_s:.1f} s"
+                    + f"; model: {_model_text(result.model)}"
                     + (f", step {max(steps):.2f} s" if steps else "")
                     + f"; {shape}" + "".join(f" ({n})" for n in notes)
                     + f"; isolation {result.isolation}; generation through {generation}"
@@ -72,6 +76,37 @@ def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) ->
         area.findings.append(_info(f"processes left after the probe: {result.leftover_pids}",
                                    Severity.WARNING))
     return area
+
+
+def _engine(result: Any) -> dict[str, Any]:
+    """probe.vllm: what TRL passed to LLM() (seen in the rank), else what the probe planned."""
+    if not result.vllm:
+        return {}
+    seen = next((d["vllm_engine"] for d in result.ranks.values() if d.get("vllm_engine")), None)
+    out = dict(result.vllm)
+    if seen:
+        out.update({"max_model_len": seen.get("max_model_len"),
+                    "max_num_seqs": seen.get("max_num_seqs", out.get("max_num_seqs")),
+                    "tensor_parallel_size": seen.get("tensor_parallel_size",
+                                                     out.get("tensor_parallel_size")),
+                    "sleep_mode": bool(seen.get("enable_sleep_mode", out.get("sleep_mode"))),
+                    "gpu_memory_utilization": seen.get("gpu_memory_utilization",
+                                                       out.get("gpu_memory_utilization")),
+                    "eager": bool(seen.get("enforce_eager", True)), "as_trl_passed": seen})
+    return out
+
+
+def _model_text(model: dict[str, Any]) -> str:
+    """One line: which model ran and how it differs from the user's."""
+    if model.get("ran") == "the user's shape":
+        shape = (f"{model.get('architecture')} shape of {model.get('source')} (hidden "
+                 f"{model.get('hidden_size')}, {model.get('num_attention_heads')} heads / "
+                 f"{model.get('kv_heads')} KV, head dim {model.get('head_dim')}, vocab "
+                 f"{model.get('vocab_size')}, {model.get('max_position_embeddings')} positions)")
+        diff = "; ".join(model.get("deviations") or [])
+        return shape + (f", differs in: {diff}" if diff else "")
+    why = "; ".join(model.get("deviations") or [])
+    return "the generic tiny model" + (f" ({why})" if why else "")
 
 
 def _server_text(result: Any) -> str:

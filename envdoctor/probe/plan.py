@@ -11,8 +11,8 @@ from envdoctor.checks.net import loopback
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.values import as_bool
 from envdoctor.plan.visible_devices import resolve_visible
+from envdoctor.probe.model_source import choose, user_model_name
 from envdoctor.probe.runner import ProbeSpec
-from envdoctor.probe.server import MAX_MODEL_LEN
 
 _MODULE_FLAGS = {"-m", "--module"}
 
@@ -71,12 +71,11 @@ def batch_shape(config: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
 
 #: GRPOConfig's vLLM settings the probe passes on as the user gave them, per mode
 VLLM_KEYS = {"colocate": ("vllm_gpu_memory_utilization", "vllm_tensor_parallel_size",
-                          "vllm_enable_sleep_mode", "vllm_model_impl"),
-             "legacy": ("vllm_device", "vllm_gpu_memory_utilization", "vllm_dtype"),
+                          "vllm_enable_sleep_mode", "vllm_model_impl", "vllm_max_model_length",
+                          "vllm_dtype"),
+             "legacy": ("vllm_device", "vllm_gpu_memory_utilization", "vllm_dtype",
+                        "vllm_max_model_len"),
              "server": ()}
-#: the probe's own: the tiny model's context is short (a user's 4096 would be refused)
-VLLM_OWN = {"colocate": {"vllm_max_model_length": MAX_MODEL_LEN},
-            "legacy": {"vllm_max_model_len": MAX_MODEL_LEN}, "server": {}}
 
 
 def _vllm_part(ctx: Any) -> dict[str, Any]:
@@ -86,7 +85,6 @@ def _vllm_part(ctx: Any) -> dict[str, Any]:
     if not plan.use_vllm or mode not in VLLM_KEYS:
         return {}
     vllm = {k: cfg[k] for k in VLLM_KEYS[mode] if k in cfg}
-    vllm.update(VLLM_OWN[mode])
     if "vllm_group_port" in cfg:
         vllm["vllm_group_port"] = cfg["vllm_group_port"]  # for naming it; the probe's is free
     out: dict[str, Any] = {"use_vllm": True, "vllm_mode": mode, "vllm": vllm,
@@ -117,7 +115,9 @@ def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> Pro
     env = dict(trainer.env) if trainer else {}
     gen = [] if lay.generation_mode == "colocate" else list(lay.generation)
     shape, _ = batch_shape(ctx.config)
-    return ProbeSpec(**_vllm_part(ctx),
+    name = user_model_name(ctx.config, ctx.plan.server, trainer)
+    model = choose(name, {**os.environ, **env})
+    return ProbeSpec(**_vllm_part(ctx), model=model,
         launcher=launcher_argv(trainer), env=env,
         rank_gpus={r.rank: r.gpu for r in lay.ranks} if ctx.facts.gpus else {},
         generation_gpus=gen, gpu_uuids={g.index: g.uuid for g in ctx.facts.gpus},

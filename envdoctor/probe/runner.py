@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -27,6 +28,9 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.plan.interface import Launch
 from envdoctor.probe.failures import SYNC_FATAL, classify
 from envdoctor.probe.groups import end_group
+from envdoctor.probe.model_files import write_faithful, write_generic
+from envdoctor.probe.model_source import ProbeModel
+from envdoctor.probe.plan_vllm import MAX_LEN_KEY, engine_settings
 from envdoctor.probe.server import (
     BESIDE_FRACTION,
     BESIDE_MIN_MIB,
@@ -36,7 +40,8 @@ from envdoctor.probe.server import (
     probe_server_line,
     read_tail,
 )
-from envdoctor.probe.tinymodel import write_tiny_model
+from envdoctor.probe.sync_judge import judge_sync
+from envdoctor.probe.tinymodel import MAX_LEN
 from envdoctor.probe.vllm_judge import gib, judge_vllm
 from envdoctor.probe.watcher import GpuWatch
 
@@ -91,6 +96,7 @@ class ProbeSpec:
     trainer_visible: list[int] = field(default_factory=list)  # NVML indices the ranks see
     user_server: tuple[str, int] | None = None  # (host, port) of the user's own server
     notes: list[str] = field(default_factory=list)  # what the plan could not probe as given
+    model: ProbeModel | None = None  # the user's shape (None or generic: the tiny model)
     fault: str | None = None  # tests only: crash, hang, killed, exit, oom, hang_collective
     fault_at: str = "start"  # start | imports | trainer_init
 
@@ -122,6 +128,9 @@ class ProbeResult:
     user_server: dict[str, Any] = field(default_factory=dict)  # a running server: before/after
     events: dict[str, float] = field(default_factory=dict)  # runner events, s since start
     holders: dict[int, list[tuple[int, str, int]]] = field(default_factory=dict)  # after the end
+    model: dict[str, Any] = field(default_factory=dict)  # the report's probe.model
+    vllm: dict[str, Any] = field(default_factory=dict)  # probe.vllm: the engine as started
+    weight_sync: dict[str, Any] = field(default_factory=dict)  # probe.weight_sync: the proof
 
     @property
     def timings(self) -> dict[str, float | None]:
@@ -265,8 +274,10 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
     mark = _marker(result, start)
     try:
         with _sigterm_as_interrupt():
-            vllm_spec, server_line = _prepare_vllm(spec, tmp, result, mark)
+            model_dir, faithful = _probe_model(spec, tmp, result, mark)
+            vllm_spec, server_line = _prepare_vllm(spec, tmp, result, model_dir, faithful)
             worker_spec = {
+                "model_dir": model_dir, "model_faithful": faithful,
                 "out_dir": str(tmp), "steps": spec.steps, "model_family": spec.model_family,
                 "bf16": spec.bf16, "fp16": spec.fp16,
                 "gradient_checkpointing": spec.gradient_checkpointing,
@@ -356,6 +367,7 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
             result.temp_dir_removed = not tmp.exists()
     _judge(spec, result, watch)
     judge_vllm(spec, result, server_watch)
+    judge_sync(spec, result)
     return result
 
 
@@ -372,14 +384,60 @@ def _tail(text: str, lines: int) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _prepare_vllm(spec: ProbeSpec, tmp: Path, result: ProbeResult,
-                  mark: Callable[..., None]) -> tuple[dict[str, Any] | None, ServerLine | None]:
-    """The worker's vLLM settings and the probe server's line (None, None: no vLLM)."""
+def _python_of(launcher: list[str]) -> str:
+    """The interpreter the launcher runs (its own Python for console scripts)."""
+    head = launcher[0] if launcher else sys.executable
+    if os.path.basename(head).startswith("python"):
+        return shutil.which(head) or head
+    return sys.executable
+
+
+def _probe_model(spec: ProbeSpec, tmp: Path, result: ProbeResult,
+                 mark: Callable[..., None]) -> tuple[str | None, bool]:
+    """Write the probe model: the user's shape when its config is here, else the generic one
+    (only when vLLM loads it from disk; the trainer alone builds it in-process)."""
+    model = spec.model
+    result.model = dict(model.summary) if model else {"source": "generic"}
+    result.model.setdefault("deviations", list(model.deviations) if model else [])
+    if model is not None and model.faithful:
+        env = {**os.environ, **spec.env, **OFFLINE, **private_dirs(tmp),
+               "CUDA_VISIBLE_DEVICES": ""}  # the weights are written on the CPU
+        try:
+            info = write_faithful(model, tmp / "model", _python_of(spec.launcher), env,
+                                  timeout_s=max(min(spec.timeout_s / 2, 300.0), 1.0))
+        except (RuntimeError, OSError) as exc:
+            result.findings.append(Finding(
+                "PRB020", Severity.WARNING,
+                f"the probe could not build a model of {model.name}'s shape ({exc}); it ran the "
+                "generic tiny model, which proves the GPU layout and the weight path but not "
+                "your architecture", "check that this transformers release knows the model's "
+                f"model_type ({model.summary.get('model_type')}); run one real step "
+                "(max_steps: 1) to see the rest", {"model": model.name, "reason": str(exc)}))
+            result.model = {"source": "generic", "deviations": [
+                f"a model of {model.name}'s shape could not be built: {exc}"]}
+        else:
+            mark("model_written")
+            result.model.update(ran="the user's shape", writer=info)
+            return str(tmp / "model"), True
+    result.model["ran"] = "generic"
     if not spec.use_vllm:
-        return None, None
-    model_dir = str(write_tiny_model(tmp / "model"))
+        return None, False
+    write_generic(tmp / "model")
     mark("model_written")
-    settings: dict[str, Any] = {"model_dir": model_dir, "vllm": dict(spec.vllm)}
+    return str(tmp / "model"), False
+
+
+def _prepare_vllm(spec: ProbeSpec, tmp: Path, result: ProbeResult, model_dir: str | None,
+                  faithful: bool) -> tuple[dict[str, Any] | None, ServerLine | None]:
+    """The worker's vLLM settings and the probe server's line (None, None: no vLLM)."""
+    if not spec.use_vllm or model_dir is None:
+        return None, None
+    settings: dict[str, Any] = {"vllm": dict(spec.vllm)}
+    key = MAX_LEN_KEY.get(spec.vllm_mode or "")
+    if key and not faithful:  # the generic model's positions bound its context
+        user = settings["vllm"].get(key)
+        settings["vllm"][key] = min(int(user), MAX_LEN) if isinstance(user, int) else MAX_LEN
+    result.vllm = engine_settings(spec, settings["vllm"], faithful)
     if spec.vllm_mode == "colocate":
         result.generation = "TRL's in-process vLLM (colocate)"
         return settings, None
@@ -401,7 +459,8 @@ def _prepare_vllm(spec: ProbeSpec, tmp: Path, result: ProbeResult,
     while group_port == port:
         group_port = free_port()
     line = probe_server_line(spec.server_launch, model_dir, port,
-                             fraction if isinstance(fraction, float) else None)
+                             fraction if isinstance(fraction, float) else None, faithful=faithful)
+    result.vllm = engine_settings(spec, settings["vllm"], faithful, line.argv)
     settings["vllm"].update(vllm_server_host=line.host, vllm_server_port=port,
                             vllm_group_port=group_port,
                             vllm_server_timeout=max(spec.timeout_s, 1.0))

@@ -1,9 +1,10 @@
 """The probe's vLLM server: its command line (from the user's), its process group, /health.
 
-The probe server is the user's ``trl vllm-serve`` / ``vllm serve`` line with the tiny model, free
-loopback ports, ``--enforce_eager`` and a small ``--max_model_len``; launcher,
-``CUDA_VISIBLE_DEVICES``, tensor × data parallel sizes, dtype and ``gpu_memory_utilization`` stay
-the user's. It runs in its own process group and is ended, group and all, on every exit path.
+The probe server is the user's ``trl vllm-serve`` / ``vllm serve`` line with the probe model,
+free loopback ports and ``--enforce_eager``; launcher, ``CUDA_VISIBLE_DEVICES``, tensor × data
+parallel sizes, dtype, ``gpu_memory_utilization`` and, with a model of the user's shape,
+``--max_model_len`` stay the user's. It runs in its own process group and is ended, group and
+all, on every exit path.
 A server that is already running belongs to the user: the probe only reads its ``/health`` (GET).
 """
 
@@ -21,8 +22,8 @@ from pathlib import Path
 from envdoctor.checks.net import LOOPBACK, get_status, loopback
 from envdoctor.plan.interface import Launch
 from envdoctor.probe.groups import end_group
+from envdoctor.probe.tinymodel import MAX_LEN as MAX_MODEL_LEN
 
-MAX_MODEL_LEN = 256
 #: the fraction of a GPU the probe server takes beside a running server (small model, small KV)
 BESIDE_FRACTION = 0.06
 BESIDE_MIN_MIB = 3 * 1024
@@ -88,9 +89,12 @@ def _flag(name: str, value: object, dashes: bool) -> list[str]:
 
 
 def probe_server_line(launch: Launch, model_dir: str, port: int, fraction: float | None = None,
-                      base_env: dict[str, str] | None = None) -> ServerLine:
+                      base_env: dict[str, str] | None = None,
+                      faithful: bool = False) -> ServerLine:
     """The probe server for the user's server ``launch``: same launcher, GPUs, parallel sizes,
-    dtype and memory fraction (``fraction`` overrides it, e.g. beside a running server)."""
+    dtype and memory fraction (``fraction`` overrides it, e.g. beside a running server). With a
+    model of the user's shape (``faithful``) the user's ``--max_model_len`` stays too (none:
+    vLLM's default, the model's positions); the generic model is capped at its positions."""
     opts = _options(launch)
     vllm_cli = launch.launcher == "vllm-serve"
     kept = {k: v for k, v in opts.items() if k in _KEEP}
@@ -107,7 +111,13 @@ def probe_server_line(launch: Launch, model_dir: str, port: int, fraction: float
         kept.pop("model_impl", None)
         kept.pop("uvicorn_log_level", None)
         argv = _resolve(launch.program) + ["--model", model_dir]
-    ours = {"host": LOOPBACK, "port": port, "enforce_eager": True, "max_model_len": MAX_MODEL_LEN}
+    ours: dict[str, object] = {"host": LOOPBACK, "port": port, "enforce_eager": True}
+    user_len = _int(opts.get("max_model_len")) if opts.get("max_model_len") is not None else None
+    if faithful:
+        if user_len is not None:
+            ours["max_model_len"] = user_len
+    else:
+        ours["max_model_len"] = min(user_len or MAX_MODEL_LEN, MAX_MODEL_LEN)
     for name, value in {**kept, **ours}.items():
         argv += _flag(name, value, dashes=vllm_cli)
     env = {**(base_env if base_env is not None else os.environ), **launch.env}

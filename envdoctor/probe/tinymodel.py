@@ -20,7 +20,9 @@ from pathlib import Path
 HIDDEN, HEADS, KV_HEADS, LAYERS, INTERMEDIATE = 128, 2, 2, 24, 256
 VOCAB = 258  # 256 bytes + 2 specials: no id the tokenizer cannot decode
 EOS, PAD = 256, 257
-MAX_LEN = 256
+#: positions: with 256, vLLM 0.26's FA3 kernels faulted at max_num_seqs 8 (and started at 4 and
+#: 16); with 2048 the same model started at every batch (docs/validation/probe-model-gpu.md)
+MAX_LEN = 2048
 _POOL = 8191  # distinct random values, tiled over every tensor
 
 
@@ -130,11 +132,18 @@ def write_tiny_model(folder: str | Path, seed: int = 0) -> Path:
     (out / "generation_config.json").write_text(json.dumps(
         {"bos_token_id": EOS, "eos_token_id": EOS, "pad_token_id": PAD}))
     _safetensors(out / "model.safetensors", seed)
-    (out / "tokenizer.json").write_text(json.dumps(_tokenizer()))
-    (out / "tokenizer_config.json").write_text(json.dumps(
-        {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>",
-         "pad_token": "<|pad|>", "bos_token": None, "unk_token": None, "padding_side": "left",
-         "model_max_length": MAX_LEN, "clean_up_tokenization_spaces": False}))
-    (out / "special_tokens_map.json").write_text(json.dumps(
-        {"eos_token": "<|endoftext|>", "pad_token": "<|pad|>"}))
+    for name, text in tokenizer_files().items():
+        (out / name).write_text(text)
     return out
+
+
+def tokenizer_files() -> dict[str, str]:
+    """The byte-level tokenizer's files (name → text): 256 byte tokens, EOS 256, PAD 257."""
+    return {"tokenizer.json": json.dumps(_tokenizer()),
+            "tokenizer_config.json": json.dumps(
+                {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>",
+                 "pad_token": "<|pad|>", "bos_token": None, "unk_token": None,
+                 "padding_side": "left", "model_max_length": MAX_LEN,
+                 "clean_up_tokenization_spaces": False}),
+            "special_tokens_map.json": json.dumps(
+                {"eos_token": "<|endoftext|>", "pad_token": "<|pad|>"})}

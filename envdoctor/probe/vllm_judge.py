@@ -63,13 +63,15 @@ def judge_vllm(spec: ProbeSpec, result: ProbeResult, server_watch: GpuWatch | No
                                                           spec.trainer_visible, trainer_cvd))
     if spec.vllm_mode == "colocate":
         new += _headroom(spec, result)
+    faithful = spec.model.name if spec.model is not None and result.model.get("ran") == \
+        "the user's shape" else None
     if spec.vllm_mode in ("colocate", "legacy"):
-        new += _start_crash(spec, _rank_text(result))
+        new += _start_crash(spec, _rank_text(result), faithful=faithful)
     if srv.get("pid"):
         ctx = _context(spec, result, "the probe vLLM server", spec.server_visible,
                        srv.get("visible"))
         server_found = classify_vllm(srv.get("log", ""), ctx) or _start_crash(
-            spec, srv.get("log", ""), "the probe vLLM server")
+            spec, srv.get("log", ""), "the probe vLLM server", faithful)
         new += server_found
         trainer_ctx = _context(spec, result, "the probe vLLM server", spec.server_visible,
                                srv.get("visible"))
@@ -91,7 +93,7 @@ def judge_vllm(spec: ProbeSpec, result: ProbeResult, server_watch: GpuWatch | No
             new.append(sync_timeout(ctx, srv.get("sync_failed", "")))
         _server_isolation(spec, result, server_watch, new)
     if new:
-        if {x.rule for x in new} & {"PRB013", "PRB014", "PRB015", "PRB018"}:  # the named cause
+        if {x.rule for x in new} & {"PRB013", "PRB014", "PRB015", "PRB018", "PRB021"}:  # the named cause
             f[:] = [x for x in f if not x.message.startswith(_GENERIC)]
         if any(x.rule == "PRB015" for x in new):  # NCCL's part of it, said once
             f[:] = [x for x in f if x.rule != "PRB011"]
@@ -112,7 +114,8 @@ _DEVICE_FAULT = ("an illegal memory access was encountered", "misaligned address
                  "unspecified launch failure", "an illegal instruction was encountered")
 
 
-def _start_crash(spec: ProbeSpec, text: str, part: str | None = None) -> list[Finding]:
+def _start_crash(spec: ProbeSpec, text: str, part: str | None = None,
+                 faithful: str | None = None) -> list[Finding]:
     """A CUDA fault inside vLLM's engine start with the probe's tiny model (PRB018): a warning,
     not the user's error. vLLM 0.26.0's FA3 kernels were seen to fault so on an H100 with
     TRL's colocate max_num_seqs 8 where 4 and 32 started (docs/validation/probe-vllm-h100.md)."""
@@ -126,6 +129,16 @@ def _start_crash(spec: ProbeSpec, text: str, part: str | None = None) -> list[Fi
     if spec.vllm_mode == "colocate":
         tp = _int(spec.vllm.get("vllm_tensor_parallel_size")) or 1
         seqs = spec.per_device_train_batch_size * tp * max(spec.gradient_accumulation_steps, 1)
+    if faithful is not None:
+        return [Finding(
+            "PRB021", Severity.ERROR,
+            f"{where} crashed while starting ({frame}): CUDA error: {fault}, with a model of "
+            f"{faithful}'s shape (same attention, heads, head dim, vocabulary and positions; "
+            "fewer layers, eager)" + (f" at TRL's max_num_seqs {seqs}" if seqs else "")
+            + ": your run's vLLM will start the same kernels on the same shapes",
+            "change TRL's max_num_seqs (per_device_train_batch_size × steps_per_generation) or "
+            "vllm_max_model_length, or use another vLLM release; envdoctor explain PRB021",
+            {"fault": fault, "frame": frame, "max_num_seqs": seqs, "model": faithful})]
     return [Finding(
         "PRB018", Severity.WARNING,
         f"{where} crashed while starting ({frame}): CUDA error: {fault}, with the probe's tiny "

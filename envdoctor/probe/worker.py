@@ -80,14 +80,26 @@ def _model(family: str, tok):
     return model
 
 
-def _pretrained(model_dir: str):
-    """The probe's tiny model written by the runner (what vLLM loads too), fp32 for training."""
+def _pretrained(model_dir: str, faithful: bool = False, cuda: bool = False):
+    """The probe model written by the runner (what vLLM loads too). The generic tiny model
+    trains in fp32; one of the user's shape in its checkpoint's dtype on a GPU (what TRL's own
+    loading does since transformers 5), fp32 on the CPU."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(model_dir)
     tok.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    dtype: object = "auto" if faithful and cuda else torch.float32
+    arch = (getattr(AutoConfig.from_pretrained(model_dir), "architectures", None) or [None])[0]
+    cls = getattr(transformers, arch, None) if arch else None
+    loader = cls if cls is not None and hasattr(cls, "from_pretrained") else AutoModelForCausalLM
+    try:
+        model = loader.from_pretrained(model_dir, dtype=dtype)
+    except TypeError:  # transformers 4
+        model = loader.from_pretrained(model_dir, torch_dtype=dtype)
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.eos_token_id = tok.eos_token_id
     return tok, model
@@ -259,6 +271,12 @@ def _fault(spec: dict, where: str) -> None:
         dist.barrier()
 
 
+#: what TRL passes to vLLM's LLM() that the report shows (probe.vllm)
+_ENGINE_KEYS = ("max_model_len", "max_num_seqs", "tensor_parallel_size", "enable_sleep_mode",
+                "gpu_memory_utilization", "model_impl", "dtype", "max_num_batched_tokens",
+                "distributed_executor_backend", "enforce_eager")
+
+
 def eager_vllm(result: dict) -> None:
     """Make the trainer's in-process vLLM (colocate, legacy ``vllm_device``) run eager: TRL builds
     ``LLM()`` without ``enforce_eager``, so vLLM would torch.compile the probe's tiny model and
@@ -278,6 +296,7 @@ def eager_vllm(result: dict) -> None:
         def __init__(self, *args, **kwargs):
             kwargs.setdefault("enforce_eager", True)
             result["vllm_enforce_eager"] = bool(kwargs["enforce_eager"])
+            result["vllm_engine"] = {k: kwargs.get(k) for k in _ENGINE_KEYS if k in kwargs}
             super().__init__(*args, **kwargs)
 
     EagerLLM.__name__, EagerLLM.__qualname__ = base.__name__, base.__qualname__
@@ -304,7 +323,7 @@ def run(spec: dict, result: dict) -> None:
     result["cuda_device_count"] = torch.cuda.device_count() if cuda else 0
     t = _phase(result, "cuda_init", t)
     if spec.get("model_dir"):
-        tok, model = _pretrained(spec["model_dir"])
+        tok, model = _pretrained(spec["model_dir"], bool(spec.get("model_faithful")), cuda)
     else:
         tok = _tokenizer()
         model = _model(spec.get("model_family", "qwen2"), tok)
@@ -373,6 +392,24 @@ def run(spec: dict, result: dict) -> None:
         result["peak_allocated_mib"] = round(torch.cuda.max_memory_allocated(args.device) / 2**20, 1)
         result["peak_reserved_mib"] = round(torch.cuda.max_memory_reserved(args.device) / 2**20, 1)
     result["ok"] = True
+    t = time.perf_counter()
+    result["weight_sync"] = _weight_sync(spec, trainer, tok)
+    _phase(result, "weight_sync_proof", t)
+
+
+def _weight_sync(spec: dict, trainer, tok) -> dict:
+    """The weight-sync proof (sync_proof.py beside this file), never raising."""
+    if not spec.get("use_vllm"):
+        return {"checked": False, "reason": "needs vLLM: the probe generated with the trainer's "
+                "own generate() (use_vllm is off, or no vLLM path was probed)"}
+    try:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import sync_proof
+
+        return sync_proof.prove(trainer, tok, spec.get("fault"))
+    except Exception as exc:  # the judge reports it as not checked, with vLLM's / TRL's words
+        return {"checked": False, "reason": f"the proof failed: {type(exc).__name__}: "
+                f"{str(exc)[:500]}", "traceback": traceback.format_exc()[-3000:]}
 
 
 def main() -> int:

@@ -19,6 +19,7 @@ class Area:
     ran: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     note: str = ""  # e.g. "not run (add --probe)"
+    data: dict[str, Any] = field(default_factory=dict)  # structured facts (the probe's model…)
 
     @property
     def status(self) -> str:

@@ -28,6 +28,7 @@ def to_dict(report: Report) -> dict:
         "layout": report.layout,
         "upgrade_plan": report.upgrade_plan,
         **({"extra": report.extra} if report.extra else {}),
+        **{a.key: a.data for a in report.areas if a.data},  # e.g. probe.model, probe.weight_sync
     }
 
 

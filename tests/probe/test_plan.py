@@ -55,13 +55,13 @@ def test_server_mode_probes_the_users_server_line_on_its_gpus():
     assert spec.vllm == {"vllm_group_port": 51300}  # named in findings; the probe's is free
 
 
-def test_colocate_passes_the_users_vllm_settings_with_a_short_context():
+def test_colocate_passes_the_users_vllm_settings_as_given():
     spec = _spec({"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.4,
                   "vllm_tensor_parallel_size": 2, "vllm_enable_sleep_mode": True,
                   "vllm_max_model_length": 8192})
     assert spec.vllm_mode == "colocate" and spec.server_launch is None
     assert spec.vllm == {"vllm_gpu_memory_utilization": 0.4, "vllm_tensor_parallel_size": 2,
-                         "vllm_enable_sleep_mode": True, "vllm_max_model_length": 256}
+                         "vllm_enable_sleep_mode": True, "vllm_max_model_length": 8192}
     assert spec.trainer_visible == [0, 1]
 
 
@@ -79,5 +79,4 @@ def test_legacy_trl_runs_vllm_device_as_given():
                                                "vllm_gpu_memory_utilization": 0.7}))
     spec = spec_from_context(ctx)
     assert spec.vllm_mode == "legacy" and spec.generation_gpus == [1]
-    assert spec.vllm == {"vllm_device": "cuda:1", "vllm_gpu_memory_utilization": 0.7,
-                         "vllm_max_model_len": 256}
+    assert spec.vllm == {"vllm_device": "cuda:1", "vllm_gpu_memory_utilization": 0.7}

@@ -80,11 +80,22 @@ def test_trl_line_keeps_the_users_gpus_sizes_dtype_and_fraction_with_the_probes_
     assert pairs["--tensor_parallel_size"] == "2" and pairs["--data_parallel_size"] == "1"
     assert pairs["--gpu_memory_utilization"] == "0.5" and pairs["--dtype"] == "bfloat16"
     assert pairs["--port"] == "40123" and pairs["--host"] == "127.0.0.1"
-    assert pairs["--enforce_eager"] == "true" and pairs["--max_model_len"] == "256"
+    assert pairs["--enforce_eager"] == "true" and pairs["--max_model_len"] == "2048"
     assert pairs["--enable_prefix_caching"] == "true"
     assert "Qwen/Qwen2.5-7B" not in argv and "8192" not in argv and "8000" not in argv
     assert line.env["CUDA_VISIBLE_DEVICES"] == "1,2" and line.visible == "1,2"
     assert line.dropped == ["revision"] and (line.tensor_parallel_size, line.fraction) == (2, 0.5)
+
+
+def test_a_model_of_the_users_shape_keeps_the_users_context_length():
+    launch = parse_launch("CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model Qwen/Qwen2.5-7B "
+                          "--max_model_len 8192")
+    pairs = dict(zip(*[iter(probe_server_line(launch, "/tmp/m", 1, base_env={},
+                                              faithful=True).argv[2:])] * 2, strict=False))
+    assert pairs["--max_model_len"] == "8192"  # the generic model is capped at its 2048
+    plain = parse_launch("CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model Qwen/Qwen2.5-7B")
+    argv = probe_server_line(plain, "/tmp/m", 1, base_env={}, faithful=True).argv
+    assert "--max_model_len" not in argv  # vLLM's default: the model's own positions
 
 
 def test_vllm_serve_line_keeps_weight_transfer_and_dashes():
@@ -97,7 +108,7 @@ def test_vllm_serve_line_keeps_weight_transfer_and_dashes():
     at = argv.index("--weight-transfer-config")
     assert argv[at + 1] == '{"backend": "nccl"}'
     assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.06"  # beside a running one
-    assert argv.count("--enforce-eager") == 1 and argv[argv.index("--max-model-len") + 1] == "256"
+    assert argv.count("--enforce-eager") == 1 and argv[argv.index("--max-model-len") + 1] == "2048"
     assert line.env["VLLM_SERVER_DEV_MODE"] == "1" and line.env["CUDA_VISIBLE_DEVICES"] == "2"
 
 
