@@ -7,6 +7,7 @@ in a process group of its own that is ended with the probe's limit.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -47,45 +48,69 @@ def write_generic(folder: Path) -> dict[str, Any]:
     return {"source": "generic", "writer": "stdlib"}
 
 
+class ModelWriter:
+    """The probe model's weights being written in the background (``model_writer.py``), so that
+    the trainer's imports overlap with it; ``result()`` says how it went."""
+
+    def __init__(self, model: ProbeModel, folder: Path, python: str, env: dict[str, str],
+                 timeout_s: float) -> None:
+        assert model.config is not None
+        folder.mkdir(parents=True, exist_ok=True)
+        cfg = json.loads(json.dumps(model.config))
+        copied = _copy_tokenizer(model.tokenizer_dir, folder) if model.tokenizer_dir else []
+        if "tokenizer.json" not in copied and "tokenizer.model" not in copied:
+            _byte_token_ids(cfg)
+            for name, text in tokenizer_files().items():
+                (folder / name).write_text(text)
+        (folder / "config.json").write_text(json.dumps(cfg, indent=1))
+        spec = folder.parent / "writer-spec.json"
+        spec.write_text(json.dumps({"folder": str(folder), "seed": 0}))
+        self.folder, self.copied = folder, copied
+        self.log = folder.parent / "writer.log"
+        self.start = time.monotonic()
+        self.deadline = self.start + timeout_s
+        self.timeout_s = timeout_s
+        with open(self.log, "wb") as fh:
+            self.proc = subprocess.Popen([python, str(WRITER), str(spec)], env=env,
+                                         cwd=folder.parent, stdout=fh, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def done(self) -> bool:
+        return self.proc.poll() is not None or time.monotonic() > self.deadline
+
+    def stop(self) -> None:
+        end_group(self.proc, 5.0)
+
+    def wait(self) -> dict[str, Any]:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=max(self.deadline - time.monotonic(), 0.0))
+        return self.result()
+
+    def result(self) -> dict[str, Any]:
+        """What was written (class, dtype, parameters, seconds); ``RuntimeError`` saying why
+        not (the caller falls back to the generic model)."""
+        running = self.proc.poll() is None
+        self.stop()
+        if running:
+            raise RuntimeError(f"writing its weights took over {self.timeout_s:.0f} s")
+        try:
+            info = json.loads((self.folder / "writer.json").read_text())
+        except (OSError, ValueError):
+            tail = self.log.read_text(errors="replace").strip().splitlines()[-3:]
+            raise RuntimeError(f"the weight writer exited ({self.proc.returncode}): "
+                               + " | ".join(tail)[-400:]) from None
+        if not info.get("ok"):
+            err = info.get("error") or {}
+            raise RuntimeError(f"transformers could not build it: {err.get('type')}: "
+                               f"{str(err.get('message'))[:300]}")
+        info.pop("ok", None)
+        info["write_s"] = round(time.monotonic() - self.start, 2)
+        info["tokenizer_files"] = self.copied
+        return info
+
+
 def write_faithful(model: ProbeModel, folder: Path, python: str, env: dict[str, str],
                    timeout_s: float) -> dict[str, Any]:
-    """Write ``model`` (its ``config`` set) into ``folder``; raises ``RuntimeError`` saying why
-    the weights could not be written (the caller falls back to the generic model)."""
-    assert model.config is not None
-    folder.mkdir(parents=True, exist_ok=True)
-    cfg = json.loads(json.dumps(model.config))
-    copied = _copy_tokenizer(model.tokenizer_dir, folder) if model.tokenizer_dir else []
-    if "tokenizer.json" not in copied and "tokenizer.model" not in copied:
-        _byte_token_ids(cfg)
-        for name, text in tokenizer_files().items():
-            (folder / name).write_text(text)
-    (folder / "config.json").write_text(json.dumps(cfg, indent=1))
-    spec = folder.parent / "writer-spec.json"
-    spec.write_text(json.dumps({"folder": str(folder), "seed": 0}))
-    log = folder.parent / "writer.log"
-    start = time.monotonic()
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen([python, str(WRITER), str(spec)], env=env, cwd=folder.parent,
-                                stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            end_group(proc, 5.0)
-            raise RuntimeError(f"writing its weights took over {timeout_s:.0f} s") from None
-        finally:
-            end_group(proc, 5.0)
-    try:
-        info = json.loads((folder / "writer.json").read_text())
-    except (OSError, ValueError):
-        tail = log.read_text(errors="replace").strip().splitlines()[-3:]
-        raise RuntimeError(f"the weight writer exited ({proc.returncode}): "
-                           + " | ".join(tail)[-400:]) from None
-    if not info.get("ok"):
-        err = info.get("error") or {}
-        raise RuntimeError(f"transformers could not build it: {err.get('type')}: "
-                           f"{str(err.get('message'))[:300]}")
-    info.pop("ok", None)
-    info["write_s"] = round(time.monotonic() - start, 2)
-    info["tokenizer_files"] = copied
-    return info
+    """Write ``model`` (its ``config`` set) into ``folder`` and wait; ``RuntimeError`` says why
+    the weights could not be written."""
+    return ModelWriter(model, folder, python, env, timeout_s).wait()

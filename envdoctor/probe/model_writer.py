@@ -10,6 +10,7 @@ as safetensors. Writes ``writer.json`` (parameters, class, seconds) or an ``erro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -28,6 +29,33 @@ def _dtype(torch, config):
     return torch.bfloat16
 
 
+def _no_init():
+    """transformers' own switch that skips its (slow, per-module) random init; the weights are
+    then drawn in one pass by ``_fill``."""
+    for where in ("transformers.initialization", "transformers.modeling_utils"):
+        try:
+            module = __import__(where, fromlist=["no_init_weights"])
+            return module.no_init_weights()
+        except (ImportError, AttributeError):
+            continue
+    return contextlib.nullcontext()
+
+
+def _fill(torch, model, std: float) -> None:
+    """Random weights as the families' own init draws them, in one pass: normal(0, std) for
+    matrices and embeddings, ones for norm weights, zeros for biases and other vectors."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                p.normal_(0.0, std)
+            elif "norm" in name.lower() and name.endswith("weight"):
+                p.fill_(1.0)
+            else:
+                p.zero_()
+    if hasattr(model, "tie_weights"):
+        model.tie_weights()
+
+
 def write(folder: str, seed: int = 0) -> dict:
     import torch
     import transformers
@@ -40,10 +68,14 @@ def write(folder: str, seed: int = 0) -> dict:
     start = time.perf_counter()
     build = cls._from_config if cls is not None and hasattr(cls, "_from_config") else \
         transformers.AutoModelForCausalLM.from_config
-    try:
-        model = build(config, dtype=dtype)  # transformers 5
-    except TypeError:
-        model = build(config, torch_dtype=dtype)  # transformers 4
+    skip = _no_init()
+    with skip:
+        try:
+            model = build(config, dtype=dtype)  # transformers 5
+        except TypeError:
+            model = build(config, torch_dtype=dtype)  # transformers 4
+    if not isinstance(skip, contextlib.nullcontext):
+        _fill(torch, model, float(getattr(config, "initializer_range", 0.02) or 0.02))
     model.save_pretrained(folder, safe_serialization=True)
     return {"class": type(model).__name__, "dtype": str(dtype).replace("torch.", ""),
             "parameters": sum(p.numel() for p in model.parameters()),

@@ -28,7 +28,7 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.plan.interface import Launch
 from envdoctor.probe.failures import SYNC_FATAL, classify
 from envdoctor.probe.groups import end_group
-from envdoctor.probe.model_files import write_faithful, write_generic
+from envdoctor.probe.model_files import ModelWriter, write_generic
 from envdoctor.probe.model_source import ProbeModel
 from envdoctor.probe.plan_vllm import MAX_LEN_KEY, engine_settings
 from envdoctor.probe.server import (
@@ -247,7 +247,8 @@ def _end_gpu_holders(watch: GpuWatch, result: ProbeResult) -> None:
 #: the phase a rank is in, after it reported finishing the key's phase
 _NEXT = {"launching": "launching", "started": "imports", "imports": "CUDA init",
          "cuda_init": "model build", "model_build": "trainer init", "trainer_init": "step",
-         "steps": "checking", "sync_start": "weight sync", "sync_done": "step"}
+         "steps": "checking", "sync_start": "weight sync", "sync_done": "step",
+         "model_wait": "waiting for the probe model", "weight_sync_proof": "checking"}
 
 
 def _phase_of(log: Path) -> str:
@@ -268,16 +269,19 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
     result = ProbeResult(status="error", t_start=time.time())
     start = time.monotonic()
     proc: subprocess.Popen | None = None
+    files: _ProbeModelFiles | None = None
     watch: GpuWatch | None = None
     server: ServerProcess | None = None
     server_watch: GpuWatch | None = None
     mark = _marker(result, start)
     try:
         with _sigterm_as_interrupt():
-            model_dir, faithful = _probe_model(spec, tmp, result, mark)
-            vllm_spec, server_line = _prepare_vllm(spec, tmp, result, model_dir, faithful)
+            files = _ProbeModelFiles(spec, tmp, result, mark)
+            vllm_spec, server_line = _prepare_vllm(spec, tmp, result, files.model_dir,
+                                                   files.faithful)
             worker_spec = {
-                "model_dir": model_dir, "model_faithful": faithful,
+                "model_dir": files.model_dir, "model_faithful": files.faithful,
+                "model_ready": str(files.ready) if files.pending else None,
                 "out_dir": str(tmp), "steps": spec.steps, "model_family": spec.model_family,
                 "bf16": spec.bf16, "fp16": spec.fp16,
                 "gradient_checkpointing": spec.gradient_checkpointing,
@@ -324,7 +328,7 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
                     return result
                 watch = GpuWatch(pgid=proc.pid).start()
                 result.status = _wait(proc, log, spec.timeout_s, result, on_phase, server,
-                                      mark)
+                                      mark, files.poll)
             mark("trainer_end")
             result.returncode = proc.returncode
     except KeyboardInterrupt:
@@ -338,6 +342,8 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
         with _shielded():  # a second Ctrl-C or a SIGTERM must not cut the teardown short
             if on_phase and (proc is not None or server is not None):
                 on_phase("teardown")
+            if files is not None:
+                files.stop()
             if proc is not None:
                 mark("trainer_end", first=True)
                 result.leftover_pids = end_group(proc, GRACE_S)
@@ -392,39 +398,92 @@ def _python_of(launcher: list[str]) -> str:
     return sys.executable
 
 
-def _probe_model(spec: ProbeSpec, tmp: Path, result: ProbeResult,
-                 mark: Callable[..., None]) -> tuple[str | None, bool]:
-    """Write the probe model: the user's shape when its config is here, else the generic one
-    (only when vLLM loads it from disk; the trainer alone builds it in-process)."""
-    model = spec.model
-    result.model = dict(model.summary) if model else {"source": "generic"}
-    result.model.setdefault("deviations", list(model.deviations) if model else [])
-    if model is not None and model.faithful:
-        env = {**os.environ, **spec.env, **OFFLINE, **private_dirs(tmp),
-               "CUDA_VISIBLE_DEVICES": ""}  # the weights are written on the CPU
+class _ProbeModelFiles:
+    """The probe model on disk: the user's shape written in the background while the trainer
+    imports (the worker waits for ``model.ready.json``), else the generic model. In server mode
+    the server needs it before it starts, so there it is waited for at once."""
+
+    def __init__(self, spec: ProbeSpec, tmp: Path, result: ProbeResult,
+                 mark: Callable[..., None]) -> None:
+        self.spec, self.tmp, self.result, self.mark = spec, tmp, result, mark
+        self.writer: ModelWriter | None = None
+        self.ready = tmp / "model.ready.json"
+        model = spec.model
+        result.model = dict(model.summary) if model else {"source": "generic"}
+        result.model.setdefault("deviations", list(model.deviations) if model else [])
+        self.model_dir: str | None = None
+        self.faithful = False
+        if model is not None and model.faithful:
+            env = {**os.environ, **spec.env, **OFFLINE, **private_dirs(tmp),
+                   "CUDA_VISIBLE_DEVICES": ""}  # the weights are written on the CPU
+            try:
+                self.writer = ModelWriter(model, tmp / "model", _python_of(spec.launcher), env,
+                                          timeout_s=max(min(spec.timeout_s / 2, 300.0), 1.0))
+            except (RuntimeError, OSError) as exc:
+                self._generic(str(exc))
+            else:
+                self.model_dir, self.faithful = str(tmp / "model"), True
+                if spec.use_vllm and spec.vllm_mode == "server":
+                    self.writer.wait()
+                    self.poll()
+        else:
+            self._generic(None)
+
+    @property
+    def pending(self) -> bool:
+        return self.writer is not None and not self.ready.exists()
+
+    def poll(self) -> None:
+        """Once the writer ended: the user's shape, or the generic model in its place."""
+        if self.writer is None or self.ready.exists() or not self.writer.done():
+            return
         try:
-            info = write_faithful(model, tmp / "model", _python_of(spec.launcher), env,
-                                  timeout_s=max(min(spec.timeout_s / 2, 300.0), 1.0))
+            info = self.writer.result()
         except (RuntimeError, OSError) as exc:
+            self._generic(str(exc))
+        else:
+            self.mark("model_written")
+            self.result.model.update(ran="the user's shape", writer=info)
+            self._announce({"model_dir": self.model_dir, "faithful": True})
+
+    def stop(self) -> None:
+        if self.writer is not None:
+            self.writer.stop()
+
+    def _announce(self, ready: dict[str, Any]) -> None:
+        tmp = self.ready.with_suffix(".tmp")
+        tmp.write_text(json.dumps(ready))
+        os.replace(tmp, self.ready)
+
+    def _generic(self, why: str | None) -> None:
+        spec, result = self.spec, self.result
+        if why is not None and spec.model is not None:
             result.findings.append(Finding(
                 "PRB020", Severity.WARNING,
-                f"the probe could not build a model of {model.name}'s shape ({exc}); it ran the "
-                "generic tiny model, which proves the GPU layout and the weight path but not "
+                f"the probe could not build a model of {spec.model.name}'s shape ({why}); it ran "
+                "the generic tiny model, which proves the GPU layout and the weight path but not "
                 "your architecture", "check that this transformers release knows the model's "
-                f"model_type ({model.summary.get('model_type')}); run one real step "
-                "(max_steps: 1) to see the rest", {"model": model.name, "reason": str(exc)}))
+                f"model_type ({spec.model.summary.get('model_type')}); run one real step "
+                "(max_steps: 1) to see the rest", {"model": spec.model.name, "reason": why}))
             result.model = {"source": "generic", "deviations": [
-                f"a model of {model.name}'s shape could not be built: {exc}"]}
-        else:
-            mark("model_written")
-            result.model.update(ran="the user's shape", writer=info)
-            return str(tmp / "model"), True
-    result.model["ran"] = "generic"
-    if not spec.use_vllm:
-        return None, False
-    write_generic(tmp / "model")
-    mark("model_written")
-    return str(tmp / "model"), False
+                f"a model of {spec.model.name}'s shape could not be built: {why}"]}
+        result.model["ran"] = "generic"
+        self.faithful = False
+        self.model_dir = None
+        overrides: dict[str, Any] = {}
+        if spec.use_vllm:
+            folder = self.tmp / ("generic" if self.writer is not None else "model")
+            write_generic(folder)
+            self.mark("model_written")
+            self.model_dir = str(folder)
+            key = MAX_LEN_KEY.get(spec.vllm_mode or "")
+            if key:
+                user = spec.vllm.get(key)
+                overrides[key] = min(int(user), MAX_LEN) if isinstance(user, int) else MAX_LEN
+        if result.vllm and overrides:  # what the engine now gets
+            result.vllm["max_model_len"] = next(iter(overrides.values()))
+        if self.writer is not None:  # the worker waits for this
+            self._announce({"model_dir": self.model_dir, "faithful": False, "vllm": overrides})
 
 
 def _prepare_vllm(spec: ProbeSpec, tmp: Path, result: ProbeResult, model_dir: str | None,
@@ -530,7 +589,8 @@ def _after_user_server(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | N
 
 def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResult,
           on_phase: Callable[[str], None] | None, server: ServerProcess | None = None,
-          mark: Callable[..., None] | None = None) -> str:
+          mark: Callable[..., None] | None = None,
+          tick: Callable[[], None] | None = None) -> str:
     deadline = time.monotonic() + timeout_s
     last = ""
     next_poll = next_scan = 0.0
@@ -540,6 +600,8 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
             break
         except subprocess.TimeoutExpired:
             pass
+        if tick is not None:
+            tick()
         phase = _phase_of(log)
         shown = phase
         if server is not None:

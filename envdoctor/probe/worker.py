@@ -322,6 +322,7 @@ def run(spec: dict, result: dict) -> None:
     cuda = torch.cuda.is_available()
     result["cuda_device_count"] = torch.cuda.device_count() if cuda else 0
     t = _phase(result, "cuda_init", t)
+    _await_model(spec)
     if spec.get("model_dir"):
         tok, model = _pretrained(spec["model_dir"], bool(spec.get("model_faithful")), cuda)
     else:
@@ -395,6 +396,22 @@ def run(spec: dict, result: dict) -> None:
     t = time.perf_counter()
     result["weight_sync"] = _weight_sync(spec, trainer, tok)
     _phase(result, "weight_sync_proof", t)
+
+
+def _await_model(spec: dict) -> None:
+    """The runner writes the model of the user's shape while this rank imports: wait for its
+    word (``model.ready.json``), which may switch to the generic model and its vLLM settings."""
+    ready = spec.get("model_ready")
+    if not ready:
+        return
+    print(f"ENVDOCTOR_PHASE rank={RANK} model_wait", file=sys.stderr, flush=True)
+    while not os.path.exists(ready):
+        time.sleep(0.1)  # the runner's limit ends this process if it never comes
+    with open(ready) as fh:
+        word = json.load(fh)
+    spec["model_dir"], spec["model_faithful"] = word.get("model_dir"), bool(word.get("faithful"))
+    if word.get("vllm"):
+        spec.setdefault("vllm", {}).update(word["vllm"])
 
 
 def _weight_sync(spec: dict, trainer, tok) -> dict:
