@@ -94,12 +94,16 @@ def test_missing_driver_is_a_clear_fact():
     "a:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(150)) + "  " * 151 + "1\n",
 ])
 def test_deeply_nested_config_exits_2_naming_the_file(tmp_path, text):
+    """Whichever side stops the nesting first (envdoctor's own limit, or the libyaml binding of
+    PyYAML 6.0.4: "exceeded maximum nesting depth"), the user gets exit 2, one error line that
+    names the file and says why, and no traceback."""
     cfg = tmp_path / "deep.yaml"
     cfg.write_text(text)
     proc = run_cli("check", "--config", str(cfg), "--no-network")
     assert proc.returncode == 2, proc.stderr
-    assert "deep.yaml" in proc.stderr and "nested more than 100 levels" in proc.stderr
     assert "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert str(cfg) in line and "nest" in line.lower(), line
 
 
 @pytest.mark.parametrize(("content", "message"), [

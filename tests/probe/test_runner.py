@@ -15,15 +15,10 @@ from envdoctor.plan.launch import parse_launch
 from envdoctor.probe.failures import classify
 from envdoctor.probe.plan import launcher_argv
 from envdoctor.probe.runner import ProbeSpec, run_probe
+from tests.probe.leftovers import descendants, kill_all, left_behind
 
 pytest.importorskip("trl")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
-
-
-def _no_worker_left(tmp_marker: str = "envdoctor-probe-") -> bool:
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return not [line for line in out.splitlines() if "probe/worker.py" in line
-                and tmp_marker in line]
 
 
 def _rules(result) -> set[str]:
@@ -63,19 +58,53 @@ def test_crash_is_a_finding_with_the_log():
     assert "injected crash" in msg and r.temp_dir_removed
 
 
-def test_hang_hits_the_limit_and_ends_the_group():
+def test_hang_hits_the_limit_and_ends_the_group(probe_tmp):
     start = time.monotonic()
     r = run_probe(ProbeSpec(launcher=[sys.executable], fault="hang", timeout_s=2))
     assert r.status == "timeout" and "PRB006" in _rules(r)
     assert time.monotonic() - start < 20
-    assert r.leftover_pids == [] and r.temp_dir_removed and _no_worker_left()
+    assert r.leftover_pids == [] and r.temp_dir_removed and left_behind(probe_tmp) == []
 
 
-def test_hang_in_a_collective_under_torchrun():
+def test_hang_in_a_collective_under_torchrun(probe_tmp):
     r = run_probe(ProbeSpec(launcher=TORCHRUN + ["--nproc_per_node", "2"], fault="hang_collective",
                             timeout_s=12))
     assert r.status == "timeout" and "PRB006" in _rules(r)
-    assert r.leftover_pids == [] and r.temp_dir_removed and _no_worker_left()
+    assert r.leftover_pids == [] and r.temp_dir_removed and left_behind(probe_tmp) == []
+
+
+def test_the_leftover_check_sees_a_worker_the_runner_failed_to_end(probe_tmp, monkeypatch):
+    """Sabotage: with the group's teardown broken, the hung worker outlives the probe, and the
+    check the tests above rely on must see it (then it is ended here)."""
+    from envdoctor.probe import runner
+
+    monkeypatch.setattr(runner, "end_group", lambda proc, grace_s: [])
+    r = run_probe(ProbeSpec(launcher=[sys.executable], fault="hang", timeout_s=2))
+    left = left_behind(probe_tmp)
+    kill_all(left)
+    assert r.status == "timeout"
+    assert [p for p in left if "probe/worker.py" in p.cmdline], left
+
+
+def test_the_leftover_check_is_this_tests_and_reads_whole_command_lines(tmp_path, probe_tmp):
+    """Orphans (their parent exited: no longer below the test) are still this test's by their
+    TMPDIR, or by a command line that names its temp dir past column 80; a process of another
+    temp dir (another probe on the machine) is not."""
+    other = tmp_path / "other"
+    sleeper = "import time; time.sleep(120)  # " + "x" * 200
+    spawn = ("import os, subprocess, sys\n"
+             "def start(*extra, **env):\n"
+             f"    subprocess.Popen([sys.executable, '-c', {sleeper!r}, *extra],"
+             " start_new_session=True, env={'PATH': os.environ['PATH'], **env})\n"
+             f"start(TMPDIR={str(probe_tmp)!r})\n"
+             f"start({str(probe_tmp / 'spec.json')!r})\n"
+             f"start(TMPDIR={str(other)!r})\n")
+    subprocess.run([sys.executable, "-c", spawn], check=True, timeout=60)
+    left, elsewhere = left_behind(probe_tmp), left_behind(other)
+    kill_all(left + elsewhere)
+    assert len(left) == 2 and len(elsewhere) == 1, (left, elsewhere)
+    assert sum(str(probe_tmp / "spec.json") in p.cmdline for p in left) == 1
+    assert all(len(p.cmdline) > 200 for p in left)
 
 
 def test_a_rank_killed_by_a_signal():
@@ -128,22 +157,36 @@ def test_missing_launcher():
     assert r.temp_dir_removed
 
 
-def test_sigterm_to_envdoctor_ends_the_probe_and_cleans_up(tmp_path):
+def test_sigterm_to_envdoctor_ends_the_probe_and_cleans_up(probe_tmp):
     code = ("import sys, json\n"
             "from envdoctor.probe.runner import ProbeSpec, run_probe\n"
             "r = run_probe(ProbeSpec(launcher=[sys.executable], fault='hang', timeout_s=120))\n"
             "print(json.dumps({'status': r.status, 'left': r.leftover_pids, "
             "'removed': r.temp_dir_removed}))\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parents[2])
-    time.sleep(4)
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=30)
+                            cwd=Path(__file__).resolve().parents[2])  # TMPDIR: probe_tmp
+    try:
+        tree = _wait_for_worker(proc)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
     import json
 
     data = json.loads(out.strip().splitlines()[-1])
     assert data == {"status": "interrupted", "left": [], "removed": True}
-    assert _no_worker_left()
+    assert left_behind(probe_tmp, seen=tree) == []
+
+
+def _wait_for_worker(proc: subprocess.Popen, limit_s: float = 90) -> list:
+    """The processes below ``proc`` once the probe's worker runs among them (it hangs there)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        tree = descendants(proc.pid)
+        if any("probe/worker.py" in p.cmdline for p in tree):
+            return tree
+        time.sleep(0.2)
+    pytest.fail(f"the probe's worker did not start within {limit_s} s (exit {proc.poll()})")
 
 
 @pytest.mark.parametrize("text, rule", [
