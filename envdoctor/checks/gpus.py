@@ -61,7 +61,7 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
 def _bf16_requested(ctx: Context) -> bool:
     if "bf16" in ctx.config:
         return ctx.config["bf16"] is True
-    return bool(ctx.kb.feature("bf16_default_true", ctx.version("trl")))
+    return bool(ctx.kb.feature("bf16_default_true", ctx.trl.version))
 
 
 @rule("GPU004", needs=("gpus", "plan"))
@@ -70,11 +70,12 @@ def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
         return
     for gpu in (ctx.facts.gpu(i) for i in ctx.layout.training):
         if gpu and gpu.cc_major is not None and gpu.cc_major < 8:
-            origin = ctx.plan.config_origin.get("bf16", f"TRL {ctx.version('trl')}'s default")
+            origin = ctx.plan.config_origin.get("bf16", f"TRL {ctx.trl.label()}'s default")
             yield hit(f"bf16 is on ({origin}) but GPU {gpu.index} ({gpu.name}, compute "
                       f"capability {gpu.compute_capability}) has no bf16 support: TrainingArguments"
                       " refuses at start", fix="set bf16: false and fp16: true",
-                      gpu=gpu.index)
+                      gpu=gpu.index,
+                      severity="error" if "bf16" in ctx.config else ctx.on_trl())
             return
 
 

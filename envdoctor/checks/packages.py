@@ -230,6 +230,7 @@ def known_bad(ctx: Context) -> Iterator[Hit]:
 @rule("PKG008", needs=("plan",))
 def trl_missing(ctx: Context) -> Iterator[Hit]:
     if ctx.version("trl") is None and (ctx.config or ctx.plan.trainer):
-        yield hit("TRL is not installed here, so GRPOTrainer cannot start "
-                  "(and version-dependent rules assume the newest TRL)",
-                  fix="pip install trl")
+        assumed = (f" (the TRL-dependent rules and TRL's defaults in the memory plan assume "
+                   f"TRL {ctx.trl.version}: {ctx.trl.why})" if ctx.trl.assumed else "")
+        yield hit(f"TRL is not installed here, so GRPOTrainer cannot start{assumed}",
+                  fix="pip install trl", assumed_trl=ctx.trl.version)
