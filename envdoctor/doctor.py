@@ -28,7 +28,7 @@ def _version() -> str:
 
 def _summaries(ctx: Context) -> dict[str, str]:
     f, plan = ctx.facts, ctx.plan
-    pkgs = ", ".join(f"{n} {f.version(n) or '—'}" for n in SHOWN
+    pkgs = ", ".join(f"{n} {f.version(n) or ('?' if f.unknown(n) else '—')}" for n in SHOWN
                      if f.version(n) or n in ("trl", "vllm", "torch"))
     out = {"packages": pkgs}
     if plan.config_origin:
