@@ -79,6 +79,39 @@ def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
             return
 
 
+#: Local version labels of torch builds without CUDA: what download.pytorch.org names its
+#: CPU, ROCm and Intel GPU wheels (``2.5.1+cpu``, ``2.5.1+rocm6.2``, ``2.5.1+xpu``).
+_NOT_CUDA = {"cpu": "a CPU-only build", "rocm": "a ROCm (AMD) build", "xpu": "an Intel XPU build"}
+
+
+def torch_without_cuda(version: str | None) -> str | None:
+    """What kind of non-CUDA torch build ``version`` names by its local label, or None: a
+    ``+cuXXX`` label and a plain PyPI version (PyPI's Linux wheels are the CUDA builds) are
+    CUDA builds, and a label envdoctor does not know says nothing."""
+    v = versions.parse(version)
+    label = (v.local or "").lower() if v is not None else ""
+    return next((what for prefix, what in _NOT_CUDA.items() if label.startswith(prefix)), None)
+
+
+@rule("GPU008", needs=("gpus",))
+def torch_cannot_see_gpus(ctx: Context) -> Iterator[Hit]:
+    torch = ctx.version("torch")
+    what = torch_without_cuda(torch)
+    if what is None:
+        return
+    v = versions.parse(torch)
+    public = v.public if v is not None else torch
+    n = len(ctx.facts.gpus)
+    drv = ctx.facts.driver.cuda
+    tag = f"cu{drv.replace('.', '')}" if drv and versions.parse(drv) else "cuXXX"
+    yield hit(f"torch {torch} is {what}, but this machine has {n} NVIDIA GPU"
+              f"{'s' if n > 1 else ''}: torch.cuda.is_available() is False, so the trainer and "
+              "vLLM find no CUDA device (training on the CPU, or failing at start)",
+              fix=f"pip install --force-reinstall 'torch=={public}'  # PyPI's Linux wheel is the "
+                  f"CUDA build; or --index-url https://download.pytorch.org/whl/{tag} for a "
+                  "CUDA your driver supports", torch=torch, gpus=n)
+
+
 @rule("GPU005", needs=("gpus",))
 def mixed_models(ctx: Context) -> Iterator[Hit]:
     gpus = [ctx.facts.gpu(i) for i in ctx.layout.training or ctx.layout.visible]
