@@ -143,13 +143,36 @@ def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None 
         subject = ("checking this machine" + (f" ({ctx.facts.hostname})" if ctx.facts.hostname
                                                else "")) if ctx.facts.live \
             else f"checking snapshot {ctx.facts.source}"
-    report = Report(areas=result, subject=subject, version=_version())
+    report = Report(areas=result, subject=subject, version=_version(), artifact=artifact(ctx))
     if ctx.facts.gpus:
         report.layout = layout_rows(ctx)
         report.layout_summary = summaries.get("layout", "")
     report.upgrade_plan = upgrade_plan(ctx, outcome.findings)
     redact_report(report, plan_secrets(ctx.plan))
     return report
+
+
+def artifact(ctx: Context) -> str:
+    """The file a finding without one of its own is about (SARIF needs one for each result):
+    the GRPO config, else the accelerate config, the snapshot checked, the launched script;
+    repository-relative when inside the working directory."""
+    trainer = ctx.plan.trainer
+    for path in (ctx.plan.config_path, ctx.plan.accelerate_path,
+                 None if ctx.facts.live else ctx.facts.source, trainer.script if trainer else None):
+        if path and path != "-":
+            return repo_relative(path)
+    return ""
+
+
+def repo_relative(path: str) -> str:
+    """``path`` relative to the working directory when it lies inside it, else as given."""
+    import os
+
+    try:
+        rel = os.path.relpath(os.path.abspath(path))
+    except ValueError:  # another drive (Windows)
+        return path
+    return path if rel.startswith("..") else rel.replace(os.sep, "/")
 
 
 def check(facts: Facts, plan: Plan, select: list[str] | None = None,

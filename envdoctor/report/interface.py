@@ -42,6 +42,9 @@ class Report:
     layout_summary: str = ""
     upgrade_plan: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: where a finding without a file of its own is located (SARIF): the GRPO config, else the
+    #: accelerate config, the snapshot, the launched script or the log read; "" for none
+    artifact: str = ""
     #: values known to be secret (the plan's), masked by every renderer; never rendered
     secrets: set[str] = field(default_factory=set, repr=False)
 
