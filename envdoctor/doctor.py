@@ -136,6 +136,8 @@ def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None 
                                 "that need it were skipped (-v lists them)")
     elif not ctx.facts.gpus:
         areas["layout"].note = "not resolved without GPU facts (see GPUs)"
+    if not ctx.facts.gpus:  # no GPU is not "checked and fine": GPU001 says why
+        areas["gpus"].note = "not checked"
     areas["probe"].note = "not run (add --probe)"
     result = [a for a in areas.values() if a.key != "probe"]
     result += extra_areas or [areas["probe"]]

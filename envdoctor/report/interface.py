@@ -22,13 +22,14 @@ class Area:
 
     @property
     def status(self) -> str:
-        """``error``, ``warning``, ``ok`` or ``skipped`` (nothing ran)."""
+        """``error``, ``warning``, ``ok`` or ``skipped``: nothing ran, or the note says why the
+        area was not checked (an info finding such as "no GPU seen" is no tick)."""
         sev = {f.severity for f in self.findings}
         if Severity.ERROR in sev:
             return "error"
         if Severity.WARNING in sev:
             return "warning"
-        if not self.findings and (self.note or not self.ran):
+        if self.note or not (self.findings or self.ran):
             return "skipped"
         return "ok"
 
