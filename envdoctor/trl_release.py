@@ -10,6 +10,11 @@ the version-dependent rules (GRPOConfig keys, the bf16 default, the batch rule) 
 - nothing: the newest release the knowledge covers (``pip install trl`` installs the newest
   release; the knowledge covers it up to the last release read), marked as assumed so the
   report says so.
+
+Findings that only the assumed release makes errors are warnings (``Context.on_trl``). The GPU
+layout is the one exception: without TRL it reads the generation mode from the config's own
+keys (``vllm_device`` → TRL 0.14–0.15's in-process vLLM), the config's evidence of the release it
+was written for; with the newest release's defaults (colocate) otherwise.
 """
 
 from __future__ import annotations
@@ -43,7 +48,9 @@ class TrlRelease:
 def newest_known(kb: Any) -> str | None:
     """The newest TRL release the knowledge covers: the first release of its newest line
     (``rules/knowledge/trl.yaml`` trl_lines)."""
-    return max(_line_starts(kb), key=versions.parse, default=None)
+    from packaging.version import Version
+
+    return max(_line_starts(kb), key=Version, default=None)  # every start parses
 
 
 def _line_starts(kb: Any) -> list[str]:
