@@ -28,7 +28,7 @@ def _version() -> str:
 
 def _summaries(ctx: Context) -> dict[str, str]:
     f, plan = ctx.facts, ctx.plan
-    pkgs = ", ".join(f"{n} {f.version(n) or '—'}" for n in SHOWN
+    pkgs = ", ".join(f"{n} {f.version(n) or ('?' if f.unknown(n) else '—')}" for n in SHOWN
                      if f.version(n) or n in ("trl", "vllm", "torch"))
     out = {"packages": pkgs}
     if plan.config_origin:
@@ -136,6 +136,8 @@ def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None 
                                 "that need it were skipped (-v lists them)")
     elif not ctx.facts.gpus:
         areas["layout"].note = "not resolved without GPU facts (see GPUs)"
+    if not ctx.facts.gpus:  # no GPU is not "checked and fine": GPU001 says why
+        areas["gpus"].note = "not checked"
     areas["probe"].note = "not run (add --probe)"
     result = [a for a in areas.values() if a.key != "probe"]
     result += extra_areas or [areas["probe"]]
@@ -143,13 +145,36 @@ def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None 
         subject = ("checking this machine" + (f" ({ctx.facts.hostname})" if ctx.facts.hostname
                                                else "")) if ctx.facts.live \
             else f"checking snapshot {ctx.facts.source}"
-    report = Report(areas=result, subject=subject, version=_version())
+    report = Report(areas=result, subject=subject, version=_version(), artifact=artifact(ctx))
     if ctx.facts.gpus:
         report.layout = layout_rows(ctx)
         report.layout_summary = summaries.get("layout", "")
     report.upgrade_plan = upgrade_plan(ctx, outcome.findings)
     redact_report(report, plan_secrets(ctx.plan))
     return report
+
+
+def artifact(ctx: Context) -> str:
+    """The file a finding without one of its own is about (SARIF needs one for each result):
+    the GRPO config, else the accelerate config, the snapshot checked, the launched script;
+    repository-relative when inside the working directory."""
+    trainer = ctx.plan.trainer
+    for path in (ctx.plan.config_path, ctx.plan.accelerate_path,
+                 None if ctx.facts.live else ctx.facts.source, trainer.script if trainer else None):
+        if path and path != "-":
+            return repo_relative(path)
+    return ""
+
+
+def repo_relative(path: str) -> str:
+    """``path`` relative to the working directory when it lies inside it, else as given."""
+    import os
+
+    try:
+        rel = os.path.relpath(os.path.abspath(path))
+    except ValueError:  # another drive (Windows)
+        return path
+    return path if rel.startswith("..") else rel.replace(os.sep, "/")
 
 
 def check(facts: Facts, plan: Plan, select: list[str] | None = None,

@@ -70,7 +70,7 @@ def _deprecated(entry: dict, trl: str | None) -> bool:
 
 @rule("CFG001", needs=("plan",))
 def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
-    trl = ctx.version("trl")
+    trl, said = ctx.trl.version, ctx.trl.label()
     keys = (ctx.kb.grpo_keys.get("keys") or {})
     if not keys or versions.parse(trl) is None:
         return
@@ -82,7 +82,7 @@ def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
         if _deprecated(entry, trl):
             dep = entry.get("deprecated_help") or {}
             repl = entry.get("replaced_by") or dep.get("use_instead")
-            yield hit(f"`{key}` ({origin}) is deprecated in TRL {trl} (from {dep['first']})"
+            yield hit(f"`{key}` ({origin}) is deprecated in TRL {said} (from {dep['first']})"
                       + (f" ({entry['note'].rstrip(';. ')})" if entry.get("note") else ""),
                       fix=f"remove `{key}`" + (f"; configure `{repl}` instead" if repl else ""),
                       severity="warning", key=key, trl=trl)
@@ -94,21 +94,23 @@ def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
         repl = entry.get("replaced_by")
         if too_new:
             msg = (f"`{key}` ({origin}) was removed from GRPOConfig in TRL {until}; "
-                   f"installed TRL {trl} {_parser_does(ctx)} (it exists in {_span(entry)})")
+                   f"{'' if ctx.trl.assumed else 'installed '}TRL {said} "
+                   f"{_parser_does(ctx)} (it exists in {_span(entry)})")
             fix = (f"replace `{key}` with `{repl}`" if repl else f"remove `{key}`") + \
                 f", or pin 'trl<{until}'"
         else:
-            msg = (f"`{key}` ({origin}) is not known to TRL {trl}: it exists in {_span(entry)}")
+            msg = (f"`{key}` ({origin}) is not known to TRL {said}: it exists in {_span(entry)}")
             fix = f"pip install 'trl>={since}'"
             if repl:
                 fix += f", or use `{repl}` with this TRL"
-        yield hit(msg, fix=fix, key=key, trl=trl, since=since, until=until)
+        yield hit(msg, fix=fix, key=key, trl=trl, since=since, until=until,
+                  severity=ctx.on_trl())
     yield from _training_arguments_gone(ctx)
 
 
 def _parser_does(ctx: Context) -> str:
     """What the installed TRL's parser does with a config key no dataclass has."""
-    if ctx.kb.feature("config_unknown_keys_fail", ctx.version("trl")) is False:
+    if ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False:
         return "drops it silently (its parser ignores unknown config keys before 0.19)"
     return "refuses it (\"Unknown arguments from config file\")"
 
@@ -128,7 +130,7 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
         gone = entry.get("until") and versions.at_least(tf, str(entry["until"]))
         yield hit(f"`{key}` ({origin}) is not a TrainingArguments field of the installed "
                   f"transformers {tf} (it exists in {span(table, key, 'transformers')}): TRL "
-                  f"{ctx.version('trl')} {_parser_does(ctx)}",
+                  f"{ctx.trl.label()} {_parser_does(ctx)}",
                   fix=(f"remove `{key}`, or pin 'transformers<{entry['until']}'" if gone else
                        f"pip install 'transformers>={entry['since']}', or remove `{key}`"),
                   key=key, transformers=tf)
@@ -157,7 +159,7 @@ def batch_divisible(ctx: Context) -> Iterator[Hit]:
     gen_batch = cfg.get("generation_batch_size")
     steps = cfg.get("steps_per_generation")
     rule_entry = next((r for r in ctx.kb.trl.get("grpo_batch_rule", [])
-                       if versions.satisfies(ctx.version("trl"), str(r.get("trl", "")))), None)
+                       if versions.satisfies(ctx.trl.version, str(r.get("trl", "")))), None)
     formula = str((rule_entry or {}).get("global_batch") or "")
     if rule_entry is not None and not formula:
         return  # this TRL release checks nothing (0.14)
@@ -213,7 +215,7 @@ def key_typo(ctx: Context) -> Iterator[Hit]:
     unknown = [k for k in ctx.plan.config_origin if k not in known]
     if not unknown:
         return
-    trl, tf = ctx.version("trl"), ctx.version("transformers")
+    trl, tf = ctx.trl.version, ctx.version("transformers")
     current = {k for k, e in keys.items()  # prefer keys this TRL accepts
                if not (e.get("until") and versions.at_least(trl, str(e["until"])))
                and not (e.get("since") and versions.below(trl, str(e["since"])))}
@@ -234,7 +236,8 @@ def key_typo(ctx: Context) -> Iterator[Hit]:
         entry = keys.get(guess)
         if guess not in current and entry is not None:  # a key of another TRL era
             repl = entry.get("replaced_by")
-            msg += f" (a key of {_span(entry)}, not of the installed TRL {trl})"
+            which = "" if ctx.trl.assumed else "the installed "
+            msg += f" (a key of {_span(entry)}, not of {which}TRL {ctx.trl.label()})"
             fix = (f"TRL {trl} replaced `{guess}` with `{repl}`: set that instead of `{key}`" if repl
                    else f"remove `{key}`; `{guess}` needs {_span(entry)}")
         elif guess not in current:  # a TrainingArguments field of another transformers

@@ -10,6 +10,7 @@ from envdoctor.facts.interface import Facts
 from envdoctor.knowledge import Knowledge, knowledge
 from envdoctor.plan.interface import GpuLayout, Plan
 from envdoctor.plan.layout import resolve_layout
+from envdoctor.trl_release import TrlRelease, trl_release
 
 
 class LayoutUnresolved(Exception):
@@ -39,7 +40,18 @@ class Context:
         return lay
 
     def version(self, name: str) -> str | None:
+        """The installed (or snapshot's, declared, ``--assume``d) version of ``name``."""
         return self.facts.version(name)
+
+    @cached_property
+    def trl(self) -> TrlRelease:
+        """The TRL release TRL-dependent judgements use: installed, else assumed (say so)."""
+        return trl_release(self.facts, self.kb)
+
+    def on_trl(self, severity: str = "error") -> str:
+        """A finding's severity when it judges TRL's release: an assumed release is no evidence
+        that the run will fail, so what would be an error is a warning."""
+        return "warning" if self.trl.assumed and severity == "error" else severity
 
     @property
     def config(self) -> dict[str, Any]:

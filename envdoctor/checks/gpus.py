@@ -61,7 +61,7 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
 def _bf16_requested(ctx: Context) -> bool:
     if "bf16" in ctx.config:
         return ctx.config["bf16"] is True
-    return bool(ctx.kb.feature("bf16_default_true", ctx.version("trl")))
+    return bool(ctx.kb.feature("bf16_default_true", ctx.trl.version))
 
 
 @rule("GPU004", needs=("gpus", "plan"))
@@ -70,12 +70,46 @@ def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
         return
     for gpu in (ctx.facts.gpu(i) for i in ctx.layout.training):
         if gpu and gpu.cc_major is not None and gpu.cc_major < 8:
-            origin = ctx.plan.config_origin.get("bf16", f"TRL {ctx.version('trl')}'s default")
+            origin = ctx.plan.config_origin.get("bf16", f"TRL {ctx.trl.label()}'s default")
             yield hit(f"bf16 is on ({origin}) but GPU {gpu.index} ({gpu.name}, compute "
                       f"capability {gpu.compute_capability}) has no bf16 support: TrainingArguments"
                       " refuses at start", fix="set bf16: false and fp16: true",
-                      gpu=gpu.index)
+                      gpu=gpu.index,
+                      severity="error" if "bf16" in ctx.config else ctx.on_trl())
             return
+
+
+#: Local version labels of torch builds without CUDA: what download.pytorch.org names its
+#: CPU, ROCm and Intel GPU wheels (``2.5.1+cpu``, ``2.5.1+rocm6.2``, ``2.5.1+xpu``).
+_NOT_CUDA = {"cpu": "a CPU-only build", "rocm": "a ROCm (AMD) build", "xpu": "an Intel XPU build"}
+
+
+def torch_without_cuda(version: str | None) -> str | None:
+    """What kind of non-CUDA torch build ``version`` names by its local label, or None: a
+    ``+cuXXX`` label and a plain PyPI version (PyPI's Linux wheels are the CUDA builds) are
+    CUDA builds, and a label envdoctor does not know says nothing."""
+    v = versions.parse(version)
+    label = (v.local or "").lower() if v is not None else ""
+    return next((what for prefix, what in _NOT_CUDA.items() if label.startswith(prefix)), None)
+
+
+@rule("GPU008", needs=("gpus",))
+def torch_cannot_see_gpus(ctx: Context) -> Iterator[Hit]:
+    torch = ctx.version("torch")
+    what = torch_without_cuda(torch)
+    if what is None:
+        return
+    v = versions.parse(torch)
+    public = v.public if v is not None else torch
+    n = len(ctx.facts.gpus)
+    drv = ctx.facts.driver.cuda
+    tag = f"cu{drv.replace('.', '')}" if drv and versions.parse(drv) else "cuXXX"
+    yield hit(f"torch {torch} is {what}, but this machine has {n} NVIDIA GPU"
+              f"{'s' if n > 1 else ''}: torch.cuda.is_available() is False, so the trainer and "
+              "vLLM find no CUDA device (training on the CPU, or failing at start)",
+              fix=f"pip install --force-reinstall 'torch=={public}'  # PyPI's Linux wheel is the "
+                  f"CUDA build; or --index-url https://download.pytorch.org/whl/{tag} for a "
+                  "CUDA your driver supports", torch=torch, gpus=n)
 
 
 @rule("GPU005", needs=("gpus",))

@@ -41,7 +41,8 @@ def _fix_text(plan: MemoryPlan, row: GpuPlan, deficit: int) -> str:
 
 
 def _assumed(plan: MemoryPlan) -> str:
-    notes = plan.model.assumed + [a for a in plan.knobs.assumed if "max_prompt_length" in a]
+    notes = plan.model.assumed + [a for a in plan.knobs.assumed
+                                  if "max_prompt_length" in a or a.startswith("TRL ")]
     return f" Assumed: {'; '.join(notes)}." if notes else ""
 
 

@@ -28,7 +28,7 @@ def _vllm_fix(ctx: Context, minimum: str) -> str:
 
 @rule("PKG001", needs=("vllm",))
 def vllm_missing(ctx: Context) -> Iterator[Hit]:
-    if ctx.version("vllm") is None:
+    if ctx.version("vllm") is None and not ctx.facts.unknown("vllm"):
         trl = ctx.version("trl")
         yield hit(
             "use_vllm is on but vLLM is not installed"
@@ -151,8 +151,8 @@ def requirements(ctx: Context) -> Iterator[Hit]:
             spec = str(req.specifier)
             kind, entry = weight(ctx.kb, src, pkg.version, target)
             if installed is None:
-                if target in ctx.facts.packages:
-                    continue
+                if target in ctx.facts.packages or ctx.facts.unknown(target):
+                    continue  # unparseable (PKG005), or not named with --assume: unknown
                 found = _missing(ctx, who, pkg, target, spec, line, kind, entry, curated)
                 if found is not None:
                     yield found
@@ -229,7 +229,9 @@ def known_bad(ctx: Context) -> Iterator[Hit]:
 
 @rule("PKG008", needs=("plan",))
 def trl_missing(ctx: Context) -> Iterator[Hit]:
-    if ctx.version("trl") is None and (ctx.config or ctx.plan.trainer):
-        yield hit("TRL is not installed here, so GRPOTrainer cannot start "
-                  "(and version-dependent rules assume the newest TRL)",
-                  fix="pip install trl")
+    if ctx.version("trl") is None and not ctx.facts.unknown("trl") and (
+            ctx.config or ctx.plan.trainer):
+        assumed = (f" (the TRL-dependent rules and TRL's defaults in the memory plan assume "
+                   f"TRL {ctx.trl.version}: {ctx.trl.why})" if ctx.trl.assumed else "")
+        yield hit(f"TRL is not installed here, so GRPOTrainer cannot start{assumed}",
+                  fix="pip install trl", assumed_trl=ctx.trl.version)

@@ -28,9 +28,12 @@ def stack_not_installed(ctx: Context) -> Iterator[Hit]:
         return
     where = ("the Python environment envdoctor runs in" if ctx.facts.live
              else f"the snapshot {ctx.facts.source}")
+    trl = ctx.trl
+    judged = (f"the TRL-dependent config rules and memory plan assume TRL {trl.version}, "
+              f"{trl.why.split('; ')[-1]}" if trl.assumed else
+              "the version-dependent config rules judged against no release")
     yield hit(f"no training stack to check here: {where} has none of trl, transformers, torch "
-              "or vllm, so nothing of the GRPO run's packages was checked (and the "
-              "version-dependent config rules judged against no installed release)",
+              f"or vllm, so nothing of the GRPO run's packages was checked ({judged})",
               fix="run envdoctor inside the training environment (`<venv>/bin/python -m "
                   "envdoctor check …`), or check a snapshot taken there (`envdoctor collect -o "
                   "facts.json` there, then `envdoctor check --facts facts.json …`), or name the "

@@ -1,7 +1,10 @@
 """Differences between nodes that break (or slow) training: the cluster check and ``envdoctor diff``.
 
 Plain data in, ``Finding`` out; no torch. The reference value of each difference is the one most
-nodes have (ties: the first node's), so the fix names the nodes to change.
+nodes have (ties: the first node's), so the fix names the nodes to change. A fix moves nodes
+toward a working training node, never away from one: a package of the training stack missing on
+some nodes is installed there (its reference is the most common installed version, never "not
+installed"), and a torch CUDA build is never replaced by a CPU one.
 """
 
 from __future__ import annotations
@@ -130,10 +133,9 @@ def packages(nodes: list[NodeView]) -> list[Finding]:
         if not is_stack(name):
             others.append((name, spread))
             continue
-        ref = _reference(spread)
+        ref = _reference({v: ls for v, ls in spread.items() if v != MISSING})
         where = ", ".join(_others(spread, ref))
-        fix = (f"pip uninstall -y {name} on {where}" if ref == MISSING
-               else f"pip install '{name}=={ref}' on {where}")
+        fix = f"pip install '{name}=={ref}' on {where}"  # never uninstall the training stack
         out.append(_finding("CLU001", Severity.ERROR, name, spread,
                             f"install the same version on every node: {fix}", package=name))
     if others:
@@ -155,7 +157,8 @@ def cuda(nodes: list[NodeView]) -> list[Finding]:
     out = []
     rt = _spread(nodes, torch_cuda)
     if len(rt) > 1:
-        ref = _reference(rt)
+        built = {v: ls for v, ls in rt.items() if re.fullmatch(r"\d+\.\d+", v)}
+        ref = _reference(built or rt)  # a CUDA build, never a CPU one, is what nodes move to
         tag = "cu" + ref.replace(".", "") if re.fullmatch(r"\d+\.\d", ref) else ref
         out.append(_finding(
             "CLU002", Severity.ERROR, "torch's CUDA runtime", rt,

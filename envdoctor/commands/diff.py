@@ -70,8 +70,10 @@ def diff(snapshot_a, snapshot_b, fmt, output, verbose, strict) -> None:
     summary = (f"{breaking} breaking difference{'s' * (breaking != 1)}" if breaking
                else "nothing that breaks training")
     area = Area(key="cluster", title="Differences", summary=summary, findings=found, ran=list(RULES))
+    from envdoctor.doctor import repo_relative
+
     report = Report(areas=[area], subject=f"comparing {snapshot_a} (A) with {snapshot_b} (B)",
-                    version=__version__)
+                    version=__version__, artifact=repo_relative(snapshot_a))
     report.extra["tables"] = [_side_by_side(a, b)]
     emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()),
          output)

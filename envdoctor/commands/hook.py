@@ -194,6 +194,8 @@ def check_target(target: Target, facts: Any, launch: str | None,
     if not (target.grpo or target.accelerate):
         report.areas = [a for a in report.areas if a.key == "packages"]
     report.subject = f"pre-commit: {target.label}"
+    declared = (facts.extra.get("declared") or {}).get("files") or [] if facts else []
+    report.artifact = target.grpo or target.accelerate or next(iter(declared), "")
     return report
 
 

@@ -51,7 +51,8 @@ def facts_option(help: str):  # noqa: A002 - click's own keyword
 assume_option = click.option(
     "--assume", multiple=True, metavar="NAME==VERSION",
     help="Judge as if this version were installed (repeatable), e.g. trl==1.16.0 when the "
-         "training environment is not this one.")
+         "training environment is not this one; packages not named and not installed here "
+         "are then unknown, not missing.")
 
 #: Config files are given with options; a bare word ending like one is a mistyped option.
 _CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
@@ -88,6 +89,7 @@ def apply_assume(facts: object, assume: tuple[str, ...] | list[str]) -> None:
         if len(version) > 64 or versions.parse(version) is None:
             raise InputError("--assume", f"{version!r} is not a version (e.g. 1.16.0)")
         facts.packages[normalize_name(name)] = Package(version=version)  # type: ignore[attr-defined]
+        facts.extra.setdefault("assumed", []).append(normalize_name(name))  # type: ignore[attr-defined]
 
 
 def emit(text: str, output: str | None) -> None:

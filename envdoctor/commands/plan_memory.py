@@ -12,6 +12,8 @@ import click
 from envdoctor.commands.options import (
     LaunchCommand,
     accelerate_config_option,
+    apply_assume,
+    assume_option,
     config_option,
     emit,
     facts_option,
@@ -59,9 +61,10 @@ def gpu_memory_bytes(text: str | None) -> int | None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
 @output_option
+@assume_option
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
 def plan_memory(config, accelerate_config, facts_file, launch, model, model_params, gpu_memory,
-                fmt, output, launch_argv) -> None:
+                fmt, output, assume, launch_argv) -> None:
     """Plan the GPU memory of a GRPO run, per GPU, before anything is loaded.
 
     \b
@@ -78,6 +81,7 @@ def plan_memory(config, accelerate_config, facts_file, launch, model, model_para
 
     capacity = gpu_memory_bytes(gpu_memory)
     facts = load(facts_file) if facts_file else collect_facts()
+    apply_assume(facts, assume)
     plan = build_plan(config=config, accelerate_config=accelerate_config,
                       launch="\n".join(launch) or None, launch_argv=launch_argv,
                       live=facts.live)

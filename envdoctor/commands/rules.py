@@ -36,6 +36,8 @@ def explain(rule_id: str) -> None:
     click.echo(f"{doc.title}\n")
     click.echo(f"Why: {doc.why}\n")
     click.echo(f"Fix: {doc.fix}\n")
+    from envdoctor.resources import repo_url
+
     click.echo("References:")
-    for ref in doc.references:
-        click.echo(f"  - {ref}")
+    for ref in doc.references:  # repository paths as URLs: a wheel has no docs/ folder
+        click.echo(f"  - {repo_url(ref)}")

@@ -120,6 +120,10 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
                 summary=_summary(name, result, found, facts_file))
     report = build_report(ctx, Outcome(), extra_areas=[area], subject=f"triage of {name}")
     report.areas = [area]  # the static checks' areas did not run: `envdoctor check` runs them
+    if logfile != "-":
+        from envdoctor.doctor import repo_relative
+
+        report.artifact = repo_relative(logfile)  # the file the findings come from
     report.upgrade_plan = []
     emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()),
          output)

@@ -92,6 +92,12 @@ class Facts:
         pkg = self.packages.get(normalize_name(name))
         return pkg.version if pkg else None
 
+    def unknown(self, name: str) -> bool:
+        """True when ``name`` is absent but that says nothing: versions were named with
+        ``--assume`` (the training environment is elsewhere), so a package not named is
+        unknown, not missing."""
+        return bool(self.extra.get("assumed")) and normalize_name(name) not in self.packages
+
     def gpu(self, index: int) -> Gpu | None:
         for g in self.gpus:
             if g.index == index:

@@ -143,9 +143,13 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
     lay = ctx.layout  # without GPU facts: the ranks' count still comes from the launch
     world, node, mode = lay.world_size, lay.num_processes, lay.generation_mode
     trainer = ctx.plan.trainer
-    k = knobs_from_config(ctx.config, ctx.facts.version("trl"), shape.dtype, ctx.plan.accelerate,
+    trl = ctx.trl
+    k = knobs_from_config(ctx.config, trl.version, shape.dtype, ctx.plan.accelerate,
                           trainer.options if trainer else {}, world=world, node_ranks=node,
                           vllm_mode=mode, torch=ctx.facts.version("torch"))
+    if trl.assumed:
+        k.assumed.insert(0, f"TRL {trl.version} and its defaults ({trl.why}; "
+                            f"--assume trl==VERSION plans for another)")
     if k.use_vllm and mode == "colocate":
         k = k.replace(vllm_caps_process=fraction_caps_process(ctx))
     plan = MemoryPlan(model=shape, knobs=k)

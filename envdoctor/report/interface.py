@@ -23,13 +23,14 @@ class Area:
 
     @property
     def status(self) -> str:
-        """``error``, ``warning``, ``ok`` or ``skipped`` (nothing ran)."""
+        """``error``, ``warning``, ``ok`` or ``skipped``: nothing ran, or the note says why the
+        area was not checked (an info finding such as "no GPU seen" is no tick)."""
         sev = {f.severity for f in self.findings}
         if Severity.ERROR in sev:
             return "error"
         if Severity.WARNING in sev:
             return "warning"
-        if not self.findings and (self.note or not self.ran):
+        if self.note or not (self.findings or self.ran):
             return "skipped"
         return "ok"
 
@@ -43,6 +44,9 @@ class Report:
     layout_summary: str = ""
     upgrade_plan: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: where a finding without a file of its own is located (SARIF): the GRPO config, else the
+    #: accelerate config, the snapshot, the launched script or the log read; "" for none
+    artifact: str = ""
     #: values known to be secret (the plan's), masked by every renderer; never rendered
     secrets: set[str] = field(default_factory=set, repr=False)
 

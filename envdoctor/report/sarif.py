@@ -1,5 +1,6 @@
 """SARIF 2.1.0 (code-scanning dashboards): one run, a rule per rule id that produced a finding,
-a result per finding, located at ``evidence["file"]`` / ``evidence["line"]`` when it has them."""
+a result per finding, located at ``evidence["file"]`` / ``evidence["line"]`` when it has them,
+else at the report's artifact (``Report.artifact``), else at the repository root."""
 
 from __future__ import annotations
 
@@ -32,22 +33,29 @@ def _rule(rule_id: str) -> dict[str, Any]:
     return out
 
 
-def _location(f: Finding) -> list[dict[str, Any]]:
+#: The last resort of a result's location: the repository root (GitHub's upload refuses a
+#: result without one; a report with nothing checked from a file has no better place).
+ROOT_ARTIFACT = "."
+
+
+def _location(f: Finding, artifact: str = "") -> list[dict[str, Any]]:
+    """Every result is located: the finding's file and line, else the report's artifact (the
+    checked config, snapshot, script or log), else the repository root."""
     path = f.evidence.get("file")
+    line = f.evidence.get("line")
     if not isinstance(path, str) or not path:
-        return []
+        path, line = artifact or ROOT_ARTIFACT, None
     physical: dict[str, Any] = {"artifactLocation": {"uri": path.replace("\\", "/"),
                                                      "uriBaseId": "%SRCROOT%"}}
-    line = f.evidence.get("line")
     if isinstance(line, int) and line >= 1:
         physical["region"] = {"startLine": line}
     return [{"physicalLocation": physical}]
 
 
-def _result(f: Finding, index: int, subject: str) -> dict[str, Any]:
+def _result(f: Finding, index: int, subject: str, artifact: str = "") -> dict[str, Any]:
     text = f.message + (f" → fix: {f.fix}" if f.fix else "")
     out: dict[str, Any] = {"ruleId": f.rule, "ruleIndex": index, "level": LEVEL[f.severity],
-                           "message": {"text": text}, "locations": _location(f)}
+                           "message": {"text": text}, "locations": _location(f, artifact)}
     out["properties"] = {"subject": subject}
     return out
 
@@ -65,7 +73,7 @@ def render_many(reports: list[Report], verbose: bool = False) -> str:
             if f.rule not in index:
                 index[f.rule] = len(rules)
                 rules.append(_rule(f.rule))
-            results.append(_result(f, index[f.rule], report.subject))
+            results.append(_result(f, index[f.rule], report.subject, report.artifact))
     version = next((r.version for r in reports if r.version), "")
     driver: dict[str, Any] = {"name": "envdoctor", "rules": rules}
     if version:

@@ -58,6 +58,8 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
                 "launch": "python train.py"},
                {"snap": {"model": V100, "n_gpus": 1}, "config": {"bf16": False, "fp16": True},
                 "launch": "python train.py"}),
+    "GPU008": ({"snap": {"packages": {**MODERN, "torch": "2.13.0+cpu"}}},
+               {"snap": {"packages": {**MODERN, "torch": "2.13.0"}}}),
     "GPU005": ({"snap": {"gpus": [
                     {"index": 0, "name": "NVIDIA A100", "compute_capability": "8.0"},
                     {"index": 1, "name": "NVIDIA H100", "compute_capability": "9.0"}]},

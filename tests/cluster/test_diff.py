@@ -86,3 +86,29 @@ def test_distributed_outside_a_job_is_an_input_error():
     assert "torchrun --nproc_per_node" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("check", "--distributed", "--probe")
     assert proc.returncode == 2 and "cannot be combined with --probe" in proc.stderr
+
+
+def test_a_laptop_against_a_gpu_node_never_strips_the_training_node(write_json):
+    """Issue #27 item 8: the laptop lacks the training stack; the fixes install it on the laptop
+    (the side that lacks it), never `pip uninstall -y torch` on the GPU node."""
+    laptop = snapshot(0, packages={"numpy": "2.0.0"})
+    laptop["hostname"] = "laptop"
+    a = write_json(laptop, "laptop.json")
+    b = write_json(node("gpu-a", model=A100_40, packages={**MODERN, "numpy": "2.0.0"}), "gpu.json")
+    for first, second in ((a, b), (b, a)):
+        proc = run_cli("diff", str(first), str(second), "--format", "json")
+        found = json.loads(proc.stdout)["findings"]
+        fixes = " ".join(f["fix"] for f in found)
+        assert "uninstall" not in fixes
+        for name in ("torch", "trl", "vllm", "transformers", "accelerate"):
+            (f,) = [f for f in found if f["evidence"].get("package") == name]
+            assert "(laptop)" in f["fix"].split(" on ", 1)[1] and "gpu-a" not in f["fix"]
+            assert f"pip install '{name}==" in f["fix"]
+
+
+def test_a_cpu_torch_is_moved_to_the_cuda_build_not_the_reverse(write_json):
+    cpu = write_json(node("gpu-a", packages={**MODERN, "torch": "2.13.0+cpu"}), "a.json")
+    cuda = write_json(node("gpu-b"), "b.json")
+    proc = run_cli("diff", str(cpu), str(cuda), "--format", "json")
+    (f,) = [f for f in json.loads(proc.stdout)["findings"] if f["rule"] == "CLU002"]
+    assert "(+cu128) on A (gpu-a)" in f["fix"] and "whl/cu128" in f["fix"]

@@ -31,7 +31,8 @@ def assert_sarif(log: dict) -> None:
             assert isinstance(result["message"]["text"], str) and result["message"]["text"]
             assert result["level"] in LEVELS
             assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
-            for loc in result.get("locations", []):
+            assert result["locations"], result  # GitHub refuses a result without one
+            for loc in result["locations"]:
                 phys = loc["physicalLocation"]
                 assert phys["artifactLocation"]["uri"] and "\\" not in phys["artifactLocation"]["uri"]
                 if "region" in phys:
@@ -115,3 +116,50 @@ def test_hook_sarif_masks_the_reports_known_secrets():
     for fmt in ("sarif", "json", "junit"):
         out = _render_all([("grpo.yaml", report)], fmt, verbose=True, color=False)
         assert secret not in out and "key set to ****" in out, fmt
+
+
+def _locations(log: dict) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r in log["runs"][0]["results"]:
+        assert r["locations"], r  # GitHub's upload refuses the whole file for one without
+        out.setdefault(r["ruleId"], []).append(
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"])
+    return out
+
+
+def test_check_locates_every_result_at_the_config_file():
+    """Issue #27 item 7: LAY003 has no file and line of its own; it is located at grpo.yaml."""
+    seed = ROOT / "examples/seed-000"
+    out = run_cli("check", "--facts", "facts.json", "--config", "grpo.yaml", "--format", "sarif",
+                  "--", "python", "train.py", cwd=seed)
+    log = json.loads(out.stdout)
+    assert_sarif(log)
+    assert _locations(log)["LAY003"] == ["grpo.yaml"]
+
+
+def test_without_a_config_the_snapshot_then_the_script_then_the_root(tmp_path):
+    import shutil
+
+    shutil.copy(ROOT / "examples/seed-000/facts.json", tmp_path / "facts.json")
+    out = run_cli("check", "--facts", "facts.json", "--format", "sarif", "--", "python",
+                  "train.py", cwd=tmp_path)
+    log = json.loads(out.stdout)
+    assert_sarif(log)
+    assert _locations(log)["LAY003"] == ["facts.json"]
+
+    from envdoctor.findings import Finding, Severity
+    from envdoctor.report.interface import Area, Report
+    from envdoctor.report.sarif import render_many
+
+    bare = Finding(rule="GPU001", severity=Severity.WARNING, message="no GPU", fix="")
+    for artifact, uri in (("train.py", "train.py"), ("", ".")):
+        report = Report(areas=[Area(key="gpus", title="GPUs", findings=[bare])], artifact=artifact)
+        assert _locations(json.loads(render_many([report])))["GPU001"] == [uri]
+
+
+def test_hook_stack_only_findings_are_located_at_the_declaration_file(tmp_path):
+    repo = committed_repo(tmp_path, {"requirements.txt": "numpy==2.0.0\n"})
+    out = run_cli("hook", "requirements.txt", "--format", "sarif", "-v", cwd=repo)
+    log = json.loads(out.stdout)
+    assert_sarif(log)
+    assert all(uris == ["requirements.txt"] * len(uris) for uris in _locations(log).values())

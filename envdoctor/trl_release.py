@@ -1,0 +1,78 @@
+"""The one place that decides which TRL release TRL-dependent judgements use.
+
+The memory plan (TRL's defaults: gradient checkpointing, fused log-probs, beta, lengths) and
+the version-dependent rules (GRPOConfig keys, the bf16 default, the batch rule) all read
+``trl_release(facts, kb)``:
+
+- TRL installed (or a snapshot's, or ``--assume trl==X``, or a pin the repository declares):
+  that release;
+- a declared range: no one release (the DCL rules judge each release the range spans);
+- nothing: the newest release the knowledge covers (``pip install trl`` installs the newest
+  release; the knowledge covers it up to the last release read), marked as assumed so the
+  report says so.
+
+Findings that only the assumed release makes errors are warnings (``Context.on_trl``). The GPU
+layout is the one exception: without TRL it reads the generation mode from the config's own
+keys (``vllm_device`` → TRL 0.14–0.15's in-process vLLM), the config's evidence of the release it
+was written for; with the newest release's defaults (colocate) otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from envdoctor import versions
+
+
+@dataclass(frozen=True)
+class TrlRelease:
+    """A TRL release and how it was found: ``installed`` (facts, snapshot, ``--assume``, a
+    declared pin) or ``assumed`` (nothing installed or declared: see ``why``)."""
+
+    version: str | None
+    how: str = "installed"  # installed | assumed | unknown (a declared range)
+    why: str = ""
+
+    @property
+    def assumed(self) -> bool:
+        return self.how == "assumed"
+
+    def label(self) -> str:
+        """``1.16.0`` or ``1.16.0 (assumed: …)`` for messages."""
+        if self.version is None:
+            return "?"
+        return f"{self.version} (assumed: {self.why})" if self.assumed else self.version
+
+
+def newest_known(kb: Any) -> str | None:
+    """The newest TRL release the knowledge covers: the first release of its newest line
+    (``rules/knowledge/trl.yaml`` trl_lines)."""
+    from packaging.version import Version
+
+    return max(_line_starts(kb), key=Version, default=None)  # every start parses
+
+
+def _line_starts(kb: Any) -> list[str]:
+    out = []
+    for line in kb.trl.get("trl_lines") or []:
+        s = versions.spec(str(line.get("trl", "")))
+        low = next((i.version for i in s or () if i.operator == ">="), None) if s else None
+        if low and versions.parse(low) is not None:
+            out.append(low)
+    return out
+
+
+def trl_release(facts: Any, kb: Any) -> TrlRelease:
+    """The TRL release judgements use for ``facts`` (see the module docstring)."""
+    installed = facts.version("trl")
+    if installed:
+        return TrlRelease(installed)
+    declared = ((facts.extra.get("declared") or {}).get("stack") or {}).get("trl")
+    if declared is not None:  # a range (a pin is a package): the DCL rules judge its releases
+        return TrlRelease(None, "unknown", "declared as a range")
+    newest = newest_known(kb)
+    if newest is None:
+        return TrlRelease(None)
+    return TrlRelease(newest, "assumed", "no TRL installed or declared; the newest release "
+                                         "envdoctor knows")
