@@ -52,6 +52,9 @@ def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) ->
         click.echo("\r\033[K", nl=False, err=True)
     area = Area(key="probe", title="Probe", ran=["probe"])
     area.findings = list(result.findings)
+    if result.status == "not run":  # a line over several nodes: nothing was launched (PRB019)
+        area.summary = f"not run: the launch line spans several nodes ({spec.multi_node})"
+        return area
     ranks = result.ranks
     where = ", ".join(f"rank {r}→{d.get('device', '?')}" for r, d in sorted(ranks.items()))
     steps = [d.get("step_s") for d in ranks.values() if d.get("step_s") is not None]

@@ -7,10 +7,11 @@ import shutil
 import sys
 from typing import Any
 
-from envdoctor.checks.net import loopback
+from envdoctor.net_policy import LOOPBACK_ONLY
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.values import as_bool
 from envdoctor.plan.visible_devices import resolve_visible
+from envdoctor.probe.rendezvous import remote_rendezvous
 from envdoctor.probe.runner import ProbeSpec
 from envdoctor.probe.server import MAX_MODEL_LEN
 
@@ -102,9 +103,20 @@ def _vllm_part(ctx: Any) -> dict[str, Any]:
                                             env.get("CUDA_DEVICE_ORDER")).gpus
     srv = lay.server
     host = str(srv.host) if srv else str(cfg.get("vllm_server_host", "0.0.0.0"))
-    if srv is not None and loopback(host) is not None:
-        out["user_server"] = (loopback(host), int(srv.port))
+    address = LOOPBACK_ONLY.target(host).address  # the probe reads a server on loopback only
+    if srv is not None and address is not None:
+        out["user_server"] = (address, int(srv.port))
     return out
+
+
+def multi_node(ctx: Any) -> str | None:
+    """What the rendezvous of a launch line over several nodes would dial (None: one node)."""
+    lay, trainer = ctx.layout, ctx.plan.trainer
+    nodes = max(lay.num_machines, (trainer.nodes or 1) if trainer else 1)
+    if nodes <= 1:
+        return None
+    env = {**ctx.facts.env, **(trainer.env if trainer else {})}
+    return f"{remote_rendezvous(trainer, ctx.plan.accelerate, env)} for {nodes} nodes"
 
 
 def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> ProbeSpec:
@@ -117,7 +129,7 @@ def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> Pro
     env = dict(trainer.env) if trainer else {}
     gen = [] if lay.generation_mode == "colocate" else list(lay.generation)
     shape, _ = batch_shape(ctx.config)
-    return ProbeSpec(**_vllm_part(ctx),
+    return ProbeSpec(**_vllm_part(ctx), multi_node=multi_node(ctx),
         launcher=launcher_argv(trainer), env=env,
         rank_gpus={r.rank: r.gpu for r in lay.ranks} if ctx.facts.gpus else {},
         generation_gpus=gen, gpu_uuids={g.index: g.uuid for g in ctx.facts.gpus},

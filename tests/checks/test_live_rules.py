@@ -69,7 +69,7 @@ def test_server_unreachable_fires():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     found = _server_findings(port)
-    assert "LAY008" in found and f"127.0.0.1:{port}/health/" in found["LAY008"].message
+    assert "LAY008" in found and f"127.0.0.1:{port}/health" in found["LAY008"].message
     assert "trl vllm-serve" in found["LAY008"].fix
 
 
