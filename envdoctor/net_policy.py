@@ -203,14 +203,14 @@ def server_origin(base: str, port: int) -> Server:
     a path, query, fragment or user info is not contacted (envdoctor asks its own paths)."""
     text = str(base).strip()
     if "://" not in text:
-        return Server("http", norm_host(text), int(port))
+        return Server("http", _shown(norm_host(text)), int(port))
     try:
         parts = urlsplit(text)
         url_port = parts.port
     except ValueError:
         return Server("http", "", int(port), "its base URL does not parse")
     scheme = parts.scheme.lower()
-    host = norm_host(parts.hostname or "")
+    host = _shown(norm_host(parts.hostname or ""))
     default = 443 if scheme == "https" else 80
     srv = Server(scheme if scheme in ("http", "https") else "http", host,
                  url_port if url_port is not None else default)
@@ -225,6 +225,11 @@ def server_origin(base: str, port: int) -> Server:
         return Server(srv.scheme, host, srv.port, f"its base URL carries {' and '.join(extra)}: "
                       "envdoctor asks only its own paths at a server's root")
     return srv
+
+
+def _shown(host: str) -> str:
+    """A wildcard or empty host as the loopback address it is reached at (for messages)."""
+    return {"": LOOPBACK, "0.0.0.0": LOOPBACK, "::": "::1"}.get(host, host)
 
 
 def http_get(server: Server, path: str, policy: Policy = LOOPBACK_ONLY,
