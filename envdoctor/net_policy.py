@@ -279,8 +279,8 @@ def _read(sock: socket.socket, url: str, deadline: float, deadline_s: float,
     head: tuple[int, dict[str, str]] | None = None
     body_at = 0
     while True:
-        if head is not None and _complete(head[1], buf[body_at:]):
-            break
+        if head is not None and (head[0] != 200 or _complete(head[1], buf[body_at:])):
+            break  # only a 200's body is ever parsed: any other answer ends at its head
         if len(buf) >= max_bytes:
             status = head[0] if head else None
             return Answer(url, status, "too large",

@@ -174,3 +174,15 @@ def test_healthy_servers_of_both_kinds_are_quiet(attempts):
                                trl=trl, rules=("LAY008", "LAY013"))
         assert found == {} and len(requests) == 1
     assert not attempts.non_loopback()
+
+
+def test_a_redirect_that_keeps_the_connection_open_is_read_to_its_head_only(attempts):
+    def open_redirect(conn, _request, stop):
+        conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\n\r\n")
+        stop.wait(30)  # no length, no close: the status line and headers are all it needs
+
+    with tcp_server(open_redirect) as (port, _requests):
+        found = live_check({"vllm_server_host": "127.0.0.1", "vllm_server_port": port},
+                           rules=("LAY008",))
+    assert "HTTP 302" in found["LAY008"].message and "timed out" not in found["LAY008"].message
+    assert not attempts.non_loopback()
