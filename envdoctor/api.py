@@ -237,9 +237,13 @@ def probe_area(ctx: Any, timeout_s: float = 180.0) -> Area:
 def preflight_report(config: Any = None, launch: str | list[str] | None = None,
                      probe: bool = False, facts: Facts | str | os.PathLike | Mapping | None = None,
                      select: list[str] | None = None, ignore: list[str] | None = None,
-                     network: bool = True, probe_timeout: float = 180.0):
+                     network: bool = True, probe_timeout: float = 180.0,
+                     allow_hosts: list[str] | tuple[str, ...] | None = None):
     """``(context, report)`` of a preflight, never raising on findings (see ``preflight``)."""
     from envdoctor.doctor import check
+    from envdoctor.net_policy import allowed_hosts
+
+    allow = allowed_hosts(allow_hosts, "preflight(allow_hosts=…)")
 
     snap = _facts(facts)
     if launch is None:
@@ -247,7 +251,8 @@ def preflight_report(config: Any = None, launch: str | list[str] | None = None,
     plan, note = _plan(config, launch, snap)
     if note:  # not a GRPO run: whether TRL is installed is no concern of it
         ignore = [*(ignore or []), "PKG008"]
-    ctx, report = check(snap, plan, select=select, ignore=ignore, network=network)
+    ctx, report = check(snap, plan, select=select, ignore=ignore, network=network,
+                        allow_hosts=allow)
     areas = {a.key: a for a in report.areas}
     if note:
         areas["config"].note = note
@@ -274,7 +279,8 @@ def _require_strings(name: str, value: Any) -> None:
 def preflight(config: Any = None, launch: str | list[str] | None = None, probe: bool = False,
               strict: bool = False, facts: Facts | str | os.PathLike | Mapping | None = None,
               select: list[str] | None = None, ignore: list[str] | None = None,
-              network: bool = True, probe_timeout: float = 180.0) -> Report:
+              network: bool = True, probe_timeout: float = 180.0,
+              allow_hosts: list[str] | tuple[str, ...] | None = None) -> Report:
     """Check this machine for the run ``config`` describes; raise ``PreflightError`` on errors.
 
     ``config``: a ``GRPOConfig`` / ``TrainingArguments`` object, a dict of GRPOConfig keys, or a
@@ -282,7 +288,8 @@ def preflight(config: Any = None, launch: str | list[str] | None = None, probe: 
     --num_processes 3 train.py"`` (default: this process as it runs: a torchrun/accelerate rank
     read from the launcher's variables, else one plain python process). ``facts``: a snapshot
     (path, dict or ``Facts``) instead of this machine. ``probe``: also run the tiny real GRPO
-    step. ``strict``: warnings raise too.
+    step. ``strict``: warnings raise too. ``network``: False contacts nothing; otherwise only
+    loopback is contacted (a vLLM server's /health, a port), plus the hosts in ``allow_hosts``.
     Returns the ``Report`` when nothing blocks the run.
     """
     try:
@@ -290,7 +297,7 @@ def preflight(config: Any = None, launch: str | list[str] | None = None, probe: 
             _require_strings(name, value)
         _, report = preflight_report(config=config, launch=launch, probe=probe, facts=facts,
                                      select=select, ignore=ignore, network=network,
-                                     probe_timeout=probe_timeout)
+                                     probe_timeout=probe_timeout, allow_hosts=allow_hosts)
     except InputError as exc:  # bad input is a PreflightError too: one exception to catch
         raise PreflightInputError(exc) from None
     if report.exit_code(strict=strict):

@@ -178,7 +178,8 @@ def repo_relative(path: str) -> str:
 
 
 def check(facts: Facts, plan: Plan, select: list[str] | None = None,
-          ignore: list[str] | None = None, network: bool = True) -> tuple[Context, Report]:
-    ctx = Context(facts=facts, plan=plan, network=network)
+          ignore: list[str] | None = None, network: bool = True,
+          allow_hosts: tuple[str, ...] = ()) -> tuple[Context, Report]:
+    ctx = Context(facts=facts, plan=plan, network=network, allow_hosts=tuple(allow_hosts))
     outcome = run_rules(ctx, select=select, ignore=ignore)
     return ctx, build_report(ctx, outcome)

@@ -24,6 +24,7 @@ class Context:
     plan: Plan = field(default_factory=Plan)
     kb: Knowledge = field(default_factory=knowledge)
     network: bool = True  # loopback health checks of a vLLM server (live runs only)
+    allow_hosts: tuple[str, ...] = ()  # hosts besides loopback the user lets it contact
     options: dict[str, Any] = field(default_factory=dict)
 
     @cached_property

@@ -12,6 +12,9 @@ from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.plan.interface import GpuLayout, Launch
 
+#: vLLM's /server_info (its whole config as JSON) may be read up to this size; other answers 64 KiB
+SERVER_INFO_BYTES = 1 << 20
+
 
 def with_option(launch: Launch | None, name: str, value: str) -> str:
     """The launch line with ``--name value`` set (replaced or added after the launcher)."""
@@ -214,14 +217,36 @@ def server_unreachable(ctx: Context) -> Iterator[Hit]:
         return
     srv = lay.server
     status = server_health(ctx)
-    if status is None or status.ok:
-        return
+    if status is None or status.ok or not status.contacted:
+        return  # not contacted: LAY013 says so (never an error from not asking)
     start = "trl vllm-serve --model <your model>"
     if srv and srv.source == "launch" and ctx.plan.server:
         start = ctx.plan.server.raw
     yield hit(f"no TRL vLLM server answers at {status.url}: {status.detail}", fix=f"start it "
               f"first, on GPUs the trainer does not use: {start}", url=status.url,
               severity="warning" if srv and srv.source == "launch" else None)
+
+
+@rule("LAY013", needs=("live", "vllm"))
+def server_not_contacted(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.checks.net import server_address, server_health
+
+    lay = ctx.layout
+    if lay.generation_mode != "server" or not ctx.network:
+        return
+    status = server_health(ctx)
+    if status is None or status.contacted:
+        return
+    key = "vllm_server_base_url" if ctx.config.get("vllm_server_base_url") else "vllm_server_host"
+    if status.host and "base URL" not in status.detail:
+        fix = (f"to check it from here: envdoctor check --allow-host {status.host} … (preflight("
+               f"allow_hosts=[{status.host!r}])); or run envdoctor on that machine")
+    else:
+        fix = (f"give {key} as http://HOST:PORT, or check the server by hand "
+               f"(GET /health on port {server_address(ctx)[1]})")
+    yield hit(f"the vLLM server at {status.url} ({key}) was not contacted: {status.detail}; "
+              "envdoctor contacts loopback only unless a host is allowed", fix=fix,
+              url=status.url, host=status.host)
 
 
 @rule("LAY009", needs=("live", "vllm"))
@@ -314,7 +339,7 @@ def _no_weight_transfer(body: bytes) -> bool:
 
 @rule("LAY012", needs=("vllm",))
 def server_kind(ctx: Context) -> Iterator[Hit]:
-    from envdoctor.checks.net import get_status, server_address, server_health
+    from envdoctor.checks.net import get_status, policy, server_address, server_health
 
     lay = ctx.layout
     need = client_needs(ctx) if lay.generation_mode == "server" else None
@@ -351,7 +376,7 @@ def server_kind(ctx: Context) -> Iterator[Hit]:
     path = need["probe"]
     if versions.below(trl, "0.17.0") and need.get("probe_0_16"):
         path = need["probe_0_16"]
-    status, _ = get_status(*server_address(ctx), path)
+    status, _ = get_status(*server_address(ctx), path, policy(ctx))
     if status == 404:
         yield hit(f"the server at {health.url} answers its health check but has no GET {path} "
                   f"(HTTP 404): it is not the server TRL {trl}'s client needs — {need['why']}",
@@ -362,7 +387,8 @@ def server_kind(ctx: Context) -> Iterator[Hit]:
                   trl=trl, probe=path, status=status)
         return
     if need["server"] != "trl-vllm-serve" and status == 200:
-        code, body = get_status(*server_address(ctx), "/server_info?config_format=json")
+        code, body = get_status(*server_address(ctx), "/server_info?config_format=json",
+                                policy(ctx), max_bytes=SERVER_INFO_BYTES)
         if code == 200 and _no_weight_transfer(body):
             yield hit(f"the server at {health.url} has no weight-transfer engine "
                       "(/server_info: weight_transfer_config is null): TRL's client refuses at "

@@ -1,88 +1,95 @@
-"""The only network envdoctor touches: a vLLM server's health endpoint and a local port."""
+"""The live rules' network: a vLLM server's health and endpoints, and a local port, all through
+``envdoctor.net_policy`` (loopback only unless allowed; no redirect followed; no body quoted;
+one deadline per request)."""
 
 from __future__ import annotations
 
 import json
-import socket
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
-TIMEOUT_S = 1.5
+from envdoctor import versions
+from envdoctor.net_policy import (
+    DEADLINE_S,
+    LOOPBACK,
+    LOOPBACK_ONLY,
+    MAX_BYTES,
+    Answer,
+    Policy,
+    describe_body,
+    http_get,
+    port_open,
+    server_origin,
+)
+
+__all__ = ["LOOPBACK", "Health", "get_status", "policy", "port_in_use", "probe_health",
+           "server_address", "server_health"]
 
 
 @dataclass
 class Health:
+    """A server's /health: ``ok``; ``contacted`` False when the policy kept envdoctor from it
+    (``detail`` says why); ``url`` scheme://host:port/path as named."""
+
     url: str
     ok: bool
     detail: str
+    contacted: bool = True
+    host: str = ""
 
 
-LOOPBACK = "127.0.0.1"
-
-
-def loopback(host: str) -> str | None:
-    """The loopback address that reaches a server bound to ``host`` on this machine, or None when
-    ``host`` is another machine (envdoctor talks to loopback only)."""
-    if host in ("0.0.0.0", "::", "", "localhost"):
-        return LOOPBACK
-    return host if host == "::1" or host.startswith("127.") else None
-
-
-def _url(host: str, port: int) -> str:
-    if host.startswith(("http://", "https://")):
-        return host.rstrip("/") + "/health/"
-    if host in ("0.0.0.0", "", "::"):
-        host = LOOPBACK
-    return f"http://{host}:{port}/health/"
-
-
-def _get(url: str, timeout: float, limit: int) -> tuple[int | None, bytes, str]:
-    """``(HTTP status, first ``limit`` bytes of the body, why nothing answered)`` of a GET,
-    without proxies; never raises."""
-    import urllib.error
-    import urllib.request  # here, not at import: only a live server check needs it
-
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxies
-    try:
-        with opener.open(url, timeout=timeout) as resp:  # noqa: S310 - http(s) only
-            return int(resp.status), resp.read(limit), ""
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), b"", ""
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        return None, b"", str(getattr(exc, "reason", exc))
-
-
-def probe_health(host: str, port: int, timeout: float = TIMEOUT_S) -> Health:
-    """GET ``/health/`` of a ``trl vllm-serve`` server with a short timeout; never raises."""
-    url = _url(host, port)
-    if urlparse(url).scheme not in ("http", "https"):
-        return Health(url, False, "not an http(s) URL")
-    status, body, failed = _get(url, timeout, 4096)
+def _judge(ans: Answer) -> tuple[bool, str]:
+    """Whether an answer to /health is a healthy TRL / vLLM server, and what it was."""
+    status = ans.status
     if status is None:
-        return Health(url, False, f"connection failed ({failed})")
-    if not 200 <= status < 300:
-        return Health(url, False, f"HTTP {status}: not a TRL vLLM server (no /health/)")
+        return False, ans.detail
+    if 300 <= status < 400:
+        return False, f"HTTP {status}: a redirect (not followed): not a TRL vLLM server"
+    if ans.outcome == "too large":
+        return False, f"HTTP {status}: {ans.detail}: not a TRL vLLM server"
+    if status == 404:
+        return False, "HTTP 404: not a TRL vLLM server (no /health)"
     if status != 200:
-        return Health(url, False, f"HTTP {status}")
+        return False, f"HTTP {status}"
     try:
-        data = json.loads(body or b"{}")
+        data = json.loads(ans.body or b"{}")
     except ValueError:
         data = None
     if isinstance(data, dict) and data.get("status") == "ok":
-        return Health(url, True, "ok")  # TRL's own server (0.16–1.10)
-    if not body.strip():
-        return Health(url, True, "ok")  # vLLM's `vllm serve`, which trl vllm-serve wraps from 1.11
-    return Health(url, False, f"answered HTTP 200 but not like a TRL vLLM server ({body[:80]!r})")
+        return True, "ok"  # TRL's own server (0.16–1.10)
+    if not ans.body.strip():
+        return True, "ok"  # vLLM's `vllm serve`, which trl vllm-serve wraps from 1.11
+    return False, (f"answered HTTP 200 but not like a TRL vLLM server ({describe_body(ans.body)}"
+                   ", not TRL's {\"status\": \"ok\"} nor vLLM's empty body)")
 
 
-def port_in_use(port: int, host: str = LOOPBACK, timeout: float = 0.3) -> bool:
-    """Whether something accepts TCP connections on ``host:port``."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+def probe_health(host: str, port: int, policy: Policy = LOOPBACK_ONLY, path: str = "/health/",
+                 deadline_s: float = DEADLINE_S) -> Health:
+    """GET ``path`` of a TRL / vLLM server (``host`` or a base URL), then the other spelling of
+    /health when the first is a redirect or 404 (TRL's server has /health/, vLLM's /health;
+    the redirect's Location is never read); never raises."""
+    srv = server_origin(host, port)
+    ans = http_get(srv, path, policy, deadline_s)
+    if not ans.contacted:
+        return Health(srv.url(), False, ans.detail, contacted=False, host=srv.host)
+    ok, detail = _judge(ans)
+    if not ok and ans.status is not None and (300 <= ans.status < 400 or ans.status == 404):
+        other = path.rstrip("/") if path.endswith("/") else path + "/"
+        again = http_get(srv, other, policy, deadline_s)
+        ok2, detail2 = _judge(again)
+        if ok2 or again.status is None:
+            return Health(again.url, ok2, detail2, host=srv.host)
+    return Health(ans.url, ok, detail, host=srv.host)
+
+
+def port_in_use(port: int, host: str = LOOPBACK) -> bool:
+    """Whether something accepts TCP connections on ``host:port`` (loopback only)."""
+    return port_open(port, host)
+
+
+def policy(ctx: Any) -> Policy:
+    """The network policy of a check: loopback, and the hosts the user allowed."""
+    return Policy.of(getattr(ctx, "allow_hosts", ()) or ())
 
 
 def server_address(ctx: Any) -> tuple[str, int]:
@@ -97,24 +104,28 @@ def server_address(ctx: Any) -> tuple[str, int]:
     return str(base or host), port
 
 
+def _health_path(ctx: Any) -> str:
+    """The path the installed TRL's client polls: /health from 1.11 (vLLM's), /health/ before."""
+    trl = ctx.version("trl")
+    return "/health" if trl and versions.at_least(trl, "1.11.0") else "/health/"
+
+
 def server_health(ctx: Any) -> Health | None:
-    """The server's health, asked once per check (loopback and live runs only); None when the
-    check may not touch the network."""
+    """The server's health, asked once per check (live runs only, under the policy); None when
+    the check may not touch the network."""
     if not (ctx.facts.live and ctx.network):
         return None
     cached = ctx.__dict__.get("_server_health")
     if cached is None:
-        cached = probe_health(*server_address(ctx))
+        cached = probe_health(*server_address(ctx), policy=policy(ctx), path=_health_path(ctx))
         ctx.__dict__["_server_health"] = cached
     return cached
 
 
-def get_status(base: str, port: int, path: str,
-               timeout: float = TIMEOUT_S) -> tuple[int | None, bytes]:
-    """``(HTTP status, first bytes of the body)`` of ``GET path`` on the server (GET only:
-    nothing is changed there); status None when nothing answers."""
-    url = _url(base, port).rsplit("/health/", 1)[0] + path
-    if urlparse(url).scheme not in ("http", "https"):
-        return None, b""
-    status, body, _ = _get(url, timeout, 1 << 20)
-    return status, body
+def get_status(base: str, port: int, path: str, pol: Policy = LOOPBACK_ONLY,
+               deadline_s: float = DEADLINE_S, max_bytes: int = MAX_BYTES) -> tuple[int | None, bytes]:
+    """``(HTTP status, the body for parsing)`` of ``GET path`` on the server under the policy
+    (GET only: nothing is changed there); status None when nothing answers or it may not be
+    contacted."""
+    ans = http_get(server_origin(base, port), path, pol, deadline_s, max_bytes)
+    return ans.status, ans.body

@@ -166,7 +166,8 @@ def _node(job: JobEnv, options: Any, info: NodeInfo) -> NodeInfo:
     try:  # the node's own check; its facts are compared across nodes even when it fails
         plan = build_plan(config=options.config, accelerate_config=options.accelerate_config,
                           launch=options.launch or this_launch(job), live=True)
-        ctx = Context(facts=facts, plan=plan, network=options.network)
+        ctx = Context(facts=facts, plan=plan, network=options.network,
+                      allow_hosts=tuple(getattr(options, "allow_hosts", ()) or ()))
         outcome = run_rules(ctx, select=options.select, ignore=options.ignore)
         info.check = report_dict(build_report(ctx, outcome, subject=f"node {job.node_rank or 0}"))
     except Exception as exc:

@@ -38,6 +38,7 @@ class ClusterOptions:
     strict: bool = False
     network: bool = True
     color: bool = False
+    allow_hosts: tuple[str, ...] = ()
 
 
 def timeout_s() -> float:

@@ -38,7 +38,11 @@ from envdoctor.commands.options import (
 @verbose_option
 @strict_option
 @assume_option
-@click.option("--no-network", is_flag=True, help="Skip the vLLM server health check.")
+@click.option("--no-network", is_flag=True,
+              help="Contact nothing: skip the vLLM server health check and the port check.")
+@click.option("--allow-host", "allow_host", multiple=True, metavar="HOST",
+              help="Also contact the vLLM server on HOST (a name or an IP; repeatable). Without "
+                   "it only loopback is contacted (docs/reliability.md#network).")
 @click.option("--upgrade-plan", is_flag=True,
               help="Print only the pip command that makes the stack consistent.")
 @click.option("--probe", is_flag=True,
@@ -50,8 +54,8 @@ from envdoctor.commands.options import (
                    "differences, an all-reduce (docs/cluster.md).")
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
 def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, output, verbose,
-          strict, assume, no_network, upgrade_plan, probe, probe_timeout, distributed,
-          launch_argv) -> None:
+          strict, assume, no_network, allow_host, upgrade_plan, probe, probe_timeout,
+          distributed, launch_argv) -> None:
     """Check this machine (or a snapshot) for a GRPO run.
 
     Give the launch command after `--` (or after the options, when it starts with a word):
@@ -62,6 +66,7 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
     from envdoctor.doctor import check as run_check
     from envdoctor.facts.collect import collect_facts
     from envdoctor.facts.snapshot import load
+    from envdoctor.net_policy import allowed_hosts
     from envdoctor.plan.build import build_plan
     from envdoctor.report import render
     from envdoctor.settings import load_settings
@@ -70,16 +75,17 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
     select_ids = split_list(select) or settings.get("select") or None
     ignore_ids = split_list(ignore) or settings.get("ignore") or None
     strict = settings.get("strict", False) if strict is None else strict
+    allow = allowed_hosts(allow_host, "--allow-host")
     if distributed:
         sys.exit(_distributed(config, accelerate_config, facts_file, probe, upgrade_plan,
                               launch_text(launch, launch_argv), select_ids, ignore_ids, fmt,
-                              output, verbose, bool(strict), no_network, assume))
+                              output, verbose, bool(strict), no_network, assume, allow))
     facts = load(facts_file) if facts_file else collect_facts()
     apply_assume(facts, assume)
     plan = build_plan(config=config, accelerate_config=accelerate_config,
                       launch="\n".join(launch) or None, launch_argv=launch_argv, live=facts.live)
     ctx, report = run_check(facts, plan, select=select_ids, ignore=ignore_ids,
-                            network=not no_network)
+                            network=not no_network, allow_hosts=allow)
     if probe:
         from envdoctor.errors import InputError
 
@@ -102,7 +108,8 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
 
 
 def _distributed(config, accelerate_config, facts_file, probe, upgrade_plan, launch, select, ignore,
-                 fmt, output, verbose, strict, no_network, assume) -> int:
+                 fmt, output, verbose, strict, no_network, assume,
+                 allow_hosts: tuple[str, ...] = ()) -> int:
     """``--distributed``: the cluster check on this rank (torch is imported only here)."""
     from envdoctor.errors import InputError
 
@@ -115,6 +122,7 @@ def _distributed(config, accelerate_config, facts_file, probe, upgrade_plan, lau
     return run_distributed(config=config, accelerate_config=accelerate_config, launch=launch,
                            select=select, ignore=ignore, fmt=fmt, output=output,
                            verbose=verbose, strict=strict, network=not no_network,
+                           allow_hosts=allow_hosts,
                            color=fmt == "text" and not output and use_color())
 
 

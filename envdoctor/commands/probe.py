@@ -52,6 +52,9 @@ def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) ->
         click.echo("\r\033[K", nl=False, err=True)
     area = Area(key="probe", title="Probe", ran=["probe"])
     area.findings = list(result.findings)
+    if result.status == "not run":  # a line over several nodes: nothing was launched (PRB022)
+        area.summary = f"not run: the launch line spans several nodes ({spec.multi_node})"
+        return area
     area.data = {"status": result.status, "model": result.model, "vllm": _engine(result),
                  "weight_sync": result.weight_sync, "isolation": result.isolation,
                  "timings": result.timings}

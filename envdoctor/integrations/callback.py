@@ -80,7 +80,8 @@ class EnvDoctorCallback(TrainerCallback):
     the run too; ``every_n_steps``: how often NVML is sampled; ``generation_gpus``: NVML indices
     of the GPUs vLLM uses (default: from the resolved layout); ``min_free_mib`` /
     ``horizon_steps``: warn when a generation GPU's free memory is below, or projected to fall
-    below, that many MiB within that many steps; ``nvml``: an NVML module (tests).
+    below, that many MiB within that many steps; ``nvml``: an NVML module (tests);
+    ``network`` / ``allow_hosts``: as in ``preflight`` (loopback only unless a host is allowed).
     """
 
     def __init__(self, config: Mapping[str, Any] | str | os.PathLike | Any = None,
@@ -89,12 +90,14 @@ class EnvDoctorCallback(TrainerCallback):
                  ignore: list[str] | None = None, network: bool = True,
                  every_n_steps: int = 50, generation_gpus: list[int] | None = None,
                  min_free_mib: int = 1024, horizon_steps: int = 1000,
-                 print_report: bool = True, nvml: Any = None) -> None:
+                 print_report: bool = True, nvml: Any = None,
+                 allow_hosts: list[str] | None = None) -> None:
         self.config = config
         self.launch = launch
         self.strict = strict
         self.facts = facts
         self.select, self.ignore, self.network = select, ignore, network
+        self.allow_hosts = allow_hosts
         self.every_n_steps = max(int(every_n_steps), 1)
         self.generation_gpus = generation_gpus
         self.min_free_mib = min_free_mib
@@ -134,7 +137,8 @@ class EnvDoctorCallback(TrainerCallback):
                 ignore.append("GPU001")  # training on the CPU on purpose: no GPU is no news
             ctx, report = preflight_report(
                 config=self._config(args), launch=self.launch,
-                facts=self.facts, select=self.select, ignore=ignore or None, network=self.network)
+                facts=self.facts, select=self.select, ignore=ignore or None, network=self.network,
+                allow_hosts=self.allow_hosts)
             lay = ctx.layout
             me.gpu = device_gpu(device, ctx.facts, lay.visible)
             gpu = ctx.facts.gpu(me.gpu) if me.gpu is not None else None

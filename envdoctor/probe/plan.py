@@ -7,11 +7,12 @@ import shutil
 import sys
 from typing import Any
 
-from envdoctor.checks.net import loopback
+from envdoctor.net_policy import LOOPBACK_ONLY
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.values import as_bool
 from envdoctor.plan.visible_devices import resolve_visible
 from envdoctor.probe.model_source import choose, user_model_name
+from envdoctor.probe.rendezvous import remote_rendezvous
 from envdoctor.probe.runner import ProbeSpec
 
 _MODULE_FLAGS = {"-m", "--module"}
@@ -100,9 +101,20 @@ def _vllm_part(ctx: Any) -> dict[str, Any]:
                                             env.get("CUDA_DEVICE_ORDER")).gpus
     srv = lay.server
     host = str(srv.host) if srv else str(cfg.get("vllm_server_host", "0.0.0.0"))
-    if srv is not None and loopback(host) is not None:
-        out["user_server"] = (loopback(host), int(srv.port))
+    address = LOOPBACK_ONLY.target(host).address  # the probe reads a server on loopback only
+    if srv is not None and address is not None:
+        out["user_server"] = (address, int(srv.port))
     return out
+
+
+def multi_node(ctx: Any) -> str | None:
+    """What the rendezvous of a launch line over several nodes would dial (None: one node)."""
+    lay, trainer = ctx.layout, ctx.plan.trainer
+    nodes = max(lay.num_machines, (trainer.nodes or 1) if trainer else 1)
+    if nodes <= 1:
+        return None
+    env = {**ctx.facts.env, **(trainer.env if trainer else {})}
+    return f"{remote_rendezvous(trainer, ctx.plan.accelerate, env)} for {nodes} nodes"
 
 
 def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> ProbeSpec:
@@ -117,7 +129,7 @@ def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> Pro
     shape, _ = batch_shape(ctx.config)
     name = user_model_name(ctx.config, ctx.plan.server, trainer)
     model = choose(name, {**os.environ, **env})
-    return ProbeSpec(**_vllm_part(ctx), model=model,
+    return ProbeSpec(**_vllm_part(ctx), model=model, multi_node=multi_node(ctx),
         launcher=launcher_argv(trainer), env=env,
         rank_gpus={r.rank: r.gpu for r in lay.ranks} if ctx.facts.gpus else {},
         generation_gpus=gen, gpu_uuids={g.index: g.uuid for g in ctx.facts.gpus},

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,12 +24,14 @@ from typing import Any
 
 from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.findings import Finding, Severity
+from envdoctor.net_policy import LOOPBACK, free_loopback_port
 from envdoctor.plan.interface import Launch
 from envdoctor.probe.failures import SYNC_FATAL, classify
 from envdoctor.probe.groups import end_group
 from envdoctor.probe.model_files import ModelWriter, write_generic
 from envdoctor.probe.model_source import ProbeModel
 from envdoctor.probe.plan_vllm import MAX_LEN_KEY, engine_settings
+from envdoctor.probe.rendezvous import one_node
 from envdoctor.probe.server import (
     BESIDE_FRACTION,
     BESIDE_MIN_MIB,
@@ -97,6 +98,8 @@ class ProbeSpec:
     user_server: tuple[str, int] | None = None  # (host, port) of the user's own server
     notes: list[str] = field(default_factory=list)  # what the plan could not probe as given
     model: ProbeModel | None = None  # the user's shape (None or generic: the tiny model)
+    #: a launch line over several nodes: what its rendezvous would dial (the probe is not run)
+    multi_node: str | None = None
     fault: str | None = None  # tests only: crash, hang, killed, exit, oom, hang_collective
     fault_at: str = "start"  # start | imports | trainer_init
 
@@ -107,7 +110,7 @@ class ProbeResult:
     started but wrote no result); ``isolation_offenders`` one dict per (pid, GPU) outside the
     plan: rank, pid, gpu, mib, role ("generation" | "other rank's" | "idle")."""
 
-    status: str  # pass | fail | timeout | interrupted | error
+    status: str  # pass | fail | timeout | interrupted | error | not run (several nodes)
     ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     isolation: str = "not measurable"  # proved | violated | not proved | not measurable
@@ -131,6 +134,8 @@ class ProbeResult:
     model: dict[str, Any] = field(default_factory=dict)  # the report's probe.model
     vllm: dict[str, Any] = field(default_factory=dict)  # probe.vllm: the engine as started
     weight_sync: dict[str, Any] = field(default_factory=dict)  # probe.weight_sync: the proof
+    argv: list[str] = field(default_factory=list)  # the launcher's argv as run
+    rendezvous_moved: list[str] = field(default_factory=list)  # the line's remote addresses
 
     @property
     def timings(self) -> dict[str, float | None]:
@@ -175,27 +180,39 @@ class ProbeResult:
                 if v is not None and k in names]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+free_port = free_loopback_port  # the probe's ports: free on loopback (envdoctor.net_policy)
 
 
-def _with_port(launcher: list[str]) -> list[str]:
-    """Give a distributed launcher a free rendezvous port unless the user chose one."""
-    argv = list(launcher)
-    name = os.path.basename(argv[0]) if argv else ""
-    module_form = argv[1:3] == ["-m", "torch.distributed.run"]
-    if name == "torchrun" or module_form:
-        flags = ("--master_port", "--master-port", "--rdzv_endpoint", "--rdzv-endpoint",
-                 "--standalone")
-        if not any(a.split("=")[0] in flags for a in argv):
-            at = 3 if module_form else 1
-            argv[at:at] = ["--master_port", str(free_port())]
-    elif name == "accelerate" and argv[1:2] == ["launch"] and not any(
-            a.split("=")[0] in ("--main_process_port", "--main-process-port") for a in argv):
-        argv[2:2] = ["--main_process_port", str(free_port())]
-    return argv
+def _loopback_env(env: dict[str, str], overrides: dict[str, str | None],
+                  spec: ProbeSpec) -> None:
+    """Apply the rendezvous overrides; vLLM's own address (``get_ip()``, where the weight-sync
+    group meets) is loopback too unless the user set ``VLLM_HOST_IP`` or the server runs Ray."""
+    for name, value in overrides.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    ray = spec.server_launch is not None and \
+        str(spec.server_launch.options.get("distributed_executor_backend")) == "ray"
+    if not ray:
+        env.setdefault("VLLM_HOST_IP", LOOPBACK)
+
+
+def _not_run_multi_node(spec: ProbeSpec, result: ProbeResult) -> ProbeResult:
+    """A line over several nodes: said at once, nothing launched (PRB022)."""
+    result.status = "not run"
+    result.phase = "not launched"
+    result.findings.append(Finding(
+        "PRB022", Severity.WARNING,
+        f"the probe was not run: the launch line spans several nodes and its rendezvous would dial "
+        f"{spec.multi_node}, waiting for the other nodes until the limit; the probe runs on this "
+        "one node and contacts loopback only",
+        "probe this node's share with a one-node line (e.g. torchrun --nproc_per_node N train.py),"
+        " and check the whole job with `-m envdoctor check --distributed` inside your launcher "
+        "(docs/cluster.md)", {"rendezvous": spec.multi_node}))
+    result.temp_dir_removed = True
+    result.t_end = time.time()
+    return result
 
 
 @contextlib.contextmanager
@@ -265,8 +282,10 @@ def _phase_of(log: Path) -> str:
 
 def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) -> ProbeResult:
     """Run the probe described by ``spec``; never raises for what the probe does."""
-    tmp = Path(tempfile.mkdtemp(prefix="envdoctor-probe-"))
     result = ProbeResult(status="error", t_start=time.time())
+    if spec.multi_node:
+        return _not_run_multi_node(spec, result)
+    tmp = Path(tempfile.mkdtemp(prefix="envdoctor-probe-"))
     start = time.monotonic()
     proc: subprocess.Popen | None = None
     files: _ProbeModelFiles | None = None
@@ -295,8 +314,17 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
                 "fault": spec.fault, "fault_at": spec.fault_at}
             (tmp / "spec.json").write_text(json.dumps(worker_spec))
             env = {**os.environ, **spec.env, **OFFLINE, **private_dirs(tmp)}
+            launcher, rdzv_env, moved = one_node(spec.launcher, env)
+            _loopback_env(env, rdzv_env, spec)
+            if moved:
+                result.rendezvous_moved = moved
+                result.findings.append(Finding(
+                    "PRB012", Severity.INFO, "the probe's ranks met on loopback (one node), not "
+                    f"where the launch line points ({', '.join(moved)})", "nothing to do",
+                    {"replaced": moved}))
             if server_line is not None:  # first: its start overlaps the trainer's imports
                 server_line.env.update({**OFFLINE, **private_dirs(tmp)})
+                _loopback_env(server_line.env, {"MASTER_ADDR": LOOPBACK}, spec)
                 for e in (env, server_line.env):  # NCCL names a refused group only so
                     e.setdefault("NCCL_DEBUG", "WARN")
                 mark("server_start")
@@ -312,7 +340,8 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
                 result.server.update(pid=server.pid, argv=server_line.argv,
                                      url=server_line.url)
                 server_watch = GpuWatch(pgid=server.pid).start()
-            argv = _with_port(spec.launcher) + [str(WORKER), str(tmp / "spec.json")]
+            argv = launcher + [str(WORKER), str(tmp / "spec.json")]
+            result.argv = list(argv)
             log = tmp / "probe.log"
             with open(log, "wb") as log_fh:
                 try:

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envdoctor.checks.net import LOOPBACK, get_status, loopback
+from envdoctor.net_policy import LOOPBACK, LOOPBACK_ONLY, http_get, server_origin
 from envdoctor.plan.interface import Launch
 from envdoctor.probe.groups import end_group
 from envdoctor.probe.tinymodel import MAX_LEN as MAX_MODEL_LEN
@@ -139,13 +139,10 @@ def _int(value: object) -> int:
 
 
 def health(host: str, port: int, timeout_s: float = 2.0) -> int | None:
-    """GET /health on a loopback server: the HTTP status, or None when nothing answers."""
-    host = loopback(host)  # type: ignore[assignment]
-    if host is None:
-        return None  # envdoctor talks to loopback only
-    if ":" in host:
-        host = f"[{host}]"  # IPv6 in a URL
-    return get_status(host, port, "/health", timeout_s)[0]
+    """GET /health on a loopback server (``envdoctor.net_policy``: loopback only, whatever was
+    allowed elsewhere; no redirect followed; one deadline): the HTTP status, or None when
+    nothing answers or the host is not loopback."""
+    return http_get(server_origin(host, port), "/health", LOOPBACK_ONLY, timeout_s).status
 
 
 class ServerProcess:

@@ -1,4 +1,7 @@
-"""Rules that touch the network (loopback only) or need the curated knowledge tables."""
+"""Rules that touch the network (loopback only) or need the curated knowledge tables.
+
+The network policy itself (hosts not contacted, redirects, bodies, deadlines) is tested in a
+network namespace of its own: tests/net/test_server_check.py."""
 
 from __future__ import annotations
 
@@ -57,7 +60,7 @@ def _server_findings(port, network=True, **cfg):
                       launch="CUDA_VISIBLE_DEVICES=0 accelerate launch --num_processes 1 t.py",
                       live=False)
     return {f.rule: f for f in run_rules(Context(facts=facts, plan=plan, network=network),
-                                         select=["LAY008", "LAY009"]).findings}
+                                         select=["LAY008", "LAY009", "LAY013"]).findings}
 
 
 def test_server_health_ok_is_quiet(server):
@@ -69,12 +72,19 @@ def test_server_unreachable_fires():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     found = _server_findings(port)
-    assert "LAY008" in found and f"127.0.0.1:{port}/health/" in found["LAY008"].message
+    assert "LAY008" in found and f"127.0.0.1:{port}/health" in found["LAY008"].message
     assert "trl vllm-serve" in found["LAY008"].fix
 
 
 def test_no_network_skips_the_health_check():
     assert _server_findings(1, network=False) == {}
+
+
+def test_server_not_contacted_fires_off_loopback_and_is_quiet_on_it(server):
+    found = _server_findings(8000, vllm_server_host="169.254.169.254")  # refused: no packet
+    assert set(found) == {"LAY013"} and found["LAY013"].severity.value == "info"
+    assert "--allow-host 169.254.169.254" in found["LAY013"].fix
+    assert "LAY013" not in _server_findings(server)
 
 
 def test_group_port_busy_fires_and_quiet(server):

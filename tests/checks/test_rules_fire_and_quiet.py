@@ -150,7 +150,7 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
 }
 # Rules whose scenarios need the network or a live machine are tested in test_live_rules.py;
 # the declared-stack rules (DCL, facts from a repository's files) in tests/declared/.
-ELSEWHERE = {"LAY008", "LAY009", "PKG007", "DCL001", "DCL002", "DCL003", "DCL004", "DCL005",
+ELSEWHERE = {"LAY008", "LAY009", "LAY013", "PKG007", "DCL001", "DCL002", "DCL003", "DCL004", "DCL005",
              "DCL006"}
 # The memory plan's rules need a model's config.json on disk: tests/memory/test_memory_rules.py.
 ELSEWHERE |= {"MEM101", "MEM102", "MEM103", "MEM104"}

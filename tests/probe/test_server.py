@@ -415,13 +415,13 @@ def test_a_running_user_server_without_room_beside_it_is_not_probed_and_not_touc
 
 
 @pytest.mark.parametrize("host, reached", [
-    ("0.0.0.0", "127.0.0.1"), ("::", "127.0.0.1"), ("", "127.0.0.1"), ("localhost", "127.0.0.1"),
+    ("0.0.0.0", "127.0.0.1"), ("::", "::1"), ("", "127.0.0.1"), ("localhost", "127.0.0.1"),
     ("127.0.0.2", "127.0.0.2"), ("::1", "::1"), ("10.0.0.5", None), ("example.com", None),
 ])
 def test_only_loopback_is_ever_reached(host, reached):
-    from envdoctor.checks.net import loopback
+    from envdoctor.net_policy import LOOPBACK_ONLY
     from envdoctor.probe.server import health
 
-    assert loopback(host) == reached
+    assert LOOPBACK_ONLY.target(host).address == reached
     if reached is None:
         assert health(host, 8000, timeout_s=0.1) is None  # refused without a connection attempt
