@@ -75,6 +75,12 @@ def test_uncomment_is_pips_comment_rule():
     for line in ("", "#", "a#b", "a #b", "a\t#b # c", "  # only", "a#b #c", "x \\", "a# #",
                  "torch==2.6.0  # pinned", "url#egg=x", "a\u2003#b", "a #", " #", "a  b#c  #d"):
         assert uncomment(line) == pip.sub("", line), line
+    import random
+
+    rng = random.Random(0)
+    for _ in range(20_000):
+        line = "".join(rng.choice(" \t#ab\\=\u2003\x1c") for _ in range(rng.randrange(12)))
+        assert uncomment(line) == pip.sub("", line), repr(line)
 
 
 def test_pyproject_dependency_lines_are_found_in_one_pass(tmp_path):

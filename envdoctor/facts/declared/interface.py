@@ -278,7 +278,7 @@ def lock_entries(path, shown: str, table: str) -> Found:
     entries = entries if isinstance(entries, list) else []
     spend(shown, len(entries))
     starts = [i for i, line in enumerate(lines) if line.strip() == f"[[{table}]]"]
-    index = LineIndex(lines, (e.get("name") for e in entries if isinstance(e, dict)
+    index = LineIndex(lines, (str(e["name"]) for e in entries if isinstance(e, dict)
                               and isinstance(e.get("name"), str)))
     for n, entry in enumerate(entries):
         if not isinstance(entry, dict):
