@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +40,41 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     return None
 
 
+#: TOML values parsed at most (``=``, ``,`` and lines counted, in C, before parsing): Python's
+#: TOML parser takes 3-7 µs per value, up to 2 s per MiB of short values
+MAX_TOML_VALUES = 300_000
+
+
 def parse_toml(text: str, source: str, problem: str = "invalid TOML") -> dict[str, Any]:
-    """``text`` parsed as TOML (tomllib, tomli before 3.11); a syntax error or a structure
-    nested too deeply is an ``InputError`` naming ``source``."""
+    """``text`` parsed as TOML (tomllib, tomli before 3.11); a syntax error, a structure nested
+    too deeply or more than ``MAX_TOML_VALUES`` values is an ``InputError`` naming ``source``.
+    The last texts parsed are kept: the working folder's pyproject.toml is read for
+    ``[tool.envdoctor]`` and, by the hook, for its dependencies, parsed once (do not change
+    the result)."""
+    values = text.count("=") + text.count(",") + text.count("\n")
+    if values > MAX_TOML_VALUES:
+        raise InputError(source, f"{problem}: {values:,} TOML values and lines, more than "
+                                 f"{MAX_TOML_VALUES:,} (a large uv.lock has about 90,000); "
+                                 "not parsed")
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
     try:
-        return tomllib.loads(text)
+        return _loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(source, f"{problem}: {exc}") from None
     except RecursionError:
         raise InputError(source, f"{problem}: nested too deeply") from None
+
+
+@lru_cache(maxsize=2)
+def _loads(text: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib.loads(text)
 
 
 def load_settings(start: Path | None = None) -> dict[str, Any]:
@@ -74,4 +97,4 @@ def load_settings(start: Path | None = None) -> dict[str, Any]:
             raise InputError(str(path), f"[tool.envdoctor] '{key}' has the wrong type")
         if key == "probe-timeout":
             valid_timeout(value, f"{path} [tool.envdoctor] probe-timeout")
-    return table
+    return dict(table)

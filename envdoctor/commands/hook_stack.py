@@ -4,11 +4,12 @@ packages installed where the hook runs), and where each finding comes from (file
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from pathlib import Path
 from typing import Any
 
-from envdoctor.errors import InputError
+from envdoctor.errors import InputError, require_regular_file
 
 NOT_CHECKED = ("not checked: no declared stack (pyproject.toml, requirements*.txt, uv.lock, "
                "pylock.toml, poetry.lock, environment.yml, Dockerfile) and no --assume; the "
@@ -47,8 +48,9 @@ def declared_facts(assume: list[str], requirement_files: list[str], root: Path,
         paths = []
         for item in requirement_files:
             path = Path(item) if Path(item).is_absolute() else root / item
-            if not path.is_file():
+            if not os.path.lexists(path):
                 raise InputError(f"--requirements {item}", "no such file")
+            require_regular_file(path, f"--requirements {item}")  # a FIFO, a device, a loop
             paths.append(path)
     else:
         from envdoctor.facts.declared import is_declaration

@@ -22,7 +22,7 @@ from envdoctor.facts.interface import (
     Package,
     normalize_name,
 )
-from envdoctor.facts.packages import requirement_problem
+from envdoctor.facts.packages import MAX_REQUIRES, MAX_REQUIRES_TOTAL, requirement_problem
 
 _CC = re.compile(r"^\d{1,2}\.\d{1,2}$")
 MAX_BYTES = 64 * 1024 * 1024
@@ -116,6 +116,7 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
         version=r.get(driver, "version", (str,), "driver.", None),
         cuda=r.get(driver, "cuda", (str,), "driver.", None),
     )
+    total_requires = 0
     for name, pkg in r.get(data, "packages", (dict,), "", {}).items():
         if len(name) > 200:
             raise r.fail(f"packages.{name[:40]}…", f"a package name of {len(name):,} characters")
@@ -130,6 +131,11 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
         requires = r.get(pkg, "requires", (list,), where, None)
         if requires is not None and not all(isinstance(x, str) for x in requires):
             raise r.fail(f"{where}requires", "expected a list of strings")
+        total_requires += len(requires or [])
+        if len(requires or []) > MAX_REQUIRES or total_requires > MAX_REQUIRES_TOTAL:
+            raise r.fail(f"{where}requires", f"{len(requires or []):,} lines ({total_requires:,} "
+                         f"so far): more than {MAX_REQUIRES:,} for one package or "
+                         f"{MAX_REQUIRES_TOTAL:,} in all (collect writes a few hundred)")
         for j, line in enumerate(requires or []):
             problem = requirement_problem(line)
             if problem:

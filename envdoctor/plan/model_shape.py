@@ -121,6 +121,7 @@ def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelS
     model_type = str(cfg.get("model_type", ""))
     if isinstance(cfg.get("text_config"), dict):  # multimodal wrappers (Gemma3ForConditionalGen.)
         inner = dict(cfg["text_config"])
+        inner.pop("text_config", None)  # one level (a hostile chain would recurse per level)
         inner.setdefault("model_type", model_type)
         inner.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", True))
         for key in ("torch_dtype", "dtype"):
@@ -169,8 +170,7 @@ def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelS
         expert_intermediate=moe_inter,
         shared_expert_intermediate=num("shared_expert_intermediate_size", default=0)
         if experts else 0,
-        max_positions=cfg.get("max_position_embeddings") if isinstance(
-            cfg.get("max_position_embeddings"), int) else None,
+        max_positions=num("max_position_embeddings", default=0) or None,
         dtype=str(dtype) if isinstance(dtype, str) else None, source=source, assumed=assumed)
 
 
@@ -207,18 +207,38 @@ def _find_config(model: str, environ: dict[str, str] | None) -> Path | None:
     if not _REPO_ID.match(model):
         return None
     repo = hub_cache(environ) / ("models--" + model.replace("/", "--"))
-    ref = repo / "refs" / "main"
-    if ref.is_file():
-        try:
-            commit = ref.read_text(encoding="utf-8", errors="replace").strip()[:64]
-        except OSError:
-            commit = ""
-        if commit and (repo / "snapshots" / commit / "config.json").is_file():
-            return repo / "snapshots" / commit / "config.json"
+    commit = _ref(repo / "refs" / "main")
+    if commit and (repo / "snapshots" / commit / "config.json").is_file():
+        return repo / "snapshots" / commit / "config.json"
     snapshots = sorted((repo / "snapshots").glob("*/config.json"),
                        key=lambda p: p.stat().st_mtime, reverse=True) \
         if (repo / "snapshots").is_dir() else []
     return snapshots[0] if snapshots else None
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+MAX_REF_BYTES = 256
+
+
+def _ref(path: Path) -> str | None:
+    """The commit hash a hub cache ref names: at most ``MAX_REF_BYTES`` of it are read
+    (non-blocking), and it must be 40 hex digits (a 2 GiB ref was read whole: 22 s, 4 GiB)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        head = os.read(fd, MAX_REF_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    commit = head.decode("ascii", errors="replace").strip()
+    return commit if _COMMIT.fullmatch(commit) else None
 
 
 def load_shape(model: str, environ: dict[str, str] | None = None) -> ModelShape | None:
@@ -232,6 +252,8 @@ def load_shape(model: str, environ: dict[str, str] | None = None) -> ModelShape 
         cfg = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(source, f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:  # a number beyond Python's integer-string limit (4,300 digits)
+        raise InputError(source, f"unreadable JSON: {str(exc)[:120]}") from None
     except RecursionError:
         raise InputError(source, "nested too deeply") from None
     if not isinstance(cfg, dict):

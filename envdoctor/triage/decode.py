@@ -2,7 +2,8 @@
 UTF-16/UTF-32 (told by the byte-order mark, as PowerShell's redirection writes it), turned into the
 UTF-8 byte chunks the scanner reads. What cannot be read (zstd, UTF-16 without a mark that still
 looks binary, corrupt archives) raises ``LogUnreadable`` with the reason, never a silent "no known
-failure". Streaming throughout: memory stays bounded, time linear in the decoded size (capped).
+failure". Streaming throughout: memory stays bounded, time linear in the decoded size, which is
+capped at 100 times the compressed size (at least 256 MiB).
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 CHUNK = 4 * 1024 * 1024
-MAX_DECODED = 64 * 1024**3  # a "log" that expands beyond this is refused (a decompression bomb)
+#: A compressed log may expand to ``MAX_RATIO`` times the compressed bytes read so far, and to
+#: ``MIN_DECODED`` whatever its size: its time stays within 100 times that of a plain log of
+#: its size (a real log compresses 10-20 times; gzip can reach 1,000, bzip2 and xz far more),
+#: and a small bomb is refused after 256 MiB, a few seconds (docs/reliability.md).
+MAX_RATIO = 100
+MIN_DECODED = 256 * 1024**2
+_UNPACK = {"gzip": "gzip -dc", "bzip2": "bzip2 -dc", "xz": "xz -dc"}
 SNIFF = 64 * 1024
 
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
@@ -36,26 +43,42 @@ def _raw(stream: BinaryIO, first: bytes) -> Iterator[bytes]:
         yield block
 
 
-def _decompressed(blocks: Iterator[bytes], make: Callable[[], Any], what: str) -> Iterator[bytes]:
-    d, total = make(), 0
+def _mib(n: int) -> str:
+    return f"{n / 1024**2:,.0f} MiB" if n >= 1024**2 else f"{n / 1024:,.0f} KiB"
+
+
+def _slices(blocks: Iterator[bytes], size: int = 64 * 1024) -> Iterator[bytes]:
+    """The compressed bytes in small pieces, so that the ratio cap counts what was consumed."""
     for block in blocks:
-        data = block
+        for start in range(0, len(block), size):
+            yield block[start:start + size]
+
+
+def _decompressed(blocks: Iterator[bytes], make: Callable[[], Any], what: str) -> Iterator[bytes]:
+    d, total, read = make(), 0, 0
+    for data in _slices(blocks):
+        read += len(data)
         while True:
+            if d.eof:
+                if not data.strip(b"\x00"):
+                    break  # the end of this piece (or zero padding)
+                d = make()  # another member follows (gzip -c a b > c), maybe in a later piece
             try:
                 out = d.decompress(data, CHUNK)
             except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as exc:
                 raise LogUnreadable(f"{what} data is corrupt ({exc})") from None
             data = b""
             total += len(out)
-            if total > MAX_DECODED:
-                raise LogUnreadable(f"{what} expands beyond {MAX_DECODED // 1024**3} GiB")
+            if total > max(MIN_DECODED, MAX_RATIO * read):
+                raise LogUnreadable(
+                    f"{what} data expands more than {MAX_RATIO} times (over {_mib(total)} from "
+                    f"{_mib(read)}): a decompression bomb, or a log too repetitive to scan "
+                    f"compressed; decompress it yourself ({_UNPACK[what]} FILE > log.txt) and "
+                    "triage the plain file")
             if out:
                 yield out
             if d.eof:
                 data = d.unused_data
-                if not data.strip(b"\x00"):
-                    break  # the end (or zero padding)
-                d = make()  # another member follows (gzip -c a b > c)
                 continue
             if d.needs_input:
                 break

@@ -11,7 +11,7 @@ import importlib
 from functools import lru_cache
 from pathlib import Path
 
-from envdoctor.facts.declared.interface import Declaration, Found
+from envdoctor.facts.declared.interface import Declaration, Found, budget
 
 #: format → reader module (each has PATTERNS and read(path, shown)); imported on first use, so
 #: the rules (checks/declared.py imports ``ranges`` and ``resolve``) do not load the readers
@@ -66,11 +66,12 @@ def read_stack(paths: list[Path], root: Path) -> Found:
     from envdoctor.redact import clean  # notes show file text: secrets masked, controls escaped
 
     stack = Found()
-    for path in paths:
-        shown = _shown(path, root)
-        if shown in stack.files:
-            continue  # already read as an include
-        stack.add(reader_for(str(path)).read(path, shown))
+    with budget():  # caps on the files, bytes and requirements of all the files together
+        for path in paths:
+            shown = _shown(path, root)
+            if shown in stack.files:
+                continue  # already read as an include
+            stack.add(reader_for(str(path)).read(path, shown))
     stack.notes = [clean(n, limit=300) for n in stack.notes]
     for name in SEEN_NOT_READ:
         if (root / name).is_file():
@@ -83,5 +84,5 @@ def read_stack(paths: list[Path], root: Path) -> Found:
 def _shown(path: Path, root: Path) -> str:
     try:
         return str(path.resolve().relative_to(root.resolve()))
-    except ValueError:
+    except (ValueError, RuntimeError, OSError):  # outside the root, a symlink loop
         return str(path)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from envdoctor.facts.declared import requirements
-from envdoctor.facts.declared.interface import Declaration, Found, line_of, text_of
+from envdoctor.facts.declared.interface import Declaration, Found, LineIndex, resolved, spend, text_of
 from envdoctor.facts.interface import normalize_name
 
 PATTERNS = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
@@ -24,20 +24,25 @@ def read(path: Path, shown: str) -> Found:
 
     text = text_of(path, shown)  # read once: parsed, then its lines give the declarations' lines
     data = parse_mapping(text, f"conda environment {path}")  # size and nesting limits
-    lines = text.splitlines()
     deps = data.get("dependencies") or []
     if not isinstance(deps, list):
         raise InputError(shown, "'dependencies' must be a list")
+    pips = [x for item in deps if isinstance(item, dict) and isinstance(item.get("pip"), list)
+            for x in item["pip"]]
+    spend(shown, len(deps))  # the pip lines count in read_lines
+    index = LineIndex(text.splitlines(), [str(x) for x in (*deps, *pips)
+                                          if isinstance(x, (str, int, float))])
     found = Found(files=[shown])
     for item in deps:
         if isinstance(item, str):
-            decl = conda_spec(item, shown, line_of(lines, item))
+            decl = conda_spec(item, shown, index.find(item))
             if decl is not None:
                 found.declarations.append(decl)
         elif isinstance(item, dict) and isinstance(item.get("pip"), list):
-            numbered = [(line_of(lines, str(x)), str(x)) for x in item["pip"]
+            numbered = [(index.find(str(x)), str(x)) for x in item["pip"]
                         if isinstance(x, (str, int, float))]
-            found.add(requirements.read_lines(numbered, path, shown, seen={path.resolve()}))
+            found.add(requirements.read_lines(numbered, path, shown,
+                                              seen={resolved(path, shown)}))
     return found
 
 

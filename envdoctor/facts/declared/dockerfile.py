@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 
 from envdoctor.facts.declared import requirements
-from envdoctor.facts.declared.interface import Found, line_of, requirement, text_of
+from envdoctor.facts.declared.interface import Found, LineIndex, requirement, resolved, spend, text_of
 
 PATTERNS = ("Dockerfile", "Dockerfile.*", "*.Dockerfile", "Containerfile")
 #: pip / uv options whose value is the next word
@@ -21,12 +21,15 @@ _WITH_VALUE = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "
                "-e", "--editable", "--log", "--timeout", "--retries"}
 _INCLUDE = {"-r", "--requirement", "-c", "--constraint"}
 _SPLIT = re.compile(r"&&|\|\||;|\|")
+#: a Dockerfile is read up to this size: its words are split by ``shlex`` (pure Python, about
+#: 0.7 s per MiB); a real one is a few KB
+MAX_BYTES = 1024 * 1024
 
 
-def run_instructions(text: str) -> list[tuple[int, str]]:
+def run_instructions(text: str | list[str]) -> list[tuple[int, str]]:
     """(line number, command) of each RUN instruction, continuation lines joined."""
     out: list[tuple[int, str]] = []
-    lines = text.splitlines()
+    lines = text.splitlines() if isinstance(text, str) else text
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -45,9 +48,10 @@ def run_instructions(text: str) -> list[tuple[int, str]]:
 
 
 def read(path: Path, shown: str) -> Found:
-    lines = text_of(path, shown).splitlines()
+    lines = text_of(path, shown, MAX_BYTES).splitlines()
     found = Found(files=[shown])
-    for start, command in run_instructions("\n".join(lines)):
+    installs: list[tuple[int, list[str]]] = []
+    for start, command in run_instructions(lines):
         for part in _SPLIT.split(command):
             try:
                 words = shlex.split(part, comments=True)
@@ -55,7 +59,12 @@ def read(path: Path, shown: str) -> Found:
                 continue
             args = _install_args(words)
             if args is not None:
-                found.add(_requirements(args, path, shown, lines, start - 1))
+                spend(shown, len(args))
+                installs.append((start, args))
+    needles = [x for _, args in installs for w in args for x in (w, w.split("=", 1)[-1])]
+    index = LineIndex(lines, needles)  # one pass for every word's line
+    for start, args in installs:
+        found.add(_requirements(args, path, shown, index, start - 1))
     return found
 
 
@@ -69,7 +78,7 @@ def _install_args(words: list[str]) -> list[str] | None:
     return None
 
 
-def _requirements(args: list[str], path: Path, shown: str, lines: list[str], start: int) -> Found:
+def _requirements(args: list[str], path: Path, shown: str, index: LineIndex, start: int) -> Found:
     found = Found()
     skip = False
     for j, word in enumerate(args):
@@ -81,23 +90,23 @@ def _requirements(args: list[str], path: Path, shown: str, lines: list[str], sta
             value = word.split("=", 1)[1] if "=" in word else (args[j + 1] if j + 1 < len(args)
                                                               else "")
             skip = "=" not in word
-            found.add(_include(flag, value, path, shown, line_of(lines, value, start)))
+            found.add(_include(flag, value, path, shown, index.find(value, start)))
             continue
         if word.startswith("-"):
             skip = flag in _WITH_VALUE and "=" not in word
             continue
         if "$" in word:
-            found.notes.append(f"{shown}:{line_of(lines, word, start)}: {word} uses a build "
+            found.notes.append(f"{shown}:{index.find(word, start)}: {word} uses a build "
                                "variable; not judged")
             continue
-        decl = requirement(word, shown, line_of(lines, word, start))
+        decl = requirement(word, shown, index.find(word, start))
         if decl is not None:
             found.declarations.append(decl)
     return found
 
 
 def _include(flag: str, value: str, path: Path, shown: str, line: int) -> Found:
-    target = (path.parent / value.lstrip("/")).resolve()
+    target = resolved(path.parent / value.lstrip("/"), f"{shown}:{line}")
     inside = requirements._inside(target, requirements._root_of(path, shown))
     if value and inside and target.is_file():
         return requirements.read(target, os.path.normpath(Path(shown).parent / value.lstrip("/")))

@@ -7,7 +7,13 @@ is named in findings (relative to the repository). Readers never run the user's 
 
 from __future__ import annotations
 
+import bisect
+import itertools
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from envdoctor import versions
 from envdoctor.facts.interface import normalize_name
@@ -16,6 +22,54 @@ from envdoctor.facts.packages import parse_requirement
 #: What the training machine is (markers are evaluated for it, not for the committing laptop).
 TARGET = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
           "platform_machine": "x86_64"}
+
+# Caps that bound the time of reading a repository's declared stack (measured on a loaded
+# 2-core machine; docs/reliability.md "Declared stack"). Beyond any: exit 2 naming the file.
+#: requirements, dependencies, lock entries and ``pip install`` words looked at, all files
+#: together (parsing one costs 20-80 µs; a real stack has a few hundred)
+MAX_ITEMS = 10_000
+#: declaration files read, includes counted (a repository has a handful)
+MAX_FILES = 64
+#: bytes read, all files together (the per-line work of a requirements file is about 0.4 µs
+#: of CPU per line: 8 MiB of empty lines, the worst, takes 3.5 s)
+MAX_STACK_BYTES = 8 * 1024 * 1024
+#: notes kept (a file of 10,000 odd lines is said once per kind, then counted)
+MAX_NOTES = 50
+
+
+@dataclass
+class Budget:
+    """What one reading of a declared stack has spent (``read_stack`` opens one)."""
+
+    items: int = 0
+    files: int = 0
+    bytes: int = 0
+
+
+_BUDGET: ContextVar[Budget | None] = ContextVar("declared_budget", default=None)
+
+
+@contextmanager
+def budget() -> Iterator[Budget]:
+    """A fresh budget for the readers called inside (without one, readers count nothing)."""
+    token = _BUDGET.set(Budget())
+    try:
+        yield _BUDGET.get()  # type: ignore[misc]
+    finally:
+        _BUDGET.reset(token)
+
+
+def spend(shown: str, items: int = 1) -> None:
+    """Count ``items`` declarations looked at in ``shown``; over ``MAX_ITEMS``: exit 2."""
+    spent = _BUDGET.get()
+    if spent is None:
+        return
+    spent.items += items
+    if spent.items > MAX_ITEMS:
+        from envdoctor.errors import UnreadableInput
+
+        raise UnreadableInput(shown, f"the declared stack holds more than {MAX_ITEMS:,} "
+                                     "requirements (a real one has a few hundred); not read further")
 
 
 @dataclass(frozen=True)
@@ -64,9 +118,16 @@ class Found:
     files: list[str] = field(default_factory=list)
 
     def add(self, other: Found) -> None:
+        """Take ``other``'s declarations, files and notes (notes once each, at most
+        ``MAX_NOTES``: a file of 10,000 odd lines says so once, not 10,000 times)."""
         self.declarations += other.declarations
-        self.notes += [n for n in other.notes if n not in self.notes]
-        self.files += [f for f in other.files if f not in self.files]
+        have = set(self.notes)
+        for note in other.notes:
+            if note not in have and len(self.notes) < MAX_NOTES:
+                self.notes.append(note)
+                have.add(note)
+        files = set(self.files)
+        self.files += [f for f in other.files if f not in files]
 
 
 def requirement(text: str, file: str, line: int, locked: bool = False) -> Declaration | None:
@@ -86,23 +147,118 @@ def requirement(text: str, file: str, line: int, locked: bool = False) -> Declar
 
 
 def line_of(lines: list[str], needle: str, start: int = 0) -> int:
-    """The 1-based number of the first line at or after ``start`` holding ``needle`` (1 if none)."""
+    """The 1-based number of the first line at or after ``start`` holding ``needle`` (1 if none).
+    One scan: for one needle only (many needles: ``LineIndex``)."""
     for i in range(start, len(lines)):
         if needle in lines[i]:
             return i + 1
     return 1
 
 
-def text_of(path, shown: str) -> str:
-    """A user's file as text, bounded in size; problems are ``InputError``s naming ``shown``."""
-    from envdoctor.errors import read_input_text
+_STRIP = "\"',;()[]{}&|\\"
+
+
+def _tokens(line: str) -> Iterator[str]:
+    """What a declaration can be on a line: each word (bare and without quotes and
+    punctuation), each piece between quote marks, the line as a YAML list item."""
+    for word in line.split():
+        yield word
+        yield word.strip(_STRIP)
+    for quote in ('"', "'"):
+        if quote in line:
+            yield from line.split(quote)[1:-1]
+    item = line.split(" #", 1)[0].strip()
+    if item.startswith("- "):
+        item = item[2:].strip()
+    yield item
+    yield item.strip("\"'")
+
+
+class LineIndex:
+    """The lines of a file, searched for many needles without rescanning it: one pass records
+    where each needle stands as a token (``_tokens``); ``find`` is then a bisect. A needle
+    never seen as a token (a YAML or TOML escape changed it) is looked for as a substring, in
+    C (``str.find``), for the first ``FALLBACKS`` such needles of the file; later ones get the
+    line the search started at. Time: linear in the file plus the needles."""
+
+    FALLBACKS = 64
+
+    def __init__(self, lines: list[str], needles: Iterable[str]) -> None:
+        wanted = {n for n in needles if n}
+        self._at: dict[str, list[int]] = {}
+        for i, line in enumerate(lines):
+            if not line:
+                continue
+            for token in _tokens(line):
+                if token in wanted:
+                    at = self._at.setdefault(token, [])
+                    if not at or at[-1] != i:
+                        at.append(i)
+        self._lines = lines
+        self._text: str | None = None
+        self._starts: list[int] = []
+        self._fallbacks = 0
+
+    def find(self, needle: str, start: int = 0) -> int:
+        """The 1-based number of the first line at or after ``start`` (0-based) holding
+        ``needle``; ``start + 1`` when none is found."""
+        at = self._at.get(needle)
+        if at:
+            k = bisect.bisect_left(at, start)
+            if k < len(at):
+                return at[k] + 1
+        if not needle or self._fallbacks >= self.FALLBACKS or start >= len(self._lines):
+            return start + 1
+        self._fallbacks += 1
+        if self._text is None:  # built on the first miss: "\n" between lines as split
+            self._text = "\n".join(self._lines)
+            self._starts = list(itertools.accumulate((len(x) + 1 for x in self._lines[:-1]),
+                                                     initial=0))
+        pos = self._text.find(needle, self._starts[start])
+        if pos < 0:
+            return start + 1
+        return bisect.bisect_right(self._starts, pos)
+
+
+def text_of(path, shown: str, max_bytes: int | None = None) -> str:
+    """A user's file as text, bounded in size (the file's and the stack's budget); problems are
+    ``InputError``s naming ``shown``."""
+    from envdoctor.errors import UnreadableInput, read_input_text
     from envdoctor.plan.config_files import MAX_BYTES
 
-    return read_input_text(path, shown, MAX_BYTES)
+    spent = _BUDGET.get()
+    if spent is not None:
+        spent.files += 1
+        if spent.files > MAX_FILES:
+            raise UnreadableInput(shown, f"more than {MAX_FILES} declaration files (includes "
+                                         "counted); not read")
+    limit = MAX_BYTES if max_bytes is None else max_bytes
+    if spent is not None and MAX_STACK_BYTES - spent.bytes < limit:
+        limit = max(0, MAX_STACK_BYTES - spent.bytes)
+        text = read_input_text(path, shown, limit, f": only {limit:,} bytes were left of the "
+                               f"{MAX_STACK_BYTES // 2**20} MiB the declaration files may take "
+                               "in all")
+    else:
+        text = read_input_text(path, shown, limit)
+    if spent is not None:
+        spent.bytes += len(text)
+    return text
+
+
+def resolved(path: Path, where: str) -> Path:
+    """``path`` with its symlinks resolved; a symlink loop is an ``InputError`` naming
+    ``where`` (pathlib raises RuntimeError or OSError for it)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:
+        from envdoctor.errors import UnreadableInput
+
+        raise UnreadableInput(where, f"{path.name}: cannot resolve it ({exc})") from None
 
 
 def toml_of(path, shown: str) -> tuple[dict, list[str]]:
-    """A TOML file parsed (``InputError`` naming ``shown`` when it is not TOML), and its lines."""
+    """A TOML file parsed once (``InputError`` naming ``shown`` when it is not TOML or holds
+    more values than ``settings.MAX_TOML_VALUES``), and its lines."""
     from envdoctor.settings import parse_toml
 
     text = text_of(path, shown)
@@ -119,17 +275,19 @@ def lock_entries(path, shown: str, table: str) -> Found:
     data, lines = toml_of(path, shown)
     found = Found(files=[shown])
     entries = data.get(table)
+    entries = entries if isinstance(entries, list) else []
+    spend(shown, len(entries))
     starts = [i for i, line in enumerate(lines) if line.strip() == f"[[{table}]]"]
-    for n, entry in enumerate(entries if isinstance(entries, list) else []):
+    index = LineIndex(lines, (str(e["name"]) for e in entries if isinstance(e, dict)
+                              and isinstance(e.get("name"), str)))
+    for n, entry in enumerate(entries):
         if not isinstance(entry, dict):
             continue
         name, version = entry.get("name"), entry.get("version")
         if not isinstance(name, str) or not isinstance(version, str) \
                 or versions.parse(version) is None or not re.fullmatch(r"[A-Za-z0-9._-]+", name):
             continue
-        start = starts[n] if n < len(starts) else 0
         found.declarations.append(Declaration(
             name=normalize_name(name), specifier=f"=={version}", file=shown,
-            line=line_of(lines, "name", start) if starts else line_of(lines, f'"{name}"'),
-            locked=True))
+            line=index.find(name, starts[n] if n < len(starts) else 0), locked=True))
     return found

@@ -6,7 +6,15 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor import versions
-from envdoctor.facts.declared.interface import Declaration, Found, line_of, requirement, toml_of
+from envdoctor.facts.declared.interface import (
+    Declaration,
+    Found,
+    LineIndex,
+    line_of,
+    requirement,
+    spend,
+    toml_of,
+)
 
 PATTERNS = ("pyproject.toml",)
 
@@ -27,13 +35,14 @@ def read(path: Path, shown: str) -> Found:
     uv = _table(_table(data.get("tool")).get("uv"))
     for key in ("constraint-dependencies", "override-dependencies", "dev-dependencies"):
         lists.append((f"[tool.uv].{key}", uv.get(key)))
-    for _, reqs in lists:
-        for text in reqs if isinstance(reqs, list) else []:
-            if not isinstance(text, str):
-                continue  # {include-group = "…"}: its group is read on its own
-            decl = requirement(text, shown, _line(lines, text))
-            if decl is not None:
-                found.declarations.append(decl)
+    texts = [t for _, reqs in lists for t in (reqs if isinstance(reqs, list) else [])
+             if isinstance(t, str)]  # not {include-group = "…"}: its group is read on its own
+    spend(shown, len(texts))
+    index = LineIndex(lines, texts)  # one pass for every dependency's line
+    for text in texts:
+        decl = requirement(text, shown, index.find(text))
+        if decl is not None:
+            found.declarations.append(decl)
     python = project.get("requires-python")
     if isinstance(python, str) and versions.spec(python) is not None:
         found.declarations.append(Declaration(name="python", specifier=str(versions.spec(python)),
@@ -45,13 +54,6 @@ def read(path: Path, shown: str) -> Found:
         found.notes.append(f"{shown}: [tool.uv.sources] {name} comes from a git/path/index "
                            "source; its version is not judged unless a lock pins it")
     return found
-
-
-def _line(lines: list[str], text: str) -> int:
-    for quoted in (f'"{text}"', f"'{text}'"):
-        if any(quoted in line for line in lines):
-            return line_of(lines, quoted)
-    return line_of(lines, text)
 
 
 def _table(value: Any) -> dict[str, Any]:

@@ -59,16 +59,25 @@ def entries(found: Found, assume: dict[str, str]) -> dict[str, Entry]:
     return out
 
 
+#: distinct specifiers of one package compared pairwise (a real package has one to three)
+MAX_COMPARED = 64
+
+
 def conflicts(stack: dict[str, Entry]) -> list[tuple[Entry, Declaration, Declaration]]:
-    """Pairs of declarations of one package that no single version satisfies."""
+    """Pairs of declarations of one package that no single version satisfies: the first
+    declaration of each distinct specifier, the first ``MAX_COMPARED`` of them (10,000 copies
+    of one line are one comparison, not 50 million)."""
     out = []
     for e in stack.values():
         if e.how == "assumed":
             continue
-        decls = [d for d in e.decls if not d.via]  # implied ones: PKG004 / DCL002 judge them
+        first: dict[str, Declaration] = {}
+        for d in e.decls:
+            if d.specifier and not d.via:  # implied ones: PKG004 / DCL002 judge them
+                first.setdefault(d.specifier, d)
+        decls = list(first.values())[:MAX_COMPARED]
         for i, a in enumerate(decls):
-            clash = next((b for b in decls[i + 1:]
-                          if a.specifier and b.specifier and meet(a.specifier, b.specifier) is None),
+            clash = next((b for b in decls[i + 1:] if meet(a.specifier, b.specifier) is None),
                          None)
             if clash is not None:
                 out.append((e, a, clash))
