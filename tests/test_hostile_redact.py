@@ -166,13 +166,15 @@ def test_preflight_errors_carry_no_secret():
 @given(st.text(max_size=30), secrets, st.sampled_from(FORMS + URL_FORMS))
 def test_the_last_pass_keeps_json_valid(text, secret, form):
     """``emit``'s pass over a finished JSON document masks inside its strings and keeps it
-    parseable, even for an unbalanced quote inside a string."""
+    parseable, even for an unbalanced quote inside a string; control characters in its strings
+    become the escapes text shows (``\\x1b``)."""
     from envdoctor.redact import output_text
 
     doc = json.dumps({"message": f"{text} {form.format(s=secret)}", "n": [1, text]}, indent=2)
     out = output_text(doc)
     assert secret not in out
-    assert json.loads(out)["n"] == [1, text] or MASK in json.dumps(json.loads(out)["n"])
+    shown = escape_controls(text)
+    assert json.loads(out)["n"] == [1, shown] or MASK in json.dumps(json.loads(out)["n"])
 
 
 def test_git_refs_in_urls_are_not_user_information():

@@ -32,11 +32,22 @@ def _rule(rule_id: str) -> dict[str, Any]:
     return out
 
 
+def file_uri(path: str) -> str:
+    """A file's path as a URI reference (RFC 3986): its real name (the report shows control
+    characters escaped) with every character but unreserved ones and ``/`` percent-encoded as
+    UTF-8, so a space, ``%``, ``#``, ``?`` or a control character cannot change what it names."""
+    from urllib.parse import quote
+
+    from envdoctor.redact import unescape_controls
+
+    return quote(unescape_controls(path).replace("\\", "/"), safe="/", errors="backslashreplace")
+
+
 def _location(f: Finding) -> list[dict[str, Any]]:
     path = f.evidence.get("file")
     if not isinstance(path, str) or not path:
         return []
-    physical: dict[str, Any] = {"artifactLocation": {"uri": path.replace("\\", "/"),
+    physical: dict[str, Any] = {"artifactLocation": {"uri": file_uri(path),
                                                      "uriBaseId": "%SRCROOT%"}}
     line = f.evidence.get("line")
     if isinstance(line, int) and line >= 1:
