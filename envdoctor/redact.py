@@ -464,7 +464,7 @@ def _xml(text: str) -> str:
     try:
         root = ET.fromstring(text)  # noqa: S314 - envdoctor's own output, no DTD
     except ET.ParseError:
-        return _SGR_OR_CONTROL.sub(_escape, redact(text))
+        return _CONTROL.sub(_escape, redact(text))
     for node in root.iter():
         for key, value in node.attrib.items():
             node.set(key, escape_controls(redact(value), newlines=True))

@@ -449,3 +449,20 @@ def test_every_format_escapes_the_same_way():
     assert sarif["message"]["text"] == f"bad key in {shown}"
     assert sarif["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == \
         "c%1B%5B31m%07%E2%80%AE%0Aforged.yaml"
+
+
+def test_the_last_pass_makes_any_xml_well_formed():
+    """XML built elsewhere than the JUnit renderer (the hook merges documents): a raw control
+    character in an attribute, a secret, a newline in a name; the last pass cleans it."""
+    from envdoctor.redact import output_text
+
+    raw = ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="x\x1b[2J'
+           '\u202e.yaml" tests="1"><testcase classname="a" name="--api-key CANARYxml"/>'
+           '</testsuite></testsuites>\n')
+    out = output_text(raw)
+    suite = ET.fromstring(out.encode()).find("testsuite")
+    assert suite.get("name") == "x\\x1b[2J\\u202e.yaml" and "CANARY" not in out
+    fine = ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="a&#10;'
+            '&#10;✓ No issues found.&#10;y.yaml" /></testsuites>\n')
+    assert ET.fromstring(output_text(fine).encode()).find("testsuite").get("name") == \
+        "a\\n\\n✓ No issues found.\\ny.yaml"
