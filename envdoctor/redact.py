@@ -106,8 +106,11 @@ def is_secret(name: str) -> bool:
         elif part == "PWD":  # MYSQL_PWD, DB_PWD; the shell's PWD / OLDPWD are folders
             if i and parts[i - 1] != "OLD":
                 return True
-        elif part in ("KEY", "KEYS"):  # API_KEY, SSH_KEY, NCCL_IB_KEY; a bare ``key`` is not
+        elif part == "KEY":  # API_KEY, SSH_KEY, NCCL_IB_KEY; a bare ``key`` is not
             if i and parts[i - 1] not in _NOT_SECRET_BEFORE_KEY:
+                return True
+        elif part == "KEYS":  # API_KEYS, not script_keys or sort_keys
+            if i and parts[i - 1] in ("API", "ACCESS", "SECRET", "PRIVATE", "SSH"):
                 return True
         else:
             suffix = next((s for s in _SECRET_SUFFIXES if part.endswith(s)), None)
@@ -282,6 +285,8 @@ def _mask_assignments(text: str) -> list[tuple[int, int]]:
         name = text[s:e]
         option = name.startswith("-")
         bare = name.lstrip("-")
+        if not option:  # ``cfg.hub_token = …`` names hub_token; ``a.key == …`` names key
+            bare = bare.rsplit(".", 1)[-1]
         if not is_secret(bare):
             continue
         j = e
@@ -290,9 +295,9 @@ def _mask_assignments(text: str) -> list[tuple[int, int]]:
         k = j
         while k < n and text[k] in " \t":
             k += 1
-        if k < n and text[k] == "=":
-            k += 2 if text.startswith("==", k) else 1
-        elif k < n and text[k] == ":" and not option:
+        if text.startswith("==", k):
+            continue  # a comparison (``if a.token == b``), not an assignment
+        if k < n and (text[k] == "=" or text[k] == ":" and not option):
             k += 1
         elif not (option and k > j and k < n and text[k] not in "-\n"):
             continue  # ``--hub_token value`` only; ``the token expired`` is prose

@@ -211,7 +211,8 @@ SECRET_FORMS = [
 #: Measurements and tokenizer settings named like secrets: shown as they are.
 NOT_SECRETS = ["kv_bytes_per_token: 57344", "max_tokens=512", "num_tokens: 3",
                "prompt_tokens=7", "tokens: 12", "--max-tokens 512", "pad_token: <pad>",
-               "sort_keys=True", "PWD=/home/u", "image nvcr.io/nvidia/pytorch:24.01-py3@sha256:ab"]
+               "sort_keys=True", "PWD=/home/u", "image nvcr.io/nvidia/pytorch:24.01-py3@sha256:ab",
+               '"num_key_value_heads": 8', 'if area.key == "layout":', "script_keys = [f for f in x]"]
 
 
 @pytest.mark.parametrize(("form", "secret"), SECRET_FORMS)
