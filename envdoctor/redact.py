@@ -306,6 +306,8 @@ def _mask_assignments(text: str) -> list[tuple[int, int]]:
         parts = _parts(bare)
         header = ""
         if "AUTHORIZATION" in parts or "COOKIE" in parts:
+            if text.startswith(MASK, k):
+                continue  # masked already (the last pass over a report): the rest is not its
             header = text[s - 1] if s and text[s - 1] in "\"'" else "\n"
         span = _value_span(text, k, header)
         if span:
