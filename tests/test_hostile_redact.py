@@ -166,16 +166,304 @@ def test_preflight_errors_carry_no_secret():
 @given(st.text(max_size=30), secrets, st.sampled_from(FORMS + URL_FORMS))
 def test_the_last_pass_keeps_json_valid(text, secret, form):
     """``emit``'s pass over a finished JSON document masks inside its strings and keeps it
-    parseable, even for an unbalanced quote inside a string."""
+    parseable, even for an unbalanced quote inside a string; control characters in its strings
+    become the escapes text shows (``\\x1b``)."""
     from envdoctor.redact import output_text
 
     doc = json.dumps({"message": f"{text} {form.format(s=secret)}", "n": [1, text]}, indent=2)
     out = output_text(doc)
     assert secret not in out
-    assert json.loads(out)["n"] == [1, text] or MASK in json.dumps(json.loads(out)["n"])
+    shown = escape_controls(text)
+    assert json.loads(out)["n"] == [1, shown] or MASK in json.dumps(json.loads(out)["n"])
 
 
 def test_git_refs_in_urls_are_not_user_information():
     fix = "pip install 'trl @ git+https://github.com/huggingface/trl@v0.19.0'"
     assert redact(fix) == fix
     assert redact("git+https://bob:tok/en@github.com/o/r@main") == "git+https://****@main"
+
+
+# ------------------------------------------------------------------ issue 30: every form
+#: (form, secret): each form a secret is written in (issue 30's "Secrets printed"); the secret
+#: is what must never come out. ``{s}`` is the secret.
+HF_SHAPED = "hf_CANARYrepr" + "b" * 30
+SECRET_FORMS = [
+    ("vllm serve Qwen --api-key {s} --port 8000", "CANARYapikey1"),
+    ("vllm serve Qwen --api-key={s}", "CANARYapikey2"),
+    ("PGPASSWORD={s} psql -h db", "CANARYpgpw"),
+    ("MYSQL_PWD={s} mysql -h db", "CANARYmypwd"),
+    ("aws_secret_access_key = {s}", "CANARYawsspaced"),
+    ("Authorization: token {s}", "CANARYauthtoken"),
+    ("curl -H 'Authorization: token {s}' https://h/x", "CANARYcurlauth"),
+    ("HF_TOKEN= {s}", "CANARYhfspace"),
+    ("wandb: Currently logged in with key {s}", "CANARY0a1b2c3d4e5f"),
+    ("wandb login {s}", "CANARY9f8e7d6c5b4a"),
+    ("mysql -h db -uroot -p{s} train", "CANARYmysqlp"),
+    ("rsync from //bob:{s}@host/x", "CANARYschemerel"),
+    ("postgres at bob:{s}@10.0.0.1:5432", "CANARYnoscheme"),
+    ("GET /app;jsessionid={s} HTTP/1.1", "CANARYjsession"),
+    ("token = {s}", "CANARYtokenspaced"),
+    ("python train.py --hub_token 'ab'\"'\"'{s}' x.yaml", "CANARYshlexjoin"),  # shlex.join
+    ("ValueError: bad name 'x\\x1b{s}'", HF_SHAPED),  # a repr()-escaped control first
+    ("https://bob:{s}@hub.example/x", "CANARYurlpw"),
+    ('{{"api_key": "{s}"}}', "CANARYjsonkey"),
+]
+#: Measurements and tokenizer settings named like secrets: shown as they are.
+NOT_SECRETS = ["kv_bytes_per_token: 57344", "max_tokens=512", "num_tokens: 3",
+               "prompt_tokens=7", "tokens: 12", "--max-tokens 512", "pad_token: <pad>",
+               "sort_keys=True", "PWD=/home/u", "image nvcr.io/nvidia/pytorch:24.01-py3@sha256:ab",
+               '"num_key_value_heads": 8', 'if area.key == "layout":', "script_keys = [f for f in x]"]
+
+
+@pytest.mark.parametrize(("form", "secret"), SECRET_FORMS)
+@settings(max_examples=25, deadline=None)
+@given(before=around, after=around)
+def test_every_form_of_issue_30_is_masked_anywhere(form, secret, before, after):
+    text = form.format(s=secret)
+    assert secret not in redact(text)
+    assert secret not in redact(f"{before}\n{text}\n{after}")
+    assert secret not in redact(f"{before} {text} {after}")
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_measurements_named_like_secrets_stay_visible(text):
+    assert redact(text) == text
+
+
+def test_secret_names_are_precise():
+    for name in ("api-key", "--api-key", "PGPASSWORD", "MYSQL_PWD", "jsessionid", "PHPSESSID",
+                 "aws_secret_access_key", "authToken", "X-Api-Key", "Proxy-Authorization"):
+        assert is_secret(name), name
+    for name in ("kv_bytes_per_token", "tokens", "max_tokens", "num_tokens", "prompt_tokens",
+                 "max_new_tokens", "tokens_per_second", "token_count", "PWD", "OLDPWD",
+                 "sort_keys", "HF_TOKEN_PATH"):
+        assert not is_secret(name), name
+
+
+def test_a_secret_is_masked_before_quoting_or_escaping_can_split_it():
+    """``shlex.join`` quotes ``ab'SECRET`` in three pieces; repr() puts ``\\x07`` right before a
+    token: the whole word is masked either way, and masking never leaves half a quote open."""
+    import shlex
+
+    line = shlex.join(["vllm", "serve", "M", "--api-key", "ab'CANARYq", "--port", "8000"])
+    assert redact(line) == "vllm serve M --api-key **** --port 8000"
+    assert redact(repr("bad \x07" + HF_SHAPED)) == "'bad \\x07****'"
+
+
+# ------------------------------------------------------------- every command × format
+CLI_FORMATS = ("text", "json", "junit", "sarif")
+ALLOC = "expandable_segments:True --api-key CANARYalloc"
+SHORT_KEY = "Ck3y"  # shorter than MIN_GLOBAL: masked where it stands, not everywhere
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """Inputs carrying every form: a log, snapshots (variables, GPU process command lines), a
+    config, a requirements file with a ``token = …`` line, a vLLM server line with --api-key."""
+    from tests.conftest import snapshot
+
+    root = tmp_path_factory.mktemp("redact")
+    lines = [form.format(s=secret) for form, secret in SECRET_FORMS]
+    log = "\n".join(lines) + (
+        "\nTraceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+        f"ValueError: invalid --api-key CANARYexc1 for //bob:CANARYexc2@h and '\\x07{HF_SHAPED}'\n")
+    (root / "train.log").write_text(log)
+    snap = snapshot(2)
+    snap["env"] = {"PYTORCH_CUDA_ALLOC_CONF": ALLOC,
+                   **{f"VLLM_NOTE_{i}": line for i, line in enumerate(lines)}}
+    snap["gpus"][0]["processes"] = [{"pid": 7, "name": "vllm serve Qwen --api-key CANARYproc",
+                                     "used_mib": 1000}]
+    (root / "a.json").write_text(json.dumps(snap))
+    (root / "b.json").write_text(json.dumps(snapshot(2)))
+    (root / "grpo.yaml").write_text("use_vllm: true\nvllm_mode: server\n")
+    (root / "requirements.txt").write_text("trl==1.16.0\ntoken = CANARYreqline\n")
+    return root
+
+
+def _canaries(text: str) -> list[str]:
+    return re.findall(r"CANARY\w{0,12}|" + SHORT_KEY, text)
+
+
+def _assert_clean(proc, out_file=None, fmt="text"):
+    texts = {"stdout": proc.stdout, "stderr": proc.stderr}
+    if out_file is not None and out_file.exists():
+        texts[str(out_file.name)] = out_file.read_text()
+    for where, text in texts.items():
+        assert "Traceback" not in text, text[-2000:]
+        assert not _canaries(text), (where, _canaries(text))
+        assert not RAW_CONTROL.search(text.replace("\n", "").replace("\t", "")), where
+    body = texts.get(str(out_file.name)) if out_file is not None else None
+    if body and fmt in ("json", "sarif"):
+        json.loads(body)
+    if body and fmt == "junit":
+        ET.fromstring(body.encode())
+
+
+def _commands() -> dict[str, list[str]]:
+    server = f"CUDA_VISIBLE_DEVICES=1 vllm serve Qwen/Qwen2.5-0.5B --api-key {SHORT_KEY}"
+    return {
+        "check": ["check", "--facts", "a.json", "--config", "grpo.yaml", "--no-network", "-v",
+                  "--launch", "accelerate launch --num_processes 1 train.py", "--launch", server],
+        "triage": ["triage", "train.log", "--facts", "a.json", "-v", "--launch", server],
+        "diff": ["diff", "b.json", "a.json", "-v"],
+        "hook": ["hook", "grpo.yaml", "requirements.txt", "-v"],
+    }
+
+
+@pytest.mark.parametrize("fmt", CLI_FORMATS)
+@pytest.mark.parametrize("command", ["check", "triage", "diff", "hook"])
+def test_no_secret_in_any_command_or_format(hostile, command, fmt):
+    """ALC001's echo of PYTORCH_CUDA_ALLOC_CONF, LAY012's fix with --api-key, triage's context
+    and exception lines, diff's variables and process command lines, the hook's -v notes:
+    every form, every format, stdout, stderr and the written report."""
+    from tests.conftest import run_cli
+
+    out = hostile / f"{command}.{fmt}"
+    proc = run_cli(*_commands()[command], "--format", fmt, "-o", str(out), cwd=hostile)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    _assert_clean(proc, out, fmt)
+    if fmt == "text":  # and straight to the terminal
+        _assert_clean(run_cli(*_commands()[command], cwd=hostile))
+
+
+def test_no_secret_in_snapshots_collect_writes(hostile, tmp_path):
+    """A snapshot holds variables and GPU process command lines (from /proc): a node whose
+    server runs with --api-key, a variable holding any form."""
+    from envdoctor.facts.snapshot import dumps, from_dict
+    from envdoctor.redact import output_text
+    from tests.conftest import run_cli
+
+    facts = from_dict(json.loads((hostile / "a.json").read_text()), "a.json")
+    text = output_text(dumps(facts))
+    assert not _canaries(text) and "****" in json.loads(text)["gpus"][0]["processes"][0]["name"]
+    env = {f"VLLM_NOTE_{i}": form.format(s=secret) for i, (form, secret) in
+           enumerate(SECRET_FORMS)}
+    out = tmp_path / "node.json"
+    proc = run_cli("collect", "--no-gpu", "-o", str(out), env={**env, "PYTORCH_CUDA_ALLOC_CONF": ALLOC})
+    assert proc.returncode == 0, proc.stderr
+    _assert_clean(proc, out, "json")
+
+
+def test_plan_memory_shows_measurements_named_like_secrets(tmp_path):
+    from tests.conftest import run_cli, snapshot
+
+    facts = tmp_path / "f.json"
+    facts.write_text(json.dumps(snapshot(2)))
+    proc = run_cli("plan-memory", "--facts", str(facts), "--model-params", "7B", "--format",
+                   "json", "--", "accelerate", "launch", "--num_processes", "2", "train.py")
+    model = json.loads(proc.stdout)["model"]
+    assert isinstance(model["kv_bytes_per_token"], int) and model["kv_bytes_per_token"] > 0
+
+
+def test_error_paths_carry_no_secret(hostile):
+    """--select echoes what it was given; repr() escapes a control character right before the
+    token."""
+    from tests.conftest import run_cli
+
+    for args in (("check", "--facts", "b.json", "--select", f"\x07{HF_SHAPED}"),
+                 ("check", "--facts", "b.json", "--ignore", f"x,--api-key={SHORT_KEY}"),
+                 ("explain", f"\x1b{HF_SHAPED}")):
+        proc = run_cli(*args, cwd=hostile)
+        assert proc.returncode == 2
+        _assert_clean(proc)
+
+
+# --------------------------------------------------------------------------- escaping
+HOSTILE_NAMES = ["g\x1b]0;PWNED\x07\u202eeulav.yaml", "x\n✓ No issues found.\ny.yaml",
+                 "a b%#?&.yaml"]
+
+
+@pytest.fixture
+def hostile_names(tmp_path):
+    for name in HOSTILE_NAMES:
+        (tmp_path / name).write_text("use_vllm: true\nvllm_mode: server\nnum_generations: 3\n"
+                                     "per_device_train_batch_size: 4\n")
+    (tmp_path / "requirements.txt").write_text("trl==1.16.0\n")
+    return tmp_path
+
+
+def test_hook_junit_with_hostile_file_names_is_well_formed(hostile_names):
+    from tests.conftest import run_cli
+
+    proc = run_cli("hook", *HOSTILE_NAMES, "--format", "junit", cwd=hostile_names)
+    assert proc.returncode in (0, 1), proc.stderr
+    root = ET.fromstring(proc.stdout.encode())
+    names = [s.get("name") for s in root.iter("testsuite")]
+    assert any("g\\x1b]0;PWNED\\x07\\u202eeulav.yaml" in n for n in names), names
+    assert any("x\\n✓ No issues found.\\ny.yaml" in n for n in names), names
+    for case in root.iter("testcase"):
+        assert not RAW_CONTROL.search(case.get("classname")) and "\n" not in case.get("classname")
+    assert not RAW_CONTROL.search(proc.stdout.replace("\n", "")) and "\u202e" not in proc.stdout
+
+
+def test_a_path_never_starts_a_line_of_its_own(hostile_names):
+    """A file named ``x\\n✓ No issues found.\\ny.yaml`` cannot print a forged verdict: the text
+    report and the hook's header show it escaped, on the line it belongs to."""
+    from tests.conftest import run_cli
+
+    proc = run_cli("hook", *HOSTILE_NAMES, "--format", "text", "-v", cwd=hostile_names)
+    lines = proc.stdout.splitlines()
+    assert not any(line.startswith("✓ No issues found.") and "y.yaml" not in line
+                   for line in lines[:-1]), proc.stdout
+    assert "── x\\n✓ No issues found.\\ny.yaml ──" in lines
+    assert "\u202e" not in proc.stdout + proc.stderr
+    from tests.conftest import snapshot
+
+    (hostile_names / "f.json").write_text(json.dumps(snapshot(2)))
+    for name, where in (("x\n✓ No issues found.\ny.yaml", "stdout"),  # the report's header
+                        ("missing\n✓ No issues found.\n.yaml", "stderr")):  # the error
+        check = run_cli("check", "--config", name, "--no-network", "--facts", "f.json",
+                        cwd=hostile_names)
+        shown = getattr(check, where)
+        assert name.replace("\n", "\\n") in shown, shown
+        assert not any(line.startswith("✓ No issues found.") for line in shown.splitlines())
+
+
+def test_sarif_uri_is_percent_encoded(hostile_names):
+    from urllib.parse import unquote
+
+    from tests.conftest import run_cli
+
+    proc = run_cli("hook", *HOSTILE_NAMES, "--format", "sarif", "-v", cwd=hostile_names)
+    log = json.loads(proc.stdout)
+    uris = {loc["physicalLocation"]["artifactLocation"]["uri"]
+            for r in log["runs"][0]["results"] for loc in r["locations"]}
+    assert "a%20b%25%23%3F%26.yaml" in uris
+    for uri in uris:
+        assert re.fullmatch(r"[A-Za-z0-9._~/%-]+", uri), uri
+    assert {unquote(u) for u in uris} >= {n for n in HOSTILE_NAMES}
+
+
+def test_every_format_escapes_the_same_way():
+    """ESC, BEL and U+202E are shown as the same escapes in text, JSON, JUnit and SARIF; a
+    newline starts no line in text, JUnit or SARIF."""
+    path = "c\x1b[31m\x07\u202e\nforged.yaml"
+    finding = Finding("CFG004", Severity.ERROR, f"bad key in {path}", evidence={"file": path})
+    report = Report(areas=[Area(key="config", title="GRPO config", summary=path,
+                                findings=[finding], ran=["CFG004"])], subject=path)
+    shown = "c\\x1b[31m\\x07\\u202e\\nforged.yaml"
+    assert shown in render(report, "text")
+    assert json.loads(render(report, "json"))["subject"] == "c\\x1b[31m\\x07\\u202e\nforged.yaml"
+    assert ET.fromstring(render(report, "junit").encode()).find(".//failure").get(
+        "message") == f"bad key in {shown}"
+    sarif = json.loads(render(report, "sarif"))["runs"][0]["results"][0]
+    assert sarif["message"]["text"] == f"bad key in {shown}"
+    assert sarif["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == \
+        "c%1B%5B31m%07%E2%80%AE%0Aforged.yaml"
+
+
+def test_the_last_pass_makes_any_xml_well_formed():
+    """XML built elsewhere than the JUnit renderer (the hook merges documents): a raw control
+    character in an attribute, a secret, a newline in a name; the last pass cleans it."""
+    from envdoctor.redact import output_text
+
+    raw = ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="x\x1b[2J'
+           '\u202e.yaml" tests="1"><testcase classname="a" name="--api-key CANARYxml"/>'
+           '</testsuite></testsuites>\n')
+    out = output_text(raw)
+    suite = ET.fromstring(out.encode()).find("testsuite")
+    assert suite.get("name") == "x\\x1b[2J\\u202e.yaml" and "CANARY" not in out
+    fine = ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="a&#10;'
+            '&#10;✓ No issues found.&#10;y.yaml" /></testsuites>\n')
+    assert ET.fromstring(output_text(fine).encode()).find("testsuite").get("name") == \
+        "a\\n\\n✓ No issues found.\\ny.yaml"

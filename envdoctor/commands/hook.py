@@ -224,10 +224,12 @@ def merge_junit(named: list[tuple[str, Any]]) -> str:
     """One JUnit document, a test suite per checked file (its name is the file)."""
     import xml.etree.ElementTree as ET
 
+    from envdoctor.redact import clean
     from envdoctor.report import render
 
     root = ET.Element("testsuites")
     for label, report in named:
+        label = clean(label)  # a file name: no secret, no raw control character, one line
         xml = render(report, "junit")
         for suite in ET.fromstring(xml).iter("testsuite"):  # noqa: S314 - our own output
             suite.set("name", f"envdoctor: {label}")
@@ -247,13 +249,15 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
         from envdoctor.redact import safe_report
         from envdoctor.report.sarif import render_many
 
-        # the same pass render() gives every other format: known secrets masked, values cut
-        return render_many([safe_report(r, escape=False) for _, r in named], verbose=verbose)
+        # the same pass render() gives every other format: secrets masked, values cut, escaped
+        return render_many([safe_report(r, "sarif") for _, r in named], verbose=verbose)
     if fmt == "json":
         files = [{"file": label, "report": json.loads(render(r, "json", verbose=verbose))}
                  for label, r in named]
         return json.dumps({"schema": "envdoctor.hook/1", "files": files}, indent=2) + "\n"
-    parts = [f"── {label} ──\n{render(r, 'text', verbose=verbose, color=color)}"
+    from envdoctor.redact import clean
+
+    parts = [f"── {clean(label)} ──\n{render(r, 'text', verbose=verbose, color=color)}"
              for label, r in named]
     return "\n".join(parts)
 
@@ -291,7 +295,7 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
         envdoctor hook configs/grpo.yaml --requirements docker/requirements.txt --format sarif
     """
     from envdoctor.commands.check import launch_text
-    from envdoctor.redact import output_text
+    from envdoctor.redact import clean, output_text
     from envdoctor.settings import load_settings
 
     settings = load_settings()
@@ -309,7 +313,7 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
         targets = [Target()]  # a commit that changes only the stack: check the stack itself
     if verbose and fmt == "text":
         for path, why in skipped.items():
-            click.echo(output_text(f"envdoctor: skipped {path}: {why}"), err=True)
+            click.echo(f"envdoctor: skipped {clean(path)}: {clean(why)}", err=True)
     facts = None
     if targets:
         from envdoctor.commands.hook_stack import declared_facts
@@ -318,7 +322,7 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
             declared_facts(list(assume), list(requirement_files), Path.cwd(), list(files))
         if verbose and fmt == "text":
             for note in (facts.extra.get("declared") or {}).get("notes") or []:
-                click.echo(output_text(f"envdoctor: {note}"), err=True)
+                click.echo(f"envdoctor: {clean(note)}", err=True)
     line = launch_text(launch, ())
     named = [(t.label, check_target(t, facts, line, select_ids, ignore_ids))
              for t in targets]

@@ -16,9 +16,9 @@ FORMATS: dict[str, Callable[..., str]] = {
 
 
 def render(report: Report, fmt: str = "text", verbose: bool = False, color: bool = False) -> str:
-    """The report in ``fmt``. Every string goes through ``envdoctor.redact`` first: secrets
-    masked, long values cut, control characters escaped (JSON escapes them itself)."""
+    """The report in ``fmt``. Every string goes through ``envdoctor.redact`` first, the same for
+    every format: secrets masked, long values cut, control characters and bidi overrides shown
+    as escapes (``\\x1b``), newlines too except in JSON (whose encoder writes them ``\\n``)."""
     from envdoctor.redact import safe_report
 
-    safe = safe_report(report, escape=fmt != "json")
-    return FORMATS[fmt](safe, verbose=verbose, color=color)
+    return FORMATS[fmt](safe_report(report, fmt), verbose=verbose, color=color)

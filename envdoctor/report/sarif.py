@@ -38,6 +38,17 @@ def _rule(rule_id: str) -> dict[str, Any]:
 ROOT_ARTIFACT = "."
 
 
+def file_uri(path: str) -> str:
+    """A file's path as a URI reference (RFC 3986): its real name (the report shows control
+    characters escaped) with every character but unreserved ones and ``/`` percent-encoded as
+    UTF-8, so a space, ``%``, ``#``, ``?`` or a control character cannot change what it names."""
+    from urllib.parse import quote
+
+    from envdoctor.redact import unescape_controls
+
+    return quote(unescape_controls(path).replace("\\", "/"), safe="/", errors="backslashreplace")
+
+
 def _location(f: Finding, artifact: str = "") -> list[dict[str, Any]]:
     """Every result is located: the finding's file and line, else the report's artifact (the
     checked config, snapshot, script or log), else the repository root."""
@@ -45,7 +56,7 @@ def _location(f: Finding, artifact: str = "") -> list[dict[str, Any]]:
     line = f.evidence.get("line")
     if not isinstance(path, str) or not path:
         path, line = artifact or ROOT_ARTIFACT, None
-    physical: dict[str, Any] = {"artifactLocation": {"uri": path.replace("\\", "/"),
+    physical: dict[str, Any] = {"artifactLocation": {"uri": file_uri(path),
                                                      "uriBaseId": "%SRCROOT%"}}
     if isinstance(line, int) and line >= 1:
         physical["region"] = {"startLine": line}
