@@ -20,14 +20,18 @@ KINDS = ("crash", "hang", "silent-wrong", "refusal", "degraded")
 #: Kinds whose outcome is never in doubt once the entry matches: their certainty must be certain.
 CERTAIN_KINDS = ("crash", "hang", "silent-wrong")
 CERTAINTIES = ("certain", "depends")
-LAUNCHERS = ("python", "torchrun", "accelerate", "deepspeed", "trl")
 PLATFORMS = ("linux", "windows", "macos", "rocm", "xpu")
 _ID = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
 _RULE = re.compile(r"^[A-Z]{2,4}[0-9]{3}$")
 _KEYS = {"id", "title", "kind", "certainty", "when", "symptoms", "cause", "fix", "fixed_in",
          "workaround", "sources", "rule", "note"}
 _WHEN_KEYS = {"packages", "config", "launch", "platform", "unless_env"}
-_LAUNCH_KEYS = {"launcher"}
+#: ``when.launch`` aspects and the values each may take.
+LAUNCH_VALUES = {
+    "launcher": ("python", "torchrun", "accelerate", "deepspeed", "trl"),
+    "server": ("trl-vllm-serve", "vllm-serve"),  # what the second --launch line runs
+    "strategy": ("ddp", "zero1", "zero2", "zero3", "fsdp"),  # from the accelerate / DeepSpeed config
+}
 
 
 class KnownFailuresError(ValueError):
@@ -55,7 +59,7 @@ class KnownFailure:
     certainty: str
     packages: dict[str, str]          # dist name (PEP 503) -> PEP 440 specifier
     config: dict[str, tuple[Any, ...]]  # GRPO config key -> the values that match
-    launch: dict[str, tuple[str, ...]]  # launch aspect (launcher) -> the values that match
+    launch: dict[str, tuple[str, ...]]  # launch aspect (LAUNCH_VALUES) -> the values that match
     platform: tuple[str, ...]
     unless_env: dict[str, str]  # the failure is avoided where the run's environment has these
     symptoms: tuple[Symptom, ...]
@@ -65,6 +69,7 @@ class KnownFailure:
     fixed_in: dict[str, str] = field(default_factory=dict)
     workaround: str | None = None
     rule: str | None = None  # an existing rule that already reports this failure
+    note: str | None = None
     file: str = ""
 
     @property
@@ -120,12 +125,14 @@ def _when(when: Any, where: str) -> tuple[dict, dict, dict, tuple, dict]:
         raise KnownFailuresError(f"{where}.when.config: expected a mapping of GRPO config keys")
     conf = {str(k): _values(v, f"{where}.when.config.{k}") for k, v in config.items()}
     launch = when.get("launch") or {}
-    if not isinstance(launch, dict) or set(launch) - _LAUNCH_KEYS:
-        raise KnownFailuresError(f"{where}.when.launch: expected {{launcher: [...]}}")
+    if not isinstance(launch, dict) or set(launch) - set(LAUNCH_VALUES):
+        raise KnownFailuresError(f"{where}.when.launch: expected a mapping with keys among "
+                                 f"{sorted(LAUNCH_VALUES)}")
     lau = {k: tuple(str(x) for x in _values(v, f"{where}.when.launch.{k}")) for k, v in launch.items()}
-    bad = [x for x in lau.get("launcher", ()) if x not in LAUNCHERS]
-    if bad:
-        raise KnownFailuresError(f"{where}.when.launch.launcher: {bad} not in {list(LAUNCHERS)}")
+    for key, values in lau.items():
+        bad = [x for x in values if x not in LAUNCH_VALUES[key]]
+        if bad:
+            raise KnownFailuresError(f"{where}.when.launch.{key}: {bad} not in {list(LAUNCH_VALUES[key])}")
     plat = tuple(str(x) for x in _values(when["platform"], f"{where}.when.platform")) \
         if "platform" in when else ()
     bad = [x for x in plat if x not in PLATFORMS]
@@ -171,8 +178,9 @@ def parse_entry(entry: Any, where: str, file: str = "") -> KnownFailure:
         raise KnownFailuresError(f"{where}: 'kind' must be one of {list(KINDS)}, got {kind!r}")
     if certainty not in CERTAINTIES:
         raise KnownFailuresError(f"{where}: 'certainty' must be certain or depends, got {certainty!r}")
-    if kind in CERTAIN_KINDS and certainty != "certain":
-        raise KnownFailuresError(f"{where}: kind {kind} is certain by definition (certainty: certain)")
+    if kind in CERTAIN_KINDS and certainty != "certain" and not entry.get("note"):
+        raise KnownFailuresError(f"{where}: a {kind} is certain (certainty: certain) unless a "
+                                 "'note' says what envdoctor cannot see (the data, the model)")
     packages, config, launch, platform, unless_env = _when(entry.get("when"), where)
     sources = entry.get("sources")
     if (not isinstance(sources, list) or not sources
@@ -192,7 +200,8 @@ def parse_entry(entry: Any, where: str, file: str = "") -> KnownFailure:
         cause=str(_text(entry, "cause", where)),
         fix=str(_text(entry, "fix", where)), sources=tuple(sources),
         fixed_in={_norm(k): v for k, v in fixed_in.items()},
-        workaround=_text(entry, "workaround", where, required=False), rule=rule, file=file)
+        workaround=_text(entry, "workaround", where, required=False), rule=rule,
+        note=_text(entry, "note", where, required=False), file=file)
 
 
 def parse_file(name: str, data: Any) -> list[KnownFailure]:

@@ -62,6 +62,25 @@ def _launcher(ctx: Context) -> str | None:
     return "trl" if trainer.launcher.startswith("trl-") else trainer.launcher
 
 
+def _strategy(ctx: Context) -> str | None:
+    """ddp / zero1-3 / fsdp, as the memory plan reads it from the accelerate and DeepSpeed configs."""
+    from envdoctor.plan.memory_setup import from_config
+
+    trainer = ctx.plan.trainer
+    if trainer is None or trainer.unresolved:
+        return None
+    k = from_config(ctx.config, ctx.version("trl"), None, ctx.plan.accelerate, trainer.options)
+    return "fsdp" if str(k.strategy).startswith("fsdp") else str(k.strategy)
+
+
+def _launch_holds(ctx: Context, key: str, wanted: tuple[str, ...]) -> bool:
+    if key == "launcher":
+        return _launcher(ctx) in wanted
+    if key == "server":
+        return ctx.plan.server is not None and ctx.plan.server.launcher in wanted
+    return _strategy(ctx) in wanted
+
+
 def _platforms(ctx: Context) -> set[str]:
     system = ctx.facts.platform.split("-", 1)[0].lower()
     found = {"macos" if system == "darwin" else system} if system else set()
@@ -85,9 +104,9 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
     for key, wanted in failure.config.items():
         if not _config_holds(ctx, key, wanted):
             return False
-    launchers = failure.launch.get("launcher")
-    if launchers and _launcher(ctx) not in launchers:
-        return False
+    for key, wanted in failure.launch.items():
+        if not _launch_holds(ctx, key, wanted):
+            return False
     if failure.platform and not _platforms(ctx) & set(failure.platform):
         return False
     if failure.unless_env:
