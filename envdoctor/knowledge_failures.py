@@ -25,7 +25,7 @@ _ID = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
 _RULE = re.compile(r"^[A-Z]{2,4}[0-9]{3}$")
 _KEYS = {"id", "title", "kind", "certainty", "when", "symptoms", "cause", "fix", "fixed_in",
          "workaround", "sources", "rule", "note"}
-_WHEN_KEYS = {"packages", "config", "launch", "platform", "unless_env"}
+_WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env"}
 #: ``when.launch`` aspects and the values each may take.
 LAUNCH_VALUES = {
     "launcher": ("python", "torchrun", "accelerate", "deepspeed", "trl"),
@@ -61,6 +61,7 @@ class KnownFailure:
     config: dict[str, tuple[Any, ...]]  # GRPO config key -> the values that match
     launch: dict[str, tuple[str, ...]]  # launch aspect (LAUNCH_VALUES) -> the values that match
     platform: tuple[str, ...]
+    env: dict[str, str]  # must be set in the run's environment ("A|B": either; "*": any value)
     unless_env: dict[str, str]  # the failure is avoided where the run's environment has these
     symptoms: tuple[Symptom, ...]
     cause: str
@@ -101,7 +102,13 @@ def _values(value: Any, where: str) -> tuple[Any, ...]:
     return tuple(items)
 
 
-def _when(when: Any, where: str) -> tuple[dict, dict, dict, tuple, dict]:
+def _env_map(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise KnownFailuresError(f"{where}: expected {{VAR: VALUE}} (\"*\": set at all; \"A|B\": either var)")
+    return {str(k): v for k, v in value.items()}
+
+
+def _when(when: Any, where: str) -> tuple[dict, dict, dict, tuple, dict, dict]:
     if not isinstance(when, dict) or not when.get("packages"):
         raise KnownFailuresError(f"{where}.when: needs 'packages' (at least one PEP 440 specifier)")
     unknown = set(when) - _WHEN_KEYS
@@ -138,10 +145,9 @@ def _when(when: Any, where: str) -> tuple[dict, dict, dict, tuple, dict]:
     bad = [x for x in plat if x not in PLATFORMS]
     if bad:
         raise KnownFailuresError(f"{where}.when.platform: {bad} not in {list(PLATFORMS)}")
-    unless = when.get("unless_env") or {}
-    if not isinstance(unless, dict) or not all(isinstance(v, str) for v in unless.values()):
-        raise KnownFailuresError(f"{where}.when.unless_env: expected {{VAR: VALUE}} (\"*\": set at all)")
-    return packages, conf, lau, plat, {str(k): v for k, v in unless.items()}
+    env = _env_map(when.get("env") or {}, f"{where}.when.env")
+    unless = _env_map(when.get("unless_env") or {}, f"{where}.when.unless_env")
+    return packages, conf, lau, plat, env, unless
 
 
 def _symptoms(value: Any, where: str, silent: bool) -> tuple[Symptom, ...]:
@@ -181,7 +187,7 @@ def parse_entry(entry: Any, where: str, file: str = "") -> KnownFailure:
     if kind in CERTAIN_KINDS and certainty != "certain" and not entry.get("note"):
         raise KnownFailuresError(f"{where}: a {kind} is certain (certainty: certain) unless a "
                                  "'note' says what envdoctor cannot see (the data, the model)")
-    packages, config, launch, platform, unless_env = _when(entry.get("when"), where)
+    packages, config, launch, platform, env, unless_env = _when(entry.get("when"), where)
     sources = entry.get("sources")
     if (not isinstance(sources, list) or not sources
             or not all(isinstance(s, str) and s.startswith("https://") for s in sources)):
@@ -195,7 +201,7 @@ def parse_entry(entry: Any, where: str, file: str = "") -> KnownFailure:
     return KnownFailure(
         id=fid, title=str(_text(entry, "title", where)), kind=kind, certainty=certainty,
         packages=packages, config=config, launch=launch, platform=platform,
-        unless_env=unless_env,
+        env=env, unless_env=unless_env,
         symptoms=_symptoms(entry.get("symptoms"), where, kind == "silent-wrong"),
         cause=str(_text(entry, "cause", where)),
         fix=str(_text(entry, "fix", where)), sources=tuple(sources),

@@ -90,10 +90,18 @@ def _platforms(ctx: Context) -> set[str]:
 
 
 def _env(ctx: Context) -> dict[str, str]:
+    """The trainer's and the server's environment, names folded to upper case (``http_proxy``
+    and ``HTTP_PROXY`` are the same setting to the libraries that read them)."""
     env = trainer_env(ctx.facts, ctx.plan.trainer)
     if ctx.plan.server is not None:
         env.update(ctx.plan.server.env)
-    return env
+    return {k.upper(): v for k, v in env.items()}
+
+
+def _env_has(env: dict[str, str], names: str, value: str) -> bool:
+    """Whether any of ``names`` (``A|B``) is set in ``env`` to ``value`` (``*``: to anything)."""
+    return any(name.upper() in env and (value == "*" or env[name.upper()] == value)
+               for name in names.split("|"))
 
 
 def matches(ctx: Context, failure: KnownFailure) -> bool:
@@ -109,11 +117,12 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
             return False
     if failure.platform and not _platforms(ctx) & set(failure.platform):
         return False
-    if failure.unless_env:
+    if failure.env or failure.unless_env:
         env = _env(ctx)
-        for var, value in failure.unless_env.items():
-            if var in env and (value == "*" or env[var] == value):
-                return False
+        if not all(_env_has(env, names, value) for names, value in failure.env.items()):
+            return False
+        if any(_env_has(env, names, value) for names, value in failure.unless_env.items()):
+            return False
     return True
 
 
