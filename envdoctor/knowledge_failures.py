@@ -235,8 +235,10 @@ def load_dir(folder: Path) -> list[KnownFailure]:
     for path in sorted(folder.glob("*.yaml")):
         try:
             data = read_yaml(path)
-        except Exception as exc:  # a YAML syntax error: name the file
-            raise KnownFailuresError(f"{path.name}: not valid YAML ({type(exc).__name__})") from None
+        except Exception as exc:  # a YAML syntax error: name the file and the line
+            mark = getattr(exc, "problem_mark", None)
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            raise KnownFailuresError(f"{path.name}: not valid YAML{at} ({type(exc).__name__})") from None
         for failure in parse_file(path.name, data):
             if failure.id in seen:
                 raise KnownFailuresError(f"{path.name}: id {failure.id} already used in "

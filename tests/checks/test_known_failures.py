@@ -70,7 +70,8 @@ def scenario(f: KnownFailure, out_of_range: str | None = None) -> tuple[dict, di
     if "strategy" in f.launch:
         launch = STRATEGY[f.launch["strategy"][0]]
     if "server" in f.launch:
-        launch = f"{'trl ' if f.launch['server'][0] == 'trl-vllm-serve' else ''}vllm-serve --model m"
+        launch = ("trl vllm-serve --model m" if f.launch["server"][0] == "trl-vllm-serve"
+                  else "vllm serve m")
     env = {names.split("|")[0]: "x" if value == "*" else value for names, value in f.env.items()}
     snap = snapshot(packages=packages, env=env)
     if f.platform:
