@@ -36,6 +36,8 @@ def config_default(ctx: Context, key: str) -> Any:
 
 
 def _same(value: Any, wanted: Any) -> bool:
+    if wanted == "*":
+        return True  # any value the config sets
     if isinstance(wanted, bool):
         return as_bool(value) is wanted
     return str(value) == str(wanted)
@@ -50,6 +52,8 @@ def _config_holds(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
         value = vllm_mode(ctx.plan, ctx.facts, ctx.kb)
     elif key in ctx.config:
         value = ctx.config[key]
+    elif "*" in wanted:
+        return False  # "*": the config must set the key itself
     else:
         value = config_default(ctx, key)
     return value is not _MISSING and value is not None and any(_same(value, w) for w in wanted)
