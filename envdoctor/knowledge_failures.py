@@ -24,7 +24,7 @@ PLATFORMS = ("linux", "windows", "macos", "rocm", "xpu")
 _ID = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
 _RULE = re.compile(r"^[A-Z]{2,4}[0-9]{3}$")
 _KEYS = {"id", "title", "kind", "certainty", "when", "symptoms", "cause", "fix", "fixed_in",
-         "workaround", "sources", "rule", "note"}
+         "workaround", "sources", "rule", "note", "triage_only"}
 _WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env"}
 #: ``when.launch`` aspects and the values each may take.
 LAUNCH_VALUES = {
@@ -71,6 +71,7 @@ class KnownFailure:
     workaround: str | None = None
     rule: str | None = None  # an existing rule that already reports this failure
     note: str | None = None
+    triage_only: bool = False  # its trigger is invisible before the run: triage reads it, check does not
     file: str = ""
 
     @property
@@ -195,6 +196,10 @@ def parse_entry(entry: Any, where: str, file: str = "") -> KnownFailure:
     fixed_in = entry.get("fixed_in") or {}
     if not isinstance(fixed_in, dict) or not all(isinstance(v, str) for v in fixed_in.values()):
         raise KnownFailuresError(f"{where}: 'fixed_in' must map dist names to version strings")
+    triage_only = entry.get("triage_only", False)
+    if not isinstance(triage_only, bool) or (triage_only and not entry.get("note")):
+        raise KnownFailuresError(f"{where}: 'triage_only' must be true or false, and true needs a "
+                                 "'note' saying what envdoctor cannot see before the run")
     rule = entry.get("rule")
     if rule is not None and not (isinstance(rule, str) and _RULE.match(rule)):
         raise KnownFailuresError(f"{where}: 'rule' must be a rule id such as PKG002")
@@ -207,7 +212,7 @@ def parse_entry(entry: Any, where: str, file: str = "") -> KnownFailure:
         fix=str(_text(entry, "fix", where)), sources=tuple(sources),
         fixed_in={_norm(k): v for k, v in fixed_in.items()},
         workaround=_text(entry, "workaround", where, required=False), rule=rule,
-        note=_text(entry, "note", where, required=False), file=file)
+        note=_text(entry, "note", where, required=False), triage_only=triage_only, file=file)
 
 
 def parse_file(name: str, data: Any) -> list[KnownFailure]:

@@ -131,8 +131,10 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
 
 
 def matching(ctx: Context) -> list[KnownFailure]:
-    """Catalogue entries that match this stack and that no other rule reports."""
-    return [f for f in known_failures() if f.rule is None and matches(ctx, f)]
+    """Catalogue entries that match this stack and that no other rule reports (entries marked
+    triage_only describe failures whose trigger only shows in the run: triage reads them)."""
+    return [f for f in known_failures()
+            if f.rule is None and not f.triage_only and matches(ctx, f)]
 
 
 def confirmed_break(ctx: Context, *names: str) -> KnownFailure | None:

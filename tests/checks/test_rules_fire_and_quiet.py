@@ -39,7 +39,7 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
                 "config": {"use_vllm": True}}),
     "KNF001": ({"snap": {"packages": {**MODERN, "trl": "0.25.0", "vllm": "0.12.0"}},
                 "config": {"use_vllm": True}},
-               {"snap": {"packages": {**MODERN, "trl": "0.27.0", "vllm": "0.12.0"}},
+               {"snap": {"packages": {**MODERN, "trl": "0.27.2", "vllm": "0.12.0"}},
                 "config": {"use_vllm": True}}),
     "PKG008": ({"snap": {"packages": {"torch": "2.9.0"}}, "config": {"num_generations": 4}},
                {"config": {"num_generations": 4}}),
