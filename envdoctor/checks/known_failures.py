@@ -88,7 +88,8 @@ def _launch_holds(ctx: Context, key: str, wanted: tuple[str, ...]) -> bool:
 def _platforms(ctx: Context) -> set[str]:
     system = ctx.facts.platform.split("-", 1)[0].lower()
     found = {"macos" if system == "darwin" else system} if system else set()
-    local = (versions.parse(ctx.version("torch")) or versions.parse("0")).local or ""
+    torch = versions.parse(ctx.version("torch"))
+    local = (torch.local or "") if torch is not None else ""
     found |= {name for name in ("rocm", "xpu") if local.startswith(name)}
     return found
 
