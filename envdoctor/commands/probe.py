@@ -139,7 +139,7 @@ def _info(message: str, severity: Severity = Severity.INFO):
 @click.option("-v", "--verbose", is_flag=True)
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
 def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv) -> None:
-    """Run only the probe: one GRPO step with TRL's GRPOTrainer and a tiny random model.
+    """Run only the probe: one GRPO step with TRL's GRPOTrainer on a model of your shape.
 
         envdoctor probe -- accelerate launch --num_processes 3 train.py
     """

@@ -141,10 +141,12 @@ def _start_crash(spec: ProbeSpec, text: str, part: str | None = None,
             {"fault": fault, "frame": frame, "max_num_seqs": seqs, "model": faithful})]
     return [Finding(
         "PRB018", Severity.WARNING,
-        f"{where} crashed while starting ({frame}): CUDA error: {fault}, with the probe's tiny "
-        "model; such faults of vLLM's attention kernels depend on the model's shape and the "
-        "batch vLLM captures" + (f" (max_num_seqs {seqs} here)" if seqs else "")
-        + ", so this does not show that your model fails; generation was not probed",
+        f"{where} crashed while starting ({frame}): CUDA error: {fault}, with the probe's own "
+        "generic model (your model's config.json is not on this machine), not yours; such faults "
+        "of vLLM's attention kernels depend on the model's shape and the batch vLLM captures"
+        + (f" (max_num_seqs {seqs} here)" if seqs else "")
+        + ", so this does not show that your model fails; generation was not probed (a defect of "
+        "envdoctor's generic model: please report it)",
         "run one real step with your model (max_steps: 1) to see whether vLLM starts; if it "
         "faults the same way, a different per_device_train_batch_size × steps_per_generation "
         "(TRL's max_num_seqs) or another vLLM release is the way around it",

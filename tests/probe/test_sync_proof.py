@@ -138,3 +138,38 @@ def test_sharded_or_pathless_trainers_are_not_checked_and_say_why(parts):
     plain = Plain()
     plain.model = model
     assert prove(plain, tok)["checked"] is False
+
+
+def _judged(per_rank: dict, mode: str = "colocate", status: str = "pass"):
+    from envdoctor.probe.runner import ProbeResult, ProbeSpec
+    from envdoctor.probe.sync_judge import judge_sync
+
+    spec = ProbeSpec(launcher=["python"], use_vllm=mode != "off",
+                     vllm_mode=None if mode == "off" else mode)
+    result = ProbeResult(status=status, ranks={r: {"weight_sync": w, "finished": True}
+                                                for r, w in per_rank.items()})
+    judge_sync(spec, result)
+    return result
+
+
+def test_a_stale_sync_on_any_rank_is_prb019_and_fails_the_probe():
+    proved = {"checked": True, "verdict": "proved", "mean_abs_diff_to_trainer": 0.04,
+              "mean_abs_diff_to_weights_before": 9.5, "move": 9.5, "tokens": 32, "path": "p"}
+    stale = {**proved, "verdict": "stale", "mean_abs_diff_to_trainer": 19.7,
+             "mean_abs_diff_to_weights_before": 0.004}
+    r = _judged({0: proved, 1: stale}, mode="server")
+    (f,) = [x for x in r.findings if x.rule == "PRB019"]
+    assert f.severity.name == "ERROR" and r.status == "fail"
+    assert "silently did nothing" in f.message and "NCCL" in f.message
+    assert r.weight_sync["ranks"] == {"0": "proved", "1": "stale"}
+    assert r.weight_sync["verdict"] == "stale"  # the report shows the rank that failed
+
+
+def test_a_proved_sync_is_on_record_and_a_cpu_probe_says_the_proof_needs_vllm():
+    r = _judged({0: {"checked": True, "verdict": "proved", "move": 9.5, "tokens": 32,
+                     "mean_abs_diff_to_trainer": 0.04, "mean_abs_diff_to_weights_before": 9.5,
+                     "path": "colocate"}})
+    assert [x.rule for x in r.findings] == ["PRB012"] and "weight sync proved" in \
+        r.findings[0].message and r.status == "pass"
+    cpu = _judged({0: {"checked": False, "reason": "needs vLLM: …"}}, mode="off")
+    assert cpu.findings == [] and cpu.weight_sync["reason"].startswith("needs vLLM")

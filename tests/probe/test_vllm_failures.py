@@ -182,3 +182,25 @@ def test_a_fault_outside_vllms_start_stays_the_step_error():
             "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
     r = _colocate_fault(text)
     assert [x.rule for x in r.findings] == ["PRB001"] and r.status == "fail"
+
+
+def test_the_same_fault_with_a_model_of_the_users_shape_is_an_error_about_their_run():
+    """With the user's shape (same attention, heads, vocabulary, positions; fewer layers) the
+    real run's vLLM starts the same kernels on the same shapes: PRB021, an error, not inconclusive."""
+    from envdoctor.probe.model_source import ProbeModel
+    from envdoctor.probe.runner import ProbeResult, ProbeSpec
+    from envdoctor.probe.vllm_judge import judge_vllm
+
+    spec = ProbeSpec(launcher=["python"], rank_gpus={0: 0}, use_vllm=True, vllm_mode="colocate",
+                     per_device_train_batch_size=8, vllm={"vllm_gpu_memory_utilization": 0.3},
+                     model=ProbeModel(source="/m/config.json", config={"hidden_size": 896},
+                                      name="Qwen/Qwen2.5-0.5B-Instruct"))
+    result = ProbeResult(status="fail", log_tail=REAL_FAULT, model={"ran": "the user's shape"},
+                         ranks={0: {"ok": False, "error": {"type": "AcceleratorError",
+                                                          "message": "CUDA error",
+                                                          "traceback": REAL_FAULT}}})
+    judge_vllm(spec, result, None)
+    (f,) = [x for x in result.findings if x.rule.startswith("PRB02")]
+    assert f.rule == "PRB021" and f.severity == Severity.ERROR and result.status == "fail"
+    assert "Qwen/Qwen2.5-0.5B-Instruct" in f.message and "max_num_seqs 8" in f.message
+    assert not any(x.rule == "PRB018" for x in result.findings)
