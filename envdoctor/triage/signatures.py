@@ -2,7 +2,8 @@
 
 Schema ``envdoctor.signatures/1``: a top-level ``schema``, the ``anchors`` (literals of the fast
 pass) and a ``signatures`` list whose entries have ``id``, ``rule``, ``summary``, ``keywords``,
-``pattern`` and ``references``, and optionally ``confirm``, ``severity``, ``fallback`` and ``hint``.
+``pattern`` and ``references``, and optionally ``confirm``, ``severity``, ``fallback``, ``hint``
+and ``keep`` (the matches kept).
 Anything else is an error that names the entry.
 
 Logs are other people's text, so every pattern must run in linear time: each alternative starts
@@ -33,7 +34,7 @@ _REPEATS = tuple(getattr(_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIV
 
 SCHEMA = "envdoctor.signatures/1"
 REQUIRED = ("id", "rule", "summary", "keywords", "pattern", "references")
-OPTIONAL = ("confirm", "severity", "fallback", "hint")
+OPTIONAL = ("confirm", "severity", "fallback", "hint", "keep")
 MAX_REPEAT = 4096  # the largest bound of one quantifier
 MAX_NESTED = 65536  # the product of the bounds of quantifiers nested in one another
 #: The confirm vocabulary (envdoctor/triage/confirm.py gives each key its meaning).
@@ -157,12 +158,15 @@ def _entry(raw: Any, where: str, known_rules: set[str] | None) -> Signature:
     fallback, hint = raw.get("fallback", False), raw.get("hint", False)
     if not isinstance(fallback, bool) or not isinstance(hint, bool):
         raise SignatureError(f"{where}: fallback and hint must be true or false")
+    keep = raw.get("keep", 0)
+    if not isinstance(keep, int) or isinstance(keep, bool) or not 0 <= keep <= 1000:
+        raise SignatureError(f"{where}: keep must be a number of matches from 0 to 1000")
     return Signature(
         id=sid, rule=rule, summary=str(raw["summary"]).strip(),
         keywords=tuple(k.encode() for k in raw["keywords"]), pattern=pattern,
         references=tuple(raw["references"]),
         confirm=_confirm(raw.get("confirm", {}), where, known_rules),
-        severity=severity, fallback=fallback, hint=hint)
+        severity=severity, fallback=fallback, hint=hint, keep=keep)
 
 
 def parse(data: Any, source: str = "signatures.yaml",
