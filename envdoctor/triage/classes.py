@@ -319,7 +319,7 @@ _SERVER = ("vllm-serve", "vllm_serve")
 def _server_mode(first: Match, log: Log) -> bool:
     """The duplicate is between the trainer and a ``trl vllm-serve`` server: TRL's weight-sync
     client in the traceback, the trainer waiting for or reaching the server, or the launch line."""
-    if context_has(first, *_CLIENT):
+    if context_has(first, *_CLIENT) or log.hint("trl-weight-sync-client"):
         return True
     if any(s in log.by_sig for s in ("vllm-server-up", "vllm-server-not-up", "vllm-server-refused")):
         return True
@@ -327,10 +327,10 @@ def _server_mode(first: Match, log: Log) -> bool:
     return ctx is not None and layout_given(ctx) and ctx.layout.generation_mode == "server"
 
 
-def _server_engines(ms: Sequence[Match]) -> bool:
+def _server_engines(ms: Sequence[Match], log: Log) -> bool:
     """The ranks that collide are the server's own engines (data-parallel ``EngineCore_N``)."""
-    return any(re.match(r"\(EngineCore_(?:DP)?[1-9]", line.strip()) for m in ms
-               for line in (m.text, *m.context))
+    return log.hint("vllm-dp-engine") is not None or any(
+        re.match(r"\(EngineCore_(?:DP)?[1-9]", line.strip()) for m in ms for line in (m.text, *m.context))
 
 
 def duplicate_gpu(ms: list[Match], log: Log) -> list[Draft]:
@@ -339,7 +339,8 @@ def duplicate_gpu(ms: list[Match], log: Log) -> list[Draft]:
     buses = sorted({m.groups["bus_id"] for m in ms})
     what = (f"ranks {', '.join(map(str, ranks[:16]))} of one NCCL group run on the same GPU "
             f"(bus id {', '.join(buses[:4])}); NCCL refuses that")
-    if _server_engines(ms) and not context_has(first, *_CLIENT):
+    if _server_engines(ms, log) and not (context_has(first, *_CLIENT)
+                                         or log.hint("trl-weight-sync-client")):
         what += ": the vLLM server's data-parallel engines landed on one GPU"
         fix = ("give `trl vllm-serve` as many visible GPUs as tensor_parallel_size × "
                "data_parallel_size (CUDA_VISIBLE_DEVICES), each engine its own")

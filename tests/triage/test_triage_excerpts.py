@@ -46,7 +46,8 @@ def test_every_signature_has_an_excerpt_and_every_excerpt_a_test():
         log = yaml.safe_load(path.read_text(encoding="utf-8"))["log"]
         real |= {m.signature.id for m in scan_bytes(log).matches}
     # hints: tests/triage/test_triage_classes.py; vllm-in-process: tests/triage/test_triage_oom.py
-    hints = {"vllm-server-up", "vllm-version", "vllm-in-process", "package-version"}
+    hints = {"vllm-server-up", "vllm-version", "vllm-in-process", "package-version",
+             "trl-weight-sync-client", "vllm-dp-engine"}
     shown = {sig for sig, _, _ in EXCERPTS.values()} | {"vllm-device-shared-warning"} | real
     assert shown | hints == {s.id for s in signatures()}
     on_disk = {p.name for p in LOGS.glob("*.log")}
