@@ -213,7 +213,8 @@ def api_drift_import(ms: list[Match], log: Log) -> list[Draft]:
     importer = next((o for o in reversed(owners) if o != lib), None)
     have = ctx.version(lib) if ctx is not None else None
     what = (f"{importer or 'the code'} imports {first.groups['name']} from {module}, which the "
-            f"installed {lib}{' ' + have if have else ''} no longer has (renamed or removed)")
+            f"installed {lib}{' ' + have if have else ''} does not have (renamed or removed, or "
+            "not yet added in that release)")
     fix = _pairing(ctx, first, lib) if importer == "trl" or lib == "vllm" and importer else (
         f"update the import for the installed {lib} release, or pin the {lib} release the code "
         "was written for")

@@ -40,7 +40,8 @@ PREFIX = re.compile(
     r"|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:"  # mpirun --tag-output
     r"|(?P<srun>\d{1,4}): (?=\S)"  # srun --label
     r"|\((?:[\w.-]+ )?(?:pid|rank)=\d+(?: \w+=\d+)*\)"  # vLLM processes: (EngineCore_DP0 pid=7)
-    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d [\d:.]+ \[[^\]]*\]"  # vLLM logger
+    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d [\d:.]+ (?:\[[^\]]*\]|[\w.]{1,100}:\d{1,6}\])"  # vLLM
+    r"|[\w.-]{1,64}[-_]\d{1,4} {1,8}\| "  # docker compose: "vllm-1  | "
     r"|\[[EWIF]\d{4} [\d:.]+ [^\]]*\]"  # glog: [E1218 20:27:21.433 ProcessGroupNCCL.cpp:629]
     r"|>{1,8}(?=[ \t])"  # quoted in an e-mail or a markdown reply: "> ValueError: …"
     r"|[^|\r\n]{0,200}?\d{1,3}%\|[^|]{0,400}\|[^\]\n]{0,200}\]"  # a tqdm bar the line was printed after
