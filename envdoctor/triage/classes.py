@@ -462,3 +462,51 @@ def sampler_warmup(ms: list[Match], log: Log) -> list[Draft]:
     fix = (f"lower vLLM's max_num_seqs (below {g.get('requests', 'the current value')}) or "
            f"{util}")
     return [finding("MEM001", ms, log, what, fix)]
+
+
+# -- the catalogue of known failures (rules/knowledge/known_failures/) ----------------------------
+
+def _versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, str]:
+    """Whether the log's versions fall in an entry's ``when.packages`` ranges: True (all that the
+    log shows do), False (one does not), None (the log shows none of them)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    shown, outside = [], []
+    for dist, spec in packages.items():
+        found = log.versions.get(dist)
+        if found is None:
+            continue
+        try:
+            inside = SpecifierSet(spec).contains(found.version, prereleases=True)
+        except (InvalidSpecifier, ValueError):
+            continue
+        (shown if inside else outside).append(f"{dist} {found.version} ({spec})")
+    if outside:
+        return False, "the log's versions do not match: " + ", ".join(outside)
+    if shown:
+        return True, "the log's versions match: " + ", ".join(shown)
+    return None, "the log shows no versions of " + ", ".join(f"{d} {s}" for d, s in packages.items())
+
+
+def known_failure(ms: list[Match], log: Log) -> list[Draft]:
+    """A line holding a catalogue entry's symptom: the entry's cause and fix, confirmed when the
+    log's versions fall in its ranges; no diagnosis when they fall outside."""
+    from envdoctor.findings import Finding, Severity
+    from envdoctor.triage import catalogue
+
+    first = ms[0]
+    entry = catalogue.catalogue()[2].get(first.signature.id)
+    if entry is None:
+        return reject(ms)
+    verdict, detail = _versions_verdict(entry.packages, log)
+    if verdict is False:
+        return reject(ms)  # the symptom, but not in the releases the entry is about
+    draft = finding(catalogue.RULE, ms, log, f"{entry.title} — {entry.cause} ({entry.id}); {detail}",
+                    entry.fix + (f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
+                                 if entry.fixed_in else ""), known_failure=entry.id,
+                    sources=list(entry.sources))
+    severity = entry.severity == "error" and verdict is True
+    f = draft.finding
+    draft.finding = Finding(f.rule, Severity.ERROR if severity else Severity.WARNING, f.message, f.fix,
+                            f.evidence)
+    return [draft]

@@ -393,6 +393,19 @@ def version_lines(matches: Sequence[Match]) -> list[tuple[int, str]]:
             if m.signature.id in ("package-version", "vllm-version")]
 
 
+def _one_per_line(drafts: list[Draft]) -> list[Draft]:
+    """A catalogue finding (TRI011) only where no own signature diagnosed the same line, and one
+    per line: the own signature knows the numbers; among entries, the one the versions confirm."""
+    own = {d.line for d in drafts if d.finding.rule != "TRI011"}
+    best: dict[int, Draft] = {}
+    for d in drafts:
+        if d.finding.rule == "TRI011" and d.line not in own:
+            old = best.get(d.line)
+            if old is None or d.finding.severity.rank > old.finding.severity.rank:
+                best[d.line] = d
+    return [d for d in drafts if d.finding.rule != "TRI011" or best.get(d.line) is d]
+
+
 def _first_failure(by_sig: Mapping[str, list[Match]], drafts: list[Draft]) -> Match | None:
     """The log's first failing line: an exception not logged as a warning before one that is,
     the root before torch's wrappers (ChildFailedError …), the earlier line first."""
@@ -429,8 +442,10 @@ def diagnose(matches: Sequence[Match], ctx: Context | None = None,
     drafts: list[Draft] = []
     for ms in by_sig.values():
         if not ms[0].signature.fallback and not ms[0].signature.hint:
-            drafts.extend(HANDLERS.get(ms[0].signature.id, _generic)(ms, log))
-    known = [d for d in drafts if not d.rejected]
+            handler = HANDLERS.get(ms[0].signature.id) or (
+                classes.known_failure if ms[0].signature.rule == "TRI011" else _generic)
+            drafts.extend(handler(ms, log))
+    known = _one_per_line([d for d in drafts if not d.rejected])
     if not known:
         first = _first_failure(by_sig, drafts)
         return [unknown_finding([first], log)] if first is not None else []

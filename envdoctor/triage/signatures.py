@@ -206,14 +206,46 @@ def _data() -> Any:
 
 
 @lru_cache(maxsize=1)
-def signatures() -> tuple[Signature, ...]:
-    """The shipped signatures, checked against the documented rule ids."""
+def own_signatures() -> tuple[Signature, ...]:
+    """The signatures of ``rules/triage/signatures.yaml``, checked against the documented rules."""
     from envdoctor.checks.docs import rule_docs
 
     return parse(_data(), "rules/triage/signatures.yaml", known_rules=rule_docs())
 
 
 @lru_cache(maxsize=1)
-def anchors() -> tuple[bytes, ...]:
-    """The shipped anchors (``rules/triage/signatures.yaml``)."""
+def own_anchors() -> tuple[bytes, ...]:
+    """The anchors of ``rules/triage/signatures.yaml``."""
     return parse_anchors(_data(), "rules/triage/signatures.yaml")
+
+
+@lru_cache(maxsize=1)
+def _with_catalogue() -> tuple[tuple[Signature, ...], tuple[bytes, ...]]:
+    """The shipped signatures and anchors, with the catalogue of known failures: its rare
+    keywords become anchors, the others are looked for on lines that hold ``Error``."""
+    from dataclasses import replace
+
+    from envdoctor.triage import catalogue
+
+    known, _, _ = catalogue.catalogue()
+    base = own_anchors()
+    all_anchors = base + catalogue.extra_anchors(base, known)
+    found = []
+    for sig in known:
+        lost = catalogue.unreachable(all_anchors, sig)
+        if lost:
+            kept = tuple(k for k in sig.keywords if k not in lost)
+            sig = replace(sig, keywords=kept + (() if catalogue.FALLBACK_KEYWORD in kept
+                                                 else (catalogue.FALLBACK_KEYWORD,)))
+        found.append(sig)
+    return own_signatures() + tuple(found), tuple(sorted(set(all_anchors), key=len, reverse=True))
+
+
+def signatures() -> tuple[Signature, ...]:
+    """The shipped signatures and those of the known-failure catalogue (``triage/catalogue.py``)."""
+    return _with_catalogue()[0]
+
+
+def anchors() -> tuple[bytes, ...]:
+    """The shipped anchors, and the catalogue's rare literals."""
+    return _with_catalogue()[1]
