@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -12,6 +12,9 @@ from envdoctor import versions
 from envdoctor.resources import rules_dir
 
 SCHEMA = "envdoctor.knowledge/1"
+
+if TYPE_CHECKING:
+    from envdoctor.knowledge_failures import KnownFailure
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -84,3 +87,11 @@ def _load(name: str) -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def knowledge() -> Knowledge:
     return Knowledge()
+
+
+def known_failures() -> list[KnownFailure]:
+    """The catalogue of confirmed breakages (rules/knowledge/known_failures/), parsed and
+    validated on first use, once per process; ``KnownFailuresError`` names a bad file and entry."""
+    from envdoctor.knowledge_failures import load_known_failures
+
+    return list(load_known_failures())

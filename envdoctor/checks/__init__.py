@@ -1,5 +1,17 @@
 """Rule functions, one module per area; importing this package registers them all."""
 
-from envdoctor.checks import allocator, config, declared, gpus, layout, memory, memory_plan, packages, scope
+from envdoctor.checks import (
+               allocator,
+               config,
+               declared,
+               gpus,
+               known_failures,
+               layout,
+               memory,
+               memory_plan,
+               packages,
+               scope,
+)
 
-ALL_MODULES = (packages, config, gpus, layout, memory, memory_plan, allocator, declared, scope)
+ALL_MODULES = (packages, config, gpus, layout, memory, memory_plan, allocator, declared, scope,
+               known_failures)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
+from envdoctor.checks.known_failures import confirmed_break
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import parse_requirement
@@ -107,7 +108,7 @@ def _missing(ctx: Context, who: str, pkg: Package, target: str, spec: str, line:
 
 
 def _mismatch(ctx: Context, who: str, src: str, pkg: Package, target: str, spec: str, line: str,
-              installed: str, kind: str, entry: dict | None, curated: bool) -> Hit:
+              installed: str, kind: str, entry: dict | None, curated: bool) -> Hit | None:
     alt = _compatible_release(ctx, src, installed) if target == "torch" else None
     fix = f"pip install '{target}{spec}'"
     if alt:
@@ -118,6 +119,9 @@ def _mismatch(ctx: Context, who: str, src: str, pkg: Package, target: str, spec:
         return hit(f"{head} → {src}: {entry['why']}" if kind == "binds"
                    else f"{head} → {entry['why']}", fix=fix, requirement=line,
                    installed=installed, weight=kind)
+    confirmed = confirmed_break(ctx, src, target)
+    if confirmed is not None:  # KNF001 reports the confirmed break, with its fix
+        return None
     seen = harmless(ctx.kb, src, pkg.version, target, installed)
     why = (f"harmless where measured: {seen['note']}" if seen else
            f"a warning: no compiled code of {src} binds {target} and envdoctor knows of no step "
@@ -158,8 +162,10 @@ def requirements(ctx: Context) -> Iterator[Hit]:
                     yield found
                 continue
             if spec and versions.satisfies(installed, spec) is False:
-                yield _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry,
-                                curated)
+                found = _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry,
+                                  curated)
+                if found is not None:
+                    yield found
 
 
 @rule("PKG005")
@@ -182,7 +188,7 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
     rng = str(line["vllm"])
     if versions.below(vllm, "0.7.2"):
         return  # PKG002 says it, with the GRPO errors to expect
-    if versions.satisfies(vllm, rng) is False:
+    if versions.satisfies(vllm, rng) is False and confirmed_break(ctx, "trl", "vllm") is None:
         yield hit(f"TRL {trl} supports vLLM {rng} for GRPO; installed vLLM {vllm}",
                   fix=f"pip install 'vllm{rng}'", trl=trl, vllm=vllm,
                   references=line.get("references", []))

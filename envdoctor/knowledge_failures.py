@@ -1,0 +1,258 @@
+"""The catalogue of confirmed GRPO + vLLM breakages (``rules/knowledge/known_failures/*.yaml``).
+
+One schema, ``envdoctor.known_failures/1``, validated here on first load; every entry becomes a
+frozen ``KnownFailure``. ``check`` matches an entry's ``when`` against the stack (KNF001), triage
+reads its ``symptoms``. Loaded lazily, once per process (``known_failures()``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+SCHEMA = "envdoctor.known_failures/1"
+KINDS = ("crash", "hang", "silent-wrong", "refusal", "degraded")
+#: Kinds whose outcome is never in doubt once the entry matches: their certainty must be certain.
+CERTAIN_KINDS = ("crash", "hang", "silent-wrong")
+CERTAINTIES = ("certain", "depends")
+PLATFORMS = ("linux", "windows", "macos", "rocm", "xpu")
+_ID = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
+_RULE = re.compile(r"^[A-Z]{2,4}[0-9]{3}$")
+_KEYS = {"id", "title", "kind", "certainty", "when", "symptoms", "cause", "fix", "fixed_in",
+         "workaround", "sources", "rule", "note", "triage_only"}
+_WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env"}
+#: ``when.launch`` aspects and the values each may take.
+LAUNCH_VALUES = {
+    "launcher": ("python", "torchrun", "accelerate", "deepspeed", "trl"),
+    "server": ("trl-vllm-serve", "vllm-serve"),  # what the second --launch line runs
+    "strategy": ("ddp", "zero1", "zero2", "zero3", "fsdp"),  # from the accelerate / DeepSpeed config
+}
+
+
+class KnownFailuresError(ValueError):
+    """A catalogue file breaks the schema; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Symptom:
+    """One phrasing of a failure in a log: a literal substring, or a regex (``re:`` prefix)."""
+
+    text: str
+    regex: re.Pattern[str] | None = None
+
+    def found_in(self, log: str) -> bool:
+        return bool(self.regex.search(log)) if self.regex else self.text in log
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    """A confirmed breakage: when it happens, how it looks, why, and the fix."""
+
+    id: str
+    title: str
+    kind: str
+    certainty: str
+    packages: dict[str, str]          # dist name (PEP 503) -> PEP 440 specifier
+    config: dict[str, tuple[Any, ...]]  # GRPO config key -> the values that match
+    launch: dict[str, tuple[str, ...]]  # launch aspect (LAUNCH_VALUES) -> the values that match
+    platform: tuple[str, ...]
+    env: dict[str, str]  # must be set in the run's environment ("A|B": either; "*": any value)
+    unless_env: dict[str, str]  # the failure is avoided where the run's environment has these
+    symptoms: tuple[Symptom, ...]
+    cause: str
+    fix: str
+    sources: tuple[str, ...]
+    fixed_in: dict[str, str] = field(default_factory=dict)
+    workaround: str | None = None
+    rule: str | None = None  # an existing rule that already reports this failure
+    note: str | None = None
+    triage_only: bool = False  # its trigger is invisible before the run: triage reads it, check does not
+    file: str = ""
+
+    @property
+    def severity(self) -> str:
+        return "error" if self.certainty == "certain" else "warning"
+
+    def symptom_in(self, log: str) -> Symptom | None:
+        """The first symptom found in ``log``, or None."""
+        return next((s for s in self.symptoms if s.found_in(log)), None)
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _text(entry: dict, key: str, where: str, required: bool = True) -> str | None:
+    value = entry.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise KnownFailuresError(f"{where}: '{key}' must be a non-empty string")
+    return " ".join(value.split())
+
+
+def _values(value: Any, where: str) -> tuple[Any, ...]:
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, (str, bool, int, float)) for v in items):
+        raise KnownFailuresError(f"{where}: expected a scalar or a non-empty list of scalars")
+    return tuple(items)
+
+
+def _env_map(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise KnownFailuresError(f"{where}: expected {{VAR: VALUE}} (\"*\": set at all; \"A|B\": either var)")
+    return {str(k): v for k, v in value.items()}
+
+
+def _when(when: Any, where: str) -> tuple[dict, dict, dict, tuple, dict, dict]:
+    if not isinstance(when, dict) or not when.get("packages"):
+        raise KnownFailuresError(f"{where}.when: needs 'packages' (at least one PEP 440 specifier)")
+    unknown = set(when) - _WHEN_KEYS
+    if unknown:
+        raise KnownFailuresError(f"{where}.when: unknown keys {sorted(unknown)} "
+                                 f"(known: {sorted(_WHEN_KEYS)})")
+    packages: dict[str, str] = {}
+    if not isinstance(when["packages"], dict):
+        raise KnownFailuresError(f"{where}.when.packages: expected a mapping of dist name to spec")
+    for name, spec in when["packages"].items():
+        try:
+            SpecifierSet(str(spec))
+        except InvalidSpecifier:
+            raise KnownFailuresError(f"{where}.when.packages.{name}: {spec!r} is not a PEP 440 "
+                                     "specifier") from None
+        if not str(spec).strip():
+            raise KnownFailuresError(f"{where}.when.packages.{name}: empty specifier")
+        packages[_norm(str(name))] = str(spec)
+    config = when.get("config") or {}
+    if not isinstance(config, dict):
+        raise KnownFailuresError(f"{where}.when.config: expected a mapping of GRPO config keys")
+    conf = {str(k): _values(v, f"{where}.when.config.{k}") for k, v in config.items()}
+    launch = when.get("launch") or {}
+    if not isinstance(launch, dict) or set(launch) - set(LAUNCH_VALUES):
+        raise KnownFailuresError(f"{where}.when.launch: expected a mapping with keys among "
+                                 f"{sorted(LAUNCH_VALUES)}")
+    lau = {k: tuple(str(x) for x in _values(v, f"{where}.when.launch.{k}")) for k, v in launch.items()}
+    for key, values in lau.items():
+        bad = [x for x in values if x not in LAUNCH_VALUES[key]]
+        if bad:
+            raise KnownFailuresError(f"{where}.when.launch.{key}: {bad} not in {list(LAUNCH_VALUES[key])}")
+    plat = tuple(str(x) for x in _values(when["platform"], f"{where}.when.platform")) \
+        if "platform" in when else ()
+    bad = [x for x in plat if x not in PLATFORMS]
+    if bad:
+        raise KnownFailuresError(f"{where}.when.platform: {bad} not in {list(PLATFORMS)}")
+    env = _env_map(when.get("env") or {}, f"{where}.when.env")
+    unless = _env_map(when.get("unless_env") or {}, f"{where}.when.unless_env")
+    return packages, conf, lau, plat, env, unless
+
+
+def _symptoms(value: Any, where: str, silent: bool) -> tuple[Symptom, ...]:
+    if (not isinstance(value, list) or not (value or silent)
+            or not all(isinstance(s, str) and s for s in value)):
+        raise KnownFailuresError(f"{where}: 'symptoms' must be a non-empty list of strings "
+                                 "(empty only for a silent-wrong failure)")
+    out = []
+    for s in value:
+        if s.startswith("re:"):
+            try:
+                out.append(Symptom(s, re.compile(s[3:])))
+            except re.error as exc:
+                raise KnownFailuresError(f"{where}: symptom {s!r} is not a valid regex: {exc}") \
+                    from None
+        else:
+            out.append(Symptom(s))
+    return tuple(out)
+
+
+def parse_entry(entry: Any, where: str, file: str = "") -> KnownFailure:
+    """One validated entry; ``where`` names the file and position in errors."""
+    if not isinstance(entry, dict):
+        raise KnownFailuresError(f"{where}: expected a mapping")
+    fid = entry.get("id")
+    if not isinstance(fid, str) or not _ID.match(fid):
+        raise KnownFailuresError(f"{where}: 'id' must be lowercase-with-dashes, got {fid!r}")
+    where = f"{where} ({fid})"
+    unknown = set(entry) - _KEYS
+    if unknown:
+        raise KnownFailuresError(f"{where}: unknown keys {sorted(unknown)}")
+    kind, certainty = entry.get("kind"), entry.get("certainty")
+    if kind not in KINDS:
+        raise KnownFailuresError(f"{where}: 'kind' must be one of {list(KINDS)}, got {kind!r}")
+    if certainty not in CERTAINTIES:
+        raise KnownFailuresError(f"{where}: 'certainty' must be certain or depends, got {certainty!r}")
+    if kind in CERTAIN_KINDS and certainty != "certain" and not entry.get("note"):
+        raise KnownFailuresError(f"{where}: a {kind} is certain (certainty: certain) unless a "
+                                 "'note' says what envdoctor cannot see (the data, the model)")
+    packages, config, launch, platform, env, unless_env = _when(entry.get("when"), where)
+    sources = entry.get("sources")
+    if (not isinstance(sources, list) or not sources
+            or not all(isinstance(s, str) and s.startswith("https://") for s in sources)):
+        raise KnownFailuresError(f"{where}: 'sources' must be a non-empty list of https:// URLs")
+    fixed_in = entry.get("fixed_in") or {}
+    if not isinstance(fixed_in, dict) or not all(isinstance(v, str) for v in fixed_in.values()):
+        raise KnownFailuresError(f"{where}: 'fixed_in' must map dist names to version strings")
+    triage_only = entry.get("triage_only", False)
+    if not isinstance(triage_only, bool) or (triage_only and not entry.get("note")):
+        raise KnownFailuresError(f"{where}: 'triage_only' must be true or false, and true needs a "
+                                 "'note' saying what envdoctor cannot see before the run")
+    rule = entry.get("rule")
+    if rule is not None and not (isinstance(rule, str) and _RULE.match(rule)):
+        raise KnownFailuresError(f"{where}: 'rule' must be a rule id such as PKG002")
+    return KnownFailure(
+        id=fid, title=str(_text(entry, "title", where)), kind=kind, certainty=certainty,
+        packages=packages, config=config, launch=launch, platform=platform,
+        env=env, unless_env=unless_env,
+        symptoms=_symptoms(entry.get("symptoms"), where, kind == "silent-wrong"),
+        cause=str(_text(entry, "cause", where)),
+        fix=str(_text(entry, "fix", where)), sources=tuple(sources),
+        fixed_in={_norm(k): v for k, v in fixed_in.items()},
+        workaround=_text(entry, "workaround", where, required=False), rule=rule,
+        note=_text(entry, "note", where, required=False), triage_only=triage_only, file=file)
+
+
+def parse_file(name: str, data: Any) -> list[KnownFailure]:
+    """The entries of one parsed catalogue file ``name``; raises ``KnownFailuresError``."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise KnownFailuresError(f"{name}: 'schema: {SCHEMA}' missing")
+    failures = data.get("failures")
+    if not isinstance(failures, list) or not failures:
+        raise KnownFailuresError(f"{name}: 'failures' must be a non-empty list")
+    return [parse_entry(e, f"{name}: failures[{i}]", name) for i, e in enumerate(failures)]
+
+
+def catalogue_dir() -> Path:
+    from envdoctor.resources import rules_dir
+
+    return rules_dir() / "knowledge" / "known_failures"
+
+
+def load_dir(folder: Path) -> list[KnownFailure]:
+    """Every entry of every ``*.yaml`` in ``folder``, ids unique across files."""
+    from envdoctor.knowledge import read_yaml
+
+    out: list[KnownFailure] = []
+    seen: dict[str, str] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            data = read_yaml(path)
+        except Exception as exc:  # a YAML syntax error: name the file and the line
+            mark = getattr(exc, "problem_mark", None)
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            raise KnownFailuresError(f"{path.name}: not valid YAML{at} ({type(exc).__name__})") from None
+        for failure in parse_file(path.name, data):
+            if failure.id in seen:
+                raise KnownFailuresError(f"{path.name}: id {failure.id} already used in "
+                                         f"{seen[failure.id]}")
+            seen[failure.id] = path.name
+            out.append(failure)
+    return out
+
+
+@lru_cache(maxsize=1)
+def load_known_failures() -> tuple[KnownFailure, ...]:
+    return tuple(load_dir(catalogue_dir()))

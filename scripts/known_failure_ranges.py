@@ -1,0 +1,112 @@
+"""Re-derive the TRL-side version ranges of the known-failures catalogue from TRL's source.
+
+    python scripts/known_failure_ranges.py /path/to/trl.git [--wheels DIR]
+
+For each probe (a file of huggingface/trl and a regular expression) it prints, per release tag of a
+bare mirror (and per ``trl-X.Y.Z-py3-none-any.whl`` in ``--wheels`` for releases the mirror lacks),
+whether the pattern is there: the first and last release of each run is the range an entry of
+rules/knowledge/known_failures/ cites at its tags. Reads only local files; never downloads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import zipfile
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+#: entry id -> (path in the TRL tree, regex): the line each range is read from.
+PROBES: dict[str, tuple[str, str]] = {
+    "trl-guided-decoding-params-vllm-0.12 (unconditional import)":
+        ("trl/trainer/grpo_trainer.py", r"^    from vllm\.sampling_params import GuidedDecodingParams"),
+    "trl-vllm-serve-guided-decoding-params-vllm-0.12":
+        ("trl/scripts/vllm_serve.py", r"^    from vllm\.sampling_params import GuidedDecodingParams"),
+    "trl-legacy-vllm-v1-no-model-executor":
+        ("trl/trainer/grpo_trainer.py", r"llm_engine\.model_executor\.driver_worker"),
+    "trl-vllm-serve-worker-extension-cls-vllm-0.7":
+        ("trl/scripts/vllm_serve.py", r"worker_extension_cls="),
+    "trl-server-weight-sync-dtype-vllm-0.9 (torch.dtype through collective_rpc)":
+        ("trl/scripts/vllm_serve.py", r'"args": \(request\.name, dtype,'),
+    "trl-colocate-python-launch-no-rank (TRL sets RANK)":
+        ("trl/trainer/grpo_trainer.py", r'os\.environ\["RANK"\] = '),
+    "trl-0.18-colocate-untruncated-prompt (decodes the truncated ids)":
+        ("trl/trainer/grpo_trainer.py", r"prompts_text = self\.processing_class\.batch_decode"),
+    "trl-0.22-scale-rewards-swapped":
+        ("trl/trainer/grpo_trainer.py", r'elif self\.scale_rewards == "group":'),
+    "trl-warnings-issued-transformers-5.1":
+        ("trl/trainer/grpo_trainer.py", r'model\.warnings_issued\["estimate_tokens"\]'),
+    "trl-0.25-colocate-chat-ignores-prompt-truncation":
+        ("trl/trainer/grpo_trainer.py", r'"truncate_prompt_tokens": self\.max_prompt_length'),
+    "trl-0.27-vllm-serve-get-open-port-vllm-0.14":
+        ("trl/scripts/vllm_serve.py", r"^    from vllm\.utils import get_open_port"),
+    "trl-colocate-sleep-mode-reloads-checkpoint (guard added)":
+        ("trl/generation/vllm_generation.py", r"_llm_weights_sleeping"),
+    "trl-1.11-nccl-trainer-send-weights-args-vllm-0.28 (unguarded import)":
+        ("trl/generation/vllm_client.py",
+         r"^if is_vllm_available\(\):\n    from vllm\.distributed\.weight_transfer\.nccl_engine"),
+}
+
+
+def _version(tag: str) -> Version | None:
+    try:
+        return Version(tag.lstrip("v"))
+    except InvalidVersion:
+        return None
+
+
+def tag_sources(mirror: Path) -> dict[Version, str]:
+    out = subprocess.run(["git", "-C", str(mirror), "tag"], capture_output=True, text=True,
+                         check=True).stdout.split()
+    tags = {v: t for t in out if (v := _version(t)) is not None and v >= Version("0.14.0")}
+    return dict(sorted(tags.items()))
+
+
+def read_tag(mirror: Path, tag: str, path: str) -> str | None:
+    proc = subprocess.run(["git", "-C", str(mirror), "show", f"{tag}:{path}"],
+                          capture_output=True, text=True)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def read_wheel(wheel: Path, path: str) -> str | None:
+    with zipfile.ZipFile(wheel) as zf:
+        try:
+            return zf.read(path).decode("utf-8")
+        except KeyError:
+            return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mirror", type=Path, help="a bare clone of huggingface/trl")
+    parser.add_argument("--wheels", type=Path, help="a folder of TRL wheels for newer releases")
+    args = parser.parse_args()
+    sources: dict[Version, object] = dict(tag_sources(args.mirror))
+    if args.wheels:
+        for whl in sorted(args.wheels.glob("trl-*-py3-none-any.whl")):
+            v = _version(whl.name.split("-")[1])
+            if v is not None and v not in sources:
+                sources[v] = whl
+    releases = sorted(sources)
+    for name, (path, pattern) in PROBES.items():
+        rx = re.compile(pattern, re.MULTILINE)
+        found = []
+        for v in releases:
+            src = sources[v]
+            text = read_wheel(src, path) if isinstance(src, Path) else read_tag(args.mirror, str(src), path)
+            found.append(bool(text and rx.search(text)))
+        runs: list[str] = []
+        start: Version | None = None
+        for i, hit in enumerate([*found, False]):
+            if hit and start is None:
+                start = releases[i]
+            elif not hit and start is not None:
+                runs.append(f"{start}..{releases[i - 1]}")
+                start = None
+        print(f"{name}\n    {path}: {', '.join(runs) or 'never'}")
+
+
+if __name__ == "__main__":
+    main()

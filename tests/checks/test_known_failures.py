@@ -1,0 +1,315 @@
+"""The known-failures catalogue (rules/knowledge/known_failures/) and KNF001, which reads it.
+
+Every entry gets a scenario built from its own ``when`` where it fires and one outside its version
+range where it stays quiet (generated from the catalogue, so no entry goes untested); the seven
+real setups of issue #26 are written out by hand, with their fixed releases.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from envdoctor.checks.context import Context
+from envdoctor.checks.known_failures import matches
+from envdoctor.facts.snapshot import from_dict
+from envdoctor.knowledge import known_failures
+from envdoctor.knowledge_failures import KnownFailure, KnownFailuresError, load_dir, parse_file
+from envdoctor.plan.build import build_plan
+from tests.conftest import MODERN, findings, snapshot
+
+CATALOGUE = known_failures()
+LAUNCH = {"python": "python train.py", "torchrun": "torchrun --nproc_per_node 2 train.py",
+          "accelerate": "accelerate launch --num_processes 2 train.py",
+          "deepspeed": "deepspeed --num_gpus 2 train.py", "trl": "trl grpo --config grpo.yaml"}
+STRATEGY = {"zero3": "accelerate launch --use_deepspeed --zero_stage 3 --num_processes 2 train.py",
+            "zero2": "accelerate launch --use_deepspeed --zero_stage 2 --num_processes 2 train.py"}
+PLATFORM = {"windows": "Windows-10-10.0.22631-SP0", "linux": "Linux-x86_64", "macos": "Darwin-23.1.0"}
+
+
+# -- versions inside and outside an entry's ranges ---------------------------------------------
+
+def _candidates(spec: str) -> list[str]:
+    """Versions around every bound the specifier names, oldest first."""
+    out = {"0.0.1", "99.0.0"}
+    for s in SpecifierSet(spec):
+        v = Version(s.version)
+        major, minor, micro = (list(v.release) + [0, 0])[:3]
+        out |= {str(v.public), f"{major}.{minor}.{micro + 1}", f"{major}.{minor + 1}.0"}
+        if micro:
+            out.add(f"{major}.{minor}.{micro - 1}")
+        if minor:
+            out.add(f"{major}.{minor - 1}.0")
+        elif major:
+            out.add(f"{major - 1}.99.0")
+    return sorted(out, key=Version)
+
+
+def inside(spec: str) -> str:
+    return next(v for v in _candidates(spec) if SpecifierSet(spec).contains(v, prereleases=True))
+
+
+def outside(spec: str) -> str:
+    return next(v for v in _candidates(spec) if not SpecifierSet(spec).contains(v, prereleases=True))
+
+
+def scenario(f: KnownFailure, out_of_range: str | None = None) -> tuple[dict, dict | None, str | None]:
+    """A snapshot, a GRPO config and a launch line where every condition of ``f.when`` holds
+    (or, with ``out_of_range``, all but that package's range)."""
+    packages = {**MODERN}
+    for name, spec in f.packages.items():
+        packages[name] = outside(spec) if name == out_of_range else inside(spec)
+    config = {key: ({"warmup": 1} if values[0] == "*" else values[0])
+              for key, values in f.config.items()} or None
+    launch = None
+    if "launcher" in f.launch:
+        launch = LAUNCH[f.launch["launcher"][0]]
+    if "strategy" in f.launch:
+        launch = STRATEGY[f.launch["strategy"][0]]
+    if "server" in f.launch:
+        launch = ("trl vllm-serve --model m" if f.launch["server"][0] == "trl-vllm-serve"
+                  else "vllm serve m")
+    env = {names.split("|")[0]: "x" if value == "*" else value for names, value in f.env.items()}
+    snap = snapshot(packages=packages, env=env)
+    if f.platform:
+        snap["platform"] = PLATFORM.get(f.platform[0], "Linux-x86_64")
+        if f.platform[0] in ("rocm", "xpu"):
+            packages["torch"] = f"2.6.0+{f.platform[0]}"
+            snap = snapshot(packages=packages, env=env)
+    return snap, config, launch
+
+
+def _ctx(snap: dict, config: dict | None, launch: str | None) -> Context:
+    return Context(facts=from_dict(snap, "test"), plan=build_plan(launch=launch, config_dict=config,
+                                                                  live=False))
+
+
+def _ids(snap: dict, config: dict | None, launch: str | None) -> list[str]:
+    return [f.evidence.get("id") for f in findings(snap, config=config, launch=launch)
+            if f.rule == "KNF001"]
+
+
+IDS = [f.id for f in CATALOGUE]
+
+
+# -- every entry: fires inside its when, quiet outside its range -------------------------------
+
+@pytest.mark.parametrize("failure", CATALOGUE, ids=IDS)
+def test_entry_matches_its_own_when(failure):
+    assert matches(_ctx(*scenario(failure)), failure)
+
+
+@pytest.mark.parametrize("failure", CATALOGUE, ids=IDS)
+def test_entry_fires_once_with_its_id_and_fix(failure):
+    snap, config, launch = scenario(failure)
+    found = [f for f in findings(snap, config=config, launch=launch) if f.rule == "KNF001"
+             and f.evidence.get("id") == failure.id]
+    if failure.rule or failure.triage_only:  # left to the older rule / to triage
+        assert found == []
+        return
+    assert len(found) == 1
+    hit = found[0]
+    assert hit.severity.value == failure.severity
+    assert hit.fix == failure.fix
+    assert failure.title in hit.message
+    for name, version in failure.fixed_in.items():
+        assert f"{name} {version}" in hit.message
+    assert hit.evidence["references"] == list(failure.sources)
+
+
+@pytest.mark.parametrize("failure", CATALOGUE, ids=IDS)
+@pytest.mark.parametrize("which", ["trl", "other"])
+def test_entry_quiet_outside_its_range(failure, which):
+    names = list(failure.packages)
+    name = "trl" if which == "trl" and "trl" in names else names[-1]
+    ctx = _ctx(*scenario(failure, out_of_range=name))
+    assert not matches(ctx, failure)
+
+
+@pytest.mark.parametrize("failure", [f for f in CATALOGUE if f.unless_env], ids=lambda f: f.id)
+def test_entry_quiet_where_its_escape_is_set(failure):
+    snap, config, launch = scenario(failure)
+    var, value = next(iter(failure.unless_env.items()))
+    snap["env"] = {**snap["env"], var.split("|")[0]: "0" if value == "*" else value}
+    assert not matches(_ctx(snap, config, launch), failure)
+
+
+@pytest.mark.parametrize("failure", [f for f in CATALOGUE if f.env], ids=lambda f: f.id)
+def test_entry_quiet_without_its_env(failure):
+    snap, config, launch = scenario(failure)
+    snap["env"] = {}
+    assert not matches(_ctx(snap, config, launch), failure)
+
+
+@pytest.mark.parametrize("failure", [f for f in CATALOGUE if f.config], ids=lambda f: f.id)
+def test_entry_quiet_without_a_config(failure):
+    snap, _config, launch = scenario(failure)
+    assert not matches(_ctx(snap, None, launch), failure)
+
+
+def test_catalogue_size_and_sources():
+    assert len(CATALOGUE) >= 40
+    assert len({f.id for f in CATALOGUE}) == len(CATALOGUE)
+    for f in CATALOGUE:
+        assert any("github.com" in s for s in f.sources), f.id
+        assert f.symptoms or f.kind == "silent-wrong", f.id
+
+
+def test_loaded_once():
+    from envdoctor.knowledge_failures import load_known_failures
+
+    assert load_known_failures() is load_known_failures()
+
+
+# -- the seven real setups of issue #26, and their fixed releases ------------------------------
+
+REAL = [
+    ("trl-guided-decoding-params-vllm-0.12", {"trl": "0.25.0", "vllm": "0.12.0"},
+     {"use_vllm": True}, None, {"trl": "0.27.0"}),
+    ("trl-legacy-vllm-v1-no-model-executor", {"trl": "0.15.2", "vllm": "0.8.0"},
+     {"use_vllm": True}, None, {"trl": "0.16.0"}),
+    ("trl-vllm-serve-worker-extension-cls-vllm-0.7", {"trl": "0.17.0", "vllm": "0.7.3"},
+     {"use_vllm": True}, None, {"vllm": "0.8.3"}),
+    ("trl-server-weight-sync-dtype-vllm-0.9", {"trl": "0.18.0", "vllm": "0.9.1"},
+     {"use_vllm": True, "vllm_mode": "server"}, None, {"trl": "0.19.1"}),
+    ("trl-0.15.0-lora-vllm-base-weights", {"trl": "0.15.0", "vllm": "0.7.2"},
+     {"use_vllm": True, "use_peft": True}, None, {"trl": "0.15.1"}),
+    ("trl-colocate-python-launch-no-rank", {"trl": "0.19.0", "vllm": "0.8.5"},
+     {"use_vllm": True, "vllm_mode": "colocate"}, "python train.py", {"trl": "0.20.0"}),
+    ("liger-grpo-loss-zero3-size-mismatch", {"trl": "0.17.0", "vllm": "0.8.5"},
+     {"use_vllm": True, "use_liger_loss": True}, STRATEGY["zero3"], {"trl": "1.6.0"}),
+]
+
+
+@pytest.mark.parametrize(("fid", "packages", "config", "launch", "fixed"), REAL, ids=[r[0] for r in REAL])
+def test_real_setup_fires_as_an_error(fid, packages, config, launch, fixed):
+    found = [f for f in findings(snapshot(packages={**MODERN, **packages}), config=config,
+                                 launch=launch) if f.rule == "KNF001"]
+    mine = [f for f in found if f.evidence["id"] == fid]
+    assert len(mine) == 1 and mine[0].severity.value == "error"
+    assert "knows of no step" not in " ".join(f.message for f in found)
+
+
+@pytest.mark.parametrize(("fid", "packages", "config", "launch", "fixed"), REAL, ids=[r[0] for r in REAL])
+def test_real_setup_quiet_on_its_fixed_release(fid, packages, config, launch, fixed):
+    assert fid not in _ids(snapshot(packages={**MODERN, **packages, **fixed}), config, launch)
+
+
+def test_colocate_rank_quiet_under_torchrun_and_with_rank_set():
+    pk = {**MODERN, "trl": "0.19.0", "vllm": "0.8.5"}
+    cfg = {"use_vllm": True, "vllm_mode": "colocate"}
+    fid = "trl-colocate-python-launch-no-rank"
+    assert fid not in _ids(snapshot(packages=pk), cfg, "torchrun --nproc_per_node 1 train.py")
+    assert fid not in _ids(snapshot(packages=pk, env={"RANK": "0"}), cfg, "python train.py")
+
+
+def test_liger_zero3_quiet_under_zero2():
+    pk = {**MODERN, "trl": "0.17.0", "vllm": "0.8.5"}
+    assert "liger-grpo-loss-zero3-size-mismatch" not in _ids(
+        snapshot(packages=pk), {"use_vllm": True, "use_liger_loss": True}, STRATEGY["zero2"])
+
+
+def test_default_loss_type_counts_when_the_config_omits_it():
+    """loss_type missing: TRL 0.22's default "dapo" is what Liger receives."""
+    pk = {**MODERN, "trl": "0.22.0", "vllm": "0.10.2", "liger-kernel": "0.6.2"}
+    cfg = {"use_vllm": True, "use_liger_loss": True}
+    assert "liger-grpo-loss-unknown-loss-type-dapo" in _ids(snapshot(packages=pk), cfg, None)
+    assert "liger-grpo-loss-unknown-loss-type-dapo" not in _ids(
+        snapshot(packages=pk), {**cfg, "loss_type": "bnpo"}, None)
+    old = {**pk, "trl": "0.21.0"}  # default bnpo before 0.22
+    assert "liger-grpo-loss-unknown-loss-type-dapo" not in _ids(snapshot(packages=old), cfg, None)
+
+
+def test_confirmed_break_silences_the_pin_warnings():
+    """TRL 0.25 + vLLM 0.12: KNF001 is the one finding; PKG006's range warning stays quiet."""
+    rules = {f.rule for f in findings(snapshot(packages={**MODERN, "trl": "0.25.0", "vllm": "0.12.0"}),
+                                      config={"use_vllm": True})}
+    assert "KNF001" in rules and "PKG006" not in rules
+
+
+def test_pkg004_pin_warning_defers_to_the_catalogue():
+    snap = snapshot(packages={**MODERN, "trl": {"version": "0.15.2", "requires": [
+        "vllm==0.7.2; extra == 'vllm'"]}, "vllm": "0.8.0"})
+    found = findings(snap, config={"use_vllm": True})
+    text = " ".join(f.message for f in found if f.rule == "PKG004")
+    assert "knows of no step" not in text
+    assert any(f.evidence.get("id") == "trl-legacy-vllm-v1-no-model-executor" for f in found)
+
+
+def test_assume_versions_are_judged(tmp_path):
+    from tests.conftest import run_cli
+
+    (tmp_path / "grpo.yaml").write_text("use_vllm: true\n")
+    facts = tmp_path / "facts.json"
+    import json
+
+    facts.write_text(json.dumps(snapshot(packages=MODERN)))
+    out = run_cli("check", "--facts", str(facts), "--config", str(tmp_path / "grpo.yaml"),
+                  "--assume", "trl==0.25.0", "--assume", "vllm==0.12.0", "--select", "KNF001")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "GuidedDecodingParams" in out.stdout and "huggingface/trl#4617" in out.stdout
+
+
+# -- schema: a bad entry is a clear error naming the file and the entry ------------------------
+
+GOOD = {"id": "x-breaks", "title": "t", "kind": "crash", "certainty": "certain",
+        "when": {"packages": {"trl": ">=0.1"}}, "symptoms": ["boom"], "cause": "c", "fix": "f",
+        "sources": ["https://github.com/huggingface/trl/issues/1"]}
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    ({"id": "Bad_Id"}, "lowercase-with-dashes"),
+    ({"kind": "explodes"}, "'kind' must be one of"),
+    ({"certainty": "depends"}, "certain"),
+    ({"when": {"packages": {"trl": ">>1"}}}, "not a PEP 440"),
+    ({"when": {"config": {"use_vllm": True}}}, "needs 'packages'"),
+    ({"when": {"packages": {"trl": ">=1"}, "launch": {"launcher": ["srun"]}}}, "not in"),
+    ({"when": {"packages": {"trl": ">=1"}, "platform": ["beos"]}}, "not in"),
+    ({"sources": []}, "sources"),
+    ({"sources": ["docs/x.md"]}, "https://"),
+    ({"symptoms": []}, "symptoms"),
+    ({"symptoms": ["re:(unclosed"]}, "not a valid regex"),
+    ({"rule": "pkg2"}, "rule id"),
+    ({"extra": 1}, "unknown keys"),
+    ({"fix": ""}, "'fix' must be"),
+    ({"triage_only": True}, "needs a 'note'"),
+    ({"when": {"packages": {"trl": ">=1"}, "env": {"A": 1}}}, "expected {VAR: VALUE}"),
+])
+def test_bad_entry_names_file_and_entry(change, needle):
+    entry = {**GOOD, **change}
+    with pytest.raises(KnownFailuresError) as err:
+        parse_file("mine.yaml", {"schema": "envdoctor.known_failures/1", "failures": [GOOD, entry]})
+    text = str(err.value)
+    assert text.startswith("mine.yaml: failures[1]") and needle in text
+    if change.get("id", "x") == "x" or "id" not in change:
+        assert "(x-breaks)" in text
+
+
+def test_missing_schema_and_duplicate_ids(tmp_path: Path):
+    with pytest.raises(KnownFailuresError, match="schema"):
+        parse_file("a.yaml", {"failures": [GOOD]})
+    doc = {"schema": "envdoctor.known_failures/1", "failures": [GOOD]}
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(doc))
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(KnownFailuresError, match=r"b.yaml: id x-breaks already used in a.yaml"):
+        load_dir(tmp_path)
+    (tmp_path / "b.yaml").write_text("failures: [\n")
+    with pytest.raises(KnownFailuresError, match="b.yaml: not valid YAML"):
+        load_dir(tmp_path)
+
+
+def test_silent_failure_may_have_no_symptoms():
+    entry = {**GOOD, "kind": "silent-wrong", "symptoms": []}
+    assert parse_file("a.yaml", {"schema": "envdoctor.known_failures/1", "failures": [entry]})
+
+
+def test_symptoms_match_literal_and_regex():
+    f = next(x for x in CATALOGUE if x.id == "trl-guided-decoding-params-vllm-0.12")
+    log = ("ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params' "
+           "(/usr/lib/python3.12/site-packages/vllm/sampling_params.py)")
+    assert f.symptom_in(log) is not None
+    assert f.symptom_in("all good") is None
