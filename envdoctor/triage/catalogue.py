@@ -1,12 +1,13 @@
 """The catalogue of known failures (``rules/knowledge/known_failures/``) as triage signatures.
 
 Each entry's ``symptoms`` become one signature (``known-<id>``, rule TRI011): a literal symptom is
-its own keyword; a regex symptom (``re:``) is keyed by its leading literal. A keyword that holds
-one of the scan's anchors is found through it; one of ``RARE`` characters or more becomes an
-anchor itself; a shorter one, or a regex without a literal lead (``(?i)…``), is tried only on the
-lines that hold the anchor ``Error``. Matching stays linear: a regex with a quantifier inside
-another is left out (``skipped`` says which), and every pattern is tried on at most the scanner's
-window of one line.
+its own keyword; a regex symptom (``re:``) is keyed by its leading literal. An exception's message
+is found on its line through the anchors it holds ("Error", "Exception: ", ": error: "); a rare
+literal (``RARE`` characters or more) of an entry whose symptom is a line of its own (a warning, a
+stalled step: ``OWN_LINE_KINDS``) becomes an anchor itself; a keyword no anchor covers, or a regex
+without a literal lead (``(?i)…``), is tried on the lines that hold ``Error``. Matching stays
+linear: a regex with a quantifier inside another is left out (``skipped`` says which), and every
+pattern is tried on at most the scanner's window of one line.
 
 The diagnosis (``known_failure``) says the entry's cause and fix, and whether the log's versions
 fall in the entry's ``when.packages`` ranges: "the log's versions match", "the log shows no
@@ -88,7 +89,12 @@ def _symptom(text: str, regex: Any) -> tuple[str, bytes] | None:
     if _nested(list(_p.parse(source))):
         return None
     lead = _leading_literal(source)
-    return source, (lead.encode() if len(lead) >= 6 else FALLBACK_KEYWORD)
+    # global flags ("(?i)…") are scoped to the symptom, which becomes one alternative of several
+    flags = "".join(f for f, bit in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL))
+                    if regex.flags & bit)
+    body = re.sub(r"^\(\?[aiLmsux]{1,6}\)", "", source)
+    return (f"(?{flags}:{body})" if flags else body), (
+        lead.encode() if len(lead) >= 6 else FALLBACK_KEYWORD)
 
 
 @lru_cache(maxsize=1)
@@ -116,14 +122,26 @@ def catalogue() -> tuple[tuple[Signature, ...], tuple[str, ...], dict[str, Any]]
     return tuple(sigs), tuple(skipped), by_id
 
 
-def extra_anchors(anchors: tuple[bytes, ...], sigs: tuple[Signature, ...]) -> tuple[bytes, ...]:
-    """The catalogue keywords that no anchor covers and that are rare enough to be anchors."""
+#: Kinds whose symptoms are log lines of their own (warnings, a stalled step), not the message of an
+#: exception: a rare literal of theirs becomes an anchor. A crash or a refusal raises, and its line
+#: holds "Error", "Exception: " or argparse's ": error: " (anchors already).
+OWN_LINE_KINDS = ("hang", "degraded")
+
+
+def extra_anchors(anchors: tuple[bytes, ...], sigs: tuple[Signature, ...],
+                  entries: dict[str, Any]) -> tuple[bytes, ...]:
+    """The catalogue keywords that become anchors: rare (``RARE`` characters or more), covered by
+    no anchor, and either of an entry whose symptoms are lines of their own or a source line a
+    traceback quotes (``assert …``, which the exception line after it does not repeat)."""
     found: list[bytes] = []
     for sig in sigs:
+        entry = entries.get(sig.id)
+        own_line = entry is not None and getattr(entry, "kind", "") in OWN_LINE_KINDS
         for kw in sig.keywords:
             if any(a in kw for a in (*anchors, *found)) or len(kw) < RARE:
                 continue
-            found.append(kw)
+            if own_line or kw.startswith(b"assert "):
+                found.append(kw)
     return tuple(found)
 
 

@@ -496,11 +496,15 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
 
     first = ms[0]
     entry = catalogue.catalogue()[2].get(first.signature.id)
-    if entry is None:
-        return reject(ms)
+    if entry is None or getattr(entry, "platform", ()) or getattr(entry, "env", {}):
+        return []  # a platform or an environment variable, which a log does not show
+    cfg = log.ctx.config if log.ctx is not None and layout_given(log.ctx) else {}
+    if any(k in cfg and "*" not in v and cfg[k] not in v
+           for k, v in dict(getattr(entry, "config", {})).items()):
+        return []  # the run's config (--config) contradicts the entry
     verdict, detail = _versions_verdict(entry.packages, log)
     if verdict is False:
-        return reject(ms)  # the symptom, but not in the releases the entry is about
+        return []  # the symptom, but not in the releases the entry is about
     draft = finding(catalogue.RULE, ms, log, f"{entry.title} — {entry.cause} ({entry.id}); {detail}",
                     entry.fix + (f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
                                  if entry.fixed_in else ""), known_failure=entry.id,

@@ -393,10 +393,12 @@ def version_lines(matches: Sequence[Match]) -> list[tuple[int, str]]:
             if m.signature.id in ("package-version", "vllm-version")]
 
 
-def _one_per_line(drafts: list[Draft]) -> list[Draft]:
-    """A catalogue finding (TRI011) only where no own signature diagnosed the same line, and one
-    per line: the own signature knows the numbers; among entries, the one the versions confirm."""
-    own = {d.line for d in drafts if d.finding.rule != "TRI011"}
+def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]]) -> list[Draft]:
+    """A catalogue finding (TRI011) only on a line no own signature matched (its handler knows the
+    numbers, and when it found the text to mean something else, so it is), and one per line:
+    among entries, the one the versions confirm."""
+    own = {m.line_no for ms in by_sig.values() for m in ms
+           if m.signature.rule != "TRI011" and not m.signature.fallback and not m.signature.hint}
     best: dict[int, Draft] = {}
     for d in drafts:
         if d.finding.rule == "TRI011" and d.line not in own:
@@ -445,7 +447,7 @@ def diagnose(matches: Sequence[Match], ctx: Context | None = None,
             handler = HANDLERS.get(ms[0].signature.id) or (
                 classes.known_failure if ms[0].signature.rule == "TRI011" else _generic)
             drafts.extend(handler(ms, log))
-    known = _one_per_line([d for d in drafts if not d.rejected])
+    known = _one_per_line([d for d in drafts if not d.rejected], by_sig)
     if not known:
         first = _first_failure(by_sig, drafts)
         return [unknown_finding([first], log)] if first is not None else []

@@ -227,9 +227,9 @@ def _with_catalogue() -> tuple[tuple[Signature, ...], tuple[bytes, ...]]:
 
     from envdoctor.triage import catalogue
 
-    known, _, _ = catalogue.catalogue()
+    known, _, entries = catalogue.catalogue()
     base = own_anchors()
-    all_anchors = base + catalogue.extra_anchors(base, known)
+    all_anchors = base + catalogue.extra_anchors(base, known, entries)
     found = []
     for sig in known:
         lost = catalogue.unreachable(all_anchors, sig)

@@ -14,17 +14,20 @@ from envdoctor.triage import catalogue, signatures
 from tests.triage.helpers import findings, scan_bytes
 
 
-def _entry(eid, symptoms, packages, certainty="certain"):
+def _entry(eid, symptoms, packages, certainty="certain", kind="crash"):
     syms = tuple(SimpleNamespace(text=s, regex=re.compile(s[3:]) if s.startswith("re:") else None)
                  for s in symptoms)
-    return SimpleNamespace(id=eid, title=f"title of {eid}", certainty=certainty, packages=packages,
+    return SimpleNamespace(id=eid, title=f"title of {eid}", kind=kind, certainty=certainty,
+                           packages=packages,
                            symptoms=syms, cause=f"cause of {eid}", fix=f"fix of {eid}",
                            fixed_in={"trl": "0.20.0"}, sources=("https://github.com/x/y/issues/1",),
                            severity="error" if certainty == "certain" else "warning")
 
 
 ENTRIES = [
-    _entry("weight-sync-stall", ["init_weight_transfer_engine stalled"], {"trl": ">=0.16.0,<0.20.0"}),
+    _entry("weight-sync-stall", ["init_weight_transfer_engine stalled"], {"trl": ">=0.16.0,<0.20.0"},
+           kind="hang"),
+    _entry("an-exception", ["cannot load the weight transfer engine"], {"trl": ">=0.16.0"}),
     _entry("short-one", ["gather"], {"vllm": ">=0.8"}),
     _entry("nested", ["re:(a+)+b"], {"vllm": ">=0.8"}),
     _entry("on-an-own-line", ["Duplicate GPU detected"], {"trl": ">=0.16.0"}),
@@ -43,7 +46,8 @@ def fake_catalogue(monkeypatch):
 
 def test_rare_literals_become_anchors_short_ones_wait_for_error_and_nested_regexes_are_left_out():
     sigs, skipped, _ = catalogue.catalogue()
-    assert b"init_weight_transfer_engine stalled" in signatures.anchors()
+    assert b"init_weight_transfer_engine stalled" in signatures.anchors()  # a line of its own
+    assert b"cannot load the weight transfer engine" not in signatures.anchors()  # an exception's
     assert b"gather" not in signatures.anchors()
     short = next(s for s in signatures.signatures() if s.id == "known-short-one")
     assert short.keywords == (b"Error",)
@@ -79,3 +83,9 @@ def test_an_own_signature_keeps_its_line():
     found = findings(scan_bytes("- TRL version: 0.17.0\nDuplicate GPU detected : rank 1 and rank 0 "
                                 "both on CUDA device 40\n"))
     assert [f.rule for f in found] == ["TRI006"]
+
+
+def test_an_exception_message_symptom_is_found_on_its_error_line():
+    f = findings(scan_bytes("- TRL version: 0.17.0\nRuntimeError: cannot load the weight transfer "
+                            "engine\n"))[0]
+    assert f.rule == "TRI011" and "an-exception" in f.message
