@@ -508,7 +508,7 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     draft = finding(catalogue.RULE, ms, log, f"{entry.title} — {entry.cause} ({entry.id}); {detail}",
                     entry.fix + (f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
                                  if entry.fixed_in else ""), known_failure=entry.id,
-                    sources=list(entry.sources))
+                    sources=list(entry.sources), versions_match=verdict)
     severity = entry.severity == "error" and verdict is True
     f = draft.finding
     draft.finding = Finding(f.rule, Severity.ERROR if severity else Severity.WARNING, f.message, f.fix,

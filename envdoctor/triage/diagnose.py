@@ -393,15 +393,18 @@ def version_lines(matches: Sequence[Match]) -> list[tuple[int, str]]:
             if m.signature.id in ("package-version", "vllm-version")]
 
 
-def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]]) -> list[Draft]:
+def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]],
+                  rejected: set[int]) -> list[Draft]:
     """A catalogue finding (TRI011) only on a line no own signature matched (its handler knows the
-    numbers, and when it found the text to mean something else, so it is), and one per line:
-    among entries, the one the versions confirm."""
+    numbers, and when it found nothing to report, so it is) — or one whose handler rejected it
+    (``rejected``) when the log's versions confirm the entry — and one per line: among entries,
+    the one the versions confirm."""
     own = {m.line_no for ms in by_sig.values() for m in ms
            if m.signature.rule != "TRI011" and not m.signature.fallback and not m.signature.hint}
     best: dict[int, Draft] = {}
     for d in drafts:
-        if d.finding.rule == "TRI011" and d.line not in own:
+        confirmed = d.finding.evidence.get("versions_match") is True
+        if d.finding.rule == "TRI011" and (d.line not in own or d.line in rejected and confirmed):
             old = best.get(d.line)
             if old is None or d.finding.severity.rank > old.finding.severity.rank:
                 best[d.line] = d
@@ -447,7 +450,8 @@ def diagnose(matches: Sequence[Match], ctx: Context | None = None,
             handler = HANDLERS.get(ms[0].signature.id) or (
                 classes.known_failure if ms[0].signature.rule == "TRI011" else _generic)
             drafts.extend(handler(ms, log))
-    known = _one_per_line([d for d in drafts if not d.rejected], by_sig)
+    rejected = {m.line_no for d in drafts for m in d.rejected}
+    known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)
     if not known:
         first = _first_failure(by_sig, drafts)
         return [unknown_finding([first], log)] if first is not None else []

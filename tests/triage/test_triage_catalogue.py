@@ -89,3 +89,17 @@ def test_an_exception_message_symptom_is_found_on_its_error_line():
     f = findings(scan_bytes("- TRL version: 0.17.0\nRuntimeError: cannot load the weight transfer "
                             "engine\n"))[0]
     assert f.rule == "TRI011" and "an-exception" in f.message
+
+
+def test_a_line_an_own_signature_rejected_goes_to_the_catalogue_when_the_versions_confirm():
+    ENTRIES.append(_entry("attr", ["object has no attribute 'warnings_issued'"],
+                          {"transformers": ">=5.1"}))
+    catalogue.catalogue.cache_clear()
+    signatures._with_catalogue.cache_clear()
+    try:
+        line = "AttributeError: 'GRPOTrainer' object has no attribute 'warnings_issued'\n"
+        assert findings(scan_bytes(line))[0].rule == "TRI003"  # not a TRL/vLLM pairing, no versions
+        f = findings(scan_bytes("transformers==5.1.0\n" + line))[0]
+        assert f.rule == "TRI011" and "the log's versions match: transformers 5.1.0" in f.message
+    finally:
+        ENTRIES.pop()
