@@ -142,12 +142,12 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
     report.upgrade_plan = []
     text = render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color())
     if fmt == "text":
-        text = _unknown_text(text, found)
+        text = _unknown_text(text, found, verbose)
     emit(text, output)
     sys.exit(report.exit_code())
 
 
-def _unknown_text(text: str, found: list) -> str:
+def _unknown_text(text: str, found: list, verbose: bool = False) -> str:
     """A log with no known failure says so, with its first exception and an issue draft, in place
     of the static check's "No issues found" (which a log never gets)."""
     import textwrap
@@ -157,6 +157,8 @@ def _unknown_text(text: str, found: list) -> str:
     unknown = next((f for f in found if f.rule == "TRI003"), None)
     if unknown is None:
         said = "• no known failure recognised, and no exception in the log"
+    elif verbose:  # the renderer listed the TRI003 finding above
+        said = "• no known failure recognised (TRI003 above)"
     else:
         said = "\n".join(textwrap.wrap(f"• TRI003 {unknown.message}", 100, subsequent_indent="    ")
                          + textwrap.wrap(f"→ fix: {unknown.fix}", 100, initial_indent="  ",

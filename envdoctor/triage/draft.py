@@ -152,7 +152,7 @@ def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
         message += f"; {note}"
     ev: dict[str, Any] = {"signature": first.signature.id, "line": first.line_no}
     if origin:
-        ev["raised_in"] = origin
+        ev["raised_in"] = origin.removeprefix("raised in ")
     if first.context:
         ev["context"] = list(first.context[-6:])
     if log is not None:
