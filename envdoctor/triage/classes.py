@@ -471,7 +471,8 @@ def _versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, 
     log shows do), False (one does not), None (the log shows none of them)."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    shown, outside = [], []
+    shown: list[str] = []
+    outside: list[str] = []
     for dist, spec in packages.items():
         found = log.versions.get(dist)
         if found is None:
@@ -496,7 +497,7 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
 
     first = ms[0]
     entry = catalogue.catalogue()[2].get(first.signature.id)
-    if entry is None or getattr(entry, "platform", ()) or getattr(entry, "env", {}):
+    if entry is None or getattr(entry, "platform", None) or getattr(entry, "env", None):
         return []  # a platform or an environment variable, which a log does not show
     cfg = log.ctx.config if log.ctx is not None and layout_given(log.ctx) else {}
     if any(k in cfg and "*" not in v and cfg[k] not in v

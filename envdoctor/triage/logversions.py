@@ -84,25 +84,22 @@ def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = F
     """The versions one line shows, added to ``found``; ``head``: the line is in the log's head,
     where bare listings (``pip list``) are read too."""
     text = text[:MAX_LINE].strip()
-    for m in BANNER.finditer(text):
-        _add(found, "vllm", m.group("version"), line, "banner")
-    m = REPORT.match(text)
-    if m:
-        _add(found, m.group("name").replace(" ", "-"), m.group("version"), line, "report")
-    for m in FREEZE.finditer(text):
-        _add(found, m.group("name"), m.group("version"), line, "listing")
-    for m in WHEEL.finditer(text):
-        _add(found, m.group("name"), m.group("version"), line, "listing")
-    m = INSTALLED.search(text)
-    if m:
-        for item in m.group("list").split():
+    for b in BANNER.finditer(text):
+        _add(found, "vllm", b.group("version"), line, "banner")
+    report = REPORT.match(text)
+    if report:
+        _add(found, report.group("name").replace(" ", "-"), report.group("version"), line, "report")
+    for f in (*FREEZE.finditer(text), *WHEEL.finditer(text)):
+        _add(found, f.group("name"), f.group("version"), line, "listing")
+    installed = INSTALLED.search(text)
+    if installed:
+        for item in installed.group("list").split():
             name, _, version = item.rpartition("-")
             if name and re.fullmatch(_VER, version):
                 _add(found, name, version, line, "report")
-    if head:
-        m = LISTING.match(text)
-        if m:
-            _add(found, m.group("name"), m.group("version"), line, "listing")
+    listing = LISTING.match(text) if head else None
+    if listing:
+        _add(found, listing.group("name"), listing.group("version"), line, "listing")
 
 
 _HEAD_KEYS = (b"==", b"ersion", b".dist-info", b".whl", b"Successfully installed", b"LLM engine (v")
