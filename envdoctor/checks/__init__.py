@@ -1,16 +1,16 @@
 """Rule functions, one module per area; importing this package registers them all."""
 
 from envdoctor.checks import (
-               allocator,
-               config,
-               declared,
-               gpus,
-               known_failures,
-               layout,
-               memory,
-               memory_plan,
-               packages,
-               scope,
+    allocator,
+    config,
+    declared,
+    gpus,
+    known_failures,
+    layout,
+    memory,
+    memory_plan,
+    packages,
+    scope,
 )
 
 ALL_MODULES = (packages, config, gpus, layout, memory, memory_plan, allocator, declared, scope,
