@@ -48,21 +48,35 @@ def _scan(logfile: str, stream: BinaryIO, grepped: Any, scan: Any, chunks: Any) 
     return scan(chunks(stream))
 
 
-def _summary(name: str, result: Any, found: list, facts_file: str | None) -> str:
+def _versions(found_versions: dict, facts_file: str | None) -> str:
+    """Where the versions that advice names come from."""
+    from envdoctor.triage.logversions import describe
+
+    if found_versions:
+        return f"versions: from the log ({describe(found_versions)})"
+    if facts_file:
+        return f"versions: from snapshot {facts_file}, the log shows none"
+    return "versions: from this machine, the log shows none"
+
+
+def _summary(name: str, result: Any, found: list, facts_file: str | None,
+             found_versions: dict) -> str:
     from envdoctor.findings import Severity
 
     errors = sum(f.severity == Severity.ERROR for f in found)
     warnings = sum(f.severity == Severity.WARNING for f in found)
-    what = f"{errors} known failure{'s' * (errors != 1)}" if errors else "no known failure found"
+    what = (f"{errors} known failure{'s' * (errors != 1)}" if errors else
+            "no known failure recognised")
     if warnings:
         what += f", {warnings} warning{'s' * (warnings != 1)}"
     unknown = next((f for f in found if f.rule == "TRI003"), None)
     if unknown is not None:
-        what += f" (first exception at line {unknown.evidence.get('line')}: TRI003, -v)"
+        what += f" (first exception at line {unknown.evidence.get('line')}: TRI003)"
     judged = (f"judged against snapshot {facts_file}" if facts_file else
               "judged against this machine's live facts; --facts FILE for the node that ran it")
     lines = f"{result.lines:,} line{'s' * (result.lines != 1)}"
-    return f"{name}: {lines}, {result.bytes_read / 1e6:.1f} MB; {what}; {judged}"
+    return (f"{name}: {lines}, {result.bytes_read / 1e6:.1f} MB; {what}; {judged}; "
+            f"{_versions(found_versions, facts_file)}")
 
 
 @click.command()
@@ -80,7 +94,8 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
 
         envdoctor triage train.log --config grpo.yaml --launch "accelerate launch … train.py"
 
-    Exit status: 1 when a known failure is found, 0 when none, 2 when the input is unreadable.
+    Exit status: 1 when a known failure is found, 0 when none, 2 when the input is unreadable
+    or empty.
     """
     from envdoctor.checks.context import Context
     from envdoctor.checks.engine import Outcome
@@ -92,7 +107,8 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
     from envdoctor.report import render
     from envdoctor.report.interface import Area
     from envdoctor.triage.decode import LogUnreadable, chunks
-    from envdoctor.triage.diagnose import diagnose
+    from envdoctor.triage.diagnose import diagnose, version_lines
+    from envdoctor.triage.logversions import from_log
     from envdoctor.triage.prefilter import Grepped
     from envdoctor.triage.scanner import scan
     from envdoctor.triage.signatures import signatures
@@ -111,13 +127,16 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
             raise InputError(logfile, f"cannot read: {exc.strerror or exc}") from None
         except LogUnreadable as exc:
             raise InputError(logfile, f"could not be read: {exc}") from None
-    ctx = Context(facts=facts, plan=plan, network=False)
-    found = diagnose(result.matches, ctx, counts=result.counts, lines=result.lines,
-                     last_line=result.last_line)
     name = "standard input" if logfile == "-" else logfile
+    if result.bytes_read <= len(result.head) and not result.head.strip():
+        raise InputError(name, "is empty (nothing but blank lines): there is nothing to triage")
+    ctx = Context(facts=facts, plan=plan, network=False)
+    found_versions = from_log(result.head, version_lines(result.matches))
+    found = diagnose(result.matches, ctx, counts=result.counts, lines=result.lines,
+                     last_line=result.last_line, versions=found_versions)
     ran = sorted({s.rule for s in signatures()} | {f.rule for f in found})  # JUnit: one case each
     area = Area(key="triage", title="Triage", ran=ran, findings=found,
-                summary=_summary(name, result, found, facts_file))
+                summary=_summary(name, result, found, facts_file, found_versions))
     report = build_report(ctx, Outcome(), extra_areas=[area], subject=f"triage of {name}")
     report.areas = [area]  # the static checks' areas did not run: `envdoctor check` runs them
     if logfile != "-":
@@ -125,6 +144,32 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
 
         report.artifact = repo_relative(logfile)  # the file the findings come from
     report.upgrade_plan = []
-    emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()),
-         output)
+    text = render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color())
+    if fmt == "text":
+        text = _unknown_text(text, found, verbose)
+    emit(text, output)
     sys.exit(report.exit_code())
+
+
+def _unknown_text(text: str, found: list, verbose: bool = False) -> str:
+    """A log with no known failure says so, with its first exception and an issue draft, in place
+    of the static check's "No issues found" (which a log never gets)."""
+    import textwrap
+
+    if any(f.severity.rank > 0 for f in found):
+        return text
+    unknown = next((f for f in found if f.rule == "TRI003"), None)
+    if unknown is None:
+        said = "• no known failure recognised, and no exception in the log"
+    elif verbose:  # the renderer listed the TRI003 finding above
+        said = "• no known failure recognised (TRI003 above)"
+    else:
+        said = "\n".join(textwrap.wrap(f"• TRI003 {unknown.message}", 100, subsequent_indent="    ")
+                         + textwrap.wrap(f"→ fix: {unknown.fix}", 100, initial_indent="  ",
+                                         subsequent_indent="    "))
+    text = text.replace("✓ No issues found. (-v shows every check)", said)
+    text = text.replace("✓ No issues found.", said)
+    draft = unknown.evidence.get("issue_draft") if unknown is not None else None
+    if draft:
+        text = text.rstrip("\n") + "\n\nAn issue draft to paste (check it first):\n\n" + draft + "\n"
+    return text

@@ -16,6 +16,7 @@ from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
 from envdoctor.triage.interface import Match
+from envdoctor.triage.scanner import split_prefix
 
 # -- the vLLM server (server mode, TRL >= 0.16) ------------------------------------------------
 
@@ -212,7 +213,8 @@ def api_drift_import(ms: list[Match], log: Log) -> list[Draft]:
     importer = next((o for o in reversed(owners) if o != lib), None)
     have = ctx.version(lib) if ctx is not None else None
     what = (f"{importer or 'the code'} imports {first.groups['name']} from {module}, which the "
-            f"installed {lib}{' ' + have if have else ''} no longer has (renamed or removed)")
+            f"installed {lib}{' ' + have if have else ''} does not have (renamed or removed, or "
+            "not yet added in that release)")
     fix = _pairing(ctx, first, lib) if importer == "trl" or lib == "vllm" and importer else (
         f"update the import for the installed {lib} release, or pin the {lib} release the code "
         "was written for")
@@ -311,20 +313,88 @@ def _launcher_fix(ctx: Context | None) -> str:
     return fix
 
 
+_CLIENT = ("vllm_client", "init_communicator", "pynccl", "PyNcclCommunicator")
+_SERVER = ("vllm-serve", "vllm_serve")
+
+
+def _server_mode(first: Match, log: Log) -> bool:
+    """The duplicate is between the trainer and a ``trl vllm-serve`` server: TRL's weight-sync
+    client in the traceback, the trainer waiting for or reaching the server, or the launch line."""
+    if context_has(first, *_CLIENT) or log.hint("trl-weight-sync-client"):
+        return True
+    if any(s in log.by_sig for s in ("vllm-server-up", "vllm-server-not-up", "vllm-server-refused")):
+        return True
+    ctx = log.ctx
+    return ctx is not None and layout_given(ctx) and ctx.layout.generation_mode == "server"
+
+
+def _server_engines(ms: Sequence[Match], log: Log) -> bool:
+    """The ranks that collide are the server's own engines (data-parallel ``EngineCore_N``)."""
+    return log.hint("vllm-dp-engine") is not None or any(
+        re.match(r"\(EngineCore_(?:DP)?[1-9]", line.strip()) for m in ms for line in (m.text, *m.context))
+
+
 def duplicate_gpu(ms: list[Match], log: Log) -> list[Draft]:
-    first = ms[0]
+    first, ctx = ms[0], log.ctx
     ranks = sorted({int(m.groups[k]) for m in ms for k in ("rank_a", "rank_b")})
     buses = sorted({m.groups["bus_id"] for m in ms})
     what = (f"ranks {', '.join(map(str, ranks[:16]))} of one NCCL group run on the same GPU "
             f"(bus id {', '.join(buses[:4])}); NCCL refuses that")
-    if context_has(first, "vllm_client", "init_communicator", "pynccl", "PyNcclCommunicator"):
-        what += ": the trainer's weight-sync client and the vLLM server share a GPU"
-        fix = ("keep the vLLM server on GPUs the trainer does not see: CUDA_VISIBLE_DEVICES for "
-               "`trl vllm-serve` (tensor × data parallel GPUs) and for the trainer must not "
-               "overlap")
+    if _server_engines(ms, log) and not (context_has(first, *_CLIENT)
+                                         or log.hint("trl-weight-sync-client")):
+        what += ": the vLLM server's data-parallel engines landed on one GPU"
+        fix = ("give `trl vllm-serve` as many visible GPUs as tensor_parallel_size × "
+               "data_parallel_size (CUDA_VISIBLE_DEVICES), each engine its own")
+    elif _server_mode(first, log):
+        one = ctx is not None and len(ctx.facts.gpus) == 1
+        what += (": the trainer's weight-sync client (NCCL) and the `trl vllm-serve` server are on "
+                 "one GPU — in server mode they are two ranks of one NCCL group and need two GPUs")
+        colocate = ("set vllm_mode: colocate (TRL ≥ 0.18): vLLM then runs inside the trainer and "
+                    "shares its GPU (lower vllm_gpu_memory_utilization to leave room for training)")
+        own = (f"give the server a GPU that no trainer rank uses: `{_free_for_server(ctx)} trl "
+               "vllm-serve …`, and the trainer CUDA_VISIBLE_DEVICES without it")
+        fix = (colocate + " — one GPU cannot hold both sides of server mode" if one else
+               own + "; or " + colocate)
+        fix += ("; torch.cuda.set_device(LOCAL_RANK) does not help here: the server is a process "
+                "of its own (huggingface/trl#3487)")
     else:
-        fix = _launcher_fix(log.ctx)
+        fix = _launcher_fix(ctx)
     return [finding("TRI006", ms, log, what, fix)]
+
+
+# -- command lines the program refuses ------------------------------------------------------------
+
+_PROGRAM = re.compile(r"^(?:usage: )?(?P<prog>[\w.-]{1,60})(?: [\w-]{1,60})?: error: ")
+
+
+def usage_error(ms: list[Match], log: Log) -> list[Draft]:
+    """argparse's or click's refusal of the command line; ``trl vllm-serve`` on a TRL older than
+    0.16.0 is told by name."""
+    first, ctx = ms[0], log.ctx
+    g = first.groups
+    trl = ctx.version("trl") if ctx is not None else None
+    body = first.text
+    prog = (_PROGRAM.match(split_prefix(body)[0]) or _PROGRAM.match(body))
+    name = prog.group("prog") if prog else "the program"
+    if g.get("choice") == "vllm-serve" or g.get("command") == "vllm-serve":
+        if trl is not None and not versions.below(trl, "0.16.0"):
+            what = (f"`trl vllm-serve` was refused, but the log's TRL {trl} has it: another `trl` "
+                    "is first on the PATH")
+            fix = "run the trl of the environment that has TRL ≥ 0.16 (python -m trl vllm-serve …)"
+        else:
+            what = (f"the TRL{' ' + trl if trl else ''} that ran has no `vllm-serve` command: "
+                    "`trl vllm-serve` (server mode) exists from TRL 0.16.0")
+            fix = ("pip install 'trl[vllm]>=0.16' (with the vLLM that release supports); or keep "
+                   "this TRL and let the trainer start vLLM itself (use_vllm: true, TRL ≤ 0.15's "
+                   "vllm_device)")
+        return [finding("TRI010", ms, log, what, fix)]
+    bad = g.get("choice") or g.get("command") or g.get("unrecognized") or g.get("required") or ""
+    kind = ("does not know the choice" if "choice" in g else "has no command" if "command" in g
+            else "does not take" if "unrecognized" in g else "requires")
+    what = f"{name}{' (TRL ' + trl + ')' if trl and 'trl' in name else ''} {kind} {bad.strip()[:200]}"
+    fix = (f"use the commands and flags `{name} --help` lists for the installed release, or install "
+           "the release the command line was written for")
+    return [finding("TRI010", ms, log, what, fix)]
 
 
 # -- nn.DataParallel replicas ----------------------------------------------------------------------
@@ -392,3 +462,56 @@ def sampler_warmup(ms: list[Match], log: Log) -> list[Draft]:
     fix = (f"lower vLLM's max_num_seqs (below {g.get('requests', 'the current value')}) or "
            f"{util}")
     return [finding("MEM001", ms, log, what, fix)]
+
+
+# -- the catalogue of known failures (rules/knowledge/known_failures/) ----------------------------
+
+def _versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, str]:
+    """Whether the log's versions fall in an entry's ``when.packages`` ranges: True (all that the
+    log shows do), False (one does not), None (the log shows none of them)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    shown: list[str] = []
+    outside: list[str] = []
+    for dist, spec in packages.items():
+        found = log.versions.get(dist)
+        if found is None:
+            continue
+        try:
+            inside = SpecifierSet(spec).contains(found.version, prereleases=True)
+        except (InvalidSpecifier, ValueError):
+            continue
+        (shown if inside else outside).append(f"{dist} {found.version} ({spec})")
+    if outside:
+        return False, "the log's versions do not match: " + ", ".join(outside)
+    if shown:
+        return True, "the log's versions match: " + ", ".join(shown)
+    return None, "the log shows no versions of " + ", ".join(f"{d} {s}" for d, s in packages.items())
+
+
+def known_failure(ms: list[Match], log: Log) -> list[Draft]:
+    """A line holding a catalogue entry's symptom: the entry's cause and fix, confirmed when the
+    log's versions fall in its ranges; no diagnosis when they fall outside."""
+    from envdoctor.findings import Finding, Severity
+    from envdoctor.triage import catalogue
+
+    first = ms[0]
+    entry = catalogue.catalogue()[2].get(first.signature.id)
+    if entry is None or getattr(entry, "platform", None) or getattr(entry, "env", None):
+        return []  # a platform or an environment variable, which a log does not show
+    cfg = log.ctx.config if log.ctx is not None and layout_given(log.ctx) else {}
+    if any(k in cfg and "*" not in v and cfg[k] not in v
+           for k, v in dict(getattr(entry, "config", {})).items()):
+        return []  # the run's config (--config) contradicts the entry
+    verdict, detail = _versions_verdict(entry.packages, log)
+    if verdict is False:
+        return []  # the symptom, but not in the releases the entry is about
+    draft = finding(catalogue.RULE, ms, log, f"{entry.title} — {entry.cause} ({entry.id}); {detail}",
+                    entry.fix + (f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
+                                 if entry.fixed_in else ""), known_failure=entry.id,
+                    sources=list(entry.sources), versions_match=verdict)
+    severity = entry.severity == "error" and verdict is True
+    f = draft.finding
+    draft.finding = Finding(f.rule, Severity.ERROR if severity else Severity.WARNING, f.message, f.fix,
+                            f.evidence)
+    return [draft]

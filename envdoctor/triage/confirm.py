@@ -44,8 +44,17 @@ class Confirmation:
         """``confirmed here: …`` / ``not confirmed here: …`` (empty when nothing was checked)."""
         if self.confirmed:
             facts = self.held or [f"{f.rule}: {f.message}" for f in self.findings[:1]]
-            return "confirmed here: " + "; ".join(facts)
+            where = "by the log" if all(f.startswith("the log's") for f in facts) else "here"
+            return f"confirmed {where}: " + "; ".join(facts)
         return "not confirmed here: " + "; ".join(self.against) if self.against else ""
+
+
+def from_log(ctx: Context | None, dist: str) -> str:
+    """``line N`` where the log shows the version of ``dist`` that the facts hold, else ``""``."""
+    if ctx is None:
+        return ""
+    found = ctx.facts.extra.get("log_versions", {}).get(dist)
+    return (f"line {found[1]}" if found[1] else "the log") if found else ""
 
 
 def layout_given(ctx: Context) -> bool:
@@ -123,12 +132,16 @@ def confirm(spec: dict[str, Any], ctx: Context | None, rule: str = "") -> Confir
         return out
     for dist, minimum in dict(spec.get("package_below", ())).items():
         installed = ctx.version(dist)
+        logged = from_log(ctx, dist)
         if installed is None:
-            out.against.append(f"{dist} is not installed here")
+            out.against.append(f"{dist} is not installed here" if ctx.facts.source != "log" else
+                               f"the log shows no {dist} version")
         elif versions.below(installed, minimum):
-            out.held.append(f"installed {dist} {installed} is older than {minimum}")
+            out.held.append(f"the log's {dist} {installed} ({logged}) is older than {minimum}"
+                            if logged else f"installed {dist} {installed} is older than {minimum}")
         else:
-            out.against.append(f"{dist} {installed} here is not older than {minimum}")
+            out.against.append(f"the log's {dist} {installed} ({logged}) is not older than {minimum}"
+                               if logged else f"{dist} {installed} here is not older than {minimum}")
     if spec.get("layout"):
         _layout(spec["layout"], ctx, out)
     if spec.get("rules"):

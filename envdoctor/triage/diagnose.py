@@ -20,9 +20,12 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage import classes, knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
-from envdoctor.triage.draft import Draft, Log, finding, frames, reject, unknown_finding, where
+from envdoctor.triage.confirm import from_log as from_log_of
+from envdoctor.triage.draft import Draft, Log, finding, frames, reject, unknown_finding, warning_line, where
 from envdoctor.triage.interface import Match
+from envdoctor.triage.logversions import LogVersion, facts_for_advice, from_log
 from envdoctor.triage.oom import Oom, OomLog, classify, parse_oom, processes_now
+from envdoctor.triage.scanner import split_prefix
 
 _VLLM_PROC = re.compile(r"^\s*\((?:EngineCore|VllmWorker|Worker|RayWorker|LLMEngine)\w*[ )]")
 _SECONDARY = ("ChildFailedError", "DistBackendError", "ProcessExitedException")
@@ -63,7 +66,7 @@ def _device_mismatch(ms: list[Match], log: Log) -> list[Draft]:
             ctx.version("vllm"), "0.7.2"):
         conf.rule = "LAY003"  # vLLM is recent enough: the DataParallel trap is the cause
         return [finding(conf.rule, ms, log, sig.summary, conf=conf)]
-    if logged and versions.below(logged, "0.7.2") and not conf.confirmed:
+    if logged and versions.below(logged, "0.7.2") and (not conf.confirmed or from_log_of(ctx, "vllm")):
         what = (f"{sig.summary}: vLLM {logged} (its start banner, line {banner.line_no}) puts "
                 "generation inputs on cuda:0 while its model is on the vLLM GPU; vLLM 0.7.2 "
                 "fixed that")
@@ -235,7 +238,8 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
         return []  # NCCL's "invalid usage" is the duplicate GPU told by its own finding
     if sig.id == "nccl-timeout":
         ran = int(g["ran_ms"]) / 1000 if "ran_ms" in g else None
-        what = (f"{g['op']} #{g['seq']} timed out" + (f" after {ran:.0f} s" if ran else "")
+        op = f"{g['op']} #{g['seq']}" if "op" in g else "a collective"
+        what = (f"{op} timed out" + (f" after {ran:.0f} s" if ran else "")
                 + ": another rank never reached it")
         fix = ("fix the first failure of the log; if there is none, a rank was still busy (GRPO's "
                "generation can outlast the timeout) or hung: raise ddp_timeout (seconds) and run "
@@ -348,6 +352,7 @@ HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
     "api-drift-attribute": classes.api_drift_attribute,
     "call-signature": classes.call_signature,
     "nccl-duplicate-gpu": classes.duplicate_gpu,
+    "cli-usage-error": classes.usage_error,
     "dataparallel-replica": classes.dataparallel_replica,
     "cuda-error-under-cap": classes.cuda_error_under_cap,
     "vllm-sampler-warmup-oom": classes.sampler_warmup,
@@ -370,34 +375,86 @@ def _mark_consequences(drafts: list[Draft]) -> None:
                                                                      "consequence_of": first.line})
 
 
+def _with_versions(ctx: Context | None, versions: Mapping[str, LogVersion]) -> Context | None:
+    """The context that advice and confirmation read: the log's versions in place of this
+    machine's packages (``logversions.facts_for_advice``)."""
+    if not versions:
+        return ctx
+    facts = facts_for_advice(ctx.facts if ctx is not None else None, dict(versions))
+    if ctx is None:
+        return Context(facts=facts, network=False)  # type: ignore[arg-type]
+    return Context(facts=facts, plan=ctx.plan, kb=ctx.kb, network=False,  # type: ignore[arg-type]
+                   options=ctx.options)
+
+
+def version_lines(matches: Sequence[Match]) -> list[tuple[int, str]]:
+    """The lines of the version hints, for ``logversions.from_log``."""
+    return [(m.line_no, split_prefix(m.text)[0]) for m in matches
+            if m.signature.id in ("package-version", "vllm-version")]
+
+
+def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]],
+                  rejected: set[int]) -> list[Draft]:
+    """A catalogue finding (TRI011) only on a line no own signature matched (its handler knows the
+    numbers, and when it found nothing to report, so it is) — or one whose handler rejected it
+    (``rejected``) when the log's versions confirm the entry — and one per line: among entries,
+    the one the versions confirm."""
+    own = {m.line_no for ms in by_sig.values() for m in ms
+           if m.signature.rule != "TRI011" and not m.signature.fallback and not m.signature.hint}
+    best: dict[int, Draft] = {}
+    for d in drafts:
+        confirmed = d.finding.evidence.get("versions_match") is True
+        if d.finding.rule == "TRI011" and (d.line not in own or d.line in rejected and confirmed):
+            old = best.get(d.line)
+            if old is None or d.finding.severity.rank > old.finding.severity.rank:
+                best[d.line] = d
+    return [d for d in drafts if d.finding.rule != "TRI011" or best.get(d.line) is d]
+
+
+def _first_failure(by_sig: Mapping[str, list[Match]], drafts: list[Draft]) -> Match | None:
+    """The log's first failing line: an exception not logged as a warning before one that is,
+    the root before torch's wrappers (ChildFailedError …), the earlier line first."""
+    lines = [m for ms in by_sig.values() if ms[0].signature.fallback for m in ms]
+    lines += [m for d in drafts if d.rejected for m in d.rejected[:1]]
+    if not lines:
+        return None
+    return min(lines, key=lambda m: (warning_line(m), any(s in m.text for s in _SECONDARY),
+                                     m.line_no, m.signature.id == "failure-line"))
+
+
 def diagnose(matches: Sequence[Match], ctx: Context | None = None,
              counts: Mapping[str, int] | None = None, lines: int = 0,
-             last_line: Mapping[str, int] | None = None) -> list[Finding]:
+             last_line: Mapping[str, int] | None = None,
+             versions: Mapping[str, LogVersion] | None = None) -> list[Finding]:
     """Findings for ``matches`` (from ``scan``), judged against ``ctx`` when given.
 
     ``counts`` (``ScanResult.counts``) gives the number of lines per signature when the scan kept
     only the first matches of a frequent one; ``lines`` and ``last_line`` (the log's length, the
-    last line of each signature) tell whether a wait ended well.
+    last line of each signature) tell whether a wait ended well. ``versions``: the packages the
+    log shows (``logversions.from_log``; read from the version hints among ``matches`` when not
+    given); advice and confirmation use them in place of this machine's.
     """
+    if versions is None:
+        versions = from_log(b"", version_lines(matches))
+    ctx = _with_versions(ctx, versions)
     by_sig: dict[str, list[Match]] = {}
     for m in sorted(matches, key=lambda x: x.line_no):
         by_sig.setdefault(m.signature.id, []).append(m)
     last = dict(last_line or {})
     for sid, ms in by_sig.items():
         last[sid] = max(last.get(sid, 0), ms[-1].line_no)
-    log = Log(by_sig, counts or {}, ctx, lines, last)
+    log = Log(by_sig, counts or {}, ctx, lines, last, versions)
     drafts: list[Draft] = []
     for ms in by_sig.values():
         if not ms[0].signature.fallback and not ms[0].signature.hint:
-            drafts.extend(HANDLERS.get(ms[0].signature.id, _generic)(ms, log))
-    known = [d for d in drafts if not d.rejected]
+            handler = HANDLERS.get(ms[0].signature.id) or (
+                classes.known_failure if ms[0].signature.rule == "TRI011" else _generic)
+            drafts.extend(handler(ms, log))
+    rejected = {m.line_no for d in drafts for m in d.rejected}
+    known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)
     if not known:
-        exceptions = [m for ms in by_sig.values() if ms[0].signature.fallback for m in ms]
-        root = [m for m in exceptions if not any(s in m.text for s in _SECONDARY)] or exceptions
-        candidates = sorted([d for d in drafts if d.rejected], key=lambda d: d.line)
-        if root and (not candidates or root[0].line_no < candidates[0].line):
-            candidates = [Draft(root[0].line_no, unknown_finding(root))]
-        return [candidates[0].finding] if candidates else []
+        first = _first_failure(by_sig, drafts)
+        return [unknown_finding([first], log)] if first is not None else []
     known.sort(key=lambda d: d.line)
     worst: dict[str, int] = {}  # a rule's warning is dropped when the same rule also errs
     for d in known:

@@ -11,9 +11,16 @@ from envdoctor.checks.context import Context
 from envdoctor.findings import Finding, Severity
 from envdoctor.triage.confirm import Confirmation
 from envdoctor.triage.interface import Match
+from envdoctor.triage.logversions import LogVersion, describe
 from envdoctor.triage.scanner import split_prefix
 
 FRAME = re.compile(r'File "([^"]{1,1000})", line \d{1,9}')
+FRAME_FULL = re.compile(r'File "(?P<path>[^"]{1,1000})", line (?P<line>\d{1,9})'
+                        r'(?:, in (?P<func>[\w<>.]{1,200}))?')
+_PACKAGES = re.compile(r"/(?:site|dist)-packages/(?P<lib>[A-Za-z_][\w]{0,100})")
+_WARNING = re.compile(r"\bWARN(?:ING)?\b|\[W\d{4} |UserWarning|FutureWarning")
+_CONNECTION = ("RemoteDisconnected", "Connection aborted", "ConnectionResetError",
+               "Connection reset by peer", "Connection refused")
 
 
 @dataclass
@@ -25,6 +32,7 @@ class Log:
     ctx: Context | None
     lines: int = 0  # the log's length in lines
     last_line: Mapping[str, int] = field(default_factory=dict)
+    versions: Mapping[str, LogVersion] = field(default_factory=dict)  # what the log shows
 
     def hint(self, sig_id: str) -> Match | None:
         """The first match of a hint (or any) signature, if the log has one."""
@@ -97,14 +105,76 @@ def finding(sig_rule: str, ms: Sequence[Match], log: Log, what: str, fix: str = 
 
 
 
-def unknown_finding(ms: Sequence[Match]) -> Finding:
+def raised_in(m: Match) -> str:
+    """Where the exception of ``m`` was raised: the library of the last frame under
+    ``site-packages`` and that frame, else the last frame (the user's code); empty without one."""
+    lines = list(m.context)
+    start = max((i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line),
+                default=-1)
+    found = [f for line in lines[start + 1:] if (f := FRAME_FULL.search(line))]
+    if not found:
+        return ""
+    lib = next(((f, p) for f in reversed(found) if (p := _PACKAGES.search(f.group("path")))), None)
+    f = lib[0] if lib else found[-1]
+    path = f.group("path").replace("\\", "/")
+    short = path[path.find("-packages/") + 10:] if lib else path.rsplit("/", 1)[-1]
+    frame = f"{short}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
+    return f"raised in {lib[1].group('lib')} ({frame})" if lib else f"raised in {frame}"
+
+
+def warning_line(m: Match) -> bool:
+    """The line was logged as a warning (vLLM's "WARNING … Failed to import …"): not a failure."""
+    return bool(_WARNING.search(m.text[:200]))
+
+
+def versions_note(log: Log | None) -> str:
+    if log is None:
+        return ""
+    if log.versions:
+        return f"versions from the log: {describe(dict(log.versions))}"
+    return "the log shows no versions"
+
+
+def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
+    """No known failure: the first failing line, where it was raised, the versions the log
+    shows, and an issue draft (evidence ``issue_draft``) to paste into a report."""
     from envdoctor.checks.docs import rule_docs
 
     first = ms[0]
-    message = (f"no known failure; the first exception is at {where(ms[:1])}: “{quote(first)}”")
-    ev = {"signature": first.signature.id, "line": first.line_no}
+    origin = raised_in(first)
+    message = (f"no known failure recognised; the first exception is at {where(ms[:1])}: "
+               f"“{quote(first)}”" + (f", {origin}" if origin else ""))
+    if any(c in first.text for c in _CONNECTION):
+        message += (" — the other end (the vLLM server, in server mode) closed or refused the "
+                    "connection: its own log holds the cause")
+    note = versions_note(log)
+    if note:
+        message += f"; {note}"
+    ev: dict[str, Any] = {"signature": first.signature.id, "line": first.line_no}
+    if origin:
+        ev["raised_in"] = origin.removeprefix("raised in ")
     if first.context:
         ev["context"] = list(first.context[-6:])
+    if log is not None:
+        ev["issue_draft"] = issue_draft(first, origin, log)
     return Finding("TRI003", Severity.INFO, message, rule_docs()["TRI003"].fix, ev)
 
 
+def issue_draft(m: Match, origin: str, log: Log) -> str:
+    """A report to paste into the issue tracker of the library it was raised in."""
+    body = split_prefix(m.text)[0][:500]
+    start = max((i for i, line in enumerate(m.context) if "Traceback (most recent call last)" in line),
+                default=max(0, len(m.context) - 15))
+    trace = [line[:300] for line in m.context[start:]][-30:] + [m.text[:500]]
+    versions = ([f"- {d} {v.version} (log line {v.line})" if v.line else f"- {d} {v.version}"
+                 for d, v in sorted(log.versions.items())] if log.versions else
+                ["- (the log shows none: paste the output of `trl env` or `pip list`)"])
+    title = body if len(body) <= 120 else body[:119] + "…"
+    return "\n".join([
+        f"Title: {title}", "", "### What happened", "",
+        f"The run failed with `{title}` (line {m.line_no} of the log"
+        + (f", {origin}" if origin else "") + ").", "",
+        "### Traceback", "", "```", *trace, "```", "",
+        "### Versions", "", *versions, "",
+        "### Reproduction", "", "(the launch command, the config, and the script's trainer set-up)",
+    ])

@@ -29,6 +29,7 @@ class Signature:
     severity: Severity = Severity.ERROR
     fallback: bool = False
     hint: bool = False
+    keep: int = 0  # matches kept (0: the scanner's default, one for a hint)
 
     @property
     def confirm_map(self) -> dict[str, Any]:
@@ -63,3 +64,4 @@ class ScanResult:
     lines: int = 0
     newlines: int = 0
     last_line: dict[str, int] = field(default_factory=dict)  # signature -> last line it matched
+    head: bytes = b""  # the log's first bytes (logversions.HEAD): its environment report, if any

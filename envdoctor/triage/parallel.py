@@ -72,7 +72,7 @@ def _scan_range(path: str, start: int, end: int) -> ScanResult:
 
 def merge(parts: list[ScanResult]) -> ScanResult:
     """One result from the results of consecutive ranges."""
-    out = ScanResult()
+    out = ScanResult(head=parts[0].head if parts else b"")
     base = 0
     kept: dict[str, int] = {}
     first_only = scanner.once(signatures(), anchors())  # counted at their first match only

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 from envdoctor.triage import scanner
 from envdoctor.triage.interface import ScanResult, Signature
+from envdoctor.triage.logversions import HEAD
 from envdoctor.triage.signatures import anchors, signatures
 
 MEMORY_CAP = 256 * 1024 * 1024  # grep's address space; a longer line makes it give up
@@ -119,6 +120,8 @@ class Grepped:
         except (OSError, ValueError, subprocess.SubprocessError):
             return None
         sc.result.bytes_read = size
+        with open(path, "rb") as fh:
+            sc.result.head = fh.read(HEAD)
         return sc.result
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ from functools import partial
 from typing import BinaryIO
 
 from envdoctor.triage.interface import Match, ScanResult, Signature
+from envdoctor.triage.logversions import HEAD
 from envdoctor.triage.signatures import anchors, signatures
 
 CHUNK = 4 * 1024 * 1024
@@ -39,8 +40,11 @@ PREFIX = re.compile(
     r"|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:"  # mpirun --tag-output
     r"|(?P<srun>\d{1,4}): (?=\S)"  # srun --label
     r"|\((?:[\w.-]+ )?(?:pid|rank)=\d+(?: \w+=\d+)*\)"  # vLLM processes: (EngineCore_DP0 pid=7)
-    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d [\d:.]+ \[[^\]]*\]"  # vLLM logger
+    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d [\d:.]+ (?:\[[^\]]*\]|[\w.]{1,100}:\d{1,6}\])"  # vLLM
+    r"|[\w.-]{1,64}[-_]\d{1,4} {1,8}\| "  # docker compose: "vllm-1  | "
     r"|\[[EWIF]\d{4} [\d:.]+ [^\]]*\]"  # glog: [E1218 20:27:21.433 ProcessGroupNCCL.cpp:629]
+    r"|>{1,8}(?=[ \t])"  # quoted in an e-mail or a markdown reply: "> ValueError: …"
+    r"|[^|\r\n]{0,200}?\d{1,3}%\|[^|]{0,400}\|[^\]\n]{0,200}\]"  # a tqdm bar the line was printed after
     r")[ \t]*")
 INNER_RANK = re.compile(r"\bRank (\d+)\]")  # ProcessGroupNCCL: "[PG 0 Rank 3] Watchdog …"
 
@@ -56,13 +60,15 @@ def once(sigs: tuple[Signature, ...], anchor_list: tuple[bytes, ...]) -> set[str
     """Hints found only through such anchors: after their first match they are neither matched
     nor counted again (so every scan, block, prefilter or by ranges, agrees where they stop)."""
     own = hint_anchors(sigs, anchor_list)
-    return {s.id for s in sigs if s.hint and all(any(a in kw for a in own) for kw in s.keywords)}
+    return {s.id for s in sigs if s.hint and keep(s) == 1
+            and all(any(a in kw for a in own) for kw in s.keywords)}
 
 
 def keep(sig: Signature) -> int:
     """Matches kept of ``sig``: a hint informs the diagnosis by its first line only (vLLM's
-    engine-start lines recur in every log of a colocated run: decoding each one would cost)."""
-    return 1 if sig.hint else KEEP_PER_SIGNATURE
+    engine-start lines recur in every log of a colocated run: decoding each one would cost), unless
+    it says how many it keeps (the package versions a log lists)."""
+    return sig.keep or (1 if sig.hint else KEEP_PER_SIGNATURE)
 
 
 def clean(raw: bytes) -> str:
@@ -278,10 +284,12 @@ def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None 
     """Scan ``stream`` (a binary file or an iterable of byte chunks) in one pass; ``history``:
     the lines before it (context only: not scanned, not counted)."""
     sc = Matcher(sigs or signatures(), anchor_list or anchors())
-    history, carry = history[-HISTORY:], b""
+    history, carry, head = history[-HISTORY:], b"", []
     for chunk in _chunks(stream):
         if not chunk:
             continue
+        if sc.result.bytes_read < HEAD:
+            head.append(chunk[:HEAD - sc.result.bytes_read])
         sc.result.bytes_read += len(chunk)
         buf = history + carry + chunk
         lo = len(history)
@@ -301,4 +309,5 @@ def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None 
     last_line = buf[buf.rfind(b"\n") + 1:]
     sc.result.lines = sc.line_base + (1 if last_line.strip() else 0)
     sc.result.newlines = sc.line_base
+    sc.result.head = b"".join(head)
     return sc.result

@@ -2,7 +2,8 @@
 
 Schema ``envdoctor.signatures/1``: a top-level ``schema``, the ``anchors`` (literals of the fast
 pass) and a ``signatures`` list whose entries have ``id``, ``rule``, ``summary``, ``keywords``,
-``pattern`` and ``references``, and optionally ``confirm``, ``severity``, ``fallback`` and ``hint``.
+``pattern`` and ``references``, and optionally ``confirm``, ``severity``, ``fallback``, ``hint``
+and ``keep`` (the matches kept).
 Anything else is an error that names the entry.
 
 Logs are other people's text, so every pattern must run in linear time: each alternative starts
@@ -33,7 +34,7 @@ _REPEATS = tuple(getattr(_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIV
 
 SCHEMA = "envdoctor.signatures/1"
 REQUIRED = ("id", "rule", "summary", "keywords", "pattern", "references")
-OPTIONAL = ("confirm", "severity", "fallback", "hint")
+OPTIONAL = ("confirm", "severity", "fallback", "hint", "keep")
 MAX_REPEAT = 4096  # the largest bound of one quantifier
 MAX_NESTED = 65536  # the product of the bounds of quantifiers nested in one another
 #: The confirm vocabulary (envdoctor/triage/confirm.py gives each key its meaning).
@@ -157,12 +158,15 @@ def _entry(raw: Any, where: str, known_rules: set[str] | None) -> Signature:
     fallback, hint = raw.get("fallback", False), raw.get("hint", False)
     if not isinstance(fallback, bool) or not isinstance(hint, bool):
         raise SignatureError(f"{where}: fallback and hint must be true or false")
+    keep = raw.get("keep", 0)
+    if not isinstance(keep, int) or isinstance(keep, bool) or not 0 <= keep <= 1000:
+        raise SignatureError(f"{where}: keep must be a number of matches from 0 to 1000")
     return Signature(
         id=sid, rule=rule, summary=str(raw["summary"]).strip(),
         keywords=tuple(k.encode() for k in raw["keywords"]), pattern=pattern,
         references=tuple(raw["references"]),
         confirm=_confirm(raw.get("confirm", {}), where, known_rules),
-        severity=severity, fallback=fallback, hint=hint)
+        severity=severity, fallback=fallback, hint=hint, keep=keep)
 
 
 def parse(data: Any, source: str = "signatures.yaml",
@@ -202,14 +206,46 @@ def _data() -> Any:
 
 
 @lru_cache(maxsize=1)
-def signatures() -> tuple[Signature, ...]:
-    """The shipped signatures, checked against the documented rule ids."""
+def own_signatures() -> tuple[Signature, ...]:
+    """The signatures of ``rules/triage/signatures.yaml``, checked against the documented rules."""
     from envdoctor.checks.docs import rule_docs
 
     return parse(_data(), "rules/triage/signatures.yaml", known_rules=rule_docs())
 
 
 @lru_cache(maxsize=1)
-def anchors() -> tuple[bytes, ...]:
-    """The shipped anchors (``rules/triage/signatures.yaml``)."""
+def own_anchors() -> tuple[bytes, ...]:
+    """The anchors of ``rules/triage/signatures.yaml``."""
     return parse_anchors(_data(), "rules/triage/signatures.yaml")
+
+
+@lru_cache(maxsize=1)
+def _with_catalogue() -> tuple[tuple[Signature, ...], tuple[bytes, ...]]:
+    """The shipped signatures and anchors, with the catalogue of known failures: its rare
+    keywords become anchors, the others are looked for on lines that hold ``Error``."""
+    from dataclasses import replace
+
+    from envdoctor.triage import catalogue
+
+    known, _, entries = catalogue.catalogue()
+    base = own_anchors()
+    all_anchors = base + catalogue.extra_anchors(base, known, entries)
+    found = []
+    for sig in known:
+        lost = catalogue.unreachable(all_anchors, sig)
+        if lost:
+            kept = tuple(k for k in sig.keywords if k not in lost)
+            sig = replace(sig, keywords=kept + (() if catalogue.FALLBACK_KEYWORD in kept
+                                                 else (catalogue.FALLBACK_KEYWORD,)))
+        found.append(sig)
+    return own_signatures() + tuple(found), tuple(sorted(set(all_anchors), key=len, reverse=True))
+
+
+def signatures() -> tuple[Signature, ...]:
+    """The shipped signatures and those of the known-failure catalogue (``triage/catalogue.py``)."""
+    return _with_catalogue()[0]
+
+
+def anchors() -> tuple[bytes, ...]:
+    """The shipped anchors, and the catalogue's rare literals."""
+    return _with_catalogue()[1]

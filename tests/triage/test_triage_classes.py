@@ -154,8 +154,28 @@ def test_duplicate_gpu_between_trainer_and_server():
            "init_communicator\n    self.pynccl_comm = PyNcclCommunicator(pg, device=0)\n"
            "NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000\n")
     f = _one(log)
-    assert f.rule == "TRI006" and "vLLM server share a GPU" in f.message
-    assert "trl vllm-serve" in f.fix
+    assert f.rule == "TRI006" and "`trl vllm-serve` server are on one GPU" in f.message
+    assert "trl vllm-serve" in f.fix and "vllm_mode: colocate" in f.fix
+    assert not f.fix.startswith("give every rank its own GPU")  # the launcher's fix cannot work
+
+
+def test_duplicate_gpu_with_a_one_gpu_server_on_a_one_gpu_machine_is_colocate():
+    """huggingface/trl#3158 / #3487: one GPU; the maintainers' answer is colocate mode."""
+    log = ("INFO:trl.extras.vllm_client:Server is up!\n"
+           "NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 40\n"
+           "RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)\n")
+    f = _one(log, judge(snapshot(1, H100, MODERN)))
+    assert f.rule == "TRI006" and f.fix.startswith("set vllm_mode: colocate")
+    assert "set_device(LOCAL_RANK) does not help" in f.fix and "trl#3487" in f.fix
+
+
+def test_duplicate_gpu_among_the_servers_own_engines():
+    log = ("(EngineCore_1 pid=1422737) ERROR 05-14 21:20:46 [core.py:396] EngineCore failed to start.\n"
+           "host:1422737:1422737 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 "
+           "both on CUDA device 4b000\n")
+    f = _one(log)
+    assert f.rule == "TRI006" and "data-parallel engines" in f.message
+    assert "data_parallel_size" in f.fix
 
 
 def test_duplicate_gpu_with_more_processes_than_gpus():

@@ -68,13 +68,36 @@ def test_stdin(legacy_facts):
     proc = run_cli("triage", "-", "--facts", legacy_facts, stdin="starting\n" + OOM_LINE)
     assert proc.returncode == 1 and "triage of standard input" in proc.stdout
     clean = run_cli("triage", "-", "--facts", legacy_facts, stdin="all fine\n")
-    assert clean.returncode == 0 and "no known failure found" in clean.stdout
+    assert clean.returncode == 0 and "no known failure recognised" in clean.stdout
 
 
 def test_a_log_without_known_failures_exits_0(legacy_facts):
     proc = run_cli("triage", str(LOGS / "healthy.log"), "--facts", legacy_facts)
     assert proc.returncode == 0, proc.stdout
-    assert "no known failure found" in proc.stdout and "No issues found" in proc.stdout
+    assert "no known failure recognised" in proc.stdout and "No issues found" not in proc.stdout
+    assert "versions: from snapshot" in proc.stdout and "the log shows none" in proc.stdout
+
+
+def test_an_empty_log_is_said_to_be_empty_and_exits_2(tmp_path, legacy_facts):
+    for content in ("", "\n\n  \n"):
+        log = tmp_path / "empty.log"
+        log.write_text(content)
+        proc = run_cli("triage", str(log), "--facts", legacy_facts)
+        assert proc.returncode == 2 and "is empty" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_no_known_failure_names_the_first_exception_its_library_the_versions_and_drafts_an_issue(
+        tmp_path, legacy_facts):
+    log = tmp_path / "run.log"
+    log.write_text("- TRL version: 0.25.0\n- vLLM version: 0.12.0\nTraceback (most recent call last):\n"
+                   '  File "/venv/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py", line 88, '
+                   "in __init__\n    raise NotImplementedError\n> NotImplementedError\n")
+    proc = run_cli("triage", str(log), "--facts", legacy_facts)
+    assert proc.returncode == 0 and "No issues found" not in proc.stdout
+    assert "no known failure recognised; the first exception is at line 6" in proc.stdout
+    assert "raised in trl (trl/trainer/grpo_trainer.py:88 in __init__)" in proc.stdout
+    assert "versions: from the log (trl 0.25.0 (line 1), vllm 0.12.0 (line 2))" in proc.stdout
+    assert "An issue draft to paste" in proc.stdout and "- trl 0.25.0 (log line 1)" in proc.stdout
     unknown = run_cli("triage", str(LOGS / "unknown_failure.log"), "--facts", legacy_facts)
     assert unknown.returncode == 0
     assert "first exception at line 5: TRI003" in unknown.stdout

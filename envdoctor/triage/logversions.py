@@ -1,0 +1,157 @@
+"""The package versions a log shows itself: what the failed run had installed.
+
+Read from the head of the log (``HEAD`` bytes: where ``pip list``, ``pip freeze``, ``trl env``,
+``vllm collect-env`` / ``python -m torch.utils.collect_env`` and install output usually stand) and
+from the lines anywhere in it that the scan's ``package-version`` and ``vllm-version`` hints found
+(vLLM's start banners, ``Successfully installed …``, wheel names, ``….dist-info``). A path
+``…/site-packages/trl/…`` names no version and is not read. Every pattern is linear-time (each
+starts with a literal or is anchored, every quantifier bounded) and each line is cut at
+``MAX_LINE`` characters.
+
+Which wins when a package shows several times: a banner of the running program (vLLM's engine or
+API server) over a report of the environment (``trl env``, collect-env, install output) over a
+listing (pip list/freeze, a wheel or dist-info name); among equals the last one in the log.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from envdoctor.facts.interface import Facts, Package, normalize_name
+
+HEAD = 1024 * 1024  # bytes of the log's start read for environment reports
+MAX_LINE = 4096
+
+#: The distributions whose versions advice and confirmation read (PEP 503 names), and the other
+#: spellings logs use for them.
+NAMES = ("torch", "torchvision", "torchaudio", "transformers", "trl", "vllm", "accelerate",
+         "deepspeed", "peft", "datasets", "flash-attn", "bitsandbytes", "liger-kernel",
+         "xformers", "triton", "flashinfer-python", "nvidia-nccl-cu12", "nvidia-nccl-cu11",
+         "huggingface-hub", "tokenizers", "safetensors", "numpy")
+ALIASES = {"pytorch": "torch", "hf-hub": "huggingface-hub", "flashinfer": "flashinfer-python",
+           "liger": "liger-kernel", "deep-speed": "deepspeed"}
+
+_VER = r"(?P<version>\d{1,4}(?:\.\d{1,6}){1,3}(?:\.?(?:post|rc|dev|a|b)\d{0,9})?(?:\+[\w.]{1,40})?)"
+BANNER = re.compile(r"(?:LLM engine \(v|vLLM API server version |vLLM version:? v?)" + _VER)
+#: "- TRL version: 0.17.0" (trl env), "vLLM Version: 0.8.5" / "vLLM Version  : 0.10.1" and
+#: "PyTorch version: 2.6.0+cu124" (collect-env)
+REPORT = re.compile(r"^[-*]? {0,4}(?P<name>[A-Za-z][\w-]{0,30}(?: [A-Za-z][\w-]{0,30})?) "
+                    r"[Vv]ersion {0,40}: {0,8}v?" + _VER)
+#: "trl==0.25.0" (pip freeze), "[pip3] torch==2.6.0+cu124" (collect-env)
+FREEZE = re.compile(r"(?:^|\[pip3?\] |\s)(?P<name>[A-Za-z][\w.-]{0,60})==" + _VER)
+#: "trl                0.25.0" (pip list), "[conda] torch   2.6.0   pypi_0   pypi" (collect-env)
+LISTING = re.compile(r"^(?:\[conda\] {1,8})?(?P<name>[A-Za-z][\w.-]{0,60}) {1,80}" + _VER
+                     + r"(?: |$)")
+#: vllm-0.12.0-cp38-abi3-manylinux1_x86_64.whl, trl-0.25.0.dist-info, flash_attn-2.7.4.post1+cu12…
+WHEEL = re.compile(r"(?:^|[\s/=(\"'])(?P<name>[A-Za-z][\w.]{0,60}?)-" + _VER
+                   + r"(?:\.dist-info|-(?:cp|py)\d)")
+INSTALLED = re.compile(r"Successfully installed (?P<list>[^\n]{1,8000})")
+
+
+@dataclass(frozen=True)
+class LogVersion:
+    """A version the log shows: where (line number, 0 when unknown) and how it said it."""
+
+    version: str
+    line: int
+    how: str  # "banner", "report" or "listing"
+
+    @property
+    def rank(self) -> int:
+        return {"banner": 3, "report": 2, "listing": 1}.get(self.how, 0)
+
+
+def dist_name(name: str) -> str | None:
+    """The PEP 503 name of a package the log names, if it is one advice reads."""
+    key = normalize_name(name.strip())
+    key = ALIASES.get(key, key)
+    return key if key in NAMES else None
+
+
+def _add(found: dict[str, LogVersion], name: str, version: str, line: int, how: str) -> None:
+    dist = dist_name(name)
+    if dist is None:
+        return
+    old = found.get(dist)
+    new = LogVersion(version, line, how)
+    if old is None or new.rank > old.rank or new.rank == old.rank and line >= old.line:
+        found[dist] = new
+
+
+def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = False) -> None:
+    """The versions one line shows, added to ``found``; ``head``: the line is in the log's head,
+    where bare listings (``pip list``) are read too."""
+    text = text[:MAX_LINE].strip()
+    for b in BANNER.finditer(text):
+        _add(found, "vllm", b.group("version"), line, "banner")
+    report = REPORT.match(text)
+    if report:
+        _add(found, report.group("name").replace(" ", "-"), report.group("version"), line, "report")
+    for f in (*FREEZE.finditer(text), *WHEEL.finditer(text)):
+        _add(found, f.group("name"), f.group("version"), line, "listing")
+    installed = INSTALLED.search(text)
+    if installed:
+        for item in installed.group("list").split():
+            name, _, version = item.rpartition("-")
+            if name and re.fullmatch(_VER, version):
+                _add(found, name, version, line, "report")
+    listing = LISTING.match(text) if head else None
+    if listing:
+        _add(found, listing.group("name"), listing.group("version"), line, "listing")
+
+
+_HEAD_KEYS = (b"==", b"ersion", b".dist-info", b".whl", b"Successfully installed", b"LLM engine (v")
+
+
+def read_head(data: bytes) -> dict[str, LogVersion]:
+    """The versions the first ``HEAD`` bytes of a log show (a cut last line is left out)."""
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    data = data[:HEAD]
+    if len(data) == HEAD:
+        data = data[:data.rfind(b"\n") + 1]
+    found: dict[str, LogVersion] = {}
+    starts = {n.encode() for n in NAMES} | {n.replace("-", "_").encode() for n in NAMES} | {
+        b"[conda]", b"[pip"}
+    for i, raw in enumerate(data.split(b"\n"), start=1):
+        piece = raw.rsplit(b"\r", 1)[-1][:MAX_LINE]
+        head_word = piece.lstrip()[:20].split(b" ", 1)[0].lower()
+        listing = head_word in starts
+        if not listing and not any(k in piece for k in _HEAD_KEYS):
+            continue
+        body = split_prefix(clean(piece))[0]
+        read_line(body, i, found, head=listing)
+    return found
+
+
+def from_log(head: bytes, lines: Iterable[tuple[int, str]] = ()) -> dict[str, LogVersion]:
+    """The log's versions: its head, then the ``(line number, text)`` of the scan's version hints."""
+    found = read_head(head)
+    for line_no, text in lines:
+        read_line(text, line_no, found)
+    return found
+
+
+def describe(found: dict[str, LogVersion]) -> str:
+    """``trl 0.25.0 (line 3), vllm 0.12.0 (line 40)`` — what the report says the versions are."""
+    return ", ".join(f"{d} {v.version}" + (f" (line {v.line})" if v.line else "")
+                     for d, v in sorted(found.items(), key=lambda kv: (kv[1].line, kv[0])))
+
+
+def facts_for_advice(facts: Facts | None, found: dict[str, LogVersion]) -> Facts | None:
+    """The facts that advice and confirmation read: with the log's versions when it shows any.
+
+    A snapshot (``--facts``: the node that ran the job) keeps its packages, and the log's versions
+    replace those it names; the live machine's packages are dropped altogether when the log shows
+    versions (this machine did not run the job); without versions in the log the facts stay.
+    """
+    if not found:
+        return facts
+    base = facts if facts is not None else Facts(source="log")
+    packages = dict(base.packages) if base.source not in ("live", "log") else {}
+    for dist, v in found.items():
+        packages[dist] = Package(version=v.version, requires=None)
+    extra = {**base.extra, "log_versions": {d: (v.version, v.line) for d, v in found.items()}}
+    return replace(base, packages=packages, extra=extra)

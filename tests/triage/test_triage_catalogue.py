@@ -1,0 +1,105 @@
+"""Triage matches the known-failures catalogue (envdoctor/triage/catalogue.py): an entry's symptom
+on a line gives its cause and fix, confirmed by the log's versions (a catalogue of test entries
+here, so that the tests do not depend on the shipped one)."""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from envdoctor.findings import Severity
+from envdoctor.triage import catalogue, signatures
+from tests.triage.helpers import findings, scan_bytes
+
+
+def _entry(eid, symptoms, packages, certainty="certain", kind="crash"):
+    syms = tuple(SimpleNamespace(text=s, regex=re.compile(s[3:]) if s.startswith("re:") else None)
+                 for s in symptoms)
+    return SimpleNamespace(id=eid, title=f"title of {eid}", kind=kind, certainty=certainty,
+                           packages=packages,
+                           symptoms=syms, cause=f"cause of {eid}", fix=f"fix of {eid}",
+                           fixed_in={"trl": "0.20.0"}, sources=("https://github.com/x/y/issues/1",),
+                           severity="error" if certainty == "certain" else "warning")
+
+
+ENTRIES = [
+    _entry("weight-sync-stall", ["init_weight_transfer_engine stalled"], {"trl": ">=0.16.0,<0.20.0"},
+           kind="hang"),
+    _entry("an-exception", ["cannot load the weight transfer engine"], {"trl": ">=0.16.0"}),
+    _entry("short-one", ["gather"], {"vllm": ">=0.8"}),
+    _entry("nested", ["re:(a+)+b"], {"vllm": ">=0.8"}),
+    _entry("on-an-own-line", ["Duplicate GPU detected"], {"trl": ">=0.16.0"}),
+]
+
+
+@pytest.fixture(autouse=True)
+def fake_catalogue(monkeypatch):
+    monkeypatch.setattr(catalogue, "_entries", lambda: list(ENTRIES))
+    catalogue.catalogue.cache_clear()
+    signatures._with_catalogue.cache_clear()
+    yield
+    catalogue.catalogue.cache_clear()
+    signatures._with_catalogue.cache_clear()
+
+
+def test_rare_literals_become_anchors_short_ones_wait_for_error_and_nested_regexes_are_left_out():
+    sigs, skipped, _ = catalogue.catalogue()
+    assert b"init_weight_transfer_engine stalled" in signatures.anchors()  # a line of its own
+    assert b"cannot load the weight transfer engine" not in signatures.anchors()  # an exception's
+    assert b"gather" not in signatures.anchors()
+    short = next(s for s in signatures.signatures() if s.id == "known-short-one")
+    assert short.keywords == (b"Error",)
+    assert skipped == ("nested: re:(a+)+b",) and "known-nested" not in {s.id for s in sigs}
+
+
+def test_a_symptom_with_the_logs_versions_in_range_is_a_confirmed_error():
+    f = findings(scan_bytes("- TRL version: 0.17.0\ninit_weight_transfer_engine stalled\n"))[0]
+    assert f.rule == "TRI011" and f.severity == Severity.ERROR
+    assert "cause of weight-sync-stall" in f.message
+    assert "the log's versions match: trl 0.17.0 (>=0.16.0,<0.20.0)" in f.message
+    assert f.fix == "fix of weight-sync-stall (fixed in trl 0.20.0)"
+
+
+def test_without_versions_it_is_a_warning_that_says_so():
+    f = findings(scan_bytes("init_weight_transfer_engine stalled\n"))[0]
+    assert f.rule == "TRI011" and f.severity == Severity.WARNING
+    assert "the log shows no versions of trl >=0.16.0,<0.20.0" in f.message
+
+
+def test_versions_outside_the_range_make_no_diagnosis():
+    found = findings(scan_bytes("- TRL version: 0.25.0\ninit_weight_transfer_engine stalled\n"))
+    assert all(f.rule != "TRI011" for f in found)
+
+
+def test_a_short_symptom_is_matched_on_a_line_with_error_only():
+    assert findings(scan_bytes("vllm==0.9.1\nall gather done\n")) == []
+    f = findings(scan_bytes("vllm==0.9.1\nRuntimeError: all gather failed\n"))[0]
+    assert f.rule == "TRI011" and "short-one" in f.message
+
+
+def test_an_own_signature_keeps_its_line():
+    found = findings(scan_bytes("- TRL version: 0.17.0\nDuplicate GPU detected : rank 1 and rank 0 "
+                                "both on CUDA device 40\n"))
+    assert [f.rule for f in found] == ["TRI006"]
+
+
+def test_an_exception_message_symptom_is_found_on_its_error_line():
+    f = findings(scan_bytes("- TRL version: 0.17.0\nRuntimeError: cannot load the weight transfer "
+                            "engine\n"))[0]
+    assert f.rule == "TRI011" and "an-exception" in f.message
+
+
+def test_a_line_an_own_signature_rejected_goes_to_the_catalogue_when_the_versions_confirm():
+    ENTRIES.append(_entry("attr", ["object has no attribute 'warnings_issued'"],
+                          {"transformers": ">=5.1"}))
+    catalogue.catalogue.cache_clear()
+    signatures._with_catalogue.cache_clear()
+    try:
+        line = "AttributeError: 'GRPOTrainer' object has no attribute 'warnings_issued'\n"
+        assert findings(scan_bytes(line))[0].rule == "TRI003"  # not a TRL/vLLM pairing, no versions
+        f = findings(scan_bytes("transformers==5.1.0\n" + line))[0]
+        assert f.rule == "TRI011" and "the log's versions match: transformers 5.1.0" in f.message
+    finally:
+        ENTRIES.pop()
