@@ -164,14 +164,16 @@ def trainer_parts(shape: ModelShape, k: Knobs) -> list[Part]:
         note = f"{'4' if k.load_in_4bit else '8'}-bit base, embeddings and norms in bf16"
     else:
         weights, note = P * wb, f"{P / 1e9:.2f}B × {wb} B"
-    if k.sharded and not k.lora:
+    if k.sharded:  # ZeRO-3 / FSDP shard every parameter, the frozen base of LoRA included
         gathered = 2 * max(shape.layer_params(), shape.embedding_params()) * k.compute_bytes
         weights = (0 if k.offload_params else weights // n) + gathered
         note += f" / {n} ranks + gathered layers"
     parts.append(Part("weights", int(weights), note))
     if k.lora:
-        parts.append(Part("LoRA adapters", lora_params(shape, k) * 4,
-                          f"r={k.lora_r}, {'+'.join(k.lora_targets)}, fp32"))
+        adapters = lora_params(shape, k) * 4
+        parts.append(Part("LoRA adapters", adapters // n if k.sharded else adapters,
+                          f"r={k.lora_r}, {'+'.join(k.lora_targets)}, fp32"
+                          + (f" / {n} ranks" if k.sharded else "")))
     # gradients and optimizer
     gb = 4 if k.lora else wb
     grads = Pt * gb
