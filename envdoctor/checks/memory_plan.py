@@ -43,7 +43,10 @@ def _fix_text(plan: MemoryPlan, row: GpuPlan, deficit: int) -> str:
 def _assumed(plan: MemoryPlan) -> str:
     notes = plan.model.assumed + [a for a in plan.knobs.assumed
                                   if "max_prompt_length" in a or a.startswith("TRL ")]
-    return f" Assumed: {'; '.join(notes)}." if notes else ""
+    k = plan.knobs
+    prompt = (f" Prompt length {k.prompt_len} from {k.prompt_source}."
+              if k.prompt_source not in ("assumed", "max_prompt_length") else "")
+    return prompt + (f" Assumed: {'; '.join(notes)}." if notes else "")
 
 
 def _doubt(plan: MemoryPlan) -> float:

@@ -58,13 +58,16 @@ def gpu_memory_bytes(text: str | None) -> int | None:
               help="Parameter count when no config.json is at hand (7B, 1.5B, 500M).")
 @click.option("--gpu-memory", type=str, metavar="SIZE",
               help="GPU memory to plan for where no GPU is known (80GiB).")
+@click.option("--prompt-tokens", type=click.IntRange(1, 10**7), metavar="N",
+              help="Prompt length in tokens (default: vllm_max_model_length less "
+                   "max_completion_length, else 512 assumed).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
 @output_option
 @assume_option
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
 def plan_memory(config, accelerate_config, facts_file, launch, model, model_params, gpu_memory,
-                fmt, output, assume, launch_argv) -> None:
+                prompt_tokens, fmt, output, assume, launch_argv) -> None:
     """Plan the GPU memory of a GRPO run, per GPU, before anything is loaded.
 
     \b
@@ -85,7 +88,8 @@ def plan_memory(config, accelerate_config, facts_file, launch, model, model_para
     plan = build_plan(config=config, accelerate_config=accelerate_config,
                       launch="\n".join(launch) or None, launch_argv=launch_argv,
                       live=facts.live)
-    options = {"model": model, "model_params": model_params, "gpu_memory": capacity}
+    options = {"model": model, "model_params": model_params, "gpu_memory": capacity,
+               "prompt_tokens": prompt_tokens}
     ctx = Context(facts=facts, plan=plan, network=False,
                   options={k: v for k, v in options.items() if v})
     if ctx.resolved.unresolved:  # the plan needs the ranks: say why, not "internal error"
@@ -126,6 +130,9 @@ def render_text(data: dict[str, Any]) -> str:
                  f"checkpointing {gc}, {s['weight_bytes'] * 8}-bit weights, {s['optim']}, "
                  f"beta {s['beta']}{', LoRA' if s['lora'] else ''}"
                  f"{', vLLM ' + s['vllm_mode'] if s['vllm_mode'] else ''}")
+    source = s.get("prompt_length_source")
+    if source and source != "assumed":
+        lines.append(f"prompt length {s['prompt_length']} from {source}")
     for note in data["assumed"]:
         lines.append(f"assumed: {note}")
     for group in same_gpus(data["gpus"], key=_same):

@@ -63,6 +63,7 @@ class MemoryPlan:
                       "kv_bytes_per_token": m.kv_bytes_per_token(2)},
             "setup": {"trl": k.trl, "strategy": k.strategy, "world": k.world,
                       "per_device_train_batch_size": k.batch, "prompt_length": k.prompt_len,
+                      "prompt_length_source": k.prompt_source,
                       "max_completion_length": k.completion_len,
                       "gradient_checkpointing": k.gradient_checkpointing,
                       "weight_bytes": k.weight_bytes, "optim": k.optim, "beta": k.beta,
@@ -146,7 +147,9 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
     trl = ctx.trl
     k = knobs_from_config(ctx.config, trl.version, shape.dtype, ctx.plan.accelerate,
                           trainer.options if trainer else {}, world=world, node_ranks=node,
-                          vllm_mode=mode, torch=ctx.facts.version("torch"))
+                          vllm_mode=mode, torch=ctx.facts.version("torch"),
+                          prompt_tokens=ctx.options.get("prompt_tokens"),
+                          server_max_model_len=_server_max_model_len(ctx))
     if trl.assumed:
         k.assumed.insert(0, f"TRL {trl.version} and its defaults ({trl.why}; "
                             f"--assume trl==VERSION plans for another)")
@@ -162,6 +165,12 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
                 continue  # a shared GPU is LAY's finding; its trainer row is above
             plan.gpus.append(server_row(ctx, shape, k, gpu, _capacity(ctx, gpu)))
     return plan
+
+
+def _server_max_model_len(ctx: Any) -> int | None:
+    launch = ctx.plan.server
+    value = int(number(launch.options.get("max_model_len"), 0, limit=1e7)) if launch else 0
+    return value or None
 
 
 def fraction_caps_process(ctx: Any) -> bool:
