@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.plan.layout import trainer_env
 from envdoctor.plan.memory import (
     CONTEXT,
     GiB,
@@ -16,6 +17,7 @@ from envdoctor.plan.memory import (
     same_gpus,
 )
 from envdoctor.plan.memory_plan import MemoryPlan, for_context, is_thin
+from envdoctor.plan.memory_plan import server_max_model_len as _server_mml
 
 
 def gib(n: int | float) -> str:
@@ -163,3 +165,66 @@ def plan_summary(ctx: Context) -> Iterator[Hit]:
         yield hit(f"{_where(group)}: peak ~{gib(row.total)} of {gib(row.capacity)} "
                   f"({gib(row.headroom or 0)} left): {_biggest(row)}",
                   gpu=row.gpu, gpus=[r.gpu for r in group], plan=row.to_dict())
+
+
+def _max_model_len(ctx: Context, plan: MemoryPlan) -> tuple[int, str, dict[str, str]] | None:
+    """The max_model_len the run sets (value, the key that sets it, the environment vLLM starts
+    with), or None where vLLM takes the model's own length."""
+    k = plan.knobs
+    if not k.use_vllm:
+        return None
+    if k.vllm_mode == "server":
+        launch = ctx.plan.server
+        value = _server_mml(ctx)
+        env = dict(ctx.facts.env, **(launch.env if launch is not None else {}))
+        return (value, "--max_model_len", env) if value else None
+    key = "vllm_max_model_length" if "vllm_max_model_length" in ctx.config else \
+        "vllm_max_model_len"
+    env = trainer_env(ctx.facts, ctx.plan.trainer)
+    return (k.vllm_max_model_len, key, env) if k.vllm_max_model_len else None
+
+
+@rule("MEM105", needs=("model", "vllm"))
+def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
+    plan = for_context(ctx)
+    found = _max_model_len(ctx, plan) if plan is not None else None
+    derived = plan.model.derived_max_len() if plan is not None else None
+    if found is None or not derived:
+        return
+    value, key, env = found
+    if value <= derived or env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").strip() in ("1", "true"):
+        return
+    m = plan.model
+    scaled = (f" (rope_scaling × {m.rope_factor:g} of {m.rope_base or m.max_positions})"
+              if m.rope_factor != 1.0 else "")
+    yield hit(f"{key} {value} is longer than {m.name or 'the model'} supports: "
+              f"max_position_embeddings gives {derived}{scaled}. vLLM refuses to start "
+              "(\"User-specified max_model_len ... is greater than the derived max_model_len\").",
+              fix=f"{key} {derived} (or less: prompt + completion is enough), or a rope_scaling "
+              "the model was trained for (yarn) in its config.json",
+              max_model_len=value, derived_max_model_len=derived)
+
+
+@rule("MEM106", needs=("model", "vllm"))
+def max_model_len_below_sequence(ctx: Context) -> Iterator[Hit]:
+    plan = for_context(ctx)
+    found = _max_model_len(ctx, plan) if plan is not None else None
+    if found is None:
+        return
+    value, key, _ = found
+    k = plan.knobs
+    prompt, need = k.prompt_len, k.prompt_len + k.completion_len
+    if need <= value:
+        return  # a prompt length taken from this very bound is equal to it
+    known = k.prompt_source in ("max_prompt_length", "--prompt-tokens")
+    said = f"{prompt} ({'from ' + k.prompt_source if known else 'assumed'})"
+    refused = known and prompt >= value
+    what = (f"vLLM refuses such a prompt (\"The decoder prompt (length {prompt}) is longer than "
+            f"the maximum model length of {value}\")" if refused else
+            f"completions stop at {value} tokens less the prompt, short of "
+            "max_completion_length, and are scored as truncated")
+    yield hit(f"{key} {value} is below the prompt length {said} + max_completion_length "
+              f"{k.completion_len} = {need}: {what}.", severity="error" if refused else "warning",
+              fix=f"{key} {need} or more (within the model's length), or a shorter "
+              "max_completion_length",
+              max_model_len=value, prompt_length=prompt, completion_length=k.completion_len)

@@ -24,7 +24,7 @@ from envdoctor.plan.memory import each_role, gpus_text, same_gpus
 
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|GB|G|MiB|MB|M)?\s*$", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-MEM_RULES = ["MEM101", "MEM102", "MEM103", "MEM104"]
+MEM_RULES = ["MEM101", "MEM102", "MEM103", "MEM104", "MEM105", "MEM106"]
 
 
 def gpu_memory_bytes(text: str | None) -> int | None:

@@ -149,7 +149,7 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
                           trainer.options if trainer else {}, world=world, node_ranks=node,
                           vllm_mode=mode, torch=ctx.facts.version("torch"),
                           prompt_tokens=ctx.options.get("prompt_tokens"),
-                          server_max_model_len=_server_max_model_len(ctx))
+                          server_max_model_len=server_max_model_len(ctx))
     if trl.assumed:
         k.assumed.insert(0, f"TRL {trl.version} and its defaults ({trl.why}; "
                             f"--assume trl==VERSION plans for another)")
@@ -167,7 +167,7 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
     return plan
 
 
-def _server_max_model_len(ctx: Any) -> int | None:
+def server_max_model_len(ctx: Any) -> int | None:
     launch = ctx.plan.server
     value = int(number(launch.options.get("max_model_len"), 0, limit=1e7)) if launch else 0
     return value or None
