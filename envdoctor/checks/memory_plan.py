@@ -16,7 +16,7 @@ from envdoctor.plan.memory import (
     gpus_text,
     same_gpus,
 )
-from envdoctor.plan.memory_plan import MemoryPlan, for_context, is_thin
+from envdoctor.plan.memory_plan import MemoryPlan, for_context, generations, is_thin
 from envdoctor.plan.memory_plan import server_max_model_len as _server_mml
 
 
@@ -142,7 +142,10 @@ def kv_cache_too_small(ctx: Context) -> Iterator[Hit]:
         what = (f"leaves {gib(row.kv_free)} for the KV cache" if row.kv_free > 0 else
                 f"does not even hold the weights and activations ({gib(-row.kv_free)} short)")
         fix = f"{len_key} {fits}" if fits >= 1024 else ""
-        if needed_util > util and needed_util < 0.98:
+        both = _colocate_conflict(plan, row, needed_util) if colocate else ""
+        if both:
+            fix = "; ".join(x for x in (fix, both) if x)
+        elif needed_util > util and needed_util < 0.98:
             fix += f"{' or ' if fix else ''}{util_key} {needed_util:.2f}"
         yield hit(f"vLLM on {gpus_text([r.gpu for r in group])}: gpu_memory_utilization {util} "
                   f"× {gib(row.capacity)} "
@@ -153,6 +156,44 @@ def kv_cache_too_small(ctx: Context) -> Iterator[Hit]:
                   gpu=row.gpu, gpus=[r.gpu for r in group], kv_need_bytes=row.kv_need,
                   kv_free_bytes=row.kv_free,
                   max_model_len_that_fits=fits)
+
+
+_STEADY = ("weights", "LoRA adapters", "optimizer states", "reference model", "CUDA context",
+           "NCCL buffers")
+
+
+def _colocate_conflict(plan: MemoryPlan, row: GpuPlan, needed: float) -> str:
+    """Where the fraction the KV cache needs leaves the training step too little of the GPU: say
+    so and propose what holds both (vLLM tensor parallel across the colocated ranks, sleep mode,
+    server mode); "" where raising the fraction is enough."""
+    k, cap = plan.knobs, row.capacity or 0
+    if not cap:
+        return ""
+    if k.vllm_sleep:  # generating, vLLM's fraction sits beside the trainer's steady parts
+        rest = sum(p.bytes for p in row.parts if p.name in _STEADY and p.at_peak)
+    else:
+        rest = row.total - sum(p.bytes for p in row.parts
+                               if p.name.startswith("vLLM") and p.at_peak)
+    room = max((cap - rest) / cap, 0)
+    if needed <= room:
+        return ""
+    over = " (the step is over the GPU already: MEM101)" if room < k.vllm_util else ""
+    out = [f"no vllm_gpu_memory_utilization holds both: the KV cache needs {needed:.2f} of the GPU, "
+           f"the training step leaves vLLM at most {room:.2f}{over}"]
+    split = [g for g in generations(plan.model, k, row) if g.tp != k.vllm_tp and g.util < needed]
+    fitting = [g for g in split if g.trainer_total <= cap]
+    if split:
+        g = (fitting or sorted(split, key=lambda g: g.util))[0]
+        after = "" if fitting else " (over the GPU still: see MEM101's fixes)"
+        out.append(f"{g.text(k)} (vLLM's weights and KV cache split over {g.tp} colocated ranks; "
+                   f"the trainer's peak is then ~{gib(g.trainer_total)}{after})")
+    steady = sum(p.bytes for p in row.parts if p.name in _STEADY and p.at_peak)
+    if not k.vllm_sleep and steady + needed * cap <= cap:
+        out.append(f"vllm_enable_sleep_mode: true with vllm_gpu_memory_utilization {needed:.2f} "
+                   "(vLLM releases its memory while the trainer steps; generating, it needs the "
+                   "fraction beside the weights and optimizer states, which fit)")
+    out.append("vllm_mode: server (trl vllm-serve on GPUs of its own)")
+    return "; ".join(out)
 
 
 @rule("MEM104", needs=("model",))

@@ -197,12 +197,13 @@ def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | No
     if k.use_vllm and k.vllm_mode == "colocate":
         row.role += " + vLLM (colocated)"
         row.max_model_len = k.vllm_max_model_len or shape.max_positions
+        # vLLM checks its KV cache at start, asleep later or not
+        vparts, row.kv_need, row.kv_free = vllm_parts(shape, k, capacity, row.max_model_len,
+                                                      k.vllm_tp)
+        row.vllm_util = k.vllm_util
         if k.vllm_sleep:
             parts += asleep_parts()
         else:
-            vparts, row.kv_need, row.kv_free = vllm_parts(shape, k, capacity, row.max_model_len,
-                                                          k.vllm_tp)
-            row.vllm_util = k.vllm_util
             budget = int(k.vllm_util * capacity) if capacity else sum(p.bytes for p in vparts)
             note = f"{k.vllm_util} × the GPU: weights + KV cache + graphs"
             if k.vllm_caps_process and capacity:
@@ -274,9 +275,68 @@ def _candidates(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Kn
         if knowledge().has_config_key("vllm_enable_sleep_mode", k.trl) is not False:
             out.append(("vllm_enable_sleep_mode: true (vLLM frees its memory while training)",
                         k.replace(vllm_sleep=True)))
-        if row.capacity and k.vllm_util > 0.15:
-            out.append((f"vllm_gpu_memory_utilization: {k.vllm_util / 2:.2f}",
-                        k.replace(vllm_util=round(k.vllm_util / 2, 2))))
+        if row.capacity:
+            out += _lower_fraction(shape, k, row)
+    return out
+
+
+# ---- vLLM colocated: a fraction that holds both the step and the KV cache --------------------
+@dataclass
+class Generation:
+    """One way to run vLLM in the training GPUs: a tensor-parallel size and the least fraction
+    whose KV cache holds one max_model_len sequence, with the trainer's peak beside it."""
+
+    tp: int
+    util: float
+    trainer_total: int
+
+    def text(self, k: Knobs) -> str:
+        tp = f" with vllm_tensor_parallel_size: {self.tp}" if self.tp != k.vllm_tp else ""
+        return f"vllm_gpu_memory_utilization: {self.util:.2f}{tp}"
+
+
+def tp_sizes(shape: ModelShape, k: Knobs) -> list[int]:
+    """vLLM tensor-parallel sizes a colocated run may take: dividing the ranks (TRL's colocate
+    groups ranks by it) within one node, and the attention heads (vLLM shards them)."""
+    node = max(min(k.node_ranks, k.world), 1)
+    return [t for t in (1, 2, 4, 8) if t <= node and k.world % t == 0 and shape.heads % t == 0]
+
+
+def least_fraction(shape: ModelShape, k: Knobs, capacity: int, max_model_len: int | None,
+                   tp: int) -> float | None:
+    """The smallest fraction (in 0.05 steps) whose KV cache holds one max_model_len sequence."""
+    for step in range(1, 20):
+        util = round(step * 0.05, 2)
+        _, need, free = vllm_parts(shape, k.replace(vllm_util=util), capacity, max_model_len, tp)
+        if need is None or free is None or free >= need:
+            return util
+    return None
+
+
+def generations(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[Generation]:
+    """Each tensor-parallel size with the least fraction that holds the KV cache, smallest first."""
+    if not row.capacity or not (k.use_vllm and k.vllm_mode == "colocate"):
+        return []
+    out = []
+    for tp in tp_sizes(shape, k.replace()) or [1]:
+        util = least_fraction(shape, k, row.capacity, row.max_model_len, tp)
+        if util is not None:
+            total = trainer_row(shape, k.replace(vllm_util=util, vllm_tp=tp, vllm_sleep=False),
+                                row.gpu, row.capacity).total
+            out.append(Generation(tp, util, total))
+    return out
+
+
+def _lower_fraction(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Knobs]]:
+    """A lower fraction only where the KV cache still holds a sequence (with vLLM tensor parallel
+    across the colocated ranks where one GPU's share cannot)."""
+    lower = [g for g in generations(shape, k, row) if g.util < k.vllm_util]
+    picks = lower[:1] + [min(lower, key=lambda g: (g.util, g.tp))] if lower else []
+    out, seen = [], set()
+    for g in picks:
+        if (g.tp, g.util) not in seen:
+            seen.add((g.tp, g.util))
+            out.append((g.text(k), k.replace(vllm_util=g.util, vllm_tp=g.tp)))
     return out
 
 
@@ -285,6 +345,9 @@ def trainer_fixes(shape: ModelShape, k: Knobs, row: GpuPlan, limit: int = 4) -> 
     fixes = []
     for text, changed in _candidates(shape, k, row):
         new = trainer_row(shape, changed, row.gpu, row.capacity)
+        if new.kv_need is not None and new.kv_free is not None and new.kv_free < new.kv_need \
+                and (row.kv_free is None or new.kv_free < row.kv_free):
+            continue  # it would starve vLLM's KV cache (MEM103): no fix
         saves = row.total - new.total
         if saves > 64 * MiB:
             fixes.append(Fix(text, saves))
