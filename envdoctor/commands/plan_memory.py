@@ -119,6 +119,65 @@ def _same(row: dict[str, Any]) -> str:
     return re.sub(r"\d+", "#", row["role"]) + json.dumps(rest, sort_keys=True, default=str)
 
 
+BAR = 60  # columns of the stacked bar; with its label the line stays within 100
+_KINDS = (("W", "weights", ("weights", "LoRA adapters", "reference model")),
+          ("G", "gradients", ("gradients", "DDP gradient buckets")),
+          ("O", "optimizer", ("optimizer states", "optimizer step temporaries")),
+          ("A", "activations", ("activations", "autocast weight copies", "log-prob logits")),
+          ("V", "vLLM", ("vLLM",)),
+          ("+", "overhead", ()))
+
+
+def _kind(name: str) -> str:
+    for mark, _, names in _KINDS:
+        if any(name == n or (n == "vLLM" and name.startswith("vLLM")) for n in names):
+            return mark
+    return "+"
+
+
+def stacked_bar(row: dict[str, Any], width: int = BAR) -> str:
+    """What one GPU holds at its peak as one bar: W weights, G gradients, O optimizer, A
+    activations, V vLLM, + allocator / context / NCCL, · free; past the card's size (``|``) the
+    bar goes on in the same marks."""
+    sizes: dict[str, int] = {}
+    for p in row["parts"]:
+        if p["at_peak"]:
+            mark = _kind(p["part"])
+            sizes[mark] = sizes.get(mark, 0) + p["bytes"]
+    total, cap = sum(sizes.values()), row["capacity_bytes"]
+    scale = max(total, cap or 0, 1)
+    cells, acc, drawn = [], 0, 0
+    for mark, _, _ in _KINDS:
+        acc += sizes.get(mark, 0)
+        end = round(acc / scale * width)
+        cells += [mark] * (end - drawn)
+        drawn = end
+    if cap:
+        free_end = round(cap / scale * width)
+        cells += ["·"] * max(free_end - drawn, 0)
+        if total > cap:
+            cells.insert(free_end, "|")
+    return "".join(cells)
+
+
+def _bars(data: dict[str, Any]) -> list[str]:
+    groups = same_gpus(data["gpus"], key=_same)
+    labels = []
+    for group in groups:
+        where = gpus_text([r["gpu"] for r in group])
+        labels.append("each GPU" if where == "each GPU" else where)
+    width = min(max(len(x) for x in labels), 20)
+    lines = ["", "at the peak: " + "  ".join(f"{m} {n}" for m, n, _ in _KINDS) + "  · free"]
+    for label, group in zip(labels, groups, strict=True):
+        row = group[0]
+        cap = row["capacity_bytes"]
+        size = f"{_gib(row['total_bytes'])}/{_gib(cap)} GiB" if cap else \
+            f"{_gib(row['total_bytes'])} GiB"
+        over = " over" if cap and row["total_bytes"] > cap else ""
+        lines.append(f"{label[:width]:<{width}} [{stacked_bar(row)}] {size}{over}")
+    return lines
+
+
 def render_text(data: dict[str, Any]) -> str:
     m, s = data["model"], data["setup"]
     lines = [f"envdoctor plan-memory — {m['name']} ({m['parameters'] / 1e9:.2f}B parameters, "
@@ -159,6 +218,7 @@ def render_text(data: dict[str, Any]) -> str:
         for f in row["fixes"] if head is not None and head < 0.1 * (row["capacity_bytes"] or 0) \
                 else []:
             lines.append(f"    fix: {f['fix']} — saves ~{f['saves_gib']:.1f} GiB")
+    lines += _bars(data)
     lines.append("")
     for f in data["findings"]:
         mark = {"error": "✗", "warning": "!", "info": "•"}[f["severity"]]
