@@ -192,6 +192,11 @@ def render_text(data: dict[str, Any]) -> str:
     source = s.get("prompt_length_source")
     if source and source != "assumed":
         lines.append(f"prompt length {s['prompt_length']} from {source}")
+    host = data.get("host")
+    if host:
+        where = "NVMe" if host["device"] == "nvme" else "host RAM"
+        lines.append(f"offload: ~{host['gib_per_node']:.1f} GiB per node in {where} — "
+                     f"{host['note']} (not checked against the machine's RAM)")
     for note in data["assumed"]:
         lines.append(f"assumed: {note}")
     for group in same_gpus(data["gpus"], key=_same):

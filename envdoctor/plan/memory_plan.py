@@ -22,6 +22,7 @@ from envdoctor.plan.memory import (
     GpuPlan,
     Part,
     asleep_parts,
+    host_plan,
     overhead_parts,
     trainer_parts,
     vllm_parts,
@@ -69,6 +70,7 @@ class MemoryPlan:
                       "weight_bytes": k.weight_bytes, "optim": k.optim, "beta": k.beta,
                       "lora": k.lora, "vllm_mode": k.vllm_mode if k.use_vllm else None},
             "assumed": m.assumed + k.assumed,
+            "host": host.to_dict() if (host := host_plan(m, k)) else None,
             "gpus": [dict(g.to_dict(), fixes=[f.to_dict() for f in self.fixes(g)])
                      for g in self.gpus],
         }
@@ -256,9 +258,7 @@ def _candidates(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Kn
         out.append(("DeepSpeed ZeRO-3 (accelerate config: distributed_type: DEEPSPEED, "
                     "zero_stage: 3) or FSDP FULL_SHARD", k.replace(strategy="zero3")))
     if not k.offload_optimizer and not k.lora and "8bit" not in k.optim:
-        strategy = k.strategy if k.strategy.startswith("zero") else "zero2"
-        out.append(("DeepSpeed with offload_optimizer_device: cpu (optimizer states in CPU "
-                    "memory; slower steps)", k.replace(strategy=strategy, offload_optimizer=True)))
+        out.append(_offload(shape, k))
     if k.weight_bytes == 4 and not k.lora:
         key = "torch_dtype" if knowledge().feature("model_init_kwargs_dtype", k.trl) is False \
             else "dtype"
@@ -278,6 +278,25 @@ def _candidates(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Kn
         if row.capacity:
             out += _lower_fraction(shape, k, row)
     return out
+
+
+def _offload(shape: ModelShape, k: Knobs) -> tuple[str, Knobs]:
+    """CPU offload in the run's own terms: DeepSpeed's key in a DeepSpeed run, FSDP's in an FSDP
+    run, and for any other run DeepSpeed named as the change it is."""
+    if k.strategy.startswith("fsdp"):
+        changed = k.replace(offload_params=True, offload_optimizer=True, offload_device="cpu")
+        head, what = "fsdp_offload_params: true", "parameters, gradients and optimizer states"
+    elif k.strategy.startswith("zero"):
+        changed = k.replace(offload_optimizer=True, offload_device="cpu")
+        head, what = "offload_optimizer_device: cpu in the DeepSpeed config", "optimizer states"
+    else:
+        changed = k.replace(strategy="zero2", offload_optimizer=True, offload_device="cpu")
+        head = ("with DeepSpeed ZeRO-2 optimizer offload (accelerate config: distributed_type "
+                "DEEPSPEED, zero_stage 2, offload_optimizer_device cpu)")
+        what = "optimizer states"
+    host = host_plan(shape, changed)
+    need = f", ~{host.bytes_per_node / GiB:.0f} GiB per node" if host else ""
+    return f"{head} ({what} in CPU memory{need}, slower steps)", changed
 
 
 # ---- vLLM colocated: a fraction that holds both the step and the KV cache --------------------

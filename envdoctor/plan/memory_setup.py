@@ -56,6 +56,7 @@ class Knobs:
     strategy: str = "ddp"  # ddp | zero1 | zero2 | zero3 | fsdp_full | fsdp_grad_op | fsdp_hybrid
     offload_optimizer: bool = False
     offload_params: bool = False
+    offload_device: str = "cpu"  # cpu | nvme (DeepSpeed's offload_*_device)
     world: int = 1  # data-parallel ranks
     node_ranks: int = 1  # ranks on one node (hybrid shard group)
     fused_logps: bool = False  # TRL >= 1.15
@@ -234,6 +235,8 @@ def _distributed(k: Knobs, c: dict[str, Any], acc: dict[str, Any], opts: dict[st
                 zero.get("offload_param"), dict) else None)
         k.offload_optimizer = str(off_opt).lower() in ("cpu", "nvme")
         k.offload_params = str(off_par).lower() in ("cpu", "nvme") and k.strategy == "zero3"
+        if "nvme" in (str(off_opt).lower(), str(off_par).lower()):
+            k.offload_device = "nvme"
         return
     fsdp = acc.get("fsdp_config") if isinstance(acc.get("fsdp_config"), dict) else {}
     cfg_fsdp = str(c.get("fsdp") or "")
