@@ -16,7 +16,13 @@ from envdoctor.plan.memory import (
     gpus_text,
     same_gpus,
 )
-from envdoctor.plan.memory_plan import MemoryPlan, for_context, generations, is_thin
+from envdoctor.plan.memory_plan import (
+    MemoryPlan,
+    for_context,
+    generations,
+    is_thin,
+    smallest_fix_set,
+)
 from envdoctor.plan.memory_plan import server_max_model_len as _server_mml
 
 
@@ -39,6 +45,11 @@ def _fix_text(plan: MemoryPlan, row: GpuPlan, deficit: int) -> str:
         return ""
     items = [f"{f.text} (saves ~{gib(f.saves)}{', enough alone' if f.saves >= deficit else ''})"
              for f in fixes]
+    if not any(f.saves >= deficit for f in fixes):
+        found = smallest_fix_set(plan.model, plan.knobs, row)
+        if found is not None and len(found[0]) > 1:
+            items.append(f"together: {' + '.join(found[0])} (peak ~{gib(found[1].total)} of "
+                         f"{gib(row.capacity or 0)})")
     return "; ".join(items)
 
 

@@ -223,6 +223,13 @@ def render_text(data: dict[str, Any]) -> str:
         for f in row["fixes"] if head is not None and head < 0.1 * (row["capacity_bytes"] or 0) \
                 else []:
             lines.append(f"    fix: {f['fix']} — saves ~{f['saves_gib']:.1f} GiB")
+        together = row.get("fits_with")
+        if together:
+            lines.append(f"    fits with: {' + '.join(together['changes'])} — peak "
+                         f"~{_gib(together['total_bytes'])} GiB")
+        if row.get("largest_batch_that_fits") is not None:
+            lines.append(f"    largest per_device_train_batch_size that fits: "
+                         f"{row['largest_batch_that_fits']}")
     lines += _bars(data)
     lines.append("")
     for f in data["findings"]:

@@ -55,6 +55,15 @@ class MemoryPlan:
     def fixes(self, row: GpuPlan) -> list[Fix]:
         return trainer_fixes(self.model, self.knobs, row) if row.role != "vLLM" else []
 
+    def sizing(self, row: GpuPlan) -> dict[str, Any]:
+        """A training row's smallest fitting set of fixes and its largest fitting batch."""
+        if row.role == "vLLM" or not row.capacity:
+            return {}
+        found = smallest_fix_set(self.model, self.knobs, row)
+        return {"fits_with": None if found is None else
+                {"changes": found[0], "total_bytes": found[1].total},
+                "largest_batch_that_fits": largest_batch(self.model, self.knobs, row)}
+
     def to_dict(self) -> dict[str, Any]:
         m, k = self.model, self.knobs
         return {
@@ -71,8 +80,8 @@ class MemoryPlan:
                       "lora": k.lora, "vllm_mode": k.vllm_mode if k.use_vllm else None},
             "assumed": m.assumed + k.assumed,
             "host": host.to_dict() if (host := host_plan(m, k)) else None,
-            "gpus": [dict(g.to_dict(), fixes=[f.to_dict() for f in self.fixes(g)])
-                     for g in self.gpus],
+            "gpus": [dict(g.to_dict(), fixes=[f.to_dict() for f in self.fixes(g)],
+                          **self.sizing(g)) for g in self.gpus],
         }
 
 
@@ -371,6 +380,59 @@ def trainer_fixes(shape: ModelShape, k: Knobs, row: GpuPlan, limit: int = 4) -> 
         if saves > 64 * MiB:
             fixes.append(Fix(text, saves))
     return sorted(fixes, key=lambda f: -f.saves)[:limit]
+
+
+def _fits(row: GpuPlan) -> bool:
+    kv_ok = row.kv_need is None or row.kv_free is None or row.kv_free >= row.kv_need
+    return row.capacity is not None and row.total <= row.capacity and kv_ok
+
+
+def _diff(k: Knobs, changed: Knobs) -> dict[str, Any]:
+    return {f: getattr(changed, f) for f in Knobs.__dataclass_fields__
+            if f != "assumed" and getattr(changed, f) != getattr(k, f)}
+
+
+def smallest_fix_set(shape: ModelShape, k: Knobs, row: GpuPlan, most: int = 3
+                     ) -> tuple[list[str], GpuPlan] | None:
+    """The fewest of the single fixes that together fit this GPU (up to ``most``; among sets of
+    one size the one listed first, the least invasive), with the row it gives; None if none."""
+    from itertools import combinations
+
+    if not row.capacity or _fits(row):
+        return None
+    cands = [(text, _diff(k, changed)) for text, changed in _candidates(shape, k, row)]
+    for size in range(1, most + 1):
+        for combo in combinations(cands, size):
+            merged: dict[str, Any] = {}
+            for _, d in combo:
+                merged.update(d)
+            if len(merged) < sum(len(d) for _, d in combo):
+                continue  # two fixes that set the same knob do not combine
+            new = trainer_row(shape, k.replace(**merged), row.gpu, row.capacity)
+            if _fits(new):
+                return [text for text, _ in combo], new
+    return None
+
+
+def largest_batch(shape: ModelShape, k: Knobs, row: GpuPlan, limit: int = 4096) -> int | None:
+    """The largest per_device_train_batch_size that fits this GPU as configured otherwise
+    (0 when not even 1 does; None where the capacity is unknown)."""
+    if not row.capacity:
+        return None
+
+    def fits(b: int) -> bool:
+        return _fits(trainer_row(shape, k.replace(batch=b), row.gpu, row.capacity))
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= limit and fits(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit + 1)
+    while hi - lo > 1:  # fits(lo), not fits(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 def is_thin(row: GpuPlan) -> bool:
