@@ -239,8 +239,9 @@ def _max_model_len(ctx: Context, plan: MemoryPlan) -> tuple[int, str, dict[str, 
 @rule("MEM105", needs=("model", "vllm"))
 def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
     plan = for_context(ctx)
-    found = _max_model_len(ctx, plan) if plan is not None else None
-    derived = plan.model.derived_max_len() if plan is not None else None
+    if plan is None:
+        return
+    found, derived = _max_model_len(ctx, plan), plan.model.derived_max_len()
     if found is None or not derived:
         return
     value, key, env = found
@@ -261,7 +262,7 @@ def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
 def max_model_len_below_sequence(ctx: Context) -> Iterator[Hit]:
     plan = for_context(ctx)
     found = _max_model_len(ctx, plan) if plan is not None else None
-    if found is None:
+    if plan is None or found is None:
         return
     value, key, _ = found
     k = plan.knobs

@@ -295,9 +295,10 @@ def host_plan(shape: ModelShape, k: Knobs) -> HostPlan | None:
     if k.strategy.startswith("fsdp"):
         _, per = _optimizer(k, False, 4 if k.lora else k.weight_bytes)
         gb = 4 if k.lora else k.weight_bytes
-        need = (P * k.weight_bytes + Pt * (gb + per)) * node // max(k.world, 1)
-        return HostPlan("cpu", int(need), "FSDP CPU offload: this node's shards of parameters, "
+        shards = (P * k.weight_bytes + Pt * (gb + per)) * node // max(k.world, 1)
+        return HostPlan("cpu", int(shards), "FSDP CPU offload: this node's shards of parameters, "
                         "gradients and optimizer states (estimate)")
+    need: float
     if k.strategy == "zero3":
         per = 18 if k.offload_params else 16
         need = (P * 18 if k.offload_params else Pt * 16) / nodes * 1.5
