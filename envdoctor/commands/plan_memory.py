@@ -119,7 +119,7 @@ def _same(row: dict[str, Any]) -> str:
     return re.sub(r"\d+", "#", row["role"]) + json.dumps(rest, sort_keys=True, default=str)
 
 
-BAR = 60  # columns of the stacked bar; with its label the line stays within 100
+BAR = 56  # columns of the stacked bar (57 past the card); with its label a line stays within 100
 _KINDS = (("W", "weights", ("weights", "LoRA adapters", "reference model")),
           ("G", "gradients", ("gradients", "DDP gradient buckets")),
           ("O", "optimizer", ("optimizer states", "optimizer step temporaries")),
@@ -166,7 +166,8 @@ def _bars(data: dict[str, Any]) -> list[str]:
     for group in groups:
         where = gpus_text([r["gpu"] for r in group])
         labels.append("each GPU" if where == "each GPU" else where)
-    width = min(max(len(x) for x in labels), 20)
+    labels = [x if len(x) <= 16 else x[:15] + "…" for x in labels]
+    width = max(len(x) for x in labels)
     lines = ["", "at the peak: " + "  ".join(f"{m} {n}" for m, n, _ in _KINDS) + "  · free"]
     for label, group in zip(labels, groups, strict=True):
         row = group[0]
@@ -174,7 +175,7 @@ def _bars(data: dict[str, Any]) -> list[str]:
         size = f"{_gib(row['total_bytes'])}/{_gib(cap)} GiB" if cap else \
             f"{_gib(row['total_bytes'])} GiB"
         over = " over" if cap and row["total_bytes"] > cap else ""
-        lines.append(f"{label[:width]:<{width}} [{stacked_bar(row)}] {size}{over}")
+        lines.append(f"{label:<{width}} [{stacked_bar(row)}] {size}{over}")
     return lines
 
 

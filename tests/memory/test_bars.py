@@ -22,7 +22,7 @@ def test_bar_stacks_the_parts_in_proportion_and_shows_free():
                             "activations": 10, "vLLM (gpu_memory_utilization)": 10,
                             "CUDA context": 10}, 100))
     assert len(bar) == BAR
-    assert bar == "W" * 12 + "G" * 6 + "O" * 12 + "A" * 6 + "V" * 6 + "+" * 6 + "·" * 12
+    assert bar == "W" * 11 + "G" * 6 + "O" * 11 + "A" * 6 + "V" * 5 + "+" * 6 + "·" * 11
 
 
 def test_bar_past_the_card_marks_its_size():
@@ -48,3 +48,12 @@ def test_text_report_has_one_bar_line_per_group_within_100_columns(write_json, m
                          *launch).stdout)
     assert set(js) == {"model", "setup", "assumed", "host", "gpus", "findings"}
     assert "·" not in json.dumps(js, ensure_ascii=False) and "at the peak" not in json.dumps(js)
+
+
+def test_the_longest_line_stays_within_100_columns():
+    from envdoctor.commands.plan_memory import _bars
+
+    row = dict(_row({"weights": 2000, "optimizer states": 2000}, 1024), gpu=None, role="rank 0")
+    rows = [dict(row, gpu=g) for g in (0, 2, 5, 7, 9, 11, 13)]
+    lines = _bars({"gpus": rows})
+    assert lines[2].startswith("GPUs 0, 2, 5, 7…") and all(len(ln) <= 100 for ln in lines)
