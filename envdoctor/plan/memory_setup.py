@@ -195,8 +195,8 @@ def _prompt(k: Knobs, c: dict[str, Any], trl: str | None, prompt_tokens: int | N
         k.prompt_source = f"{key} {mml} - max_completion_length {k.completion_len}"
         return
     untruncated = _at_least(trl, "0.26.0")  # max_prompt_length defaults to None from 0.26.0
-    why = ("TRL's default before 0.26; from 0.26 prompts are not truncated: --prompt-tokens N "
-           "plans for your prompts" if untruncated else "TRL's default")
+    why = ("TRL's default before 0.26; from 0.26 prompts are not truncated: plan-memory "
+           "--prompt-tokens N plans for your prompts" if untruncated else "TRL's default")
     k.prompt_len, k.prompt_source = 512, "assumed"
     k.assumed.append(f"max_prompt_length=512 ({why})")
 
