@@ -346,7 +346,7 @@ def generations(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[Generation]:
     if not row.capacity or not (k.use_vllm and k.vllm_mode == "colocate"):
         return []
     out = []
-    for tp in tp_sizes(shape, k.replace()) or [1]:
+    for tp in tp_sizes(shape, k) or [1]:
         util = least_fraction(shape, k, row.capacity, row.max_model_len, tp)
         if util is not None:
             total = trainer_row(shape, k.replace(vllm_util=util, vllm_tp=tp, vllm_sleep=False),
