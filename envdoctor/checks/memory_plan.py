@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.plan.layout import trainer_env
 from envdoctor.plan.memory import (
     CONTEXT,
     GiB,
@@ -15,7 +16,14 @@ from envdoctor.plan.memory import (
     gpus_text,
     same_gpus,
 )
-from envdoctor.plan.memory_plan import MemoryPlan, for_context, is_thin
+from envdoctor.plan.memory_plan import (
+    MemoryPlan,
+    for_context,
+    generations,
+    is_thin,
+    smallest_fix_set,
+)
+from envdoctor.plan.memory_plan import server_max_model_len as _server_mml
 
 
 def gib(n: int | float) -> str:
@@ -37,13 +45,21 @@ def _fix_text(plan: MemoryPlan, row: GpuPlan, deficit: int) -> str:
         return ""
     items = [f"{f.text} (saves ~{gib(f.saves)}{', enough alone' if f.saves >= deficit else ''})"
              for f in fixes]
+    if not any(f.saves >= deficit for f in fixes):
+        found = smallest_fix_set(plan.model, plan.knobs, row)
+        if found is not None and len(found[0]) > 1:
+            items.append(f"together: {' + '.join(found[0])} (peak ~{gib(found[1].total)} of "
+                         f"{gib(row.capacity or 0)})")
     return "; ".join(items)
 
 
 def _assumed(plan: MemoryPlan) -> str:
     notes = plan.model.assumed + [a for a in plan.knobs.assumed
                                   if "max_prompt_length" in a or a.startswith("TRL ")]
-    return f" Assumed: {'; '.join(notes)}." if notes else ""
+    k = plan.knobs
+    prompt = (f" Prompt length {k.prompt_len} from {k.prompt_source}."
+              if k.prompt_source not in ("assumed", "max_prompt_length") else "")
+    return prompt + (f" Assumed: {'; '.join(notes)}." if notes else "")
 
 
 def _doubt(plan: MemoryPlan) -> float:
@@ -137,7 +153,10 @@ def kv_cache_too_small(ctx: Context) -> Iterator[Hit]:
         what = (f"leaves {gib(row.kv_free)} for the KV cache" if row.kv_free > 0 else
                 f"does not even hold the weights and activations ({gib(-row.kv_free)} short)")
         fix = f"{len_key} {fits}" if fits >= 1024 else ""
-        if needed_util > util and needed_util < 0.98:
+        both = _colocate_conflict(plan, row, needed_util) if colocate else ""
+        if both:
+            fix = "; ".join(x for x in (fix, both) if x)
+        elif needed_util > util and needed_util < 0.98:
             fix += f"{' or ' if fix else ''}{util_key} {needed_util:.2f}"
         yield hit(f"vLLM on {gpus_text([r.gpu for r in group])}: gpu_memory_utilization {util} "
                   f"× {gib(row.capacity)} "
@@ -150,6 +169,44 @@ def kv_cache_too_small(ctx: Context) -> Iterator[Hit]:
                   max_model_len_that_fits=fits)
 
 
+_STEADY = ("weights", "LoRA adapters", "optimizer states", "reference model", "CUDA context",
+           "NCCL buffers")
+
+
+def _colocate_conflict(plan: MemoryPlan, row: GpuPlan, needed: float) -> str:
+    """Where the fraction the KV cache needs leaves the training step too little of the GPU: say
+    so and propose what holds both (vLLM tensor parallel across the colocated ranks, sleep mode,
+    server mode); "" where raising the fraction is enough."""
+    k, cap = plan.knobs, row.capacity or 0
+    if not cap:
+        return ""
+    if k.vllm_sleep:  # generating, vLLM's fraction sits beside the trainer's steady parts
+        rest = sum(p.bytes for p in row.parts if p.name in _STEADY and p.at_peak)
+    else:
+        rest = row.total - sum(p.bytes for p in row.parts
+                               if p.name.startswith("vLLM") and p.at_peak)
+    room = max((cap - rest) / cap, 0)
+    if needed <= room:
+        return ""
+    over = " (the step is over the GPU already: MEM101)" if room < k.vllm_util else ""
+    out = [f"no vllm_gpu_memory_utilization holds both: the KV cache needs {needed:.2f} of the GPU, "
+           f"the training step leaves vLLM at most {room:.2f}{over}"]
+    split = [g for g in generations(plan.model, k, row) if g.tp != k.vllm_tp and g.util < needed]
+    fitting = [g for g in split if g.trainer_total <= cap]
+    if split:
+        g = (fitting or sorted(split, key=lambda g: g.util))[0]
+        after = "" if fitting else " (over the GPU still: see MEM101's fixes)"
+        out.append(f"{g.text(k)} (vLLM's weights and KV cache split over {g.tp} colocated ranks; "
+                   f"the trainer's peak is then ~{gib(g.trainer_total)}{after})")
+    steady = sum(p.bytes for p in row.parts if p.name in _STEADY and p.at_peak)
+    if not k.vllm_sleep and steady + needed * cap <= cap:
+        out.append(f"vllm_enable_sleep_mode: true with vllm_gpu_memory_utilization {needed:.2f} "
+                   "(vLLM releases its memory while the trainer steps; generating, it needs the "
+                   "fraction beside the weights and optimizer states, which fit)")
+    out.append("vllm_mode: server (trl vllm-serve on GPUs of its own)")
+    return "; ".join(out)
+
+
 @rule("MEM104", needs=("model",))
 def plan_summary(ctx: Context) -> Iterator[Hit]:
     plan, rows = _rows(ctx)
@@ -160,3 +217,67 @@ def plan_summary(ctx: Context) -> Iterator[Hit]:
         yield hit(f"{_where(group)}: peak ~{gib(row.total)} of {gib(row.capacity)} "
                   f"({gib(row.headroom or 0)} left): {_biggest(row)}",
                   gpu=row.gpu, gpus=[r.gpu for r in group], plan=row.to_dict())
+
+
+def _max_model_len(ctx: Context, plan: MemoryPlan) -> tuple[int, str, dict[str, str]] | None:
+    """The max_model_len the run sets (value, the key that sets it, the environment vLLM starts
+    with), or None where vLLM takes the model's own length."""
+    k = plan.knobs
+    if not k.use_vllm:
+        return None
+    if k.vllm_mode == "server":
+        launch = ctx.plan.server
+        value = _server_mml(ctx)
+        env = dict(ctx.facts.env, **(launch.env if launch is not None else {}))
+        return (value, "--max_model_len", env) if value else None
+    key = "vllm_max_model_length" if "vllm_max_model_length" in ctx.config else \
+        "vllm_max_model_len"
+    env = trainer_env(ctx.facts, ctx.plan.trainer)
+    return (k.vllm_max_model_len, key, env) if k.vllm_max_model_len else None
+
+
+@rule("MEM105", needs=("model", "vllm"))
+def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
+    plan = for_context(ctx)
+    if plan is None:
+        return
+    found, derived = _max_model_len(ctx, plan), plan.model.derived_max_len()
+    if found is None or not derived:
+        return
+    value, key, env = found
+    if value <= derived or env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").strip() in ("1", "true"):
+        return
+    m = plan.model
+    scaled = (f" (rope_scaling × {m.rope_factor:g} of {m.rope_base or m.max_positions})"
+              if m.rope_factor != 1.0 else "")
+    yield hit(f"{key} {value} is longer than {m.name or 'the model'} supports: "
+              f"max_position_embeddings gives {derived}{scaled}. vLLM refuses to start "
+              "(\"User-specified max_model_len ... is greater than the derived max_model_len\").",
+              fix=f"{key} {derived} (or less: prompt + completion is enough), or a rope_scaling "
+              "the model was trained for (yarn) in its config.json",
+              max_model_len=value, derived_max_model_len=derived)
+
+
+@rule("MEM106", needs=("model", "vllm"))
+def max_model_len_below_sequence(ctx: Context) -> Iterator[Hit]:
+    plan = for_context(ctx)
+    found = _max_model_len(ctx, plan) if plan is not None else None
+    if plan is None or found is None:
+        return
+    value, key, _ = found
+    k = plan.knobs
+    prompt, need = k.prompt_len, k.prompt_len + k.completion_len
+    if need <= value:
+        return  # a prompt length taken from this very bound is equal to it
+    known = k.prompt_source in ("max_prompt_length", "--prompt-tokens")
+    said = f"{prompt} ({'from ' + k.prompt_source if known else 'assumed'})"
+    refused = known and prompt >= value
+    what = (f"vLLM refuses such a prompt (\"The decoder prompt (length {prompt}) is longer than "
+            f"the maximum model length of {value}\")" if refused else
+            f"completions stop at {value} tokens less the prompt, short of "
+            "max_completion_length, and are scored as truncated")
+    yield hit(f"{key} {value} is below the prompt length {said} + max_completion_length "
+              f"{k.completion_len} = {need}: {what}.", severity="error" if refused else "warning",
+              fix=f"{key} {need} or more (within the model's length), or a shorter "
+              "max_completion_length",
+              max_model_len=value, prompt_length=prompt, completion_length=k.completion_len)

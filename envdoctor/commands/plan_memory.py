@@ -24,7 +24,7 @@ from envdoctor.plan.memory import each_role, gpus_text, same_gpus
 
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|GB|G|MiB|MB|M)?\s*$", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-MEM_RULES = ["MEM101", "MEM102", "MEM103", "MEM104"]
+MEM_RULES = ["MEM101", "MEM102", "MEM103", "MEM104", "MEM105", "MEM106"]
 
 
 def gpu_memory_bytes(text: str | None) -> int | None:
@@ -58,13 +58,16 @@ def gpu_memory_bytes(text: str | None) -> int | None:
               help="Parameter count when no config.json is at hand (7B, 1.5B, 500M).")
 @click.option("--gpu-memory", type=str, metavar="SIZE",
               help="GPU memory to plan for where no GPU is known (80GiB).")
+@click.option("--prompt-tokens", type=click.IntRange(1, 10**7), metavar="N",
+              help="Prompt length in tokens (default: vllm_max_model_length less "
+                   "max_completion_length, else 512 assumed).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
 @output_option
 @assume_option
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
 def plan_memory(config, accelerate_config, facts_file, launch, model, model_params, gpu_memory,
-                fmt, output, assume, launch_argv) -> None:
+                prompt_tokens, fmt, output, assume, launch_argv) -> None:
     """Plan the GPU memory of a GRPO run, per GPU, before anything is loaded.
 
     \b
@@ -85,7 +88,8 @@ def plan_memory(config, accelerate_config, facts_file, launch, model, model_para
     plan = build_plan(config=config, accelerate_config=accelerate_config,
                       launch="\n".join(launch) or None, launch_argv=launch_argv,
                       live=facts.live)
-    options = {"model": model, "model_params": model_params, "gpu_memory": capacity}
+    options = {"model": model, "model_params": model_params, "gpu_memory": capacity,
+               "prompt_tokens": prompt_tokens}
     ctx = Context(facts=facts, plan=plan, network=False,
                   options={k: v for k, v in options.items() if v})
     if ctx.resolved.unresolved:  # the plan needs the ranks: say why, not "internal error"
@@ -115,6 +119,66 @@ def _same(row: dict[str, Any]) -> str:
     return re.sub(r"\d+", "#", row["role"]) + json.dumps(rest, sort_keys=True, default=str)
 
 
+BAR = 56  # columns of the stacked bar (57 past the card); with its label a line stays within 100
+_KINDS = (("W", "weights", ("weights", "LoRA adapters", "reference model")),
+          ("G", "gradients", ("gradients", "DDP gradient buckets")),
+          ("O", "optimizer", ("optimizer states", "optimizer step temporaries")),
+          ("A", "activations", ("activations", "autocast weight copies", "log-prob logits")),
+          ("V", "vLLM", ("vLLM",)),
+          ("+", "overhead", ()))
+
+
+def _kind(name: str) -> str:
+    for mark, _, names in _KINDS:
+        if any(name == n or (n == "vLLM" and name.startswith("vLLM")) for n in names):
+            return mark
+    return "+"
+
+
+def stacked_bar(row: dict[str, Any], width: int = BAR) -> str:
+    """What one GPU holds at its peak as one bar: W weights, G gradients, O optimizer, A
+    activations, V vLLM, + allocator / context / NCCL, · free; past the card's size (``|``) the
+    bar goes on in the same marks."""
+    sizes: dict[str, int] = {}
+    for p in row["parts"]:
+        if p["at_peak"]:
+            mark = _kind(p["part"])
+            sizes[mark] = sizes.get(mark, 0) + p["bytes"]
+    total, cap = sum(sizes.values()), row["capacity_bytes"]
+    scale = max(total, cap or 0, 1)
+    cells, acc, drawn = [], 0, 0
+    for mark, _, _ in _KINDS:
+        acc += sizes.get(mark, 0)
+        end = round(acc / scale * width)
+        cells += [mark] * (end - drawn)
+        drawn = end
+    if cap:
+        free_end = round(cap / scale * width)
+        cells += ["·"] * max(free_end - drawn, 0)
+        if total > cap:
+            cells.insert(free_end, "|")
+    return "".join(cells)
+
+
+def _bars(data: dict[str, Any]) -> list[str]:
+    groups = same_gpus(data["gpus"], key=_same)
+    labels = []
+    for group in groups:
+        where = gpus_text([r["gpu"] for r in group])
+        labels.append("each GPU" if where == "each GPU" else where)
+    labels = [x if len(x) <= 16 else x[:15] + "…" for x in labels]
+    width = max(len(x) for x in labels)
+    lines = ["", "at the peak: " + "  ".join(f"{m} {n}" for m, n, _ in _KINDS) + "  · free"]
+    for label, group in zip(labels, groups, strict=True):
+        row = group[0]
+        cap = row["capacity_bytes"]
+        size = f"{_gib(row['total_bytes'])}/{_gib(cap)} GiB" if cap else \
+            f"{_gib(row['total_bytes'])} GiB"
+        over = " over" if cap and row["total_bytes"] > cap else ""
+        lines.append(f"{label:<{width}} [{stacked_bar(row)}] {size}{over}")
+    return lines
+
+
 def render_text(data: dict[str, Any]) -> str:
     m, s = data["model"], data["setup"]
     lines = [f"envdoctor plan-memory — {m['name']} ({m['parameters'] / 1e9:.2f}B parameters, "
@@ -126,6 +190,14 @@ def render_text(data: dict[str, Any]) -> str:
                  f"checkpointing {gc}, {s['weight_bytes'] * 8}-bit weights, {s['optim']}, "
                  f"beta {s['beta']}{', LoRA' if s['lora'] else ''}"
                  f"{', vLLM ' + s['vllm_mode'] if s['vllm_mode'] else ''}")
+    source = s.get("prompt_length_source")
+    if source and source != "assumed":
+        lines.append(f"prompt length {s['prompt_length']} from {source}")
+    host = data.get("host")
+    if host:
+        where = "NVMe" if host["device"] == "nvme" else "host RAM"
+        lines.append(f"offload: ~{host['gib_per_node']:.1f} GiB per node in {where} — "
+                     f"{host['note']} (not checked against the machine's RAM)")
     for note in data["assumed"]:
         lines.append(f"assumed: {note}")
     for group in same_gpus(data["gpus"], key=_same):
@@ -152,6 +224,14 @@ def render_text(data: dict[str, Any]) -> str:
         for f in row["fixes"] if head is not None and head < 0.1 * (row["capacity_bytes"] or 0) \
                 else []:
             lines.append(f"    fix: {f['fix']} — saves ~{f['saves_gib']:.1f} GiB")
+        together = row.get("fits_with")
+        if together:
+            lines.append(f"    fits with: {' + '.join(together['changes'])} — peak "
+                         f"~{_gib(together['total_bytes'])} GiB")
+        if row.get("largest_batch_that_fits") is not None:
+            lines.append(f"    largest per_device_train_batch_size that fits: "
+                         f"{row['largest_batch_that_fits']}")
+    lines += _bars(data)
     lines.append("")
     for f in data["findings"]:
         mark = {"error": "✗", "warning": "!", "info": "•"}[f["severity"]]

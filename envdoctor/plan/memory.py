@@ -164,14 +164,16 @@ def trainer_parts(shape: ModelShape, k: Knobs) -> list[Part]:
         note = f"{'4' if k.load_in_4bit else '8'}-bit base, embeddings and norms in bf16"
     else:
         weights, note = P * wb, f"{P / 1e9:.2f}B × {wb} B"
-    if k.sharded and not k.lora:
+    if k.sharded:  # ZeRO-3 / FSDP shard every parameter, the frozen base of LoRA included
         gathered = 2 * max(shape.layer_params(), shape.embedding_params()) * k.compute_bytes
         weights = (0 if k.offload_params else weights // n) + gathered
         note += f" / {n} ranks + gathered layers"
     parts.append(Part("weights", int(weights), note))
     if k.lora:
-        parts.append(Part("LoRA adapters", lora_params(shape, k) * 4,
-                          f"r={k.lora_r}, {'+'.join(k.lora_targets)}, fp32"))
+        adapters = lora_params(shape, k) * 4
+        parts.append(Part("LoRA adapters", adapters // n if k.sharded else adapters,
+                          f"r={k.lora_r}, {'+'.join(k.lora_targets)}, fp32"
+                          + (f" / {n} ranks" if k.sharded else "")))
     # gradients and optimizer
     gb = 4 if k.lora else wb
     grads = Pt * gb
@@ -184,7 +186,7 @@ def trainer_parts(shape: ModelShape, k: Knobs) -> list[Part]:
     if k.strategy != "ddp":
         opt //= n
     if k.offload_optimizer:
-        opt, opt_note = 0, opt_note + ", offloaded to CPU"
+        opt, opt_note = 0, opt_note + f", offloaded to {'NVMe' if k.offload_device == 'nvme' else 'CPU'}"
     parts.append(Part("optimizer states", int(opt), opt_note))
     if k.strategy == "ddp" and k.world > 1:
         parts.append(Part("DDP gradient buckets", Pt * gb, "a second copy of the gradients"))
@@ -262,6 +264,53 @@ def logits(shape: ModelShape, k: Knobs) -> tuple[int, str]:
     full = b * (comp + 1) * V * k.compute_bytes
     return int(copies * full), (f"{copies} × {b} × {comp + 1} × {V} × {k.compute_bytes} B "
                                 "(logits, log-softmax, gradient)")
+
+
+# ---- host memory ------------------------------------------------------------------------------
+@dataclass
+class HostPlan:
+    """What CPU / NVMe offload puts outside the GPUs, per node."""
+
+    device: str  # "cpu" or "nvme"
+    bytes_per_node: int  # host RAM (CPU offload); NVMe: the states on the drive
+    note: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "bytes_per_node": self.bytes_per_node,
+                "gib_per_node": round(self.bytes_per_node / GiB, 2), "note": self.note}
+
+
+def host_plan(shape: ModelShape, k: Knobs) -> HostPlan | None:
+    """Host memory per node for offload, by DeepSpeed's own estimators (1.5 × buffer factor,
+    ``estimate_zero2_model_states_mem_needs`` / ``estimate_zero3_model_states_mem_needs``,
+    zero_init): ZeRO-1/2 optimizer offload P × max(4 × GPUs, 16) × 1.5; ZeRO-3 optimizer offload
+    P × 16 / nodes × 1.5, with parameter offload P × 18 / nodes × 1.5 (P: trainable parameters
+    for the optimizer's share, all for the parameters'). FSDP's CPU offload holds each node's
+    shards of the parameters, gradients and optimizer states. None without offload."""
+    if not (k.offload_optimizer or k.offload_params):
+        return None
+    P, Pt = shape.total_params(), trainable(shape, k)
+    node = max(min(k.node_ranks, k.world), 1)
+    nodes = max(k.world // node, 1)
+    if k.strategy.startswith("fsdp"):
+        _, per = _optimizer(k, False, 4 if k.lora else k.weight_bytes)
+        gb = 4 if k.lora else k.weight_bytes
+        shards = (P * k.weight_bytes + Pt * (gb + per)) * node // max(k.world, 1)
+        return HostPlan("cpu", int(shards), "FSDP CPU offload: this node's shards of parameters, "
+                        "gradients and optimizer states (estimate)")
+    need: float
+    if k.strategy == "zero3":
+        per = 18 if k.offload_params else 16
+        need = (P * 18 if k.offload_params else Pt * 16) / nodes * 1.5
+        what = "parameters and optimizer states" if k.offload_params else "optimizer states"
+        formula = f"{'P' if k.offload_params else 'P_t'} × {per} / {nodes} node(s) × 1.5"
+    else:
+        need = Pt * max(4 * k.world, 16) * 1.5
+        what, formula = "optimizer states", f"P_t × max(4 × {k.world} GPUs, 16) × 1.5"
+    if k.offload_device == "nvme":
+        return HostPlan("nvme", int(need), f"{what} on NVMe (DeepSpeed ZeRO-Infinity); host RAM "
+                        "holds only pinned swap buffers")
+    return HostPlan("cpu", int(need), f"{what} in CPU memory: {formula} (DeepSpeed's estimator)")
 
 
 def overhead_parts(parts: list[Part], k: Knobs | None = None) -> list[Part]:

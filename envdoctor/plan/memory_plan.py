@@ -22,6 +22,7 @@ from envdoctor.plan.memory import (
     GpuPlan,
     Part,
     asleep_parts,
+    host_plan,
     overhead_parts,
     trainer_parts,
     vllm_parts,
@@ -54,6 +55,15 @@ class MemoryPlan:
     def fixes(self, row: GpuPlan) -> list[Fix]:
         return trainer_fixes(self.model, self.knobs, row) if row.role != "vLLM" else []
 
+    def sizing(self, row: GpuPlan) -> dict[str, Any]:
+        """A training row's smallest fitting set of fixes and its largest fitting batch."""
+        if row.role == "vLLM" or not row.capacity:
+            return {}
+        found = smallest_fix_set(self.model, self.knobs, row)
+        return {"fits_with": None if found is None else
+                {"changes": found[0], "total_bytes": found[1].total},
+                "largest_batch_that_fits": largest_batch(self.model, self.knobs, row)}
+
     def to_dict(self) -> dict[str, Any]:
         m, k = self.model, self.knobs
         return {
@@ -63,13 +73,15 @@ class MemoryPlan:
                       "kv_bytes_per_token": m.kv_bytes_per_token(2)},
             "setup": {"trl": k.trl, "strategy": k.strategy, "world": k.world,
                       "per_device_train_batch_size": k.batch, "prompt_length": k.prompt_len,
+                      "prompt_length_source": k.prompt_source,
                       "max_completion_length": k.completion_len,
                       "gradient_checkpointing": k.gradient_checkpointing,
                       "weight_bytes": k.weight_bytes, "optim": k.optim, "beta": k.beta,
                       "lora": k.lora, "vllm_mode": k.vllm_mode if k.use_vllm else None},
             "assumed": m.assumed + k.assumed,
-            "gpus": [dict(g.to_dict(), fixes=[f.to_dict() for f in self.fixes(g)])
-                     for g in self.gpus],
+            "host": host.to_dict() if (host := host_plan(m, k)) else None,
+            "gpus": [dict(g.to_dict(), fixes=[f.to_dict() for f in self.fixes(g)],
+                          **self.sizing(g)) for g in self.gpus],
         }
 
 
@@ -146,7 +158,9 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
     trl = ctx.trl
     k = knobs_from_config(ctx.config, trl.version, shape.dtype, ctx.plan.accelerate,
                           trainer.options if trainer else {}, world=world, node_ranks=node,
-                          vllm_mode=mode, torch=ctx.facts.version("torch"))
+                          vllm_mode=mode, torch=ctx.facts.version("torch"),
+                          prompt_tokens=ctx.options.get("prompt_tokens"),
+                          server_max_model_len=server_max_model_len(ctx))
     if trl.assumed:
         k.assumed.insert(0, f"TRL {trl.version} and its defaults ({trl.why}; "
                             f"--assume trl==VERSION plans for another)")
@@ -162,6 +176,12 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
                 continue  # a shared GPU is LAY's finding; its trainer row is above
             plan.gpus.append(server_row(ctx, shape, k, gpu, _capacity(ctx, gpu)))
     return plan
+
+
+def server_max_model_len(ctx: Any) -> int | None:
+    launch = ctx.plan.server
+    value = int(number(launch.options.get("max_model_len"), 0, limit=1e7)) if launch else 0
+    return value or None
 
 
 def fraction_caps_process(ctx: Any) -> bool:
@@ -188,12 +208,13 @@ def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | No
     if k.use_vllm and k.vllm_mode == "colocate":
         row.role += " + vLLM (colocated)"
         row.max_model_len = k.vllm_max_model_len or shape.max_positions
+        # vLLM checks its KV cache at start, asleep later or not
+        vparts, row.kv_need, row.kv_free = vllm_parts(shape, k, capacity, row.max_model_len,
+                                                      k.vllm_tp)
+        row.vllm_util = k.vllm_util
         if k.vllm_sleep:
             parts += asleep_parts()
         else:
-            vparts, row.kv_need, row.kv_free = vllm_parts(shape, k, capacity, row.max_model_len,
-                                                          k.vllm_tp)
-            row.vllm_util = k.vllm_util
             budget = int(k.vllm_util * capacity) if capacity else sum(p.bytes for p in vparts)
             note = f"{k.vllm_util} × the GPU: weights + KV cache + graphs"
             if k.vllm_caps_process and capacity:
@@ -246,9 +267,7 @@ def _candidates(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Kn
         out.append(("DeepSpeed ZeRO-3 (accelerate config: distributed_type: DEEPSPEED, "
                     "zero_stage: 3) or FSDP FULL_SHARD", k.replace(strategy="zero3")))
     if not k.offload_optimizer and not k.lora and "8bit" not in k.optim:
-        strategy = k.strategy if k.strategy.startswith("zero") else "zero2"
-        out.append(("DeepSpeed with offload_optimizer_device: cpu (optimizer states in CPU "
-                    "memory; slower steps)", k.replace(strategy=strategy, offload_optimizer=True)))
+        out.append(_offload(shape, k))
     if k.weight_bytes == 4 and not k.lora:
         key = "torch_dtype" if knowledge().feature("model_init_kwargs_dtype", k.trl) is False \
             else "dtype"
@@ -265,9 +284,87 @@ def _candidates(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Kn
         if knowledge().has_config_key("vllm_enable_sleep_mode", k.trl) is not False:
             out.append(("vllm_enable_sleep_mode: true (vLLM frees its memory while training)",
                         k.replace(vllm_sleep=True)))
-        if row.capacity and k.vllm_util > 0.15:
-            out.append((f"vllm_gpu_memory_utilization: {k.vllm_util / 2:.2f}",
-                        k.replace(vllm_util=round(k.vllm_util / 2, 2))))
+        if row.capacity:
+            out += _lower_fraction(shape, k, row)
+    return out
+
+
+def _offload(shape: ModelShape, k: Knobs) -> tuple[str, Knobs]:
+    """CPU offload in the run's own terms: DeepSpeed's key in a DeepSpeed run, FSDP's in an FSDP
+    run, and for any other run DeepSpeed named as the change it is."""
+    if k.strategy.startswith("fsdp"):
+        changed = k.replace(offload_params=True, offload_optimizer=True, offload_device="cpu")
+        head, what = "fsdp_offload_params: true", "parameters, gradients and optimizer states"
+    elif k.strategy.startswith("zero"):
+        changed = k.replace(offload_optimizer=True, offload_device="cpu")
+        head, what = "offload_optimizer_device: cpu in the DeepSpeed config", "optimizer states"
+    else:
+        changed = k.replace(strategy="zero2", offload_optimizer=True, offload_device="cpu")
+        head = ("with DeepSpeed ZeRO-2 optimizer offload (accelerate config: distributed_type "
+                "DEEPSPEED, zero_stage 2, offload_optimizer_device cpu)")
+        what = "optimizer states"
+    host = host_plan(shape, changed)
+    need = f", ~{host.bytes_per_node / GiB:.0f} GiB per node" if host else ""
+    return f"{head} ({what} in CPU memory{need}, slower steps)", changed
+
+
+# ---- vLLM colocated: a fraction that holds both the step and the KV cache --------------------
+@dataclass
+class Generation:
+    """One way to run vLLM in the training GPUs: a tensor-parallel size and the least fraction
+    whose KV cache holds one max_model_len sequence, with the trainer's peak beside it."""
+
+    tp: int
+    util: float
+    trainer_total: int
+
+    def text(self, k: Knobs) -> str:
+        tp = f" with vllm_tensor_parallel_size: {self.tp}" if self.tp != k.vllm_tp else ""
+        return f"vllm_gpu_memory_utilization: {self.util:.2f}{tp}"
+
+
+def tp_sizes(shape: ModelShape, k: Knobs) -> list[int]:
+    """vLLM tensor-parallel sizes a colocated run may take: dividing the ranks (TRL's colocate
+    groups ranks by it) within one node, and the attention heads (vLLM shards them)."""
+    node = max(min(k.node_ranks, k.world), 1)
+    return [t for t in (1, 2, 4, 8) if t <= node and k.world % t == 0 and shape.heads % t == 0]
+
+
+def least_fraction(shape: ModelShape, k: Knobs, capacity: int, max_model_len: int | None,
+                   tp: int) -> float | None:
+    """The smallest fraction (in 0.05 steps) whose KV cache holds one max_model_len sequence."""
+    for step in range(1, 20):
+        util = round(step * 0.05, 2)
+        _, need, free = vllm_parts(shape, k.replace(vllm_util=util), capacity, max_model_len, tp)
+        if need is None or free is None or free >= need:
+            return util
+    return None
+
+
+def generations(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[Generation]:
+    """Each tensor-parallel size with the least fraction that holds the KV cache, smallest first."""
+    if not row.capacity or not (k.use_vllm and k.vllm_mode == "colocate"):
+        return []
+    out = []
+    for tp in tp_sizes(shape, k) or [1]:
+        util = least_fraction(shape, k, row.capacity, row.max_model_len, tp)
+        if util is not None:
+            total = trainer_row(shape, k.replace(vllm_util=util, vllm_tp=tp, vllm_sleep=False),
+                                row.gpu, row.capacity).total
+            out.append(Generation(tp, util, total))
+    return out
+
+
+def _lower_fraction(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Knobs]]:
+    """A lower fraction only where the KV cache still holds a sequence (with vLLM tensor parallel
+    across the colocated ranks where one GPU's share cannot)."""
+    lower = [g for g in generations(shape, k, row) if g.util < k.vllm_util]
+    picks = lower[:1] + [min(lower, key=lambda g: (g.util, g.tp))] if lower else []
+    out, seen = [], set()
+    for g in picks:
+        if (g.tp, g.util) not in seen:
+            seen.add((g.tp, g.util))
+            out.append((g.text(k), k.replace(vllm_util=g.util, vllm_tp=g.tp)))
     return out
 
 
@@ -276,10 +373,66 @@ def trainer_fixes(shape: ModelShape, k: Knobs, row: GpuPlan, limit: int = 4) -> 
     fixes = []
     for text, changed in _candidates(shape, k, row):
         new = trainer_row(shape, changed, row.gpu, row.capacity)
+        if new.kv_need is not None and new.kv_free is not None and new.kv_free < new.kv_need \
+                and (row.kv_free is None or new.kv_free < row.kv_free):
+            continue  # it would starve vLLM's KV cache (MEM103): no fix
         saves = row.total - new.total
         if saves > 64 * MiB:
             fixes.append(Fix(text, saves))
     return sorted(fixes, key=lambda f: -f.saves)[:limit]
+
+
+def _fits(row: GpuPlan) -> bool:
+    kv_ok = row.kv_need is None or row.kv_free is None or row.kv_free >= row.kv_need
+    return row.capacity is not None and row.total <= row.capacity and kv_ok
+
+
+def _diff(k: Knobs, changed: Knobs) -> dict[str, Any]:
+    return {f: getattr(changed, f) for f in Knobs.__dataclass_fields__
+            if f != "assumed" and getattr(changed, f) != getattr(k, f)}
+
+
+def smallest_fix_set(shape: ModelShape, k: Knobs, row: GpuPlan, most: int = 3
+                     ) -> tuple[list[str], GpuPlan] | None:
+    """The fewest of the single fixes that together fit this GPU (up to ``most``; among sets of
+    one size the one listed first, the least invasive), with the row it gives; None if none."""
+    from itertools import combinations
+
+    if not row.capacity or _fits(row):
+        return None
+    cands = [(text, _diff(k, changed)) for text, changed in _candidates(shape, k, row)]
+    for size in range(1, most + 1):
+        for combo in combinations(cands, size):
+            merged: dict[str, Any] = {}
+            for _, d in combo:
+                merged.update(d)
+            if len(merged) < sum(len(d) for _, d in combo):
+                continue  # two fixes that set the same knob do not combine
+            new = trainer_row(shape, k.replace(**merged), row.gpu, row.capacity)
+            if _fits(new):
+                return [text for text, _ in combo], new
+    return None
+
+
+def largest_batch(shape: ModelShape, k: Knobs, row: GpuPlan, limit: int = 4096) -> int | None:
+    """The largest per_device_train_batch_size that fits this GPU as configured otherwise
+    (0 when not even 1 does; None where the capacity is unknown)."""
+    if not row.capacity:
+        return None
+
+    def fits(b: int) -> bool:
+        return _fits(trainer_row(shape, k.replace(batch=b), row.gpu, row.capacity))
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= limit and fits(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit + 1)
+    while hi - lo > 1:  # fits(lo), not fits(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 def is_thin(row: GpuPlan) -> bool:

@@ -39,6 +39,7 @@ class Knobs:
     batch: int = 8  # per_device_train_batch_size
     grad_accum: int = 1
     prompt_len: int = 512
+    prompt_source: str = "assumed"  # max_prompt_length | --prompt-tokens | vllm_max_model_length...
     completion_len: int = 256
     num_generations: int = 8
     steps_per_generation: int = 1
@@ -55,6 +56,7 @@ class Knobs:
     strategy: str = "ddp"  # ddp | zero1 | zero2 | zero3 | fsdp_full | fsdp_grad_op | fsdp_hybrid
     offload_optimizer: bool = False
     offload_params: bool = False
+    offload_device: str = "cpu"  # cpu | nvme (DeepSpeed's offload_*_device)
     world: int = 1  # data-parallel ranks
     node_ranks: int = 1  # ranks on one node (hybrid shard group)
     fused_logps: bool = False  # TRL >= 1.15
@@ -115,8 +117,11 @@ def dtype_bytes(value: Any) -> int | None:
 def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str | None,
                 accelerate: dict[str, Any] | None = None, launch_opts: dict[str, Any] | None
                 = None, world: int = 1, node_ranks: int = 1,
-                vllm_mode: str | None = None, torch: str | None = None) -> Knobs:
-    """Resolve the knobs of one run; ``assumed`` notes each TRL default taken."""
+                vllm_mode: str | None = None, torch: str | None = None,
+                prompt_tokens: int | None = None, server_max_model_len: int | None = None) -> Knobs:
+    """Resolve the knobs of one run; ``assumed`` notes each TRL default taken.
+    ``prompt_tokens``: the prompt length the user states (``plan-memory --prompt-tokens``);
+    ``server_max_model_len``: the ``--max_model_len`` of the run's ``trl vllm-serve`` line."""
     c = config
     k = Knobs(trl=trl, world=max(world, 1), node_ranks=max(node_ranks, 1), vllm_mode=vllm_mode)
 
@@ -130,11 +135,9 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     k.grad_accum = _int(c.get("gradient_accumulation_steps"), 1)
     k.steps_per_generation = _int(c.get("steps_per_generation"), k.grad_accum)
     k.num_generations = _int(c.get("num_generations"), 8)
-    untruncated = _at_least(trl, "0.26.0")  # max_prompt_length defaults to None from 0.26.0
-    k.prompt_len = _int(pick("max_prompt_length", 512, "TRL's default before 0.26; from 0.26 "
-                             "prompts are not truncated" if untruncated else "TRL's default"), 512)
     mcl = 512 if _at_least(trl, "1.10.0") else 256
     k.completion_len = _int(pick("max_completion_length", mcl, f"TRL {trl or '?'} default"), mcl)
+    _prompt(k, c, trl, prompt_tokens, server_max_model_len if vllm_mode == "server" else None)
     # GRPOConfig's own defaults (rules/knowledge/grpo_config_keys.yaml, read at the tags):
     # gradient_checkpointing=True from TRL 0.22.0; bf16 = not fp16 from 0.19.0
     gc_default = bool(_at_least(trl, "0.22.0"))
@@ -171,6 +174,33 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     return k
 
 
+def _prompt(k: Knobs, c: dict[str, Any], trl: str | None, prompt_tokens: int | None,
+            server_mml: int | None) -> None:
+    """The prompt length the run really uses, and where it comes from (``k.prompt_source``):
+    ``max_prompt_length`` where the config sets it (TRL < 0.26 truncates to it; TRL 1.x refuses
+    the key, CFG001); else ``--prompt-tokens``; else ``vllm_max_model_length`` less
+    ``max_completion_length`` (a server's ``--max_model_len`` in server mode: vLLM refuses a
+    longer prompt, so it bounds what the run sees);
+    else 512, an assumption (TRL's default before 0.26; from 0.26 prompts are not truncated)."""
+    if c.get("max_prompt_length") is not None and _int(c["max_prompt_length"], 0):
+        k.prompt_len, k.prompt_source = _int(c["max_prompt_length"], 512), "max_prompt_length"
+        return
+    if prompt_tokens:
+        k.prompt_len, k.prompt_source = prompt_tokens, "--prompt-tokens"
+        return
+    key = "--max_model_len" if server_mml else "vllm_max_model_length"
+    mml = server_mml or _int(c.get("vllm_max_model_length", c.get("vllm_max_model_len")), 0)
+    if as_bool(c.get("use_vllm", False)) and mml > k.completion_len:
+        k.prompt_len = mml - k.completion_len
+        k.prompt_source = f"{key} {mml} - max_completion_length {k.completion_len}"
+        return
+    untruncated = _at_least(trl, "0.26.0")  # max_prompt_length defaults to None from 0.26.0
+    why = ("TRL's default before 0.26; from 0.26 prompts are not truncated: plan-memory "
+           "--prompt-tokens N plans for your prompts" if untruncated else "TRL's default")
+    k.prompt_len, k.prompt_source = 512, "assumed"
+    k.assumed.append(f"max_prompt_length=512 ({why})")
+
+
 def _weight_bytes(c: dict[str, Any], checkpoint_dtype: str | None) -> int:
     init = c.get("model_init_kwargs") if isinstance(c.get("model_init_kwargs"), dict) else {}
     for value in (init.get("dtype"), init.get("torch_dtype"), c.get("dtype"), c.get("torch_dtype")):
@@ -205,6 +235,8 @@ def _distributed(k: Knobs, c: dict[str, Any], acc: dict[str, Any], opts: dict[st
                 zero.get("offload_param"), dict) else None)
         k.offload_optimizer = str(off_opt).lower() in ("cpu", "nvme")
         k.offload_params = str(off_par).lower() in ("cpu", "nvme") and k.strategy == "zero3"
+        if "nvme" in (str(off_opt).lower(), str(off_par).lower()):
+            k.offload_device = "nvme"
         return
     fsdp = acc.get("fsdp_config") if isinstance(acc.get("fsdp_config"), dict) else {}
     cfg_fsdp = str(c.get("fsdp") or "")

@@ -50,6 +50,8 @@ class ModelShape:
     expert_intermediate: int = 0
     shared_expert_intermediate: int = 0
     max_positions: int | None = None
+    rope_factor: float = 1.0  # vLLM's derived length = base × factor (rope_scaling; see below)
+    rope_base: int | None = None  # yarn: original_max_position_embeddings
     dtype: str | None = None  # torch_dtype / dtype of the checkpoint
     source: str = ""
     assumed: list[str] = field(default_factory=list)
@@ -111,6 +113,14 @@ class ModelShape:
         """Weights of the decoder layers' Linear modules (what 4-bit quantization shrinks)."""
         return self.layers * (self.layer_params() - self.norm_params())
 
+    def derived_max_len(self) -> int | None:
+        """The longest max_model_len vLLM accepts without VLLM_ALLOW_LONG_MAX_MODEL_LEN:
+        max_position_embeddings, times rope_scaling's factor for every rope type but su / longrope
+        / llama3 (yarn: original_max_position_embeddings × factor; Gemma3 already scaled)
+        (``_get_and_verify_max_len``, vllm/config.py v0.8.5)."""
+        base = self.rope_base or self.max_positions
+        return int(base * self.rope_factor) if base else None
+
     def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
         """K and V of one token over all layers: 2 × layers × kv_heads × head_dim × bytes."""
         return 2 * self.layers * self.kv_heads * self.head_dim * dtype_bytes
@@ -159,7 +169,9 @@ def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelS
         tied = model_type.startswith("gemma")  # the family config class's default
     bias = model_type in _QKV_BIAS or bool(cfg.get("attention_bias"))
     dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+    factor, rope_base = _rope(cfg, model_type)
     return ModelShape(
+        rope_factor=factor, rope_base=rope_base,
         name=name or str(cfg.get("_name_or_path", "")), family=model_type or "llama",
         layers=num("num_hidden_layers", "n_layer"), hidden=hidden,
         intermediate=dense_inter, heads=heads,
@@ -175,6 +187,21 @@ def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelS
 
 
 # ---- finding the config -------------------------------------------------------------------
+def _rope(cfg: dict[str, Any], model_type: str) -> tuple[float, int | None]:
+    """(factor, yarn's original length) by which vLLM scales the derived max_model_len."""
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    if not isinstance(rope, dict) or "gemma3" in model_type:
+        return 1.0, None
+    kind = str(rope.get("rope_type", rope.get("type", "default")))
+    if kind in ("su", "longrope", "llama3"):
+        return 1.0, None
+    factor = rope.get("factor", 1.0)
+    factor = float(factor) if isinstance(factor, (int, float)) and 0 < factor <= 1e4 else 1.0
+    base = rope.get("original_max_position_embeddings")
+    base = base if kind == "yarn" and isinstance(base, int) and 0 < base <= MAX_DIM else None
+    return factor, base
+
+
 def hub_cache(environ: dict[str, str] | None = None) -> Path:
     """The Hugging Face hub cache, as huggingface_hub resolves it (constants.py)."""
     env = os.environ if environ is None else environ

@@ -67,3 +67,10 @@ KNOWN = {
     "google/gemma-2-2b": (GEMMA2_2B, 2_614_341_888),
     "microsoft/Phi-3-mini-4k-instruct": (PHI3_MINI_4K, 3_821_079_552),
 }
+
+QWEN25_72B = {**QWEN25_05B, "hidden_size": 8192, "intermediate_size": 29568,
+              "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+              "vocab_size": 152064, "tie_word_embeddings": False, "max_position_embeddings": 32768}
+QWEN25_32B = {**QWEN25_05B, "hidden_size": 5120, "intermediate_size": 27648,
+              "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8,
+              "vocab_size": 152064, "tie_word_embeddings": False}

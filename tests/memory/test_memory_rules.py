@@ -13,7 +13,7 @@ from envdoctor.plan.build import build_plan
 from tests.conftest import A100_40, H100, MODERN, snapshot
 from tests.memory.configs import LLAMA3_8B, QWEN25_05B, QWEN25_7B, QWEN25_15B
 
-MEM = ["MEM101", "MEM102", "MEM103", "MEM104"]
+MEM = ["MEM101", "MEM102", "MEM103", "MEM104", "MEM105", "MEM106"]
 
 
 def outcome(snap, config, launch="torchrun --nproc_per_node 1 train.py"):
