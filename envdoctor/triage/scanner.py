@@ -101,6 +101,19 @@ def _visible(data: bytes) -> Iterator[bytes]:
             yield pieces[-1]
 
 
+_DIGIT_RUN = re.compile(rb"[0-9]+")
+_DIGITS = re.compile(rb"[0-9]")
+_ALL_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
+_BOUNDS = re.compile(r"\{[0-9]*(?:,[0-9]*)?\}")
+
+
+def digit_blind(pattern: str) -> bool:
+    """True when ``pattern`` matches a text exactly when it matches the same text with other
+    digit values: no digit literal, class range or backreference, once ``{m,n}`` bounds are
+    set aside (``\\d``, ``\\w`` and ``.`` treat every digit alike)."""
+    return not re.search(r"[0-9]", _BOUNDS.sub("", pattern))
+
+
 class Matcher:
     """The lines of a log matched against the signatures, found by the block scan here or by the
     prefilter (``prefilter.py``); holds the result, the per-signature limits and the caches."""
@@ -113,6 +126,13 @@ class Matcher:
             for kw in sig.keywords:
                 by_kw.setdefault(kw, []).append(sig)
         self.by_keyword = sorted(by_kw.items(), key=lambda kv: len(kv[0]), reverse=True)
+        self.by_plain_keyword = [(k, v) for k, v in self.by_keyword if not _DIGITS.search(k)]
+        #: signatures whose pattern cannot tell one digit from another (no digit literal, no
+        #: backreference): their miss on a line holds for every line that differs from it in
+        #: digit values only, so floods of numbered lines are searched once per shape
+        self.digit_blind = {id(sig): digit_blind(sig.pattern.pattern) for sig in sigs}
+        self.blind_misses: dict[bytes, set[int]] = {}
+        self.by_digit_keyword = [(k, v) for k, v in self.by_keyword if _DIGITS.search(k)]
         self.longest = max(len(a) for a in anchor_list)
         self.hint_anchors = hint_anchors(sigs, anchor_list)
         self.retired: set[bytes] = set()  # such anchors, once their hints matched
@@ -188,15 +208,31 @@ class Matcher:
         their first line is incomplete."""
         if raw in self.unmatched:
             return False  # the same text matched nothing before
-        candidates = self.seen.get(raw)
+        # a log repeats its lines, and floods of lines that differ only in their numbers: the
+        # signatures a line's keywords name are sorted once per shape (digit runs as one 0);
+        # keywords that hold digits are looked for in the line itself
+        shape = _DIGIT_RUN.sub(b"0", raw)
+        candidates = self.seen.get(shape)
         if candidates is None:
-            candidates = []
-            for kw, sigs in self.by_keyword:
+            candidates, ids = [], set()
+            for kw, sigs in self.by_plain_keyword:
                 if kw in raw:
-                    candidates.extend(sig for sig in sigs if sig not in candidates)
+                    for sig in sigs:
+                        if id(sig) not in ids:  # identity: dataclass equality is slow
+                            ids.add(id(sig))
+                            candidates.append(sig)
             if len(self.seen) >= 4096:
                 self.seen.clear()
-            self.seen[raw] = candidates  # a log repeats its lines: each is sorted once
+            self.seen[shape] = candidates
+        if self.by_digit_keyword:
+            extra = [sig for kw, sigs in self.by_digit_keyword if kw in raw for sig in sigs]
+            if extra:
+                ids = {id(sig) for sig in candidates}
+                candidates = list(candidates)
+                for sig in extra:
+                    if id(sig) not in ids:
+                        ids.add(id(sig))
+                        candidates.append(sig)
         if self.done:
             candidates = [sig for sig in candidates if sig.id not in self.done]
         if not candidates:
@@ -212,6 +248,10 @@ class Matcher:
         if body.startswith("raise "):
             return False  # a traceback's source line quoting the message, not the message
         found = False
+        digits = raw.translate(_ALL_ZERO)  # the line with every digit as 0 (same length)
+        misses = self.blind_misses.get(digits)
+        if misses:  # they missed a line that differs from this one in digit values only
+            candidates = [sig for sig in candidates if id(sig) not in misses]
         for sig in candidates:
             n = res.counts.get(sig.id, 0)
             if n >= keep(sig):
@@ -219,6 +259,12 @@ class Matcher:
             else:
                 m = sig.pattern.search(body)
                 if m is None:
+                    if self.digit_blind.get(id(sig)):
+                        if misses is None:
+                            if len(self.blind_misses) >= 4096:
+                                self.blind_misses.clear()
+                            misses = self.blind_misses.setdefault(digits, set())
+                        misses.add(id(sig))
                     continue
             found = True
             res.counts[sig.id] = n + 1

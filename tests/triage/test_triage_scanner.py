@@ -177,3 +177,26 @@ def test_a_hint_found_only_through_its_own_anchors_is_looked_for_until_it_matche
     assert [m.line_no for m in hits] == [1]
     oom = [m for m in res.matches if m.signature.id == "cuda-oom"]
     assert [m.line_no for m in oom] == [1501]
+
+
+def test_digit_blind_patterns_are_the_ones_without_digit_literals():
+    assert scanner.digit_blind(r"Tried to allocate (?P<x>\d{1,9}) MiB")
+    assert scanner.digit_blind(r"rank \w{1,8} failed")
+    assert not scanner.digit_blind(r"Request failed: 404")
+    assert not scanner.digit_blind(r"exit code [1-9]")
+    assert not scanner.digit_blind(r"(a)\1")
+
+
+def test_a_flood_of_numbered_error_lines_keeps_the_first_exception_and_the_real_failure():
+    """100 MB of distinct numbered error lines took minutes (a quadratic dataclass comparison per
+    line, then every signature searched on every line); the result must not change: every line
+    that differs from a missed one in digit values only is a miss for the same signatures."""
+    flood = b"".join(b"ValueError: distinct failure number %d at step %d\n" % (i, i * 7 % 1000)
+                     for i in range(20000))
+    tail = (b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+            b"total capacity of 79.19 GiB of which 1.06 GiB is free.\n")
+    result = scan_bytes(flood + tail)
+    ids = {m.signature.id for m in result.matches}
+    assert any("oom" in i for i in ids), ids
+    counts = result.counts
+    assert max(counts.values()) >= 20000  # every numbered line still counted
