@@ -122,6 +122,24 @@ def is_secret(name: str) -> bool:
     return False
 
 
+def mask_argv(argv: list[str]) -> list[str]:
+    """A command line's words with the values of secret options masked word by word, before
+    anything joins them: ``--api-key 'a b'`` keeps no part of ``a b`` (joined first, only its
+    first word would be recognised as the value)."""
+    out = list(argv)
+    for i, word in enumerate(argv):
+        if not word.startswith("-") or word == "-":
+            continue
+        name, eq, _value = word.lstrip("-").partition("=")
+        if not is_secret(name):
+            continue
+        if eq:
+            out[i] = word[: len(word) - len(_value)] + MASK
+        elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            out[i + 1] = MASK
+    return out
+
+
 def _query_secret(name: str) -> bool:
     return is_secret(name) or any(p in _QUERY_SECRET for p in _parts(name))
 

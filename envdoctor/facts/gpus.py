@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.facts.interface import Driver, Gpu, GpuProcess
+from envdoctor.redact import mask_argv
 
 MIB = 1024 * 1024
 
@@ -28,7 +29,7 @@ def process_name(pid: int, nvml: Any = None) -> str:
         parts = [p.decode(errors="replace") for p in raw.split(b"\0") if p]
         if parts:
             parts[0] = parts[0].rsplit("/", 1)[-1]
-            return " ".join(parts)[:200]
+            return " ".join(mask_argv(parts))[:200]  # a secret's every word, before joining
     except OSError:
         pass
     if nvml is not None:
