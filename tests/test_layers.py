@@ -1,7 +1,8 @@
 """One way through the house: the import graph of envdoctor/ follows the declared layers.
 
-facts -> plan -> checks (rules) -> report, commands on top; probe, triage, cluster and
-integrations beside. Every ``import`` of every module counts, at module level and inside
+facts -> plan -> checks (rules) -> report, then the doctor that runs them, the API, the
+integrations that call it, the commands on top; probe, triage and cluster beside (up to the
+doctor). Every ``import`` of every module counts, at module level and inside
 functions (a function-level import runs too, only later); imports under ``if TYPE_CHECKING:``
 do not (they never run). A module may import its own layer and the layers below it; a module
 beside may import anything up to ``BESIDE_MAX`` and the other modules beside. The graph has
@@ -26,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("envdoctor",  # the package itself: __version__, lazy names
      "envdoctor.errors", "envdoctor.findings", "envdoctor.versions", "envdoctor.redact",
      "envdoctor.resources", "envdoctor.settings", "envdoctor.parsing", "envdoctor.script_args",
+     "envdoctor.output",
      "envdoctor.net_policy", "envdoctor.trl_release", "envdoctor.knowledge",
      "envdoctor.knowledge_failures", "envdoctor.knowledge_keys",
      "envdoctor.knowledge_requirements", "envdoctor.knowledge_schema"),
@@ -33,23 +35,22 @@ LAYERS: list[tuple[str, ...]] = [
     ("envdoctor.plan",),
     ("envdoctor.checks",),
     ("envdoctor.report",),
-    ("envdoctor.doctor", "envdoctor.upgrade", "envdoctor.api"),
+    ("envdoctor.doctor", "envdoctor.upgrade"),  # runs facts -> plan -> checks -> report
+    ("envdoctor.api",),  # preflight(): may run the probe
+    ("envdoctor.integrations",),  # the TRL callback and monitor: they call the API
     ("envdoctor.commands",),
     ("envdoctor.cli", "envdoctor.__main__"),
 ]
-#: Beside the flow: may import the layers up to and including ``BESIDE_MAX``'s, and each other.
-BESIDE = ("envdoctor.probe", "envdoctor.triage", "envdoctor.cluster", "envdoctor.integrations")
-BESIDE_MAX = "envdoctor.api"
+#: Beside the flow: may import the layers up to and including ``BESIDE_MAX``'s, and each other;
+#: the layers above it (the API, the commands) may import them.
+BESIDE = ("envdoctor.probe", "envdoctor.triage", "envdoctor.cluster")
+BESIDE_MAX = "envdoctor.doctor"
 
 #: Known upward imports (importer, imported), each with why it stays. Do not add to this list:
 #: move the shared piece down instead.
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {
     # knowledge reads Package records of facts (facts.interface is plain data classes).
     ("envdoctor.knowledge_requirements", "envdoctor.facts.interface"): "Package type",
-    # the cluster run prints with the commands' emitter (to move below with emit).
-    ("envdoctor.cluster.run", "envdoctor.commands.options"): "emit",
-    # the API's probe area is built by the probe command (to move into probe/).
-    ("envdoctor.api", "envdoctor.commands.probe"): "probe_area",
 }
 
 #: Known cycles, as the edge that closes each, with why it stays.
