@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("envdoctor",  # the package itself: __version__, lazy names
      "envdoctor.errors", "envdoctor.findings", "envdoctor.versions", "envdoctor.redact",
      "envdoctor.resources", "envdoctor.settings", "envdoctor.parsing", "envdoctor.script_args",
-     "envdoctor.output",
+     "envdoctor.output", "envdoctor.rule_docs",
      "envdoctor.net_policy", "envdoctor.trl_release", "envdoctor.knowledge",
      "envdoctor.knowledge_failures", "envdoctor.knowledge_keys",
      "envdoctor.knowledge_requirements", "envdoctor.knowledge_schema"),
