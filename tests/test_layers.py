@@ -4,9 +4,10 @@ facts -> plan -> checks (rules) -> report, then the doctor that runs them, the A
 integrations that call it, the commands on top; probe, triage and cluster beside (up to the
 doctor). Every ``import`` of every module counts, at module level and inside
 functions (a function-level import runs too, only later); imports under ``if TYPE_CHECKING:``
-do not (they never run). A module may import its own layer and the layers below it; a module
-beside may import anything up to ``BESIDE_MAX`` and the other modules beside. The graph has
-no cycle.
+do not (they never run), nor do modules loaded by name (``importlib.import_module``: the CLI's
+table of subcommands, the package's lazy ``preflight``). A module may import its own layer and
+the layers below it; a module beside may import anything up to ``BESIDE_MAX`` and the other
+modules beside. The graph has no cycle.
 
 Known violations are listed below with why they stay; a new one fails here. To fix one, move
 the shared piece below its users (re-exported from the old place if callers import it there),
