@@ -223,7 +223,7 @@ def _plan(config: Any, launch: str | list[str] | None, facts: Facts):
 def probe_area(ctx: Any, timeout_s: float = 180.0) -> Area:
     """The probe's report area, or an info finding when the probe cannot be imported here."""
     try:
-        from envdoctor.commands.probe import probe_area as run_area
+        from envdoctor.probe.area import probe_area as run_area
 
         return run_area(ctx, timeout=timeout_s)
     except ImportError as exc:

@@ -8,23 +8,38 @@ import sys
 import click
 
 from envdoctor import __version__
-from envdoctor.commands import check, collect, probe, rules, triage
-from envdoctor.commands import diff as diff_command
-from envdoctor.commands import hook as hook_command
-from envdoctor.commands import plan_memory as plan_memory_command
 
-COMMANDS = [check.check, collect.collect, probe.probe, triage.triage, rules.rules,
-            rules.explain, hook_command.hook, diff_command.diff, plan_memory_command.plan_memory]
+#: Each subcommand: its name -> (module under envdoctor.commands, function). A command's module
+#: (and what it imports: the declared-stack readers, the memory plan, triage) loads only when
+#: that command runs or help lists it.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("check", "check"), "collect": ("collect", "collect"), "probe": ("probe", "probe"),
+    "triage": ("triage", "triage"), "rules": ("rules", "rules"), "explain": ("rules", "explain"),
+    "hook": ("hook", "hook"), "diff": ("diff", "diff"),
+    "plan-memory": ("plan_memory", "plan_memory"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            import importlib
+
+            module, name = COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(f"envdoctor.commands.{module}"), name)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="envdoctor")
 def cli() -> None:
     """Preflight checks for GRPO training with TRL + vLLM: versions, GPUs, layout, allocator."""
-
-
-for _command in COMMANDS:
-    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 from envdoctor.checks.context import Context
-from envdoctor.checks.docs import AREAS, rule_docs
 from envdoctor.checks.engine import Outcome, run_rules
 from envdoctor.facts.interface import Facts
 from envdoctor.findings import Finding
@@ -14,6 +13,7 @@ from envdoctor.plan.interface import GpuLayout, Plan
 from envdoctor.plan.layout import trainer_env
 from envdoctor.redact import plan_secrets, redact_report
 from envdoctor.report.interface import Area, Report
+from envdoctor.rule_docs import AREAS, rule_docs
 
 SHOWN = ("trl", "vllm", "transformers", "accelerate", "torch", "deepspeed", "peft")
 AREA_ORDER = ("packages", "config", "gpus", "layout", "allocator", "probe")

@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from envdoctor import versions
-from envdoctor.resources import rules_dir
+from envdoctor.resources import read_yaml, rules_dir
 
 SCHEMA = "envdoctor.knowledge/1"
 
 if TYPE_CHECKING:
     from envdoctor.knowledge_failures import KnownFailure
-
-try:
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
 
 
 class Knowledge:
@@ -69,11 +61,6 @@ def _within(entry: dict[str, Any], trl_version: str | None) -> bool | None:
     if since and versions.below(trl_version, str(since)):
         return False
     return not (until and versions.at_least(trl_version, str(until)))
-
-
-def read_yaml(path: Path) -> Any:
-    """A shipped YAML file, parsed safely (with libyaml when PyYAML has it: several times faster)."""
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
 
 
 def _load(name: str) -> dict[str, Any]:

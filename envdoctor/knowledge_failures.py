@@ -233,7 +233,7 @@ def catalogue_dir() -> Path:
 
 def load_dir(folder: Path) -> list[KnownFailure]:
     """Every entry of every ``*.yaml`` in ``folder``, ids unique across files."""
-    from envdoctor.knowledge import read_yaml
+    from envdoctor.resources import read_yaml
 
     out: list[KnownFailure] = []
     seen: dict[str, str] = {}

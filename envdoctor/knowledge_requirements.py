@@ -3,13 +3,15 @@ requirement stops a run (compiled ABI, the run's import path) and which pip chec
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.markers import default_environment
 
 from envdoctor import versions
-from envdoctor.facts.interface import Package
 from envdoctor.knowledge import Knowledge
+
+if TYPE_CHECKING:  # an annotation only: knowledge stays below facts
+    from envdoctor.facts.interface import Package
 
 
 def curated_requires(kb: Knowledge, src: str, version: str) -> list[str]:

@@ -14,7 +14,6 @@ from envdoctor.knowledge import SCHEMA
 
 #: ``known_bad[].when`` keys that are not package names.
 WHEN_KEYS = {"use_vllm": bool, "vllm_mode": str}
-WHEN_PREFIXES = ("config.", "env.")
 
 
 class KnowledgeError(ValueError):

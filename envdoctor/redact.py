@@ -565,7 +565,7 @@ def _secret_item(key: Any, value: Any) -> bool:
 def plan_secrets(plan: Any) -> set[str]:
     """Values of secret-named variables, options and config keys of a ``Plan``: masked in the
     report wherever they stand (when at least ``MIN_GLOBAL`` characters long)."""
-    from envdoctor.plan.launch import parse_script_args
+    from envdoctor.script_args import parse_script_args
 
     found: set[str] = set()
     for launch in plan.launches:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 #: The source repository: pyproject's [project.urls] and the README's links use the same base
 #: (tests/test_packaging.py keeps them equal). No git remote named one; this is the README's
@@ -32,3 +33,11 @@ def rules_dir() -> Path:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError("envdoctor's rules/ data folder is missing from this installation")
+
+
+def read_yaml(path: Path) -> Any:
+    """A shipped YAML file, parsed safely (with libyaml when PyYAML has it: several times faster)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506

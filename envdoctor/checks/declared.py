@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor import versions
 from envdoctor.checks.config import NOT_CONFIG
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.facts.declared.ranges import known_in, meet, upper_open, within
-from envdoctor.facts.declared.resolve import Entry, conflicts, requires
+
+if TYPE_CHECKING:
+    from envdoctor.facts.declared.resolve import Entry
+
+# The range and resolve helpers load inside the rules, once a declared stack is there: a check
+# of this machine alone loads none of the declared-stack readers.
 
 
 def _stack(ctx: Context) -> dict[str, Entry]:
@@ -51,6 +55,8 @@ def config_key_over_trl_range(ctx: Context) -> Iterator[Hit]:
     trl = _stack(ctx).get("trl")
     if trl is None or trl.version or not trl.spec:
         return
+    from envdoctor.facts.declared.ranges import known_in, upper_open, within
+
     keys = ctx.kb.grpo_keys.get("keys") or {}
     tags = [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []]
     spec = trl.spec
@@ -98,6 +104,11 @@ def config_key_over_trl_range(ctx: Context) -> Iterator[Hit]:
 @rule("DCL002")
 def requirement_outside_declared_range(ctx: Context) -> Iterator[Hit]:
     stack = _stack(ctx)
+    if not stack:
+        return
+    from envdoctor.facts.declared.ranges import meet
+    from envdoctor.facts.declared.resolve import requires
+
     for src, e in stack.items():
         if not e.version:
             continue
@@ -125,6 +136,8 @@ def no_vllm_for_declared_torch(ctx: Context) -> Iterator[Hit]:
     vllm, torch = stack.get("vllm"), stack.get("torch")
     if vllm is None or vllm.version or torch is None:
         return
+    from envdoctor.facts.declared.ranges import known_in, upper_open
+
     pins = [p for p in ctx.kb.vllm.get("torch_pins") or [] if p.get("vllm") and p.get("torch")]
     in_range = known_in(vllm.spec or ">=0", [str(p["vllm"]) for p in pins])
     torch_of = {str(p["vllm"]): str(p["torch"]) for p in pins}
@@ -154,7 +167,12 @@ def no_vllm_for_declared_torch(ctx: Context) -> Iterator[Hit]:
 
 @rule("DCL004")
 def conflicting_declarations(ctx: Context) -> Iterator[Hit]:
-    for e, a, b in conflicts(_stack(ctx)):
+    stack = _stack(ctx)
+    if not stack:
+        return
+    from envdoctor.facts.declared.resolve import conflicts
+
+    for e, a, b in conflicts(stack):
         yield hit(f"{e.name} is declared as {a.said} and as {b.said}: no version satisfies both"
                   + (f"; judged as {e.version}" if e.version else ""),
                   fix=f"declare one {e.name} version in every file the training image uses",
@@ -164,6 +182,8 @@ def conflicting_declarations(ctx: Context) -> Iterator[Hit]:
 @rule("DCL005")
 def newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
     stack = _stack(ctx)
+    if not stack:
+        return  # nothing declared: the curated tables are not even read
     pins = [p for p in ctx.kb.vllm.get("torch_pins") or [] if p.get("vllm") and p.get("torch")]
     known = {"vllm": [str(p["vllm"]) for p in pins],
              "trl": [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []],
@@ -194,6 +214,8 @@ def trl_range_vs_vllm(ctx: Context) -> Iterator[Hit]:
     trl, vllm = stack.get("trl"), stack.get("vllm")
     if trl is None or trl.version or not trl.spec or vllm is None or not vllm.version:
         return
+    from envdoctor.facts.declared.ranges import meet
+
     lines = [ln for ln in ctx.kb.trl.get("trl_lines") or []
              if ln.get("vllm") and meet(str(ln.get("trl", "")), trl.spec) is not None]
     good = [ln for ln in lines if versions.satisfies(vllm.version, str(ln["vllm"]))]

@@ -10,10 +10,10 @@ import traceback
 from dataclasses import dataclass, field
 
 from envdoctor.checks.context import Context, LayoutUnresolved
-from envdoctor.checks.docs import rule_docs
 from envdoctor.checks.registry import all_rules
 from envdoctor.errors import InputError
 from envdoctor.findings import Finding, Severity
+from envdoctor.rule_docs import rule_docs
 
 MAX_PER_RULE = 50
 

@@ -183,8 +183,8 @@ def collection_findings(nodes: list[Node]) -> list[Finding]:
 
 def _selected(findings: list[Finding], select: list[str] | None,
               ignore: list[str] | None) -> list[Finding]:
-    from envdoctor.checks.docs import rule_docs
     from envdoctor.checks.engine import matches
+    from envdoctor.rule_docs import rule_docs
 
     docs = rule_docs()
     return [f for f in findings

@@ -71,7 +71,7 @@ def _decide(g: Gathered, timeout: float) -> BenchPlan:
 
 def _emit(g: Gathered, opts: ClusterOptions) -> int:
     """Rank 0: print the report; its exit code (2 when the report cannot be written)."""
-    from envdoctor.commands.options import emit
+    from envdoctor.output import emit
     from envdoctor.report import render
 
     report = cluster_report(g, select=opts.select, ignore=opts.ignore)

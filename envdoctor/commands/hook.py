@@ -124,9 +124,9 @@ def hook_facts(assume: list[str]):
 def offline_rules(facts: Any, select: list[str] | None, ignore: list[str] | None) -> dict[str, str]:
     """Rules the hook cannot run, with why: GPU and live-machine rules (and the package rules
     when TRL is not installed where the hook runs)."""
-    from envdoctor.checks.docs import rule_docs
     from envdoctor.checks.engine import matches
     from envdoctor.checks.registry import all_rules
+    from envdoctor.rule_docs import rule_docs
 
     docs = rule_docs()
     out = {}
@@ -169,9 +169,9 @@ def _demote_batch_rule(report: Any) -> None:
 def check_target(target: Target, facts: Any, launch: str | None,
                  select: list[str] | None, ignore: list[str] | None):
     """The report of one target, checked offline."""
-    from envdoctor.checks.docs import rule_docs
     from envdoctor.doctor import check
     from envdoctor.plan.build import build_plan
+    from envdoctor.rule_docs import rule_docs
 
     if launch is None and target.accelerate:
         launch = f"accelerate launch --config_file {shlex.quote(target.accelerate)} train.py"

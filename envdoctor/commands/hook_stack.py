@@ -68,7 +68,7 @@ def declared_facts(assume: list[str], requirement_files: list[str], root: Path,
 
 def skipped_rules(facts: Any) -> dict[str, str]:
     """Package rules that cannot judge this declared stack, with why."""
-    from envdoctor.checks.docs import rule_docs
+    from envdoctor.rule_docs import rule_docs
 
     declared = facts.extra.get("declared")
     if declared is None:
@@ -190,7 +190,7 @@ def _config_key(ev: dict, config_files: dict[str, list[str]]) -> tuple[str, int]
 
 def _where(f: Any, ev: dict, facts: Any,
            config_files: dict[str, list[str]]) -> tuple[str, int] | None:
-    from envdoctor.checks.docs import rule_docs
+    from envdoctor.rule_docs import rule_docs
 
     doc = rule_docs().get(f.rule)
     if isinstance(ev.get("key"), str) or (doc is not None and doc.area != "packages"):

@@ -9,8 +9,8 @@ import click
 @click.option("--area", help="Only rules of this area.")
 def rules(area: str | None) -> None:
     """List every rule: id, severity, area and title."""
-    from envdoctor.checks.docs import AREAS, rule_docs
     from envdoctor.errors import InputError
+    from envdoctor.rule_docs import AREAS, rule_docs
 
     known = sorted({d.area for d in rule_docs().values()} | set(AREAS))
     if area is not None and area not in known:
@@ -24,8 +24,8 @@ def rules(area: str | None) -> None:
 @click.argument("rule_id")
 def explain(rule_id: str) -> None:
     """Print one rule's documentation: why it matters, the fix and its sources."""
-    from envdoctor.checks.docs import AREAS, rule_docs
     from envdoctor.errors import InputError
+    from envdoctor.rule_docs import AREAS, rule_docs
 
     docs = rule_docs()
     doc = docs.get(rule_id.upper()) or next(

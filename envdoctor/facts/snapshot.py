@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from envdoctor.errors import InputError, UnreadableInput, read_input_text
+from envdoctor.errors import InputError, read_input_text
 from envdoctor.facts.environment import mask
 from envdoctor.facts.interface import (
     SCHEMA,
@@ -23,11 +23,10 @@ from envdoctor.facts.interface import (
     normalize_name,
 )
 from envdoctor.facts.packages import MAX_REQUIRES, MAX_REQUIRES_TOTAL, requirement_problem
+from envdoctor.parsing import parse_json
 
 _CC = re.compile(r"^\d{1,2}\.\d{1,2}$")
 MAX_BYTES = 64 * 1024 * 1024
-#: Digits of a number (no snapshot value comes near); converting is checked before, not after.
-MAX_DIGITS = 40
 #: Characters of one name, version, hostname, uuid… and of one environment value.
 MAX_NAME = 1024
 MAX_VALUE = 65536
@@ -191,44 +190,6 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
     # a hand-written snapshot may hold a token: masked as `collect` would have
     facts.env = mask({str(k): str(v) for k, v in env.items() if v is not None})
     return facts
-
-
-class _NumberTooLong(ValueError):
-    pass
-
-
-def _int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_DIGITS:  # checked before conversion (quadratic in digits)
-        raise _NumberTooLong(f"a number of {len(text):,} digits (at most {MAX_DIGITS})")
-    return int(text)
-
-
-def _float(text: str) -> float:
-    if len(text) > 4 * MAX_DIGITS:
-        raise _NumberTooLong(f"a number written with {len(text):,} characters")
-    return float(text)
-
-
-def _constant(name: str) -> float:
-    raise _NumberTooLong(f"{name} is not a number a snapshot holds")
-
-
-def parse_json(text: str, source: str) -> Any:
-    """JSON with every number bounded before conversion; problems are ``InputError``s."""
-    try:
-        return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
-    except _NumberTooLong as exc:
-        raise UnreadableInput(source, str(exc)) from None
-    except json.JSONDecodeError as exc:
-        from envdoctor.plan.config_files import mentions_config_keys
-
-        where = f"line {exc.lineno}, column {exc.colno}"
-        error = UnreadableInput if mentions_config_keys(text) else InputError
-        raise error(source, f"invalid JSON at {where}: {exc.msg}") from None
-    except RecursionError:
-        raise UnreadableInput(source, "JSON nested too deeply") from None
-    except ValueError as exc:
-        raise UnreadableInput(source, f"unreadable number: {str(exc).split(';')[0]}") from None
 
 
 def load(path: str | Path) -> Facts:

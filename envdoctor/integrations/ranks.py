@@ -93,7 +93,7 @@ def node_id() -> str:
 
 
 def _area_of(rule_id: str) -> str:
-    from envdoctor.checks.docs import rule_docs
+    from envdoctor.rule_docs import rule_docs
 
     doc = rule_docs().get(rule_id)
     return doc.area if doc else "layout"

@@ -108,7 +108,6 @@ class GpuLayout:
     vllm_device: str | None = None  # legacy: as configured ("auto", "cuda:4")
     vllm_device_resolved: str | None = None  # legacy: "cuda:4"
     server: ServerPlan | None = None
-    gpus_known: bool = True
     unresolved: str | None = None  # why the launch's processes are not known (no ranks then)
     problems: dict[str, Any] = field(default_factory=dict)
 

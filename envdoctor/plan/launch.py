@@ -7,7 +7,6 @@ resolved (``sudo python t.py``, ``bash train.sh``) is kept with ``unresolved`` s
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import shlex
@@ -17,10 +16,9 @@ from typing import Any
 from envdoctor.errors import InputError
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.wrappers import Peeled, peel
+from envdoctor.script_args import coerce, parse_script_args
 
 _SEPARATORS = {";", "&&", "&", "||", "|"}
-_INT = re.compile(r"^[+-]?\d+$")
-_FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 #: shell statements and tools that appear in job scripts between the launch lines
 _NOT_LAUNCHES = {"wait", "cd", "source", ".", "set", "unset", "echo", "printf", "sleep", "module",
                  "ulimit", "trap", "true", "false", ":", "mkdir", "shopt", "pushd", "popd",
@@ -48,53 +46,6 @@ _LAUNCHER_MODULES = {
     "accelerate.commands.accelerate_cli": ("accelerate", 1),  # … accelerate_cli launch
     "deepspeed.launcher.runner": ("deepspeed", 0),
 }
-
-
-def coerce(value: str) -> Any:
-    """A command-line value as HfArgumentParser would likely type it."""
-    low = value.lower()
-    if low in ("true", "yes"):
-        return True
-    if low in ("false", "no"):
-        return False
-    if low in ("none", "null"):
-        return None
-    if _INT.match(value):  # a longer one stays text: the config reader refuses it, naming it
-        return int(value) if len(value) <= 40 else value
-    if _FLOAT.match(value):
-        number = float(value)
-        return number if math.isfinite(number) else value  # 1e999 stays as typed
-    return value
-
-
-def parse_script_args(args: list[str]) -> dict[str, Any]:
-    """``--key value`` / ``--key=value`` / ``--flag`` / ``--no_flag`` into a dict."""
-    out: dict[str, Any] = {}
-    i = 0
-    while i < len(args):
-        tok = args[i]
-        i += 1
-        if not tok.startswith("--") or tok == "--":
-            continue
-        key, eq, val = tok[2:].partition("=")
-        key = key.replace("-", "_")
-        if eq:
-            out[key] = coerce(val)
-            continue
-        values = []
-        while i < len(args) and not args[i].startswith("--"):
-            values.append(args[i])
-            i += 1
-        if not values:
-            if key.startswith("no_"):
-                out[key[3:]] = False
-            else:
-                out[key] = True
-        elif len(values) == 1:
-            out[key] = coerce(values[0])
-        else:
-            out[key] = [coerce(v) for v in values]
-    return out
 
 
 def _split_options(launcher: str, tokens: list[str]) -> tuple[dict[str, Any], int]:

@@ -112,7 +112,6 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
     env = trainer_env(facts, trainer)
     order = env.get("CUDA_DEVICE_ORDER")
     lay = GpuLayout(launcher=trainer.launcher if trainer else "python")
-    lay.gpus_known = bool(facts.gpus) or facts.nvml_error is None
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     seen = resolve_visible(cvd, facts.gpus, order)
     lay.visible = seen.gpus

@@ -11,9 +11,9 @@ from envdoctor.net_policy import LOOPBACK_ONLY
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.values import as_bool
 from envdoctor.plan.visible_devices import resolve_visible
+from envdoctor.probe.interface import ProbeSpec
 from envdoctor.probe.model_source import choose, user_model_name
 from envdoctor.probe.rendezvous import remote_rendezvous
-from envdoctor.probe.runner import ProbeSpec
 
 _MODULE_FLAGS = {"-m", "--module"}
 

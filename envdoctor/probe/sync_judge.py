@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from envdoctor.findings import Finding, Severity
 
 if TYPE_CHECKING:
-    from envdoctor.probe.runner import ProbeResult, ProbeSpec
+    from envdoctor.probe.interface import ProbeResult, ProbeSpec
 
 _PATHS = {"server": "the server path (TRL's client → `trl vllm-serve`, weights broadcast over "
                     "NCCL on the group port)",

@@ -8,7 +8,7 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.probe.failures import VllmContext, classify_vllm, sync_timeout
 
 if TYPE_CHECKING:
-    from envdoctor.probe.runner import ProbeResult, ProbeSpec
+    from envdoctor.probe.interface import ProbeResult, ProbeSpec
     from envdoctor.probe.watcher import GpuWatch
 
 _GENERIC = "the GRPO step failed on rank"

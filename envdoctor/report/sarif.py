@@ -15,7 +15,7 @@ LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "n
 
 
 def _rule(rule_id: str) -> dict[str, Any]:
-    from envdoctor.checks.docs import rule_docs
+    from envdoctor.rule_docs import rule_docs
 
     doc = rule_docs().get(rule_id)
     if doc is None:  # probe / triage ids without a rule file entry

@@ -180,7 +180,7 @@ def test_in_process_default_is_this_process_as_it_runs():
 
 
 def test_probe_unavailable_is_an_info_finding(monkeypatch):
-    monkeypatch.setitem(sys.modules, "envdoctor.commands.probe", None)
+    monkeypatch.setitem(sys.modules, "envdoctor.probe.area", None)
     report = envdoctor.preflight(config=CLEAN, probe=True, network=False)
     probe = report.areas[-1]
     assert probe.key == "probe"

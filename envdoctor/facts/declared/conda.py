@@ -20,7 +20,7 @@ _SPEC = re.compile(r"^(?:[\w.-]+::)?([A-Za-z0-9][\w.-]*)\s*(==|=|>=|<=|>|<|!=)?\
 
 def read(path: Path, shown: str) -> Found:
     from envdoctor.errors import InputError
-    from envdoctor.plan.config_files import parse_mapping
+    from envdoctor.parsing import parse_mapping
 
     text = text_of(path, shown)  # read once: parsed, then its lines give the declarations' lines
     data = parse_mapping(text, f"conda environment {path}")  # size and nesting limits

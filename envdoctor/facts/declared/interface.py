@@ -224,7 +224,7 @@ def text_of(path, shown: str, max_bytes: int | None = None) -> str:
     """A user's file as text, bounded in size (the file's and the stack's budget); problems are
     ``InputError``s naming ``shown``."""
     from envdoctor.errors import UnreadableInput, read_input_text
-    from envdoctor.plan.config_files import MAX_BYTES
+    from envdoctor.parsing import MAX_BYTES
 
     spent = _BUDGET.get()
     if spent is not None:

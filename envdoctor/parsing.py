@@ -1,0 +1,204 @@
+"""Bounded parsing of the files envdoctor reads: YAML/JSON config files and snapshot JSON, every
+problem an ``InputError`` naming the file.
+
+Below facts and plan (both read files with it); it imports only ``envdoctor.errors``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envdoctor.errors import InputError, UnreadableInput, read_input_text
+
+MAX_BYTES = 8 * 1024 * 1024
+#: Deeper than any real config; libyaml's C composer recurses without a limit and overflows the
+#: C stack (a segfault, not a RecursionError) on some 50,000 nested levels.
+MAX_DEPTH = 100
+ACCELERATE_KEYS = {"compute_environment", "distributed_type", "num_processes", "gpu_ids",
+                   "machine_rank", "num_machines", "mixed_precision", "deepspeed_config",
+                   "fsdp_config", "use_cpu", "main_training_function", "rdzv_backend"}
+GRPO_KEYS = {"num_generations", "use_vllm", "vllm_mode", "vllm_device", "beta",
+             "max_completion_length", "max_prompt_length", "reward_weights", "loss_type",
+             "vllm_gpu_memory_utilization", "per_device_train_batch_size", "learning_rate",
+             "output_dir", "model_name_or_path", "generation_batch_size", "steps_per_generation"}
+
+#: Nodes that aliases may add when expanded ("billion laughs": 10 aliases of 10 aliases of …
+#: stay a small graph for the parser, but every reader that walks the values walks 10^9 nodes).
+MAX_ALIAS_NODES = 10_000
+#: Characters of one number: converting is checked before it happens (a million-digit int
+#: takes seconds; Python's own 4,300-digit limit stays in force for everything else).
+MAX_NUMBER_CHARS = 40
+#: Digits of a JSON number (no snapshot value comes near); converting is checked before, not after.
+MAX_JSON_DIGITS = 40
+
+try:  # the C parser is several times faster; both are safe loaders
+    _Base: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _Base = yaml.SafeLoader
+
+
+class _NumberTooLong(yaml.YAMLError):
+    def __init__(self, node: yaml.Node) -> None:
+        super().__init__()
+        self.problem = f"a number of {len(str(node.value)):,} characters (at most {MAX_NUMBER_CHARS})"
+        self.problem_mark = node.start_mark
+
+
+class _Loader(_Base):  # type: ignore[misc,valid-type]
+    """The safe loader with numbers bounded in length before conversion."""
+
+
+def _bounded(tag: str) -> None:
+    original = _Base.yaml_constructors[tag]
+
+    def construct(loader: Any, node: yaml.Node) -> Any:
+        if len(str(node.value)) > MAX_NUMBER_CHARS:
+            raise _NumberTooLong(node)
+        return original(loader, node)
+
+    _Loader.add_constructor(tag, construct)
+
+
+for _tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+    _bounded(_tag)
+
+
+def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
+    """Parse a YAML/JSON file that must hold a mapping; ``what`` names it in errors."""
+    source = f"{what} {path}"
+    return parse_mapping(read_input_text(path, source, MAX_BYTES), source,
+                         str(path).endswith(".json"))
+
+
+def parse_mapping(text: str, source: str, is_json: bool = False) -> dict[str, Any]:
+    """Parse YAML (or JSON) text that must hold a mapping; ``source`` names it in errors."""
+    try:
+        if is_json:
+            data = parse_json(text, source)
+        else:
+            check_structure(text, source)
+            data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if isinstance(exc, _NumberTooLong):
+            raise UnreadableInput(source, f"{where}: {problem}".lstrip(" :")) from None
+        error = UnreadableInput if mentions_config_keys(text) else InputError
+        raise error(source, f"invalid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise UnreadableInput(source, "nested too deeply") from None
+    except ValueError as exc:  # a number over Python's int-string limit (4,300 digits)
+        raise UnreadableInput(source, f"unreadable number: {str(exc).split(';')[0]}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InputError(source, f"expected a mapping of keys to values, got {type(data).__name__}")
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise InputError(source, f"keys must be strings, got {bad[0]!r}")
+    return data
+
+
+_LINE_START = re.compile(r"(?m)^([ \t]*)((?:[-?][ \t]+)*)")
+
+
+def _depth_bound(text: str) -> int:
+    """An upper bound of YAML nesting, in one linear scan: a block collection nests by
+    indentation or by a ``- `` / ``? `` on the same line; a flow one needs ``[`` or ``{``."""
+    flow = text.count("[") + text.count("{")
+    if flow > MAX_DEPTH:
+        return flow
+    block = max((len(m.group(1)) + m.group(2).count("-") + m.group(2).count("?")
+                 for m in _LINE_START.finditer(text)), default=0)
+    return flow + block + 1
+
+
+def check_structure(text: str, source: str) -> None:
+    """Refuse YAML nested deeper than ``MAX_DEPTH`` or whose aliases expand to more than
+    ``MAX_ALIAS_NODES`` nodes, on YAML's event stream, before anything is composed (the
+    stream is flat: reading it cannot overflow, and aliases are counted, not expanded)."""
+    if "*" not in text and _depth_bound(text) <= MAX_DEPTH:
+        return  # no alias, and too shallow to reach the limit (most configs: no event pass)
+    stack: list[list[int]] = []  # per open collection: [nodes inside, depth below]
+    sizes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, depth) once expanded
+    expanded = 0
+    for event in yaml.parse(text, Loader=_Base):
+        if isinstance(event, yaml.CollectionStartEvent):
+            stack.append([1, 0, event.anchor])  # type: ignore[list-item]
+            if len(stack) > MAX_DEPTH:
+                raise UnreadableInput(source, f"nested more than {MAX_DEPTH} levels deep "
+                                         f"(at line {event.start_mark.line + 1})")
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            nodes, below, anchor = stack.pop()
+            size = (nodes, below + 1)
+            if anchor:
+                sizes[anchor] = size  # type: ignore[index]
+        elif isinstance(event, yaml.ScalarEvent):
+            size = (1, 0)
+            if event.anchor:
+                sizes[event.anchor] = size
+        elif isinstance(event, yaml.AliasEvent):
+            size = sizes.get(event.anchor or "", (1, 0))
+            expanded += size[0]
+            if expanded > MAX_ALIAS_NODES:
+                raise UnreadableInput(source, f"aliases (*{event.anchor}) expand to more than "
+                                         f"{MAX_ALIAS_NODES:,} values (at line "
+                                         f"{event.start_mark.line + 1}): not a real config")
+            if len(stack) + size[1] > MAX_DEPTH:
+                raise UnreadableInput(source, f"aliases nest more than {MAX_DEPTH} levels deep "
+                                         f"(at line {event.start_mark.line + 1})")
+        else:
+            continue
+        if stack:
+            stack[-1][0] += size[0]
+            stack[-1][1] = max(stack[-1][1], size[1])
+
+
+def mentions_config_keys(text: str) -> bool:
+    """Whether text that failed to parse still names GRPO or accelerate keys (``use_vllm:``):
+    a broken config, not some other YAML/JSON file (a Helm template, a tsconfig)."""
+    keys = "|".join(sorted(GRPO_KEYS | ACCELERATE_KEYS))
+    return re.search(rf"(?m)^[ \t\-]*[\"']?(?:{keys})[\"']?[ \t]*:", text[:1_000_000]) is not None
+
+
+class _JsonNumberTooLong(ValueError):
+    pass
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_JSON_DIGITS:  # checked before conversion (quadratic in digits)
+        raise _JsonNumberTooLong(f"a number of {len(text):,} digits (at most {MAX_JSON_DIGITS})")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if len(text) > 4 * MAX_JSON_DIGITS:
+        raise _JsonNumberTooLong(f"a number written with {len(text):,} characters")
+    return float(text)
+
+
+def _constant(name: str) -> float:
+    raise _JsonNumberTooLong(f"{name} is not a number a snapshot holds")
+
+
+def parse_json(text: str, source: str) -> Any:
+    """JSON with every number bounded before conversion; problems are ``InputError``s."""
+    try:
+        return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
+    except _JsonNumberTooLong as exc:
+        raise UnreadableInput(source, str(exc)) from None
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        error = UnreadableInput if mentions_config_keys(text) else InputError
+        raise error(source, f"invalid JSON at {where}: {exc.msg}") from None
+    except RecursionError:
+        raise UnreadableInput(source, "JSON nested too deeply") from None
+    except ValueError as exc:
+        raise UnreadableInput(source, f"unreadable number: {str(exc).split(';')[0]}") from None

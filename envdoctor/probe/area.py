@@ -1,0 +1,102 @@
+"""The probe's report area: run the probe for a checked plan and summarise what it proved."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from envdoctor.findings import Severity
+from envdoctor.report.interface import Area
+
+
+def probe_area(ctx: Any, timeout: float = 180.0,
+               on_phase: Callable[[str], None] | None = None) -> Area:
+    """Run the probe for the plan in ``ctx`` and return its report area; ``on_phase`` hears
+    each phase as it starts."""
+    from envdoctor.probe.plan import batch_shape, spec_from_context
+    from envdoctor.probe.runner import run_probe
+
+    if ctx.resolved.unresolved:
+        from envdoctor.errors import InputError
+
+        raise InputError("--probe", f"launch not resolved: {ctx.resolved.unresolved}")
+
+    spec = spec_from_context(ctx, timeout_s=timeout)
+    result = run_probe(spec, on_phase=on_phase)
+    area = Area(key="probe", title="Probe", ran=["probe"])
+    area.findings = list(result.findings)
+    if result.status == "not run":  # a line over several nodes: nothing was launched (PRB022)
+        area.summary = f"not run: the launch line spans several nodes ({spec.multi_node})"
+        return area
+    area.data = {"status": result.status, "model": result.model, "vllm": _engine(result),
+                 "weight_sync": result.weight_sync, "isolation": result.isolation,
+                 "timings": result.timings}
+    ranks = result.ranks
+    where = ", ".join(f"rank {r}→{d.get('device', '?')}" for r, d in sorted(ranks.items()))
+    steps = [d.get("step_s") for d in ranks.values() if d.get("step_s") is not None]
+    generation = result.generation
+    if any(d.get("vllm_enforce_eager") for d in ranks.values()):
+        generation += " (eager: the probe skips torch.compile and CUDA graphs for its tiny model)"
+    _, notes = batch_shape(ctx.config)
+    shape = (f"batch {spec.per_device_train_batch_size}/rank × {spec.gradient_accumulation_steps}"
+             f", {spec.num_generations} generations")
+    area.summary = (f"{result.status}: {len(ranks)} rank(s) [{where}] in {result.wall_s:.1f} s"
+                    + f"; model: {_model_text(result.model)}"
+                    + (f", step {max(steps):.2f} s" if steps else "")
+                    + f"; {shape}" + "".join(f" ({n})" for n in notes)
+                    + f"; isolation {result.isolation}; generation through {generation}"
+                    + _server_text(result) + "; phases: " + ", ".join(result.phase_lines))
+    if result.isolation == "proved":
+        area.findings.append(_info(f"isolation proved: {result.isolation_detail}"))
+    if result.leftover_pids:
+        area.findings.append(_info(f"processes left after the probe: {result.leftover_pids}",
+                                   Severity.WARNING))
+    return area
+
+
+def _engine(result: Any) -> dict[str, Any]:
+    """probe.vllm: what TRL passed to LLM() (seen in the rank), else what the probe planned."""
+    if not result.vllm:
+        return {}
+    seen = next((d["vllm_engine"] for d in result.ranks.values() if d.get("vllm_engine")), None)
+    out = dict(result.vllm)
+    if seen:
+        out.update({"max_model_len": seen.get("max_model_len"),
+                    "max_num_seqs": seen.get("max_num_seqs", out.get("max_num_seqs")),
+                    "tensor_parallel_size": seen.get("tensor_parallel_size",
+                                                     out.get("tensor_parallel_size")),
+                    "sleep_mode": bool(seen.get("enable_sleep_mode", out.get("sleep_mode"))),
+                    "gpu_memory_utilization": seen.get("gpu_memory_utilization",
+                                                       out.get("gpu_memory_utilization")),
+                    "eager": bool(seen.get("enforce_eager", True)), "as_trl_passed": seen})
+    return out
+
+
+def _model_text(model: dict[str, Any]) -> str:
+    """One line: which model ran and how it differs from the user's."""
+    if model.get("ran") == "the user's shape":
+        shape = (f"{model.get('architecture')} shape of {model.get('source')} (hidden "
+                 f"{model.get('hidden_size')}, {model.get('num_attention_heads')} heads / "
+                 f"{model.get('kv_heads')} KV, head dim {model.get('head_dim')}, vocab "
+                 f"{model.get('vocab_size')}, {model.get('max_position_embeddings')} positions)")
+        diff = "; ".join(model.get("deviations") or [])
+        return shape + (f", differs in: {diff}" if diff else "")
+    why = "; ".join(model.get("deviations") or [])
+    return "the generic tiny model" + (f" ({why})" if why else "")
+
+
+def _server_text(result: Any) -> str:
+    srv = result.server
+    if not srv.get("pid"):
+        return ""
+    held = ", ".join(f"GPU {g} {m / 1024:.1f} GiB" for g, m in sorted(srv.get("peak_mib",
+                                                                             {}).items()))
+    syncs = max((d.get("sync_calls", 0) for d in result.ranks.values()), default=0)
+    return (f" (gpu_memory_utilization {srv.get('fraction')}" + (f", held {held}" if held else "")
+            + f"; {syncs} weight sync(s) over NCCL port {srv.get('group_port')})")
+
+
+def _info(message: str, severity: Severity = Severity.INFO):
+    from envdoctor.findings import Finding
+
+    return Finding("PRB012", severity, message, "nothing to do")
