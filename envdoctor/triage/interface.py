@@ -8,6 +8,8 @@ from typing import Any
 
 from envdoctor.findings import Severity
 
+HEAD = 1024 * 1024  # bytes of a log's start read for environment reports (versions)
+
 
 @dataclass(frozen=True)
 class Signature:

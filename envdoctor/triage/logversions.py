@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from envdoctor.facts.interface import Facts, Package, normalize_name
+from envdoctor.triage.interface import HEAD
 
-HEAD = 1024 * 1024  # bytes of the log's start read for environment reports
 MAX_LINE = 4096
 
 #: The distributions whose versions advice and confirmation read (PEP 503 names), and the other

@@ -18,8 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import BinaryIO
 
-from envdoctor.triage.interface import Match, ScanResult, Signature
-from envdoctor.triage.logversions import HEAD
+from envdoctor.triage.interface import HEAD, Match, ScanResult, Signature
 from envdoctor.triage.signatures import anchors, signatures
 
 CHUNK = 4 * 1024 * 1024
