@@ -108,9 +108,3 @@ class ModelWriter:
         info["tokenizer_files"] = self.copied
         return info
 
-
-def write_faithful(model: ProbeModel, folder: Path, python: str, env: dict[str, str],
-                   timeout_s: float) -> dict[str, Any]:
-    """Write ``model`` (its ``config`` set) into ``folder`` and wait; ``RuntimeError`` says why
-    the weights could not be written."""
-    return ModelWriter(model, folder, python, env, timeout_s).wait()

@@ -21,6 +21,7 @@ from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
 from envdoctor.plan.model_shape import MAX_CONFIG_BYTES, find_config
+from envdoctor.script_args import parse_script_args
 
 #: depth of the probe model: one layer is enough for every kernel; two keep a residual path
 #: between layers (and the first/last layer special cases some families have)
@@ -61,8 +62,6 @@ def user_model_name(config: dict[str, Any], server: Any = None, trainer: Any = N
     value = config.get("model_name_or_path")
     if isinstance(value, str) and value.strip():
         return value.strip()
-    from envdoctor.plan.launch import parse_script_args
-
     for launch in (trainer, server):
         if launch is None:
             continue
@@ -102,14 +101,12 @@ def _reduce_layers(cfg: dict[str, Any], notes: list[str], where: str) -> None:
     else:
         keep = min(PROBE_LAYERS, layers)
     cfg[key] = keep
-    for extra in ("max_window_layers",):  # Qwen2: layers from this index use sliding windows
-        if _int(cfg.get(extra)) is not None and cfg[extra] > keep:
-            cfg[extra] = keep
+    if _int(cfg.get("max_window_layers")) is not None and cfg["max_window_layers"] > keep:
+        cfg["max_window_layers"] = keep  # Qwen2: layers from this index use sliding windows
     if _int(cfg.get("first_k_dense_replace")) is not None and keep > 1:
         cfg["first_k_dense_replace"] = min(cfg["first_k_dense_replace"], 1)  # one dense, one MoE
-    for listed in ("mlp_only_layers",):
-        if isinstance(cfg.get(listed), list):
-            cfg[listed] = [i for i in cfg[listed] if isinstance(i, int) and i < keep]
+    if isinstance(cfg.get("mlp_only_layers"), list):
+        cfg["mlp_only_layers"] = [i for i in cfg["mlp_only_layers"] if isinstance(i, int) and i < keep]
     if keep < layers:
         notes.append(f"{where}{keep} of {layers} layers")
 

@@ -10,7 +10,10 @@ positions.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from envdoctor.probe.server import ServerLine
 
 #: the max_model_len key of each in-process mode: the generic model caps it at its positions
 MAX_LEN_KEY = {"colocate": "vllm_max_model_length", "legacy": "vllm_max_model_len"}
@@ -34,19 +37,18 @@ def _num(value: Any) -> int | None:
 
 
 def engine_settings(spec: Any, vllm: dict[str, Any], faithful: bool,
-                    server_argv: list[str] | None = None) -> dict[str, Any]:
+                    server: ServerLine | None = None) -> dict[str, Any]:
     """The report's ``probe.vllm``: how the probe starts vLLM (before the worker reports what
     TRL really passed, which replaces the planned values)."""
     deviations = ["eager (no torch.compile, no CUDA graphs): the probe's step is one batch"]
     if not faithful:
         deviations.append("the generic model's context (its 2048 positions) bounds max_model_len")
-    if server_argv is not None:
-        tp = _num(_flag(server_argv, "tensor_parallel_size")) or 1
-        return {"mode": "server", "max_model_len": _num(_flag(server_argv, "max_model_len")),
-                "max_num_seqs": _num(_flag(server_argv, "max_num_seqs")),
-                "tensor_parallel_size": tp,
-                "data_parallel_size": _num(_flag(server_argv, "data_parallel_size")) or 1,
-                "gpu_memory_utilization": _flag(server_argv, "gpu_memory_utilization"),
+    if server is not None:  # the probe server's line: its sizes as probe_server_line read them
+        return {"mode": "server", "max_model_len": _num(_flag(server.argv, "max_model_len")),
+                "max_num_seqs": _num(_flag(server.argv, "max_num_seqs")),
+                "tensor_parallel_size": server.tensor_parallel_size,
+                "data_parallel_size": server.data_parallel_size,
+                "gpu_memory_utilization": server.fraction,
                 "sleep_mode": False, "eager": True, "deviations": deviations}
     tp = _num(vllm.get("vllm_tensor_parallel_size")) or 1
     steps = max(spec.gradient_accumulation_steps, 1)  # TRL's steps_per_generation default

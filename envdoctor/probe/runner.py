@@ -437,7 +437,7 @@ def _prepare_vllm(spec: ProbeSpec, tmp: Path, result: ProbeResult, model_dir: st
         group_port = free_port()
     line = probe_server_line(spec.server_launch, model_dir, port,
                              fraction if isinstance(fraction, float) else None, faithful=faithful)
-    result.vllm = engine_settings(spec, settings["vllm"], faithful, line.argv)
+    result.vllm = engine_settings(spec, settings["vllm"], faithful, line)
     settings["vllm"].update(vllm_server_host=line.host, vllm_server_port=port,
                             vllm_group_port=group_port,
                             vllm_server_timeout=max(spec.timeout_s, 1.0))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.plan.launch import parse_launch
-from envdoctor.probe.model_files import write_faithful
+from envdoctor.probe.model_files import ModelWriter
 from envdoctor.probe.model_source import choose, describe, reduce_config, user_model_name
 from tests.memory.configs import QWEN3_06B, QWEN3_30B_A3B, QWEN25_05B
 
@@ -136,8 +136,8 @@ def test_the_writer_builds_random_weights_transformers_loads_at_the_users_width(
     env = _cache(tmp_path, "org/small", shaped)
     model = choose("org/small", env)
     folder = tmp_path / "probe" / "model"
-    info = write_faithful(model, folder, sys.executable,
-                          {**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout_s=300)
+    info = ModelWriter(model, folder, sys.executable,
+                       {**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout_s=300).wait()
     assert info["class"] == "Qwen2ForCausalLM" and info["dtype"] == "bfloat16"
     out = subprocess.run([sys.executable, "-c", (
         "import json,sys,transformers as t;"
@@ -156,8 +156,8 @@ def test_a_writer_failure_names_the_reason(tmp_path):
               "architectures": ["NoSuchForCausalLM"]}
     model = choose(str(_dir(tmp_path, broken)), {})
     with pytest.raises(RuntimeError, match="could not build it|exited"):
-        write_faithful(model, tmp_path / "out" / "model", sys.executable,
-                       {**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout_s=300)
+        ModelWriter(model, tmp_path / "out" / "model", sys.executable,
+                    {**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout_s=300).wait()
 
 
 def _dir(tmp_path: Path, config: dict) -> Path:

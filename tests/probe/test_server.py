@@ -425,3 +425,16 @@ def test_only_loopback_is_ever_reached(host, reached):
     assert LOOPBACK_ONLY.target(host).address == reached
     if reached is None:
         assert health(host, 8000, timeout_s=0.1) is None  # refused without a connection attempt
+
+
+def test_the_reported_engine_of_a_server_is_the_probe_servers_line():
+    from envdoctor.probe.interface import ProbeSpec
+    from envdoctor.probe.plan_vllm import engine_settings
+
+    launch = parse_launch("CUDA_VISIBLE_DEVICES=1,2 trl vllm-serve --model Qwen/Qwen2.5-7B "
+                          "--tensor_parallel_size 2 --gpu_memory_utilization 0.4 "
+                          "--max_model_len 4096")
+    line = probe_server_line(launch, "/tmp/m", 1, base_env={}, faithful=True)
+    out = engine_settings(ProbeSpec(launcher=["python"], vllm_mode="server"), {}, True, line)
+    assert (out["tensor_parallel_size"], out["gpu_memory_utilization"], out["max_model_len"]) == \
+        (2, 0.4, 4096)
