@@ -145,7 +145,7 @@ def kv_cache_too_small(ctx: Context) -> Iterator[Hit]:
             continue
         if row.kv_free >= row.kv_need:
             continue
-        per_token = max(plan.model.kv_bytes_per_token(2), 1)
+        per_token = max(plan.model.kv_bytes_per_token_per_gpu(row.vllm_tp), 1)
         fits = max(row.kv_free, 0) // per_token
         util = row.vllm_util or plan.knobs.vllm_util
         needed_util = min((util * row.capacity - row.kv_free + row.kv_need) / row.capacity + 0.02,

@@ -74,6 +74,7 @@ class GpuPlan:
     kv_free: int | None = None  # vLLM: bytes its budget leaves for the KV cache
     max_model_len: int | None = None
     vllm_util: float | None = None
+    vllm_tp: int = 1  # vLLM's tensor parallel size: the KV heads one GPU holds
 
     @property
     def total(self) -> int:
@@ -242,6 +243,8 @@ def activations(shape: ModelShape, k: Knobs) -> tuple[int, str]:
         else shape.intermediate
     scale = k.compute_bytes / 2
     per_layer = (26 * h + 6 * kv + 8 * inter) * scale  # bytes per token
+    if shape.experts:  # each token's copy per routed expert, in and out, and fp32 router logits
+        per_layer += 4 * shape.experts_per_token * h * scale + 8 * shape.experts
     resid = 4 if k.weight_bytes == 4 else 2
     head = tokens * 12 * h  # embedding output, final norm
     note = f"{k.batch} × {k.seq_len} tokens"
@@ -345,7 +348,7 @@ def vllm_parts(shape: ModelShape, k: Knobs, capacity: int | None, max_model_len:
         + seqs * shape.vocab * 4 * 2
     graphs = 0 if k.vllm_enforce_eager else int(0.5 * GiB)
     overhead = profile + graphs + int(0.4 * GiB)
-    kv_token = shape.kv_bytes_per_token(2) // tp
+    kv_token = shape.kv_bytes_per_token_per_gpu(tp)
     need = kv_token * max_model_len if max_model_len else None
     if capacity is None:
         return [Part("vLLM weights", weights, "bf16"),

@@ -211,7 +211,7 @@ def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | No
         # vLLM checks its KV cache at start, asleep later or not
         vparts, row.kv_need, row.kv_free = vllm_parts(shape, k, capacity, row.max_model_len,
                                                       k.vllm_tp)
-        row.vllm_util = k.vllm_util
+        row.vllm_util, row.vllm_tp = k.vllm_util, max(k.vllm_tp, 1)
         if k.vllm_sleep:
             parts += asleep_parts()
         else:
@@ -244,7 +244,7 @@ def server_row(ctx: Any, shape: ModelShape, k: Knobs, gpu: int, capacity: int | 
     vk = k.replace(vllm_util=util, vllm_enforce_eager=eager)
     parts, need, free = vllm_parts(shape, vk, capacity, int(mml) if mml else None, tp)
     row = GpuPlan(gpu=gpu, role="vLLM", capacity=capacity, kv_need=need, kv_free=free,
-                  max_model_len=int(mml) if mml else None, vllm_util=util)
+                  max_model_len=int(mml) if mml else None, vllm_util=util, vllm_tp=max(tp, 1))
     row.parts = parts + [Part("CUDA context", CONTEXT, "outside the budget")]
     return row
 

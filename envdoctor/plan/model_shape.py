@@ -22,9 +22,12 @@ from envdoctor.errors import InputError, read_input_text
 
 #: Families whose decoder is the Llama layout (gated MLP, RMSNorm, rotary attention).
 FAMILIES = {"llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "gemma", "gemma2",
-            "gemma3", "gemma3_text", "phi3", "mixtral"}
-_QKV_BIAS = {"qwen2", "qwen2_moe"}  # modeling_qwen2.py: q/k/v Linear(bias=True), o without
-_QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
+            "gemma3", "gemma3_text", "phi3", "mixtral", "qwen2_vl", "qwen2_5_vl", "qwen3_vl",
+            "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text"}
+# modeling_qwen2.py: q/k/v Linear(bias=True), o without (the VL decoders are Qwen2's)
+_QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
+_QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_vl", "qwen3_vl_text",
+            "qwen3_vl_moe", "qwen3_vl_moe_text"}
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}  # pre/post attention and feed-forward norms
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 MAX_DIM = 10**8  # no real layer count, width or vocabulary comes near
@@ -56,6 +59,7 @@ class ModelShape:
     source: str = ""
     assumed: list[str] = field(default_factory=list)
     total_override: int | None = None  # --model-params: the user's count wins over the formula
+    vision: int = 0  # parameters of a vision tower and its projector (0: text only)
 
     # ---- counts -------------------------------------------------------------------------
     @property
@@ -99,7 +103,7 @@ class ModelShape:
             return self.total_override
         head = 0 if self.tied else self.embedding_params()
         return (self.embedding_params() + head + self.layers * self.layer_params()
-                + self.hidden)  # final norm
+                + self.hidden + self.vision)  # final norm, vision tower
 
     def active_params(self) -> int:
         """Parameters one token passes through (MoE: only the routed experts)."""
@@ -107,7 +111,7 @@ class ModelShape:
             return self.total_params()
         head = 0 if self.tied else self.embedding_params()
         return (self.embedding_params() + head + self.layers * self.layer_params(active=True)
-                + self.hidden)
+                + self.hidden + self.vision)
 
     def linear_params(self) -> int:
         """Weights of the decoder layers' Linear modules (what 4-bit quantization shrinks)."""
@@ -125,6 +129,15 @@ class ModelShape:
         """K and V of one token over all layers: 2 × layers × kv_heads × head_dim × bytes."""
         return 2 * self.layers * self.kv_heads * self.head_dim * dtype_bytes
 
+    def kv_bytes_per_token_per_gpu(self, tp: int = 1, dtype_bytes: int = 2) -> int:
+        """What one GPU of a tensor-parallel vLLM engine holds per token: each GPU keeps
+        ``max(1, kv_heads / tp)`` KV heads, so past ``tp == kv_heads`` the heads are replicated
+        (vLLM ``ModelConfig.get_num_kv_heads``; Qwen3-30B-A3B, 4 KV heads, at TP 8: twice the
+        even split)."""
+        tp = max(tp, 1)
+        heads = -(-self.kv_heads // tp)  # ceil: vLLM needs one to divide the other
+        return 2 * self.layers * heads * self.head_dim * dtype_bytes
+
 
 def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelShape:
     """A shape from a parsed ``config.json``; raises ``InputError`` for what it cannot count."""
@@ -132,12 +145,15 @@ def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelS
     if isinstance(cfg.get("text_config"), dict):  # multimodal wrappers (Gemma3ForConditionalGen.)
         inner = dict(cfg["text_config"])
         inner.pop("text_config", None)  # one level (a hostile chain would recurse per level)
+        inner.pop("vision_config", None)
         inner.setdefault("model_type", model_type)
         inner.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", True))
         for key in ("torch_dtype", "dtype"):
             if key in cfg:
                 inner.setdefault(key, cfg[key])
-        return from_config(inner, name, source)
+        shape = from_config(inner, name, source)
+        _add_vision(shape, cfg)
+        return shape
     where = f"model config {source or name}"
     assumed: list[str] = []
     if model_type not in FAMILIES:
@@ -170,7 +186,7 @@ def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelS
     bias = model_type in _QKV_BIAS or bool(cfg.get("attention_bias"))
     dtype = cfg.get("torch_dtype") or cfg.get("dtype")
     factor, rope_base = _rope(cfg, model_type)
-    return ModelShape(
+    shape = ModelShape(
         rope_factor=factor, rope_base=rope_base,
         name=name or str(cfg.get("_name_or_path", "")), family=model_type or "llama",
         layers=num("num_hidden_layers", "n_layer"), hidden=hidden,
@@ -184,6 +200,58 @@ def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelS
         if experts else 0,
         max_positions=num("max_position_embeddings", default=0) or None,
         dtype=str(dtype) if isinstance(dtype, str) else None, source=source, assumed=assumed)
+    _add_vision(shape, cfg)
+    return shape
+
+
+def _dim(cfg: dict[str, Any], *keys: str) -> int:
+    for key in keys:
+        value = cfg.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_DIM:
+            return value
+    return 0
+
+
+def vision_params(vision: dict[str, Any], text_hidden: int) -> int:
+    """Parameters of a vision tower and its projector into the decoder, from ``vision_config``.
+
+    Per block: q, k, v and output projections (4·w²), the MLP (gate/up/down where the activation
+    is SiLU, as Qwen2.5-VL's; fc1/fc2 otherwise: Qwen2-VL, Qwen3-VL, SigLIP, CLIP) and two norms;
+    the patch embedding (channels × temporal patch × patch²× w), learned positions where the
+    tower has a fixed ``image_size``, and the projector: Qwen's patch merger
+    ((w·m²)² + w·m²·out, m the spatial merge size) or one linear map into the decoder's width.
+    Qwen2-VL names the tower's width ``embed_dim`` and its output ``hidden_size``."""
+    depth = _dim(vision, "depth", "num_hidden_layers", "num_layers")
+    width = _dim(vision, "embed_dim", "hidden_size", "width")
+    if not depth or not width:
+        return 0
+    inter = _dim(vision, "intermediate_size") or int(
+        width * vision["mlp_ratio"] if isinstance(vision.get("mlp_ratio"), (int, float))
+        and 0 < vision["mlp_ratio"] <= 64 else 4 * width)
+    gated = str(vision.get("hidden_act", "")) in ("silu", "swiglu")
+    block = 4 * width * width + (3 if gated else 2) * width * inter + 4 * width
+    patch = _dim(vision, "patch_size") or 14
+    channels = _dim(vision, "in_chans", "in_channels", "num_channels") or 3
+    embed = channels * (_dim(vision, "temporal_patch_size") or 1) * patch * patch * width
+    image = _dim(vision, "image_size")
+    positions = (image // patch) ** 2 * width if image else 0
+    out = _dim(vision, "out_hidden_size") or (
+        _dim(vision, "hidden_size") if "embed_dim" in vision else 0) or text_hidden
+    merge = _dim(vision, "spatial_merge_size")
+    projector = (width * merge**2) ** 2 + width * merge**2 * out if merge else width * out
+    return depth * block + embed + positions + projector
+
+
+def _add_vision(shape: ModelShape, cfg: dict[str, Any]) -> None:
+    """Count a vision tower (``vision_config``) into ``shape`` and say what is not planned."""
+    vision = cfg.get("vision_config")
+    if not isinstance(vision, dict) or shape.vision:
+        return
+    shape.vision = vision_params(vision, shape.hidden)
+    if shape.vision:
+        shape.assumed.append(
+            f"vision tower counted ({shape.vision / 1e9:.2f}B parameters); image tokens are not in "
+            "the prompt length (plan-memory --prompt-tokens N counts them)")
 
 
 # ---- finding the config -------------------------------------------------------------------

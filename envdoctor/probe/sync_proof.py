@@ -5,7 +5,9 @@ its own folder, so it must not import envdoctor). vLLM and the trainer loaded th
 checkpoint, so equal outputs before a sync prove nothing. The proof:
 
 1. moves the trainer's weights far from what vLLM holds: every weight gets seeded noise, and
-   the output embedding is scaled so the model's next-token distribution becomes sharp;
+   the output embedding is scaled so the model's next-token distribution becomes sharp; with
+   PEFT the adapters move too (LoRA's B starts at zero: the noise makes every adapter count), so
+   a sync that skips the merge leaves vLLM far from the trainer;
 2. calls TRL's own sync (``VLLMGeneration.sync_weights`` in TRL ≥ 1.0, ``_move_model_to_vllm``
    before), exactly the code the run calls each step;
 3. lets vLLM generate a few tokens with their log-probs through TRL's own generation path
@@ -206,9 +208,8 @@ def prove(trainer: Any, tokenizer: Any, fault: str | None = None) -> dict[str, A
     where, sync, generate = path
     model = trainer.accelerator.unwrap_model(trainer.model) if hasattr(
         trainer, "accelerator") else trainer.model
-    if hasattr(model, "peft_config"):
-        return {"checked": False, "path": where,
-                "reason": "a PEFT model: the probe does not move adapter weights yet"}
+    if hasattr(model, "peft_config"):  # TRL merges the adapters and sends the merged weights
+        where += " (PEFT: merge_adapter, merged weights, unmerge_adapter)"
     prompts = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in PROMPTS]
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     was_training = model.training

@@ -74,3 +74,24 @@ QWEN25_72B = {**QWEN25_05B, "hidden_size": 8192, "intermediate_size": 29568,
 QWEN25_32B = {**QWEN25_05B, "hidden_size": 5120, "intermediate_size": 27648,
               "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8,
               "vocab_size": 152064, "tie_word_embeddings": False}
+#: Qwen2.5-VL-7B-Instruct (transformers 4.x layout: the decoder's keys at the top, the tower in
+#: vision_config); 8.29 B parameters, of which the vision tower and merger 0.68 B.
+QWEN25_VL_7B = {
+    **QWEN25_7B, "architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+    "max_position_embeddings": 128000,
+    "vision_config": {"depth": 32, "hidden_act": "silu", "hidden_size": 1280,
+                      "intermediate_size": 3420, "num_heads": 16, "in_chans": 3,
+                      "out_hidden_size": 3584, "patch_size": 14, "spatial_merge_size": 2,
+                      "temporal_patch_size": 2, "window_size": 112},
+}
+#: Gemma 3 4B (text_config + a SigLIP vision_config): 4.30 B parameters, the tower 0.42 B.
+GEMMA3_4B = {
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+    "text_config": {"model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240,
+                    "num_hidden_layers": 34, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "head_dim": 256, "vocab_size": 262208, "max_position_embeddings": 131072},
+    "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152,
+                      "intermediate_size": 4304, "num_hidden_layers": 27, "num_attention_heads": 16,
+                      "patch_size": 14, "image_size": 896, "hidden_act": "gelu_pytorch_tanh"},
+    "torch_dtype": "bfloat16",
+}

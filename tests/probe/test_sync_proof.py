@@ -173,3 +173,50 @@ def test_a_proved_sync_is_on_record_and_a_cpu_probe_says_the_proof_needs_vllm():
         r.findings[0].message and r.status == "pass"
     cpu = _judged({0: {"checked": False, "reason": "needs vLLM: …"}}, mode="off")
     assert cpu.findings == [] and cpu.weight_sync["reason"].startswith("needs vLLM")
+
+
+class PeftEngine(FakeEngine):
+    """TRL's PEFT sync (``VLLMGeneration._iter_weights``): merge the adapters, send the base
+    model's weights under vLLM's names (``base_model.model.`` and ``.base_layer`` dropped, the
+    adapters skipped), unmerge; ``skip_merge`` sends the base weights without merging."""
+
+    def __init__(self, model, checkpoint, break_sync=None):
+        super().__init__(checkpoint, break_sync)  # vLLM loaded the checkpoint, no adapters
+        self.trainer_model = model
+
+    def sync_weights(self):
+        model = self.trainer_model
+        if self.break_sync != "skip_merge":
+            model.merge_adapter()
+        try:
+            sent = {}
+            for name, p in model.named_parameters():
+                name = name.removeprefix("base_model.model.").replace(".base_layer", "")
+                if model.prefix in name:
+                    continue
+                sent[name] = p.detach().clone()
+        finally:
+            if self.break_sync != "skip_merge":
+                model.unmerge_adapter()
+        with torch.no_grad():
+            for name, p in self.engine.named_parameters():
+                p.copy_(sent[name].to(p.dtype))
+
+
+def _prove_peft(parts, break_sync=None):
+    peft = pytest.importorskip("peft")
+    tok, base = parts
+    model = peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(
+        r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"]))
+    before = {n: p.clone() for n, p in model.named_parameters()}
+    out = prove(Trainer(model, PeftEngine(model, base, break_sync)), tok)
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())  # restored
+    return out
+
+
+def test_a_lora_merge_sync_is_proved_and_a_skipped_merge_is_caught(parts):
+    out = _prove_peft(parts)
+    assert out["checked"] and out["verdict"] == "proved", out
+    assert "PEFT: merge_adapter" in out["path"]
+    skipped = _prove_peft(parts, break_sync="skip_merge")
+    assert skipped["verdict"] == "mismatch", skipped  # vLLM holds the base without the adapters
