@@ -26,6 +26,9 @@ class ProbeSpec:
     bf16: bool | None = None  # None: bf16 where the GPU supports it, off on CPU
     fp16: bool | None = None
     gradient_checkpointing: bool = False
+    #: the user's LoRA (``use_peft``): r, lora_alpha, lora_dropout, target_modules as TRL's
+    #: ModelConfig passes them to ``get_peft_config``; None: full fine-tuning
+    peft: dict[str, Any] | None = None
     num_generations: int = 2
     per_device_train_batch_size: int = 2
     gradient_accumulation_steps: int = 1

@@ -117,6 +117,28 @@ def multi_node(ctx: Any) -> str | None:
     return f"{remote_rendezvous(trainer, ctx.plan.accelerate, env)} for {nodes} nodes"
 
 
+def peft_settings(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The LoRA a ``use_peft`` run trains, with TRL ModelConfig's defaults (r 16, alpha 32,
+    dropout 0.05, PEFT's default target modules for the architecture), or None."""
+    if not as_bool(config.get("use_peft", False)):
+        return None
+    out: dict[str, Any] = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05, "target_modules": None}
+    for key, name in (("lora_r", "r"), ("lora_alpha", "lora_alpha")):
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
+            out[name] = value
+    dropout = config.get("lora_dropout")
+    if isinstance(dropout, (int, float)) and not isinstance(dropout, bool) and 0 <= dropout < 1:
+        out["lora_dropout"] = float(dropout)
+    targets = config.get("lora_target_modules")
+    if isinstance(targets, str) and targets.strip():
+        out["target_modules"] = targets.strip() if targets.strip() == "all-linear" else [
+            t.strip() for t in targets.split(",") if t.strip()]
+    elif isinstance(targets, list) and all(isinstance(t, str) for t in targets) and targets:
+        out["target_modules"] = [t.strip() for t in targets if t.strip()][:64]
+    return out
+
+
 def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> ProbeSpec:
     """A probe of the plan in ``ctx`` (an ``envdoctor.checks.context.Context``): the user's
     launcher, GPUs, batch shape and precision, and the user's generation path (vLLM server,
@@ -137,5 +159,6 @@ def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> Pro
         bf16=as_bool(ctx.config["bf16"]) if "bf16" in ctx.config else None,
         fp16=as_bool(ctx.config["fp16"]) if "fp16" in ctx.config else None,
         gradient_checkpointing=bool(as_bool(ctx.config.get("gradient_checkpointing", False))),
+        peft=peft_settings(ctx.config),
         model_family="llama" if "llama" in str(ctx.config.get("model_name_or_path", "")).lower()
         else "qwen2", **shape)

@@ -192,7 +192,7 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
                 "model_ready": str(files.ready) if files.pending else None,
                 "out_dir": str(tmp), "steps": spec.steps, "model_family": spec.model_family,
                 "bf16": spec.bf16, "fp16": spec.fp16,
-                "gradient_checkpointing": spec.gradient_checkpointing,
+                "gradient_checkpointing": spec.gradient_checkpointing, "peft": spec.peft,
                 "num_generations": spec.num_generations,
                 "per_device_train_batch_size": spec.per_device_train_batch_size,
                 "gradient_accumulation_steps": spec.gradient_accumulation_steps,

@@ -346,14 +346,19 @@ def run(spec: dict, result: dict) -> None:
             _sync_address(result)
     result["n_gpu"] = int(args.n_gpu)
     result["device"] = _name(args.device)
-    grad_devices: set[str] = set()
-    for p in model.parameters():
-        if p.requires_grad:
-            p.register_hook(lambda g: grad_devices.add(_name(g.device)))
     params = inspect.signature(GRPOTrainer.__init__).parameters
     kwargs = {"model": model, "reward_funcs": _reward, "args": args, "train_dataset": dataset}
     kwargs["processing_class" if "processing_class" in params else "tokenizer"] = tok
+    if spec.get("peft"):  # the user's LoRA, as TRL's scripts build it (an ImportError is theirs)
+        from peft import LoraConfig
+
+        kwargs["peft_config"] = LoraConfig(task_type="CAUSAL_LM", **spec["peft"])
+        result["peft"] = dict(spec["peft"])
     trainer = GRPOTrainer(**kwargs)
+    grad_devices: set[str] = set()
+    for p in trainer.model.parameters():  # after TRL wrapped it (LoRA: the adapters train)
+        if p.requires_grad:
+            p.register_hook(lambda g: grad_devices.add(_name(g.device)))
     t = _phase(result, "trainer_init", t)
     if spec.get("use_vllm"):
         _watch_vllm(result, trainer)

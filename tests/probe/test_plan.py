@@ -80,3 +80,17 @@ def test_legacy_trl_runs_vllm_device_as_given():
     spec = spec_from_context(ctx)
     assert spec.vllm_mode == "legacy" and spec.generation_gpus == [1]
     assert spec.vllm == {"vllm_device": "cuda:1", "vllm_gpu_memory_utilization": 0.7}
+
+
+def test_the_users_lora_reaches_the_probe_with_trls_defaults():
+    from envdoctor.probe.plan import peft_settings
+
+    assert peft_settings({}) is None and peft_settings({"use_peft": False, "lora_r": 8}) is None
+    assert peft_settings({"use_peft": True}) == {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05,
+                                                 "target_modules": None}
+    got = peft_settings({"use_peft": "true", "lora_r": 64, "lora_alpha": 128, "lora_dropout": 0,
+                         "lora_target_modules": "q_proj, v_proj"})
+    assert got == {"r": 64, "lora_alpha": 128, "lora_dropout": 0.0,
+                   "target_modules": ["q_proj", "v_proj"]}
+    assert peft_settings({"use_peft": True, "lora_target_modules": "all-linear",
+                          "lora_r": -3})["target_modules"] == "all-linear"

@@ -22,10 +22,10 @@ def worker():
     return module
 
 
-def _run_by_hand(tmp_path, **spec) -> tuple[int, dict, dict | None]:
+def _run_by_hand(tmp_path, timeout: float = 60, **spec) -> tuple[int, dict, dict | None]:
     (tmp_path / "spec.json").write_text(json.dumps({"out_dir": str(tmp_path), **spec}))
     proc = subprocess.run([sys.executable, str(WORKER), str(tmp_path / "spec.json")],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
     started = json.loads((tmp_path / "rank0.started.json").read_text())
     done = tmp_path / "rank0.json"
     assert not list(tmp_path.glob("*.tmp"))
@@ -126,3 +126,16 @@ def test_no_vllm_is_left_to_trl(worker, monkeypatch):
     result: dict = {}
     worker.eager_vllm(result)
     assert result == {}
+
+
+def test_a_lora_run_trains_its_adapters_in_the_probe(tmp_path):
+    """use_peft: the probe's trainer is a PEFT model with the user's LoRA, and the adapters get
+    the gradients (a real GRPO step on the CPU)."""
+    pytest.importorskip("peft")
+    pytest.importorskip("trl")
+    peft = {"r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
+    code, _started, result = _run_by_hand(tmp_path, peft=peft, per_device_train_batch_size=2,
+                                          num_generations=2, timeout=120)
+    assert code == 0, result
+    assert result["peft"] == peft and result["wrapper"].startswith("Peft")
+    assert result["grad_devices"] == ["cpu"] and result["loss_finite"]
