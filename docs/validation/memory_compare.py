@@ -117,6 +117,27 @@ def vllm_rows(rows: list[dict], trl: str, jsonl: Path) -> None:
               f" predicted {verdict} | {said} | |")
 
 
+def slack_rows(rows: list[dict], trl: str) -> None:
+    """The caching allocator's slack per optimizer step (what it reserves beyond its peak
+    allocation, as a share of that peak) against the plan's fragmentation share."""
+    stepped = [r for r in rows if r.get("steps") and r.get("status") == "ok"]
+    if not stepped:
+        return
+    print("\n| shape | model | step | peak allocated | peak reserved | slack | plan's share |")
+    print("|" + "---|" * 7)
+    for r in stepped:
+        share = next((p for p in overhead_parts(trainer_parts(
+            from_config(dict(MODELS[r["model"]]), r["model"]), _knobs(r, trl)), _knobs(r, trl))
+            if p.name == "allocator fragmentation"), None)
+        alloc = allocated(trainer_parts(from_config(dict(MODELS[r["model"]]), r["model"]),
+                                        _knobs(r, trl)))
+        plan = f"{share.bytes / alloc:.0%}" if share and alloc else "—"
+        for s in r["steps"]:
+            peak, res = s["max_allocated"], s["max_reserved"]
+            print(f"| {r['shape']} | {r['model']} | {s['step']} | {peak / GiB:.2f} GiB | "
+                  f"{res / GiB:.2f} GiB | {(res - peak) / peak:+.0%} | {plan} |")
+
+
 def main() -> None:
     jsonl = Path(sys.argv[1])
     lines = [json.loads(x) for f in [jsonl, *sorted(jsonl.parent.glob(jsonl.name + ".rank*"))]
@@ -154,6 +175,7 @@ def main() -> None:
               f"{r['dtype']} | {alloc / GiB:.2f} GiB | "
               f"{meas / GiB if meas else 0:.2f} GiB | {err} | {proc / GiB:.2f} GiB | "
               f"{nv / GiB:.2f} GiB | {nerr} | {status} |")
+    slack_rows(rows, trl)
     colocated = [x for x in rows if x.get("vllm") and x.get("status") == "ok"]
     if servers or colocated:
         vllm_rows(colocated + servers, trl, jsonl)

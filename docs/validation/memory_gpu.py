@@ -27,7 +27,27 @@ QWEN25_05B = {"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 48
               "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1e6}
 QWEN25_15B = {**QWEN25_05B, "hidden_size": 1536, "intermediate_size": 8960,
               "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2}
-MODELS = {"qwen2.5-0.5b": QWEN25_05B, "qwen2.5-1.5b": QWEN25_15B}
+#: a vision-language model: Qwen2.5-0.5B's decoder under Qwen2.5-VL's real vision tower (32
+#: blocks of 1280, 0.66 B parameters with its merger): the tower is most of the model, so the
+#: plan's count of it shows
+QWEN25_VL_SMALL = {**QWEN25_05B, "model_type": "qwen2_5_vl",  # mrope over head dim 64:
+                   "rope_scaling": {"type": "mrope", "rope_type": "default",
+                                    "mrope_section": [8, 12, 12]},
+                   "vision_config": {"depth": 32, "hidden_act": "silu", "hidden_size": 1280,
+                                     "intermediate_size": 3420, "num_heads": 16, "in_chans": 3,
+                                     "out_hidden_size": 896, "patch_size": 14,
+                                     "spatial_merge_size": 2, "temporal_patch_size": 2,
+                                     "window_size": 112, "fullatt_block_indexes": [7, 15, 23, 31]}}
+#: an MoE: Qwen3-30B-A3B's layer (hidden 2048, 128 experts of 768, top 8, 32 heads, 4 KV heads)
+#: at 4 layers
+QWEN3_MOE_SMALL = {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+                   "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+                   "decoder_sparse_step": 1, "norm_topk_prob": True, "num_hidden_layers": 4,
+                   "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+                   "vocab_size": 151936, "tie_word_embeddings": False,
+                   "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "rope_theta": 1e6}
+MODELS = {"qwen2.5-0.5b": QWEN25_05B, "qwen2.5-1.5b": QWEN25_15B,
+          "qwen2.5-vl-small": QWEN25_VL_SMALL, "qwen3-moe-small": QWEN3_MOE_SMALL}
 
 # name: model, per_device_train_batch_size, prompt tokens, max_completion_length,
 # gradient_checkpointing, weight dtype
@@ -67,6 +87,17 @@ SHAPES = {
     # ZeRO-1 on 2 ranks
     "b1": ("qwen2.5-1.5b", 8, 128, 256, False, "float32", {"beta": 0.04}),
     "z1": ("qwen2.5-1.5b", 8, 128, 256, False, "float32", {"launch": "zero1"}),
+    # the sixth run (issue #28, 5 and 9): TRL 1.x as its users run it (bf16 weights, gradient
+    # checkpointing on, the fused log-prob path), a vision-language model and an MoE; every shape
+    # records each step's peaks, so the allocator's slack is read at step 2
+    "t1": ("qwen2.5-0.5b", 8, 128, 256, True, "bfloat16"),
+    "t2": ("qwen2.5-1.5b", 16, 128, 512, True, "bfloat16"),
+    "t3": ("qwen2.5-1.5b", 32, 256, 1024, True, "bfloat16"),
+    "t4": ("qwen2.5-1.5b", 8, 128, 256, True, "float32"),
+    "vl1": ("qwen2.5-vl-small", 8, 128, 256, True, "bfloat16"),
+    "vl2": ("qwen2.5-vl-small", 8, 128, 256, False, "float32"),
+    "m1": ("qwen3-moe-small", 8, 128, 256, True, "bfloat16"),
+    "m2": ("qwen3-moe-small", 8, 128, 256, False, "bfloat16"),
 }
 #: accelerate config of the "fsdp" shapes (open-r1's recipes/accelerate_configs/fsdp.yaml at
 #: 2 processes, without the settings that need from_pretrained on every rank)
@@ -192,6 +223,23 @@ def _split_peaks(trainer, cuda, base: int, phases: dict) -> None:
     trainer._generate_and_score_completions = measured
 
 
+def _step_peaks(cuda, base: int, steps: list) -> object:
+    """A TrainerCallback recording each optimizer step's peaks since the last reset (the
+    generation phase resets them: so the training phase of that step) and what stays reserved."""
+    from transformers import TrainerCallback
+
+    class StepPeaks(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if cuda:
+                steps.append({"step": state.global_step,
+                              "max_allocated": cuda.max_memory_allocated() - base,
+                              "max_reserved": cuda.max_memory_reserved(),
+                              "reserved": cuda.memory_reserved(),
+                              "allocated": cuda.memory_allocated() - base})
+
+    return StepPeaks()
+
+
 def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     import torch
     from datasets import Dataset
@@ -211,7 +259,14 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
     cfg = dict(MODELS[model_name])
     if DRY:  # a CPU rehearsal of the script: same code path, a tiny model
         cfg.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                   num_attention_heads=4, num_key_value_heads=2)
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=16)
+        if "vision_config" in cfg:
+            cfg["vision_config"] = {**cfg["vision_config"], "depth": 2, "hidden_size": 32,
+                                    "intermediate_size": 64, "num_heads": 2,
+                                    "out_hidden_size": 64, "fullatt_block_indexes": [1]}
+            cfg["rope_scaling"] = {**cfg["rope_scaling"], "mrope_section": [2, 3, 3]}
+        if "num_experts" in cfg:
+            cfg.update(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32)
         batch, comp = 4, 8
     config = AutoConfig.for_model(**cfg, pad_token_id=0, eos_token_id=1, bos_token_id=1)
     cuda = torch.cuda if not DRY else None
@@ -244,9 +299,13 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
         else:
             # several ranks: built on the CPU, the trainer / accelerate places (or shards) it
             where = "cpu" if DRY or launch else "cuda"
+            auto = AutoModelForCausalLM
+            if "vision_config" in cfg:  # a vision-language model: its own auto class
+                from transformers import AutoModelForImageTextToText as auto
             with torch.device(where):
-                model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
+                model = auto.from_config(config, dtype=getattr(torch, dtype))
         if not isinstance(model, str):
+            result["parameters"] = sum(p.numel() for p in model.parameters())
             model.generation_config.pad_token_id = 0
             model.generation_config.eos_token_id = 1
             model.generation_config.suppress_tokens = None
@@ -278,6 +337,9 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
                               [float(len(c)) for c in completions], args=args,
                               train_dataset=data, processing_class=tok, peft_config=peft_config)
         result["optimizer"] = args.optim
+        steps: list = []
+        result["steps"] = steps
+        trainer.add_callback(_step_peaks(cuda, base_alloc, steps))
         if cuda:
             _split_peaks(trainer, cuda, base_alloc, phases)
         trainer.train()

@@ -16,6 +16,10 @@ model) or qwen25 / qwen3 / llama / qwen25_7b (the published config.json of Qwen2
   other tensors than the trainer) — must be a PRB019 error
 - sleep: colocate with vllm_enable_sleep_mode
 - server / server_noop: trainer on GPU 0, `trl vllm-serve` on GPU 1 (two GPUs)
+- lora / lora_skip: colocate with `use_peft` (TRL's LoRA defaults, r 16); lora_skip sabotages
+  the merge (TRL's sync sends the base weights without the adapters) — must be a PRB019 error
+- tp2x2: two trainer ranks (`accelerate launch --num_processes 2`) on GPUs 0-1, `trl vllm-serve
+  --tensor_parallel_size 2` on GPUs 2-3 (four GPUs)
 """
 
 from __future__ import annotations
@@ -84,14 +88,24 @@ def _scenario(name: str, work: Path) -> tuple[dict, list[str], str | None]:
         config["model_name_or_path"] = _model_dir(work, model)
     if kind == "sleep":
         config["vllm_enable_sleep_mode"] = True
+    if kind.startswith("lora"):
+        config["use_peft"] = True
     launches = ["CUDA_VISIBLE_DEVICES=0 python3 train.py"]
+    if kind == "tp2x2":
+        config.update(vllm_mode="server")
+        config.pop("vllm_gpu_memory_utilization")
+        target = config.get("model_name_or_path") or "Qwen/Qwen2.5-0.5B-Instruct"
+        launches = [f"CUDA_VISIBLE_DEVICES=2,3 trl vllm-serve --model {target} "
+                    "--tensor_parallel_size 2 --gpu_memory_utilization 0.3",
+                    "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py"]
     if kind.startswith("server"):
         config.update(vllm_mode="server")
         config.pop("vllm_gpu_memory_utilization")
         target = config.get("model_name_or_path") or "Qwen/Qwen2.5-0.5B-Instruct"
         launches.insert(0, f"CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model {target} "
                            "--gpu_memory_utilization 0.3")
-    fault = {"noop": "sync_noop", "wrong": "sync_wrong", "server_noop": "sync_noop"}.get(kind)
+    fault = {"noop": "sync_noop", "wrong": "sync_wrong", "server_noop": "sync_noop",
+             "lora_skip": "skip_merge"}.get(kind)
     return config, launches, fault
 
 

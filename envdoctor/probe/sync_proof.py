@@ -178,6 +178,15 @@ def _move(model: Any, seed: int) -> None:
             out_weight.mul_(factor)
 
 
+def _without_merge(model: Any, sync: Callable[[], None]) -> None:
+    """TRL's sync with PEFT's merge and unmerge turned into no-ops (a sabotage for tests)."""
+    model.merge_adapter = model.unmerge_adapter = lambda *args, **kwargs: None
+    try:
+        sync()
+    finally:
+        del model.merge_adapter, model.unmerge_adapter
+
+
 def _restore(model: Any, saved: dict[str, Any]) -> None:
     import torch
 
@@ -218,6 +227,8 @@ def prove(trainer: Any, tokenizer: Any, fault: str | None = None) -> dict[str, A
         _move(model, seed=1234)
         if fault == "sync_noop":  # tests: a sync that silently does nothing
             pass
+        elif fault == "skip_merge" and hasattr(model, "merge_adapter"):
+            _without_merge(model, sync)  # tests: the base weights go without the adapters
         else:
             sync()
         if fault == "sync_wrong":  # tests: vLLM got other tensors than the trainer holds

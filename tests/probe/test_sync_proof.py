@@ -203,13 +203,14 @@ class PeftEngine(FakeEngine):
                 p.copy_(sent[name].to(p.dtype))
 
 
-def _prove_peft(parts, break_sync=None):
+def _prove_peft(parts, break_sync=None, fault=None):
     peft = pytest.importorskip("peft")
     tok, base = parts
     model = peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(
         r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"]))
     before = {n: p.clone() for n, p in model.named_parameters()}
-    out = prove(Trainer(model, PeftEngine(model, base, break_sync)), tok)
+    out = prove(Trainer(model, PeftEngine(model, base, break_sync)), tok, fault)
+    assert "merge_adapter" not in vars(model)  # the sabotage is undone
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())  # restored
     return out
 
@@ -220,3 +221,7 @@ def test_a_lora_merge_sync_is_proved_and_a_skipped_merge_is_caught(parts):
     assert "PEFT: merge_adapter" in out["path"]
     skipped = _prove_peft(parts, break_sync="skip_merge")
     assert skipped["verdict"] == "mismatch", skipped  # vLLM holds the base without the adapters
+
+
+def test_the_skip_merge_sabotage_the_gpu_validation_runs_is_caught(parts):
+    assert _prove_peft(parts, fault="skip_merge")["verdict"] == "mismatch"
