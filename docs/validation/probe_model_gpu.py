@@ -7,7 +7,8 @@ published config.json: nothing is downloaded), builds the plan exactly as `envdo
 --probe --config C -- LAUNCH` does, runs the probe and prints its status, the model it ran, the
 vLLM engine TRL started, the weight-sync proof, the findings and the phases. The full report area
 goes to $OUT/<kind>_<model>_<batch>.json when OUT is set. A scenario is KIND:MODEL[:BATCH]
-(per-device batch, default 8 = TRL's default); MODEL is generic (no model named: the generic tiny
+(per-device batch, default 8 = TRL's default; PROBE_GPU picks the trainer's GPU of the
+one-GPU kinds, so several run side by side); MODEL is generic (no model named: the generic tiny
 model) or qwen25 / qwen3 / llama / qwen25_7b (the published config.json of Qwen2.5-0.5B-Instruct
 / Qwen3-0.6B / Llama-3.2-1B / Qwen2.5-7B-Instruct). KIND:
 
@@ -90,7 +91,7 @@ def _scenario(name: str, work: Path) -> tuple[dict, list[str], str | None]:
         config["vllm_enable_sleep_mode"] = True
     if kind.startswith("lora"):
         config["use_peft"] = True
-    launches = ["CUDA_VISIBLE_DEVICES=0 python3 train.py"]
+    launches = [f"CUDA_VISIBLE_DEVICES={os.environ.get('PROBE_GPU', '0')} python3 train.py"]
     if kind == "tp2x2":
         config.update(vllm_mode="server")
         config.pop("vllm_gpu_memory_utilization")

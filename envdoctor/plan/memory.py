@@ -22,7 +22,8 @@ Trainer side, per rank (bytes; P parameters, P_t trainable, N data-parallel rank
 - a reference model (``beta > 0``, no PEFT): P × dtype bytes (sharded under ZeRO-3);
 - CUDA context and cuBLAS workspaces (~0.6 GiB, outside PyTorch's count), NCCL's communicator
   buffers with several ranks (~0.8 GiB more, measured) and the caching allocator's fragmentation
-  (8 % of what PyTorch allocates; 25 % under FSDP, whose all-gathers and reduce-scatters run on
+  (10 % of what PyTorch allocates: 7–14 % measured at the second optimizer step, median 9.5 %;
+  25 % under FSDP, whose all-gathers and reduce-scatters run on
   their own streams: measured 21–26 % on two H200s; 28 % under DeepSpeed ZeRO: measured 26–30 %
   with ZeRO-1, -2 and -3, docs/validation/memory-gpu-h200x2.md).
 
@@ -44,7 +45,7 @@ from envdoctor.plan.model_shape import ModelShape
 GiB = 1024**3
 CONTEXT = int(0.6 * GiB)
 NCCL = int(0.8 * GiB)  # several ranks: 1.55 GiB outside PyTorch per rank vs 0.73–0.88 alone
-FRAGMENTATION = 0.08
+FRAGMENTATION = 0.10  # one rank / DDP: 7-14 % at step 2 on 8 shapes (memory-gpu-h200x4.md)
 FSDP_FRAGMENTATION = 0.25
 ZERO_FRAGMENTATION = 0.28  # DeepSpeed ZeRO-1 / -2 / -3: measured 26-30 % on two H200s
 THIN = 0.10  # headroom below this share of the GPU is a warning
