@@ -39,7 +39,7 @@ def _confs(ctx: Context) -> dict[str, str]:
 
 
 @rule("ALC001")
-def invalid(ctx: Context) -> Iterator[Hit]:
+def alloc_conf_invalid(ctx: Context) -> Iterator[Hit]:
     accepted, text = _torch_rules(ctx)
     for var, raw in _confs(ctx).items():
         conf = parse_alloc_conf(raw, accepted, text)
@@ -52,7 +52,7 @@ def invalid(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("ALC002")
-def disagree(ctx: Context) -> Iterator[Hit]:
+def alloc_conf_disagree(ctx: Context) -> Iterator[Hit]:
     confs = _confs(ctx)
     torch = ctx.version("torch")
     read = _env_vars_read(ctx)
@@ -69,7 +69,7 @@ def disagree(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("ALC003", needs=("gpus", "plan"))
-def expandable_recommended(ctx: Context) -> Iterator[Hit]:
+def expandable_segments_recommended(ctx: Context) -> Iterator[Hit]:
     confs = _confs(ctx)
     if any(parse_alloc_conf(v).expandable_segments for v in confs.values()):
         return
@@ -83,7 +83,7 @@ def expandable_recommended(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("ALC004", needs=("vllm",))
-def expandable_vs_sleep(ctx: Context) -> Iterator[Hit]:
+def expandable_segments_vs_vllm_sleep(ctx: Context) -> Iterator[Hit]:
     """vLLM 0.8.0–0.20.0 asserts in sleep mode when PYTORCH_CUDA_ALLOC_CONF has expandable
     segments; 0.20.1+ switches them off itself (rules/knowledge/vllm.yaml)."""
     if not ctx.config.get("vllm_enable_sleep_mode") or ctx.layout.generation_mode != "colocate":

@@ -69,7 +69,7 @@ def _deprecated(entry: dict, trl: str | None) -> bool:
 
 
 @rule("CFG001", needs=("plan",))
-def key_unknown_for_version(ctx: Context) -> Iterator[Hit]:
+def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
     trl, said = ctx.trl.version, ctx.trl.label()
     keys = (ctx.kb.grpo_keys.get("keys") or {})
     if not keys or versions.parse(trl) is None:
@@ -144,7 +144,7 @@ def _script_keys(ctx: Context) -> set[str]:
 
 
 @rule("CFG002", needs=("plan",))
-def batch_divisible(ctx: Context) -> Iterator[Hit]:
+def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
     cfg = ctx.config
     lay = ctx.layout
     try:
@@ -192,7 +192,7 @@ def _gcd(a: int, b: int) -> int:
 
 
 @rule("CFG003", needs=("plan",))
-def num_generations_min(ctx: Context) -> Iterator[Hit]:
+def num_generations_too_small(ctx: Context) -> Iterator[Hit]:
     gens = ctx.config.get("num_generations")
     if isinstance(gens, int) and not isinstance(gens, bool) and gens < 2:
         yield hit(f"num_generations is {gens}: GRPO normalizes rewards within each group, "
@@ -204,7 +204,7 @@ MAX_TYPO_KEYS = 200  # a config with thousands of unknown keys is not a typo
 
 
 @rule("CFG004", needs=("plan",))
-def key_typo(ctx: Context) -> Iterator[Hit]:
+def config_key_typo(ctx: Context) -> Iterator[Hit]:
     keys = ctx.kb.grpo_keys.get("keys") or {}
     if not keys:
         return
@@ -256,7 +256,7 @@ def key_typo(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("CFG005", needs=("plan",))
-def value_type(ctx: Context) -> Iterator[Hit]:
+def config_value_type(ctx: Context) -> Iterator[Hit]:
     types = field_types(ctx.kb.grpo_keys.get("keys") or {})
     for key, origin in ctx.plan.config_origin.items():
         if key not in types or key not in ctx.config:

@@ -51,7 +51,7 @@ def _they(names: list[str], verb: str, many: bool = False) -> str:
 
 
 @rule("DCL001", needs=("plan",))
-def config_key_over_trl_range(ctx: Context) -> Iterator[Hit]:
+def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
     trl = _stack(ctx).get("trl")
     if trl is None or trl.version or not trl.spec:
         return
@@ -102,7 +102,7 @@ def config_key_over_trl_range(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("DCL002")
-def requirement_outside_declared_range(ctx: Context) -> Iterator[Hit]:
+def declared_range_excludes_requirement(ctx: Context) -> Iterator[Hit]:
     stack = _stack(ctx)
     if not stack:
         return
@@ -131,7 +131,7 @@ def requirement_outside_declared_range(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("DCL003")
-def no_vllm_for_declared_torch(ctx: Context) -> Iterator[Hit]:
+def declared_vllm_range_vs_torch(ctx: Context) -> Iterator[Hit]:
     stack = _stack(ctx)
     vllm, torch = stack.get("vllm"), stack.get("torch")
     if vllm is None or vllm.version or torch is None:
@@ -166,7 +166,7 @@ def no_vllm_for_declared_torch(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("DCL004")
-def conflicting_declarations(ctx: Context) -> Iterator[Hit]:
+def declared_conflict(ctx: Context) -> Iterator[Hit]:
     stack = _stack(ctx)
     if not stack:
         return
@@ -180,7 +180,7 @@ def conflicting_declarations(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("DCL005")
-def newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
+def declared_newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
     stack = _stack(ctx)
     if not stack:
         return  # nothing declared: the curated tables are not even read
@@ -209,7 +209,7 @@ def _line_start(line: dict) -> str:
 
 
 @rule("DCL006", needs=("vllm",))
-def trl_range_vs_vllm(ctx: Context) -> Iterator[Hit]:
+def declared_trl_range_vs_vllm(ctx: Context) -> Iterator[Hit]:
     stack = _stack(ctx)
     trl, vllm = stack.get("trl"), stack.get("vllm")
     if trl is None or trl.version or not trl.spec or vllm is None or not vllm.version:

@@ -23,7 +23,7 @@ def no_gpu(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("GPU002", needs=("gpus",))
-def visible_devices(ctx: Context) -> Iterator[Hit]:
+def visible_devices_invalid(ctx: Context) -> Iterator[Hit]:
     problem = ctx.layout.problems.get("visible")
     if problem:
         n = len(ctx.facts.gpus)
@@ -84,7 +84,7 @@ def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
 _NOT_CUDA = {"cpu": "a CPU-only build", "rocm": "a ROCm (AMD) build", "xpu": "an Intel XPU build"}
 
 
-def torch_without_cuda(version: str | None) -> str | None:
+def non_cuda_build(version: str | None) -> str | None:
     """What kind of non-CUDA torch build ``version`` names by its local label, or None: a
     ``+cuXXX`` label and a plain PyPI version (PyPI's Linux wheels are the CUDA builds) are
     CUDA builds, and a label envdoctor does not know says nothing."""
@@ -94,9 +94,9 @@ def torch_without_cuda(version: str | None) -> str | None:
 
 
 @rule("GPU008", needs=("gpus",))
-def torch_cannot_see_gpus(ctx: Context) -> Iterator[Hit]:
+def torch_without_cuda(ctx: Context) -> Iterator[Hit]:
     torch = ctx.version("torch")
-    what = torch_without_cuda(torch)
+    what = non_cuda_build(torch)
     if what is None:
         return
     v = versions.parse(torch)
@@ -113,7 +113,7 @@ def torch_cannot_see_gpus(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("GPU005", needs=("gpus",))
-def mixed_models(ctx: Context) -> Iterator[Hit]:
+def mixed_gpu_models(ctx: Context) -> Iterator[Hit]:
     gpus = [ctx.facts.gpu(i) for i in ctx.layout.training or ctx.layout.visible]
     known = [g for g in gpus if g]
     names = {g.name for g in known}
@@ -127,7 +127,7 @@ def mixed_models(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("GPU006", needs=("gpus",))
-def mig(ctx: Context) -> Iterator[Hit]:
+def mig_enabled(ctx: Context) -> Iterator[Hit]:
     used = set(ctx.layout.training) | set(ctx.layout.generation) | set(ctx.layout.visible)
     for gpu in ctx.facts.gpus:
         if gpu.mig and gpu.index in used:
@@ -140,7 +140,7 @@ def mig(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("GPU007", needs=("gpus",))
-def device_order(ctx: Context) -> Iterator[Hit]:
+def device_order_ambiguous(ctx: Context) -> Iterator[Hit]:
     env = trainer_env(ctx.facts, ctx.plan.trainer)
     if (env.get("CUDA_DEVICE_ORDER") or "").upper() == "PCI_BUS_ID":
         return

@@ -152,7 +152,7 @@ def _one_rank_per_gpu(lay: GpuLayout, launch: Launch | None, train: list[int],
 
 
 @rule("LAY004", needs=("gpus",))
-def too_many_processes(ctx: Context) -> Iterator[Hit]:
+def num_processes_exceeds_visible(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if ctx.plan.trainer and lay.num_processes > len(lay.visible) and lay.visible:
         yield hit(f"{lay.num_processes} training processes per node but only {len(lay.visible)} "
@@ -172,7 +172,7 @@ def gpu_ids_invalid(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("LAY006", needs=("gpus", "vllm"))
-def generation_on_training_gpu(ctx: Context) -> Iterator[Hit]:
+def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.generation_mode not in ("legacy", "server"):
         return
@@ -264,7 +264,7 @@ def group_port_busy(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("LAY010", needs=("vllm",))
-def colocate_tp(ctx: Context) -> Iterator[Hit]:
+def colocate_tp_not_dividing(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.generation_mode != "colocate":
         return
@@ -338,7 +338,7 @@ def _no_weight_transfer(body: bytes) -> bool:
 
 
 @rule("LAY012", needs=("vllm",))
-def server_kind(ctx: Context) -> Iterator[Hit]:
+def server_kind_mismatch(ctx: Context) -> Iterator[Hit]:
     from envdoctor.checks.net import get_status, policy, server_address, server_health
 
     lay = ctx.layout

@@ -87,7 +87,7 @@ def short_of_reservation(gpu: Gpu, util: float) -> bool:
 
 
 @rule("MEM001", needs=("gpus", "vllm"))
-def generation_memory(ctx: Context) -> Iterator[Hit]:
+def generation_gpu_memory_short(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.generation_mode not in ("legacy", "server", "colocate"):
         return
@@ -148,7 +148,7 @@ def training_gpu_busy(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("MEM003", needs=("gpus", "vllm"))
-def colocate_budget(ctx: Context) -> Iterator[Hit]:
+def colocate_memory_budget(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.generation_mode != "colocate":
         return

@@ -101,7 +101,7 @@ def _rows(ctx: Context) -> tuple[MemoryPlan | None, list[GpuPlan]]:
 
 
 @rule("MEM101", needs=("model",))
-def trainer_will_not_fit(ctx: Context) -> Iterator[Hit]:
+def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
     plan, rows = _rows(ctx)
     for group in same_gpus(rows):
         row = group[0]
@@ -116,7 +116,7 @@ def trainer_will_not_fit(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("MEM102", needs=("model",))
-def trainer_headroom_thin(ctx: Context) -> Iterator[Hit]:
+def memory_plan_headroom_thin(ctx: Context) -> Iterator[Hit]:
     plan, rows = _rows(ctx)
     for group in same_gpus(rows):
         row = group[0]
@@ -132,7 +132,7 @@ def trainer_headroom_thin(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("MEM103", needs=("model", "vllm"))
-def kv_cache_too_small(ctx: Context) -> Iterator[Hit]:
+def kv_cache_cannot_hold_max_model_len(ctx: Context) -> Iterator[Hit]:
     plan = for_context(ctx)
     if plan is None:
         return
@@ -208,7 +208,7 @@ def _colocate_conflict(plan: MemoryPlan, row: GpuPlan, needed: float) -> str:
 
 
 @rule("MEM104", needs=("model",))
-def plan_summary(ctx: Context) -> Iterator[Hit]:
+def memory_plan(ctx: Context) -> Iterator[Hit]:
     plan, rows = _rows(ctx)
     for group in same_gpus(rows):
         row = group[0]
@@ -259,7 +259,7 @@ def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("MEM106", needs=("model", "vllm"))
-def max_model_len_below_sequence(ctx: Context) -> Iterator[Hit]:
+def max_model_len_below_prompt_and_completion(ctx: Context) -> Iterator[Hit]:
     plan = for_context(ctx)
     found = _max_model_len(ctx, plan) if plan is not None else None
     if plan is None or found is None:

@@ -131,7 +131,7 @@ def _mismatch(ctx: Context, who: str, src: str, pkg: Package, target: str, spec:
 
 
 @rule("PKG004")
-def requirements(ctx: Context) -> Iterator[Hit]:
+def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
     env = marker_env(ctx.facts.python)
     for src in CHECKED:
         pkg = ctx.facts.packages.get(src)
@@ -169,7 +169,7 @@ def requirements(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("PKG005")
-def unparseable_versions(ctx: Context) -> Iterator[Hit]:
+def version_unparseable(ctx: Context) -> Iterator[Hit]:
     for name in CHECKED:
         pkg = ctx.facts.packages.get(name)
         if pkg is not None and versions.parse(pkg.version) is None:
@@ -219,7 +219,7 @@ def _when_matches(ctx: Context, when: dict) -> bool:
 
 
 @rule("PKG007")
-def known_bad(ctx: Context) -> Iterator[Hit]:
+def known_bad_combination(ctx: Context) -> Iterator[Hit]:
     for entry in ctx.kb.vllm.get("known_bad", []):
         if entry.get("rule"):
             continue  # a dedicated rule reports this one

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from envdoctor.errors import InputError
@@ -153,30 +153,59 @@ def _parse_tokens(raw: str, tokens: list[str], env: dict[str, str], depth: int) 
     return [launch]
 
 
-def _dispatch(raw: str, env: dict[str, str], tokens: list[str]) -> Launch:
-    prog = os.path.basename(tokens[0])
-    if re.fullmatch(r"python[0-9.]*", prog):
-        return _python_launch(raw, env, tokens)
-    if prog == "accelerate" and tokens[1:2] == ["launch"]:
+def _accelerate(raw: str, env: dict[str, str], tokens: list[str]) -> Launch | None:
+    if tokens[1:2] == ["launch"]:
         return _launcher_launch(raw, env, "accelerate", tokens[:2], tokens[2:])
-    if prog in ("torchrun", "deepspeed"):
-        return _launcher_launch(raw, env, prog, tokens[:1], tokens[1:])
-    if prog == "trl" and len(tokens) > 1 and tokens[1] in ("vllm-serve", "vllm_serve"):
+    return None
+
+
+def _torchrun(raw: str, env: dict[str, str], tokens: list[str]) -> Launch:
+    return _launcher_launch(raw, env, "torchrun", tokens[:1], tokens[1:])
+
+
+def _deepspeed(raw: str, env: dict[str, str], tokens: list[str]) -> Launch:
+    return _launcher_launch(raw, env, "deepspeed", tokens[:1], tokens[1:])
+
+
+def _trl(raw: str, env: dict[str, str], tokens: list[str]) -> Launch | None:
+    """``trl vllm-serve`` (a server) or ``trl <command>`` (a trainer run through accelerate)."""
+    if len(tokens) < 2:
+        return None
+    if tokens[1] in ("vllm-serve", "vllm_serve"):
         return Launch(raw=raw, launcher="trl-vllm-serve", env=env, program=tokens[:2],
                       options=parse_script_args(tokens[2:]), script_args=tokens[2:])
-    if prog == "vllm" and tokens[1:2] == ["serve"]:
+    args = tokens[2:]
+    parsed = parse_script_args(args)
+    opts = {k: v for k, v in parsed.items() if k in _TRL_ACCELERATE}
+    return Launch(raw=raw, launcher=f"trl-{tokens[1]}", env=env, program=tokens[:2],
+                  options=opts, script_args=args)
+
+
+def _vllm(raw: str, env: dict[str, str], tokens: list[str]) -> Launch | None:
+    if tokens[1:2] == ["serve"]:
         return Launch(raw=raw, launcher="vllm-serve", env=env, program=tokens[:2],
                       options=parse_script_args(tokens[3:]), script_args=tokens[2:])
-    if prog == "trl" and len(tokens) > 1:
-        args = tokens[2:]
-        parsed = parse_script_args(args)
-        opts = {k: v for k, v in parsed.items() if k in _TRL_ACCELERATE}
-        return Launch(raw=raw, launcher=f"trl-{tokens[1]}", env=env, program=tokens[:2],
-                      options=opts, script_args=args)
+    return None
+
+
+#: program (``python3.11`` counts as python) -> its parser; None from a parser: the program
+#: was called for something that starts no training (``accelerate config``, ``vllm bench``)
+_PARSERS: dict[str, Callable[[str, dict[str, str], list[str]], Launch | None]] = {
+    "python": _python_launch, "accelerate": _accelerate, "torchrun": _torchrun,
+    "deepspeed": _deepspeed, "trl": _trl, "vllm": _vllm,
+}
+
+
+def _dispatch(raw: str, env: dict[str, str], tokens: list[str]) -> Launch:
+    prog = os.path.basename(tokens[0])
+    parser = _PARSERS.get("python" if re.fullmatch(r"python[0-9.]*", prog) else prog)
+    launch = parser(raw, env, tokens) if parser is not None else None
+    if launch is not None:
+        return launch
     if prog.endswith(".py"):
         return Launch(raw=raw, launcher="python", env=env, program=[], script=tokens[0],
                       script_args=tokens[1:])
-    if prog in ("accelerate", "trl", "vllm"):
+    if parser is not None:
         return _unknown(raw, env, tokens, f"`{shlex.join(tokens[:2])}` starts no training")
     return _unknown(raw, env, tokens, f"`{tokens[0]}` is not a launcher envdoctor knows")
 

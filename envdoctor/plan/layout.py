@@ -14,6 +14,7 @@ Semantics followed (sources in rules/layout.yaml):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from envdoctor.errors import InputError
@@ -152,86 +153,122 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
 def _processes(lay: GpuLayout, facts: Facts, plan: Plan, env: dict[str, str]) -> tuple[bool, int]:
     """Processes per node, nodes and world size as the launcher computes them; returns
     (distributed, this node's rank). Bad counts are input errors naming the flag."""
-    trainer = plan.trainer
-    opts = trainer.options if trainer else {}
-    acc = plan.accelerate
-    order = env.get("CUDA_DEVICE_ORDER")
-    launch_where = f"launch command ({lay.launcher})"
+    resolve = _PROCESSES.get("accelerate" if lay.launcher.startswith("trl-") else lay.launcher,
+                             _python_processes)
+    return resolve(lay, _Counts(lay, facts, plan, env))
 
-    def value(name: str, config: bool = False) -> tuple[Any, str, str]:
-        if name in opts or not config or name not in acc:
-            return opts.get(name), launch_where, f"--{name}"
-        return acc.get(name), f"accelerate config {plan.accelerate_path or ''}".strip(), f"{name}:"
 
-    def count(name: str, config: bool = False, **kw: Any) -> Any:
-        raw, where, flag = value(name, config)
-        return _count(where, flag, raw, env, **kw)
+class _Counts:
+    """The launch's counts as its launcher reads them: a flag of the line, else (where the
+    launcher reads one) the accelerate config's key; ``$VAR`` from the trainer's environment."""
 
-    def node_rank_of(name: str, config: bool = False) -> int:
+    def __init__(self, lay: GpuLayout, facts: Facts, plan: Plan, env: dict[str, str]) -> None:
+        trainer = plan.trainer
+        self.facts, self.plan, self.env = facts, plan, env
+        self.opts: dict[str, Any] = trainer.options if trainer else {}
+        self.acc = plan.accelerate
+        self.order = env.get("CUDA_DEVICE_ORDER")
+        self.where = f"launch command ({lay.launcher})"
+
+    def value(self, name: str, config: bool = False) -> tuple[Any, str, str]:
+        if name in self.opts or not config or name not in self.acc:
+            return self.opts.get(name), self.where, f"--{name}"
+        return (self.acc.get(name), f"accelerate config {self.plan.accelerate_path or ''}".strip(),
+                f"{name}:")
+
+    def count(self, name: str, config: bool = False, **kw: Any) -> Any:
+        raw, where, flag = self.value(name, config)
+        return _count(where, flag, raw, self.env, **kw)
+
+    def node_rank(self, name: str, config: bool = False) -> int:
         try:
-            return count(name, config, default=0, minimum=0)
+            return self.count(name, config, default=0, minimum=0)
         except _Unresolved:
             return 0  # $SLURM_PROCID: differs per node; rank numbers only
 
-    if lay.launcher == "accelerate" or lay.launcher.startswith("trl-"):
-        gpu_ids = opts.get("gpu_ids", acc.get("gpu_ids"))
-        if gpu_ids is not None and str(gpu_ids).strip().lower() != "all":
-            ids = str(gpu_ids)
-            chosen = resolve_visible(ids, facts.gpus, order)
-            entries = [e.strip() for e in ids.split(",") if e.strip()]
-            lay.visible = chosen.gpus
-            lay.visible_source = f"--gpu_ids {ids} (accelerate sets CUDA_VISIBLE_DEVICES={ids})"
-            if chosen.problem:
-                lay.problems["gpu_ids"] = chosen.problem.replace("CUDA_VISIBLE_DEVICES", "gpu_ids")
-            if len(set(entries)) != len(entries):
-                lay.problems["gpu_ids"] = f"gpu_ids {ids} repeats a GPU"
-        lay.num_machines = count("num_machines", True, default=1, unit="machine")
-        node_rank = node_rank_of("machine_rank", True)
-        total = count("num_processes", True)
-        if total is None:
-            total = max(len(lay.visible), 1) if not acc else 1
-            lay.problems["num_processes_default"] = total
-        lay.world_size = total
-        lay.num_processes = max(total // lay.num_machines, 1)
-        dtype = str(acc.get("distributed_type", "")).upper()
-        distributed = bool(lay.num_processes > 1 or lay.num_machines > 1
-                           or opts.get("use_deepspeed") or opts.get("use_fsdp")
-                           or dtype in ("DEEPSPEED", "FSDP"))
-        if opts.get("multi_gpu") and total < 2:
-            lay.problems["multi_gpu_one_process"] = total
-        return distributed, node_rank
-    if lay.launcher == "torchrun":
-        nproc = count("nproc_per_node", default=1, words=("gpu", "auto", "cpu", "xpu"))
-        if nproc in ("cpu", "xpu"):
-            raise _Unresolved(f"--nproc_per_node {nproc} starts one process per "
-                              f"{'CPU core' if nproc == 'cpu' else 'XPU'}, not per GPU")
-        lay.num_processes = (len(lay.visible) or 1) if nproc in ("gpu", "auto") else nproc
-        lay.num_machines = _nnodes(launch_where, opts.get("nnodes"), env)
-        node_rank = node_rank_of("node_rank")
-        lay.world_size = lay.num_processes * lay.num_machines
-        return True, node_rank
-    if lay.launcher == "deepspeed":
-        include = opts.get("include")
-        if isinstance(include, str) and ":" in include and "@" not in include:
-            ids = include.split(":", 1)[1]
-            lay.visible = resolve_visible(ids, facts.gpus, order).gpus
-            lay.visible_source = f"--include {include}"
-        gpus = count("num_gpus", default=None, allowed=(-1,))
-        if gpus is None:
-            gpus = count("num_accelerators", default=-1, allowed=(-1,))
-        # deepspeed's default -1: every visible GPU
-        lay.num_processes = (len(lay.visible) or 1) if gpus == -1 else gpus
-        nodes = count("num_nodes", default=-1, allowed=(-1,), unit="node")
-        if nodes == -1:  # deepspeed's default: every host of the hostfile
-            nodes = _hostfile_nodes(opts, include)
-        lay.num_machines = nodes
-        lay.world_size = lay.num_processes * lay.num_machines
-        return True, 0
-    # plain python: one process, unless already inside a distributed launch
+
+def _accelerate_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
+    """accelerate launch and ``trl <command>`` (which runs accelerate): --gpu_ids sets
+    CUDA_VISIBLE_DEVICES; the counts come from the line, else the accelerate config."""
+    opts, acc = c.opts, c.acc
+    gpu_ids = opts.get("gpu_ids", acc.get("gpu_ids"))
+    if gpu_ids is not None and str(gpu_ids).strip().lower() != "all":
+        ids = str(gpu_ids)
+        chosen = resolve_visible(ids, c.facts.gpus, c.order)
+        entries = [e.strip() for e in ids.split(",") if e.strip()]
+        lay.visible = chosen.gpus
+        lay.visible_source = f"--gpu_ids {ids} (accelerate sets CUDA_VISIBLE_DEVICES={ids})"
+        if chosen.problem:
+            lay.problems["gpu_ids"] = chosen.problem.replace("CUDA_VISIBLE_DEVICES", "gpu_ids")
+        if len(set(entries)) != len(entries):
+            lay.problems["gpu_ids"] = f"gpu_ids {ids} repeats a GPU"
+    lay.num_machines = c.count("num_machines", True, default=1, unit="machine")
+    node_rank = c.node_rank("machine_rank", True)
+    total = c.count("num_processes", True)
+    if total is None:
+        total = max(len(lay.visible), 1) if not acc else 1
+        lay.problems["num_processes_default"] = total
+    lay.world_size = total
+    lay.num_processes = max(total // lay.num_machines, 1)
+    dtype = str(acc.get("distributed_type", "")).upper()
+    distributed = bool(lay.num_processes > 1 or lay.num_machines > 1
+                       or opts.get("use_deepspeed") or opts.get("use_fsdp")
+                       or dtype in ("DEEPSPEED", "FSDP"))
+    if opts.get("multi_gpu") and total < 2:
+        lay.problems["multi_gpu_one_process"] = total
+    return distributed, node_rank
+
+
+def _torchrun_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
+    """torchrun: --nproc_per_node per node (gpu / auto: one per visible GPU), --nnodes nodes."""
+    nproc = c.count("nproc_per_node", default=1, words=("gpu", "auto", "cpu", "xpu"))
+    if nproc in ("cpu", "xpu"):
+        raise _Unresolved(f"--nproc_per_node {nproc} starts one process per "
+                          f"{'CPU core' if nproc == 'cpu' else 'XPU'}, not per GPU")
+    lay.num_processes = (len(lay.visible) or 1) if nproc in ("gpu", "auto") else nproc
+    lay.num_machines = _nnodes(c.where, c.opts.get("nnodes"), c.env)
+    node_rank = c.node_rank("node_rank")
+    lay.world_size = lay.num_processes * lay.num_machines
+    return True, node_rank
+
+
+def _deepspeed_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
+    """deepspeed: --include host:ids picks the GPUs; --num_gpus (default: every visible GPU)
+    per node, --num_nodes nodes (default: every host of the hostfile)."""
+    include = c.opts.get("include")
+    if isinstance(include, str) and ":" in include and "@" not in include:
+        ids = include.split(":", 1)[1]
+        lay.visible = resolve_visible(ids, c.facts.gpus, c.order).gpus
+        lay.visible_source = f"--include {include}"
+    gpus = c.count("num_gpus", default=None, allowed=(-1,))
+    if gpus is None:
+        gpus = c.count("num_accelerators", default=-1, allowed=(-1,))
+    # deepspeed's default -1: every visible GPU
+    lay.num_processes = (len(lay.visible) or 1) if gpus == -1 else gpus
+    nodes = c.count("num_nodes", default=-1, allowed=(-1,), unit="node")
+    if nodes == -1:  # deepspeed's default: every host of the hostfile
+        nodes = _hostfile_nodes(c.opts, include)
+    lay.num_machines = nodes
+    lay.world_size = lay.num_processes * lay.num_machines
+    return True, 0
+
+
+def _python_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
+    """Plain python: one process, unless already inside a distributed launch."""
+    env = c.env
     distributed = "LOCAL_RANK" in env and (_int(env.get("WORLD_SIZE"), 1) or 1) > 1
     lay.num_processes = 1
     lay.world_size = (_int(env.get("WORLD_SIZE"), 1) or 1) if distributed else 1
     return distributed, 0
+
+
+#: launcher -> how it counts its processes (``trl-<command>`` runs accelerate; any other
+#: launcher, python among them, starts the one process it is given)
+_PROCESSES: dict[str, Callable[[GpuLayout, _Counts], tuple[bool, int]]] = {
+    "accelerate": _accelerate_processes,
+    "torchrun": _torchrun_processes,
+    "deepspeed": _deepspeed_processes,
+}
 
 
 def _nnodes(where: str, raw: Any, env: dict[str, str]) -> int:

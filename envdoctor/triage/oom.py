@@ -21,6 +21,7 @@ training side; ``capacity_cause`` is where a plan-based explanation can refine i
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -316,144 +317,250 @@ def _context_crowd(oom: Oom, log: OomLog) -> list[int]:
     return listed
 
 
-def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
-             shared_index: int | None = None, dataparallel_seen: bool = False,
-             log: OomLog | None = None, context: list[str] | None = None) -> OomCause:
-    """Why ``oom`` happened, and the fix. ``log`` (or the older keywords) says what the rest of
-    the log shows: the vLLM side, TRL's shared-GPU warning, nn.DataParallel, colocated vLLM,
-    HAMi's cap, and the ranks that failed on the same GPU; ``context``, the lines before the
-    message (an optimizer step there asks the memory plan)."""
-    log = log or OomLog(vllm_side, shared_index, dataparallel_seen)
-    vllm_side = log.vllm_side
-    physical = _physical(oom, ctx, vllm_side)
-    head = _head(oom, physical)
-    evidence: dict[str, Any] = {"gpu": oom.gpu, "physical_gpu": physical, "vllm_side": vllm_side,
-                                "want_mib": _round(oom.want_mib), "free_mib": _round(oom.free_mib),
-                                "total_mib": _round(oom.total_mib),
-                                "unallocated_mib": _round(oom.unallocated_mib),
-                                "non_pytorch_mib": _round(oom.non_pytorch_mib),
-                                "other_processes": {p: _round(m) for p, m in oom.others.items()}}
-    holders, held_mib = _holders(oom, ctx, physical)
-    want, free = oom.want_mib or 0.0, oom.free_mib or 0.0
-    missing = max(want - free, 0.0)
-    unalloc = oom.unallocated_mib or 0.0
-    non_pytorch = oom.non_pytorch_mib
-    if non_pytorch is None and not oom.others and oom.self_mib is None:
-        non_pytorch = oom.outside_mib  # older message: no process list, one number outside
-    outside_total = (non_pytorch or 0.0) + held_mib
-    frag = (oom.unallocated_mib is not None and unalloc >= max(missing, 256.0)
-            and unalloc >= outside_total)
-    busy = bool(holders) and held_mib + free >= want and (
-        held_mib >= 0.05 * (oom.total_mib or 0.0) or not oom.others)
-    big = max(2048.0, 0.1 * (oom.total_mib or 0.0))
+@dataclass
+class _Judged:
+    """One OOM with what the causes weigh: the message's numbers, the machine and plan (``ctx``),
+    what the rest of the log says (``log``) and the lines before the message (``context``)."""
 
-    def result(cause: str, rule: str, why: str, fix: str) -> OomCause:
-        return _result(cause, rule, head, why, fix, evidence)
+    oom: Oom
+    ctx: Context | None
+    log: OomLog
+    context: list[str] | None
+    physical: int | None = None  # the NVML index of the GPU that ran out
+    head: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    holders: list[str] = field(default_factory=list)  # other processes on the GPU
+    held_mib: float = 0.0  # what they hold
+    missing: float = 0.0  # what the request lacked
+    unalloc: float = 0.0  # reserved by PyTorch but unallocated
+    non_pytorch: float | None = None  # held by this process outside PyTorch's allocator
+    frag: bool = False  # the reserved-but-unallocated memory is what was missing
+    busy: bool = False  # other processes hold what was missing
+    big: float = 0.0  # memory outside PyTorch that is a story of its own
+    colocated: bool = False  # vLLM runs inside the training processes
 
-    if log.cap is not None:
-        device, used, limit = log.cap
-        return result("vgpu-cap", "TRI001",
-                      f"HAMi's vGPU cap of {limit / 2**30:.2f} GiB on device {device} is this "
-                      f"job's memory, not the GPU's {size(oom.total_mib)} (it needed "
-                      f"{used / 2**30:.2f} GiB)",
-                      knobs.vgpu_cap_fix(used, capacity_fix(ctx, vllm_side, physical)))
-    if oom.allowed_mib is not None and oom.allowed_mib < (oom.total_mib or 0.0) * 0.98:
-        return result("allowed-cap", "TRI001",
-                      f"this process may use {size(oom.allowed_mib)} of the GPU "
-                      "(torch.cuda.set_per_process_memory_fraction or a vGPU limit): that cap "
-                      "is the budget", "raise the cap, or make the step fit it: "
-                      + capacity_fix(ctx, vllm_side, physical))
-    shared = ctx is not None and layout_given(ctx) and physical in shared_gpus(ctx.layout)
-    if shared or oom.gpu is not None and oom.gpu == log.shared_index:
-        trap = log.dataparallel_seen or ctx is not None and layout_given(ctx) and dataparallel(
-            ctx.layout)
-        rule, fix = _shared_fix(ctx) if ctx is not None and layout_given(ctx) else (
-            "LAY003" if trap else "LAY006",
-            "launch with torchrun --nproc_per_node N (one process per training GPU), or make only "
-            "the training GPUs visible" if trap else
-            "give vLLM a GPU of its own: one more visible GPU than training processes")
-        why = ("this GPU runs vLLM and also gets training memory"
-               + (": one process sees several GPUs, so Trainer's nn.DataParallel put a replica "
-                  "here (the DataParallel trap)" if trap else " (vLLM's device is a training GPU)"))
-        return result("shared", rule, why, fix)
-    crowd = _context_crowd(oom, log)
-    if crowd:
-        n, each = len(crowd), oom.others[crowd[0]]
-        return result("ranks-on-one-gpu", "TRI006",
-                      f"{n} other processes hold the same {size(each)} each on GPU {oom.gpu} "
-                      f"(pids {crowd[0]}–{crowd[-1]}, started together): the CUDA contexts of "
-                      f"this job's other ranks, each of which touched GPU {oom.gpu} before (or "
-                      "instead of) its own device; not another tenant", knobs.RANK_DEVICE)
-    if _siblings(oom, log):
-        pids = ", ".join(f"pid {p} ({size(m)})" for p, m in oom.others.items() if m > 0)
-        ranks = ", ".join(map(str, log.sibling_ranks[:16]))
-        return result("ranks-on-one-gpu", "TRI006",
-                      f"ranks {ranks} of this job all ran out of memory on GPU {oom.gpu}; the "
-                      f"other processes on it ({pids}) are this job's ranks, not another tenant",
-                      knobs.RANK_DEVICE)
-    colocated = log.colocated or (ctx is not None and layout_given(ctx)
-                                  and ctx.layout.generation_mode == "colocate")
-    if colocated and not vllm_side and non_pytorch is not None and non_pytorch >= big \
-            and non_pytorch >= unalloc:
-        return result("vllm-share", "TRI001",
-                      f"{size(non_pytorch)} of it is held by this process outside PyTorch's "
-                      f"allocator: the colocated vLLM engine's weights, KV cache and CUDA graphs "
-                      f"(its share is {knobs.setting(ctx, 'vllm_gpu_memory_utilization')}), so "
-                      f"training lacked {size(missing)}",
-                      f"{_util_fix(ctx, oom)}; " + ("or enable vllm_enable_sleep_mode (vLLM "
-                      "releases its memory while training steps run); " if knobs.offered(
-                          ctx, "vllm_enable_sleep_mode") else "")
-                      + "or move generation to its own GPUs (vllm_mode: server with trl "
-                      "vllm-serve)")
-    if not vllm_side and ctx is not None and context:  # the memory plan (envdoctor.plan)
-        from envdoctor.plan.memory_oom import explain_optimizer_oom
+    def __post_init__(self) -> None:
+        oom, ctx = self.oom, self.ctx
+        self.physical = _physical(oom, ctx, self.vllm_side)
+        self.head = _head(oom, self.physical)
+        self.evidence = {"gpu": oom.gpu, "physical_gpu": self.physical, "vllm_side": self.vllm_side,
+                         "want_mib": _round(oom.want_mib), "free_mib": _round(oom.free_mib),
+                         "total_mib": _round(oom.total_mib),
+                         "unallocated_mib": _round(oom.unallocated_mib),
+                         "non_pytorch_mib": _round(oom.non_pytorch_mib),
+                         "other_processes": {p: _round(m) for p, m in oom.others.items()}}
+        self.holders, self.held_mib = _holders(oom, ctx, self.physical)
+        want, free = oom.want_mib or 0.0, oom.free_mib or 0.0
+        self.missing = max(want - free, 0.0)
+        self.unalloc = oom.unallocated_mib or 0.0
+        self.non_pytorch = oom.non_pytorch_mib
+        if self.non_pytorch is None and not oom.others and oom.self_mib is None:
+            self.non_pytorch = oom.outside_mib  # older message: no process list, one number outside
+        outside_total = (self.non_pytorch or 0.0) + self.held_mib
+        self.frag = (oom.unallocated_mib is not None and self.unalloc >= max(self.missing, 256.0)
+                     and self.unalloc >= outside_total)
+        self.busy = bool(self.holders) and self.held_mib + free >= want and (
+            self.held_mib >= 0.05 * (oom.total_mib or 0.0) or not oom.others)
+        self.big = max(2048.0, 0.1 * (oom.total_mib or 0.0))
+        self.colocated = self.log.colocated or (ctx is not None and layout_given(ctx)
+                                                and ctx.layout.generation_mode == "colocate")
 
-        planned = explain_optimizer_oom(ctx, oom.allocated_mib, oom.total_mib, context)
-        if planned is not None:
-            evidence.update(planned[2])
-            return result("optimizer-states", "MEM101", planned[0], planned[1])
-    live = oom.allocated_mib / oom.total_mib if oom.allocated_mib and oom.total_mib else 0.0
-    inside = _inside_share(oom, ctx) if colocated and not vllm_side else None
-    if inside is not None and not (frag and live < LIVE_FULL and not _expandable_on(ctx)):
-        # fragmentation answers first only where it is what failed on a GPU not yet full
-        evidence["vllm_share_mib"] = _round(inside[0])
-        return result("vllm-share", "TRI001", *_inside_cause(oom, ctx, inside, physical))
-    if frag:
-        if _expandable_on(ctx):
-            return result("capacity", "TRI001", f"{size(unalloc)} is reserved but fragmented "
-                          "even with expandable_segments on", capacity_fix(ctx, vllm_side,
-                                                                           physical))
-        if live >= LIVE_FULL and not vllm_side:
-            evidence["live_share"] = round(live, 3)
-            return result("capacity", "TRI001",
-                          f"live tensors already hold {live:.0%} of the GPU; the {size(unalloc)} "
-                          f"reserved but unallocated is fragmentation that failed this "
-                          f"{size(missing)} request, but the step is at the GPU's limit",
-                          capacity_fix(ctx, vllm_side, physical) + "; "
-                          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True gains at most "
-                          f"{size(unalloc)}")
-        why = (f"{size(unalloc)} was reserved by PyTorch but unallocated, more than the "
-               f"{size(missing)} that was missing: the caching allocator's memory is fragmented")
-        fix = "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
-        if ctx is not None and ctx.config.get("vllm_enable_sleep_mode"):
-            fix += " (not with vllm_enable_sleep_mode on torch 2.7–2.9: see envdoctor explain ALC004)"
-        return result("fragmentation", "TRI001", why, fix)
-    if busy or (not holders and not oom.others and oom.self_mib is None and not vllm_side
-                and non_pytorch is not None and non_pytorch >= big):
-        free_gpus = [g.index for g in ctx.facts.gpus if not g.processes
-                     and g.index != physical] if ctx is not None else []
-        move = (f"CUDA_VISIBLE_DEVICES={','.join(map(str, free_gpus))}" if free_gpus else
-                "CUDA_VISIBLE_DEVICES=<a free GPU>, set before torch is imported")
-        if busy:
-            evidence["holders"] = holders
-            why = f"other processes hold {size(held_mib)} of it: {', '.join(holders)}"
-        else:
-            why = (f"{size(non_pytorch)} of it was held outside this process's PyTorch allocator "
-                   "(other processes, or this process's own non-PyTorch memory)")
-        return result("other-process", "MEM001" if vllm_side else "MEM002", why,
-                      f"stop them (nvidia-smi shows them), or move this job to GPUs no one else "
-                      f"uses: {move}")
-    return capacity_cause(oom, ctx, vllm_side, physical, result)
+    @property
+    def vllm_side(self) -> bool:
+        return self.log.vllm_side
+
+    @property
+    def live(self) -> float:
+        """The share of the GPU live tensors (allocated by PyTorch) held."""
+        oom = self.oom
+        return oom.allocated_mib / oom.total_mib if oom.allocated_mib and oom.total_mib else 0.0
+
+    def capacity_fix(self) -> str:
+        return capacity_fix(self.ctx, self.vllm_side, self.physical)
+
+    def result(self, cause: str, rule: str, why: str, fix: str) -> OomCause:
+        return _result(cause, rule, self.head, why, fix, self.evidence)
+
+
+def _vgpu_cap(j: _Judged) -> OomCause | None:
+    """HAMi's vGPU limit, from the log: the cap is the job's memory."""
+    if j.log.cap is None:
+        return None
+    device, used, limit = j.log.cap
+    return j.result("vgpu-cap", "TRI001",
+                    f"HAMi's vGPU cap of {limit / 2**30:.2f} GiB on device {device} is this "
+                    f"job's memory, not the GPU's {size(j.oom.total_mib)} (it needed "
+                    f"{used / 2**30:.2f} GiB)", knobs.vgpu_cap_fix(used, j.capacity_fix()))
+
+
+def _allowed_cap(j: _Judged) -> OomCause | None:
+    """The message's "allowed": a per-process fraction or a vGPU limit below the GPU."""
+    oom = j.oom
+    if oom.allowed_mib is None or oom.allowed_mib >= (oom.total_mib or 0.0) * 0.98:
+        return None
+    return j.result("allowed-cap", "TRI001",
+                    f"this process may use {size(oom.allowed_mib)} of the GPU "
+                    "(torch.cuda.set_per_process_memory_fraction or a vGPU limit): that cap "
+                    "is the budget", "raise the cap, or make the step fit it: " + j.capacity_fix())
+
+
+def _shared_gpu(j: _Judged) -> OomCause | None:
+    """A generation GPU that also trains (from the layout, or TRL's warning in the log)."""
+    ctx, oom, log = j.ctx, j.oom, j.log
+    layout = ctx.layout if ctx is not None and layout_given(ctx) else None
+    shared = layout is not None and j.physical in shared_gpus(layout)
+    if not (shared or oom.gpu is not None and oom.gpu == log.shared_index):
+        return None
+    trap = log.dataparallel_seen or layout is not None and dataparallel(layout)
+    rule, fix = _shared_fix(ctx) if ctx is not None and layout is not None else (
+        "LAY003" if trap else "LAY006",
+        "launch with torchrun --nproc_per_node N (one process per training GPU), or make only "
+        "the training GPUs visible" if trap else
+        "give vLLM a GPU of its own: one more visible GPU than training processes")
+    why = ("this GPU runs vLLM and also gets training memory"
+           + (": one process sees several GPUs, so Trainer's nn.DataParallel put a replica "
+              "here (the DataParallel trap)" if trap else " (vLLM's device is a training GPU)"))
+    return j.result("shared", rule, why, fix)
+
+
+def _ranks_as_contexts(j: _Judged) -> OomCause | None:
+    """The other processes listed are this job's ranks, each holding a CUDA context here."""
+    oom = j.oom
+    crowd = _context_crowd(oom, j.log)
+    if not crowd:
+        return None
+    n, each = len(crowd), oom.others[crowd[0]]
+    return j.result("ranks-on-one-gpu", "TRI006",
+                    f"{n} other processes hold the same {size(each)} each on GPU {oom.gpu} "
+                    f"(pids {crowd[0]}–{crowd[-1]}, started together): the CUDA contexts of "
+                    f"this job's other ranks, each of which touched GPU {oom.gpu} before (or "
+                    "instead of) its own device; not another tenant", knobs.RANK_DEVICE)
+
+
+def _sibling_ranks(j: _Judged) -> OomCause | None:
+    """Several ranks of this job ran out of memory on one GPU, and it held only them."""
+    oom, log = j.oom, j.log
+    if not _siblings(oom, log):
+        return None
+    pids = ", ".join(f"pid {p} ({size(m)})" for p, m in oom.others.items() if m > 0)
+    ranks = ", ".join(map(str, log.sibling_ranks[:16]))
+    return j.result("ranks-on-one-gpu", "TRI006",
+                    f"ranks {ranks} of this job all ran out of memory on GPU {oom.gpu}; the "
+                    f"other processes on it ({pids}) are this job's ranks, not another tenant",
+                    knobs.RANK_DEVICE)
+
+
+def _colocated_outside(j: _Judged) -> OomCause | None:
+    """Colocated vLLM holding much memory outside PyTorch's allocator in the training process."""
+    np_ = j.non_pytorch
+    if not (j.colocated and not j.vllm_side and np_ is not None and np_ >= j.big
+            and np_ >= j.unalloc):
+        return None
+    ctx = j.ctx
+    return j.result("vllm-share", "TRI001",
+                    f"{size(np_)} of it is held by this process outside PyTorch's "
+                    f"allocator: the colocated vLLM engine's weights, KV cache and CUDA graphs "
+                    f"(its share is {knobs.setting(ctx, 'vllm_gpu_memory_utilization')}), so "
+                    f"training lacked {size(j.missing)}",
+                    f"{_util_fix(ctx, j.oom)}; " + ("or enable vllm_enable_sleep_mode (vLLM "
+                    "releases its memory while training steps run); " if knobs.offered(
+                        ctx, "vllm_enable_sleep_mode") else "")
+                    + "or move generation to its own GPUs (vllm_mode: server with trl "
+                    "vllm-serve)")
+
+
+def _optimizer_states(j: _Judged) -> OomCause | None:
+    """An optimizer step in the lines before: the memory plan says what did not fit."""
+    if j.vllm_side or j.ctx is None or not j.context:
+        return None
+    from envdoctor.plan.memory_oom import explain_optimizer_oom
+
+    planned = explain_optimizer_oom(j.ctx, j.oom.allocated_mib, j.oom.total_mib, j.context)
+    if planned is None:
+        return None
+    j.evidence.update(planned[2])
+    return j.result("optimizer-states", "MEM101", planned[0], planned[1])
+
+
+def _colocated_inside(j: _Judged) -> OomCause | None:
+    """Colocated vLLM's share inside PyTorch's allocations (fragmentation answers first only
+    where it is what failed on a GPU not yet full)."""
+    inside = _inside_share(j.oom, j.ctx) if j.colocated and not j.vllm_side else None
+    if inside is None or j.frag and j.live < LIVE_FULL and not _expandable_on(j.ctx):
+        return None
+    j.evidence["vllm_share_mib"] = _round(inside[0])
+    return j.result("vllm-share", "TRI001", *_inside_cause(j.oom, j.ctx, inside, j.physical))
+
+
+def _fragmentation(j: _Judged) -> OomCause | None:
+    """Reserved-but-unallocated memory is what was missing (unless the GPU is full anyway, or
+    expandable segments are already on)."""
+    if not j.frag:
+        return None
+    unalloc, ctx = j.unalloc, j.ctx
+    if _expandable_on(ctx):
+        return j.result("capacity", "TRI001", f"{size(unalloc)} is reserved but fragmented "
+                        "even with expandable_segments on", j.capacity_fix())
+    live = j.live
+    if live >= LIVE_FULL and not j.vllm_side:
+        j.evidence["live_share"] = round(live, 3)
+        return j.result("capacity", "TRI001",
+                        f"live tensors already hold {live:.0%} of the GPU; the {size(unalloc)} "
+                        f"reserved but unallocated is fragmentation that failed this "
+                        f"{size(j.missing)} request, but the step is at the GPU's limit",
+                        j.capacity_fix() + "; "
+                        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True gains at most "
+                        f"{size(unalloc)}")
+    why = (f"{size(unalloc)} was reserved by PyTorch but unallocated, more than the "
+           f"{size(j.missing)} that was missing: the caching allocator's memory is fragmented")
+    fix = "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    if ctx is not None and ctx.config.get("vllm_enable_sleep_mode"):
+        fix += " (not with vllm_enable_sleep_mode on torch 2.7–2.9: see envdoctor explain ALC004)"
+    return j.result("fragmentation", "TRI001", why, fix)
+
+
+def _other_process(j: _Judged) -> OomCause | None:
+    """Other processes hold the memory (named), or much of it is outside this process's
+    allocator with no process list to say whose."""
+    oom, ctx, np_ = j.oom, j.ctx, j.non_pytorch
+    outside = (not j.holders and not oom.others and oom.self_mib is None and not j.vllm_side
+               and np_ is not None and np_ >= j.big)
+    if not (j.busy or outside):
+        return None
+    free_gpus = [g.index for g in ctx.facts.gpus if not g.processes
+                 and g.index != j.physical] if ctx is not None else []
+    move = (f"CUDA_VISIBLE_DEVICES={','.join(map(str, free_gpus))}" if free_gpus else
+            "CUDA_VISIBLE_DEVICES=<a free GPU>, set before torch is imported")
+    if j.busy:
+        j.evidence["holders"] = j.holders
+        why = f"other processes hold {size(j.held_mib)} of it: {', '.join(j.holders)}"
+    else:
+        why = (f"{size(np_)} of it was held outside this process's PyTorch allocator "
+               "(other processes, or this process's own non-PyTorch memory)")
+    return j.result("other-process", "MEM001" if j.vllm_side else "MEM002", why,
+                    f"stop them (nvidia-smi shows them), or move this job to GPUs no one else "
+                    f"uses: {move}")
+
+
+#: the causes in the order they are judged: the first that answers is the cause; none
+#: answering is plain capacity (``capacity_cause``)
+CAUSES: tuple[Callable[[_Judged], OomCause | None], ...] = (
+    _vgpu_cap, _allowed_cap, _shared_gpu, _ranks_as_contexts, _sibling_ranks, _colocated_outside,
+    _optimizer_states, _colocated_inside, _fragmentation, _other_process)
+
+
+def classify(oom: Oom, ctx: Context | None = None, log: OomLog | None = None,
+             context: list[str] | None = None) -> OomCause:
+    """Why ``oom`` happened, and the fix. ``log`` says what the rest of the log shows: the vLLM
+    side, TRL's shared-GPU warning, nn.DataParallel, colocated vLLM, HAMi's cap, and the ranks
+    that failed on the same GPU; ``context``, the lines before the message (an optimizer step
+    there asks the memory plan)."""
+    j = _Judged(oom, ctx, log or OomLog(), context)
+    for cause in CAUSES:
+        found = cause(j)
+        if found is not None:
+            return found
+    return capacity_cause(oom, ctx, j.vllm_side, j.physical, j.result)
 
 
 #: a colocated vLLM whose share is at least this part of what PyTorch had allocated is the story

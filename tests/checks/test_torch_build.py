@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.checks.gpus import torch_without_cuda
+from envdoctor.checks.gpus import non_cuda_build
 from tests.conftest import A100_40, LEGACY, findings, snapshot
 
 
@@ -43,6 +43,6 @@ def test_the_seed_report_with_a_cpu_torch_is_not_healthy():
 
 
 def test_labels():
-    assert torch_without_cuda("2.5.1+cu124") is None
-    assert torch_without_cuda("not a version") is None
-    assert torch_without_cuda("2.5.1+cpu") == "a CPU-only build"
+    assert non_cuda_build("2.5.1+cu124") is None
+    assert non_cuda_build("not a version") is None
+    assert non_cuda_build("2.5.1+cpu") == "a CPU-only build"

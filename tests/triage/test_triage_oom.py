@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.checks.context import Context
-from envdoctor.triage.oom import classify, parse_oom
+from envdoctor.triage.oom import OomLog, classify, parse_oom
 from tests.conftest import H100, LEGACY, MODERN, RTX3090, snapshot
 from tests.triage.helpers import findings, judge, scan_bytes
 
@@ -138,10 +138,10 @@ def test_the_generation_gpu_is_a_training_gpu():
 
 
 def test_the_log_itself_can_say_the_gpu_is_shared():
-    cause = classify(parse_oom(oom_text(gpu=1)), None, shared_index=1)
+    cause = classify(parse_oom(oom_text(gpu=1)), None, log=OomLog(shared_index=1))
     assert (cause.cause, cause.rule) == ("shared", "LAY006")
-    assert classify(parse_oom(oom_text(gpu=1)), None, shared_index=1,
-                    dataparallel_seen=True).rule == "LAY003"
+    assert classify(parse_oom(oom_text(gpu=1)), None,
+                    log=OomLog(shared_index=1, dataparallel_seen=True)).rule == "LAY003"
 
 
 def _colocated(util: float) -> Context:
@@ -243,11 +243,11 @@ def test_capacity_on_the_vllm_side():
     ctx = judge(snapshot(2, RTX3090, MODERN), config={"use_vllm": True, "vllm_mode": "server"},
                 launch="CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m\n"
                        "CUDA_VISIBLE_DEVICES=0 accelerate launch train.py")
-    cause = classify(parse_oom(oom_text(gpu=0)), ctx, vllm_side=True)
+    cause = classify(parse_oom(oom_text(gpu=0)), ctx, log=OomLog(vllm_side=True))
     assert (cause.cause, cause.rule) == ("capacity", "MEM001")
     assert cause.evidence["physical_gpu"] == 1  # cuda:0 of the server is GPU 1
     assert "trl vllm-serve" in cause.fix and "--gpu_memory_utilization" in cause.fix
-    legacy = classify(parse_oom(oom_text()), None, vllm_side=True)
+    legacy = classify(parse_oom(oom_text()), None, log=OomLog(vllm_side=True))
     assert "vllm_gpu_memory_utilization" in legacy.fix and "max_num_seqs" in legacy.fix
 
 
