@@ -64,7 +64,8 @@ def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """``({path: kind}, {path: why skipped})`` for the files pre-commit passed."""
     from envdoctor.errors import InputError, UnreadableInput
     from envdoctor.facts.declared import is_declaration
-    from envdoctor.plan.config_files import kind_of, read_mapping
+    from envdoctor.parsing import read_mapping
+    from envdoctor.plan.config_files import kind_of
 
     kinds: dict[str, str] = {}
     skipped: dict[str, str] = {}

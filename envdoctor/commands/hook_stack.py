@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def parse_assume(items: list[str]) -> dict[str, str]:
 
 
 def declared_facts(assume: list[str], requirement_files: list[str], root: Path,
-                   passed: list[str] = ()):
+                   passed: Sequence[str] = ()):
     """Facts of the declared stack: ``--requirements`` files if given, else the declaration
     files found at ``root`` and those among ``passed`` (the commit's files); ``--assume``
     overrides single packages."""
@@ -135,7 +136,7 @@ def key_line(lines: list[str], key: str) -> int | None:
 def _config_lines(config_files: list[str]) -> dict[str, list[str]]:
     """Each checked config file's lines, read once for every finding (unreadable: none)."""
     from envdoctor.errors import read_input_text
-    from envdoctor.plan.config_files import MAX_BYTES
+    from envdoctor.parsing import MAX_BYTES
 
     out: dict[str, list[str]] = {}
     for path in config_files:

@@ -21,7 +21,7 @@ def _progress(enabled: bool):
     """On a terminal: the live phase, and each finished phase on its own line with its time."""
     if not enabled:
         return None
-    state = {"phase": "", "since": time.monotonic()}
+    state: dict[str, Any] = {"phase": "", "since": time.monotonic()}
 
     def show(phase: str) -> None:
         now = time.monotonic()

@@ -116,7 +116,7 @@ class EnvDoctorCallback(TrainerCallback):
         if extra is None:
             return args
         if isinstance(extra, (str, os.PathLike)):
-            from envdoctor.plan.config_files import read_mapping
+            from envdoctor.parsing import read_mapping
 
             extra = read_mapping(extra, "GRPO config")
         merged: dict[str, Any] = config_mapping(args) if is_grpo_config(args) else {}

@@ -33,7 +33,7 @@ def probe_area(ctx: Any, timeout: float = 180.0,
                  "timings": result.timings}
     ranks = result.ranks
     where = ", ".join(f"rank {r}→{d.get('device', '?')}" for r, d in sorted(ranks.items()))
-    steps = [d.get("step_s") for d in ranks.values() if d.get("step_s") is not None]
+    steps = [s for d in ranks.values() if (s := d.get("step_s")) is not None]
     generation = result.generation
     if any(d.get("vllm_enforce_eager") for d in ranks.values()):
         generation += " (eager: the probe skips torch.compile and CUDA graphs for its tiny model)"

@@ -55,7 +55,8 @@ SHAPE_DEFAULTS = {"num_generations": 2, "per_device_train_batch_size": 2,
 
 def batch_shape(config: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
     """The config's batch shape for the probe, and notes on what was left at the probe's own."""
-    shape, notes = dict(SHAPE_DEFAULTS), []
+    shape = dict(SHAPE_DEFAULTS)
+    notes: list[str] = []
     given = {k: config[k] for k in SHAPE_DEFAULTS if k in config}
     if not given:
         return shape, notes
@@ -138,4 +139,6 @@ def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> Pro
         fp16=as_bool(ctx.config["fp16"]) if "fp16" in ctx.config else None,
         gradient_checkpointing=bool(as_bool(ctx.config.get("gradient_checkpointing", False))),
         model_family="llama" if "llama" in str(ctx.config.get("model_name_or_path", "")).lower()
-        else "qwen2", **shape)
+        else "qwen2", num_generations=shape["num_generations"],
+        per_device_train_batch_size=shape["per_device_train_batch_size"],
+        gradient_accumulation_steps=shape["gradient_accumulation_steps"])
