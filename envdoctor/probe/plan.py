@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.net_policy import LOOPBACK_ONLY
 from envdoctor.plan.interface import Launch
@@ -14,6 +14,9 @@ from envdoctor.plan.visible_devices import resolve_visible
 from envdoctor.probe.interface import ProbeSpec
 from envdoctor.probe.model_source import choose, user_model_name
 from envdoctor.probe.rendezvous import remote_rendezvous
+
+if TYPE_CHECKING:
+    from envdoctor.checks.context import Context
 
 _MODULE_FLAGS = {"-m", "--module"}
 
@@ -80,7 +83,7 @@ VLLM_KEYS = {"colocate": ("vllm_gpu_memory_utilization", "vllm_tensor_parallel_s
              "server": ()}
 
 
-def _vllm_part(ctx: Any) -> dict[str, Any]:
+def _vllm_part(ctx: Context) -> dict[str, Any]:
     """ProbeSpec fields for the generation path the plan resolves to (empty: no vLLM)."""
     lay, plan, cfg = ctx.layout, ctx.plan, ctx.config
     mode = lay.generation_mode
@@ -108,7 +111,7 @@ def _vllm_part(ctx: Any) -> dict[str, Any]:
     return out
 
 
-def multi_node(ctx: Any) -> str | None:
+def multi_node(ctx: Context) -> str | None:
     """What the rendezvous of a launch line over several nodes would dial (None: one node)."""
     lay, trainer = ctx.layout, ctx.plan.trainer
     nodes = max(lay.num_machines, (trainer.nodes or 1) if trainer else 1)
@@ -118,7 +121,7 @@ def multi_node(ctx: Any) -> str | None:
     return f"{remote_rendezvous(trainer, ctx.plan.accelerate, env)} for {nodes} nodes"
 
 
-def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> ProbeSpec:
+def spec_from_context(ctx: Context, timeout_s: float = 180.0, steps: int = 1) -> ProbeSpec:
     """A probe of the plan in ``ctx`` (an ``envdoctor.checks.context.Context``): the user's
     launcher, GPUs, batch shape and precision, and the user's generation path (vLLM server,
     colocate or legacy) with the tiny model; ``use_vllm: false`` generates with TRL's own
