@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from envdoctor.trl_release import TrlRelease
 
 MiB = 1024**2
+_CACHE = "_memory_plan"
+_MODEL = "_memory_model"
 
 
 class RuleContext(Protocol):
@@ -59,8 +61,6 @@ class RuleContext(Protocol):
     def layout(self) -> GpuLayout: ...
     @property
     def trl(self) -> TrlRelease: ...
-_CACHE = "_memory_plan"
-_MODEL = "_memory_model"
 
 
 @dataclass
