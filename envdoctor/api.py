@@ -13,12 +13,15 @@ import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.errors import InputError
 from envdoctor.facts.interface import Facts
 from envdoctor.findings import Finding, Severity
 from envdoctor.report.interface import Area, Report
+
+if TYPE_CHECKING:
+    from envdoctor.checks.context import Context
 
 #: Fields that decide the GRPO batch and generation layout: always read from a config object,
 #: even when they hold the field's default (the rules must not guess them).
@@ -220,7 +223,7 @@ def _plan(config: Any, launch: str | list[str] | None, facts: Facts):
     return plan, note
 
 
-def probe_area(ctx: Any, timeout_s: float = 180.0) -> Area:
+def probe_area(ctx: Context, timeout_s: float = 180.0) -> Area:
     """The probe's report area, or an info finding when the probe cannot be imported here."""
     try:
         from envdoctor.probe.area import probe_area as run_area

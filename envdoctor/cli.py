@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("envdoctor: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.message = clean(exc.message)  # "unexpected extra argument (hf_…)" echoes input
+        # "unexpected extra argument (hf_…)" echoes input; click types message Final, yet it is
+        # a plain attribute that show() reads
+        exc.message = clean(exc.message)  # type: ignore[misc]
         exc.show()
         sys.exit(2)
     except click.exceptions.Exit as exc:
@@ -68,7 +70,9 @@ def main(argv: list[str] | None = None) -> None:
     except SystemExit:  # a command's own exit status: its output must still reach the reader
         from click.utils import PacifyFlushWrapper
 
-        if isinstance(sys.stdout, PacifyFlushWrapper):  # click met EPIPE and exits 1 for it
+        # click met EPIPE and exits 1 for it; click >= 8.2 serves the name through a module
+        # __getattr__ typed object
+        if isinstance(sys.stdout, PacifyFlushWrapper):  # type: ignore[arg-type]
             _quiet_stdout()
             sys.exit(141)
         _flush()

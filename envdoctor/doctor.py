@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.engine import Outcome, run_rules
@@ -14,6 +14,9 @@ from envdoctor.plan.layout import trainer_env
 from envdoctor.redact import plan_secrets, redact_report
 from envdoctor.report.interface import Area, Report
 from envdoctor.rule_docs import AREAS, rule_docs
+
+if TYPE_CHECKING:
+    from envdoctor.knowledge import Knowledge
 
 SHOWN = ("trl", "vllm", "transformers", "accelerate", "torch", "deepspeed", "peft")
 AREA_ORDER = ("packages", "config", "gpus", "layout", "allocator", "probe")
@@ -100,7 +103,7 @@ def upgrade_plan(ctx: Context, findings: list[Finding]) -> list[str]:
 _UPGRADE_CACHE: dict[tuple, tuple[str, ...]] = {}
 
 
-def _plan_upgrade(facts: Facts, kb: Any, extras: set[str]) -> tuple[str, ...]:
+def _plan_upgrade(facts: Facts, kb: Knowledge, extras: set[str]) -> tuple[str, ...]:
     """``plan_upgrade``, computed once per distinct set of installed packages: the hook checks
     a thousand configs against one environment, and parsing every Requires-Dist line again for
     each made that quadratic in practice (31 s for 1,000 files)."""

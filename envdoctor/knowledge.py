@@ -40,13 +40,15 @@ class Knowledge:
         return next((f for f in self.trl.get("features", []) if f.get("name") == name), {})
 
     def trl_line(self, trl_version: str | None) -> dict[str, Any] | None:
-        for line in self.trl.get("trl_lines", []):
+        lines: list[dict[str, Any]] = self.trl.get("trl_lines", [])
+        for line in lines:
             if versions.satisfies(trl_version, str(line.get("trl", ""))):
                 return line
         return None
 
     def config_key(self, key: str) -> dict[str, Any] | None:
-        return (self.grpo_keys.get("keys") or {}).get(key)
+        keys: dict[str, dict[str, Any]] = self.grpo_keys.get("keys") or {}
+        return keys.get(key)
 
     def has_config_key(self, key: str, trl_version: str | None) -> bool | None:
         """Whether TRL ``trl_version`` accepts GRPO config key ``key``; None if unknown."""

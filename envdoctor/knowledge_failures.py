@@ -87,7 +87,7 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _text(entry: dict, key: str, where: str, required: bool = True) -> str | None:
+def _text(entry: dict[str, Any], key: str, where: str, required: bool = True) -> str | None:
     value = entry.get(key)
     if value is None and not required:
         return None
@@ -109,7 +109,9 @@ def _env_map(value: Any, where: str) -> dict[str, str]:
     return {str(k): v for k, v in value.items()}
 
 
-def _when(when: Any, where: str) -> tuple[dict, dict, dict, tuple, dict, dict]:
+def _when(when: Any, where: str) -> tuple[dict[str, str], dict[str, tuple[Any, ...]],
+                                          dict[str, tuple[str, ...]], tuple[str, ...],
+                                          dict[str, str], dict[str, str]]:
     if not isinstance(when, dict) or not when.get("packages"):
         raise KnownFailuresError(f"{where}.when: needs 'packages' (at least one PEP 440 specifier)")
     unknown = set(when) - _WHEN_KEYS

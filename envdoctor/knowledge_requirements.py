@@ -46,7 +46,8 @@ def _matches(entry: dict[str, Any], src: str, src_version: str) -> bool:
     return not span or versions.satisfies(src_version, str(span)) is True
 
 
-def weight(kb: Knowledge, src: str, src_version: str, target: str) -> tuple[str, dict | None]:
+def weight(kb: Knowledge, src: str, src_version: str,
+           target: str) -> tuple[str, dict[str, Any] | None]:
     """How an unmet ``src`` → ``target`` requirement matters: ``binds`` (compiled ABI),
     ``imports`` (on the run's import path) or ``other``; with the knowledge entry."""
     table = kb.requirements
@@ -58,14 +59,14 @@ def weight(kb: Knowledge, src: str, src_version: str, target: str) -> tuple[str,
 
 
 def harmless(kb: Knowledge, src: str, src_version: str, target: str,
-             installed: str) -> dict | None:
+             installed: str) -> dict[str, Any] | None:
     """A measured-harmless entry for this unmet pin, if one was seen on a healthy run."""
-    for entry in kb.requirements.get("measured_harmless", []):
+    have = versions.parse(installed)
+    entries: list[dict[str, Any]] = kb.requirements.get("measured_harmless", [])
+    for entry in entries:
+        seen = versions.parse(str(entry.get("installed")))
         if (entry.get("target") == target and _matches(entry, src, src_version)
-                and versions.parse(str(entry.get("installed"))) is not None
-                and versions.parse(installed) is not None
-                and versions.parse(installed).release[:2]
-                == versions.parse(str(entry["installed"])).release[:2]):
+                and seen is not None and have is not None and have.release[:2] == seen.release[:2]):
             return entry
     return None
 
@@ -73,7 +74,7 @@ def harmless(kb: Knowledge, src: str, src_version: str, target: str,
 def marker_env(python: str) -> dict[str, str]:
     """The environment markers are evaluated in: this interpreter's, with the checked machine's
     Python version (a snapshot may come from another Python)."""
-    env = dict(default_environment())
+    env = {key: str(value) for key, value in default_environment().items()}
     v = versions.parse(python.split()[0] if python else None)
     if v is not None and len(v.release) >= 2:
         env["python_version"] = f"{v.release[0]}.{v.release[1]}"

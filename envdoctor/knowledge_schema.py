@@ -27,7 +27,7 @@ def _spec(value: Any, where: str) -> None:
         raise KnowledgeError(f"{where}: {value!r} is not a PEP 440 specifier") from None
 
 
-def _refs(entry: dict, where: str) -> None:
+def _refs(entry: dict[str, Any], where: str) -> None:
     refs = entry.get("references")
     if not isinstance(refs, list) or not refs or not all(isinstance(r, str) and r for r in refs):
         raise KnowledgeError(f"{where}: needs a non-empty list of string references")

@@ -7,8 +7,8 @@ Below facts and plan (both read files with it); it imports only ``envdoctor.erro
 from __future__ import annotations
 
 import json
+import os
 import re
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -42,14 +42,14 @@ except AttributeError:  # pragma: no cover - PyYAML built without libyaml
     _Base = yaml.SafeLoader
 
 
-class _NumberTooLong(yaml.YAMLError):
+class _NumberTooLong(yaml.YAMLError):  # type: ignore[misc]  # PyYAML is untyped here: Any
     def __init__(self, node: yaml.Node) -> None:
         super().__init__()
         self.problem = f"a number of {len(str(node.value)):,} characters (at most {MAX_NUMBER_CHARS})"
         self.problem_mark = node.start_mark
 
 
-class _Loader(_Base):  # type: ignore[misc,valid-type]
+class _Loader(_Base):  # type: ignore[misc]  # a subclass of Any (PyYAML is untyped here)
     """The safe loader with numbers bounded in length before conversion."""
 
 
@@ -68,7 +68,7 @@ for _tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
     _bounded(_tag)
 
 
-def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
+def read_mapping(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
     """Parse a YAML/JSON file that must hold a mapping; ``what`` names it in errors."""
     source = f"{what} {path}"
     return parse_mapping(read_input_text(path, source, MAX_BYTES), source,
@@ -125,12 +125,12 @@ def check_structure(text: str, source: str) -> None:
     stream is flat: reading it cannot overflow, and aliases are counted, not expanded)."""
     if "*" not in text and _depth_bound(text) <= MAX_DEPTH:
         return  # no alias, and too shallow to reach the limit (most configs: no event pass)
-    stack: list[list[int]] = []  # per open collection: [nodes inside, depth below]
+    stack: list[list[Any]] = []  # per open collection: [nodes inside, depth below, anchor]
     sizes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, depth) once expanded
     expanded = 0
     for event in yaml.parse(text, Loader=_Base):
         if isinstance(event, yaml.CollectionStartEvent):
-            stack.append([1, 0, event.anchor])  # type: ignore[list-item]
+            stack.append([1, 0, event.anchor])
             if len(stack) > MAX_DEPTH:
                 raise UnreadableInput(source, f"nested more than {MAX_DEPTH} levels deep "
                                          f"(at line {event.start_mark.line + 1})")
@@ -139,7 +139,7 @@ def check_structure(text: str, source: str) -> None:
             nodes, below, anchor = stack.pop()
             size = (nodes, below + 1)
             if anchor:
-                sizes[anchor] = size  # type: ignore[index]
+                sizes[anchor] = size
         elif isinstance(event, yaml.ScalarEvent):
             size = (1, 0)
             if event.anchor:

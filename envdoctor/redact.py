@@ -29,10 +29,13 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import fields, is_dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from envdoctor.report.interface import Report
 
 MASK = "****"
 #: Output strings longer than this are cut (an 8 MiB config value is not shown whole).
@@ -562,7 +565,27 @@ def _secret_item(key: Any, value: Any) -> bool:
 
 
 # --------------------------------------------------------------------- the plan's secrets
-def plan_secrets(plan: Any) -> set[str]:
+class _LaunchView(Protocol):
+    """What ``plan_secrets`` reads of a ``plan.interface.Launch`` (a layer up)."""
+
+    @property
+    def env(self) -> dict[str, str]: ...
+    @property
+    def options(self) -> dict[str, Any]: ...
+    @property
+    def script_args(self) -> list[str]: ...
+
+
+class PlanView(Protocol):
+    """What ``plan_secrets`` reads of a ``plan.interface.Plan`` (a layer up)."""
+
+    @property
+    def launches(self) -> Sequence[_LaunchView]: ...
+    @property
+    def config(self) -> dict[str, Any]: ...
+
+
+def plan_secrets(plan: PlanView) -> set[str]:
     """Values of secret-named variables, options and config keys of a ``Plan``: masked in the
     report wherever they stand (when at least ``MIN_GLOBAL`` characters long)."""
     from envdoctor.script_args import parse_script_args
@@ -579,7 +602,7 @@ def plan_secrets(plan: Any) -> set[str]:
     return {s for s in found if s}
 
 
-def redact_report(report: Any, secrets: Iterable[str] = ()) -> None:
+def redact_report(report: Report, secrets: Iterable[str] = ()) -> None:
     """Mask the secrets in every text of a ``Report``, in place (the object an API caller gets
     back holds no secret either); remembers them for the renderers."""
     known = set(secrets) | set(getattr(report, "secrets", ()))
@@ -598,9 +621,10 @@ def redact_report(report: Any, secrets: Iterable[str] = ()) -> None:
 _DATA_FORMATS = ("json",)
 
 
-def safe_report(report: Any, fmt: str = "text") -> Any:
+def safe_report(report: Report, fmt: str = "text") -> Report:
     """A copy of ``report`` ready to render in ``fmt``: every string redacted, cut, its
     control characters escaped as text shows them (``\x1b``, ``\u202e``), and its newlines
     (``\n``) in every format but JSON: no value starts a line of its own."""
     known = tuple(getattr(report, "secrets", ()))
-    return scrub(report, known, newlines=fmt not in _DATA_FORMATS)
+    safe: Report = scrub(report, known, newlines=fmt not in _DATA_FORMATS)
+    return safe

@@ -9,7 +9,8 @@ from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
 
-KEYS = {"select": list, "ignore": list, "strict": bool, "probe-timeout": (int, float)}
+KEYS: dict[str, type | tuple[type, ...]] = {"select": list, "ignore": list, "strict": bool,
+                                             "probe-timeout": (int, float)}
 
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -74,7 +75,8 @@ def _loads(text: str) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
-    return tomllib.loads(text)
+    data: dict[str, Any] = tomllib.loads(text)
+    return data
 
 
 def load_settings(start: Path | None = None) -> dict[str, Any]:

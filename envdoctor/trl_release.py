@@ -20,9 +20,13 @@ was written for; with the newest release's defaults (colocate) otherwise.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from envdoctor import versions
+
+if TYPE_CHECKING:
+    from envdoctor.facts.interface import Facts
+    from envdoctor.knowledge import Knowledge
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ class TrlRelease:
         return f"{self.version} (assumed: {self.why})" if self.assumed else self.version
 
 
-def newest_known(kb: Any) -> str | None:
+def newest_known(kb: Knowledge) -> str | None:
     """The newest TRL release the knowledge covers: the first release of its newest line
     (``rules/knowledge/trl.yaml`` trl_lines)."""
     from packaging.version import Version
@@ -53,7 +57,7 @@ def newest_known(kb: Any) -> str | None:
     return max(_line_starts(kb), key=Version, default=None)  # every start parses
 
 
-def _line_starts(kb: Any) -> list[str]:
+def _line_starts(kb: Knowledge) -> list[str]:
     out = []
     for line in kb.trl.get("trl_lines") or []:
         s = versions.spec(str(line.get("trl", "")))
@@ -63,7 +67,7 @@ def _line_starts(kb: Any) -> list[str]:
     return out
 
 
-def trl_release(facts: Any, kb: Any) -> TrlRelease:
+def trl_release(facts: Facts, kb: Knowledge) -> TrlRelease:
     """The TRL release judgements use for ``facts`` (see the module docstring)."""
     installed = facts.version("trl")
     if installed:

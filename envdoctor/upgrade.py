@@ -75,7 +75,7 @@ def _options(c: Conflict, installed: dict[str, str], kb: Knowledge) -> list[dict
         builds = [p["vllm"] for p in kb.vllm.get("torch_pins", [])
                   if base is not None and p["torch"] == base.public]
         if builds:
-            newest = max(builds, key=lambda v: versions.parse(v) or versions.parse("0"))
+            newest = max(builds, key=versions.sort_key)
             opts.append({"vllm": f"=={newest}"})
     return opts
 

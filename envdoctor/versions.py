@@ -55,3 +55,11 @@ def cuda_of_torch(version: str | None) -> str | None:
     if not digits.isdigit() or len(digits) < 3:
         return None
     return f"{digits[:-1]}.{digits[-1]}"
+
+
+_ZERO = Version("0")
+
+
+def sort_key(text: str | None) -> Version:
+    """``parse(text)`` for ``max``/``sorted``: what is not a version orders first, as 0."""
+    return parse(text) or _ZERO

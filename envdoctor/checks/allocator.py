@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
@@ -27,7 +28,7 @@ def _torch_rules(ctx: Context) -> tuple[set[str] | None, str]:
     return accepted, text
 
 
-def _env_vars_read(ctx: Context) -> dict:
+def _env_vars_read(ctx: Context) -> dict[str, Any]:
     torch = ctx.version("torch")
     return next((e for e in ctx.kb.allocator.get("env_vars", [])
                  if versions.satisfies(torch, str(e.get("torch", "")))), {})

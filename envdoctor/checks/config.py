@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
+from typing import Any
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
@@ -31,7 +32,7 @@ OPTIONAL_TYPES = {"generation_batch_size": "int", "steps_per_generation": "int",
                   "vllm_server_base_url": "str", "vllm_gpu_memory_utilization": "float"}
 
 
-def field_types(keys: dict) -> dict[str, tuple[str, bool]]:
+def field_types(keys: dict[str, Any]) -> dict[str, tuple[str, bool]]:
     """Key → (int | float | bool | str, may be null), from the defaults TRL declared."""
     out = dict(TRAINING_ARGUMENT_TYPES)
     for key, entry in keys.items():
@@ -50,14 +51,14 @@ def field_types(keys: dict) -> dict[str, tuple[str, bool]]:
     return out
 
 
-def _span(entry: dict) -> str:
+def _span(entry: dict[str, Any]) -> str:
     since, until = entry.get("since"), entry.get("until")
     if until:
         return f"TRL {since} up to (not including) {until}"
     return f"TRL {since} and newer"
 
 
-def _deprecated(entry: dict, trl: str | None) -> bool:
+def _deprecated(entry: dict[str, Any], trl: str | None) -> bool:
     """Whether TRL ``trl`` is inside the key's deprecation window (its help said "deprecated"
     from ``first`` up to, not including, ``until``: TRL 0.18 revived
     vllm_gpu_memory_utilization for colocate mode after 0.16–0.17 deprecated it)."""

@@ -81,9 +81,7 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
                                                 else f", or require 'trl>={since}'"),
                       severity="error", key=key, trl=spec, **_where(trl))
             continue
-        if not (bad_new or bad_old):
-            continue
-        if bad_new:
+        if bad_new and until:
             gone = known_in(spec, [t for t in tags if versions.at_least(t, until)])
             newest = f"{until} and newer" if upper_open(spec) else _releases(gone)
             msg = (f"the declared {_said(trl)} spans the removal of `{key}` ({origin}) in "
@@ -93,11 +91,13 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
             fix = (f"require 'trl<{until}' to keep `{key}`" +
                    (f", or replace it with `{repl}` and require 'trl>={until}'" if repl else
                     f", or remove it and require 'trl>={until}'"))
-        else:
+        elif bad_old and since:
             old = known_in(spec, [t for t in tags if versions.below(t, since)])
             msg = (f"the declared {_said(trl)} allows TRL {_releases(old)}, older than "
                    f"`{key}` ({origin}), which exists from TRL {since}: those releases reject it")
             fix = f"require 'trl>={since}'"
+        else:
+            continue
         yield hit(msg, fix=fix, key=key, trl=spec, accepting=ok, **_where(trl))
 
 
@@ -141,19 +141,19 @@ def declared_vllm_range_vs_torch(ctx: Context) -> Iterator[Hit]:
     pins = [p for p in ctx.kb.vllm.get("torch_pins") or [] if p.get("vllm") and p.get("torch")]
     in_range = known_in(vllm.spec or ">=0", [str(p["vllm"]) for p in pins])
     torch_of = {str(p["vllm"]): str(p["torch"]) for p in pins}
-    tspec = f"=={versions.parse(torch.version).public}" if torch.version and \
-        versions.parse(torch.version) else torch.spec
+    pinned = versions.parse(torch.version)
+    tspec = f"=={pinned.public}" if pinned is not None else torch.spec
     if not tspec or not in_range:
         return
     if any(versions.satisfies(torch_of[v], tspec) for v in in_range):
         return
-    newest_torch = max((str(p["torch"]) for p in pins), key=versions.parse)
+    newest_torch = max((str(p["torch"]) for p in pins), key=versions.sort_key)
     if upper_open(vllm.spec or ">=0") and (
             not torch.version or not versions.below(torch.version, newest_torch)):
         return  # a later vLLM may be built for that torch (DCL005 says it is newer than known)
-    needed = sorted({torch_of[v] for v in in_range}, key=versions.parse)
+    needed = sorted({torch_of[v] for v in in_range}, key=versions.sort_key)
     mine = versions.parse(torch.version) if torch.version else None
-    nearest = next((t for t in needed if mine is None or versions.parse(t) >= mine), needed[-1])
+    nearest = next((t for t in needed if mine is None or versions.sort_key(t) >= mine), needed[-1])
     for_it = [v for v in in_range if torch_of[v] == nearest]
     built = [str(p["vllm"]) for p in pins if versions.satisfies(str(p["torch"]), tspec)]
     fix = f"require 'torch=={nearest}' (vLLM {_releases(for_it)} are built for it)"
@@ -192,8 +192,8 @@ def declared_newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
         e = stack.get(name)
         if e is None or not e.version or not releases or versions.parse(e.version) is None:
             continue
-        newest = max(releases, key=versions.parse)
-        if versions.parse(e.version) > versions.parse(newest):
+        newest = max(releases, key=versions.sort_key)
+        if versions.sort_key(e.version) > versions.sort_key(newest):
             what = {"vllm": "its torch pin and transformers bounds",
                     "trl": "its config keys, vLLM range and requirements",
                     "torch": "the vLLM release built for it"}[name]
@@ -203,7 +203,7 @@ def declared_newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
                           f"{name} {e.version} release notes", package=name, **_where(e))
 
 
-def _line_start(line: dict) -> str:
+def _line_start(line: dict[str, Any]) -> str:
     m = re.search(r">=\s*([\w.]+)", str(line.get("trl", "")))
     return m.group(1) if m else "?"
 
@@ -229,7 +229,7 @@ def declared_trl_range_vs_vllm(ctx: Context) -> Iterator[Hit]:
                f"vLLM {vllm.version} ({_said(vllm)}): TRL {_releases(ok)} support it, TRL "
                f"{_releases(starts)} do not (e.g. TRL {starts[-1]} supports vLLM "
                f"{bad[-1]['vllm']}) — which one a fresh install gets is left open")
-        first_bad = min(starts, key=lambda v: versions.parse(v) or versions.parse("0"))
+        first_bad = min(starts, key=versions.sort_key)
         fix = f"require 'trl{trl.spec},<{first_bad}'" if versions.at_least(
             first_bad, ok[0]) else f"require a TRL whose line supports vLLM {vllm.version}"
     else:

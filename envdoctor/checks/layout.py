@@ -6,6 +6,7 @@ import json
 import shlex
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
@@ -287,7 +288,7 @@ def multi_gpu_one_process(ctx: Context) -> Iterator[Hit]:
                   num_processes=n)
 
 
-def client_needs(ctx: Context) -> dict | None:
+def client_needs(ctx: Context) -> dict[str, Any] | None:
     """What TRL's client needs of its server, for the installed TRL (rules/knowledge/trl.yaml)."""
     trl = ctx.version("trl")
     rows = (ctx.kb.trl.get("vllm_server") or {}).get("client_needs") or []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
@@ -14,7 +14,7 @@ from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.facts.interface import Gpu, GpuProcess
 
 
-def _holders(gpu: Gpu, exclude: set[int] = frozenset()) -> str:
+def _holders(gpu: Gpu, exclude: Collection[int] = frozenset()) -> str:
     procs = [p for p in gpu.processes if p.pid not in exclude]
     if not procs:
         return "no process listed by NVML"
@@ -108,10 +108,11 @@ def generation_gpu_memory_short(ctx: Context) -> Iterator[Hit]:
                       "options, stop it and start it again)",
                       processes=[p.pid for p in mine])
             continue
-        if not short_of_reservation(gpu, util):
+        total, free = gpu.memory_total_mib, gpu.free_mib
+        if total is None or free is None or not short_of_reservation(gpu, util):
             continue
-        need = int(util * gpu.memory_total_mib)
-        fits = max(math.floor((gpu.free_mib / gpu.memory_total_mib - 0.02) * 100) / 100, 0)
+        need = int(util * total)
+        fits = max(math.floor((free / total - 0.02) * 100) / 100, 0)
         if lay.generation_mode == "server":
             lower = (f"start the server with a fraction that fits: "
                      f"{with_option(ctx.plan.server, 'gpu_memory_utilization', f'{fits:.2f}')}"

@@ -81,6 +81,8 @@ FULL_SHARE = 0.95
 
 
 def _will_not_fit(plan: MemoryPlan, row: GpuPlan) -> bool:
+    if not row.capacity:
+        return False  # no capacity known: nothing to compare with (such rows are not judged)
     doubt = _doubt(plan)
     torch_part = _torch_part(row)
     if torch_part > row.capacity * doubt:
@@ -103,6 +105,8 @@ def _rows(ctx: Context) -> tuple[MemoryPlan | None, list[GpuPlan]]:
 @rule("MEM101", needs=("model",))
 def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
     plan, rows = _rows(ctx)
+    if plan is None:
+        return
     for group in same_gpus(rows):
         row = group[0]
         if not _will_not_fit(plan, row):
@@ -118,6 +122,8 @@ def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
 @rule("MEM102", needs=("model",))
 def memory_plan_headroom_thin(ctx: Context) -> Iterator[Hit]:
     plan, rows = _rows(ctx)
+    if plan is None:
+        return
     for group in same_gpus(rows):
         row = group[0]
         if _will_not_fit(plan, row) or not (row.total > row.capacity or is_thin(row)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from envdoctor import versions
 from envdoctor.net_policy import (
@@ -21,6 +21,9 @@ from envdoctor.net_policy import (
     port_open,
     server_origin,
 )
+
+if TYPE_CHECKING:
+    from envdoctor.checks.context import Context
 
 __all__ = ["LOOPBACK", "Health", "get_status", "policy", "port_in_use", "probe_health",
            "server_address", "server_health"]
@@ -87,12 +90,12 @@ def port_in_use(port: int, host: str = LOOPBACK) -> bool:
     return port_open(port, host)
 
 
-def policy(ctx: Any) -> Policy:
+def policy(ctx: Context) -> Policy:
     """The network policy of a check: loopback, and the hosts the user allowed."""
     return Policy.of(getattr(ctx, "allow_hosts", ()) or ())
 
 
-def server_address(ctx: Any) -> tuple[str, int]:
+def server_address(ctx: Context) -> tuple[str, int]:
     """Host (or base URL) and port where the trainer will look for its vLLM server."""
     srv = ctx.layout.server
     base = ctx.config.get("vllm_server_base_url")
@@ -104,18 +107,18 @@ def server_address(ctx: Any) -> tuple[str, int]:
     return str(base or host), port
 
 
-def _health_path(ctx: Any) -> str:
+def _health_path(ctx: Context) -> str:
     """The path the installed TRL's client polls: /health from 1.11 (vLLM's), /health/ before."""
     trl = ctx.version("trl")
     return "/health" if trl and versions.at_least(trl, "1.11.0") else "/health/"
 
 
-def server_health(ctx: Any) -> Health | None:
+def server_health(ctx: Context) -> Health | None:
     """The server's health, asked once per check (live runs only, under the policy); None when
     the check may not touch the network."""
     if not (ctx.facts.live and ctx.network):
         return None
-    cached = ctx.__dict__.get("_server_health")
+    cached: Health | None = ctx.__dict__.get("_server_health")
     if cached is None:
         cached = probe_health(*server_address(ctx), policy=policy(ctx), path=_health_path(ctx))
         ctx.__dict__["_server_health"] = cached

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
@@ -80,12 +81,12 @@ def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | Non
         return None
     matches = [p["vllm"] for p in ctx.kb.vllm.get("torch_pins", [])
                if str(p.get("torch")) == base.public]
-    return max(matches, key=lambda v: versions.parse(str(v)) or versions.parse("0")) \
+    return max(matches, key=lambda v: versions.sort_key(str(v))) \
         if matches else None
 
 
 def _missing(ctx: Context, who: str, pkg: Package, target: str, spec: str, line: str,
-             kind: str, entry: dict | None, curated: bool) -> Hit | None:
+             kind: str, entry: dict[str, Any] | None, curated: bool) -> Hit | None:
     if kind == "other" or entry is None:
         if not ctx.facts.live and target not in CHECKED:
             return None  # snapshots list only part of the environment
@@ -108,14 +109,14 @@ def _missing(ctx: Context, who: str, pkg: Package, target: str, spec: str, line:
 
 
 def _mismatch(ctx: Context, who: str, src: str, pkg: Package, target: str, spec: str, line: str,
-              installed: str, kind: str, entry: dict | None, curated: bool) -> Hit | None:
+              installed: str, kind: str, entry: dict[str, Any] | None, curated: bool) -> Hit | None:
     alt = _compatible_release(ctx, src, installed) if target == "torch" else None
     fix = f"pip install '{target}{spec}'"
     if alt:
         fix += f"  # or keep {target} {installed} and install {src}=={alt}, built for it"
     origin = " (its curated pin: this snapshot has no Requires-Dist)" if curated else ""
     head = f"{who} {pkg.version} requires {target}{spec}{origin}, installed {target} {installed}"
-    if kind == "binds" or kind == "imports" and entry and entry.get("version_checked"):
+    if entry is not None and (kind == "binds" or kind == "imports" and entry.get("version_checked")):
         return hit(f"{head} → {src}: {entry['why']}" if kind == "binds"
                    else f"{head} → {entry['why']}", fix=fix, requirement=line,
                    installed=installed, weight=kind)
@@ -194,7 +195,7 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
                   references=line.get("references", []))
 
 
-def _when_matches(ctx: Context, when: dict) -> bool:
+def _when_matches(ctx: Context, when: dict[str, Any]) -> bool:
     for key, cond in when.items():
         if key == "use_vllm":
             if bool(cond) != ctx.plan.use_vllm:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from envdoctor.facts.environment import is_secret
 from envdoctor.facts.interface import Facts
@@ -58,6 +59,14 @@ def env_relevant(name: str) -> bool:
 
 def is_stack(name: str) -> bool:
     return name in STACK or (name.startswith("nvidia-") and name not in NOT_STACK)
+
+
+def _driver_value(node: NodeView, key: str) -> str | None:
+    return getattr(node.facts.driver, key) or None
+
+
+def _env_value(node: NodeView, key: str) -> str:
+    return node.facts.env.get(key, UNSET)
 
 
 def _spread(nodes: list[NodeView], value: Callable[[NodeView], str | None]) -> dict[str, list[str]]:
@@ -175,7 +184,7 @@ def cuda(nodes: list[NodeView]) -> list[Finding]:
             "nvidia-nccl-cu* package, no LD_PRELOAD / LD_LIBRARY_PATH override)",
             component="nccl"))
     for key, what in (("cuda", "The driver's CUDA version"), ("version", "The NVIDIA driver")):
-        spread = _spread(nodes, lambda n, k=key: getattr(n.facts.driver, k) or None)
+        spread = _spread(nodes, partial(_driver_value, key=key))
         if len(spread) > 1:
             ref = _reference(spread)
             out.append(_finding(
@@ -225,7 +234,7 @@ def env_vars(nodes: list[NodeView]) -> list[Finding]:
     keys = sorted({k for n in nodes for k in n.facts.env if env_relevant(k)})
     out = []
     for key in keys:
-        spread = _spread(nodes, lambda n, k=key: n.facts.env.get(k, UNSET))
+        spread = _spread(nodes, partial(_env_value, key=key))
         if len(spread) < 2:
             continue
         ref = _reference(spread)

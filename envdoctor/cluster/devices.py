@@ -141,6 +141,6 @@ def role_rows(nodes: list[Node]) -> list[list[str]]:
             by_device.setdefault(r.device if not r.error else "?", []).append(r)
         for device, rs in by_device.items():
             name = rs[0].gpu_name or ("CPU" if device == "cpu" else device)
-            roles = ", ".join(f"rank {r.rank} (local {r.local_rank})" for r in rs)
-            rows.append([str(n.index), n.host, device, name, "", roles])
+            ranks = ", ".join(f"rank {r.rank} (local {r.local_rank})" for r in rs)
+            rows.append([str(n.index), n.host, device, name, "", ranks])
     return rows

@@ -24,7 +24,7 @@ MAX_BYTES = 4 * 1024 * 1024
 
 def read_override(path: str) -> dict[str, Any]:
     """The override file, through the snapshot's bounded reader (size, special files, numbers)."""
-    from envdoctor.facts.snapshot import parse_json
+    from envdoctor.parsing import parse_json
 
     source = f"{ENV}={path}"
     text = read_input_text(path, source, MAX_BYTES, "; a partial snapshot is small")
@@ -50,7 +50,8 @@ def _merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 def apply_override(facts: Facts, runtime: dict[str, str],
                    path: str) -> tuple[Facts, dict[str, str]]:
     """``facts`` and ``runtime`` with the override file merged in; ``InputError`` if malformed."""
-    from envdoctor.facts.snapshot import SCHEMA, from_dict, to_dict
+    from envdoctor.facts.interface import SCHEMA
+    from envdoctor.facts.snapshot import from_dict, to_dict
 
     data = read_override(path)
     merged = to_dict(facts)

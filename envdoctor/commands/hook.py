@@ -17,7 +17,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -32,6 +32,10 @@ from envdoctor.commands.options import (
     use_color,
     verbose_option,
 )
+
+if TYPE_CHECKING:
+    from envdoctor.facts.interface import Facts
+    from envdoctor.report.interface import Report
 
 NO_GPU = "needs live GPU facts: the hook checks config files, without a GPU"
 NOT_LIVE = "needs the live machine (a running vLLM server): the hook checks files only"
@@ -64,7 +68,8 @@ def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """``({path: kind}, {path: why skipped})`` for the files pre-commit passed."""
     from envdoctor.errors import InputError, UnreadableInput
     from envdoctor.facts.declared import is_declaration
-    from envdoctor.plan.config_files import kind_of, read_mapping
+    from envdoctor.parsing import read_mapping
+    from envdoctor.plan.config_files import kind_of
 
     kinds: dict[str, str] = {}
     skipped: dict[str, str] = {}
@@ -121,7 +126,7 @@ def hook_facts(assume: list[str]):
     return facts
 
 
-def offline_rules(facts: Any, select: list[str] | None, ignore: list[str] | None) -> dict[str, str]:
+def offline_rules(facts: Facts, select: list[str] | None, ignore: list[str] | None) -> dict[str, str]:
     """Rules the hook cannot run, with why: GPU and live-machine rules (and the package rules
     when TRL is not installed where the hook runs)."""
     from envdoctor.checks.engine import matches
@@ -151,7 +156,7 @@ def offline_rules(facts: Any, select: list[str] | None, ignore: list[str] | None
     return out
 
 
-def _demote_batch_rule(report: Any) -> None:
+def _demote_batch_rule(report: Report) -> None:
     """Without a launch or accelerate config the process count is unknown (1 is assumed): a
     batch that does not divide is then only a warning."""
     from envdoctor.findings import Severity
@@ -166,7 +171,7 @@ def _demote_batch_rule(report: Any) -> None:
             for f in area.findings]
 
 
-def check_target(target: Target, facts: Any, launch: str | None,
+def check_target(target: Target, facts: Facts, launch: str | None,
                  select: list[str] | None, ignore: list[str] | None):
     """The report of one target, checked offline."""
     from envdoctor.doctor import check
@@ -199,7 +204,7 @@ def check_target(target: Target, facts: Any, launch: str | None,
     return report
 
 
-def _declared_view(report: Any, facts: Any, files: list[str]) -> None:
+def _declared_view(report: Report, facts: Facts, files: list[str]) -> None:
     """A declared stack's report: its summary line, "declared" wording, the file and line of
     each finding; the upgrade plan (pip commands for this machine) does not apply."""
     from envdoctor.commands import hook_stack
@@ -325,7 +330,7 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
                 click.echo(f"envdoctor: {clean(note)}", err=True)
     line = launch_text(launch, ())
     named = [(t.label, check_target(t, facts, line, select_ids, ignore_ids))
-             for t in targets]
+             for t in targets] if facts is not None else []  # facts are read when targets exist
     if named or output:
         emit(_render_all(named, fmt, verbose, color=fmt == "text" and not output and use_color()),
              output)

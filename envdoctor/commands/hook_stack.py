@@ -6,10 +6,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from envdoctor.errors import InputError, require_regular_file
+
+if TYPE_CHECKING:
+    from envdoctor.facts.interface import Facts
+    from envdoctor.findings import Finding
+    from envdoctor.report.interface import Report
 
 NOT_CHECKED = ("not checked: no declared stack (pyproject.toml, requirements*.txt, uv.lock, "
                "pylock.toml, poetry.lock, environment.yml, Dockerfile) and no --assume; the "
@@ -35,7 +41,7 @@ def parse_assume(items: list[str]) -> dict[str, str]:
 
 
 def declared_facts(assume: list[str], requirement_files: list[str], root: Path,
-                   passed: list[str] = ()):
+                   passed: Sequence[str] = ()):
     """Facts of the declared stack: ``--requirements`` files if given, else the declaration
     files found at ``root`` and those among ``passed`` (the commit's files); ``--assume``
     overrides single packages."""
@@ -66,7 +72,7 @@ def declared_facts(assume: list[str], requirement_files: list[str], root: Path,
     return facts
 
 
-def skipped_rules(facts: Any) -> dict[str, str]:
+def skipped_rules(facts: Facts) -> dict[str, str]:
     """Package rules that cannot judge this declared stack, with why."""
     from envdoctor.rule_docs import rule_docs
 
@@ -84,7 +90,7 @@ def skipped_rules(facts: Any) -> dict[str, str]:
     return out
 
 
-def summary(facts: Any) -> str:
+def summary(facts: Facts) -> str:
     """One line: what is decided (exact versions, and how) and what is left open."""
     stack = (facts.extra.get("declared") or {}).get("stack") or {}
     shown = ("trl", "vllm", "transformers", "torch", "accelerate", "deepspeed", "peft")
@@ -112,7 +118,7 @@ def summary(facts: Any) -> str:
 NOT_DECLARED = {"PKG001", "PKG008"}
 
 
-def reword(report: Any) -> None:
+def reword(report: Report) -> None:
     """Findings about a declared stack say "declared", not "installed"."""
     from envdoctor.findings import Severity
 
@@ -135,7 +141,7 @@ def key_line(lines: list[str], key: str) -> int | None:
 def _config_lines(config_files: list[str]) -> dict[str, list[str]]:
     """Each checked config file's lines, read once for every finding (unreadable: none)."""
     from envdoctor.errors import read_input_text
-    from envdoctor.plan.config_files import MAX_BYTES
+    from envdoctor.parsing import MAX_BYTES
 
     out: dict[str, list[str]] = {}
     for path in config_files:
@@ -146,7 +152,7 @@ def _config_lines(config_files: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def _declared_at(facts: Any, name: str | None) -> tuple[str, int] | None:
+def _declared_at(facts: Facts, name: str | None) -> tuple[str, int] | None:
     stack = ((facts.extra.get("declared") or {}).get("stack") or {}) if facts else {}
     e = stack.get(name or "")
     if e is None or not e.decls:
@@ -159,7 +165,7 @@ _SUBJECT = {"PKG001": "trl", "PKG002": "vllm", "PKG003": "vllm", "PKG006": "vllm
             "PKG007": "vllm", "PKG008": "trl"}
 
 
-def locate(report: Any, facts: Any, config_files: list[str]) -> None:
+def locate(report: Report, facts: Facts, config_files: list[str]) -> None:
     """Add ``file`` and ``line`` to each finding's evidence: the config key it is about, the
     declaration it is about, else the checked config file itself (line 1)."""
     lines = _config_lines(config_files)
@@ -188,7 +194,7 @@ def _config_key(ev: dict, config_files: dict[str, list[str]]) -> tuple[str, int]
     return None
 
 
-def _where(f: Any, ev: dict, facts: Any,
+def _where(f: Finding, ev: dict, facts: Facts,
            config_files: dict[str, list[str]]) -> tuple[str, int] | None:
     from envdoctor.rule_docs import rule_docs
 

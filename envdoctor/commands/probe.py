@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,12 +16,15 @@ from envdoctor.commands.options import (
 )
 from envdoctor.report.interface import Area
 
+if TYPE_CHECKING:
+    from envdoctor.checks.context import Context
+
 
 def _progress(enabled: bool):
     """On a terminal: the live phase, and each finished phase on its own line with its time."""
     if not enabled:
         return None
-    state = {"phase": "", "since": time.monotonic()}
+    state: dict[str, Any] = {"phase": "", "since": time.monotonic()}
 
     def show(phase: str) -> None:
         now = time.monotonic()
@@ -34,7 +37,7 @@ def _progress(enabled: bool):
     return show
 
 
-def probe_area(ctx: Any, timeout: float = 180.0, show_progress: bool = False) -> Area:
+def probe_area(ctx: Context, timeout: float = 180.0, show_progress: bool = False) -> Area:
     """Run the probe for the plan in ``ctx`` and return its report area (on a terminal, with
     its phases shown as they pass)."""
     from envdoctor.probe.area import probe_area as run_area

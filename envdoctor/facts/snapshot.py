@@ -78,7 +78,8 @@ class _Reader:
     def fail(self, key: str, problem: str) -> InputError:
         return InputError(self.source, f"key '{key}': {problem}")
 
-    def get(self, obj: dict, key: str, kinds: tuple[type, ...], where: str, default: Any = None):
+    def get(self, obj: dict[str, Any], key: str, kinds: tuple[type, ...], where: str,
+            default: Any = None) -> Any:
         value = obj.get(key)
         if value is None:
             return default

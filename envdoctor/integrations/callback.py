@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
@@ -30,6 +30,9 @@ from envdoctor.integrations.ranks import (
     node_id,
 )
 from envdoctor.report.interface import Report
+
+if TYPE_CHECKING:
+    from envdoctor.facts.interface import Facts
 
 log = logging.getLogger("envdoctor")
 
@@ -54,7 +57,7 @@ def cpu_group(dist: Any) -> Any:
         return None
 
 
-def device_gpu(device: Any, facts: Any, visible: list[int]) -> int | None:
+def device_gpu(device: Any, facts: Facts, visible: list[int]) -> int | None:
     """The NVML index of a torch CUDA device: by UUID, else by position among the visible."""
     if getattr(device, "type", "cpu") != "cuda":
         return None
@@ -86,7 +89,8 @@ class EnvDoctorCallback(TrainerCallback):
 
     def __init__(self, config: Mapping[str, Any] | str | os.PathLike | Any = None,
                  launch: str | list[str] | None = None, strict: bool = False,
-                 facts: Any = None, select: list[str] | None = None,
+                 facts: Facts | str | os.PathLike[str] | Mapping[str, Any] | None = None,
+                 select: list[str] | None = None,
                  ignore: list[str] | None = None, network: bool = True,
                  every_n_steps: int = 50, generation_gpus: list[int] | None = None,
                  min_free_mib: int = 1024, horizon_steps: int = 1000,
@@ -116,7 +120,7 @@ class EnvDoctorCallback(TrainerCallback):
         if extra is None:
             return args
         if isinstance(extra, (str, os.PathLike)):
-            from envdoctor.plan.config_files import read_mapping
+            from envdoctor.parsing import read_mapping
 
             extra = read_mapping(extra, "GRPO config")
         merged: dict[str, Any] = config_mapping(args) if is_grpo_config(args) else {}

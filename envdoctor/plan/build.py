@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
-from envdoctor.plan.config_files import read_mapping
+from envdoctor.parsing import read_mapping
 from envdoctor.plan.interface import Launch, Plan
-from envdoctor.plan.launch import parse_launches, parse_script_args
+from envdoctor.plan.launch import parse_launches
 from envdoctor.plan.values import validate
+from envdoctor.script_args import parse_script_args
 
 _LAUNCH_ONLY = {"config"}  # script arguments that are not GRPOConfig fields
 

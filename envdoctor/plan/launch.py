@@ -330,7 +330,8 @@ def parse_launches(text: str | Sequence[str] | None = None,
     too. Variables exported in the text apply to the commands after them, argv's included.
     """
     if text is not None and not isinstance(text, str):
-        text, argv = None, [*text, *(argv or [])]
+        argv = [*text, *(argv or [])]
+        text = None
     exported: dict[str, str] = {}
     launches = _parse_text(text, exported, 0) if text else []
     if argv:

@@ -94,7 +94,7 @@ def vllm_mode(plan: Plan, facts: Facts, kb: Knowledge) -> str | None:
     if has_modes:
         mode = plan.config.get("vllm_mode")
         if mode in ("server", "colocate"):
-            return mode
+            return str(mode)
         line = kb.trl_line(trl) or {}
         return line.get("default_vllm_mode") or "server"
     if has_modes is False:
@@ -182,7 +182,8 @@ class _Counts:
 
     def node_rank(self, name: str, config: bool = False) -> int:
         try:
-            return self.count(name, config, default=0, minimum=0)
+            rank: int = self.count(name, config, default=0, minimum=0)
+            return rank
         except _Unresolved:
             return 0  # $SLURM_PROCID: differs per node; rank numbers only
 
@@ -279,7 +280,7 @@ def _nnodes(where: str, raw: Any, env: dict[str, str]) -> int:
     if len(parts) > 2:
         raise InputError(where, f"--nnodes {raw}: expected N or MIN:MAX")
     try:
-        counts = [_count(where, "--nnodes", p, env, unit="node") for p in parts]
+        counts: list[int] = [_count(where, "--nnodes", p, env, unit="node") for p in parts]
     except InputError as exc:
         if len(parts) == 1:
             raise

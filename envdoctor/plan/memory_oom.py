@@ -9,9 +9,12 @@ model — make up most of what PyTorch had allocated, those parts are the story,
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.plan.memory import GiB
+
+if TYPE_CHECKING:
+    from envdoctor.plan.memory_plan import RuleContext
 
 _STEP = re.compile(r"torch/optim/(?:adamw?|optimizer|sgd)\.py|_(?:multi_tensor|fused|single_tensor)"
                    r"_adamw?\b|optimizer\.step\(|bitsandbytes/optim|deepspeed/runtime/zero/stage")
@@ -24,7 +27,7 @@ def in_optimizer_step(context: list[str]) -> bool:
     return any(_STEP.search(line.replace("\\", "/")) for line in context)
 
 
-def explain_optimizer_oom(ctx: Any, allocated_mib: float | None, total_mib: float | None,
+def explain_optimizer_oom(ctx: RuleContext, allocated_mib: float | None, total_mib: float | None,
                           context: list[str]) -> tuple[str, str, dict[str, Any]] | None:
     """(why, fix, evidence) when the plan's steady parts explain an OOM in the optimizer step."""
     if not context or not in_optimizer_step(context):

@@ -8,8 +8,9 @@ context, so the rules, ``plan-memory`` and triage share one computation.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from envdoctor import versions
 from envdoctor.errors import InputError
@@ -32,9 +33,34 @@ from envdoctor.plan.memory_setup import from_config as knobs_from_config
 from envdoctor.plan.model_shape import ModelShape, load_shape, parse_count, shape_from_count
 from envdoctor.plan.values import as_bool
 
+if TYPE_CHECKING:
+    from envdoctor.facts.interface import Facts
+    from envdoctor.knowledge import Knowledge
+    from envdoctor.plan.interface import GpuLayout, Plan
+    from envdoctor.trl_release import TrlRelease
+
 MiB = 1024**2
 _CACHE = "_memory_plan"
 _MODEL = "_memory_model"
+
+
+class RuleContext(Protocol):
+    """What the memory plan reads of a rule's context (``checks.context.Context``, a layer up)."""
+
+    @property
+    def facts(self) -> Facts: ...
+    @property
+    def plan(self) -> Plan: ...
+    @property
+    def kb(self) -> Knowledge: ...
+    @property
+    def options(self) -> dict[str, Any]: ...
+    @property
+    def config(self) -> dict[str, Any]: ...
+    @property
+    def layout(self) -> GpuLayout: ...
+    @property
+    def trl(self) -> TrlRelease: ...
 
 
 @dataclass
@@ -86,7 +112,7 @@ class MemoryPlan:
 
 
 # ---- the model ------------------------------------------------------------------------------
-def model_name(ctx: Any) -> str | None:
+def model_name(ctx: RuleContext) -> str | None:
     name = ctx.options.get("model") or ctx.config.get("model_name_or_path")
     server = ctx.plan.server
     if not name and server is not None:
@@ -94,13 +120,13 @@ def model_name(ctx: Any) -> str | None:
     return str(name) if isinstance(name, (str, int)) and str(name).strip() else None
 
 
-def _environ(ctx: Any) -> dict[str, str]:
+def _environ(ctx: RuleContext) -> dict[str, str]:
     env = dict(os.environ) if ctx.facts.live else {"HOME": os.path.expanduser("~")}
     env.update(ctx.facts.env)
     return env
 
 
-def resolve_model(ctx: Any) -> tuple[ModelShape | None, str]:
+def resolve_model(ctx: RuleContext) -> tuple[ModelShape | None, str]:
     """The model's shape, or None and why (a reason rules are skipped with)."""
     if ctx.options.get("model_params"):
         return shape_from_count(parse_count(str(ctx.options["model_params"]))), ""
@@ -120,30 +146,32 @@ def resolve_model(ctx: Any) -> tuple[ModelShape | None, str]:
 
 
 # ---- the plan ---------------------------------------------------------------------------------
-def _resolved(ctx: Any) -> tuple[ModelShape | None, str]:
+def _resolved(ctx: RuleContext) -> tuple[ModelShape | None, str]:
     """``resolve_model`` once per context (each memory rule asks; config.json is read once)."""
     if _MODEL not in ctx.options:
         ctx.options[_MODEL] = resolve_model(ctx)
-    return ctx.options[_MODEL]
+    resolved: tuple[ModelShape | None, str] = ctx.options[_MODEL]
+    return resolved
 
 
-def for_context(ctx: Any) -> MemoryPlan | None:
+def for_context(ctx: RuleContext) -> MemoryPlan | None:
     """The plan of ``ctx`` (cached on it), or None when the model cannot be resolved."""
     if _CACHE in ctx.options:
-        return ctx.options[_CACHE]
+        cached: MemoryPlan | None = ctx.options[_CACHE]
+        return cached
     shape, _ = _resolved(ctx)
     plan = build(ctx, shape) if shape is not None else None
     ctx.options[_CACHE] = plan
     return plan
 
 
-def model_problem(ctx: Any) -> str | None:
+def model_problem(ctx: RuleContext) -> str | None:
     """Why the memory rules cannot run (the engine's skip reason), or None."""
     shape, why = _resolved(ctx)
     return why if shape is None else None
 
 
-def _capacity(ctx: Any, gpu: int | None) -> int | None:
+def _capacity(ctx: RuleContext, gpu: int | None) -> int | None:
     g = ctx.facts.gpu(gpu) if gpu is not None else None
     if g is not None and g.memory_total_mib:
         return int(g.memory_total_mib) * MiB
@@ -151,7 +179,7 @@ def _capacity(ctx: Any, gpu: int | None) -> int | None:
     return int(override) if override else None
 
 
-def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
+def build(ctx: RuleContext, shape: ModelShape) -> MemoryPlan:
     lay = ctx.layout  # without GPU facts: the ranks' count still comes from the launch
     world, node, mode = lay.world_size, lay.num_processes, lay.generation_mode
     trainer = ctx.plan.trainer
@@ -167,7 +195,7 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
     if k.use_vllm and mode == "colocate":
         k = k.replace(vllm_caps_process=fraction_caps_process(ctx))
     plan = MemoryPlan(model=shape, knobs=k)
-    training = lay.training or [None]
+    training: Sequence[int | None] = lay.training or [None]
     for gpu in training:
         plan.gpus.append(trainer_row(shape, k, gpu, _capacity(ctx, gpu), lay))
     if mode in ("legacy", "server") and not (lay.server and lay.server.source == "nvml"):
@@ -178,27 +206,28 @@ def build(ctx: Any, shape: ModelShape) -> MemoryPlan:
     return plan
 
 
-def server_max_model_len(ctx: Any) -> int | None:
+def server_max_model_len(ctx: RuleContext) -> int | None:
     launch = ctx.plan.server
     value = int(number(launch.options.get("max_model_len"), 0, limit=1e7)) if launch else 0
     return value or None
 
 
-def fraction_caps_process(ctx: Any) -> bool:
+def fraction_caps_process(ctx: RuleContext) -> bool:
     """Whether the installed vLLM's ``gpu_memory_utilization`` caps the whole process (V1 engine
     of 0.8.0-0.9.0) rather than vLLM's own share (rules/knowledge/vllm.yaml)."""
     env = trainer_env(ctx.facts, ctx.plan.trainer)
     if env.get("VLLM_USE_V1", "").strip() == "0":  # the V0 engine measures its own instance
         return False
     version = ctx.facts.version("vllm")
-    for scope in ctx.kb.vllm.get("gpu_memory_utilization_scope", {}).get("ranges", []):
+    scopes: list[dict[str, Any]] = ctx.kb.vllm.get("gpu_memory_utilization_scope", {}).get("ranges", [])
+    for scope in scopes:
         if versions.satisfies(version, str(scope.get("vllm", ""))):
-            return scope.get("scope") == "process"
+            return bool(scope.get("scope") == "process")
     return False
 
 
 def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | None,
-                lay: Any = None) -> GpuPlan:
+                lay: GpuLayout | None = None) -> GpuPlan:
     ranks = [r.rank for r in lay.ranks if r.gpu == gpu] if lay is not None else []
     role = ", ".join(f"rank {r}" for r in ranks) or "rank (each)"
     if gpu is None and len(ranks) > 1:
@@ -230,7 +259,7 @@ def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | No
     return row
 
 
-def server_row(ctx: Any, shape: ModelShape, k: Knobs, gpu: int, capacity: int | None) -> GpuPlan:
+def server_row(ctx: RuleContext, shape: ModelShape, k: Knobs, gpu: int, capacity: int | None) -> GpuPlan:
     launch = ctx.plan.server
     opts = launch.options if launch is not None else {}
     if k.vllm_mode == "server":

@@ -86,11 +86,17 @@ class Knobs:
 
 
 def _at_least(trl: str | None, version: str) -> bool | None:
-    v = parse(trl)
-    return None if v is None else v.release >= parse(version).release
+    v, floor = parse(trl), parse(version)
+    return None if v is None or floor is None else v.release >= floor.release
 
 
 MAX_COUNT = 10**7  # batch sizes, lengths, ranks: beyond any real run (CFG rules judge values)
+
+
+def _table(mapping: dict[str, Any], key: str) -> dict[str, Any]:
+    """``mapping[key]`` when it is a mapping, else an empty one."""
+    value = mapping.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _int(value: Any, default: int) -> int:
@@ -202,7 +208,7 @@ def _prompt(k: Knobs, c: dict[str, Any], trl: str | None, prompt_tokens: int | N
 
 
 def _weight_bytes(c: dict[str, Any], checkpoint_dtype: str | None) -> int:
-    init = c.get("model_init_kwargs") if isinstance(c.get("model_init_kwargs"), dict) else {}
+    init = _table(c, "model_init_kwargs")
     for value in (init.get("dtype"), init.get("torch_dtype"), c.get("dtype"), c.get("torch_dtype")):
         if value == "auto":
             return dtype_bytes(checkpoint_dtype) or 2
@@ -215,10 +221,9 @@ def _weight_bytes(c: dict[str, Any], checkpoint_dtype: str | None) -> int:
 def _distributed(k: Knobs, c: dict[str, Any], acc: dict[str, Any], opts: dict[str, Any]) -> None:
     """ZeRO stage / FSDP strategy and offload from the accelerate config, the launch flags or
     the GRPO config's ``deepspeed`` / ``fsdp`` keys."""
-    ds = acc.get("deepspeed_config") if isinstance(acc.get("deepspeed_config"), dict) else {}
-    ds_inline = c.get("deepspeed") if isinstance(c.get("deepspeed"), dict) else {}
-    zero = ds_inline.get("zero_optimization") if isinstance(
-        ds_inline.get("zero_optimization"), dict) else {}
+    ds = _table(acc, "deepspeed_config")
+    ds_inline = _table(c, "deepspeed")
+    zero = _table(ds_inline, "zero_optimization")
     dist = str(acc.get("distributed_type", "")).upper()
     stage = opts.get("zero_stage", ds.get("zero_stage", zero.get("stage")))
     if stage is not None or dist == "DEEPSPEED" or opts.get("use_deepspeed") or ds_inline:
@@ -238,7 +243,7 @@ def _distributed(k: Knobs, c: dict[str, Any], acc: dict[str, Any], opts: dict[st
         if "nvme" in (str(off_opt).lower(), str(off_par).lower()):
             k.offload_device = "nvme"
         return
-    fsdp = acc.get("fsdp_config") if isinstance(acc.get("fsdp_config"), dict) else {}
+    fsdp = _table(acc, "fsdp_config")
     cfg_fsdp = str(c.get("fsdp") or "")
     if dist == "FSDP" or opts.get("use_fsdp") or cfg_fsdp:
         raw = str(opts.get("fsdp_sharding_strategy", fsdp.get("fsdp_sharding_strategy",

@@ -37,7 +37,7 @@ def cuda_order(gpus: list[Gpu], device_order: str | None) -> list[Gpu]:
     if (device_order or "").upper() == "PCI_BUS_ID":
         return ordered
 
-    def speed(g: Gpu) -> tuple:
+    def speed(g: Gpu) -> tuple[int, ...]:
         try:
             cc = tuple(int(x) for x in str(g.compute_capability).split("."))
         except ValueError:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.findings import Severity
 from envdoctor.report.interface import Area
 
+if TYPE_CHECKING:
+    from envdoctor.checks.context import Context
+    from envdoctor.probe.interface import ProbeResult
 
-def probe_area(ctx: Any, timeout: float = 180.0,
+
+def probe_area(ctx: Context, timeout: float = 180.0,
                on_phase: Callable[[str], None] | None = None) -> Area:
     """Run the probe for the plan in ``ctx`` and return its report area; ``on_phase`` hears
     each phase as it starts."""
@@ -33,7 +37,7 @@ def probe_area(ctx: Any, timeout: float = 180.0,
                  "timings": result.timings}
     ranks = result.ranks
     where = ", ".join(f"rank {r}→{d.get('device', '?')}" for r, d in sorted(ranks.items()))
-    steps = [d.get("step_s") for d in ranks.values() if d.get("step_s") is not None]
+    steps = [s for d in ranks.values() if (s := d.get("step_s")) is not None]
     generation = result.generation
     if any(d.get("vllm_enforce_eager") for d in ranks.values()):
         generation += " (eager: the probe skips torch.compile and CUDA graphs for its tiny model)"
@@ -54,7 +58,7 @@ def probe_area(ctx: Any, timeout: float = 180.0,
     return area
 
 
-def _engine(result: Any) -> dict[str, Any]:
+def _engine(result: ProbeResult) -> dict[str, Any]:
     """probe.vllm: what TRL passed to LLM() (seen in the rank), else what the probe planned."""
     if not result.vllm:
         return {}
@@ -85,7 +89,7 @@ def _model_text(model: dict[str, Any]) -> str:
     return "the generic tiny model" + (f" ({why})" if why else "")
 
 
-def _server_text(result: Any) -> str:
+def _server_text(result: ProbeResult) -> str:
     srv = result.server
     if not srv.get("pid"):
         return ""

@@ -17,11 +17,14 @@ import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.errors import InputError, read_input_text
 from envdoctor.plan.model_shape import MAX_CONFIG_BYTES, find_config
 from envdoctor.script_args import parse_script_args
+
+if TYPE_CHECKING:
+    from envdoctor.plan.interface import Launch
 
 #: depth of the probe model: one layer is enough for every kernel; two keep a residual path
 #: between layers (and the first/last layer special cases some families have)
@@ -56,7 +59,8 @@ class ProbeModel:
         return self.config is not None
 
 
-def user_model_name(config: dict[str, Any], server: Any = None, trainer: Any = None) -> str | None:
+def user_model_name(config: dict[str, Any], server: Launch | None = None,
+                    trainer: Launch | None = None) -> str | None:
     """The model the run trains: the config's ``model_name_or_path``, else the trainer's or the
     server's ``--model`` / ``--model_name_or_path`` flag."""
     value = config.get("model_name_or_path")

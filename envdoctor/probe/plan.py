@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.net_policy import LOOPBACK_ONLY
 from envdoctor.plan.interface import Launch
@@ -14,6 +14,9 @@ from envdoctor.plan.visible_devices import resolve_visible
 from envdoctor.probe.interface import ProbeSpec
 from envdoctor.probe.model_source import choose, user_model_name
 from envdoctor.probe.rendezvous import remote_rendezvous
+
+if TYPE_CHECKING:
+    from envdoctor.checks.context import Context
 
 _MODULE_FLAGS = {"-m", "--module"}
 
@@ -55,7 +58,8 @@ SHAPE_DEFAULTS = {"num_generations": 2, "per_device_train_batch_size": 2,
 
 def batch_shape(config: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
     """The config's batch shape for the probe, and notes on what was left at the probe's own."""
-    shape, notes = dict(SHAPE_DEFAULTS), []
+    shape = dict(SHAPE_DEFAULTS)
+    notes: list[str] = []
     given = {k: config[k] for k in SHAPE_DEFAULTS if k in config}
     if not given:
         return shape, notes
@@ -79,7 +83,7 @@ VLLM_KEYS = {"colocate": ("vllm_gpu_memory_utilization", "vllm_tensor_parallel_s
              "server": ()}
 
 
-def _vllm_part(ctx: Any) -> dict[str, Any]:
+def _vllm_part(ctx: Context) -> dict[str, Any]:
     """ProbeSpec fields for the generation path the plan resolves to (empty: no vLLM)."""
     lay, plan, cfg = ctx.layout, ctx.plan, ctx.config
     mode = lay.generation_mode
@@ -107,7 +111,7 @@ def _vllm_part(ctx: Any) -> dict[str, Any]:
     return out
 
 
-def multi_node(ctx: Any) -> str | None:
+def multi_node(ctx: Context) -> str | None:
     """What the rendezvous of a launch line over several nodes would dial (None: one node)."""
     lay, trainer = ctx.layout, ctx.plan.trainer
     nodes = max(lay.num_machines, (trainer.nodes or 1) if trainer else 1)
@@ -139,7 +143,7 @@ def peft_settings(config: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
-def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> ProbeSpec:
+def spec_from_context(ctx: Context, timeout_s: float = 180.0, steps: int = 1) -> ProbeSpec:
     """A probe of the plan in ``ctx`` (an ``envdoctor.checks.context.Context``): the user's
     launcher, GPUs, batch shape and precision, and the user's generation path (vLLM server,
     colocate or legacy) with the tiny model; ``use_vllm: false`` generates with TRL's own
@@ -161,4 +165,6 @@ def spec_from_context(ctx: Any, timeout_s: float = 180.0, steps: int = 1) -> Pro
         gradient_checkpointing=bool(as_bool(ctx.config.get("gradient_checkpointing", False))),
         peft=peft_settings(ctx.config),
         model_family="llama" if "llama" in str(ctx.config.get("model_name_or_path", "")).lower()
-        else "qwen2", **shape)
+        else "qwen2", num_generations=shape["num_generations"],
+        per_device_train_batch_size=shape["per_device_train_batch_size"],
+        gradient_accumulation_steps=shape["gradient_accumulation_steps"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from envdoctor.probe.interface import ProbeSpec
     from envdoctor.probe.server import ServerLine
 
 #: the max_model_len key of each in-process mode: the generic model caps it at its positions
@@ -36,7 +37,7 @@ def _num(value: Any) -> int | None:
         return None
 
 
-def engine_settings(spec: Any, vllm: dict[str, Any], faithful: bool,
+def engine_settings(spec: ProbeSpec, vllm: dict[str, Any], faithful: bool,
                     server: ServerLine | None = None) -> dict[str, Any]:
     """The report's ``probe.vllm``: how the probe starts vLLM (before the worker reports what
     TRL really passed, which replaces the planned values)."""

@@ -10,9 +10,12 @@ rendezvous would dial (it would wait for nodes that never come).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.net_policy import LOOPBACK, free_loopback_port
+
+if TYPE_CHECKING:
+    from envdoctor.plan.interface import Launch
 
 #: flags that name the rendezvous host, per launcher (with their dashed spellings)
 _ADDR = {"torchrun": ("master_addr", "rdzv_endpoint", "local_addr"),
@@ -102,7 +105,7 @@ def one_node(argv: list[str], env: dict[str, str]
     return head + new + rest, overrides, changed
 
 
-def remote_rendezvous(launch: Any, accelerate: dict[str, Any], env: dict[str, str]) -> str:
+def remote_rendezvous(launch: Launch | None, accelerate: dict[str, Any], env: dict[str, str]) -> str:
     """What a multi-node line's rendezvous would dial, in words: ``10.1.2.3:29500
     (--master_addr, --master_port)``; torchrun's, accelerate's and deepspeed's defaults where
     the line names none."""

@@ -103,7 +103,8 @@ def probe_server_line(launch: Launch, model_dir: str, port: int, fraction: float
         user_fraction = float(str(opts.get("gpu_memory_utilization", _DEFAULT_FRACTION)))
     except ValueError:
         user_fraction = _DEFAULT_FRACTION
-    kept["gpu_memory_utilization"] = round(fraction if fraction is not None else user_fraction, 4)
+    share = round(fraction if fraction is not None else user_fraction, 4)
+    kept["gpu_memory_utilization"] = share
     if vllm_cli:
         kept.pop("vllm_model_impl", None)
         argv = _resolve(launch.program) + [model_dir]
@@ -123,7 +124,7 @@ def probe_server_line(launch: Launch, model_dir: str, port: int, fraction: float
     env = {**(base_env if base_env is not None else os.environ), **launch.env}
     if vllm_cli:
         env.setdefault("VLLM_SERVER_DEV_MODE", "1")  # weight-transfer endpoints (as TRL does)
-    return ServerLine(argv=argv, env=env, port=port, fraction=kept["gpu_memory_utilization"],
+    return ServerLine(argv=argv, env=env, port=port, fraction=share,
                       tensor_parallel_size=_int(opts.get("tensor_parallel_size")),
                       data_parallel_size=_int(opts.get("data_parallel_size")),
                       visible=launch.env.get("CUDA_VISIBLE_DEVICES",

@@ -22,7 +22,7 @@ _WHY = {"stale": "vLLM still generates from the weights it had before the sync: 
 
 def summarize(result: ProbeResult) -> dict[str, Any]:
     """The report's ``probe.weight_sync``: rank 0's proof, with every rank's verdict."""
-    per_rank = {r: d.get("weight_sync") for r, d in sorted(result.ranks.items())
+    per_rank = {r: d["weight_sync"] for r, d in sorted(result.ranks.items())
                 if isinstance(d.get("weight_sync"), dict)}
     if not per_rank:
         return {"checked": False, "reason": "no rank finished its step"}

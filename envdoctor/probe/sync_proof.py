@@ -78,7 +78,7 @@ def _first_logprob(entry: Any) -> float | None:
     return None if entry is None else float(entry)
 
 
-def _generate_trl(gen: Any, prompts: list[list[int]]) -> list[tuple[list[int], list[float]]]:
+def _generate_trl(gen: Any, prompts: list[list[int]]) -> list[tuple[list[int], list[float | None]]]:
     """TRL ≥ 1.0: its own generate(), raw log-probs, plain sampling for the proof."""
     keep = {k: getattr(gen, k) for k in ("temperature", "top_p", "top_k", "min_p",
                                          "repetition_penalty", "max_completion_length",
@@ -101,7 +101,7 @@ def _generate_trl(gen: Any, prompts: list[list[int]]) -> list[tuple[list[int], l
             zip(completions, logprobs, strict=False)]
 
 
-def _generate_llm(llm: Any, prompts: list[list[int]]) -> list[tuple[list[int], list[float]]]:
+def _generate_llm(llm: Any, prompts: list[list[int]]) -> list[tuple[list[int], list[float | None]]]:
     """An in-process vLLM ``LLM`` (TRL < 1.0): generate with log-probs of the sampled tokens."""
     from vllm import SamplingParams
 
@@ -112,9 +112,9 @@ def _generate_llm(llm: Any, prompts: list[list[int]]) -> list[tuple[list[int], l
     for out in outs:
         seq = out.outputs[0]
         ids = list(seq.token_ids)
-        lps = []
+        lps: list[float | None] = []
         for tok, entry in zip(ids, seq.logprobs or [], strict=False):
-            item = entry.get(tok) if isinstance(entry, dict) else None
+            item: Any = entry.get(tok) if isinstance(entry, dict) else None
             lps.append(float(getattr(item, "logprob", item)) if item is not None else None)
         pairs.append((ids, lps))
     return pairs

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from envdoctor.findings import Severity
 from envdoctor.report.interface import REPORT_SCHEMA, Report
 
 
-def to_dict(report: Report) -> dict:
+def to_dict(report: Report) -> dict[str, Any]:
     return {
         "schema": REPORT_SCHEMA,
         "envdoctor": report.version,

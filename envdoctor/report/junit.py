@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from envdoctor.findings import Severity
+from envdoctor.findings import Finding, Severity
 from envdoctor.report.interface import Report
 
 
@@ -12,7 +12,7 @@ def render(report: Report, verbose: bool = False, color: bool = False) -> str:
     cases = []
     failures = skipped = 0
     for area in report.areas:
-        by_rule: dict[str, list] = {}
+        by_rule: dict[str, list[Finding]] = {}
         for f in area.findings:
             by_rule.setdefault(f.rule, []).append(f)
         for rule_id in sorted(set(area.ran) | set(by_rule) | set(area.skipped)):

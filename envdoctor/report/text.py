@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from envdoctor.findings import Finding, Severity
 from envdoctor.report.interface import Area, Report
 
@@ -53,7 +55,7 @@ def _area(area: Area, verbose: bool, color: bool) -> list[str]:
     return lines
 
 
-def _table(rows: list[dict]) -> list[str]:
+def _table(rows: list[dict[str, Any]]) -> list[str]:
     cols = ["gpu", "model", "free", "role"]
     data = [[str(r.get(c, "")) for c in cols] for r in rows]
     widths = [max(len(c), *(len(d[i]) for d in data)) for i, c in enumerate(cols)]
@@ -63,7 +65,7 @@ def _table(rows: list[dict]) -> list[str]:
     return out
 
 
-def _grid(table: dict) -> list[str]:
+def _grid(table: dict[str, Any]) -> list[str]:
     """A titled table from ``report.extra["tables"]``: {"title", "columns", "rows"}."""
     cols = [str(c) for c in table.get("columns", [])]
     data = [[str(v) for v in row] for row in table.get("rows", [])]

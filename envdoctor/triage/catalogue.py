@@ -32,8 +32,8 @@ try:  # the regex parser: re._parser from Python 3.11, sre_parse on 3.10
     import re._constants as _c  # type: ignore[import-not-found]
     import re._parser as _p  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
+    import sre_constants as _c
+    import sre_parse as _p
 
 _REPEATS = tuple(getattr(_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
                  if hasattr(_c, n))

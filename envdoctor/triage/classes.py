@@ -185,16 +185,16 @@ def _pairing(ctx: Context | None, m: Match, lib: str) -> str:
             return (f"pip install 'vllm=={w.group('want')}' (the vLLM this TRL supports; "
                     f"{w.group('have')} is installed)")
     trl = ctx.version("trl") if ctx is not None else None
-    line = ctx.kb.trl_line(trl) if ctx is not None and trl else None
-    if line and lib == "vllm" and line.get("vllm"):
+    known = ctx.kb.trl_line(trl) if ctx is not None and trl else None
+    if ctx is not None and known and lib == "vllm" and known.get("vllm"):
         have = ctx.version("vllm")
-        if have and line.get("vllm_lower_bound_only") and versions.satisfies(have, line["vllm"]):
+        if have and known.get("vllm_lower_bound_only") and versions.satisfies(have, known["vllm"]):
             return (f"pip install 'trl[vllm]=={trl}' (TRL {trl}'s extra picks its vLLM: "
-                    f"{line.get('vllm_extra') or line['vllm']}; vLLM {have} meets TRL's lower "
-                    f"bound {line['vllm']} but is newer than it was made for), or the TRL "
+                    f"{known.get('vllm_extra') or known['vllm']}; vLLM {have} meets TRL's lower "
+                    f"bound {known['vllm']} but is newer than it was made for), or the TRL "
                     f"release that supports vLLM {have}")
         other = f"vLLM {have}" if have else "the vLLM you have"
-        return (f"pip install 'vllm{line['vllm']}' (the vLLM range TRL {trl} supports), or the "
+        return (f"pip install 'vllm{known['vllm']}' (the vLLM range TRL {trl} supports), or the "
                 f"TRL release that supports {other}")
     if lib == "vllm":
         return ("pip install 'trl[vllm]==<the installed TRL version>': TRL's extra installs the "

@@ -112,7 +112,7 @@ class _Gzip:
     def decompress(self, data: bytes, max_length: int) -> bytes:
         out = self._d.decompress(self._pending + data, max_length)  # type: ignore[attr-defined]
         self._pending = self._d.unconsumed_tail  # type: ignore[attr-defined]
-        return out  # type: ignore[no-any-return]
+        return out
 
 
 def _transcoded(blocks: Iterator[bytes], encoding: str) -> Iterator[bytes]:

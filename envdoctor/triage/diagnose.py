@@ -66,7 +66,8 @@ def _device_mismatch(ms: list[Match], log: Log) -> list[Draft]:
             ctx.version("vllm"), "0.7.2"):
         conf.rule = "LAY003"  # vLLM is recent enough: the DataParallel trap is the cause
         return [finding(conf.rule, ms, log, sig.summary, conf=conf)]
-    if logged and versions.below(logged, "0.7.2") and (not conf.confirmed or from_log_of(ctx, "vllm")):
+    if banner is not None and logged and versions.below(logged, "0.7.2") and (
+            not conf.confirmed or from_log_of(ctx, "vllm")):
         what = (f"{sig.summary}: vLLM {logged} (its start banner, line {banner.line_no}) puts "
                 "generation inputs on cuda:0 while its model is on the vLLM GPU; vLLM 0.7.2 "
                 "fixed that")

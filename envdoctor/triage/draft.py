@@ -82,7 +82,7 @@ def where(ms: Sequence[Match], count: int | None = None) -> str:
 
 def finding(sig_rule: str, ms: Sequence[Match], log: Log, what: str, fix: str = "",
              conf: Confirmation | None = None, **evidence: Any) -> Draft:
-    from envdoctor.checks.docs import rule_docs
+    from envdoctor.rule_docs import rule_docs
 
     first = ms[0]
     sig = first.signature
@@ -138,7 +138,7 @@ def versions_note(log: Log | None) -> str:
 def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
     """No known failure: the first failing line, where it was raised, the versions the log
     shows, and an issue draft (evidence ``issue_draft``) to paste into a report."""
-    from envdoctor.checks.docs import rule_docs
+    from envdoctor.rule_docs import rule_docs
 
     first = ms[0]
     origin = raised_in(first)

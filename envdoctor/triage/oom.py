@@ -113,10 +113,10 @@ def parse_oom(text: str) -> Oom | None:
         m = _OLD.search(text)
         if m:
             g = m.groups()
-            reserved = _mib(g[11], g[12])
+            reserved, allocated = _mib(g[11], g[12]), _mib(g[5], g[6])
             oom = Oom(gpu=int(g[2]), want_mib=_mib(g[0], g[1]), total_mib=_mib(g[3], g[4]),
-                      allocated_mib=_mib(g[5], g[6]), free_mib=_mib(g[7], g[8]))
-            oom.unallocated_mib = max(reserved - oom.allocated_mib, 0.0)
+                      allocated_mib=allocated, free_mib=_mib(g[7], g[8]))
+            oom.unallocated_mib = max(reserved - allocated, 0.0)
             oom.reserved_mib = reserved
         elif "out of memory" in text.lower():
             oom = Oom()
@@ -588,17 +588,18 @@ def _inside_cause(oom: Oom, ctx: Context | None, inside: tuple[float | None, str
                   physical: int | None) -> tuple[str, str]:
     """(why, fix) when a colocated vLLM's share inside PyTorch's allocations is the story."""
     share, name, util = inside
+    total = oom.total_mib or 0.0  # known wherever a share was computed (_inside_share)
     if not share:
         held = f"vLLM's reservation ({name} × the GPU) is part of it"
     elif ctx is not None and fraction_caps_process(ctx):
         held = (f"{size(share)} of it is {name} {util} × {size(oom.total_mib)}, which vLLM "
                 f"{ctx.facts.version('vllm')} fills with its own memory and what the process "
                 "already held when it started (the model's weights), which left the training "
-                f"step's growth {size(oom.total_mib - share)}")
+                f"step's growth {size(total - share)}")
     else:
         held = (f"{size(share)} of it is vLLM's reservation ({name} {util} × "
                 f"{size(oom.total_mib)}), which left the training step "
-                f"{size(oom.total_mib - share)}")
+                f"{size(total - share)}")
     why = ("vLLM runs inside this training process (colocate), so its weights, KV cache and CUDA "
            "graphs are PyTorch allocations too: " + held)
     fix = (f"lower {name}" + (f" from {util}" if share else "") + " to what generation needs "

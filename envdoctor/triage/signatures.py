@@ -26,8 +26,8 @@ try:  # the regex parser: re._parser from Python 3.11, sre_parse on 3.10 (requir
     import re._constants as _c  # type: ignore[import-not-found]
     import re._parser as _p  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
+    import sre_constants as _c
+    import sre_parse as _p
 
 _REPEATS = tuple(getattr(_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
                  if hasattr(_c, n))  # possessive quantifiers: Python 3.11+
@@ -193,14 +193,14 @@ def parse(data: Any, source: str = "signatures.yaml",
 def parse_anchors(data: Any, source: str = "signatures.yaml") -> tuple[bytes, ...]:
     """The literals of the fast pass: non-empty strings, longest first."""
     anchors = data.get("anchors") if isinstance(data, dict) else None
-    if not _strings(anchors):
+    if anchors is None or not _strings(anchors):
         raise SignatureError(f"{source}: 'anchors' must be a non-empty list of literal strings")
     return tuple(sorted({a.encode() for a in anchors}, key=len, reverse=True))
 
 
 @lru_cache(maxsize=1)
 def _data() -> Any:
-    from envdoctor.knowledge import read_yaml
+    from envdoctor.resources import read_yaml
 
     return read_yaml(rules_dir() / "triage" / "signatures.yaml")
 
@@ -208,7 +208,7 @@ def _data() -> Any:
 @lru_cache(maxsize=1)
 def own_signatures() -> tuple[Signature, ...]:
     """The signatures of ``rules/triage/signatures.yaml``, checked against the documented rules."""
-    from envdoctor.checks.docs import rule_docs
+    from envdoctor.rule_docs import rule_docs
 
     return parse(_data(), "rules/triage/signatures.yaml", known_rules=rule_docs())
 

@@ -10,6 +10,7 @@ import fnmatch
 import importlib
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 
 from envdoctor.facts.declared.interface import Declaration, Found, budget
 
@@ -26,11 +27,11 @@ __all__ = ["READERS", "Declaration", "Found", "discover", "is_declaration", "rea
 
 
 @lru_cache(maxsize=1)
-def _modules() -> tuple:
+def _modules() -> tuple[ModuleType, ...]:
     return tuple(importlib.import_module(f"{__name__}.{m}") for m in READERS.values())
 
 
-def _reader(path: str):
+def _reader(path: str) -> ModuleType | None:
     p = Path(path)
     tail = f"{p.parent.name}/{p.name}"
     for reader in _modules():
@@ -39,7 +40,7 @@ def _reader(path: str):
     return None
 
 
-def reader_for(path: str):
+def reader_for(path: str) -> ModuleType:
     """The reader of a file (``requirements`` for anything unrecognised: ``-r`` style)."""
     return _reader(path) or importlib.import_module(f"{__name__}.requirements")
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from envdoctor import versions
 from envdoctor.facts.interface import normalize_name
@@ -220,7 +221,7 @@ class LineIndex:
         return bisect.bisect_right(self._starts, pos)
 
 
-def text_of(path, shown: str, max_bytes: int | None = None) -> str:
+def text_of(path: Path, shown: str, max_bytes: int | None = None) -> str:
     """A user's file as text, bounded in size (the file's and the stack's budget); problems are
     ``InputError``s naming ``shown``."""
     from envdoctor.errors import UnreadableInput, read_input_text
@@ -256,7 +257,7 @@ def resolved(path: Path, where: str) -> Path:
         raise UnreadableInput(where, f"{path.name}: cannot resolve it ({exc})") from None
 
 
-def toml_of(path, shown: str) -> tuple[dict, list[str]]:
+def toml_of(path: Path, shown: str) -> tuple[dict[str, Any], list[str]]:
     """A TOML file parsed once (``InputError`` naming ``shown`` when it is not TOML or holds
     more values than ``settings.MAX_TOML_VALUES``), and its lines."""
     from envdoctor.settings import parse_toml
@@ -265,7 +266,7 @@ def toml_of(path, shown: str) -> tuple[dict, list[str]]:
     return parse_toml(text, shown), text.splitlines()
 
 
-def lock_entries(path, shown: str, table: str) -> Found:
+def lock_entries(path: Path, shown: str, table: str) -> Found:
     """The ``[[table]]`` entries of a TOML lock file (uv.lock, poetry.lock, pylock.toml) as exact
     pins, each at the line of its ``name = "…"``."""
     import re

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor import versions
 from envdoctor.facts.declared.interface import Declaration, Found
 from envdoctor.facts.declared.ranges import known_in, meet
 from envdoctor.facts.interface import Facts, Package
 from envdoctor.facts.packages import requirement_name
+
+if TYPE_CHECKING:
+    from envdoctor.knowledge import Knowledge
 
 
 @dataclass
@@ -92,7 +95,7 @@ def extra_spec(text: str | None) -> str:
     return spec if spec and versions.spec(spec) is not None else ""
 
 
-def wanted_by_extras(stack: dict[str, Entry], kb: Any) -> None:
+def wanted_by_extras(stack: dict[str, Entry], kb: Knowledge) -> None:
     """``trl[vllm]`` declares vLLM too: add the extra's range (from TRL's line in trl.yaml)."""
     trl = stack.get("trl")
     if trl is None or not any("vllm" in d.extras for d in trl.decls):
@@ -104,7 +107,7 @@ def wanted_by_extras(stack: dict[str, Entry], kb: Any) -> None:
     vllm.decls.append(Declaration("vllm", spec, decl.file, decl.line, via=decl.text))
 
 
-def resolve_vllm(stack: dict[str, Entry], kb: Any) -> list[str]:
+def resolve_vllm(stack: dict[str, Entry], kb: Knowledge) -> list[str]:
     """With torch pinned, the vLLM releases of the declared range built for it; the newest is
     what pip installs (returned: every candidate, oldest first)."""
     vllm, torch = stack.get("vllm"), stack.get("torch")
@@ -120,7 +123,7 @@ def resolve_vllm(stack: dict[str, Entry], kb: Any) -> list[str]:
     return candidates
 
 
-def requires(name: str, version: str, kb: Any) -> list[str] | None:
+def requires(name: str, version: str, kb: Knowledge) -> list[str] | None:
     """Requires-Dist lines the knowledge records for a release (None when it has none)."""
     if name == "vllm":
         pin = next((p for p in kb.vllm.get("torch_pins") or [] if str(p.get("vllm")) == version),
@@ -145,7 +148,7 @@ def requires(name: str, version: str, kb: Any) -> list[str] | None:
     return None
 
 
-def stack_facts(found: Found, assume: dict[str, str], kb: Any, source: str) -> Facts:
+def stack_facts(found: Found, assume: dict[str, str], kb: Knowledge, source: str) -> Facts:
     """Facts of the declared stack: exact versions as packages; ``extra["declared"]`` keeps
     every entry (ranges included) for the range rules, with the file and line of each."""
     stack = entries(found, assume)
