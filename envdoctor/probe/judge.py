@@ -143,8 +143,8 @@ def judge_rank(spec: ProbeSpec, rank: int, data: dict, f: list[Finding]) -> None
                          f"rank {rank} has tensors off its device {device}: {bad}",
                          "make each rank see only its GPU (CUDA_VISIBLE_DEVICES / torchrun)",
                          {"rank": rank, **bad}))
-    want = spec.gpu_uuids.get(spec.rank_gpus.get(rank)) if spec.rank_gpus.get(rank) is not None \
-        else None
+    gpu = spec.rank_gpus.get(rank)
+    want = spec.gpu_uuids.get(gpu) if gpu is not None else None
     if want and data.get("uuid") and data["uuid"] != want:
         f.append(Finding("PRB004", Severity.ERROR,
                          f"rank {rank} trained on {data['uuid']}, not on GPU "
@@ -207,8 +207,8 @@ def judge_isolation(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None
                                    "NVML samples), but not every rank finished a GRPO step")
     else:
         result.isolation = "proved"
-        own = set(spec.rank_gpus.values())
-        untouched = [g for g in spec.generation_gpus if g not in own]
+        trained = set(spec.rank_gpus.values())
+        untouched = [g for g in spec.generation_gpus if g not in trained]
         who = "no training process" if spec.use_vllm else "no probe process"
         result.isolation_detail = (f"{who} touched GPU {', '.join(map(str, untouched))}"
                                    if untouched else "each rank stayed on its own GPU") + \
