@@ -55,7 +55,8 @@ PROBES: dict[str, tuple[str, str]] = {
     "trl-seed-worker-transformers-4.52 (fix: seed_worker bound with partial)":
         ("trl/trainer/grpo_trainer.py", r'dataloader_params\["worker_init_fn"\] = partial\('),
     "trl-0.19.0-colocate-generation-kwargs-none (unguarded update)":
-        ("trl/trainer/grpo_trainer.py", r"^                generation_kwargs\.update\(self\.args\.generation_kwargs\)"),
+        ("trl/trainer/grpo_trainer.py",
+         r"^                generation_kwargs\.update\(self\.args\.generation_kwargs\)"),
     "trl-0.28-colocate-tools-llm-attribute":
         ("trl/trainer/grpo_trainer.py", r"max_model_len = self\.llm\.llm_engine\.model_config"),
     "trl-grpo-cli-reward-funcs-ignored (script passes the reward model)":
@@ -78,7 +79,8 @@ PROBES: dict[str, tuple[str, str]] = {
     "trl-server-vllm-logprobs-ignore-temperature (fix: processed logprobs)":
         ("trl/scripts/vllm_serve.py", r'logprobs_mode="processed_logprobs"'),
     "trl-0.26.0-num-generations-eval-validation (fix)":
-        ("trl/trainer/grpo_config.py", r"num_generations = self\.num_generations_eval or self\.num_generations"),
+        ("trl/trainer/grpo_config.py",
+         r"num_generations = self\.num_generations_eval or self\.num_generations"),
 }
 
 
