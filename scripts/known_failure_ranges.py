@@ -47,6 +47,40 @@ PROBES: dict[str, tuple[str, str]] = {
     "trl-1.11-nccl-trainer-send-weights-args-vllm-0.28 (unguarded import)":
         ("trl/generation/vllm_client.py",
          r"^if is_vllm_available\(\):\n    from vllm\.distributed\.weight_transfer\.nccl_engine"),
+    # the TRL side of trl_transformers.yaml and trl_misc.yaml (GRPOConfig keys: grpo_config_keys.yaml)
+    "trl-get-train-sampler-transformers-4.52 (sampler without the dataset argument)":
+        ("trl/trainer/grpo_trainer.py", r"def _get_train_sampler\(self\) -> Sampler"),
+    "trl-seed-worker-transformers-4.52 (own dataloader with seed_worker)":
+        ("trl/trainer/grpo_trainer.py", r'dataloader_params\["worker_init_fn"\] = seed_worker'),
+    "trl-seed-worker-transformers-4.52 (fix: seed_worker bound with partial)":
+        ("trl/trainer/grpo_trainer.py", r'dataloader_params\["worker_init_fn"\] = partial\('),
+    "trl-0.19.0-colocate-generation-kwargs-none (unguarded update)":
+        ("trl/trainer/grpo_trainer.py",
+         r"^                generation_kwargs\.update\(self\.args\.generation_kwargs\)"),
+    "trl-0.28-colocate-tools-llm-attribute":
+        ("trl/trainer/grpo_trainer.py", r"max_model_len = self\.llm\.llm_engine\.model_config"),
+    "trl-grpo-cli-reward-funcs-ignored (script passes the reward model)":
+        ("trl/scripts/grpo.py", r"reward_funcs=reward_model,"),
+    "trl-0.22-cli-soft-overlong-punishment-factory (registry holds the factory)":
+        ("trl/scripts/grpo.py", r'"get_soft_overlong_punishment": get_soft_overlong_punishment,'),
+    "trl-reward-func-without-kwargs-completion-ids":
+        ("trl/trainer/grpo_trainer.py", r"completion_ids=completion_ids_list"),
+    "trl-0.20-reward-none-row-trainer-state-not-subscriptable (trainer_state in reward_kwargs)":
+        ("trl/trainer/grpo_trainer.py", r'reward_kwargs\["trainer_state"\] = self\.state'),
+    "trl-0.20-reward-none-row-trainer-state-not-subscriptable (unfiltered row kwargs)":
+        ("trl/trainer/grpo_trainer.py",
+         r"row_reward_kwargs = \{key: value\[nan_row_idx\] for key, value in reward_kwargs\.items\(\)\}"),
+    "trl-grpo-iterable-dataset-refused":
+        ("trl/trainer/grpo_trainer.py", r"Iterable datasets are not yet supported in GRPOTrainer"),
+    "trl-entropy-mask-gather-hang (fix: pad across processes)":
+        ("trl/trainer/grpo_trainer.py", r"pad_across_processes\(local"),
+    "trl-0.23-colocate-vllm-logprobs-ignore-temperature (fix: processed logprobs)":
+        ("trl/trainer/grpo_trainer.py", r'logprobs_mode="processed_logprobs"'),
+    "trl-server-vllm-logprobs-ignore-temperature (fix: processed logprobs)":
+        ("trl/scripts/vllm_serve.py", r'logprobs_mode="processed_logprobs"'),
+    "trl-0.26.0-num-generations-eval-validation (fix)":
+        ("trl/trainer/grpo_config.py",
+         r"num_generations = self\.num_generations_eval or self\.num_generations"),
 }
 
 

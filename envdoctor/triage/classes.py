@@ -207,7 +207,9 @@ def api_drift_import(ms: list[Match], log: Log) -> list[Draft]:
     first, ctx = ms[0], log.ctx
     module = first.groups["module"]
     lib = module.split(".")[0]
-    if lib not in _LIBS:
+    if lib not in _LIBS or "(unknown location)" in first.text:
+        # "(unknown location)": the name resolved to a namespace package (a directory named like
+        # the library shadows it, a broken install), not to a release that lacks the name
         return reject(ms)
     owners = [o for f in frames(first) if (o := _owner(f))]
     importer = next((o for o in reversed(owners) if o != lib), None)

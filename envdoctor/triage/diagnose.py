@@ -394,18 +394,32 @@ def version_lines(matches: Sequence[Match]) -> list[tuple[int, str]]:
             if m.signature.id in ("package-version", "vllm-version")]
 
 
+def _own_api(d: Draft) -> bool:
+    """A catalogue finding, on a log that shows no versions, whose entry's trigger is the user's own
+    config or code (a GRPOConfig key left to a CFG rule, a triage_only entry: a trainer argument, a
+    reward function's signature): its symptom names the key or the call itself, where an entry about
+    a pairing of releases needs the log's versions to tell which side broke."""
+    from envdoctor.triage import catalogue
+
+    entry = catalogue.catalogue()[2].get(d.finding.evidence.get("signature", ""))
+    return (entry is not None and d.finding.evidence.get("versions_match") is None
+            and (getattr(entry, "triage_only", False) or str(getattr(entry, "rule", "")).startswith("CFG")))
+
+
 def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]],
                   rejected: set[int]) -> list[Draft]:
     """A catalogue finding (TRI011) only on a line no own signature matched (its handler knows the
     numbers, and when it found nothing to report, so it is) — or one whose handler rejected it
-    (``rejected``) when the log's versions confirm the entry — and one per line: among entries,
-    the one the versions confirm."""
+    (``rejected``) when the log's versions confirm the entry, or when the entry's trigger is the
+    user's own config or code (``_own_api``) — and one per line: among entries, the one the versions
+    confirm."""
     own = {m.line_no for ms in by_sig.values() for m in ms
            if m.signature.rule != "TRI011" and not m.signature.fallback and not m.signature.hint}
     best: dict[int, Draft] = {}
     for d in drafts:
         confirmed = d.finding.evidence.get("versions_match") is True
-        if d.finding.rule == "TRI011" and (d.line not in own or d.line in rejected and confirmed):
+        if d.finding.rule == "TRI011" and (d.line not in own or d.line in rejected
+                                           and (confirmed or _own_api(d))):
             old = best.get(d.line)
             if old is None or d.finding.severity.rank > old.finding.severity.rank:
                 best[d.line] = d

@@ -103,3 +103,21 @@ def test_a_line_an_own_signature_rejected_goes_to_the_catalogue_when_the_version
         assert f.rule == "TRI011" and "the log's versions match: transformers 5.1.0" in f.message
     finally:
         ENTRIES.pop()
+
+
+def test_a_rejected_line_goes_to_an_entry_about_the_users_config_without_versions():
+    """A config key a TRL release removed (an entry left to CFG001) names the failure itself: no
+    versions needed, a warning. A release pairing on such a line still needs them (the test above)."""
+    old_key = _entry("old-key", ["unexpected keyword argument 'max_prompt_length'"], {"trl": ">=0.28.0"})
+    old_key.rule = "CFG001"
+    ENTRIES.append(old_key)
+    catalogue.catalogue.cache_clear()
+    signatures._with_catalogue.cache_clear()
+    try:
+        line = "TypeError: GRPOConfig.__init__() got an unexpected keyword argument 'max_prompt_length'\n"
+        f = findings(scan_bytes(line))[0]
+        assert f.rule == "TRI011" and f.severity == Severity.WARNING
+        assert "cause of old-key" in f.message and "the log shows no versions" in f.message
+        assert findings(scan_bytes("trl==0.27.0\n" + line))[0].rule == "TRI003"  # outside its range
+    finally:
+        ENTRIES.pop()
