@@ -27,7 +27,8 @@ LAUNCH = {"python": "python train.py", "torchrun": "torchrun --nproc_per_node 2 
           "accelerate": "accelerate launch --num_processes 2 train.py",
           "deepspeed": "deepspeed --num_gpus 2 train.py", "trl": "trl grpo --config grpo.yaml"}
 STRATEGY = {"zero3": "accelerate launch --use_deepspeed --zero_stage 3 --num_processes 2 train.py",
-            "zero2": "accelerate launch --use_deepspeed --zero_stage 2 --num_processes 2 train.py"}
+            "zero2": "accelerate launch --use_deepspeed --zero_stage 2 --num_processes 2 train.py",
+            "fsdp": "accelerate launch --use_fsdp --num_processes 2 train.py"}
 PLATFORM = {"windows": "Windows-10-10.0.22631-SP0", "linux": "Linux-x86_64", "macos": "Darwin-23.1.0"}
 
 
