@@ -30,7 +30,8 @@ _WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env"}
 LAUNCH_VALUES = {
     "launcher": ("python", "torchrun", "accelerate", "deepspeed", "trl"),
     "server": ("trl-vllm-serve", "vllm-serve"),  # what the second --launch line runs
-    "strategy": ("ddp", "zero1", "zero2", "zero3", "fsdp"),  # from the accelerate / DeepSpeed config
+    # from the accelerate / DeepSpeed config; "fsdp2": FSDP with fsdp_version 2 only ("fsdp": either)
+    "strategy": ("ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp2"),
 }
 
 

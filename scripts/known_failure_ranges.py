@@ -81,6 +81,45 @@ PROBES: dict[str, tuple[str, str]] = {
     "trl-0.26.0-num-generations-eval-validation (fix)":
         ("trl/trainer/grpo_config.py",
          r"num_generations = self\.num_generations_eval or self\.num_generations"),
+    # the ecosystem entries (deepspeed_fsdp.yaml, peft_lora.yaml, kernels.yaml)
+    "trl-0.14/0.15-zero3-deepspeed-0.16.4-register-hooks (renamed hook handled)":
+        ("trl/models/utils.py", r"_register_deepspeed_module"),
+    "trl-grpo-fsdp-before-0.18 (FSDP handled)":
+        ("trl/trainer/grpo_trainer.py", r"FullyShardedDataParallel as FSDP"),
+    "trl-fsdp2-vllm-weights-never-synced-0.18 (FSDP2 sync)":
+        ("trl/trainer/grpo_trainer.py", r"def _sync_fsdp2_params_to_vllm"),
+    "trl-0.14-peft-vllm-base-model-prefix (PEFT names stripped)":
+        ("trl/trainer/grpo_trainer.py", r'removeprefix\("base_model\.model\."\)'),
+    "trl-0.15-peft-gradient-checkpointing-no-grad (input grads enabled)":
+        ("trl/trainer/grpo_trainer.py", r"enable_input_require_grads\(\)"),
+    "trl-0.17-liger-loss-peft-refused":
+        ("trl/trainer/grpo_trainer.py", r"Liger loss is not supported with a PEFT model"),
+    "trl-0.17-liger-loss-only-bnpo":
+        ("trl/trainer/grpo_trainer.py", r"only supports `bnpo` for now"),
+    "liger-*-sequence-importance-sampling-refused":
+        ("trl/trainer/grpo_trainer.py", r"only support token-level importance sampling"),
+    "liger-kernel-off-policy-mask-refused":
+        ("trl/trainer/grpo_trainer.py", r"does not support off-policy sequence masking"),
+    "liger-*-drops-vllm-importance-sampling (ratio passed)":
+        ("trl/trainer/grpo_trainer.py", r"vllm_is_ratio="),
+    "vllm-colocate-bnb-8bit-refused (trainer)":
+        ("trl/trainer/grpo_trainer.py", r"in-flight 8-bit quantization"),
+    "vllm-colocate-bnb-8bit-refused (generation module)":
+        ("trl/generation/vllm_generation.py", r"in-flight 8-bit quantization"),
+    "trl-peft-sync-ref-model-refused":
+        ("trl/trainer/grpo_trainer.py", r"sync_ref_model=True` while using a PEFT model"),
+    "trl-peft-model-with-peft-config-refused":
+        ("trl/trainer/grpo_trainer.py", r"PeftModel` instance together with a `peft_config`"),
+    "deepspeed-0.19.2-zero3-peft-mixed-dtype (adapters kept in the base dtype)":
+        ("trl/trainer/grpo_trainer.py", r'get_peft_model_kwargs\["autocast_adapter_dtype"\] = False'),
+    "trl-peft-zero3-gradient-checkpointing-non-reentrant (reentrant forced)":
+        ("trl/trainer/grpo_trainer.py", r"You are using PEFT with DeepSpeed ZeRO-3 and gradient"),
+    "liger-kernel-peft-lm-head-refused":
+        ("trl/trainer/grpo_trainer.py", r"incompatible with applying a PEFT adapter to `lm_head`"),
+    "liger-kernel-prompt-learning-peft-refused":
+        ("trl/trainer/grpo_trainer.py", r"incompatible with prompt-learning PEFT methods"),
+    "trl-cast-lm-head-fp32-peft-lm-head-refused":
+        ("trl/trainer/grpo_trainer.py", r"is not supported when the lm_head carries a PEFT"),
 }
 
 

@@ -77,12 +77,25 @@ def _strategy(ctx: Context) -> str | None:
     return "fsdp" if str(k.strategy).startswith("fsdp") else str(k.strategy)
 
 
+def _fsdp_version(ctx: Context) -> str:
+    """FSDP's version as ``accelerate launch`` reads it: ``--fsdp_version``, else the accelerate
+    config's ``fsdp_config.fsdp_version``, else 1 (accelerate's default)."""
+    trainer = ctx.plan.trainer
+    acc = ctx.plan.accelerate if isinstance(ctx.plan.accelerate, dict) else {}
+    fsdp = acc.get("fsdp_config") if isinstance(acc.get("fsdp_config"), dict) else {}
+    opts = trainer.options if trainer is not None else {}
+    return str(opts.get("fsdp_version", fsdp.get("fsdp_version", 1))).strip()
+
+
 def _launch_holds(ctx: Context, key: str, wanted: tuple[str, ...]) -> bool:
     if key == "launcher":
         return _launcher(ctx) in wanted
     if key == "server":
         return ctx.plan.server is not None and ctx.plan.server.launcher in wanted
-    return _strategy(ctx) in wanted
+    strategy = _strategy(ctx)
+    if strategy == "fsdp" and "fsdp2" in wanted and _fsdp_version(ctx) == "2":
+        return True
+    return strategy in wanted
 
 
 def _platforms(ctx: Context) -> set[str]:

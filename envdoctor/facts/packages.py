@@ -20,6 +20,7 @@ STACK = (
     "torch", "torchvision", "transformers", "trl", "vllm", "accelerate", "deepspeed", "peft",
     "datasets", "flash-attn", "bitsandbytes", "liger-kernel", "xformers", "triton",
     "nvidia-ml-py", "pynvml", "huggingface-hub", "tokenizers", "safetensors",
+    "unsloth", "unsloth-zoo", "verifiers",  # wrappers over TRL's GRPOTrainer (known-failures catalogue)
 )
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")

@@ -122,10 +122,11 @@ def catalogue() -> tuple[tuple[Signature, ...], tuple[str, ...], dict[str, Any]]
     return tuple(sigs), tuple(skipped), by_id
 
 
-#: Kinds whose symptoms are log lines of their own (warnings, a stalled step), not the message of an
-#: exception: a rare literal of theirs becomes an anchor. A crash or a refusal raises, and its line
-#: holds "Error", "Exception: " or argparse's ": error: " (anchors already).
-OWN_LINE_KINDS = ("hang", "degraded")
+#: Kinds whose symptoms are log lines of their own (warnings, a stalled step, the one warning a
+#: silently wrong run prints), not the message of an exception: a rare literal of theirs becomes an
+#: anchor. A crash or a refusal raises, and its line holds "Error", "Exception: " or argparse's
+#: ": error: " (anchors already).
+OWN_LINE_KINDS = ("hang", "degraded", "silent-wrong")
 
 
 def extra_anchors(anchors: tuple[bytes, ...], sigs: tuple[Signature, ...],

@@ -29,7 +29,7 @@ MAX_LINE = 4096
 NAMES = ("torch", "torchvision", "torchaudio", "transformers", "trl", "vllm", "accelerate",
          "deepspeed", "peft", "datasets", "flash-attn", "bitsandbytes", "liger-kernel",
          "xformers", "triton", "flashinfer-python", "nvidia-nccl-cu12", "nvidia-nccl-cu11",
-         "huggingface-hub", "tokenizers", "safetensors", "numpy")
+         "huggingface-hub", "tokenizers", "safetensors", "numpy", "unsloth", "unsloth-zoo", "verifiers")
 ALIASES = {"pytorch": "torch", "hf-hub": "huggingface-hub", "flashinfer": "flashinfer-python",
            "liger": "liger-kernel", "deep-speed": "deepspeed"}
 
@@ -47,6 +47,10 @@ LISTING = re.compile(r"^(?:\[conda\] {1,8})?(?P<name>[A-Za-z][\w.-]{0,60}) {1,80
 #: vllm-0.12.0-cp38-abi3-manylinux1_x86_64.whl, trl-0.25.0.dist-info, flash_attn-2.7.4.post1+cu12…
 WHEEL = re.compile(r"(?:^|[\s/=(\"'])(?P<name>[A-Za-z][\w.]{0,60}?)-" + _VER
                    + r"(?:\.dist-info|-(?:cp|py)\d)")
+#: Unsloth's start banner: "Unsloth 2025.3.6: Fast Qwen2 patching. Transformers: 4.48.2. vLLM: 0.7.3."
+UNSLOTH = re.compile(r"Unsloth (?P<version>\d{4}\.\d{1,2}\.\d{1,3}): Fast [\w.-]{1,40} patching\. "
+                     r"Transformers: (?P<tf>\d{1,4}(?:\.\d{1,6}){1,3})(?:[\w.+]{0,20})\.(?: {1,4}vLLM: "
+                     r"(?P<vllm>\d{1,4}(?:\.\d{1,6}){1,3}(?:\.?post\d{1,3})?))?")
 INSTALLED = re.compile(r"Successfully installed (?P<list>[^\n]{1,8000})")
 
 
@@ -86,6 +90,12 @@ def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = F
     text = text[:MAX_LINE].strip()
     for b in BANNER.finditer(text):
         _add(found, "vllm", b.group("version"), line, "banner")
+    unsloth = UNSLOTH.search(text)
+    if unsloth:
+        _add(found, "unsloth", unsloth.group("version"), line, "banner")
+        _add(found, "transformers", unsloth.group("tf"), line, "banner")
+        if unsloth.group("vllm"):
+            _add(found, "vllm", unsloth.group("vllm"), line, "banner")
     report = REPORT.match(text)
     if report:
         _add(found, report.group("name").replace(" ", "-"), report.group("version"), line, "report")
@@ -102,7 +112,8 @@ def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = F
         _add(found, listing.group("name"), listing.group("version"), line, "listing")
 
 
-_HEAD_KEYS = (b"==", b"ersion", b".dist-info", b".whl", b"Successfully installed", b"LLM engine (v")
+_HEAD_KEYS = (b"==", b"ersion", b".dist-info", b".whl", b"Successfully installed", b"LLM engine (v",
+              b"Unsloth 2")
 
 
 def read_head(data: bytes) -> dict[str, LogVersion]:

@@ -27,7 +27,9 @@ LAUNCH = {"python": "python train.py", "torchrun": "torchrun --nproc_per_node 2 
           "accelerate": "accelerate launch --num_processes 2 train.py",
           "deepspeed": "deepspeed --num_gpus 2 train.py", "trl": "trl grpo --output_dir out"}
 STRATEGY = {"zero3": "accelerate launch --use_deepspeed --zero_stage 3 --num_processes 2 train.py",
-            "zero2": "accelerate launch --use_deepspeed --zero_stage 2 --num_processes 2 train.py"}
+            "zero2": "accelerate launch --use_deepspeed --zero_stage 2 --num_processes 2 train.py",
+            "fsdp": "accelerate launch --use_fsdp --num_processes 2 train.py",
+            "fsdp2": "accelerate launch --use_fsdp --fsdp_version 2 --num_processes 2 train.py"}
 PLATFORM = {"windows": "Windows-10-10.0.22631-SP0", "linux": "Linux-x86_64", "macos": "Darwin-23.1.0"}
 
 
@@ -211,6 +213,21 @@ def test_liger_zero3_quiet_under_zero2():
     pk = {**MODERN, "trl": "0.17.0", "vllm": "0.8.5"}
     assert "liger-grpo-loss-zero3-size-mismatch" not in _ids(
         snapshot(packages=pk), {"use_vllm": True, "use_liger_loss": True}, STRATEGY["zero2"])
+
+
+def test_fsdp2_entry_reads_the_fsdp_version(tmp_path):
+    """FSDP2 from --fsdp_version or the accelerate config; accelerate's default (FSDP1) stays quiet."""
+    pk = {**MODERN, "trl": "0.19.1", "vllm": "0.9.1"}
+    cfg = {"use_vllm": True, "vllm_mode": "colocate"}
+    fid = "trl-fsdp2-vllm-weights-never-synced-0.18"
+    assert fid in _ids(snapshot(packages=pk), cfg, STRATEGY["fsdp2"])
+    assert fid not in _ids(snapshot(packages=pk), cfg, STRATEGY["fsdp"])
+    for version, fires in (("2", True), ("1", False), (None, False)):
+        fsdp = {"fsdp_sharding_strategy": "FULL_SHARD", **({"fsdp_version": version} if version else {})}
+        acc = tmp_path / f"fsdp{version}.yaml"
+        acc.write_text(yaml.safe_dump({"distributed_type": "FSDP", "num_processes": 2, "fsdp_config": fsdp}))
+        launch = f"accelerate launch --config_file {acc} train.py"
+        assert (fid in _ids(snapshot(packages=pk), cfg, launch)) is fires, version
 
 
 def test_default_loss_type_counts_when_the_config_omits_it():

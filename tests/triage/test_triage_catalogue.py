@@ -31,6 +31,8 @@ ENTRIES = [
     _entry("short-one", ["gather"], {"vllm": ">=0.8"}),
     _entry("nested", ["re:(a+)+b"], {"vllm": ">=0.8"}),
     _entry("on-an-own-line", ["Duplicate GPU detected"], {"trl": ">=0.16.0"}),
+    _entry("silently-wrong", ["generate patch may have failed"], {"trl": ">=1.10.0"}, certainty="depends",
+           kind="silent-wrong"),
 ]
 
 
@@ -66,6 +68,14 @@ def test_without_versions_it_is_a_warning_that_says_so():
     f = findings(scan_bytes("init_weight_transfer_engine stalled\n"))[0]
     assert f.rule == "TRI011" and f.severity == Severity.WARNING
     assert "the log shows no versions of trl >=0.16.0,<0.20.0" in f.message
+
+
+def test_a_silently_wrong_runs_one_warning_line_is_found_without_error_on_it():
+    """A silent-wrong failure raises nothing: its symptom is a warning of its own (no "Error")."""
+    assert b"generate patch may have failed" in signatures.anchors()
+    f = findings(scan_bytes("trl==1.10.0\nUnsloth: Warning - regex did not match, VLLMGeneration."
+                            "generate patch may have failed\n"))[0]
+    assert f.rule == "TRI011" and "silently-wrong" in f.message
 
 
 def test_versions_outside_the_range_make_no_diagnosis():

@@ -51,6 +51,15 @@ def test_a_path_or_a_models_config_is_not_a_version(text):
     assert read_head(text.encode()) == {}
 
 
+def test_unsloths_start_banner_gives_unsloth_transformers_and_vllm():
+    """Unsloth prints its release with transformers' and vLLM's at start; the wrappers' entries read it."""
+    found = read_head(b"==((====))==  Unsloth 2025.3.6: Fast Qwen2 patching. Transformers: 4.48.2. "
+                      b"vLLM: 0.7.3.\n")
+    assert {d: v.version for d, v in found.items()} == {
+        "unsloth": "2025.3.6", "transformers": "4.48.2", "vllm": "0.7.3"}
+    assert read_head(b"unsloth_zoo==2025.7.1\nverifiers==0.1.0\n").keys() == {"unsloth-zoo", "verifiers"}
+
+
 def test_a_banner_wins_over_a_listing_and_the_later_of_equals_wins():
     found = read_head(b"vllm==0.10.2\nvllm==0.11.0\nInitializing a V1 LLM engine (v0.9.1) with\n"
                       b"vllm==0.12.0\n")
