@@ -4,8 +4,9 @@ Each entry's ``symptoms`` become one signature (``known-<id>``, rule TRI011): a 
 its own keyword; a regex symptom (``re:``) is keyed by its leading literal. An exception's message
 is found on its line through the anchors it holds ("Error", "Exception: ", ": error: "); a rare
 literal (``RARE`` characters or more) of an entry whose symptom is a line of its own (a warning, a
-stalled step: ``OWN_LINE_KINDS``) becomes an anchor itself; a keyword no anchor covers, or a regex
-without a literal lead (``(?i)…``), is tried on the lines that hold ``Error``. Matching stays
+stalled step, a silently wrong run's warning: ``OWN_LINE_KINDS``) becomes an anchor itself; a
+keyword no anchor covers, or a regex without a literal lead (``(?i)…``), is tried on the lines that
+hold ``Error``. Matching stays
 linear: a regex with a quantifier inside another is left out (``skipped`` says which), and every
 pattern is tried on at most the scanner's window of one line.
 

@@ -491,6 +491,13 @@ def _versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, 
     return None, "the log shows no versions of " + ", ".join(f"{d} {s}" for d, s in packages.items())
 
 
+def _unshown_bounds(packages: dict[str, str], log: Log) -> int:
+    """How many of an entry's packages are bounded from above (a release range: ``<``, ``==``,
+    ``~=``) while the log does not show their version: the guesses a diagnosis would rest on."""
+    return sum(1 for dist, spec in packages.items()
+               if dist not in log.versions and re.search(r"<|==|~=", spec))
+
+
 def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     """A line holding a catalogue entry's symptom: the entry's cause and fix, confirmed when the
     log's versions fall in its ranges; no diagnosis when they fall outside."""
@@ -511,7 +518,8 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     draft = finding(catalogue.RULE, ms, log, f"{entry.title} — {entry.cause} ({entry.id}); {detail}",
                     entry.fix + (f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
                                  if entry.fixed_in else ""), known_failure=entry.id,
-                    sources=list(entry.sources), versions_match=verdict)
+                    sources=list(entry.sources), versions_match=verdict,
+                    unshown_bounds=_unshown_bounds(entry.packages, log))
     severity = entry.severity == "error" and verdict is True
     f = draft.finding
     draft.finding = Finding(f.rule, Severity.ERROR if severity else Severity.WARNING, f.message, f.fix,

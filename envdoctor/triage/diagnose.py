@@ -411,17 +411,23 @@ def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]],
     """A catalogue finding (TRI011) only on a line no own signature matched (its handler knows the
     numbers, and when it found nothing to report, so it is) — or one whose handler rejected it
     (``rejected``) when the log's versions confirm the entry, or when the entry's trigger is the
-    user's own config or code (``_own_api``) — and one per line: among entries, the one the versions
-    confirm."""
+    user's own config or code (``_own_api``) — and one per line: among entries, the one the
+    versions confirm; where they confirm none, the one that rests on the fewest release ranges the
+    log does not show (a general entry before one about a single release)."""
     own = {m.line_no for ms in by_sig.values() for m in ms
            if m.signature.rule != "TRI011" and not m.signature.fallback and not m.signature.hint}
+
+    def rank(d: Draft) -> tuple[int, bool, int]:
+        ev = d.finding.evidence
+        return (d.finding.severity.rank, ev.get("versions_match") is True, -ev.get("unshown_bounds", 0))
+
     best: dict[int, Draft] = {}
     for d in drafts:
         confirmed = d.finding.evidence.get("versions_match") is True
         if d.finding.rule == "TRI011" and (d.line not in own or d.line in rejected
                                            and (confirmed or _own_api(d))):
             old = best.get(d.line)
-            if old is None or d.finding.severity.rank > old.finding.severity.rank:
+            if old is None or rank(d) > rank(old):
                 best[d.line] = d
     return [d for d in drafts if d.finding.rule != "TRI011" or best.get(d.line) is d]
 

@@ -41,6 +41,9 @@ REPORT = re.compile(r"^[-*]? {0,4}(?P<name>[A-Za-z][\w-]{0,30}(?: [A-Za-z][\w-]{
                     r"[Vv]ersion {0,40}: {0,8}v?" + _VER)
 #: "trl==0.25.0" (pip freeze), "[pip3] torch==2.6.0+cu124" (collect-env)
 FREEZE = re.compile(r"(?:^|\[pip3?\] |\s)(?P<name>[A-Za-z][\w.-]{0,60})==" + _VER)
+#: "trl=0.18.0, vllm=0.8.5.post1", "trl[vllm]=0.19.0" (versions as people write them in a report)
+SINGLE = re.compile(r"(?:^|[\s,;(])(?P<name>[A-Za-z][\w.-]{0,60})(?:\[[\w,.-]{1,40}\])?=(?!=)v?" + _VER
+                    + r"(?![\w.])")
 #: "trl                0.25.0" (pip list), "[conda] torch   2.6.0   pypi_0   pypi" (collect-env)
 LISTING = re.compile(r"^(?:\[conda\] {1,8})?(?P<name>[A-Za-z][\w.-]{0,60}) {1,80}" + _VER
                      + r"(?: |$)")
@@ -99,7 +102,7 @@ def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = F
     report = REPORT.match(text)
     if report:
         _add(found, report.group("name").replace(" ", "-"), report.group("version"), line, "report")
-    for f in (*FREEZE.finditer(text), *WHEEL.finditer(text)):
+    for f in (*FREEZE.finditer(text), *WHEEL.finditer(text), *SINGLE.finditer(text)):
         _add(found, f.group("name"), f.group("version"), line, "listing")
     installed = INSTALLED.search(text)
     if installed:
@@ -130,7 +133,8 @@ def read_head(data: bytes) -> dict[str, LogVersion]:
         piece = raw.rsplit(b"\r", 1)[-1][:MAX_LINE]
         head_word = piece.lstrip()[:20].split(b" ", 1)[0].lower()
         listing = head_word in starts
-        if not listing and not any(k in piece for k in _HEAD_KEYS):
+        if not listing and not any(k in piece for k in _HEAD_KEYS) and not (
+                b"=" in piece and any(n + b"=" in piece or n + b"[" in piece for n in starts)):
             continue
         body = split_prefix(clean(piece))[0]
         read_line(body, i, found, head=listing)

@@ -131,3 +131,36 @@ def test_a_rejected_line_goes_to_an_entry_about_the_users_config_without_version
         assert findings(scan_bytes("trl==0.27.0\n" + line))[0].rule == "TRI003"  # outside its range
     finally:
         ENTRIES.pop()
+
+
+def test_without_versions_a_general_entry_wins_over_one_about_a_single_release():
+    """One symptom, two entries: the one about a TRL release range is a guess where the log shows no
+    TRL version (a verl or Unsloth log); the general one is said. The release's versions confirm
+    the specific entry."""
+    ENTRIES.extend([
+        _entry("one-release", ["prompt is longer than the model length"], {"trl": ">=0.18.0,<0.19.0"},
+               certainty="depends"),
+        _entry("any-release", ["prompt is longer than the model length"], {"vllm": ">=0.7.2"},
+               certainty="depends"),
+    ])
+    catalogue.catalogue.cache_clear()
+    signatures._with_catalogue.cache_clear()
+    try:
+        line = "ValueError: prompt is longer than the model length\n"
+        assert "any-release" in findings(scan_bytes(line))[0].message
+        assert "one-release" in findings(scan_bytes("trl==0.18.0\n" + line))[0].message
+    finally:
+        del ENTRIES[-2:]
+
+
+def test_a_silently_wrong_runs_warning_is_found_on_its_own_line():
+    ENTRIES.append(_entry("ignored-prompt", ["tokens) is too long and exceeds limit of"],
+                          {"vllm": ">=0.6.0,<0.11.0"}, certainty="depends", kind="silent-wrong"))
+    catalogue.catalogue.cache_clear()
+    signatures._with_catalogue.cache_clear()
+    try:
+        line = "WARNING 05-16 10:48:52 scheduler.py:947] Input prompt (48173 tokens) is too long and " \
+               "exceeds limit of 32768\n"
+        assert "ignored-prompt" in findings(scan_bytes(line))[0].message
+    finally:
+        ENTRIES.pop()

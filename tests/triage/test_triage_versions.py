@@ -32,6 +32,8 @@ from tests.triage.helpers import findings, judge, scan_bytes
     ("INFO 05-02 10:00:01 [core.py:58] Initializing a V1 LLM engine (v0.8.5) with config: …\n",
      "vllm", "0.8.5"),
     ("INFO 06-03 01:55:32 [api_server.py:1043] vLLM API server version 0.9.1\n", "vllm", "0.9.1"),
+    ("I am using trl=0.18.0, transformers=4.52.3, vllm=0.8.5.post1\n", "vllm", "0.8.5.post1"),  # prose
+    ("trl[vllm]=0.19.0\n", "trl", "0.19.0"),
 ])
 def test_every_shape_of_a_version(text, dist, version):
     assert read_head(text.encode())[dist].version == version
@@ -46,6 +48,7 @@ def test_every_shape_of_a_version(text, dist, version):
     '  File "/venv/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py", line 3, in f\n',
     '    "transformers_version": "4.51.3",\n',  # a model's config, not the installed release
     "Processed prompts: 100%|██████████| 8/8 [00:01<00:00, 5.1it/s]\n",
+    "--max_length=4096 --torch_dtype=bfloat16 --vllm_gpu_memory_utilization=0.3\n",  # options
 ])
 def test_a_path_or_a_models_config_is_not_a_version(text):
     assert read_head(text.encode()) == {}
