@@ -19,37 +19,12 @@ _OOM_OTHERS = re.compile(rf"Process (?P<pid>\d+) has (?P<used>{_SIZE}) memory in
 _OOM_ANY = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory")
 _MISSING = re.compile(r"No module named '(?P<mod>torch|transformers|trl|datasets|tokenizers|"
                       r"accelerate)(?:\.[\w.]+)?'")
-_DP_FIX = ("launch with torchrun --nproc_per_node N or set CUDA_VISIBLE_DEVICES to the training "
-           "GPUs")
-_SIGNATURES: list[tuple[str, re.Pattern[str], str, str]] = [
-    ("PRB002", re.compile(r"does not support `nn\.DataParallel`"),
-     "TRL refused to start: one process sees several GPUs, so transformers' Trainer would wrap "
-     "the model in nn.DataParallel (newer TRL refuses this at init; older TRL, e.g. 0.15, lets "
-     "the replicas spread over every visible GPU silently)", _DP_FIX),
-    ("LAY001", re.compile(r"The requested device for vllm \((?P<dev>cuda:\d+)\) is not available"),
-     "TRL could not find the vLLM device: every visible GPU is used for training",
-     "lower --num_processes by one (or make one more GPU visible) so vllm_device=auto has a GPU"),
-    ("CFG002", re.compile(r"must be (?:evenly )?divisible by (?:the number of generations per "
-                          r"prompt|num_generations) \((?P<num_generations>\d+)\)"),
-     "TRL refused the batch shape at init: the generation batch does not split into whole "
-     "groups of num_generations",
-     "set num_generations to a divisor of per_device_train_batch_size × processes (× "
-     "steps_per_generation); envdoctor explain CFG002"),
-    ("PRB010", re.compile(r"Expected all tensors to be on the same device(?:, but found at least "
-                          r"two devices, (?P<devices>[\w:]+ and [\w:]+))?"),
-     "tensors of one operation were on different devices (the error GRPO with vLLM < 0.7.2, or a "
-     "rank that sees several GPUs, produces)",
-     "pip install 'vllm>=0.7.2'; and make each rank see only its own GPU"),
-    ("PRB010", re.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b "
-                          r"\((?P<b>\d+)\)"),
-     "a tensor size mismatch in the step (the rotary-embedding error of GRPO with vLLM < 0.7.2)",
-     "pip install 'vllm>=0.7.2'"),
-    ("PRB011", re.compile(r"NCCL (?:error|WARN)|nccl(?:Internal|System|UnhandledCuda|Invalid"
-                          r"Usage|Remote)Error|Watchdog caught collective operation timeout|"
-                          r"NCCL communicator was aborted|DistBackendError"),
-     "a collective (NCCL) failed between the ranks",
-     "check NCCL_* variables, that every rank sees its own GPU, and run with NCCL_DEBUG=INFO"),
-]
+#: a tensor of one operation on another device: triage reads it as the vLLM < 0.7.2 failure only
+#: with vLLM evidence in the log; in the probe the layout is known, so this is the fallback
+_DEVICE_MISMATCH = re.compile(r"Expected all tensors to be on the same device(?:, but found at "
+                              r"least two devices, (?P<devices>[\w:]+ and [\w:]+))?")
+#: what triage says of a text it does not recognise (TRI003) or of an OOM (TRI001: PRB007 here)
+_NOT_KNOWN = {"TRI001", "TRI003"}
 
 
 def _oom(text: str) -> Finding | None:
@@ -83,17 +58,24 @@ def _oom(text: str) -> Finding | None:
 
 def classify(text: str, launcher: str | None = None) -> list[Finding]:
     """Findings for every known failure in ``text`` (a rank's log or error message);
-    ``launcher``: the path of the launch line's program, named in install fixes."""
+    ``launcher``: the path of the launch line's program, named in install fixes. Failures are read
+    with triage's signatures and the known-failures catalogue, so a failure has one id, one text
+    and one fix whether the probe or triage meets it (the DataParallel refusal is LAY003 in both)."""
     found: list[Finding] = []
     oom = _oom(text)
     if oom:
         found.append(oom)
-    for rule, pattern, message, fix in _SIGNATURES:
-        hit = pattern.search(text)
+    known = [f for f in _triage(text) if f.rule not in _NOT_KNOWN]
+    found += known
+    if not known:
+        hit = _DEVICE_MISMATCH.search(text)
         if hit:
             ev = {k: v for k, v in hit.groupdict().items() if v is not None}
-            found.append(Finding(rule, Severity.ERROR, message, fix,
-                                 {"matched": hit.group(0)[:200], **ev}))
+            found.append(Finding(
+                "PRB010", Severity.ERROR, "tensors of one operation were on different devices (the "
+                "error GRPO with vLLM < 0.7.2, or a rank that sees several GPUs, produces)",
+                "pip install 'vllm>=0.7.2'; and make each rank see only its own GPU",
+                {"matched": hit.group(0)[:200], **ev}))
     missing = _MISSING.search(text)
     if missing:
         mod = missing.group("mod")
@@ -102,6 +84,20 @@ def classify(text: str, launcher: str | None = None) -> list[Finding]:
                              f"{f' ({launcher})' if launcher else ''} cannot import",
                              _install_fix(mod, launcher), {"module": mod, "launcher": launcher}))
     return found
+
+
+def _triage(text: str) -> list[Finding]:
+    """What ``envdoctor triage`` says of ``text`` (no machine context: the probe judges that)."""
+    import io
+
+    from envdoctor.triage.diagnose import diagnose, version_lines
+    from envdoctor.triage.logversions import from_log
+    from envdoctor.triage.scanner import scan
+
+    result = scan(io.BytesIO(text.encode("utf-8", errors="replace")))
+    versions = from_log(result.head, version_lines(result.matches))
+    return diagnose(result.matches, None, counts=result.counts, lines=result.lines,
+                    last_line=result.last_line, versions=versions)
 
 
 def _install_fix(module: str, launcher: str | None) -> str:

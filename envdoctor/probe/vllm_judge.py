@@ -96,7 +96,7 @@ def judge_vllm(spec: ProbeSpec, result: ProbeResult, server_watch: GpuWatch | No
         if {x.rule for x in new} & {"PRB013", "PRB014", "PRB015", "PRB018", "PRB021"}:  # the named cause
             f[:] = [x for x in f if not x.message.startswith(_GENERIC)]
         if any(x.rule == "PRB015" for x in new):  # NCCL's part of it, said once
-            f[:] = [x for x in f if x.rule != "PRB011"]
+            f[:] = [x for x in f if x.rule != "TRI002"]
         f.extend(new)
     _user_server(result)
     if result.status == "pass" and any(x.severity == Severity.ERROR for x in f):

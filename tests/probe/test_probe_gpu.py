@@ -41,7 +41,7 @@ def test_both_gpus_visible_to_one_process_is_caught():
     os.environ.update(env)
     r = run_probe(spec)
     assert r.status == "fail"
-    assert "PRB002" in {f.rule for f in r.findings}
+    assert {"PRB002", "LAY003"} & {f.rule for f in r.findings}  # a silent wrap, or TRL's refusal
 
 
 def test_one_gpu_step_then_a_real_oom_leave_nothing_behind():

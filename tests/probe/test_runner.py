@@ -191,17 +191,17 @@ def _wait_for_worker(proc: subprocess.Popen, limit_s: float = 90) -> list:
 
 @pytest.mark.parametrize("text, rule", [
     ("ValueError: GRPOTrainer does not support `nn.DataParallel`, which `Trainer` uses when "
-     "several GPUs are visible to a single process.", "PRB002"),
+     "several GPUs are visible to a single process.", "LAY003"),  # triage's id, one per failure
     ("ValueError: The requested device for vllm (cuda:4) is not available. You are likely using "
-     "vLLM without restricting the number of GPUs for training.", "LAY001"),
+     "vLLM without restricting the number of GPUs for training.", "LAY002"),
     ("RuntimeError: Expected all tensors to be on the same device, but found at least two "
      "devices, cuda:1 and cuda:0!", "PRB010"),
     ("RuntimeError: The size of tensor a (1034) must match the size of tensor b (1035) at "
-     "non-singleton dimension 2", "PRB010"),
+     "non-singleton dimension 2", "PKG002"),
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 780.00 MiB. GPU 3 has a total "
      "capacity of 23.69 GiB of which 698.00 MiB is free.", "PRB007"),
     ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
-     "unhandled system error", "PRB011"),
+     "unhandled system error", "TRI002"),
     ("ModuleNotFoundError: No module named 'trl'", "PRB009"),
     ("ValueError: The global train batch size (2 x 4) must be evenly divisible by the number of "
      "generations per prompt (3). Given the current train batch size, the valid values for the "
@@ -216,7 +216,7 @@ def _wait_for_worker(proc: subprocess.Popen, limit_s: float = 90) -> list:
      "total capacity of 79.19 GiB of which 698.00 MiB is free.", "PRB007"),
     ("[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: "
      "WorkNCCL(SeqNum=3, OpType=ALLREDUCE) ran for 1800000 milliseconds before timing out.",
-     "PRB011"),
+     "TRI002"),
 ])
 def test_known_failures_are_classified(text, rule):
     found = classify(text)
@@ -224,6 +224,20 @@ def test_known_failures_are_classified(text, rule):
     if rule == "PRB007":
         oom = next(f for f in found if f.rule == "PRB007")
         assert oom.evidence["gpu"] == "3" and "698.00 MiB free" in oom.message
+
+
+def test_a_failure_has_the_same_id_and_fix_in_the_probe_and_in_triage():
+    """One id, one text, one fix per failure (issue #26): the probe reads a rank's error with
+    triage's signatures and the known-failures catalogue."""
+    from tests.triage.helpers import findings, scan_bytes
+
+    for text in ("ValueError: GRPOTrainer does not support `nn.DataParallel`, which `Trainer` uses "
+                 "when several GPUs are visible to a single process.",
+                 "ValueError: generation_batch_size (4) must be divisible by num_generations (3).",
+                 "ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params'"):
+        probe = [(f.rule, f.fix) for f in classify(text)]
+        triage = [(f.rule, f.fix) for f in findings(scan_bytes(text + "\n"))]
+        assert probe and probe == triage, (probe, triage)
 
 
 def test_unknown_text_is_not_classified():
@@ -262,7 +276,7 @@ def test_trl_refusal_and_dataparallel_are_one_finding_each():
         "`Trainer` uses when several GPUs are visible to a single process."}}
     r = ProbeResult(status="ran", returncode=1, ranks={0: refusal})
     _judge(ProbeSpec(launcher=[]), r, None)
-    assert [f.rule for f in r.findings if f.rule != "PRB008"] == ["PRB002"]
+    assert [f.rule for f in r.findings if f.rule != "PRB008"] == ["LAY003"]  # triage's id
     assert r.status == "fail"
     legacy = {"finished": True, "ok": True, "n_gpu": 2, "pid": 1, "data_parallel": True,
               "wrapper": "DataParallel", "device": "cuda:0", "param_devices": ["cuda:0"],
