@@ -82,7 +82,8 @@ def _fsdp_version(ctx: Context) -> str:
     config's ``fsdp_config.fsdp_version``, else 1 (accelerate's default)."""
     trainer = ctx.plan.trainer
     acc = ctx.plan.accelerate if isinstance(ctx.plan.accelerate, dict) else {}
-    fsdp = acc.get("fsdp_config") if isinstance(acc.get("fsdp_config"), dict) else {}
+    raw = acc.get("fsdp_config")
+    fsdp: dict[str, Any] = raw if isinstance(raw, dict) else {}
     opts = trainer.options if trainer is not None else {}
     return str(opts.get("fsdp_version", fsdp.get("fsdp_version", 1))).strip()
 
