@@ -402,8 +402,14 @@ def _own_api(d: Draft) -> bool:
     from envdoctor.triage import catalogue
 
     entry = catalogue.catalogue()[2].get(d.finding.evidence.get("signature", ""))
-    return (entry is not None and d.finding.evidence.get("versions_match") is None
-            and (getattr(entry, "triage_only", False) or str(getattr(entry, "rule", "")).startswith("CFG")))
+    if entry is None or d.finding.evidence.get("versions_match") is not None:
+        return False
+    if str(getattr(entry, "rule", "")).startswith("CFG"):
+        return True
+    # a triage_only entry about the user's code names at most TRL's range; one that pairs two
+    # releases (a wrapper library with TRL) needs the log's versions like any pairing
+    packages = set(getattr(entry, "packages", {}) or {})
+    return bool(getattr(entry, "triage_only", False)) and packages <= {"trl"}
 
 
 def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]],
