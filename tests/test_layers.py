@@ -30,9 +30,8 @@ LAYERS: list[tuple[str, ...]] = [
      "envdoctor.errors", "envdoctor.findings", "envdoctor.versions", "envdoctor.redact",
      "envdoctor.resources", "envdoctor.settings", "envdoctor.parsing", "envdoctor.script_args",
      "envdoctor.output", "envdoctor.rule_docs",
-     "envdoctor.net_policy", "envdoctor.trl_release", "envdoctor.knowledge",
-     "envdoctor.knowledge_failures", "envdoctor.knowledge_keys",
-     "envdoctor.knowledge_requirements", "envdoctor.knowledge_schema"),
+     "envdoctor.net_policy", "envdoctor.trl_release",
+     "envdoctor.knowledge"),  # the package: loaders, schema, keys, requirements, known failures
     ("envdoctor.facts",),
     ("envdoctor.plan",),
     ("envdoctor.checks",),

@@ -15,7 +15,7 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.knowledge import known_failures
-from envdoctor.knowledge_failures import KnownFailure
+from envdoctor.knowledge.failures import KnownFailure
 from envdoctor.plan.layout import trainer_env, vllm_mode
 from envdoctor.plan.values import as_bool
 
