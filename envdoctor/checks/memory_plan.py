@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.plan.layout import trainer_env
-from envdoctor.plan.memory import (
+from envdoctor.plan.memory.parts import (
     CONTEXT,
     GiB,
     GpuPlan,
@@ -16,14 +16,14 @@ from envdoctor.plan.memory import (
     gpus_text,
     same_gpus,
 )
-from envdoctor.plan.memory_plan import (
+from envdoctor.plan.memory.planner import (
     MemoryPlan,
     for_context,
     generations,
     is_thin,
     smallest_fix_set,
 )
-from envdoctor.plan.memory_plan import server_max_model_len as _server_mml
+from envdoctor.plan.memory.planner import server_max_model_len as _server_mml
 
 
 def gib(n: int | float) -> str:

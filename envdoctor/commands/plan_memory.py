@@ -20,7 +20,7 @@ from envdoctor.commands.options import (
     launch_option,
     output_option,
 )
-from envdoctor.plan.memory import each_role, gpus_text, same_gpus
+from envdoctor.plan.memory.parts import each_role, gpus_text, same_gpus
 
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|GB|G|MiB|MB|M)?\s*$", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -79,7 +79,7 @@ def plan_memory(config, accelerate_config, facts_file, launch, model, model_para
     from envdoctor.facts.collect import collect_facts
     from envdoctor.facts.snapshot import load
     from envdoctor.plan.build import build_plan
-    from envdoctor.plan.memory_plan import for_context, resolve_model
+    from envdoctor.plan.memory.planner import for_context, resolve_model
     from envdoctor.redact import plan_secrets, scrub
 
     capacity = gpu_memory_bytes(gpu_memory)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
-from envdoctor.plan.model_shape import MAX_CONFIG_BYTES, find_config
+from envdoctor.plan.memory.shape import MAX_CONFIG_BYTES, find_config
 from envdoctor.script_args import parse_script_args
 
 #: depth of the probe model: one layer is enough for every kernel; two keep a residual path

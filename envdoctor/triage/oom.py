@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envdoctor.checks.context import Context
-from envdoctor.plan.memory_plan import fraction_caps_process
+from envdoctor.plan.memory.planner import fraction_caps_process
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given, shared_gpus
 
@@ -406,7 +406,7 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
                       + "or move generation to its own GPUs (vllm_mode: server with trl "
                       "vllm-serve)")
     if not vllm_side and ctx is not None and context:  # the memory plan (envdoctor.plan)
-        from envdoctor.plan.memory_oom import explain_optimizer_oom
+        from envdoctor.plan.memory.oom import explain_optimizer_oom
 
         planned = explain_optimizer_oom(ctx, oom.allocated_mib, oom.total_mib, context)
         if planned is not None:

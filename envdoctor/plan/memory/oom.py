@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envdoctor.plan.memory import GiB
+from envdoctor.plan.memory.parts import GiB
 
 _STEP = re.compile(r"torch/optim/(?:adamw?|optimizer|sgd)\.py|_(?:multi_tensor|fused|single_tensor)"
                    r"_adamw?\b|optimizer\.step\(|bitsandbytes/optim|deepspeed/runtime/zero/stage")
@@ -29,7 +29,7 @@ def explain_optimizer_oom(ctx: Any, allocated_mib: float | None, total_mib: floa
     """(why, fix, evidence) when the plan's steady parts explain an OOM in the optimizer step."""
     if not context or not in_optimizer_step(context):
         return None
-    from envdoctor.plan.memory_plan import for_context
+    from envdoctor.plan.memory.planner import for_context
 
     try:
         plan = for_context(ctx)
@@ -39,7 +39,7 @@ def explain_optimizer_oom(ctx: Any, allocated_mib: float | None, total_mib: floa
         return None
     row = plan.gpus[0]
     if row.capacity is None and total_mib:
-        from envdoctor.plan.memory_plan import trainer_row
+        from envdoctor.plan.memory.planner import trainer_row
 
         row = trainer_row(plan.model, plan.knobs, row.gpu, int(total_mib * MiB))
     sizes = {name: sum(p.bytes for p in row.parts if p.name == name) for name in _STEADY}

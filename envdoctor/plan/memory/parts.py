@@ -38,8 +38,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from envdoctor.plan.memory_setup import Knobs
-from envdoctor.plan.model_shape import ModelShape
+from envdoctor.plan.memory.knobs import Knobs
+from envdoctor.plan.memory.shape import ModelShape
 
 GiB = 1024**3
 CONTEXT = int(0.6 * GiB)

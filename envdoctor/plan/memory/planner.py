@@ -15,7 +15,9 @@ from envdoctor import versions
 from envdoctor.errors import InputError
 from envdoctor.knowledge import knowledge
 from envdoctor.plan.layout import trainer_env
-from envdoctor.plan.memory import (
+from envdoctor.plan.memory.knobs import Knobs, number
+from envdoctor.plan.memory.knobs import from_config as knobs_from_config
+from envdoctor.plan.memory.parts import (
     CONTEXT,
     THIN,
     GiB,
@@ -27,9 +29,7 @@ from envdoctor.plan.memory import (
     trainer_parts,
     vllm_parts,
 )
-from envdoctor.plan.memory_setup import Knobs, number
-from envdoctor.plan.memory_setup import from_config as knobs_from_config
-from envdoctor.plan.model_shape import ModelShape, load_shape, parse_count, shape_from_count
+from envdoctor.plan.memory.shape import ModelShape, load_shape, parse_count, shape_from_count
 from envdoctor.plan.values import as_bool
 
 MiB = 1024**2
