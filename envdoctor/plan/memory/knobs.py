@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envdoctor.plan.values import as_bool
-from envdoctor.versions import parse
+from envdoctor.versions import at_least
 
 _DTYPES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2,
            "fp16": 2, "half": 2}
@@ -85,11 +85,6 @@ class Knobs:
         return self.strategy in ("zero3", "fsdp_full", "fsdp_hybrid")
 
 
-def _at_least(trl: str | None, version: str) -> bool | None:
-    v = parse(trl)
-    return None if v is None else v.release >= parse(version).release
-
-
 MAX_COUNT = 10**7  # batch sizes, lengths, ranks: beyond any real run (CFG rules judge values)
 
 
@@ -135,20 +130,20 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     k.grad_accum = _int(c.get("gradient_accumulation_steps"), 1)
     k.steps_per_generation = _int(c.get("steps_per_generation"), k.grad_accum)
     k.num_generations = _int(c.get("num_generations"), 8)
-    mcl = 512 if _at_least(trl, "1.10.0") else 256
+    mcl = 512 if at_least(trl, "1.10.0") else 256
     k.completion_len = _int(pick("max_completion_length", mcl, f"TRL {trl or '?'} default"), mcl)
     _prompt(k, c, trl, prompt_tokens, server_max_model_len if vllm_mode == "server" else None)
     # GRPOConfig's own defaults (rules/knowledge/grpo_config_keys.yaml, read at the tags):
     # gradient_checkpointing=True from TRL 0.22.0; bf16 = not fp16 from 0.19.0
-    gc_default = bool(_at_least(trl, "0.22.0"))
+    gc_default = bool(at_least(trl, "0.22.0"))
     k.gradient_checkpointing = bool(as_bool(c.get("gradient_checkpointing", gc_default)))
-    bf16_default = bool(_at_least(trl, "0.19.0")) and not as_bool(c.get("fp16", False))
+    bf16_default = bool(at_least(trl, "0.19.0")) and not as_bool(c.get("fp16", False))
     bf16 = as_bool(c.get("bf16", bf16_default)) or as_bool(c.get("fp16", False))
     k.compute_bytes = 2 if bf16 else 4
-    beta_default = 0.04 if _at_least(trl, "0.19.0") is False else 0.0
+    beta_default = 0.04 if at_least(trl, "0.19.0") is False else 0.0
     k.beta = number(c.get("beta", beta_default), beta_default)
     # transformers' default optim: the fused AdamW with torch >= 2.8, the foreach one before
-    fused = _at_least(torch, "2.8.0") is not False
+    fused = at_least(torch, "2.8.0") is not False
     k.optim = str(c.get("optim") or ("adamw_torch_fused" if fused else "adamw_torch")).lower()
     k.weight_bytes = _weight_bytes(c, checkpoint_dtype)
     k.lora = bool(as_bool(c.get("use_peft", False)))
@@ -160,10 +155,10 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
         k.lora_targets = tuple(str(t) for t in targets)
     k.load_in_4bit = bool(as_bool(c.get("load_in_4bit", False)))
     k.load_in_8bit = bool(as_bool(c.get("load_in_8bit", False)))
-    k.fused_logps = bool(_at_least(trl, "1.15.0"))
+    k.fused_logps = bool(at_least(trl, "1.15.0"))
     _distributed(k, c, accelerate or {}, launch_opts or {})
     k.use_vllm = bool(as_bool(c.get("use_vllm", False)))
-    util_default = 0.9 if _at_least(trl, "0.18.0") is False else 0.3
+    util_default = 0.9 if at_least(trl, "0.18.0") is False else 0.3
     k.vllm_util = number(c.get("vllm_gpu_memory_utilization", util_default), util_default)
     if not 0.0 < k.vllm_util <= 1.0:
         k.vllm_util = util_default
@@ -194,7 +189,7 @@ def _prompt(k: Knobs, c: dict[str, Any], trl: str | None, prompt_tokens: int | N
         k.prompt_len = mml - k.completion_len
         k.prompt_source = f"{key} {mml} - max_completion_length {k.completion_len}"
         return
-    untruncated = _at_least(trl, "0.26.0")  # max_prompt_length defaults to None from 0.26.0
+    untruncated = at_least(trl, "0.26.0")  # max_prompt_length defaults to None from 0.26.0
     why = ("TRL's default before 0.26; from 0.26 prompts are not truncated: plan-memory "
            "--prompt-tokens N plans for your prompts" if untruncated else "TRL's default")
     k.prompt_len, k.prompt_source = 512, "assumed"
