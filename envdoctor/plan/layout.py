@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from envdoctor.coerce import as_int
 from envdoctor.errors import InputError
 from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.facts.interface import Facts
@@ -65,13 +66,6 @@ def _count(where: str, flag: str, raw: Any, env: dict[str, str], default: Any = 
         raise InputError(where, f"{flag} {raw}: {need}"
                          + (f" (or {', '.join(map(str, allowed))})" if allowed else ""))
     return count
-
-
-def _int(value: Any, default: int | None = None) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        return default
 
 
 def trainer_env(facts: Facts, launch: Launch | None) -> dict[str, str]:
@@ -228,9 +222,9 @@ def _processes(lay: GpuLayout, facts: Facts, plan: Plan, env: dict[str, str]) ->
         lay.world_size = lay.num_processes * lay.num_machines
         return True, 0
     # plain python: one process, unless already inside a distributed launch
-    distributed = "LOCAL_RANK" in env and (_int(env.get("WORLD_SIZE"), 1) or 1) > 1
+    distributed = "LOCAL_RANK" in env and (as_int(env.get("WORLD_SIZE"), 1) or 1) > 1
     lay.num_processes = 1
-    lay.world_size = (_int(env.get("WORLD_SIZE"), 1) or 1) if distributed else 1
+    lay.world_size = (as_int(env.get("WORLD_SIZE"), 1) or 1) if distributed else 1
     return distributed, 0
 
 
@@ -302,7 +296,7 @@ def _server(facts: Facts, plan: Plan) -> ServerPlan:
         where = f"launch command ({launch.launcher})"
         env = dict(facts.env)
         env.update(launch.env)
-        srv = ServerPlan(host=str(o.get("host", "0.0.0.0")), port=_int(o.get("port"), 8000) or 8000,
+        srv = ServerPlan(host=str(o.get("host", "0.0.0.0")), port=as_int(o.get("port"), 8000) or 8000,
                          source="launch")
         try:
             srv.tensor_parallel_size = _count(where, "--tensor_parallel_size",
@@ -328,4 +322,4 @@ def _server(facts: Facts, plan: Plan) -> ServerPlan:
                 srv.port = int(m.group(1)) if m else 8000
                 return srv
     return ServerPlan(host=str(cfg.get("vllm_server_host", "0.0.0.0")),
-                      port=_int(cfg.get("vllm_server_port"), 8000) or 8000, source="config")
+                      port=as_int(cfg.get("vllm_server_port"), 8000) or 8000, source="config")

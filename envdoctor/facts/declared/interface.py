@@ -256,6 +256,25 @@ def resolved(path: Path, where: str) -> Path:
         raise UnreadableInput(where, f"{path.name}: cannot resolve it ({exc})") from None
 
 
+def repository_root(path: Path, shown: str) -> Path:
+    """The repository root: ``path`` less the parts of its repository-relative name ``shown``
+    (the file's own folder when ``shown`` is absolute or climbs out with ``..``)."""
+    parts = Path(shown).parts
+    if Path(shown).is_absolute() or ".." in parts:
+        return path.resolve().parent
+    return path.resolve().parents[len(parts) - 1] if len(parts) > 1 else path.resolve().parent
+
+
+def in_repository(target: Path, path: Path, shown: str) -> bool:
+    """Whether ``target`` (resolved) lies inside the repository of the file ``path`` named
+    ``shown``: an include (``-r``, ``COPY``) outside it is not read."""
+    try:
+        target.relative_to(repository_root(path, shown))
+    except ValueError:
+        return False
+    return True
+
+
 def toml_of(path, shown: str) -> tuple[dict, list[str]]:
     """A TOML file parsed once (``InputError`` naming ``shown`` when it is not TOML or holds
     more values than ``settings.MAX_TOML_VALUES``), and its lines."""

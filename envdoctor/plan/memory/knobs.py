@@ -24,6 +24,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from envdoctor.coerce import as_int
 from envdoctor.plan.values import as_bool
 from envdoctor.versions import at_least
 
@@ -88,12 +89,9 @@ class Knobs:
 MAX_COUNT = 10**7  # batch sizes, lengths, ranks: beyond any real run (CFG rules judge values)
 
 
-def _int(value: Any, default: int) -> int:
-    try:
-        out = int(value)
-    except (TypeError, ValueError, OverflowError):
-        return default
-    return out if 0 < out <= MAX_COUNT else default
+def _count(value: Any, default: int) -> int:
+    """A count of the config (batch, lengths, ranks) in ``[1, MAX_COUNT]``, else ``default``."""
+    return as_int(value, default, low=1, high=MAX_COUNT)
 
 
 def number(value: Any, default: float, limit: float = 1e6) -> float:
@@ -126,12 +124,12 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
         k.assumed.append(f"{key}={default} ({why})")
         return default
 
-    k.batch = _int(pick("per_device_train_batch_size", 8, "transformers' default"), 8)
-    k.grad_accum = _int(c.get("gradient_accumulation_steps"), 1)
-    k.steps_per_generation = _int(c.get("steps_per_generation"), k.grad_accum)
-    k.num_generations = _int(c.get("num_generations"), 8)
+    k.batch = _count(pick("per_device_train_batch_size", 8, "transformers' default"), 8)
+    k.grad_accum = _count(c.get("gradient_accumulation_steps"), 1)
+    k.steps_per_generation = _count(c.get("steps_per_generation"), k.grad_accum)
+    k.num_generations = _count(c.get("num_generations"), 8)
     mcl = 512 if at_least(trl, "1.10.0") else 256
-    k.completion_len = _int(pick("max_completion_length", mcl, f"TRL {trl or '?'} default"), mcl)
+    k.completion_len = _count(pick("max_completion_length", mcl, f"TRL {trl or '?'} default"), mcl)
     _prompt(k, c, trl, prompt_tokens, server_max_model_len if vllm_mode == "server" else None)
     # GRPOConfig's own defaults (rules/knowledge/grpo_config_keys.yaml, read at the tags):
     # gradient_checkpointing=True from TRL 0.22.0; bf16 = not fp16 from 0.19.0
@@ -147,7 +145,7 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     k.optim = str(c.get("optim") or ("adamw_torch_fused" if fused else "adamw_torch")).lower()
     k.weight_bytes = _weight_bytes(c, checkpoint_dtype)
     k.lora = bool(as_bool(c.get("use_peft", False)))
-    k.lora_r = _int(c.get("lora_r"), 16)
+    k.lora_r = _count(c.get("lora_r"), 16)
     targets = c.get("lora_target_modules")
     if isinstance(targets, str):
         targets = [t for t in targets.replace(",", " ").split() if t]
@@ -163,9 +161,9 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     if not 0.0 < k.vllm_util <= 1.0:
         k.vllm_util = util_default
     k.vllm_sleep = bool(as_bool(c.get("vllm_enable_sleep_mode", False)))
-    k.vllm_tp = _int(c.get("vllm_tensor_parallel_size"), 1)
+    k.vllm_tp = _count(c.get("vllm_tensor_parallel_size"), 1)
     mml = c.get("vllm_max_model_length", c.get("vllm_max_model_len"))
-    k.vllm_max_model_len = _int(mml, 0) or None
+    k.vllm_max_model_len = _count(mml, 0) or None
     return k
 
 
@@ -177,14 +175,14 @@ def _prompt(k: Knobs, c: dict[str, Any], trl: str | None, prompt_tokens: int | N
     ``max_completion_length`` (a server's ``--max_model_len`` in server mode: vLLM refuses a
     longer prompt, so it bounds what the run sees);
     else 512, an assumption (TRL's default before 0.26; from 0.26 prompts are not truncated)."""
-    if c.get("max_prompt_length") is not None and _int(c["max_prompt_length"], 0):
-        k.prompt_len, k.prompt_source = _int(c["max_prompt_length"], 512), "max_prompt_length"
+    if c.get("max_prompt_length") is not None and _count(c["max_prompt_length"], 0):
+        k.prompt_len, k.prompt_source = _count(c["max_prompt_length"], 512), "max_prompt_length"
         return
     if prompt_tokens:
         k.prompt_len, k.prompt_source = prompt_tokens, "--prompt-tokens"
         return
     key = "--max_model_len" if server_mml else "vllm_max_model_length"
-    mml = server_mml or _int(c.get("vllm_max_model_length", c.get("vllm_max_model_len")), 0)
+    mml = server_mml or _count(c.get("vllm_max_model_length", c.get("vllm_max_model_len")), 0)
     if as_bool(c.get("use_vllm", False)) and mml > k.completion_len:
         k.prompt_len = mml - k.completion_len
         k.prompt_source = f"{key} {mml} - max_completion_length {k.completion_len}"
@@ -217,7 +215,7 @@ def _distributed(k: Knobs, c: dict[str, Any], acc: dict[str, Any], opts: dict[st
     dist = str(acc.get("distributed_type", "")).upper()
     stage = opts.get("zero_stage", ds.get("zero_stage", zero.get("stage")))
     if stage is not None or dist == "DEEPSPEED" or opts.get("use_deepspeed") or ds_inline:
-        s = _int(stage, 0) if str(stage) != "0" else 0
+        s = _count(stage, 0) if str(stage) != "0" else 0
         k.strategy = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}.get(s, "zero2")
         if s == 0 and stage is None:
             k.strategy = "zero2"
