@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
+from envdoctor.plan.interface import DEFAULT_SERVER_HOST, DEFAULT_SERVER_PORT, server_address
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
@@ -34,8 +35,8 @@ def _server_address(ms: Sequence[Match], ctx: Context | None) -> str:
     if cfg.get("vllm_server_base_url"):
         return str(cfg["vllm_server_base_url"])
     if cfg.get("vllm_server_host") or cfg.get("vllm_server_port"):
-        return f"{cfg.get('vllm_server_host', '0.0.0.0')}:{cfg.get('vllm_server_port', 8000)}"
-    return "vllm_server_host:vllm_server_port (0.0.0.0:8000 unless set)"
+        return "{}:{}".format(*server_address(cfg, None))
+    return f"vllm_server_host:vllm_server_port ({DEFAULT_SERVER_HOST}:{DEFAULT_SERVER_PORT} unless set)"
 
 
 def _free_for_server(ctx: Context | None) -> str:
