@@ -23,7 +23,6 @@ from urllib.parse import urlsplit
 LOOPBACK = "127.0.0.1"
 DEADLINE_S = 3.0
 MAX_BYTES = 64 * 1024
-HEALTH_DEADLINE_S = DEADLINE_S
 PORT_DEADLINE_S = 0.3
 
 
