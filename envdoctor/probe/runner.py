@@ -43,6 +43,7 @@ from envdoctor.probe.sync_judge import judge_sync
 from envdoctor.probe.tinymodel import MAX_LEN
 from envdoctor.probe.vllm_judge import gib, judge_vllm
 from envdoctor.probe.watcher import GpuWatch
+from envdoctor.units import size_text
 
 WORKER = Path(__file__).with_name("worker.py")
 GRACE_S = 5.0
@@ -479,8 +480,9 @@ def _beside_user_server(spec: ProbeSpec, result: ProbeResult) -> float | bool | 
         result.findings.append(Finding(
             "PRB016", Severity.WARNING,
             f"the vLLM server part was not probed: a server is already running (http://{host}:"
-            f"{port}, /health {status or 'no answer'}) and GPU {gpus[0]} has {free / 1024:.1f} "
-            f"GiB free, less than the {need / 1024:.1f} GiB a probe server beside it needs; the "
+            f"{port}, /health {status or 'no answer'}) and GPU {gpus[0]} has "
+            f"{size_text(free, of='MiB')} free, less than the {size_text(need, of='MiB')} a probe "
+            "server beside it needs; the "
             "trainer generated with its own generate(), and the running server was not touched",
             "run the probe before starting the server, or free memory on that GPU",
             {"gpu": gpus[0], "free_mib": free, "need_mib": int(need)}))

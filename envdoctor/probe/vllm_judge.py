@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from envdoctor.coerce import as_int
 from envdoctor.findings import Finding, Severity
 from envdoctor.probe.failures import VllmContext, classify_vllm, sync_timeout
+from envdoctor.units import size_text
 
 if TYPE_CHECKING:
     from envdoctor.probe.interface import ProbeResult, ProbeSpec
@@ -17,7 +18,7 @@ _GENERIC = "the GRPO step failed on rank"
 
 def gib(mib: int) -> str:
     """MiB as a person reads them: ``23.8 GiB`` or ``412 MiB``."""
-    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib} MiB"
+    return size_text(mib, of="MiB", step_down=True)
 
 
 def _context(spec: ProbeSpec, result: ProbeResult, part: str, visible: list[int],

@@ -28,6 +28,7 @@ from envdoctor.checks.context import Context
 from envdoctor.plan.memory.planner import fraction_caps_process
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given, shared_gpus
+from envdoctor.units import parse_size, size_text
 
 _SIZE = r"([\d.]{1,20}) ?(bytes|[KMGT]i?B)"
 _HEAD = re.compile(rf"(?:(CUDA|HIP|XPU) )?[Oo]ut of memory\. Tried to allocate {_SIZE}\. GPU "
@@ -41,8 +42,6 @@ _ALLOC = re.compile(rf"Of the allocated memory {_SIZE} is allocated by PyTorch, 
 _OLD = re.compile(rf"Tried to allocate {_SIZE} \(GPU (\d{{1,4}}); {_SIZE} total capacity; {_SIZE} "
                   rf"already allocated; {_SIZE} free;(?: {_SIZE} allowed;)? {_SIZE} reserved in "
                   "total by PyTorch")
-_UNITS = {"bytes": 2.0**-20, "KiB": 2.0**-10, "KB": 2.0**-10, "MiB": 1.0, "MB": 1.0,
-          "GiB": 1024.0, "GB": 1024.0, "TiB": 2.0**20, "TB": 2.0**20}
 
 
 #: live tensors (allocated by PyTorch) at or above this share of the GPU make an OOM a capacity
@@ -52,10 +51,8 @@ _UNITS = {"bytes": 2.0**-20, "KiB": 2.0**-10, "KB": 2.0**-10, "MiB": 1.0, "MB": 
 LIVE_FULL = 0.95
 
 def _mib(value: str, unit: str) -> float:
-    try:
-        return float(value) * _UNITS.get(unit, 1.0)
-    except ValueError:  # "1.2.3 GiB": not a number
-        return 0.0
+    """A size of the message in MiB; 0.0 when it is not a number (``1.2.3 GiB``)."""
+    return parse_size(value, unit, default="MiB", into="MiB") or 0.0
 
 
 @dataclass
@@ -140,9 +137,8 @@ def _find_self(oom: Oom) -> None:
 
 
 def size(mib: float | None) -> str:
-    if mib is None:
-        return "?"
-    return f"{mib / 1024:.2f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
+    """MiB as triage writes them: ``2.00 GiB``, ``412 MiB``, ``?``."""
+    return size_text(mib, of="MiB", digits=2, step_down=True)
 
 
 @dataclass
@@ -353,9 +349,9 @@ def classify(oom: Oom, ctx: Context | None = None, vllm_side: bool = False,
     if log.cap is not None:
         device, used, limit = log.cap
         return result("vgpu-cap", "TRI001",
-                      f"HAMi's vGPU cap of {limit / 2**30:.2f} GiB on device {device} is this "
+                      f"HAMi's vGPU cap of {size_text(limit, digits=2)} on device {device} is this "
                       f"job's memory, not the GPU's {size(oom.total_mib)} (it needed "
-                      f"{used / 2**30:.2f} GiB)",
+                      f"{size_text(used, digits=2)})",
                       knobs.vgpu_cap_fix(used, capacity_fix(ctx, vllm_side, physical)))
     if oom.allowed_mib is not None and oom.allowed_mib < (oom.total_mib or 0.0) * 0.98:
         return result("allowed-cap", "TRI001",

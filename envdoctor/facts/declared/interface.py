@@ -18,6 +18,7 @@ from pathlib import Path
 from envdoctor import versions
 from envdoctor.facts.interface import normalize_name
 from envdoctor.facts.packages import parse_requirement
+from envdoctor.units import MiB, size_text
 
 #: What the training machine is (markers are evaluated for it, not for the committing laptop).
 TARGET = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
@@ -32,7 +33,7 @@ MAX_ITEMS = 10_000
 MAX_FILES = 64
 #: bytes read, all files together (the per-line work of a requirements file is about 0.4 µs
 #: of CPU per line: 8 MiB of empty lines, the worst, takes 3.5 s)
-MAX_STACK_BYTES = 8 * 1024 * 1024
+MAX_STACK_BYTES = 8 * MiB
 #: notes kept (a file of 10,000 odd lines is said once per kind, then counted)
 MAX_NOTES = 50
 
@@ -236,8 +237,8 @@ def text_of(path, shown: str, max_bytes: int | None = None) -> str:
     if spent is not None and MAX_STACK_BYTES - spent.bytes < limit:
         limit = max(0, MAX_STACK_BYTES - spent.bytes)
         text = read_input_text(path, shown, limit, f": only {limit:,} bytes were left of the "
-                               f"{MAX_STACK_BYTES // 2**20} MiB the declaration files may take "
-                               "in all")
+                               f"{size_text(MAX_STACK_BYTES, 'MiB', floor=True)} the declaration "
+                               "files may take in all")
     else:
         text = read_input_text(path, shown, limit)
     if spent is not None:

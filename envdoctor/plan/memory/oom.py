@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envdoctor.plan.memory.parts import GiB
+from envdoctor.units import GiB, MiB, billions, size_text
 
 _STEP = re.compile(r"torch/optim/(?:adamw?|optimizer|sgd)\.py|_(?:multi_tensor|fused|single_tensor)"
                    r"_adamw?\b|optimizer\.step\(|bitsandbytes/optim|deepspeed/runtime/zero/stage")
 _STEADY = ("weights", "gradients", "optimizer states", "DDP gradient buckets",
            "optimizer step temporaries", "reference model", "LoRA adapters")
-MiB = 1024**2
 
 
 def in_optimizer_step(context: list[str]) -> bool:
@@ -47,13 +46,13 @@ def explain_optimizer_oom(ctx: Any, allocated_mib: float | None, total_mib: floa
     held = (allocated_mib or total_mib or 0) * MiB
     if not held or steady < 0.75 * held:
         return None
-    listed = ", ".join(f"{name} {v / GiB:.1f} GiB" for name, v in sizes.items() if v)
+    listed = ", ".join(f"{name} {size_text(v)}" for name, v in sizes.items() if v)
     why = (f"it failed in the optimizer step, where the memory plan of {plan.model.name} "
-           f"({plan.model.total_params() / 1e9:.2f}B parameters, {plan.knobs.strategy} × "
-           f"{plan.knobs.world}) holds {listed} = {steady / GiB:.1f} GiB of the "
-           f"{held / GiB:.1f} GiB PyTorch had allocated: the optimizer states and gradients do "
+           f"({billions(plan.model.total_params())} parameters, {plan.knobs.strategy} × "
+           f"{plan.knobs.world}) holds {listed} = {size_text(steady)} of the "
+           f"{size_text(held)} PyTorch had allocated: the optimizer states and gradients do "
            "not fit beside the weights, which expandable segments cannot change")
-    fixes = [f"{f.text} (saves ~{f.saves / GiB:.1f} GiB)" for f in plan.fixes(row)]
+    fixes = [f"{f.text} (saves ~{size_text(f.saves)})" for f in plan.fixes(row)]
     fix = "; ".join(fixes) or "shard the optimizer states (DeepSpeed ZeRO / FSDP) or use LoRA"
     return why, fix, {"plan_steady_gib": round(steady / GiB, 2),
                       "plan_parts_gib": {k: round(v / GiB, 2) for k, v in sizes.items() if v}}

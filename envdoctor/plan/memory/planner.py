@@ -31,8 +31,8 @@ from envdoctor.plan.memory.parts import (
 )
 from envdoctor.plan.memory.shape import ModelShape, load_shape, parse_count, shape_from_count
 from envdoctor.plan.values import as_bool
+from envdoctor.units import MiB, size_text
 
-MiB = 1024**2
 _CACHE = "_memory_plan"
 _MODEL = "_memory_model"
 
@@ -223,7 +223,7 @@ def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | No
                 held = CONTEXT + (sum(p.bytes for p in parts if p.name == "weights")
                                   if k.strategy == "ddp" else 0)
                 budget = max(budget - held, 0)
-                note = (f"{k.vllm_util} × the GPU less the {held / GiB:.1f} GiB the process held "
+                note = (f"{k.vllm_util} × the GPU less the {size_text(held)} the process held "
                         "when vLLM started (vLLM < 0.9.1 counts it)")
             parts.append(Part("vLLM (gpu_memory_utilization)", budget, note))
     row.parts = parts + overhead_parts([p for p in parts if not p.name.startswith("vLLM")], k)
@@ -304,7 +304,7 @@ def _offload(shape: ModelShape, k: Knobs) -> tuple[str, Knobs]:
                 "DEEPSPEED, zero_stage 2, offload_optimizer_device cpu)")
         what = "optimizer states"
     host = host_plan(shape, changed)
-    need = f", ~{host.bytes_per_node / GiB:.0f} GiB per node" if host else ""
+    need = f", ~{size_text(host.bytes_per_node, digits=0)} per node" if host else ""
     return f"{head} ({what} in CPU memory{need}, slower steps)", changed
 
 
