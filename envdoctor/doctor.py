@@ -14,6 +14,7 @@ from envdoctor.plan.layout import trainer_env
 from envdoctor.redact import plan_secrets, redact_report
 from envdoctor.report.interface import Area, Report
 from envdoctor.rule_docs import AREAS, rule_docs
+from envdoctor.units import size_text
 
 if TYPE_CHECKING:
     from envdoctor.knowledge import Knowledge
@@ -78,7 +79,7 @@ def layout_rows(ctx: Context) -> list[dict[str, Any]]:
                 else "idle"
         free = g.free_mib
         rows.append({"gpu": g.index, "model": g.name,
-                     "free": f"{free / 1024:.1f} GiB" if free is not None else "?",
+                     "free": size_text(free, of="MiB"),
                      "role": role})
     return rows
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import stat
 
+from envdoctor.units import size_text
+
 
 class InputError(Exception):
     """Unreadable or invalid input; ``source`` names it (a file, a variable, a flag)."""
@@ -40,7 +42,7 @@ def read_input_text(path: str | os.PathLike[str], source: str, max_bytes: int,
     except OSError as exc:
         raise UnreadableInput(source, f"cannot read: {exc.strerror or exc}") from None
     if len(raw) > max_bytes:
-        raise UnreadableInput(source, f"larger than {max_bytes // (1024 * 1024)} MiB{too_big}")
+        raise UnreadableInput(source, f"larger than {size_text(max_bytes, 'MiB', floor=True)}{too_big}")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

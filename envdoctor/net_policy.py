@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from envdoctor.units import size_text
+
 LOOPBACK = "127.0.0.1"
 DEADLINE_S = 3.0
 MAX_BYTES = 64 * 1024
-HEALTH_DEADLINE_S = DEADLINE_S
 PORT_DEADLINE_S = 0.3
 
 
@@ -284,7 +285,8 @@ def _read(sock: socket.socket, url: str, deadline: float, deadline_s: float,
         if len(buf) >= max_bytes:
             status = head[0] if head else None
             return Answer(url, status, "too large",
-                          f"the answer is larger than {max_bytes // 1024} KiB (not read further)")
+                          f"the answer is larger than {size_text(max_bytes, 'KiB', floor=True)} "
+                          "(not read further)")
         sock.settimeout(_left(deadline))
         chunk = sock.recv(min(65536, max_bytes - len(buf)))
         if not chunk:

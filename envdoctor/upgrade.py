@@ -17,7 +17,7 @@ from envdoctor.checks.packages import CHECKED
 from envdoctor.facts.interface import Facts, normalize_name
 from envdoctor.facts.packages import parse_requirement
 from envdoctor.knowledge import Knowledge
-from envdoctor.knowledge_requirements import marker_env, requirement_lines
+from envdoctor.knowledge.requirements import marker_env, requirement_lines
 
 MAX_CONFLICTS = 8
 

@@ -35,15 +35,43 @@ def satisfies(version: str | None, specifier: str) -> bool | None:
     return s.contains(v, prereleases=True) or s.contains(Version(v.public), prereleases=True)
 
 
+def _counted(v: Version) -> Version:
+    """The release a version counts as for ``at_least``: a release candidate (``a``, ``b``,
+    ``rc``) of X counts as X; a ``.dev`` build, a post-release and local labels as they are."""
+    if v.pre is not None and v.dev is None:
+        return Version(v.base_version)
+    return Version(v.public)
+
+
+def at_least(version: str | None, minimum: str) -> bool | None:
+    """Whether ``version`` is ``minimum`` or newer; None when ``version`` does not parse.
+
+    The one comparison for feature gates, defaults and fixed-in versions ("TRL >= 0.26 has no
+    max_prompt_length default", "fixed in vLLM 0.7.2"). How pre-releases count, decided:
+
+    - a release candidate of X (``0.26.0rc1``, ``a1``, ``b2``) counts as X: it is X's code frozen
+      for the release, with X's features and defaults in (the memory knobs counted it so first);
+    - a ``.dev`` build of X (``0.16.0.dev0``, ``0.11.1rc2.dev123``) counts as before X: it is the
+      main branch on its way to X, where X's features may not have landed yet (TRL 0.16.0.dev0
+      from git still had no ``trl vllm-serve``, which 0.16.0 brought:
+      tests/conformance/setups/openr1-legacy-vllm-device-zero2);
+    - a post-release of X (``0.8.5.post1``) counts as X or later; ``+cu124`` labels are ignored;
+    - a ``minimum`` that is itself a pre-release (``0.9.0rc1``) is compared exactly (PEP 440);
+    - ``1.10`` and ``1.10.0`` are the same release.
+
+    Specifier ranges of the knowledge are matched by ``satisfies`` (pip's rules), not here.
+    """
+    v = parse(version)
+    if v is None:
+        return None
+    floor = Version(minimum)
+    return (Version(v.public) if floor.is_prerelease else _counted(v)) >= floor
+
+
 def below(version: str | None, minimum: str) -> bool:
-    """True when ``version`` parses and is older than ``minimum`` (local labels ignored)."""
-    v = parse(version)
-    return v is not None and Version(v.public) < Version(minimum)
-
-
-def at_least(version: str | None, minimum: str) -> bool:
-    v = parse(version)
-    return v is not None and Version(v.public) >= Version(minimum)
+    """True when ``version`` parses and is older than ``minimum``: ``not at_least`` for a
+    version that parses (pre-releases count as ``at_least`` says)."""
+    return at_least(version, minimum) is False
 
 
 def cuda_of_torch(version: str | None) -> str | None:

@@ -9,7 +9,7 @@ from packaging.version import Version
 
 from envdoctor.checks.docs import parse_area_file
 from envdoctor.knowledge import knowledge
-from envdoctor.knowledge_schema import KnowledgeError, validate
+from envdoctor.knowledge.schema import KnowledgeError, validate
 from envdoctor.resources import rules_dir
 from tests.conftest import MODERN, findings, snapshot
 

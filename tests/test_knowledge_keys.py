@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.knowledge_keys import presence
+from envdoctor.knowledge.keys import presence
 
 TABLE = {"releases_scanned": ["4.46.0", "4.52.0", "4.53.0", "5.0.0", "5.15.0"],
          "keys": {"old": {"since": "4.46.0", "until": "5.0.0"},

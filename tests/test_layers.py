@@ -27,12 +27,12 @@ import pytest
 LAYERS: list[tuple[str, ...]] = [
     # base: shared pieces every layer may use (data, limits, output hygiene, curated knowledge)
     ("envdoctor",  # the package itself: __version__, lazy names
-     "envdoctor.errors", "envdoctor.findings", "envdoctor.versions", "envdoctor.redact",
+     "envdoctor.errors", "envdoctor.coerce", "envdoctor.units", "envdoctor.findings",
+     "envdoctor.versions", "envdoctor.redact",
      "envdoctor.resources", "envdoctor.settings", "envdoctor.parsing", "envdoctor.script_args",
      "envdoctor.output", "envdoctor.rule_docs",
-     "envdoctor.net_policy", "envdoctor.trl_release", "envdoctor.knowledge",
-     "envdoctor.knowledge_failures", "envdoctor.knowledge_keys",
-     "envdoctor.knowledge_requirements", "envdoctor.knowledge_schema"),
+     "envdoctor.net_policy", "envdoctor.trl_release",
+     "envdoctor.knowledge"),  # the package: loaders, schema, keys, requirements, known failures
     ("envdoctor.facts",),
     ("envdoctor.plan",),
     ("envdoctor.checks",),

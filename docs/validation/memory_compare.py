@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from envdoctor.plan.memory import GiB, allocated, overhead_parts, trainer_parts, vllm_parts  # noqa: E402
-from envdoctor.plan.memory_setup import from_config as knobs  # noqa: E402
-from envdoctor.plan.model_shape import from_config  # noqa: E402
+from envdoctor.plan.memory.knobs import from_config as knobs  # noqa: E402
+from envdoctor.plan.memory.parts import GiB, allocated, overhead_parts, trainer_parts, vllm_parts  # noqa: E402
+from envdoctor.plan.memory.shape import from_config  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memory_gpu import MODELS  # noqa: E402

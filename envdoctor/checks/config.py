@@ -9,7 +9,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.knowledge_keys import presence, span
+from envdoctor.knowledge.keys import presence, span
 from envdoctor.plan.values import small_divisors, type_problem
 
 #: Keys in a TRL config file that are not GRPOConfig fields but are read by TRL's parser

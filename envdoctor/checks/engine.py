@@ -40,7 +40,7 @@ def _missing(ctx: Context, needs: tuple[str, ...]) -> str | None:
     if "vllm" in needs and not ctx.plan.use_vllm:
         return "use_vllm is off"
     if "model" in needs:
-        from envdoctor.plan.memory_plan import model_problem
+        from envdoctor.plan.memory.planner import model_problem
 
         return model_problem(ctx)
     return None

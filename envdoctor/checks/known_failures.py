@@ -15,7 +15,7 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.knowledge import known_failures
-from envdoctor.knowledge_failures import KnownFailure
+from envdoctor.knowledge.failures import KnownFailure
 from envdoctor.plan.layout import trainer_env, vllm_mode
 from envdoctor.plan.values import as_bool
 
@@ -68,7 +68,7 @@ def _launcher(ctx: Context) -> str | None:
 
 def _strategy(ctx: Context) -> str | None:
     """ddp / zero1-3 / fsdp, as the memory plan reads it from the accelerate and DeepSpeed configs."""
-    from envdoctor.plan.memory_setup import from_config
+    from envdoctor.plan.memory.knobs import from_config
 
     trainer = ctx.plan.trainer
     if trainer is None or trainer.unresolved:

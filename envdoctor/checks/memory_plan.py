@@ -7,27 +7,23 @@ from collections.abc import Iterator
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.plan.layout import trainer_env
-from envdoctor.plan.memory import (
+from envdoctor.plan.memory.parts import (
     CONTEXT,
-    GiB,
     GpuPlan,
     allocated,
     each_role,
     gpus_text,
     same_gpus,
 )
-from envdoctor.plan.memory_plan import (
+from envdoctor.plan.memory.planner import (
     MemoryPlan,
     for_context,
     generations,
     is_thin,
     smallest_fix_set,
 )
-from envdoctor.plan.memory_plan import server_max_model_len as _server_mml
-
-
-def gib(n: int | float) -> str:
-    return f"{n / GiB:.1f} GiB"
+from envdoctor.plan.memory.planner import server_max_model_len as _server_mml
+from envdoctor.units import billions, size_text
 
 
 def _where(group: list[GpuPlan]) -> str:
@@ -36,20 +32,20 @@ def _where(group: list[GpuPlan]) -> str:
 
 def _biggest(row: GpuPlan, n: int = 4) -> str:
     parts = sorted((p for p in row.parts if p.at_peak), key=lambda p: -p.bytes)[:n]
-    return ", ".join(f"{p.name} {gib(p.bytes)}" for p in parts)
+    return ", ".join(f"{p.name} {size_text(p.bytes)}" for p in parts)
 
 
 def _fix_text(plan: MemoryPlan, row: GpuPlan, deficit: int) -> str:
     fixes = plan.fixes(row)
     if not fixes:
         return ""
-    items = [f"{f.text} (saves ~{gib(f.saves)}{', enough alone' if f.saves >= deficit else ''})"
+    items = [f"{f.text} (saves ~{size_text(f.saves)}{', enough alone' if f.saves >= deficit else ''})"
              for f in fixes]
     if not any(f.saves >= deficit for f in fixes):
         found = smallest_fix_set(plan.model, plan.knobs, row)
         if found is not None and len(found[0]) > 1:
-            items.append(f"together: {' + '.join(found[0])} (peak ~{gib(found[1].total)} of "
-                         f"{gib(row.capacity or 0)})")
+            items.append(f"together: {' + '.join(found[0])} (peak ~{size_text(found[1].total)} of "
+                         f"{size_text(row.capacity or 0)})")
     return "; ".join(items)
 
 
@@ -112,8 +108,9 @@ def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
         if not _will_not_fit(plan, row):
             continue
         deficit = row.total - row.capacity
-        yield hit(f"{_where(group)} needs ~{gib(row.total)} at its peak but has {gib(row.capacity)}"
-                  f": {_biggest(row)} ({plan.model.name}, {plan.model.total_params() / 1e9:.2f}B"
+        yield hit(f"{_where(group)} needs ~{size_text(row.total)} at its peak but has "
+                  f"{size_text(row.capacity)}"
+                  f": {_biggest(row)} ({plan.model.name}, {billions(plan.model.total_params())}"
                   f" parameters). It runs out of memory in the first steps.{_assumed(plan)}",
                   fix=_fix_text(plan, row, deficit), gpu=row.gpu,
                   gpus=[r.gpu for r in group], plan=row.to_dict())
@@ -129,8 +126,8 @@ def memory_plan_headroom_thin(ctx: Context) -> Iterator[Hit]:
         if _will_not_fit(plan, row) or not (row.total > row.capacity or is_thin(row)):
             continue
         left = row.capacity - row.total
-        yield hit(f"{_where(group)}: the plan's peak is ~{gib(row.total)} of {gib(row.capacity)} "
-                  f"({'short by ' + gib(-left) if left < 0 else 'only ' + gib(left) + ' left'}"
+        yield hit(f"{_where(group)}: the plan's peak is ~{size_text(row.total)} of {size_text(row.capacity)} "
+                  f"({'short by ' + size_text(-left) if left < 0 else 'only ' + size_text(left) + ' left'}"
                   f", allocator margin included): {_biggest(row)}. Longer completions or "
                   f"fragmentation push it over.{_assumed(plan)}",
                   fix=_fix_text(plan, row, max(-left, 0) + int(0.1 * row.capacity)),
@@ -156,8 +153,8 @@ def kv_cache_cannot_hold_max_model_len(ctx: Context) -> Iterator[Hit]:
         util = row.vllm_util or plan.knobs.vllm_util
         needed_util = min((util * row.capacity - row.kv_free + row.kv_need) / row.capacity + 0.02,
                           0.98)
-        what = (f"leaves {gib(row.kv_free)} for the KV cache" if row.kv_free > 0 else
-                f"does not even hold the weights and activations ({gib(-row.kv_free)} short)")
+        what = (f"leaves {size_text(row.kv_free)} for the KV cache" if row.kv_free > 0 else
+                f"does not even hold the weights and activations ({size_text(-row.kv_free)} short)")
         fix = f"{len_key} {fits}" if fits >= 1024 else ""
         both = _colocate_conflict(plan, row, needed_util) if colocate else ""
         if both:
@@ -165,9 +162,9 @@ def kv_cache_cannot_hold_max_model_len(ctx: Context) -> Iterator[Hit]:
         elif needed_util > util and needed_util < 0.98:
             fix += f"{' or ' if fix else ''}{util_key} {needed_util:.2f}"
         yield hit(f"vLLM on {gpus_text([r.gpu for r in group])}: gpu_memory_utilization {util} "
-                  f"× {gib(row.capacity)} "
+                  f"× {size_text(row.capacity)} "
                   f"{what}, but one sequence of max_model_len {row.max_model_len} needs "
-                  f"{gib(row.kv_need)} ({per_token:,} B per token): vLLM refuses to start "
+                  f"{size_text(row.kv_need)} ({per_token:,} B per token): vLLM refuses to start "
                   "(\"... KV cache is needed, which is larger than the available KV cache "
                   "memory\").", fix=fix or "a GPU with more memory, or a smaller model",
                   gpu=row.gpu, gpus=[r.gpu for r in group], kv_need_bytes=row.kv_need,
@@ -203,7 +200,7 @@ def _colocate_conflict(plan: MemoryPlan, row: GpuPlan, needed: float) -> str:
         g = (fitting or sorted(split, key=lambda g: g.util))[0]
         after = "" if fitting else " (over the GPU still: see MEM101's fixes)"
         out.append(f"{g.text(k)} (vLLM's weights and KV cache split over {g.tp} colocated ranks; "
-                   f"the trainer's peak is then ~{gib(g.trainer_total)}{after})")
+                   f"the trainer's peak is then ~{size_text(g.trainer_total)}{after})")
     steady = sum(p.bytes for p in row.parts if p.name in _STEADY and p.at_peak)
     if not k.vllm_sleep and steady + needed * cap <= cap:
         out.append(f"vllm_enable_sleep_mode: true with vllm_gpu_memory_utilization {needed:.2f} "
@@ -220,8 +217,8 @@ def memory_plan(ctx: Context) -> Iterator[Hit]:
         row = group[0]
         if row.total > row.capacity or is_thin(row):
             continue
-        yield hit(f"{_where(group)}: peak ~{gib(row.total)} of {gib(row.capacity)} "
-                  f"({gib(row.headroom or 0)} left): {_biggest(row)}",
+        yield hit(f"{_where(group)}: peak ~{size_text(row.total)} of {size_text(row.capacity)} "
+                  f"({size_text(row.headroom or 0)} left): {_biggest(row)}",
                   gpu=row.gpu, gpus=[r.gpu for r in group], plan=row.to_dict())
 
 

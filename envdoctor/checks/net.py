@@ -21,6 +21,7 @@ from envdoctor.net_policy import (
     port_open,
     server_origin,
 )
+from envdoctor.plan.interface import server_address as plan_server_address
 
 if TYPE_CHECKING:
     from envdoctor.checks.context import Context
@@ -97,14 +98,7 @@ def policy(ctx: Context) -> Policy:
 
 def server_address(ctx: Context) -> tuple[str, int]:
     """Host (or base URL) and port where the trainer will look for its vLLM server."""
-    srv = ctx.layout.server
-    base = ctx.config.get("vllm_server_base_url")
-    host = str(ctx.config.get("vllm_server_host", srv.host if srv else "0.0.0.0"))
-    try:
-        port = int(ctx.config.get("vllm_server_port", srv.port if srv else 8000))
-    except (TypeError, ValueError, OverflowError):
-        port = 8000
-    return str(base or host), port
+    return plan_server_address(ctx.config, ctx.layout.server)
 
 
 def _health_path(ctx: Context) -> str:

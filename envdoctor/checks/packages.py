@@ -11,7 +11,7 @@ from envdoctor.checks.known_failures import confirmed_break
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import parse_requirement
-from envdoctor.knowledge_requirements import harmless, marker_env, requirement_lines, weight
+from envdoctor.knowledge.requirements import harmless, marker_env, requirement_lines, weight
 from envdoctor.plan.layout import trainer_env
 
 #: Distributions whose requirements are checked (the training stack).

@@ -16,8 +16,8 @@ from datetime import timedelta
 from typing import Any
 
 from envdoctor.cluster.interface import BenchPlan, Measurement, RankInfo, RankResult
+from envdoctor.units import MiB
 
-MiB = 1024 * 1024
 GPU_SIZES = [1 * MiB, 8 * MiB, 64 * MiB]
 CPU_SIZES = [256 * 1024, 1 * MiB, 8 * MiB]
 MAX_PAIR_NODES = 32  # beyond this only the whole-job all-reduce is timed

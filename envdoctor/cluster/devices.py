@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from envdoctor.cluster.interface import NodeInfo, RankInfo
 from envdoctor.facts.interface import Facts
 from envdoctor.findings import Finding, Severity
+from envdoctor.units import size_text
 
 
 @dataclass
@@ -115,10 +116,6 @@ def layout_findings(nodes: list[Node]) -> list[Finding]:
     return out
 
 
-def _gib(mib: int | None) -> str:
-    return f"{mib / 1024:.1f} GiB" if mib is not None else "?"
-
-
 def role_rows(nodes: list[Node]) -> list[list[str]]:
     """NODE, HOST, GPU, MODEL, FREE, ROLE: each GPU of each node and the ranks on it."""
     rows = []
@@ -133,7 +130,7 @@ def role_rows(nodes: list[Node]) -> list[list[str]]:
             if len(on) > 1:
                 roles.append("✗ shared")
             roles += [f"other: pid {p.pid}" + (f" {p.name}" if p.name else "") for p in others[:3]]
-            rows.append([str(n.index), n.host, str(g.index), g.name, _gib(g.free_mib),
+            rows.append([str(n.index), n.host, str(g.index), g.name, size_text(g.free_mib, of='MiB'),
                          ", ".join(roles) or "idle"])
         rest = [r for r in n.ranks if r.rank not in placed]
         by_device: dict[str, list[RankInfo]] = {}

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from envdoctor.coerce import as_int
 from envdoctor.errors import InputError
 
 NEEDED = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -31,14 +32,15 @@ class JobEnv:
         return self.local_rank == 0
 
 
-def _int(env: Mapping[str, str], name: str, default: int | None = None) -> int | None:
+def _env_int(env: Mapping[str, str], name: str, default: int | None = None) -> int | None:
+    """The integer in variable ``name``; ``default`` when it is unset or empty."""
     raw = env.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise InputError(name, f"expected an integer, got {raw!r}") from None
+    value = as_int(raw)
+    if value is None:
+        raise InputError(name, f"expected an integer, got {raw!r}")
+    return value
 
 
 def launcher_of(env: Mapping[str, str]) -> str:
@@ -58,15 +60,15 @@ def job_env(environ: Mapping[str, str] | None = None) -> JobEnv:
     if missing:
         raise InputError("--distributed", f"not inside a torch.distributed job ({', '.join(missing)} "
                                           f"not set): {HOW}")
-    rank, world = _int(env, "RANK"), _int(env, "WORLD_SIZE")
+    rank, world = _env_int(env, "RANK"), _env_int(env, "WORLD_SIZE")
     assert rank is not None and world is not None
     if world < 1 or not 0 <= rank < world:
         raise InputError("RANK", f"rank {rank} outside a world of {world}")
-    local = _int(env, "LOCAL_RANK", rank)
-    local_world = _int(env, "LOCAL_WORLD_SIZE", world)
-    node = _int(env, "GROUP_RANK", None)
+    local = _env_int(env, "LOCAL_RANK", rank)
+    local_world = _env_int(env, "LOCAL_WORLD_SIZE", world)
+    node = _env_int(env, "GROUP_RANK", None)
     if node is None:
-        node = _int(env, "NODE_RANK", None)
+        node = _env_int(env, "NODE_RANK", None)
     assert local is not None and local_world is not None
     return JobEnv(rank=rank, world_size=world, local_rank=local, local_world_size=local_world,
                   node_rank=node, master=f"{env['MASTER_ADDR']}:{env['MASTER_PORT']}",

@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from envdoctor import units
 from envdoctor.cluster.compare import NodeView, compare
 from envdoctor.cluster.devices import Node, group_nodes, layout_findings, role_rows
 from envdoctor.cluster.interface import BenchPlan, Measurement, NodeInfo, RankInfo, RankResult
@@ -32,7 +33,8 @@ class Gathered:
 
 
 def size_text(n: int) -> str:
-    return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n // 1024} KiB"
+    """A message size in whole MiB, or KiB below one (rounded down)."""
+    return units.size_text(n, "MiB", floor=True, step_down=True)
 
 
 def rate_text(bps: float | None) -> str:

@@ -20,7 +20,8 @@ from envdoctor.commands.options import (
     launch_option,
     output_option,
 )
-from envdoctor.plan.memory import each_role, gpus_text, same_gpus
+from envdoctor.plan.memory.parts import each_role, gpus_text, same_gpus
+from envdoctor.units import GiB, TiB, billions, parse_size, size_text
 
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|GB|G|MiB|MB|M)?\s*$", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -36,12 +37,10 @@ def gpu_memory_bytes(text: str | None) -> int | None:
     m = _SIZE.match(text)
     if not m:
         raise InputError("--gpu-memory", f"expected a size such as 80GiB, got {text!r}")
-    unit = (m.group(2) or "GiB").lower()
-    try:
-        value = float(m.group(1)) * (1024**2 if unit.startswith("m") else 1024**3)
-    except ValueError:
-        raise InputError("--gpu-memory", f"expected a size such as 80GiB, got {text!r}") from None
-    if not 1024**3 <= value <= 4096 * 1024**3:
+    value = parse_size(m.group(1), m.group(2), default="GiB")
+    if value is None:
+        raise InputError("--gpu-memory", f"expected a size such as 80GiB, got {text!r}")
+    if not GiB <= value <= 4 * TiB:
         raise InputError("--gpu-memory", f"{text!r} is not a plausible GPU memory (1 GiB–4 TiB)")
     return int(value)
 
@@ -79,7 +78,7 @@ def plan_memory(config, accelerate_config, facts_file, launch, model, model_para
     from envdoctor.facts.collect import collect_facts
     from envdoctor.facts.snapshot import load
     from envdoctor.plan.build import build_plan
-    from envdoctor.plan.memory_plan import for_context, resolve_model
+    from envdoctor.plan.memory.planner import for_context, resolve_model
     from envdoctor.redact import plan_secrets, scrub
 
     capacity = gpu_memory_bytes(gpu_memory)
@@ -110,7 +109,7 @@ def plan_memory(config, accelerate_config, facts_file, launch, model, model_para
 
 
 def _gib(n: int | None) -> str:
-    return "?" if n is None else f"{n / 1024**3:.1f}"
+    return size_text(n, with_unit=False)
 
 
 def _same(row: dict[str, Any]) -> str:
@@ -181,7 +180,7 @@ def _bars(data: dict[str, Any]) -> list[str]:
 
 def render_text(data: dict[str, Any]) -> str:
     m, s = data["model"], data["setup"]
-    lines = [f"envdoctor plan-memory — {m['name']} ({m['parameters'] / 1e9:.2f}B parameters, "
+    lines = [f"envdoctor plan-memory — {m['name']} ({billions(m['parameters'])} parameters, "
              f"{m['family']}; {m['source'] or 'no config'})"]
     gc = "on" if s["gradient_checkpointing"] else "off"
     lines.append(f"setup: TRL {s['trl'] or '?'}, {s['strategy']} × {s['world']}, "

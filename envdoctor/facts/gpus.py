@@ -11,8 +11,7 @@ from typing import Any
 
 from envdoctor.facts.interface import Driver, Gpu, GpuProcess
 from envdoctor.redact import mask_argv
-
-MIB = 1024 * 1024
+from envdoctor.units import MiB
 
 
 @dataclass
@@ -66,7 +65,7 @@ def process_memory(nvml: Any, handle: Any) -> dict[int, int | None]:
             continue
         for p in procs:
             used = getattr(p, "usedGpuMemory", None)
-            out.setdefault(int(p.pid), int(used // MIB) if isinstance(used, int) and used >= 0
+            out.setdefault(int(p.pid), int(used // MiB) if isinstance(used, int) and used >= 0
                            else None)
     return out
 
@@ -98,9 +97,9 @@ def _one_gpu(nvml: Any, index: int) -> Gpu:
     gpu.uuid = _text(nvml.nvmlDeviceGetUUID(handle))
     gpu.name = _text(nvml.nvmlDeviceGetName(handle))
     mem = nvml.nvmlDeviceGetMemoryInfo(handle)
-    gpu.memory_total_mib = int(mem.total // MIB)
-    gpu.memory_used_mib = int(mem.used // MIB)
-    gpu.memory_free_mib = int(mem.free // MIB)
+    gpu.memory_total_mib = int(mem.total // MiB)
+    gpu.memory_used_mib = int(mem.used // MiB)
+    gpu.memory_free_mib = int(mem.free // MiB)
     try:
         major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
         gpu.compute_capability = f"{major}.{minor}"

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from envdoctor.facts.gpus import load_nvml, process_memory
+from envdoctor.units import MiB
 
-MIB = 1024 * 1024
 log = logging.getLogger("envdoctor")
 
 
@@ -107,7 +107,7 @@ class GpuMonitor:
     def _memory(self, gpu: int, handle: Any, step: int) -> list[str]:
         try:
             info = self.nvml.nvmlDeviceGetMemoryInfo(handle)
-            free = int(info.free // MIB)
+            free = int(info.free // MiB)
         except Exception:
             return []
         hist = self.history[gpu]

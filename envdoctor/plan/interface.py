@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from envdoctor.coerce import as_int
 from envdoctor.plan.values import as_bool
+
+#: Where TRL's client looks for its server unless told (GRPOConfig ``vllm_server_host`` /
+#: ``vllm_server_port``) and where ``trl vllm-serve`` listens unless told (``--host`` / ``--port``).
+DEFAULT_SERVER_HOST = "0.0.0.0"
+DEFAULT_SERVER_PORT = 8000
 
 
 @dataclass
@@ -79,13 +85,24 @@ class Rank:
 class ServerPlan:
     """A ``trl vllm-serve`` process: from a launch line or found running on a GPU."""
 
-    host: str = "0.0.0.0"
-    port: int = 8000
+    host: str = DEFAULT_SERVER_HOST
+    port: int = DEFAULT_SERVER_PORT
     tensor_parallel_size: int = 1
     data_parallel_size: int = 1
     gpus: list[int] = field(default_factory=list)
     source: str = "launch"  # launch | nvml | config | srun / mpirun (a node they pick)
     pid: int | None = None
+
+
+def server_address(config: dict[str, Any], server: ServerPlan | None) -> tuple[str, int]:
+    """Host (or base URL) and port where the trainer will look for its vLLM server: the GRPO
+    config's ``vllm_server_base_url``, ``vllm_server_host`` and ``vllm_server_port``, else the
+    server the layout resolved, else TRL's defaults."""
+    base = config.get("vllm_server_base_url")
+    host = str(config.get("vllm_server_host", server.host if server else DEFAULT_SERVER_HOST))
+    port = as_int(config.get("vllm_server_port", server.port if server else DEFAULT_SERVER_PORT),
+                  DEFAULT_SERVER_PORT)
+    return str(base or host), port
 
 
 @dataclass

@@ -17,11 +17,20 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from envdoctor.coerce import as_int
 from envdoctor.errors import InputError
 from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.facts.interface import Facts
 from envdoctor.knowledge import Knowledge
-from envdoctor.plan.interface import GpuLayout, Launch, Plan, Rank, ServerPlan
+from envdoctor.plan.interface import (
+    DEFAULT_SERVER_HOST,
+    DEFAULT_SERVER_PORT,
+    GpuLayout,
+    Launch,
+    Plan,
+    Rank,
+    ServerPlan,
+)
 from envdoctor.plan.visible_devices import resolve_visible
 
 _CUDA_INDEX = re.compile(r"^cuda:(\d+)$")
@@ -66,13 +75,6 @@ def _count(where: str, flag: str, raw: Any, env: dict[str, str], default: Any = 
         raise InputError(where, f"{flag} {raw}: {need}"
                          + (f" (or {', '.join(map(str, allowed))})" if allowed else ""))
     return count
-
-
-def _int(value: Any, default: int | None = None) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        return default
 
 
 def trainer_env(facts: Facts, launch: Launch | None) -> dict[str, str]:
@@ -257,9 +259,9 @@ def _deepspeed_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
 def _python_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
     """Plain python: one process, unless already inside a distributed launch."""
     env = c.env
-    distributed = "LOCAL_RANK" in env and (_int(env.get("WORLD_SIZE"), 1) or 1) > 1
+    distributed = "LOCAL_RANK" in env and (as_int(env.get("WORLD_SIZE"), 1) or 1) > 1
     lay.num_processes = 1
-    lay.world_size = (_int(env.get("WORLD_SIZE"), 1) or 1) if distributed else 1
+    lay.world_size = (as_int(env.get("WORLD_SIZE"), 1) or 1) if distributed else 1
     return distributed, 0
 
 
@@ -340,7 +342,7 @@ def _server(facts: Facts, plan: Plan) -> ServerPlan:
         where = f"launch command ({launch.launcher})"
         env = dict(facts.env)
         env.update(launch.env)
-        srv = ServerPlan(host=str(o.get("host", "0.0.0.0")), port=_int(o.get("port"), 8000) or 8000,
+        srv = ServerPlan(host=str(o.get("host", DEFAULT_SERVER_HOST)), port=_port(o.get("port")),
                          source="launch")
         try:
             srv.tensor_parallel_size = _count(where, "--tensor_parallel_size",
@@ -363,7 +365,12 @@ def _server(facts: Facts, plan: Plan) -> ServerPlan:
                 srv.gpus = sorted(g.index for g in facts.gpus
                                   if any(p.pid == proc.pid for p in g.processes))
                 m = re.search(r"--port[ =](\d+)", proc.name)
-                srv.port = int(m.group(1)) if m else 8000
+                srv.port = int(m.group(1)) if m else DEFAULT_SERVER_PORT
                 return srv
-    return ServerPlan(host=str(cfg.get("vllm_server_host", "0.0.0.0")),
-                      port=_int(cfg.get("vllm_server_port"), 8000) or 8000, source="config")
+    return ServerPlan(host=str(cfg.get("vllm_server_host", DEFAULT_SERVER_HOST)),
+                      port=_port(cfg.get("vllm_server_port")), source="config")
+
+
+def _port(value: Any) -> int:
+    """A port from a launch line or the config: TRL's default when unset, 0 or not a number."""
+    return as_int(value, DEFAULT_SERVER_PORT) or DEFAULT_SERVER_PORT

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from envdoctor.findings import Severity
 from envdoctor.report.interface import Area
+from envdoctor.units import size_text
 
 if TYPE_CHECKING:
     from envdoctor.checks.context import Context
@@ -93,7 +94,7 @@ def _server_text(result: ProbeResult) -> str:
     srv = result.server
     if not srv.get("pid"):
         return ""
-    held = ", ".join(f"GPU {g} {m / 1024:.1f} GiB" for g, m in sorted(srv.get("peak_mib",
+    held = ", ".join(f"GPU {g} {size_text(m, of='MiB')}" for g, m in sorted(srv.get("peak_mib",
                                                                              {}).items()))
     syncs = max((d.get("sync_calls", 0) for d in result.ranks.values()), default=0)
     return (f" (gpu_memory_utilization {srv.get('fraction')}" + (f", held {held}" if held else "")

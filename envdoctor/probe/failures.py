@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from envdoctor.findings import Finding, Severity
+from envdoctor.units import size_text
 
 _SIZE = r"[\d.]+ [KMGT]iB"
 #: torch ≥ 2.1: "Tried to allocate X. GPU N has a total capacity of T of which F is free."
@@ -159,7 +160,7 @@ def _held(ctx: VllmContext, gpu: int | None) -> str:
     rows = ctx.holders.get(gpu, []) if gpu is not None else []
     if not rows:
         return ""
-    return "; held by " + ", ".join(f"pid {pid} ({name or '?'}, {mib / 1024:.1f} GiB)"
+    return "; held by " + ", ".join(f"pid {pid} ({name or '?'}, {size_text(mib, of='MiB')})"
                                     for pid, name, mib in sorted(rows, key=lambda r: -r[2])[:4])
 
 

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envdoctor.coerce import as_int
 from envdoctor.errors import InputError, read_input_text
-from envdoctor.plan.model_shape import MAX_CONFIG_BYTES, find_config
+from envdoctor.plan.memory.shape import MAX_CONFIG_BYTES, find_config
 from envdoctor.script_args import parse_script_args
 
 if TYPE_CHECKING:
@@ -79,13 +80,14 @@ def user_model_name(config: dict[str, Any], server: Launch | None = None,
     return None
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+def _positive(value: Any) -> int | None:
+    """A positive JSON integer of ``config.json`` (a string or a float is not one), else None."""
+    return as_int(value, low=1, strict=True)
 
 
 def _first(cfg: dict[str, Any], keys: tuple[str, ...]) -> tuple[str | None, int | None]:
     for key in keys:
-        if _int(cfg.get(key)) is not None:
+        if _positive(cfg.get(key)) is not None:
             return key, int(cfg[key])
     return None, None
 
@@ -105,9 +107,9 @@ def _reduce_layers(cfg: dict[str, Any], notes: list[str], where: str) -> None:
     else:
         keep = min(PROBE_LAYERS, layers)
     cfg[key] = keep
-    if _int(cfg.get("max_window_layers")) is not None and cfg["max_window_layers"] > keep:
+    if _positive(cfg.get("max_window_layers")) is not None and cfg["max_window_layers"] > keep:
         cfg["max_window_layers"] = keep  # Qwen2: layers from this index use sliding windows
-    if _int(cfg.get("first_k_dense_replace")) is not None and keep > 1:
+    if _positive(cfg.get("first_k_dense_replace")) is not None and keep > 1:
         cfg["first_k_dense_replace"] = min(cfg["first_k_dense_replace"], 1)  # one dense, one MoE
     if isinstance(cfg.get("mlp_only_layers"), list):
         cfg["mlp_only_layers"] = [i for i in cfg["mlp_only_layers"] if isinstance(i, int) and i < keep]
@@ -124,7 +126,7 @@ def _reduce_experts(cfg: dict[str, Any], notes: list[str], where: str) -> None:
     if keep < experts:
         cfg[key] = keep
         notes.append(f"{where}{keep} of {experts} routed experts (top-{topk or '?'} kept)")
-    groups = _int(cfg.get("n_group"))
+    groups = _positive(cfg.get("n_group"))
     if groups and keep % groups:  # DeepSeek's grouped routing needs experts in whole groups
         cfg["n_group"], cfg["topk_group"] = 1, 1
 
@@ -145,15 +147,15 @@ def _reduce_vision(cfg: dict[str, Any], notes: list[str]) -> None:
 
 def _params(cfg: dict[str, Any]) -> int:
     """A rough parameter count of the reduced text model (embeddings, attention, MLP)."""
-    hidden = _int(cfg.get("hidden_size")) or 0
-    vocab = _int(cfg.get("vocab_size")) or 0
-    heads = _int(cfg.get("num_attention_heads")) or 1
-    kv = _int(cfg.get("num_key_value_heads")) or heads
-    head_dim = _int(cfg.get("head_dim")) or max(hidden // heads, 1)
+    hidden = _positive(cfg.get("hidden_size")) or 0
+    vocab = _positive(cfg.get("vocab_size")) or 0
+    heads = _positive(cfg.get("num_attention_heads")) or 1
+    kv = _positive(cfg.get("num_key_value_heads")) or heads
+    head_dim = _positive(cfg.get("head_dim")) or max(hidden // heads, 1)
     _, layers = _first(cfg, _LAYER_KEYS)
     _, experts = _first(cfg, _EXPERT_KEYS)
-    inter = _int(cfg.get("moe_intermediate_size")) if experts else None
-    inter = inter or _int(cfg.get("intermediate_size")) or 4 * hidden
+    inter = _positive(cfg.get("moe_intermediate_size")) if experts else None
+    inter = inter or _positive(cfg.get("intermediate_size")) or 4 * hidden
     mlp = 3 * hidden * inter * (experts or 1)
     attn = hidden * head_dim * (2 * heads + 2 * kv)
     tied = cfg.get("tie_word_embeddings", False) is True
@@ -164,9 +166,9 @@ def _narrow(cfg: dict[str, Any], notes: list[str], where: str) -> None:
     """Narrow the MLP (never the attention, embedding or vocabulary) past the budget."""
     if _params(cfg) <= PARAM_BUDGET:
         return
-    hidden = _int(cfg.get("hidden_size")) or 0
+    hidden = _positive(cfg.get("hidden_size")) or 0
     for key in ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size"):
-        value = _int(cfg.get(key))
+        value = _positive(cfg.get(key))
         if value and hidden and value > hidden:
             cfg[key] = hidden
             notes.append(f"{where}{key} {hidden} instead of {value} (the probe's size budget)")
@@ -201,17 +203,17 @@ def _text(cfg: dict[str, Any]) -> dict[str, Any]:
 def describe(cfg: dict[str, Any], user: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report's ``probe.model`` fields of ``cfg`` (and the user's depth beside it)."""
     text = _text(cfg)
-    heads = _int(text.get("num_attention_heads"))
-    hidden = _int(text.get("hidden_size"))
+    heads = _positive(text.get("num_attention_heads"))
+    hidden = _positive(text.get("hidden_size"))
     arch = cfg.get("architectures")
     out: dict[str, Any] = {
         "architecture": arch[0] if isinstance(arch, list) and arch else None,
         "model_type": cfg.get("model_type"),
         "hidden_size": hidden, "num_attention_heads": heads,
-        "kv_heads": _int(text.get("num_key_value_heads")) or heads,
-        "head_dim": _int(text.get("head_dim")) or (hidden // heads if hidden and heads else None),
-        "vocab_size": _int(text.get("vocab_size")),
-        "max_position_embeddings": _int(text.get("max_position_embeddings")),
+        "kv_heads": _positive(text.get("num_key_value_heads")) or heads,
+        "head_dim": _positive(text.get("head_dim")) or (hidden // heads if hidden and heads else None),
+        "vocab_size": _positive(text.get("vocab_size")),
+        "max_position_embeddings": _positive(text.get("max_position_embeddings")),
         "layers": _first(text, _LAYER_KEYS)[1],
     }
     if user is not None:

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from envdoctor.net_policy import LOOPBACK_ONLY
-from envdoctor.plan.interface import Launch
+from envdoctor.plan.interface import DEFAULT_SERVER_HOST, Launch
 from envdoctor.plan.values import as_bool
 from envdoctor.plan.visible_devices import resolve_visible
 from envdoctor.probe.interface import ProbeSpec
@@ -104,7 +104,7 @@ def _vllm_part(ctx: Context) -> dict[str, Any]:
     out["server_visible"] = resolve_visible(env.get("CUDA_VISIBLE_DEVICES"), ctx.facts.gpus,
                                             env.get("CUDA_DEVICE_ORDER")).gpus
     srv = lay.server
-    host = str(srv.host) if srv else str(cfg.get("vllm_server_host", "0.0.0.0"))
+    host = str(srv.host) if srv else str(cfg.get("vllm_server_host", DEFAULT_SERVER_HOST))
     address = LOOPBACK_ONLY.target(host).address  # the probe reads a server on loopback only
     if srv is not None and address is not None:
         out["user_server"] = (address, int(srv.port))

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envdoctor.coerce import as_int
 from envdoctor.net_policy import LOOPBACK, LOOPBACK_ONLY, http_get, server_origin
 from envdoctor.plan.interface import Launch
 from envdoctor.probe.groups import end_group
@@ -113,7 +114,7 @@ def probe_server_line(launch: Launch, model_dir: str, port: int, fraction: float
         kept.pop("uvicorn_log_level", None)
         argv = _resolve(launch.program) + ["--model", model_dir]
     ours: dict[str, object] = {"host": LOOPBACK, "port": port, "enforce_eager": True}
-    user_len = _int(opts.get("max_model_len")) if opts.get("max_model_len") is not None else None
+    user_len = _count(opts.get("max_model_len")) if opts.get("max_model_len") is not None else None
     if faithful:
         if user_len is not None:
             ours["max_model_len"] = user_len
@@ -125,18 +126,16 @@ def probe_server_line(launch: Launch, model_dir: str, port: int, fraction: float
     if vllm_cli:
         env.setdefault("VLLM_SERVER_DEV_MODE", "1")  # weight-transfer endpoints (as TRL does)
     return ServerLine(argv=argv, env=env, port=port, fraction=share,
-                      tensor_parallel_size=_int(opts.get("tensor_parallel_size")),
-                      data_parallel_size=_int(opts.get("data_parallel_size")),
+                      tensor_parallel_size=_count(opts.get("tensor_parallel_size")),
+                      data_parallel_size=_count(opts.get("data_parallel_size")),
                       visible=launch.env.get("CUDA_VISIBLE_DEVICES",
                                              (base_env or os.environ).get("CUDA_VISIBLE_DEVICES")),
                       dropped=dropped)
 
 
-def _int(value: object) -> int:
-    try:
-        return max(int(str(value)), 1)
-    except ValueError:
-        return 1
+def _count(value: object) -> int:
+    """A launch line's count (a string): 1 when it is not a positive integer."""
+    return as_int(str(value), 1, low=1)
 
 
 def health(host: str, port: int, timeout_s: float = 2.0) -> int | None:

@@ -21,6 +21,7 @@ from envdoctor.probe.plan_vllm import MAX_LEN_KEY, engine_settings
 from envdoctor.probe.server import BESIDE_FRACTION, BESIDE_MIN_MIB, ServerLine, health, probe_server_line
 from envdoctor.probe.tinymodel import MAX_LEN
 from envdoctor.probe.watcher import GpuWatch
+from envdoctor.units import size_text
 
 #: Variables that keep the probe offline and its caches inside the temp dir.
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
@@ -239,8 +240,9 @@ def beside_user_server(spec: ProbeSpec, result: ProbeResult) -> float | bool | N
         result.findings.append(Finding(
             "PRB016", Severity.WARNING,
             f"the vLLM server part was not probed: a server is already running (http://{host}:"
-            f"{port}, /health {status or 'no answer'}) and GPU {gpus[0]} has {free / 1024:.1f} "
-            f"GiB free, less than the {need / 1024:.1f} GiB a probe server beside it needs; the "
+            f"{port}, /health {status or 'no answer'}) and GPU {gpus[0]} has "
+            f"{size_text(free, of='MiB')} free, less than the {size_text(need, of='MiB')} a probe "
+            "server beside it needs; the "
             "trainer generated with its own generate(), and the running server was not touched",
             "run the probe before starting the server, or free memory on that GPU",
             {"gpu": gpus[0], "free_mib": free, "need_mib": int(need)}))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from envdoctor.coerce import as_int
 from envdoctor.findings import Finding, Severity
 from envdoctor.probe.failures import VllmContext, classify_vllm, sync_timeout
+from envdoctor.units import size_text
 
 if TYPE_CHECKING:
     from envdoctor.probe.interface import ProbeResult, ProbeSpec
@@ -16,7 +18,7 @@ _GENERIC = "the GRPO step failed on rank"
 
 def gib(mib: int) -> str:
     """MiB as a person reads them: ``23.8 GiB`` or ``412 MiB``."""
-    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib} MiB"
+    return size_text(mib, of="MiB", step_down=True)
 
 
 def _context(spec: ProbeSpec, result: ProbeResult, part: str, visible: list[int],
@@ -27,16 +29,9 @@ def _context(spec: ProbeSpec, result: ProbeResult, part: str, visible: list[int]
     shared = sorted(training & set(spec.server_visible[:size])) if result.server else []
     return VllmContext(part=part, visible=visible, cvd=cvd, holders=result.holders,
                        group_port=result.server.get("group_port"),
-                       user_group_port=_int(spec.vllm.get("vllm_group_port")),
+                       user_group_port=as_int(spec.vllm.get("vllm_group_port")),
                        address=rank0.get("sync_address"), interface=rank0.get("sync_interface"),
                        shared_gpus=shared)
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _rank_text(result: ProbeResult) -> str:
@@ -127,7 +122,7 @@ def _start_crash(spec: ProbeSpec, text: str, part: str | None = None,
                      "colocate" else "TRL's in-process vLLM (vllm_device)")
     seqs = None
     if spec.vllm_mode == "colocate":
-        tp = _int(spec.vllm.get("vllm_tensor_parallel_size")) or 1
+        tp = as_int(spec.vllm.get("vllm_tensor_parallel_size")) or 1
         seqs = spec.per_device_train_batch_size * tp * max(spec.gradient_accumulation_steps, 1)
     if faithful is not None:
         return [Finding(

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envdoctor.facts.gpus import load_nvml, process_memory, process_name
-
-MIB = 1024 * 1024
+from envdoctor.units import MiB
 
 
 @dataclass
@@ -88,7 +87,7 @@ class GpuWatch:
         for index, handle in enumerate(getattr(self, "_handles", [])):
             try:
                 info = self.nvml.nvmlDeviceGetMemoryInfo(handle)
-                out[index] = (int(info.free // MIB), int(info.total // MIB))
+                out[index] = (int(info.free // MiB), int(info.total // MiB))
             except Exception:
                 continue
         return out

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
+from envdoctor.plan.interface import DEFAULT_SERVER_HOST, DEFAULT_SERVER_PORT, server_address
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
 from envdoctor.triage.interface import Match
 from envdoctor.triage.scanner import split_prefix
+from envdoctor.units import size_text
 
 # -- the vLLM server (server mode, TRL >= 0.16) ------------------------------------------------
 
@@ -34,8 +36,8 @@ def _server_address(ms: Sequence[Match], ctx: Context | None) -> str:
     if cfg.get("vllm_server_base_url"):
         return str(cfg["vllm_server_base_url"])
     if cfg.get("vllm_server_host") or cfg.get("vllm_server_port"):
-        return f"{cfg.get('vllm_server_host', '0.0.0.0')}:{cfg.get('vllm_server_port', 8000)}"
-    return "vllm_server_host:vllm_server_port (0.0.0.0:8000 unless set)"
+        return "{}:{}".format(*server_address(cfg, None))
+    return f"vllm_server_host:vllm_server_port ({DEFAULT_SERVER_HOST}:{DEFAULT_SERVER_PORT} unless set)"
 
 
 def _free_for_server(ctx: Context | None) -> str:
@@ -444,10 +446,10 @@ def cuda_error_under_cap(ms: list[Match], log: Log) -> list[Draft]:
         return reject(ms)
     device, used, limit = cap
     what = (f"HAMi's vGPU limiter refused an allocation on device {device}: the job needed "
-            f"{used / 2**30:.2f} GiB in all, over its cap of {limit / 2**30:.2f} GiB; the cap, "
+            f"{size_text(used, digits=2)} in all, over its cap of {size_text(limit, digits=2)}; the cap, "
             "not the physical GPU, is this job's memory")
     batch = knobs.setting(log.ctx, "per_device_train_batch_size")
-    fix = knobs.vgpu_cap_fix(used, f"{limit / 2**30:.1f} GiB; lower {batch}, "
+    fix = knobs.vgpu_cap_fix(used, f"{size_text(limit)}; lower {batch}, "
                                    "max_completion_length or the model size")
     return [finding("TRI001", ms, log, what, fix, cause="vgpu-cap")]
 

@@ -15,13 +15,15 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
-CHUNK = 4 * 1024 * 1024
+from envdoctor.units import MiB, size_text
+
+CHUNK = 4 * MiB
 #: A compressed log may expand to ``MAX_RATIO`` times the compressed bytes read so far, and to
 #: ``MIN_DECODED`` whatever its size: its time stays within 100 times that of a plain log of
 #: its size (a real log compresses 10-20 times; gzip can reach 1,000, bzip2 and xz far more),
 #: and a small bomb is refused after 256 MiB, a few seconds (docs/reliability.md).
 MAX_RATIO = 100
-MIN_DECODED = 256 * 1024**2
+MIN_DECODED = 256 * MiB
 _UNPACK = {"gzip": "gzip -dc", "bzip2": "bzip2 -dc", "xz": "xz -dc"}
 SNIFF = 64 * 1024
 
@@ -44,7 +46,7 @@ def _raw(stream: BinaryIO, first: bytes) -> Iterator[bytes]:
 
 
 def _mib(n: int) -> str:
-    return f"{n / 1024**2:,.0f} MiB" if n >= 1024**2 else f"{n / 1024:,.0f} KiB"
+    return size_text(n, "MiB", 0, step_down=True, grouped=True)
 
 
 def _slices(blocks: Iterator[bytes], size: int = 64 * 1024) -> Iterator[bytes]:

@@ -26,6 +26,7 @@ from envdoctor.triage.interface import Match
 from envdoctor.triage.logversions import LogVersion, facts_for_advice, from_log
 from envdoctor.triage.oom import Oom, OomLog, classify, parse_oom, processes_now
 from envdoctor.triage.scanner import split_prefix
+from envdoctor.units import parse_size
 
 _VLLM_PROC = re.compile(r"^\s*\((?:EngineCore|VllmWorker|Worker|RayWorker|LLMEngine)\w*[ )]")
 _SECONDARY = ("ChildFailedError", "DistBackendError", "ProcessExitedException")
@@ -175,10 +176,8 @@ def _colocated(log: Log) -> bool:
 
 
 def _gib(text: str | None) -> float | None:
-    try:
-        return float(text) if text else None
-    except ValueError:  # "1.2.3": not a number
-        return None
+    """A GiB count of vLLM's message; None when it is not a number (``1.2.3``)."""
+    return parse_size(text, "GiB", into="GiB")
 
 
 def _vllm_gpu(ctx: Context | None, device: str | None) -> int | None:

@@ -7,13 +7,14 @@ from typing import Any
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
+from envdoctor.units import size_text
 
 
 def vgpu_cap_fix(used_bytes: float, then: str) -> str:
     """The fix for an allocation refused by HAMi's vGPU cap: the limit, or a step that fits
     (``then`` says how)."""
     return (f"raise the pod's GPU memory limit (nvidia.com/gpumem of HAMi) above "
-            f"{used_bytes / 2**30:.1f} GiB, or make the step fit the cap: {then}")
+            f"{size_text(used_bytes)}, or make the step fit the cap: {then}")
 
 
 #: the fix for ranks of one job that share a GPU (every rank on cuda:0, contexts on GPU 0)

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envdoctor.checks.context import Context
-from envdoctor.plan.memory_plan import fraction_caps_process
+from envdoctor.plan.memory.planner import fraction_caps_process
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given, shared_gpus
+from envdoctor.units import parse_size, size_text
 
 _SIZE = r"([\d.]{1,20}) ?(bytes|[KMGT]i?B)"
 _HEAD = re.compile(rf"(?:(CUDA|HIP|XPU) )?[Oo]ut of memory\. Tried to allocate {_SIZE}\. GPU "
@@ -42,8 +43,6 @@ _ALLOC = re.compile(rf"Of the allocated memory {_SIZE} is allocated by PyTorch, 
 _OLD = re.compile(rf"Tried to allocate {_SIZE} \(GPU (\d{{1,4}}); {_SIZE} total capacity; {_SIZE} "
                   rf"already allocated; {_SIZE} free;(?: {_SIZE} allowed;)? {_SIZE} reserved in "
                   "total by PyTorch")
-_UNITS = {"bytes": 2.0**-20, "KiB": 2.0**-10, "KB": 2.0**-10, "MiB": 1.0, "MB": 1.0,
-          "GiB": 1024.0, "GB": 1024.0, "TiB": 2.0**20, "TB": 2.0**20}
 
 
 #: live tensors (allocated by PyTorch) at or above this share of the GPU make an OOM a capacity
@@ -53,10 +52,8 @@ _UNITS = {"bytes": 2.0**-20, "KiB": 2.0**-10, "KB": 2.0**-10, "MiB": 1.0, "MB": 
 LIVE_FULL = 0.95
 
 def _mib(value: str, unit: str) -> float:
-    try:
-        return float(value) * _UNITS.get(unit, 1.0)
-    except ValueError:  # "1.2.3 GiB": not a number
-        return 0.0
+    """A size of the message in MiB; 0.0 when it is not a number (``1.2.3 GiB``)."""
+    return parse_size(value, unit, default="MiB", into="MiB") or 0.0
 
 
 @dataclass
@@ -141,9 +138,8 @@ def _find_self(oom: Oom) -> None:
 
 
 def size(mib: float | None) -> str:
-    if mib is None:
-        return "?"
-    return f"{mib / 1024:.2f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
+    """MiB as triage writes them: ``2.00 GiB``, ``412 MiB``, ``?``."""
+    return size_text(mib, of="MiB", digits=2, step_down=True)
 
 
 @dataclass
@@ -388,9 +384,9 @@ def _vgpu_cap(j: _Judged) -> OomCause | None:
         return None
     device, used, limit = j.log.cap
     return j.result("vgpu-cap", "TRI001",
-                    f"HAMi's vGPU cap of {limit / 2**30:.2f} GiB on device {device} is this "
+                    f"HAMi's vGPU cap of {size_text(limit, digits=2)} on device {device} is this "
                     f"job's memory, not the GPU's {size(j.oom.total_mib)} (it needed "
-                    f"{used / 2**30:.2f} GiB)", knobs.vgpu_cap_fix(used, j.capacity_fix()))
+                    f"{size_text(used, digits=2)})", knobs.vgpu_cap_fix(used, j.capacity_fix()))
 
 
 def _allowed_cap(j: _Judged) -> OomCause | None:
@@ -473,7 +469,7 @@ def _optimizer_states(j: _Judged) -> OomCause | None:
     """An optimizer step in the lines before: the memory plan says what did not fit."""
     if j.vllm_side or j.ctx is None or not j.context:
         return None
-    from envdoctor.plan.memory_oom import explain_optimizer_oom
+    from envdoctor.plan.memory.oom import explain_optimizer_oom
 
     planned = explain_optimizer_oom(j.ctx, j.oom.allocated_mib, j.oom.total_mib, j.context)
     if planned is None:

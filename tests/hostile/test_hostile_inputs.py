@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.errors import InputError
-from envdoctor.plan.model_shape import find_config, from_config, load_shape
+from envdoctor.plan.memory.shape import find_config, from_config, load_shape
 from envdoctor.triage import decode
 from tests.conftest import ROOT, snapshot
 from tests.memory.configs import QWEN25_05B
@@ -91,7 +91,7 @@ def test_a_huge_hub_ref_is_read_only_in_its_first_bytes(tmp_path):
         fh.write(HASH.encode())
         fh.truncate(2 * 1024**3)
     env = {"HF_HUB_CACHE": str(tmp_path / "hub")}
-    code = (f"from envdoctor.plan.model_shape import load_shape; "
+    code = (f"from envdoctor.plan.memory.shape import load_shape; "
             f"print(load_shape('org/m', {env!r}).total_params())")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=GUARD_S,

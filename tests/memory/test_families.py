@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.plan.memory import activations, vllm_parts
-from envdoctor.plan.memory_setup import Knobs
-from envdoctor.plan.model_shape import from_config, vision_params
+from envdoctor.plan.memory.knobs import Knobs
+from envdoctor.plan.memory.parts import activations, vllm_parts
+from envdoctor.plan.memory.shape import from_config, vision_params
 from tests.memory.configs import GEMMA3_4B, QWEN3_30B_A3B, QWEN25_7B, QWEN25_VL_7B
 
 GiB = 1024**3

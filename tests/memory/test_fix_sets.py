@@ -3,9 +3,9 @@ per-device batch that fits (issue #28, 2)."""
 
 from __future__ import annotations
 
-from envdoctor.plan.memory_plan import largest_batch, smallest_fix_set, trainer_row
-from envdoctor.plan.memory_setup import Knobs
-from envdoctor.plan.model_shape import from_config as shape_from_config
+from envdoctor.plan.memory.knobs import Knobs
+from envdoctor.plan.memory.planner import largest_batch, smallest_fix_set, trainer_row
+from envdoctor.plan.memory.shape import from_config as shape_from_config
 from tests.conftest import A100_40, snapshot
 from tests.memory.configs import QWEN25_05B, QWEN25_15B
 from tests.memory.test_memory_rules import fired

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.plan.memory import host_plan, trainer_parts
-from envdoctor.plan.memory_setup import Knobs, from_config
-from envdoctor.plan.model_shape import from_config as shape_from_config
+from envdoctor.plan.memory.knobs import Knobs, from_config
+from envdoctor.plan.memory.parts import host_plan, trainer_parts
+from envdoctor.plan.memory.shape import from_config as shape_from_config
 from tests.conftest import H100, snapshot
 from tests.memory.configs import QWEN25_7B
 from tests.memory.test_memory_rules import fired

@@ -3,7 +3,7 @@ fires in one scenario and stays quiet in another (issue #28, 7)."""
 
 from __future__ import annotations
 
-from envdoctor.plan.model_shape import from_config as shape_from_config
+from envdoctor.plan.memory.shape import from_config as shape_from_config
 from tests.conftest import H100, snapshot
 from tests.memory.configs import QWEN25_05B
 from tests.memory.test_memory_rules import fired

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.plan.memory import (
+from envdoctor.plan.memory.knobs import from_config as knobs
+from envdoctor.plan.memory.parts import (
     GiB,
     allocated,
     lora_params,
@@ -12,8 +13,7 @@ from envdoctor.plan.memory import (
     trainer_parts,
     vllm_parts,
 )
-from envdoctor.plan.memory_setup import from_config as knobs
-from envdoctor.plan.model_shape import from_config
+from envdoctor.plan.memory.shape import from_config
 from tests.memory.configs import LLAMA3_8B, QWEN25_05B, QWEN25_7B
 
 BASE = {"per_device_train_batch_size": 8, "max_prompt_length": 256,

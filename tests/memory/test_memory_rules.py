@@ -151,7 +151,7 @@ def test_errors_need_a_margin_only_where_the_formulas_were_not_measured(strategy
     from types import SimpleNamespace
 
     from envdoctor.checks.memory_plan import _doubt
-    from envdoctor.plan.memory_setup import Knobs
+    from envdoctor.plan.memory.knobs import Knobs
 
     k = Knobs(strategy=strategy, offload_params=offload, world=2)
     assert _doubt(SimpleNamespace(knobs=k)) == doubt
@@ -189,8 +189,8 @@ def test_the_real_colocate_runs_on_one_h200(model_dir):
 def test_colocated_vllm_share_follows_what_its_fraction_caps(model_dir, vllm, env, launch, held):
     """vLLM 0.8.0-0.9.0's V1 engine sizes its KV cache as the fraction × the GPU less everything
     the process held at its start; from 0.9.1 (and in V0) the fraction is vLLM's own budget."""
-    from envdoctor.plan.memory import CONTEXT
-    from envdoctor.plan.memory_plan import for_context
+    from envdoctor.plan.memory.parts import CONTEXT
+    from envdoctor.plan.memory.planner import for_context
 
     snap = snapshot(n_gpus=1, packages={**MODERN, "trl": "0.18.0", "vllm": vllm}, env=env)
     config = {"model_name_or_path": model_dir(QWEN25_15B), "use_vllm": True,
@@ -212,7 +212,7 @@ def test_colocated_vllm_share_follows_what_its_fraction_caps(model_dir, vllm, en
 def test_fixes_speak_the_installed_trls_keys(model_dir, trl, key, sleep):
     """model_init_kwargs' dtype key is torch_dtype up to TRL 0.22; vllm_enable_sleep_mode exists
     from 0.23.0 (rules/knowledge): a fix never names a key the installed TRL rejects."""
-    from envdoctor.plan.memory_plan import for_context, trainer_fixes
+    from envdoctor.plan.memory.planner import for_context, trainer_fixes
 
     config = {"model_name_or_path": model_dir(QWEN25_7B), "use_vllm": True,
               "vllm_mode": "colocate", "model_init_kwargs": {"torch_dtype": "float32"}}

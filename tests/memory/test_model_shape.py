@@ -7,7 +7,7 @@ import json
 import pytest
 
 from envdoctor.errors import InputError
-from envdoctor.plan.model_shape import (
+from envdoctor.plan.memory.shape import (
     find_config,
     from_config,
     load_shape,

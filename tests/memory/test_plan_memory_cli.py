@@ -164,7 +164,7 @@ def test_gpus_that_plan_the_same_share_one_table_and_one_finding(facts, model_di
 
 
 def test_same_gpus_keeps_different_plans_apart():
-    from envdoctor.plan.memory import GpuPlan, Part, each_role, gpus_text, same_gpus
+    from envdoctor.plan.memory.parts import GpuPlan, Part, each_role, gpus_text, same_gpus
 
     a = [GpuPlan(gpu=i, role=f"rank {i}", parts=[Part("weights", 10, "")], capacity=80)
          for i in range(3)]

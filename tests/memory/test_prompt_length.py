@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from envdoctor.plan.memory_setup import from_config
+from envdoctor.plan.memory.knobs import from_config
 from tests.conftest import snapshot
 from tests.memory.configs import QWEN25_05B
 

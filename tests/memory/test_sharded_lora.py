@@ -8,9 +8,9 @@ https://huggingface.co/docs/peft/accelerate/fsdp). ZeRO-1/2 shard no weights."""
 
 from __future__ import annotations
 
-from envdoctor.plan.memory import GiB, trainer_parts
-from envdoctor.plan.memory_setup import Knobs
-from envdoctor.plan.model_shape import from_config as shape_from_config
+from envdoctor.plan.memory.knobs import Knobs
+from envdoctor.plan.memory.parts import GiB, trainer_parts
+from envdoctor.plan.memory.shape import from_config as shape_from_config
 from tests.conftest import H100, snapshot
 from tests.memory.configs import QWEN25_32B, QWEN25_72B
 from tests.memory.test_memory_rules import fired

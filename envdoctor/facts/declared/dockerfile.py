@@ -9,7 +9,15 @@ import shlex
 from pathlib import Path
 
 from envdoctor.facts.declared import requirements
-from envdoctor.facts.declared.interface import Found, LineIndex, requirement, resolved, spend, text_of
+from envdoctor.facts.declared.interface import (
+    Found,
+    LineIndex,
+    in_repository,
+    requirement,
+    resolved,
+    spend,
+    text_of,
+)
 
 PATTERNS = ("Dockerfile", "Dockerfile.*", "*.Dockerfile", "Containerfile")
 #: pip / uv options whose value is the next word
@@ -107,7 +115,7 @@ def _requirements(args: list[str], path: Path, shown: str, index: LineIndex, sta
 
 def _include(flag: str, value: str, path: Path, shown: str, line: int) -> Found:
     target = resolved(path.parent / value.lstrip("/"), f"{shown}:{line}")
-    inside = requirements._inside(target, requirements._root_of(path, shown))
+    inside = in_repository(target, path, shown)
     if value and inside and target.is_file():
         return requirements.read(target, os.path.normpath(Path(shown).parent / value.lstrip("/")))
     return Found(notes=[f"{shown}:{line}: {flag} {value} is not a file of this repository next "

@@ -19,6 +19,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.facts.interface import normalize_name
 from envdoctor.facts.packages import parse_requirement
+from envdoctor.units import MiB, size_text
 
 #: What the training machine is (markers are evaluated for it, not for the committing laptop).
 TARGET = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
@@ -33,7 +34,7 @@ MAX_ITEMS = 10_000
 MAX_FILES = 64
 #: bytes read, all files together (the per-line work of a requirements file is about 0.4 µs
 #: of CPU per line: 8 MiB of empty lines, the worst, takes 3.5 s)
-MAX_STACK_BYTES = 8 * 1024 * 1024
+MAX_STACK_BYTES = 8 * MiB
 #: notes kept (a file of 10,000 odd lines is said once per kind, then counted)
 MAX_NOTES = 50
 
@@ -237,8 +238,8 @@ def text_of(path: Path, shown: str, max_bytes: int | None = None) -> str:
     if spent is not None and MAX_STACK_BYTES - spent.bytes < limit:
         limit = max(0, MAX_STACK_BYTES - spent.bytes)
         text = read_input_text(path, shown, limit, f": only {limit:,} bytes were left of the "
-                               f"{MAX_STACK_BYTES // 2**20} MiB the declaration files may take "
-                               "in all")
+                               f"{size_text(MAX_STACK_BYTES, 'MiB', floor=True)} the declaration "
+                               "files may take in all")
     else:
         text = read_input_text(path, shown, limit)
     if spent is not None:
@@ -255,6 +256,25 @@ def resolved(path: Path, where: str) -> Path:
         from envdoctor.errors import UnreadableInput
 
         raise UnreadableInput(where, f"{path.name}: cannot resolve it ({exc})") from None
+
+
+def repository_root(path: Path, shown: str) -> Path:
+    """The repository root: ``path`` less the parts of its repository-relative name ``shown``
+    (the file's own folder when ``shown`` is absolute or climbs out with ``..``)."""
+    parts = Path(shown).parts
+    if Path(shown).is_absolute() or ".." in parts:
+        return path.resolve().parent
+    return path.resolve().parents[len(parts) - 1] if len(parts) > 1 else path.resolve().parent
+
+
+def in_repository(target: Path, path: Path, shown: str) -> bool:
+    """Whether ``target`` (resolved) lies inside the repository of the file ``path`` named
+    ``shown``: an include (``-r``, ``COPY``) outside it is not read."""
+    try:
+        target.relative_to(repository_root(path, shown))
+    except ValueError:
+        return False
+    return True
 
 
 def toml_of(path: Path, shown: str) -> tuple[dict[str, Any], list[str]]:

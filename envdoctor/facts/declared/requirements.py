@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from envdoctor.errors import InputError
-from envdoctor.facts.declared.interface import Found, requirement, resolved, spend, text_of
+from envdoctor.facts.declared.interface import Found, in_repository, requirement, resolved, spend, text_of
 
 MAX_DEPTH = 8  # includes nested deeper than this are not followed (and said so)
 MAX_FILES = 64
@@ -73,22 +73,6 @@ def read_lines(numbered: list[tuple[int, str]], path: Path, shown: str, depth: i
     return found
 
 
-def _root_of(path: Path, shown: str) -> Path:
-    """The repository root: ``path`` less the parts of its repository-relative name."""
-    parts = Path(shown).parts
-    if Path(shown).is_absolute() or ".." in parts:
-        return path.resolve().parent
-    return path.resolve().parents[len(parts) - 1] if len(parts) > 1 else path.resolve().parent
-
-
-def _inside(target: Path, root: Path) -> bool:
-    try:
-        target.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
 def _is_reference(line: str) -> bool:
     return any(mark in line for mark in ("://", "@ ", "./", ".whl", ".tar.gz")) or line == "."
 
@@ -110,7 +94,7 @@ def _option(line: str, path: Path, shown: str, number: int, depth: int,
     if not value or "://" in value:
         return Found(notes=[f"{where}: {flag} {value or '(missing)'} not followed"])
     target = resolved(path.parent / value, where)
-    if not _inside(target, _root_of(path, shown)):
+    if not in_repository(target, path, shown):
         return Found(notes=[f"{where}: {flag} {value} is outside the repository; not read"])
     if target in seen:
         return Found(notes=[f"{where}: {flag} {value} includes a file already read (a cycle); "

@@ -16,10 +16,11 @@ from envdoctor import versions
 from envdoctor.errors import InputError
 from envdoctor.knowledge import knowledge
 from envdoctor.plan.layout import trainer_env
-from envdoctor.plan.memory import (
+from envdoctor.plan.memory.knobs import Knobs, number
+from envdoctor.plan.memory.knobs import from_config as knobs_from_config
+from envdoctor.plan.memory.parts import (
     CONTEXT,
     THIN,
-    GiB,
     GpuPlan,
     Part,
     asleep_parts,
@@ -28,10 +29,9 @@ from envdoctor.plan.memory import (
     trainer_parts,
     vllm_parts,
 )
-from envdoctor.plan.memory_setup import Knobs, number
-from envdoctor.plan.memory_setup import from_config as knobs_from_config
-from envdoctor.plan.model_shape import ModelShape, load_shape, parse_count, shape_from_count
+from envdoctor.plan.memory.shape import ModelShape, load_shape, parse_count, shape_from_count
 from envdoctor.plan.values import as_bool
+from envdoctor.units import GiB, MiB, size_text
 
 if TYPE_CHECKING:
     from envdoctor.facts.interface import Facts
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from envdoctor.plan.interface import GpuLayout, Plan
     from envdoctor.trl_release import TrlRelease
 
-MiB = 1024**2
 _CACHE = "_memory_plan"
 _MODEL = "_memory_model"
 
@@ -252,7 +251,7 @@ def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | No
                 held = CONTEXT + (sum(p.bytes for p in parts if p.name == "weights")
                                   if k.strategy == "ddp" else 0)
                 budget = max(budget - held, 0)
-                note = (f"{k.vllm_util} × the GPU less the {held / GiB:.1f} GiB the process held "
+                note = (f"{k.vllm_util} × the GPU less the {size_text(held)} the process held "
                         "when vLLM started (vLLM < 0.9.1 counts it)")
             parts.append(Part("vLLM (gpu_memory_utilization)", budget, note))
     row.parts = parts + overhead_parts([p for p in parts if not p.name.startswith("vLLM")], k)
@@ -333,7 +332,7 @@ def _offload(shape: ModelShape, k: Knobs) -> tuple[str, Knobs]:
                 "DEEPSPEED, zero_stage 2, offload_optimizer_device cpu)")
         what = "optimizer states"
     host = host_plan(shape, changed)
-    need = f", ~{host.bytes_per_node / GiB:.0f} GiB per node" if host else ""
+    need = f", ~{size_text(host.bytes_per_node, digits=0)} per node" if host else ""
     return f"{head} ({what} in CPU memory{need}, slower steps)", changed
 
 

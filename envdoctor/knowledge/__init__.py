@@ -1,4 +1,9 @@
-"""Curated, sourced version knowledge (``rules/knowledge/*.yaml``), loaded on first use."""
+"""Curated, sourced version knowledge (``rules/knowledge/*.yaml``), loaded on first use.
+
+The package is knowledge's one home: the loaders here (``knowledge()``, ``known_failures()``);
+``schema`` (the tables' schema), ``keys`` (which release has a config key), ``requirements``
+(PKG004's severity model) and ``failures`` (the known-failures catalogue) beside them.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from envdoctor.resources import read_yaml, rules_dir
 SCHEMA = "envdoctor.knowledge/1"
 
 if TYPE_CHECKING:
-    from envdoctor.knowledge_failures import KnownFailure
+    from envdoctor.knowledge.failures import KnownFailure
 
 
 class Knowledge:
@@ -81,6 +86,6 @@ def knowledge() -> Knowledge:
 def known_failures() -> list[KnownFailure]:
     """The catalogue of confirmed breakages (rules/knowledge/known_failures/), parsed and
     validated on first use, once per process; ``KnownFailuresError`` names a bad file and entry."""
-    from envdoctor.knowledge_failures import load_known_failures
+    from envdoctor.knowledge.failures import load_known_failures
 
     return list(load_known_failures())

@@ -11,16 +11,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from envdoctor.plan.memory import GiB
+from envdoctor.units import GiB, MiB, billions, size_text
 
 if TYPE_CHECKING:
-    from envdoctor.plan.memory_plan import RuleContext
+    from envdoctor.plan.memory.planner import RuleContext
 
 _STEP = re.compile(r"torch/optim/(?:adamw?|optimizer|sgd)\.py|_(?:multi_tensor|fused|single_tensor)"
                    r"_adamw?\b|optimizer\.step\(|bitsandbytes/optim|deepspeed/runtime/zero/stage")
 _STEADY = ("weights", "gradients", "optimizer states", "DDP gradient buckets",
            "optimizer step temporaries", "reference model", "LoRA adapters")
-MiB = 1024**2
 
 
 def in_optimizer_step(context: list[str]) -> bool:
@@ -32,7 +31,7 @@ def explain_optimizer_oom(ctx: RuleContext, allocated_mib: float | None, total_m
     """(why, fix, evidence) when the plan's steady parts explain an OOM in the optimizer step."""
     if not context or not in_optimizer_step(context):
         return None
-    from envdoctor.plan.memory_plan import for_context
+    from envdoctor.plan.memory.planner import for_context
 
     try:
         plan = for_context(ctx)
@@ -42,7 +41,7 @@ def explain_optimizer_oom(ctx: RuleContext, allocated_mib: float | None, total_m
         return None
     row = plan.gpus[0]
     if row.capacity is None and total_mib:
-        from envdoctor.plan.memory_plan import trainer_row
+        from envdoctor.plan.memory.planner import trainer_row
 
         row = trainer_row(plan.model, plan.knobs, row.gpu, int(total_mib * MiB))
     sizes = {name: sum(p.bytes for p in row.parts if p.name == name) for name in _STEADY}
@@ -50,13 +49,13 @@ def explain_optimizer_oom(ctx: RuleContext, allocated_mib: float | None, total_m
     held = (allocated_mib or total_mib or 0) * MiB
     if not held or steady < 0.75 * held:
         return None
-    listed = ", ".join(f"{name} {v / GiB:.1f} GiB" for name, v in sizes.items() if v)
+    listed = ", ".join(f"{name} {size_text(v)}" for name, v in sizes.items() if v)
     why = (f"it failed in the optimizer step, where the memory plan of {plan.model.name} "
-           f"({plan.model.total_params() / 1e9:.2f}B parameters, {plan.knobs.strategy} × "
-           f"{plan.knobs.world}) holds {listed} = {steady / GiB:.1f} GiB of the "
-           f"{held / GiB:.1f} GiB PyTorch had allocated: the optimizer states and gradients do "
+           f"({billions(plan.model.total_params())} parameters, {plan.knobs.strategy} × "
+           f"{plan.knobs.world}) holds {listed} = {size_text(steady)} of the "
+           f"{size_text(held)} PyTorch had allocated: the optimizer states and gradients do "
            "not fit beside the weights, which expandable segments cannot change")
-    fixes = [f"{f.text} (saves ~{f.saves / GiB:.1f} GiB)" for f in plan.fixes(row)]
+    fixes = [f"{f.text} (saves ~{size_text(f.saves)})" for f in plan.fixes(row)]
     fix = "; ".join(fixes) or "shard the optimizer states (DeepSpeed ZeRO / FSDP) or use LoRA"
     return why, fix, {"plan_steady_gib": round(steady / GiB, 2),
                       "plan_parts_gib": {k: round(v / GiB, 2) for k, v in sizes.items() if v}}

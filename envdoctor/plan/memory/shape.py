@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
+from envdoctor.units import billions
 
 #: Families whose decoder is the Llama layout (gated MLP, RMSNorm, rotary attention).
 FAMILIES = {"llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "gemma", "gemma2",
@@ -390,7 +391,7 @@ def shape_from_count(count: int) -> ModelShape:
     """A dense shape for a bare count: the nearest reference shape, the total the user's."""
     _, ref, (layers, hidden, inter, heads, kv, vocab, tied) = min(
         _REFERENCE, key=lambda r: abs(r[0] - count) / r[0])
-    return ModelShape(name=f"{count / 1e9:.1f}B parameters", family="qwen2", layers=layers,
+    return ModelShape(name=f"{billions(count, 1)} parameters", family="qwen2", layers=layers,
                       hidden=hidden, intermediate=inter, heads=heads, kv_heads=kv,
                       head_dim=hidden // heads, vocab=vocab, tied=tied, qkv_bias=True,
                       source="--model-params", total_override=count,

@@ -39,10 +39,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from envdoctor.plan.memory_setup import Knobs
-from envdoctor.plan.model_shape import ModelShape
+from envdoctor.plan.memory.knobs import Knobs
+from envdoctor.plan.memory.shape import ModelShape
+from envdoctor.units import GiB, billions
 
-GiB = 1024**3
 CONTEXT = int(0.6 * GiB)
 NCCL = int(0.8 * GiB)  # several ranks: 1.55 GiB outside PyTorch per rank vs 0.73–0.88 alone
 FRAGMENTATION = 0.10  # one rank / DDP: 7-14 % at step 2 on 8 shapes (memory-gpu-h200x4.md)
@@ -165,7 +165,7 @@ def trainer_parts(shape: ModelShape, k: Knobs) -> list[Part]:
         weights = int(lin * per + (P - lin) * 2)
         note = f"{'4' if k.load_in_4bit else '8'}-bit base, embeddings and norms in bf16"
     else:
-        weights, note = P * wb, f"{P / 1e9:.2f}B × {wb} B"
+        weights, note = P * wb, f"{billions(P)} × {wb} B"
     if k.sharded:  # ZeRO-3 / FSDP shard every parameter, the frozen base of LoRA included
         gathered = 2 * max(shape.layer_params(), shape.embedding_params()) * k.compute_bytes
         weights = (0 if k.offload_params else weights // n) + gathered

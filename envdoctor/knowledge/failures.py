@@ -79,10 +79,6 @@ class KnownFailure:
     def severity(self) -> str:
         return "error" if self.certainty == "certain" else "warning"
 
-    def symptom_in(self, log: str) -> Symptom | None:
-        """The first symptom found in ``log``, or None."""
-        return next((s for s in self.symptoms if s.found_in(log)), None)
-
 
 def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()

@@ -24,8 +24,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from envdoctor.coerce import as_int
 from envdoctor.plan.values import as_bool
-from envdoctor.versions import parse
+from envdoctor.versions import at_least
 
 _DTYPES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2,
            "fp16": 2, "half": 2}
@@ -85,26 +86,18 @@ class Knobs:
         return self.strategy in ("zero3", "fsdp_full", "fsdp_hybrid")
 
 
-def _at_least(trl: str | None, version: str) -> bool | None:
-    v, floor = parse(trl), parse(version)
-    return None if v is None or floor is None else v.release >= floor.release
-
-
 MAX_COUNT = 10**7  # batch sizes, lengths, ranks: beyond any real run (CFG rules judge values)
+
+
+def _count(value: Any, default: int) -> int:
+    """A count of the config (batch, lengths, ranks) in ``[1, MAX_COUNT]``, else ``default``."""
+    return as_int(value, default, low=1, high=MAX_COUNT)
 
 
 def _table(mapping: dict[str, Any], key: str) -> dict[str, Any]:
     """``mapping[key]`` when it is a mapping, else an empty one."""
     value = mapping.get(key)
     return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any, default: int) -> int:
-    try:
-        out = int(value)
-    except (TypeError, ValueError, OverflowError):
-        return default
-    return out if 0 < out <= MAX_COUNT else default
 
 
 def number(value: Any, default: float, limit: float = 1e6) -> float:
@@ -137,28 +130,28 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
         k.assumed.append(f"{key}={default} ({why})")
         return default
 
-    k.batch = _int(pick("per_device_train_batch_size", 8, "transformers' default"), 8)
-    k.grad_accum = _int(c.get("gradient_accumulation_steps"), 1)
-    k.steps_per_generation = _int(c.get("steps_per_generation"), k.grad_accum)
-    k.num_generations = _int(c.get("num_generations"), 8)
-    mcl = 512 if _at_least(trl, "1.10.0") else 256
-    k.completion_len = _int(pick("max_completion_length", mcl, f"TRL {trl or '?'} default"), mcl)
+    k.batch = _count(pick("per_device_train_batch_size", 8, "transformers' default"), 8)
+    k.grad_accum = _count(c.get("gradient_accumulation_steps"), 1)
+    k.steps_per_generation = _count(c.get("steps_per_generation"), k.grad_accum)
+    k.num_generations = _count(c.get("num_generations"), 8)
+    mcl = 512 if at_least(trl, "1.10.0") else 256
+    k.completion_len = _count(pick("max_completion_length", mcl, f"TRL {trl or '?'} default"), mcl)
     _prompt(k, c, trl, prompt_tokens, server_max_model_len if vllm_mode == "server" else None)
     # GRPOConfig's own defaults (rules/knowledge/grpo_config_keys.yaml, read at the tags):
     # gradient_checkpointing=True from TRL 0.22.0; bf16 = not fp16 from 0.19.0
-    gc_default = bool(_at_least(trl, "0.22.0"))
+    gc_default = bool(at_least(trl, "0.22.0"))
     k.gradient_checkpointing = bool(as_bool(c.get("gradient_checkpointing", gc_default)))
-    bf16_default = bool(_at_least(trl, "0.19.0")) and not as_bool(c.get("fp16", False))
+    bf16_default = bool(at_least(trl, "0.19.0")) and not as_bool(c.get("fp16", False))
     bf16 = as_bool(c.get("bf16", bf16_default)) or as_bool(c.get("fp16", False))
     k.compute_bytes = 2 if bf16 else 4
-    beta_default = 0.04 if _at_least(trl, "0.19.0") is False else 0.0
+    beta_default = 0.04 if at_least(trl, "0.19.0") is False else 0.0
     k.beta = number(c.get("beta", beta_default), beta_default)
     # transformers' default optim: the fused AdamW with torch >= 2.8, the foreach one before
-    fused = _at_least(torch, "2.8.0") is not False
+    fused = at_least(torch, "2.8.0") is not False
     k.optim = str(c.get("optim") or ("adamw_torch_fused" if fused else "adamw_torch")).lower()
     k.weight_bytes = _weight_bytes(c, checkpoint_dtype)
     k.lora = bool(as_bool(c.get("use_peft", False)))
-    k.lora_r = _int(c.get("lora_r"), 16)
+    k.lora_r = _count(c.get("lora_r"), 16)
     targets = c.get("lora_target_modules")
     if isinstance(targets, str):
         targets = [t for t in targets.replace(",", " ").split() if t]
@@ -166,17 +159,17 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
         k.lora_targets = tuple(str(t) for t in targets)
     k.load_in_4bit = bool(as_bool(c.get("load_in_4bit", False)))
     k.load_in_8bit = bool(as_bool(c.get("load_in_8bit", False)))
-    k.fused_logps = bool(_at_least(trl, "1.15.0"))
+    k.fused_logps = bool(at_least(trl, "1.15.0"))
     _distributed(k, c, accelerate or {}, launch_opts or {})
     k.use_vllm = bool(as_bool(c.get("use_vllm", False)))
-    util_default = 0.9 if _at_least(trl, "0.18.0") is False else 0.3
+    util_default = 0.9 if at_least(trl, "0.18.0") is False else 0.3
     k.vllm_util = number(c.get("vllm_gpu_memory_utilization", util_default), util_default)
     if not 0.0 < k.vllm_util <= 1.0:
         k.vllm_util = util_default
     k.vllm_sleep = bool(as_bool(c.get("vllm_enable_sleep_mode", False)))
-    k.vllm_tp = _int(c.get("vllm_tensor_parallel_size"), 1)
+    k.vllm_tp = _count(c.get("vllm_tensor_parallel_size"), 1)
     mml = c.get("vllm_max_model_length", c.get("vllm_max_model_len"))
-    k.vllm_max_model_len = _int(mml, 0) or None
+    k.vllm_max_model_len = _count(mml, 0) or None
     return k
 
 
@@ -188,19 +181,19 @@ def _prompt(k: Knobs, c: dict[str, Any], trl: str | None, prompt_tokens: int | N
     ``max_completion_length`` (a server's ``--max_model_len`` in server mode: vLLM refuses a
     longer prompt, so it bounds what the run sees);
     else 512, an assumption (TRL's default before 0.26; from 0.26 prompts are not truncated)."""
-    if c.get("max_prompt_length") is not None and _int(c["max_prompt_length"], 0):
-        k.prompt_len, k.prompt_source = _int(c["max_prompt_length"], 512), "max_prompt_length"
+    if c.get("max_prompt_length") is not None and _count(c["max_prompt_length"], 0):
+        k.prompt_len, k.prompt_source = _count(c["max_prompt_length"], 512), "max_prompt_length"
         return
     if prompt_tokens:
         k.prompt_len, k.prompt_source = prompt_tokens, "--prompt-tokens"
         return
     key = "--max_model_len" if server_mml else "vllm_max_model_length"
-    mml = server_mml or _int(c.get("vllm_max_model_length", c.get("vllm_max_model_len")), 0)
+    mml = server_mml or _count(c.get("vllm_max_model_length", c.get("vllm_max_model_len")), 0)
     if as_bool(c.get("use_vllm", False)) and mml > k.completion_len:
         k.prompt_len = mml - k.completion_len
         k.prompt_source = f"{key} {mml} - max_completion_length {k.completion_len}"
         return
-    untruncated = _at_least(trl, "0.26.0")  # max_prompt_length defaults to None from 0.26.0
+    untruncated = at_least(trl, "0.26.0")  # max_prompt_length defaults to None from 0.26.0
     why = ("TRL's default before 0.26; from 0.26 prompts are not truncated: plan-memory "
            "--prompt-tokens N plans for your prompts" if untruncated else "TRL's default")
     k.prompt_len, k.prompt_source = 512, "assumed"
@@ -227,7 +220,7 @@ def _distributed(k: Knobs, c: dict[str, Any], acc: dict[str, Any], opts: dict[st
     dist = str(acc.get("distributed_type", "")).upper()
     stage = opts.get("zero_stage", ds.get("zero_stage", zero.get("stage")))
     if stage is not None or dist == "DEEPSPEED" or opts.get("use_deepspeed") or ds_inline:
-        s = _int(stage, 0) if str(stage) != "0" else 0
+        s = _count(stage, 0) if str(stage) != "0" else 0
         k.strategy = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}.get(s, "zero2")
         if s == 0 and stage is None:
             k.strategy = "zero2"
