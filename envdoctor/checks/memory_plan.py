@@ -3,34 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.plan.layout import trainer_env
-from envdoctor.plan.memory import (
-    CONTEXT,
-    GiB,
-    GpuPlan,
-    allocated,
-    each_role,
-    gpus_text,
-    same_gpus,
-)
-from envdoctor.plan.memory_plan import (
-    MemoryPlan,
-    for_context,
-    generations,
-    is_thin,
-    smallest_fix_set,
-)
-from envdoctor.plan.memory_plan import server_max_model_len as _server_mml
+
+if TYPE_CHECKING:
+    from envdoctor.plan.memory import GpuPlan
+    from envdoctor.plan.memory_plan import MemoryPlan
+
+# Every rule here needs a model (the engine skips them without one), so the memory plan
+# (envdoctor.plan.memory, .memory_plan) is imported inside them: a check that names no model
+# never loads it.
 
 
 def gib(n: int | float) -> str:
+    from envdoctor.plan.memory import GiB
+
     return f"{n / GiB:.1f} GiB"
 
 
 def _where(group: list[GpuPlan]) -> str:
+    from envdoctor.plan.memory import each_role, gpus_text
+
     return f"{gpus_text([r.gpu for r in group])} ({each_role(group[0].role, len(group))})"
 
 
@@ -40,6 +36,8 @@ def _biggest(row: GpuPlan, n: int = 4) -> str:
 
 
 def _fix_text(plan: MemoryPlan, row: GpuPlan, deficit: int) -> str:
+    from envdoctor.plan.memory_plan import smallest_fix_set
+
     fixes = plan.fixes(row)
     if not fixes:
         return ""
@@ -89,11 +87,15 @@ def _will_not_fit(plan: MemoryPlan, row: GpuPlan) -> bool:
 
 
 def _torch_part(row: GpuPlan) -> int:
+    from envdoctor.plan.memory import CONTEXT, allocated
+
     return allocated(row.parts) + CONTEXT + sum(
         p.bytes for p in row.parts if p.name.startswith("vLLM") and p.at_peak)
 
 
 def _rows(ctx: Context) -> tuple[MemoryPlan | None, list[GpuPlan]]:
+    from envdoctor.plan.memory_plan import for_context
+
     plan = for_context(ctx)
     if plan is None:
         return None, []
@@ -102,6 +104,8 @@ def _rows(ctx: Context) -> tuple[MemoryPlan | None, list[GpuPlan]]:
 
 @rule("MEM101", needs=("model",))
 def trainer_will_not_fit(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory import same_gpus
+
     plan, rows = _rows(ctx)
     for group in same_gpus(rows):
         row = group[0]
@@ -117,6 +121,9 @@ def trainer_will_not_fit(ctx: Context) -> Iterator[Hit]:
 
 @rule("MEM102", needs=("model",))
 def trainer_headroom_thin(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory import same_gpus
+    from envdoctor.plan.memory_plan import is_thin
+
     plan, rows = _rows(ctx)
     for group in same_gpus(rows):
         row = group[0]
@@ -133,6 +140,9 @@ def trainer_headroom_thin(ctx: Context) -> Iterator[Hit]:
 
 @rule("MEM103", needs=("model", "vllm"))
 def kv_cache_too_small(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory import gpus_text, same_gpus
+    from envdoctor.plan.memory_plan import for_context
+
     plan = for_context(ctx)
     if plan is None:
         return
@@ -177,6 +187,8 @@ def _colocate_conflict(plan: MemoryPlan, row: GpuPlan, needed: float) -> str:
     """Where the fraction the KV cache needs leaves the training step too little of the GPU: say
     so and propose what holds both (vLLM tensor parallel across the colocated ranks, sleep mode,
     server mode); "" where raising the fraction is enough."""
+    from envdoctor.plan.memory_plan import generations
+
     k, cap = plan.knobs, row.capacity or 0
     if not cap:
         return ""
@@ -209,6 +221,9 @@ def _colocate_conflict(plan: MemoryPlan, row: GpuPlan, needed: float) -> str:
 
 @rule("MEM104", needs=("model",))
 def plan_summary(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory import same_gpus
+    from envdoctor.plan.memory_plan import is_thin
+
     plan, rows = _rows(ctx)
     for group in same_gpus(rows):
         row = group[0]
@@ -222,12 +237,14 @@ def plan_summary(ctx: Context) -> Iterator[Hit]:
 def _max_model_len(ctx: Context, plan: MemoryPlan) -> tuple[int, str, dict[str, str]] | None:
     """The max_model_len the run sets (value, the key that sets it, the environment vLLM starts
     with), or None where vLLM takes the model's own length."""
+    from envdoctor.plan.memory_plan import server_max_model_len
+
     k = plan.knobs
     if not k.use_vllm:
         return None
     if k.vllm_mode == "server":
         launch = ctx.plan.server
-        value = _server_mml(ctx)
+        value = server_max_model_len(ctx)
         env = dict(ctx.facts.env, **(launch.env if launch is not None else {}))
         return (value, "--max_model_len", env) if value else None
     key = "vllm_max_model_length" if "vllm_max_model_length" in ctx.config else \
@@ -238,6 +255,8 @@ def _max_model_len(ctx: Context, plan: MemoryPlan) -> tuple[int, str, dict[str, 
 
 @rule("MEM105", needs=("model", "vllm"))
 def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory_plan import for_context
+
     plan = for_context(ctx)
     if plan is None:
         return
@@ -260,6 +279,8 @@ def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
 
 @rule("MEM106", needs=("model", "vllm"))
 def max_model_len_below_sequence(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory_plan import for_context
+
     plan = for_context(ctx)
     found = _max_model_len(ctx, plan) if plan is not None else None
     if plan is None or found is None:

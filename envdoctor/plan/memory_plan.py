@@ -29,6 +29,7 @@ from envdoctor.plan.memory import (
 )
 from envdoctor.plan.memory_setup import Knobs, number
 from envdoctor.plan.memory_setup import from_config as knobs_from_config
+from envdoctor.plan.model_name import NO_MODEL, model_name
 from envdoctor.plan.model_shape import ModelShape, load_shape, parse_count, shape_from_count
 from envdoctor.plan.values import as_bool
 
@@ -86,14 +87,6 @@ class MemoryPlan:
 
 
 # ---- the model ------------------------------------------------------------------------------
-def model_name(ctx: Any) -> str | None:
-    name = ctx.options.get("model") or ctx.config.get("model_name_or_path")
-    server = ctx.plan.server
-    if not name and server is not None:
-        name = server.options.get("model")
-    return str(name) if isinstance(name, (str, int)) and str(name).strip() else None
-
-
 def _environ(ctx: Any) -> dict[str, str]:
     env = dict(os.environ) if ctx.facts.live else {"HOME": os.path.expanduser("~")}
     env.update(ctx.facts.env)
@@ -106,8 +99,7 @@ def resolve_model(ctx: Any) -> tuple[ModelShape | None, str]:
         return shape_from_count(parse_count(str(ctx.options["model_params"]))), ""
     name = model_name(ctx)
     if not name:
-        return None, ("no model: the config has no model_name_or_path (envdoctor plan-memory "
-                      "--model PATH_OR_ID or --model-params 7B)")
+        return None, NO_MODEL
     try:
         shape = load_shape(name, _environ(ctx))
     except InputError as exc:
