@@ -45,6 +45,7 @@ _EXTRA_ONLY = re.compile(
     rf"extra[ \t]*==[ \t]*(?:\"({_IDENT})\"|'({_IDENT})')", re.ASCII)
 
 
+@lru_cache(maxsize=8192)
 def extra_only(line: str) -> str | None:
     """The extra (normalized) that ``line`` applies to, when it is a valid requirement whose only
     marker is ``extra == "x"``; None for any other line (parse it to know)."""

@@ -69,7 +69,7 @@ def _lines(draw: st.DrawFn) -> str:
     return "".join(parts)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(_lines())
 def test_extra_only_agrees_with_packaging(line):
     _agrees(line)
@@ -80,3 +80,13 @@ def test_invalid_lines_stay_invalid():
         with pytest.raises(InvalidRequirement):
             Requirement(line)
         assert requirement_problem(line) is not None
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aZ09-_.İ ß\u0130"), max_size=12) | st.text(max_size=12))
+def test_normalize_name_is_pep_503(name):
+    import re
+
+    from envdoctor.facts.interface import normalize_name
+
+    assert normalize_name(name) == re.sub(r"[-_.]+", "-", name).lower()
