@@ -36,7 +36,7 @@ def rules_dir() -> Path:
 
 
 #: The data files of ``rules/`` already parsed, as JSON: one line per YAML file, ``path<TAB>stamp
-#: <TAB>json``, written by ``python -m envdoctor.resources`` (tests/test_compiled_rules.py keeps
+#: <TAB>json``, written by ``python -m envdoctor.resources`` (tests/test_static_check_imports.py keeps
 #: it fresh). JSON parses ~80 times faster than YAML and PyYAML is then not imported: ~50 ms of
 #: a static check's ~200 ms. A YAML file whose text no longer matches its stamp is parsed.
 COMPILED = "compiled.jsonl"
