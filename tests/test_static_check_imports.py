@@ -87,4 +87,6 @@ def test_compiled_rule_data_is_fresh():
     `python -m envdoctor.resources` (a stale entry is parsed from YAML again: slower, not wrong)."""
     text = (rules_dir() / COMPILED).read_text(encoding="utf-8")
     assert text == compile_rules(), "rules/compiled.jsonl is stale: python -m envdoctor.resources"
-    assert len(text.splitlines()) == len(list(rules_dir().rglob("*.yaml")))
+    assert len(text.splitlines()) == len(list(rules_dir().rglob("*.yaml"))), (
+        "a YAML file of rules/ that JSON cannot hold exactly (a date, a key that is not a string) "
+        "is read with PyYAML on every run: quote the value")
