@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from envdoctor import versions
 from envdoctor.checks.packages import CHECKED
 from envdoctor.facts.interface import Facts, normalize_name
-from envdoctor.facts.packages import parse_requirement
+from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.knowledge import Knowledge
 from envdoctor.knowledge.requirements import marker_env, requirement_lines
 
@@ -32,9 +32,13 @@ class Conflict:
 def _requirements(facts: Facts, extras: set[str], kb: Knowledge) -> list[Conflict]:
     env = marker_env(facts.python)  # the checked machine's Python, as PKG004
     out = []
+    wanted = {normalize_name(e) for e in {""} | extras}
     for src in CHECKED:
         pkg = facts.packages.get(src)
         for line in requirement_lines(kb, src, pkg)[0] if pkg else []:
+            only = extra_only(line)
+            if only is not None and only not in wanted:
+                continue  # as PKG004: a line for an extra not installed
             req = parse_requirement(line)
             if req is None:
                 continue

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import Any
 
@@ -216,6 +215,8 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
     unknown = [k for k in ctx.plan.config_origin if k not in known]
     if not unknown:
         return
+    import difflib  # only for a config with keys to match
+
     trl, tf = ctx.trl.version, ctx.version("transformers")
     current = {k for k, e in keys.items()  # prefer keys this TRL accepts
                if not (e.get("until") and versions.at_least(trl, str(e["until"])))

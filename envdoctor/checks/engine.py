@@ -40,6 +40,10 @@ def _missing(ctx: Context, needs: tuple[str, ...]) -> str | None:
     if "vllm" in needs and not ctx.plan.use_vllm:
         return "use_vllm is off"
     if "model" in needs:
+        from envdoctor.plan.model_name import NO_MODEL, names_model
+
+        if not names_model(ctx):
+            return NO_MODEL  # the memory plan loads only for a run that names a model
         from envdoctor.plan.memory.planner import model_problem
 
         return model_problem(ctx)

@@ -8,7 +8,6 @@ from collections.abc import Collection, Iterator
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.layout import with_option
-from envdoctor.checks.net import server_health
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.facts.interface import Gpu, GpuProcess
@@ -88,6 +87,8 @@ def short_of_reservation(gpu: Gpu, util: float) -> bool:
 
 @rule("MEM001", needs=("gpus", "vllm"))
 def generation_gpu_memory_short(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.checks.net import server_health  # the network code loads only for a vLLM run
+
     lay = ctx.layout
     if lay.generation_mode not in ("legacy", "server", "colocate"):
         return

@@ -3,30 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.plan.layout import trainer_env
-from envdoctor.plan.memory.parts import (
-    CONTEXT,
-    GpuPlan,
-    allocated,
-    each_role,
-    gpus_text,
-    same_gpus,
-)
-from envdoctor.plan.memory.planner import (
-    MemoryPlan,
-    for_context,
-    generations,
-    is_thin,
-    smallest_fix_set,
-)
-from envdoctor.plan.memory.planner import server_max_model_len as _server_mml
 from envdoctor.units import billions, size_text
+
+if TYPE_CHECKING:
+    from envdoctor.plan.memory.parts import GpuPlan
+    from envdoctor.plan.memory.planner import MemoryPlan
+
+# Every rule here needs a model (the engine skips them without one), so the memory plan
+# (envdoctor.plan.memory) is imported inside the functions: a check that names no model never
+# loads it.
 
 
 def _where(group: list[GpuPlan]) -> str:
+    from envdoctor.plan.memory.parts import each_role, gpus_text
+
     return f"{gpus_text([r.gpu for r in group])} ({each_role(group[0].role, len(group))})"
 
 
@@ -36,6 +31,8 @@ def _biggest(row: GpuPlan, n: int = 4) -> str:
 
 
 def _fix_text(plan: MemoryPlan, row: GpuPlan, deficit: int) -> str:
+    from envdoctor.plan.memory.planner import smallest_fix_set
+
     fixes = plan.fixes(row)
     if not fixes:
         return ""
@@ -87,11 +84,15 @@ def _will_not_fit(plan: MemoryPlan, row: GpuPlan) -> bool:
 
 
 def _torch_part(row: GpuPlan) -> int:
+    from envdoctor.plan.memory.parts import CONTEXT, allocated
+
     return allocated(row.parts) + CONTEXT + sum(
         p.bytes for p in row.parts if p.name.startswith("vLLM") and p.at_peak)
 
 
 def _rows(ctx: Context) -> tuple[MemoryPlan | None, list[GpuPlan]]:
+    from envdoctor.plan.memory.planner import for_context
+
     plan = for_context(ctx)
     if plan is None:
         return None, []
@@ -100,6 +101,8 @@ def _rows(ctx: Context) -> tuple[MemoryPlan | None, list[GpuPlan]]:
 
 @rule("MEM101", needs=("model",))
 def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory.parts import same_gpus
+
     plan, rows = _rows(ctx)
     if plan is None:
         return
@@ -118,6 +121,9 @@ def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
 
 @rule("MEM102", needs=("model",))
 def memory_plan_headroom_thin(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory.parts import same_gpus
+    from envdoctor.plan.memory.planner import is_thin
+
     plan, rows = _rows(ctx)
     if plan is None:
         return
@@ -136,6 +142,9 @@ def memory_plan_headroom_thin(ctx: Context) -> Iterator[Hit]:
 
 @rule("MEM103", needs=("model", "vllm"))
 def kv_cache_cannot_hold_max_model_len(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory.parts import gpus_text, same_gpus
+    from envdoctor.plan.memory.planner import for_context
+
     plan = for_context(ctx)
     if plan is None:
         return
@@ -180,6 +189,8 @@ def _colocate_conflict(plan: MemoryPlan, row: GpuPlan, needed: float) -> str:
     """Where the fraction the KV cache needs leaves the training step too little of the GPU: say
     so and propose what holds both (vLLM tensor parallel across the colocated ranks, sleep mode,
     server mode); "" where raising the fraction is enough."""
+    from envdoctor.plan.memory.planner import generations
+
     k, cap = plan.knobs, row.capacity or 0
     if not cap:
         return ""
@@ -212,6 +223,9 @@ def _colocate_conflict(plan: MemoryPlan, row: GpuPlan, needed: float) -> str:
 
 @rule("MEM104", needs=("model",))
 def memory_plan(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory.parts import same_gpus
+    from envdoctor.plan.memory.planner import is_thin
+
     plan, rows = _rows(ctx)
     for group in same_gpus(rows):
         row = group[0]
@@ -225,6 +239,8 @@ def memory_plan(ctx: Context) -> Iterator[Hit]:
 def _max_model_len(ctx: Context, plan: MemoryPlan) -> tuple[int, str, dict[str, str]] | None:
     """The max_model_len the run sets (value, the key that sets it, the environment vLLM starts
     with), or None where vLLM takes the model's own length."""
+    from envdoctor.plan.memory.planner import server_max_model_len as _server_mml
+
     k = plan.knobs
     if not k.use_vllm:
         return None
@@ -241,6 +257,8 @@ def _max_model_len(ctx: Context, plan: MemoryPlan) -> tuple[int, str, dict[str, 
 
 @rule("MEM105", needs=("model", "vllm"))
 def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory.planner import for_context
+
     plan = for_context(ctx)
     if plan is None:
         return
@@ -263,6 +281,8 @@ def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
 
 @rule("MEM106", needs=("model", "vllm"))
 def max_model_len_below_prompt_and_completion(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.memory.planner import for_context
+
     plan = for_context(ctx)
     found = _max_model_len(ctx, plan) if plan is not None else None
     if plan is None or found is None:

@@ -10,7 +10,7 @@ from envdoctor.checks.context import Context
 from envdoctor.checks.known_failures import confirmed_break
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.facts.interface import Package, normalize_name
-from envdoctor.facts.packages import parse_requirement
+from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.knowledge.requirements import harmless, marker_env, requirement_lines, weight
 from envdoctor.plan.layout import trainer_env
 
@@ -140,7 +140,11 @@ def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
             continue
         lines, curated = requirement_lines(ctx.kb, src, pkg)
         extras = {""} | _extras(ctx, src)
+        wanted = {normalize_name(e) for e in extras}
         for line in lines:
+            only = extra_only(line)
+            if only is not None and only not in wanted:
+                continue  # for an extra this run does not install (no parse needed to know)
             req = parse_requirement(line)
             if req is None:
                 continue

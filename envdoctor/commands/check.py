@@ -65,8 +65,6 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
     """
     from envdoctor.doctor import check as run_check
     from envdoctor.facts.collect import collect_facts
-    from envdoctor.facts.snapshot import load
-    from envdoctor.net_policy import allowed_hosts
     from envdoctor.plan.build import build_plan
     from envdoctor.report import render
     from envdoctor.settings import load_settings
@@ -75,12 +73,21 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
     select_ids = split_list(select) or settings.get("select") or None
     ignore_ids = split_list(ignore) or settings.get("ignore") or None
     strict = settings.get("strict", False) if strict is None else strict
-    allow = allowed_hosts(allow_host, "--allow-host")
+    allow: tuple[str, ...] = ()
+    if allow_host:
+        from envdoctor.net_policy import allowed_hosts
+
+        allow = allowed_hosts(allow_host, "--allow-host")
     if distributed:
         sys.exit(_distributed(config, accelerate_config, facts_file, probe, upgrade_plan,
                               launch_text(launch, launch_argv), select_ids, ignore_ids, fmt,
                               output, verbose, bool(strict), no_network, assume, allow))
-    facts = load(facts_file) if facts_file else collect_facts()
+    if facts_file:
+        from envdoctor.facts.snapshot import load
+
+        facts = load(facts_file)
+    else:
+        facts = collect_facts()
     apply_assume(facts, assume)
     plan = build_plan(config=config, accelerate_config=accelerate_config,
                       launch="\n".join(launch) or None, launch_argv=launch_argv, live=facts.live)

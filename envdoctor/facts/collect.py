@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 import platform
-import socket
 import sys
 
 from envdoctor.facts.environment import collect_env
@@ -20,7 +20,7 @@ def collect_facts(gpus: bool = True) -> Facts:
         platform=f"{platform.system()}-{platform.release()}-{platform.machine()}",
         packages=collect_packages(),
         env=collect_env(),
-        hostname=socket.gethostname(),
+        hostname=_hostname(),
     )
     facts.extra["executable"] = sys.executable
     if gpu_facts is None:
@@ -30,3 +30,13 @@ def collect_facts(gpus: bool = True) -> Facts:
         facts.gpus = gpu_facts.gpus
         facts.nvml_error = gpu_facts.error
     return facts
+
+
+def _hostname() -> str:
+    """This machine's name: ``uname``'s node name where there is one (what ``gethostname``
+    returns there, without importing ``socket``: 3 ms), else the socket library's."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()

@@ -8,11 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
-from envdoctor.parsing import read_mapping
 from envdoctor.plan.interface import Launch, Plan
-from envdoctor.plan.launch import parse_launches
 from envdoctor.plan.values import validate
-from envdoctor.script_args import parse_script_args
 
 _LAUNCH_ONLY = {"config"}  # script arguments that are not GRPOConfig fields
 
@@ -42,10 +39,15 @@ def build_plan(
     split again).
     """
     plan = Plan()
-    plan.launches = parse_launches(launch or None, launch_argv)
+    if launch or launch_argv:  # the launch parser loads only for a launch
+        from envdoctor.plan.launch import parse_launches
+
+        plan.launches = parse_launches(launch or None, launch_argv)
     trainer = plan.trainer
     script_cfg: dict[str, Any] = {}
     if trainer is not None:
+        from envdoctor.script_args import parse_script_args
+
         script_cfg = parse_script_args(trainer.script_args)
         if config is None and isinstance(script_cfg.get("config"), str):
             config = script_cfg["config"]
@@ -53,7 +55,7 @@ def build_plan(
         _merge(plan, config_dict, "config object")
     if config:
         plan.config_path = str(config)
-        _merge(plan, read_mapping(config, "GRPO config"), f"config file {config}")
+        _merge(plan, _read_mapping(config, "GRPO config"), f"config file {config}")
     if trainer is not None:
         _merge(plan, {k: v for k, v in script_cfg.items() if k not in _LAUNCH_ONLY},
                "command line")
@@ -68,10 +70,17 @@ def build_plan(
             acc_path = str(default)
     if isinstance(acc_path, str):
         plan.accelerate_path = acc_path
-        plan.accelerate = read_mapping(acc_path, "accelerate config")
+        plan.accelerate = _read_mapping(acc_path, "accelerate config")
     elif acc_path is not None:
         raise InputError("--config_file", f"expected a file path, got {acc_path!r}")
     return plan
+
+
+def _read_mapping(path: str, what: str) -> dict[str, Any]:
+    """A config file as a mapping; its readers (YAML, JSON, TOML) load only for a file given."""
+    from envdoctor.parsing import read_mapping
+
+    return read_mapping(path, what)
 
 
 def _merge(plan: Plan, values: dict[str, Any], origin: str) -> None:

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 
-from envdoctor.report import json_format, junit, sarif, text
 from envdoctor.report.interface import Report
 
-FORMATS: dict[str, Callable[..., str]] = {
-    "text": text.render,
-    "json": json_format.render,
-    "junit": junit.render,
-    "sarif": sarif.render,
+#: Each format: its name -> the module under envdoctor.report whose ``render`` writes it. A
+#: renderer loads when its format is asked for (junit's XML library only for ``--format junit``).
+FORMATS: dict[str, str] = {
+    "text": "text",
+    "json": "json_format",
+    "junit": "junit",
+    "sarif": "sarif",
 }
+
+
+def renderer(fmt: str) -> Callable[..., str]:
+    """The ``render`` function of ``fmt``."""
+    fn: Callable[..., str] = import_module(f"envdoctor.report.{FORMATS[fmt]}").render
+    return fn
 
 
 def render(report: Report, fmt: str = "text", verbose: bool = False, color: bool = False) -> str:
@@ -21,4 +29,4 @@ def render(report: Report, fmt: str = "text", verbose: bool = False, color: bool
     as escapes (``\\x1b``), newlines too except in JSON (whose encoder writes them ``\\n``)."""
     from envdoctor.redact import safe_report
 
-    return FORMATS[fmt](safe_report(report, fmt), verbose=verbose, color=color)
+    return renderer(fmt)(safe_report(report, fmt), verbose=verbose, color=color)

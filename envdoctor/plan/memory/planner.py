@@ -30,6 +30,7 @@ from envdoctor.plan.memory.parts import (
     vllm_parts,
 )
 from envdoctor.plan.memory.shape import ModelShape, load_shape, parse_count, shape_from_count
+from envdoctor.plan.model_name import NO_MODEL, model_name
 from envdoctor.plan.values import as_bool
 from envdoctor.units import GiB, MiB, size_text
 
@@ -111,14 +112,6 @@ class MemoryPlan:
 
 
 # ---- the model ------------------------------------------------------------------------------
-def model_name(ctx: RuleContext) -> str | None:
-    name = ctx.options.get("model") or ctx.config.get("model_name_or_path")
-    server = ctx.plan.server
-    if not name and server is not None:
-        name = server.options.get("model")
-    return str(name) if isinstance(name, (str, int)) and str(name).strip() else None
-
-
 def _environ(ctx: RuleContext) -> dict[str, str]:
     env = dict(os.environ) if ctx.facts.live else {"HOME": os.path.expanduser("~")}
     env.update(ctx.facts.env)
@@ -131,8 +124,7 @@ def resolve_model(ctx: RuleContext) -> tuple[ModelShape | None, str]:
         return shape_from_count(parse_count(str(ctx.options["model_params"]))), ""
     name = model_name(ctx)
     if not name:
-        return None, ("no model: the config has no model_name_or_path (envdoctor plan-memory "
-                      "--model PATH_OR_ID or --model-params 7B)")
+        return None, NO_MODEL
     try:
         shape = load_shape(name, _environ(ctx))
     except InputError as exc:

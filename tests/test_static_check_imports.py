@@ -1,0 +1,90 @@
+"""The static check stays fast by what it does not load: a reader or a planner loads only when its
+input is there (issue 29). Held by the modules a real ``envdoctor check`` process imports, not by
+its time (no timed asserts: bench/check_speed.py measures it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from envdoctor.resources import COMPILED, compile_rules, rules_dir
+from tests.conftest import ROOT
+
+#: What `envdoctor check` with nothing given must not import, each with the input it is for.
+NOT_WITHOUT_INPUT = {
+    "yaml": "a config file (the rule data is read from rules/compiled.jsonl)",
+    "importlib.metadata": "a distribution that no *.dist-info folder names",
+    "envdoctor.facts.declared": "a requirements file, pyproject or lock file",
+    "envdoctor.plan.memory": "a model",
+    "envdoctor.plan.config_files": "a config file",
+    "envdoctor.parsing": "a config file",
+    "envdoctor.plan.launch": "a launch command",
+    "envdoctor.facts.snapshot": "--facts",
+    "envdoctor.net_policy": "a vLLM server or --allow-host",
+    "socket": "a vLLM server or --allow-host",
+    "envdoctor.report.junit": "--format junit",
+    "envdoctor.report.sarif": "--format sarif",
+    "envdoctor.report.json_format": "--format json",
+    "difflib": "config keys to match",
+    "envdoctor.probe": "--probe",
+    "envdoctor.triage": "envdoctor triage",
+    "envdoctor.cluster": "--distributed",
+}
+
+_SCRIPT = """
+import json, sys
+from envdoctor.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules_of_check(cwd: Path, *args: str) -> set[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_", "PYTORCH_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT, "check", "--no-network", *args],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+    assert "MODULES " in proc.stderr, proc.stderr
+    return set(json.loads(proc.stderr.rsplit("MODULES ", 1)[1]))
+
+
+def _loaded(modules: set[str], name: str) -> bool:
+    return any(m == name or m.startswith(name + ".") for m in modules)
+
+
+def test_check_with_nothing_given_loads_no_reader_or_planner(tmp_path):
+    modules = _modules_of_check(tmp_path)
+    assert "envdoctor.checks.packages" in modules  # the rules did run
+    loaded = {name: why for name, why in NOT_WITHOUT_INPUT.items() if _loaded(modules, name)}
+    assert not loaded, f"loaded without their input: {loaded}"
+    assert not any(m.split(".")[0] in ("torch", "transformers", "trl", "vllm") for m in modules)
+
+
+def test_the_same_modules_load_when_their_input_is_there(tmp_path):
+    """The other side: each module above exists and loads for its input (a renamed module
+    would otherwise pass the test above unseen)."""
+    (tmp_path / "grpo.yaml").write_text("model_name_or_path: no-such-org/no-such-model\n"
+                                        "use_vllm: true\nvllm_mode: server\nfoo_bar: 1\n")
+    modules = _modules_of_check(tmp_path, "--config", "grpo.yaml", "--format", "junit",
+                                "--allow-host", "example.org", "--", "python", "train.py")
+    for name in ("yaml", "envdoctor.plan.memory", "envdoctor.plan.memory.planner",
+                 "envdoctor.plan.memory.shape", "envdoctor.plan.config_files", "envdoctor.parsing",
+                 "envdoctor.plan.launch", "envdoctor.net_policy", "envdoctor.report.junit",
+                 "difflib"):
+        assert name in modules, name
+
+
+def test_compiled_rule_data_is_fresh():
+    """rules/compiled.jsonl holds every YAML file of rules/ as it is now: after editing one, run
+    `python -m envdoctor.resources` (a stale entry is parsed from YAML again: slower, not wrong)."""
+    text = (rules_dir() / COMPILED).read_text(encoding="utf-8")
+    assert text == compile_rules(), "rules/compiled.jsonl is stale: python -m envdoctor.resources"
+    assert len(text.splitlines()) == len(list(rules_dir().rglob("*.yaml"))), (
+        "a YAML file of rules/ that JSON cannot hold exactly (a date, a key that is not a string) "
+        "is read with PyYAML on every run: quote the value")
