@@ -74,7 +74,7 @@ def test_the_same_modules_load_when_their_input_is_there(tmp_path):
     modules = _modules_of_check(tmp_path, "--config", "grpo.yaml", "--format", "junit",
                                 "--allow-host", "example.org", "--", "python", "train.py")
     for name in ("yaml", "envdoctor.plan.memory", "envdoctor.plan.memory.planner",
-                 "envdoctor.plan.memory.shape", "envdoctor.plan.config_files", "envdoctor.parsing",
+                 "envdoctor.plan.memory.shape", "envdoctor.parsing",
                  "envdoctor.plan.launch", "envdoctor.net_policy", "envdoctor.report.junit",
                  "difflib"):
         assert name in modules, name
