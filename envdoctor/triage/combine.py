@@ -1,20 +1,23 @@
-"""The per-line work of the scanner in one regex pass each, whatever the number of signatures.
+"""The scanner's per-line work in a few regex calls, whatever the number of signatures.
 
 A line holding ``Error`` names some 35 signatures, and each entry added to the known-failure
 catalogue adds one: matched one by one in Python, a flood of distinct error lines (1.5 million of
-them in 100 MB) took a minute. Here each step is one call into the regex engine:
+them in 100 MB) took a minute. Here:
 
-- ``Keywords.held``: the keywords a line holds, from one ``findall`` of their alternation (not a
+- ``Literals.held``: the keywords a line holds, from one ``findall`` of their trie (not one
   ``bytes.find`` per keyword);
-- ``alternations``: the patterns of the signatures still open on a line, joined as
-  ``(?:p1)|(?:p2)|…``, which matches a text exactly when one of ``p1, p2, …`` matches it somewhere
-  (the engine tries each alternative at each position). One search tells a line that matches none
-  of them — nearly every line of a flood — and only a line it matches is matched signature by
-  signature.
+- ``Gate.hit``: whether any signature still open on a line can match it: a pattern whose every
+  match starts with a literal is searched only where the line holds one (one ``findall`` of all
+  the leading literals), one anchored at the start is tried there; nearly every line of a flood
+  is told in two or three calls that none matches, and only a line one matches is matched
+  signature by signature;
+- ``digit_guards``: the literals without which a pattern cannot tell two lines apart that differ
+  in digit values only, so that the scanner decides such lines once per digit shape.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
@@ -63,22 +66,29 @@ class Literals(Generic[T]):
     the match): those few (``across``) are looked for with ``in``."""
 
     def __init__(self, literals: Iterable[T]) -> None:
-        kws = sorted(set(literals), key=lambda k: (-len(k), k))
-        self.any = re.compile(_trie(kws)) if kws else None
-        self.inside = {a: frozenset(b for b in kws if b in a) for a in kws}
-        self.across = {a: tuple(b for b in kws if b not in a and any(
-            b.startswith(a[j:]) for j in range(1, len(a)))) for a in kws}
+        self.kws = sorted(set(literals), key=lambda k: (-len(k), k))
+        self._any: re.Pattern[T] | None = None  # compiled at the first line (most logs have none)
+        self._inside: dict[T, frozenset[T]] = {}
+        self._across: dict[T, tuple[T, ...]] = {}
         self._found: dict[frozenset[T], tuple[frozenset[T], tuple[T, ...]]] = {}
+
+    @property
+    def any(self) -> re.Pattern[T] | None:
+        """The trie of the literals as a regex (None when there are none)."""
+        if self._any is None and self.kws:
+            self._any = re.compile(_trie(self.kws))
+        return self._any
 
     def held(self, text: T) -> frozenset[T]:
         """The literals that ``text`` holds (exactly those ``k`` with ``k in text``)."""
-        if self.any is None:
+        found_re = self.any
+        if found_re is None:
             return frozenset()
-        found = frozenset(self.any.findall(text))
+        found = frozenset(found_re.findall(text))
         known = self._found.get(found)
         if known is None:
-            inside = frozenset().union(*(self.inside[k] for k in found))
-            across = tuple(dict.fromkeys(b for k in found for b in self.across[k] if b not in inside))
+            inside = frozenset().union(*(self.inside(k) for k in found))
+            across = tuple(dict.fromkeys(b for k in found for b in self.across(k) if b not in inside))
             if len(self._found) >= 4096:
                 self._found.clear()
             known = self._found[found] = (inside, across)
@@ -87,7 +97,21 @@ class Literals(Generic[T]):
             return inside
         return inside | frozenset(b for b in across if b in text)
 
+    def inside(self, a: T) -> frozenset[T]:
+        """The literals within ``a`` (itself too)."""
+        if a not in self._inside:
+            self._inside[a] = frozenset(b for b in self.kws if b in a)
+        return self._inside[a]
 
+    def across(self, a: T) -> tuple[T, ...]:
+        """The literals not within ``a`` that a proper suffix of ``a`` begins."""
+        if a not in self._across:
+            self._across[a] = tuple(b for b in self.kws if b not in a and any(
+                b.startswith(a[j:]) for j in range(1, len(a))))
+        return self._across[a]
+
+
+@functools.lru_cache(maxsize=1024)
 def starts(pattern: re.Pattern[str], folded: bool = False) -> tuple[frozenset[str], bool] | None:
     """How every match of ``pattern`` starts: with one of the literals returned, or at the text's
     start (``True``: some alternative is anchored with ``^``); None when an alternative may start
@@ -200,6 +224,7 @@ _REPEATS = tuple(getattr(_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIV
 _DIGIT_LO, _DIGIT_HI = ord("0"), ord("9")
 
 
+@functools.lru_cache(maxsize=1024)
 def digit_guards(pattern: re.Pattern[str]) -> tuple[bytes, ...] | None:
     """Literals without which ``pattern`` matches a text exactly when it matches the same text with
     other digit values (ASCII digits, same length): ``()`` when it never tells one digit from

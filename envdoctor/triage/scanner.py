@@ -132,7 +132,7 @@ class Matcher:
         self.searches = 0  # regex searches made on lines for their signatures (tests count them)
         #: digit shape of a line -> its outcome, for the lines that differ from it in digit values
         self.shapes: dict[bytes, Shape] = {}
-        self.guards = {id(sig): digit_guards(sig.pattern) for sig in sigs}
+        self.guards: dict[int, tuple[bytes, ...] | None] = {}  # id(sig) -> its digit guards
         self.digit_keywords = tuple((k, k.translate(_ZERO)) for k, _ in by_keyword if _DIGITS.search(k))
         self.longest = max(len(a) for a in anchor_list)
         self.hint_anchors = hint_anchors(sigs, anchor_list)
@@ -305,6 +305,8 @@ class Matcher:
             self.plans.clear()
         guards: set[bytes] | None = set()
         for sig in open_:
+            if id(sig) not in self.guards:
+                self.guards[id(sig)] = digit_guards(sig.pattern)
             found = self.guards[id(sig)]
             if found is None:
                 guards = None
