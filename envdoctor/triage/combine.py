@@ -66,7 +66,7 @@ class Literals(Generic[T]):
     the match): those few (``across``) are looked for with ``in``."""
 
     def __init__(self, literals: Iterable[T]) -> None:
-        self.kws = sorted(set(literals), key=lambda k: (-len(k), k))
+        self.kws: list[T] = sorted(set(literals), key=lambda k: (-len(k), k))
         self._any: re.Pattern[T] | None = None  # compiled at the first line (most logs have none)
         self._inside: dict[T, frozenset[T]] = {}
         self._across: dict[T, tuple[T, ...]] = {}

@@ -132,6 +132,7 @@ class Matcher:
         self.searches = 0  # regex searches made on lines for their signatures (tests count them)
         #: digit shape of a line -> its outcome, for the lines that differ from it in digit values
         self.shapes: dict[bytes, Shape] = {}
+        self.once_seen: set[bytes] = set()  # digit shapes seen once
         self.guards: dict[int, tuple[bytes, ...] | None] = {}  # id(sig) -> its digit guards
         self.digit_keywords = tuple((k, k.translate(_ZERO)) for k, _ in by_keyword if _DIGITS.search(k))
         self.longest = max(len(a) for a in anchor_list)
@@ -208,9 +209,11 @@ class Matcher:
         their first line is incomplete.
 
         A flood of distinct lines costs a few regex calls a line, however many signatures its
-        keywords name (``combine.py``): the keywords it holds in one pass, then one search of
-        the patterns still open on it joined as one alternation; only a line that this search
-        matches is matched signature by signature."""
+        keywords name: a line that differs from one seen in digit values only has that line's
+        outcome where no open signature tells digits apart (``_shape``); any other has the
+        keywords it holds found in one pass and its open signatures gated by their leading
+        literals (``combine.py``); only a line that one of them matches is matched signature by
+        signature."""
         if raw in self.unmatched:
             return False  # the same text matched nothing before
         key = raw.translate(_ZERO)
@@ -261,11 +264,16 @@ class Matcher:
         every digit alike but where it holds a literal of ``guards`` (looked for in the line; the
         line then has no ANSI escape, which could join such a literal in the cleaned text); the
         digit keywords a line of that shape may hold are looked for too."""
+        if key not in self.once_seen:  # kept from its second line on: most shapes of a flood of
+            if len(self.once_seen) >= 4096:  # hex ids never come back
+                self.once_seen.clear()
+            self.once_seen.add(key)
+            return
         guards = plan.guards
         if guards is None or guards and b"\x1b" in key:
             return
         maybe = tuple([k for k, zero in self.digit_keywords if zero in key])
-        if len(self.shapes) >= 4096:
+        if len(self.shapes) >= 1024:  # at most 8 MiB of keys (a piece is at most 2 * WINDOW)
             self.shapes.clear()
         self.shapes[key] = Shape(self.epoch, kept, ranked, guards, maybe,
                                  tuple(k in plan.held for k in maybe))
@@ -303,18 +311,21 @@ class Matcher:
                 gate = self.gates[key] = Gate([sig.pattern for sig in open_])
         if len(self.plans) >= 4096:
             self.plans.clear()
-        guards: set[bytes] | None = set()
-        for sig in open_:
+        plan = self.plans[held] = Plan(self.epoch, held, tuple(sigs), tuple(kept), gate,
+                                       self._guards(open_))
+        return plan
+
+    def _guards(self, sigs: list[Signature]) -> tuple[bytes, ...] | None:
+        """The digit guards of ``sigs`` together (``combine.digit_guards``); None if one has none."""
+        guards: set[bytes] = set()
+        for sig in sigs:
             if id(sig) not in self.guards:
                 self.guards[id(sig)] = digit_guards(sig.pattern)
             found = self.guards[id(sig)]
             if found is None:
-                guards = None
-                break
+                return None
             guards.update(found)
-        plan = self.plans[held] = Plan(self.epoch, held, tuple(sigs), tuple(kept), gate,
-                                       None if guards is None else tuple(sorted(guards)))
-        return plan
+        return tuple(sorted(guards))
 
     def _each(self, sigs: tuple[Signature, ...], raw: bytes, line_no: int, text: str, body: str,
               rank: int | None, before: Callable[[], bytes], cut: bool) -> bool:
