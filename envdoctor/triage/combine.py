@@ -30,6 +30,9 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse as _p  # type: ignore[no-redef]
 
 T = TypeVar("T", str, bytes)
+#: lines looked at one literal or pattern at a time before the trie and the gates are built
+#: (tens of milliseconds of regex parsing and compiling, which a quiet log need not pay)
+EAGER = 256
 _DEFAULT_FLAGS = re.compile("").flags
 
 
@@ -71,6 +74,7 @@ class Literals(Generic[T]):
         self._inside: dict[T, frozenset[T]] = {}
         self._across: dict[T, tuple[T, ...]] = {}
         self._found: dict[frozenset[T], tuple[frozenset[T], tuple[T, ...]]] = {}
+        self.looks = 0  # texts looked at: the first ``EAGER`` with ``in`` (no regex to build)
 
     @property
     def any(self) -> re.Pattern[T] | None:
@@ -81,6 +85,9 @@ class Literals(Generic[T]):
 
     def held(self, text: T) -> frozenset[T]:
         """The literals that ``text`` holds (exactly those ``k`` with ``k in text``)."""
+        if self.looks < EAGER:  # a log with a few such lines pays no regex compilation
+            self.looks += 1
+            return frozenset([k for k in self.kws if k in text])
         found_re = self.any
         if found_re is None:
             return frozenset()
@@ -168,10 +175,15 @@ class Gate:
     calls made."""
 
     def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
+        self.patterns = tuple(patterns)
+        self.calls = 0
+        self.looks = 0  # texts looked at: the first ``EAGER`` with each pattern searched
+
+    def _build(self) -> None:
         by_lead: dict[str, list[re.Pattern[str]]] = {}
         at_start: list[re.Pattern[str]] = []
         rest: list[re.Pattern[str]] = []
-        for pattern in patterns:
+        for pattern in self.patterns:
             found = starts(pattern, folded=True)
             if found is None or not all(lead.isascii() for lead in found[0]):
                 rest.append(pattern)
@@ -184,13 +196,22 @@ class Gate:
         self.by_lead = by_lead
         self.led = tuple({id(p): p for ps in by_lead.values() for p in ps}.values())
         self.literals: Literals[str] = Literals(by_lead)
+        self.literals.looks = EAGER  # the trie at once: this gate is busy
         self.at_start = tuple(at_start)
         self.rest = tuple(rest)
         self._led: dict[frozenset[str], tuple[re.Pattern[str], ...]] = {}
-        self.calls = 0
 
     def hit(self, text: str) -> bool:
         """Whether one of the patterns matches ``text`` (somewhere, as ``search`` finds)."""
+        if self.looks <= EAGER:
+            self.looks += 1
+            if self.looks <= EAGER:  # a few lines: each pattern searched, nothing to build
+                for pattern in self.patterns:
+                    self.calls += 1
+                    if pattern.search(text) is not None:
+                        return True
+                return False
+            self._build()
         for pattern in self.rest:
             self.calls += 1
             if pattern.search(text) is not None:

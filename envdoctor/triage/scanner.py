@@ -269,7 +269,8 @@ class Matcher:
                 self.once_seen.clear()
             self.once_seen.add(key)
             return
-        guards = plan.guards
+        kept_ids = {id(sig) for sig in plan.kept}
+        guards = self._guards([sig for sig in plan.sigs if id(sig) not in kept_ids])
         if guards is None or guards and b"\x1b" in key:
             return
         maybe = tuple([k for k, zero in self.digit_keywords if zero in key])
@@ -311,8 +312,7 @@ class Matcher:
                 gate = self.gates[key] = Gate([sig.pattern for sig in open_])
         if len(self.plans) >= 4096:
             self.plans.clear()
-        plan = self.plans[held] = Plan(self.epoch, held, tuple(sigs), tuple(kept), gate,
-                                       self._guards(open_))
+        plan = self.plans[held] = Plan(self.epoch, held, tuple(sigs), tuple(kept), gate)
         return plan
 
     def _guards(self, sigs: list[Signature]) -> tuple[bytes, ...] | None:
@@ -372,7 +372,6 @@ class Plan(NamedTuple):
     sigs: tuple[Signature, ...]
     kept: tuple[Signature, ...]
     gate: Gate | None
-    guards: tuple[bytes, ...] | None  # of the open ones (``digit_guards``); None: some has none
 
 
 class Shape(NamedTuple):
