@@ -23,11 +23,11 @@ from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
 
 try:  # the regex parser: re._parser from Python 3.11, sre_parse on 3.10 (requires-python)
-    import re._constants as _c  # type: ignore[import-not-found]
-    import re._parser as _p  # type: ignore[import-not-found]
+    import re._constants as _c  # type: ignore[import-not-found,unused-ignore]
+    import re._parser as _p  # type: ignore[import-not-found,unused-ignore]
 except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
+    import sre_constants as _c  # type: ignore[no-redef,unused-ignore]
+    import sre_parse as _p  # type: ignore[no-redef,unused-ignore]
 
 T = TypeVar("T", str, bytes)
 #: lines looked at one literal or pattern at a time before the trie and the gates are built
