@@ -1,12 +1,15 @@
 """Throughput of `envdoctor triage` on a large GRPO log.
 
-    python bench/triage_throughput.py [--size-mb 1024] [--repeat 3] [--log FILE]
+    python bench/triage_throughput.py [--size-mb 1024] [--repeat 3] [--log FILE | --flood KIND]
 
 Writes the log to a temp file (under $TMPDIR, deleted afterwards): with ``--log``, that log's lines
 repeated up to the size, then the failure of a real thread (tests/triage/real) at the end; without
 it, a synthetic run — 8 interleaved ranks, ANSI colours, tqdm carriage-return redraws, vLLM engine
 logs, NCCL warnings, metrics, harmless warnings with tracebacks, an OOM every 256 MB and NCCL
-timeouts at the end. Then it times, ``--repeat`` times each, the scan in one process, the scan in
+timeouts at the end; with ``--flood``, distinct error lines (every one holding an anchor, issue 30:
+``numbered`` as ``ValueError: distinct failure number N at step M token F``, ``hex`` with a
+random 8-digit hex id in each, so that no two share a digit shape), a CUDA OOM in the middle and
+at the end. Then it times, ``--repeat`` times each, the scan in one process, the scan in
 one process per CPU (what the CLI does for a big plain file without GNU grep), with GNU grep
 as the prefilter (what it does with it), and the whole CLI (a new
 `python -m envdoctor triage` process: interpreter start, facts, scan, report; GNU grep finding the
@@ -119,6 +122,31 @@ def write_repeated(path: str, source: str, size_mb: int) -> tuple[int, int]:
     return written + len(tail), 1
 
 
+FLOODS = {
+    "numbered": lambda i, rng: b"ValueError: distinct failure number %d at step %d token %d\n" % (
+        i, i * 7 % 100000, rng.randrange(1000)),
+    "hex": lambda i, rng: b"ValueError: distinct failure number %d token %08x\n" % (i, rng.getrandbits(32)),
+}
+
+
+def write_flood(path: str, kind: str, size_mb: int) -> tuple[int, int]:
+    """About ``size_mb`` MB of distinct error lines of ``kind``, an OOM in the middle and at the end."""
+    rng, line = random.Random(0), FLOODS[kind]
+    written, i, planted = 0, 0, 0
+    with open(path, "wb") as fh:
+        while written < size_mb * MB:
+            block = b"".join(line(i + k, rng) for k in range(10000))
+            i += 10000
+            if planted == 0 and written >= size_mb * MB // 2:
+                block += OOM.format(r=3).encode()
+                planted += 1
+            fh.write(block)
+            written += len(block)
+        tail = OOM.format(r=5).encode()
+        fh.write(tail)
+    return written + len(tail), planted + 1
+
+
 def _median(fn, repeat: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeat):
@@ -133,13 +161,17 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=1024, help="log size in MB (10^6 bytes)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--log", help="a real log whose lines are repeated (default: synthetic)")
+    parser.add_argument("--flood", choices=sorted(FLOODS), help="distinct error lines (issue 30)")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     fd, path = tempfile.mkstemp(suffix=".log", prefix="envdoctor-triage-bench-")
     os.close(fd)
     try:
         t = time.perf_counter()
-        if args.log:
+        if args.flood:
+            size, planted = write_flood(path, args.flood, args.size_mb)
+            what = f"a flood of distinct {args.flood} error lines, {planted} OOMs planted"
+        elif args.log:
             size, planted = write_repeated(path, args.log, args.size_mb)
             what = f"lines of {args.log} repeated, a real failure at the end"
         else:
@@ -163,11 +195,18 @@ def main() -> None:
 
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
+        cli_cpu: list[float] = []
+
         def cli() -> object:  # bytecode cached, as an installed package has it
-            return subprocess.run([sys.executable, "-m", "envdoctor", "triage", path,
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            proc = subprocess.run([sys.executable, "-m", "envdoctor", "triage", path,
                                    "--format", "json"], capture_output=True, env=env)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cli_cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+            return proc
 
         cli()  # writes the bytecode cache if it is missing
+        cli_cpu.clear()
 
         rows = []
         seconds, (result, found) = _median(one, args.repeat)  # type: ignore[misc]
@@ -187,7 +226,8 @@ def main() -> None:
         print(f"{'what':<36} {'MB':>8} {'seconds':>8} {'MB/s':>8}")
         for name, secs in rows:
             print(f"{name:<36} {size / MB:>8,.0f} {secs:>8.2f} {size / MB / secs:>8.0f}")
-        print(f"\npeak memory of a child process (CLI or scan worker): {rss:.0f} MiB")
+        print(f"\nCPU time of the CLI (its processes and grep's): median {statistics.median(cli_cpu):.2f} s")
+        print(f"peak memory of a child process (CLI or scan worker): {rss:.0f} MiB")
         print(f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; median of {args.repeat}; "
               f"load average before the runs: {load:.2f}")
     finally:

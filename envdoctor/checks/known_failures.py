@@ -51,8 +51,9 @@ def _config_holds(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
     elif key == "vllm_mode":
         value = vllm_mode(ctx.plan, ctx.facts, ctx.kb)
     elif key in ctx.config:
-        if all(w == "*" for w in wanted) and ctx.plan.config_origin.get(key, "").endswith(" object"):
-            return False  # a config object holds every field its __post_init__ fills: not "set"
+        origin = ctx.plan.config_origin.get(key, "")
+        if all(w == "*" for w in wanted) and origin.endswith(" object") and origin != "config object":
+            return False  # a GRPOConfig object holds every field its __post_init__ fills: not "set"
         value = ctx.config[key]
     elif "*" in wanted:
         return False  # "*": the config must set the key itself

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +41,27 @@ class KnownFailuresError(ValueError):
 
 @dataclass(frozen=True)
 class Symptom:
-    """One phrasing of a failure in a log: a literal substring, or a regex (``re:`` prefix)."""
+    """One phrasing of a failure in a log: a literal substring, or a regex (``re:`` prefix),
+    compiled on first use (``check`` never reads symptoms: 89 regexes cost it ~50 ms)."""
 
     text: str
-    regex: re.Pattern[str] | None = None
+    where: str = ""  # the file and entry, for the error of a regex that does not compile
+
+    @property
+    def regex(self) -> re.Pattern[str] | None:
+        return _regex(self.text, self.where) if self.text.startswith("re:") else None
 
     def found_in(self, log: str) -> bool:
-        return bool(self.regex.search(log)) if self.regex else self.text in log
+        regex = self.regex
+        return bool(regex.search(log)) if regex else self.text in log
+
+
+@cache
+def _regex(text: str, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text[3:])
+    except re.error as exc:
+        raise KnownFailuresError(f"{where}: symptom {text!r} is not a valid regex: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -150,26 +164,21 @@ def _when(when: Any, where: str) -> tuple[dict[str, str], dict[str, tuple[Any, .
     return packages, conf, lau, plat, env, unless
 
 
-def _symptoms(value: Any, where: str, silent: bool) -> tuple[Symptom, ...]:
+def _symptoms(value: Any, where: str, silent: bool, eager: bool = True) -> tuple[Symptom, ...]:
     if (not isinstance(value, list) or not (value or silent)
             or not all(isinstance(s, str) and s for s in value)):
         raise KnownFailuresError(f"{where}: 'symptoms' must be a non-empty list of strings "
                                  "(empty only for a silent-wrong failure)")
-    out = []
-    for s in value:
-        if s.startswith("re:"):
-            try:
-                out.append(Symptom(s, re.compile(s[3:])))
-            except re.error as exc:
-                raise KnownFailuresError(f"{where}: symptom {s!r} is not a valid regex: {exc}") \
-                    from None
-        else:
-            out.append(Symptom(s))
-    return tuple(out)
+    out = tuple(Symptom(s, where) for s in value)
+    if eager:
+        for symptom in out:
+            symptom.regex  # noqa: B018 - compiles it: a bad regex is an error of this entry now
+    return out
 
 
-def parse_entry(entry: Any, where: str, file: str = "") -> KnownFailure:
-    """One validated entry; ``where`` names the file and position in errors."""
+def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> KnownFailure:
+    """One validated entry; ``where`` names the file and position in errors; ``eager``: compile
+    its symptom regexes now (else on first use, with the same error)."""
     if not isinstance(entry, dict):
         raise KnownFailuresError(f"{where}: expected a mapping")
     fid = entry.get("id")
@@ -206,7 +215,7 @@ def parse_entry(entry: Any, where: str, file: str = "") -> KnownFailure:
         id=fid, title=str(_text(entry, "title", where)), kind=kind, certainty=certainty,
         packages=packages, config=config, launch=launch, platform=platform,
         env=env, unless_env=unless_env,
-        symptoms=_symptoms(entry.get("symptoms"), where, kind == "silent-wrong"),
+        symptoms=_symptoms(entry.get("symptoms"), where, kind == "silent-wrong", eager),
         cause=str(_text(entry, "cause", where)),
         fix=str(_text(entry, "fix", where)), sources=tuple(sources),
         fixed_in={_norm(k): v for k, v in fixed_in.items()},
@@ -214,14 +223,14 @@ def parse_entry(entry: Any, where: str, file: str = "") -> KnownFailure:
         note=_text(entry, "note", where, required=False), triage_only=triage_only, file=file)
 
 
-def parse_file(name: str, data: Any) -> list[KnownFailure]:
+def parse_file(name: str, data: Any, eager: bool = True) -> list[KnownFailure]:
     """The entries of one parsed catalogue file ``name``; raises ``KnownFailuresError``."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise KnownFailuresError(f"{name}: 'schema: {SCHEMA}' missing")
     failures = data.get("failures")
     if not isinstance(failures, list) or not failures:
         raise KnownFailuresError(f"{name}: 'failures' must be a non-empty list")
-    return [parse_entry(e, f"{name}: failures[{i}]", name) for i, e in enumerate(failures)]
+    return [parse_entry(e, f"{name}: failures[{i}]", name, eager) for i, e in enumerate(failures)]
 
 
 def catalogue_dir() -> Path:
@@ -230,7 +239,7 @@ def catalogue_dir() -> Path:
     return rules_dir() / "knowledge" / "known_failures"
 
 
-def load_dir(folder: Path) -> list[KnownFailure]:
+def load_dir(folder: Path, eager: bool = True) -> list[KnownFailure]:
     """Every entry of every ``*.yaml`` in ``folder``, ids unique across files."""
     from envdoctor.resources import read_yaml
 
@@ -243,7 +252,7 @@ def load_dir(folder: Path) -> list[KnownFailure]:
             mark = getattr(exc, "problem_mark", None)
             at = f" at line {mark.line + 1}" if mark is not None else ""
             raise KnownFailuresError(f"{path.name}: not valid YAML{at} ({type(exc).__name__})") from None
-        for failure in parse_file(path.name, data):
+        for failure in parse_file(path.name, data, eager):
             if failure.id in seen:
                 raise KnownFailuresError(f"{path.name}: id {failure.id} already used in "
                                          f"{seen[failure.id]}")
@@ -254,4 +263,4 @@ def load_dir(folder: Path) -> list[KnownFailure]:
 
 @lru_cache(maxsize=1)
 def load_known_failures() -> tuple[KnownFailure, ...]:
-    return tuple(load_dir(catalogue_dir()))
+    return tuple(load_dir(catalogue_dir(), eager=False))  # tests compile every symptom

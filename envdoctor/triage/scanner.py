@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
+from envdoctor.triage.combine import Gate, Literals, digit_guards
 from envdoctor.triage.interface import HEAD, Match, ScanResult, Signature
 from envdoctor.triage.signatures import anchors, signatures
 
@@ -31,8 +32,7 @@ CONTEXT_PER_SIGNATURE = 3  # matches per signature that keep their context
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 #: Prefixes that launchers and loggers put before a line; the named groups carry the rank.
-PREFIX = re.compile(
-    r"\s*(?:"
+_PREFIXES = (
     r"\[(?:rank|Rank |RANK )(?P<torch>\d+)\]:?"  # torch elastic: [rank3]:
     r"|\[[A-Za-z_]+(?P<role>\d+)\]:"  # torchrun --tee / log prefix template: [default0]:
     r"|[Rr]ank ?(?P<plain>\d+):"  # rank 1:
@@ -43,8 +43,12 @@ PREFIX = re.compile(
     r"|[\w.-]{1,64}[-_]\d{1,4} {1,8}\| "  # docker compose: "vllm-1  | "
     r"|\[[EWIF]\d{4} [\d:.]+ [^\]]*\]"  # glog: [E1218 20:27:21.433 ProcessGroupNCCL.cpp:629]
     r"|>{1,8}(?=[ \t])"  # quoted in an e-mail or a markdown reply: "> ValueError: …"
-    r"|[^|\r\n]{0,200}?\d{1,3}%\|[^|]{0,400}\|[^\]\n]{0,200}\]"  # a tqdm bar the line was printed after
-    r")[ \t]*")
+)
+_BAR = r"|[^|\r\n]{0,200}?\d{1,3}%\|[^|]{0,400}\|[^\]\n]{0,200}\]"  # a tqdm bar the line was printed after
+PREFIX = re.compile(rf"\s*(?:{_PREFIXES}{_BAR})[ \t]*")
+#: the same without the tqdm bar, the last alternative, for a line without "%|" (where it cannot
+#: match): its lazy look for a percentage was most of the cost of a line without a prefix
+_PREFIX_NO_BAR = re.compile(rf"\s*(?:{_PREFIXES})[ \t]*")
 INNER_RANK = re.compile(r"\bRank (\d+)\]")  # ProcessGroupNCCL: "[PG 0 Rank 3] Watchdog …"
 
 
@@ -79,7 +83,7 @@ def split_prefix(text: str) -> tuple[str, int | None]:
     """``text`` without its launcher/logger prefixes, and the rank they name (if any)."""
     rank = None
     for _ in range(6):
-        m = PREFIX.match(text)
+        m = (PREFIX if "%|" in text else _PREFIX_NO_BAR).match(text)
         if not m or not m.group(0):
             break
         if rank is None:
@@ -87,7 +91,7 @@ def split_prefix(text: str) -> tuple[str, int | None]:
             rank = int(digits) if digits is not None else None
         text = text[m.end():]
     if rank is None:
-        inner = INNER_RANK.search(text)
+        inner = INNER_RANK.search(text) if "Rank " in text else None
         rank = int(inner.group(1)) if inner else None
     return text, rank
 
@@ -100,17 +104,8 @@ def _visible(data: bytes) -> Iterator[bytes]:
             yield pieces[-1]
 
 
-_DIGIT_RUN = re.compile(rb"[0-9]+")
 _DIGITS = re.compile(rb"[0-9]")
-_ALL_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
-_BOUNDS = re.compile(r"\{[0-9]*(?:,[0-9]*)?\}")
-
-
-def digit_blind(pattern: str) -> bool:
-    """True when ``pattern`` matches a text exactly when it matches the same text with other
-    digit values: no digit literal, class range or backreference, once ``{m,n}`` bounds are
-    set aside (``\\d``, ``\\w`` and ``.`` treat every digit alike)."""
-    return not re.search(r"[0-9]", _BOUNDS.sub("", pattern))
+_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)  # every digit as 0: a line's digit shape
 
 
 class Matcher:
@@ -124,21 +119,28 @@ class Matcher:
         for sig in sigs:
             for kw in sig.keywords:
                 by_kw.setdefault(kw, []).append(sig)
-        self.by_keyword = sorted(by_kw.items(), key=lambda kv: len(kv[0]), reverse=True)
-        self.by_plain_keyword = [(k, v) for k, v in self.by_keyword if not _DIGITS.search(k)]
-        #: signatures whose pattern cannot tell one digit from another (no digit literal, no
-        #: backreference): their miss on a line holds for every line that differs from it in
-        #: digit values only, so floods of numbered lines are searched once per shape
-        self.digit_blind = {id(sig): digit_blind(sig.pattern.pattern) for sig in sigs}
-        self.blind_misses: dict[bytes, set[int]] = {}
-        self.by_digit_keyword = [(k, v) for k, v in self.by_keyword if _DIGITS.search(k)]
+        #: the signatures a line's keywords name, in this order (longest keyword first; those
+        #: with digits last): the order of its matches
+        by_keyword = sorted(by_kw.items(), key=lambda kv: len(kv[0]), reverse=True)
+        self.by_keyword = ([(k, v) for k, v in by_keyword if not _DIGITS.search(k)]
+                           + [(k, v) for k, v in by_keyword if _DIGITS.search(k)])
+        self.keywords: Literals[bytes] = Literals(by_kw)
+        #: keywords held -> what to do with such a line while ``epoch`` stays the same
+        self.plans: dict[frozenset[bytes], Plan] = {}
+        self.epoch = 0  # bumped when a signature is kept enough or a hint is done
+        self.gates: dict[tuple[int, ...], Gate] = {}
+        self.searches = 0  # regex searches made on lines for their signatures (tests count them)
+        #: digit shape of a line -> its outcome, for the lines that differ from it in digit values
+        self.shapes: dict[bytes, Shape] = {}
+        self.once_seen: set[bytes] = set()  # digit shapes seen once
+        self.guards: dict[int, tuple[bytes, ...] | None] = {}  # id(sig) -> its digit guards
+        self.digit_keywords = tuple((k, k.translate(_ZERO)) for k, _ in by_keyword if _DIGITS.search(k))
         self.longest = max(len(a) for a in anchor_list)
         self.hint_anchors = hint_anchors(sigs, anchor_list)
         self.retired: set[bytes] = set()  # such anchors, once their hints matched
         self.once = once(sigs, anchor_list)
         self.done: set[str] = set()  # the ``once`` hints that have matched
         self.result = ScanResult()
-        self.seen: dict[bytes, list[Signature]] = {}  # line -> the signatures its keywords name
         self.unmatched: set[bytes] = set()  # lines that matched none of them
         self.line_base = 0  # newlines before the current block
         self.last_line_done = -1
@@ -204,66 +206,140 @@ class Matcher:
     def match(self, raw: bytes, line_no: int, before: Callable[[], bytes], cut: bool) -> bool:
         """Match the piece ``raw`` of line ``line_no`` (at most ``2 * WINDOW`` bytes around its
         anchor); ``before()``: the bytes before its segment (at most ``HISTORY``), ``cut`` when
-        their first line is incomplete."""
+        their first line is incomplete.
+
+        A flood of distinct lines costs a few regex calls a line, however many signatures its
+        keywords name: a line that differs from one seen in digit values only has that line's
+        outcome where no open signature tells digits apart (``_shape``); any other has the
+        keywords it holds found in one pass and its open signatures gated by their leading
+        literals (``combine.py``); only a line that one of them matches is matched signature by
+        signature."""
         if raw in self.unmatched:
             return False  # the same text matched nothing before
-        # a log repeats its lines, and floods of lines that differ only in their numbers: the
-        # signatures a line's keywords name are sorted once per shape (digit runs as one 0);
-        # keywords that hold digits are looked for in the line itself
-        shape = _DIGIT_RUN.sub(b"0", raw)
-        candidates = self.seen.get(shape)
-        if candidates is None:
-            candidates, ids = [], set()
-            for kw, sigs in self.by_plain_keyword:
-                if kw in raw:
-                    for sig in sigs:
-                        if id(sig) not in ids:  # identity: dataclass equality is slow
-                            ids.add(id(sig))
-                            candidates.append(sig)
-            if len(self.seen) >= 4096:
-                self.seen.clear()
-            self.seen[shape] = candidates
-        if self.by_digit_keyword:
-            extra = [sig for kw, sigs in self.by_digit_keyword if kw in raw for sig in sigs]
-            if extra:
-                ids = {id(sig) for sig in candidates}
-                candidates = list(candidates)
-                for sig in extra:
-                    if id(sig) not in ids:
-                        ids.add(id(sig))
-                        candidates.append(sig)
-        if self.done:
-            candidates = [sig for sig in candidates if sig.id not in self.done]
-        if not candidates:
+        key = raw.translate(_ZERO)
+        shape = self.shapes.get(key)
+        if shape is not None and shape.epoch == self.epoch and shape.holds(raw):
+            return self._as_shape(shape, raw, line_no)
+        plan = self._plan(self.keywords.held(raw))
+        if not plan.sigs:
             return False
         res = self.result
-        if all(res.counts.get(sig.id, 0) >= keep(sig) for sig in candidates):
-            for sig in candidates:  # kept enough of each: counted by keyword, not decoded again
+        if plan.gate is None:  # kept enough of each: counted by keyword, not decoded again
+            for sig in plan.sigs:
                 res.counts[sig.id] += 1
                 res.last_line[sig.id] = line_no
             return True
         text = clean(raw)
         body, rank = split_prefix(text)
         if body.startswith("raise "):
+            self._shape(key, plan, None, rank is not None)
             return False  # a traceback's source line quoting the message, not the message
+        gate = plan.gate
+        calls = gate.calls
+        hit = gate.hit(body)
+        self.searches += gate.calls - calls
+        if hit:  # one of the open signatures matches: each is matched in turn
+            return self._each(plan.sigs, raw, line_no, text, body, rank, before, cut)
+        self._shape(key, plan, plan.kept, rank is not None)
+        return self._count(raw, plan.kept, line_no, rank)
+
+    def _count(self, raw: bytes, kept: tuple[Signature, ...], line_no: int, rank: int | None) -> bool:
+        """A line that no open signature matches: counted for the signatures kept enough."""
+        if not kept:
+            if len(self.unmatched) >= 4096:
+                self.unmatched.clear()
+            self.unmatched.add(raw)
+            return False
+        res = self.result
+        for sig in kept:
+            res.counts[sig.id] += 1
+            res.last_line[sig.id] = line_no
+            if rank is not None:
+                res.ranks.setdefault(sig.id, set()).add(rank)
+        return True
+
+    def _shape(self, key: bytes, plan: Plan, kept: tuple[Signature, ...] | None, ranked: bool) -> None:
+        """Remember the outcome of a line (``kept``; None: a quoted ``raise``) for the lines of its
+        digit shape ``key``, when their signatures cannot tell them apart: each open one treats
+        every digit alike but where it holds a literal of ``guards`` (looked for in the line; the
+        line then has no ANSI escape, which could join such a literal in the cleaned text); the
+        digit keywords a line of that shape may hold are looked for too."""
+        if key not in self.once_seen:  # kept from its second line on: most shapes of a flood of
+            if len(self.once_seen) >= 4096:  # hex ids never come back
+                self.once_seen.clear()
+            self.once_seen.add(key)
+            return
+        kept_ids = {id(sig) for sig in plan.kept}
+        guards = self._guards([sig for sig in plan.sigs if id(sig) not in kept_ids])
+        if guards is None or guards and b"\x1b" in key:
+            return
+        maybe = tuple([k for k, zero in self.digit_keywords if zero in key])
+        if len(self.shapes) >= 1024:  # at most 8 MiB of keys (a piece is at most 2 * WINDOW)
+            self.shapes.clear()
+        self.shapes[key] = Shape(self.epoch, kept, ranked, guards, maybe,
+                                 tuple(k in plan.held for k in maybe))
+
+    def _as_shape(self, shape: Shape, raw: bytes, line_no: int) -> bool:
+        """The outcome of a line whose digit shape's outcome is known (``_shape``)."""
+        if shape.kept is None:
+            return False
+        rank = split_prefix(clean(raw))[1] if shape.ranked else None
+        return self._count(raw, shape.kept, line_no, rank)
+
+    def _plan(self, held: frozenset[bytes]) -> Plan:
+        """What to do with a line holding the keywords ``held``, as things stand (``epoch``)."""
+        plan = self.plans.get(held)
+        if plan is not None and plan.epoch == self.epoch:
+            return plan
+        sigs: list[Signature] = []
+        ids: set[int] = set()
+        for kw, named in self.by_keyword:
+            if kw in held:
+                for sig in named:
+                    if id(sig) not in ids and sig.id not in self.done:  # identity: == is slow
+                        ids.add(id(sig))
+                        sigs.append(sig)
+        counts = self.result.counts
+        kept = [sig for sig in sigs if counts.get(sig.id, 0) >= keep(sig)]
+        open_ = [sig for sig in sigs if counts.get(sig.id, 0) < keep(sig)]
+        gate = None
+        if open_:
+            key = tuple(id(sig) for sig in open_)
+            gate = self.gates.get(key)
+            if gate is None:
+                if len(self.gates) >= 256:
+                    self.gates.clear()
+                gate = self.gates[key] = Gate([sig.pattern for sig in open_])
+        if len(self.plans) >= 4096:
+            self.plans.clear()
+        plan = self.plans[held] = Plan(self.epoch, held, tuple(sigs), tuple(kept), gate)
+        return plan
+
+    def _guards(self, sigs: list[Signature]) -> tuple[bytes, ...] | None:
+        """The digit guards of ``sigs`` together (``combine.digit_guards``); None if one has none."""
+        guards: set[bytes] = set()
+        for sig in sigs:
+            if id(sig) not in self.guards:
+                self.guards[id(sig)] = digit_guards(sig.pattern)
+            found = self.guards[id(sig)]
+            if found is None:
+                return None
+            guards.update(found)
+        return tuple(sorted(guards))
+
+    def _each(self, sigs: tuple[Signature, ...], raw: bytes, line_no: int, text: str, body: str,
+              rank: int | None, before: Callable[[], bytes], cut: bool) -> bool:
+        """Match ``body`` against each of ``sigs`` in turn (one of them matches it)."""
+        res = self.result
         found = False
-        digits = raw.translate(_ALL_ZERO)  # the line with every digit as 0 (same length)
-        misses = self.blind_misses.get(digits)
-        if misses:  # they missed a line that differs from this one in digit values only
-            candidates = [sig for sig in candidates if id(sig) not in misses]
-        for sig in candidates:
+        for sig in sigs:
             n = res.counts.get(sig.id, 0)
             if n >= keep(sig):
                 m = None  # kept enough: counted by its keyword from here on, not matched
             else:
+                self.searches += 1
                 m = sig.pattern.search(body)
                 if m is None:
-                    if self.digit_blind.get(id(sig)):
-                        if misses is None:
-                            if len(self.blind_misses) >= 4096:
-                                self.blind_misses.clear()
-                            misses = self.blind_misses.setdefault(digits, set())
-                        misses.add(id(sig))
                     continue
             found = True
             res.counts[sig.id] = n + 1
@@ -271,17 +347,52 @@ class Matcher:
             if rank is not None:
                 res.ranks.setdefault(sig.id, set()).add(rank)
             if m is not None:
+                if n + 1 >= keep(sig):
+                    self.epoch += 1  # counted by keyword from now on
                 context = _context(before(), cut, rank) if n < CONTEXT_PER_SIGNATURE else ()
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 res.matches.append(Match(sig, line_no, text, groups, rank, context))
                 if sig.id in self.once:
                     self.done.add(sig.id)
+                    self.epoch += 1
                     self._retire()
         if not found:
             if len(self.unmatched) >= 4096:
                 self.unmatched.clear()
             self.unmatched.add(raw)
         return found
+
+
+class Plan(NamedTuple):
+    """The signatures a line's keywords name (``sigs``, in match order), those of them counted by
+    keyword (``kept``), and what tells whether any other matches (``gate``; None: none is open)."""
+
+    epoch: int
+    held: frozenset[bytes]
+    sigs: tuple[Signature, ...]
+    kept: tuple[Signature, ...]
+    gate: Gate | None
+
+
+class Shape(NamedTuple):
+    """The outcome of the lines of one digit shape (``Matcher._shape``): the signatures counted
+    (``kept``; None: the line is a quoted ``raise``), whether a prefix names a rank (its value
+    differs), and the literals whose presence in a line makes it no longer alike: ``guards``
+    (absent from it), the digit keywords ``maybe`` (present as in ``held``)."""
+
+    epoch: int
+    kept: tuple[Signature, ...] | None
+    ranked: bool
+    guards: tuple[bytes, ...]
+    maybe: tuple[bytes, ...]
+    held: tuple[bool, ...]
+
+    def holds(self, raw: bytes) -> bool:
+        """Whether ``raw`` (of this shape) is alike: its outcome is this one."""
+        for guard in self.guards:
+            if guard in raw:
+                return False
+        return not self.maybe or tuple([k in raw for k in self.maybe]) == self.held
 
 
 def segment_end(buf: bytes, hit: int, hi: int | None = None) -> int:

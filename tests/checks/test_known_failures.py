@@ -18,7 +18,7 @@ from envdoctor.checks.context import Context
 from envdoctor.checks.known_failures import matches
 from envdoctor.facts.snapshot import from_dict
 from envdoctor.knowledge import known_failures
-from envdoctor.knowledge.failures import KnownFailure, KnownFailuresError, load_dir, parse_file
+from envdoctor.knowledge.failures import SCHEMA, KnownFailure, KnownFailuresError, load_dir, parse_file
 from envdoctor.plan.build import build_plan
 from tests.conftest import MODERN, findings, snapshot
 
@@ -330,3 +330,14 @@ def test_symptoms_match_literal_and_regex():
            "(/usr/lib/python3.12/site-packages/vllm/sampling_params.py)")
     assert any(s.found_in(log) for s in f.symptoms)
     assert not any(s.found_in("all good") for s in f.symptoms)
+
+
+def test_every_symptom_regex_of_the_catalogue_compiles():
+    """The catalogue is loaded with its regexes compiled on first use (check never reads them);
+    every one must compile, with the entry named when one does not."""
+    regexes = [s.regex for f in CATALOGUE for s in f.symptoms if s.text.startswith("re:")]
+    assert regexes and all(r is not None for r in regexes)
+    lazy = parse_file("x.yaml", {"schema": SCHEMA, "failures": [
+        {**GOOD, "symptoms": ["re:(unclosed"]}]}, eager=False)
+    with pytest.raises(KnownFailuresError, match=r"x\.yaml: failures\[0\].*not a valid regex"):
+        lazy[0].symptoms[0].found_in("log")

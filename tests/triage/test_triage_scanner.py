@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import io
+import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -10,7 +13,9 @@ from hypothesis import strategies as st
 
 from envdoctor.findings import Severity
 from envdoctor.triage import scanner
+from envdoctor.triage.combine import EAGER, Gate, Literals, digit_guards
 from envdoctor.triage.scanner import scan, split_prefix
+from envdoctor.triage.signatures import anchors, signatures
 from tests.triage.helpers import findings, scan_bytes
 
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total "
@@ -179,12 +184,18 @@ def test_a_hint_found_only_through_its_own_anchors_is_looked_for_until_it_matche
     assert [m.line_no for m in oom] == [1501]
 
 
-def test_digit_blind_patterns_are_the_ones_without_digit_literals():
-    assert scanner.digit_blind(r"Tried to allocate (?P<x>\d{1,9}) MiB")
-    assert scanner.digit_blind(r"rank \w{1,8} failed")
-    assert not scanner.digit_blind(r"Request failed: 404")
-    assert not scanner.digit_blind(r"exit code [1-9]")
-    assert not scanner.digit_blind(r"(a)\1")
+def test_digit_guards_are_the_literals_leading_the_alternatives_that_tell_digits_apart():
+    def guards(pattern: str) -> tuple[bytes, ...] | None:
+        return digit_guards(re.compile(pattern))
+
+    assert guards(r"Tried to allocate (?P<x>\d{1,9}) MiB") == ()  # blind: every digit alike
+    assert guards(r"rank \w{1,8} failed [0-9]") == ()
+    assert guards(r"Request failed: 404") == (b"Request failed: 404",)
+    assert guards(r"^(?P<e>\w+Error)$|(?P<a>EZ9999.{0,300}|ERR99999.{0,300})") == (b"ERR99999", b"EZ9999")
+    assert guards(r"exit code [1-9]") == (b"exit code ",)
+    assert guards(r"(a)\1") == (b"a",)  # a backreference: only where its lead stands
+    assert guards(r"[1-9] failed") is None  # no literal leads it
+    assert guards(r"(?i:code 7)") is None
 
 
 def test_a_flood_of_numbered_error_lines_keeps_the_first_exception_and_the_real_failure():
@@ -200,3 +211,117 @@ def test_a_flood_of_numbered_error_lines_keeps_the_first_exception_and_the_real_
     assert any("oom" in i for i in ids), ids
     counts = result.counts
     assert max(counts.values()) >= 20000  # every numbered line still counted
+
+
+FLOODS = {  # lines that differ in their numbers, or in letters too (hex ids, words): every one new
+    "numbered": lambda i: b"ValueError: distinct failure number %d at step %d token %d\n" % (
+        i, i * 7 % 1000, i * 31 % 97),
+    "hex ids": lambda i: b"ValueError: distinct failure number %d token %08x\n" % (i, i * 2654435761 % 2**32),
+    "ranks and words": lambda i: b"[rank%d]: RuntimeError: request %s-%s failed at %d\n" % (
+        i % 8, (b"alpha", b"beta", b"gamma")[i % 3], (b"kappa", b"delta")[i * 7 % 2], i),
+}
+REAL = {  # a real failure (signature, line) as a flood may hide it
+    "cuda-oom": b"[rank2]: " + OOM.encode() + b"\n",
+    "known-liger-grpo-loss-unknown-loss-type-dapo": b"ValueError: Unknown loss type: dapo\n",
+    "vllm-server-not-trl": b"requests.exceptions.HTTPError: Request failed: 404, "
+                           b"Not Found for url: http://0.0.0.0:8000/get_world_size/\n",
+}
+
+
+@pytest.mark.parametrize("flood", sorted(FLOODS))
+@pytest.mark.parametrize("where", ["start", "middle", "end"])
+def test_a_real_failure_inside_a_flood_of_distinct_lines_is_found_wherever_it_stands(flood, where):
+    """The per-line shortcuts of a flood (digit shapes, gates, kept signatures counted by keyword)
+    never hide a real failure: each one is found on its line, before, inside or after 6,000 lines."""
+    n = 6000
+    lines = [FLOODS[flood](i) for i in range(n)]
+    at = {"start": 0, "middle": n // 2, "end": n}[where]
+    failures = list(REAL.values())
+    data = b"".join(lines[:at] + failures + lines[at:])
+    result = scan_bytes(data)
+    for k, sid in enumerate(REAL):
+        found = [m.line_no for m in result.matches if m.signature.id == sid]
+        assert found == [at + k + 1], (sid, found)
+    assert result.counts["unrecognized-exception"] >= n  # every flood line counted
+    if flood == "ranks and words":
+        assert result.ranks["unrecognized-exception"] >= set(range(8))
+
+
+def _searches(flood, sigs: tuple) -> tuple[int, dict[str, int]]:
+    """Regex calls made on lines 3,001-6,000 of ``flood`` (once the first matches are kept)."""
+    m = scanner.Matcher(sigs, anchors())
+    first = b"".join(flood(i) for i in range(3000))
+    then = b"".join(flood(i) for i in range(3000, 6000))
+    m.block(first, 0, len(first))
+    before = m.searches
+    m.block(then, 0, len(then))
+    return m.searches - before, m.result.counts
+
+
+@pytest.mark.parametrize("flood", sorted(FLOODS))
+def test_a_flood_costs_a_few_searches_a_line_however_many_signatures_its_lines_name(flood):
+    """A line holding "Error" names ~35 signatures, each catalogue entry one more; they were searched
+    one by one (1.5 million lines: a minute). Now lines that differ in digit values only share one
+    outcome, and any other is decided by a few regex calls, not one per signature: 100 more
+    catalogue-like signatures on "Error" lines add no search per line that matches none of them
+    (at most one each for a gate's first lines, ``combine.EAGER``, or a new digit shape)."""
+    base, counts = _searches(FLOODS[flood], signatures())
+    extra = tuple(replace(signatures()[0], id=f"extra-{i}", keywords=(b"Error",),
+                          pattern=re.compile(rf"never seen symptom {i}|(?i:other symptom) \d+"))
+                  for i in range(100))
+    more, more_counts = _searches(FLOODS[flood], signatures() + extra)
+    assert more_counts == counts
+    assert more <= base + 2 * len(extra)  # 3,000 lines: 300,000 searches if they cost one a line
+    assert base <= (0.2 if flood == "numbered" else 4) * 3000, base
+
+
+def test_lines_of_one_digit_shape_are_told_apart_where_a_signature_reads_digits():
+    """Digit shapes share an outcome only where no signature tells the digits apart: a 404 among
+    500s, an Ascend code (EZ9999) among others, also when an ANSI escape joins it in the cleaned
+    line (``E\\x1b[0mZ9999``), are still found."""
+    lines = [b"Error: Request failed: %d\n" % (500 + i % 7) for i in range(300)]
+    lines += [b"Error: E\x1b[0mZ%04d in the device\n" % (1000 + i) for i in range(300)]
+    lines += [b"Error: RuntimeError: EZ%04d\n" % (1000 + i) for i in range(300)]
+    data = b"".join(lines[:100] + [b"Error: Request failed: 404\n"] + lines[100:400]
+                    + [b"Error: E\x1b[0mZ9999 in the device\n"] + lines[400:800]
+                    + [b"Error: RuntimeError: EZ9999\n"] + lines[800:])
+    result = scan_bytes(data)
+    where: dict[str, list[int]] = {}
+    for m in result.matches:
+        where.setdefault(m.signature.id, []).append(m.line_no)
+    assert where["vllm-server-not-trl"] == [101]
+    assert where["failure-line"] == [402, 803]
+
+
+@settings(deadline=None)
+@given(st.lists(st.sampled_from(["Error", ": ", "Exception", "x", " ", "No module named ", "Conn",
+                                 "ection ", "EZ9999", "ERR", "ab", "cd", "e", "r", "é"]), max_size=12))
+def test_literals_held_are_exactly_those_in_the_text(parts):
+    words = ["Error", "Error: ", "rror", "Exception: ", ": error: ", "No module named ", "EZ9999",
+             "ERR99999", "Connection ", "r: e", "ab", "abc", "bcd", "é"]
+    text = "".join(parts)
+    for looks in (0, EAGER):  # one literal at a time, then the trie
+        found = Literals(words)
+        found.looks = looks
+        assert found.held(text) == {w for w in words if w in text}
+        found_bytes = Literals([w.encode() for w in words])
+        found_bytes.looks = looks
+        assert found_bytes.held(text.encode()) == {w.encode() for w in words if w.encode() in text.encode()}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["ValueError: ", "Unknown loss type: dapo", "GATHER", "gather",
+                                 "Address Already in use", "No module named ", "vllm", " not available on "
+                                 "windows", "Request failed: 404", "ſ", "K", "x", " ", "EZ9999"]),
+                max_size=10))
+def test_a_gate_says_a_line_matches_exactly_when_one_of_its_patterns_does(parts):
+    text = "".join(parts)
+    patterns = [sig.pattern for sig in signatures()]
+    assert _gate(tuple(patterns)).hit(text) == any(p.search(text) for p in patterns)
+
+
+@functools.lru_cache(maxsize=1)
+def _gate(patterns: tuple) -> Gate:
+    gate = Gate(patterns)
+    gate.looks = EAGER  # built at the next line: leads, anchors, the trie
+    return gate
