@@ -24,7 +24,8 @@ _MISSING = re.compile(r"No module named '(?P<mod>torch|transformers|trl|datasets
 #: with vLLM evidence in the log; in the probe the layout is known, so this is the fallback
 _DEVICE_MISMATCH = re.compile(r"Expected all tensors to be on the same device(?:, but found at "
                               r"least two devices, (?P<devices>[\w:]+ and [\w:]+))?")
-#: what triage says of a text it does not recognise (TRI003) or of an OOM (TRI001: PRB007 here)
+#: what triage says of a text it does not recognise (TRI003) or of an OOM (TRI001; its cuda-oom
+#: reading is PRB007 here, with triage's cause and fix)
 _NOT_KNOWN = {"TRI001", "TRI003"}
 
 
@@ -66,7 +67,8 @@ def classify(text: str, launcher: str | None = None) -> list[Finding]:
     oom = _oom(text)
     if oom:
         found.append(oom)
-    known = [f for f in _triage(text) if f.rule not in _NOT_KNOWN]
+    known = [f for f in _triage(text) if f.rule not in _NOT_KNOWN
+             and not (oom and f.evidence.get("signature") == "cuda-oom")]  # PRB007 reads it
     found += known
     if not known:
         hit = _DEVICE_MISMATCH.search(text)
