@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.redact import MASK, escape_controls, is_secret, redact
-from envdoctor.report import FORMATS, render
+from envdoctor.report import FORMATS, render, renderer
 from envdoctor.report.interface import Area, Report
 
 EXAMPLES = 200
@@ -155,7 +155,7 @@ def test_preflight_errors_carry_no_secret():
     launch = f"HF_TOKEN={token} torchrun --nproc_per_node 2 train.py --hub_token {token}"
     with pytest.raises(PreflightError) as caught:
         preflight(config=config, launch=launch, facts=facts, network=False)
-    text = str(caught.value) + json.dumps(FORMATS["json"](caught.value.report))
+    text = str(caught.value) + json.dumps(renderer("json")(caught.value.report))
     assert "CANARY" not in text and "CFG002" in text
     with pytest.raises(PreflightError) as bad:
         preflight(config={}, launch=f'HF_TOKEN={token} torchrun "t.py', facts=facts)
