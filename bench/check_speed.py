@@ -45,8 +45,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--only", nargs="+", choices=list(COMMANDS), default=list(COMMANDS))
     args = parser.parse_args()
-    present = {name: COMMANDS[name] for name in COMMANDS if name in args.only
-               and (os.path.exists(COMMANDS[name][0]) or shutil.which(COMMANDS[name][0]))}
+    present = {
+        name: COMMANDS[name]
+        for name in COMMANDS
+        if name in args.only and (os.path.exists(COMMANDS[name][0]) or shutil.which(COMMANDS[name][0]))
+    }
     for argv in present.values():
         run_once(argv)  # warm the page cache, write the bytecode
     samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in present}
@@ -55,10 +58,10 @@ def main() -> None:
         for name, argv in present.items():
             samples[name].append(run_once(argv))
     load = tuple(max(a, b) for a, b in zip(load, os.getloadavg(), strict=True))
-    base = statistics.median(s[0] for s in samples["envdoctor check"]) \
-        if "envdoctor check" in samples else None
-    print(f"{'command':<36} {'median wall':>12} {'median CPU':>11} {'peak RSS':>10} "
-          f"{'× envdoctor':>12}")
+    base = (
+        statistics.median(s[0] for s in samples["envdoctor check"]) if "envdoctor check" in samples else None
+    )
+    print(f"{'command':<36} {'median wall':>12} {'median CPU':>11} {'peak RSS':>10} {'× envdoctor':>12}")
     for name in args.only:
         if name not in present:
             print(f"{name:<36} {'not installed':>12}")
@@ -68,9 +71,11 @@ def main() -> None:
         rss = max(s[2] for s in samples[name])
         ratio = f"{wall / base:>11.1f}×" if base else ""
         print(f"{name:<36} {wall:>10.3f} s {cpu:>9.3f} s {rss:>7.0f} MiB {ratio:>12}")
-    print(f"\n{args.runs} rounds (one run of each command per round) after one warm-up; "
-          f"{os.cpu_count()} CPUs; load average up to {load[0]:.1f} (1 min); Python "
-          f"{sys.version.split()[0]}")
+    print(
+        f"\n{args.runs} rounds (one run of each command per round) after one warm-up; "
+        f"{os.cpu_count()} CPUs; load average up to {load[0]:.1f} (1 min); Python "
+        f"{sys.version.split()[0]}"
+    )
 
 
 if __name__ == "__main__":

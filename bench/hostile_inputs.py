@@ -70,8 +70,11 @@ def cases(d: Path) -> list[tuple[str, list[str], dict[str, str]]]:
         ("config: 7 MiB string value, -v", [*check, str(good), "--config", "long.yaml", "-v"], {}),
         ("config: 80,000 unknown keys", [*check, str(good), "--config", "keys.yaml"], {}),
         ("hook: 1,000 configs", ["hook", "--ignore", "PKG", *hook], {}),
-        ("live env: 100 KB PYTORCH_CUDA_ALLOC_CONF", ["check", "--no-network", *launch],
-         {"PYTORCH_CUDA_ALLOC_CONF": "bad:1," * 20_000}),
+        (
+            "live env: 100 KB PYTORCH_CUDA_ALLOC_CONF",
+            ["check", "--no-network", *launch],
+            {"PYTORCH_CUDA_ALLOC_CONF": "bad:1," * 20_000},
+        ),
         ("triage: /proc/self/pagemap", ["triage", "/proc/self/pagemap", "--facts", str(good)], {}),
         ("config: /dev/zero", [*check, str(good), "--config", "/dev/zero"], {}),
     ]
@@ -88,8 +91,13 @@ def main() -> None:
         for name, args, env in cases(d):
             full = {**os.environ, "NO_COLOR": "1", **env}
             start = time.perf_counter()
-            proc = subprocess.Popen([sys.executable, "-m", "envdoctor", *args], cwd=d, env=full,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "envdoctor", *args],
+                cwd=d,
+                env=full,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             _, status, usage = os.wait4(proc.pid, 0)
             wall = time.perf_counter() - start
             code = os.waitstatus_to_exitcode(status)

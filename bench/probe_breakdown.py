@@ -22,8 +22,7 @@ from envdoctor.plan.build import build_plan
 from envdoctor.probe.plan import spec_from_context
 from envdoctor.probe.runner import run_probe
 
-COLS = ["launch", "imports", "cuda_init", "model_build", "trainer_init", "steps", "teardown",
-        "total"]
+COLS = ["launch", "imports", "cuda_init", "model_build", "trainer_init", "steps", "teardown", "total"]
 
 
 def main() -> None:
@@ -40,24 +39,30 @@ def main() -> None:
     for i in range(args.runs):
         r = run_probe(spec)
         rss = [d.get("peak_rss_mib") for d in r.ranks.values() if d.get("peak_rss_mib")]
-        rows.append((i + 1, r.status, r.timings, r.peak_mib, max(rss, default=None),
-                     len(r.ranks)))
+        rows.append((i + 1, r.status, r.timings, r.peak_mib, max(rss, default=None), len(r.ranks)))
     print(f"probe: {' '.join(launcher)}")
-    print(f"{'run':<4} {'status':<8} " + " ".join(f"{c:>12}" for c in COLS)
-          + "  peak MiB per GPU (NVML) / peak RSS of a rank")
+    print(
+        f"{'run':<4} {'status':<8} "
+        + " ".join(f"{c:>12}" for c in COLS)
+        + "  peak MiB per GPU (NVML) / peak RSS of a rank"
+    )
     for i, status, row, peak, rss, _n in rows:
-        cells = " ".join(f"{row[c]:>11.2f}s" if row.get(c) is not None else f"{'-':>12}"
-                         for c in COLS)
+        cells = " ".join(f"{row[c]:>11.2f}s" if row.get(c) is not None else f"{'-':>12}" for c in COLS)
         gpus = ", ".join(f"GPU {g}: {m}" for g, m in sorted(peak.items()))
         mem = gpus or (f"CPU, RSS {rss:.0f} MiB" if rss else "n/a")
         print(f"{i:<4} {status:<8} {cells}  {mem}")
-    med = {c: statistics.median(r[2][c] for r in rows if r[2].get(c) is not None) for c in COLS
-           if any(r[2].get(c) is not None for r in rows)}
+    med = {
+        c: statistics.median(r[2][c] for r in rows if r[2].get(c) is not None)
+        for c in COLS
+        if any(r[2].get(c) is not None for r in rows)
+    }
     print(f"{'med':<4} {'':<8} " + " ".join(f"{med.get(c, 0):>11.2f}s" for c in COLS))
     share = med.get("steps", 0) / med["total"] if med.get("total") else 0
-    print(f"\nranks: {rows[0][5]}; the step is {share:.0%} of the total (phases are the slowest "
-          f"rank's); peak RSS of any child process: "
-          f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MiB")
+    print(
+        f"\nranks: {rows[0][5]}; the step is {share:.0%} of the total (phases are the slowest "
+        f"rank's); peak RSS of any child process: "
+        f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

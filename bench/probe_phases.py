@@ -19,13 +19,23 @@ import subprocess
 import sys
 import time
 
-ORDER = ("server_start", "launch", "imports", "cuda_init", "model_build", "trainer_init",
-         "sync", "vllm_generate", "steps", "teardown", "total")
+ORDER = (
+    "server_start",
+    "launch",
+    "imports",
+    "cuda_init",
+    "model_build",
+    "trainer_init",
+    "sync",
+    "vllm_generate",
+    "steps",
+    "teardown",
+    "total",
+)
 
 
 def run_once(config: str, launches: list[str], launch_argv: list[str]) -> tuple[dict, float]:
-    argv = [sys.executable, "-m", "envdoctor", "check", "--probe", "--config", config,
-            "--format", "json"]
+    argv = [sys.executable, "-m", "envdoctor", "check", "--probe", "--config", config, "--format", "json"]
     for line in launches:
         argv += ["--launch", line]
     argv += ["--", *launch_argv]
@@ -60,8 +70,7 @@ def main() -> int:
     for name in [n for n in ORDER if n in rows] + [n for n in rows if n not in ORDER]:
         vals = rows[name]
         print(f"{name:<16}{statistics.median(vals):>10.1f}{f'{min(vals):.1f}-{max(vals):.1f}':>16}")
-    print(f"{'CLI wall':<16}{statistics.median(walls):>10.1f}"
-          f"{f'{min(walls):.1f}-{max(walls):.1f}':>16}")
+    print(f"{'CLI wall':<16}{statistics.median(walls):>10.1f}{f'{min(walls):.1f}-{max(walls):.1f}':>16}")
     print(f"\n{len(walls)} run(s); status: {', '.join(statuses)}")
     return 0
 

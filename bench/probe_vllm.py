@@ -19,8 +19,19 @@ from envdoctor.plan.build import build_plan
 from envdoctor.probe.plan import spec_from_context
 from envdoctor.probe.runner import run_probe
 
-COLS = ["server_start", "launch", "imports", "cuda_init", "model_build", "trainer_init", "sync",
-        "vllm_generate", "steps", "teardown", "total"]
+COLS = [
+    "server_start",
+    "launch",
+    "imports",
+    "cuda_init",
+    "model_build",
+    "trainer_init",
+    "sync",
+    "vllm_generate",
+    "steps",
+    "teardown",
+    "total",
+]
 
 
 def main() -> None:
@@ -30,16 +41,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args()
-    ctx = Context(facts=collect_facts(), plan=build_plan(config=args.config,
-                                                         launch="\n".join(args.launch)))
+    ctx = Context(facts=collect_facts(), plan=build_plan(config=args.config, launch="\n".join(args.launch)))
     spec = spec_from_context(ctx, timeout_s=args.timeout)
     print(f"mode: {spec.vllm_mode or 'no vLLM'}; trainer: {' '.join(spec.launcher)}")
     print(f"{'run':<4} {'status':<8} " + " ".join(f"{c:>13}" for c in COLS))
     for i in range(args.runs):
         r = run_probe(spec)
         t = r.timings
-        cells = " ".join(f"{t[c]:>12.1f}s" if t.get(c) is not None else f"{'-':>13}"
-                         for c in COLS)
+        cells = " ".join(f"{t[c]:>12.1f}s" if t.get(c) is not None else f"{'-':>13}" for c in COLS)
         print(f"{i + 1:<4} {r.status:<8} {cells}")
         for f in r.findings:
             if f.severity.name != "INFO":

@@ -25,8 +25,15 @@ if TYPE_CHECKING:
 
 #: Fields that decide the GRPO batch and generation layout: always read from a config object,
 #: even when they hold the field's default (the rules must not guess them).
-ALWAYS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
-          "generation_batch_size", "steps_per_generation", "use_vllm", "vllm_mode")
+ALWAYS = (
+    "num_generations",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "generation_batch_size",
+    "steps_per_generation",
+    "use_vllm",
+    "vllm_mode",
+)
 _SCALARS = (str, int, float, bool)
 
 
@@ -146,8 +153,7 @@ def running_launch(env: Mapping[str, str] | None = None) -> str | None:
     if world < 1 or local < 1:
         return None
     nodes = max(world // local, 1)
-    return (f"torchrun --nproc_per_node {local} --nnodes {nodes} --node_rank {node} "
-            f"{_script()}")
+    return f"torchrun --nproc_per_node {local} --nnodes {nodes} --node_rank {node} {_script()}"
 
 
 def _script() -> str:
@@ -231,17 +237,28 @@ def probe_area(ctx: Context, timeout_s: float = 180.0) -> Area:
         return run_area(ctx, timeout=timeout_s)
     except ImportError as exc:
         area = Area(key="probe", title="Probe", summary="unavailable")
-        area.findings.append(Finding(
-            "PRB012", Severity.INFO, f"probe not run: envdoctor.probe is unavailable ({exc})",
-            fix="pip install 'grpo-envdoctor[probe]' (or run `envdoctor probe` where it is installed)"))
+        area.findings.append(
+            Finding(
+                "PRB012",
+                Severity.INFO,
+                f"probe not run: envdoctor.probe is unavailable ({exc})",
+                fix="pip install 'grpo-envdoctor[probe]' (or run `envdoctor probe` where it is installed)",
+            )
+        )
         return area
 
 
-def preflight_report(config: Any = None, launch: str | list[str] | None = None,
-                     probe: bool = False, facts: Facts | str | os.PathLike | Mapping | None = None,
-                     select: list[str] | None = None, ignore: list[str] | None = None,
-                     network: bool = True, probe_timeout: float = 180.0,
-                     allow_hosts: list[str] | tuple[str, ...] | None = None):
+def preflight_report(
+    config: Any = None,
+    launch: str | list[str] | None = None,
+    probe: bool = False,
+    facts: Facts | str | os.PathLike | Mapping | None = None,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    network: bool = True,
+    probe_timeout: float = 180.0,
+    allow_hosts: list[str] | tuple[str, ...] | None = None,
+):
     """``(context, report)`` of a preflight, never raising on findings (see ``preflight``)."""
     from envdoctor.doctor import check
     from envdoctor.net_policy import allowed_hosts
@@ -254,8 +271,7 @@ def preflight_report(config: Any = None, launch: str | list[str] | None = None,
     plan, note = _plan(config, launch, snap)
     if note:  # not a GRPO run: whether TRL is installed is no concern of it
         ignore = [*(ignore or []), "PKG008"]
-    ctx, report = check(snap, plan, select=select, ignore=ignore, network=network,
-                        allow_hosts=allow)
+    ctx, report = check(snap, plan, select=select, ignore=ignore, network=network, allow_hosts=allow)
     areas = {a.key: a for a in report.areas}
     if note:
         areas["config"].note = note
@@ -263,8 +279,9 @@ def preflight_report(config: Any = None, launch: str | list[str] | None = None,
         areas["layout"].note = "no launch line given (preflight(launch=...)) and none seen"
     if probe:
         if not snap.live:
-            raise InputError("probe=True", "the probe runs on this machine; it cannot check a "
-                                           "snapshot (drop facts=)")
+            raise InputError(
+                "probe=True", "the probe runs on this machine; it cannot check a snapshot (drop facts=)"
+            )
         report.areas[-1] = probe_area(ctx, timeout_s=probe_timeout)
     elif report.areas[-1].key == "probe":
         report.areas[-1].note = "not run (preflight(probe=True) runs it)"
@@ -272,18 +289,28 @@ def preflight_report(config: Any = None, launch: str | list[str] | None = None,
 
 
 def _require_strings(name: str, value: Any) -> None:
-    ok = value is None or (isinstance(value, str) and name == "launch") or (
-        isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))
+    ok = (
+        value is None
+        or (isinstance(value, str) and name == "launch")
+        or (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))
+    )
     if not ok:
         want = "a string or a list of strings" if name == "launch" else "a list of strings"
         raise InputError(f"preflight({name}=…)", f"expected {want}, got {value!r:.80}")
 
 
-def preflight(config: Any = None, launch: str | list[str] | None = None, probe: bool = False,
-              strict: bool = False, facts: Facts | str | os.PathLike | Mapping | None = None,
-              select: list[str] | None = None, ignore: list[str] | None = None,
-              network: bool = True, probe_timeout: float = 180.0,
-              allow_hosts: list[str] | tuple[str, ...] | None = None) -> Report:
+def preflight(
+    config: Any = None,
+    launch: str | list[str] | None = None,
+    probe: bool = False,
+    strict: bool = False,
+    facts: Facts | str | os.PathLike | Mapping | None = None,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    network: bool = True,
+    probe_timeout: float = 180.0,
+    allow_hosts: list[str] | tuple[str, ...] | None = None,
+) -> Report:
     """Check this machine for the run ``config`` describes; raise ``PreflightError`` on errors.
 
     ``config``: a ``GRPOConfig`` / ``TrainingArguments`` object, a dict of GRPOConfig keys, or a
@@ -298,9 +325,17 @@ def preflight(config: Any = None, launch: str | list[str] | None = None, probe: 
     try:
         for name, value in (("launch", launch), ("select", select), ("ignore", ignore)):
             _require_strings(name, value)
-        _, report = preflight_report(config=config, launch=launch, probe=probe, facts=facts,
-                                     select=select, ignore=ignore, network=network,
-                                     probe_timeout=probe_timeout, allow_hosts=allow_hosts)
+        _, report = preflight_report(
+            config=config,
+            launch=launch,
+            probe=probe,
+            facts=facts,
+            select=select,
+            ignore=ignore,
+            network=network,
+            probe_timeout=probe_timeout,
+            allow_hosts=allow_hosts,
+        )
     except InputError as exc:  # bad input is a PreflightError too: one exception to catch
         raise PreflightInputError(exc) from None
     if report.exit_code(strict=strict):

@@ -13,9 +13,14 @@ from envdoctor import __version__
 #: (and what it imports: the declared-stack readers, the memory plan, triage) loads only when
 #: that command runs or help lists it.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "check": ("check", "check"), "collect": ("collect", "collect"), "probe": ("probe", "probe"),
-    "triage": ("triage", "triage"), "rules": ("rules", "rules"), "explain": ("rules", "explain"),
-    "hook": ("hook", "hook"), "diff": ("diff", "diff"),
+    "check": ("check", "check"),
+    "collect": ("collect", "collect"),
+    "probe": ("probe", "probe"),
+    "triage": ("triage", "triage"),
+    "rules": ("rules", "rules"),
+    "explain": ("rules", "explain"),
+    "hook": ("hook", "hook"),
+    "diff": ("diff", "diff"),
     "plan-memory": ("plan_memory", "plan_memory"),
 }
 
@@ -86,8 +91,11 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # envdoctor's own bug: say so plainly
         if os.environ.get("ENVDOCTOR_DEBUG"):
             raise
-        click.echo(f"envdoctor: internal error: {type(exc).__name__}: {clean(str(exc))} "
-                   "(set ENVDOCTOR_DEBUG=1 for the traceback)", err=True)
+        click.echo(
+            f"envdoctor: internal error: {type(exc).__name__}: {clean(str(exc))} "
+            "(set ENVDOCTOR_DEBUG=1 for the traceback)",
+            err=True,
+        )
         sys.exit(2)
     _flush()
     sys.exit(0)

@@ -9,13 +9,21 @@ from typing import Any, overload
 
 
 @overload
-def as_int(value: Any, default: int, *, low: int | None = None, high: int | None = None,
-           strict: bool = False) -> int: ...
+def as_int(
+    value: Any, default: int, *, low: int | None = None, high: int | None = None, strict: bool = False
+) -> int: ...
 @overload
-def as_int(value: Any, default: None = None, *, low: int | None = None, high: int | None = None,
-           strict: bool = False) -> int | None: ...
-def as_int(value: Any, default: int | None = None, *, low: int | None = None,
-           high: int | None = None, strict: bool = False) -> int | None:
+def as_int(
+    value: Any, default: None = None, *, low: int | None = None, high: int | None = None, strict: bool = False
+) -> int | None: ...
+def as_int(
+    value: Any,
+    default: int | None = None,
+    *,
+    low: int | None = None,
+    high: int | None = None,
+    strict: bool = False,
+) -> int | None:
     """``int(value)``, or ``default`` when it has none or falls outside ``[low, high]``.
 
     ``strict``: only a real ``int`` counts (a JSON number; not a string, a float or a bool).

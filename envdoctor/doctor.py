@@ -32,13 +32,15 @@ def _version() -> str:
 
 def _summaries(ctx: Context) -> dict[str, str]:
     f, plan = ctx.facts, ctx.plan
-    pkgs = ", ".join(f"{n} {f.version(n) or ('?' if f.unknown(n) else '—')}" for n in SHOWN
-                     if f.version(n) or n in ("trl", "vllm", "torch"))
+    pkgs = ", ".join(
+        f"{n} {f.version(n) or ('?' if f.unknown(n) else '—')}"
+        for n in SHOWN
+        if f.version(n) or n in ("trl", "vllm", "torch")
+    )
     out = {"packages": pkgs}
     if plan.config_origin:
         origins = sorted(set(plan.config_origin.values()))
-        keys = [f"{k}={plan.config[k]}" for k in ("use_vllm", "vllm_mode", "vllm_device")
-                if k in plan.config]
+        keys = [f"{k}={plan.config[k]}" for k in ("use_vllm", "vllm_mode", "vllm_device") if k in plan.config]
         out["config"] = "; ".join([" + ".join(origins)] + keys)
     if f.gpus:
         names: dict[str, int] = {}
@@ -61,8 +63,11 @@ def _layout_summary(lay: GpuLayout) -> str:
     gen = ""
     if lay.generation_mode:
         where = f"GPU {','.join(map(str, lay.generation))}" if lay.generation else "GPU ?"
-        if not lay.generation and lay.server is not None \
-                and lay.server.source not in ("launch", "nvml", "config"):
+        if (
+            not lay.generation
+            and lay.server is not None
+            and lay.server.source not in ("launch", "nvml", "config")
+        ):
             where = f"a node {lay.server.source} picks"  # not this node's GPUs
         gen = f"; vLLM ({lay.generation_mode}) on {where}"
     return f"{lay.launcher}, {ranks or 'no GPU'}{gen}"
@@ -75,12 +80,9 @@ def layout_rows(ctx: Context) -> list[dict[str, Any]]:
         role = lay.role(g.index)
         if not role:
             others = [p for p in g.processes]
-            role = ("other: " + ", ".join(f"pid {p.pid}" for p in others[:3])) if others \
-                else "idle"
+            role = ("other: " + ", ".join(f"pid {p.pid}" for p in others[:3])) if others else "idle"
         free = g.free_mib
-        rows.append({"gpu": g.index, "model": g.name,
-                     "free": size_text(free, of="MiB"),
-                     "role": role})
+        rows.append({"gpu": g.index, "model": g.name, "free": size_text(free, of="MiB"), "role": role})
     return rows
 
 
@@ -110,8 +112,11 @@ def _plan_upgrade(facts: Facts, kb: Knowledge, extras: set[str]) -> tuple[str, .
     each made that quadratic in practice (31 s for 1,000 files)."""
     from envdoctor.upgrade import plan_upgrade
 
-    key = (id(kb), frozenset(extras), tuple(sorted(
-        (n, p.version, tuple(p.requires or ())) for n, p in facts.packages.items())))
+    key = (
+        id(kb),
+        frozenset(extras),
+        tuple(sorted((n, p.version, tuple(p.requires or ())) for n, p in facts.packages.items())),
+    )
     if key not in _UPGRADE_CACHE:
         if len(_UPGRADE_CACHE) >= 8:
             _UPGRADE_CACHE.clear()
@@ -119,12 +124,12 @@ def _plan_upgrade(facts: Facts, kb: Knowledge, extras: set[str]) -> tuple[str, .
     return _UPGRADE_CACHE[key]
 
 
-def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None = None,
-                 subject: str | None = None) -> Report:
+def build_report(
+    ctx: Context, outcome: Outcome, extra_areas: list[Area] | None = None, subject: str | None = None
+) -> Report:
     docs = rule_docs()
     summaries = _summaries(ctx)
-    areas = {key: Area(key=key, title=AREAS[key], summary=summaries.get(key, ""))
-             for key in AREA_ORDER}
+    areas = {key: Area(key=key, title=AREAS[key], summary=summaries.get(key, "")) for key in AREA_ORDER}
     for finding in outcome.findings:
         areas[docs[finding.rule].area].findings.append(finding)
     for rule_id in outcome.ran:
@@ -136,8 +141,10 @@ def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None 
     if not ctx.plan.trainer and not ctx.plan.config:
         areas["layout"].note = "no launch command given (envdoctor check -- <launch line>)"
     elif ctx.plan.trainer and ctx.resolved.unresolved:
-        areas["layout"].note = (f"launch not resolved: {ctx.resolved.unresolved}; the rules "
-                                "that need it were skipped (-v lists them)")
+        areas["layout"].note = (
+            f"launch not resolved: {ctx.resolved.unresolved}; the rules "
+            "that need it were skipped (-v lists them)"
+        )
     elif not ctx.facts.gpus:
         areas["layout"].note = "not resolved without GPU facts (see GPUs)"
     if not ctx.facts.gpus:  # no GPU is not "checked and fine": GPU001 says why
@@ -146,9 +153,11 @@ def build_report(ctx: Context, outcome: Outcome, extra_areas: list[Area] | None 
     result = [a for a in areas.values() if a.key != "probe"]
     result += extra_areas or [areas["probe"]]
     if subject is None:
-        subject = ("checking this machine" + (f" ({ctx.facts.hostname})" if ctx.facts.hostname
-                                               else "")) if ctx.facts.live \
+        subject = (
+            ("checking this machine" + (f" ({ctx.facts.hostname})" if ctx.facts.hostname else ""))
+            if ctx.facts.live
             else f"checking snapshot {ctx.facts.source}"
+        )
     report = Report(areas=result, subject=subject, version=_version(), artifact=artifact(ctx))
     if ctx.facts.gpus:
         report.layout = layout_rows(ctx)
@@ -163,8 +172,12 @@ def artifact(ctx: Context) -> str:
     the GRPO config, else the accelerate config, the snapshot checked, the launched script;
     repository-relative when inside the working directory."""
     trainer = ctx.plan.trainer
-    for path in (ctx.plan.config_path, ctx.plan.accelerate_path,
-                 None if ctx.facts.live else ctx.facts.source, trainer.script if trainer else None):
+    for path in (
+        ctx.plan.config_path,
+        ctx.plan.accelerate_path,
+        None if ctx.facts.live else ctx.facts.source,
+        trainer.script if trainer else None,
+    ):
         if path and path != "-":
             return repo_relative(path)
     return ""
@@ -181,9 +194,14 @@ def repo_relative(path: str) -> str:
     return path if rel.startswith("..") else rel.replace(os.sep, "/")
 
 
-def check(facts: Facts, plan: Plan, select: list[str] | None = None,
-          ignore: list[str] | None = None, network: bool = True,
-          allow_hosts: tuple[str, ...] = ()) -> tuple[Context, Report]:
+def check(
+    facts: Facts,
+    plan: Plan,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    network: bool = True,
+    allow_hosts: tuple[str, ...] = (),
+) -> tuple[Context, Report]:
     ctx = Context(facts=facts, plan=plan, network=network, allow_hosts=tuple(allow_hosts))
     outcome = run_rules(ctx, select=select, ignore=ignore)
     return ctx, build_report(ctx, outcome)

@@ -26,8 +26,7 @@ class UnreadableInput(InputError):
     merely of another kind (the hook) must still stop on this."""
 
 
-def read_input_text(path: str | os.PathLike[str], source: str, max_bytes: int,
-                    too_big: str = "") -> str:
+def read_input_text(path: str | os.PathLike[str], source: str, max_bytes: int, too_big: str = "") -> str:
     """A user's file as UTF-8 text, reading at most ``max_bytes`` (+1 to tell it is larger);
     every problem is an ``InputError`` naming ``source``."""
     require_regular_file(path, source)
@@ -63,10 +62,15 @@ def require_regular_file(path: str | os.PathLike[str], source: str) -> None:
         raise UnreadableInput(source, f"cannot read: {exc.strerror or exc}") from None
     real = os.path.realpath(path)
     if real != os.devnull and real.startswith(PSEUDO):
-        raise UnreadableInput(source, f"a kernel file ({real.split('/')[1]}), not an input file; "
-                                 "copy what you need into a file first")
+        raise UnreadableInput(
+            source,
+            f"a kernel file ({real.split('/')[1]}), not an input file; copy what you need into a file first",
+        )
     if stat.S_ISDIR(mode):
         raise UnreadableInput(source, "cannot read: Is a directory")
     if not stat.S_ISREG(mode) and os.path.realpath(path) != os.devnull:
-        raise UnreadableInput(source, "not a regular file (a pipe or a device); give a file path "
-                                 "(or - for standard input where accepted)")
+        raise UnreadableInput(
+            source,
+            "not a regular file (a pipe or a device); give a file path "
+            "(or - for standard input where accepted)",
+        )

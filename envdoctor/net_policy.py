@@ -62,8 +62,9 @@ class Policy:
         except ValueError:
             if h in self.allow:
                 return Target(h, resolve=True)
-            return Target(h, why_not=f"{h!r} is a host name other than localhost (envdoctor "
-                                     "looks no name up)")
+            return Target(
+                h, why_not=f"{h!r} is a host name other than localhost (envdoctor looks no name up)"
+            )
         if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
             ip = ip.ipv4_mapped
         if ip.is_unspecified:  # a server bound to every interface answers on loopback
@@ -91,8 +92,9 @@ def allowed_hosts(hosts: Iterable[object] | None, source: str) -> tuple[str, ...
     for raw in hosts:
         h = norm_host(raw) if isinstance(raw, str) else ""
         if not h or len(h) > 253 or not set(h) <= _HOST_CHARS or h.count(":") == 1:
-            raise InputError(source, f"expected a host name or an IP address (no scheme, port "
-                                     f"or path), got {raw!r:.80}")
+            raise InputError(
+                source, f"expected a host name or an IP address (no scheme, port or path), got {raw!r:.80}"
+            )
         out.append(h)
     return tuple(dict.fromkeys(out))
 
@@ -152,8 +154,9 @@ def _left(deadline: float) -> float:
     return left
 
 
-def port_open(port: int, host: str = LOOPBACK, policy: Policy = LOOPBACK_ONLY,
-              deadline_s: float = PORT_DEADLINE_S) -> bool:
+def port_open(
+    port: int, host: str = LOOPBACK, policy: Policy = LOOPBACK_ONLY, deadline_s: float = PORT_DEADLINE_S
+) -> bool:
     """Whether something accepts TCP connections on ``host:port`` (loopback unless allowed)."""
     try:
         with connect(policy, host, port, time.monotonic() + deadline_s):
@@ -213,18 +216,29 @@ def server_origin(base: str, port: int) -> Server:
     scheme = parts.scheme.lower()
     host = _shown(norm_host(parts.hostname or ""))
     default = 443 if scheme == "https" else 80
-    srv = Server(scheme if scheme in ("http", "https") else "http", host,
-                 url_port if url_port is not None else default)
-    extra = [what for what, there in (("user info", parts.username is not None),
-                                      ("a path", parts.path not in ("", "/")),
-                                      ("a query", bool(parts.query) or text.rstrip("/").endswith("?")),
-                                      ("a fragment", bool(parts.fragment))) if there]
+    srv = Server(
+        scheme if scheme in ("http", "https") else "http", host, url_port if url_port is not None else default
+    )
+    extra = [
+        what
+        for what, there in (
+            ("user info", parts.username is not None),
+            ("a path", parts.path not in ("", "/")),
+            ("a query", bool(parts.query) or text.rstrip("/").endswith("?")),
+            ("a fragment", bool(parts.fragment)),
+        )
+        if there
+    ]
     if scheme not in ("http", "https"):
-        return Server(srv.scheme, host, srv.port, f"its base URL is not http(s) ({scheme or 'no'} "
-                                                  "scheme)")
+        return Server(srv.scheme, host, srv.port, f"its base URL is not http(s) ({scheme or 'no'} scheme)")
     if extra:
-        return Server(srv.scheme, host, srv.port, f"its base URL carries {' and '.join(extra)}: "
-                      "envdoctor asks only its own paths at a server's root")
+        return Server(
+            srv.scheme,
+            host,
+            srv.port,
+            f"its base URL carries {' and '.join(extra)}: "
+            "envdoctor asks only its own paths at a server's root",
+        )
     return srv
 
 
@@ -233,8 +247,13 @@ def _shown(host: str) -> str:
     return {"": LOOPBACK, "0.0.0.0": LOOPBACK, "::": "::1"}.get(host, host)
 
 
-def http_get(server: Server, path: str, policy: Policy = LOOPBACK_ONLY,
-             deadline_s: float = DEADLINE_S, max_bytes: int = MAX_BYTES) -> Answer:
+def http_get(
+    server: Server,
+    path: str,
+    policy: Policy = LOOPBACK_ONLY,
+    deadline_s: float = DEADLINE_S,
+    max_bytes: int = MAX_BYTES,
+) -> Answer:
     """GET ``path`` on ``server`` under the policy; never raises, never follows a redirect."""
     url = server.url(path)
     if server.problem:
@@ -255,14 +274,17 @@ def http_get(server: Server, path: str, policy: Policy = LOOPBACK_ONLY,
             sock.settimeout(_left(deadline))
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=server.host)
         host = f"[{server.host}]" if ":" in server.host else server.host
-        request = (f"GET {path} HTTP/1.0\r\nHost: {host}:{server.port}\r\nUser-Agent: envdoctor\r\n"
-                   "Accept: */*\r\nConnection: close\r\n\r\n")
+        request = (
+            f"GET {path} HTTP/1.0\r\nHost: {host}:{server.port}\r\nUser-Agent: envdoctor\r\n"
+            "Accept: */*\r\nConnection: close\r\n\r\n"
+        )
         sock.settimeout(_left(deadline))
         sock.sendall(request.encode("ascii", "replace"))
         return _read(sock, url, deadline, deadline_s, max_bytes)
     except TimeoutError:
-        return Answer(url, outcome="timed out",
-                      detail=f"no complete answer within {deadline_s:g} s (timed out)")
+        return Answer(
+            url, outcome="timed out", detail=f"no complete answer within {deadline_s:g} s (timed out)"
+        )
     except OSError as exc:
         return Answer(url, outcome="failed", detail=f"connection failed ({_why(exc)})")
     finally:
@@ -273,8 +295,7 @@ def _why(exc: OSError) -> str:
     return str(exc.strerror or type(exc).__name__)[:200]
 
 
-def _read(sock: socket.socket, url: str, deadline: float, deadline_s: float,
-          max_bytes: int) -> Answer:
+def _read(sock: socket.socket, url: str, deadline: float, deadline_s: float, max_bytes: int) -> Answer:
     """Read one HTTP response within ``deadline`` and ``max_bytes`` (headers included)."""
     buf = b""
     head: tuple[int, dict[str, str]] | None = None
@@ -284,9 +305,12 @@ def _read(sock: socket.socket, url: str, deadline: float, deadline_s: float,
             break  # only a 200's body is ever parsed: any other answer ends at its head
         if len(buf) >= max_bytes:
             status = head[0] if head else None
-            return Answer(url, status, "too large",
-                          f"the answer is larger than {size_text(max_bytes, 'KiB', floor=True)} "
-                          "(not read further)")
+            return Answer(
+                url,
+                status,
+                "too large",
+                f"the answer is larger than {size_text(max_bytes, 'KiB', floor=True)} (not read further)",
+            )
         sock.settimeout(_left(deadline))
         chunk = sock.recv(min(65536, max_bytes - len(buf)))
         if not chunk:
@@ -299,8 +323,12 @@ def _read(sock: socket.socket, url: str, deadline: float, deadline_s: float,
             if head is None:
                 return Answer(url, None, "failed", "the answer is not HTTP")
     if head is None:
-        return Answer(url, None, "failed", "the connection closed without an HTTP answer"
-                      if not buf else "the answer is not HTTP")
+        return Answer(
+            url,
+            None,
+            "failed",
+            "the connection closed without an HTTP answer" if not buf else "the answer is not HTTP",
+        )
     status, headers = head
     body = buf[body_at:]
     if headers.get("transfer-encoding", "").lower() == "chunked":
@@ -311,8 +339,7 @@ def _read(sock: socket.socket, url: str, deadline: float, deadline_s: float,
 def _head(raw: bytes) -> tuple[int, dict[str, str]] | None:
     lines = raw.decode("latin-1").split("\r\n")
     first = lines[0].split(" ", 2)
-    if len(first) < 2 or not first[0].startswith("HTTP/") or not first[1].isdigit() \
-            or len(first[1]) != 3:
+    if len(first) < 2 or not first[0].startswith("HTTP/") or not first[1].isdigit() or len(first[1]) != 3:
         return None
     headers = {}
     for line in lines[1:]:
@@ -340,7 +367,7 @@ def _dechunk(body: bytes) -> bytes:
             break
         if not sep or n == 0:
             break
-        out, rest = out + rest[:n], rest[n + 2:]
+        out, rest = out + rest[:n], rest[n + 2 :]
     return out
 
 

@@ -58,12 +58,13 @@ def open_output(output: str) -> int:
         raise InputError(source, "a directory, not a file")
     flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(output, flags | (os.O_TRUNC if mode is None or stat.S_ISREG(mode) else 0),
-                     0o666)
+        fd = os.open(output, flags | (os.O_TRUNC if mode is None or stat.S_ISREG(mode) else 0), 0o666)
     except OSError as exc:
         if exc.errno == errno.ENXIO:
-            raise InputError(source, "a FIFO (named pipe) that nobody reads; start its reader "
-                                     "first, or give a regular file") from None
+            raise InputError(
+                source,
+                "a FIFO (named pipe) that nobody reads; start its reader first, or give a regular file",
+            ) from None
         raise
     if hasattr(os, "set_blocking"):
         os.set_blocking(fd, True)  # a reader is there: write as to any pipe

@@ -19,13 +19,38 @@ MAX_BYTES = 8 * 1024 * 1024
 #: Deeper than any real config; libyaml's C composer recurses without a limit and overflows the
 #: C stack (a segfault, not a RecursionError) on some 50,000 nested levels.
 MAX_DEPTH = 100
-ACCELERATE_KEYS = {"compute_environment", "distributed_type", "num_processes", "gpu_ids",
-                   "machine_rank", "num_machines", "mixed_precision", "deepspeed_config",
-                   "fsdp_config", "use_cpu", "main_training_function", "rdzv_backend"}
-GRPO_KEYS = {"num_generations", "use_vllm", "vllm_mode", "vllm_device", "beta",
-             "max_completion_length", "max_prompt_length", "reward_weights", "loss_type",
-             "vllm_gpu_memory_utilization", "per_device_train_batch_size", "learning_rate",
-             "output_dir", "model_name_or_path", "generation_batch_size", "steps_per_generation"}
+ACCELERATE_KEYS = {
+    "compute_environment",
+    "distributed_type",
+    "num_processes",
+    "gpu_ids",
+    "machine_rank",
+    "num_machines",
+    "mixed_precision",
+    "deepspeed_config",
+    "fsdp_config",
+    "use_cpu",
+    "main_training_function",
+    "rdzv_backend",
+}
+GRPO_KEYS = {
+    "num_generations",
+    "use_vllm",
+    "vllm_mode",
+    "vllm_device",
+    "beta",
+    "max_completion_length",
+    "max_prompt_length",
+    "reward_weights",
+    "loss_type",
+    "vllm_gpu_memory_utilization",
+    "per_device_train_batch_size",
+    "learning_rate",
+    "output_dir",
+    "model_name_or_path",
+    "generation_batch_size",
+    "steps_per_generation",
+}
 
 #: Nodes that aliases may add when expanded ("billion laughs": 10 aliases of 10 aliases of …
 #: stay a small graph for the parser, but every reader that walks the values walks 10^9 nodes).
@@ -71,8 +96,7 @@ for _tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
 def read_mapping(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
     """Parse a YAML/JSON file that must hold a mapping; ``what`` names it in errors."""
     source = f"{what} {path}"
-    return parse_mapping(read_input_text(path, source, MAX_BYTES), source,
-                         str(path).endswith(".json"))
+    return parse_mapping(read_input_text(path, source, MAX_BYTES), source, str(path).endswith(".json"))
 
 
 def parse_mapping(text: str, source: str, is_json: bool = False) -> dict[str, Any]:
@@ -114,8 +138,10 @@ def _depth_bound(text: str) -> int:
     flow = text.count("[") + text.count("{")
     if flow > MAX_DEPTH:
         return flow
-    block = max((len(m.group(1)) + m.group(2).count("-") + m.group(2).count("?")
-                 for m in _LINE_START.finditer(text)), default=0)
+    block = max(
+        (len(m.group(1)) + m.group(2).count("-") + m.group(2).count("?") for m in _LINE_START.finditer(text)),
+        default=0,
+    )
     return flow + block + 1
 
 
@@ -132,8 +158,9 @@ def check_structure(text: str, source: str) -> None:
         if isinstance(event, yaml.CollectionStartEvent):
             stack.append([1, 0, event.anchor])
             if len(stack) > MAX_DEPTH:
-                raise UnreadableInput(source, f"nested more than {MAX_DEPTH} levels deep "
-                                         f"(at line {event.start_mark.line + 1})")
+                raise UnreadableInput(
+                    source, f"nested more than {MAX_DEPTH} levels deep (at line {event.start_mark.line + 1})"
+                )
             continue
         if isinstance(event, yaml.CollectionEndEvent):
             nodes, below, anchor = stack.pop()
@@ -148,12 +175,17 @@ def check_structure(text: str, source: str) -> None:
             size = sizes.get(event.anchor or "", (1, 0))
             expanded += size[0]
             if expanded > MAX_ALIAS_NODES:
-                raise UnreadableInput(source, f"aliases (*{event.anchor}) expand to more than "
-                                         f"{MAX_ALIAS_NODES:,} values (at line "
-                                         f"{event.start_mark.line + 1}): not a real config")
+                raise UnreadableInput(
+                    source,
+                    f"aliases (*{event.anchor}) expand to more than "
+                    f"{MAX_ALIAS_NODES:,} values (at line "
+                    f"{event.start_mark.line + 1}): not a real config",
+                )
             if len(stack) + size[1] > MAX_DEPTH:
-                raise UnreadableInput(source, f"aliases nest more than {MAX_DEPTH} levels deep "
-                                         f"(at line {event.start_mark.line + 1})")
+                raise UnreadableInput(
+                    source,
+                    f"aliases nest more than {MAX_DEPTH} levels deep (at line {event.start_mark.line + 1})",
+                )
         else:
             continue
         if stack:

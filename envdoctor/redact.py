@@ -48,35 +48,146 @@ MIN_GLOBAL = 8
 
 # ------------------------------------------------------------------------------ names
 #: Words that make a name secret wherever they stand in it (``HF_TOKEN``, ``db-password``).
-_SECRET_PARTS = {"TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE",
-                 "APIKEY", "APIKEYS", "CREDENTIAL", "CREDENTIALS", "AUTHORIZATION", "COOKIE",
-                 "COOKIES", "SESSIONID", "SESSID"}
+_SECRET_PARTS = {
+    "TOKEN",
+    "SECRET",
+    "SECRETS",
+    "PASSWORD",
+    "PASSWORDS",
+    "PASSWD",
+    "PASSPHRASE",
+    "APIKEY",
+    "APIKEYS",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "AUTHORIZATION",
+    "COOKIE",
+    "COOKIES",
+    "SESSIONID",
+    "SESSID",
+}
 #: The same words run together with what precedes them: ``PGPASSWORD``, ``JSESSIONID``,
 #: ``PHPSESSID``, ``CLIENTSECRET``, ``authtoken``.
-_SECRET_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY",
-                    "SESSIONID", "SESSID")
+_SECRET_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY", "SESSIONID", "SESSID")
 #: Words of measurements (``kv_bytes_per_token``, ``max_token``, ``num_keys``).
 _MEASURES = {"PER", "MAX", "MIN", "NUM", "N", "TOTAL", "AVG", "MEAN", "COUNT", "BYTES"}
 #: Before ``TOKEN``: tokenizer settings (``pad_token``, ``eos_token``) and measurements
 #: (``kv_bytes_per_token``, ``prompt_token``) are named like secrets but are not.
 _NOT_SECRET_BEFORE_TOKEN = _MEASURES | {
-    "PAD", "EOS", "BOS", "UNK", "SEP", "CLS", "MASK", "SPECIAL", "CHAT", "IMAGE", "VISION",
-    "AUDIO", "VIDEO", "THINK", "ADDED", "START", "END", "STOP", "BEGIN", "FIM", "DECODER",
-    "PROMPT", "COMPLETION", "INPUT", "OUTPUT", "NEW", "GENERATED", "GENERATION", "FIRST", "LAST",
-    "NEXT", "PREV", "KV"}
+    "PAD",
+    "EOS",
+    "BOS",
+    "UNK",
+    "SEP",
+    "CLS",
+    "MASK",
+    "SPECIAL",
+    "CHAT",
+    "IMAGE",
+    "VISION",
+    "AUDIO",
+    "VIDEO",
+    "THINK",
+    "ADDED",
+    "START",
+    "END",
+    "STOP",
+    "BEGIN",
+    "FIM",
+    "DECODER",
+    "PROMPT",
+    "COMPLETION",
+    "INPUT",
+    "OUTPUT",
+    "NEW",
+    "GENERATED",
+    "GENERATION",
+    "FIRST",
+    "LAST",
+    "NEXT",
+    "PREV",
+    "KV",
+}
 #: After ``TOKEN``: what describes tokens (``bos_token_id``, ``token_count``) or where a secret
 #: is kept (``HF_TOKEN_PATH``), not a secret itself.
 _NOT_SECRET_AFTER_TOKEN = {
-    "ID", "IDS", "TYPE", "TYPES", "COUNT", "COUNTS", "LEN", "LENGTH", "LENGTHS", "LIMIT",
-    "BUDGET", "INDEX", "INDICES", "LEVEL", "LOGPROB", "LOGPROBS", "PROBS", "SIZE", "USAGE",
-    "RATE", "BYTES", "PER", "POS", "POSITION", "ENTROPY", "LOSS", "WISE", "PATH", "FILE", "DIR"}
+    "ID",
+    "IDS",
+    "TYPE",
+    "TYPES",
+    "COUNT",
+    "COUNTS",
+    "LEN",
+    "LENGTH",
+    "LENGTHS",
+    "LIMIT",
+    "BUDGET",
+    "INDEX",
+    "INDICES",
+    "LEVEL",
+    "LOGPROB",
+    "LOGPROBS",
+    "PROBS",
+    "SIZE",
+    "USAGE",
+    "RATE",
+    "BYTES",
+    "PER",
+    "POS",
+    "POSITION",
+    "ENTROPY",
+    "LOSS",
+    "WISE",
+    "PATH",
+    "FILE",
+    "DIR",
+}
 #: Before ``KEY``: lookup keys (``sort_key``, ``cache_key``), not keys that open anything.
-_NOT_SECRET_BEFORE_KEY = _MEASURES | {"SORT", "CACHE", "PRIMARY", "FOREIGN", "DICT", "GROUP", "PARTITION",
-                          "LOOKUP", "HASH", "ROUTING", "PUBLIC", "FEATURE", "COLUMN", "FIELD",
-                          "DATASET", "TEXT", "PROMPT", "REWARD", "CONFIG", "MONITOR", "METRIC",
-                          "LABEL", "INPUT", "OUTPUT", "MAPPING", "SHARD", "LOG", "PREFIX"}
-_QUERY_SECRET = {"KEY", "TOKEN", "SIG", "SIGNATURE", "PASSWORD", "PASS", "PWD", "SECRET",
-                 "AUTH", "CODE", "CREDENTIAL", "SESSION", "SID"}
+_NOT_SECRET_BEFORE_KEY = _MEASURES | {
+    "SORT",
+    "CACHE",
+    "PRIMARY",
+    "FOREIGN",
+    "DICT",
+    "GROUP",
+    "PARTITION",
+    "LOOKUP",
+    "HASH",
+    "ROUTING",
+    "PUBLIC",
+    "FEATURE",
+    "COLUMN",
+    "FIELD",
+    "DATASET",
+    "TEXT",
+    "PROMPT",
+    "REWARD",
+    "CONFIG",
+    "MONITOR",
+    "METRIC",
+    "LABEL",
+    "INPUT",
+    "OUTPUT",
+    "MAPPING",
+    "SHARD",
+    "LOG",
+    "PREFIX",
+}
+_QUERY_SECRET = {
+    "KEY",
+    "TOKEN",
+    "SIG",
+    "SIGNATURE",
+    "PASSWORD",
+    "PASS",
+    "PWD",
+    "SECRET",
+    "AUTH",
+    "CODE",
+    "CREDENTIAL",
+    "SESSION",
+    "SID",
+}
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SPLIT = re.compile(r"[^A-Za-z0-9]+")
 
@@ -120,7 +231,8 @@ def is_secret(name: str) -> bool:
             if suffix is None:
                 continue
             if suffix != "TOKEN" or _token_part(
-                    [*parts[:i], part[:-len(suffix)], "TOKEN", *parts[i + 1:]], i + 1):
+                [*parts[:i], part[: -len(suffix)], "TOKEN", *parts[i + 1 :]], i + 1
+            ):
                 return True
     return False
 
@@ -162,16 +274,17 @@ def _token_starts(text: str, i: int) -> bool:
 #: most positions at once, several times faster on long text.)
 _TOKENS = re.compile(
     r"(?=[hagAsxlw])(?:"
-    r"hf_[A-Za-z0-9]{30,}"                      # Hugging Face user / org tokens
-    r"|api_org_[A-Za-z0-9]{30,}"                # legacy Hugging Face org tokens
-    r"|gh[pousr]_[A-Za-z0-9]{30,}"              # GitHub classic tokens
-    r"|github_pat_[A-Za-z0-9_]{30,}"            # GitHub fine-grained tokens
+    r"hf_[A-Za-z0-9]{30,}"  # Hugging Face user / org tokens
+    r"|api_org_[A-Za-z0-9]{30,}"  # legacy Hugging Face org tokens
+    r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub classic tokens
+    r"|github_pat_[A-Za-z0-9_]{30,}"  # GitHub fine-grained tokens
     r"|(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}(?![0-9A-Z])"  # AWS access key ids
-    r"|sk-[A-Za-z0-9_\-]{20,}"                  # OpenAI-style (sk-, sk-proj-, sk-ant-)
-    r"|xox[abposr]-[A-Za-z0-9\-]{10,}"          # Slack
-    r"|local-[0-9a-f]{40}"                      # W&B keys of self-hosted servers
-    r"|wandb_v1_[A-Za-z0-9_]{20,}"              # W&B's longer keys
-    r")")
+    r"|sk-[A-Za-z0-9_\-]{20,}"  # OpenAI-style (sk-, sk-proj-, sk-ant-)
+    r"|xox[abposr]-[A-Za-z0-9\-]{10,}"  # Slack
+    r"|local-[0-9a-f]{40}"  # W&B keys of self-hosted servers
+    r"|wandb_v1_[A-Za-z0-9_]{20,}"  # W&B's longer keys
+    r")"
+)
 #: HTTP bearer tokens and basic credentials (the span of group 1).
 _AUTH_SCHEME = re.compile(r"[Bb](?:earer ([A-Za-z0-9._~+/\-]{8,}=*)|asic ([A-Za-z0-9+/]{8,}=*))")
 
@@ -186,7 +299,8 @@ _BEFORE_SLASHES = " \t\n'\"(<[=,`"
 _BARE_USERINFO = re.compile(
     r"(?<![A-Za-z0-9._%+~/:@\\-])[A-Za-z0-9._%+~-]{1,64}:(?!//)([^\s'\"<>`]{1,256}?)@(?="
     r"(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]{2,45}\]|localhost"
-    r"|[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+)(?::\d{1,5})?(?:[/?#\s'\"<>`),;]|$))")
+    r"|[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+)(?::\d{1,5})?(?:[/?#\s'\"<>`),;]|$))"
+)
 
 
 def _mask_urls(text: str) -> list[tuple[int, int]]:
@@ -219,13 +333,14 @@ def _mask_urls(text: str) -> list[tuple[int, int]]:
 
 
 def _mask_query(text: str) -> list[tuple[int, int]]:
-    return [m.span(3) for m in _QUERY.finditer(text)
-            if m.group(3) and _query_secret(m.group(2))]
+    return [m.span(3) for m in _QUERY.finditer(text) if m.group(3) and _query_secret(m.group(2))]
 
 
 # ------------------------------------------------------------------------ assignments
-_HINT = re.compile(r"(?=[TtSsPpKkCcAa])(?i:token|secret|passw|pwd|key|credential|passphrase|"
-                   r"authorization|cookie|sessid|sessionid)")
+_HINT = re.compile(
+    r"(?=[TtSsPpKkCcAa])(?i:token|secret|passw|pwd|key|credential|passphrase|"
+    r"authorization|cookie|sessid|sessionid)"
+)
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 #: An unquoted value ends at white space or one of these.
 _VALUE_STOP = frozenset(",;&|}])\"'`<>")
@@ -296,8 +411,11 @@ def _mask_assignments(text: str) -> list[tuple[int, int]]:
         if m.start() < scanned:
             continue
         s = m.start()
-        while s > max(scanned, m.start() - 200) and text[s - 1] in _NAME_CHARS \
-                and not (escapes and _escape_ends_at(text, s)):
+        while (
+            s > max(scanned, m.start() - 200)
+            and text[s - 1] in _NAME_CHARS
+            and not (escapes and _escape_ends_at(text, s))
+        ):
             s -= 1
         e = m.end()
         while e < n and e - s <= 200 and text[e] in _NAME_CHARS:
@@ -347,7 +465,8 @@ _MYSQL_LINE = 2000
 _KEY_PROSE = re.compile(
     r"(?=[WwUuLl])(?i:(?<![\w-])(?:(?:with|using)[ \t]+(?:(?:the|an?|api)[ \t]+){0,2}key[ \t]+"
     r"|wandb[ \t]+login(?:[ \t]+--?[a-z-]{1,20})*[ \t]+"
-    r"|login\([^)\n]{0,200}?(?<![\w-])key[ \t]*=[ \t]*))")
+    r"|login\([^)\n]{0,200}?(?<![\w-])key[ \t]*=[ \t]*))"
+)
 _KEYLIKE = re.compile(r"[\"']?[A-Za-z0-9_.\-]*[0-9][A-Za-z0-9_.\-]*")
 
 
@@ -369,7 +488,7 @@ def _mask_commands(text: str) -> list[tuple[int, int]]:
                     spans.append(span)
     for m in _KEY_PROSE.finditer(text):
         value = _KEYLIKE.match(text, m.end())
-        if value and value.end() - m.end() >= 8 or text[m.end():m.end() + 1] in ("'", '"'):
+        if value and value.end() - m.end() >= 8 or text[m.end() : m.end() + 1] in ("'", '"'):
             span = _value_span(text, m.end())
             if span:
                 spans.append(span)
@@ -378,9 +497,11 @@ def _mask_commands(text: str) -> list[tuple[int, int]]:
 
 # -------------------------------------------------------------------------- the pass
 #: Text without any of these cannot hold a secret the passes below would find (fast path).
-_ANY = re.compile(r"(?i)//|[=:?&;@]|hf_|api_org_|gh[pousr]_|github_pat_|AKIA|ASIA|AGPA|AIDA|"
-                  r"AROA|ANPA|sk-|xox|local-|wandb|bearer |basic |token|secret|passw|pwd|key|"
-                  r"credential|passphrase|authorization|cookie|sessid|mysql")
+_ANY = re.compile(
+    r"(?i)//|[=:?&;@]|hf_|api_org_|gh[pousr]_|github_pat_|AKIA|ASIA|AGPA|AIDA|"
+    r"AROA|ANPA|sk-|xox|local-|wandb|bearer |basic |token|secret|passw|pwd|key|"
+    r"credential|passphrase|authorization|cookie|sessid|mysql"
+)
 
 
 def _apply(text: str, spans: list[tuple[int, int]]) -> str:
@@ -425,8 +546,10 @@ def _global(known: tuple[str, ...]) -> tuple[str, ...]:
 # ------------------------------------------------------------------ control characters
 #: C0 / C1 controls but newline and tab, bidirectional marks and overrides, line and paragraph
 #: separators, lone surrogates and non-characters: never written raw.
-_CONTROLS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029"
-             "\u2066-\u2069\ud800-\udfff\ufffe\uffff")
+_CONTROLS = (
+    "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029"
+    "\u2066-\u2069\ud800-\udfff\ufffe\uffff"
+)
 _CONTROL = re.compile(f"[{_CONTROLS}]")
 #: The same and newlines: a value shown on one line (a path, a name, a message).
 _CONTROL_NL = re.compile(f"[\n{_CONTROLS}]")
@@ -455,6 +578,7 @@ _ESCAPED = re.compile(r"\\(?:n|x([0-9a-f]{2})|u([0-9a-f]{4}))")
 def unescape_controls(text: str) -> str:
     """The characters :func:`escape_controls` wrote as escapes, back (for a file's URI: the
     real name, percent-encoded); every other backslash stays."""
+
     def back(m: re.Match[str]) -> str:
         hexa = m.group(1) or m.group(2)
         char = "\n" if hexa is None else chr(int(hexa, 16))
@@ -516,26 +640,27 @@ def output_text(text: str) -> str:
     return _SGR_OR_CONTROL.sub(_escape_keep_color, redact(text))
 
 
-def clean(text: str, known: Iterable[str] = (), escape: bool = True,
-          limit: int = MAX_SHOWN, newlines: bool = True) -> str:
+def clean(
+    text: str, known: Iterable[str] = (), escape: bool = True, limit: int = MAX_SHOWN, newlines: bool = True
+) -> str:
     """The whole pass on one string: redact, cut to ``limit`` characters, escape (newlines
     too unless ``newlines`` is off: a message or a name stays on its line). Only the first
     ``4 × limit`` characters are redacted: the rest is cut anyway, so a secret cut in two there
     is never shown."""
-    head = redact(text[:4 * limit], known)
+    head = redact(text[: 4 * limit], known)
     if len(text) > 4 * limit or len(head) > limit:
         head = f"{head[:limit]}… (cut: {len(text):,} characters in all)"
     return escape_controls(head, newlines) if escape else head
 
 
 @lru_cache(maxsize=65536)
-def _clean_short(text: str, known: tuple[str, ...], escape: bool, limit: int,
-                 newlines: bool) -> str:
+def _clean_short(text: str, known: tuple[str, ...], escape: bool, limit: int, newlines: bool) -> str:
     return clean(text, known, escape, limit, newlines)
 
 
-def scrub(value: Any, known: Iterable[str] = (), escape: bool = True,
-          limit: int = MAX_SHOWN, newlines: bool = True) -> Any:
+def scrub(
+    value: Any, known: Iterable[str] = (), escape: bool = True, limit: int = MAX_SHOWN, newlines: bool = True
+) -> Any:
     """``value`` with :func:`clean` applied to every string inside it (dict keys, lists,
     dataclasses); other values unchanged."""
     known = tuple(known)
@@ -546,22 +671,33 @@ def scrub(value: Any, known: Iterable[str] = (), escape: bool = True,
             return _clean_short(value, known, escape, limit, newlines)
         return clean(value, known, escape, limit, newlines)
     if isinstance(value, dict):  # a secret-named key hides its value, whatever it looks like
-        return {scrub(k, known, escape, limit, newlines):
-                MASK if _secret_item(k, v) else scrub(v, known, escape, limit, newlines)
-                for k, v in value.items()}
+        return {
+            scrub(k, known, escape, limit, newlines): MASK
+            if _secret_item(k, v)
+            else scrub(v, known, escape, limit, newlines)
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple, set, frozenset)):
         items = [scrub(v, known, escape, limit, newlines) for v in value]
         return items if isinstance(value, (set, frozenset)) else type(value)(items)
     if is_dataclass(value) and not isinstance(value, type):
-        changes = {f.name: scrub(getattr(value, f.name), known, escape, limit, newlines)
-                   for f in fields(value) if f.init and f.name != "secrets"}
+        changes = {
+            f.name: scrub(getattr(value, f.name), known, escape, limit, newlines)
+            for f in fields(value)
+            if f.init and f.name != "secrets"
+        }
         return replace(value, **changes)
     return value
 
 
 def _secret_item(key: Any, value: Any) -> bool:
-    return (isinstance(key, str) and isinstance(value, (str, int, float))
-            and not isinstance(value, bool) and value != "" and is_secret(key))
+    return (
+        isinstance(key, str)
+        and isinstance(value, (str, int, float))
+        and not isinstance(value, bool)
+        and value != ""
+        and is_secret(key)
+    )
 
 
 # --------------------------------------------------------------------- the plan's secrets

@@ -22,7 +22,7 @@ def repo_url(reference: str) -> str:
     m = _REPO_PATH.match(reference)
     if m is None:
         return reference
-    return f"{REPOSITORY}/blob/main/{m.group(0)}{reference[m.end():]}"
+    return f"{REPOSITORY}/blob/main/{m.group(0)}{reference[m.end() :]}"
 
 
 @lru_cache(maxsize=1)
@@ -97,8 +97,9 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(k, k2) and _same(a[k], b[k2])
-                                           for k, k2 in zip(a, b, strict=True))
+        return list(a) == list(b) and all(
+            _same(k, k2) and _same(a[k], b[k2]) for k, k2 in zip(a, b, strict=True)
+        )
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b) or (a != a and b != b)  # NaN

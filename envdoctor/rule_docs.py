@@ -25,6 +25,7 @@ AREAS = {
 }
 REQUIRED = ("id", "name", "severity", "title", "why", "fix", "references")
 
+
 @dataclass(frozen=True)
 class RuleDoc:
     id: str
@@ -66,10 +67,18 @@ def parse_area_file(data: Any, source: str) -> list[RuleDoc]:
             sev = Severity(r["severity"])
         except ValueError:
             raise RuleDataError(f"{where} ({r['id']}): bad severity {r['severity']!r}") from None
-        docs.append(RuleDoc(id=str(r["id"]), name=str(r["name"]), area=data["area"],
-                            severity=sev, title=str(r["title"]).strip(),
-                            why=str(r["why"]).strip(), fix=str(r["fix"]).strip(),
-                            references=tuple(refs)))
+        docs.append(
+            RuleDoc(
+                id=str(r["id"]),
+                name=str(r["name"]),
+                area=data["area"],
+                severity=sev,
+                title=str(r["title"]).strip(),
+                why=str(r["why"]).strip(),
+                fix=str(r["fix"]).strip(),
+                references=tuple(refs),
+            )
+        )
     return docs
 
 

@@ -9,8 +9,12 @@ from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
 
-KEYS: dict[str, type | tuple[type, ...]] = {"select": list, "ignore": list, "strict": bool,
-                                             "probe-timeout": (int, float)}
+KEYS: dict[str, type | tuple[type, ...]] = {
+    "select": list,
+    "ignore": list,
+    "strict": bool,
+    "probe-timeout": (int, float),
+}
 
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -25,8 +29,11 @@ def valid_timeout(value: object, source: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(source, f"expected a number of seconds, got {value!r:.40}")
     if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
-        raise InputError(source, f"must be a number of seconds above 0 and at most "
-                                 f"{MAX_TIMEOUT_S:.0f} (a week), got {value!r:.40}")
+        raise InputError(
+            source,
+            f"must be a number of seconds above 0 and at most "
+            f"{MAX_TIMEOUT_S:.0f} (a week), got {value!r:.40}",
+        )
     return float(value)
 
 
@@ -54,9 +61,12 @@ def parse_toml(text: str, source: str, problem: str = "invalid TOML") -> dict[st
     the result)."""
     values = text.count("=") + text.count(",") + text.count("\n")
     if values > MAX_TOML_VALUES:
-        raise InputError(source, f"{problem}: {values:,} TOML values and lines, more than "
-                                 f"{MAX_TOML_VALUES:,} (a large uv.lock has about 90,000); "
-                                 "not parsed")
+        raise InputError(
+            source,
+            f"{problem}: {values:,} TOML values and lines, more than "
+            f"{MAX_TOML_VALUES:,} (a large uv.lock has about 90,000); "
+            "not parsed",
+        )
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
@@ -92,10 +102,12 @@ def load_settings(start: Path | None = None) -> dict[str, Any]:
     for key, value in table.items():
         kind = KEYS.get(key)
         if kind is None:
-            raise InputError(str(path), f"[tool.envdoctor] unknown key '{key}' "
-                                        f"(known: {', '.join(KEYS)})")
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool) or (
-                isinstance(value, list) and not all(isinstance(v, str) for v in value)):
+            raise InputError(str(path), f"[tool.envdoctor] unknown key '{key}' (known: {', '.join(KEYS)})")
+        if (
+            not isinstance(value, kind)
+            or (isinstance(value, bool) and kind is not bool)
+            or (isinstance(value, list) and not all(isinstance(v, str) for v in value))
+        ):
             raise InputError(str(path), f"[tool.envdoctor] '{key}' has the wrong type")
         if key == "probe-timeout":
             valid_timeout(value, f"{path} [tool.envdoctor] probe-timeout")

@@ -78,5 +78,4 @@ def trl_release(facts: Facts, kb: Knowledge) -> TrlRelease:
     newest = newest_known(kb)
     if newest is None:
         return TrlRelease(None)
-    return TrlRelease(newest, "assumed", "no TRL installed or declared; the newest release "
-                                         "envdoctor knows")
+    return TrlRelease(newest, "assumed", "no TRL installed or declared; the newest release envdoctor knows")

@@ -13,14 +13,36 @@ GiB = 1024**3
 TiB = 1024**4
 
 #: Unit names as logs, the command line and envdoctor write them (lower case), in bytes.
-UNITS = {"b": 1, "bytes": 1, "kib": KiB, "kb": KiB, "k": KiB, "mib": MiB, "mb": MiB, "m": MiB,
-         "gib": GiB, "gb": GiB, "g": GiB, "tib": TiB, "tb": TiB, "t": TiB}
+UNITS = {
+    "b": 1,
+    "bytes": 1,
+    "kib": KiB,
+    "kb": KiB,
+    "k": KiB,
+    "mib": MiB,
+    "mb": MiB,
+    "m": MiB,
+    "gib": GiB,
+    "gb": GiB,
+    "g": GiB,
+    "tib": TiB,
+    "tb": TiB,
+    "t": TiB,
+}
 _SMALLER = {"TiB": "GiB", "GiB": "MiB", "MiB": "KiB"}
 
 
-def size_text(n: float | None, unit: str = "GiB", digits: int = 1, *, of: str = "B",
-              step_down: bool = False, grouped: bool = False, floor: bool = False,
-              with_unit: bool = True) -> str:
+def size_text(
+    n: float | None,
+    unit: str = "GiB",
+    digits: int = 1,
+    *,
+    of: str = "B",
+    step_down: bool = False,
+    grouped: bool = False,
+    floor: bool = False,
+    with_unit: bool = True,
+) -> str:
     """``n`` (counted in ``of``: ``"B"``, ``"MiB"``…) written in ``unit``: ``"23.8 GiB"``; ``"?"``
     when ``n`` is None (not known).
 
@@ -41,8 +63,9 @@ def size_text(n: float | None, unit: str = "GiB", digits: int = 1, *, of: str = 
     return f"{text} {unit}" if with_unit else text
 
 
-def parse_size(number: str | None, unit: str | None = None, *, default: str = "GiB",
-               into: str = "B") -> float | None:
+def parse_size(
+    number: str | None, unit: str | None = None, *, default: str = "GiB", into: str = "B"
+) -> float | None:
     """``number`` ``unit`` (``"2.00"``, ``"GiB"``) as a count of ``into``; ``unit`` missing or
     unknown counts as ``default``. None when ``number`` is not a number (``"1.2.3"``)."""
     try:

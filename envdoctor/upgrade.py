@@ -43,15 +43,17 @@ def _requirements(facts: Facts, extras: set[str], kb: Knowledge) -> list[Conflic
             if req is None:
                 continue
             if req.marker is not None and not any(
-                    req.marker.evaluate({**env, "extra": e}) for e in {""} | extras):
+                req.marker.evaluate({**env, "extra": e}) for e in {""} | extras
+            ):
                 continue
             if str(req.specifier):
                 out.append(Conflict(src, normalize_name(req.name), str(req.specifier)))
     return out
 
 
-def _broken(reqs: list[Conflict], installed: dict[str, str], changed: dict[str, str],
-            kb: Knowledge) -> list[Conflict]:
+def _broken(
+    reqs: list[Conflict], installed: dict[str, str], changed: dict[str, str], kb: Knowledge
+) -> list[Conflict]:
     bad = []
     for c in reqs:
         if c.source in changed:
@@ -76,8 +78,9 @@ def _options(c: Conflict, installed: dict[str, str], kb: Knowledge) -> list[dict
     opts = [{c.target: f"{c.spec}"}]
     if c.source == "vllm" and c.target == "torch":
         base = versions.parse(installed.get("torch"))
-        builds = [p["vllm"] for p in kb.vllm.get("torch_pins", [])
-                  if base is not None and p["torch"] == base.public]
+        builds = [
+            p["vllm"] for p in kb.vllm.get("torch_pins", []) if base is not None and p["torch"] == base.public
+        ]
         if builds:
             newest = max(builds, key=versions.sort_key)
             opts.append({"vllm": f"=={newest}"})

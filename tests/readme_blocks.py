@@ -31,8 +31,14 @@ def run(block: str) -> str:
     cwd, argv = commands(block)
     assert argv and argv[0] == "envdoctor", block
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_", "PYTORCH_"))}
-    proc = subprocess.run([sys.executable, "-m", "envdoctor", *argv[1:]], cwd=cwd,
-                          capture_output=True, text=True, env=dict(env, NO_COLOR="1"), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "envdoctor", *argv[1:]],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=dict(env, NO_COLOR="1"),
+        timeout=120,
+    )
     head = [line for line in block.splitlines() if line.startswith("$ ")]
     return "\n".join(head) + "\n" + proc.stdout + f"[exit {proc.returncode}]\n"
 

@@ -16,9 +16,9 @@ from envdoctor.versions import cuda_of_torch, parse, satisfies
 EXAMPLES = 300
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                max_size=4),
-    max_leaves=20)
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
@@ -34,9 +34,32 @@ def test_launch_lines(text):
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(st.lists(st.sampled_from(["accelerate", "launch", "torchrun", "python", "-m", "--x",
-                                 "--num_processes", "2", "t.py", "=", "--a=b", ";", "&&", "trl",
-                                 "vllm-serve", "CUDA_VISIBLE_DEVICES=0", "export"]), max_size=12))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "accelerate",
+                "launch",
+                "torchrun",
+                "python",
+                "-m",
+                "--x",
+                "--num_processes",
+                "2",
+                "t.py",
+                "=",
+                "--a=b",
+                ";",
+                "&&",
+                "trl",
+                "vllm-serve",
+                "CUDA_VISIBLE_DEVICES=0",
+                "export",
+            ]
+        ),
+        max_size=12,
+    )
+)
 def test_launch_token_soup(tokens):
     try:
         parse_launches(" ".join(tokens))
@@ -58,8 +81,11 @@ def test_config_files(tmp_path, data):
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(json_values)
 def test_snapshots(value):
-    for data in (value, {"schema": "envdoctor.facts/1", "gpus": value},
-                 {"schema": "envdoctor.facts/1", "packages": value, "env": value}):
+    for data in (
+        value,
+        {"schema": "envdoctor.facts/1", "gpus": value},
+        {"schema": "envdoctor.facts/1", "packages": value, "env": value},
+    ):
         try:
             from_dict(json.loads(json.dumps(data)), "s.json")
         except InputError:

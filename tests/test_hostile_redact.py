@@ -20,22 +20,37 @@ from envdoctor.report.interface import Area, Report
 EXAMPLES = 200
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 #: Secret values: letters and digits (numeric-looking too) and URL-safe punctuation.
-secrets = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.~",
-                  min_size=6, max_size=40).map(lambda s: "Q" + s + "Z")
+secrets = st.text(
+    alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.~", min_size=6, max_size=40
+).map(lambda s: "Q" + s + "Z")
 url_secrets = st.text(alphabet="abcdefXYZ0123456789/-_.~!$%", min_size=4, max_size=30).map(
-    lambda s: "Q" + s + "Z")
+    lambda s: "Q" + s + "Z"
+)
 #: Text around the secret: anything printable, quotes, separators and newlines included.
 around = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
 
 FORMS = [
-    "HF_TOKEN={s}", "export WANDB_API_KEY={s}", "--hub_token {s}", "--hub-token={s}",
-    "--api_key {s} extra.yaml", "hub_token: {s}", '"api_key": "{s}"', "'HF_TOKEN': '{s}'",
-    'HF_TOKEN="{s}', "AWS_SECRET_ACCESS_KEY='{s} more words'", "password: {s}",
+    "HF_TOKEN={s}",
+    "export WANDB_API_KEY={s}",
+    "--hub_token {s}",
+    "--hub-token={s}",
+    "--api_key {s} extra.yaml",
+    "hub_token: {s}",
+    '"api_key": "{s}"',
+    "'HF_TOKEN': '{s}'",
+    'HF_TOKEN="{s}',
+    "AWS_SECRET_ACCESS_KEY='{s} more words'",
+    "password: {s}",
     "Authorization: Bearer {s}",
 ]
-URL_FORMS = ["https://{s}@host/x", "https://user:{s}@host/x", "https://:{s}@host",
-             "http://h/x?token={s}&page=1", "s3://h/?X-Amz-Signature={s}",
-             "git+https://bob:{s}@github.com/o/r.git"]
+URL_FORMS = [
+    "https://{s}@host/x",
+    "https://user:{s}@host/x",
+    "https://:{s}@host",
+    "http://h/x?token={s}&page=1",
+    "s3://h/?X-Amz-Signature={s}",
+    "git+https://bob:{s}@github.com/o/r.git",
+]
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
@@ -54,9 +69,18 @@ def test_no_url_credential_survives(form, secret, before, after):
     assert secret not in redact(text)
 
 
-@pytest.mark.parametrize("token", [
-    "hf_" + "aB3" * 12, "ghp_" + "x1" * 18, "github_pat_" + "A_b" * 20, "AKIAIOSFODNN7EXAMPLE",
-    "sk-proj-" + "k9" * 15, "xoxb-1234567890-abcdef", "local-" + "0a" * 20])
+@pytest.mark.parametrize(
+    "token",
+    [
+        "hf_" + "aB3" * 12,
+        "ghp_" + "x1" * 18,
+        "github_pat_" + "A_b" * 20,
+        "AKIAIOSFODNN7EXAMPLE",
+        "sk-proj-" + "k9" * 15,
+        "xoxb-1234567890-abcdef",
+        "local-" + "0a" * 20,
+    ],
+)
 @settings(max_examples=30, deadline=None)
 @given(before=around, after=around)
 def test_known_token_shapes_are_masked_anywhere(token, before, after):
@@ -66,29 +90,51 @@ def test_known_token_shapes_are_masked_anywhere(token, before, after):
 
 def test_short_secret_is_masked_where_it_stands_not_everywhere():
     """A secret `vllm` hides after its name; the fix mentioning `vllm serve` stays right."""
-    out = redact("--hub_token vllm extra.yaml; run `trl vllm-serve` then vllm serve M",
-                 known={"vllm"})
+    out = redact("--hub_token vllm extra.yaml; run `trl vllm-serve` then vllm serve M", known={"vllm"})
     assert out == ("--hub_token **** extra.yaml; run `trl vllm-serve` then vllm serve M")
     long = "a-long-secret-value"
     assert long not in redact(f"{long} appears here without its name", known={long})
 
 
-@pytest.mark.parametrize(("text", "kept"), [
-    ("max_num_batched_tokens: 8192", True), ("--max-tokens 512", True),
-    ("pad_token: <|endoftext|>", True), ("eos_token_id=2", True),
-    ("key 'gpus[0].index': expected int", True), ("TOKENIZERS_PARALLELISM=false", True),
-    ("https://host:8000/v1/models", True), ("signature: dataparallel", True),
-])
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("max_num_batched_tokens: 8192", True),
+        ("--max-tokens 512", True),
+        ("pad_token: <|endoftext|>", True),
+        ("eos_token_id=2", True),
+        ("key 'gpus[0].index': expected int", True),
+        ("TOKENIZERS_PARALLELISM=false", True),
+        ("https://host:8000/v1/models", True),
+        ("signature: dataparallel", True),
+    ],
+)
 def test_ordinary_settings_are_not_masked(text, kept):
     assert (redact(text) == text) is kept
 
 
 def test_secret_names():
-    for name in ("HF_TOKEN", "hub_token", "WANDB_API_KEY", "apiKey", "AWS_SECRET_ACCESS_KEY",
-                 "GITHUB_TOKEN", "password", "HUGGING_FACE_HUB_TOKEN", "db-password"):
+    for name in (
+        "HF_TOKEN",
+        "hub_token",
+        "WANDB_API_KEY",
+        "apiKey",
+        "AWS_SECRET_ACCESS_KEY",
+        "GITHUB_TOKEN",
+        "password",
+        "HUGGING_FACE_HUB_TOKEN",
+        "db-password",
+    ):
         assert is_secret(name), name
-    for name in ("max_tokens", "pad_token", "NCCL_SOCKET_IFNAME", "key", "TOKENIZERS_PARALLELISM",
-                 "bos_token_id", "num_tokens"):
+    for name in (
+        "max_tokens",
+        "pad_token",
+        "NCCL_SOCKET_IFNAME",
+        "key",
+        "TOKENIZERS_PARALLELISM",
+        "bos_token_id",
+        "num_tokens",
+    ):
         assert not is_secret(name), name
 
 
@@ -101,14 +147,28 @@ def test_escape_leaves_no_raw_control_character(text):
 
 
 def _report(text: str, secret: str) -> Report:
-    finding = Finding("CFG004", Severity.ERROR, f"key {text!s} --hub_token {secret}",
-                      fix=f"remove {text}", evidence={text: text, "hub_token": secret})
-    area = Area(key="config", title=f"GRPO {text}", summary=text, findings=[finding],
-                ran=["CFG004"], skipped={"CFG001": text})
-    return Report(areas=[area], subject=text, layout=[{"gpu": 0, "model": text, "free": "1",
-                                                       "role": text}],
-                  layout_summary=text, extra={"tables": [{"title": text, "columns": [text],
-                                                          "rows": [[text]]}]})
+    finding = Finding(
+        "CFG004",
+        Severity.ERROR,
+        f"key {text!s} --hub_token {secret}",
+        fix=f"remove {text}",
+        evidence={text: text, "hub_token": secret},
+    )
+    area = Area(
+        key="config",
+        title=f"GRPO {text}",
+        summary=text,
+        findings=[finding],
+        ran=["CFG004"],
+        skipped={"CFG001": text},
+    )
+    return Report(
+        areas=[area],
+        subject=text,
+        layout=[{"gpu": 0, "model": text, "free": "1", "role": text}],
+        layout_summary=text,
+        extra={"tables": [{"title": text, "columns": [text], "rows": [[text]]}]},
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -134,8 +194,9 @@ def test_long_values_are_cut_in_output():
 
 
 def test_a_crashed_rule_makes_the_report_exit_2():
-    crash = Finding("PKG001", Severity.ERROR, "rule PKG001 failed internally: KeyError",
-                    evidence={"internal": True})
+    crash = Finding(
+        "PKG001", Severity.ERROR, "rule PKG001 failed internally: KeyError", evidence={"internal": True}
+    )
     report = Report(areas=[Area(key="packages", title="Packages", findings=[crash])])
     assert report.exit_code() == 2 and report.exit_code(strict=True) == 2
     assert Report(areas=[]).exit_code() == 0
@@ -150,8 +211,12 @@ def test_preflight_errors_carry_no_secret():
     token = "hf_CANARYapi" + "k" * 30
     facts = snapshot(2)
     facts["env"] = {"HF_ENDPOINT": "https://:CANARYpw@hub.example"}
-    config = {"num_generations": 3, "per_device_train_batch_size": 4, "hub_token": "CANARY-42",
-              "vllm_server_base_url": "https://u:CANARYurl@h:8000"}
+    config = {
+        "num_generations": 3,
+        "per_device_train_batch_size": 4,
+        "hub_token": "CANARY-42",
+        "vllm_server_base_url": "https://u:CANARYurl@h:8000",
+    }
     launch = f"HF_TOKEN={token} torchrun --nproc_per_node 2 train.py --hub_token {token}"
     with pytest.raises(PreflightError) as caught:
         preflight(config=config, launch=launch, facts=facts, network=False)
@@ -209,10 +274,21 @@ SECRET_FORMS = [
     ('{{"api_key": "{s}"}}', "CANARYjsonkey"),
 ]
 #: Measurements and tokenizer settings named like secrets: shown as they are.
-NOT_SECRETS = ["kv_bytes_per_token: 57344", "max_tokens=512", "num_tokens: 3",
-               "prompt_tokens=7", "tokens: 12", "--max-tokens 512", "pad_token: <pad>",
-               "sort_keys=True", "PWD=/home/u", "image nvcr.io/nvidia/pytorch:24.01-py3@sha256:ab",
-               '"num_key_value_heads": 8', 'if area.key == "layout":', "script_keys = [f for f in x]"]
+NOT_SECRETS = [
+    "kv_bytes_per_token: 57344",
+    "max_tokens=512",
+    "num_tokens: 3",
+    "prompt_tokens=7",
+    "tokens: 12",
+    "--max-tokens 512",
+    "pad_token: <pad>",
+    "sort_keys=True",
+    "PWD=/home/u",
+    "image nvcr.io/nvidia/pytorch:24.01-py3@sha256:ab",
+    '"num_key_value_heads": 8',
+    'if area.key == "layout":',
+    "script_keys = [f for f in x]",
+]
 
 
 @pytest.mark.parametrize(("form", "secret"), SECRET_FORMS)
@@ -231,12 +307,33 @@ def test_measurements_named_like_secrets_stay_visible(text):
 
 
 def test_secret_names_are_precise():
-    for name in ("api-key", "--api-key", "PGPASSWORD", "MYSQL_PWD", "jsessionid", "PHPSESSID",
-                 "aws_secret_access_key", "authToken", "X-Api-Key", "Proxy-Authorization"):
+    for name in (
+        "api-key",
+        "--api-key",
+        "PGPASSWORD",
+        "MYSQL_PWD",
+        "jsessionid",
+        "PHPSESSID",
+        "aws_secret_access_key",
+        "authToken",
+        "X-Api-Key",
+        "Proxy-Authorization",
+    ):
         assert is_secret(name), name
-    for name in ("kv_bytes_per_token", "tokens", "max_tokens", "num_tokens", "prompt_tokens",
-                 "max_new_tokens", "tokens_per_second", "token_count", "PWD", "OLDPWD",
-                 "sort_keys", "HF_TOKEN_PATH"):
+    for name in (
+        "kv_bytes_per_token",
+        "tokens",
+        "max_tokens",
+        "num_tokens",
+        "prompt_tokens",
+        "max_new_tokens",
+        "tokens_per_second",
+        "token_count",
+        "PWD",
+        "OLDPWD",
+        "sort_keys",
+        "HF_TOKEN_PATH",
+    ):
         assert not is_secret(name), name
 
 
@@ -265,14 +362,18 @@ def hostile(tmp_path_factory):
     root = tmp_path_factory.mktemp("redact")
     lines = [form.format(s=secret) for form, secret in SECRET_FORMS]
     log = "\n".join(lines) + (
-        "\nTraceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
-        f"ValueError: invalid --api-key CANARYexc1 for //bob:CANARYexc2@h and '\\x07{HF_SHAPED}'\n")
+        '\nTraceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+        f"ValueError: invalid --api-key CANARYexc1 for //bob:CANARYexc2@h and '\\x07{HF_SHAPED}'\n"
+    )
     (root / "train.log").write_text(log)
     snap = snapshot(2)
-    snap["env"] = {"PYTORCH_CUDA_ALLOC_CONF": ALLOC,
-                   **{f"VLLM_NOTE_{i}": line for i, line in enumerate(lines)}}
-    snap["gpus"][0]["processes"] = [{"pid": 7, "name": "vllm serve Qwen --api-key CANARYproc",
-                                     "used_mib": 1000}]
+    snap["env"] = {
+        "PYTORCH_CUDA_ALLOC_CONF": ALLOC,
+        **{f"VLLM_NOTE_{i}": line for i, line in enumerate(lines)},
+    }
+    snap["gpus"][0]["processes"] = [
+        {"pid": 7, "name": "vllm serve Qwen --api-key CANARYproc", "used_mib": 1000}
+    ]
     (root / "a.json").write_text(json.dumps(snap))
     (root / "b.json").write_text(json.dumps(snapshot(2)))
     (root / "grpo.yaml").write_text("use_vllm: true\nvllm_mode: server\n")
@@ -303,8 +404,19 @@ def _assert_clean(proc, out_file=None, fmt="text"):
 def _commands() -> dict[str, list[str]]:
     server = f"CUDA_VISIBLE_DEVICES=1 vllm serve Qwen/Qwen2.5-0.5B --api-key {SHORT_KEY}"
     return {
-        "check": ["check", "--facts", "a.json", "--config", "grpo.yaml", "--no-network", "-v",
-                  "--launch", "accelerate launch --num_processes 1 train.py", "--launch", server],
+        "check": [
+            "check",
+            "--facts",
+            "a.json",
+            "--config",
+            "grpo.yaml",
+            "--no-network",
+            "-v",
+            "--launch",
+            "accelerate launch --num_processes 1 train.py",
+            "--launch",
+            server,
+        ],
         "triage": ["triage", "train.log", "--facts", "a.json", "-v", "--launch", server],
         "diff": ["diff", "b.json", "a.json", "-v"],
         "hook": ["hook", "grpo.yaml", "requirements.txt", "-v"],
@@ -337,8 +449,7 @@ def test_no_secret_in_snapshots_collect_writes(hostile, tmp_path):
     facts = from_dict(json.loads((hostile / "a.json").read_text()), "a.json")
     text = output_text(dumps(facts))
     assert not _canaries(text) and "****" in json.loads(text)["gpus"][0]["processes"][0]["name"]
-    env = {f"VLLM_NOTE_{i}": form.format(s=secret) for i, (form, secret) in
-           enumerate(SECRET_FORMS)}
+    env = {f"VLLM_NOTE_{i}": form.format(s=secret) for i, (form, secret) in enumerate(SECRET_FORMS)}
     out = tmp_path / "node.json"
     proc = run_cli("collect", "--no-gpu", "-o", str(out), env={**env, "PYTORCH_CUDA_ALLOC_CONF": ALLOC})
     assert proc.returncode == 0, proc.stderr
@@ -350,8 +461,21 @@ def test_plan_memory_shows_measurements_named_like_secrets(tmp_path):
 
     facts = tmp_path / "f.json"
     facts.write_text(json.dumps(snapshot(2)))
-    proc = run_cli("plan-memory", "--facts", str(facts), "--model-params", "7B", "--format",
-                   "json", "--", "accelerate", "launch", "--num_processes", "2", "train.py")
+    proc = run_cli(
+        "plan-memory",
+        "--facts",
+        str(facts),
+        "--model-params",
+        "7B",
+        "--format",
+        "json",
+        "--",
+        "accelerate",
+        "launch",
+        "--num_processes",
+        "2",
+        "train.py",
+    )
     model = json.loads(proc.stdout)["model"]
     assert isinstance(model["kv_bytes_per_token"], int) and model["kv_bytes_per_token"] > 0
 
@@ -361,24 +485,26 @@ def test_error_paths_carry_no_secret(hostile):
     token."""
     from tests.conftest import run_cli
 
-    for args in (("check", "--facts", "b.json", "--select", f"\x07{HF_SHAPED}"),
-                 ("check", "--facts", "b.json", "--ignore", f"x,--api-key={SHORT_KEY}"),
-                 ("explain", f"\x1b{HF_SHAPED}")):
+    for args in (
+        ("check", "--facts", "b.json", "--select", f"\x07{HF_SHAPED}"),
+        ("check", "--facts", "b.json", "--ignore", f"x,--api-key={SHORT_KEY}"),
+        ("explain", f"\x1b{HF_SHAPED}"),
+    ):
         proc = run_cli(*args, cwd=hostile)
         assert proc.returncode == 2
         _assert_clean(proc)
 
 
 # --------------------------------------------------------------------------- escaping
-HOSTILE_NAMES = ["g\x1b]0;PWNED\x07\u202eeulav.yaml", "x\n✓ No issues found.\ny.yaml",
-                 "a b%#?&.yaml"]
+HOSTILE_NAMES = ["g\x1b]0;PWNED\x07\u202eeulav.yaml", "x\n✓ No issues found.\ny.yaml", "a b%#?&.yaml"]
 
 
 @pytest.fixture
 def hostile_names(tmp_path):
     for name in HOSTILE_NAMES:
-        (tmp_path / name).write_text("use_vllm: true\nvllm_mode: server\nnum_generations: 3\n"
-                                     "per_device_train_batch_size: 4\n")
+        (tmp_path / name).write_text(
+            "use_vllm: true\nvllm_mode: server\nnum_generations: 3\nper_device_train_batch_size: 4\n"
+        )
     (tmp_path / "requirements.txt").write_text("trl==1.16.0\n")
     return tmp_path
 
@@ -404,17 +530,19 @@ def test_a_path_never_starts_a_line_of_its_own(hostile_names):
 
     proc = run_cli("hook", *HOSTILE_NAMES, "--format", "text", "-v", cwd=hostile_names)
     lines = proc.stdout.splitlines()
-    assert not any(line.startswith("✓ No issues found.") and "y.yaml" not in line
-                   for line in lines[:-1]), proc.stdout
+    assert not any(line.startswith("✓ No issues found.") and "y.yaml" not in line for line in lines[:-1]), (
+        proc.stdout
+    )
     assert "── x\\n✓ No issues found.\\ny.yaml ──" in lines
     assert "\u202e" not in proc.stdout + proc.stderr
     from tests.conftest import snapshot
 
     (hostile_names / "f.json").write_text(json.dumps(snapshot(2)))
-    for name, where in (("x\n✓ No issues found.\ny.yaml", "stdout"),  # the report's header
-                        ("missing\n✓ No issues found.\n.yaml", "stderr")):  # the error
-        check = run_cli("check", "--config", name, "--no-network", "--facts", "f.json",
-                        cwd=hostile_names)
+    for name, where in (
+        ("x\n✓ No issues found.\ny.yaml", "stdout"),  # the report's header
+        ("missing\n✓ No issues found.\n.yaml", "stderr"),
+    ):  # the error
+        check = run_cli("check", "--config", name, "--no-network", "--facts", "f.json", cwd=hostile_names)
         shown = getattr(check, where)
         assert name.replace("\n", "\\n") in shown, shown
         assert not any(line.startswith("✓ No issues found.") for line in shown.splitlines())
@@ -427,8 +555,11 @@ def test_sarif_uri_is_percent_encoded(hostile_names):
 
     proc = run_cli("hook", *HOSTILE_NAMES, "--format", "sarif", "-v", cwd=hostile_names)
     log = json.loads(proc.stdout)
-    uris = {loc["physicalLocation"]["artifactLocation"]["uri"]
-            for r in log["runs"][0]["results"] for loc in r["locations"]}
+    uris = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for r in log["runs"][0]["results"]
+        for loc in r["locations"]
+    }
     assert "a%20b%25%23%3F%26.yaml" in uris
     for uri in uris:
         assert re.fullmatch(r"[A-Za-z0-9._~/%-]+", uri), uri
@@ -440,17 +571,23 @@ def test_every_format_escapes_the_same_way():
     newline starts no line in text, JUnit or SARIF."""
     path = "c\x1b[31m\x07\u202e\nforged.yaml"
     finding = Finding("CFG004", Severity.ERROR, f"bad key in {path}", evidence={"file": path})
-    report = Report(areas=[Area(key="config", title="GRPO config", summary=path,
-                                findings=[finding], ran=["CFG004"])], subject=path)
+    report = Report(
+        areas=[Area(key="config", title="GRPO config", summary=path, findings=[finding], ran=["CFG004"])],
+        subject=path,
+    )
     shown = "c\\x1b[31m\\x07\\u202e\\nforged.yaml"
     assert shown in render(report, "text")
     assert json.loads(render(report, "json"))["subject"] == "c\\x1b[31m\\x07\\u202e\nforged.yaml"
-    assert ET.fromstring(render(report, "junit").encode()).find(".//failure").get(
-        "message") == f"bad key in {shown}"
+    assert (
+        ET.fromstring(render(report, "junit").encode()).find(".//failure").get("message")
+        == f"bad key in {shown}"
+    )
     sarif = json.loads(render(report, "sarif"))["runs"][0]["results"][0]
     assert sarif["message"]["text"] == f"bad key in {shown}"
-    assert sarif["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == \
-        "c%1B%5B31m%07%E2%80%AE%0Aforged.yaml"
+    assert (
+        sarif["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        == "c%1B%5B31m%07%E2%80%AE%0Aforged.yaml"
+    )
 
 
 def test_the_last_pass_makes_any_xml_well_formed():
@@ -458,16 +595,22 @@ def test_the_last_pass_makes_any_xml_well_formed():
     character in an attribute, a secret, a newline in a name; the last pass cleans it."""
     from envdoctor.redact import output_text
 
-    raw = ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="x\x1b[2J'
-           '\u202e.yaml" tests="1"><testcase classname="a" name="--api-key CANARYxml"/>'
-           '</testsuite></testsuites>\n')
+    raw = (
+        '<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="x\x1b[2J'
+        '\u202e.yaml" tests="1"><testcase classname="a" name="--api-key CANARYxml"/>'
+        "</testsuite></testsuites>\n"
+    )
     out = output_text(raw)
     suite = ET.fromstring(out.encode()).find("testsuite")
     assert suite.get("name") == "x\\x1b[2J\\u202e.yaml" and "CANARY" not in out
-    fine = ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="a&#10;'
-            '&#10;✓ No issues found.&#10;y.yaml" /></testsuites>\n')
-    assert ET.fromstring(output_text(fine).encode()).find("testsuite").get("name") == \
-        "a\\n\\n✓ No issues found.\\ny.yaml"
+    fine = (
+        '<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="a&#10;'
+        '&#10;✓ No issues found.&#10;y.yaml" /></testsuites>\n'
+    )
+    assert (
+        ET.fromstring(output_text(fine).encode()).find("testsuite").get("name")
+        == "a\\n\\n✓ No issues found.\\ny.yaml"
+    )
 
 
 def test_a_secret_option_value_with_a_space_is_masked_word_by_word(tmp_path, monkeypatch):
@@ -479,12 +622,19 @@ def test_a_secret_option_value_with_a_space_is_masked_word_by_word(tmp_path, mon
     from envdoctor.facts.gpus import process_name
     from envdoctor.redact import mask_argv
 
-    assert mask_argv(["vllm", "serve", "--api-key", "s3cr3t part2", "--port", "8000"]) == \
-        ["vllm", "serve", "--api-key", "****", "--port", "8000"]
+    assert mask_argv(["vllm", "serve", "--api-key", "s3cr3t part2", "--port", "8000"]) == [
+        "vllm",
+        "serve",
+        "--api-key",
+        "****",
+        "--port",
+        "8000",
+    ]
     assert mask_argv(["x", "--hub_token=ab cd"]) == ["x", "--hub_token=****"]
     assert mask_argv(["x", "--max_tokens", "512"]) == ["x", "--max_tokens", "512"]
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "--api-key",
-                             "topsecret secondword"])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", "--api-key", "topsecret secondword"]
+    )
     try:
         import time
         from pathlib import Path

@@ -31,9 +31,21 @@ def test_schema_rejects_bad_entries():
     with pytest.raises(KnowledgeError, match="references"):
         validate("x", {**base, "features": [{"name": "a", "since": "1.0"}]})
     with pytest.raises(KnowledgeError, match="specifier"):
-        validate("x", {**base, "known_bad": [{"id": "a", "symptom": "s", "fix": "f",
-                                             "when": {"vllm": "outside the range"},
-                                             "references": ["r"]}]})
+        validate(
+            "x",
+            {
+                **base,
+                "known_bad": [
+                    {
+                        "id": "a",
+                        "symptom": "s",
+                        "fix": "f",
+                        "when": {"vllm": "outside the range"},
+                        "references": ["r"],
+                    }
+                ],
+            },
+        )
     with pytest.raises(KnowledgeError, match="schema"):
         validate("x", {"features": []})
 
@@ -42,8 +54,12 @@ def _outside(spec: str) -> str | None:
     """The newest 0.x.y release just below the range's lower bound, if it has one."""
     s = SpecifierSet(spec)
     lo = [x for x in s if x.operator in (">=", "==")]
-    below = [f"0.{m}.{p}" for m in range(5, 40) for p in range(0, 4)
-             if lo and not s.contains(f"0.{m}.{p}") and Version(f"0.{m}.{p}") < Version(lo[0].version)]
+    below = [
+        f"0.{m}.{p}"
+        for m in range(5, 40)
+        for p in range(0, 4)
+        if lo and not s.contains(f"0.{m}.{p}") and Version(f"0.{m}.{p}") < Version(lo[0].version)
+    ]
     return max(below, key=Version) if below else None
 
 
@@ -62,8 +78,13 @@ LINES = [line for line in knowledge().trl.get("trl_lines", []) if line.get("vllm
 @pytest.mark.parametrize("line", LINES, ids=lambda line: line["trl"])
 def test_each_trl_line_vllm_range(line):
     """PKG006 fires just below the line's vLLM range and stays quiet inside it."""
-    trl = next(f"{m}.{n}.{p}" for m in (0, 1) for n in range(0, 40) for p in range(0, 4)
-               if SpecifierSet(line["trl"]).contains(f"{m}.{n}.{p}"))
+    trl = next(
+        f"{m}.{n}.{p}"
+        for m in (0, 1)
+        for n in range(0, 40)
+        for p in range(0, 4)
+        if SpecifierSet(line["trl"]).contains(f"{m}.{n}.{p}")
+    )
     inside, outside = _inside(line["vllm"]), _outside(line["vllm"])
     cfg = {"use_vllm": True}
     if inside:
@@ -85,8 +106,11 @@ def test_torch_pin_suggests_a_vllm_built_for_the_installed_torch():
         pytest.skip("no torch pins")
     pin = pins[-1]
     other = next(p for p in pins if p["torch"] != pin["torch"])
-    pk = {**MODERN, "torch": pin["torch"] + "+cu128",
-          "vllm": {"version": other["vllm"], "requires": [f"torch=={other['torch']}"]}}
+    pk = {
+        **MODERN,
+        "torch": pin["torch"] + "+cu128",
+        "vllm": {"version": other["vllm"], "requires": [f"torch=={other['torch']}"]},
+    }
     fired = [f for f in findings(snapshot(2, packages=pk)) if f.rule == "PKG004"]
     assert fired and f"torch=={other['torch']}" in fired[0].fix
     assert "vllm==" in fired[0].fix
@@ -99,16 +123,26 @@ def test_upgrade_plan_prefers_moving_vllm_when_torchvision_pins_torch():
 
     pins = {p["vllm"]: p["torch"] for p in knowledge().vllm["torch_pins"]}
     vllm_for_26 = next(v for v, t in pins.items() if t == "2.6.0")
-    vllm_for_27 = max((v for v, t in pins.items() if t == "2.7.0"),
-                      key=lambda v: tuple(map(int, v.split("."))))
-    facts = from_dict(snapshot(1, packages={
-        "torch": "2.7.0+cu126",
-        "torchvision": {"version": "0.22.0", "requires": ["torch==2.7.0"]},
-        "vllm": {"version": vllm_for_26, "requires": ["torch==2.6.0"]}}), "t")
+    vllm_for_27 = max(
+        (v for v, t in pins.items() if t == "2.7.0"), key=lambda v: tuple(map(int, v.split(".")))
+    )
+    facts = from_dict(
+        snapshot(
+            1,
+            packages={
+                "torch": "2.7.0+cu126",
+                "torchvision": {"version": "0.22.0", "requires": ["torch==2.7.0"]},
+                "vllm": {"version": vllm_for_26, "requires": ["torch==2.6.0"]},
+            },
+        ),
+        "t",
+    )
     assert plan_upgrade(facts, knowledge()) == [f"pip install 'vllm=={vllm_for_27}'"]
     facts.packages.pop("torchvision")
     assert plan_upgrade(facts, knowledge()) in (
-        ["pip install 'torch==2.6.0'"], [f"pip install 'vllm=={vllm_for_27}'"])
+        ["pip install 'torch==2.6.0'"],
+        [f"pip install 'vllm=={vllm_for_27}'"],
+    )
 
 
 def test_upgrade_plan_empty_for_a_consistent_stack():
@@ -116,8 +150,10 @@ def test_upgrade_plan_empty_for_a_consistent_stack():
     from envdoctor.knowledge import knowledge
     from envdoctor.upgrade import plan_upgrade
 
-    facts = from_dict(snapshot(1, packages={"torch": "2.6.0", "vllm": {
-        "version": "0.8.5", "requires": ["torch==2.6.0"]}}), "t")
+    facts = from_dict(
+        snapshot(1, packages={"torch": "2.6.0", "vllm": {"version": "0.8.5", "requires": ["torch==2.6.0"]}}),
+        "t",
+    )
     assert plan_upgrade(facts, knowledge()) == []
 
 
@@ -127,9 +163,12 @@ def test_upgrade_plan_uses_curated_pins_for_a_snapshot_without_requires_dist():
     from envdoctor.knowledge import knowledge
     from envdoctor.upgrade import plan_upgrade
 
-    facts = from_dict(snapshot(1, packages={"vllm": "0.26.0", "torch": "2.13.0",
-                                            "transformers": "5.23.0"}), "t")
-    assert plan_upgrade(facts, knowledge()) in (["pip install 'torch==2.11.0'"],
-                                                ["pip install 'vllm==0.32.0'"])
+    facts = from_dict(
+        snapshot(1, packages={"vllm": "0.26.0", "torch": "2.13.0", "transformers": "5.23.0"}), "t"
+    )
+    assert plan_upgrade(facts, knowledge()) in (
+        ["pip install 'torch==2.11.0'"],
+        ["pip install 'vllm==0.32.0'"],
+    )
     facts.packages["torch"].version = "2.11.0"
     assert plan_upgrade(facts, knowledge()) == []

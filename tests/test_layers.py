@@ -26,13 +26,24 @@ import pytest
 #: the longest key that a module name starts with decides its layer.
 LAYERS: list[tuple[str, ...]] = [
     # base: shared pieces every layer may use (data, limits, output hygiene, curated knowledge)
-    ("envdoctor",  # the package itself: __version__, lazy names
-     "envdoctor.errors", "envdoctor.coerce", "envdoctor.units", "envdoctor.findings",
-     "envdoctor.versions", "envdoctor.redact",
-     "envdoctor.resources", "envdoctor.settings", "envdoctor.parsing", "envdoctor.script_args",
-     "envdoctor.output", "envdoctor.rule_docs",
-     "envdoctor.net_policy", "envdoctor.trl_release",
-     "envdoctor.knowledge"),  # the package: loaders, schema, keys, requirements, known failures
+    (
+        "envdoctor",  # the package itself: __version__, lazy names
+        "envdoctor.errors",
+        "envdoctor.coerce",
+        "envdoctor.units",
+        "envdoctor.findings",
+        "envdoctor.versions",
+        "envdoctor.redact",
+        "envdoctor.resources",
+        "envdoctor.settings",
+        "envdoctor.parsing",
+        "envdoctor.script_args",
+        "envdoctor.output",
+        "envdoctor.rule_docs",
+        "envdoctor.net_policy",
+        "envdoctor.trl_release",
+        "envdoctor.knowledge",
+    ),  # the package: loaders, schema, keys, requirements, known failures
     ("envdoctor.facts",),
     ("envdoctor.plan",),
     ("envdoctor.checks",),
@@ -79,7 +90,8 @@ def _modules() -> dict[str, Path]:
 def _type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(tree: ast.AST, type_checking: bool = False) -> list[ast.Import | ast.ImportFrom]:
@@ -98,16 +110,14 @@ def _imports(tree: ast.AST, type_checking: bool = False) -> list[ast.Import | as
     return found
 
 
-def _targets(name: str, path: Path, node: ast.Import | ast.ImportFrom,
-             mods: dict[str, Path]) -> set[str]:
+def _targets(name: str, path: Path, node: ast.Import | ast.ImportFrom, mods: dict[str, Path]) -> set[str]:
     """The envdoctor modules an import statement of module ``name`` loads."""
     if isinstance(node, ast.Import):
         wanted = [a.name for a in node.names]
     else:
         if node.level:
             package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-            base = ".".join(package[:len(package) - node.level + 1]
-                            + ([node.module] if node.module else []))
+            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
         else:
             base = node.module or ""
         wanted = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
@@ -228,9 +238,11 @@ def test_every_module_has_a_layer(graph):
 
 def test_no_new_upward_import(graph):
     new = sorted(upward_imports(graph) - set(ALLOWED_UPWARD))
-    assert not new, ("imports against the layers (facts -> plan -> checks -> report -> commands; "
-                     "move the shared piece down, see tests/test_layers.py):\n"
-                     + "\n".join(f"  {a} imports {b}" for a, b in new))
+    assert not new, (
+        "imports against the layers (facts -> plan -> checks -> report -> commands; "
+        "move the shared piece down, see tests/test_layers.py):\n"
+        + "\n".join(f"  {a} imports {b}" for a, b in new)
+    )
 
 
 def test_allowed_upward_imports_still_exist(graph):
@@ -245,7 +257,8 @@ def test_no_import_cycle():
     pruned = {m: {t for t in ts if (m, t) not in ALLOWED_CYCLE_EDGES} for m, ts in graph.items()}
     found = cycles(pruned)
     assert not found, "import cycles (function-level imports count):\n" + "\n".join(
-        "  " + " <-> ".join(c) for c in found)
+        "  " + " <-> ".join(c) for c in found
+    )
 
 
 def test_allowed_cycle_edges_still_exist(graph):
@@ -256,11 +269,17 @@ def test_allowed_cycle_edges_still_exist(graph):
 def test_the_checker_sees_what_it_must():
     """The graph reader finds function-level and relative imports, skips TYPE_CHECKING ones,
     and flags an upward import and a cycle."""
-    mods = {"envdoctor.facts.a": Path("a.py"), "envdoctor.plan": Path("__init__.py"),
-            "envdoctor.plan.b": Path("b.py"), "envdoctor.errors": Path("errors.py")}
-    src = ("from typing import TYPE_CHECKING\n"
-           "if TYPE_CHECKING:\n    from envdoctor.errors import X\n"
-           "def f():\n    from envdoctor.plan import b\n")
+    mods = {
+        "envdoctor.facts.a": Path("a.py"),
+        "envdoctor.plan": Path("__init__.py"),
+        "envdoctor.plan.b": Path("b.py"),
+        "envdoctor.errors": Path("errors.py"),
+    }
+    src = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from envdoctor.errors import X\n"
+        "def f():\n    from envdoctor.plan import b\n"
+    )
     found = set()
     for node in _imports(ast.parse(src)):
         found |= _targets("envdoctor.facts.a", Path("a.py"), node, mods)
@@ -272,9 +291,10 @@ def test_the_checker_sees_what_it_must():
     rel = ast.parse("from .b import y\nfrom .. import errors\n").body
     assert _targets("envdoctor.plan.c", Path("c.py"), rel[0], mods) == {"envdoctor.plan.b"}
     assert _targets("envdoctor.plan.c", Path("c.py"), rel[1], mods) == {"envdoctor.errors"}
-    assert upward_imports({"envdoctor.facts.a": {"envdoctor.plan.b"}, "envdoctor.plan.b": set()}) \
-        == {("envdoctor.facts.a", "envdoctor.plan.b")}
-    assert upward_imports({"envdoctor.triage.x": {"envdoctor.commands.y"},
-                           "envdoctor.commands.y": {"envdoctor.triage.x"}}) \
-        == {("envdoctor.triage.x", "envdoctor.commands.y")}
+    assert upward_imports({"envdoctor.facts.a": {"envdoctor.plan.b"}, "envdoctor.plan.b": set()}) == {
+        ("envdoctor.facts.a", "envdoctor.plan.b")
+    }
+    assert upward_imports(
+        {"envdoctor.triage.x": {"envdoctor.commands.y"}, "envdoctor.commands.y": {"envdoctor.triage.x"}}
+    ) == {("envdoctor.triage.x", "envdoctor.commands.y")}
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

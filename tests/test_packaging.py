@@ -39,7 +39,7 @@ def test_project_urls_name_the_repository_without_placeholders():
 
 
 def _repo_file(url: str) -> Path:
-    return ROOT / url[len(BLOB):].split("#", 1)[0]
+    return ROOT / url[len(BLOB) :].split("#", 1)[0]
 
 
 def test_readme_links_work_on_the_package_page():
@@ -53,21 +53,29 @@ def test_readme_links_work_on_the_package_page():
 
 
 def test_explain_references_are_urls_a_wheel_user_can_open():
-    out = subprocess.run([sys.executable, "-m", "envdoctor", "explain", "LAY003"],
-                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "envdoctor", "explain", "LAY003"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     refs = [line[4:] for line in out.stdout.splitlines() if line.startswith("  - ")]
     assert refs and all(r.startswith(("https://", "http://")) for r in refs), refs
     assert any(r.startswith(BLOB + "docs/validation/") for r in refs)
     assert all(_repo_file(r.split()[0]).exists() for r in refs if r.startswith(BLOB))
 
 
-@pytest.mark.parametrize("ref, url", [
-    ("docs/snapshot.md", BLOB + "docs/snapshot.md"),
-    ("docs/field-reports.md#report-1-x", BLOB + "docs/field-reports.md#report-1-x"),
-    ("rules/knowledge/vllm.yaml (a note)", BLOB + "rules/knowledge/vllm.yaml (a note)"),
-    ("https://github.com/huggingface/trl/pull/1", "https://github.com/huggingface/trl/pull/1"),
-    ("man nvidia-smi", "man nvidia-smi"),
-])
+@pytest.mark.parametrize(
+    "ref, url",
+    [
+        ("docs/snapshot.md", BLOB + "docs/snapshot.md"),
+        ("docs/field-reports.md#report-1-x", BLOB + "docs/field-reports.md#report-1-x"),
+        ("rules/knowledge/vllm.yaml (a note)", BLOB + "rules/knowledge/vllm.yaml (a note)"),
+        ("https://github.com/huggingface/trl/pull/1", "https://github.com/huggingface/trl/pull/1"),
+        ("man nvidia-smi", "man nvidia-smi"),
+    ],
+)
 def test_repo_url(ref, url):
     assert repo_url(ref) == url
 

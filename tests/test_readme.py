@@ -34,12 +34,14 @@ def test_terminal_snippet(tmp_path):
     (tmp_path / "grpo.yaml").write_text(GOOD_HERE)
     lines = snippet("../README.md", "terminal").strip().splitlines()
     assert len(lines) == 2
-    static = subprocess.run(shlex.split(lines[0]), cwd=tmp_path, env=_env(), capture_output=True,
-                            text=True, timeout=120)
+    static = subprocess.run(
+        shlex.split(lines[0]), cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120
+    )
     assert static.returncode in (0, 1) and "[✓] GRPO config (config file grpo.yaml" in static.stdout
     assert "[-] Probe — not run (add --probe)" in static.stdout
-    probe = subprocess.run(shlex.split(lines[1]), cwd=tmp_path, env=_env(), capture_output=True,
-                           text=True, timeout=300)
+    probe = subprocess.run(
+        shlex.split(lines[1]), cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert "[✓] Probe (pass: 2 rank(s)" in probe.stdout, probe.stdout + probe.stderr
     assert "batch 4/rank × 1, 4 generations" in probe.stdout
 
@@ -58,8 +60,14 @@ def test_precommit_local_snippet(tmp_path):
     env = dict(_env(), PRE_COMMIT_HOME=str(tmp_path / "pc-home"))
 
     def pre_commit(*files: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pre_commit", "run", "--files", *files],
-                              cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "run", "--files", *files],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     bad = pre_commit("configs/grpo.yaml", "configs/old.yaml")
     assert bad.returncode == 1 and "CFG003" in bad.stdout, bad.stdout + bad.stderr
@@ -67,9 +75,14 @@ def test_precommit_local_snippet(tmp_path):
     assert good.returncode == 0 and "Passed" in good.stdout, good.stdout + good.stderr
 
 
-@pytest.mark.parametrize(("name", "doc"), [("preflight", "integrations.md"),
-                                           ("precommit-local", "integrations.md"),
-                                           ("torchrun-one-node", "cluster.md")])
+@pytest.mark.parametrize(
+    ("name", "doc"),
+    [
+        ("preflight", "integrations.md"),
+        ("precommit-local", "integrations.md"),
+        ("torchrun-one-node", "cluster.md"),
+    ],
+)
 def test_snippets_are_the_tested_ones_in_docs(name, doc):
     """tests/integrations/test_docs_snippets.py and tests/cluster/test_distributed.py run these."""
     assert snippet("../README.md", name) == snippet(doc, name)

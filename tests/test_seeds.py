@@ -9,15 +9,28 @@ import pytest
 
 from tests.conftest import A100_40, LEGACY, MODERN, RTX3090, run_cli, snapshot
 
-LEG_CFG = {"use_vllm": True, "vllm_device": "auto", "num_generations": 4,
-           "per_device_train_batch_size": 4, "bf16": True}
+LEG_CFG = {
+    "use_vllm": True,
+    "vllm_device": "auto",
+    "num_generations": 4,
+    "per_device_train_batch_size": 4,
+    "bf16": True,
+}
 
 
 def check(tmp_path, snap, config, *launch, extra=()):
     (tmp_path / "facts.json").write_text(json.dumps(snap))
     (tmp_path / "grpo.yaml").write_text(json.dumps(config))  # JSON is valid YAML
-    args = ["check", "--facts", str(tmp_path / "facts.json"), "--config",
-            str(tmp_path / "grpo.yaml"), "--format", "json", *extra]
+    args = [
+        "check",
+        "--facts",
+        str(tmp_path / "facts.json"),
+        "--config",
+        str(tmp_path / "grpo.yaml"),
+        "--format",
+        "json",
+        *extra,
+    ]
     if launch:
         args += ["--", *launch]
     proc = run_cli(*args)
@@ -26,8 +39,9 @@ def check(tmp_path, snap, config, *launch, extra=()):
     return proc.returncode, {f["rule"]: f for f in report["findings"]}
 
 
-@pytest.mark.parametrize("launch", [["python", "train.py"],
-                                    ["accelerate", "launch", "--num_processes", "1", "train.py"]])
+@pytest.mark.parametrize(
+    "launch", [["python", "train.py"], ["accelerate", "launch", "--num_processes", "1", "train.py"]]
+)
 def test_seed_000_001_dataparallel_trap_legacy(tmp_path, launch):
     """2×A100 40GB, GPU 0 trains, GPU 1 runs vLLM; one process sees both → DataParallel."""
     snap = snapshot(2, A100_40, LEGACY)
@@ -40,16 +54,16 @@ def test_seed_000_001_dataparallel_trap_legacy(tmp_path, launch):
 
 def test_seed_000_001_corrected(tmp_path):
     snap = snapshot(2, A100_40, LEGACY)
-    rc, found = check(tmp_path, snap, {**LEG_CFG, "vllm_device": "cuda:1"},
-                      "torchrun", "--nproc_per_node", "1", "train.py")
+    rc, found = check(
+        tmp_path, snap, {**LEG_CFG, "vllm_device": "cuda:1"}, "torchrun", "--nproc_per_node", "1", "train.py"
+    )
     assert rc == 0, found
     assert not {"LAY003", "LAY006", "LAY001"} & set(found)
 
 
 def test_dataparallel_trap_modern_trl_refuses(tmp_path):
     snap = snapshot(2, A100_40, MODERN)
-    rc, found = check(tmp_path, snap, {"use_vllm": True, "vllm_mode": "server"},
-                      "python", "train.py")
+    rc, found = check(tmp_path, snap, {"use_vllm": True, "vllm_mode": "server"}, "python", "train.py")
     assert rc == 1 and "refuses a model object the script builds at init" in found["LAY003"]["message"]
     assert found["LAY003"]["fix"].startswith("torchrun --nproc_per_node 2 train.py")
 
@@ -57,8 +71,18 @@ def test_dataparallel_trap_modern_trl_refuses(tmp_path):
 def test_seed_002_vllm_device_not_available(tmp_path):
     """accelerate --num_processes 4 with only 4 GPUs visible: auto = cuda:4 does not exist."""
     snap = snapshot(8, A100_40, LEGACY, env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"})
-    rc, found = check(tmp_path, snap, LEG_CFG, "accelerate", "launch", "--num_processes", "4",
-                      "train_grpo.py", "--vllm_device", "auto")
+    rc, found = check(
+        tmp_path,
+        snap,
+        LEG_CFG,
+        "accelerate",
+        "launch",
+        "--num_processes",
+        "4",
+        "train_grpo.py",
+        "--vllm_device",
+        "auto",
+    )
     assert rc == 1 and "LAY002" in found
     assert "cuda:4" in found["LAY002"]["message"]
     assert "--num_processes 3" in found["LAY002"]["fix"]
@@ -67,19 +91,53 @@ def test_seed_002_vllm_device_not_available(tmp_path):
 def test_seed_002_corrected_command_passes(tmp_path):
     """The report's working command: 4 ranks on 0,2,3,4 and vLLM on GPU 5."""
     snap = snapshot(8, A100_40, LEGACY)
-    rc, found = check(tmp_path, snap, LEG_CFG, "accelerate", "launch", "--num_processes", "4",
-                      "--gpu_ids", "0,2,3,4,5", "train_grpo.py", "--vllm_device", "auto")
+    rc, found = check(
+        tmp_path,
+        snap,
+        LEG_CFG,
+        "accelerate",
+        "launch",
+        "--num_processes",
+        "4",
+        "--gpu_ids",
+        "0,2,3,4,5",
+        "train_grpo.py",
+        "--vllm_device",
+        "auto",
+    )
     assert rc == 0, found
-    proc = run_cli("check", "--facts", str(tmp_path / "facts.json"), "--config",
-                   str(tmp_path / "grpo.yaml"), "--", "accelerate", "launch",
-                   "--num_processes", "4", "--gpu_ids", "0,2,3,4,5", "train_grpo.py")
+    proc = run_cli(
+        "check",
+        "--facts",
+        str(tmp_path / "facts.json"),
+        "--config",
+        str(tmp_path / "grpo.yaml"),
+        "--",
+        "accelerate",
+        "launch",
+        "--num_processes",
+        "4",
+        "--gpu_ids",
+        "0,2,3,4,5",
+        "train_grpo.py",
+    )
     assert "rank 3→GPU 4; vLLM (legacy) on GPU 5" in proc.stdout
 
 
 def test_seed_002_old_vllm_multi_gpu(tmp_path):
     snap = snapshot(8, A100_40, {**LEGACY, "vllm": "0.7.2"})
-    rc, found = check(tmp_path, snap, LEG_CFG, "accelerate", "launch", "--num_processes", "4",
-                      "--gpu_ids", "0,2,3,4,5", "train_grpo.py")
+    rc, found = check(
+        tmp_path,
+        snap,
+        LEG_CFG,
+        "accelerate",
+        "launch",
+        "--num_processes",
+        "4",
+        "--gpu_ids",
+        "0,2,3,4,5",
+        "train_grpo.py",
+    )
     # The report's "0.7.3 or newer" is advice (TRL 0.15.2 pins vllm==0.7.2): an info, exit 0.
     assert rc == 0 and found["PKG003"]["severity"] == "info" and "0.7.3" in found["PKG003"]["fix"]
 
@@ -101,8 +159,17 @@ def test_seed_004_kv_cache_memory(tmp_path):
     """4×RTX 3090 24 GB, vLLM on GPU 3 with 698 MiB free: KV-cache allocation fails."""
     busy = {3: [{"pid": 5150, "name": "python old_run.py", "used_mib": 23878}]}
     snap = snapshot(4, RTX3090, LEGACY, used={3: 23878}, processes=busy)
-    rc, found = check(tmp_path, snap, {**LEG_CFG, "vllm_gpu_memory_utilization": 0.7},
-                      "accelerate", "launch", "--num_processes", "3", "train.py", extra=["-v"])
+    rc, found = check(
+        tmp_path,
+        snap,
+        {**LEG_CFG, "vllm_gpu_memory_utilization": 0.7},
+        "accelerate",
+        "launch",
+        "--num_processes",
+        "3",
+        "train.py",
+        extra=["-v"],
+    )
     assert rc == 1 and "MEM001" in found
     msg = found["MEM001"]["message"]
     assert "698 MiB free" in msg and "pid 5150" in msg
@@ -111,7 +178,15 @@ def test_seed_004_kv_cache_memory(tmp_path):
 
 def test_seed_004_corrected(tmp_path):
     snap = snapshot(4, RTX3090, LEGACY)
-    rc, found = check(tmp_path, snap, {**LEG_CFG, "vllm_gpu_memory_utilization": 0.7},
-                      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "accelerate", "launch",
-                      "--num_processes", "3", "train.py")
+    rc, found = check(
+        tmp_path,
+        snap,
+        {**LEG_CFG, "vllm_gpu_memory_utilization": 0.7},
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+        "accelerate",
+        "launch",
+        "--num_processes",
+        "3",
+        "train.py",
+    )
     assert rc == 0 and not [f for f in found.values() if f["severity"] == "error"], found

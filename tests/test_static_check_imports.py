@@ -48,8 +48,14 @@ sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)))
 def _modules_of_check(cwd: Path, *args: str) -> set[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_", "PYTORCH_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT, "check", "--no-network", *args],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, "check", "--no-network", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
     assert "MODULES " in proc.stderr, proc.stderr
     return set(json.loads(proc.stderr.rsplit("MODULES ", 1)[1]))
 
@@ -69,14 +75,32 @@ def test_check_with_nothing_given_loads_no_reader_or_planner(tmp_path):
 def test_the_same_modules_load_when_their_input_is_there(tmp_path):
     """The other side: each module above exists and loads for its input (a renamed module
     would otherwise pass the test above unseen)."""
-    (tmp_path / "grpo.yaml").write_text("model_name_or_path: no-such-org/no-such-model\n"
-                                        "use_vllm: true\nvllm_mode: server\nfoo_bar: 1\n")
-    modules = _modules_of_check(tmp_path, "--config", "grpo.yaml", "--format", "junit",
-                                "--allow-host", "example.org", "--", "python", "train.py")
-    for name in ("yaml", "envdoctor.plan.memory", "envdoctor.plan.memory.planner",
-                 "envdoctor.plan.memory.shape", "envdoctor.parsing",
-                 "envdoctor.plan.launch", "envdoctor.net_policy", "envdoctor.report.junit",
-                 "difflib"):
+    (tmp_path / "grpo.yaml").write_text(
+        "model_name_or_path: no-such-org/no-such-model\nuse_vllm: true\nvllm_mode: server\nfoo_bar: 1\n"
+    )
+    modules = _modules_of_check(
+        tmp_path,
+        "--config",
+        "grpo.yaml",
+        "--format",
+        "junit",
+        "--allow-host",
+        "example.org",
+        "--",
+        "python",
+        "train.py",
+    )
+    for name in (
+        "yaml",
+        "envdoctor.plan.memory",
+        "envdoctor.plan.memory.planner",
+        "envdoctor.plan.memory.shape",
+        "envdoctor.parsing",
+        "envdoctor.plan.launch",
+        "envdoctor.net_policy",
+        "envdoctor.report.junit",
+        "difflib",
+    ):
         assert name in modules, name
 
 
@@ -87,4 +111,5 @@ def test_compiled_rule_data_is_fresh():
     assert text == compile_rules(), "rules/compiled.jsonl is stale: python -m envdoctor.resources"
     assert len(text.splitlines()) == len(list(rules_dir().rglob("*.yaml"))), (
         "a YAML file of rules/ that JSON cannot hold exactly (a date, a key that is not a string) "
-        "is read with PyYAML on every run: quote the value")
+        "is read with PyYAML on every run: quote the value"
+    )

@@ -8,22 +8,25 @@ from envdoctor import versions
 from envdoctor.plan.memory.knobs import from_config
 
 
-@pytest.mark.parametrize(("version", "minimum", "expected"), [
-    ("0.26.0", "0.26.0", True),
-    ("0.25.1", "0.26.0", False),
-    ("0.26.0rc1", "0.26.0", True),  # a release candidate of X is X's code, frozen
-    ("0.26.0b2", "0.26.0", True),
-    ("0.26.0rc1", "0.26.1", False),
-    ("0.16.0.dev0", "0.16.0", False),  # main on its way to X: X's features may not be in
-    ("0.11.1rc2.dev123+g1a2b3c", "0.11.1", False),
-    ("0.16.0.dev0", "0.15.2", True),
-    ("0.8.5.post1", "0.8.5", True),
-    ("0.8.5.post1", "0.8.6", False),
-    ("2.7.1+cu126", "2.7.1", True),
-    ("1.10", "1.10.0", True),
-    ("0.9.0rc1", "0.9.0rc2", False),  # a pre-release minimum is compared exactly
-    ("0.9.0rc2", "0.9.0rc1", True),
-])
+@pytest.mark.parametrize(
+    ("version", "minimum", "expected"),
+    [
+        ("0.26.0", "0.26.0", True),
+        ("0.25.1", "0.26.0", False),
+        ("0.26.0rc1", "0.26.0", True),  # a release candidate of X is X's code, frozen
+        ("0.26.0b2", "0.26.0", True),
+        ("0.26.0rc1", "0.26.1", False),
+        ("0.16.0.dev0", "0.16.0", False),  # main on its way to X: X's features may not be in
+        ("0.11.1rc2.dev123+g1a2b3c", "0.11.1", False),
+        ("0.16.0.dev0", "0.15.2", True),
+        ("0.8.5.post1", "0.8.5", True),
+        ("0.8.5.post1", "0.8.6", False),
+        ("2.7.1+cu126", "2.7.1", True),
+        ("1.10", "1.10.0", True),
+        ("0.9.0rc1", "0.9.0rc2", False),  # a pre-release minimum is compared exactly
+        ("0.9.0rc2", "0.9.0rc1", True),
+    ],
+)
 def test_at_least_counts_release_candidates_as_their_release(version, minimum, expected):
     assert versions.at_least(version, minimum) is expected
     assert versions.below(version, minimum) is (not expected)

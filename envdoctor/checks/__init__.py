@@ -13,5 +13,15 @@ from envdoctor.checks import (
     scope,
 )
 
-ALL_MODULES = (packages, config, gpus, layout, memory, memory_plan, allocator, declared, scope,
-               known_failures)
+ALL_MODULES = (
+    packages,
+    config,
+    gpus,
+    layout,
+    memory,
+    memory_plan,
+    allocator,
+    declared,
+    scope,
+    known_failures,
+)

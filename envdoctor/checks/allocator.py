@@ -20,18 +20,30 @@ def _torch_rules(ctx: Context) -> tuple[set[str] | None, str]:
     table = ctx.kb.allocator
     if versions.parse(torch) is None or not table.get("options"):
         return None, "Unrecognized CachingAllocator option: {name}"
-    accepted = {o["name"] for o in table["options"]
-                if versions.satisfies(torch, str(o.get("torch", ""))) is not False}
-    text = next((e["text"].split("  (")[0] for e in table.get("unknown_option_error", [])
-                 if versions.satisfies(torch, str(e.get("torch", "")))),
-                "Unrecognized CachingAllocator option: {name}")
+    accepted = {
+        o["name"] for o in table["options"] if versions.satisfies(torch, str(o.get("torch", ""))) is not False
+    }
+    text = next(
+        (
+            e["text"].split("  (")[0]
+            for e in table.get("unknown_option_error", [])
+            if versions.satisfies(torch, str(e.get("torch", "")))
+        ),
+        "Unrecognized CachingAllocator option: {name}",
+    )
     return accepted, text
 
 
 def _env_vars_read(ctx: Context) -> dict[str, Any]:
     torch = ctx.version("torch")
-    return next((e for e in ctx.kb.allocator.get("env_vars", [])
-                 if versions.satisfies(torch, str(e.get("torch", "")))), {})
+    return next(
+        (
+            e
+            for e in ctx.kb.allocator.get("env_vars", [])
+            if versions.satisfies(torch, str(e.get("torch", "")))
+        ),
+        {},
+    )
 
 
 def _confs(ctx: Context) -> dict[str, str]:
@@ -46,10 +58,13 @@ def alloc_conf_invalid(ctx: Context) -> Iterator[Hit]:
         conf = parse_alloc_conf(raw, accepted, text)
         for problem in conf.problems:
             shown = raw if len(raw) <= 120 else f"{raw[:120]}… ({len(raw):,} characters)"
-            yield hit(f"{var}={shown}: {problem}; torch raises at the first CUDA allocation",
-                      fix=f"export {var}=expandable_segments:True  # or fix the option's "
-                      "spelling: key:value pairs separated by commas",
-                      variable=var, value=raw[:1000])
+            yield hit(
+                f"{var}={shown}: {problem}; torch raises at the first CUDA allocation",
+                fix=f"export {var}=expandable_segments:True  # or fix the option's "
+                "spelling: key:value pairs separated by commas",
+                variable=var,
+                value=raw[:1000],
+            )
 
 
 @rule("ALC002")
@@ -59,14 +74,24 @@ def alloc_conf_disagree(ctx: Context) -> Iterator[Hit]:
     read = _env_vars_read(ctx)
     if len(confs) == 2 and confs[VARS[0]].replace(" ", "") != confs[VARS[1]].replace(" ", ""):
         prec = read.get("precedence")
-        which = (f"torch {torch}: {prec}" if prec and prec != "unknown"
-                 else f"which one torch {torch or '(not installed)'} applies is not documented")
-        yield hit(f"{VARS[0]}={confs[VARS[0]]} and {VARS[1]}={confs[VARS[1]]} differ ({which})",
-                  severity="warning", fix="set only one of them", **confs)
+        which = (
+            f"torch {torch}: {prec}"
+            if prec and prec != "unknown"
+            else f"which one torch {torch or '(not installed)'} applies is not documented"
+        )
+        yield hit(
+            f"{VARS[0]}={confs[VARS[0]]} and {VARS[1]}={confs[VARS[1]]} differ ({which})",
+            severity="warning",
+            fix="set only one of them",
+            **confs,
+        )
     elif VARS[1] in confs and VARS[0] not in confs and read and VARS[1] not in read.get("read", []):
-        yield hit(f"{VARS[1]} is set but torch {torch} reads only {VARS[0]}: the setting has no "
-                  "effect", severity="warning", fix=f"export {VARS[0]}={confs[VARS[1]]}",
-                  **confs)
+        yield hit(
+            f"{VARS[1]} is set but torch {torch} reads only {VARS[0]}: the setting has no effect",
+            severity="warning",
+            fix=f"export {VARS[0]}={confs[VARS[1]]}",
+            **confs,
+        )
 
 
 @rule("ALC003", needs=("gpus", "plan"))
@@ -77,10 +102,12 @@ def expandable_segments_recommended(ctx: Context) -> Iterator[Hit]:
     if ctx.config.get("vllm_enable_sleep_mode"):
         return  # ALC004's territory: expandable segments break vLLM's sleep-mode pool
     if ctx.layout.training:
-        yield hit("PYTORCH_CUDA_ALLOC_CONF does not enable expandable segments: GRPO's varying "
-                  "sequence lengths fragment the caching allocator, and an OOM can strike with "
-                  "GiBs 'reserved but unallocated'",
-                  fix="export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+        yield hit(
+            "PYTORCH_CUDA_ALLOC_CONF does not enable expandable segments: GRPO's varying "
+            "sequence lengths fragment the caching allocator, and an OOM can strike with "
+            "GiBs 'reserved but unallocated'",
+            fix="export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+        )
 
 
 @rule("ALC004", needs=("vllm",))
@@ -94,8 +121,12 @@ def expandable_segments_vs_vllm_sleep(ctx: Context) -> Iterator[Hit]:
         return
     raw = _confs(ctx).get(VARS[0])
     if raw and parse_alloc_conf(raw).expandable_segments:
-        yield hit(f"{VARS[0]}={raw} with vllm_enable_sleep_mode and vLLM {vllm or '(not installed)'}"
-                  ": vLLM's sleep-mode memory pool asserts (\"Expandable segments are not "
-                  "compatible with memory pool\")",
-                  fix=f"unset expandable_segments in {VARS[0]}, turn off vllm_enable_sleep_mode, "
-                  "or pip install 'vllm>=0.20.1'", variable=VARS[0], vllm=vllm)
+        yield hit(
+            f"{VARS[0]}={raw} with vllm_enable_sleep_mode and vLLM {vllm or '(not installed)'}"
+            ": vLLM's sleep-mode memory pool asserts (\"Expandable segments are not "
+            'compatible with memory pool")',
+            fix=f"unset expandable_segments in {VARS[0]}, turn off vllm_enable_sleep_mode, "
+            "or pip install 'vllm>=0.20.1'",
+            variable=VARS[0],
+            vllm=vllm,
+        )

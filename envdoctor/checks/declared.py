@@ -73,28 +73,38 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
         bad_new = bool(until) and within(spec, until, None)
         bad_old = bool(since) and within(spec, None, since)
         if not within(spec, since, until):
-            yield hit(f"`{key}` ({origin}) exists in TRL {since or 'any'} up to "
-                      f"{'(not including) ' + until if until else 'now'}; the declared "
-                      f"{_said(trl)} allows none of these releases: TRL rejects it",
-                      fix=(f"replace `{key}` with `{repl}`" if repl and bad_new else
-                           f"remove `{key}`") + (f", or require 'trl<{until}'" if until and bad_new
-                                                else f", or require 'trl>={since}'"),
-                      severity="error", key=key, trl=spec, **_where(trl))
+            yield hit(
+                f"`{key}` ({origin}) exists in TRL {since or 'any'} up to "
+                f"{'(not including) ' + until if until else 'now'}; the declared "
+                f"{_said(trl)} allows none of these releases: TRL rejects it",
+                fix=(f"replace `{key}` with `{repl}`" if repl and bad_new else f"remove `{key}`")
+                + (f", or require 'trl<{until}'" if until and bad_new else f", or require 'trl>={since}'"),
+                severity="error",
+                key=key,
+                trl=spec,
+                **_where(trl),
+            )
             continue
         if bad_new and until:
             gone = known_in(spec, [t for t in tags if versions.at_least(t, until)])
             newest = f"{until} and newer" if upper_open(spec) else _releases(gone)
-            msg = (f"the declared {_said(trl)} spans the removal of `{key}` ({origin}) in "
-                   f"TRL {until}: TRL {_releases(ok)} {_they(ok, 'accept')} it, TRL {newest} "
-                   f"{_they(gone, 'reject', upper_open(spec))} it — which one a fresh install "
-                   "gets is left open")
-            fix = (f"require 'trl<{until}' to keep `{key}`" +
-                   (f", or replace it with `{repl}` and require 'trl>={until}'" if repl else
-                    f", or remove it and require 'trl>={until}'"))
+            msg = (
+                f"the declared {_said(trl)} spans the removal of `{key}` ({origin}) in "
+                f"TRL {until}: TRL {_releases(ok)} {_they(ok, 'accept')} it, TRL {newest} "
+                f"{_they(gone, 'reject', upper_open(spec))} it — which one a fresh install "
+                "gets is left open"
+            )
+            fix = f"require 'trl<{until}' to keep `{key}`" + (
+                f", or replace it with `{repl}` and require 'trl>={until}'"
+                if repl
+                else f", or remove it and require 'trl>={until}'"
+            )
         elif bad_old and since:
             old = known_in(spec, [t for t in tags if versions.below(t, since)])
-            msg = (f"the declared {_said(trl)} allows TRL {_releases(old)}, older than "
-                   f"`{key}` ({origin}), which exists from TRL {since}: those releases reject it")
+            msg = (
+                f"the declared {_said(trl)} allows TRL {_releases(old)}, older than "
+                f"`{key}` ({origin}), which exists from TRL {since}: those releases reject it"
+            )
             fix = f"require 'trl>={since}'"
         else:
             continue
@@ -114,8 +124,7 @@ def declared_range_excludes_requirement(ctx: Context) -> Iterator[Hit]:
             continue
         for line in requires(src, e.version, ctx.kb) or []:
             m = re.match(r"\s*([A-Za-z0-9._-]+)\s*([^;]*)", line)
-            if m is None or ("extra ==" in line
-                             and not any("vllm" in d.extras for d in e.decls)):
+            if m is None or ("extra ==" in line and not any("vllm" in d.extras for d in e.decls)):
                 continue
             target, spec = m.group(1), m.group(2).strip()
             other = stack.get(target)
@@ -124,10 +133,15 @@ def declared_range_excludes_requirement(ctx: Context) -> Iterator[Hit]:
                 continue
             if meet(spec, *(d.specifier for d in own)) is None:
                 said = ", ".join(d.said for d in own[:2])
-                yield hit(f"{src} {e.version} ({_said(e)}) requires {target}{spec}; the declared "
-                          f"{said} excludes it: pip cannot install both",
-                          fix=f"require '{target}{spec}'", package=target, requirement=line,
-                          declared_file=own[0].file, declared_line=own[0].line)
+                yield hit(
+                    f"{src} {e.version} ({_said(e)}) requires {target}{spec}; the declared "
+                    f"{said} excludes it: pip cannot install both",
+                    fix=f"require '{target}{spec}'",
+                    package=target,
+                    requirement=line,
+                    declared_file=own[0].file,
+                    declared_line=own[0].line,
+                )
 
 
 @rule("DCL003")
@@ -149,7 +163,8 @@ def declared_vllm_range_vs_torch(ctx: Context) -> Iterator[Hit]:
         return
     newest_torch = max((str(p["torch"]) for p in pins), key=versions.sort_key)
     if upper_open(vllm.spec or ">=0") and (
-            not torch.version or not versions.below(torch.version, newest_torch)):
+        not torch.version or not versions.below(torch.version, newest_torch)
+    ):
         return  # a later vLLM may be built for that torch (DCL005 says it is newer than known)
     needed = sorted({torch_of[v] for v in in_range}, key=versions.sort_key)
     mine = versions.parse(torch.version) if torch.version else None
@@ -159,10 +174,15 @@ def declared_vllm_range_vs_torch(ctx: Context) -> Iterator[Hit]:
     fix = f"require 'torch=={nearest}' (vLLM {_releases(for_it)} are built for it)"
     if built:
         fix += f", or keep torch{tspec} with 'vllm=={built[-1]}' (built for torch {torch_of[built[-1]]})"
-    yield hit(f"no vLLM release in the declared {_said(vllm)} is built for the declared "
-              f"{_said(torch)}: vLLM {_releases(in_range)} need torch {_releases(needed)}; "
-              "pip cannot install them together",
-              fix=fix, vllm=vllm.spec, torch=tspec, **_where(torch))
+    yield hit(
+        f"no vLLM release in the declared {_said(vllm)} is built for the declared "
+        f"{_said(torch)}: vLLM {_releases(in_range)} need torch {_releases(needed)}; "
+        "pip cannot install them together",
+        fix=fix,
+        vllm=vllm.spec,
+        torch=tspec,
+        **_where(torch),
+    )
 
 
 @rule("DCL004")
@@ -173,10 +193,14 @@ def declared_conflict(ctx: Context) -> Iterator[Hit]:
     from envdoctor.facts.declared.resolve import conflicts
 
     for e, a, b in conflicts(stack):
-        yield hit(f"{e.name} is declared as {a.said} and as {b.said}: no version satisfies both"
-                  + (f"; judged as {e.version}" if e.version else ""),
-                  fix=f"declare one {e.name} version in every file the training image uses",
-                  package=e.name, declared_file=b.file, declared_line=b.line)
+        yield hit(
+            f"{e.name} is declared as {a.said} and as {b.said}: no version satisfies both"
+            + (f"; judged as {e.version}" if e.version else ""),
+            fix=f"declare one {e.name} version in every file the training image uses",
+            package=e.name,
+            declared_file=b.file,
+            declared_line=b.line,
+        )
 
 
 @rule("DCL005")
@@ -185,22 +209,30 @@ def declared_newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
     if not stack:
         return  # nothing declared: the curated tables are not even read
     pins = [p for p in ctx.kb.vllm.get("torch_pins") or [] if p.get("vllm") and p.get("torch")]
-    known = {"vllm": [str(p["vllm"]) for p in pins],
-             "trl": [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []],
-             "torch": [str(p["torch"]) for p in pins]}
+    known = {
+        "vllm": [str(p["vllm"]) for p in pins],
+        "trl": [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []],
+        "torch": [str(p["torch"]) for p in pins],
+    }
     for name, releases in known.items():
         e = stack.get(name)
         if e is None or not e.version or not releases or versions.parse(e.version) is None:
             continue
         newest = max(releases, key=versions.sort_key)
         if versions.sort_key(e.version) > versions.sort_key(newest):
-            what = {"vllm": "its torch pin and transformers bounds",
-                    "trl": "its config keys, vLLM range and requirements",
-                    "torch": "the vLLM release built for it"}[name]
-            yield hit(f"{name} {e.version} ({_said(e)}) is newer than envdoctor's knowledge "
-                      f"(newest {name} known: {newest}): {what} are not checked",
-                      fix="upgrade envdoctor (its knowledge follows new releases), and read the "
-                          f"{name} {e.version} release notes", package=name, **_where(e))
+            what = {
+                "vllm": "its torch pin and transformers bounds",
+                "trl": "its config keys, vLLM range and requirements",
+                "torch": "the vLLM release built for it",
+            }[name]
+            yield hit(
+                f"{name} {e.version} ({_said(e)}) is newer than envdoctor's knowledge "
+                f"(newest {name} known: {newest}): {what} are not checked",
+                fix="upgrade envdoctor (its knowledge follows new releases), and read the "
+                f"{name} {e.version} release notes",
+                package=name,
+                **_where(e),
+            )
 
 
 def _line_start(line: dict[str, Any]) -> str:
@@ -216,8 +248,11 @@ def declared_trl_range_vs_vllm(ctx: Context) -> Iterator[Hit]:
         return
     from envdoctor.facts.declared.ranges import meet
 
-    lines = [ln for ln in ctx.kb.trl.get("trl_lines") or []
-             if ln.get("vllm") and meet(str(ln.get("trl", "")), trl.spec) is not None]
+    lines = [
+        ln
+        for ln in ctx.kb.trl.get("trl_lines") or []
+        if ln.get("vllm") and meet(str(ln.get("trl", "")), trl.spec) is not None
+    ]
     good = [ln for ln in lines if versions.satisfies(vllm.version, str(ln["vllm"]))]
     bad = [ln for ln in lines if ln not in good]
     if not bad:
@@ -225,17 +260,26 @@ def declared_trl_range_vs_vllm(ctx: Context) -> Iterator[Hit]:
     starts = [_line_start(ln) for ln in bad]
     if good:
         ok = [_line_start(ln) for ln in good]
-        msg = (f"the declared {_said(trl)} allows TRL lines that do not support the declared "
-               f"vLLM {vllm.version} ({_said(vllm)}): TRL {_releases(ok)} support it, TRL "
-               f"{_releases(starts)} do not (e.g. TRL {starts[-1]} supports vLLM "
-               f"{bad[-1]['vllm']}) — which one a fresh install gets is left open")
+        msg = (
+            f"the declared {_said(trl)} allows TRL lines that do not support the declared "
+            f"vLLM {vllm.version} ({_said(vllm)}): TRL {_releases(ok)} support it, TRL "
+            f"{_releases(starts)} do not (e.g. TRL {starts[-1]} supports vLLM "
+            f"{bad[-1]['vllm']}) — which one a fresh install gets is left open"
+        )
         first_bad = min(starts, key=versions.sort_key)
-        fix = f"require 'trl{trl.spec},<{first_bad}'" if versions.at_least(
-            first_bad, ok[0]) else f"require a TRL whose line supports vLLM {vllm.version}"
+        fix = (
+            f"require 'trl{trl.spec},<{first_bad}'"
+            if versions.at_least(first_bad, ok[0])
+            else f"require a TRL whose line supports vLLM {vllm.version}"
+        )
     else:
-        msg = (f"no TRL line in the declared {_said(trl)} supports the declared vLLM "
-               f"{vllm.version} ({_said(vllm)}): TRL {_releases(starts)} support vLLM "
-               f"{bad[0]['vllm']} … {bad[-1]['vllm']}")
-        fix = f"require a vLLM in the range of the TRL you train with (TRL {starts[-1]}: " \
-              f"'vllm{bad[-1]['vllm']}')"
+        msg = (
+            f"no TRL line in the declared {_said(trl)} supports the declared vLLM "
+            f"{vllm.version} ({_said(vllm)}): TRL {_releases(starts)} support vLLM "
+            f"{bad[0]['vllm']} … {bad[-1]['vllm']}"
+        )
+        fix = (
+            f"require a vLLM in the range of the TRL you train with (TRL {starts[-1]}: "
+            f"'vllm{bad[-1]['vllm']}')"
+        )
     yield hit(msg, fix=fix, trl=trl.spec, vllm=vllm.version, **_where(trl))

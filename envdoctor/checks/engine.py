@@ -50,14 +50,16 @@ def _missing(ctx: Context, needs: tuple[str, ...]) -> str | None:
     return None
 
 
-def run_rules(ctx: Context, select: list[str] | None = None,
-              ignore: list[str] | None = None) -> Outcome:
+def run_rules(ctx: Context, select: list[str] | None = None, ignore: list[str] | None = None) -> Outcome:
     docs = rule_docs()
     for flag, patterns in (("--select", select), ("--ignore", ignore)):
         for p in patterns or []:
             if not any(matches(rid, d.name, [p]) for rid, d in docs.items()):
-                raise InputError(flag, f"{p!r} matches no rule (`envdoctor rules` lists them: an "
-                                       "id, an id prefix such as LAY, or a rule name)")
+                raise InputError(
+                    flag,
+                    f"{p!r} matches no rule (`envdoctor rules` lists them: an "
+                    "id, an id prefix such as LAY, or a rule name)",
+                )
     out = Outcome()
     for rule_id, entry in sorted(all_rules().items()):
         doc = docs[rule_id]
@@ -78,25 +80,42 @@ def run_rules(ctx: Context, select: list[str] | None = None,
                     left_out += 1
                     worst = max(worst, severity, key=lambda s: s.rank)
                     continue
-                mine.append(Finding(rule=rule_id, severity=severity, message=h.message,
-                                    fix=h.fix or doc.fix, evidence=h.evidence))
+                mine.append(
+                    Finding(
+                        rule=rule_id,
+                        severity=severity,
+                        message=h.message,
+                        fix=h.fix or doc.fix,
+                        evidence=h.evidence,
+                    )
+                )
         except LayoutUnresolved as exc:  # needs the layout of a launch that does not resolve
             out.skipped[rule_id] = f"launch not resolved: {exc}"
             continue
         except InputError:
             raise  # the user's input, found bad while resolving it: exit 2 naming it
         except Exception as exc:  # a bug in a rule: reported, never a silent pass
-            mine.append(Finding(
-                rule=rule_id, severity=Severity.ERROR,
-                message=f"rule {rule_id} failed internally: {type(exc).__name__}: "
-                        f"{str(exc)[:300]} (envdoctor could not check this; exit 2)",
-                fix="Please report this with `envdoctor collect` attached.",
-                evidence={"internal": True, "traceback": traceback.format_exc(limit=5)}))
+            mine.append(
+                Finding(
+                    rule=rule_id,
+                    severity=Severity.ERROR,
+                    message=f"rule {rule_id} failed internally: {type(exc).__name__}: "
+                    f"{str(exc)[:300]} (envdoctor could not check this; exit 2)",
+                    fix="Please report this with `envdoctor collect` attached.",
+                    evidence={"internal": True, "traceback": traceback.format_exc(limit=5)},
+                )
+            )
         if left_out:
-            mine.append(Finding(rule=rule_id, severity=worst,
-                                message=f"… and {left_out:,} more {rule_id} findings "
-                                        f"(the first {MAX_PER_RULE} are shown)",
-                                fix=doc.fix, evidence={"left_out": left_out}))
+            mine.append(
+                Finding(
+                    rule=rule_id,
+                    severity=worst,
+                    message=f"… and {left_out:,} more {rule_id} findings "
+                    f"(the first {MAX_PER_RULE} are shown)",
+                    fix=doc.fix,
+                    evidence={"left_out": left_out},
+                )
+            )
         out.ran.append(rule_id)
         out.findings += mine
     return out

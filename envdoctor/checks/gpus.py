@@ -16,10 +16,13 @@ def no_gpu(ctx: Context) -> Iterator[Hit]:
         return
     why = ctx.facts.nvml_error or "NVML found no GPU"
     sev = "warning" if ctx.plan.trainer or ctx.plan.config else "info"
-    yield hit(f"no GPU seen: {why}", severity=sev,
-              fix="run envdoctor on the GPU node (or `envdoctor collect` there and "
-                  "`envdoctor check --facts FILE` here); check `nvidia-smi` works",
-              nvml_error=ctx.facts.nvml_error)
+    yield hit(
+        f"no GPU seen: {why}",
+        severity=sev,
+        fix="run envdoctor on the GPU node (or `envdoctor collect` there and "
+        "`envdoctor check --facts FILE` here); check `nvidia-smi` works",
+        nvml_error=ctx.facts.nvml_error,
+    )
 
 
 @rule("GPU002", needs=("gpus",))
@@ -27,9 +30,12 @@ def visible_devices_invalid(ctx: Context) -> Iterator[Hit]:
     problem = ctx.layout.problems.get("visible")
     if problem:
         n = len(ctx.facts.gpus)
-        yield hit(problem, fix=f"use indices 0–{n - 1} (NVML order: `nvidia-smi -L`), each once; "
-                  f"e.g. CUDA_VISIBLE_DEVICES={','.join(str(i) for i in range(min(n, 2)))}",
-                  visible=ctx.layout.visible)
+        yield hit(
+            problem,
+            fix=f"use indices 0–{n - 1} (NVML order: `nvidia-smi -L`), each once; "
+            f"e.g. CUDA_VISIBLE_DEVICES={','.join(str(i) for i in range(min(n, 2)))}",
+            visible=ctx.layout.visible,
+        )
 
 
 @rule("GPU003", needs=("gpus",))
@@ -42,20 +48,27 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
     if versions.below(drv, built):
         same_major = built.split(".")[0] == drv.split(".")[0]
         if same_major:
-            yield hit(f"torch {torch} is built for CUDA {built}; the driver {ctx.facts.driver.version}"
-                      f" supports CUDA {drv}: it runs through minor-version compatibility, but "
-                      "kernels compiled for newer PTX and some features fail",
-                      severity="warning",
-                      fix=f"upgrade the NVIDIA driver to one supporting CUDA {built}, or install a "
-                      f"torch built for cu{drv.replace('.', '')}", built=built, driver_cuda=drv)
+            yield hit(
+                f"torch {torch} is built for CUDA {built}; the driver {ctx.facts.driver.version}"
+                f" supports CUDA {drv}: it runs through minor-version compatibility, but "
+                "kernels compiled for newer PTX and some features fail",
+                severity="warning",
+                fix=f"upgrade the NVIDIA driver to one supporting CUDA {built}, or install a "
+                f"torch built for cu{drv.replace('.', '')}",
+                built=built,
+                driver_cuda=drv,
+            )
         else:
-            yield hit(f"torch {torch} is built for CUDA {built}, but the driver "
-                      f"{ctx.facts.driver.version} supports only CUDA {drv}: torch will report "
-                      "no usable GPU",
-                      fix=f"upgrade the NVIDIA driver to one supporting CUDA {built}, or install "
-                      f"a torch built for CUDA {drv} (pip install torch --index-url "
-                      f"https://download.pytorch.org/whl/cu{drv.replace('.', '')})",
-                      built=built, driver_cuda=drv)
+            yield hit(
+                f"torch {torch} is built for CUDA {built}, but the driver "
+                f"{ctx.facts.driver.version} supports only CUDA {drv}: torch will report "
+                "no usable GPU",
+                fix=f"upgrade the NVIDIA driver to one supporting CUDA {built}, or install "
+                f"a torch built for CUDA {drv} (pip install torch --index-url "
+                f"https://download.pytorch.org/whl/cu{drv.replace('.', '')})",
+                built=built,
+                driver_cuda=drv,
+            )
 
 
 def _bf16_requested(ctx: Context) -> bool:
@@ -71,11 +84,14 @@ def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
     for gpu in (ctx.facts.gpu(i) for i in ctx.layout.training):
         if gpu and gpu.cc_major is not None and gpu.cc_major < 8:
             origin = ctx.plan.config_origin.get("bf16", f"TRL {ctx.trl.label()}'s default")
-            yield hit(f"bf16 is on ({origin}) but GPU {gpu.index} ({gpu.name}, compute "
-                      f"capability {gpu.compute_capability}) has no bf16 support: TrainingArguments"
-                      " refuses at start", fix="set bf16: false and fp16: true",
-                      gpu=gpu.index,
-                      severity="error" if "bf16" in ctx.config else ctx.on_trl())
+            yield hit(
+                f"bf16 is on ({origin}) but GPU {gpu.index} ({gpu.name}, compute "
+                f"capability {gpu.compute_capability}) has no bf16 support: TrainingArguments"
+                " refuses at start",
+                fix="set bf16: false and fp16: true",
+                gpu=gpu.index,
+                severity="error" if "bf16" in ctx.config else ctx.on_trl(),
+            )
             return
 
 
@@ -104,12 +120,16 @@ def torch_without_cuda(ctx: Context) -> Iterator[Hit]:
     n = len(ctx.facts.gpus)
     drv = ctx.facts.driver.cuda
     tag = f"cu{drv.replace('.', '')}" if drv and versions.parse(drv) else "cuXXX"
-    yield hit(f"torch {torch} is {what}, but this machine has {n} NVIDIA GPU"
-              f"{'s' if n > 1 else ''}: torch.cuda.is_available() is False, so the trainer and "
-              "vLLM find no CUDA device (training on the CPU, or failing at start)",
-              fix=f"pip install --force-reinstall 'torch=={public}'  # PyPI's Linux wheel is the "
-                  f"CUDA build; or --index-url https://download.pytorch.org/whl/{tag} for a "
-                  "CUDA your driver supports", torch=torch, gpus=n)
+    yield hit(
+        f"torch {torch} is {what}, but this machine has {n} NVIDIA GPU"
+        f"{'s' if n > 1 else ''}: torch.cuda.is_available() is False, so the trainer and "
+        "vLLM find no CUDA device (training on the CPU, or failing at start)",
+        fix=f"pip install --force-reinstall 'torch=={public}'  # PyPI's Linux wheel is the "
+        f"CUDA build; or --index-url https://download.pytorch.org/whl/{tag} for a "
+        "CUDA your driver supports",
+        torch=torch,
+        gpus=n,
+    )
 
 
 @rule("GPU005", needs=("gpus",))
@@ -120,10 +140,13 @@ def mixed_gpu_models(ctx: Context) -> Iterator[Hit]:
     capabilities = {g.compute_capability for g in known if g.compute_capability}
     if len(names) > 1 or len(capabilities) > 1:  # an unknown capability differs from nothing
         models = sorted({f"{g.name} (cc {g.compute_capability or 'unknown'})" for g in known})
-        yield hit(f"the training ranks run on different GPU models: {', '.join(models)}; the "
-                  "slowest sets the pace and kernels/precision may differ per rank",
-                  severity="warning", fix="train on GPUs of one model (set --gpu_ids / "
-                  "CUDA_VISIBLE_DEVICES to identical GPUs)", models=models)
+        yield hit(
+            f"the training ranks run on different GPU models: {', '.join(models)}; the "
+            "slowest sets the pace and kernels/precision may differ per rank",
+            severity="warning",
+            fix="train on GPUs of one model (set --gpu_ids / CUDA_VISIBLE_DEVICES to identical GPUs)",
+            models=models,
+        )
 
 
 @rule("GPU006", needs=("gpus",))
@@ -131,12 +154,16 @@ def mig_enabled(ctx: Context) -> Iterator[Hit]:
     used = set(ctx.layout.training) | set(ctx.layout.generation) | set(ctx.layout.visible)
     for gpu in ctx.facts.gpus:
         if gpu.mig and gpu.index in used:
-            yield hit(f"GPU {gpu.index} ({gpu.name}) is in MIG mode: a process sees at most one "
-                      "MIG instance, NCCL does not run across instances, and vLLM gets only the "
-                      "instance's memory", severity="warning",
-                      fix=f"disable MIG (sudo nvidia-smi -i {gpu.index} -mig 0) or give each "
-                      "process one MIG-… id in CUDA_VISIBLE_DEVICES", gpu=gpu.index,
-                      mig_devices=gpu.mig_devices)
+            yield hit(
+                f"GPU {gpu.index} ({gpu.name}) is in MIG mode: a process sees at most one "
+                "MIG instance, NCCL does not run across instances, and vLLM gets only the "
+                "instance's memory",
+                severity="warning",
+                fix=f"disable MIG (sudo nvidia-smi -i {gpu.index} -mig 0) or give each "
+                "process one MIG-… id in CUDA_VISIBLE_DEVICES",
+                gpu=gpu.index,
+                mig_devices=gpu.mig_devices,
+            )
 
 
 @rule("GPU007", needs=("gpus",))
@@ -146,7 +173,11 @@ def device_order_ambiguous(ctx: Context) -> Iterator[Hit]:
         return
     kinds = {(g.name, g.compute_capability, g.memory_total_mib) for g in ctx.facts.gpus}
     if len(kinds) > 1 and (ctx.plan.trainer or "CUDA_VISIBLE_DEVICES" in env):
-        yield hit("this machine mixes GPU models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA "
-                  "numbers GPUs fastest-first, so index N in CUDA_VISIBLE_DEVICES / cuda:N is not "
-                  "GPU N of nvidia-smi", severity="warning",
-                  fix="export CUDA_DEVICE_ORDER=PCI_BUS_ID", models=sorted(map(str, kinds)))
+        yield hit(
+            "this machine mixes GPU models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA "
+            "numbers GPUs fastest-first, so index N in CUDA_VISIBLE_DEVICES / cuda:N is not "
+            "GPU N of nvidia-smi",
+            severity="warning",
+            fix="export CUDA_DEVICE_ORDER=PCI_BUS_ID",
+            models=sorted(map(str, kinds)),
+        )

@@ -122,8 +122,9 @@ def _env(ctx: Context) -> dict[str, str]:
 
 def _env_has(env: dict[str, str], names: str, value: str) -> bool:
     """Whether any of ``names`` (``A|B``) is set in ``env`` to ``value`` (``*``: to anything)."""
-    return any(name.upper() in env and (value == "*" or env[name.upper()] == value)
-               for name in names.split("|"))
+    return any(
+        name.upper() in env and (value == "*" or env[name.upper()] == value) for name in names.split("|")
+    )
 
 
 def matches(ctx: Context, failure: KnownFailure) -> bool:
@@ -151,8 +152,7 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
 def matching(ctx: Context) -> list[KnownFailure]:
     """Catalogue entries that match this stack and that no other rule reports (entries marked
     triage_only describe failures whose trigger only shows in the run: triage reads them)."""
-    return [f for f in known_failures()
-            if f.rule is None and not f.triage_only and matches(ctx, f)]
+    return [f for f in known_failures() if f.rule is None and not f.triage_only and matches(ctx, f)]
 
 
 def confirmed_break(ctx: Context, *names: str) -> KnownFailure | None:
@@ -176,7 +176,12 @@ def _stack(ctx: Context, failure: KnownFailure) -> str:
 def known_failure(ctx: Context) -> Iterator[Hit]:
     for failure in matching(ctx):
         fixed = ", ".join(f"{name} {v}" for name, v in failure.fixed_in.items())
-        yield hit(f"{_stack(ctx, failure)}: {failure.title}"
-                  + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})"),
-                  fix=failure.fix, severity=failure.severity, id=failure.id, kind=failure.kind,
-                  references=list(failure.sources))
+        yield hit(
+            f"{_stack(ctx, failure)}: {failure.title}"
+            + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})"),
+            fix=failure.fix,
+            severity=failure.severity,
+            id=failure.id,
+            kind=failure.kind,
+            references=list(failure.sources),
+        )

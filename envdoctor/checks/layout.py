@@ -31,8 +31,7 @@ def with_option(launch: Launch | None, name: str, value: str) -> str:
             if tok.startswith(flag + "="):
                 argv[i] = f"{flag}={value}"
                 return shlex.join(argv)
-    pos = argv.index(launch.program[-1]) + 1 if launch.program and launch.program[-1] in argv \
-        else len(argv)
+    pos = argv.index(launch.program[-1]) + 1 if launch.program and launch.program[-1] in argv else len(argv)
     argv[pos:pos] = [f"--{name}", value]
     return shlex.join(argv)
 
@@ -49,11 +48,15 @@ def vllm_device_unavailable(ctx: Context) -> Iterator[Hit]:
     if not problem or lay.vllm_device == "auto":
         return
     n = problem["visible"]
-    yield hit(f"The requested device for vllm ({problem['requested']}) is not available: the "
-              f"training processes see {n} GPU(s) (cuda:0–cuda:{max(n - 1, 0)}), so TRL raises "
-              "at init", fix=f"set vllm_device: auto, or cuda:{lay.world_size} with "
-              f"{lay.world_size + 1} GPUs visible (e.g. add one to --gpu_ids / "
-              "CUDA_VISIBLE_DEVICES)", **problem)
+    yield hit(
+        f"The requested device for vllm ({problem['requested']}) is not available: the "
+        f"training processes see {n} GPU(s) (cuda:0–cuda:{max(n - 1, 0)}), so TRL raises "
+        "at init",
+        fix=f"set vllm_device: auto, or cuda:{lay.world_size} with "
+        f"{lay.world_size + 1} GPUs visible (e.g. add one to --gpu_ids / "
+        "CUDA_VISIBLE_DEVICES)",
+        **problem,
+    )
 
 
 @rule("LAY002", needs=("gpus", "vllm"))
@@ -64,20 +67,24 @@ def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
         return
     n = problem["visible"]
     if n > 1 and lay.world_size >= n:
-        fix = "leave one GPU for vLLM: " + with_option(ctx.plan.trainer, _procs_flag(lay.launcher),
-                                                        str(n - 1))
+        fix = "leave one GPU for vLLM: " + with_option(
+            ctx.plan.trainer, _procs_flag(lay.launcher), str(n - 1)
+        )
     else:
         fix = f"make {lay.world_size + 1} GPUs visible (one more than the training processes)"
-    yield hit(f"no GPU left for vLLM: {lay.world_size} training process(es) on {n} visible "
-              f"GPU(s), and vllm_device=auto picks {problem['requested']}, which does not exist "
-              "(TRL: \"The requested device for vllm … is not available\")", fix=fix, **problem)
+    yield hit(
+        f"no GPU left for vLLM: {lay.world_size} training process(es) on {n} visible "
+        f"GPU(s), and vllm_device=auto picks {problem['requested']}, which does not exist "
+        '(TRL: "The requested device for vllm … is not available")',
+        fix=fix,
+        **problem,
+    )
 
 
 @rule("LAY003", needs=("gpus",))
 def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
-    if lay.problems.get("distributed") or lay.process_gpus < 2 or not (
-            ctx.plan.trainer or ctx.config):
+    if lay.problems.get("distributed") or lay.process_gpus < 2 or not (ctx.plan.trainer or ctx.config):
         return
     trl = ctx.version("trl")
     launch = ctx.plan.trainer
@@ -89,47 +96,64 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     what = _one_process_outcome(ctx, trl, gen, by_path, splits, refuses)
     gpus = ",".join(str(g) for g in lay.visible)
     train = [g for g in lay.visible if g not in gen] or lay.visible[:1]
-    yield hit(f"one training process sees {lay.process_gpus} GPUs ({gpus}; launcher: "
-              f"{lay.launcher}{', --num_processes 1' if lay.launcher == 'accelerate' else ''}): "
-              f"{what}", fix=_one_rank_per_gpu(lay, launch, train, gen),
-              severity="warning" if by_path and splits and not gen else None,
-              n_gpu=lay.process_gpus, visible=lay.visible, trl=trl,
-              refuses=refuses, splits=splits)
+    yield hit(
+        f"one training process sees {lay.process_gpus} GPUs ({gpus}; launcher: "
+        f"{lay.launcher}{', --num_processes 1' if lay.launcher == 'accelerate' else ''}): "
+        f"{what}",
+        fix=_one_rank_per_gpu(lay, launch, train, gen),
+        severity="warning" if by_path and splits and not gen else None,
+        n_gpu=lay.process_gpus,
+        visible=lay.visible,
+        trl=trl,
+        refuses=refuses,
+        splits=splits,
+    )
 
 
-def _one_process_outcome(ctx: Context, trl: str | None, gen: list[int], by_path: bool,
-                         splits: bool | None, refuses: bool | None) -> str:
+def _one_process_outcome(
+    ctx: Context, trl: str | None, gen: list[int], by_path: bool, splits: bool | None, refuses: bool | None
+) -> str:
     """What TRL ``trl`` does with one process that sees several GPUs (LAY003's message)."""
     n = ctx.layout.process_gpus
     victims = f" — including GPU {', '.join(map(str, gen))} reserved for vLLM" if gen else ""
     since = ctx.kb.feature_entry("dataparallel_refusal").get("since", "a newer release")
     split_since = ctx.kb.feature_entry("model_path_device_map_auto").get("since", "a newer release")
     if splits and by_path:
-        return (f"TRL {trl} loads model_name_or_path with device_map=\"auto\" and splits it over"
-                f" all {n} GPUs{victims}, so it trains one GPU at a time"
-                + ("; its layers and activations take memory vLLM needs there" if gen else ""))
+        return (
+            f'TRL {trl} loads model_name_or_path with device_map="auto" and splits it over'
+            f" all {n} GPUs{victims}, so it trains one GPU at a time"
+            + ("; its layers and activations take memory vLLM needs there" if gen else "")
+        )
     if splits:
-        obj = (f"TRL {trl} refuses a model object the script builds at init (\"GRPOTrainer does"
-               " not support `nn.DataParallel`\")" if refuses else
-               f"TRL {trl} lets transformers.Trainer silently wrap a model object the script "
-               f"builds in nn.DataParallel over all {n} GPUs{victims} (replicas run out of "
-               "memory later)")
-        return (f"{obj}; a model passed to GRPOTrainer by name or path is instead split over "
-                f"all {n} GPUs{victims if refuses else ''} (device_map=\"auto\") and trains one"
-                " GPU at a time")
+        obj = (
+            f'TRL {trl} refuses a model object the script builds at init ("GRPOTrainer does'
+            ' not support `nn.DataParallel`")'
+            if refuses
+            else f"TRL {trl} lets transformers.Trainer silently wrap a model object the script "
+            f"builds in nn.DataParallel over all {n} GPUs{victims} (replicas run out of "
+            "memory later)"
+        )
+        return (
+            f"{obj}; a model passed to GRPOTrainer by name or path is instead split over "
+            f'all {n} GPUs{victims if refuses else ""} (device_map="auto") and trains one'
+            " GPU at a time"
+        )
     if splits is None:
-        return (f"transformers.Trainer wraps the model in nn.DataParallel over all {n} GPUs"
-                f"{victims}: TRL before {since} lets it happen silently (replicas land there and "
-                f"it runs out of memory later), TRL {since}+ refuses at init; from TRL "
-                f"{split_since} a model passed by name or path is instead split over the GPUs "
-                "with device_map=\"auto\" and trains one GPU at a time")
-    return (f"{'TRL ' + trl if trl else 'older TRL'} lets transformers.Trainer silently wrap "
-            f"the model in nn.DataParallel over all {n} GPUs{victims}; replicas and "
-            "activations land there and it runs out of memory later")
+        return (
+            f"transformers.Trainer wraps the model in nn.DataParallel over all {n} GPUs"
+            f"{victims}: TRL before {since} lets it happen silently (replicas land there and "
+            f"it runs out of memory later), TRL {since}+ refuses at init; from TRL "
+            f"{split_since} a model passed by name or path is instead split over the GPUs "
+            'with device_map="auto" and trains one GPU at a time'
+        )
+    return (
+        f"{'TRL ' + trl if trl else 'older TRL'} lets transformers.Trainer silently wrap "
+        f"the model in nn.DataParallel over all {n} GPUs{victims}; replicas and "
+        "activations land there and it runs out of memory later"
+    )
 
 
-def _one_rank_per_gpu(lay: GpuLayout, launch: Launch | None, train: list[int],
-                      gen: list[int]) -> str:
+def _one_rank_per_gpu(lay: GpuLayout, launch: Launch | None, train: list[int], gen: list[int]) -> str:
     """LAY003's fix: the launch line with one rank per training GPU (or one GPU visible)."""
     visible = ",".join(map(str, train))
     if launch is not None and launch.launcher.startswith("trl-"):
@@ -137,30 +161,40 @@ def _one_rank_per_gpu(lay: GpuLayout, launch: Launch | None, train: list[int],
         line = with_option(own, "num_processes", str(len(train)))
         if gen:
             return f"CUDA_VISIBLE_DEVICES={visible} {line}"
-        return (f"{line}  # one rank per GPU; or CUDA_VISIBLE_DEVICES={train[0]} "
-                f"{with_option(own, 'num_processes', '1')}")
-    script = (launch.script or (f"-m {launch.module}" if launch.module else "train.py")) \
-        if launch else "train.py"
+        return (
+            f"{line}  # one rank per GPU; or CUDA_VISIBLE_DEVICES={train[0]} "
+            f"{with_option(own, 'num_processes', '1')}"
+        )
+    script = (
+        (launch.script or (f"-m {launch.module}" if launch.module else "train.py")) if launch else "train.py"
+    )
     args = shlex.join(launch.script_args) if launch and launch.script_args else ""
     if lay.generation_mode == "legacy":
-        return (f"torchrun --nproc_per_node 1 {script} {args}".strip()
-                + "  # one rank, every GPU still visible for vllm_device")
+        return (
+            f"torchrun --nproc_per_node 1 {script} {args}".strip()
+            + "  # one rank, every GPU still visible for vllm_device"
+        )
     if gen:
         runner = "python" if len(train) == 1 else f"torchrun --nproc_per_node {len(train)}"
         return f"CUDA_VISIBLE_DEVICES={visible} {runner} {script} {args}".strip()
-    return (f"torchrun --nproc_per_node {len(train)} {script} {args}".strip()
-            + f"  # one rank per GPU; or CUDA_VISIBLE_DEVICES={train[0]} python {script}")
+    return (
+        f"torchrun --nproc_per_node {len(train)} {script} {args}".strip()
+        + f"  # one rank per GPU; or CUDA_VISIBLE_DEVICES={train[0]} python {script}"
+    )
 
 
 @rule("LAY004", needs=("gpus",))
 def num_processes_exceeds_visible(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if ctx.plan.trainer and lay.num_processes > len(lay.visible) and lay.visible:
-        yield hit(f"{lay.num_processes} training processes per node but only {len(lay.visible)} "
-                  f"GPU(s) visible ({lay.visible_source}): ranks {len(lay.visible)}+ have no GPU "
-                  "(\"CUDA error: invalid device ordinal\")",
-                  fix=with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(len(lay.visible))),
-                  num_processes=lay.num_processes, visible=lay.visible)
+        yield hit(
+            f"{lay.num_processes} training processes per node but only {len(lay.visible)} "
+            f"GPU(s) visible ({lay.visible_source}): ranks {len(lay.visible)}+ have no GPU "
+            '("CUDA error: invalid device ordinal")',
+            fix=with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(len(lay.visible))),
+            num_processes=lay.num_processes,
+            visible=lay.visible,
+        )
 
 
 @rule("LAY005", needs=("gpus",))
@@ -168,8 +202,12 @@ def gpu_ids_invalid(ctx: Context) -> Iterator[Hit]:
     problem = ctx.layout.problems.get("gpu_ids")
     if problem:
         n = len(ctx.facts.gpus)
-        yield hit(problem, fix=f"list each GPU once, from 0–{n - 1} (`nvidia-smi -L`), in "
-                  "--gpu_ids / the accelerate config's gpu_ids", gpus=n)
+        yield hit(
+            problem,
+            fix=f"list each GPU once, from 0–{n - 1} (`nvidia-smi -L`), in "
+            "--gpu_ids / the accelerate config's gpu_ids",
+            gpus=n,
+        )
 
 
 @rule("LAY006", needs=("gpus", "vllm"))
@@ -182,17 +220,26 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
         return
     ranks = [r.rank for r in lay.ranks if r.gpu in shared]
     if lay.generation_mode == "legacy":
-        fix = (f"set vllm_device: auto (= cuda:{lay.world_size}) with one extra visible GPU, "
-               "or lower --num_processes by one")
+        fix = (
+            f"set vllm_device: auto (= cuda:{lay.world_size}) with one extra visible GPU, "
+            "or lower --num_processes by one"
+        )
     else:
         free = [g.index for g in ctx.facts.gpus if g.index not in lay.training]
-        fix = (f"start the server on other GPUs: CUDA_VISIBLE_DEVICES={','.join(map(str, free))}"
-               " trl vllm-serve …" if free else "give the server its own GPUs, or use "
-               "vllm_mode: colocate")
-    yield hit(f"GPU {', '.join(map(str, shared))} is used both for generation (vLLM, "
-              f"{lay.generation_mode} mode) and by training rank(s) {ranks}: vLLM reserves "
-              "gpu_memory_utilization of it up front, so training runs out of memory",
-              fix=fix, gpus=shared, ranks=ranks)
+        fix = (
+            f"start the server on other GPUs: CUDA_VISIBLE_DEVICES={','.join(map(str, free))}"
+            " trl vllm-serve …"
+            if free
+            else "give the server its own GPUs, or use vllm_mode: colocate"
+        )
+    yield hit(
+        f"GPU {', '.join(map(str, shared))} is used both for generation (vLLM, "
+        f"{lay.generation_mode} mode) and by training rank(s) {ranks}: vLLM reserves "
+        "gpu_memory_utilization of it up front, so training runs out of memory",
+        fix=fix,
+        gpus=shared,
+        ranks=ranks,
+    )
 
 
 @rule("LAY007", needs=("vllm",))
@@ -202,11 +249,15 @@ def server_parallel_mismatch(ctx: Context) -> Iterator[Hit]:
         return
     want = srv.tensor_parallel_size * srv.data_parallel_size
     if len(srv.gpus) < want:
-        yield hit(f"trl vllm-serve asks for tensor_parallel_size {srv.tensor_parallel_size} × "
-                  f"data_parallel_size {srv.data_parallel_size} = {want} GPUs but sees "
-                  f"{len(srv.gpus)}", fix="make the product equal the server's visible GPUs "
-                  f"(CUDA_VISIBLE_DEVICES with {want} GPUs for the server)",
-                  want=want, have=srv.gpus)
+        yield hit(
+            f"trl vllm-serve asks for tensor_parallel_size {srv.tensor_parallel_size} × "
+            f"data_parallel_size {srv.data_parallel_size} = {want} GPUs but sees "
+            f"{len(srv.gpus)}",
+            fix="make the product equal the server's visible GPUs "
+            f"(CUDA_VISIBLE_DEVICES with {want} GPUs for the server)",
+            want=want,
+            have=srv.gpus,
+        )
 
 
 @rule("LAY008", needs=("live", "vllm"))
@@ -223,9 +274,12 @@ def server_unreachable(ctx: Context) -> Iterator[Hit]:
     start = "trl vllm-serve --model <your model>"
     if srv and srv.source == "launch" and ctx.plan.server:
         start = ctx.plan.server.raw
-    yield hit(f"no TRL vLLM server answers at {status.url}: {status.detail}", fix=f"start it "
-              f"first, on GPUs the trainer does not use: {start}", url=status.url,
-              severity="warning" if srv and srv.source == "launch" else None)
+    yield hit(
+        f"no TRL vLLM server answers at {status.url}: {status.detail}",
+        fix=f"start it first, on GPUs the trainer does not use: {start}",
+        url=status.url,
+        severity="warning" if srv and srv.source == "launch" else None,
+    )
 
 
 @rule("LAY013", needs=("live", "vllm"))
@@ -240,14 +294,22 @@ def server_not_contacted(ctx: Context) -> Iterator[Hit]:
         return
     key = "vllm_server_base_url" if ctx.config.get("vllm_server_base_url") else "vllm_server_host"
     if status.host and "base URL" not in status.detail:
-        fix = (f"to check it from here: envdoctor check --allow-host {status.host} … (preflight("
-               f"allow_hosts=[{status.host!r}])); or run envdoctor on that machine")
+        fix = (
+            f"to check it from here: envdoctor check --allow-host {status.host} … (preflight("
+            f"allow_hosts=[{status.host!r}])); or run envdoctor on that machine"
+        )
     else:
-        fix = (f"give {key} as http://HOST:PORT, or check the server by hand "
-               f"(GET /health on port {server_address(ctx)[1]})")
-    yield hit(f"the vLLM server at {status.url} ({key}) was not contacted: {status.detail}; "
-              "envdoctor contacts loopback only unless a host is allowed", fix=fix,
-              url=status.url, host=status.host)
+        fix = (
+            f"give {key} as http://HOST:PORT, or check the server by hand "
+            f"(GET /health on port {server_address(ctx)[1]})"
+        )
+    yield hit(
+        f"the vLLM server at {status.url} ({key}) was not contacted: {status.detail}; "
+        "envdoctor contacts loopback only unless a host is allowed",
+        fix=fix,
+        url=status.url,
+        host=status.host,
+    )
 
 
 @rule("LAY009", needs=("live", "vllm"))
@@ -259,9 +321,12 @@ def group_port_busy(ctx: Context) -> Iterator[Hit]:
         return
     port = int(ctx.config.get("vllm_group_port", 51216))
     if port_in_use(port):
-        yield hit(f"port {port} (vllm_group_port, the weight-sync group) already accepts "
-                  "connections on this host: the trainer's weight sync will fail or hang",
-                  fix=f"set vllm_group_port to a free port, e.g. {port + 1}", port=port)
+        yield hit(
+            f"port {port} (vllm_group_port, the weight-sync group) already accepts "
+            "connections on this host: the trainer's weight sync will fail or hang",
+            fix=f"set vllm_group_port to a free port, e.g. {port + 1}",
+            port=port,
+        )
 
 
 @rule("LAY010", needs=("vllm",))
@@ -272,20 +337,25 @@ def colocate_tp_not_dividing(ctx: Context) -> Iterator[Hit]:
     tp = ctx.config.get("vllm_tensor_parallel_size", 1)
     if isinstance(tp, int) and tp > 1 and lay.world_size % tp:
         ok = [d for d in range(1, lay.world_size + 1) if lay.world_size % d == 0]
-        yield hit(f"vllm_tensor_parallel_size {tp} does not divide the {lay.world_size} training"
-                  " processes: colocated vLLM groups ranks by it, and TRL refuses at init",
-                  fix=f"set vllm_tensor_parallel_size to one of {ok}", tp=tp,
-                  world_size=lay.world_size)
+        yield hit(
+            f"vllm_tensor_parallel_size {tp} does not divide the {lay.world_size} training"
+            " processes: colocated vLLM groups ranks by it, and TRL refuses at init",
+            fix=f"set vllm_tensor_parallel_size to one of {ok}",
+            tp=tp,
+            world_size=lay.world_size,
+        )
 
 
 @rule("LAY011")
 def multi_gpu_one_process(ctx: Context) -> Iterator[Hit]:
     n = ctx.layout.problems.get("multi_gpu_one_process")
     if n is not None:
-        yield hit(f"accelerate launch --multi_gpu with --num_processes {n}: accelerate refuses "
-                  "(\"You need to use at least 2 processes to use `--multi_gpu`\")",
-                  fix="drop --multi_gpu, or use torchrun --nproc_per_node 1 for one rank",
-                  num_processes=n)
+        yield hit(
+            f"accelerate launch --multi_gpu with --num_processes {n}: accelerate refuses "
+            '("You need to use at least 2 processes to use `--multi_gpu`")',
+            fix="drop --multi_gpu, or use torchrun --nproc_per_node 1 for one rank",
+            num_processes=n,
+        )
 
 
 def client_needs(ctx: Context) -> dict[str, Any] | None:
@@ -334,8 +404,7 @@ def _no_weight_transfer(body: bytes) -> bool:
     except ValueError:
         return False
     cfg = info.get("vllm_config") if isinstance(info, dict) else None
-    return isinstance(cfg, dict) and "weight_transfer_config" in cfg \
-        and cfg["weight_transfer_config"] is None
+    return isinstance(cfg, dict) and "weight_transfer_config" in cfg and cfg["weight_transfer_config"] is None
 
 
 @rule("LAY012", needs=("vllm",))
@@ -349,27 +418,39 @@ def server_kind_mismatch(ctx: Context) -> Iterator[Hit]:
     trl, launch = ctx.version("trl"), ctx.plan.server
     if launch is not None and launch.launcher == "vllm-serve":
         if need["server"] == "trl-vllm-serve":
-            yield hit(f"the server line runs vLLM's own `vllm serve`, but TRL {trl}'s client needs "
-                      f"`trl vllm-serve`: {need['why']}", fix=_as_trl_serve(ctx, launch),
-                      trl=trl, server="vllm serve")
+            yield hit(
+                f"the server line runs vLLM's own `vllm serve`, but TRL {trl}'s client needs "
+                f"`trl vllm-serve`: {need['why']}",
+                fix=_as_trl_serve(ctx, launch),
+                trl=trl,
+                server="vllm serve",
+            )
             return
         env = {**ctx.facts.env, **launch.env}
-        env_missing = {k: str(v) for k, v in (need.get("needs_env") or {}).items()
-                       if env.get(k) != str(v)}
-        opts_missing = {k: str(v) for k, v in (need.get("needs_options") or {}).items()
-                        if k not in launch.options}
-        advised = {k: str(v) for k, v in (need.get("advises_options") or {}).items()
-                   if str(launch.options.get(k)) != str(v)}
+        env_missing = {k: str(v) for k, v in (need.get("needs_env") or {}).items() if env.get(k) != str(v)}
+        opts_missing = {
+            k: str(v) for k, v in (need.get("needs_options") or {}).items() if k not in launch.options
+        }
+        advised = {
+            k: str(v)
+            for k, v in (need.get("advises_options") or {}).items()
+            if str(launch.options.get(k)) != str(v)
+        }
         if not (env_missing or opts_missing or advised):
             return
         what = [f"{k}={v} in its environment" for k, v in env_missing.items()]
         what += [f"--{k.replace('_', '-')} {v}" for k, v in {**opts_missing, **advised}.items()]
-        fix = _with_dev_mode(launch, [f"{k}={v}" for k, v in env_missing.items()],
-                             {**opts_missing, **advised})
-        yield hit(f"the `vllm serve` line lacks {', '.join(what)}: {need['why']}",
-                  fix=f"{fix}  # or run it as trl vllm-serve --model {shlex.quote(_model(launch))}",
-                  severity=None if env_missing or opts_missing else "warning", trl=trl,
-                  server="vllm serve", missing=sorted({*env_missing, *opts_missing, *advised}))
+        fix = _with_dev_mode(
+            launch, [f"{k}={v}" for k, v in env_missing.items()], {**opts_missing, **advised}
+        )
+        yield hit(
+            f"the `vllm serve` line lacks {', '.join(what)}: {need['why']}",
+            fix=f"{fix}  # or run it as trl vllm-serve --model {shlex.quote(_model(launch))}",
+            severity=None if env_missing or opts_missing else "warning",
+            trl=trl,
+            server="vllm serve",
+            missing=sorted({*env_missing, *opts_missing, *advised}),
+        )
         return
     health = server_health(ctx)
     if health is None or not health.ok:
@@ -379,19 +460,30 @@ def server_kind_mismatch(ctx: Context) -> Iterator[Hit]:
         path = need["probe_0_16"]
     status, _ = get_status(*server_address(ctx), path, policy(ctx))
     if status == 404:
-        yield hit(f"the server at {health.url} answers its health check but has no GET {path} "
-                  f"(HTTP 404): it is not the server TRL {trl}'s client needs — {need['why']}",
-                  fix=("start it with trl vllm-serve --model <your model>"
-                       if need["server"] == "trl-vllm-serve" else
-                       "restart it with VLLM_SERVER_DEV_MODE=1 and --weight-transfer-config "
-                       "'{\"backend\": \"nccl\"}' (trl vllm-serve --model <your model> sets both)"),
-                  trl=trl, probe=path, status=status)
+        yield hit(
+            f"the server at {health.url} answers its health check but has no GET {path} "
+            f"(HTTP 404): it is not the server TRL {trl}'s client needs — {need['why']}",
+            fix=(
+                "start it with trl vllm-serve --model <your model>"
+                if need["server"] == "trl-vllm-serve"
+                else "restart it with VLLM_SERVER_DEV_MODE=1 and --weight-transfer-config "
+                '\'{"backend": "nccl"}\' (trl vllm-serve --model <your model> sets both)'
+            ),
+            trl=trl,
+            probe=path,
+            status=status,
+        )
         return
     if need["server"] != "trl-vllm-serve" and status == 200:
-        code, body = get_status(*server_address(ctx), "/server_info?config_format=json",
-                                policy(ctx), max_bytes=SERVER_INFO_BYTES)
+        code, body = get_status(
+            *server_address(ctx), "/server_info?config_format=json", policy(ctx), max_bytes=SERVER_INFO_BYTES
+        )
         if code == 200 and _no_weight_transfer(body):
-            yield hit(f"the server at {health.url} has no weight-transfer engine "
-                      "(/server_info: weight_transfer_config is null): TRL's client refuses at "
-                      "init_communicator", fix="restart it with --weight-transfer-config "
-                      "'{\"backend\": \"nccl\"}'", trl=trl, probe="/server_info")
+            yield hit(
+                f"the server at {health.url} has no weight-transfer engine "
+                "(/server_info: weight_transfer_config is null): TRL's client refuses at "
+                "init_communicator",
+                fix='restart it with --weight-transfer-config \'{"backend": "nccl"}\'',
+                trl=trl,
+                probe="/server_info",
+            )

@@ -17,8 +17,10 @@ def _holders(gpu: Gpu, exclude: Collection[int] = frozenset()) -> str:
     procs = [p for p in gpu.processes if p.pid not in exclude]
     if not procs:
         return "no process listed by NVML"
-    return ", ".join(f"pid {p.pid} {p.name.split(' ')[0] or '?'} "
-                     f"({p.used_mib if p.used_mib is not None else '?'} MiB)" for p in procs)
+    return ", ".join(
+        f"pid {p.pid} {p.name.split(' ')[0] or '?'} ({p.used_mib if p.used_mib is not None else '?'} MiB)"
+        for p in procs
+    )
 
 
 def _util(ctx: Context, default: float) -> float:
@@ -57,8 +59,11 @@ def generation_util(ctx: Context) -> tuple[float, str, bool]:
     if ctx.layout.generation_mode != "server":
         colocate = ctx.layout.generation_mode == "colocate"
         util = _util(ctx, COLOCATE_DEFAULT if colocate else 0.9)
-        said = "vllm_gpu_memory_utilization" if "vllm_gpu_memory_utilization" in ctx.config \
+        said = (
+            "vllm_gpu_memory_utilization"
+            if "vllm_gpu_memory_utilization" in ctx.config
             else "vllm_gpu_memory_utilization (TRL's default)"
+        )
         return util, said, False
     launch = ctx.plan.server
     if launch is not None:
@@ -75,8 +80,10 @@ def _server_processes(ctx: Context, gpu: Gpu) -> list[GpuProcess]:
 
 
 def _listed(procs: list[GpuProcess]) -> str:
-    return ", ".join(f"pid {p.pid} {p.name.split(' ')[0] or '?'}"
-                     f"{f' ({p.used_mib} MiB)' if p.used_mib is not None else ''}" for p in procs)
+    return ", ".join(
+        f"pid {p.pid} {p.name.split(' ')[0] or '?'}{f' ({p.used_mib} MiB)' if p.used_mib is not None else ''}"
+        for p in procs
+    )
 
 
 def short_of_reservation(gpu: Gpu, util: float) -> bool:
@@ -95,19 +102,23 @@ def generation_gpu_memory_short(ctx: Context) -> Iterator[Hit]:
     util, said, on_line = generation_util(ctx)
     health = server_health(ctx) if lay.generation_mode == "server" else None
     colocate = lay.generation_mode == "colocate"
-    for idx in (lay.training if colocate else lay.generation):
+    for idx in lay.training if colocate else lay.generation:
         gpu = ctx.facts.gpu(idx)
         if not gpu:
             continue
         mine = _server_processes(ctx, gpu) if lay.generation_mode == "server" else []
         if mine and (health is None or health.ok):
             answered = f"; it answers at {health.url}" if health is not None else ""
-            yield hit(f"the vLLM server is already up on GPU {idx} ({_listed(mine)}){answered}: "
-                      "the memory it holds is its own reservation, so no free memory is needed "
-                      "for a second one", severity="info", gpu=idx,
-                      fix="nothing to free: the trainer connects to this server (to change its "
-                      "options, stop it and start it again)",
-                      processes=[p.pid for p in mine])
+            yield hit(
+                f"the vLLM server is already up on GPU {idx} ({_listed(mine)}){answered}: "
+                "the memory it holds is its own reservation, so no free memory is needed "
+                "for a second one",
+                severity="info",
+                gpu=idx,
+                fix="nothing to free: the trainer connects to this server (to change its "
+                "options, stop it and start it again)",
+                processes=[p.pid for p in mine],
+            )
             continue
         total, free = gpu.memory_total_mib, gpu.free_mib
         if total is None or free is None or not short_of_reservation(gpu, util):
@@ -115,23 +126,34 @@ def generation_gpu_memory_short(ctx: Context) -> Iterator[Hit]:
         need = int(util * total)
         fits = max(math.floor((free / total - 0.02) * 100) / 100, 0)
         if lay.generation_mode == "server":
-            lower = (f"start the server with a fraction that fits: "
-                     f"{with_option(ctx.plan.server, 'gpu_memory_utilization', f'{fits:.2f}')}"
-                     if ctx.plan.server is not None else
-                     f"start the server with --gpu_memory_utilization {fits:.2f}")
+            lower = (
+                f"start the server with a fraction that fits: "
+                f"{with_option(ctx.plan.server, 'gpu_memory_utilization', f'{fits:.2f}')}"
+                if ctx.plan.server is not None
+                else f"start the server with --gpu_memory_utilization {fits:.2f}"
+            )
         else:
             lower = f"lower vllm_gpu_memory_utilization to {fits:.2f}"
-        note = (f" ({_listed(mine)} is a vLLM process, but no server answers at {health.url}: "
-                "if it is your server still starting, wait for it; otherwise it is another "
-                "job's)" if mine and health is not None else "")
+        note = (
+            f" ({_listed(mine)} is a vLLM process, but no server answers at {health.url}: "
+            "if it is your server still starting, wait for it; otherwise it is another "
+            "job's)"
+            if mine and health is not None
+            else ""
+        )
         role = "training and colocated vLLM" if colocate else "for vLLM"
-        yield hit(f"GPU {idx} ({role}) has {gpu.free_mib} MiB free, but vLLM will reserve "
-                  f"{said} {util} × {gpu.memory_total_mib} MiB = {need} MiB: "
-                  f"the KV-cache allocation fails at start. Held by: {_holders(gpu)}{note}",
-                  fix=f"free GPU {idx} (stop those processes), or {lower}",
-                  gpu=idx, free_mib=gpu.free_mib, need_mib=need, utilization=util,
-                  utilization_from_server_line=on_line,
-                  processes=[p.pid for p in gpu.processes])
+        yield hit(
+            f"GPU {idx} ({role}) has {gpu.free_mib} MiB free, but vLLM will reserve "
+            f"{said} {util} × {gpu.memory_total_mib} MiB = {need} MiB: "
+            f"the KV-cache allocation fails at start. Held by: {_holders(gpu)}{note}",
+            fix=f"free GPU {idx} (stop those processes), or {lower}",
+            gpu=idx,
+            free_mib=gpu.free_mib,
+            need_mib=need,
+            utilization=util,
+            utilization_from_server_line=on_line,
+            processes=[p.pid for p in gpu.processes],
+        )
 
 
 @rule("MEM002", needs=("gpus",))
@@ -144,9 +166,13 @@ def training_gpu_busy(ctx: Context) -> Iterator[Hit]:
         others = [p for p in gpu.processes if p.pid != server_pid]
         used = sum(p.used_mib or 0 for p in others)
         if others and (used > 1024 or not any(p.used_mib for p in others)):
-            yield hit(f"training GPU {idx} is already in use: {_holders(gpu, {server_pid or -1})}",
-                      fix=f"stop those processes or train on another GPU (nvidia-smi -i {idx})",
-                      severity="warning", gpu=idx, processes=[p.pid for p in others])
+            yield hit(
+                f"training GPU {idx} is already in use: {_holders(gpu, {server_pid or -1})}",
+                fix=f"stop those processes or train on another GPU (nvidia-smi -i {idx})",
+                severity="warning",
+                gpu=idx,
+                processes=[p.pid for p in others],
+            )
 
 
 @rule("MEM003", needs=("gpus", "vllm"))
@@ -164,9 +190,13 @@ def colocate_memory_budget(ctx: Context) -> Iterator[Hit]:
         used = gpu.memory_used_mib / gpu.memory_total_mib
         if util + used > 0.95 or util > 0.7:
             left = (1 - util - used) * gpu.memory_total_mib
-            yield hit(f"colocate mode on GPU {idx}: vLLM takes vllm_gpu_memory_utilization {util}"
-                      f" and {used:.0%} is already used, leaving ~{max(int(left), 0)} MiB for "
-                      "the model, gradients and optimizer", severity="warning" if util + used
-                      <= 0.95 else None,
-                      fix="lower vllm_gpu_memory_utilization (0.3 is a common start) or enable "
-                      "vllm_enable_sleep_mode", gpu=idx, utilization=util)
+            yield hit(
+                f"colocate mode on GPU {idx}: vLLM takes vllm_gpu_memory_utilization {util}"
+                f" and {used:.0%} is already used, leaving ~{max(int(left), 0)} MiB for "
+                "the model, gradients and optimizer",
+                severity="warning" if util + used <= 0.95 else None,
+                fix="lower vllm_gpu_memory_utilization (0.3 is a common start) or enable "
+                "vllm_enable_sleep_mode",
+                gpu=idx,
+                utilization=util,
+            )

@@ -36,22 +36,30 @@ def _fix_text(plan: MemoryPlan, row: GpuPlan, deficit: int) -> str:
     fixes = plan.fixes(row)
     if not fixes:
         return ""
-    items = [f"{f.text} (saves ~{size_text(f.saves)}{', enough alone' if f.saves >= deficit else ''})"
-             for f in fixes]
+    items = [
+        f"{f.text} (saves ~{size_text(f.saves)}{', enough alone' if f.saves >= deficit else ''})"
+        for f in fixes
+    ]
     if not any(f.saves >= deficit for f in fixes):
         found = smallest_fix_set(plan.model, plan.knobs, row)
         if found is not None and len(found[0]) > 1:
-            items.append(f"together: {' + '.join(found[0])} (peak ~{size_text(found[1].total)} of "
-                         f"{size_text(row.capacity or 0)})")
+            items.append(
+                f"together: {' + '.join(found[0])} (peak ~{size_text(found[1].total)} of "
+                f"{size_text(row.capacity or 0)})"
+            )
     return "; ".join(items)
 
 
 def _assumed(plan: MemoryPlan) -> str:
-    notes = plan.model.assumed + [a for a in plan.knobs.assumed
-                                  if "max_prompt_length" in a or a.startswith("TRL ")]
+    notes = plan.model.assumed + [
+        a for a in plan.knobs.assumed if "max_prompt_length" in a or a.startswith("TRL ")
+    ]
     k = plan.knobs
-    prompt = (f" Prompt length {k.prompt_len} from {k.prompt_source}."
-              if k.prompt_source not in ("assumed", "max_prompt_length") else "")
+    prompt = (
+        f" Prompt length {k.prompt_len} from {k.prompt_source}."
+        if k.prompt_source not in ("assumed", "max_prompt_length")
+        else ""
+    )
     return prompt + (f" Assumed: {'; '.join(notes)}." if notes else "")
 
 
@@ -63,7 +71,8 @@ def _doubt(plan: MemoryPlan) -> float:
     (FSDP's other strategies, offload)."""
     k = plan.knobs
     checked = k.strategy in ("ddp", "fsdp_full", "zero1", "zero2", "zero3") and not (
-        k.offload_params or k.offload_optimizer)
+        k.offload_params or k.offload_optimizer
+    )
     return 1.0 if checked else 1.15
 
 
@@ -86,8 +95,11 @@ def _will_not_fit(plan: MemoryPlan, row: GpuPlan) -> bool:
 def _torch_part(row: GpuPlan) -> int:
     from envdoctor.plan.memory.parts import CONTEXT, allocated
 
-    return allocated(row.parts) + CONTEXT + sum(
-        p.bytes for p in row.parts if p.name.startswith("vLLM") and p.at_peak)
+    return (
+        allocated(row.parts)
+        + CONTEXT
+        + sum(p.bytes for p in row.parts if p.name.startswith("vLLM") and p.at_peak)
+    )
 
 
 def _rows(ctx: Context) -> tuple[MemoryPlan | None, list[GpuPlan]]:
@@ -111,12 +123,16 @@ def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
         if not _will_not_fit(plan, row):
             continue
         deficit = row.total - row.capacity
-        yield hit(f"{_where(group)} needs ~{size_text(row.total)} at its peak but has "
-                  f"{size_text(row.capacity)}"
-                  f": {_biggest(row)} ({plan.model.name}, {billions(plan.model.total_params())}"
-                  f" parameters). It runs out of memory in the first steps.{_assumed(plan)}",
-                  fix=_fix_text(plan, row, deficit), gpu=row.gpu,
-                  gpus=[r.gpu for r in group], plan=row.to_dict())
+        yield hit(
+            f"{_where(group)} needs ~{size_text(row.total)} at its peak but has "
+            f"{size_text(row.capacity)}"
+            f": {_biggest(row)} ({plan.model.name}, {billions(plan.model.total_params())}"
+            f" parameters). It runs out of memory in the first steps.{_assumed(plan)}",
+            fix=_fix_text(plan, row, deficit),
+            gpu=row.gpu,
+            gpus=[r.gpu for r in group],
+            plan=row.to_dict(),
+        )
 
 
 @rule("MEM102", needs=("model",))
@@ -132,12 +148,16 @@ def memory_plan_headroom_thin(ctx: Context) -> Iterator[Hit]:
         if _will_not_fit(plan, row) or not (row.total > row.capacity or is_thin(row)):
             continue
         left = row.capacity - row.total
-        yield hit(f"{_where(group)}: the plan's peak is ~{size_text(row.total)} of {size_text(row.capacity)} "
-                  f"({'short by ' + size_text(-left) if left < 0 else 'only ' + size_text(left) + ' left'}"
-                  f", allocator margin included): {_biggest(row)}. Longer completions or "
-                  f"fragmentation push it over.{_assumed(plan)}",
-                  fix=_fix_text(plan, row, max(-left, 0) + int(0.1 * row.capacity)),
-                  gpu=row.gpu, gpus=[r.gpu for r in group], plan=row.to_dict())
+        yield hit(
+            f"{_where(group)}: the plan's peak is ~{size_text(row.total)} of {size_text(row.capacity)} "
+            f"({'short by ' + size_text(-left) if left < 0 else 'only ' + size_text(left) + ' left'}"
+            f", allocator margin included): {_biggest(row)}. Longer completions or "
+            f"fragmentation push it over.{_assumed(plan)}",
+            fix=_fix_text(plan, row, max(-left, 0) + int(0.1 * row.capacity)),
+            gpu=row.gpu,
+            gpus=[r.gpu for r in group],
+            plan=row.to_dict(),
+        )
 
 
 @rule("MEM103", needs=("model", "vllm"))
@@ -160,29 +180,35 @@ def kv_cache_cannot_hold_max_model_len(ctx: Context) -> Iterator[Hit]:
         per_token = max(plan.model.kv_bytes_per_token_per_gpu(row.vllm_tp), 1)
         fits = max(row.kv_free, 0) // per_token
         util = row.vllm_util or plan.knobs.vllm_util
-        needed_util = min((util * row.capacity - row.kv_free + row.kv_need) / row.capacity + 0.02,
-                          0.98)
-        what = (f"leaves {size_text(row.kv_free)} for the KV cache" if row.kv_free > 0 else
-                f"does not even hold the weights and activations ({size_text(-row.kv_free)} short)")
+        needed_util = min((util * row.capacity - row.kv_free + row.kv_need) / row.capacity + 0.02, 0.98)
+        what = (
+            f"leaves {size_text(row.kv_free)} for the KV cache"
+            if row.kv_free > 0
+            else f"does not even hold the weights and activations ({size_text(-row.kv_free)} short)"
+        )
         fix = f"{len_key} {fits}" if fits >= 1024 else ""
         both = _colocate_conflict(plan, row, needed_util) if colocate else ""
         if both:
             fix = "; ".join(x for x in (fix, both) if x)
         elif needed_util > util and needed_util < 0.98:
             fix += f"{' or ' if fix else ''}{util_key} {needed_util:.2f}"
-        yield hit(f"vLLM on {gpus_text([r.gpu for r in group])}: gpu_memory_utilization {util} "
-                  f"× {size_text(row.capacity)} "
-                  f"{what}, but one sequence of max_model_len {row.max_model_len} needs "
-                  f"{size_text(row.kv_need)} ({per_token:,} B per token): vLLM refuses to start "
-                  "(\"... KV cache is needed, which is larger than the available KV cache "
-                  "memory\").", fix=fix or "a GPU with more memory, or a smaller model",
-                  gpu=row.gpu, gpus=[r.gpu for r in group], kv_need_bytes=row.kv_need,
-                  kv_free_bytes=row.kv_free,
-                  max_model_len_that_fits=fits)
+        yield hit(
+            f"vLLM on {gpus_text([r.gpu for r in group])}: gpu_memory_utilization {util} "
+            f"× {size_text(row.capacity)} "
+            f"{what}, but one sequence of max_model_len {row.max_model_len} needs "
+            f"{size_text(row.kv_need)} ({per_token:,} B per token): vLLM refuses to start "
+            '("... KV cache is needed, which is larger than the available KV cache '
+            'memory").',
+            fix=fix or "a GPU with more memory, or a smaller model",
+            gpu=row.gpu,
+            gpus=[r.gpu for r in group],
+            kv_need_bytes=row.kv_need,
+            kv_free_bytes=row.kv_free,
+            max_model_len_that_fits=fits,
+        )
 
 
-_STEADY = ("weights", "LoRA adapters", "optimizer states", "reference model", "CUDA context",
-           "NCCL buffers")
+_STEADY = ("weights", "LoRA adapters", "optimizer states", "reference model", "CUDA context", "NCCL buffers")
 
 
 def _colocate_conflict(plan: MemoryPlan, row: GpuPlan, needed: float) -> str:
@@ -197,26 +223,31 @@ def _colocate_conflict(plan: MemoryPlan, row: GpuPlan, needed: float) -> str:
     if k.vllm_sleep:  # generating, vLLM's fraction sits beside the trainer's steady parts
         rest = sum(p.bytes for p in row.parts if p.name in _STEADY and p.at_peak)
     else:
-        rest = row.total - sum(p.bytes for p in row.parts
-                               if p.name.startswith("vLLM") and p.at_peak)
+        rest = row.total - sum(p.bytes for p in row.parts if p.name.startswith("vLLM") and p.at_peak)
     room = max((cap - rest) / cap, 0)
     if needed <= room:
         return ""
     over = " (the step is over the GPU already: MEM101)" if room < k.vllm_util else ""
-    out = [f"no vllm_gpu_memory_utilization holds both: the KV cache needs {needed:.2f} of the GPU, "
-           f"the training step leaves vLLM at most {room:.2f}{over}"]
+    out = [
+        f"no vllm_gpu_memory_utilization holds both: the KV cache needs {needed:.2f} of the GPU, "
+        f"the training step leaves vLLM at most {room:.2f}{over}"
+    ]
     split = [g for g in generations(plan.model, k, row) if g.tp != k.vllm_tp and g.util < needed]
     fitting = [g for g in split if g.trainer_total <= cap]
     if split:
         g = (fitting or sorted(split, key=lambda g: g.util))[0]
         after = "" if fitting else " (over the GPU still: see MEM101's fixes)"
-        out.append(f"{g.text(k)} (vLLM's weights and KV cache split over {g.tp} colocated ranks; "
-                   f"the trainer's peak is then ~{size_text(g.trainer_total)}{after})")
+        out.append(
+            f"{g.text(k)} (vLLM's weights and KV cache split over {g.tp} colocated ranks; "
+            f"the trainer's peak is then ~{size_text(g.trainer_total)}{after})"
+        )
     steady = sum(p.bytes for p in row.parts if p.name in _STEADY and p.at_peak)
     if not k.vllm_sleep and steady + needed * cap <= cap:
-        out.append(f"vllm_enable_sleep_mode: true with vllm_gpu_memory_utilization {needed:.2f} "
-                   "(vLLM releases its memory while the trainer steps; generating, it needs the "
-                   "fraction beside the weights and optimizer states, which fit)")
+        out.append(
+            f"vllm_enable_sleep_mode: true with vllm_gpu_memory_utilization {needed:.2f} "
+            "(vLLM releases its memory while the trainer steps; generating, it needs the "
+            "fraction beside the weights and optimizer states, which fit)"
+        )
     out.append("vllm_mode: server (trl vllm-serve on GPUs of its own)")
     return "; ".join(out)
 
@@ -231,9 +262,13 @@ def memory_plan(ctx: Context) -> Iterator[Hit]:
         row = group[0]
         if row.total > row.capacity or is_thin(row):
             continue
-        yield hit(f"{_where(group)}: peak ~{size_text(row.total)} of {size_text(row.capacity)} "
-                  f"({size_text(row.headroom or 0)} left): {_biggest(row)}",
-                  gpu=row.gpu, gpus=[r.gpu for r in group], plan=row.to_dict())
+        yield hit(
+            f"{_where(group)}: peak ~{size_text(row.total)} of {size_text(row.capacity)} "
+            f"({size_text(row.headroom or 0)} left): {_biggest(row)}",
+            gpu=row.gpu,
+            gpus=[r.gpu for r in group],
+            plan=row.to_dict(),
+        )
 
 
 def _max_model_len(ctx: Context, plan: MemoryPlan) -> tuple[int, str, dict[str, str]] | None:
@@ -249,8 +284,7 @@ def _max_model_len(ctx: Context, plan: MemoryPlan) -> tuple[int, str, dict[str, 
         value = _server_mml(ctx)
         env = dict(ctx.facts.env, **(launch.env if launch is not None else {}))
         return (value, "--max_model_len", env) if value else None
-    key = "vllm_max_model_length" if "vllm_max_model_length" in ctx.config else \
-        "vllm_max_model_len"
+    key = "vllm_max_model_length" if "vllm_max_model_length" in ctx.config else "vllm_max_model_len"
     env = trainer_env(ctx.facts, ctx.plan.trainer)
     return (k.vllm_max_model_len, key, env) if k.vllm_max_model_len else None
 
@@ -269,14 +303,20 @@ def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
     if value <= derived or env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").strip() in ("1", "true"):
         return
     m = plan.model
-    scaled = (f" (rope_scaling × {m.rope_factor:g} of {m.rope_base or m.max_positions})"
-              if m.rope_factor != 1.0 else "")
-    yield hit(f"{key} {value} is longer than {m.name or 'the model'} supports: "
-              f"max_position_embeddings gives {derived}{scaled}. vLLM refuses to start "
-              "(\"User-specified max_model_len ... is greater than the derived max_model_len\").",
-              fix=f"{key} {derived} (or less: prompt + completion is enough), or a rope_scaling "
-              "the model was trained for (yarn) in its config.json",
-              max_model_len=value, derived_max_model_len=derived)
+    scaled = (
+        f" (rope_scaling × {m.rope_factor:g} of {m.rope_base or m.max_positions})"
+        if m.rope_factor != 1.0
+        else ""
+    )
+    yield hit(
+        f"{key} {value} is longer than {m.name or 'the model'} supports: "
+        f"max_position_embeddings gives {derived}{scaled}. vLLM refuses to start "
+        '("User-specified max_model_len ... is greater than the derived max_model_len").',
+        fix=f"{key} {derived} (or less: prompt + completion is enough), or a rope_scaling "
+        "the model was trained for (yarn) in its config.json",
+        max_model_len=value,
+        derived_max_model_len=derived,
+    )
 
 
 @rule("MEM106", needs=("model", "vllm"))
@@ -295,12 +335,19 @@ def max_model_len_below_prompt_and_completion(ctx: Context) -> Iterator[Hit]:
     known = k.prompt_source in ("max_prompt_length", "--prompt-tokens")
     said = f"{prompt} ({'from ' + k.prompt_source if known else 'assumed'})"
     refused = known and prompt >= value
-    what = (f"vLLM refuses such a prompt (\"The decoder prompt (length {prompt}) is longer than "
-            f"the maximum model length of {value}\")" if refused else
-            f"completions stop at {value} tokens less the prompt, short of "
-            "max_completion_length, and are scored as truncated")
-    yield hit(f"{key} {value} is below the prompt length {said} + max_completion_length "
-              f"{k.completion_len} = {need}: {what}.", severity="error" if refused else "warning",
-              fix=f"{key} {need} or more (within the model's length), or a shorter "
-              "max_completion_length",
-              max_model_len=value, prompt_length=prompt, completion_length=k.completion_len)
+    what = (
+        f'vLLM refuses such a prompt ("The decoder prompt (length {prompt}) is longer than '
+        f'the maximum model length of {value}")'
+        if refused
+        else f"completions stop at {value} tokens less the prompt, short of "
+        "max_completion_length, and are scored as truncated"
+    )
+    yield hit(
+        f"{key} {value} is below the prompt length {said} + max_completion_length "
+        f"{k.completion_len} = {need}: {what}.",
+        severity="error" if refused else "warning",
+        fix=f"{key} {need} or more (within the model's length), or a shorter max_completion_length",
+        max_model_len=value,
+        prompt_length=prompt,
+        completion_length=k.completion_len,
+    )

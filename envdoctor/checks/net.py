@@ -26,8 +26,16 @@ from envdoctor.plan.interface import server_address as plan_server_address
 if TYPE_CHECKING:
     from envdoctor.checks.context import Context
 
-__all__ = ["LOOPBACK", "Health", "get_status", "policy", "port_in_use", "probe_health",
-           "server_address", "server_health"]
+__all__ = [
+    "LOOPBACK",
+    "Health",
+    "get_status",
+    "policy",
+    "port_in_use",
+    "probe_health",
+    "server_address",
+    "server_health",
+]
 
 
 @dataclass
@@ -63,12 +71,19 @@ def _judge(ans: Answer) -> tuple[bool, str]:
         return True, "ok"  # TRL's own server (0.16–1.10)
     if not ans.body.strip():
         return True, "ok"  # vLLM's `vllm serve`, which trl vllm-serve wraps from 1.11
-    return False, (f"answered HTTP 200 but not like a TRL vLLM server ({describe_body(ans.body)}"
-                   ", not TRL's {\"status\": \"ok\"} nor vLLM's empty body)")
+    return False, (
+        f"answered HTTP 200 but not like a TRL vLLM server ({describe_body(ans.body)}"
+        ', not TRL\'s {"status": "ok"} nor vLLM\'s empty body)'
+    )
 
 
-def probe_health(host: str, port: int, policy: Policy = LOOPBACK_ONLY, path: str = "/health/",
-                 deadline_s: float = DEADLINE_S) -> Health:
+def probe_health(
+    host: str,
+    port: int,
+    policy: Policy = LOOPBACK_ONLY,
+    path: str = "/health/",
+    deadline_s: float = DEADLINE_S,
+) -> Health:
     """GET ``path`` of a TRL / vLLM server (``host`` or a base URL), then the other spelling of
     /health when the first is a redirect or 404 (TRL's server has /health/, vLLM's /health;
     the redirect's Location is never read); never raises."""
@@ -119,8 +134,14 @@ def server_health(ctx: Context) -> Health | None:
     return cached
 
 
-def get_status(base: str, port: int, path: str, pol: Policy = LOOPBACK_ONLY,
-               deadline_s: float = DEADLINE_S, max_bytes: int = MAX_BYTES) -> tuple[int | None, bytes]:
+def get_status(
+    base: str,
+    port: int,
+    path: str,
+    pol: Policy = LOOPBACK_ONLY,
+    deadline_s: float = DEADLINE_S,
+    max_bytes: int = MAX_BYTES,
+) -> tuple[int | None, bytes]:
     """``(HTTP status, the body for parsing)`` of ``GET path`` on the server under the policy
     (GET only: nothing is changed there); status None when nothing answers or it may not be
     contacted."""

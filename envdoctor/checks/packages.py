@@ -15,8 +15,21 @@ from envdoctor.knowledge.requirements import harmless, marker_env, requirement_l
 from envdoctor.plan.layout import trainer_env
 
 #: Distributions whose requirements are checked (the training stack).
-CHECKED = ("trl", "vllm", "transformers", "accelerate", "torch", "torchvision", "peft",
-           "deepspeed", "datasets", "xformers", "flash-attn", "liger-kernel", "bitsandbytes")
+CHECKED = (
+    "trl",
+    "vllm",
+    "transformers",
+    "accelerate",
+    "torch",
+    "torchvision",
+    "peft",
+    "deepspeed",
+    "datasets",
+    "xformers",
+    "flash-attn",
+    "liger-kernel",
+    "bitsandbytes",
+)
 
 
 def _vllm_fix(ctx: Context, minimum: str) -> str:
@@ -46,23 +59,32 @@ def vllm_too_old(ctx: Context) -> Iterator[Hit]:
     if vllm and ctx.version("trl") and versions.below(vllm, "0.7.2"):
         yield hit(
             f"vLLM {vllm} is older than 0.7.2, the first release that works with TRL's GRPO: "
-            "expect \"Expected all tensors to be on the same device\" and rotary-embedding "
-            "size mismatches (\"The size of tensor a (1034) must match the size of tensor b (1035)\")",
-            fix=_vllm_fix(ctx, "0.7.2"), vllm=vllm)
+            'expect "Expected all tensors to be on the same device" and rotary-embedding '
+            'size mismatches ("The size of tensor a (1034) must match the size of tensor b (1035)")',
+            fix=_vllm_fix(ctx, "0.7.2"),
+            vllm=vllm,
+        )
 
 
 @rule("PKG003", needs=("vllm",))
 def vllm_too_old_multi_gpu(ctx: Context) -> Iterator[Hit]:
     vllm = ctx.version("vllm")
     lay = ctx.layout
-    if (vllm and lay.generation_mode == "legacy" and not versions.below(vllm, "0.7.2")
-            and versions.below(vllm, "0.7.3") and lay.world_size > 1):
+    if (
+        vllm
+        and lay.generation_mode == "legacy"
+        and not versions.below(vllm, "0.7.2")
+        and versions.below(vllm, "0.7.3")
+        and lay.world_size > 1
+    ):
         yield hit(
             f"vLLM {vllm} with {lay.world_size} training processes and a dedicated vllm_device: "
             "a field report advises vLLM 0.7.3 or newer for such setups, but TRL 0.15 pins "
             "vllm==0.7.2 and published recipes ran them on it: only if generation misbehaves",
-            fix=f"{_vllm_fix(ctx, '0.7.3')}  # only if generation hangs or errors (TRL 0.15 pins "
-                "0.7.2)", vllm=vllm, world_size=lay.world_size)
+            fix=f"{_vllm_fix(ctx, '0.7.3')}  # only if generation hangs or errors (TRL 0.15 pins 0.7.2)",
+            vllm=vllm,
+            world_size=lay.world_size,
+        )
 
 
 def _extras(ctx: Context, dist: str) -> set[str]:
@@ -79,21 +101,32 @@ def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | Non
     base = versions.parse(torch_version)
     if base is None:
         return None
-    matches = [p["vllm"] for p in ctx.kb.vllm.get("torch_pins", [])
-               if str(p.get("torch")) == base.public]
-    return max(matches, key=lambda v: versions.sort_key(str(v))) \
-        if matches else None
+    matches = [p["vllm"] for p in ctx.kb.vllm.get("torch_pins", []) if str(p.get("torch")) == base.public]
+    return max(matches, key=lambda v: versions.sort_key(str(v))) if matches else None
 
 
-def _missing(ctx: Context, who: str, pkg: Package, target: str, spec: str, line: str,
-             kind: str, entry: dict[str, Any] | None, curated: bool) -> Hit | None:
+def _missing(
+    ctx: Context,
+    who: str,
+    pkg: Package,
+    target: str,
+    spec: str,
+    line: str,
+    kind: str,
+    entry: dict[str, Any] | None,
+    curated: bool,
+) -> Hit | None:
     if kind == "other" or entry is None:
         if not ctx.facts.live and target not in CHECKED:
             return None  # snapshots list only part of the environment
-        return hit(f"{who} {pkg.version} requires {target}{spec}, which is not installed "
-                   "(a warning: envdoctor knows of no step of a GRPO run that imports it)",
-                   fix=f"pip install '{target}{spec}'", severity="warning", requirement=line,
-                   weight="other")
+        return hit(
+            f"{who} {pkg.version} requires {target}{spec}, which is not installed "
+            "(a warning: envdoctor knows of no step of a GRPO run that imports it)",
+            fix=f"pip install '{target}{spec}'",
+            severity="warning",
+            requirement=line,
+            weight="other",
+        )
     if not ctx.facts.live and (curated or target not in CHECKED and not pkg.requires):
         return None
     unless = entry.get("unless_env") or {}
@@ -103,13 +136,28 @@ def _missing(ctx: Context, who: str, pkg: Package, target: str, spec: str, line:
     fix = f"pip install '{target}{spec}'"
     if entry.get("workaround"):
         fix += f"  # {entry['workaround']}"
-    why = (f"{who} cannot load without it" if kind == "binds" else entry.get("why", ""))
-    return hit(f"{who} {pkg.version} requires {target}{spec}, which is not installed → {why}",
-               fix=fix, requirement=line, weight=kind)
+    why = f"{who} cannot load without it" if kind == "binds" else entry.get("why", "")
+    return hit(
+        f"{who} {pkg.version} requires {target}{spec}, which is not installed → {why}",
+        fix=fix,
+        requirement=line,
+        weight=kind,
+    )
 
 
-def _mismatch(ctx: Context, who: str, src: str, pkg: Package, target: str, spec: str, line: str,
-              installed: str, kind: str, entry: dict[str, Any] | None, curated: bool) -> Hit | None:
+def _mismatch(
+    ctx: Context,
+    who: str,
+    src: str,
+    pkg: Package,
+    target: str,
+    spec: str,
+    line: str,
+    installed: str,
+    kind: str,
+    entry: dict[str, Any] | None,
+    curated: bool,
+) -> Hit | None:
     alt = _compatible_release(ctx, src, installed) if target == "torch" else None
     fix = f"pip install '{target}{spec}'"
     if alt:
@@ -117,18 +165,26 @@ def _mismatch(ctx: Context, who: str, src: str, pkg: Package, target: str, spec:
     origin = " (its curated pin: this snapshot has no Requires-Dist)" if curated else ""
     head = f"{who} {pkg.version} requires {target}{spec}{origin}, installed {target} {installed}"
     if entry is not None and (kind == "binds" or kind == "imports" and entry.get("version_checked")):
-        return hit(f"{head} → {src}: {entry['why']}" if kind == "binds"
-                   else f"{head} → {entry['why']}", fix=fix, requirement=line,
-                   installed=installed, weight=kind)
+        return hit(
+            f"{head} → {src}: {entry['why']}" if kind == "binds" else f"{head} → {entry['why']}",
+            fix=fix,
+            requirement=line,
+            installed=installed,
+            weight=kind,
+        )
     confirmed = confirmed_break(ctx, src, target)
     if confirmed is not None:  # KNF001 reports the confirmed break, with its fix
         return None
     seen = harmless(ctx.kb, src, pkg.version, target, installed)
-    why = (f"harmless where measured: {seen['note']}" if seen else
-           f"a warning: no compiled code of {src} binds {target} and envdoctor knows of no step "
-           "of a GRPO run that needs this pin; pip check still reports it")
-    return hit(f"{head} ({why})", fix=fix, severity="warning", requirement=line,
-               installed=installed, weight="other")
+    why = (
+        f"harmless where measured: {seen['note']}"
+        if seen
+        else f"a warning: no compiled code of {src} binds {target} and envdoctor knows of no step "
+        "of a GRPO run that needs this pin; pip check still reports it"
+    )
+    return hit(
+        f"{head} ({why})", fix=fix, severity="warning", requirement=line, installed=installed, weight="other"
+    )
 
 
 @rule("PKG004")
@@ -148,13 +204,19 @@ def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
             req = parse_requirement(line)
             if req is None:
                 continue
-            if req.marker is not None and not any(
-                    req.marker.evaluate({**env, "extra": e}) for e in extras):
+            if req.marker is not None and not any(req.marker.evaluate({**env, "extra": e}) for e in extras):
                 continue
             target = normalize_name(req.name)
-            via = next((e for e in sorted(extras - {""})
-                        if req.marker is not None and "extra" in str(req.marker)
-                        and req.marker.evaluate({**env, "extra": e})), None)
+            via = next(
+                (
+                    e
+                    for e in sorted(extras - {""})
+                    if req.marker is not None
+                    and "extra" in str(req.marker)
+                    and req.marker.evaluate({**env, "extra": e})
+                ),
+                None,
+            )
             who = f"{src}[{via}]" if via else src
             installed = ctx.version(target)
             spec = str(req.specifier)
@@ -167,8 +229,7 @@ def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
                     yield found
                 continue
             if spec and versions.satisfies(installed, spec) is False:
-                found = _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry,
-                                  curated)
+                found = _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry, curated)
                 if found is not None:
                     yield found
 
@@ -178,10 +239,13 @@ def version_unparseable(ctx: Context) -> Iterator[Hit]:
     for name in CHECKED:
         pkg = ctx.facts.packages.get(name)
         if pkg is not None and versions.parse(pkg.version) is None:
-            yield hit(f"{name} reports version {pkg.version!r}, which is not a PEP 440 version: "
-                      "version rules cannot judge it",
-                      fix=f"pip install --force-reinstall {name}  # reinstall from a release",
-                      package=name, version=pkg.version)
+            yield hit(
+                f"{name} reports version {pkg.version!r}, which is not a PEP 440 version: "
+                "version rules cannot judge it",
+                fix=f"pip install --force-reinstall {name}  # reinstall from a release",
+                package=name,
+                version=pkg.version,
+            )
 
 
 @rule("PKG006", needs=("vllm",))
@@ -194,9 +258,13 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
     if versions.below(vllm, "0.7.2"):
         return  # PKG002 says it, with the GRPO errors to expect
     if versions.satisfies(vllm, rng) is False and confirmed_break(ctx, "trl", "vllm") is None:
-        yield hit(f"TRL {trl} supports vLLM {rng} for GRPO; installed vLLM {vllm}",
-                  fix=f"pip install 'vllm{rng}'", trl=trl, vllm=vllm,
-                  references=line.get("references", []))
+        yield hit(
+            f"TRL {trl} supports vLLM {rng} for GRPO; installed vLLM {vllm}",
+            fix=f"pip install 'vllm{rng}'",
+            trl=trl,
+            vllm=vllm,
+            references=line.get("references", []),
+        )
 
 
 def _when_matches(ctx: Context, when: dict[str, Any]) -> bool:
@@ -230,19 +298,27 @@ def known_bad_combination(ctx: Context) -> Iterator[Hit]:
             continue  # a dedicated rule reports this one
         when = entry.get("when") or {}
         if when and _when_matches(ctx, when):
-            installed = ", ".join(f"{k} {ctx.version(k)}" for k in when
-                                  if ctx.version(k) is not None)
-            yield hit(f"known-bad combination ({installed}): {entry.get('symptom', '').strip()}",
-                      fix=str(entry.get("fix", "")).strip(), id=entry.get("id"),
-                      severity=entry.get("severity", "error"),
-                      references=entry.get("references", []))
+            installed = ", ".join(f"{k} {ctx.version(k)}" for k in when if ctx.version(k) is not None)
+            yield hit(
+                f"known-bad combination ({installed}): {entry.get('symptom', '').strip()}",
+                fix=str(entry.get("fix", "")).strip(),
+                id=entry.get("id"),
+                severity=entry.get("severity", "error"),
+                references=entry.get("references", []),
+            )
 
 
 @rule("PKG008", needs=("plan",))
 def trl_missing(ctx: Context) -> Iterator[Hit]:
-    if ctx.version("trl") is None and not ctx.facts.unknown("trl") and (
-            ctx.config or ctx.plan.trainer):
-        assumed = (f" (the TRL-dependent rules and TRL's defaults in the memory plan assume "
-                   f"TRL {ctx.trl.version}: {ctx.trl.why})" if ctx.trl.assumed else "")
-        yield hit(f"TRL is not installed here, so GRPOTrainer cannot start{assumed}",
-                  fix="pip install trl", assumed_trl=ctx.trl.version)
+    if ctx.version("trl") is None and not ctx.facts.unknown("trl") and (ctx.config or ctx.plan.trainer):
+        assumed = (
+            f" (the TRL-dependent rules and TRL's defaults in the memory plan assume "
+            f"TRL {ctx.trl.version}: {ctx.trl.why})"
+            if ctx.trl.assumed
+            else ""
+        )
+        yield hit(
+            f"TRL is not installed here, so GRPOTrainer cannot start{assumed}",
+            fix="pip install trl",
+            assumed_trl=ctx.trl.version,
+        )

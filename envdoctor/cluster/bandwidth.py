@@ -47,19 +47,24 @@ def round_robin(leaders: list[tuple[int, str]]) -> list[list[tuple[int, int, str
     return rounds
 
 
-def make_plan(ranks: list[RankInfo], leaders: list[tuple[int, str]], timeout_s: float,
-              unique_gpus: bool) -> BenchPlan:
+def make_plan(
+    ranks: list[RankInfo], leaders: list[tuple[int, str]], timeout_s: float, unique_gpus: bool
+) -> BenchPlan:
     """NCCL when every rank has its own GPU and torch has NCCL, gloo on CPU otherwise."""
     on_gpu = all(r.cuda_index is not None and r.nccl for r in ranks)
     if on_gpu and unique_gpus:
-        plan = BenchPlan("nccl", GPU_SIZES, warmup=3, iters=10, timeout_s=timeout_s,
-                         why="every rank has its own GPU")
+        plan = BenchPlan(
+            "nccl", GPU_SIZES, warmup=3, iters=10, timeout_s=timeout_s, why="every rank has its own GPU"
+        )
     else:
-        why = ("two ranks share a GPU (CLU007)" if on_gpu else
-               "not every rank has a GPU and NCCL" if any(r.cuda_count for r in ranks) else
-               "no GPU")
-        plan = BenchPlan("gloo", CPU_SIZES, warmup=1, iters=5, timeout_s=timeout_s,
-                         why=f"{why}: gloo on CPU")
+        why = (
+            "two ranks share a GPU (CLU007)"
+            if on_gpu
+            else "not every rank has a GPU and NCCL"
+            if any(r.cuda_count for r in ranks)
+            else "no GPU"
+        )
+        plan = BenchPlan("gloo", CPU_SIZES, warmup=1, iters=5, timeout_s=timeout_s, why=f"{why}: gloo on CPU")
     if len(leaders) <= MAX_PAIR_NODES:
         plan.rounds = round_robin(leaders)
     if len(ranks) < 2:
@@ -107,8 +112,9 @@ def _check_sum(group: Any, ranks: list[int], device: Any) -> bool:
     return bool((y == float(sum(r + 1 for r in ranks))).all().item())
 
 
-def _measure(plan: BenchPlan, name: str, ranks: list[int], group: Any, buffers: dict[int, Any],
-             device: Any) -> list[Measurement]:
+def _measure(
+    plan: BenchPlan, name: str, ranks: list[int], group: Any, buffers: dict[int, Any], device: Any
+) -> list[Measurement]:
     import torch.distributed as dist
 
     out: list[Measurement] = []
@@ -125,14 +131,17 @@ def _measure(plan: BenchPlan, name: str, ranks: list[int], group: Any, buffers: 
         except Exception as exc:  # a failed or timed-out collective: recorded, the stage ends
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             m.error = f"{type(exc).__name__}: {first}"
-            out += [Measurement(name, ranks, plan.backend, s, error="not run: a smaller size "
-                                "failed") for s in list(buffers)[len(out):]]
+            out += [
+                Measurement(name, ranks, plan.backend, s, error="not run: a smaller size failed")
+                for s in list(buffers)[len(out) :]
+            ]
             break
     return out
 
 
-def _stage(plan: BenchPlan, stages: list[tuple[str, list[int], Any]], sizes: list[int],
-           device: Any, me: int) -> list[Measurement]:
+def _stage(
+    plan: BenchPlan, stages: list[tuple[str, list[int], Any]], sizes: list[int], device: Any, me: int
+) -> list[Measurement]:
     """Disjoint groups timed at once; every rank calls this, member of one of them or not."""
     import torch
 
@@ -147,9 +156,16 @@ def _stage(plan: BenchPlan, stages: list[tuple[str, list[int], Any]], sizes: lis
     agreed = _agree(error is None)
     out: list[Measurement] = []
     if mine and not agreed:
-        out = [Measurement(mine[0], mine[1], plan.backend, s,
-                           error=error or "skipped: another rank could not allocate its buffers")
-               for s in sizes]
+        out = [
+            Measurement(
+                mine[0],
+                mine[1],
+                plan.backend,
+                s,
+                error=error or "skipped: another rank could not allocate its buffers",
+            )
+            for s in sizes
+        ]
     elif mine:
         out = _measure(plan, mine[0], mine[1], mine[2], buffers, device)
     _agree(True)  # the stage ends together
@@ -159,8 +175,7 @@ def _stage(plan: BenchPlan, stages: list[tuple[str, list[int], Any]], sizes: lis
 def _new_group(plan: BenchPlan, ranks: list[int] | None) -> Any:
     import torch.distributed as dist
 
-    return dist.new_group(ranks=ranks, backend=plan.backend,
-                          timeout=timedelta(seconds=plan.timeout_s))
+    return dist.new_group(ranks=ranks, backend=plan.backend, timeout=timedelta(seconds=plan.timeout_s))
 
 
 def run(plan: BenchPlan, info: RankInfo) -> RankResult:
@@ -179,8 +194,7 @@ def run(plan: BenchPlan, info: RankInfo) -> RankResult:
     else:
         device = torch.device("cpu")
     everyone = list(range(world))
-    result.measurements += _stage(plan, [("all", everyone, _new_group(plan, None))], plan.sizes,
-                                  device, me)
+    result.measurements += _stage(plan, [("all", everyone, _new_group(plan, None))], plan.sizes, device, me)
     for pairs in plan.rounds:
         stages = [(label, [a, b], _new_group(plan, [a, b])) for a, b, label in pairs]
         result.measurements += _stage(plan, stages, plan.sizes[-1:], device, me)

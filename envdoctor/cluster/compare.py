@@ -21,24 +21,57 @@ from envdoctor.findings import Finding, Severity
 MISSING = "not installed"
 UNSET = "unset"
 # The training stack: a version difference here is an error (CLU001).
-STACK = frozenset({
-    "torch", "torchvision", "torchaudio", "transformers", "trl", "vllm", "accelerate", "deepspeed",
-    "peft", "datasets", "tokenizers", "safetensors", "flash-attn", "flashinfer-python", "triton",
-    "xformers", "bitsandbytes", "liger-kernel", "numpy",
-})
+STACK = frozenset(
+    {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "transformers",
+        "trl",
+        "vllm",
+        "accelerate",
+        "deepspeed",
+        "peft",
+        "datasets",
+        "tokenizers",
+        "safetensors",
+        "flash-attn",
+        "flashinfer-python",
+        "triton",
+        "xformers",
+        "bitsandbytes",
+        "liger-kernel",
+        "numpy",
+    }
+)
 NOT_STACK = frozenset({"nvidia-ml-py"})
 # Variables that change how collectives, memory or precision behave (CLU004).
 ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_", "FI_", "UCX_")
-ENV_EXACT = frozenset({
-    "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_DEVICE_ORDER", "PYTORCH_CUDA_ALLOC_CONF",
-    "PYTORCH_ALLOC_CONF", "ACCELERATE_MIXED_PRECISION", "ACCELERATE_USE_DEEPSPEED",
-    "ACCELERATE_USE_FSDP", "ACCELERATE_DYNAMO_BACKEND", "TORCH_DISTRIBUTED_BACKEND",
-})
+ENV_EXACT = frozenset(
+    {
+        "CUDA_DEVICE_MAX_CONNECTIONS",
+        "CUDA_DEVICE_ORDER",
+        "PYTORCH_CUDA_ALLOC_CONF",
+        "PYTORCH_ALLOC_CONF",
+        "ACCELERATE_MIXED_PRECISION",
+        "ACCELERATE_USE_DEEPSPEED",
+        "ACCELERATE_USE_FSDP",
+        "ACCELERATE_DYNAMO_BACKEND",
+        "TORCH_DISTRIBUTED_BACKEND",
+    }
+)
 # Logging and debugging switches: differences are harmless.
-ENV_IGNORED = frozenset({
-    "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "TORCH_NCCL_DUMP_ON_TIMEOUT",
-    "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_NCCL_DESYNC_DEBUG",
-})
+ENV_IGNORED = frozenset(
+    {
+        "NCCL_DEBUG",
+        "NCCL_DEBUG_SUBSYS",
+        "NCCL_DEBUG_FILE",
+        "TORCH_NCCL_DUMP_ON_TIMEOUT",
+        "TORCH_NCCL_TRACE_BUFFER_SIZE",
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+        "TORCH_NCCL_DESYNC_DEBUG",
+    }
+)
 OTHERS_SHOWN = 8
 
 
@@ -53,8 +86,11 @@ class NodeView:
 
 
 def env_relevant(name: str) -> bool:
-    return (name.startswith(ENV_PREFIXES) or name in ENV_EXACT) and name not in ENV_IGNORED \
+    return (
+        (name.startswith(ENV_PREFIXES) or name in ENV_EXACT)
+        and name not in ENV_IGNORED
         and not is_secret(name)
+    )
 
 
 def is_stack(name: str) -> bool:
@@ -92,11 +128,16 @@ def _others(spread: dict[str, list[str]], ref: str) -> list[str]:
     return [label for v, labels in spread.items() if v != ref for label in labels]
 
 
-def _finding(rule: str, severity: Severity, what: str, spread: dict[str, list[str]], fix: str,
-             **evidence) -> Finding:
-    return Finding(rule, severity, f"{what} differs across nodes: {_describe(spread)}", fix=fix,
-                   evidence={"values": {label: v for v, labels in spread.items() for label in labels},
-                             **evidence})
+def _finding(
+    rule: str, severity: Severity, what: str, spread: dict[str, list[str]], fix: str, **evidence
+) -> Finding:
+    return Finding(
+        rule,
+        severity,
+        f"{what} differs across nodes: {_describe(spread)}",
+        fix=fix,
+        evidence={"values": {label: v for v, labels in spread.items() for label in labels}, **evidence},
+    )
 
 
 def _public(version: str) -> str:
@@ -126,15 +167,23 @@ def packages(nodes: list[NodeView]) -> list[Finding]:
         def get(node: NodeView) -> str:
             v = node.facts.version(name)
             return MISSING if v is None else (_public(v) if name == "torch" else v)
+
         return get
 
     py = _spread(nodes, lambda n: ".".join(n.facts.python.split(".")[:2]) or None)
     if len(py) > 1:
         ref = _reference(py)
-        out.append(_finding("CLU001", Severity.ERROR, "Python", py,
-                            f"use Python {ref} on {', '.join(_others(py, ref))}: pickled objects, "
-                            "compiled extensions and wheels differ between Python versions",
-                            package="python"))
+        out.append(
+            _finding(
+                "CLU001",
+                Severity.ERROR,
+                "Python",
+                py,
+                f"use Python {ref} on {', '.join(_others(py, ref))}: pickled objects, "
+                "compiled extensions and wheels differ between Python versions",
+                package="python",
+            )
+        )
     for name in names:
         spread = _spread(nodes, version_of(name))
         if len(spread) < 2:
@@ -145,19 +194,32 @@ def packages(nodes: list[NodeView]) -> list[Finding]:
         ref = _reference({v: ls for v, ls in spread.items() if v != MISSING})
         where = ", ".join(_others(spread, ref))
         fix = f"pip install '{name}=={ref}' on {where}"  # never uninstall the training stack
-        out.append(_finding("CLU001", Severity.ERROR, name, spread,
-                            f"install the same version on every node: {fix}", package=name))
+        out.append(
+            _finding(
+                "CLU001",
+                Severity.ERROR,
+                name,
+                spread,
+                f"install the same version on every node: {fix}",
+                package=name,
+            )
+        )
     if others:
         shown = "; ".join(f"{n}: {_describe(s)}" for n, s in others[:OTHERS_SHOWN])
         more = f" (and {len(others) - OTHERS_SHOWN} more)" if len(others) > OTHERS_SHOWN else ""
-        out.append(Finding(
-            "CLU001", Severity.INFO,
-            f"{len(others)} package{'s' * (len(others) != 1)} outside the training stack "
-            f"differ: {shown}{more}",
-            fix="usually harmless; install from one lock file (pip freeze / uv pip sync) on every "
+        out.append(
+            Finding(
+                "CLU001",
+                Severity.INFO,
+                f"{len(others)} package{'s' * (len(others) != 1)} outside the training stack "
+                f"differ: {shown}{more}",
+                fix="usually harmless; install from one lock file (pip freeze / uv pip sync) on every "
                 "node to rule them out",
-            evidence={"packages": {n: {label: v for v, ls in s.items() for label in ls}
-                                   for n, s in others}}))
+                evidence={
+                    "packages": {n: {label: v for v, ls in s.items() for label in ls} for n, s in others}
+                },
+            )
+        )
     return out
 
 
@@ -169,29 +231,48 @@ def cuda(nodes: list[NodeView]) -> list[Finding]:
         built = {v: ls for v, ls in rt.items() if re.fullmatch(r"\d+\.\d+", v)}
         ref = _reference(built or rt)  # a CUDA build, never a CPU one, is what nodes move to
         tag = "cu" + ref.replace(".", "") if re.fullmatch(r"\d+\.\d", ref) else ref
-        out.append(_finding(
-            "CLU002", Severity.ERROR, "torch's CUDA runtime", rt,
-            f"install the same torch build (+{tag}) on {', '.join(_others(rt, ref))}: "
-            f"pip install torch --index-url https://download.pytorch.org/whl/{tag}",
-            component="torch_cuda"))
+        out.append(
+            _finding(
+                "CLU002",
+                Severity.ERROR,
+                "torch's CUDA runtime",
+                rt,
+                f"install the same torch build (+{tag}) on {', '.join(_others(rt, ref))}: "
+                f"pip install torch --index-url https://download.pytorch.org/whl/{tag}",
+                component="torch_cuda",
+            )
+        )
     nccl = _spread(nodes, lambda n: n.runtime.get("nccl") or None)
     if len(nccl) > 1:
         ref = _reference(nccl)
-        out.append(_finding(
-            "CLU002", Severity.ERROR, "NCCL (torch.cuda.nccl.version())", nccl,
-            f"use the NCCL {ref} build on {', '.join(_others(nccl, ref))}: every rank of a "
-            "communicator must run the same NCCL version (same torch wheel, same "
-            "nvidia-nccl-cu* package, no LD_PRELOAD / LD_LIBRARY_PATH override)",
-            component="nccl"))
+        out.append(
+            _finding(
+                "CLU002",
+                Severity.ERROR,
+                "NCCL (torch.cuda.nccl.version())",
+                nccl,
+                f"use the NCCL {ref} build on {', '.join(_others(nccl, ref))}: every rank of a "
+                "communicator must run the same NCCL version (same torch wheel, same "
+                "nvidia-nccl-cu* package, no LD_PRELOAD / LD_LIBRARY_PATH override)",
+                component="nccl",
+            )
+        )
     for key, what in (("cuda", "The driver's CUDA version"), ("version", "The NVIDIA driver")):
         spread = _spread(nodes, partial(_driver_value, key=key))
         if len(spread) > 1:
             ref = _reference(spread)
-            out.append(_finding(
-                "CLU002", Severity.WARNING, what, spread,
-                f"install driver {ref if key == 'version' else 'with CUDA ' + ref} on "
-                f"{', '.join(_others(spread, ref))} (or at least one that supports every node's "
-                "torch CUDA runtime)", component=f"driver.{key}"))
+            out.append(
+                _finding(
+                    "CLU002",
+                    Severity.WARNING,
+                    what,
+                    spread,
+                    f"install driver {ref if key == 'version' else 'with CUDA ' + ref} on "
+                    f"{', '.join(_others(spread, ref))} (or at least one that supports every node's "
+                    "torch CUDA runtime)",
+                    component=f"driver.{key}",
+                )
+            )
     return out
 
 
@@ -216,17 +297,26 @@ def gpus(nodes: list[NodeView]) -> list[Finding]:
         f = node.facts
         if not f.gpus:
             return gpu_summary(node)
-        return ", ".join(sorted({g.name + (f" (cc {g.compute_capability})"
-                                            if g.compute_capability else "") for g in f.gpus}))
+        return ", ".join(
+            sorted(
+                {g.name + (f" (cc {g.compute_capability})" if g.compute_capability else "") for g in f.gpus}
+            )
+        )
 
     spread = _spread(nodes, kinds)
     if len(spread) < 2:
         return []
     detail = _spread(nodes, gpu_summary)
-    return [_finding(
-        "CLU003", Severity.WARNING, "The GPU model", detail,
-        "run the job on nodes of one GPU model, or size batch, memory utilization and precision "
-        "for the smallest and slowest GPU (bf16 needs compute capability 8.0 or newer)")]
+    return [
+        _finding(
+            "CLU003",
+            Severity.WARNING,
+            "The GPU model",
+            detail,
+            "run the job on nodes of one GPU model, or size batch, memory utilization and precision "
+            "for the smallest and slowest GPU (bf16 needs compute capability 8.0 or newer)",
+        )
+    ]
 
 
 def env_vars(nodes: list[NodeView]) -> list[Finding]:
@@ -239,10 +329,18 @@ def env_vars(nodes: list[NodeView]) -> list[Finding]:
             continue
         ref = _reference(spread)
         change = f"unset {key}" if ref == UNSET else f"export {key}={ref}"
-        out.append(_finding("CLU004", Severity.WARNING, key, spread,
-                            f"set it the same on every node: {change} on "
-                            f"{', '.join(_others(spread, ref))} (or in the launch script all "
-                            "nodes share)", variable=key))
+        out.append(
+            _finding(
+                "CLU004",
+                Severity.WARNING,
+                key,
+                spread,
+                f"set it the same on every node: {change} on "
+                f"{', '.join(_others(spread, ref))} (or in the launch script all "
+                "nodes share)",
+                variable=key,
+            )
+        )
     return out
 
 

@@ -74,26 +74,39 @@ def layout_findings(nodes: list[Node]) -> list[Finding]:
     ranks = [(r, n) for n in nodes for r in n.ranks if r.error is None]
     any_gpu = any(r.cuda_count for r, _ in ranks)
     for r, n in ranks:
-        visible = f"CUDA_VISIBLE_DEVICES={r.visible}" if r.visible is not None \
-            else "CUDA_VISIBLE_DEVICES unset"
+        visible = (
+            f"CUDA_VISIBLE_DEVICES={r.visible}" if r.visible is not None else "CUDA_VISIBLE_DEVICES unset"
+        )
         if any_gpu and not r.cuda_count:
-            out.append(Finding(
-                "CLU007", Severity.ERROR,
-                f"{_who(r, n)} sees no GPU ({visible}) while other ranks do",
-                fix="make the node's GPUs visible to every rank (check CUDA_VISIBLE_DEVICES and the "
+            out.append(
+                Finding(
+                    "CLU007",
+                    Severity.ERROR,
+                    f"{_who(r, n)} sees no GPU ({visible}) while other ranks do",
+                    fix="make the node's GPUs visible to every rank (check CUDA_VISIBLE_DEVICES and the "
                     "scheduler's GPU request for that node)",
-                evidence={"rank": r.rank, "visible": r.visible, "host": r.host}))
+                    evidence={"rank": r.rank, "visible": r.visible, "host": r.host},
+                )
+            )
         elif r.cuda_count and r.local_rank >= r.cuda_count:
-            out.append(Finding(
-                "CLU007", Severity.ERROR,
-                f"{_who(r, n)} should train on cuda:{r.local_rank} but sees only {r.cuda_count} "
-                f"GPU{'s' * (r.cuda_count != 1)} ({visible}): torch.cuda.set_device(LOCAL_RANK) "
-                "fails with 'invalid device ordinal'",
-                fix="give every rank of a node all of its GPUs (no per-task CUDA_VISIBLE_DEVICES, "
+            out.append(
+                Finding(
+                    "CLU007",
+                    Severity.ERROR,
+                    f"{_who(r, n)} should train on cuda:{r.local_rank} but sees only {r.cuda_count} "
+                    f"GPU{'s' * (r.cuda_count != 1)} ({visible}): torch.cuda.set_device(LOCAL_RANK) "
+                    "fails with 'invalid device ordinal'",
+                    fix="give every rank of a node all of its GPUs (no per-task CUDA_VISIBLE_DEVICES, "
                     "e.g. srun --gpus-per-task) and start as many ranks per node as it has GPUs "
                     "(--nproc_per_node)",
-                evidence={"rank": r.rank, "local_rank": r.local_rank, "visible": r.visible,
-                          "cuda_count": r.cuda_count}))
+                    evidence={
+                        "rank": r.rank,
+                        "local_rank": r.local_rank,
+                        "visible": r.visible,
+                        "cuda_count": r.cuda_count,
+                    },
+                )
+            )
     shared: dict[str, list[tuple[RankInfo, Node]]] = {}
     for r, n in ranks:
         if r.gpu_uuid:
@@ -105,14 +118,21 @@ def layout_findings(nodes: list[Node]) -> list[Finding]:
         gpu = gpu_of(n0, r0)
         where = f"GPU {gpu}" if gpu is not None else f"one GPU ({r0.gpu_name or r0.device})"
         names = ", ".join(str(r.rank) for r, _ in group)
-        out.append(Finding(
-            "CLU007", Severity.ERROR,
-            f"ranks {names} share {where} on {n0.label}: each holds a full model replica and "
-            "CUDA context there, and NCCL refuses two ranks on one GPU",
-            fix="one rank per GPU: --nproc_per_node at most the node's GPU count, one torchrun per "
+        out.append(
+            Finding(
+                "CLU007",
+                Severity.ERROR,
+                f"ranks {names} share {where} on {n0.label}: each holds a full model replica and "
+                "CUDA context there, and NCCL refuses two ranks on one GPU",
+                fix="one rank per GPU: --nproc_per_node at most the node's GPU count, one torchrun per "
                 "node (not one per srun task), no CUDA_VISIBLE_DEVICES that repeats a GPU",
-            evidence={"ranks": [r.rank for r, _ in group], "gpu": gpu,
-                      "hosts": sorted({r.host for r, _ in group})}))
+                evidence={
+                    "ranks": [r.rank for r, _ in group],
+                    "gpu": gpu,
+                    "hosts": sorted({r.host for r, _ in group}),
+                },
+            )
+        )
     return out
 
 
@@ -130,8 +150,16 @@ def role_rows(nodes: list[Node]) -> list[list[str]]:
             if len(on) > 1:
                 roles.append("✗ shared")
             roles += [f"other: pid {p.pid}" + (f" {p.name}" if p.name else "") for p in others[:3]]
-            rows.append([str(n.index), n.host, str(g.index), g.name, size_text(g.free_mib, of='MiB'),
-                         ", ".join(roles) or "idle"])
+            rows.append(
+                [
+                    str(n.index),
+                    n.host,
+                    str(g.index),
+                    g.name,
+                    size_text(g.free_mib, of="MiB"),
+                    ", ".join(roles) or "idle",
+                ]
+            )
         rest = [r for r in n.ranks if r.rank not in placed]
         by_device: dict[str, list[RankInfo]] = {}
         for r in rest:

@@ -49,8 +49,11 @@ def _where(thread: threading.Thread) -> str:
     if frame is None:
         return ""
     stack = traceback.extract_stack(frame)
-    ours = [f for f in stack if f"{os.sep}envdoctor{os.sep}" in f.filename
-            and not (f.name == "target" and f.filename == __file__)]
+    ours = [
+        f
+        for f in stack
+        if f"{os.sep}envdoctor{os.sep}" in f.filename and not (f.name == "target" and f.filename == __file__)
+    ]
     shown = ([ours[-1]] if ours and ours[-1] is not stack[-1] else []) + [stack[-1]]
     where = " → ".join(f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in shown)
     return f" (stuck in {where})"
@@ -64,8 +67,7 @@ def with_deadline(fn: Callable[[], T], seconds: float, what: str) -> tuple[T | N
         try:
             box["value"] = fn()
         except BaseException as exc:  # sent as data, never raised into a collective
-            box["error"] = str(exc) if isinstance(exc, InputError) else \
-                f"{type(exc).__name__}: {exc}"
+            box["error"] = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
 
     thread = threading.Thread(target=target, name=f"envdoctor-{what}", daemon=True)
     thread.start()
@@ -105,11 +107,18 @@ def _device(info: RankInfo, local_rank: int) -> RankInfo:
 
 def rank_info(job: JobEnv, deadline_s: float) -> RankInfo:
     def fresh() -> RankInfo:
-        return RankInfo(rank=job.rank, local_rank=job.local_rank, node_rank=job.node_rank,
-                        host=socket.gethostname(), pid=os.getpid(), boot_id=boot_id())
+        return RankInfo(
+            rank=job.rank,
+            local_rank=job.local_rank,
+            node_rank=job.node_rank,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            boot_id=boot_id(),
+        )
 
-    result, error = with_deadline(lambda: _device(fresh(), job.local_rank), deadline_s,
-                                  "reading the rank's device")
+    result, error = with_deadline(
+        lambda: _device(fresh(), job.local_rank), deadline_s, "reading the rank's device"
+    )
     if result is not None:
         return result
     info = fresh()  # not the one a stuck thread may still be filling
@@ -142,8 +151,10 @@ def _extra_env() -> dict[str, str]:
 def this_launch(job: JobEnv) -> str:
     """The launch the job runs under, as a torchrun line: the layout rules resolve it."""
     nodes = max(job.world_size // max(job.local_world_size, 1), 1)
-    return (f"torchrun --nproc_per_node {job.local_world_size} --nnodes {nodes} "
-            f"--node_rank {job.node_rank or 0} train.py")
+    return (
+        f"torchrun --nproc_per_node {job.local_world_size} --nnodes {nodes} "
+        f"--node_rank {job.node_rank or 0} train.py"
+    )
 
 
 def _node(job: JobEnv, options: Any, info: NodeInfo) -> NodeInfo:
@@ -164,10 +175,18 @@ def _node(job: JobEnv, options: Any, info: NodeInfo) -> NodeInfo:
     info.facts = to_dict(facts)
     info.host = facts.hostname or info.host
     try:  # the node's own check; its facts are compared across nodes even when it fails
-        plan = build_plan(config=options.config, accelerate_config=options.accelerate_config,
-                          launch=options.launch or this_launch(job), live=True)
-        ctx = Context(facts=facts, plan=plan, network=options.network,
-                      allow_hosts=tuple(getattr(options, "allow_hosts", ()) or ()))
+        plan = build_plan(
+            config=options.config,
+            accelerate_config=options.accelerate_config,
+            launch=options.launch or this_launch(job),
+            live=True,
+        )
+        ctx = Context(
+            facts=facts,
+            plan=plan,
+            network=options.network,
+            allow_hosts=tuple(getattr(options, "allow_hosts", ()) or ()),
+        )
         outcome = run_rules(ctx, select=options.select, ignore=options.ignore)
         info.check = report_dict(build_report(ctx, outcome, subject=f"node {job.node_rank or 0}"))
     except Exception as exc:
@@ -182,8 +201,9 @@ def node_info(job: JobEnv, options: Any, deadline_s: float) -> NodeInfo:
     def fresh() -> NodeInfo:
         return NodeInfo(rank=job.rank, host=socket.gethostname(), override=os.environ.get(ENV))
 
-    result, error = with_deadline(lambda: _node(job, options, fresh()), deadline_s,
-                                  "collecting the node's facts")
+    result, error = with_deadline(
+        lambda: _node(job, options, fresh()), deadline_s, "collecting the node's facts"
+    )
     if result is not None:
         return result
     info = fresh()

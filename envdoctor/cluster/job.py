@@ -10,8 +10,10 @@ from envdoctor.coerce import as_int
 from envdoctor.errors import InputError
 
 NEEDED = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-HOW = ("launch it with torchrun, e.g. `torchrun --nproc_per_node 2 -m envdoctor check "
-       "--distributed` (docs/cluster.md)")
+HOW = (
+    "launch it with torchrun, e.g. `torchrun --nproc_per_node 2 -m envdoctor check "
+    "--distributed` (docs/cluster.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,9 @@ def job_env(environ: Mapping[str, str] | None = None) -> JobEnv:
     env = os.environ if environ is None else environ
     missing = [k for k in NEEDED if not env.get(k)]
     if missing:
-        raise InputError("--distributed", f"not inside a torch.distributed job ({', '.join(missing)} "
-                                          f"not set): {HOW}")
+        raise InputError(
+            "--distributed", f"not inside a torch.distributed job ({', '.join(missing)} not set): {HOW}"
+        )
     rank, world = _env_int(env, "RANK"), _env_int(env, "WORLD_SIZE")
     assert rank is not None and world is not None
     if world < 1 or not 0 <= rank < world:
@@ -70,6 +73,12 @@ def job_env(environ: Mapping[str, str] | None = None) -> JobEnv:
     if node is None:
         node = _env_int(env, "NODE_RANK", None)
     assert local is not None and local_world is not None
-    return JobEnv(rank=rank, world_size=world, local_rank=local, local_world_size=local_world,
-                  node_rank=node, master=f"{env['MASTER_ADDR']}:{env['MASTER_PORT']}",
-                  launcher=launcher_of(env))
+    return JobEnv(
+        rank=rank,
+        world_size=world,
+        local_rank=local,
+        local_world_size=local_world,
+        node_rank=node,
+        master=f"{env['MASTER_ADDR']}:{env['MASTER_PORT']}",
+        launcher=launcher_of(env),
+    )

@@ -47,8 +47,7 @@ def _merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def apply_override(facts: Facts, runtime: dict[str, str],
-                   path: str) -> tuple[Facts, dict[str, str]]:
+def apply_override(facts: Facts, runtime: dict[str, str], path: str) -> tuple[Facts, dict[str, str]]:
     """``facts`` and ``runtime`` with the override file merged in; ``InputError`` if malformed."""
     from envdoctor.facts.interface import SCHEMA
     from envdoctor.facts.snapshot import from_dict, to_dict

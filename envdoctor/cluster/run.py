@@ -112,15 +112,16 @@ def _job(job: JobEnv, opts: ClusterOptions, timeout: float) -> int:
         results = gather.gather(mine)
         if results is not None:
             g.results = results
-            g.failures += [f"rank {r.rank}: the benchmark failed: {r.error}" for r in results
-                           if r.error]
+            g.failures += [f"rank {r.rank}: the benchmark failed: {r.error}" for r in results if r.error]
     except Exception as exc:  # a collective failed or timed out: stop now, on every rank
         from envdoctor.redact import clean
 
         why = clean(f"{step}: {_first_line(exc)}")
         if job.rank != 0:
-            print(f"envdoctor: rank {job.rank}: the cluster check stopped ({why}); rank 0 has "
-                  "the report", file=sys.stderr)
+            print(
+                f"envdoctor: rank {job.rank}: the cluster check stopped ({why}); rank 0 has the report",
+                file=sys.stderr,
+            )
             return 1
         g.failures.append(why)
         return max(_emit(g, opts), 1)
@@ -130,8 +131,10 @@ def _job(job: JobEnv, opts: ClusterOptions, timeout: float) -> int:
     except Exception as exc:
         from envdoctor.redact import clean
 
-        print(f"envdoctor: rank {job.rank}: could not share the exit code: "
-              f"{clean(_first_line(exc))}", file=sys.stderr)
+        print(
+            f"envdoctor: rank {job.rank}: could not share the exit code: {clean(_first_line(exc))}",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -148,8 +151,10 @@ def run(opts: ClusterOptions) -> int:
     try:
         gather.init(timeout)
     except Exception as exc:
-        raise InputError("--distributed", f"could not join the job at {job.master} within "
-                                          f"{timeout:g} s: {_first_line(exc)}") from None
+        raise InputError(
+            "--distributed",
+            f"could not join the job at {job.master} within {timeout:g} s: {_first_line(exc)}",
+        ) from None
     try:
         code = _job(job, opts, timeout)
     finally:

@@ -38,24 +38,60 @@ from envdoctor.commands.options import (
 @verbose_option
 @strict_option
 @assume_option
-@click.option("--no-network", is_flag=True,
-              help="Contact nothing: skip the vLLM server health check and the port check.")
-@click.option("--allow-host", "allow_host", multiple=True, metavar="HOST",
-              help="Also contact the vLLM server on HOST (a name or an IP; repeatable). Without "
-                   "it only loopback is contacted (docs/reliability.md#network).")
-@click.option("--upgrade-plan", is_flag=True,
-              help="Print only the pip command that makes the stack consistent.")
-@click.option("--probe", is_flag=True,
-              help="Also run a tiny real GRPO step on the planned GPUs (needs the probe extra).")
-@click.option("--probe-timeout", type=float, default=None,
-              help="Wall-clock limit of the probe in seconds (default 180).")
-@click.option("--distributed", is_flag=True,
-              help="Check a whole torchrun / accelerate launch job: facts of every node, their "
-                   "differences, an all-reduce (docs/cluster.md).")
+@click.option(
+    "--no-network",
+    is_flag=True,
+    help="Contact nothing: skip the vLLM server health check and the port check.",
+)
+@click.option(
+    "--allow-host",
+    "allow_host",
+    multiple=True,
+    metavar="HOST",
+    help="Also contact the vLLM server on HOST (a name or an IP; repeatable). Without "
+    "it only loopback is contacted (docs/reliability.md#network).",
+)
+@click.option(
+    "--upgrade-plan", is_flag=True, help="Print only the pip command that makes the stack consistent."
+)
+@click.option(
+    "--probe",
+    is_flag=True,
+    help="Also run a tiny real GRPO step on the planned GPUs (needs the probe extra).",
+)
+@click.option(
+    "--probe-timeout",
+    type=float,
+    default=None,
+    help="Wall-clock limit of the probe in seconds (default 180).",
+)
+@click.option(
+    "--distributed",
+    is_flag=True,
+    help="Check a whole torchrun / accelerate launch job: facts of every node, their "
+    "differences, an all-reduce (docs/cluster.md).",
+)
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
-def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, output, verbose,
-          strict, assume, no_network, allow_host, upgrade_plan, probe, probe_timeout,
-          distributed, launch_argv) -> None:
+def check(
+    config,
+    accelerate_config,
+    facts_file,
+    launch,
+    select,
+    ignore,
+    fmt,
+    output,
+    verbose,
+    strict,
+    assume,
+    no_network,
+    allow_host,
+    upgrade_plan,
+    probe,
+    probe_timeout,
+    distributed,
+    launch_argv,
+) -> None:
     """Check this machine (or a snapshot) for a GRPO run.
 
     Give the launch command after `--` (or after the options, when it starts with a word):
@@ -79,9 +115,25 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
 
         allow = allowed_hosts(allow_host, "--allow-host")
     if distributed:
-        sys.exit(_distributed(config, accelerate_config, facts_file, probe, upgrade_plan,
-                              launch_text(launch, launch_argv), select_ids, ignore_ids, fmt,
-                              output, verbose, bool(strict), no_network, assume, allow))
+        sys.exit(
+            _distributed(
+                config,
+                accelerate_config,
+                facts_file,
+                probe,
+                upgrade_plan,
+                launch_text(launch, launch_argv),
+                select_ids,
+                ignore_ids,
+                fmt,
+                output,
+                verbose,
+                bool(strict),
+                no_network,
+                assume,
+                allow,
+            )
+        )
     if facts_file:
         from envdoctor.facts.snapshot import load
 
@@ -89,48 +141,92 @@ def check(config, accelerate_config, facts_file, launch, select, ignore, fmt, ou
     else:
         facts = collect_facts()
     apply_assume(facts, assume)
-    plan = build_plan(config=config, accelerate_config=accelerate_config,
-                      launch="\n".join(launch) or None, launch_argv=launch_argv, live=facts.live)
-    ctx, report = run_check(facts, plan, select=select_ids, ignore=ignore_ids,
-                            network=not no_network, allow_hosts=allow)
+    plan = build_plan(
+        config=config,
+        accelerate_config=accelerate_config,
+        launch="\n".join(launch) or None,
+        launch_argv=launch_argv,
+        live=facts.live,
+    )
+    ctx, report = run_check(
+        facts, plan, select=select_ids, ignore=ignore_ids, network=not no_network, allow_hosts=allow
+    )
     if probe:
         from envdoctor.errors import InputError
 
         if not facts.live:
-            raise InputError("--probe", "the probe runs on this machine; it cannot check a "
-                                        "snapshot (drop --facts)")
+            raise InputError(
+                "--probe", "the probe runs on this machine; it cannot check a snapshot (drop --facts)"
+            )
         from envdoctor.commands.probe import probe_area
         from envdoctor.settings import valid_timeout
 
-        timeout = (valid_timeout(probe_timeout, "--probe-timeout") if probe_timeout is not None
-                   else settings.get("probe-timeout") or 180.0)
+        timeout = (
+            valid_timeout(probe_timeout, "--probe-timeout")
+            if probe_timeout is not None
+            else settings.get("probe-timeout") or 180.0
+        )
         report.areas[-1] = probe_area(ctx, timeout=float(timeout), show_progress=fmt == "text")
     if upgrade_plan:
-        emit("\n".join(report.upgrade_plan) + "\n" if report.upgrade_plan
-             else "# the installed stack is consistent: nothing to change\n", output)
+        emit(
+            "\n".join(report.upgrade_plan) + "\n"
+            if report.upgrade_plan
+            else "# the installed stack is consistent: nothing to change\n",
+            output,
+        )
         sys.exit(0)
-    emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()),
-         output)
+    emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()), output)
     sys.exit(report.exit_code(strict=bool(strict)))
 
 
-def _distributed(config, accelerate_config, facts_file, probe, upgrade_plan, launch, select, ignore,
-                 fmt, output, verbose, strict, no_network, assume,
-                 allow_hosts: tuple[str, ...] = ()) -> int:
+def _distributed(
+    config,
+    accelerate_config,
+    facts_file,
+    probe,
+    upgrade_plan,
+    launch,
+    select,
+    ignore,
+    fmt,
+    output,
+    verbose,
+    strict,
+    no_network,
+    assume,
+    allow_hosts: tuple[str, ...] = (),
+) -> int:
     """``--distributed``: the cluster check on this rank (torch is imported only here)."""
     from envdoctor.errors import InputError
 
-    clash = [flag for flag, on in (("--facts", facts_file), ("--probe", probe),
-                                   ("--upgrade-plan", upgrade_plan), ("--assume", assume)) if on]
+    clash = [
+        flag
+        for flag, on in (
+            ("--facts", facts_file),
+            ("--probe", probe),
+            ("--upgrade-plan", upgrade_plan),
+            ("--assume", assume),
+        )
+        if on
+    ]
     if clash:
         raise InputError("--distributed", f"cannot be combined with {', '.join(clash)}")
     from envdoctor.cluster import run_distributed
 
-    return run_distributed(config=config, accelerate_config=accelerate_config, launch=launch,
-                           select=select, ignore=ignore, fmt=fmt, output=output,
-                           verbose=verbose, strict=strict, network=not no_network,
-                           allow_hosts=allow_hosts,
-                           color=fmt == "text" and not output and use_color())
+    return run_distributed(
+        config=config,
+        accelerate_config=accelerate_config,
+        launch=launch,
+        select=select,
+        ignore=ignore,
+        fmt=fmt,
+        output=output,
+        verbose=verbose,
+        strict=strict,
+        network=not no_network,
+        allow_hosts=allow_hosts,
+        color=fmt == "text" and not output and use_color(),
+    )
 
 
 def launch_text(launch: tuple[str, ...], argv: tuple[str, ...] = ()) -> str | None:

@@ -33,15 +33,23 @@ def _side_by_side(a, b) -> dict:
     def gpus(f) -> str:
         return gpu_summary(NodeView("", f)) or ""
 
-    rows = [("python", a.facts.python, b.facts.python),
-            ("driver", a.facts.driver.version or "—", b.facts.driver.version or "—"),
-            ("driver CUDA", a.facts.driver.cuda or "—", b.facts.driver.cuda or "—"),
-            ("torch CUDA runtime", torch_cuda(a) or "—", torch_cuda(b) or "—"),
-            ("GPUs", gpus(a.facts), gpus(b.facts))]
-    rows += [(name, a.facts.version(name) or "—", b.facts.version(name) or "—") for name in SHOWN
-             if a.facts.version(name) or b.facts.version(name)]
-    return {"title": "Side by side:", "columns": ["", a.label, b.label, ""],
-            "rows": [[k, va, vb, "≠" if va != vb else ""] for k, va, vb in rows]}
+    rows = [
+        ("python", a.facts.python, b.facts.python),
+        ("driver", a.facts.driver.version or "—", b.facts.driver.version or "—"),
+        ("driver CUDA", a.facts.driver.cuda or "—", b.facts.driver.cuda or "—"),
+        ("torch CUDA runtime", torch_cuda(a) or "—", torch_cuda(b) or "—"),
+        ("GPUs", gpus(a.facts), gpus(b.facts)),
+    ]
+    rows += [
+        (name, a.facts.version(name) or "—", b.facts.version(name) or "—")
+        for name in SHOWN
+        if a.facts.version(name) or b.facts.version(name)
+    ]
+    return {
+        "title": "Side by side:",
+        "columns": ["", a.label, b.label, ""],
+        "rows": [[k, va, vb, "≠" if va != vb else ""] for k, va, vb in rows],
+    }
 
 
 @click.command()
@@ -67,14 +75,20 @@ def diff(snapshot_a, snapshot_b, fmt, output, verbose, strict) -> None:
     a, b = NodeView(_label("A", fa), fa), NodeView(_label("B", fb), fb)
     found = compare([a, b])
     breaking = sum(1 for f in found if f.severity.value == "error")
-    summary = (f"{breaking} breaking difference{'s' * (breaking != 1)}" if breaking
-               else "nothing that breaks training")
+    summary = (
+        f"{breaking} breaking difference{'s' * (breaking != 1)}"
+        if breaking
+        else "nothing that breaks training"
+    )
     area = Area(key="cluster", title="Differences", summary=summary, findings=found, ran=list(RULES))
     from envdoctor.doctor import repo_relative
 
-    report = Report(areas=[area], subject=f"comparing {snapshot_a} (A) with {snapshot_b} (B)",
-                    version=__version__, artifact=repo_relative(snapshot_a))
+    report = Report(
+        areas=[area],
+        subject=f"comparing {snapshot_a} (A) with {snapshot_b} (B)",
+        version=__version__,
+        artifact=repo_relative(snapshot_a),
+    )
     report.extra["tables"] = [_side_by_side(a, b)]
-    emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()),
-         output)
+    emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()), output)
     sys.exit(report.exit_code(strict=bool(strict)))

@@ -39,8 +39,10 @@ if TYPE_CHECKING:
 
 NO_GPU = "needs live GPU facts: the hook checks config files, without a GPU"
 NOT_LIVE = "needs the live machine (a running vLLM server): the hook checks files only"
-NO_TRL = ("TRL is not installed where the hook runs (pre-commit's own environment): the package "
-          "rules judge the training environment; run the envdoctor-system hook there")
+NO_TRL = (
+    "TRL is not installed where the hook runs (pre-commit's own environment): the package "
+    "rules judge the training environment; run the envdoctor-system hook there"
+)
 KINDS = {"grpo": "GRPO config", "accelerate": "accelerate config"}
 STACK_ONLY = "declared stack"
 
@@ -150,8 +152,11 @@ def offline_rules(facts: Facts, select: list[str] | None, ignore: list[str] | No
     from envdoctor.commands.hook_stack import skipped_rules
 
     for rule_id, why in skipped_rules(facts).items():
-        if rule_id in docs and not (select and not matches(rule_id, docs[rule_id].name, select)) \
-                and not (ignore and matches(rule_id, docs[rule_id].name, ignore)):
+        if (
+            rule_id in docs
+            and not (select and not matches(rule_id, docs[rule_id].name, select))
+            and not (ignore and matches(rule_id, docs[rule_id].name, ignore))
+        ):
             out.setdefault(rule_id, why)
     return out
 
@@ -163,16 +168,22 @@ def _demote_batch_rule(report: Report) -> None:
 
     for area in report.areas:
         area.findings = [
-            dataclasses.replace(f, severity=Severity.WARNING,
-                                message=f"{f.message} (assuming 1 training process: the hook "
-                                        "does not know the process count; commit the accelerate "
-                                        "config or pass --launch)")
-            if f.rule == "CFG002" and f.severity == Severity.ERROR else f
-            for f in area.findings]
+            dataclasses.replace(
+                f,
+                severity=Severity.WARNING,
+                message=f"{f.message} (assuming 1 training process: the hook "
+                "does not know the process count; commit the accelerate "
+                "config or pass --launch)",
+            )
+            if f.rule == "CFG002" and f.severity == Severity.ERROR
+            else f
+            for f in area.findings
+        ]
 
 
-def check_target(target: Target, facts: Facts, launch: str | None,
-                 select: list[str] | None, ignore: list[str] | None):
+def check_target(
+    target: Target, facts: Facts, launch: str | None, select: list[str] | None, ignore: list[str] | None
+):
     """The report of one target, checked offline."""
     from envdoctor.doctor import check
     from envdoctor.plan.build import build_plan
@@ -180,11 +191,9 @@ def check_target(target: Target, facts: Facts, launch: str | None,
 
     if launch is None and target.accelerate:
         launch = f"accelerate launch --config_file {shlex.quote(target.accelerate)} train.py"
-    plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=launch,
-                      live=False)
+    plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=launch, live=False)
     skip = offline_rules(facts, select, ignore)
-    _, report = check(facts, plan, select=select, ignore=(ignore or []) + sorted(skip),
-                      network=False)
+    _, report = check(facts, plan, select=select, ignore=(ignore or []) + sorted(skip), network=False)
     docs = rule_docs()
     areas = {a.key: a for a in report.areas}
     for rule_id, why in skip.items():
@@ -215,7 +224,8 @@ def _declared_view(report: Report, facts: Facts, files: list[str]) -> None:
             pkgs.summary = hook_stack.summary(facts)
             hook_stack.reword(report)
             report.extra["declared_stack"] = {
-                name: e.to_dict() for name, e in facts.extra["declared"]["stack"].items()}
+                name: e.to_dict() for name, e in facts.extra["declared"]["stack"].items()
+            }
         else:
             pkgs.summary, pkgs.note = "", hook_stack.NOT_CHECKED
         report.upgrade_plan = []
@@ -257,39 +267,56 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
         # the same pass render() gives every other format: secrets masked, values cut, escaped
         return render_many([safe_report(r, "sarif") for _, r in named], verbose=verbose)
     if fmt == "json":
-        files = [{"file": label, "report": json.loads(render(r, "json", verbose=verbose))}
-                 for label, r in named]
+        files = [
+            {"file": label, "report": json.loads(render(r, "json", verbose=verbose))} for label, r in named
+        ]
         return json.dumps({"schema": "envdoctor.hook/1", "files": files}, indent=2) + "\n"
     from envdoctor.redact import clean
 
-    parts = [f"── {clean(label)} ──\n{render(r, 'text', verbose=verbose, color=color)}"
-             for label, r in named]
+    parts = [f"── {clean(label)} ──\n{render(r, 'text', verbose=verbose, color=color)}" for label, r in named]
     return "\n".join(parts)
 
 
 @click.command()
 @click.argument("files", nargs=-1, type=str)
-@click.option("--launch", multiple=True, metavar="CMD",
-              help="The launch line the configs run under (default: accelerate launch with the "
-                   "committed accelerate config, if any).")
-@click.option("--requirements", "requirement_files", multiple=True, metavar="FILE",
-              help="Read the declared stack from this file (requirements.txt, pyproject.toml, "
-                   "uv.lock, pylock.toml, poetry.lock, environment.yml, Dockerfile) instead of "
-                   "the ones found at the repository root; repeatable.")
-@click.option("--assume", multiple=True, metavar="NAME==VERSION",
-              help="Judge for this package version (e.g. trl==0.15.2), overriding what the "
-                   "repository declares; repeatable.")
-@click.option("--installed", is_flag=True,
-              help="Judge the packages installed where the hook runs (pre-commit runs in the "
-                   "training environment) instead of the declared stack.")
+@click.option(
+    "--launch",
+    multiple=True,
+    metavar="CMD",
+    help="The launch line the configs run under (default: accelerate launch with the "
+    "committed accelerate config, if any).",
+)
+@click.option(
+    "--requirements",
+    "requirement_files",
+    multiple=True,
+    metavar="FILE",
+    help="Read the declared stack from this file (requirements.txt, pyproject.toml, "
+    "uv.lock, pylock.toml, poetry.lock, environment.yml, Dockerfile) instead of "
+    "the ones found at the repository root; repeatable.",
+)
+@click.option(
+    "--assume",
+    multiple=True,
+    metavar="NAME==VERSION",
+    help="Judge for this package version (e.g. trl==0.15.2), overriding what the "
+    "repository declares; repeatable.",
+)
+@click.option(
+    "--installed",
+    is_flag=True,
+    help="Judge the packages installed where the hook runs (pre-commit runs in the "
+    "training environment) instead of the declared stack.",
+)
 @select_option
 @ignore_option
 @format_option
 @output_option
 @verbose_option
 @strict_option
-def hook(files, launch, requirement_files, assume, installed, select, ignore, fmt, output,
-         verbose, strict) -> None:
+def hook(
+    files, launch, requirement_files, assume, installed, select, ignore, fmt, output, verbose, strict
+) -> None:
     """Check the GRPO / accelerate config files among FILES (pre-commit passes them), offline.
 
     The packages judged are the ones the repository declares (pyproject.toml, requirements*.txt,
@@ -310,8 +337,10 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
     if installed and requirement_files:
         from envdoctor.errors import InputError
 
-        raise InputError("--installed", "judges this environment's packages; --requirements names "
-                                        "a declared stack: give one of them")
+        raise InputError(
+            "--installed",
+            "judges this environment's packages; --requirements names a declared stack: give one of them",
+        )
     kinds, skipped = classify(list(files))
     targets = pair(kinds)
     if not targets and not installed and (requirement_files or declares(list(files))):
@@ -323,17 +352,22 @@ def hook(files, launch, requirement_files, assume, installed, select, ignore, fm
     if targets:
         from envdoctor.commands.hook_stack import declared_facts
 
-        facts = hook_facts(list(assume)) if installed else \
-            declared_facts(list(assume), list(requirement_files), Path.cwd(), list(files))
+        facts = (
+            hook_facts(list(assume))
+            if installed
+            else declared_facts(list(assume), list(requirement_files), Path.cwd(), list(files))
+        )
         if verbose and fmt == "text":
             for note in (facts.extra.get("declared") or {}).get("notes") or []:
                 click.echo(f"envdoctor: {clean(note)}", err=True)
     line = launch_text(launch, ())
-    named = [(t.label, check_target(t, facts, line, select_ids, ignore_ids))
-             for t in targets] if facts is not None else []  # facts are read when targets exist
+    named = (
+        [(t.label, check_target(t, facts, line, select_ids, ignore_ids)) for t in targets]
+        if facts is not None
+        else []
+    )  # facts are read when targets exist
     if named or output:
-        emit(_render_all(named, fmt, verbose, color=fmt == "text" and not output and use_color()),
-             output)
+        emit(_render_all(named, fmt, verbose, color=fmt == "text" and not output and use_color()), output)
     if output and fmt != "text" and named:  # CI logs still show what failed
         click.echo(output_text(_render_all(named, "text", verbose, color=False)), nl=False)
     sys.exit(max((r.exit_code(strict=bool(strict)) for _, r in named), default=0))

@@ -17,9 +17,11 @@ if TYPE_CHECKING:
     from envdoctor.findings import Finding
     from envdoctor.report.interface import Report
 
-NOT_CHECKED = ("not checked: no declared stack (pyproject.toml, requirements*.txt, uv.lock, "
-               "pylock.toml, poetry.lock, environment.yml, Dockerfile) and no --assume; the "
-               "config files are judged alone")
+NOT_CHECKED = (
+    "not checked: no declared stack (pyproject.toml, requirements*.txt, uv.lock, "
+    "pylock.toml, poetry.lock, environment.yml, Dockerfile) and no --assume; the "
+    "config files are judged alone"
+)
 PARTIAL = "the stack is declared only in part: a package it does not name is not judged missing"
 _KEY_LINE = r"^\s*[\"']?{key}[\"']?\s*:"
 
@@ -40,8 +42,7 @@ def parse_assume(items: list[str]) -> dict[str, str]:
     return out
 
 
-def declared_facts(assume: list[str], requirement_files: list[str], root: Path,
-                   passed: Sequence[str] = ()):
+def declared_facts(assume: list[str], requirement_files: list[str], root: Path, passed: Sequence[str] = ()):
     """Facts of the declared stack: ``--requirements`` files if given, else the declaration
     files found at ``root`` and those among ``passed`` (the commit's files); ``--assume``
     overrides single packages."""
@@ -62,8 +63,11 @@ def declared_facts(assume: list[str], requirement_files: list[str], root: Path,
         from envdoctor.facts.declared import is_declaration
 
         paths = discover(root)
-        paths += [p for p in (root / f for f in passed if is_declaration(f))
-                  if p.is_file() and p.resolve() not in {q.resolve() for q in paths}]
+        paths += [
+            p
+            for p in (root / f for f in passed if is_declaration(f))
+            if p.is_file() and p.resolve() not in {q.resolve() for q in paths}
+        ]
     found = read_stack(paths, root)
     source = "declared: " + ", ".join(found.files) if found.files else "--assume"
     facts = stack_facts(found, assumed, knowledge(), source)
@@ -85,8 +89,9 @@ def skipped_rules(facts: Facts) -> dict[str, str]:
     out = {}
     for rule_id, name in (("PKG001", "vllm"), ("PKG008", "trl")):
         if name in stack or not facts.extra.get("stack_from_files"):
-            out[rule_id] = PARTIAL if name not in stack else \
-                f"{name} is declared ({stack[name].spec or 'any version'})"
+            out[rule_id] = (
+                PARTIAL if name not in stack else f"{name} is declared ({stack[name].spec or 'any version'})"
+            )
     return out
 
 
@@ -100,16 +105,18 @@ def summary(facts: Facts) -> str:
         if e is None:
             continue
         if e.version:
-            how = {"resolved": f"resolved from {e.spec or 'any'} for torch "
-                               f"{facts.version('torch')}", "assumed": "--assume",
-                   "locked": e.origin.where if e.origin else "lock"}.get(
-                e.how, e.origin.where if e.origin else "")
+            how = {
+                "resolved": f"resolved from {e.spec or 'any'} for torch {facts.version('torch')}",
+                "assumed": "--assume",
+                "locked": e.origin.where if e.origin else "lock",
+            }.get(e.how, e.origin.where if e.origin else "")
             parts.append(f"{name} {e.version} ({how})")
         else:
             open_.append(f"{name}{e.spec or ' (any version)'}")
     files = (facts.extra.get("declared") or {}).get("files") or []
-    head = f"declared in {', '.join(files[:4])}" + ("…" if len(files) > 4 else "") if files \
-        else "from --assume"
+    head = (
+        f"declared in {', '.join(files[:4])}" + ("…" if len(files) > 4 else "") if files else "from --assume"
+    )
     text = f"{head}: " + (", ".join(parts) or "no exact version")
     return text + (f"; open: {', '.join(open_)}" if open_ else "")
 
@@ -125,11 +132,15 @@ def reword(report: Report) -> None:
     for area in report.areas:
         if area.key not in ("packages", "config"):
             continue
-        area.findings = [dataclasses.replace(
-            f, message=re.sub(r"\binstalled\b", "declared", f.message),
-            fix=re.sub(r"\bpip install ", "require ", f.fix),
-            severity=Severity.WARNING if f.rule in NOT_DECLARED else f.severity)
-            for f in area.findings]
+        area.findings = [
+            dataclasses.replace(
+                f,
+                message=re.sub(r"\binstalled\b", "declared", f.message),
+                fix=re.sub(r"\bpip install ", "require ", f.fix),
+                severity=Severity.WARNING if f.rule in NOT_DECLARED else f.severity,
+            )
+            for f in area.findings
+        ]
 
 
 def key_line(lines: list[str], key: str) -> int | None:
@@ -161,8 +172,14 @@ def _declared_at(facts: Facts, name: str | None) -> tuple[str, int] | None:
     return pinned[0].file, pinned[0].line
 
 
-_SUBJECT = {"PKG001": "trl", "PKG002": "vllm", "PKG003": "vllm", "PKG006": "vllm",
-            "PKG007": "vllm", "PKG008": "trl"}
+_SUBJECT = {
+    "PKG001": "trl",
+    "PKG002": "vllm",
+    "PKG003": "vllm",
+    "PKG006": "vllm",
+    "PKG007": "vllm",
+    "PKG008": "trl",
+}
 
 
 def locate(report: Report, facts: Facts, config_files: list[str]) -> None:
@@ -194,8 +211,7 @@ def _config_key(ev: dict, config_files: dict[str, list[str]]) -> tuple[str, int]
     return None
 
 
-def _where(f: Finding, ev: dict, facts: Facts,
-           config_files: dict[str, list[str]]) -> tuple[str, int] | None:
+def _where(f: Finding, ev: dict, facts: Facts, config_files: dict[str, list[str]]) -> tuple[str, int] | None:
     from envdoctor.rule_docs import rule_docs
 
     doc = rule_docs().get(f.rule)

@@ -12,26 +12,43 @@ def split_list(values: tuple[str, ...]) -> list[str]:
     return [v.strip() for item in values for v in item.split(",") if v.strip()]
 
 
-format_option = click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)),
-                             default="text", show_default=True, help="Output format.")
-output_option = click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
-                             help="Write the report to this file (stdout if absent).")
-verbose_option = click.option("-v", "--verbose", is_flag=True,
-                              help="Show every check, evidence and skipped rules.")
-select_option = click.option("--select", multiple=True, metavar="IDS",
-                             help="Only these rules (ids, id prefixes like LAY, or names).")
-ignore_option = click.option("--ignore", multiple=True, metavar="IDS",
-                             help="Skip these rules (ids, prefixes or names).")
-strict_option = click.option("--strict", is_flag=True, default=None,
-                             help="Exit 1 on warnings too.")
+format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(FORMATS)),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+output_option = click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write the report to this file (stdout if absent).",
+)
+verbose_option = click.option(
+    "-v", "--verbose", is_flag=True, help="Show every check, evidence and skipped rules."
+)
+select_option = click.option(
+    "--select", multiple=True, metavar="IDS", help="Only these rules (ids, id prefixes like LAY, or names)."
+)
+ignore_option = click.option(
+    "--ignore", multiple=True, metavar="IDS", help="Skip these rules (ids, prefixes or names)."
+)
+strict_option = click.option("--strict", is_flag=True, default=None, help="Exit 1 on warnings too.")
 
-config_option = click.option("--config", "config", type=str, metavar="FILE",
-                             help="TRL GRPO config (YAML/JSON, GRPOConfig keys).")
-accelerate_config_option = click.option("--accelerate-config", type=str, metavar="FILE",
-                                        help="accelerate config file.")
+config_option = click.option(
+    "--config", "config", type=str, metavar="FILE", help="TRL GRPO config (YAML/JSON, GRPOConfig keys)."
+)
+accelerate_config_option = click.option(
+    "--accelerate-config", type=str, metavar="FILE", help="accelerate config file."
+)
 launch_option = click.option(
-    "--launch", multiple=True, metavar="CMD",
-    help="A launch command line (repeatable; e.g. the trainer and `trl vllm-serve`).")
+    "--launch",
+    multiple=True,
+    metavar="CMD",
+    help="A launch command line (repeatable; e.g. the trainer and `trl vllm-serve`).",
+)
 
 
 def facts_option(help: str):  # noqa: A002 - click's own keyword
@@ -40,10 +57,13 @@ def facts_option(help: str):  # noqa: A002 - click's own keyword
 
 
 assume_option = click.option(
-    "--assume", multiple=True, metavar="NAME==VERSION",
+    "--assume",
+    multiple=True,
+    metavar="NAME==VERSION",
     help="Judge as if this version were installed (repeatable), e.g. trl==1.16.0 when the "
-         "training environment is not this one; packages not named and not installed here "
-         "are then unknown, not missing.")
+    "training environment is not this one; packages not named and not installed here "
+    "are then unknown, not missing.",
+)
 
 #: Config files are given with options; a bare word ending like one is a mistyped option.
 _CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
@@ -60,9 +80,12 @@ class LaunchCommand(click.Command):
         rest = super().parse_args(ctx, args)
         argv = ctx.params.get("launch_argv") or ()
         if argv and argv[0].lower().endswith(_CONFIG_SUFFIXES):
-            raise click.UsageError(f"{argv[0]!r} is not a launch command: config files are "
-                                   f"given with --config / --accelerate-config (did you mean "
-                                   f"--config {argv[0]}?)", ctx)
+            raise click.UsageError(
+                f"{argv[0]!r} is not a launch command: config files are "
+                f"given with --config / --accelerate-config (did you mean "
+                f"--config {argv[0]}?)",
+                ctx,
+            )
         return rest
 
 

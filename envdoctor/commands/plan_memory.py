@@ -50,23 +50,54 @@ def gpu_memory_bytes(text: str | None) -> int | None:
 @accelerate_config_option
 @facts_option("Plan for a snapshot from `envdoctor collect` instead of this machine.")
 @launch_option
-@click.option("--model", type=str, metavar="PATH_OR_ID",
-              help="Model directory or hub id whose config.json is in the local HF cache "
-                   "(default: the config's model_name_or_path). Nothing is downloaded.")
-@click.option("--model-params", type=str, metavar="COUNT",
-              help="Parameter count when no config.json is at hand (7B, 1.5B, 500M).")
-@click.option("--gpu-memory", type=str, metavar="SIZE",
-              help="GPU memory to plan for where no GPU is known (80GiB).")
-@click.option("--prompt-tokens", type=click.IntRange(1, 10**7), metavar="N",
-              help="Prompt length in tokens (default: vllm_max_model_length less "
-                   "max_completion_length, else 512 assumed).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@click.option(
+    "--model",
+    type=str,
+    metavar="PATH_OR_ID",
+    help="Model directory or hub id whose config.json is in the local HF cache "
+    "(default: the config's model_name_or_path). Nothing is downloaded.",
+)
+@click.option(
+    "--model-params",
+    type=str,
+    metavar="COUNT",
+    help="Parameter count when no config.json is at hand (7B, 1.5B, 500M).",
+)
+@click.option(
+    "--gpu-memory", type=str, metavar="SIZE", help="GPU memory to plan for where no GPU is known (80GiB)."
+)
+@click.option(
+    "--prompt-tokens",
+    type=click.IntRange(1, 10**7),
+    metavar="N",
+    help="Prompt length in tokens (default: vllm_max_model_length less "
+    "max_completion_length, else 512 assumed).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
 @output_option
 @assume_option
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
-def plan_memory(config, accelerate_config, facts_file, launch, model, model_params, gpu_memory,
-                prompt_tokens, fmt, output, assume, launch_argv) -> None:
+def plan_memory(
+    config,
+    accelerate_config,
+    facts_file,
+    launch,
+    model,
+    model_params,
+    gpu_memory,
+    prompt_tokens,
+    fmt,
+    output,
+    assume,
+    launch_argv,
+) -> None:
     """Plan the GPU memory of a GRPO run, per GPU, before anything is loaded.
 
     \b
@@ -84,13 +115,20 @@ def plan_memory(config, accelerate_config, facts_file, launch, model, model_para
     capacity = gpu_memory_bytes(gpu_memory)
     facts = load(facts_file) if facts_file else collect_facts()
     apply_assume(facts, assume)
-    plan = build_plan(config=config, accelerate_config=accelerate_config,
-                      launch="\n".join(launch) or None, launch_argv=launch_argv,
-                      live=facts.live)
-    options = {"model": model, "model_params": model_params, "gpu_memory": capacity,
-               "prompt_tokens": prompt_tokens}
-    ctx = Context(facts=facts, plan=plan, network=False,
-                  options={k: v for k, v in options.items() if v})
+    plan = build_plan(
+        config=config,
+        accelerate_config=accelerate_config,
+        launch="\n".join(launch) or None,
+        launch_argv=launch_argv,
+        live=facts.live,
+    )
+    options = {
+        "model": model,
+        "model_params": model_params,
+        "gpu_memory": capacity,
+        "prompt_tokens": prompt_tokens,
+    }
+    ctx = Context(facts=facts, plan=plan, network=False, options={k: v for k, v in options.items() if v})
     if ctx.resolved.unresolved:  # the plan needs the ranks: say why, not "internal error"
         raise InputError("launch command", f"not resolved: {ctx.resolved.unresolved}")
     mem = for_context(ctx)
@@ -119,12 +157,14 @@ def _same(row: dict[str, Any]) -> str:
 
 
 BAR = 56  # columns of the stacked bar (57 past the card); with its label a line stays within 100
-_KINDS = (("W", "weights", ("weights", "LoRA adapters", "reference model")),
-          ("G", "gradients", ("gradients", "DDP gradient buckets")),
-          ("O", "optimizer", ("optimizer states", "optimizer step temporaries")),
-          ("A", "activations", ("activations", "autocast weight copies", "log-prob logits")),
-          ("V", "vLLM", ("vLLM",)),
-          ("+", "overhead", ()))
+_KINDS = (
+    ("W", "weights", ("weights", "LoRA adapters", "reference model")),
+    ("G", "gradients", ("gradients", "DDP gradient buckets")),
+    ("O", "optimizer", ("optimizer states", "optimizer step temporaries")),
+    ("A", "activations", ("activations", "autocast weight copies", "log-prob logits")),
+    ("V", "vLLM", ("vLLM",)),
+    ("+", "overhead", ()),
+)
 
 
 def _kind(name: str) -> str:
@@ -171,8 +211,7 @@ def _bars(data: dict[str, Any]) -> list[str]:
     for label, group in zip(labels, groups, strict=True):
         row = group[0]
         cap = row["capacity_bytes"]
-        size = f"{_gib(row['total_bytes'])}/{_gib(cap)} GiB" if cap else \
-            f"{_gib(row['total_bytes'])} GiB"
+        size = f"{_gib(row['total_bytes'])}/{_gib(cap)} GiB" if cap else f"{_gib(row['total_bytes'])} GiB"
         over = " over" if cap and row["total_bytes"] > cap else ""
         lines.append(f"{label:<{width}} [{stacked_bar(row)}] {size}{over}")
     return lines
@@ -180,31 +219,40 @@ def _bars(data: dict[str, Any]) -> list[str]:
 
 def render_text(data: dict[str, Any]) -> str:
     m, s = data["model"], data["setup"]
-    lines = [f"envdoctor plan-memory — {m['name']} ({billions(m['parameters'])} parameters, "
-             f"{m['family']}; {m['source'] or 'no config'})"]
+    lines = [
+        f"envdoctor plan-memory — {m['name']} ({billions(m['parameters'])} parameters, "
+        f"{m['family']}; {m['source'] or 'no config'})"
+    ]
     gc = "on" if s["gradient_checkpointing"] else "off"
-    lines.append(f"setup: TRL {s['trl'] or '?'}, {s['strategy']} × {s['world']}, "
-                 f"per_device_train_batch_size {s['per_device_train_batch_size']} × "
-                 f"({s['prompt_length']} + {s['max_completion_length']}) tokens, gradient "
-                 f"checkpointing {gc}, {s['weight_bytes'] * 8}-bit weights, {s['optim']}, "
-                 f"beta {s['beta']}{', LoRA' if s['lora'] else ''}"
-                 f"{', vLLM ' + s['vllm_mode'] if s['vllm_mode'] else ''}")
+    lines.append(
+        f"setup: TRL {s['trl'] or '?'}, {s['strategy']} × {s['world']}, "
+        f"per_device_train_batch_size {s['per_device_train_batch_size']} × "
+        f"({s['prompt_length']} + {s['max_completion_length']}) tokens, gradient "
+        f"checkpointing {gc}, {s['weight_bytes'] * 8}-bit weights, {s['optim']}, "
+        f"beta {s['beta']}{', LoRA' if s['lora'] else ''}"
+        f"{', vLLM ' + s['vllm_mode'] if s['vllm_mode'] else ''}"
+    )
     source = s.get("prompt_length_source")
     if source and source != "assumed":
         lines.append(f"prompt length {s['prompt_length']} from {source}")
     host = data.get("host")
     if host:
         where = "NVMe" if host["device"] == "nvme" else "host RAM"
-        lines.append(f"offload: ~{host['gib_per_node']:.1f} GiB per node in {where} — "
-                     f"{host['note']} (not checked against the machine's RAM)")
+        lines.append(
+            f"offload: ~{host['gib_per_node']:.1f} GiB per node in {where} — "
+            f"{host['note']} (not checked against the machine's RAM)"
+        )
     for note in data["assumed"]:
         lines.append(f"assumed: {note}")
     for group in same_gpus(data["gpus"], key=_same):
         row = group[0]
         where = gpus_text([r["gpu"] for r in group])
         where = "each training GPU" if where == "each GPU" else where
-        lines += ["", f"{where} — {each_role(row['role'], len(group))}"
-                  + (f" — {row['name']}" if row.get("name") else "")]
+        lines += [
+            "",
+            f"{where} — {each_role(row['role'], len(group))}"
+            + (f" — {row['name']}" if row.get("name") else ""),
+        ]
         width = max(len(p["part"]) for p in row["parts"]) + 2
         lines.append(f"    {'PART':<{width}}{'GiB':>8}  NOTE")
         for p in row["parts"]:
@@ -217,19 +265,23 @@ def render_text(data: dict[str, Any]) -> str:
         verdict = "" if head is None else ("  over the GPU" if head < 0 else "")
         lines.append(f"    {'headroom':<{width}}{_gib(head):>8}{verdict}")
         if row["kv_need_bytes"] is not None:
-            lines.append(f"    one max_model_len ({row['max_model_len']}) sequence needs "
-                         f"{_gib(row['kv_need_bytes'])} GiB of KV cache; the budget leaves "
-                         f"{_gib(row['kv_free_bytes'])} GiB")
-        for f in row["fixes"] if head is not None and head < 0.1 * (row["capacity_bytes"] or 0) \
-                else []:
+            lines.append(
+                f"    one max_model_len ({row['max_model_len']}) sequence needs "
+                f"{_gib(row['kv_need_bytes'])} GiB of KV cache; the budget leaves "
+                f"{_gib(row['kv_free_bytes'])} GiB"
+            )
+        for f in row["fixes"] if head is not None and head < 0.1 * (row["capacity_bytes"] or 0) else []:
             lines.append(f"    fix: {f['fix']} — saves ~{f['saves_gib']:.1f} GiB")
         together = row.get("fits_with")
         if together:
-            lines.append(f"    fits with: {' + '.join(together['changes'])} — peak "
-                         f"~{_gib(together['total_bytes'])} GiB")
+            lines.append(
+                f"    fits with: {' + '.join(together['changes'])} — peak "
+                f"~{_gib(together['total_bytes'])} GiB"
+            )
         if row.get("largest_batch_that_fits") is not None:
-            lines.append(f"    largest per_device_train_batch_size that fits: "
-                         f"{row['largest_batch_that_fits']}")
+            lines.append(
+                f"    largest per_device_train_batch_size that fits: {row['largest_batch_that_fits']}"
+            )
     lines += _bars(data)
     lines.append("")
     for f in data["findings"]:
@@ -237,6 +289,9 @@ def render_text(data: dict[str, Any]) -> str:
         lines.append(f"{mark} {f['rule']} {f['message']}")
     if not data["findings"]:
         fits = all(r["headroom_bytes"] is not None for r in data["gpus"])
-        lines.append("✓ Every GPU holds its planned peak." if fits else
-                     "No verdict: GPU memory unknown (no GPU facts; --gpu-memory 80GiB).")
+        lines.append(
+            "✓ Every GPU holds its planned peak."
+            if fits
+            else "No verdict: GPU memory unknown (no GPU facts; --gpu-memory 80GiB)."
+        )
     return "\n".join(lines) + "\n"

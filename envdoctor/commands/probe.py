@@ -29,8 +29,7 @@ def _progress(enabled: bool):
     def show(phase: str) -> None:
         now = time.monotonic()
         if state["phase"]:
-            click.echo(f"\r\033[Kprobe: {state['phase']} ({now - state['since']:.1f} s)",
-                       err=True)
+            click.echo(f"\r\033[Kprobe: {state['phase']} ({now - state['since']:.1f} s)", err=True)
         state["phase"], state["since"] = phase, now
         click.echo(f"\r\033[Kprobe: {phase}…", nl=False, err=True)
 
@@ -53,15 +52,20 @@ def probe_area(ctx: Context, timeout: float = 180.0, show_progress: bool = False
 @config_option
 @accelerate_config_option
 @launch_option
-@click.option("--timeout", type=float, default=180.0, show_default=True,
-              help="Wall-clock limit of the probe (s); the whole process group is ended then.")
+@click.option(
+    "--timeout",
+    type=float,
+    default=180.0,
+    show_default=True,
+    help="Wall-clock limit of the probe (s); the whole process group is ended then.",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "junit"]), default="text")
 @click.option("-v", "--verbose", is_flag=True)
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
 def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv) -> None:
     """Run only the probe: one GRPO step with TRL's GRPOTrainer on a model of your shape.
 
-        envdoctor probe -- accelerate launch --num_processes 3 train.py
+    envdoctor probe -- accelerate launch --num_processes 3 train.py
     """
     from envdoctor.checks.context import Context
     from envdoctor.checks.engine import Outcome
@@ -74,9 +78,13 @@ def probe(config, accelerate_config, launch, timeout, fmt, verbose, launch_argv)
 
     timeout = valid_timeout(timeout, "--timeout")
     facts = collect_facts()
-    plan = build_plan(config=config, accelerate_config=accelerate_config,
-                      launch="\n".join(launch) or None, launch_argv=launch_argv,
-                      live=True)
+    plan = build_plan(
+        config=config,
+        accelerate_config=accelerate_config,
+        launch="\n".join(launch) or None,
+        launch_argv=launch_argv,
+        live=True,
+    )
     ctx = Context(facts=facts, plan=plan)
     area = probe_area(ctx, timeout=timeout, show_progress=fmt == "text")
     report = build_report(ctx, Outcome(), extra_areas=[area])

@@ -28,8 +28,7 @@ def explain(rule_id: str) -> None:
     from envdoctor.rule_docs import AREAS, rule_docs
 
     docs = rule_docs()
-    doc = docs.get(rule_id.upper()) or next(
-        (d for d in docs.values() if d.name == rule_id), None)
+    doc = docs.get(rule_id.upper()) or next((d for d in docs.values() if d.name == rule_id), None)
     if doc is None:
         raise InputError("explain", f"no rule {rule_id!r}; `envdoctor rules` lists them")
     click.echo(f"{doc.id} {doc.name} ({doc.severity.value}, {AREAS[doc.area]})\n")

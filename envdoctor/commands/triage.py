@@ -59,33 +59,45 @@ def _versions(found_versions: dict, facts_file: str | None) -> str:
     return "versions: from this machine, the log shows none"
 
 
-def _summary(name: str, result: Any, found: list, facts_file: str | None,
-             found_versions: dict) -> str:
+def _summary(name: str, result: Any, found: list, facts_file: str | None, found_versions: dict) -> str:
     from envdoctor.findings import Severity
 
     errors = sum(f.severity == Severity.ERROR for f in found)
     warnings = sum(f.severity == Severity.WARNING for f in found)
-    what = (f"{errors} known failure{'s' * (errors != 1)}" if errors else
-            "no known failure recognised")
+    what = f"{errors} known failure{'s' * (errors != 1)}" if errors else "no known failure recognised"
     if warnings:
         what += f", {warnings} warning{'s' * (warnings != 1)}"
     unknown = next((f for f in found if f.rule == "TRI003"), None)
     if unknown is not None:
         what += f" (first exception at line {unknown.evidence.get('line')}: TRI003)"
-    judged = (f"judged against snapshot {facts_file}" if facts_file else
-              "judged against this machine's live facts; --facts FILE for the node that ran it")
+    judged = (
+        f"judged against snapshot {facts_file}"
+        if facts_file
+        else "judged against this machine's live facts; --facts FILE for the node that ran it"
+    )
     lines = f"{result.lines:,} line{'s' * (result.lines != 1)}"
-    return (f"{name}: {lines}, {result.bytes_read / 1e6:.1f} MB; {what}; {judged}; "
-            f"{_versions(found_versions, facts_file)}")
+    return (
+        f"{name}: {lines}, {result.bytes_read / 1e6:.1f} MB; {what}; {judged}; "
+        f"{_versions(found_versions, facts_file)}"
+    )
 
 
 @click.command()
 @click.argument("logfile", type=str)
-@click.option("--facts", "facts_file", type=str, metavar="FILE",
-              help="Judge against a snapshot (`envdoctor collect`) instead of this machine.")
+@click.option(
+    "--facts",
+    "facts_file",
+    type=str,
+    metavar="FILE",
+    help="Judge against a snapshot (`envdoctor collect`) instead of this machine.",
+)
 @click.option("--config", type=str, metavar="FILE", help="The run's GRPO config (YAML/JSON).")
-@click.option("--launch", multiple=True, metavar="CMD",
-              help="The run's launch command line (repeatable: the trainer, `trl vllm-serve`).")
+@click.option(
+    "--launch",
+    multiple=True,
+    metavar="CMD",
+    help="The run's launch command line (repeatable: the trainer, `trl vllm-serve`).",
+)
 @format_option
 @output_option
 @verbose_option
@@ -132,11 +144,22 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
         raise InputError(name, "is empty (nothing but blank lines): there is nothing to triage")
     ctx = Context(facts=facts, plan=plan, network=False)
     found_versions = from_log(result.head, version_lines(result.matches))
-    found = diagnose(result.matches, ctx, counts=result.counts, lines=result.lines,
-                     last_line=result.last_line, versions=found_versions)
+    found = diagnose(
+        result.matches,
+        ctx,
+        counts=result.counts,
+        lines=result.lines,
+        last_line=result.last_line,
+        versions=found_versions,
+    )
     ran = sorted({s.rule for s in signatures()} | {f.rule for f in found})  # JUnit: one case each
-    area = Area(key="triage", title="Triage", ran=ran, findings=found,
-                summary=_summary(name, result, found, facts_file, found_versions))
+    area = Area(
+        key="triage",
+        title="Triage",
+        ran=ran,
+        findings=found,
+        summary=_summary(name, result, found, facts_file, found_versions),
+    )
     report = build_report(ctx, Outcome(), extra_areas=[area], subject=f"triage of {name}")
     report.areas = [area]  # the static checks' areas did not run: `envdoctor check` runs them
     if logfile != "-":
@@ -164,9 +187,10 @@ def _unknown_text(text: str, found: list, verbose: bool = False) -> str:
     elif verbose:  # the renderer listed the TRI003 finding above
         said = "• no known failure recognised (TRI003 above)"
     else:
-        said = "\n".join(textwrap.wrap(f"• TRI003 {unknown.message}", 100, subsequent_indent="    ")
-                         + textwrap.wrap(f"→ fix: {unknown.fix}", 100, initial_indent="  ",
-                                         subsequent_indent="    "))
+        said = "\n".join(
+            textwrap.wrap(f"• TRI003 {unknown.message}", 100, subsequent_indent="    ")
+            + textwrap.wrap(f"→ fix: {unknown.fix}", 100, initial_indent="  ", subsequent_indent="    ")
+        )
     text = text.replace("✓ No issues found. (-v shows every check)", said)
     text = text.replace("✓ No issues found.", said)
     draft = unknown.evidence.get("issue_draft") if unknown is not None else None

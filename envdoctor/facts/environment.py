@@ -10,11 +10,26 @@ from envdoctor.redact import MASK, is_secret, redact
 __all__ = ["EXACT", "MASK", "PREFIXES", "collect_env", "is_secret", "mask"]
 
 EXACT = (
-    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
-    "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF",
-    "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
-    "MASTER_ADDR", "MASTER_PORT", "TRANSFORMERS_OFFLINE", "HF_HOME", "CUDA_HOME",
-    "CUDA_LAUNCH_BLOCKING", "OMP_NUM_THREADS", "TOKENIZERS_PARALLELISM",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_ALLOC_CONF",
+    "PYTORCH_HIP_ALLOC_CONF",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "NODE_RANK",
+    "GROUP_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TRANSFORMERS_OFFLINE",
+    "HF_HOME",
+    "CUDA_HOME",
+    "CUDA_LAUNCH_BLOCKING",
+    "OMP_NUM_THREADS",
+    "TOKENIZERS_PARALLELISM",
 )
 PREFIXES = ("NCCL_", "VLLM_", "ACCELERATE_", "HF_", "TORCH_", "TORCHELASTIC_", "TRL_")
 
@@ -28,7 +43,5 @@ def mask(env: Mapping[str, str]) -> dict[str, str]:
 def collect_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The relevant variables of ``environ`` (default: this process), masked."""
     environ = os.environ if environ is None else environ
-    picked = {
-        k: v for k, v in environ.items() if k in EXACT or k.startswith(PREFIXES)
-    }
+    picked = {k: v for k, v in environ.items() if k in EXACT or k.startswith(PREFIXES)}
     return mask(dict(sorted(picked.items())))

@@ -65,8 +65,7 @@ def process_memory(nvml: Any, handle: Any) -> dict[int, int | None]:
             continue
         for p in procs:
             used = getattr(p, "usedGpuMemory", None)
-            out.setdefault(int(p.pid), int(used // MiB) if isinstance(used, int) and used >= 0
-                           else None)
+            out.setdefault(int(p.pid), int(used // MiB) if isinstance(used, int) and used >= 0 else None)
     return out
 
 
@@ -87,8 +86,10 @@ def load_nvml() -> tuple[Any, str | None]:
 
 
 def _processes(nvml: Any, handle: Any) -> list[GpuProcess]:
-    return [GpuProcess(pid=pid, name=process_name(pid, nvml), used_mib=mib)
-            for pid, mib in process_memory(nvml, handle).items()]
+    return [
+        GpuProcess(pid=pid, name=process_name(pid, nvml), used_mib=mib)
+        for pid, mib in process_memory(nvml, handle).items()
+    ]
 
 
 def _one_gpu(nvml: Any, index: int) -> Gpu:
@@ -140,8 +141,9 @@ def collect_gpus(nvml: Any = None) -> GpuFacts:
 
             ctypes.CDLL("libnvidia-ml.so.1")
         except OSError:
-            return GpuFacts(error="NVML library libnvidia-ml.so.1 not found: "
-                                  "no NVIDIA driver installed on this machine")
+            return GpuFacts(
+                error="NVML library libnvidia-ml.so.1 not found: no NVIDIA driver installed on this machine"
+            )
         try:
             import pynvml as nvml  # type: ignore[no-redef]
         except ImportError:
@@ -149,8 +151,10 @@ def collect_gpus(nvml: Any = None) -> GpuFacts:
     try:
         nvml.nvmlInit()
     except Exception as exc:
-        return GpuFacts(error=f"NVML could not start ({_text(exc) or type(exc).__name__}): "
-                        "no NVIDIA driver loaded, or no permission to use it")
+        return GpuFacts(
+            error=f"NVML could not start ({_text(exc) or type(exc).__name__}): "
+            "no NVIDIA driver loaded, or no permission to use it"
+        )
     facts = GpuFacts()
     try:
         try:

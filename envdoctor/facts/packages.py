@@ -17,10 +17,28 @@ if TYPE_CHECKING:
 
 #: The training stack whose versions and requirements envdoctor reads.
 STACK = (
-    "torch", "torchvision", "transformers", "trl", "vllm", "accelerate", "deepspeed", "peft",
-    "datasets", "flash-attn", "bitsandbytes", "liger-kernel", "xformers", "triton",
-    "nvidia-ml-py", "pynvml", "huggingface-hub", "tokenizers", "safetensors",
-    "unsloth", "unsloth-zoo", "verifiers",  # wrappers over TRL's GRPOTrainer (known-failures catalogue)
+    "torch",
+    "torchvision",
+    "transformers",
+    "trl",
+    "vllm",
+    "accelerate",
+    "deepspeed",
+    "peft",
+    "datasets",
+    "flash-attn",
+    "bitsandbytes",
+    "liger-kernel",
+    "xformers",
+    "triton",
+    "nvidia-ml-py",
+    "pynvml",
+    "huggingface-hub",
+    "tokenizers",
+    "safetensors",
+    "unsloth",
+    "unsloth-zoo",
+    "verifiers",  # wrappers over TRL's GRPOTrainer (known-failures catalogue)
 )
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -38,12 +56,16 @@ MAX_REQUIRES_TOTAL = 20_000
 _IDENT = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _SUFFIX = r"(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?"
 _RELEASE = r"[0-9]+(?:\.[0-9]+)*"
-_SPEC = (rf"(?:~=[ \t]*[0-9]+(?:\.[0-9]+)+{_SUFFIX}|(?:==|!=)[ \t]*{_RELEASE}(?:\.\*|{_SUFFIX})"
-         rf"|(?:<=|>=|<|>)[ \t]*{_RELEASE}{_SUFFIX})")
+_SPEC = (
+    rf"(?:~=[ \t]*[0-9]+(?:\.[0-9]+)+{_SUFFIX}|(?:==|!=)[ \t]*{_RELEASE}(?:\.\*|{_SUFFIX})"
+    rf"|(?:<=|>=|<|>)[ \t]*{_RELEASE}{_SUFFIX})"
+)
 _EXTRA_ONLY = re.compile(
     rf"{_IDENT}[ \t]*(?:\[[ \t]*{_IDENT}(?:[ \t]*,[ \t]*{_IDENT})*[ \t]*\])?[ \t]*"
     rf"(?:{_SPEC}(?:[ \t]*,[ \t]*{_SPEC})*)?[ \t]*;[ \t]*"
-    rf"extra[ \t]*==[ \t]*(?:\"({_IDENT})\"|'({_IDENT})')", re.ASCII)
+    rf"extra[ \t]*==[ \t]*(?:\"({_IDENT})\"|'({_IDENT})')",
+    re.ASCII,
+)
 
 
 @lru_cache(maxsize=8192)
@@ -105,8 +127,7 @@ class _Index:
     def __init__(self) -> None:
         self.folders: dict[str, Path] = {}
         self._other: set[str] = set()  # names as importlib.metadata normalizes them
-        self._opaque = any(hasattr(f, "find_distributions") and f is not PathFinder
-                           for f in sys.meta_path)
+        self._opaque = any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path)
         for entry in sys.path:
             try:
                 names = os.listdir(entry or ".")
@@ -160,8 +181,7 @@ def _read(name: str, index: _Index) -> Package | None:
     folder = index.get(normalize_name(name))
     if folder is not None:
         try:
-            return _parse_metadata((folder / "METADATA").read_text(encoding="utf-8",
-                                                                   errors="replace"))
+            return _parse_metadata((folder / "METADATA").read_text(encoding="utf-8", errors="replace"))
         except OSError as exc:
             return Package(version=f"<unreadable: {exc.strerror or type(exc).__name__}>")
     if not index.elsewhere(name):

@@ -41,19 +41,26 @@ def to_dict(facts: Facts) -> dict[str, Any]:
         "driver": {"version": facts.driver.version, "cuda": facts.driver.cuda},
         "nvml_error": facts.nvml_error,
         "packages": {
-            name: ({"version": p.version, "requires": p.requires} if p.requires is not None
-                   else {"version": p.version})
+            name: (
+                {"version": p.version, "requires": p.requires}
+                if p.requires is not None
+                else {"version": p.version}
+            )
             for name, p in sorted(facts.packages.items())
         },
         "gpus": [
             {
-                "index": g.index, "uuid": g.uuid, "name": g.name,
-                "memory_total_mib": g.memory_total_mib, "memory_used_mib": g.memory_used_mib,
+                "index": g.index,
+                "uuid": g.uuid,
+                "name": g.name,
+                "memory_total_mib": g.memory_total_mib,
+                "memory_used_mib": g.memory_used_mib,
                 "memory_free_mib": g.memory_free_mib,
-                "compute_capability": g.compute_capability, "mig": g.mig,
-                "mig_devices": g.mig_devices, "pci_bus_id": g.pci_bus_id,
-                "processes": [{"pid": p.pid, "name": p.name, "used_mib": p.used_mib}
-                              for p in g.processes],
+                "compute_capability": g.compute_capability,
+                "mig": g.mig,
+                "mig_devices": g.mig_devices,
+                "pci_bus_id": g.pci_bus_id,
+                "processes": [{"pid": p.pid, "name": p.name, "used_mib": p.used_mib} for p in g.processes],
             }
             for g in facts.gpus
         ],
@@ -78,8 +85,9 @@ class _Reader:
     def fail(self, key: str, problem: str) -> InputError:
         return InputError(self.source, f"key '{key}': {problem}")
 
-    def get(self, obj: dict[str, Any], key: str, kinds: tuple[type, ...], where: str,
-            default: Any = None) -> Any:
+    def get(
+        self, obj: dict[str, Any], key: str, kinds: tuple[type, ...], where: str, default: Any = None
+    ) -> Any:
         value = obj.get(key)
         if value is None:
             return default
@@ -87,8 +95,10 @@ class _Reader:
             names = " or ".join(k.__name__ for k in kinds)
             raise self.fail(f"{where}{key}", f"expected {names}, got {type(value).__name__}")
         if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value < 2**53:
-            raise self.fail(f"{where}{key}", f"out of range ({str(value)[:20]}…)"
-                            if value >= 2**53 else f"negative ({value})")
+            raise self.fail(
+                f"{where}{key}",
+                f"out of range ({str(value)[:20]}…)" if value >= 2**53 else f"negative ({value})",
+            )
         if isinstance(value, str):
             limit = MAX_VALUE if where.startswith("env") else MAX_NAME
             if len(value) > limit:
@@ -133,9 +143,12 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
             raise r.fail(f"{where}requires", "expected a list of strings")
         total_requires += len(requires or [])
         if len(requires or []) > MAX_REQUIRES or total_requires > MAX_REQUIRES_TOTAL:
-            raise r.fail(f"{where}requires", f"{len(requires or []):,} lines ({total_requires:,} "
-                         f"so far): more than {MAX_REQUIRES:,} for one package or "
-                         f"{MAX_REQUIRES_TOTAL:,} in all (collect writes a few hundred)")
+            raise r.fail(
+                f"{where}requires",
+                f"{len(requires or []):,} lines ({total_requires:,} "
+                f"so far): more than {MAX_REQUIRES:,} for one package or "
+                f"{MAX_REQUIRES_TOTAL:,} in all (collect writes a few hundred)",
+            )
         for j, line in enumerate(requires or []):
             problem = requirement_problem(line)
             if problem:
@@ -158,28 +171,36 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
             if not isinstance(p, dict) or not isinstance(p.get("pid"), int):
                 raise r.fail(f"{where}processes[{j}]", "expected an object with an integer 'pid'")
             pw = f"{where}processes[{j}]."
-            procs.append(GpuProcess(pid=p["pid"], name=str(r.get(p, "name", (str,), pw, "")),
-                                    used_mib=r.get(p, "used_mib", (int,), pw, None)))
+            procs.append(
+                GpuProcess(
+                    pid=p["pid"],
+                    name=str(r.get(p, "name", (str,), pw, "")),
+                    used_mib=r.get(p, "used_mib", (int,), pw, None),
+                )
+            )
         cc = r.get(g, "compute_capability", (str, int, float), where, None)
         if cc is not None and not _CC.match(str(cc)):
-            raise r.fail(f"{where}compute_capability",
-                         f"expected MAJOR.MINOR such as \"9.0\", got {str(cc)[:20]!r}")
+            raise r.fail(
+                f"{where}compute_capability", f'expected MAJOR.MINOR such as "9.0", got {str(cc)[:20]!r}'
+            )
         total = r.get(g, "memory_total_mib", (int,), where, None)
         if total == 0:
             raise r.fail(f"{where}memory_total_mib", "0: a GPU has memory (null if unknown)")
-        facts.gpus.append(Gpu(
-            index=index,
-            uuid=r.get(g, "uuid", (str,), where, ""),
-            name=r.get(g, "name", (str,), where, ""),
-            memory_total_mib=total,
-            memory_used_mib=r.get(g, "memory_used_mib", (int,), where, None),
-            memory_free_mib=r.get(g, "memory_free_mib", (int,), where, None),
-            compute_capability=None if cc is None else str(cc),
-            mig=bool(r.get(g, "mig", (bool,), where, False)),
-            mig_devices=[str(x)[:MAX_NAME] for x in r.get(g, "mig_devices", (list,), where, [])],
-            pci_bus_id=r.get(g, "pci_bus_id", (str,), where, ""),
-            processes=procs,
-        ))
+        facts.gpus.append(
+            Gpu(
+                index=index,
+                uuid=r.get(g, "uuid", (str,), where, ""),
+                name=r.get(g, "name", (str,), where, ""),
+                memory_total_mib=total,
+                memory_used_mib=r.get(g, "memory_used_mib", (int,), where, None),
+                memory_free_mib=r.get(g, "memory_free_mib", (int,), where, None),
+                compute_capability=None if cc is None else str(cc),
+                mig=bool(r.get(g, "mig", (bool,), where, False)),
+                mig_devices=[str(x)[:MAX_NAME] for x in r.get(g, "mig_devices", (list,), where, [])],
+                pci_bus_id=r.get(g, "pci_bus_id", (str,), where, ""),
+                processes=procs,
+            )
+        )
     env = r.get(data, "env", (dict,), "", {})
     for k, v in env.items():
         if len(str(k)) > 200:

@@ -87,15 +87,23 @@ class EnvDoctorCallback(TrainerCallback):
     ``network`` / ``allow_hosts``: as in ``preflight`` (loopback only unless a host is allowed).
     """
 
-    def __init__(self, config: Mapping[str, Any] | str | os.PathLike | Any = None,
-                 launch: str | list[str] | None = None, strict: bool = False,
-                 facts: Facts | str | os.PathLike[str] | Mapping[str, Any] | None = None,
-                 select: list[str] | None = None,
-                 ignore: list[str] | None = None, network: bool = True,
-                 every_n_steps: int = 50, generation_gpus: list[int] | None = None,
-                 min_free_mib: int = 1024, horizon_steps: int = 1000,
-                 print_report: bool = True, nvml: Any = None,
-                 allow_hosts: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any] | str | os.PathLike | Any = None,
+        launch: str | list[str] | None = None,
+        strict: bool = False,
+        facts: Facts | str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        select: list[str] | None = None,
+        ignore: list[str] | None = None,
+        network: bool = True,
+        every_n_steps: int = 50,
+        generation_gpus: list[int] | None = None,
+        min_free_mib: int = 1024,
+        horizon_steps: int = 1000,
+        print_report: bool = True,
+        nvml: Any = None,
+        allow_hosts: list[str] | None = None,
+    ) -> None:
         self.config = config
         self.launch = launch
         self.strict = strict
@@ -129,10 +137,14 @@ class EnvDoctorCallback(TrainerCallback):
 
     def _local_check(self, args: Any, rank: int, world: int) -> tuple[Report, Any]:
         """This rank's report and context; never raises (a failure becomes a RUN004 finding)."""
-        me = self._me = RankCheck(rank=rank, world_size=world,
-                                  local_rank=int(os.environ.get("LOCAL_RANK", 0) or 0),
-                                  host=socket.gethostname(), node_id=node_id(),
-                                  pid=os.getpid())
+        me = self._me = RankCheck(
+            rank=rank,
+            world_size=world,
+            local_rank=int(os.environ.get("LOCAL_RANK", 0) or 0),
+            host=socket.gethostname(),
+            node_id=node_id(),
+            pid=os.getpid(),
+        )
         try:
             device = args.device
             me.device = str(device)
@@ -140,15 +152,19 @@ class EnvDoctorCallback(TrainerCallback):
             if getattr(args, "use_cpu", False):
                 ignore.append("GPU001")  # training on the CPU on purpose: no GPU is no news
             ctx, report = preflight_report(
-                config=self._config(args), launch=self.launch,
-                facts=self.facts, select=self.select, ignore=ignore or None, network=self.network,
-                allow_hosts=self.allow_hosts)
+                config=self._config(args),
+                launch=self.launch,
+                facts=self.facts,
+                select=self.select,
+                ignore=ignore or None,
+                network=self.network,
+                allow_hosts=self.allow_hosts,
+            )
             lay = ctx.layout
             me.gpu = device_gpu(device, ctx.facts, lay.visible)
             gpu = ctx.facts.gpu(me.gpu) if me.gpu is not None else None
             me.gpu_uuid = gpu.uuid if gpu is not None else ""
-            me.planned_gpu = next((r.gpu for r in lay.ranks if r.local_rank == me.local_rank),
-                                  None)
+            me.planned_gpu = next((r.gpu for r in lay.ranks if r.local_rank == me.local_rank), None)
             me.generation, me.generation_mode = list(lay.generation), lay.generation_mode
             own = device_findings(me)
             areas = {a.key: a for a in report.areas}
@@ -184,8 +200,11 @@ class EnvDoctorCallback(TrainerCallback):
         if failed:
             if rank == 0:
                 raise PreflightError(job_report)
-            raise PreflightError(job_report, f"envdoctor preflight failed for the job (rank {rank}"
-                                             " stops with the others; rank 0 has the report)")
+            raise PreflightError(
+                job_report,
+                f"envdoctor preflight failed for the job (rank {rank}"
+                " stops with the others; rank 0 has the report)",
+            )
         if rank == 0 and self.print_report:
             from envdoctor.report import render
 
@@ -203,12 +222,17 @@ class EnvDoctorCallback(TrainerCallback):
         if not gpus:
             return
         first = next((c for c in self._checks if c.rank == 0), None)
-        allowed = {first.pid} if mode == "legacy" and first and first.node_id == me.node_id \
-            else set()
+        allowed = {first.pid} if mode == "legacy" and first and first.node_id == me.node_id else set()
         self.monitor = GpuMonitor(
-            gpus, job_pids={c.pid: c.who for c in local}, allowed_pids=allowed,
-            check_pids=mode != "colocate", min_free_mib=self.min_free_mib,
-            horizon_steps=self.horizon_steps, nvml=self.nvml, logger=log)
+            gpus,
+            job_pids={c.pid: c.who for c in local},
+            allowed_pids=allowed,
+            check_pids=mode != "colocate",
+            min_free_mib=self.min_free_mib,
+            horizon_steps=self.horizon_steps,
+            nvml=self.nvml,
+            logger=log,
+        )
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.monitor is not None and not self.monitor.start():

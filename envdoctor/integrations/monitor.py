@@ -33,11 +33,19 @@ class GpuMonitor:
     where generation shares the training GPUs by design.
     """
 
-    def __init__(self, generation_gpus: Iterable[int], job_pids: dict[int, str] | None = None,
-                 allowed_pids: Iterable[int] = (), check_pids: bool = True,
-                 check_memory: bool = True, min_free_mib: int = 1024,
-                 horizon_steps: int = 1000, history: int = 6, nvml: Any = None,
-                 logger: logging.Logger | None = None) -> None:
+    def __init__(
+        self,
+        generation_gpus: Iterable[int],
+        job_pids: dict[int, str] | None = None,
+        allowed_pids: Iterable[int] = (),
+        check_pids: bool = True,
+        check_memory: bool = True,
+        min_free_mib: int = 1024,
+        horizon_steps: int = 1000,
+        history: int = 6,
+        nvml: Any = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
         self.gpus = sorted(set(generation_gpus))
         self.job_pids = dict(job_pids or {})
         self.allowed = set(allowed_pids)
@@ -46,7 +54,8 @@ class GpuMonitor:
         self.min_free_mib = min_free_mib
         self.horizon_steps = horizon_steps
         self.history: dict[int, deque[tuple[int, int]]] = {
-            g: deque(maxlen=max(history, 3)) for g in self.gpus}
+            g: deque(maxlen=max(history, 3)) for g in self.gpus
+        }
         self.nvml = nvml
         self.log = logger or log
         self.error: str | None = None
@@ -93,13 +102,20 @@ class GpuMonitor:
                 for pid, mib in self._pids_on(handle).items():
                     if pid in self.job_pids and pid not in self.allowed:
                         held = f", holding {mib} MiB" if mib is not None else ""
-                        said.append(self._warn(("pid", pid, gpu), (
-                            f"envdoctor RUN005: training process pid {pid} ({self.job_pids[pid]}) "
-                            f"appeared on generation GPU {gpu} at step {step}{held}: it competes "
-                            "with vLLM for that GPU's memory and ends in CUDA out of memory. Fix: "
-                            "make only the training GPUs visible to the trainer (CUDA_VISIBLE_"
-                            "DEVICES / --gpu_ids) and create no CUDA tensor on another device "
-                            "(envdoctor explain RUN005)")) or "")
+                        said.append(
+                            self._warn(
+                                ("pid", pid, gpu),
+                                (
+                                    f"envdoctor RUN005: training process pid {pid} ({self.job_pids[pid]}) "
+                                    f"appeared on generation GPU {gpu} at step {step}{held}: it competes "
+                                    "with vLLM for that GPU's memory and ends in CUDA out of memory. Fix: "
+                                    "make only the training GPUs visible to the trainer (CUDA_VISIBLE_"
+                                    "DEVICES / --gpu_ids) and create no CUDA tensor on another device "
+                                    "(envdoctor explain RUN005)"
+                                ),
+                            )
+                            or ""
+                        )
             if self.check_memory:
                 said += self._memory(gpu, handle, step)
         return [s for s in said if s]
@@ -114,10 +130,16 @@ class GpuMonitor:
         hist.append((step, free))
         out = []
         if free < self.min_free_mib:
-            out.append(self._warn(("low", gpu), (
-                f"envdoctor RUN006: generation GPU {gpu} has {free} MiB free at step {step} "
-                f"(below {self.min_free_mib} MiB): vLLM's next allocation there can fail with CUDA "
-                "out of memory (envdoctor explain RUN006)")))
+            out.append(
+                self._warn(
+                    ("low", gpu),
+                    (
+                        f"envdoctor RUN006: generation GPU {gpu} has {free} MiB free at step {step} "
+                        f"(below {self.min_free_mib} MiB): vLLM's next allocation there can fail with CUDA "
+                        "out of memory (envdoctor explain RUN006)"
+                    ),
+                )
+            )
         elif len(hist) >= 3:
             rate = slope(list(hist))
             first, last = hist[0], hist[-1]
@@ -125,12 +147,18 @@ class GpuMonitor:
             if rate < 0 and drop >= 256 and last[1] < first[1]:
                 reach = last[0] + (last[1] - self.min_free_mib) / -rate
                 if reach - step <= self.horizon_steps:
-                    out.append(self._warn(("trend", gpu), (
-                        f"envdoctor RUN006: free memory on generation GPU {gpu} fell from "
-                        f"{first[1]} to {last[1]} MiB over steps {first[0]}–{last[0]} "
-                        f"(≈{-rate:.1f} MiB/step): at this rate it drops below "
-                        f"{self.min_free_mib} MiB around step {int(reach)} and training crashes "
-                        "with CUDA out of memory (envdoctor explain RUN006)")))
+                    out.append(
+                        self._warn(
+                            ("trend", gpu),
+                            (
+                                f"envdoctor RUN006: free memory on generation GPU {gpu} fell from "
+                                f"{first[1]} to {last[1]} MiB over steps {first[0]}–{last[0]} "
+                                f"(≈{-rate:.1f} MiB/step): at this rate it drops below "
+                                f"{self.min_free_mib} MiB around step {int(reach)} and training crashes "
+                                "with CUDA out of memory (envdoctor explain RUN006)"
+                            ),
+                        )
+                    )
         return [m for m in out if m]
 
     def close(self) -> None:

@@ -40,20 +40,28 @@ def device_findings(rc: RankCheck) -> list[Finding]:
     """The rank's own device against the plan: on a generation GPU, or not where planned."""
     out = []
     if rc.gpu is not None and rc.gpu in rc.generation and rc.generation_mode != "colocate":
-        out.append(Finding(
-            "RUN003", Severity.ERROR,
-            f"{rc.who} trains on GPU {rc.gpu} ({rc.device}), the GPU the plan gives to vLLM "
-            f"({rc.generation_mode} mode): training and generation compete for its memory",
-            fix="make only the training GPUs visible to the trainer (CUDA_VISIBLE_DEVICES / "
+        out.append(
+            Finding(
+                "RUN003",
+                Severity.ERROR,
+                f"{rc.who} trains on GPU {rc.gpu} ({rc.device}), the GPU the plan gives to vLLM "
+                f"({rc.generation_mode} mode): training and generation compete for its memory",
+                fix="make only the training GPUs visible to the trainer (CUDA_VISIBLE_DEVICES / "
                 "--gpu_ids) and keep vLLM on the others",
-            evidence={"rank": rc.rank, "gpu": rc.gpu, "generation": rc.generation}))
+                evidence={"rank": rc.rank, "gpu": rc.gpu, "generation": rc.generation},
+            )
+        )
     elif rc.gpu is not None and rc.planned_gpu is not None and rc.gpu != rc.planned_gpu:
-        out.append(Finding(
-            "RUN001", Severity.WARNING,
-            f"{rc.who} runs on GPU {rc.gpu} ({rc.device}); the launch layout puts it on GPU "
-            f"{rc.planned_gpu}", fix="let the launcher pick the device (cuda:LOCAL_RANK); do not "
-            "set the device by hand", evidence={"rank": rc.rank, "gpu": rc.gpu,
-                                                "planned": rc.planned_gpu}))
+        out.append(
+            Finding(
+                "RUN001",
+                Severity.WARNING,
+                f"{rc.who} runs on GPU {rc.gpu} ({rc.device}); the launch layout puts it on GPU "
+                f"{rc.planned_gpu}",
+                fix="let the launcher pick the device (cuda:LOCAL_RANK); do not set the device by hand",
+                evidence={"rank": rc.rank, "gpu": rc.gpu, "planned": rc.planned_gpu},
+            )
+        )
     return out
 
 
@@ -71,13 +79,18 @@ def job_findings(checks: list[RankCheck]) -> list[Finding]:
         host, gpu = where[key]
         if len(ranks) > 1:
             names = ", ".join(map(str, sorted(ranks)))
-            out.append(Finding(
-                "RUN002", Severity.ERROR,
-                f"ranks {names} share GPU {gpu}" + (f" on {host}" if host else "")
-                + ": each process holds a full model, optimizer and CUDA context there",
-                fix="give each rank its own GPU: launch with torchrun / accelerate launch and "
+            out.append(
+                Finding(
+                    "RUN002",
+                    Severity.ERROR,
+                    f"ranks {names} share GPU {gpu}"
+                    + (f" on {host}" if host else "")
+                    + ": each process holds a full model, optimizer and CUDA context there",
+                    fix="give each rank its own GPU: launch with torchrun / accelerate launch and "
                     "use the device it sets (cuda:LOCAL_RANK)",
-                evidence={"host": host, "gpu": gpu, "ranks": sorted(ranks)}))
+                    evidence={"host": host, "gpu": gpu, "ranks": sorted(ranks)},
+                )
+            )
     return out
 
 
@@ -122,19 +135,32 @@ def combine(report: Report, checks: list[RankCheck]) -> Report:
     if len(checks) > 1:
         hosts = len({rc.node_id or rc.host for rc in checks})
         report.subject += f"; {len(checks)} ranks on {hosts} host{'s' * (hosts != 1)}"
-    report.extra["ranks"] = [{"rank": rc.rank, "host": rc.host, "pid": rc.pid,
-                              "device": rc.device, "gpu": rc.gpu, "gpu_uuid": rc.gpu_uuid}
-                             for rc in checks]
+    report.extra["ranks"] = [
+        {
+            "rank": rc.rank,
+            "host": rc.host,
+            "pid": rc.pid,
+            "device": rc.device,
+            "gpu": rc.gpu,
+            "gpu_uuid": rc.gpu_uuid,
+        }
+        for rc in checks
+    ]
     return report
 
 
 def failed_report(rc: RankCheck, error: str, severity: Severity = Severity.ERROR) -> Report:
     """A report holding only "the preflight could not run on this rank"."""
     area = Area(key="layout", title="GPU layout")
-    area.findings.append(Finding(
-        "RUN004", severity, f"envdoctor could not check {rc.who}: {error}",
-        fix="fix the input it names (config path, facts snapshot); if it is envdoctor's own "
-            "error, report it with `envdoctor collect` attached"))
+    area.findings.append(
+        Finding(
+            "RUN004",
+            severity,
+            f"envdoctor could not check {rc.who}: {error}",
+            fix="fix the input it names (config path, facts snapshot); if it is envdoctor's own "
+            "error, report it with `envdoctor collect` attached",
+        )
+    )
     from envdoctor import __version__
 
     return Report(areas=[area], subject=f"preflight of {rc.who}", version=__version__)

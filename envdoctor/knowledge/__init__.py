@@ -22,9 +22,14 @@ if TYPE_CHECKING:
 class Knowledge:
     """The curated tables, each parsed from YAML on first use (the static check stays fast)."""
 
-    FILES = {"trl": "trl.yaml", "vllm": "vllm.yaml", "grpo_keys": "grpo_config_keys.yaml",
-             "allocator": "torch_allocator.yaml",
-             "requirements": "requirements.yaml", "parser_keys": "parser_keys.yaml"}
+    FILES = {
+        "trl": "trl.yaml",
+        "vllm": "vllm.yaml",
+        "grpo_keys": "grpo_config_keys.yaml",
+        "allocator": "torch_allocator.yaml",
+        "requirements": "requirements.yaml",
+        "parser_keys": "parser_keys.yaml",
+    }
 
     def __init__(self, **tables: dict[str, Any]) -> None:
         self._tables: dict[str, dict[str, Any]] = dict(tables)

@@ -23,8 +23,22 @@ CERTAINTIES = ("certain", "depends")
 PLATFORMS = ("linux", "windows", "macos", "rocm", "xpu")
 _ID = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
 _RULE = re.compile(r"^[A-Z]{2,4}[0-9]{3}$")
-_KEYS = {"id", "title", "kind", "certainty", "when", "symptoms", "cause", "fix", "fixed_in",
-         "workaround", "sources", "rule", "note", "triage_only"}
+_KEYS = {
+    "id",
+    "title",
+    "kind",
+    "certainty",
+    "when",
+    "symptoms",
+    "cause",
+    "fix",
+    "fixed_in",
+    "workaround",
+    "sources",
+    "rule",
+    "note",
+    "triage_only",
+}
 _WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env"}
 #: ``when.launch`` aspects and the values each may take.
 LAUNCH_VALUES = {
@@ -72,7 +86,7 @@ class KnownFailure:
     title: str
     kind: str
     certainty: str
-    packages: dict[str, str]          # dist name (PEP 503) -> PEP 440 specifier
+    packages: dict[str, str]  # dist name (PEP 503) -> PEP 440 specifier
     config: dict[str, tuple[Any, ...]]  # GRPO config key -> the values that match
     launch: dict[str, tuple[str, ...]]  # launch aspect (LAUNCH_VALUES) -> the values that match
     platform: tuple[str, ...]
@@ -116,19 +130,27 @@ def _values(value: Any, where: str) -> tuple[Any, ...]:
 
 def _env_map(value: Any, where: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise KnownFailuresError(f"{where}: expected {{VAR: VALUE}} (\"*\": set at all; \"A|B\": either var)")
+        raise KnownFailuresError(f'{where}: expected {{VAR: VALUE}} ("*": set at all; "A|B": either var)')
     return {str(k): v for k, v in value.items()}
 
 
-def _when(when: Any, where: str) -> tuple[dict[str, str], dict[str, tuple[Any, ...]],
-                                          dict[str, tuple[str, ...]], tuple[str, ...],
-                                          dict[str, str], dict[str, str]]:
+def _when(
+    when: Any, where: str
+) -> tuple[
+    dict[str, str],
+    dict[str, tuple[Any, ...]],
+    dict[str, tuple[str, ...]],
+    tuple[str, ...],
+    dict[str, str],
+    dict[str, str],
+]:
     if not isinstance(when, dict) or not when.get("packages"):
         raise KnownFailuresError(f"{where}.when: needs 'packages' (at least one PEP 440 specifier)")
     unknown = set(when) - _WHEN_KEYS
     if unknown:
-        raise KnownFailuresError(f"{where}.when: unknown keys {sorted(unknown)} "
-                                 f"(known: {sorted(_WHEN_KEYS)})")
+        raise KnownFailuresError(
+            f"{where}.when: unknown keys {sorted(unknown)} (known: {sorted(_WHEN_KEYS)})"
+        )
     packages: dict[str, str] = {}
     if not isinstance(when["packages"], dict):
         raise KnownFailuresError(f"{where}.when.packages: expected a mapping of dist name to spec")
@@ -136,8 +158,9 @@ def _when(when: Any, where: str) -> tuple[dict[str, str], dict[str, tuple[Any, .
         try:
             SpecifierSet(str(spec))
         except InvalidSpecifier:
-            raise KnownFailuresError(f"{where}.when.packages.{name}: {spec!r} is not a PEP 440 "
-                                     "specifier") from None
+            raise KnownFailuresError(
+                f"{where}.when.packages.{name}: {spec!r} is not a PEP 440 specifier"
+            ) from None
         if not str(spec).strip():
             raise KnownFailuresError(f"{where}.when.packages.{name}: empty specifier")
         packages[_norm(str(name))] = str(spec)
@@ -147,15 +170,19 @@ def _when(when: Any, where: str) -> tuple[dict[str, str], dict[str, tuple[Any, .
     conf = {str(k): _values(v, f"{where}.when.config.{k}") for k, v in config.items()}
     launch = when.get("launch") or {}
     if not isinstance(launch, dict) or set(launch) - set(LAUNCH_VALUES):
-        raise KnownFailuresError(f"{where}.when.launch: expected a mapping with keys among "
-                                 f"{sorted(LAUNCH_VALUES)}")
+        raise KnownFailuresError(
+            f"{where}.when.launch: expected a mapping with keys among {sorted(LAUNCH_VALUES)}"
+        )
     lau = {k: tuple(str(x) for x in _values(v, f"{where}.when.launch.{k}")) for k, v in launch.items()}
     for key, values in lau.items():
         bad = [x for x in values if x not in LAUNCH_VALUES[key]]
         if bad:
             raise KnownFailuresError(f"{where}.when.launch.{key}: {bad} not in {list(LAUNCH_VALUES[key])}")
-    plat = tuple(str(x) for x in _values(when["platform"], f"{where}.when.platform")) \
-        if "platform" in when else ()
+    plat = (
+        tuple(str(x) for x in _values(when["platform"], f"{where}.when.platform"))
+        if "platform" in when
+        else ()
+    )
     bad = [x for x in plat if x not in PLATFORMS]
     if bad:
         raise KnownFailuresError(f"{where}.when.platform: {bad} not in {list(PLATFORMS)}")
@@ -165,10 +192,14 @@ def _when(when: Any, where: str) -> tuple[dict[str, str], dict[str, tuple[Any, .
 
 
 def _symptoms(value: Any, where: str, silent: bool, eager: bool = True) -> tuple[Symptom, ...]:
-    if (not isinstance(value, list) or not (value or silent)
-            or not all(isinstance(s, str) and s for s in value)):
-        raise KnownFailuresError(f"{where}: 'symptoms' must be a non-empty list of strings "
-                                 "(empty only for a silent-wrong failure)")
+    if (
+        not isinstance(value, list)
+        or not (value or silent)
+        or not all(isinstance(s, str) and s for s in value)
+    ):
+        raise KnownFailuresError(
+            f"{where}: 'symptoms' must be a non-empty list of strings (empty only for a silent-wrong failure)"
+        )
     out = tuple(Symptom(s, where) for s in value)
     if eager:
         for symptom in out:
@@ -194,33 +225,52 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
     if certainty not in CERTAINTIES:
         raise KnownFailuresError(f"{where}: 'certainty' must be certain or depends, got {certainty!r}")
     if kind in CERTAIN_KINDS and certainty != "certain" and not entry.get("note"):
-        raise KnownFailuresError(f"{where}: a {kind} is certain (certainty: certain) unless a "
-                                 "'note' says what envdoctor cannot see (the data, the model)")
+        raise KnownFailuresError(
+            f"{where}: a {kind} is certain (certainty: certain) unless a "
+            "'note' says what envdoctor cannot see (the data, the model)"
+        )
     packages, config, launch, platform, env, unless_env = _when(entry.get("when"), where)
     sources = entry.get("sources")
-    if (not isinstance(sources, list) or not sources
-            or not all(isinstance(s, str) and s.startswith("https://") for s in sources)):
+    if (
+        not isinstance(sources, list)
+        or not sources
+        or not all(isinstance(s, str) and s.startswith("https://") for s in sources)
+    ):
         raise KnownFailuresError(f"{where}: 'sources' must be a non-empty list of https:// URLs")
     fixed_in = entry.get("fixed_in") or {}
     if not isinstance(fixed_in, dict) or not all(isinstance(v, str) for v in fixed_in.values()):
         raise KnownFailuresError(f"{where}: 'fixed_in' must map dist names to version strings")
     triage_only = entry.get("triage_only", False)
     if not isinstance(triage_only, bool) or (triage_only and not entry.get("note")):
-        raise KnownFailuresError(f"{where}: 'triage_only' must be true or false, and true needs a "
-                                 "'note' saying what envdoctor cannot see before the run")
+        raise KnownFailuresError(
+            f"{where}: 'triage_only' must be true or false, and true needs a "
+            "'note' saying what envdoctor cannot see before the run"
+        )
     rule = entry.get("rule")
     if rule is not None and not (isinstance(rule, str) and _RULE.match(rule)):
         raise KnownFailuresError(f"{where}: 'rule' must be a rule id such as PKG002")
     return KnownFailure(
-        id=fid, title=str(_text(entry, "title", where)), kind=kind, certainty=certainty,
-        packages=packages, config=config, launch=launch, platform=platform,
-        env=env, unless_env=unless_env,
+        id=fid,
+        title=str(_text(entry, "title", where)),
+        kind=kind,
+        certainty=certainty,
+        packages=packages,
+        config=config,
+        launch=launch,
+        platform=platform,
+        env=env,
+        unless_env=unless_env,
         symptoms=_symptoms(entry.get("symptoms"), where, kind == "silent-wrong", eager),
         cause=str(_text(entry, "cause", where)),
-        fix=str(_text(entry, "fix", where)), sources=tuple(sources),
+        fix=str(_text(entry, "fix", where)),
+        sources=tuple(sources),
         fixed_in={_norm(k): v for k, v in fixed_in.items()},
-        workaround=_text(entry, "workaround", where, required=False), rule=rule,
-        note=_text(entry, "note", where, required=False), triage_only=triage_only, file=file)
+        workaround=_text(entry, "workaround", where, required=False),
+        rule=rule,
+        note=_text(entry, "note", where, required=False),
+        triage_only=triage_only,
+        file=file,
+    )
 
 
 def parse_file(name: str, data: Any, eager: bool = True) -> list[KnownFailure]:
@@ -254,8 +304,7 @@ def load_dir(folder: Path, eager: bool = True) -> list[KnownFailure]:
             raise KnownFailuresError(f"{path.name}: not valid YAML{at} ({type(exc).__name__})") from None
         for failure in parse_file(path.name, data, eager):
             if failure.id in seen:
-                raise KnownFailuresError(f"{path.name}: id {failure.id} already used in "
-                                         f"{seen[failure.id]}")
+                raise KnownFailuresError(f"{path.name}: id {failure.id} already used in {seen[failure.id]}")
             seen[failure.id] = path.name
             out.append(failure)
     return out

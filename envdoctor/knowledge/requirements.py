@@ -20,8 +20,14 @@ def curated_requires(kb: Knowledge, src: str, version: str) -> list[str]:
     if src != "vllm":
         return []
     base = versions.parse(version)
-    pin = next((p for p in kb.vllm.get("torch_pins", []) if base is not None
-                and versions.parse(str(p.get("vllm"))) == versions.parse(base.public)), None)
+    pin = next(
+        (
+            p
+            for p in kb.vllm.get("torch_pins", [])
+            if base is not None and versions.parse(str(p.get("vllm"))) == versions.parse(base.public)
+        ),
+        None,
+    )
     if pin is None:
         return []
     lines = [f"torch=={pin['torch']}"]
@@ -46,8 +52,7 @@ def _matches(entry: dict[str, Any], src: str, src_version: str) -> bool:
     return not span or versions.satisfies(src_version, str(span)) is True
 
 
-def weight(kb: Knowledge, src: str, src_version: str,
-           target: str) -> tuple[str, dict[str, Any] | None]:
+def weight(kb: Knowledge, src: str, src_version: str, target: str) -> tuple[str, dict[str, Any] | None]:
     """How an unmet ``src`` → ``target`` requirement matters: ``binds`` (compiled ABI),
     ``imports`` (on the run's import path) or ``other``; with the knowledge entry."""
     table = kb.requirements
@@ -58,15 +63,19 @@ def weight(kb: Knowledge, src: str, src_version: str,
     return "other", None
 
 
-def harmless(kb: Knowledge, src: str, src_version: str, target: str,
-             installed: str) -> dict[str, Any] | None:
+def harmless(kb: Knowledge, src: str, src_version: str, target: str, installed: str) -> dict[str, Any] | None:
     """A measured-harmless entry for this unmet pin, if one was seen on a healthy run."""
     have = versions.parse(installed)
     entries: list[dict[str, Any]] = kb.requirements.get("measured_harmless", [])
     for entry in entries:
         seen = versions.parse(str(entry.get("installed")))
-        if (entry.get("target") == target and _matches(entry, src, src_version)
-                and seen is not None and have is not None and have.release[:2] == seen.release[:2]):
+        if (
+            entry.get("target") == target
+            and _matches(entry, src, src_version)
+            and seen is not None
+            and have is not None
+            and have.release[:2] == seen.release[:2]
+        ):
             return entry
     return None
 

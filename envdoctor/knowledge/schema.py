@@ -86,7 +86,8 @@ def validate(name: str, data: Any) -> None:
         for i, entry in enumerate(data.get(kind, [])):
             where = f"{name}: {kind}[{i}]"
             if not (entry.get("targets") or entry.get("target")) or not (
-                    entry.get("sources") or entry.get("source")):
+                entry.get("sources") or entry.get("source")
+            ):
                 raise KnowledgeError(f"{where}: needs source(s) and target(s)")
             for src in entry.get("sources") or [entry.get("source")]:
                 if entry.get(src) is not None:

@@ -91,8 +91,11 @@ class AllocConf:
         return self.options.get("backend", "native")
 
 
-def parse_alloc_conf(raw: str, accepted: set[str] | None = None,
-                     unknown_text: str = "Unrecognized CachingAllocator option: {name}") -> AllocConf:
+def parse_alloc_conf(
+    raw: str,
+    accepted: set[str] | None = None,
+    unknown_text: str = "Unrecognized CachingAllocator option: {name}",
+) -> AllocConf:
     """Parse the variable's value; never raises.
 
     ``accepted`` narrows the known options to those of the installed torch release;
@@ -100,8 +103,10 @@ def parse_alloc_conf(raw: str, accepted: set[str] | None = None,
     """
     conf = AllocConf(raw=raw)
     if len(raw) > MAX_CHARS:
-        conf.problems.append(f"{len(raw):,} characters long: not an allocator setting (the "
-                             f"longest real one is under 200; only {MAX_CHARS} are read)")
+        conf.problems.append(
+            f"{len(raw):,} characters long: not an allocator setting (the "
+            f"longest real one is under 200; only {MAX_CHARS} are read)"
+        )
         return conf
     # split on commas that are not inside [...] (roundup_power2_divisions lists)
     parts, depth, start = [], 0, 0
@@ -127,8 +132,9 @@ def parse_alloc_conf(raw: str, accepted: set[str] | None = None,
             continue
         check = OPTIONS.get(key)
         if check is None or (accepted is not None and key not in accepted):
-            conf.problems.append(f"unknown option '{_short(key)}' (torch raises "
-                                 f"\"{unknown_text.format(name=_short(key))}\")")
+            conf.problems.append(
+                f"unknown option '{_short(key)}' (torch raises \"{unknown_text.format(name=_short(key))}\")"
+            )
             continue
         err = check(value)
         if err:

@@ -20,7 +20,8 @@ def default_accelerate_config(environ: dict[str, str] | None = None) -> Path | N
     if env.get("ACCELERATE_CONFIG_FILE"):
         return Path(env["ACCELERATE_CONFIG_FILE"])
     home = env.get("HF_HOME") or os.path.join(
-        env.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "huggingface")
+        env.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "huggingface"
+    )
     return Path(home) / "accelerate" / "default_config.yaml"
 
 
@@ -57,8 +58,7 @@ def build_plan(
         plan.config_path = str(config)
         _merge(plan, _read_mapping(config, "GRPO config"), f"config file {config}")
     if trainer is not None:
-        _merge(plan, {k: v for k, v in script_cfg.items() if k not in _LAUNCH_ONLY},
-               "command line")
+        _merge(plan, {k: v for k, v in script_cfg.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(plan, trainer)
         _read_hostfile(trainer)
     acc_path = accelerate_config
@@ -97,8 +97,7 @@ def _read_hostfile(trainer: Launch) -> None:
     if trainer.launcher != "deepspeed" or not isinstance(path, str) or not os.path.isfile(path):
         return
     text = read_input_text(path, f"deepspeed --hostfile {path}", 1024 * 1024)
-    hosts = {line.split()[0] for line in (raw.split("#", 1)[0] for raw in text.splitlines())
-             if line.strip()}
+    hosts = {line.split()[0] for line in (raw.split("#", 1)[0] for raw in text.splitlines()) if line.strip()}
     if not hosts:
         raise InputError(f"deepspeed --hostfile {path}", "lists no host")
     trainer.options["_hostfile_hosts"] = len(hosts)

@@ -100,8 +100,9 @@ def server_address(config: dict[str, Any], server: ServerPlan | None) -> tuple[s
     server the layout resolved, else TRL's defaults."""
     base = config.get("vllm_server_base_url")
     host = str(config.get("vllm_server_host", server.host if server else DEFAULT_SERVER_HOST))
-    port = as_int(config.get("vllm_server_port", server.port if server else DEFAULT_SERVER_PORT),
-                  DEFAULT_SERVER_PORT)
+    port = as_int(
+        config.get("vllm_server_port", server.port if server else DEFAULT_SERVER_PORT), DEFAULT_SERVER_PORT
+    )
     return str(base or host), port
 
 

@@ -20,28 +20,86 @@ from envdoctor.script_args import coerce, parse_script_args
 
 _SEPARATORS = {";", "&&", "&", "||", "|"}
 #: shell statements and tools that appear in job scripts between the launch lines
-_NOT_LAUNCHES = {"wait", "cd", "source", ".", "set", "unset", "echo", "printf", "sleep", "module",
-                 "ulimit", "trap", "true", "false", ":", "mkdir", "shopt", "pushd", "popd",
-                 "umask", "exit", "nvidia-smi", "scontrol", "ml"}
+_NOT_LAUNCHES = {
+    "wait",
+    "cd",
+    "source",
+    ".",
+    "set",
+    "unset",
+    "echo",
+    "printf",
+    "sleep",
+    "module",
+    "ulimit",
+    "trap",
+    "true",
+    "false",
+    ":",
+    "mkdir",
+    "shopt",
+    "pushd",
+    "popd",
+    "umask",
+    "exit",
+    "nvidia-smi",
+    "scontrol",
+    "ml",
+}
 _MAX_DEPTH = 4  # bash -c 'srun bash -c "…"' nests; deeper is not a launch line people write
 
 # Flags of each launcher that take no value; every other flag takes one.
 _BOOLEAN = {
     "accelerate": {
-        "multi_gpu", "cpu", "use_deepspeed", "use_fsdp", "use_megatron_lm", "use_xpu", "tpu",
-        "no_python", "module", "m", "quiet", "q", "debug", "same_network",
-        "enable_cpu_affinity", "dynamo_use_fullgraph", "dynamo_use_dynamic", "h", "help",
+        "multi_gpu",
+        "cpu",
+        "use_deepspeed",
+        "use_fsdp",
+        "use_megatron_lm",
+        "use_xpu",
+        "tpu",
+        "no_python",
+        "module",
+        "m",
+        "quiet",
+        "q",
+        "debug",
+        "same_network",
+        "enable_cpu_affinity",
+        "dynamo_use_fullgraph",
+        "dynamo_use_dynamic",
+        "h",
+        "help",
     },
     "torchrun": {"standalone", "module", "m", "no_python", "run_path", "h", "help"},
-    "deepspeed": {"no_local_rank", "no_python", "module", "autotuning", "force_multi",
-                  "no_ssh_check", "save_pid", "enable_each_rank_log", "h", "help"},
+    "deepspeed": {
+        "no_local_rank",
+        "no_python",
+        "module",
+        "autotuning",
+        "force_multi",
+        "no_ssh_check",
+        "save_pid",
+        "enable_each_rank_log",
+        "h",
+        "help",
+    },
 }
 #: accelerate flags that ``trl grpo`` passes on to accelerate.
-_TRL_ACCELERATE = {"num_processes", "num_machines", "machine_rank", "gpu_ids", "config_file",
-                   "accelerate_config", "main_process_port", "multi_gpu"}
+_TRL_ACCELERATE = {
+    "num_processes",
+    "num_machines",
+    "machine_rank",
+    "gpu_ids",
+    "config_file",
+    "accelerate_config",
+    "main_process_port",
+    "multi_gpu",
+}
 #: ``python -m MODULE`` that is a launcher.
 _LAUNCHER_MODULES = {
-    "torch.distributed.run": ("torchrun", 0), "torch.distributed.launch": ("torchrun", 0),
+    "torch.distributed.run": ("torchrun", 0),
+    "torch.distributed.launch": ("torchrun", 0),
     "accelerate.commands.launch": ("accelerate", 0),
     "accelerate.commands.accelerate_cli": ("accelerate", 1),  # … accelerate_cli launch
     "deepspeed.launcher.runner": ("deepspeed", 0),
@@ -85,24 +143,28 @@ def _python_launch(raw: str, env: dict[str, str], argv: list[str]) -> Launch:
         i += 1  # interpreter flags like -u, -X dev
     if i < len(argv) and argv[i] == "-m" and i + 1 < len(argv):
         module = argv[i + 1]
-        rest = argv[i + 2:]
+        rest = argv[i + 2 :]
         if module in _LAUNCHER_MODULES:
             launcher, sub = _LAUNCHER_MODULES[module]
             if sub and rest[:1] != ["launch"]:
-                return _unknown(raw, env, argv, f"`python -m {module} {' '.join(rest[:1])}`"
-                                " is not `accelerate launch`")
+                return _unknown(
+                    raw, env, argv, f"`python -m {module} {' '.join(rest[:1])}` is not `accelerate launch`"
+                )
             return _launcher_launch(raw, env, launcher, argv[: i + 2 + sub], rest[sub:])
-        return Launch(raw=raw, launcher="python", env=env, program=argv[: i + 2],
-                      module=module, script_args=rest)
+        return Launch(
+            raw=raw, launcher="python", env=env, program=argv[: i + 2], module=module, script_args=rest
+        )
     script = argv[i] if i < len(argv) else None
     if script is None:
         return _unknown(raw, env, argv, f"`{shlex.join(argv)}` runs no script")
-    return Launch(raw=raw, launcher="python", env=env, program=argv[:i], script=script,
-                  script_args=argv[i + 1:])
+    return Launch(
+        raw=raw, launcher="python", env=env, program=argv[:i], script=script, script_args=argv[i + 1 :]
+    )
 
 
-def _launcher_launch(raw: str, env: dict[str, str], launcher: str, head: list[str],
-                     rest: list[str]) -> Launch:
+def _launcher_launch(
+    raw: str, env: dict[str, str], launcher: str, head: list[str], rest: list[str]
+) -> Launch:
     opts, i = _split_options(launcher, rest)
     launch = Launch(raw=raw, launcher=launcher, env=env, options=opts, program=head + rest[:i])
     tail = rest[i:]
@@ -115,8 +177,9 @@ def _launcher_launch(raw: str, env: dict[str, str], launcher: str, head: list[st
 
 
 def _unknown(raw: str, env: dict[str, str], tokens: list[str], why: str) -> Launch:
-    return Launch(raw=raw, launcher="unknown", env=env, program=tokens[:1],
-                  script_args=tokens[1:], unresolved=why)
+    return Launch(
+        raw=raw, launcher="unknown", env=env, program=tokens[:1], script_args=tokens[1:], unresolved=why
+    )
 
 
 def parse_launch(raw: str, env: dict[str, str] | None = None) -> Launch:
@@ -172,27 +235,44 @@ def _trl(raw: str, env: dict[str, str], tokens: list[str]) -> Launch | None:
     if len(tokens) < 2:
         return None
     if tokens[1] in ("vllm-serve", "vllm_serve"):
-        return Launch(raw=raw, launcher="trl-vllm-serve", env=env, program=tokens[:2],
-                      options=parse_script_args(tokens[2:]), script_args=tokens[2:])
+        return Launch(
+            raw=raw,
+            launcher="trl-vllm-serve",
+            env=env,
+            program=tokens[:2],
+            options=parse_script_args(tokens[2:]),
+            script_args=tokens[2:],
+        )
     args = tokens[2:]
     parsed = parse_script_args(args)
     opts = {k: v for k, v in parsed.items() if k in _TRL_ACCELERATE}
-    return Launch(raw=raw, launcher=f"trl-{tokens[1]}", env=env, program=tokens[:2],
-                  options=opts, script_args=args)
+    return Launch(
+        raw=raw, launcher=f"trl-{tokens[1]}", env=env, program=tokens[:2], options=opts, script_args=args
+    )
 
 
 def _vllm(raw: str, env: dict[str, str], tokens: list[str]) -> Launch | None:
     if tokens[1:2] == ["serve"]:
-        return Launch(raw=raw, launcher="vllm-serve", env=env, program=tokens[:2],
-                      options=parse_script_args(tokens[3:]), script_args=tokens[2:])
+        return Launch(
+            raw=raw,
+            launcher="vllm-serve",
+            env=env,
+            program=tokens[:2],
+            options=parse_script_args(tokens[3:]),
+            script_args=tokens[2:],
+        )
     return None
 
 
 #: program (``python3.11`` counts as python) -> its parser; None from a parser: the program
 #: was called for something that starts no training (``accelerate config``, ``vllm bench``)
 _PARSERS: dict[str, Callable[[str, dict[str, str], list[str]], Launch | None]] = {
-    "python": _python_launch, "accelerate": _accelerate, "torchrun": _torchrun,
-    "deepspeed": _deepspeed, "trl": _trl, "vllm": _vllm,
+    "python": _python_launch,
+    "accelerate": _accelerate,
+    "torchrun": _torchrun,
+    "deepspeed": _deepspeed,
+    "trl": _trl,
+    "vllm": _vllm,
 }
 
 
@@ -203,8 +283,9 @@ def _dispatch(raw: str, env: dict[str, str], tokens: list[str]) -> Launch:
     if launch is not None:
         return launch
     if prog.endswith(".py"):
-        return Launch(raw=raw, launcher="python", env=env, program=[], script=tokens[0],
-                      script_args=tokens[1:])
+        return Launch(
+            raw=raw, launcher="python", env=env, program=[], script=tokens[0], script_args=tokens[1:]
+        )
     if parser is not None:
         return _unknown(raw, env, tokens, f"`{shlex.join(tokens[:2])}` starts no training")
     return _unknown(raw, env, tokens, f"`{tokens[0]}` is not a launcher envdoctor knows")
@@ -224,14 +305,20 @@ def _apply_wrappers(launch: Launch, peeled: Peeled) -> None:
     if launch.is_server or (peeled.tasks == 1 and per_node in (1, None)):
         return
     if launch.launcher == "python":
-        launch.unresolved = (f"{wrapper} starts {peeled.tasks_text} of `{_what(launch)}`; "
-                             "whether they form one torch.distributed job is up to the script")
+        launch.unresolved = (
+            f"{wrapper} starts {peeled.tasks_text} of `{_what(launch)}`; "
+            "whether they form one torch.distributed job is up to the script"
+        )
     elif per_node is None:
-        launch.unresolved = (f"{wrapper} starts {peeled.tasks_text} of {launch.launcher}; how "
-                             "many run on each node depends on the allocation or hostfile")
+        launch.unresolved = (
+            f"{wrapper} starts {peeled.tasks_text} of {launch.launcher}; how "
+            "many run on each node depends on the allocation or hostfile"
+        )
     elif per_node > 1:
-        launch.unresolved = (f"{wrapper} starts {per_node} copies of {launch.launcher} on each "
-                             "node (each would start its own processes)")
+        launch.unresolved = (
+            f"{wrapper} starts {per_node} copies of {launch.launcher} on each "
+            "node (each would start its own processes)"
+        )
 
 
 def _what(launch: Launch) -> str:
@@ -283,8 +370,7 @@ def _without_redirections(segment: list[str]) -> list[str]:
 
 
 def _parse_text(text: str, exported: dict[str, str], depth: int) -> list[Launch]:
-    text = _DUP.sub(lambda m: ">" if m.group(0).startswith("&") else " ",
-                    _one_word_substitutions(text))
+    text = _DUP.sub(lambda m: ">" if m.group(0).startswith("&") else " ", _one_word_substitutions(text))
     try:
         joined = text.replace("\\\n", " ").replace("\n", " ; ")
         lexer = shlex.shlex(joined, posix=True, punctuation_chars=";&|")
@@ -322,8 +408,9 @@ def _parse_segments(tokens: Sequence[str], exported: dict[str, str], depth: int)
     return launches
 
 
-def parse_launches(text: str | Sequence[str] | None = None,
-                   argv: Sequence[str] | None = None) -> list[Launch]:
+def parse_launches(
+    text: str | Sequence[str] | None = None, argv: Sequence[str] | None = None
+) -> list[Launch]:
     """Parse launch text (one or more commands joined by newlines, ``;``, ``&&`` or ``&``) and
     then ``argv``: one command as the shell passed it (its words are not split again; a word
     that is exactly ``;``, ``&&`` or ``&`` separates commands). A list for ``text`` is argv

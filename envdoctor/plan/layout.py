@@ -45,9 +45,17 @@ class _Unresolved(Exception):
     """A count the launch leaves to the shell (``--num_processes $WORLD_SIZE``)."""
 
 
-def _count(where: str, flag: str, raw: Any, env: dict[str, str], default: Any = None,
-           minimum: int = 1, allowed: tuple[int, ...] = (), words: tuple[str, ...] = (),
-           unit: str = "process") -> Any:
+def _count(
+    where: str,
+    flag: str,
+    raw: Any,
+    env: dict[str, str],
+    default: Any = None,
+    minimum: int = 1,
+    allowed: tuple[int, ...] = (),
+    words: tuple[str, ...] = (),
+    unit: str = "process",
+) -> Any:
     """A count from the launch line or a config: ``default`` when absent, one of ``words``, or
     a whole number of at least ``minimum`` (or one of the launcher's ``allowed`` specials);
     anything else is bad input naming the flag and value."""
@@ -60,20 +68,25 @@ def _count(where: str, flag: str, raw: Any, env: dict[str, str], default: Any = 
     if text.lower() in words:
         return text.lower()
     if "$" in text or "`" in text:
-        raise _Unresolved(f"{flag} {raw} is left to the shell; envdoctor does not evaluate it "
-                          "(give the number)")
+        raise _Unresolved(
+            f"{flag} {raw} is left to the shell; envdoctor does not evaluate it (give the number)"
+        )
     if isinstance(raw, bool) or not re.fullmatch(r"[+-]?\d+", text):
         kind = "a whole number" + (f" or {', '.join(words)}" if words else "")
         raise InputError(where, f"{flag} {raw}: expected {kind}")
     if len(text.lstrip("+-")) > 9:
-        raise InputError(where, f"{flag} {text[:20]}{'…' * (len(text) > 20)}: more than any "
-                         f"GRPO job runs (envdoctor plans up to {MAX_PROCESSES} processes per "
-                         f"machine on {MAX_MACHINES} machines)")
+        raise InputError(
+            where,
+            f"{flag} {text[:20]}{'…' * (len(text) > 20)}: more than any "
+            f"GRPO job runs (envdoctor plans up to {MAX_PROCESSES} processes per "
+            f"machine on {MAX_MACHINES} machines)",
+        )
     count = int(text)
     if count < minimum and count not in allowed:
         need = f"at least {minimum} {unit} is needed" if minimum else "must be 0 or more"
-        raise InputError(where, f"{flag} {raw}: {need}"
-                         + (f" (or {', '.join(map(str, allowed))})" if allowed else ""))
+        raise InputError(
+            where, f"{flag} {raw}: {need}" + (f" (or {', '.join(map(str, allowed))})" if allowed else "")
+        )
     return count
 
 
@@ -104,8 +117,9 @@ def vllm_mode(plan: Plan, facts: Facts, kb: Knowledge) -> str | None:
     # TRL not installed or unknown: infer from the config's own keys
     if "vllm_device" in plan.config:
         return "legacy"
-    return plan.config.get("vllm_mode") if plan.config.get("vllm_mode") in (
-        "server", "colocate") else "colocate"
+    return (
+        plan.config.get("vllm_mode") if plan.config.get("vllm_mode") in ("server", "colocate") else "colocate"
+    )
 
 
 def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
@@ -130,21 +144,33 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
         lay.unresolved = str(exc)
         return lay
     if lay.num_processes > MAX_PROCESSES or lay.num_machines > MAX_MACHINES:
-        what = (f"{lay.num_processes} processes per machine" if lay.num_processes > MAX_PROCESSES
-                else f"{lay.num_machines} machines")
-        raise InputError(f"launch command ({lay.launcher})",
-                         f"{what}: more than any GRPO job runs (envdoctor plans up to "
-                         f"{MAX_PROCESSES} processes per machine on {MAX_MACHINES} machines)")
+        what = (
+            f"{lay.num_processes} processes per machine"
+            if lay.num_processes > MAX_PROCESSES
+            else f"{lay.num_machines} machines"
+        )
+        raise InputError(
+            f"launch command ({lay.launcher})",
+            f"{what}: more than any GRPO job runs (envdoctor plans up to "
+            f"{MAX_PROCESSES} processes per machine on {MAX_MACHINES} machines)",
+        )
     if distributed:
         lay.process_gpus = 1
         for local in range(lay.num_processes):
             gpu = lay.visible[local] if local < len(lay.visible) else None
-            lay.ranks.append(Rank(rank=node_rank * lay.num_processes + local, local_rank=local,
-                                  gpu=gpu, visible=list(lay.visible)))
+            lay.ranks.append(
+                Rank(
+                    rank=node_rank * lay.num_processes + local,
+                    local_rank=local,
+                    gpu=gpu,
+                    visible=list(lay.visible),
+                )
+            )
     else:
         lay.process_gpus = len(lay.visible)
-        lay.ranks.append(Rank(rank=0, local_rank=0, gpu=lay.visible[0] if lay.visible else None,
-                              visible=list(lay.visible)))
+        lay.ranks.append(
+            Rank(rank=0, local_rank=0, gpu=lay.visible[0] if lay.visible else None, visible=list(lay.visible))
+        )
     lay.problems["distributed"] = distributed
     if plan.server is not None:
         _server(facts, plan)  # its counts are validated in every mode
@@ -155,8 +181,9 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
 def _processes(lay: GpuLayout, facts: Facts, plan: Plan, env: dict[str, str]) -> tuple[bool, int]:
     """Processes per node, nodes and world size as the launcher computes them; returns
     (distributed, this node's rank). Bad counts are input errors naming the flag."""
-    resolve = _PROCESSES.get("accelerate" if lay.launcher.startswith("trl-") else lay.launcher,
-                             _python_processes)
+    resolve = _PROCESSES.get(
+        "accelerate" if lay.launcher.startswith("trl-") else lay.launcher, _python_processes
+    )
     return resolve(lay, _Counts(lay, facts, plan, env))
 
 
@@ -175,8 +202,11 @@ class _Counts:
     def value(self, name: str, config: bool = False) -> tuple[Any, str, str]:
         if name in self.opts or not config or name not in self.acc:
             return self.opts.get(name), self.where, f"--{name}"
-        return (self.acc.get(name), f"accelerate config {self.plan.accelerate_path or ''}".strip(),
-                f"{name}:")
+        return (
+            self.acc.get(name),
+            f"accelerate config {self.plan.accelerate_path or ''}".strip(),
+            f"{name}:",
+        )
 
     def count(self, name: str, config: bool = False, **kw: Any) -> Any:
         raw, where, flag = self.value(name, config)
@@ -214,9 +244,13 @@ def _accelerate_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
     lay.world_size = total
     lay.num_processes = max(total // lay.num_machines, 1)
     dtype = str(acc.get("distributed_type", "")).upper()
-    distributed = bool(lay.num_processes > 1 or lay.num_machines > 1
-                       or opts.get("use_deepspeed") or opts.get("use_fsdp")
-                       or dtype in ("DEEPSPEED", "FSDP"))
+    distributed = bool(
+        lay.num_processes > 1
+        or lay.num_machines > 1
+        or opts.get("use_deepspeed")
+        or opts.get("use_fsdp")
+        or dtype in ("DEEPSPEED", "FSDP")
+    )
     if opts.get("multi_gpu") and total < 2:
         lay.problems["multi_gpu_one_process"] = total
     return distributed, node_rank
@@ -226,8 +260,10 @@ def _torchrun_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
     """torchrun: --nproc_per_node per node (gpu / auto: one per visible GPU), --nnodes nodes."""
     nproc = c.count("nproc_per_node", default=1, words=("gpu", "auto", "cpu", "xpu"))
     if nproc in ("cpu", "xpu"):
-        raise _Unresolved(f"--nproc_per_node {nproc} starts one process per "
-                          f"{'CPU core' if nproc == 'cpu' else 'XPU'}, not per GPU")
+        raise _Unresolved(
+            f"--nproc_per_node {nproc} starts one process per "
+            f"{'CPU core' if nproc == 'cpu' else 'XPU'}, not per GPU"
+        )
     lay.num_processes = (len(lay.visible) or 1) if nproc in ("gpu", "auto") else nproc
     lay.num_machines = _nnodes(c.where, c.opts.get("nnodes"), c.env)
     node_rank = c.node_rank("node_rank")
@@ -302,8 +338,9 @@ def _hostfile_nodes(opts: dict[str, Any], include: Any) -> int:
         return 1
     hosts = opts.get("_hostfile_hosts")
     if not isinstance(hosts, int):
-        raise _Unresolved(f"deepspeed --hostfile {hostfile}: its hosts are not readable here "
-                          "(give --num_nodes)")
+        raise _Unresolved(
+            f"deepspeed --hostfile {hostfile}: its hosts are not readable here (give --num_nodes)"
+        )
     return hosts
 
 
@@ -313,8 +350,11 @@ def _resolve_generation(lay: GpuLayout, facts: Facts, plan: Plan, kb: Knowledge)
         device = str(plan.config.get("vllm_device", "auto"))
         lay.vllm_device = device
         resolved = f"cuda:{lay.world_size}" if device == "auto" else device
-        if device == "auto" and len(lay.visible) == 1 and kb.feature(
-                "vllm_auto_single_gpu_shares", facts.version("trl")):
+        if (
+            device == "auto"
+            and len(lay.visible) == 1
+            and kb.feature("vllm_auto_single_gpu_shares", facts.version("trl"))
+        ):
             resolved = "cuda:0"  # TRL 0.15: with one GPU, vLLM shares it with training
         lay.vllm_device_resolved = resolved
         m = _CUDA_INDEX.match(resolved)
@@ -342,33 +382,39 @@ def _server(facts: Facts, plan: Plan) -> ServerPlan:
         where = f"launch command ({launch.launcher})"
         env = dict(facts.env)
         env.update(launch.env)
-        srv = ServerPlan(host=str(o.get("host", DEFAULT_SERVER_HOST)), port=_port(o.get("port")),
-                         source="launch")
+        srv = ServerPlan(
+            host=str(o.get("host", DEFAULT_SERVER_HOST)), port=_port(o.get("port")), source="launch"
+        )
         try:
-            srv.tensor_parallel_size = _count(where, "--tensor_parallel_size",
-                                              o.get("tensor_parallel_size"), env, default=1, unit="GPU")
-            srv.data_parallel_size = _count(where, "--data_parallel_size",
-                                            o.get("data_parallel_size"), env, default=1, unit="replica")
+            srv.tensor_parallel_size = _count(
+                where, "--tensor_parallel_size", o.get("tensor_parallel_size"), env, default=1, unit="GPU"
+            )
+            srv.data_parallel_size = _count(
+                where, "--data_parallel_size", o.get("data_parallel_size"), env, default=1, unit="replica"
+            )
         except _Unresolved:
             pass  # the server's own check (LAY007) then judges the defaults
         if launch.placed_by:  # srun / mpirun put it on a node of their choice: GPUs unknown
             srv.source = launch.placed_by
             return srv
-        visible = resolve_visible(env.get("CUDA_VISIBLE_DEVICES"), facts.gpus,
-                                  env.get("CUDA_DEVICE_ORDER")).gpus
+        visible = resolve_visible(
+            env.get("CUDA_VISIBLE_DEVICES"), facts.gpus, env.get("CUDA_DEVICE_ORDER")
+        ).gpus
         srv.gpus = visible[: srv.tensor_parallel_size * srv.data_parallel_size]
         return srv
     for gpu in facts.gpus:
         for proc in gpu.processes:
             if is_vllm_process(proc.name):  # VLLM::EngineCore too (vLLM V1)
                 srv = ServerPlan(source="nvml", pid=proc.pid)
-                srv.gpus = sorted(g.index for g in facts.gpus
-                                  if any(p.pid == proc.pid for p in g.processes))
+                srv.gpus = sorted(g.index for g in facts.gpus if any(p.pid == proc.pid for p in g.processes))
                 m = re.search(r"--port[ =](\d+)", proc.name)
                 srv.port = int(m.group(1)) if m else DEFAULT_SERVER_PORT
                 return srv
-    return ServerPlan(host=str(cfg.get("vllm_server_host", DEFAULT_SERVER_HOST)),
-                      port=_port(cfg.get("vllm_server_port")), source="config")
+    return ServerPlan(
+        host=str(cfg.get("vllm_server_host", DEFAULT_SERVER_HOST)),
+        port=_port(cfg.get("vllm_server_port")),
+        source="config",
+    )
 
 
 def _port(value: Any) -> int:

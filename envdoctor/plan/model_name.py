@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 #: Why the memory rules are skipped when the run names no model.
-NO_MODEL = ("no model: the config has no model_name_or_path (envdoctor plan-memory "
-            "--model PATH_OR_ID or --model-params 7B)")
+NO_MODEL = (
+    "no model: the config has no model_name_or_path (envdoctor plan-memory "
+    "--model PATH_OR_ID or --model-params 7B)"
+)
 
 
 def model_name(ctx: Any) -> str | None:

@@ -57,9 +57,17 @@ def type_problem(value: Any, kind: str, optional: bool) -> str | None:
 #: Counts that decide the batch shape: a real run is far below this; above it the value is a
 #: typo or an attack, and arithmetic on it (listing divisors for CFG002) must stay bounded.
 MAX_COUNT = 1_000_000
-COUNTS = ("per_device_train_batch_size", "per_device_eval_batch_size", "num_generations",
-          "gradient_accumulation_steps", "generation_batch_size", "steps_per_generation",
-          "num_iterations", "vllm_tensor_parallel_size", "vllm_data_parallel_size")
+COUNTS = (
+    "per_device_train_batch_size",
+    "per_device_eval_batch_size",
+    "num_generations",
+    "gradient_accumulation_steps",
+    "generation_batch_size",
+    "steps_per_generation",
+    "num_iterations",
+    "vllm_tensor_parallel_size",
+    "vllm_data_parallel_size",
+)
 #: Other numbers: no setting of a GRPO run comes near.
 MAX_NUMBER = 10**15
 
@@ -94,11 +102,18 @@ def validate(key: str, value: Any, origin: str) -> None:
         port = int(number) if number is not None and number == int(number) else None
         if isinstance(value, bool) or port is None or not 0 < port < 65536:
             fail(f"{_short(value)} is not a TCP port (1-65535)")
-    if key in ("vllm_server_base_url", "vllm_server_host") and value is not None \
-            and not isinstance(value, str):
+    if (
+        key in ("vllm_server_base_url", "vllm_server_host")
+        and value is not None
+        and not isinstance(value, str)
+    ):
         fail(f"{_short(value)} is not a {'URL' if key.endswith('url') else 'host name'}")
-    if key == "vllm_server_base_url" and isinstance(value, str) and value \
-            and not value.startswith(("http://", "https://")):
+    if (
+        key == "vllm_server_base_url"
+        and isinstance(value, str)
+        and value
+        and not value.startswith(("http://", "https://"))
+    ):
         fail(f"{_short(value)} is not an http(s) URL (e.g. http://10.0.0.2:8000)")
 
 

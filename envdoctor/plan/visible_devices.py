@@ -61,12 +61,13 @@ def resolve_visible(value: str | None, gpus: list[Gpu], device_order: str | None
         target = _match(entry, order, out)
         if target is None:
             out.bad = entry
-            out.ignored = entries[pos + 1:]
+            out.ignored = entries[pos + 1 :]
             break
         if target in out.gpus:
             out.gpus, out.mig = [], []
-            out.problem = (f"CUDA_VISIBLE_DEVICES={value} names GPU {entry} twice: "
-                           "CUDA then makes no GPU visible")
+            out.problem = (
+                f"CUDA_VISIBLE_DEVICES={value} names GPU {entry} twice: CUDA then makes no GPU visible"
+            )
             return out
         out.gpus.append(target)
     if out.bad is not None:

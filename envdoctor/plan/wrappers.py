@@ -22,15 +22,36 @@ _SIMPLE: dict[str, tuple[frozenset[str], int]] = {
     "setsid": (frozenset(), 0),
     "stdbuf": (frozenset({"i", "o", "e", "input", "output", "error"}), 0),
     "timeout": (frozenset({"s", "signal", "k", "kill-after"}), 1),
-    "numactl": (frozenset({"N", "m", "C", "p", "i", "cpunodebind", "membind", "physcpubind",
-                           "preferred", "interleave"}), 0),
+    "numactl": (
+        frozenset(
+            {"N", "m", "C", "p", "i", "cpunodebind", "membind", "physcpubind", "preferred", "interleave"}
+        ),
+        0,
+    ),
     "env": (frozenset({"u", "unset", "C", "chdir"}), 0),
 }
 # `<tool> run [options] command`: environment managers
 _RUNNERS: dict[str, frozenset[str]] = {
-    "uv": frozenset({"with", "python", "p", "project", "directory", "package", "extra",
-                     "env-file", "group", "only-group", "no-group", "index", "index-url",
-                     "extra-index-url", "with-requirements", "with-editable"}),
+    "uv": frozenset(
+        {
+            "with",
+            "python",
+            "p",
+            "project",
+            "directory",
+            "package",
+            "extra",
+            "env-file",
+            "group",
+            "only-group",
+            "no-group",
+            "index",
+            "index-url",
+            "extra-index-url",
+            "with-requirements",
+            "with-editable",
+        }
+    ),
     "conda": frozenset({"n", "name", "p", "prefix", "cwd"}),
     "mamba": frozenset({"n", "name", "p", "prefix", "cwd"}),
     "micromamba": frozenset({"n", "name", "p", "prefix", "cwd"}),
@@ -40,19 +61,74 @@ _RUNNERS: dict[str, frozenset[str]] = {
 }
 _SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
 # srun options that take no value (or only an optional one, which must be given with `=`)
-_SRUN_BOOL = frozenset({
-    "exclusive", "overlap", "label", "unbuffered", "kill-on-bad-exit", "quiet", "verbose",
-    "no-kill", "pty", "overcommit", "contiguous", "spread-job", "disable-status", "exact",
-    "whole", "test-only", "hold", "immediate", "no-allocate", "multi-prog", "help", "usage",
-    "version", "nice", "propagate", "x11", "send-libs", "oversubscribe",
-    "container-remap-root", "no-container-remap-root", "container-mount-home",
-    "no-container-mount-home", "container-writable", "container-readonly",
-    "no-container-entrypoint", "container-entrypoint", "container-save"})
+_SRUN_BOOL = frozenset(
+    {
+        "exclusive",
+        "overlap",
+        "label",
+        "unbuffered",
+        "kill-on-bad-exit",
+        "quiet",
+        "verbose",
+        "no-kill",
+        "pty",
+        "overcommit",
+        "contiguous",
+        "spread-job",
+        "disable-status",
+        "exact",
+        "whole",
+        "test-only",
+        "hold",
+        "immediate",
+        "no-allocate",
+        "multi-prog",
+        "help",
+        "usage",
+        "version",
+        "nice",
+        "propagate",
+        "x11",
+        "send-libs",
+        "oversubscribe",
+        "container-remap-root",
+        "no-container-remap-root",
+        "container-mount-home",
+        "no-container-mount-home",
+        "container-writable",
+        "container-readonly",
+        "no-container-entrypoint",
+        "container-entrypoint",
+        "container-save",
+    }
+)
 _SRUN_SHORT_BOOL = frozenset("lukQvXOsZEHhVkI")
-_MPI_VALUE = frozenset({
-    "np", "n", "c", "N", "npernode", "ppn", "H", "host", "hosts", "hostfile", "machinefile",
-    "f", "x", "map-by", "rank-by", "bind-to", "wdir", "wd", "prefix", "output-filename",
-    "rankfile", "tag"})
+_MPI_VALUE = frozenset(
+    {
+        "np",
+        "n",
+        "c",
+        "N",
+        "npernode",
+        "ppn",
+        "H",
+        "host",
+        "hosts",
+        "hostfile",
+        "machinefile",
+        "f",
+        "x",
+        "map-by",
+        "rank-by",
+        "bind-to",
+        "wdir",
+        "wd",
+        "prefix",
+        "output-filename",
+        "rankfile",
+        "tag",
+    }
+)
 _MPI_PAIR = frozenset({"mca", "gmca", "genv", "env"})  # two values: NAME VALUE
 
 
@@ -74,8 +150,11 @@ class Peeled:
     def tasks_text(self) -> str:
         if self.tasks is None:
             return "several copies"
-        where = (f" ({self.tasks_per_node} per node on {self.nodes} nodes)"
-                 if self.nodes and self.tasks_per_node else "")
+        where = (
+            f" ({self.tasks_per_node} per node on {self.nodes} nodes)"
+            if self.nodes and self.tasks_per_node
+            else ""
+        )
         return f"{self.tasks} cop{'y' if self.tasks == 1 else 'ies'}{where}"
 
 
@@ -85,9 +164,13 @@ def _count(value: str | None) -> int | None:
     return int(value)
 
 
-def _options(tokens: list[str], value_flags: frozenset[str], bool_long: frozenset[str] = frozenset(),
-             short_bool: frozenset[str] | None = None,
-             pairs: frozenset[str] = frozenset()) -> tuple[dict[str, list[str]], int]:
+def _options(
+    tokens: list[str],
+    value_flags: frozenset[str],
+    bool_long: frozenset[str] = frozenset(),
+    short_bool: frozenset[str] | None = None,
+    pairs: frozenset[str] = frozenset(),
+) -> tuple[dict[str, list[str]], int]:
     """Options before the command: ({name: [values]}, index of the command). Long options take
     a value when listed in ``value_flags`` (or when not in ``bool_long``, if that is given)."""
     found: dict[str, list[str]] = {}
@@ -106,7 +189,7 @@ def _options(tokens: list[str], value_flags: frozenset[str], bool_long: frozense
                 continue
             takes = (name not in bool_long) if bool_long else name in value_flags
             if name in pairs:
-                found.setdefault(name, []).append(" ".join(tokens[i:i + 2]))
+                found.setdefault(name, []).append(" ".join(tokens[i : i + 2]))
                 i += 2
             elif takes and i < len(tokens):
                 found.setdefault(name, []).append(tokens[i])
@@ -192,8 +275,7 @@ def _mpirun(prog: str, tokens: list[str], p: Peeled) -> int:
     return i
 
 
-def _tasks(p: Peeled, wrapper: str, tasks: int | None, per_node: int | None,
-           nodes: int | None) -> None:
+def _tasks(p: Peeled, wrapper: str, tasks: int | None, per_node: int | None, nodes: int | None) -> None:
     if p.task_wrapper is not None:  # srun inside mpirun: copies of copies
         p.unresolved = f"{wrapper} inside {p.task_wrapper}"
         return
@@ -213,9 +295,12 @@ def _shell(prog: str, tokens: list[str], p: Peeled) -> None:
     if has_c and i < len(tokens):
         p.inner = tokens[i]
         return
-    what = f"`{shlex.join([prog, *tokens[i:i + 1]])}`"
-    p.unresolved = (f"{what} runs a shell script envdoctor cannot see into" if i < len(tokens)
-                    else f"{what} reads its commands from stdin")
+    what = f"`{shlex.join([prog, *tokens[i : i + 1]])}`"
+    p.unresolved = (
+        f"{what} runs a shell script envdoctor cannot see into"
+        if i < len(tokens)
+        else f"{what} reads its commands from stdin"
+    )
 
 
 def peel(tokens: list[str], env: dict[str, str]) -> Peeled:
@@ -248,7 +333,7 @@ def peel(tokens: list[str], env: dict[str, str]) -> Peeled:
             return p
         else:
             break
-        p.wrappers.append(_describe(toks[:i + 1]))
+        p.wrappers.append(_describe(toks[: i + 1]))
         toks = rest[i:]
         if p.unresolved:
             break

@@ -99,8 +99,9 @@ class ProbeResult:
                 out[name] = max(vals)
         ev = self.events
         if "server_start" in ev:
-            out["server_start"] = round(ev.get("server_healthy", ev.get("server_end", ev.get(
-                "end", 0.0))) - ev["server_start"], 3)
+            out["server_start"] = round(
+                ev.get("server_healthy", ev.get("server_end", ev.get("end", 0.0))) - ev["server_start"], 3
+            )
         if "end" in ev and "trainer_end" in ev:
             out["teardown"] = round(ev["end"] - ev["trainer_end"], 3)
         else:
@@ -112,12 +113,19 @@ class ProbeResult:
     @property
     def phase_lines(self) -> list[str]:
         """The phases and their seconds, in order, for the report."""
-        names = {"server_start": "server start → /health", "launch": "launch",
-                 "imports": "trainer imports", "cuda_init": "CUDA init",
-                 "model_build": "model load", "trainer_init": "trainer init",
-                 "sync": "weight sync", "vllm_generate": "vLLM generation",
-                 "steps": "step", "teardown": "teardown", "total": "total"}
+        names = {
+            "server_start": "server start → /health",
+            "launch": "launch",
+            "imports": "trainer imports",
+            "cuda_init": "CUDA init",
+            "model_build": "model load",
+            "trainer_init": "trainer init",
+            "sync": "weight sync",
+            "vllm_generate": "vLLM generation",
+            "steps": "step",
+            "teardown": "teardown",
+            "total": "total",
+        }
         if "server_start" in self.events and "server_healthy" not in self.events:
             names["server_start"] = "server start (never healthy)"
-        return [f"{names[k]} {v:.1f} s" for k, v in self.timings.items()
-                if v is not None and k in names]
+        return [f"{names[k]} {v:.1f} s" for k, v in self.timings.items() if v is not None and k in names]

@@ -21,8 +21,7 @@ from envdoctor.probe.tinymodel import EOS, PAD, tokenizer_files, write_tiny_mode
 
 WRITER = Path(__file__).with_name("model_writer.py")
 #: processor files a vision-language model needs beside its tokenizer (vLLM loads them)
-PROCESSOR_FILES = ("preprocessor_config.json", "processor_config.json",
-                   "video_preprocessor_config.json")
+PROCESSOR_FILES = ("preprocessor_config.json", "processor_config.json", "video_preprocessor_config.json")
 _TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
 
@@ -52,8 +51,9 @@ class ModelWriter:
     """The probe model's weights being written in the background (``model_writer.py``), so that
     the trainer's imports overlap with it; ``result()`` says how it went."""
 
-    def __init__(self, model: ProbeModel, folder: Path, python: str, env: dict[str, str],
-                 timeout_s: float) -> None:
+    def __init__(
+        self, model: ProbeModel, folder: Path, python: str, env: dict[str, str], timeout_s: float
+    ) -> None:
         assert model.config is not None
         folder.mkdir(parents=True, exist_ok=True)
         cfg = json.loads(json.dumps(model.config))
@@ -71,9 +71,15 @@ class ModelWriter:
         self.deadline = self.start + timeout_s
         self.timeout_s = timeout_s
         with open(self.log, "wb") as fh:
-            self.proc = subprocess.Popen([python, str(WRITER), str(spec)], env=env,
-                                         cwd=folder.parent, stdout=fh, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [python, str(WRITER), str(spec)],
+                env=env,
+                cwd=folder.parent,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
     def done(self) -> bool:
         return self.proc.poll() is not None or time.monotonic() > self.deadline
@@ -97,14 +103,15 @@ class ModelWriter:
             info = json.loads((self.folder / "writer.json").read_text())
         except (OSError, ValueError):
             tail = self.log.read_text(errors="replace").strip().splitlines()[-3:]
-            raise RuntimeError(f"the weight writer exited ({self.proc.returncode}): "
-                               + " | ".join(tail)[-400:]) from None
+            raise RuntimeError(
+                f"the weight writer exited ({self.proc.returncode}): " + " | ".join(tail)[-400:]
+            ) from None
         if not info.get("ok"):
             err = info.get("error") or {}
-            raise RuntimeError(f"transformers could not build it: {err.get('type')}: "
-                               f"{str(err.get('message'))[:300]}")
+            raise RuntimeError(
+                f"transformers could not build it: {err.get('type')}: {str(err.get('message'))[:300]}"
+            )
         info.pop("ok", None)
         info["write_s"] = round(time.monotonic() - self.start, 2)
         info["tokenizer_files"] = self.copied
         return info
-

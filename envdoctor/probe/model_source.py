@@ -39,9 +39,17 @@ _EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
 _TOPK_KEYS = ("num_experts_per_tok", "num_experts_per_token", "moe_topk")
 _VISION_DEPTH = ("depth", "num_hidden_layers", "num_layers")
 #: tokenizer files copied from the user's snapshot (the probe never downloads one)
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                   "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json",
-                   "chat_template.jinja", "chat_template.json")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer.model",
+    "added_tokens.json",
+    "chat_template.jinja",
+    "chat_template.json",
+)
 
 
 @dataclass
@@ -60,8 +68,9 @@ class ProbeModel:
         return self.config is not None
 
 
-def user_model_name(config: dict[str, Any], server: Launch | None = None,
-                    trainer: Launch | None = None) -> str | None:
+def user_model_name(
+    config: dict[str, Any], server: Launch | None = None, trainer: Launch | None = None
+) -> str | None:
     """The model the run trains: the config's ``model_name_or_path``, else the trainer's or the
     server's ``--model`` / ``--model_name_or_path`` flag."""
     value = config.get("model_name_or_path")
@@ -209,7 +218,8 @@ def describe(cfg: dict[str, Any], user: dict[str, Any] | None = None) -> dict[st
     out: dict[str, Any] = {
         "architecture": arch[0] if isinstance(arch, list) and arch else None,
         "model_type": cfg.get("model_type"),
-        "hidden_size": hidden, "num_attention_heads": heads,
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
         "kv_heads": _positive(text.get("num_key_value_heads")) or heads,
         "head_dim": _positive(text.get("head_dim")) or (hidden // heads if hidden and heads else None),
         "vocab_size": _positive(text.get("vocab_size")),
@@ -223,8 +233,11 @@ def describe(cfg: dict[str, Any], user: dict[str, Any] | None = None) -> dict[st
 
 def _tokenizer_dir(config_path: Path) -> str | None:
     folder = config_path.parent
-    return str(folder) if (folder / "tokenizer.json").is_file() or (
-        folder / "tokenizer.model").is_file() else None
+    return (
+        str(folder)
+        if (folder / "tokenizer.json").is_file() or (folder / "tokenizer.model").is_file()
+        else None
+    )
 
 
 def choose(name: str | None, environ: dict[str, str] | None = None) -> ProbeModel:
@@ -232,15 +245,17 @@ def choose(name: str | None, environ: dict[str, str] | None = None) -> ProbeMode
     shape when the config is on this machine, else the generic model, saying why."""
     from envdoctor.probe.tinymodel import config as generic_config
 
-    generic = ProbeModel(source="generic", name=name or "",
-                         summary={"source": "generic", **describe(generic_config())})
+    generic = ProbeModel(
+        source="generic", name=name or "", summary={"source": "generic", **describe(generic_config())}
+    )
     if not name:
         generic.deviations.append("no model named (model_name_or_path): the generic tiny model")
         return generic
     path = find_config(name, environ)
     if path is None:
-        generic.deviations.append(f"the config of {name} is not on this machine (no download): "
-                                  "the generic tiny model")
+        generic.deviations.append(
+            f"the config of {name} is not on this machine (no download): the generic tiny model"
+        )
         return generic
     try:
         user = json.loads(read_input_text(path, f"model config {path}", MAX_CONFIG_BYTES))
@@ -254,9 +269,11 @@ def choose(name: str | None, environ: dict[str, str] | None = None) -> ProbeMode
     tokenizer = _tokenizer_dir(path)
     if tokenizer is None:
         notes.append("a byte-level tokenizer (the model's own is not cached beside its config)")
-    model = ProbeModel(source=str(path), config=reduced, tokenizer_dir=tokenizer, name=name,
-                       deviations=notes)
-    model.summary = {"source": str(path), **describe(reduced, user),
-                     "tokenizer": "the model's own" if tokenizer else "byte-level",
-                     "deviations": notes}
+    model = ProbeModel(source=str(path), config=reduced, tokenizer_dir=tokenizer, name=name, deviations=notes)
+    model.summary = {
+        "source": str(path),
+        **describe(reduced, user),
+        "tokenizer": "the model's own" if tokenizer else "byte-level",
+        "deviations": notes,
+    }
     return model

@@ -66,8 +66,11 @@ def write(folder: str, seed: int = 0) -> dict:
     arch = (getattr(config, "architectures", None) or [None])[0]
     cls = getattr(transformers, arch, None) if arch else None
     start = time.perf_counter()
-    build = cls._from_config if cls is not None and hasattr(cls, "_from_config") else \
-        transformers.AutoModelForCausalLM.from_config
+    build = (
+        cls._from_config
+        if cls is not None and hasattr(cls, "_from_config")
+        else transformers.AutoModelForCausalLM.from_config
+    )
     skip = _no_init()
     with skip:
         try:
@@ -77,9 +80,12 @@ def write(folder: str, seed: int = 0) -> dict:
     if not isinstance(skip, contextlib.nullcontext):
         _fill(torch, model, float(getattr(config, "initializer_range", 0.02) or 0.02))
     model.save_pretrained(folder, safe_serialization=True)
-    return {"class": type(model).__name__, "dtype": str(dtype).replace("torch.", ""),
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "seconds": round(time.perf_counter() - start, 3)}
+    return {
+        "class": type(model).__name__,
+        "dtype": str(dtype).replace("torch.", ""),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
 
 
 def main() -> int:
@@ -89,8 +95,14 @@ def main() -> int:
     try:
         result = {"ok": True, **write(spec["folder"], int(spec.get("seed", 0)))}
     except BaseException as exc:  # the runner reports it, naming the model
-        result = {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:2000],
-                                         "traceback": traceback.format_exc()[-4000:]}}
+        result = {
+            "ok": False,
+            "error": {
+                "type": type(exc).__name__,
+                "message": str(exc)[:2000],
+                "traceback": traceback.format_exc()[-4000:],
+            },
+        }
     with open(out, "w") as fh:
         json.dump(result, fh)
     return 0 if result["ok"] else 1

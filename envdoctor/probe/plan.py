@@ -35,9 +35,11 @@ def launcher_argv(launch: Launch | None) -> list[str]:
     if launch.launcher.startswith("trl-"):
         # `trl grpo` is accelerate launch around TRL's script: probe through accelerate
         program = ["accelerate", "launch"] + [
-            tok for k, v in launch.options.items() if k in ("num_processes", "gpu_ids",
-                                                            "config_file", "main_process_port")
-            for tok in (f"--{k}", str(v))]
+            tok
+            for k, v in launch.options.items()
+            if k in ("num_processes", "gpu_ids", "config_file", "main_process_port")
+            for tok in (f"--{k}", str(v))
+        ]
     head = program[0]
     if os.sep not in head and shutil.which(head) is None:
         local = os.path.join(os.path.dirname(sys.executable), head)
@@ -50,10 +52,8 @@ def launcher_argv(launch: Launch | None) -> list[str]:
 
 #: The batch shape of the user's config is probed as given up to these sizes (the model is
 #: tiny, so even the largest takes seconds); beyond them the probe keeps its own small shape.
-SHAPE_LIMITS = {"num_generations": 64, "per_device_train_batch_size": 64,
-                "gradient_accumulation_steps": 16}
-SHAPE_DEFAULTS = {"num_generations": 2, "per_device_train_batch_size": 2,
-                  "gradient_accumulation_steps": 1}
+SHAPE_LIMITS = {"num_generations": 64, "per_device_train_batch_size": 64, "gradient_accumulation_steps": 16}
+SHAPE_DEFAULTS = {"num_generations": 2, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1}
 
 
 def batch_shape(config: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
@@ -75,12 +75,18 @@ def batch_shape(config: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
 
 
 #: GRPOConfig's vLLM settings the probe passes on as the user gave them, per mode
-VLLM_KEYS = {"colocate": ("vllm_gpu_memory_utilization", "vllm_tensor_parallel_size",
-                          "vllm_enable_sleep_mode", "vllm_model_impl", "vllm_max_model_length",
-                          "vllm_dtype"),
-             "legacy": ("vllm_device", "vllm_gpu_memory_utilization", "vllm_dtype",
-                        "vllm_max_model_len"),
-             "server": ()}
+VLLM_KEYS = {
+    "colocate": (
+        "vllm_gpu_memory_utilization",
+        "vllm_tensor_parallel_size",
+        "vllm_enable_sleep_mode",
+        "vllm_model_impl",
+        "vllm_max_model_length",
+        "vllm_dtype",
+    ),
+    "legacy": ("vllm_device", "vllm_gpu_memory_utilization", "vllm_dtype", "vllm_max_model_len"),
+    "server": (),
+}
 
 
 def _vllm_part(ctx: Context) -> dict[str, Any]:
@@ -92,8 +98,12 @@ def _vllm_part(ctx: Context) -> dict[str, Any]:
     vllm = {k: cfg[k] for k in VLLM_KEYS[mode] if k in cfg}
     if "vllm_group_port" in cfg:
         vllm["vllm_group_port"] = cfg["vllm_group_port"]  # for naming it; the probe's is free
-    out: dict[str, Any] = {"use_vllm": True, "vllm_mode": mode, "vllm": vllm,
-                           "trainer_visible": list(lay.visible)}
+    out: dict[str, Any] = {
+        "use_vllm": True,
+        "vllm_mode": mode,
+        "vllm": vllm,
+        "trainer_visible": list(lay.visible),
+    }
     if mode != "server":
         return out
     launch = plan.server
@@ -101,8 +111,9 @@ def _vllm_part(ctx: Context) -> dict[str, Any]:
     if launch is not None:
         env.update(launch.env)
         out["server_launch"] = launch
-    out["server_visible"] = resolve_visible(env.get("CUDA_VISIBLE_DEVICES"), ctx.facts.gpus,
-                                            env.get("CUDA_DEVICE_ORDER")).gpus
+    out["server_visible"] = resolve_visible(
+        env.get("CUDA_VISIBLE_DEVICES"), ctx.facts.gpus, env.get("CUDA_DEVICE_ORDER")
+    ).gpus
     srv = lay.server
     host = str(srv.host) if srv else str(cfg.get("vllm_server_host", DEFAULT_SERVER_HOST))
     address = LOOPBACK_ONLY.target(host).address  # the probe reads a server on loopback only
@@ -136,8 +147,11 @@ def peft_settings(config: dict[str, Any]) -> dict[str, Any] | None:
         out["lora_dropout"] = float(dropout)
     targets = config.get("lora_target_modules")
     if isinstance(targets, str) and targets.strip():
-        out["target_modules"] = targets.strip() if targets.strip() == "all-linear" else [
-            t.strip() for t in targets.split(",") if t.strip()]
+        out["target_modules"] = (
+            targets.strip()
+            if targets.strip() == "all-linear"
+            else [t.strip() for t in targets.split(",") if t.strip()]
+        )
     elif isinstance(targets, list) and all(isinstance(t, str) for t in targets) and targets:
         out["target_modules"] = [t.strip() for t in targets if t.strip()][:64]
     return out
@@ -155,16 +169,23 @@ def spec_from_context(ctx: Context, timeout_s: float = 180.0, steps: int = 1) ->
     shape, _ = batch_shape(ctx.config)
     name = user_model_name(ctx.config, ctx.plan.server, trainer)
     model = choose(name, {**os.environ, **env})
-    return ProbeSpec(**_vllm_part(ctx), model=model, multi_node=multi_node(ctx),
-        launcher=launcher_argv(trainer), env=env,
+    return ProbeSpec(
+        **_vllm_part(ctx),
+        model=model,
+        multi_node=multi_node(ctx),
+        launcher=launcher_argv(trainer),
+        env=env,
         rank_gpus={r.rank: r.gpu for r in lay.ranks} if ctx.facts.gpus else {},
-        generation_gpus=gen, gpu_uuids={g.index: g.uuid for g in ctx.facts.gpus},
-        timeout_s=timeout_s, steps=steps,
+        generation_gpus=gen,
+        gpu_uuids={g.index: g.uuid for g in ctx.facts.gpus},
+        timeout_s=timeout_s,
+        steps=steps,
         bf16=as_bool(ctx.config["bf16"]) if "bf16" in ctx.config else None,
         fp16=as_bool(ctx.config["fp16"]) if "fp16" in ctx.config else None,
         gradient_checkpointing=bool(as_bool(ctx.config.get("gradient_checkpointing", False))),
         peft=peft_settings(ctx.config),
-        model_family="llama" if "llama" in str(ctx.config.get("model_name_or_path", "")).lower()
-        else "qwen2", num_generations=shape["num_generations"],
+        model_family="llama" if "llama" in str(ctx.config.get("model_name_or_path", "")).lower() else "qwen2",
+        num_generations=shape["num_generations"],
         per_device_train_batch_size=shape["per_device_train_batch_size"],
-        gradient_accumulation_steps=shape["gradient_accumulation_steps"])
+        gradient_accumulation_steps=shape["gradient_accumulation_steps"],
+    )

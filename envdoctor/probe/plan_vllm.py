@@ -37,28 +37,38 @@ def _num(value: Any) -> int | None:
         return None
 
 
-def engine_settings(spec: ProbeSpec, vllm: dict[str, Any], faithful: bool,
-                    server: ServerLine | None = None) -> dict[str, Any]:
+def engine_settings(
+    spec: ProbeSpec, vllm: dict[str, Any], faithful: bool, server: ServerLine | None = None
+) -> dict[str, Any]:
     """The report's ``probe.vllm``: how the probe starts vLLM (before the worker reports what
     TRL really passed, which replaces the planned values)."""
     deviations = ["eager (no torch.compile, no CUDA graphs): the probe's step is one batch"]
     if not faithful:
         deviations.append("the generic model's context (its 2048 positions) bounds max_model_len")
     if server is not None:  # the probe server's line: its sizes as probe_server_line read them
-        return {"mode": "server", "max_model_len": _num(_flag(server.argv, "max_model_len")),
-                "max_num_seqs": _num(_flag(server.argv, "max_num_seqs")),
-                "tensor_parallel_size": server.tensor_parallel_size,
-                "data_parallel_size": server.data_parallel_size,
-                "gpu_memory_utilization": server.fraction,
-                "sleep_mode": False, "eager": True, "deviations": deviations}
+        return {
+            "mode": "server",
+            "max_model_len": _num(_flag(server.argv, "max_model_len")),
+            "max_num_seqs": _num(_flag(server.argv, "max_num_seqs")),
+            "tensor_parallel_size": server.tensor_parallel_size,
+            "data_parallel_size": server.data_parallel_size,
+            "gpu_memory_utilization": server.fraction,
+            "sleep_mode": False,
+            "eager": True,
+            "deviations": deviations,
+        }
     tp = _num(vllm.get("vllm_tensor_parallel_size")) or 1
     steps = max(spec.gradient_accumulation_steps, 1)  # TRL's steps_per_generation default
-    return {"mode": spec.vllm_mode,
-            "max_model_len": _num(vllm.get(MAX_LEN_KEY.get(spec.vllm_mode or "", ""))),
-            "max_num_seqs": spec.per_device_train_batch_size * tp * steps
-            if spec.vllm_mode == "colocate" else None,
-            "tensor_parallel_size": tp,
-            "gpu_memory_utilization": vllm.get("vllm_gpu_memory_utilization"),
-            "sleep_mode": bool(vllm.get("vllm_enable_sleep_mode", False)),
-            "model_impl": vllm.get("vllm_model_impl"), "eager": True,
-            "deviations": deviations}
+    return {
+        "mode": spec.vllm_mode,
+        "max_model_len": _num(vllm.get(MAX_LEN_KEY.get(spec.vllm_mode or "", ""))),
+        "max_num_seqs": spec.per_device_train_batch_size * tp * steps
+        if spec.vllm_mode == "colocate"
+        else None,
+        "tensor_parallel_size": tp,
+        "gpu_memory_utilization": vllm.get("vllm_gpu_memory_utilization"),
+        "sleep_mode": bool(vllm.get("vllm_enable_sleep_mode", False)),
+        "model_impl": vllm.get("vllm_model_impl"),
+        "eager": True,
+        "deviations": deviations,
+    }

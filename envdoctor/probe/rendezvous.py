@@ -18,8 +18,11 @@ if TYPE_CHECKING:
     from envdoctor.plan.interface import Launch
 
 #: flags that name the rendezvous host, per launcher (with their dashed spellings)
-_ADDR = {"torchrun": ("master_addr", "rdzv_endpoint", "local_addr"),
-         "accelerate": ("main_process_ip",), "deepspeed": ("master_addr",)}
+_ADDR = {
+    "torchrun": ("master_addr", "rdzv_endpoint", "local_addr"),
+    "accelerate": ("main_process_ip",),
+    "deepspeed": ("master_addr",),
+}
 _PORT = {"torchrun": "master_port", "accelerate": "main_process_port", "deepspeed": "master_port"}
 #: torchrun reads its options from PET_<NAME> too; these would name a remote rendezvous
 _ENV_ADDR = ("PET_MASTER_ADDR", "PET_RDZV_ENDPOINT", "PET_LOCAL_ADDR")
@@ -62,8 +65,7 @@ def _take(argv: list[str], key: str) -> tuple[list[str], str | None]:
     return out, value
 
 
-def one_node(argv: list[str], env: dict[str, str]
-             ) -> tuple[list[str], dict[str, str | None], list[str]]:
+def one_node(argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str | None], list[str]]:
     """The launcher ``argv`` and the environment overrides (None: removed) that make a one-node
     probe's ranks meet on loopback; and what was changed, for the report
     (``--master_addr 10.1.2.3``)."""

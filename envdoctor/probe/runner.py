@@ -51,8 +51,16 @@ from envdoctor.probe.sync_judge import judge_sync
 from envdoctor.probe.vllm_judge import judge_vllm
 from envdoctor.probe.watcher import GpuWatch
 
-__all__ = ["GRACE_S", "OFFLINE", "WORKER", "ProbeResult", "ProbeSpec", "free_port", "private_dirs",
-           "run_probe"]
+__all__ = [
+    "GRACE_S",
+    "OFFLINE",
+    "WORKER",
+    "ProbeResult",
+    "ProbeSpec",
+    "free_port",
+    "private_dirs",
+    "run_probe",
+]
 
 WORKER = Path(__file__).with_name("worker.py")
 GRACE_S = 5.0
@@ -92,8 +100,13 @@ class _Run:
     """One run of the probe: each resource is handed to ``stack`` the moment it exists, with
     what ends it, so that closing the stack is the whole teardown."""
 
-    def __init__(self, spec: ProbeSpec, result: ProbeResult,
-                 on_phase: Callable[[str], None] | None, stack: contextlib.ExitStack) -> None:
+    def __init__(
+        self,
+        spec: ProbeSpec,
+        result: ProbeResult,
+        on_phase: Callable[[str], None] | None,
+        stack: contextlib.ExitStack,
+    ) -> None:
         self.spec, self.result, self.on_phase, self.stack = spec, result, on_phase, stack
         self.start = time.monotonic()
         self.mark = _marker(result, self.start)
@@ -113,19 +126,26 @@ class _Run:
         files.start()
         vllm_spec, server_line = prepare_vllm(spec, tmp, result, files.model_dir, files.faithful)
         worker_spec = {
-            "model_dir": files.model_dir, "model_faithful": files.faithful,
+            "model_dir": files.model_dir,
+            "model_faithful": files.faithful,
             "model_ready": str(files.ready) if files.pending else None,
-            "out_dir": str(tmp), "steps": spec.steps, "model_family": spec.model_family,
-            "bf16": spec.bf16, "fp16": spec.fp16,
-            "gradient_checkpointing": spec.gradient_checkpointing, "peft": spec.peft,
+            "out_dir": str(tmp),
+            "steps": spec.steps,
+            "model_family": spec.model_family,
+            "bf16": spec.bf16,
+            "fp16": spec.fp16,
+            "gradient_checkpointing": spec.gradient_checkpointing,
+            "peft": spec.peft,
             "num_generations": spec.num_generations,
             "per_device_train_batch_size": spec.per_device_train_batch_size,
             "gradient_accumulation_steps": spec.gradient_accumulation_steps,
-            "use_vllm": vllm_spec is not None, "vllm_mode": spec.vllm_mode
-            if vllm_spec is not None and spec.vllm_mode != "legacy" else None,
+            "use_vllm": vllm_spec is not None,
+            "vllm_mode": spec.vllm_mode if vllm_spec is not None and spec.vllm_mode != "legacy" else None,
             **(vllm_spec or {}),
             "expected_device": {str(r): "cpu" for r, g in spec.rank_gpus.items() if g is None},
-            "fault": spec.fault, "fault_at": spec.fault_at}
+            "fault": spec.fault,
+            "fault_at": spec.fault_at,
+        }
         (tmp / "spec.json").write_text(json.dumps(worker_spec))
         env = {**os.environ, **spec.env, **OFFLINE, **private_dirs(tmp)}
         launcher, rdzv_env, moved = one_node(spec.launcher, env)
@@ -144,20 +164,30 @@ class _Run:
         log_fh = self.stack.enter_context(log.open("wb"))
         mark("trainer_start")
         try:
-            proc = subprocess.Popen(argv, env=env, cwd=tmp, stdout=log_fh,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=tmp,
+                stdout=log_fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError as exc:
-            result.findings.append(not_started(
-                "the launcher", argv, exc, "install it, or give the launch command with the full "
-                "path of the launcher"))
+            result.findings.append(
+                not_started(
+                    "the launcher",
+                    argv,
+                    exc,
+                    "install it, or give the launch command with the full path of the launcher",
+                )
+            )
             self.not_started = True
             return
         self.stack.callback(self._end_trainer, proc)
         self.stack.callback(self._announce_teardown)
         self.watch = GpuWatch(pgid=proc.pid).start()
-        result.status = _wait(proc, log, spec.timeout_s, result, self.on_phase, server, mark,
-                              files.poll)
+        result.status = _wait(proc, log, spec.timeout_s, result, self.on_phase, server, mark, files.poll)
         mark("trainer_end")
         result.returncode = proc.returncode
 
@@ -171,9 +201,14 @@ class _Run:
         try:
             server = ServerProcess(line, self.tmp / "server.log", self.tmp)
         except OSError as exc:
-            self.result.findings.append(not_started(
-                "the vLLM server", line.argv, exc, "install vLLM / TRL there, or give the server "
-                "line with the launcher's full path"))
+            self.result.findings.append(
+                not_started(
+                    "the vLLM server",
+                    line.argv,
+                    exc,
+                    "install vLLM / TRL there, or give the server line with the launcher's full path",
+                )
+            )
             self.not_started = True
             return None
         self.stack.callback(self._end_server, server)
@@ -214,8 +249,7 @@ class _Run:
         """Once every process ended: who else holds the GPUs, the user's server, the timings,
         and what the ranks left in the temp dir."""
         spec, result = self.spec, self.result
-        live = next((w for w in (self.server_watch, self.watch)
-                     if w is not None and w.error is None), None)
+        live = next((w for w in (self.server_watch, self.watch) if w is not None and w.error is None), None)
         if live is not None and spec.use_vllm:
             result.holders = live.others(set())  # who else holds each GPU, for findings
         after_user_server(spec, result, self.watch or self.server_watch)
@@ -272,7 +306,6 @@ def _shielded() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-
 def _end_gpu_holders(watch: GpuWatch, result: ProbeResult) -> None:
     """Any probe pid NVML still lists after the group ended (e.g. one that left the group):
     record it, and end it (it was seen in the probe's group during the run)."""
@@ -289,10 +322,19 @@ def _end_gpu_holders(watch: GpuWatch, result: ProbeResult) -> None:
 
 
 #: the phase a rank is in, after it reported finishing the key's phase
-_NEXT = {"launching": "launching", "started": "imports", "imports": "CUDA init",
-         "cuda_init": "model build", "model_build": "trainer init", "trainer_init": "step",
-         "steps": "checking", "sync_start": "weight sync", "sync_done": "step",
-         "model_wait": "waiting for the probe model", "weight_sync_proof": "checking"}
+_NEXT = {
+    "launching": "launching",
+    "started": "imports",
+    "imports": "CUDA init",
+    "cuda_init": "model build",
+    "model_build": "trainer init",
+    "trainer_init": "step",
+    "steps": "checking",
+    "sync_start": "weight sync",
+    "sync_done": "step",
+    "model_wait": "waiting for the probe model",
+    "weight_sync_proof": "checking",
+}
 
 
 def _phase_of(log: Path) -> str:
@@ -305,7 +347,6 @@ def _phase_of(log: Path) -> str:
         if line.startswith("ENVDOCTOR_PHASE"):
             phase = line.split()[-1]
     return _NEXT.get(phase, phase)
-
 
 
 def _marker(result: ProbeResult, start: float) -> Callable[..., None]:
@@ -321,11 +362,16 @@ def _tail(text: str, lines: int) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-
-def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResult,
-          on_phase: Callable[[str], None] | None, server: ServerProcess | None = None,
-          mark: Callable[..., None] | None = None,
-          tick: Callable[[], None] | None = None) -> str:
+def _wait(
+    proc: subprocess.Popen,
+    log: Path,
+    timeout_s: float,
+    result: ProbeResult,
+    on_phase: Callable[[str], None] | None,
+    server: ServerProcess | None = None,
+    mark: Callable[..., None] | None = None,
+    tick: Callable[[], None] | None = None,
+) -> str:
     deadline = time.monotonic() + timeout_s
     last = ""
     next_poll = next_scan = 0.0
@@ -346,8 +392,7 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
                     mark("server_healthy")
             if server.healthy_at is not None and time.monotonic() >= next_scan:
                 next_scan = time.monotonic() + 1.0
-                fatal = SYNC_FATAL.search(server.log_text(65536)) or SYNC_FATAL.search(
-                    read_tail(log))
+                fatal = SYNC_FATAL.search(server.log_text(65536)) or SYNC_FATAL.search(read_tail(log))
                 if fatal:  # NCCL refused the weight-sync group: it will never form
                     result.server["sync_failed"] = fatal.group(0)[:200]
                     result.phase = phase
@@ -359,8 +404,9 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
                     mark("server_end")
                 result.phase = "server starting" if server.healthy_at is None else phase
                 return "ran"
-            shown = (("server starting" if server.healthy_at is None else "server ready")
-                     + f" · trainer: {phase}")
+            shown = (
+                "server starting" if server.healthy_at is None else "server ready"
+            ) + f" · trainer: {phase}"
         if shown != last:
             last = shown
             result.phase = phase
@@ -375,7 +421,6 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, result: ProbeResu
         mark("server_healthy")  # the trainer was faster than the last poll
     result.phase = "done"
     return "ran"
-
 
 
 def _collect(tmp: Path, result: ProbeResult) -> None:
@@ -394,6 +439,4 @@ def _collect(tmp: Path, result: ProbeResult) -> None:
         lines = (tmp / "probe.log").read_text(errors="replace").splitlines()
     except OSError:
         lines = []
-    result.log_tail = "\n".join(line for line in lines[-40:]
-                                if not line.startswith("ENVDOCTOR_PHASE"))
-
+    result.log_tail = "\n".join(line for line in lines[-40:] if not line.startswith("ENVDOCTOR_PHASE"))

@@ -31,13 +31,28 @@ BESIDE_MIN_MIB = 3 * 1024
 #: flags of the user's line that the probe server keeps (names with underscores); the rest
 #: (model, host, port, revision, quantization, speculative, LoRA, …) are the probe's own or
 #: make no sense for the tiny model, and are listed in ``ServerLine.dropped``.
-_KEEP = {"tensor_parallel_size", "data_parallel_size", "dtype", "gpu_memory_utilization",
-         "kv_cache_dtype", "vllm_model_impl", "model_impl", "enable_prefix_caching",
-         "distributed_executor_backend", "weight_transfer_config", "logprobs_mode",
-         "max_logprobs", "enable_scale_out", "log_level", "uvicorn_log_level"}
+_KEEP = {
+    "tensor_parallel_size",
+    "data_parallel_size",
+    "dtype",
+    "gpu_memory_utilization",
+    "kv_cache_dtype",
+    "vllm_model_impl",
+    "model_impl",
+    "enable_prefix_caching",
+    "distributed_executor_backend",
+    "weight_transfer_config",
+    "logprobs_mode",
+    "max_logprobs",
+    "enable_scale_out",
+    "log_level",
+    "uvicorn_log_level",
+}
 _OURS = {"model", "host", "port", "enforce_eager", "max_model_len"}
-_ALIASES = {"vllm_gpu_memory_utilization": "gpu_memory_utilization",
-            "vllm_tensor_parallel_size": "tensor_parallel_size"}
+_ALIASES = {
+    "vllm_gpu_memory_utilization": "gpu_memory_utilization",
+    "vllm_tensor_parallel_size": "tensor_parallel_size",
+}
 _DEFAULT_FRACTION = 0.9  # trl vllm-serve's and vllm serve's default
 
 
@@ -89,9 +104,14 @@ def _flag(name: str, value: object, dashes: bool) -> list[str]:
     return [f"--{key}", str(value)]
 
 
-def probe_server_line(launch: Launch, model_dir: str, port: int, fraction: float | None = None,
-                      base_env: dict[str, str] | None = None,
-                      faithful: bool = False) -> ServerLine:
+def probe_server_line(
+    launch: Launch,
+    model_dir: str,
+    port: int,
+    fraction: float | None = None,
+    base_env: dict[str, str] | None = None,
+    faithful: bool = False,
+) -> ServerLine:
     """The probe server for the user's server ``launch``: same launcher, GPUs, parallel sizes,
     dtype and memory fraction (``fraction`` overrides it, e.g. beside a running server). With a
     model of the user's shape (``faithful``) the user's ``--max_model_len`` stays too (none:
@@ -125,12 +145,16 @@ def probe_server_line(launch: Launch, model_dir: str, port: int, fraction: float
     env = {**(base_env if base_env is not None else os.environ), **launch.env}
     if vllm_cli:
         env.setdefault("VLLM_SERVER_DEV_MODE", "1")  # weight-transfer endpoints (as TRL does)
-    return ServerLine(argv=argv, env=env, port=port, fraction=share,
-                      tensor_parallel_size=_count(opts.get("tensor_parallel_size")),
-                      data_parallel_size=_count(opts.get("data_parallel_size")),
-                      visible=launch.env.get("CUDA_VISIBLE_DEVICES",
-                                             (base_env or os.environ).get("CUDA_VISIBLE_DEVICES")),
-                      dropped=dropped)
+    return ServerLine(
+        argv=argv,
+        env=env,
+        port=port,
+        fraction=share,
+        tensor_parallel_size=_count(opts.get("tensor_parallel_size")),
+        data_parallel_size=_count(opts.get("data_parallel_size")),
+        visible=launch.env.get("CUDA_VISIBLE_DEVICES", (base_env or os.environ).get("CUDA_VISIBLE_DEVICES")),
+        dropped=dropped,
+    )
 
 
 def _count(value: object) -> int:
@@ -151,9 +175,15 @@ class ServerProcess:
     def __init__(self, line: ServerLine, log: Path, cwd: Path) -> None:
         self.line, self.log = line, log
         self._fh = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(line.argv, env=line.env, cwd=cwd, stdout=self._fh,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            line.argv,
+            env=line.env,
+            cwd=cwd,
+            stdout=self._fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self.healthy_at: float | None = None
 
     @property
@@ -190,4 +220,3 @@ def read_tail(path: Path, limit: int = 65536) -> str:
             return fh.read().decode(errors="replace")
     except OSError:
         return ""
-

@@ -24,33 +24,52 @@ from envdoctor.probe.watcher import GpuWatch
 from envdoctor.units import size_text
 
 #: Variables that keep the probe offline and its caches inside the temp dir.
-OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false", "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1",
-           "TRL_EXPERIMENTAL_SILENCE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "WANDB_MODE": "disabled",
+    "PYTHONUNBUFFERED": "1",
+    "TRL_EXPERIMENTAL_SILENCE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
 
 
 def private_dirs(tmp: Path) -> dict[str, str]:
     """Where the probe's processes keep caches and state: its own temp dir, so that nothing is
     written to the user's home (vLLM's compile cache and usage file, flashinfer's and CUDA's JIT
     caches, Triton's and Inductor's kernels, the Hugging Face cache) and all of it goes with it."""
-    return {"HF_HOME": str(tmp / "hf"), "TMPDIR": str(tmp), "TRITON_CACHE_DIR": str(tmp / "triton"),
-            "TORCHINDUCTOR_CACHE_DIR": str(tmp / "inductor"), "XDG_CACHE_HOME": str(tmp / "cache"),
-            "XDG_CONFIG_HOME": str(tmp / "config"), "VLLM_CACHE_ROOT": str(tmp / "cache" / "vllm"),
-            "VLLM_CONFIG_ROOT": str(tmp / "config" / "vllm"), "FLASHINFER_WORKSPACE_BASE": str(tmp),
-            "CUDA_CACHE_PATH": str(tmp / "nv"), "TORCH_EXTENSIONS_DIR": str(tmp / "torch_extensions"),
-            # JIT caches of vLLM 0.26's kernel packages, which default to ~/.name (seen on a GPU)
-            "HUMMING_CACHE_DIR": str(tmp / "humming"), "HUMMING_TMP_DIR": str(tmp / "humming-tmp"),
-            "CUDA_TILE_CACHE_DIR": str(tmp / "cuda_tile"), "CUDA_TILE_TEMP_DIR": str(tmp / "cuda_tile-tmp"),
-            "QUACK_CACHE_DIR": str(tmp / "quack"), "CUTE_DSL_CACHE_DIR": str(tmp / "cute_dsl"),
-            "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(tmp / "fa_cute_dsl"),
-            "MINFER_FMHA_CACHE_DIR": str(tmp / "minfer"), "OUTLINES_CACHE_DIR": str(tmp / "outlines")}
+    return {
+        "HF_HOME": str(tmp / "hf"),
+        "TMPDIR": str(tmp),
+        "TRITON_CACHE_DIR": str(tmp / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp / "inductor"),
+        "XDG_CACHE_HOME": str(tmp / "cache"),
+        "XDG_CONFIG_HOME": str(tmp / "config"),
+        "VLLM_CACHE_ROOT": str(tmp / "cache" / "vllm"),
+        "VLLM_CONFIG_ROOT": str(tmp / "config" / "vllm"),
+        "FLASHINFER_WORKSPACE_BASE": str(tmp),
+        "CUDA_CACHE_PATH": str(tmp / "nv"),
+        "TORCH_EXTENSIONS_DIR": str(tmp / "torch_extensions"),
+        # JIT caches of vLLM 0.26's kernel packages, which default to ~/.name (seen on a GPU)
+        "HUMMING_CACHE_DIR": str(tmp / "humming"),
+        "HUMMING_TMP_DIR": str(tmp / "humming-tmp"),
+        "CUDA_TILE_CACHE_DIR": str(tmp / "cuda_tile"),
+        "CUDA_TILE_TEMP_DIR": str(tmp / "cuda_tile-tmp"),
+        "QUACK_CACHE_DIR": str(tmp / "quack"),
+        "CUTE_DSL_CACHE_DIR": str(tmp / "cute_dsl"),
+        "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(tmp / "fa_cute_dsl"),
+        "MINFER_FMHA_CACHE_DIR": str(tmp / "minfer"),
+        "OUTLINES_CACHE_DIR": str(tmp / "outlines"),
+    }
 
 
 free_port = free_loopback_port  # the probe's ports: free on loopback (envdoctor.net_policy)
 
 
-def loopback_env(env: dict[str, str], overrides: dict[str, str | None],
-                  spec: ProbeSpec) -> None:
+def loopback_env(env: dict[str, str], overrides: dict[str, str | None], spec: ProbeSpec) -> None:
     """Apply the rendezvous overrides; vLLM's own address (``get_ip()``, where the weight-sync
     group meets) is loopback too unless the user set ``VLLM_HOST_IP`` or the server runs Ray."""
     for name, value in overrides.items():
@@ -58,11 +77,12 @@ def loopback_env(env: dict[str, str], overrides: dict[str, str | None],
             env.pop(name, None)
         else:
             env[name] = value
-    ray = spec.server_launch is not None and \
-        str(spec.server_launch.options.get("distributed_executor_backend")) == "ray"
+    ray = (
+        spec.server_launch is not None
+        and str(spec.server_launch.options.get("distributed_executor_backend")) == "ray"
+    )
     if not ray:
         env.setdefault("VLLM_HOST_IP", LOOPBACK)
-
 
 
 def _python_of(launcher: list[str]) -> str:
@@ -79,8 +99,7 @@ class ProbeModelFiles:
     the server needs it before it starts, so there it is waited for at once. ``start`` begins
     the writing; ``stop`` ends a writer still running (the lifecycle holds it before ``start``)."""
 
-    def __init__(self, spec: ProbeSpec, tmp: Path, result: ProbeResult,
-                 mark: Callable[..., None]) -> None:
+    def __init__(self, spec: ProbeSpec, tmp: Path, result: ProbeResult, mark: Callable[..., None]) -> None:
         self.spec, self.tmp, self.result, self.mark = spec, tmp, result, mark
         self.writer: ModelWriter | None = None
         self.ready = tmp / "model.ready.json"
@@ -93,11 +112,21 @@ class ProbeModelFiles:
         result.model = dict(model.summary) if model else {"source": "generic"}
         result.model.setdefault("deviations", list(model.deviations) if model else [])
         if model is not None and model.faithful:
-            env = {**os.environ, **spec.env, **OFFLINE, **private_dirs(tmp),
-                   "CUDA_VISIBLE_DEVICES": ""}  # the weights are written on the CPU
+            env = {
+                **os.environ,
+                **spec.env,
+                **OFFLINE,
+                **private_dirs(tmp),
+                "CUDA_VISIBLE_DEVICES": "",
+            }  # the weights are written on the CPU
             try:
-                self.writer = ModelWriter(model, tmp / "model", _python_of(spec.launcher), env,
-                                          timeout_s=max(min(spec.timeout_s / 2, 300.0), 1.0))
+                self.writer = ModelWriter(
+                    model,
+                    tmp / "model",
+                    _python_of(spec.launcher),
+                    env,
+                    timeout_s=max(min(spec.timeout_s / 2, 300.0), 1.0),
+                )
             except (RuntimeError, OSError) as exc:
                 self._generic(str(exc))
             else:
@@ -137,15 +166,23 @@ class ProbeModelFiles:
     def _generic(self, why: str | None) -> None:
         spec, result = self.spec, self.result
         if why is not None and spec.model is not None:
-            result.findings.append(Finding(
-                "PRB020", Severity.WARNING,
-                f"the probe could not build a model of {spec.model.name}'s shape ({why}); it ran "
-                "the generic tiny model, which proves the GPU layout and the weight path but not "
-                "your architecture", "check that this transformers release knows the model's "
-                f"model_type ({spec.model.summary.get('model_type')}); run one real step "
-                "(max_steps: 1) to see the rest", {"model": spec.model.name, "reason": why}))
-            result.model = {"source": "generic", "deviations": [
-                f"a model of {spec.model.name}'s shape could not be built: {why}"]}
+            result.findings.append(
+                Finding(
+                    "PRB020",
+                    Severity.WARNING,
+                    f"the probe could not build a model of {spec.model.name}'s shape ({why}); it ran "
+                    "the generic tiny model, which proves the GPU layout and the weight path but not "
+                    "your architecture",
+                    "check that this transformers release knows the model's "
+                    f"model_type ({spec.model.summary.get('model_type')}); run one real step "
+                    "(max_steps: 1) to see the rest",
+                    {"model": spec.model.name, "reason": why},
+                )
+            )
+            result.model = {
+                "source": "generic",
+                "deviations": [f"a model of {spec.model.name}'s shape could not be built: {why}"],
+            }
         result.model["ran"] = "generic"
         self.faithful = False
         self.model_dir = None
@@ -165,8 +202,9 @@ class ProbeModelFiles:
             self._announce({"model_dir": self.model_dir, "faithful": False, "vllm": overrides})
 
 
-def prepare_vllm(spec: ProbeSpec, tmp: Path, result: ProbeResult, model_dir: str | None,
-                  faithful: bool) -> tuple[dict[str, Any] | None, ServerLine | None]:
+def prepare_vllm(
+    spec: ProbeSpec, tmp: Path, result: ProbeResult, model_dir: str | None, faithful: bool
+) -> tuple[dict[str, Any] | None, ServerLine | None]:
     """The worker's vLLM settings and the probe server's line (None, None: no vLLM)."""
     if not spec.use_vllm or model_dir is None:
         return None, None
@@ -183,12 +221,18 @@ def prepare_vllm(spec: ProbeSpec, tmp: Path, result: ProbeResult, model_dir: str
         result.generation = "TRL's in-process vLLM on vllm_device (legacy)"
         return settings, None
     if spec.vllm_mode != "server" or spec.server_launch is None:
-        result.findings.append(Finding(
-            "PRB016", Severity.WARNING, "the vLLM server was not probed: no `trl vllm-serve` / "
-            "`vllm serve` line was given, so the probe does not know its GPUs and flags; the "
-            "trainer generated with its own generate()", "give the server line too: --launch "
-            "'CUDA_VISIBLE_DEVICES=… trl vllm-serve …' --launch '<trainer line>'",
-            {"part": "server"}))
+        result.findings.append(
+            Finding(
+                "PRB016",
+                Severity.WARNING,
+                "the vLLM server was not probed: no `trl vllm-serve` / "
+                "`vllm serve` line was given, so the probe does not know its GPUs and flags; the "
+                "trainer generated with its own generate()",
+                "give the server line too: --launch "
+                "'CUDA_VISIBLE_DEVICES=… trl vllm-serve …' --launch '<trainer line>'",
+                {"part": "server"},
+            )
+        )
         return None, None
     fraction = beside_user_server(spec, result)
     if fraction is False:
@@ -196,16 +240,30 @@ def prepare_vllm(spec: ProbeSpec, tmp: Path, result: ProbeResult, model_dir: str
     port, group_port = free_port(), free_port()
     while group_port == port:
         group_port = free_port()
-    line = probe_server_line(spec.server_launch, model_dir, port,
-                             fraction if isinstance(fraction, float) else None, faithful=faithful)
+    line = probe_server_line(
+        spec.server_launch,
+        model_dir,
+        port,
+        fraction if isinstance(fraction, float) else None,
+        faithful=faithful,
+    )
     result.vllm = engine_settings(spec, settings["vllm"], faithful, line)
-    settings["vllm"].update(vllm_server_host=line.host, vllm_server_port=port,
-                            vllm_group_port=group_port,
-                            vllm_server_timeout=max(spec.timeout_s, 1.0))
+    settings["vllm"].update(
+        vllm_server_host=line.host,
+        vllm_server_port=port,
+        vllm_group_port=group_port,
+        vllm_server_timeout=max(spec.timeout_s, 1.0),
+    )
     settings["vllm"].pop("vllm_server_base_url", None)
-    result.server.update(port=port, group_port=group_port, fraction=line.fraction,
-                         dropped=line.dropped, visible=line.visible,
-                         tp=line.tensor_parallel_size, dp=line.data_parallel_size)
+    result.server.update(
+        port=port,
+        group_port=group_port,
+        fraction=line.fraction,
+        dropped=line.dropped,
+        visible=line.visible,
+        tp=line.tensor_parallel_size,
+        dp=line.data_parallel_size,
+    )
     result.generation = f"a probe vLLM server ({' '.join(spec.server_launch.program)})"
     return settings, line
 
@@ -224,12 +282,19 @@ def beside_user_server(spec: ProbeSpec, result: ProbeResult) -> float | bool | N
     finally:
         watch.close()
     gpus = spec.server_visible[:1] or sorted(memory)[:1]
-    vllm_pids = [(pid, gpu, mib) for gpu, rows in holders.items() for pid, name, mib in rows
-                 if gpu in spec.server_visible and is_vllm_process(name)]
+    vllm_pids = [
+        (pid, gpu, mib)
+        for gpu, rows in holders.items()
+        for pid, name, mib in rows
+        if gpu in spec.server_visible and is_vllm_process(name)
+    ]
     if status is None and not vllm_pids:
         return None
-    result.user_server = {"url": f"http://{host}:{port}", "health_before": status,
-                          "processes_before": vllm_pids}
+    result.user_server = {
+        "url": f"http://{host}:{port}",
+        "health_before": status,
+        "processes_before": vllm_pids,
+    }
     if not gpus or gpus[0] not in memory:
         return 0.1 if status is not None else None
     free, total = memory[gpus[0]]
@@ -237,15 +302,19 @@ def beside_user_server(spec: ProbeSpec, result: ProbeResult) -> float | bool | N
     need = fraction * total + 1024
     result.user_server.update(gpu=gpus[0], free_mib=free, total_mib=total, fraction=fraction)
     if free < need:
-        result.findings.append(Finding(
-            "PRB016", Severity.WARNING,
-            f"the vLLM server part was not probed: a server is already running (http://{host}:"
-            f"{port}, /health {status or 'no answer'}) and GPU {gpus[0]} has "
-            f"{size_text(free, of='MiB')} free, less than the {size_text(need, of='MiB')} a probe "
-            "server beside it needs; the "
-            "trainer generated with its own generate(), and the running server was not touched",
-            "run the probe before starting the server, or free memory on that GPU",
-            {"gpu": gpus[0], "free_mib": free, "need_mib": int(need)}))
+        result.findings.append(
+            Finding(
+                "PRB016",
+                Severity.WARNING,
+                f"the vLLM server part was not probed: a server is already running (http://{host}:"
+                f"{port}, /health {status or 'no answer'}) and GPU {gpus[0]} has "
+                f"{size_text(free, of='MiB')} free, less than the {size_text(need, of='MiB')} a probe "
+                "server beside it needs; the "
+                "trainer generated with its own generate(), and the running server was not touched",
+                "run the probe before starting the server, or free memory on that GPU",
+                {"gpu": gpus[0], "free_mib": free, "need_mib": int(need)},
+            )
+        )
         return False
     return fraction
 
@@ -258,12 +327,9 @@ def after_user_server(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | No
     result.user_server["health_after"] = health(host, port)
     w = GpuWatch(pgid=-1).start()
     try:
-        after = {(pid, gpu): mib for gpu, rows in w.others(set()).items()
-                 for pid, _name, mib in rows}
+        after = {(pid, gpu): mib for gpu, rows in w.others(set()).items() for pid, _name, mib in rows}
     finally:
         w.close()
     result.user_server["processes_after"] = [
-        (pid, gpu, after.get((pid, gpu))) for pid, gpu, _mib in
-        result.user_server.get("processes_before", [])]
-
-
+        (pid, gpu, after.get((pid, gpu))) for pid, gpu, _mib in result.user_server.get("processes_before", [])
+    ]

@@ -60,13 +60,19 @@ def _path(trainer: Any) -> tuple[str, Callable[[], None], Callable[[list[list[in
     gen = getattr(trainer, "vllm_generation", None)
     if gen is not None and hasattr(gen, "sync_weights") and hasattr(gen, "generate"):
         mode = getattr(gen, "mode", "?")
-        return (f"{mode}: TRL's VLLMGeneration.sync_weights", gen.sync_weights,
-                lambda prompts: _generate_trl(gen, prompts))
+        return (
+            f"{mode}: TRL's VLLMGeneration.sync_weights",
+            gen.sync_weights,
+            lambda prompts: _generate_trl(gen, prompts),
+        )
     move = getattr(trainer, "_move_model_to_vllm", None)
     llm = getattr(trainer, "llm", None)
     if move is not None and llm is not None and hasattr(llm, "generate"):
-        return ("in-process: TRL's _move_model_to_vllm (load_weights)", move,
-                lambda prompts: _generate_llm(llm, prompts))
+        return (
+            "in-process: TRL's _move_model_to_vllm (load_weights)",
+            move,
+            lambda prompts: _generate_llm(llm, prompts),
+        )
     return None
 
 
@@ -80,13 +86,30 @@ def _first_logprob(entry: Any) -> float | None:
 
 def _generate_trl(gen: Any, prompts: list[list[int]]) -> list[tuple[list[int], list[float | None]]]:
     """TRL ≥ 1.0: its own generate(), raw log-probs, plain sampling for the proof."""
-    keep = {k: getattr(gen, k) for k in ("temperature", "top_p", "top_k", "min_p",
-                                         "repetition_penalty", "max_completion_length",
-                                         "logprobs", "generation_kwargs") if hasattr(gen, k)}
+    keep = {
+        k: getattr(gen, k)
+        for k in (
+            "temperature",
+            "top_p",
+            "top_k",
+            "min_p",
+            "repetition_penalty",
+            "max_completion_length",
+            "logprobs",
+            "generation_kwargs",
+        )
+        if hasattr(gen, k)
+    }
     try:
-        for name, value in (("temperature", 1.0), ("top_p", 1.0), ("min_p", 0.0),
-                            ("repetition_penalty", 1.0), ("max_completion_length", NEW_TOKENS),
-                            ("logprobs", 0), ("generation_kwargs", {})):
+        for name, value in (
+            ("temperature", 1.0),
+            ("top_p", 1.0),
+            ("min_p", 0.0),
+            ("repetition_penalty", 1.0),
+            ("max_completion_length", NEW_TOKENS),
+            ("logprobs", 0),
+            ("generation_kwargs", {}),
+        ):
             if name in keep:
                 setattr(gen, name, value)
         if isinstance(keep.get("top_k"), int) and keep["top_k"] > 0:
@@ -97,8 +120,9 @@ def _generate_trl(gen: Any, prompts: list[list[int]]) -> list[tuple[list[int], l
             setattr(gen, name, value)
     if logprobs is None:
         raise RuntimeError("this TRL's vLLM path returned no log-probs")
-    return [(list(ids), [_first_logprob(x) for x in lps]) for ids, lps in
-            zip(completions, logprobs, strict=False)]
+    return [
+        (list(ids), [_first_logprob(x) for x in lps]) for ids, lps in zip(completions, logprobs, strict=False)
+    ]
 
 
 def _generate_llm(llm: Any, prompts: list[list[int]]) -> list[tuple[list[int], list[float | None]]]:
@@ -106,8 +130,7 @@ def _generate_llm(llm: Any, prompts: list[list[int]]) -> list[tuple[list[int], l
     from vllm import SamplingParams
 
     params = SamplingParams(max_tokens=NEW_TOKENS, temperature=1.0, logprobs=0)
-    outs = llm.generate([{"prompt_token_ids": p} for p in prompts], sampling_params=params,
-                        use_tqdm=False)
+    outs = llm.generate([{"prompt_token_ids": p} for p in prompts], sampling_params=params, use_tqdm=False)
     pairs = []
     for out in outs:
         seq = out.outputs[0]
@@ -128,7 +151,7 @@ def _score(model: Any, prompt: list[int], completion: list[int]) -> list[float]:
     ids = torch.tensor([prompt + completion], device=device)
     with torch.no_grad():
         logits = model(input_ids=ids).logits[0].float()
-    logps = torch.log_softmax(logits[len(prompt) - 1:-1], dim=-1)
+    logps = torch.log_softmax(logits[len(prompt) - 1 : -1], dim=-1)
     return logps.gather(1, torch.tensor(completion, device=device)[:, None])[:, 0].tolist()
 
 
@@ -170,8 +193,7 @@ def _move(model: Any, seed: int) -> None:
         level = float(norm.float().abs().mean()) if norm is not None else 1.0
         factor = TARGET_LOGIT_STD / (spread * math.sqrt(hidden) * max(level, 1e-3))
         factor = min(max(factor, 1.0), 1000.0)
-        tied = out is not None and out_weight is getattr(model.get_input_embeddings(), "weight",
-                                                          None)
+        tied = out is not None and out_weight is getattr(model.get_input_embeddings(), "weight", None)
         if norm is not None:
             norm.mul_(factor)
         elif not tied:
@@ -206,17 +228,21 @@ def _mean_abs(a: list[float | None], b: list[float]) -> tuple[float, float]:
 def prove(trainer: Any, tokenizer: Any, fault: str | None = None) -> dict[str, Any]:
     """Run the proof on ``trainer`` after its step; a dict with ``checked``, ``verdict``, the
     distances and the path, or ``checked: False`` with the reason."""
-    if getattr(trainer, "is_deepspeed_enabled", False) or getattr(trainer, "is_fsdp_enabled",
-                                                                  False):
-        return {"checked": False, "reason": "the parameters are sharded (DeepSpeed / FSDP): the "
-                "probe moves whole tensors only"}
+    if getattr(trainer, "is_deepspeed_enabled", False) or getattr(trainer, "is_fsdp_enabled", False):
+        return {
+            "checked": False,
+            "reason": "the parameters are sharded (DeepSpeed / FSDP): the probe moves whole tensors only",
+        }
     path = _path(trainer)
     if path is None:
-        return {"checked": False, "reason": "this TRL's vLLM path has no sync and generate the "
-                "probe can call"}
+        return {
+            "checked": False,
+            "reason": "this TRL's vLLM path has no sync and generate the probe can call",
+        }
     where, sync, generate = path
-    model = trainer.accelerator.unwrap_model(trainer.model) if hasattr(
-        trainer, "accelerator") else trainer.model
+    model = (
+        trainer.accelerator.unwrap_model(trainer.model) if hasattr(trainer, "accelerator") else trainer.model
+    )
     if hasattr(model, "peft_config"):  # TRL merges the adapters and sends the merged weights
         where += " (PEFT: merge_adapter, merged weights, unmerge_adapter)"
     prompts = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in PROMPTS]
@@ -245,9 +271,13 @@ def prove(trainer: Any, tokenizer: Any, fault: str | None = None) -> dict[str, A
     to_before, _ = _mean_abs(vllm_lp, [x for row in old for x in row])
     power, _ = _mean_abs([x for row in moved for x in row], [x for row in old for x in row])
     verdict = judge(to_moved, to_before, power, largest)
-    return {"checked": True, "verdict": verdict, "path": where,
-            "tokens": sum(len(ids) for ids, _ in outputs),
-            "mean_abs_diff_to_trainer": round(to_moved, 4),
-            "max_abs_diff_to_trainer": round(largest, 4),
-            "mean_abs_diff_to_weights_before": round(to_before, 4),
-            "move": round(power, 4)}
+    return {
+        "checked": True,
+        "verdict": verdict,
+        "path": where,
+        "tokens": sum(len(ids) for ids, _ in outputs),
+        "mean_abs_diff_to_trainer": round(to_moved, 4),
+        "max_abs_diff_to_trainer": round(largest, 4),
+        "mean_abs_diff_to_weights_before": round(to_before, 4),
+        "move": round(power, 4),
+    }

@@ -28,8 +28,7 @@ _POOL = 8191  # distinct random values, tiled over every tensor
 
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte → printable character table (what byte-level BPE vocabularies use)."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-            *range(ord("®"), ord("ÿ") + 1)]
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     table, extra = {}, 0
     for b in range(256):
         if b in keep:
@@ -43,22 +42,23 @@ def _bytes_to_unicode() -> dict[int, str]:
 def _tensors() -> list[tuple[str, list[int], str]]:
     """(name, shape, fill) of every Qwen2 weight; fill: random | ones | zeros."""
     head = HIDDEN // HEADS
-    out: list[tuple[str, list[int], str]] = [("model.embed_tokens.weight", [VOCAB, HIDDEN],
-                                              "random")]
+    out: list[tuple[str, list[int], str]] = [("model.embed_tokens.weight", [VOCAB, HIDDEN], "random")]
     for i in range(LAYERS):
         p = f"model.layers.{i}."
-        out += [(p + "input_layernorm.weight", [HIDDEN], "ones"),
-                (p + "post_attention_layernorm.weight", [HIDDEN], "ones"),
-                (p + "self_attn.q_proj.weight", [HEADS * head, HIDDEN], "random"),
-                (p + "self_attn.q_proj.bias", [HEADS * head], "zeros"),
-                (p + "self_attn.k_proj.weight", [KV_HEADS * head, HIDDEN], "random"),
-                (p + "self_attn.k_proj.bias", [KV_HEADS * head], "zeros"),
-                (p + "self_attn.v_proj.weight", [KV_HEADS * head, HIDDEN], "random"),
-                (p + "self_attn.v_proj.bias", [KV_HEADS * head], "zeros"),
-                (p + "self_attn.o_proj.weight", [HIDDEN, HEADS * head], "random"),
-                (p + "mlp.gate_proj.weight", [INTERMEDIATE, HIDDEN], "random"),
-                (p + "mlp.up_proj.weight", [INTERMEDIATE, HIDDEN], "random"),
-                (p + "mlp.down_proj.weight", [HIDDEN, INTERMEDIATE], "random")]
+        out += [
+            (p + "input_layernorm.weight", [HIDDEN], "ones"),
+            (p + "post_attention_layernorm.weight", [HIDDEN], "ones"),
+            (p + "self_attn.q_proj.weight", [HEADS * head, HIDDEN], "random"),
+            (p + "self_attn.q_proj.bias", [HEADS * head], "zeros"),
+            (p + "self_attn.k_proj.weight", [KV_HEADS * head, HIDDEN], "random"),
+            (p + "self_attn.k_proj.bias", [KV_HEADS * head], "zeros"),
+            (p + "self_attn.v_proj.weight", [KV_HEADS * head, HIDDEN], "random"),
+            (p + "self_attn.v_proj.bias", [KV_HEADS * head], "zeros"),
+            (p + "self_attn.o_proj.weight", [HIDDEN, HEADS * head], "random"),
+            (p + "mlp.gate_proj.weight", [INTERMEDIATE, HIDDEN], "random"),
+            (p + "mlp.up_proj.weight", [INTERMEDIATE, HIDDEN], "random"),
+            (p + "mlp.down_proj.weight", [HIDDEN, INTERMEDIATE], "random"),
+        ]
     out.append(("model.norm.weight", [HIDDEN], "ones"))
     return out
 
@@ -78,7 +78,7 @@ def _safetensors(path: Path, seed: int) -> int:
             count *= dim
         if fill == "random":
             start = (n * 97) % _POOL * 2
-            data = (pool * (2 * count // len(pool) + 2))[start:start + 2 * count]
+            data = (pool * (2 * count // len(pool) + 2))[start : start + 2 * count]
         else:
             data = (_bf16(1.0) if fill == "ones" else b"\0\0") * count
         header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + len(data)]}
@@ -97,31 +97,71 @@ def _safetensors(path: Path, seed: int) -> int:
 def _tokenizer() -> dict:
     table = _bytes_to_unicode()
     vocab = {table[b]: b for b in range(256)}
-    special = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
-                "normalized": False, "special": True}
-               for i, c in ((EOS, "<|endoftext|>"), (PAD, "<|pad|>"))]
-    level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
-             "use_regex": True}
-    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": special,
-            "normalizer": None, "pre_tokenizer": level, "post_processor": None,
-            "decoder": {**level, "type": "ByteLevel"},
-            "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                      "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                      "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                      "vocab": vocab, "merges": []}}
+    special = [
+        {
+            "id": i,
+            "content": c,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+        for i, c in ((EOS, "<|endoftext|>"), (PAD, "<|pad|>"))
+    ]
+    level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": True}
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": special,
+        "normalizer": None,
+        "pre_tokenizer": level,
+        "post_processor": None,
+        "decoder": {**level, "type": "ByteLevel"},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": [],
+        },
+    }
 
 
 def config() -> dict:
-    return {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
-            "hidden_size": HIDDEN, "intermediate_size": INTERMEDIATE,
-            "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
-            "num_key_value_heads": KV_HEADS, "head_dim": HIDDEN // HEADS, "vocab_size": VOCAB,
-            "max_position_embeddings": MAX_LEN, "max_window_layers": LAYERS,
-            "use_sliding_window": False, "sliding_window": None, "hidden_act": "silu",
-            "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "initializer_range": 0.02,
-            "tie_word_embeddings": True, "torch_dtype": "bfloat16", "dtype": "bfloat16",
-            "bos_token_id": EOS, "eos_token_id": EOS, "pad_token_id": PAD,
-            "attention_dropout": 0.0, "use_cache": True}
+    return {
+        "architectures": ["Qwen2ForCausalLM"],
+        "model_type": "qwen2",
+        "hidden_size": HIDDEN,
+        "intermediate_size": INTERMEDIATE,
+        "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": KV_HEADS,
+        "head_dim": HIDDEN // HEADS,
+        "vocab_size": VOCAB,
+        "max_position_embeddings": MAX_LEN,
+        "max_window_layers": LAYERS,
+        "use_sliding_window": False,
+        "sliding_window": None,
+        "hidden_act": "silu",
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "initializer_range": 0.02,
+        "tie_word_embeddings": True,
+        "torch_dtype": "bfloat16",
+        "dtype": "bfloat16",
+        "bos_token_id": EOS,
+        "eos_token_id": EOS,
+        "pad_token_id": PAD,
+        "attention_dropout": 0.0,
+        "use_cache": True,
+    }
 
 
 def write_tiny_model(folder: str | Path, seed: int = 0) -> Path:
@@ -129,8 +169,9 @@ def write_tiny_model(folder: str | Path, seed: int = 0) -> Path:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(config(), indent=1))
-    (out / "generation_config.json").write_text(json.dumps(
-        {"bos_token_id": EOS, "eos_token_id": EOS, "pad_token_id": PAD}))
+    (out / "generation_config.json").write_text(
+        json.dumps({"bos_token_id": EOS, "eos_token_id": EOS, "pad_token_id": PAD})
+    )
     _safetensors(out / "model.safetensors", seed)
     for name, text in tokenizer_files().items():
         (out / name).write_text(text)
@@ -139,11 +180,19 @@ def write_tiny_model(folder: str | Path, seed: int = 0) -> Path:
 
 def tokenizer_files() -> dict[str, str]:
     """The byte-level tokenizer's files (name → text): 256 byte tokens, EOS 256, PAD 257."""
-    return {"tokenizer.json": json.dumps(_tokenizer()),
-            "tokenizer_config.json": json.dumps(
-                {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>",
-                 "pad_token": "<|pad|>", "bos_token": None, "unk_token": None,
-                 "padding_side": "left", "model_max_length": MAX_LEN,
-                 "clean_up_tokenization_spaces": False}),
-            "special_tokens_map.json": json.dumps(
-                {"eos_token": "<|endoftext|>", "pad_token": "<|pad|>"})}
+    return {
+        "tokenizer.json": json.dumps(_tokenizer()),
+        "tokenizer_config.json": json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "eos_token": "<|endoftext|>",
+                "pad_token": "<|pad|>",
+                "bos_token": None,
+                "unk_token": None,
+                "padding_side": "left",
+                "model_max_length": MAX_LEN,
+                "clean_up_tokenization_spaces": False,
+            }
+        ),
+        "special_tokens_map.json": json.dumps({"eos_token": "<|endoftext|>", "pad_token": "<|pad|>"}),
+    }

@@ -47,8 +47,9 @@ class GpuWatch:
         try:
             if injected:
                 self.nvml.nvmlInit()
-            self._handles = [self.nvml.nvmlDeviceGetHandleByIndex(i)
-                             for i in range(self.nvml.nvmlDeviceGetCount())]
+            self._handles = [
+                self.nvml.nvmlDeviceGetHandleByIndex(i) for i in range(self.nvml.nvmlDeviceGetCount())
+            ]
         except Exception as exc:
             self.error = f"NVML could not start ({exc})"
             return self
@@ -105,8 +106,7 @@ class GpuWatch:
             if "-c" in words[1:2]:
                 name = f"{words[0]} -c …"  # inline code: not a name
             else:  # program and script, no flag values
-                name = " ".join([w for w in words if w and not w.startswith("-")
-                                 and "=" not in w][:2])
+                name = " ".join([w for w in words if w and not w.startswith("-") and "=" not in w][:2])
             name = name[:60]
             out.setdefault(gpu, []).append((pid, name, mib))
         return out

@@ -27,8 +27,16 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 RANK = int(os.environ.get("RANK", "0"))
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", "1"))
-PROMPTS = ["the cat sat on the", "a dog ran to the", "one two three four", "red green blue",
-           "hello world how are", "tiny models learn fast", "ping pong ping", "up down left"]
+PROMPTS = [
+    "the cat sat on the",
+    "a dog ran to the",
+    "one two three four",
+    "red green blue",
+    "hello world how are",
+    "tiny models learn fast",
+    "ping pong ping",
+    "up down left",
+]
 
 
 def _write(path: str, data: dict) -> None:
@@ -58,8 +66,9 @@ def word_tokenizer(words: list[str]):
     vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate(words)}}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>",
-                                   unk_token="<unk>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
     fast.padding_side = "left"
     return fast
 
@@ -70,11 +79,19 @@ def _model(family: str, tok):
     name = {"llama": "Llama", "qwen2": "Qwen2"}.get(family, "Qwen2")
     config_cls = getattr(transformers, f"{name}Config")
     model_cls = getattr(transformers, f"{name}ForCausalLM")
-    config = config_cls(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
-                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                        max_position_embeddings=128, pad_token_id=tok.pad_token_id,
-                        eos_token_id=tok.eos_token_id, bos_token_id=tok.eos_token_id,
-                        tie_word_embeddings=True)
+    config = config_cls(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=tok.eos_token_id,
+        tie_word_embeddings=True,
+    )
     model = model_cls(config)
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.eos_token_id = tok.eos_token_id
@@ -118,8 +135,11 @@ def _interface_of(ip: str | None) -> str | None:
         for _index, name in socket.if_nameindex():
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
                 try:
-                    raw = fcntl.ioctl(sock.fileno(), 0x8915,  # SIOCGIFADDR
-                                      struct.pack("256s", name[:15].encode()))
+                    raw = fcntl.ioctl(
+                        sock.fileno(),
+                        0x8915,  # SIOCGIFADDR
+                        struct.pack("256s", name[:15].encode()),
+                    )
                 except OSError:
                     continue
             if socket.inet_ntoa(raw[20:24]) == ip:
@@ -194,14 +214,23 @@ def _config(spec: dict, out_dir: str, cuda: bool):
     if bf16 is None:  # TRL's own default where the GPU has bf16, unless the config asks for fp16
         bf16 = bool(cuda and torch.cuda.is_bf16_supported()) and not spec.get("fp16")
     kwargs = {
-        "output_dir": out_dir, "max_steps": int(spec.get("steps", 1)),
+        "output_dir": out_dir,
+        "max_steps": int(spec.get("steps", 1)),
         "per_device_train_batch_size": int(spec.get("per_device_train_batch_size", 2)),
-        "num_generations": int(spec.get("num_generations", 2)), "learning_rate": 1e-4,
+        "num_generations": int(spec.get("num_generations", 2)),
+        "learning_rate": 1e-4,
         "gradient_accumulation_steps": int(spec.get("gradient_accumulation_steps", 1)),
-        "max_completion_length": 8, "max_prompt_length": 16, "logging_steps": 1,
-        "save_strategy": "no", "report_to": "none", "disable_tqdm": True, "seed": 0,
-        "bf16": bool(bf16), "fp16": bool(spec.get("fp16") or False),
-        "use_vllm": bool(spec.get("use_vllm")), "dataloader_num_workers": 0,
+        "max_completion_length": 8,
+        "max_prompt_length": 16,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": "none",
+        "disable_tqdm": True,
+        "seed": 0,
+        "bf16": bool(bf16),
+        "fp16": bool(spec.get("fp16") or False),
+        "use_vllm": bool(spec.get("use_vllm")),
+        "dataloader_num_workers": 0,
     }
     if spec.get("use_vllm") and spec.get("vllm_mode"):
         kwargs["vllm_mode"] = spec["vllm_mode"]  # TRL with the colocate/server split only
@@ -212,7 +241,8 @@ def _config(spec: dict, out_dir: str, cuda: bool):
     if not cuda:
         kwargs.update(use_cpu=True, bf16=False, fp16=False)
     return GRPOConfig(**{k: v for k, v in kwargs.items() if k in fields}), sorted(
-        k for k in (spec.get("vllm") or {}) if k not in fields)
+        k for k in (spec.get("vllm") or {}) if k not in fields
+    )
 
 
 def _name(device) -> str:
@@ -244,9 +274,11 @@ def _oom() -> None:
 
     if torch.cuda.is_available():
         torch.empty(1 << 50, dtype=torch.uint8, device="cuda")  # 1 PiB: fails, allocates nothing
-    raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
-                       "of 79.19 GiB of which 1.06 GiB is free. Process 4242 has 78.12 GiB memory "
-                       "in use. (envdoctor probe: injected OOM)")
+    raise RuntimeError(
+        "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+        "of 79.19 GiB of which 1.06 GiB is free. Process 4242 has 78.12 GiB memory "
+        "in use. (envdoctor probe: injected OOM)"
+    )
 
 
 def _fault(spec: dict, where: str) -> None:
@@ -273,9 +305,18 @@ def _fault(spec: dict, where: str) -> None:
 
 
 #: what TRL passes to vLLM's LLM() that the report shows (probe.vllm)
-_ENGINE_KEYS = ("max_model_len", "max_num_seqs", "tensor_parallel_size", "enable_sleep_mode",
-                "gpu_memory_utilization", "model_impl", "dtype", "max_num_batched_tokens",
-                "distributed_executor_backend", "enforce_eager")
+_ENGINE_KEYS = (
+    "max_model_len",
+    "max_num_seqs",
+    "tensor_parallel_size",
+    "enable_sleep_mode",
+    "gpu_memory_utilization",
+    "model_impl",
+    "dtype",
+    "max_num_batched_tokens",
+    "distributed_executor_backend",
+    "enforce_eager",
+)
 
 
 def eager_vllm(result: dict) -> None:
@@ -316,8 +357,12 @@ def run(spec: dict, result: dict) -> None:
     import trl
     from trl import GRPOTrainer
 
-    result["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__,
-                          "trl": trl.__version__, "datasets": datasets.__version__}
+    result["versions"] = {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "trl": trl.__version__,
+        "datasets": datasets.__version__,
+    }
     t = _phase(result, "imports", t)
     _fault(spec, "imports")
     cuda = torch.cuda.is_available()
@@ -333,8 +378,12 @@ def run(spec: dict, result: dict) -> None:
     # enough prompts for every rank's batches of the user's shape (TRL repeats each prompt
     # num_generations times within a batch)
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    need = (int(spec.get("per_device_train_batch_size", 2)) * world
-            * int(spec.get("gradient_accumulation_steps", 1)) * int(spec.get("steps", 1)))
+    need = (
+        int(spec.get("per_device_train_batch_size", 2))
+        * world
+        * int(spec.get("gradient_accumulation_steps", 1))
+        * int(spec.get("steps", 1))
+    )
     dataset = datasets.Dataset.from_dict({"prompt": PROMPTS * max(1, -(-need // len(PROMPTS)))})
     t = _phase(result, "model_build", t)
     args, ignored = _config(spec, tempfile.mkdtemp(prefix="out-", dir=spec["out_dir"]), cuda)
@@ -377,13 +426,18 @@ def run(spec: dict, result: dict) -> None:
     t = _phase(result, "steps", t)
     wrapped = getattr(trainer, "model_wrapped", trainer.model)
     result["wrapper"] = type(wrapped).__name__
-    result["data_parallel"] = any(isinstance(m, torch.nn.DataParallel)
-                                  for root in (wrapped, trainer.model) for m in root.modules())
+    result["data_parallel"] = any(
+        isinstance(m, torch.nn.DataParallel) for root in (wrapped, trainer.model) for m in root.modules()
+    )
     result["param_devices"] = _devices(trainer.model.parameters())
     result["grad_devices"] = sorted(grad_devices)
     opt = getattr(trainer.optimizer, "optimizer", trainer.optimizer)
-    state = [v for s in getattr(opt, "state", {}).values() for v in s.values()
-             if isinstance(v, torch.Tensor) and v.dim() > 0]
+    state = [
+        v
+        for s in getattr(opt, "state", {}).values()
+        for v in s.values()
+        if isinstance(v, torch.Tensor) and v.dim() > 0
+    ]
     result["optimizer_state_devices"] = _devices(state)
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
     result["loss"] = losses[-1] if losses else None
@@ -391,8 +445,12 @@ def run(spec: dict, result: dict) -> None:
     expected = (spec.get("expected_device") or {}).get(str(RANK))
     if expected:
         result["expected_device"] = expected
-        seen = set(result["param_devices"] + result["grad_devices"]
-                   + result["optimizer_state_devices"] + [result["device"]])
+        seen = set(
+            result["param_devices"]
+            + result["grad_devices"]
+            + result["optimizer_state_devices"]
+            + [result["device"]]
+        )
         result["off_device"] = sorted(seen - {_name(expected)})
     result["uuid"] = _gpu_uuid(args.device)
     if cuda:
@@ -423,25 +481,36 @@ def _await_model(spec: dict) -> None:
 def _weight_sync(spec: dict, trainer, tok) -> dict:
     """The weight-sync proof (sync_proof.py beside this file), never raising."""
     if not spec.get("use_vllm"):
-        return {"checked": False, "reason": "needs vLLM: the probe generated with the trainer's "
-                "own generate() (use_vllm is off, or no vLLM path was probed)"}
+        return {
+            "checked": False,
+            "reason": "needs vLLM: the probe generated with the trainer's "
+            "own generate() (use_vllm is off, or no vLLM path was probed)",
+        }
     try:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import sync_proof  # type: ignore[import-not-found]  # beside this script, found by path
 
         return sync_proof.prove(trainer, tok, spec.get("fault"))
     except Exception as exc:  # the judge reports it as not checked, with vLLM's / TRL's words
-        return {"checked": False, "reason": f"the proof failed: {type(exc).__name__}: "
-                f"{str(exc)[:500]}", "traceback": traceback.format_exc()[-3000:]}
+        return {
+            "checked": False,
+            "reason": f"the proof failed: {type(exc).__name__}: {str(exc)[:500]}",
+            "traceback": traceback.format_exc()[-3000:],
+        }
 
 
 def main() -> int:
     with open(sys.argv[1]) as fh:
         spec = json.load(fh)
     out = spec["out_dir"]
-    base = {"rank": RANK, "local_rank": LOCAL_RANK, "world_size": WORLD_SIZE,
-            "pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "t_start": time.time()}
+    base = {
+        "rank": RANK,
+        "local_rank": LOCAL_RANK,
+        "world_size": WORLD_SIZE,
+        "pid": os.getpid(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "t_start": time.time(),
+    }
     _write(os.path.join(out, f"rank{RANK}.started.json"), base)
     print(f"ENVDOCTOR_PHASE rank={RANK} started", file=sys.stderr, flush=True)
     result: dict[str, Any] = {**base, "ok": False, "phases": {}}
@@ -450,8 +519,11 @@ def main() -> int:
         run(spec, result)
     except BaseException as exc:  # every failure becomes data for the runner
         lines = traceback.format_exc().splitlines()[-60:]
-        result["error"] = {"type": type(exc).__name__, "message": str(exc)[:4000],
-                           "traceback": "\n".join(lines)[-8000:]}
+        result["error"] = {
+            "type": type(exc).__name__,
+            "message": str(exc)[:4000],
+            "traceback": "\n".join(lines)[-8000:],
+        }
     result["phases"]["total"] = round(time.perf_counter() - start, 4)
     result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     result["t_end"] = time.time()

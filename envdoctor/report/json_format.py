@@ -21,8 +21,15 @@ def to_dict(report: Report) -> dict[str, Any]:
             "exit_code": report.exit_code(),
         },
         "areas": [
-            {"key": a.key, "title": a.title, "status": a.status, "summary": a.summary,
-             "note": a.note, "ran": a.ran, "skipped": a.skipped}
+            {
+                "key": a.key,
+                "title": a.title,
+                "status": a.status,
+                "summary": a.summary,
+                "note": a.note,
+                "ran": a.ran,
+                "skipped": a.skipped,
+            }
             for a in report.areas
         ],
         "findings": [dict(f.to_dict(), area=a.key) for a in report.areas for f in a.findings],

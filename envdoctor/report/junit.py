@@ -21,8 +21,7 @@ def render(report: Report, verbose: bool = False, color: bool = False) -> str:
             errs = [f for f in found if f.severity == Severity.ERROR]
             if errs:
                 failures += 1
-                node = ET.SubElement(case, "failure", message=errs[0].message[:500],
-                                     type="error")
+                node = ET.SubElement(case, "failure", message=errs[0].message[:500], type="error")
                 node.text = "\n".join(f"{f.message}\nfix: {f.fix}" for f in errs)
             elif rule_id in area.skipped and not found:
                 skipped += 1
@@ -30,11 +29,16 @@ def render(report: Report, verbose: bool = False, color: bool = False) -> str:
             others = [f for f in found if f.severity != Severity.ERROR]
             if others:
                 out = ET.SubElement(case, "system-out")
-                out.text = "\n".join(f"[{f.severity.value}] {f.message}\nfix: {f.fix}"
-                                     for f in others)
+                out.text = "\n".join(f"[{f.severity.value}] {f.message}\nfix: {f.fix}" for f in others)
             cases.append(case)
-    suite = ET.Element("testsuite", name="envdoctor", tests=str(len(cases)),
-                       failures=str(failures), errors="0", skipped=str(skipped))
+    suite = ET.Element(
+        "testsuite",
+        name="envdoctor",
+        tests=str(len(cases)),
+        failures=str(failures),
+        errors="0",
+        skipped=str(skipped),
+    )
     suite.extend(cases)
     root = ET.Element("testsuites")
     root.append(suite)

@@ -21,7 +21,8 @@ def _rule(rule_id: str) -> dict[str, Any]:
     if doc is None:  # probe / triage ids without a rule file entry
         return {"id": rule_id}
     out: dict[str, Any] = {
-        "id": rule_id, "name": doc.name,
+        "id": rule_id,
+        "name": doc.name,
         "shortDescription": {"text": doc.title},
         "fullDescription": {"text": doc.why},
         "help": {"text": f"{doc.why}\n\nFix: {doc.fix}"},
@@ -56,8 +57,7 @@ def _location(f: Finding, artifact: str = "") -> list[dict[str, Any]]:
     line = f.evidence.get("line")
     if not isinstance(path, str) or not path:
         path, line = artifact or ROOT_ARTIFACT, None
-    physical: dict[str, Any] = {"artifactLocation": {"uri": file_uri(path),
-                                                     "uriBaseId": "%SRCROOT%"}}
+    physical: dict[str, Any] = {"artifactLocation": {"uri": file_uri(path), "uriBaseId": "%SRCROOT%"}}
     if isinstance(line, int) and line >= 1:
         physical["region"] = {"startLine": line}
     return [{"physicalLocation": physical}]
@@ -65,8 +65,13 @@ def _location(f: Finding, artifact: str = "") -> list[dict[str, Any]]:
 
 def _result(f: Finding, index: int, subject: str, artifact: str = "") -> dict[str, Any]:
     text = f.message + (f" → fix: {f.fix}" if f.fix else "")
-    out: dict[str, Any] = {"ruleId": f.rule, "ruleIndex": index, "level": LEVEL[f.severity],
-                           "message": {"text": text}, "locations": _location(f, artifact)}
+    out: dict[str, Any] = {
+        "ruleId": f.rule,
+        "ruleIndex": index,
+        "level": LEVEL[f.severity],
+        "message": {"text": text},
+        "locations": _location(f, artifact),
+    }
     out["properties"] = {"subject": subject}
     return out
 
@@ -89,9 +94,11 @@ def render_many(reports: list[Report], verbose: bool = False) -> str:
     driver: dict[str, Any] = {"name": "envdoctor", "rules": rules}
     if version:
         driver["version"] = version
-    log = {"$schema": SCHEMA, "version": "2.1.0",
-           "runs": [{"tool": {"driver": driver}, "results": results,
-                     "columnKind": "unicodeCodePoints"}]}
+    log = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints"}],
+    }
     return json.dumps(log, indent=2, default=str) + "\n"
 
 

@@ -19,8 +19,9 @@ def _paint(text: str, status: str, color: bool) -> str:
 def _wrap(text: str, indent: str, width: int = 100) -> list[str]:
     import textwrap
 
-    return textwrap.wrap(text, width=width, initial_indent=indent,
-                         subsequent_indent=indent + "  ", break_on_hyphens=False) or [indent]
+    return textwrap.wrap(
+        text, width=width, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False
+    ) or [indent]
 
 
 def _finding(f: Finding, verbose: bool, color: bool) -> list[str]:
@@ -72,7 +73,8 @@ def _grid(table: dict[str, Any]) -> list[str]:
     widths = [max([len(c), *(len(d[i]) for d in data if i < len(d))]) for i, c in enumerate(cols)]
     fmt = "    " + "  ".join(f"{{:<{w}}}" for w in widths)
     return ["", table.get("title", ""), fmt.format(*cols).rstrip()] + [
-        fmt.format(*(d + [""] * len(cols))[:len(cols)]).rstrip() for d in data]
+        fmt.format(*(d + [""] * len(cols))[: len(cols)]).rstrip() for d in data
+    ]
 
 
 def render(report: Report, verbose: bool = False, color: bool = False) -> str:
@@ -80,8 +82,7 @@ def render(report: Report, verbose: bool = False, color: bool = False) -> str:
     for area in report.areas:
         lines += _area(area, verbose, color)
     if report.layout:
-        lines += ["", f"GPU layout: {report.layout_summary}" if report.layout_summary
-                  else "GPU layout:"]
+        lines += ["", f"GPU layout: {report.layout_summary}" if report.layout_summary else "GPU layout:"]
         lines += _table(report.layout)
     for table in report.extra.get("tables", []):
         lines += _grid(table)
@@ -100,10 +101,17 @@ def render(report: Report, verbose: bool = False, color: bool = False) -> str:
         status = "error" if errors else "warning"
         worst = Severity.ERROR if errors else Severity.WARNING
         first = next(f.rule for f in report.findings if f.severity == worst)
-        lines.append(_paint(f"{MARK[status]} envdoctor found {' and '.join(parts)} in {bad} "
-                            f"area{'s' * (bad != 1)}.", status, color)
-                     + f" More: envdoctor explain {first}" + ("" if verbose else "; -v for details"))
+        lines.append(
+            _paint(
+                f"{MARK[status]} envdoctor found {' and '.join(parts)} in {bad} area{'s' * (bad != 1)}.",
+                status,
+                color,
+            )
+            + f" More: envdoctor explain {first}"
+            + ("" if verbose else "; -v for details")
+        )
     else:
-        lines.append(_paint("✓ No issues found.", "ok", color)
-                     + ("" if verbose else " (-v shows every check)"))
+        lines.append(
+            _paint("✓ No issues found.", "ok", color) + ("" if verbose else " (-v shows every check)")
+        )
     return "\n".join(lines) + "\n"

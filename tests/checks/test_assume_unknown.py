@@ -31,8 +31,7 @@ def test_following_env001s_advice_produces_no_error():
     advice = _env001_advice()
     assert advice == ["trl==1.16.0", "vllm==0.26.0"]
     found = _run({}, advice).findings
-    assert [f for f in found if f.severity.value == "error"] == [], \
-        [(f.rule, f.message) for f in found]
+    assert [f for f in found if f.severity.value == "error"] == [], [(f.rule, f.message) for f in found]
 
 
 def test_a_package_not_named_is_unknown_not_missing():
@@ -42,8 +41,7 @@ def test_a_package_not_named_is_unknown_not_missing():
 
 def test_without_assume_a_missing_package_is_still_missing():
     found = _run({"trl": "1.16.0", "vllm": "0.26.0"}, []).findings
-    assert any(f.rule == "PKG004" and "torch" in f.message and f.severity.value == "error"
-               for f in found)
+    assert any(f.rule == "PKG004" and "torch" in f.message and f.severity.value == "error" for f in found)
 
 
 def test_assumed_versions_still_judge_what_is_installed():

@@ -7,16 +7,27 @@ from __future__ import annotations
 from tests.conftest import findings, snapshot
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "compute_capability": "9.0"}
-STACK = {"trl": "1.16.0", "transformers": "5.23.0", "torch": "2.11.0+cu130",
-         "accelerate": "1.15.0", "vllm": "0.26.0"}
+STACK = {
+    "trl": "1.16.0",
+    "transformers": "5.23.0",
+    "torch": "2.11.0+cu130",
+    "accelerate": "1.15.0",
+    "vllm": "0.26.0",
+}
 COLOCATE = {"use_vllm": True, "vllm_mode": "colocate"}
 STRANGER = {"pid": 4242, "name": "python other_job.py", "used_mib": 61440}
 LAUNCH = "torchrun --nproc_per_node 2 train.py"
 
 
 def _rules(used: int, config: dict) -> dict:
-    snap = snapshot(2, model=H100, packages=STACK, driver_cuda="13.0", used={1: used},
-                    processes={1: [STRANGER] if used else []})
+    snap = snapshot(
+        2,
+        model=H100,
+        packages=STACK,
+        driver_cuda="13.0",
+        used={1: used},
+        processes={1: [STRANGER] if used else []},
+    )
     return {f.rule: f for f in findings(snap, config=config, launch=LAUNCH)}
 
 

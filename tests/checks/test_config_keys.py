@@ -13,30 +13,45 @@ from tests.conftest import findings, snapshot
 OPEN_R1 = Path(__file__).parent / "data" / "open-r1-config_demo.yaml"
 # open-r1's setup.py at that commit: trl[vllm]==0.18.0, transformers==4.52.3, torch==2.6.0,
 # accelerate==1.4.0, deepspeed==0.16.8
-OPEN_R1_STACK = {"trl": "0.18.0", "transformers": "4.52.3", "torch": "2.6.0+cu124",
-                 "accelerate": "1.4.0", "vllm": "0.8.5.post1", "deepspeed": "0.16.8"}
-MODERN_STACK = {"trl": "1.16.0", "transformers": "5.23.0", "torch": "2.11.0+cu130",
-                "accelerate": "1.15.0", "vllm": "0.26.0"}
+OPEN_R1_STACK = {
+    "trl": "0.18.0",
+    "transformers": "4.52.3",
+    "torch": "2.6.0+cu124",
+    "accelerate": "1.4.0",
+    "vllm": "0.8.5.post1",
+    "deepspeed": "0.16.8",
+}
+MODERN_STACK = {
+    "trl": "1.16.0",
+    "transformers": "5.23.0",
+    "torch": "2.11.0+cu130",
+    "accelerate": "1.15.0",
+    "vllm": "0.26.0",
+}
 
 
 def _cfg(config: dict, packages: dict, rules=("CFG001", "CFG004")) -> list:
-    return [f for f in findings(snapshot(8, packages=packages), config=config)
-            if f.rule in rules]
+    return [f for f in findings(snapshot(8, packages=packages), config=config) if f.rule in rules]
 
 
 def test_open_r1_recipe_is_clean_on_its_own_stack():
     config = yaml.safe_load(OPEN_R1.read_text())
     found = _cfg(config, OPEN_R1_STACK, rules=("CFG001", "CFG002", "CFG003", "CFG004", "CFG005"))
     assert [f.severity.value for f in found] == ["info"]  # the recipe's own keys, said once
-    assert set(found[0].evidence["keys"]) == {"chat_template", "dataset_prompt_column",
-                                              "system_prompt"}
+    assert set(found[0].evidence["keys"]) == {"chat_template", "dataset_prompt_column", "system_prompt"}
 
 
 @pytest.mark.parametrize("stack", [OPEN_R1_STACK, MODERN_STACK])
-@pytest.mark.parametrize("key, value", [("gradient_checkpointing_kwargs", {"use_reentrant": False}),
-                                        ("per_device_eval_batch_size", 16),
-                                        ("reward_funcs", ["accuracy"]),
-                                        ("model_name_or_path", "m"), ("dataset_name", "d")])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("gradient_checkpointing_kwargs", {"use_reentrant": False}),
+        ("per_device_eval_batch_size", 16),
+        ("reward_funcs", ["accuracy"]),
+        ("model_name_or_path", "m"),
+        ("dataset_name", "d"),
+    ],
+)
 def test_training_arguments_and_script_keys_are_known(stack, key, value):
     assert _cfg({key: value}, stack) == []
 

@@ -8,20 +8,23 @@ from tests.conftest import findings, snapshot
 def test_cfg004_says_when_its_suggestion_belongs_to_another_trl_era():
     from tests.conftest import LEGACY, MODERN
 
-    (modern,) = [f for f in findings(snapshot(1, packages=MODERN), config={"vllm_devic": "auto"})
-                 if f.rule == "CFG004"]
+    (modern,) = [
+        f for f in findings(snapshot(1, packages=MODERN), config={"vllm_devic": "auto"}) if f.rule == "CFG004"
+    ]
     assert "`vllm_device`" in modern.message and "not of the installed TRL" in modern.message
     assert "replaced `vllm_device` with" in modern.fix
-    (legacy,) = [f for f in findings(snapshot(1, packages=LEGACY), config={"vllm_devic": "auto"})
-                 if f.rule == "CFG004"]
+    (legacy,) = [
+        f for f in findings(snapshot(1, packages=LEGACY), config={"vllm_devic": "auto"}) if f.rule == "CFG004"
+    ]
     assert "installed TRL" not in legacy.message and legacy.fix == "rename `vllm_devic` to `vllm_device`"
 
 
 def _cfg001(trl: str, config: dict) -> list:
     from tests.conftest import MODERN
 
-    return [f for f in findings(snapshot(1, packages={**MODERN, "trl": trl}), config=config)
-            if f.rule == "CFG001"]
+    return [
+        f for f in findings(snapshot(1, packages={**MODERN, "trl": trl}), config=config) if f.rule == "CFG001"
+    ]
 
 
 def test_cfg001_vllm_gpu_memory_utilization_is_live_again_from_trl_018():
@@ -37,4 +40,3 @@ def test_cfg001_vllm_gpu_memory_utilization_is_live_again_from_trl_018():
 def test_cfg001_deprecated_key_names_trls_replacement():
     (hit,) = _cfg001("1.16.0", {"use_transformers_paged": True})
     assert "deprecated" in hit.message and "use_transformers_continuous_batching" in hit.fix
-

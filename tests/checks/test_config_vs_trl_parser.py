@@ -17,10 +17,18 @@ from tests.conftest import findings, snapshot
 pytest.importorskip("trl")
 
 #: Keys of open-r1's recipes and TRL's docs, old and new: some removed, some live, one bogus.
-KEYS = {"warmup_ratio": 0.1, "overwrite_output_dir": True, "max_prompt_length": 512,
-        "gradient_checkpointing_kwargs": {"use_reentrant": False}, "per_device_eval_batch_size": 4,
-        "vllm_gpu_memory_utilization": 0.3, "vllm_mode": "colocate", "learning_rate": 1.0e-6,
-        "num_generations": 4, "bogus_key_of_no_release": 3}
+KEYS = {
+    "warmup_ratio": 0.1,
+    "overwrite_output_dir": True,
+    "max_prompt_length": 512,
+    "gradient_checkpointing_kwargs": {"use_reentrant": False},
+    "per_device_eval_batch_size": 4,
+    "vllm_gpu_memory_utilization": 0.3,
+    "vllm_mode": "colocate",
+    "learning_rate": 1.0e-6,
+    "num_generations": 4,
+    "bogus_key_of_no_release": 3,
+}
 
 PARSE = """
 import json, sys, warnings
@@ -43,12 +51,20 @@ print(json.dumps(out))
 
 
 def test_cfg001_errors_are_exactly_what_trl_parser_refuses(tmp_path):
-    proc = subprocess.run([sys.executable, "-c", PARSE, json.dumps(KEYS), str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", PARSE, json.dumps(KEYS), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     real = json.loads(proc.stdout.strip().splitlines()[-1])
-    stack = {"trl": md.version("trl"), "transformers": md.version("transformers"),
-             "torch": md.version("torch"), "accelerate": md.version("accelerate")}
+    stack = {
+        "trl": md.version("trl"),
+        "transformers": md.version("transformers"),
+        "torch": md.version("torch"),
+        "accelerate": md.version("accelerate"),
+    }
     for key, value in KEYS.items():
         found = findings(snapshot(1, packages=stack), config={key: value})
         named = [f for f in found if f"`{key}`" in f.message]

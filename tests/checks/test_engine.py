@@ -21,7 +21,6 @@ def test_a_rule_raising_is_an_internal_error_and_the_others_still_run(monkeypatc
     assert any(f.rule == "CFG004" for f in found)  # the rule after it ran
 
 
-
 def test_a_rule_reports_at_most_max_per_rule_then_one_line_with_the_worst_left_out(monkeypatch):
     from envdoctor.checks.engine import MAX_PER_RULE
     from envdoctor.checks.registry import Hit
@@ -31,8 +30,7 @@ def test_a_rule_reports_at_most_max_per_rule_then_one_line_with_the_worst_left_o
 
     def chatty(ctx):
         for i in range(MAX_PER_RULE + 7):
-            yield Hit(f"hit {i}", severity=Severity.ERROR if i == MAX_PER_RULE + 3 else
-                      Severity.INFO)
+            yield Hit(f"hit {i}", severity=Severity.ERROR if i == MAX_PER_RULE + 3 else Severity.INFO)
 
     monkeypatch.setitem(registry.RULES, "CFG003", registry.RuleEntry("CFG003", chatty, entry.needs))
     found = [f for f in findings(snapshot(1), config={"num_generations": 2}) if f.rule == "CFG003"]

@@ -23,17 +23,24 @@ from envdoctor.plan.build import build_plan
 from tests.conftest import MODERN, findings, snapshot
 
 CATALOGUE = known_failures()
-LAUNCH = {"python": "python train.py", "torchrun": "torchrun --nproc_per_node 2 train.py",
-          "accelerate": "accelerate launch --num_processes 2 train.py",
-          "deepspeed": "deepspeed --num_gpus 2 train.py", "trl": "trl grpo --output_dir out"}
-STRATEGY = {"zero3": "accelerate launch --use_deepspeed --zero_stage 3 --num_processes 2 train.py",
-            "zero2": "accelerate launch --use_deepspeed --zero_stage 2 --num_processes 2 train.py",
-            "fsdp": "accelerate launch --use_fsdp --num_processes 2 train.py",
-            "fsdp2": "accelerate launch --use_fsdp --fsdp_version 2 --num_processes 2 train.py"}
+LAUNCH = {
+    "python": "python train.py",
+    "torchrun": "torchrun --nproc_per_node 2 train.py",
+    "accelerate": "accelerate launch --num_processes 2 train.py",
+    "deepspeed": "deepspeed --num_gpus 2 train.py",
+    "trl": "trl grpo --output_dir out",
+}
+STRATEGY = {
+    "zero3": "accelerate launch --use_deepspeed --zero_stage 3 --num_processes 2 train.py",
+    "zero2": "accelerate launch --use_deepspeed --zero_stage 2 --num_processes 2 train.py",
+    "fsdp": "accelerate launch --use_fsdp --num_processes 2 train.py",
+    "fsdp2": "accelerate launch --use_fsdp --fsdp_version 2 --num_processes 2 train.py",
+}
 PLATFORM = {"windows": "Windows-10-10.0.22631-SP0", "linux": "Linux-x86_64", "macos": "Darwin-23.1.0"}
 
 
 # -- versions inside and outside an entry's ranges ---------------------------------------------
+
 
 def _candidates(spec: str) -> list[str]:
     """Versions around every bound the specifier names, oldest first."""
@@ -65,16 +72,16 @@ def scenario(f: KnownFailure, out_of_range: str | None = None) -> tuple[dict, di
     packages = {**MODERN}
     for name, spec in f.packages.items():
         packages[name] = outside(spec) if name == out_of_range else inside(spec)
-    config = {key: ({"warmup": 1} if values[0] == "*" else values[0])
-              for key, values in f.config.items()} or None
+    config = {
+        key: ({"warmup": 1} if values[0] == "*" else values[0]) for key, values in f.config.items()
+    } or None
     launch = None
     if "launcher" in f.launch:
         launch = LAUNCH[f.launch["launcher"][0]]
     if "strategy" in f.launch:
         launch = STRATEGY[f.launch["strategy"][0]]
     if "server" in f.launch:
-        launch = ("trl vllm-serve --model m" if f.launch["server"][0] == "trl-vllm-serve"
-                  else "vllm serve m")
+        launch = "trl vllm-serve --model m" if f.launch["server"][0] == "trl-vllm-serve" else "vllm serve m"
     env = {names.split("|")[0]: "x" if value == "*" else value for names, value in f.env.items()}
     snap = snapshot(packages=packages, env=env)
     if f.platform:
@@ -86,19 +93,20 @@ def scenario(f: KnownFailure, out_of_range: str | None = None) -> tuple[dict, di
 
 
 def _ctx(snap: dict, config: dict | None, launch: str | None) -> Context:
-    return Context(facts=from_dict(snap, "test"), plan=build_plan(launch=launch, config_dict=config,
-                                                                  live=False))
+    return Context(
+        facts=from_dict(snap, "test"), plan=build_plan(launch=launch, config_dict=config, live=False)
+    )
 
 
 def _ids(snap: dict, config: dict | None, launch: str | None) -> list[str]:
-    return [f.evidence.get("id") for f in findings(snap, config=config, launch=launch)
-            if f.rule == "KNF001"]
+    return [f.evidence.get("id") for f in findings(snap, config=config, launch=launch) if f.rule == "KNF001"]
 
 
 IDS = [f.id for f in CATALOGUE]
 
 
 # -- every entry: fires inside its when, quiet outside its range -------------------------------
+
 
 @pytest.mark.parametrize("failure", CATALOGUE, ids=IDS)
 def test_entry_matches_its_own_when(failure):
@@ -108,8 +116,11 @@ def test_entry_matches_its_own_when(failure):
 @pytest.mark.parametrize("failure", CATALOGUE, ids=IDS)
 def test_entry_fires_once_with_its_id_and_fix(failure):
     snap, config, launch = scenario(failure)
-    found = [f for f in findings(snap, config=config, launch=launch) if f.rule == "KNF001"
-             and f.evidence.get("id") == failure.id]
+    found = [
+        f
+        for f in findings(snap, config=config, launch=launch)
+        if f.rule == "KNF001" and f.evidence.get("id") == failure.id
+    ]
     if failure.rule or failure.triage_only:  # left to the older rule / to triage
         assert found == []
         return
@@ -170,27 +181,65 @@ def test_loaded_once():
 # -- the seven real setups of issue #26, and their fixed releases ------------------------------
 
 REAL = [
-    ("trl-guided-decoding-params-vllm-0.12", {"trl": "0.25.0", "vllm": "0.12.0"},
-     {"use_vllm": True}, None, {"trl": "0.27.0"}),
-    ("trl-legacy-vllm-v1-no-model-executor", {"trl": "0.15.2", "vllm": "0.8.0"},
-     {"use_vllm": True}, None, {"trl": "0.16.0"}),
-    ("trl-vllm-serve-worker-extension-cls-vllm-0.7", {"trl": "0.17.0", "vllm": "0.7.3"},
-     {"use_vllm": True}, None, {"vllm": "0.8.3"}),
-    ("trl-server-weight-sync-dtype-vllm-0.9", {"trl": "0.18.0", "vllm": "0.9.1"},
-     {"use_vllm": True, "vllm_mode": "server"}, None, {"trl": "0.19.1"}),
-    ("trl-0.15.0-lora-vllm-base-weights", {"trl": "0.15.0", "vllm": "0.7.2"},
-     {"use_vllm": True, "use_peft": True}, None, {"trl": "0.15.1"}),
-    ("trl-colocate-python-launch-no-rank", {"trl": "0.19.0", "vllm": "0.8.5"},
-     {"use_vllm": True, "vllm_mode": "colocate"}, "python train.py", {"trl": "0.20.0"}),
-    ("liger-grpo-loss-zero3-size-mismatch", {"trl": "0.17.0", "vllm": "0.8.5"},
-     {"use_vllm": True, "use_liger_loss": True}, STRATEGY["zero3"], {"trl": "1.6.0"}),
+    (
+        "trl-guided-decoding-params-vllm-0.12",
+        {"trl": "0.25.0", "vllm": "0.12.0"},
+        {"use_vllm": True},
+        None,
+        {"trl": "0.27.0"},
+    ),
+    (
+        "trl-legacy-vllm-v1-no-model-executor",
+        {"trl": "0.15.2", "vllm": "0.8.0"},
+        {"use_vllm": True},
+        None,
+        {"trl": "0.16.0"},
+    ),
+    (
+        "trl-vllm-serve-worker-extension-cls-vllm-0.7",
+        {"trl": "0.17.0", "vllm": "0.7.3"},
+        {"use_vllm": True},
+        None,
+        {"vllm": "0.8.3"},
+    ),
+    (
+        "trl-server-weight-sync-dtype-vllm-0.9",
+        {"trl": "0.18.0", "vllm": "0.9.1"},
+        {"use_vllm": True, "vllm_mode": "server"},
+        None,
+        {"trl": "0.19.1"},
+    ),
+    (
+        "trl-0.15.0-lora-vllm-base-weights",
+        {"trl": "0.15.0", "vllm": "0.7.2"},
+        {"use_vllm": True, "use_peft": True},
+        None,
+        {"trl": "0.15.1"},
+    ),
+    (
+        "trl-colocate-python-launch-no-rank",
+        {"trl": "0.19.0", "vllm": "0.8.5"},
+        {"use_vllm": True, "vllm_mode": "colocate"},
+        "python train.py",
+        {"trl": "0.20.0"},
+    ),
+    (
+        "liger-grpo-loss-zero3-size-mismatch",
+        {"trl": "0.17.0", "vllm": "0.8.5"},
+        {"use_vllm": True, "use_liger_loss": True},
+        STRATEGY["zero3"],
+        {"trl": "1.6.0"},
+    ),
 ]
 
 
 @pytest.mark.parametrize(("fid", "packages", "config", "launch", "fixed"), REAL, ids=[r[0] for r in REAL])
 def test_real_setup_fires_as_an_error(fid, packages, config, launch, fixed):
-    found = [f for f in findings(snapshot(packages={**MODERN, **packages}), config=config,
-                                 launch=launch) if f.rule == "KNF001"]
+    found = [
+        f
+        for f in findings(snapshot(packages={**MODERN, **packages}), config=config, launch=launch)
+        if f.rule == "KNF001"
+    ]
     mine = [f for f in found if f.evidence["id"] == fid]
     assert len(mine) == 1 and mine[0].severity.value == "error"
     assert "knows of no step" not in " ".join(f.message for f in found)
@@ -212,7 +261,8 @@ def test_colocate_rank_quiet_under_torchrun_and_with_rank_set():
 def test_liger_zero3_quiet_under_zero2():
     pk = {**MODERN, "trl": "0.17.0", "vllm": "0.8.5"}
     assert "liger-grpo-loss-zero3-size-mismatch" not in _ids(
-        snapshot(packages=pk), {"use_vllm": True, "use_liger_loss": True}, STRATEGY["zero2"])
+        snapshot(packages=pk), {"use_vllm": True, "use_liger_loss": True}, STRATEGY["zero2"]
+    )
 
 
 def test_fsdp2_entry_reads_the_fsdp_version(tmp_path):
@@ -236,21 +286,31 @@ def test_default_loss_type_counts_when_the_config_omits_it():
     cfg = {"use_vllm": True, "use_liger_loss": True}
     assert "liger-grpo-loss-unknown-loss-type-dapo" in _ids(snapshot(packages=pk), cfg, None)
     assert "liger-grpo-loss-unknown-loss-type-dapo" not in _ids(
-        snapshot(packages=pk), {**cfg, "loss_type": "bnpo"}, None)
+        snapshot(packages=pk), {**cfg, "loss_type": "bnpo"}, None
+    )
     old = {**pk, "trl": "0.21.0"}  # default bnpo before 0.22
     assert "liger-grpo-loss-unknown-loss-type-dapo" not in _ids(snapshot(packages=old), cfg, None)
 
 
 def test_confirmed_break_silences_the_pin_warnings():
     """TRL 0.25 + vLLM 0.12: KNF001 is the one finding; PKG006's range warning stays quiet."""
-    rules = {f.rule for f in findings(snapshot(packages={**MODERN, "trl": "0.25.0", "vllm": "0.12.0"}),
-                                      config={"use_vllm": True})}
+    rules = {
+        f.rule
+        for f in findings(
+            snapshot(packages={**MODERN, "trl": "0.25.0", "vllm": "0.12.0"}), config={"use_vllm": True}
+        )
+    }
     assert "KNF001" in rules and "PKG006" not in rules
 
 
 def test_pkg004_pin_warning_defers_to_the_catalogue():
-    snap = snapshot(packages={**MODERN, "trl": {"version": "0.15.2", "requires": [
-        "vllm==0.7.2; extra == 'vllm'"]}, "vllm": "0.8.0"})
+    snap = snapshot(
+        packages={
+            **MODERN,
+            "trl": {"version": "0.15.2", "requires": ["vllm==0.7.2; extra == 'vllm'"]},
+            "vllm": "0.8.0",
+        }
+    )
     found = findings(snap, config={"use_vllm": True})
     text = " ".join(f.message for f in found if f.rule == "PKG004")
     assert "knows of no step" not in text
@@ -265,37 +325,59 @@ def test_assume_versions_are_judged(tmp_path):
     import json
 
     facts.write_text(json.dumps(snapshot(packages=MODERN)))
-    out = run_cli("check", "--facts", str(facts), "--config", str(tmp_path / "grpo.yaml"),
-                  "--assume", "trl==0.25.0", "--assume", "vllm==0.12.0", "--select", "KNF001")
+    out = run_cli(
+        "check",
+        "--facts",
+        str(facts),
+        "--config",
+        str(tmp_path / "grpo.yaml"),
+        "--assume",
+        "trl==0.25.0",
+        "--assume",
+        "vllm==0.12.0",
+        "--select",
+        "KNF001",
+    )
     assert out.returncode == 1, out.stdout + out.stderr
     assert "GuidedDecodingParams" in out.stdout and "huggingface/trl#4617" in out.stdout
 
 
 # -- schema: a bad entry is a clear error naming the file and the entry ------------------------
 
-GOOD = {"id": "x-breaks", "title": "t", "kind": "crash", "certainty": "certain",
-        "when": {"packages": {"trl": ">=0.1"}}, "symptoms": ["boom"], "cause": "c", "fix": "f",
-        "sources": ["https://github.com/huggingface/trl/issues/1"]}
+GOOD = {
+    "id": "x-breaks",
+    "title": "t",
+    "kind": "crash",
+    "certainty": "certain",
+    "when": {"packages": {"trl": ">=0.1"}},
+    "symptoms": ["boom"],
+    "cause": "c",
+    "fix": "f",
+    "sources": ["https://github.com/huggingface/trl/issues/1"],
+}
 
 
-@pytest.mark.parametrize(("change", "needle"), [
-    ({"id": "Bad_Id"}, "lowercase-with-dashes"),
-    ({"kind": "explodes"}, "'kind' must be one of"),
-    ({"certainty": "depends"}, "certain"),
-    ({"when": {"packages": {"trl": ">>1"}}}, "not a PEP 440"),
-    ({"when": {"config": {"use_vllm": True}}}, "needs 'packages'"),
-    ({"when": {"packages": {"trl": ">=1"}, "launch": {"launcher": ["srun"]}}}, "not in"),
-    ({"when": {"packages": {"trl": ">=1"}, "platform": ["beos"]}}, "not in"),
-    ({"sources": []}, "sources"),
-    ({"sources": ["docs/x.md"]}, "https://"),
-    ({"symptoms": []}, "symptoms"),
-    ({"symptoms": ["re:(unclosed"]}, "not a valid regex"),
-    ({"rule": "pkg2"}, "rule id"),
-    ({"extra": 1}, "unknown keys"),
-    ({"fix": ""}, "'fix' must be"),
-    ({"triage_only": True}, "needs a 'note'"),
-    ({"when": {"packages": {"trl": ">=1"}, "env": {"A": 1}}}, "expected {VAR: VALUE}"),
-])
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"id": "Bad_Id"}, "lowercase-with-dashes"),
+        ({"kind": "explodes"}, "'kind' must be one of"),
+        ({"certainty": "depends"}, "certain"),
+        ({"when": {"packages": {"trl": ">>1"}}}, "not a PEP 440"),
+        ({"when": {"config": {"use_vllm": True}}}, "needs 'packages'"),
+        ({"when": {"packages": {"trl": ">=1"}, "launch": {"launcher": ["srun"]}}}, "not in"),
+        ({"when": {"packages": {"trl": ">=1"}, "platform": ["beos"]}}, "not in"),
+        ({"sources": []}, "sources"),
+        ({"sources": ["docs/x.md"]}, "https://"),
+        ({"symptoms": []}, "symptoms"),
+        ({"symptoms": ["re:(unclosed"]}, "not a valid regex"),
+        ({"rule": "pkg2"}, "rule id"),
+        ({"extra": 1}, "unknown keys"),
+        ({"fix": ""}, "'fix' must be"),
+        ({"triage_only": True}, "needs a 'note'"),
+        ({"when": {"packages": {"trl": ">=1"}, "env": {"A": 1}}}, "expected {VAR: VALUE}"),
+    ],
+)
 def test_bad_entry_names_file_and_entry(change, needle):
     entry = {**GOOD, **change}
     with pytest.raises(KnownFailuresError) as err:
@@ -326,8 +408,10 @@ def test_silent_failure_may_have_no_symptoms():
 
 def test_symptoms_match_literal_and_regex():
     f = next(x for x in CATALOGUE if x.id == "trl-guided-decoding-params-vllm-0.12")
-    log = ("ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params' "
-           "(/usr/lib/python3.12/site-packages/vllm/sampling_params.py)")
+    log = (
+        "ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params' "
+        "(/usr/lib/python3.12/site-packages/vllm/sampling_params.py)"
+    )
     assert any(s.found_in(log) for s in f.symptoms)
     assert not any(s.found_in("all good") for s in f.symptoms)
 
@@ -337,7 +421,8 @@ def test_every_symptom_regex_of_the_catalogue_compiles():
     every one must compile, with the entry named when one does not."""
     regexes = [s.regex for f in CATALOGUE for s in f.symptoms if s.text.startswith("re:")]
     assert regexes and all(r is not None for r in regexes)
-    lazy = parse_file("x.yaml", {"schema": SCHEMA, "failures": [
-        {**GOOD, "symptoms": ["re:(unclosed"]}]}, eager=False)
+    lazy = parse_file(
+        "x.yaml", {"schema": SCHEMA, "failures": [{**GOOD, "symptoms": ["re:(unclosed"]}]}, eager=False
+    )
     with pytest.raises(KnownFailuresError, match=r"x\.yaml: failures\[0\].*not a valid regex"):
         lazy[0].symptoms[0].found_in("log")

@@ -54,13 +54,23 @@ def _server_findings(port, network=True, **cfg):
 
     facts = from_dict(snapshot(2), "x")
     facts.source = "live"  # these rules run only on a live machine
-    plan = build_plan(config_dict={"use_vllm": True, "vllm_mode": "server",
-                                   "vllm_server_host": "127.0.0.1", "vllm_server_port": port,
-                                   **cfg},
-                      launch="CUDA_VISIBLE_DEVICES=0 accelerate launch --num_processes 1 t.py",
-                      live=False)
-    return {f.rule: f for f in run_rules(Context(facts=facts, plan=plan, network=network),
-                                         select=["LAY008", "LAY009", "LAY013"]).findings}
+    plan = build_plan(
+        config_dict={
+            "use_vllm": True,
+            "vllm_mode": "server",
+            "vllm_server_host": "127.0.0.1",
+            "vllm_server_port": port,
+            **cfg,
+        },
+        launch="CUDA_VISIBLE_DEVICES=0 accelerate launch --num_processes 1 t.py",
+        live=False,
+    )
+    return {
+        f.rule: f
+        for f in run_rules(
+            Context(facts=facts, plan=plan, network=network), select=["LAY008", "LAY009", "LAY013"]
+        ).findings
+    }
 
 
 def test_server_health_ok_is_quiet(server):
@@ -125,9 +135,11 @@ def test_each_known_bad_entry_fires_and_its_healthy_neighbour_is_quiet(entry_id)
     launch = "torchrun --nproc_per_node 1 t.py"
 
     def fired(packages):
-        return [f for f in findings(snapshot(2, packages=packages, env=env), config=cfg,
-                                    launch=launch) if f.rule == rule
-                and (rule != "PKG007" or f.evidence.get("id") == entry_id)]
+        return [
+            f
+            for f in findings(snapshot(2, packages=packages, env=env), config=cfg, launch=launch)
+            if f.rule == rule and (rule != "PKG007" or f.evidence.get("id") == entry_id)
+        ]
 
     assert fired(pkgs), (entry_id, pkgs, env, cfg)
     healthy = dict(pkgs)
@@ -144,9 +156,29 @@ def _version_in(spec: str) -> str | None:
         s = SpecifierSet(str(spec))
     except InvalidSpecifier:
         return None
-    for candidate in ("0.7.1", "0.7.2", "0.7.3", "0.8.5", "0.10.2", "0.11.0", "0.12.0", "0.14.0",
-                      "0.15.2", "0.16.0", "0.18.0", "0.19.0", "1.0.0", "1.16.0", "2.5.1",
-                      "2.6.0", "2.7.0", "2.8.0", "4.49.0", "4.51.0", "5.0.0"):
+    for candidate in (
+        "0.7.1",
+        "0.7.2",
+        "0.7.3",
+        "0.8.5",
+        "0.10.2",
+        "0.11.0",
+        "0.12.0",
+        "0.14.0",
+        "0.15.2",
+        "0.16.0",
+        "0.18.0",
+        "0.19.0",
+        "1.0.0",
+        "1.16.0",
+        "2.5.1",
+        "2.6.0",
+        "2.7.0",
+        "2.8.0",
+        "4.49.0",
+        "4.51.0",
+        "5.0.0",
+    ):
         if s.contains(candidate, prereleases=True):
             return candidate
     return None

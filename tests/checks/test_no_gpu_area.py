@@ -31,8 +31,7 @@ def test_no_gpu_is_not_checked_in_text_and_json(no_gpu):
 
 
 def test_no_gpu_for_a_run_is_a_warning(no_gpu):
-    out = run_cli("check", "--facts", no_gpu, "--", "torchrun", "--nproc_per_node", "2",
-                  "train.py")
+    out = run_cli("check", "--facts", no_gpu, "--", "torchrun", "--nproc_per_node", "2", "train.py")
     assert _gpus_line(out.stdout).startswith("[!] GPUs")
 
 

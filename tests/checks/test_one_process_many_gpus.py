@@ -14,8 +14,11 @@ TRL_GRPO = "trl grpo --num_processes 1 --model_name_or_path Qwen/Qwen2.5-0.5B"
 
 
 def lay003(trl: str, config: dict, launch: str, n_gpus: int = 2):
-    found = [f for f in findings(snapshot(n_gpus, packages={**MODERN, "trl": trl}), config, launch)
-             if f.rule == "LAY003"]
+    found = [
+        f
+        for f in findings(snapshot(n_gpus, packages={**MODERN, "trl": trl}), config, launch)
+        if f.rule == "LAY003"
+    ]
     return found[0] if found else None
 
 
@@ -57,8 +60,7 @@ def test_colocate_reserves_no_gpu_in_the_message_or_the_fix():
 
 
 def test_quiet_with_one_rank_per_gpu_or_one_gpu_visible():
-    assert lay003("1.16.0", COLOCATE, TRL_GRPO.replace("--num_processes 1", "--num_processes 2")) \
-        is None
+    assert lay003("1.16.0", COLOCATE, TRL_GRPO.replace("--num_processes 1", "--num_processes 2")) is None
     assert lay003("1.16.0", COLOCATE, "CUDA_VISIBLE_DEVICES=0 " + TRL_GRPO) is None
 
 
@@ -69,11 +71,15 @@ def test_the_layout_table_shows_the_other_gpus_one_process_sees():
     from envdoctor.plan.build import build_plan
 
     def roles(launch: str) -> list[str]:
-        ctx = Context(facts=from_dict(snapshot(3, packages=MODERN), "t"),
-                      plan=build_plan(launch=launch, config_dict=COLOCATE, live=False))
+        ctx = Context(
+            facts=from_dict(snapshot(3, packages=MODERN), "t"),
+            plan=build_plan(launch=launch, config_dict=COLOCATE, live=False),
+        )
         return [row["role"] for row in layout_rows(ctx)]
 
-    assert roles(TRL_GRPO) == ["rank 0 + vLLM (colocated)", "visible to rank 0 too",
-                               "visible to rank 0 too"]
+    assert roles(TRL_GRPO) == ["rank 0 + vLLM (colocated)", "visible to rank 0 too", "visible to rank 0 too"]
     assert roles("CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 train.py") == [
-        "rank 0 + vLLM (colocated)", "rank 1 + vLLM (colocated)", "idle"]
+        "rank 0 + vLLM (colocated)",
+        "rank 1 + vLLM (colocated)",
+        "idle",
+    ]

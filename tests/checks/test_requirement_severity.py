@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from tests.conftest import findings, snapshot
 
-VLLM_026_REQUIRES = ["torch==2.11.0", "transformers>=5.5.3", "numba==0.65.0",
-                     "setuptools<81.0.0,>=77.0.3", "flashinfer-python==0.6.14", "tilelang==0.1.9"]
-STACK_026 = {"trl": "1.16.0", "transformers": "5.23.0", "torch": "2.11.0+cu130",
-             "accelerate": "1.15.0", "numba": "0.68.0", "setuptools": "81.0.0",
-             "tilelang": "0.1.9"}
+VLLM_026_REQUIRES = [
+    "torch==2.11.0",
+    "transformers>=5.5.3",
+    "numba==0.65.0",
+    "setuptools<81.0.0,>=77.0.3",
+    "flashinfer-python==0.6.14",
+    "tilelang==0.1.9",
+]
+STACK_026 = {
+    "trl": "1.16.0",
+    "transformers": "5.23.0",
+    "torch": "2.11.0+cu130",
+    "accelerate": "1.15.0",
+    "numba": "0.68.0",
+    "setuptools": "81.0.0",
+    "tilelang": "0.1.9",
+}
 
 
 def _pkg004(packages: dict, python: str = "3.12.3") -> list:
@@ -75,11 +87,14 @@ def test_curated_pins_do_not_claim_missing_packages():
 
 def test_flashinfer_sampler_switched_off_is_not_an_error():
     vllm = {"version": "0.26.0", "requires": ["flashinfer-python==0.6.14"]}
-    snap = snapshot(2, packages={**STACK_026, "vllm": vllm}, driver_cuda="13.0",
-                    env={"VLLM_USE_FLASHINFER_SAMPLER": "0"})
+    snap = snapshot(
+        2, packages={**STACK_026, "vllm": vllm}, driver_cuda="13.0", env={"VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    )
     assert "PKG004" not in {f.rule for f in findings(snap, config={"use_vllm": True})}
-    served = findings(snapshot(2, packages={**STACK_026, "vllm": vllm}, driver_cuda="13.0"),
-                      config={"use_vllm": True, "vllm_mode": "server"},
-                      launch="VLLM_USE_FLASHINFER_SAMPLER=0 CUDA_VISIBLE_DEVICES=1 trl vllm-serve "
-                      "--model m ; CUDA_VISIBLE_DEVICES=0 python train.py")
+    served = findings(
+        snapshot(2, packages={**STACK_026, "vllm": vllm}, driver_cuda="13.0"),
+        config={"use_vllm": True, "vllm_mode": "server"},
+        launch="VLLM_USE_FLASHINFER_SAMPLER=0 CUDA_VISIBLE_DEVICES=1 trl vllm-serve "
+        "--model m ; CUDA_VISIBLE_DEVICES=0 python train.py",
+    )
     assert "PKG004" not in {f.rule for f in served}

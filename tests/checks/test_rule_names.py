@@ -12,6 +12,9 @@ def test_every_rule_function_is_named_after_its_yaml_name():
     rules = all_rules()
     assert rules
     assert set(rules) <= set(docs), "every registered rule is documented"
-    wrong = {rid: (entry.fn.__name__, docs[rid].name.replace("-", "_"))
-             for rid, entry in rules.items() if entry.fn.__name__ != docs[rid].name.replace("-", "_")}
+    wrong = {
+        rid: (entry.fn.__name__, docs[rid].name.replace("-", "_"))
+        for rid, entry in rules.items()
+        if entry.fn.__name__ != docs[rid].name.replace("-", "_")
+    }
     assert wrong == {}, "(function name, its YAML name in snake_case)"

@@ -12,150 +12,319 @@ from envdoctor.checks.registry import all_rules
 from tests.conftest import LEGACY, MODERN, RTX3090, V100, findings, snapshot
 
 VLLM_SERVER = {"use_vllm": True, "vllm_mode": "server"}
-LEG_CFG = {"use_vllm": True, "vllm_device": "auto", "num_generations": 4,
-           "per_device_train_batch_size": 4}
+LEG_CFG = {"use_vllm": True, "vllm_device": "auto", "num_generations": 4, "per_device_train_batch_size": 4}
 BUSY = {3: [{"pid": 4321, "name": "python other_job.py", "used_mib": 23500}]}
 
 # rule id -> (fires, quiet): each a dict of snapshot kwargs ("snap"), config, launch
 SCENARIOS: dict[str, tuple[dict, dict]] = {
-    "PKG001": ({"snap": {"packages": {**MODERN, "vllm": None}}, "config": {"use_vllm": True}},
-               {"config": {"use_vllm": True}}),
-    "PKG002": ({"snap": {"packages": {**LEGACY, "vllm": "0.7.1"}}, "config": LEG_CFG,
-                "launch": "accelerate launch --num_processes 1 train.py"},
-               {"snap": {"packages": LEGACY}, "config": LEG_CFG,
-                "launch": "accelerate launch --num_processes 1 train.py"}),
-    "PKG003": ({"snap": {"n_gpus": 4, "packages": {**LEGACY, "vllm": "0.7.2"}}, "config": LEG_CFG,
-                "launch": "accelerate launch --num_processes 3 train.py"},
-               {"snap": {"n_gpus": 4, "packages": LEGACY}, "config": LEG_CFG,
-                "launch": "accelerate launch --num_processes 3 train.py"}),
-    "PKG004": ({"snap": {"packages": {**MODERN, "vllm": {"version": "0.8.5", "requires": [
-                "torch==2.6.0", "transformers>=4.51.1"]}, "torch": "2.7.0+cu126"}}},
-               {"snap": {"packages": {**MODERN, "vllm": {"version": "0.8.5", "requires": [
-                "torch==2.6.0"]}, "torch": "2.6.0+cu124"}}}),
+    "PKG001": (
+        {"snap": {"packages": {**MODERN, "vllm": None}}, "config": {"use_vllm": True}},
+        {"config": {"use_vllm": True}},
+    ),
+    "PKG002": (
+        {
+            "snap": {"packages": {**LEGACY, "vllm": "0.7.1"}},
+            "config": LEG_CFG,
+            "launch": "accelerate launch --num_processes 1 train.py",
+        },
+        {
+            "snap": {"packages": LEGACY},
+            "config": LEG_CFG,
+            "launch": "accelerate launch --num_processes 1 train.py",
+        },
+    ),
+    "PKG003": (
+        {
+            "snap": {"n_gpus": 4, "packages": {**LEGACY, "vllm": "0.7.2"}},
+            "config": LEG_CFG,
+            "launch": "accelerate launch --num_processes 3 train.py",
+        },
+        {
+            "snap": {"n_gpus": 4, "packages": LEGACY},
+            "config": LEG_CFG,
+            "launch": "accelerate launch --num_processes 3 train.py",
+        },
+    ),
+    "PKG004": (
+        {
+            "snap": {
+                "packages": {
+                    **MODERN,
+                    "vllm": {"version": "0.8.5", "requires": ["torch==2.6.0", "transformers>=4.51.1"]},
+                    "torch": "2.7.0+cu126",
+                }
+            }
+        },
+        {
+            "snap": {
+                "packages": {
+                    **MODERN,
+                    "vllm": {"version": "0.8.5", "requires": ["torch==2.6.0"]},
+                    "torch": "2.6.0+cu124",
+                }
+            }
+        },
+    ),
     "PKG005": ({"snap": {"packages": {**MODERN, "torch": "2.6.0a0+gitabc_local build"}}}, {}),
-    "PKG006": ({"snap": {"packages": {**MODERN, "trl": "0.24.0", "vllm": "0.11.0"}},
-                "config": {"use_vllm": True}},
-               {"snap": {"packages": {**MODERN, "trl": "0.24.0", "vllm": "0.10.2"}},
-                "config": {"use_vllm": True}}),
-    "KNF001": ({"snap": {"packages": {**MODERN, "trl": "0.25.0", "vllm": "0.12.0"}},
-                "config": {"use_vllm": True}},
-               {"snap": {"packages": {**MODERN, "trl": "0.27.2", "vllm": "0.12.0"}},
-                "config": {"use_vllm": True}}),
-    "PKG008": ({"snap": {"packages": {"torch": "2.9.0"}}, "config": {"num_generations": 4}},
-               {"config": {"num_generations": 4}}),
+    "PKG006": (
+        {"snap": {"packages": {**MODERN, "trl": "0.24.0", "vllm": "0.11.0"}}, "config": {"use_vllm": True}},
+        {"snap": {"packages": {**MODERN, "trl": "0.24.0", "vllm": "0.10.2"}}, "config": {"use_vllm": True}},
+    ),
+    "KNF001": (
+        {"snap": {"packages": {**MODERN, "trl": "0.25.0", "vllm": "0.12.0"}}, "config": {"use_vllm": True}},
+        {"snap": {"packages": {**MODERN, "trl": "0.27.2", "vllm": "0.12.0"}}, "config": {"use_vllm": True}},
+    ),
+    "PKG008": (
+        {"snap": {"packages": {"torch": "2.9.0"}}, "config": {"num_generations": 4}},
+        {"config": {"num_generations": 4}},
+    ),
     "ENV001": ({"snap": {"packages": {}}}, {"snap": {"packages": {"torch": "2.9.0"}}}),
-    "CFG001": ({"config": {"vllm_device": "auto", "use_vllm": True}},
-               {"snap": {"packages": LEGACY}, "config": {"vllm_device": "auto"}}),
-    "CFG002": ({"config": {"num_generations": 3, "per_device_train_batch_size": 4},
-                "launch": "accelerate launch --num_processes 2 train.py"},
-               {"config": {"num_generations": 4, "per_device_train_batch_size": 4},
-                "launch": "accelerate launch --num_processes 2 train.py"}),
+    "CFG001": (
+        {"config": {"vllm_device": "auto", "use_vllm": True}},
+        {"snap": {"packages": LEGACY}, "config": {"vllm_device": "auto"}},
+    ),
+    "CFG002": (
+        {
+            "config": {"num_generations": 3, "per_device_train_batch_size": 4},
+            "launch": "accelerate launch --num_processes 2 train.py",
+        },
+        {
+            "config": {"num_generations": 4, "per_device_train_batch_size": 4},
+            "launch": "accelerate launch --num_processes 2 train.py",
+        },
+    ),
     "CFG003": ({"config": {"num_generations": 1}}, {"config": {"num_generations": 2}}),
     "CFG004": ({"config": {"num_generation": 4}}, {"config": {"num_generations": 4}}),
-    "CFG005": ({"config": {"num_generations": "eight"}},
-               {"config": {"num_generations": "8", "learning_rate": "1e-5", "use_vllm": "no"}}),
+    "CFG005": (
+        {"config": {"num_generations": "eight"}},
+        {"config": {"num_generations": "8", "learning_rate": "1e-5", "use_vllm": "no"}},
+    ),
     "GPU001": ({"snap": {"n_gpus": 0}}, {}),
-    "GPU002": ({"snap": {"env": {"CUDA_VISIBLE_DEVICES": "0,5"}}},
-               {"snap": {"env": {"CUDA_VISIBLE_DEVICES": "1,0"}}}),
+    "GPU002": (
+        {"snap": {"env": {"CUDA_VISIBLE_DEVICES": "0,5"}}},
+        {"snap": {"env": {"CUDA_VISIBLE_DEVICES": "1,0"}}},
+    ),
     "GPU003": ({"snap": {"driver_cuda": "11.8"}}, {"snap": {"driver_cuda": "12.8"}}),
-    "GPU004": ({"snap": {"model": V100, "n_gpus": 1}, "config": {"bf16": True},
-                "launch": "python train.py"},
-               {"snap": {"model": V100, "n_gpus": 1}, "config": {"bf16": False, "fp16": True},
-                "launch": "python train.py"}),
-    "GPU008": ({"snap": {"packages": {**MODERN, "torch": "2.13.0+cpu"}}},
-               {"snap": {"packages": {**MODERN, "torch": "2.13.0"}}}),
-    "GPU005": ({"snap": {"gpus": [
+    "GPU004": (
+        {"snap": {"model": V100, "n_gpus": 1}, "config": {"bf16": True}, "launch": "python train.py"},
+        {
+            "snap": {"model": V100, "n_gpus": 1},
+            "config": {"bf16": False, "fp16": True},
+            "launch": "python train.py",
+        },
+    ),
+    "GPU008": (
+        {"snap": {"packages": {**MODERN, "torch": "2.13.0+cpu"}}},
+        {"snap": {"packages": {**MODERN, "torch": "2.13.0"}}},
+    ),
+    "GPU005": (
+        {
+            "snap": {
+                "gpus": [
                     {"index": 0, "name": "NVIDIA A100", "compute_capability": "8.0"},
-                    {"index": 1, "name": "NVIDIA H100", "compute_capability": "9.0"}]},
-                "launch": "torchrun --nproc_per_node 2 train.py"},
-               {"launch": "torchrun --nproc_per_node 2 train.py"}),
+                    {"index": 1, "name": "NVIDIA H100", "compute_capability": "9.0"},
+                ]
+            },
+            "launch": "torchrun --nproc_per_node 2 train.py",
+        },
+        {"launch": "torchrun --nproc_per_node 2 train.py"},
+    ),
     "GPU006": ({"snap": {"gpus": [{"index": 0, "name": "A100", "mig": True}]}}, {}),
-    "GPU007": ({"snap": {"gpus": [
+    "GPU007": (
+        {
+            "snap": {
+                "gpus": [
                     {"index": 0, "name": "T4", "compute_capability": "7.5"},
-                    {"index": 1, "name": "A100", "compute_capability": "8.0"}],
-                    "env": {"CUDA_VISIBLE_DEVICES": "0"}}},
-               {"snap": {"gpus": [
+                    {"index": 1, "name": "A100", "compute_capability": "8.0"},
+                ],
+                "env": {"CUDA_VISIBLE_DEVICES": "0"},
+            }
+        },
+        {
+            "snap": {
+                "gpus": [
                     {"index": 0, "name": "T4", "compute_capability": "7.5"},
-                    {"index": 1, "name": "A100", "compute_capability": "8.0"}],
-                    "env": {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}}}),
-    "LAY001": ({"snap": {"packages": LEGACY}, "config": {**LEG_CFG, "vllm_device": "cuda:4"},
-                "launch": "accelerate launch --num_processes 1 train.py"},
-               {"snap": {"packages": LEGACY}, "config": {**LEG_CFG, "vllm_device": "cuda:1"},
-                "launch": "accelerate launch --num_processes 1 train.py"}),
-    "LAY002": ({"snap": {"n_gpus": 4, "packages": LEGACY}, "config": LEG_CFG,
-                "launch": "accelerate launch --num_processes 4 train.py"},
-               {"snap": {"n_gpus": 4, "packages": LEGACY}, "config": LEG_CFG,
-                "launch": "accelerate launch --num_processes 3 train.py"}),
-    "LAY003": ({"launch": "python train.py"},
-               {"launch": "torchrun --nproc_per_node 1 train.py"}),
-    "LAY004": ({"launch": "torchrun --nproc_per_node 4 train.py"},
-               {"launch": "torchrun --nproc_per_node 2 train.py"}),
-    "LAY005": ({"launch": "accelerate launch --num_processes 2 --gpu_ids 0,0 train.py"},
-               {"launch": "accelerate launch --num_processes 2 --gpu_ids 0,1 train.py"}),
-    "LAY006": ({"snap": {"packages": LEGACY}, "config": {**LEG_CFG, "vllm_device": "cuda:0"},
-                "launch": "accelerate launch --num_processes 1 --gpu_ids 0,1 train.py"},
-               {"snap": {"packages": LEGACY}, "config": LEG_CFG,
-                "launch": "torchrun --nproc_per_node 1 train.py"}),
-    "LAY007": ({"snap": {"n_gpus": 4}, "config": VLLM_SERVER,
-                "launch": "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py"
-                          " ; CUDA_VISIBLE_DEVICES=2 trl vllm-serve --model m "
-                          "--tensor_parallel_size 2"},
-               {"snap": {"n_gpus": 4}, "config": VLLM_SERVER,
-                "launch": "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py"
-                          " ; CUDA_VISIBLE_DEVICES=2,3 trl vllm-serve --model m "
-                          "--tensor_parallel_size 2"}),
-    "LAY010": ({"snap": {"n_gpus": 4}, "config": {"use_vllm": True, "vllm_mode": "colocate",
-                                                  "vllm_tensor_parallel_size": 3},
-                "launch": "accelerate launch --num_processes 4 train.py"},
-               {"snap": {"n_gpus": 4}, "config": {"use_vllm": True, "vllm_mode": "colocate",
-                                                  "vllm_tensor_parallel_size": 2},
-                "launch": "accelerate launch --num_processes 4 train.py"}),
-    "LAY011": ({"launch": "accelerate launch --multi_gpu --num_processes 1 train.py"},
-               {"launch": "accelerate launch --multi_gpu --num_processes 2 train.py"}),
-    "LAY012": ({"snap": {"packages": {**MODERN, "trl": "1.9.0", "vllm": "0.11.0"}},
-                "config": VLLM_SERVER,
-                "launch": "CUDA_VISIBLE_DEVICES=1 vllm serve M ; CUDA_VISIBLE_DEVICES=0 python t.py"},
-               {"snap": {"packages": {**MODERN, "trl": "1.9.0", "vllm": "0.11.0"}},
-                "config": VLLM_SERVER,
-                "launch": "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model M ; "
-                          "CUDA_VISIBLE_DEVICES=0 python t.py"}),
-    "MEM001": ({"snap": {"n_gpus": 4, "model": RTX3090, "packages": LEGACY, "used": {3: 23500},
-                         "processes": BUSY}, "config": LEG_CFG,
-                "launch": "accelerate launch --num_processes 3 train.py"},
-               {"snap": {"n_gpus": 4, "model": RTX3090, "packages": LEGACY}, "config": LEG_CFG,
-                "launch": "accelerate launch --num_processes 3 train.py"}),
-    "MEM002": ({"snap": {"used": {0: 20000}, "processes": {0: [{"pid": 7, "name": "python x",
-                                                                "used_mib": 20000}]}},
-                "launch": "torchrun --nproc_per_node 1 train.py"},
-               {"launch": "torchrun --nproc_per_node 1 train.py"}),
-    "MEM003": ({"config": {"use_vllm": True, "vllm_mode": "colocate",
-                           "vllm_gpu_memory_utilization": 0.9},
-                "launch": "torchrun --nproc_per_node 2 train.py"},
-               {"config": {"use_vllm": True, "vllm_mode": "colocate",
-                           "vllm_gpu_memory_utilization": 0.3},
-                "launch": "torchrun --nproc_per_node 2 train.py"}),
-    "ALC001": ({"snap": {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segment:True"}}},
-               {"snap": {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}}}),
-    "ALC002": ({"snap": {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
-                                 "PYTORCH_ALLOC_CONF": "max_split_size_mb:128"}}},
-               {"snap": {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
-                                 "PYTORCH_ALLOC_CONF": "expandable_segments:True"}}}),
-    "ALC003": ({"launch": "torchrun --nproc_per_node 1 train.py"},
-               {"launch": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun "
-                          "--nproc_per_node 1 train.py"}),
-    "ALC004": ({"snap": {"packages": {**MODERN, "vllm": "0.10.2"}},
-                "config": {"use_vllm": True, "vllm_mode": "colocate",
-                           "vllm_enable_sleep_mode": True},
-                "launch": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun "
-                          "--nproc_per_node 2 train.py"},
-               {"config": {"use_vllm": True, "vllm_mode": "colocate",
-                           "vllm_enable_sleep_mode": True},
-                "launch": "torchrun --nproc_per_node 2 train.py"}),
+                    {"index": 1, "name": "A100", "compute_capability": "8.0"},
+                ],
+                "env": {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+            }
+        },
+    ),
+    "LAY001": (
+        {
+            "snap": {"packages": LEGACY},
+            "config": {**LEG_CFG, "vllm_device": "cuda:4"},
+            "launch": "accelerate launch --num_processes 1 train.py",
+        },
+        {
+            "snap": {"packages": LEGACY},
+            "config": {**LEG_CFG, "vllm_device": "cuda:1"},
+            "launch": "accelerate launch --num_processes 1 train.py",
+        },
+    ),
+    "LAY002": (
+        {
+            "snap": {"n_gpus": 4, "packages": LEGACY},
+            "config": LEG_CFG,
+            "launch": "accelerate launch --num_processes 4 train.py",
+        },
+        {
+            "snap": {"n_gpus": 4, "packages": LEGACY},
+            "config": LEG_CFG,
+            "launch": "accelerate launch --num_processes 3 train.py",
+        },
+    ),
+    "LAY003": ({"launch": "python train.py"}, {"launch": "torchrun --nproc_per_node 1 train.py"}),
+    "LAY004": (
+        {"launch": "torchrun --nproc_per_node 4 train.py"},
+        {"launch": "torchrun --nproc_per_node 2 train.py"},
+    ),
+    "LAY005": (
+        {"launch": "accelerate launch --num_processes 2 --gpu_ids 0,0 train.py"},
+        {"launch": "accelerate launch --num_processes 2 --gpu_ids 0,1 train.py"},
+    ),
+    "LAY006": (
+        {
+            "snap": {"packages": LEGACY},
+            "config": {**LEG_CFG, "vllm_device": "cuda:0"},
+            "launch": "accelerate launch --num_processes 1 --gpu_ids 0,1 train.py",
+        },
+        {"snap": {"packages": LEGACY}, "config": LEG_CFG, "launch": "torchrun --nproc_per_node 1 train.py"},
+    ),
+    "LAY007": (
+        {
+            "snap": {"n_gpus": 4},
+            "config": VLLM_SERVER,
+            "launch": "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py"
+            " ; CUDA_VISIBLE_DEVICES=2 trl vllm-serve --model m "
+            "--tensor_parallel_size 2",
+        },
+        {
+            "snap": {"n_gpus": 4},
+            "config": VLLM_SERVER,
+            "launch": "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py"
+            " ; CUDA_VISIBLE_DEVICES=2,3 trl vllm-serve --model m "
+            "--tensor_parallel_size 2",
+        },
+    ),
+    "LAY010": (
+        {
+            "snap": {"n_gpus": 4},
+            "config": {"use_vllm": True, "vllm_mode": "colocate", "vllm_tensor_parallel_size": 3},
+            "launch": "accelerate launch --num_processes 4 train.py",
+        },
+        {
+            "snap": {"n_gpus": 4},
+            "config": {"use_vllm": True, "vllm_mode": "colocate", "vllm_tensor_parallel_size": 2},
+            "launch": "accelerate launch --num_processes 4 train.py",
+        },
+    ),
+    "LAY011": (
+        {"launch": "accelerate launch --multi_gpu --num_processes 1 train.py"},
+        {"launch": "accelerate launch --multi_gpu --num_processes 2 train.py"},
+    ),
+    "LAY012": (
+        {
+            "snap": {"packages": {**MODERN, "trl": "1.9.0", "vllm": "0.11.0"}},
+            "config": VLLM_SERVER,
+            "launch": "CUDA_VISIBLE_DEVICES=1 vllm serve M ; CUDA_VISIBLE_DEVICES=0 python t.py",
+        },
+        {
+            "snap": {"packages": {**MODERN, "trl": "1.9.0", "vllm": "0.11.0"}},
+            "config": VLLM_SERVER,
+            "launch": "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model M ; CUDA_VISIBLE_DEVICES=0 python t.py",
+        },
+    ),
+    "MEM001": (
+        {
+            "snap": {
+                "n_gpus": 4,
+                "model": RTX3090,
+                "packages": LEGACY,
+                "used": {3: 23500},
+                "processes": BUSY,
+            },
+            "config": LEG_CFG,
+            "launch": "accelerate launch --num_processes 3 train.py",
+        },
+        {
+            "snap": {"n_gpus": 4, "model": RTX3090, "packages": LEGACY},
+            "config": LEG_CFG,
+            "launch": "accelerate launch --num_processes 3 train.py",
+        },
+    ),
+    "MEM002": (
+        {
+            "snap": {
+                "used": {0: 20000},
+                "processes": {0: [{"pid": 7, "name": "python x", "used_mib": 20000}]},
+            },
+            "launch": "torchrun --nproc_per_node 1 train.py",
+        },
+        {"launch": "torchrun --nproc_per_node 1 train.py"},
+    ),
+    "MEM003": (
+        {
+            "config": {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.9},
+            "launch": "torchrun --nproc_per_node 2 train.py",
+        },
+        {
+            "config": {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3},
+            "launch": "torchrun --nproc_per_node 2 train.py",
+        },
+    ),
+    "ALC001": (
+        {"snap": {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segment:True"}}},
+        {"snap": {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}}},
+    ),
+    "ALC002": (
+        {
+            "snap": {
+                "env": {
+                    "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+                    "PYTORCH_ALLOC_CONF": "max_split_size_mb:128",
+                }
+            }
+        },
+        {
+            "snap": {
+                "env": {
+                    "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+                    "PYTORCH_ALLOC_CONF": "expandable_segments:True",
+                }
+            }
+        },
+    ),
+    "ALC003": (
+        {"launch": "torchrun --nproc_per_node 1 train.py"},
+        {"launch": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun --nproc_per_node 1 train.py"},
+    ),
+    "ALC004": (
+        {
+            "snap": {"packages": {**MODERN, "vllm": "0.10.2"}},
+            "config": {"use_vllm": True, "vllm_mode": "colocate", "vllm_enable_sleep_mode": True},
+            "launch": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun --nproc_per_node 2 train.py",
+        },
+        {
+            "config": {"use_vllm": True, "vllm_mode": "colocate", "vllm_enable_sleep_mode": True},
+            "launch": "torchrun --nproc_per_node 2 train.py",
+        },
+    ),
 }
 # Rules whose scenarios need the network or a live machine are tested in test_live_rules.py;
 # the declared-stack rules (DCL, facts from a repository's files) in tests/declared/.
-ELSEWHERE = {"LAY008", "LAY009", "LAY013", "PKG007", "DCL001", "DCL002", "DCL003", "DCL004", "DCL005",
-             "DCL006"}
+ELSEWHERE = {
+    "LAY008",
+    "LAY009",
+    "LAY013",
+    "PKG007",
+    "DCL001",
+    "DCL002",
+    "DCL003",
+    "DCL004",
+    "DCL005",
+    "DCL006",
+}
 # The memory plan's rules need a model's config.json on disk: tests/memory/test_memory_rules.py.
 ELSEWHERE |= {"MEM101", "MEM102", "MEM103", "MEM104", "MEM105", "MEM106"}
 
@@ -164,8 +333,10 @@ def _run(scenario: dict) -> set[str]:
     snap_kw = dict(scenario.get("snap", {}))
     if "packages" in snap_kw:
         snap_kw["packages"] = {k: v for k, v in snap_kw["packages"].items() if v is not None}
-    return {f.rule for f in findings(snapshot(**snap_kw), config=scenario.get("config"),
-                                     launch=scenario.get("launch"))}
+    return {
+        f.rule
+        for f in findings(snapshot(**snap_kw), config=scenario.get("config"), launch=scenario.get("launch"))
+    }
 
 
 def test_every_rule_has_scenarios():
@@ -189,21 +360,29 @@ def test_alc004_quiet_on_vllm_that_handles_expandable_segments():
 
 
 def test_alc001_uses_the_installed_torch_release_messages():
-    snap = {"packages": {**MODERN, "torch": "2.13.0"},
-            "env": {"PYTORCH_CUDA_ALLOC_CONF": "bogus:1,expandable_segments:true"}}
+    snap = {
+        "packages": {**MODERN, "torch": "2.13.0"},
+        "env": {"PYTORCH_CUDA_ALLOC_CONF": "bogus:1,expandable_segments:true"},
+    }
     found = [f for f in findings(snapshot(**snap)) if f.rule == "ALC001"]
     text = " ".join(f.message for f in found)
     assert "Unrecognized key 'bogus' in CUDA allocator config." in text
     assert "exactly so capitalised" in text
-    old = [f for f in findings(snapshot(packages={**MODERN, "torch": "2.5.1"},
-                                        env={"PYTORCH_CUDA_ALLOC_CONF": "bogus:1"}))
-           if f.rule == "ALC001"]
+    old = [
+        f
+        for f in findings(
+            snapshot(packages={**MODERN, "torch": "2.5.1"}, env={"PYTORCH_CUDA_ALLOC_CONF": "bogus:1"})
+        )
+        if f.rule == "ALC001"
+    ]
     assert "Unrecognized CachingAllocator option: bogus" in old[0].message
 
 
 def test_alc002_alloc_conf_ignored_by_old_torch():
-    snap = {"packages": {**MODERN, "torch": "2.5.1"},
-            "env": {"PYTORCH_ALLOC_CONF": "expandable_segments:True"}}
+    snap = {
+        "packages": {**MODERN, "torch": "2.5.1"},
+        "env": {"PYTORCH_ALLOC_CONF": "expandable_segments:True"},
+    }
     found = [f for f in findings(snapshot(**snap)) if f.rule == "ALC002"]
     assert found and "no effect" in found[0].message
 
@@ -211,31 +390,46 @@ def test_alc002_alloc_conf_ignored_by_old_torch():
 def test_cfg002_follows_each_trl_release_rule():
     cfg = {"num_generations": 3, "per_device_train_batch_size": 3, "gradient_accumulation_steps": 2}
     launch = "accelerate launch --num_processes 2 t.py"
+
     def fired(trl):
-        return [f for f in findings(snapshot(2, packages={**MODERN, "trl": trl}), config=cfg,
-                                    launch=launch) if f.rule == "CFG002"]
-    assert fired("0.14.0") == []                      # no check in 0.14
-    assert fired("0.15.2") == []                      # 3 x 2 = 6 is divisible by 3
+        return [
+            f
+            for f in findings(snapshot(2, packages={**MODERN, "trl": trl}), config=cfg, launch=launch)
+            if f.rule == "CFG002"
+        ]
+
+    assert fired("0.14.0") == []  # no check in 0.14
+    assert fired("0.15.2") == []  # 3 x 2 = 6 is divisible by 3
     cfg["per_device_train_batch_size"] = 4
-    assert "processes (2)" in fired("0.16.0")[0].message          # 4 x 2 = 8
+    assert "processes (2)" in fired("0.16.0")[0].message  # 4 x 2 = 8
     assert "gradient_accumulation_steps (2)" in fired("0.17.0")[0].message
     assert "steps_per_generation (2)" in fired("1.16.0")[0].message
 
 
 def test_pkg004_checks_the_extras_the_plan_uses():
-    trl = {"version": "1.16.0", "requires": ["transformers>=4.56.2",
-                                             "vllm<=0.31.0,>=0.22.0; extra == 'vllm'"]}
+    trl = {
+        "version": "1.16.0",
+        "requires": ["transformers>=4.56.2", "vllm<=0.31.0,>=0.22.0; extra == 'vllm'"],
+    }
     snap = snapshot(2, packages={**MODERN, "trl": trl, "vllm": "0.12.0"})
-    on = [f for f in findings(snap, config={"use_vllm": True}) if f.rule == "PKG004"
-          and f.message.startswith("trl")]
-    off = [f for f in findings(snap, config={"use_vllm": False}) if f.rule == "PKG004"
-           and f.message.startswith("trl")]
+    on = [
+        f
+        for f in findings(snap, config={"use_vllm": True})
+        if f.rule == "PKG004" and f.message.startswith("trl")
+    ]
+    off = [
+        f
+        for f in findings(snap, config={"use_vllm": False})
+        if f.rule == "PKG004" and f.message.startswith("trl")
+    ]
     assert on and "vllm<=0.31.0,>=0.22.0" in on[0].message and not off
 
 
 def test_pkg004_leaves_a_missing_vllm_to_pkg001():
-    trl = {"version": "1.16.0", "requires": ["vllm<=0.31.0,>=0.22.0; extra == 'vllm'",
-                                             "requests; extra == 'vllm'"]}
+    trl = {
+        "version": "1.16.0",
+        "requires": ["vllm<=0.31.0,>=0.22.0; extra == 'vllm'", "requests; extra == 'vllm'"],
+    }
     snap = snapshot(2, packages={**{k: v for k, v in MODERN.items() if k != "vllm"}, "trl": trl})
     fired = [f.rule for f in findings(snap, config={"use_vllm": True})]
     assert "PKG001" in fired and "PKG004" not in fired
@@ -243,7 +437,9 @@ def test_pkg004_leaves_a_missing_vllm_to_pkg001():
 
 def test_pkg004_local_labels_and_prereleases():
     vllm = {"version": "0.8.5.post1", "requires": ["torch==2.6.0"]}
-    assert "PKG004" not in {f.rule for f in findings(snapshot(1, packages={
-        **MODERN, "vllm": vllm, "torch": "2.6.0+cu124"}))}
-    assert "PKG004" in {f.rule for f in findings(snapshot(1, packages={
-        **MODERN, "vllm": vllm, "torch": "2.7.0rc1"}))}
+    assert "PKG004" not in {
+        f.rule for f in findings(snapshot(1, packages={**MODERN, "vllm": vllm, "torch": "2.6.0+cu124"}))
+    }
+    assert "PKG004" in {
+        f.rule for f in findings(snapshot(1, packages={**MODERN, "vllm": vllm, "torch": "2.7.0rc1"}))
+    }

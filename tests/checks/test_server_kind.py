@@ -16,21 +16,25 @@ from tests.conftest import MODERN, findings, snapshot
 
 SERVER = {"use_vllm": True, "vllm_mode": "server"}
 TRAIN = "CUDA_VISIBLE_DEVICES=0 python train.py"
-NCCL = "--weight-transfer-config '{\"backend\": \"nccl\"}'"
+NCCL = '--weight-transfer-config \'{"backend": "nccl"}\''
 
 
 def _lay012(trl: str, server: str, vllm: str = "0.11.0") -> list:
     snap = snapshot(2, packages={**MODERN, "trl": trl, "vllm": vllm})
-    return [f for f in findings(snap, config=SERVER, launch=f"{server} ; {TRAIN}")
-            if f.rule == "LAY012"]
+    return [f for f in findings(snap, config=SERVER, launch=f"{server} ; {TRAIN}") if f.rule == "LAY012"]
 
 
 def test_plain_vllm_serve_with_a_trl_that_needs_its_own_server():
-    (hit,) = _lay012("0.19.0", "CUDA_VISIBLE_DEVICES=1 vllm serve Qwen/Q --tensor-parallel-size 1 "
-                     "--gpu-memory-utilization 0.8 --max-num-seqs 64")
+    (hit,) = _lay012(
+        "0.19.0",
+        "CUDA_VISIBLE_DEVICES=1 vllm serve Qwen/Q --tensor-parallel-size 1 "
+        "--gpu-memory-utilization 0.8 --max-num-seqs 64",
+    )
     assert hit.severity.value == "error" and "404" in hit.message and "3587" in hit.message
-    assert hit.fix == ("CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model Qwen/Q "
-                       "--tensor_parallel_size 1 --gpu_memory_utilization 0.8")
+    assert hit.fix == (
+        "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model Qwen/Q "
+        "--tensor_parallel_size 1 --gpu_memory_utilization 0.8"
+    )
 
 
 def test_trl_vllm_serve_is_right_for_every_release():
@@ -43,8 +47,10 @@ def test_vllm_serve_from_trl_111_needs_dev_mode_and_weight_transfer():
     assert hit.severity.value == "error" and "VLLM_SERVER_DEV_MODE=1" in hit.message
     assert hit.fix.startswith("VLLM_SERVER_DEV_MODE=1 CUDA_VISIBLE_DEVICES=1 vllm serve M")
     assert "--weight-transfer-config" in hit.fix
-    good = (f"VLLM_SERVER_DEV_MODE=1 CUDA_VISIBLE_DEVICES=1 vllm serve M {NCCL} "
-            "--logprobs-mode processed_logprobs")
+    good = (
+        f"VLLM_SERVER_DEV_MODE=1 CUDA_VISIBLE_DEVICES=1 vllm serve M {NCCL} "
+        "--logprobs-mode processed_logprobs"
+    )
     assert not _lay012("1.16.0", good, "0.26.0")
     (soft,) = _lay012("1.16.0", good.replace(" --logprobs-mode processed_logprobs", ""), "0.26.0")
     assert soft.severity.value == "warning" and "logprobs-mode" in soft.message
@@ -77,6 +83,7 @@ def serve():
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         started.append(srv)
         return srv.server_address[1]
+
     yield start
     for srv in started:
         srv.shutdown()
@@ -86,8 +93,11 @@ def serve():
 def _live(trl: str, port: int) -> list:
     facts = from_dict(snapshot(2, packages={**MODERN, "trl": trl, "vllm": "0.26.0"}), "x")
     facts.source = "live"
-    plan = build_plan(config_dict={**SERVER, "vllm_server_host": "127.0.0.1",
-                                   "vllm_server_port": port}, launch=TRAIN, live=False)
+    plan = build_plan(
+        config_dict={**SERVER, "vllm_server_host": "127.0.0.1", "vllm_server_port": port},
+        launch=TRAIN,
+        live=False,
+    )
     return run_rules(Context(facts=facts, plan=plan, network=True), select=["LAY012"]).findings
 
 
@@ -95,8 +105,10 @@ def test_live_plain_vllm_server_is_caught_by_a_get(serve):
     ok = {"/health": (200, b""), "/health/": (200, b"")}
     (hit,) = _live("1.9.0", serve(ok))
     assert "GET /get_world_size/" in hit.message and "404" in hit.message
-    trl_server = {"/health/": (200, json.dumps({"status": "ok"}).encode()),
-                  "/get_world_size/": (200, b'{"world_size": 1}')}
+    trl_server = {
+        "/health/": (200, json.dumps({"status": "ok"}).encode()),
+        "/get_world_size/": (200, b'{"world_size": 1}'),
+    }
     assert not _live("1.9.0", serve(trl_server))
 
 
@@ -104,8 +116,11 @@ def test_live_vllm_server_without_dev_mode_or_weight_transfer(serve):
     up = {"/health": (200, b""), "/health/": (200, b"")}  # FastAPI redirects /health/ there
     assert _live("1.16.0", serve(up))  # no dev-mode routes: 404
     info = {"vllm_config": {"weight_transfer_config": None}}
-    routes = {**up, "/get_world_size": (200, b'{"world_size": 1}'),
-              "/server_info?config_format=json": (200, json.dumps(info).encode())}
+    routes = {
+        **up,
+        "/get_world_size": (200, b'{"world_size": 1}'),
+        "/server_info?config_format=json": (200, json.dumps(info).encode()),
+    }
     (hit,) = _live("1.16.0", serve(routes))
     assert "weight-transfer" in hit.message
     info["vllm_config"]["weight_transfer_config"] = {"backend": "nccl"}

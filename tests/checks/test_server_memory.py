@@ -15,21 +15,30 @@ from envdoctor.plan.build import build_plan
 from tests.conftest import findings, snapshot
 
 H200 = {"name": "NVIDIA H200", "memory_total_mib": 143771, "compute_capability": "9.0"}
-STACK = {"trl": "1.16.0", "transformers": "5.23.0", "torch": "2.11.0+cu130",
-         "accelerate": "1.15.0", "vllm": "0.26.0"}
+STACK = {
+    "trl": "1.16.0",
+    "transformers": "5.23.0",
+    "torch": "2.11.0+cu130",
+    "accelerate": "1.15.0",
+    "vllm": "0.26.0",
+}
 SERVER_CFG = {"use_vllm": True, "vllm_mode": "server"}
 ENGINE = {"pid": 4242, "name": "VLLM::EngineCore", "used_mib": 44544}
 TRAIN = "CUDA_VISIBLE_DEVICES=0 python3 train.py"
 
 
 def _snap(used: int = 0, procs: list | None = None) -> dict:
-    return snapshot(2, model=H200, packages=STACK, driver_cuda="13.0", used={1: used},
-                    processes={1: procs or []})
+    return snapshot(
+        2, model=H200, packages=STACK, driver_cuda="13.0", used={1: used}, processes={1: procs or []}
+    )
 
 
 def _mem001(snap: dict, server: str, config: dict | None = None) -> list:
-    return [f for f in findings(snap, config=config or SERVER_CFG, launch=f"{server} ; {TRAIN}")
-            if f.rule == "MEM001"]
+    return [
+        f
+        for f in findings(snap, config=config or SERVER_CFG, launch=f"{server} ; {TRAIN}")
+        if f.rule == "MEM001"
+    ]
 
 
 def test_running_server_is_info_not_a_stranger():
@@ -40,8 +49,9 @@ def test_running_server_is_info_not_a_stranger():
     assert "VLLM::EngineCore" in found.message
 
 
-@pytest.mark.parametrize("flag", ["--gpu_memory_utilization 0.3", "--gpu-memory-utilization 0.3",
-                                  "--gpu-memory-utilization=0.3"])
+@pytest.mark.parametrize(
+    "flag", ["--gpu_memory_utilization 0.3", "--gpu-memory-utilization 0.3", "--gpu-memory-utilization=0.3"]
+)
 def test_server_line_fraction_is_read_in_both_spellings(flag):
     stranger = [{"pid": 77, "name": "python other_job.py", "used_mib": 112640}]
     server = f"CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model M {flag}"
@@ -94,11 +104,12 @@ def _live(port: int) -> list:
     facts = from_dict(_snap(44544, [ENGINE]), "x")
     facts.source = "live"
     server = f"CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model M --port {port}"
-    plan = build_plan(launch=f"{server} ; {TRAIN}", live=False,
-                      config_dict={**SERVER_CFG, "vllm_server_host": "127.0.0.1",
-                                   "vllm_server_port": port})
-    return [f for f in run_rules(Context(facts=facts, plan=plan, network=True),
-                                 select=["MEM001"]).findings]
+    plan = build_plan(
+        launch=f"{server} ; {TRAIN}",
+        live=False,
+        config_dict={**SERVER_CFG, "vllm_server_host": "127.0.0.1", "vllm_server_port": port},
+    )
+    return [f for f in run_rules(Context(facts=facts, plan=plan, network=True), select=["MEM001"]).findings]
 
 
 def test_live_server_that_answers_is_info(health_port):

@@ -29,8 +29,11 @@ def free_port() -> int:
 
 
 def job_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CUDA_", "PYTORCH_", "ENVDOCTOR_", "NCCL_", "ACCELERATE_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CUDA_", "PYTORCH_", "ENVDOCTOR_", "NCCL_", "ACCELERATE_"))
+    }
     env.update(NO_COLOR="1", OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **extra)
     return env
 
@@ -42,18 +45,41 @@ def torchrun(*args: str) -> list[str]:
 
 def node_cmd(node_rank: int, port: int, *check_args: str) -> list[str]:
     """One of two "nodes" on loopback: one torchrun per node rank, one process each."""
-    return torchrun("--nnodes", "2", "--node_rank", str(node_rank), "--nproc_per_node", "1",
-                    "--master_addr", "127.0.0.1", "--master_port", str(port),
-                    "-m", "envdoctor", "check", "--distributed", "--no-network", *check_args)
+    return torchrun(
+        "--nnodes",
+        "2",
+        "--node_rank",
+        str(node_rank),
+        "--nproc_per_node",
+        "1",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(port),
+        "-m",
+        "envdoctor",
+        "check",
+        "--distributed",
+        "--no-network",
+        *check_args,
+    )
 
 
 def run_nodes(cwd: Path, env0: dict, env1: dict, *check_args: str) -> tuple:
     """Start both nodes at once; both must end within JOB_TIMEOUT (no rank left waiting)."""
     port = free_port()
-    procs = [subprocess.Popen(node_cmd(i, port, *check_args), cwd=cwd, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              start_new_session=True)
-             for i, env in ((0, env0), (1, env1))]
+    procs = [
+        subprocess.Popen(
+            node_cmd(i, port, *check_args),
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for i, env in ((0, env0), (1, env1))
+    ]
     outs = []
     try:
         for p in procs:

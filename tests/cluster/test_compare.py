@@ -39,15 +39,18 @@ def test_the_reference_is_what_most_nodes_have():
 
 
 def test_a_package_missing_on_one_node():
-    found = compare([view("A"), view("B", packages={k: v for k, v in MODERN.items()
-                                                      if k != "vllm"})])
+    found = compare([view("A"), view("B", packages={k: v for k, v in MODERN.items() if k != "vllm"})])
     assert found[0].message == "vllm differs across nodes: 0.30.0 on A; not installed on B"
     assert "pip install 'vllm==0.30.0' on B" in found[0].fix
 
 
 def test_packages_outside_the_stack_are_one_info():
-    found = compare([view("A", packages={**MODERN, "rich": "13.0"}),
-                     view("B", packages={**MODERN, "rich": "14.1", "nvidia-ml-py": "12.0"})])
+    found = compare(
+        [
+            view("A", packages={**MODERN, "rich": "13.0"}),
+            view("B", packages={**MODERN, "rich": "14.1", "nvidia-ml-py": "12.0"}),
+        ]
+    )
     assert rules(found) == [("CLU001", "info")]
     assert "2 packages outside the training stack differ" in found[0].message
     assert found[0].evidence["packages"]["rich"] == {"A": "13.0", "B": "14.1"}
@@ -68,8 +71,12 @@ def test_torch_cuda_build_is_clu002_not_clu001():
 
 
 def test_runtime_read_live_wins_and_nccl_is_compared():
-    found = compare([view("A", {"torch_cuda": "12.8", "nccl": "2.27.3"}),
-                     view("B", {"torch_cuda": "12.8", "nccl": "2.21.5"})])
+    found = compare(
+        [
+            view("A", {"torch_cuda": "12.8", "nccl": "2.27.3"}),
+            view("B", {"torch_cuda": "12.8", "nccl": "2.21.5"}),
+        ]
+    )
     assert rules(found) == [("CLU002", "error")] and "NCCL" in found[0].message
 
 
@@ -88,16 +95,19 @@ def test_gpu_model_differs_but_a_count_alone_does_not():
     assert rules(none) == [("CLU003", "warning")] and "no GPU on B" in none[0].message
 
 
-@pytest.mark.parametrize("env_a, env_b, fires", [
-    ({"NCCL_IB_DISABLE": "1"}, {}, True),
-    ({"NCCL_SOCKET_IFNAME": "eth0"}, {"NCCL_SOCKET_IFNAME": "ib0"}, True),
-    ({"GLOO_SOCKET_IFNAME": "eth0"}, {"GLOO_SOCKET_IFNAME": "eth1"}, True),
-    ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, {}, True),
-    ({"NCCL_DEBUG": "INFO"}, {}, False),  # logging
-    ({"RANK": "0", "GROUP_RANK": "0"}, {"RANK": "1", "GROUP_RANK": "1"}, False),  # per node
-    ({"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"}, False),
-    ({"NCCL_IB_KEY": "x"}, {"NCCL_IB_KEY": "y"}, False),  # secret-looking: masked, not compared
-])
+@pytest.mark.parametrize(
+    "env_a, env_b, fires",
+    [
+        ({"NCCL_IB_DISABLE": "1"}, {}, True),
+        ({"NCCL_SOCKET_IFNAME": "eth0"}, {"NCCL_SOCKET_IFNAME": "ib0"}, True),
+        ({"GLOO_SOCKET_IFNAME": "eth0"}, {"GLOO_SOCKET_IFNAME": "eth1"}, True),
+        ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, {}, True),
+        ({"NCCL_DEBUG": "INFO"}, {}, False),  # logging
+        ({"RANK": "0", "GROUP_RANK": "0"}, {"RANK": "1", "GROUP_RANK": "1"}, False),  # per node
+        ({"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"}, False),
+        ({"NCCL_IB_KEY": "x"}, {"NCCL_IB_KEY": "y"}, False),  # secret-looking: masked, not compared
+    ],
+)
 def test_env_variables(env_a, env_b, fires):
     found = compare([view("A", env=env_a), view("B", env=env_b)])
     assert rules(found) == ([("CLU004", "warning")] if fires else [])

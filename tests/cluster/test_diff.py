@@ -57,11 +57,14 @@ def test_json_output(write_json, tmp_path):
     assert f["evidence"]["values"] == {"A (gpu-a)": "12.8", "B (gpu-b)": "12.6"}
 
 
-@pytest.mark.parametrize("content, needle", [
-    (None, "cannot read"),
-    ("{", "invalid JSON"),
-    ('{"schema": "other/1"}', "unknown schema"),
-])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        (None, "cannot read"),
+        ("{", "invalid JSON"),
+        ('{"schema": "other/1"}', "unknown schema"),
+    ],
+)
 def test_unreadable_input_exits_2(tmp_path, write_json, content, needle):
     a = write_json(node("gpu-a"), "a.json")
     b = tmp_path / "b.json"

@@ -24,8 +24,9 @@ HOST = socket.gethostname()
 def test_one_node_two_ranks_the_documented_command(tmp_path):
     cmd = shlex.split(snippet("torchrun-one-node"))
     assert cmd[0] == "torchrun" and "--distributed" in cmd
-    proc = subprocess.run(torchrun(*cmd[1:]), cwd=tmp_path, env=job_env(), capture_output=True,
-                          text=True, timeout=JOB_TIMEOUT)
+    proc = subprocess.run(
+        torchrun(*cmd[1:]), cwd=tmp_path, env=job_env(), capture_output=True, text=True, timeout=JOB_TIMEOUT
+    )
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr[-3000:]
     assert out.count("envdoctor 0.1.0 — checking a cluster of 1 node, 2 ranks via torchrun") == 1
@@ -41,13 +42,13 @@ def test_two_nodes_name_the_planted_version_difference(tmp_path):
     planted = tmp_path / "node1.json"
     planted.write_text(json.dumps({"packages": {"trl": "0.15.2"}}))
     (c0, out0, err0), (c1, out1, err1) = run_nodes(
-        tmp_path, job_env(), job_env(ENVDOCTOR_FACTS_OVERRIDE=str(planted)))
+        tmp_path, job_env(), job_env(ENVDOCTOR_FACTS_OVERRIDE=str(planted))
+    )
     assert (c0, c1) == (1, 1), out0 + err0[-2000:] + err1[-2000:]  # an error: both exit 1
     assert out1 == ""  # only rank 0 prints
     assert "checking a cluster of 2 nodes, 2 ranks via torchrun" in out0
     flat = " ".join(out0.split())
-    assert (f"✗ CLU001 trl differs across nodes: {trl} on node 0 ({HOST}); 0.15.2 on node 1 "
-            f"({HOST})") in flat
+    assert (f"✗ CLU001 trl differs across nodes: {trl} on node 0 ({HOST}); 0.15.2 on node 1 ({HOST})") in flat
     assert f"pip install 'trl=={trl}' on node 1 ({HOST})" in flat
     assert f"node 1 ({HOST}): facts overridden from ENVDOCTOR_FACTS_OVERRIDE={planted}" in flat
     pair = [line for line in out0.splitlines() if "node 0" in line and "↔ node 1" in line]
@@ -64,8 +65,15 @@ def test_a_node_stuck_collecting_is_reported_and_every_process_exits(tmp_path):
     report = tmp_path / "report.json"
     timeout = {"ENVDOCTOR_CLUSTER_TIMEOUT": "10"}
     path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
-    results = run_nodes(tmp_path, job_env(**timeout), job_env(PYTHONPATH=path, **timeout),
-                        "--format", "json", "-o", str(report))
+    results = run_nodes(
+        tmp_path,
+        job_env(**timeout),
+        job_env(PYTHONPATH=path, **timeout),
+        "--format",
+        "json",
+        "-o",
+        str(report),
+    )
     assert [r[0] for r in results] == [1, 1], results
     data = json.loads(report.read_text())
     clu008 = [f for f in data["findings"] if f["rule"] == "CLU008"]
@@ -79,12 +87,31 @@ def test_a_node_stuck_collecting_is_reported_and_every_process_exits(tmp_path):
 
 
 def test_accelerate_launch_runs_the_module(tmp_path):
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes",
-           "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-           "--main_process_port", str(free_port()),
-           "-m", "envdoctor", "check", "--distributed", "--format", "json"]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=job_env(), capture_output=True, text=True,
-                          timeout=JOB_TIMEOUT)
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(free_port()),
+        "-m",
+        "envdoctor",
+        "check",
+        "--distributed",
+        "--format",
+        "json",
+    ]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=job_env(), capture_output=True, text=True, timeout=JOB_TIMEOUT
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     data = json.loads(proc.stdout)
     cluster = data["extra"]["cluster"]

@@ -1,6 +1,6 @@
 """Rewrite the setups' facts.json from their era and source.yaml:
 
-    python -m tests.conformance.build [SETUP ...]
+python -m tests.conformance.build [SETUP ...]
 """
 
 from __future__ import annotations

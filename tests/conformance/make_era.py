@@ -26,9 +26,25 @@ import sys
 from pathlib import Path
 
 STACK = (  # the same list as envdoctor.facts.packages.STACK (kept literal: a tool, not a test)
-    "torch", "torchvision", "transformers", "trl", "vllm", "accelerate", "deepspeed", "peft",
-    "datasets", "flash-attn", "bitsandbytes", "liger-kernel", "xformers", "triton",
-    "nvidia-ml-py", "pynvml", "huggingface-hub", "tokenizers", "safetensors",
+    "torch",
+    "torchvision",
+    "transformers",
+    "trl",
+    "vllm",
+    "accelerate",
+    "deepspeed",
+    "peft",
+    "datasets",
+    "flash-attn",
+    "bitsandbytes",
+    "liger-kernel",
+    "xformers",
+    "triton",
+    "nvidia-ml-py",
+    "pynvml",
+    "huggingface-hub",
+    "tokenizers",
+    "safetensors",
 )
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
@@ -41,8 +57,10 @@ def build(report: dict, overrides: dict, local: dict[str, str]) -> dict[str, dic
     resolved: dict[str, dict] = {}
     for item in report["install"]:
         meta = item["metadata"]
-        resolved[norm(meta["name"])] = {"version": meta["version"],
-                                        "requires": list(meta.get("requires_dist") or [])}
+        resolved[norm(meta["name"])] = {
+            "version": meta["version"],
+            "requires": list(meta.get("requires_dist") or []),
+        }
     for name, pkg in overrides.items():
         resolved[norm(name)] = {k: v for k, v in pkg.items() if k in ("version", "requires")}
     for name, version in local.items():  # e.g. torch's +cu130 local build tag
@@ -51,8 +69,9 @@ def build(report: dict, overrides: dict, local: dict[str, str]) -> dict[str, dic
     for name in STACK:
         if name in resolved:
             out[name] = resolved[name]
-    wanted = {norm(m.group(1)) for pkg in list(out.values()) for line in pkg["requires"]
-              if (m := _NAME.match(line))}
+    wanted = {
+        norm(m.group(1)) for pkg in list(out.values()) for line in pkg["requires"] if (m := _NAME.match(line))
+    }
     for name in sorted(wanted - set(out)):
         if name in resolved:
             out[name] = {"version": resolved[name]["version"]}
@@ -76,7 +95,7 @@ def main() -> None:
         "era": a.name,
         "python": a.python,
         "resolved_with": f"pip {report.get('pip_version', '?')} --dry-run --report, "
-                         f"Linux x86_64, Python {a.python}: {a.request}",
+        f"Linux x86_64, Python {a.python}: {a.request}",
         "note": a.note,
         "overrides": {norm(k): v.get("source", "") for k, v in overrides.items()},
         "local_versions": local,

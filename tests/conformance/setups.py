@@ -26,8 +26,7 @@ ERAS = HERE / "eras"
 
 #: GPU models as NVML reports them.
 GPU_MODELS = {
-    "H100-80GB": {"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559,
-                  "compute_capability": "9.0"},
+    "H100-80GB": {"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "compute_capability": "9.0"},
     "H200": {"name": "NVIDIA H200", "memory_total_mib": 143771, "compute_capability": "9.0"},
 }
 
@@ -81,17 +80,31 @@ def build_facts(setup: Path) -> dict[str, Any]:
     gpus = []
     for i in range(int(machine["gpus"])):
         used = sum(int(p["used_mib"]) for p in procs.get(i, []))
-        gpus.append({"index": i, "uuid": f"GPU-{i:08x}-c0f0-4e11-9a00-{i:012x}",
-                     "name": model["name"], "memory_total_mib": model["memory_total_mib"],
-                     "memory_used_mib": used, "memory_free_mib": model["memory_total_mib"] - used,
-                     "compute_capability": model["compute_capability"], "mig": False,
-                     "pci_bus_id": f"00000000:{0x18 + 0x10 * i:02X}:00.0",
-                     "processes": procs.get(i, [])})
-    return {"schema": "envdoctor.facts/1", "python": era["python"],
-            "platform": "Linux-x86_64", "hostname": machine.get("hostname", setup.name),
-            "driver": dict(machine["driver"]), "nvml_error": None,
-            "packages": dict(sorted(packages.items())), "gpus": gpus,
-            "env": dict(machine.get("env") or {})}
+        gpus.append(
+            {
+                "index": i,
+                "uuid": f"GPU-{i:08x}-c0f0-4e11-9a00-{i:012x}",
+                "name": model["name"],
+                "memory_total_mib": model["memory_total_mib"],
+                "memory_used_mib": used,
+                "memory_free_mib": model["memory_total_mib"] - used,
+                "compute_capability": model["compute_capability"],
+                "mig": False,
+                "pci_bus_id": f"00000000:{0x18 + 0x10 * i:02X}:00.0",
+                "processes": procs.get(i, []),
+            }
+        )
+    return {
+        "schema": "envdoctor.facts/1",
+        "python": era["python"],
+        "platform": "Linux-x86_64",
+        "hostname": machine.get("hostname", setup.name),
+        "driver": dict(machine["driver"]),
+        "nvml_error": None,
+        "packages": dict(sorted(packages.items())),
+        "gpus": gpus,
+        "env": dict(machine.get("env") or {}),
+    }
 
 
 def mutate_facts(facts: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
@@ -110,8 +123,12 @@ def mutate_facts(facts: dict[str, Any], change: dict[str, Any]) -> dict[str, Any
         n = int(change["gpus"])
         while len(out["gpus"]) < n:
             extra = copy.deepcopy(out["gpus"][-1])
-            extra.update(index=len(out["gpus"]), processes=[], memory_used_mib=0,
-                         memory_free_mib=extra["memory_total_mib"])
+            extra.update(
+                index=len(out["gpus"]),
+                processes=[],
+                memory_used_mib=0,
+                memory_free_mib=extra["memory_total_mib"],
+            )
             out["gpus"].append(extra)
         out["gpus"] = out["gpus"][:n]
     for idx, procs in (change.get("processes") or {}).items():
@@ -135,16 +152,21 @@ def cases() -> list[Case]:
         case = read_yaml(d / "case.yaml")
         facts = json.loads((d / "facts.json").read_text(encoding="utf-8"))
         check = case["check"]
-        base = Case(setup=d.name, name="published", launch=check["launch"],
-                    server=check.get("server"), config=check.get("config"), facts=facts,
-                    expect=case.get("expect", "clean"),
-                    known_failures=tuple(case.get("known_failures") or ()))
+        base = Case(
+            setup=d.name,
+            name="published",
+            launch=check["launch"],
+            server=check.get("server"),
+            config=check.get("config"),
+            facts=facts,
+            expect=case.get("expect", "clean"),
+            known_failures=tuple(case.get("known_failures") or ()),
+        )
         out.append(base)
         for mut in case.get("mutations") or []:
             broken = _apply(base, mut["change"], f"{mut['id']}", mut["expect"])
             out.append(broken)
-            out.append(_apply(broken, mut["fix"], f"{mut['id']}+fix",
-                              mut.get("fixed", "clean")))
+            out.append(_apply(broken, mut["fix"], f"{mut['id']}+fix", mut.get("fixed", "clean")))
     return out
 
 
@@ -152,11 +174,17 @@ def _apply(case: Case, change: dict[str, Any], name: str, expect: Any) -> Case:
     files = copy.deepcopy(case.files)
     for path, values in (change.get("files") or {}).items():
         files.setdefault(path, {}).update(values)
-    return Case(setup=case.setup, name=name, launch=change.get("launch", case.launch),
-                server=change.get("server", case.server),
-                config=change.get("config", case.config),
-                facts=mutate_facts(case.facts, change.get("facts") or {}), files=files,
-                expect=expect, known_failures=case.known_failures)
+    return Case(
+        setup=case.setup,
+        name=name,
+        launch=change.get("launch", case.launch),
+        server=change.get("server", case.server),
+        config=change.get("config", case.config),
+        facts=mutate_facts(case.facts, change.get("facts") or {}),
+        files=files,
+        expect=expect,
+        known_failures=case.known_failures,
+    )
 
 
 def cli_args(case: Case, facts_path: Path) -> list[str]:

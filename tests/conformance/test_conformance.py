@@ -59,15 +59,23 @@ def _run(case: Case, tmp_path: Path) -> tuple[int, list[dict], str]:
 
 
 def _loud(findings: list[dict]) -> list[str]:
-    return [f"{f['rule']} {f['severity']}: {f['message']}" for f in findings
-            if f["severity"] in ("error", "warning")]
+    return [
+        f"{f['rule']} {f['severity']}: {f['message']}"
+        for f in findings
+        if f["severity"] in ("error", "warning")
+    ]
 
 
 def _known(case: Case, findings: list[dict]) -> list[dict]:
     """KNF001 warnings for the catalogue entries the setup's case.yaml lists under
     known_failures (its stack is known to hit them, with a public report)."""
-    return [f for f in findings if f["rule"] == "KNF001" and f["severity"] == "warning"
-            and f["evidence"].get("id") in case.known_failures]
+    return [
+        f
+        for f in findings
+        if f["rule"] == "KNF001"
+        and f["severity"] == "warning"
+        and f["evidence"].get("id") in case.known_failures
+    ]
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=_marks(c)) for c in CASES])
@@ -76,7 +84,8 @@ def test_case(case: Case, tmp_path):
     known = _known(case, findings)
     if case.name == "published":
         assert {f["evidence"]["id"] for f in known} == set(case.known_failures), (
-            f"{case.id} must show the known failures its case.yaml lists")
+            f"{case.id} must show the known failures its case.yaml lists"
+        )
     findings = [f for f in findings if f not in known]
     loud = _loud(findings)
     if case.expect == "clean":
@@ -105,8 +114,9 @@ def test_setup_is_sourced(setup: Path):
         assert src["machine"]["written_for"]
         return
     assert src["commit"] and len(src["commit"]) == 40, "a full commit id"
-    assert all(re.match(r"https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/", u)
-               for u in src["urls"]), "every URL at a commit"
+    assert all(re.match(r"https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/", u) for u in src["urls"]), (
+        "every URL at a commit"
+    )
     assert any(src["commit"] in u for u in src["urls"])
     for rel, sha in (src.get("files") or {}).items():
         assert blob_sha((setup / rel).read_bytes()) == sha, f"{rel} differs from the source"

@@ -8,8 +8,14 @@ from tests.integrations.helpers import git, user_repo
 
 #: The pins of huggingface/open-r1's setup.py at b806e10 ("Bump vLLM and TRL", 2025-05-28);
 #: vLLM 0.8.5.post1 is the release its README installs first.
-OPEN_R1_PINS = {"accelerate": "1.4.0", "deepspeed": "0.16.8", "torch": "2.6.0",
-                "transformers": "4.52.3", "trl[vllm]": "0.18.0", "vllm": "0.8.5.post1"}
+OPEN_R1_PINS = {
+    "accelerate": "1.4.0",
+    "deepspeed": "0.16.8",
+    "torch": "2.6.0",
+    "transformers": "4.52.3",
+    "trl[vllm]": "0.18.0",
+    "vllm": "0.8.5.post1",
+}
 #: The shape of open-r1's recipes/Qwen2.5-1.5B-Instruct/grpo/config_demo.yaml (its keys).
 RECIPE = """\
 # Model arguments

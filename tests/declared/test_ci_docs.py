@@ -18,9 +18,14 @@ OLD_TORCH = requirements({**OPEN_R1_PINS, "torch": "2.5.1"})
 
 def test_precommit_declared_snippet(tmp_path):
     config = snippet("ci.md", "precommit-declared")
-    repo = committed_repo(tmp_path / "user", {".pre-commit-config.yaml": config,
-                                              "requirements.txt": requirements(OPEN_R1_PINS),
-                                              "README.md": "# training\n"})
+    repo = committed_repo(
+        tmp_path / "user",
+        {
+            ".pre-commit-config.yaml": config,
+            "requirements.txt": requirements(OPEN_R1_PINS),
+            "README.md": "# training\n",
+        },
+    )
     home = tmp_path / "pc-home"
     path = str(Path(sys.executable).parent)
     run = pre_commit("run", "--files", *CONFIGS, cwd=repo, home=home, path_first=path)
@@ -28,8 +33,7 @@ def test_precommit_declared_snippet(tmp_path):
 
     (repo / "requirements.txt").write_text(OLD_TORCH)
     git(repo, "add", "requirements.txt")
-    only_stack = pre_commit("run", "--files", "requirements.txt", cwd=repo, home=home,
-                            path_first=path)
+    only_stack = pre_commit("run", "--files", "requirements.txt", cwd=repo, home=home, path_first=path)
     out = " ".join(only_stack.stdout.split())
     assert only_stack.returncode == 1, out
     assert "vllm 0.8.5.post1 requires torch==2.6.0, declared torch 2.5.1" in out
@@ -53,8 +57,11 @@ def test_github_actions_sarif_snippet(tmp_path):
     assert_sarif(log)
     (result,) = log["runs"][0]["results"]
     loc = result["locations"][0]["physicalLocation"]
-    assert (result["ruleId"], loc["artifactLocation"]["uri"], loc["region"]["startLine"]) == \
-        ("PKG004", "requirements.txt", 3)
+    assert (result["ruleId"], loc["artifactLocation"]["uri"], loc["region"]["startLine"]) == (
+        "PKG004",
+        "requirements.txt",
+        3,
+    )
 
     good = committed_repo(tmp_path / "good", {"requirements.txt": requirements(OPEN_R1_PINS)})
     passed = run_workflow_steps(workflow, good)

@@ -18,8 +18,9 @@ def hook(repo, *args):
 
 
 def test_open_r1_pins_and_recipes_are_clean(tmp_path):
-    repo = committed_repo(tmp_path, {"requirements.txt": requirements(OPEN_R1_PINS),
-                                     "setup.py": "open('RAN', 'w')\n"})
+    repo = committed_repo(
+        tmp_path, {"requirements.txt": requirements(OPEN_R1_PINS), "setup.py": "open('RAN', 'w')\n"}
+    )
     out = hook(repo, "--strict", "-v")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "No issues found" in out.stdout
@@ -46,8 +47,9 @@ def test_vllm_from_the_trl_extra_resolves_for_the_pinned_torch(tmp_path):
     good = hook(committed_repo(tmp_path / "good", {"requirements.txt": requirements(pins)}))
     assert good.returncode == 0, good.stdout
     assert "vllm 0.8.5.post1 (resolved from >=0.8.3 for torch 2.6.0)" in good.stdout
-    bad = hook(committed_repo(tmp_path / "bad", {"requirements.txt": requirements(
-        {**pins, "torch": "2.5.1"})}))
+    bad = hook(
+        committed_repo(tmp_path / "bad", {"requirements.txt": requirements({**pins, "torch": "2.5.1"})})
+    )
     text = " ".join(bad.stdout.split())
     assert bad.returncode == 1 and "DCL003" in text
     assert "vllm>=0.8.3 via trl[vllm]==0.18.0 (requirements.txt:5)" in text
@@ -55,9 +57,9 @@ def test_vllm_from_the_trl_extra_resolves_for_the_pinned_torch(tmp_path):
 
 
 def test_trl_range_spanning_the_vllm_device_removal_is_a_warning(tmp_path):
-    repo = committed_repo(tmp_path, {"requirements.txt": "trl>=0.17\nvllm==0.8.5.post1\n"
-                                                         "torch==2.6.0\n",
-                                     "legacy.yaml": LEGACY})
+    repo = committed_repo(
+        tmp_path, {"requirements.txt": "trl>=0.17\nvllm==0.8.5.post1\ntorch==2.6.0\n", "legacy.yaml": LEGACY}
+    )
     out = run_cli("hook", "legacy.yaml", cwd=repo)
     text = " ".join(out.stdout.split())
     assert out.returncode == 0, text  # a warning: some releases of the range accept it
@@ -65,12 +67,12 @@ def test_trl_range_spanning_the_vllm_device_removal_is_a_warning(tmp_path):
     assert "TRL 0.17.0 accepts it, TRL 0.18.0 and newer reject it" in text
     assert "require 'trl<0.18.0'" in text
     assert run_cli("hook", "legacy.yaml", "--strict", cwd=repo).returncode == 1
-    closed = committed_repo(tmp_path / "closed", {"requirements.txt": "trl>=0.15,<0.18\n",
-                                                  "legacy.yaml": LEGACY})
+    closed = committed_repo(
+        tmp_path / "closed", {"requirements.txt": "trl>=0.15,<0.18\n", "legacy.yaml": LEGACY}
+    )
     quiet = run_cli("hook", "legacy.yaml", "--select", "DCL", cwd=closed)
     assert quiet.returncode == 0 and "DCL001" not in quiet.stdout
-    newer = committed_repo(tmp_path / "newer", {"requirements.txt": "trl>=0.18\n",
-                                                "legacy.yaml": LEGACY})
+    newer = committed_repo(tmp_path / "newer", {"requirements.txt": "trl>=0.18\n", "legacy.yaml": LEGACY})
     error = run_cli("hook", "legacy.yaml", "--select", "DCL", cwd=newer)
     assert error.returncode == 1 and "allows none of these releases" in error.stdout
 
@@ -115,15 +117,24 @@ RUN pip install --no-cache-dir \\
 """
 #: format → (files, the file and line where torch is declared)
 VARIANTS = {
-    "uv.lock": ({"pyproject.toml": '[project]\nname = "x"\nversion = "0"\n'
-                                   'dependencies = ["vllm", "torch"]\n',
-                 "uv.lock": UV_LOCK}, "uv.lock:5"),
+    "uv.lock": (
+        {
+            "pyproject.toml": '[project]\nname = "x"\nversion = "0"\ndependencies = ["vllm", "torch"]\n',
+            "uv.lock": UV_LOCK,
+        },
+        "uv.lock:5",
+    ),
     "poetry.lock": ({"poetry.lock": POETRY_LOCK}, "poetry.lock:2"),
     "environment.yml": ({"environment.yml": CONDA}, "environment.yml:5"),
     "Dockerfile": ({"Dockerfile": DOCKERFILE}, "Dockerfile:3"),
-    "requirements-includes": ({"requirements.txt": "-r requirements/gpu.txt\n-c constraints.txt\n",
-                               "requirements/gpu.txt": "vllm==0.8.5.post1\n-r ../requirements.txt\n",
-                               "constraints.txt": "torch=={torch}\n"}, "constraints.txt:1"),
+    "requirements-includes": (
+        {
+            "requirements.txt": "-r requirements/gpu.txt\n-c constraints.txt\n",
+            "requirements/gpu.txt": "vllm==0.8.5.post1\n-r ../requirements.txt\n",
+            "constraints.txt": "torch=={torch}\n",
+        },
+        "constraints.txt:1",
+    ),
 }
 
 
@@ -153,8 +164,10 @@ def test_no_declared_stack_judges_the_configs_alone(tmp_path):
 
 
 def test_requirements_option_and_assume_override(tmp_path):
-    repo = committed_repo(tmp_path, {"requirements.txt": requirements(OPEN_R1_PINS),
-                                     "deploy/train.txt": requirements(OLD_TORCH)})
+    repo = committed_repo(
+        tmp_path,
+        {"requirements.txt": requirements(OPEN_R1_PINS), "deploy/train.txt": requirements(OLD_TORCH)},
+    )
     assert hook(repo).returncode == 0
     explicit = hook(repo, "--requirements", "deploy/train.txt")
     assert explicit.returncode == 1 and "PKG004" in explicit.stdout
@@ -168,12 +181,19 @@ def test_requirements_option_and_assume_override(tmp_path):
 
 
 def test_conflicting_declarations_and_newer_than_knowledge(tmp_path):
-    repo = committed_repo(tmp_path, {"requirements.txt": "torch==2.6.0\nvllm==0.99.0\n",
-                                     "environment.yml": "dependencies:\n  - pytorch=2.5.1\n"})
+    repo = committed_repo(
+        tmp_path,
+        {
+            "requirements.txt": "torch==2.6.0\nvllm==0.99.0\n",
+            "environment.yml": "dependencies:\n  - pytorch=2.5.1\n",
+        },
+    )
     out = hook(repo, "--select", "DCL")
     text = " ".join(out.stdout.split())
-    assert "DCL004 torch is declared as torch==2.6.0 (requirements.txt:1) and as torch==2.5.1 " \
-           "(environment.yml:2)" in text
+    assert (
+        "DCL004 torch is declared as torch==2.6.0 (requirements.txt:1) and as torch==2.5.1 "
+        "(environment.yml:2)" in text
+    )
     assert "DCL005 vllm 0.99.0" in text and "newer than envdoctor's knowledge" in text
     quiet = committed_repo(tmp_path / "q", {"requirements.txt": requirements(OPEN_R1_PINS)})
     assert "DCL" not in hook(quiet, "--select", "DCL").stdout
@@ -204,9 +224,11 @@ def test_a_range_the_trl_extra_excludes_is_an_error_and_json_lists_the_stack(tmp
     report = json.loads(out.stdout)["files"][0]["report"]
     (finding,) = report["findings"]
     assert out.returncode == 1 and finding["rule"] == "DCL002"
-    assert finding["message"] == ("trl 0.18.0 (trl[vllm]==0.18.0 (requirements.txt:1)) requires "
-                                  "vllm>=0.8.3; the declared vllm<0.8 (requirements.txt:2) "
-                                  "excludes it: pip cannot install both")
+    assert finding["message"] == (
+        "trl 0.18.0 (trl[vllm]==0.18.0 (requirements.txt:1)) requires "
+        "vllm>=0.8.3; the declared vllm<0.8 (requirements.txt:2) "
+        "excludes it: pip cannot install both"
+    )
     assert (finding["evidence"]["file"], finding["evidence"]["line"]) == ("requirements.txt", 2)
     stack = report["extra"]["declared_stack"]
     assert stack["trl"]["version"] == "0.18.0" and stack["trl"]["how"] == "pinned"
@@ -218,8 +240,10 @@ def test_conda_python_outside_the_python_range_of_the_vllm_release(tmp_path):
     bad = committed_repo(tmp_path / "bad", {"environment.yml": env.format(py="3.13")})
     out = run_cli("hook", "environment.yml", cwd=bad)
     text = " ".join(out.stdout.split())
-    assert out.returncode == 1 and "requires python<3.13,>=3.9; the declared python==3.13.* " \
-                                   "(environment.yml:2) excludes it" in text
+    assert (
+        out.returncode == 1
+        and "requires python<3.13,>=3.9; the declared python==3.13.* (environment.yml:2) excludes it" in text
+    )
     good = committed_repo(tmp_path / "good", {"environment.yml": env.format(py="3.11")})
     assert run_cli("hook", "environment.yml", cwd=good).returncode == 0
 
@@ -241,8 +265,7 @@ def test_vllm_missing_from_a_declared_stack_is_a_warning(tmp_path):
     out = hook(plain, "--select", "PKG")
     text = " ".join(out.stdout.split())
     assert out.returncode == 0 and "! PKG001 use_vllm is on but vLLM is not declared" in text
-    extra = committed_repo(tmp_path / "e", {"requirements.txt": "trl[vllm]==0.18.0\n"
-                                                                "torch==2.6.0\n"})
+    extra = committed_repo(tmp_path / "e", {"requirements.txt": "trl[vllm]==0.18.0\ntorch==2.6.0\n"})
     assert "PKG001" not in hook(extra, "--select", "PKG").stdout
 
 
@@ -264,9 +287,9 @@ def test_a_torch_newer_than_the_knowledge_is_said_not_failed(tmp_path):
 def test_known_bad_combinations_are_judged_on_the_declared_pins(tmp_path):
     """The package rules run on the declared stack as on installed packages: TRL 0.15.2 with
     vLLM 0.7.3 (the gather hang TRL's setup.py names) is PKG007, located at the vLLM pin."""
-    repo = committed_repo(tmp_path, {"requirements.txt": "trl==0.15.2\nvllm==0.7.3\n"
-                                                         "torch==2.5.1\n",
-                                     "legacy.yaml": LEGACY})
+    repo = committed_repo(
+        tmp_path, {"requirements.txt": "trl==0.15.2\nvllm==0.7.3\ntorch==2.5.1\n", "legacy.yaml": LEGACY}
+    )
     out = run_cli("hook", "legacy.yaml", "--select", "PKG", "--format", "json", cwd=repo)
     (finding,) = json.loads(out.stdout)["files"][0]["report"]["findings"]
     assert finding["rule"] == "PKG007" and "trl 0.15.2" in finding["message"]

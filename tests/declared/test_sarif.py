@@ -49,10 +49,14 @@ def located(log: dict) -> dict[str, str]:
 
 
 def test_sarif_locates_config_keys_and_declarations(tmp_path):
-    repo = committed_repo(tmp_path, {
-        "requirements.txt": requirements({**OPEN_R1_PINS, "torch": "2.5.1"}),
-        "old.yaml": "learning_rate: 1.0e-6\nuse_vllm: true\nvllm_device: auto\nnum_generations: 1\n"
-                    "per_device_train_batch_size: 4\n"})
+    repo = committed_repo(
+        tmp_path,
+        {
+            "requirements.txt": requirements({**OPEN_R1_PINS, "torch": "2.5.1"}),
+            "old.yaml": "learning_rate: 1.0e-6\nuse_vllm: true\nvllm_device: auto\nnum_generations: 1\n"
+            "per_device_train_batch_size: 4\n",
+        },
+    )
     out = run_cli("hook", "old.yaml", "--format", "sarif", "-o", "envdoctor.sarif", cwd=repo)
     assert out.returncode == 1
     assert "PKG004" in out.stdout  # the text report still reaches the CI log
@@ -79,8 +83,19 @@ def test_sarif_clean_run_and_registration(tmp_path):
 def test_check_writes_sarif_too():
     """`envdoctor check --format sarif`: the same renderer, findings without a file unlocated."""
     seed = ROOT / "examples/seed-000"
-    out = run_cli("check", "--facts", "facts.json", "--config", "grpo.yaml", "--format", "sarif",
-                  "--", "python", "train.py", cwd=seed)
+    out = run_cli(
+        "check",
+        "--facts",
+        "facts.json",
+        "--config",
+        "grpo.yaml",
+        "--format",
+        "sarif",
+        "--",
+        "python",
+        "train.py",
+        cwd=seed,
+    )
     assert out.returncode == 1
     log = json.loads(out.stdout)
     assert_sarif(log)
@@ -109,10 +124,10 @@ def test_hook_sarif_masks_the_reports_known_secrets():
     from envdoctor.report.interface import Area, Report
 
     secret = "s3cr3t-value-of-hub-token"
-    error = Finding(rule="CFG003", severity=Severity.ERROR, message=f"key set to {secret}",
-                    fix=f"remove {secret}")
-    report = Report(areas=[Area(key="config", title="Config", findings=[error])],
-                    secrets={secret})
+    error = Finding(
+        rule="CFG003", severity=Severity.ERROR, message=f"key set to {secret}", fix=f"remove {secret}"
+    )
+    report = Report(areas=[Area(key="config", title="Config", findings=[error])], secrets={secret})
     for fmt in ("sarif", "json", "junit"):
         out = _render_all([("grpo.yaml", report)], fmt, verbose=True, color=False)
         assert secret not in out and "key set to ****" in out, fmt
@@ -123,15 +138,27 @@ def _locations(log: dict) -> dict[str, list[str]]:
     for r in log["runs"][0]["results"]:
         assert r["locations"], r  # GitHub's upload refuses the whole file for one without
         out.setdefault(r["ruleId"], []).append(
-            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"])
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        )
     return out
 
 
 def test_check_locates_every_result_at_the_config_file():
     """Issue #27 item 7: LAY003 has no file and line of its own; it is located at grpo.yaml."""
     seed = ROOT / "examples/seed-000"
-    out = run_cli("check", "--facts", "facts.json", "--config", "grpo.yaml", "--format", "sarif",
-                  "--", "python", "train.py", cwd=seed)
+    out = run_cli(
+        "check",
+        "--facts",
+        "facts.json",
+        "--config",
+        "grpo.yaml",
+        "--format",
+        "sarif",
+        "--",
+        "python",
+        "train.py",
+        cwd=seed,
+    )
     log = json.loads(out.stdout)
     assert_sarif(log)
     assert _locations(log)["LAY003"] == ["grpo.yaml"]
@@ -141,8 +168,9 @@ def test_without_a_config_the_snapshot_then_the_script_then_the_root(tmp_path):
     import shutil
 
     shutil.copy(ROOT / "examples/seed-000/facts.json", tmp_path / "facts.json")
-    out = run_cli("check", "--facts", "facts.json", "--format", "sarif", "--", "python",
-                  "train.py", cwd=tmp_path)
+    out = run_cli(
+        "check", "--facts", "facts.json", "--format", "sarif", "--", "python", "train.py", cwd=tmp_path
+    )
     log = json.loads(out.stdout)
     assert_sarif(log)
     assert _locations(log)["LAY003"] == ["facts.json"]

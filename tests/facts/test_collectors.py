@@ -25,8 +25,16 @@ def test_requirement_name_normalizes():
 
 
 def test_env_collects_relevant_and_masks_secrets():
-    env = collect_env({"CUDA_VISIBLE_DEVICES": "0,1", "HF_TOKEN": "hf_abc", "HOME": "/root",
-                       "NCCL_DEBUG": "INFO", "WANDB_API_KEY": "k", "VLLM_API_KEY": "x"})
+    env = collect_env(
+        {
+            "CUDA_VISIBLE_DEVICES": "0,1",
+            "HF_TOKEN": "hf_abc",
+            "HOME": "/root",
+            "NCCL_DEBUG": "INFO",
+            "WANDB_API_KEY": "k",
+            "VLLM_API_KEY": "x",
+        }
+    )
     assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
     assert env["NCCL_DEBUG"] == "INFO"
     assert env["HF_TOKEN"] == MASK and env["VLLM_API_KEY"] == MASK
@@ -46,33 +54,53 @@ class FakeNvml:
     class NVMLError(Exception):
         pass
 
-    def nvmlInit(self): pass
-    def nvmlShutdown(self): pass
-    def nvmlSystemGetDriverVersion(self): return b"550.54.15"
-    def nvmlSystemGetCudaDriverVersion_v2(self): return 12040
-    def nvmlDeviceGetCount(self): return 2
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlSystemGetDriverVersion(self):
+        return b"550.54.15"
+
+    def nvmlSystemGetCudaDriverVersion_v2(self):
+        return 12040
+
+    def nvmlDeviceGetCount(self):
+        return 2
 
     def nvmlDeviceGetHandleByIndex(self, i):
         if i == 1:
             raise self.NVMLError("GPU is lost")
         return i
 
-    def nvmlDeviceGetUUID(self, h): return "GPU-1234"
-    def nvmlDeviceGetName(self, h): return b"NVIDIA A100-SXM4-40GB"
+    def nvmlDeviceGetUUID(self, h):
+        return "GPU-1234"
+
+    def nvmlDeviceGetName(self, h):
+        return b"NVIDIA A100-SXM4-40GB"
 
     def nvmlDeviceGetMemoryInfo(self, h):
         mib = 1024 * 1024
         return types.SimpleNamespace(total=40960 * mib, used=512 * mib, free=40448 * mib)
 
-    def nvmlDeviceGetCudaComputeCapability(self, h): return (8, 0)
-    def nvmlDeviceGetPciInfo(self, h): return types.SimpleNamespace(busId=b"0000:07:00.0")
-    def nvmlDeviceGetMigMode(self, h): raise self.NVMLError("Not Supported")
+    def nvmlDeviceGetCudaComputeCapability(self, h):
+        return (8, 0)
+
+    def nvmlDeviceGetPciInfo(self, h):
+        return types.SimpleNamespace(busId=b"0000:07:00.0")
+
+    def nvmlDeviceGetMigMode(self, h):
+        raise self.NVMLError("Not Supported")
 
     def nvmlDeviceGetComputeRunningProcesses(self, h):
         return [types.SimpleNamespace(pid=999999, usedGpuMemory=None)]
 
-    def nvmlDeviceGetGraphicsRunningProcesses(self, h): return []
-    def nvmlSystemGetProcessName(self, pid): raise self.NVMLError("Not Found")
+    def nvmlDeviceGetGraphicsRunningProcesses(self, h):
+        return []
+
+    def nvmlSystemGetProcessName(self, pid):
+        raise self.NVMLError("Not Found")
 
 
 def test_gpu_collector_survives_a_lost_gpu_and_unnamed_processes():

@@ -18,10 +18,10 @@ def _site(tmp_path):
     (site / "alpha-1.0.dist-info").mkdir(parents=True)
     (site / "alpha-1.0.dist-info" / "METADATA").write_text(
         "Metadata-Version: 2.1\nName: alpha\nVersion: 1.0\nRequires-Dist: beta>=2\n"
-        "Requires-Dist: gamma; extra == 'x'\nRequires-Dist: not-installed-anywhere>=1\n\n")
+        "Requires-Dist: gamma; extra == 'x'\nRequires-Dist: not-installed-anywhere>=1\n\n"
+    )
     (site / "beta.egg-info").mkdir()  # an egg-info without version in its name
-    (site / "beta.egg-info" / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: beta\n"
-                                                     "Version: 2.5\n\n")
+    (site / "beta.egg-info" / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: beta\nVersion: 2.5\n\n")
     return site
 
 
@@ -39,22 +39,22 @@ def test_a_missing_requirement_is_not_looked_up(tmp_path):
     """Without any egg-info, zip or finder of its own on the path, importlib.metadata is not
     even imported: what it would say (not found) is known from the folder names."""
     site = _site(tmp_path)
-    script = ("import json, sys\nfrom envdoctor.facts.packages import collect_packages\n"
-              "found = collect_packages(('alpha', 'no-such-dist'))\n"
-              "from envdoctor.facts.packages import _Index\n"
-              "index = _Index()  # other egg-infos of the environment the tests run in\n"
-              "print(json.dumps([sorted(found), 'importlib.metadata' in sys.modules,\n"
-              "                  not (index._opaque or index._other - {'beta'})]))")
+    script = (
+        "import json, sys\nfrom envdoctor.facts.packages import collect_packages\n"
+        "found = collect_packages(('alpha', 'no-such-dist'))\n"
+        "from envdoctor.facts.packages import _Index\n"
+        "index = _Index()  # other egg-infos of the environment the tests run in\n"
+        "print(json.dumps([sorted(found), 'importlib.metadata' in sys.modules,\n"
+        "                  not (index._opaque or index._other - {'beta'})]))"
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(site)]))
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
     names, imported, _ = json.loads(proc.stdout)
     assert "alpha" in names and "no-such-dist" not in names and "not-installed-anywhere" not in names
     assert imported is True  # beta.egg-info is on the path: asked there
     (site / "beta.egg-info" / "PKG-INFO").unlink()
     (site / "beta.egg-info").rmdir()
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
     names, imported, clean = json.loads(proc.stdout)
     assert "alpha" in names
     if clean:  # no egg-info of its own in the environment the tests run in

@@ -34,12 +34,21 @@ def test_nvml_facts_are_sane():
 def test_a_process_holding_memory_is_seen_with_pid_and_mib():
     facts = _gpus()
     target = facts.gpus[-1].index
-    code = ("import torch, time\n"
-            "x = torch.empty(1024 * 1024 * 1024, dtype=torch.uint8, device='cuda:0')\n"
-            "print('ready', flush=True)\ntime.sleep(60)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": str(target),
-                                 "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    code = (
+        "import torch, time\n"
+        "x = torch.empty(1024 * 1024 * 1024, dtype=torch.uint8, device='cuda:0')\n"
+        "print('ready', flush=True)\ntime.sleep(60)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={
+            **__import__("os").environ,
+            "CUDA_VISIBLE_DEVICES": str(target),
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        },
+    )
     try:
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(0.5)

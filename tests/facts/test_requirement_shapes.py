@@ -28,22 +28,48 @@ def _agrees(line: str) -> None:
     assert requirement_problem(line) is None
 
 
-@pytest.mark.parametrize("line", [
-    'torch>=2.0; extra == "torch"', "a;extra=='x'", 'a ;extra == "x"', 'a>=1.0;extra=="x"',
-    'a[b]>=1,<2 ; extra == "x"', 'a[b, c] >= 1.0rc1.post2.dev3 ; extra == "tests_numpy2"',
-    'a==1.*;extra=="x"', 'a!=1.0.*; extra == "X.Y"', 'a~=1.4.2; extra == "x"', 'a <2.0a1; extra=="x"',
-    'huggingface-hub<2.0,>=1.3.0; extra == "dev"'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        'torch>=2.0; extra == "torch"',
+        "a;extra=='x'",
+        'a ;extra == "x"',
+        'a>=1.0;extra=="x"',
+        'a[b]>=1,<2 ; extra == "x"',
+        'a[b, c] >= 1.0rc1.post2.dev3 ; extra == "tests_numpy2"',
+        'a==1.*;extra=="x"',
+        'a!=1.0.*; extra == "X.Y"',
+        'a~=1.4.2; extra == "x"',
+        'a <2.0a1; extra=="x"',
+        'huggingface-hub<2.0,>=1.3.0; extra == "dev"',
+    ],
+)
 def test_common_lines_are_taken(line):
     assert extra_only(line) is not None
     _agrees(line)
 
 
-@pytest.mark.parametrize("line", [
-    'a>=1.0.*; extra == "x"', 'a~=1; extra == "x"', 'a; extra == "x" and python_version < "3"',
-    'a; python_version < "3"', "a>=1", 'a @ https://x/a.whl ; extra == "x"',
-    'a;\u00a0extra == "x"', 'a; extra == "x-"', 'a; "x" == extra', 'a (>=1); extra == "x"',
-    'a>=1,; extra == "x"', 'a>=\u0661; extra == "x"', 'a; extra != "x"', 'a>=1.0+local; extra == "x"',
-    '-a; extra == "x"', 'a; extra == "x"\n'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        'a>=1.0.*; extra == "x"',
+        'a~=1; extra == "x"',
+        'a; extra == "x" and python_version < "3"',
+        'a; python_version < "3"',
+        "a>=1",
+        'a @ https://x/a.whl ; extra == "x"',
+        'a;\u00a0extra == "x"',
+        'a; extra == "x-"',
+        'a; "x" == extra',
+        'a (>=1); extra == "x"',
+        'a>=1,; extra == "x"',
+        'a>=\u0661; extra == "x"',
+        'a; extra != "x"',
+        'a>=1.0+local; extra == "x"',
+        '-a; extra == "x"',
+        'a; extra == "x"\n',
+    ],
+)
 def test_other_lines_are_left_to_packaging(line):
     assert extra_only(line) is None
 
@@ -51,8 +77,11 @@ def test_other_lines_are_left_to_packaging(line):
 _ident = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,6}[A-Za-z0-9])?", fullmatch=True)
 _ws = st.sampled_from(["", " ", "  ", "\t", "\u00a0", "\n"])
 _op = st.sampled_from(["~=", "==", "!=", "<=", ">=", "<", ">", "===", "=", "=>", ""])
-_version = st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}(\.\*|(a|b|rc|c|alpha)[0-9]|\.post1|\.dev0|"
-                         r"\+loc|-1|\.|)", fullmatch=True)
+_version = st.from_regex(
+    r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}(\.\*|(a|b|rc|c|alpha)[0-9]|\.post1|\.dev0|"
+    r"\+loc|-1|\.|)",
+    fullmatch=True,
+)
 
 
 @st.composite
@@ -62,10 +91,20 @@ def _lines(draw: st.DrawFn) -> str:
         parts += ["[", draw(_ws), ",".join(draw(st.lists(_ident, max_size=3))), draw(_ws), "]"]
     specs = draw(st.lists(st.tuples(_op, _ws, _version), max_size=3))
     parts.append(",".join(f"{op}{ws}{v}" for op, ws, v in specs))
-    quote = draw(st.sampled_from(['"', "'", '"\'']))
-    parts += [draw(_ws), draw(st.sampled_from([";", "", ";;"])), draw(_ws), "extra", draw(_ws),
-              draw(st.sampled_from(["==", "!=", "="])), draw(_ws), quote[0], draw(_ident),
-              quote[-1], draw(st.sampled_from(["", " ", ' and extra == "y"']))]
+    quote = draw(st.sampled_from(['"', "'", "\"'"]))
+    parts += [
+        draw(_ws),
+        draw(st.sampled_from([";", "", ";;"])),
+        draw(_ws),
+        "extra",
+        draw(_ws),
+        draw(st.sampled_from(["==", "!=", "="])),
+        draw(_ws),
+        quote[0],
+        draw(_ident),
+        quote[-1],
+        draw(st.sampled_from(["", " ", ' and extra == "y"'])),
+    ]
     return "".join(parts)
 
 

@@ -22,31 +22,50 @@ def test_round_trip_of_this_machine(tmp_path):
 
 
 def test_issue_example_loads():
-    data = {"schema": "envdoctor.facts/1", "python": "3.11.9", "platform": "x",
-            "driver": {"version": "550.54.15", "cuda": "12.4"},
-            "packages": {"vllm": {"version": "0.7.2", "requires": ["torch==2.5.1"]},
-                         "Flash_Attn": {"version": "2.7.0"}},
-            "gpus": [{"index": 0, "uuid": "GPU-x", "name": "NVIDIA A100-SXM4-40GB",
-                      "memory_total_mib": 40960, "memory_used_mib": 512,
-                      "compute_capability": "8.0", "mig": False,
-                      "processes": [{"pid": 4242, "name": "python", "used_mib": 30000}]}],
-            "env": {"CUDA_VISIBLE_DEVICES": "0,1"}}
+    data = {
+        "schema": "envdoctor.facts/1",
+        "python": "3.11.9",
+        "platform": "x",
+        "driver": {"version": "550.54.15", "cuda": "12.4"},
+        "packages": {
+            "vllm": {"version": "0.7.2", "requires": ["torch==2.5.1"]},
+            "Flash_Attn": {"version": "2.7.0"},
+        },
+        "gpus": [
+            {
+                "index": 0,
+                "uuid": "GPU-x",
+                "name": "NVIDIA A100-SXM4-40GB",
+                "memory_total_mib": 40960,
+                "memory_used_mib": 512,
+                "compute_capability": "8.0",
+                "mig": False,
+                "processes": [{"pid": 4242, "name": "python", "used_mib": 30000}],
+            }
+        ],
+        "env": {"CUDA_VISIBLE_DEVICES": "0,1"},
+    }
     facts = from_dict(data)
     assert facts.version("vllm") == "0.7.2" and facts.version("flash-attn") == "2.7.0"
     assert facts.gpus[0].free_mib == 40960 - 512
 
 
-@pytest.mark.parametrize("data, expect", [
-    ({"schema": "envdoctor.facts/9"}, "unknown schema"),
-    ([], "expected a JSON object"),
-    ({"schema": "envdoctor.facts/1", "gpus": {}}, "key 'gpus'"),
-    ({"schema": "envdoctor.facts/1", "gpus": [{"name": "x"}]}, "gpus[0].index"),
-    ({"schema": "envdoctor.facts/1", "gpus": [{"index": "0"}]}, "gpus[0].index"),
-    ({"schema": "envdoctor.facts/1", "packages": {"vllm": {}}}, "packages.vllm.version"),
-    ({"schema": "envdoctor.facts/1", "packages": {"vllm": {"version": "1", "requires": [1]}}},
-     "requires"),
-    ({"schema": "envdoctor.facts/1", "gpus": [{"index": True}]}, "gpus[0].index"),
-])
+@pytest.mark.parametrize(
+    "data, expect",
+    [
+        ({"schema": "envdoctor.facts/9"}, "unknown schema"),
+        ([], "expected a JSON object"),
+        ({"schema": "envdoctor.facts/1", "gpus": {}}, "key 'gpus'"),
+        ({"schema": "envdoctor.facts/1", "gpus": [{"name": "x"}]}, "gpus[0].index"),
+        ({"schema": "envdoctor.facts/1", "gpus": [{"index": "0"}]}, "gpus[0].index"),
+        ({"schema": "envdoctor.facts/1", "packages": {"vllm": {}}}, "packages.vllm.version"),
+        (
+            {"schema": "envdoctor.facts/1", "packages": {"vllm": {"version": "1", "requires": [1]}}},
+            "requires",
+        ),
+        ({"schema": "envdoctor.facts/1", "gpus": [{"index": True}]}, "gpus[0].index"),
+    ],
+)
 def test_malformed_snapshots_name_the_key(data, expect):
     with pytest.raises(InputError) as exc:
         from_dict(data, "snap.json")

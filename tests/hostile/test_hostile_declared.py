@@ -33,25 +33,37 @@ def _limits() -> None:  # pragma: no cover - runs in the child
 def child(code: str, cwd: Path) -> subprocess.CompletedProcess:
     """``code`` in a new Python process (envdoctor importable), under the guard and limit."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=GUARD_S, preexec_fn=_limits)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=GUARD_S,
+        preexec_fn=_limits,
+    )
 
 
 def hook(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     """``envdoctor hook grpo.yaml ARGS`` in ``cwd`` (a repository of declared files)."""
     (cwd / "grpo.yaml").write_text("num_generations: 4\n")
-    proc = child("import sys; from envdoctor.cli import main; sys.argv = ['envdoctor', 'hook', "
-                 f"'grpo.yaml', *{list(args)!r}]; main()", cwd)
+    proc = child(
+        "import sys; from envdoctor.cli import main; sys.argv = ['envdoctor', 'hook', "
+        f"'grpo.yaml', *{list(args)!r}]; main()",
+        cwd,
+    )
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
     return proc
 
 
 def read_in_child(tmp_path: Path, name: str) -> list[str]:
     """``read_stack`` of one file in a child: each declaration as ``text@line``."""
-    proc = child("from pathlib import Path; from envdoctor.facts.declared import read_stack\n"
-                 f"found = read_stack([Path({name!r})], Path('.'))\n"
-                 "print('\\n'.join(f'{d.text}@{d.line}' for d in found.declarations))",
-                 tmp_path)
+    proc = child(
+        "from pathlib import Path; from envdoctor.facts.declared import read_stack\n"
+        f"found = read_stack([Path({name!r})], Path('.'))\n"
+        "print('\\n'.join(f'{d.text}@{d.line}' for d in found.declarations))",
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout.split()
 
@@ -60,8 +72,9 @@ def read_in_child(tmp_path: Path, name: str) -> list[str]:
 def test_requirements_comment_rule_is_linear_on_long_whitespace(tmp_path):
     """pip's ``(^|\\s+)#.*$`` backtracked over every run of whitespace: 100 KB of spaces took
     84 s; here 1 MB, directly and through a Dockerfile's ``-r``."""
-    (tmp_path / "requirements.txt").write_text("trl==0.18.0" + " " * 1_000_000 + "x\n"
-                                               + "torch==2.6.0 " + " " * 1_000_000 + "# c\n")
+    (tmp_path / "requirements.txt").write_text(
+        "trl==0.18.0" + " " * 1_000_000 + "x\n" + "torch==2.6.0 " + " " * 1_000_000 + "# c\n"
+    )
     (tmp_path / "Dockerfile").write_text("FROM python\nRUN pip install -r requirements.txt\n")
     assert read_in_child(tmp_path, "requirements.txt") == ["torch==2.6.0@2"]
     assert read_in_child(tmp_path, "Dockerfile") == ["torch==2.6.0@2"]
@@ -72,8 +85,23 @@ def test_uncomment_is_pips_comment_rule():
     import re
 
     pip = re.compile(r"(^|\s+)#.*$")
-    for line in ("", "#", "a#b", "a #b", "a\t#b # c", "  # only", "a#b #c", "x \\", "a# #",
-                 "torch==2.6.0  # pinned", "url#egg=x", "a\u2003#b", "a #", " #", "a  b#c  #d"):
+    for line in (
+        "",
+        "#",
+        "a#b",
+        "a #b",
+        "a\t#b # c",
+        "  # only",
+        "a#b #c",
+        "x \\",
+        "a# #",
+        "torch==2.6.0  # pinned",
+        "url#egg=x",
+        "a\u2003#b",
+        "a #",
+        " #",
+        "a  b#c  #d",
+    ):
         assert uncomment(line) == pip.sub("", line), line
     import random
 
@@ -87,15 +115,17 @@ def test_pyproject_dependency_lines_are_found_in_one_pass(tmp_path):
     """``_line`` scanned the file once per dependency (40,000 took minutes): 10,000 here, after
     200,000 comment lines, each on its own line."""
     deps = "".join(f'  "pkg{i}==1.{i}",\n' for i in range(MAX_ITEMS))
-    (tmp_path / "pyproject.toml").write_text(f'{PADDING}[project]\nname = "x"\nversion = "1"\n'
-                                             f"dependencies = [\n{deps}]\n")
+    (tmp_path / "pyproject.toml").write_text(
+        f'{PADDING}[project]\nname = "x"\nversion = "1"\ndependencies = [\n{deps}]\n'
+    )
     got = read_in_child(tmp_path, "pyproject.toml")
     first = 200_000 + 5
     assert got[0] == f"pkg0==1.0@{first}" and got[-1] == f"pkg9999==1.9999@{first + 9999}"
 
 
-@pytest.mark.parametrize(("name", "table"), [("uv.lock", "package"), ("poetry.lock", "package"),
-                                              ("pylock.toml", "packages")])
+@pytest.mark.parametrize(
+    ("name", "table"), [("uv.lock", "package"), ("poetry.lock", "package"), ("pylock.toml", "packages")]
+)
 def test_lock_with_an_inline_package_array_is_read_in_one_pass(tmp_path, name, table):
     """Each entry was looked up from line 1 (60,000 inline entries took minutes)."""
     entries = ",\n".join(f'{{name = "p{i}", version = "1.{i}"}}' for i in range(MAX_ITEMS))
@@ -119,21 +149,38 @@ def test_dockerfile_install_words_are_found_in_one_pass(tmp_path):
     word is never found as written, so each scanned to the end (read directly, below the
     stack's caps)."""
     (tmp_path / "Dockerfile").write_text(
-        "FROM python\nRUN pip install \\\n" + "".join(f'  "p"{i} \\\n' for i in range(40_000))
-        + "  torch==2.6.0\n")
-    proc = child("from pathlib import Path; from envdoctor.facts.declared import dockerfile\n"
-                 "found = dockerfile.read(Path('Dockerfile'), 'Dockerfile')\n"
-                 "print(len(found.declarations), found.declarations[-2].where, "
-                 "found.declarations[-1].where)", tmp_path)
+        "FROM python\nRUN pip install \\\n"
+        + "".join(f'  "p"{i} \\\n' for i in range(40_000))
+        + "  torch==2.6.0\n"
+    )
+    proc = child(
+        "from pathlib import Path; from envdoctor.facts.declared import dockerfile\n"
+        "found = dockerfile.read(Path('Dockerfile'), 'Dockerfile')\n"
+        "print(len(found.declarations), found.declarations[-2].where, "
+        "found.declarations[-1].where)",
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["40001", "Dockerfile:2", "Dockerfile:40003"]
 
 
 def test_line_index_agrees_with_a_scan():
-    lines = ["# deps", 'a = ["torch==2.6.0", \'trl>=0.17; python_version < "3.12"\']',
-             "  - numpy >=2  # c", "RUN pip install vllm==0.8.5 \\", "   flash-attn", "torch==2.6.0"]
-    needles = ["torch==2.6.0", 'trl>=0.17; python_version < "3.12"', "numpy >=2",
-               "vllm==0.8.5", "flash-attn", "absent"]
+    lines = [
+        "# deps",
+        'a = ["torch==2.6.0", \'trl>=0.17; python_version < "3.12"\']',
+        "  - numpy >=2  # c",
+        "RUN pip install vllm==0.8.5 \\",
+        "   flash-attn",
+        "torch==2.6.0",
+    ]
+    needles = [
+        "torch==2.6.0",
+        'trl>=0.17; python_version < "3.12"',
+        "numpy >=2",
+        "vllm==0.8.5",
+        "flash-attn",
+        "absent",
+    ]
     index = LineIndex(lines, needles)
     for needle in needles[:-1]:
         assert index.find(needle) == line_of(lines, needle), needle
@@ -206,11 +253,14 @@ def test_conflicts_compare_each_distinct_specifier_once(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------- crashes, now input errors
-@pytest.mark.parametrize(("name", "text"), [
-    ("requirements.txt", "-r loop1\n"),
-    ("Dockerfile", "FROM python\nRUN pip install -r loop1\n"),
-    ("environment.yml", "dependencies:\n  - pip:\n    - -r loop1\n"),
-])
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("requirements.txt", "-r loop1\n"),
+        ("Dockerfile", "FROM python\nRUN pip install -r loop1\n"),
+        ("environment.yml", "dependencies:\n  - pip:\n    - -r loop1\n"),
+    ],
+)
 def test_a_symlink_loop_in_an_include_is_an_input_error(tmp_path, name, text):
     (tmp_path / "loop1").symlink_to("loop2")
     (tmp_path / "loop2").symlink_to("loop1")

@@ -36,8 +36,15 @@ def _limits() -> None:  # pragma: no cover - runs in the child
 def cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_", "PYTORCH_", "HF_"))}
     full.update(NO_COLOR="1", PYTHONPATH=str(ROOT), **(env or {}))
-    proc = subprocess.run([sys.executable, "-m", "envdoctor", *args], capture_output=True,
-                          text=True, cwd=cwd, env=full, timeout=GUARD_S, preexec_fn=_limits)
+    proc = subprocess.run(
+        [sys.executable, "-m", "envdoctor", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full,
+        timeout=GUARD_S,
+        preexec_fn=_limits,
+    )
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
     return proc
 
@@ -66,14 +73,37 @@ def test_plan_memory_on_a_400_digit_dimension_and_a_5000_digit_number(tmp_path, 
     model = tmp_path / "model"
     model.mkdir()
     text = json.dumps({**QWEN25_05B, "max_position_embeddings": 1})
-    (model / "config.json").write_text(text.replace('"max_position_embeddings": 1',
-                                                    '"max_position_embeddings": ' + "9" * 400))
-    proc = cli(tmp_path, "plan-memory", "--facts", facts, "--model", str(model), "--",
-               "torchrun", "--nproc_per_node", "1", "t.py")
+    (model / "config.json").write_text(
+        text.replace('"max_position_embeddings": 1', '"max_position_embeddings": ' + "9" * 400)
+    )
+    proc = cli(
+        tmp_path,
+        "plan-memory",
+        "--facts",
+        facts,
+        "--model",
+        str(model),
+        "--",
+        "torchrun",
+        "--nproc_per_node",
+        "1",
+        "t.py",
+    )
     assert proc.returncode in (0, 1), proc.stderr
     (model / "config.json").write_text(text[:-1] + ', "x": ' + "7" * 5000 + "}")
-    proc = cli(tmp_path, "plan-memory", "--facts", facts, "--model", str(model), "--",
-               "torchrun", "--nproc_per_node", "1", "t.py")
+    proc = cli(
+        tmp_path,
+        "plan-memory",
+        "--facts",
+        facts,
+        "--model",
+        str(model),
+        "--",
+        "torchrun",
+        "--nproc_per_node",
+        "1",
+        "t.py",
+    )
     assert proc.returncode == 2 and "config.json" in proc.stderr, proc.stderr
     with pytest.raises(InputError, match="unreadable JSON"):
         load_shape(str(model))
@@ -91,11 +121,18 @@ def test_a_huge_hub_ref_is_read_only_in_its_first_bytes(tmp_path):
         fh.write(HASH.encode())
         fh.truncate(2 * 1024**3)
     env = {"HF_HUB_CACHE": str(tmp_path / "hub")}
-    code = (f"from envdoctor.plan.memory.shape import load_shape; "
-            f"print(load_shape('org/m', {env!r}).total_params())")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=GUARD_S,
-                          preexec_fn=_limits)
+    code = (
+        f"from envdoctor.plan.memory.shape import load_shape; "
+        f"print(load_shape('org/m', {env!r}).total_params())"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=GUARD_S,
+        preexec_fn=_limits,
+    )
     assert proc.returncode == 0 and proc.stdout.split() == ["494032768"], proc.stderr[-2000:]
     (repo / "refs" / "main").write_text(f"{HASH}\n")  # a real ref names its snapshot
     other = repo / "snapshots" / ("f" * 40)
@@ -147,8 +184,9 @@ def test_a_compressed_log_may_expand_a_bounded_multiple(kind, monkeypatch):
     """Bombs (gzip members repeated: 40 GB; bzip2: 10 GB; xz: 8 GiB) were decoded up to 64
     GiB; now up to 100 times the compressed bytes read, at least ``MIN_DECODED``."""
     monkeypatch.setattr(decode, "MIN_DECODED", 2 * 1024 * 1024)
-    pack = {"gzip": gzip.compress, "bzip2": bz2.compress,
-            "xz": lambda data: lzma.compress(data, preset=1)}[kind]
+    pack = {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lambda data: lzma.compress(data, preset=1)}[
+        kind
+    ]
     member = pack(BLOCK)  # 1 MiB of text, compressed some 1,000 times or more
     with pytest.raises(decode.LogUnreadable, match=f"{kind} data expands more than 100 times"):
         _decoded(member * 64)
@@ -176,8 +214,11 @@ def test_requires_dist_is_read_up_to_a_cap(tmp_path, monkeypatch):
     calls = []
     real = packages.requirement_problem
     monkeypatch.setattr(packages, "requirement_problem", lambda line: calls.append(1) or real(line))
-    text = "Metadata-Version: 2.1\nName: trl\nVersion: 1.16.0\n" + "".join(
-        f"Requires-Dist: dep{i}>=1.{i}\n" for i in range(100_000)) + "\nbody\n"
+    text = (
+        "Metadata-Version: 2.1\nName: trl\nVersion: 1.16.0\n"
+        + "".join(f"Requires-Dist: dep{i}>=1.{i}\n" for i in range(100_000))
+        + "\nbody\n"
+    )
     pkg = packages._parse_metadata(text)
     assert pkg.version == "1.16.0" and len(pkg.requires) == packages.MAX_REQUIRES
     assert len(calls) == packages.MAX_REQUIRES

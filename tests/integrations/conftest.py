@@ -13,8 +13,9 @@ from tests.integrations.helpers import ROOT, FakeNvml, TinyRegression, git
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "precommit: runs the real pre-commit (builds a hook venv with pip; deselect "
-                   "with -m 'not precommit')")
+        "markers",
+        "precommit: runs the real pre-commit (builds a hook venv with pip; deselect with -m 'not precommit')",
+    )
     config.addinivalue_line("markers", "distributed: starts several processes with torchrun")
 
 
@@ -24,8 +25,12 @@ def repo_snapshot(tmp_path_factory) -> tuple[Path, str]:
     repository: pre-commit clones hook repositories at a commit, and the work under test may
     not be committed yet."""
     dest = tmp_path_factory.mktemp("envdoctor-repo")
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                           cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
     for raw in files:
         rel = raw.decode()
         src = ROOT / rel

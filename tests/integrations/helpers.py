@@ -19,18 +19,35 @@ def snippet(doc: str, name: str) -> str:
     return m.group(1)
 
 
-GOOD_GRPO = ("model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\nnum_generations: 4\n"
-             "per_device_train_batch_size: 4\nuse_vllm: true\nvllm_mode: server\n"
-             "learning_rate: 1.0e-6\n")
+GOOD_GRPO = (
+    "model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\nnum_generations: 4\n"
+    "per_device_train_batch_size: 4\nuse_vllm: true\nvllm_mode: server\n"
+    "learning_rate: 1.0e-6\n"
+)
 BAD_GRPO = "num_generations: 1\nper_device_train_batch_size: 4\nlearning_rate: 1.0e-6\n"
-ACCELERATE = ("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
-              "num_processes: 3\nmixed_precision: bf16\n")
+ACCELERATE = (
+    "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
+    "num_processes: 3\nmixed_precision: bf16\n"
+)
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
-                           "-c", "init.defaultBranch=main", *args], cwd=cwd, check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "init.defaultBranch=main",
+            *args,
+        ],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
 
 
 @dataclass
@@ -121,8 +138,16 @@ class TinyRegression:
     def args(out: Path, **kw):
         from transformers import TrainingArguments
 
-        base = dict(output_dir=str(out), use_cpu=True, max_steps=3, per_device_train_batch_size=4,
-                    report_to=[], save_strategy="no", disable_tqdm=True, logging_strategy="no")
+        base = dict(
+            output_dir=str(out),
+            use_cpu=True,
+            max_steps=3,
+            per_device_train_batch_size=4,
+            report_to=[],
+            save_strategy="no",
+            disable_tqdm=True,
+            logging_strategy="no",
+        )
         base.update(kw)
         return TrainingArguments(**base)
 
@@ -138,22 +163,34 @@ def user_repo(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
-def pre_commit(*args: str, cwd: Path, home: Path | None = None,
-               path_first: str | None = None) -> subprocess.CompletedProcess:
+def pre_commit(
+    *args: str, cwd: Path, home: Path | None = None, path_first: str | None = None
+) -> subprocess.CompletedProcess:
     """The real pre-commit (this interpreter's), in ``cwd``; NO_COLOR for plain output."""
     import os
     import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_", "PYTORCH_"))}
-    env.update(NO_COLOR="1", PRE_COMMIT_COLOR="never", GIT_AUTHOR_NAME="t",
-               GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@example.com")
+    env.update(
+        NO_COLOR="1",
+        PRE_COMMIT_COLOR="never",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
     if home is not None:
         env["PRE_COMMIT_HOME"] = str(home)
     if path_first:
         env["PATH"] = path_first + os.pathsep + env.get("PATH", "")
-    return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def run_workflow_steps(workflow: dict, cwd: Path) -> subprocess.CompletedProcess:
@@ -164,10 +201,17 @@ def run_workflow_steps(workflow: dict, cwd: Path) -> subprocess.CompletedProcess
 
     (job,) = workflow["jobs"].values()
     lines = [s["run"] for s in job["steps"] if "run" in s and "pip install" not in s["run"]]
-    env = dict(os.environ, NO_COLOR="1",
-               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
-    return subprocess.run(["bash", "-eo", "pipefail", "-c", "\n".join(lines)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = dict(
+        os.environ, NO_COLOR="1", PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
+    )
+    return subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", "\n".join(lines)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 PROMPTS = ["a b c", "b c d", "c d e", "d e f"]
@@ -185,18 +229,43 @@ def tiny_grpo(out: Path) -> dict:
     vocab.update({w: i + 3 for i, w in enumerate("abcdef")})
     raw = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     raw.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<pad>", eos_token="<eos>",
-                                        unk_token="<unk>", padding_side="left")
-    config = Qwen2Config(vocab_size=len(vocab), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                         max_position_embeddings=64, pad_token_id=0, eos_token_id=1,
-                         bos_token_id=1, tie_word_embeddings=True)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=raw, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", padding_side="left"
+    )
+    config = Qwen2Config(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=1,
+        tie_word_embeddings=True,
+    )
     model = Qwen2ForCausalLM(config)
     model.generation_config.pad_token_id, model.generation_config.eos_token_id = 0, 1
-    args = GRPOConfig(output_dir=str(out), use_cpu=True, bf16=False, max_steps=1,
-                      per_device_train_batch_size=2, num_generations=2, max_completion_length=4,
-                      report_to=[], save_strategy="no", disable_tqdm=True, logging_strategy="no",
-                      activation_checkpointing=False)
-    return {"GRPOTrainer": GRPOTrainer, "model": model, "tokenizer": tokenizer,
-            "training_args": args, "dataset": Dataset.from_dict({"prompt": PROMPTS}),
-            "reward_fn": lambda completions, **kw: [float(len(c)) for c in completions]}
+    args = GRPOConfig(
+        output_dir=str(out),
+        use_cpu=True,
+        bf16=False,
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=4,
+        report_to=[],
+        save_strategy="no",
+        disable_tqdm=True,
+        logging_strategy="no",
+        activation_checkpointing=False,
+    )
+    return {
+        "GRPOTrainer": GRPOTrainer,
+        "model": model,
+        "tokenizer": tokenizer,
+        "training_args": args,
+        "dataset": Dataset.from_dict({"prompt": PROMPTS}),
+        "reward_fn": lambda completions, **kw: [float(len(c)) for c in completions],
+    }

@@ -14,7 +14,7 @@ from tests.integrations.helpers import ROOT
 
 pytestmark = pytest.mark.distributed
 
-JOB = '''
+JOB = """
 import json, os, sys
 sys.path.insert(0, {root!r})
 import torch.distributed as dist
@@ -48,7 +48,7 @@ for name, kw in (("config_error", {{"config": {{"num_generations": 1 if rank == 
 with open(os.path.join(out, f"rank{{rank}}.json"), "w") as fh:
     json.dump(result, fh)
 dist.destroy_process_group()
-'''
+"""
 
 
 def test_two_ranks_check_together_and_stop_together(tmp_path):
@@ -56,9 +56,23 @@ def test_two_ranks_check_together_and_stop_together(tmp_path):
     script.write_text(JOB.format(root=str(ROOT)))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_", "PYTORCH_"))}
     env.update(NO_COLOR="1", OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                           "--nproc_per_node", "2", str(script), str(tmp_path)],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            str(script),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     r0, r1 = (json.loads((tmp_path / f"rank{i}.json").read_text()) for i in (0, 1))
     host = socket.gethostname()

@@ -42,27 +42,34 @@ def test_precommit_config_snippet(tmp_path, repo_snapshot):
     (entry,) = config["repos"]
     assert entry["repo"] == REPO_URL and entry["hooks"][0]["id"] == "envdoctor"
     entry["repo"], entry["rev"] = str(repo), sha  # this working tree, committed
-    user = user_repo(tmp_path / "user", {".pre-commit-config.yaml": yaml.safe_dump(config),
-                                         "configs/grpo.yaml": GOOD_GRPO,
-                                         "configs/old.yaml": BAD_GRPO})
+    user = user_repo(
+        tmp_path / "user",
+        {
+            ".pre-commit-config.yaml": yaml.safe_dump(config),
+            "configs/grpo.yaml": GOOD_GRPO,
+            "configs/old.yaml": BAD_GRPO,
+        },
+    )
     home = tmp_path / "pre-commit-home"
-    bad = pre_commit("run", "--files", "configs/grpo.yaml", "configs/old.yaml", cwd=user,
-                     home=home)
+    bad = pre_commit("run", "--files", "configs/grpo.yaml", "configs/old.yaml", cwd=user, home=home)
     assert bad.returncode == 1 and "CFG003" in bad.stdout, bad.stdout + bad.stderr
     good = pre_commit("run", "--files", "configs/grpo.yaml", cwd=user, home=home)
     assert good.returncode == 0 and "Passed" in good.stdout, good.stdout + good.stderr
     # and as a real commit: refused with the bad config staged, made without it
     user_git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
     env = dict(os.environ, PRE_COMMIT_HOME=str(home), NO_COLOR="1")
-    hooks = subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=user, env=env,
-                           capture_output=True, text=True)
+    hooks = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"], cwd=user, env=env, capture_output=True, text=True
+    )
     assert hooks.returncode == 0, hooks.stderr
-    refused = subprocess.run([*user_git, "commit", "-qm", "configs"], cwd=user, env=env,
-                             capture_output=True, text=True)
+    refused = subprocess.run(
+        [*user_git, "commit", "-qm", "configs"], cwd=user, env=env, capture_output=True, text=True
+    )
     assert refused.returncode != 0 and "CFG003" in refused.stdout + refused.stderr
     subprocess.run(["git", "rm", "-q", "--cached", "configs/old.yaml"], cwd=user, check=True)
-    made = subprocess.run([*user_git, "commit", "-qm", "configs"], cwd=user, env=env,
-                          capture_output=True, text=True)
+    made = subprocess.run(
+        [*user_git, "commit", "-qm", "configs"], cwd=user, env=env, capture_output=True, text=True
+    )
     assert made.returncode == 0, made.stdout + made.stderr
 
 
@@ -76,8 +83,10 @@ def test_github_actions_snippet(tmp_path):
     install = next(s["run"] for s in job["steps"] if "pip install" in s.get("run", ""))
     assert REPO_URL in install
 
-    bad = user_repo(tmp_path / "bad", {"configs/grpo.yaml": GOOD_HERE, "configs/old.yaml": BAD_GRPO,
-                                       "ci.yml": "on: push\n"})
+    bad = user_repo(
+        tmp_path / "bad",
+        {"configs/grpo.yaml": GOOD_HERE, "configs/old.yaml": BAD_GRPO, "ci.yml": "on: push\n"},
+    )
     failed = run_workflow_steps(workflow, bad)
     assert failed.returncode == 1 and "CFG003" in failed.stdout, failed.stdout + failed.stderr
     junit = (bad / "envdoctor-junit.xml").read_text()
@@ -94,8 +103,14 @@ def test_preflight_snippet(tmp_path, config, code):
     (tmp_path / "grpo.yaml").write_text(config)
     (tmp_path / "train.py").write_text(snippet("integrations.md", "preflight"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_", "PYTORCH_"))}
-    run = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True,
-                         text=True, env=dict(env, NO_COLOR="1"), timeout=120)
+    run = subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=dict(env, NO_COLOR="1"),
+        timeout=120,
+    )
     assert run.returncode == code, run.stdout + run.stderr
     if code:
         assert "CFG003 num_generations is 1" in run.stderr and "→ fix:" in run.stderr

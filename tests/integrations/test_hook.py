@@ -29,8 +29,18 @@ def files(tmp_path):
 
 
 def test_bad_config_fails_good_passes_others_skipped(files):
-    out = run_cli("hook", "configs/good.yaml", "configs/bad.yaml", "workflow.yml", "broken.json",
-                  "package.json", "--assume", "trl==1.16.0", *NO_PKG, cwd=files)
+    out = run_cli(
+        "hook",
+        "configs/good.yaml",
+        "configs/bad.yaml",
+        "workflow.yml",
+        "broken.json",
+        "package.json",
+        "--assume",
+        "trl==1.16.0",
+        *NO_PKG,
+        cwd=files,
+    )
     assert out.returncode == 1, out.stderr
     good, bad = out.stdout.split("── configs/bad.yaml ──")
     assert "── configs/good.yaml ──" in good and "No issues found" in good
@@ -41,8 +51,7 @@ def test_bad_config_fails_good_passes_others_skipped(files):
 
 
 def test_only_good_or_no_config_passes(files):
-    assert run_cli("hook", "configs/good.yaml", "--assume", "trl==1.16.0", *NO_PKG,
-                   cwd=files).returncode == 0
+    assert run_cli("hook", "configs/good.yaml", "--assume", "trl==1.16.0", *NO_PKG, cwd=files).returncode == 0
     none = run_cli("hook", "workflow.yml", "broken.json", cwd=files)
     assert none.returncode == 0 and none.stdout == ""
     skipped = run_cli("hook", "workflow.yml", "broken.json", "-v", cwd=files)
@@ -61,8 +70,7 @@ def test_verbose_lists_every_gpu_rule_as_skipped(files):
 
 def test_assume_judges_the_config_for_that_trl(files):
     """vllm_mode exists from TRL 0.18 on: for TRL 0.15.2 it is an error."""
-    out = run_cli("hook", "configs/good.yaml", "--assume", "trl==0.15.2", "--select", "CFG",
-                  cwd=files)
+    out = run_cli("hook", "configs/good.yaml", "--assume", "trl==0.15.2", "--select", "CFG", cwd=files)
     assert out.returncode == 1 and "`vllm_mode`" in out.stdout and "TRL 0.15.2" in out.stdout
     bad = run_cli("hook", "configs/good.yaml", "--assume", "trl=0.15", cwd=files)
     assert bad.returncode == 2 and "expected NAME==VERSION" in bad.stderr
@@ -72,34 +80,67 @@ def test_accelerate_config_gives_the_process_count(tmp_path):
     """per_device 4 × 3 processes = 12 divides by 6; with one process 4 does not."""
     (tmp_path / "grpo.yaml").write_text("num_generations: 6\nper_device_train_batch_size: 4\n")
     (tmp_path / "accelerate.yaml").write_text(ACCELERATE)
-    paired = run_cli("hook", "grpo.yaml", "accelerate.yaml", "--select", "CFG", "--strict",
-                     "--assume", "trl==1.16.0", cwd=tmp_path)
+    paired = run_cli(
+        "hook",
+        "grpo.yaml",
+        "accelerate.yaml",
+        "--select",
+        "CFG",
+        "--strict",
+        "--assume",
+        "trl==1.16.0",
+        cwd=tmp_path,
+    )
     assert paired.returncode == 0, paired.stdout
     assert "── grpo.yaml + accelerate.yaml ──" in paired.stdout
-    alone = run_cli("hook", "grpo.yaml", "--select", "CFG", "--assume", "trl==1.16.0",
-                    cwd=tmp_path)
+    alone = run_cli("hook", "grpo.yaml", "--select", "CFG", "--assume", "trl==1.16.0", cwd=tmp_path)
     assert alone.returncode == 0  # unknown process count: a warning, not an error
     assert "assuming 1 training process" in alone.stdout
-    assert run_cli("hook", "grpo.yaml", "--select", "CFG", "--strict", "--assume", "trl==1.16.0",
-                   cwd=tmp_path).returncode == 1
-    launched = run_cli("hook", "grpo.yaml", "--select", "CFG", "--assume", "trl==1.16.0",
-                       "--launch", "torchrun --nproc_per_node 2 train.py", cwd=tmp_path)
+    assert (
+        run_cli(
+            "hook", "grpo.yaml", "--select", "CFG", "--strict", "--assume", "trl==1.16.0", cwd=tmp_path
+        ).returncode
+        == 1
+    )
+    launched = run_cli(
+        "hook",
+        "grpo.yaml",
+        "--select",
+        "CFG",
+        "--assume",
+        "trl==1.16.0",
+        "--launch",
+        "torchrun --nproc_per_node 2 train.py",
+        cwd=tmp_path,
+    )
     assert launched.returncode == 1 and "processes (2)" in launched.stdout
 
 
 def test_accelerate_config_with_colocate_tp_that_does_not_divide(tmp_path):
-    (tmp_path / "grpo.yaml").write_text("num_generations: 4\nper_device_train_batch_size: 4\n"
-                                        "use_vllm: true\nvllm_mode: colocate\n"
-                                        "vllm_tensor_parallel_size: 2\n")
+    (tmp_path / "grpo.yaml").write_text(
+        "num_generations: 4\nper_device_train_batch_size: 4\n"
+        "use_vllm: true\nvllm_mode: colocate\n"
+        "vllm_tensor_parallel_size: 2\n"
+    )
     (tmp_path / "acc.yaml").write_text(ACCELERATE)
-    out = run_cli("hook", "acc.yaml", "grpo.yaml", "--select", "LAY", "--assume", "trl==1.16.0",
-                  cwd=tmp_path)
+    out = run_cli("hook", "acc.yaml", "grpo.yaml", "--select", "LAY", "--assume", "trl==1.16.0", cwd=tmp_path)
     assert out.returncode == 1 and "LAY010" in out.stdout
 
 
 def test_junit_one_suite_per_file_with_skips_and_failures(files):
-    out = run_cli("hook", "configs/good.yaml", "configs/bad.yaml", "--format", "junit",
-                  "-o", "envdoctor.xml", "--assume", "trl==1.16.0", *NO_PKG, cwd=files)
+    out = run_cli(
+        "hook",
+        "configs/good.yaml",
+        "configs/bad.yaml",
+        "--format",
+        "junit",
+        "-o",
+        "envdoctor.xml",
+        "--assume",
+        "trl==1.16.0",
+        *NO_PKG,
+        cwd=files,
+    )
     assert out.returncode == 1
     assert "CFG003" in out.stdout  # the text report still reaches the CI log
     root = ET.parse(files / "envdoctor.xml").getroot()
@@ -121,8 +162,7 @@ def test_junit_file_written_when_no_config(files):
 
 
 def test_json_lists_files(files):
-    out = run_cli("hook", "configs/bad.yaml", "--format", "json", "--assume", "trl==1.16.0",
-                  cwd=files)
+    out = run_cli("hook", "configs/bad.yaml", "--format", "json", "--assume", "trl==1.16.0", cwd=files)
     data = json.loads(out.stdout)
     assert data["schema"] == "envdoctor.hook/1"
     (entry,) = data["files"]
@@ -132,10 +172,18 @@ def test_json_lists_files(files):
 
 
 def test_pairing():
-    kinds = {"a/grpo.yaml": "grpo", "a/acc.yaml": "accelerate", "b/grpo.yaml": "grpo",
-             "b/acc.yaml": "accelerate", "c/acc.yaml": "accelerate"}
-    assert pair(kinds) == [Target("a/grpo.yaml", "a/acc.yaml"), Target("b/grpo.yaml", "b/acc.yaml"),
-                           Target(None, "c/acc.yaml")]
+    kinds = {
+        "a/grpo.yaml": "grpo",
+        "a/acc.yaml": "accelerate",
+        "b/grpo.yaml": "grpo",
+        "b/acc.yaml": "accelerate",
+        "c/acc.yaml": "accelerate",
+    }
+    assert pair(kinds) == [
+        Target("a/grpo.yaml", "a/acc.yaml"),
+        Target("b/grpo.yaml", "b/acc.yaml"),
+        Target(None, "c/acc.yaml"),
+    ]
     assert pair({"x/g.yaml": "grpo", "y/acc.yaml": "accelerate"}) == [Target("x/g.yaml", "y/acc.yaml")]
     assert pair({"acc.json": "accelerate"}) == [Target(None, "acc.json")]
 

@@ -21,11 +21,24 @@ pytestmark = pytest.mark.precommit
 
 def test_try_repo_fails_the_bad_config_and_passes_the_good(tmp_path, repo_snapshot):
     repo, _sha = repo_snapshot
-    user = user_repo(tmp_path / "user", {"configs/good.yaml": GOOD_GRPO,
-                                         "configs/bad.yaml": BAD_GRPO,
-                                         ".github/workflows/ci.yml": "on: push\njobs: {}\n"})
-    run = pre_commit("try-repo", str(repo), "envdoctor", "--files", "configs/good.yaml",
-                     "configs/bad.yaml", ".github/workflows/ci.yml", cwd=user)
+    user = user_repo(
+        tmp_path / "user",
+        {
+            "configs/good.yaml": GOOD_GRPO,
+            "configs/bad.yaml": BAD_GRPO,
+            ".github/workflows/ci.yml": "on: push\njobs: {}\n",
+        },
+    )
+    run = pre_commit(
+        "try-repo",
+        str(repo),
+        "envdoctor",
+        "--files",
+        "configs/good.yaml",
+        "configs/bad.yaml",
+        ".github/workflows/ci.yml",
+        cwd=user,
+    )
     out = run.stdout + run.stderr
     assert run.returncode == 1, out
     assert "envdoctor (GRPO / accelerate configs)" in out and "Failed" in out
@@ -46,8 +59,15 @@ def test_try_repo_fails_the_bad_config_and_passes_the_good(tmp_path, repo_snapsh
 def test_try_repo_system_hook_checks_this_environments_packages(tmp_path, repo_snapshot):
     repo, _sha = repo_snapshot
     user = user_repo(tmp_path / "user", {"grpo.yaml": BAD_GRPO})
-    run = pre_commit("try-repo", str(repo), "envdoctor-system", "--files", "grpo.yaml",
-                     cwd=user, path_first=str(Path(sys.executable).parent))
+    run = pre_commit(
+        "try-repo",
+        str(repo),
+        "envdoctor-system",
+        "--files",
+        "grpo.yaml",
+        cwd=user,
+        path_first=str(Path(sys.executable).parent),
+    )
     out = run.stdout + run.stderr
     assert run.returncode == 1, out
     assert "CFG003" in out and "Packages (trl " in out and "Packages (trl —" not in out

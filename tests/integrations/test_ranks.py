@@ -14,10 +14,21 @@ from envdoctor.report.interface import Area, Report
 
 
 def rc(rank, gpu, planned=None, host="node-a", gen=(), mode=None, findings=(), uuid=""):
-    return RankCheck(rank=rank, world_size=2, local_rank=rank, host=host, node_id=f"boot-{host}",
-                     pid=1000 + rank, device=f"cuda:{rank}", gpu=gpu, gpu_uuid=uuid,
-                     planned_gpu=planned, generation=list(gen), generation_mode=mode,
-                     findings=list(findings))
+    return RankCheck(
+        rank=rank,
+        world_size=2,
+        local_rank=rank,
+        host=host,
+        node_id=f"boot-{host}",
+        pid=1000 + rank,
+        device=f"cuda:{rank}",
+        gpu=gpu,
+        gpu_uuid=uuid,
+        planned_gpu=planned,
+        generation=list(gen),
+        generation_mode=mode,
+        findings=list(findings),
+    )
 
 
 def test_rank_on_the_generation_gpu_is_an_error():
@@ -44,15 +55,20 @@ def test_two_ranks_of_one_host_on_one_gpu():
 
 
 def _report(*findings):
-    return Report(areas=[Area("config", "GRPO config", findings=list(findings)),
-                         Area("layout", "GPU layout"), Area("probe", "Probe")], subject="job")
+    return Report(
+        areas=[
+            Area("config", "GRPO config", findings=list(findings)),
+            Area("layout", "GPU layout"),
+            Area("probe", "Probe"),
+        ],
+        subject="job",
+    )
 
 
 def test_combine_adds_what_other_ranks_found_once_named_by_rank():
     same = Finding("GPU001", Severity.WARNING, "no GPU seen")
     own = Finding("CFG003", Severity.ERROR, "num_generations is 1")
-    report = combine(_report(same), [rc(0, None, findings=[same]),
-                                     rc(1, None, findings=[same, own])])
+    report = combine(_report(same), [rc(0, None, findings=[same]), rc(1, None, findings=[same, own])])
     msgs = [f.message for f in report.findings]
     assert msgs == ["no GPU seen", "rank 1 on node-a: num_generations is 1"]
     assert report.exit_code() == 1 and "2 ranks on 1 host" in report.subject

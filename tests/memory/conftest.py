@@ -15,4 +15,5 @@ def model_dir(tmp_path):
         path.mkdir(parents=True, exist_ok=True)
         (path / "config.json").write_text(json.dumps(config))
         return str(path)
+
     return make

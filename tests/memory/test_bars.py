@@ -13,14 +13,23 @@ GiB = 1024**3
 
 def _row(parts: dict[str, float], cap: float) -> dict:
     ps = [{"part": k, "bytes": int(v * GiB), "at_peak": True} for k, v in parts.items()]
-    return {"parts": ps, "capacity_bytes": int(cap * GiB),
-            "total_bytes": sum(p["bytes"] for p in ps)}
+    return {"parts": ps, "capacity_bytes": int(cap * GiB), "total_bytes": sum(p["bytes"] for p in ps)}
 
 
 def test_bar_stacks_the_parts_in_proportion_and_shows_free():
-    bar = stacked_bar(_row({"weights": 20, "gradients": 10, "optimizer states": 20,
-                            "activations": 10, "vLLM (gpu_memory_utilization)": 10,
-                            "CUDA context": 10}, 100))
+    bar = stacked_bar(
+        _row(
+            {
+                "weights": 20,
+                "gradients": 10,
+                "optimizer states": 20,
+                "activations": 10,
+                "vLLM (gpu_memory_utilization)": 10,
+                "CUDA context": 10,
+            },
+            100,
+        )
+    )
     assert len(bar) == BAR
     assert bar == "W" * 11 + "G" * 6 + "O" * 11 + "A" * 6 + "V" * 5 + "+" * 6 + "·" * 11
 
@@ -44,8 +53,9 @@ def test_text_report_has_one_bar_line_per_group_within_100_columns(write_json, m
     assert len(bars) == 1 and bars[0].startswith("GPUs 0–1 [") and bars[0].endswith(" over")
     assert "at the peak: W weights" in out.stdout
     assert all(len(ln) <= 100 for ln in bars)
-    js = json.loads(_cli("--facts", facts, "--model", model_dir(QWEN25_05B), "--format", "json",
-                         *launch).stdout)
+    js = json.loads(
+        _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "--format", "json", *launch).stdout
+    )
     assert set(js) == {"model", "setup", "assumed", "host", "gpus", "findings"}
     assert "·" not in json.dumps(js, ensure_ascii=False) and "at the peak" not in json.dumps(js)
 

@@ -14,9 +14,13 @@ GiB = 1024**3
 
 
 def test_mem101_names_the_pair_that_fits_when_no_fix_alone_does(model_dir):
-    cfg = {"model_name_or_path": model_dir(QWEN25_15B), "per_device_train_batch_size": 16,
-           "max_prompt_length": 512, "max_completion_length": 4096,
-           "gradient_checkpointing": False}
+    cfg = {
+        "model_name_or_path": model_dir(QWEN25_15B),
+        "per_device_train_batch_size": 16,
+        "max_prompt_length": 512,
+        "max_completion_length": 4096,
+        "gradient_checkpointing": False,
+    }
     fix = fired(snapshot(n_gpus=1, model=A100_40), cfg)["MEM101"][0].fix
     assert "enough alone" not in fix
     assert "together: gradient_checkpointing: true + max_completion_length: 2048" in fix
@@ -32,8 +36,7 @@ def test_the_set_found_fits_and_none_smaller_does():
 
 def test_largest_batch_is_the_edge():
     shape = shape_from_config(QWEN25_05B, "q")
-    k = Knobs(batch=8, prompt_len=512, completion_len=1024, weight_bytes=2,
-              gradient_checkpointing=True)
+    k = Knobs(batch=8, prompt_len=512, completion_len=1024, weight_bytes=2, gradient_checkpointing=True)
     cap = 40 * GiB
     b = largest_batch(shape, k, trainer_row(shape, k, 0, cap))
     assert b > 8
@@ -47,9 +50,17 @@ def test_plan_memory_json_and_text_carry_them(write_json, model_dir):
     from tests.conftest import run_cli
 
     facts = str(write_json(snapshot(n_gpus=1, model=A100_40), "facts.json"))
-    args = ["--facts", facts, "--model", model_dir(QWEN25_05B), "--", "torchrun",
-            "--nproc_per_node", "1", "train.py"]
+    args = [
+        "--facts",
+        facts,
+        "--model",
+        model_dir(QWEN25_05B),
+        "--",
+        "torchrun",
+        "--nproc_per_node",
+        "1",
+        "train.py",
+    ]
     row = json.loads(run_cli("plan-memory", "--format", "json", *args).stdout)["gpus"][0]
     assert row["fits_with"] is None and row["largest_batch_that_fits"] >= 8
-    assert "largest per_device_train_batch_size that fits: " in run_cli("plan-memory",
-                                                                      *args).stdout
+    assert "largest per_device_train_batch_size that fits: " in run_cli("plan-memory", *args).stdout

@@ -16,8 +16,13 @@ from envdoctor.plan.memory.parts import (
 from envdoctor.plan.memory.shape import from_config
 from tests.memory.configs import LLAMA3_8B, QWEN25_05B, QWEN25_7B
 
-BASE = {"per_device_train_batch_size": 8, "max_prompt_length": 256,
-        "max_completion_length": 512, "gradient_checkpointing": False, "bf16": True}
+BASE = {
+    "per_device_train_batch_size": 8,
+    "max_prompt_length": 256,
+    "max_completion_length": 512,
+    "gradient_checkpointing": False,
+    "bf16": True,
+}
 
 
 def parts(cfg=QWEN25_7B, trl="1.16.0", accelerate=None, world=1, **config):
@@ -46,8 +51,7 @@ def test_dtype_auto_follows_the_checkpoint():
     assert got["weights"].bytes == 2 * shape.total_params()
 
 
-@pytest.mark.parametrize("stage, opt_div, grad_div, weight_div", [
-    (1, 4, 1, 1), (2, 4, 4, 1), (3, 4, 4, 4)])
+@pytest.mark.parametrize("stage, opt_div, grad_div, weight_div", [(1, 4, 1, 1), (2, 4, 4, 1), (3, 4, 4, 4)])
 def test_zero_stages_shard_as_the_paper_says(stage, opt_div, grad_div, weight_div):
     acc = {"distributed_type": "DEEPSPEED", "deepspeed_config": {"zero_stage": stage}}
     got, shape, k = parts(accelerate=acc, world=4)
@@ -62,17 +66,23 @@ def test_zero_stages_shard_as_the_paper_says(stage, opt_div, grad_div, weight_di
 
 
 def test_zero_offload_moves_the_optimizer_off_the_gpu():
-    acc = {"distributed_type": "DEEPSPEED",
-           "deepspeed_config": {"zero_stage": 2, "offload_optimizer_device": "cpu"}}
+    acc = {
+        "distributed_type": "DEEPSPEED",
+        "deepspeed_config": {"zero_stage": 2, "offload_optimizer_device": "cpu"},
+    }
     got, _, k = parts(accelerate=acc, world=2)
     assert k.offload_optimizer and got["optimizer states"].bytes == 0
 
 
 def test_fsdp_full_and_hybrid_shard():
-    full, shape, _ = parts(accelerate={"distributed_type": "FSDP", "fsdp_config": {
-        "fsdp_sharding_strategy": "FULL_SHARD"}}, world=8)
-    hybrid, _, k = parts(accelerate={"distributed_type": "FSDP", "fsdp_config": {
-        "fsdp_sharding_strategy": "HYBRID_SHARD"}}, world=8)
+    full, shape, _ = parts(
+        accelerate={"distributed_type": "FSDP", "fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD"}},
+        world=8,
+    )
+    hybrid, _, k = parts(
+        accelerate={"distributed_type": "FSDP", "fsdp_config": {"fsdp_sharding_strategy": "HYBRID_SHARD"}},
+        world=8,
+    )
     assert k.strategy == "fsdp_hybrid"
     assert full["optimizer states"].bytes == 8 * shape.total_params() // 8
     assert hybrid["optimizer states"].bytes == full["optimizer states"].bytes  # 8 ranks a node
@@ -179,8 +189,11 @@ def test_default_optimizer_follows_the_installed_torch():
 # Measured on two H200s (docs/validation/memory-gpu-h200x2.md): FSDP's mixed precision gathers
 # bf16 parameters (no autocast copies) and its streams leave 21-26 % reserved-but-unallocated;
 # every rank of a multi-rank job holds ~0.8 GiB more outside PyTorch (NCCL's buffers).
-FSDP_ACC = {"distributed_type": "FSDP", "mixed_precision": "bf16",
-            "fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD"}}
+FSDP_ACC = {
+    "distributed_type": "FSDP",
+    "mixed_precision": "bf16",
+    "fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD"},
+}
 
 
 def test_fsdp_makes_no_autocast_copies_of_fp32_weights():
@@ -190,8 +203,7 @@ def test_fsdp_makes_no_autocast_copies_of_fp32_weights():
 
 
 def test_overheads_follow_the_strategy_and_the_rank_count():
-    for acc, world, share, nccl in ((None, 1, 0.10, False), (None, 2, 0.10, True),
-                                    (FSDP_ACC, 2, 0.25, True)):
+    for acc, world, share, nccl in ((None, 1, 0.10, False), (None, 2, 0.10, True), (FSDP_ACC, 2, 0.25, True)):
         got, _, k = parts(accelerate=acc, world=world)
         over = {p.name: p for p in overhead_parts(list(got.values()), k)}
         alloc = sum(p.bytes for p in got.values() if p.at_peak)

@@ -36,8 +36,11 @@ def test_kv_bytes_per_token():
 
 
 def test_multimodal_wrapper_reads_text_config():
-    cfg = {"model_type": "gemma3", "text_config": {**QWEN25_05B, "model_type": "gemma3_text"},
-           "torch_dtype": "bfloat16"}
+    cfg = {
+        "model_type": "gemma3",
+        "text_config": {**QWEN25_05B, "model_type": "gemma3_text"},
+        "torch_dtype": "bfloat16",
+    }
     shape = from_config(cfg)
     assert shape.layers == 24 and shape.family == "gemma3_text" and shape.dtype == "bfloat16"
 
@@ -80,8 +83,10 @@ def test_bad_config_json_names_the_file(tmp_path):
         load_shape(str(tmp_path))
 
 
-@pytest.mark.parametrize("text,count", [("7B", 7_000_000_000), ("1.5b", 1_500_000_000),
-                                        ("500M", 500_000_000), ("494032768", 494_032_768)])
+@pytest.mark.parametrize(
+    "text,count",
+    [("7B", 7_000_000_000), ("1.5b", 1_500_000_000), ("500M", 500_000_000), ("494032768", 494_032_768)],
+)
 def test_parse_count(text, count):
     assert parse_count(text) == count
 

@@ -30,8 +30,7 @@ def facts(write_json):
 def test_table_and_error_exit_for_a_run_that_will_not_fit(facts, model_dir, tmp_path):
     cfg = tmp_path / "grpo.yaml"
     cfg.write_text(f"model_name_or_path: {model_dir(QWEN25_7B)}\n")
-    out = _cli("--facts", facts, "--config", str(cfg), "--", "torchrun", "--nproc_per_node",
-               "2", "train.py")
+    out = _cli("--facts", facts, "--config", str(cfg), "--", "torchrun", "--nproc_per_node", "2", "train.py")
     assert out.returncode == 1, out.stderr
     assert "GPUs 0–1 — each: a rank" in out.stdout  # both ranks plan the same: one table
     assert "optimizer states" in out.stdout and "over the GPU" in out.stdout
@@ -39,8 +38,19 @@ def test_table_and_error_exit_for_a_run_that_will_not_fit(facts, model_dir, tmp_
 
 
 def test_json_output_and_exit_0_when_it_fits(facts, model_dir):
-    out = _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "--format", "json", "--",
-               "torchrun", "--nproc_per_node", "1", "train.py")
+    out = _cli(
+        "--facts",
+        facts,
+        "--model",
+        model_dir(QWEN25_05B),
+        "--format",
+        "json",
+        "--",
+        "torchrun",
+        "--nproc_per_node",
+        "1",
+        "train.py",
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["model"]["parameters"] == 494_032_768
@@ -51,14 +61,26 @@ def test_json_output_and_exit_0_when_it_fits(facts, model_dir):
 
 
 def test_a_mistyped_option_is_a_usage_error_not_part_of_the_launch(facts, model_dir):
-    out = _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "--gpu-memry", "80GiB",
-               "--", "torchrun", "--nproc_per_node", "2", "train.py")
+    out = _cli(
+        "--facts",
+        facts,
+        "--model",
+        model_dir(QWEN25_05B),
+        "--gpu-memry",
+        "80GiB",
+        "--",
+        "torchrun",
+        "--nproc_per_node",
+        "2",
+        "train.py",
+    )
     assert out.returncode == 2 and "No such option '--gpu-memry'" in out.stderr
     assert "internal error" not in out.stderr
 
 
-@pytest.mark.parametrize("launch", [["torchrun", "--nproc_per_node", "$N", "train.py"],
-                                    ["sudo", "python", "train.py"]])
+@pytest.mark.parametrize(
+    "launch", [["torchrun", "--nproc_per_node", "$N", "train.py"], ["sudo", "python", "train.py"]]
+)
 def test_an_unresolved_launch_is_an_input_error(facts, model_dir, launch):
     out = _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "--", *launch)
     assert out.returncode == 2 and "launch command: not resolved" in out.stderr
@@ -66,15 +88,24 @@ def test_an_unresolved_launch_is_an_input_error(facts, model_dir, launch):
 
 
 def test_launch_line_after_the_options_without_a_double_dash(facts, model_dir):
-    out = _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "--format", "json",
-               "torchrun", "--nproc_per_node", "2", "train.py")
+    out = _cli(
+        "--facts",
+        facts,
+        "--model",
+        model_dir(QWEN25_05B),
+        "--format",
+        "json",
+        "torchrun",
+        "--nproc_per_node",
+        "2",
+        "train.py",
+    )
     assert out.returncode == 0, out.stderr
     assert [row["gpu"] for row in json.loads(out.stdout)["gpus"]] == [0, 1]
 
 
 def test_model_params_without_a_config_and_no_gpu(tmp_path):
-    out = _cli("--model-params", "7B", "--gpu-memory", "80GiB", "--facts",
-               str(_no_gpu_facts(tmp_path)))
+    out = _cli("--model-params", "7B", "--gpu-memory", "80GiB", "--facts", str(_no_gpu_facts(tmp_path)))
     assert out.returncode in (0, 1), out.stderr
     assert "7.00B parameters" in out.stdout and "assumed: layers" in out.stdout
 
@@ -114,8 +145,12 @@ def _no_gpu_facts(tmp_path) -> Path:
 
 
 # ---- triage: an OOM inside AdamW's step -------------------------------------------------------
-ADAMW_RUN = {"model_init_kwargs": {"dtype": "bfloat16"}, "optim": "adamw_torch",
-             "gradient_checkpointing": True, "per_device_train_batch_size": 4}
+ADAMW_RUN = {
+    "model_init_kwargs": {"dtype": "bfloat16"},
+    "optim": "adamw_torch",
+    "gradient_checkpointing": True,
+    "per_device_train_batch_size": 4,
+}
 
 
 def _triage(ctx):
@@ -155,8 +190,9 @@ def test_triage_keeps_fragmentation_when_the_plan_is_small(model_dir):
 
 def test_gpus_that_plan_the_same_share_one_table_and_one_finding(facts, model_dir):
     # two ranks of one setup: one table for GPUs 0–1 in text; JSON keeps a row per GPU
-    out = _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "torchrun",
-               "--nproc_per_node", "2", "train.py")
+    out = _cli(
+        "--facts", facts, "--model", model_dir(QWEN25_05B), "torchrun", "--nproc_per_node", "2", "train.py"
+    )
     assert out.returncode == 0, out.stderr
     assert "GPUs 0–1 — each: a rank" in out.stdout
     assert "\nGPU 0 —" not in out.stdout and "\nGPU 1 —" not in out.stdout
@@ -166,8 +202,7 @@ def test_gpus_that_plan_the_same_share_one_table_and_one_finding(facts, model_di
 def test_same_gpus_keeps_different_plans_apart():
     from envdoctor.plan.memory.parts import GpuPlan, Part, each_role, gpus_text, same_gpus
 
-    a = [GpuPlan(gpu=i, role=f"rank {i}", parts=[Part("weights", 10, "")], capacity=80)
-         for i in range(3)]
+    a = [GpuPlan(gpu=i, role=f"rank {i}", parts=[Part("weights", 10, "")], capacity=80) for i in range(3)]
     b = GpuPlan(gpu=3, role="rank 3", parts=[Part("weights", 20, "")], capacity=80)
     groups = same_gpus([*a, b])
     assert [[r.gpu for r in g] for g in groups] == [[0, 1, 2], [3]]
@@ -185,18 +220,35 @@ def test_open_r1_colocate_recipe_on_its_own_vllm_is_a_warning_not_an_error(tmp_p
     0.8.5's V1 engine counts the policy weights the process already held in its 0.3 × the GPU
     (rules/knowledge/vllm.yaml), so the plan is thin (a warning), not over the GPU (an error)."""
     facts = json.loads((OPEN_R1 / "facts.json").read_text())
-    launch = ["accelerate", "launch", "--config_file", "recipes/accelerate_configs/ddp.yaml",
-              "src/open_r1/grpo.py", "--config",
-              "recipes/DeepSeek-R1-Distill-Qwen-1.5B/grpo/config_demo.yaml", "--vllm_mode",
-              "colocate"]
+    launch = [
+        "accelerate",
+        "launch",
+        "--config_file",
+        "recipes/accelerate_configs/ddp.yaml",
+        "src/open_r1/grpo.py",
+        "--config",
+        "recipes/DeepSeek-R1-Distill-Qwen-1.5B/grpo/config_demo.yaml",
+        "--vllm_mode",
+        "colocate",
+    ]
 
     def plan(vllm: str) -> dict:
         snap = {**facts, "packages": {**facts["packages"], "vllm": {"version": vllm}}}
         path = tmp_path / f"facts-{vllm}.json"
         path.write_text(json.dumps(snap))
-        out = _cli("--facts", str(path), "--model-params", "1.5B", "--format", "json",
-                   "--config", "recipes/DeepSeek-R1-Distill-Qwen-1.5B/grpo/config_demo.yaml",
-                   "--", *launch, cwd=OPEN_R1)
+        out = _cli(
+            "--facts",
+            str(path),
+            "--model-params",
+            "1.5B",
+            "--format",
+            "json",
+            "--config",
+            "recipes/DeepSeek-R1-Distill-Qwen-1.5B/grpo/config_demo.yaml",
+            "--",
+            *launch,
+            cwd=OPEN_R1,
+        )
         return json.loads(out.stdout)
 
     own = plan("0.8.5.post1")

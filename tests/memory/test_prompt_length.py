@@ -12,8 +12,12 @@ from envdoctor.plan.memory.knobs import from_config
 from tests.conftest import snapshot
 from tests.memory.configs import QWEN25_05B
 
-VLLM = {"use_vllm": True, "vllm_mode": "colocate", "vllm_max_model_length": 4096,
-        "max_completion_length": 1024}
+VLLM = {
+    "use_vllm": True,
+    "vllm_mode": "colocate",
+    "vllm_max_model_length": 4096,
+    "max_completion_length": 1024,
+}
 
 
 def test_prompt_from_vllm_max_model_length_less_completion():
@@ -33,8 +37,7 @@ def test_prompt_tokens_option_wins_and_default_is_said_assumed():
     assert (k.prompt_len, k.prompt_source) == (700, "--prompt-tokens")
     k = from_config({}, "1.16.0", "bfloat16")
     assert (k.prompt_len, k.prompt_source) == (512, "assumed")
-    assert any(a.startswith("max_prompt_length=512") and "--prompt-tokens" in a
-               for a in k.assumed)
+    assert any(a.startswith("max_prompt_length=512") and "--prompt-tokens" in a for a in k.assumed)
 
 
 def test_max_prompt_length_still_read_where_set():

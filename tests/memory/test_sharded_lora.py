@@ -15,14 +15,19 @@ from tests.conftest import H100, snapshot
 from tests.memory.configs import QWEN25_32B, QWEN25_72B
 from tests.memory.test_memory_rules import fired
 
-LORA = {"use_peft": True, "lora_r": 16, "lora_target_modules": "all-linear",
-        "model_init_kwargs": {"dtype": "bfloat16"}, "gradient_checkpointing": True,
-        "per_device_train_batch_size": 4, "max_completion_length": 512}
+LORA = {
+    "use_peft": True,
+    "lora_r": 16,
+    "lora_target_modules": "all-linear",
+    "model_init_kwargs": {"dtype": "bfloat16"},
+    "gradient_checkpointing": True,
+    "per_device_train_batch_size": 4,
+    "max_completion_length": 512,
+}
 
 
 def _weights(config: dict, **knobs) -> int:
-    parts = trainer_parts(shape_from_config(config, "m"), Knobs(lora=True, weight_bytes=2,
-                                                                **knobs))
+    parts = trainer_parts(shape_from_config(config, "m"), Knobs(lora=True, weight_bytes=2, **knobs))
     return next(p.bytes for p in parts if p.name == "weights")
 
 
@@ -35,23 +40,19 @@ def test_lora_base_weights_are_sharded_under_zero3_and_fsdp_full_shard():
 
 def test_72b_lora_zero3_over_six_ranks_is_planned_near_45_gib(model_dir):
     acc = "accelerate launch --use_deepspeed --zero_stage 3 --num_processes 6 train.py"
-    got = fired(snapshot(n_gpus=6, model=H100), {"model_name_or_path": model_dir(QWEN25_72B),
-                                                 **LORA}, acc)
+    got = fired(snapshot(n_gpus=6, model=H100), {"model_name_or_path": model_dir(QWEN25_72B), **LORA}, acc)
     assert "MEM101" not in got
     row = (got.get("MEM104") or got["MEM102"])[0].evidence["plan"]
     assert row["total_bytes"] < 70 * GiB
 
 
 def test_32b_lora_fsdp_full_shard_is_no_error(model_dir):
-    acc = ("accelerate launch --use_fsdp --fsdp_sharding_strategy FULL_SHARD --num_processes 8 "
-           "train.py")
-    got = fired(snapshot(n_gpus=8, model=H100), {"model_name_or_path": model_dir(QWEN25_32B),
-                                                 **LORA}, acc)
+    acc = "accelerate launch --use_fsdp --fsdp_sharding_strategy FULL_SHARD --num_processes 8 train.py"
+    got = fired(snapshot(n_gpus=8, model=H100), {"model_name_or_path": model_dir(QWEN25_32B), **LORA}, acc)
     assert "MEM101" not in got and "MEM102" not in got
 
 
 def test_32b_lora_without_sharding_still_does_not_fit(model_dir):
     acc = "accelerate launch --use_deepspeed --zero_stage 2 --num_processes 8 train.py"
-    got = fired(snapshot(n_gpus=8, model=H100), {"model_name_or_path": model_dir(QWEN25_32B),
-                                                 **LORA}, acc)
+    got = fired(snapshot(n_gpus=8, model=H100), {"model_name_or_path": model_dir(QWEN25_32B), **LORA}, acc)
     assert "MEM101" in got or "MEM102" in got

@@ -38,8 +38,7 @@ def _unshare() -> list[str] | None:
         return None
     for cmd in (["unshare", "-n"], ["unshare", "-rn"]):  # as root, or in a user namespace
         try:
-            done = subprocess.run([*cmd, "sh", "-c", "ip link set lo up"], capture_output=True,
-                                  timeout=20)
+            done = subprocess.run([*cmd, "sh", "-c", "ip link set lo up"], capture_output=True, timeout=20)
         except (OSError, subprocess.TimeoutExpired):
             continue
         if done.returncode == 0:
@@ -52,20 +51,49 @@ def _run_isolated(item: pytest.Item) -> dict[str, tuple[str, str]]:
     cmd = _unshare()
     ids = [i.nodeid for i in item.session.items if i.path == item.path]
     if cmd is None:
-        why = ("network tests run only in a network namespace of their own (unshare -n, only lo "
-               "up), and none can be made here (no unshare / ip, or not permitted)")
+        why = (
+            "network tests run only in a network namespace of their own (unshare -n, only lo "
+            "up), and none can be made here (no unshare / ip, or not permitted)"
+        )
         return {i: ("skipped", why) for i in ids}
     with tempfile.TemporaryDirectory(prefix="envdoctor-netns-") as tmp:
         xml = Path(tmp) / "junit.xml"
-        env = {**os.environ, INSIDE: "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-        done = subprocess.run([*cmd, "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
-                               sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               f"--junitxml={xml}", *ids], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=900)
+        env = {
+            **os.environ,
+            INSIDE: "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
+        done = subprocess.run(
+            [
+                *cmd,
+                "sh",
+                "-c",
+                'ip link set lo up && exec "$@"',
+                "sh",
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--junitxml={xml}",
+                *ids,
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if not xml.exists():
-            return {i: ("failed", f"the namespace run did not report (exit {done.returncode}):\n"
-                                  f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}") for i in ids}
+            return {
+                i: (
+                    "failed",
+                    f"the namespace run did not report (exit {done.returncode}):\n"
+                    f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}",
+                )
+                for i in ids
+            }
         cases = {}
         for case in ET.parse(xml).iter("testcase"):
             outcome, text = "passed", ""
@@ -75,8 +103,7 @@ def _run_isolated(item: pytest.Item) -> dict[str, tuple[str, str]]:
                 elif child.tag == "skipped":
                     outcome, text = "skipped", child.get("message") or ""
             cases[case.get("name", "")] = (outcome, text)
-    return {i: cases.get(i.split("::", 1)[-1], ("failed", "not reported by the namespace run"))
-            for i in ids}
+    return {i: cases.get(i.split("::", 1)[-1], ("failed", "not reported by the namespace run")) for i in ids}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -96,6 +123,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 # --- observing what the code under test tries ----------------------------------------------------
+
 
 class Attempts:
     """Every ``connect()`` (address) and name lookup (host) made in this process."""

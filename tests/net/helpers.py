@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 
 
 @contextlib.contextmanager
-def tcp_server(handle: Callable[[socket.socket, bytes, threading.Event], None]
-               ) -> Iterator[tuple[int, list[bytes]]]:
+def tcp_server(
+    handle: Callable[[socket.socket, bytes, threading.Event], None],
+) -> Iterator[tuple[int, list[bytes]]]:
     """A loopback TCP server: ``handle(conn, request, stop)`` per connection. Yields the port
     and the requests it received (their first line and headers)."""
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -51,11 +52,11 @@ def tcp_server(handle: Callable[[socket.socket, bytes, threading.Event], None]
         srv.close()
 
 
-def reply(status: str, body: bytes = b"", headers: dict[str, str] | None = None
-          ) -> Callable[[socket.socket, bytes, threading.Event], None]:
+def reply(
+    status: str, body: bytes = b"", headers: dict[str, str] | None = None
+) -> Callable[[socket.socket, bytes, threading.Event], None]:
     """A handler that answers every request with one HTTP response."""
-    head = {"Content-Length": str(len(body)), "Content-Type": "application/json",
-            **(headers or {})}
+    head = {"Content-Length": str(len(body)), "Content-Type": "application/json", **(headers or {})}
 
     def handle(conn: socket.socket, _request: bytes, _stop: threading.Event) -> None:
         lines = [f"HTTP/1.1 {status}", *(f"{k}: {v}" for k, v in head.items()), "", ""]

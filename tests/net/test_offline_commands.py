@@ -11,8 +11,13 @@ import pytest
 from tests.conftest import ROOT
 
 SEED = ROOT / "examples" / "seed-000"
-METADATA_CFG = {"use_vllm": True, "vllm_mode": "server", "vllm_server_host": "169.254.169.254",
-                "vllm_server_port": 80, "model_name_or_path": "Qwen/Qwen2.5-0.5B"}
+METADATA_CFG = {
+    "use_vllm": True,
+    "vllm_mode": "server",
+    "vllm_server_host": "169.254.169.254",
+    "vllm_server_port": 80,
+    "model_name_or_path": "Qwen/Qwen2.5-0.5B",
+}
 
 
 def _run(*args: str) -> int:
@@ -36,19 +41,33 @@ def _triage_log() -> str:
     return str(next(iter(sorted((ROOT / "tests" / "triage" / "logs").glob("*.log")))))
 
 
-@pytest.mark.parametrize("name", ["check --facts", "check --no-network", "hook", "triage",
-                                  "plan-memory", "collect", "diff", "rules", "explain"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "check --facts",
+        "check --no-network",
+        "hook",
+        "triage",
+        "plan-memory",
+        "collect",
+        "diff",
+        "rules",
+        "explain",
+    ],
+)
 def test_the_command_makes_no_connection(name, cfg, tmp_path, attempts, capsys):
     facts = str(SEED / "facts.json")
-    argv = {"check --facts": ["check", "--facts", facts, "--config", cfg, "--", "python", "t.py"],
-            "check --no-network": ["check", "--no-network", "--config", cfg, "--", "python",
-                                   "t.py"],
-            "hook": ["hook", "--assume", "trl==1.16.0", cfg],
-            "triage": ["triage", _triage_log()],
-            "plan-memory": ["plan-memory", "--config", cfg, "--", "python", "t.py"],
-            "collect": ["collect", "-o", str(tmp_path / "facts.json")],
-            "diff": ["diff", facts, facts],
-            "rules": ["rules"], "explain": ["explain", "LAY013"]}[name]
+    argv = {
+        "check --facts": ["check", "--facts", facts, "--config", cfg, "--", "python", "t.py"],
+        "check --no-network": ["check", "--no-network", "--config", cfg, "--", "python", "t.py"],
+        "hook": ["hook", "--assume", "trl==1.16.0", cfg],
+        "triage": ["triage", _triage_log()],
+        "plan-memory": ["plan-memory", "--config", cfg, "--", "python", "t.py"],
+        "collect": ["collect", "-o", str(tmp_path / "facts.json")],
+        "diff": ["diff", facts, facts],
+        "rules": ["rules"],
+        "explain": ["explain", "LAY013"],
+    }[name]
     code = _run(*argv)
     out = capsys.readouterr()
     assert "Traceback" not in out.err and code in (0, 1, 2), (code, out.err[-2000:])

@@ -27,18 +27,32 @@ def _ctx(launch: str, accelerate: dict | None = None):
     return Context(facts=facts, plan=plan, network=False)
 
 
-@pytest.mark.parametrize("argv, gone, want", [
-    (["torchrun", "--nproc_per_node", "2", "--master_addr", "10.1.2.3", "--master_port", "29511"],
-     "10.1.2.3", ["--master_addr", "127.0.0.1", "--master_port", "29511"]),
-    (["torchrun", "--master-addr=10.1.2.3", "--nnodes", "1"], "10.1.2.3",
-     ["--master_addr", "127.0.0.1"]),
-    (["torchrun", "--rdzv_backend", "c10d", "--rdzv_endpoint", "10.1.2.3:29400", "--nnodes", "1"],
-     "10.1.2.3", ["--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:29400"]),
-    (["accelerate", "launch", "--num_processes", "2", "--main_process_ip", "10.1.2.3"],
-     "10.1.2.3", ["--main_process_ip", "127.0.0.1"]),
-    (["deepspeed", "--master_addr", "head-node", "--num_gpus", "2"], "head-node",
-     ["--master_addr", "127.0.0.1"]),
-])
+@pytest.mark.parametrize(
+    "argv, gone, want",
+    [
+        (
+            ["torchrun", "--nproc_per_node", "2", "--master_addr", "10.1.2.3", "--master_port", "29511"],
+            "10.1.2.3",
+            ["--master_addr", "127.0.0.1", "--master_port", "29511"],
+        ),
+        (["torchrun", "--master-addr=10.1.2.3", "--nnodes", "1"], "10.1.2.3", ["--master_addr", "127.0.0.1"]),
+        (
+            ["torchrun", "--rdzv_backend", "c10d", "--rdzv_endpoint", "10.1.2.3:29400", "--nnodes", "1"],
+            "10.1.2.3",
+            ["--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:29400"],
+        ),
+        (
+            ["accelerate", "launch", "--num_processes", "2", "--main_process_ip", "10.1.2.3"],
+            "10.1.2.3",
+            ["--main_process_ip", "127.0.0.1"],
+        ),
+        (
+            ["deepspeed", "--master_addr", "head-node", "--num_gpus", "2"],
+            "head-node",
+            ["--master_addr", "127.0.0.1"],
+        ),
+    ],
+)
 def test_a_one_node_line_meets_on_loopback(argv, gone, want):
     out, env, changed = one_node(argv, {"MASTER_ADDR": "10.9.9.9", "PET_MASTER_ADDR": "10.9.9.8"})
     assert gone not in " ".join(out) and " ".join(want) in " ".join(out)
@@ -52,9 +66,14 @@ def test_a_one_node_probe_with_a_remote_master_addr_rendezvous_on_loopback():
     pytest.importorskip("torch")
     from envdoctor.probe.runner import ProbeSpec, run_probe
 
-    r = run_probe(ProbeSpec(launcher=TORCHRUN + ["--nproc_per_node", "1", "--master_addr",
-                                                 "10.1.2.3", "--master_port", "29517"],
-                            fault="exit", timeout_s=60))
+    r = run_probe(
+        ProbeSpec(
+            launcher=TORCHRUN
+            + ["--nproc_per_node", "1", "--master_addr", "10.1.2.3", "--master_port", "29517"],
+            fault="exit",
+            timeout_s=60,
+        )
+    )
     assert 0 in r.ranks, (r.status, r.findings, r.log_tail)  # the rank started: it met
     assert r.status == "fail" and r.returncode  # the injected exit, not a timeout
     assert "10.1.2.3" not in r.argv and "127.0.0.1" in r.argv
@@ -63,16 +82,26 @@ def test_a_one_node_probe_with_a_remote_master_addr_rendezvous_on_loopback():
     assert r.temp_dir_removed and r.leftover_pids == []
 
 
-@pytest.mark.parametrize("launch, dials", [
-    ("torchrun --nnodes 2 --node_rank 0 --nproc_per_node 1 --master_addr 10.1.2.3 "
-     "--master_port 29500 t.py", "10.1.2.3:29500"),
-    ("torchrun --nnodes 2 --rdzv_backend c10d --rdzv_endpoint head:29400 --nproc_per_node 1 t.py",
-     "head:29400"),
-    ("accelerate launch --num_machines 2 --machine_rank 0 --num_processes 2 --main_process_ip "
-     "10.1.2.3 --main_process_port 29600 t.py", "10.1.2.3:29600"),
-])
-def test_a_multi_node_line_is_not_launched_and_says_what_it_would_dial(launch, dials,
-                                                                       monkeypatch, attempts):
+@pytest.mark.parametrize(
+    "launch, dials",
+    [
+        (
+            "torchrun --nnodes 2 --node_rank 0 --nproc_per_node 1 --master_addr 10.1.2.3 "
+            "--master_port 29500 t.py",
+            "10.1.2.3:29500",
+        ),
+        (
+            "torchrun --nnodes 2 --rdzv_backend c10d --rdzv_endpoint head:29400 --nproc_per_node 1 t.py",
+            "head:29400",
+        ),
+        (
+            "accelerate launch --num_machines 2 --machine_rank 0 --num_processes 2 --main_process_ip "
+            "10.1.2.3 --main_process_port 29600 t.py",
+            "10.1.2.3:29600",
+        ),
+    ],
+)
+def test_a_multi_node_line_is_not_launched_and_says_what_it_would_dial(launch, dials, monkeypatch, attempts):
     from envdoctor.probe.plan import spec_from_context
     from envdoctor.probe.runner import run_probe
 

@@ -16,8 +16,9 @@ SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY-canary"
 LAUNCH = "CUDA_VISIBLE_DEVICES=0 accelerate launch --num_processes 1 t.py"
 
 
-def live_check(cfg: dict, allow: tuple[str, ...] = (), trl: str = MODERN["trl"],
-               rules=("LAY008", "LAY012", "LAY013")) -> dict:
+def live_check(
+    cfg: dict, allow: tuple[str, ...] = (), trl: str = MODERN["trl"], rules=("LAY008", "LAY012", "LAY013")
+) -> dict:
     """The server rules of a live check (a snapshot marked live) for ``cfg``: rule → finding."""
     from envdoctor.checks.context import Context
     from envdoctor.checks.engine import run_rules
@@ -26,8 +27,7 @@ def live_check(cfg: dict, allow: tuple[str, ...] = (), trl: str = MODERN["trl"],
 
     facts = from_dict(snapshot(2, packages={**MODERN, "trl": trl}), "x")
     facts.source = "live"  # these rules run only on a live machine
-    plan = build_plan(config_dict={"use_vllm": True, "vllm_mode": "server", **cfg},
-                      launch=LAUNCH, live=False)
+    plan = build_plan(config_dict={"use_vllm": True, "vllm_mode": "server", **cfg}, launch=LAUNCH, live=False)
     ctx = Context(facts=facts, plan=plan, network=True, **({"allow_hosts": allow} if allow else {}))
     return {f.rule: f for f in run_rules(ctx, select=list(rules)).findings}
 
@@ -64,9 +64,15 @@ def test_a_server_off_loopback_is_not_contacted_and_said_so(cfg, attempts):
     assert "--allow-host" in f.fix or "http://HOST:PORT" in f.fix
 
 
-@pytest.mark.parametrize("base", ["http://127.0.0.1:{port}/latest/meta-data/?x=1",
-                                  "http://127.0.0.1:{port}/?q=1", "http://user:pw@127.0.0.1:{port}",
-                                  "http://127.0.0.1:{port}#frag"])
+@pytest.mark.parametrize(
+    "base",
+    [
+        "http://127.0.0.1:{port}/latest/meta-data/?x=1",
+        "http://127.0.0.1:{port}/?q=1",
+        "http://user:pw@127.0.0.1:{port}",
+        "http://127.0.0.1:{port}#frag",
+    ],
+)
 def test_a_loopback_base_url_with_its_own_path_or_query_is_not_contacted(base, attempts):
     with tcp_server(reply("200 OK", b'{"status": "ok"}')) as (port, requests):
         found = live_check({"vllm_server_base_url": base.format(port=port)})
@@ -76,27 +82,28 @@ def test_a_loopback_base_url_with_its_own_path_or_query_is_not_contacted(base, a
 
 
 def test_an_allowed_host_is_contacted_and_only_it(attempts):
-    found = live_check({"vllm_server_host": "10.1.2.3", "vllm_server_port": 8000},
-                       allow=("10.1.2.3",))
+    found = live_check({"vllm_server_host": "10.1.2.3", "vllm_server_port": 8000}, allow=("10.1.2.3",))
     assert [a[:2] for a in attempts.connects] == [("10.1.2.3", 8000)]
     assert attempts.lookups == []  # an IP is not looked up
     assert "LAY013" not in found and "connection failed" in found["LAY008"].message  # no route
-    other = live_check({"vllm_server_host": "10.9.9.9", "vllm_server_port": 8000},
-                       allow=("10.1.2.3",))
+    other = live_check({"vllm_server_host": "10.9.9.9", "vllm_server_port": 8000}, allow=("10.1.2.3",))
     assert "LAY013" in other and attempts.non_loopback() == [("10.1.2.3", 8000)]
 
 
 def test_localhost_is_mapped_literally_never_looked_up(attempts):
     with tcp_server(reply("200 OK", b'{"status": "ok"}')) as (port, requests):
-        found = live_check({"vllm_server_host": "localhost", "vllm_server_port": port},
-                           rules=("LAY008", "LAY013"))
-        bound_all = live_check({"vllm_server_host": "0.0.0.0", "vllm_server_port": port},
-                               rules=("LAY008", "LAY013"))
+        found = live_check(
+            {"vllm_server_host": "localhost", "vllm_server_port": port}, rules=("LAY008", "LAY013")
+        )
+        bound_all = live_check(
+            {"vllm_server_host": "0.0.0.0", "vllm_server_port": port}, rules=("LAY008", "LAY013")
+        )
     assert found == {} == bound_all and attempts.lookups == []
     assert attempts.connects and not attempts.non_loopback() and len(requests) == 2
 
 
 # --- loopback servers that misbehave -----------------------------------------------------------
+
 
 def test_a_redirect_to_the_metadata_service_is_not_followed(attempts):
     to_metadata = {"Location": "http://169.254.169.254/latest/meta-data/iam/security-credentials/"}
@@ -114,22 +121,27 @@ def test_a_trl_server_that_redirects_health_to_its_slash_form_is_healthy(attempt
     def handle(conn, request, _stop):
         path = request.split(b" ")[1]
         if path == b"/health":  # FastAPI's redirect_slashes; the Location is never read
-            reply("307 Temporary Redirect", headers={"Location": "http://10.1.2.3/"})(
-                conn, request, _stop)
+            reply("307 Temporary Redirect", headers={"Location": "http://10.1.2.3/"})(conn, request, _stop)
         else:
             reply("200 OK", b'{"status": "ok"}')(conn, request, _stop)
 
     with tcp_server(handle) as (port, _requests):
-        found = live_check({"vllm_server_host": "127.0.0.1", "vllm_server_port": port},
-                           rules=("LAY008", "LAY013"))
+        found = live_check(
+            {"vllm_server_host": "127.0.0.1", "vllm_server_port": port}, rules=("LAY008", "LAY013")
+        )
     assert found == {} and not attempts.non_loopback()
 
 
-@pytest.mark.parametrize("body", [
-    json.dumps({"Code": "Success", "AccessKeyId": "ASIA-canary", "SecretAccessKey": SECRET,
-                "Token": SECRET}).encode(),
-    f"aws_secret_access_key={SECRET}\n".encode(),
-    f"<html><body>{SECRET}</body></html>".encode()])
+@pytest.mark.parametrize(
+    "body",
+    [
+        json.dumps(
+            {"Code": "Success", "AccessKeyId": "ASIA-canary", "SecretAccessKey": SECRET, "Token": SECRET}
+        ).encode(),
+        f"aws_secret_access_key={SECRET}\n".encode(),
+        f"<html><body>{SECRET}</body></html>".encode(),
+    ],
+)
 def test_a_body_is_classified_never_quoted(body, attempts):
     with tcp_server(reply("200 OK", body)) as (port, _requests):
         found = live_check({"vllm_server_host": "127.0.0.1", "vllm_server_port": port})
@@ -148,8 +160,7 @@ def test_a_server_sending_one_byte_a_second_is_given_up_at_the_deadline(attempts
             time.sleep(1.0)
 
     with tcp_server(slowloris) as (port, _requests):
-        found = live_check({"vllm_server_host": "127.0.0.1", "vllm_server_port": port},
-                           rules=("LAY008",))
+        found = live_check({"vllm_server_host": "127.0.0.1", "vllm_server_port": port}, rules=("LAY008",))
     f = found["LAY008"]
     assert "timed out" in f.message and "within 3 s" in f.message
     assert not attempts.non_loopback()
@@ -162,16 +173,18 @@ def test_an_endless_body_is_capped(attempts):
             conn.sendall(b"x" * 65536)
 
     with tcp_server(endless) as (port, _requests):
-        found = live_check({"vllm_server_host": "127.0.0.1", "vllm_server_port": port},
-                           rules=("LAY008",))
+        found = live_check({"vllm_server_host": "127.0.0.1", "vllm_server_port": port}, rules=("LAY008",))
     assert "larger than 64 KiB" in found["LAY008"].message
 
 
 def test_healthy_servers_of_both_kinds_are_quiet(attempts):
     for body, trl in ((b'{"status": "ok"}', "1.10.0"), (b"", "1.16.0")):
         with tcp_server(reply("200 OK", body)) as (port, requests):
-            found = live_check({"vllm_server_host": "127.0.0.1", "vllm_server_port": port},
-                               trl=trl, rules=("LAY008", "LAY013"))
+            found = live_check(
+                {"vllm_server_host": "127.0.0.1", "vllm_server_port": port},
+                trl=trl,
+                rules=("LAY008", "LAY013"),
+            )
         assert found == {} and len(requests) == 1
     assert not attempts.non_loopback()
 
@@ -182,7 +195,6 @@ def test_a_redirect_that_keeps_the_connection_open_is_read_to_its_head_only(atte
         stop.wait(30)  # no length, no close: the status line and headers are all it needs
 
     with tcp_server(open_redirect) as (port, _requests):
-        found = live_check({"vllm_server_host": "127.0.0.1", "vllm_server_port": port},
-                           rules=("LAY008",))
+        found = live_check({"vllm_server_host": "127.0.0.1", "vllm_server_port": port}, rules=("LAY008",))
     assert "HTTP 302" in found["LAY008"].message and "timed out" not in found["LAY008"].message
     assert not attempts.non_loopback()

@@ -9,8 +9,10 @@ from envdoctor.plan.alloc_conf import parse_alloc_conf
 
 
 def test_valid_options():
-    c = parse_alloc_conf("expandable_segments:True,max_split_size_mb:128,"
-                         "roundup_power2_divisions:[256:1,>:4],garbage_collection_threshold:0.6")
+    c = parse_alloc_conf(
+        "expandable_segments:True,max_split_size_mb:128,"
+        "roundup_power2_divisions:[256:1,>:4],garbage_collection_threshold:0.6"
+    )
     assert c.problems == [] and c.expandable_segments
     assert c.options["roundup_power2_divisions"] == "[256:1,>:4]"
 

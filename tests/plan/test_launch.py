@@ -9,9 +9,11 @@ from envdoctor.plan.launch import parse_launch, parse_launches, parse_script_arg
 
 
 def test_accelerate_with_prefix_and_script_args():
-    (lx,) = parse_launches("CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 4 "
-                           "--gpu_ids 0,2,3,4,5 --config_file ds.yaml train_grpo.py "
-                           "--vllm_device auto --use_vllm")
+    (lx,) = parse_launches(
+        "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 4 "
+        "--gpu_ids 0,2,3,4,5 --config_file ds.yaml train_grpo.py "
+        "--vllm_device auto --use_vllm"
+    )
     assert lx.launcher == "accelerate" and lx.env == {"CUDA_VISIBLE_DEVICES": "0,1"}
     assert lx.options == {"num_processes": 4, "gpu_ids": "0,2,3,4,5", "config_file": "ds.yaml"}
     assert lx.script == "train_grpo.py"
@@ -37,16 +39,18 @@ def test_multi_gpu_boolean_does_not_eat_the_script():
 
 
 def test_trl_commands():
-    srv = parse_launch("CUDA_VISIBLE_DEVICES=6,7 trl vllm-serve --model Qwen/Qwen2.5-7B "
-                       "--tensor_parallel_size 2 --port 8001")
+    srv = parse_launch(
+        "CUDA_VISIBLE_DEVICES=6,7 trl vllm-serve --model Qwen/Qwen2.5-7B --tensor_parallel_size 2 --port 8001"
+    )
     assert srv.is_server and srv.options["tensor_parallel_size"] == 2
     grpo = parse_launch("trl grpo --config grpo.yaml --num_processes 6")
     assert grpo.launcher == "trl-grpo" and grpo.options["num_processes"] == 6
 
 
 def test_several_lines_and_export():
-    lines = parse_launches("export CUDA_VISIBLE_DEVICES=0,1,2\n"
-                           "trl vllm-serve --model m & accelerate launch train.py")
+    lines = parse_launches(
+        "export CUDA_VISIBLE_DEVICES=0,1,2\ntrl vllm-serve --model m & accelerate launch train.py"
+    )
     assert [lx.launcher for lx in lines] == ["trl-vllm-serve", "accelerate"]
     assert all(lx.env["CUDA_VISIBLE_DEVICES"] == "0,1,2" for lx in lines)
 
@@ -57,8 +61,7 @@ def test_unbalanced_quotes_are_input_errors():
 
 
 def test_script_args_types_and_lists():
-    args = parse_script_args(["--no_bf16", "--reward_weights", "1.0", "2", "--x=none",
-                              "--name", "a-b"])
+    args = parse_script_args(["--no_bf16", "--reward_weights", "1.0", "2", "--x=none", "--name", "a-b"])
     assert args == {"bf16": False, "reward_weights": [1.0, 2], "x": None, "name": "a-b"}
 
 
@@ -95,13 +98,15 @@ def test_trl_slurm_example_runs_accelerate_once_per_node():
 def test_open_r1_train_slurm_line_through_srun_and_bash_c():
     # open-r1 slurm/train.slurm (huggingface/open-r1@1416fa0cf21595d2083b399a2a0bbddd7f6e9563),
     # its variables expanded for 2 training nodes: `srun $SRUN_ARGS bash -c "$LAUNCHER $CMD"`
-    line = ("srun --wait=60 --kill-on-bad-exit=1 --nodes=2 --ntasks=2 --nodelist=ip-a,ip-b "
-            "bash -c 'ACCELERATE_LOG_LEVEL=info TRANSFORMERS_VERBOSITY=info accelerate launch "
-            "--config_file recipes/accelerate_configs/zero3.yaml --gradient_accumulation_steps 4 "
-            "--num_machines 2 --num_processes 16 --main_process_ip ip-a --main_process_port 6000 "
-            "--machine_rank $SLURM_PROCID --rdzv_backend=c10d --max_restarts 1 --tee 3 "
-            "src/open_r1/grpo.py --config recipes/Qwen2.5-1.5B-Instruct/grpo/config_demo.yaml "
-            "--vllm_server_host=ip-c'")
+    line = (
+        "srun --wait=60 --kill-on-bad-exit=1 --nodes=2 --ntasks=2 --nodelist=ip-a,ip-b "
+        "bash -c 'ACCELERATE_LOG_LEVEL=info TRANSFORMERS_VERBOSITY=info accelerate launch "
+        "--config_file recipes/accelerate_configs/zero3.yaml --gradient_accumulation_steps 4 "
+        "--num_machines 2 --num_processes 16 --main_process_ip ip-a --main_process_port 6000 "
+        "--machine_rank $SLURM_PROCID --rdzv_backend=c10d --max_restarts 1 --tee 3 "
+        "src/open_r1/grpo.py --config recipes/Qwen2.5-1.5B-Instruct/grpo/config_demo.yaml "
+        "--vllm_server_host=ip-c'"
+    )
     (lx,) = parse_launches(line)
     assert lx.launcher == "accelerate" and lx.unresolved is None
     assert lx.options["num_processes"] == 16 and lx.options["num_machines"] == 2
@@ -112,22 +117,42 @@ def test_open_r1_train_slurm_line_through_srun_and_bash_c():
     assert raw.unresolved and "$SRUN_ARGS" in raw.unresolved
 
 
-@pytest.mark.parametrize("line, launcher, options", [
-    ("nohup python -m torch.distributed.run --nproc_per_node 2 t.py", "torchrun",
-     {"nproc_per_node": 2}),
-    ("env -u WANDB_MODE NCCL_DEBUG=INFO python -m accelerate.commands.launch --num_processes 2 "
-     "t.py", "accelerate", {"num_processes": 2}),
-    ("python -m accelerate.commands.accelerate_cli launch --num_processes 3 t.py", "accelerate",
-     {"num_processes": 3}),
-    ("timeout 3600 uv run --with wandb accelerate launch --num_processes 2 t.py", "accelerate",
-     {"num_processes": 2}),
-    ("conda run -n rl --no-capture-output torchrun --nproc_per_node 4 t.py", "torchrun",
-     {"nproc_per_node": 4}),
-    ("mpirun -np 2 -N 1 -x NCCL_DEBUG=INFO --mca btl tcp torchrun --nproc_per_node 8 --nnodes 2 "
-     "t.py", "torchrun", {"nproc_per_node": 8, "nnodes": 2}),
-    ("sh -c 'cd /work && exec deepspeed --hostfile hosts --num_gpus 8 t.py'", "deepspeed",
-     {"hostfile": "hosts", "num_gpus": 8}),
-])
+@pytest.mark.parametrize(
+    "line, launcher, options",
+    [
+        ("nohup python -m torch.distributed.run --nproc_per_node 2 t.py", "torchrun", {"nproc_per_node": 2}),
+        (
+            "env -u WANDB_MODE NCCL_DEBUG=INFO python -m accelerate.commands.launch --num_processes 2 t.py",
+            "accelerate",
+            {"num_processes": 2},
+        ),
+        (
+            "python -m accelerate.commands.accelerate_cli launch --num_processes 3 t.py",
+            "accelerate",
+            {"num_processes": 3},
+        ),
+        (
+            "timeout 3600 uv run --with wandb accelerate launch --num_processes 2 t.py",
+            "accelerate",
+            {"num_processes": 2},
+        ),
+        (
+            "conda run -n rl --no-capture-output torchrun --nproc_per_node 4 t.py",
+            "torchrun",
+            {"nproc_per_node": 4},
+        ),
+        (
+            "mpirun -np 2 -N 1 -x NCCL_DEBUG=INFO --mca btl tcp torchrun --nproc_per_node 8 --nnodes 2 t.py",
+            "torchrun",
+            {"nproc_per_node": 8, "nnodes": 2},
+        ),
+        (
+            "sh -c 'cd /work && exec deepspeed --hostfile hosts --num_gpus 8 t.py'",
+            "deepspeed",
+            {"hostfile": "hosts", "num_gpus": 8},
+        ),
+    ],
+)
 def test_wrappers_resolve_to_the_launcher(line, launcher, options):
     (lx,) = parse_launches(line)
     assert lx.launcher == launcher and lx.unresolved is None and lx.script == "t.py"
@@ -141,26 +166,31 @@ def test_wrapper_environment_reaches_the_launch():
     assert lx.env == {"CUDA_VISIBLE_DEVICES": "1"} and lx.unresolved is None
 
 
-@pytest.mark.parametrize("line, why", [
-    ("sudo python t.py", "`sudo` is not a launcher"),
-    ("bash train.sh", "shell script"),
-    ("./run.sh --lr 1", "not a launcher"),
-    ("srun --ntasks-per-node 8 python t.py", "whether they form one torch.distributed job"),
-    ("mpirun -np 16 python t.py", "16 copies"),
-    ("srun --ntasks-per-node=2 torchrun --nproc_per_node 4 t.py", "2 copies of torchrun"),
-    ("srun --ntasks=8 accelerate launch t.py", "depends on the allocation"),
-    ("$LAUNCHER train.py", "shell variable"),
-    ("python", "runs no script"),
-])
+@pytest.mark.parametrize(
+    "line, why",
+    [
+        ("sudo python t.py", "`sudo` is not a launcher"),
+        ("bash train.sh", "shell script"),
+        ("./run.sh --lr 1", "not a launcher"),
+        ("srun --ntasks-per-node 8 python t.py", "whether they form one torch.distributed job"),
+        ("mpirun -np 16 python t.py", "16 copies"),
+        ("srun --ntasks-per-node=2 torchrun --nproc_per_node 4 t.py", "2 copies of torchrun"),
+        ("srun --ntasks=8 accelerate launch t.py", "depends on the allocation"),
+        ("$LAUNCHER train.py", "shell variable"),
+        ("python", "runs no script"),
+    ],
+)
 def test_lines_that_cannot_be_resolved_say_why(line, why):
     (lx,) = parse_launches(line)
     assert lx.unresolved and why in lx.unresolved
 
 
 def test_job_script_statements_are_not_launches():
-    lines = parse_launches("module load cuda/12.4\nsource .venv/bin/activate\n"
-                           "export CUDA_VISIBLE_DEVICES=0,1\ntorchrun --nproc_per_node 2 t.py &\n"
-                           "sleep 5\nwait")
+    lines = parse_launches(
+        "module load cuda/12.4\nsource .venv/bin/activate\n"
+        "export CUDA_VISIBLE_DEVICES=0,1\ntorchrun --nproc_per_node 2 t.py &\n"
+        "sleep 5\nwait"
+    )
     assert [lx.launcher for lx in lines] == ["torchrun"]
     assert lines[0].env == {"CUDA_VISIBLE_DEVICES": "0,1"}
 
@@ -182,7 +212,8 @@ def test_redirections_are_not_commands_or_arguments():
     server, trainer, other, quoted = parse_launches(
         "nohup trl vllm-serve --model m >srv.log 2>&1 &\n"
         "CUDA_VISIBLE_DEVICES=0,1 nohup python t.py --x 1 > log.txt 2>&1 &\n"
-        "python u.py &> all.log; python v.py --prompt 'a > b' 2>>err.log < in.txt")
+        "python u.py &> all.log; python v.py --prompt 'a > b' 2>>err.log < in.txt"
+    )
     assert server.is_server and server.options == {"model": "m"}
     assert trainer.script == "t.py" and trainer.script_args == ["--x", "1"]
     assert other.script == "u.py" and other.script_args == []

@@ -16,10 +16,18 @@ from envdoctor.plan.layout import resolve_layout
 from tests.conftest import LEGACY, MODERN, snapshot
 
 
-def layout(launch, config=None, n=8, packages=None, env=None, processes=None, gpus=None,
-           accelerate=None, tmp_path=None):
-    facts = from_dict(snapshot(n, packages=packages or MODERN, env=env, processes=processes,
-                               gpus=gpus), "t")
+def layout(
+    launch,
+    config=None,
+    n=8,
+    packages=None,
+    env=None,
+    processes=None,
+    gpus=None,
+    accelerate=None,
+    tmp_path=None,
+):
+    facts = from_dict(snapshot(n, packages=packages or MODERN, env=env, processes=processes, gpus=gpus), "t")
     plan = build_plan(launch=launch, config_dict=config, live=False)
     if accelerate is not None:
         plan.accelerate = accelerate
@@ -37,9 +45,15 @@ def test_accelerate_without_num_processes_uses_every_visible_gpu():
 
 
 def test_accelerate_config_file_values_and_multi_node():
-    lay = layout("accelerate launch --machine_rank 1 t.py",
-                 accelerate={"num_processes": 16, "num_machines": 2, "gpu_ids": "all",
-                             "distributed_type": "MULTI_GPU"})
+    lay = layout(
+        "accelerate launch --machine_rank 1 t.py",
+        accelerate={
+            "num_processes": 16,
+            "num_machines": 2,
+            "gpu_ids": "all",
+            "distributed_type": "MULTI_GPU",
+        },
+    )
     assert lay.num_processes == 8 and lay.world_size == 16
     assert [r.rank for r in lay.ranks][:2] == [8, 9]
 
@@ -60,43 +74,57 @@ def test_plain_python_is_one_process_seeing_all():
 
 
 def test_legacy_auto_is_first_gpu_after_training_ranks():
-    lay = layout("accelerate launch --num_processes 4 --gpu_ids 0,2,3,4,5 t.py",
-                 config={"use_vllm": True, "vllm_device": "auto"}, packages=LEGACY)
+    lay = layout(
+        "accelerate launch --num_processes 4 --gpu_ids 0,2,3,4,5 t.py",
+        config={"use_vllm": True, "vllm_device": "auto"},
+        packages=LEGACY,
+    )
     assert lay.generation_mode == "legacy" and lay.generation == [5]
     assert lay.vllm_device_resolved == "cuda:4"
 
 
 def test_server_from_launch_line_and_from_nvml():
-    lay = layout("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 accelerate launch --num_processes 6 t.py ; "
-                 "CUDA_VISIBLE_DEVICES=6,7 trl vllm-serve --model m --data_parallel_size 2",
-                 config={"use_vllm": True, "vllm_mode": "server"})
+    lay = layout(
+        "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 accelerate launch --num_processes 6 t.py ; "
+        "CUDA_VISIBLE_DEVICES=6,7 trl vllm-serve --model m --data_parallel_size 2",
+        config={"use_vllm": True, "vllm_mode": "server"},
+    )
     assert lay.generation == [6, 7] and lay.server.data_parallel_size == 2
-    running = {7: [{"pid": 99, "name": "python trl vllm-serve --model m --port 8005",
-                    "used_mib": 60000}]}
-    lay2 = layout("CUDA_VISIBLE_DEVICES=0 python t.py",
-                  config={"use_vllm": True, "vllm_mode": "server"}, processes=running)
+    running = {7: [{"pid": 99, "name": "python trl vllm-serve --model m --port 8005", "used_mib": 60000}]}
+    lay2 = layout(
+        "CUDA_VISIBLE_DEVICES=0 python t.py",
+        config={"use_vllm": True, "vllm_mode": "server"},
+        processes=running,
+    )
     assert lay2.server.source == "nvml" and lay2.generation == [7] and lay2.server.port == 8005
 
 
 def test_server_from_nvml_by_vllm_engine_process_name():
     """vLLM V1's engine renames itself VLLM::EngineCore; it alone holds the GPU memory."""
     running = {6: [{"pid": 42, "name": "VLLM::EngineCore", "used_mib": 60000}]}
-    lay = layout("CUDA_VISIBLE_DEVICES=0 python t.py",
-                 config={"use_vllm": True, "vllm_mode": "server"}, processes=running)
+    lay = layout(
+        "CUDA_VISIBLE_DEVICES=0 python t.py",
+        config={"use_vllm": True, "vllm_mode": "server"},
+        processes=running,
+    )
     assert lay.server.source == "nvml" and lay.server.pid == 42 and lay.generation == [6]
 
 
 def test_modern_default_mode_is_colocate_and_legacy_key_inference_without_trl():
     lay = layout("torchrun --nproc_per_node 2 t.py", config={"use_vllm": True})
     assert lay.generation_mode == "colocate" and lay.generation == [0, 1]
-    lay = layout("torchrun --nproc_per_node 2 t.py", config={"use_vllm": True, "vllm_device": "auto"},
-                 packages={"torch": "2.5.1"})
+    lay = layout(
+        "torchrun --nproc_per_node 2 t.py",
+        config={"use_vllm": True, "vllm_device": "auto"},
+        packages={"torch": "2.5.1"},
+    )
     assert lay.generation_mode == "legacy"
 
 
 def test_trl_018_to_099_default_is_server():
-    lay = layout("torchrun --nproc_per_node 2 t.py", config={"use_vllm": True},
-                 packages={**MODERN, "trl": "0.19.0"})
+    lay = layout(
+        "torchrun --nproc_per_node 2 t.py", config={"use_vllm": True}, packages={**MODERN, "trl": "0.19.0"}
+    )
     assert lay.generation_mode == "server"
 
 
@@ -111,18 +139,23 @@ def test_config_env_section_applies_to_the_trainer(tmp_path):
 def test_script_config_flag_is_read(tmp_path):
     cfg = tmp_path / "g.yaml"
     cfg.write_text("use_vllm: true\nnum_generations: 4\n")
-    plan = build_plan(launch=f"accelerate launch t.py --config {cfg} --num_generations 8",
-                      live=False)
+    plan = build_plan(launch=f"accelerate launch t.py --config {cfg} --num_generations 8", live=False)
     assert plan.config["use_vllm"] is True and plan.config["num_generations"] == 8
     assert plan.config_origin["num_generations"] == "command line"
 
 
 def test_trl_015_auto_with_one_gpu_shares_it():
-    lay = layout("CUDA_VISIBLE_DEVICES=0 python t.py", config={"use_vllm": True,
-                 "vllm_device": "auto"}, packages=LEGACY)
+    lay = layout(
+        "CUDA_VISIBLE_DEVICES=0 python t.py",
+        config={"use_vllm": True, "vllm_device": "auto"},
+        packages=LEGACY,
+    )
     assert lay.vllm_device_resolved == "cuda:0" and lay.generation == [0] == lay.training
-    lay14 = layout("CUDA_VISIBLE_DEVICES=0 python t.py", config={"use_vllm": True,
-                   "vllm_device": "auto"}, packages={**LEGACY, "trl": "0.14.0"})
+    lay14 = layout(
+        "CUDA_VISIBLE_DEVICES=0 python t.py",
+        config={"use_vllm": True, "vllm_device": "auto"},
+        packages={**LEGACY, "trl": "0.14.0"},
+    )
     assert lay14.vllm_device_resolved == "cuda:1" and lay14.generation == []
 
 
@@ -152,11 +185,12 @@ def test_trl_slurm_example_is_eight_processes_per_node_of_thirty_two(tmp_path, m
 
 
 def test_unexpanded_counts_leave_the_layout_unresolved():
-    lay = layout("accelerate launch --num_processes $((SLURM_NNODES * 8)) --num_machines "
-                 "$SLURM_NNODES t.py")
+    lay = layout("accelerate launch --num_processes $((SLURM_NNODES * 8)) --num_machines $SLURM_NNODES t.py")
     assert lay.unresolved and "--num_machines $SLURM_NNODES" in lay.unresolved and not lay.ranks
-    lay = layout("export WORLD=16\naccelerate launch --num_processes $WORLD --num_machines 2 "
-                 "--machine_rank $SLURM_PROCID t.py")
+    lay = layout(
+        "export WORLD=16\naccelerate launch --num_processes $WORLD --num_machines 2 "
+        "--machine_rank $SLURM_PROCID t.py"
+    )
     assert lay.unresolved is None and (lay.num_processes, lay.world_size) == (8, 16)
 
 
@@ -180,23 +214,30 @@ def test_deepspeed_hostfile_nodes(tmp_path, monkeypatch):
     assert layout("deepspeed --hostfile hosts --num_nodes 1 t.py").world_size == 8
 
 
-@pytest.mark.parametrize("line, message", [
-    ("torchrun --nnodes -5 t.py", "--nnodes -5: at least 1 node"),
-    ("torchrun --nnodes 1:-4 t.py", "--nnodes 1:-4: at least 1 node"),
-    ("torchrun --nnodes 4:2 t.py", "--nnodes 4:2: MIN is larger than MAX"),
-    ("torchrun --nproc_per_node 2.9 t.py", "--nproc_per_node 2.9: expected a whole number"),
-    ("torchrun --nproc_per_node two t.py", "--nproc_per_node two: expected a whole number"),
-    ("torchrun --nproc_per_node 1e999 t.py", "--nproc_per_node 1e999: expected"),
-    ("deepspeed --num_nodes -3 t.py", "--num_nodes -3: at least 1 node"),
-    ("deepspeed --num_gpus 1.5 t.py", "--num_gpus 1.5: expected a whole number"),
-    ("accelerate launch --num_processes 1e999 t.py", "--num_processes 1e999: expected"),
-    ("accelerate launch --num_machines 0 t.py", "--num_machines 0: at least 1 machine"),
-    ("accelerate launch --machine_rank -1 t.py", "--machine_rank -1: must be 0 or more"),
-    ("trl vllm-serve --model m --data_parallel_size -1\ntorchrun t.py",
-     "--data_parallel_size -1: at least 1"),
-    ("trl vllm-serve --model m --tensor-parallel-size 0.5\ntorchrun t.py",
-     "--tensor_parallel_size 0.5: expected a whole number"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("torchrun --nnodes -5 t.py", "--nnodes -5: at least 1 node"),
+        ("torchrun --nnodes 1:-4 t.py", "--nnodes 1:-4: at least 1 node"),
+        ("torchrun --nnodes 4:2 t.py", "--nnodes 4:2: MIN is larger than MAX"),
+        ("torchrun --nproc_per_node 2.9 t.py", "--nproc_per_node 2.9: expected a whole number"),
+        ("torchrun --nproc_per_node two t.py", "--nproc_per_node two: expected a whole number"),
+        ("torchrun --nproc_per_node 1e999 t.py", "--nproc_per_node 1e999: expected"),
+        ("deepspeed --num_nodes -3 t.py", "--num_nodes -3: at least 1 node"),
+        ("deepspeed --num_gpus 1.5 t.py", "--num_gpus 1.5: expected a whole number"),
+        ("accelerate launch --num_processes 1e999 t.py", "--num_processes 1e999: expected"),
+        ("accelerate launch --num_machines 0 t.py", "--num_machines 0: at least 1 machine"),
+        ("accelerate launch --machine_rank -1 t.py", "--machine_rank -1: must be 0 or more"),
+        (
+            "trl vllm-serve --model m --data_parallel_size -1\ntorchrun t.py",
+            "--data_parallel_size -1: at least 1",
+        ),
+        (
+            "trl vllm-serve --model m --tensor-parallel-size 0.5\ntorchrun t.py",
+            "--tensor_parallel_size 0.5: expected a whole number",
+        ),
+    ],
+)
 def test_impossible_counts_are_input_errors(line, message):
     with pytest.raises(InputError, match=re.escape(message)):
         layout(line, config={"use_vllm": True, "vllm_mode": "server"})
@@ -218,13 +259,13 @@ def test_open_r1_train_slurm_two_training_nodes(tmp_path, monkeypatch):
     """open-r1's slurm/train.slurm (huggingface/open-r1@1416fa0cf21595d2083b399a2a0bbddd7f6e9563)
     on 3 nodes with vLLM: 2 train (16 processes), the last serves; its zero3.yaml is TRL's."""
     (tmp_path / "recipes" / "accelerate_configs").mkdir(parents=True)
-    shutil.copy(DATA / "deepspeed_zero3.yaml", tmp_path / "recipes" / "accelerate_configs" /
-                "zero3.yaml")
+    shutil.copy(DATA / "deepspeed_zero3.yaml", tmp_path / "recipes" / "accelerate_configs" / "zero3.yaml")
     recipe = tmp_path / "recipes" / "Qwen2.5-1.5B-Instruct" / "grpo"
     recipe.mkdir(parents=True)
     (recipe / "config_demo.yaml").write_text(  # the recipe's batch keys; server mode spelled
         "use_vllm: true\ngradient_accumulation_steps: 4\nnum_generations: 16\n"  # out (TRL's
-        "per_device_train_batch_size: 16\nvllm_mode: server\n")  # default of its era)
+        "per_device_train_batch_size: 16\nvllm_mode: server\n"
+    )  # default of its era)
     monkeypatch.chdir(tmp_path)
     launch = (
         "srun --nodes=1 --ntasks=1 --nodelist=ip-c trl vllm-serve --model Qwen/Qwen2.5-1.5B-Instruct"
@@ -234,7 +275,8 @@ def test_open_r1_train_slurm_two_training_nodes(tmp_path, monkeypatch):
         "recipes/accelerate_configs/zero3.yaml --gradient_accumulation_steps 4 --num_machines 2 "
         "--num_processes 16 --main_process_ip ip-a --main_process_port 6000 --machine_rank "
         "$SLURM_PROCID --rdzv_backend=c10d --max_restarts 1 --tee 3 src/open_r1/grpo.py --config "
-        "recipes/Qwen2.5-1.5B-Instruct/grpo/config_demo.yaml --vllm_server_host=ip-c'")
+        "recipes/Qwen2.5-1.5B-Instruct/grpo/config_demo.yaml --vllm_server_host=ip-c'"
+    )
     lay = layout(launch)
     assert (lay.num_processes, lay.num_machines, lay.world_size) == (8, 2, 16)
     assert lay.generation_mode == "server" and lay.server.source == "srun"

@@ -8,8 +8,10 @@ from hypothesis import strategies as st
 from envdoctor.facts.interface import Gpu
 from envdoctor.plan.visible_devices import cuda_order, resolve_visible
 
-GPUS = [Gpu(index=i, uuid=f"GPU-{i}abc-0000", name="H100", compute_capability="9.0",
-            memory_total_mib=81559) for i in range(4)]
+GPUS = [
+    Gpu(index=i, uuid=f"GPU-{i}abc-0000", name="H100", compute_capability="9.0", memory_total_mib=81559)
+    for i in range(4)
+]
 
 
 def test_unset_is_all():
@@ -45,8 +47,10 @@ def test_mig_ids():
 
 
 def test_fastest_first_differs_from_pci_order_on_mixed_gpus():
-    mixed = [Gpu(index=0, name="T4", compute_capability="7.5", memory_total_mib=15360),
-             Gpu(index=1, name="A100", compute_capability="8.0", memory_total_mib=40960)]
+    mixed = [
+        Gpu(index=0, name="T4", compute_capability="7.5", memory_total_mib=15360),
+        Gpu(index=1, name="A100", compute_capability="8.0", memory_total_mib=40960),
+    ]
     assert [g.index for g in cuda_order(mixed, None)] == [1, 0]
     assert [g.index for g in cuda_order(mixed, "PCI_BUS_ID")] == [0, 1]
     assert resolve_visible("0", mixed).gpus == [1]

@@ -37,12 +37,25 @@ def main() -> None:
     if os.environ.get("FAKE_TRAINER") == "hang":
         print("ENVDOCTOR_PHASE rank=0 sync_start", file=sys.stderr, flush=True)
         time.sleep(600)
-    result = {**base, "ok": True, "finished": True, "step_s": 0.01, "loss": 0.0,
-              "loss_finite": True, "device": "cpu", "n_gpu": 0, "wrapper": "Qwen2ForCausalLM",
-              "data_parallel": False, "param_devices": ["cpu"], "grad_devices": ["cpu"],
-              "optimizer_state_devices": ["cpu"], "sync_calls": 1, "spec_vllm": vllm,
-              "phases": {"trainer_init": round(time.perf_counter() - t0, 3), "sync": 0.01,
-                         "steps": 0.02}, "t_end": time.time()}
+    result = {
+        **base,
+        "ok": True,
+        "finished": True,
+        "step_s": 0.01,
+        "loss": 0.0,
+        "loss_finite": True,
+        "device": "cpu",
+        "n_gpu": 0,
+        "wrapper": "Qwen2ForCausalLM",
+        "data_parallel": False,
+        "param_devices": ["cpu"],
+        "grad_devices": ["cpu"],
+        "optimizer_state_devices": ["cpu"],
+        "sync_calls": 1,
+        "spec_vllm": vllm,
+        "phases": {"trainer_init": round(time.perf_counter() - t0, 3), "sync": 0.01, "steps": 0.02},
+        "t_end": time.time(),
+    }
     Path(out, "rank0.json").write_text(json.dumps(result))
 
 

@@ -25,12 +25,14 @@ FREE_MEMORY = (
     "    raise ValueError(\n"
     "ValueError: Free memory on device cuda:0 (28.77/139.8 GiB) on startup is less than desired "
     "GPU memory utilization (0.9, 125.82 GiB). Decrease GPU memory utilization or reduce GPU "
-    "memory used by other processes.\n")
+    "memory used by other processes.\n"
+)
 FLASHINFER = (
     "Traceback (most recent call last):\n"
     '  File "/tmp/vsite/vllm/v1/sample/ops/topk_topp_sampler.py", line 20, in <module>\n'
     "    import flashinfer.sampling\n"
-    "ModuleNotFoundError: No module named 'flashinfer'\n")
+    "ModuleNotFoundError: No module named 'flashinfer'\n"
+)
 
 
 def _arg(name: str, default: str) -> str:
@@ -58,11 +60,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    info = {"argv": sys.argv[1:], "pid": os.getpid(), "pgid": os.getpgid(0),
-            "env_cvd": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    info = {
+        "argv": sys.argv[1:],
+        "pid": os.getpid(),
+        "pgid": os.getpgid(0),
+        "env_cvd": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
     if MODE == "stubborn":  # an engine child that ignores SIGTERM, like a stuck EngineCore
-        child = subprocess.Popen([sys.executable, "-c", "import signal,time; "
-                                  "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"])
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)",
+            ]
+        )
         info["child"] = child.pid
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     (RECORD / f"server-{os.getpid()}.json").write_text(json.dumps(info))
@@ -80,12 +91,15 @@ def main() -> None:
     if MODE == "duplicate":  # healthy, then NCCL refuses the weight-sync group (NCCL_DEBUG=WARN)
         import threading
 
-        threading.Timer(1.0, lambda: print(
-            "host:913:1201 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 "
-            f"both on CUDA device 40 (NCCL_DEBUG={os.environ.get('NCCL_DEBUG')})",
-            flush=True)).start()
-    server = http.server.HTTPServer((_arg("--host", "127.0.0.1"), int(_arg("--port", "8000"))),
-                                    Handler)
+        threading.Timer(
+            1.0,
+            lambda: print(
+                "host:913:1201 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 "
+                f"both on CUDA device 40 (NCCL_DEBUG={os.environ.get('NCCL_DEBUG')})",
+                flush=True,
+            ),
+        ).start()
+    server = http.server.HTTPServer((_arg("--host", "127.0.0.1"), int(_arg("--port", "8000"))), Handler)
     server.serve_forever()
 
 

@@ -31,7 +31,7 @@ def _stat(pid: int) -> tuple[int, int] | None:
         raw = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
-    fields = raw[raw.rindex(")") + 2:].split()  # the name in parentheses may hold spaces
+    fields = raw[raw.rindex(")") + 2 :].split()  # the name in parentheses may hold spaces
     if fields[0] in ("Z", "X"):
         return None
     return int(fields[1]), int(fields[19])
@@ -76,8 +76,7 @@ def left_behind(marker: Path | str, seen: list[Proc] = ()) -> list[Proc]:
     and those of ``seen`` (e.g. ``descendants`` taken while the probe ran) that still run."""
     mark = str(marker)
     procs = processes()
-    out = {p.pid: p for p in procs.values()
-           if mark in p.cmdline or mark in _read(p.pid, "environ")}
+    out = {p.pid: p for p in procs.values() if mark in p.cmdline or mark in _read(p.pid, "environ")}
     for p in seen:
         now = procs.get(p.pid)
         if now is not None and now.start == p.start:

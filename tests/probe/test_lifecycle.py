@@ -38,8 +38,9 @@ def test_ctrl_c_while_waiting_for_the_model_writer_ends_the_writer(probe_tmp, mo
 
     class StillWriting:
         def __init__(self, model, folder, python, env, timeout_s) -> None:
-            self.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
-                                         env=env, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(120)"], env=env, start_new_session=True
+            )
             started.append(self.proc)
 
         def wait(self) -> dict:
@@ -50,8 +51,7 @@ def test_ctrl_c_while_waiting_for_the_model_writer_ends_the_writer(probe_tmp, mo
 
     monkeypatch.setattr("envdoctor.probe.staging.ModelWriter", StillWriting)
     model = ProbeModel(source="config.json", config={"model_type": "llama"}, name="user/model")
-    r = run_probe(ProbeSpec(launcher=[sys.executable], model=model, use_vllm=True,
-                            vllm_mode="server"))
+    r = run_probe(ProbeSpec(launcher=[sys.executable], model=model, use_vllm=True, vllm_mode="server"))
     left = left_behind(probe_tmp)
     kill_all(left)
     assert r.status == "interrupted" and "PRB006" in {f.rule for f in r.findings}

@@ -22,10 +22,13 @@ def _gpus(n: int):
 
 def test_one_rank_on_gpu0_proves_isolation():
     gpus = _gpus(2)
-    spec = ProbeSpec(launcher=[sys.executable], env={"CUDA_VISIBLE_DEVICES": "0",
-                                                     "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
-                     rank_gpus={0: 0}, generation_gpus=[1],
-                     gpu_uuids={g.index: g.uuid for g in gpus})
+    spec = ProbeSpec(
+        launcher=[sys.executable],
+        env={"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+        rank_gpus={0: 0},
+        generation_gpus=[1],
+        gpu_uuids={g.index: g.uuid for g in gpus},
+    )
     r = run_probe(spec)
     assert r.status == "pass", (r.findings, r.log_tail)
     assert r.isolation == "proved" and set(r.peak_mib) == {0}
@@ -35,8 +38,12 @@ def test_one_rank_on_gpu0_proves_isolation():
 def test_both_gpus_visible_to_one_process_is_caught():
     _gpus(2)
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    spec = ProbeSpec(launcher=[sys.executable], env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
-                     rank_gpus={0: 0}, generation_gpus=[1])
+    spec = ProbeSpec(
+        launcher=[sys.executable],
+        env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+        rank_gpus={0: 0},
+        generation_gpus=[1],
+    )
     os.environ.clear()
     os.environ.update(env)
     r = run_probe(spec)
@@ -48,9 +55,12 @@ def test_one_gpu_step_then_a_real_oom_leave_nothing_behind():
     from dataclasses import replace
 
     gpus = _gpus(1)
-    spec = ProbeSpec(launcher=[sys.executable], env={"CUDA_VISIBLE_DEVICES": "0",
-                                                     "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
-                     rank_gpus={0: 0}, gpu_uuids={g.index: g.uuid for g in gpus})
+    spec = ProbeSpec(
+        launcher=[sys.executable],
+        env={"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+        rank_gpus={0: 0},
+        gpu_uuids={g.index: g.uuid for g in gpus},
+    )
     r = run_probe(spec)
     assert r.status == "pass", (r.findings, r.log_tail)
     rank = r.ranks[0]
@@ -75,11 +85,18 @@ def test_colocate_generates_through_vllm_and_leaves_nothing():
     """As measured on one H100 (docs/validation/probe-vllm-h100.md)."""
     _vllm()
     _gpus(1)
-    spec = ProbeSpec(launcher=[sys.executable], env={"CUDA_VISIBLE_DEVICES": "0"},
-                     rank_gpus={0: 0}, use_vllm=True, vllm_mode="colocate",
-                     vllm={"vllm_gpu_memory_utilization": 0.3, "vllm_max_model_length": 256},
-                     trainer_visible=[0], per_device_train_batch_size=4, num_generations=4,
-                     timeout_s=300)
+    spec = ProbeSpec(
+        launcher=[sys.executable],
+        env={"CUDA_VISIBLE_DEVICES": "0"},
+        rank_gpus={0: 0},
+        use_vllm=True,
+        vllm_mode="colocate",
+        vllm={"vllm_gpu_memory_utilization": 0.3, "vllm_max_model_length": 256},
+        trainer_visible=[0],
+        per_device_train_batch_size=4,
+        num_generations=4,
+        timeout_s=300,
+    )
     r = run_probe(spec)
     assert r.status == "pass", (r.findings, r.log_tail)
     assert r.ranks[0]["sync_calls"] >= 1 and r.ranks[0]["vllm_generate_calls"] >= 1
@@ -92,12 +109,21 @@ def test_server_split_syncs_weights_over_nccl():
 
     _vllm()
     _gpus(2)
-    server = parse_launch("CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m "
-                          "--gpu_memory_utilization 0.3")
-    spec = ProbeSpec(launcher=[sys.executable], env={"CUDA_VISIBLE_DEVICES": "0"},
-                     rank_gpus={0: 0}, generation_gpus=[1], use_vllm=True, vllm_mode="server",
-                     server_launch=server, server_visible=[1], trainer_visible=[0],
-                     per_device_train_batch_size=4, num_generations=4, timeout_s=300)
+    server = parse_launch("CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m --gpu_memory_utilization 0.3")
+    spec = ProbeSpec(
+        launcher=[sys.executable],
+        env={"CUDA_VISIBLE_DEVICES": "0"},
+        rank_gpus={0: 0},
+        generation_gpus=[1],
+        use_vllm=True,
+        vllm_mode="server",
+        server_launch=server,
+        server_visible=[1],
+        trainer_visible=[0],
+        per_device_train_batch_size=4,
+        num_generations=4,
+        timeout_s=300,
+    )
     r = run_probe(spec)
     assert r.status == "pass", (r.findings, r.server.get("log_tail"), r.log_tail)
     assert r.ranks[0]["sync_calls"] >= 1 and set(r.server["peak_mib"]) == {1}

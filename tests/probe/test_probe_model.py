@@ -18,21 +18,52 @@ from tests.memory.configs import QWEN3_06B, QWEN3_30B_A3B, QWEN25_05B
 
 #: Qwen/Qwen2.5-0.5B-Instruct's config.json as published (every key)
 QWEN25_05B_FULL = {
-    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
-    "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
-    "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 21,
-    "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24,
-    "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
-    "sliding_window": 32768, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
-    "transformers_version": "4.43.1", "use_cache": True, "use_sliding_window": False,
-    "vocab_size": 151936}
+    "architectures": ["Qwen2ForCausalLM"],
+    "attention_dropout": 0.0,
+    "bos_token_id": 151643,
+    "eos_token_id": 151645,
+    "hidden_act": "silu",
+    "hidden_size": 896,
+    "initializer_range": 0.02,
+    "intermediate_size": 4864,
+    "max_position_embeddings": 32768,
+    "max_window_layers": 21,
+    "model_type": "qwen2",
+    "num_attention_heads": 14,
+    "num_hidden_layers": 24,
+    "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "sliding_window": 32768,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.43.1",
+    "use_cache": True,
+    "use_sliding_window": False,
+    "vocab_size": 151936,
+}
 LLAMA32_1B = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
-    "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
-    "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256, "tie_word_embeddings": True,
-    "max_position_embeddings": 131072, "rope_theta": 500000.0, "torch_dtype": "bfloat16",
-    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
-                     "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 2048,
+    "intermediate_size": 8192,
+    "num_hidden_layers": 16,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "vocab_size": 128256,
+    "tie_word_embeddings": True,
+    "max_position_embeddings": 131072,
+    "rope_theta": 500000.0,
+    "torch_dtype": "bfloat16",
+    "rope_scaling": {
+        "factor": 32.0,
+        "high_freq_factor": 4.0,
+        "low_freq_factor": 1.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
+}
 
 
 def _cache(tmp_path: Path, repo: str, config: dict, tokenizer: bool = False) -> dict[str, str]:
@@ -53,9 +84,20 @@ def test_a_cached_qwen25_config_gives_a_probe_model_of_its_shape(tmp_path):
     model = choose("Qwen/Qwen2.5-0.5B-Instruct", env)
     assert model.faithful and model.source.endswith("config.json")
     cfg = model.config
-    for key in ("architectures", "model_type", "hidden_size", "num_attention_heads",
-                "num_key_value_heads", "vocab_size", "max_position_embeddings", "rope_theta",
-                "tie_word_embeddings", "torch_dtype", "intermediate_size", "sliding_window"):
+    for key in (
+        "architectures",
+        "model_type",
+        "hidden_size",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "vocab_size",
+        "max_position_embeddings",
+        "rope_theta",
+        "tie_word_embeddings",
+        "torch_dtype",
+        "intermediate_size",
+        "sliding_window",
+    ):
         assert cfg[key] == QWEN25_05B_FULL[key], key
     assert cfg["num_hidden_layers"] == 2 and cfg["max_window_layers"] == 2
     assert model.tokenizer_dir is not None
@@ -80,23 +122,38 @@ def test_moe_keeps_top_k_experts_and_says_so():
 
 
 def test_layer_kinds_are_all_kept_and_vision_towers_cut():
-    hybrid = {**QWEN25_05B, "num_hidden_layers": 8,
-              "layer_types": ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"]
-              * 3 + ["full_attention"]}
+    hybrid = {
+        **QWEN25_05B,
+        "num_hidden_layers": 8,
+        "layer_types": ["linear_attention"] * 3
+        + ["full_attention"]
+        + ["linear_attention"] * 3
+        + ["full_attention"],
+    }
     cfg, _ = reduce_config(hybrid)
     assert set(cfg["layer_types"]) == {"linear_attention", "full_attention"}
     assert cfg["num_hidden_layers"] == len(cfg["layer_types"]) == 2
-    vl = {**QWEN25_05B, "architectures": ["Qwen2_5_VLForConditionalGeneration"],
-          "vision_config": {"depth": 32, "hidden_size": 1280, "fullatt_block_indexes": [7, 15]}}
+    vl = {
+        **QWEN25_05B,
+        "architectures": ["Qwen2_5_VLForConditionalGeneration"],
+        "vision_config": {"depth": 32, "hidden_size": 1280, "fullatt_block_indexes": [7, 15]},
+    }
     cfg, notes = reduce_config(vl)
     assert cfg["vision_config"]["depth"] == 1 and cfg["vision_config"]["hidden_size"] == 1280
     assert "vision tower: 1 of 32 blocks" in notes
 
 
 def test_a_huge_mlp_is_narrowed_but_never_the_attention_or_vocabulary():
-    big = {**QWEN25_05B, "hidden_size": 8192, "intermediate_size": 29568, "vocab_size": 152064,
-           "num_attention_heads": 64, "num_key_value_heads": 8, "num_hidden_layers": 80,
-           "tie_word_embeddings": False}
+    big = {
+        **QWEN25_05B,
+        "hidden_size": 8192,
+        "intermediate_size": 29568,
+        "vocab_size": 152064,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 80,
+        "tie_word_embeddings": False,
+    }
     cfg, notes = reduce_config(big)
     assert cfg["intermediate_size"] == 8192 and cfg["hidden_size"] == 8192
     assert cfg["vocab_size"] == 152064 and cfg["num_attention_heads"] == 64
@@ -131,33 +188,54 @@ def test_the_model_name_comes_from_the_config_then_the_launch_lines():
 @pytest.mark.probe
 def test_the_writer_builds_random_weights_transformers_loads_at_the_users_width(tmp_path):
     pytest.importorskip("transformers")
-    shaped = {**QWEN25_05B_FULL, "hidden_size": 128, "intermediate_size": 256,
-              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
+    shaped = {
+        **QWEN25_05B_FULL,
+        "hidden_size": 128,
+        "intermediate_size": 256,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 1000,
+    }
     env = _cache(tmp_path, "org/small", shaped)
     model = choose("org/small", env)
     folder = tmp_path / "probe" / "model"
-    info = ModelWriter(model, folder, sys.executable,
-                       {**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout_s=300).wait()
+    info = ModelWriter(
+        model, folder, sys.executable, {**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout_s=300
+    ).wait()
     assert info["class"] == "Qwen2ForCausalLM" and info["dtype"] == "bfloat16"
-    out = subprocess.run([sys.executable, "-c", (
-        "import json,sys,transformers as t;"
-        f"m=t.AutoModelForCausalLM.from_pretrained({str(folder)!r});"
-        f"k=t.AutoTokenizer.from_pretrained({str(folder)!r});"
-        "print(json.dumps([m.config.num_hidden_layers,m.config.hidden_size,"
-        "m.config.vocab_size,len(k('the cat')['input_ids']),m.config.eos_token_id]))")],
-        capture_output=True, text=True, timeout=300, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import json,sys,transformers as t;"
+                f"m=t.AutoModelForCausalLM.from_pretrained({str(folder)!r});"
+                f"k=t.AutoTokenizer.from_pretrained({str(folder)!r});"
+                "print(json.dumps([m.config.num_hidden_layers,m.config.hidden_size,"
+                "m.config.vocab_size,len(k('the cat')['input_ids']),m.config.eos_token_id]))"
+            ),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     layers, hidden, vocab, n_tokens, eos = json.loads(out.stdout.strip().splitlines()[-1])
     assert (layers, hidden, vocab) == (2, 128, 1000)
     assert n_tokens == 7 and eos == 256  # the byte-level tokenizer, and its EOS in the config
 
 
 def test_a_writer_failure_names_the_reason(tmp_path):
-    broken = {**QWEN25_05B, "model_type": "no_such_family_xyz",
-              "architectures": ["NoSuchForCausalLM"]}
+    broken = {**QWEN25_05B, "model_type": "no_such_family_xyz", "architectures": ["NoSuchForCausalLM"]}
     model = choose(str(_dir(tmp_path, broken)), {})
     with pytest.raises(RuntimeError, match="could not build it|exited"):
-        ModelWriter(model, tmp_path / "out" / "model", sys.executable,
-                    {**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout_s=300).wait()
+        ModelWriter(
+            model,
+            tmp_path / "out" / "model",
+            sys.executable,
+            {**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+            timeout_s=300,
+        ).wait()
 
 
 def _dir(tmp_path: Path, config: dict) -> Path:
@@ -176,21 +254,42 @@ def test_check_probe_on_the_cpu_runs_the_users_shape_and_says_the_proof_needs_vl
 
     env = _cache(tmp_path, "Qwen/Qwen2.5-0.5B-Instruct", QWEN25_05B_FULL)
     cfg = tmp_path / "grpo.yaml"
-    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\nuse_vllm: false\n"
-                   "per_device_train_batch_size: 2\nnum_generations: 2\n")
+    cfg.write_text(
+        "model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\nuse_vllm: false\n"
+        "per_device_train_batch_size: 2\nnum_generations: 2\n"
+    )
     bin_dir = os.path.dirname(sys.executable)
-    r = run_cli("check", "--probe", "--probe-timeout", "600", "--config", str(cfg), "--format",
-                "json", "--", "python", "train.py", cwd=tmp_path,
-                env={**env, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")},
-                timeout=900)
+    r = run_cli(
+        "check",
+        "--probe",
+        "--probe-timeout",
+        "600",
+        "--config",
+        str(cfg),
+        "--format",
+        "json",
+        "--",
+        "python",
+        "train.py",
+        cwd=tmp_path,
+        env={**env, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")},
+        timeout=900,
+    )
     report = json.loads(r.stdout)
     probe = report["probe"]
     assert probe["status"] == "pass", r.stdout[-3000:]
     model = probe["model"]
     assert model["ran"] == "the user's shape" and model["architecture"] == "Qwen2ForCausalLM"
-    assert (model["hidden_size"], model["num_attention_heads"], model["kv_heads"],
-            model["head_dim"], model["vocab_size"], model["max_position_embeddings"],
-            model["layers"], model["user_layers"]) == (896, 14, 2, 64, 151936, 32768, 2, 24)
+    assert (
+        model["hidden_size"],
+        model["num_attention_heads"],
+        model["kv_heads"],
+        model["head_dim"],
+        model["vocab_size"],
+        model["max_position_embeddings"],
+        model["layers"],
+        model["user_layers"],
+    ) == (896, 14, 2, 64, 151936, 32768, 2, 24)
     assert model["writer"]["class"] == "Qwen2ForCausalLM"
     assert probe["weight_sync"]["checked"] is False
     assert "needs vLLM" in probe["weight_sync"]["reason"]

@@ -44,8 +44,7 @@ def test_real_step_on_cpu_passes():
 
 
 def test_two_ranks_under_torchrun_on_cpu():
-    r = run_probe(ProbeSpec(launcher=TORCHRUN + ["--nproc_per_node", "2"],
-                            rank_gpus={0: None, 1: None}))
+    r = run_probe(ProbeSpec(launcher=TORCHRUN + ["--nproc_per_node", "2"], rank_gpus={0: None, 1: None}))
     assert r.status == "pass", (r.findings, r.log_tail)
     assert sorted(r.ranks) == [0, 1] and all(d["world_size"] == 2 for d in r.ranks.values())
     assert r.leftover_pids == [] and r.temp_dir_removed
@@ -67,8 +66,9 @@ def test_hang_hits_the_limit_and_ends_the_group(probe_tmp):
 
 
 def test_hang_in_a_collective_under_torchrun(probe_tmp):
-    r = run_probe(ProbeSpec(launcher=TORCHRUN + ["--nproc_per_node", "2"], fault="hang_collective",
-                            timeout_s=12))
+    r = run_probe(
+        ProbeSpec(launcher=TORCHRUN + ["--nproc_per_node", "2"], fault="hang_collective", timeout_s=12)
+    )
     assert r.status == "timeout" and "PRB006" in _rules(r)
     assert r.leftover_pids == [] and r.temp_dir_removed and left_behind(probe_tmp) == []
 
@@ -92,13 +92,15 @@ def test_the_leftover_check_is_this_tests_and_reads_whole_command_lines(tmp_path
     temp dir (another probe on the machine) is not."""
     other = tmp_path / "other"
     sleeper = "import time; time.sleep(120)  # " + "x" * 200
-    spawn = ("import os, subprocess, sys\n"
-             "def start(*extra, **env):\n"
-             f"    subprocess.Popen([sys.executable, '-c', {sleeper!r}, *extra],"
-             " start_new_session=True, env={'PATH': os.environ['PATH'], **env})\n"
-             f"start(TMPDIR={str(probe_tmp)!r})\n"
-             f"start({str(probe_tmp / 'spec.json')!r})\n"
-             f"start(TMPDIR={str(other)!r})\n")
+    spawn = (
+        "import os, subprocess, sys\n"
+        "def start(*extra, **env):\n"
+        f"    subprocess.Popen([sys.executable, '-c', {sleeper!r}, *extra],"
+        " start_new_session=True, env={'PATH': os.environ['PATH'], **env})\n"
+        f"start(TMPDIR={str(probe_tmp)!r})\n"
+        f"start({str(probe_tmp / 'spec.json')!r})\n"
+        f"start(TMPDIR={str(other)!r})\n"
+    )
     subprocess.run([sys.executable, "-c", spawn], check=True, timeout=60)
     left, elsewhere = left_behind(probe_tmp), left_behind(other)
     kill_all(left + elsewhere)
@@ -158,13 +160,19 @@ def test_missing_launcher():
 
 
 def test_sigterm_to_envdoctor_ends_the_probe_and_cleans_up(probe_tmp):
-    code = ("import sys, json\n"
-            "from envdoctor.probe.runner import ProbeSpec, run_probe\n"
-            "r = run_probe(ProbeSpec(launcher=[sys.executable], fault='hang', timeout_s=120))\n"
-            "print(json.dumps({'status': r.status, 'left': r.leftover_pids, "
-            "'removed': r.temp_dir_removed}))\n")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parents[2])  # TMPDIR: probe_tmp
+    code = (
+        "import sys, json\n"
+        "from envdoctor.probe.runner import ProbeSpec, run_probe\n"
+        "r = run_probe(ProbeSpec(launcher=[sys.executable], fault='hang', timeout_s=120))\n"
+        "print(json.dumps({'status': r.status, 'left': r.leftover_pids, "
+        "'removed': r.temp_dir_removed}))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )  # TMPDIR: probe_tmp
     try:
         tree = _wait_for_worker(proc)
         proc.send_signal(signal.SIGTERM)
@@ -189,35 +197,69 @@ def _wait_for_worker(proc: subprocess.Popen, limit_s: float = 90) -> list:
     pytest.fail(f"the probe's worker did not start within {limit_s} s (exit {proc.poll()})")
 
 
-@pytest.mark.parametrize("text, rule", [
-    ("ValueError: GRPOTrainer does not support `nn.DataParallel`, which `Trainer` uses when "
-     "several GPUs are visible to a single process.", "LAY003"),  # triage's id, one per failure
-    ("ValueError: The requested device for vllm (cuda:4) is not available. You are likely using "
-     "vLLM without restricting the number of GPUs for training.", "LAY002"),
-    ("RuntimeError: Expected all tensors to be on the same device, but found at least two "
-     "devices, cuda:1 and cuda:0!", "PRB010"),
-    ("RuntimeError: The size of tensor a (1034) must match the size of tensor b (1035) at "
-     "non-singleton dimension 2", "PKG002"),
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 780.00 MiB. GPU 3 has a total "
-     "capacity of 23.69 GiB of which 698.00 MiB is free.", "PRB007"),
-    ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
-     "unhandled system error", "TRI002"),
-    ("ModuleNotFoundError: No module named 'trl'", "PRB009"),
-    ("ValueError: The global train batch size (2 x 4) must be evenly divisible by the number of "
-     "generations per prompt (3). Given the current train batch size, the valid values for the "
-     "number of generations are: [2, 4, 8].", "CFG002"),  # TRL 0.15
-    ("ValueError: generation_batch_size (4) must be divisible by num_generations (3).",
-     "CFG002"),  # TRL 1.16
-    ("ModuleNotFoundError: No module named 'transformers.models'", "PRB009"),
-    ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 23.69 GiB total "
-     "capacity; 20.10 GiB already allocated; 698.00 MiB free; 21.00 GiB reserved in total by "
-     "PyTorch)", "PRB007"),
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 TiB. GPU 3 has a "
-     "total capacity of 79.19 GiB of which 698.00 MiB is free.", "PRB007"),
-    ("[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: "
-     "WorkNCCL(SeqNum=3, OpType=ALLREDUCE) ran for 1800000 milliseconds before timing out.",
-     "TRI002"),
-])
+@pytest.mark.parametrize(
+    "text, rule",
+    [
+        (
+            "ValueError: GRPOTrainer does not support `nn.DataParallel`, which `Trainer` uses when "
+            "several GPUs are visible to a single process.",
+            "LAY003",
+        ),  # triage's id, one per failure
+        (
+            "ValueError: The requested device for vllm (cuda:4) is not available. You are likely using "
+            "vLLM without restricting the number of GPUs for training.",
+            "LAY002",
+        ),
+        (
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+            "devices, cuda:1 and cuda:0!",
+            "PRB010",
+        ),
+        (
+            "RuntimeError: The size of tensor a (1034) must match the size of tensor b (1035) at "
+            "non-singleton dimension 2",
+            "PKG002",
+        ),
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 780.00 MiB. GPU 3 has a total "
+            "capacity of 23.69 GiB of which 698.00 MiB is free.",
+            "PRB007",
+        ),
+        (
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+            "unhandled system error",
+            "TRI002",
+        ),
+        ("ModuleNotFoundError: No module named 'trl'", "PRB009"),
+        (
+            "ValueError: The global train batch size (2 x 4) must be evenly divisible by the number of "
+            "generations per prompt (3). Given the current train batch size, the valid values for the "
+            "number of generations are: [2, 4, 8].",
+            "CFG002",
+        ),  # TRL 0.15
+        (
+            "ValueError: generation_batch_size (4) must be divisible by num_generations (3).",
+            "CFG002",
+        ),  # TRL 1.16
+        ("ModuleNotFoundError: No module named 'transformers.models'", "PRB009"),
+        (
+            "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 23.69 GiB total "
+            "capacity; 20.10 GiB already allocated; 698.00 MiB free; 21.00 GiB reserved in total by "
+            "PyTorch)",
+            "PRB007",
+        ),
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 TiB. GPU 3 has a "
+            "total capacity of 79.19 GiB of which 698.00 MiB is free.",
+            "PRB007",
+        ),
+        (
+            "[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=3, OpType=ALLREDUCE) ran for 1800000 milliseconds before timing out.",
+            "TRI002",
+        ),
+    ],
+)
 def test_known_failures_are_classified(text, rule):
     found = classify(text)
     assert rule in {f.rule for f in found}
@@ -231,10 +273,12 @@ def test_a_failure_has_the_same_id_and_fix_in_the_probe_and_in_triage():
     triage's signatures and the known-failures catalogue."""
     from tests.triage.helpers import findings, scan_bytes
 
-    for text in ("ValueError: GRPOTrainer does not support `nn.DataParallel`, which `Trainer` uses "
-                 "when several GPUs are visible to a single process.",
-                 "ValueError: generation_batch_size (4) must be divisible by num_generations (3).",
-                 "ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params'"):
+    for text in (
+        "ValueError: GRPOTrainer does not support `nn.DataParallel`, which `Trainer` uses "
+        "when several GPUs are visible to a single process.",
+        "ValueError: generation_batch_size (4) must be divisible by num_generations (3).",
+        "ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params'",
+    ):
         probe = [(f.rule, f.fix) for f in classify(text)]
         triage = [(f.rule, f.fix) for f in findings(scan_bytes(text + "\n"))]
         assert probe and probe == triage, (probe, triage)
@@ -243,26 +287,39 @@ def test_a_failure_has_the_same_id_and_fix_in_the_probe_and_in_triage():
 def test_unknown_text_is_not_classified():
     assert classify("Traceback ...\nKeyError: 'foo'") == []
     # the warning torch prints at every exit without destroy_process_group is not an NCCL error
-    assert classify("[rank0]:[W1122 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group "
-                    "has NOT been destroyed before we destruct ProcessGroupNCCL.") == []
+    assert (
+        classify(
+            "[rank0]:[W1122 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group "
+            "has NOT been destroyed before we destruct ProcessGroupNCCL."
+        )
+        == []
+    )
 
 
 def test_oom_evidence_lists_the_other_processes():
-    text = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a "
-            "total capacity of 79.19 GiB of which 12.81 MiB is free. Process 812 has 61.40 GiB "
-            "memory in use. Process 901 has 17.70 GiB memory in use.")
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a "
+        "total capacity of 79.19 GiB of which 12.81 MiB is free. Process 812 has 61.40 GiB "
+        "memory in use. Process 901 has 17.70 GiB memory in use."
+    )
     (oom,) = classify(text)
     assert oom.rule == "PRB007" and oom.evidence["gpu"] == "1"
     assert [p["pid"] for p in oom.evidence["processes"]] == ["812", "901"]
     assert "pid 812 (61.40 GiB)" in oom.message
 
 
-@pytest.mark.parametrize("line, argv0, rest", [
-    ("torchrun --nproc_per_node 2 -m pkg.train --x 1", "torchrun", ["--nproc_per_node", "2"]),
-    ("accelerate launch --num_processes 3 train.py --lr 1", "accelerate",
-     ["launch", "--num_processes", "3"]),
-    ("python -m pkg.train", "python", []),
-])
+@pytest.mark.parametrize(
+    "line, argv0, rest",
+    [
+        ("torchrun --nproc_per_node 2 -m pkg.train --x 1", "torchrun", ["--nproc_per_node", "2"]),
+        (
+            "accelerate launch --num_processes 3 train.py --lr 1",
+            "accelerate",
+            ["launch", "--num_processes", "3"],
+        ),
+        ("python -m pkg.train", "python", []),
+    ],
+)
 def test_launcher_argv_drops_the_users_script(line, argv0, rest):
     argv = launcher_argv(parse_launch(line))
     assert os.path.basename(argv[0]).startswith(argv0) and argv[1:] == rest
@@ -271,16 +328,32 @@ def test_launcher_argv_drops_the_users_script(line, argv0, rest):
 def test_trl_refusal_and_dataparallel_are_one_finding_each():
     from envdoctor.probe.runner import ProbeResult, _judge
 
-    refusal = {"finished": True, "ok": False, "n_gpu": 2, "pid": 1, "error": {
-        "type": "ValueError", "message": "GRPOTrainer does not support `nn.DataParallel`, which "
-        "`Trainer` uses when several GPUs are visible to a single process."}}
+    refusal = {
+        "finished": True,
+        "ok": False,
+        "n_gpu": 2,
+        "pid": 1,
+        "error": {
+            "type": "ValueError",
+            "message": "GRPOTrainer does not support `nn.DataParallel`, which "
+            "`Trainer` uses when several GPUs are visible to a single process.",
+        },
+    }
     r = ProbeResult(status="ran", returncode=1, ranks={0: refusal})
     _judge(ProbeSpec(launcher=[]), r, None)
     assert [f.rule for f in r.findings if f.rule != "PRB008"] == ["LAY003"]  # triage's id
     assert r.status == "fail"
-    legacy = {"finished": True, "ok": True, "n_gpu": 2, "pid": 1, "data_parallel": True,
-              "wrapper": "DataParallel", "device": "cuda:0", "param_devices": ["cuda:0"],
-              "loss_finite": True}
+    legacy = {
+        "finished": True,
+        "ok": True,
+        "n_gpu": 2,
+        "pid": 1,
+        "data_parallel": True,
+        "wrapper": "DataParallel",
+        "device": "cuda:0",
+        "param_devices": ["cuda:0"],
+        "loss_finite": True,
+    }
     r = ProbeResult(status="ran", returncode=0, ranks={0: legacy})
     _judge(ProbeSpec(launcher=[]), r, None)
     assert [f.rule for f in r.findings if f.rule != "PRB008"] == ["PRB002"]
@@ -291,15 +364,23 @@ def test_trl_refusal_and_dataparallel_are_one_finding_each():
 def test_tensors_off_the_expected_device_and_non_finite_loss():
     from envdoctor.probe.runner import ProbeResult, _judge
 
-    rank = {"finished": True, "ok": True, "n_gpu": 1, "pid": 1, "device": "cuda:0",
-            "expected_device": "cuda:0", "param_devices": ["cuda:0"],
-            "grad_devices": ["cuda:0", "cuda:1"], "optimizer_state_devices": ["cuda:0"],
-            "loss": float("nan"), "loss_finite": False}
+    rank = {
+        "finished": True,
+        "ok": True,
+        "n_gpu": 1,
+        "pid": 1,
+        "device": "cuda:0",
+        "expected_device": "cuda:0",
+        "param_devices": ["cuda:0"],
+        "grad_devices": ["cuda:0", "cuda:1"],
+        "optimizer_state_devices": ["cuda:0"],
+        "loss": float("nan"),
+        "loss_finite": False,
+    }
     r = ProbeResult(status="ran", returncode=0, ranks={0: rank})
     _judge(ProbeSpec(launcher=[]), r, None)
     assert r.status == "fail" and {"PRB004", "PRB005"} <= _rules(r)
-    assert next(f for f in r.findings if f.rule == "PRB004").evidence["grad_devices"] == [
-        "cuda:0", "cuda:1"]
+    assert next(f for f in r.findings if f.rule == "PRB004").evidence["grad_devices"] == ["cuda:0", "cuda:1"]
 
 
 def test_no_isolation_verdict_without_a_planned_gpu_per_rank():
@@ -314,10 +395,8 @@ def test_no_isolation_verdict_without_a_planned_gpu_per_rank():
     assert [f.rule for f in r.findings] == ["PRB008"]
     r = ProbeResult(status="pass", ranks={0: {"pid": 42}})
     _judge_isolation(ProbeSpec(launcher=[], rank_gpus={0: 1}, generation_gpus=[0]), r, watch)
-    assert r.isolation == "violated" and "held 500 MiB on GPU 0 reserved for vLLM" in \
-        r.findings[0].message
-    assert r.isolation_offenders == [{"rank": 0, "pid": 42, "gpu": 0, "mib": 500,
-                                      "role": "generation"}]
+    assert r.isolation == "violated" and "held 500 MiB on GPU 0 reserved for vLLM" in r.findings[0].message
+    assert r.isolation_offenders == [{"rank": 0, "pid": 42, "gpu": 0, "mib": 500, "role": "generation"}]
 
 
 def test_isolation_roles_and_proof():
@@ -331,7 +410,9 @@ def test_isolation_roles_and_proof():
     r = ProbeResult(status="pass", ranks={0: {"pid": 10}, 1: {"pid": 11}})
     _judge_isolation(spec, r, watch)
     assert [(o["rank"], o["gpu"], o["role"]) for o in r.isolation_offenders] == [
-        (0, 1, "other rank's"), (1, 3, "idle")]
+        (0, 1, "other rank's"),
+        (1, 3, "idle"),
+    ]
     assert "rank 0, pid 10, held 1.9 GiB on GPU 1 of another rank" in r.isolation_detail
     assert r.peak_mib == {0: 900, 1: 1946, 3: 300}
     del watch.seen[(10, 1)], watch.seen[(11, 3)]
@@ -373,10 +454,16 @@ def test_a_rank_ended_by_the_launcher_after_another_failed_is_not_a_second_error
     """Seen on 2 × H200: TRL refused the batch shape on rank 0, torchrun ended rank 1."""
     from envdoctor.probe.runner import ProbeResult, _judge
 
-    err = {"type": "ValueError", "message": "generation_batch_size (6) must be divisible by "
-           "num_generations (4).", "traceback": ""}
-    r = ProbeResult(status="ran", returncode=1, ranks={
-        0: {"pid": 10, "finished": True, "error": err}, 1: {"pid": 11, "finished": False}})
+    err = {
+        "type": "ValueError",
+        "message": "generation_batch_size (6) must be divisible by num_generations (4).",
+        "traceback": "",
+    }
+    r = ProbeResult(
+        status="ran",
+        returncode=1,
+        ranks={0: {"pid": 10, "finished": True, "error": err}, 1: {"pid": 11, "finished": False}},
+    )
     _judge(ProbeSpec(launcher=[], rank_gpus={0: 0, 1: 1}), r, None)
     errors = [(f.rule, f.severity.value) for f in r.findings if f.severity.value == "error"]
     assert errors == [("CFG002", "error")]
@@ -401,22 +488,37 @@ def test_every_cache_location_points_into_the_temp_dir(tmp_path):
     from envdoctor.probe.runner import OFFLINE, private_dirs
 
     env = private_dirs(tmp_path)
-    for var in ("HF_HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME",
-                "XDG_CONFIG_HOME", "VLLM_CACHE_ROOT", "VLLM_CONFIG_ROOT",
-                "FLASHINFER_WORKSPACE_BASE", "CUDA_CACHE_PATH", "HUMMING_CACHE_DIR", "HUMMING_TMP_DIR"):
+    for var in (
+        "HF_HOME",
+        "TMPDIR",
+        "TRITON_CACHE_DIR",
+        "TORCHINDUCTOR_CACHE_DIR",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "VLLM_CACHE_ROOT",
+        "VLLM_CONFIG_ROOT",
+        "FLASHINFER_WORKSPACE_BASE",
+        "CUDA_CACHE_PATH",
+        "HUMMING_CACHE_DIR",
+        "HUMMING_TMP_DIR",
+    ):
         assert Path(env[var]).is_relative_to(tmp_path), var
     assert OFFLINE["VLLM_NO_USAGE_STATS"] == "1" and OFFLINE["HF_HUB_OFFLINE"] == "1"
 
 
 def test_a_probe_oom_gets_the_cause_and_fix_triage_gives_the_same_message():
-    held = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a "
-            "total capacity of 79.19 GiB of which 12.81 MiB is free. Process 812 has 61.40 GiB "
-            "memory in use. Process 901 has 17.70 GiB memory in use.")
+    held = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a "
+        "total capacity of 79.19 GiB of which 12.81 MiB is free. Process 812 has 61.40 GiB "
+        "memory in use. Process 901 has 17.70 GiB memory in use."
+    )
     (oom,) = classify(held)
     assert oom.evidence["cause"] == "other-process" and "stop them" in oom.fix
     assert "expandable_segments" not in oom.fix
-    big = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 TiB. GPU 3 has a "
-           "total capacity of 79.19 GiB of which 698.00 MiB is free.")
+    big = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 TiB. GPU 3 has a "
+        "total capacity of 79.19 GiB of which 698.00 MiB is free."
+    )
     (oom,) = classify(big)
     assert oom.evidence["cause"] == "capacity" and "gradient_checkpointing" in oom.fix
 

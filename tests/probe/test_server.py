@@ -42,9 +42,14 @@ def _alive(pid: int) -> bool:
 
 def _fake_launch(flags: str, env: dict[str, str] | None = None) -> Launch:
     args = flags.split()
-    return Launch(raw=f"trl vllm-serve {flags}", launcher="trl-vllm-serve", env=dict(env or {}),
-                  program=[sys.executable, FAKE_SERVER, "vllm-serve"],
-                  options=parse_script_args(args), script_args=args)
+    return Launch(
+        raw=f"trl vllm-serve {flags}",
+        launcher="trl-vllm-serve",
+        env=dict(env or {}),
+        program=[sys.executable, FAKE_SERVER, "vllm-serve"],
+        options=parse_script_args(args),
+        script_args=args,
+    )
 
 
 def _spec(record: Path, mode: str, monkeypatch, timeout_s: float = 30.0, **kw) -> ProbeSpec:
@@ -53,9 +58,15 @@ def _spec(record: Path, mode: str, monkeypatch, timeout_s: float = 30.0, **kw) -
     flags = kw.pop("flags", "--model Qwen/Qwen2.5-7B --gpu_memory_utilization 0.3 --port 8000")
     kw.setdefault("rank_gpus", {0: None})
     kw.setdefault("server_visible", [3])
-    return ProbeSpec(launcher=FAKE_TRAINER, timeout_s=timeout_s,
-                     use_vllm=True, vllm_mode="server", vllm={"vllm_group_port": 51216},
-                     server_launch=_fake_launch(flags, {"CUDA_VISIBLE_DEVICES": "3"}), **kw)
+    return ProbeSpec(
+        launcher=FAKE_TRAINER,
+        timeout_s=timeout_s,
+        use_vllm=True,
+        vllm_mode="server",
+        vllm={"vllm_group_port": 51216},
+        server_launch=_fake_launch(flags, {"CUDA_VISIBLE_DEVICES": "3"}),
+        **kw,
+    )
 
 
 def _servers(record: Path) -> list[dict]:
@@ -68,11 +79,14 @@ def _rules(result) -> set[str]:
 
 # --- the server line ---------------------------------------------------------------------------
 
+
 def test_trl_line_keeps_the_users_gpus_sizes_dtype_and_fraction_with_the_probes_model_and_port():
-    launch = parse_launch("CUDA_VISIBLE_DEVICES=1,2 trl vllm-serve --model Qwen/Qwen2.5-7B "
-                          "--tensor-parallel-size 2 --data_parallel_size 1 --gpu-memory-utilization"
-                          " 0.5 --dtype bfloat16 --port 8000 --host 0.0.0.0 --max_model_len 8192 "
-                          "--revision abc123 --enable_prefix_caching true")
+    launch = parse_launch(
+        "CUDA_VISIBLE_DEVICES=1,2 trl vllm-serve --model Qwen/Qwen2.5-7B "
+        "--tensor-parallel-size 2 --data_parallel_size 1 --gpu-memory-utilization"
+        " 0.5 --dtype bfloat16 --port 8000 --host 0.0.0.0 --max_model_len 8192 "
+        "--revision abc123 --enable_prefix_caching true"
+    )
     line = probe_server_line(launch, "/tmp/tiny", 40123, base_env={})
     argv = line.argv
     assert argv[1:4] == ["vllm-serve", "--model", "/tmp/tiny"]
@@ -88,10 +102,15 @@ def test_trl_line_keeps_the_users_gpus_sizes_dtype_and_fraction_with_the_probes_
 
 
 def test_a_model_of_the_users_shape_keeps_the_users_context_length():
-    launch = parse_launch("CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model Qwen/Qwen2.5-7B "
-                          "--max_model_len 8192")
-    pairs = dict(zip(*[iter(probe_server_line(launch, "/tmp/m", 1, base_env={},
-                                              faithful=True).argv[2:])] * 2, strict=False))
+    launch = parse_launch(
+        "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model Qwen/Qwen2.5-7B --max_model_len 8192"
+    )
+    pairs = dict(
+        zip(
+            *[iter(probe_server_line(launch, "/tmp/m", 1, base_env={}, faithful=True).argv[2:])] * 2,
+            strict=False,
+        )
+    )
     assert pairs["--max_model_len"] == "8192"  # the generic model is capped at its 2048
     plain = parse_launch("CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model Qwen/Qwen2.5-7B")
     argv = probe_server_line(plain, "/tmp/m", 1, base_env={}, faithful=True).argv
@@ -99,9 +118,11 @@ def test_a_model_of_the_users_shape_keeps_the_users_context_length():
 
 
 def test_vllm_serve_line_keeps_weight_transfer_and_dashes():
-    launch = parse_launch("VLLM_SERVER_DEV_MODE=1 CUDA_VISIBLE_DEVICES=2 vllm serve Qwen/Qwen3-0.6B "
-                          "--gpu-memory-utilization 0.4 --tensor-parallel-size 1 "
-                          "--weight-transfer-config '{\"backend\": \"nccl\"}' --enforce-eager")
+    launch = parse_launch(
+        "VLLM_SERVER_DEV_MODE=1 CUDA_VISIBLE_DEVICES=2 vllm serve Qwen/Qwen3-0.6B "
+        "--gpu-memory-utilization 0.4 --tensor-parallel-size 1 "
+        '--weight-transfer-config \'{"backend": "nccl"}\' --enforce-eager'
+    )
     line = probe_server_line(launch, "/tmp/tiny", 40124, fraction=0.06, base_env={})
     argv = line.argv
     assert argv[:3] == [argv[0], "serve", "/tmp/tiny"] and "Qwen/Qwen3-0.6B" not in argv
@@ -113,20 +134,21 @@ def test_vllm_serve_line_keeps_weight_transfer_and_dashes():
 
 
 def test_a_none_value_is_left_to_the_launchers_default():
-    line = probe_server_line(parse_launch("trl vllm-serve --model m --dtype none"), "/m", 1,
-                             base_env={})
+    line = probe_server_line(parse_launch("trl vllm-serve --model m --dtype none"), "/m", 1, base_env={})
     assert "--dtype" not in line.argv and "None" not in line.argv
 
 
 def test_default_fraction_is_vllms_and_a_bad_one_does_not_crash():
     line = probe_server_line(parse_launch("trl vllm-serve --model m"), "/m", 1, base_env={})
     assert line.fraction == 0.9
-    bad = probe_server_line(parse_launch("trl vllm-serve --model m --gpu_memory_utilization x"),
-                            "/m", 1, base_env={})
+    bad = probe_server_line(
+        parse_launch("trl vllm-serve --model m --gpu_memory_utilization x"), "/m", 1, base_env={}
+    )
     assert bad.fraction == 0.9
 
 
 # --- /health -----------------------------------------------------------------------------------
+
 
 def test_health_reads_a_loopback_server_and_refuses_other_hosts():
     class H(http.server.BaseHTTPRequestHandler):
@@ -154,10 +176,9 @@ def test_the_tiny_model_is_written_without_torch_and_reads_back(tmp_path):
     cfg = json.loads((out / "config.json").read_text())
     raw = (out / "model.safetensors").read_bytes()
     n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + n])
+    header = json.loads(raw[8 : 8 + n])
     shapes = {k: v["shape"] for k, v in header.items() if k != "__metadata__"}
-    size = sum(v["data_offsets"][1] - v["data_offsets"][0] for k, v in header.items()
-               if k != "__metadata__")
+    size = sum(v["data_offsets"][1] - v["data_offsets"][0] for k, v in header.items() if k != "__metadata__")
     assert len(raw) == 8 + n + size
     assert shapes["model.embed_tokens.weight"] == [cfg["vocab_size"], cfg["hidden_size"]]
     assert len([k for k in shapes if k.endswith("q_proj.weight")]) == cfg["num_hidden_layers"]
@@ -184,6 +205,7 @@ def test_the_tiny_model_loads_in_transformers(tmp_path):
 
 # --- the runner with a probe server ------------------------------------------------------------
 
+
 def test_healthy_server_and_trainer_start_together_and_end_together(tmp_path, monkeypatch):
     r = run_probe(_spec(tmp_path, "healthy", monkeypatch))
     assert r.status == "pass", (r.findings, r.log_tail, r.server.get("log_tail"))
@@ -203,8 +225,7 @@ def test_healthy_server_and_trainer_start_together_and_end_together(tmp_path, mo
     assert "probe vLLM server" in r.generation
 
 
-def test_server_refusing_memory_names_the_physical_gpu_and_ends_the_trainer(tmp_path,
-                                                                            monkeypatch):
+def test_server_refusing_memory_names_the_physical_gpu_and_ends_the_trainer(tmp_path, monkeypatch):
     start = time.monotonic()
     r = run_probe(_spec(tmp_path, "free_memory", monkeypatch))
     assert time.monotonic() - start < 25  # the trainer is not left waiting for the server
@@ -247,8 +268,7 @@ def test_weight_sync_that_never_forms_names_port_and_interface(tmp_path, monkeyp
     assert "network interface" in f.message and r.leftover_pids == []
 
 
-def test_trainer_on_the_servers_gpu_is_named_as_soon_as_nccl_refuses_the_group(tmp_path,
-                                                                               monkeypatch):
+def test_trainer_on_the_servers_gpu_is_named_as_soon_as_nccl_refuses_the_group(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_TRAINER", "hang")  # as seen on one H100: the trainer's init hangs
     monkeypatch.delenv("NCCL_DEBUG", raising=False)
     start = time.monotonic()
@@ -264,18 +284,24 @@ def test_trainer_on_the_servers_gpu_is_named_as_soon_as_nccl_refuses_the_group(t
 
 
 def test_sigterm_to_envdoctor_ends_server_and_trainer(tmp_path):
-    code = ("import json, sys\n"
-            "sys.path.insert(0, sys.argv[1])\n"
-            "from test_server import _fake_launch, FAKE_TRAINER\n"
-            "from envdoctor.probe.runner import ProbeSpec, run_probe\n"
-            "r = run_probe(ProbeSpec(launcher=FAKE_TRAINER, rank_gpus={0: None}, timeout_s=120,"
-            " use_vllm=True, vllm_mode='server', server_launch=_fake_launch('--port 1')))\n"
-            "print(json.dumps({'status': r.status, 'left': r.leftover_pids}))\n")
-    env = {**os.environ, "FAKE_VLLM": "hang", "FAKE_VLLM_RECORD": str(tmp_path),
-           "PYTHONPATH": os.pathsep.join([str(HERE.parent.parent), os.environ.get("PYTHONPATH",
-                                                                                  "")])}
-    proc = subprocess.Popen([sys.executable, "-c", code, str(HERE)], env=env,
-                            stdout=subprocess.PIPE, text=True)
+    code = (
+        "import json, sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from test_server import _fake_launch, FAKE_TRAINER\n"
+        "from envdoctor.probe.runner import ProbeSpec, run_probe\n"
+        "r = run_probe(ProbeSpec(launcher=FAKE_TRAINER, rank_gpus={0: None}, timeout_s=120,"
+        " use_vllm=True, vllm_mode='server', server_launch=_fake_launch('--port 1')))\n"
+        "print(json.dumps({'status': r.status, 'left': r.leftover_pids}))\n"
+    )
+    env = {
+        **os.environ,
+        "FAKE_VLLM": "hang",
+        "FAKE_VLLM_RECORD": str(tmp_path),
+        "PYTHONPATH": os.pathsep.join([str(HERE.parent.parent), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(HERE)], env=env, stdout=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 30
     while not list(tmp_path.glob("server-*.json")) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -293,9 +319,16 @@ def _user_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, int, Path]]
     user_record = tmp_path / "user"
     user_record.mkdir()
     port = free_port()
-    user = subprocess.Popen([sys.executable, FAKE_SERVER, "--port", str(port)],
-                            env={**os.environ, "FAKE_VLLM": "healthy", "FAKE_VLLM_DELAY": "0",
-                                 "FAKE_VLLM_RECORD": str(user_record)}, start_new_session=True)
+    user = subprocess.Popen(
+        [sys.executable, FAKE_SERVER, "--port", str(port)],
+        env={
+            **os.environ,
+            "FAKE_VLLM": "healthy",
+            "FAKE_VLLM_DELAY": "0",
+            "FAKE_VLLM_RECORD": str(user_record),
+        },
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 20
         while health("127.0.0.1", port) != 200 and time.monotonic() < deadline:
@@ -306,14 +339,19 @@ def _user_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, int, Path]]
         user.wait()
 
 
-def test_a_running_user_server_is_only_read_and_the_probe_server_starts_beside(tmp_path,
-                                                                               monkeypatch):
+def test_a_running_user_server_is_only_read_and_the_probe_server_starts_beside(tmp_path, monkeypatch):
     with _user_server(tmp_path) as (user, port, user_record):
         probe_record = tmp_path / "probe"
         probe_record.mkdir()
-        r = run_probe(_spec(probe_record, "healthy", monkeypatch,
-                            user_server=("127.0.0.1", port),
-                            flags=f"--model big --gpu_memory_utilization 0.9 --port {port}"))
+        r = run_probe(
+            _spec(
+                probe_record,
+                "healthy",
+                monkeypatch,
+                user_server=("127.0.0.1", port),
+                flags=f"--model big --gpu_memory_utilization 0.9 --port {port}",
+            )
+        )
         assert r.status == "pass", (r.findings, r.server.get("log_tail"))
         requests = (user_record / f"requests-{user.pid}.txt").read_text().splitlines()
         # one by this test's wait above, then the probe's before and after: GETs of /health only
@@ -328,8 +366,9 @@ def test_a_running_user_server_is_only_read_and_the_probe_server_starts_beside(t
 
 
 def test_no_server_line_in_server_mode_says_what_was_not_probed(monkeypatch):
-    spec = ProbeSpec(launcher=[sys.executable], rank_gpus={0: None}, use_vllm=True,
-                     vllm_mode="server", fault="exit")
+    spec = ProbeSpec(
+        launcher=[sys.executable], rank_gpus={0: None}, use_vllm=True, vllm_mode="server", fault="exit"
+    )
     r = run_probe(spec)
     (f,) = [x for x in r.findings if x.rule == "PRB016"]
     assert "trl vllm-serve" in f.message and r.generation == "the trainer's own generate()"
@@ -371,10 +410,12 @@ def test_holders_are_named_without_their_arguments(tmp_path, monkeypatch):
     from envdoctor.probe.watcher import GpuWatch
 
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    script = subprocess.Popen([sys.executable, FAKE_SERVER, "--port", "1", "--token=s3cret"],
-                              env={**os.environ, "FAKE_VLLM": "hang",
-                                   "FAKE_VLLM_RECORD": str(tmp_path)},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    script = subprocess.Popen(
+        [sys.executable, FAKE_SERVER, "--port", "1", "--token=s3cret"],
+        env={**os.environ, "FAKE_VLLM": "hang", "FAKE_VLLM_RECORD": str(tmp_path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         time.sleep(0.3)
         nvml = _FakeNvml([(holder.pid, 68264), (script.pid, 100)], free=10960)
@@ -394,15 +435,20 @@ def test_holders_are_named_without_their_arguments(tmp_path, monkeypatch):
             p.wait()
 
 
-def test_a_running_user_server_without_room_beside_it_is_not_probed_and_not_touched(
-        tmp_path, monkeypatch):
+def test_a_running_user_server_without_room_beside_it_is_not_probed_and_not_touched(tmp_path, monkeypatch):
     with _user_server(tmp_path) as (user, port, user_record):
         nvml = _FakeNvml([(user.pid, 72000)], free=2000)
         monkeypatch.setattr("envdoctor.probe.watcher.load_nvml", lambda: (nvml, None))
         probe_record = tmp_path / "probe"
         probe_record.mkdir()
-        spec = _spec(probe_record, "healthy", monkeypatch, user_server=("127.0.0.1", port),
-                     server_visible=[0], fault="exit")
+        spec = _spec(
+            probe_record,
+            "healthy",
+            monkeypatch,
+            user_server=("127.0.0.1", port),
+            server_visible=[0],
+            fault="exit",
+        )
         spec.launcher = [sys.executable]  # the real worker: it generates with its own generate()
         r = run_probe(spec)
         (f,) = [x for x in r.findings if x.rule == "PRB016"]
@@ -414,10 +460,19 @@ def test_a_running_user_server_without_room_beside_it_is_not_probed_and_not_touc
         assert r.user_server["processes_before"] == [(user.pid, 0, 72000)]
 
 
-@pytest.mark.parametrize("host, reached", [
-    ("0.0.0.0", "127.0.0.1"), ("::", "::1"), ("", "127.0.0.1"), ("localhost", "127.0.0.1"),
-    ("127.0.0.2", "127.0.0.2"), ("::1", "::1"), ("10.0.0.5", None), ("example.com", None),
-])
+@pytest.mark.parametrize(
+    "host, reached",
+    [
+        ("0.0.0.0", "127.0.0.1"),
+        ("::", "::1"),
+        ("", "127.0.0.1"),
+        ("localhost", "127.0.0.1"),
+        ("127.0.0.2", "127.0.0.2"),
+        ("::1", "::1"),
+        ("10.0.0.5", None),
+        ("example.com", None),
+    ],
+)
 def test_only_loopback_is_ever_reached(host, reached):
     from envdoctor.net_policy import LOOPBACK_ONLY
     from envdoctor.probe.server import health
@@ -431,10 +486,15 @@ def test_the_reported_engine_of_a_server_is_the_probe_servers_line():
     from envdoctor.probe.interface import ProbeSpec
     from envdoctor.probe.plan_vllm import engine_settings
 
-    launch = parse_launch("CUDA_VISIBLE_DEVICES=1,2 trl vllm-serve --model Qwen/Qwen2.5-7B "
-                          "--tensor_parallel_size 2 --gpu_memory_utilization 0.4 "
-                          "--max_model_len 4096")
+    launch = parse_launch(
+        "CUDA_VISIBLE_DEVICES=1,2 trl vllm-serve --model Qwen/Qwen2.5-7B "
+        "--tensor_parallel_size 2 --gpu_memory_utilization 0.4 "
+        "--max_model_len 4096"
+    )
     line = probe_server_line(launch, "/tmp/m", 1, base_env={}, faithful=True)
     out = engine_settings(ProbeSpec(launcher=["python"], vllm_mode="server"), {}, True, line)
-    assert (out["tensor_parallel_size"], out["gpu_memory_utilization"], out["max_model_len"]) == \
-        (2, 0.4, 4096)
+    assert (out["tensor_parallel_size"], out["gpu_memory_utilization"], out["max_model_len"]) == (
+        2,
+        0.4,
+        4096,
+    )

@@ -34,16 +34,22 @@ class FakeEngine:
         state = dict(self.trainer_model.named_parameters())
         names = list(state)
         if self.break_sync == "name-mapping":  # layer 0's tensors land in layer 1 and back
-            swap = {n: n.replace("layers.0.", "layers.X.").replace("layers.1.", "layers.0.")
-                    .replace("layers.X.", "layers.1.") for n in names}
+            swap = {
+                n: n.replace("layers.0.", "layers.X.")
+                .replace("layers.1.", "layers.0.")
+                .replace("layers.X.", "layers.1.")
+                for n in names
+            }
             state = {swap[n]: state[n] for n in names}
         with torch.no_grad():
             for name, p in self.engine.named_parameters():
                 p.copy_(state[name].to(p.dtype))
 
     def generate(self, prompts, images, num_generations):
-        self.seen = {k: getattr(self, k) for k in ("temperature", "top_p", "top_k",
-                                                    "max_completion_length", "logprobs")}
+        self.seen = {
+            k: getattr(self, k)
+            for k in ("temperature", "top_p", "top_k", "max_completion_length", "logprobs")
+        }
         gen = torch.Generator().manual_seed(0)
         completions, logprobs = [], []
         for prompt in prompts:
@@ -55,7 +61,7 @@ class FakeEngine:
                 tok = int(torch.multinomial(dist.exp(), 1, generator=gen))
                 ids.append(tok)
                 lps.append([float(dist[tok])])
-            completions.append(ids[len(prompt):])
+            completions.append(ids[len(prompt) :])
             logprobs.append(lps)
         return prompts, completions, logprobs, None
 
@@ -76,10 +82,16 @@ def parts():
     from envdoctor.probe.worker import word_tokenizer
 
     tok = word_tokenizer(sorted({w for p in sync_proof.PROMPTS for w in p.split()}))
-    config = transformers.Qwen2Config(vocab_size=64, hidden_size=64, intermediate_size=128,
-                                      num_hidden_layers=2, num_attention_heads=4,
-                                      num_key_value_heads=2, max_position_embeddings=128,
-                                      tie_word_embeddings=True)
+    config = transformers.Qwen2Config(
+        vocab_size=64,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     return tok, transformers.Qwen2ForCausalLM(config)
 
@@ -98,10 +110,14 @@ def test_a_working_sync_is_proved_and_trls_sampling_settings_are_restored(parts)
     out, engine = _prove(parts)
     assert out["checked"] and out["verdict"] == "proved", out
     assert out["move"] > 1.0 and out["mean_abs_diff_to_trainer"] < 0.2 * out["move"]
-    assert engine.seen == {"temperature": 1.0, "top_p": 1.0, "top_k": 0,
-                           "max_completion_length": sync_proof.NEW_TOKENS, "logprobs": 0}
-    assert (engine.temperature, engine.top_k, engine.generation_kwargs) == (0.7, 50,
-                                                                              {"stop": ["x"]})
+    assert engine.seen == {
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "top_k": 0,
+        "max_completion_length": sync_proof.NEW_TOKENS,
+        "logprobs": 0,
+    }
+    assert (engine.temperature, engine.top_k, engine.generation_kwargs) == (0.7, 50, {"stop": ["x"]})
 
 
 def test_a_sync_that_does_nothing_is_stale(parts):
@@ -144,19 +160,30 @@ def _judged(per_rank: dict, mode: str = "colocate", status: str = "pass"):
     from envdoctor.probe.runner import ProbeResult, ProbeSpec
     from envdoctor.probe.sync_judge import judge_sync
 
-    spec = ProbeSpec(launcher=["python"], use_vllm=mode != "off",
-                     vllm_mode=None if mode == "off" else mode)
-    result = ProbeResult(status=status, ranks={r: {"weight_sync": w, "finished": True}
-                                                for r, w in per_rank.items()})
+    spec = ProbeSpec(launcher=["python"], use_vllm=mode != "off", vllm_mode=None if mode == "off" else mode)
+    result = ProbeResult(
+        status=status, ranks={r: {"weight_sync": w, "finished": True} for r, w in per_rank.items()}
+    )
     judge_sync(spec, result)
     return result
 
 
 def test_a_stale_sync_on_any_rank_is_prb019_and_fails_the_probe():
-    proved = {"checked": True, "verdict": "proved", "mean_abs_diff_to_trainer": 0.04,
-              "mean_abs_diff_to_weights_before": 9.5, "move": 9.5, "tokens": 32, "path": "p"}
-    stale = {**proved, "verdict": "stale", "mean_abs_diff_to_trainer": 19.7,
-             "mean_abs_diff_to_weights_before": 0.004}
+    proved = {
+        "checked": True,
+        "verdict": "proved",
+        "mean_abs_diff_to_trainer": 0.04,
+        "mean_abs_diff_to_weights_before": 9.5,
+        "move": 9.5,
+        "tokens": 32,
+        "path": "p",
+    }
+    stale = {
+        **proved,
+        "verdict": "stale",
+        "mean_abs_diff_to_trainer": 19.7,
+        "mean_abs_diff_to_weights_before": 0.004,
+    }
     r = _judged({0: proved, 1: stale}, mode="server")
     (f,) = [x for x in r.findings if x.rule == "PRB019"]
     assert f.severity.name == "ERROR" and r.status == "fail"
@@ -166,11 +193,24 @@ def test_a_stale_sync_on_any_rank_is_prb019_and_fails_the_probe():
 
 
 def test_a_proved_sync_is_on_record_and_a_cpu_probe_says_the_proof_needs_vllm():
-    r = _judged({0: {"checked": True, "verdict": "proved", "move": 9.5, "tokens": 32,
-                     "mean_abs_diff_to_trainer": 0.04, "mean_abs_diff_to_weights_before": 9.5,
-                     "path": "colocate"}})
-    assert [x.rule for x in r.findings] == ["PRB012"] and "weight sync proved" in \
-        r.findings[0].message and r.status == "pass"
+    r = _judged(
+        {
+            0: {
+                "checked": True,
+                "verdict": "proved",
+                "move": 9.5,
+                "tokens": 32,
+                "mean_abs_diff_to_trainer": 0.04,
+                "mean_abs_diff_to_weights_before": 9.5,
+                "path": "colocate",
+            }
+        }
+    )
+    assert (
+        [x.rule for x in r.findings] == ["PRB012"]
+        and "weight sync proved" in r.findings[0].message
+        and r.status == "pass"
+    )
     cpu = _judged({0: {"checked": False, "reason": "needs vLLM: …"}}, mode="off")
     assert cpu.findings == [] and cpu.weight_sync["reason"].startswith("needs vLLM")
 
@@ -206,8 +246,10 @@ class PeftEngine(FakeEngine):
 def _prove_peft(parts, break_sync=None, fault=None):
     peft = pytest.importorskip("peft")
     tok, base = parts
-    model = peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(
-        r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"]))
+    model = peft.get_peft_model(
+        copy.deepcopy(base),
+        peft.LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"]),
+    )
     before = {n: p.clone() for n, p in model.named_parameters()}
     out = prove(Trainer(model, PeftEngine(model, base, break_sync)), tok, fault)
     assert "merge_adapter" not in vars(model)  # the sabotage is undone

@@ -8,11 +8,15 @@ from pathlib import Path
 from envdoctor.findings import Finding, Severity
 from envdoctor.probe.failures import VllmContext, classify_vllm
 
-FREE = ("(EngineCore pid=913) ValueError: Free memory on device cuda:0 (28.77/139.8 GiB) on "
-        "startup is less than desired GPU memory utilization (0.9, 125.82 GiB). Decrease GPU "
-        "memory utilization or reduce GPU memory used by other processes.")
-FREE_OLD = ("ValueError: Free memory on device (61.05/119.7 GiB) on startup is less than desired "
-            "GPU memory utilization (0.52, 62.24 GiB).")
+FREE = (
+    "(EngineCore pid=913) ValueError: Free memory on device cuda:0 (28.77/139.8 GiB) on "
+    "startup is less than desired GPU memory utilization (0.9, 125.82 GiB). Decrease GPU "
+    "memory utilization or reduce GPU memory used by other processes."
+)
+FREE_OLD = (
+    "ValueError: Free memory on device (61.05/119.7 GiB) on startup is less than desired "
+    "GPU memory utilization (0.52, 62.24 GiB)."
+)
 
 
 def _ctx(**kw) -> VllmContext:
@@ -20,8 +24,11 @@ def _ctx(**kw) -> VllmContext:
 
 
 def test_free_memory_names_the_physical_gpu_and_its_holders():
-    ctx = _ctx(visible=[1], cvd="1", holders={1: [(4242, "python3 holder.py", 112640),
-                                                  (77, "python3 other.py", 512)]})
+    ctx = _ctx(
+        visible=[1],
+        cvd="1",
+        holders={1: [(4242, "python3 holder.py", 112640), (77, "python3 other.py", 512)]},
+    )
     (f,) = classify_vllm(FREE, ctx)
     assert f.rule == "PRB013" and f.severity.name == "ERROR"
     assert "on GPU 1 (cuda:0 of CUDA_VISIBLE_DEVICES=1)" in f.message
@@ -41,8 +48,10 @@ def test_a_device_outside_the_visible_list_is_said_to_be_unresolved():
 
 
 def test_missing_flashinfer_names_the_package():
-    text = ("  File \"vllm/v1/sample/ops/topk_topp_sampler.py\", line 44\n"
-            "ModuleNotFoundError: No module named 'flashinfer'")
+    text = (
+        '  File "vllm/v1/sample/ops/topk_topp_sampler.py", line 44\n'
+        "ModuleNotFoundError: No module named 'flashinfer'"
+    )
     (f,) = classify_vllm(text, _ctx())
     assert f.rule == "PRB014" and "flashinfer-python" in f.message
     assert f.fix == "pip install flashinfer-python"
@@ -53,8 +62,10 @@ def test_missing_training_stack_is_left_to_prb009():
 
 
 def test_store_timeout_names_port_address_and_interface():
-    text = ("torch.distributed.DistStoreError: Timed out after 301 seconds waiting for clients. "
-            "1/2 clients joined.")
+    text = (
+        "torch.distributed.DistStoreError: Timed out after 301 seconds waiting for clients. "
+        "1/2 clients joined."
+    )
     ctx = _ctx(group_port=41234, user_group_port=51216, address="10.0.0.5", interface="ens5")
     (f,) = classify_vllm(text, ctx)
     assert f.rule == "PRB015"
@@ -63,15 +74,19 @@ def test_store_timeout_names_port_address_and_interface():
 
 
 def test_healthy_server_log_gives_nothing():
-    log = ("INFO 11-23 10:02:11 [api_server.py:1910] Starting vLLM API server 0 on "
-           "http://127.0.0.1:40123\nINFO:     Application startup complete.\n"
-           "INFO:     127.0.0.1:50312 - \"GET /health HTTP/1.1\" 200 OK\n")
+    log = (
+        "INFO 11-23 10:02:11 [api_server.py:1910] Starting vLLM API server 0 on "
+        "http://127.0.0.1:40123\nINFO:     Application startup complete.\n"
+        'INFO:     127.0.0.1:50312 - "GET /health HTTP/1.1" 200 OK\n'
+    )
     assert classify_vllm(log, _ctx(visible=[0])) == []
 
 
 def test_duplicate_gpu_names_the_shared_gpu_and_the_way_out():
-    text = ("node:1422836:1422836 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and "
-            "rank 0 both on CUDA device 4b000")
+    text = (
+        "node:1422836:1422836 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and "
+        "rank 0 both on CUDA device 4b000"
+    )
     (f,) = classify_vllm(text, _ctx(group_port=41234, shared_gpus=[0]))
     assert f.rule == "PRB015" and "cannot form" in f.message and "share GPU 0" in f.message
     assert "its own GPU" in f.fix and "colocate" in f.fix
@@ -81,11 +96,17 @@ def _colocate(free_mib: int):
     from envdoctor.probe.runner import ProbeResult, ProbeSpec
     from envdoctor.probe.vllm_judge import judge_vllm
 
-    spec = ProbeSpec(launcher=["python"], rank_gpus={0: 0}, use_vllm=True, vllm_mode="colocate",
-                     vllm={"vllm_gpu_memory_utilization": 0.99})
-    result = ProbeResult(status="pass", ranks={0: {"ok": True, "finished": True,
-                                                   "gpu_free_mib": free_mib,
-                                                   "gpu_total_mib": 81079}})
+    spec = ProbeSpec(
+        launcher=["python"],
+        rank_gpus={0: 0},
+        use_vllm=True,
+        vllm_mode="colocate",
+        vllm={"vllm_gpu_memory_utilization": 0.99},
+    )
+    result = ProbeResult(
+        status="pass",
+        ranks={0: {"ok": True, "finished": True, "gpu_free_mib": free_mib, "gpu_total_mib": 81079}},
+    )
     judge_vllm(spec, result, None)
     return result
 
@@ -110,8 +131,7 @@ def test_terminal_progress_prints_each_finished_phase_with_its_seconds(monkeypat
     clock = iter([0.0, 0.0, 61.25, 70.0])
     monkeypatch.setattr(cmd.time, "monotonic", lambda: next(clock))
     show = cmd._progress(True)
-    for phase in ("server starting · trainer: imports", "server ready · trainer: trainer init",
-                  "teardown"):
+    for phase in ("server starting · trainer: imports", "server ready · trainer: trainer init", "teardown"):
         show(phase)
     err = capsys.readouterr().err
     assert "probe: server starting · trainer: imports (61.2 s)\n" in err
@@ -129,8 +149,9 @@ def test_worker_times_weight_syncs_and_generations(monkeypatch, capsys):
     worker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker)
     calls = []
-    gen = SimpleNamespace(sync_weights=lambda: calls.append("sync"),
-                          generate=lambda *a, **k: calls.append("gen") or "out")
+    gen = SimpleNamespace(
+        sync_weights=lambda: calls.append("sync"), generate=lambda *a, **k: calls.append("gen") or "out"
+    )
     result = {"phases": {}}
     worker._watch_vllm(result, SimpleNamespace(vllm_generation=gen))
     gen.sync_weights()
@@ -142,8 +163,10 @@ def test_worker_times_weight_syncs_and_generations(monkeypatch, capsys):
 
 
 def test_trl_saying_vllm_is_not_available_is_the_same_missing_package():
-    text = ("ImportError: vLLM is not available and `use_vllm` is set to True. Please install vLLM "
-            "with `pip install trl[vllm]` to use it.")
+    text = (
+        "ImportError: vLLM is not available and `use_vllm` is set to True. Please install vLLM "
+        "with `pip install trl[vllm]` to use it."
+    )
     (f,) = classify_vllm(text, VllmContext(part="the in-process vLLM of the trainer (colocate)"))
     assert f.rule == "PRB014" and f.fix == "pip install vllm"
 
@@ -155,14 +178,33 @@ def _colocate_fault(text: str, batch: int = 8):
     from envdoctor.probe.runner import ProbeResult, ProbeSpec
     from envdoctor.probe.vllm_judge import judge_vllm
 
-    spec = ProbeSpec(launcher=["python"], rank_gpus={0: 0}, use_vllm=True, vllm_mode="colocate",
-                     per_device_train_batch_size=batch, vllm={"vllm_gpu_memory_utilization": 0.3})
-    generic = Finding("PRB001", Severity.ERROR, "the GRPO step failed on rank 0: AcceleratorError: "
-                      "CUDA error: an illegal memory access was encountered", "see the log", {})
-    result = ProbeResult(status="fail", findings=[generic], log_tail=text,
-                         ranks={0: {"ok": False, "error": {"type": "AcceleratorError",
-                                                          "message": "CUDA error",
-                                                          "traceback": text}}})
+    spec = ProbeSpec(
+        launcher=["python"],
+        rank_gpus={0: 0},
+        use_vllm=True,
+        vllm_mode="colocate",
+        per_device_train_batch_size=batch,
+        vllm={"vllm_gpu_memory_utilization": 0.3},
+    )
+    generic = Finding(
+        "PRB001",
+        Severity.ERROR,
+        "the GRPO step failed on rank 0: AcceleratorError: "
+        "CUDA error: an illegal memory access was encountered",
+        "see the log",
+        {},
+    )
+    result = ProbeResult(
+        status="fail",
+        findings=[generic],
+        log_tail=text,
+        ranks={
+            0: {
+                "ok": False,
+                "error": {"type": "AcceleratorError", "message": "CUDA error", "traceback": text},
+            }
+        },
+    )
     judge_vllm(spec, result, None)
     return result
 
@@ -178,8 +220,10 @@ def test_vllm_faulting_in_graph_capture_with_the_tiny_model_is_a_warning_not_the
 
 
 def test_a_fault_outside_vllms_start_stays_the_step_error():
-    text = ('File "/venv/trl/trainer/grpo_trainer.py", line 1801, in _compute_loss\n'
-            "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
+    text = (
+        'File "/venv/trl/trainer/grpo_trainer.py", line 1801, in _compute_loss\n'
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+    )
     r = _colocate_fault(text)
     assert [x.rule for x in r.findings] == ["PRB001"] and r.status == "fail"
 
@@ -191,14 +235,28 @@ def test_the_same_fault_with_a_model_of_the_users_shape_is_an_error_about_their_
     from envdoctor.probe.runner import ProbeResult, ProbeSpec
     from envdoctor.probe.vllm_judge import judge_vllm
 
-    spec = ProbeSpec(launcher=["python"], rank_gpus={0: 0}, use_vllm=True, vllm_mode="colocate",
-                     per_device_train_batch_size=8, vllm={"vllm_gpu_memory_utilization": 0.3},
-                     model=ProbeModel(source="/m/config.json", config={"hidden_size": 896},
-                                      name="Qwen/Qwen2.5-0.5B-Instruct"))
-    result = ProbeResult(status="fail", log_tail=REAL_FAULT, model={"ran": "the user's shape"},
-                         ranks={0: {"ok": False, "error": {"type": "AcceleratorError",
-                                                          "message": "CUDA error",
-                                                          "traceback": REAL_FAULT}}})
+    spec = ProbeSpec(
+        launcher=["python"],
+        rank_gpus={0: 0},
+        use_vllm=True,
+        vllm_mode="colocate",
+        per_device_train_batch_size=8,
+        vllm={"vllm_gpu_memory_utilization": 0.3},
+        model=ProbeModel(
+            source="/m/config.json", config={"hidden_size": 896}, name="Qwen/Qwen2.5-0.5B-Instruct"
+        ),
+    )
+    result = ProbeResult(
+        status="fail",
+        log_tail=REAL_FAULT,
+        model={"ran": "the user's shape"},
+        ranks={
+            0: {
+                "ok": False,
+                "error": {"type": "AcceleratorError", "message": "CUDA error", "traceback": REAL_FAULT},
+            }
+        },
+    )
     judge_vllm(spec, result, None)
     (f,) = [x for x in result.findings if x.rule.startswith("PRB02")]
     assert f.rule == "PRB021" and f.severity == Severity.ERROR and result.status == "fail"

@@ -24,8 +24,13 @@ def worker():
 
 def _run_by_hand(tmp_path, timeout: float = 60, **spec) -> tuple[int, dict, dict | None]:
     (tmp_path / "spec.json").write_text(json.dumps({"out_dir": str(tmp_path), **spec}))
-    proc = subprocess.run([sys.executable, str(WORKER), str(tmp_path / "spec.json")],
-                          capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(WORKER), str(tmp_path / "spec.json")],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tmp_path,
+    )
     started = json.loads((tmp_path / "rank0.started.json").read_text())
     done = tmp_path / "rank0.json"
     assert not list(tmp_path.glob("*.tmp"))
@@ -69,12 +74,19 @@ def test_config_keeps_only_the_fields_this_trl_has(worker, monkeypatch, tmp_path
 
     monkeypatch.setitem(sys.modules, "trl", types.SimpleNamespace(GRPOConfig=OldGRPOConfig))
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace())
-    cfg, ignored = worker._config({"steps": 1, "num_generations": 4,
-                                   "per_device_train_batch_size": 4, "bf16": True,
-                                   "use_vllm": True, "vllm_mode": "colocate",
-                                   "vllm": {"vllm_device": "cuda:1",
-                                            "vllm_enable_sleep_mode": True}},
-                                  str(tmp_path), cuda=False)
+    cfg, ignored = worker._config(
+        {
+            "steps": 1,
+            "num_generations": 4,
+            "per_device_train_batch_size": 4,
+            "bf16": True,
+            "use_vllm": True,
+            "vllm_mode": "colocate",
+            "vllm": {"vllm_device": "cuda:1", "vllm_enable_sleep_mode": True},
+        },
+        str(tmp_path),
+        cuda=False,
+    )
     assert ignored == ["vllm_enable_sleep_mode"]  # TRL 0.15 has no sleep mode: said, not passed
     assert (cfg.max_steps, cfg.num_generations, cfg.per_device_train_batch_size) == (1, 4, 4)
     assert cfg.use_cpu and not cfg.bf16 and not cfg.fp16  # CPU: no mixed precision
@@ -134,8 +146,9 @@ def test_a_lora_run_trains_its_adapters_in_the_probe(tmp_path):
     pytest.importorskip("peft")
     pytest.importorskip("trl")
     peft = {"r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
-    code, _started, result = _run_by_hand(tmp_path, peft=peft, per_device_train_batch_size=2,
-                                          num_generations=2, timeout=120)
+    code, _started, result = _run_by_hand(
+        tmp_path, peft=peft, per_device_train_batch_size=2, num_generations=2, timeout=120
+    )
     assert code == 0, result
     assert result["peft"] == peft and result["wrapper"].startswith("Peft")
     assert result["grad_devices"] == ["cpu"] and result["loss_finite"]

@@ -17,8 +17,12 @@ from envdoctor.facts.declared.interface import Declaration, Found, budget
 #: format → reader module (each has PATTERNS and read(path, shown)); imported on first use, so
 #: the rules (checks/declared.py imports ``ranges`` and ``resolve``) do not load the readers
 READERS = {
-    "uv.lock": "uvlock", "pylock.toml": "pylock", "poetry.lock": "poetrylock",
-    "pyproject.toml": "pyproject", "requirements": "requirements", "conda": "conda",
+    "uv.lock": "uvlock",
+    "pylock.toml": "pylock",
+    "poetry.lock": "poetrylock",
+    "pyproject.toml": "pyproject",
+    "requirements": "requirements",
+    "conda": "conda",
     "dockerfile": "dockerfile",
 }
 SEEN_NOT_READ = ("setup.py",)
@@ -76,9 +80,11 @@ def read_stack(paths: list[Path], root: Path) -> Found:
     stack.notes = [clean(n, limit=300) for n in stack.notes]
     for name in SEEN_NOT_READ:
         if (root / name).is_file():
-            stack.notes.append(f"{name}: seen, not read (it is code; envdoctor never runs it — "
-                               "declare the pins in pyproject.toml or a requirements file, or "
-                               "pass --requirements / --assume)")
+            stack.notes.append(
+                f"{name}: seen, not read (it is code; envdoctor never runs it — "
+                "declare the pins in pyproject.toml or a requirements file, or "
+                "pass --requirements / --assume)"
+            )
     return stack
 
 

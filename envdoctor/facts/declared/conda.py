@@ -27,11 +27,14 @@ def read(path: Path, shown: str) -> Found:
     deps = data.get("dependencies") or []
     if not isinstance(deps, list):
         raise InputError(shown, "'dependencies' must be a list")
-    pips = [x for item in deps if isinstance(item, dict) and isinstance(item.get("pip"), list)
-            for x in item["pip"]]
+    pips = [
+        x
+        for item in deps
+        if isinstance(item, dict) and isinstance(item.get("pip"), list)
+        for x in item["pip"]
+    ]
     spend(shown, len(deps))  # the pip lines count in read_lines
-    index = LineIndex(text.splitlines(), [str(x) for x in (*deps, *pips)
-                                          if isinstance(x, (str, int, float))])
+    index = LineIndex(text.splitlines(), [str(x) for x in (*deps, *pips) if isinstance(x, (str, int, float))])
     found = Found(files=[shown])
     for item in deps:
         if isinstance(item, str):
@@ -39,10 +42,8 @@ def read(path: Path, shown: str) -> Found:
             if decl is not None:
                 found.declarations.append(decl)
         elif isinstance(item, dict) and isinstance(item.get("pip"), list):
-            numbered = [(index.find(str(x)), str(x)) for x in item["pip"]
-                        if isinstance(x, (str, int, float))]
-            found.add(requirements.read_lines(numbered, path, shown,
-                                              seen={resolved(path, shown)}))
+            numbered = [(index.find(str(x)), str(x)) for x in item["pip"] if isinstance(x, (str, int, float))]
+            found.add(requirements.read_lines(numbered, path, shown, seen={resolved(path, shown)}))
     return found
 
 

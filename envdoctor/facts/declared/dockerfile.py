@@ -21,12 +21,40 @@ from envdoctor.facts.declared.interface import (
 
 PATTERNS = ("Dockerfile", "Dockerfile.*", "*.Dockerfile", "Containerfile")
 #: pip / uv options whose value is the next word
-_WITH_VALUE = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--trusted-host",
-               "-t", "--target", "--prefix", "--root", "--python", "-p", "--platform",
-               "--python-version", "--only-binary", "--no-binary", "-C", "--config-settings",
-               "--cache-dir", "--src", "--upgrade-strategy", "--implementation", "--abi",
-               "--progress-bar", "--index", "--default-index", "--index-strategy",
-               "-e", "--editable", "--log", "--timeout", "--retries"}
+_WITH_VALUE = {
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "--trusted-host",
+    "-t",
+    "--target",
+    "--prefix",
+    "--root",
+    "--python",
+    "-p",
+    "--platform",
+    "--python-version",
+    "--only-binary",
+    "--no-binary",
+    "-C",
+    "--config-settings",
+    "--cache-dir",
+    "--src",
+    "--upgrade-strategy",
+    "--implementation",
+    "--abi",
+    "--progress-bar",
+    "--index",
+    "--default-index",
+    "--index-strategy",
+    "-e",
+    "--editable",
+    "--log",
+    "--timeout",
+    "--retries",
+}
 _INCLUDE = {"-r", "--requirement", "-c", "--constraint"}
 _SPLIT = re.compile(r"&&|\|\||;|\|")
 #: a Dockerfile is read up to this size: its words are split by ``shlex`` (pure Python, about
@@ -46,8 +74,7 @@ def run_instructions(text: str | list[str]) -> list[tuple[int, str]]:
             while i + 1 < len(lines) and parts[-1].rstrip().endswith("\\"):
                 parts[-1] = parts[-1].rstrip()[:-1]
                 i += 1
-                while i + 1 < len(lines) and (lines[i].lstrip().startswith("#")
-                                              or not lines[i].strip()):
+                while i + 1 < len(lines) and (lines[i].lstrip().startswith("#") or not lines[i].strip()):
                     i += 1  # Docker drops comment and empty lines inside an instruction
                 parts.append(lines[i].strip())
             out.append((start, " ".join(parts)))
@@ -80,9 +107,10 @@ def _install_args(words: list[str]) -> list[str] | None:
     """The words after ``pip install`` (pip, pip3, python -m pip, uv pip), else None."""
     for i in range(len(words) - 1):
         tool = words[i].rsplit("/", 1)[-1]
-        if words[i + 1] == "install" and (re.fullmatch(r"pip[0-9.]*", tool) or (
-                tool == "pip" and i > 0 and words[i - 1] in ("-m", "uv"))):
-            return words[i + 2:]
+        if words[i + 1] == "install" and (
+            re.fullmatch(r"pip[0-9.]*", tool) or (tool == "pip" and i > 0 and words[i - 1] in ("-m", "uv"))
+        ):
+            return words[i + 2 :]
     return None
 
 
@@ -95,8 +123,7 @@ def _requirements(args: list[str], path: Path, shown: str, index: LineIndex, sta
             continue
         flag = word.split("=", 1)[0]
         if flag in _INCLUDE:
-            value = word.split("=", 1)[1] if "=" in word else (args[j + 1] if j + 1 < len(args)
-                                                              else "")
+            value = word.split("=", 1)[1] if "=" in word else (args[j + 1] if j + 1 < len(args) else "")
             skip = "=" not in word
             found.add(_include(flag, value, path, shown, index.find(value, start)))
             continue
@@ -104,8 +131,7 @@ def _requirements(args: list[str], path: Path, shown: str, index: LineIndex, sta
             skip = flag in _WITH_VALUE and "=" not in word
             continue
         if "$" in word:
-            found.notes.append(f"{shown}:{index.find(word, start)}: {word} uses a build "
-                               "variable; not judged")
+            found.notes.append(f"{shown}:{index.find(word, start)}: {word} uses a build variable; not judged")
             continue
         decl = requirement(word, shown, index.find(word, start))
         if decl is not None:
@@ -118,5 +144,9 @@ def _include(flag: str, value: str, path: Path, shown: str, line: int) -> Found:
     inside = in_repository(target, path, shown)
     if value and inside and target.is_file():
         return requirements.read(target, os.path.normpath(Path(shown).parent / value.lstrip("/")))
-    return Found(notes=[f"{shown}:{line}: {flag} {value} is not a file of this repository next "
-                        "to the Dockerfile; not read"])
+    return Found(
+        notes=[
+            f"{shown}:{line}: {flag} {value} is not a file of this repository next "
+            "to the Dockerfile; not read"
+        ]
+    )

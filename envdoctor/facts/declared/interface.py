@@ -22,8 +22,12 @@ from envdoctor.facts.packages import parse_requirement
 from envdoctor.units import MiB, size_text
 
 #: What the training machine is (markers are evaluated for it, not for the committing laptop).
-TARGET = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
-          "platform_machine": "x86_64"}
+TARGET = {
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "os_name": "posix",
+    "platform_machine": "x86_64",
+}
 
 # Caps that bound the time of reading a repository's declared stack (measured on a loaded
 # 2-core machine; docs/reliability.md "Declared stack"). Beyond any: exit 2 naming the file.
@@ -70,8 +74,11 @@ def spend(shown: str, items: int = 1) -> None:
     if spent.items > MAX_ITEMS:
         from envdoctor.errors import UnreadableInput
 
-        raise UnreadableInput(shown, f"the declared stack holds more than {MAX_ITEMS:,} "
-                                     "requirements (a real one has a few hundred); not read further")
+        raise UnreadableInput(
+            shown,
+            f"the declared stack holds more than {MAX_ITEMS:,} "
+            "requirements (a real one has a few hundred); not read further",
+        )
 
 
 @dataclass(frozen=True)
@@ -91,8 +98,7 @@ class Declaration:
     def pinned(self) -> str | None:
         """The exact version, when the declaration allows only one."""
         specs = list(versions.spec(self.specifier) or ()) if self.specifier else []
-        if len(specs) == 1 and specs[0].operator in ("==", "===") \
-                and not specs[0].version.endswith(".*"):
+        if len(specs) == 1 and specs[0].operator in ("==", "===") and not specs[0].version.endswith(".*"):
             return specs[0].version
         return None
 
@@ -144,8 +150,14 @@ def requirement(text: str, file: str, line: int, locked: bool = False) -> Declar
                 return None
         except Exception:
             pass  # an undecidable marker: keep the declaration
-    return Declaration(name=normalize_name(req.name), specifier=str(req.specifier), file=file,
-                       line=line, extras=tuple(sorted(req.extras)), locked=locked)
+    return Declaration(
+        name=normalize_name(req.name),
+        specifier=str(req.specifier),
+        file=file,
+        line=line,
+        extras=tuple(sorted(req.extras)),
+        locked=locked,
+    )
 
 
 def line_of(lines: list[str], needle: str, start: int = 0) -> int:
@@ -214,8 +226,7 @@ class LineIndex:
         self._fallbacks += 1
         if self._text is None:  # built on the first miss: "\n" between lines as split
             self._text = "\n".join(self._lines)
-            self._starts = list(itertools.accumulate((len(x) + 1 for x in self._lines[:-1]),
-                                                     initial=0))
+            self._starts = list(itertools.accumulate((len(x) + 1 for x in self._lines[:-1]), initial=0))
         pos = self._text.find(needle, self._starts[start])
         if pos < 0:
             return start + 1
@@ -232,14 +243,20 @@ def text_of(path: Path, shown: str, max_bytes: int | None = None) -> str:
     if spent is not None:
         spent.files += 1
         if spent.files > MAX_FILES:
-            raise UnreadableInput(shown, f"more than {MAX_FILES} declaration files (includes "
-                                         "counted); not read")
+            raise UnreadableInput(
+                shown, f"more than {MAX_FILES} declaration files (includes counted); not read"
+            )
     limit = MAX_BYTES if max_bytes is None else max_bytes
     if spent is not None and MAX_STACK_BYTES - spent.bytes < limit:
         limit = max(0, MAX_STACK_BYTES - spent.bytes)
-        text = read_input_text(path, shown, limit, f": only {limit:,} bytes were left of the "
-                               f"{size_text(MAX_STACK_BYTES, 'MiB', floor=True)} the declaration "
-                               "files may take in all")
+        text = read_input_text(
+            path,
+            shown,
+            limit,
+            f": only {limit:,} bytes were left of the "
+            f"{size_text(MAX_STACK_BYTES, 'MiB', floor=True)} the declaration "
+            "files may take in all",
+        )
     else:
         text = read_input_text(path, shown, limit)
     if spent is not None:
@@ -299,16 +316,27 @@ def lock_entries(path: Path, shown: str, table: str) -> Found:
     entries = entries if isinstance(entries, list) else []
     spend(shown, len(entries))
     starts = [i for i, line in enumerate(lines) if line.strip() == f"[[{table}]]"]
-    index = LineIndex(lines, (str(e["name"]) for e in entries if isinstance(e, dict)
-                              and isinstance(e.get("name"), str)))
+    index = LineIndex(
+        lines, (str(e["name"]) for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str))
+    )
     for n, entry in enumerate(entries):
         if not isinstance(entry, dict):
             continue
         name, version = entry.get("name"), entry.get("version")
-        if not isinstance(name, str) or not isinstance(version, str) \
-                or versions.parse(version) is None or not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+        if (
+            not isinstance(name, str)
+            or not isinstance(version, str)
+            or versions.parse(version) is None
+            or not re.fullmatch(r"[A-Za-z0-9._-]+", name)
+        ):
             continue
-        found.declarations.append(Declaration(
-            name=normalize_name(name), specifier=f"=={version}", file=shown,
-            line=index.find(name, starts[n] if n < len(starts) else 0), locked=True))
+        found.declarations.append(
+            Declaration(
+                name=normalize_name(name),
+                specifier=f"=={version}",
+                file=shown,
+                line=index.find(name, starts[n] if n < len(starts) else 0),
+                locked=True,
+            )
+        )
     return found

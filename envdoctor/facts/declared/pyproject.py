@@ -35,8 +35,9 @@ def read(path: Path, shown: str) -> Found:
     uv = _table(_table(data.get("tool")).get("uv"))
     for key in ("constraint-dependencies", "override-dependencies", "dev-dependencies"):
         lists.append((f"[tool.uv].{key}", uv.get(key)))
-    texts = [t for _, reqs in lists for t in (reqs if isinstance(reqs, list) else [])
-             if isinstance(t, str)]  # not {include-group = "…"}: its group is read on its own
+    texts = [
+        t for _, reqs in lists for t in (reqs if isinstance(reqs, list) else []) if isinstance(t, str)
+    ]  # not {include-group = "…"}: its group is read on its own
     spend(shown, len(texts))
     index = LineIndex(lines, texts)  # one pass for every dependency's line
     for text in texts:
@@ -45,14 +46,21 @@ def read(path: Path, shown: str) -> Found:
             found.declarations.append(decl)
     python = project.get("requires-python")
     if isinstance(python, str) and versions.spec(python) is not None:
-        found.declarations.append(Declaration(name="python", specifier=str(versions.spec(python)),
-                                              file=shown, line=line_of(lines, "requires-python")))
+        found.declarations.append(
+            Declaration(
+                name="python",
+                specifier=str(versions.spec(python)),
+                file=shown,
+                line=line_of(lines, "requires-python"),
+            )
+        )
     if project.get("dynamic") and "dependencies" in project.get("dynamic", []):
-        found.notes.append(f"{shown}: dependencies are dynamic (computed by the build backend); "
-                           "not read")
+        found.notes.append(f"{shown}: dependencies are dynamic (computed by the build backend); not read")
     for name in _table(uv.get("sources")):
-        found.notes.append(f"{shown}: [tool.uv.sources] {name} comes from a git/path/index "
-                           "source; its version is not judged unless a lock pins it")
+        found.notes.append(
+            f"{shown}: [tool.uv.sources] {name} comes from a git/path/index "
+            "source; its version is not judged unless a lock pins it"
+        )
     return found
 
 

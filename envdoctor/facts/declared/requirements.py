@@ -55,8 +55,9 @@ def read(path: Path, shown: str, depth: int = 0, seen: set[Path] | None = None) 
     return read_lines(logical_lines(text_of(path, shown)), path, shown, depth, seen)
 
 
-def read_lines(numbered: list[tuple[int, str]], path: Path, shown: str, depth: int = 0,
-               seen: set[Path] | None = None) -> Found:
+def read_lines(
+    numbered: list[tuple[int, str]], path: Path, shown: str, depth: int = 0, seen: set[Path] | None = None
+) -> Found:
     """Requirement lines (number, text) of ``shown``; includes resolve next to ``path``."""
     seen = set() if seen is None else seen
     found = Found(files=[shown])
@@ -77,8 +78,7 @@ def _is_reference(line: str) -> bool:
     return any(mark in line for mark in ("://", "@ ", "./", ".whl", ".tar.gz")) or line == "."
 
 
-def _option(line: str, path: Path, shown: str, number: int, depth: int,
-            seen: set[Path]) -> Found:
+def _option(line: str, path: Path, shown: str, number: int, depth: int, seen: set[Path]) -> Found:
     try:
         words = shlex.split(line)
     except ValueError:
@@ -97,11 +97,16 @@ def _option(line: str, path: Path, shown: str, number: int, depth: int,
     if not in_repository(target, path, shown):
         return Found(notes=[f"{where}: {flag} {value} is outside the repository; not read"])
     if target in seen:
-        return Found(notes=[f"{where}: {flag} {value} includes a file already read (a cycle); "
-                            "not read again"])
+        return Found(
+            notes=[f"{where}: {flag} {value} includes a file already read (a cycle); not read again"]
+        )
     if depth + 1 > MAX_DEPTH or len(seen) >= MAX_FILES:
-        return Found(notes=[f"{where}: {flag} {value} not followed: includes nested more than "
-                            f"{MAX_DEPTH} deep or more than {MAX_FILES} files"])
+        return Found(
+            notes=[
+                f"{where}: {flag} {value} not followed: includes nested more than "
+                f"{MAX_DEPTH} deep or more than {MAX_FILES} files"
+            ]
+        )
     shown_inc = os.path.normpath(Path(shown).parent / value)
     if not target.exists():
         raise InputError(where, f"{flag} {value}: no such file")

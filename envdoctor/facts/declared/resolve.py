@@ -40,8 +40,12 @@ class Entry:
         return self.decls[0] if self.decls else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": self.version, "how": self.how, "specifier": self.spec,
-                "declared": [d.said for d in self.decls]}
+        return {
+            "version": self.version,
+            "how": self.how,
+            "specifier": self.spec,
+            "declared": [d.said for d in self.decls],
+        }
 
 
 def entries(found: Found, assume: dict[str, str]) -> dict[str, Entry]:
@@ -80,8 +84,7 @@ def conflicts(stack: dict[str, Entry]) -> list[tuple[Entry, Declaration, Declara
                 first.setdefault(d.specifier, d)
         decls = list(first.values())[:MAX_COMPARED]
         for i, a in enumerate(decls):
-            clash = next((b for b in decls[i + 1:] if meet(a.specifier, b.specifier) is None),
-                         None)
+            clash = next((b for b in decls[i + 1 :] if meet(a.specifier, b.specifier) is None), None)
             if clash is not None:
                 out.append((e, a, clash))
                 break
@@ -115,8 +118,7 @@ def resolve_vllm(stack: dict[str, Entry], kb: Knowledge) -> list[str]:
         return []
     pins = kb.vllm.get("torch_pins") or []
     base = versions.parse(torch.version)
-    fits = [str(p["vllm"]) for p in pins
-            if base is not None and str(p.get("torch")) == base.public]
+    fits = [str(p["vllm"]) for p in pins if base is not None and str(p.get("torch")) == base.public]
     candidates = known_in(vllm.spec or ">=0", fits)
     if candidates:
         vllm.version, vllm.how = candidates[-1], "resolved"
@@ -126,8 +128,7 @@ def resolve_vllm(stack: dict[str, Entry], kb: Knowledge) -> list[str]:
 def requires(name: str, version: str, kb: Knowledge) -> list[str] | None:
     """Requires-Dist lines the knowledge records for a release (None when it has none)."""
     if name == "vllm":
-        pin = next((p for p in kb.vllm.get("torch_pins") or [] if str(p.get("vllm")) == version),
-                   None)
+        pin = next((p for p in kb.vllm.get("torch_pins") or [] if str(p.get("vllm")) == version), None)
         if pin is None:
             return None
         out = [f"torch=={pin['torch']}"]
@@ -161,9 +162,12 @@ def stack_facts(found: Found, assume: dict[str, str], kb: Knowledge, source: str
         if reqs is not None:  # only what can be judged: requirements on exactly known packages
             reqs = [r for r in reqs if requirement_name(r) in exact]
         packages[name] = Package(version=version, requires=reqs)
-    facts = Facts(packages=packages, source=source,
-                  nvml_error="not collected: the hook checks config files")
-    facts.extra["declared"] = {"stack": stack, "vllm_candidates": candidates,
-                               "files": found.files, "notes": found.notes}
+    facts = Facts(packages=packages, source=source, nvml_error="not collected: the hook checks config files")
+    facts.extra["declared"] = {
+        "stack": stack,
+        "vllm_candidates": candidates,
+        "files": found.files,
+        "notes": found.notes,
+    }
     facts.extra["trl_installed"] = True  # the package rules judge the declared stack
     return facts

@@ -28,8 +28,7 @@ from envdoctor.coerce import as_int
 from envdoctor.plan.values import as_bool
 from envdoctor.versions import at_least
 
-_DTYPES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2,
-           "fp16": 2, "half": 2}
+_DTYPES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2}
 _LORA_DEFAULT = ("q_proj", "v_proj")  # PEFT's default target modules for Llama / Qwen / Mistral
 
 
@@ -113,11 +112,19 @@ def dtype_bytes(value: Any) -> int | None:
     return _DTYPES.get(str(value).lower().replace("torch.", "")) if value is not None else None
 
 
-def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str | None,
-                accelerate: dict[str, Any] | None = None, launch_opts: dict[str, Any] | None
-                = None, world: int = 1, node_ranks: int = 1,
-                vllm_mode: str | None = None, torch: str | None = None,
-                prompt_tokens: int | None = None, server_max_model_len: int | None = None) -> Knobs:
+def from_config(
+    config: dict[str, Any],
+    trl: str | None,
+    checkpoint_dtype: str | None,
+    accelerate: dict[str, Any] | None = None,
+    launch_opts: dict[str, Any] | None = None,
+    world: int = 1,
+    node_ranks: int = 1,
+    vllm_mode: str | None = None,
+    torch: str | None = None,
+    prompt_tokens: int | None = None,
+    server_max_model_len: int | None = None,
+) -> Knobs:
     """Resolve the knobs of one run; ``assumed`` notes each TRL default taken.
     ``prompt_tokens``: the prompt length the user states (``plan-memory --prompt-tokens``);
     ``server_max_model_len``: the ``--max_model_len`` of the run's ``trl vllm-serve`` line."""
@@ -173,8 +180,9 @@ def from_config(config: dict[str, Any], trl: str | None, checkpoint_dtype: str |
     return k
 
 
-def _prompt(k: Knobs, c: dict[str, Any], trl: str | None, prompt_tokens: int | None,
-            server_mml: int | None) -> None:
+def _prompt(
+    k: Knobs, c: dict[str, Any], trl: str | None, prompt_tokens: int | None, server_mml: int | None
+) -> None:
     """The prompt length the run really uses, and where it comes from (``k.prompt_source``):
     ``max_prompt_length`` where the config sets it (TRL < 0.26 truncates to it; TRL 1.x refuses
     the key, CFG001); else ``--prompt-tokens``; else ``vllm_max_model_length`` less
@@ -194,8 +202,12 @@ def _prompt(k: Knobs, c: dict[str, Any], trl: str | None, prompt_tokens: int | N
         k.prompt_source = f"{key} {mml} - max_completion_length {k.completion_len}"
         return
     untruncated = at_least(trl, "0.26.0")  # max_prompt_length defaults to None from 0.26.0
-    why = ("TRL's default before 0.26; from 0.26 prompts are not truncated: plan-memory "
-           "--prompt-tokens N plans for your prompts" if untruncated else "TRL's default")
+    why = (
+        "TRL's default before 0.26; from 0.26 prompts are not truncated: plan-memory "
+        "--prompt-tokens N plans for your prompts"
+        if untruncated
+        else "TRL's default"
+    )
     k.prompt_len, k.prompt_source = 512, "assumed"
     k.assumed.append(f"max_prompt_length=512 ({why})")
 
@@ -226,11 +238,15 @@ def _distributed(k: Knobs, c: dict[str, Any], acc: dict[str, Any], opts: dict[st
             k.strategy = "zero2"
             k.assumed.append("ZeRO stage 2 (DeepSpeed without a stage read)")
         off_opt = opts.get("offload_optimizer_device", ds.get("offload_optimizer_device")) or (
-            (zero.get("offload_optimizer") or {}).get("device") if isinstance(
-                zero.get("offload_optimizer"), dict) else None)
+            (zero.get("offload_optimizer") or {}).get("device")
+            if isinstance(zero.get("offload_optimizer"), dict)
+            else None
+        )
         off_par = opts.get("offload_param_device", ds.get("offload_param_device")) or (
-            (zero.get("offload_param") or {}).get("device") if isinstance(
-                zero.get("offload_param"), dict) else None)
+            (zero.get("offload_param") or {}).get("device")
+            if isinstance(zero.get("offload_param"), dict)
+            else None
+        )
         k.offload_optimizer = str(off_opt).lower() in ("cpu", "nvme")
         k.offload_params = str(off_par).lower() in ("cpu", "nvme") and k.strategy == "zero3"
         if "nvme" in (str(off_opt).lower(), str(off_par).lower()):
@@ -239,8 +255,9 @@ def _distributed(k: Knobs, c: dict[str, Any], acc: dict[str, Any], opts: dict[st
     fsdp = _table(acc, "fsdp_config")
     cfg_fsdp = str(c.get("fsdp") or "")
     if dist == "FSDP" or opts.get("use_fsdp") or cfg_fsdp:
-        raw = str(opts.get("fsdp_sharding_strategy", fsdp.get("fsdp_sharding_strategy",
-                                                              cfg_fsdp or "FULL_SHARD"))).upper()
+        raw = str(
+            opts.get("fsdp_sharding_strategy", fsdp.get("fsdp_sharding_strategy", cfg_fsdp or "FULL_SHARD"))
+        ).upper()
         if as_bool(fsdp.get("fsdp_reshard_after_forward", True)) is False:
             raw = "SHARD_GRAD_OP"
         if "HYBRID" in raw or raw in ("4", "5"):
@@ -251,6 +268,5 @@ def _distributed(k: Knobs, c: dict[str, Any], acc: dict[str, Any], opts: dict[st
             k.strategy = "ddp"
         else:
             k.strategy = "fsdp_full"
-        offload = opts.get("fsdp_offload_params", fsdp.get("fsdp_offload_params", "offload"
-                                                         in cfg_fsdp))
+        offload = opts.get("fsdp_offload_params", fsdp.get("fsdp_offload_params", "offload" in cfg_fsdp))
         k.offload_params = k.offload_optimizer = bool(as_bool(offload))

@@ -61,8 +61,13 @@ class Part:
     at_peak: bool = True  # False: held in another phase than the peak (shown, not summed)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"part": self.name, "bytes": self.bytes, "gib": round(self.bytes / GiB, 2),
-                "note": self.note, "at_peak": self.at_peak}
+        return {
+            "part": self.name,
+            "bytes": self.bytes,
+            "gib": round(self.bytes / GiB, 2),
+            "note": self.note,
+            "at_peak": self.at_peak,
+        }
 
 
 @dataclass
@@ -86,19 +91,34 @@ class GpuPlan:
         return None if self.capacity is None else self.capacity - self.total
 
     def to_dict(self) -> dict[str, Any]:
-        return {"gpu": self.gpu, "role": self.role, "parts": [p.to_dict() for p in self.parts],
-                "total_bytes": self.total, "capacity_bytes": self.capacity,
-                "headroom_bytes": self.headroom, "kv_need_bytes": self.kv_need,
-                "kv_free_bytes": self.kv_free, "max_model_len": self.max_model_len}
+        return {
+            "gpu": self.gpu,
+            "role": self.role,
+            "parts": [p.to_dict() for p in self.parts],
+            "total_bytes": self.total,
+            "capacity_bytes": self.capacity,
+            "headroom_bytes": self.headroom,
+            "kv_need_bytes": self.kv_need,
+            "kv_free_bytes": self.kv_free,
+            "max_model_len": self.max_model_len,
+        }
 
 
 def same_gpus(rows: list[Any], key: Any = None) -> list[list[Any]]:
     """Rows (``GpuPlan`` or their dicts) grouped where they plan the same: eight ranks of one
     setup are one table and one finding, not eight. ``key`` gives what must be equal (default:
     a GpuPlan's parts, capacity, KV numbers and its role with the rank numbers left out)."""
-    key = key or (lambda r: (re.sub(r"\d+", "#", r.role), r.capacity, r.kv_need, r.kv_free,
-                             r.max_model_len, r.vllm_util,
-                             tuple((p.name, p.bytes, p.at_peak) for p in r.parts)))
+    key = key or (
+        lambda r: (
+            re.sub(r"\d+", "#", r.role),
+            r.capacity,
+            r.kv_need,
+            r.kv_free,
+            r.max_model_len,
+            r.vllm_util,
+            tuple((p.name, p.bytes, p.at_peak) for p in r.parts),
+        )
+    )
     groups: dict[Any, list[Any]] = {}
     for row in rows:
         groups.setdefault(key(row), []).append(row)
@@ -119,6 +139,7 @@ def gpus_text(indices: list[int | None]) -> str:
 
 def each_role(role: str, n: int) -> str:
     """A row's role said for ``n`` GPUs alike: ``each: a rank + vLLM (colocated)``."""
+
     def ranks(m: re.Match[str]) -> str:
         k = m.group(0).count("rank")
         return "a rank" if k == 1 else f"{k} ranks"
@@ -130,10 +151,20 @@ def each_role(role: str, n: int) -> str:
 def lora_params(shape: ModelShape, k: Knobs) -> int:
     """LoRA adapters: r × (in + out) for each targeted projection of each layer."""
     h, q, kv, inter = shape.hidden, shape.q_dim, shape.kv_dim, shape.intermediate
-    dims = {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
-            "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h)}
-    targets = set(_PROJ) if any(t in ("all-linear", "all_linear") for t in k.lora_targets) \
+    dims = {
+        "q_proj": (h, q),
+        "k_proj": (h, kv),
+        "v_proj": (h, kv),
+        "o_proj": (q, h),
+        "gate_proj": (h, inter),
+        "up_proj": (h, inter),
+        "down_proj": (inter, h),
+    }
+    targets = (
+        set(_PROJ)
+        if any(t in ("all-linear", "all_linear") for t in k.lora_targets)
         else {t for t in k.lora_targets if t in dims}
+    )
     return shape.layers * sum(k.lora_r * sum(dims[t]) for t in targets)
 
 
@@ -173,9 +204,13 @@ def trainer_parts(shape: ModelShape, k: Knobs) -> list[Part]:
     parts.append(Part("weights", int(weights), note))
     if k.lora:
         adapters = lora_params(shape, k) * 4
-        parts.append(Part("LoRA adapters", adapters // n if k.sharded else adapters,
-                          f"r={k.lora_r}, {'+'.join(k.lora_targets)}, fp32"
-                          + (f" / {n} ranks" if k.sharded else "")))
+        parts.append(
+            Part(
+                "LoRA adapters",
+                adapters // n if k.sharded else adapters,
+                f"r={k.lora_r}, {'+'.join(k.lora_targets)}, fp32" + (f" / {n} ranks" if k.sharded else ""),
+            )
+        )
     # gradients and optimizer
     gb = 4 if k.lora else wb
     grads = Pt * gb
@@ -217,7 +252,7 @@ def trainer_parts(shape: ModelShape, k: Knobs) -> list[Part]:
         parts += step[1:]
     else:
         fwd_total, step_total = sum(p.bytes for p in fwd), sum(p.bytes for p in step)
-        for p in (step if fwd_total >= step_total else fwd):
+        for p in step if fwd_total >= step_total else fwd:
             p.at_peak = False
         parts += fwd + step
     return parts
@@ -240,8 +275,7 @@ def activations(shape: ModelShape, k: Knobs) -> tuple[int, str]:
     """Saved activations of one micro-batch (forward + backward peak)."""
     tokens = k.batch * k.seq_len
     h, kv = shape.hidden, shape.kv_dim
-    inter = shape.expert_intermediate * shape.experts_per_token if shape.experts \
-        else shape.intermediate
+    inter = shape.expert_intermediate * shape.experts_per_token if shape.experts else shape.intermediate
     scale = k.compute_bytes / 2
     per_layer = (26 * h + 6 * kv + 8 * inter) * scale  # bytes per token
     if shape.experts:  # each token's copy per routed expert, in and out, and fp32 router logits
@@ -260,14 +294,15 @@ def logits(shape: ModelShape, k: Knobs) -> tuple[int, str]:
     if k.fused_logps:
         n = b * comp
         head_grad = 0 if k.lora else V * shape.hidden * 4  # LoRA: the LM head is frozen
-        total = TILE * k.compute_bytes + head_grad + n * shape.hidden * 4 \
-            + 32768 * shape.hidden * k.compute_bytes
-        return int(total), "TRL fused LM head: one tile" + (
-            "" if k.lora else " + fp32 LM-head gradient")
+        total = (
+            TILE * k.compute_bytes + head_grad + n * shape.hidden * 4 + 32768 * shape.hidden * k.compute_bytes
+        )
+        return int(total), "TRL fused LM head: one tile" + ("" if k.lora else " + fp32 LM-head gradient")
     copies = 3 if k.compute_bytes == 2 else 2
     full = b * (comp + 1) * V * k.compute_bytes
-    return int(copies * full), (f"{copies} × {b} × {comp + 1} × {V} × {k.compute_bytes} B "
-                                "(logits, log-softmax, gradient)")
+    return int(copies * full), (
+        f"{copies} × {b} × {comp + 1} × {V} × {k.compute_bytes} B (logits, log-softmax, gradient)"
+    )
 
 
 # ---- host memory ------------------------------------------------------------------------------
@@ -280,8 +315,12 @@ class HostPlan:
     note: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "bytes_per_node": self.bytes_per_node,
-                "gib_per_node": round(self.bytes_per_node / GiB, 2), "note": self.note}
+        return {
+            "device": self.device,
+            "bytes_per_node": self.bytes_per_node,
+            "gib_per_node": round(self.bytes_per_node / GiB, 2),
+            "note": self.note,
+        }
 
 
 def host_plan(shape: ModelShape, k: Knobs) -> HostPlan | None:
@@ -300,8 +339,11 @@ def host_plan(shape: ModelShape, k: Knobs) -> HostPlan | None:
         _, per = _optimizer(k, False, 4 if k.lora else k.weight_bytes)
         gb = 4 if k.lora else k.weight_bytes
         shards = (P * k.weight_bytes + Pt * (gb + per)) * node // max(k.world, 1)
-        return HostPlan("cpu", int(shards), "FSDP CPU offload: this node's shards of parameters, "
-                        "gradients and optimizer states (estimate)")
+        return HostPlan(
+            "cpu",
+            int(shards),
+            "FSDP CPU offload: this node's shards of parameters, gradients and optimizer states (estimate)",
+        )
     need: float
     if k.strategy == "zero3":
         per = 18 if k.offload_params else 16
@@ -312,8 +354,11 @@ def host_plan(shape: ModelShape, k: Knobs) -> HostPlan | None:
         need = Pt * max(4 * k.world, 16) * 1.5
         what, formula = "optimizer states", f"P_t × max(4 × {k.world} GPUs, 16) × 1.5"
     if k.offload_device == "nvme":
-        return HostPlan("nvme", int(need), f"{what} on NVMe (DeepSpeed ZeRO-Infinity); host RAM "
-                        "holds only pinned swap buffers")
+        return HostPlan(
+            "nvme",
+            int(need),
+            f"{what} on NVMe (DeepSpeed ZeRO-Infinity); host RAM holds only pinned swap buffers",
+        )
     return HostPlan("cpu", int(need), f"{what} in CPU memory: {formula} (DeepSpeed's estimator)")
 
 
@@ -322,10 +367,17 @@ def overhead_parts(parts: list[Part], k: Knobs | None = None) -> list[Part]:
     CUDA context and, with several ranks, NCCL's buffers."""
     allocated = sum(p.bytes for p in parts if p.at_peak)
     strategy = k.strategy if k is not None else "ddp"
-    share = FSDP_FRAGMENTATION if strategy.startswith("fsdp") else \
-        ZERO_FRAGMENTATION if strategy.startswith("zero") else FRAGMENTATION
-    out = [Part("allocator fragmentation", int(allocated * share), f"{share:.0%} of allocated"),
-           Part("CUDA context", CONTEXT, "context + cuBLAS workspaces (outside PyTorch)")]
+    share = (
+        FSDP_FRAGMENTATION
+        if strategy.startswith("fsdp")
+        else ZERO_FRAGMENTATION
+        if strategy.startswith("zero")
+        else FRAGMENTATION
+    )
+    out = [
+        Part("allocator fragmentation", int(allocated * share), f"{share:.0%} of allocated"),
+        Part("CUDA context", CONTEXT, "context + cuBLAS workspaces (outside PyTorch)"),
+    ]
     if k is not None and k.world > 1:
         out.append(Part("NCCL buffers", NCCL, f"communicators of {k.world} ranks"))
     return out
@@ -333,33 +385,45 @@ def overhead_parts(parts: list[Part], k: Knobs | None = None) -> list[Part]:
 
 def allocated(parts: list[Part]) -> int:
     """What PyTorch itself allocates at the peak (torch.cuda.max_memory_allocated)."""
-    return sum(p.bytes for p in parts if p.at_peak and p.name not in (
-        "allocator fragmentation", "CUDA context", "NCCL buffers") and not p.name.startswith("vLLM"))
+    return sum(
+        p.bytes
+        for p in parts
+        if p.at_peak
+        and p.name not in ("allocator fragmentation", "CUDA context", "NCCL buffers")
+        and not p.name.startswith("vLLM")
+    )
 
 
 # ---- generation -----------------------------------------------------------------------------
-def vllm_parts(shape: ModelShape, k: Knobs, capacity: int | None, max_model_len: int | None,
-               tp: int = 1) -> tuple[list[Part], int | None, int | None]:
+def vllm_parts(
+    shape: ModelShape, k: Knobs, capacity: int | None, max_model_len: int | None, tp: int = 1
+) -> tuple[list[Part], int | None, int | None]:
     """vLLM's reservation on one GPU; returns parts, the KV bytes one max_model_len sequence
     needs and the KV bytes the budget leaves (None where the capacity is unknown)."""
     tp = max(tp, 1)
     weights = shape.total_params() * 2 // tp
     seqs = 256 if k.vllm_mode != "colocate" else max(k.batch * k.steps_per_generation * tp, 1)
-    profile = 8192 * (4 * shape.hidden + 2 * shape.intermediate) * 2 // tp \
-        + seqs * shape.vocab * 4 * 2
+    profile = 8192 * (4 * shape.hidden + 2 * shape.intermediate) * 2 // tp + seqs * shape.vocab * 4 * 2
     graphs = 0 if k.vllm_enforce_eager else int(0.5 * GiB)
     overhead = profile + graphs + int(0.4 * GiB)
     kv_token = shape.kv_bytes_per_token_per_gpu(tp)
     need = kv_token * max_model_len if max_model_len else None
     if capacity is None:
-        return [Part("vLLM weights", weights, "bf16"),
-                Part("vLLM activations + CUDA graphs", overhead, "profiling peak")], need, None
+        return (
+            [
+                Part("vLLM weights", weights, "bf16"),
+                Part("vLLM activations + CUDA graphs", overhead, "profiling peak"),
+            ],
+            need,
+            None,
+        )
     budget = int(k.vllm_util * capacity)
     free = budget - weights - overhead
-    parts = [Part("vLLM weights", weights, f"bf16{f' / TP {tp}' if tp > 1 else ''}"),
-             Part("vLLM activations + CUDA graphs", overhead, "profiling peak, estimate"),
-             Part("vLLM KV cache", max(free, 0),
-                  f"{max(free, 0) // max(kv_token, 1):,} tokens of {kv_token:,} B")]
+    parts = [
+        Part("vLLM weights", weights, f"bf16{f' / TP {tp}' if tp > 1 else ''}"),
+        Part("vLLM activations + CUDA graphs", overhead, "profiling peak, estimate"),
+        Part("vLLM KV cache", max(free, 0), f"{max(free, 0) // max(kv_token, 1):,} tokens of {kv_token:,} B"),
+    ]
     return parts, need, free
 
 

@@ -86,28 +86,46 @@ class MemoryPlan:
         if row.role == "vLLM" or not row.capacity:
             return {}
         found = smallest_fix_set(self.model, self.knobs, row)
-        return {"fits_with": None if found is None else
-                {"changes": found[0], "total_bytes": found[1].total},
-                "largest_batch_that_fits": largest_batch(self.model, self.knobs, row)}
+        return {
+            "fits_with": None if found is None else {"changes": found[0], "total_bytes": found[1].total},
+            "largest_batch_that_fits": largest_batch(self.model, self.knobs, row),
+        }
 
     def to_dict(self) -> dict[str, Any]:
         m, k = self.model, self.knobs
         return {
-            "model": {"name": m.name, "family": m.family, "source": m.source,
-                      "parameters": m.total_params(), "active_parameters": m.active_params(),
-                      "layers": m.layers, "hidden": m.hidden, "vocab": m.vocab,
-                      "kv_bytes_per_token": m.kv_bytes_per_token(2)},
-            "setup": {"trl": k.trl, "strategy": k.strategy, "world": k.world,
-                      "per_device_train_batch_size": k.batch, "prompt_length": k.prompt_len,
-                      "prompt_length_source": k.prompt_source,
-                      "max_completion_length": k.completion_len,
-                      "gradient_checkpointing": k.gradient_checkpointing,
-                      "weight_bytes": k.weight_bytes, "optim": k.optim, "beta": k.beta,
-                      "lora": k.lora, "vllm_mode": k.vllm_mode if k.use_vllm else None},
+            "model": {
+                "name": m.name,
+                "family": m.family,
+                "source": m.source,
+                "parameters": m.total_params(),
+                "active_parameters": m.active_params(),
+                "layers": m.layers,
+                "hidden": m.hidden,
+                "vocab": m.vocab,
+                "kv_bytes_per_token": m.kv_bytes_per_token(2),
+            },
+            "setup": {
+                "trl": k.trl,
+                "strategy": k.strategy,
+                "world": k.world,
+                "per_device_train_batch_size": k.batch,
+                "prompt_length": k.prompt_len,
+                "prompt_length_source": k.prompt_source,
+                "max_completion_length": k.completion_len,
+                "gradient_checkpointing": k.gradient_checkpointing,
+                "weight_bytes": k.weight_bytes,
+                "optim": k.optim,
+                "beta": k.beta,
+                "lora": k.lora,
+                "vllm_mode": k.vllm_mode if k.use_vllm else None,
+            },
             "assumed": m.assumed + k.assumed,
             "host": host.to_dict() if (host := host_plan(m, k)) else None,
-            "gpus": [dict(g.to_dict(), fixes=[f.to_dict() for f in self.fixes(g)],
-                          **self.sizing(g)) for g in self.gpus],
+            "gpus": [
+                dict(g.to_dict(), fixes=[f.to_dict() for f in self.fixes(g)], **self.sizing(g))
+                for g in self.gpus
+            ],
         }
 
 
@@ -130,9 +148,11 @@ def resolve_model(ctx: RuleContext) -> tuple[ModelShape | None, str]:
     except InputError as exc:
         return None, str(exc)
     if shape is None:
-        return None, (f"config.json of {name} is not on this machine (a local directory or the "
-                      "Hugging Face cache; nothing is downloaded): envdoctor plan-memory "
-                      "--model-params 7B")
+        return None, (
+            f"config.json of {name} is not on this machine (a local directory or the "
+            "Hugging Face cache; nothing is downloaded): envdoctor plan-memory "
+            "--model-params 7B"
+        )
     return shape, ""
 
 
@@ -175,14 +195,23 @@ def build(ctx: RuleContext, shape: ModelShape) -> MemoryPlan:
     world, node, mode = lay.world_size, lay.num_processes, lay.generation_mode
     trainer = ctx.plan.trainer
     trl = ctx.trl
-    k = knobs_from_config(ctx.config, trl.version, shape.dtype, ctx.plan.accelerate,
-                          trainer.options if trainer else {}, world=world, node_ranks=node,
-                          vllm_mode=mode, torch=ctx.facts.version("torch"),
-                          prompt_tokens=ctx.options.get("prompt_tokens"),
-                          server_max_model_len=server_max_model_len(ctx))
+    k = knobs_from_config(
+        ctx.config,
+        trl.version,
+        shape.dtype,
+        ctx.plan.accelerate,
+        trainer.options if trainer else {},
+        world=world,
+        node_ranks=node,
+        vllm_mode=mode,
+        torch=ctx.facts.version("torch"),
+        prompt_tokens=ctx.options.get("prompt_tokens"),
+        server_max_model_len=server_max_model_len(ctx),
+    )
     if trl.assumed:
-        k.assumed.insert(0, f"TRL {trl.version} and its defaults ({trl.why}; "
-                            f"--assume trl==VERSION plans for another)")
+        k.assumed.insert(
+            0, f"TRL {trl.version} and its defaults ({trl.why}; --assume trl==VERSION plans for another)"
+        )
     if k.use_vllm and mode == "colocate":
         k = k.replace(vllm_caps_process=fraction_caps_process(ctx))
     plan = MemoryPlan(model=shape, knobs=k)
@@ -217,8 +246,9 @@ def fraction_caps_process(ctx: RuleContext) -> bool:
     return False
 
 
-def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | None,
-                lay: GpuLayout | None = None) -> GpuPlan:
+def trainer_row(
+    shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | None, lay: GpuLayout | None = None
+) -> GpuPlan:
     ranks = [r.rank for r in lay.ranks if r.gpu == gpu] if lay is not None else []
     role = ", ".join(f"rank {r}" for r in ranks) or "rank (each)"
     if gpu is None and len(ranks) > 1:
@@ -229,8 +259,7 @@ def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | No
         row.role += " + vLLM (colocated)"
         row.max_model_len = k.vllm_max_model_len or shape.max_positions
         # vLLM checks its KV cache at start, asleep later or not
-        vparts, row.kv_need, row.kv_free = vllm_parts(shape, k, capacity, row.max_model_len,
-                                                      k.vllm_tp)
+        vparts, row.kv_need, row.kv_free = vllm_parts(shape, k, capacity, row.max_model_len, k.vllm_tp)
         row.vllm_util, row.vllm_tp = k.vllm_util, max(k.vllm_tp, 1)
         if k.vllm_sleep:
             parts += asleep_parts()
@@ -240,11 +269,14 @@ def trainer_row(shape: ModelShape, k: Knobs, gpu: int | None, capacity: int | No
             if k.vllm_caps_process and capacity:
                 # TRL builds the engine after Trainer placed the model (one rank, DDP); ZeRO and
                 # FSDP place it later. The CUDA context is outside torch: vLLM counts it too.
-                held = CONTEXT + (sum(p.bytes for p in parts if p.name == "weights")
-                                  if k.strategy == "ddp" else 0)
+                held = CONTEXT + (
+                    sum(p.bytes for p in parts if p.name == "weights") if k.strategy == "ddp" else 0
+                )
                 budget = max(budget - held, 0)
-                note = (f"{k.vllm_util} × the GPU less the {size_text(held)} the process held "
-                        "when vLLM started (vLLM < 0.9.1 counts it)")
+                note = (
+                    f"{k.vllm_util} × the GPU less the {size_text(held)} the process held "
+                    "when vLLM started (vLLM < 0.9.1 counts it)"
+                )
             parts.append(Part("vLLM (gpu_memory_utilization)", budget, note))
     row.parts = parts + overhead_parts([p for p in parts if not p.name.startswith("vLLM")], k)
     return row
@@ -263,8 +295,16 @@ def server_row(ctx: RuleContext, shape: ModelShape, k: Knobs, gpu: int, capacity
         util, mml, tp, eager = k.vllm_util, k.vllm_max_model_len or shape.max_positions, 1, False
     vk = k.replace(vllm_util=util, vllm_enforce_eager=eager)
     parts, need, free = vllm_parts(shape, vk, capacity, int(mml) if mml else None, tp)
-    row = GpuPlan(gpu=gpu, role="vLLM", capacity=capacity, kv_need=need, kv_free=free,
-                  max_model_len=int(mml) if mml else None, vllm_util=util, vllm_tp=max(tp, 1))
+    row = GpuPlan(
+        gpu=gpu,
+        role="vLLM",
+        capacity=capacity,
+        kv_need=need,
+        kv_free=free,
+        max_model_len=int(mml) if mml else None,
+        vllm_util=util,
+        vllm_tp=max(tp, 1),
+    )
     row.parts = parts + [Part("CUDA context", CONTEXT, "outside the budget")]
     return row
 
@@ -276,34 +316,60 @@ def _candidates(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Kn
         out.append(("gradient_checkpointing: true", k.replace(gradient_checkpointing=True)))
     if k.batch >= 2:
         half = k.batch // 2
-        out.append((f"per_device_train_batch_size: {half} with gradient_accumulation_steps: "
-                    f"{k.grad_accum * 2} (the same generation batch)",
-                    k.replace(batch=half, grad_accum=k.grad_accum * 2,
-                              steps_per_generation=k.steps_per_generation * 2)))
+        out.append(
+            (
+                f"per_device_train_batch_size: {half} with gradient_accumulation_steps: "
+                f"{k.grad_accum * 2} (the same generation batch)",
+                k.replace(
+                    batch=half, grad_accum=k.grad_accum * 2, steps_per_generation=k.steps_per_generation * 2
+                ),
+            )
+        )
     if k.completion_len >= 256:
-        out.append((f"max_completion_length: {k.completion_len // 2}",
-                    k.replace(completion_len=k.completion_len // 2)))
+        out.append(
+            (
+                f"max_completion_length: {k.completion_len // 2}",
+                k.replace(completion_len=k.completion_len // 2),
+            )
+        )
     if k.world > 1 and k.strategy in ("ddp", "zero1", "zero2", "fsdp_grad_op"):
-        out.append(("DeepSpeed ZeRO-3 (accelerate config: distributed_type: DEEPSPEED, "
-                    "zero_stage: 3) or FSDP FULL_SHARD", k.replace(strategy="zero3")))
+        out.append(
+            (
+                "DeepSpeed ZeRO-3 (accelerate config: distributed_type: DEEPSPEED, "
+                "zero_stage: 3) or FSDP FULL_SHARD",
+                k.replace(strategy="zero3"),
+            )
+        )
     if not k.offload_optimizer and not k.lora and "8bit" not in k.optim:
         out.append(_offload(shape, k))
     if k.weight_bytes == 4 and not k.lora:
-        key = "torch_dtype" if knowledge().feature("model_init_kwargs_dtype", k.trl) is False \
-            else "dtype"
-        out.append((f"model_init_kwargs: {{{key}: bfloat16}} (bf16 weights and AdamW states; "
-                    "less precise updates)", k.replace(weight_bytes=2)))
+        key = "torch_dtype" if knowledge().feature("model_init_kwargs_dtype", k.trl) is False else "dtype"
+        out.append(
+            (
+                f"model_init_kwargs: {{{key}: bfloat16}} (bf16 weights and AdamW states; "
+                "less precise updates)",
+                k.replace(weight_bytes=2),
+            )
+        )
     if not k.lora and "8bit" not in k.optim and not k.strategy.startswith("zero"):
         out.append(("optim: adamw_8bit (bitsandbytes)", k.replace(optim="adamw_8bit")))
     if not k.lora:
-        out.append(("use_peft: true (LoRA, lora_r: 16, lora_target_modules: all-linear)",
-                    k.replace(lora=True, lora_r=16, lora_targets=("all-linear",))))
+        out.append(
+            (
+                "use_peft: true (LoRA, lora_r: 16, lora_target_modules: all-linear)",
+                k.replace(lora=True, lora_r=16, lora_targets=("all-linear",)),
+            )
+        )
     if k.beta > 0 and not k.lora:
         out.append(("beta: 0.0 (no reference model)", k.replace(beta=0.0)))
     if k.use_vllm and k.vllm_mode == "colocate" and not k.vllm_sleep:
         if knowledge().has_config_key("vllm_enable_sleep_mode", k.trl) is not False:
-            out.append(("vllm_enable_sleep_mode: true (vLLM frees its memory while training)",
-                        k.replace(vllm_sleep=True)))
+            out.append(
+                (
+                    "vllm_enable_sleep_mode: true (vLLM frees its memory while training)",
+                    k.replace(vllm_sleep=True),
+                )
+            )
         if row.capacity:
             out += _lower_fraction(shape, k, row)
     return out
@@ -320,8 +386,10 @@ def _offload(shape: ModelShape, k: Knobs) -> tuple[str, Knobs]:
         head, what = "offload_optimizer_device: cpu in the DeepSpeed config", "optimizer states"
     else:
         changed = k.replace(strategy="zero2", offload_optimizer=True, offload_device="cpu")
-        head = ("with DeepSpeed ZeRO-2 optimizer offload (accelerate config: distributed_type "
-                "DEEPSPEED, zero_stage 2, offload_optimizer_device cpu)")
+        head = (
+            "with DeepSpeed ZeRO-2 optimizer offload (accelerate config: distributed_type "
+            "DEEPSPEED, zero_stage 2, offload_optimizer_device cpu)"
+        )
         what = "optimizer states"
     host = host_plan(shape, changed)
     need = f", ~{size_text(host.bytes_per_node, digits=0)} per node" if host else ""
@@ -350,8 +418,9 @@ def tp_sizes(shape: ModelShape, k: Knobs) -> list[int]:
     return [t for t in (1, 2, 4, 8) if t <= node and k.world % t == 0 and shape.heads % t == 0]
 
 
-def least_fraction(shape: ModelShape, k: Knobs, capacity: int, max_model_len: int | None,
-                   tp: int) -> float | None:
+def least_fraction(
+    shape: ModelShape, k: Knobs, capacity: int, max_model_len: int | None, tp: int
+) -> float | None:
     """The smallest fraction (in 0.05 steps) whose KV cache holds one max_model_len sequence."""
     for step in range(1, 20):
         util = round(step * 0.05, 2)
@@ -369,8 +438,9 @@ def generations(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[Generation]:
     for tp in tp_sizes(shape, k) or [1]:
         util = least_fraction(shape, k, row.capacity, row.max_model_len, tp)
         if util is not None:
-            total = trainer_row(shape, k.replace(vllm_util=util, vllm_tp=tp, vllm_sleep=False),
-                                row.gpu, row.capacity).total
+            total = trainer_row(
+                shape, k.replace(vllm_util=util, vllm_tp=tp, vllm_sleep=False), row.gpu, row.capacity
+            ).total
             out.append(Generation(tp, util, total))
     return out
 
@@ -393,8 +463,12 @@ def trainer_fixes(shape: ModelShape, k: Knobs, row: GpuPlan, limit: int = 4) -> 
     fixes = []
     for text, changed in _candidates(shape, k, row):
         new = trainer_row(shape, changed, row.gpu, row.capacity)
-        if new.kv_need is not None and new.kv_free is not None and new.kv_free < new.kv_need \
-                and (row.kv_free is None or new.kv_free < row.kv_free):
+        if (
+            new.kv_need is not None
+            and new.kv_free is not None
+            and new.kv_free < new.kv_need
+            and (row.kv_free is None or new.kv_free < row.kv_free)
+        ):
             continue  # it would starve vLLM's KV cache (MEM103): no fix
         saves = row.total - new.total
         if saves > 64 * MiB:
@@ -408,12 +482,16 @@ def _fits(row: GpuPlan) -> bool:
 
 
 def _diff(k: Knobs, changed: Knobs) -> dict[str, Any]:
-    return {f: getattr(changed, f) for f in Knobs.__dataclass_fields__
-            if f != "assumed" and getattr(changed, f) != getattr(k, f)}
+    return {
+        f: getattr(changed, f)
+        for f in Knobs.__dataclass_fields__
+        if f != "assumed" and getattr(changed, f) != getattr(k, f)
+    }
 
 
-def smallest_fix_set(shape: ModelShape, k: Knobs, row: GpuPlan, most: int = 3
-                     ) -> tuple[list[str], GpuPlan] | None:
+def smallest_fix_set(
+    shape: ModelShape, k: Knobs, row: GpuPlan, most: int = 3
+) -> tuple[list[str], GpuPlan] | None:
     """The fewest of the single fixes that together fit this GPU (up to ``most``; among sets of
     one size the one listed first, the least invasive), with the row it gives; None if none."""
     from itertools import combinations

@@ -22,13 +22,38 @@ from envdoctor.errors import InputError, read_input_text
 from envdoctor.units import billions
 
 #: Families whose decoder is the Llama layout (gated MLP, RMSNorm, rotary attention).
-FAMILIES = {"llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "gemma", "gemma2",
-            "gemma3", "gemma3_text", "phi3", "mixtral", "qwen2_vl", "qwen2_5_vl", "qwen3_vl",
-            "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text"}
+FAMILIES = {
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "qwen2_moe",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "phi3",
+    "mixtral",
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "qwen3_vl_text",
+    "qwen3_vl_moe",
+    "qwen3_vl_moe_text",
+}
 # modeling_qwen2.py: q/k/v Linear(bias=True), o without (the VL decoders are Qwen2's)
 _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
-_QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_vl", "qwen3_vl_text",
-            "qwen3_vl_moe", "qwen3_vl_moe_text"}
+_QK_NORM = {
+    "qwen3",
+    "qwen3_moe",
+    "gemma3",
+    "gemma3_text",
+    "qwen3_vl",
+    "qwen3_vl_text",
+    "qwen3_vl_moe",
+    "qwen3_vl_moe_text",
+}
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}  # pre/post attention and feed-forward norms
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 MAX_DIM = 10**8  # no real layer count, width or vocabulary comes near
@@ -103,16 +128,22 @@ class ModelShape:
         if self.total_override:
             return self.total_override
         head = 0 if self.tied else self.embedding_params()
-        return (self.embedding_params() + head + self.layers * self.layer_params()
-                + self.hidden + self.vision)  # final norm, vision tower
+        return (
+            self.embedding_params() + head + self.layers * self.layer_params() + self.hidden + self.vision
+        )  # final norm, vision tower
 
     def active_params(self) -> int:
         """Parameters one token passes through (MoE: only the routed experts)."""
         if not self.experts:
             return self.total_params()
         head = 0 if self.tied else self.embedding_params()
-        return (self.embedding_params() + head + self.layers * self.layer_params(active=True)
-                + self.hidden + self.vision)
+        return (
+            self.embedding_params()
+            + head
+            + self.layers * self.layer_params(active=True)
+            + self.hidden
+            + self.vision
+        )
 
     def linear_params(self) -> int:
         """Weights of the decoder layers' Linear modules (what 4-bit quantization shrinks)."""
@@ -166,8 +197,9 @@ def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelS
             if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_DIM:
                 return value
         if default is None:
-            raise InputError(where, f"no usable {keys[0]} (a positive integer up to {MAX_DIM:,}) "
-                                    "to size the model")
+            raise InputError(
+                where, f"no usable {keys[0]} (a positive integer up to {MAX_DIM:,}) to size the model"
+            )
         return default
 
     hidden = num("hidden_size", "n_embd", "d_model")
@@ -175,8 +207,11 @@ def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelS
     head_dim = cfg.get("head_dim")
     if not (isinstance(head_dim, int) and 0 < head_dim <= MAX_DIM):
         head_dim = hidden // heads
-    experts = num("num_experts", "num_local_experts", "n_routed_experts", default=0) \
-        if any(k in cfg for k in ("num_experts", "num_local_experts", "n_routed_experts")) else 0
+    experts = (
+        num("num_experts", "num_local_experts", "n_routed_experts", default=0)
+        if any(k in cfg for k in ("num_experts", "num_local_experts", "n_routed_experts"))
+        else 0
+    )
     dense_inter = num("intermediate_size", "ffn_dim", default=4 * hidden)
     moe_inter = num("moe_intermediate_size", default=dense_inter) if experts else 0
     if experts and cfg.get("decoder_sparse_step", 1) not in (1, None):
@@ -188,19 +223,28 @@ def from_config(cfg: dict[str, Any], name: str = "", source: str = "") -> ModelS
     dtype = cfg.get("torch_dtype") or cfg.get("dtype")
     factor, rope_base = _rope(cfg, model_type)
     shape = ModelShape(
-        rope_factor=factor, rope_base=rope_base,
-        name=name or str(cfg.get("_name_or_path", "")), family=model_type or "llama",
-        layers=num("num_hidden_layers", "n_layer"), hidden=hidden,
-        intermediate=dense_inter, heads=heads,
-        kv_heads=num("num_key_value_heads", default=heads), head_dim=int(head_dim),
-        vocab=num("vocab_size"), tied=bool(tied), qkv_bias=bias, experts=experts,
-        experts_per_token=num("num_experts_per_tok", "num_experts_per_token", default=2)
-        if experts else 0,
+        rope_factor=factor,
+        rope_base=rope_base,
+        name=name or str(cfg.get("_name_or_path", "")),
+        family=model_type or "llama",
+        layers=num("num_hidden_layers", "n_layer"),
+        hidden=hidden,
+        intermediate=dense_inter,
+        heads=heads,
+        kv_heads=num("num_key_value_heads", default=heads),
+        head_dim=int(head_dim),
+        vocab=num("vocab_size"),
+        tied=bool(tied),
+        qkv_bias=bias,
+        experts=experts,
+        experts_per_token=num("num_experts_per_tok", "num_experts_per_token", default=2) if experts else 0,
         expert_intermediate=moe_inter,
-        shared_expert_intermediate=num("shared_expert_intermediate_size", default=0)
-        if experts else 0,
+        shared_expert_intermediate=num("shared_expert_intermediate_size", default=0) if experts else 0,
         max_positions=num("max_position_embeddings", default=0) or None,
-        dtype=str(dtype) if isinstance(dtype, str) else None, source=source, assumed=assumed)
+        dtype=str(dtype) if isinstance(dtype, str) else None,
+        source=source,
+        assumed=assumed,
+    )
     _add_vision(shape, cfg)
     return shape
 
@@ -227,8 +271,10 @@ def vision_params(vision: dict[str, Any], text_hidden: int) -> int:
     if not depth or not width:
         return 0
     inter = _dim(vision, "intermediate_size") or int(
-        width * vision["mlp_ratio"] if isinstance(vision.get("mlp_ratio"), (int, float))
-        and 0 < vision["mlp_ratio"] <= 64 else 4 * width)
+        width * vision["mlp_ratio"]
+        if isinstance(vision.get("mlp_ratio"), (int, float)) and 0 < vision["mlp_ratio"] <= 64
+        else 4 * width
+    )
     gated = str(vision.get("hidden_act", "")) in ("silu", "swiglu")
     block = 4 * width * width + (3 if gated else 2) * width * inter + 4 * width
     patch = _dim(vision, "patch_size") or 14
@@ -236,8 +282,11 @@ def vision_params(vision: dict[str, Any], text_hidden: int) -> int:
     embed = channels * (_dim(vision, "temporal_patch_size") or 1) * patch * patch * width
     image = _dim(vision, "image_size")
     positions = (image // patch) ** 2 * width if image else 0
-    out = _dim(vision, "out_hidden_size") or (
-        _dim(vision, "hidden_size") if "embed_dim" in vision else 0) or text_hidden
+    out = (
+        _dim(vision, "out_hidden_size")
+        or (_dim(vision, "hidden_size") if "embed_dim" in vision else 0)
+        or text_hidden
+    )
     merge = _dim(vision, "spatial_merge_size")
     projector = (width * merge**2) ** 2 + width * merge**2 * out if merge else width * out
     return depth * block + embed + positions + projector
@@ -252,7 +301,8 @@ def _add_vision(shape: ModelShape, cfg: dict[str, Any]) -> None:
     if shape.vision:
         shape.assumed.append(
             f"vision tower counted ({shape.vision / 1e9:.2f}B parameters); image tokens are not in "
-            "the prompt length (plan-memory --prompt-tokens N counts them)")
+            "the prompt length (plan-memory --prompt-tokens N counts them)"
+        )
 
 
 # ---- finding the config -------------------------------------------------------------------
@@ -279,7 +329,8 @@ def hub_cache(environ: dict[str, str] | None = None) -> Path:
     if env.get("HUGGINGFACE_HUB_CACHE"):
         return Path(env["HUGGINGFACE_HUB_CACHE"]).expanduser()
     home = env.get("HF_HOME") or os.path.join(
-        env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
+        env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
+    )
     return Path(home).expanduser() / "hub"
 
 
@@ -306,9 +357,11 @@ def _find_config(model: str, environ: dict[str, str] | None) -> Path | None:
     commit = _ref(repo / "refs" / "main")
     if commit and (repo / "snapshots" / commit / "config.json").is_file():
         return repo / "snapshots" / commit / "config.json"
-    snapshots = sorted((repo / "snapshots").glob("*/config.json"),
-                       key=lambda p: p.stat().st_mtime, reverse=True) \
-        if (repo / "snapshots").is_dir() else []
+    snapshots = (
+        sorted((repo / "snapshots").glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if (repo / "snapshots").is_dir()
+        else []
+    )
     return snapshots[0] if snapshots else None
 
 
@@ -390,10 +443,24 @@ def parse_count(text: str) -> int:
 def shape_from_count(count: int) -> ModelShape:
     """A dense shape for a bare count: the nearest reference shape, the total the user's."""
     _, ref, (layers, hidden, inter, heads, kv, vocab, tied) = min(
-        _REFERENCE, key=lambda r: abs(r[0] - count) / r[0])
-    return ModelShape(name=f"{billions(count, 1)} parameters", family="qwen2", layers=layers,
-                      hidden=hidden, intermediate=inter, heads=heads, kv_heads=kv,
-                      head_dim=hidden // heads, vocab=vocab, tied=tied, qkv_bias=True,
-                      source="--model-params", total_override=count,
-                      assumed=[f"layers, hidden size and vocabulary assumed like {ref} "
-                               "(no config.json: activations and KV cache are estimates)"])
+        _REFERENCE, key=lambda r: abs(r[0] - count) / r[0]
+    )
+    return ModelShape(
+        name=f"{billions(count, 1)} parameters",
+        family="qwen2",
+        layers=layers,
+        hidden=hidden,
+        intermediate=inter,
+        heads=heads,
+        kv_heads=kv,
+        head_dim=hidden // heads,
+        vocab=vocab,
+        tied=tied,
+        qkv_bias=True,
+        source="--model-params",
+        total_override=count,
+        assumed=[
+            f"layers, hidden size and vocabulary assumed like {ref} "
+            "(no config.json: activations and KV cache are estimates)"
+        ],
+    )
