@@ -33,6 +33,7 @@ T = TypeVar("T", str, bytes)
 #: lines looked at one literal or pattern at a time before the trie and the gates are built
 #: (tens of milliseconds of regex parsing and compiling, which a quiet log need not pay)
 EAGER = 256
+_NONE: frozenset = frozenset()
 _DEFAULT_FLAGS = re.compile("").flags
 
 
@@ -88,10 +89,13 @@ class Literals(Generic[T]):
         if self.looks < EAGER:  # a log with a few such lines pays no regex compilation
             self.looks += 1
             return frozenset([k for k in self.kws if k in text])
-        found_re = self.any
+        found_re = self._any or self.any
         if found_re is None:
-            return frozenset()
-        found = frozenset(found_re.findall(text))
+            return _NONE
+        found_list = found_re.findall(text)
+        if not found_list:
+            return _NONE  # most lines of a flood hold none of a gate's leads
+        found = frozenset(found_list)
         known = self._found.get(found)
         if known is None:
             inside = frozenset().union(*(self.inside(k) for k in found))

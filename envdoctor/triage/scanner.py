@@ -76,7 +76,8 @@ def keep(sig: Signature) -> int:
 
 def clean(raw: bytes) -> str:
     """A piece of a log line as a person reads it: decoded, colours and control noise removed."""
-    return ANSI.sub("", raw.decode("utf-8", errors="replace")).strip()
+    text = raw.decode("utf-8", errors="replace")
+    return (ANSI.sub("", text) if "\x1b" in text else text).strip()  # every escape starts with ESC
 
 
 def split_prefix(text: str) -> tuple[str, int | None]:
@@ -134,6 +135,9 @@ class Matcher:
         self.shapes: dict[bytes, Shape] = {}
         self.once_seen: set[bytes] = set()  # digit shapes seen once
         self.guards: dict[int, tuple[bytes, ...] | None] = {}  # id(sig) -> its digit guards
+        #: (keywords held, epoch) of a plan -> the digit guards of its open signatures
+        self.open_guards: dict[tuple[frozenset[bytes], int], tuple[bytes, ...] | None] = {}
+        self.guard_unions = 0  # digit guards of a plan's open signatures put together (tests count)
         self.digit_keywords = tuple((k, k.translate(_ZERO)) for k, _ in by_keyword if _DIGITS.search(k))
         self.longest = max(len(a) for a in anchor_list)
         self.hint_anchors = hint_anchors(sigs, anchor_list)
@@ -269,8 +273,7 @@ class Matcher:
                 self.once_seen.clear()
             self.once_seen.add(key)
             return
-        kept_ids = {id(sig) for sig in plan.kept}
-        guards = self._guards([sig for sig in plan.sigs if id(sig) not in kept_ids])
+        guards = self._guards(plan)
         if guards is None or guards and b"\x1b" in key:
             return
         maybe = tuple([k for k, zero in self.digit_keywords if zero in key])
@@ -315,8 +318,20 @@ class Matcher:
         plan = self.plans[held] = Plan(self.epoch, held, tuple(sigs), tuple(kept), gate)
         return plan
 
-    def _guards(self, sigs: list[Signature]) -> tuple[bytes, ...] | None:
-        """The digit guards of ``sigs`` together (``combine.digit_guards``); None if one has none."""
+    def _guards(self, plan: Plan) -> tuple[bytes, ...] | None:
+        """The digit guards of the open signatures of ``plan`` together (``combine.digit_guards``);
+        None if one has none. Computed once for a set of open signatures (a flood asks per line)."""
+        key = (plan.held, plan.epoch)  # one plan: the same open signatures
+        if key not in self.open_guards:
+            if len(self.open_guards) >= 4096:
+                self.open_guards.clear()
+            kept_ids = {id(sig) for sig in plan.kept}
+            self.open_guards[key] = self._guards_of([sig for sig in plan.sigs if id(sig) not in kept_ids])
+        return self.open_guards[key]
+
+    def _guards_of(self, sigs: list[Signature]) -> tuple[bytes, ...] | None:
+        """The digit guards of ``sigs`` together; None if one of them has none."""
+        self.guard_unions += 1
         guards: set[bytes] = set()
         for sig in sigs:
             if id(sig) not in self.guards:
@@ -389,9 +404,8 @@ class Shape(NamedTuple):
 
     def holds(self, raw: bytes) -> bool:
         """Whether ``raw`` (of this shape) is alike: its outcome is this one."""
-        for guard in self.guards:
-            if guard in raw:
-                return False
+        if any(map(raw.__contains__, self.guards)):
+            return False
         return not self.maybe or tuple([k in raw for k in self.maybe]) == self.held
 
 
