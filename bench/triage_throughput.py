@@ -42,13 +42,17 @@ ROOT = Path(__file__).resolve().parent.parent
 FAILURE = ROOT / "tests" / "triage" / "real" / "open-r1-384-len-reward.yaml"
 
 MB = 1_000_000
-OOM = ("[rank{r}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU {r} "
-       "has a total capacity of 79.10 GiB of which 1.06 GiB is free. Including non-PyTorch memory, "
-       "this process has 78.02 GiB memory in use. Of the allocated memory 74.10 GiB is allocated by "
-       "PyTorch, and 2.31 GiB is reserved by PyTorch but unallocated.\n")
-TIMEOUT = ("[rank{r}]:[E1101 10:35:02.{r}1 ProcessGroupNCCL.cpp:629] [Rank {r}] Watchdog caught "
-           "collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLGATHER, NumelIn=4, "
-           "NumelOut=16, Timeout(ms)=1800000) ran for 1800042 milliseconds before timing out.\n")
+OOM = (
+    "[rank{r}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU {r} "
+    "has a total capacity of 79.10 GiB of which 1.06 GiB is free. Including non-PyTorch memory, "
+    "this process has 78.02 GiB memory in use. Of the allocated memory 74.10 GiB is allocated by "
+    "PyTorch, and 2.31 GiB is reserved by PyTorch but unallocated.\n"
+)
+TIMEOUT = (
+    "[rank{r}]:[E1101 10:35:02.{r}1 ProcessGroupNCCL.cpp:629] [Rank {r}] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLGATHER, NumelIn=4, "
+    "NumelOut=16, Timeout(ms)=1800000) ran for 1800042 milliseconds before timing out.\n"
+)
 
 
 def _block(rng: random.Random, lines: int = 4000) -> bytes:
@@ -58,29 +62,42 @@ def _block(rng: random.Random, lines: int = 4000) -> bytes:
         r = rng.randrange(8)
         kind = rng.random()
         if kind < 0.3:
-            bar = "".join(f"\r{p:3d}%|{'█' * (p // 10):<10}| {p}/100 [00:{p % 60:02d}<01:40, "
-                          f"{rng.uniform(1, 9):.2f}it/s]" for p in range(0, 101, 20))
+            bar = "".join(
+                f"\r{p:3d}%|{'█' * (p // 10):<10}| {p}/100 [00:{p % 60:02d}<01:40, "
+                f"{rng.uniform(1, 9):.2f}it/s]"
+                for p in range(0, 101, 20)
+            )
             out.append(f"Generating (rank {r}){bar}\n")
         elif kind < 0.55:
-            out.append(f"\x1b[1;36m(EngineCore_DP0 pid={1000 + r})\x1b[0;0m \x1b[32mINFO\x1b[0m "
-                       f"11-01 10:{i % 60:02d}:00 [gpu_model_runner.py:{i}] Graph capturing "
-                       f"finished in {rng.uniform(1, 9):.1f} secs, took {rng.uniform(0, 2):.2f} GiB\n")
+            out.append(
+                f"\x1b[1;36m(EngineCore_DP0 pid={1000 + r})\x1b[0;0m \x1b[32mINFO\x1b[0m "
+                f"11-01 10:{i % 60:02d}:00 [gpu_model_runner.py:{i}] Graph capturing "
+                f"finished in {rng.uniform(1, 9):.1f} secs, took {rng.uniform(0, 2):.2f} GiB\n"
+            )
         elif kind < 0.8:
-            out.append(f"[rank{r}]: {{'loss': {rng.uniform(0, 1):.4f}, 'grad_norm': "
-                       f"{rng.uniform(0, 3):.3f}, 'reward': {rng.uniform(0, 1):.3f}, 'kl': "
-                       f"{rng.uniform(0, .1):.4f}, 'completions/mean_length': "
-                       f"{rng.uniform(50, 900):.1f}, 'epoch': {i / lines:.3f}}}\n")
+            out.append(
+                f"[rank{r}]: {{'loss': {rng.uniform(0, 1):.4f}, 'grad_norm': "
+                f"{rng.uniform(0, 3):.3f}, 'reward': {rng.uniform(0, 1):.3f}, 'kl': "
+                f"{rng.uniform(0, 0.1):.4f}, 'completions/mean_length': "
+                f"{rng.uniform(50, 900):.1f}, 'epoch': {i / lines:.3f}}}\n"
+            )
         elif kind < 0.9:
-            out.append(f"[rank{r}]:[W1101 10:00:{i % 60:02d}.{i:06d} ProcessGroupNCCL.cpp:4561] "
-                       f"[PG ID 0 PG GUID 0 Rank {r}] using GPU {r} to perform barrier\n")
+            out.append(
+                f"[rank{r}]:[W1101 10:00:{i % 60:02d}.{i:06d} ProcessGroupNCCL.cpp:4561] "
+                f"[PG ID 0 PG GUID 0 Rank {r}] using GPU {r} to perform barrier\n"
+            )
         elif kind < 0.97:
-            out.append("/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:87: "
-                       "UserWarning: None of the inputs have requires_grad=True. Gradients "
-                       "will be None\n  warnings.warn(\n")
+            out.append(
+                "/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:87: "
+                "UserWarning: None of the inputs have requires_grad=True. Gradients "
+                "will be None\n  warnings.warn(\n"
+            )
         else:
-            out.append(f"[rank{r}]: Traceback (most recent call last):\n[rank{r}]:   File "
-                       f'"/work/reward.py", line {i}, in score\n[rank{r}]: the error rate is '
-                       f"{rng.uniform(0, 1):.3f} (logged, not raised)\n")
+            out.append(
+                f"[rank{r}]: Traceback (most recent call last):\n[rank{r}]:   File "
+                f'"/work/reward.py", line {i}, in score\n[rank{r}]: the error rate is '
+                f"{rng.uniform(0, 1):.3f} (logged, not raised)\n"
+            )
     return "".join(out).encode()
 
 
@@ -123,8 +140,10 @@ def write_repeated(path: str, source: str, size_mb: int) -> tuple[int, int]:
 
 
 FLOODS = {
-    "numbered": lambda i, rng: b"ValueError: distinct failure number %d at step %d token %d\n" % (
-        i, i * 7 % 100000, rng.randrange(1000)),
+    "numbered": lambda i, rng: (
+        b"ValueError: distinct failure number %d at step %d token %d\n"
+        % (i, i * 7 % 100000, rng.randrange(1000))
+    ),
     "hex": lambda i, rng: b"ValueError: distinct failure number %d token %08x\n" % (i, rng.getrandbits(32)),
 }
 
@@ -182,13 +201,15 @@ def main() -> None:
         def one() -> object:
             with open(path, "rb") as fh:
                 result = scan(fh)
-            return result, diagnose(result.matches, None, counts=result.counts,
-                                    lines=result.lines, last_line=result.last_line)
+            return result, diagnose(
+                result.matches, None, counts=result.counts, lines=result.lines, last_line=result.last_line
+            )
 
         def many(grep: bool = True) -> object:
             result = scan_file(path, grep=grep)
-            return result, diagnose(result.matches, None, counts=result.counts,
-                                    lines=result.lines, last_line=result.last_line)
+            return result, diagnose(
+                result.matches, None, counts=result.counts, lines=result.lines, last_line=result.last_line
+            )
 
         def many_python() -> object:
             return many(grep=False)
@@ -199,8 +220,11 @@ def main() -> None:
 
         def cli() -> object:  # bytecode cached, as an installed package has it
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            proc = subprocess.run([sys.executable, "-m", "envdoctor", "triage", path,
-                                   "--format", "json"], capture_output=True, env=env)
+            proc = subprocess.run(
+                [sys.executable, "-m", "envdoctor", "triage", path, "--format", "json"],
+                capture_output=True,
+                env=env,
+            )
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cli_cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
             return proc
@@ -221,15 +245,19 @@ def main() -> None:
         seconds, proc = _median(cli, args.repeat)
         rows.append((f"envdoctor triage (CLI, exit {proc.returncode})", seconds))  # type: ignore[attr-defined]
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
-        print(f"{result.lines:,} lines; counts {dict(sorted(result.counts.items()))}; "
-              f"findings {[f.rule for f in found]}\n")
+        print(
+            f"{result.lines:,} lines; counts {dict(sorted(result.counts.items()))}; "
+            f"findings {[f.rule for f in found]}\n"
+        )
         print(f"{'what':<36} {'MB':>8} {'seconds':>8} {'MB/s':>8}")
         for name, secs in rows:
             print(f"{name:<36} {size / MB:>8,.0f} {secs:>8.2f} {size / MB / secs:>8.0f}")
         print(f"\nCPU time of the CLI (its processes and grep's): median {statistics.median(cli_cpu):.2f} s")
         print(f"peak memory of a child process (CLI or scan worker): {rss:.0f} MiB")
-        print(f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; median of {args.repeat}; "
-              f"load average before the runs: {load:.2f}")
+        print(
+            f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; median of {args.repeat}; "
+            f"load average before the runs: {load:.2f}"
+        )
     finally:
         os.unlink(path)
 

@@ -36,8 +36,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _c
     import sre_parse as _p
 
-_REPEATS = tuple(getattr(_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
-                 if hasattr(_c, n))
+_REPEATS = tuple(getattr(_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_c, n))
 
 
 def _entries() -> list[Any]:
@@ -75,8 +74,15 @@ def _nested(items: Any, depth: int = 0) -> bool:
             if depth or _nested(av[2], depth + 1):
                 return True
             continue
-        inner = ([av[-1]] if op == _c.SUBPATTERN else list(av[1]) if op == _c.BRANCH
-                 else [av[1]] if op in (_c.ASSERT, _c.ASSERT_NOT) else [])
+        inner = (
+            [av[-1]]
+            if op == _c.SUBPATTERN
+            else list(av[1])
+            if op == _c.BRANCH
+            else [av[1]]
+            if op in (_c.ASSERT, _c.ASSERT_NOT)
+            else []
+        )
         if any(_nested(sub, depth) for sub in inner):
             return True
     return False
@@ -91,11 +97,11 @@ def _symptom(text: str, regex: Any) -> tuple[str, bytes] | None:
         return None
     lead = _leading_literal(source)
     # global flags ("(?i)…") are scoped to the symptom, which becomes one alternative of several
-    flags = "".join(f for f, bit in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL))
-                    if regex.flags & bit)
+    flags = "".join(
+        f for f, bit in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL)) if regex.flags & bit
+    )
     body = re.sub(r"^\(\?[aiLmsux]{1,6}\)", "", source)
-    return (f"(?{flags}:{body})" if flags else body), (
-        lead.encode() if len(lead) >= 6 else FALLBACK_KEYWORD)
+    return (f"(?{flags}:{body})" if flags else body), (lead.encode() if len(lead) >= 6 else FALLBACK_KEYWORD)
 
 
 @lru_cache(maxsize=1)
@@ -115,10 +121,17 @@ def catalogue() -> tuple[tuple[Signature, ...], tuple[str, ...], dict[str, Any]]
         if not parts:
             continue
         sid = PREFIX + re.sub(r"[^a-z0-9]+", "-", entry.id.lower()).strip("-")
-        sigs.append(Signature(
-            id=sid, rule=RULE, summary=entry.title, keywords=tuple(keywords),
-            pattern=re.compile("|".join(parts)), references=tuple(entry.sources),
-            severity=Severity.ERROR if entry.certainty == "certain" else Severity.WARNING))
+        sigs.append(
+            Signature(
+                id=sid,
+                rule=RULE,
+                summary=entry.title,
+                keywords=tuple(keywords),
+                pattern=re.compile("|".join(parts)),
+                references=tuple(entry.sources),
+                severity=Severity.ERROR if entry.certainty == "certain" else Severity.WARNING,
+            )
+        )
         by_id[sid] = entry
     return tuple(sigs), tuple(skipped), by_id
 
@@ -130,8 +143,9 @@ def catalogue() -> tuple[tuple[Signature, ...], tuple[str, ...], dict[str, Any]]
 OWN_LINE_KINDS = ("hang", "degraded", "silent-wrong")
 
 
-def extra_anchors(anchors: tuple[bytes, ...], sigs: tuple[Signature, ...],
-                  entries: dict[str, Any]) -> tuple[bytes, ...]:
+def extra_anchors(
+    anchors: tuple[bytes, ...], sigs: tuple[Signature, ...], entries: dict[str, Any]
+) -> tuple[bytes, ...]:
     """The catalogue keywords that become anchors: rare (``RARE`` characters or more), covered by
     no anchor, and either of an entry whose symptoms are lines of their own or a source line a
     traceback quotes (``assert …``, which the exception line after it does not repeat)."""

@@ -46,8 +46,11 @@ def _free_for_server(ctx: Context | None) -> str:
         return "CUDA_VISIBLE_DEVICES=<GPUs the trainer does not use>"
     used = set(ctx.layout.visible if dataparallel(ctx.layout) else ctx.layout.training)
     spare = [g.index for g in ctx.facts.gpus if g.index not in used]
-    return f"CUDA_VISIBLE_DEVICES={','.join(map(str, spare))}" if spare else \
-        "CUDA_VISIBLE_DEVICES=<a GPU of its own: every GPU here trains>"
+    return (
+        f"CUDA_VISIBLE_DEVICES={','.join(map(str, spare))}"
+        if spare
+        else "CUDA_VISIBLE_DEVICES=<a GPU of its own: every GPU here trains>"
+    )
 
 
 def server(ms: list[Match], log: Log) -> list[Draft]:
@@ -63,23 +66,30 @@ def server(ms: list[Match], log: Log) -> list[Draft]:
     waited.sort(key=lambda m: m.line_no)
     tries = log.counts.get("vllm-server-not-up", 0)
     address = _server_address(waited, ctx)
-    what = (f"the trainer is in vLLM server mode and nothing answered at {address}"
-            + (f" ({tries} retries)" if tries > 1 else ""))
+    what = f"the trainer is in vLLM server mode and nothing answered at {address}" + (
+        f" ({tries} retries)" if tries > 1 else ""
+    )
     cfg = ctx.config if ctx is not None else {}
     trl = ctx.version("trl") if ctx is not None else None
     model = cfg.get("model_name_or_path") or "MODEL"
     port = f" --port {str(address).rsplit(':', 1)[-1]}" if re.search(r":\d{1,5}$", address) else ""
     if "vllm_device" in cfg and not cfg.get("vllm_mode"):
-        what += (f"; the config sets vllm_device, a TRL ≤ 0.15 setting: TRL "
-                 f"{trl or '≥ 0.16'} no longer starts vLLM inside the trainer")
-        fix = ("run this recipe with the TRL it was written for (pip install 'trl==0.15.2'), or "
-               f"move it to server mode: start `{_free_for_server(ctx)} trl vllm-serve --model "
-               f"{model}{port}` first and drop vllm_device")
+        what += (
+            f"; the config sets vllm_device, a TRL ≤ 0.15 setting: TRL "
+            f"{trl or '≥ 0.16'} no longer starts vLLM inside the trainer"
+        )
+        fix = (
+            "run this recipe with the TRL it was written for (pip install 'trl==0.15.2'), or "
+            f"move it to server mode: start `{_free_for_server(ctx)} trl vllm-serve --model "
+            f"{model}{port}` first and drop vllm_device"
+        )
         return [finding("LAY008", waited, log, what, fix)]
-    fix = (f"start the server first, on GPUs of its own: `{_free_for_server(ctx)} trl vllm-serve "
-           f"--model {model}{port}`, and wait for 'Application startup complete' before "
-           f"launching training (same host and port as the trainer's vllm_server_host / "
-           f"vllm_server_port or vllm_server_base_url)")
+    fix = (
+        f"start the server first, on GPUs of its own: `{_free_for_server(ctx)} trl vllm-serve "
+        f"--model {model}{port}`, and wait for 'Application startup complete' before "
+        f"launching training (same host and port as the trainer's vllm_server_host / "
+        f"vllm_server_port or vllm_server_base_url)"
+    )
     if trl is None or not versions.below(trl, "0.18.0"):
         fix += "; or set vllm_mode: colocate to run vLLM inside the trainer (TRL ≥ 0.18)"
     return [finding("LAY008", waited, log, what, fix)]
@@ -90,32 +100,47 @@ def server_not_trl(ms: list[Match], log: Log) -> list[Draft]:
     ctx, first = log.ctx, ms[0]
     if not context_has(first, "init_communicator", "get_world_size", "vllm_client"):
         return reject(ms)
-    plain = next((lc.raw for lc in (ctx.plan.launches if ctx is not None else ())
-                  if lc.launcher == "vllm-serve"), None)
-    what = ("the vLLM server answered 404 to TRL's weight-sync endpoint (/get_world_size/ in "
-            "init_communicator): it is not `trl vllm-serve` — a plain `vllm serve` has no such "
-            "endpoints")
+    plain = next(
+        (lc.raw for lc in (ctx.plan.launches if ctx is not None else ()) if lc.launcher == "vllm-serve"), None
+    )
+    what = (
+        "the vLLM server answered 404 to TRL's weight-sync endpoint (/get_world_size/ in "
+        "init_communicator): it is not `trl vllm-serve` — a plain `vllm serve` has no such "
+        "endpoints"
+    )
     trl = ctx.version("trl") if ctx is not None else None
-    fix = ("serve the model with `trl vllm-serve --model MODEL` in place of `vllm serve`"
-           + (f" (here: `{plain}`)" if plain else "")
-           + f", from the same TRL release as the trainer{f' ({trl})' if trl else ''}")
+    fix = (
+        "serve the model with `trl vllm-serve --model MODEL` in place of `vllm serve`"
+        + (f" (here: `{plain}`)" if plain else "")
+        + f", from the same TRL release as the trainer{f' ({trl})' if trl else ''}"
+    )
     return [finding("TRI004", ms, log, what, fix)]
 
 
 # -- compiled extensions built for another torch -------------------------------------------------
 
 #: path fragment of the library -> distribution
-_EXTENSIONS = (("flash_attn", "flash-attn"), ("vllm", "vllm"), ("xformers", "xformers"),
-               ("deepspeed", "deepspeed"), ("transformer_engine", "transformer-engine"),
-               ("flashinfer", "flashinfer-python"), ("bitsandbytes", "bitsandbytes"),
-               ("torchvision", "torchvision"), ("torchaudio", "torchaudio"), ("apex", "apex"),
-               ("mamba_ssm", "mamba-ssm"), ("causal_conv1d", "causal-conv1d"),
-               ("liger_kernel", "liger-kernel"), ("unsloth", "unsloth"))
+_EXTENSIONS = (
+    ("flash_attn", "flash-attn"),
+    ("vllm", "vllm"),
+    ("xformers", "xformers"),
+    ("deepspeed", "deepspeed"),
+    ("transformer_engine", "transformer-engine"),
+    ("flashinfer", "flashinfer-python"),
+    ("bitsandbytes", "bitsandbytes"),
+    ("torchvision", "torchvision"),
+    ("torchaudio", "torchaudio"),
+    ("apex", "apex"),
+    ("mamba_ssm", "mamba-ssm"),
+    ("causal_conv1d", "causal-conv1d"),
+    ("liger_kernel", "liger-kernel"),
+    ("unsloth", "unsloth"),
+)
 _TORCH_SYMBOL = re.compile(r"_ZN?K?(?:3c10|2at|5torch|6caffe2)")
 
 
 def _library(body: str) -> str:
-    head = body[:body.find(": undefined symbol: ")]
+    head = body[: body.find(": undefined symbol: ")]
     token = head.rsplit(None, 1)[-1] if head.split() else head
     return token.lstrip("'\"(").rsplit("/", 1)[-1][:200]
 
@@ -128,47 +153,57 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
     body = first.text
     library = _library(body)
     dist = next((d for frag, d in _EXTENSIONS if frag in body.lower()), None)
-    abi = ("the missing name uses the C++11 std::string ABI (__cxx11): the extension was built "
-           "with the C++11 ABI, the torch in use with the old one, or for another torch release"
-           if "__cxx11" in symbol else
-           "the missing name uses the old std::string ABI: the extension was built with the "
-           "pre-C++11 ABI, the torch in use with the new one, or for another torch release"
-           if re.search(r"[RKP]Ss", symbol) else
-           "torch does not export that symbol: the extension was built against another torch "
-           "release")
+    abi = (
+        "the missing name uses the C++11 std::string ABI (__cxx11): the extension was built "
+        "with the C++11 ABI, the torch in use with the old one, or for another torch release"
+        if "__cxx11" in symbol
+        else "the missing name uses the old std::string ABI: the extension was built with the "
+        "pre-C++11 ABI, the torch in use with the new one, or for another torch release"
+        if re.search(r"[RKP]Ss", symbol)
+        else "torch does not export that symbol: the extension was built against another torch release"
+    )
     torch_v = ctx.version("torch") if ctx is not None else None
     dist_v = ctx.version(dist) if ctx is not None and dist else None
     here = ", ".join(f"{n} {v}" for n, v in (("torch", torch_v), (dist, dist_v)) if v)
-    what = (f"{dist or library} does not load: {library} needs {symbol[:80]} from torch; {abi}"
-            + (f" (here: {here})" if here else ""))
+    what = f"{dist or library} does not load: {library} needs {symbol[:80]} from torch; {abi}" + (
+        f" (here: {here})" if here else ""
+    )
     torch_desc = f"torch {torch_v}" if torch_v else "the torch in use"
     if dist == "vllm":
         conf = confirm(first.signature.confirm_map, ctx, "PKG004")
         conf.findings = [f for f in conf.findings if f.message.startswith("vllm ")]
-        fix = conf.fix or (f"install the vLLM release built for {torch_desc} (each vLLM wheel "
-                           "requires one torch release: pip install vllm==X pulls it), or the "
-                           "torch that the installed vLLM requires (pip show vllm)")
+        fix = conf.fix or (
+            f"install the vLLM release built for {torch_desc} (each vLLM wheel "
+            "requires one torch release: pip install vllm==X pulls it), or the "
+            "torch that the installed vLLM requires (pip show vllm)"
+        )
         return [finding("PKG004" if conf.findings else "TRI005", ms, log, what, fix, conf)]
     abi_flag = "FALSE" if "__cxx11" in symbol else "TRUE" if re.search(r"[RKP]Ss", symbol) else None
     if dist == "flash-attn":
-        fix = (f"install the flash-attn wheel built for {torch_desc}, its CUDA and the C++ ABI of "
-               f"that torch (wheel names say it: …torch2.Xcxx11abi{abi_flag or 'TRUE/FALSE'}…; "
-               "python -c 'import torch; print(torch._C._GLIBCXX_USE_CXX11_ABI)' tells which), "
-               "or build it against that torch: pip install flash-attn --no-build-isolation "
-               "--no-cache-dir")
+        fix = (
+            f"install the flash-attn wheel built for {torch_desc}, its CUDA and the C++ ABI of "
+            f"that torch (wheel names say it: …torch2.Xcxx11abi{abi_flag or 'TRUE/FALSE'}…; "
+            "python -c 'import torch; print(torch._C._GLIBCXX_USE_CXX11_ABI)' tells which), "
+            "or build it against that torch: pip install flash-attn --no-build-isolation "
+            "--no-cache-dir"
+        )
     else:
         name = dist or library
-        fix = (f"reinstall {name} built for {torch_desc} (pip install --force-reinstall "
-               f"--no-cache-dir --no-build-isolation {dist or '<package>'}), or install the "
-               f"torch release that {name} was built for")
+        fix = (
+            f"reinstall {name} built for {torch_desc} (pip install --force-reinstall "
+            f"--no-cache-dir --no-build-isolation {dist or '<package>'}), or install the "
+            f"torch release that {name} was built for"
+        )
     return [finding("TRI005", ms, log, what, fix)]
 
 
 # -- API drift between TRL and vLLM / transformers ------------------------------------------------
 
 _LIBS = ("vllm", "transformers", "trl", "accelerate", "peft", "deepspeed", "datasets")
-_TRL_SUPPORTS = re.compile(r"TRL currently only supports vLLM version `?(?P<want>[\w.]{1,40})`?\. "
-                           r"You have version (?P<have>[\w.]{1,40}) installed")
+_TRL_SUPPORTS = re.compile(
+    r"TRL currently only supports vLLM version `?(?P<want>[\w.]{1,40})`?\. "
+    r"You have version (?P<have>[\w.]{1,40}) installed"
+)
 
 
 def _owner(path: str) -> str | None:
@@ -184,25 +219,35 @@ def _pairing(ctx: Context | None, m: Match, lib: str) -> str:
     for line in m.context:
         w = _TRL_SUPPORTS.search(line)
         if w and lib == "vllm":
-            return (f"pip install 'vllm=={w.group('want')}' (the vLLM this TRL supports; "
-                    f"{w.group('have')} is installed)")
+            return (
+                f"pip install 'vllm=={w.group('want')}' (the vLLM this TRL supports; "
+                f"{w.group('have')} is installed)"
+            )
     trl = ctx.version("trl") if ctx is not None else None
     known = ctx.kb.trl_line(trl) if ctx is not None and trl else None
     if ctx is not None and known and lib == "vllm" and known.get("vllm"):
         have = ctx.version("vllm")
         if have and known.get("vllm_lower_bound_only") and versions.satisfies(have, known["vllm"]):
-            return (f"pip install 'trl[vllm]=={trl}' (TRL {trl}'s extra picks its vLLM: "
-                    f"{known.get('vllm_extra') or known['vllm']}; vLLM {have} meets TRL's lower "
-                    f"bound {known['vllm']} but is newer than it was made for), or the TRL "
-                    f"release that supports vLLM {have}")
+            return (
+                f"pip install 'trl[vllm]=={trl}' (TRL {trl}'s extra picks its vLLM: "
+                f"{known.get('vllm_extra') or known['vllm']}; vLLM {have} meets TRL's lower "
+                f"bound {known['vllm']} but is newer than it was made for), or the TRL "
+                f"release that supports vLLM {have}"
+            )
         other = f"vLLM {have}" if have else "the vLLM you have"
-        return (f"pip install 'vllm{known['vllm']}' (the vLLM range TRL {trl} supports), or the "
-                f"TRL release that supports {other}")
+        return (
+            f"pip install 'vllm{known['vllm']}' (the vLLM range TRL {trl} supports), or the "
+            f"TRL release that supports {other}"
+        )
     if lib == "vllm":
-        return ("pip install 'trl[vllm]==<the installed TRL version>': TRL's extra installs the "
-                "vLLM that release was made for (`trl env` shows both versions)")
-    return (f"pin the {lib} release that the importing package supports (its requirements, or "
-            f"`trl env` for TRL), or upgrade the importing package")
+        return (
+            "pip install 'trl[vllm]==<the installed TRL version>': TRL's extra installs the "
+            "vLLM that release was made for (`trl env` shows both versions)"
+        )
+    return (
+        f"pin the {lib} release that the importing package supports (its requirements, or "
+        f"`trl env` for TRL), or upgrade the importing package"
+    )
 
 
 def api_drift_import(ms: list[Match], log: Log) -> list[Draft]:
@@ -216,19 +261,36 @@ def api_drift_import(ms: list[Match], log: Log) -> list[Draft]:
     owners = [o for f in frames(first) if (o := _owner(f))]
     importer = next((o for o in reversed(owners) if o != lib), None)
     have = ctx.version(lib) if ctx is not None else None
-    what = (f"{importer or 'the code'} imports {first.groups['name']} from {module}, which the "
-            f"installed {lib}{' ' + have if have else ''} does not have (renamed or removed, or "
-            "not yet added in that release)")
-    fix = _pairing(ctx, first, lib) if importer == "trl" or lib == "vllm" and importer else (
-        f"update the import for the installed {lib} release, or pin the {lib} release the code "
-        "was written for")
+    what = (
+        f"{importer or 'the code'} imports {first.groups['name']} from {module}, which the "
+        f"installed {lib}{' ' + have if have else ''} does not have (renamed or removed, or "
+        "not yet added in that release)"
+    )
+    fix = (
+        _pairing(ctx, first, lib)
+        if importer == "trl" or lib == "vllm" and importer
+        else (
+            f"update the import for the installed {lib} release, or pin the {lib} release the code "
+            "was written for"
+        )
+    )
     return [finding("TRI009", ms, log, what, fix)]
 
 
 #: vLLM objects TRL reaches into (TRL 0.14-0.19's in-process weight load:
 #: ``self.llm.llm_engine.model_executor.driver_worker.model_runner.model``)
-_VLLM_OBJECTS = ("LLMEngine", "LLM", "SyncMPClient", "InprocClient", "EngineCoreClient", "Worker",
-                 "GPUModelRunner", "ModelRunner", "UniProcExecutor", "SamplingParams")
+_VLLM_OBJECTS = (
+    "LLMEngine",
+    "LLM",
+    "SyncMPClient",
+    "InprocClient",
+    "EngineCoreClient",
+    "Worker",
+    "GPUModelRunner",
+    "ModelRunner",
+    "UniProcExecutor",
+    "SamplingParams",
+)
 
 
 def api_drift_attribute(ms: list[Match], log: Log) -> list[Draft]:
@@ -244,12 +306,16 @@ def api_drift_attribute(ms: list[Match], log: Log) -> list[Draft]:
     have = ctx.version("vllm") if ctx is not None else None
     trl = ctx.version("trl") if ctx is not None else None
     target = module or f"vLLM's {obj}"
-    what = (f"TRL{' ' + trl if trl else ''} reaches for {target}.{attr}, which the installed "
-            f"vLLM{' ' + have if have else ''} no longer has: the two releases do not fit")
+    what = (
+        f"TRL{' ' + trl if trl else ''} reaches for {target}.{attr}, which the installed "
+        f"vLLM{' ' + have if have else ''} no longer has: the two releases do not fit"
+    )
     fix = _pairing(ctx, first, "vllm")
     if attr == "model_executor":
-        what += (" (vLLM's V1 engine, the default from 0.8, runs the model in its own process: "
-                 "llm_engine.model_executor is gone)")
+        what += (
+            " (vLLM's V1 engine, the default from 0.8, runs the model in its own process: "
+            "llm_engine.model_executor is gone)"
+        )
         fix += "; or VLLM_USE_V1=0 while that vLLM still has its V0 engine (huggingface/trl#3115)"
     return [finding("TRI009", ms, log, what, fix)]
 
@@ -262,7 +328,7 @@ _REWARD_CALL = ("reward_func(", "_calculate_rewards", "output_reward_func", "rew
 def _function(body: str) -> str:
     """The function a call-signature message names: ``reward_len`` of ``reward_len() got …``,
     the class of ``EngineArgs.__init__() got …``."""
-    head = body[:body.find("() ")][-200:]
+    head = body[: body.find("() ")][-200:]
     names = re.findall(r"[\w.<>]{1,200}", head)
     if not names:
         return "the function"
@@ -277,43 +343,57 @@ def call_signature(ms: list[Match], log: Log) -> list[Draft]:
     reward = context_has(first, *_REWARD_CALL) or "reward" in func.lower()
     trainer = "GRPOTrainer" if "trl" in owners else "the trainer"
     if reward and "kwarg" in g:
-        what = (f"reward function {func}() does not accept the keyword argument '{g['kwarg']}': "
-                f"{trainer} passes the completions and the dataset's other columns to reward "
-                "functions by keyword")
+        what = (
+            f"reward function {func}() does not accept the keyword argument '{g['kwarg']}': "
+            f"{trainer} passes the completions and the dataset's other columns to reward "
+            "functions by keyword"
+        )
         fix = f"accept **kwargs in {func}: def {func}(completions, **kwargs)"
         return [finding("TRI007", ms, log, what, fix)]
     if reward and "missing" in g:
         wanted = re.findall(r"'(\w{1,200})'", g["missing"])
         names = ", ".join(wanted) or g["missing"]
-        what = (f"reward function {func}() requires {names}, which {trainer} did not pass: the "
-                "batch has no column of that name")
-        fix = (f"give the dataset a column named {names} (dataset.rename_column(old, new)) and "
-               "keep it in the batch (remove_unused_columns: false), or rename "
-               f"{func}'s parameter to the dataset's column; keep **kwargs")
+        what = (
+            f"reward function {func}() requires {names}, which {trainer} did not pass: the "
+            "batch has no column of that name"
+        )
+        fix = (
+            f"give the dataset a column named {names} (dataset.rename_column(old, new)) and "
+            "keep it in the batch (remove_unused_columns: false), or rename "
+            f"{func}'s parameter to the dataset's column; keep **kwargs"
+        )
         return [finding("TRI007", ms, log, what, fix)]
     caller = next((o for o in reversed(owners) if o != "vllm"), None)
     if "kwarg" in g and caller == "trl":
         # raised in vLLM's frames under TRL's call (huggingface/trl#3304: trl vllm-serve's LLM()
         # passes worker_extension_cls to an older vLLM's EngineArgs), or at TRL's call site
-        into_vllm = owners[-1] == "vllm" or func in ("LLM", "SamplingParams", "generate") or \
-            context_has(first, "LLM(", "SamplingParams(")
+        into_vllm = (
+            owners[-1] == "vllm"
+            or func in ("LLM", "SamplingParams", "generate")
+            or context_has(first, "LLM(", "SamplingParams(")
+        )
         if into_vllm:
-            what = (f"TRL calls vLLM's {func}() with '{g['kwarg']}', which the installed vLLM "
-                    "does not take: the two releases do not fit")
+            what = (
+                f"TRL calls vLLM's {func}() with '{g['kwarg']}', which the installed vLLM "
+                "does not take: the two releases do not fit"
+            )
             return [finding("TRI009", ms, log, what, _pairing(ctx, first, "vllm"))]
     return reject(ms)
 
 
 # -- ranks that share a GPU -----------------------------------------------------------------------
 
+
 def _launcher_fix(ctx: Context | None) -> str:
     fix = knobs.RANK_DEVICE
     if ctx is not None and layout_given(ctx) and ctx.facts.gpus:
         lay = ctx.layout
         if lay.num_processes > len(lay.visible):
-            fix = (f"{lay.launcher} starts {lay.num_processes} processes on {len(lay.visible)} "
-                   f"visible GPU(s) ({lay.visible_source}): run at most {len(lay.visible)} "
-                   f"processes, or make more GPUs visible; " + fix)
+            fix = (
+                f"{lay.launcher} starts {lay.num_processes} processes on {len(lay.visible)} "
+                f"visible GPU(s) ({lay.visible_source}): run at most {len(lay.visible)} "
+                f"processes, or make more GPUs visible; " + fix
+            )
     return fix
 
 
@@ -335,32 +415,45 @@ def _server_mode(first: Match, log: Log) -> bool:
 def _server_engines(ms: Sequence[Match], log: Log) -> bool:
     """The ranks that collide are the server's own engines (data-parallel ``EngineCore_N``)."""
     return log.hint("vllm-dp-engine") is not None or any(
-        re.match(r"\(EngineCore_(?:DP)?[1-9]", line.strip()) for m in ms for line in (m.text, *m.context))
+        re.match(r"\(EngineCore_(?:DP)?[1-9]", line.strip()) for m in ms for line in (m.text, *m.context)
+    )
 
 
 def duplicate_gpu(ms: list[Match], log: Log) -> list[Draft]:
     first, ctx = ms[0], log.ctx
     ranks = sorted({int(m.groups[k]) for m in ms for k in ("rank_a", "rank_b")})
     buses = sorted({m.groups["bus_id"] for m in ms})
-    what = (f"ranks {', '.join(map(str, ranks[:16]))} of one NCCL group run on the same GPU "
-            f"(bus id {', '.join(buses[:4])}); NCCL refuses that")
-    if _server_engines(ms, log) and not (context_has(first, *_CLIENT)
-                                         or log.hint("trl-weight-sync-client")):
+    what = (
+        f"ranks {', '.join(map(str, ranks[:16]))} of one NCCL group run on the same GPU "
+        f"(bus id {', '.join(buses[:4])}); NCCL refuses that"
+    )
+    if _server_engines(ms, log) and not (context_has(first, *_CLIENT) or log.hint("trl-weight-sync-client")):
         what += ": the vLLM server's data-parallel engines landed on one GPU"
-        fix = ("give `trl vllm-serve` as many visible GPUs as tensor_parallel_size × "
-               "data_parallel_size (CUDA_VISIBLE_DEVICES), each engine its own")
+        fix = (
+            "give `trl vllm-serve` as many visible GPUs as tensor_parallel_size × "
+            "data_parallel_size (CUDA_VISIBLE_DEVICES), each engine its own"
+        )
     elif _server_mode(first, log):
         one = ctx is not None and len(ctx.facts.gpus) == 1
-        what += (": the trainer's weight-sync client (NCCL) and the `trl vllm-serve` server are on "
-                 "one GPU — in server mode they are two ranks of one NCCL group and need two GPUs")
-        colocate = ("set vllm_mode: colocate (TRL ≥ 0.18): vLLM then runs inside the trainer and "
-                    "shares its GPU (lower vllm_gpu_memory_utilization to leave room for training)")
-        own = (f"give the server a GPU that no trainer rank uses: `{_free_for_server(ctx)} trl "
-               "vllm-serve …`, and the trainer CUDA_VISIBLE_DEVICES without it")
-        fix = (colocate + " — one GPU cannot hold both sides of server mode" if one else
-               own + "; or " + colocate)
-        fix += ("; torch.cuda.set_device(LOCAL_RANK) does not help here: the server is a process "
-                "of its own (huggingface/trl#3487)")
+        what += (
+            ": the trainer's weight-sync client (NCCL) and the `trl vllm-serve` server are on "
+            "one GPU — in server mode they are two ranks of one NCCL group and need two GPUs"
+        )
+        colocate = (
+            "set vllm_mode: colocate (TRL ≥ 0.18): vLLM then runs inside the trainer and "
+            "shares its GPU (lower vllm_gpu_memory_utilization to leave room for training)"
+        )
+        own = (
+            f"give the server a GPU that no trainer rank uses: `{_free_for_server(ctx)} trl "
+            "vllm-serve …`, and the trainer CUDA_VISIBLE_DEVICES without it"
+        )
+        fix = (
+            colocate + " — one GPU cannot hold both sides of server mode" if one else own + "; or " + colocate
+        )
+        fix += (
+            "; torch.cuda.set_device(LOCAL_RANK) does not help here: the server is a process "
+            "of its own (huggingface/trl#3487)"
+        )
     else:
         fix = _launcher_fix(ctx)
     return [finding("TRI006", ms, log, what, fix)]
@@ -378,54 +471,80 @@ def usage_error(ms: list[Match], log: Log) -> list[Draft]:
     g = first.groups
     trl = ctx.version("trl") if ctx is not None else None
     body = first.text
-    prog = (_PROGRAM.match(split_prefix(body)[0]) or _PROGRAM.match(body))
+    prog = _PROGRAM.match(split_prefix(body)[0]) or _PROGRAM.match(body)
     name = prog.group("prog") if prog else "the program"
     if g.get("choice") == "vllm-serve" or g.get("command") == "vllm-serve":
         if trl is not None and not versions.below(trl, "0.16.0"):
-            what = (f"`trl vllm-serve` was refused, but the log's TRL {trl} has it: another `trl` "
-                    "is first on the PATH")
+            what = (
+                f"`trl vllm-serve` was refused, but the log's TRL {trl} has it: another `trl` "
+                "is first on the PATH"
+            )
             fix = "run the trl of the environment that has TRL ≥ 0.16 (python -m trl vllm-serve …)"
         else:
-            what = (f"the TRL{' ' + trl if trl else ''} that ran has no `vllm-serve` command: "
-                    "`trl vllm-serve` (server mode) exists from TRL 0.16.0")
-            fix = ("pip install 'trl[vllm]>=0.16' (with the vLLM that release supports); or keep "
-                   "this TRL and let the trainer start vLLM itself (use_vllm: true, TRL ≤ 0.15's "
-                   "vllm_device)")
+            what = (
+                f"the TRL{' ' + trl if trl else ''} that ran has no `vllm-serve` command: "
+                "`trl vllm-serve` (server mode) exists from TRL 0.16.0"
+            )
+            fix = (
+                "pip install 'trl[vllm]>=0.16' (with the vLLM that release supports); or keep "
+                "this TRL and let the trainer start vLLM itself (use_vllm: true, TRL ≤ 0.15's "
+                "vllm_device)"
+            )
         return [finding("TRI010", ms, log, what, fix)]
     bad = g.get("choice") or g.get("command") or g.get("unrecognized") or g.get("required") or ""
-    kind = ("does not know the choice" if "choice" in g else "has no command" if "command" in g
-            else "does not take" if "unrecognized" in g else "requires")
+    kind = (
+        "does not know the choice"
+        if "choice" in g
+        else "has no command"
+        if "command" in g
+        else "does not take"
+        if "unrecognized" in g
+        else "requires"
+    )
     what = f"{name}{' (TRL ' + trl + ')' if trl and 'trl' in name else ''} {kind} {bad.strip()[:200]}"
-    fix = (f"use the commands and flags `{name} --help` lists for the installed release, or install "
-           "the release the command line was written for")
+    fix = (
+        f"use the commands and flags `{name} --help` lists for the installed release, or install "
+        "the release the command line was written for"
+    )
     return [finding("TRI010", ms, log, what, fix)]
 
 
 # -- nn.DataParallel replicas ----------------------------------------------------------------------
 
+
 def dataparallel_replica(ms: list[Match], log: Log) -> list[Draft]:
     ms = sorted(ms, key=lambda m: m.groups.get("device") == "0")  # a replica off GPU 0 tells more
     first, ctx = ms[0], log.ctx
     g = first.groups
-    what = (f"nn.DataParallel's replica {g['replica']} on GPU {g['device']} raised "
-            f"{g['exception']}: it met a tensor that nn.DataParallel did not copy to that GPU")
-    if ctx is not None and layout_given(ctx) and dataparallel(ctx.layout) and (
-            ctx.config.get("use_vllm") or ctx.version("trl")):
+    what = (
+        f"nn.DataParallel's replica {g['replica']} on GPU {g['device']} raised "
+        f"{g['exception']}: it met a tensor that nn.DataParallel did not copy to that GPU"
+    )
+    if (
+        ctx is not None
+        and layout_given(ctx)
+        and dataparallel(ctx.layout)
+        and (ctx.config.get("use_vllm") or ctx.version("trl"))
+    ):
         conf = confirm({"rules": ("LAY003",)}, ctx, "LAY003")
         if conf.findings:
             return [finding("LAY003", ms, log, what, conf.fix, conf)]
     n = len(ctx.layout.visible) if ctx is not None and layout_given(ctx) and ctx.facts.gpus else "N"
-    fix = (f"one process per GPU: torchrun --nproc_per_node {n} with DistributedDataParallel "
-           "(or accelerate launch), or one visible GPU (CUDA_VISIBLE_DEVICES=0); if you keep "
-           "nn.DataParallel, register submodules with nn.ModuleList / nn.ModuleDict and tensors "
-           "with register_buffer instead of plain lists, dicts or a fixed device")
+    fix = (
+        f"one process per GPU: torchrun --nproc_per_node {n} with DistributedDataParallel "
+        "(or accelerate launch), or one visible GPU (CUDA_VISIBLE_DEVICES=0); if you keep "
+        "nn.DataParallel, register submodules with nn.ModuleList / nn.ModuleDict and tensors "
+        "with register_buffer instead of plain lists, dicts or a fixed device"
+    )
     return [finding("TRI008", ms, log, what, fix)]
 
 
 # -- HAMi's vGPU memory cap ------------------------------------------------------------------------
 
-_HAMI = re.compile(r"HAMI-core ERROR[^\]]{0,200}\]\]?:? Device (?P<device>\d{1,3}) OOM "
-                   r"(?P<used>\d{1,20}) / (?P<limit>\d{1,20})")
+_HAMI = re.compile(
+    r"HAMI-core ERROR[^\]]{0,200}\]\]?:? Device (?P<device>\d{1,3}) OOM "
+    r"(?P<used>\d{1,20}) / (?P<limit>\d{1,20})"
+)
 
 
 def hami_cap(m: Match) -> tuple[int, float, float] | None:
@@ -445,12 +564,15 @@ def cuda_error_under_cap(ms: list[Match], log: Log) -> list[Draft]:
     if cap is None:
         return reject(ms)
     device, used, limit = cap
-    what = (f"HAMi's vGPU limiter refused an allocation on device {device}: the job needed "
-            f"{size_text(used, digits=2)} in all, over its cap of {size_text(limit, digits=2)}; the cap, "
-            "not the physical GPU, is this job's memory")
+    what = (
+        f"HAMi's vGPU limiter refused an allocation on device {device}: the job needed "
+        f"{size_text(used, digits=2)} in all, over its cap of {size_text(limit, digits=2)}; the cap, "
+        "not the physical GPU, is this job's memory"
+    )
     batch = knobs.setting(log.ctx, "per_device_train_batch_size")
-    fix = knobs.vgpu_cap_fix(used, f"{size_text(limit)}; lower {batch}, "
-                                   "max_completion_length or the model size")
+    fix = knobs.vgpu_cap_fix(
+        used, f"{size_text(limit)}; lower {batch}, max_completion_length or the model size"
+    )
     return [finding("TRI001", ms, log, what, fix, cause="vgpu-cap")]
 
 
@@ -458,17 +580,23 @@ def sampler_warmup(ms: list[Match], log: Log) -> list[Draft]:
     """vLLM ran out of memory warming up its sampler with max_num_seqs dummy requests."""
     g = ms[0].groups
     mode = log.ctx.layout.generation_mode if log.ctx is not None and layout_given(log.ctx) else None
-    util = ("--gpu_memory_utilization of trl vllm-serve" if mode == "server" else
-            knobs.setting(log.ctx, "vllm_gpu_memory_utilization") if mode == "colocate" else
-            "vLLM's gpu_memory_utilization")
-    what = (f"vLLM ran out of memory warming up its sampler with {g.get('requests', '?')} dummy "
-            "requests (max_num_seqs): its KV cache left too little for the sampler")
-    fix = (f"lower vLLM's max_num_seqs (below {g.get('requests', 'the current value')}) or "
-           f"{util}")
+    util = (
+        "--gpu_memory_utilization of trl vllm-serve"
+        if mode == "server"
+        else knobs.setting(log.ctx, "vllm_gpu_memory_utilization")
+        if mode == "colocate"
+        else "vLLM's gpu_memory_utilization"
+    )
+    what = (
+        f"vLLM ran out of memory warming up its sampler with {g.get('requests', '?')} dummy "
+        "requests (max_num_seqs): its KV cache left too little for the sampler"
+    )
+    fix = f"lower vLLM's max_num_seqs (below {g.get('requests', 'the current value')}) or {util}"
     return [finding("MEM001", ms, log, what, fix)]
 
 
 # -- the catalogue of known failures (rules/knowledge/known_failures/) ----------------------------
+
 
 def _versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, str]:
     """Whether the log's versions fall in an entry's ``when.packages`` ranges: True (all that the
@@ -496,8 +624,9 @@ def _versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, 
 def _unshown_bounds(packages: dict[str, str], log: Log) -> int:
     """How many of an entry's packages are bounded from above (a release range: ``<``, ``==``,
     ``~=``) while the log does not show their version: the guesses a diagnosis would rest on."""
-    return sum(1 for dist, spec in packages.items()
-               if dist not in log.versions and re.search(r"<|==|~=", spec))
+    return sum(
+        1 for dist, spec in packages.items() if dist not in log.versions and re.search(r"<|==|~=", spec)
+    )
 
 
 def known_failure(ms: list[Match], log: Log) -> list[Draft]:
@@ -511,19 +640,32 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     if entry is None or getattr(entry, "platform", None) or getattr(entry, "env", None):
         return []  # a platform or an environment variable, which a log does not show
     cfg = log.ctx.config if log.ctx is not None and layout_given(log.ctx) else {}
-    if any(k in cfg and "*" not in v and cfg[k] not in v
-           for k, v in dict(getattr(entry, "config", {})).items()):
+    if any(
+        k in cfg and "*" not in v and cfg[k] not in v for k, v in dict(getattr(entry, "config", {})).items()
+    ):
         return []  # the run's config (--config) contradicts the entry
     verdict, detail = _versions_verdict(entry.packages, log)
     if verdict is False:
         return []  # the symptom, but not in the releases the entry is about
-    draft = finding(catalogue.RULE, ms, log, f"{entry.title} — {entry.cause} ({entry.id}); {detail}",
-                    entry.fix + (f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
-                                 if entry.fixed_in else ""), known_failure=entry.id,
-                    sources=list(entry.sources), versions_match=verdict,
-                    unshown_bounds=_unshown_bounds(entry.packages, log))
+    draft = finding(
+        catalogue.RULE,
+        ms,
+        log,
+        f"{entry.title} — {entry.cause} ({entry.id}); {detail}",
+        entry.fix
+        + (
+            f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
+            if entry.fixed_in
+            else ""
+        ),
+        known_failure=entry.id,
+        sources=list(entry.sources),
+        versions_match=verdict,
+        unshown_bounds=_unshown_bounds(entry.packages, log),
+    )
     severity = entry.severity == "error" and verdict is True
     f = draft.finding
-    draft.finding = Finding(f.rule, Severity.ERROR if severity else Severity.WARNING, f.message, f.fix,
-                            f.evidence)
+    draft.finding = Finding(
+        f.rule, Severity.ERROR if severity else Severity.WARNING, f.message, f.fix, f.evidence
+    )
     return [draft]

@@ -43,14 +43,18 @@ def _trie(literals: Sequence[T]) -> T:
     for lit in literals:
         node = root
         for i in range(len(lit)):
-            node = node.setdefault(lit[i:i + 1], {})
+            node = node.setdefault(lit[i : i + 1], {})
         node[None] = {}
-    empty, bar, open_, close = (b"", b"|", b"(?:", b")") if isinstance(literals[0], bytes) \
-        else ("", "|", "(?:", ")")
+    empty, bar, open_, close = (
+        (b"", b"|", b"(?:", b")") if isinstance(literals[0], bytes) else ("", "|", "(?:", ")")
+    )
 
     def emit(node: dict) -> T:
-        alts = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items(), key=lambda kv: kv[0] or empty)
-                if ch is not None]
+        alts = [
+            re.escape(ch) + emit(sub)
+            for ch, sub in sorted(node.items(), key=lambda kv: kv[0] or empty)
+            if ch is not None
+        ]
         if not alts:
             return empty
         if len(alts) == 1 and None not in node:
@@ -117,8 +121,9 @@ class Literals(Generic[T]):
     def across(self, a: T) -> tuple[T, ...]:
         """The literals not within ``a`` that a proper suffix of ``a`` begins."""
         if a not in self._across:
-            self._across[a] = tuple(b for b in self.kws if b not in a and any(
-                b.startswith(a[j:]) for j in range(1, len(a))))
+            self._across[a] = tuple(
+                b for b in self.kws if b not in a and any(b.startswith(a[j:]) for j in range(1, len(a)))
+            )
         return self._across[a]
 
 
@@ -147,7 +152,7 @@ def _starts(items: list, folded: bool = False) -> tuple[frozenset[str], bool] | 
                 break
             run.append(chr(av))
         lead = "".join(run)
-        rest = _starts(items[len(run):], folded)  # the parser factors out prefixes: ab|ac is a(?:b|c)
+        rest = _starts(items[len(run) :], folded)  # the parser factors out prefixes: ab|ac is a(?:b|c)
         if rest is not None and rest[0] and not rest[1]:
             return frozenset(lead + more for more in rest[0]), False
         return frozenset([lead]), False
@@ -262,8 +267,7 @@ def digit_guards(pattern: re.Pattern[str]) -> tuple[bytes, ...] | None:
         items = list(_p.parse(pattern.pattern))
     except (re.error, RecursionError):
         return None
-    branches = [list(b) for b in items[0][1][1]] if len(items) == 1 and items[0][0] == _c.BRANCH \
-        else [items]
+    branches = [list(b) for b in items[0][1][1]] if len(items) == 1 and items[0][0] == _c.BRANCH else [items]
     guards: set[str] = set()
     for branch in branches:
         if _blind(branch):

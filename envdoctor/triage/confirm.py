@@ -84,8 +84,7 @@ def _layout(name: str, ctx: Context, out: Confirmation) -> None:
     lay = ctx.layout
     if name == "dataparallel":
         if dataparallel(lay):
-            out.held.append(f"one training process sees {lay.process_gpus} GPUs "
-                            f"({lay.visible_source})")
+            out.held.append(f"one training process sees {lay.process_gpus} GPUs ({lay.visible_source})")
         else:
             out.against.append("each training process sees one GPU")
     elif name == "generation_shared":
@@ -97,8 +96,9 @@ def _layout(name: str, ctx: Context, out: Confirmation) -> None:
     elif name == "no_generation_gpu":
         problem = lay.problems.get("vllm_device")
         if problem:
-            out.held.append(f"the trainer sees {problem['visible']} GPU(s), so "
-                            f"{problem['requested']} does not exist")
+            out.held.append(
+                f"the trainer sees {problem['visible']} GPU(s), so {problem['requested']} does not exist"
+            )
         elif lay.generation:
             out.against.append(f"vLLM's GPU {lay.generation[0]} is visible to the trainer")
 
@@ -106,8 +106,11 @@ def _layout(name: str, ctx: Context, out: Confirmation) -> None:
 def _rules_context(ctx: Context) -> Context:
     if ctx.plan.config_origin or ctx.plan.config.get("use_vllm") is not None:
         return ctx
-    plan = Plan(config={**ctx.plan.config, "use_vllm": True}, launches=ctx.plan.launches,
-                accelerate=ctx.plan.accelerate)
+    plan = Plan(
+        config={**ctx.plan.config, "use_vllm": True},
+        launches=ctx.plan.launches,
+        accelerate=ctx.plan.accelerate,
+    )
     return Context(facts=ctx.facts, plan=plan, kb=ctx.kb, network=False)
 
 
@@ -134,14 +137,23 @@ def confirm(spec: dict[str, Any], ctx: Context | None, rule: str = "") -> Confir
         installed = ctx.version(dist)
         logged = from_log(ctx, dist)
         if installed is None:
-            out.against.append(f"{dist} is not installed here" if ctx.facts.source != "log" else
-                               f"the log shows no {dist} version")
+            out.against.append(
+                f"{dist} is not installed here"
+                if ctx.facts.source != "log"
+                else f"the log shows no {dist} version"
+            )
         elif versions.below(installed, minimum):
-            out.held.append(f"the log's {dist} {installed} ({logged}) is older than {minimum}"
-                            if logged else f"installed {dist} {installed} is older than {minimum}")
+            out.held.append(
+                f"the log's {dist} {installed} ({logged}) is older than {minimum}"
+                if logged
+                else f"installed {dist} {installed} is older than {minimum}"
+            )
         else:
-            out.against.append(f"the log's {dist} {installed} ({logged}) is not older than {minimum}"
-                               if logged else f"{dist} {installed} here is not older than {minimum}")
+            out.against.append(
+                f"the log's {dist} {installed} ({logged}) is not older than {minimum}"
+                if logged
+                else f"{dist} {installed} here is not older than {minimum}"
+            )
     if spec.get("layout"):
         _layout(spec["layout"], ctx, out)
     if spec.get("rules"):

@@ -27,8 +27,12 @@ MIN_DECODED = 256 * MiB
 _UNPACK = {"gzip": "gzip -dc", "bzip2": "bzip2 -dc", "xz": "xz -dc"}
 SNIFF = 64 * 1024
 
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
-         (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
 
 
 class LogUnreadable(ValueError):
@@ -53,7 +57,7 @@ def _slices(blocks: Iterator[bytes], size: int = 64 * 1024) -> Iterator[bytes]:
     """The compressed bytes in small pieces, so that the ratio cap counts what was consumed."""
     for block in blocks:
         for start in range(0, len(block), size):
-            yield block[start:start + size]
+            yield block[start : start + size]
 
 
 def _decompressed(blocks: Iterator[bytes], make: Callable[[], Any], what: str) -> Iterator[bytes]:
@@ -76,7 +80,8 @@ def _decompressed(blocks: Iterator[bytes], make: Callable[[], Any], what: str) -
                     f"{what} data expands more than {MAX_RATIO} times (over {_mib(total)} from "
                     f"{_mib(read)}): a decompression bomb, or a log too repetitive to scan "
                     f"compressed; decompress it yourself ({_UNPACK[what]} FILE > log.txt) and "
-                    "triage the plain file")
+                    "triage the plain file"
+                )
             if out:
                 yield out
             if d.eof:
@@ -133,7 +138,7 @@ def _looks_like(sample: bytes, encoding: str) -> bool:
     ASCII, so in UTF-16/32 most of its high bytes are zero (bytes that merely begin with FF FE
     are not UTF-16)."""
     width = 4 if "32" in encoding else 2
-    sample = sample[:SNIFF - SNIFF % width]
+    sample = sample[: SNIFF - SNIFF % width]
     units = len(sample) // width
     if units < 8:
         return True
@@ -143,7 +148,7 @@ def _looks_like(sample: bytes, encoding: str) -> bool:
 
 def _bomless_utf16(head: bytes) -> str | None:
     """UTF-16 without a mark: NULs in every other byte of mostly-ASCII text."""
-    sample = head[:SNIFF - SNIFF % 2]
+    sample = head[: SNIFF - SNIFF % 2]
     if len(sample) < 4:
         return None
     odd, even = sample[1::2].count(0), sample[0::2].count(0)
@@ -164,11 +169,11 @@ def _text(blocks: Iterator[bytes], what: str) -> Iterator[bytes]:
             break
     rest = blocks
     for bom, encoding in _BOMS:
-        if head.startswith(bom) and _looks_like(head[len(bom):], encoding):
-            yield from _transcoded(_chain(head[len(bom):], rest), encoding)
+        if head.startswith(bom) and _looks_like(head[len(bom) :], encoding):
+            yield from _transcoded(_chain(head[len(bom) :], rest), encoding)
             return
     if head.startswith(codecs.BOM_UTF8):
-        head = head[len(codecs.BOM_UTF8):]
+        head = head[len(codecs.BOM_UTF8) :]
     if head.count(0) > len(head) // 10:
         guess = _bomless_utf16(head)
         if guess is None:
@@ -201,8 +206,14 @@ def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
 
 def is_plain(head: bytes) -> bool:
     """The start of a file is plain (UTF-8 or ASCII) text: no compression, no BOM, not binary."""
-    magic = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"PK\x03\x04",
-             codecs.BOM_UTF8, *(bom for bom, _ in _BOMS))
+    magic = (
+        b"\x1f\x8b",
+        b"\xfd7zXZ\x00",
+        b"\x28\xb5\x2f\xfd",
+        b"PK\x03\x04",
+        codecs.BOM_UTF8,
+        *(bom for bom, _ in _BOMS),
+    )
     if head.startswith(magic) or head.startswith(b"BZh") and head[3:4].isdigit():
         return False
     return head.count(0) <= len(head) // 10 and not _binary(head)
@@ -215,8 +226,7 @@ def chunks(stream: BinaryIO) -> Iterator[bytes]:
     if first.startswith(b"\x1f\x8b"):
         return _text(_decompressed(blocks, _Gzip, "gzip"), "the gzip-compressed log ")
     if first.startswith(b"BZh") and first[3:4].isdigit():
-        return _text(_decompressed(blocks, bz2.BZ2Decompressor, "bzip2"),
-                     "the bzip2-compressed log ")
+        return _text(_decompressed(blocks, bz2.BZ2Decompressor, "bzip2"), "the bzip2-compressed log ")
     if first.startswith(b"\xfd7zXZ\x00"):
         return _text(_decompressed(blocks, lzma.LZMADecompressor, "xz"), "the xz-compressed log ")
     if first.startswith(b"\x28\xb5\x2f\xfd"):

@@ -56,24 +56,38 @@ def _device_mismatch(ms: list[Match], log: Log) -> list[Draft]:
         return []  # the replica's finding tells this failure
     sig, ctx = ms[0].signature, log.ctx
     if any("data_parallel.py" in f or "parallel_apply.py" in f for f in frames(ms[0])) and not (
-            ctx is not None and layout_given(ctx)):
-        what = ("nn.DataParallel ran a replica on another GPU than a tensor it uses (a tensor or "
-                "module nn.DataParallel did not copy)")
+        ctx is not None and layout_given(ctx)
+    ):
+        what = (
+            "nn.DataParallel ran a replica on another GPU than a tensor it uses (a tensor or "
+            "module nn.DataParallel did not copy)"
+        )
         return [finding("TRI008", ms, log, what)]
     banner = log.hint("vllm-version")
     logged = banner.groups.get("version") if banner else None
     conf = confirm(sig.confirm_map, ctx, sig.rule)
-    if ctx is not None and layout_given(ctx) and dataparallel(ctx.layout) and not versions.below(
-            ctx.version("vllm"), "0.7.2"):
+    if (
+        ctx is not None
+        and layout_given(ctx)
+        and dataparallel(ctx.layout)
+        and not versions.below(ctx.version("vllm"), "0.7.2")
+    ):
         conf.rule = "LAY003"  # vLLM is recent enough: the DataParallel trap is the cause
         return [finding(conf.rule, ms, log, sig.summary, conf=conf)]
-    if banner is not None and logged and versions.below(logged, "0.7.2") and (
-            not conf.confirmed or from_log_of(ctx, "vllm")):
-        what = (f"{sig.summary}: vLLM {logged} (its start banner, line {banner.line_no}) puts "
-                "generation inputs on cuda:0 while its model is on the vLLM GPU; vLLM 0.7.2 "
-                "fixed that")
-        return [finding("PKG002", ms, log, what, "pip install 'vllm>=0.7.2' (with the torch it "
-                        "requires)", conf)]
+    if (
+        banner is not None
+        and logged
+        and versions.below(logged, "0.7.2")
+        and (not conf.confirmed or from_log_of(ctx, "vllm"))
+    ):
+        what = (
+            f"{sig.summary}: vLLM {logged} (its start banner, line {banner.line_no}) puts "
+            "generation inputs on cuda:0 while its model is on the vLLM GPU; vLLM 0.7.2 "
+            "fixed that"
+        )
+        return [
+            finding("PKG002", ms, log, what, "pip install 'vllm>=0.7.2' (with the torch it requires)", conf)
+        ]
     if logged and not versions.below(logged, "0.7.2") and not conf.confirmed:
         return reject(ms)  # not vLLM's old bug, and nothing here shows another cause
     if not conf.confirmed and not _vllm_evidence(ms[0], log):
@@ -91,31 +105,37 @@ def _rotary(ms: list[Match], log: Log) -> list[Draft]:
 
 def _vllm_device(ms: list[Match], log: Log) -> list[Draft]:
     ctx, g = log.ctx, ms[0].groups
-    rule = "LAY001" if ctx is not None and str(ctx.config.get("vllm_device", "auto")) != "auto" \
-        else "LAY002"
+    rule = "LAY001" if ctx is not None and str(ctx.config.get("vllm_device", "auto")) != "auto" else "LAY002"
     conf = confirm(ms[0].signature.confirm_map, ctx, rule)
     seen = int(g["suggested_num_processes"]) + 1 if "suggested_num_processes" in g else None
     if ctx is not None and ctx.facts.gpus and layout_given(ctx) and len(ctx.layout.visible) == 1:
         seen = 1
     if seen == 1:  # TRL's advice, --num_processes 0, cannot run: the one GPU must be shared
         util = knobs.setting(ctx, "vllm_gpu_memory_utilization")
-        what = (f"vLLM was to run on {g['device']}, but the run sees one GPU only: TRL's advice "
-                "(--num_processes 0) would leave no process to train")
-        fix = ("share the one GPU: set vllm_device: cuda:0 and lower "
-               f"{util} (e.g. 0.3–0.5) so the trainer keeps room on it; later TRL releases share "
-               "a single GPU by themselves (huggingface/trl#2827)")
+        what = (
+            f"vLLM was to run on {g['device']}, but the run sees one GPU only: TRL's advice "
+            "(--num_processes 0) would leave no process to train"
+        )
+        fix = (
+            "share the one GPU: set vllm_device: cuda:0 and lower "
+            f"{util} (e.g. 0.3–0.5) so the trainer keeps room on it; later TRL releases share "
+            "a single GPU by themselves (huggingface/trl#2827)"
+        )
         return [finding(rule, ms, log, what, fix, conf)]
     what = f"vLLM was to run on {g['device']}, but the trainer saw " + (
-        f"{seen} GPU(s) (cuda:0–cuda:{seen - 1}), all of them training" if seen
-        else "no such GPU")
+        f"{seen} GPU(s) (cuda:0–cuda:{seen - 1}), all of them training" if seen else "no such GPU"
+    )
     fix = conf.fix
     if not fix and ctx is not None and ctx.facts.gpus:
         lay = ctx.layout
         n = len(lay.visible)
         what += f"; here {n} GPU(s) are visible ({lay.visible_source})"
-        fix = (f"leave one GPU for vLLM: --num_processes {n - 1} (vllm_device auto then picks "
-               f"cuda:{n - 1} = GPU {lay.visible[n - 1]})" if n > 1 else
-               "share the one GPU: vllm_device: cuda:0 with a lower vllm_gpu_memory_utilization")
+        fix = (
+            f"leave one GPU for vLLM: --num_processes {n - 1} (vllm_device auto then picks "
+            f"cuda:{n - 1} = GPU {lay.visible[n - 1]})"
+            if n > 1
+            else "share the one GPU: vllm_device: cuda:0 with a lower vllm_gpu_memory_utilization"
+        )
     elif not fix and seen:
         fix = f"--num_processes {seen - 1} (one fewer than the GPUs the run saw)"
     return [finding(rule, ms, log, what, fix, conf)]
@@ -137,8 +157,7 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
         key = (oom.gpu if oom else None, _vllm_side(m))
         groups.setdefault(key, []).append(m)
         first_oom.setdefault(key, oom)
-    world = max((m.rank for sm in log.by_sig.values() for m in sm if m.rank is not None),
-                default=-1) + 1
+    world = max((m.rank for sm in log.by_sig.values() for m in sm if m.rank is not None), default=-1) + 1
     if log.ctx is not None and layout_given(log.ctx):
         world = max(world, log.ctx.layout.world_size)
     colocated = _colocated(log)
@@ -149,18 +168,33 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
             continue
         dp = any("nn/parallel/data_parallel.py" in line for line in gms[0].context)
         ranks = sorted({m.rank for m in gms if m.rank is not None})
-        cause = classify(oom, log.ctx, log=OomLog(
-            vllm_side, shared_index, dp, colocated, classes.hami_cap(gms[0]),
-            ranks if len(ranks) > 1 else [], world), context=list(gms[0].context))
+        cause = classify(
+            oom,
+            log.ctx,
+            log=OomLog(
+                vllm_side,
+                shared_index,
+                dp,
+                colocated,
+                classes.hami_cap(gms[0]),
+                ranks if len(ranks) > 1 else [],
+                world,
+            ),
+            context=list(gms[0].context),
+        )
         count = log.counts.get("cuda-oom") if len(groups) == 1 else len(gms)
         first = gms[0]
         message = f"{cause.message} ({where(gms, count)})"
-        ev = {"signature": "cuda-oom", "line": first.line_no,
-              **{k: v for k, v in cause.evidence.items() if v not in (None, {})}}
+        ev = {
+            "signature": "cuda-oom",
+            "line": first.line_no,
+            **{k: v for k, v in cause.evidence.items() if v not in (None, {})},
+        }
         if first.context:
             ev["context"] = list(first.context[-6:])
-        drafts.append(Draft(first.line_no, Finding(cause.rule, Severity.ERROR, message,
-                                                    cause.fix, ev), first.rank))
+        drafts.append(
+            Draft(first.line_no, Finding(cause.rule, Severity.ERROR, message, cause.fix, ev), first.rank)
+        )
     return drafts
 
 
@@ -170,9 +204,16 @@ def _colocated(log: Log) -> bool:
     trainer never reached a server)."""
     mode = log.ctx.config.get("vllm_mode") if log.ctx is not None else None
     banner, engine = log.hint("vllm-version"), log.hint("vllm-in-process")
-    return mode == "colocate" or bool(banner and "external_launcher" in banner.text) or (
-        engine is not None and not engine.text.startswith("(") and mode is None
-        and log.hint("vllm-server-up") is None)
+    return (
+        mode == "colocate"
+        or bool(banner and "external_launcher" in banner.text)
+        or (
+            engine is not None
+            and not engine.text.startswith("(")
+            and mode is None
+            and log.hint("vllm-server-up") is None
+        )
+    )
 
 
 def _gib(text: str | None) -> float | None:
@@ -209,26 +250,34 @@ def _vllm_memory(ms: list[Match], log: Log) -> list[Draft]:
     if sig.id == "vllm-free-memory-below-utilization":
         free, total = _gib(g["free_gib"]) or 0.0, _gib(g["total_gib"]) or 1.0
         fits = max(math.floor((free / total - 0.02) * 100) / 100, 0.0)
-        what = (f"vLLM asked for {g['utilization']} × {total:.2f} GiB = {g['requested_gib']} GiB "
-                f"at start, but only {free:.2f} GiB were free: {total - free:.2f} GiB of the GPU "
-                f"were in use before vLLM started (other processes, or this one){now}")
-        fix = conf.fix or (f"free the GPU (nvidia-smi), or lower {util_name} from "
-                           f"{g['utilization']} to {fits:.2f}")
+        what = (
+            f"vLLM asked for {g['utilization']} × {total:.2f} GiB = {g['requested_gib']} GiB "
+            f"at start, but only {free:.2f} GiB were free: {total - free:.2f} GiB of the GPU "
+            f"were in use before vLLM started (other processes, or this one){now}"
+        )
+        fix = conf.fix or (
+            f"free the GPU (nvidia-smi), or lower {util_name} from {g['utilization']} to {fits:.2f}"
+        )
     elif "estimated_max_len" in g or "kv_tokens" in g:
         limit = g.get("estimated_max_len") or g.get("kv_tokens")
         want = g.get("max_model_len") or g.get("max_seq_len")
         what = f"vLLM's KV cache cannot hold one sequence of max_model_len {want}" + (
             f" ({g['needed_gib']} GiB needed, {g['available_gib']} GiB available)"
-            if "needed_gib" in g else "")
+            if "needed_gib" in g
+            else ""
+        )
         fix = f"set {max_len} to at most {limit}, or raise {util} if the GPU has room"
     elif sig.id == "vllm-kv-cache-too-small":
         what = f"vLLM's KV cache cannot hold one sequence of max_model_len {g['max_model_len']}"
         fix = f"lower {max_len} or raise {util}"
     else:
-        what = ("vLLM's weights and activations used up its memory share: nothing was left for "
-                f"the KV cache{now}")
-        fix = conf.fix or (f"raise {util} if the GPU has room (free it of other processes), "
-                           f"or lower {max_len}; use a smaller or quantized model otherwise")
+        what = (
+            f"vLLM's weights and activations used up its memory share: nothing was left for the KV cache{now}"
+        )
+        fix = conf.fix or (
+            f"raise {util} if the GPU has room (free it of other processes), "
+            f"or lower {max_len}; use a smaller or quantized model otherwise"
+        )
     return [finding(sig.rule, ms, log, what, fix, conf)]
 
 
@@ -239,19 +288,24 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
     if sig.id == "nccl-timeout":
         ran = int(g["ran_ms"]) / 1000 if "ran_ms" in g else None
         op = f"{g['op']} #{g['seq']}" if "op" in g else "a collective"
-        what = (f"{op} timed out" + (f" after {ran:.0f} s" if ran else "")
-                + ": another rank never reached it")
-        fix = ("fix the first failure of the log; if there is none, a rank was still busy (GRPO's "
-               "generation can outlast the timeout) or hung: raise ddp_timeout (seconds) and run "
-               "once with NCCL_DEBUG=INFO")
+        what = f"{op} timed out" + (f" after {ran:.0f} s" if ran else "") + ": another rank never reached it"
+        fix = (
+            "fix the first failure of the log; if there is none, a rank was still busy (GRPO's "
+            "generation can outlast the timeout) or hung: raise ddp_timeout (seconds) and run "
+            "once with NCCL_DEBUG=INFO"
+        )
     elif sig.id == "nccl-watchdog-hang":
         what = "the NCCL watchdog stopped making progress (a CUDA/NCCL call hung)"
-        fix = ("look for the rank stuck in a CUDA call (py-spy dump); raise "
-               "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only if the hang is expected")
+        fix = (
+            "look for the rank stuck in a CUDA call (py-spy dump); raise "
+            "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only if the hang is expected"
+        )
     else:
         what = f"NCCL failed: {g.get('error', '').strip() or 'see the message'}"
-        fix = ("run once with NCCL_DEBUG=INFO; check that every rank has its own GPU and that "
-               "NCCL_* variables (NCCL_SOCKET_IFNAME, NCCL_P2P_DISABLE) fit this machine")
+        fix = (
+            "run once with NCCL_DEBUG=INFO; check that every rank has its own GPU and that "
+            "NCCL_* variables (NCCL_SOCKET_IFNAME, NCCL_P2P_DISABLE) fit this machine"
+        )
     return [finding(sig.rule, ms, log, what, fix)]
 
 
@@ -263,10 +317,13 @@ def _alloc_conf(ms: list[Match], log: Log) -> list[Draft]:
     known = [o["name"] for o in kb.allocator.get("options", [])]
     close = difflib.get_close_matches(option, known, n=1)
     what = f"torch rejected the allocator option '{option}'" + (
-        f" (did you mean '{close[0]}'?)" if close else "")
-    fix = conf.fix or (f"replace '{option}' with '{close[0]}' in PYTORCH_CUDA_ALLOC_CONF / "
-                       "PYTORCH_ALLOC_CONF" if close else
-                       f"remove '{option}' from PYTORCH_CUDA_ALLOC_CONF / PYTORCH_ALLOC_CONF")
+        f" (did you mean '{close[0]}'?)" if close else ""
+    )
+    fix = conf.fix or (
+        f"replace '{option}' with '{close[0]}' in PYTORCH_CUDA_ALLOC_CONF / PYTORCH_ALLOC_CONF"
+        if close
+        else f"remove '{option}' from PYTORCH_CUDA_ALLOC_CONF / PYTORCH_ALLOC_CONF"
+    )
     return [finding("ALC001", ms, log, what, fix, conf, option=option)]
 
 
@@ -288,23 +345,33 @@ def _batch(ms: list[Match], log: Log) -> list[Draft]:
     if sig.id == "generation-batch-not-divisible":
         total = int(g["generation_batch_size"])
         what = f"generation_batch_size {total} does not split into groups of {gen}"
-        fix = (f"generation_batch_size {math.ceil(total / gen) * gen} (a multiple of {gen} and "
-               "of the global batch)" + (f", or num_generations among {_divisors(total)}"
-                                         if _divisors(total) else ""))
+        fix = (
+            f"generation_batch_size {math.ceil(total / gen) * gen} (a multiple of {gen} and "
+            "of the global batch)"
+            + (f", or num_generations among {_divisors(total)}" if _divisors(total) else "")
+        )
     else:
         factors = [int(x) for x in re.findall(r"\d{1,12}", g["batch"])]
         total = math.prod(factors)
-        what = (f"the {g['split']} batch of {total} completions ({g['batch']}) does not split "
-                f"into groups of num_generations={gen}")
+        what = (
+            f"the {g['split']} batch of {total} completions ({g['batch']}) does not split "
+            f"into groups of num_generations={gen}"
+        )
         per_device = factors[0] if "*" in g["batch"] else factors[1] if len(factors) > 1 else 1
         others = total // per_device if per_device else total
         step = gen // math.gcd(others, gen) if others else gen  # per_device must be a multiple
-        near = [b for b in ((per_device - 1) // step * step, (per_device // step + 1) * step)
-                if b > 0]
-        fix = " or ".join(part for part in (
-            f"num_generations among {_divisors(total)}" if _divisors(total) else "",
-            f"per_device_{g['split']}_batch_size {' or '.join(map(str, near))}" if near else "")
-            if part) or f"a batch that is a multiple of num_generations ({gen})"
+        near = [b for b in ((per_device - 1) // step * step, (per_device // step + 1) * step) if b > 0]
+        fix = (
+            " or ".join(
+                part
+                for part in (
+                    f"num_generations among {_divisors(total)}" if _divisors(total) else "",
+                    f"per_device_{g['split']}_batch_size {' or '.join(map(str, near))}" if near else "",
+                )
+                if part
+            )
+            or f"a batch that is a multiple of num_generations ({gen})"
+        )
     return [finding(sig.rule, ms, log, what, conf.fix or fix, conf)]
 
 
@@ -318,14 +385,26 @@ def _unused(ms: list[Match], log: Log) -> list[Draft]:
     for name in names:
         entry = (ctx.kb if ctx is not None else knowledge()).config_key(name.replace("-", "_"))
         if entry and entry.get("until"):
-            notes.append(f"{name} was removed in TRL {entry['until']}"
-                         + (f" (now {entry['replaced_by']})" if entry.get("replaced_by") else ""))
+            notes.append(
+                f"{name} was removed in TRL {entry['until']}"
+                + (f" (now {entry['replaced_by']})" if entry.get("replaced_by") else "")
+            )
     trl = ctx.version("trl") if ctx else None
     what = f"TRL{' ' + trl if trl else ''} does not know {', '.join(names) or 'some arguments'}"
     if notes:
         what += ": " + "; ".join(notes)
-    return [finding("CFG001", ms, log, what, conf.fix or "remove or rename them (envdoctor check "
-                     "--config FILE checks every key against the installed TRL)", conf)]
+    return [
+        finding(
+            "CFG001",
+            ms,
+            log,
+            what,
+            conf.fix
+            or "remove or rename them (envdoctor check "
+            "--config FILE checks every key against the installed TRL)",
+            conf,
+        )
+    ]
 
 
 HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
@@ -365,14 +444,19 @@ def _mark_consequences(drafts: list[Draft]) -> None:
         f = d.finding
         if f.rule != "TRI002":
             continue
-        first = next((p for p in drafts[:i] if p.finding.severity == Severity.ERROR
-                      and p.finding.rule != "TRI002"), None)
+        first = next(
+            (p for p in drafts[:i] if p.finding.severity == Severity.ERROR and p.finding.rule != "TRI002"),
+            None,
+        )
         if first is not None:
             rank = f", rank {first.rank}" if first.rank is not None else ""
-            d.finding = Finding(f.rule, Severity.WARNING, f"{f.message} — most likely a "
-                                f"consequence of {first.finding.rule} at line {first.line}{rank}",
-                                f"fix {first.finding.rule} first", {**f.evidence,
-                                                                     "consequence_of": first.line})
+            d.finding = Finding(
+                f.rule,
+                Severity.WARNING,
+                f"{f.message} — most likely a consequence of {first.finding.rule} at line {first.line}{rank}",
+                f"fix {first.finding.rule} first",
+                {**f.evidence, "consequence_of": first.line},
+            )
 
 
 def _with_versions(ctx: Context | None, versions: Mapping[str, LogVersion]) -> Context | None:
@@ -383,14 +467,22 @@ def _with_versions(ctx: Context | None, versions: Mapping[str, LogVersion]) -> C
     facts = facts_for_advice(ctx.facts if ctx is not None else None, dict(versions))
     if ctx is None:
         return Context(facts=facts, network=False)  # type: ignore[arg-type]
-    return Context(facts=facts, plan=ctx.plan, kb=ctx.kb, network=False,  # type: ignore[arg-type]
-                   options=ctx.options)
+    return Context(
+        facts=facts,  # type: ignore[arg-type]
+        plan=ctx.plan,
+        kb=ctx.kb,
+        network=False,
+        options=ctx.options,
+    )
 
 
 def version_lines(matches: Sequence[Match]) -> list[tuple[int, str]]:
     """The lines of the version hints, for ``logversions.from_log``."""
-    return [(m.line_no, split_prefix(m.text)[0]) for m in matches
-            if m.signature.id in ("package-version", "vllm-version")]
+    return [
+        (m.line_no, split_prefix(m.text)[0])
+        for m in matches
+        if m.signature.id in ("package-version", "vllm-version")
+    ]
 
 
 def _own_api(d: Draft) -> bool:
@@ -411,16 +503,19 @@ def _own_api(d: Draft) -> bool:
     return bool(getattr(entry, "triage_only", False)) and packages <= {"trl"}
 
 
-def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]],
-                  rejected: set[int]) -> list[Draft]:
+def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]], rejected: set[int]) -> list[Draft]:
     """A catalogue finding (TRI011) only on a line no own signature matched (its handler knows the
     numbers, and when it found nothing to report, so it is) — or one whose handler rejected it
     (``rejected``) when the log's versions confirm the entry, or when the entry's trigger is the
     user's own config or code (``_own_api``) — and one per line: among entries, the one the
     versions confirm; where they confirm none, the one that rests on the fewest release ranges the
     log does not show (a general entry before one about a single release)."""
-    own = {m.line_no for ms in by_sig.values() for m in ms
-           if m.signature.rule != "TRI011" and not m.signature.fallback and not m.signature.hint}
+    own = {
+        m.line_no
+        for ms in by_sig.values()
+        for m in ms
+        if m.signature.rule != "TRI011" and not m.signature.fallback and not m.signature.hint
+    }
 
     def rank(d: Draft) -> tuple[int, bool, int]:
         ev = d.finding.evidence
@@ -429,8 +524,9 @@ def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]],
     best: dict[int, Draft] = {}
     for d in drafts:
         confirmed = d.finding.evidence.get("versions_match") is True
-        if d.finding.rule == "TRI011" and (d.line not in own or d.line in rejected
-                                           and (confirmed or _own_api(d))):
+        if d.finding.rule == "TRI011" and (
+            d.line not in own or d.line in rejected and (confirmed or _own_api(d))
+        ):
             old = best.get(d.line)
             if old is None or rank(d) > rank(old):
                 best[d.line] = d
@@ -444,14 +540,25 @@ def _first_failure(by_sig: Mapping[str, list[Match]], drafts: list[Draft]) -> Ma
     lines += [m for d in drafts if d.rejected for m in d.rejected[:1]]
     if not lines:
         return None
-    return min(lines, key=lambda m: (warning_line(m), any(s in m.text for s in _SECONDARY),
-                                     m.line_no, m.signature.id == "failure-line"))
+    return min(
+        lines,
+        key=lambda m: (
+            warning_line(m),
+            any(s in m.text for s in _SECONDARY),
+            m.line_no,
+            m.signature.id == "failure-line",
+        ),
+    )
 
 
-def diagnose(matches: Sequence[Match], ctx: Context | None = None,
-             counts: Mapping[str, int] | None = None, lines: int = 0,
-             last_line: Mapping[str, int] | None = None,
-             versions: Mapping[str, LogVersion] | None = None) -> list[Finding]:
+def diagnose(
+    matches: Sequence[Match],
+    ctx: Context | None = None,
+    counts: Mapping[str, int] | None = None,
+    lines: int = 0,
+    last_line: Mapping[str, int] | None = None,
+    versions: Mapping[str, LogVersion] | None = None,
+) -> list[Finding]:
     """Findings for ``matches`` (from ``scan``), judged against ``ctx`` when given.
 
     ``counts`` (``ScanResult.counts``) gives the number of lines per signature when the scan kept
@@ -474,7 +581,8 @@ def diagnose(matches: Sequence[Match], ctx: Context | None = None,
     for ms in by_sig.values():
         if not ms[0].signature.fallback and not ms[0].signature.hint:
             handler = HANDLERS.get(ms[0].signature.id) or (
-                classes.known_failure if ms[0].signature.rule == "TRI011" else _generic)
+                classes.known_failure if ms[0].signature.rule == "TRI011" else _generic
+            )
             drafts.extend(handler(ms, log))
     rejected = {m.line_no for d in drafts for m in d.rejected}
     known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)

@@ -15,12 +15,19 @@ from envdoctor.triage.logversions import LogVersion, describe
 from envdoctor.triage.scanner import split_prefix
 
 FRAME = re.compile(r'File "([^"]{1,1000})", line \d{1,9}')
-FRAME_FULL = re.compile(r'File "(?P<path>[^"]{1,1000})", line (?P<line>\d{1,9})'
-                        r'(?:, in (?P<func>[\w<>.]{1,200}))?')
+FRAME_FULL = re.compile(
+    r'File "(?P<path>[^"]{1,1000})", line (?P<line>\d{1,9})'
+    r"(?:, in (?P<func>[\w<>.]{1,200}))?"
+)
 _PACKAGES = re.compile(r"/(?:site|dist)-packages/(?P<lib>[A-Za-z_][\w]{0,100})")
 _WARNING = re.compile(r"\bWARN(?:ING)?\b|\[W\d{4} |UserWarning|FutureWarning")
-_CONNECTION = ("RemoteDisconnected", "Connection aborted", "ConnectionResetError",
-               "Connection reset by peer", "Connection refused")
+_CONNECTION = (
+    "RemoteDisconnected",
+    "Connection aborted",
+    "ConnectionResetError",
+    "Connection reset by peer",
+    "Connection refused",
+)
 
 
 @dataclass
@@ -51,9 +58,10 @@ class Draft:
 def frames(m: Match) -> list[str]:
     """The source files of the traceback frames before ``m`` (the last traceback), oldest first."""
     lines = list(m.context)
-    start = max((i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line),
-                default=-1)
-    return [f.group(1).replace("\\", "/") for line in lines[start + 1:] if (f := FRAME.search(line))]
+    start = max(
+        (i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line), default=-1
+    )
+    return [f.group(1).replace("\\", "/") for line in lines[start + 1 :] if (f := FRAME.search(line))]
 
 
 def context_has(m: Match, *needles: str) -> bool:
@@ -67,7 +75,7 @@ def reject(ms: Sequence[Match]) -> list[Draft]:
 
 def quote(m: Match, limit: int = 300) -> str:
     body = split_prefix(m.text)[0]
-    return body if len(body) <= limit else body[:limit - 1] + "…"
+    return body if len(body) <= limit else body[: limit - 1] + "…"
 
 
 def where(ms: Sequence[Match], count: int | None = None) -> str:
@@ -80,8 +88,15 @@ def where(ms: Sequence[Match], count: int | None = None) -> str:
     return where + (f", {count} times" if count > 1 else "")
 
 
-def finding(sig_rule: str, ms: Sequence[Match], log: Log, what: str, fix: str = "",
-             conf: Confirmation | None = None, **evidence: Any) -> Draft:
+def finding(
+    sig_rule: str,
+    ms: Sequence[Match],
+    log: Log,
+    what: str,
+    fix: str = "",
+    conf: Confirmation | None = None,
+    **evidence: Any,
+) -> Draft:
     from envdoctor.rule_docs import rule_docs
 
     first = ms[0]
@@ -90,8 +105,12 @@ def finding(sig_rule: str, ms: Sequence[Match], log: Log, what: str, fix: str = 
     if conf is not None and conf.summary():
         message += f" — {conf.summary()}"
     doc = rule_docs().get(sig_rule)
-    ev: dict[str, Any] = {"signature": sig.id, "line": first.line_no, **first.groups,
-                          **{k: v for k, v in evidence.items() if v is not None}}
+    ev: dict[str, Any] = {
+        "signature": sig.id,
+        "line": first.line_no,
+        **first.groups,
+        **{k: v for k, v in evidence.items() if v is not None},
+    }
     if conf is not None and conf.against and not conf.confirmed:
         ev["not_confirmed"] = conf.against
     if first.context:
@@ -103,21 +122,20 @@ def finding(sig_rule: str, ms: Sequence[Match], log: Log, what: str, fix: str = 
     return Draft(first.line_no, finding, first.rank)
 
 
-
-
 def raised_in(m: Match) -> str:
     """Where the exception of ``m`` was raised: the library of the last frame under
     ``site-packages`` and that frame, else the last frame (the user's code); empty without one."""
     lines = list(m.context)
-    start = max((i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line),
-                default=-1)
-    found = [f for line in lines[start + 1:] if (f := FRAME_FULL.search(line))]
+    start = max(
+        (i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line), default=-1
+    )
+    found = [f for line in lines[start + 1 :] if (f := FRAME_FULL.search(line))]
     if not found:
         return ""
     lib = next(((f, p) for f in reversed(found) if (p := _PACKAGES.search(f.group("path")))), None)
     f = lib[0] if lib else found[-1]
     path = f.group("path").replace("\\", "/")
-    short = path[path.find("-packages/") + 10:] if lib else path.rsplit("/", 1)[-1]
+    short = path[path.find("-packages/") + 10 :] if lib else path.rsplit("/", 1)[-1]
     frame = f"{short}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
     return f"raised in {lib[1].group('lib')} ({frame})" if lib else f"raised in {frame}"
 
@@ -142,11 +160,14 @@ def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
 
     first = ms[0]
     origin = raised_in(first)
-    message = (f"no known failure recognised; the first exception is at {where(ms[:1])}: "
-               f"“{quote(first)}”" + (f", {origin}" if origin else ""))
+    message = f"no known failure recognised; the first exception is at {where(ms[:1])}: “{quote(first)}”" + (
+        f", {origin}" if origin else ""
+    )
     if any(c in first.text for c in _CONNECTION):
-        message += (" — the other end (the vLLM server, in server mode) closed or refused the "
-                    "connection: its own log holds the cause")
+        message += (
+            " — the other end (the vLLM server, in server mode) closed or refused the "
+            "connection: its own log holds the cause"
+        )
     note = versions_note(log)
     if note:
         message += f"; {note}"
@@ -163,18 +184,42 @@ def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
 def issue_draft(m: Match, origin: str, log: Log) -> str:
     """A report to paste into the issue tracker of the library it was raised in."""
     body = split_prefix(m.text)[0][:500]
-    start = max((i for i, line in enumerate(m.context) if "Traceback (most recent call last)" in line),
-                default=max(0, len(m.context) - 15))
+    start = max(
+        (i for i, line in enumerate(m.context) if "Traceback (most recent call last)" in line),
+        default=max(0, len(m.context) - 15),
+    )
     trace = [line[:300] for line in m.context[start:]][-30:] + [m.text[:500]]
-    versions = ([f"- {d} {v.version} (log line {v.line})" if v.line else f"- {d} {v.version}"
-                 for d, v in sorted(log.versions.items())] if log.versions else
-                ["- (the log shows none: paste the output of `trl env` or `pip list`)"])
+    versions = (
+        [
+            f"- {d} {v.version} (log line {v.line})" if v.line else f"- {d} {v.version}"
+            for d, v in sorted(log.versions.items())
+        ]
+        if log.versions
+        else ["- (the log shows none: paste the output of `trl env` or `pip list`)"]
+    )
     title = body if len(body) <= 120 else body[:119] + "…"
-    return "\n".join([
-        f"Title: {title}", "", "### What happened", "",
-        f"The run failed with `{title}` (line {m.line_no} of the log"
-        + (f", {origin}" if origin else "") + ").", "",
-        "### Traceback", "", "```", *trace, "```", "",
-        "### Versions", "", *versions, "",
-        "### Reproduction", "", "(the launch command, the config, and the script's trainer set-up)",
-    ])
+    return "\n".join(
+        [
+            f"Title: {title}",
+            "",
+            "### What happened",
+            "",
+            f"The run failed with `{title}` (line {m.line_no} of the log"
+            + (f", {origin}" if origin else "")
+            + ").",
+            "",
+            "### Traceback",
+            "",
+            "```",
+            *trace,
+            "```",
+            "",
+            "### Versions",
+            "",
+            *versions,
+            "",
+            "### Reproduction",
+            "",
+            "(the launch command, the config, and the script's trainer set-up)",
+        ]
+    )

@@ -13,15 +13,19 @@ from envdoctor.units import size_text
 def vgpu_cap_fix(used_bytes: float, then: str) -> str:
     """The fix for an allocation refused by HAMi's vGPU cap: the limit, or a step that fits
     (``then`` says how)."""
-    return (f"raise the pod's GPU memory limit (nvidia.com/gpumem of HAMi) above "
-            f"{size_text(used_bytes)}, or make the step fit the cap: {then}")
+    return (
+        f"raise the pod's GPU memory limit (nvidia.com/gpumem of HAMi) above "
+        f"{size_text(used_bytes)}, or make the step fit the cap: {then}"
+    )
 
 
 #: the fix for ranks of one job that share a GPU (every rank on cuda:0, contexts on GPU 0)
-RANK_DEVICE = ("give every rank its own GPU: call torch.cuda.set_device(int(os.environ["
-               "'LOCAL_RANK'])) before anything touches CUDA, load with "
-               "device_map={'': local_rank} (not cuda:0 / 'auto'), and no torch.cuda calls, "
-               ".to('cuda') or cuda:0 before the launcher's device is set")
+RANK_DEVICE = (
+    "give every rank its own GPU: call torch.cuda.set_device(int(os.environ["
+    "'LOCAL_RANK'])) before anything touches CUDA, load with "
+    "device_map={'': local_rank} (not cuda:0 / 'auto'), and no torch.cuda calls, "
+    ".to('cuda') or cuda:0 before the launcher's device is set"
+)
 
 
 def _known(ctx: Context, name: str) -> bool | None:

@@ -26,34 +26,67 @@ MAX_LINE = 4096
 
 #: The distributions whose versions advice and confirmation read (PEP 503 names), and the other
 #: spellings logs use for them.
-NAMES = ("torch", "torchvision", "torchaudio", "transformers", "trl", "vllm", "accelerate",
-         "deepspeed", "peft", "datasets", "flash-attn", "bitsandbytes", "liger-kernel",
-         "xformers", "triton", "flashinfer-python", "nvidia-nccl-cu12", "nvidia-nccl-cu11",
-         "huggingface-hub", "tokenizers", "safetensors", "numpy", "unsloth", "unsloth-zoo", "verifiers")
-ALIASES = {"pytorch": "torch", "hf-hub": "huggingface-hub", "flashinfer": "flashinfer-python",
-           "liger": "liger-kernel", "deep-speed": "deepspeed"}
+NAMES = (
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "transformers",
+    "trl",
+    "vllm",
+    "accelerate",
+    "deepspeed",
+    "peft",
+    "datasets",
+    "flash-attn",
+    "bitsandbytes",
+    "liger-kernel",
+    "xformers",
+    "triton",
+    "flashinfer-python",
+    "nvidia-nccl-cu12",
+    "nvidia-nccl-cu11",
+    "huggingface-hub",
+    "tokenizers",
+    "safetensors",
+    "numpy",
+    "unsloth",
+    "unsloth-zoo",
+    "verifiers",
+)
+ALIASES = {
+    "pytorch": "torch",
+    "hf-hub": "huggingface-hub",
+    "flashinfer": "flashinfer-python",
+    "liger": "liger-kernel",
+    "deep-speed": "deepspeed",
+}
 
 _VER = r"(?P<version>\d{1,4}(?:\.\d{1,6}){1,3}(?:\.?(?:post|rc|dev|a|b)\d{0,9})?(?:\+[\w.]{1,40})?)"
 BANNER = re.compile(r"(?:LLM engine \(v|vLLM API server version |vLLM version:? v?)" + _VER)
 #: "- TRL version: 0.17.0" (trl env), "vLLM Version: 0.8.5" / "vLLM Version  : 0.10.1" and
 #: "PyTorch version: 2.6.0+cu124" (collect-env)
-REPORT = re.compile(r"^[-*]? {0,4}(?P<name>[A-Za-z][\w-]{0,30}(?: [A-Za-z][\w-]{0,30})?) "
-                    r"[Vv]ersion {0,40}: {0,8}v?" + _VER)
+REPORT = re.compile(
+    r"^[-*]? {0,4}(?P<name>[A-Za-z][\w-]{0,30}(?: [A-Za-z][\w-]{0,30})?) "
+    r"[Vv]ersion {0,40}: {0,8}v?" + _VER
+)
 #: "trl==0.25.0" (pip freeze), "[pip3] torch==2.6.0+cu124" (collect-env)
 FREEZE = re.compile(r"(?:^|\[pip3?\] |\s)(?P<name>[A-Za-z][\w.-]{0,60})==" + _VER)
 #: "trl=0.18.0, vllm=0.8.5.post1", "trl[vllm]=0.19.0" (versions as people write them in a report)
-SINGLE = re.compile(r"(?:^|[\s,;(])(?P<name>[A-Za-z][\w.-]{0,60})(?:\[[\w,.-]{1,40}\])?=(?!=)v?" + _VER
-                    + r"(?![\w.])")
+SINGLE = re.compile(
+    r"(?:^|[\s,;(])(?P<name>[A-Za-z][\w.-]{0,60})(?:\[[\w,.-]{1,40}\])?=(?!=)v?" + _VER + r"(?![\w.])"
+)
 #: "trl                0.25.0" (pip list), "[conda] torch   2.6.0   pypi_0   pypi" (collect-env)
-LISTING = re.compile(r"^(?:\[conda\] {1,8})?(?P<name>[A-Za-z][\w.-]{0,60}) {1,80}" + _VER
-                     + r"(?: |$)")
+LISTING = re.compile(r"^(?:\[conda\] {1,8})?(?P<name>[A-Za-z][\w.-]{0,60}) {1,80}" + _VER + r"(?: |$)")
 #: vllm-0.12.0-cp38-abi3-manylinux1_x86_64.whl, trl-0.25.0.dist-info, flash_attn-2.7.4.post1+cu12…
-WHEEL = re.compile(r"(?:^|[\s/=(\"'])(?P<name>[A-Za-z][\w.]{0,60}?)-" + _VER
-                   + r"(?:\.dist-info|-(?:cp|py)\d)")
+WHEEL = re.compile(
+    r"(?:^|[\s/=(\"'])(?P<name>[A-Za-z][\w.]{0,60}?)-" + _VER + r"(?:\.dist-info|-(?:cp|py)\d)"
+)
 #: Unsloth's start banner: "Unsloth 2025.3.6: Fast Qwen2 patching. Transformers: 4.48.2. vLLM: 0.7.3."
-UNSLOTH = re.compile(r"Unsloth (?P<version>\d{4}\.\d{1,2}\.\d{1,3}): Fast [\w.-]{1,40} patching\. "
-                     r"Transformers: (?P<tf>\d{1,4}(?:\.\d{1,6}){1,3})(?:[\w.+]{0,20})\.(?: {1,4}vLLM: "
-                     r"(?P<vllm>\d{1,4}(?:\.\d{1,6}){1,3}(?:\.?post\d{1,3})?))?")
+UNSLOTH = re.compile(
+    r"Unsloth (?P<version>\d{4}\.\d{1,2}\.\d{1,3}): Fast [\w.-]{1,40} patching\. "
+    r"Transformers: (?P<tf>\d{1,4}(?:\.\d{1,6}){1,3})(?:[\w.+]{0,20})\.(?: {1,4}vLLM: "
+    r"(?P<vllm>\d{1,4}(?:\.\d{1,6}){1,3}(?:\.?post\d{1,3})?))?"
+)
 INSTALLED = re.compile(r"Successfully installed (?P<list>[^\n]{1,8000})")
 
 
@@ -115,8 +148,15 @@ def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = F
         _add(found, listing.group("name"), listing.group("version"), line, "listing")
 
 
-_HEAD_KEYS = (b"==", b"ersion", b".dist-info", b".whl", b"Successfully installed", b"LLM engine (v",
-              b"Unsloth 2")
+_HEAD_KEYS = (
+    b"==",
+    b"ersion",
+    b".dist-info",
+    b".whl",
+    b"Successfully installed",
+    b"LLM engine (v",
+    b"Unsloth 2",
+)
 
 
 def read_head(data: bytes) -> dict[str, LogVersion]:
@@ -125,16 +165,20 @@ def read_head(data: bytes) -> dict[str, LogVersion]:
 
     data = data[:HEAD]
     if len(data) == HEAD:
-        data = data[:data.rfind(b"\n") + 1]
+        data = data[: data.rfind(b"\n") + 1]
     found: dict[str, LogVersion] = {}
-    starts = {n.encode() for n in NAMES} | {n.replace("-", "_").encode() for n in NAMES} | {
-        b"[conda]", b"[pip"}
+    starts = (
+        {n.encode() for n in NAMES} | {n.replace("-", "_").encode() for n in NAMES} | {b"[conda]", b"[pip"}
+    )
     for i, raw in enumerate(data.split(b"\n"), start=1):
         piece = raw.rsplit(b"\r", 1)[-1][:MAX_LINE]
         head_word = piece.lstrip()[:20].split(b" ", 1)[0].lower()
         listing = head_word in starts
-        if not listing and not any(k in piece for k in _HEAD_KEYS) and not (
-                b"=" in piece and any(n + b"=" in piece or n + b"[" in piece for n in starts)):
+        if (
+            not listing
+            and not any(k in piece for k in _HEAD_KEYS)
+            and not (b"=" in piece and any(n + b"=" in piece or n + b"[" in piece for n in starts))
+        ):
             continue
         body = split_prefix(clean(piece))[0]
         read_line(body, i, found, head=listing)
@@ -151,8 +195,10 @@ def from_log(head: bytes, lines: Iterable[tuple[int, str]] = ()) -> dict[str, Lo
 
 def describe(found: dict[str, LogVersion]) -> str:
     """``trl 0.25.0 (line 3), vllm 0.12.0 (line 40)`` — what the report says the versions are."""
-    return ", ".join(f"{d} {v.version}" + (f" (line {v.line})" if v.line else "")
-                     for d, v in sorted(found.items(), key=lambda kv: (kv[1].line, kv[0])))
+    return ", ".join(
+        f"{d} {v.version}" + (f" (line {v.line})" if v.line else "")
+        for d, v in sorted(found.items(), key=lambda kv: (kv[1].line, kv[0]))
+    )
 
 
 def facts_for_advice(facts: Facts | None, found: dict[str, LogVersion]) -> Facts | None:

@@ -32,17 +32,23 @@ from envdoctor.triage.confirm import confirm, dataparallel, layout_given, shared
 from envdoctor.units import parse_size, size_text
 
 _SIZE = r"([\d.]{1,20}) ?(bytes|[KMGT]i?B)"
-_HEAD = re.compile(rf"(?:(CUDA|HIP|XPU) )?[Oo]ut of memory\. Tried to allocate {_SIZE}\. GPU "
-                   rf"(\d{{0,4}}) ?has a total capaci?ty of {_SIZE} of which {_SIZE} is free")
+_HEAD = re.compile(
+    rf"(?:(CUDA|HIP|XPU) )?[Oo]ut of memory\. Tried to allocate {_SIZE}\. GPU "
+    rf"(\d{{0,4}}) ?has a total capaci?ty of {_SIZE} of which {_SIZE} is free"
+)
 _ALLOWED = re.compile(rf"{_SIZE} allowed;")
 _OTHER = re.compile(rf"Process (\d{{1,10}}) has {_SIZE} memory in use")
 _SELF = re.compile(rf"this process has {_SIZE} memory in use")
-_ALLOC = re.compile(rf"Of the allocated memory {_SIZE} is allocated by PyTorch, (?:with {_SIZE} "
-                    rf"allocated in private pools(?: \([^)]{{0,200}}\))?, )?and {_SIZE} is reserved by "
-                    "PyTorch but unallocated")
-_OLD = re.compile(rf"Tried to allocate {_SIZE} \(GPU (\d{{1,4}}); {_SIZE} total capacity; {_SIZE} "
-                  rf"already allocated; {_SIZE} free;(?: {_SIZE} allowed;)? {_SIZE} reserved in "
-                  "total by PyTorch")
+_ALLOC = re.compile(
+    rf"Of the allocated memory {_SIZE} is allocated by PyTorch, (?:with {_SIZE} "
+    rf"allocated in private pools(?: \([^)]{{0,200}}\))?, )?and {_SIZE} is reserved by "
+    "PyTorch but unallocated"
+)
+_OLD = re.compile(
+    rf"Tried to allocate {_SIZE} \(GPU (\d{{1,4}}); {_SIZE} total capacity; {_SIZE} "
+    rf"already allocated; {_SIZE} free;(?: {_SIZE} allowed;)? {_SIZE} reserved in "
+    "total by PyTorch"
+)
 
 
 #: live tensors (allocated by PyTorch) at or above this share of the GPU make an OOM a capacity
@@ -50,6 +56,7 @@ _OLD = re.compile(rf"Tried to allocate {_SIZE} \(GPU (\d{{1,4}}); {_SIZE} total 
 #: memory-gpu-h100.md, shape s10), a step the memory plan sized at 82 GiB died at 76.4 of 79.2 GiB
 #: allocated with 1.98 GiB reserved but unallocated
 LIVE_FULL = 0.95
+
 
 def _mib(value: str, unit: str) -> float:
     """A size of the message in MiB; 0.0 when it is not a number (``1.2.3 GiB``)."""
@@ -94,9 +101,12 @@ def parse_oom(text: str) -> Oom | None:
     m = _HEAD.search(text)
     if m:
         g = m.groups()
-        oom = Oom(gpu=int(g[3]) if g[3] else None, want_mib=_mib(g[1], g[2]),
-                  total_mib=_mib(g[4], g[5]),
-                  free_mib=_mib(g[6], g[7]))
+        oom = Oom(
+            gpu=int(g[3]) if g[3] else None,
+            want_mib=_mib(g[1], g[2]),
+            total_mib=_mib(g[4], g[5]),
+            free_mib=_mib(g[6], g[7]),
+        )
         a = _ALLOC.search(text)
         if a:
             oom.allocated_mib = _mib(a.group(1), a.group(2))
@@ -111,8 +121,13 @@ def parse_oom(text: str) -> Oom | None:
         if m:
             g = m.groups()
             reserved, allocated = _mib(g[11], g[12]), _mib(g[5], g[6])
-            oom = Oom(gpu=int(g[2]), want_mib=_mib(g[0], g[1]), total_mib=_mib(g[3], g[4]),
-                      allocated_mib=allocated, free_mib=_mib(g[7], g[8]))
+            oom = Oom(
+                gpu=int(g[2]),
+                want_mib=_mib(g[0], g[1]),
+                total_mib=_mib(g[3], g[4]),
+                allocated_mib=allocated,
+                free_mib=_mib(g[7], g[8]),
+            )
             oom.unallocated_mib = max(reserved - allocated, 0.0)
             oom.reserved_mib = reserved
         elif "out of memory" in text.lower():
@@ -130,8 +145,11 @@ def _find_self(oom: Oom) -> None:
     if oom.self_mib is not None or oom.allocated_mib is None or not oom.others:
         return
     reserved = oom.allocated_mib + (oom.unallocated_mib or 0.0)
-    fits = {pid: mib - reserved for pid, mib in oom.others.items()
-            if 0 <= mib - reserved <= max(2048.0, 0.15 * reserved)}
+    fits = {
+        pid: mib - reserved
+        for pid, mib in oom.others.items()
+        if 0 <= mib - reserved <= max(2048.0, 0.15 * reserved)
+    }
     if fits:
         pid = min(fits, key=fits.__getitem__)
         oom.self_pid, oom.self_mib = pid, oom.others.pop(pid)
@@ -174,8 +192,10 @@ def processes_now(ctx: Context | None, physical: int | None) -> tuple[list[str],
     gpu = ctx.facts.gpu(physical) if ctx is not None and physical is not None else None
     if gpu is None or not gpu.processes:
         return [], 0.0
-    return ([f"pid {p.pid} {p.name[:40] or '?'} ({size(p.used_mib)}, running now)"
-             for p in gpu.processes], float(sum(p.used_mib or 0 for p in gpu.processes)))
+    return (
+        [f"pid {p.pid} {p.name[:40] or '?'} ({size(p.used_mib)}, running now)" for p in gpu.processes],
+        float(sum(p.used_mib or 0 for p in gpu.processes)),
+    )
 
 
 def _holders(oom: Oom, ctx: Context | None, physical: int | None) -> tuple[list[str], float]:
@@ -184,8 +204,13 @@ def _holders(oom: Oom, ctx: Context | None, physical: int | None) -> tuple[list[
     if oom.others:
         names = _names(ctx)
         held = {pid: mib for pid, mib in oom.others.items() if mib > 0}
-        return ([f"pid {pid}{' ' + names[pid] if pid in names else ''} ({size(mib)})"
-                 for pid, mib in held.items()], sum(held.values()))
+        return (
+            [
+                f"pid {pid}{' ' + names[pid] if pid in names else ''} ({size(mib)})"
+                for pid, mib in held.items()
+            ],
+            sum(held.values()),
+        )
     if oom.self_mib is not None:
         return [], 0.0  # torch listed the GPU's processes at the crash: no other was there
     return processes_now(ctx, physical)
@@ -195,12 +220,17 @@ def _head(oom: Oom, physical: int | None) -> str:
     if oom.want_mib is None:
         return "CUDA out of memory (the message gives no numbers)"
     where = (f"GPU {oom.gpu}" if oom.gpu is not None else "the GPU (the message names none)") + (
-        f" (NVML GPU {physical})" if physical not in (None, oom.gpu) else "")
-    head = (f"CUDA out of memory on {where}: tried to allocate {size(oom.want_mib)} with "
-            f"{size(oom.free_mib)} free of {size(oom.total_mib)}")
+        f" (NVML GPU {physical})" if physical not in (None, oom.gpu) else ""
+    )
+    head = (
+        f"CUDA out of memory on {where}: tried to allocate {size(oom.want_mib)} with "
+        f"{size(oom.free_mib)} free of {size(oom.total_mib)}"
+    )
     if oom.allocated_mib is not None:
-        head += (f"; PyTorch had {size(oom.allocated_mib)} allocated and "
-                 f"{size(oom.unallocated_mib)} reserved but unallocated")
+        head += (
+            f"; PyTorch had {size(oom.allocated_mib)} allocated and "
+            f"{size(oom.unallocated_mib)} reserved but unallocated"
+        )
     return head
 
 
@@ -211,8 +241,11 @@ def _expandable_on(ctx: Context | None) -> bool:
     from envdoctor.plan.layout import trainer_env
 
     env = trainer_env(ctx.facts, ctx.plan.trainer)
-    return any(parse_alloc_conf(env[v]).expandable_segments
-               for v in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") if v in env)
+    return any(
+        parse_alloc_conf(env[v]).expandable_segments
+        for v in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+        if v in env
+    )
 
 
 def capacity_fix(ctx: Context | None, vllm_side: bool, physical: int | None) -> str:
@@ -221,32 +254,40 @@ def capacity_fix(ctx: Context | None, vllm_side: bool, physical: int | None) -> 
     util = knobs.setting(ctx, "vllm_gpu_memory_utilization")
     max_len = knobs.setting(ctx, "vllm_max_model_length", "vllm_max_model_len")
     if vllm_side and mode == "server":
-        return ("restart `trl vllm-serve` with a lower --gpu_memory_utilization, --max_model_len "
-                "or --max_num_seqs, or give it more GPUs (--tensor_parallel_size)")
+        return (
+            "restart `trl vllm-serve` with a lower --gpu_memory_utilization, --max_model_len "
+            "or --max_num_seqs, or give it more GPUs (--tensor_parallel_size)"
+        )
     if vllm_side:
         parts = [f"lower {util}", max_len, "or vLLM's max_num_seqs"]
-        tail = ("; or move generation to its own GPUs (vllm_mode: server + trl vllm-serve)"
-                if mode != "colocate" else "; or enable vllm_enable_sleep_mode"
-                if knobs.offered(ctx, "vllm_enable_sleep_mode") else "")
+        tail = (
+            "; or move generation to its own GPUs (vllm_mode: server + trl vllm-serve)"
+            if mode != "colocate"
+            else "; or enable vllm_enable_sleep_mode"
+            if knobs.offered(ctx, "vllm_enable_sleep_mode")
+            else ""
+        )
         return ", ".join(parts) + tail
     batch = knobs.setting(ctx, "per_device_train_batch_size")
-    fix = (f"lower {batch} — raise gradient_accumulation_steps to keep the batch — or "
-           if knobs.value(ctx, "per_device_train_batch_size")[0] != 1 else "lower ")
+    fix = (
+        f"lower {batch} — raise gradient_accumulation_steps to keep the batch — or "
+        if knobs.value(ctx, "per_device_train_batch_size")[0] != 1
+        else "lower "
+    )
     fix += f"{knobs.setting(ctx, 'max_completion_length')} or num_generations"
     if knobs.value(ctx, "gradient_checkpointing")[0] is not True:
         fix += f"; enable {knobs.setting(ctx, 'gradient_checkpointing')}"
     if mode == "colocate" and ctx is not None and physical in ctx.layout.generation:
         fix += f"; vLLM is colocated on this GPU: lower {util}" + (
-            " or enable vllm_enable_sleep_mode" if knobs.offered(ctx, "vllm_enable_sleep_mode")
-            else "")
+            " or enable vllm_enable_sleep_mode" if knobs.offered(ctx, "vllm_enable_sleep_mode") else ""
+        )
     return fix + "; or shard the model (DeepSpeed ZeRO-3 / FSDP)"
 
 
 def _shared_fix(ctx: Context) -> tuple[str, str]:
     rule = "LAY003" if dataparallel(ctx.layout) else "LAY006"
     fired = confirm({"rules": (rule,)}, ctx).findings
-    return rule, fired[0].fix if fired else "give vLLM a GPU of its own (see envdoctor explain " \
-        f"{rule})"
+    return rule, fired[0].fix if fired else f"give vLLM a GPU of its own (see envdoctor explain {rule})"
 
 
 @dataclass
@@ -262,8 +303,7 @@ class OomLog:
     world_size: int = 0  # the ranks the log (or the layout) shows
 
 
-def _result(cause: str, rule: str, head: str, why: str, fix: str,
-            evidence: dict[str, Any]) -> OomCause:
+def _result(cause: str, rule: str, head: str, why: str, fix: str, evidence: dict[str, Any]) -> OomCause:
     evidence["cause"] = cause
     return OomCause(cause, rule, f"{head}: {why}", fix, evidence, why)
 
@@ -286,8 +326,11 @@ def _siblings(oom: Oom, log: OomLog) -> bool:
     """Ranks of this job on the OOM'd GPU: several ranks failed on the same CUDA ordinal and the
     processes the message lists are no more than the job's other ranks."""
     listed = [pid for pid, mib in oom.others.items() if mib > 0]
-    return (len(log.sibling_ranks) >= 2 and bool(listed)
-            and len(listed) + 1 <= max(log.world_size, len(log.sibling_ranks)))
+    return (
+        len(log.sibling_ranks) >= 2
+        and bool(listed)
+        and len(listed) + 1 <= max(log.world_size, len(log.sibling_ranks))
+    )
 
 
 #: a CUDA context with a few buffers: what a rank that merely touched a GPU holds there
@@ -339,12 +382,17 @@ class _Judged:
         oom, ctx = self.oom, self.ctx
         self.physical = _physical(oom, ctx, self.vllm_side)
         self.head = _head(oom, self.physical)
-        self.evidence = {"gpu": oom.gpu, "physical_gpu": self.physical, "vllm_side": self.vllm_side,
-                         "want_mib": _round(oom.want_mib), "free_mib": _round(oom.free_mib),
-                         "total_mib": _round(oom.total_mib),
-                         "unallocated_mib": _round(oom.unallocated_mib),
-                         "non_pytorch_mib": _round(oom.non_pytorch_mib),
-                         "other_processes": {p: _round(m) for p, m in oom.others.items()}}
+        self.evidence = {
+            "gpu": oom.gpu,
+            "physical_gpu": self.physical,
+            "vllm_side": self.vllm_side,
+            "want_mib": _round(oom.want_mib),
+            "free_mib": _round(oom.free_mib),
+            "total_mib": _round(oom.total_mib),
+            "unallocated_mib": _round(oom.unallocated_mib),
+            "non_pytorch_mib": _round(oom.non_pytorch_mib),
+            "other_processes": {p: _round(m) for p, m in oom.others.items()},
+        }
         self.holders, self.held_mib = _holders(oom, ctx, self.physical)
         want, free = oom.want_mib or 0.0, oom.free_mib or 0.0
         self.missing = max(want - free, 0.0)
@@ -353,13 +401,20 @@ class _Judged:
         if self.non_pytorch is None and not oom.others and oom.self_mib is None:
             self.non_pytorch = oom.outside_mib  # older message: no process list, one number outside
         outside_total = (self.non_pytorch or 0.0) + self.held_mib
-        self.frag = (oom.unallocated_mib is not None and self.unalloc >= max(self.missing, 256.0)
-                     and self.unalloc >= outside_total)
-        self.busy = bool(self.holders) and self.held_mib + free >= want and (
-            self.held_mib >= 0.05 * (oom.total_mib or 0.0) or not oom.others)
+        self.frag = (
+            oom.unallocated_mib is not None
+            and self.unalloc >= max(self.missing, 256.0)
+            and self.unalloc >= outside_total
+        )
+        self.busy = (
+            bool(self.holders)
+            and self.held_mib + free >= want
+            and (self.held_mib >= 0.05 * (oom.total_mib or 0.0) or not oom.others)
+        )
         self.big = max(2048.0, 0.1 * (oom.total_mib or 0.0))
-        self.colocated = self.log.colocated or (ctx is not None and layout_given(ctx)
-                                                and ctx.layout.generation_mode == "colocate")
+        self.colocated = self.log.colocated or (
+            ctx is not None and layout_given(ctx) and ctx.layout.generation_mode == "colocate"
+        )
 
     @property
     def vllm_side(self) -> bool:
@@ -383,10 +438,14 @@ def _vgpu_cap(j: _Judged) -> OomCause | None:
     if j.log.cap is None:
         return None
     device, used, limit = j.log.cap
-    return j.result("vgpu-cap", "TRI001",
-                    f"HAMi's vGPU cap of {size_text(limit, digits=2)} on device {device} is this "
-                    f"job's memory, not the GPU's {size(j.oom.total_mib)} (it needed "
-                    f"{size_text(used, digits=2)})", knobs.vgpu_cap_fix(used, j.capacity_fix()))
+    return j.result(
+        "vgpu-cap",
+        "TRI001",
+        f"HAMi's vGPU cap of {size_text(limit, digits=2)} on device {device} is this "
+        f"job's memory, not the GPU's {size(j.oom.total_mib)} (it needed "
+        f"{size_text(used, digits=2)})",
+        knobs.vgpu_cap_fix(used, j.capacity_fix()),
+    )
 
 
 def _allowed_cap(j: _Judged) -> OomCause | None:
@@ -394,10 +453,14 @@ def _allowed_cap(j: _Judged) -> OomCause | None:
     oom = j.oom
     if oom.allowed_mib is None or oom.allowed_mib >= (oom.total_mib or 0.0) * 0.98:
         return None
-    return j.result("allowed-cap", "TRI001",
-                    f"this process may use {size(oom.allowed_mib)} of the GPU "
-                    "(torch.cuda.set_per_process_memory_fraction or a vGPU limit): that cap "
-                    "is the budget", "raise the cap, or make the step fit it: " + j.capacity_fix())
+    return j.result(
+        "allowed-cap",
+        "TRI001",
+        f"this process may use {size(oom.allowed_mib)} of the GPU "
+        "(torch.cuda.set_per_process_memory_fraction or a vGPU limit): that cap "
+        "is the budget",
+        "raise the cap, or make the step fit it: " + j.capacity_fix(),
+    )
 
 
 def _shared_gpu(j: _Judged) -> OomCause | None:
@@ -408,14 +471,23 @@ def _shared_gpu(j: _Judged) -> OomCause | None:
     if not (shared or oom.gpu is not None and oom.gpu == log.shared_index):
         return None
     trap = log.dataparallel_seen or layout is not None and dataparallel(layout)
-    rule, fix = _shared_fix(ctx) if ctx is not None and layout is not None else (
-        "LAY003" if trap else "LAY006",
-        "launch with torchrun --nproc_per_node N (one process per training GPU), or make only "
-        "the training GPUs visible" if trap else
-        "give vLLM a GPU of its own: one more visible GPU than training processes")
-    why = ("this GPU runs vLLM and also gets training memory"
-           + (": one process sees several GPUs, so Trainer's nn.DataParallel put a replica "
-              "here (the DataParallel trap)" if trap else " (vLLM's device is a training GPU)"))
+    rule, fix = (
+        _shared_fix(ctx)
+        if ctx is not None and layout is not None
+        else (
+            "LAY003" if trap else "LAY006",
+            "launch with torchrun --nproc_per_node N (one process per training GPU), or make only "
+            "the training GPUs visible"
+            if trap
+            else "give vLLM a GPU of its own: one more visible GPU than training processes",
+        )
+    )
+    why = "this GPU runs vLLM and also gets training memory" + (
+        ": one process sees several GPUs, so Trainer's nn.DataParallel put a replica "
+        "here (the DataParallel trap)"
+        if trap
+        else " (vLLM's device is a training GPU)"
+    )
     return j.result("shared", rule, why, fix)
 
 
@@ -426,11 +498,15 @@ def _ranks_as_contexts(j: _Judged) -> OomCause | None:
     if not crowd:
         return None
     n, each = len(crowd), oom.others[crowd[0]]
-    return j.result("ranks-on-one-gpu", "TRI006",
-                    f"{n} other processes hold the same {size(each)} each on GPU {oom.gpu} "
-                    f"(pids {crowd[0]}–{crowd[-1]}, started together): the CUDA contexts of "
-                    f"this job's other ranks, each of which touched GPU {oom.gpu} before (or "
-                    "instead of) its own device; not another tenant", knobs.RANK_DEVICE)
+    return j.result(
+        "ranks-on-one-gpu",
+        "TRI006",
+        f"{n} other processes hold the same {size(each)} each on GPU {oom.gpu} "
+        f"(pids {crowd[0]}–{crowd[-1]}, started together): the CUDA contexts of "
+        f"this job's other ranks, each of which touched GPU {oom.gpu} before (or "
+        "instead of) its own device; not another tenant",
+        knobs.RANK_DEVICE,
+    )
 
 
 def _sibling_ranks(j: _Judged) -> OomCause | None:
@@ -440,29 +516,37 @@ def _sibling_ranks(j: _Judged) -> OomCause | None:
         return None
     pids = ", ".join(f"pid {p} ({size(m)})" for p, m in oom.others.items() if m > 0)
     ranks = ", ".join(map(str, log.sibling_ranks[:16]))
-    return j.result("ranks-on-one-gpu", "TRI006",
-                    f"ranks {ranks} of this job all ran out of memory on GPU {oom.gpu}; the "
-                    f"other processes on it ({pids}) are this job's ranks, not another tenant",
-                    knobs.RANK_DEVICE)
+    return j.result(
+        "ranks-on-one-gpu",
+        "TRI006",
+        f"ranks {ranks} of this job all ran out of memory on GPU {oom.gpu}; the "
+        f"other processes on it ({pids}) are this job's ranks, not another tenant",
+        knobs.RANK_DEVICE,
+    )
 
 
 def _colocated_outside(j: _Judged) -> OomCause | None:
     """Colocated vLLM holding much memory outside PyTorch's allocator in the training process."""
     np_ = j.non_pytorch
-    if not (j.colocated and not j.vllm_side and np_ is not None and np_ >= j.big
-            and np_ >= j.unalloc):
+    if not (j.colocated and not j.vllm_side and np_ is not None and np_ >= j.big and np_ >= j.unalloc):
         return None
     ctx = j.ctx
-    return j.result("vllm-share", "TRI001",
-                    f"{size(np_)} of it is held by this process outside PyTorch's "
-                    f"allocator: the colocated vLLM engine's weights, KV cache and CUDA graphs "
-                    f"(its share is {knobs.setting(ctx, 'vllm_gpu_memory_utilization')}), so "
-                    f"training lacked {size(j.missing)}",
-                    f"{_util_fix(ctx, j.oom)}; " + ("or enable vllm_enable_sleep_mode (vLLM "
-                    "releases its memory while training steps run); " if knobs.offered(
-                        ctx, "vllm_enable_sleep_mode") else "")
-                    + "or move generation to its own GPUs (vllm_mode: server with trl "
-                    "vllm-serve)")
+    return j.result(
+        "vllm-share",
+        "TRI001",
+        f"{size(np_)} of it is held by this process outside PyTorch's "
+        f"allocator: the colocated vLLM engine's weights, KV cache and CUDA graphs "
+        f"(its share is {knobs.setting(ctx, 'vllm_gpu_memory_utilization')}), so "
+        f"training lacked {size(j.missing)}",
+        f"{_util_fix(ctx, j.oom)}; "
+        + (
+            "or enable vllm_enable_sleep_mode (vLLM releases its memory while training steps run); "
+            if knobs.offered(ctx, "vllm_enable_sleep_mode")
+            else ""
+        )
+        + "or move generation to its own GPUs (vllm_mode: server with trl "
+        "vllm-serve)",
+    )
 
 
 def _optimizer_states(j: _Judged) -> OomCause | None:
@@ -495,20 +579,29 @@ def _fragmentation(j: _Judged) -> OomCause | None:
         return None
     unalloc, ctx = j.unalloc, j.ctx
     if _expandable_on(ctx):
-        return j.result("capacity", "TRI001", f"{size(unalloc)} is reserved but fragmented "
-                        "even with expandable_segments on", j.capacity_fix())
+        return j.result(
+            "capacity",
+            "TRI001",
+            f"{size(unalloc)} is reserved but fragmented even with expandable_segments on",
+            j.capacity_fix(),
+        )
     live = j.live
     if live >= LIVE_FULL and not j.vllm_side:
         j.evidence["live_share"] = round(live, 3)
-        return j.result("capacity", "TRI001",
-                        f"live tensors already hold {live:.0%} of the GPU; the {size(unalloc)} "
-                        f"reserved but unallocated is fragmentation that failed this "
-                        f"{size(j.missing)} request, but the step is at the GPU's limit",
-                        j.capacity_fix() + "; "
-                        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True gains at most "
-                        f"{size(unalloc)}")
-    why = (f"{size(unalloc)} was reserved by PyTorch but unallocated, more than the "
-           f"{size(j.missing)} that was missing: the caching allocator's memory is fragmented")
+        return j.result(
+            "capacity",
+            "TRI001",
+            f"live tensors already hold {live:.0%} of the GPU; the {size(unalloc)} "
+            f"reserved but unallocated is fragmentation that failed this "
+            f"{size(j.missing)} request, but the step is at the GPU's limit",
+            j.capacity_fix() + "; "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True gains at most "
+            f"{size(unalloc)}",
+        )
+    why = (
+        f"{size(unalloc)} was reserved by PyTorch but unallocated, more than the "
+        f"{size(j.missing)} that was missing: the caching allocator's memory is fragmented"
+    )
     fix = "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
     if ctx is not None and ctx.config.get("vllm_enable_sleep_mode"):
         fix += " (not with vllm_enable_sleep_mode on torch 2.7–2.9: see envdoctor explain ALC004)"
@@ -519,34 +612,61 @@ def _other_process(j: _Judged) -> OomCause | None:
     """Other processes hold the memory (named), or much of it is outside this process's
     allocator with no process list to say whose."""
     oom, ctx, np_ = j.oom, j.ctx, j.non_pytorch
-    outside = (not j.holders and not oom.others and oom.self_mib is None and not j.vllm_side
-               and np_ is not None and np_ >= j.big)
+    outside = (
+        not j.holders
+        and not oom.others
+        and oom.self_mib is None
+        and not j.vllm_side
+        and np_ is not None
+        and np_ >= j.big
+    )
     if not (j.busy or outside):
         return None
-    free_gpus = [g.index for g in ctx.facts.gpus if not g.processes
-                 and g.index != j.physical] if ctx is not None else []
-    move = (f"CUDA_VISIBLE_DEVICES={','.join(map(str, free_gpus))}" if free_gpus else
-            "CUDA_VISIBLE_DEVICES=<a free GPU>, set before torch is imported")
+    free_gpus = (
+        [g.index for g in ctx.facts.gpus if not g.processes and g.index != j.physical]
+        if ctx is not None
+        else []
+    )
+    move = (
+        f"CUDA_VISIBLE_DEVICES={','.join(map(str, free_gpus))}"
+        if free_gpus
+        else "CUDA_VISIBLE_DEVICES=<a free GPU>, set before torch is imported"
+    )
     if j.busy:
         j.evidence["holders"] = j.holders
         why = f"other processes hold {size(j.held_mib)} of it: {', '.join(j.holders)}"
     else:
-        why = (f"{size(np_)} of it was held outside this process's PyTorch allocator "
-               "(other processes, or this process's own non-PyTorch memory)")
-    return j.result("other-process", "MEM001" if j.vllm_side else "MEM002", why,
-                    f"stop them (nvidia-smi shows them), or move this job to GPUs no one else "
-                    f"uses: {move}")
+        why = (
+            f"{size(np_)} of it was held outside this process's PyTorch allocator "
+            "(other processes, or this process's own non-PyTorch memory)"
+        )
+    return j.result(
+        "other-process",
+        "MEM001" if j.vllm_side else "MEM002",
+        why,
+        f"stop them (nvidia-smi shows them), or move this job to GPUs no one else uses: {move}",
+    )
 
 
 #: the causes in the order they are judged: the first that answers is the cause; none
 #: answering is plain capacity (``capacity_cause``)
 CAUSES: tuple[Callable[[_Judged], OomCause | None], ...] = (
-    _vgpu_cap, _allowed_cap, _shared_gpu, _ranks_as_contexts, _sibling_ranks, _colocated_outside,
-    _optimizer_states, _colocated_inside, _fragmentation, _other_process)
+    _vgpu_cap,
+    _allowed_cap,
+    _shared_gpu,
+    _ranks_as_contexts,
+    _sibling_ranks,
+    _colocated_outside,
+    _optimizer_states,
+    _colocated_inside,
+    _fragmentation,
+    _other_process,
+)
 
 
-def classify(oom: Oom, ctx: Context | None = None, log: OomLog | None = None,
-             context: list[str] | None = None) -> OomCause:
+def classify(
+    oom: Oom, ctx: Context | None = None, log: OomLog | None = None, context: list[str] | None = None
+) -> OomCause:
     """Why ``oom`` happened, and the fix. ``log`` says what the rest of the log shows: the vLLM
     side, TRL's shared-GPU warning, nn.DataParallel, colocated vLLM, HAMi's cap, and the ranks
     that failed on the same GPU; ``context``, the lines before the message (an optimizer step
@@ -573,48 +693,71 @@ def _inside_share(oom: Oom, ctx: Context | None) -> tuple[float | None, str, Any
         return None
     name = knobs.pick(ctx, "vllm_gpu_memory_utilization")
     util, where = knobs.value(ctx, name)  # TRL's default is no evidence of what the run used
-    if where != "in the config" or not isinstance(util, (int, float)) or isinstance(util, bool) \
-            or not 0 < util <= 1:
+    if (
+        where != "in the config"
+        or not isinstance(util, (int, float))
+        or isinstance(util, bool)
+        or not 0 < util <= 1
+    ):
         return None, name, None
     share = util * oom.total_mib
     return (share, name, util) if share >= INSIDE_SHARE * oom.allocated_mib else None
 
 
-def _inside_cause(oom: Oom, ctx: Context | None, inside: tuple[float | None, str, Any],
-                  physical: int | None) -> tuple[str, str]:
+def _inside_cause(
+    oom: Oom, ctx: Context | None, inside: tuple[float | None, str, Any], physical: int | None
+) -> tuple[str, str]:
     """(why, fix) when a colocated vLLM's share inside PyTorch's allocations is the story."""
     share, name, util = inside
     total = oom.total_mib or 0.0  # known wherever a share was computed (_inside_share)
     if not share:
         held = f"vLLM's reservation ({name} × the GPU) is part of it"
     elif ctx is not None and fraction_caps_process(ctx):
-        held = (f"{size(share)} of it is {name} {util} × {size(oom.total_mib)}, which vLLM "
-                f"{ctx.facts.version('vllm')} fills with its own memory and what the process "
-                "already held when it started (the model's weights), which left the training "
-                f"step's growth {size(total - share)}")
+        held = (
+            f"{size(share)} of it is {name} {util} × {size(oom.total_mib)}, which vLLM "
+            f"{ctx.facts.version('vllm')} fills with its own memory and what the process "
+            "already held when it started (the model's weights), which left the training "
+            f"step's growth {size(total - share)}"
+        )
     else:
-        held = (f"{size(share)} of it is vLLM's reservation ({name} {util} × "
-                f"{size(oom.total_mib)}), which left the training step "
-                f"{size(total - share)}")
-    why = ("vLLM runs inside this training process (colocate), so its weights, KV cache and CUDA "
-           "graphs are PyTorch allocations too: " + held)
-    fix = (f"lower {name}" + (f" from {util}" if share else "") + " to what generation needs "
-           "(TRL's default is 0.3; `envdoctor plan-memory` sizes the training step beside it); "
-           + ("or enable vllm_enable_sleep_mode (vLLM releases its memory while training steps "
-              "run); " if knobs.offered(ctx, "vllm_enable_sleep_mode") else "")
-           + "or move generation to its own GPUs (vllm_mode: server with trl vllm-serve); "
-           "if vLLM's share is already small, the step itself is too big: "
-           + capacity_fix(ctx, False, physical))
+        held = (
+            f"{size(share)} of it is vLLM's reservation ({name} {util} × "
+            f"{size(oom.total_mib)}), which left the training step "
+            f"{size(total - share)}"
+        )
+    why = (
+        "vLLM runs inside this training process (colocate), so its weights, KV cache and CUDA "
+        "graphs are PyTorch allocations too: " + held
+    )
+    fix = (
+        f"lower {name}" + (f" from {util}" if share else "") + " to what generation needs "
+        "(TRL's default is 0.3; `envdoctor plan-memory` sizes the training step beside it); "
+        + (
+            "or enable vllm_enable_sleep_mode (vLLM releases its memory while training steps run); "
+            if knobs.offered(ctx, "vllm_enable_sleep_mode")
+            else ""
+        )
+        + "or move generation to its own GPUs (vllm_mode: server with trl vllm-serve); "
+        "if vLLM's share is already small, the step itself is too big: " + capacity_fix(ctx, False, physical)
+    )
     return why, fix
 
 
-def capacity_cause(oom: Oom, ctx: Context | None, vllm_side: bool, physical: int | None,
-                   result: Any) -> OomCause:
+def capacity_cause(
+    oom: Oom, ctx: Context | None, vllm_side: bool, physical: int | None, result: Any
+) -> OomCause:
     """The plain-capacity answer: what to lower (a plan-based explanation can refine it here)."""
-    side = "vLLM's weights, KV cache and CUDA graphs" if vllm_side else \
-        "the model, optimizer state and activations"
-    return result("capacity", "MEM001" if vllm_side else "TRI001",
-                  f"{side} need more than the GPU has", capacity_fix(ctx, vllm_side, physical))
+    side = (
+        "vLLM's weights, KV cache and CUDA graphs"
+        if vllm_side
+        else "the model, optimizer state and activations"
+    )
+    return result(
+        "capacity",
+        "MEM001" if vllm_side else "TRI001",
+        f"{side} need more than the GPU has",
+        capacity_fix(ctx, vllm_side, physical),
+    )
 
 
 def _round(mib: float | None) -> float | None:

@@ -66,7 +66,7 @@ def _scan_range(path: str, start: int, end: int) -> ScanResult:
         history_start = max(0, start - scanner.HISTORY)
         fh.seek(history_start)
         history = fh.read(start - history_start)
-        history = history[history.find(b"\n") + 1:] if history_start else history
+        history = history[history.find(b"\n") + 1 :] if history_start else history
         return scanner.scan(_range_chunks(fh, start, end), history=history)
 
 

@@ -66,7 +66,7 @@ def _line_count(path: str, size: int, wc: subprocess.Popen | None) -> tuple[int,
             newlines = sum(block.count(b"\n") for block in iter(lambda: fh.read(scanner.CHUNK), b""))
         fh.seek(max(0, size - scanner.HISTORY))
         tail = fh.read()
-    last = tail[tail.rfind(b"\n") + 1:]
+    last = tail[tail.rfind(b"\n") + 1 :]
     return newlines, newlines + (1 if last.strip() else 0)
 
 
@@ -75,8 +75,12 @@ class Grepped:
     other work, e.g. collects facts); ``result()`` matches what grep found. A context manager:
     leaving it ends and reaps both, whatever happened."""
 
-    def __init__(self, path: str, sigs: tuple[Signature, ...] | None = None,
-                 anchor_list: tuple[bytes, ...] | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        sigs: tuple[Signature, ...] | None = None,
+        anchor_list: tuple[bytes, ...] | None = None,
+    ) -> None:
         self.path = path
         self.procs: list[subprocess.Popen] = []
         self.grep: subprocess.Popen | None = None
@@ -92,12 +96,18 @@ class Grepped:
         try:
             wc_exe = shutil.which("wc")
             if wc_exe:
-                self.wc = subprocess.Popen([wc_exe, "-l", "--", path], stdout=subprocess.PIPE,
-                                           stderr=subprocess.DEVNULL, env=_env())
+                self.wc = subprocess.Popen(
+                    [wc_exe, "-l", "--", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env()
+                )
                 self.procs.append(self.wc)
-            self.grep = subprocess.Popen([*argv, "--", path], stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                                         env=_env(), preexec_fn=_cap_memory)
+            self.grep = subprocess.Popen(
+                [*argv, "--", path],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                env=_env(),
+                preexec_fn=_cap_memory,
+            )
             self.procs.append(self.grep)
         except (OSError, subprocess.SubprocessError):
             self.grep = None
@@ -139,8 +149,9 @@ class Grepped:
         self.close()
 
 
-def scan_grepped(path: str, sigs: tuple[Signature, ...] | None = None,
-                 anchor_list: tuple[bytes, ...] | None = None) -> ScanResult | None:
+def scan_grepped(
+    path: str, sigs: tuple[Signature, ...] | None = None, anchor_list: tuple[bytes, ...] | None = None
+) -> ScanResult | None:
     """Scan the plain-text log at ``path`` with GNU grep finding the anchors; None when grep is
     not there or gave up (the caller scans in Python)."""
     with Grepped(path, sigs, anchor_list) as grepped:

@@ -52,8 +52,7 @@ _PREFIX_NO_BAR = re.compile(rf"\s*(?:{_PREFIXES})[ \t]*")
 INNER_RANK = re.compile(r"\bRank (\d+)\]")  # ProcessGroupNCCL: "[PG 0 Rank 3] Watchdog …"
 
 
-def hint_anchors(sigs: tuple[Signature, ...], anchor_list: tuple[bytes, ...]
-                 ) -> dict[bytes, list[Signature]]:
+def hint_anchors(sigs: tuple[Signature, ...], anchor_list: tuple[bytes, ...]) -> dict[bytes, list[Signature]]:
     """The anchors that only hints' keywords hold (looked for until those hints matched)."""
     found = {a: [s for s in sigs if any(a in kw for kw in s.keywords)] for a in anchor_list}
     return {a: f for a, f in found.items() if f and all(s.hint for s in f)}
@@ -63,8 +62,9 @@ def once(sigs: tuple[Signature, ...], anchor_list: tuple[bytes, ...]) -> set[str
     """Hints found only through such anchors: after their first match they are neither matched
     nor counted again (so every scan, block, prefilter or by ranges, agrees where they stop)."""
     own = hint_anchors(sigs, anchor_list)
-    return {s.id for s in sigs if s.hint and keep(s) == 1
-            and all(any(a in kw for a in own) for kw in s.keywords)}
+    return {
+        s.id for s in sigs if s.hint and keep(s) == 1 and all(any(a in kw for a in own) for kw in s.keywords)
+    }
 
 
 def keep(sig: Signature) -> int:
@@ -90,7 +90,7 @@ def split_prefix(text: str) -> tuple[str, int | None]:
         if rank is None:
             digits = next((g for g in m.groups() if g is not None), None)
             rank = int(digits) if digits is not None else None
-        text = text[m.end():]
+        text = text[m.end() :]
     if rank is None:
         inner = INNER_RANK.search(text) if "Rank " in text else None
         rank = int(inner.group(1)) if inner else None
@@ -123,8 +123,9 @@ class Matcher:
         #: the signatures a line's keywords name, in this order (longest keyword first; those
         #: with digits last): the order of its matches
         by_keyword = sorted(by_kw.items(), key=lambda kv: len(kv[0]), reverse=True)
-        self.by_keyword = ([(k, v) for k, v in by_keyword if not _DIGITS.search(k)]
-                           + [(k, v) for k, v in by_keyword if _DIGITS.search(k)])
+        self.by_keyword = [(k, v) for k, v in by_keyword if not _DIGITS.search(k)] + [
+            (k, v) for k, v in by_keyword if _DIGITS.search(k)
+        ]
         self.keywords: Literals[bytes] = Literals(by_kw)
         #: keywords held -> what to do with such a line while ``epoch`` stays the same
         self.plans: dict[frozenset[bytes], Plan] = {}
@@ -204,8 +205,8 @@ class Matcher:
 
     def _segment(self, buf: bytes, s: int, hit: int, line_no: int) -> bool:
         e = segment_end(buf, hit)
-        raw = buf[max(s, hit - WINDOW):min(e, hit + WINDOW)]
-        return self.match(raw, line_no, lambda: buf[max(0, s - HISTORY):s], s - HISTORY > 0)
+        raw = buf[max(s, hit - WINDOW) : min(e, hit + WINDOW)]
+        return self.match(raw, line_no, lambda: buf[max(0, s - HISTORY) : s], s - HISTORY > 0)
 
     def match(self, raw: bytes, line_no: int, before: Callable[[], bytes], cut: bool) -> bool:
         """Match the piece ``raw`` of line ``line_no`` (at most ``2 * WINDOW`` bytes around its
@@ -279,8 +280,9 @@ class Matcher:
         maybe = tuple([k for k, zero in self.digit_keywords if zero in key])
         if len(self.shapes) >= 1024:  # at most 8 MiB of keys (a piece is at most 2 * WINDOW)
             self.shapes.clear()
-        self.shapes[key] = Shape(self.epoch, kept, ranked, guards, maybe,
-                                 tuple(k in plan.held for k in maybe))
+        self.shapes[key] = Shape(
+            self.epoch, kept, ranked, guards, maybe, tuple(k in plan.held for k in maybe)
+        )
 
     def _as_shape(self, shape: Shape, raw: bytes, line_no: int) -> bool:
         """The outcome of a line whose digit shape's outcome is known (``_shape``)."""
@@ -342,8 +344,17 @@ class Matcher:
             guards.update(found)
         return tuple(sorted(guards))
 
-    def _each(self, sigs: tuple[Signature, ...], raw: bytes, line_no: int, text: str, body: str,
-              rank: int | None, before: Callable[[], bytes], cut: bool) -> bool:
+    def _each(
+        self,
+        sigs: tuple[Signature, ...],
+        raw: bytes,
+        line_no: int,
+        text: str,
+        body: str,
+        rank: int | None,
+        before: Callable[[], bytes],
+        cut: bool,
+    ) -> bool:
         """Match ``body`` against each of ``sigs`` in turn (one of them matches it)."""
         res = self.result
         found = False
@@ -429,9 +440,9 @@ def segment_start(buf: bytes, hit: int, lo: int = 0) -> int:
 def _context(before: bytes, cut: bool, rank: int | None) -> tuple[str, ...]:
     """Up to ``CONTEXT_LINES`` lines of ``before`` (the bytes before a match's segment), from its
     rank or from no rank; ``cut``: the first line of ``before`` is incomplete."""
-    before = before[:before.rfind(b"\n") + 1]  # drop redraws on the match's own line
+    before = before[: before.rfind(b"\n") + 1]  # drop redraws on the match's own line
     if cut:
-        before = before[before.find(b"\n") + 1:]  # and the first, cut line
+        before = before[before.find(b"\n") + 1 :]  # and the first, cut line
     lines: list[str] = []
     for piece in _visible(before):
         text = clean(piece)
@@ -449,8 +460,12 @@ def _chunks(stream: BinaryIO | Iterable[bytes]) -> Iterable[bytes]:
     return stream
 
 
-def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None = None,
-         anchor_list: tuple[bytes, ...] | None = None, history: bytes = b"") -> ScanResult:
+def scan(
+    stream: BinaryIO | Iterable[bytes],
+    sigs: tuple[Signature, ...] | None = None,
+    anchor_list: tuple[bytes, ...] | None = None,
+    history: bytes = b"",
+) -> ScanResult:
     """Scan ``stream`` (a binary file or an iterable of byte chunks) in one pass; ``history``:
     the lines before it (context only: not scanned, not counted)."""
     sc = Matcher(sigs or signatures(), anchor_list or anchors())
@@ -459,7 +474,7 @@ def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None 
         if not chunk:
             continue
         if sc.result.bytes_read < HEAD:
-            head.append(chunk[:HEAD - sc.result.bytes_read])
+            head.append(chunk[: HEAD - sc.result.bytes_read])
         sc.result.bytes_read += len(chunk)
         buf = history + carry + chunk
         lo = len(history)
@@ -472,11 +487,11 @@ def scan(stream: BinaryIO | Iterable[bytes], sigs: tuple[Signature, ...] | None 
             carry = buf[lo:]
             continue
         sc.block(buf, lo, cut)
-        history, carry = buf[max(0, cut - HISTORY):cut], buf[cut:]
+        history, carry = buf[max(0, cut - HISTORY) : cut], buf[cut:]
     buf = history + carry
     if carry:
         sc.block(buf, len(history), len(buf))
-    last_line = buf[buf.rfind(b"\n") + 1:]
+    last_line = buf[buf.rfind(b"\n") + 1 :]
     sc.result.lines = sc.line_base + (1 if last_line.strip() else 0)
     sc.result.newlines = sc.line_base
     sc.result.head = b"".join(head)

@@ -29,8 +29,9 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _c
     import sre_parse as _p
 
-_REPEATS = tuple(getattr(_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
-                 if hasattr(_c, n))  # possessive quantifiers: Python 3.11+
+_REPEATS = tuple(
+    getattr(_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_c, n)
+)  # possessive quantifiers: Python 3.11+
 
 SCHEMA = "envdoctor.signatures/1"
 REQUIRED = ("id", "rule", "summary", "keywords", "pattern", "references")
@@ -61,7 +62,8 @@ def _confirm(value: Any, where: str, known_rules: set[str] | None) -> tuple[tupl
         raise SignatureError(f"{where}: unknown confirm keys {sorted(unknown)}")
     below = value.get("package_below", {})
     if not isinstance(below, dict) or not all(
-            isinstance(k, str) and _VERSION.match(str(v)) for k, v in below.items()):
+        isinstance(k, str) and _VERSION.match(str(v)) for k, v in below.items()
+    ):
         raise SignatureError(f"{where}: confirm.package_below must map a package to a version")
     layout = value.get("layout")
     if layout is not None and layout not in LAYOUT_PREDICATES:
@@ -72,8 +74,11 @@ def _confirm(value: Any, where: str, known_rules: set[str] | None) -> tuple[tupl
     missing = [r for r in rules if known_rules is not None and r not in known_rules]
     if missing:
         raise SignatureError(f"{where}: confirm.rules names undocumented rules {missing}")
-    items = {"package_below": tuple((k, str(v)) for k, v in below.items()), "layout": layout,
-             "rules": tuple(rules)}
+    items = {
+        "package_below": tuple((k, str(v)) for k, v in below.items()),
+        "layout": layout,
+        "rules": tuple(rules),
+    }
     return tuple((k, v) for k, v in items.items() if v)
 
 
@@ -162,15 +167,23 @@ def _entry(raw: Any, where: str, known_rules: set[str] | None) -> Signature:
     if not isinstance(keep, int) or isinstance(keep, bool) or not 0 <= keep <= 1000:
         raise SignatureError(f"{where}: keep must be a number of matches from 0 to 1000")
     return Signature(
-        id=sid, rule=rule, summary=str(raw["summary"]).strip(),
-        keywords=tuple(k.encode() for k in raw["keywords"]), pattern=pattern,
+        id=sid,
+        rule=rule,
+        summary=str(raw["summary"]).strip(),
+        keywords=tuple(k.encode() for k in raw["keywords"]),
+        pattern=pattern,
         references=tuple(raw["references"]),
         confirm=_confirm(raw.get("confirm", {}), where, known_rules),
-        severity=severity, fallback=fallback, hint=hint, keep=keep)
+        severity=severity,
+        fallback=fallback,
+        hint=hint,
+        keep=keep,
+    )
 
 
-def parse(data: Any, source: str = "signatures.yaml",
-          known_rules: Iterable[str] | None = None) -> tuple[Signature, ...]:
+def parse(
+    data: Any, source: str = "signatures.yaml", known_rules: Iterable[str] | None = None
+) -> tuple[Signature, ...]:
     """Validate the file's data and compile it; raises ``SignatureError`` naming the entry."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise SignatureError(f"{source}: 'schema' must be {SCHEMA!r}")
@@ -235,8 +248,10 @@ def _with_catalogue() -> tuple[tuple[Signature, ...], tuple[bytes, ...]]:
         lost = catalogue.unreachable(all_anchors, sig)
         if lost:
             kept = tuple(k for k in sig.keywords if k not in lost)
-            sig = replace(sig, keywords=kept + (() if catalogue.FALLBACK_KEYWORD in kept
-                                                 else (catalogue.FALLBACK_KEYWORD,)))
+            sig = replace(
+                sig,
+                keywords=kept + (() if catalogue.FALLBACK_KEYWORD in kept else (catalogue.FALLBACK_KEYWORD,)),
+            )
         found.append(sig)
     return own_signatures() + tuple(found), tuple(sorted(set(all_anchors), key=len, reverse=True))
 

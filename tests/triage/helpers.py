@@ -28,13 +28,22 @@ def scan_log(name: str) -> ScanResult:
 
 def judge(snap: dict, config: dict | None = None, launch: str | None = None) -> Context:
     """The context ``envdoctor triage --facts … --config … --launch …`` builds."""
-    return Context(facts=from_dict(snap, "test-snapshot"),
-                   plan=build_plan(config_dict=config, launch=launch, live=False), network=False)
+    return Context(
+        facts=from_dict(snap, "test-snapshot"),
+        plan=build_plan(config_dict=config, launch=launch, live=False),
+        network=False,
+    )
 
 
 def findings(source: str | ScanResult, ctx: Context | None = None) -> list[Finding]:
     """Diagnose an excerpt (file name under logs/) or a scan result."""
     result = scan_log(source) if isinstance(source, str) else source
     versions = from_log(result.head, version_lines(result.matches))
-    return diagnose(result.matches, ctx, counts=result.counts, lines=result.lines,
-                     last_line=result.last_line, versions=versions)
+    return diagnose(
+        result.matches,
+        ctx,
+        counts=result.counts,
+        lines=result.lines,
+        last_line=result.last_line,
+        versions=versions,
+    )

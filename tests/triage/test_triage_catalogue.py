@@ -15,24 +15,39 @@ from tests.triage.helpers import findings, scan_bytes
 
 
 def _entry(eid, symptoms, packages, certainty="certain", kind="crash"):
-    syms = tuple(SimpleNamespace(text=s, regex=re.compile(s[3:]) if s.startswith("re:") else None)
-                 for s in symptoms)
-    return SimpleNamespace(id=eid, title=f"title of {eid}", kind=kind, certainty=certainty,
-                           packages=packages,
-                           symptoms=syms, cause=f"cause of {eid}", fix=f"fix of {eid}",
-                           fixed_in={"trl": "0.20.0"}, sources=("https://github.com/x/y/issues/1",),
-                           severity="error" if certainty == "certain" else "warning")
+    syms = tuple(
+        SimpleNamespace(text=s, regex=re.compile(s[3:]) if s.startswith("re:") else None) for s in symptoms
+    )
+    return SimpleNamespace(
+        id=eid,
+        title=f"title of {eid}",
+        kind=kind,
+        certainty=certainty,
+        packages=packages,
+        symptoms=syms,
+        cause=f"cause of {eid}",
+        fix=f"fix of {eid}",
+        fixed_in={"trl": "0.20.0"},
+        sources=("https://github.com/x/y/issues/1",),
+        severity="error" if certainty == "certain" else "warning",
+    )
 
 
 ENTRIES = [
-    _entry("weight-sync-stall", ["init_weight_transfer_engine stalled"], {"trl": ">=0.16.0,<0.20.0"},
-           kind="hang"),
+    _entry(
+        "weight-sync-stall", ["init_weight_transfer_engine stalled"], {"trl": ">=0.16.0,<0.20.0"}, kind="hang"
+    ),
     _entry("an-exception", ["cannot load the weight transfer engine"], {"trl": ">=0.16.0"}),
     _entry("short-one", ["gather"], {"vllm": ">=0.8"}),
     _entry("nested", ["re:(a+)+b"], {"vllm": ">=0.8"}),
     _entry("on-an-own-line", ["Duplicate GPU detected"], {"trl": ">=0.16.0"}),
-    _entry("silently-wrong", ["generate patch may have failed"], {"trl": ">=1.10.0"}, certainty="depends",
-           kind="silent-wrong"),
+    _entry(
+        "silently-wrong",
+        ["generate patch may have failed"],
+        {"trl": ">=1.10.0"},
+        certainty="depends",
+        kind="silent-wrong",
+    ),
 ]
 
 
@@ -73,8 +88,12 @@ def test_without_versions_it_is_a_warning_that_says_so():
 def test_a_silently_wrong_runs_one_warning_line_is_found_without_error_on_it():
     """A silent-wrong failure raises nothing: its symptom is a warning of its own (no "Error")."""
     assert b"generate patch may have failed" in signatures.anchors()
-    f = findings(scan_bytes("trl==1.10.0\nUnsloth: Warning - regex did not match, VLLMGeneration."
-                            "generate patch may have failed\n"))[0]
+    f = findings(
+        scan_bytes(
+            "trl==1.10.0\nUnsloth: Warning - regex did not match, VLLMGeneration."
+            "generate patch may have failed\n"
+        )
+    )[0]
     assert f.rule == "TRI011" and "silently-wrong" in f.message
 
 
@@ -90,20 +109,23 @@ def test_a_short_symptom_is_matched_on_a_line_with_error_only():
 
 
 def test_an_own_signature_keeps_its_line():
-    found = findings(scan_bytes("- TRL version: 0.17.0\nDuplicate GPU detected : rank 1 and rank 0 "
-                                "both on CUDA device 40\n"))
+    found = findings(
+        scan_bytes(
+            "- TRL version: 0.17.0\nDuplicate GPU detected : rank 1 and rank 0 both on CUDA device 40\n"
+        )
+    )
     assert [f.rule for f in found] == ["TRI006"]
 
 
 def test_an_exception_message_symptom_is_found_on_its_error_line():
-    f = findings(scan_bytes("- TRL version: 0.17.0\nRuntimeError: cannot load the weight transfer "
-                            "engine\n"))[0]
+    f = findings(scan_bytes("- TRL version: 0.17.0\nRuntimeError: cannot load the weight transfer engine\n"))[
+        0
+    ]
     assert f.rule == "TRI011" and "an-exception" in f.message
 
 
 def test_a_line_an_own_signature_rejected_goes_to_the_catalogue_when_the_versions_confirm():
-    ENTRIES.append(_entry("attr", ["object has no attribute 'warnings_issued'"],
-                          {"transformers": ">=5.1"}))
+    ENTRIES.append(_entry("attr", ["object has no attribute 'warnings_issued'"], {"transformers": ">=5.1"}))
     catalogue.catalogue.cache_clear()
     signatures._with_catalogue.cache_clear()
     try:
@@ -137,12 +159,22 @@ def test_without_versions_a_general_entry_wins_over_one_about_a_single_release()
     """One symptom, two entries: the one about a TRL release range is a guess where the log shows no
     TRL version (a verl or Unsloth log); the general one is said. The release's versions confirm
     the specific entry."""
-    ENTRIES.extend([
-        _entry("one-release", ["prompt is longer than the model length"], {"trl": ">=0.18.0,<0.19.0"},
-               certainty="depends"),
-        _entry("any-release", ["prompt is longer than the model length"], {"vllm": ">=0.7.2"},
-               certainty="depends"),
-    ])
+    ENTRIES.extend(
+        [
+            _entry(
+                "one-release",
+                ["prompt is longer than the model length"],
+                {"trl": ">=0.18.0,<0.19.0"},
+                certainty="depends",
+            ),
+            _entry(
+                "any-release",
+                ["prompt is longer than the model length"],
+                {"vllm": ">=0.7.2"},
+                certainty="depends",
+            ),
+        ]
+    )
     catalogue.catalogue.cache_clear()
     signatures._with_catalogue.cache_clear()
     try:
@@ -154,13 +186,22 @@ def test_without_versions_a_general_entry_wins_over_one_about_a_single_release()
 
 
 def test_a_silently_wrong_runs_warning_is_found_on_its_own_line():
-    ENTRIES.append(_entry("ignored-prompt", ["tokens) is too long and exceeds limit of"],
-                          {"vllm": ">=0.6.0,<0.11.0"}, certainty="depends", kind="silent-wrong"))
+    ENTRIES.append(
+        _entry(
+            "ignored-prompt",
+            ["tokens) is too long and exceeds limit of"],
+            {"vllm": ">=0.6.0,<0.11.0"},
+            certainty="depends",
+            kind="silent-wrong",
+        )
+    )
     catalogue.catalogue.cache_clear()
     signatures._with_catalogue.cache_clear()
     try:
-        line = "WARNING 05-16 10:48:52 scheduler.py:947] Input prompt (48173 tokens) is too long and " \
-               "exceeds limit of 32768\n"
+        line = (
+            "WARNING 05-16 10:48:52 scheduler.py:947] Input prompt (48173 tokens) is too long and "
+            "exceeds limit of 32768\n"
+        )
         assert "ignored-prompt" in findings(scan_bytes(line))[0].message
     finally:
         ENTRIES.pop()

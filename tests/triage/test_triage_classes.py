@@ -18,11 +18,18 @@ def _one(text: str, ctx=None):
 
 # -- the vLLM server ------------------------------------------------------------------------------
 
+
 def test_server_not_up_names_the_free_gpus_port_and_model():
-    ctx = judge(snapshot(4, H100, MODERN), config={
-        "use_vllm": True, "vllm_mode": "server", "vllm_server_port": 8011,
-        "model_name_or_path": "Qwen/Qwen2.5-1.5B"},
-        launch="CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py")
+    ctx = judge(
+        snapshot(4, H100, MODERN),
+        config={
+            "use_vllm": True,
+            "vllm_mode": "server",
+            "vllm_server_port": 8011,
+            "model_name_or_path": "Qwen/Qwen2.5-1.5B",
+        },
+        launch="CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py",
+    )
     f = _one(NOT_UP * 3, ctx)
     assert f.rule == "LAY008" and "0.0.0.0:8011" in f.message and "3 retries" in f.message
     assert "CUDA_VISIBLE_DEVICES=2,3 trl vllm-serve --model Qwen/Qwen2.5-1.5B --port 8011" in f.fix
@@ -40,19 +47,25 @@ def test_server_not_up_on_trl_0_17_does_not_offer_colocate():
 
 
 def test_unreachable_and_retries_are_one_finding():
-    log = NOT_UP * 2 + ("requests.exceptions.ConnectionError: The vLLM server can't be reached at "
-                        "10.0.0.5:8000 after 240 seconds. Make sure the server is running by "
-                        "running `trl vllm-serve`.\n")
+    log = NOT_UP * 2 + (
+        "requests.exceptions.ConnectionError: The vLLM server can't be reached at "
+        "10.0.0.5:8000 after 240 seconds. Make sure the server is running by "
+        "running `trl vllm-serve`.\n"
+    )
     f = _one(log)
     assert f.rule == "LAY008" and "10.0.0.5:8000" in f.message and "--port 8000" in f.fix
 
 
 def test_404_names_the_plain_vllm_serve_of_the_launch():
-    log = ('  File "/venv/lib/python3.11/site-packages/trl/extras/vllm_client.py", line 233, in '
-           'init_communicator\nException: Request failed: 404, {"detail":"Not Found"}\n')
-    ctx = judge(snapshot(2, H100, MODERN), config={"use_vllm": True, "vllm_mode": "server"},
-                launch="CUDA_VISIBLE_DEVICES=1 vllm serve Qwen/Qwen2.5-1.5B\n"
-                       "CUDA_VISIBLE_DEVICES=0 python train.py")
+    log = (
+        '  File "/venv/lib/python3.11/site-packages/trl/extras/vllm_client.py", line 233, in '
+        'init_communicator\nException: Request failed: 404, {"detail":"Not Found"}\n'
+    )
+    ctx = judge(
+        snapshot(2, H100, MODERN),
+        config={"use_vllm": True, "vllm_mode": "server"},
+        launch="CUDA_VISIBLE_DEVICES=1 vllm serve Qwen/Qwen2.5-1.5B\nCUDA_VISIBLE_DEVICES=0 python train.py",
+    )
     f = _one(log, ctx)
     assert f.rule == "TRI004" and "vllm serve Qwen/Qwen2.5-1.5B" in f.fix
     assert "trl vllm-serve" in f.fix and "(1.16.0)" in f.fix
@@ -61,15 +74,20 @@ def test_404_names_the_plain_vllm_serve_of_the_launch():
 
 # -- TRL 0.14/0.15 on one GPU (huggingface/trl#2826) ------------------------------------------------
 
+
 def test_one_gpu_shares_it_instead_of_num_processes_0():
-    log = ("ValueError: The requested device for vllm (cuda:1) is not available. You are likely "
-           "using vLLM without restricting the number of GPUs for training. Set the "
-           "`--num_processes` argument to a value lower than the number of GPUs available on "
-           "your machine—typically, reducing it by one is sufficient. In your case: "
-           "`--num_processes 0`.\n")
-    ctx = judge(snapshot(1, A100_40, LEGACY), config={"use_vllm": True,
-                                                      "vllm_gpu_memory_utilization": 0.9},
-                launch="python train.py")
+    log = (
+        "ValueError: The requested device for vllm (cuda:1) is not available. You are likely "
+        "using vLLM without restricting the number of GPUs for training. Set the "
+        "`--num_processes` argument to a value lower than the number of GPUs available on "
+        "your machine—typically, reducing it by one is sufficient. In your case: "
+        "`--num_processes 0`.\n"
+    )
+    ctx = judge(
+        snapshot(1, A100_40, LEGACY),
+        config={"use_vllm": True, "vllm_gpu_memory_utilization": 0.9},
+        launch="python train.py",
+    )
     for judged in (None, ctx):
         f = _one(log, judged)
         assert "vllm_device: cuda:0" in f.fix and "--num_processes 0" not in f.fix
@@ -78,9 +96,11 @@ def test_one_gpu_shares_it_instead_of_num_processes_0():
 
 # -- compiled extensions ----------------------------------------------------------------------------
 
-ABI = ("ImportError: /venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-"
-       "gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt"
-       "11char_traitsIcESaIcEEE\n")
+ABI = (
+    "ImportError: /venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-"
+    "gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt"
+    "11char_traitsIcESaIcEEE\n"
+)
 
 
 def test_extension_abi_names_both_versions_with_facts():
@@ -91,10 +111,11 @@ def test_extension_abi_names_both_versions_with_facts():
 
 
 def test_vllm_abi_takes_pkg004s_exact_fix_when_the_facts_show_it():
-    log = ("ImportError: /venv/lib/python3.11/site-packages/vllm/_C.abi3.so: undefined symbol: "
-           "_ZN3c104cuda9SetDeviceEi\n")
-    pkgs = {**MODERN, "vllm": {"version": "0.8.5", "requires": ["torch==2.6.0"]},
-            "torch": "2.7.0+cu126"}
+    log = (
+        "ImportError: /venv/lib/python3.11/site-packages/vllm/_C.abi3.so: undefined symbol: "
+        "_ZN3c104cuda9SetDeviceEi\n"
+    )
+    pkgs = {**MODERN, "vllm": {"version": "0.8.5", "requires": ["torch==2.6.0"]}, "torch": "2.7.0+cu126"}
     f = _one(log, judge(snapshot(1, H100, pkgs)))
     assert f.rule == "PKG004" and "torch" in f.fix
     assert _one(log).rule == "TRI005"
@@ -107,10 +128,12 @@ def test_a_symbol_that_is_not_torchs_is_not_blamed_on_torch():
 
 # -- API drift --------------------------------------------------------------------------------------
 
-DRIFT = ('Traceback (most recent call last):\n  File "/venv/lib/python3.12/site-packages/trl/trainer/'
-         'grpo_trainer.py", line 95, in <module>\n    from vllm.sampling_params import '
-         "GuidedDecodingParams\nImportError: cannot import name 'GuidedDecodingParams' from "
-         "'vllm.sampling_params'\n")
+DRIFT = (
+    'Traceback (most recent call last):\n  File "/venv/lib/python3.12/site-packages/trl/trainer/'
+    'grpo_trainer.py", line 95, in <module>\n    from vllm.sampling_params import '
+    "GuidedDecodingParams\nImportError: cannot import name 'GuidedDecodingParams' from "
+    "'vllm.sampling_params'\n"
+)
 
 
 def test_api_drift_pins_the_vllm_the_installed_trl_supports():
@@ -119,9 +142,11 @@ def test_api_drift_pins_the_vllm_the_installed_trl_supports():
 
 
 def test_api_drift_reads_trls_own_warning_without_facts():
-    warn = ("/venv/lib/python3.12/site-packages/trl/import_utils.py:91: UserWarning: TRL currently "
-            "only supports vLLM version `0.10.2`. You have version 0.12.0 installed. We recommend "
-            "to install this version to avoid compatibility issues.\n")
+    warn = (
+        "/venv/lib/python3.12/site-packages/trl/import_utils.py:91: UserWarning: TRL currently "
+        "only supports vLLM version `0.10.2`. You have version 0.12.0 installed. We recommend "
+        "to install this version to avoid compatibility issues.\n"
+    )
     f = _one(warn + DRIFT)
     assert "vllm==0.10.2" in f.fix and "0.12.0 is installed" in f.fix
 
@@ -133,10 +158,13 @@ def test_an_import_error_from_an_unrelated_package_is_not_api_drift():
 
 # -- reward functions --------------------------------------------------------------------------------
 
+
 def test_reward_function_without_kwargs():
-    log = ('  File "/venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1200, in '
-           "_calculate_rewards\n    output_reward_func = reward_func(\nTypeError: "
-           "correctness() got an unexpected keyword argument 'answer'\n")
+    log = (
+        '  File "/venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1200, in '
+        "_calculate_rewards\n    output_reward_func = reward_func(\nTypeError: "
+        "correctness() got an unexpected keyword argument 'answer'\n"
+    )
     f = _one(log)
     assert f.rule == "TRI007" and "GRPOTrainer" in f.message and "'answer'" in f.message
     assert f.fix == "accept **kwargs in correctness: def correctness(completions, **kwargs)"
@@ -149,10 +177,13 @@ def test_an_unexpected_keyword_elsewhere_is_not_called_a_reward_problem():
 
 # -- ranks on one GPU, DataParallel ------------------------------------------------------------------
 
+
 def test_duplicate_gpu_between_trainer_and_server():
-    log = ('  File "/venv/lib/python3.12/site-packages/trl/extras/vllm_client.py", line 250, in '
-           "init_communicator\n    self.pynccl_comm = PyNcclCommunicator(pg, device=0)\n"
-           "NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000\n")
+    log = (
+        '  File "/venv/lib/python3.12/site-packages/trl/extras/vllm_client.py", line 250, in '
+        "init_communicator\n    self.pynccl_comm = PyNcclCommunicator(pg, device=0)\n"
+        "NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000\n"
+    )
     f = _one(log)
     assert f.rule == "TRI006" and "`trl vllm-serve` server are on one GPU" in f.message
     assert "trl vllm-serve" in f.fix and "vllm_mode: colocate" in f.fix
@@ -161,27 +192,33 @@ def test_duplicate_gpu_between_trainer_and_server():
 
 def test_duplicate_gpu_with_a_one_gpu_server_on_a_one_gpu_machine_is_colocate():
     """huggingface/trl#3158 / #3487: one GPU; the maintainers' answer is colocate mode."""
-    log = ("INFO:trl.extras.vllm_client:Server is up!\n"
-           "NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 40\n"
-           "RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)\n")
+    log = (
+        "INFO:trl.extras.vllm_client:Server is up!\n"
+        "NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 40\n"
+        "RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)\n"
+    )
     f = _one(log, judge(snapshot(1, H100, MODERN)))
     assert f.rule == "TRI006" and f.fix.startswith("set vllm_mode: colocate")
     assert "set_device(LOCAL_RANK) does not help" in f.fix and "trl#3487" in f.fix
 
 
 def test_duplicate_gpu_among_the_servers_own_engines():
-    log = ("(EngineCore_1 pid=1422737) ERROR 05-14 21:20:46 [core.py:396] EngineCore failed to start.\n"
-           "host:1422737:1422737 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 "
-           "both on CUDA device 4b000\n")
+    log = (
+        "(EngineCore_1 pid=1422737) ERROR 05-14 21:20:46 [core.py:396] EngineCore failed to start.\n"
+        "host:1422737:1422737 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 "
+        "both on CUDA device 4b000\n"
+    )
     f = _one(log)
     assert f.rule == "TRI006" and "data-parallel engines" in f.message
     assert "data_parallel_size" in f.fix
 
 
 def test_duplicate_gpu_with_more_processes_than_gpus():
-    log = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1727, invalid "
-           "usage (run with NCCL_DEBUG=WARN for details)\nLast error:\nDuplicate GPU detected : "
-           "rank 2 and rank 0 both on CUDA device 1000\n")
+    log = (
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1727, invalid "
+        "usage (run with NCCL_DEBUG=WARN for details)\nLast error:\nDuplicate GPU detected : "
+        "rank 2 and rank 0 both on CUDA device 1000\n"
+    )
     ctx = judge(snapshot(2, H100, MODERN), launch="torchrun --nproc_per_node 4 train.py")
     f = _one(log, ctx)
     assert f.rule == "TRI006" and "4 processes on 2 visible GPU(s)" in f.fix
@@ -189,24 +226,38 @@ def test_duplicate_gpu_with_more_processes_than_gpus():
 
 # -- out of memory ---------------------------------------------------------------------------------
 
-def _oom(total: float, free: float, want: float, alloc: float, unalloc: float,
-         self_gib: float | None = None, others: dict[int, float] | None = None) -> str:
-    text = (f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {want:.2f} GiB. GPU 0 "
-            f"has a total capacity of {total:.2f} GiB of which {free:.2f} GiB is free. ")
+
+def _oom(
+    total: float,
+    free: float,
+    want: float,
+    alloc: float,
+    unalloc: float,
+    self_gib: float | None = None,
+    others: dict[int, float] | None = None,
+) -> str:
+    text = (
+        f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {want:.2f} GiB. GPU 0 "
+        f"has a total capacity of {total:.2f} GiB of which {free:.2f} GiB is free. "
+    )
     for pid, gib in (others or {}).items():
         text += f"Process {pid} has {gib:.2f} GiB memory in use. "
     if self_gib is not None:
         text += f"Including non-PyTorch memory, this process has {self_gib:.2f} GiB memory in use. "
-    return text + (f"Of the allocated memory {alloc:.2f} GiB is allocated by PyTorch, and "
-                   f"{unalloc:.2f} GiB is reserved by PyTorch but unallocated.")
+    return text + (
+        f"Of the allocated memory {alloc:.2f} GiB is allocated by PyTorch, and "
+        f"{unalloc:.2f} GiB is reserved by PyTorch but unallocated."
+    )
 
 
 def test_colocated_vllm_share_is_named_not_fragmentation():
     # 25 GiB held outside PyTorch (vLLM's share), 1.5 GiB reserved-unallocated > the 1.2 requested
     oom = parse_oom(_oom(79.10, 0.30, 1.20, 52.0, 1.50, self_gib=78.5))
-    ctx = judge(snapshot(1, H100, MODERN), config={
-        "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.35},
-        launch="accelerate launch --num_processes 1 train.py")
+    ctx = judge(
+        snapshot(1, H100, MODERN),
+        config={"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.35},
+        launch="accelerate launch --num_processes 1 train.py",
+    )
     cause = classify(oom, ctx)
     assert cause.cause == "vllm-share" and "25.00 GiB" in cause.message
     assert "from 0.35 to 0.32" in cause.fix and "vllm_enable_sleep_mode" in cause.fix
@@ -223,8 +274,7 @@ def test_fragmentation_only_when_it_is_what_is_missing():
 
 
 def test_ranks_of_this_job_on_gpu_0_are_not_another_tenant():
-    text = _oom(79.10, 0.05, 2.0, 18.0, 0.5, self_gib=19.0, others={101: 19.0, 102: 19.0,
-                                                                     103: 19.0})
+    text = _oom(79.10, 0.05, 2.0, 18.0, 0.5, self_gib=19.0, others={101: 19.0, 102: 19.0, 103: 19.0})
     log = "".join(f"[rank{r}]: {text}\n" for r in range(4))
     f = findings(scan_bytes(log))[0]
     assert f.rule == "TRI006" and "ranks 0, 1, 2, 3" in f.message
@@ -234,19 +284,26 @@ def test_ranks_of_this_job_on_gpu_0_are_not_another_tenant():
 
 
 def test_a_vgpu_or_per_process_cap_is_the_budget():
-    hami = ("[HAMI-core ERROR (pid:30 thread=1 allocator.c:53)]: Device 0 OOM 21474836480 / "
-            "21474836480\n" + _oom(20.0, 0.1, 1.0, 18.0, 0.2, self_gib=19.8) + "\n")
+    hami = (
+        "[HAMI-core ERROR (pid:30 thread=1 allocator.c:53)]: Device 0 OOM 21474836480 / "
+        "21474836480\n" + _oom(20.0, 0.1, 1.0, 18.0, 0.2, self_gib=19.8) + "\n"
+    )
     f = findings(scan_bytes(hami))[0]
     assert f.evidence["cause"] == "vgpu-cap" and "20.00 GiB" in f.message
-    allowed = parse_oom(_oom(79.10, 30.0, 2.0, 37.0, 0.5, self_gib=38.0).replace(
-        "Of the allocated", "38.00 GiB allowed; Of the allocated"))
+    allowed = parse_oom(
+        _oom(79.10, 30.0, 2.0, 37.0, 0.5, self_gib=38.0).replace(
+            "Of the allocated", "38.00 GiB allowed; Of the allocated"
+        )
+    )
     assert classify(allowed).cause == "allowed-cap"
 
 
 def test_old_vllm_named_by_its_banner():
-    log = ("INFO 02-13 10:02:11 llm_engine.py:232] Initializing an LLM engine (v0.6.5) with config:"
-           " model='Qwen/Qwen2.5-0.5B'\n[rank0]: RuntimeError: Expected all tensors to be on the "
-           "same device, but found at least two devices, cuda:1 and cuda:0!\n")
+    log = (
+        "INFO 02-13 10:02:11 llm_engine.py:232] Initializing an LLM engine (v0.6.5) with config:"
+        " model='Qwen/Qwen2.5-0.5B'\n[rank0]: RuntimeError: Expected all tensors to be on the "
+        "same device, but found at least two devices, cuda:1 and cuda:0!\n"
+    )
     f = _one(log)
     assert f.rule == "PKG002" and "vLLM 0.6.5" in f.message and "vllm>=0.7.2" in f.fix
     newer = log.replace("(v0.6.5)", "(v0.8.5)")
@@ -256,12 +313,14 @@ def test_old_vllm_named_by_its_banner():
 def test_a_full_gpu_is_capacity_even_when_fragmentation_failed_the_last_request():
     """Measured on an H100 (docs/validation/memory-gpu-h100.md, s10): the memory plan sized the
     step at 82 GiB; it died with 76.40 of 79.18 GiB live and 1.98 GiB reserved but unallocated."""
-    real = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 54.00 MiB. GPU 0 has a "
-            "total capacity of 79.18 GiB of which 52.19 MiB is free. Including non-PyTorch memory, "
-            "this process has 79.12 GiB memory in use. Of the allocated memory 76.40 GiB is "
-            "allocated by PyTorch, and 1.98 GiB is reserved by PyTorch but unallocated. If "
-            "reserved but unallocated memory is large try setting "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.")
+    real = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 54.00 MiB. GPU 0 has a "
+        "total capacity of 79.18 GiB of which 52.19 MiB is free. Including non-PyTorch memory, "
+        "this process has 79.12 GiB memory in use. Of the allocated memory 76.40 GiB is "
+        "allocated by PyTorch, and 1.98 GiB is reserved by PyTorch but unallocated. If "
+        "reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
+    )
     cause = classify(parse_oom(real), None)
     assert cause.cause == "capacity" and "96%" in cause.message
     assert "max_completion_length" in cause.fix and "gains at most 1.98 GiB" in cause.fix
@@ -274,11 +333,12 @@ def test_a_crowd_of_equal_small_holders_is_this_jobs_ranks_and_strangers_are_not
     assert cause.rule == "TRI006" and "15 other processes" in cause.message
     assert "set_device" in cause.fix
     strangers = {4242: 1.19, 918273: 1.19}  # far-apart pids: not one launcher's children
-    assert classify(parse_oom(_oom(31.74, 0.04, 0.05, 28.0, 0.1, self_gib=29.0,
-                                   others=strangers))).rule != "TRI006"
+    assert (
+        classify(parse_oom(_oom(31.74, 0.04, 0.05, 28.0, 0.1, self_gib=29.0, others=strangers))).rule
+        != "TRI006"
+    )
     big = {5001: 12.0, 5002: 12.0}  # models, not contexts: someone else's work
-    assert classify(parse_oom(_oom(31.74, 0.04, 0.05, 6.0, 0.1, self_gib=7.0,
-                                   others=big))).rule != "TRI006"
+    assert classify(parse_oom(_oom(31.74, 0.04, 0.05, 6.0, 0.1, self_gib=7.0, others=big))).rule != "TRI006"
 
 
 def test_trl_reaching_into_a_vllm_that_moved_on_gets_the_pairing():
@@ -291,8 +351,10 @@ def test_trl_reaching_into_a_vllm_that_moved_on_gets_the_pairing():
 
 
 def test_an_attribute_error_in_the_users_code_is_not_called_drift():
-    text = ('Traceback (most recent call last):\n  File "/home/me/train.py", line 270, in gen\n'
-            "    m = self.llm.llm_engine.model_executor\n"
-            "AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n")
+    text = (
+        'Traceback (most recent call last):\n  File "/home/me/train.py", line 270, in gen\n'
+        "    m = self.llm.llm_engine.model_executor\n"
+        "AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n"
+    )
     (f,) = findings(scan_bytes(text))
     assert f.rule == "TRI003"

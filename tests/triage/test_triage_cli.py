@@ -12,8 +12,10 @@ import pytest
 from tests.conftest import A100_40, LEGACY, ROOT, run_cli, snapshot
 from tests.triage.helpers import LOGS
 
-OOM_LINE = ("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
-            "has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n")
+OOM_LINE = (
+    "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
+    "has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n"
+)
 
 
 @pytest.fixture
@@ -24,9 +26,18 @@ def legacy_facts(write_json):
 def test_json_with_facts_config_and_launch(tmp_path, legacy_facts):
     config = tmp_path / "grpo.yaml"
     config.write_text("use_vllm: true\nper_device_train_batch_size: 2\n")
-    proc = run_cli("triage", str(LOGS / "vllm_device_unavailable.log"), "--facts", legacy_facts,
-                   "--config", str(config), "--launch",
-                   "accelerate launch --num_processes 4 train.py", "--format", "json")
+    proc = run_cli(
+        "triage",
+        str(LOGS / "vllm_device_unavailable.log"),
+        "--facts",
+        legacy_facts,
+        "--config",
+        str(config),
+        "--launch",
+        "accelerate launch --num_processes 4 train.py",
+        "--format",
+        "json",
+    )
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
     (f,) = data["findings"]
@@ -48,8 +59,7 @@ def test_text_is_the_default(legacy_facts):
 
 
 def test_junit(legacy_facts):
-    proc = run_cli("triage", str(LOGS / "nccl_error.log"), "--facts", legacy_facts,
-                   "--format", "junit")
+    proc = run_cli("triage", str(LOGS / "nccl_error.log"), "--facts", legacy_facts, "--format", "junit")
     assert proc.returncode == 1
     suite = ET.fromstring(proc.stdout).find("testsuite")
     failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
@@ -58,8 +68,9 @@ def test_junit(legacy_facts):
 
 def test_output_file(tmp_path, legacy_facts):
     out = tmp_path / "report.json"
-    proc = run_cli("triage", str(LOGS / "batch_global.log"), "--facts", legacy_facts,
-                   "--format", "json", "-o", str(out))
+    proc = run_cli(
+        "triage", str(LOGS / "batch_global.log"), "--facts", legacy_facts, "--format", "json", "-o", str(out)
+    )
     assert proc.returncode == 1 and proc.stdout == ""
     assert json.loads(out.read_text())["findings"][0]["rule"] == "CFG002"
 
@@ -87,11 +98,14 @@ def test_an_empty_log_is_said_to_be_empty_and_exits_2(tmp_path, legacy_facts):
 
 
 def test_no_known_failure_names_the_first_exception_its_library_the_versions_and_drafts_an_issue(
-        tmp_path, legacy_facts):
+    tmp_path, legacy_facts
+):
     log = tmp_path / "run.log"
-    log.write_text("- TRL version: 0.25.0\n- vLLM version: 0.12.0\nTraceback (most recent call last):\n"
-                   '  File "/venv/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py", line 88, '
-                   "in __init__\n    raise NotImplementedError\n> NotImplementedError\n")
+    log.write_text(
+        "- TRL version: 0.25.0\n- vLLM version: 0.12.0\nTraceback (most recent call last):\n"
+        '  File "/venv/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py", line 88, '
+        "in __init__\n    raise NotImplementedError\n> NotImplementedError\n"
+    )
     proc = run_cli("triage", str(log), "--facts", legacy_facts)
     assert proc.returncode == 0 and "No issues found" not in proc.stdout
     assert "no known failure recognised; the first exception is at line 6" in proc.stdout
@@ -115,10 +129,13 @@ def test_non_utf8_log(tmp_path, legacy_facts):
     assert proc.returncode == 1 and "TRI001" in proc.stdout and "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("make, needle", [
-    (lambda p: str(p / "missing.log"), "cannot read: No such file or directory"),
-    (lambda p: str(p), "cannot read: Is a directory"),
-])
+@pytest.mark.parametrize(
+    "make, needle",
+    [
+        (lambda p: str(p / "missing.log"), "cannot read: No such file or directory"),
+        (lambda p: str(p), "cannot read: Is a directory"),
+    ],
+)
 def test_unreadable_input_exits_2(tmp_path, make, needle):
     proc = run_cli("triage", make(tmp_path))
     assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr
@@ -135,11 +152,12 @@ def test_bad_facts_or_config_exit_2(tmp_path):
 
 
 def test_the_triage_path_imports_no_training_stack():
-    code = ("import sys\nfrom envdoctor.cli import main\n"
-            f"sys.argv = ['envdoctor', 'triage', {str(LOGS / 'oom_training.log')!r}]\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "print('HEAVY', [m for m in ('torch', 'transformers', 'trl', 'vllm', 'accelerate', "
-            "'datasets') if m in sys.modules])\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                          timeout=60)
+    code = (
+        "import sys\nfrom envdoctor.cli import main\n"
+        f"sys.argv = ['envdoctor', 'triage', {str(LOGS / 'oom_training.log')!r}]\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print('HEAVY', [m for m in ('torch', 'transformers', 'trl', 'vllm', 'accelerate', "
+        "'datasets') if m in sys.modules])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert "HEAVY []" in proc.stdout, proc.stdout + proc.stderr

@@ -7,17 +7,18 @@ from envdoctor.triage.confirm import confirm
 from tests.conftest import A100_40, LEGACY, MODERN, RTX3090, snapshot
 from tests.triage.helpers import findings, judge, scan_bytes
 
-OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU {gpu} has a "
-       "total capacity of 39.39 GiB of which 100.00 MiB is free. Including non-PyTorch memory, this "
-       "process has 39.20 GiB memory in use. Of the allocated memory 38.00 GiB is allocated by "
-       "PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated.")
+OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU {gpu} has a "
+    "total capacity of 39.39 GiB of which 100.00 MiB is free. Including non-PyTorch memory, this "
+    "process has 39.20 GiB memory in use. Of the allocated memory 38.00 GiB is allocated by "
+    "PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated."
+)
 
 
 def test_confirmed_by_the_installed_vllm():
     ctx = judge(snapshot(2, A100_40, {**LEGACY, "vllm": "0.7.1"}))
     (f,) = findings("rotary.log", ctx)
-    assert f.rule == "PKG002" and "confirmed here: installed vllm 0.7.1 is older than 0.7.2" in \
-        f.message
+    assert f.rule == "PKG002" and "confirmed here: installed vllm 0.7.1 is older than 0.7.2" in f.message
     assert f.fix.startswith("pip install 'vllm") and "this one does not show" not in f.fix
 
 
@@ -49,29 +50,36 @@ def test_device_mismatch_from_the_dataparallel_trap_gets_the_launch_fix():
 
 
 def test_vllm_device_unavailable_computes_num_processes_from_the_layout():
-    ctx = judge(snapshot(6, A100_40, LEGACY, env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"}),
-                config={"use_vllm": True}, launch="accelerate launch --num_processes 4 train.py")
+    ctx = judge(
+        snapshot(6, A100_40, LEGACY, env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"}),
+        config={"use_vllm": True},
+        launch="accelerate launch --num_processes 4 train.py",
+    )
     (f,) = findings("vllm_device_unavailable.log", ctx)
     assert f.rule == "LAY002" and "4 GPU(s)" in f.message
     assert f.fix == "leave one GPU for vLLM: accelerate launch --num_processes 3 train.py"
     # no launch line: from the GPUs this shell sees
-    (f,) = findings("vllm_device_unavailable.log",
-                    judge(snapshot(8, A100_40, LEGACY, env={"CUDA_VISIBLE_DEVICES": "2,3,4,5,6"})))
+    (f,) = findings(
+        "vllm_device_unavailable.log",
+        judge(snapshot(8, A100_40, LEGACY, env={"CUDA_VISIBLE_DEVICES": "2,3,4,5,6"})),
+    )
     assert "here 5 GPU(s) are visible" in f.message
     assert f.fix.startswith("leave one GPU for vLLM: --num_processes 4")
     assert "cuda:4 = GPU 6" in f.fix
 
 
 def test_an_explicit_vllm_device_points_to_lay001():
-    ctx = judge(snapshot(4, A100_40, LEGACY), config={"use_vllm": True, "vllm_device": "cuda:4"},
-                launch="accelerate launch --num_processes 3 train.py")
+    ctx = judge(
+        snapshot(4, A100_40, LEGACY),
+        config={"use_vllm": True, "vllm_device": "cuda:4"},
+        launch="accelerate launch --num_processes 3 train.py",
+    )
     (f,) = findings("vllm_device_unavailable.log", ctx)
     assert f.rule == "LAY001" and "vllm_device: auto" in f.fix
 
 
 def test_abi_mismatch_confirmed_by_the_requirements():
-    pkgs = {**LEGACY, "vllm": {"version": "0.7.3", "requires": ["torch==2.5.1"]},
-            "torch": "2.6.0+cu124"}
+    pkgs = {**LEGACY, "vllm": {"version": "0.7.3", "requires": ["torch==2.5.1"]}, "torch": "2.6.0+cu124"}
     (f,) = findings("vllm_abi.log", judge(snapshot(1, packages=pkgs)))
     assert "confirmed here: PKG004: vllm 0.7.3 requires torch==2.5.1" in f.message
     assert f.fix.startswith("pip install 'torch==2.5.1'")
@@ -84,9 +92,11 @@ def test_allocator_option_confirmed_by_this_shells_variable():
 
 
 def test_batch_divisibility_with_the_config():
-    ctx = judge(snapshot(3, packages=LEGACY), config={"per_device_train_batch_size": 4,
-                                                      "num_generations": 8},
-                launch="accelerate launch --num_processes 3 train.py")
+    ctx = judge(
+        snapshot(3, packages=LEGACY),
+        config={"per_device_train_batch_size": 4, "num_generations": 8},
+        launch="accelerate launch --num_processes 3 train.py",
+    )
     (f,) = findings("batch_global.log", ctx)
     assert f.rule == "CFG002" and "confirmed here: CFG002" in f.message
     assert "num_generations" in f.fix
@@ -99,8 +109,11 @@ def test_unused_arguments_name_what_the_installed_trl_removed():
 
 
 def test_kv_cache_oom_at_vllm_start_is_mem001():
-    ctx = judge(snapshot(4, RTX3090, LEGACY), config={"use_vllm": True, "vllm_device": "cuda:3"},
-                launch="accelerate launch --num_processes 3 train.py")
+    ctx = judge(
+        snapshot(4, RTX3090, LEGACY),
+        config={"use_vllm": True, "vllm_device": "cuda:3"},
+        launch="accelerate launch --num_processes 3 train.py",
+    )
     (f,) = findings("oom_vllm_kv_cache.log", ctx)
     assert f.rule == "MEM001" and f.evidence["vllm_side"] is True
     assert f.evidence["physical_gpu"] == 3 and "vllm_gpu_memory_utilization" in f.fix
@@ -117,17 +130,22 @@ def test_one_finding_per_gpu_and_side():
     log += f"(EngineCore_DP0 pid=9) ERROR 01-01 00:00:00 [core.py:1] {OOM.format(gpu=0)}\n"
     found = findings(scan_bytes(log))
     assert [(f.evidence["gpu"], f.evidence["vllm_side"], f.rule) for f in found] == [
-        (0, False, "TRI001"), (1, False, "TRI001"), (0, True, "MEM001")]
+        (0, False, "TRI001"),
+        (1, False, "TRI001"),
+        (0, True, "MEM001"),
+    ]
     assert "ranks 0, 2, 2 times" in found[0].message
 
 
 def test_vllm_frames_in_the_traceback_make_the_oom_vllms():
-    log = ("[rank0]: Traceback (most recent call last):\n"
-           '[rank0]:   File "/venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line '
-           "900, in _generate\n"
-           '[rank0]:   File "/venv/lib/python3.11/site-packages/vllm/entrypoints/llm.py", line 470, '
-           "in generate\n"
-           f"[rank0]: {OOM.format(gpu=0)}\n")
+    log = (
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line '
+        "900, in _generate\n"
+        '[rank0]:   File "/venv/lib/python3.11/site-packages/vllm/entrypoints/llm.py", line 470, '
+        "in generate\n"
+        f"[rank0]: {OOM.format(gpu=0)}\n"
+    )
     (f,) = findings(scan_bytes(log))
     assert f.rule == "MEM001" and f.evidence["vllm_side"] is True
 

@@ -46,16 +46,26 @@ def test_every_signature_has_an_excerpt_and_every_excerpt_a_test():
         log = yaml.safe_load(path.read_text(encoding="utf-8"))["log"]
         real |= {m.signature.id for m in scan_bytes(log).matches}
     # hints: tests/triage/test_triage_classes.py; vllm-in-process: tests/triage/test_triage_oom.py
-    hints = {"vllm-server-up", "vllm-version", "vllm-in-process", "package-version",
-             "trl-weight-sync-client", "vllm-dp-engine"}
+    hints = {
+        "vllm-server-up",
+        "vllm-version",
+        "vllm-in-process",
+        "package-version",
+        "trl-weight-sync-client",
+        "vllm-dp-engine",
+    }
     shown = {sig for sig, _, _ in EXCERPTS.values()} | {"vllm-device-shared-warning"} | real
     own = {s.id for s in own_signatures()}  # the catalogue's: tests/triage/test_triage_catalogue.py
     assert own <= shown | hints
     assert all(s in own or s.startswith("known-") for s in shown | hints)
     on_disk = {p.name for p in LOGS.glob("*.log")}
     assert set(EXCERPTS) <= on_disk
-    assert on_disk - set(EXCERPTS) == {"vllm_device_shared.log", "device_mismatch_cpu.log",
-                                       "size_mismatch_other.log", "healthy.log"}
+    assert on_disk - set(EXCERPTS) == {
+        "vllm_device_shared.log",
+        "device_mismatch_cpu.log",
+        "size_mismatch_other.log",
+        "healthy.log",
+    }
 
 
 @pytest.mark.parametrize("name", sorted(EXCERPTS))

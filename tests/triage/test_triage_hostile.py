@@ -21,10 +21,14 @@ from envdoctor.triage.decode import LogUnreadable, chunks
 from tests.conftest import ROOT, snapshot
 from tests.triage.helpers import scan_bytes
 
-OOM = ("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
-       "has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n")
-DP = ("ValueError: GRPOTrainer does not support `nn.DataParallel`, which `Trainer` uses when "
-      "several GPUs are visible to a single process.\n")
+OOM = (
+    "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
+    "has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n"
+)
+DP = (
+    "ValueError: GRPOTrainer does not support `nn.DataParallel`, which `Trainer` uses when "
+    "several GPUs are visible to a single process.\n"
+)
 GENEROUS = 300  # seconds: not a timing assertion, only a guard against a hang
 
 
@@ -34,16 +38,33 @@ def facts(write_json):
 
 
 def _triage(path, facts: str, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "envdoctor", "triage", str(path), "--facts",
-                           facts, "--format", "json", *extra], capture_output=True, text=True,
-                          cwd=ROOT, timeout=GENEROUS)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "envdoctor",
+            "triage",
+            str(path),
+            "--facts",
+            facts,
+            "--format",
+            "json",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=GENEROUS,
+    )
 
 
 @pytest.mark.parametrize("n", [1000, 2000])
 def test_a_line_of_vllm_before_undefined_symbol(tmp_path, facts, n):
     log = tmp_path / "abi.log"
-    log.write_text("vllm" * n + ": undefined symbol: \n" + "vllm" * n + ".so: undefined symbol: "
-                   "_ZN3c104cuda9SetDeviceEi\n")
+    log.write_text(
+        "vllm" * n + ": undefined symbol: \n" + "vllm" * n + ".so: undefined symbol: "
+        "_ZN3c104cuda9SetDeviceEi\n"
+    )
     proc = _triage(log, facts)
     assert proc.returncode == 1 and '"TRI005"' in proc.stdout, proc.stderr
 
@@ -81,6 +102,7 @@ def test_a_line_full_of_every_anchor_is_looked_at_once():
 
 # -- logs as people attach them -------------------------------------------------------------------
 
+
 def _decoded(data: bytes) -> bytes:
     return b"".join(chunks(io.BytesIO(data)))
 
@@ -88,14 +110,18 @@ def _decoded(data: bytes) -> bytes:
 TEXT = ("tqdm 10%|█ 1/10\r" + OOM + "naïve ünïcode ✓\n").encode()
 
 
-@pytest.mark.parametrize("encode", [
-    lambda b: b,
-    gzip.compress,
-    lambda b: gzip.compress(b[:40]) + gzip.compress(b[40:]),  # two members (gzip -c a b)
-    bz2.compress,
-    lzma.compress,
-    lambda b: codecs.BOM_UTF8 + b,
-], ids=["plain", "gzip", "gzip-members", "bzip2", "xz", "utf-8-bom"])
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda b: b,
+        gzip.compress,
+        lambda b: gzip.compress(b[:40]) + gzip.compress(b[40:]),  # two members (gzip -c a b)
+        bz2.compress,
+        lzma.compress,
+        lambda b: codecs.BOM_UTF8 + b,
+    ],
+    ids=["plain", "gzip", "gzip-members", "bzip2", "xz", "utf-8-bom"],
+)
 def test_compressed_logs_are_decompressed(encode):
     assert _decoded(encode(TEXT)).removeprefix(codecs.BOM_UTF8) == TEXT
 
@@ -116,14 +142,17 @@ def test_gzip_of_a_utf16_log():
     assert _decoded(gzip.compress(TEXT.decode().encode("utf-16"))) == TEXT
 
 
-@pytest.mark.parametrize("data, reason", [
-    (b"\x28\xb5\x2f\xfd" + b"\x00" * 100, "zstd"),
-    (b"PK\x03\x04" + b"\x00" * 100, "zip"),
-    (gzip.compress(TEXT)[:-12], "ends early"),
-    (b"\x1f\x8b\x08\x00" + b"\xff" * 200, "corrupt"),
-    (bytes(range(256)) * 64, "binary"),
-    (b"\x00\x01\x02\x03" * 5000, "binary"),
-])
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        (b"\x28\xb5\x2f\xfd" + b"\x00" * 100, "zstd"),
+        (b"PK\x03\x04" + b"\x00" * 100, "zip"),
+        (gzip.compress(TEXT)[:-12], "ends early"),
+        (b"\x1f\x8b\x08\x00" + b"\xff" * 200, "corrupt"),
+        (bytes(range(256)) * 64, "binary"),
+        (b"\x00\x01\x02\x03" * 5000, "binary"),
+    ],
+)
 def test_unreadable_logs_say_why(data, reason):
     with pytest.raises(LogUnreadable, match=reason):
         _decoded(data)
@@ -140,25 +169,43 @@ def test_the_cli_reads_gzip_and_utf16_and_refuses_binary(tmp_path, facts):
     proc = _triage(junk, facts)
     assert proc.returncode == 2 and "could not be read" in proc.stderr
     assert "no known failure" not in proc.stdout + proc.stderr
-    piped = subprocess.run([sys.executable, "-m", "envdoctor", "triage", "-", "--facts", facts],
-                           input=gzip.compress(TEXT), capture_output=True, cwd=ROOT,
-                           timeout=GENEROUS)
+    piped = subprocess.run(
+        [sys.executable, "-m", "envdoctor", "triage", "-", "--facts", facts],
+        input=gzip.compress(TEXT),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=GENEROUS,
+    )
     assert piped.returncode == 1, piped.stderr
 
 
-@pytest.mark.parametrize("line, rule", [
-    ("ValueError: generation_batch_size (12) must be divisible by num_generations (0).", "CFG003"),
-    ("ValueError: The global train batch size (2 x 4) must be evenly divisible by the number of "
-     "generations per prompt (0).", "CFG003"),
-    ("ValueError: The global train batch size (99999999999999999999 x 4) must be evenly "
-     "divisible by the number of generations per prompt (3).", "CFG002"),
-    ("ValueError: generation_batch_size (999999999) must be divisible by num_generations (7).",
-     "CFG002"),
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.2.3 GiB. GPU 0 has a total "
-     "capacity of 1.2.3 GiB of which 0 bytes is free.", "TRI001"),
-    ("ValueError: Free memory on device cuda:0 (1.2.3/2.2 GiB) on startup is less than desired "
-     "GPU memory utilization (0.9, 1.98 GiB)", "MEM001"),
-])
+@pytest.mark.parametrize(
+    "line, rule",
+    [
+        ("ValueError: generation_batch_size (12) must be divisible by num_generations (0).", "CFG003"),
+        (
+            "ValueError: The global train batch size (2 x 4) must be evenly divisible by the number of "
+            "generations per prompt (0).",
+            "CFG003",
+        ),
+        (
+            "ValueError: The global train batch size (99999999999999999999 x 4) must be evenly "
+            "divisible by the number of generations per prompt (3).",
+            "CFG002",
+        ),
+        ("ValueError: generation_batch_size (999999999) must be divisible by num_generations (7).", "CFG002"),
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.2.3 GiB. GPU 0 has a total "
+            "capacity of 1.2.3 GiB of which 0 bytes is free.",
+            "TRI001",
+        ),
+        (
+            "ValueError: Free memory on device cuda:0 (1.2.3/2.2 GiB) on startup is less than desired "
+            "GPU memory utilization (0.9, 1.98 GiB)",
+            "MEM001",
+        ),
+    ],
+)
 def test_odd_numbers_in_a_line_neither_crash_nor_hang(line, rule):
     from tests.triage.helpers import findings
 

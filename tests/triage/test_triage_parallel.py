@@ -10,8 +10,14 @@ from tests.triage.test_triage_scanner import OOM, messy_log
 
 
 def _key(result):
-    return ([(m.signature.id, m.line_no, m.text, m.rank, m.context) for m in result.matches],
-            result.counts, result.ranks, result.lines, result.bytes_read, result.last_line)
+    return (
+        [(m.signature.id, m.line_no, m.text, m.rank, m.context) for m in result.matches],
+        result.counts,
+        result.ranks,
+        result.lines,
+        result.bytes_read,
+        result.last_line,
+    )
 
 
 @pytest.mark.parametrize("workers", [2, 3, 5])
@@ -43,10 +49,17 @@ def test_small_files_and_one_cpu_are_scanned_in_one_pass(tmp_path):
     assert parallel.workers() >= 1
 
 
-@pytest.mark.parametrize("head, plain", [
-    (b"INFO hello\n", True), (b"\x1f\x8b\x08", False), (b"\xff\xfeI\x00", False),
-    (b"\xef\xbb\xbfINFO", False), (b"BZh91AY", False), (bytes(range(256)) * 4, False),
-])
+@pytest.mark.parametrize(
+    "head, plain",
+    [
+        (b"INFO hello\n", True),
+        (b"\x1f\x8b\x08", False),
+        (b"\xff\xfeI\x00", False),
+        (b"\xef\xbb\xbfINFO", False),
+        (b"BZh91AY", False),
+        (bytes(range(256)) * 4, False),
+    ],
+)
 def test_only_plain_text_is_split(head, plain):
     assert is_plain(head) is plain
 

@@ -22,10 +22,19 @@ pytestmark = pytest.mark.skipif(prefilter.gnu_grep() is None, reason="needs GNU 
 
 
 def _key(result, context: bool = True):
-    matches = [(m.signature.id, m.line_no, m.text, m.groups, m.rank, m.context if context else ())
-               for m in result.matches]
-    return (matches, result.counts, result.ranks, result.lines, result.newlines, result.last_line,
-            result.bytes_read)
+    matches = [
+        (m.signature.id, m.line_no, m.text, m.groups, m.rank, m.context if context else ())
+        for m in result.matches
+    ]
+    return (
+        matches,
+        result.counts,
+        result.ranks,
+        result.lines,
+        result.newlines,
+        result.last_line,
+        result.bytes_read,
+    )
 
 
 def _python(path: Path):
@@ -67,13 +76,27 @@ def test_messy_multi_rank_log_beyond_the_keep_limit(tmp_path):
     assert prefilter.scan_grepped(str(path)).counts["cuda-oom"] == 68
 
 
-PIECES = [b"ValueError: bad", OOM.encode(), TIMEOUT.format(r=3).encode(), b"Server is not up yet",
-          b"\r", b"\n", b"\r\n", b"plain text ", b"[rank1]: ", b"LLM engine (v0.7.2)",
-          b"Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000",
-          b"undefined symbol: _ZN3c10", b"Exception: boom", b"\x1b[31m", b"\xff\xfe",
-          # hints whose anchors retire after their first match (scanner.Matcher.once)
-          b"Capturing CUDA graphs (FULL):  50%|", b"(EngineCore pid=7) Capturing CUDA graphs (",
-          b"Loading safetensors checkpoint shards: 100% Completed | 1/1"]
+PIECES = [
+    b"ValueError: bad",
+    OOM.encode(),
+    TIMEOUT.format(r=3).encode(),
+    b"Server is not up yet",
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b"plain text ",
+    b"[rank1]: ",
+    b"LLM engine (v0.7.2)",
+    b"Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000",
+    b"undefined symbol: _ZN3c10",
+    b"Exception: boom",
+    b"\x1b[31m",
+    b"\xff\xfe",
+    # hints whose anchors retire after their first match (scanner.Matcher.once)
+    b"Capturing CUDA graphs (FULL):  50%|",
+    b"(EngineCore pid=7) Capturing CUDA graphs (",
+    b"Loading safetensors checkpoint shards: 100% Completed | 1/1",
+]
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -34,8 +34,9 @@ def _context(case: dict):
     if not {"facts", "config", "launch"} & set(case):
         return None
     facts = case.get("facts", {})
-    snap = snapshot(facts.get("gpus", 1), MODELS[facts.get("model", "H100")],
-                    packages=facts.get("packages", {}))
+    snap = snapshot(
+        facts.get("gpus", 1), MODELS[facts.get("model", "H100")], packages=facts.get("packages", {})
+    )
     return judge(snap, config=case.get("config"), launch=case.get("launch"))
 
 
@@ -44,8 +45,9 @@ def test_the_suite_is_large_and_well_formed():
     unresolved = 0
     for path in CASES:
         case = _load(path)
-        assert set(case) <= KEYS and {"source", "thread", "cause", "fix", "log", "expect"} <= \
-            set(case), path.name
+        assert set(case) <= KEYS and {"source", "thread", "cause", "fix", "log", "expect"} <= set(case), (
+            path.name
+        )
         assert case["source"].startswith("https://github.com/"), path.name
         assert case["thread"] in ("resolved", "unresolved"), path.name
         assert set(case["expect"]) <= EXPECT and "rule" in case["expect"], path.name
@@ -85,10 +87,20 @@ def test_every_new_failure_class_is_shown_by_a_real_log():
     for path in CASES:
         result = scan_bytes(_load(path)["log"])
         shown |= {m.signature.id for m in result.matches}
-    classes = {"vllm-server-not-up", "vllm-server-refused", "vllm-server-not-trl",
-               "extension-abi-mismatch", "api-drift-import", "call-signature",
-               "nccl-duplicate-gpu", "dataparallel-replica", "cuda-error-under-cap",
-               "vllm-device-unavailable", "cuda-oom", "device-mismatch",
-               "vllm-free-memory-below-utilization"}
+    classes = {
+        "vllm-server-not-up",
+        "vllm-server-refused",
+        "vllm-server-not-trl",
+        "extension-abi-mismatch",
+        "api-drift-import",
+        "call-signature",
+        "nccl-duplicate-gpu",
+        "dataparallel-replica",
+        "cuda-error-under-cap",
+        "vllm-device-unavailable",
+        "cuda-oom",
+        "device-mismatch",
+        "vllm-free-memory-below-utilization",
+    }
     assert classes <= shown
     assert classes <= {s.id for s in signatures()}

@@ -18,13 +18,17 @@ from envdoctor.triage.scanner import scan, split_prefix
 from envdoctor.triage.signatures import anchors, signatures
 from tests.triage.helpers import findings, scan_bytes
 
-OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total "
-       "capacity of 79.10 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this "
-       "process has 78.02 GiB memory in use. Of the allocated memory 76.10 GiB is allocated by "
-       "PyTorch, and 313.00 MiB is reserved by PyTorch but unallocated.")
-TIMEOUT = ("[rank{r}]:[E1101 10:35:02.{r}1 ProcessGroupNCCL.cpp:629] [Rank {r}] Watchdog caught "
-           "collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLGATHER, NumelIn=4, "
-           "NumelOut=16, Timeout(ms)=1800000) ran for 1800042 milliseconds before timing out.")
+OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total "
+    "capacity of 79.10 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this "
+    "process has 78.02 GiB memory in use. Of the allocated memory 76.10 GiB is allocated by "
+    "PyTorch, and 313.00 MiB is reserved by PyTorch but unallocated."
+)
+TIMEOUT = (
+    "[rank{r}]:[E1101 10:35:02.{r}1 ProcessGroupNCCL.cpp:629] [Rank {r}] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLGATHER, NumelIn=4, "
+    "NumelOut=16, Timeout(ms)=1800000) ran for 1800042 milliseconds before timing out."
+)
 RED, GREEN, RESET = "\x1b[31m", "\x1b[1;32m", "\x1b[0m"
 
 
@@ -33,20 +37,25 @@ def messy_log() -> tuple[bytes, int]:
     runs out of memory, the others then time out in NCCL. Returns the log and the OOM's line."""
     lines = [f"{GREEN}INFO{RESET} 11-01 10:00:00 [model_runner.py:1115] Loading weights took 0.9 GB"]
     for step in range(30):
-        bar = "".join(f"\r {p:3d}%|{'█' * (p // 10):<10}| {p}/100 [00:{p % 60:02d}<00:10]"
-                      for p in range(0, 101, 25))
+        bar = "".join(
+            f"\r {p:3d}%|{'█' * (p // 10):<10}| {p}/100 [00:{p % 60:02d}<00:10]" for p in range(0, 101, 25)
+        )
         lines.append(f"Generating{bar}")
         lines.append(f"{{'loss': 0.0{step}, 'reward': 0.{step}, 'kl': 0.00{step}, 'step': {step}}}")
     for r in range(4):
         lines.append(f"[rank{r}]: Traceback (most recent call last):")
     for r in (0, 2, 1, 3, 2):
-        lines.append(f'[rank{r}]:   File "/venv/lib/python3.11/site-packages/trl/trainer/'
-                     f'grpo_trainer.py", line 1201, in compute_loss')
+        lines.append(
+            f'[rank{r}]:   File "/venv/lib/python3.11/site-packages/trl/trainer/'
+            f'grpo_trainer.py", line 1201, in compute_loss'
+        )
     oom_line = len(lines) + 1
     lines.append(f"{RED}[rank2]: {OOM}{RESET}")
     lines += [TIMEOUT.format(r=r) for r in (0, 1, 3)]
-    lines.append("E1101 10:35:05.000 torch/distributed/elastic/multiprocessing/api.py:869] "
-                 "failed (exitcode: 1) local_rank: 2 (pid: 4242)")
+    lines.append(
+        "E1101 10:35:05.000 torch/distributed/elastic/multiprocessing/api.py:869] "
+        "failed (exitcode: 1) local_rank: 2 (pid: 4242)"
+    )
     return ("\r\n".join(lines) + "\r\n").encode(), oom_line
 
 
@@ -74,10 +83,10 @@ def test_results_do_not_depend_on_chunk_boundaries(monkeypatch, chunk):
     whole = scan_bytes(data)
     monkeypatch.setattr(scanner, "CHUNK", chunk)
     parts = scan_bytes(data)
-    assert [(m.signature.id, m.line_no, m.text, m.rank) for m in parts.matches] == \
-        [(m.signature.id, m.line_no, m.text, m.rank) for m in whole.matches]
-    assert (parts.lines, parts.bytes_read, parts.counts) == (whole.lines, whole.bytes_read,
-                                                            whole.counts)
+    assert [(m.signature.id, m.line_no, m.text, m.rank) for m in parts.matches] == [
+        (m.signature.id, m.line_no, m.text, m.rank) for m in whole.matches
+    ]
+    assert (parts.lines, parts.bytes_read, parts.counts) == (whole.lines, whole.bytes_read, whole.counts)
 
 
 @settings(max_examples=60, deadline=None)
@@ -88,25 +97,29 @@ def test_any_split_into_chunks_gives_the_same_matches(cuts):
     pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
     expected = scan_bytes(data)
     got = scan(iter(pieces))
-    assert [(m.signature.id, m.line_no) for m in got.matches] == \
-        [(m.signature.id, m.line_no) for m in expected.matches]
+    assert [(m.signature.id, m.line_no) for m in got.matches] == [
+        (m.signature.id, m.line_no) for m in expected.matches
+    ]
     assert got.lines == expected.lines
 
 
-@pytest.mark.parametrize("line, rank", [
-    ("[rank3]: X", 3),
-    ("[Rank 3] X", 3),
-    ("[default3]:X", 3),
-    ("rank 3: X", 3),
-    ("Rank3: X", 3),
-    ("[1,3]<stderr>:X", 3),
-    ("3: [rank3]: X", 3),
-    ("[rank3]:[E1218 20:27:21.433 ProcessGroupNCCL.cpp:629] X", 3),
-    ("[E1218 20:27:21.433 ProcessGroupNCCL.cpp:629] [PG ID 0 PG GUID 0(default_pg) Rank 3] X", 3),
-    ("(EngineCore_DP0 pid=7) ERROR 01-26 09:25:37 [core.py:935] X", None),
-    ("(VllmWorker rank=1 pid=99) X", None),
-    ("X", None),
-])
+@pytest.mark.parametrize(
+    "line, rank",
+    [
+        ("[rank3]: X", 3),
+        ("[Rank 3] X", 3),
+        ("[default3]:X", 3),
+        ("rank 3: X", 3),
+        ("Rank3: X", 3),
+        ("[1,3]<stderr>:X", 3),
+        ("3: [rank3]: X", 3),
+        ("[rank3]:[E1218 20:27:21.433 ProcessGroupNCCL.cpp:629] X", 3),
+        ("[E1218 20:27:21.433 ProcessGroupNCCL.cpp:629] [PG ID 0 PG GUID 0(default_pg) Rank 3] X", 3),
+        ("(EngineCore_DP0 pid=7) ERROR 01-26 09:25:37 [core.py:935] X", None),
+        ("(VllmWorker rank=1 pid=99) X", None),
+        ("X", None),
+    ],
+)
 def test_rank_prefixes(line, rank):
     body, found = split_prefix(line)
     assert found == rank
@@ -114,9 +127,11 @@ def test_rank_prefixes(line, rank):
 
 
 def test_tqdm_redraw_on_the_error_line_and_crlf():
-    text = ("loading\r\n"
-            "Generating:  50%|█████     | 5/10\r[rank1]: ValueError: generation_batch_size (12) "
-            "must be divisible by num_generations (8).\r\n")
+    text = (
+        "loading\r\n"
+        "Generating:  50%|█████     | 5/10\r[rank1]: ValueError: generation_batch_size (12) "
+        "must be divisible by num_generations (8).\r\n"
+    )
     (m, *_) = scan_bytes(text).matches
     assert (m.line_no, m.rank) == (2, 1) and m.text.startswith("[rank1]: ValueError")
 
@@ -144,8 +159,10 @@ def test_memory_is_bounded_for_a_log_full_of_failures():
     assert "5000 times" in f.message
 
 
-@pytest.mark.parametrize("data, lines", [(b"", 0), (b"a", 1), (b"a\n", 1), (b"a\nb", 2),
-                                         (b"a\r", 1), (b"\n\n", 2), (b"a\r\nb\r\n", 2)])
+@pytest.mark.parametrize(
+    "data, lines",
+    [(b"", 0), (b"a", 1), (b"a\n", 1), (b"a\nb", 2), (b"a\r", 1), (b"\n\n", 2), (b"a\r\nb\r\n", 2)],
+)
 def test_line_count(data, lines):
     assert scan_bytes(data).lines == lines
 
@@ -202,10 +219,13 @@ def test_a_flood_of_numbered_error_lines_keeps_the_first_exception_and_the_real_
     """100 MB of distinct numbered error lines took minutes (a quadratic dataclass comparison per
     line, then every signature searched on every line); the result must not change: every line
     that differs from a missed one in digit values only is a miss for the same signatures."""
-    flood = b"".join(b"ValueError: distinct failure number %d at step %d\n" % (i, i * 7 % 1000)
-                     for i in range(20000))
-    tail = (b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
-            b"total capacity of 79.19 GiB of which 1.06 GiB is free.\n")
+    flood = b"".join(
+        b"ValueError: distinct failure number %d at step %d\n" % (i, i * 7 % 1000) for i in range(20000)
+    )
+    tail = (
+        b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        b"total capacity of 79.19 GiB of which 1.06 GiB is free.\n"
+    )
     result = scan_bytes(flood + tail)
     ids = {m.signature.id for m in result.matches}
     assert any("oom" in i for i in ids), ids
@@ -214,17 +234,20 @@ def test_a_flood_of_numbered_error_lines_keeps_the_first_exception_and_the_real_
 
 
 FLOODS = {  # lines that differ in their numbers, or in letters too (hex ids, words): every one new
-    "numbered": lambda i: b"ValueError: distinct failure number %d at step %d token %d\n" % (
-        i, i * 7 % 1000, i * 31 % 97),
+    "numbered": lambda i: (
+        b"ValueError: distinct failure number %d at step %d token %d\n" % (i, i * 7 % 1000, i * 31 % 97)
+    ),
     "hex ids": lambda i: b"ValueError: distinct failure number %d token %08x\n" % (i, i * 2654435761 % 2**32),
-    "ranks and words": lambda i: b"[rank%d]: RuntimeError: request %s-%s failed at %d\n" % (
-        i % 8, (b"alpha", b"beta", b"gamma")[i % 3], (b"kappa", b"delta")[i * 7 % 2], i),
+    "ranks and words": lambda i: (
+        b"[rank%d]: RuntimeError: request %s-%s failed at %d\n"
+        % (i % 8, (b"alpha", b"beta", b"gamma")[i % 3], (b"kappa", b"delta")[i * 7 % 2], i)
+    ),
 }
 REAL = {  # a real failure (signature, line) as a flood may hide it
     "cuda-oom": b"[rank2]: " + OOM.encode() + b"\n",
     "known-liger-grpo-loss-unknown-loss-type-dapo": b"ValueError: Unknown loss type: dapo\n",
     "vllm-server-not-trl": b"requests.exceptions.HTTPError: Request failed: 404, "
-                           b"Not Found for url: http://0.0.0.0:8000/get_world_size/\n",
+    b"Not Found for url: http://0.0.0.0:8000/get_world_size/\n",
 }
 
 
@@ -266,9 +289,15 @@ def test_a_flood_costs_a_few_searches_a_line_however_many_signatures_its_lines_n
     catalogue-like signatures on "Error" lines add no search per line that matches none of them
     (at most one each for a gate's first lines, ``combine.EAGER``, or a new digit shape)."""
     base, counts = _searches(FLOODS[flood], signatures())
-    extra = tuple(replace(signatures()[0], id=f"extra-{i}", keywords=(b"Error",),
-                          pattern=re.compile(rf"never seen symptom {i}|(?i:other symptom) \d+"))
-                  for i in range(100))
+    extra = tuple(
+        replace(
+            signatures()[0],
+            id=f"extra-{i}",
+            keywords=(b"Error",),
+            pattern=re.compile(rf"never seen symptom {i}|(?i:other symptom) \d+"),
+        )
+        for i in range(100)
+    )
     more, more_counts = _searches(FLOODS[flood], signatures() + extra)
     assert more_counts == counts
     assert more <= base + 2 * len(extra)  # 3,000 lines: 300,000 searches if they cost one a line
@@ -298,9 +327,15 @@ def test_lines_of_one_digit_shape_are_told_apart_where_a_signature_reads_digits(
     lines = [b"Error: Request failed: %d\n" % (500 + i % 7) for i in range(300)]
     lines += [b"Error: E\x1b[0mZ%04d in the device\n" % (1000 + i) for i in range(300)]
     lines += [b"Error: RuntimeError: EZ%04d\n" % (1000 + i) for i in range(300)]
-    data = b"".join(lines[:100] + [b"Error: Request failed: 404\n"] + lines[100:400]
-                    + [b"Error: E\x1b[0mZ9999 in the device\n"] + lines[400:800]
-                    + [b"Error: RuntimeError: EZ9999\n"] + lines[800:])
+    data = b"".join(
+        lines[:100]
+        + [b"Error: Request failed: 404\n"]
+        + lines[100:400]
+        + [b"Error: E\x1b[0mZ9999 in the device\n"]
+        + lines[400:800]
+        + [b"Error: RuntimeError: EZ9999\n"]
+        + lines[800:]
+    )
     result = scan_bytes(data)
     where: dict[str, list[int]] = {}
     for m in result.matches:
@@ -310,11 +345,47 @@ def test_lines_of_one_digit_shape_are_told_apart_where_a_signature_reads_digits(
 
 
 @settings(deadline=None)
-@given(st.lists(st.sampled_from(["Error", ": ", "Exception", "x", " ", "No module named ", "Conn",
-                                 "ection ", "EZ9999", "ERR", "ab", "cd", "e", "r", "é"]), max_size=12))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "Error",
+                ": ",
+                "Exception",
+                "x",
+                " ",
+                "No module named ",
+                "Conn",
+                "ection ",
+                "EZ9999",
+                "ERR",
+                "ab",
+                "cd",
+                "e",
+                "r",
+                "é",
+            ]
+        ),
+        max_size=12,
+    )
+)
 def test_literals_held_are_exactly_those_in_the_text(parts):
-    words = ["Error", "Error: ", "rror", "Exception: ", ": error: ", "No module named ", "EZ9999",
-             "ERR99999", "Connection ", "r: e", "ab", "abc", "bcd", "é"]
+    words = [
+        "Error",
+        "Error: ",
+        "rror",
+        "Exception: ",
+        ": error: ",
+        "No module named ",
+        "EZ9999",
+        "ERR99999",
+        "Connection ",
+        "r: e",
+        "ab",
+        "abc",
+        "bcd",
+        "é",
+    ]
     text = "".join(parts)
     for looks in (0, EAGER):  # one literal at a time, then the trie
         found = Literals(words)
@@ -326,10 +397,29 @@ def test_literals_held_are_exactly_those_in_the_text(parts):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["ValueError: ", "Unknown loss type: dapo", "GATHER", "gather",
-                                 "Address Already in use", "No module named ", "vllm", " not available on "
-                                 "windows", "Request failed: 404", "ſ", "K", "x", " ", "EZ9999"]),
-                max_size=10))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "ValueError: ",
+                "Unknown loss type: dapo",
+                "GATHER",
+                "gather",
+                "Address Already in use",
+                "No module named ",
+                "vllm",
+                " not available on windows",
+                "Request failed: 404",
+                "ſ",
+                "K",
+                "x",
+                " ",
+                "EZ9999",
+            ]
+        ),
+        max_size=10,
+    )
+)
 def test_a_gate_says_a_line_matches_exactly_when_one_of_its_patterns_does(parts):
     text = "".join(parts)
     patterns = [sig.pattern for sig in signatures()]

@@ -20,8 +20,14 @@ from envdoctor.triage.signatures import (
     signatures,
 )
 
-GOOD = {"id": "a-b", "rule": "TRI001", "summary": "s", "keywords": ["x"], "pattern": "x(?P<n>\\d{1,9})",
-        "references": ["r"]}
+GOOD = {
+    "id": "a-b",
+    "rule": "TRI001",
+    "summary": "s",
+    "keywords": ["x"],
+    "pattern": "x(?P<n>\\d{1,9})",
+    "references": ["r"],
+}
 
 
 def _data(**changes) -> dict:
@@ -45,46 +51,56 @@ def test_every_rule_and_confirm_rule_is_documented():
 
 
 def test_a_valid_entry_parses():
-    (sig,) = parse(_data(confirm={"package_below": {"vllm": "0.7.2"}, "layout": "dataparallel",
-                                  "rules": ["PKG002"]}, severity="warning"), known_rules={
-        "TRI001", "PKG002"})
+    (sig,) = parse(
+        _data(
+            confirm={"package_below": {"vllm": "0.7.2"}, "layout": "dataparallel", "rules": ["PKG002"]},
+            severity="warning",
+        ),
+        known_rules={"TRI001", "PKG002"},
+    )
     assert sig.keywords == (b"x",) and sig.pattern.search("x12").group("n") == "12"
     assert sig.confirm_map["package_below"] == (("vllm", "0.7.2"),)
     assert sig.severity.value == "warning" and not sig.fallback
 
 
-@pytest.mark.parametrize("changes, error", [
-    ({"extra": 1}, "unknown keys"),
-    ({"pattern": "("}, "bad pattern"),
-    ({"pattern": None}, "missing pattern"),
-    ({"keywords": "x"}, "keywords"),
-    ({"keywords": [""]}, "keywords"),
-    ({"references": []}, "missing references"),
-    ({"id": "Not_An_Id"}, "id must be"),
-    ({"rule": "XYZ999"}, "not a documented rule"),
-    ({"rule": "lay003"}, "not a documented rule"),
-    ({"severity": "fatal"}, "bad severity"),
-    ({"fallback": "yes"}, "fallback"),
-    ({"confirm": ["rules"]}, "confirm must be a mapping"),
-    ({"confirm": {"facts": 1}}, "unknown confirm keys"),
-    ({"confirm": {"layout": "sideways"}}, "confirm.layout"),
-    ({"confirm": {"package_below": {"vllm": "new"}}}, "package_below"),
-    ({"confirm": {"rules": "PKG002"}}, "confirm.rules"),
-    ({"confirm": {"rules": ["PKG999"]}}, "undocumented rules"),
-])
+@pytest.mark.parametrize(
+    "changes, error",
+    [
+        ({"extra": 1}, "unknown keys"),
+        ({"pattern": "("}, "bad pattern"),
+        ({"pattern": None}, "missing pattern"),
+        ({"keywords": "x"}, "keywords"),
+        ({"keywords": [""]}, "keywords"),
+        ({"references": []}, "missing references"),
+        ({"id": "Not_An_Id"}, "id must be"),
+        ({"rule": "XYZ999"}, "not a documented rule"),
+        ({"rule": "lay003"}, "not a documented rule"),
+        ({"severity": "fatal"}, "bad severity"),
+        ({"fallback": "yes"}, "fallback"),
+        ({"confirm": ["rules"]}, "confirm must be a mapping"),
+        ({"confirm": {"facts": 1}}, "unknown confirm keys"),
+        ({"confirm": {"layout": "sideways"}}, "confirm.layout"),
+        ({"confirm": {"package_below": {"vllm": "new"}}}, "package_below"),
+        ({"confirm": {"rules": "PKG002"}}, "confirm.rules"),
+        ({"confirm": {"rules": ["PKG999"]}}, "undocumented rules"),
+    ],
+)
 def test_bad_entries_are_refused_with_their_name(changes, error):
     with pytest.raises(SignatureError, match=error) as exc:
         parse(_data(**changes), known_rules={"TRI001", "PKG002"})
     assert "signatures[0]" in str(exc.value)
 
 
-@pytest.mark.parametrize("data, error", [
-    ({"signatures": [GOOD]}, "schema"),
-    ({"schema": SCHEMA, "signatures": []}, "non-empty"),
-    ({"schema": SCHEMA, "signatures": [GOOD], "more": 1}, "top-level"),
-    ({"schema": SCHEMA, "signatures": [GOOD, GOOD]}, "appears twice"),
-    ("just text", "schema"),
-])
+@pytest.mark.parametrize(
+    "data, error",
+    [
+        ({"signatures": [GOOD]}, "schema"),
+        ({"schema": SCHEMA, "signatures": []}, "non-empty"),
+        ({"schema": SCHEMA, "signatures": [GOOD], "more": 1}, "top-level"),
+        ({"schema": SCHEMA, "signatures": [GOOD, GOOD]}, "appears twice"),
+        ("just text", "schema"),
+    ],
+)
 def test_bad_files_are_refused(data, error):
     with pytest.raises(SignatureError, match=error):
         parse(data)
@@ -97,20 +113,35 @@ def test_rule_docs_of_triage_are_valid_and_in_the_triage_area():
     assert rule_docs()["TRI003"].severity.value == "info"
 
 
-@pytest.mark.parametrize("pattern", [
-    r"(\w+)+x", r"\S*vllm\S*?\.so", r"x(?:a|b)*", r"x\d+", r"(?P<t>\w{1,9}) does not", r".{0,9}x",
-    r"x(?:\w{1,4096}){1,4096}", r"[ab]x",
-])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"(\w+)+x",
+        r"\S*vllm\S*?\.so",
+        r"x(?:a|b)*",
+        r"x\d+",
+        r"(?P<t>\w{1,9}) does not",
+        r".{0,9}x",
+        r"x(?:\w{1,4096}){1,4096}",
+        r"[ab]x",
+    ],
+)
 def test_patterns_that_could_backtrack_are_refused(pattern):
     assert check_linear(pattern)
     with pytest.raises(SignatureError, match="linear-time"):
         parse(_data(pattern=pattern), known_rules={"TRI001"})
 
 
-@pytest.mark.parametrize("pattern", [
-    r"x(?P<n>\d{1,9})", r"^(?P<e>[A-Z][\w.]{0,200}?Error): (?P<m>.{0,2000})", r"ab|cd{0,3}",
-    r"\(\) (?:got|missing (?P<n>\d{1,3}))", r"(?:x\d{1,9})",
-])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"x(?P<n>\d{1,9})",
+        r"^(?P<e>[A-Z][\w.]{0,200}?Error): (?P<m>.{0,2000})",
+        r"ab|cd{0,3}",
+        r"\(\) (?:got|missing (?P<n>\d{1,3}))",
+        r"(?:x\d{1,9})",
+    ],
+)
 def test_linear_patterns_are_accepted(pattern):
     assert check_linear(pattern) is None
 

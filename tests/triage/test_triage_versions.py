@@ -13,28 +13,40 @@ from tests.conftest import H100, MODERN, snapshot
 from tests.triage.helpers import findings, judge, scan_bytes
 
 
-@pytest.mark.parametrize("text, dist, version", [
-    ("trl                               0.25.0\n", "trl", "0.25.0"),  # pip list
-    ("vllm==0.12.0\n", "vllm", "0.12.0"),  # pip freeze
-    ("- TRL version: 0.17.0\n", "trl", "0.17.0"),  # trl env
-    ("- PyTorch version: 2.6.0\n", "torch", "2.6.0"),
-    ("vLLM Version: 0.8.5.post1\n", "vllm", "0.8.5.post1"),  # vllm collect-env
-    ("vLLM Version                 : 0.10.1\n", "vllm", "0.10.1"),
-    ("PyTorch version: 2.6.0+cu124\n", "torch", "2.6.0+cu124"),  # torch collect_env
-    ("[pip3] torch==2.5.1+cu124\n", "torch", "2.5.1+cu124"),
-    ("[conda] transformers              4.48.2                   pypi_0    pypi\n", "transformers",
-     "4.48.2"),
-    ("Successfully installed trl-0.25.0 vllm-0.12.0\n", "vllm", "0.12.0"),
-    ("  Downloading vllm-0.12.0-cp38-abi3-manylinux1_x86_64.whl (400 MB)\n", "vllm", "0.12.0"),
-    ("Found existing /venv/lib/python3.12/site-packages/trl-0.25.0.dist-info\n", "trl", "0.25.0"),
-    ("flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp312-cp312-linux_x86_64.whl\n",
-     "flash-attn", "2.7.4.post1+cu12torch2.6cxx11abiFALSE"),
-    ("INFO 05-02 10:00:01 [core.py:58] Initializing a V1 LLM engine (v0.8.5) with config: …\n",
-     "vllm", "0.8.5"),
-    ("INFO 06-03 01:55:32 [api_server.py:1043] vLLM API server version 0.9.1\n", "vllm", "0.9.1"),
-    ("I am using trl=0.18.0, transformers=4.52.3, vllm=0.8.5.post1\n", "vllm", "0.8.5.post1"),  # prose
-    ("trl[vllm]=0.19.0\n", "trl", "0.19.0"),
-])
+@pytest.mark.parametrize(
+    "text, dist, version",
+    [
+        ("trl                               0.25.0\n", "trl", "0.25.0"),  # pip list
+        ("vllm==0.12.0\n", "vllm", "0.12.0"),  # pip freeze
+        ("- TRL version: 0.17.0\n", "trl", "0.17.0"),  # trl env
+        ("- PyTorch version: 2.6.0\n", "torch", "2.6.0"),
+        ("vLLM Version: 0.8.5.post1\n", "vllm", "0.8.5.post1"),  # vllm collect-env
+        ("vLLM Version                 : 0.10.1\n", "vllm", "0.10.1"),
+        ("PyTorch version: 2.6.0+cu124\n", "torch", "2.6.0+cu124"),  # torch collect_env
+        ("[pip3] torch==2.5.1+cu124\n", "torch", "2.5.1+cu124"),
+        (
+            "[conda] transformers              4.48.2                   pypi_0    pypi\n",
+            "transformers",
+            "4.48.2",
+        ),
+        ("Successfully installed trl-0.25.0 vllm-0.12.0\n", "vllm", "0.12.0"),
+        ("  Downloading vllm-0.12.0-cp38-abi3-manylinux1_x86_64.whl (400 MB)\n", "vllm", "0.12.0"),
+        ("Found existing /venv/lib/python3.12/site-packages/trl-0.25.0.dist-info\n", "trl", "0.25.0"),
+        (
+            "flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp312-cp312-linux_x86_64.whl\n",
+            "flash-attn",
+            "2.7.4.post1+cu12torch2.6cxx11abiFALSE",
+        ),
+        (
+            "INFO 05-02 10:00:01 [core.py:58] Initializing a V1 LLM engine (v0.8.5) with config: …\n",
+            "vllm",
+            "0.8.5",
+        ),
+        ("INFO 06-03 01:55:32 [api_server.py:1043] vLLM API server version 0.9.1\n", "vllm", "0.9.1"),
+        ("I am using trl=0.18.0, transformers=4.52.3, vllm=0.8.5.post1\n", "vllm", "0.8.5.post1"),  # prose
+        ("trl[vllm]=0.19.0\n", "trl", "0.19.0"),
+    ],
+)
 def test_every_shape_of_a_version(text, dist, version):
     assert read_head(text.encode())[dist].version == version
     result = scan_bytes("x" * 2000 + "\n" + text)  # found by the scan's anchors too, past the head
@@ -44,28 +56,36 @@ def test_every_shape_of_a_version(text, dist, version):
     assert not anywhere or "  :" in text or found[dist].version == version
 
 
-@pytest.mark.parametrize("text", [
-    '  File "/venv/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py", line 3, in f\n',
-    '    "transformers_version": "4.51.3",\n',  # a model's config, not the installed release
-    "Processed prompts: 100%|██████████| 8/8 [00:01<00:00, 5.1it/s]\n",
-    "--max_length=4096 --torch_dtype=bfloat16 --vllm_gpu_memory_utilization=0.3\n",  # options
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '  File "/venv/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py", line 3, in f\n',
+        '    "transformers_version": "4.51.3",\n',  # a model's config, not the installed release
+        "Processed prompts: 100%|██████████| 8/8 [00:01<00:00, 5.1it/s]\n",
+        "--max_length=4096 --torch_dtype=bfloat16 --vllm_gpu_memory_utilization=0.3\n",  # options
+    ],
+)
 def test_a_path_or_a_models_config_is_not_a_version(text):
     assert read_head(text.encode()) == {}
 
 
 def test_unsloths_start_banner_gives_unsloth_transformers_and_vllm():
     """Unsloth prints its release with transformers' and vLLM's at start; the wrappers' entries read it."""
-    found = read_head(b"==((====))==  Unsloth 2025.3.6: Fast Qwen2 patching. Transformers: 4.48.2. "
-                      b"vLLM: 0.7.3.\n")
+    found = read_head(
+        b"==((====))==  Unsloth 2025.3.6: Fast Qwen2 patching. Transformers: 4.48.2. vLLM: 0.7.3.\n"
+    )
     assert {d: v.version for d, v in found.items()} == {
-        "unsloth": "2025.3.6", "transformers": "4.48.2", "vllm": "0.7.3"}
+        "unsloth": "2025.3.6",
+        "transformers": "4.48.2",
+        "vllm": "0.7.3",
+    }
     assert read_head(b"unsloth_zoo==2025.7.1\nverifiers==0.1.0\n").keys() == {"unsloth-zoo", "verifiers"}
 
 
 def test_a_banner_wins_over_a_listing_and_the_later_of_equals_wins():
-    found = read_head(b"vllm==0.10.2\nvllm==0.11.0\nInitializing a V1 LLM engine (v0.9.1) with\n"
-                      b"vllm==0.12.0\n")
+    found = read_head(
+        b"vllm==0.10.2\nvllm==0.11.0\nInitializing a V1 LLM engine (v0.9.1) with\nvllm==0.12.0\n"
+    )
     assert found["vllm"].version == "0.9.1" and found["vllm"].line == 3
     assert read_head(b"vllm==0.10.2\nvllm==0.11.0\n")["vllm"].version == "0.11.0"
 
@@ -80,10 +100,12 @@ def test_the_live_machines_packages_are_dropped_and_a_snapshots_are_overlaid():
     assert facts_for_advice(snap, {}) is snap
 
 
-GUIDED = ("- TRL version: 0.25.0\n- vLLM version: 0.12.0\nTraceback (most recent call last):\n"
-          '  File "/venv/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py", line 50, in '
-          "<module>\n    from vllm.sampling_params import GuidedDecodingParams\n"
-          "ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params'\n")
+GUIDED = (
+    "- TRL version: 0.25.0\n- vLLM version: 0.12.0\nTraceback (most recent call last):\n"
+    '  File "/venv/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py", line 50, in '
+    "<module>\n    from vllm.sampling_params import GuidedDecodingParams\n"
+    "ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params'\n"
+)
 
 
 def test_advice_names_the_logs_versions_not_the_judging_machines():
@@ -92,8 +114,14 @@ def test_advice_names_the_logs_versions_not_the_judging_machines():
     ctx = judge(snapshot(1, H100, {"trl": "1.16.0", "vllm": "0.26.0", "torch": "2.13.0+cpu"}))
     ctx.facts.source = "live"
     versions = from_log(result.head, version_lines(result.matches))
-    found = diagnose(result.matches, ctx, counts=result.counts, lines=result.lines,
-                     last_line=result.last_line, versions=versions)
+    found = diagnose(
+        result.matches,
+        ctx,
+        counts=result.counts,
+        lines=result.lines,
+        last_line=result.last_line,
+        versions=versions,
+    )
     text = found[0].message + found[0].fix
     assert found[0].rule == "TRI009" and "TRL 0.25.0" in text and "vllm 0.12.0" in text.lower()
     assert "1.16" not in text and "2.13" not in text
