@@ -14,7 +14,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.knowledge import known_failures
+from envdoctor.knowledge import checkable_failures
 from envdoctor.knowledge.failures import KnownFailure
 from envdoctor.plan.layout import trainer_env, vllm_mode
 from envdoctor.plan.values import as_bool
@@ -152,7 +152,7 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
 def matching(ctx: Context) -> list[KnownFailure]:
     """Catalogue entries that match this stack and that no other rule reports (entries marked
     triage_only describe failures whose trigger only shows in the run: triage reads them)."""
-    return [f for f in known_failures() if f.rule is None and not f.triage_only and matches(ctx, f)]
+    return [f for f in checkable_failures() if f.rule is None and not f.triage_only and matches(ctx, f)]
 
 
 def confirmed_break(ctx: Context, *names: str) -> KnownFailure | None:

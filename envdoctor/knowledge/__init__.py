@@ -94,3 +94,10 @@ def known_failures() -> list[KnownFailure]:
     from envdoctor.knowledge.failures import load_known_failures
 
     return list(load_known_failures())
+
+
+def checkable_failures() -> list[KnownFailure]:
+    """The catalogue entries ``check`` reports itself (no ``rule``, not ``triage_only``)."""
+    from envdoctor.knowledge.failures import load_checkable_failures
+
+    return list(load_checkable_failures())

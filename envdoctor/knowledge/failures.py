@@ -8,6 +8,7 @@ reads its ``symptoms``. Loaded lazily, once per process (``known_failures()``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
@@ -273,14 +274,20 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
     )
 
 
-def parse_file(name: str, data: Any, eager: bool = True) -> list[KnownFailure]:
+def parse_file(
+    name: str, data: Any, eager: bool = True, keep: Callable[[dict[str, Any]], bool] | None = None
+) -> list[KnownFailure]:
     """The entries of one parsed catalogue file ``name``; raises ``KnownFailuresError``."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise KnownFailuresError(f"{name}: 'schema: {SCHEMA}' missing")
     failures = data.get("failures")
     if not isinstance(failures, list) or not failures:
         raise KnownFailuresError(f"{name}: 'failures' must be a non-empty list")
-    return [parse_entry(e, f"{name}: failures[{i}]", name, eager) for i, e in enumerate(failures)]
+    return [
+        parse_entry(e, f"{name}: failures[{i}]", name, eager)
+        for i, e in enumerate(failures)
+        if keep is None or not isinstance(e, dict) or keep(e)
+    ]
 
 
 def catalogue_dir() -> Path:
@@ -289,7 +296,9 @@ def catalogue_dir() -> Path:
     return rules_dir() / "knowledge" / "known_failures"
 
 
-def load_dir(folder: Path, eager: bool = True) -> list[KnownFailure]:
+def load_dir(
+    folder: Path, eager: bool = True, keep: Callable[[dict[str, Any]], bool] | None = None
+) -> list[KnownFailure]:
     """Every entry of every ``*.yaml`` in ``folder``, ids unique across files."""
     from envdoctor.resources import read_yaml
 
@@ -302,7 +311,7 @@ def load_dir(folder: Path, eager: bool = True) -> list[KnownFailure]:
             mark = getattr(exc, "problem_mark", None)
             at = f" at line {mark.line + 1}" if mark is not None else ""
             raise KnownFailuresError(f"{path.name}: not valid YAML{at} ({type(exc).__name__})") from None
-        for failure in parse_file(path.name, data, eager):
+        for failure in parse_file(path.name, data, eager, keep):
             if failure.id in seen:
                 raise KnownFailuresError(f"{path.name}: id {failure.id} already used in {seen[failure.id]}")
             seen[failure.id] = path.name
@@ -313,3 +322,15 @@ def load_dir(folder: Path, eager: bool = True) -> list[KnownFailure]:
 @lru_cache(maxsize=1)
 def load_known_failures() -> tuple[KnownFailure, ...]:
     return tuple(load_dir(catalogue_dir(), eager=False))  # tests compile every symptom
+
+
+def _checkable(entry: dict[str, Any]) -> bool:
+    return entry.get("rule") is None and not entry.get("triage_only")
+
+
+@lru_cache(maxsize=1)
+def load_checkable_failures() -> tuple[KnownFailure, ...]:
+    """The entries ``check`` reports (KNF001): no older rule reports them and their trigger shows
+    before the run. The others are not parsed here (a third of the catalogue's start-up cost);
+    triage and the tests load and validate every entry."""
+    return tuple(load_dir(catalogue_dir(), eager=False, keep=_checkable))

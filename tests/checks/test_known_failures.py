@@ -426,3 +426,14 @@ def test_every_symptom_regex_of_the_catalogue_compiles():
     )
     with pytest.raises(KnownFailuresError, match=r"x\.yaml: failures\[0\].*not a valid regex"):
         lazy[0].symptoms[0].found_in("log")
+
+
+def test_check_parses_only_the_entries_it_reports():
+    """KNF001 reads the entries no older rule reports and whose trigger shows before the run;
+    the rest (left to a rule, triage_only) are not parsed for check, and are the same entries
+    the full catalogue holds."""
+    from envdoctor.knowledge import checkable_failures
+
+    full = {f.id for f in CATALOGUE if f.rule is None and not f.triage_only}
+    assert {f.id for f in checkable_failures()} == full
+    assert len(full) < len(CATALOGUE)
