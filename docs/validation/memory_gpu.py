@@ -152,10 +152,6 @@ class Nvml:
         index = int(visible[LOCAL_RANK]) if len(visible) > LOCAL_RANK and visible[LOCAL_RANK] \
             else LOCAL_RANK
         self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        self.peak_proc = 0
-        self.peak_dev = 0
-        self.stop = threading.Event()
-        self.thread: threading.Thread | None = None
 
     def name(self) -> str:
         return str(self.nv.nvmlDeviceGetName(self.handle)) if not DRY else "cpu"

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from envdoctor.facts.interface import Facts, Package, normalize_name
+from envdoctor.facts.packages import STACK
 from envdoctor.triage.interface import HEAD
 
 MAX_LINE = 4096
@@ -27,31 +28,13 @@ MAX_LINE = 4096
 #: The distributions whose versions advice and confirmation read (PEP 503 names), and the other
 #: spellings logs use for them.
 NAMES = (
-    "torch",
-    "torchvision",
+    *STACK,
+    # only in logs: what the stack's own reports print beside it
     "torchaudio",
-    "transformers",
-    "trl",
-    "vllm",
-    "accelerate",
-    "deepspeed",
-    "peft",
-    "datasets",
-    "flash-attn",
-    "bitsandbytes",
-    "liger-kernel",
-    "xformers",
-    "triton",
     "flashinfer-python",
     "nvidia-nccl-cu12",
     "nvidia-nccl-cu11",
-    "huggingface-hub",
-    "tokenizers",
-    "safetensors",
     "numpy",
-    "unsloth",
-    "unsloth-zoo",
-    "verifiers",
 )
 ALIASES = {
     "pytorch": "torch",

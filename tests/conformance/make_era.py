@@ -25,27 +25,9 @@ import re
 import sys
 from pathlib import Path
 
-STACK = (  # the same list as envdoctor.facts.packages.STACK (kept literal: a tool, not a test)
-    "torch",
-    "torchvision",
-    "transformers",
-    "trl",
-    "vllm",
-    "accelerate",
-    "deepspeed",
-    "peft",
-    "datasets",
-    "flash-attn",
-    "bitsandbytes",
-    "liger-kernel",
-    "xformers",
-    "triton",
-    "nvidia-ml-py",
-    "pynvml",
-    "huggingface-hub",
-    "tokenizers",
-    "safetensors",
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from envdoctor.facts.packages import STACK  # noqa: E402 - the stack `envdoctor collect` keeps
+
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
