@@ -16,6 +16,7 @@ from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.knowledge import checkable_failures
 from envdoctor.knowledge.failures import KnownFailure
+from envdoctor.plan.interface import from_config_object
 from envdoctor.plan.layout import trainer_env, vllm_mode
 from envdoctor.plan.values import as_bool
 
@@ -52,7 +53,7 @@ def _config_holds(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
         value = vllm_mode(ctx.plan, ctx.facts, ctx.kb)
     elif key in ctx.config:
         origin = ctx.plan.config_origin.get(key, "")
-        if all(w == "*" for w in wanted) and origin.endswith(" object") and origin != "config object":
+        if all(w == "*" for w in wanted) and from_config_object(origin):
             return False  # a GRPOConfig object holds every field its __post_init__ fills: not "set"
         value = ctx.config[key]
     elif "*" in wanted:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
-from envdoctor.plan.interface import Launch, Plan
+from envdoctor.plan.interface import MAPPING_ORIGIN, Launch, Plan
 from envdoctor.plan.values import validate
 
 _LAUNCH_ONLY = {"config"}  # script arguments that are not GRPOConfig fields
@@ -53,7 +53,7 @@ def build_plan(
         if config is None and isinstance(script_cfg.get("config"), str):
             config = script_cfg["config"]
     if config_dict:
-        _merge(plan, config_dict, "config object")
+        _merge(plan, config_dict, MAPPING_ORIGIN)
     if config:
         plan.config_path = str(config)
         _merge(plan, _read_mapping(config, "GRPO config"), f"config file {config}")

@@ -12,6 +12,14 @@ from envdoctor.plan.values import as_bool
 #: ``vllm_server_port``) and where ``trl vllm-serve`` listens unless told (``--host`` / ``--port``).
 DEFAULT_SERVER_HOST = "0.0.0.0"
 DEFAULT_SERVER_PORT = 8000
+#: where the keys of a config given as a mapping come from; a config *object* (a GRPOConfig the
+#: API was given) is "<Type> object": its __post_init__ fills fields the user never set
+MAPPING_ORIGIN = "config object"
+
+
+def from_config_object(origin: str) -> bool:
+    """Whether a config key's origin is a config object (every field present, set or not)."""
+    return origin.endswith(" object") and origin != MAPPING_ORIGIN
 
 
 @dataclass
