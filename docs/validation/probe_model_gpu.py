@@ -25,6 +25,7 @@ model) or qwen25 / qwen3 / llama / qwen25_7b (the published config.json of Qwen2
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -153,7 +154,27 @@ def run(name: str, work: Path) -> None:
              "findings": [f.to_dict() for f in area.findings]}, indent=1, default=str))
 
 
+def _keep_logs() -> None:
+    """KEEP_LOGS=1 with OUT set: each scenario's trainer, server and writer logs go to $OUT
+    (copied just before the probe's temp dir is removed), for a timeline of its phases."""
+    import envdoctor.probe.runner as runner
+
+    real = runner._collect
+    counter = iter(range(1000))
+
+    def collect(tmp, result):
+        n = next(counter)
+        for log in ("probe.log", "server.log", "writer.log"):
+            with contextlib.suppress(OSError):
+                Path(os.environ["OUT"], f"run{n}-{log}").write_bytes((tmp / log).read_bytes())
+        return real(tmp, result)
+
+    runner._collect = collect
+
+
 def main() -> int:
+    if os.environ.get("KEEP_LOGS") and os.environ.get("OUT"):
+        _keep_logs()
     work = Path(tempfile.mkdtemp(prefix="probe-model-gpu-"))
     for name in sys.argv[1:]:
         try:

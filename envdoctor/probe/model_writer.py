@@ -41,19 +41,40 @@ def _no_init():
     return contextlib.nullcontext()
 
 
+#: random values drawn once and copied into every matrix from a random offset; a prime count,
+#: so that a matrix's rows start at different places of the pool (its width is not a multiple)
+POOL = 4_194_301
+
+
 def _fill(torch, model, std: float) -> None:
-    """Random weights as the families' own init draws them, in one pass: normal(0, std) for
-    matrices and embeddings, ones for norm weights, zeros for biases and other vectors."""
+    """Random weights as the families' own init draws them: normal(0, std) for matrices and
+    embeddings, ones for norm weights, zeros for biases and other vectors. The normal values
+    are drawn once (a pool of ``POOL``) and copied in from a random offset, wrapping: drawing
+    each of the model's values took most of the writer's time on a GPU node's CPU."""
+    pools: dict = {}
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() >= 2:
-                p.normal_(0.0, std)
+                pool = pools.get(p.dtype)
+                if pool is None:
+                    drawn = torch.empty(POOL, dtype=torch.float32).normal_(0.0, std)
+                    pool = pools[p.dtype] = drawn.to(p.dtype)
+                _copy_wrapping(torch, pool, p.view(-1), int(torch.randint(POOL, (1,)).item()))
             elif "norm" in name.lower() and name.endswith("weight"):
                 p.fill_(1.0)
             else:
                 p.zero_()
     if hasattr(model, "tie_weights"):
         model.tie_weights()
+
+
+def _copy_wrapping(torch, pool, flat, offset: int) -> None:
+    """Fill ``flat`` with ``pool`` read from ``offset`` on, wrapping around its end."""
+    done, n = 0, flat.numel()
+    while done < n:
+        take = min(n - done, pool.numel() - offset)
+        flat[done : done + take].copy_(pool[offset : offset + take])
+        done, offset = done + take, 0
 
 
 def write(folder: str, seed: int = 0) -> dict:

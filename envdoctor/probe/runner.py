@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from envdoctor.coerce import as_int
 from envdoctor.net_policy import LOOPBACK
 from envdoctor.probe.failures import SYNC_FATAL
 from envdoctor.probe.groups import end_group
@@ -37,7 +38,7 @@ from envdoctor.probe.judge import (
     rendezvous_moved,
 )
 from envdoctor.probe.rendezvous import one_node
-from envdoctor.probe.server import ServerLine, ServerProcess, read_tail
+from envdoctor.probe.server import SHIM, ServerLine, ServerProcess, read_tail, resolve_program, shim_python
 from envdoctor.probe.staging import (
     OFFLINE,
     ProbeModelFiles,
@@ -46,9 +47,12 @@ from envdoctor.probe.staging import (
     loopback_env,
     prepare_vllm,
     private_dirs,
+    python_of,
 )
 from envdoctor.probe.sync_judge import judge_sync
+from envdoctor.probe.tinymodel import config as generic_config
 from envdoctor.probe.vllm_judge import judge_vllm
+from envdoctor.probe.warm import VllmWarmer, interpreter_of
 from envdoctor.probe.watcher import GpuWatch
 
 __all__ = [
@@ -123,8 +127,10 @@ class _Run:
         spec, result, tmp, mark = self.spec, self.result, self.tmp, self.mark
         files = ProbeModelFiles(spec, tmp, result, mark)
         self.stack.callback(files.stop)
+        warmer = self._start_warmer()  # first: in server mode files.start() waits for the weights
         files.start()
-        vllm_spec, server_line = prepare_vllm(spec, tmp, result, files.model_dir, files.faithful)
+        fallback = str(tmp / "generic") if files.pending else None
+        vllm_spec, server_line = prepare_vllm(spec, tmp, result, files.model_dir, files.faithful, fallback)
         worker_spec = {
             "model_dir": files.model_dir,
             "model_faithful": files.faithful,
@@ -155,7 +161,7 @@ class _Run:
             result.findings.append(rendezvous_moved(moved))
         server = None
         if server_line is not None:  # first: its start overlaps the trainer's imports
-            server = self._start_server(server_line, env)
+            server = self._start_server(server_line, env, files)
             if server is None:
                 return
         argv = launcher + [str(WORKER), str(tmp / "spec.json")]
@@ -187,19 +193,72 @@ class _Run:
         self.stack.callback(self._end_trainer, proc)
         self.stack.callback(self._announce_teardown)
         self.watch = GpuWatch(pgid=proc.pid).start()
-        result.status = _wait(proc, log, spec.timeout_s, result, self.on_phase, server, mark, files.poll)
+
+        def tick() -> None:
+            files.poll()
+            if warmer is not None and warmer.ended_at is None and warmer.poll():
+                mark("vllm_warm_done")
+
+        result.status = _wait(proc, log, spec.timeout_s, result, self.on_phase, server, mark, tick)
         mark("trainer_end")
         result.returncode = proc.returncode
 
-    def _start_server(self, line: ServerLine, env: dict[str, str]) -> ServerProcess | None:
-        """The probe's vLLM server, started and held by the stack (None: it could not start)."""
+    def _start_warmer(self) -> VllmWarmer | None:
+        """vLLM's model-info inspection of the probe model's architecture (and the generic
+        model's, its fallback), done in the background by the interpreter that will run vLLM,
+        into the probe's cache root: vLLM would otherwise do it in a new process at its start."""
+        spec = self.spec
+        if not spec.use_vllm:
+            return None
+        if spec.vllm_mode == "server":
+            if spec.server_launch is None:
+                return None
+            python = interpreter_of(resolve_program(spec.server_launch.program)[0])
+            env = {**os.environ, **spec.server_launch.env}
+        else:
+            python, env = python_of(spec.launcher), {**os.environ, **spec.env}
+        arches = [str(a) for a in (spec.model.summary.get("architecture") if spec.model else None,) if a]
+        arches += [a for a in generic_config()["architectures"] if a not in arches]
+        if python is None:
+            return None
+        try:
+            warmer = VllmWarmer(python, arches, {**env, **OFFLINE, **private_dirs(self.tmp)}, self.tmp)
+        except OSError:
+            return None  # vLLM does the inspection itself, as without the probe
+        self.stack.callback(self._end_warmer, warmer)
+        self.mark("vllm_warm_start")
+        return warmer
+
+    def _end_warmer(self, warmer: VllmWarmer) -> None:
+        warmer.stop()
+        report = warmer.report()
+        if report and self.result.vllm:  # probe.vllm: only where vLLM was probed
+            self.result.vllm["prepared"] = {
+                "model_info": report.get("architectures") or report.get("error") or report,
+                "seconds": report.get("seconds"),
+            }
+
+    def _start_server(
+        self, line: ServerLine, env: dict[str, str], files: ProbeModelFiles
+    ) -> ServerProcess | None:
+        """The probe's vLLM server, started and held by the stack (None: it could not start).
+        While the user's shape is still being written, the line starts through the shim, which
+        does its imports meanwhile and runs it once the model is there (the generic model's
+        line if the writer failed)."""
         line.env.update({**OFFLINE, **private_dirs(self.tmp)})
+        argv = None
+        python = shim_python(self.spec.server_launch) if self.spec.server_launch else None
+        if files.pending and line.fallback_argv and python is not None:
+            fallback = self.tmp / "server-fallback.json"
+            fallback.write_text(json.dumps(line.fallback_argv))
+            argv = [python, str(SHIM), str(files.ready), str(fallback), "--", *line.argv]
+            self.stack.callback(self._server_line_ran, line, files)
         loopback_env(line.env, {"MASTER_ADDR": LOOPBACK}, self.spec)
         for e in (env, line.env):  # NCCL names a refused group only so
             e.setdefault("NCCL_DEBUG", "WARN")
         self.mark("server_start")
         try:
-            server = ServerProcess(line, self.tmp / "server.log", self.tmp)
+            server = ServerProcess(line, self.tmp / "server.log", self.tmp, argv)
         except OSError as exc:
             self.result.findings.append(
                 not_started(
@@ -214,8 +273,16 @@ class _Run:
         self.stack.callback(self._end_server, server)
         self.stack.callback(self._announce_teardown)
         self.result.server.update(pid=server.pid, argv=line.argv, url=line.url)
+        self.result.server["started_before_weights"] = argv is not None
         self.server_watch = GpuWatch(pgid=server.pid).start()
         return server
+
+    def _server_line_ran(self, line: ServerLine, files: ProbeModelFiles) -> None:
+        if files.model_dir is not None and not files.faithful:  # the shim ran the generic line
+            argv = self.result.server["argv"] = line.fallback_argv
+            for flag in ("--max_model_len", "--max-model-len"):
+                if flag in argv[:-1] and self.result.vllm:
+                    self.result.vllm["max_model_len"] = as_int(argv[argv.index(flag) + 1], None)
 
     def _announce_teardown(self) -> None:
         if self.on_phase and not self._announced:

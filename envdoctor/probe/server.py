@@ -24,6 +24,9 @@ from envdoctor.net_policy import LOOPBACK, LOOPBACK_ONLY, http_get, server_origi
 from envdoctor.plan.interface import Launch
 from envdoctor.probe.groups import end_group
 from envdoctor.probe.tinymodel import MAX_LEN as MAX_MODEL_LEN
+from envdoctor.probe.warm import interpreter_of
+
+SHIM = Path(__file__).with_name("server_shim.py")
 
 #: the fraction of a GPU the probe server takes beside a running server (small model, small KV)
 BESIDE_FRACTION = 0.06
@@ -69,6 +72,8 @@ class ServerLine:
     data_parallel_size: int = 1
     visible: str | None = None  # the user's CUDA_VISIBLE_DEVICES for the server
     dropped: list[str] = field(default_factory=list)
+    #: the generic model's line, run instead when the user's shape could not be written
+    fallback_argv: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -81,7 +86,13 @@ def _options(launch: Launch) -> dict[str, object]:
     return {_ALIASES.get(k, k): v for k, v in opts.items()}
 
 
-def _resolve(program: list[str]) -> list[str]:
+def shim_python(launch: Launch) -> str | None:
+    """The interpreter that starts the server's line through ``server_shim.py`` (its imports
+    while the model is written); None: the line is started as it is, once the model is there."""
+    return interpreter_of(resolve_program(launch.program)[0]) if launch.program else None
+
+
+def resolve_program(program: list[str]) -> list[str]:
     """``trl`` / ``vllm`` from this interpreter's folder when they are not on PATH."""
     out = list(program)
     if out and os.sep not in out[0] and shutil.which(out[0]) is None:
@@ -128,11 +139,11 @@ def probe_server_line(
     kept["gpu_memory_utilization"] = share
     if vllm_cli:
         kept.pop("vllm_model_impl", None)
-        argv = _resolve(launch.program) + [model_dir]
+        argv = resolve_program(launch.program) + [model_dir]
     else:
         kept.pop("model_impl", None)
         kept.pop("uvicorn_log_level", None)
-        argv = _resolve(launch.program) + ["--model", model_dir]
+        argv = resolve_program(launch.program) + ["--model", model_dir]
     ours: dict[str, object] = {"host": LOOPBACK, "port": port, "enforce_eager": True}
     user_len = _count(opts.get("max_model_len")) if opts.get("max_model_len") is not None else None
     if faithful:
@@ -172,11 +183,12 @@ def health(host: str, port: int, timeout_s: float = 2.0) -> int | None:
 class ServerProcess:
     """The probe server in its own process group, its output in ``log``."""
 
-    def __init__(self, line: ServerLine, log: Path, cwd: Path) -> None:
+    def __init__(self, line: ServerLine, log: Path, cwd: Path, argv: list[str] | None = None) -> None:
+        """``argv``: what starts it, when not ``line.argv`` itself (the shim that runs it)."""
         self.line, self.log = line, log
         self._fh = open(log, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            line.argv,
+            argv or line.argv,
             env=line.env,
             cwd=cwd,
             stdout=self._fh,

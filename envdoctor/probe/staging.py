@@ -18,7 +18,14 @@ from envdoctor.net_policy import LOOPBACK, free_loopback_port
 from envdoctor.probe.interface import ProbeResult, ProbeSpec
 from envdoctor.probe.model_files import ModelWriter, write_generic
 from envdoctor.probe.plan_vllm import MAX_LEN_KEY, engine_settings
-from envdoctor.probe.server import BESIDE_FRACTION, BESIDE_MIN_MIB, ServerLine, health, probe_server_line
+from envdoctor.probe.server import (
+    BESIDE_FRACTION,
+    BESIDE_MIN_MIB,
+    ServerLine,
+    health,
+    probe_server_line,
+    shim_python,
+)
 from envdoctor.probe.tinymodel import MAX_LEN
 from envdoctor.probe.watcher import GpuWatch
 from envdoctor.units import size_text
@@ -85,7 +92,7 @@ def loopback_env(env: dict[str, str], overrides: dict[str, str | None], spec: Pr
         env.setdefault("VLLM_HOST_IP", LOOPBACK)
 
 
-def _python_of(launcher: list[str]) -> str:
+def python_of(launcher: list[str]) -> str:
     """The interpreter the launcher runs (its own Python for console scripts)."""
     head = launcher[0] if launcher else sys.executable
     if os.path.basename(head).startswith("python"):
@@ -123,7 +130,7 @@ class ProbeModelFiles:
                 self.writer = ModelWriter(
                     model,
                     tmp / "model",
-                    _python_of(spec.launcher),
+                    python_of(spec.launcher),
                     env,
                     timeout_s=max(min(spec.timeout_s / 2, 300.0), 1.0),
                 )
@@ -131,7 +138,8 @@ class ProbeModelFiles:
                 self._generic(str(exc))
             else:
                 self.model_dir, self.faithful = str(tmp / "model"), True
-                if spec.use_vllm and spec.vllm_mode == "server":
+                server = spec.server_launch if spec.use_vllm and spec.vllm_mode == "server" else None
+                if server is not None and shim_python(server) is None:  # the server starts on it
                     self.writer.wait()
                     self.poll()
         else:
@@ -203,9 +211,16 @@ class ProbeModelFiles:
 
 
 def prepare_vllm(
-    spec: ProbeSpec, tmp: Path, result: ProbeResult, model_dir: str | None, faithful: bool
+    spec: ProbeSpec,
+    tmp: Path,
+    result: ProbeResult,
+    model_dir: str | None,
+    faithful: bool,
+    fallback_dir: str | None = None,
 ) -> tuple[dict[str, Any] | None, ServerLine | None]:
-    """The worker's vLLM settings and the probe server's line (None, None: no vLLM)."""
+    """The worker's vLLM settings and the probe server's line (None, None: no vLLM); with
+    ``fallback_dir`` (the user's shape still being written) the line carries the generic
+    model's too."""
     if not spec.use_vllm or model_dir is None:
         return None, None
     settings: dict[str, Any] = {"vllm": dict(spec.vllm)}
@@ -247,6 +262,11 @@ def prepare_vllm(
         fraction if isinstance(fraction, float) else None,
         faithful=faithful,
     )
+    if fallback_dir is not None:
+        generic = probe_server_line(
+            spec.server_launch, fallback_dir, port, fraction if isinstance(fraction, float) else None
+        )
+        line.fallback_argv = generic.argv
     result.vllm = engine_settings(spec, settings["vllm"], faithful, line)
     settings["vllm"].update(
         vllm_server_host=line.host,

@@ -65,6 +65,8 @@ def main() -> None:
         "pid": os.getpid(),
         "pgid": os.getpgid(0),
         "env_cvd": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "weights": sorted(p.name for p in Path(_arg("--model", ".")).glob("*.safetensors")),
+        "path0": sys.path[0],
     }
     if MODE == "stubborn":  # an engine child that ignores SIGTERM, like a stuck EngineCore
         child = subprocess.Popen(

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from envdoctor.plan.interface import Launch
 from envdoctor.probe.groups import end_group
 from envdoctor.probe.model_source import ProbeModel
 from envdoctor.probe.runner import ProbeSpec, run_probe
@@ -32,8 +33,8 @@ def test_a_failing_teardown_step_does_not_skip_the_rest(probe_tmp, monkeypatch):
 
 
 def test_ctrl_c_while_waiting_for_the_model_writer_ends_the_writer(probe_tmp, monkeypatch):
-    """In server mode the probe waits for the model of the user's shape before anything is
-    launched; Ctrl-C there ends the writer too."""
+    """In server mode with a server line that is not Python, the probe waits for the model of
+    the user's shape before anything is launched; Ctrl-C there ends the writer too."""
     started: list[subprocess.Popen] = []
 
     class StillWriting:
@@ -51,7 +52,11 @@ def test_ctrl_c_while_waiting_for_the_model_writer_ends_the_writer(probe_tmp, mo
 
     monkeypatch.setattr("envdoctor.probe.staging.ModelWriter", StillWriting)
     model = ProbeModel(source="config.json", config={"model_type": "llama"}, name="user/model")
-    r = run_probe(ProbeSpec(launcher=[sys.executable], model=model, use_vllm=True, vllm_mode="server"))
+    native = Launch(raw="vllm serve m", launcher="vllm-serve", program=["/bin/true"])  # not Python:
+    spec = ProbeSpec(  # no shim can start it early, so the probe waits for the weights first
+        launcher=[sys.executable], model=model, use_vllm=True, vllm_mode="server", server_launch=native
+    )
+    r = run_probe(spec)
     left = left_behind(probe_tmp)
     kill_all(left)
     assert r.status == "interrupted" and "PRB006" in {f.rule for f in r.findings}
