@@ -164,7 +164,7 @@ def _keep_logs() -> None:
 
     def collect(tmp, result):
         n = next(counter)
-        for log in ("probe.log", "server.log", "writer.log"):
+        for log in ("probe.log", "server.log", "writer.log", "vllm-warm.json", "vllm-warm.log"):
             with contextlib.suppress(OSError):
                 Path(os.environ["OUT"], f"run{n}-{log}").write_bytes((tmp / log).read_bytes())
         return real(tmp, result)

@@ -118,7 +118,9 @@ def _server_text(result: ProbeResult) -> str:
     return (
         f" (gpu_memory_utilization {srv.get('fraction')}"
         + (f", held {held}" if held else "")
-        + f"; {syncs} weight sync(s) over NCCL port {srv.get('group_port')})"
+        + f"; {syncs} weight sync(s) over NCCL port {srv.get('group_port')}"
+        + ("; started while the weights were written" if srv.get("started_before_weights") else "")
+        + ")"
     )
 
 

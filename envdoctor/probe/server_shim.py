@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import runpy
+import shutil
 import sys
 import time
 
@@ -71,6 +72,13 @@ def _in_place_of_exec(real_execve):
     return execve
 
 
+def _found(argv: list[str]) -> list[str]:
+    """The program as the shell finds it on PATH (``trl`` → its full path)."""
+    if argv and os.sep not in argv[0]:
+        return [shutil.which(argv[0]) or argv[0], *argv[1:]]
+    return argv
+
+
 def _first_path(argv: list[str]) -> str:
     """What Python puts first on ``sys.path`` for ``argv``: the script's folder, or the working
     directory for ``-m`` (not this shim's folder)."""
@@ -83,8 +91,9 @@ def _first_path(argv: list[str]) -> str:
 
 def main() -> None:
     ready, fallback = sys.argv[1], sys.argv[2]
-    argv = sys.argv[sys.argv.index("--") + 1 :]
+    argv = _found(sys.argv[sys.argv.index("--") + 1 :])
     sys.path[0] = _first_path(argv)
+    sys.argv = list(argv)  # what the line's modules see, should one read it while imported
     if os.path.basename(argv[0]) == "trl":  # set by `trl vllm-serve` before vLLM's server starts:
         os.environ.setdefault("VLLM_SERVER_DEV_MODE", "1")  # in place before vLLM is imported here
     for module in PRELOAD:
@@ -98,7 +107,7 @@ def main() -> None:
         word = json.load(fh)
     if not word.get("faithful"):
         with open(fallback) as fh:
-            argv = json.load(fh)
+            argv = _found(json.load(fh))
     os.execve = _in_place_of_exec(os.execve)
     _run(argv)
 

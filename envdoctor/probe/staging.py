@@ -103,7 +103,8 @@ def python_of(launcher: list[str]) -> str:
 class ProbeModelFiles:
     """The probe model on disk: the user's shape written in the background while the trainer
     imports (the worker waits for ``model.ready.json``), else the generic model. In server mode
-    the server needs it before it starts, so there it is waited for at once. ``start`` begins
+    the server starts meanwhile through ``server_shim.py``, which waits for the same word; a
+    server line that is not Python waits for the weights before it starts. ``start`` begins
     the writing; ``stop`` ends a writer still running (the lifecycle holds it before ``start``)."""
 
     def __init__(self, spec: ProbeSpec, tmp: Path, result: ProbeResult, mark: Callable[..., None]) -> None:

@@ -64,6 +64,18 @@ def test_a_console_script_runs_in_the_shims_process_once_the_word_comes(tmp_path
     ]
 
 
+def test_a_program_named_without_its_folder_is_found_on_path(tmp_path, monkeypatch):
+    """`trl vllm-serve …` as typed: the shim finds `trl` on PATH as the shell does (the GPU run
+    that found this ran in another working directory than the script's)."""
+    script = _script(tmp_path, "trl", RECORDER % "script")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    _, runs = _shim(tmp_path, ["trl", "vllm-serve"], [], {"faithful": True})
+    assert runs[0]["argv"] == [str(script), "vllm-serve"] and runs[0]["path0"] == str(tmp_path)
+
+
 def test_the_generic_models_line_runs_when_the_writer_failed(tmp_path):
     script = _script(tmp_path, "vllm", RECORDER % "script")
     _, runs = _shim(
@@ -117,6 +129,9 @@ def test_the_server_starts_while_the_users_shape_is_written_and_runs_on_it(tmp_p
     r = run_probe(spec)
     assert r.status == "pass", r.log_tail
     assert r.server["started_before_weights"] is True
+    from envdoctor.probe.area import _server_text
+
+    assert "started while the weights were written" in _server_text(r)
     assert r.events["server_start"] < r.events["model_written"]  # it did not wait for the writer
     (seen,) = _servers(record)
     assert seen["weights"] == ["model.safetensors"]  # the line ran once they were there
