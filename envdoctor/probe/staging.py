@@ -27,6 +27,7 @@ from envdoctor.probe.server import (
     shim_python,
 )
 from envdoctor.probe.tinymodel import MAX_LEN
+from envdoctor.probe.warm import interpreter_of
 from envdoctor.probe.watcher import GpuWatch
 from envdoctor.units import size_text
 
@@ -93,11 +94,12 @@ def loopback_env(env: dict[str, str], overrides: dict[str, str | None], spec: Pr
 
 
 def python_of(launcher: list[str]) -> str:
-    """The interpreter the launcher runs (its own Python for console scripts)."""
+    """The interpreter the launcher runs: a Python named on the line, the Python of a console
+    script (``accelerate``, ``torchrun``: its ``#!`` line), else this one."""
     head = launcher[0] if launcher else sys.executable
     if os.path.basename(head).startswith("python"):
         return shutil.which(head) or head
-    return sys.executable
+    return interpreter_of(head) or sys.executable
 
 
 class ProbeModelFiles:

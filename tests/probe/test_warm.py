@@ -161,3 +161,18 @@ def test_the_interpreter_of_console_scripts(tmp_path):
     binary.write_bytes(b"\x7fELF\x02\x01")
     assert interpreter_of(str(binary)) is None and interpreter_of(str(tmp_path / "nothing")) is None
     assert interpreter_of(sys.executable) == sys.executable
+
+
+def test_the_training_interpreter_is_the_launchers_own(tmp_path):
+    """The weights and the warm-up run under the Python that `accelerate` / `torchrun` run, not
+    envdoctor's (installed apart, e.g. with pipx, it has no torch)."""
+    from envdoctor.probe.staging import python_of
+
+    py = tmp_path / "venv" / "bin" / "python3"
+    py.parent.mkdir(parents=True)
+    py.write_text("")
+    accelerate = py.parent / "accelerate"
+    accelerate.write_text(f"#!{py}\nimport sys\n")
+    assert python_of([str(accelerate), "launch", "train.py"]) == str(py)
+    assert python_of([sys.executable, "train.py"]) == sys.executable
+    assert python_of([str(tmp_path / "no-such-launcher"), "x"]) == sys.executable
