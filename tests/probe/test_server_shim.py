@@ -157,3 +157,36 @@ def test_when_the_writer_fails_the_early_server_runs_the_generic_model(tmp_path,
     assert model.endswith("/generic") and seen["weights"] == ["model.safetensors"]
     assert r.server["argv"][2:] == seen["argv"] and "--max_model_len" in seen["argv"]
     assert r.vllm["max_model_len"] == int(seen["argv"][seen["argv"].index("--max_model_len") + 1])
+
+
+def test_a_writer_that_never_ends_leaves_nothing_behind_the_waiting_server(probe_tmp, monkeypatch):
+    """The shim waits for a word that never comes: the probe's limit ends it, the writer, the
+    warm-up and the trainer, and removes its temp dir."""
+    from envdoctor.probe.groups import end_group
+    from tests.probe.leftovers import kill_all, left_behind
+
+    class NeverDone:
+        def __init__(self, model, folder, python, env, timeout_s) -> None:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(120)"], env=env, start_new_session=True
+            )
+
+        def done(self) -> bool:
+            return False
+
+        def stop(self) -> None:
+            end_group(self.proc, 5.0)
+
+    monkeypatch.setattr("envdoctor.probe.staging.ModelWriter", NeverDone)
+    record = probe_tmp.parent / "record"
+    record.mkdir()
+    spec = _spec(
+        record, "healthy", monkeypatch, timeout_s=4, model=choose(str(_dir(probe_tmp.parent, QWEN25_05B)), {})
+    )
+    r = run_probe(spec)
+    left = left_behind(probe_tmp)
+    kill_all(left)
+    assert r.status == "timeout" and r.server["started_before_weights"] is True
+    assert _servers(record) == []  # the line never ran: its model never came
+    assert left == [] and r.temp_dir_removed
