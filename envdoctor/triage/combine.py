@@ -210,8 +210,10 @@ class Gate:
         self.rest = tuple(rest)
         self._led: dict[frozenset[str], tuple[re.Pattern[str], ...]] = {}
 
-    def hit(self, text: str) -> bool:
-        """Whether one of the patterns matches ``text`` (somewhere, as ``search`` finds)."""
+    def hit(self, text: str, leads: frozenset[str] | None = None) -> bool:
+        """Whether one of the patterns matches ``text`` (somewhere, as ``search`` finds).
+        ``leads``: literals (lowercased) that hold every lead ``text.lower()`` holds, when the
+        caller found them (GNU grep); the others are ignored."""
         if self.looks <= EAGER:
             self.looks += 1
             if self.looks <= EAGER:  # a few lines: each pattern searched, nothing to build
@@ -232,15 +234,23 @@ class Gate:
         if not self.led:
             return False
         if text.isascii():
-            self.calls += 1
-            held = self.literals.held(text.lower())
+            if leads is None:
+                self.calls += 1
+                held = self.literals.held(text.lower())
+            else:
+                held = leads
             if not held:
                 return False
             led = self._led.get(held)
             if led is None:
                 if len(self._led) >= 4096:
                     self._led.clear()
-                led = self._led[held] = tuple({id(p): p for k in held for p in self.by_lead[k]}.values())
+                by_lead = self.by_lead
+                led = self._led[held] = tuple(
+                    {id(p): p for k in held if k in by_lead for p in by_lead[k]}.values()
+                )
+            if not led:
+                return False
         else:
             led = self.led
         for pattern in led:

@@ -17,9 +17,11 @@ import os
 import resource
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
+from typing import NamedTuple
 
-from envdoctor.triage import scanner
+from envdoctor.triage import combine, scanner
 from envdoctor.triage.interface import ScanResult, Signature
 from envdoctor.triage.logversions import HEAD
 from envdoctor.triage.signatures import anchors, signatures
@@ -27,6 +29,9 @@ from envdoctor.triage.signatures import anchors, signatures
 MEMORY_CAP = 256 * 1024 * 1024  # grep's address space; a longer line makes it give up
 READ = 256 * 1024
 PREFILTER_MIN = 16 * 1024 * 1024  # below, grep's start-up is a good part of the time saved
+#: a flood of distinct anchor lines: so many had their keywords looked for within so many bytes
+SWITCH_LINES = 4096
+SWITCH_BYTES = 2 * 1024 * 1024
 _ENV_DROP = ("GREP_OPTIONS", "GREP_COLOR", "GREP_COLORS", "POSIXLY_CORRECT")
 
 
@@ -121,10 +126,10 @@ class Grepped:
             size = os.path.getsize(path)
             fd = os.open(path, os.O_RDONLY)
             try:
-                _match_hits(sc, self.grep.stdout, fd)  # type: ignore[arg-type]
+                done = self._match(sc, fd)
             finally:
                 os.close(fd)
-            if self.grep.wait() not in (0, 1):  # 2: an error (the memory cap, an unreadable file)
+            if not done:  # grep's status 2: an error (the memory cap, an unreadable file)
                 return None
             sc.result.newlines, sc.result.lines = _line_count(path, size, self.wc)
         except (OSError, ValueError, subprocess.SubprocessError):
@@ -133,6 +138,89 @@ class Grepped:
         with open(path, "rb") as fh:
             sc.result.head = fh.read(HEAD)
         return sc.result
+
+    def _match(self, sc: scanner.Matcher, fd: int) -> bool:
+        """Match the segments holding an anchor, from the anchor grep's ``LINE:OFFSET:ANCHOR``
+        records in file order: each once, at its first anchor, as the Python scan does. Once
+        ``SWITCH_LINES`` lines within ``SWITCH_BYTES`` had their keywords looked for (a flood of
+        distinct lines), the rest of the log is read from the literal grep (``_literal_grep``).
+        Whether grep ended well."""
+        assert self.grep is not None and self.grep.stdout is not None
+        hits = _Hits(sc, fd)
+        retired: tuple[bytes, ...] = ()  # ":ANCHOR\n" of the anchors the matcher no longer needs
+        check, since = SWITCH_LINES, 0  # look at the density when sc.full reaches check
+        for rec in self.grep.stdout:
+            if retired and rec.endswith(retired):
+                continue  # only hints of that anchor, and they have matched
+            line_b, _, rest = rec.partition(b":")
+            line, off = int(line_b), int(rest.partition(b":")[0])
+            if sc.full >= check and line != hits.last_line:
+                if off - since > SWITCH_BYTES:  # sparse: look again over the next lines
+                    check, since = sc.full + SWITCH_LINES, off
+                else:
+                    at = hits.line_start(off)
+                    if at is not None:
+                        lits = _Literals(sc)
+                        if lits.usable:
+                            return self._literal_grep(hits, lits, line - 1, at)
+                        check = sys.maxsize
+            hits.anchor(line, off)
+            if len(sc.retired) != len(retired):
+                retired = tuple(b":" + a + b"\n" for a in sc.retired)
+        return self.grep.wait() in (0, 1)
+
+    def _literal_grep(self, hits: _Hits, lits: _Literals, base_line: int, at: int) -> bool:
+        """The rest of the log, from the start of line ``base_line + 1`` at byte ``at``, read from
+        a grep of all the literals ignoring case (anchors, keywords, the gates' leads): its
+        ``LINE:OFFSET:TEXT`` records (both from there) read a block at a time, the literals a
+        line holds told from them (``_Literals``) rather than by the Python tries."""
+        exe = gnu_grep()
+        assert exe is not None and self.grep is not None
+        self.grep.kill()
+        self.grep.wait()
+        argv: list[str | bytes] = [exe, "-a", "-F", "-i", "-o", "-b", "-n"]
+        for lit in lits.all:
+            argv += ["-e", lit]
+        rest = os.open(self.path, os.O_RDONLY)
+        try:
+            os.lseek(rest, at, os.SEEK_SET)
+            proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                stdin=rest,
+                env=_env(),
+                preexec_fn=_cap_memory,
+            )
+        finally:
+            os.close(rest)
+        self.procs.append(proc)
+        assert proc.stdout is not None
+        hits.base, hits.checked = at, False
+        pending, cur = b"", b""
+        offs: list[bytes] = []
+        texts: list[bytes] = []
+        line = hits.line
+        for block in iter(functools.partial(proc.stdout.read, READ), b""):
+            pending += block
+            cut = pending.rfind(b"\n")
+            if cut < 0:
+                continue
+            recs, pending = pending[:cut].split(b"\n"), pending[cut + 1 :]
+            for rec in recs:
+                n, off, text = rec.split(b":", 2)
+                if n != cur:
+                    if cur:
+                        line(base_line + int(cur), offs, texts, lits)
+                    cur, offs, texts = n, [off], [text]
+                else:
+                    offs.append(off)
+                    texts.append(text)
+        if pending:
+            raise ValueError("grep's last record is cut")
+        if cur:
+            line(base_line + int(cur), offs, texts, lits)
+        return proc.wait() in (0, 1)
 
     def close(self) -> None:
         for proc in self.procs:
@@ -158,34 +246,273 @@ def scan_grepped(
         return grepped.result()
 
 
-def _match_hits(sc: scanner.Matcher, out: Iterator[bytes], fd: int) -> None:
-    """Each segment holding an anchor once, at its first anchor, as the Python scan does.
+class _Hits:
+    """The lines that grep's records name, matched in file order from blocks of ``READ`` bytes read
+    in order (dense records share a read, a sparse one costs one)."""
 
-    ``out``: grep's ``LINE:OFFSET:ANCHOR`` lines, in file order; the bytes around each come from
-    blocks of ``READ`` bytes read in order (dense hits share a read, a sparse one costs one)."""
-    window = scanner.WINDOW
-    start, data, eof = 0, b"", False  # the block read last: its offset, bytes, whether it ends the file
-    seg_end = -1  # where the last segment looked at ends
-    retired: tuple[bytes, ...] = ()  # ":ANCHOR\n" of the anchors the matcher no longer needs
-    for rec in out:
-        if retired and rec.endswith(retired):
-            continue  # only hints of that anchor, and they have matched
-        line, _, rest = rec.partition(b":")
-        off = int(rest.partition(b":")[0])
-        if off < seg_end:
-            continue  # a later anchor of a segment already looked at
-        i = off - start
-        if i < min(window, off) or (i + window > len(data) and not eof):
-            start = max(0, off - window)
-            data = os.pread(fd, READ, start)
-            eof, i = len(data) < READ, off - start
+    def __init__(self, sc: scanner.Matcher, fd: int) -> None:
+        self.sc, self.fd = sc, fd
+        self.start, self.data, self.eof = 0, b"", False  # the block read last
+        self.seg_end = -1  # where the last segment looked at ends
+        self.last_line = 0  # the line of the last record
+        self.base = 0  # the offset that the literal grep's offsets are from
+        self.checked = True  # whether its first offset was checked
+
+    def _at(self, off: int) -> int:
+        """``off``'s index in the block, read again unless it holds ``WINDOW`` bytes either side."""
+        i = off - self.start
+        if i < min(scanner.WINDOW, off) or (i + scanner.WINDOW > len(self.data) and not self.eof):
+            self.start = max(0, off - scanner.WINDOW)
+            self.data = os.pread(self.fd, READ, self.start)
+            self.eof, i = len(self.data) < READ, off - self.start
+        return i
+
+    def anchor(self, line: int, off: int) -> None:
+        """The segment holding the anchor at ``off`` of ``line``, once, at its first anchor, as the
+        Python scan does."""
+        self.last_line = line
+        if off < self.seg_end:
+            return  # a later anchor of a segment already looked at
+        window, fd = scanner.WINDOW, self.fd
+        i = self._at(off)
+        data, start, eof = self.data, self.start, self.eof
         lo, hi = max(0, i - window), min(len(data), i + window)
         s, e = scanner.segment_start(data, i, lo), scanner.segment_end(data, i, hi)
-        seg_end = start + e if e < hi or hi == len(data) and eof else _segment_end(fd, start + hi)
+        self.seg_end = start + e if e < hi or hi == len(data) and eof else _segment_end(fd, start + hi)
         seg = start + s if s > lo or lo == 0 else _segment_start(fd, start + lo)
-        sc.match(data[s:e], int(line), functools.partial(_before, fd, seg), seg > scanner.HISTORY)
-        if len(sc.retired) != len(retired):
-            retired = tuple(b":" + a + b"\n" for a in sc.retired)
+        self.sc.match(data[s:e], line, functools.partial(_before, fd, seg), seg > scanner.HISTORY)
+
+    def line_start(self, off: int) -> int | None:
+        """Where the line holding ``off`` starts, when the block holds it; else None."""
+        i = self._at(off)
+        nl = self.data.rfind(b"\n", 0, i)
+        if nl < 0 and self.start > 0:
+            return None
+        return self.start + nl + 1
+
+    def line(self, line: int, offs: list[bytes], texts: list[bytes], lits: _Literals) -> None:
+        """A line that holds the literals ``texts`` (leftmost-longest, ignoring case) at ``offs``.
+
+        A line of one segment (no carriage return but a last one before its newline) of at most
+        ``WINDOW`` bytes is the piece the Python scan matches: the keywords and leads it holds
+        come from ``texts`` (``_Literals.held``), checked with ``in`` where a literal may run past
+        one. Any other line is matched at its anchors, found within the texts (every anchor
+        there is within or begins in one), as the records of the anchor grep."""
+        window, first = scanner.WINDOW, self.base + int(offs[0])
+        i = first - self.start
+        if (i < window and i < first) or (i + window > len(self.data) and not self.eof):
+            i = self._at(first)
+        data = self.data
+        if not self.checked:  # grep -b counts from where it started reading (GNU grep 3)
+            if data[i : i + len(texts[0])].lower() != texts[0].lower():
+                raise ValueError("the literal grep's offsets are not the file's")
+            self.checked = True
+        lo = i - window
+        s = data.rfind(b"\n", lo if lo > 0 else 0, i) + 1
+        e = data.find(b"\n", i, i + window)
+        if e < 0 and self.eof and len(data) - i <= window:
+            e = len(data)
+        if e >= 0:
+            cr = data.find(b"\r", s, e)
+            if cr >= 0 and cr == e - 1:
+                e, cr = cr, -1
+        if e < 0 or cr >= 0 or e - s > window or (s == 0 and (lo > 0 or self.start > 0)):
+            for off in lits.anchors(self, offs, texts):
+                self.anchor(line, off)
+            return
+        raw = data[s:e]
+        if len(texts) == 1:
+            found = lits.held(raw, i - s, texts[0])
+        else:
+            found = lits.held_all(raw, [self.base + int(off) - self.start - s for off in offs], texts)
+        if found is None:
+            return  # no anchor (still looked for) in it
+        self.last_line = line
+        seg = self.start + s
+        self.seg_end = self.start + e
+        held, leads = found
+        self.sc.match(raw, line, functools.partial(_before, self.fd, seg), seg > scanner.HISTORY, held, leads)
+
+
+_LOWER = bytes(range(256)).lower()  # a byte's ASCII lowercase, as grep -i in the C locale
+_A, _K, _L = 0, 1, 2  # anchors, keywords, leads
+#: a trie node: the next byte -> its node; the (kind, literal, where it begins) that end here
+_Node = tuple[dict[int, "_Node"], list[tuple[int, bytes, int]]]
+
+
+class _Literals:
+    """What a line holds of the anchors, the keywords and the gates' leads, from the literals that
+    grep found in it ignoring case (leftmost-longest: at each place the longest, then on after it).
+
+    A literal held at some place lies within one found there, or begins in one and runs past its
+    end (it begins no earlier: that found is the longest at its place). So a found text ``t``
+    tells the literals within it (case matters for anchors and keywords: within ``t`` itself),
+    and those that may begin in it and run past it: each of these is compared where it would be,
+    and only those whose next byte is the one after ``t`` (grep could not take them)."""
+
+    def __init__(self, sc: scanner.Matcher) -> None:
+        self.sc = sc
+        lits = {_A: sc.anchors, _K: tuple(sc.keywords.kws), _L: leads(sc.sigs)}
+        self.lits = lits
+        self.all = tuple(dict.fromkeys(lit.lower() for kind in lits.values() for lit in kind))
+        #: found text (lowercased) -> the literals that may run past it (``past``)
+        self._past: dict[bytes, _Node] = {}
+        #: found text -> the anchors and keywords within it, the leads (str) within it, those past it
+        self._texts: dict[bytes, _Found] = {}
+        self._str: dict[bytes, str] = {}
+        #: (found text, the bytes after it in the trie of those past it) -> what a line holds there
+        self._held: dict[tuple[bytes, bytes], _Held] = {}
+        #: grep's records are lines: no literal may hold a newline (nor a NUL: an argument)
+        self.usable = bool(self.all) and not any(c in lit for lit in self.all for c in (b"\n", b"\r", b"\0"))
+
+    def _str_of(self, lead: bytes) -> str:
+        return self._str.get(lead) or self._str.setdefault(lead, lead.decode())
+
+    def past(self, w: bytes) -> _Node:
+        """The literals that may begin in a found ``w`` (lowercased) and run past it: a trie of
+        what follows ``w`` in them (lowercased), each literal at the node where it ends."""
+        found = self._past.get(w)
+        if found is None:
+            root: _Node = ({}, [])
+            for kind, lits in self.lits.items():
+                for lit in lits:
+                    low = lit.lower()
+                    for j in range(1, len(w)):
+                        tail = w[j:]
+                        if len(low) > len(tail) and low.startswith(tail):
+                            node = root
+                            for c in low[len(tail) :]:
+                                node = node[0].setdefault(c, ({}, []))
+                            node[1].append((kind, lit, j))
+            if len(self._past) >= 4096:  # found texts are literals: a bound that is not reached
+                self._past.clear()
+            found = self._past[w] = root
+        return found
+
+    def text(self, t: bytes) -> _Found:
+        """What a found text ``t`` tells (``_Found``)."""
+        found = self._texts.get(t)
+        if found is None:
+            w = t.lower()
+            lits = self.lits
+            if len(self._texts) >= 4096:  # (the same literal in other cases)
+                self._texts.clear()
+            found = self._texts[t] = _Found(
+                tuple(a for a in lits[_A] if a in t),
+                frozenset(k for k in lits[_K] if k in t),
+                frozenset(self._str_of(le) for le in lits[_L] if le in w),
+                self.past(w),
+            )
+        return found
+
+    def held(self, raw: bytes, at: int, t: bytes) -> tuple[frozenset[bytes], frozenset[str] | None] | None:
+        """The keywords and leads (None where ``raw`` holds an escape: the cleaned text may hold
+        others) that ``raw``, a whole line where grep found ``t`` only (at ``at``), holds; None
+        if it holds no anchor still looked for."""
+        anchors, held, leads = self.at(raw, at, t)
+        if not anchors or self.sc.retired and all(a in self.sc.retired for a in anchors):
+            return None
+        return held, None if 0x1B in raw else leads
+
+    def held_all(
+        self, raw: bytes, rel: list[int], texts: list[bytes]
+    ) -> tuple[frozenset[bytes], frozenset[str] | None] | None:
+        """``held`` for a line where grep found several ``texts`` (at ``rel``)."""
+        parts = [self.at(raw, at, t) for at, t in zip(rel, texts, strict=True)]
+        anchors = [a for part in parts for a in part.anchors]
+        if not anchors or self.sc.retired and all(a in self.sc.retired for a in anchors):
+            return None
+        held = frozenset().union(*(part.keywords for part in parts))
+        return held, None if 0x1B in raw else frozenset().union(*(part.leads for part in parts))
+
+    def at(self, raw: bytes, at: int, t: bytes) -> _Held:
+        """What ``raw`` holds within or past the text ``t`` found at ``at``: the bytes after ``t``
+        down the trie of the literals that may run past it (``past``) and ``t`` tell it all, and
+        the same ones are told once (a flood's lines repeat them)."""
+        found = self._texts.get(t) or self.text(t)
+        node: _Node | None = found.past
+        end = k = at + len(t)
+        n = len(raw)
+        while k < n:
+            node = node[0].get(_LOWER[raw[k]])  # type: ignore[index]
+            if node is None:
+                break
+            k += 1
+        key = (t, raw[end:k])
+        held = self._held.get(key)
+        if held is None:
+            more = raw[end:k]
+            anchors, keywords, leads = list(found.anchors), set(found.keywords), set(found.leads)
+            node = found.past
+            for c in more:  # each literal ending on the way, if it is there
+                node = node[0][_LOWER[c]]
+                for kind, lit, j in node[1]:
+                    if kind == _L:
+                        leads.add(self._str_of(lit))  # its end as found, ignoring case
+                    elif not (t + more).startswith(lit, j):
+                        continue  # the same ignoring case only
+                    elif kind == _K:
+                        keywords.add(lit)
+                    else:
+                        anchors.append(lit)
+            if len(self._held) >= 4096:
+                self._held.clear()
+            held = self._held[key] = _Held(tuple(anchors), frozenset(keywords), frozenset(leads))
+        return held
+
+    def anchors(self, hits: _Hits, offs: list[bytes], texts: list[bytes]) -> list[int]:
+        """Where the anchors still looked for begin in a line whose ``texts`` were found at
+        ``offs``: within one, or in one and past it."""
+        found: set[int] = set()
+        retired = self.sc.retired
+        for off, t in zip(offs, texts, strict=True):
+            o = hits.base + int(off)
+            info = self.text(t)
+            for a in info.anchors:
+                j = t.find(a) if a not in retired else -1
+                while j >= 0:
+                    found.add(o + j)
+                    j = t.find(a, j + 1)
+            maybe = [(a, j) for kind, a, j in _ends(info.past) if kind == _A and a not in retired]
+            if maybe:
+                near = os.pread(hits.fd, max(j + len(a) for a, j in maybe), o)
+                found.update(o + j for a, j in maybe if near.startswith(a, j))
+        return sorted(found)
+
+
+class _Held(NamedTuple):
+    """The anchors, keywords and leads (lowercased) that a line holds around a found text."""
+
+    anchors: tuple[bytes, ...]
+    keywords: frozenset[bytes]
+    leads: frozenset[str]
+
+
+class _Found(NamedTuple):
+    """What a text that grep found tells (``_Literals.text``): the anchors and the keywords within
+    it, the leads (lowercased) within it, the literals that may run past it (``_Literals.past``)."""
+
+    anchors: tuple[bytes, ...]
+    keywords: frozenset[bytes]
+    leads: frozenset[str]
+    past: _Node
+
+
+def _ends(node: _Node) -> Iterator[tuple[int, bytes, int]]:
+    """Every literal that ends in the trie below ``node``."""
+    for sub in node[0].values():
+        yield from sub[1]
+        yield from _ends(sub)
+
+
+def leads(sigs: tuple[Signature, ...]) -> tuple[bytes, ...]:
+    """Every lead a gate of ``sigs`` may look for (``combine.Gate``: ASCII, lowercased)."""
+    found: dict[bytes, None] = {}
+    for sig in sigs:
+        starts = combine.starts(sig.pattern, folded=True)
+        if starts is not None and all(lead.isascii() for lead in starts[0]):
+            found.update(dict.fromkeys(lead.lower().encode() for lead in starts[0]))
+    return tuple(found)
 
 
 def _before(fd: int, seg: int) -> bytes:
