@@ -317,8 +317,10 @@ class _Hits:
             if cr >= 0 and cr == e - 1:
                 e, cr = cr, -1
         if e < 0 or cr >= 0 or e - s > window or (s == 0 and (lo > 0 or self.start > 0)):
-            for off in lits.anchors(self, offs, texts):
-                self.anchor(line, off)
+            retired = self.sc.retired
+            for off, a in lits.anchors(self, offs, texts):
+                if a not in retired:  # (a hint matched on this line may retire some)
+                    self.anchor(line, off)
             return
         raw = data[s:e]
         if len(texts) == 1:
@@ -460,10 +462,10 @@ class _Literals:
             held = self._held[key] = _Held(tuple(anchors), frozenset(keywords), frozenset(leads))
         return held
 
-    def anchors(self, hits: _Hits, offs: list[bytes], texts: list[bytes]) -> list[int]:
+    def anchors(self, hits: _Hits, offs: list[bytes], texts: list[bytes]) -> list[tuple[int, bytes]]:
         """Where the anchors still looked for begin in a line whose ``texts`` were found at
-        ``offs``: within one, or in one and past it."""
-        found: set[int] = set()
+        ``offs`` (within one, or in one and past it), in order, and which they are."""
+        found: set[tuple[int, bytes]] = set()
         retired = self.sc.retired
         for off, t in zip(offs, texts, strict=True):
             o = hits.base + int(off)
@@ -471,12 +473,12 @@ class _Literals:
             for a in info.anchors:
                 j = t.find(a) if a not in retired else -1
                 while j >= 0:
-                    found.add(o + j)
+                    found.add((o + j, a))
                     j = t.find(a, j + 1)
             maybe = [(a, j) for kind, a, j in _ends(info.past) if kind == _A and a not in retired]
             if maybe:
                 near = os.pread(hits.fd, max(j + len(a) for a, j in maybe), o)
-                found.update(o + j for a, j in maybe if near.startswith(a, j))
+                found.update((o + j, a) for a, j in maybe if near.startswith(a, j))
         return sorted(found)
 
 

@@ -42,6 +42,16 @@ def _python(path: Path):
         return scanner.scan(fh)
 
 
+@pytest.fixture(params=["anchors", "literals"])
+def phase(request, monkeypatch):
+    """The prefilter as it starts (the anchor grep) or as a flood makes it go on (the literal
+    grep, here from the first line on)."""
+    if request.param == "literals":
+        monkeypatch.setattr(prefilter, "SWITCH_LINES", 0)
+        monkeypatch.setattr(prefilter, "SWITCH_BYTES", 1 << 60)
+    return request.param
+
+
 def _same(path: Path, context: bool = True) -> None:
     grepped = prefilter.scan_grepped(str(path))
     assert grepped is not None
@@ -54,7 +64,7 @@ def _variants(text: str) -> list[bytes]:
 
 
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.stem)
-def test_every_real_log_gives_what_the_python_scan_gives(tmp_path, path):
+def test_every_real_log_gives_what_the_python_scan_gives(tmp_path, path, phase):
     log = yaml.safe_load(path.read_text(encoding="utf-8"))["log"]
     for i, data in enumerate(_variants(log)):
         target = tmp_path / f"{i}.log"
@@ -63,11 +73,11 @@ def test_every_real_log_gives_what_the_python_scan_gives(tmp_path, path):
 
 
 @pytest.mark.parametrize("path", SYNTHETIC, ids=lambda p: p.stem)
-def test_every_test_log_gives_what_the_python_scan_gives(path):
+def test_every_test_log_gives_what_the_python_scan_gives(path, phase):
     _same(path)
 
 
-def test_messy_multi_rank_log_beyond_the_keep_limit(tmp_path):
+def test_messy_multi_rank_log_beyond_the_keep_limit(tmp_path, phase):
     data, _ = messy_log()
     data = data * 7 + b"\n\n" + (OOM.encode() + b"\n") * 60 + data + b"no newline at the end"
     path = tmp_path / "big.log"
@@ -100,7 +110,7 @@ PIECES = [
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_random_logs_with_long_lines_and_redraws(tmp_path, seed):
+def test_random_logs_with_long_lines_and_redraws(tmp_path, seed, phase):
     """Segments longer than the window either side of an anchor, lines of 70 KB (beyond the
     history), carriage returns: the same lines, counts and ranks; the context too where no line
     is longer than the history (beyond it the Python scan keeps part of a cut line)."""
@@ -165,7 +175,7 @@ def test_grep_and_wc_end_when_the_scan_fails(tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(prefilter.subprocess, "Popen", popen)
-    monkeypatch.setattr(prefilter, "_match_hits", boom)
+    monkeypatch.setattr(prefilter._Hits, "anchor", boom)
     with pytest.raises(KeyboardInterrupt):
         prefilter.scan_grepped(str(path))
     helpers = [p for p in started if "--version" not in p.args]
