@@ -257,6 +257,12 @@ class _Hits:
         self.last_line = 0  # the line of the last record
         self.base = 0  # the offset that the literal grep's offsets are from
         self.checked = True  # whether its first offset was checked
+        self.seg = 0  # where the segment being matched starts
+        #: the literal grep's lines: a block split at newlines (the last one cut unless at the
+        #: end), the number of the first, the one looked at last (``ci``) and where it starts
+        self.lines: list[bytes] = []
+        self.lines_eof = False
+        self.first = self.ci = self.cpos = 0
 
     def _at(self, off: int) -> int:
         """``off``'s index in the block, read again unless it holds ``WINDOW`` bytes either side."""
@@ -282,6 +288,10 @@ class _Hits:
         seg = start + s if s > lo or lo == 0 else _segment_start(fd, start + lo)
         self.sc.match(data[s:e], line, functools.partial(_before, fd, seg), seg > scanner.HISTORY)
 
+    def before(self) -> bytes:
+        """The ``HISTORY`` bytes before the segment being matched."""
+        return _before(self.fd, self.seg)
+
     def line_start(self, off: int) -> int | None:
         """Where the line holding ``off`` starts, when the block holds it; else None."""
         i = self._at(off)
@@ -290,50 +300,64 @@ class _Hits:
             return None
         return self.start + nl + 1
 
+    def _lines_from(self, line: int, off: int) -> bool:
+        """Read the lines from ``line`` (holding ``off``) on, a block of ``READ`` bytes split at
+        newlines; False when its start is not found near ``off`` or it is longer than the block."""
+        i = self._at(off)
+        s = self.data.rfind(b"\n", 0, i) + 1
+        if s == 0 and self.start > 0:
+            return False
+        start = self.start + s
+        block = os.pread(self.fd, READ, start)
+        self.lines, self.lines_eof = block.split(b"\n"), len(block) < READ
+        self.first, self.ci, self.cpos = line, 0, start
+        return len(self.lines) > 1 or self.lines_eof
+
     def line(self, line: int, offs: list[bytes], texts: list[bytes], lits: _Literals) -> None:
         """A line that holds the literals ``texts`` (leftmost-longest, ignoring case) at ``offs``.
 
         A line of one segment (no carriage return but a last one before its newline) of at most
-        ``WINDOW`` bytes is the piece the Python scan matches: the keywords and leads it holds
-        come from ``texts`` (``_Literals.held``), checked with ``in`` where a literal may run past
-        one. Any other line is matched at its anchors, found within the texts (every anchor
-        there is within or begins in one), as the records of the anchor grep."""
-        window, first = scanner.WINDOW, self.base + int(offs[0])
-        i = first - self.start
-        if (i < window and i < first) or (i + window > len(self.data) and not self.eof):
-            i = self._at(first)
-        data = self.data
-        if not self.checked:  # grep -b counts from where it started reading (GNU grep 3)
-            if data[i : i + len(texts[0])].lower() != texts[0].lower():
-                raise ValueError("the literal grep's offsets are not the file's")
-            self.checked = True
-        lo = i - window
-        s = data.rfind(b"\n", lo if lo > 0 else 0, i) + 1
-        e = data.find(b"\n", i, i + window)
-        if e < 0 and self.eof and len(data) - i <= window:
-            e = len(data)
-        if e >= 0:
-            cr = data.find(b"\r", s, e)
-            if cr >= 0 and cr == e - 1:
-                e, cr = cr, -1
-        if e < 0 or cr >= 0 or e - s > window or (s == 0 and (lo > 0 or self.start > 0)):
+        ``WINDOW`` bytes is the piece the Python scan matches, taken from the block of lines read
+        last: the keywords and leads it holds come from ``texts`` (``_Literals.held``). Any other
+        line is matched at its anchors, found within the texts (every anchor there is within or
+        begins in one), as the records of the anchor grep."""
+        first = self.base + int(offs[0])
+        lines, idx = self.lines, line - self.first
+        if not (0 <= idx < len(lines) - 1 or idx == len(lines) - 1 and self.lines_eof):
+            idx = 0 if self._lines_from(line, first) else -1
+            lines = self.lines
+        raw = b""
+        if idx >= 0:
+            ci = self.ci
+            if idx == ci + 1:
+                self.cpos += len(lines[ci]) + 1
+            elif idx != ci:
+                self.cpos += sum(map(len, lines[ci:idx])) + idx - ci
+            self.ci = idx
+            raw = lines[idx]
+            if raw[-1:] == b"\r":
+                raw = raw[:-1]
+            if len(raw) > scanner.WINDOW or 13 in raw:  # longer than a piece, or segments
+                idx = -1
+        if idx < 0:
             retired = self.sc.retired
             for off, a in lits.anchors(self, offs, texts):
                 if a not in retired:  # (a hint matched on this line may retire some)
                     self.anchor(line, off)
             return
-        raw = data[s:e]
+        seg = self.cpos
+        if not self.checked:  # grep -b counts from where it started reading (GNU grep 3)
+            if raw[first - seg : first - seg + len(texts[0])].lower() != texts[0].lower():
+                raise ValueError("the literal grep's offsets are not the file's")
+            self.checked = True
         if len(texts) == 1:
-            found = lits.held(raw, i - s, texts[0])
+            found = lits.held(raw, first - seg, texts[0])
         else:
-            found = lits.held_all(raw, [self.base + int(off) - self.start - s for off in offs], texts)
+            found = lits.held_all(raw, [self.base + int(off) - seg for off in offs], texts)
         if found is None:
             return  # no anchor (still looked for) in it
-        self.last_line = line
-        seg = self.start + s
-        self.seg_end = self.start + e
-        held, leads = found
-        self.sc.match(raw, line, functools.partial(_before, self.fd, seg), seg > scanner.HISTORY, held, leads)
+        self.seg, self.seg_end = seg, seg + len(raw)
+        self.sc.match(raw, line, self.before, seg > scanner.HISTORY, *found)
 
 
 _LOWER = bytes(range(256)).lower()  # a byte's ASCII lowercase, as grep -i in the C locale

@@ -145,6 +145,7 @@ class Matcher:
         self.guards: dict[int, tuple[bytes, ...] | None] = {}  # id(sig) -> its digit guards
         #: (keywords held, epoch) of a plan -> the digit guards of its open signatures
         self.open_guards: dict[tuple[frozenset[bytes], int], tuple[bytes, ...] | None] = {}
+        self.zeroed: dict[bytes, bytes] = {}  # digit guard -> its digits as 0
         self.guard_unions = 0  # digit guards of a plan's open signatures put together (tests count)
         self.digit_keywords = tuple((k, k.translate(_ZERO)) for k, _ in by_keyword if _DIGITS.search(k))
         self.longest = max(len(a) for a in anchor_list)
@@ -300,7 +301,8 @@ class Matcher:
         if len(self.shapes) >= 1024:  # at most 8 MiB of keys (a piece is at most 2 * WINDOW)
             self.shapes.clear()
         # a line of this shape can hold a guard only where the shape holds it with digits as 0
-        live = tuple([g for g in guards if g.translate(_ZERO) in key])
+        zero = self.zeroed
+        live = tuple([g for g in guards if (zero.get(g) or zero.setdefault(g, g.translate(_ZERO))) in key])
         self.shapes[key] = Shape(self.epoch, kept, ranked, live, maybe, tuple(k in plan.held for k in maybe))
 
     def _as_shape(self, shape: Shape, raw: bytes, line_no: int) -> bool:
