@@ -532,12 +532,13 @@ def _ends(node: _Node) -> Iterator[tuple[int, bytes, int]]:
 
 
 def leads(sigs: tuple[Signature, ...]) -> tuple[bytes, ...]:
-    """Every lead a gate of ``sigs`` may look for (``combine.Gate``: ASCII, lowercased)."""
+    """Every literal a gate of ``sigs`` may look for (``combine.gate_literals``: ASCII,
+    lowercased)."""
     found: dict[bytes, None] = {}
     for sig in sigs:
-        starts = combine.starts(sig.pattern, folded=True)
-        if starts is not None and all(lead.isascii() for lead in starts[0]):
-            found.update(dict.fromkeys(lead.lower().encode() for lead in starts[0]))
+        literals = combine.gate_literals(sig.pattern)
+        if literals is not None:
+            found.update(dict.fromkeys(lead.encode() for lead in sorted(literals[0])))
     return tuple(found)
 
 
