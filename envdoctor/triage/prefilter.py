@@ -362,8 +362,9 @@ class _Hits:
 
 _LOWER = bytes(range(256)).lower()  # a byte's ASCII lowercase, as grep -i in the C locale
 _A, _K, _L = 0, 1, 2  # anchors, keywords, leads
-#: a trie node: the next byte -> its node; the (kind, literal, where it begins) that end here
-_Node = tuple[dict[int, "_Node"], list[tuple[int, bytes, int]]]
+#: a node of the trie of the literals (lowercased): the next byte -> its node; the (kind,
+#: literal) that end here
+_Node = tuple[dict[int, "_Node"], list[tuple[int, bytes]]]
 
 
 class _Literals:
@@ -373,20 +374,26 @@ class _Literals:
     A literal held at some place lies within one found there, or begins in one and runs past its
     end (it begins no earlier: that found is the longest at its place). So a found text ``t``
     tells the literals within it (case matters for anchors and keywords: within ``t`` itself),
-    and those that may begin in it and run past it: each of these is compared where it would be,
-    and only those whose next byte is the one after ``t`` (grep could not take them)."""
+    and those that begin in it and run past it are found down the trie of all the literals,
+    from each place in ``t`` where the rest of ``t`` begins one, along the bytes after ``t``."""
 
     def __init__(self, sc: scanner.Matcher) -> None:
         self.sc = sc
         lits = {_A: sc.anchors, _K: tuple(sc.keywords.kws), _L: leads(sc.sigs)}
         self.lits = lits
         self.all = tuple(dict.fromkeys(lit.lower() for kind in lits.values() for lit in kind))
-        #: found text (lowercased) -> the literals that may run past it (``past``)
-        self._past: dict[bytes, _Node] = {}
-        #: found text -> the anchors and keywords within it, the leads (str) within it, those past it
+        self.trie: _Node = ({}, [])
+        for kind, kind_lits in lits.items():
+            for lit in kind_lits:
+                node = self.trie
+                for c in lit.lower():
+                    node = node[0].setdefault(c, ({}, []))
+                node[1].append((kind, lit))
+        #: found text -> the anchors and keywords within it, the leads (str) within it, where
+        #: others may begin in it (``_Found``)
         self._texts: dict[bytes, _Found] = {}
         self._str: dict[bytes, str] = {}
-        #: (found text, the bytes after it in the trie of those past it) -> what a line holds there
+        #: (found text, the bytes after it down the trie) -> what a line holds there
         self._held: dict[tuple[bytes, bytes], _Held] = {}
         #: grep's records are lines: no literal may hold a newline (nor a NUL: an argument)
         self.usable = bool(self.all) and not any(c in lit for lit in self.all for c in (b"\n", b"\r", b"\0"))
@@ -394,40 +401,28 @@ class _Literals:
     def _str_of(self, lead: bytes) -> str:
         return self._str.get(lead) or self._str.setdefault(lead, lead.decode())
 
-    def past(self, w: bytes) -> _Node:
-        """The literals that may begin in a found ``w`` (lowercased) and run past it: a trie of
-        what follows ``w`` in them (lowercased), each literal at the node where it ends."""
-        found = self._past.get(w)
-        if found is None:
-            root: _Node = ({}, [])
-            for kind, lits in self.lits.items():
-                for lit in lits:
-                    low = lit.lower()
-                    for j in range(1, len(w)):
-                        tail = w[j:]
-                        if len(low) > len(tail) and low.startswith(tail):
-                            node = root
-                            for c in low[len(tail) :]:
-                                node = node[0].setdefault(c, ({}, []))
-                            node[1].append((kind, lit, j))
-            if len(self._past) >= 4096:  # found texts are literals: a bound that is not reached
-                self._past.clear()
-            found = self._past[w] = root
-        return found
-
     def text(self, t: bytes) -> _Found:
         """What a found text ``t`` tells (``_Found``)."""
         found = self._texts.get(t)
         if found is None:
             w = t.lower()
             lits = self.lits
-            if len(self._texts) >= 4096:  # (the same literal in other cases)
+            begins = []
+            for j in range(1, len(w)):  # where the rest of t is the start of a longer literal
+                node: _Node | None = self.trie
+                for c in w[j:]:
+                    node = node[0].get(c)  # type: ignore[index]
+                    if node is None:
+                        break
+                if node is not None and node[0]:
+                    begins.append((j, node))
+            if len(self._texts) >= 4096:  # found texts are literals, in some case
                 self._texts.clear()
             found = self._texts[t] = _Found(
                 tuple(a for a in lits[_A] if a in t),
                 frozenset(k for k in lits[_K] if k in t),
                 frozenset(self._str_of(le) for le in lits[_L] if le in w),
-                self.past(w),
+                tuple(begins),
             )
         return found
 
@@ -452,39 +447,49 @@ class _Literals:
         return held, None if 0x1B in raw else frozenset().union(*(part.leads for part in parts))
 
     def at(self, raw: bytes, at: int, t: bytes) -> _Held:
-        """What ``raw`` holds within or past the text ``t`` found at ``at``: the bytes after ``t``
-        down the trie of the literals that may run past it (``past``) and ``t`` tell it all, and
-        the same ones are told once (a flood's lines repeat them)."""
+        """What ``raw`` holds within or past the text ``t`` found at ``at``: ``t`` and the bytes
+        after it as far as the trie goes tell it all, and the same ones are told once (a
+        flood's lines repeat them)."""
         found = self._texts.get(t) or self.text(t)
-        node: _Node | None = found.past
-        end = k = at + len(t)
+        end = far = at + len(t)
         n = len(raw)
-        while k < n:
-            node = node[0].get(_LOWER[raw[k]])  # type: ignore[index]
-            if node is None:
-                break
-            k += 1
-        key = (t, raw[end:k])
+        for _, node in found.begins:
+            k = end
+            while k < n:
+                node = node[0].get(_LOWER[raw[k]])  # type: ignore[assignment]
+                if node is None:
+                    break
+                k += 1
+            if k > far:
+                far = k
+        key = (t, raw[end:far])
         held = self._held.get(key)
         if held is None:
-            more = raw[end:k]
-            anchors, keywords, leads = list(found.anchors), set(found.keywords), set(found.leads)
-            node = found.past
+            held = self._held_past(found, t, raw[end:far])
+            if len(self._held) >= 4096:
+                self._held.clear()
+            self._held[key] = held
+        return held
+
+    def _held_past(self, found: _Found, t: bytes, more: bytes) -> _Held:
+        """``found`` with the literals that begin in ``t`` and end in ``more``, the bytes after it."""
+        anchors, keywords, leads = list(found.anchors), set(found.keywords), set(found.leads)
+        line = t + more
+        for j, node in found.begins:
             for c in more:  # each literal ending on the way, if it is there
-                node = node[0][_LOWER[c]]
-                for kind, lit, j in node[1]:
+                node = node[0].get(_LOWER[c])  # type: ignore[assignment]
+                if node is None:
+                    break
+                for kind, lit in node[1]:
                     if kind == _L:
                         leads.add(self._str_of(lit))  # its end as found, ignoring case
-                    elif not (t + more).startswith(lit, j):
+                    elif not line.startswith(lit, j):
                         continue  # the same ignoring case only
                     elif kind == _K:
                         keywords.add(lit)
                     else:
                         anchors.append(lit)
-            if len(self._held) >= 4096:
-                self._held.clear()
-            held = self._held[key] = _Held(tuple(anchors), frozenset(keywords), frozenset(leads))
-        return held
+        return _Held(tuple(anchors), frozenset(keywords), frozenset(leads))
 
     def anchors(self, hits: _Hits, offs: list[bytes], texts: list[bytes]) -> list[tuple[int, bytes]]:
         """Where the anchors still looked for begin in a line whose ``texts`` were found at
@@ -499,7 +504,8 @@ class _Literals:
                 while j >= 0:
                     found.add((o + j, a))
                     j = t.find(a, j + 1)
-            maybe = [(a, j) for kind, a, j in _ends(info.past) if kind == _A and a not in retired]
+            maybe = [(a, j) for j, node in info.begins for kind, a in _ends(node) if kind == _A]
+            maybe = [(a, j) for a, j in maybe if a not in retired]
             if maybe:
                 near = os.pread(hits.fd, max(j + len(a) for a, j in maybe), o)
                 found.update((o + j, a) for a, j in maybe if near.startswith(a, j))
@@ -516,15 +522,16 @@ class _Held(NamedTuple):
 
 class _Found(NamedTuple):
     """What a text that grep found tells (``_Literals.text``): the anchors and the keywords within
-    it, the leads (lowercased) within it, the literals that may run past it (``_Literals.past``)."""
+    it, the leads (lowercased) within it, and where in it (lowercased) a longer literal may
+    begin: the place and the trie node that the rest of the text leads to."""
 
     anchors: tuple[bytes, ...]
     keywords: frozenset[bytes]
     leads: frozenset[str]
-    past: _Node
+    begins: tuple[tuple[int, _Node], ...]
 
 
-def _ends(node: _Node) -> Iterator[tuple[int, bytes, int]]:
+def _ends(node: _Node) -> Iterator[tuple[int, bytes]]:
     """Every literal that ends in the trie below ``node``."""
     for sub in node[0].values():
         yield from sub[1]
