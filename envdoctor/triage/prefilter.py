@@ -258,6 +258,7 @@ class _Hits:
         self.base = 0  # the offset that the literal grep's offsets are from
         self.checked = True  # whether its first offset was checked
         self.seg = 0  # where the segment being matched starts
+        self._before = self.before  # (bound once: passed for every line)
         #: the literal grep's lines: a block split at newlines (the last one cut unless at the
         #: end), the number of the first, the one looked at last (``ci``) and where it starts
         self.lines: list[bytes] = []
@@ -335,9 +336,9 @@ class _Hits:
                 self.cpos += sum(map(len, lines[ci:idx])) + idx - ci
             self.ci = idx
             raw = lines[idx]
-            if raw[-1:] == b"\r":
+            if raw.endswith(b"\r"):
                 raw = raw[:-1]
-            if len(raw) > scanner.WINDOW or 13 in raw:  # longer than a piece, or segments
+            if len(raw) > _WINDOW or 13 in raw:  # longer than a piece, or segments
                 idx = -1
         if idx < 0:
             retired = self.sc.retired
@@ -351,15 +352,18 @@ class _Hits:
                 raise ValueError("the literal grep's offsets are not the file's")
             self.checked = True
         if len(texts) == 1:
-            found = lits.held(raw, first - seg, texts[0])
+            found = lits.at(raw, first - seg, texts[0])
         else:
-            found = lits.held_all(raw, [self.base + int(off) - seg for off in offs], texts)
-        if found is None:
+            found = lits.at_all(raw, [self.base + int(off) - seg for off in offs], texts)
+        anchors, held, leads = found
+        retired = self.sc.retired
+        if not anchors or retired and all(a in retired for a in anchors):
             return  # no anchor (still looked for) in it
         self.seg, self.seg_end = seg, seg + len(raw)
-        self.sc.match(raw, line, self.before, seg > scanner.HISTORY, *found)
+        self.sc.match(raw, line, self._before, seg > _HISTORY, held, None if 0x1B in raw else leads)
 
 
+_WINDOW, _HISTORY = scanner.WINDOW, scanner.HISTORY
 _LOWER = bytes(range(256)).lower()  # a byte's ASCII lowercase, as grep -i in the C locale
 _A, _K, _L = 0, 1, 2  # anchors, keywords, leads
 #: a node of the trie of the literals (lowercased): the next byte -> its node; the (kind,
@@ -426,25 +430,14 @@ class _Literals:
             )
         return found
 
-    def held(self, raw: bytes, at: int, t: bytes) -> tuple[frozenset[bytes], frozenset[str] | None] | None:
-        """The keywords and leads (None where ``raw`` holds an escape: the cleaned text may hold
-        others) that ``raw``, a whole line where grep found ``t`` only (at ``at``), holds; None
-        if it holds no anchor still looked for."""
-        anchors, held, leads = self.at(raw, at, t)
-        if not anchors or self.sc.retired and all(a in self.sc.retired for a in anchors):
-            return None
-        return held, None if 0x1B in raw else leads
-
-    def held_all(
-        self, raw: bytes, rel: list[int], texts: list[bytes]
-    ) -> tuple[frozenset[bytes], frozenset[str] | None] | None:
-        """``held`` for a line where grep found several ``texts`` (at ``rel``)."""
+    def at_all(self, raw: bytes, rel: list[int], texts: list[bytes]) -> _Held:
+        """``at`` for a line where grep found several ``texts`` (at ``rel``)."""
         parts = [self.at(raw, at, t) for at, t in zip(rel, texts, strict=True)]
-        anchors = [a for part in parts for a in part.anchors]
-        if not anchors or self.sc.retired and all(a in self.sc.retired for a in anchors):
-            return None
-        held = frozenset().union(*(part.keywords for part in parts))
-        return held, None if 0x1B in raw else frozenset().union(*(part.leads for part in parts))
+        return _Held(
+            tuple(a for part in parts for a in part.anchors),
+            frozenset().union(*(part.keywords for part in parts)),
+            frozenset().union(*(part.leads for part in parts)),
+        )
 
     def at(self, raw: bytes, at: int, t: bytes) -> _Held:
         """What ``raw`` holds within or past the text ``t`` found at ``at``: ``t`` and the bytes
