@@ -245,7 +245,11 @@ class Matcher:
         if shape is not None and shape.epoch == self.epoch and shape.holds(raw):
             return self._as_shape(shape, raw, line_no)
         self.full += 1
-        plan = self._plan(self.keywords.held(raw) if held is None else held)
+        if held is None:
+            held = self.keywords.held(raw)
+        plan = self.plans.get(held)
+        if plan is None or plan.epoch != self.epoch:
+            plan = self._plan(held)
         if not plan.sigs:
             return False
         res = self.result
