@@ -178,14 +178,11 @@ class Grepped:
         assert exe is not None and self.grep is not None
         self.grep.kill()
         self.grep.wait()
-        argv: list[str | bytes] = [exe, "-a", "-F", "-i", "-o", "-b", "-n"]
-        for lit in lits.all:
-            argv += ["-e", lit]
         rest = os.open(self.path, os.O_RDONLY)
         try:
             os.lseek(rest, at, os.SEEK_SET)
             proc = subprocess.Popen(
-                argv,
+                literal_argv(exe, lits.all),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 stdin=rest,
@@ -235,6 +232,15 @@ class Grepped:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def literal_argv(exe: str, literals: tuple[bytes, ...]) -> list[str | bytes]:
+    """GNU grep finding ``literals`` ignoring case (ASCII, the C locale), each leftmost-longest
+    place as ``LINE:OFFSET:TEXT``."""
+    argv: list[str | bytes] = [exe, "-a", "-F", "-i", "-o", "-b", "-n"]
+    for lit in literals:
+        argv += ["-e", lit]
+    return argv
 
 
 def scan_grepped(
