@@ -201,7 +201,7 @@ class Grepped:
         self.procs.append(proc)
         assert proc.stdout is not None
         hits.base, hits.checked = at, False
-        pending, cur = b"", b""
+        pending, cur, long = b"", b"", False  # long: a line of more records than a piece's bytes
         offs: list[bytes] = []
         texts: list[bytes] = []
         line = hits.line
@@ -215,15 +215,18 @@ class Grepped:
                 n, off, text = rec.split(b":", 2)
                 if n != cur:
                     if cur:
-                        line(base_line + int(cur), offs, texts, lits)
-                    cur, offs, texts = n, [off], [text]
-                else:
-                    offs.append(off)
-                    texts.append(text)
+                        (hits.at_anchors if long else line)(base_line + int(cur), offs, texts, lits)
+                    cur, offs, texts, long = n, [off], [text], False
+                    continue
+                offs.append(off)
+                texts.append(text)
+                if len(offs) > scanner.WINDOW:  # longer than a piece: at its anchors as they come
+                    hits.at_anchors(base_line + int(cur), offs, texts, lits)
+                    offs, texts, long = [], [], True
         if pending:
             raise ValueError("grep's last record is cut")
         if cur:
-            line(base_line + int(cur), offs, texts, lits)
+            (hits.at_anchors if long else line)(base_line + int(cur), offs, texts, lits)
         return proc.wait() in (0, 1)
 
     def close(self) -> None:
@@ -302,6 +305,23 @@ class _Hits:
         seg = start + s if s > lo or lo == 0 else _segment_start(fd, start + lo)
         self.sc.match(data[s:e], line, functools.partial(_before, fd, seg), seg > scanner.HISTORY)
 
+    def at_anchors(self, line: int, offs: list[bytes], texts: list[bytes], lits: _Literals) -> None:
+        """Match ``line`` at its anchors within or past ``texts`` (found at ``offs``, in order),
+        as the anchor grep's records would have it."""
+        if not self.checked and offs:
+            self.check(self.base + int(offs[0]), texts[0])
+        retired = self.sc.retired
+        for off, a in lits.anchors(self, offs, texts):
+            if a not in retired:  # (a hint matched on this line may retire some)
+                self.anchor(line, off)
+
+    def check(self, off: int, text: bytes) -> None:
+        """Raise ValueError unless the literal grep's first record is the file's: its offsets count
+        from where it started reading (GNU grep 3), ``base``."""
+        if os.pread(self.fd, len(text), off).lower() != text.lower():
+            raise ValueError("the literal grep's offsets are not the file's")
+        self.checked = True
+
     def before(self) -> bytes:
         """The ``HISTORY`` bytes before the segment being matched."""
         return _before(self.fd, self.seg)
@@ -336,10 +356,8 @@ class _Hits:
         line is matched at its anchors, found within the texts (every anchor there is within or
         begins in one), as the records of the anchor grep."""
         first = self.base + int(offs[0])
-        if not self.checked:  # grep -b counts from where it started reading (GNU grep 3)
-            if os.pread(self.fd, len(texts[0]), first).lower() != texts[0].lower():
-                raise ValueError("the literal grep's offsets are not the file's")
-            self.checked = True
+        if not self.checked:
+            self.check(first, texts[0])
         lines, idx = self.lines, line - self.first
         if not (0 <= idx < len(lines) - 1 or idx == len(lines) - 1 and self.lines_eof):
             idx = 0 if self._lines_from(line, first) else -1
@@ -358,10 +376,7 @@ class _Hits:
             if len(raw) > _WINDOW or 13 in raw:  # longer than a piece, or segments
                 idx = -1
         if idx < 0:
-            retired = self.sc.retired
-            for off, a in lits.anchors(self, offs, texts):
-                if a not in retired:  # (a hint matched on this line may retire some)
-                    self.anchor(line, off)
+            self.at_anchors(line, offs, texts, lits)
             return
         seg = self.cpos
         if len(texts) == 1:

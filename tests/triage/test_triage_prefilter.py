@@ -252,6 +252,16 @@ def test_tricky_lines_give_what_the_python_scan_gives(tmp_path, seed, phase):
     _same(path)
 
 
+def test_a_line_of_more_literals_than_a_piece_has_bytes(tmp_path, phase):
+    """A line holding thousands of literals (here 30 KB of them) is matched at its anchors as
+    grep's records come, not after all of them are kept: the same result, bounded memory."""
+    line = b"[rank1]: " + b"Error: " * 4500 + b"Exception: boom"
+    data = line + b"\n" + OOM.encode() + b"\n" + line + b"\r" + line + b"\n"
+    path = tmp_path / "long.log"
+    path.write_bytes(data)
+    _same(path)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_literal_grep_tells_what_a_line_holds_as_the_python_tries_find_it(tmp_path, seed):
     """From the literals grep finds in a line ignoring case (leftmost-longest), the anchors, the
