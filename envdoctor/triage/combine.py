@@ -283,8 +283,8 @@ class Gate:
 
     def hit(self, text: str, leads: frozenset[str] | None = None) -> bool:
         """Whether one of the patterns matches ``text`` (somewhere, as ``search`` finds).
-        ``leads``: literals (lowercased) that hold every lead ``text.lower()`` holds, when the
-        caller found them (GNU grep); the others are ignored."""
+        ``leads``: the literals (lowercased) that the caller found (GNU grep) in a text that
+        ``text`` is part of: all those ``text.lower()`` holds, maybe more (each a search more)."""
         if self.looks <= EAGER:
             self.looks += 1
             if self.looks <= EAGER:  # a few lines: each pattern searched, nothing to build
