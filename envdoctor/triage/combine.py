@@ -173,6 +173,77 @@ def _starts(items: list, folded: bool = False) -> tuple[frozenset[str], bool] | 
     return None
 
 
+@functools.lru_cache(maxsize=1024)
+def gate_literals(pattern: re.Pattern[str]) -> tuple[frozenset[str], bool] | None:
+    """What a gate looks for before searching ``pattern`` (``Gate``): ASCII literals, lowercased,
+    one of which every match holds but those of alternatives anchored at the start (``True``:
+    try it there); None when there are none (search it on every text).
+
+    The literals are the leads of its alternatives (``starts``) where some alternative is
+    anchored; else those or the literals that every match holds wherever they are in it
+    (``needs``: ``torch.dtype`` rather than the ``ValueError`` that leads to it), whichever are
+    longer (the rarer in a text)."""
+    found = starts(pattern, folded=True)
+    if found is not None and not found[1]:
+        needed = needs(pattern)
+        if needed is not None and _rarer(needed, found[0]):
+            found = needed, False
+    elif found is None:
+        needed = needs(pattern)
+        found = (needed, False) if needed is not None else None
+    if found is None or not all(lead.isascii() for lead in found[0]):
+        return None
+    return frozenset(lead.lower() for lead in found[0]), found[1]
+
+
+def _rarer(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether literals ``a`` are likelier to be absent from a text than ``b``: a longer
+    shortest one, then fewer."""
+    return (min(map(len, a)), -len(a)) > (min(map(len, b)), -len(b))
+
+
+@functools.lru_cache(maxsize=1024)
+def needs(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """Literals one of which every match of ``pattern`` holds (those of case-insensitive groups
+    as written: compare lowercased, ASCII only); None when none is found."""
+    if pattern.flags != _DEFAULT_FLAGS:
+        return None
+    try:
+        return _needs(list(_p.parse(pattern.pattern)))
+    except (re.error, RecursionError):
+        return None
+
+
+def _needs(items: Iterable) -> frozenset[str] | None:
+    """``needs`` of a sequence: the rarest of the sets that one of its parts requires (a run of
+    literals; a group, an alternation each of whose branches requires some, a repeat at least
+    once: what their content requires)."""
+    best: frozenset[str] | None = None
+    run: list[str] = []
+    for op, av in [*items, (_c.FAILURE, None)]:  # (an end: the last run of literals is counted)
+        if op == _c.LITERAL:
+            run.append(chr(av))
+            continue
+        found: frozenset[str] | None = None
+        if run:
+            found, run = frozenset(["".join(run)]), []
+            best = found if best is None or _rarer(found, best) else best
+            found = None
+        if op == _c.SUBPATTERN and {av[1], av[2]} <= {0, re.IGNORECASE}:
+            found = _needs(av[3])
+        elif op == _c.BRANCH:
+            branches = [_needs(branch) for branch in av[1]]
+            found = frozenset().union(*[b for b in branches if b is not None])
+            found = found if None not in branches else None
+        elif op in _REPEATS and av[0] >= 1:
+            found = _needs(av[2])
+        elif op == getattr(_c, "ATOMIC_GROUP", None):
+            found = _needs(av)
+        if found is not None and (best is None or _rarer(found, best)):
+            best = found
+    return best
+
+
 class Gate:
     """Whether any of some patterns matches a text, in a few regex calls whatever their number.
 
@@ -193,13 +264,13 @@ class Gate:
         at_start: list[re.Pattern[str]] = []
         rest: list[re.Pattern[str]] = []
         for pattern in self.patterns:
-            found = starts(pattern, folded=True)
-            if found is None or not all(lead.isascii() for lead in found[0]):
+            found = gate_literals(pattern)
+            if found is None:
                 rest.append(pattern)
                 continue
             leads, anchored = found
             for lead in leads:
-                by_lead.setdefault(lead.lower(), []).append(pattern)
+                by_lead.setdefault(lead, []).append(pattern)
             if anchored:
                 at_start.append(pattern)
         self.by_lead = by_lead
@@ -210,8 +281,10 @@ class Gate:
         self.rest = tuple(rest)
         self._led: dict[frozenset[str], tuple[re.Pattern[str], ...]] = {}
 
-    def hit(self, text: str) -> bool:
-        """Whether one of the patterns matches ``text`` (somewhere, as ``search`` finds)."""
+    def hit(self, text: str, leads: frozenset[str] | None = None) -> bool:
+        """Whether one of the patterns matches ``text`` (somewhere, as ``search`` finds).
+        ``leads``: the literals (lowercased) that the caller found (GNU grep) in a text that
+        ``text`` is part of: all those ``text.lower()`` holds, maybe more (each a search more)."""
         if self.looks <= EAGER:
             self.looks += 1
             if self.looks <= EAGER:  # a few lines: each pattern searched, nothing to build
@@ -232,15 +305,23 @@ class Gate:
         if not self.led:
             return False
         if text.isascii():
-            self.calls += 1
-            held = self.literals.held(text.lower())
+            if leads is None:
+                self.calls += 1
+                held = self.literals.held(text.lower())
+            else:
+                held = leads
             if not held:
                 return False
             led = self._led.get(held)
             if led is None:
                 if len(self._led) >= 4096:
                     self._led.clear()
-                led = self._led[held] = tuple({id(p): p for k in held for p in self.by_lead[k]}.values())
+                by_lead = self.by_lead
+                led = self._led[held] = tuple(
+                    {id(p): p for k in held if k in by_lead for p in by_lead[k]}.values()
+                )
+            if not led:
+                return False
         else:
             led = self.led
         for pattern in led:

@@ -7,6 +7,13 @@ code, from blocks read in file order. ``wc -l`` counts the lines beside it. grep
 C locale (bytes, no UTF-8 decoding) and a memory cap: a line too long for the cap (grep keeps a
 whole line in memory) makes it fail, and then nothing of its output is used — the caller scans in
 Python. So does a missing grep, a grep that is not GNU's (BSD grep's ``-b`` differs), or any error.
+
+A flood of distinct anchor lines (hex ids, words: lines that share no digit shape) had each line's
+keywords and gate leads found by Python's tries, two ``findall`` a line at 50-80 ns a byte. Once
+``SWITCH_LINES`` lines within ``SWITCH_BYTES`` were, the anchor grep is stopped and the rest of
+the log is read by a grep of every literal (anchors, keywords, gate leads) ignoring case, from
+the start of the next line: its leftmost-longest records tell exactly which literals a line
+holds (``_Literals``), and its lines come from blocks split at newlines (``_Hits.line``).
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ import os
 import resource
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
+from typing import NamedTuple
 
-from envdoctor.triage import scanner
+from envdoctor.triage import combine, scanner
 from envdoctor.triage.interface import ScanResult, Signature
 from envdoctor.triage.logversions import HEAD
 from envdoctor.triage.signatures import anchors, signatures
@@ -27,6 +36,9 @@ from envdoctor.triage.signatures import anchors, signatures
 MEMORY_CAP = 256 * 1024 * 1024  # grep's address space; a longer line makes it give up
 READ = 256 * 1024
 PREFILTER_MIN = 16 * 1024 * 1024  # below, grep's start-up is a good part of the time saved
+#: a flood of distinct anchor lines: so many had their keywords looked for within so many bytes
+SWITCH_LINES = 4096
+SWITCH_BYTES = 2 * 1024 * 1024
 _ENV_DROP = ("GREP_OPTIONS", "GREP_COLOR", "GREP_COLORS", "POSIXLY_CORRECT")
 
 
@@ -121,10 +133,10 @@ class Grepped:
             size = os.path.getsize(path)
             fd = os.open(path, os.O_RDONLY)
             try:
-                _match_hits(sc, self.grep.stdout, fd)  # type: ignore[arg-type]
+                done = self._match(sc, fd)
             finally:
                 os.close(fd)
-            if self.grep.wait() not in (0, 1):  # 2: an error (the memory cap, an unreadable file)
+            if not done:  # grep's status 2: an error (the memory cap, an unreadable file)
                 return None
             sc.result.newlines, sc.result.lines = _line_count(path, size, self.wc)
         except (OSError, ValueError, subprocess.SubprocessError):
@@ -133,6 +145,89 @@ class Grepped:
         with open(path, "rb") as fh:
             sc.result.head = fh.read(HEAD)
         return sc.result
+
+    def _match(self, sc: scanner.Matcher, fd: int) -> bool:
+        """Match the segments holding an anchor, from the anchor grep's ``LINE:OFFSET:ANCHOR``
+        records in file order: each once, at its first anchor, as the Python scan does. Once
+        ``SWITCH_LINES`` lines within ``SWITCH_BYTES`` had their keywords looked for (a flood of
+        distinct lines), the rest of the log is read from the literal grep (``_literal_grep``).
+        Whether grep ended well."""
+        assert self.grep is not None and self.grep.stdout is not None
+        hits = _Hits(sc, fd)
+        retired: tuple[bytes, ...] = ()  # ":ANCHOR\n" of the anchors the matcher no longer needs
+        check, since = SWITCH_LINES, 0  # look at the density when sc.full reaches check
+        for rec in self.grep.stdout:
+            if retired and rec.endswith(retired):
+                continue  # only hints of that anchor, and they have matched
+            line_b, _, rest = rec.partition(b":")
+            line, off = int(line_b), int(rest.partition(b":")[0])
+            if sc.full >= check and line != hits.last_line:
+                if off - since > SWITCH_BYTES:  # sparse: look again over the next lines
+                    check, since = sc.full + SWITCH_LINES, off
+                else:
+                    at = hits.line_start(off)
+                    if at is not None:
+                        lits = _Literals(sc)
+                        if lits.usable:
+                            return self._literal_grep(hits, lits, line - 1, at)
+                        check = sys.maxsize
+            hits.anchor(line, off)
+            if len(sc.retired) != len(retired):
+                retired = tuple(b":" + a + b"\n" for a in sc.retired)
+        return self.grep.wait() in (0, 1)
+
+    def _literal_grep(self, hits: _Hits, lits: _Literals, base_line: int, at: int) -> bool:
+        """The rest of the log, from the start of line ``base_line + 1`` at byte ``at``, read from
+        a grep of all the literals ignoring case (anchors, keywords, the gates' leads): its
+        ``LINE:OFFSET:TEXT`` records (both from there) read a block at a time, the literals a
+        line holds told from them (``_Literals``) rather than by the Python tries."""
+        exe = gnu_grep()
+        assert exe is not None and self.grep is not None
+        self.grep.kill()
+        self.grep.wait()
+        rest = os.open(self.path, os.O_RDONLY)
+        try:
+            os.lseek(rest, at, os.SEEK_SET)
+            proc = subprocess.Popen(
+                literal_argv(exe, lits.all),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                stdin=rest,
+                env=_env(),
+                preexec_fn=_cap_memory,
+            )
+        finally:
+            os.close(rest)
+        self.procs.append(proc)
+        assert proc.stdout is not None
+        hits.base, hits.checked = at, False
+        pending, cur, long = b"", b"", False  # long: a line of more records than a piece's bytes
+        offs: list[bytes] = []
+        texts: list[bytes] = []
+        line = hits.line
+        for block in iter(functools.partial(proc.stdout.read, READ), b""):
+            pending += block
+            cut = pending.rfind(b"\n")
+            if cut < 0:
+                continue
+            recs, pending = pending[:cut].split(b"\n"), pending[cut + 1 :]
+            for rec in recs:
+                n, off, text = rec.split(b":", 2)
+                if n != cur:
+                    if cur:
+                        (hits.at_anchors if long else line)(base_line + int(cur), offs, texts, lits)
+                    cur, offs, texts, long = n, [off], [text], False
+                    continue
+                offs.append(off)
+                texts.append(text)
+                if len(offs) > scanner.WINDOW:  # longer than a piece: at its anchors as they come
+                    hits.at_anchors(base_line + int(cur), offs, texts, lits)
+                    offs, texts, long = [], [], True
+        if pending:
+            raise ValueError("grep's last record is cut")
+        if cur:
+            (hits.at_anchors if long else line)(base_line + int(cur), offs, texts, lits)
+        return proc.wait() in (0, 1)
 
     def close(self) -> None:
         for proc in self.procs:
@@ -149,6 +244,15 @@ class Grepped:
         self.close()
 
 
+def literal_argv(exe: str, literals: tuple[bytes, ...]) -> list[str | bytes]:
+    """GNU grep finding ``literals`` ignoring case (ASCII, the C locale), each leftmost-longest
+    place as ``LINE:OFFSET:TEXT``."""
+    argv: list[str | bytes] = [exe, "-a", "-F", "-i", "-o", "-b", "-n"]
+    for lit in literals:
+        argv += ["-e", lit]
+    return argv
+
+
 def scan_grepped(
     path: str, sigs: tuple[Signature, ...] | None = None, anchor_list: tuple[bytes, ...] | None = None
 ) -> ScanResult | None:
@@ -158,34 +262,317 @@ def scan_grepped(
         return grepped.result()
 
 
-def _match_hits(sc: scanner.Matcher, out: Iterator[bytes], fd: int) -> None:
-    """Each segment holding an anchor once, at its first anchor, as the Python scan does.
+class _Hits:
+    """The lines that grep's records name, matched in file order from blocks of ``READ`` bytes read
+    in order (dense records share a read, a sparse one costs one)."""
 
-    ``out``: grep's ``LINE:OFFSET:ANCHOR`` lines, in file order; the bytes around each come from
-    blocks of ``READ`` bytes read in order (dense hits share a read, a sparse one costs one)."""
-    window = scanner.WINDOW
-    start, data, eof = 0, b"", False  # the block read last: its offset, bytes, whether it ends the file
-    seg_end = -1  # where the last segment looked at ends
-    retired: tuple[bytes, ...] = ()  # ":ANCHOR\n" of the anchors the matcher no longer needs
-    for rec in out:
-        if retired and rec.endswith(retired):
-            continue  # only hints of that anchor, and they have matched
-        line, _, rest = rec.partition(b":")
-        off = int(rest.partition(b":")[0])
-        if off < seg_end:
-            continue  # a later anchor of a segment already looked at
-        i = off - start
-        if i < min(window, off) or (i + window > len(data) and not eof):
-            start = max(0, off - window)
-            data = os.pread(fd, READ, start)
-            eof, i = len(data) < READ, off - start
+    def __init__(self, sc: scanner.Matcher, fd: int) -> None:
+        self.sc, self.fd = sc, fd
+        self.start, self.data, self.eof = 0, b"", False  # the block read last
+        self.seg_end = -1  # where the last segment looked at ends
+        self.last_line = 0  # the line of the last record
+        self.base = 0  # the offset that the literal grep's offsets are from
+        self.checked = True  # whether its first offset was checked
+        self.seg = 0  # where the segment being matched starts
+        self._before = self.before  # (bound once: passed for every line)
+        #: the literal grep's lines: a block split at newlines (the last one cut unless at the
+        #: end), the number of the first, the one looked at last (``ci``) and where it starts
+        self.lines: list[bytes] = []
+        self.lines_eof = False
+        self.first = self.ci = self.cpos = 0
+
+    def _at(self, off: int) -> int:
+        """``off``'s index in the block, read again unless it holds ``WINDOW`` bytes either side."""
+        i = off - self.start
+        if i < min(scanner.WINDOW, off) or (i + scanner.WINDOW > len(self.data) and not self.eof):
+            self.start = max(0, off - scanner.WINDOW)
+            self.data = os.pread(self.fd, READ, self.start)
+            self.eof, i = len(self.data) < READ, off - self.start
+        return i
+
+    def anchor(self, line: int, off: int) -> None:
+        """The segment holding the anchor at ``off`` of ``line``, once, at its first anchor, as the
+        Python scan does."""
+        self.last_line = line
+        if off < self.seg_end:
+            return  # a later anchor of a segment already looked at
+        window, fd = scanner.WINDOW, self.fd
+        i = self._at(off)
+        data, start, eof = self.data, self.start, self.eof
         lo, hi = max(0, i - window), min(len(data), i + window)
         s, e = scanner.segment_start(data, i, lo), scanner.segment_end(data, i, hi)
-        seg_end = start + e if e < hi or hi == len(data) and eof else _segment_end(fd, start + hi)
+        self.seg_end = start + e if e < hi or hi == len(data) and eof else _segment_end(fd, start + hi)
         seg = start + s if s > lo or lo == 0 else _segment_start(fd, start + lo)
-        sc.match(data[s:e], int(line), functools.partial(_before, fd, seg), seg > scanner.HISTORY)
-        if len(sc.retired) != len(retired):
-            retired = tuple(b":" + a + b"\n" for a in sc.retired)
+        self.sc.match(data[s:e], line, functools.partial(_before, fd, seg), seg > scanner.HISTORY)
+
+    def at_anchors(self, line: int, offs: list[bytes], texts: list[bytes], lits: _Literals) -> None:
+        """Match ``line`` at its anchors within or past ``texts`` (found at ``offs``, in order),
+        as the anchor grep's records would have it."""
+        if not self.checked and offs:
+            self.check(self.base + int(offs[0]), texts[0])
+        retired = self.sc.retired
+        for off, a in lits.anchors(self, offs, texts):
+            if a not in retired:  # (a hint matched on this line may retire some)
+                self.anchor(line, off)
+
+    def check(self, off: int, text: bytes) -> None:
+        """Raise ValueError unless the literal grep's first record is the file's: its offsets count
+        from where it started reading (GNU grep 3), ``base``."""
+        if os.pread(self.fd, len(text), off).lower() != text.lower():
+            raise ValueError("the literal grep's offsets are not the file's")
+        self.checked = True
+
+    def before(self) -> bytes:
+        """The ``HISTORY`` bytes before the segment being matched."""
+        return _before(self.fd, self.seg)
+
+    def line_start(self, off: int) -> int | None:
+        """Where the line holding ``off`` starts, when the block holds it; else None."""
+        i = self._at(off)
+        nl = self.data.rfind(b"\n", 0, i)
+        if nl < 0 and self.start > 0:
+            return None
+        return self.start + nl + 1
+
+    def _lines_from(self, line: int, off: int) -> bool:
+        """Read the lines from ``line`` (holding ``off``) on, a block of ``READ`` bytes split at
+        newlines; False when its start is not found near ``off`` or it is longer than the block."""
+        i = self._at(off)
+        s = self.data.rfind(b"\n", 0, i) + 1
+        if s == 0 and self.start > 0:
+            return False
+        start = self.start + s
+        block = os.pread(self.fd, READ, start)
+        self.lines, self.lines_eof = block.split(b"\n"), len(block) < READ
+        self.first, self.ci, self.cpos = line, 0, start
+        return len(self.lines) > 1 or self.lines_eof
+
+    def line(self, line: int, offs: list[bytes], texts: list[bytes], lits: _Literals) -> None:
+        """A line that holds the literals ``texts`` (leftmost-longest, ignoring case) at ``offs``.
+
+        A line of one segment (no carriage return but a last one before its newline) of at most
+        ``WINDOW`` bytes is the piece the Python scan matches, taken from the block of lines read
+        last: the keywords and leads it holds come from ``texts`` (``_Literals.held``). Any other
+        line is matched at its anchors, found within the texts (every anchor there is within or
+        begins in one), as the records of the anchor grep."""
+        first = self.base + int(offs[0])
+        if not self.checked:
+            self.check(first, texts[0])
+        lines, idx = self.lines, line - self.first
+        if not (0 <= idx < len(lines) - 1 or idx == len(lines) - 1 and self.lines_eof):
+            idx = 0 if self._lines_from(line, first) else -1
+            lines = self.lines
+        raw = b""
+        if idx >= 0:
+            ci = self.ci
+            if idx == ci + 1:
+                self.cpos += len(lines[ci]) + 1
+            elif idx != ci:
+                self.cpos += sum(map(len, lines[ci:idx])) + idx - ci
+            self.ci = idx
+            raw = lines[idx]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            if len(raw) > _WINDOW or 13 in raw:  # longer than a piece, or segments
+                idx = -1
+        if idx < 0:
+            self.at_anchors(line, offs, texts, lits)
+            return
+        seg = self.cpos
+        if len(texts) == 1:
+            found = lits.at(raw, first - seg, texts[0])
+        else:
+            found = lits.at_all(raw, [self.base + int(off) - seg for off in offs], texts)
+        anchors, held, leads = found
+        retired = self.sc.retired
+        if not anchors or retired and all(a in retired for a in anchors):
+            return  # no anchor (still looked for) in it
+        self.seg, self.seg_end = seg, seg + len(raw)
+        self.sc.match(raw, line, self._before, seg > _HISTORY, held, None if 0x1B in raw else leads)
+
+
+_WINDOW, _HISTORY = scanner.WINDOW, scanner.HISTORY
+_LOWER = bytes(range(256)).lower()  # a byte's ASCII lowercase, as grep -i in the C locale
+_A, _K, _L = 0, 1, 2  # anchors, keywords, leads
+#: a node of the trie of the literals (lowercased): the next byte -> its node; the (kind,
+#: literal) that end here
+_Node = tuple[dict[int, "_Node"], list[tuple[int, bytes]]]
+
+
+class _Literals:
+    """What a line holds of the anchors, the keywords and the gates' leads, from the literals that
+    grep found in it ignoring case (leftmost-longest: at each place the longest, then on after it).
+
+    A literal held at some place lies within one found there, or begins in one and runs past its
+    end (it begins no earlier: that found is the longest at its place). So a found text ``t``
+    tells the literals within it (case matters for anchors and keywords: within ``t`` itself),
+    and those that begin in it and run past it are found down the trie of all the literals,
+    from each place in ``t`` where the rest of ``t`` begins one, along the bytes after ``t``."""
+
+    def __init__(self, sc: scanner.Matcher) -> None:
+        self.sc = sc
+        lits = {_A: sc.anchors, _K: tuple(sc.keywords.kws), _L: leads(sc.sigs)}
+        self.lits = lits
+        self.all = tuple(dict.fromkeys(lit.lower() for kind in lits.values() for lit in kind))
+        self.trie: _Node = ({}, [])
+        for kind, kind_lits in lits.items():
+            for lit in kind_lits:
+                node = self.trie
+                for c in lit.lower():
+                    node = node[0].setdefault(c, ({}, []))
+                node[1].append((kind, lit))
+        #: found text -> the anchors and keywords within it, the leads (str) within it, where
+        #: others may begin in it (``_Found``)
+        self._texts: dict[bytes, _Found] = {}
+        self._str: dict[bytes, str] = {}
+        #: (found text, the bytes after it down the trie) -> what a line holds there
+        self._held: dict[tuple[bytes, bytes], _Held] = {}
+        #: grep's records are lines: no literal may hold a newline (nor a NUL: an argument), nor
+        #: be empty
+        self.usable = (
+            bool(self.all)
+            and all(self.all)
+            and not any(c in lit for lit in self.all for c in (b"\n", b"\r", b"\0"))
+        )
+
+    def _str_of(self, lead: bytes) -> str:
+        return self._str.get(lead) or self._str.setdefault(lead, lead.decode())
+
+    def text(self, t: bytes) -> _Found:
+        """What a found text ``t`` tells (``_Found``)."""
+        found = self._texts.get(t)
+        if found is None:
+            w = t.lower()
+            lits = self.lits
+            begins = []
+            for j in range(1, len(w)):  # where the rest of t is the start of a longer literal
+                node: _Node | None = self.trie
+                for c in w[j:]:
+                    node = node[0].get(c)  # type: ignore[index]
+                    if node is None:
+                        break
+                if node is not None and node[0]:
+                    begins.append((j, node))
+            if len(self._texts) >= 4096:  # found texts are literals, in some case
+                self._texts.clear()
+            found = self._texts[t] = _Found(
+                tuple(a for a in lits[_A] if a in t),
+                frozenset(k for k in lits[_K] if k in t),
+                frozenset(self._str_of(le) for le in lits[_L] if le in w),
+                tuple(begins),
+            )
+        return found
+
+    def at_all(self, raw: bytes, rel: list[int], texts: list[bytes]) -> _Held:
+        """``at`` for a line where grep found several ``texts`` (at ``rel``)."""
+        parts = [self.at(raw, at, t) for at, t in zip(rel, texts, strict=True)]
+        return _Held(
+            tuple(a for part in parts for a in part.anchors),
+            frozenset().union(*(part.keywords for part in parts)),
+            frozenset().union(*(part.leads for part in parts)),
+        )
+
+    def at(self, raw: bytes, at: int, t: bytes) -> _Held:
+        """What ``raw`` holds within or past the text ``t`` found at ``at``: ``t`` and the bytes
+        after it as far as the trie goes tell it all, and the same ones are told once (a
+        flood's lines repeat them)."""
+        found = self._texts.get(t) or self.text(t)
+        end = far = at + len(t)
+        n = len(raw)
+        for _, node in found.begins:
+            k = end
+            while k < n:
+                node = node[0].get(_LOWER[raw[k]])  # type: ignore[assignment]
+                if node is None:
+                    break
+                k += 1
+            if k > far:
+                far = k
+        key = (t, raw[end:far])
+        held = self._held.get(key)
+        if held is None:
+            held = self._held_past(found, t, raw[end:far])
+            if len(self._held) >= 4096:
+                self._held.clear()
+            self._held[key] = held
+        return held
+
+    def _held_past(self, found: _Found, t: bytes, more: bytes) -> _Held:
+        """``found`` with the literals that begin in ``t`` and end in ``more``, the bytes after it."""
+        anchors, keywords, leads = list(found.anchors), set(found.keywords), set(found.leads)
+        line = t + more
+        for j, node in found.begins:
+            for c in more:  # each literal ending on the way, if it is there
+                node = node[0].get(_LOWER[c])  # type: ignore[assignment]
+                if node is None:
+                    break
+                for kind, lit in node[1]:
+                    if kind == _L:
+                        leads.add(self._str_of(lit))  # its end as found, ignoring case
+                    elif not line.startswith(lit, j):
+                        continue  # the same ignoring case only
+                    elif kind == _K:
+                        keywords.add(lit)
+                    else:
+                        anchors.append(lit)
+        return _Held(tuple(anchors), frozenset(keywords), frozenset(leads))
+
+    def anchors(self, hits: _Hits, offs: list[bytes], texts: list[bytes]) -> list[tuple[int, bytes]]:
+        """Where the anchors still looked for begin in a line whose ``texts`` were found at
+        ``offs`` (within one, or in one and past it), in order, and which they are."""
+        found: set[tuple[int, bytes]] = set()
+        retired = self.sc.retired
+        for off, t in zip(offs, texts, strict=True):
+            o = hits.base + int(off)
+            info = self.text(t)
+            for a in info.anchors:
+                j = t.find(a) if a not in retired else -1
+                while j >= 0:
+                    found.add((o + j, a))
+                    j = t.find(a, j + 1)
+            maybe = [(a, j) for j, node in info.begins for kind, a in _ends(node) if kind == _A]
+            maybe = [(a, j) for a, j in maybe if a not in retired]
+            if maybe:
+                near = os.pread(hits.fd, max(j + len(a) for a, j in maybe), o)
+                found.update((o + j, a) for a, j in maybe if near.startswith(a, j))
+        return sorted(found)
+
+
+class _Held(NamedTuple):
+    """The anchors, keywords and leads (lowercased) that a line holds around a found text."""
+
+    anchors: tuple[bytes, ...]
+    keywords: frozenset[bytes]
+    leads: frozenset[str]
+
+
+class _Found(NamedTuple):
+    """What a text that grep found tells (``_Literals.text``): the anchors and the keywords within
+    it, the leads (lowercased) within it, and where in it (lowercased) a longer literal may
+    begin: the place and the trie node that the rest of the text leads to."""
+
+    anchors: tuple[bytes, ...]
+    keywords: frozenset[bytes]
+    leads: frozenset[str]
+    begins: tuple[tuple[int, _Node], ...]
+
+
+def _ends(node: _Node) -> Iterator[tuple[int, bytes]]:
+    """Every literal that ends in the trie below ``node``."""
+    for sub in node[0].values():
+        yield from sub[1]
+        yield from _ends(sub)
+
+
+def leads(sigs: tuple[Signature, ...]) -> tuple[bytes, ...]:
+    """Every literal a gate of ``sigs`` may look for (``combine.gate_literals``: ASCII,
+    lowercased)."""
+    found: dict[bytes, None] = {}
+    for sig in sigs:
+        literals = combine.gate_literals(sig.pattern)
+        if literals is not None:
+            found.update(dict.fromkeys(lead.encode() for lead in sorted(literals[0])))
+    return tuple(found)
 
 
 def _before(fd: int, seg: int) -> bytes:

@@ -49,6 +49,9 @@ PREFIX = re.compile(rf"\s*(?:{_PREFIXES}{_BAR})[ \t]*")
 #: the same without the tqdm bar, the last alternative, for a line without "%|" (where it cannot
 #: match): its lazy look for a percentage was most of the cost of a line without a prefix
 _PREFIX_NO_BAR = re.compile(rf"\s*(?:{_PREFIXES})[ \t]*")
+#: what a prefix other than docker compose's (which holds "| ") or a tqdm bar (which holds "%|")
+#: starts with, after white space; or a decimal digit (srun's label)
+_PREFIX_FIRST = frozenset("[Rr(EWIDC>")
 INNER_RANK = re.compile(r"\bRank (\d+)\]")  # ProcessGroupNCCL: "[PG 0 Rank 3] Watchdog …"
 
 
@@ -84,6 +87,10 @@ def split_prefix(text: str) -> tuple[str, int | None]:
     """``text`` without its launcher/logger prefixes, and the rank they name (if any)."""
     rank = None
     for _ in range(6):
+        if "|" not in text:  # no docker compose prefix nor tqdm bar: the first character tells
+            first = text.lstrip()[:1]
+            if first not in _PREFIX_FIRST and not first.isdecimal():
+                break
         m = (PREFIX if "%|" in text else _PREFIX_NO_BAR).match(text)
         if not m or not m.group(0):
             break
@@ -138,6 +145,7 @@ class Matcher:
         self.guards: dict[int, tuple[bytes, ...] | None] = {}  # id(sig) -> its digit guards
         #: (keywords held, epoch) of a plan -> the digit guards of its open signatures
         self.open_guards: dict[tuple[frozenset[bytes], int], tuple[bytes, ...] | None] = {}
+        self.zeroed: dict[bytes, bytes] = {}  # digit guard -> its digits as 0
         self.guard_unions = 0  # digit guards of a plan's open signatures put together (tests count)
         self.digit_keywords = tuple((k, k.translate(_ZERO)) for k, _ in by_keyword if _DIGITS.search(k))
         self.longest = max(len(a) for a in anchor_list)
@@ -146,6 +154,7 @@ class Matcher:
         self.once = once(sigs, anchor_list)
         self.done: set[str] = set()  # the ``once`` hints that have matched
         self.result = ScanResult()
+        self.full = 0  # lines whose keywords were looked for (neither a known text nor a known shape)
         self.unmatched: set[bytes] = set()  # lines that matched none of them
         self.line_base = 0  # newlines before the current block
         self.last_line_done = -1
@@ -208,10 +217,20 @@ class Matcher:
         raw = buf[max(s, hit - WINDOW) : min(e, hit + WINDOW)]
         return self.match(raw, line_no, lambda: buf[max(0, s - HISTORY) : s], s - HISTORY > 0)
 
-    def match(self, raw: bytes, line_no: int, before: Callable[[], bytes], cut: bool) -> bool:
+    def match(
+        self,
+        raw: bytes,
+        line_no: int,
+        before: Callable[[], bytes],
+        cut: bool,
+        held: frozenset[bytes] | None = None,
+        leads: frozenset[str] | None = None,
+    ) -> bool:
         """Match the piece ``raw`` of line ``line_no`` (at most ``2 * WINDOW`` bytes around its
         anchor); ``before()``: the bytes before its segment (at most ``HISTORY``), ``cut`` when
-        their first line is incomplete.
+        their first line is incomplete. ``held``: the keywords ``raw`` holds and ``leads``: gate
+        leads (lowercased) that ``raw`` holds, all those its cleaned text holds, when the caller
+        found them (GNU grep, ``prefilter.py``); else they are looked for here.
 
         A flood of distinct lines costs a few regex calls a line, however many signatures its
         keywords name: a line that differs from one seen in digit values only has that line's
@@ -225,7 +244,12 @@ class Matcher:
         shape = self.shapes.get(key)
         if shape is not None and shape.epoch == self.epoch and shape.holds(raw):
             return self._as_shape(shape, raw, line_no)
-        plan = self._plan(self.keywords.held(raw))
+        self.full += 1
+        if held is None:
+            held = self.keywords.held(raw)
+        plan = self.plans.get(held)
+        if plan is None or plan.epoch != self.epoch:
+            plan = self._plan(held)
         if not plan.sigs:
             return False
         res = self.result
@@ -241,7 +265,7 @@ class Matcher:
             return False  # a traceback's source line quoting the message, not the message
         gate = plan.gate
         calls = gate.calls
-        hit = gate.hit(body)
+        hit = gate.hit(body, leads)
         self.searches += gate.calls - calls
         if hit:  # one of the open signatures matches: each is matched in turn
             return self._each(plan.sigs, raw, line_no, text, body, rank, before, cut)
@@ -280,9 +304,10 @@ class Matcher:
         maybe = tuple([k for k, zero in self.digit_keywords if zero in key])
         if len(self.shapes) >= 1024:  # at most 8 MiB of keys (a piece is at most 2 * WINDOW)
             self.shapes.clear()
-        self.shapes[key] = Shape(
-            self.epoch, kept, ranked, guards, maybe, tuple(k in plan.held for k in maybe)
-        )
+        # a line of this shape can hold a guard only where the shape holds it with digits as 0
+        zero = self.zeroed
+        live = tuple([g for g in guards if (zero.get(g) or zero.setdefault(g, g.translate(_ZERO))) in key])
+        self.shapes[key] = Shape(self.epoch, kept, ranked, live, maybe, tuple(k in plan.held for k in maybe))
 
     def _as_shape(self, shape: Shape, raw: bytes, line_no: int) -> bool:
         """The outcome of a line whose digit shape's outcome is known (``_shape``)."""
@@ -404,7 +429,8 @@ class Shape(NamedTuple):
     """The outcome of the lines of one digit shape (``Matcher._shape``): the signatures counted
     (``kept``; None: the line is a quoted ``raise``), whether a prefix names a rank (its value
     differs), and the literals whose presence in a line makes it no longer alike: ``guards``
-    (absent from it), the digit keywords ``maybe`` (present as in ``held``)."""
+    (absent from it; only those that a line of the shape can hold), the digit keywords ``maybe``
+    (present as in ``held``)."""
 
     epoch: int
     kept: tuple[Signature, ...] | None
@@ -415,7 +441,7 @@ class Shape(NamedTuple):
 
     def holds(self, raw: bytes) -> bool:
         """Whether ``raw`` (of this shape) is alike: its outcome is this one."""
-        if any(map(raw.__contains__, self.guards)):
+        if self.guards and any(map(raw.__contains__, self.guards)):
             return False
         return not self.maybe or tuple([k in raw for k in self.maybe]) == self.held
 

@@ -410,6 +410,11 @@ def test_literals_held_are_exactly_those_in_the_text(parts):
                 "vllm",
                 " not available on windows",
                 "Request failed: 404",
+                "TypeError: ",
+                " torch.dtype",
+                "VLLM_ALLOW_INSECURE_SERIALIZATION",
+                " has no attribute '",
+                "AttributeError: '",
                 "ſ",
                 "K",
                 "x",
@@ -431,3 +436,91 @@ def _gate(patterns: tuple) -> Gate:
     gate = Gate(patterns)
     gate.looks = EAGER  # built at the next line: leads, anchors, the trie
     return gate
+
+
+def _split_prefix_by_regex(text: str) -> tuple[str, int | None]:
+    """``split_prefix`` as it was: the prefix regex tried on every text."""
+    rank = None
+    for _ in range(6):
+        m = (scanner.PREFIX if "%|" in text else scanner._PREFIX_NO_BAR).match(text)
+        if not m or not m.group(0):
+            break
+        if rank is None:
+            digits = next((g for g in m.groups() if g is not None), None)
+            rank = int(digits) if digits is not None else None
+        text = text[m.end() :]
+    if rank is None:
+        inner = scanner.INNER_RANK.search(text) if "Rank " in text else None
+        rank = int(inner.group(1)) if inner else None
+    return text, rank
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "[rank3]:",
+                "[default0]:",
+                "rank 1:",
+                "Rank 2:",
+                "[1,3]<stdout>:",
+                "12: ",
+                "\u0663: ",  # an Arabic-Indic digit: \\d for srun's label
+                "(EngineCore_DP0 pid=7) ",
+                "ERROR 11-01 10:00:00 [core.py:12] ",
+                "vllm-1  | ",
+                "[E1218 20:27:21.433 ProcessGroupNCCL.cpp:629] ",
+                "> ",
+                " 50%|#####| 5/10 [00:01<00:01, 2.00it/s] ",
+                "\u2003",  # an em space: white space to \\s and to str.strip
+                "\t",
+                "ValueError: x",
+                "[PG 0 Rank 3] ",
+                "|",
+                "a",
+                "9",
+            ]
+        ),
+        max_size=8,
+    )
+)
+def test_split_prefix_skips_its_regex_only_where_no_prefix_can_start(parts):
+    """Without "|" (docker compose's separator, a tqdm bar's) a prefix starts with one of a few
+    characters after white space, or a decimal digit: elsewhere the regex is not tried, and the
+    result is the same."""
+    text = "".join(parts)
+    assert split_prefix(text) == _split_prefix_by_regex(text)
+
+
+def test_every_match_of_a_signature_holds_one_of_the_literals_its_gate_looks_for():
+    """``combine.gate_literals``: a pattern is searched only where a line holds one of these (or
+    at the start where it is anchored there); on every line of the test logs and excerpts, a
+    match holds one."""
+    from pathlib import Path
+
+    import yaml
+
+    from envdoctor.triage.combine import gate_literals
+
+    root = Path(__file__).resolve().parent
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted((root / "logs").glob("*.log"))]
+    texts += [
+        yaml.safe_load(p.read_text(encoding="utf-8"))["log"] for p in sorted((root / "real").glob("*.yaml"))
+    ]
+    bodies = {split_prefix(scanner.clean(line.encode()))[0] for text in texts for line in text.splitlines()}
+    checked = 0
+    for sig in signatures():
+        found = gate_literals(sig.pattern)
+        if found is None:
+            continue
+        literals, anchored = found
+        for body in bodies:
+            if body.isascii() and sig.pattern.search(body):
+                low = body.lower()
+                assert any(lit in low for lit in literals) or anchored and sig.pattern.match(body), (
+                    sig.id,
+                    body,
+                )
+                checked += 1
+    assert checked > 100
