@@ -17,6 +17,8 @@ from tests.conftest import ROOT
 NOT_WITHOUT_INPUT = {
     "yaml": "a config file (the rule data is read from rules/compiled.jsonl)",
     "importlib.metadata": "a distribution that no *.dist-info folder names",
+    "packaging.requirements": "a Requires-Dist line outside the shapes envdoctor.pep508 reads",
+    "packaging.markers": "a marker outside the shapes envdoctor.pep508 reads",
     "envdoctor.facts.declared": "a requirements file, pyproject or lock file",
     "envdoctor.plan.memory": "a model",
     "envdoctor.plan.config_files": "a config file",

@@ -8,12 +8,9 @@ import sys
 from functools import lru_cache
 from importlib.machinery import PathFinder
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from envdoctor import pep508
 from envdoctor.facts.interface import Package, normalize_name
-
-if TYPE_CHECKING:
-    from packaging.requirements import Requirement
 
 #: The training stack whose versions and requirements envdoctor reads.
 STACK = (
@@ -83,24 +80,20 @@ def requirement_name(line: str) -> str | None:
 
 
 @lru_cache(maxsize=8192)
-def parse_requirement(line: str) -> Requirement | None:
+def parse_requirement(line: str) -> pep508.Requirement | None:
     """``line`` parsed as PEP 508, or None. Cached: facts, PKG004 and the upgrade plan read the
-    same ``Requires-Dist`` lines, and parsing them is most of a static check's time."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
+    same ``Requires-Dist`` lines; the common shapes without packaging (``envdoctor.pep508``)."""
     if len(line) > 1000:
         return None
     try:
-        return Requirement(line)
-    except InvalidRequirement:
+        return pep508.parse(line)
+    except pep508.InvalidRequirement:
         return None
 
 
 def requirement_problem(line: str) -> str | None:
     """Why a ``Requires-Dist`` line cannot be judged (not PEP 508, a marker that does not
     evaluate), or None: the rules only ever see lines that parse and evaluate."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
     if len(line) > 1000:
         return f"a requirement of {len(line):,} characters"
     if extra_only(line) is not None:
@@ -108,10 +101,10 @@ def requirement_problem(line: str) -> str | None:
     req = parse_requirement(line)
     try:
         if req is None:
-            Requirement(line)  # raises, with packaging's own words
+            pep508.parse(line)  # raises, with packaging's own words
         elif req.marker is not None:
             req.marker.evaluate({"extra": ""})  # over packaging's own default environment
-    except InvalidRequirement as exc:
+    except pep508.InvalidRequirement as exc:
         return f"not a PEP 508 requirement: {str(exc).splitlines()[0][:120]}"
     except Exception as exc:  # packaging raises several kinds on odd markers
         return f"its marker does not evaluate: {type(exc).__name__}: {str(exc)[:120]}"

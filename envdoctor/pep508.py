@@ -1,0 +1,332 @@
+"""``Requires-Dist`` lines (PEP 508) of the shapes real metadata uses, read without packaging.
+
+Importing ``packaging.requirements`` costs a static check about a seventh of its time (its
+tokenizer, ``packaging.markers`` and through it ``packaging.tags``, ``logging`` and
+``subprocess``), and parsing a line with it 50-100 µs. A line here is one of a strict subset of
+PEP 508: ``name[extras] specifiers ; marker``, each specifier ``op version`` in canonical form
+(no epoch, local label, ``v`` or spelling variant), the marker ``and`` / ``or`` / parentheses over
+comparisons of ``python_version``, ``python_full_version``, ``os_name``, ``sys_platform``,
+``platform_machine``, ``platform_system``, ``platform_python_implementation``,
+``implementation_name`` and ``extra`` with a quoted literal. Every other line, and every
+evaluation this module cannot decide as packaging does (a Python version that does not parse,
+an ``extra`` given as a set), is handed to packaging: the answers are packaging's
+(tests/facts/test_pep508.py compares them on every ``Requires-Dist`` line of the installed
+environment and on odd shapes).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import Any, Protocol
+
+from envdoctor import versions
+
+_IDENT = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+_SUFFIX = r"(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?"
+_RELEASE = r"[0-9]+(?:\.[0-9]+)*"
+#: One specifier of the subset: packaging accepts each (tests hold this to packaging).
+_SPEC = (
+    rf"(?:~=[ \t]*[0-9]+(?:\.[0-9]+)+{_SUFFIX}|(?:==|!=)[ \t]*{_RELEASE}(?:\.\*|{_SUFFIX})"
+    rf"|(?:<=|>=|<|>)[ \t]*{_RELEASE}{_SUFFIX})"
+)
+_SPECS = rf"{_SPEC}(?:[ \t]*,[ \t]*{_SPEC})*"
+#: ``name[extras] specifiers ; marker``; the specifiers may stand in parentheses (older metadata:
+#: ``triton (==2.1.0) ; platform_system == "Linux"``).
+_LINE = re.compile(
+    rf"({_IDENT})[ \t]*(?:\[[ \t]*({_IDENT}(?:[ \t]*,[ \t]*{_IDENT})*)[ \t]*\])?[ \t]*"
+    rf"(?:({_SPECS})|\([ \t]*({_SPECS})[ \t]*\))?[ \t]*(?:;[ \t]*(.*?))?[ \t]*",
+    re.ASCII,
+)
+_ONE_SPEC = re.compile(rf"(~=|==|!=|<=|>=|<|>)[ \t]*({_RELEASE}(?:\.\*)?{_SUFFIX})", re.ASCII)
+_VERSION = re.compile(rf"{_RELEASE}{_SUFFIX}", re.ASCII)
+_EQ_VERSION = re.compile(rf"{_RELEASE}(?:\.\*|{_SUFFIX})", re.ASCII)
+_VERSION_PARTS = re.compile(r"([0-9.]+?)((?:a|b|rc)[0-9]+)?(?:\.post([0-9]+))?(?:\.dev([0-9]+))?", re.ASCII)
+
+#: Marker variables read here: compared as versions (packaging's MARKERS_REQUIRING_VERSION that
+#: a machine always has as a version) or as strings.
+_VERSION_VARS = ("python_version", "python_full_version")
+_STRING_VARS = (
+    "os_name",
+    "sys_platform",
+    "platform_machine",
+    "platform_system",
+    "platform_python_implementation",
+    "implementation_name",
+    "extra",
+)
+_TOKEN = re.compile(
+    r"[ \t]*(?:(\()|(\))|\b(and|or)\b|\b(" + "|".join(_VERSION_VARS + _STRING_VARS) + r")\b"
+    r"|(===|==|~=|!=|<=|>=|<|>)|\"([^\"]*)\"|'([^']*)')",
+    re.ASCII,
+)
+
+
+class MarkerLike(Protocol):
+    """What callers use of a marker: packaging's ``Marker`` or this module's."""
+
+    def evaluate(self, environment: Mapping[str, Any] | None = None) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A parsed requirement, with the attributes callers read of packaging's ``Requirement``.
+    ``specifier`` is the text packaging's ``str(req.specifier)`` gives (sorted, deduplicated)."""
+
+    name: str
+    extras: frozenset[str]
+    specifier: str
+    marker: MarkerLike | None
+    url: str | None = None
+
+
+class InvalidRequirement(ValueError):
+    """Not a PEP 508 requirement: packaging's message."""
+
+
+class _Undecided(Exception):
+    """An evaluation this module does not decide itself: packaging does."""
+
+
+#: A comparison: (variable, operator, literal); a group: ("and" | "or", [items]).
+_Atom = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A marker of the subset, parsed; ``str()`` is its text as written."""
+
+    text: str
+    tree: tuple[str, tuple[Any, ...]]
+
+    def __str__(self) -> str:
+        return self.text
+
+    def evaluate(self, environment: Mapping[str, Any] | None = None) -> bool:
+        """As packaging's ``Marker.evaluate`` (context "metadata"): ``environment`` over this
+        interpreter's; ``extra`` normalized; undecidable cases go to packaging."""
+        env: dict[str, Any] = {**default_environment(), "extra": ""}
+        if environment is not None:
+            env.update(environment)
+        try:
+            extra = env.get("extra")
+            if extra is None or extra == "":
+                env["extra"] = ""
+            elif isinstance(extra, str):
+                env["extra"] = _canonical_name(extra)
+            else:
+                raise _Undecided
+            full = env.get("python_full_version")
+            if isinstance(full, str) and full.endswith("+"):
+                env["python_full_version"] = full + "local"
+            return _evaluate(self.tree, env)
+        except _Undecided:
+            return _packaging_marker(self.text).evaluate(environment)
+
+
+def _evaluate(node: tuple[str, tuple[Any, ...]], env: dict[str, Any]) -> bool:
+    kind, items = node
+    if kind == "cmp":
+        return _compare(items[0], items[1], items[2], env)
+    results = (_evaluate(item, env) for item in items)
+    return all(results) if kind == "and" else any(results)
+
+
+def _compare(var: str, op: str, literal: str, env: dict[str, Any]) -> bool:
+    value = env.get(var)
+    if not isinstance(value, str):
+        raise _Undecided  # missing or a set: packaging raises or decides set-wide
+    if var in _VERSION_VARS:
+        if versions.parse(value) is None:
+            raise _Undecided
+        spec = versions.spec(op + literal)
+        if spec is None:
+            raise _Undecided
+        return spec.contains(value, prereleases=True)
+    return value == literal if op == "==" else value != literal
+
+
+def _canonical_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _parse_marker(text: str) -> tuple[str, tuple[Any, ...]] | None:
+    """The tree of a marker of the subset, or None (packaging reads it)."""
+    tokens: list[tuple[int, str]] = []
+    pos, end = 0, len(text)
+    while pos < end:
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            if text[pos:].strip(" \t") == "":
+                break
+            return None
+        group = m.lastindex or 0
+        value = m.group(group)
+        tokens.append((group, value))
+        pos = m.end()
+    node, rest = _or(tokens, 0)
+    return node if node is not None and rest == len(tokens) else None
+
+
+def _or(tokens: list[tuple[int, str]], i: int) -> tuple[Any, int]:
+    items = []
+    while True:
+        node, i = _and(tokens, i)
+        if node is None:
+            return None, i
+        items.append(node)
+        if i < len(tokens) and tokens[i] == (3, "or"):
+            i += 1
+            continue
+        return (items[0] if len(items) == 1 else ("or", tuple(items))), i
+
+
+def _and(tokens: list[tuple[int, str]], i: int) -> tuple[Any, int]:
+    items = []
+    while True:
+        node, i = _atom(tokens, i)
+        if node is None:
+            return None, i
+        items.append(node)
+        if i < len(tokens) and tokens[i] == (3, "and"):
+            i += 1
+            continue
+        return (items[0] if len(items) == 1 else ("and", tuple(items))), i
+
+
+def _atom(tokens: list[tuple[int, str]], i: int) -> tuple[Any, int]:
+    if i < len(tokens) and tokens[i][0] == 1:
+        node, i = _or(tokens, i + 1)
+        if node is None or i >= len(tokens) or tokens[i][0] != 2:
+            return None, i
+        return node, i + 1
+    if i + 3 > len(tokens):
+        return None, i
+    (k1, left), (k2, op), (k3, right) = tokens[i : i + 3]
+    if k2 != 5 or op not in ("==", "!=", "<", "<=", ">", ">="):
+        return None, i
+    if k1 == 4 and k3 in (6, 7):
+        var, literal = left, right
+    elif k1 in (6, 7) and k3 == 4 and right in _STRING_VARS and op in ("==", "!="):
+        var, literal = right, left  # "linux" == sys_platform: a string comparison is symmetric
+    else:
+        return None, i
+    if var in _VERSION_VARS:
+        if not (_EQ_VERSION if op in ("==", "!=") else _VERSION).fullmatch(literal):
+            return None, i
+    elif op not in ("==", "!="):
+        return None, i
+    if var == "extra":
+        literal = _canonical_name(literal)
+    return ("cmp", (var, op, literal)), i + 3
+
+
+def _specifier_text(text: str) -> str | None:
+    """``str(SpecifierSet(text))`` for specifiers of the subset: each ``op version`` without
+    white space, sorted, the first of those packaging deems equal kept; None when unsure."""
+    specs = [(m.group(1), m.group(2)) for m in _ONE_SPEC.finditer(text)]
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for op, version in sorted(specs, key=lambda s: s[0] + s[1]):
+        key = _canonical_spec(op, version)
+        if key is None:
+            return None
+        if key not in seen:
+            seen.add(key)
+            out.append(op + version)
+    return ",".join(out)
+
+
+def _canonical_spec(op: str, version: str) -> tuple[str, str] | None:
+    """What packaging compares specifiers by: the version normalized, its release's trailing
+    zeros dropped but for ``~=`` (a wildcard as written)."""
+    if version.endswith(".*"):
+        return op, version
+    m = _VERSION_PARTS.fullmatch(version)
+    if m is None:
+        return None
+    release = [int(x) for x in m.group(1).split(".")]
+    if op != "~=":
+        while len(release) > 1 and release[-1] == 0:
+            release.pop()
+    text = ".".join(map(str, release))
+    if m.group(2):
+        letters = m.group(2).rstrip("0123456789")
+        text += letters + str(int(m.group(2)[len(letters) :]))
+    if m.group(3) is not None:
+        text += f".post{int(m.group(3))}"
+    if m.group(4) is not None:
+        text += f".dev{int(m.group(4))}"
+    return op, text
+
+
+@lru_cache(maxsize=8192)
+def parse(line: str) -> Requirement:
+    """``line`` as a ``Requirement``; ``InvalidRequirement`` (packaging's message) when it is
+    not PEP 508. packaging parses every line outside the subset."""
+    m = _LINE.fullmatch(line)
+    if m is not None:
+        name, extras, bare, enclosed, marker_text = m.groups()
+        specs = bare or enclosed
+        spec_text = _specifier_text(specs) if specs else ""
+        tree = _parse_marker(marker_text) if marker_text else None
+        if spec_text is not None and (marker_text is None or tree is not None):
+            return Requirement(
+                name=name,
+                extras=frozenset(e.strip(" \t") for e in extras.split(",")) if extras else frozenset(),
+                specifier=spec_text,
+                marker=Marker(marker_text, tree) if tree is not None and marker_text else None,
+            )
+    from packaging.requirements import InvalidRequirement as Invalid
+    from packaging.requirements import Requirement as Parsed
+
+    try:
+        req = Parsed(line)
+    except Invalid as exc:
+        raise InvalidRequirement(str(exc)) from None
+    return Requirement(
+        name=req.name,
+        extras=frozenset(req.extras),
+        specifier=str(req.specifier),
+        marker=req.marker,
+        url=req.url,
+    )
+
+
+@cache
+def _packaging_marker(text: str) -> MarkerLike:
+    from packaging.markers import Marker as Parsed
+
+    return Parsed(text)
+
+
+@cache
+def _default_environment() -> dict[str, str]:
+    import platform
+
+    info = sys.implementation.version
+    implementation_version = f"{info.major}.{info.minor}.{info.micro}"
+    if info.releaselevel != "final":
+        implementation_version += info.releaselevel[0] + str(info.serial)
+    return {
+        "implementation_name": sys.implementation.name,
+        "implementation_version": implementation_version,
+        "os_name": os.name,
+        "platform_machine": platform.machine(),
+        "platform_release": platform.release(),
+        "platform_system": platform.system(),
+        "platform_version": platform.version(),
+        "python_full_version": platform.python_version(),
+        "platform_python_implementation": platform.python_implementation(),
+        "python_version": ".".join(platform.python_version_tuple()[:2]),
+        "sys_platform": sys.platform,
+    }
+
+
+def default_environment() -> dict[str, str]:
+    """packaging's ``default_environment()``: the markers' values for this interpreter (a copy)."""
+    return dict(_default_environment())
