@@ -46,31 +46,9 @@ MAX_REQUIRES = 2_000
 MAX_REQUIRES_TOTAL = 20_000
 
 
-#: A ``Requires-Dist`` line of the commonest shape, ``name[extras] specifiers; extra == "x"``
-#: (590 of the 680 lines of a TRL + vLLM stack), in a strict subset of PEP 508 that packaging
-#: always accepts (tests/facts/test_requirement_shapes.py holds it to packaging). Such a line
-#: needs no parse to be valid, nor to know that it applies to no extra a run installs.
-_IDENT = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-_SUFFIX = r"(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?"
-_RELEASE = r"[0-9]+(?:\.[0-9]+)*"
-_SPEC = (
-    rf"(?:~=[ \t]*[0-9]+(?:\.[0-9]+)+{_SUFFIX}|(?:==|!=)[ \t]*{_RELEASE}(?:\.\*|{_SUFFIX})"
-    rf"|(?:<=|>=|<|>)[ \t]*{_RELEASE}{_SUFFIX})"
-)
-_EXTRA_ONLY = re.compile(
-    rf"{_IDENT}[ \t]*(?:\[[ \t]*{_IDENT}(?:[ \t]*,[ \t]*{_IDENT})*[ \t]*\])?[ \t]*"
-    rf"(?:{_SPEC}(?:[ \t]*,[ \t]*{_SPEC})*)?[ \t]*;[ \t]*"
-    rf"extra[ \t]*==[ \t]*(?:\"({_IDENT})\"|'({_IDENT})')",
-    re.ASCII,
-)
-
-
-@lru_cache(maxsize=8192)
-def extra_only(line: str) -> str | None:
-    """The extra (normalized) that ``line`` applies to, when it is a valid requirement whose only
-    marker is ``extra == "x"``; None for any other line (parse it to know)."""
-    m = _EXTRA_ONLY.fullmatch(line)
-    return normalize_name(m.group(1) or m.group(2)) if m else None
+#: ``extra_only`` (re-exported): a line of the commonest shape, ``name specs; extra == "x"``,
+#: known valid and known to apply to extra x alone without a parse.
+extra_only = pep508.extra_only
 
 
 def requirement_name(line: str) -> str | None:
