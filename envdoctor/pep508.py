@@ -34,13 +34,8 @@ _HEAD = re.compile(
     rf"({_IDENT})[ \t]*(?:\[[ \t]*({_IDENT}(?:[ \t]*,[ \t]*{_IDENT})*)[ \t]*\])?[ \t]*([^()]*|\([^()]*\))",
     re.ASCII,
 )
-#: One specifier of the subset, ``op version``: a release, then ``.*`` or a canonical pre-,
-#: post- and dev-release suffix (``_specifier`` adds what depends on the operator).
-_ONE_SPEC = re.compile(
-    r"(~=|==|!=|<=|>=|<|>)[ \t]*([0-9]+(?:\.[0-9]+)*)"
-    r"(?:(\.\*)|(?:(a|b|rc)([0-9]+))?(?:\.post([0-9]+))?(?:\.dev([0-9]+))?)",
-    re.ASCII,
-)
+#: One specifier of the subset, ``op version`` (``_specifier`` adds what depends on the operator).
+_ONE_SPEC = versions.SPECIFIER
 #: The marker of the commonest shape: ``extra == "x"`` alone.
 _EXTRA_MARKER = re.compile(rf"[ \t]*extra[ \t]*==[ \t]*(?:\"({_IDENT})\"|'({_IDENT})')[ \t]*", re.ASCII)
 
@@ -138,12 +133,10 @@ def _compare(var: str, op: str, literal: str, env: dict[str, Any]) -> bool:
     if not isinstance(value, str):
         raise _Undecided  # missing or a set: packaging raises or decides set-wide
     if var in _VERSION_VARS:
-        if versions.parse(value) is None:
+        found = versions.contains(op + literal, value)
+        if found is None:  # a value that does not parse
             raise _Undecided
-        spec = versions.spec(op + literal)
-        if spec is None:
-            raise _Undecided
-        return spec.contains(value, prereleases=True)
+        return found
     return value == literal if op == "==" else value != literal
 
 
