@@ -191,6 +191,12 @@ def spec(text: str) -> SpecifierSet | None:
         return None
 
 
+def spec_error(text: str) -> bool:
+    """Whether ``text`` is not a PEP 440 specifier set (packaging is asked only for one that is
+    not of the canonical shapes)."""
+    return _specifiers(text) is None and spec(text) is None
+
+
 #: One specifier of the canonical shapes: the operator, its version, and the release prefix
 #: of a wildcard (``==1.2.*``: (1, 2)) or None.
 _Spec = tuple[str, Version, tuple[int, ...] | None]
