@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from envdoctor import versions
 
@@ -70,10 +70,12 @@ _TOKEN = re.compile(
 )
 
 
-class MarkerLike(Protocol):
-    """What callers use of a marker: packaging's ``Marker`` or this module's."""
+if TYPE_CHECKING:  # an annotation only (creating a Protocol class costs a check time)
 
-    def evaluate(self, environment: Mapping[str, Any] | None = None) -> bool: ...
+    class MarkerLike(Protocol):
+        """What callers use of a marker: packaging's ``Marker`` or this module's."""
+
+        def evaluate(self, environment: Mapping[str, Any] | None = None) -> bool: ...
 
 
 @dataclass(frozen=True)
