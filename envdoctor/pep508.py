@@ -20,7 +20,6 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -78,16 +77,26 @@ if TYPE_CHECKING:  # an annotation only (creating a Protocol class costs a check
         def evaluate(self, environment: Mapping[str, Any] | None = None) -> bool: ...
 
 
-@dataclass(frozen=True)
 class Requirement:
     """A parsed requirement, with the attributes callers read of packaging's ``Requirement``.
-    ``specifier`` is the text packaging's ``str(req.specifier)`` gives (sorted, deduplicated)."""
+    ``specifier`` is the text packaging's ``str(req.specifier)`` gives (sorted, deduplicated).
+    A plain class: creating a dataclass costs a check about 1 ms at import."""
 
-    name: str
-    extras: frozenset[str]
-    specifier: str
-    marker: MarkerLike | None
-    url: str | None = None
+    __slots__ = ("name", "extras", "specifier", "marker", "url")
+
+    def __init__(
+        self,
+        name: str,
+        extras: frozenset[str],
+        specifier: str,
+        marker: MarkerLike | None,
+        url: str | None = None,
+    ) -> None:
+        self.name, self.extras, self.specifier, self.marker, self.url = name, extras, specifier, marker, url
+
+    def __repr__(self) -> str:
+        extras = sorted(self.extras)
+        return f"<Requirement({self.name!r}, {extras}, {self.specifier!r}, {self.marker}, {self.url})>"
 
 
 class InvalidRequirement(ValueError):
@@ -98,19 +107,19 @@ class _Undecided(Exception):
     """An evaluation this module does not decide itself: packaging does."""
 
 
-#: A comparison: (variable, operator, literal); a group: ("and" | "or", [items]).
-_Atom = tuple[str, str, str]
-
-
-@dataclass(frozen=True)
 class Marker:
     """A marker of the subset, parsed; ``str()`` is its text as written."""
 
-    text: str
-    tree: tuple[str, tuple[Any, ...]]
+    __slots__ = ("text", "tree")
+
+    def __init__(self, text: str, tree: tuple[str, tuple[Any, ...]]) -> None:
+        self.text, self.tree = text, tree
 
     def __str__(self) -> str:
         return self.text
+
+    def __repr__(self) -> str:
+        return f"<Marker({self.text!r})>"
 
     def evaluate(self, environment: Mapping[str, Any] | None = None) -> bool:
         """As packaging's ``Marker.evaluate`` (context "metadata"): ``environment`` over this
