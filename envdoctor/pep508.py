@@ -108,7 +108,8 @@ class _Undecided(Exception):
 
 
 class Marker:
-    """A marker of the subset, parsed; ``str()`` is its text as written."""
+    """A marker of the subset, parsed; ``str()`` is its text as written. Its tree: a comparison
+    ``("cmp", (variable, operator, literal))`` or a group ``("and" | "or", (nodes...))``."""
 
     __slots__ = ("text", "tree")
 
