@@ -148,7 +148,7 @@ def _evaluate(node: tuple[str, tuple[Any, ...]], env: dict[str, Any]) -> bool:
     kind, items = node
     if kind == "cmp":
         return _compare(items[0], items[1], items[2], env)
-    results = (_evaluate(item, env) for item in items)
+    results = [_evaluate(item, env) for item in items]  # every one, as packaging: none skipped
     return all(results) if kind == "and" else any(results)
 
 
