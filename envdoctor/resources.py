@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -70,7 +71,11 @@ def _stamp(text: str) -> str:
 
 
 def _rules_key(path: Path) -> str | None:
-    """``path`` relative to the rules folder (``knowledge/vllm.yaml``), or None outside it."""
+    """``path`` relative to the rules folder (``knowledge/vllm.yaml``), or None outside it.
+    A path built from ``rules_dir()`` is read as text (resolving each costs ~0.2 ms)."""
+    text, root, sep = str(path), str(rules_dir()), os.sep
+    if text.startswith(root + sep) and f"{sep}..{sep}" not in text and f"{sep}.{sep}" not in text:
+        return text[len(root) + 1 :].replace(sep, "/")
     try:
         return path.resolve().relative_to(rules_dir()).as_posix()
     except (ValueError, OSError):
@@ -92,6 +97,31 @@ def _compiled() -> dict[str | None, tuple[str, str]]:
     return out
 
 
+def compiled_entry(key: str) -> tuple[str, str] | None:
+    """``(stamp, JSON text)`` of a line of ``COMPILED`` that holds derived data (the checkable
+    known failures), or None."""
+    return _compiled().get(key)
+
+
+def files_stamp(texts: list[tuple[str, str]]) -> str:
+    """The stamp of several files' names and texts (data derived from them all)."""
+    return _stamp("\0".join(f"{name}\0{text}" for name, text in texts))
+
+
+def _checkable_line(root: Path) -> str:
+    """``COMPILED``'s line of the checkable known failures: parsed and validated (a broken
+    catalogue fails here, naming the file and entry), with the stamp of every file."""
+    import json
+
+    from envdoctor.knowledge.failures import CHECKABLE_KEY, checkable, parse_catalogue, to_record
+
+    paths = sorted((root / "knowledge" / "known_failures").glob("*.yaml"))
+    texts = [(p.name, p.read_text(encoding="utf-8")) for p in paths]
+    failures = parse_catalogue(((name, _parse_yaml(text)) for name, text in texts), keep=checkable)
+    encoded = json.dumps([to_record(f) for f in failures], ensure_ascii=True, separators=(",", ":"))
+    return f"{CHECKABLE_KEY}\t{files_stamp(texts)}\t{encoded}"
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal, and of the same types all the way down (``1 == 1.0 == True`` for ``==``)."""
     if type(a) is not type(b):
@@ -107,7 +137,8 @@ def _same(a: Any, b: Any) -> bool:
 
 def compile_rules(root: Path | None = None) -> str:
     """``COMPILED``'s text for the YAML files under ``root`` (the rules folder): each file that
-    JSON holds exactly (a file with dates or non-string keys is left to YAML)."""
+    JSON holds exactly (a file with dates or non-string keys is left to YAML), then the checkable
+    known failures, parsed."""
     import json
 
     root = root or rules_dir()
@@ -118,6 +149,7 @@ def compile_rules(root: Path | None = None) -> str:
         encoded = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
         if _same(json.loads(encoded), data):
             lines.append(f"{path.relative_to(root).as_posix()}\t{_stamp(text)}\t{encoded}")
+    lines.append(_checkable_line(root))
     return "\n".join(lines) + "\n"
 
 

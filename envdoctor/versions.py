@@ -1,11 +1,171 @@
-"""Version strings as pip reads them: tolerant parsing and specifier checks."""
+"""Version strings as pip reads them: tolerant parsing and specifier checks, without packaging.
+
+Importing ``packaging.version`` and ``packaging.specifiers`` cost a static check ~10 ms (their
+patterns alone ~6 ms). A version of the canonical shapes (``2.6.0+cu124``, ``1.0rc1``,
+``0.8.5.post1``, ``0.16.0.dev0``) is parsed by one small pattern here; any other spelling
+(``v1.0``, ``1.0-1``, ``1.0.0-RC1``, an epoch) by packaging, whose parse is copied. A specifier
+set of the canonical shapes (``>=2.6,<2.7``, ``==0.8.*``, ``~=1.4.2``, ``!=0.7.1``) is matched
+here as PEP 440 says; any other by packaging. tests/test_versions.py holds both to packaging on
+every specifier and version of rules/ and on generated ones.
+"""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+if TYPE_CHECKING:  # an annotation only: packaging loads when a caller needs the object
+    from packaging.specifiers import SpecifierSet
+
+#: A version of the canonical shapes: release, pre-release, post, dev, local label.
+_VERSION = re.compile(
+    r"([0-9]+(?:\.[0-9]+)*)(?:(a|b|rc)([0-9]+))?(?:\.post([0-9]+))?(?:\.dev([0-9]+))?"
+    r"(?:\+([a-z0-9]+(?:\.[a-z0-9]+)*))?",
+    re.ASCII,
+)
+#: One specifier of the canonical shapes, ``op version``: a release, then ``.*`` or a pre-,
+#: post- and dev-release suffix (what depends on the operator is checked in ``_specifier``).
+SPECIFIER = re.compile(
+    r"(~=|==|!=|<=|>=|<|>)[ \t]*([0-9]+(?:\.[0-9]+)*)"
+    r"(?:(\.\*)|(?:(a|b|rc)([0-9]+))?(?:\.post([0-9]+))?(?:\.dev([0-9]+))?)",
+    re.ASCII,
+)
+
+
+class InvalidVersion(ValueError):
+    """Not a PEP 440 version."""
+
+
+class Version:
+    """A PEP 440 version with the attributes and the order of packaging's ``Version``."""
+
+    __slots__ = ("epoch", "release", "pre", "post", "dev", "_local", "_key")
+
+    def __init__(
+        self,
+        release: tuple[int, ...],
+        pre: tuple[str, int] | None = None,
+        post: int | None = None,
+        dev: int | None = None,
+        local: tuple[int | str, ...] | None = None,
+        epoch: int = 0,
+    ) -> None:
+        self.epoch, self.release, self.pre, self.post, self.dev = epoch, release, pre, post, dev
+        self._local = local
+        trimmed = list(release)
+        while trimmed and trimmed[-1] == 0:
+            trimmed.pop()
+        # packaging's order: a dev build of a final release before its pre-releases, a missing
+        # post-release before any, a missing dev build after any; local labels after none,
+        # numeric segments after alphanumeric ones
+        self._key: tuple[Any, ...] = (
+            epoch,
+            tuple(trimmed),
+            (-1,) if pre is None and post is None and dev is not None else (1,) if pre is None else (0, *pre),
+            (-1,) if post is None else (0, post),
+            (1,) if dev is None else (0, dev),
+            () if local is None else tuple((1, p, "") if isinstance(p, int) else (0, 0, p) for p in local),
+        )
+
+    @property
+    def local(self) -> str | None:
+        return ".".join(map(str, self._local)) if self._local is not None else None
+
+    @property
+    def base_version(self) -> str:
+        return (f"{self.epoch}!" if self.epoch else "") + ".".join(map(str, self.release))
+
+    @property
+    def public(self) -> str:
+        return str(self).split("+", 1)[0]
+
+    @property
+    def is_prerelease(self) -> bool:
+        return self.dev is not None or self.pre is not None
+
+    @property
+    def is_postrelease(self) -> bool:
+        return self.post is not None
+
+    @property
+    def is_devrelease(self) -> bool:
+        return self.dev is not None
+
+    @property
+    def major(self) -> int:
+        return self.release[0] if self.release else 0
+
+    @property
+    def minor(self) -> int:
+        return self.release[1] if len(self.release) >= 2 else 0
+
+    @property
+    def micro(self) -> int:
+        return self.release[2] if len(self.release) >= 3 else 0
+
+    def __str__(self) -> str:
+        text = self.base_version
+        if self.pre is not None:
+            text += f"{self.pre[0]}{self.pre[1]}"
+        if self.post is not None:
+            text += f".post{self.post}"
+        if self.dev is not None:
+            text += f".dev{self.dev}"
+        if self._local is not None:
+            text += f"+{self.local}"
+        return text
+
+    def __repr__(self) -> str:
+        return f"<Version({str(self)!r})>"
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __eq__(self, other: object) -> bool:
+        return self._key == other._key if isinstance(other, Version) else NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        return self._key != other._key if isinstance(other, Version) else NotImplemented
+
+    def __lt__(self, other: Version) -> bool:
+        return self._key < other._key if isinstance(other, Version) else NotImplemented
+
+    def __le__(self, other: Version) -> bool:
+        return self._key <= other._key if isinstance(other, Version) else NotImplemented
+
+    def __gt__(self, other: Version) -> bool:
+        return self._key > other._key if isinstance(other, Version) else NotImplemented
+
+    def __ge__(self, other: Version) -> bool:
+        return self._key >= other._key if isinstance(other, Version) else NotImplemented
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None else None
+
+
+def _read(text: str) -> Version:
+    """``text`` as a ``Version``; ``InvalidVersion`` when it is not PEP 440."""
+    m = _VERSION.fullmatch(text)
+    if m is not None:
+        release, letters, pre, post, dev, local = m.groups()
+        return Version(
+            tuple(int(x) for x in release.split(".")),
+            (letters, int(pre)) if letters else None,
+            _int(post),
+            _int(dev),
+            tuple(int(p) if p.isdigit() else p for p in local.split(".")) if local else None,
+        )
+    from packaging.version import InvalidVersion as Invalid
+    from packaging.version import Version as Parsed
+
+    try:
+        v = Parsed(text)
+    except Invalid:
+        raise InvalidVersion(text) from None
+    local = tuple(int(p) if p.isdigit() else p for p in v.local.split(".")) if v.local else None
+    return Version(v.release, v.pre, v.post, v.dev, local, v.epoch)
 
 
 @lru_cache(maxsize=1024)
@@ -14,33 +174,143 @@ def parse(text: str | None) -> Version | None:
     if not text:
         return None
     try:
-        return Version(text)
+        return _read(text)
     except InvalidVersion:
         return None
 
 
 @lru_cache(maxsize=1024)
 def spec(text: str) -> SpecifierSet | None:
+    """packaging's ``SpecifierSet`` of ``text``, or None when it is not one (for callers that
+    read its parts; matching a version is ``satisfies``, which needs no packaging)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         return SpecifierSet(text)
     except InvalidSpecifier:
         return None
 
 
+def spec_error(text: str) -> bool:
+    """Whether ``text`` is not a PEP 440 specifier set (packaging is asked only for one that is
+    not of the canonical shapes)."""
+    return _specifiers(text) is None and spec(text) is None
+
+
+#: One specifier of the canonical shapes: the operator, its version, and the release prefix
+#: of a wildcard (``==1.2.*``: (1, 2)) or None.
+_Spec = tuple[str, Version, tuple[int, ...] | None]
+
+
+def _specifier(text: str) -> _Spec | None:
+    m = SPECIFIER.fullmatch(text)
+    if m is None:
+        return None
+    op, release, star, letters, pre, post, dev = m.groups()
+    parts = tuple(int(x) for x in release.split("."))
+    if star:
+        return (op, Version(parts), parts) if op in ("==", "!=") else None
+    if op == "~=" and len(parts) < 2:
+        return None
+    return op, Version(parts, (letters, int(pre)) if letters else None, _int(post), _int(dev)), None
+
+
+@lru_cache(maxsize=1024)
+def _specifiers(text: str) -> tuple[_Spec, ...] | None:
+    """The specifiers of a set of the canonical shapes (split as packaging splits), or None."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if part:
+            one = _specifier(part)
+            if one is None:
+                return None
+            out.append(one)
+    return tuple(out)
+
+
+def _prefix(v: Version, prefix: tuple[int, ...]) -> bool:
+    """Whether ``v``'s release starts with ``prefix`` (zero-padded): ``==1.2.*``'s match."""
+    release = v.release + (0,) * (len(prefix) - len(v.release))
+    return v.epoch == 0 and release[: len(prefix)] == prefix
+
+
+def _match(one: _Spec, v: Version) -> bool | None:
+    """PEP 440's answer for one specifier and a version without local label (pre-releases
+    allowed); None where packaging is asked (``<`` a final release with a post segment)."""
+    op, s, prefix = one
+    if prefix is not None:
+        return _prefix(v, prefix) if op == "==" else not _prefix(v, prefix)
+    key, skey = v._key, s._key
+    if op == ">=":
+        return key >= skey
+    if op == "<=":
+        return key <= skey
+    if op == "==":
+        return key == skey
+    if op == "!=":
+        return key != skey
+    if op == "~=":
+        return key >= skey and _prefix(v, s.release[:-1])
+    if key[:2] != skey[:2]:  # another release: the order decides
+        return key < skey if op == "<" else key > skey
+    if op == "<":  # ``<V`` excludes V's pre-releases unless V is one
+        if s.pre is not None or s.dev is not None:
+            return key < skey
+        return False if s.post is None else None
+    if s.dev is not None or s.post is not None:  # ``>V`` excludes V's post-releases
+        return key > skey
+    return key > skey and v.pre != s.pre
+
+
+def _contains(specifier: str, v: Version) -> bool | None:
+    """Whether ``v`` is in the set (pre-releases count), or None when packaging must say."""
+    specs = _specifiers(specifier)
+    if specs is None:
+        return None
+    public = v if v._local is None else Version(v.release, v.pre, v.post, v.dev, None, v.epoch)
+    for one in specs:
+        found = _match(one, public)
+        if found is None:
+            return None
+        if not found:
+            return False
+    return True
+
+
+def contains(specifier: str, version: str) -> bool | None:
+    """packaging's ``SpecifierSet(specifier).contains(version, prereleases=True)`` for a
+    ``version`` that parses; None when the specifier is not one or the version does not parse."""
+    v = parse(version)
+    if v is None:
+        return None
+    found = _contains(specifier, v)
+    if found is not None:
+        return found
+    s = spec(specifier)
+    return None if s is None else bool(s.contains(version, prereleases=True))
+
+
 def satisfies(version: str | None, specifier: str) -> bool | None:
     """Whether ``version`` is in ``specifier`` (pre-releases count); None if unparseable."""
-    v, s = parse(version), spec(specifier)
-    if v is None or s is None:
+    v = parse(version)
+    if v is None:
         return None
-    return s.contains(v, prereleases=True) or s.contains(Version(v.public), prereleases=True)
+    found = _contains(specifier, v)
+    if found is not None:
+        return found
+    s = spec(specifier)
+    if s is None:
+        return None
+    return bool(s.contains(str(v), prereleases=True) or s.contains(v.public, prereleases=True))
 
 
 def _counted(v: Version) -> Version:
     """The release a version counts as for ``at_least``: a release candidate (``a``, ``b``,
     ``rc``) of X counts as X; a ``.dev`` build, a post-release and local labels as they are."""
     if v.pre is not None and v.dev is None:
-        return Version(v.base_version)
-    return Version(v.public)
+        return Version(v.release, epoch=v.epoch)
+    return Version(v.release, v.pre, v.post, v.dev, None, v.epoch)
 
 
 def at_least(version: str | None, minimum: str) -> bool | None:
@@ -64,8 +334,9 @@ def at_least(version: str | None, minimum: str) -> bool | None:
     v = parse(version)
     if v is None:
         return None
-    floor = Version(minimum)
-    return (Version(v.public) if floor.is_prerelease else _counted(v)) >= floor
+    floor = _read(minimum)
+    public = Version(v.release, v.pre, v.post, v.dev, None, v.epoch)
+    return (public if floor.is_prerelease else _counted(v)) >= floor
 
 
 def below(version: str | None, minimum: str) -> bool:
@@ -85,7 +356,7 @@ def cuda_of_torch(version: str | None) -> str | None:
     return f"{digits[:-1]}.{digits[-1]}"
 
 
-_ZERO = Version("0")
+_ZERO = Version((0,))
 
 
 def sort_key(text: str | None) -> Version:

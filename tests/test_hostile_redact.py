@@ -648,3 +648,43 @@ def test_a_secret_option_value_with_a_space_is_masked_word_by_word(tmp_path, mon
         proc.kill()
         proc.wait()
     assert "topsecret" not in name and "secondword" not in name and "--api-key ****" in name
+
+
+def test_printable_text_holds_no_character_to_escape():
+    """escape_controls returns a printable text as it is (str.isprintable, without compiling its
+    pattern): every character it escapes is one Python deems not printable."""
+    from envdoctor.redact import _CONTROL_NL, escape_controls
+
+    escaped = [chr(c) for c in range(0x110000) if _CONTROL_NL.fullmatch(chr(c))]
+    assert len(escaped) > 2000  # C0, C1, bidi marks, surrogates, non-characters
+    assert not any(c.isprintable() for c in escaped)
+    assert escape_controls("plain text, é ü 中文") == "plain text, é ü 中文"
+
+
+def test_token_hints_name_every_token_start():
+    """redact runs the token pattern only on a text holding one of its starts: each token shape
+    starts with one (a token that does not would go unmasked)."""
+    from envdoctor.redact import _TOKEN_HINTS, redact
+
+    for token in (
+        "hf_" + "a" * 34,
+        "api_org_" + "b" * 34,
+        "ghp_" + "c" * 36,
+        "gho_" + "c" * 36,
+        "ghu_" + "c" * 36,
+        "ghs_" + "c" * 36,
+        "ghr_" + "c" * 36,
+        "github_pat_" + "d" * 40,
+        "AKIA" + "E" * 16,
+        "ASIA" + "E" * 16,
+        "AGPA" + "E" * 16,
+        "AIDA" + "E" * 16,
+        "AROA" + "E" * 16,
+        "ANPA" + "E" * 16,
+        "sk-" + "f" * 30,
+        "xoxb-" + "1" * 12,
+        "local-" + "0" * 40,
+        "wandb_v1_" + "g" * 24,
+    ):
+        assert any(token.startswith(h) for h in _TOKEN_HINTS), token
+        assert token not in redact(f"see {token} here"), token

@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
         "envdoctor.units",
         "envdoctor.findings",
         "envdoctor.versions",
+        "envdoctor.pep508",
         "envdoctor.redact",
         "envdoctor.resources",
         "envdoctor.settings",

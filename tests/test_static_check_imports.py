@@ -17,6 +17,8 @@ from tests.conftest import ROOT
 NOT_WITHOUT_INPUT = {
     "yaml": "a config file (the rule data is read from rules/compiled.jsonl)",
     "importlib.metadata": "a distribution that no *.dist-info folder names",
+    "packaging": "a version, specifier or Requires-Dist line outside the canonical shapes "
+    "(envdoctor.versions, envdoctor.pep508)",
     "envdoctor.facts.declared": "a requirements file, pyproject or lock file",
     "envdoctor.plan.memory": "a model",
     "envdoctor.plan.config_files": "a config file",
@@ -109,7 +111,32 @@ def test_compiled_rule_data_is_fresh():
     `python -m envdoctor.resources` (a stale entry is parsed from YAML again: slower, not wrong)."""
     text = (rules_dir() / COMPILED).read_text(encoding="utf-8")
     assert text == compile_rules(), "rules/compiled.jsonl is stale: python -m envdoctor.resources"
-    assert len(text.splitlines()) == len(list(rules_dir().rglob("*.yaml"))), (
+    assert len(text.splitlines()) == len(list(rules_dir().rglob("*.yaml"))) + 1, (
         "a YAML file of rules/ that JSON cannot hold exactly (a date, a key that is not a string) "
-        "is read with PyYAML on every run: quote the value"
+        "is read with PyYAML on every run: quote the value (the last line: the checkable known "
+        "failures, parsed)"
     )
+
+
+def test_check_reads_the_checkable_known_failures_parsed(tmp_path, monkeypatch):
+    """KNF001's entries come from rules/compiled.jsonl already parsed and validated, equal to
+    what parsing the YAML gives; after an edit of a catalogue file the YAML is parsed again."""
+    import shutil
+
+    from envdoctor.knowledge import catalogue
+    from envdoctor.knowledge.failures import checkable
+
+    folder = catalogue.catalogue_dir()
+    compiled = catalogue.compiled_checkable(folder)
+    assert compiled is not None
+    assert compiled == tuple(catalogue.load_dir(folder, eager=False, keep=checkable))
+    assert catalogue.load_checkable_failures() == compiled
+    copy = tmp_path / "known_failures"
+    shutil.copytree(folder, copy)
+    assert catalogue.compiled_checkable(copy) == compiled  # the same texts
+    first = sorted(copy.glob("*.yaml"))[0]
+    first.write_text(first.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    assert catalogue.compiled_checkable(copy) is None
+    (copy / "new.yaml").write_text("x: 1\n", encoding="utf-8")
+    first.write_text((folder / first.name).read_text(encoding="utf-8"), encoding="utf-8")
+    assert catalogue.compiled_checkable(copy) is None  # a file more

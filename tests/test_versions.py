@@ -45,3 +45,208 @@ def test_memory_defaults_follow_the_one_comparison():
     assert from_config({}, "1.10.0", "bfloat16").completion_len == 512
     assert from_config({}, "1.10.0.dev0", "bfloat16").completion_len == 256
     assert from_config({}, "1.9.2", "bfloat16").completion_len == 256
+
+
+# -- parsing and matching without packaging, held to packaging (issue 29) ---------------------
+
+import itertools  # noqa: E402
+import json  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from packaging.specifiers import InvalidSpecifier, SpecifierSet  # noqa: E402
+from packaging.version import InvalidVersion, Version  # noqa: E402
+
+from envdoctor.resources import rules_dir  # noqa: E402
+
+_OPS = ("<", "<=", ">", ">=", "==", "!=", "~=", "===")
+
+
+def _rules_strings() -> set[str]:
+    """Every string (and key) anywhere in the data of rules/."""
+    found: set[str] = set()
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            found.add(value)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(str(k))
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.add(str(value))
+
+    for line in (rules_dir() / "compiled.jsonl").read_text(encoding="utf-8").splitlines():
+        walk(json.loads(line.split("\t", 2)[2]))
+    return found
+
+
+def _rules_specifiers() -> list[str]:
+    out = []
+    for text in _rules_strings():
+        if any(op in text for op in _OPS) and len(text) < 80:
+            try:
+                SpecifierSet(text)
+            except InvalidSpecifier:
+                continue
+            out.append(text)
+    return sorted(out)
+
+
+def _neighbours(text: str) -> list[str]:
+    """Versions at and around ``text``: its pre-, post-, dev-releases and local builds."""
+    out = [text]
+    for suffix in ("a1", "rc1", "rc1.dev1", ".post1", ".post1.dev0", ".dev0", "+cu124", ".1", ".0", ".0.0"):
+        out.append(text + suffix)
+    return out
+
+
+def _corpus(specs: list[str]) -> list[str]:
+    versions_seen = {"0", "1", "2.0", "1!1.0", "0.0.1", "99", "1.0.0-rc1", "v2.6.0", "2.6.0+cpu"}
+    for text in _rules_strings():
+        try:
+            Version(text)
+        except InvalidVersion:
+            continue
+        if len(text) < 40:
+            versions_seen.add(text)
+    for s in specs:
+        for item in SpecifierSet(s):
+            versions_seen.update(_neighbours(item.version.rstrip(".*").rstrip(".")))
+    return sorted(versions_seen)
+
+
+def _packaging_satisfies(version: str, specifier: str) -> bool | None:
+    """versions.satisfies as it was, on packaging."""
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return None
+    try:
+        s = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        return None
+    return s.contains(v, prereleases=True) or s.contains(Version(v.public), prereleases=True)
+
+
+def _packaging_at_least(version: str, minimum: str) -> bool | None:
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return None
+    floor = Version(minimum)
+    if floor.is_prerelease:
+        return Version(v.public) >= floor
+    counted = Version(v.base_version) if v.pre is not None and v.dev is None else Version(v.public)
+    return counted >= floor
+
+
+def _same_version(text: str) -> None:
+    try:
+        want = Version(text)
+    except InvalidVersion:
+        assert versions.parse(text) is None, text
+        return
+    got = versions.parse(text)
+    assert got is not None, text
+    assert str(got) == str(want), text
+    for attr in (
+        "public",
+        "base_version",
+        "local",
+        "release",
+        "pre",
+        "post",
+        "dev",
+        "epoch",
+        "is_prerelease",
+    ):
+        assert getattr(got, attr) == getattr(want, attr), (text, attr)
+    assert got.is_postrelease == want.is_postrelease and got.is_devrelease == want.is_devrelease
+    assert (got.major, got.minor, got.micro) == (want.major, want.minor, want.micro)
+
+
+def test_every_specifier_of_rules_matches_as_packaging_matches():
+    specs = _rules_specifiers()
+    assert len(specs) > 100  # the catalogue, trl.yaml, vllm.yaml, the allocator table ...
+    own = [s for s in specs if versions._specifiers(s) is not None]
+    assert len(own) == len(specs), sorted(set(specs) - set(own))  # none needs packaging
+    corpus = _corpus(specs)
+    for v in corpus:
+        _same_version(v)
+    sample = corpus[::20]
+    for s in specs:
+        near = [n for item in SpecifierSet(s) for n in _neighbours(item.version.rstrip(".*").rstrip("."))]
+        for v in near + sample:
+            assert versions.satisfies(v, s) == _packaging_satisfies(v, s), (v, s)
+            if versions.parse(v) is not None:
+                assert versions.contains(s, v) == SpecifierSet(s).contains(v, prereleases=True), (v, s)
+
+
+def test_order_and_at_least_are_packagings():
+    corpus = _corpus(_rules_specifiers())
+    parsed = [v for v in corpus if versions.parse(v) is not None]
+    assert sorted(parsed, key=versions.sort_key) == sorted(parsed, key=Version)
+    for a, b in itertools.product(parsed[::13], parsed[::13]):
+        va, vb = versions.parse(a), versions.parse(b)
+        assert (va == vb, va < vb, hash(va) == hash(vb) if va == vb else True) == (
+            Version(a) == Version(b),
+            Version(a) < Version(b),
+            True,
+        ), (a, b)
+        if not Version(b).local and Version(b).epoch == 0:
+            assert versions.at_least(a, b) == _packaging_at_least(a, b), (a, b)
+
+
+_release = st.lists(st.integers(0, 12), min_size=1, max_size=4).map(lambda r: ".".join(map(str, r)))
+_pre = st.sampled_from(["", "a1", "b2", "rc1", "rc0", "a0", "alpha1", "RC1", "-rc2", ".c1", "pre3", "a"])
+_post = st.sampled_from(["", ".post1", ".post0", "-1", ".post", "post2", ".rev1"])
+_dev = st.sampled_from(["", ".dev0", ".dev3", "dev1", ".dev"])
+_local = st.sampled_from(
+    ["", "+cu124", "+cpu", "+rocm6.2", "+1.a", "+a.1", "+001", "+Abc", "+g1a2b3c.d20240101"]
+)
+_versions = st.builds(
+    lambda e, r, pre, post, dev, loc: f"{e}{r}{pre}{post}{dev}{loc}",
+    st.sampled_from(["", "", "", "1!", "v"]),
+    _release,
+    _pre,
+    _post,
+    _dev,
+    _local,
+)
+_specs = st.lists(
+    st.builds(
+        lambda op, r, pre, post, dev, star: f"{op}{r}{star or (pre + post + dev)}",
+        st.sampled_from(["<", "<=", ">", ">=", "==", "!=", "~="]),
+        _release,
+        st.sampled_from(["", "", "a1", "rc2", "b0"]),
+        st.sampled_from(["", "", ".post1"]),
+        st.sampled_from(["", "", ".dev0", ".dev2"]),
+        st.sampled_from(["", "", ".*"]),
+    ),
+    min_size=1,
+    max_size=3,
+).map(",".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_versions)
+def test_generated_versions_parse_as_packaging_parses_them(text):
+    _same_version(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_versions, min_size=2, max_size=6), _specs)
+def test_generated_specifiers_match_as_packaging_matches(texts, specifier):
+    try:
+        for item in SpecifierSet(specifier):
+            texts += _neighbours(item.version.rstrip(".*").rstrip("."))
+    except InvalidSpecifier:
+        pass  # an invalid set: both say None
+    for text in texts:
+        assert versions.satisfies(text, specifier) == _packaging_satisfies(text, specifier), (text, specifier)
+    parsed = [t for t in texts if versions.parse(t) is not None]
+    assert sorted(parsed, key=versions.sort_key) == sorted(parsed, key=Version)

@@ -35,8 +35,7 @@ CHECKED = (
 def _vllm_fix(ctx: Context, minimum: str) -> str:
     line = ctx.kb.trl_line(ctx.version("trl")) or {}
     rng = str(line.get("vllm") or "")
-    spec = versions.spec(rng) if rng else None
-    if spec is not None and spec.contains(minimum) and "," in rng:
+    if rng and versions.satisfies(minimum, rng) and "," in rng:
         return f"pip install 'vllm{rng}'"  # the range this TRL supports starts above minimum
     return f"pip install 'vllm>={minimum}'"
 

@@ -8,12 +8,9 @@ import sys
 from functools import lru_cache
 from importlib.machinery import PathFinder
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from envdoctor import pep508
 from envdoctor.facts.interface import Package, normalize_name
-
-if TYPE_CHECKING:
-    from packaging.requirements import Requirement
 
 #: The training stack whose versions and requirements envdoctor reads.
 STACK = (
@@ -49,31 +46,9 @@ MAX_REQUIRES = 2_000
 MAX_REQUIRES_TOTAL = 20_000
 
 
-#: A ``Requires-Dist`` line of the commonest shape, ``name[extras] specifiers; extra == "x"``
-#: (590 of the 680 lines of a TRL + vLLM stack), in a strict subset of PEP 508 that packaging
-#: always accepts (tests/facts/test_requirement_shapes.py holds it to packaging). Such a line
-#: needs no parse to be valid, nor to know that it applies to no extra a run installs.
-_IDENT = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-_SUFFIX = r"(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?"
-_RELEASE = r"[0-9]+(?:\.[0-9]+)*"
-_SPEC = (
-    rf"(?:~=[ \t]*[0-9]+(?:\.[0-9]+)+{_SUFFIX}|(?:==|!=)[ \t]*{_RELEASE}(?:\.\*|{_SUFFIX})"
-    rf"|(?:<=|>=|<|>)[ \t]*{_RELEASE}{_SUFFIX})"
-)
-_EXTRA_ONLY = re.compile(
-    rf"{_IDENT}[ \t]*(?:\[[ \t]*{_IDENT}(?:[ \t]*,[ \t]*{_IDENT})*[ \t]*\])?[ \t]*"
-    rf"(?:{_SPEC}(?:[ \t]*,[ \t]*{_SPEC})*)?[ \t]*;[ \t]*"
-    rf"extra[ \t]*==[ \t]*(?:\"({_IDENT})\"|'({_IDENT})')",
-    re.ASCII,
-)
-
-
-@lru_cache(maxsize=8192)
-def extra_only(line: str) -> str | None:
-    """The extra (normalized) that ``line`` applies to, when it is a valid requirement whose only
-    marker is ``extra == "x"``; None for any other line (parse it to know)."""
-    m = _EXTRA_ONLY.fullmatch(line)
-    return normalize_name(m.group(1) or m.group(2)) if m else None
+#: ``extra_only`` (re-exported): a line of the commonest shape, ``name specs; extra == "x"``,
+#: known valid and known to apply to extra x alone without a parse.
+extra_only = pep508.extra_only
 
 
 def requirement_name(line: str) -> str | None:
@@ -83,24 +58,20 @@ def requirement_name(line: str) -> str | None:
 
 
 @lru_cache(maxsize=8192)
-def parse_requirement(line: str) -> Requirement | None:
+def parse_requirement(line: str) -> pep508.Requirement | None:
     """``line`` parsed as PEP 508, or None. Cached: facts, PKG004 and the upgrade plan read the
-    same ``Requires-Dist`` lines, and parsing them is most of a static check's time."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
+    same ``Requires-Dist`` lines; the common shapes without packaging (``envdoctor.pep508``)."""
     if len(line) > 1000:
         return None
     try:
-        return Requirement(line)
-    except InvalidRequirement:
+        return pep508.parse(line)
+    except pep508.InvalidRequirement:
         return None
 
 
 def requirement_problem(line: str) -> str | None:
     """Why a ``Requires-Dist`` line cannot be judged (not PEP 508, a marker that does not
     evaluate), or None: the rules only ever see lines that parse and evaluate."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
     if len(line) > 1000:
         return f"a requirement of {len(line):,} characters"
     if extra_only(line) is not None:
@@ -108,10 +79,10 @@ def requirement_problem(line: str) -> str | None:
     req = parse_requirement(line)
     try:
         if req is None:
-            Requirement(line)  # raises, with packaging's own words
+            pep508.parse(line)  # raises, with packaging's own words
         elif req.marker is not None:
             req.marker.evaluate({"extra": ""})  # over packaging's own default environment
-    except InvalidRequirement as exc:
+    except pep508.InvalidRequirement as exc:
         return f"not a PEP 508 requirement: {str(exc).splitlines()[0][:120]}"
     except Exception as exc:  # packaging raises several kinds on odd markers
         return f"its marker does not evaluate: {type(exc).__name__}: {str(exc)[:120]}"

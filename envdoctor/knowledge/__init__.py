@@ -91,13 +91,13 @@ def knowledge() -> Knowledge:
 def known_failures() -> list[KnownFailure]:
     """The catalogue of confirmed breakages (rules/knowledge/known_failures/), parsed and
     validated on first use, once per process; ``KnownFailuresError`` names a bad file and entry."""
-    from envdoctor.knowledge.failures import load_known_failures
+    from envdoctor.knowledge.catalogue import load_known_failures
 
     return list(load_known_failures())
 
 
 def checkable_failures() -> list[KnownFailure]:
     """The catalogue entries ``check`` reports itself (no ``rule``, not ``triage_only``)."""
-    from envdoctor.knowledge.failures import load_checkable_failures
+    from envdoctor.knowledge.catalogue import load_checkable_failures
 
     return list(load_checkable_failures())

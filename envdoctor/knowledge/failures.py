@@ -2,19 +2,19 @@
 
 One schema, ``envdoctor.known_failures/1``, validated here on first load; every entry becomes a
 frozen ``KnownFailure``. ``check`` matches an entry's ``when`` against the stack (KNF001), triage
-reads its ``symptoms``. Loaded lazily, once per process (``known_failures()``).
+reads its ``symptoms``. Parsing only: ``envdoctor.knowledge.catalogue`` reads the files, lazily,
+once per process (``known_failures()``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
-from pathlib import Path
+from functools import cache
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from envdoctor import versions
 
 SCHEMA = "envdoctor.known_failures/1"
 KINDS = ("crash", "hang", "silent-wrong", "refusal", "degraded")
@@ -156,12 +156,8 @@ def _when(
     if not isinstance(when["packages"], dict):
         raise KnownFailuresError(f"{where}.when.packages: expected a mapping of dist name to spec")
     for name, spec in when["packages"].items():
-        try:
-            SpecifierSet(str(spec))
-        except InvalidSpecifier:
-            raise KnownFailuresError(
-                f"{where}.when.packages.{name}: {spec!r} is not a PEP 440 specifier"
-            ) from None
+        if versions.spec_error(str(spec)):
+            raise KnownFailuresError(f"{where}.when.packages.{name}: {spec!r} is not a PEP 440 specifier")
         if not str(spec).strip():
             raise KnownFailuresError(f"{where}.when.packages.{name}: empty specifier")
         packages[_norm(str(name))] = str(spec)
@@ -290,47 +286,44 @@ def parse_file(
     ]
 
 
-def catalogue_dir() -> Path:
-    from envdoctor.resources import rules_dir
-
-    return rules_dir() / "knowledge" / "known_failures"
-
-
-def load_dir(
-    folder: Path, eager: bool = True, keep: Callable[[dict[str, Any]], bool] | None = None
+def parse_catalogue(
+    files: Iterable[tuple[str, Any]], eager: bool = True, keep: Callable[[dict[str, Any]], bool] | None = None
 ) -> list[KnownFailure]:
-    """Every entry of every ``*.yaml`` in ``folder``, ids unique across files."""
-    from envdoctor.resources import read_yaml
-
+    """Every entry of the parsed catalogue files ``(name, data)``, ids unique across files."""
     out: list[KnownFailure] = []
     seen: dict[str, str] = {}
-    for path in sorted(folder.glob("*.yaml")):
-        try:
-            data = read_yaml(path)
-        except Exception as exc:  # a YAML syntax error: name the file and the line
-            mark = getattr(exc, "problem_mark", None)
-            at = f" at line {mark.line + 1}" if mark is not None else ""
-            raise KnownFailuresError(f"{path.name}: not valid YAML{at} ({type(exc).__name__})") from None
-        for failure in parse_file(path.name, data, eager, keep):
+    for name, data in files:
+        for failure in parse_file(name, data, eager, keep):
             if failure.id in seen:
-                raise KnownFailuresError(f"{path.name}: id {failure.id} already used in {seen[failure.id]}")
-            seen[failure.id] = path.name
+                raise KnownFailuresError(f"{name}: id {failure.id} already used in {seen[failure.id]}")
+            seen[failure.id] = name
             out.append(failure)
     return out
 
 
-@lru_cache(maxsize=1)
-def load_known_failures() -> tuple[KnownFailure, ...]:
-    return tuple(load_dir(catalogue_dir(), eager=False))  # tests compile every symptom
-
-
-def _checkable(entry: dict[str, Any]) -> bool:
+def checkable(entry: dict[str, Any]) -> bool:
+    """Whether ``check`` reports an entry itself (KNF001): no older rule reports it and its
+    trigger shows before the run (not ``triage_only``)."""
     return entry.get("rule") is None and not entry.get("triage_only")
 
 
-@lru_cache(maxsize=1)
-def load_checkable_failures() -> tuple[KnownFailure, ...]:
-    """The entries ``check`` reports (KNF001): no older rule reports them and their trigger shows
-    before the run. The others are not parsed here (a third of the catalogue's start-up cost);
-    triage and the tests load and validate every entry."""
-    return tuple(load_dir(catalogue_dir(), eager=False, keep=_checkable))
+#: Where rules/compiled.jsonl keeps the checkable entries, parsed and validated (not a path).
+CHECKABLE_KEY = "knowledge/known_failures/*.yaml (checkable entries)"
+
+
+def to_record(f: KnownFailure) -> dict[str, Any]:
+    """``f`` as JSON data that ``from_record`` turns back into an equal ``KnownFailure``."""
+    record = {name: getattr(f, name) for name in f.__dataclass_fields__}
+    record["symptoms"] = [[s.text, s.where] for s in f.symptoms]
+    return record
+
+
+def from_record(record: dict[str, Any]) -> KnownFailure:
+    """The ``KnownFailure`` of a ``to_record`` record (validated when it was written)."""
+    fields = dict(record)
+    fields["config"] = {k: tuple(v) for k, v in fields["config"].items()}
+    fields["launch"] = {k: tuple(v) for k, v in fields["launch"].items()}
+    fields["platform"] = tuple(fields["platform"])
+    fields["symptoms"] = tuple(Symptom(text, where) for text, where in fields["symptoms"])
+    fields["sources"] = tuple(fields["sources"])
+    return KnownFailure(**fields)

@@ -6,15 +6,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from packaging.version import Version
-
 from envdoctor import versions
+from envdoctor.versions import Version
 
 
 @lru_cache(maxsize=4096)
 def _parsed(text: str) -> Version | None:
     v = versions.parse(text)
-    return Version(v.public) if v is not None else None
+    return versions.parse(v.public) if v is not None else None
 
 
 def _public(text: Any) -> Version | None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from packaging.markers import default_environment
-
 from envdoctor import versions
 from envdoctor.knowledge import Knowledge
+from envdoctor.pep508 import default_environment
 
 if TYPE_CHECKING:  # an annotation only: knowledge stays below facts
     from envdoctor.facts.interface import Package

@@ -18,7 +18,8 @@ from envdoctor.checks.context import Context
 from envdoctor.checks.known_failures import matches
 from envdoctor.facts.snapshot import from_dict
 from envdoctor.knowledge import known_failures
-from envdoctor.knowledge.failures import SCHEMA, KnownFailure, KnownFailuresError, load_dir, parse_file
+from envdoctor.knowledge.catalogue import load_dir
+from envdoctor.knowledge.failures import SCHEMA, KnownFailure, KnownFailuresError, parse_file
 from envdoctor.plan.build import build_plan
 from tests.conftest import MODERN, findings, snapshot
 
@@ -173,7 +174,7 @@ def test_catalogue_size_and_sources():
 
 
 def test_loaded_once():
-    from envdoctor.knowledge.failures import load_known_failures
+    from envdoctor.knowledge.catalogue import load_known_failures
 
     assert load_known_failures() is load_known_failures()
 

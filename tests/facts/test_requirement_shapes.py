@@ -42,6 +42,8 @@ def _agrees(line: str) -> None:
         'a~=1.4.2; extra == "x"',
         'a <2.0a1; extra=="x"',
         'huggingface-hub<2.0,>=1.3.0; extra == "dev"',
+        'a (>=1); extra == "x"',
+        'a [b] ( >=1 , <2 ) ;extra == "x"',
     ],
 )
 def test_common_lines_are_taken(line):
@@ -61,8 +63,9 @@ def test_common_lines_are_taken(line):
         'a;\u00a0extra == "x"',
         'a; extra == "x-"',
         'a; "x" == extra',
-        'a (>=1); extra == "x"',
         'a>=1,; extra == "x"',
+        'a (); extra == "x"',
+        'a (>=1; extra == "x"',
         'a>=\u0661; extra == "x"',
         'a; extra != "x"',
         'a>=1.0+local; extra == "x"',
@@ -90,7 +93,9 @@ def _lines(draw: st.DrawFn) -> str:
     if draw(st.booleans()):
         parts += ["[", draw(_ws), ",".join(draw(st.lists(_ident, max_size=3))), draw(_ws), "]"]
     specs = draw(st.lists(st.tuples(_op, _ws, _version), max_size=3))
-    parts.append(",".join(f"{op}{ws}{v}" for op, ws, v in specs))
+    text = ",".join(f"{op}{ws}{v}" for op, ws, v in specs)
+    opening, closing = draw(st.sampled_from([("", ""), ("(", ")"), ("( ", " )"), ("(", "")]))
+    parts.append(f"{opening}{text}{closing}")
     quote = draw(st.sampled_from(['"', "'", "\"'"]))
     parts += [
         draw(_ws),
