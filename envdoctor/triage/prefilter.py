@@ -13,7 +13,7 @@ keywords and gate leads found by Python's tries, two ``findall`` a line at 50-80
 ``SWITCH_LINES`` lines within ``SWITCH_BYTES`` were, the anchor grep is stopped and the rest of
 the log is read by a grep of every literal (anchors, keywords, gate leads) ignoring case, from
 the start of the next line: its leftmost-longest records tell exactly which literals a line
-holds (``_Literals``), and its lines come from blocks split at newlines (``_Hits.line``).
+holds (``GrepLiterals``), and its lines come from blocks split at newlines (``_Hits.line``).
 """
 
 from __future__ import annotations
@@ -25,11 +25,10 @@ import resource
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from typing import NamedTuple
 
-from envdoctor.triage import combine, scanner
+from envdoctor.triage import scanner
 from envdoctor.triage.interface import ScanResult, Signature
+from envdoctor.triage.literals import GrepLiterals
 from envdoctor.triage.logversions import HEAD
 from envdoctor.triage.signatures import anchors, signatures
 
@@ -167,7 +166,7 @@ class Grepped:
                 else:
                     at = hits.line_start(off)
                     if at is not None:
-                        lits = _Literals(sc)
+                        lits = GrepLiterals(sc)
                         if lits.usable:
                             return self._literal_grep(hits, lits, line - 1, at)
                         check = sys.maxsize
@@ -176,11 +175,11 @@ class Grepped:
                 retired = tuple(b":" + a + b"\n" for a in sc.retired)
         return self.grep.wait() in (0, 1)
 
-    def _literal_grep(self, hits: _Hits, lits: _Literals, base_line: int, at: int) -> bool:
+    def _literal_grep(self, hits: _Hits, lits: GrepLiterals, base_line: int, at: int) -> bool:
         """The rest of the log, from the start of line ``base_line + 1`` at byte ``at``, read from
         a grep of all the literals ignoring case (anchors, keywords, the gates' leads): its
         ``LINE:OFFSET:TEXT`` records (both from there) read a block at a time, the literals a
-        line holds told from them (``_Literals``) rather than by the Python tries."""
+        line holds told from them (``GrepLiterals``) rather than by the Python tries."""
         exe = gnu_grep()
         assert exe is not None and self.grep is not None
         self.grep.kill()
@@ -305,13 +304,13 @@ class _Hits:
         seg = start + s if s > lo or lo == 0 else _segment_start(fd, start + lo)
         self.sc.match(data[s:e], line, functools.partial(_before, fd, seg), seg > scanner.HISTORY)
 
-    def at_anchors(self, line: int, offs: list[bytes], texts: list[bytes], lits: _Literals) -> None:
+    def at_anchors(self, line: int, offs: list[bytes], texts: list[bytes], lits: GrepLiterals) -> None:
         """Match ``line`` at its anchors within or past ``texts`` (found at ``offs``, in order),
         as the anchor grep's records would have it."""
         if not self.checked and offs:
             self.check(self.base + int(offs[0]), texts[0])
         retired = self.sc.retired
-        for off, a in lits.anchors(self, offs, texts):
+        for off, a in lits.anchors(self.fd, self.base, offs, texts):
             if a not in retired:  # (a hint matched on this line may retire some)
                 self.anchor(line, off)
 
@@ -347,12 +346,12 @@ class _Hits:
         self.first, self.ci, self.cpos = line, 0, start
         return len(self.lines) > 1 or self.lines_eof
 
-    def line(self, line: int, offs: list[bytes], texts: list[bytes], lits: _Literals) -> None:
+    def line(self, line: int, offs: list[bytes], texts: list[bytes], lits: GrepLiterals) -> None:
         """A line that holds the literals ``texts`` (leftmost-longest, ignoring case) at ``offs``.
 
         A line of one segment (no carriage return but a last one before its newline) of at most
         ``WINDOW`` bytes is the piece the Python scan matches, taken from the block of lines read
-        last: the keywords and leads it holds come from ``texts`` (``_Literals.held``). Any other
+        last: the keywords and leads it holds come from ``texts`` (``GrepLiterals.held``). Any other
         line is matched at its anchors, found within the texts (every anchor there is within or
         begins in one), as the records of the anchor grep."""
         first = self.base + int(offs[0])
@@ -392,187 +391,6 @@ class _Hits:
 
 
 _WINDOW, _HISTORY = scanner.WINDOW, scanner.HISTORY
-_LOWER = bytes(range(256)).lower()  # a byte's ASCII lowercase, as grep -i in the C locale
-_A, _K, _L = 0, 1, 2  # anchors, keywords, leads
-#: a node of the trie of the literals (lowercased): the next byte -> its node; the (kind,
-#: literal) that end here
-_Node = tuple[dict[int, "_Node"], list[tuple[int, bytes]]]
-
-
-class _Literals:
-    """What a line holds of the anchors, the keywords and the gates' leads, from the literals that
-    grep found in it ignoring case (leftmost-longest: at each place the longest, then on after it).
-
-    A literal held at some place lies within one found there, or begins in one and runs past its
-    end (it begins no earlier: that found is the longest at its place). So a found text ``t``
-    tells the literals within it (case matters for anchors and keywords: within ``t`` itself),
-    and those that begin in it and run past it are found down the trie of all the literals,
-    from each place in ``t`` where the rest of ``t`` begins one, along the bytes after ``t``."""
-
-    def __init__(self, sc: scanner.Matcher) -> None:
-        self.sc = sc
-        lits = {_A: sc.anchors, _K: tuple(sc.keywords.kws), _L: leads(sc.sigs)}
-        self.lits = lits
-        self.all = tuple(dict.fromkeys(lit.lower() for kind in lits.values() for lit in kind))
-        self.trie: _Node = ({}, [])
-        for kind, kind_lits in lits.items():
-            for lit in kind_lits:
-                node = self.trie
-                for c in lit.lower():
-                    node = node[0].setdefault(c, ({}, []))
-                node[1].append((kind, lit))
-        #: found text -> the anchors and keywords within it, the leads (str) within it, where
-        #: others may begin in it (``_Found``)
-        self._texts: dict[bytes, _Found] = {}
-        self._str: dict[bytes, str] = {}
-        #: (found text, the bytes after it down the trie) -> what a line holds there
-        self._held: dict[tuple[bytes, bytes], _Held] = {}
-        #: grep's records are lines: no literal may hold a newline (nor a NUL: an argument), nor
-        #: be empty
-        self.usable = (
-            bool(self.all)
-            and all(self.all)
-            and not any(c in lit for lit in self.all for c in (b"\n", b"\r", b"\0"))
-        )
-
-    def _str_of(self, lead: bytes) -> str:
-        return self._str.get(lead) or self._str.setdefault(lead, lead.decode())
-
-    def text(self, t: bytes) -> _Found:
-        """What a found text ``t`` tells (``_Found``)."""
-        found = self._texts.get(t)
-        if found is None:
-            w = t.lower()
-            lits = self.lits
-            begins = []
-            for j in range(1, len(w)):  # where the rest of t is the start of a longer literal
-                node: _Node | None = self.trie
-                for c in w[j:]:
-                    node = node[0].get(c)  # type: ignore[index]
-                    if node is None:
-                        break
-                if node is not None and node[0]:
-                    begins.append((j, node))
-            if len(self._texts) >= 4096:  # found texts are literals, in some case
-                self._texts.clear()
-            found = self._texts[t] = _Found(
-                tuple(a for a in lits[_A] if a in t),
-                frozenset(k for k in lits[_K] if k in t),
-                frozenset(self._str_of(le) for le in lits[_L] if le in w),
-                tuple(begins),
-            )
-        return found
-
-    def at_all(self, raw: bytes, rel: list[int], texts: list[bytes]) -> _Held:
-        """``at`` for a line where grep found several ``texts`` (at ``rel``)."""
-        parts = [self.at(raw, at, t) for at, t in zip(rel, texts, strict=True)]
-        return _Held(
-            tuple(a for part in parts for a in part.anchors),
-            frozenset().union(*(part.keywords for part in parts)),
-            frozenset().union(*(part.leads for part in parts)),
-        )
-
-    def at(self, raw: bytes, at: int, t: bytes) -> _Held:
-        """What ``raw`` holds within or past the text ``t`` found at ``at``: ``t`` and the bytes
-        after it as far as the trie goes tell it all, and the same ones are told once (a
-        flood's lines repeat them)."""
-        found = self._texts.get(t) or self.text(t)
-        end = far = at + len(t)
-        n = len(raw)
-        for _, node in found.begins:
-            k = end
-            while k < n:
-                node = node[0].get(_LOWER[raw[k]])  # type: ignore[assignment]
-                if node is None:
-                    break
-                k += 1
-            if k > far:
-                far = k
-        key = (t, raw[end:far])
-        held = self._held.get(key)
-        if held is None:
-            held = self._held_past(found, t, raw[end:far])
-            if len(self._held) >= 4096:
-                self._held.clear()
-            self._held[key] = held
-        return held
-
-    def _held_past(self, found: _Found, t: bytes, more: bytes) -> _Held:
-        """``found`` with the literals that begin in ``t`` and end in ``more``, the bytes after it."""
-        anchors, keywords, leads = list(found.anchors), set(found.keywords), set(found.leads)
-        line = t + more
-        for j, node in found.begins:
-            for c in more:  # each literal ending on the way, if it is there
-                node = node[0].get(_LOWER[c])  # type: ignore[assignment]
-                if node is None:
-                    break
-                for kind, lit in node[1]:
-                    if kind == _L:
-                        leads.add(self._str_of(lit))  # its end as found, ignoring case
-                    elif not line.startswith(lit, j):
-                        continue  # the same ignoring case only
-                    elif kind == _K:
-                        keywords.add(lit)
-                    else:
-                        anchors.append(lit)
-        return _Held(tuple(anchors), frozenset(keywords), frozenset(leads))
-
-    def anchors(self, hits: _Hits, offs: list[bytes], texts: list[bytes]) -> list[tuple[int, bytes]]:
-        """Where the anchors still looked for begin in a line whose ``texts`` were found at
-        ``offs`` (within one, or in one and past it), in order, and which they are."""
-        found: set[tuple[int, bytes]] = set()
-        retired = self.sc.retired
-        for off, t in zip(offs, texts, strict=True):
-            o = hits.base + int(off)
-            info = self.text(t)
-            for a in info.anchors:
-                j = t.find(a) if a not in retired else -1
-                while j >= 0:
-                    found.add((o + j, a))
-                    j = t.find(a, j + 1)
-            maybe = [(a, j) for j, node in info.begins for kind, a in _ends(node) if kind == _A]
-            maybe = [(a, j) for a, j in maybe if a not in retired]
-            if maybe:
-                near = os.pread(hits.fd, max(j + len(a) for a, j in maybe), o)
-                found.update((o + j, a) for a, j in maybe if near.startswith(a, j))
-        return sorted(found)
-
-
-class _Held(NamedTuple):
-    """The anchors, keywords and leads (lowercased) that a line holds around a found text."""
-
-    anchors: tuple[bytes, ...]
-    keywords: frozenset[bytes]
-    leads: frozenset[str]
-
-
-class _Found(NamedTuple):
-    """What a text that grep found tells (``_Literals.text``): the anchors and the keywords within
-    it, the leads (lowercased) within it, and where in it (lowercased) a longer literal may
-    begin: the place and the trie node that the rest of the text leads to."""
-
-    anchors: tuple[bytes, ...]
-    keywords: frozenset[bytes]
-    leads: frozenset[str]
-    begins: tuple[tuple[int, _Node], ...]
-
-
-def _ends(node: _Node) -> Iterator[tuple[int, bytes]]:
-    """Every literal that ends in the trie below ``node``."""
-    for sub in node[0].values():
-        yield from sub[1]
-        yield from _ends(sub)
-
-
-def leads(sigs: tuple[Signature, ...]) -> tuple[bytes, ...]:
-    """Every literal a gate of ``sigs`` may look for (``combine.gate_literals``: ASCII,
-    lowercased)."""
-    found: dict[bytes, None] = {}
-    for sig in sigs:
-        literals = combine.gate_literals(sig.pattern)
-        if literals is not None:
-            found.update(dict.fromkeys(lead.encode() for lead in sorted(literals[0])))
-    return tuple(found)
 
 
 def _before(fd: int, seg: int) -> bytes:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from envdoctor.triage import combine, parallel, prefilter, scanner
+from envdoctor.triage import combine, literals, parallel, prefilter, scanner
 from envdoctor.triage.signatures import anchors, signatures
 from tests.triage.test_triage_scanner import FLOODS, OOM, TIMEOUT, messy_log
 from tests.triage.test_triage_scanner import REAL as FAILURES
@@ -202,8 +202,8 @@ def test_the_cli_takes_the_prefilter_for_a_big_log_and_reports_the_same(tmp_path
     assert slow.returncode == 1 and slow.stdout == out.stdout
 
 
-def _literals() -> prefilter._Literals:
-    return prefilter._Literals(scanner.Matcher(signatures(), anchors()))
+def _literals() -> literals.GrepLiterals:
+    return literals.GrepLiterals(scanner.Matcher(signatures(), anchors()))
 
 
 def _tricky_pieces(rng: random.Random) -> list[bytes]:
@@ -284,14 +284,14 @@ def test_the_literal_grep_tells_what_a_line_holds_as_the_python_tries_find_it(tm
     start, checked = 0, 0
     for n, line in enumerate(lines, 1):
         texts = found.get(n, [])
-        truth = [k for k in lits.lits[prefilter._K] if k in line]
+        truth = [k for k in lits.lits[literals.KEYWORD] if k in line]
         if not texts:
-            assert not truth and not any(a in line for a in lits.lits[prefilter._A])
+            assert not truth and not any(a in line for a in lits.lits[literals.ANCHOR])
         else:
             held = lits.at_all(line, [off - start for off, _ in texts], [t for _, t in texts])
-            assert set(held.anchors) == {a for a in lits.lits[prefilter._A] if a in line}
+            assert set(held.anchors) == {a for a in lits.lits[literals.ANCHOR] if a in line}
             assert held.keywords == set(truth)
-            assert held.leads == {le.decode() for le in lits.lits[prefilter._L] if le in line.lower()}
+            assert held.leads == {le.decode() for le in lits.lits[literals.LEAD] if le in line.lower()}
             checked += 1
         start += len(line) + 1
     assert checked > 1000
