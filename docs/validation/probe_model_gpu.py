@@ -19,6 +19,8 @@ model) or qwen25 / qwen3 / llama / qwen25_7b (the published config.json of Qwen2
 - server / server_noop: trainer on GPU 0, `trl vllm-serve` on GPU 1 (two GPUs)
 - lora / lora_skip: colocate with `use_peft` (TRL's LoRA defaults, r 16); lora_skip sabotages
   the merge (TRL's sync sends the base weights without the adapters) — must be a PRB019 error
+- vserve: the server split with a `vllm serve` line (vLLM's own CLI, the flags TRL 1.16's
+  `trl vllm-serve` adds) instead of `trl vllm-serve`
 - tp2x2: two trainer ranks (`accelerate launch --num_processes 2`) on GPUs 0-1, `trl vllm-serve
   --tensor_parallel_size 2` on GPUs 2-3 (four GPUs)
 """
@@ -100,6 +102,14 @@ def _scenario(name: str, work: Path) -> tuple[dict, list[str], str | None]:
         launches = [f"CUDA_VISIBLE_DEVICES=2,3 trl vllm-serve --model {target} "
                     "--tensor_parallel_size 2 --gpu_memory_utilization 0.3",
                     "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py"]
+    if kind == "vserve":  # vLLM's own CLI with the flags `trl vllm-serve` adds (TRL 1.16)
+        config.update(vllm_mode="server")
+        config.pop("vllm_gpu_memory_utilization")
+        target = config.get("model_name_or_path") or "Qwen/Qwen2.5-0.5B-Instruct"
+        launches.insert(0, "VLLM_SERVER_DEV_MODE=1 CUDA_VISIBLE_DEVICES=1 vllm serve "
+                           f"{target} --gpu-memory-utilization 0.3 --weight-transfer-config "
+                           "'{\"backend\": \"nccl\"}' --logprobs-mode processed_logprobs "
+                           "--max-logprobs -1")
     if kind.startswith("server"):
         config.update(vllm_mode="server")
         config.pop("vllm_gpu_memory_utilization")

@@ -25,8 +25,10 @@ import shutil
 import sys
 import time
 
-#: what the server lines import first (each is optional: a missing one is simply not preloaded)
-PRELOAD = ("trl.cli", "vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main")
+#: what the server lines import first (each is optional: a missing one is simply not preloaded);
+#: TRL's CLI only for a ``trl`` line
+PRELOAD = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main")
+PRELOAD_TRL = ("trl.cli",)
 
 
 def _python_like(program: str) -> bool:
@@ -94,9 +96,10 @@ def main() -> None:
     argv = _found(sys.argv[sys.argv.index("--") + 1 :])
     sys.path[0] = _first_path(argv)
     sys.argv = list(argv)  # what the line's modules see, should one read it while imported
-    if os.path.basename(argv[0]) == "trl":  # set by `trl vllm-serve` before vLLM's server starts:
-        os.environ.setdefault("VLLM_SERVER_DEV_MODE", "1")  # in place before vLLM is imported here
-    for module in PRELOAD:
+    trl = os.path.basename(argv[0]) == "trl"
+    if trl:  # set by `trl vllm-serve` before vLLM's server starts: in place before vLLM is imported
+        os.environ.setdefault("VLLM_SERVER_DEV_MODE", "1")
+    for module in (PRELOAD_TRL if trl else ()) + PRELOAD:
         try:
             importlib.import_module(module)
         except Exception:  # noqa: BLE001 - the line itself will say what is missing

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from envdoctor.probe.interface import ProbeResult, ProbeSpec
 
 _PATHS = {
-    "server": "the server path (TRL's client → `trl vllm-serve`, weights broadcast over "
+    "server": "the server path (TRL's client → the vLLM server, weights broadcast over "
     "NCCL on the group port)",
     "colocate": "the colocate path (load_weights into the in-process engine)",
     "legacy": "the legacy vllm_device path (load_weights into TRL's in-process LLM)",
