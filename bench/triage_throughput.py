@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from envdoctor.triage.diagnose import diagnose
+from envdoctor.triage.diagnose import diagnose_scan
 from envdoctor.triage.parallel import scan_file, workers
 from envdoctor.triage.prefilter import gnu_grep
 from envdoctor.triage.scanner import scan
@@ -201,15 +201,11 @@ def main() -> None:
         def one() -> object:
             with open(path, "rb") as fh:
                 result = scan(fh)
-            return result, diagnose(
-                result.matches, None, counts=result.counts, lines=result.lines, last_line=result.last_line
-            )
+            return result, diagnose_scan(result)
 
         def many(grep: bool = True) -> object:
             result = scan_file(path, grep=grep)
-            return result, diagnose(
-                result.matches, None, counts=result.counts, lines=result.lines, last_line=result.last_line
-            )
+            return result, diagnose_scan(result)
 
         def many_python() -> object:
             return many(grep=False)

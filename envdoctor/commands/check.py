@@ -9,10 +9,10 @@ import click
 from envdoctor.commands.options import (
     LaunchCommand,
     accelerate_config_option,
-    apply_assume,
     assume_option,
     config_option,
     emit,
+    facts_and_plan,
     facts_option,
     format_option,
     ignore_option,
@@ -100,8 +100,6 @@ def check(
         envdoctor check --config grpo.yaml -- accelerate launch --num_processes 3 train.py
     """
     from envdoctor.doctor import check as run_check
-    from envdoctor.facts.collect import collect_facts
-    from envdoctor.plan.build import build_plan
     from envdoctor.report import render
     from envdoctor.settings import load_settings
 
@@ -134,20 +132,7 @@ def check(
                 allow,
             )
         )
-    if facts_file:
-        from envdoctor.facts.snapshot import load
-
-        facts = load(facts_file)
-    else:
-        facts = collect_facts()
-    apply_assume(facts, assume)
-    plan = build_plan(
-        config=config,
-        accelerate_config=accelerate_config,
-        launch="\n".join(launch) or None,
-        launch_argv=launch_argv,
-        live=facts.live,
-    )
+    facts, plan = facts_and_plan(facts_file, assume, config, accelerate_config, launch, launch_argv)
     ctx, report = run_check(
         facts, plan, select=select_ids, ignore=ignore_ids, network=not no_network, allow_hosts=allow
     )

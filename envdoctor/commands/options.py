@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import click
 
 from envdoctor.output import emit, open_output, use_color  # noqa: F401  (re-exported)
@@ -104,3 +107,33 @@ def apply_assume(facts: object, assume: tuple[str, ...] | list[str]) -> None:
             raise InputError("--assume", f"{version!r} is not a version (e.g. 1.16.0)")
         facts.packages[normalize_name(name)] = Package(version=version)  # type: ignore[attr-defined]
         facts.extra.setdefault("assumed", []).append(normalize_name(name))  # type: ignore[attr-defined]
+
+
+def facts_and_plan(
+    facts_file: str | None,
+    assume: tuple[str, ...] | list[str],
+    config: str | None,
+    accelerate_config: str | None,
+    launch: tuple[str, ...] | list[str],
+    launch_argv: Sequence[str],
+) -> tuple[Any, Any]:
+    """The facts (this machine's, or the ``--facts`` snapshot's, with ``--assume`` applied) and
+    the plan of ``--config`` / ``--accelerate-config`` / ``--launch`` / ``-- LAUNCH``."""
+    from envdoctor.facts.collect import collect_facts
+    from envdoctor.plan.build import build_plan
+
+    if facts_file:
+        from envdoctor.facts.snapshot import load  # only for a snapshot: not on the check's path
+
+        facts = load(facts_file)
+    else:
+        facts = collect_facts()
+    apply_assume(facts, assume)
+    plan = build_plan(
+        config=config,
+        accelerate_config=accelerate_config,
+        launch="\n".join(launch) or None,
+        launch_argv=launch_argv,
+        live=facts.live,
+    )
+    return facts, plan

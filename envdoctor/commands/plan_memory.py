@@ -12,10 +12,10 @@ import click
 from envdoctor.commands.options import (
     LaunchCommand,
     accelerate_config_option,
-    apply_assume,
     assume_option,
     config_option,
     emit,
+    facts_and_plan,
     facts_option,
     launch_option,
     output_option,
@@ -106,22 +106,11 @@ def plan_memory(
     from envdoctor.checks.context import Context
     from envdoctor.checks.engine import run_rules
     from envdoctor.errors import InputError
-    from envdoctor.facts.collect import collect_facts
-    from envdoctor.facts.snapshot import load
-    from envdoctor.plan.build import build_plan
     from envdoctor.plan.memory.planner import for_context, resolve_model
     from envdoctor.redact import plan_secrets, scrub
 
     capacity = gpu_memory_bytes(gpu_memory)
-    facts = load(facts_file) if facts_file else collect_facts()
-    apply_assume(facts, assume)
-    plan = build_plan(
-        config=config,
-        accelerate_config=accelerate_config,
-        launch="\n".join(launch) or None,
-        launch_argv=launch_argv,
-        live=facts.live,
-    )
+    facts, plan = facts_and_plan(facts_file, assume, config, accelerate_config, launch, launch_argv)
     options = {
         "model": model,
         "model_params": model_params,

@@ -119,8 +119,7 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
     from envdoctor.report import render
     from envdoctor.report.interface import Area
     from envdoctor.triage.decode import LogUnreadable, chunks
-    from envdoctor.triage.diagnose import diagnose, version_lines
-    from envdoctor.triage.logversions import from_log
+    from envdoctor.triage.diagnose import diagnose_scan, scan_versions
     from envdoctor.triage.prefilter import Grepped
     from envdoctor.triage.scanner import scan
     from envdoctor.triage.signatures import signatures
@@ -143,15 +142,8 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
     if result.bytes_read <= len(result.head) and not result.head.strip():
         raise InputError(name, "is empty (nothing but blank lines): there is nothing to triage")
     ctx = Context(facts=facts, plan=plan, network=False)
-    found_versions = from_log(result.head, version_lines(result.matches))
-    found = diagnose(
-        result.matches,
-        ctx,
-        counts=result.counts,
-        lines=result.lines,
-        last_line=result.last_line,
-        versions=found_versions,
-    )
+    found_versions = scan_versions(result)
+    found = diagnose_scan(result, ctx, found_versions)
     ran = sorted({s.rule for s in signatures()} | {f.rule for f in found})  # JUnit: one case each
     area = Area(
         key="triage",

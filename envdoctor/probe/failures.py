@@ -121,20 +121,10 @@ def _triage(text: str) -> list[Finding]:
     """What ``envdoctor triage`` says of ``text`` (no machine context: the probe judges that)."""
     import io
 
-    from envdoctor.triage.diagnose import diagnose, version_lines
-    from envdoctor.triage.logversions import from_log
+    from envdoctor.triage.diagnose import diagnose_scan
     from envdoctor.triage.scanner import scan
 
-    result = scan(io.BytesIO(text.encode("utf-8", errors="replace")))
-    versions = from_log(result.head, version_lines(result.matches))
-    return diagnose(
-        result.matches,
-        None,
-        counts=result.counts,
-        lines=result.lines,
-        last_line=result.last_line,
-        versions=versions,
-    )
+    return diagnose_scan(scan(io.BytesIO(text.encode("utf-8", errors="replace"))))
 
 
 def _install_fix(module: str, launcher: str | None) -> str:

@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from envdoctor.coerce import as_int
 from envdoctor.net_policy import LOOPBACK
 from envdoctor.probe.failures import SYNC_FATAL
 from envdoctor.probe.groups import end_group
@@ -37,8 +36,9 @@ from envdoctor.probe.judge import (
     not_written,
     rendezvous_moved,
 )
+from envdoctor.probe.plan_vllm import engine_settings
 from envdoctor.probe.rendezvous import one_node
-from envdoctor.probe.server import SHIM, ServerLine, ServerProcess, read_tail, resolve_program, shim_python
+from envdoctor.probe.server import SHIM, ServerLine, ServerProcess, read_tail, shim_python
 from envdoctor.probe.staging import (
     OFFLINE,
     ProbeModelFiles,
@@ -52,7 +52,7 @@ from envdoctor.probe.staging import (
 from envdoctor.probe.sync_judge import judge_sync
 from envdoctor.probe.tinymodel import config as generic_config
 from envdoctor.probe.vllm_judge import judge_vllm
-from envdoctor.probe.warm import VllmWarmer, interpreter_of
+from envdoctor.probe.warm import VllmWarmer
 from envdoctor.probe.watcher import GpuWatch
 
 __all__ = [
@@ -213,8 +213,7 @@ class _Run:
         if spec.vllm_mode == "server":
             if spec.server_launch is None:
                 return None
-            python = interpreter_of(resolve_program(spec.server_launch.program)[0])
-            env = {**os.environ, **spec.server_launch.env}
+            python, env = shim_python(spec.server_launch), {**os.environ, **spec.server_launch.env}
         else:
             python, env = python_of(spec.launcher), {**os.environ, **spec.env}
         arches = [str(a) for a in (spec.model.summary.get("architecture") if spec.model else None,) if a]
@@ -248,9 +247,9 @@ class _Run:
         line.env.update({**OFFLINE, **private_dirs(self.tmp)})
         argv = None
         python = shim_python(self.spec.server_launch) if self.spec.server_launch else None
-        if files.pending and line.fallback_argv and python is not None:
+        if files.pending and line.fallback is not None and python is not None:
             fallback = self.tmp / "server-fallback.json"
-            fallback.write_text(json.dumps(line.fallback_argv))
+            fallback.write_text(json.dumps(line.fallback.argv))
             argv = [python, str(SHIM), str(files.ready), str(fallback), "--", *line.argv]
             self.stack.callback(self._server_line_ran, line, files)
         loopback_env(line.env, {"MASTER_ADDR": LOOPBACK}, self.spec)
@@ -278,11 +277,10 @@ class _Run:
         return server
 
     def _server_line_ran(self, line: ServerLine, files: ProbeModelFiles) -> None:
-        if files.model_dir is not None and not files.faithful:  # the shim ran the generic line
-            argv = self.result.server["argv"] = line.fallback_argv
-            for flag in ("--max_model_len", "--max-model-len"):
-                if flag in argv[:-1] and self.result.vllm:
-                    self.result.vllm["max_model_len"] = as_int(argv[argv.index(flag) + 1], None)
+        generic = line.fallback
+        if generic is not None and files.model_dir is not None and not files.faithful:
+            self.result.server["argv"] = generic.argv  # the shim ran the generic model's line
+            self.result.vllm = engine_settings(self.spec, {}, False, generic)
 
     def _announce_teardown(self) -> None:
         if self.on_phase and not self._announced:

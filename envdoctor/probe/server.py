@@ -73,7 +73,7 @@ class ServerLine:
     visible: str | None = None  # the user's CUDA_VISIBLE_DEVICES for the server
     dropped: list[str] = field(default_factory=list)
     #: the generic model's line, run instead when the user's shape could not be written
-    fallback_argv: list[str] = field(default_factory=list)
+    fallback: ServerLine | None = None
 
     @property
     def url(self) -> str:

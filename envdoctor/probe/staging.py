@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -96,10 +95,7 @@ def loopback_env(env: dict[str, str], overrides: dict[str, str | None], spec: Pr
 def python_of(launcher: list[str]) -> str:
     """The interpreter the launcher runs: a Python named on the line, the Python of a console
     script (``accelerate``, ``torchrun``: its ``#!`` line), else this one."""
-    head = launcher[0] if launcher else sys.executable
-    if os.path.basename(head).startswith("python"):
-        return shutil.which(head) or head
-    return interpreter_of(head) or sys.executable
+    return (interpreter_of(launcher[0]) if launcher else None) or sys.executable
 
 
 class ProbeModelFiles:
@@ -266,10 +262,9 @@ def prepare_vllm(
         faithful=faithful,
     )
     if fallback_dir is not None:
-        generic = probe_server_line(
+        line.fallback = probe_server_line(
             spec.server_launch, fallback_dir, port, fraction if isinstance(fraction, float) else None
         )
-        line.fallback_argv = generic.argv
     result.vllm = engine_settings(spec, settings["vllm"], faithful, line)
     settings["vllm"].update(
         vllm_server_host=line.host,

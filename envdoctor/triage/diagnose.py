@@ -22,7 +22,7 @@ from envdoctor.triage import classes, knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.confirm import from_log as from_log_of
 from envdoctor.triage.draft import Draft, Log, finding, frames, reject, unknown_finding, warning_line, where
-from envdoctor.triage.interface import Match
+from envdoctor.triage.interface import Match, ScanResult
 from envdoctor.triage.logversions import LogVersion, facts_for_advice, from_log
 from envdoctor.triage.oom import Oom, OomLog, classify, parse_oom, processes_now
 from envdoctor.triage.scanner import split_prefix
@@ -474,6 +474,26 @@ def _with_versions(ctx: Context | None, versions: Mapping[str, LogVersion]) -> C
         network=False,
         options=ctx.options,
     )
+
+
+def diagnose_scan(
+    result: ScanResult, ctx: Context | None = None, versions: Mapping[str, LogVersion] | None = None
+) -> list[Finding]:
+    """``diagnose`` of a whole ``scan`` result, with the versions its log shows (``versions``:
+    ``scan_versions(result)`` when the caller has them already)."""
+    return diagnose(
+        result.matches,
+        ctx,
+        counts=result.counts,
+        lines=result.lines,
+        last_line=result.last_line,
+        versions=scan_versions(result) if versions is None else versions,
+    )
+
+
+def scan_versions(result: ScanResult) -> dict[str, LogVersion]:
+    """The package versions a scanned log shows (its head and its version lines)."""
+    return from_log(result.head, version_lines(result.matches))
 
 
 def version_lines(matches: Sequence[Match]) -> list[tuple[int, str]]:

@@ -9,9 +9,8 @@ from envdoctor.checks.context import Context
 from envdoctor.facts.snapshot import from_dict
 from envdoctor.findings import Finding
 from envdoctor.plan.build import build_plan
-from envdoctor.triage.diagnose import diagnose, version_lines
+from envdoctor.triage.diagnose import diagnose_scan
 from envdoctor.triage.interface import ScanResult
-from envdoctor.triage.logversions import from_log
 from envdoctor.triage.scanner import scan
 
 LOGS = Path(__file__).resolve().parent / "logs"
@@ -37,13 +36,4 @@ def judge(snap: dict, config: dict | None = None, launch: str | None = None) -> 
 
 def findings(source: str | ScanResult, ctx: Context | None = None) -> list[Finding]:
     """Diagnose an excerpt (file name under logs/) or a scan result."""
-    result = scan_log(source) if isinstance(source, str) else source
-    versions = from_log(result.head, version_lines(result.matches))
-    return diagnose(
-        result.matches,
-        ctx,
-        counts=result.counts,
-        lines=result.lines,
-        last_line=result.last_line,
-        versions=versions,
-    )
+    return diagnose_scan(scan_log(source) if isinstance(source, str) else source, ctx)

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from envdoctor.triage.diagnose import diagnose, version_lines
+from envdoctor.triage.diagnose import diagnose_scan, version_lines
 from envdoctor.triage.logversions import facts_for_advice, from_log, read_head
 from tests.conftest import H100, MODERN, snapshot
 from tests.triage.helpers import findings, judge, scan_bytes
@@ -113,15 +113,7 @@ def test_advice_names_the_logs_versions_not_the_judging_machines():
     result = scan_bytes(GUIDED)
     ctx = judge(snapshot(1, H100, {"trl": "1.16.0", "vllm": "0.26.0", "torch": "2.13.0+cpu"}))
     ctx.facts.source = "live"
-    versions = from_log(result.head, version_lines(result.matches))
-    found = diagnose(
-        result.matches,
-        ctx,
-        counts=result.counts,
-        lines=result.lines,
-        last_line=result.last_line,
-        versions=versions,
-    )
+    found = diagnose_scan(result, ctx)
     text = found[0].message + found[0].fix
     assert found[0].rule == "TRI009" and "TRL 0.25.0" in text and "vllm 0.12.0" in text.lower()
     assert "1.16" not in text and "2.13" not in text
