@@ -79,3 +79,11 @@ def parse_size(
 def billions(count: float, digits: int = 2) -> str:
     """A parameter count in billions: ``"1.54B"``."""
     return f"{count / 1e9:.{digits}f}B"
+
+
+def model_label(name: str, count: float) -> str:
+    """A model's name with its parameter count, or the count alone when the name is a rounded
+    count already (a bare ``--model-params``): ``"Qwen/Qwen2.5-7B, 7.62B parameters"``,
+    ``"7.60B parameters"``."""
+    counted = f"{billions(count)} parameters"
+    return counted if name.endswith(" parameters") else f"{name}, {counted}"

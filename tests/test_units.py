@@ -74,3 +74,10 @@ def test_billions():
     assert billions(1_543_714_304) == "1.54B"
     assert billions(7.6e9, 1) == "7.6B"
     assert TiB == 1024 * GiB
+
+
+def test_a_model_label_states_the_count_once():
+    from envdoctor.units import model_label
+
+    assert model_label("Qwen/Qwen2.5-7B-Instruct", 7.62e9) == "Qwen/Qwen2.5-7B-Instruct, 7.62B parameters"
+    assert model_label("7.6B parameters", 7.6e9) == "7.60B parameters"  # a bare --model-params

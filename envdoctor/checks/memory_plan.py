@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.plan.layout import trainer_env
-from envdoctor.units import billions, size_text
+from envdoctor.units import model_label, size_text
 
 if TYPE_CHECKING:
     from envdoctor.plan.memory.parts import GpuPlan
@@ -126,8 +126,8 @@ def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
         yield hit(
             f"{_where(group)} needs ~{size_text(row.total)} at its peak but has "
             f"{size_text(row.capacity)}"
-            f": {_biggest(row)} ({plan.model.name}, {billions(plan.model.total_params())}"
-            f" parameters). It runs out of memory in the first steps.{_assumed(plan)}",
+            f": {_biggest(row)} ({model_label(plan.model.name, plan.model.total_params())})."
+            f" It runs out of memory in the first steps.{_assumed(plan)}",
             fix=_fix_text(plan, row, deficit),
             gpu=row.gpu,
             gpus=[r.gpu for r in group],

@@ -21,7 +21,7 @@ from envdoctor.commands.options import (
     output_option,
 )
 from envdoctor.plan.memory.parts import each_role, gpus_text, same_gpus
-from envdoctor.units import GiB, TiB, billions, parse_size, size_text
+from envdoctor.units import GiB, TiB, model_label, parse_size, size_text
 
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|GB|G|MiB|MB|M)?\s*$", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -209,8 +209,8 @@ def _bars(data: dict[str, Any]) -> list[str]:
 def render_text(data: dict[str, Any]) -> str:
     m, s = data["model"], data["setup"]
     lines = [
-        f"envdoctor plan-memory — {m['name']} ({billions(m['parameters'])} parameters, "
-        f"{m['family']}; {m['source'] or 'no config'})"
+        f"envdoctor plan-memory — {model_label(m['name'], m['parameters'])} "
+        f"({m['family']}; {m['source'] or 'no config'})"
     ]
     gc = "on" if s["gradient_checkpointing"] else "off"
     lines.append(
