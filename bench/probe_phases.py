@@ -19,19 +19,9 @@ import subprocess
 import sys
 import time
 
-ORDER = (
-    "server_start",
-    "launch",
-    "imports",
-    "cuda_init",
-    "model_build",
-    "trainer_init",
-    "sync",
-    "vllm_generate",
-    "steps",
-    "teardown",
-    "total",
-)
+from envdoctor.probe.interface import PHASES
+
+ORDER = tuple(PHASES)  # the report's order
 
 
 def run_once(config: str, launches: list[str], launch_argv: list[str]) -> tuple[dict, float]:

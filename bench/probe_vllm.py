@@ -16,22 +16,11 @@ import argparse
 from envdoctor.checks.context import Context
 from envdoctor.facts.collect import collect_facts
 from envdoctor.plan.build import build_plan
+from envdoctor.probe.interface import PHASES
 from envdoctor.probe.plan import spec_from_context
 from envdoctor.probe.runner import run_probe
 
-COLS = [
-    "server_start",
-    "launch",
-    "imports",
-    "cuda_init",
-    "model_build",
-    "trainer_init",
-    "sync",
-    "vllm_generate",
-    "steps",
-    "teardown",
-    "total",
-]
+COLS = tuple(PHASES)  # the report's order
 
 
 def main() -> None:

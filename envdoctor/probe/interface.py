@@ -10,6 +10,21 @@ from envdoctor.findings import Finding
 from envdoctor.plan.interface import Launch
 from envdoctor.probe.model_source import ProbeModel
 
+#: the probe's phases, in the order they are reported, and their names in the report
+PHASES = {
+    "server_start": "server start → /health",
+    "launch": "launch",
+    "imports": "trainer imports",
+    "cuda_init": "CUDA init",
+    "model_build": "model load",
+    "trainer_init": "trainer init",
+    "sync": "weight sync",
+    "vllm_generate": "vLLM generation",
+    "steps": "step",
+    "teardown": "teardown",
+    "total": "total",
+}
+
 
 @dataclass
 class ProbeSpec:
@@ -113,19 +128,7 @@ class ProbeResult:
     @property
     def phase_lines(self) -> list[str]:
         """The phases and their seconds, in order, for the report."""
-        names = {
-            "server_start": "server start → /health",
-            "launch": "launch",
-            "imports": "trainer imports",
-            "cuda_init": "CUDA init",
-            "model_build": "model load",
-            "trainer_init": "trainer init",
-            "sync": "weight sync",
-            "vllm_generate": "vLLM generation",
-            "steps": "step",
-            "teardown": "teardown",
-            "total": "total",
-        }
+        names = dict(PHASES)
         if "server_start" in self.events and "server_healthy" not in self.events:
             names["server_start"] = "server start (never healthy)"
         return [f"{names[k]} {v:.1f} s" for k, v in self.timings.items() if v is not None and k in names]
