@@ -20,11 +20,39 @@ class Severity(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class Remedy:
+    """A fix as data: the changes that make a finding go away (``envdoctor fix`` applies them).
+
+    ``packages`` maps a distribution name to one exact version (never a bare name or a range);
+    ``config_set`` / ``config_remove`` are GRPO config keys; ``env_set`` / ``env_unset``
+    environment variables; ``launch`` is every line of the run as ``check`` takes them (the
+    ``--launch`` lines first, the trainer's line last), or ``None`` when the launch stays.
+    """
+
+    packages: dict[str, str] = field(default_factory=dict)
+    config_set: dict[str, Any] = field(default_factory=dict)
+    config_remove: tuple[str, ...] = ()
+    env_set: dict[str, str] = field(default_factory=dict)
+    env_unset: tuple[str, ...] = ()
+    launch: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``changes`` object of the fix format (docs/report.md)."""
+        return {
+            "packages": dict(self.packages),
+            "config": {"set": dict(self.config_set), "remove": list(self.config_remove)},
+            "env": {"set": dict(self.env_set), "unset": list(self.env_unset)},
+            "launch": list(self.launch) if self.launch is not None else None,
+        }
+
+
+@dataclass(frozen=True)
 class Finding:
     """One thing envdoctor found: what is wrong, and the exact fix.
 
     ``rule`` is the id of the rule (its documentation lives in ``rules/*.yaml``);
-    ``evidence`` holds the facts that made it fire (shown with ``-v`` and in JSON).
+    ``evidence`` holds the facts that made it fire (shown with ``-v`` and in JSON); ``remedy``
+    is ``fix`` as data, for ``envdoctor fix``.
     """
 
     rule: str
@@ -32,12 +60,16 @@ class Finding:
     message: str
     fix: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
+    remedy: Remedy | None = None  # the fix as data, where one is known
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "rule": self.rule,
             "severity": self.severity.value,
             "message": self.message,
             "fix": self.fix,
             "evidence": self.evidence,
         }
+        if self.remedy is not None:
+            out["remedy"] = self.remedy.to_dict()
+        return out

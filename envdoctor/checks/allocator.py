@@ -70,6 +70,7 @@ def alloc_conf_invalid(ctx: Context) -> Iterator[Hit]:
 @rule("ALC002")
 def alloc_conf_disagree(ctx: Context) -> Iterator[Hit]:
     confs = _confs(ctx)
+    evidence: dict[str, Any] = dict(confs)  # the variables as the finding's evidence
     torch = ctx.version("torch")
     read = _env_vars_read(ctx)
     if len(confs) == 2 and confs[VARS[0]].replace(" ", "") != confs[VARS[1]].replace(" ", ""):
@@ -83,14 +84,14 @@ def alloc_conf_disagree(ctx: Context) -> Iterator[Hit]:
             f"{VARS[0]}={confs[VARS[0]]} and {VARS[1]}={confs[VARS[1]]} differ ({which})",
             severity="warning",
             fix="set only one of them",
-            **confs,
+            **evidence,
         )
     elif VARS[1] in confs and VARS[0] not in confs and read and VARS[1] not in read.get("read", []):
         yield hit(
             f"{VARS[1]} is set but torch {torch} reads only {VARS[0]}: the setting has no effect",
             severity="warning",
             fix=f"export {VARS[0]}={confs[VARS[1]]}",
-            **confs,
+            **evidence,
         )
 
 

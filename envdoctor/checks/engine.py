@@ -87,6 +87,7 @@ def run_rules(ctx: Context, select: list[str] | None = None, ignore: list[str] |
                         message=h.message,
                         fix=h.fix or doc.fix,
                         evidence=h.evidence,
+                        remedy=h.remedy,
                     )
                 )
         except LayoutUnresolved as exc:  # needs the layout of a launch that does not resolve

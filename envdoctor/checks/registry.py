@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from envdoctor.findings import Severity
+from envdoctor.findings import Remedy, Severity
 
 NEEDS = ("live", "gpus", "plan", "vllm", "model")
 
@@ -23,11 +23,18 @@ class Hit:
     fix: str = ""
     severity: Severity | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
+    remedy: Remedy | None = None
 
 
-def hit(message: str, fix: str = "", severity: Severity | str | None = None, **evidence: Any) -> Hit:
+def hit(
+    message: str,
+    fix: str = "",
+    severity: Severity | str | None = None,
+    remedy: Remedy | None = None,
+    **evidence: Any,
+) -> Hit:
     sev = Severity(severity) if isinstance(severity, str) else severity
-    return Hit(message=message, fix=fix, severity=sev, evidence=evidence)
+    return Hit(message=message, fix=fix, severity=sev, evidence=evidence, remedy=remedy)
 
 
 RuleFn = Callable[[Any], Iterable[Hit]]
