@@ -46,7 +46,14 @@ QWEN3_MOE_SMALL = {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate
                    "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
                    "vocab_size": 151936, "tie_word_embeddings": False,
                    "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "rope_theta": 1e6}
-MODELS = {"qwen2.5-0.5b": QWEN25_05B, "qwen2.5-1.5b": QWEN25_15B,
+#: the seventh run (issue #38, 4): the sizes users train (Qwen2.5-3B: tied embeddings;
+#: Qwen2.5-7B: untied, 152064 vocabulary)
+QWEN25_3B = {**QWEN25_05B, "hidden_size": 2048, "intermediate_size": 11008,
+             "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 2}
+QWEN25_7B = {**QWEN25_05B, "hidden_size": 3584, "intermediate_size": 18944,
+             "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+             "vocab_size": 152064, "tie_word_embeddings": False}
+MODELS = {"qwen2.5-0.5b": QWEN25_05B, "qwen2.5-3b": QWEN25_3B, "qwen2.5-7b": QWEN25_7B, "qwen2.5-1.5b": QWEN25_15B,
           "qwen2.5-vl-small": QWEN25_VL_SMALL, "qwen3-moe-small": QWEN3_MOE_SMALL}
 
 # name: model, per_device_train_batch_size, prompt tokens, max_completion_length,
@@ -98,6 +105,17 @@ SHAPES = {
     "vl2": ("qwen2.5-vl-small", 8, 128, 256, False, "float32"),
     "m1": ("qwen3-moe-small", 8, 128, 256, True, "bfloat16"),
     "m2": ("qwen3-moe-small", 8, 128, 256, False, "bfloat16"),
+    # the seventh run (issue #38, 4), on H200s: 3B and 7B, full fine-tune where it fits (bf16
+    # weights as TRL 1.x users load them; fp32 where the plan says it fits or is the edge),
+    # LoRA, and ZeRO-3 on two ranks; predicted before the run (memory-predicted-before-run.md)
+    "k1": ("qwen2.5-3b", 8, 128, 256, True, "bfloat16"),
+    "k2": ("qwen2.5-3b", 8, 128, 256, True, "float32"),
+    "k3": ("qwen2.5-3b", 16, 128, 512, True, "bfloat16", {"lora": (16, ("all-linear",))}),
+    "k4": ("qwen2.5-3b", 8, 128, 256, True, "bfloat16", {"launch": "zero3"}),
+    "k5": ("qwen2.5-7b", 8, 128, 256, True, "bfloat16"),
+    "k6": ("qwen2.5-7b", 4, 128, 256, True, "float32"),
+    "k7": ("qwen2.5-7b", 16, 128, 512, True, "bfloat16", {"lora": (16, ("all-linear",))}),
+    "k8": ("qwen2.5-7b", 8, 128, 256, True, "bfloat16", {"launch": "zero3"}),
 }
 #: accelerate config of the "fsdp" shapes (open-r1's recipes/accelerate_configs/fsdp.yaml at
 #: 2 processes, without the settings that need from_pretrained on every rank)
