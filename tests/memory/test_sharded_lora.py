@@ -39,11 +39,25 @@ def test_lora_base_weights_are_sharded_under_zero3_and_fsdp_full_shard():
 
 
 def test_72b_lora_zero3_over_six_ranks_is_planned_near_45_gib(model_dir):
+    """Without TRL's whole-model gather for generation (``ds3_gather_for_generation: false``)."""
     acc = "accelerate launch --use_deepspeed --zero_stage 3 --num_processes 6 train.py"
-    got = fired(snapshot(n_gpus=6, model=H100), {"model_name_or_path": model_dir(QWEN25_72B), **LORA}, acc)
+    config = {"model_name_or_path": model_dir(QWEN25_72B), **LORA, "ds3_gather_for_generation": False}
+    got = fired(snapshot(n_gpus=6, model=H100), config, acc)
     assert "MEM101" not in got
     row = (got.get("MEM104") or got["MEM102"])[0].evidence["plan"]
     assert row["total_bytes"] < 70 * GiB
+
+
+def test_72b_lora_zero3_gathering_the_model_to_generate_does_not_fit(model_dir):
+    """TRL's default ``ds3_gather_for_generation: true`` gathers every parameter on each rank
+    while it generates without vLLM (GRPOConfig's help: disabling it "allows training models that
+    exceed the VRAM capacity of a single GPU"): 72B in bf16 is 135 GiB on an 80 GiB card."""
+    acc = "accelerate launch --use_deepspeed --zero_stage 3 --num_processes 6 train.py"
+    got = fired(snapshot(n_gpus=6, model=H100), {"model_name_or_path": model_dir(QWEN25_72B), **LORA}, acc)
+    (finding,) = got["MEM101"]
+    parts = {p["part"]: p for p in finding.evidence["plan"]["parts"]}
+    assert parts["model gathered for generation"]["at_peak"]
+    assert "ds3_gather_for_generation: false" in finding.fix
 
 
 def test_32b_lora_fsdp_full_shard_is_no_error(model_dir):

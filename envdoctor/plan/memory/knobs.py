@@ -67,6 +67,7 @@ class Knobs:
     vllm_tp: int = 1
     vllm_max_model_len: int | None = None
     vllm_enforce_eager: bool = False
+    ds3_gather: bool = True  # ds3_gather_for_generation: ZeRO-3 gathers the model to generate
     # vLLM 0.8.0-0.9.0 (V1): the fraction caps the whole process as it stood at vLLM's start
     # (rules/knowledge/vllm.yaml gpu_memory_utilization_scope); later: vLLM's own budget
     vllm_caps_process: bool = False
@@ -169,6 +170,7 @@ def from_config(
     k.fused_logps = bool(at_least(trl, "1.15.0"))
     _distributed(k, c, accelerate or {}, launch_opts or {})
     k.use_vllm = bool(as_bool(c.get("use_vllm", False)))
+    k.ds3_gather = bool(as_bool(c.get("ds3_gather_for_generation", True)))
     util_default = 0.9 if at_least(trl, "0.18.0") is False else 0.3
     k.vllm_util = number(c.get("vllm_gpu_memory_utilization", util_default), util_default)
     if not 0.0 < k.vllm_util <= 1.0:

@@ -19,6 +19,11 @@ Trainer side, per rank (bytes; P parameters, P_t trainable, N data-parallel rank
 - the log-prob logits: TRL ≤ 1.14 materializes (batch, completion + 1, vocab) logits in the
   compute dtype, ``selective_log_softmax`` adds a second copy and backward a third; TRL ≥ 1.15's
   fused LM head needs a 4096 × 32768 tile, an fp32 LM-head gradient and fp32 hidden gradients;
+- ZeRO-3: the gradient partition is allocated once and held throughout (DeepSpeed stage3
+  ``grad_partitions_flat_buffer``); the optimizer step adds one sub-group's gradients in fp32
+  (``_prepare_fp32_grad_for_sub_group``: min(sub_group_size 1e9, P_t/N) × 4 B); generating without
+  vLLM gathers every parameter on each rank (TRL's ``unwrap_model_for_generation`` with
+  ``ds3_gather_for_generation``, its default), a third phase beside forward/backward and the step;
 - a reference model (``beta > 0``, no PEFT): P × dtype bytes (sharded under ZeRO-3);
 - CUDA context and cuBLAS workspaces (~0.6 GiB, outside PyTorch's count), NCCL's communicator
   buffers with several ranks (~0.8 GiB more, measured) and the caching allocator's fragmentation
@@ -48,6 +53,7 @@ NCCL = int(0.8 * GiB)  # several ranks: 1.55 GiB outside PyTorch per rank vs 0.7
 FRAGMENTATION = 0.10  # one rank / DDP: 7-14 % at step 2 on 8 shapes (memory-gpu-h200x4.md)
 FSDP_FRAGMENTATION = 0.25
 ZERO_FRAGMENTATION = 0.28  # DeepSpeed ZeRO-1 / -2 / -3: measured 26-30 % on two H200s
+ZERO3_SUB_GROUP = 10**9  # DeepSpeed's default sub_group_size (parameters per optimizer sub-group)
 THIN = 0.10  # headroom below this share of the GPU is a warning
 TILE = 4096 * 32768  # TRL >= 1.15 fused LM head: TOKEN_CHUNK_SIZE × _CHUNKED_LOGPROB_CHUNK_SIZE
 _PROJ = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
@@ -197,8 +203,10 @@ def trainer_parts(shape: ModelShape, k: Knobs) -> list[Part]:
         note = f"{'4' if k.load_in_4bit else '8'}-bit base, embeddings and norms in bf16"
     else:
         weights, note = P * wb, f"{billions(P)} × {wb} B"
+    gathered = 0
     if k.sharded:  # ZeRO-3 / FSDP shard every parameter, the frozen base of LoRA included
         gathered = 2 * max(shape.layer_params(), shape.embedding_params()) * k.compute_bytes
+        full = weights
         weights = (0 if k.offload_params else weights // n) + gathered
         note += f" / {n} ranks + gathered layers"
     parts.append(Part("weights", int(weights), note))
@@ -240,22 +248,34 @@ def trainer_parts(shape: ModelShape, k: Knobs) -> list[Part]:
         casts = shape.linear_params() * 2 + (0 if shape.tied else shape.embedding_params() * 2)
         fwd.append(Part("autocast weight copies", casts, "bf16 casts of fp32 weights"))
     fwd.append(Part("log-prob logits", *logits(shape, k)))
-    accumulate = k.grad_accum > 1 or k.steps_per_generation > 1
+    zero3 = k.strategy == "zero3"
+    # gradients held through the forward pass: accumulation, and ZeRO-3's partition buffer
+    held = k.grad_accum > 1 or k.steps_per_generation > 1 or zero3
     grad_part = Part("gradients", int(grads), f"{'LoRA, ' if k.lora else ''}{gb} B each")
     step = [grad_part]
     if k.optim in ("adamw_torch", "adamw_hf") and not ds and not k.offload_optimizer:
         step.append(Part("optimizer step temporaries", int(Pt * gb), "foreach AdamW"))
-    if accumulate:
-        parts += [grad_part] + fwd
-        for p in step[1:]:
+    if zero3 and not k.offload_optimizer:
+        sub = min(ZERO3_SUB_GROUP, Pt // n)
+        step.append(Part("ZeRO-3 fp32 gradients of a sub-group", sub * 4, f"{billions(sub)} × 4 B"))
+    gen: list[Part] = []
+    if zero3 and k.ds3_gather and not k.use_vllm and full > gathered:
+        gen.append(
+            Part(
+                "model gathered for generation",
+                int(full - gathered),
+                "ds3_gather_for_generation: every parameter on each rank while it generates",
+            )
+        )
+    if held:
+        parts.append(grad_part)
+        step = step[1:]
+    phases = [fwd, step, gen]
+    peak = max(phases, key=lambda ps: sum(p.bytes for p in ps))
+    for phase in phases:
+        for p in phase if phase is not peak else ():
             p.at_peak = False
-        parts += step[1:]
-    else:
-        fwd_total, step_total = sum(p.bytes for p in fwd), sum(p.bytes for p in step)
-        for p in step if fwd_total >= step_total else fwd:
-            p.at_peak = False
-        parts += fwd + step
-    return parts
+    return parts + fwd + step + gen
 
 
 def _optimizer(k: Knobs, ds: bool, gb: int) -> tuple[str, int]:

@@ -314,6 +314,15 @@ def _candidates(shape: ModelShape, k: Knobs, row: GpuPlan) -> list[tuple[str, Kn
     out: list[tuple[str, Knobs]] = []
     if not k.gradient_checkpointing:
         out.append(("gradient_checkpointing: true", k.replace(gradient_checkpointing=True)))
+    gathers = k.strategy == "zero3" and k.ds3_gather and not k.use_vllm
+    if gathers and knowledge().has_config_key("ds3_gather_for_generation", k.trl) is not False:
+        out.append(
+            (
+                "ds3_gather_for_generation: false (ZeRO-3 generates without gathering the whole "
+                "model on each rank; slower generation)",
+                k.replace(ds3_gather=False),
+            )
+        )
     if k.batch >= 2:
         half = k.batch // 2
         out.append(
