@@ -115,8 +115,12 @@ def _spread(nodes: list[NodeView], value: Callable[[NodeView], str | None]) -> d
     return out
 
 
-def _reference(spread: dict[str, list[str]]) -> str:
-    """The value most nodes have; ties go to the first node's (dicts keep insertion order)."""
+def _reference(spread: dict[str, list[str]], pinned: str | None = None) -> str:
+    """The reference node's value where one is named (``pinned``, a node's label) and has one;
+    else the value most nodes have, ties to the first node's (dicts keep insertion order)."""
+    for value, labels in spread.items():
+        if pinned is not None and pinned in labels:
+            return value
     return max(spread, key=lambda v: len(spread[v]))
 
 
@@ -158,7 +162,7 @@ def torch_cuda(node: NodeView) -> str | None:
     return local or "unknown (no +local version)"
 
 
-def packages(nodes: list[NodeView]) -> list[Finding]:
+def packages(nodes: list[NodeView], pinned: str | None = None) -> list[Finding]:
     """CLU001: stack packages (and Python) with different versions; the rest as one info."""
     names = sorted({n for node in nodes for n in node.facts.packages})
     out, others = [], []
@@ -172,7 +176,7 @@ def packages(nodes: list[NodeView]) -> list[Finding]:
 
     py = _spread(nodes, lambda n: ".".join(n.facts.python.split(".")[:2]) or None)
     if len(py) > 1:
-        ref = _reference(py)
+        ref = _reference(py, pinned)
         out.append(
             _finding(
                 "CLU001",
@@ -191,7 +195,7 @@ def packages(nodes: list[NodeView]) -> list[Finding]:
         if not is_stack(name):
             others.append((name, spread))
             continue
-        ref = _reference({v: ls for v, ls in spread.items() if v != MISSING})
+        ref = _reference({v: ls for v, ls in spread.items() if v != MISSING}, pinned)
         where = ", ".join(_others(spread, ref))
         fix = f"pip install '{name}=={ref}' on {where}"  # never uninstall the training stack
         out.append(
@@ -223,13 +227,13 @@ def packages(nodes: list[NodeView]) -> list[Finding]:
     return out
 
 
-def cuda(nodes: list[NodeView]) -> list[Finding]:
+def cuda(nodes: list[NodeView], pinned: str | None = None) -> list[Finding]:
     """CLU002: torch's CUDA runtime and NCCL (errors), the driver (warnings)."""
     out = []
     rt = _spread(nodes, torch_cuda)
     if len(rt) > 1:
         built = {v: ls for v, ls in rt.items() if re.fullmatch(r"\d+\.\d+", v)}
-        ref = _reference(built or rt)  # a CUDA build, never a CPU one, is what nodes move to
+        ref = _reference(built or rt, pinned)  # a CUDA build, never a CPU one, is what nodes move to
         tag = "cu" + ref.replace(".", "") if re.fullmatch(r"\d+\.\d", ref) else ref
         out.append(
             _finding(
@@ -244,7 +248,7 @@ def cuda(nodes: list[NodeView]) -> list[Finding]:
         )
     nccl = _spread(nodes, lambda n: n.runtime.get("nccl") or None)
     if len(nccl) > 1:
-        ref = _reference(nccl)
+        ref = _reference(nccl, pinned)
         out.append(
             _finding(
                 "CLU002",
@@ -260,7 +264,7 @@ def cuda(nodes: list[NodeView]) -> list[Finding]:
     for key, what in (("cuda", "The driver's CUDA version"), ("version", "The NVIDIA driver")):
         spread = _spread(nodes, partial(_driver_value, key=key))
         if len(spread) > 1:
-            ref = _reference(spread)
+            ref = _reference(spread, pinned)
             out.append(
                 _finding(
                     "CLU002",
@@ -319,7 +323,7 @@ def gpus(nodes: list[NodeView]) -> list[Finding]:
     ]
 
 
-def env_vars(nodes: list[NodeView]) -> list[Finding]:
+def env_vars(nodes: list[NodeView], pinned: str | None = None) -> list[Finding]:
     """CLU004: NCCL / collective / allocator variables set differently."""
     keys = sorted({k for n in nodes for k in n.facts.env if env_relevant(k)})
     out = []
@@ -327,7 +331,7 @@ def env_vars(nodes: list[NodeView]) -> list[Finding]:
         spread = _spread(nodes, partial(_env_value, key=key))
         if len(spread) < 2:
             continue
-        ref = _reference(spread)
+        ref = _reference(spread, pinned)
         change = f"unset {key}" if ref == UNSET else f"export {key}={ref}"
         out.append(
             _finding(
@@ -344,8 +348,10 @@ def env_vars(nodes: list[NodeView]) -> list[Finding]:
     return out
 
 
-def compare(nodes: list[NodeView]) -> list[Finding]:
-    """Every difference between the nodes (CLU001–CLU004); none for fewer than two nodes."""
+def compare(nodes: list[NodeView], reference: NodeView | None = None) -> list[Finding]:
+    """Every difference between the nodes (CLU001–CLU004); none for fewer than two nodes. The
+    fixes move the other nodes to ``reference``'s values, or to the majority's when it is None."""
     if len(nodes) < 2:
         return []
-    return [*packages(nodes), *cuda(nodes), *gpus(nodes), *env_vars(nodes)]
+    pin = reference.label if reference is not None else None
+    return [*packages(nodes, pin), *cuda(nodes, pin), *gpus(nodes), *env_vars(nodes, pin)]

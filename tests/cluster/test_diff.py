@@ -115,3 +115,47 @@ def test_a_cpu_torch_is_moved_to_the_cuda_build_not_the_reverse(write_json):
     proc = run_cli("diff", str(cpu), str(cuda), "--format", "json")
     (f,) = [f for f in json.loads(proc.stdout)["findings"] if f["rule"] == "CLU002"]
     assert "(+cu128) on A (gpu-a)" in f["fix"] and "whl/cu128" in f["fix"]
+
+
+def test_a_cluster_of_snapshots_against_the_first(write_json):
+    """N snapshots: A is the reference; the fix names every node to change."""
+    a = write_json(node("gpu-a"), "a.json")
+    b = write_json(node("gpu-b"), "b.json")
+    c = write_json(node("gpu-c", packages={**MODERN, "vllm": "0.7.2"}), "c.json")
+    proc = run_cli("diff", str(a), str(b), str(c))
+    assert proc.returncode == 1, proc.stderr
+    flat = " ".join(proc.stdout.split())
+    assert "comparing 3 snapshots (reference: A," in flat
+    assert "0.30.0 on A (gpu-a), B (gpu-b); 0.7.2 on C (gpu-c)" in flat
+    assert "pip install 'vllm==0.30.0' on C (gpu-c)" in flat
+    side = [line.split() for line in proc.stdout.splitlines() if line.strip().startswith("vllm")]
+    assert side == [["vllm", "0.30.0", "0.30.0", "0.7.2", "≠"]]
+
+
+def test_majority_reference_moves_the_odd_node_even_when_it_is_first(write_json):
+    odd = write_json(node("gpu-a", packages={**MODERN, "vllm": "0.7.2"}), "a.json")
+    rest = [write_json(node(f"gpu-{x}"), f"{x}.json") for x in "bcd"]
+    first = " ".join(run_cli("diff", str(odd), *map(str, rest)).stdout.split())
+    assert "pip install 'vllm==0.7.2' on B (gpu-b), C (gpu-c), D (gpu-d)" in first
+    proc = run_cli("diff", "--majority", str(odd), *map(str, rest))
+    flat = " ".join(proc.stdout.split())
+    assert proc.returncode == 1 and "(reference: the majority)" in flat
+    assert "pip install 'vllm==0.30.0' on A (gpu-a)" in flat
+
+
+def test_a_big_cluster_tables_only_what_differs(write_json):
+    paths = [write_json(node(f"n{i}"), f"n{i}.json") for i in range(5)]
+    paths.append(write_json(node("n5", packages={**MODERN, "trl": "0.15.2"}), "n5.json"))
+    proc = run_cli("diff", *map(str, paths))
+    table = proc.stdout.split("Side by side:")[1].split("envdoctor found")[0]
+    rows = [line.split()[0] for line in table.splitlines()[2:] if line.strip() and "✗" not in line]
+    assert rows == ["trl"], proc.stdout
+    verbose = run_cli("diff", "-v", *map(str, paths)).stdout.split("Side by side:")[1]
+    assert "python" in verbose and "driver" in verbose
+
+
+def test_one_snapshot_is_a_usage_error(write_json):
+    a = write_json(node("gpu-a"), "a.json")
+    proc = run_cli("diff", str(a))
+    assert proc.returncode == 2
+    assert "needs 2 to" in proc.stderr and "Traceback" not in proc.stderr
