@@ -108,6 +108,7 @@ def summary(facts: Facts) -> str:
             how = {
                 "resolved": f"resolved from {e.spec or 'any'} for torch {facts.version('torch')}",
                 "assumed": "--assume",
+                "git": e.placed,
                 "locked": e.origin.where if e.origin else "lock",
             }.get(e.how, e.origin.where if e.origin else "")
             parts.append(f"{name} {e.version} ({how})")
