@@ -139,7 +139,16 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             fix = f"pip install 'trl>={since}'"
             if repl:
                 fix += f", or use `{repl}` with this TRL"
-        yield hit(msg, fix=fix, key=key, trl=trl, since=since, until=until, severity=ctx.on_trl())
+        severity = ctx.on_trl()
+        if ctx.kb.feature("config_unknown_keys_fail", trl) is False:
+            # TRL < 0.19's parser drops a key no dataclass has: the run starts, the key is dead
+            severity = "warning"
+            msg += (
+                ": the key is dead, its setting has no effect"
+                if too_new
+                else f"; TRL {said} {_parser_does(ctx)}: the key is dead, its setting has no effect"
+            )
+        yield hit(msg, fix=fix, key=key, trl=trl, since=since, until=until, severity=severity)
     yield from _training_arguments_gone(ctx)
 
 

@@ -73,6 +73,20 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
         bad_new = bool(until) and within(spec, until, None)
         bad_old = bool(since) and within(spec, None, since)
         if not within(spec, since, until):
+            spanned = known_in(spec, tags)
+            if spanned and all(ctx.kb.feature("config_unknown_keys_fail", t) is False for t in spanned):
+                yield hit(  # TRL < 0.19's parser drops a key no dataclass has: dead, not fatal
+                    f"`{key}` ({origin}) exists in TRL {since or 'any'} up to "
+                    f"{'(not including) ' + until if until else 'now'}; the declared {_said(trl)} "
+                    f"allows none of these releases, and its releases ({_releases(spanned)}) drop "
+                    "unknown config keys silently: the key is dead, its setting has no effect",
+                    fix=(f"replace `{key}` with `{repl}`" if repl and bad_new else f"remove `{key}`"),
+                    severity="warning",
+                    key=key,
+                    trl=spec,
+                    **_where(trl),
+                )
+                continue
             yield hit(
                 f"`{key}` ({origin}) exists in TRL {since or 'any'} up to "
                 f"{'(not including) ' + until if until else 'now'}; the declared "
