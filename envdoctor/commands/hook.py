@@ -195,7 +195,12 @@ def _launch_line(target: Target, count: int | None) -> str:
 
 
 def _batch_under_every_count(
-    report: Report, target: Target, facts: Facts, select: list[str] | None, ignore: list[str] | None, skip: dict
+    report: Report,
+    target: Target,
+    facts: Facts,
+    select: list[str] | None,
+    ignore: list[str] | None,
+    skip: dict,
 ) -> None:
     """The repository launches this recipe with several process counts: a batch that does not
     divide is a finding only when it fails under every one of them."""
@@ -220,7 +225,8 @@ def _batch_under_every_count(
     for area in report.areas:
         area.findings = [
             dataclasses.replace(
-                f, message=f"{f.message} (under every process count the repository launches it with: {counts})"
+                f,
+                message=f"{f.message} (under every process count the repository launches it with: {counts})",
             )
             if f.rule == "CFG002"
             else f

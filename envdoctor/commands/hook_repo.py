@@ -121,7 +121,12 @@ def recipe(path: str, root: Path) -> Recipe:
     counts: list[int] = []
     for ln in launches_of(root).for_config(path):
         out.launches.append(f"{ln.file}:{ln.line}")
-        if out.accelerate is None and ln.accelerate and "*" not in ln.accelerate and (root / ln.accelerate).is_file():
+        if (
+            out.accelerate is None
+            and ln.accelerate
+            and "*" not in ln.accelerate
+            and (root / ln.accelerate).is_file()
+        ):
             out.accelerate = ln.accelerate.removeprefix("./")
         n = _count(ln, root)
         if n is not None and n not in counts:
@@ -133,7 +138,8 @@ def recipe(path: str, root: Path) -> Recipe:
 def used_by_grpo(accelerate: str, grpo: list[str], root: Path) -> bool:
     """Whether a launch line of the repository runs one of these GRPO configs with ``accelerate``."""
     return any(
-        ln.config and any(recipe_matches(ln, g) for g in grpo) for ln in launches_of(root).for_accelerate(accelerate)
+        ln.config and any(recipe_matches(ln, g) for g in grpo)
+        for ln in launches_of(root).for_accelerate(accelerate)
     )
 
 

@@ -136,7 +136,9 @@ def reword(report: Report) -> None:
         area.findings = [
             dataclasses.replace(
                 f,
-                message=re.sub(r"\binstalled\b", "declared", f.message.replace("installed or declared", "declared")),
+                message=re.sub(
+                    r"\binstalled\b", "declared", f.message.replace("installed or declared", "declared")
+                ),
                 fix=re.sub(r"\bpip install ", "require ", f.fix),
                 severity=Severity.WARNING if f.rule in NOT_DECLARED else f.severity,
             )

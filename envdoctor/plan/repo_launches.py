@@ -20,7 +20,9 @@ MAX_FILES = 200
 MAX_BYTES = 512 * 1024
 MAX_DEPTH = 4
 _SKIP_DIRS = {"node_modules", "site-packages", "dist-packages", "build", "dist", "__pycache__", "venv"}
-_LAUNCHER = re.compile(r"\b(accelerate\s+launch|torchrun|python\d?(?:\.\d+)?\s+-m\s+torch\.distributed\.run)\b")
+_LAUNCHER = re.compile(
+    r"\b(accelerate\s+launch|torchrun|python\d?(?:\.\d+)?\s+-m\s+torch\.distributed\.run)\b"
+)
 
 
 @dataclass
@@ -150,14 +152,18 @@ def read_launches(root: Path) -> RepoLaunches:
                 words = body.split()
             script = next((w for w in words if w.endswith(".py")), None)
             after = words[words.index(script) + 1 :] if script else []
-            procs = _option(words[: words.index(script)] if script else words, "--num_processes", "--nproc_per_node")
+            procs = _option(
+                words[: words.index(script)] if script else words, "--num_processes", "--nproc_per_node"
+            )
             found.launches.append(
                 RepoLaunch(
                     file=shown,
                     line=line,
                     text=command[:300],
                     config=_path(_option(after, "--config", "--config_file", "--config-file")),
-                    accelerate=_path(_option(words[: words.index(script)] if script else words, "--config_file")),
+                    accelerate=_path(
+                        _option(words[: words.index(script)] if script else words, "--config_file")
+                    ),
                     processes=_int(procs),
                     machines=_int(_option(words, "--num_machines", "--nnodes")),
                     script=script,
