@@ -122,8 +122,16 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             continue
         too_old = since and versions.below(trl, str(since))
         too_new = until and versions.at_least(trl, str(until))
+        present, commit = _at_commit(ctx, key)
+        if present is True:
+            continue  # the pinned TRL commit declares it (a key of the release it leads to)
+        if present is False and not (too_old or too_new):
+            too_old = bool(since)
+            too_new = not too_old
         if not (too_old or too_new):
             continue
+        if commit:
+            said = f"{said} (commit {commit[:10]}, which has no `{key}` yet or any more)"
         repl = entry.get("replaced_by")
         if too_new:
             msg = (
@@ -150,6 +158,18 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             )
         yield hit(msg, fix=fix, key=key, trl=trl, since=since, until=until, severity=severity)
     yield from _training_arguments_gone(ctx)
+
+
+def _at_commit(ctx: Context, key: str) -> tuple[bool | None, str]:
+    """For TRL pinned by a git commit: whether its GRPOConfig declares ``key`` there (None: not
+    known), and the commit."""
+    declared = ((ctx.facts.extra.get("declared") or {}).get("stack") or {}).get("trl")
+    if declared is None or getattr(declared, "how", "") != "git":
+        return None, ""
+    ref = next((d.ref for d in declared.decls if d.ref), "")
+    from envdoctor.knowledge.trl_commits import has_key
+
+    return has_key(ref, key), ref
 
 
 def _parser_does(ctx: Context) -> str:
@@ -246,6 +266,13 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             total=total,
             num_generations=gens,
         )
+
+
+def _server_mode(ctx: Context) -> bool:
+    """Whether the trainer generates through a vLLM server (the server settings are read)."""
+    from envdoctor.plan.layout import vllm_mode
+
+    return bool(ctx.plan.use_vllm) and vllm_mode(ctx.plan, ctx.facts, ctx.kb) == "server"
 
 
 def _gcd(a: int, b: int) -> int:
@@ -346,6 +373,8 @@ def config_value_type(ctx: Context) -> Iterator[Hit]:
         kind, optional = types[key]
         value = ctx.config[key]
         problem = type_problem(value, kind, optional)
+        if problem and value is None and key.startswith("vllm_server_") and not _server_mode(ctx):
+            continue  # a server setting left empty is never read unless the trainer uses a server
         if problem:
             if isinstance(value, str):
                 said = "Truthy value expected" if kind == "bool" else f"invalid {kind} value: {value!r}"

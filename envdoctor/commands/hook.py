@@ -130,7 +130,12 @@ def pair(kinds: dict[str, str]) -> list[Target]:
         r = recipe(g, Path.cwd())
         targets.append(Target(grpo=g, accelerate=r.accelerate or _partner(g, acc), counts=r.counts))
     used = {t.accelerate for t in targets}
-    targets += [Target(grpo=_partner(a, grpo), accelerate=a) for a in acc if a not in used]
+    launched = {g for g in grpo if recipe(g, Path.cwd()).launches}
+    for a in (a for a in acc if a not in used):
+        # a recipe the repository launches runs with the accelerate configs of its launch lines
+        # only: an accelerate config none of them uses (fsdp.yaml beside zero3.yaml) is alone
+        partner = _partner(a, grpo)
+        targets.append(Target(grpo=None if partner in launched else partner, accelerate=a))
     return targets
 
 

@@ -51,19 +51,58 @@ class _Row:
 
 @lru_cache(maxsize=1)
 def _rows() -> tuple[tuple[_Row, ...], str]:
+    return _table()[0], _table()[2]
+
+
+@lru_cache(maxsize=1)
+def _table() -> tuple[tuple[_Row, ...], dict[str, tuple[str, ...]], str]:
+    """(rows, GRPOConfig field events by key, header line)."""
     from envdoctor.resources import rules_dir
 
     path = rules_dir() / FILE
     rows: list[_Row] = []
+    keys: dict[str, tuple[str, ...]] = {}
     head = ""
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("#"):
             head = head or line
             continue
         parts = line.split()
-        if len(parts) >= 4:
+        if parts and parts[0] == "key" and len(parts) >= 3:
+            keys[parts[1]] = tuple(parts[2:])
+        elif len(parts) >= 4:
             rows.append(_Row(parts[0], None if parts[1] == "-" else parts[1], parts[2], tuple(parts[3:])))
-    return tuple(rows), head
+    return tuple(rows), keys, head
+
+
+@lru_cache(maxsize=1)
+def _order() -> dict[str, int]:
+    """Each commit prefix of the table by its position (main's order within a release's run)."""
+    return {sha: i for i, sha in enumerate(s for r in _table()[0] for s in r.shas)}
+
+
+def _position(ref: str) -> int | None:
+    sha = ref.strip().lower()
+    if not _HEX.fullmatch(sha):
+        return None
+    hits = [i for s, i in _order().items() if s.startswith(sha[:10]) or sha.startswith(s)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def has_key(ref: str, key: str) -> bool | None:
+    """Whether GRPOConfig declares ``key`` at the TRL commit ``ref`` (None: not known — a commit
+    or a key the table does not hold)."""
+    at = _position(ref)
+    events = _table()[1].get(key)
+    if at is None or events is None:
+        return None
+    order = _order()
+    present = False
+    for event in events:
+        where = order.get(event[1:])
+        if where is not None and where <= at:
+            present = event.startswith("+")
+    return present
 
 
 def releases() -> list[str]:

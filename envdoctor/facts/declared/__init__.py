@@ -26,6 +26,7 @@ READERS = {
     "dockerfile": "dockerfile",
     "setup.py": "setuppy",
     "setup.cfg": "setupcfg",
+    "install script": "shell",
 }
 #: the bounded walk for requirement files below the root (``src/requirements.txt``)
 WALK_DEPTH = 3

@@ -191,6 +191,6 @@ def _include(flag: str, value: str, path: Path, shown: str, line: int) -> Found:
     return Found(
         notes=[
             f"{shown}:{line}: {flag} {value} is not a file of this repository next "
-            "to the Dockerfile; not read"
+            f"to {Path(shown).name}; not read"
         ]
     )

@@ -65,6 +65,8 @@ def entries(found: Found, assume: dict[str, str]) -> dict[str, Entry]:
             _place_git(e)
     for name, version in assume.items():
         e = out.setdefault(name, Entry(name))
+        if e.how == "git" and e.version == version:
+            continue  # --assume agrees with the pinned commit: keep the commit (its exact keys)
         e.version, e.how = version, "assumed"
     return out
 
