@@ -89,11 +89,11 @@ class _Module:
         # every requirement-like string of the module, by package name: what ``deps["trl"]``
         # and ``deps_list("trl")`` look up
         self.pool: dict[str, tuple[str, int]] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 500:
-                req = parse_requirement(node.value.strip())
+        for found in ast.walk(tree):
+            if isinstance(found, ast.Constant) and isinstance(found.value, str) and len(found.value) < 500:
+                req = parse_requirement(found.value.strip())
                 if req is not None and (req.specifier or req.url or req.extras):
-                    self.pool.setdefault(normalize_name(req.name), (node.value, node.lineno))
+                    self.pool.setdefault(normalize_name(req.name), (found.value, found.lineno))
 
     def strings(self, node: ast.expr, depth: int = 0) -> Iterator[tuple[str, int]]:
         """The string constants ``node`` stands for, with their lines."""
@@ -133,10 +133,10 @@ class _Module:
         elif isinstance(node, ast.Call):
             # deps_list("torch", "trl"), list(...), sorted(...): strings named by the arguments
             for arg in node.args:
-                name = _constant(arg)
-                if name is not None and normalize_name(name) in self.pool:
-                    yield self.pool[normalize_name(name)]
-                elif name is None:
+                wanted = _constant(arg)
+                if wanted is not None and normalize_name(wanted) in self.pool:
+                    yield self.pool[normalize_name(wanted)]
+                elif wanted is None:
                     yield from self.strings(arg, depth + 1)
             if isinstance(node.func, ast.Attribute) and node.func.attr in ("read", "readlines", "splitlines"):
                 self.notes.append(
