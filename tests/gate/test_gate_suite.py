@@ -8,8 +8,6 @@ The target (issue 39): red only on true failures; at most one false warning kind
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.gate.suite import HALVES, judge, labels, repos
