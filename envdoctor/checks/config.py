@@ -192,10 +192,13 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
             continue
         entry = table["keys"][key]
         gone = entry.get("until") and versions.at_least(tf, str(entry["until"]))
+        dead = ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False
         yield hit(
             f"`{key}` ({origin}) is not a TrainingArguments field of the installed "
             f"transformers {tf} (it exists in {span(table, key, 'transformers')}): TRL "
-            f"{ctx.trl.label()} {_parser_does(ctx)}",
+            f"{ctx.trl.label()} {_parser_does(ctx)}"
+            + (": the key is dead, its setting has no effect" if dead else ""),
+            severity="warning" if dead else ctx.on_trl(),
             fix=(
                 f"remove `{key}`, or pin 'transformers<{entry['until']}'"
                 if gone
@@ -261,8 +264,10 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         fix += f"; or make per_device_train_batch_size a multiple of {need}"
         yield hit(
             f"the global batch {total} = {what} is not divisible by num_generations "
-            f"({gens}): TRL refuses at init",
+            f"({gens}): TRL refuses at init"
+            + (f" (TRL {ctx.trl.label()}: the batch rule of another release may differ)" if ctx.trl.assumed else ""),
             fix=fix,
+            severity=ctx.on_trl(),
             total=total,
             num_generations=gens,
         )

@@ -53,13 +53,16 @@ def _they(names: list[str], verb: str, many: bool = False) -> str:
 @rule("DCL001", needs=("plan",))
 def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
     trl = _stack(ctx).get("trl")
-    if trl is None or trl.version or not trl.spec:
+    tags = [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []]
+    # "trl" with no version: any GRPO release (a fresh install gets the newest); a git pin
+    # envdoctor cannot place is none it can judge
+    bare = trl is not None and not trl.spec and not any(d.url for d in trl.decls) and bool(tags)
+    spec = (trl.spec or (f">={tags[0]}" if bare else "")) if trl is not None else ""
+    if trl is None or trl.version or not spec:
         return
     from envdoctor.facts.declared.ranges import known_in, upper_open, within
 
     keys = ctx.kb.grpo_keys.get("keys") or {}
-    tags = [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []]
-    spec = trl.spec
     for key, origin in ctx.plan.config_origin.items():
         entry = keys.get(key)
         if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):

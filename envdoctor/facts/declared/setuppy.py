@@ -90,10 +90,14 @@ class _Module:
         # and ``deps_list("trl")`` look up
         self.pool: dict[str, tuple[str, int]] = {}
         for found in ast.walk(tree):
-            if isinstance(found, ast.Constant) and isinstance(found.value, str) and len(found.value) < 500:
-                req = parse_requirement(found.value.strip())
-                if req is not None and (req.specifier or req.url or req.extras):
-                    self.pool.setdefault(normalize_name(req.name), (found.value, found.lineno))
+            # a string in a list / tuple / set is an entry of a table of requirements (a bare
+            # "trl" too); elsewhere only one with a specifier, extras or URL looks like one
+            listed = isinstance(found, (ast.List, ast.Tuple, ast.Set))
+            for item in found.elts if listed else [found]:  # type: ignore[attr-defined]
+                if isinstance(item, ast.Constant) and isinstance(item.value, str) and len(item.value) < 500:
+                    req = parse_requirement(item.value.strip())
+                    if req is not None and (listed or req.specifier or req.url or req.extras):
+                        self.pool.setdefault(normalize_name(req.name), (item.value, item.lineno))
 
     def strings(self, node: ast.expr, depth: int = 0) -> Iterator[tuple[str, int]]:
         """The string constants ``node`` stands for, with their lines."""
