@@ -265,7 +265,11 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         yield hit(
             f"the global batch {total} = {what} is not divisible by num_generations "
             f"({gens}): TRL refuses at init"
-            + (f" (TRL {ctx.trl.label()}: the batch rule of another release may differ)" if ctx.trl.assumed else ""),
+            + (
+                f" (TRL {ctx.trl.label()}: another release's batch rule may differ)"
+                if ctx.trl.assumed
+                else ""
+            ),
             fix=fix,
             severity=ctx.on_trl(),
             total=total,

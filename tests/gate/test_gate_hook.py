@@ -9,7 +9,7 @@ from tests.conftest import run_cli
 GRPO = "use_vllm: true\nnum_generations: 8\nper_device_train_batch_size: 4\ngradient_accumulation_steps: 1\n"
 SFT = "model_name_or_path: Qwen/Qwen2.5-0.5B\nlearning_rate: 2.0e-5\nmax_length: 2048\nbeta: 0.1\n"
 ZERO3 = "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\nnum_processes: 8\n"
-FSDP = "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nnum_processes: 8\nfsdp_config:\n  fsdp_version: 2\n"
+FSDP = ZERO3.replace("DEEPSPEED", "FSDP") + "fsdp_config:\n  fsdp_version: 2\n"
 
 
 def repo(tmp_path, files: dict[str, str]):
@@ -46,7 +46,7 @@ def test_an_sft_recipe_beside_the_grpo_ones_is_skipped_and_v_says_why(tmp_path):
     )
     said = text(out)
     assert (
-        "skipped recipes/sft/config.yaml: not judged as a GRPO config: it holds none of the keys only GRPO has"
+        "skipped recipes/sft/config.yaml: not judged as a GRPO config: it holds none of the keys only GRPO"
         in said
     )
     assert (
@@ -80,7 +80,8 @@ def test_the_launch_lines_give_the_process_counts_and_a_batch_must_fail_under_ev
             "README.md": (
                 "accelerate launch --config_file recipes/accelerate_configs/zero3.yaml --num_processes=7 \\\n"
                 "    grpo.py --config recipes/grpo.yaml\n"
-                "accelerate launch --config_file recipes/accelerate_configs/zero3.yaml grpo.py --config recipes/grpo.yaml\n"
+                "accelerate launch --config_file recipes/accelerate_configs/zero3.yaml grpo.py "
+                "--config recipes/grpo.yaml\n"
             ),
         },
     )
@@ -139,7 +140,8 @@ def test_an_fsdp_config_no_launched_recipe_uses_does_not_bring_fsdp_failures(tmp
     assert "── recipes/accelerate_configs/fsdp.yaml ──" in out.stdout and "✗ KNF001" not in out.stdout
     # launched with it, the same FSDP config is judged with the recipe: TRL 0.17 has no FSDP support
     (r / "README.md").write_text(
-        "accelerate launch --config_file recipes/accelerate_configs/fsdp.yaml grpo.py --config recipes/grpo.yaml\n"
+        "accelerate launch --config_file recipes/accelerate_configs/fsdp.yaml grpo.py "
+        "--config recipes/grpo.yaml\n"
     )
     used = run_cli("hook", "--assume", "trl==0.17.0", "--select", "KNF", *files, cwd=r)
     assert (
