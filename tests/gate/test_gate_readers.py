@@ -156,3 +156,11 @@ def test_the_repository_that_is_trl_declares_trl(tmp_path):
     )
     facts = stack_facts(found, {}, knowledge(), "declared")
     assert facts.version("trl") == "0.19.0.dev0"
+
+
+def test_a_dev_build_of_trl_belongs_to_the_line_it_leads_to():
+    """PEP 440 keeps 0.18.0.dev0 out of both `<0.18.0` and `>=0.18.0`: a main commit of the 0.18
+    cycle is judged with the 0.18 line (its vLLM extra, its requirements)."""
+    kb = knowledge()
+    assert kb.trl_line("0.18.0.dev0") is kb.trl_line("0.18.0")
+    assert kb.trl_line("0.17.1") is kb.trl_line("0.17.0")
