@@ -164,3 +164,17 @@ def test_a_dev_build_of_trl_belongs_to_the_line_it_leads_to():
     kb = knowledge()
     assert kb.trl_line("0.18.0.dev0") is kb.trl_line("0.18.0")
     assert kb.trl_line("0.17.1") is kb.trl_line("0.17.0")
+
+
+def test_dockerfile_in_a_folder_installing_the_build_context(tmp_path):
+    """docker/Dockerfile with `COPY . /app` and `pip install -e /app[train]`: the package of the
+    Dockerfile's folder (the build context), named as the repository names it."""
+    from envdoctor.facts.declared import dockerfile
+
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "Dockerfile").write_text("FROM x\nCOPY . /app\nRUN pip install -e /app[train]\n")
+    (tmp_path / "docker" / "setup.py").write_text(
+        "from setuptools import setup\nsetup(install_requires=['trl==0.19.1'])\n"
+    )
+    found = dockerfile.read(tmp_path / "docker" / "Dockerfile", "docker/Dockerfile")
+    assert said(found) == {"trl==0.19.1": "docker/setup.py:2"}

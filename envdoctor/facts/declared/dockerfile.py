@@ -168,18 +168,12 @@ def _package(value: str, path: Path, shown: str, line: int) -> Found:
                 notes=[f"{shown}:{line}: pip install {value}: not a folder of this repository; not read"]
             )
         target = resolved(path.parent, shown)  # COPY . /app; pip install -e /app: the build context
+    rel = folder if not folder.startswith("/") and target != resolved(path.parent, shown) else "."
     found = Found()
     for name in ("pyproject.toml", "setup.cfg", "setup.py"):
         file = target / name
         if file.is_file():
-            found.add(
-                reader_for(str(file)).read(
-                    file,
-                    os.path.normpath(Path(shown).parent / folder.lstrip("/") / name)
-                    if folder.startswith(".")
-                    else name,
-                )
-            )
+            found.add(reader_for(str(file)).read(file, os.path.normpath(Path(shown).parent / rel / name)))
     return found
 
 
