@@ -267,7 +267,11 @@ def _deep_aliases() -> str:
             "num_generations: 7\nper_device_train_batch_size: 123456789012345\n",
             "larger than any real run",
         ),
-        ("exp.yaml", "per_device_train_batch_size: 1.0e+18\n", "larger than any real run"),
+        (
+            "exp.yaml",
+            "num_generations: 8\nper_device_train_batch_size: 1.0e+18\n",
+            "larger than any real run",
+        ),
         ("port.yaml", "use_vllm: true\nvllm_server_port: abc\n", "not a TCP port"),
         ("url.yaml", "use_vllm: true\nvllm_server_base_url: 12345\n", "not a URL"),
         ("inf.yaml", "vllm_gpu_memory_utilization: .inf\n", "not a finite number"),

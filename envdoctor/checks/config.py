@@ -122,8 +122,16 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             continue
         too_old = since and versions.below(trl, str(since))
         too_new = until and versions.at_least(trl, str(until))
+        present, commit = _at_commit(ctx, key)
+        if present is True:
+            continue  # the pinned TRL commit declares it (a key of the release it leads to)
+        if present is False and not (too_old or too_new):
+            too_old = bool(since)
+            too_new = not too_old
         if not (too_old or too_new):
             continue
+        if commit:
+            said = f"{said} (commit {commit[:10]}, which has no `{key}` yet or any more)"
         repl = entry.get("replaced_by")
         if too_new:
             msg = (
@@ -139,8 +147,29 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             fix = f"pip install 'trl>={since}'"
             if repl:
                 fix += f", or use `{repl}` with this TRL"
-        yield hit(msg, fix=fix, key=key, trl=trl, since=since, until=until, severity=ctx.on_trl())
+        severity = ctx.on_trl()
+        if ctx.kb.feature("config_unknown_keys_fail", trl) is False:
+            # TRL < 0.19's parser drops a key no dataclass has: the run starts, the key is dead
+            severity = "warning"
+            msg += (
+                ": the key is dead, its setting has no effect"
+                if too_new
+                else f"; TRL {said} {_parser_does(ctx)}: the key is dead, its setting has no effect"
+            )
+        yield hit(msg, fix=fix, key=key, trl=trl, since=since, until=until, severity=severity)
     yield from _training_arguments_gone(ctx)
+
+
+def _at_commit(ctx: Context, key: str) -> tuple[bool | None, str]:
+    """For TRL pinned by a git commit: whether its GRPOConfig declares ``key`` there (None: not
+    known), and the commit."""
+    declared = ((ctx.facts.extra.get("declared") or {}).get("stack") or {}).get("trl")
+    if declared is None or getattr(declared, "how", "") != "git":
+        return None, ""
+    ref = next((d.ref for d in declared.decls if d.ref), "")
+    from envdoctor.knowledge.trl_commits import has_key
+
+    return has_key(ref, key), ref
 
 
 def _parser_does(ctx: Context) -> str:
@@ -163,10 +192,13 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
             continue
         entry = table["keys"][key]
         gone = entry.get("until") and versions.at_least(tf, str(entry["until"]))
+        dead = ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False
         yield hit(
             f"`{key}` ({origin}) is not a TrainingArguments field of the installed "
             f"transformers {tf} (it exists in {span(table, key, 'transformers')}): TRL "
-            f"{ctx.trl.label()} {_parser_does(ctx)}",
+            f"{ctx.trl.label()} {_parser_does(ctx)}"
+            + (": the key is dead, its setting has no effect" if dead else ""),
+            severity="warning" if dead else ctx.on_trl(),
             fix=(
                 f"remove `{key}`, or pin 'transformers<{entry['until']}'"
                 if gone
@@ -232,11 +264,24 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         fix += f"; or make per_device_train_batch_size a multiple of {need}"
         yield hit(
             f"the global batch {total} = {what} is not divisible by num_generations "
-            f"({gens}): TRL refuses at init",
+            f"({gens}): TRL refuses at init"
+            + (
+                f" (TRL {ctx.trl.label()}: another release's batch rule may differ)"
+                if ctx.trl.assumed
+                else ""
+            ),
             fix=fix,
+            severity=ctx.on_trl(),
             total=total,
             num_generations=gens,
         )
+
+
+def _server_mode(ctx: Context) -> bool:
+    """Whether the trainer generates through a vLLM server (the server settings are read)."""
+    from envdoctor.plan.layout import vllm_mode
+
+    return bool(ctx.plan.use_vllm) and vllm_mode(ctx.plan, ctx.facts, ctx.kb) == "server"
 
 
 def _gcd(a: int, b: int) -> int:
@@ -337,6 +382,8 @@ def config_value_type(ctx: Context) -> Iterator[Hit]:
         kind, optional = types[key]
         value = ctx.config[key]
         problem = type_problem(value, kind, optional)
+        if problem and value is None and key.startswith("vllm_server_") and not _server_mode(ctx):
+            continue  # a server setting left empty is never read unless the trainer uses a server
         if problem:
             if isinstance(value, str):
                 said = "Truthy value expected" if kind == "bool" else f"invalid {kind} value: {value!r}"

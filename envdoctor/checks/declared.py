@@ -53,13 +53,16 @@ def _they(names: list[str], verb: str, many: bool = False) -> str:
 @rule("DCL001", needs=("plan",))
 def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
     trl = _stack(ctx).get("trl")
-    if trl is None or trl.version or not trl.spec:
+    tags = [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []]
+    # "trl" with no version: any GRPO release (a fresh install gets the newest); a git pin
+    # envdoctor cannot place is none it can judge
+    bare = trl is not None and not trl.spec and not any(d.url for d in trl.decls) and bool(tags)
+    spec = (trl.spec or (f">={tags[0]}" if bare else "")) if trl is not None else ""
+    if trl is None or trl.version or not spec:
         return
     from envdoctor.facts.declared.ranges import known_in, upper_open, within
 
     keys = ctx.kb.grpo_keys.get("keys") or {}
-    tags = [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []]
-    spec = trl.spec
     for key, origin in ctx.plan.config_origin.items():
         entry = keys.get(key)
         if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
@@ -73,6 +76,20 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
         bad_new = bool(until) and within(spec, until, None)
         bad_old = bool(since) and within(spec, None, since)
         if not within(spec, since, until):
+            spanned = known_in(spec, tags)
+            if spanned and all(ctx.kb.feature("config_unknown_keys_fail", t) is False for t in spanned):
+                yield hit(  # TRL < 0.19's parser drops a key no dataclass has: dead, not fatal
+                    f"`{key}` ({origin}) exists in TRL {since or 'any'} up to "
+                    f"{'(not including) ' + until if until else 'now'}; the declared {_said(trl)} "
+                    f"allows none of these releases, and its releases ({_releases(spanned)}) drop "
+                    "unknown config keys silently: the key is dead, its setting has no effect",
+                    fix=(f"replace `{key}` with `{repl}`" if repl and bad_new else f"remove `{key}`"),
+                    severity="warning",
+                    key=key,
+                    trl=spec,
+                    **_where(trl),
+                )
+                continue
             yield hit(
                 f"`{key}` ({origin}) exists in TRL {since or 'any'} up to "
                 f"{'(not including) ' + until if until else 'now'}; the declared "

@@ -173,10 +173,26 @@ def _stack(ctx: Context, failure: KnownFailure) -> str:
     return " + ".join(f"{name} {ctx.version(name)}" for name in failure.packages)
 
 
+def _fix_asks(failure: KnownFailure) -> str:
+    """``; the fix asks trl>=0.20.0 (why)`` when the fix names a later release than ``fixed_in``
+    (one that also fixes a neighbouring failure): the message and the fix then agree."""
+    import re
+
+    command, _, why = failure.fix.partition("#")
+    out = []
+    for name, fixed in failure.fixed_in.items():
+        for want in re.findall(rf"\b{re.escape(name)}\s*>=\s*([\w.]+)", command):
+            if want != str(fixed):
+                out.append(f"{name}>={want}")
+    if not out:
+        return ""
+    return f"; the fix asks {', '.join(out)}" + (f": {why.strip()}" if why.strip() else "")
+
+
 @rule("KNF001")
 def known_failure(ctx: Context) -> Iterator[Hit]:
     for failure in matching(ctx):
-        fixed = ", ".join(f"{name} {v}" for name, v in failure.fixed_in.items())
+        fixed = ", ".join(f"{name} {v}" for name, v in failure.fixed_in.items()) + _fix_asks(failure)
         yield hit(
             f"{_stack(ctx, failure)}: {failure.title}"
             + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})"),

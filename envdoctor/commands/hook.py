@@ -45,6 +45,15 @@ NO_TRL = (
 )
 KINDS = {"grpo": "GRPO config", "accelerate": "accelerate config"}
 STACK_ONLY = "declared stack"
+NO_COUNT = (
+    "the process count is not known: no launch line of the repository (README, scripts, "
+    "Makefile, slurm) runs this config and no accelerate config pairs with it; pass --launch "
+    '"accelerate launch --num_processes N train.py" to judge the batch'
+)
+ALONE = (
+    "no GRPO recipe or launch line of the repository uses this accelerate config: the known "
+    "failures are judged for the run it belongs to"
+)
 
 
 @dataclass
@@ -53,6 +62,7 @@ class Target:
 
     grpo: str | None = None
     accelerate: str | None = None
+    counts: tuple[int, ...] = ()  # the process counts the repository's launch lines give it
 
     @property
     def label(self) -> str:
@@ -85,6 +95,13 @@ def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
         except InputError as exc:
             skipped[path] = exc.problem
             continue
+        if kind == "grpo":
+            from envdoctor.commands.hook_repo import grpo_or_why
+
+            why = grpo_or_why(path, set(read_mapping(path, "file")), Path.cwd())
+            if why is not None:
+                skipped[path] = why
+                continue
         if kind in KINDS:
             kinds[path] = kind
         else:
@@ -101,13 +118,24 @@ def _partner(path: str, candidates: list[str]) -> str | None:
 
 
 def pair(kinds: dict[str, str]) -> list[Target]:
-    """Each GRPO config with its accelerate config (if the commit has one); the accelerate
-    configs no GRPO config took are checked with their own partner or alone."""
+    """Each GRPO config with the accelerate config and process counts the repository's launch
+    lines give it, else the accelerate config of the commit (same folder, or the only one);
+    the accelerate configs no GRPO config took are checked with their own partner or alone."""
+    from envdoctor.commands.hook_repo import recipe
+
     grpo = [p for p, k in kinds.items() if k == "grpo"]
     acc = [p for p, k in kinds.items() if k == "accelerate"]
-    targets = [Target(grpo=g, accelerate=_partner(g, acc)) for g in grpo]
+    targets = []
+    for g in grpo:
+        r = recipe(g, Path.cwd())
+        targets.append(Target(grpo=g, accelerate=r.accelerate or _partner(g, acc), counts=r.counts))
     used = {t.accelerate for t in targets}
-    targets += [Target(grpo=_partner(a, grpo), accelerate=a) for a in acc if a not in used]
+    launched = {g for g in grpo if recipe(g, Path.cwd()).launches}
+    for a in (a for a in acc if a not in used):
+        # a recipe the repository launches runs with the accelerate configs of its launch lines
+        # only: an accelerate config none of them uses (fsdp.yaml beside zero3.yaml) is alone
+        partner = _partner(a, grpo)
+        targets.append(Target(grpo=None if partner in launched else partner, accelerate=a))
     return targets
 
 
@@ -161,21 +189,51 @@ def offline_rules(facts: Facts, select: list[str] | None, ignore: list[str] | No
     return out
 
 
-def _demote_batch_rule(report: Report) -> None:
-    """Without a launch or accelerate config the process count is unknown (1 is assumed): a
-    batch that does not divide is then only a warning."""
-    from envdoctor.findings import Severity
+def _launch_line(target: Target, count: int | None) -> str:
+    """``accelerate launch`` as the repository runs ``target`` (its process count, if known)."""
+    words = ["accelerate", "launch"]
+    if count is not None:
+        words += ["--num_processes", str(count)]
+    if target.accelerate:
+        words += ["--config_file", shlex.quote(target.accelerate)]
+    return " ".join([*words, "train.py"])
 
+
+def _batch_under_every_count(
+    report: Report,
+    target: Target,
+    facts: Facts,
+    select: list[str] | None,
+    ignore: list[str] | None,
+    skip: dict,
+) -> None:
+    """The repository launches this recipe with several process counts: a batch that does not
+    divide is a finding only when it fails under every one of them."""
+    from envdoctor.doctor import check
+    from envdoctor.plan.build import build_plan
+
+    if "CFG002" in skip or not any(f.rule == "CFG002" for a in report.areas for f in a.findings):
+        return
+    for count in target.counts[1:]:
+        plan = build_plan(
+            config=target.grpo,
+            accelerate_config=target.accelerate,
+            launch=_launch_line(target, count),
+            live=False,
+        )
+        _, other = check(facts, plan, select=["CFG002"], network=False)
+        if not any(f.rule == "CFG002" for a in other.areas for f in a.findings):
+            for area in report.areas:
+                area.findings = [f for f in area.findings if f.rule != "CFG002"]
+            return
+    counts = ", ".join(map(str, target.counts))
     for area in report.areas:
         area.findings = [
             dataclasses.replace(
                 f,
-                severity=Severity.WARNING,
-                message=f"{f.message} (assuming 1 training process: the hook "
-                "does not know the process count; commit the accelerate "
-                "config or pass --launch)",
+                message=f"{f.message} (under every process count the repository launches it with: {counts})",
             )
-            if f.rule == "CFG002" and f.severity == Severity.ERROR
+            if f.rule == "CFG002"
             else f
             for f in area.findings
         ]
@@ -189,11 +247,18 @@ def check_target(
     from envdoctor.plan.build import build_plan
     from envdoctor.rule_docs import rule_docs
 
-    if launch is None and target.accelerate:
-        launch = f"accelerate launch --config_file {shlex.quote(target.accelerate)} train.py"
+    given = launch
+    if launch is None and (target.accelerate or target.counts):
+        launch = _launch_line(target, target.counts[0] if target.counts else None)
     plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=launch, live=False)
     skip = offline_rules(facts, select, ignore)
+    if launch is None and target.grpo:
+        skip.setdefault("CFG002", NO_COUNT)
+    if target.grpo is None:
+        skip.setdefault("KNF001", ALONE)
     _, report = check(facts, plan, select=select, ignore=(ignore or []) + sorted(skip), network=False)
+    if given is None and len(target.counts) > 1:
+        _batch_under_every_count(report, target, facts, select, ignore, skip)
     docs = rule_docs()
     areas = {a.key: a for a in report.areas}
     for rule_id, why in skip.items():
@@ -202,8 +267,6 @@ def check_target(
     if any(why == NO_TRL for why in skip.values()):
         areas["packages"].note = f"skipped: {NO_TRL}"
     _declared_view(report, facts, [p for p in (target.grpo, target.accelerate) if p])
-    if launch is None:
-        _demote_batch_rule(report)
     report.areas = [a for a in report.areas if a.key != "probe"]  # the probe needs the machine
     if not (target.grpo or target.accelerate):
         report.areas = [a for a in report.areas if a.key == "packages"]

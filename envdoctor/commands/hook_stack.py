@@ -108,6 +108,7 @@ def summary(facts: Facts) -> str:
             how = {
                 "resolved": f"resolved from {e.spec or 'any'} for torch {facts.version('torch')}",
                 "assumed": "--assume",
+                "git": e.placed,
                 "locked": e.origin.where if e.origin else "lock",
             }.get(e.how, e.origin.where if e.origin else "")
             parts.append(f"{name} {e.version} ({how})")
@@ -135,7 +136,9 @@ def reword(report: Report) -> None:
         area.findings = [
             dataclasses.replace(
                 f,
-                message=re.sub(r"\binstalled\b", "declared", f.message),
+                message=re.sub(
+                    r"\binstalled\b", "declared", f.message.replace("installed or declared", "declared")
+                ),
                 fix=re.sub(r"\bpip install ", "require ", f.fix),
                 severity=Severity.WARNING if f.rule in NOT_DECLARED else f.severity,
             )

@@ -109,6 +109,27 @@ def apply_assume(facts: object, assume: tuple[str, ...] | list[str]) -> None:
         facts.extra.setdefault("assumed", []).append(normalize_name(name))  # type: ignore[attr-defined]
 
 
+#: the packages of the training stack: judged from this environment only when it is the training one
+TRAINING_STACK = ("trl", "vllm", "transformers", "torch", "accelerate", "deepspeed", "peft", "flash-attn")
+
+
+def not_training_env(facts: Any, assume: tuple[str, ...] | list[str]) -> None:
+    """``--assume trl==X`` where no TRL is installed: the environment envdoctor runs in is not
+    the training one (a CI runner, a laptop), so its training-stack packages are not judged —
+    the stack is what ``--assume`` names, the rest unknown. With TRL installed here (the
+    training environment), ``--assume`` overrides only the packages it names."""
+    from envdoctor.facts.interface import normalize_name
+
+    named = {normalize_name(item.partition("==")[0].strip()) for item in assume}
+    if "trl" not in named or facts.version("trl") is not None:
+        return
+    dropped = sorted(n for n in TRAINING_STACK if n in facts.packages and n not in named)
+    for name in dropped:
+        del facts.packages[name]
+    if dropped:
+        facts.extra["not_judged_here"] = dropped
+
+
 def facts_and_plan(
     facts_file: str | None,
     assume: tuple[str, ...] | list[str],
@@ -128,6 +149,7 @@ def facts_and_plan(
         facts = load(facts_file)
     else:
         facts = collect_facts()
+        not_training_env(facts, assume)
     apply_assume(facts, assume)
     plan = build_plan(
         config=config,

@@ -54,6 +54,10 @@ class Knowledge:
         for line in lines:
             if versions.satisfies(trl_version, str(line.get("trl", ""))):
                 return line
+        v = versions.parse(trl_version)
+        if v is not None and v.is_prerelease:  # 0.18.0.dev0 (a main commit): the line it leads to
+            base = ".".join(map(str, v.release))
+            return next((ln for ln in lines if versions.satisfies(base, str(ln.get("trl", "")))), None)
         return None
 
     def config_key(self, key: str) -> dict[str, Any] | None:

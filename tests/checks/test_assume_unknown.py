@@ -47,3 +47,26 @@ def test_without_assume_a_missing_package_is_still_missing():
 def test_assumed_versions_still_judge_what_is_installed():
     found = _run({"torch": "2.5.1+cu124"}, ["vllm==0.26.0"]).findings
     assert any(f.rule == "PKG004" and "installed torch 2.5.1" in f.message for f in found)
+
+
+def test_assume_trl_where_no_trl_is_installed_leaves_this_environments_stack_out():
+    """A CI runner with transformers 5.24 and no TRL: `check --assume trl==0.18.0` judges the
+    stack --assume names, not the runner's own packages."""
+    from envdoctor.commands.options import not_training_env
+    from envdoctor.facts.interface import Package
+
+    facts = Facts(python="3.11.9", packages={"transformers": Package("5.24.0"), "numpy": Package("2.0.0")})
+    not_training_env(facts, ["trl==0.18.0"])
+    apply_assume(facts, ["trl==0.18.0"])
+    assert "transformers" not in facts.packages and facts.unknown("transformers")
+    assert facts.version("numpy") == "2.0.0" and facts.extra["not_judged_here"] == ["transformers"]
+
+
+def test_assume_in_the_training_environment_overrides_only_what_it_names():
+    from envdoctor.commands.options import not_training_env
+    from envdoctor.facts.interface import Package
+
+    facts = Facts(python="3.11.9", packages={"trl": Package("1.16.0"), "transformers": Package("5.24.0")})
+    not_training_env(facts, ["trl==0.18.0"])
+    apply_assume(facts, ["trl==0.18.0"])
+    assert facts.version("transformers") == "5.24.0" and facts.version("trl") == "0.18.0"

@@ -26,7 +26,7 @@ def test_open_r1_pins_and_recipes_are_clean(tmp_path):
     assert "No issues found" in out.stdout
     assert "vllm 0.8.5.post1 (requirements.txt:6)" in out.stdout
     assert "torch 2.6.0 (requirements.txt:3)" in out.stdout
-    assert "setup.py: seen, not read" in out.stderr and not (repo / "RAN").exists()
+    assert "setup.py: no setup(...) call; not read" in out.stderr and not (repo / "RAN").exists()
     # the hook's own environment (torch 2.13 CPU, no vLLM) is not what is judged
     assert "2.13" not in out.stdout and "not installed" not in out.stdout
 

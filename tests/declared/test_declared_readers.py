@@ -76,6 +76,7 @@ trl = { git = "https://github.com/huggingface/trl" }
         },
     )
     assert where(found) == {
+        "trainer==0.1": "pyproject.toml:2",  # the repository's own package
         "trl>=0.17": "pyproject.toml:4",
         "torch==2.6.0": "pyproject.toml:4",
         "vllm==0.8.5.post1": "pyproject.toml:6",
@@ -164,10 +165,10 @@ CMD ["pip", "install", "never==1.0"]
     assert any("trl==$TRL uses a build variable" in n for n in found.notes)
 
 
-def test_setup_py_is_seen_never_run(tmp_path):
+def test_setup_py_is_read_never_run(tmp_path):
     found = stack(tmp_path, {"setup.py": "open('RAN', 'w').write('x')\n"})
     assert found.declarations == [] and not (tmp_path / "RAN").exists()
-    assert any(n.startswith("setup.py: seen, not read") for n in found.notes)
+    assert any(n.startswith("setup.py: no setup(...) call; not read") for n in found.notes)
 
 
 @pytest.mark.parametrize(
@@ -193,8 +194,10 @@ def test_which_files_are_declarations():
         "environment.yml",
         "docker/Dockerfile",
         "train.Dockerfile",
+        "setup.py",
+        "setup.cfg",
     ]
-    no = ["README.txt", "configs/grpo.yaml", "notes/train.txt", "setup.py"]
+    no = ["README.txt", "configs/grpo.yaml", "notes/train.txt", "setup_utils.py"]
     assert all(map(is_declaration, yes)) and not any(map(is_declaration, no))
 
 

@@ -24,10 +24,37 @@ READERS = {
     "requirements": "requirements",
     "conda": "conda",
     "dockerfile": "dockerfile",
+    "setup.py": "setuppy",
+    "setup.cfg": "setupcfg",
+    "install script": "shell",
 }
-SEEN_NOT_READ = ("setup.py",)
+#: the bounded walk for requirement files below the root (``src/requirements.txt``)
+WALK_DEPTH = 3
+WALK_DIRS = 400
+WALK_FILES = 16
+_NOT_WALKED = {
+    "node_modules",
+    "site-packages",
+    "dist-packages",
+    "build",
+    "dist",
+    "__pycache__",
+    "venv",
+    "env",
+}
+#: a folder holding one of these is a project of its own (a vendored library): not the stack's
+PROJECT_FILES = ("setup.py", "pyproject.toml", "setup.cfg")
 
-__all__ = ["READERS", "Declaration", "Found", "discover", "is_declaration", "read_stack", "reader_for"]
+__all__ = [
+    "PROJECT_FILES",
+    "READERS",
+    "Declaration",
+    "Found",
+    "discover",
+    "is_declaration",
+    "read_stack",
+    "reader_for",
+]
 
 
 @lru_cache(maxsize=1)
@@ -55,19 +82,60 @@ def is_declaration(path: str) -> bool:
 
 
 def discover(root: Path) -> list[Path]:
-    """The declaration files at ``root`` (and ``requirements/``), in a stable order."""
+    """The declaration files at ``root`` (and ``requirements/``), in a stable order, then the
+    requirement files of the folders below (a bounded walk: ``src/requirements.txt``), leaving
+    out folders that are projects of their own (a vendored library's pins are not the stack)."""
     found: list[Path] = []
     for reader in _modules():
         for pattern in reader.PATTERNS:
             for path in sorted(root.glob(pattern)):
                 if path.is_file() and path not in found:
                     found.append(path)
-    return found
+    return found + [p for p in walk_requirements(root) if p not in found]
+
+
+def walk_requirements(root: Path) -> list[Path]:
+    """``requirements*.txt`` in the folders below ``root``, breadth first, bounded (``WALK_*``)."""
+    from envdoctor.facts.declared import requirements
+
+    out: list[Path] = []
+    queue = [(root, 0)]
+    seen = 0
+    while queue and seen < WALK_DIRS and len(out) < WALK_FILES:
+        folder, depth = queue.pop(0)
+        seen += 1
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError:
+            continue
+        if folder != root:
+            names = {e.name for e in entries}
+            if any(p in names for p in PROJECT_FILES):
+                continue  # a project of its own
+            for e in entries:
+                if (
+                    e.is_file()
+                    and not e.is_symlink()
+                    and any(fnmatch.fnmatch(e.name, pat) for pat in requirements.PATTERNS if "/" not in pat)
+                ):
+                    out.append(e)
+        if depth < WALK_DEPTH:
+            queue += [
+                (e, depth + 1)
+                for e in entries
+                if e.is_dir()
+                and not e.is_symlink()
+                and not e.name.startswith(".")
+                and e.name not in _NOT_WALKED
+                and not (folder == root and e.name == "requirements")  # read at the root already
+            ]
+    return out[:WALK_FILES]
 
 
 def read_stack(paths: list[Path], root: Path) -> Found:
     """Every declaration of these files; includes reached from one file are not read again as
-    files of their own. ``setup.py`` at the root is seen and said so, never run."""
+    files of their own. ``setup.py`` is read as a syntax tree, never run. The repository's own
+    package (TRL's repository is TRL) is declared at its own version."""
     from envdoctor.redact import clean  # notes show file text: secrets masked, controls escaped
 
     stack = Found()
@@ -77,14 +145,11 @@ def read_stack(paths: list[Path], root: Path) -> Found:
             if shown in stack.files:
                 continue  # already read as an include
             stack.add(reader_for(str(path)).read(path, shown))
+        from envdoctor.facts.declared.itself import own_package
+
+        stack.add(own_package(root))
+    stack.declarations = list(dict.fromkeys(stack.declarations))  # a file read twice counts once
     stack.notes = [clean(n, limit=300) for n in stack.notes]
-    for name in SEEN_NOT_READ:
-        if (root / name).is_file():
-            stack.notes.append(
-                f"{name}: seen, not read (it is code; envdoctor never runs it — "
-                "declare the pins in pyproject.toml or a requirements file, or "
-                "pass --requirements / --assume)"
-            )
     return stack
 
 

@@ -122,6 +122,15 @@ def _requirements(args: list[str], path: Path, shown: str, index: LineIndex, sta
             skip = False
             continue
         flag = word.split("=", 1)[0]
+        if flag in ("-e", "--editable") or _local(word):
+            value = (
+                word
+                if _local(word)
+                else (word.split("=", 1)[1] if "=" in word else (args[j + 1] if j + 1 < len(args) else ""))
+            )
+            skip = not _local(word) and "=" not in word
+            found.add(_package(value, path, shown, index.find(value, start)))
+            continue
         if flag in _INCLUDE:
             value = word.split("=", 1)[1] if "=" in word else (args[j + 1] if j + 1 < len(args) else "")
             skip = "=" not in word
@@ -139,6 +148,35 @@ def _requirements(args: list[str], path: Path, shown: str, index: LineIndex, sta
     return found
 
 
+def _local(word: str) -> bool:
+    """``.``, ``.[dev]``, ``./pkg``, ``/app[extra]``: a folder of the image, not a requirement."""
+    return word.split("[", 1)[0] in (".", "..") or word.startswith(("./", "../", "/"))
+
+
+def _package(value: str, path: Path, shown: str, line: int) -> Found:
+    """``pip install -e ".[dev]"``: the package in that folder of the repository (its setup.py,
+    setup.cfg, pyproject.toml; every extra is read, as at the root)."""
+    from envdoctor.facts.declared import reader_for
+
+    folder = value.split("[", 1)[0]
+    if "://" in value or value.startswith("git+"):
+        return Found()
+    target = resolved(path.parent / folder.lstrip("/"), f"{shown}:{line}")
+    if not (in_repository(target, path, shown) and target.is_dir()):
+        if target.is_dir() or not folder.startswith("/"):
+            return Found(
+                notes=[f"{shown}:{line}: pip install {value}: not a folder of this repository; not read"]
+            )
+        target = resolved(path.parent, shown)  # COPY . /app; pip install -e /app: the build context
+    rel = folder if not folder.startswith("/") and target != resolved(path.parent, shown) else "."
+    found = Found()
+    for name in ("pyproject.toml", "setup.cfg", "setup.py"):
+        file = target / name
+        if file.is_file():
+            found.add(reader_for(str(file)).read(file, os.path.normpath(Path(shown).parent / rel / name)))
+    return found
+
+
 def _include(flag: str, value: str, path: Path, shown: str, line: int) -> Found:
     target = resolved(path.parent / value.lstrip("/"), f"{shown}:{line}")
     inside = in_repository(target, path, shown)
@@ -147,6 +185,6 @@ def _include(flag: str, value: str, path: Path, shown: str, line: int) -> Found:
     return Found(
         notes=[
             f"{shown}:{line}: {flag} {value} is not a file of this repository next "
-            "to the Dockerfile; not read"
+            f"to {Path(shown).name}; not read"
         ]
     )

@@ -93,6 +93,8 @@ class Declaration:
     extras: tuple[str, ...] = ()
     locked: bool = False
     via: str = ""  # set when another declaration implies this one: "trl[vllm]==0.18.0"
+    url: str = ""  # a direct reference (``trl @ git+https://…@<sha>``): where it comes from
+    ref: str = ""  # the git commit, tag or branch after ``@`` in ``url`` ("" when none)
 
     @property
     def pinned(self) -> str | None:
@@ -109,6 +111,8 @@ class Declaration:
     @property
     def text(self) -> str:
         extras = f"[{','.join(self.extras)}]" if self.extras else ""
+        if self.url:
+            return f"{self.name}{extras} @ {self.url}"
         return f"{self.name}{extras}{self.specifier}"
 
     @property
@@ -142,8 +146,13 @@ def requirement(text: str, file: str, line: int, locked: bool = False) -> Declar
     """A PEP 508 requirement string as a ``Declaration``; None when it is not one (a URL, a
     local path, an option) or its marker excludes a Linux training machine."""
     req = parse_requirement(text.strip())
-    if req is None or req.url:
-        return None  # a direct reference (git, path): no version to judge
+    if req is None:
+        return None
+    url = ref = ""
+    if req.url:
+        if not req.url.startswith("git+"):
+            return None  # a path, an archive, a wheel: no version to judge
+        url, ref = req.url, git_ref(req.url)
     if req.marker is not None:
         try:
             if not req.marker.evaluate({**TARGET, "extra": ""}):  # over packaging's defaults
@@ -157,7 +166,16 @@ def requirement(text: str, file: str, line: int, locked: bool = False) -> Declar
         line=line,
         extras=tuple(sorted(req.extras)),
         locked=locked,
+        url=url,
+        ref=ref,
     )
+
+
+def git_ref(url: str) -> str:
+    """The commit, tag or branch of a ``git+https://host/repo.git@REF#fragment`` URL ("" if none)."""
+    path = url.split("#", 1)[0].split("://", 1)[-1]
+    _, sep, ref = path.rpartition("@")
+    return ref if sep and "/" not in ref else ""
 
 
 def line_of(lines: list[str], needle: str, start: int = 0) -> int:

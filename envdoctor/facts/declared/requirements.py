@@ -63,15 +63,31 @@ def read_lines(
     found = Found(files=[shown])
     for number, line in numbered:
         spend(shown)
+        if line.startswith(("-e ", "--editable ", "--editable=")):
+            line = (
+                line.split(None, 1)[-1].split("=", 1)[-1]
+                if line.startswith("--editable=")
+                else line.split(None, 1)[-1]
+            )
         if line.startswith("-"):
             found.add(_option(line, path, shown, number, depth, seen))
             continue
-        decl = requirement(line.split(" --")[0], shown, number)
+        decl = requirement(egg(line.split(" --")[0]), shown, number)
         if decl is not None:
             found.declarations.append(decl)
         elif not _is_reference(line):
             found.notes.append(f"{shown}:{number}: not a requirement, ignored: {line[:60]!r}")
     return found
+
+
+def egg(line: str) -> str:
+    """``git+https://…/trl.git@<sha>#egg=trl`` as the requirement ``trl @ git+https://…@<sha>``."""
+    if line.startswith("git+") and "#egg=" in line:
+        url, _, frag = line.partition("#")
+        name = next((p[4:] for p in frag.split("&") if p.startswith("egg=")), "")
+        if name:
+            return f"{name} @ {url}"
+    return line
 
 
 def _is_reference(line: str) -> bool:

@@ -28,8 +28,9 @@ class Entry:
 
     name: str
     decls: list[Declaration] = field(default_factory=list)
-    version: str | None = None  # exact: pinned, locked, assumed or resolved
-    how: str = "range"  # pinned | locked | assumed | resolved | range
+    version: str | None = None  # exact: pinned, locked, assumed, resolved or placed (git)
+    how: str = "range"  # pinned | locked | assumed | resolved | git | range
+    placed: str = ""  # a git reference: where it stands among the releases, or why it is not placed
 
     @property
     def spec(self) -> str:
@@ -60,10 +61,31 @@ def entries(found: Found, assume: dict[str, str]) -> dict[str, Entry]:
             e.version, e.how = locked[0], "locked"
         elif pinned:
             e.version, e.how = pinned[0], "pinned"
+        elif e.name == "trl":
+            _place_git(e)
     for name, version in assume.items():
         e = out.setdefault(name, Entry(name))
+        if e.how == "git" and e.version == version:
+            continue  # --assume agrees with the pinned commit: keep the commit (its exact keys)
         e.version, e.how = version, "assumed"
     return out
+
+
+def _place_git(e: Entry) -> None:
+    """TRL pinned by a git reference: the version its commit installs as (the table of TRL's
+    main branch in rules/knowledge/trl_commits.txt), else said as not placed."""
+    ref = next((d for d in e.decls if d.url), None)
+    if ref is None or any(d.specifier for d in e.decls):
+        return
+    if not ref.ref:
+        e.placed = f"{ref.said}: no commit or tag named: TRL's default branch, its release is not decided"
+        return
+    from envdoctor.knowledge.trl_commits import place
+
+    where = place(ref.ref)
+    e.placed = f"{ref.said}: {where.said()}"
+    if where.version is not None:
+        e.version, e.how = where.version, "git"
 
 
 #: distinct specifiers of one package compared pairwise (a real package has one to three)
@@ -163,11 +185,18 @@ def stack_facts(found: Found, assume: dict[str, str], kb: Knowledge, source: str
             reqs = [r for r in reqs if requirement_name(r) in exact]
         packages[name] = Package(version=version, requires=reqs)
     facts = Facts(packages=packages, source=source, nvml_error="not collected: the hook checks config files")
+    notes = list(found.notes)
+    for e in stack.values():
+        if e.placed:
+            notes.append(
+                f"{e.name}: {e.placed}"
+                + (f"; judged as {e.name} {e.version}" if e.version else f"; no {e.name} release is judged")
+            )
     facts.extra["declared"] = {
         "stack": stack,
         "vllm_candidates": candidates,
         "files": found.files,
-        "notes": found.notes,
+        "notes": notes,
     }
     facts.extra["trl_installed"] = True  # the package rules judge the declared stack
     return facts

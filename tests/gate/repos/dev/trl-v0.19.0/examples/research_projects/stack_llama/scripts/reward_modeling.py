@@ -1,0 +1,2 @@
+# trimmed: the trl lines of the script
+

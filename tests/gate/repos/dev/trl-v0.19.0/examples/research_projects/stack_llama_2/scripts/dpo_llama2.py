@@ -1,0 +1,4 @@
+# trimmed: the trl lines of the script
+from trl import DPOConfig, DPOTrainer
+    training_args = DPOConfig(
+    dpo_trainer = DPOTrainer(

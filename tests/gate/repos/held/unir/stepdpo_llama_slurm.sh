@@ -1,0 +1,22 @@
+ACCELERATE_LOG_LEVEL=info accelerate launch \
+  --config_file recipes/accelerate_configs/zero2.yaml \
+  --main_process_port 6669 \
+  --num_processes=8 \
+  src/unir/train.py \
+  --config recipes/unir.yaml \
+  --report_to wandb \
+  --logging_steps 16  \
+  --dataset_name xinlai/Math-Step-DPO-10K \
+  --dataset_config default \
+  --output_dir run/unir_llama_math_step_dpo_10k \
+  --run_name unir_llama_math_step_dpo_10k \
+  --ref_name_or_path meta-llama/Llama-3.1-8B-Instruct \
+  --model_name_or_path deepseek-ai/DeepSeek-R1-Distill-Llama-8B \
+  --num_generations 8 \
+  --per_device_eval_batch_size 2 \
+  --per_device_train_batch_size 2 \
+  --max_completion_length 1024 \
+  --max_steps 1000 \
+  --save_steps 100 \
+  --beta 0.0 \
+  --system_prompt "A conversation between User and Assistant. The user asks a question, and the Assistant solves it. The assistant first thinks about the reasoning process and answer are enclosed within <think> </think> and <answer> </answer> tags, respectively. Your response should be in the following format: <think>
