@@ -107,6 +107,8 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
         entry = keys.get(key)
         if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
             continue  # TrainingArguments fields are accepted by every GRPOConfig
+        if key in ctx.plan.script_keys:
+            continue  # the script's (or the repository's) own dataclass declares it
         since, until = entry.get("since"), entry.get("until")
         if _deprecated(entry, trl):
             dep = entry.get("deprecated_help") or {}
@@ -179,9 +181,10 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
 
 def _script_keys(ctx: Context) -> set[str]:
     """Keys of the other dataclasses TRL's GRPO script parses (ModelConfig, ScriptArguments…),
-    of any TRL release: they are not GRPOConfig's to judge."""
+    of any TRL release, and those the training script's (or the repository's) own dataclasses
+    and GRPOConfig subclasses declare: they are not GRPOConfig's to judge."""
     table = ctx.kb.parser_keys.get("trl_script_arguments") or {}
-    return set(table.get("keys") or {}) | NOT_CONFIG
+    return set(table.get("keys") or {}) | NOT_CONFIG | set(ctx.plan.script_keys)
 
 
 @rule("CFG002", needs=("plan",))
@@ -269,10 +272,20 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
     ta_keys = set(ta.get("keys") or {})
     scripts = _script_keys(ctx)
     known = set(keys) | ta_keys | scripts
-    unknown = [k for k in ctx.plan.config_origin if k not in known]
-    if not unknown:
+    script = ctx.plan.script
+    refused = {
+        k: typed
+        for k, typed in (script.refused if script else {}).items()
+        if ctx.plan.config_origin.get(k) == "command line"
+    }
+    unknown = [k for k in ctx.plan.config_origin if k not in known and k not in refused]
+    if not (unknown or refused):
         return
     import difflib  # only for a config with keys to match
+
+    for typed in refused.values():  # options the script's argparse does not declare
+        assert script is not None
+        yield _not_an_option(typed, script.path, script.options, difflib)
 
     trl, tf = ctx.trl.version, ctx.version("transformers")
     current = {
@@ -321,11 +334,41 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
             f"{shown}: not keys of GRPOConfig, TrainingArguments or TRL's own script "
             "arguments; fine when your script's dataclasses declare them (as open-r1's "
             "declare system_prompt), else TRL's parser "
-            f"{_parser_does(ctx)}",
+            f"{_parser_does(ctx)}" + _script_said(ctx),
             fix="nothing, if your training script parses them",
             severity="info",
             keys=own,
         )
+
+
+def _script_said(ctx: Context) -> str:
+    """What envdoctor knows of the training script, for keys it cannot place."""
+    script = ctx.plan.script
+    if script is None:
+        return ""
+    if script.problem:
+        return f" (the training script was not read: {script.problem})"
+    return f" ({script.path} and the repository modules it imports do not declare them)"
+
+
+def _not_an_option(typed: str, path: str, options: tuple[str, ...], difflib: Any) -> Hit:
+    """A command-line option that the script's argparse (which alone reads its command line)
+    does not declare: argparse stops the script before training."""
+    key = typed.lstrip("-").replace("-", "_")
+    spelled = {o.lstrip("-").replace("-", "_"): o for o in options}
+    close = difflib.get_close_matches(key, list(spelled), n=1, cutoff=0.8)
+    msg = (
+        f"`{typed}` (command line) is not an option of {path}: its argparse declares no such "
+        'option and stops with "unrecognized arguments" before training'
+    )
+    if close:
+        msg += f"; did you mean `{spelled[close[0]]}`? (argparse matches options as written)"
+    return hit(
+        msg,
+        fix=f"write `{spelled[close[0]]}`" if close else f"remove `{typed}`, or declare it in {path}",
+        key=key,
+        suggestion=spelled[close[0]] if close else None,
+    )
 
 
 @rule("CFG005", needs=("plan",))
