@@ -192,6 +192,10 @@ def check_target(
     if launch is None and target.accelerate:
         launch = f"accelerate launch --config_file {shlex.quote(target.accelerate)} train.py"
     plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=launch, live=False)
+    if target.grpo:  # keys the repository's own dataclasses and GRPOConfig subclasses declare
+        from envdoctor.plan.script_reader import repository_keys_of
+
+        plan.script_keys = {**repository_keys_of(str(Path.cwd())), **plan.script_keys}
     skip = offline_rules(facts, select, ignore)
     _, report = check(facts, plan, select=select, ignore=(ignore or []) + sorted(skip), network=False)
     docs = rule_docs()

@@ -19,6 +19,7 @@ never a traceback.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import stat
 import time
@@ -260,6 +261,8 @@ class _Module:
     dynamic_flags: bool = False
     parsed: list[tuple[str, ...]] = field(default_factory=list)  # class refs, one tuple a parser
     calls: list[tuple[str, int, ast.Call]] = field(default_factory=list)  # candidate config calls
+    bound: dict[int, str] = field(default_factory=dict)  # id(call) -> the name it is assigned to
+    sets: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)  # name.attr = value
 
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
@@ -347,6 +350,14 @@ def _scan(tree: ast.Module, path: str) -> _Module:
             mod.classes.setdefault(node.name, DataClass(node.name, path, node.lineno, fields, bases))
         elif isinstance(node, ast.Call):
             _scan_call(mod, node)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
+                mod.bound[id(node.value)] = target.id  # cfg = GRPOConfig(...)
+            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                sets = mod.sets.setdefault(target.value.id, [])
+                if len(sets) < MAX_CALLS:
+                    sets.append((target.attr, node.value))  # cfg.gradient_checkpointing = ...
     return mod
 
 
@@ -609,19 +620,27 @@ def _config_calls(main: _Module, script: Path, res: _Resolver, decl: ScriptDecl)
         flags: dict[str, str] = {}
         unknown: list[str] = []
         spread = False
-        for kw in call.keywords:
-            if kw.arg is None:
+        var = main.bound.get(id(call))
+        later = main.sets.get(var, []) if var else []  # cfg.key = value
+        keywords = [(kw.arg, kw.value, False) for kw in call.keywords] + [(k, v, True) for k, v in later]
+        for key, node, assigned in keywords:
+            if key is None:
                 spread = True
                 continue
-            ok, value = _literal(kw.value)
+            had = key in values or key in flags or key in unknown
+            for got in (values, flags):
+                got.pop(key, None)
+            if key in unknown:
+                unknown.remove(key)
+            ok, value = _literal(node)
             if ok:
-                values[kw.arg] = value
+                values[key] = value
                 continue
-            ref = _dotted(kw.value)
+            ref = _dotted(node)
             if ref and ref.count(".") == 1 and ref.split(".")[1] in decl.flags:
-                flags[kw.arg] = ref.split(".")[1]
-            else:
-                unknown.append(kw.arg)
+                flags[key] = ref.split(".")[1]
+            elif had or not assigned:  # `cfg.x = expr` alone may set an attribute no field has
+                unknown.append(key)
         out.append(ConfigCall(name, main.path, line, values, flags, tuple(unknown), spread))
     return out
 
@@ -705,6 +724,12 @@ def repository_keys(root: str | os.PathLike[str]) -> RepositoryKeys:
                 for key in _repo_fields(cls, classes, set()):
                     out.keys.setdefault(key, f"a field of {kind} {cls.name} ({cls.path}:{cls.line})")
     return out
+
+
+@functools.lru_cache(maxsize=4)
+def repository_keys_of(root: str) -> dict[str, str]:
+    """``repository_keys(root).keys``, read once a process (the hook checks several configs)."""
+    return dict(repository_keys(root).keys)
 
 
 def _config_lineage(classes: dict[str, list[DataClass]]) -> set[str]:
