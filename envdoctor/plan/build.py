@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
-from envdoctor.plan.interface import MAPPING_ORIGIN, Launch, Plan
+from envdoctor.plan.interface import MAPPING_ORIGIN, VALUE_UNKNOWN, Launch, Plan
 from envdoctor.plan.values import validate
 
 _LAUNCH_ONLY = {"config"}  # script arguments that are not GRPOConfig fields
@@ -105,8 +105,8 @@ def _merge_code(plan: Plan, code: dict[str, tuple[Any, str]]) -> None:
         if value is not UNKNOWN:
             try:
                 validate(key, value, origin)
-            except InputError:
-                value = UNKNOWN
+            except InputError:  # outside every rule's domain: the script's to refuse
+                value, origin = UNKNOWN, f"{origin}, {VALUE_UNKNOWN}"
         if value is UNKNOWN:
             plan.config.pop(key, None)
         else:
