@@ -94,7 +94,8 @@ def test_abbreviations_off_when_the_parser_says_so(tmp_path):
     decl = read_script(
         _script(
             tmp_path,
-            "import argparse\np = argparse.ArgumentParser(allow_abbrev=False)\np.add_argument('--num-epochs')\n",
+            "import argparse\np = argparse.ArgumentParser(allow_abbrev=False)\n"
+            "p.add_argument('--num-epochs')\n",
         )
     )
     assert match_option(decl, "--num-ep") is None and match_option(decl, "--num-epochs") is not None
