@@ -19,6 +19,7 @@ never a traceback.
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import os
 import stat
@@ -332,23 +333,32 @@ def _flag(call: ast.Call) -> Flag | None | bool:
     )
 
 
+def _record(mod: _Module, node: ast.AST) -> bool:
+    """Record an import or a class definition; whether ``node`` was one."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            first = alias.name.split(".")[0]
+            mod.modules[alias.asname or first] = alias.name if alias.asname else first
+    elif isinstance(node, ast.ImportFrom):
+        for alias in node.names:
+            if alias.name != "*":
+                mod.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
+    elif isinstance(node, ast.ClassDef):
+        fields = tuple(f for f in map(_is_dataclass_field, node.body) if f)
+        bases = tuple(b for b in map(_dotted, node.bases) if b)
+        mod.classes.setdefault(node.name, DataClass(node.name, mod.path, node.lineno, fields, bases))
+    else:
+        return False
+    return True
+
+
 def _scan(tree: ast.Module, path: str) -> _Module:
+    """Everything a training script declares (every node is looked at)."""
     mod = _Module(path=path)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                mod.modules[alias.asname or alias.name.split(".")[0]] = (
-                    alias.name if alias.asname else alias.name.split(".")[0]
-                )
-        elif isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.name != "*":
-                    mod.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
-        elif isinstance(node, ast.ClassDef):
-            fields = tuple(f for f in map(_is_dataclass_field, node.body) if f)
-            bases = tuple(b for b in map(_dotted, node.bases) if b)
-            mod.classes.setdefault(node.name, DataClass(node.name, path, node.lineno, fields, bases))
-        elif isinstance(node, ast.Call):
+        if _record(mod, node):
+            continue
+        if isinstance(node, ast.Call):
             _scan_call(mod, node)
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
@@ -358,6 +368,31 @@ def _scan(tree: ast.Module, path: str) -> _Module:
                 sets = mod.sets.setdefault(target.value.id, [])
                 if len(sets) < MAX_CALLS:
                     sets.append((target.attr, node.value))  # cfg.gradient_checkpointing = ...
+    return mod
+
+
+def _scan_light(tree: ast.Module, path: str, data: bytes) -> _Module:
+    """Imports, classes and parser calls only, for the repository walk: statements are walked;
+    the expressions of a statement only when one of its lines names a parser."""
+    marked = [n for n, line in enumerate(data.splitlines(), 1) if b"Parser" in line]
+    mod = _Module(path=path)
+    stack: list[Any] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if _record(mod, node):
+            if isinstance(node, ast.ClassDef):
+                stack.extend(node.body)
+            continue
+        bodies = [getattr(node, f, None) or [] for f in ("body", "orelse", "finalbody", "handlers", "cases")]
+        if any(bodies):
+            stack.extend(n for body in bodies for n in body)
+            continue
+        first, last = getattr(node, "lineno", 0), getattr(node, "end_lineno", None) or 0
+        at = bisect.bisect_left(marked, first)
+        if at < len(marked) and marked[at] <= last:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    _scan_call(mod, sub)
     return mod
 
 
@@ -702,7 +737,7 @@ def repository_keys(root: str | os.PathLike[str]) -> RepositoryKeys:
         if tree is None:
             continue
         try:
-            mods.append(_scan(tree, label))
+            mods.append(_scan_light(tree, label, data))
         except (RecursionError, MemoryError):
             continue
     if time.monotonic() > deadline:
