@@ -9,6 +9,7 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.knowledge.keys import presence, span
+from envdoctor.plan.interface import from_code
 from envdoctor.plan.values import small_divisors, type_problem
 
 #: Keys in a TRL config file that are not GRPOConfig fields but are read by TRL's parser
@@ -379,6 +380,8 @@ def config_value_type(ctx: Context) -> Iterator[Hit]:
             continue
         kind, optional = types[key]
         value = ctx.config[key]
+        if value is None and from_code(origin):
+            continue  # a None in code skips TRL's parser (often "use the default", e.g. top_p)
         problem = type_problem(value, kind, optional)
         if problem:
             if isinstance(value, str):

@@ -67,6 +67,14 @@ class TrainingScript:
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression
 #: envdoctor does not evaluate: the key is in ``Plan.config_origin``, not in ``Plan.config``
 VALUE_UNKNOWN = "set in code, value unknown"
+#: how the origin of a key the script's code sets begins: ``GRPOConfig(...) in train.py:12``
+CODE_ORIGIN = "(...) in "
+
+
+def from_code(origin: str) -> bool:
+    """Whether a config key's origin is a ``GRPOConfig(...)`` call of the training script (its
+    value never went through TRL's parser)."""
+    return CODE_ORIGIN in origin.split(", ")[0]
 
 
 @dataclass

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envdoctor.plan.interface import CODE_ORIGIN
+
 #: a training script (or a module it imports) larger than this is not read
 MAX_FILE_BYTES = 2 * 1024 * 1024
 #: repository modules followed from one script (its imports, and theirs)
@@ -113,7 +115,7 @@ class ConfigCall:
 
     @property
     def where(self) -> str:
-        return f"{self.cls}(...) in {self.path}:{self.line}"
+        return f"{self.cls}{CODE_ORIGIN}{self.path}:{self.line}"
 
 
 @dataclass

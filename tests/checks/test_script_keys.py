@@ -54,6 +54,18 @@ OPENENV_LAUNCHES = {
 def test_trls_openenv_examples_own_options_are_not_typos(repo, name):
     script = repo(f"examples/scripts/openenv/{name}.py", OPENENV[name])
     assert _keys(f"python {script} {OPENENV_LAUNCHES[name]}") == []
+    launch = f"CUDA_VISIBLE_DEVICES=0 python {script} {OPENENV_LAUNCHES[name]}"
+    config = [f for f in findings(snapshot(2), launch=launch) if f.rule.startswith("CFG")]
+    assert config == []  # `top_p=args.top_p` (default None) in code: no parser reads it
+
+
+def test_a_none_from_the_scripts_code_is_not_judged_as_parser_input(repo):
+    script = repo("sudoku.py", OPENENV["sudoku"])
+    plan = build_plan(launch=f"python {script}", live=False)
+    assert plan.config["top_p"] is None and plan.config_origin["top_p"].endswith("the default of --top-p")
+    assert [
+        f for f in findings(snapshot(1), config={"top_p": None}) if f.rule == "CFG005"
+    ]  # a file's null is
 
 
 def test_wordle_vllm_server_url_gave_cfg004_before(repo):

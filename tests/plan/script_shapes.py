@@ -96,6 +96,8 @@ def parse_args() -> argparse.Namespace:
     vllm.add_argument("--vllm-mode", choices=("colocate", "server"), default="colocate")
     vllm.add_argument("--vllm-server-url", type=str, default="http://localhost:8000")
     vllm.add_argument("--vllm-gpu-memory-utilization", type=float, default=0.15)
+    gen = parser.add_argument_group("generation")
+    gen.add_argument("--top-p", type=float, default=None)
     return parser.parse_args()
 
 
@@ -109,6 +111,7 @@ def main():
         per_device_train_batch_size=args.per_device_batch_size,
         gradient_accumulation_steps=args.gradient_accumulation_steps,
         num_generations=args.num_generations,
+        top_p=args.top_p,
         save_strategy="steps",
     )
     cfg.gradient_checkpointing = args.gradient_checkpointing
