@@ -280,6 +280,7 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
         if ctx.plan.config_origin.get(k) == "command line"
     }
     unknown = [k for k in ctx.plan.config_origin if k not in known and k not in refused]
+    yield from _not_parsed(ctx, [k for k in ctx.plan.config_origin if k in known], ta_keys)
     if not (unknown or refused):
         return
     import difflib  # only for a config with keys to match
@@ -339,6 +340,46 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
             fix="nothing, if your training script parses them",
             severity="info",
             keys=own,
+        )
+
+
+def _not_parsed(ctx: Context, keys: list[str], ta_keys: set[str]) -> Iterator[Hit]:
+    """Keys of TRL's dataclasses that the training script does not hand its parser (it parses
+    every class envdoctor read, and only those): the parser refuses them (or, TRL < 0.19 from a
+    config file, drops them)."""
+    script = ctx.plan.script
+    if script is None or script.parses is None:
+        return
+    from envdoctor.plan.script_reader import CONFIG_CLASS, trl_class_fields
+
+    table = ctx.kb.parser_keys.get("trl_script_arguments") or {}
+    owner: dict[str, str] = {}  # key -> the TRL class that has it
+    for name in ("ModelConfig", "GRPOScriptArguments", "ScriptArguments", "DatasetMixtureConfig"):
+        owner.update(dict.fromkeys(trl_class_fields(name, table, ctx.kb.grpo_keys) or (), name))
+    owner.update(dict.fromkeys(ta_keys, "TrainingArguments (GRPOConfig's base)"))
+    owner.update(dict.fromkeys(ctx.kb.grpo_keys.get("keys") or (), CONFIG_CLASS))
+    allowed = set(ctx.plan.script_keys) | {"config", "env"}  # TrlParser's own
+    for name in script.parses:
+        fields = trl_class_fields(name, table, ctx.kb.grpo_keys)
+        if fields is None:
+            return  # a TRL class envdoctor has no table of: its fields are unknown
+        allowed |= set(fields) | (ta_keys if name == CONFIG_CLASS else set())
+    parsed = ", ".join(script.parses) or "none of TRL's"
+    for key in keys:
+        origin = ctx.plan.config_origin[key]
+        if (
+            key in allowed
+            or key not in owner
+            or not (origin == "command line" or origin.startswith("config file"))
+        ):
+            continue
+        does = "refuses it" if origin == "command line" else _parser_does(ctx)
+        yield hit(
+            f"`{key}` ({origin}) is a field of TRL's {owner[key]}, which {script.path} does not hand "
+            f"its HfArgumentParser / TrlParser (TRL's classes it parses: {parsed}): the parser {does}",
+            fix=f"remove `{key}`, or declare it in a dataclass {script.path} parses",
+            key=key,
+            parses=list(script.parses),
         )
 
 

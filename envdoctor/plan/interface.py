@@ -56,12 +56,14 @@ class TrainingScript:
     """The training script a launch line runs, as envdoctor read it (``plan/script_reader``):
     ``problem`` says why it was not read; ``options``: its argparse option strings when argparse
     alone reads its command line, and ``refused``: the launch line's options it does not declare
-    (key -> the option as typed), which stop it at start-up."""
+    (key -> the option as typed), which stop it at start-up; ``parses``: TRL's dataclasses it
+    hands HfArgumentParser / TrlParser, when every class it hands them was read."""
 
     path: str
     problem: str | None = None
     options: tuple[str, ...] = ()
     refused: dict[str, str] = field(default_factory=dict)
+    parses: tuple[str, ...] | None = None  # TRL's dataclasses it parses, when all it parses was read
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

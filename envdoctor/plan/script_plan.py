@@ -38,7 +38,9 @@ def read_training_script(
     from envdoctor.plan.script_reader import flag_values, read_script
 
     decl = read_script(path)
-    plan.script = TrainingScript(decl.path, problem=decl.problem, options=decl.closed_options)
+    plan.script = TrainingScript(
+        decl.path, problem=decl.problem, options=decl.closed_options, parses=decl.closed_parses
+    )
     if decl.problem:
         return script_cfg, {}
     plan.script_keys.update(decl.keys())

@@ -147,6 +147,14 @@ class ScriptDecl:
         return bool(self.trl_classes or self.dataclasses or self.unresolved)
 
     @property
+    def closed_parses(self) -> tuple[str, ...] | None:
+        """The TRL dataclasses it parses when every class it hands HfArgumentParser / TrlParser
+        was read (the parser then refuses any other key); else None."""
+        if not self.parses_dataclasses or self.unresolved or self.lenient or self.dynamic_flags:
+            return None
+        return self.trl_classes
+
+    @property
     def closed_options(self) -> tuple[str, ...]:
         """Its option strings when argparse alone reads its command line and every flag was
         seen (argparse then refuses any other option); else ()."""
@@ -424,10 +432,12 @@ def _scan_call(mod: _Module, node: ast.Call) -> None:
         for kw in node.keywords:
             if kw.arg == "allow_abbrev" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
                 mod.allow_abbrev = False
-    elif last == "parse_known_args" or (
-        last == "parse_args_into_dataclasses" and _kw_true(node, "return_remaining_strings")
+    elif (
+        last == "parse_known_args"
+        or _kw_true(node, "return_remaining_strings")
+        or _kw_true(node, "allow_extra_keys")
     ):
-        mod.lenient = True
+        mod.lenient = True  # keys it does not declare pass
     elif last in PARSERS:
         target = (
             node.args[0]
@@ -564,22 +574,30 @@ def _import_roots(script: Path) -> list[Path]:
     return roots
 
 
+#: bases that add no field
+_NO_FIELDS = frozenset({"object", "ABC", "Generic", "Protocol", "NamedTuple", "Enum"})
+
+
 def _fields(
     cls: DataClass, mod: _Module, home: Path, res: _Resolver, depth: int = 0
-) -> tuple[tuple[str, ...], list[str]]:
-    """A repository class's fields with those of its repository bases; and TRL bases' names."""
-    fields, trl = list(cls.fields), list[str]()
+) -> tuple[tuple[str, ...], list[str], list[str]]:
+    """A repository class's fields with those of its repository bases; the names of its TRL
+    bases; the bases envdoctor cannot read (their fields are unknown)."""
+    fields, trl, unknown = list(cls.fields), list[str](), list[str]()
     if depth > 6:
-        return tuple(fields), trl
+        return tuple(fields), trl, [cls.name]
     for base in cls.bases:
         kind, found = res.resolve(base, mod, home, local=base != cls.name)
         if kind == "own" and found[0] is not cls:
-            more, more_trl = _fields(found[0], found[1], found[2], res, depth + 1)
+            more, more_trl, more_unknown = _fields(found[0], found[1], found[2], res, depth + 1)
             fields += [f for f in more if f not in fields]
             trl += more_trl
+            unknown += more_unknown
         elif kind == "trl":
             trl.append(found)
-    return tuple(fields), trl
+        elif base.rsplit(".", 1)[-1] not in _NO_FIELDS:
+            unknown.append(f"{base} (a base of {cls.name})")
+    return tuple(fields), trl, unknown
 
 
 def _is_config(cls: DataClass, mod: _Module, home: Path, res: _Resolver, depth: int = 0) -> bool:
@@ -620,20 +638,20 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
             trl_classes.append(found)
         elif kind == "own":
             cls, mod, home = found
-            fields, bases_trl = _fields(cls, mod, home, res)
+            fields, bases_trl, bases_unknown = _fields(cls, mod, home, res)
             own = DataClass(cls.name, cls.path, cls.line, fields, cls.bases)
             if _is_config(cls, mod, home, res):
                 decl.config_subclasses.setdefault(cls.name, own)
             else:
                 decl.dataclasses.setdefault(cls.name, own)
             trl_classes += bases_trl
+            unresolved += bases_unknown
         else:
             unresolved.append(ref)
     for name, cls in main.classes.items():  # subclasses the script defines, parsed or not
         if name not in decl.config_subclasses and _is_config(cls, main, script, res):
-            decl.config_subclasses[name] = DataClass(
-                name, cls.path, cls.line, _fields(cls, main, script, res)[0], cls.bases
-            )
+            fields = _fields(cls, main, script, res)[0]
+            decl.config_subclasses[name] = DataClass(name, cls.path, cls.line, fields, cls.bases)
     decl.trl_classes = tuple(dict.fromkeys(trl_classes))
     decl.unresolved = tuple(dict.fromkeys(unresolved))
     decl.config_calls = _config_calls(main, script, res, decl)
@@ -796,6 +814,27 @@ def _repo_fields(cls: DataClass, classes: dict[str, list[DataClass]], seen: set[
         for parent in classes.get(base.rsplit(".", 1)[-1], []):
             if parent is not cls:
                 yield from _repo_fields(parent, classes, seen)
+
+
+# --------------------------------------------------------------------------------------------
+# TRL's own dataclasses, from envdoctor's knowledge
+
+
+def trl_class_fields(
+    name: str, script_arguments: dict[str, Any], grpo_keys: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The fields of TRL's dataclass ``name`` in any release envdoctor knows, each with its
+    knowledge entry (``since`` / ``until``: the TRL releases that have it); None for a class
+    envdoctor has no table of. ``script_arguments``: rules/knowledge/parser_keys.yaml's
+    ``trl_script_arguments`` (ModelConfig, ScriptArguments, GRPOScriptArguments,
+    DatasetMixtureConfig, by ``in``); ``grpo_keys``: grpo_config_keys.yaml (GRPOConfig's own
+    fields; it inherits transformers' TrainingArguments besides)."""
+    if name == CONFIG_CLASS:
+        return dict(grpo_keys.get("keys") or {}) or None
+    names = {name, "ScriptArguments"} if name == "GRPOScriptArguments" else {name}  # its base in TRL
+    table = script_arguments.get("keys") or {}
+    found = {k: e for k, e in table.items() if names & set(e.get("in") or ())}
+    return found or None
 
 
 # --------------------------------------------------------------------------------------------

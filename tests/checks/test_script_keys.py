@@ -202,3 +202,31 @@ def test_hook_repository_grpo_config_subclass_key_is_not_a_typo(tmp_path):
     (tmp_path / "src/pkg/grpo.py").unlink()
     out = run_cli("hook", "recipes/grpo.yaml", "--assume", "trl==1.16.0", "--ignore", "PKG", cwd=tmp_path)
     assert "hub_model_revision" in out.stdout and "CFG004" in out.stdout
+
+
+def test_a_trl_class_the_script_does_not_parse_refuses_its_keys(repo):
+    """The script hands HfArgumentParser (RewardArgs, GRPOConfig) only: ModelConfig's
+    `--model_name_or_path` is left over, and HfArgumentParser refuses leftovers."""
+    script = repo("train.py", HF_OWN_DATACLASS)
+    [left] = _keys(f"python {script} --model_name_or_path Qwen/Qwen2.5-0.5B --reward_scale 2")
+    assert left.rule == "CFG004" and left.severity.value == "warning"
+    assert "`model_name_or_path` (command line) is a field of TRL's ModelConfig" in left.message
+    assert "TRL's classes it parses: GRPOConfig" in left.message and "the parser refuses it" in left.message
+    # TRL's own parse of (ScriptArguments subclass, GRPOConfig, ModelConfig) takes it
+    other = repo("other.py", TRL_PARSER)
+    assert _keys(f"python {other} --model_name_or_path Qwen/Qwen2.5-0.5B --dataset_name x") == []
+
+
+def test_a_parsed_class_envdoctor_cannot_read_leaves_the_keys_open(repo):
+    script = repo(
+        "train.py",
+        "from dataclasses import dataclass\nfrom transformers import HfArgumentParser\n"
+        "from mylib.args import BaseArgs\nfrom trl import GRPOConfig\n"
+        "@dataclass\nclass Args(BaseArgs):\n    a: int = 1\n"
+        "HfArgumentParser((Args, GRPOConfig)).parse_args_into_dataclasses()\n",
+    )
+    plan = build_plan(launch=f"python {script}", live=False)
+    assert plan.script is not None and plan.script.parses is None  # BaseArgs: fields unknown
+    assert _keys(f"python {script} --model_name_or_path m --a 2") == []
+    lenient = repo("lenient.py", HF_OWN_DATACLASS.replace("()\n", "(return_remaining_strings=True)\n"))
+    assert _keys(f"python {lenient} --model_name_or_path m") == []
