@@ -390,6 +390,9 @@ def _script_said(ctx: Context) -> str:
         return ""
     if script.problem:
         return f" (the training script was not read: {script.problem})"
+    if script.unread:
+        shown = ", ".join(script.unread[:4])
+        return f" ({script.path} parses classes envdoctor could not read: {shown})"
     return f" ({script.path} and the repository modules it imports do not declare them)"
 
 

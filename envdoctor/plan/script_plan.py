@@ -39,7 +39,11 @@ def read_training_script(
 
     decl = read_script(path)
     plan.script = TrainingScript(
-        decl.path, problem=decl.problem, options=decl.closed_options, parses=decl.closed_parses
+        decl.path,
+        problem=decl.problem,
+        options=decl.closed_options,
+        parses=decl.closed_parses,
+        unread=decl.unresolved,
     )
     if decl.problem:
         return script_cfg, {}

@@ -228,5 +228,8 @@ def test_a_parsed_class_envdoctor_cannot_read_leaves_the_keys_open(repo):
     plan = build_plan(launch=f"python {script}", live=False)
     assert plan.script is not None and plan.script.parses is None  # BaseArgs: fields unknown
     assert _keys(f"python {script} --model_name_or_path m --a 2") == []
+    [own] = _keys(f"python {script} --b_key 1")
+    assert own.severity.value == "info"
+    assert "train.py parses classes envdoctor could not read: BaseArgs (a base of Args)" in own.message
     lenient = repo("lenient.py", HF_OWN_DATACLASS.replace("()\n", "(return_remaining_strings=True)\n"))
     assert _keys(f"python {lenient} --model_name_or_path m") == []

@@ -7,6 +7,8 @@ import os
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from envdoctor.plan import script_reader
 from envdoctor.plan.script_reader import flag_values, match_option, read_script, repository_keys
@@ -269,3 +271,38 @@ def test_repository_walk_is_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(script_reader, "REPO_MAX_PARSED", 10)
     found = repository_keys(tmp_path)
     assert found.files_parsed == 10 and found.truncated and len(found.keys) == 10
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    body=st.one_of(
+        st.binary(max_size=400),
+        st.text(max_size=400),
+        st.lists(
+            st.sampled_from(
+                [
+                    "import argparse\n",
+                    "from trl import GRPOConfig, TrlParser\n",
+                    "p = argparse.ArgumentParser()\n",
+                    "p.add_argument('--x', dest=1)\n",
+                    "p.add_argument(*a, **k)\n",
+                    "p.add_argument('--y', action=A, default=[1, {2: 3}])\n",
+                    "TrlParser((A, B.C, D().e))\n",
+                    "GRPOConfig(**x, a=b.c, d=(1, 2), e={1, 2}, f=1j)\n",
+                    "class A(A, B.C):\n    x: 'int' = 1\n",
+                    "from . import z\nfrom ..y import w as A\n",
+                    "c = GRPOConfig()\nc.k = v\nc.k = 1\n",
+                ]
+            ),
+            max_size=12,
+        ).map("".join),
+    ),
+    args=st.lists(st.sampled_from(["--x", "--x=1", "--no-x", "--", "-y", "v", "--y", "--z=="]), max_size=8),
+)
+def test_any_input_is_read_or_refused_never_raises(tmp_path, body, args):
+    path = tmp_path / "fuzz.py"
+    (path.write_bytes if isinstance(body, bytes) else path.write_text)(body)
+    decl = read_script(path)
+    assert decl.readable or decl.problem
+    flag_values(decl, args)
+    decl.keys()
