@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.plan.interface import CODE_ORIGIN
+from envdoctor.units import size_text
 
-#: a training script (or a module it imports) larger than this is not read
-MAX_FILE_BYTES = 2 * 1024 * 1024
+#: a training script (or a module it imports) larger than this is not read: parsing is linear
+#: but not interruptible (256 KiB of dense code: about 0.3 s); real training scripts are tens of KiB
+MAX_FILE_BYTES = 256 * 1024
 #: repository modules followed from one script (its imports, and theirs)
 MAX_IMPORTED_FILES = 24
 MAX_IMPORT_DEPTH = 3
@@ -193,8 +195,8 @@ def _read_source(path: Path) -> tuple[bytes | None, str | None]:
     if not stat.S_ISREG(st.st_mode):
         return None, "is not a regular file"
     if st.st_size > MAX_FILE_BYTES:
-        mib = 1024 * 1024
-        return None, f"is {st.st_size // mib} MiB, over the {MAX_FILE_BYTES // mib} MiB envdoctor reads"
+        size, cap = (size_text(n, "MiB", step_down=True) for n in (st.st_size, MAX_FILE_BYTES))
+        return None, f"is {size}, over the {cap} envdoctor reads"
     try:
         with path.open("rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
@@ -735,34 +737,80 @@ class RepositoryKeys:
 
 def repository_keys(root: str | os.PathLike[str]) -> RepositoryKeys:
     """The fields of the repository's dataclasses handed to HfArgumentParser / TrlParser and of
-    its GRPOConfig subclasses (and of their repository bases), by class name across files."""
+    its GRPOConfig subclasses (and of their repository bases), by class name across files.
+
+    Files that name GRPOConfig or a parser are parsed first; then, round by round, only the
+    files that define a class those name (a parsed dataclass, a base) or subclass one found."""
     base = Path(root)
     deadline = time.monotonic() + REPO_MAX_SECONDS
     out = RepositoryKeys()
     mods: list[_Module] = []
+    pending: list[tuple[Path, bytes]] = []  # files that may define a class named later
     total = 0
     for path in _python_files(base, deadline):
         data, _ = _read_source(path)
         if data is None or not any(w in data for w in _WORTH_PARSING):
             continue
         total += len(data)
-        if total > REPO_MAX_BYTES or len(mods) >= REPO_MAX_PARSED:
+        if total > REPO_MAX_BYTES:
             out.truncated = "read as much of the repository's Python as envdoctor reads"
             break
-        try:
-            label = str(path.relative_to(base))
-        except ValueError:
-            label = str(path)
-        tree, _ = _parse(data, label)
-        if tree is None:
-            continue
-        try:
-            mods.append(_scan_light(tree, label, data))
-        except (RecursionError, MemoryError):
-            continue
+        if any(w in data for w in _NAMES_A_CONFIG):
+            _parse_into(mods, base, path, data, out)
+        else:
+            pending.append((path, data))
+    lineage, parsed, classes = _declared(mods)
+    for _ in range(MAX_IMPORT_DEPTH + 1):  # classes named but not found: their files
+        relevant, stack = set(lineage | parsed), list(lineage | parsed)
+        while stack:  # and their bases, as far as they are found
+            for cls in classes.get(stack.pop(), []):
+                for name in (b.rsplit(".", 1)[-1] for b in cls.bases):
+                    if name not in relevant:
+                        relevant.add(name)
+                        stack.append(name)
+        wanted = relevant - set(classes) - {CONFIG_CLASS}
+        marks = [b"class " + n.encode() for n in wanted] + [n.encode() for n in lineage | {CONFIG_CLASS}]
+        hits = [(p, d) for p, d in pending if any(m in d for m in marks)]
+        if not hits or time.monotonic() > deadline:
+            break
+        pending = [(p, d) for p, d in pending if not any(m in d for m in marks)]
+        for path, data in hits:
+            _parse_into(mods, base, path, data, out)
+        lineage, parsed, classes = _declared(mods)
     if time.monotonic() > deadline:
         out.truncated = f"stopped after {REPO_MAX_SECONDS:.0f} s"
     out.files_parsed = len(mods)
+    for kind, group in (("GRPOConfig subclass", lineage), ("dataclass", parsed - lineage)):
+        for name in sorted(group):
+            for cls in classes.get(name, []):
+                for key in _repo_fields(cls, classes, set()):
+                    out.keys.setdefault(key, f"a field of {kind} {cls.name} ({cls.path}:{cls.line})")
+    return out
+
+
+#: words of a file that may hand dataclasses to a parser or subclass GRPOConfig
+_NAMES_A_CONFIG = (b"GRPOConfig", b"Parser")
+
+
+def _parse_into(mods: list[_Module], base: Path, path: Path, data: bytes, out: RepositoryKeys) -> None:
+    if len(mods) >= REPO_MAX_PARSED:
+        out.truncated = "read as much of the repository's Python as envdoctor reads"
+        return
+    try:
+        label = str(path.relative_to(base))
+    except ValueError:
+        label = str(path)
+    tree, _ = _parse(data, label)
+    if tree is None:
+        return
+    try:
+        mods.append(_scan_light(tree, label, data))
+    except (RecursionError, MemoryError):
+        return
+
+
+def _declared(mods: list[_Module]) -> tuple[set[str], set[str], dict[str, list[DataClass]]]:
+    """GRPOConfig's subclasses, the classes handed to a parser with a GRPOConfig, every class."""
     classes: dict[str, list[DataClass]] = {}
     for mod in mods:
         for cls in mod.classes.values():
@@ -773,12 +821,7 @@ def repository_keys(root: str | os.PathLike[str]) -> RepositoryKeys:
         names = {ref.rsplit(".", 1)[-1] for ref in refs}
         if names & (lineage | {CONFIG_CLASS}):
             parsed |= names
-    for kind, group in (("GRPOConfig subclass", lineage), ("dataclass", parsed - lineage)):
-        for name in sorted(group):
-            for cls in classes.get(name, []):
-                for key in _repo_fields(cls, classes, set()):
-                    out.keys.setdefault(key, f"a field of {kind} {cls.name} ({cls.path}:{cls.line})")
-    return out
+    return lineage, parsed, classes
 
 
 @functools.lru_cache(maxsize=4)

@@ -160,7 +160,7 @@ def test_a_huge_script_is_said_and_the_check_stays_bounded(repo, tmp_path):
     with (tmp_path / "train.py").open("wb") as fh:
         fh.truncate(50 * 1024 * 1024)
     [own] = _keys("python train.py --my_custom_flag 3")
-    assert own.severity.value == "info" and "over the 2 MiB envdoctor reads" in own.message
+    assert own.severity.value == "info" and "over the 256 KiB envdoctor reads" in own.message
 
 
 def test_a_literal_no_rule_can_judge_is_kept_as_a_key_only(repo):
