@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 import functools
 import os
 import stat
@@ -363,22 +364,43 @@ def _record(mod: _Module, node: ast.AST) -> bool:
     return True
 
 
+_BUILTINS = frozenset(dir(builtins))  # print(parser) adds no option
+#: calls that make an argparse parser or a part of one
+_MAKES_PARSER = frozenset(
+    {"ArgumentParser", "add_argument_group", "add_mutually_exclusive_group", "add_parser"}
+)
+
+
 def _scan(tree: ast.Module, path: str) -> _Module:
     """Everything a training script declares (every node is looked at)."""
     mod = _Module(path=path)
+    functions: set[str] = set()
+    parsers: set[str] = set()  # names bound to a parser or an argument group
+    handed: list[tuple[ast.expr, set[str]]] = []  # calls and the plain names they are given
     for node in ast.walk(tree):
         if _record(mod, node):
             continue
-        if isinstance(node, ast.Call):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.add(node.name)
+        elif isinstance(node, ast.Call):
             _scan_call(mod, node)
+            names = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
+            if names and len(handed) < MAX_CALLS:
+                handed.append((node.func, names))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
                 mod.bound[id(node.value)] = target.id  # cfg = GRPOConfig(...)
+                if (_dotted(node.value.func) or "").rsplit(".", 1)[-1] in _MAKES_PARSER:
+                    parsers.add(target.id)
             elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
                 sets = mod.sets.setdefault(target.value.id, [])
                 if len(sets) < MAX_CALLS:
                     sets.append((target.attr, node.value))  # cfg.gradient_checkpointing = ...
+    for func, names in handed:  # a parser handed to code envdoctor does not read: more options
+        own = isinstance(func, ast.Name) and (func.id in functions or func.id in _BUILTINS)
+        if names & parsers and not own:
+            mod.dynamic_flags = True
     return mod
 
 
@@ -433,6 +455,8 @@ def _scan_call(mod: _Module, node: ast.Call) -> None:
         for kw in node.keywords:
             if kw.arg == "allow_abbrev" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
                 mod.allow_abbrev = False
+            elif kw.arg == "parents":
+                mod.dynamic_flags = True  # options of other parsers, maybe from elsewhere
     elif (
         last == "parse_known_args"
         or _kw_true(node, "return_remaining_strings")

@@ -121,6 +121,32 @@ def test_parse_known_args_and_computed_names_leave_the_options_open(tmp_path):
     assert dynamic.dynamic_flags and dynamic.closed_options == ()
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import argparse\nfrom common import add_args\np = argparse.ArgumentParser()\nadd_args(p)\n",
+        "import argparse, common\np = argparse.ArgumentParser(parents=[common.base()])\n",
+        "import argparse, common\np = argparse.ArgumentParser()\n"
+        "g = p.add_argument_group('x')\ncommon.fill(x=g)\n",
+    ],
+    ids=["handed-to-an-import", "parents", "group-handed-away"],
+)
+def test_a_parser_filled_elsewhere_leaves_the_options_open(tmp_path, text):
+    decl = read_script(_script(tmp_path, text))
+    assert decl.dynamic_flags and decl.closed_options == ()
+
+
+def test_a_parser_filled_by_the_scripts_own_function_stays_closed(tmp_path):
+    decl = read_script(
+        _script(
+            tmp_path,
+            "import argparse\ndef fill(p):\n    p.add_argument('--b')\n"
+            "p = argparse.ArgumentParser()\nfill(p)\nprint(p)\np.parse_args()\n",
+        )
+    )
+    assert not decl.dynamic_flags and decl.closed_options == ("--b",)
+
+
 def test_hf_argument_parser_with_the_scripts_own_dataclass(tmp_path):
     decl = read_script(_script(tmp_path, HF_OWN_DATACLASS))
     assert decl.trl_classes == ("GRPOConfig",)
