@@ -128,7 +128,8 @@ class ScriptDecl:
     path: str
     problem: str | None = None
     flags: dict[str, Flag] = field(default_factory=dict)  # dest -> flag
-    argparse: bool = False  # it builds an argparse parser of its own
+    argparse: bool = False  # it declares argparse options
+    makes_parser: bool = False  # it builds its argparse parser itself (not one from elsewhere)
     allow_abbrev: bool = True  # argparse takes a unique prefix of an option
     lenient: bool = False  # parse_known_args: options it does not declare pass
     dynamic_flags: bool = False  # add_argument with computed names: more flags than these
@@ -160,7 +161,7 @@ class ScriptDecl:
     def closed_options(self) -> tuple[str, ...]:
         """Its option strings when argparse alone reads its command line and every flag was
         seen (argparse then refuses any other option); else ()."""
-        if not self.argparse or self.parses_dataclasses or self.lenient or self.dynamic_flags:
+        if not self.makes_parser or self.parses_dataclasses or self.lenient or self.dynamic_flags:
             return ()
         return tuple(o for f in self.flags.values() for o in f.options)
 
@@ -651,6 +652,7 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
         path=label,
         flags=dict(main.flags),
         argparse=main.argparse or bool(main.flags),
+        makes_parser=main.argparse,
         allow_abbrev=main.allow_abbrev,
         lenient=main.lenient,
         dynamic_flags=main.dynamic_flags,

