@@ -8,6 +8,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import Remedy
 from envdoctor.knowledge.keys import presence, span
 from envdoctor.plan.interface import from_code
 from envdoctor.plan.values import small_divisors, type_problem
@@ -287,7 +288,7 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
 
     for typed in refused.values():  # options the script's argparse does not declare
         assert script is not None
-        yield _not_an_option(typed, script.path, script.options, difflib)
+        yield _not_an_option(ctx, typed, script.path, script.options, difflib)
 
     trl, tf = ctx.trl.version, ctx.version("transformers")
     current = {
@@ -396,7 +397,7 @@ def _script_said(ctx: Context) -> str:
     return f" ({script.path} and the repository modules it imports do not declare them)"
 
 
-def _not_an_option(typed: str, path: str, options: tuple[str, ...], difflib: Any) -> Hit:
+def _not_an_option(ctx: Context, typed: str, path: str, options: tuple[str, ...], difflib: Any) -> Hit:
     """A command-line option that the script's argparse (which alone reads its command line)
     does not declare: argparse stops the script before training."""
     key = typed.lstrip("-").replace("-", "_")
@@ -406,14 +407,30 @@ def _not_an_option(typed: str, path: str, options: tuple[str, ...], difflib: Any
         f"`{typed}` (command line) is not an option of {path}: its argparse declares no such "
         'option and stops with "unrecognized arguments" before training'
     )
-    if close:
-        msg += f"; did you mean `{spelled[close[0]]}`? (argparse matches options as written)"
+    if not close:
+        return hit(msg, fix=f"remove `{typed}`, or declare it in {path}", key=key, suggestion=None)
+    right = spelled[close[0]]
     return hit(
-        msg,
-        fix=f"write `{spelled[close[0]]}`" if close else f"remove `{typed}`, or declare it in {path}",
+        msg + f"; did you mean `{right}`? (argparse matches options as written)",
+        fix=f"write `{right}`",
+        remedy=_renamed_option(ctx, typed, right),
         key=key,
-        suggestion=spelled[close[0]] if close else None,
+        suggestion=right,
     )
+
+
+def _renamed_option(ctx: Context, typed: str, right: str) -> Remedy | None:
+    """The run's launch lines with the trainer's ``typed`` option written ``right``."""
+    import re
+
+    trainer = ctx.plan.trainer
+    if trainer is None:
+        return None
+    line, n = re.subn(rf"(?<!\S){re.escape(typed)}(?=[=\s]|$)", right, trainer.raw)
+    if n != 1:
+        return None  # not once as a word of the line: leave the launch as it is
+    others = [lx.raw for lx in ctx.plan.launches if lx is not trainer]
+    return Remedy(launch=(*others, line))
 
 
 @rule("CFG005", needs=("plan",))

@@ -111,6 +111,10 @@ def test_a_typo_of_the_scripts_own_option_is_named(repo):
     assert "did you mean `--num-generations`?" in typo.message and typo.fix == "write `--num-generations`"
     [spelt] = _keys(f"python {script} --vllm_server_url http://x:8000")
     assert "did you mean `--vllm-server-url`?" in spelt.message  # argparse matches options as written
+    assert typo.remedy is not None and typo.remedy.launch == (f"python {script} --num-generations 8",)
+    server = "trl vllm-serve --model m"
+    [both] = _keys(f"{server}\nCUDA_VISIBLE_DEVICES=1 python {script} --num_generation=8")
+    assert both.remedy.launch == (server, f"CUDA_VISIBLE_DEVICES=1 python {script} --num-generations=8")
 
 
 def test_a_typo_in_a_dataclass_script_still_gets_cfg004(repo):
