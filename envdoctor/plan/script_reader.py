@@ -459,7 +459,8 @@ def _scan_call(mod: _Module, node: ast.Call) -> None:
             elif kw.arg == "parents":
                 mod.dynamic_flags = True  # options of other parsers, maybe from elsewhere
     elif (
-        last == "parse_known_args"
+        last in ("parse_known_args", "parse_known_intermixed_args")
+        or (last == "parse_args" and (node.args or node.keywords))  # not the command line as given
         or _kw_true(node, "return_remaining_strings")
         or _kw_true(node, "allow_extra_keys")
     ):
