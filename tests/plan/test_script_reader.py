@@ -129,7 +129,8 @@ def test_parse_known_args_and_computed_names_leave_the_options_open(tmp_path):
         "import argparse, common\np = argparse.ArgumentParser()\n"
         "g = p.add_argument_group('x')\ncommon.fill(x=g)\n",
         "from common import make_parser\np = make_parser()\np.add_argument('--a')\n",
-        "import argparse, sys\np = argparse.ArgumentParser()\np.add_argument('--a')\np.parse_args(sys.argv[2:])\n",
+        "import argparse, sys\np = argparse.ArgumentParser()\np.add_argument('--a')\n"
+        "p.parse_args(sys.argv[2:])\n",
     ],
     ids=["handed-to-an-import", "parents", "group-handed-away", "made-elsewhere", "own-argv"],
 )
