@@ -806,12 +806,37 @@ def repository_keys(root: str | os.PathLike[str]) -> RepositoryKeys:
     if time.monotonic() > deadline:
         out.truncated = f"stopped after {REPO_MAX_SECONDS:.0f} s"
     out.files_parsed = len(mods)
+    chosen = _parsed_classes(mods, lineage, classes)
     for kind, group in (("GRPOConfig subclass", lineage), ("dataclass", parsed - lineage)):
         for name in sorted(group):
-            for cls in classes.get(name, []):
+            for cls in classes.get(name, []) if kind != "dataclass" else chosen.get(name, []):
                 for key in _repo_fields(cls, classes, set()):
                     out.keys.setdefault(key, f"a field of {kind} {cls.name} ({cls.path}:{cls.line})")
     return out
+
+
+def _parsed_classes(
+    mods: list[_Module], lineage: set[str], classes: dict[str, list[DataClass]]
+) -> dict[str, list[DataClass]]:
+    """The definitions a parser that takes a GRPOConfig is handed: the one in its own file, else
+    the one in the module it imports the name from, else every class of that name."""
+    chosen: dict[str, list[DataClass]] = {}
+    for mod in mods:
+        for refs in mod.parsed:
+            names = [ref.rsplit(".", 1)[-1] for ref in refs]
+            if not set(names) & (lineage | {CONFIG_CLASS}):
+                continue
+            for name in names:
+                defs = classes.get(name, [])
+                if name in mod.classes:
+                    defs = [mod.classes[name]]
+                elif name in mod.imports:
+                    source = mod.imports[name][0].replace(".", "/")
+                    ends = (f"{source}.py", f"{source}/__init__.py")
+                    defs = [c for c in defs if c.path.endswith(ends)] or defs
+                chosen.setdefault(name, [])
+                chosen[name] += [c for c in defs if c not in chosen[name]]
+    return chosen
 
 
 #: words of a file that may hand dataclasses to a parser or subclass GRPOConfig

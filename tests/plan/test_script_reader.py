@@ -294,6 +294,22 @@ def test_repository_keys_subclasses_and_parsed_dataclasses_only(tmp_path):
     assert found.truncated is None
 
 
+def test_repository_keys_take_the_definition_the_parser_is_handed(tmp_path):
+    """Three scripts each define their own ScriptArguments; only the GRPO one's are GRPO keys."""
+    dc = "from dataclasses import dataclass\n@dataclass\nclass ScriptArguments:\n"
+    _script(tmp_path, dc + "    grpo_key: int = 1\nTrlParser((ScriptArguments, GRPOConfig))\n", "grpo.py")
+    _script(tmp_path, dc + "    dpo_key: int = 1\nTrlParser((ScriptArguments, DPOConfig))\n", "dpo.py")
+    _script(
+        tmp_path,
+        "from dataclasses import dataclass\n@dataclass\nclass Args:\n    imp_key: int = 1\n",
+        "a/b.py",
+    )
+    _script(tmp_path, "from a.b import Args\nTrlParser((Args, GRPOConfig))\n", "other.py")
+    _script(tmp_path, "class Args:\n    unrelated_key: int = 1\n", "c.py")
+    keys = repository_keys(tmp_path).keys
+    assert set(keys) == {"grpo_key", "imp_key"}
+
+
 def test_repository_walk_is_bounded(tmp_path, monkeypatch):
     for i in range(30):
         _script(tmp_path, f"import trl\nclass C{i}(trl.GRPOConfig):\n    key_{i}: int = 1\n", f"m{i:02d}.py")
