@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from envdoctor.plan.script_reader import MAX_FILE_BYTES, read_script, repository_keys  # noqa: E402
+from envdoctor.plan.repository_keys import repository_keys  # noqa: E402
+from envdoctor.plan.script_reader import MAX_FILE_BYTES, read_script  # noqa: E402
 from tests.plan.script_shapes import OPEN_R1_CONFIGS, OPEN_R1_GRPO, OPENENV  # noqa: E402
 
 

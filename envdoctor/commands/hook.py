@@ -193,7 +193,7 @@ def check_target(
         launch = f"accelerate launch --config_file {shlex.quote(target.accelerate)} train.py"
     plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=launch, live=False)
     if target.grpo:  # keys the repository's own dataclasses and GRPOConfig subclasses declare
-        from envdoctor.plan.script_reader import repository_keys_of
+        from envdoctor.plan.repository_keys import repository_keys_of
 
         plan.script_keys = {**repository_keys_of(str(Path.cwd())), **plan.script_keys}
     skip = offline_rules(facts, select, ignore)

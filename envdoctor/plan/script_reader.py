@@ -7,9 +7,8 @@ any function, on any parser or argument group), the dataclasses it hands to ``Hf
 makes, their literal keywords read as config values. Modules of the repository the script
 imports (``from open_r1.configs import GRPOConfig``) are read the same way, a few levels deep.
 
-``repository_keys(root)`` walks a repository's Python (bounded: no virtualenv, ``.git`` or
-``node_modules``; capped in files, bytes and time) for the keys its own dataclasses and
-``GRPOConfig`` subclasses declare.
+The hook's walk of a whole repository for its own keys is ``repository_keys.py``, on the same
+reading of one file.
 
 Everything is bounded: a file over ``MAX_FILE_BYTES`` is not read, a file that is not Python
 text (binary, a syntax error, a directory, a symlink loop, a FIFO) is reported with the reason,
@@ -19,13 +18,9 @@ never a traceback.
 from __future__ import annotations
 
 import ast
-import bisect
 import builtins
-import functools
 import os
 import stat
-import time
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,40 +35,9 @@ MAX_FILE_BYTES = 256 * 1024
 #: repository modules followed from one script (its imports, and theirs)
 MAX_IMPORTED_FILES = 24
 MAX_IMPORT_DEPTH = 3
-#: the repository walk: files looked at, files parsed, bytes read, seconds spent
-REPO_MAX_FILES = 5000
-REPO_MAX_PARSED = 800
-REPO_MAX_BYTES = 48 * 1024 * 1024
-REPO_MAX_SECONDS = 5.0
-#: folders the repository walk never enters (virtualenvs are found by their pyvenv.cfg too)
-SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "node_modules",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".tox",
-        ".nox",
-        "site-packages",
-        "dist-packages",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".pytest_cache",
-        ".eggs",
-        "build",
-        "dist",
-        "wandb",
-        "outputs",
-    }
-)
 #: TRL's config class and the parsers that turn dataclasses into command-line options
 CONFIG_CLASS = "GRPOConfig"
 PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
-#: words a file must hold for the repository walk to parse it
-_WORTH_PARSING = (b"GRPOConfig", b"ArgumentParser", b"TrlParser", b"dataclass")
 
 
 @dataclass(frozen=True)
@@ -183,7 +147,7 @@ class ScriptDecl:
 # reading one file
 
 
-def _read_source(path: Path) -> tuple[bytes | None, str | None]:
+def read_source(path: Path) -> tuple[bytes | None, str | None]:
     """The file's bytes, or why not: not there, not a regular file, too large, unreadable."""
     try:
         st = path.stat()  # follows symlinks; a loop raises
@@ -208,7 +172,7 @@ def _read_source(path: Path) -> tuple[bytes | None, str | None]:
     return data, None
 
 
-def _parse(data: bytes, label: str) -> tuple[ast.Module | None, str | None]:
+def parse_source(data: bytes, label: str) -> tuple[ast.Module | None, str | None]:
     """The syntax tree, or why the text is not Python."""
     if b"\x00" in data:
         return None, "is not Python text (binary: a NUL byte)"
@@ -261,7 +225,7 @@ def _plain(value: Any, depth: int = 0) -> tuple[bool, Any]:
 
 
 @dataclass
-class _Module:
+class SourceFacts:
     """What one file holds, before names are resolved across files."""
 
     path: str
@@ -346,7 +310,7 @@ def _flag(call: ast.Call) -> Flag | None | bool:
     )
 
 
-def _record(mod: _Module, node: ast.AST) -> bool:
+def record(mod: SourceFacts, node: ast.AST) -> bool:
     """Record an import or a class definition; whether ``node`` was one."""
     if isinstance(node, ast.Import):
         for alias in node.names:
@@ -372,19 +336,19 @@ _MAKES_PARSER = frozenset(
 )
 
 
-def _scan(tree: ast.Module, path: str) -> _Module:
+def _scan(tree: ast.Module, path: str) -> SourceFacts:
     """Everything a training script declares (every node is looked at)."""
-    mod = _Module(path=path)
+    mod = SourceFacts(path=path)
     functions: set[str] = set()
     parsers: set[str] = set()  # names bound to a parser or an argument group
     handed: list[tuple[ast.expr, set[str]]] = []  # calls and the plain names they are given
     for node in ast.walk(tree):
-        if _record(mod, node):
+        if record(mod, node):
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.add(node.name)
         elif isinstance(node, ast.Call):
-            _scan_call(mod, node)
+            scan_call(mod, node)
             names = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
             if names and len(handed) < MAX_CALLS:
                 handed.append((node.func, names))
@@ -405,32 +369,7 @@ def _scan(tree: ast.Module, path: str) -> _Module:
     return mod
 
 
-def _scan_light(tree: ast.Module, path: str, data: bytes) -> _Module:
-    """Imports, classes and parser calls only, for the repository walk: statements are walked;
-    the expressions of a statement only when one of its lines names a parser."""
-    marked = [n for n, line in enumerate(data.splitlines(), 1) if b"Parser" in line]
-    mod = _Module(path=path)
-    stack: list[Any] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if _record(mod, node):
-            if isinstance(node, ast.ClassDef):
-                stack.extend(node.body)
-            continue
-        bodies = [getattr(node, f, None) or [] for f in ("body", "orelse", "finalbody", "handlers", "cases")]
-        if any(bodies):
-            stack.extend(n for body in bodies for n in body)
-            continue
-        first, last = getattr(node, "lineno", 0), getattr(node, "end_lineno", None) or 0
-        at = bisect.bisect_left(marked, first)
-        if at < len(marked) and marked[at] <= last:
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Call):
-                    _scan_call(mod, sub)
-    return mod
-
-
-def _scan_call(mod: _Module, node: ast.Call) -> None:
+def scan_call(mod: SourceFacts, node: ast.Call) -> None:
     func = _dotted(node.func)
     if func is None:
         return
@@ -483,11 +422,11 @@ def _kw_true(node: ast.Call, name: str) -> bool:
     )
 
 
-def _load(path: Path, label: str) -> tuple[_Module | None, str | None]:
-    data, problem = _read_source(path)
+def _load(path: Path, label: str) -> tuple[SourceFacts | None, str | None]:
+    data, problem = read_source(path)
     if data is None:
         return None, problem
-    tree, problem = _parse(data, label)
+    tree, problem = parse_source(data, label)
     if tree is None:
         return None, problem
     try:
@@ -503,14 +442,14 @@ def _load(path: Path, label: str) -> tuple[_Module | None, str | None]:
 class _Resolver:
     """Names of a script resolved to TRL's classes or to classes of the repository's files."""
 
-    def __init__(self, script: Path, main: _Module) -> None:
+    def __init__(self, script: Path, main: SourceFacts) -> None:
         self.script = script
         self.main = main
         self.roots = _import_roots(script)
-        self.loaded: dict[Path, _Module | None] = {}
+        self.loaded: dict[Path, SourceFacts | None] = {}
         self.files: list[str] = [main.path]
 
-    def module(self, dotted: str, level: int, home: Path) -> _Module | None:
+    def module(self, dotted: str, level: int, home: Path) -> SourceFacts | None:
         """A repository module by its import name (relative to ``home``'s folder when ``level``)."""
         if level:
             base = home.parent
@@ -529,7 +468,7 @@ class _Resolver:
                     return self._get(candidate)
         return None
 
-    def _get(self, path: Path) -> _Module | None:
+    def _get(self, path: Path) -> SourceFacts | None:
         key = path.resolve()
         if key not in self.loaded:
             if len(self.loaded) >= MAX_IMPORTED_FILES:
@@ -541,7 +480,7 @@ class _Resolver:
         return self.loaded[key]
 
     def resolve(
-        self, ref: str, mod: _Module, home: Path, depth: int = 0, local: bool = True
+        self, ref: str, mod: SourceFacts, home: Path, depth: int = 0, local: bool = True
     ) -> tuple[str, Any]:
         """("trl", name) / ("own", (DataClass, module, its path)) / ("unknown", ref).
         ``local=False``: not a class of ``mod`` itself (``class GRPOConfig(GRPOConfig)``)."""
@@ -606,7 +545,7 @@ _NO_FIELDS = frozenset({"object", "ABC", "Generic", "Protocol", "NamedTuple", "E
 
 
 def _fields(
-    cls: DataClass, mod: _Module, home: Path, res: _Resolver, depth: int = 0
+    cls: DataClass, mod: SourceFacts, home: Path, res: _Resolver, depth: int = 0
 ) -> tuple[tuple[str, ...], list[str], list[str]]:
     """A repository class's fields with those of its repository bases; the names of its TRL
     bases; the bases envdoctor cannot read (their fields are unknown)."""
@@ -627,7 +566,7 @@ def _fields(
     return tuple(fields), trl, unknown
 
 
-def _is_config(cls: DataClass, mod: _Module, home: Path, res: _Resolver, depth: int = 0) -> bool:
+def _is_config(cls: DataClass, mod: SourceFacts, home: Path, res: _Resolver, depth: int = 0) -> bool:
     """Whether a class descends from TRL's GRPOConfig."""
     if depth > 6:
         return False
@@ -687,7 +626,7 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
     return decl
 
 
-def _config_calls(main: _Module, script: Path, res: _Resolver, decl: ScriptDecl) -> list[ConfigCall]:
+def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptDecl) -> list[ConfigCall]:
     out = []
     for func, line, call in main.calls:
         kind, found = res.resolve(func, main, script)
@@ -726,188 +665,6 @@ def _config_calls(main: _Module, script: Path, res: _Resolver, decl: ScriptDecl)
                 unknown.append(key)
         out.append(ConfigCall(name, main.path, line, values, flags, tuple(unknown), spread))
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# the repository
-
-
-def _python_files(root: Path, deadline: float) -> Iterator[Path]:
-    """The repository's .py files, breadth-first, bounded; virtualenvs and tool folders skipped."""
-    seen = 0
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        here = Path(folder)
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if d not in SKIP_DIRS and not d.startswith(".") and not (here / d / "pyvenv.cfg").exists()
-        )
-        for name in sorted(files):
-            if not name.endswith(".py"):
-                continue
-            seen += 1
-            if seen > REPO_MAX_FILES or time.monotonic() > deadline:
-                return
-            yield here / name
-
-
-@dataclass
-class RepositoryKeys:
-    """Keys the repository's own code declares (key -> what declares it), and what bounded the
-    walk (``truncated``: why it stopped early, or None)."""
-
-    keys: dict[str, str] = field(default_factory=dict)
-    files_parsed: int = 0
-    truncated: str | None = None
-
-
-def repository_keys(root: str | os.PathLike[str]) -> RepositoryKeys:
-    """The fields of the repository's dataclasses handed to HfArgumentParser / TrlParser and of
-    its GRPOConfig subclasses (and of their repository bases), by class name across files.
-
-    Files that name GRPOConfig or a parser are parsed first; then, round by round, only the
-    files that define a class those name (a parsed dataclass, a base) or subclass one found."""
-    base = Path(root)
-    deadline = time.monotonic() + REPO_MAX_SECONDS
-    out = RepositoryKeys()
-    mods: list[_Module] = []
-    pending: list[tuple[Path, bytes]] = []  # files that may define a class named later
-    total = 0
-    for path in _python_files(base, deadline):
-        data, _ = _read_source(path)
-        if data is None or not any(w in data for w in _WORTH_PARSING):
-            continue
-        total += len(data)
-        if total > REPO_MAX_BYTES:
-            out.truncated = "read as much of the repository's Python as envdoctor reads"
-            break
-        if any(w in data for w in _NAMES_A_CONFIG):
-            _parse_into(mods, base, path, data, out)
-        else:
-            pending.append((path, data))
-    lineage, parsed, classes = _declared(mods)
-    for _ in range(MAX_IMPORT_DEPTH + 1):  # classes named but not found: their files
-        relevant, stack = set(lineage | parsed), list(lineage | parsed)
-        while stack:  # and their bases, as far as they are found
-            for cls in classes.get(stack.pop(), []):
-                for name in (b.rsplit(".", 1)[-1] for b in cls.bases):
-                    if name not in relevant:
-                        relevant.add(name)
-                        stack.append(name)
-        wanted = relevant - set(classes) - {CONFIG_CLASS}
-        marks = [b"class " + n.encode() for n in wanted] + [n.encode() for n in lineage | {CONFIG_CLASS}]
-        hits = [(p, d) for p, d in pending if any(m in d for m in marks)]
-        if not hits or time.monotonic() > deadline:
-            break
-        pending = [(p, d) for p, d in pending if not any(m in d for m in marks)]
-        for path, data in hits:
-            _parse_into(mods, base, path, data, out)
-        lineage, parsed, classes = _declared(mods)
-    if time.monotonic() > deadline:
-        out.truncated = f"stopped after {REPO_MAX_SECONDS:.0f} s"
-    out.files_parsed = len(mods)
-    chosen = _parsed_classes(mods, lineage, classes)
-    for kind, group in (("GRPOConfig subclass", lineage), ("dataclass", parsed - lineage)):
-        for name in sorted(group):
-            for cls in classes.get(name, []) if kind != "dataclass" else chosen.get(name, []):
-                for key in _repo_fields(cls, classes, set()):
-                    out.keys.setdefault(key, f"a field of {kind} {cls.name} ({cls.path}:{cls.line})")
-    return out
-
-
-def _parsed_classes(
-    mods: list[_Module], lineage: set[str], classes: dict[str, list[DataClass]]
-) -> dict[str, list[DataClass]]:
-    """The definitions a parser that takes a GRPOConfig is handed: the one in its own file, else
-    the one in the module it imports the name from, else every class of that name."""
-    chosen: dict[str, list[DataClass]] = {}
-    for mod in mods:
-        for refs in mod.parsed:
-            names = [ref.rsplit(".", 1)[-1] for ref in refs]
-            if not set(names) & (lineage | {CONFIG_CLASS}):
-                continue
-            for name in names:
-                defs = classes.get(name, [])
-                if name in mod.classes:
-                    defs = [mod.classes[name]]
-                elif name in mod.imports:
-                    source = mod.imports[name][0].replace(".", "/")
-                    ends = (f"{source}.py", f"{source}/__init__.py")
-                    defs = [c for c in defs if c.path.endswith(ends)] or defs
-                chosen.setdefault(name, [])
-                chosen[name] += [c for c in defs if c not in chosen[name]]
-    return chosen
-
-
-#: words of a file that may hand dataclasses to a parser or subclass GRPOConfig
-_NAMES_A_CONFIG = (b"GRPOConfig", b"Parser")
-
-
-def _parse_into(mods: list[_Module], base: Path, path: Path, data: bytes, out: RepositoryKeys) -> None:
-    if len(mods) >= REPO_MAX_PARSED:
-        out.truncated = "read as much of the repository's Python as envdoctor reads"
-        return
-    try:
-        label = str(path.relative_to(base))
-    except ValueError:
-        label = str(path)
-    tree, _ = _parse(data, label)
-    if tree is None:
-        return
-    try:
-        mods.append(_scan_light(tree, label, data))
-    except (RecursionError, MemoryError):
-        return
-
-
-def _declared(mods: list[_Module]) -> tuple[set[str], set[str], dict[str, list[DataClass]]]:
-    """GRPOConfig's subclasses, the classes handed to a parser with a GRPOConfig, every class."""
-    classes: dict[str, list[DataClass]] = {}
-    for mod in mods:
-        for cls in mod.classes.values():
-            classes.setdefault(cls.name, []).append(cls)
-    lineage = _config_lineage(classes)
-    parsed: set[str] = set()
-    for refs in (g for mod in mods for g in mod.parsed):  # only a parser that takes a GRPOConfig
-        names = {ref.rsplit(".", 1)[-1] for ref in refs}
-        if names & (lineage | {CONFIG_CLASS}):
-            parsed |= names
-    return lineage, parsed, classes
-
-
-@functools.lru_cache(maxsize=4)
-def repository_keys_of(root: str) -> dict[str, str]:
-    """``repository_keys(root).keys``, read once a process (the hook checks several configs)."""
-    return dict(repository_keys(root).keys)
-
-
-def _config_lineage(classes: dict[str, list[DataClass]]) -> set[str]:
-    """Names of the classes that descend from a class named GRPOConfig (TRL's or a subclass)."""
-    lineage: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, defs in classes.items():
-            if name in lineage:
-                continue
-            for cls in defs:
-                names = {b.rsplit(".", 1)[-1] for b in cls.bases}
-                if CONFIG_CLASS in names or (names - {name}) & lineage:
-                    lineage.add(name)
-                    changed = True
-                    break
-    return lineage
-
-
-def _repo_fields(cls: DataClass, classes: dict[str, list[DataClass]], seen: set[str]) -> Iterable[str]:
-    if cls.name in seen or len(seen) > 32:
-        return
-    seen = seen | {cls.name}
-    yield from cls.fields
-    for base in cls.bases:
-        for parent in classes.get(base.rsplit(".", 1)[-1], []):
-            if parent is not cls:
-                yield from _repo_fields(parent, classes, seen)
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envdoctor.plan import script_reader
-from envdoctor.plan.script_reader import flag_values, match_option, read_script, repository_keys
+from envdoctor.plan import repository_keys as repo_walk
+from envdoctor.plan.repository_keys import repository_keys
+from envdoctor.plan.script_reader import flag_values, match_option, read_script
 from tests.plan.script_shapes import (
     HF_OWN_DATACLASS,
     OPEN_R1_CONFIGS,
@@ -313,7 +314,7 @@ def test_repository_keys_take_the_definition_the_parser_is_handed(tmp_path):
 def test_repository_walk_is_bounded(tmp_path, monkeypatch):
     for i in range(30):
         _script(tmp_path, f"import trl\nclass C{i}(trl.GRPOConfig):\n    key_{i}: int = 1\n", f"m{i:02d}.py")
-    monkeypatch.setattr(script_reader, "REPO_MAX_PARSED", 10)
+    monkeypatch.setattr(repo_walk, "REPO_MAX_PARSED", 10)
     found = repository_keys(tmp_path)
     assert found.files_parsed == 10 and found.truncated and len(found.keys) == 10
 
