@@ -95,8 +95,8 @@ def main() -> None:
                 lambda: read_script(big),
                 lambda d: d.problem or f"{len(d.flags)} options",
             ),
-            ("50 MB script (refused)", lambda: read_script(huge), lambda d: d.problem[-40:]),
-            ("200 KB binary (refused)", lambda: read_script(binary), lambda d: d.problem[-40:]),
+            ("50 MB script (refused)", lambda: read_script(huge), lambda d: d.problem.split(" ", 1)[-1]),
+            ("200 KB binary (refused)", lambda: read_script(binary), lambda d: d.problem.split(" ", 1)[-1]),
             (
                 f"repository, {args.files} modules + venv",
                 lambda: repository_keys(root / "repo"),
