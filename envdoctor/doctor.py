@@ -39,7 +39,7 @@ def _summaries(ctx: Context) -> dict[str, str]:
     )
     out = {"packages": pkgs}
     if plan.config_origin:
-        origins = sorted(set(plan.config_origin.values()))
+        origins = sorted({o.split(", ")[0] for o in plan.config_origin.values()})  # GRPOConfig(...) once
         keys = [f"{k}={plan.config[k]}" for k in ("use_vllm", "vllm_mode", "vllm_device") if k in plan.config]
         out["config"] = "; ".join([" + ".join(origins)] + keys)
     if f.gpus:

@@ -24,6 +24,8 @@ NOT_WITHOUT_INPUT = {
     "envdoctor.plan.config_files": "a config file",
     "envdoctor.parsing": "a config file",
     "envdoctor.plan.launch": "a launch command",
+    "envdoctor.plan.script_plan": "a launch command that runs a .py script",
+    "envdoctor.plan.script_reader": "a launch command that runs a .py script that is there",
     "envdoctor.facts.snapshot": "--facts",
     "envdoctor.net_policy": "a vLLM server or --allow-host",
     "socket": "a vLLM server or --allow-host",
@@ -111,6 +113,7 @@ def test_the_same_modules_load_when_their_input_is_there(tmp_path):
     (tmp_path / "grpo.yaml").write_text(
         "model_name_or_path: no-such-org/no-such-model\nuse_vllm: true\nvllm_mode: server\nfoo_bar: 1\n"
     )
+    (tmp_path / "train.py").write_text("from trl import TrlParser\n")
     modules = _modules_of_check(
         tmp_path,
         "--config",
@@ -130,6 +133,7 @@ def test_the_same_modules_load_when_their_input_is_there(tmp_path):
         "envdoctor.plan.memory.shape",
         "envdoctor.parsing",
         "envdoctor.plan.launch",
+        "envdoctor.plan.script_reader",
         "envdoctor.net_policy",
         "envdoctor.report.junit",
         "difflib",

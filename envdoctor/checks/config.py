@@ -8,7 +8,9 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import Remedy
 from envdoctor.knowledge.keys import presence, span
+from envdoctor.plan.interface import from_code
 from envdoctor.plan.values import small_divisors, type_problem
 
 #: Keys in a TRL config file that are not GRPOConfig fields but are read by TRL's parser
@@ -107,6 +109,8 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
         entry = keys.get(key)
         if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
             continue  # TrainingArguments fields are accepted by every GRPOConfig
+        if key in ctx.plan.script_keys:
+            continue  # the script's (or the repository's) own dataclass declares it
         since, until = entry.get("since"), entry.get("until")
         if _deprecated(entry, trl):
             dep = entry.get("deprecated_help") or {}
@@ -211,9 +215,10 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
 
 def _script_keys(ctx: Context) -> set[str]:
     """Keys of the other dataclasses TRL's GRPO script parses (ModelConfig, ScriptArguments…),
-    of any TRL release: they are not GRPOConfig's to judge."""
+    of any TRL release, and those the training script's (or the repository's) own dataclasses
+    and GRPOConfig subclasses declare: they are not GRPOConfig's to judge."""
     table = ctx.kb.parser_keys.get("trl_script_arguments") or {}
-    return set(table.get("keys") or {}) | NOT_CONFIG
+    return set(table.get("keys") or {}) | NOT_CONFIG | set(ctx.plan.script_keys)
 
 
 @rule("CFG002", needs=("plan",))
@@ -314,10 +319,21 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
     ta_keys = set(ta.get("keys") or {})
     scripts = _script_keys(ctx)
     known = set(keys) | ta_keys | scripts
-    unknown = [k for k in ctx.plan.config_origin if k not in known]
-    if not unknown:
+    script = ctx.plan.script
+    refused = {
+        k: typed
+        for k, typed in (script.refused if script else {}).items()
+        if ctx.plan.config_origin.get(k) == "command line"
+    }
+    unknown = [k for k in ctx.plan.config_origin if k not in known and k not in refused]
+    yield from _not_parsed(ctx, [k for k in ctx.plan.config_origin if k in known], ta_keys)
+    if not (unknown or refused):
         return
     import difflib  # only for a config with keys to match
+
+    for typed in refused.values():  # options the script's argparse does not declare
+        assert script is not None
+        yield _not_an_option(ctx, typed, script.path, script.options, difflib)
 
     trl, tf = ctx.trl.version, ctx.version("transformers")
     current = {
@@ -366,11 +382,100 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
             f"{shown}: not keys of GRPOConfig, TrainingArguments or TRL's own script "
             "arguments; fine when your script's dataclasses declare them (as open-r1's "
             "declare system_prompt), else TRL's parser "
-            f"{_parser_does(ctx)}",
+            f"{_parser_does(ctx)}" + _script_said(ctx),
             fix="nothing, if your training script parses them",
             severity="info",
             keys=own,
         )
+
+
+def _not_parsed(ctx: Context, keys: list[str], ta_keys: set[str]) -> Iterator[Hit]:
+    """Keys of TRL's dataclasses that the training script does not hand its parser (it parses
+    every class envdoctor read, and only those): the parser refuses them (or, TRL < 0.19 from a
+    config file, drops them)."""
+    script = ctx.plan.script
+    if script is None or script.parses is None:
+        return
+    from envdoctor.plan.script_reader import CONFIG_CLASS, trl_class_fields
+
+    table = ctx.kb.parser_keys.get("trl_script_arguments") or {}
+    owner: dict[str, str] = {}  # key -> the TRL class that has it
+    for name in ("ModelConfig", "GRPOScriptArguments", "ScriptArguments", "DatasetMixtureConfig"):
+        owner.update(dict.fromkeys(trl_class_fields(name, table, ctx.kb.grpo_keys) or (), name))
+    owner.update(dict.fromkeys(ta_keys, "TrainingArguments (GRPOConfig's base)"))
+    owner.update(dict.fromkeys(ctx.kb.grpo_keys.get("keys") or (), CONFIG_CLASS))
+    allowed = set(ctx.plan.script_keys) | {"config", "env"}  # TrlParser's own
+    for name in script.parses:
+        fields = trl_class_fields(name, table, ctx.kb.grpo_keys)
+        if fields is None:
+            return  # a TRL class envdoctor has no table of: its fields are unknown
+        allowed |= set(fields) | (ta_keys if name == CONFIG_CLASS else set())
+    parsed = ", ".join(script.parses) or "none of TRL's"
+    for key in keys:
+        origin = ctx.plan.config_origin[key]
+        if (
+            key in allowed
+            or key not in owner
+            or not (origin == "command line" or origin.startswith("config file"))
+        ):
+            continue
+        does = "refuses it" if origin == "command line" else _parser_does(ctx)
+        yield hit(
+            f"`{key}` ({origin}) is a field of TRL's {owner[key]}, which {script.path} does not hand "
+            f"its HfArgumentParser / TrlParser (TRL's classes it parses: {parsed}): the parser {does}",
+            fix=f"remove `{key}`, or declare it in a dataclass {script.path} parses",
+            key=key,
+            parses=list(script.parses),
+        )
+
+
+def _script_said(ctx: Context) -> str:
+    """What envdoctor knows of the training script, for keys it cannot place."""
+    script = ctx.plan.script
+    if script is None:
+        return ""
+    if script.problem:
+        return f" (the training script was not read: {script.problem})"
+    if script.unread:
+        shown = ", ".join(script.unread[:4])
+        return f" ({script.path} parses classes envdoctor could not read: {shown})"
+    return f" ({script.path} and the repository modules it imports do not declare them)"
+
+
+def _not_an_option(ctx: Context, typed: str, path: str, options: tuple[str, ...], difflib: Any) -> Hit:
+    """A command-line option that the script's argparse (which alone reads its command line)
+    does not declare: argparse stops the script before training."""
+    key = typed.lstrip("-").replace("-", "_")
+    spelled = {o.lstrip("-").replace("-", "_"): o for o in options}
+    close = difflib.get_close_matches(key, list(spelled), n=1, cutoff=0.8)
+    msg = (
+        f"`{typed}` (command line) is not an option of {path}: its argparse declares no such "
+        'option and stops with "unrecognized arguments" before training'
+    )
+    if not close:
+        return hit(msg, fix=f"remove `{typed}`, or declare it in {path}", key=key, suggestion=None)
+    right = spelled[close[0]]
+    return hit(
+        msg + f"; did you mean `{right}`? (argparse matches options as written)",
+        fix=f"write `{right}`",
+        remedy=_renamed_option(ctx, typed, right),
+        key=key,
+        suggestion=right,
+    )
+
+
+def _renamed_option(ctx: Context, typed: str, right: str) -> Remedy | None:
+    """The run's launch lines with the trainer's ``typed`` option written ``right``."""
+    import re
+
+    trainer = ctx.plan.trainer
+    if trainer is None:
+        return None
+    line, n = re.subn(rf"(?<!\S){re.escape(typed)}(?=[=\s]|$)", right, trainer.raw)
+    if n != 1:
+        return None  # not once as a word of the line: leave the launch as it is
+    others = [lx.raw for lx in ctx.plan.launches if lx is not trainer]
+    return Remedy(launch=(*others, line))
 
 
 @rule("CFG005", needs=("plan",))
@@ -381,6 +486,8 @@ def config_value_type(ctx: Context) -> Iterator[Hit]:
             continue
         kind, optional = types[key]
         value = ctx.config[key]
+        if value is None and from_code(origin):
+            continue  # a None in code skips TRL's parser (often "use the default", e.g. top_p)
         problem = type_problem(value, kind, optional)
         if problem and value is None and key.startswith("vllm_server_") and not _server_mode(ctx):
             continue  # a server setting left empty is never read unless the trainer uses a server

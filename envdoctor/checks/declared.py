@@ -67,6 +67,8 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
         entry = keys.get(key)
         if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
             continue
+        if key in ctx.plan.script_keys:
+            continue  # the repository's own dataclass declares it
         since, until = entry.get("since"), entry.get("until")
         since, until = (str(since) if since else None), (str(until) if until else None)
         if not since and not until:

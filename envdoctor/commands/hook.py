@@ -251,6 +251,10 @@ def check_target(
     if launch is None and (target.accelerate or target.counts):
         launch = _launch_line(target, target.counts[0] if target.counts else None)
     plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=launch, live=False)
+    if target.grpo:  # keys the repository's own dataclasses and GRPOConfig subclasses declare
+        from envdoctor.plan.repository_keys import repository_keys_of
+
+        plan.script_keys = {**repository_keys_of(str(Path.cwd())), **plan.script_keys}
     skip = offline_rules(facts, select, ignore)
     if launch is None and target.grpo:
         skip.setdefault("CFG002", NO_COUNT)

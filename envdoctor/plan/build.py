@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
-from envdoctor.plan.interface import MAPPING_ORIGIN, Launch, Plan
+from envdoctor.plan.interface import MAPPING_ORIGIN, VALUE_UNKNOWN, Launch, Plan
 from envdoctor.plan.values import validate
 
 _LAUNCH_ONLY = {"config"}  # script arguments that are not GRPOConfig fields
@@ -52,6 +52,11 @@ def build_plan(
         script_cfg = parse_script_args(trainer.script_args)
         if config is None and isinstance(script_cfg.get("config"), str):
             config = script_cfg["config"]
+    if trainer is not None and trainer.script and trainer.script.endswith(".py"):
+        from envdoctor.plan.script_plan import read_training_script  # only for a .py script
+
+        script_cfg, code = read_training_script(plan, trainer, script_cfg)
+        _merge_code(plan, code)
     if config_dict:
         _merge(plan, config_dict, MAPPING_ORIGIN)
     if config:
@@ -87,6 +92,25 @@ def _merge(plan: Plan, values: dict[str, Any], origin: str) -> None:
     for key, value in values.items():
         validate(str(key), value, origin)  # values outside every rule's domain: exit 2 here
         plan.config[key] = value
+        plan.config_origin[key] = origin
+
+
+def _merge_code(plan: Plan, code: dict[str, tuple[Any, str]]) -> None:
+    """What the script's GRPOConfig(...) calls set: a literal is config like a file's (one no rule
+    can judge is kept as a key only); any other expression leaves the key set, value unknown."""
+    from envdoctor.errors import InputError
+    from envdoctor.plan.script_plan import UNKNOWN
+
+    for key, (value, origin) in code.items():
+        if value is not UNKNOWN:
+            try:
+                validate(key, value, origin)
+            except InputError:  # outside every rule's domain: the script's to refuse
+                value, origin = UNKNOWN, f"{origin}, {VALUE_UNKNOWN}"
+        if value is UNKNOWN:
+            plan.config.pop(key, None)
+        else:
+            plan.config[key] = value
         plan.config_origin[key] = origin
 
 

@@ -52,8 +52,41 @@ class Launch:
 
 
 @dataclass
+class TrainingScript:
+    """The training script a launch line runs, as envdoctor read it (``plan/script_reader``):
+    ``problem`` says why it was not read; ``options``: its argparse option strings when argparse
+    alone reads its command line, and ``refused``: the launch line's options it does not declare
+    (key -> the option as typed), which stop it at start-up; ``parses``: TRL's dataclasses it
+    hands HfArgumentParser / TrlParser, when every class it hands them was read."""
+
+    path: str
+    problem: str | None = None
+    options: tuple[str, ...] = ()
+    refused: dict[str, str] = field(default_factory=dict)
+    parses: tuple[str, ...] | None = None  # TRL's dataclasses it parses, when all it parses was read
+    unread: tuple[str, ...] = ()  # classes it parses that envdoctor could not read (imported from afar)
+
+
+#: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression
+#: envdoctor does not evaluate: the key is in ``Plan.config_origin``, not in ``Plan.config``
+VALUE_UNKNOWN = "set in code, value unknown"
+#: how the origin of a key the script's code sets begins: ``GRPOConfig(...) in train.py:12``
+CODE_ORIGIN = "(...) in "
+
+
+def from_code(origin: str) -> bool:
+    """Whether a config key's origin is a ``GRPOConfig(...)`` call of the training script (its
+    value never went through TRL's parser)."""
+    return CODE_ORIGIN in origin.split(", ")[0]
+
+
+@dataclass
 class Plan:
-    """The run as the user intends it: config files, CLI overrides and launch lines."""
+    """The run as the user intends it: config files, CLI overrides and launch lines.
+
+    ``script_keys``: keys the training script's (or the repository's) own dataclasses and
+    GRPOConfig subclasses declare -> what declares them; they are not GRPOConfig's to judge.
+    """
 
     config: dict[str, Any] = field(default_factory=dict)
     config_origin: dict[str, str] = field(default_factory=dict)
@@ -61,6 +94,8 @@ class Plan:
     accelerate: dict[str, Any] = field(default_factory=dict)
     accelerate_path: str | None = None
     launches: list[Launch] = field(default_factory=list)
+    script: TrainingScript | None = None
+    script_keys: dict[str, str] = field(default_factory=dict)
 
     @property
     def trainer(self) -> Launch | None:

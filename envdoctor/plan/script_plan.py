@@ -1,0 +1,78 @@
+"""What the training script a launch line runs adds to the plan (read by ``script_reader``).
+
+A script that takes its options from argparse alone hands GRPOConfig only what its code passes
+on: its command line is read through its flags into the ``GRPOConfig(...)`` calls it makes
+(``vllm_mode=args.vllm_mode``), and what those calls set literally is config like a config
+file's. A script that parses dataclasses (HfArgumentParser / TrlParser) keeps its command line
+as config; its own dataclasses' fields are its keys, not GRPOConfig typos.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from envdoctor.plan.interface import VALUE_UNKNOWN, Launch, Plan, TrainingScript
+
+#: a key a GRPOConfig call sets to an expression envdoctor does not evaluate
+UNKNOWN: Any = object()
+
+
+def read_training_script(
+    plan: Plan, trainer: Launch, script_cfg: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, tuple[Any, str]]]:
+    """Read the trainer's script (a ``.py`` file) into ``plan.script`` / ``plan.script_keys``.
+
+    Returns the command-line keys that still reach GRPOConfig directly and the config its code
+    sets (key -> (value or ``UNKNOWN``, origin)). A script that is not here or not readable is
+    said in ``plan.script.problem``; the command line then stays as it was.
+    """
+    path = trainer.script
+    if not path or not path.endswith(".py"):
+        return script_cfg, {}
+    if not os.path.lexists(path):
+        plan.script = TrainingScript(
+            path, problem=f"{path} is not here (envdoctor reads the script the launch line runs)"
+        )
+        return script_cfg, {}
+    from envdoctor.plan.script_reader import flag_values, read_script
+
+    decl = read_script(path)
+    plan.script = TrainingScript(
+        decl.path,
+        problem=decl.problem,
+        options=decl.closed_options,
+        parses=decl.closed_parses,
+        unread=decl.unresolved,
+    )
+    if decl.problem:
+        return script_cfg, {}
+    plan.script_keys.update(decl.keys())
+    given: dict[str, Any] = {}
+    if decl.argparse and not decl.parses_dataclasses:
+        given, unmatched = flag_values(decl, trainer.script_args)
+        script_cfg = {k: v for k, v in script_cfg.items() if k in unmatched or k == "config"}
+        if plan.script.options:
+            plan.script.refused = {k: o for k, o in unmatched.items() if k in script_cfg}
+    elif decl.argparse:  # flags beside the dataclasses: the script's own too
+        for flag in decl.flags.values():
+            plan.script_keys.setdefault(flag.dest, f"an argparse option of {decl.path} ({flag.options[0]})")
+    code: dict[str, tuple[Any, str]] = {}
+    for call in decl.config_calls:
+        found: dict[str, tuple[Any, str]] = {k: (v, call.where) for k, v in call.values.items()}
+        for key, dest in call.from_flags.items():
+            flag = decl.flags[dest]
+            if dest in given:
+                found[key] = (given[dest], f"{call.where}, from {flag.options[0]} on the command line")
+            elif flag.has_default:
+                found[key] = (flag.default, f"{call.where}, the default of {flag.options[0]}")
+            else:
+                found[key] = (UNKNOWN, f"{call.where}, {VALUE_UNKNOWN}")
+        for key in call.unknown:
+            found[key] = (UNKNOWN, f"{call.where}, {VALUE_UNKNOWN}")
+        for key, (value, origin) in found.items():
+            if key in code and code[key][0] is not UNKNOWN and code[key][0] != value:
+                code[key] = (UNKNOWN, f"{code[key][1]} and {origin}, {VALUE_UNKNOWN}")
+            else:
+                code.setdefault(key, (value, origin))
+    return script_cfg, code

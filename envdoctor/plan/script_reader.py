@@ -1,0 +1,739 @@
+"""What a training script declares, read from its syntax tree (``ast``; never imported or run).
+
+``read_script(path)`` gives a ``ScriptDecl``: the script's argparse flags (``add_argument``, in
+any function, on any parser or argument group), the dataclasses it hands to ``HfArgumentParser``
+/ ``TrlParser`` (its own, with their fields, and TRL's by name), the subclasses of TRL's
+``GRPOConfig`` it defines or imports from the repository, and the ``GRPOConfig(...)`` calls it
+makes, their literal keywords read as config values. Modules of the repository the script
+imports (``from open_r1.configs import GRPOConfig``) are read the same way, a few levels deep.
+
+The hook's walk of a whole repository for its own keys is ``repository_keys.py``, on the same
+reading of one file.
+
+Everything is bounded: a file over ``MAX_FILE_BYTES`` is not read, a file that is not Python
+text (binary, a syntax error, a directory, a symlink loop, a FIFO) is reported with the reason,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envdoctor.plan.interface import CODE_ORIGIN
+from envdoctor.units import size_text
+
+#: a training script (or a module it imports) larger than this is not read: parsing is linear
+#: but not interruptible (256 KiB of dense code: 1.3 s on a loaded 2-core machine,
+#: bench/script_reader.py); real training scripts are tens of KiB
+MAX_FILE_BYTES = 256 * 1024
+#: repository modules followed from one script (its imports, and theirs)
+MAX_IMPORTED_FILES = 24
+MAX_IMPORT_DEPTH = 3
+#: TRL's config class and the parsers that turn dataclasses into command-line options
+CONFIG_CLASS = "GRPOConfig"
+PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One argparse option: its ``dest`` (the key), the option strings as written, its default
+    when it is a literal (``has_default``)."""
+
+    dest: str
+    options: tuple[str, ...]
+    line: int
+    has_default: bool = False
+    default: Any = None
+    switch: bool | None = None  # takes no value: the value it sets (store_true: True)
+
+
+@dataclass(frozen=True)
+class DataClass:
+    """A class of the script or the repository: its fields (its own and those of the
+    repository's classes it inherits) and its bases as written."""
+
+    name: str
+    path: str
+    line: int
+    fields: tuple[str, ...]
+    bases: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ConfigCall:
+    """A ``GRPOConfig(...)`` (or subclass) call: literal keywords (``values``), keywords that take
+    an argparse flag's value (``args.<dest>``: ``from_flags``), the others (``unknown``: set in
+    code, value not known); ``spread``: a ``**mapping`` adds keys envdoctor cannot see."""
+
+    cls: str
+    path: str
+    line: int
+    values: dict[str, Any] = field(default_factory=dict)
+    from_flags: dict[str, str] = field(default_factory=dict)
+    unknown: tuple[str, ...] = ()
+    spread: bool = False
+
+    @property
+    def where(self) -> str:
+        return f"{self.cls}{CODE_ORIGIN}{self.path}:{self.line}"
+
+
+@dataclass
+class ScriptDecl:
+    """What a training script declares. ``problem`` says why it was not read (then the rest is
+    empty)."""
+
+    path: str
+    problem: str | None = None
+    flags: dict[str, Flag] = field(default_factory=dict)  # dest -> flag
+    argparse: bool = False  # it declares argparse options
+    makes_parser: bool = False  # it builds its argparse parser itself (not one from elsewhere)
+    allow_abbrev: bool = True  # argparse takes a unique prefix of an option
+    lenient: bool = False  # parse_known_args: options it does not declare pass
+    dynamic_flags: bool = False  # add_argument with computed names: more flags than these
+    trl_classes: tuple[str, ...] = ()  # TRL dataclasses it parses (ScriptArguments, GRPOConfig…)
+    dataclasses: dict[str, DataClass] = field(default_factory=dict)  # its own parsed dataclasses
+    unresolved: tuple[str, ...] = ()  # parsed classes it imports from where envdoctor cannot read
+    config_subclasses: dict[str, DataClass] = field(default_factory=dict)
+    config_calls: list[ConfigCall] = field(default_factory=list)
+    files: tuple[str, ...] = ()  # the files read: the script, then the modules it imports
+
+    @property
+    def readable(self) -> bool:
+        return self.problem is None
+
+    @property
+    def parses_dataclasses(self) -> bool:
+        """Whether it hands dataclasses to HfArgumentParser / TrlParser."""
+        return bool(self.trl_classes or self.dataclasses or self.unresolved)
+
+    @property
+    def closed_parses(self) -> tuple[str, ...] | None:
+        """The TRL dataclasses it parses when every class it hands HfArgumentParser / TrlParser
+        was read (the parser then refuses any other key); else None."""
+        if not self.parses_dataclasses or self.unresolved or self.lenient or self.dynamic_flags:
+            return None
+        return self.trl_classes
+
+    @property
+    def closed_options(self) -> tuple[str, ...]:
+        """Its option strings when argparse alone reads its command line and every flag was
+        seen (argparse then refuses any other option); else ()."""
+        if not self.makes_parser or self.parses_dataclasses or self.lenient or self.dynamic_flags:
+            return ()
+        return tuple(o for f in self.flags.values() for o in f.options)
+
+    def keys(self) -> dict[str, str]:
+        """Key -> what declares it: the fields of its own parsed dataclasses and GRPOConfig
+        subclasses (TRL's classes are not its own: envdoctor knows their keys by release)."""
+        out: dict[str, str] = {}
+        for kind, classes in (
+            ("GRPOConfig subclass", self.config_subclasses),
+            ("dataclass", self.dataclasses),
+        ):
+            for cls in classes.values():
+                for name in cls.fields:
+                    out.setdefault(name, f"a field of {kind} {cls.name} ({cls.path}:{cls.line})")
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# reading one file
+
+
+def read_source(path: Path) -> tuple[bytes | None, str | None]:
+    """The file's bytes, or why not: not there, not a regular file, too large, unreadable."""
+    try:
+        st = path.stat()  # follows symlinks; a loop raises
+    except FileNotFoundError:
+        return None, "no such file"
+    except (OSError, RuntimeError, ValueError) as exc:
+        return None, f"cannot be read ({type(exc).__name__}: {getattr(exc, 'strerror', None) or exc})"
+    if stat.S_ISDIR(st.st_mode):
+        return None, "is a directory"
+    if not stat.S_ISREG(st.st_mode):
+        return None, "is not a regular file"
+    if st.st_size > MAX_FILE_BYTES:
+        size, cap = (size_text(n, "MiB", step_down=True) for n in (st.st_size, MAX_FILE_BYTES))
+        return None, f"is {size}, over the {cap} envdoctor reads"
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or type(exc).__name__})"
+    if len(data) > MAX_FILE_BYTES:
+        return None, "grew past the size envdoctor reads"
+    return data, None
+
+
+def parse_source(data: bytes, label: str) -> tuple[ast.Module | None, str | None]:
+    """The syntax tree, or why the text is not Python."""
+    if b"\x00" in data:
+        return None, "is not Python text (binary: a NUL byte)"
+    try:
+        return ast.parse(data, filename=label), None
+    except SyntaxError as exc:
+        what = (exc.msg or "invalid syntax").splitlines()[0][:120]
+        return None, f"is not valid Python ({what}, line {exc.lineno})"
+    except (ValueError, UnicodeError) as exc:
+        return None, f"is not Python text ({str(exc)[:120]})"
+    except (RecursionError, MemoryError):
+        return None, "is too deeply nested to parse"
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """``a.b.C`` for a name or attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _literal(node: ast.AST) -> tuple[bool, Any]:
+    """(True, value) for a literal a config may hold (str, number, bool, None, lists and
+    mappings of them), else (False, None)."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return False, None
+    return _plain(value)
+
+
+def _plain(value: Any, depth: int = 0) -> tuple[bool, Any]:
+    if depth > 8:
+        return False, None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True, value
+    if isinstance(value, (list, tuple)):
+        items = [_plain(v, depth + 1) for v in value]
+        return all(ok for ok, _ in items), [v for _, v in items]
+    if isinstance(value, dict):
+        pairs = [(k, _plain(v, depth + 1)) for k, v in value.items()]
+        ok = all(isinstance(k, str) and good for k, (good, _) in pairs)
+        return ok, {k: v for k, (_, v) in pairs} if ok else None
+    return False, None
+
+
+@dataclass
+class SourceFacts:
+    """What one file holds, before names are resolved across files."""
+
+    path: str
+    imports: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # name -> (module, attr, level)
+    modules: dict[str, str] = field(default_factory=dict)  # alias -> module (import trl as t)
+    classes: dict[str, DataClass] = field(default_factory=dict)  # own fields only
+    flags: dict[str, Flag] = field(default_factory=dict)
+    argparse: bool = False
+    allow_abbrev: bool = True
+    lenient: bool = False
+    dynamic_flags: bool = False
+    parsed: list[tuple[str, ...]] = field(default_factory=list)  # class refs, one tuple a parser
+    calls: list[tuple[str, int, ast.Call]] = field(default_factory=list)  # candidate config calls
+    bound: dict[int, str] = field(default_factory=dict)  # id(call) -> the name it is assigned to
+    sets: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)  # name.attr = value
+
+
+MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
+
+
+def _is_dataclass_field(stmt: ast.stmt) -> str | None:
+    if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+        return None
+    ann = _dotted(stmt.annotation.value if isinstance(stmt.annotation, ast.Subscript) else stmt.annotation)
+    if ann and ann.rsplit(".", 1)[-1] in ("ClassVar", "InitVar"):
+        return None
+    return stmt.target.id
+
+
+def _flag(call: ast.Call) -> Flag | None | bool:
+    """The flag an ``add_argument`` call declares; None for a positional; False when its names
+    are not literal (``*names``)."""
+    options: list[str] = []
+    for arg in call.args:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            options.append(arg.value)
+        else:
+            return False
+    kw = {k.arg: k.value for k in call.keywords if k.arg}
+    spread = any(k.arg is None for k in call.keywords)  # **common: default and action unknown
+    dashed = [o for o in options if o.startswith(("-", "+"))]
+    if not dashed:
+        return None  # a positional argument: not a --key
+    dest_node = kw.get("dest")
+    if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
+        dest = dest_node.value
+    elif dest_node is not None:
+        return False
+    else:
+        longs = [o for o in dashed if o.startswith("--")]
+        dest = (longs or dashed)[0].lstrip("-+").replace("-", "_")
+    action = kw.get("action")
+    action_name: str | None = None
+    if isinstance(action, ast.Constant) and isinstance(action.value, str):
+        action_name = action.value
+    elif action is not None:
+        action_name = _dotted(action)
+    switch = None  # the value a flag without a value gives, for the actions that take none
+    if action_name in ("store_true", "store_false"):
+        switch = action_name == "store_true"
+    elif action_name and action_name.endswith("BooleanOptionalAction"):
+        switch = True
+        dashed += ["--no-" + o[2:] for o in dashed if o.startswith("--")]
+    has_default, default = False, None
+    if "default" in kw:
+        has_default, default = _literal(kw["default"])
+    elif spread:
+        pass
+    elif switch is not None:
+        has_default, default = True, (action_name == "store_false")
+        if action_name and action_name.endswith("BooleanOptionalAction"):
+            default = None
+    elif action is None:
+        has_default, default = True, None  # argparse's default
+    return Flag(
+        dest=dest,
+        options=tuple(dashed),
+        line=call.lineno,
+        has_default=has_default,
+        default=default,
+        switch=switch,
+    )
+
+
+def record(mod: SourceFacts, node: ast.AST) -> bool:
+    """Record an import or a class definition; whether ``node`` was one."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            first = alias.name.split(".")[0]
+            mod.modules[alias.asname or first] = alias.name if alias.asname else first
+    elif isinstance(node, ast.ImportFrom):
+        for alias in node.names:
+            if alias.name != "*":
+                mod.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
+    elif isinstance(node, ast.ClassDef):
+        fields = tuple(f for f in map(_is_dataclass_field, node.body) if f)
+        bases = tuple(b for b in map(_dotted, node.bases) if b)
+        mod.classes.setdefault(node.name, DataClass(node.name, mod.path, node.lineno, fields, bases))
+    else:
+        return False
+    return True
+
+
+_BUILTINS = frozenset(dir(builtins))  # print(parser) adds no option
+#: calls that make an argparse parser or a part of one
+_MAKES_PARSER = frozenset(
+    {"ArgumentParser", "add_argument_group", "add_mutually_exclusive_group", "add_parser"}
+)
+
+
+def _scan(tree: ast.Module, path: str) -> SourceFacts:
+    """Everything a training script declares (every node is looked at)."""
+    mod = SourceFacts(path=path)
+    functions: set[str] = set()
+    parsers: set[str] = set()  # names bound to a parser or an argument group
+    handed: list[tuple[ast.expr, set[str]]] = []  # calls and the plain names they are given
+    for node in ast.walk(tree):
+        if record(mod, node):
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.add(node.name)
+        elif isinstance(node, ast.Call):
+            scan_call(mod, node)
+            names = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
+            if names and len(handed) < MAX_CALLS:
+                handed.append((node.func, names))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
+                mod.bound[id(node.value)] = target.id  # cfg = GRPOConfig(...)
+                if (_dotted(node.value.func) or "").rsplit(".", 1)[-1] in _MAKES_PARSER:
+                    parsers.add(target.id)
+            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                sets = mod.sets.setdefault(target.value.id, [])
+                if len(sets) < MAX_CALLS:
+                    sets.append((target.attr, node.value))  # cfg.gradient_checkpointing = ...
+    for func, names in handed:  # a parser handed to code envdoctor does not read: more options
+        own = isinstance(func, ast.Name) and (func.id in functions or func.id in _BUILTINS)
+        if names & parsers and not own:
+            mod.dynamic_flags = True
+    return mod
+
+
+def scan_call(mod: SourceFacts, node: ast.Call) -> None:
+    func = _dotted(node.func)
+    if func is None:
+        return
+    last = func.rsplit(".", 1)[-1]
+    if last == "add_argument" and "." in func:
+        found = _flag(node)
+        if found is False:
+            mod.dynamic_flags = True
+        elif isinstance(found, Flag):
+            had = mod.flags.get(found.dest)
+            if had is not None:  # the same dest in two parsers: both spellings count
+                found = Flag(
+                    had.dest,
+                    tuple(dict.fromkeys(had.options + found.options)),
+                    had.line,
+                    had.has_default,
+                    had.default,
+                    had.switch,
+                )
+            mod.flags[found.dest] = found
+    elif last == "ArgumentParser":
+        mod.argparse = True
+        for kw in node.keywords:
+            if kw.arg == "allow_abbrev" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
+                mod.allow_abbrev = False
+            elif kw.arg == "parents":
+                mod.dynamic_flags = True  # options of other parsers, maybe from elsewhere
+    elif (
+        last in ("parse_known_args", "parse_known_intermixed_args")
+        or (last == "parse_args" and (node.args or node.keywords))  # not the command line as given
+        or _kw_true(node, "return_remaining_strings")
+        or _kw_true(node, "allow_extra_keys")
+    ):
+        mod.lenient = True  # keys it does not declare pass
+    elif last in PARSERS:
+        target = (
+            node.args[0]
+            if node.args
+            else next((k.value for k in node.keywords if k.arg == "dataclass_types"), None)
+        )
+        items = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target] if target else []
+        mod.parsed.append(tuple(d for d in map(_dotted, items) if d))
+    if node.keywords and len(mod.calls) < MAX_CALLS and last[:1].isupper():
+        mod.calls.append((func, node.lineno, node))
+
+
+def _kw_true(node: ast.Call, name: str) -> bool:
+    return any(
+        k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is True for k in node.keywords
+    )
+
+
+def _load(path: Path, label: str) -> tuple[SourceFacts | None, str | None]:
+    data, problem = read_source(path)
+    if data is None:
+        return None, problem
+    tree, problem = parse_source(data, label)
+    if tree is None:
+        return None, problem
+    try:
+        return _scan(tree, label), None
+    except (RecursionError, MemoryError):
+        return None, "is too deeply nested to read"
+
+
+# --------------------------------------------------------------------------------------------
+# one script and the repository modules it imports
+
+
+class _Resolver:
+    """Names of a script resolved to TRL's classes or to classes of the repository's files."""
+
+    def __init__(self, script: Path, main: SourceFacts) -> None:
+        self.script = script
+        self.main = main
+        self.roots = _import_roots(script)
+        self.loaded: dict[Path, SourceFacts | None] = {}
+        self.files: list[str] = [main.path]
+
+    def module(self, dotted: str, level: int, home: Path) -> SourceFacts | None:
+        """A repository module by its import name (relative to ``home``'s folder when ``level``)."""
+        if level:
+            base = home.parent
+            for _ in range(level - 1):
+                base = base.parent
+            bases = [base]
+        else:
+            bases = list(self.roots)
+        parts = [p for p in dotted.split(".") if p]
+        for base in bases:
+            for candidate in (
+                base.joinpath(*parts).with_suffix(".py") if parts else None,
+                base.joinpath(*parts, "__init__.py"),
+            ):
+                if candidate is not None and candidate.is_file():
+                    return self._get(candidate)
+        return None
+
+    def _get(self, path: Path) -> SourceFacts | None:
+        key = path.resolve()
+        if key not in self.loaded:
+            if len(self.loaded) >= MAX_IMPORTED_FILES:
+                return None
+            mod, _ = _load(path, _label(path))
+            self.loaded[key] = mod
+            if mod is not None:
+                self.files.append(mod.path)
+        return self.loaded[key]
+
+    def resolve(
+        self, ref: str, mod: SourceFacts, home: Path, depth: int = 0, local: bool = True
+    ) -> tuple[str, Any]:
+        """("trl", name) / ("own", (DataClass, module, its path)) / ("unknown", ref).
+        ``local=False``: not a class of ``mod`` itself (``class GRPOConfig(GRPOConfig)``)."""
+        if depth > MAX_IMPORT_DEPTH:
+            return "unknown", ref
+        head, _, rest = ref.partition(".")
+        if not rest:
+            if local and head in mod.classes:
+                return "own", (mod.classes[head], mod, home)
+            if head not in mod.imports:
+                return "unknown", ref
+            source, attr, level = mod.imports[head]
+            if not level and source.split(".")[0] == "trl":
+                return "trl", attr
+            found = self.module(source, level, home)
+            if found is not None:
+                return self.resolve(attr, found, Path(found.path), depth + 1)
+            return "unknown", ref
+        *middle, name = rest.split(".")
+        if head in mod.modules:
+            module, level = mod.modules[head], 0
+        elif head in mod.imports:  # from pkg import module; module.Class
+            source, attr, level = mod.imports[head]
+            module = f"{source}.{attr}" if source else attr
+        else:
+            return "unknown", ref
+        if not level and module.split(".")[0] == "trl":
+            return "trl", name
+        found = self.module(".".join([module, *middle]), level, home)
+        if found is not None:
+            return self.resolve(name, found, Path(found.path), depth + 1)
+        return "unknown", ref
+
+
+def _label(path: Path) -> str:
+    """The path as the report shows it: relative to the working folder when under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError, RuntimeError):
+        return str(path)
+
+
+def _import_roots(script: Path) -> list[Path]:
+    """Where the script's absolute imports of repository modules are looked for: its folder, the
+    folders above it up to the repository root (a .git, pyproject.toml or setup.py), and the
+    root's src/."""
+    try:
+        here = script.resolve().parent
+    except (OSError, RuntimeError):
+        return []
+    roots = [here]
+    for parent in list(here.parents)[:5]:
+        roots.append(parent)
+        if any((parent / m).exists() for m in (".git", "pyproject.toml", "setup.py", "setup.cfg")):
+            break
+    roots += [r / "src" for r in roots if (r / "src").is_dir()]
+    return roots
+
+
+#: bases that add no field
+_NO_FIELDS = frozenset({"object", "ABC", "Generic", "Protocol", "NamedTuple", "Enum"})
+
+
+def _fields(
+    cls: DataClass, mod: SourceFacts, home: Path, res: _Resolver, depth: int = 0
+) -> tuple[tuple[str, ...], list[str], list[str]]:
+    """A repository class's fields with those of its repository bases; the names of its TRL
+    bases; the bases envdoctor cannot read (their fields are unknown)."""
+    fields, trl, unknown = list(cls.fields), list[str](), list[str]()
+    if depth > 6:
+        return tuple(fields), trl, [cls.name]
+    for base in cls.bases:
+        kind, found = res.resolve(base, mod, home, local=base != cls.name)
+        if kind == "own" and found[0] is not cls:
+            more, more_trl, more_unknown = _fields(found[0], found[1], found[2], res, depth + 1)
+            fields += [f for f in more if f not in fields]
+            trl += more_trl
+            unknown += more_unknown
+        elif kind == "trl":
+            trl.append(found)
+        elif base.rsplit(".", 1)[-1] not in _NO_FIELDS:
+            unknown.append(f"{base} (a base of {cls.name})")
+    return tuple(fields), trl, unknown
+
+
+def _is_config(cls: DataClass, mod: SourceFacts, home: Path, res: _Resolver, depth: int = 0) -> bool:
+    """Whether a class descends from TRL's GRPOConfig."""
+    if depth > 6:
+        return False
+    for base in cls.bases:
+        kind, found = res.resolve(base, mod, home, local=base != cls.name)
+        if kind == "trl" and found == CONFIG_CLASS:
+            return True
+        if kind == "own" and found[0] is not cls and _is_config(found[0], found[1], found[2], res, depth + 1):
+            return True
+    return False
+
+
+def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
+    """What the training script at ``path`` declares (see the module's docstring); never raises
+    for what the file holds: ``ScriptDecl.problem`` says why it was not read."""
+    script = Path(path)
+    label = str(path)
+    main, problem = _load(script, label)
+    if main is None:
+        return ScriptDecl(path=label, problem=f"{label} {problem}")
+    res = _Resolver(script, main)
+    decl = ScriptDecl(
+        path=label,
+        flags=dict(main.flags),
+        argparse=main.argparse or bool(main.flags),
+        makes_parser=main.argparse,
+        allow_abbrev=main.allow_abbrev,
+        lenient=main.lenient,
+        dynamic_flags=main.dynamic_flags,
+    )
+    trl_classes: list[str] = []
+    unresolved: list[str] = []
+    for ref in (r for group in main.parsed for r in group):
+        kind, found = res.resolve(ref, main, script)
+        if kind == "trl":
+            trl_classes.append(found)
+        elif kind == "own":
+            cls, mod, home = found
+            fields, bases_trl, bases_unknown = _fields(cls, mod, home, res)
+            own = DataClass(cls.name, cls.path, cls.line, fields, cls.bases)
+            if _is_config(cls, mod, home, res):
+                decl.config_subclasses.setdefault(cls.name, own)
+            else:
+                decl.dataclasses.setdefault(cls.name, own)
+            trl_classes += bases_trl
+            unresolved += bases_unknown
+        else:
+            unresolved.append(ref)
+    for name, cls in main.classes.items():  # subclasses the script defines, parsed or not
+        if name not in decl.config_subclasses and _is_config(cls, main, script, res):
+            fields = _fields(cls, main, script, res)[0]
+            decl.config_subclasses[name] = DataClass(name, cls.path, cls.line, fields, cls.bases)
+    decl.trl_classes = tuple(dict.fromkeys(trl_classes))
+    decl.unresolved = tuple(dict.fromkeys(unresolved))
+    decl.config_calls = _config_calls(main, script, res, decl)
+    decl.files = tuple(dict.fromkeys(res.files))
+    return decl
+
+
+def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptDecl) -> list[ConfigCall]:
+    out = []
+    for func, line, call in main.calls:
+        kind, found = res.resolve(func, main, script)
+        if kind == "trl" and found == CONFIG_CLASS:
+            name = func
+        elif kind == "own" and (
+            found[0].name in decl.config_subclasses or _is_config(found[0], found[1], found[2], res)
+        ):
+            name = found[0].name
+        else:
+            continue
+        values: dict[str, Any] = {}
+        flags: dict[str, str] = {}
+        unknown: list[str] = []
+        spread = False
+        var = main.bound.get(id(call))
+        later = main.sets.get(var, []) if var else []  # cfg.key = value
+        keywords = [(kw.arg, kw.value, False) for kw in call.keywords] + [(k, v, True) for k, v in later]
+        for key, node, assigned in keywords:
+            if key is None:
+                spread = True
+                continue
+            had = key in values or key in flags or key in unknown
+            for got in (values, flags):
+                got.pop(key, None)
+            if key in unknown:
+                unknown.remove(key)
+            ok, value = _literal(node)
+            if ok:
+                values[key] = value
+                continue
+            ref = _dotted(node)
+            if ref and ref.count(".") == 1 and ref.split(".")[1] in decl.flags:
+                flags[key] = ref.split(".")[1]
+            elif had or not assigned:  # `cfg.x = expr` alone may set an attribute no field has
+                unknown.append(key)
+        out.append(ConfigCall(name, main.path, line, values, flags, tuple(unknown), spread))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# TRL's own dataclasses, from envdoctor's knowledge
+
+
+def trl_class_fields(
+    name: str, script_arguments: dict[str, Any], grpo_keys: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The fields of TRL's dataclass ``name`` in any release envdoctor knows, each with its
+    knowledge entry (``since`` / ``until``: the TRL releases that have it); None for a class
+    envdoctor has no table of. ``script_arguments``: rules/knowledge/parser_keys.yaml's
+    ``trl_script_arguments`` (ModelConfig, ScriptArguments, GRPOScriptArguments,
+    DatasetMixtureConfig, by ``in``); ``grpo_keys``: grpo_config_keys.yaml (GRPOConfig's own
+    fields; it inherits transformers' TrainingArguments besides)."""
+    if name == CONFIG_CLASS:
+        return dict(grpo_keys.get("keys") or {}) or None
+    names = {name, "ScriptArguments"} if name == "GRPOScriptArguments" else {name}  # its base in TRL
+    table = script_arguments.get("keys") or {}
+    found = {k: e for k, e in table.items() if names & set(e.get("in") or ())}
+    return found or None
+
+
+# --------------------------------------------------------------------------------------------
+# a command line against the script's argparse flags
+
+
+def match_option(decl: ScriptDecl, option: str) -> Flag | None:
+    """The flag argparse would take ``option`` (``--vllm-server-url``, no ``=value``) for: the
+    option string as written, else (``allow_abbrev``) the one long option it is a prefix of."""
+    exact = [f for f in decl.flags.values() if option in f.options]
+    if exact:
+        return exact[0]
+    if not (decl.allow_abbrev and option.startswith("--") and len(option) > 2):
+        return None
+    found = {f.dest: f for f in decl.flags.values() for o in f.options if o.startswith(option)}
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def flag_values(decl: ScriptDecl, args: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``({dest: value}, {key: option})``: the command line's options the script's argparse
+    declares, with their values (typed as ``script_args.coerce`` types them), and those it does
+    not declare (key as ``parse_script_args`` spells it -> the option as written)."""
+    from envdoctor.script_args import coerce
+
+    values: dict[str, Any] = {}
+    unmatched: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        i += 1
+        if not tok.startswith("--") or tok == "--":
+            continue
+        option, eq, val = tok.partition("=")
+        given = [val] if eq else []
+        flag = match_option(decl, option)
+        if not eq and (flag is None or flag.switch is None):
+            while i < len(args) and not args[i].startswith("--"):
+                given.append(args[i])
+                i += 1
+        if flag is None:
+            unmatched[option[2:].replace("-", "_")] = option
+        elif flag.switch is not None and not given:
+            values[flag.dest] = (
+                not flag.switch
+                if option.startswith("--no-") and option not in flag.options[:1]
+                else flag.switch
+            )
+        else:
+            typed = [coerce(v) for v in given]
+            values[flag.dest] = typed[0] if len(typed) == 1 else typed
+    return values, unmatched

@@ -1,0 +1,239 @@
+"""The training script the launch line runs is read (issue 35 item 1): its own options and
+dataclass keys are not GRPOConfig typos (CFG004, CFG001), what its GRPOConfig(...) builds is
+config; the hook reads the repository's own dataclasses and GRPOConfig subclasses (issue 39
+item 4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.plan.build import build_plan
+from envdoctor.plan.interface import VALUE_UNKNOWN
+from tests.conftest import findings, run_cli, snapshot
+from tests.plan.script_shapes import (
+    HF_OWN_DATACLASS,
+    OPEN_R1_CONFIGS,
+    OPEN_R1_GRPO,
+    OPEN_R1_RECIPE,
+    OPENENV,
+    TRL_PARSER,
+)
+
+KEY_RULES = ("CFG001", "CFG004", "DCL001")
+TRL_016 = {"trl": "0.16.1", "transformers": "4.51.3", "torch": "2.6.0+cu124", "accelerate": "1.6.0"}
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def write(path: str, text: str) -> str:
+        full = tmp_path / path
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_text(text)
+        return path
+
+    return write
+
+
+def _keys(launch: str, packages: dict | None = None) -> list:
+    return [f for f in findings(snapshot(2, packages=packages), launch=launch) if f.rule in KEY_RULES]
+
+
+#: each OpenEnv example with options from its own docstring's launch lines
+OPENENV_LAUNCHES = {
+    "wordle": "--vllm-mode server --vllm-server-url http://localhost:8000",
+    "catch": "--vllm-mode server --vllm-server-url http://localhost:8000 --env-port 8001",
+    "sudoku": "--vllm-mode server --vllm-server-url http://localhost:8000 --per-device-batch-size 1 "
+    "--no-gradient-checkpointing",
+    "echo": "--env-host https://example.invalid",
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPENENV))
+def test_trls_openenv_examples_own_options_are_not_typos(repo, name):
+    script = repo(f"examples/scripts/openenv/{name}.py", OPENENV[name])
+    assert _keys(f"python {script} {OPENENV_LAUNCHES[name]}") == []
+    launch = f"CUDA_VISIBLE_DEVICES=0 python {script} {OPENENV_LAUNCHES[name]}"
+    config = [f for f in findings(snapshot(2), launch=launch) if f.rule.startswith("CFG")]
+    assert config == []  # `top_p=args.top_p` (default None) in code: no parser reads it
+
+
+def test_a_none_from_the_scripts_code_is_not_judged_as_parser_input(repo):
+    script = repo("sudoku.py", OPENENV["sudoku"])
+    plan = build_plan(launch=f"python {script}", live=False)
+    assert plan.config["top_p"] is None and plan.config_origin["top_p"].endswith("the default of --top-p")
+    assert [
+        f for f in findings(snapshot(1), config={"top_p": None}) if f.rule == "CFG005"
+    ]  # a file's null is
+
+
+def test_wordle_vllm_server_url_gave_cfg004_before(repo):
+    """The issue's case: `--vllm-server-url` read as the GRPOConfig key `vllm_server_url`."""
+    script = repo("examples/scripts/openenv/wordle.py", OPENENV["wordle"])
+    assert _keys(f"python {script} --vllm-server-url http://localhost:8000") == []
+    assert _keys(f"accelerate launch --num_processes 2 {script} --vllm-server-url http://x:8000") == []
+
+
+def test_the_config_the_script_builds_is_judged(repo):
+    script = repo("wordle.py", OPENENV["wordle"])
+    plan = build_plan(launch=f"python {script} --vllm-mode server --num-gen 3", live=False)
+    assert plan.config["use_vllm"] is True and plan.config["logging_steps"] == 1
+    assert plan.config["vllm_mode"] == "server" and plan.config["num_generations"] == 3
+    assert (
+        plan.config_origin["vllm_mode"]
+        == "GRPOConfig(...) in wordle.py:25, from --vllm-mode on the command line"
+    )
+    assert plan.config_origin["learning_rate"].endswith("the default of --learning-rate")
+    assert plan.config["learning_rate"] == 1e-6
+    # an expression envdoctor does not evaluate: the key is set, its value unknown
+    assert "vllm_server_base_url" not in plan.config
+    assert plan.config_origin["vllm_server_base_url"].endswith(VALUE_UNKNOWN)
+    assert "vllm_server_url" not in plan.config  # the script's option, not a config key
+    default = build_plan(launch=f"python {script}", live=False)
+    assert default.config["vllm_mode"] == "colocate"  # the script's default, not TRL's
+
+
+def test_a_batch_from_the_scripts_own_option_reaches_the_batch_rule(repo):
+    script = repo("sudoku.py", OPENENV["sudoku"])
+    plan = build_plan(launch=f"python {script} --per-device-batch-size 3 --num-generations 4", live=False)
+    assert plan.config["per_device_train_batch_size"] == 3 and plan.config["num_generations"] == 4
+    launch = f"python {script} --per-device-batch-size 3 --gradient-accumulation-steps 1"
+    found = [f for f in findings(snapshot(2), launch=launch) if f.rule == "CFG002"]
+    assert found and "per_device_train_batch_size (3)" in found[0].message  # 3 × 1 × 1 by 8
+
+
+def test_a_typo_of_the_scripts_own_option_is_named(repo):
+    script = repo("wordle.py", OPENENV["wordle"])
+    [typo] = _keys(f"python {script} --num_generation 8")
+    assert typo.rule == "CFG004" and typo.severity.value == "warning"
+    assert "`--num_generation` (command line) is not an option of wordle.py" in typo.message
+    assert "did you mean `--num-generations`?" in typo.message and typo.fix == "write `--num-generations`"
+    [spelt] = _keys(f"python {script} --vllm_server_url http://x:8000")
+    assert "did you mean `--vllm-server-url`?" in spelt.message  # argparse matches options as written
+    assert typo.remedy is not None and typo.remedy.launch == (f"python {script} --num-generations 8",)
+    server = "trl vllm-serve --model m"
+    [both] = _keys(f"{server}\nCUDA_VISIBLE_DEVICES=1 python {script} --num_generation=8")
+    assert both.remedy.launch == (server, f"CUDA_VISIBLE_DEVICES=1 python {script} --num-generations=8")
+
+
+def test_a_typo_in_a_dataclass_script_still_gets_cfg004(repo):
+    script = repo("train.py", HF_OWN_DATACLASS)
+    [typo] = _keys(f"python {script} --num_generation 8 --reward_scale 2.0 --judge_model m")
+    assert typo.rule == "CFG004" and "did you mean `num_generations`?" in typo.message
+
+
+def test_trl_parser_scripts_own_dataclass_keys(repo):
+    script = repo("train.py", TRL_PARSER)
+    assert _keys(f"accelerate launch {script} --loss_weighting token --dataset_name x") == []
+    # TRL 0.14 has no num_iterations; the script's own dataclass declares it: not CFG001's
+    assert _keys(f"python {script} --num_iterations 2", packages={**TRL_016, "trl": "0.14.0"}) == []
+
+
+def test_open_r1_recipe_keys_of_its_grpo_config_subclass(repo):
+    repo("src/open_r1/__init__.py", "")
+    repo("src/open_r1/configs.py", OPEN_R1_CONFIGS)
+    repo("setup.py", "")
+    recipe = repo("recipes/grpo.yaml", OPEN_R1_RECIPE)
+    script = repo("src/open_r1/grpo.py", OPEN_R1_GRPO)
+    assert _keys(f"accelerate launch {script} --config {recipe}", packages=TRL_016) == []
+    # without the script envdoctor cannot tell: hub_model_revision reads as a typo
+    without = _keys(f"accelerate launch src/open_r1/missing.py --config {recipe}", packages=TRL_016)
+    assert any("did you mean `model_revision`" in f.message for f in without)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("def broken(:\n", "train.py is not valid Python"),
+        (b"\x00\x01binary" * 64, "train.py is not Python text (binary"),
+        (None, "train.py is not here"),
+    ],
+    ids=["syntax-error", "binary", "missing"],
+)
+def test_an_unreadable_script_keeps_unknown_keys_at_info_and_says_why(repo, tmp_path, text, said):
+    if isinstance(text, bytes):
+        (tmp_path / "train.py").write_bytes(text)
+    elif text is not None:
+        repo("train.py", text)
+    [own] = _keys("python train.py --my_custom_flag 3")
+    assert own.severity.value == "info" and said in own.message
+
+
+def test_a_huge_script_is_said_and_the_check_stays_bounded(repo, tmp_path):
+    with (tmp_path / "train.py").open("wb") as fh:
+        fh.truncate(50 * 1024 * 1024)
+    [own] = _keys("python train.py --my_custom_flag 3")
+    assert own.severity.value == "info" and "over the 256 KiB envdoctor reads" in own.message
+
+
+def test_a_literal_no_rule_can_judge_is_kept_as_a_key_only(repo):
+    script = repo("t.py", "from trl import GRPOConfig\nGRPOConfig(vllm_server_port=99999999, beta=0.0)\n")
+    plan = build_plan(launch=f"python {script}", live=False)  # no exit 2 for the script's code
+    assert plan.config == {"beta": 0.0}
+    assert plan.config_origin["vllm_server_port"].endswith(VALUE_UNKNOWN)
+
+
+def test_cli_check_wordle_launch_has_no_cfg004(repo, tmp_path):
+    script = repo("examples/scripts/openenv/wordle.py", OPENENV["wordle"])
+    out = run_cli(
+        "check",
+        "--no-network",
+        "--",
+        "python",
+        script,
+        "--vllm-server-url",
+        "http://localhost:8000",
+        cwd=tmp_path,
+    )
+    assert "Traceback" not in out.stderr and "CFG004" not in out.stdout, out.stdout + out.stderr
+    assert "GRPO config (GRPOConfig(...) in examples/scripts/openenv/wordle.py:25" in out.stdout
+
+
+def test_hook_repository_grpo_config_subclass_key_is_not_a_typo(tmp_path):
+    (tmp_path / "src/pkg").mkdir(parents=True)
+    (tmp_path / "src/pkg/configs.py").write_text(OPEN_R1_CONFIGS)
+    (tmp_path / "src/pkg/grpo.py").write_text(OPEN_R1_GRPO.replace("open_r1", "pkg"))
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes/grpo.yaml").write_text(OPEN_R1_RECIPE)
+    (tmp_path / "requirements.txt").write_text("trl==1.16.0\n")
+    out = run_cli(
+        "hook", "recipes/grpo.yaml", "--assume", "trl==1.16.0", "--ignore", "PKG", "-v", cwd=tmp_path
+    )
+    assert "CFG004" not in out.stdout, out.stdout
+    assert "Traceback" not in out.stderr
+    (tmp_path / "src/pkg/configs.py").unlink()  # without the subclass the key is judged
+    (tmp_path / "src/pkg/grpo.py").unlink()
+    out = run_cli("hook", "recipes/grpo.yaml", "--assume", "trl==1.16.0", "--ignore", "PKG", cwd=tmp_path)
+    assert "hub_model_revision" in out.stdout and "CFG004" in out.stdout
+
+
+def test_a_trl_class_the_script_does_not_parse_refuses_its_keys(repo):
+    """The script hands HfArgumentParser (RewardArgs, GRPOConfig) only: ModelConfig's
+    `--model_name_or_path` is left over, and HfArgumentParser refuses leftovers."""
+    script = repo("train.py", HF_OWN_DATACLASS)
+    [left] = _keys(f"python {script} --model_name_or_path Qwen/Qwen2.5-0.5B --reward_scale 2")
+    assert left.rule == "CFG004" and left.severity.value == "warning"
+    assert "`model_name_or_path` (command line) is a field of TRL's ModelConfig" in left.message
+    assert "TRL's classes it parses: GRPOConfig" in left.message and "the parser refuses it" in left.message
+    # TRL's own parse of (ScriptArguments subclass, GRPOConfig, ModelConfig) takes it
+    other = repo("other.py", TRL_PARSER)
+    assert _keys(f"python {other} --model_name_or_path Qwen/Qwen2.5-0.5B --dataset_name x") == []
+
+
+def test_a_parsed_class_envdoctor_cannot_read_leaves_the_keys_open(repo):
+    script = repo(
+        "train.py",
+        "from dataclasses import dataclass\nfrom transformers import HfArgumentParser\n"
+        "from mylib.args import BaseArgs\nfrom trl import GRPOConfig\n"
+        "@dataclass\nclass Args(BaseArgs):\n    a: int = 1\n"
+        "HfArgumentParser((Args, GRPOConfig)).parse_args_into_dataclasses()\n",
+    )
+    plan = build_plan(launch=f"python {script}", live=False)
+    assert plan.script is not None and plan.script.parses is None  # BaseArgs: fields unknown
+    assert _keys(f"python {script} --model_name_or_path m --a 2") == []
+    [own] = _keys(f"python {script} --b_key 1")
+    assert own.severity.value == "info"
+    assert "train.py parses classes envdoctor could not read: BaseArgs (a base of Args)" in own.message
+    lenient = repo("lenient.py", HF_OWN_DATACLASS.replace("()\n", "(return_remaining_strings=True)\n"))
+    assert _keys(f"python {lenient} --model_name_or_path m") == []
