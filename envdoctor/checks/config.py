@@ -8,6 +8,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import Remedy
 from envdoctor.knowledge.keys import presence, span
 from envdoctor.plan.values import small_divisors, type_problem
 
@@ -115,6 +116,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
                 f"`{key}` ({origin}) is deprecated in TRL {said} (from {dep['first']})"
                 + (f" ({entry['note'].rstrip(';. ')})" if entry.get("note") else ""),
                 fix=f"remove `{key}`" + (f"; configure `{repl}` instead" if repl else ""),
+                remedy=Remedy(config_remove=(key,)),
                 severity="warning",
                 key=key,
                 trl=trl,
@@ -125,22 +127,56 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
         if not (too_old or too_new):
             continue
         repl = entry.get("replaced_by")
+        value = ctx.config.get(key)
         if too_new:
             msg = (
                 f"`{key}` ({origin}) was removed from GRPOConfig in TRL {until}; "
-                f"{'' if ctx.trl.assumed else 'installed '}TRL {said} "
+                f"{'installed ' if ctx.trl.how == 'installed' else ''}TRL {said} "
                 f"{_parser_does(ctx)} (it exists in {_span(entry)})"
             )
             fix = (
                 f"replace `{key}` with `{repl}`" if repl else f"remove `{key}`"
             ) + f", or pin 'trl<{until}'"
+            remedies = [_replace_or_remove(ctx, key, repl, value)]
         else:
             msg = f"`{key}` ({origin}) is not known to TRL {said}: it exists in {_span(entry)}"
             fix = f"pip install 'trl>={since}'"
             if repl:
                 fix += f", or use `{repl}` with this TRL"
-        yield hit(msg, fix=fix, key=key, trl=trl, since=since, until=until, severity=ctx.on_trl())
+            remedies = [Remedy(packages={"trl": str(since)}, fix=f"pip install 'trl=={since}'")]
+            if repl:
+                remedies.insert(0, _replace_or_remove(ctx, key, repl, value))
+        yield hit(
+            msg,
+            fix=fix,
+            remedy=remedies,
+            key=key,
+            trl=trl,
+            since=since,
+            until=until,
+            severity=ctx.on_trl(),
+        )
     yield from _training_arguments_gone(ctx)
+
+
+#: key prefixes that only one generation mode reads (a replacement of another mode is no fix)
+MODE_KEYS = {"server": ("vllm_server_",)}
+
+
+def _replace_or_remove(ctx: Context, key: str, repl: str | None, value: Any) -> Remedy:
+    """The remedy for a key of another TRL era: its replacement with the same value where the
+    run uses it; removed where the replacement belongs to a mode this run does not use (a stale
+    `vllm_device` in a colocate run) or names another thing (a device is not a server host)."""
+    mode = ctx.resolved.generation_mode if ctx.plan.use_vllm else None
+    of_mode = next((m for m, prefixes in MODE_KEYS.items() if repl and repl.startswith(prefixes)), None)
+    if not repl or of_mode is not None:
+        why = (
+            f" (its successor `{repl}` is a {of_mode}-mode key; this run uses {mode or 'no vLLM'})"
+            if repl and of_mode != mode
+            else ""
+        )
+        return Remedy(config_remove=(key,), fix=f"remove `{key}`{why}")
+    return Remedy(config_remove=(key,), config_set={repl: value}, fix=f"replace `{key}` with `{repl}`")
 
 
 def _parser_does(ctx: Context) -> str:
@@ -172,6 +208,7 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
                 if gone
                 else f"pip install 'transformers>={entry['since']}', or remove `{key}`"
             ),
+            remedy=Remedy(config_remove=(key,), fix=f"remove `{key}`"),
             key=key,
             transformers=tf,
         )
@@ -230,10 +267,20 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         fix = f"set num_generations to a divisor of {total}: {', '.join(map(str, good[:6]))}"
         need = gens // _gcd(total, gens)
         fix += f"; or make per_device_train_batch_size a multiple of {need}"
+        fits = [d for d in good if 2 <= d <= gens][-1:] + [d for d in good if d > gens][:1]
+        remedies = [Remedy(config_set={"num_generations": d}, fix=f"set num_generations: {d}") for d in fits]
+        bigger = -(-per_device // need) * need
+        remedies.append(
+            Remedy(
+                config_set={"per_device_train_batch_size": bigger},
+                fix=f"set per_device_train_batch_size: {bigger}",
+            )
+        )
         yield hit(
             f"the global batch {total} = {what} is not divisible by num_generations "
             f"({gens}): TRL refuses at init",
             fix=fix,
+            remedy=remedies,
             total=total,
             num_generations=gens,
         )
@@ -253,6 +300,7 @@ def num_generations_too_small(ctx: Context) -> Iterator[Hit]:
             f"num_generations is {gens}: GRPO normalizes rewards within each group, "
             "so it needs at least 2 completions per prompt",
             fix="set num_generations: 2 or more (TRL's default is 8)",
+            remedy=[Remedy(config_set={"num_generations": n}, fix=f"set num_generations: {n}") for n in (8, 4, 2)],
             num_generations=gens,
         )
 
@@ -298,15 +346,20 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
             f"script arguments in any release envdoctor knows; did you mean `{guess}`?"
         )
         fix = f"rename `{key}` to `{guess}`"
+        value = ctx.config.get(key)
+        remedy = Remedy(config_remove=(key,), config_set={guess: value})
         entry = keys.get(guess)
         if guess not in current and entry is not None:  # a key of another TRL era
             repl = entry.get("replaced_by")
-            which = "" if ctx.trl.assumed else "the installed "
+            which = "the installed " if ctx.trl.how == "installed" else ""
             msg += f" (a key of {_span(entry)}, not of {which}TRL {ctx.trl.label()})"
             fix = (
                 f"TRL {trl} replaced `{guess}` with `{repl}`: set that instead of `{key}`"
                 if repl
                 else f"remove `{key}`; `{guess}` needs {_span(entry)}"
+            )
+            remedy = (
+                Remedy(config_remove=(key,), config_set={repl: value}) if repl else Remedy(config_remove=(key,))
             )
         elif guess not in current:  # a TrainingArguments field of another transformers
             msg += (
@@ -314,7 +367,8 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
                 f"the installed transformers {tf})"
             )
             fix = f"remove `{key}`; `{guess}` needs {span(ta, guess, 'transformers')}"
-        yield hit(msg, fix=fix, key=key, suggestion=guess)
+            remedy = Remedy(config_remove=(key,))
+        yield hit(msg, fix=fix, remedy=remedy, key=key, suggestion=guess)
     if own:
         shown = ", ".join(f"`{k}`" for k in own[:8]) + (f" and {len(own) - 8} more" if len(own) > 8 else "")
         yield hit(

@@ -1,0 +1,211 @@
+"""The fix closure: a remedy is printed only when, applied to a copy of the inputs, the rules
+run again no longer find its finding and find no new error or warning.
+
+``prove`` judges each finding's candidates on their own (what ``check`` prints);
+``close`` applies one proved remedy after another, each computed against the inputs as the
+fixes before it left them, until nothing more can be fixed, then applies their merged change to
+the original inputs once more: that one round is the proof ``envdoctor fix`` reports.
+Everything runs in-process on facts + plan: no file, no network, no probe.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from envdoctor.checks.context import Context
+from envdoctor.checks.engine import run_rules
+from envdoctor.facts.interface import Facts
+from envdoctor.findings import Finding, Remedy, Severity
+from envdoctor.plan.interface import Plan
+from envdoctor.remedy.apply import apply, merge
+
+#: rounds of ``close`` at most (each fixes one finding; a run has a handful)
+MAX_ROUNDS = 24
+
+
+@dataclass
+class Rerun:
+    """Runs the rules as the check did (same selection), without network or I/O."""
+
+    select: list[str] | None = None
+    ignore: list[str] | None = None
+    runs: int = 0
+
+    def __call__(self, facts: Facts, plan: Plan) -> list[Finding]:
+        self.runs += 1
+        ctx = Context(facts=facts, plan=plan, network=False)
+        return run_rules(ctx, select=self.select, ignore=self.ignore).findings
+
+
+def loud(finding: Finding) -> bool:
+    return finding.severity is not Severity.INFO
+
+
+def why_not(before: list[Finding], target: Finding, after: list[Finding]) -> str | None:
+    """Why a remedy of ``target`` does not hold (None: it holds): the finding is still there,
+    or a rule finds more errors or warnings than before."""
+    if any(f.rule == target.rule and f.message == target.message for f in after):
+        return f"it leaves {target.rule} as it is"
+    for level in (Severity.ERROR, Severity.WARNING):
+        at = {Severity.ERROR} if level is Severity.ERROR else {Severity.ERROR, Severity.WARNING}
+        was = Counter(f.rule for f in before if f.severity in at)
+        if target.severity in at:
+            was[target.rule] -= 1
+        now = Counter(f.rule for f in after if f.severity in at)
+        for rule, n in now.items():
+            if n > was.get(rule, 0):
+                new = next(
+                    (
+                        f
+                        for f in after
+                        if f.rule == rule
+                        and f.severity in at
+                        and not any(b.rule == rule and b.message == f.message for b in before)
+                    ),
+                    next(f for f in after if f.rule == rule and f.severity in at),
+                )
+                return f"it would add {rule} ({new.severity.value}: {_short(new.message)})"
+    return None
+
+
+def _short(text: str, n: int = 160) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def candidates(finding: Finding) -> list[Remedy]:
+    return [finding.remedy, *finding.alternatives] if finding.remedy is not None else []
+
+
+def _text(finding: Finding, remedy: Remedy) -> str:
+    return remedy.fix or finding.fix
+
+
+def prove(
+    facts: Facts, plan: Plan, findings: list[Finding], rerun: Rerun, include_info: bool = True
+) -> list[Finding]:
+    """``findings`` with each remedy proved: a finding keeps the candidates that hold (its fix
+    text is theirs); when none holds its fix says why, and it has no remedy."""
+    tried: dict[str, str | None] = {}
+    out = []
+    for finding in findings:
+        cands = candidates(finding)
+        if not cands or (not include_info and not loud(finding)):
+            out.append(finding)
+            continue
+        held: list[Remedy] = []
+        reasons: list[str] = []
+        for cand in cands:
+            key = f"{finding.rule}\0{finding.message}\0{cand!r}"
+            if key not in tried:
+                new_facts, new_plan, _ = apply(facts, plan, cand)
+                tried[key] = why_not(findings, finding, rerun(new_facts, new_plan))
+            why = tried[key]
+            if why is None:
+                held.append(cand)
+            else:
+                reasons.append(f"`{_text(finding, cand)}`: {why}")
+        out.append(_proved(finding, held, reasons))
+    return out
+
+
+def _proved(finding: Finding, held: list[Remedy], reasons: list[str]) -> Finding:
+    if held:
+        texts = list(dict.fromkeys(_text(finding, r) for r in held))
+        return replace(finding, fix="; or ".join(texts), remedy=held[0], alternatives=tuple(held[1:]))
+    why = "; ".join(reasons)
+    return replace(
+        finding,
+        fix=f"no fix envdoctor could prove: {why}",
+        remedy=None,
+        alternatives=(),
+        evidence={**finding.evidence, "unfixable": why},
+    )
+
+
+@dataclass
+class Closure:
+    """What ``close`` found: the merged change, the findings before and after it."""
+
+    changes: Remedy
+    before: list[Finding]
+    after: list[Finding]
+    facts: Facts
+    plan: Plan
+    fixed: list[str] = field(default_factory=list)
+    unfixed: list[tuple[str, str]] = field(default_factory=list)
+    one_round: bool = True  # the merged change, applied once to the inputs, gives ``after``
+
+
+def close(
+    facts: Facts,
+    plan: Plan,
+    rerun: Rerun,
+    include_info: bool = False,
+    before: list[Finding] | None = None,
+    wanted: Callable[[Finding], bool] | None = None,
+) -> Closure:
+    """Fix what can be fixed, one proved remedy at a time (see the module docstring)."""
+    wants = wanted or (lambda f: include_info or loud(f))
+    findings = rerun(facts, plan) if before is None else before
+    first = findings
+    state = (facts, plan)
+    total = Remedy()
+    fixed: list[str] = []
+    blocked: dict[tuple[str, str], str] = {}
+    for _ in range(MAX_ROUNDS):
+        step = _one_fix(state, findings, rerun, wants, blocked)
+        if step is None:
+            break
+        new_facts, new_plan, applied, after, rule = step
+        state, findings = (new_facts, new_plan), after
+        total = merge(total, applied)
+        fixed.append(rule)
+    unfixed = [
+        (f.rule, blocked.get((f.rule, f.message)) or _no_remedy(f))
+        for f in findings
+        if wants(f) and not f.evidence.get("left_out")
+    ]
+    one_round = True
+    if not total.empty:
+        f2, p2, _ = apply(facts, plan, total)
+        again = rerun(f2, p2)
+        one_round = _same(again, findings)
+        state, findings = (f2, p2), again
+    return Closure(total, first, findings, state[0], state[1], fixed, unfixed, one_round)
+
+
+def _same(a: list[Finding], b: list[Finding]) -> bool:
+    return sorted((f.rule, f.severity.value, f.message) for f in a) == sorted(
+        (f.rule, f.severity.value, f.message) for f in b
+    )
+
+
+def _no_remedy(finding: Finding) -> str:
+    return f"no fix envdoctor can apply (the fix is manual: {_short(finding.fix, 200)})"
+
+
+def _one_fix(
+    state: tuple[Facts, Plan],
+    findings: list[Finding],
+    rerun: Rerun,
+    wants: Callable[[Finding], bool],
+    blocked: dict[tuple[str, str], str],
+) -> tuple[Facts, Plan, Remedy, list[Finding], str] | None:
+    """The first remedy, in the order of the findings (errors first), that holds."""
+    order = sorted(findings, key=lambda f: -f.severity.rank)
+    for finding in order:
+        key = (finding.rule, finding.message)
+        if not wants(finding) or key in blocked or not candidates(finding):
+            continue
+        reasons = []
+        for cand in candidates(finding):
+            new_facts, new_plan, applied = apply(*state, cand)
+            after = rerun(new_facts, new_plan)
+            why = why_not(findings, finding, after)
+            if why is None:
+                return new_facts, new_plan, applied, after, finding.rule
+            reasons.append(f"`{_text(finding, cand)}`: {why}")
+        blocked[key] = "no fix holds: " + "; ".join(reasons)
+    return None
