@@ -39,9 +39,10 @@ class Remedy:
 
     @property
     def empty(self) -> bool:
-        return not (
-            self.packages or self.config_set or self.config_remove or self.env_set or self.env_unset
-        ) and self.launch is None
+        return (
+            not (self.packages or self.config_set or self.config_remove or self.env_set or self.env_unset)
+            and self.launch is None
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The ``changes`` object of the fix format (docs/report.md)."""

@@ -268,7 +268,7 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         need = gens // _gcd(total, gens)
         fix += f"; or make per_device_train_batch_size a multiple of {need}"
         fits = [d for d in good if 2 <= d <= gens][-1:] + [d for d in good if d > gens][:1]
-        remedies = [Remedy(config_set={"num_generations": d}, fix=f"set num_generations: {d}") for d in fits]
+        remedies = [_generations(d) for d in fits]
         bigger = -(-per_device // need) * need
         remedies.append(
             Remedy(
@@ -286,6 +286,10 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         )
 
 
+def _generations(n: int) -> Remedy:
+    return Remedy(config_set={"num_generations": n}, fix=f"set num_generations: {n}")
+
+
 def _gcd(a: int, b: int) -> int:
     while b:
         a, b = b, a % b
@@ -300,7 +304,9 @@ def num_generations_too_small(ctx: Context) -> Iterator[Hit]:
             f"num_generations is {gens}: GRPO normalizes rewards within each group, "
             "so it needs at least 2 completions per prompt",
             fix="set num_generations: 2 or more (TRL's default is 8)",
-            remedy=[Remedy(config_set={"num_generations": n}, fix=f"set num_generations: {n}") for n in (8, 4, 2)],
+            remedy=[
+                Remedy(config_set={"num_generations": n}, fix=f"set num_generations: {n}") for n in (8, 4, 2)
+            ],
             num_generations=gens,
         )
 
@@ -359,7 +365,9 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
                 else f"remove `{key}`; `{guess}` needs {_span(entry)}"
             )
             remedy = (
-                Remedy(config_remove=(key,), config_set={repl: value}) if repl else Remedy(config_remove=(key,))
+                Remedy(config_remove=(key,), config_set={repl: value})
+                if repl
+                else Remedy(config_remove=(key,))
             )
         elif guess not in current:  # a TrainingArguments field of another transformers
             msg += (

@@ -118,9 +118,7 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
     from envdoctor.plan.launch import parse_launches
     from envdoctor.script_args import parse_script_args
 
-    new = Plan(
-        config_path=plan.config_path, accelerate=plan.accelerate, accelerate_path=plan.accelerate_path
-    )
+    new = Plan(config_path=plan.config_path, accelerate=plan.accelerate, accelerate_path=plan.accelerate_path)
     for key, value in plan.config.items():
         if plan.config_origin.get(key) != "command line":
             new.config[key] = value

@@ -118,7 +118,7 @@ def env_prefix_edit(line: str, key: str, value: str | None) -> str:
         elif value is not None:
             out.append(f"{key}={value}")
         i += 1
-    if len(out) == i and all(a == b for a, b in zip(out, argv)):
+    if len(out) == i and all(a == b for a, b in zip(out, argv, strict=False)):
         return line  # the variable is not among the line's leading assignments
     return shlex.join([*out, *argv[i:]])
 
