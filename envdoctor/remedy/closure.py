@@ -10,7 +10,6 @@ Everything runs in-process on facts + plan: no file, no network, no probe.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -45,28 +44,14 @@ def loud(finding: Finding) -> bool:
 
 def why_not(before: list[Finding], target: Finding, after: list[Finding]) -> str | None:
     """Why a remedy of ``target`` does not hold (None: it holds): the finding is still there,
-    or a rule finds more errors or warnings than before."""
+    or an error or warning is found that was not found before (by rule and message: the same
+    rule finding another problem is a new problem), or one got worse."""
     if any(f.rule == target.rule and f.message == target.message for f in after):
         return f"it leaves {target.rule} as it is"
-    for level in (Severity.ERROR, Severity.WARNING):
-        at = {Severity.ERROR} if level is Severity.ERROR else {Severity.ERROR, Severity.WARNING}
-        was = Counter(f.rule for f in before if f.severity in at)
-        if target.severity in at:
-            was[target.rule] -= 1
-        now = Counter(f.rule for f in after if f.severity in at)
-        for rule, n in now.items():
-            if n > was.get(rule, 0):
-                new = next(
-                    (
-                        f
-                        for f in after
-                        if f.rule == rule
-                        and f.severity in at
-                        and not any(b.rule == rule and b.message == f.message for b in before)
-                    ),
-                    next(f for f in after if f.rule == rule and f.severity in at),
-                )
-                return f"it would add {rule} ({new.severity.value}: {_short(new.message)})"
+    was = {(f.rule, f.message): f.severity.rank for f in before if loud(f)}
+    for f in after:
+        if loud(f) and was.get((f.rule, f.message), -1) < f.severity.rank:
+            return f"it would add {f.rule} ({f.severity.value}: {_short(f.message)})"
     return None
 
 
