@@ -30,7 +30,7 @@ from envdoctor.plan.memory.parts import (
     vllm_parts,
 )
 from envdoctor.plan.memory.shape import ModelShape, load_shape, parse_count, shape_from_count
-from envdoctor.plan.model_name import NO_MODEL, model_name
+from envdoctor.plan.model_name import NO_MODEL, model_name, model_params_hint
 from envdoctor.plan.values import as_bool
 from envdoctor.units import GiB, MiB, size_text
 
@@ -151,7 +151,7 @@ def resolve_model(ctx: RuleContext) -> tuple[ModelShape | None, str]:
         return None, (
             f"config.json of {name} is not on this machine (a local directory or the "
             "Hugging Face cache; nothing is downloaded): envdoctor plan-memory "
-            "--model-params 7B"
+            f"{model_params_hint(name)}"
         )
     return shape, ""
 
