@@ -44,13 +44,22 @@ def loud(finding: Finding) -> bool:
 
 def why_not(before: list[Finding], target: Finding, after: list[Finding]) -> str | None:
     """Why a remedy of ``target`` does not hold (None: it holds): the finding is still there,
-    or an error or warning is found that was not found before (by rule and message: the same
-    rule finding another problem is a new problem), or one got worse."""
+    or a new error or warning is found. New: of ``target``'s rule, any message not found before
+    (the same rule finding another problem); of another rule, more findings at that severity
+    than before (a finding that only says the same thing in other words, as CFG002's batch once
+    the launch has more ranks, is no new problem)."""
     if any(f.rule == target.rule and f.message == target.message for f in after):
         return f"it leaves {target.rule} as it is"
     was = {(f.rule, f.message): f.severity.rank for f in before if loud(f)}
+
+    def count(found: list[Finding], rule: str, rank: int) -> int:
+        return sum(1 for f in found if f.rule == rule and f.severity.rank >= rank)
+
     for f in after:
-        if loud(f) and was.get((f.rule, f.message), -1) < f.severity.rank:
+        if not loud(f) or was.get((f.rule, f.message), -1) >= f.severity.rank:
+            continue
+        rank = f.severity.rank
+        if f.rule == target.rule or count(after, f.rule, rank) > count(before, f.rule, rank):
             return f"it would add {f.rule} ({f.severity.value}: {_short(f.message)})"
     return None
 
