@@ -328,3 +328,14 @@ def test_plan_memory_72b_colocate_runs_the_weight_check(tmp_path):
     assert proc.returncode == 1, proc.stdout
     assert "MEM103" in proc.stdout and "Every GPU holds" not in proc.stdout
     assert "vllm_gpu_memory_utilization: 0.05" not in proc.stdout
+
+
+def test_hook_fix_renames_in_place(tmp_path):
+    cfg = tmp_path / "grpo.yaml"
+    cfg.write_text("# run\nuse_vllm: true\nvllm_mode: colocate\nvllm_gpu_memory_utilisation: 0.3  # typo\n")
+    proc = run_cli("hook", "--assume", "trl==1.16.0", "--fix", "grpo.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (
+        cfg.read_text()
+        == "# run\nuse_vllm: true\nvllm_mode: colocate\nvllm_gpu_memory_utilization: 0.3  # typo\n"
+    )

@@ -70,6 +70,17 @@ def _comment(line: str) -> str:
 def edit_yaml(text: str, config_set: dict[str, Any], config_remove: tuple[str, ...] | list[str]) -> str:
     """``text`` with top-level keys set and removed, every other line as it was."""
     lines = text.splitlines(keepends=True)
+    present = {_key_line(line) for line in lines}
+    new_keys = [k for k in config_set if k not in present]
+    for key in list(config_remove):  # a rename: the new key takes the old one's line
+        if not new_keys:
+            break
+        for i, line in enumerate(lines):
+            if _key_line(line) == key:
+                new = new_keys.pop(0)
+                lines[i : _value_end(lines, i)] = [f"{new}: {yaml_scalar(config_set[new])}{_comment(line)}\n"]
+                config_remove = [k for k in config_remove if k != key]
+                break
     for key in config_remove:
         for i, line in enumerate(lines):
             if _key_line(line) == key:
