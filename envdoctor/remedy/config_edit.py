@@ -72,12 +72,14 @@ def edit_yaml(text: str, config_set: dict[str, Any], config_remove: tuple[str, .
     lines = text.splitlines(keepends=True)
     present = {_key_line(line) for line in lines}
     new_keys = [k for k in config_set if k not in present]
-    for key in list(config_remove):  # a rename: the new key takes the old one's line
-        if not new_keys:
-            break
+    values = parse_mapping(text, "config", is_json=False) if new_keys and config_remove else {}
+    for key in list(config_remove):  # a rename (same value): the new key takes the old line
+        new = next((k for k in new_keys if key in values and values[key] == config_set[k]), None)
+        if new is None:
+            continue
         for i, line in enumerate(lines):
             if _key_line(line) == key:
-                new = new_keys.pop(0)
+                new_keys.remove(new)
                 lines[i : _value_end(lines, i)] = [f"{new}: {yaml_scalar(config_set[new])}{_comment(line)}\n"]
                 config_remove = [k for k in config_remove if k != key]
                 break
