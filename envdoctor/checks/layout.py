@@ -317,10 +317,24 @@ def server_parallel_mismatch(ctx: Context) -> Iterator[Hit]:
             f"{len(srv.gpus)}",
             fix="make the product equal the server's visible GPUs "
             f"(CUDA_VISIBLE_DEVICES with {want} GPUs for the server)",
-            remedy=_parallel_remedies(ctx, srv.tensor_parallel_size, srv.data_parallel_size, len(srv.gpus)),
+            remedy=_more_server_gpus(ctx, srv.gpus, want)
+            + _parallel_remedies(ctx, srv.tensor_parallel_size, srv.data_parallel_size, len(srv.gpus)),
             want=want,
             have=srv.gpus,
         )
+
+
+def _more_server_gpus(ctx: Context, have: list[int], want: int) -> list[Remedy]:
+    """The server line with ``want`` GPUs visible: its own and idle ones no rank trains on."""
+    server = ctx.plan.server
+    lay = ctx.resolved
+    if server is None or lay.unresolved:
+        return []
+    idle = [g.index for g in ctx.facts.gpus if g.index not in have and g.index not in lay.training]
+    if len(have) + len(idle) < want:
+        return []
+    gpus = ",".join(map(str, sorted([*have, *idle[: want - len(have)]])))
+    return [launch_remedy(ctx, _with_env(server.raw, "CUDA_VISIBLE_DEVICES", gpus), server=True)]
 
 
 def _parallel_remedies(ctx: Context, tp: int, dp: int, have: int) -> list[Remedy]:
