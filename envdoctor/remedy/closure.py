@@ -81,7 +81,7 @@ def prove(
 ) -> list[Finding]:
     """``findings`` with each remedy proved: a finding keeps the candidates that hold (its fix
     text is theirs); when none holds its fix says why, and it has no remedy."""
-    tried: dict[str, str | None] = {}
+    tried: dict[str, tuple[Remedy | None, str]] = {}
     out = []
     for finding in findings:
         cands = candidates(finding)
@@ -93,15 +93,58 @@ def prove(
         for cand in cands:
             key = f"{finding.rule}\0{finding.message}\0{cand!r}"
             if key not in tried:
-                new_facts, new_plan, _ = apply(facts, plan, cand)
-                tried[key] = why_not(findings, finding, rerun(new_facts, new_plan))
-            why = tried[key]
-            if why is None:
-                held.append(cand)
+                done, why = attempt((facts, plan), findings, finding, cand, rerun)
+                tried[key] = (done[2] if done else None, why)
+            holds, why = tried[key]
+            if holds is not None:
+                held.append(holds if holds.fix else replace(holds, fix=_text(finding, cand)))
             else:
                 reasons.append(f"`{_text(finding, cand)}`: {why}")
         out.append(_proved(finding, held, reasons))
     return out
+
+
+State = tuple[Facts, Plan]
+
+
+def attempt(
+    state: State, findings: list[Finding], target: Finding, cand: Remedy, rerun: Rerun, lookahead: bool = True
+) -> tuple[tuple[Facts, Plan, Remedy, list[Finding]] | None, str]:
+    """``cand`` applied to ``state``: (the new state, the remedy as applied, its findings) when
+    it holds, else None and why. A candidate that fixes ``target`` but brings new problems holds
+    together with the remedies of those problems (one step of look-ahead: TRL 0.19.0 fixes one
+    known failure and brings another that 0.19.1 fixes), when that pair adds nothing."""
+    new_facts, new_plan, applied = apply(*state, cand)
+    after = rerun(new_facts, new_plan)
+    why = why_not(findings, target, after)
+    if why is None:
+        return (new_facts, new_plan, applied, after), ""
+    if not lookahead or any(f.rule == target.rule and f.message == target.message for f in after):
+        return None, why
+    seen = {(f.rule, f.message) for f in findings}
+    cur_state, cur, total, texts = (new_facts, new_plan), after, applied, [_text(target, cand)]
+    for extra in [f for f in after if loud(f) and (f.rule, f.message) not in seen]:
+        if not any(f.rule == extra.rule and f.message == extra.message for f in cur):
+            continue  # gone with an earlier one
+        for second in candidates(extra):
+            f3, p3, a3 = apply(*cur_state, second)
+            after3 = rerun(f3, p3)
+            if why_not(cur, extra, after3) is None:
+                cur_state, cur, total = (f3, p3), after3, merge(total, a3)
+                texts.append(_text(extra, second))
+                break
+        else:
+            return None, why
+    if why_not(findings, target, cur) is not None:
+        return None, why
+    only_packages = (
+        total.packages
+        and total.launch is None
+        and not (total.config_set or total.config_remove or total.env_set or total.env_unset)
+    )
+    pins = " ".join(f"'{n}=={v}'" for n, v in sorted(total.packages.items()))
+    text = f"pip install {pins}" if only_packages else "; and ".join(dict.fromkeys(texts))
+    return (cur_state[0], cur_state[1], replace(total, fix=text), cur), ""
 
 
 def _proved(finding: Finding, held: list[Remedy], reasons: list[str]) -> Finding:
@@ -195,11 +238,9 @@ def _one_fix(
             continue
         reasons = []
         for cand in candidates(finding):
-            new_facts, new_plan, applied = apply(*state, cand)
-            after = rerun(new_facts, new_plan)
-            why = why_not(findings, finding, after)
-            if why is None:
-                return new_facts, new_plan, applied, after, finding.rule
+            done, why = attempt(state, findings, finding, cand, rerun)
+            if done is not None:
+                return done[0], done[1], done[2], done[3], finding.rule
             reasons.append(f"`{_text(finding, cand)}`: {why}")
         blocked[key] = "no fix holds: " + "; ".join(reasons)
     return None
