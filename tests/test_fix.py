@@ -339,3 +339,54 @@ def test_hook_fix_renames_in_place(tmp_path):
         cfg.read_text()
         == "# run\nuse_vllm: true\nvllm_mode: colocate\nvllm_gpu_memory_utilization: 0.3  # typo\n"
     )
+
+
+#: broken conformance setups, one per rule family the fix reaches (config, launch, server line,
+#: packages, the catalogue with look-ahead)
+CONFORMANCE = [
+    "openr1-server-zero2-code:one-gpu-too-many",
+    "trl-1.9-server:trainer-on-a-server-gpu",
+    "kfb-trl-0.27-server-vllm-0.12:server-short-of-gpus",
+    "trl-0.19-colocate:vllm-built-for-another-torch",
+    "openr1-colocate-zero2:colocate-launched-with-python",
+    "trl-1.9-grpo-vlm-example:misspelt-config-key",
+]
+
+
+@pytest.mark.parametrize("case_id", CONFORMANCE)
+def test_fix_then_check_has_no_error_and_adds_nothing(case_id, tmp_path):
+    import shlex
+
+    import yaml
+
+    from tests.conformance.setups import SETUPS, cases, cli_args
+
+    case = next(c for c in cases() if c.id == case_id)
+    work = tmp_path / case.setup
+    shutil.copytree(SETUPS / case.setup, work)
+    for rel, values in case.files.items():
+        data = yaml.safe_load((work / rel).read_text(encoding="utf-8")) or {}
+        data.update(values)
+        (work / rel).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(case.facts), encoding="utf-8")
+    args = cli_args(case, facts)[1:]
+    proc = run_cli("fix", *args, cwd=work)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["fixed"] and out["after"]["summary"]["errors"] == 0
+    changes = out["changes"]
+    head = args[: args.index("--")]
+    if changes["launch"]:
+        keep = [a for i, a in enumerate(head) if a != "--launch" and (i == 0 or head[i - 1] != "--launch")]
+        *servers, trainer = changes["launch"]
+        head = [*keep, *[x for s in servers for x in ("--launch", s)]]
+        tail = shlex.split(trainer)
+    else:
+        tail = args[args.index("--") + 1 :]
+    for name, version in changes["packages"].items():
+        head += ["--assume", f"{name}=={version}"]
+    again = json.loads(run_cli("check", *head, "--", *tail, cwd=work).stdout)
+    loud = lambda r: {(f["rule"], f["severity"]) for f in r["findings"] if f["severity"] != "info"}  # noqa: E731
+    assert again["summary"]["errors"] == 0, loud(again)
+    assert loud(again) <= loud(out["before"]) | loud(out["after"])

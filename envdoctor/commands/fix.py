@@ -208,9 +208,9 @@ def text(result: dict[str, Any], path: str | None, edit: tuple[str, str] | None,
 
 def fix_targets(targets: list[Any], facts: Any, launch: str | None, select: Any, ignore: Any) -> list[str]:
     """``envdoctor hook --fix``: the proved config changes written into each target's GRPO
-    config file (the files the hook was given); returns the files changed. Pins and launch
+    config file (the files the hook was given; ``ignore`` holds the rules the hook skips
+    offline); returns the files changed. Pins and launch
     lines are not the config's: the hook's report still shows what they leave."""
-    from envdoctor.commands.hook import offline_rules
     from envdoctor.plan.build import build_plan
     from envdoctor.remedy import Rerun, close
 
@@ -222,8 +222,7 @@ def fix_targets(targets: list[Any], facts: Any, launch: str | None, select: Any,
         if line is None and target.accelerate:
             line = f"accelerate launch --config_file {shlex.quote(target.accelerate)} train.py"
         plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=line, live=False)
-        skip = sorted(offline_rules(facts, select, ignore))
-        closure = close(facts, plan, Rerun(select, (ignore or []) + skip))
+        closure = close(facts, plan, Rerun(select, ignore))
         edit = config_edit(target.grpo, closure.changes.to_dict()["config"])
         if edit is not None:
             _write(target.grpo, edit[1])

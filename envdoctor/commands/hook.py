@@ -381,7 +381,8 @@ def hook(
     if apply_fix and facts is not None:
         from envdoctor.commands.fix import fix_targets
 
-        for path in fix_targets(targets, facts, line, select_ids, ignore_ids):
+        skip = sorted(offline_rules(facts, select_ids, ignore_ids))
+        for path in fix_targets(targets, facts, line, select_ids, (ignore_ids or []) + skip):
             click.echo(f"envdoctor: fixed {clean(path)}", err=True)
     named = (
         [(t.label, check_target(t, facts, line, select_ids, ignore_ids)) for t in targets]
