@@ -137,7 +137,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             fix = (
                 f"replace `{key}` with `{repl}`" if repl else f"remove `{key}`"
             ) + f", or pin 'trl<{until}'"
-            remedies = [_replace_or_remove(ctx, key, repl, value)]
+            remedies = [replace_or_remove(ctx, key, repl, value)]
         else:
             msg = f"`{key}` ({origin}) is not known to TRL {said}: it exists in {_span(entry)}"
             fix = f"pip install 'trl>={since}'"
@@ -145,7 +145,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
                 fix += f", or use `{repl}` with this TRL"
             remedies = [Remedy(packages={"trl": str(since)}, fix=f"pip install 'trl=={since}'")]
             if repl:
-                remedies.insert(0, _replace_or_remove(ctx, key, repl, value))
+                remedies.insert(0, replace_or_remove(ctx, key, repl, value))
         yield hit(
             msg,
             fix=fix,
@@ -163,7 +163,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
 MODE_KEYS = {"server": ("vllm_server_",)}
 
 
-def _replace_or_remove(ctx: Context, key: str, repl: str | None, value: Any) -> Remedy:
+def replace_or_remove(ctx: Context, key: str, repl: str | None, value: Any) -> Remedy:
     """The remedy for a key of another TRL era: its replacement with the same value where the
     run uses it; removed where the replacement belongs to a mode this run does not use (a stale
     `vllm_device` in a colocate run) or names another thing (a device is not a server host)."""
