@@ -390,3 +390,19 @@ def test_fix_then_check_has_no_error_and_adds_nothing(case_id, tmp_path):
     loud = lambda r: {(f["rule"], f["severity"]) for f in r["findings"] if f["severity"] != "info"}  # noqa: E731
     assert again["summary"]["errors"] == 0, loud(again)
     assert loud(again) <= loud(out["before"]) | loud(out["after"])
+
+
+def test_known_failure_remedy_is_the_fixed_release(tmp_path):
+    from tests.conformance.setups import SETUPS, cases, cli_args
+
+    case = next(c for c in cases() if c.id == "kfc-trl-1.9-grpo-vlm-smolvlm:deepspeed-0.19.2-on-trl-1.6")
+    work = tmp_path / case.setup
+    shutil.copytree(SETUPS / case.setup, work)
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(case.facts), encoding="utf-8")
+    report = json.loads(run_cli(*cli_args(case, facts), cwd=work).stdout)
+    knf = [f for f in report["findings"] if f["rule"] == "KNF001" and f["severity"] == "error"]
+    assert knf and all(f["remedy"]["packages"] for f in knf)
+    for f in knf:
+        assert all(v[0].isdigit() and not set(v) & set("<>=,") for v in f["remedy"]["packages"].values())
+        assert f["fix"].startswith("pip install '") and "==" in f["fix"]
