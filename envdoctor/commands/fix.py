@@ -95,7 +95,7 @@ def run_fix(
 ) -> dict[str, Any]:
     """The closure over ``facts`` + ``plan``, the before / after reports and the JSON object."""
     from envdoctor.doctor import check as run_check
-    from envdoctor.remedy import Rerun, close
+    from envdoctor.remedy import Rerun, close, launch_lines
     from envdoctor.report import render
 
     _, before = run_check(facts, plan, select=select, ignore=ignore, network=False)
@@ -119,6 +119,7 @@ def run_fix(
         "before": before,
         "after": after,
         "closure": closure,
+        "launch_was": launch_lines(plan),
     }
 
 
@@ -197,7 +198,16 @@ def text(result: dict[str, Any], path: str | None, edit: tuple[str, str] | None,
             lines.append(f"  in your GRPO config (no config file to edit): {'; '.join(what)}")
     if js["commands"]:
         lines.append("  run:")
-        lines += [f"    {c}" for c in js["commands"]]
+        was = set(result.get("launch_was") or ())
+        launch = changes["launch"] or []
+        for c in js["commands"]:
+            if c in launch:
+                c += (
+                    "  # as it was"
+                    if c in was
+                    else ("  # the trainer" if c == launch[-1] else "  # the server")
+                )
+            lines.append(f"    {c}")
     if diff and edit is not None and path:
         lines += ["", _diff(path, edit).rstrip("\n")]
     for item in js["unfixed"]:
