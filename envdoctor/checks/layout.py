@@ -100,6 +100,8 @@ def vllm_device_unavailable(ctx: Context) -> Iterator[Hit]:
         f"{lay.world_size + 1} GPUs visible (e.g. add one to --gpu_ids / "
         "CUDA_VISIBLE_DEVICES)",
         remedy=Remedy(config_set={"vllm_device": "auto"}, fix="set vllm_device: auto"),
+        by_hand=f"make {lay.world_size + 1} GPUs visible for vllm_device cuda:{lay.world_size} (add one "
+        "to --gpu_ids / CUDA_VISIBLE_DEVICES)",
         **problem,
     )
 

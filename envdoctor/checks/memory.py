@@ -157,6 +157,7 @@ def generation_gpu_memory_short(ctx: Context) -> Iterator[Hit]:
             f"the KV-cache allocation fails at start. Held by: {_holders(gpu)}{note}",
             fix=f"free GPU {idx} (stop those processes), or {lower}",
             remedy=remedy,
+            by_hand=f"free GPU {idx} (stop those processes)",
             gpu=idx,
             free_mib=gpu.free_mib,
             need_mib=need,

@@ -148,13 +148,18 @@ def attempt(
 
 
 def _proved(finding: Finding, held: list[Remedy], reasons: list[str]) -> Finding:
+    """The finding with the candidates that hold as its fix; the advice a rule gives for doing
+    it by hand (``evidence["by_hand"]``: free a GPU, add one) stays beside them."""
+    by_hand = str(finding.evidence.get("by_hand") or "")
     if held:
         texts = list(dict.fromkeys(_text(finding, r) for r in held))
-        return replace(finding, fix="; or ".join(texts), remedy=held[0], alternatives=tuple(held[1:]))
+        fix = "; or ".join([by_hand, *texts] if by_hand else texts)
+        return replace(finding, fix=fix, remedy=held[0], alternatives=tuple(held[1:]))
     why = "; ".join(reasons)
+    fix = f"{by_hand} (no other fix holds: {why})" if by_hand else f"no fix envdoctor could prove: {why}"
     return replace(
         finding,
-        fix=f"no fix envdoctor could prove: {why}",
+        fix=fix,
         remedy=None,
         alternatives=(),
         evidence={**finding.evidence, "unfixable": why},
