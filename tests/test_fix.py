@@ -406,3 +406,19 @@ def test_known_failure_remedy_is_the_fixed_release(tmp_path):
     for f in knf:
         assert all(v[0].isdigit() and not set(v) & set("<>=,") for v in f["remedy"]["packages"].values())
         assert f["fix"].startswith("pip install '") and "==" in f["fix"]
+
+
+def test_typo_of_an_old_era_key_is_not_moved_into_a_server_key():
+    _, _, found = _found(
+        snapshot(2), {**COLOCATE, "vllm_devic": "cuda:1"}, "torchrun --nproc_per_node 2 t.py"
+    )
+    f = found["CFG004"]
+    assert f.remedy.config_remove == ("vllm_devic",) and not f.remedy.config_set
+
+
+def test_gpu_held_by_another_process_keeps_the_advice_by_hand():
+    snap = snapshot(2, used={0: 70000}, processes={0: [{"pid": 4242, "name": "python", "used_mib": 70000}]})
+    _, _, found = _found(snap, COLOCATE, "torchrun --nproc_per_node 2 t.py")
+    f = found["MEM001"]
+    assert f.fix.startswith("free GPU 0 (stop those processes)")
+    assert f.remedy is not None or "no other fix holds" in f.fix

@@ -364,11 +364,7 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
                 if repl
                 else f"remove `{key}`; `{guess}` needs {_span(entry)}"
             )
-            remedy = (
-                Remedy(config_remove=(key,), config_set={repl: value})
-                if repl
-                else Remedy(config_remove=(key,))
-            )
+            remedy = replace_or_remove(ctx, key, repl, value)
         elif guess not in current:  # a TrainingArguments field of another transformers
             msg += (
                 f" (a TrainingArguments field of {span(ta, guess, 'transformers')}, not of "
