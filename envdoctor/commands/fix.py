@@ -107,7 +107,18 @@ def run_fix(
         "changes": changes,
         "commands": commands(changes),
         "fixed": list(dict.fromkeys(closure.fixed)),
-        "unfixed": [{"rule": r, "why": w} for r, w in closure.unfixed],
+        "unfixed": [{"rule": r, "why": w} for r, w in closure.unfixed]
+        + (
+            []
+            if closure.one_round
+            else [
+                {
+                    "rule": "-",
+                    "why": "the fixes applied together give another result than one by one "
+                    "(`after` shows theirs)",
+                }
+            ]
+        ),
         "before": json.loads(render(before, "json")),
         "after": json.loads(render(after, "json")),
     }
