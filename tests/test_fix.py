@@ -118,6 +118,10 @@ def test_closure_drops_a_remedy_that_does_not_hold():
 
     proved = prove(facts, plan, [replace(f, remedy=pin, alternatives=(f.remedy,))], Rerun())
     assert proved[0].remedy.config_remove == ("vllm_device",) and "trl" not in proved[0].fix
+    assert (
+        "trl==0.17.1" in proved[0].evidence["not_proved"]
+        and "would add CFG001" in proved[0].evidence["not_proved"]
+    )
     proved = prove(facts, plan, [replace(f, remedy=pin, alternatives=(noop,))], Rerun())
     assert proved[0].remedy is None
     why = proved[0].evidence["unfixable"]

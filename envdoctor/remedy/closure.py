@@ -154,7 +154,8 @@ def _proved(finding: Finding, held: list[Remedy], reasons: list[str]) -> Finding
     if held:
         texts = list(dict.fromkeys(_text(finding, r) for r in held))
         fix = "; or ".join([by_hand, *texts] if by_hand else texts)
-        return replace(finding, fix=fix, remedy=held[0], alternatives=tuple(held[1:]))
+        evidence = {**finding.evidence, "not_proved": "; ".join(reasons)} if reasons else finding.evidence
+        return replace(finding, fix=fix, remedy=held[0], alternatives=tuple(held[1:]), evidence=evidence)
     why = "; ".join(reasons)
     fix = f"{by_hand} (no other fix holds: {why})" if by_hand else f"no fix envdoctor could prove: {why}"
     return replace(
