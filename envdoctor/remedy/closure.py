@@ -114,8 +114,11 @@ def attempt(
     it holds, else None and why. A candidate that fixes ``target`` but brings new problems holds
     together with the remedies of those problems (one step of look-ahead: TRL 0.19.0 fixes one
     known failure and brings another that 0.19.1 fixes), when that pair adds nothing."""
-    new_facts, new_plan, applied = apply(*state, cand)
-    after = rerun(new_facts, new_plan)
+    try:
+        new_facts, new_plan, applied = apply(*state, cand)
+        after = rerun(new_facts, new_plan)
+    except Exception as exc:  # a remedy that cannot be applied is no fix; never a crash of check
+        return None, f"it cannot be applied ({type(exc).__name__}: {_short(str(exc), 120)})"
     why = why_not(findings, target, after)
     if why is None:
         return (new_facts, new_plan, applied, after), ""
@@ -127,8 +130,11 @@ def attempt(
         if not any(f.rule == extra.rule and f.message == extra.message for f in cur):
             continue  # gone with an earlier one
         for second in candidates(extra):
-            f3, p3, a3 = apply(*cur_state, second)
-            after3 = rerun(f3, p3)
+            try:
+                f3, p3, a3 = apply(*cur_state, second)
+                after3 = rerun(f3, p3)
+            except Exception:  # noqa: BLE001 - not applicable: try the next
+                continue
             if why_not(cur, extra, after3) is None:
                 cur_state, cur, total = (f3, p3), after3, merge(total, a3)
                 texts.append(_text(extra, second))
@@ -212,10 +218,14 @@ def close(
     ]
     one_round = True
     if not total.empty:
-        f2, p2, _ = apply(facts, plan, total)
-        again = rerun(f2, p2)
-        one_round = _same(again, findings)
-        state, findings = (f2, p2), again
+        try:
+            f2, p2, _ = apply(facts, plan, total)
+            again = rerun(f2, p2)
+        except Exception:  # noqa: BLE001 - reported as not one round; `after` is the last state
+            one_round = False
+        else:
+            one_round = _same(again, findings)
+            state, findings = (f2, p2), again
     return Closure(total, first, findings, state[0], state[1], fixed, unfixed, one_round)
 
 
