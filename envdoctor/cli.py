@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hook": ("hook", "hook"),
     "diff": ("diff", "diff"),
     "plan-memory": ("plan_memory", "plan_memory"),
+    "fix": ("fix", "fix"),
 }
 
 

@@ -204,4 +204,17 @@ def check(
 ) -> tuple[Context, Report]:
     ctx = Context(facts=facts, plan=plan, network=network, allow_hosts=tuple(allow_hosts))
     outcome = run_rules(ctx, select=select, ignore=ignore)
+    prove_fixes(ctx, outcome, select, ignore)
     return ctx, build_report(ctx, outcome)
+
+
+def prove_fixes(
+    ctx: Context, outcome: Outcome, select: list[str] | None = None, ignore: list[str] | None = None
+) -> None:
+    """Keep only the fixes that hold (``envdoctor.remedy``): each remedy is applied to a copy
+    of the inputs and the rules run again, in-process. Loaded only when a finding has one."""
+    if not any(f.remedy is not None for f in outcome.findings):
+        return
+    from envdoctor.remedy import Rerun, prove
+
+    outcome.findings = prove(ctx.facts, ctx.plan, outcome.findings, Rerun(select, ignore))

@@ -35,6 +35,14 @@ class Remedy:
     env_set: dict[str, str] = field(default_factory=dict)
     env_unset: tuple[str, ...] = ()
     launch: tuple[str, ...] | None = None
+    fix: str = ""  # this remedy's own text, when a rule offers several (``alternatives``)
+
+    @property
+    def empty(self) -> bool:
+        return (
+            not (self.packages or self.config_set or self.config_remove or self.env_set or self.env_unset)
+            and self.launch is None
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The ``changes`` object of the fix format (docs/report.md)."""
@@ -52,7 +60,8 @@ class Finding:
 
     ``rule`` is the id of the rule (its documentation lives in ``rules/*.yaml``);
     ``evidence`` holds the facts that made it fire (shown with ``-v`` and in JSON); ``remedy``
-    is ``fix`` as data, for ``envdoctor fix``.
+    is ``fix`` as data, for ``envdoctor fix``; ``alternatives`` are the next candidates (each with
+    its own ``fix`` text), tried in order when one does not hold (``envdoctor.remedy``).
     """
 
     rule: str
@@ -61,6 +70,7 @@ class Finding:
     fix: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
     remedy: Remedy | None = None  # the fix as data, where one is known
+    alternatives: tuple[Remedy, ...] = ()  # further candidates, tried when ``remedy`` does not hold
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -35,7 +35,7 @@ class TrlRelease:
     declared pin) or ``assumed`` (nothing installed or declared: see ``why``)."""
 
     version: str | None
-    how: str = "installed"  # installed | assumed | unknown (a declared range)
+    how: str = "installed"  # installed | named (--assume) | assumed | unknown (a declared range)
     why: str = ""
 
     @property
@@ -46,6 +46,8 @@ class TrlRelease:
         """``1.16.0`` or ``1.16.0 (assumed: …)`` for messages."""
         if self.version is None:
             return "?"
+        if self.how == "named":  # --assume trl==X: nothing installed says so
+            return f"{self.version} (assumed)"
         return f"{self.version} (assumed: {self.why})" if self.assumed else self.version
 
 
@@ -71,7 +73,8 @@ def trl_release(facts: Facts, kb: Knowledge) -> TrlRelease:
     """The TRL release judgements use for ``facts`` (see the module docstring)."""
     installed = facts.version("trl")
     if installed:
-        return TrlRelease(installed)
+        named = "trl" in (facts.extra.get("assumed") or ())
+        return TrlRelease(installed, "named", "--assume") if named else TrlRelease(installed)
     declared = ((facts.extra.get("declared") or {}).get("stack") or {}).get("trl")
     if declared is not None:  # a range (a pin is a package): the DCL rules judge its releases
         return TrlRelease(None, "unknown", "declared as a range")

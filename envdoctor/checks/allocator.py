@@ -8,6 +8,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import Remedy
 from envdoctor.plan.alloc_conf import parse_alloc_conf
 from envdoctor.plan.layout import trainer_env
 
@@ -51,6 +52,18 @@ def _confs(ctx: Context) -> dict[str, str]:
     return {v: env[v] for v in VARS if v in env}
 
 
+def _expandable(var: str) -> Remedy:
+    return Remedy(env_set={var: "expandable_segments:True"}, fix=f"export {var}=expandable_segments:True")
+
+
+def _without_expandable(raw: str) -> Remedy:
+    """``PYTORCH_CUDA_ALLOC_CONF`` without its expandable_segments option (unset when empty)."""
+    rest = ",".join(o.strip() for o in raw.split(",") if o.strip() and "expandable_segments" not in o)
+    if rest:
+        return Remedy(env_set={VARS[0]: rest}, fix=f"export {VARS[0]}={rest}")
+    return Remedy(env_unset=(VARS[0],), fix=f"unset {VARS[0]}")
+
+
 @rule("ALC001")
 def alloc_conf_invalid(ctx: Context) -> Iterator[Hit]:
     accepted, text = _torch_rules(ctx)
@@ -62,9 +75,26 @@ def alloc_conf_invalid(ctx: Context) -> Iterator[Hit]:
                 f"{var}={shown}: {problem}; torch raises at the first CUDA allocation",
                 fix=f"export {var}=expandable_segments:True  # or fix the option's "
                 "spelling: key:value pairs separated by commas",
+                remedy=[
+                    Remedy(env_set={var: kept}, fix=f"export {var}={kept}  # the options torch accepts")
+                    for kept in [_without_problems(raw, accepted, text)]
+                    if kept
+                ]
+                + [
+                    Remedy(
+                        env_set={var: "expandable_segments:True"},
+                        fix=f"export {var}=expandable_segments:True",
+                    )
+                ],
                 variable=var,
                 value=raw[:1000],
             )
+
+
+def _without_problems(raw: str, accepted: set[str] | None, text: str) -> str:
+    """``raw`` with each option that has a problem left out ('' when none is left)."""
+    kept = [o for o in raw.split(",") if o.strip() and not parse_alloc_conf(o, accepted, text).problems]
+    return ",".join(o.strip() for o in kept)
 
 
 @rule("ALC002")
@@ -84,6 +114,10 @@ def alloc_conf_disagree(ctx: Context) -> Iterator[Hit]:
             f"{VARS[0]}={confs[VARS[0]]} and {VARS[1]}={confs[VARS[1]]} differ ({which})",
             severity="warning",
             fix="set only one of them",
+            remedy=[
+                Remedy(env_unset=(other,), fix=f"unset {other}  # keep {keep}={confs[keep]}")
+                for keep, other in ((VARS[1], VARS[0]), (VARS[0], VARS[1]))
+            ],
             **evidence,
         )
     elif VARS[1] in confs and VARS[0] not in confs and read and VARS[1] not in read.get("read", []):
@@ -91,6 +125,11 @@ def alloc_conf_disagree(ctx: Context) -> Iterator[Hit]:
             f"{VARS[1]} is set but torch {torch} reads only {VARS[0]}: the setting has no effect",
             severity="warning",
             fix=f"export {VARS[0]}={confs[VARS[1]]}",
+            remedy=Remedy(
+                env_set={VARS[0]: confs[VARS[1]]},
+                env_unset=(VARS[1],),
+                fix=f"export {VARS[0]}={confs[VARS[1]]}; unset {VARS[1]}",
+            ),
             **evidence,
         )
 
@@ -103,11 +142,14 @@ def expandable_segments_recommended(ctx: Context) -> Iterator[Hit]:
     if ctx.config.get("vllm_enable_sleep_mode"):
         return  # ALC004's territory: expandable segments break vLLM's sleep-mode pool
     if ctx.layout.training:
+        var = next(iter(confs), VARS[0])
+        value = ",".join([*filter(None, [confs.get(var, "").strip(" ,")]), "expandable_segments:True"])
         yield hit(
             "PYTORCH_CUDA_ALLOC_CONF does not enable expandable segments: GRPO's varying "
             "sequence lengths fragment the caching allocator, and an OOM can strike with "
             "GiBs 'reserved but unallocated'",
-            fix="export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+            fix=f"export {var}={value}",
+            remedy=Remedy(env_set={var: value}),
         )
 
 
@@ -128,6 +170,10 @@ def expandable_segments_vs_vllm_sleep(ctx: Context) -> Iterator[Hit]:
             'compatible with memory pool")',
             fix=f"unset expandable_segments in {VARS[0]}, turn off vllm_enable_sleep_mode, "
             "or pip install 'vllm>=0.20.1'",
+            remedy=[
+                _without_expandable(raw),
+                Remedy(config_set={"vllm_enable_sleep_mode": False}, fix="set vllm_enable_sleep_mode: false"),
+            ],
             variable=VARS[0],
             vllm=vllm,
         )

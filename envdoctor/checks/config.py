@@ -119,6 +119,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
                 f"`{key}` ({origin}) is deprecated in TRL {said} (from {dep['first']})"
                 + (f" ({entry['note'].rstrip(';. ')})" if entry.get("note") else ""),
                 fix=f"remove `{key}`" + (f"; configure `{repl}` instead" if repl else ""),
+                remedy=Remedy(config_remove=(key,)),
                 severity="warning",
                 key=key,
                 trl=trl,
@@ -137,20 +138,25 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
         if commit:
             said = f"{said} (commit {commit[:10]}, which has no `{key}` yet or any more)"
         repl = entry.get("replaced_by")
+        value = ctx.config.get(key)
         if too_new:
             msg = (
                 f"`{key}` ({origin}) was removed from GRPOConfig in TRL {until}; "
-                f"{'' if ctx.trl.assumed else 'installed '}TRL {said} "
+                f"{'installed ' if ctx.trl.how == 'installed' else ''}TRL {said} "
                 f"{_parser_does(ctx)} (it exists in {_span(entry)})"
             )
             fix = (
                 f"replace `{key}` with `{repl}`" if repl else f"remove `{key}`"
             ) + f", or pin 'trl<{until}'"
+            remedies = [replace_or_remove(ctx, key, repl, value)]
         else:
             msg = f"`{key}` ({origin}) is not known to TRL {said}: it exists in {_span(entry)}"
             fix = f"pip install 'trl>={since}'"
             if repl:
                 fix += f", or use `{repl}` with this TRL"
+            remedies = [Remedy(packages={"trl": str(since)}, fix=f"pip install 'trl=={since}'")]
+            if repl:
+                remedies.insert(0, replace_or_remove(ctx, key, repl, value))
         severity = ctx.on_trl()
         if ctx.kb.feature("config_unknown_keys_fail", trl) is False:
             # TRL < 0.19's parser drops a key no dataclass has: the run starts, the key is dead
@@ -160,7 +166,16 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
                 if too_new
                 else f"; TRL {said} {_parser_does(ctx)}: the key is dead, its setting has no effect"
             )
-        yield hit(msg, fix=fix, key=key, trl=trl, since=since, until=until, severity=severity)
+        yield hit(
+            msg,
+            fix=fix,
+            remedy=remedies,
+            key=key,
+            trl=trl,
+            since=since,
+            until=until,
+            severity=severity,
+        )
     yield from _training_arguments_gone(ctx)
 
 
@@ -174,6 +189,26 @@ def _at_commit(ctx: Context, key: str) -> tuple[bool | None, str]:
     from envdoctor.knowledge.trl_commits import has_key
 
     return has_key(ref, key), ref
+
+
+#: key prefixes that only one generation mode reads (a replacement of another mode is no fix)
+MODE_KEYS = {"server": ("vllm_server_",)}
+
+
+def replace_or_remove(ctx: Context, key: str, repl: str | None, value: Any) -> Remedy:
+    """The remedy for a key of another TRL era: its replacement with the same value where the
+    run uses it; removed where the replacement belongs to a mode this run does not use (a stale
+    `vllm_device` in a colocate run) or names another thing (a device is not a server host)."""
+    mode = ctx.resolved.generation_mode if ctx.plan.use_vllm else None
+    of_mode = next((m for m, prefixes in MODE_KEYS.items() if repl and repl.startswith(prefixes)), None)
+    if not repl or of_mode is not None:
+        why = (
+            f" (its successor `{repl}` is a {of_mode}-mode key; this run uses {mode or 'no vLLM'})"
+            if repl and of_mode != mode
+            else ""
+        )
+        return Remedy(config_remove=(key,), fix=f"remove `{key}`{why}")
+    return Remedy(config_remove=(key,), config_set={repl: value}, fix=f"replace `{key}` with `{repl}`")
 
 
 def _parser_does(ctx: Context) -> str:
@@ -208,6 +243,7 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
                 if gone
                 else f"pip install 'transformers>={entry['since']}', or remove `{key}`"
             ),
+            remedy=Remedy(config_remove=(key,), fix=f"remove `{key}`"),
             key=key,
             transformers=tf,
         )
@@ -267,6 +303,15 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         fix = f"set num_generations to a divisor of {total}: {', '.join(map(str, good[:6]))}"
         need = gens // _gcd(total, gens)
         fix += f"; or make per_device_train_batch_size a multiple of {need}"
+        fits = [d for d in good if 2 <= d <= gens][-1:] + [d for d in good if d > gens][:1]
+        remedies = [_generations(d) for d in fits]
+        bigger = -(-per_device // need) * need
+        remedies.append(
+            Remedy(
+                config_set={"per_device_train_batch_size": bigger},
+                fix=f"set per_device_train_batch_size: {bigger}",
+            )
+        )
         yield hit(
             f"the global batch {total} = {what} is not divisible by num_generations "
             f"({gens}): TRL refuses at init"
@@ -277,6 +322,7 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             ),
             fix=fix,
             severity=ctx.on_trl(),
+            remedy=remedies,
             total=total,
             num_generations=gens,
         )
@@ -287,6 +333,10 @@ def _server_mode(ctx: Context) -> bool:
     from envdoctor.plan.layout import vllm_mode
 
     return bool(ctx.plan.use_vllm) and vllm_mode(ctx.plan, ctx.facts, ctx.kb) == "server"
+
+
+def _generations(n: int) -> Remedy:
+    return Remedy(config_set={"num_generations": n}, fix=f"set num_generations: {n}")
 
 
 def _gcd(a: int, b: int) -> int:
@@ -303,6 +353,9 @@ def num_generations_too_small(ctx: Context) -> Iterator[Hit]:
             f"num_generations is {gens}: GRPO normalizes rewards within each group, "
             "so it needs at least 2 completions per prompt",
             fix="set num_generations: 2 or more (TRL's default is 8)",
+            remedy=[
+                Remedy(config_set={"num_generations": n}, fix=f"set num_generations: {n}") for n in (8, 4, 2)
+            ],
             num_generations=gens,
         )
 
@@ -359,23 +412,27 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
             f"script arguments in any release envdoctor knows; did you mean `{guess}`?"
         )
         fix = f"rename `{key}` to `{guess}`"
+        value = ctx.config.get(key)
+        remedy = Remedy(config_remove=(key,), config_set={guess: value})
         entry = keys.get(guess)
         if guess not in current and entry is not None:  # a key of another TRL era
             repl = entry.get("replaced_by")
-            which = "" if ctx.trl.assumed else "the installed "
+            which = "the installed " if ctx.trl.how == "installed" else ""
             msg += f" (a key of {_span(entry)}, not of {which}TRL {ctx.trl.label()})"
             fix = (
                 f"TRL {trl} replaced `{guess}` with `{repl}`: set that instead of `{key}`"
                 if repl
                 else f"remove `{key}`; `{guess}` needs {_span(entry)}"
             )
+            remedy = replace_or_remove(ctx, key, repl, value)
         elif guess not in current:  # a TrainingArguments field of another transformers
             msg += (
                 f" (a TrainingArguments field of {span(ta, guess, 'transformers')}, not of "
                 f"the installed transformers {tf})"
             )
             fix = f"remove `{key}`; `{guess}` needs {span(ta, guess, 'transformers')}"
-        yield hit(msg, fix=fix, key=key, suggestion=guess)
+            remedy = Remedy(config_remove=(key,))
+        yield hit(msg, fix=fix, remedy=remedy, key=key, suggestion=guess)
     if own:
         shown = ", ".join(f"`{k}`" for k in own[:8]) + (f" and {len(own) - 8} more" if len(own) > 8 else "")
         yield hit(

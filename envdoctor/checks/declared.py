@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from envdoctor import versions
-from envdoctor.checks.config import NOT_CONFIG
+from envdoctor.checks.config import NOT_CONFIG, replace_or_remove
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 
@@ -98,6 +98,7 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
                 f"{_said(trl)} allows none of these releases: TRL rejects it",
                 fix=(f"replace `{key}` with `{repl}`" if repl and bad_new else f"remove `{key}`")
                 + (f", or require 'trl<{until}'" if until and bad_new else f", or require 'trl>={since}'"),
+                remedy=replace_or_remove(ctx, key, repl if bad_new else None, ctx.config.get(key)),
                 severity="error",
                 key=key,
                 trl=spec,

@@ -88,6 +88,7 @@ def run_rules(ctx: Context, select: list[str] | None = None, ignore: list[str] |
                         fix=h.fix or doc.fix,
                         evidence=h.evidence,
                         remedy=h.remedy,
+                        alternatives=h.alternatives,
                     )
                 )
         except LayoutUnresolved as exc:  # needs the layout of a launch that does not resolve

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import Remedy
 from envdoctor.plan.layout import trainer_env
 
 
@@ -89,6 +90,7 @@ def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
                 f"capability {gpu.compute_capability}) has no bf16 support: TrainingArguments"
                 " refuses at start",
                 fix="set bf16: false and fp16: true",
+                remedy=Remedy(config_set={"bf16": False, "fp16": True}),
                 gpu=gpu.index,
                 severity="error" if "bf16" in ctx.config else ctx.on_trl(),
             )
@@ -179,5 +181,6 @@ def device_order_ambiguous(ctx: Context) -> Iterator[Hit]:
             "GPU N of nvidia-smi",
             severity="warning",
             fix="export CUDA_DEVICE_ORDER=PCI_BUS_ID",
+            remedy=Remedy(env_set={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}),
             models=sorted(map(str, kinds)),
         )

@@ -14,6 +14,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import Remedy
 from envdoctor.knowledge import checkable_failures
 from envdoctor.knowledge.failures import KnownFailure
 from envdoctor.plan.interface import from_config_object
@@ -189,6 +190,14 @@ def _fix_asks(failure: KnownFailure) -> str:
     return f"; the fix asks {', '.join(out)}" + (f": {why.strip()}" if why.strip() else "")
 
 
+def _fixed_release(failure: KnownFailure) -> Remedy | None:
+    """The catalogue's fixed releases as exact versions (the first release with the fix)."""
+    if not failure.fixed_in:
+        return None
+    line = " ".join(f"'{name}=={v}'" for name, v in sorted(failure.fixed_in.items()))
+    return Remedy(packages=dict(failure.fixed_in), fix=f"pip install {line}")
+
+
 @rule("KNF001")
 def known_failure(ctx: Context) -> Iterator[Hit]:
     for failure in matching(ctx):
@@ -198,6 +207,7 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
             + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})"),
             fix=failure.fix,
             severity=failure.severity,
+            remedy=_fixed_release(failure),
             id=failure.id,
             kind=failure.kind,
             references=list(failure.sources),

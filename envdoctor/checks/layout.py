@@ -11,6 +11,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import Remedy
 from envdoctor.plan.interface import GpuLayout, Launch
 
 #: vLLM's /server_info (its whole config as JSON) may be read up to this size; other answers 64 KiB
@@ -36,6 +37,49 @@ def with_option(launch: Launch | None, name: str, value: str) -> str:
     return shlex.join(argv)
 
 
+def run_lines(ctx: Context, trainer: str | None = None, server: str | None = None) -> tuple[str, ...]:
+    """Every line of the run as ``check`` takes them (server lines first, the trainer's last),
+    with the trainer's and / or the server's line replaced."""
+    out = []
+    for lx in sorted(ctx.plan.launches, key=lambda lx: not lx.is_server):
+        if trainer is not None and lx is ctx.plan.trainer:
+            out.append(trainer)
+        elif server is not None and lx is ctx.plan.server:
+            out.append(server)
+        else:
+            out.append(lx.raw)
+    if trainer is not None and ctx.plan.trainer is None:
+        out.append(trainer)
+    return tuple(dict.fromkeys(out))
+
+
+def launch_remedy(ctx: Context, line: str, fix: str = "", server: bool = False) -> Remedy:
+    """A remedy that runs ``line`` instead of the trainer's (or the server's) line."""
+    lines = run_lines(ctx, server=line) if server else run_lines(ctx, trainer=line)
+    return Remedy(launch=lines, fix=fix or line)
+
+
+def _with_env(line: str, key: str, value: str) -> str:
+    """``line`` with the leading assignment ``key=value`` (replaced, or put first)."""
+    argv = shlex.split(line)
+    i = 0
+    while i < len(argv) and "=" in argv[i] and argv[i].split("=", 1)[0].isidentifier():
+        if argv[i].split("=", 1)[0] == key:
+            argv[i] = f"{key}={value}"
+            return shlex.join(argv)
+        i += 1
+    return shlex.join([f"{key}={value}", *argv])
+
+
+def _without_flag(launch: Launch | None, flag: str) -> str | None:
+    """The launch line without the switch ``flag`` (both spellings), None when it has none."""
+    if launch is None:
+        return None
+    argv = shlex.split(launch.raw)
+    kept = [t for t in argv if t not in (flag, flag.replace("_", "-"))]
+    return shlex.join(kept) if len(kept) < len(argv) else None
+
+
 def _procs_flag(launcher: str) -> str:
     """The launcher's flag for the process count per machine."""
     return {"torchrun": "nproc_per_node", "deepspeed": "num_gpus"}.get(launcher, "num_processes")
@@ -55,6 +99,9 @@ def vllm_device_unavailable(ctx: Context) -> Iterator[Hit]:
         fix=f"set vllm_device: auto, or cuda:{lay.world_size} with "
         f"{lay.world_size + 1} GPUs visible (e.g. add one to --gpu_ids / "
         "CUDA_VISIBLE_DEVICES)",
+        remedy=Remedy(config_set={"vllm_device": "auto"}, fix="set vllm_device: auto"),
+        by_hand=f"make {lay.world_size + 1} GPUs visible for vllm_device cuda:{lay.world_size} (add one "
+        "to --gpu_ids / CUDA_VISIBLE_DEVICES)",
         **problem,
     )
 
@@ -66,10 +113,11 @@ def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
     if not problem or lay.vllm_device != "auto":
         return
     n = problem["visible"]
+    remedy = None
     if n > 1 and lay.world_size >= n:
-        fix = "leave one GPU for vLLM: " + with_option(
-            ctx.plan.trainer, _procs_flag(lay.launcher), str(n - 1)
-        )
+        line = with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(n - 1))
+        fix = "leave one GPU for vLLM: " + line
+        remedy = launch_remedy(ctx, line, fix) if ctx.plan.trainer else None
     else:
         fix = f"make {lay.world_size + 1} GPUs visible (one more than the training processes)"
     yield hit(
@@ -77,6 +125,7 @@ def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
         f"GPU(s), and vllm_device=auto picks {problem['requested']}, which does not exist "
         '(TRL: "The requested device for vllm … is not available")',
         fix=fix,
+        remedy=remedy,
         **problem,
     )
 
@@ -96,11 +145,14 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     what = _one_process_outcome(ctx, trl, gen, by_path, splits, refuses)
     gpus = ",".join(str(g) for g in lay.visible)
     train = [g for g in lay.visible if g not in gen] or lay.visible[:1]
+    fix = _one_rank_per_gpu(lay, launch, train, gen)
+    lines = [line.split("  # ")[0] for line in [fix, fix.partition("  # one rank per GPU; or ")[2]] if line]
     yield hit(
         f"one training process sees {lay.process_gpus} GPUs ({gpus}; launcher: "
         f"{lay.launcher}{', --num_processes 1' if lay.launcher == 'accelerate' else ''}): "
         f"{what}",
-        fix=_one_rank_per_gpu(lay, launch, train, gen),
+        fix=fix,
+        remedy=[launch_remedy(ctx, line, fix if i == 0 else line) for i, line in enumerate(lines)],
         severity="warning" if by_path and splits and not gen else None,
         n_gpu=lay.process_gpus,
         visible=lay.visible,
@@ -191,7 +243,8 @@ def num_processes_exceeds_visible(ctx: Context) -> Iterator[Hit]:
             f"{lay.num_processes} training processes per node but only {len(lay.visible)} "
             f"GPU(s) visible ({lay.visible_source}): ranks {len(lay.visible)}+ have no GPU "
             '("CUDA error: invalid device ordinal")',
-            fix=with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(len(lay.visible))),
+            fix=(line := with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(len(lay.visible)))),
+            remedy=launch_remedy(ctx, line),
             num_processes=lay.num_processes,
             visible=lay.visible,
         )
@@ -219,11 +272,16 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
     if not shared:
         return
     ranks = [r.rank for r in lay.ranks if r.gpu in shared]
+    remedies: list[Remedy] = []
     if lay.generation_mode == "legacy":
         fix = (
             f"set vllm_device: auto (= cuda:{lay.world_size}) with one extra visible GPU, "
             "or lower --num_processes by one"
         )
+        remedies.append(Remedy(config_set={"vllm_device": "auto"}, fix="set vllm_device: auto"))
+        if ctx.plan.trainer is not None and lay.num_processes > 1:
+            line = with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(lay.num_processes - 1))
+            remedies.append(launch_remedy(ctx, line))
     else:
         free = [g.index for g in ctx.facts.gpus if g.index not in lay.training]
         fix = (
@@ -232,11 +290,17 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
             if free
             else "give the server its own GPUs, or use vllm_mode: colocate"
         )
+        srv, server = lay.server, ctx.plan.server
+        want = len(srv.gpus) if srv and srv.gpus else 1
+        if free and server is not None and len(free) >= want:
+            line = _with_env(server.raw, "CUDA_VISIBLE_DEVICES", ",".join(map(str, free[:want])))
+            remedies.append(launch_remedy(ctx, line, server=True))
     yield hit(
         f"GPU {', '.join(map(str, shared))} is used both for generation (vLLM, "
         f"{lay.generation_mode} mode) and by training rank(s) {ranks}: vLLM reserves "
         "gpu_memory_utilization of it up front, so training runs out of memory",
         fix=fix,
+        remedy=remedies,
         gpus=shared,
         ranks=ranks,
     )
@@ -255,9 +319,40 @@ def server_parallel_mismatch(ctx: Context) -> Iterator[Hit]:
             f"{len(srv.gpus)}",
             fix="make the product equal the server's visible GPUs "
             f"(CUDA_VISIBLE_DEVICES with {want} GPUs for the server)",
+            remedy=_more_server_gpus(ctx, srv.gpus, want)
+            + _parallel_remedies(ctx, srv.tensor_parallel_size, srv.data_parallel_size, len(srv.gpus)),
             want=want,
             have=srv.gpus,
         )
+
+
+def _more_server_gpus(ctx: Context, have: list[int], want: int) -> list[Remedy]:
+    """The server line with ``want`` GPUs visible: its own and idle ones no rank trains on."""
+    server = ctx.plan.server
+    lay = ctx.resolved
+    if server is None or lay.unresolved:
+        return []
+    idle = [g.index for g in ctx.facts.gpus if g.index not in have and g.index not in lay.training]
+    if len(have) + len(idle) < want:
+        return []
+    gpus = ",".join(map(str, sorted([*have, *idle[: want - len(have)]])))
+    return [launch_remedy(ctx, _with_env(server.raw, "CUDA_VISIBLE_DEVICES", gpus), server=True)]
+
+
+def _parallel_remedies(ctx: Context, tp: int, dp: int, have: int) -> list[Remedy]:
+    """The server line with tensor × data parallel sizes that use its ``have`` GPUs."""
+    server = ctx.plan.server
+    if server is None or have < 1:
+        return []
+    out = []
+    for name, value in (
+        ("tensor_parallel_size", have // dp if have % dp == 0 else 0),
+        ("data_parallel_size", have // tp if have % tp == 0 else 0),
+    ):
+        if value >= 1:
+            line = with_option(server, name, str(value))
+            out.append(launch_remedy(ctx, line, server=True))
+    return out
 
 
 @rule("LAY008", needs=("live", "vllm"))
@@ -341,6 +436,10 @@ def colocate_tp_not_dividing(ctx: Context) -> Iterator[Hit]:
             f"vllm_tensor_parallel_size {tp} does not divide the {lay.world_size} training"
             " processes: colocated vLLM groups ranks by it, and TRL refuses at init",
             fix=f"set vllm_tensor_parallel_size to one of {ok}",
+            remedy=[
+                Remedy(config_set={"vllm_tensor_parallel_size": d}, fix=f"set vllm_tensor_parallel_size: {d}")
+                for d in sorted((d for d in ok if d < tp), reverse=True)[:2]
+            ],
             tp=tp,
             world_size=lay.world_size,
         )
@@ -354,6 +453,11 @@ def multi_gpu_one_process(ctx: Context) -> Iterator[Hit]:
             f"accelerate launch --multi_gpu with --num_processes {n}: accelerate refuses "
             '("You need to use at least 2 processes to use `--multi_gpu`")',
             fix="drop --multi_gpu, or use torchrun --nproc_per_node 1 for one rank",
+            remedy=[
+                launch_remedy(ctx, line, f"drop --multi_gpu: {line}")
+                for line in [_without_flag(ctx.plan.trainer, "--multi_gpu")]
+                if line
+            ],
             num_processes=n,
         )
 
@@ -421,7 +525,8 @@ def server_kind_mismatch(ctx: Context) -> Iterator[Hit]:
             yield hit(
                 f"the server line runs vLLM's own `vllm serve`, but TRL {trl}'s client needs "
                 f"`trl vllm-serve`: {need['why']}",
-                fix=_as_trl_serve(ctx, launch),
+                fix=(line := _as_trl_serve(ctx, launch)),
+                remedy=launch_remedy(ctx, line, server=True),
                 trl=trl,
                 server="vllm serve",
             )
@@ -446,6 +551,7 @@ def server_kind_mismatch(ctx: Context) -> Iterator[Hit]:
         yield hit(
             f"the `vllm serve` line lacks {', '.join(what)}: {need['why']}",
             fix=f"{fix}  # or run it as trl vllm-serve --model {shlex.quote(_model(launch))}",
+            remedy=launch_remedy(ctx, fix, server=True),
             severity=None if env_missing or opts_missing else "warning",
             trl=trl,
             server="vllm serve",

@@ -7,10 +7,11 @@ from collections.abc import Collection, Iterator
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
-from envdoctor.checks.layout import with_option
+from envdoctor.checks.layout import launch_remedy, with_option
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.facts.interface import Gpu, GpuProcess
+from envdoctor.findings import Remedy
 
 
 def _holders(gpu: Gpu, exclude: Collection[int] = frozenset()) -> str:
@@ -51,6 +52,8 @@ def server_default(ctx: Context, launcher: str | None) -> tuple[float, str]:
     return float(table.get("trl_vllm_serve", 0.9)), "trl vllm-serve's default"
 
 
+#: below this fraction a remedy does not lower vLLM's reservation: it would hardly hold a model
+MIN_FRACTION = 0.1
 COLOCATE_DEFAULT = 0.3  # GRPOConfig.vllm_gpu_memory_utilization since colocate exists (TRL 0.18)
 
 
@@ -125,6 +128,7 @@ def generation_gpu_memory_short(ctx: Context) -> Iterator[Hit]:
             continue
         need = int(util * total)
         fits = max(math.floor((free / total - 0.02) * 100) / 100, 0)
+        remedy = None
         if lay.generation_mode == "server":
             lower = (
                 f"start the server with a fraction that fits: "
@@ -132,8 +136,13 @@ def generation_gpu_memory_short(ctx: Context) -> Iterator[Hit]:
                 if ctx.plan.server is not None
                 else f"start the server with --gpu_memory_utilization {fits:.2f}"
             )
+            if ctx.plan.server is not None and fits >= MIN_FRACTION:
+                line = with_option(ctx.plan.server, "gpu_memory_utilization", f"{fits:.2f}")
+                remedy = launch_remedy(ctx, line, lower, server=True)
         else:
             lower = f"lower vllm_gpu_memory_utilization to {fits:.2f}"
+            if fits >= MIN_FRACTION:
+                remedy = Remedy(config_set={"vllm_gpu_memory_utilization": fits}, fix=lower)
         note = (
             f" ({_listed(mine)} is a vLLM process, but no server answers at {health.url}: "
             "if it is your server still starting, wait for it; otherwise it is another "
@@ -147,6 +156,8 @@ def generation_gpu_memory_short(ctx: Context) -> Iterator[Hit]:
             f"{said} {util} × {gpu.memory_total_mib} MiB = {need} MiB: "
             f"the KV-cache allocation fails at start. Held by: {_holders(gpu)}{note}",
             fix=f"free GPU {idx} (stop those processes), or {lower}",
+            remedy=remedy,
+            by_hand=f"free GPU {idx} (stop those processes)",
             gpu=idx,
             free_mib=gpu.free_mib,
             need_mib=need,
@@ -175,6 +186,19 @@ def training_gpu_busy(ctx: Context) -> Iterator[Hit]:
             )
 
 
+def _colocate_budget_remedies(util: float) -> list[Remedy]:
+    out = [Remedy(config_set={"vllm_enable_sleep_mode": True}, fix="set vllm_enable_sleep_mode: true")]
+    if util > COLOCATE_DEFAULT:
+        out.insert(
+            0,
+            Remedy(
+                config_set={"vllm_gpu_memory_utilization": COLOCATE_DEFAULT},
+                fix=f"set vllm_gpu_memory_utilization: {COLOCATE_DEFAULT}",
+            ),
+        )
+    return out
+
+
 @rule("MEM003", needs=("gpus", "vllm"))
 def colocate_memory_budget(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
@@ -197,6 +221,7 @@ def colocate_memory_budget(ctx: Context) -> Iterator[Hit]:
                 severity="warning" if util + used <= 0.95 else None,
                 fix="lower vllm_gpu_memory_utilization (0.3 is a common start) or enable "
                 "vllm_enable_sleep_mode",
+                remedy=_colocate_budget_remedies(util),
                 gpu=idx,
                 utilization=util,
             )

@@ -11,6 +11,7 @@ from envdoctor.checks.known_failures import confirmed_break
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
+from envdoctor.findings import Remedy
 from envdoctor.knowledge.requirements import harmless, marker_env, requirement_lines, weight
 from envdoctor.plan.layout import trainer_env
 
@@ -104,6 +105,16 @@ def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | Non
     return max(matches, key=lambda v: versions.sort_key(str(v))) if matches else None
 
 
+def _pins(target: str, spec: str, src: str | None = None, alt: str | None = None) -> list[Remedy]:
+    """Remedies where the versions are exact: ``target==X`` (a pin), and ``src==alt``."""
+    out = []
+    if spec.startswith("==") and "," not in spec and "*" not in spec:
+        out.append(Remedy(packages={target: spec[2:].strip()}, fix=f"pip install '{target}{spec}'"))
+    if src and alt:
+        out.append(Remedy(packages={src: alt}, fix=f"keep {target}; pip install '{src}=={alt}'"))
+    return out
+
+
 def _missing(
     ctx: Context,
     who: str,
@@ -139,6 +150,7 @@ def _missing(
     return hit(
         f"{who} {pkg.version} requires {target}{spec}, which is not installed → {why}",
         fix=fix,
+        remedy=_pins(target, spec),
         requirement=line,
         weight=kind,
     )
@@ -167,6 +179,7 @@ def _mismatch(
         return hit(
             f"{head} → {src}: {entry['why']}" if kind == "binds" else f"{head} → {entry['why']}",
             fix=fix,
+            remedy=_pins(target, spec, src, alt),
             requirement=line,
             installed=installed,
             weight=kind,
@@ -182,7 +195,13 @@ def _mismatch(
         "of a GRPO run that needs this pin; pip check still reports it"
     )
     return hit(
-        f"{head} ({why})", fix=fix, severity="warning", requirement=line, installed=installed, weight="other"
+        f"{head} ({why})",
+        fix=fix,
+        severity="warning",
+        remedy=_pins(target, spec, src, alt),
+        requirement=line,
+        installed=installed,
+        weight="other",
     )
 
 

@@ -6,7 +6,7 @@ A rule module decorates its functions with ``@rule("LAY003", needs=...)``; the r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,16 +24,22 @@ class Hit:
     severity: Severity | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
     remedy: Remedy | None = None
+    alternatives: tuple[Remedy, ...] = ()
 
 
 def hit(
     message: str,
     fix: str = "",
     severity: Severity | str | None = None,
-    remedy: Remedy | None = None,
+    remedy: Remedy | Sequence[Remedy] | None = None,
     **evidence: Any,
 ) -> Hit:
+    """A rule's finding; ``remedy`` is its fix as data, or candidates in order of preference
+    (each with its own ``fix`` text: the first that holds is printed)."""
     sev = Severity(severity) if isinstance(severity, str) else severity
+    if isinstance(remedy, Sequence):
+        first, rest = (remedy[0], tuple(remedy[1:])) if remedy else (None, ())
+        return Hit(message, fix, sev, evidence, first, rest)
     return Hit(message=message, fix=fix, severity=sev, evidence=evidence, remedy=remedy)
 
 

@@ -375,6 +375,12 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
     help="Judge the packages installed where the hook runs (pre-commit runs in the "
     "training environment) instead of the declared stack.",
 )
+@click.option(
+    "--fix",
+    "apply_fix",
+    is_flag=True,
+    help="First write the config changes envdoctor can prove (envdoctor fix).",
+)
 @select_option
 @ignore_option
 @format_option
@@ -382,7 +388,18 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
 @verbose_option
 @strict_option
 def hook(
-    files, launch, requirement_files, assume, installed, select, ignore, fmt, output, verbose, strict
+    files,
+    launch,
+    requirement_files,
+    assume,
+    installed,
+    apply_fix,
+    select,
+    ignore,
+    fmt,
+    output,
+    verbose,
+    strict,
 ) -> None:
     """Check the GRPO / accelerate config files among FILES (pre-commit passes them), offline.
 
@@ -428,6 +445,12 @@ def hook(
             for note in (facts.extra.get("declared") or {}).get("notes") or []:
                 click.echo(f"envdoctor: {clean(note)}", err=True)
     line = launch_text(launch, ())
+    if apply_fix and facts is not None:
+        from envdoctor.commands.fix import fix_targets
+
+        skip = sorted(offline_rules(facts, select_ids, ignore_ids))
+        for path in fix_targets(targets, facts, line, select_ids, (ignore_ids or []) + skip):
+            click.echo(f"envdoctor: fixed {clean(path)}", err=True)
     named = (
         [(t.label, check_target(t, facts, line, select_ids, ignore_ids)) for t in targets]
         if facts is not None

@@ -133,3 +133,25 @@ def _apply_config_env(plan: Plan, trainer: Launch) -> None:
     if isinstance(env, dict):
         for key, value in env.items():
             trainer.env.setdefault(str(key), str(value))
+
+
+def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
+    """``plan`` with its launch lines replaced by ``lines`` (``envdoctor fix`` trying a launch
+    line): the config file's keys stay, the old command line's keys go and the new one's come,
+    as ``build_plan`` would read them; no file is read but a deepspeed hostfile."""
+    from envdoctor.plan.launch import parse_launches
+    from envdoctor.script_args import parse_script_args
+
+    new = Plan(config_path=plan.config_path, accelerate=plan.accelerate, accelerate_path=plan.accelerate_path)
+    for key, value in plan.config.items():
+        if plan.config_origin.get(key) != "command line":
+            new.config[key] = value
+            new.config_origin[key] = plan.config_origin.get(key, MAPPING_ORIGIN)
+    new.launches = parse_launches("\n".join(lines)) if lines else []
+    trainer = new.trainer
+    if trainer is not None:
+        args = parse_script_args(trainer.script_args)
+        _merge(new, {k: v for k, v in args.items() if k not in _LAUNCH_ONLY}, "command line")
+        _apply_config_env(new, trainer)
+        _read_hostfile(trainer)
+    return new

@@ -30,7 +30,7 @@ from envdoctor.plan.memory.parts import (
     vllm_parts,
 )
 from envdoctor.plan.memory.shape import ModelShape, load_shape, parse_count, shape_from_count
-from envdoctor.plan.model_name import NO_MODEL, model_name
+from envdoctor.plan.model_name import NO_MODEL, model_name, model_params_hint
 from envdoctor.plan.values import as_bool
 from envdoctor.units import GiB, MiB, size_text
 
@@ -151,7 +151,7 @@ def resolve_model(ctx: RuleContext) -> tuple[ModelShape | None, str]:
         return None, (
             f"config.json of {name} is not on this machine (a local directory or the "
             "Hugging Face cache; nothing is downloaded): envdoctor plan-memory "
-            "--model-params 7B"
+            f"{model_params_hint(name)}"
         )
     return shape, ""
 
@@ -257,7 +257,9 @@ def trainer_row(
     row = GpuPlan(gpu=gpu, role=role, capacity=capacity)
     if k.use_vllm and k.vllm_mode == "colocate":
         row.role += " + vLLM (colocated)"
-        row.max_model_len = k.vllm_max_model_len or shape.max_positions
+        # without the model's length (no config.json: --model-params) one sequence of prompt +
+        # completion is the least vLLM must hold: the weight check runs all the same
+        row.max_model_len = k.vllm_max_model_len or shape.max_positions or k.seq_len
         # vLLM checks its KV cache at start, asleep later or not
         vparts, row.kv_need, row.kv_free = vllm_parts(shape, k, capacity, row.max_model_len, k.vllm_tp)
         row.vllm_util, row.vllm_tp = k.vllm_util, max(k.vllm_tp, 1)
@@ -288,11 +290,11 @@ def server_row(ctx: RuleContext, shape: ModelShape, k: Knobs, gpu: int, capacity
     if k.vllm_mode == "server":
         util = number(opts.get("gpu_memory_utilization"), 0.9, limit=1e7)  # trl vllm-serve's default
         util = util if 0.0 < util <= 1.0 else 0.9
-        mml = number(opts.get("max_model_len"), 0, limit=1e7) or shape.max_positions
+        mml = number(opts.get("max_model_len"), 0, limit=1e7) or shape.max_positions or k.seq_len
         tp = int(number(opts.get("tensor_parallel_size"), 1, limit=1e7)) or 1
         eager = bool(as_bool(opts.get("enforce_eager", False)))
     else:  # legacy: the trainer's own vLLM on vllm_device
-        util, mml, tp, eager = k.vllm_util, k.vllm_max_model_len or shape.max_positions, 1, False
+        util, mml, tp, eager = k.vllm_util, k.vllm_max_model_len or shape.max_positions or k.seq_len, 1, False
     vk = k.replace(vllm_util=util, vllm_enforce_eager=eager)
     parts, need, free = vllm_parts(shape, vk, capacity, int(mml) if mml else None, tp)
     row = GpuPlan(

@@ -1,0 +1,251 @@
+"""``envdoctor fix``: apply the fixes that hold, as ``ruff --fix`` does for lint.
+
+The same inputs as ``check``. Every remedy is proved first (``envdoctor.remedy``): applied to a
+copy of the inputs, the rules run again; only what holds is applied, and all of it together is
+checked once more. The config file is edited in place (comments and order kept; ``--diff``
+shows the change without writing); the pip line, the environment and the launch lines are
+printed, since they are run, not written. Only the config file named (``--config``, or the
+``--config`` of the launch line) is ever written.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from typing import Any
+
+import click
+
+from envdoctor.commands.options import (
+    LaunchCommand,
+    accelerate_config_option,
+    assume_option,
+    config_option,
+    emit,
+    facts_and_plan,
+    facts_option,
+    ignore_option,
+    launch_option,
+    output_option,
+    select_option,
+    split_list,
+)
+
+SCHEMA = "envdoctor.fix/1"
+
+
+@click.command(cls=LaunchCommand)
+@config_option
+@accelerate_config_option
+@facts_option(
+    "Fix for a snapshot from `envdoctor collect`: `after` judges it as if the versions were installed."
+)
+@launch_option
+@select_option
+@ignore_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@output_option
+@assume_option
+@click.option("--diff", is_flag=True, help="Show the config file's change as a unified diff; write nothing.")
+@click.option("--include-info", is_flag=True, help="Also apply the fixes of info findings (advice).")
+@click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
+def fix(
+    config,
+    accelerate_config,
+    facts_file,
+    launch,
+    select,
+    ignore,
+    fmt,
+    output,
+    assume,
+    diff,
+    include_info,
+    launch_argv,
+) -> None:
+    """Apply the fixes envdoctor can prove: config keys (written), packages, environment and
+    launch lines (printed).
+
+    \b
+        envdoctor fix --config grpo.yaml -- accelerate launch --num_processes 3 train.py
+        envdoctor fix --diff --config grpo.yaml -- python train.py
+    """
+    facts, plan = facts_and_plan(facts_file, assume, config, accelerate_config, launch, launch_argv)
+    result = run_fix(facts, plan, split_list(select) or None, split_list(ignore) or None, include_info)
+    edit = config_edit(plan.config_path, result["changes"]["config"]) if plan.config_path else None
+    if edit is not None and not diff:
+        _write(plan.config_path, edit[1])
+    if fmt == "json":
+        emit(json.dumps(result["json"], indent=2) + "\n", output)
+    else:
+        emit(text(result, plan.config_path, edit, diff), output)
+    sys.exit(result["exit"])
+
+
+def run_fix(
+    facts: Any, plan: Any, select: list[str] | None, ignore: list[str] | None, include_info: bool
+) -> dict[str, Any]:
+    """The closure over ``facts`` + ``plan``, the before / after reports and the JSON object."""
+    from envdoctor.doctor import check as run_check
+    from envdoctor.remedy import Rerun, close, launch_lines
+    from envdoctor.report import render
+
+    _, before = run_check(facts, plan, select=select, ignore=ignore, network=False)
+    closure = close(facts, plan, Rerun(select, ignore), include_info=include_info)
+    _, after = run_check(closure.facts, closure.plan, select=select, ignore=ignore, network=False)
+    changes = closure.changes.to_dict()
+    out = {
+        "schema": SCHEMA,
+        "changes": changes,
+        "commands": commands(changes),
+        "fixed": list(dict.fromkeys(closure.fixed)),
+        "unfixed": [{"rule": r, "why": w} for r, w in closure.unfixed]
+        + (
+            []
+            if closure.one_round
+            else [
+                {
+                    "rule": "-",
+                    "why": "the fixes applied together give another result than one by one "
+                    "(`after` shows theirs)",
+                }
+            ]
+        ),
+        "before": json.loads(render(before, "json")),
+        "after": json.loads(render(after, "json")),
+    }
+    code = 1 if after.exit_code() else 0
+    return {
+        "json": out,
+        "changes": changes,
+        "exit": code,
+        "before": before,
+        "after": after,
+        "closure": closure,
+        "launch_was": launch_lines(plan),
+    }
+
+
+def commands(changes: dict[str, Any]) -> list[str]:
+    """What the user runs: the pip line, the environment, the launch lines."""
+    out = []
+    if changes["packages"]:
+        out.append(
+            "pip install "
+            + " ".join(shlex.quote(f"{n}=={v}") for n, v in sorted(changes["packages"].items()))
+        )
+    out += [f"unset {k}" for k in changes["env"]["unset"]]
+    out += [f"export {k}={shlex.quote(v)}" for k, v in changes["env"]["set"].items()]
+    out += list(changes["launch"] or [])
+    return out
+
+
+def config_edit(path: str, config: dict[str, Any]) -> tuple[str, str] | None:
+    """(old text, new text) of the config file, or None when nothing changes there."""
+    if not (config["set"] or config["remove"]) or path == "-":
+        return None
+    from envdoctor.errors import read_input_text
+    from envdoctor.remedy.config_edit import edit_config
+
+    old = read_input_text(path, path, 8 * 1024 * 1024)
+    new = edit_config(old, path, config["set"], config["remove"])
+    return (old, new) if new != old else None
+
+
+def _write(path: str, text: str) -> None:
+    from envdoctor.errors import InputError
+
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InputError(path, f"cannot write it: {exc.strerror or exc}") from None
+
+
+def _diff(path: str, edit: tuple[str, str]) -> str:
+    import difflib
+
+    return "".join(
+        difflib.unified_diff(
+            edit[0].splitlines(keepends=True), edit[1].splitlines(keepends=True), f"a/{path}", f"b/{path}"
+        )
+    )
+
+
+def _counts(report: Any) -> str:
+    from envdoctor.findings import Severity
+
+    e, w = report.count(Severity.ERROR), report.count(Severity.WARNING)
+    return f"{e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)}"
+
+
+def text(result: dict[str, Any], path: str | None, edit: tuple[str, str] | None, diff: bool) -> str:
+    """The text report: what changed, what to run, what is left, before → after."""
+    from envdoctor.redact import clean
+
+    js, changes = result["json"], result["changes"]
+    lines = [f"envdoctor fix — {result['before'].subject}", ""]
+    if not js["fixed"]:
+        lines.append("Nothing to fix." if not js["unfixed"] else "No fix envdoctor could prove.")
+    else:
+        lines.append(f"Fixed: {', '.join(js['fixed'])}")
+    cfg = changes["config"]
+    if cfg["set"] or cfg["remove"]:
+        what = [f"set {k}: {json.dumps(v)}" for k, v in cfg["set"].items()] + [
+            f"remove {k}" for k in cfg["remove"]
+        ]
+        if path and edit is not None:
+            verb = "would change (--diff; nothing written)" if diff else "changed"
+            lines.append(f"  config {path} {verb}: {'; '.join(what)}")
+        else:
+            lines.append(f"  in your GRPO config (no config file to edit): {'; '.join(what)}")
+    if js["commands"]:
+        lines.append("  run:")
+        was = set(result.get("launch_was") or ())
+        launch = changes["launch"] or []
+        for c in js["commands"]:
+            if c in launch:
+                c += (
+                    "  # as it was"
+                    if c in was
+                    else ("  # the trainer" if c == launch[-1] else "  # the server")
+                )
+            lines.append(f"    {c}")
+    if diff and edit is not None and path:
+        lines += ["", _diff(path, edit).rstrip("\n")]
+    for item in js["unfixed"]:
+        lines.append(f"  not fixed: {item['rule']} — {item['why']}")
+    lines += ["", f"before → after: {_counts(result['before'])} → {_counts(result['after'])}"]
+    return "\n".join(clean(line, newlines=False) for line in "\n".join(lines).split("\n")) + "\n"
+
+
+def fix_targets(targets: list[Any], facts: Any, launch: str | None, select: Any, ignore: Any) -> list[str]:
+    """``envdoctor hook --fix``: the proved config changes written into each target's GRPO
+    config file (the files the hook was given; ``ignore`` holds the rules the hook skips
+    offline); returns the files changed. Pins and launch
+    lines are not the config's: the hook's report still shows what they leave."""
+    from envdoctor.plan.build import build_plan
+    from envdoctor.remedy import Rerun, close
+
+    changed = []
+    for target in targets:
+        if not target.grpo:
+            continue
+        line = launch
+        if line is None and target.accelerate:
+            line = f"accelerate launch --config_file {shlex.quote(target.accelerate)} train.py"
+        plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=line, live=False)
+        closure = close(facts, plan, Rerun(select, ignore))
+        edit = config_edit(target.grpo, closure.changes.to_dict()["config"])
+        if edit is not None:
+            _write(target.grpo, edit[1])
+            changed.append(target.grpo)
+    return changed

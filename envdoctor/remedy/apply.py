@@ -1,0 +1,182 @@
+"""A remedy applied to a copy of the inputs (facts, plan), and remedies merged into one change.
+
+Nothing here reads a file or the machine: the config mapping, the environment, the launch lines
+and the package versions are changed in memory, as ``--assume`` changes versions.
+"""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from dataclasses import replace
+from typing import Any
+
+from envdoctor.facts.interface import Facts, Package, normalize_name
+from envdoctor.findings import Remedy
+from envdoctor.plan.build import relaunch
+from envdoctor.plan.interface import Launch, Plan
+
+#: the origin a key set by a fix gets when the run has no config file
+FIX_ORIGIN = "fix"
+
+
+def launch_lines(plan: Plan) -> tuple[str, ...]:
+    """Every line of the run as ``check`` takes them: the server lines first, the trainer last."""
+    servers = [lx.raw for lx in plan.launches if lx.is_server]
+    others = [lx.raw for lx in plan.launches if not lx.is_server]
+    return tuple(dict.fromkeys([*servers, *others]))
+
+
+def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy]:
+    """Copies of ``facts`` and ``plan`` with ``remedy`` applied, and the remedy as it was
+    applied: a config key the command line sets is changed on the launch line instead (the
+    command line overrides the file, so only there does the change hold)."""
+    facts = _copy_facts(facts)
+    for name, version in remedy.packages.items():
+        facts.packages[normalize_name(name)] = Package(version=version)
+    env_set, env_unset = dict(remedy.env_set), tuple(remedy.env_unset)
+    for key in env_unset:
+        facts.env.pop(key, None)
+    facts.env.update(env_set)
+    lines = list(remedy.launch) if remedy.launch is not None else None
+    config_set, config_remove = dict(remedy.config_set), list(remedy.config_remove)
+    on_line = [k for k in [*config_set, *config_remove] if plan.config_origin.get(k) == "command line"]
+    if on_line and plan.trainer is not None:
+        current = list(lines) if lines is not None else list(launch_lines(plan))
+        trainer = plan.trainer.raw
+        for i, line in enumerate(current):
+            if line == trainer:
+                for key in on_line:
+                    line = script_arg_edit(line, key, config_set.get(key, _REMOVE))
+                    config_set.pop(key, None)
+                    if key in config_remove:
+                        config_remove.remove(key)
+                current[i] = line
+        lines = current
+    touched = [k for k in [*env_set, *env_unset] if any(k in lx.env for lx in plan.launches)]
+    if touched:  # a variable the launch line sets: changed there, where it wins
+        current = list(lines) if lines is not None else list(launch_lines(plan))
+        for key in touched:
+            current = [env_prefix_edit(line, key, env_set.get(key)) for line in current]
+        lines = current
+    if lines is not None:
+        plan = relaunch(plan, lines)
+    else:
+        plan = _copy_plan(plan)
+    for launch in plan.launches:  # set elsewhere on the line (an `export` before it)
+        _edit_launch_env(launch, env_set, env_unset)
+    origin = f"config file {plan.config_path}" if plan.config_path else FIX_ORIGIN
+    for key in config_remove:
+        plan.config.pop(key, None)
+        plan.config_origin.pop(key, None)
+    for key, value in config_set.items():
+        plan.config[key] = value
+        plan.config_origin.setdefault(key, origin)
+    applied = replace(
+        remedy,
+        config_set=config_set,
+        config_remove=tuple(config_remove),
+        launch=tuple(lines) if lines is not None else None,
+    )
+    return facts, plan, applied
+
+
+def _copy_facts(facts: Facts) -> Facts:
+    out = copy.copy(facts)
+    out.packages = dict(facts.packages)
+    out.env = dict(facts.env)
+    out.extra = dict(facts.extra)
+    return out
+
+
+def _copy_plan(plan: Plan) -> Plan:
+    out = copy.copy(plan)
+    out.config = dict(plan.config)
+    out.config_origin = dict(plan.config_origin)
+    out.launches = [replace(lx, env=dict(lx.env)) for lx in plan.launches]
+    return out
+
+
+def _edit_launch_env(launch: Launch, env_set: dict[str, str], env_unset: tuple[str, ...]) -> None:
+    for key in env_unset:
+        launch.env.pop(key, None)
+    for key, value in env_set.items():
+        if key in launch.env:
+            launch.env[key] = value
+
+
+def env_prefix_edit(line: str, key: str, value: str | None) -> str:
+    """``line`` with the leading assignment ``KEY=…`` set to ``value`` (removed: None); a line
+    without one is returned as it is."""
+    argv = shlex.split(line)
+    out: list[str] = []
+    i = 0
+    while i < len(argv) and "=" in argv[i] and argv[i].split("=", 1)[0].isidentifier():
+        name = argv[i].split("=", 1)[0]
+        if name != key:
+            out.append(argv[i])
+        elif value is not None:
+            out.append(f"{key}={value}")
+        i += 1
+    if len(out) == i and all(a == b for a, b in zip(out, argv, strict=False)):
+        return line  # the variable is not among the line's leading assignments
+    return shlex.join([*out, *argv[i:]])
+
+
+class _Remove:
+    """The value that says: take the argument off the line."""
+
+
+_REMOVE: Any = _Remove()
+
+
+def script_arg_edit(line: str, key: str, value: Any) -> str:
+    """``line`` with the script argument ``--key`` set to ``value`` (or removed: ``_REMOVE``);
+    both spellings (``--a_b`` / ``--a-b``) and ``--key=value`` are found."""
+    argv = shlex.split(line)
+    flags = {f"--{key}", f"--{key.replace('_', '-')}"}
+    out: list[str] = []
+    i, done = 0, False
+    while i < len(argv):
+        tok = argv[i]
+        name = tok.split("=", 1)[0]
+        if name in flags:
+            i += 1
+            if "=" not in tok:
+                while i < len(argv) and not argv[i].startswith("--"):
+                    i += 1
+            if not isinstance(value, _Remove) and not done:
+                out += [name, _arg_text(value)]
+            done = True
+            continue
+        out.append(tok)
+        i += 1
+    if not done and not isinstance(value, _Remove):
+        out += [f"--{key}", _arg_text(value)]
+    return shlex.join(out)
+
+
+def _arg_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def merge(first: Remedy, then: Remedy) -> Remedy:
+    """One change that does ``first`` and then ``then`` (a later value wins)."""
+    config_set = {k: v for k, v in first.config_set.items() if k not in then.config_remove}
+    config_set.update(then.config_set)
+    remove = [k for k in first.config_remove if k not in then.config_set]
+    remove += [k for k in then.config_remove if k not in remove]
+    env_set = {k: v for k, v in first.env_set.items() if k not in then.env_unset}
+    env_set.update(then.env_set)
+    unset = [k for k in first.env_unset if k not in then.env_set]
+    unset += [k for k in then.env_unset if k not in unset]
+    return Remedy(
+        packages={**first.packages, **then.packages},
+        config_set=config_set,
+        config_remove=tuple(remove),
+        env_set=env_set,
+        env_unset=tuple(unset),
+        launch=then.launch if then.launch is not None else first.launch,
+    )
