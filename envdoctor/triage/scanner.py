@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import BinaryIO, NamedTuple
 
+from envdoctor.redact import cut as redacted_cut
 from envdoctor.triage.combine import Gate, Literals, digit_guards
 from envdoctor.triage.interface import HEAD, Match, ScanResult, Signature
 from envdoctor.triage.signatures import anchors, signatures
@@ -476,7 +477,7 @@ def _context(before: bytes, cut: bool, rank: int | None) -> tuple[str, ...]:
             continue
         other = split_prefix(text)[1]
         if rank is None or other is None or other == rank:
-            lines.append(text[:1000])
+            lines.append(redacted_cut(text, 1000) if len(text) > 1000 else text)  # redacted, then cut
     return tuple(lines[-CONTEXT_LINES:])
 
 
