@@ -729,11 +729,12 @@ def cut(text: str, limit: int) -> str:
     """``text`` redacted, then cut to at most ``limit`` characters (``…`` at the cut): a cut
     before the redaction could leave part of a secret too short to be recognised
     (``hf_CANARYhfa1B…``). Only the first ``4 × limit`` characters are read, up to their last
-    white space (a word cut there is never shown)."""
+    white space, when there is one (a word cut there is never shown)."""
     window = text[: 4 * limit]
     if len(text) > len(window):
         space = max(window.rfind(" "), window.rfind("\t"), window.rfind("\n"))
-        window = window[: max(space, 0)]
+        if space > 0:
+            window = window[:space]
     shown = redact(window)
     if len(shown) > limit or len(window) < len(text):
         shown = shown[: max(limit - 1, 0)] + "…"

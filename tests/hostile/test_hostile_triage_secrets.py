@@ -84,3 +84,4 @@ def test_cut_redacts_before_it_cuts(limit):
     out = redact.cut(text, limit)
     assert not _leaks(out) and len(out) <= limit, out
     assert redact.cut("short", limit) == "short"
+    assert redact.cut("x" * 5000, 300) == "x" * 299 + "…"  # no white space: still shown
