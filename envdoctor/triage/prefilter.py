@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 
 from envdoctor.triage import scanner
 from envdoctor.triage.interface import ScanResult, Signature
@@ -41,10 +42,11 @@ PREFILTER_MIN = 16 * 1024 * 1024  # below, grep's start-up is a good part of the
 SWITCH_LINES = 4096
 SWITCH_BYTES = 2 * 1024 * 1024
 _ENV_DROP = ("GREP_OPTIONS", "GREP_COLOR", "GREP_COLORS", "POSIXLY_CORRECT")
-#: grep and ``wc -l`` are ended (and the log scanned in Python) past this many seconds plus one
-#: for every ``DEADLINE_RATE`` bytes of the log (GNU grep reads several hundred MB/s here)
-DEADLINE_MIN_S = 10.0
-DEADLINE_RATE = 50 * 1024 * 1024
+#: grep is ended (and the log scanned in Python) when it gives no record and does not end for
+#: this many seconds: a wall-clock limit on the whole would end a healthy grep on a loaded
+#: machine (it waits on the pipe while the records are matched). A grep that goes on giving
+#: records is bounded by the file: its offsets must grow, at most one record a byte.
+IDLE_S = 10.0
 #: the last bytes of the log whose anchors are looked for in Python too: a line there holding
 #: one that grep did not report means its records are not to be trusted
 TAIL_CHECK = 1024 * 1024
@@ -94,7 +96,7 @@ def _line_count(path: str, size: int, wc: subprocess.Popen | None) -> tuple[int,
     newlines = None
     if wc is not None:
         try:
-            out, _ = wc.communicate(timeout=DEADLINE_MIN_S)
+            out, _ = wc.communicate(timeout=IDLE_S)
         except subprocess.TimeoutExpired:
             wc.kill()
             out, _ = wc.communicate()
@@ -124,8 +126,10 @@ class Grepped:
         self.procs: list[subprocess.Popen] = []
         self.grep: subprocess.Popen | None = None
         self.wc: subprocess.Popen | None = None
-        self.timer: threading.Timer | None = None
+        self.stop = threading.Event()
         self.timed_out = False
+        self.seen = 0  # records (anchor grep) or blocks (literal grep) read: the watchdog's clock
+        self.size = 0
         self.tail_start = 0  # where the lines of the tail check start
         self.tail_offsets: list[int] = []  # the records' offsets from there on
         exe = gnu_grep()
@@ -155,18 +159,22 @@ class Grepped:
         except (OSError, subprocess.SubprocessError):
             self.grep = None
             return
-        with contextlib.suppress(OSError):
-            size = os.path.getsize(path)
-            self.timer = threading.Timer(DEADLINE_MIN_S + size / DEADLINE_RATE, self._expire)
-            self.timer.daemon = True
-            self.timer.start()
+        threading.Thread(target=self._watch, name="envdoctor-grep-watchdog", daemon=True).start()
 
-    def _expire(self) -> None:
-        """The deadline passed: end grep and ``wc`` (their output is then not used)."""
-        self.timed_out = True
-        for proc in list(self.procs):
-            with contextlib.suppress(OSError):
-                proc.kill()
+    def _watch(self) -> None:
+        """End grep and ``wc`` (their output then not used) when grep gave nothing new for
+        ``IDLE_S`` while still running."""
+        last, idle_since = -1, time.monotonic()
+        while not self.stop.wait(min(1.0, IDLE_S / 4)):
+            if self.seen != last:
+                last, idle_since = self.seen, time.monotonic()
+                continue
+            if time.monotonic() - idle_since >= IDLE_S:
+                self.timed_out = True
+                for proc in list(self.procs):
+                    with contextlib.suppress(OSError):
+                        proc.kill()
+                return
 
     def result(self) -> ScanResult | None:
         """The scan's result; None when grep is not there, gave up, ran past its deadline or
@@ -177,6 +185,7 @@ class Grepped:
         try:
             size = os.path.getsize(path)
             fd = os.open(path, os.O_RDONLY)
+            self.size = size
             try:
                 self.tail_start = _tail_start(fd, size)
                 done = self._match(sc, fd)
@@ -206,12 +215,19 @@ class Grepped:
         hits = _Hits(sc, fd)
         retired: tuple[bytes, ...] = ()  # ":ANCHOR\n" of the anchors the matcher no longer needs
         check, since = SWITCH_LINES, 0  # look at the density when sc.full reaches check
+        last_off, size = -1, self.size
         for rec in self.grep.stdout:
+            self.seen += 1
+            if self.seen > size:
+                raise ValueError("more records than the file has bytes")
             if retired and rec.endswith(retired):
                 continue  # only hints of that anchor, and they have matched
             line_b, _, rest = rec.partition(b":")
             off_b, _, found = rest.partition(b":")
             line, off = int(line_b), int(off_b)
+            if off <= last_off:
+                raise ValueError("grep's records are not in file order")
+            last_off = off
             if off >= self.tail_start:
                 self.tail_offsets.append(off)
             if sc.full >= check and line != hits.last_line:
@@ -227,7 +243,7 @@ class Grepped:
             hits.anchor(line, off, found[:-1])
             if len(sc.retired) != len(retired):
                 retired = tuple(b":" + a + b"\n" for a in sc.retired)
-        return self.grep.wait() in (0, 1)
+        return _ended_well(self.grep)
 
     def _literal_grep(self, hits: _Hits, lits: GrepLiterals, base_line: int, at: int) -> bool:
         """The rest of the log, from the start of line ``base_line + 1`` at byte ``at``, read from
@@ -264,6 +280,9 @@ class Grepped:
             if cut < 0:
                 continue
             recs, pending = pending[:cut].split(b"\n"), pending[cut + 1 :]
+            self.seen += len(recs)
+            if self.seen > self.size:
+                raise ValueError("more records than the file has bytes")
             if recs and at + int(recs[-1].split(b":", 2)[1]) >= self.tail_start:
                 self.tail_offsets += [at + int(r.split(b":", 2)[1]) for r in recs]
             for rec in recs:
@@ -282,7 +301,7 @@ class Grepped:
             raise ValueError("grep's last record is cut")
         if cur:
             (hits.at_anchors if long else line)(base_line + int(cur), offs, texts, lits)
-        return proc.wait() in (0, 1)
+        return _ended_well(proc)
 
     def _tail_agrees(self, fd: int, size: int) -> bool:
         """Whether every line of the log's last ``TAIL_CHECK`` bytes that holds an anchor still
@@ -303,8 +322,7 @@ class Grepped:
         return True
 
     def close(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
+        self.stop.set()
         for proc in self.procs:
             if proc.poll() is None:
                 proc.kill()
@@ -317,6 +335,15 @@ class Grepped:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _ended_well(proc: subprocess.Popen) -> bool:
+    """Whether grep, its output read to the end, exits with 0 or 1 within ``IDLE_S``."""
+    try:
+        return proc.wait(timeout=IDLE_S) in (0, 1)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return False
 
 
 def literal_argv(exe: str, literals: tuple[bytes, ...]) -> list[str | bytes]:
