@@ -5,7 +5,9 @@ cache; nothing is downloaded), the probe model keeps what vLLM's kernels and TRL
 depend on — architecture class and ``model_type``, hidden size, attention and KV heads, head
 dim, vocabulary, rope settings, max positions, tied embeddings, dtype, sliding windows — and
 cuts only the depth (at least one layer of each kind the model has), the number of routed
-experts and a vision tower's depth. Random weights are written by ``model_writer.py`` in the
+experts and a vision tower's depth; past the parameter budget also the MLP, then the vocabulary
+(the byte-level tokenizer then), then the width (fewer heads of the same head dim), each said in
+``deviations``; a shape that no cut brings within it runs the generic model. Random weights are written by ``model_writer.py`` in the
 training environment. Without a config, the generic tiny model (``tinymodel.py``) runs.
 
 Pure functions of the config: the stdlib only, no torch in envdoctor's process.
