@@ -7,8 +7,9 @@ dim, vocabulary, rope settings, max positions, tied embeddings, dtype, sliding w
 cuts only the depth (at least one layer of each kind the model has), the number of routed
 experts and a vision tower's depth; past the parameter budget also the MLP, then the vocabulary
 (the byte-level tokenizer then), then the width (fewer heads of the same head dim), each said in
-``deviations``; a shape that no cut brings within it runs the generic model. Random weights are written by ``model_writer.py`` in the
-training environment. Without a config, the generic tiny model (``tinymodel.py``) runs.
+``deviations``; a shape that no cut brings within it runs the generic model. Random weights
+are written by ``model_writer.py`` in the training environment. Without a config, the generic
+tiny model (``tinymodel.py``) runs.
 
 Pure functions of the config: the stdlib only, no torch in envdoctor's process.
 """
