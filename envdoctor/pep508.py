@@ -244,8 +244,8 @@ def _specifier(text: str) -> tuple[str, str, tuple[str, str]] | None:
     what packaging tells specifiers apart by: the version normalized, its release's trailing
     zeros dropped but for ``~=`` (a wildcard as written)."""
     m = _ONE_SPEC.fullmatch(text)
-    if m is None:
-        return None
+    if m is None or len(text) > versions._DIGITS_READ_HERE:
+        return None  # a number past Python's int-string limit: packaging reads the line
     op, release, star, letters, pre, post, dev = m.groups()
     version = text[m.start(2) :]
     if star:
@@ -339,12 +339,15 @@ def parse(line: str) -> Requirement:
 
     try:
         req = Parsed(line)
+        specifier = str(req.specifier)
     except Invalid as exc:
         raise InvalidRequirement(str(exc)) from None
+    except ValueError:  # packaging's int() of a number past Python's int-string limit
+        raise InvalidRequirement("a version number of more than 4,300 digits") from None
     return Requirement(
         name=req.name,
         extras=frozenset(req.extras),
-        specifier=str(req.specifier),
+        specifier=specifier,
         marker=req.marker,
         url=req.url,
     )

@@ -532,6 +532,11 @@ _KEY_PROSE = _Lazy(
     r"|login\([^)\n]{0,200}?(?<![\w-])key[ \t]*=[ \t]*))"
 )
 _KEYLIKE = _Lazy(r"[\"']?[A-Za-z0-9_.\-]*[0-9][A-Za-z0-9_.\-]*")
+#: ``… password SECRET …`` in prose (a log line, an error message): the word after it is masked
+#: unless it is a plain lower-case word (``password authentication failed``, ``the password
+#: is wrong`` stay as they are).
+_PASSWORD_PROSE = _Lazy(r"(?i)(?<![\w-])(?:password|passwd|passphrase)[ \t]+(?=[^\s=:])")
+_PLAIN_WORD = _Lazy(r"[a-z]+[.,;:!?)]*")
 
 
 def _mask_commands(text: str) -> list[tuple[int, int]]:
@@ -550,6 +555,12 @@ def _mask_commands(text: str) -> list[tuple[int, int]]:
                 span = _value_span(text, p.end())
                 if span:
                     spans.append(span)
+    if "ass" in text or "ASS" in text:
+        for m in _PASSWORD_PROSE.finditer(text):
+            if not _PLAIN_WORD.fullmatch(text, m.end(), _word_end(text, m.end())):
+                span = _value_span(text, m.end())
+                if span:
+                    spans.append(span)
     for m in _KEY_PROSE.finditer(text):
         value = _KEYLIKE.match(text, m.end())
         if value and value.end() - m.end() >= 8 or text[m.end() : m.end() + 1] in ("'", '"'):
@@ -557,6 +568,12 @@ def _mask_commands(text: str) -> list[tuple[int, int]]:
             if span:
                 spans.append(span)
     return spans
+
+
+def _word_end(text: str, i: int) -> int:
+    while i < len(text) and not text[i].isspace():
+        i += 1
+    return i
 
 
 # -------------------------------------------------------------------------- the pass
@@ -706,6 +723,22 @@ def output_text(text: str) -> str:
     if start == "<?xml":
         return _xml(text)
     return _SGR_OR_CONTROL.sub(_escape_keep_color, redact(text))
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` redacted, then cut to at most ``limit`` characters (``…`` at the cut): a cut
+    before the redaction could leave part of a secret too short to be recognised
+    (``hf_CANARYhfa1B…``). Only the first ``4 × limit`` characters are read, up to their last
+    white space, when there is one (a word cut there is never shown)."""
+    window = text[: 4 * limit]
+    if len(text) > len(window):
+        space = max(window.rfind(" "), window.rfind("\t"), window.rfind("\n"))
+        if space > 0:
+            window = window[:space]
+    shown = redact(window)
+    if len(shown) > limit or len(window) < len(text):
+        shown = shown[: max(limit - 1, 0)] + "…"
+    return shown
 
 
 def clean(

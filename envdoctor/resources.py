@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from functools import lru_cache
@@ -39,19 +40,28 @@ def rules_dir() -> Path:
 #: The data files of ``rules/`` already parsed, as JSON: one line per YAML file, ``path<TAB>stamp
 #: <TAB>json``, written by ``python -m envdoctor.resources`` (tests/test_static_check_imports.py keeps
 #: it fresh). JSON parses ~80 times faster than YAML and PyYAML is then not imported: ~50 ms of
-#: a static check's ~200 ms. A YAML file whose text no longer matches its stamp is parsed.
+#: a static check's ~200 ms. The stamp is ``<the YAML text's stamp>/<the JSON text's stamp>``: a
+#: YAML file whose text no longer matches is parsed, and so is one whose entry is not the JSON
+#: that was written (a cut line, an edit). The cache is only ever a speed-up: one that is not a
+#: regular file of at most ``MAX_COMPILED_BYTES``, not UTF-8, or whose entry does not parse is
+#: passed over and the YAML read (tests/hostile/test_hostile_compiled.py).
 COMPILED = "compiled.jsonl"
+#: The most the cache is read of (it is ~0.5 MB): a larger file is passed over.
+MAX_COMPILED_BYTES = 16 * 1024 * 1024
 
 
 def read_yaml(path: Path) -> Any:
     """A shipped YAML file, parsed safely (with libyaml when PyYAML has it: several times faster);
-    from ``COMPILED`` when it holds this very text."""
+    from ``COMPILED`` when it holds this very text, intact."""
     text = path.read_text(encoding="utf-8")
-    entry = _compiled().get(_rules_key(path))
+    entry = compiled_entry(_rules_key(path))
     if entry is not None and entry[0] == _stamp(text):
         import json
 
-        return json.loads(entry[1])
+        try:
+            return json.loads(entry[1])
+        except ValueError:
+            pass  # checksums agree on data that does not parse: the YAML decides
     return _parse_yaml(text)
 
 
@@ -82,12 +92,44 @@ def _rules_key(path: Path) -> str | None:
         return None
 
 
+def _read_bounded(path: Path, limit: int) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes, else None
+    (a FIFO is opened without waiting for a writer; a device or link to one is not read)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 @lru_cache(maxsize=1)
 def _compiled() -> dict[str | None, tuple[str, str]]:
-    """``COMPILED``'s entries: rules-relative path -> (stamp, JSON text); {} without the file."""
+    """``COMPILED``'s entries: rules-relative path -> (stamp, JSON text); {} without a readable
+    file (missing, not a regular file, too large, not UTF-8)."""
+    data = _read_bounded(rules_dir() / COMPILED, MAX_COMPILED_BYTES)
+    if data is None:
+        return {}
     try:
-        text = (rules_dir() / COMPILED).read_text(encoding="utf-8")
-    except OSError:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
         return {}
     out: dict[str | None, tuple[str, str]] = {}
     for line in text.split("\n"):
@@ -97,10 +139,18 @@ def _compiled() -> dict[str | None, tuple[str, str]]:
     return out
 
 
-def compiled_entry(key: str) -> tuple[str, str] | None:
-    """``(stamp, JSON text)`` of a line of ``COMPILED`` that holds derived data (the checkable
-    known failures), or None."""
-    return _compiled().get(key)
+def entry_intact(stamp: str, data: str) -> bool:
+    """Whether ``data`` is the JSON text the entry's ``stamp`` was written for."""
+    return stamp.rpartition("/")[2] == _stamp(data)
+
+
+def compiled_entry(key: str | None) -> tuple[str, str] | None:
+    """``(stamp of the source text(s), JSON text)`` of a line of ``COMPILED`` whose JSON is intact
+    (a YAML file's data, or derived data such as the checkable known failures), or None."""
+    entry = _compiled().get(key)
+    if entry is None or not entry_intact(*entry):
+        return None
+    return entry[0].rpartition("/")[0], entry[1]
 
 
 def files_stamp(texts: list[tuple[str, str]]) -> str:
@@ -119,7 +169,12 @@ def _checkable_line(root: Path) -> str:
     texts = [(p.name, p.read_text(encoding="utf-8")) for p in paths]
     failures = parse_catalogue(((name, _parse_yaml(text)) for name, text in texts), keep=checkable)
     encoded = json.dumps([to_record(f) for f in failures], ensure_ascii=True, separators=(",", ":"))
-    return f"{CHECKABLE_KEY}\t{files_stamp(texts)}\t{encoded}"
+    return _line(CHECKABLE_KEY, files_stamp(texts), encoded)
+
+
+def _line(key: str, source_stamp: str, encoded: str) -> str:
+    """A line of ``COMPILED``: its stamp covers the source text(s) and the JSON written."""
+    return f"{key}\t{source_stamp}/{_stamp(encoded)}\t{encoded}"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -148,12 +203,33 @@ def compile_rules(root: Path | None = None) -> str:
         data = _parse_yaml(text)
         encoded = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
         if _same(json.loads(encoded), data):
-            lines.append(f"{path.relative_to(root).as_posix()}\t{_stamp(text)}\t{encoded}")
+            lines.append(_line(path.relative_to(root).as_posix(), _stamp(text), encoded))
     lines.append(_checkable_line(root))
     return "\n".join(lines) + "\n"
 
 
+def write_compiled(root: Path | None = None) -> Path:
+    """Write ``COMPILED`` for the rules folder ``root``: a temporary file beside it, then renamed
+    over it, so that a reader (a check running meanwhile) sees the old file or the new one."""
+    import tempfile
+
+    root = root or rules_dir()
+    target = root / COMPILED
+    text = compile_rules(root)
+    fd, tmp = tempfile.mkstemp(prefix=f".{COMPILED}.", dir=root)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
 if __name__ == "__main__":  # python -m envdoctor.resources: write rules/compiled.jsonl
-    target = rules_dir() / COMPILED
-    target.write_text(compile_rules(), encoding="utf-8")
-    print(f"wrote {target}")
+    print(f"wrote {write_compiled()}")

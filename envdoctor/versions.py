@@ -170,12 +170,14 @@ def _read(text: str) -> Version:
 
 @lru_cache(maxsize=1024)
 def parse(text: str | None) -> Version | None:
-    """A ``Version`` or None when the string is not PEP 440 (``+cu124`` labels are fine)."""
+    """A ``Version`` or None when the string is not PEP 440 (``+cu124`` labels are fine) or
+    holds a number past Python's int-string limit (4,300 digits: packaging cannot read it
+    either, it raises ValueError)."""
     if not text:
         return None
     try:
         return _read(text)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or int() past ``sys.get_int_max_str_digits()``
         return None
 
 
@@ -197,6 +199,10 @@ def spec_error(text: str) -> bool:
     return _specifiers(text) is None and spec(text) is None
 
 
+#: A specifier longer than this is left to packaging: none of its numbers can pass Python's
+#: int-string limit (4,300 digits) here
+_DIGITS_READ_HERE = 4000
+
 #: One specifier of the canonical shapes: the operator, its version, and the release prefix
 #: of a wildcard (``==1.2.*``: (1, 2)) or None.
 _Spec = tuple[str, Version, tuple[int, ...] | None]
@@ -207,6 +213,8 @@ def _specifier(text: str) -> _Spec | None:
     if m is None:
         return None
     op, release, star, letters, pre, post, dev = m.groups()
+    if len(m.group(0)) > _DIGITS_READ_HERE:
+        return None  # a number past the int-string limit: packaging's call
     parts = tuple(int(x) for x in release.split("."))
     if star:
         return (op, Version(parts), parts) if op in ("==", "!=") else None
@@ -278,9 +286,19 @@ def _contains(specifier: str, v: Version) -> bool | None:
     return True
 
 
+def _packaging_contains(s: SpecifierSet, *items: str) -> bool | None:
+    """Whether packaging finds any of ``items`` in ``s``; None where it cannot compare (a
+    number past the int-string limit raises ValueError in packaging too)."""
+    try:
+        return any(s.contains(item, prereleases=True) for item in items)
+    except ValueError:
+        return None
+
+
 def contains(specifier: str, version: str) -> bool | None:
     """packaging's ``SpecifierSet(specifier).contains(version, prereleases=True)`` for a
-    ``version`` that parses; None when the specifier is not one or the version does not parse."""
+    ``version`` that parses; None when the specifier is not one, the version does not parse
+    or a number is past the int-string limit."""
     v = parse(version)
     if v is None:
         return None
@@ -288,13 +306,18 @@ def contains(specifier: str, version: str) -> bool | None:
     if found is not None:
         return found
     s = spec(specifier)
-    return None if s is None else bool(s.contains(version, prereleases=True))
+    return None if s is None else _packaging_contains(s, version)
 
 
 def satisfies(version: str | None, specifier: str) -> bool | None:
-    """Whether ``version`` is in ``specifier`` (pre-releases count); None if unparseable."""
+    """Whether ``version`` is in ``specifier`` (pre-releases count); None if unparseable.
+
+    A ``+cu124`` build satisfies what its public version does (pip's rule), except under
+    ``===`` (arbitrary equality): there the version string as installed is compared, without
+    normalisation or dropping the local label, as packaging and pip compare it
+    (``===01.15.0`` holds for ``01.15.0``; ``===2.6.0`` does not for ``2.6.0+cu124``)."""
     v = parse(version)
-    if v is None:
+    if v is None or version is None:
         return None
     found = _contains(specifier, v)
     if found is not None:
@@ -302,7 +325,9 @@ def satisfies(version: str | None, specifier: str) -> bool | None:
     s = spec(specifier)
     if s is None:
         return None
-    return bool(s.contains(str(v), prereleases=True) or s.contains(v.public, prereleases=True))
+    if "===" in specifier:
+        return _packaging_contains(s, version.strip())
+    return _packaging_contains(s, str(v), v.public)
 
 
 def _counted(v: Version) -> Version:

@@ -120,16 +120,17 @@ def _corpus(specs: list[str]) -> list[str]:
 
 
 def _packaging_satisfies(version: str, specifier: str) -> bool | None:
-    """versions.satisfies as it was, on packaging."""
+    """versions.satisfies as it was, on packaging: a local build satisfies what its public
+    version does, but under ``===`` the string as installed is compared (pip's answer);
+    None where packaging cannot read one (a number past the int-string limit raises)."""
     try:
         v = Version(version)
-    except InvalidVersion:
-        return None
-    try:
         s = SpecifierSet(specifier)
-    except InvalidSpecifier:
+        if "===" in specifier:
+            return s.contains(version, prereleases=True)
+        return s.contains(v, prereleases=True) or s.contains(Version(v.public), prereleases=True)
+    except (InvalidVersion, InvalidSpecifier, ValueError):
         return None
-    return s.contains(v, prereleases=True) or s.contains(Version(v.public), prereleases=True)
 
 
 def _packaging_at_least(version: str, minimum: str) -> bool | None:
@@ -147,7 +148,7 @@ def _packaging_at_least(version: str, minimum: str) -> bool | None:
 def _same_version(text: str) -> None:
     try:
         want = Version(text)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past the int-string limit
         assert versions.parse(text) is None, text
         return
     got = versions.parse(text)
@@ -201,7 +202,10 @@ def test_order_and_at_least_are_packagings():
             assert versions.at_least(a, b) == _packaging_at_least(a, b), (a, b)
 
 
-_release = st.lists(st.integers(0, 12), min_size=1, max_size=4).map(lambda r: ".".join(map(str, r)))
+#: release numbers, with leading zeros (``01.15.0``: ``===`` compares them as written) and,
+#: rarely, one past Python's int-string limit (4,300 digits)
+_number = st.integers(0, 12).map(str) | st.sampled_from(["01", "007", "00", "1" * 4301, "9" * 40])
+_release = st.lists(_number, min_size=1, max_size=4).map(".".join)
 _pre = st.sampled_from(["", "a1", "b2", "rc1", "rc0", "a0", "alpha1", "RC1", "-rc2", ".c1", "pre3", "a"])
 _post = st.sampled_from(["", ".post1", ".post0", "-1", ".post", "post2", ".rev1"])
 _dev = st.sampled_from(["", ".dev0", ".dev3", "dev1", ".dev"])
@@ -220,7 +224,7 @@ _versions = st.builds(
 _specs = st.lists(
     st.builds(
         lambda op, r, pre, post, dev, star: f"{op}{r}{star or (pre + post + dev)}",
-        st.sampled_from(["<", "<=", ">", ">=", "==", "!=", "~="]),
+        st.sampled_from(["<", "<=", ">", ">=", "==", "!=", "~=", "==="]),
         _release,
         st.sampled_from(["", "", "a1", "rc2", "b0"]),
         st.sampled_from(["", "", ".post1"]),
@@ -248,5 +252,11 @@ def test_generated_specifiers_match_as_packaging_matches(texts, specifier):
         pass  # an invalid set: both say None
     for text in texts:
         assert versions.satisfies(text, specifier) == _packaging_satisfies(text, specifier), (text, specifier)
+        if versions.parse(text) is not None:
+            try:
+                want = SpecifierSet(specifier).contains(text, prereleases=True)
+            except (InvalidSpecifier, ValueError):
+                want = None
+            assert versions.contains(specifier, text) == want, (text, specifier)
     parsed = [t for t in texts if versions.parse(t) is not None]
     assert sorted(parsed, key=versions.sort_key) == sorted(parsed, key=Version)

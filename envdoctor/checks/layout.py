@@ -424,6 +424,39 @@ def group_port_busy(ctx: Context) -> Iterator[Hit]:
         )
 
 
+#: Launch-line options that name a TCP port (names with underscores, as ``Launch.options``).
+_PORT_OPTIONS = ("port", "master_port", "main_process_port", "group_port")
+
+
+def _bad_port(value: Any) -> bool:
+    """Whether a launch-line value is a number outside 0–65535 (a variable such as ``$PORT``
+    or another word is left to the launcher)."""
+    text = str(value).strip()
+    digits = text[1:] if text[:1] in "+-" else text
+    if not digits.isdigit():
+        return False
+    return len(digits) > 5 or not 0 <= int(text) <= 65535
+
+
+@rule("LAY014")
+def port_out_of_range(ctx: Context) -> Iterator[Hit]:
+    for launch in ctx.plan.launches:
+        for name in _PORT_OPTIONS:
+            value = launch.options.get(name)
+            if value is None or not _bad_port(value):
+                continue
+            flag = f"--{name.replace('_', '-') if launch.is_server else name}"
+            shown = str(value) if len(str(value)) <= 12 else f"{str(value)[:12]}…"
+            yield hit(
+                f"{flag} {shown} in the launch line `{launch.raw}` is not a TCP port (0–65535): "
+                f"{launch.program[0] if launch.program else launch.launcher} fails when it binds "
+                "or connects",
+                fix=f"give {flag} a port from 1 to 65535 that is free on its host",
+                launch=launch.raw,
+                option=flag,
+            )
+
+
 @rule("LAY010", needs=("vllm",))
 def colocate_tp_not_dividing(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout

@@ -127,6 +127,8 @@ def server_health(ctx: Context) -> Health | None:
     the check may not touch the network."""
     if not (ctx.facts.live and ctx.network):
         return None
+    if not 0 <= server_address(ctx)[1] <= 65535:
+        return None  # not a port: nothing to contact (LAY014 names it)
     cached: Health | None = ctx.__dict__.get("_server_health")
     if cached is None:
         cached = probe_health(*server_address(ctx), policy=policy(ctx), path=_health_path(ctx))

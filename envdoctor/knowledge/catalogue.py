@@ -55,14 +55,18 @@ def load_known_failures() -> tuple[KnownFailure, ...]:
 
 def compiled_checkable(folder: Path) -> tuple[KnownFailure, ...] | None:
     """The checkable entries as rules/compiled.jsonl holds them, when it holds these files'
-    texts (None otherwise)."""
+    texts intact (None otherwise: the YAML is read)."""
     entry = compiled_entry(CHECKABLE_KEY)
     if entry is None:
         return None
     texts = [(p.name, p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.yaml"))]
     if entry[0] != files_stamp(texts):
         return None
-    return tuple(from_record(r) for r in json.loads(entry[1]))
+    try:
+        records = json.loads(entry[1])
+        return tuple(from_record(r) for r in records) if isinstance(records, list) else None
+    except (ValueError, TypeError, KeyError, AttributeError):  # not what was written: the YAML
+        return None
 
 
 @lru_cache(maxsize=1)

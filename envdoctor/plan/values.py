@@ -98,7 +98,7 @@ def validate(key: str, value: Any, origin: str) -> None:
             fail(f"{_short(value)} is larger than any real run uses (at most {MAX_COUNT:,})")
         if abs(number) > MAX_NUMBER:
             fail(f"{_short(value)} is out of range")
-    if key == "vllm_server_port" and value is not None:
+    if key in ("vllm_server_port", "vllm_group_port") and value is not None:
         port = int(number) if number is not None and number == int(number) else None
         if isinstance(value, bool) or port is None or not 0 < port < 65536:
             fail(f"{_short(value)} is not a TCP port (1-65535)")

@@ -16,13 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.probe.groups import end_group
-from envdoctor.probe.model_source import TOKENIZER_FILES, ProbeModel
+from envdoctor.probe.model_source import PARAM_BUDGET, TOKENIZER_FILES, ProbeModel
 from envdoctor.probe.tinymodel import EOS, PAD, tokenizer_files, write_tiny_model
 
 WRITER = Path(__file__).with_name("model_writer.py")
 #: processor files a vision-language model needs beside its tokenizer (vLLM loads them)
 PROCESSOR_FILES = ("preprocessor_config.json", "processor_config.json", "video_preprocessor_config.json")
 _TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
+
+
+#: the most parameters the writer allocates (counted first on torch's meta device): twice the
+#: reduced model's budget, for what the budget does not count (a vision tower, extra heads)
+WRITER_MAX_PARAMETERS = 2 * PARAM_BUDGET
 
 
 def _byte_token_ids(cfg: dict[str, Any]) -> None:
@@ -64,7 +69,9 @@ class ModelWriter:
                 (folder / name).write_text(text)
         (folder / "config.json").write_text(json.dumps(cfg, indent=1))
         spec = folder.parent / "writer-spec.json"
-        spec.write_text(json.dumps({"folder": str(folder), "seed": 0}))
+        spec.write_text(
+            json.dumps({"folder": str(folder), "seed": 0, "max_parameters": WRITER_MAX_PARAMETERS})
+        )
         self.folder, self.copied = folder, copied
         self.log = folder.parent / "writer.log"
         self.start = time.monotonic()

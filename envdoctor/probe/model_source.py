@@ -5,8 +5,11 @@ cache; nothing is downloaded), the probe model keeps what vLLM's kernels and TRL
 depend on — architecture class and ``model_type``, hidden size, attention and KV heads, head
 dim, vocabulary, rope settings, max positions, tied embeddings, dtype, sliding windows — and
 cuts only the depth (at least one layer of each kind the model has), the number of routed
-experts and a vision tower's depth. Random weights are written by ``model_writer.py`` in the
-training environment. Without a config, the generic tiny model (``tinymodel.py``) runs.
+experts and a vision tower's depth; past the parameter budget also the MLP, then the vocabulary
+(the byte-level tokenizer then), then the width (fewer heads of the same head dim), each said in
+``deviations``; a shape that no cut brings within it runs the generic model. Random weights
+are written by ``model_writer.py`` in the training environment. Without a config, the generic
+tiny model (``tinymodel.py``) runs.
 
 Pure functions of the config: the stdlib only, no torch in envdoctor's process.
 """
@@ -32,8 +35,11 @@ if TYPE_CHECKING:
 PROBE_LAYERS = 2
 #: routed experts kept per MoE layer (at least the experts each token is routed to)
 PROBE_EXPERTS = 8
-#: past this many parameters the MLP is narrowed (the embedding and attention stay the user's)
+#: past this many parameters the MLP is narrowed, then the vocabulary cut, then the width (heads
+#: of the user's head_dim) reduced; a shape that still does not fit runs the generic model
 PARAM_BUDGET = 1_500_000_000
+#: the smallest vocabulary a cut leaves: the byte-level tokenizer's 258 ids, rounded up
+MIN_VOCAB = 512
 _LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
 _EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
 _TOPK_KEYS = ("num_experts_per_tok", "num_experts_per_token", "moe_topk")
@@ -183,6 +189,74 @@ def _narrow(cfg: dict[str, Any], notes: list[str], where: str) -> None:
             notes.append(f"{where}{key} {hidden} instead of {value} (the probe's size budget)")
 
 
+def _cut_vocabulary(cfg: dict[str, Any], notes: list[str], where: str) -> None:
+    """Past the budget: the vocabulary cut to what fits beside the rest (a multiple of 128, at
+    least ``MIN_VOCAB``); the user's tokenizer then cannot be used (its ids would not fit)."""
+    vocab, hidden = _positive(cfg.get("vocab_size")), _positive(cfg.get("hidden_size"))
+    if _params(cfg) <= PARAM_BUDGET or not vocab or not hidden or vocab <= MIN_VOCAB:
+        return
+    rest = _params({**cfg, "vocab_size": 0})
+    room = (PARAM_BUDGET - rest) // (hidden * (1 if cfg.get("tie_word_embeddings", False) is True else 2))
+    keep = max(MIN_VOCAB, room // 128 * 128)
+    if keep < vocab:
+        cfg["vocab_size"] = keep
+        notes.append(
+            f"{where}vocab_size {keep} instead of {vocab} (the probe's size budget; a byte-level "
+            "tokenizer, as the model's own ids would not fit)"
+        )
+
+
+def _cut_width(cfg: dict[str, Any], notes: list[str], where: str) -> None:
+    """Past the budget still: fewer attention heads of the user's head_dim (KV heads dividing
+    them), the hidden size theirs, the MLP no wider than it."""
+    hidden = _positive(cfg.get("hidden_size"))
+    heads = _positive(cfg.get("num_attention_heads")) or 1
+    if _params(cfg) <= PARAM_BUDGET or not hidden:
+        return
+    kv = _positive(cfg.get("num_key_value_heads")) or heads
+    head_dim = _positive(cfg.get("head_dim")) or max(hidden // heads, 1)
+    mlp_keys = ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size")
+    trial: dict[str, Any] = cfg
+    lo, hi = 1, heads  # the most heads that fit: the parameters grow with them
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _params(_narrowed(cfg, mid, kv, head_dim, mlp_keys)) <= PARAM_BUDGET:
+            lo = mid
+        else:
+            hi = mid - 1
+    trial = _narrowed(cfg, lo, kv, head_dim, mlp_keys)
+    if trial["hidden_size"] >= hidden and trial["num_attention_heads"] >= heads:
+        return
+    cfg.update(trial)
+    notes.append(
+        f"{where}hidden_size {trial['hidden_size']} instead of {hidden} ({lo} of {heads} attention "
+        f"heads of {head_dim}, {trial.get('num_key_value_heads')} KV heads: the probe's size budget)"
+    )
+
+
+def _narrowed(
+    cfg: dict[str, Any], heads: int, kv: int, head_dim: int, mlp_keys: tuple[str, ...]
+) -> dict[str, Any]:
+    """``cfg`` with ``heads`` heads of ``head_dim`` (the hidden size theirs)."""
+    k = min(kv, heads)
+    while heads % k:
+        k -= 1
+    hidden = heads * head_dim
+    out = {**cfg, "hidden_size": hidden, "num_attention_heads": heads, "num_key_value_heads": k}
+    if "head_dim" in cfg:
+        out["head_dim"] = head_dim
+    for key in mlp_keys:
+        value = _positive(cfg.get(key))
+        if value and value > hidden:
+            out[key] = hidden
+    return out
+
+
+def over_budget(cfg: dict[str, Any]) -> bool:
+    """Whether the reduced config (its language model) is still past ``PARAM_BUDGET``."""
+    return _params(_text(cfg)) > PARAM_BUDGET or _params(cfg) > PARAM_BUDGET
+
+
 def reduce_config(user: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The probe model's config from the user's, and what was cut. Nested language-model
     configs (``text_config`` of vision-language models) are cut the same way."""
@@ -196,6 +270,8 @@ def reduce_config(user: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         _reduce_layers(target, notes, where)
         _reduce_experts(target, notes, where)
         _narrow(target, notes, where)
+        _cut_vocabulary(target, notes, where)
+        _cut_width(target, notes, where)
     _reduce_vision(cfg, notes)
     for key in ("quantization_config", "auto_map"):  # random bf16 weights; no remote code
         if key in cfg:
@@ -266,8 +342,16 @@ def choose(name: str | None, environ: dict[str, str] | None = None) -> ProbeMode
         generic.deviations.append(f"{path} has no hidden_size: the generic tiny model")
         return generic
     reduced, notes = reduce_config(user)
+    if over_budget(reduced):
+        generic.deviations.append(
+            f"{path}: no cut of its depth, experts, MLP, vocabulary or heads brings it within the "
+            f"probe's size budget ({PARAM_BUDGET:,} parameters): the generic tiny model"
+        )
+        return generic
     tokenizer = _tokenizer_dir(path)
-    if tokenizer is None:
+    if _text(reduced).get("vocab_size") != _text(user).get("vocab_size"):
+        tokenizer = None  # the model's own token ids would not fit the cut vocabulary
+    elif tokenizer is None:
         notes.append("a byte-level tokenizer (the model's own is not cached beside its config)")
     model = ProbeModel(source=str(path), config=reduced, tokenizer_dir=tokenizer, name=name, deviations=notes)
     model.summary = {

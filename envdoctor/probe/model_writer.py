@@ -77,7 +77,25 @@ def _copy_wrapping(torch, pool, flat, offset: int) -> None:
         done, offset = done + take, 0
 
 
-def write(folder: str, seed: int = 0) -> dict:
+class ProbeModelTooLarge(Exception):
+    """The model the config describes has more parameters than the writer may allocate."""
+
+
+def _count(torch, build, config, dtype) -> int | None:
+    """The model's parameters, counted on torch's meta device (nothing allocated); None where
+    the meta device cannot build it (then the config's own budget, set by envdoctor, holds)."""
+    try:
+        with torch.device("meta"), _no_init():
+            try:
+                meta = build(config, dtype=dtype)
+            except TypeError:
+                meta = build(config, torch_dtype=dtype)
+        return sum(p.numel() for p in meta.parameters())
+    except Exception:
+        return None
+
+
+def write(folder: str, seed: int = 0, max_parameters: int | None = None) -> dict:
     import torch
     import transformers
 
@@ -92,6 +110,14 @@ def write(folder: str, seed: int = 0) -> dict:
         if cls is not None and hasattr(cls, "_from_config")
         else transformers.AutoModelForCausalLM.from_config
     )
+    if max_parameters:
+        count = _count(torch, build, config, dtype)
+        if count is not None and count > max_parameters:
+            size = count * torch.empty((), dtype=dtype).element_size()
+            raise ProbeModelTooLarge(
+                f"the probe model would have {count:,} parameters ({size / 1e9:.1f} GB), past the "
+                f"writer's cap of {max_parameters:,}: nothing was allocated"
+            )
     skip = _no_init()
     with skip:
         try:
@@ -114,7 +140,8 @@ def main() -> int:
         spec = json.load(fh)
     out = os.path.join(spec["folder"], "writer.json")
     try:
-        result = {"ok": True, **write(spec["folder"], int(spec.get("seed", 0)))}
+        cap = spec.get("max_parameters")
+        result = {"ok": True, **write(spec["folder"], int(spec.get("seed", 0)), int(cap) if cap else None)}
     except BaseException as exc:  # the runner reports it, naming the model
         result = {
             "ok": False,

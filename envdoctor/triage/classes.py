@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.plan.interface import DEFAULT_SERVER_HOST, DEFAULT_SERVER_PORT, server_address
+from envdoctor.redact import cut
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
@@ -501,7 +502,7 @@ def usage_error(ms: list[Match], log: Log) -> list[Draft]:
         if "unrecognized" in g
         else "requires"
     )
-    what = f"{name}{' (TRL ' + trl + ')' if trl and 'trl' in name else ''} {kind} {bad.strip()[:200]}"
+    what = f"{name}{' (TRL ' + trl + ')' if trl and 'trl' in name else ''} {kind} {cut(bad.strip(), 200)}"
     fix = (
         f"use the commands and flags `{name} --help` lists for the installed release, or install "
         "the release the command line was written for"

@@ -9,6 +9,7 @@ from typing import Any
 
 from envdoctor.checks.context import Context
 from envdoctor.findings import Finding, Severity
+from envdoctor.redact import cut
 from envdoctor.triage.confirm import Confirmation
 from envdoctor.triage.interface import Match
 from envdoctor.triage.logversions import LogVersion, describe
@@ -74,8 +75,7 @@ def reject(ms: Sequence[Match]) -> list[Draft]:
 
 
 def quote(m: Match, limit: int = 300) -> str:
-    body = split_prefix(m.text)[0]
-    return body if len(body) <= limit else body[: limit - 1] + "…"
+    return cut(split_prefix(m.text)[0], limit)  # redacted before it is cut: no part of a secret
 
 
 def where(ms: Sequence[Match], count: int | None = None) -> str:
@@ -183,12 +183,12 @@ def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
 
 def issue_draft(m: Match, origin: str, log: Log) -> str:
     """A report to paste into the issue tracker of the library it was raised in."""
-    body = split_prefix(m.text)[0][:500]
+    body = cut(split_prefix(m.text)[0], 500)  # each piece redacted before it is cut
     start = max(
         (i for i, line in enumerate(m.context) if "Traceback (most recent call last)" in line),
         default=max(0, len(m.context) - 15),
     )
-    trace = [line[:300] for line in m.context[start:]][-30:] + [m.text[:500]]
+    trace = [cut(line, 300) for line in m.context[start:][-30:]] + [cut(m.text, 500)]
     versions = (
         [
             f"- {d} {v.version} (log line {v.line})" if v.line else f"- {d} {v.version}"
@@ -197,7 +197,7 @@ def issue_draft(m: Match, origin: str, log: Log) -> str:
         if log.versions
         else ["- (the log shows none: paste the output of `trl env` or `pip list`)"]
     )
-    title = body if len(body) <= 120 else body[:119] + "…"
+    title = cut(body, 120)
     return "\n".join(
         [
             f"Title: {title}",

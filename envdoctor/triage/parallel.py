@@ -65,9 +65,8 @@ def _scan_range(path: str, start: int, end: int) -> ScanResult:
     with open(path, "rb") as fh:
         history_start = max(0, start - scanner.HISTORY)
         fh.seek(history_start)
-        history = fh.read(start - history_start)
-        history = history[history.find(b"\n") + 1 :] if history_start else history
-        return scanner.scan(_range_chunks(fh, start, end), history=history)
+        history = fh.read(start - history_start)  # the bytes a whole-file scan has before it
+        return scanner.scan(_range_chunks(fh, start, end), history=history, offset=start)
 
 
 def merge(parts: list[ScanResult]) -> ScanResult:

@@ -18,6 +18,7 @@ holds (``GrepLiterals``), and its lines come from blocks split at newlines (``_H
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import os
@@ -25,6 +26,8 @@ import resource
 import shutil
 import subprocess
 import sys
+import threading
+import time
 
 from envdoctor.triage import scanner
 from envdoctor.triage.interface import ScanResult, Signature
@@ -39,6 +42,23 @@ PREFILTER_MIN = 16 * 1024 * 1024  # below, grep's start-up is a good part of the
 SWITCH_LINES = 4096
 SWITCH_BYTES = 2 * 1024 * 1024
 _ENV_DROP = ("GREP_OPTIONS", "GREP_COLOR", "GREP_COLORS", "POSIXLY_CORRECT")
+#: grep is ended (and the log scanned in Python) when it gives no record and does not end for
+#: this many seconds: a wall-clock limit on the whole would end a healthy grep on a loaded
+#: machine (it waits on the pipe while the records are matched). A grep that goes on giving
+#: records is bounded by the file: its offsets must grow, at most one record a byte.
+IDLE_S = 10.0
+#: the last bytes of the log whose anchors are looked for in Python too: a line there holding
+#: one that grep did not report means its records are not to be trusted
+TAIL_CHECK = 1024 * 1024
+#: what grep is asked before it is trusted: its records for a known input, as GNU grep gives them
+_SELF_TEST = (
+    (
+        ["-a", "-F", "-o", "-b", "-n", "-e", "needle", "-e", "hay"],
+        b"x\nhay needle\n",
+        b"2:2:hay\n2:6:needle\n",
+    ),
+    (["-a", "-F", "-i", "-o", "-b", "-n", "-e", "needle"], b"x\r\n\xff NEEDLE\n", b"2:5:NEEDLE\n"),
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -49,9 +69,15 @@ def gnu_grep() -> str | None:
         return None
     try:
         out = subprocess.run([exe, "--version"], capture_output=True, timeout=5, env=_env()).stdout
+        if not out.startswith(b"grep (GNU grep)"):
+            return None
+        for args, given, want in _SELF_TEST:  # a grep that claims GNU must also answer as it
+            got = subprocess.run([exe, *args], input=given, capture_output=True, timeout=5, env=_env())
+            if got.stdout != want:
+                return None
     except (OSError, subprocess.SubprocessError):
         return None
-    return exe if out.startswith(b"grep (GNU grep)") else None
+    return exe
 
 
 def _env() -> dict[str, str]:
@@ -69,7 +95,11 @@ def _line_count(path: str, size: int, wc: subprocess.Popen | None) -> tuple[int,
     when it is not blank."""
     newlines = None
     if wc is not None:
-        out, _ = wc.communicate()
+        try:
+            out, _ = wc.communicate(timeout=IDLE_S)
+        except subprocess.TimeoutExpired:
+            wc.kill()
+            out, _ = wc.communicate()
         with contextlib.suppress(ValueError, IndexError):
             newlines = int(out.split()[0]) if wc.returncode == 0 else None
     with open(path, "rb") as fh:
@@ -96,6 +126,12 @@ class Grepped:
         self.procs: list[subprocess.Popen] = []
         self.grep: subprocess.Popen | None = None
         self.wc: subprocess.Popen | None = None
+        self.stop = threading.Event()
+        self.timed_out = False
+        self.seen = 0  # records (anchor grep) or blocks (literal grep) read: the watchdog's clock
+        self.size = 0
+        self.tail_start = 0  # where the lines of the tail check start
+        self.tail_offsets: list[int] = []  # the records' offsets from there on
         exe = gnu_grep()
         if exe is None:
             return
@@ -122,22 +158,46 @@ class Grepped:
             self.procs.append(self.grep)
         except (OSError, subprocess.SubprocessError):
             self.grep = None
+            return
+        threading.Thread(target=self._watch, name="envdoctor-grep-watchdog", daemon=True).start()
+
+    def _watch(self) -> None:
+        """End grep and ``wc`` (their output then not used) when grep gave nothing new for
+        ``IDLE_S`` while still running."""
+        last, idle_since = -1, time.monotonic()
+        while not self.stop.wait(min(1.0, IDLE_S / 4)):
+            if self.seen != last:
+                last, idle_since = self.seen, time.monotonic()
+                continue
+            if time.monotonic() - idle_since >= IDLE_S:
+                self.timed_out = True
+                for proc in list(self.procs):
+                    with contextlib.suppress(OSError):
+                        proc.kill()
+                return
 
     def result(self) -> ScanResult | None:
-        """The scan's result; None when grep is not there or gave up (scan in Python then)."""
+        """The scan's result; None when grep is not there, gave up, ran past its deadline or
+        gave records that the file or the tail check contradicts (scan in Python then)."""
         if self.grep is None:
             return None
         sc, path = self.scanner, self.path
         try:
             size = os.path.getsize(path)
             fd = os.open(path, os.O_RDONLY)
+            self.size = size
             try:
+                self.tail_start = _tail_start(fd, size)
                 done = self._match(sc, fd)
+                if done and not self.timed_out:
+                    done = self._tail_agrees(fd, size)
             finally:
                 os.close(fd)
-            if not done:  # grep's status 2: an error (the memory cap, an unreadable file)
-                return None
+            if not done or self.timed_out:  # grep's status 2: an error (the memory cap, an
+                return None  # unreadable file), or killed at the deadline
             sc.result.newlines, sc.result.lines = _line_count(path, size, self.wc)
+            if self.timed_out:
+                return None
         except (OSError, ValueError, subprocess.SubprocessError):
             return None
         sc.result.bytes_read = size
@@ -155,11 +215,21 @@ class Grepped:
         hits = _Hits(sc, fd)
         retired: tuple[bytes, ...] = ()  # ":ANCHOR\n" of the anchors the matcher no longer needs
         check, since = SWITCH_LINES, 0  # look at the density when sc.full reaches check
+        last_off, size = -1, self.size
         for rec in self.grep.stdout:
+            self.seen += 1
+            if self.seen > size:
+                raise ValueError("more records than the file has bytes")
             if retired and rec.endswith(retired):
                 continue  # only hints of that anchor, and they have matched
             line_b, _, rest = rec.partition(b":")
-            line, off = int(line_b), int(rest.partition(b":")[0])
+            off_b, _, found = rest.partition(b":")
+            line, off = int(line_b), int(off_b)
+            if off <= last_off:
+                raise ValueError("grep's records are not in file order")
+            last_off = off
+            if off >= self.tail_start:
+                self.tail_offsets.append(off)
             if sc.full >= check and line != hits.last_line:
                 if off - since > SWITCH_BYTES:  # sparse: look again over the next lines
                     check, since = sc.full + SWITCH_LINES, off
@@ -170,10 +240,10 @@ class Grepped:
                         if lits.usable:
                             return self._literal_grep(hits, lits, line - 1, at)
                         check = sys.maxsize
-            hits.anchor(line, off)
+            hits.anchor(line, off, found[:-1])
             if len(sc.retired) != len(retired):
                 retired = tuple(b":" + a + b"\n" for a in sc.retired)
-        return self.grep.wait() in (0, 1)
+        return _ended_well(self.grep)
 
     def _literal_grep(self, hits: _Hits, lits: GrepLiterals, base_line: int, at: int) -> bool:
         """The rest of the log, from the start of line ``base_line + 1`` at byte ``at``, read from
@@ -210,6 +280,11 @@ class Grepped:
             if cut < 0:
                 continue
             recs, pending = pending[:cut].split(b"\n"), pending[cut + 1 :]
+            self.seen += len(recs)
+            if self.seen > self.size:
+                raise ValueError("more records than the file has bytes")
+            if recs and at + int(recs[-1].split(b":", 2)[1]) >= self.tail_start:
+                self.tail_offsets += [at + int(r.split(b":", 2)[1]) for r in recs]
             for rec in recs:
                 n, off, text = rec.split(b":", 2)
                 if n != cur:
@@ -226,9 +301,28 @@ class Grepped:
             raise ValueError("grep's last record is cut")
         if cur:
             (hits.at_anchors if long else line)(base_line + int(cur), offs, texts, lits)
-        return proc.wait() in (0, 1)
+        return _ended_well(proc)
+
+    def _tail_agrees(self, fd: int, size: int) -> bool:
+        """Whether every line of the log's last ``TAIL_CHECK`` bytes that holds an anchor still
+        looked for (``bytes.find`` here) holds a record of grep: a grep that reports nothing, or
+        less than it should, is not trusted (its lines would be missed, the crash among them)."""
+        start = self.tail_start
+        tail = os.pread(fd, size - start, start)
+        offsets = sorted(self.tail_offsets)
+        for kw in self.scanner.anchors:
+            i = tail.find(kw)
+            while i >= 0:
+                lo = max(tail.rfind(b"\n", 0, i), tail.rfind(b"\r", 0, i)) + 1
+                hi = scanner.segment_end(tail, i)
+                k = bisect.bisect_left(offsets, start + lo)
+                if k == len(offsets) or offsets[k] > start + hi:
+                    return False
+                i = tail.find(kw, hi)
+        return True
 
     def close(self) -> None:
+        self.stop.set()
         for proc in self.procs:
             if proc.poll() is None:
                 proc.kill()
@@ -241,6 +335,15 @@ class Grepped:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _ended_well(proc: subprocess.Popen) -> bool:
+    """Whether grep, its output read to the end, exits with 0 or 1 within ``IDLE_S``."""
+    try:
+        return proc.wait(timeout=IDLE_S) in (0, 1)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return False
 
 
 def literal_argv(exe: str, literals: tuple[bytes, ...]) -> list[str | bytes]:
@@ -289,19 +392,23 @@ class _Hits:
             self.eof, i = len(self.data) < READ, off - self.start
         return i
 
-    def anchor(self, line: int, off: int) -> None:
+    def anchor(self, line: int, off: int, found: bytes = b"") -> None:
         """The segment holding the anchor at ``off`` of ``line``, once, at its first anchor, as the
-        Python scan does."""
+        Python scan does. ``found``: what grep says stands there (ValueError when the file does
+        not hold it: records that do not fit the file are not used)."""
         self.last_line = line
         if off < self.seg_end:
             return  # a later anchor of a segment already looked at
         window, fd = scanner.WINDOW, self.fd
         i = self._at(off)
         data, start, eof = self.data, self.start, self.eof
+        if found and data[i : i + len(found)].lower() != found.lower():
+            raise ValueError("grep's record does not fit the file")
         lo, hi = max(0, i - window), min(len(data), i + window)
         s, e = scanner.segment_start(data, i, lo), scanner.segment_end(data, i, hi)
         self.seg_end = start + e if e < hi or hi == len(data) and eof else _segment_end(fd, start + hi)
-        seg = start + s if s > lo or lo == 0 else _segment_start(fd, start + lo)
+        # (the segment starts in the block, or at the file's start: else it is looked for back)
+        seg = start + s if s > lo or start + lo == 0 else _segment_start(fd, start + lo)
         self.sc.match(data[s:e], line, functools.partial(_before, fd, seg), seg > scanner.HISTORY)
 
     def at_anchors(self, line: int, offs: list[bytes], texts: list[bytes], lits: GrepLiterals) -> None:
@@ -391,6 +498,17 @@ class _Hits:
 
 
 _WINDOW, _HISTORY = scanner.WINDOW, scanner.HISTORY
+
+
+def _tail_start(fd: int, size: int) -> int:
+    """Where the tail check's lines start: the first line start in the last ``TAIL_CHECK``
+    bytes (the file's start for a smaller file; the file's end when no line starts there)."""
+    if size <= TAIL_CHECK:
+        return 0
+    pos = size - TAIL_CHECK
+    head = os.pread(fd, TAIL_CHECK, pos - 1)
+    i = max(head.find(b"\n"), -1)
+    return size if i < 0 else pos - 1 + i + 1
 
 
 def _before(fd: int, seg: int) -> bytes:

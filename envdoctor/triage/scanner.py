@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import BinaryIO, NamedTuple
 
+from envdoctor.redact import cut as redacted_cut
 from envdoctor.triage.combine import Gate, Literals, digit_guards
 from envdoctor.triage.interface import HEAD, Match, ScanResult, Signature
 from envdoctor.triage.signatures import anchors, signatures
@@ -157,6 +158,7 @@ class Matcher:
         self.full = 0  # lines whose keywords were looked for (neither a known text nor a known shape)
         self.unmatched: set[bytes] = set()  # lines that matched none of them
         self.line_base = 0  # newlines before the current block
+        self.buf_offset = 0  # where the current block's buffer starts in the file
         self.last_line_done = -1
 
     def _retire(self) -> None:
@@ -215,7 +217,9 @@ class Matcher:
     def _segment(self, buf: bytes, s: int, hit: int, line_no: int) -> bool:
         e = segment_end(buf, hit)
         raw = buf[max(s, hit - WINDOW) : min(e, hit + WINDOW)]
-        return self.match(raw, line_no, lambda: buf[max(0, s - HISTORY) : s], s - HISTORY > 0)
+        # the bytes before are cut when they do not start the file (as the prefilter has it)
+        cut = self.buf_offset + max(0, s - HISTORY) > 0
+        return self.match(raw, line_no, lambda: buf[max(0, s - HISTORY) : s], cut)
 
     def match(
         self,
@@ -476,7 +480,7 @@ def _context(before: bytes, cut: bool, rank: int | None) -> tuple[str, ...]:
             continue
         other = split_prefix(text)[1]
         if rank is None or other is None or other == rank:
-            lines.append(text[:1000])
+            lines.append(redacted_cut(text, 1000) if len(text) > 1000 else text)  # redacted, then cut
     return tuple(lines[-CONTEXT_LINES:])
 
 
@@ -491,9 +495,11 @@ def scan(
     sigs: tuple[Signature, ...] | None = None,
     anchor_list: tuple[bytes, ...] | None = None,
     history: bytes = b"",
+    offset: int = 0,
 ) -> ScanResult:
     """Scan ``stream`` (a binary file or an iterable of byte chunks) in one pass; ``history``:
-    the lines before it (context only: not scanned, not counted)."""
+    the bytes before it (context only: not scanned, not counted), ``offset``: where the stream
+    starts in its file."""
     sc = Matcher(sigs or signatures(), anchor_list or anchors())
     history, carry, head = history[-HISTORY:], b"", []
     for chunk in _chunks(stream):
@@ -503,6 +509,7 @@ def scan(
             head.append(chunk[: HEAD - sc.result.bytes_read])
         sc.result.bytes_read += len(chunk)
         buf = history + carry + chunk
+        sc.buf_offset = offset + sc.result.bytes_read - len(buf)
         lo = len(history)
         last = max(buf.rfind(b"\n", lo), buf.rfind(b"\r", lo))
         if last >= 0:
@@ -515,6 +522,7 @@ def scan(
         sc.block(buf, lo, cut)
         history, carry = buf[max(0, cut - HISTORY) : cut], buf[cut:]
     buf = history + carry
+    sc.buf_offset = offset + sc.result.bytes_read - len(buf)
     if carry:
         sc.block(buf, len(history), len(buf))
     last_line = buf[buf.rfind(b"\n") + 1 :]

@@ -223,6 +223,10 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         {"launch": "accelerate launch --multi_gpu --num_processes 1 train.py"},
         {"launch": "accelerate launch --multi_gpu --num_processes 2 train.py"},
     ),
+    "LAY014": (
+        {"config": VLLM_SERVER, "launch": "trl vllm-serve --model m --port 99999999 ; python t.py"},
+        {"config": VLLM_SERVER, "launch": "trl vllm-serve --model m --port 8001 ; python t.py"},
+    ),
     "LAY012": (
         {
             "snap": {"packages": {**MODERN, "trl": "1.9.0", "vllm": "0.11.0"}},

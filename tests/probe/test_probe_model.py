@@ -143,7 +143,7 @@ def test_layer_kinds_are_all_kept_and_vision_towers_cut():
     assert "vision tower: 1 of 32 blocks" in notes
 
 
-def test_a_huge_mlp_is_narrowed_but_never_the_attention_or_vocabulary():
+def test_a_huge_mlp_is_narrowed_then_the_vocabulary_never_the_attention():
     big = {
         **QWEN25_05B,
         "hidden_size": 8192,
@@ -156,8 +156,11 @@ def test_a_huge_mlp_is_narrowed_but_never_the_attention_or_vocabulary():
     }
     cfg, notes = reduce_config(big)
     assert cfg["intermediate_size"] == 8192 and cfg["hidden_size"] == 8192
-    assert cfg["vocab_size"] == 152064 and cfg["num_attention_heads"] == 64
+    assert cfg["num_attention_heads"] == 64
     assert any("intermediate_size 8192 instead of 29568" in n for n in notes)
+    # its untied 152,064 × 8,192 embeddings alone are 2.5 B parameters: the vocabulary is cut to
+    # the budget (issue 37), with a byte-level tokenizer
+    assert cfg["vocab_size"] < 152064 and any("vocab_size" in n for n in notes)
     small, notes = reduce_config(QWEN25_05B)
     assert small["intermediate_size"] == 4864 and not any("intermediate" in n for n in notes)
 
