@@ -48,7 +48,7 @@ import sys
 import time
 import urllib.request
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,7 +119,7 @@ class Release:
 
     package: str
     version: str
-    files: dict[str, str]
+    files: Mapping[str, str]
     names: set[str]
     metadata: str = ""
     built: str | None = None  # the dist-info's timestamp (YYYY-MM-DD), a fallback for the date
@@ -136,22 +136,42 @@ class Release:
         return None
 
 
+class _ZipFiles(Mapping[str, str]):
+    """A wheel's (or extract's) ``.py`` files, read from the zip on first use."""
+
+    def __init__(self, path: Path, names: Iterable[str]) -> None:
+        self._zip = zipfile.ZipFile(path)
+        self._names = sorted(n for n in names if n.endswith(".py") and n != "__metadata__.py")
+        self._known = set(self._names)
+        self._cache: dict[str, str] = {}
+
+    def __getitem__(self, key: str) -> str:
+        if key not in self._known:
+            raise KeyError(key)
+        if key not in self._cache:
+            self._cache[key] = self._zip.read(key).decode("utf-8", "replace")
+        return self._cache[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 def read_wheel(package: str, version: str, wheel: Path) -> Release:
-    files: dict[str, str] = {}
+    """A release from its wheel or extract (files read lazily)."""
     metadata, built = "", None
     with zipfile.ZipFile(wheel) as zf:
         infos = zf.infolist()
         names = {i.filename for i in infos}
         for info in infos:
-            if info.filename.endswith(".py"):
-                files[info.filename] = zf.read(info).decode("utf-8", "replace")
-            elif info.filename.endswith(".dist-info/METADATA"):
+            if info.filename.endswith(".dist-info/METADATA") or info.filename == "__metadata__.py":
                 metadata = zf.read(info).decode("utf-8", "replace")
                 built = "%04d-%02d-%02d" % info.date_time[:3]
-        if "__files__.txt" in names:  # an extract written by extract_sources
-            names = set(zf.read("__files__.txt").decode().split("\n")) - {""}
-            metadata = files.pop("__metadata__.py", metadata)
-    return Release(package, version, files, names, metadata, built)
+        listed = set(zf.read("__files__.txt").decode().split("\n")) - {""} if "__files__.txt" in names else names
+    files = _ZipFiles(wheel, [n for n in names if n in listed or n.endswith(".py")])
+    return Release(package, version, files, listed, metadata, built)
 
 
 def extract_sources(wheel: Path, out: Path) -> None:
@@ -456,6 +476,8 @@ def trl_uses(rel: Release) -> list[Use]:
     for path, src in sorted(rel.files.items()):
         if not path.startswith("trl/") or "/tests/" in path:
             continue
+        if not any(word in src for word in ("vllm", "base_url", "@app.")):
+            continue  # nothing of vLLM's API, the client's routes or TRL's own server here
         try:
             tree = ast.parse(src)
         except SyntaxError:
@@ -515,6 +537,7 @@ class VllmApi:
     _sampling: set[str] | None = None
     _flags: set[str] | None = None
     _routes: set[str] | None = None
+    _memo: dict[tuple[str, str], bool | None] = field(default_factory=dict)
 
     def tree(self, path: str) -> ast.Module | None:
         if path not in self._trees:
@@ -635,7 +658,13 @@ class VllmApi:
         return self._routes
 
     def check(self, use: Use) -> bool | None:
-        """Whether this vLLM release has what ``use`` needs (None: cannot tell)."""
+        """Whether this vLLM release has what ``use`` needs (None: cannot tell), memoised."""
+        key = (use.kind, use.api)
+        if key not in self._memo:
+            self._memo[key] = self._check(use)
+        return self._memo[key]
+
+    def _check(self, use: Use) -> bool | None:
         if use.kind == "module":
             return self.rel.module_path(use.api) is not None
         if use.kind == "name":
@@ -849,25 +878,62 @@ def matrix_yaml(matrix: dict[str, Any], today: str) -> str:
     return head + _dump(doc)
 
 
-SYMPTOM = {
-    "module": "No module named '{mod}'",
-    "name": "cannot import name '{name}'",
-    "attribute": "has no attribute '{name}'",
-    "llm-kwarg": "unexpected keyword argument '{name}'",
-    "sampling-kwarg": "unexpected keyword argument '{name}'",
-    "serve-flag": "unrecognized arguments: {name}",
-    "endpoint": "404",
-}
+def _symptom(kind: str, api: str) -> str:
+    """How the break reads in a log (Python's and msgspec's messages), as a catalogue symptom."""
+    mod, _, rest = api.partition(":")
+    name = rest.rsplit(".", 1)[-1] if rest else api
+    if kind == "module":
+        return f"No module named '{api}'"
+    if kind == "name":
+        return f"re:cannot import name '{re.escape(name)}' from '{re.escape(mod)}'"
+    if kind == "attribute":
+        return f"re:has no attribute '{re.escape(name)}'"
+    if kind in ("llm-kwarg", "sampling-kwarg"):
+        return f"re:(?i)unexpected keyword argument '{re.escape(name)}'"
+    if kind == "serve-flag":
+        return f"re:unrecognized arguments:.*{re.escape(name)}"
+    return f"re:\\b404\\b.*{re.escape(name)}"
+
+
+def _short(kind: str, api: str) -> str:
+    return api if kind == "module" else api.split(":")[-1].rsplit(".", 1)[-1]
+
+
+def covered_by(row: dict[str, Any], curated: list[dict[str, Any]], trl_scanned: list[str], vllm_scanned: list[str]) -> str | None:
+    """The hand-written catalogue entry that already tells this break (its name in the entry's
+    title or symptoms, overlapping TRL and vLLM ranges), so one failure gives one finding."""
+    short = _short(row["kind"], row["api"])
+    for entry in curated:
+        text = " ".join([str(entry.get("title", "")), *map(str, entry.get("symptoms") or [])])
+        if short not in text and re.escape(short) not in text:
+            continue
+        pk = (entry.get("when") or {}).get("packages") or {}
+        if not _overlap(row["trl"], pk.get("trl"), trl_scanned):
+            continue
+        if not any(_overlap(v, pk.get("vllm"), vllm_scanned) for v in row["inside_declared_range"]):
+            continue
+        return str(entry.get("id"))
+    return None
+
+
+def _overlap(a: str, b: str | None, scanned: list[str]) -> bool:
+    if not b:
+        return True
+    sa, sb = SpecifierSet(a), SpecifierSet(str(b))
+    return any(Version(v) in sa and Version(v) in sb for v in scanned)
 
 
 def derived_failures(matrix: dict[str, Any]) -> str | None:
-    """Catalogue entries for the breaks on GRPO's path that TRL's declared range admits."""
+    """Catalogue entries for the breaks on GRPO's path that TRL's declared range admits and no
+    hand-written entry tells already."""
     entries = []
     for row in matrix["breaks"]:
         if not row.get("inside_declared_range") or not row["on_grpo_path"]:
             continue
+        if row.get("covered_by"):
+            continue
         api, kind = row["api"], row["kind"]
-        name = api.rsplit(".", 1)[-1].split(":")[-1] if kind != "module" else api
+        name = _short(kind, api)
         mod = api.split(":")[0]
         for vspec in row["inside_declared_range"]:
             ident = re.sub(r"[^a-z0-9]+", "-", f"trl-vllm-api-{name}-trl-{row['trl']}-vllm-{vspec}".lower()).strip("-")
@@ -875,14 +941,13 @@ def derived_failures(matrix: dict[str, Any]) -> str | None:
                     "attribute": f"calls {api.split(':')[-1]}", "llm-kwarg": f"passes LLM({name}=...)",
                     "sampling-kwarg": f"passes SamplingParams({name}=...)",
                     "serve-flag": f"starts `vllm serve` with {name}", "endpoint": f"calls the server route {name}"}[kind]
-            symptom = SYMPTOM[kind].format(mod=mod, name=name)
             entries.append({
                 "id": ident[:120],
                 "title": f"TRL {row['trl']} {what}, which vLLM {vspec} lacks (inside TRL's declared vLLM range)",
                 "kind": "crash",
                 "certainty": "certain",
                 "when": {"packages": {"trl": row["trl"], "vllm": vspec}},
-                "symptoms": [symptom],
+                "symptoms": [_symptom(kind, api)],
                 "cause": (
                     f"{row['trl_file']} of TRL {row['trl']} {what}; the vLLM {vspec} wheels do not have it "
                     f"(derived by scripts/refresh_knowledge.py from the wheels), although TRL's declared vLLM "
@@ -1024,6 +1089,17 @@ def refresh(
     log(f"matrix: {len(matrix['breaks'])} break rows ({time.monotonic() - started:.0f} s)")
 
     k = rules / "knowledge"
+    curated = [
+        e
+        for f in sorted((k / "known_failures").glob("*.yaml"))
+        if f.name != Path(DERIVED_FILE).name
+        for e in (yaml.safe_load(f.read_text(encoding="utf-8")) or {}).get("failures") or []
+    ]
+    for row in matrix["breaks"]:
+        if row.get("inside_declared_range") and row["on_grpo_path"]:
+            by = covered_by(row, curated, matrix["trl_scanned"], matrix["vllm_scanned"])
+            if by:
+                row["covered_by"] = by
     new: dict[Path, str | None] = {}
     new[k / "vllm_api.yaml"] = matrix_yaml(matrix, today)
     new[k / DERIVED_FILE] = derived_failures(matrix)
