@@ -64,6 +64,7 @@ TRL_MIN, VLLM_MIN = Version("0.14.0"), Version("0.7.2")
 TRL_URL = "https://github.com/huggingface/trl/blob/v{v}/{path}"
 PYPI_URL = "https://pypi.org/project/{pkg}/{v}/"
 DERIVED_FILE = "known_failures/trl_vllm_api_derived.yaml"
+ROUTE_RE = re.compile(r"[\"'](/[\w/{}.\-]*)[\"']")
 
 # --------------------------------------------------------------------------------------------
 # The index and the wheels (the only network access; tests replace these two functions)
@@ -464,6 +465,20 @@ def _route_strings(tree: ast.AST, *, decorators_only: bool) -> set[str]:
     return out
 
 
+_TREES: dict[int, ast.Module | None] = {}
+
+
+def _parse(src: str) -> ast.Module | None:
+    """``ast.parse``, once per distinct source text (TRL's files repeat across releases)."""
+    key = hash(src)
+    if key not in _TREES:
+        try:
+            _TREES[key] = ast.parse(src)
+        except SyntaxError:
+            _TREES[key] = None
+    return _TREES[key]
+
+
 def _norm_route(path: str) -> str:
     return path.rstrip("/") or "/"
 
@@ -478,19 +493,22 @@ def trl_uses(rel: Release) -> list[Use]:
             continue
         if not any(word in src for word in ("vllm", "base_url", "@app.")):
             continue  # nothing of vLLM's API, the client's routes or TRL's own server here
-        try:
-            tree = ast.parse(src)
-        except SyntaxError:
+        tree = _parse(src)
+        if tree is None:
             continue
         trees[path] = tree
         own_routes |= _route_strings(tree, decorators_only=True)
     for path, tree in trees.items():
-        scan = _TrlScan(path)
-        scan.visit(tree)
-        uses += scan.uses
-        uses += _serve_flags(path, tree)
-        uses += _client_routes(path, tree, own_routes)
+        key = (path, hash(rel.files[path]), frozenset(own_routes))
+        if key not in _SCANNED:
+            scan = _TrlScan(path)
+            scan.visit(tree)
+            _SCANNED[key] = scan.uses + _serve_flags(path, tree) + _client_routes(path, tree, own_routes)
+        uses += _SCANNED[key]
     return uses
+
+
+_SCANNED: dict[tuple[str, int, frozenset[str]], list[Use]] = {}  # a file's uses, by its content
 
 
 def _serve_flags(path: str, tree: ast.AST) -> list[Use]:
@@ -651,9 +669,8 @@ class VllmApi:
             out: set[str] = set()
             for path in self.rel.files:
                 if path.startswith("vllm/entrypoints/"):
-                    tree = self.tree(path)
-                    if tree is not None:
-                        out |= _route_strings(tree, decorators_only=False)
+                    for m in ROUTE_RE.finditer(self.rel.files[path]):
+                        out.add(_norm_route(m.group(1)))
             self._routes = out
         return self._routes
 
@@ -976,12 +993,10 @@ def horizon_yaml(newest: dict[str, tuple[str, str]], today: str) -> str:
         "# the package index. Written by scripts/refresh_knowledge.py; a release newer than these is past\n"
         "# envdoctor's knowledge.\n"
     )
-    doc = {
-        "schema": "envdoctor.knowledge/1",
-        "checked": today,
-        "packages": {p: {"newest": v, "released": d} for p, (v, d) in newest.items()},
-    }
-    return head + _dump(doc)
+    lines = ["schema: envdoctor.knowledge/1", f'checked: "{today}"', "packages:"]
+    for pkg, (v, d) in newest.items():
+        lines.append(f'  {pkg}: {{newest: "{v}", released: "{d}"}}')
+    return head + "\n".join(lines) + "\n"
 
 
 def trl_line_block(minor: str, rel: dict[str, Any]) -> str:

@@ -311,7 +311,7 @@ def test_check_mode_and_the_cache(rk: ModuleType, world: dict[str, object]) -> N
     horizon.write_text(horizon.read_text().replace("5.24.0", "5.23.0"))
     before = horizon.read_text()
     changed, _ = _run(rk, world, check=True)
-    assert list(changed) == ["rules/knowledge/horizon.yaml"] and "+    newest: 5.24.0" in changed[
+    assert list(changed) == ["rules/knowledge/horizon.yaml"] and 'newest: "5.24.0"' in changed[
         "rules/knowledge/horizon.yaml"
     ]
     assert horizon.read_text() == before  # --check writes nothing
