@@ -40,7 +40,7 @@ import ast
 import datetime as dt
 import difflib
 import importlib.util
-import io
+import itertools
 import json
 import re
 import subprocess
@@ -75,7 +75,7 @@ def index_releases(name: str) -> dict[str, str]:
     req = urllib.request.Request(
         f"https://pypi.org/simple/{name}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
     )
-    with urllib.request.urlopen(req, timeout=60) as resp:
+    with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 (an https URL built here)
         data = json.load(resp)
     dates: dict[str, str] = {}
     for f in data.get("files", []):
@@ -100,8 +100,18 @@ def download_wheel(name: str, version: str, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     before = set(dest.glob("*.whl"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-         "-d", str(dest), f"{name}=={version}"],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+            str(dest),
+            f"{name}=={version}",
+        ],
         check=True,
     )
     new = sorted(set(dest.glob("*.whl")) - before) or sorted(dest.glob(f"{name}-{version}-*.whl"))
@@ -169,8 +179,10 @@ def read_wheel(package: str, version: str, wheel: Path) -> Release:
         for info in infos:
             if info.filename.endswith(".dist-info/METADATA") or info.filename == "__metadata__.py":
                 metadata = zf.read(info).decode("utf-8", "replace")
-                built = "%04d-%02d-%02d" % info.date_time[:3]
-        listed = set(zf.read("__files__.txt").decode().split("\n")) - {""} if "__files__.txt" in names else names
+                built = "{:04d}-{:02d}-{:02d}".format(*info.date_time[:3])
+        listed = (
+            set(zf.read("__files__.txt").decode().split("\n")) - {""} if "__files__.txt" in names else names
+        )
     files = _ZipFiles(wheel, [n for n in names if n in listed or n.endswith(".py")])
     return Release(package, version, files, listed, metadata, built)
 
@@ -187,8 +199,9 @@ def extract_sources(wheel: Path, out: Path) -> None:
                 oz.writestr(zipfile.ZipInfo("__metadata__.py", info.date_time), zf.read(info))
 
 
-def fetch_release(package: str, version: str, cache: Path, keep_wheels: bool,
-                  download: Callable[[str, str, Path], Path]) -> Release:
+def fetch_release(
+    package: str, version: str, cache: Path, keep_wheels: bool, download: Callable[[str, str, Path], Path]
+) -> Release:
     """The release's files, from the cache's extract or wheel, else downloaded (and the vLLM wheel
     then reduced to its extract)."""
     folder = cache / package
@@ -227,10 +240,14 @@ def extra_range(metadata: str, extra: str = "vllm", target: str = "vllm") -> str
 
 
 def _version_literal(node: ast.AST, consts: dict[str, str]) -> str | None:
-    """"0.10.2" from Version("0.10.2") / version.parse("0.10.2") / a module constant."""
+    """ "0.10.2" from Version("0.10.2") / version.parse("0.10.2") / a module constant."""
     if isinstance(node, ast.Call) and node.args and _call_name(node) in {"Version", "parse"}:
         node = node.args[0]
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.match(r"^\d+(\.\d+)+$", node.value):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.match(r"^\d+(\.\d+)+$", node.value)
+    ):
         return node.value
     if isinstance(node, ast.Name) and node.id in consts:
         return consts[node.id]
@@ -258,7 +275,9 @@ def import_time_range(src: str | None) -> str | None:
         for t in n.targets
         if isinstance(t, ast.Name)
     }
-    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "is_vllm_available"), None)
+    fn = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "is_vllm_available"), None
+    )
     if fn is None:
         return None
     parts: list[str] = []
@@ -266,7 +285,7 @@ def import_time_range(src: str | None) -> str | None:
         if not isinstance(node, ast.Compare):
             continue
         items = [node.left, *node.comparators]
-        for (a, b), op in zip(zip(items, items[1:]), node.ops):
+        for (a, b), op in zip(itertools.pairwise(items), node.ops, strict=True):
             va, vb = _version_literal(a, consts), _version_literal(b, consts)
             if type(op) not in SAME or (va is None) == (vb is None):
                 continue
@@ -302,7 +321,11 @@ def _guard_of(test: ast.AST, named: dict[str, str]) -> str | None:
     if isinstance(test, ast.Name) and test.id in named:
         return named[test.id]
     if isinstance(test, ast.Call) and _call_name(test) == "is_vllm_available":
-        arg = test.args[0] if test.args else next((k.value for k in test.keywords if k.arg == "min_version"), None)
+        arg = (
+            test.args[0]
+            if test.args
+            else next((k.value for k in test.keywords if k.arg == "min_version"), None)
+        )
         v = _version_literal(arg, {}) if arg is not None else None
         return f">={v}" if v else None
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -354,9 +377,9 @@ class _TrlScan(ast.NodeVisitor):
 
     def visit_Try(self, node: ast.Try) -> None:
         catches = {ast.unparse(h.type) if h.type else "" for h in node.handlers}
-        soft = bool(catches & {"", "ImportError", "ModuleNotFoundError", "Exception", "(ImportError, AttributeError)"}) or any(
-            "ImportError" in c for c in catches
-        )
+        soft = bool(
+            catches & {"", "ImportError", "ModuleNotFoundError", "Exception", "(ImportError, AttributeError)"}
+        ) or any("ImportError" in c for c in catches)
         outer = self.soft
         self.soft = outer or soft
         for n in node.body:
@@ -368,7 +391,11 @@ class _TrlScan(ast.NodeVisitor):
     visit_TryStar = visit_Try  # type: ignore[assignment]
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        if isinstance(node.value, ast.Call) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node.value, ast.Call)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             spec = _guard_of(node.value, {})
             if spec:
                 self.named[node.targets[0].id] = spec
@@ -377,9 +404,14 @@ class _TrlScan(ast.NodeVisitor):
                 keys = _dict_keys(node.value)
                 if keys is not None:
                     self.dicts[t.id] = [(k, self.guard, node.lineno) for k in keys]
-            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and isinstance(t.slice, ast.Constant):
-                if isinstance(t.slice.value, str) and t.value.id in self.dicts:
-                    self.dicts[t.value.id].append((t.slice.value, self.guard, node.lineno))
+            if (
+                isinstance(t, ast.Subscript)
+                and isinstance(t.value, ast.Name)
+                and isinstance(t.slice, ast.Constant)
+                and isinstance(t.slice.value, str)
+                and t.value.id in self.dicts
+            ):
+                self.dicts[t.value.id].append((t.slice.value, self.guard, node.lineno))
         self.generic_visit(node)
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -405,9 +437,12 @@ class _TrlScan(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         target = self._callee(node)
-        kind = {"vllm:LLM": "llm-kwarg", "vllm.entrypoints.llm:LLM": "llm-kwarg",
-                "vllm:SamplingParams": "sampling-kwarg",
-                "vllm.sampling_params:SamplingParams": "sampling-kwarg"}.get(target or "")
+        kind = {
+            "vllm:LLM": "llm-kwarg",
+            "vllm.entrypoints.llm:LLM": "llm-kwarg",
+            "vllm:SamplingParams": "sampling-kwarg",
+            "vllm.sampling_params:SamplingParams": "sampling-kwarg",
+        }.get(target or "")
         if kind:
             for kw in node.keywords:
                 if kw.arg:
@@ -427,7 +462,11 @@ class _TrlScan(ast.NodeVisitor):
         f = node.func
         if isinstance(f, ast.Name):
             return self.vllm_names.get(f.id)
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and self.vllm_names.get(f.value.id) == "vllm":
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and self.vllm_names.get(f.value.id) == "vllm"
+        ):
             return f"vllm:{f.attr}"
         return None
 
@@ -452,11 +491,22 @@ def _route_strings(tree: ast.AST, *, decorators_only: bool) -> set[str]:
     out: set[str] = set()
     nodes: Iterable[ast.AST]
     if decorators_only:
-        nodes = [d for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 for d in n.decorator_list]
+        nodes = [
+            d
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for d in n.decorator_list
+        ]
         nodes = [x for d in nodes for x in ast.walk(d)]
-        nodes = [*nodes, *(x for n in ast.walk(tree) if isinstance(n, ast.Call) and _call_name(n) == "add_api_route"
-                           for x in n.args[:1])]
+        nodes = [
+            *nodes,
+            *(
+                x
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Call) and _call_name(n) == "add_api_route"
+                for x in n.args[:1]
+            ),
+        ]
     else:
         nodes = list(ast.walk(tree))
     for n in nodes:
@@ -514,7 +564,9 @@ _SCANNED: dict[tuple[str, int, frozenset[str]], list[Use]] = {}  # a file's uses
 def _serve_flags(path: str, tree: ast.AST) -> list[Use]:
     """The flags of a ``vllm serve`` command line built as a list of strings in a TRL file."""
     consts = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-    if not any(c.value == "serve" for c in consts) or not any(c.value == "vllm" or c.value.endswith("vllm.entrypoints.cli.main") for c in consts):
+    if not any(c.value == "serve" for c in consts) or not any(
+        c.value == "vllm" or c.value.endswith("vllm.entrypoints.cli.main") for c in consts
+    ):
         return []
     scan = _GuardedConstants(path)
     scan.visit(tree)
@@ -534,8 +586,12 @@ def _client_routes(path: str, tree: ast.AST, own: set[str]) -> list[Use]:
         if not isinstance(n, ast.JoinedStr):
             continue
         vals = n.values
-        for a, b in zip(vals, vals[1:]):
-            if isinstance(a, ast.FormattedValue) and "base_url" in ast.unparse(a.value) and isinstance(b, ast.Constant):
+        for a, b in itertools.pairwise(vals):
+            if (
+                isinstance(a, ast.FormattedValue)
+                and "base_url" in ast.unparse(a.value)
+                and isinstance(b, ast.Constant)
+            ):
                 route = _norm_route(str(b.value).split("?")[0])
                 if route.startswith("/") and route not in own and re.match(r"^/[\w/\-.]+$", route):
                     out.append(Use("endpoint", route, path, n.lineno))
@@ -639,10 +695,20 @@ class VllmApi:
     def sampling_params(self) -> set[str]:
         if self._sampling is None:
             tree = self.tree("vllm/sampling_params.py")
-            node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SamplingParams"), None) if tree else None
+            node = (
+                next(
+                    (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SamplingParams"), None
+                )
+                if tree
+                else None
+            )
             names: set[str] = set()
             if node is not None:
-                names = {n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+                names = {
+                    n.target.id
+                    for n in node.body
+                    if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+                }
                 init = _init_params(tree, "SamplingParams")
                 if init:
                     names |= init[0]
@@ -653,7 +719,9 @@ class VllmApi:
         if self._flags is None:
             flags = {"--" + f.replace("_", "-") for f in self._engine_fields()}
             for path, src in self.rel.files.items():
-                if not path.startswith(("vllm/entrypoints/", "vllm/engine/arg_utils.py", "vllm/config/", "vllm/utils/")):
+                if not path.startswith(
+                    ("vllm/entrypoints/", "vllm/engine/arg_utils.py", "vllm/config/", "vllm/utils/")
+                ):
                     continue
                 flags |= {m.replace("_", "-") for m in re.findall(r"[\"'](--[a-z][a-z0-9_\-]*)[\"']", src)}
                 if "cli_args" in path or "serve" in path:
@@ -775,8 +843,14 @@ def _class_members(node: ast.ClassDef) -> set[str]:
 
 
 def _init_params(tree: ast.Module | None, cls: str) -> tuple[set[str], bool] | None:
-    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree else None
-    init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None) if node else None
+    node = (
+        next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree else None
+    )
+    init = (
+        next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if node
+        else None
+    )
     if init is None:
         return None
     a = init.args
@@ -790,7 +864,11 @@ def _init_params(tree: ast.Module | None, cls: str) -> tuple[set[str], bool] | N
 
 def on_grpo_path(path: str) -> bool:
     """A TRL file a GRPO run imports (not experimental, not another trainer's module)."""
-    if path.startswith("trl/experimental/") or path.startswith("trl/scripts/") and not path.endswith("vllm_serve.py"):
+    if (
+        path.startswith("trl/experimental/")
+        or path.startswith("trl/scripts/")
+        and not path.endswith("vllm_serve.py")
+    ):
         return False
     m = re.match(r"^trl/trainer/(\w+)_(trainer|config)\.py$", path)
     return not m or m.group(1) == "grpo"
@@ -819,7 +897,9 @@ def runs(chosen: Iterable[str], scanned: list[str]) -> list[str]:
     return out
 
 
-def derive_matrix(trls: dict[str, Release], vllms: dict[str, Release], declared: dict[str, str | None]) -> dict[str, Any]:
+def derive_matrix(
+    trls: dict[str, Release], vllms: dict[str, Release], declared: dict[str, str | None]
+) -> dict[str, Any]:
     """Each TRL release's vLLM uses checked against each vLLM release."""
     tv, vv = _sorted(trls), _sorted(vllms)
     apis = {v: VllmApi(v, vllms[v]) for v in vv}
@@ -850,7 +930,9 @@ def derive_matrix(trls: dict[str, Release], vllms: dict[str, Release], declared:
             if not vs:
                 continue
             inside = {
-                v for v in vs if any(declared.get(t) and Version(v) in SpecifierSet(str(declared[t])) for t in ts)
+                v
+                for v in vs
+                if any(declared.get(t) and Version(v) in SpecifierSet(str(declared[t])) for t in ts)
             }
             row = {
                 "kind": kind,
@@ -890,7 +972,11 @@ def matrix_yaml(matrix: dict[str, Any], today: str) -> str:
         "# vLLM wheel (ast; nothing imported). A row: these TRL releases need `api`, which these vLLM\n"
         "# releases lack; inside_declared_range: the part TRL's own declared vLLM range admits.\n"
     )
-    doc = {"schema": "envdoctor.knowledge/1", "generated_by": "scripts/refresh_knowledge.py", "checked": today}
+    doc = {
+        "schema": "envdoctor.knowledge/1",
+        "generated_by": "scripts/refresh_knowledge.py",
+        "checked": today,
+    }
     doc.update({k: matrix[k] for k in ("trl_scanned", "vllm_scanned", "breaks")})
     return head + _dump(doc)
 
@@ -916,7 +1002,9 @@ def _short(kind: str, api: str) -> str:
     return api if kind == "module" else api.split(":")[-1].rsplit(".", 1)[-1]
 
 
-def covered_by(row: dict[str, Any], curated: list[dict[str, Any]], trl_scanned: list[str], vllm_scanned: list[str]) -> str | None:
+def covered_by(
+    row: dict[str, Any], curated: list[dict[str, Any]], trl_scanned: list[str], vllm_scanned: list[str]
+) -> str | None:
     """The hand-written catalogue entry that already tells this break (its name in the entry's
     title or symptoms, overlapping TRL and vLLM ranges), so one failure gives one finding."""
     short = _short(row["kind"], row["api"])
@@ -953,26 +1041,40 @@ def derived_failures(matrix: dict[str, Any]) -> str | None:
         name = _short(kind, api)
         mod = api.split(":")[0]
         for vspec in row["inside_declared_range"]:
-            ident = re.sub(r"[^a-z0-9]+", "-", f"trl-vllm-api-{name}-trl-{row['trl']}-vllm-{vspec}".lower()).strip("-")
-            what = {"module": f"imports module {api}", "name": f"imports {name} from {mod}",
-                    "attribute": f"calls {api.split(':')[-1]}", "llm-kwarg": f"passes LLM({name}=...)",
-                    "sampling-kwarg": f"passes SamplingParams({name}=...)",
-                    "serve-flag": f"starts `vllm serve` with {name}", "endpoint": f"calls the server route {name}"}[kind]
-            entries.append({
-                "id": ident[:120],
-                "title": f"TRL {row['trl']} {what}, which vLLM {vspec} lacks (inside TRL's declared vLLM range)",
-                "kind": "crash",
-                "certainty": "certain",
-                "when": {"packages": {"trl": row["trl"], "vllm": vspec}},
-                "symptoms": [_symptom(kind, api)],
-                "cause": (
-                    f"{row['trl_file']} of TRL {row['trl']} {what}; the vLLM {vspec} wheels do not have it "
-                    f"(derived by scripts/refresh_knowledge.py from the wheels), although TRL's declared vLLM "
-                    f"range admits that vLLM."
-                ),
-                "fix": f"pip install 'vllm{_outside(vspec)}'  # a vLLM release this TRL's API use works with",
-                "sources": [row["source"], PYPI_URL.format(pkg="vllm", v=vspec.split(",")[0].lstrip("=<>"))],
-            })
+            ident = re.sub(
+                r"[^a-z0-9]+", "-", f"trl-vllm-api-{name}-trl-{row['trl']}-vllm-{vspec}".lower()
+            ).strip("-")
+            what = {
+                "module": f"imports module {api}",
+                "name": f"imports {name} from {mod}",
+                "attribute": f"calls {api.split(':')[-1]}",
+                "llm-kwarg": f"passes LLM({name}=...)",
+                "sampling-kwarg": f"passes SamplingParams({name}=...)",
+                "serve-flag": f"starts `vllm serve` with {name}",
+                "endpoint": f"calls the server route {name}",
+            }[kind]
+            entries.append(
+                {
+                    "id": ident[:120],
+                    "title": (
+                        f"TRL {row['trl']} {what}, which vLLM {vspec} lacks (inside TRL's declared vLLM range)"
+                    ),
+                    "kind": "crash",
+                    "certainty": "certain",
+                    "when": {"packages": {"trl": row["trl"], "vllm": vspec}},
+                    "symptoms": [_symptom(kind, api)],
+                    "cause": (
+                        f"{row['trl_file']} of TRL {row['trl']} {what}; the vLLM {vspec} wheels do not "
+                        "have it (derived by scripts/refresh_knowledge.py from the wheels), although TRL's "
+                        "declared vLLM range admits that vLLM."
+                    ),
+                    "fix": f"pip install 'vllm{_outside(vspec)}'  # a vLLM this TRL's API use works with",
+                    "sources": [
+                        row["source"],
+                        PYPI_URL.format(pkg="vllm", v=vspec.split(",")[0].lstrip("=<>")),
+                    ],
+                }
+            )
     if not entries:
         return None  # the catalogue's files hold at least one entry: no file
     head = (
@@ -1010,7 +1112,10 @@ def trl_line_block(minor: str, rel: dict[str, Any]) -> str:
         "vllm_extra": rel["extra"],
         "vllm_warning_range": rel["warning"],
         "note": "Derived by scripts/refresh_knowledge.py from the PyPI wheel; review the rest of this line.",
-        "references": [PYPI_URL.format(pkg="trl", v=minor), TRL_URL.format(v=minor, path="trl/import_utils.py")],
+        "references": [
+            PYPI_URL.format(pkg="trl", v=minor),
+            TRL_URL.format(v=minor, path="trl/import_utils.py"),
+        ],
     }
     text = yaml.safe_dump([line], sort_keys=False, width=110)
     return text
@@ -1029,9 +1134,21 @@ def update_trl_yaml(text: str, ranges: dict[str, dict[str, Any]]) -> tuple[str, 
             added.setdefault(minor, rel)
             continue
         derived = rel["warning"] or rel["extra"]
-        if rel["warning"] and line.get("vllm_warning_range") and not _same_spec(rel["warning"], line["vllm_warning_range"]):
-            notes.append(f"trl {ver}: import-time range {rel['warning']} differs from curated {line['vllm_warning_range']}")
-        elif derived and line.get("vllm") and not line.get("vllm_lower_bound_only") and not _same_spec(derived, line["vllm"]):
+        if (
+            rel["warning"]
+            and line.get("vllm_warning_range")
+            and not _same_spec(rel["warning"], line["vllm_warning_range"])
+        ):
+            notes.append(
+                f"trl {ver}: import-time range {rel['warning']} differs from curated "
+                f"{line['vllm_warning_range']}"
+            )
+        elif (
+            derived
+            and line.get("vllm")
+            and not line.get("vllm_lower_bound_only")
+            and not _same_spec(derived, line["vllm"])
+        ):
             notes.append(f"trl {ver}: derived vLLM range {derived} differs from curated {line['vllm']}")
     if added:
         block = "".join(trl_line_block(m, r) for m, r in added.items())
@@ -1049,7 +1166,9 @@ def _same_spec(a: str, b: str) -> bool:
 
 
 def grpo_keys_yaml(trls: dict[str, Release], old_text: str | None) -> str | None:
-    spec = importlib.util.spec_from_file_location("derive_grpo_config_keys", ROOT / "scripts" / "derive_grpo_config_keys.py")
+    spec = importlib.util.spec_from_file_location(
+        "derive_grpo_config_keys", ROOT / "scripts" / "derive_grpo_config_keys.py"
+    )
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -1060,7 +1179,9 @@ def grpo_keys_yaml(trls: dict[str, Release], old_text: str | None) -> str | None
         srcs = {p: trls[v].files.get(p) for p in (mod.GRPO_PATH, *mod.BASE_PATHS)}
         if srcs[mod.GRPO_PATH] is None:
             continue
-        origin = origins.get(v) or (f"tag v{v}" if v in ((old or {}).get("tags_scanned") or []) else f"wheel trl-{v}-py3-none-any.whl")
+        origin = origins.get(v) or (
+            f"tag v{v}" if v in ((old or {}).get("tags_scanned") or []) else f"wheel trl-{v}-py3-none-any.whl"
+        )
         snaps.append((Version(v), origin, mod.fields_at(srcs)))
     if not snaps:
         return None
@@ -1096,7 +1217,10 @@ def refresh(
         vllms[v] = fetch_release("vllm", v, cache, keep_wheels, download)
         log(f"  vllm {v} read ({time.monotonic() - started:.0f} s)")
     ranges = {
-        v: {"extra": extra_range(r.metadata), "warning": import_time_range(r.files.get("trl/import_utils.py"))}
+        v: {
+            "extra": extra_range(r.metadata),
+            "warning": import_time_range(r.files.get("trl/import_utils.py")),
+        }
         for v, r in trls.items()
     }
     declared = {v: (r["warning"] or r["extra"] or None) for v, r in ranges.items()}
@@ -1171,15 +1295,33 @@ def _read(path: Path) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", required=True, type=Path, help="folder for the wheels and their extracts (outside the repository)")
-    ap.add_argument("--rules", type=Path, default=ROOT / "rules", help="the rules folder to update (default: this checkout's)")
-    ap.add_argument("--check", action="store_true", help="report what would change; write nothing; exit 1 if anything would")
-    ap.add_argument("--keep-wheels", action="store_true", help="keep the vLLM wheels (else only their .py extracts)")
+    ap.add_argument(
+        "--cache",
+        required=True,
+        type=Path,
+        help="folder for the wheels and their extracts (outside the repository)",
+    )
+    ap.add_argument(
+        "--rules",
+        type=Path,
+        default=ROOT / "rules",
+        help="the rules folder to update (default: this checkout's)",
+    )
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="report what would change; write nothing; exit 1 if anything would",
+    )
+    ap.add_argument(
+        "--keep-wheels", action="store_true", help="keep the vLLM wheels (else only their .py extracts)"
+    )
     ap.add_argument("--today", help="the date written as checked (default: today)")
     args = ap.parse_args(argv)
     if ROOT in args.cache.resolve().parents or args.cache.resolve() == ROOT:
         ap.error("--cache must be outside the repository (wheels are never committed)")
-    changed, notes = refresh(args.cache.expanduser(), args.rules, check=args.check, keep_wheels=args.keep_wheels, today=args.today)
+    changed, notes = refresh(
+        args.cache.expanduser(), args.rules, check=args.check, keep_wheels=args.keep_wheels, today=args.today
+    )
     for diff in changed.values():
         sys.stdout.write(diff)
     for note in notes:

@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def rk() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("refresh_knowledge", ROOT / "scripts" / "refresh_knowledge.py")
+    spec = importlib.util.spec_from_file_location(
+        "refresh_knowledge", ROOT / "scripts" / "refresh_knowledge.py"
+    )
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     sys.modules["refresh_knowledge"] = mod
@@ -117,7 +119,8 @@ def trl_files(version: str) -> dict[str, str]:
         "trl/__init__.py": "",
         "trl/import_utils.py": IMPORT_UTILS,
         "trl/trainer/grpo_config.py": GRPO_CONFIG.replace(
-            "{extra}", 'epsilon: float = field(default=0.2, metadata={"help": "clip"})' if version == "1.1.0" else ""
+            "{extra}",
+            'epsilon: float = field(default=0.2, metadata={"help": "clip"})' if version == "1.1.0" else "",
         ),
         "trl/generation/vllm_generation.py": GENERATION_10 if version == "1.0.0" else GENERATION_11,
         "trl/generation/vllm_client.py": CLIENT,
@@ -160,9 +163,13 @@ def vllm_files(version: str) -> dict[str, str]:
     if new:
         routes += '@router.post("/init_weight_transfer_engine")\ndef init(): ...\n'
     return {
-        "vllm/__init__.py": "from vllm.entrypoints.llm import LLM\nfrom vllm.sampling_params import SamplingParams\n",
+        "vllm/__init__.py": (
+            "from vllm.entrypoints.llm import LLM\nfrom vllm.sampling_params import SamplingParams\n"
+        ),
         "vllm/entrypoints/__init__.py": "",
-        "vllm/entrypoints/llm.py": "class LLM:\n    def __init__(self, model, *, seed=0, **kwargs):\n        pass\n",
+        "vllm/entrypoints/llm.py": (
+            "class LLM:\n    def __init__(self, model, *, seed=0, **kwargs):\n        pass\n"
+        ),
         "vllm/engine/arg_utils.py": "from dataclasses import dataclass\n@dataclass\nclass EngineArgs:\n"
         "    model: str = ''\n    gpu_memory_utilization: float = 0.9\n"
         + ("" if new else "    enable_sleep_mode: bool = False\n"),
@@ -251,7 +258,9 @@ def test_matrix_finds_the_api_breaks(rk: ModuleType, world: dict[str, object]) -
     # the unguarded import breaks 1.0.0 on 0.11.0, inside its declared range; 1.1.0's guarded one does not
     gd = rows[("name", "vllm.sampling_params:GuidedDecodingParams", ">=1.0.0,<1.1.0")]
     assert gd["vllm"] == [">=0.11.0"] and gd["inside_declared_range"] == [">=0.11.0"] and gd["on_grpo_path"]
-    assert not any(a == "vllm.sampling_params:GuidedDecodingParams" and t != ">=1.0.0,<1.1.0" for _, a, t in rows)
+    assert not any(
+        a == "vllm.sampling_params:GuidedDecodingParams" and t != ">=1.0.0,<1.1.0" for _, a, t in rows
+    )
     # 1.1.0's guarded import of StructuredOutputsParams is only checked against vLLM > 0.10.0: no break
     assert not any("StructuredOutputsParams" in a for _, a, _ in rows)
     # keywords: SamplingParams(**kw) through a dict, LLM(...) through EngineArgs (LLM takes **kwargs)
@@ -264,7 +273,13 @@ def test_matrix_finds_the_api_breaks(rk: ModuleType, world: dict[str, object]) -
     assert rows[("endpoint", "/init_weight_transfer_engine", ">=1.0.0")]["vllm"] == ["==0.10.0"]
     assert not any(k == "endpoint" and a == "/health" for k, a, _ in rows)
     # the #7001 class of break: a static method of an imported class removed (off GRPO's path here)
-    attr = rows[("attribute", "vllm.distributed.weight_transfer.nccl_engine:NCCLWeightTransferEngine.trainer_init", ">=1.0.0")]
+    attr = rows[
+        (
+            "attribute",
+            "vllm.distributed.weight_transfer.nccl_engine:NCCLWeightTransferEngine.trainer_init",
+            ">=1.0.0",
+        )
+    ]
     assert attr["vllm"] == [">=0.11.0"] and attr["on_grpo_path"] is False
 
     # the catalogue gets the on-path breaks inside the declared range, and the entries validate
@@ -275,9 +290,11 @@ def test_matrix_finds_the_api_breaks(rk: ModuleType, world: dict[str, object]) -
     titles = " | ".join(e.title for e in entries)
     assert "GuidedDecodingParams" in titles and "trainer_init" not in titles
     gd_entry = next(e for e in entries if "GuidedDecodingParams" in e.title)
-    log = "ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params' (/x/vllm/sampling_params.py)"
+    log = "ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params' (/x/vllm/s.py)"
     assert any(s.found_in(log) for s in gd_entry.symptoms)
-    assert not any(s.found_in("cannot import name 'GuidedDecodingParams' from 'other'") for s in gd_entry.symptoms)
+    assert not any(
+        s.found_in("cannot import name 'GuidedDecodingParams' from 'other'") for s in gd_entry.symptoms
+    )
 
     # ranges and keys: a trl_lines entry for the minor trl.yaml lacks; the curated line kept
     trl = (k / "trl.yaml").read_text()
@@ -311,9 +328,10 @@ def test_check_mode_and_the_cache(rk: ModuleType, world: dict[str, object]) -> N
     horizon.write_text(horizon.read_text().replace("5.24.0", "5.23.0"))
     before = horizon.read_text()
     changed, _ = _run(rk, world, check=True)
-    assert list(changed) == ["rules/knowledge/horizon.yaml"] and 'newest: "5.24.0"' in changed[
-        "rules/knowledge/horizon.yaml"
-    ]
+    assert (
+        list(changed) == ["rules/knowledge/horizon.yaml"]
+        and 'newest: "5.24.0"' in changed["rules/knowledge/horizon.yaml"]
+    )
     assert horizon.read_text() == before  # --check writes nothing
 
 
@@ -330,7 +348,9 @@ def test_import_time_range_and_extra(rk: ModuleType) -> None:
     assert rk.runs({"a", "b", "d"}, ["a", "b", "c", "d"]) == [">=a,<=b", ">=d"]
 
 
-def test_a_break_the_catalogue_tells_already_is_not_derived_again(rk: ModuleType, world: dict[str, object]) -> None:
+def test_a_break_the_catalogue_tells_already_is_not_derived_again(
+    rk: ModuleType, world: dict[str, object]
+) -> None:
     known = world["rules"] / "knowledge" / "known_failures" / "hand.yaml"  # type: ignore[operator]
     known.write_text(
         yaml.safe_dump(

@@ -8,7 +8,6 @@ real setups of issue #26 are written out by hand, with their fixed releases.
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 import pytest
@@ -85,7 +84,8 @@ def scenario(f: KnownFailure, out_of_range: str | None = None) -> tuple[dict, di
     for name, spec in f.packages.items():
         packages[name] = outside(spec) if name == out_of_range else inside(spec)
     config = {
-        key: ({"warmup": 1} if values[0] == "*" else _satisfying(values[0])) for key, values in f.config.items()
+        key: ({"warmup": 1} if values[0] == "*" else _satisfying(values[0]))
+        for key, values in f.config.items()
     } or None
     launch = None
     if "launcher" in f.launch:

@@ -9,7 +9,9 @@ from envdoctor.knowledge import known_failures
 from tests.conftest import MODERN, findings, snapshot
 
 
-def _ids(packages: dict[str, str], config: dict | None, launch: str | None = None, env: dict | None = None) -> set:
+def _ids(
+    packages: dict[str, str], config: dict | None, launch: str | None = None, env: dict | None = None
+) -> set:
     snap = snapshot(packages={**MODERN, **packages}, env=env or {})
     return {f.evidence.get("id") for f in findings(snap, config=config, launch=launch) if f.rule == "KNF001"}
 
@@ -28,7 +30,9 @@ def test_truncating_sampler_with_the_is_correction_warns(knob: dict, fid: str) -
     # TRL 0.25's colocated vLLM already returned processed logprobs: the colocate entry
     assert f"{fid}-colocate" in _ids({"trl": "0.25.0", "vllm": "0.11.0"}, config)
     # the IS correction off, or before TRL had it (0.23.0) / processed logprobs (0.24.0): quiet
-    assert fid not in _ids({"trl": "1.16.0", "vllm": "0.31.0"}, {**config, "vllm_importance_sampling_correction": False})
+    assert fid not in _ids(
+        {"trl": "1.16.0", "vllm": "0.31.0"}, {**config, "vllm_importance_sampling_correction": False}
+    )
     assert not {fid, f"{fid}-colocate"} & _ids({"trl": "0.22.2", "vllm": "0.10.1"}, config)
 
 
@@ -46,7 +50,10 @@ def test_default_sampling_stays_quiet() -> None:
 def test_sequence_level_sum_is_triage_only_and_reads_the_metric() -> None:
     entry = next(f for f in known_failures() if f.id == "trl-is-correction-sequence-level-sum")
     assert entry.triage_only
-    assert any(s.found_in("{'loss': 0.01, 'sampling/importance_sampling_ratio/mean': 0.0596}") for s in entry.symptoms)
+    assert any(
+        s.found_in("{'loss': 0.01, 'sampling/importance_sampling_ratio/mean': 0.0596}")
+        for s in entry.symptoms
+    )
     assert not any(s.found_in("{'sampling/importance_sampling_ratio/mean': 0.9931}") for s in entry.symptoms)
 
 
@@ -60,7 +67,9 @@ def test_weight_update_while_asleep_reads_the_segfault() -> None:
         '  File "<unknown>", line 0, in cuMemcpyDtoDAsync_v2\n'
     )
     assert entry.triage_only and any(s.found_in(log) for s in entry.symptoms)
-    assert not any(s.found_in("!!!!!!! Segfault encountered !!!!!!!\n in at::native::mm\n") for s in entry.symptoms)
+    assert not any(
+        s.found_in("!!!!!!! Segfault encountered !!!!!!!\n in at::native::mm\n") for s in entry.symptoms
+    )
 
 
 KUBEFLOW = "kubeflow-accelerate-launch-ignores-pet-world-size-1"
