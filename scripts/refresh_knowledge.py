@@ -1057,7 +1057,7 @@ def derived_failures(matrix: dict[str, Any]) -> str | None:
                 {
                     "id": ident[:120],
                     "title": (
-                        f"TRL {row['trl']} {what}, which vLLM {vspec} lacks (inside TRL's declared vLLM range)"
+                        f"TRL {row['trl']} {what}, which vLLM {vspec} lacks (inside TRL's declared range)"
                     ),
                     "kind": "crash",
                     "certainty": "certain",
