@@ -93,7 +93,7 @@ NOTES = {
     },
     "vllm_mode": {
         "note": "Default changed from 'server' to 'colocate' in 1.0.0 (huggingface/trl#5255).",
-        "references": ["huggingface/trl#5255", REPO_URL + "/blob/v1.0.0/trl/trainer/grpo_config.py"],
+        "references": [REPO_URL + "/issues/5255", REPO_URL + "/blob/v1.0.0/trl/trainer/grpo_config.py"],
     },
 }
 

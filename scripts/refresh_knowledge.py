@@ -352,8 +352,9 @@ def _and(a: str, b: str | None) -> str:
 
 
 class _TrlScan(ast.NodeVisitor):
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, own_routes: frozenset[str] = frozenset()) -> None:
         self.path = path
+        self.own_routes = own_routes
         self.uses: list[Use] = []
         self.guard = ""
         self.soft = False
@@ -433,6 +434,19 @@ class _TrlScan(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if isinstance(node.value, ast.Name) and ":" in self.vllm_names.get(node.value.id, ""):
             self.use("attribute", f"{self.vllm_names[node.value.id]}.{node.attr}", node)
+        self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        """A route the client calls as f"{…base_url}/route" that TRL's own server does not define."""
+        for a, b in itertools.pairwise(node.values):
+            if (
+                isinstance(a, ast.FormattedValue)
+                and "base_url" in ast.unparse(a.value)
+                and isinstance(b, ast.Constant)
+            ):
+                route = _norm_route(str(b.value).split("?")[0])
+                if route not in self.own_routes and re.match(r"^/[\w/\-.]+$", route):
+                    self.use("endpoint", route, node)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -551,9 +565,9 @@ def trl_uses(rel: Release) -> list[Use]:
     for path, tree in trees.items():
         key = (path, hash(rel.files[path]), frozenset(own_routes))
         if key not in _SCANNED:
-            scan = _TrlScan(path)
+            scan = _TrlScan(path, frozenset(own_routes))
             scan.visit(tree)
-            _SCANNED[key] = scan.uses + _serve_flags(path, tree) + _client_routes(path, tree, own_routes)
+            _SCANNED[key] = scan.uses + _serve_flags(path, tree)
         uses += _SCANNED[key]
     return uses
 
@@ -570,32 +584,13 @@ def _serve_flags(path: str, tree: ast.AST) -> list[Use]:
         return []
     scan = _GuardedConstants(path)
     scan.visit(tree)
-    return scan.uses
+    return [u for u in scan.uses if u.kind == "serve-flag"]
 
 
 class _GuardedConstants(_TrlScan):
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and re.match(r"^--[a-z][a-z0-9\-_]*$", node.value):
             self.use("serve-flag", node.value, node)
-
-
-def _client_routes(path: str, tree: ast.AST, own: set[str]) -> list[Use]:
-    """Routes the client calls as f"{...base_url}/route" that TRL does not serve itself."""
-    out = []
-    for n in ast.walk(tree):
-        if not isinstance(n, ast.JoinedStr):
-            continue
-        vals = n.values
-        for a, b in itertools.pairwise(vals):
-            if (
-                isinstance(a, ast.FormattedValue)
-                and "base_url" in ast.unparse(a.value)
-                and isinstance(b, ast.Constant)
-            ):
-                route = _norm_route(str(b.value).split("?")[0])
-                if route.startswith("/") and route not in own and re.match(r"^/[\w/\-.]+$", route):
-                    out.append(Use("endpoint", route, path, n.lineno))
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -1010,8 +1005,9 @@ def covered_by(
     short = _short(row["kind"], row["api"])
     for entry in curated:
         text = " ".join([str(entry.get("title", "")), *map(str, entry.get("symptoms") or [])])
-        if short not in text and re.escape(short) not in text:
-            continue
+        quoted = f"'{short}'" in text or f"'{re.escape(short)}'" in text
+        if not quoted and not (len(short) >= 12 and short in text):
+            continue  # a short name ("device") must appear quoted, as Python's messages quote it
         pk = (entry.get("when") or {}).get("packages") or {}
         if not _overlap(row["trl"], pk.get("trl"), trl_scanned):
             continue
@@ -1019,6 +1015,38 @@ def covered_by(
             continue
         return str(entry.get("id"))
     return None
+
+
+def mark_covered(matrix: dict[str, Any], curated: list[dict[str, Any]]) -> None:
+    """``covered_by`` on the rows a hand-written entry tells; ``fails_first`` on the rows of a file
+    whose import of vLLM already fails for the same releases (one failure, one finding)."""
+    rows = [r for r in matrix["breaks"] if r.get("inside_declared_range") and r["on_grpo_path"]]
+    for row in rows:
+        by = covered_by(row, curated, matrix["trl_scanned"], matrix["vllm_scanned"])
+        if by:
+            row["covered_by"] = by
+    imports = [r for r in rows if r["kind"] in ("module", "name")]
+    for row in rows:
+        for imp in imports:
+            if imp is row or imp["trl_file"] != row["trl_file"]:
+                continue
+            if row["kind"] == "module" or (row["kind"] == "name" and imp["kind"] == "name"):
+                continue  # a module row stands first; names of one import line stand side by side
+            if row["kind"] == "name" and imp["api"] != row["api"].split(":")[0]:
+                continue  # a name is shadowed only by its own module's absence
+            scanned = matrix["trl_scanned"]
+            inside_imp = SpecifierSet(imp["trl"])
+            if not all(Version(t) in inside_imp for t in scanned if Version(t) in SpecifierSet(row["trl"])):
+                continue  # the import fails for only some of these TRL releases
+            if any(
+                _overlap(v, w, matrix["vllm_scanned"])
+                for v in row["inside_declared_range"]
+                for w in imp["inside_declared_range"]
+            ):
+                row["fails_first"] = imp["api"]
+                if imp.get("covered_by") and not row.get("covered_by"):
+                    row["covered_by"] = imp["covered_by"]
+                break
 
 
 def _overlap(a: str, b: str | None, scanned: list[str]) -> bool:
@@ -1035,7 +1063,7 @@ def derived_failures(matrix: dict[str, Any]) -> str | None:
     for row in matrix["breaks"]:
         if not row.get("inside_declared_range") or not row["on_grpo_path"]:
             continue
-        if row.get("covered_by"):
+        if row.get("covered_by") or row.get("fails_first"):
             continue
         api, kind = row["api"], row["kind"]
         name = _short(kind, api)
@@ -1234,11 +1262,7 @@ def refresh(
         if f.name != Path(DERIVED_FILE).name
         for e in (yaml.safe_load(f.read_text(encoding="utf-8")) or {}).get("failures") or []
     ]
-    for row in matrix["breaks"]:
-        if row.get("inside_declared_range") and row["on_grpo_path"]:
-            by = covered_by(row, curated, matrix["trl_scanned"], matrix["vllm_scanned"])
-            if by:
-                row["covered_by"] = by
+    mark_covered(matrix, curated)
     new: dict[Path, str | None] = {}
     new[k / "vllm_api.yaml"] = matrix_yaml(matrix, today)
     new[k / DERIVED_FILE] = derived_failures(matrix)
