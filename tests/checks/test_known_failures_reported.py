@@ -83,3 +83,24 @@ def test_accelerate_launch_under_kubeflow_pet_variables_warns() -> None:
     # torchrun reads PET_* itself; no PET_* at all: not a Kubeflow pod
     assert KUBEFLOW not in _ids({}, grpo, "torchrun train.py", env)
     assert KUBEFLOW not in _ids({}, grpo, "accelerate launch train.py", {})
+
+
+# -- the API breaks scripts/refresh_knowledge.py derived from the wheels (trl_vllm_api_derived.yaml) ------
+
+DERIVED = [
+    # TRL 0.14-0.15 build LLM(device=...); EngineArgs has no `device` from vLLM 0.10.0
+    ("trl-vllm-api-device-trl-0-14-0-0-16-0-vllm-0-10-0", "0.15.2", "0.10.0", "0.9.2"),
+    # TRL 0.16's `trl vllm-serve` imports vllm.worker.worker, gone from vLLM 0.11.0
+    ("trl-vllm-api-vllm-worker-worker-trl-0-16-0-0-17-0-vllm-0-11-0", "0.16.1", "0.11.0", "0.10.2"),
+]
+
+
+@pytest.mark.parametrize(("fid", "trl", "broken", "works"), DERIVED, ids=[d[0] for d in DERIVED])
+def test_api_break_inside_the_declared_range_is_an_error(fid: str, trl: str, broken: str, works: str) -> None:
+    snap = snapshot(packages={**MODERN, "trl": trl, "vllm": broken})
+    found = [f for f in findings(snap, config={"use_vllm": True}) if f.rule == "KNF001"]
+    hit = [f for f in found if f.evidence.get("id") == fid]
+    assert hit and hit[0].severity == "error"
+    # TRL's declared range admits this vLLM, so PKG006 alone would have said nothing
+    assert "PKG006" not in {f.rule for f in findings(snap, config={"use_vllm": True})}
+    assert fid not in _ids({"trl": trl, "vllm": works}, {"use_vllm": True})
