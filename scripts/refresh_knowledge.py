@@ -1089,7 +1089,7 @@ def derived_failures(matrix: dict[str, Any]) -> str | None:
                     ),
                     "kind": "crash",
                     "certainty": "certain",
-                    "when": {"packages": {"trl": row["trl"], "vllm": vspec}},
+                    "when": _when(row, vspec),
                     "symptoms": [_symptom(kind, api)],
                     "cause": (
                         f"{row['trl_file']} of TRL {row['trl']} {what}; the vLLM {vspec} wheels do not "
@@ -1110,6 +1110,16 @@ def derived_failures(matrix: dict[str, Any]) -> str | None:
         "# Breaks of TRL's vLLM API use that TRL's own declared vLLM range admits (GRPO's path only).\n"
     )
     return head + _dump({"schema": "envdoctor.known_failures/1", "failures": entries})
+
+
+def _when(row: dict[str, Any], vspec: str) -> dict[str, Any]:
+    """The entry's condition: the two ranges, and vLLM in use where only a vLLM run reaches the
+    break (a call, or any import of TRL's server script; a module-level import elsewhere fails at
+    ``import trl`` whether vLLM is used or not)."""
+    when: dict[str, Any] = {"packages": {"trl": row["trl"], "vllm": vspec}}
+    if row["kind"] not in ("module", "name") or row["trl_file"].endswith("vllm_serve.py"):
+        when["config"] = {"use_vllm": True}
+    return when
 
 
 def _outside(vspec: str) -> str:

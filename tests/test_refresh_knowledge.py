@@ -301,6 +301,9 @@ def test_matrix_finds_the_api_breaks(rk: ModuleType, world: dict[str, object]) -
     titles = " | ".join(e.title for e in entries)
     assert "GuidedDecodingParams" in titles and "trainer_init" not in titles
     gd_entry = next(e for e in entries if "GuidedDecodingParams" in e.title)
+    assert gd_entry.config == {}  # a module-level import fails at `import trl`, vLLM used or not
+    kw_entry = next(e for e in entries if "LLM(enable_sleep_mode=...)" in e.title)
+    assert kw_entry.config == {"use_vllm": (True,)}  # a call: only a run that uses vLLM reaches it
     log = "ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params' (/x/vllm/s.py)"
     assert any(s.found_in(log) for s in gd_entry.symptoms)
     assert not any(
