@@ -8,7 +8,9 @@ condition that cannot be judged (no config, no launch line) does not match: no g
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import operator
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from envdoctor import versions
@@ -37,11 +39,27 @@ def config_default(ctx: Context, key: str) -> Any:
     return value
 
 
+_COMPARE = re.compile(r"^(<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)$")
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
 def _same(value: Any, wanted: Any) -> bool:
     if wanted == "*":
         return True  # any value the config sets
     if isinstance(wanted, bool):
         return as_bool(value) is wanted
+    compare = _COMPARE.match(wanted) if isinstance(wanted, str) else None
+    if compare:  # "<1", ">0": a number the config's value is compared with
+        try:
+            number = float(value) if not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            return False
+        return number is not None and _OPS[compare.group(1)](number, float(compare.group(2)))
     return str(value) == str(wanted)
 
 

@@ -7,6 +7,7 @@ real setups of issue #26 are written out by hand, with their fixed releases.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,15 @@ def outside(spec: str) -> str:
     return next(v for v in _candidates(spec) if not SpecifierSet(spec).contains(v, prereleases=True))
 
 
+def _satisfying(wanted):
+    """A config value an entry's condition holds for: ``"<1"`` -> 0.5, ``">0"`` -> 1.0."""
+    m = re.match(r"^(<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)$", wanted) if isinstance(wanted, str) else None
+    if not m:
+        return wanted
+    bound = float(m.group(2))
+    return bound + 1 if m.group(1).startswith(">") else bound - 0.5
+
+
 def scenario(f: KnownFailure, out_of_range: str | None = None) -> tuple[dict, dict | None, str | None]:
     """A snapshot, a GRPO config and a launch line where every condition of ``f.when`` holds
     (or, with ``out_of_range``, all but that package's range)."""
@@ -74,7 +84,8 @@ def scenario(f: KnownFailure, out_of_range: str | None = None) -> tuple[dict, di
     for name, spec in f.packages.items():
         packages[name] = outside(spec) if name == out_of_range else inside(spec)
     config = {
-        key: ({"warmup": 1} if values[0] == "*" else values[0]) for key, values in f.config.items()
+        key: ({"warmup": 1} if values[0] == "*" else _satisfying(values[0]))
+        for key, values in f.config.items()
     } or None
     launch = None
     if "launcher" in f.launch:
