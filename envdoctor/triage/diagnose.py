@@ -515,7 +515,7 @@ def _own_api(d: Draft) -> bool:
     entry = catalogue.catalogue()[2].get(d.finding.evidence.get("signature", ""))
     if entry is None or d.finding.evidence.get("versions_match") is not None:
         return False
-    if str(getattr(entry, "rule", "")).startswith("CFG"):
+    if str(getattr(entry, "rule", "")).startswith("CFG") or classes.versionless(entry):
         return True
     # a triage_only entry about the user's code names at most TRL's range; one that pairs two
     # releases (a wrapper library with TRL) needs the log's versions like any pairing
@@ -608,7 +608,12 @@ def diagnose(
     known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)
     if not known:
         first = _first_failure(by_sig, drafts)
-        return [unknown_finding([first], log)] if first is not None else []
+        if first is None:
+            return []
+        from envdoctor.triage.structural import diagnose_failure
+
+        found = diagnose_failure(first, log)
+        return [found.finding] if found is not None else [unknown_finding([first], log)]
     known.sort(key=lambda d: d.line)
     worst: dict[str, int] = {}  # a rule's warning is dropped when the same rule also errs
     for d in known:

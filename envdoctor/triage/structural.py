@@ -1,0 +1,148 @@
+"""The cause of a failure that no signature names, from its traceback's structure.
+
+Tried on the log's first failing line when nothing known matched (or its handler rejected it):
+
+1. a catalogue entry that says where its bug is raised (``raised``: exception, message, frames)
+   and whose release ranges the log's versions do not contradict: a release bug behind a generic
+   message (``TypeError: 'NoneType' object is not iterable`` in TRL 0.19.0's colocate generation);
+   an error when the traceback shows the entry's frame and the log's versions fall in its ranges, a
+   warning when one of the two is missing;
+2. API drift at a package boundary (``boundary.py``): TRI009 with both packages, their versions and
+   frames, and the pair that works.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envdoctor.findings import Finding, Severity
+from envdoctor.knowledge import knowledge
+from envdoctor.triage import boundary
+from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage.interface import Match
+from envdoctor.triage.traceback import Frame, Traceback, failure
+
+
+def _entries() -> list[Any]:
+    from envdoctor.triage import catalogue
+
+    return list(catalogue.catalogue()[2].values())
+
+
+def _frame_text(f: Frame | None) -> str:
+    if f is None:
+        return ""
+    where = f"{f.module_path}:{f.line}" if f.line else f.module_path
+    return f"{f.package or 'your code'} ({where}{' in ' + f.function if f.function else ''})"
+
+
+def _holds(tb: Traceback, frames: tuple[tuple[str, str, str], ...]) -> bool | None:
+    """Whether ``tb`` shows one of an entry's frames: True, False (it shows frames, none of them),
+    None (it shows no frame of that package at all: the traceback is cut or absent)."""
+    if not frames:
+        return True
+    shown = [f for t in tb.all() for f in t.frames]
+    packages = {p for p, _, _ in frames}
+    if not any(f.package in packages for f in shown):
+        return None if not shown else False
+    return any(
+        f.package == p and (not file or f.module_path.endswith(file)) and (not func or f.function.endswith(func))
+        for f in shown
+        for p, file, func in frames
+    )
+
+
+def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """A catalogue entry located by its exception, message and frames (module docstring, 1)."""
+    from envdoctor.triage.classes import _unshown_bounds, _versions_verdict
+
+    best: tuple[int, Any, bool, bool | None, str] | None = None
+    for e in _entries():
+        raised = getattr(e, "raised", None)
+        if not raised:
+            continue
+        exc, message, frames = raised
+        if tb.name != exc or (message and message not in tb.message):
+            continue
+        held = _holds(tb, frames)
+        if held is False:
+            continue
+        verdict, detail = _versions_verdict(e.packages, log)
+        if verdict is False or (held is None and verdict is not True):
+            continue  # neither the frame nor the versions show it: the message alone is everywhere
+        score = (2 if held else 0) + (1 if verdict else 0)
+        if best is None or score > best[0]:
+            best = (score, e, bool(held), verdict, detail)
+    if best is None:
+        return None
+    _, e, held, verdict, detail = best
+    frame = next(
+        (f for t in tb.all() for f in t.frames for p, _, fn in e.raised[2] if f.package == p and f.function.endswith(fn or f.function)),
+        None,
+    )
+    shown = f"raised in {_frame_text(frame)}" if held and frame else "the log shows no frame of it"
+    d = finding(
+        "TRI011",
+        [m],
+        log,
+        f"{e.title} — {e.cause} ({e.id}); {shown}; {detail}",
+        e.fix + (f" (fixed in {', '.join(f'{k} {v}' for k, v in e.fixed_in.items())})" if e.fixed_in else ""),
+        known_failure=e.id,
+        sources=list(e.sources),
+        versions_match=verdict,
+        unshown_bounds=_unshown_bounds(e.packages, log),
+        located_by="frames" if held else "exception and versions",
+    )
+    certain = held and verdict is True
+    f = d.finding
+    d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
+    return d
+
+
+def _versions(log: Log) -> dict[str, str]:
+    return {d: v.version for d, v in log.versions.items()}
+
+
+def drift(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """API drift at a package boundary (module docstring, 2)."""
+    b = boundary.find(tb)
+    if b is None:
+        return None
+    have = _versions(log)
+    kb = log.ctx.kb if log.ctx is not None else knowledge()
+    fix, source = boundary.pair_fix(b, have, kb, _entries())
+    caller = b.caller or "your code"
+    shown = [f"{d} {have[d]}" for d in (b.caller, b.callee) if d and d in have]
+    at = ""
+    if b.caller_frame is not None or b.callee_frame is not None:
+        sides = [s for s in (_frame_text(b.caller_frame), _frame_text(b.callee_frame)) if s]
+        at = f" at {' → '.join(sides)}"
+    what = (
+        f"API drift between {caller} and {b.callee}: {caller} was written for another {b.callee} "
+        f"release ({tb.name}: {b.what}){at}; "
+        + (f"the log shows {', '.join(shown)}" if shown else "the log shows neither version")
+    )
+    d = finding(
+        "TRI009",
+        [m],
+        log,
+        what,
+        fix,
+        caller=b.caller,
+        callee=b.callee,
+        exception=tb.name,
+        answer_from=source or None,
+    )
+    # known pair: the failure is the drift's symptom and the answer is proved by the knowledge;
+    # an unknown pair (no requirement table, no catalogue entry): likely, the answer a guess
+    f = d.finding
+    d.finding = Finding(f.rule, Severity.ERROR if source else Severity.WARNING, f.message, f.fix, f.evidence)
+    return d
+
+
+def diagnose_failure(m: Match, log: Log) -> Draft | None:
+    """The cause of the failing line ``m`` from its traceback, or None."""
+    tb = failure(m.context, m.text, m.line_no)
+    if tb is None:
+        return None
+    return raised_entry(tb, m, log) or drift(tb, m, log)
