@@ -115,6 +115,11 @@ def _user(f: Frame) -> bool:
     return f.package is None and not f.path.startswith("<") and "/lib/python3" not in f.path
 
 
+def _forwards(f: Frame) -> bool:
+    """A frame that forwards its caller's arguments (``super().__init__(``, ``**kwargs``)."""
+    return f.code.startswith(("super().__init__(", "super().__init__(*", "return f(*args, **kwargs)")) or "**kwargs" in f.code
+
+
 def _caller(frames: list[Frame], callee: str) -> Frame | None:
     """The last frame that is not ``callee``'s nor Python's own: where the call or import was."""
     return next((f for f in reversed(frames) if f.package != callee and (f.package is not None or _user(f))), None)
@@ -178,9 +183,17 @@ def find(tb: Traceback) -> Boundary | None:
         if last is not None and owner in (None, last):
             before, inside = _last_run(frames, last)
             if before is not None and before.package != last and before.package is not None:
+                if m.group("kwarg") and _forwards(before):
+                    # A only passed the user's keywords on (super().__init__(…, **kwargs)): the
+                    # user's code named the argument B does not take
+                    user = next((f for f in reversed(frames) if _user(f)), None)
+                    return Boundary(None, last, tb, what, user, inside)
                 return Boundary(before.package, last, tb, what, before, inside)
             return None
         if owner is not None and last is not None and last != owner:
+            if m.group("kwarg") and _forwards(frames[-1]):
+                user = next((f for f in reversed(frames) if _user(f)), None)
+                return Boundary(None, owner, tb, what, user)
             return Boundary(last, owner, tb, what, frames[-1])
         if owner is not None and not frames:
             return None  # the message alone does not say who called

@@ -111,6 +111,8 @@ def drift(tb: Traceback, m: Match, log: Log) -> Draft | None:
     have = _versions(log)
     kb = log.ctx.kb if log.ctx is not None else knowledge()
     fix, source = boundary.pair_fix(b, have, kb, _entries())
+    if b.caller is None and not source:
+        return None  # the user's code against a package, and nothing known of the pair: TRI003
     caller = b.caller or "your code"
     shown = [f"{d} {have[d]}" for d in (b.caller, b.callee) if d and d in have]
     at = ""
