@@ -5,8 +5,9 @@ Tried on the log's first failing line when nothing known matched (or its handler
 1. a catalogue entry that says where its bug is raised (``raised``: exception, message, frames)
    and whose release ranges the log's versions do not contradict: a release bug behind a generic
    message (``TypeError: 'NoneType' object is not iterable`` in TRL 0.19.0's colocate generation);
-   an error when the traceback shows the entry's frame and the log's versions fall in its ranges, a
-   warning when one of the two is missing;
+   an error when the log's versions fall in its ranges (and its traceback, if shown, holds the
+   entry's frame), a warning when the frame is shown but the versions are not; the message alone
+   (no frame, no versions) is no diagnosis;
 2. API drift at a package boundary (``boundary.py``): TRI009 with both packages, their versions and
    frames, and the pair that works.
 """
@@ -93,7 +94,7 @@ def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
         unshown_bounds=_unshown_bounds(e.packages, log),
         located_by="frames" if held else "exception and versions",
     )
-    certain = held and verdict is True
+    certain = verdict is True  # the log's releases are the entry's, and no frame of it contradicts
     f = d.finding
     d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
     return d
