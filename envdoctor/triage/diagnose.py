@@ -488,6 +488,7 @@ def diagnose_scan(
         lines=result.lines,
         last_line=result.last_line,
         versions=scan_versions(result) if versions is None else versions,
+        head=result.head,
     )
 
 
@@ -578,6 +579,7 @@ def diagnose(
     lines: int = 0,
     last_line: Mapping[str, int] | None = None,
     versions: Mapping[str, LogVersion] | None = None,
+    head: bytes = b"",
 ) -> list[Finding]:
     """Findings for ``matches`` (from ``scan``), judged against ``ctx`` when given.
 
@@ -585,7 +587,9 @@ def diagnose(
     only the first matches of a frequent one; ``lines`` and ``last_line`` (the log's length, the
     last line of each signature) tell whether a wait ended well. ``versions``: the packages the
     log shows (``logversions.from_log``; read from the version hints among ``matches`` when not
-    given); advice and confirmation use them in place of this machine's.
+    given); advice and confirmation use them in place of this machine's. ``head``: the log's first
+    MiB, where a catalogue symptom on a line without an anchor is looked for when nothing else is
+    named (``structural.head_symptoms``).
     """
     if versions is None:
         versions = from_log(b"", version_lines(matches))
@@ -607,13 +611,15 @@ def diagnose(
     rejected = {m.line_no for d in drafts for m in d.rejected}
     known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)
     if not known:
-        first = _first_failure(by_sig, drafts)
-        if first is None:
-            return []
-        from envdoctor.triage.structural import diagnose_failure
+        from envdoctor.triage.structural import diagnose_failure, head_symptoms
 
-        found = diagnose_failure(first, log)
-        return [found.finding] if found is not None else [unknown_finding([first], log)]
+        first = _first_failure(by_sig, drafts)
+        found = diagnose_failure(first, log) if first is not None else None
+        if found is None and (first is not None or head):
+            found = head_symptoms(head, log)  # a symptom on a line no anchor finds
+        if found is not None:
+            return [found.finding]
+        return [unknown_finding([first], log)] if first is not None else []
     known.sort(key=lambda d: d.line)
     worst: dict[str, int] = {}  # a rule's warning is dropped when the same rule also errs
     for d in known:

@@ -149,3 +149,47 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     if tb is None:
         return None
     return raised_entry(tb, m, log) or drift(tb, m, log)
+
+
+MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head
+
+
+def head_symptoms(head: bytes, log: Log) -> Draft | None:
+    """A catalogue symptom on a line that the scan's anchors do not find, in the log's first MiB
+    (``ScanResult.head``: a pasted log is all head): a message without its ``ValueError:`` prefix,
+    quoted inside an issue's own words, in prose with full-width punctuation (``error：size
+    mismatch``: the text is NFKC-normalised first). Tried only when nothing else is named; bounded
+    by the head's size and ``MAX_HEAD_HITS`` lines per keyword."""
+    import unicodedata
+
+    from envdoctor.triage import catalogue, classes
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    if not head:
+        return None
+    text = unicodedata.normalize("NFKC", head.decode("utf-8", errors="replace"))
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    best: Draft | None = None
+    for sig in catalogue.catalogue()[0]:
+        tried = 0
+        for kw in {k.decode("utf-8", errors="replace") for k in sig.keywords}:
+            pos = text.find(kw)
+            while pos >= 0 and tried < MAX_HEAD_HITS:
+                tried += 1
+                import bisect
+
+                i = bisect.bisect_right(starts, pos) - 1
+                body = split_prefix(clean(lines[i].encode()))[0] if lines[i] else ""
+                found = sig.pattern.search(body[:8192])
+                if found is not None:
+                    groups = {k: v for k, v in found.groupdict().items() if v is not None}
+                    m = Match(sig, i + 1, body[:1000], groups, None, tuple(lines[max(0, i - 40) : i]))
+                    for d in classes.known_failure([m], log):
+                        if best is None or d.finding.severity.rank > best.finding.severity.rank:
+                            best = d
+                    break
+                pos = text.find(kw, starts[i + 1]) if i + 1 < len(starts) else -1
+    return best
