@@ -214,13 +214,19 @@ def _raised(value: Any, where: str) -> tuple[str, str, tuple[tuple[str, str, str
     """``raised: {exception: TypeError, message: "…", frames: [{package, file, function}]}``."""
     if value is None:
         return None
-    if not isinstance(value, dict) or set(value) - _RAISED_KEYS or not isinstance(value.get("exception"), str):
+    if (
+        not isinstance(value, dict)
+        or set(value) - _RAISED_KEYS
+        or not isinstance(value.get("exception"), str)
+    ):
         raise KnownFailuresError(
             f"{where}: 'raised' must map exception (a class name), and optionally message and frames"
         )
     frames = value.get("frames") or []
     if not isinstance(frames, list) or not all(
-        isinstance(f, dict) and isinstance(f.get("package"), str) and set(f) <= {"package", "file", "function"}
+        isinstance(f, dict)
+        and isinstance(f.get("package"), str)
+        and set(f) <= {"package", "file", "function"}
         for f in frames
     ):
         raise KnownFailuresError(f"{where}: 'raised.frames' must be a list of {{package, file, function}}")

@@ -71,7 +71,9 @@ OBJECTS = {
 #: a package's trainer classes extend another package's: an attribute such a trainer lacks is one
 #: its parent class (of another release) set
 PARENTS = {"trl": "transformers", "verifiers": "trl", "unsloth": "trl"}
-_TRANSFORMERS_CLASS = re.compile(r"(?:ForCausalLM|ForConditionalGeneration|TokenizerFast|Tokenizer|PreTrainedModel)$")
+_TRANSFORMERS_CLASS = re.compile(
+    r"(?:ForCausalLM|ForConditionalGeneration|TokenizerFast|Tokenizer|PreTrainedModel)$"
+)
 
 
 @dataclass
@@ -117,12 +119,17 @@ def _user(f: Frame) -> bool:
 
 def _forwards(f: Frame) -> bool:
     """A frame that forwards its caller's arguments (``super().__init__(``, ``**kwargs``)."""
-    return f.code.startswith(("super().__init__(", "super().__init__(*", "return f(*args, **kwargs)")) or "**kwargs" in f.code
+    return (
+        f.code.startswith(("super().__init__(", "super().__init__(*", "return f(*args, **kwargs)"))
+        or "**kwargs" in f.code
+    )
 
 
 def _caller(frames: list[Frame], callee: str) -> Frame | None:
     """The last frame that is not ``callee``'s nor Python's own: where the call or import was."""
-    return next((f for f in reversed(frames) if f.package != callee and (f.package is not None or _user(f))), None)
+    return next(
+        (f for f in reversed(frames) if f.package != callee and (f.package is not None or _user(f))), None
+    )
 
 
 def find(tb: Traceback) -> Boundary | None:
@@ -137,7 +144,9 @@ def find(tb: Traceback) -> Boundary | None:
             return None
         module = m.group("module")
         callee = _top(module)
-        if callee is None or ("." not in module and not m.groupdict().get("name") and not m.groupdict().get("attr")):
+        if callee is None or (
+            "." not in module and not m.groupdict().get("name") and not m.groupdict().get("attr")
+        ):
             return None  # another package, or a package that is not installed at all: no drift
         if "(unknown location)" in msg:
             return None  # a directory shadowing the package
@@ -205,7 +214,9 @@ def find(tb: Traceback) -> Boundary | None:
     before, inside = _last_run(frames, last)
     if before is None or before.package in (None, last):
         return None
-    return Boundary(before.package, last, tb, f"{inside.function if inside else 'a method'} of {last}", before, inside)
+    return Boundary(
+        before.package, last, tb, f"{inside.function if inside else 'a method'} of {last}", before, inside
+    )
 
 
 # -- the pair that works ----------------------------------------------------------------------
@@ -233,9 +244,9 @@ def _newest_trl_for(kb: Any, dist: str, version: str) -> str | None:
     for line in kb.trl.get("trl_lines", []):
         spec = (line.get("requires") or {}).get(dist)
         first = _first(str(line.get("trl", "")))
-        if spec and first and versions.satisfies(version, str(spec)):
-            if best is None or versions.sort_key(first) > versions.sort_key(best):
-                best = first
+        newer = best is None or versions.sort_key(first) > versions.sort_key(best)
+        if spec and first and versions.satisfies(version, str(spec)) and newer:
+            best = first
     return best
 
 
@@ -247,9 +258,13 @@ def pair_fix(b: Boundary, have: dict[str, str], kb: Any, entries: list[Any]) -> 
     # 1. the catalogue: an entry about this pair whose ranges hold the log's versions, fixed later
     for e in entries:
         pk = e.packages
-        if a in pk and c in pk and e.fixed_in and all(
-            versions.satisfies(have[d], s) is not False for d, s in pk.items() if d in have
-        ) and any(d in have for d in pk):
+        if (
+            a in pk
+            and c in pk
+            and e.fixed_in
+            and all(versions.satisfies(have[d], s) is not False for d, s in pk.items() if d in have)
+            and any(d in have for d in pk)
+        ):
             fixed = ", ".join(f"{d}=={v}" for d, v in e.fixed_in.items())
             return f"pip install '{fixed}' ({e.fix}; {e.id})", "the known-failures catalogue"
     pair = {a, c}
@@ -258,12 +273,17 @@ def pair_fix(b: Boundary, have: dict[str, str], kb: Any, entries: list[Any]) -> 
         trl = have.get("trl")
         line = kb.trl_line(trl) if trl else None
         if line and line.get("vllm"):
-            spec = str(line["vllm"])
-            top = re.search(r"<=\s*([\w.]+)", spec)
-            pin = f"vllm=={top.group(1)}" if top else f"vllm{spec}"
+            vrange = str(line["vllm"])
+            top = re.search(r"<=\s*([\w.]+)", vrange)
+            pin = f"vllm=={top.group(1)}" if top else f"trl[vllm]=={trl}"
+            why = (
+                f"TRL {trl} supports vLLM {vrange}"
+                if top
+                else f"TRL {trl}'s extra installs the vLLM it was made for (its range {vrange} has no top)"
+            )
             return (
-                f"pip install '{pin}' (TRL {trl} supports vLLM {spec}, rules/knowledge/trl.yaml)"
-                + (f", or the TRL release made for vLLM {have['vllm']}" if "vllm" in have else ""),
+                f"pip install '{pin}' ({why}, rules/knowledge/trl.yaml)"
+                + (f"; or the TRL release made for vLLM {have['vllm']}" if "vllm" in have else ""),
                 "TRL's vLLM range",
             )
         if trl is None and "vllm" in have:
@@ -275,25 +295,29 @@ def pair_fix(b: Boundary, have: dict[str, str], kb: Any, entries: list[Any]) -> 
     # 3. TRL's requirements per release (transformers, accelerate, datasets)
     other = c if a == "trl" else a if c == "trl" else None
     if other in ("transformers", "accelerate", "datasets") and "trl" in pair:
-        trl, vo = have.get("trl"), have.get(other)
-        spec = _trl_requires(kb, trl, other) if trl else None
+        tv, vo = have.get("trl"), have.get(other)
+        spec = _trl_requires(kb, tv, other) if tv else None
         if spec and vo and versions.satisfies(vo, spec) is False:
             floor = _floor(spec)
-            return f"pip install '{other}=={floor}' (TRL {trl} requires {other}{spec})", "TRL's requirements"
+            return f"pip install '{other}=={floor}' (TRL {tv} requires {other}{spec})", "TRL's requirements"
         if vo:
             newest = _newest_trl_for(kb, other, vo)
-            if newest and (trl is None or versions.sort_key(newest) > versions.sort_key(trl)):
+            if newest and (tv is None or versions.sort_key(newest) > versions.sort_key(tv)):
                 return (
                     f"pip install 'trl=={newest}' (the newest TRL envdoctor knows whose requirements admit "
-                    f"{other} {vo}: TRL {trl or 'of the log'} was made for an older {other})",
+                    f"{other} {vo}: TRL {tv or 'of the log'} was made for an older {other})",
                     "TRL's requirements",
                 )
-        if trl and not vo:
+        if tv and not vo:
             floor = _floor(spec or "")
             return (
-                f"the log shows no {other} version: install the {other} TRL {trl} was released with"
-                + (f" (it requires {other}{spec}: pip install '{other}=={floor}' is its floor)" if floor else "")
-                + f", or pip install 'trl=={_newest_trl_for(kb, other, '99') or trl}'",
+                f"the log shows no {other} version: install the {other} TRL {tv} was released with"
+                + (
+                    f" (it requires {other}{spec}: pip install '{other}=={floor}' is its floor)"
+                    if floor
+                    else ""
+                )
+                + f", or pip install 'trl=={_newest_trl_for(kb, other, '99') or tv}'",
                 "TRL's requirements",
             )
     named = " and ".join(f"{d} {v}" for d, v in ((a, va), (c, vc)) if d and v)

@@ -682,8 +682,10 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         versions_match=verdict,
         unshown_bounds=_unshown_bounds(entry.packages, log),
     )
-    severity = verdict is True and (entry.severity == "error" or entry.kind in SEEN_KINDS) or (
-        verdict is None and versionless(entry)
+    severity = (
+        verdict is True
+        and (entry.severity == "error" or entry.kind in SEEN_KINDS)
+        or (verdict is None and versionless(entry))
     )
     f = draft.finding
     draft.finding = Finding(

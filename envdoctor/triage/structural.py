@@ -47,7 +47,9 @@ def _holds(tb: Traceback, frames: tuple[tuple[str, str, str], ...]) -> bool | No
     if not any(f.package in packages for f in shown):
         return None if not shown else False
     return any(
-        f.package == p and (not file or f.module_path.endswith(file)) and (not func or f.function.endswith(func))
+        f.package == p
+        and (not file or f.module_path.endswith(file))
+        and (not func or f.function.endswith(func))
         for f in shown
         for p, file, func in frames
     )
@@ -78,7 +80,13 @@ def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
         return None
     _, e, held, verdict, detail = best
     frame = next(
-        (f for t in tb.all() for f in t.frames for p, _, fn in e.raised[2] if f.package == p and f.function.endswith(fn or f.function)),
+        (
+            f
+            for t in tb.all()
+            for f in t.frames
+            for p, _, fn in e.raised[2]
+            if f.package == p and f.function.endswith(fn or f.function)
+        ),
         None,
     )
     shown = f"raised in {_frame_text(frame)}" if held and frame else "the log shows no frame of it"

@@ -44,9 +44,13 @@ PACKAGES = {
     "open_r1": "open-r1",
 }
 
-_FRAME = re.compile(r'^File "(?P<path>[^"]{1,1000})", line (?P<line>\d{1,9})(?:, in (?P<func>[^\s(]{1,200}))?')
+_FRAME = re.compile(
+    r'^File "(?P<path>[^"]{1,1000})", line (?P<line>\d{1,9})(?:, in (?P<func>[^\s(]{1,200}))?'
+)
 #: IPython / Jupyter: ``File ~/x.py:399, in Trainer.train(self)``, ``File /a/b.py:12, in f()``
-_IPY_FRAME = re.compile(r"^File (?P<path>[~/.\w][^\s:]{0,1000}\.py):(?P<line>\d{1,9}), in (?P<func>[\w.<>]{1,200})")
+_IPY_FRAME = re.compile(
+    r"^File (?P<path>[~/.\w][^\s:]{0,1000}\.py):(?P<line>\d{1,9}), in (?P<func>[\w.<>]{1,200})"
+)
 #: Colab: ``[/usr/local/lib/python3.11/dist-packages/unsloth_zoo/vllm_utils.py](https://…) in f()``
 _COLAB_FRAME = re.compile(r"^\[(?P<path>/[^\]\s]{1,1000}\.py)\]\([^)]{0,300}\) in (?P<func>[\w.<>]{1,200})")
 _EXCEPTION = re.compile(
@@ -89,7 +93,7 @@ class Traceback:
 
     @property
     def name(self) -> str:
-        """The exception's class name without its module (``torch.OutOfMemoryError`` → ``OutOfMemoryError``)."""
+        """The class name without its module (``torch.OutOfMemoryError``: ``OutOfMemoryError``)."""
         return self.exc_type.rsplit(".", 1)[-1]
 
     def packages(self) -> list[str | None]:

@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - log lines are quoted as programs print them
 """The traceback model (frames, packages, chains, pasted shapes) and the boundary diagnosis built
 on it: API drift between two packages (TRI009), catalogue entries located by their frames (TRI011),
 severity by certainty."""
@@ -42,7 +43,10 @@ def test_package_of_paths():
     )
     assert package_of("/usr/local/lib/python3.10/dist-packages/unsloth_zoo/vllm_utils.py")[0] == "unsloth-zoo"
     assert package_of("/x/site-packages/liger_kernel/chunked_loss/grpo_loss.py")[0] == "liger-kernel"
-    assert package_of("/x/site-packages/vllm-0.10.1.dev73-py3.12-linux-x86_64.egg/vllm/v1/engine/core.py")[0] == "vllm"
+    assert (
+        package_of("/x/site-packages/vllm-0.10.1.dev73-py3.12-linux-x86_64.egg/vllm/v1/engine/core.py")[0]
+        == "vllm"
+    )
     assert package_of("/proj/.libraries/transformers/src/transformers/trainer.py")[0] == "transformers"
     assert package_of("<frozen importlib._bootstrap>")[0] is None
     assert package_of("/home/u/train.py")[0] is None
@@ -51,7 +55,10 @@ def test_package_of_paths():
 def test_vllm_process_prefixes_and_bare_exception():
     tb = parse(VLLM_WORKER.splitlines())[-1]
     assert tb.exc_type == "NotImplementedError"
-    assert [(f.package, f.function) for f in tb.frames] == [("vllm", "run_engine_core"), ("vllm", "get_state_cls")]
+    assert [(f.package, f.function) for f in tb.frames] == [
+        ("vllm", "run_engine_core"),
+        ("vllm", "get_state_cls"),
+    ]
     assert tb.frames[-1].code == "raise NotImplementedError"
 
 
@@ -69,14 +76,18 @@ def test_ipython_and_colab_frames():
         "File ~/.conda/envs/b/lib/python3.11/site-packages/transformers/trainer.py:2206, in Trainer.train(self)",
         "[/usr/local/lib/python3.11/dist-packages/unsloth_zoo/vllm_utils.py](https://localhost:8080/#) in patch_vllm_lora_tokenizer()",
     ]
-    tb = failure(text, "ModuleNotFoundError: No module named 'vllm.transformers_utils.tokenizer_group.tokenizer_group'")
+    tb = failure(
+        text, "ModuleNotFoundError: No module named 'vllm.transformers_utils.tokenizer_group.tokenizer_group'"
+    )
     assert tb is not None and [f.package for f in tb.frames] == ["transformers", "unsloth-zoo"]
     b = boundary.find(tb)
     assert b is not None and (b.caller, b.callee) == ("unsloth-zoo", "vllm")
 
 
 def test_missing_package_is_not_drift():
-    tb = failure(['  File "/home/u/train.py", line 1, in <module>'], "ModuleNotFoundError: No module named 'vllm'")
+    tb = failure(
+        ['  File "/home/u/train.py", line 1, in <module>'], "ModuleNotFoundError: No module named 'vllm'"
+    )
     assert tb is not None and boundary.find(tb) is None
 
 
@@ -102,7 +113,9 @@ def test_boundary_kinds():
     b = boundary.find(tb)
     assert b is not None and (b.caller, b.callee) == ("trl", "transformers")
     # an error of the user's own code is no boundary
-    tb = failure(['File "/home/u/r.py", line 3, in f'], "TypeError: f() missing 1 required positional argument: 'x'")
+    tb = failure(
+        ['File "/home/u/r.py", line 3, in f'], "TypeError: f() missing 1 required positional argument: 'x'"
+    )
     assert boundary.find(tb) is None
     # a ValueError is not drift
     tb = failure(['File "/s/site-packages/trl/x.py", line 3, in f'], "ValueError: bad")
@@ -128,7 +141,11 @@ def test_drift_finding_names_both_sides_and_an_exact_pair():
     assert [f.rule for f in found] == ["TRI009"]
     f = found[0]
     assert f.severity == Severity.ERROR
-    assert "trl and transformers" in f.message and "trl 0.21.0" in f.message and "transformers 4.55.0" in f.message
+    assert (
+        "trl and transformers" in f.message
+        and "trl 0.21.0" in f.message
+        and "transformers 4.55.0" in f.message
+    )
     assert "_compute_loss" in f.message
     assert "==" in f.fix  # an exact release, never a bare name
 
