@@ -524,6 +524,13 @@ def _own_api(d: Draft) -> bool:
     return bool(getattr(entry, "triage_only", False)) and packages <= {"trl"}
 
 
+def _unshown(d: Draft) -> bool:
+    """A catalogue finding whose releases the log does not show (a warning: the entry depends on
+    them), on a line its own handler found no cause for — but not an import "from 'trl' (unknown
+    location)", which is a directory shadowing the package, not a release without the name."""
+    return d.finding.evidence.get("versions_match") is None and "(unknown location)" not in d.finding.message
+
+
 def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]], rejected: set[int]) -> list[Draft]:
     """A catalogue finding (TRI011) only on a line no own signature matched (its handler knows the
     numbers, and when it found nothing to report, so it is) — or one whose handler rejected it
@@ -546,7 +553,7 @@ def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]], reject
     for d in drafts:
         confirmed = d.finding.evidence.get("versions_match") is True
         if d.finding.rule == "TRI011" and (
-            d.line not in own or d.line in rejected and (confirmed or _own_api(d))
+            d.line not in own or d.line in rejected and (confirmed or _own_api(d) or _unshown(d))
         ):
             old = best.get(d.line)
             if old is None or rank(d) > rank(old):

@@ -162,7 +162,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
 MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head
 
 
-def head_symptoms(head: bytes, log: Log) -> Draft | None:
+def head_symptoms(head: bytes, log: Log) -> Draft | None:  # noqa: C901 - one bounded loop
     """A catalogue symptom on a line that the scan's anchors do not find, in the log's first MiB
     (``ScanResult.head``: a pasted log is all head): a message without its ``ValueError:`` prefix,
     quoted inside an issue's own words, in prose with full-width punctuation (``error：size
@@ -180,6 +180,7 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line) + 1)
+    seen = {m.line_no for ms in log.by_sig.values() for m in ms}  # judged by the scan already
     best: Draft | None = None
     for sig in catalogue.catalogue()[0]:
         tried = 0
@@ -190,8 +191,8 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
                 import bisect
 
                 i = bisect.bisect_right(starts, pos) - 1
-                body = split_prefix(clean(lines[i].encode()))[0] if lines[i] else ""
-                found = sig.pattern.search(body[:8192])
+                body = split_prefix(clean(lines[i].encode()))[0] if lines[i] and i + 1 not in seen else ""
+                found = sig.pattern.search(body[:8192]) if body else None
                 if found is not None:
                     groups = {k: v for k, v in found.groupdict().items() if v is not None}
                     m = Match(sig, i + 1, body[:1000], groups, None, tuple(lines[max(0, i - 40) : i]))
