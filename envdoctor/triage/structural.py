@@ -160,14 +160,17 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
 
 
 MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head
+HEAD_KEYWORD = 16  # characters of a symptom's literal that make it specific enough to be read in prose
 
 
 def head_symptoms(head: bytes, log: Log) -> Draft | None:  # noqa: C901 - one bounded loop
     """A catalogue symptom on a line that the scan's anchors do not find, in the log's first MiB
     (``ScanResult.head``: a pasted log is all head): a message without its ``ValueError:`` prefix,
     quoted inside an issue's own words, in prose with full-width punctuation (``error：size
-    mismatch``: the text is NFKC-normalised first). Tried only when nothing else is named; bounded
-    by the head's size and ``MAX_HEAD_HITS`` lines per keyword."""
+    mismatch``: the text is NFKC-normalised first). Only the symptoms of crashes and refusals whose
+    literal has ``HEAD_KEYWORD`` characters or more (a short or generic word in prose is no failure),
+    on lines the scan did not judge. Tried only when nothing else is named; bounded by the head's
+    size and ``MAX_HEAD_HITS`` lines per keyword."""
     import unicodedata
 
     from envdoctor.triage import catalogue, classes
@@ -182,9 +185,12 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:  # noqa: C901 - one bo
         starts.append(starts[-1] + len(line) + 1)
     seen = {m.line_no for ms in log.by_sig.values() for m in ms}  # judged by the scan already
     best: Draft | None = None
+    entries = catalogue.catalogue()[2]
     for sig in catalogue.catalogue()[0]:
+        if getattr(entries.get(sig.id), "kind", "") not in classes.SEEN_KINDS:
+            continue  # only a failure's own message: a warning's line is an anchor already
         tried = 0
-        for kw in {k.decode("utf-8", errors="replace") for k in sig.keywords}:
+        for kw in {k.decode("utf-8", errors="replace") for k in sig.keywords if len(k) >= HEAD_KEYWORD}:
             pos = text.find(kw)
             while pos >= 0 and tried < MAX_HEAD_HITS:
                 tried += 1

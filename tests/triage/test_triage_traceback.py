@@ -206,3 +206,16 @@ def test_healthy_log_gets_no_finding():
 
     assert findings(scan_log("healthy.log")) == []
     assert (LOGS / "healthy.log").exists()
+
+
+def test_error_lines_in_other_shapes():
+    # a message without its class prefix, in an issue's own words
+    found = findings(
+        scan_bytes("I ran GRPO with Liger and got\n\n    Unknown loss type: dapo\n\nany idea?\n")
+    )
+    assert found[0].rule == "TRI011" and "liger-grpo-loss-unknown-loss-type-dapo" in found[0].message
+    # prose with a full-width colon
+    found = findings(scan_bytes("训练报错 error：size mismatch, got input (2048), vec (0)\n"))
+    assert found and found[0].rule == "TRI011" and "size mismatch" in found[0].message
+    # a short or generic word in prose is no failure
+    assert findings(scan_bytes("all gather done; the size mismatch check passed\n")) == []
