@@ -320,6 +320,17 @@ def pair_fix(b: Boundary, have: dict[str, str], kb: Any, entries: list[Any]) -> 
                 + f", or pip install 'trl=={_newest_trl_for(kb, other, '99') or tv}'",
                 "TRL's requirements",
             )
+        if not tv and not vo:
+            newest = _newest_trl_for(kb, other, "9999")
+            floor = _floor(_trl_requires(kb, newest, other) or "") if newest else None
+            return (
+                f"the log shows neither the TRL nor the {other} version (`trl env` prints both); "
+                f"envdoctor knows each TRL release's {other} floor (rules/knowledge/trl.yaml): keep them "
+                f"paired, e.g. pip install 'trl=={newest}' '{other}>={floor}'"
+                if newest and floor
+                else f"the log shows neither the TRL nor the {other} version (`trl env` prints both)",
+                "",
+            )
     named = " and ".join(f"{d} {v}" for d, v in ((a, va), (c, vc)) if d and v)
     return (
         f"install {c} at the release {a or 'your code'}{' ' + va if va else ''} was written for, or "

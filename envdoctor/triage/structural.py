@@ -128,10 +128,14 @@ def drift(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if b.caller_frame is not None or b.callee_frame is not None:
         sides = [s for s in (_frame_text(b.caller_frame), _frame_text(b.callee_frame)) if s]
         at = f" at {' → '.join(sides)}"
-    what = (
-        f"API drift between {caller} and {b.callee}: {caller} was written for another {b.callee} "
-        f"release ({tb.name}: {b.what}){at}; "
-        + (f"the log shows {', '.join(shown)}" if shown else "the log shows neither version")
+    drift_of = (
+        f"{caller} reads {b.what}, which {b.callee}'s object here does not have: {caller} was written "
+        f"for another {b.callee} release, or for another kind of object"
+        if tb.name == "AttributeError" and not source and b.callee not in boundary.PARENTS.values()
+        else f"{caller} was written for another {b.callee} release ({tb.name}: {b.what})"
+    )
+    what = f"API drift between {caller} and {b.callee}: {drift_of}{at}; " + (
+        f"the log shows {', '.join(shown)}" if shown else "the log shows neither version"
     )
     d = finding(
         "TRI009",
