@@ -637,12 +637,14 @@ _VERSION_FIX = re.compile(r"[<>=~]=?\s*\d")
 
 def versionless(entry: object) -> bool:
     """Whether an entry's cause holds whatever the releases, once its symptom is the log's failure:
-    a crash or refusal whose fix changes no release (no ``fixed_in``, no version in the fix: a
+    a crash (or a certain refusal) whose fix changes no release (no ``fixed_in``, no version in the fix: a
     config key, the user's code or data, a launch) and whose symptom is no generic message of
     Python's (``'NoneType' object …``). Such an entry is an error on a log that shows no versions;
     one that hinges on releases is a warning there."""
     if getattr(entry, "kind", "") not in SEEN_KINDS or getattr(entry, "fixed_in", None):
         return False
+    if getattr(entry, "kind", "") == "refusal" and getattr(entry, "certainty", "") != "certain":
+        return False  # a refusal with several causes (its note says which the log cannot tell)
     if _VERSION_FIX.search(str(getattr(entry, "fix", ""))):
         return False
     return not any("NoneType" in s.text for s in getattr(entry, "symptoms", ()))
