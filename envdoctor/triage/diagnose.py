@@ -524,14 +524,29 @@ def _own_api(d: Draft) -> bool:
     return bool(getattr(entry, "triage_only", False)) and packages <= {"trl"}
 
 
-def _unshown(d: Draft) -> bool:
+#: own signatures whose handler rejects a line because the pair is not one it knows (TRL with
+#: vLLM, a reward function), not because the line's evidence contradicts a cause
+_PAIRING_HANDLERS = ("api-drift-import", "api-drift-attribute", "call-signature")
+
+
+def _unshown(d: Draft, rejected_by: Mapping[int, Match]) -> bool:
     """A catalogue finding whose releases the log does not show (a warning: the entry depends on
-    them), on a line its own handler found no cause for — but not an import "from 'trl' (unknown
-    location)", which is a directory shadowing the package, not a release without the name."""
-    return d.finding.evidence.get("versions_match") is None and "(unknown location)" not in d.finding.message
+    them), on a line a drift handler found no known pair for, raised in a package's code — not in
+    the user's own code (no release pairing explains that), not an import "from 'trl' (unknown
+    location)" (a directory shadowing the package), not a line whose own handler's evidence
+    contradicts a cause (a device mismatch with ``cpu``)."""
+    m = rejected_by.get(d.line)
+    if m is None or m.signature.id not in _PAIRING_HANDLERS or "(unknown location)" in d.finding.message:
+        return False
+    raised = frames(m)
+    if raised and "-packages/" not in raised[-1]:
+        return False  # the user's own code
+    return d.finding.evidence.get("versions_match") is None
 
 
-def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]], rejected: set[int]) -> list[Draft]:
+def _one_per_line(
+    drafts: list[Draft], by_sig: Mapping[str, list[Match]], rejected: Mapping[int, Match]
+) -> list[Draft]:
     """A catalogue finding (TRI011) only on a line no own signature matched (its handler knows the
     numbers, and when it found nothing to report, so it is) — or one whose handler rejected it
     (``rejected``) when the log's versions confirm the entry, or when the entry's trigger is the
@@ -553,7 +568,7 @@ def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]], reject
     for d in drafts:
         confirmed = d.finding.evidence.get("versions_match") is True
         if d.finding.rule == "TRI011" and (
-            d.line not in own or d.line in rejected and (confirmed or _own_api(d) or _unshown(d))
+            d.line not in own or d.line in rejected and (confirmed or _own_api(d) or _unshown(d, rejected))
         ):
             old = best.get(d.line)
             if old is None or rank(d) > rank(old):
@@ -615,7 +630,7 @@ def diagnose(
                 classes.known_failure if ms[0].signature.rule == "TRI011" else _generic
             )
             drafts.extend(handler(ms, log))
-    rejected = {m.line_no for d in drafts for m in d.rejected}
+    rejected = {m.line_no: m for d in drafts for m in d.rejected}
     known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)
     if not known:
         from envdoctor.triage.structural import diagnose_failure, head_symptoms
