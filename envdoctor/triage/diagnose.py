@@ -488,7 +488,9 @@ def diagnose_scan(
         lines=result.lines,
         last_line=result.last_line,
         versions=scan_versions(result) if versions is None else versions,
-        head=result.head,
+        # a log that fits in its head (a pasted excerpt, an issue's text) is read for symptoms in
+        # prose; a run's big log has its error lines found by the anchors
+        head=result.head if result.bytes_read <= len(result.head) else b"",
     )
 
 

@@ -14,13 +14,15 @@ Tried on the log's first failing line when nothing known matched (or its handler
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage import boundary
+from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding
-from envdoctor.triage.interface import Match
+from envdoctor.triage.interface import Match, Signature
 from envdoctor.triage.traceback import Frame, Traceback, failure
 
 
@@ -167,48 +169,68 @@ MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head
 HEAD_KEYWORD = 16  # characters of a symptom's literal that make it specific enough to be read in prose
 
 
-def head_symptoms(head: bytes, log: Log) -> Draft | None:  # noqa: C901 - one bounded loop
-    """A catalogue symptom on a line that the scan's anchors do not find, in the log's first MiB
-    (``ScanResult.head``: a pasted log is all head): a message without its ``ValueError:`` prefix,
-    quoted inside an issue's own words, in prose with full-width punctuation (``error：size
-    mismatch``: the text is NFKC-normalised first). Only the symptoms of crashes and refusals whose
-    literal has ``HEAD_KEYWORD`` characters or more (a short or generic word in prose is no failure),
-    on lines the scan did not judge. Tried only when nothing else is named; bounded by the head's
-    size and ``MAX_HEAD_HITS`` lines per keyword."""
-    import unicodedata
-
+@lru_cache(maxsize=1)
+def _head_keywords() -> tuple[Literals[str] | None, dict[str, list[Signature]]]:
+    """The catalogue keywords read in prose (``head_symptoms``) as one trie, and their signatures."""
     from envdoctor.triage import catalogue, classes
-    from envdoctor.triage.scanner import clean, split_prefix
 
-    if not head:
-        return None
-    text = unicodedata.normalize("NFKC", head.decode("utf-8", errors="replace"))
-    lines = text.split("\n")
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
-    seen = {m.line_no for ms in log.by_sig.values() for m in ms}  # judged by the scan already
-    best: Draft | None = None
     entries = catalogue.catalogue()[2]
+    by_kw: dict[str, list[Signature]] = {}
     for sig in catalogue.catalogue()[0]:
         if getattr(entries.get(sig.id), "kind", "") not in classes.SEEN_KINDS:
             continue  # only a failure's own message: a warning's line is an anchor already
-        tried = 0
-        for kw in {k.decode("utf-8", errors="replace") for k in sig.keywords if len(k) >= HEAD_KEYWORD}:
-            pos = text.find(kw)
-            while pos >= 0 and tried < MAX_HEAD_HITS:
-                tried += 1
-                import bisect
+        for k in sig.keywords:
+            if len(k) >= HEAD_KEYWORD:
+                by_kw.setdefault(k.decode("utf-8", errors="replace"), []).append(sig)
+    return (Literals(by_kw) if by_kw else None), by_kw
 
-                i = bisect.bisect_right(starts, pos) - 1
-                body = split_prefix(clean(lines[i].encode()))[0] if lines[i] and i + 1 not in seen else ""
-                found = sig.pattern.search(body[:8192]) if body else None
-                if found is not None:
-                    groups = {k: v for k, v in found.groupdict().items() if v is not None}
-                    m = Match(sig, i + 1, body[:1000], groups, None, tuple(lines[max(0, i - 40) : i]))
-                    for d in classes.known_failure([m], log):
-                        if best is None or d.finding.severity.rank > best.finding.severity.rank:
-                            best = d
-                    break
-                pos = text.find(kw, starts[i + 1]) if i + 1 < len(starts) else -1
+
+def head_symptoms(head: bytes, log: Log) -> Draft | None:
+    """A catalogue symptom on a line that the scan's anchors do not find, in a log that fits in
+    its head (``ScanResult.head``, 1 MiB: a pasted excerpt, an issue's text): a message without
+    its ``ValueError:`` prefix, quoted inside an issue's own words, in prose with full-width
+    punctuation (``error：size mismatch``: the text is NFKC-normalised first). Only the symptoms of crashes and refusals whose
+    literal has ``HEAD_KEYWORD`` characters or more (a short or generic word in prose is no failure),
+    on lines the scan did not judge. Tried only when nothing else is named: one pass of the
+    keywords' trie over the head, then the lines it hit (at most ``MAX_HEAD_HITS``)."""
+    import unicodedata
+
+    from envdoctor.triage import classes
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    lits, by_kw = _head_keywords()
+    if not head or lits is None or lits.any is None:
+        return None
+    text = head.decode("utf-8", errors="replace")
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    seen = {m.line_no for ms in log.by_sig.values() for m in ms}  # judged by the scan already
+    hit_lines: list[int] = []
+    for found in lits.any.finditer(text):
+        line_no = text.count("\n", 0, found.start()) + 1
+        if not hit_lines or hit_lines[-1] != line_no:
+            hit_lines.append(line_no)
+        if len(hit_lines) >= MAX_HEAD_HITS:
+            break
+    if not hit_lines:
+        return None
+    lines = text.split("\n")
+    best: Draft | None = None
+    for line_no in hit_lines:
+        if line_no in seen:
+            continue
+        raw = lines[line_no - 1]
+        body = split_prefix(clean(raw.encode()))[0][:8192]
+        sigs = {id(sig): sig for kw in lits.held(raw) for sig in by_kw.get(kw, ())}
+        for sig in sigs.values():
+            m = sig.pattern.search(body)
+            if m is None:
+                continue
+            groups = {k: v for k, v in m.groupdict().items() if v is not None}
+            match = Match(
+                sig, line_no, body[:1000], groups, None, tuple(lines[max(0, line_no - 41) : line_no - 1])
+            )
+            for d in classes.known_failure([match], log):
+                if best is None or d.finding.severity.rank > best.finding.severity.rank:
+                    best = d
     return best
