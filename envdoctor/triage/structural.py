@@ -189,10 +189,11 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
     """A catalogue symptom on a line that the scan's anchors do not find, in a log that fits in
     its head (``ScanResult.head``, 1 MiB: a pasted excerpt, an issue's text): a message without
     its ``ValueError:`` prefix, quoted inside an issue's own words, in prose with full-width
-    punctuation (``error：size mismatch``: the text is NFKC-normalised first). Only the symptoms of crashes and refusals whose
-    literal has ``HEAD_KEYWORD`` characters or more (a short or generic word in prose is no failure),
-    on lines the scan did not judge. Tried only when nothing else is named: one pass of the
-    keywords' trie over the head, then the lines it hit (at most ``MAX_HEAD_HITS``)."""
+    punctuation (``error：size mismatch``: the text is NFKC-normalised first). Only the symptoms
+    of crashes and refusals whose literal has ``HEAD_KEYWORD`` characters or more (a short or
+    generic word in prose is no failure), on lines the scan did not judge. Tried only when nothing
+    else is named: one pass of the keywords' trie over the head, then the lines it hit (at most
+    ``MAX_HEAD_HITS``)."""
     import unicodedata
 
     from envdoctor.triage import classes
