@@ -14,7 +14,6 @@ Tried on the log's first failing line when nothing known matched (or its handler
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
@@ -169,20 +168,28 @@ MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head
 HEAD_KEYWORD = 16  # characters of a symptom's literal that make it specific enough to be read in prose
 
 
-@lru_cache(maxsize=1)
+#: the catalogue's signatures the trie was built from (held, so that a reload is told apart) -> it
+_HEAD_KEYWORDS: list[tuple[tuple[Signature, ...], Literals[str] | None, dict[str, list[Signature]]]] = []
+
+
 def _head_keywords() -> tuple[Literals[str] | None, dict[str, list[Signature]]]:
-    """The catalogue keywords read in prose (``head_symptoms``) as one trie, and their signatures."""
+    """The catalogue keywords read in prose (``head_symptoms``) as one trie, and their signatures;
+    built once per catalogue (keyed by the catalogue's signatures, which a reload replaces)."""
     from envdoctor.triage import catalogue, classes
 
-    entries = catalogue.catalogue()[2]
+    sigs, _, entries = catalogue.catalogue()
+    if _HEAD_KEYWORDS and _HEAD_KEYWORDS[0][0] is sigs:
+        return _HEAD_KEYWORDS[0][1], _HEAD_KEYWORDS[0][2]
     by_kw: dict[str, list[Signature]] = {}
-    for sig in catalogue.catalogue()[0]:
+    for sig in sigs:
         if getattr(entries.get(sig.id), "kind", "") not in classes.SEEN_KINDS:
             continue  # only a failure's own message: a warning's line is an anchor already
         for k in sig.keywords:
             if len(k) >= HEAD_KEYWORD:
                 by_kw.setdefault(k.decode("utf-8", errors="replace"), []).append(sig)
-    return (Literals(by_kw) if by_kw else None), by_kw
+    lits = Literals(by_kw) if by_kw else None
+    _HEAD_KEYWORDS[:] = [(sigs, lits, by_kw)]
+    return lits, by_kw
 
 
 def head_symptoms(head: bytes, log: Log) -> Draft | None:
