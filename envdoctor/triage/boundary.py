@@ -88,6 +88,10 @@ class Boundary:
     what: str
     caller_frame: Frame | None = None
     callee_frame: Frame | None = None
+    #: the exception alone does not tell drift from a bug of the caller (a trainer reading an
+    #: attribute its parent class sets only in the training loop: drift, or evaluate() before
+    #: train()): a finding only with a known answer for the log's versions
+    ambiguous: bool = False
 
 
 def _top(module: str) -> str | None:
@@ -165,10 +169,10 @@ def find(tb: Traceback) -> Boundary | None:
         raised = frames[-1].package if frames else None
         if owner is not None and raised is None and not frames and owner in PARENTS:
             # only the message: a wrapper's trainer lacks what its parent class set
-            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}")
+            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", ambiguous=True)
         if owner is not None and raised == owner and owner in PARENTS and obj.endswith("Trainer"):
             # the trainer's own code reads an attribute of itself that its parent class sets
-            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", frames[-1])
+            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", frames[-1], ambiguous=True)
         if owner is not None and raised is not None and raised != owner:
             return Boundary(raised, owner, tb, f"{obj}.{attr}", frames[-1])
         return None

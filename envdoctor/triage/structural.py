@@ -121,8 +121,10 @@ def drift(tb: Traceback, m: Match, log: Log) -> Draft | None:
     have = _versions(log)
     kb = log.ctx.kb if log.ctx is not None else knowledge()
     fix, source = boundary.pair_fix(b, have, kb, _entries())
-    if b.caller is None and not source:
-        return None  # the user's code against a package, and nothing known of the pair: TRI003
+    if (b.caller is None or b.ambiguous) and not source:
+        # the user's code against a package, or a message that a bug of the caller gives too,
+        # and nothing known of the pair for the log's versions: the first-exception answer
+        return None
     caller = b.caller or "your code"
     shown = [f"{d} {have[d]}" for d in (b.caller, b.callee) if d and d in have]
     at = ""
