@@ -39,7 +39,9 @@ _KEYS = {
     "rule",
     "note",
     "triage_only",
+    "raised",
 }
+_RAISED_KEYS = {"exception", "message", "frames"}
 _WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env"}
 #: ``when.launch`` aspects and the values each may take.
 LAUNCH_VALUES = {
@@ -103,6 +105,10 @@ class KnownFailure:
     note: str | None = None
     triage_only: bool = False  # its trigger is invisible before the run: triage reads it, check does not
     file: str = ""
+    #: where it is raised, for triage to find it behind a generic message: the exception's class
+    #: name, a part of its message ("" : any), the frames (package, file ending, function; "" :
+    #: any) one of which the traceback must hold
+    raised: tuple[str, str, tuple[tuple[str, str, str], ...]] | None = None
 
     @property
     def severity(self) -> str:
@@ -204,6 +210,36 @@ def _symptoms(value: Any, where: str, silent: bool, eager: bool = True) -> tuple
     return out
 
 
+def _raised(value: Any, where: str) -> tuple[str, str, tuple[tuple[str, str, str], ...]] | None:
+    """``raised: {exception: TypeError, message: "…", frames: [{package, file, function}]}``."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, dict)
+        or set(value) - _RAISED_KEYS
+        or not isinstance(value.get("exception"), str)
+    ):
+        raise KnownFailuresError(
+            f"{where}: 'raised' must map exception (a class name), and optionally message and frames"
+        )
+    frames = value.get("frames") or []
+    if not isinstance(frames, list) or not all(
+        isinstance(f, dict)
+        and isinstance(f.get("package"), str)
+        and set(f) <= {"package", "file", "function"}
+        for f in frames
+    ):
+        raise KnownFailuresError(f"{where}: 'raised.frames' must be a list of {{package, file, function}}")
+    message = value.get("message") or ""
+    if not isinstance(message, str):
+        raise KnownFailuresError(f"{where}: 'raised.message' must be a string")
+    return (
+        value["exception"],
+        message,
+        tuple((_norm(f["package"]), str(f.get("file", "")), str(f.get("function", ""))) for f in frames),
+    )
+
+
 def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> KnownFailure:
     """One validated entry; ``where`` names the file and position in errors; ``eager``: compile
     its symptom regexes now (else on first use, with the same error)."""
@@ -267,6 +303,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         note=_text(entry, "note", where, required=False),
         triage_only=triage_only,
         file=file,
+        raised=_raised(entry.get("raised"), where),
     )
 
 
@@ -326,4 +363,7 @@ def from_record(record: dict[str, Any]) -> KnownFailure:
     fields["platform"] = tuple(fields["platform"])
     fields["symptoms"] = tuple(Symptom(text, where) for text, where in fields["symptoms"])
     fields["sources"] = tuple(fields["sources"])
+    raised = fields.get("raised")
+    if raised is not None:
+        fields["raised"] = (raised[0], raised[1], tuple(tuple(f) for f in raised[2]))
     return KnownFailure(**fields)

@@ -630,6 +630,27 @@ def _unshown_bounds(packages: dict[str, str], log: Log) -> int:
     )
 
 
+#: kinds whose symptom is the failure itself: once the log shows it, it happened (a "depends" of
+#: the entry was about whether it would happen, which the log has answered)
+SEEN_KINDS = ("crash", "refusal")
+_VERSION_FIX = re.compile(r"[<>=~]=?\s*\d")
+
+
+def versionless(entry: object) -> bool:
+    """Whether an entry's cause holds whatever the releases, once its symptom is the log's failure:
+    a crash (or a certain refusal) whose fix changes no release (no ``fixed_in``, no version in the fix: a
+    config key, the user's code or data, a launch) and whose symptom is no generic message of
+    Python's (``'NoneType' object …``). Such an entry is an error on a log that shows no versions;
+    one that hinges on releases is a warning there."""
+    if getattr(entry, "kind", "") not in SEEN_KINDS or getattr(entry, "fixed_in", None):
+        return False
+    if getattr(entry, "kind", "") == "refusal" and getattr(entry, "certainty", "") != "certain":
+        return False  # a refusal with several causes (its note says which the log cannot tell)
+    if _VERSION_FIX.search(str(getattr(entry, "fix", ""))):
+        return False
+    return not any("NoneType" in s.text for s in getattr(entry, "symptoms", ()))
+
+
 def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     """A line holding a catalogue entry's symptom: the entry's cause and fix, confirmed when the
     log's versions fall in its ranges; no diagnosis when they fall outside."""
@@ -664,7 +685,11 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         versions_match=verdict,
         unshown_bounds=_unshown_bounds(entry.packages, log),
     )
-    severity = entry.severity == "error" and verdict is True
+    severity = (
+        verdict is True
+        and (entry.severity == "error" or entry.kind in SEEN_KINDS)
+        or (verdict is None and versionless(entry))
+    )
     f = draft.finding
     draft.finding = Finding(
         f.rule, Severity.ERROR if severity else Severity.WARNING, f.message, f.fix, f.evidence

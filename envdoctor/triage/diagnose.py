@@ -488,6 +488,9 @@ def diagnose_scan(
         lines=result.lines,
         last_line=result.last_line,
         versions=scan_versions(result) if versions is None else versions,
+        # a log that fits in its head (a pasted excerpt, an issue's text) is read for symptoms in
+        # prose; a run's big log has its error lines found by the anchors
+        head=result.head if result.bytes_read <= len(result.head) else b"",
     )
 
 
@@ -515,7 +518,7 @@ def _own_api(d: Draft) -> bool:
     entry = catalogue.catalogue()[2].get(d.finding.evidence.get("signature", ""))
     if entry is None or d.finding.evidence.get("versions_match") is not None:
         return False
-    if str(getattr(entry, "rule", "")).startswith("CFG"):
+    if str(getattr(entry, "rule", "")).startswith("CFG") or classes.versionless(entry):
         return True
     # a triage_only entry about the user's code names at most TRL's range; one that pairs two
     # releases (a wrapper library with TRL) needs the log's versions like any pairing
@@ -523,7 +526,29 @@ def _own_api(d: Draft) -> bool:
     return bool(getattr(entry, "triage_only", False)) and packages <= {"trl"}
 
 
-def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]], rejected: set[int]) -> list[Draft]:
+#: own signatures whose handler rejects a line because the pair is not one it knows (TRL with
+#: vLLM, a reward function), not because the line's evidence contradicts a cause
+_PAIRING_HANDLERS = ("api-drift-import", "api-drift-attribute", "call-signature")
+
+
+def _unshown(d: Draft, rejected_by: Mapping[int, Match]) -> bool:
+    """A catalogue finding whose releases the log does not show (a warning: the entry depends on
+    them), on a line a drift handler found no known pair for, raised in a package's code — not in
+    the user's own code (no release pairing explains that), not an import "from 'trl' (unknown
+    location)" (a directory shadowing the package), not a line whose own handler's evidence
+    contradicts a cause (a device mismatch with ``cpu``)."""
+    m = rejected_by.get(d.line)
+    if m is None or m.signature.id not in _PAIRING_HANDLERS or "(unknown location)" in d.finding.message:
+        return False
+    raised = frames(m)
+    if raised and "-packages/" not in raised[-1]:
+        return False  # the user's own code
+    return d.finding.evidence.get("versions_match") is None
+
+
+def _one_per_line(
+    drafts: list[Draft], by_sig: Mapping[str, list[Match]], rejected: Mapping[int, Match]
+) -> list[Draft]:
     """A catalogue finding (TRI011) only on a line no own signature matched (its handler knows the
     numbers, and when it found nothing to report, so it is) — or one whose handler rejected it
     (``rejected``) when the log's versions confirm the entry, or when the entry's trigger is the
@@ -545,7 +570,7 @@ def _one_per_line(drafts: list[Draft], by_sig: Mapping[str, list[Match]], reject
     for d in drafts:
         confirmed = d.finding.evidence.get("versions_match") is True
         if d.finding.rule == "TRI011" and (
-            d.line not in own or d.line in rejected and (confirmed or _own_api(d))
+            d.line not in own or d.line in rejected and (confirmed or _own_api(d) or _unshown(d, rejected))
         ):
             old = best.get(d.line)
             if old is None or rank(d) > rank(old):
@@ -578,6 +603,7 @@ def diagnose(
     lines: int = 0,
     last_line: Mapping[str, int] | None = None,
     versions: Mapping[str, LogVersion] | None = None,
+    head: bytes = b"",
 ) -> list[Finding]:
     """Findings for ``matches`` (from ``scan``), judged against ``ctx`` when given.
 
@@ -585,7 +611,9 @@ def diagnose(
     only the first matches of a frequent one; ``lines`` and ``last_line`` (the log's length, the
     last line of each signature) tell whether a wait ended well. ``versions``: the packages the
     log shows (``logversions.from_log``; read from the version hints among ``matches`` when not
-    given); advice and confirmation use them in place of this machine's.
+    given); advice and confirmation use them in place of this machine's. ``head``: the log's first
+    MiB, where a catalogue symptom on a line without an anchor is looked for when nothing else is
+    named (``structural.head_symptoms``).
     """
     if versions is None:
         versions = from_log(b"", version_lines(matches))
@@ -604,10 +632,17 @@ def diagnose(
                 classes.known_failure if ms[0].signature.rule == "TRI011" else _generic
             )
             drafts.extend(handler(ms, log))
-    rejected = {m.line_no for d in drafts for m in d.rejected}
+    rejected = {m.line_no: m for d in drafts for m in d.rejected}
     known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)
     if not known:
+        from envdoctor.triage.structural import diagnose_failure, head_symptoms
+
         first = _first_failure(by_sig, drafts)
+        found = diagnose_failure(first, log) if first is not None else None
+        if found is None and (first is not None or head):
+            found = head_symptoms(head, log)  # a symptom on a line no anchor finds
+        if found is not None:
+            return [found.finding]
         return [unknown_finding([first], log)] if first is not None else []
     known.sort(key=lambda d: d.line)
     worst: dict[str, int] = {}  # a rule's warning is dropped when the same rule also errs

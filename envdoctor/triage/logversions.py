@@ -53,10 +53,10 @@ REPORT = re.compile(
     r"[Vv]ersion {0,40}: {0,8}v?" + _VER
 )
 #: "trl==0.25.0" (pip freeze), "[pip3] torch==2.6.0+cu124" (collect-env)
-FREEZE = re.compile(r"(?:^|\[pip3?\] |\s)(?P<name>[A-Za-z][\w.-]{0,60})==" + _VER)
+FREEZE = re.compile(r"(?:^|\[pip3?\] |[\s`'\"(])(?P<name>[A-Za-z][\w.-]{0,60})==" + _VER)
 #: "trl=0.18.0, vllm=0.8.5.post1", "trl[vllm]=0.19.0" (versions as people write them in a report)
 SINGLE = re.compile(
-    r"(?:^|[\s,;(])(?P<name>[A-Za-z][\w.-]{0,60})(?:\[[\w,.-]{1,40}\])?=(?!=)v?" + _VER + r"(?![\w.])"
+    r"(?:^|[\s,;(`])(?P<name>[A-Za-z][\w.-]{0,60})(?:\[[\w,.-]{1,40}\])?=(?!=)v?" + _VER + r"(?![\w.])"
 )
 #: "trl                0.25.0" (pip list), "[conda] torch   2.6.0   pypi_0   pypi" (collect-env)
 LISTING = re.compile(r"^(?:\[conda\] {1,8})?(?P<name>[A-Za-z][\w.-]{0,60}) {1,80}" + _VER + r"(?: |$)")

@@ -1,0 +1,345 @@
+"""API drift at a package boundary, from a traceback's structure (TRI009 for every pair).
+
+An ``ImportError`` / ``ModuleNotFoundError`` (a module *inside* a package: a missing package is not
+drift), an ``AttributeError`` (of a module or of an object whose package is known), a ``TypeError``
+of a call's shape (unexpected keyword, missing positional, wrong arity, multiple values) or a
+``NotImplementedError`` raised where package A's frame calls into package B is A written for
+another release of B. Which package is B: the module the message names, the class of the object
+(``OBJECTS``; a trainer subclass reaching for its parent's attribute: ``PARENTS``), or the package
+whose frames raised it, entered from A's last frame. A is the package of the frame that called in
+(or imported), ``None`` for the user's code. The answer (``pair_fix``) is the pair that works, from
+the log's versions and envdoctor's knowledge: TRL's vLLM range and ``requires`` per release
+(rules/knowledge/trl.yaml), the catalogue's fixed releases; where the knowledge ends it says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from envdoctor import versions
+from envdoctor.triage.traceback import PACKAGES, Frame, Traceback
+
+DRIFT = ("ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "NotImplementedError")
+STACK = frozenset(PACKAGES.values()) - {"open-r1", "datasets"} | {"datasets"}
+_CALL = re.compile(
+    r"(?P<func>[\w.<>]{1,200})\(\) (?:got an unexpected keyword argument '(?P<kwarg>\w{1,200})'"
+    r"|missing (?P<n>\d{1,3}) required (?:positional|keyword-only) arguments?: (?P<missing>.{1,300})"
+    r"|takes (?P<takes>.{1,60}) positional arguments? but (?P<given>\d{1,3}) (?:were|was) given"
+    r"|got multiple values for argument '(?P<dup>\w{1,200})')"
+)
+_IMPORT = re.compile(r"cannot import name '(?P<name>[\w.]{1,200})' from '(?P<module>[\w.]{1,300})'")
+_NO_MODULE = re.compile(r"No module named '(?P<module>[\w.]{1,300})'")
+_MODULE_ATTR = re.compile(r"module '(?P<module>[\w.]{1,300})' has no attribute '(?P<attr>\w{1,200})'")
+_OBJECT_ATTR = re.compile(r"'(?P<obj>[\w.]{1,200})' object has no attribute '(?P<attr>\w{1,200})'")
+
+#: classes and functions whose package a message names by name only
+OBJECTS = {
+    "Tensor": "torch",
+    "Parameter": "torch",
+    "DTensor": "torch",
+    "Module": "torch",
+    "LLM": "vllm",
+    "LLMEngine": "vllm",
+    "AsyncLLMEngine": "vllm",
+    "SamplingParams": "vllm",
+    "EngineArgs": "vllm",
+    "GuidedDecodingParams": "vllm",
+    "SyncMPClient": "vllm",
+    "InprocClient": "vllm",
+    "UniProcExecutor": "vllm",
+    "GPUModelRunner": "vllm",
+    "GRPOTrainer": "trl",
+    "GRPOConfig": "trl",
+    "VLLMClient": "trl",
+    "Trainer": "transformers",
+    "TrainingArguments": "transformers",
+    "PreTrainedModel": "transformers",
+    "GenerationConfig": "transformers",
+    "seed_worker": "transformers",
+    "Accelerator": "accelerate",
+    "AcceleratorState": "accelerate",
+    "PeftModel": "peft",
+    "PeftModelForCausalLM": "peft",
+    "LoraConfig": "peft",
+    "DeepSpeedEngine": "deepspeed",
+    "GRPOEnvTrainer": "verifiers",
+    "UnslothGRPOTrainer": "unsloth",
+    "_UnslothGRPOTrainer": "unsloth",
+}
+#: a package's trainer classes extend another package's: an attribute such a trainer lacks is one
+#: its parent class (of another release) set
+PARENTS = {"trl": "transformers", "verifiers": "trl", "unsloth": "trl"}
+_TRANSFORMERS_CLASS = re.compile(
+    r"(?:ForCausalLM|ForConditionalGeneration|TokenizerFast|Tokenizer|PreTrainedModel)$"
+)
+
+
+@dataclass
+class Boundary:
+    """Package ``caller`` (None: the user's code) calls or imports package ``callee``, and the
+    exception ``exc`` says they do not fit; ``caller_frame`` / ``callee_frame``: the frames on
+    either side of the boundary (when the traceback shows them), ``what``: what was missing."""
+
+    caller: str | None
+    callee: str
+    exc: Traceback
+    what: str
+    caller_frame: Frame | None = None
+    callee_frame: Frame | None = None
+    #: the exception alone does not tell drift from a bug of the caller (a trainer reading an
+    #: attribute its parent class sets only in the training loop: drift, or evaluate() before
+    #: train()): a finding only with a known answer for the log's versions
+    ambiguous: bool = False
+
+
+def _top(module: str) -> str | None:
+    return PACKAGES.get(module.split(".")[0])
+
+
+def _object_package(obj: str) -> str | None:
+    name = obj.rsplit(".", 1)[-1]
+    if name in OBJECTS:
+        return OBJECTS[name]
+    return "transformers" if _TRANSFORMERS_CLASS.search(name) else None
+
+
+def _last_run(frames: list[Frame], package: str) -> tuple[Frame | None, Frame | None]:
+    """In ``frames`` (oldest first): the first frame of the last run of ``package``'s frames at
+    the end, and the last frame of another package before it (the boundary)."""
+    i = len(frames)
+    while i > 0 and frames[i - 1].package in (package, None) and not _user(frames[i - 1]):
+        i -= 1
+    inside = next((f for f in frames[i:] if f.package == package), None)
+    before = next((f for f in reversed(frames[:i]) if f.package is not None or _user(f)), None)
+    return before, inside
+
+
+def _user(f: Frame) -> bool:
+    """A frame of the user's code (not a package's, not Python's own ``<frozen …>``)."""
+    return f.package is None and not f.path.startswith("<") and "/lib/python3" not in f.path
+
+
+def _forwards(f: Frame) -> bool:
+    """A frame that forwards its caller's arguments (``super().__init__(``, ``**kwargs``)."""
+    return (
+        f.code.startswith(("super().__init__(", "super().__init__(*", "return f(*args, **kwargs)"))
+        or "**kwargs" in f.code
+    )
+
+
+def _caller(frames: list[Frame], callee: str) -> Frame | None:
+    """The last frame that is not ``callee``'s nor Python's own: where the call or import was."""
+    return next(
+        (f for f in reversed(frames) if f.package != callee and (f.package is not None or _user(f))), None
+    )
+
+
+def find(tb: Traceback) -> Boundary | None:
+    """The package boundary ``tb`` failed at, when its exception is API drift (module docstring)."""
+    name, msg = tb.name, tb.message
+    if name not in DRIFT:
+        return None
+    frames = [f for t in tb.all() for f in t.frames] if not tb.frames else tb.frames
+    if name in ("ImportError", "ModuleNotFoundError") or _MODULE_ATTR.search(msg):
+        m = _IMPORT.search(msg) or _NO_MODULE.search(msg) or _MODULE_ATTR.search(msg)
+        if m is None:
+            return None
+        module = m.group("module")
+        callee = _top(module)
+        if callee is None or (
+            "." not in module and not m.groupdict().get("name") and not m.groupdict().get("attr")
+        ):
+            return None  # another package, or a package that is not installed at all: no drift
+        if "(unknown location)" in msg:
+            return None  # a directory shadowing the package
+        caller = _caller(frames, callee)
+        missing = (m.groupdict().get("name") or m.groupdict().get("attr") or "").strip()
+        what = f"{missing} of {module}" if missing else f"the module {module}"
+        if caller is None and frames and all(f.package == callee for f in frames if f.package):
+            return None  # the package importing itself: a broken install, not another package
+        return Boundary(caller.package if caller else None, callee, tb, what, caller, None)
+    if name == "AttributeError":
+        m = _OBJECT_ATTR.search(msg)
+        if m is None:
+            return None
+        obj, attr = m.group("obj"), m.group("attr")
+        owner = _object_package(obj)
+        raised = frames[-1].package if frames else None
+        if owner is not None and raised is None and not frames and owner in PARENTS:
+            # only the message: a wrapper's trainer lacks what its parent class set
+            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", ambiguous=True)
+        if owner is not None and raised == owner and owner in PARENTS and obj.endswith("Trainer"):
+            # the trainer's own code reads an attribute of itself that its parent class sets
+            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", frames[-1], ambiguous=True)
+        if owner is not None and raised is not None and raised != owner:
+            return Boundary(raised, owner, tb, f"{obj}.{attr}", frames[-1])
+        return None
+    if name == "TypeError":
+        m = _CALL.search(msg)
+        if m is None:
+            return None
+        func = m.group("func")
+        kind = (
+            f"the keyword argument '{m.group('kwarg')}'"
+            if m.group("kwarg")
+            else f"the arguments {m.group('missing')}"
+            if m.group("missing")
+            else f"{m.group('given')} positional arguments (it takes {m.group('takes')})"
+            if m.group("given")
+            else f"argument '{m.group('dup')}' twice"
+        )
+        what = f"{func}() and {kind}"
+        owner = _object_package(func.split(".")[0]) or _object_package(func.rsplit(".", 1)[-1])
+        last = frames[-1].package if frames else None
+        if last is not None and owner in (None, last):
+            before, inside = _last_run(frames, last)
+            if before is not None and before.package != last and before.package is not None:
+                if m.group("kwarg") and _forwards(before):
+                    # A only passed the user's keywords on (super().__init__(…, **kwargs)): the
+                    # user's code named the argument B does not take
+                    user = next((f for f in reversed(frames) if _user(f)), None)
+                    return Boundary(None, last, tb, what, user, inside)
+                return Boundary(before.package, last, tb, what, before, inside)
+            return None
+        if owner is not None and last is not None and last != owner:
+            if m.group("kwarg") and _forwards(frames[-1]):
+                user = next((f for f in reversed(frames) if _user(f)), None)
+                return Boundary(None, owner, tb, what, user)
+            return Boundary(last, owner, tb, what, frames[-1])
+        if owner is not None and not frames:
+            return None  # the message alone does not say who called
+        return None
+    # NotImplementedError: raised in B's frames, entered from A's
+    last = frames[-1].package if frames else None
+    if last is None:
+        return None
+    before, inside = _last_run(frames, last)
+    if before is None or before.package in (None, last):
+        return None
+    return Boundary(
+        before.package, last, tb, f"{inside.function if inside else 'a method'} of {last}", before, inside
+    )
+
+
+# -- the pair that works ----------------------------------------------------------------------
+
+
+def _floor(spec: str) -> str | None:
+    m = re.search(r">=\s*([\w.]+)", spec or "")
+    return m.group(1) if m else None
+
+
+def _first(spec: str) -> str | None:
+    """The first release of a TRL line ``>=0.17.0,<0.18.0``."""
+    return _floor(spec)
+
+
+def _trl_requires(kb: Any, trl: str | None, dist: str) -> str | None:
+    line = kb.trl_line(trl) if trl else None
+    req = (line or {}).get("requires") or {}
+    return str(req[dist]) if dist in req else None
+
+
+def _newest_trl_for(kb: Any, dist: str, version: str) -> str | None:
+    """The newest TRL line envdoctor knows whose ``requires`` admit ``dist`` ``version``."""
+    best = None
+    for line in kb.trl.get("trl_lines", []):
+        spec = (line.get("requires") or {}).get(dist)
+        first = _first(str(line.get("trl", "")))
+        newer = best is None or versions.sort_key(first) > versions.sort_key(best)
+        if spec and first and versions.satisfies(version, str(spec)) and newer:
+            best = first
+    return best
+
+
+def pair_fix(b: Boundary, have: dict[str, str], kb: Any, entries: list[Any]) -> tuple[str, str]:
+    """``(the fix, where it comes from)`` for the pair of ``b``; ``have``: the versions the log
+    shows (dist -> version)."""
+    a, c = b.caller, b.callee
+    va, vc = have.get(a or ""), have.get(c)
+    # 1. the catalogue: an entry about this pair whose ranges hold the log's versions, fixed later
+    for e in entries:
+        pk = e.packages
+        if (
+            a in pk
+            and c in pk
+            and e.fixed_in
+            and all(versions.satisfies(have[d], s) is not False for d, s in pk.items() if d in have)
+            and any(d in have for d in pk)
+        ):
+            fixed = ", ".join(f"{d}=={v}" for d, v in e.fixed_in.items())
+            return f"pip install '{fixed}' ({e.fix}; {e.id})", "the known-failures catalogue"
+    pair = {a, c}
+    # 2. TRL's vLLM range per release
+    if pair == {"trl", "vllm"}:
+        trl = have.get("trl")
+        line = kb.trl_line(trl) if trl else None
+        if line and line.get("vllm"):
+            vrange = str(line["vllm"])
+            top = re.search(r"<=\s*([\w.]+)", vrange)
+            pin = f"vllm=={top.group(1)}" if top else f"trl[vllm]=={trl}"
+            why = (
+                f"TRL {trl} supports vLLM {vrange}"
+                if top
+                else f"TRL {trl}'s extra installs the vLLM it was made for (its range {vrange} has no top)"
+            )
+            return (
+                f"pip install '{pin}' ({why}, rules/knowledge/trl.yaml)"
+                + (f"; or the TRL release made for vLLM {have['vllm']}" if "vllm" in have else ""),
+                "TRL's vLLM range",
+            )
+        if trl is None and "vllm" in have:
+            return (
+                f"pip install 'trl[vllm]' at the TRL release made for vLLM {have['vllm']} (the log "
+                "shows no TRL version: `trl env` names it)",
+                "",
+            )
+    # 3. TRL's requirements per release (transformers, accelerate, datasets)
+    other = c if a == "trl" else a if c == "trl" else None
+    if other in ("transformers", "accelerate", "datasets") and "trl" in pair:
+        tv, vo = have.get("trl"), have.get(other)
+        spec = _trl_requires(kb, tv, other) if tv else None
+        if spec and vo and versions.satisfies(vo, spec) is False:
+            floor = _floor(spec)
+            return f"pip install '{other}=={floor}' (TRL {tv} requires {other}{spec})", "TRL's requirements"
+        if vo:
+            newest = _newest_trl_for(kb, other, vo)
+            if newest and (tv is None or versions.sort_key(newest) > versions.sort_key(tv)):
+                return (
+                    f"pip install 'trl=={newest}' (the newest TRL envdoctor knows whose requirements admit "
+                    f"{other} {vo}: TRL {tv or 'of the log'} was made for an older {other})",
+                    "TRL's requirements",
+                )
+        if tv and not vo:
+            floor = _floor(spec or "")
+            return (
+                f"the log shows no {other} version: install the {other} TRL {tv} was released with"
+                + (
+                    f" (it requires {other}{spec}: pip install '{other}=={floor}' is its floor)"
+                    if floor
+                    else ""
+                )
+                + f", or pip install 'trl=={_newest_trl_for(kb, other, '99') or tv}'",
+                "TRL's requirements",
+            )
+        if not tv and not vo:
+            newest = _newest_trl_for(kb, other, "9999")
+            floor = _floor(_trl_requires(kb, newest, other) or "") if newest else None
+            return (
+                f"the log shows neither the TRL nor the {other} version (`trl env` prints both); "
+                f"envdoctor knows each TRL release's {other} floor (rules/knowledge/trl.yaml): keep them "
+                f"paired, e.g. pip install 'trl=={newest}' '{other}>={floor}'"
+                if newest and floor
+                else f"the log shows neither the TRL nor the {other} version (`trl env` prints both)",
+                "",
+            )
+    named = " and ".join(f"{d} {v}" for d, v in ((a, va), (c, vc)) if d and v)
+    return (
+        f"install {c} at the release {a or 'your code'}{' ' + va if va else ''} was written for, or "
+        f"upgrade {a or 'your code'} to a release made for {c}{' ' + vc if vc else ''}"
+        f"{' (the log shows ' + named + ')' if named else ' (the log shows neither version)'}; "
+        f"envdoctor does not know {a or 'your code'}'s requirements of {c}: `pip show {a or c}` lists them",
+        "",
+    )

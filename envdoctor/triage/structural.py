@@ -1,0 +1,246 @@
+"""The cause of a failure that no signature names, from its traceback's structure.
+
+Tried on the log's first failing line when nothing known matched (or its handler rejected it):
+
+1. a catalogue entry that says where its bug is raised (``raised``: exception, message, frames)
+   and whose release ranges the log's versions do not contradict: a release bug behind a generic
+   message (``TypeError: 'NoneType' object is not iterable`` in TRL 0.19.0's colocate generation);
+   an error when the log's versions fall in its ranges (and its traceback, if shown, holds the
+   entry's frame), a warning when the frame is shown but the versions are not; the message alone
+   (no frame, no versions) is no diagnosis;
+2. API drift at a package boundary (``boundary.py``): TRI009 with both packages, their versions and
+   frames, and the pair that works.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envdoctor.findings import Finding, Severity
+from envdoctor.knowledge import knowledge
+from envdoctor.triage import boundary
+from envdoctor.triage.combine import Literals
+from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage.interface import Match, Signature
+from envdoctor.triage.traceback import Frame, Traceback, failure
+
+
+def _entries() -> list[Any]:
+    from envdoctor.triage import catalogue
+
+    return list(catalogue.catalogue()[2].values())
+
+
+def _frame_text(f: Frame | None) -> str:
+    if f is None:
+        return ""
+    where = f"{f.module_path}:{f.line}" if f.line else f.module_path
+    return f"{f.package or 'your code'} ({where}{' in ' + f.function if f.function else ''})"
+
+
+def _holds(tb: Traceback, frames: tuple[tuple[str, str, str], ...]) -> bool | None:
+    """Whether ``tb`` shows one of an entry's frames: True, False (it shows frames, none of them),
+    None (it shows no frame of that package at all: the traceback is cut or absent)."""
+    if not frames:
+        return True
+    shown = [f for t in tb.all() for f in t.frames]
+    packages = {p for p, _, _ in frames}
+    if not any(f.package in packages for f in shown):
+        return None if not shown else False
+    return any(
+        f.package == p
+        and (not file or f.module_path.endswith(file))
+        and (not func or f.function.endswith(func))
+        for f in shown
+        for p, file, func in frames
+    )
+
+
+def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """A catalogue entry located by its exception, message and frames (module docstring, 1)."""
+    from envdoctor.triage.classes import _unshown_bounds, _versions_verdict
+
+    best: tuple[int, Any, bool, bool | None, str] | None = None
+    for e in _entries():
+        raised = getattr(e, "raised", None)
+        if not raised:
+            continue
+        exc, message, frames = raised
+        if tb.name != exc or (message and message not in tb.message):
+            continue
+        held = _holds(tb, frames)
+        if held is False:
+            continue
+        verdict, detail = _versions_verdict(e.packages, log)
+        if verdict is False or (held is None and verdict is not True):
+            continue  # neither the frame nor the versions show it: the message alone is everywhere
+        score = (2 if held else 0) + (1 if verdict else 0)
+        if best is None or score > best[0]:
+            best = (score, e, bool(held), verdict, detail)
+    if best is None:
+        return None
+    _, e, held, verdict, detail = best
+    frame = next(
+        (
+            f
+            for t in tb.all()
+            for f in t.frames
+            for p, _, fn in e.raised[2]
+            if f.package == p and f.function.endswith(fn or f.function)
+        ),
+        None,
+    )
+    shown = f"raised in {_frame_text(frame)}" if held and frame else "the log shows no frame of it"
+    d = finding(
+        "TRI011",
+        [m],
+        log,
+        f"{e.title} — {e.cause} ({e.id}); {shown}; {detail}",
+        e.fix + (f" (fixed in {', '.join(f'{k} {v}' for k, v in e.fixed_in.items())})" if e.fixed_in else ""),
+        known_failure=e.id,
+        sources=list(e.sources),
+        versions_match=verdict,
+        unshown_bounds=_unshown_bounds(e.packages, log),
+        located_by="frames" if held else "exception and versions",
+    )
+    certain = verdict is True  # the log's releases are the entry's, and no frame of it contradicts
+    f = d.finding
+    d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
+    return d
+
+
+def _versions(log: Log) -> dict[str, str]:
+    return {d: v.version for d, v in log.versions.items()}
+
+
+def drift(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """API drift at a package boundary (module docstring, 2)."""
+    b = boundary.find(tb)
+    if b is None:
+        return None
+    have = _versions(log)
+    kb = log.ctx.kb if log.ctx is not None else knowledge()
+    fix, source = boundary.pair_fix(b, have, kb, _entries())
+    if (b.caller is None or b.ambiguous) and not source:
+        # the user's code against a package, or a message that a bug of the caller gives too,
+        # and nothing known of the pair for the log's versions: the first-exception answer
+        return None
+    caller = b.caller or "your code"
+    shown = [f"{d} {have[d]}" for d in (b.caller, b.callee) if d and d in have]
+    at = ""
+    if b.caller_frame is not None or b.callee_frame is not None:
+        sides = [s for s in (_frame_text(b.caller_frame), _frame_text(b.callee_frame)) if s]
+        at = f" at {' → '.join(sides)}"
+    drift_of = (
+        f"{caller} reads {b.what}, which {b.callee}'s object here does not have: {caller} was written "
+        f"for another {b.callee} release, or for another kind of object"
+        if tb.name == "AttributeError" and not source and b.callee not in boundary.PARENTS.values()
+        else f"{caller} was written for another {b.callee} release ({tb.name}: {b.what})"
+    )
+    what = f"API drift between {caller} and {b.callee}: {drift_of}{at}; " + (
+        f"the log shows {', '.join(shown)}" if shown else "the log shows neither version"
+    )
+    d = finding(
+        "TRI009",
+        [m],
+        log,
+        what,
+        fix,
+        caller=b.caller,
+        callee=b.callee,
+        exception=tb.name,
+        answer_from=source or None,
+    )
+    # known pair: the failure is the drift's symptom and the answer is proved by the knowledge;
+    # an unknown pair (no requirement table, no catalogue entry): likely, the answer a guess
+    f = d.finding
+    d.finding = Finding(f.rule, Severity.ERROR if source else Severity.WARNING, f.message, f.fix, f.evidence)
+    return d
+
+
+def diagnose_failure(m: Match, log: Log) -> Draft | None:
+    """The cause of the failing line ``m`` from its traceback, or None."""
+    tb = failure(m.context, m.text, m.line_no)
+    if tb is None:
+        return None
+    return raised_entry(tb, m, log) or drift(tb, m, log)
+
+
+MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head
+HEAD_KEYWORD = 16  # characters of a symptom's literal that make it specific enough to be read in prose
+
+
+#: the catalogue's signatures the trie was built from (held, so that a reload is told apart) -> it
+_HEAD_KEYWORDS: list[tuple[tuple[Signature, ...], Literals[str] | None, dict[str, list[Signature]]]] = []
+
+
+def _head_keywords() -> tuple[Literals[str] | None, dict[str, list[Signature]]]:
+    """The catalogue keywords read in prose (``head_symptoms``) as one trie, and their signatures;
+    built once per catalogue (keyed by the catalogue's signatures, which a reload replaces)."""
+    from envdoctor.triage import catalogue, classes
+
+    sigs, _, entries = catalogue.catalogue()
+    if _HEAD_KEYWORDS and _HEAD_KEYWORDS[0][0] is sigs:
+        return _HEAD_KEYWORDS[0][1], _HEAD_KEYWORDS[0][2]
+    by_kw: dict[str, list[Signature]] = {}
+    for sig in sigs:
+        if getattr(entries.get(sig.id), "kind", "") not in classes.SEEN_KINDS:
+            continue  # only a failure's own message: a warning's line is an anchor already
+        for k in sig.keywords:
+            if len(k) >= HEAD_KEYWORD:
+                by_kw.setdefault(k.decode("utf-8", errors="replace"), []).append(sig)
+    lits = Literals(by_kw) if by_kw else None
+    _HEAD_KEYWORDS[:] = [(sigs, lits, by_kw)]
+    return lits, by_kw
+
+
+def head_symptoms(head: bytes, log: Log) -> Draft | None:
+    """A catalogue symptom on a line that the scan's anchors do not find, in a log that fits in
+    its head (``ScanResult.head``, 1 MiB: a pasted excerpt, an issue's text): a message without
+    its ``ValueError:`` prefix, quoted inside an issue's own words, in prose with full-width
+    punctuation (``error：size mismatch``: the text is NFKC-normalised first). Only the symptoms
+    of crashes and refusals whose literal has ``HEAD_KEYWORD`` characters or more (a short or
+    generic word in prose is no failure), on lines the scan did not judge. Tried only when nothing
+    else is named: one pass of the keywords' trie over the head, then the lines it hit (at most
+    ``MAX_HEAD_HITS``)."""
+    import unicodedata
+
+    from envdoctor.triage import classes
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    lits, by_kw = _head_keywords()
+    if not head or lits is None or lits.any is None:
+        return None
+    text = head.decode("utf-8", errors="replace")
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    seen = {m.line_no for ms in log.by_sig.values() for m in ms}  # judged by the scan already
+    hit_lines: list[int] = []
+    for found in lits.any.finditer(text):
+        line_no = text.count("\n", 0, found.start()) + 1
+        if not hit_lines or hit_lines[-1] != line_no:
+            hit_lines.append(line_no)
+        if len(hit_lines) >= MAX_HEAD_HITS:
+            break
+    if not hit_lines:
+        return None
+    lines = text.split("\n")
+    best: Draft | None = None
+    for line_no in hit_lines:
+        if line_no in seen:
+            continue
+        raw = lines[line_no - 1]
+        body = split_prefix(clean(raw.encode()))[0][:8192]
+        sigs = {id(sig): sig for kw in lits.held(raw) for sig in by_kw.get(kw, ())}
+        for sig in sigs.values():
+            m = sig.pattern.search(body)
+            if m is None:
+                continue
+            groups = {k: v for k, v in m.groupdict().items() if v is not None}
+            match = Match(
+                sig, line_no, body[:1000], groups, None, tuple(lines[max(0, line_no - 41) : line_no - 1])
+            )
+            for d in classes.known_failure([match], log):
+                if best is None or d.finding.severity.rank > best.finding.severity.rank:
+                    best = d
+    return best

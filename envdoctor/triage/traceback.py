@@ -1,0 +1,220 @@
+"""Python tracebacks as data: the frames (package, file, function, line), the exception and its
+message, and the exceptions chained to it, from the lines the scan kept.
+
+It reads what the scanner already holds for a failing line (the line and up to ``CONTEXT_LINES``
+lines before it from the same rank), never the log again, so its cost is bounded by those lines
+whatever the log's size. The lines are read as people paste them: launcher and vLLM process
+prefixes (``[rank3]:``, ``(EngineCore_DP0 pid=7)``, ``(VllmWorker rank=1 pid=9)``,
+``(APIServer pid=3)``), vLLM's logger prefix, tqdm residue, markdown quotes (``> ``), code fences,
+indentation stripped or not, IPython's ``File ~/x.py:12, in f()`` and Colab's ``[/path.py](…) in
+f()`` frames. Chained exceptions ("During handling of the above exception …", "The above exception
+was the direct cause …") become ``Traceback.chain``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from envdoctor.triage.scanner import split_prefix
+
+MAX_LINES = 400  # lines of one failure looked at (the scanner keeps at most 41)
+MAX_FRAMES = 200
+
+#: import name (a path component) -> distribution name, for the packages of the GRPO stack and the
+#: wrappers users run TRL through; any other package under site-packages is named as it is
+PACKAGES = {
+    "trl": "trl",
+    "transformers": "transformers",
+    "vllm": "vllm",
+    "accelerate": "accelerate",
+    "deepspeed": "deepspeed",
+    "peft": "peft",
+    "liger_kernel": "liger-kernel",
+    "flash_attn": "flash-attn",
+    "torch": "torch",
+    "unsloth": "unsloth",
+    "unsloth_zoo": "unsloth-zoo",
+    "verifiers": "verifiers",
+    "datasets": "datasets",
+    "bitsandbytes": "bitsandbytes",
+    "xformers": "xformers",
+    "flashinfer": "flashinfer-python",
+    "open_r1": "open-r1",
+}
+
+_FRAME = re.compile(
+    r'^File "(?P<path>[^"]{1,1000})", line (?P<line>\d{1,9})(?:, in (?P<func>[^\s(]{1,200}))?'
+)
+#: IPython / Jupyter: ``File ~/x.py:399, in Trainer.train(self)``, ``File /a/b.py:12, in f()``
+_IPY_FRAME = re.compile(
+    r"^File (?P<path>[~/.\w][^\s:]{0,1000}\.py):(?P<line>\d{1,9}), in (?P<func>[\w.<>]{1,200})"
+)
+#: Colab: ``[/usr/local/lib/python3.11/dist-packages/unsloth_zoo/vllm_utils.py](https://…) in f()``
+_COLAB_FRAME = re.compile(r"^\[(?P<path>/[^\]\s]{1,1000}\.py)\]\([^)]{0,300}\) in (?P<func>[\w.<>]{1,200})")
+_EXCEPTION = re.compile(
+    r"^(?P<type>(?:[A-Za-z_][\w]{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception|Interrupt|Exit|Warning)"
+    r"|NotImplementedError|StopIteration|KeyError|AssertionError)"
+    r"(?::(?: (?P<message>.{0,2000}))?)?$"
+)
+_CAUSE = "The above exception was the direct cause of the following exception"
+_CONTEXT = "During handling of the above exception, another exception occurred"
+_FENCE = re.compile(r"^(?:```|~~~)")
+_QUOTE = re.compile(r"^(?:>\s?){1,8}")
+_MARKERS = ("^^^", "~~~", "...")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame: the distribution that holds its file (``None``: the user's code or Python's),
+    the file, the path inside the package (``trainer/grpo_trainer.py``), the function, the line
+    and the source line printed under it."""
+
+    package: str | None
+    path: str
+    module_path: str
+    function: str
+    line: int
+    code: str = ""
+
+
+@dataclass
+class Traceback:
+    """One exception with its frames (oldest first); ``chain``: the exceptions before it that it
+    was raised while handling (``cause``: "direct cause" or "during handling"), oldest first."""
+
+    frames: list[Frame] = field(default_factory=list)
+    exc_type: str = ""
+    message: str = ""
+    line_no: int = 0  # where the exception's line is in the log (0: the failing line itself)
+    chain: list[Traceback] = field(default_factory=list)
+    cause: str = ""
+
+    @property
+    def name(self) -> str:
+        """The class name without its module (``torch.OutOfMemoryError``: ``OutOfMemoryError``)."""
+        return self.exc_type.rsplit(".", 1)[-1]
+
+    def packages(self) -> list[str | None]:
+        return [f.package for f in self.frames]
+
+    def all(self) -> list[Traceback]:
+        """This exception and those chained to it, oldest first."""
+        return [*self.chain, self]
+
+
+def package_of(path: str) -> tuple[str | None, str]:
+    """The distribution a frame's file belongs to and the path inside it: from the
+    ``site-packages`` / ``dist-packages`` part of the path, else from a path component that is
+    a package of the stack (a source checkout: ``…/trl/trl/trainer/grpo_trainer.py``); ``None``
+    for the user's code and Python's own modules (``<frozen importlib._bootstrap>``)."""
+    p = path.replace("\\", "/")
+    if p.startswith("<"):
+        return None, p
+    parts = [x for x in p.split("/") if x]
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            i = len(parts) - 1 - parts[::-1].index(marker)
+            rest = parts[i + 1 :]
+            if len(rest) >= 2:
+                name = rest[0]
+                if name.endswith(".egg") or "-" in name:  # vllm-0.10.1.dev73+g…-py3.12-linux.egg/vllm/…
+                    rest = rest[1:]
+                    name = rest[0] if rest else name
+                if len(rest) >= 2:
+                    return PACKAGES.get(name, name.lower().replace("_", "-")), "/".join(rest[1:])
+            return None, p
+    for i in range(len(parts) - 2, -1, -1):  # the last component that is a stack package
+        if parts[i] in PACKAGES and parts[i] not in ("open_r1",) and i + 1 < len(parts):
+            return PACKAGES[parts[i]], "/".join(parts[i + 1 :])
+    return None, p
+
+
+def _body(text: str) -> str:
+    """A pasted line as the program printed it: prefixes, quotes and indentation removed."""
+    body = split_prefix(text)[0] if text[:1] in "[(<E>WIDCRr0123456789 \t" else text
+    body = _QUOTE.sub("", body.strip())
+    for _ in range(2):  # a prefix inside a quote, a quote inside a prefix
+        stripped = split_prefix(body)[0].strip() if body[:1] in "[(" else body
+        if stripped == body:
+            break
+        body = _QUOTE.sub("", stripped)
+    return body.strip()
+
+
+def _frame(body: str) -> Frame | None:
+    m = _FRAME.match(body) or _IPY_FRAME.match(body) or _COLAB_FRAME.match(body)
+    if m is None:
+        return None
+    path = m.group("path")
+    package, module_path = package_of(path)
+    line = int(m.group("line")) if "line" in m.groupdict() and m.group("line") else 0
+    return Frame(package, path, module_path, m.group("func") or "", line)
+
+
+def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
+    """The tracebacks in ``lines`` (a failing line's context and the line itself), in order; the
+    last line is numbered ``last_line_no`` (its exception gets that number; earlier ones 0)."""
+    out: list[Traceback] = []
+    current: Traceback | None = None
+    pending_chain: str = ""
+    awaiting_code = False
+    items = list(lines)[-MAX_LINES:]
+    for i, raw in enumerate(items):
+        body = _body(raw)
+        if not body or _FENCE.match(body):
+            continue
+        if _CAUSE in body or _CONTEXT in body:
+            pending_chain = "direct cause" if _CAUSE in body else "during handling"
+            current = None
+            continue
+        if "Traceback (most recent call last)" in body:
+            current = Traceback(cause=pending_chain)
+            if pending_chain and out:
+                current.chain = [*out[-1].chain, out[-1]]
+                out.pop()
+            pending_chain = ""
+            awaiting_code = False
+            continue
+        frame = _frame(body)
+        if frame is not None:
+            if current is None or current.exc_type:
+                current = Traceback()
+                awaiting_code = False
+            if len(current.frames) < MAX_FRAMES:
+                current.frames.append(frame)
+            awaiting_code = True
+            continue
+        exc = _EXCEPTION.match(body)
+        if exc is not None and (current is not None or i == len(items) - 1):
+            tb = current if current is not None else Traceback()
+            tb.exc_type = exc.group("type")
+            tb.message = (exc.group("message") or "").strip()
+            tb.line_no = last_line_no if i == len(items) - 1 else 0
+            if tb not in out:
+                out.append(tb)
+            current = None
+            awaiting_code = False
+            continue
+        if current is not None and awaiting_code and current.frames and not body.startswith(_MARKERS):
+            last = current.frames[-1]
+            current.frames[-1] = Frame(
+                last.package, last.path, last.module_path, last.function, last.line, body[:300]
+            )
+            awaiting_code = False
+    if current is not None and current.frames and current not in out:
+        out.append(current)  # frames whose exception line is not among the lines (cut off)
+    return out
+
+
+def failure(context: Sequence[str], text: str, line_no: int = 0) -> Traceback | None:
+    """The traceback that ends at a failing line ``text`` (with its ``context``): the last one,
+    whose exception is the line's own; None when the lines hold no frame and no exception."""
+    found = parse([*context, text], line_no)
+    if not found:
+        return None
+    last = found[-1]
+    if not last.exc_type:  # the failing line is not shaped "Type: message" (a bare message)
+        last.message = _body(text)
+    return last

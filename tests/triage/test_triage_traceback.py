@@ -1,0 +1,221 @@
+# ruff: noqa: E501 - log lines are quoted as programs print them
+"""The traceback model (frames, packages, chains, pasted shapes) and the boundary diagnosis built
+on it: API drift between two packages (TRI009), catalogue entries located by their frames (TRI011),
+severity by certainty."""
+
+from __future__ import annotations
+
+from envdoctor.findings import Severity
+from envdoctor.triage import boundary
+from envdoctor.triage.traceback import failure, package_of, parse
+from tests.triage.helpers import findings, scan_bytes
+
+VLLM_WORKER = """\
+(EngineCore_DP0 pid=7) ERROR 03-26 11:12:49 [core.py:343] EngineCore hit an exception: Traceback (most recent call last):
+(EngineCore_DP0 pid=7) ERROR 03-26 11:12:49 [core.py:343]   File "/opt/conda/lib/python3.11/site-packages/vllm/v1/engine/core.py", line 335, in run_engine_core
+(EngineCore_DP0 pid=7) ERROR 03-26 11:12:49 [core.py:343]     engine_core = EngineCoreProc(*args, **kwargs)
+(VllmWorker rank=0 pid=9) ERROR 03-26 11:12:49 [multiproc_executor.py:9]   File "/opt/conda/lib/python3.11/site-packages/vllm/attention/backends/abstract.py", line 59, in get_state_cls
+(VllmWorker rank=0 pid=9) ERROR 03-26 11:12:49 [multiproc_executor.py:9]     raise NotImplementedError
+(VllmWorker rank=0 pid=9) ERROR 03-26 11:12:49 [multiproc_executor.py:9] NotImplementedError
+"""
+
+CHAINED = """\
+> Traceback (most recent call last):
+>   File "/x/site-packages/vllm/model_executor/models/qwen2.py", line 10, in load
+>     raise KeyError(name)
+> KeyError: 'lm_head.weight'
+>
+> The above exception was the direct cause of the following exception:
+>
+> Traceback (most recent call last):
+>   File "/home/u/train.py", line 3, in <module>
+>     main()
+>   File "/x/dist-packages/trl/trainer/grpo_trainer.py", line 900, in _move_model_to_vllm
+>     llm_model.load_weights(state_dict.items())
+> RuntimeError: weights could not be loaded
+"""
+
+
+def test_package_of_paths():
+    assert package_of("/usr/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py") == (
+        "trl",
+        "trainer/grpo_trainer.py",
+    )
+    assert package_of("/usr/local/lib/python3.10/dist-packages/unsloth_zoo/vllm_utils.py")[0] == "unsloth-zoo"
+    assert package_of("/x/site-packages/liger_kernel/chunked_loss/grpo_loss.py")[0] == "liger-kernel"
+    assert (
+        package_of("/x/site-packages/vllm-0.10.1.dev73-py3.12-linux-x86_64.egg/vllm/v1/engine/core.py")[0]
+        == "vllm"
+    )
+    assert package_of("/proj/.libraries/transformers/src/transformers/trainer.py")[0] == "transformers"
+    assert package_of("<frozen importlib._bootstrap>")[0] is None
+    assert package_of("/home/u/train.py")[0] is None
+
+
+def test_vllm_process_prefixes_and_bare_exception():
+    tb = parse(VLLM_WORKER.splitlines())[-1]
+    assert tb.exc_type == "NotImplementedError"
+    assert [(f.package, f.function) for f in tb.frames] == [
+        ("vllm", "run_engine_core"),
+        ("vllm", "get_state_cls"),
+    ]
+    assert tb.frames[-1].code == "raise NotImplementedError"
+
+
+def test_chained_and_quoted():
+    tbs = parse(CHAINED.splitlines())
+    assert len(tbs) == 1
+    tb = tbs[0]
+    assert tb.exc_type == "RuntimeError" and tb.cause == "direct cause"
+    assert [t.exc_type for t in tb.all()] == ["KeyError", "RuntimeError"]
+    assert tb.frames[-1].package == "trl" and tb.frames[-1].function == "_move_model_to_vllm"
+
+
+def test_ipython_and_colab_frames():
+    text = [
+        "File ~/.conda/envs/b/lib/python3.11/site-packages/transformers/trainer.py:2206, in Trainer.train(self)",
+        "[/usr/local/lib/python3.11/dist-packages/unsloth_zoo/vllm_utils.py](https://localhost:8080/#) in patch_vllm_lora_tokenizer()",
+    ]
+    tb = failure(
+        text, "ModuleNotFoundError: No module named 'vllm.transformers_utils.tokenizer_group.tokenizer_group'"
+    )
+    assert tb is not None and [f.package for f in tb.frames] == ["transformers", "unsloth-zoo"]
+    b = boundary.find(tb)
+    assert b is not None and (b.caller, b.callee) == ("unsloth-zoo", "vllm")
+
+
+def test_missing_package_is_not_drift():
+    tb = failure(
+        ['  File "/home/u/train.py", line 1, in <module>'], "ModuleNotFoundError: No module named 'vllm'"
+    )
+    assert tb is not None and boundary.find(tb) is None
+
+
+def test_boundary_kinds():
+    # a keyword the callee's frames refuse, entered from TRL's frame
+    tb = failure(
+        [
+            'File "/s/site-packages/trl/scripts/vllm_serve.py", line 200, in llm_worker',
+            "llm = LLM(model=m, worker_extension_cls=x)",
+            'File "/s/site-packages/vllm/entrypoints/llm.py", line 240, in __init__',
+            "engine_args = EngineArgs(**kwargs)",
+        ],
+        "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_extension_cls'",
+    )
+    b = boundary.find(tb)
+    assert b is not None and (b.caller, b.callee) == ("trl", "vllm")
+    assert b.caller_frame is not None and b.caller_frame.function == "llm_worker"
+    # an attribute of a trainer that its parent class (transformers' Trainer) sets
+    tb = failure(
+        ['File "/s/site-packages/trl/trainer/grpo_trainer.py", line 1300, in _compute_loss'],
+        "AttributeError: 'GRPOTrainer' object has no attribute 'current_gradient_accumulation_steps'",
+    )
+    b = boundary.find(tb)
+    assert b is not None and (b.caller, b.callee) == ("trl", "transformers")
+    # an error of the user's own code is no boundary
+    tb = failure(
+        ['File "/home/u/r.py", line 3, in f'], "TypeError: f() missing 1 required positional argument: 'x'"
+    )
+    assert boundary.find(tb) is None
+    # a ValueError is not drift
+    tb = failure(['File "/s/site-packages/trl/x.py", line 3, in f'], "ValueError: bad")
+    assert boundary.find(tb) is None
+
+
+DRIFT_LOG = """\
+trl==0.21.0
+transformers==4.55.0
+Traceback (most recent call last):
+  File "/proj/train.py", line 17, in <module>
+    trainer.train()
+  File "/usr/lib/python3.11/site-packages/transformers/trainer.py", line 2233, in train
+    return inner_training_loop(
+  File "/usr/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1300, in _compute_loss
+    loss = loss / self.current_gradient_accumulation_steps
+AttributeError: 'GRPOTrainer' object has no attribute 'current_gradient_accumulation_steps'
+"""
+
+
+def test_drift_finding_names_both_sides_and_an_exact_pair():
+    found = findings(scan_bytes(DRIFT_LOG))
+    assert [f.rule for f in found] == ["TRI009"]
+    f = found[0]
+    assert f.severity == Severity.ERROR
+    assert (
+        "trl and transformers" in f.message
+        and "trl 0.21.0" in f.message
+        and "transformers 4.55.0" in f.message
+    )
+    assert "_compute_loss" in f.message
+    assert "==" in f.fix  # an exact release, never a bare name
+
+
+def test_unknown_pair_is_a_warning_that_says_so():
+    log = (
+        "[/usr/local/lib/python3.11/dist-packages/unsloth_zoo/vllm_utils.py](https://localhost:8080/#) in "
+        "patch_vllm_lora_tokenizer()\n"
+        "ModuleNotFoundError: No module named 'vllm.transformers_utils.tokenizer_group.tokenizer_group'\n"
+    )
+    found = findings(scan_bytes(log))
+    assert [f.rule for f in found] == ["TRI009"]
+    assert found[0].severity == Severity.WARNING and "does not know" in found[0].fix
+
+
+FRAMED_3633 = """\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/home/u/train_grpo.py", line 50, in <module>
+[rank0]:     trainer.train()
+[rank0]:   File "/home/u/.venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1120, in _generate_and_score_completions
+[rank0]:     sampling_params = SamplingParams(**kw)
+[rank0]: TypeError: 'NoneType' object is not iterable
+"""
+
+
+def test_catalogue_entry_located_by_its_frame():
+    # the frame without versions: the entry, as a warning (it hinges on TRL 0.19.0)
+    found = findings(scan_bytes(FRAMED_3633))
+    assert found[0].rule == "TRI011" and found[0].severity == Severity.WARNING
+    assert "trl-0.19.0-colocate-generation-kwargs-none" in found[0].message
+    assert "_generate_and_score_completions" in found[0].message
+    # with the log's TRL 0.19.0: an error
+    found = findings(scan_bytes("trl==0.19.0\n" + FRAMED_3633))
+    assert found[0].rule == "TRI011" and found[0].severity == Severity.ERROR
+    # another TRL: not this entry
+    found = findings(scan_bytes("trl==0.20.0\n" + FRAMED_3633))
+    assert "trl-0.19.0-colocate" not in found[0].message
+    # the generic message in another function, no versions: no diagnosis from the catalogue
+    other = FRAMED_3633.replace("_generate_and_score_completions", "_prepare_inputs")
+    found = findings(scan_bytes(other))
+    assert found[0].rule == "TRI003"
+
+
+def test_versionless_entry_is_an_error_without_versions():
+    found = findings(scan_bytes("ValueError: Unknown loss type: dapo\n"))
+    assert found[0].rule == "TRI011" and found[0].severity == Severity.ERROR
+    # one whose fix is a release is no error without the log's versions, an error with them
+    seed = "TypeError: seed_worker() missing 2 required positional arguments: 'num_workers' and 'rank'\n"
+    found = findings(scan_bytes(seed))
+    assert found[0].severity != Severity.ERROR
+    found = findings(scan_bytes("My current setup is `transformers==4.56.1` and `trl==0.17.0`.\n" + seed))
+    assert found[0].rule == "TRI011" and found[0].severity == Severity.ERROR
+    assert "trl-seed-worker-transformers-4.52" in found[0].message
+
+
+def test_healthy_log_gets_no_finding():
+    from tests.triage.helpers import LOGS, scan_log
+
+    assert findings(scan_log("healthy.log")) == []
+    assert (LOGS / "healthy.log").exists()
+
+
+def test_error_lines_in_other_shapes():
+    # a message without its class prefix, in an issue's own words
+    found = findings(
+        scan_bytes("I ran GRPO with Liger and got\n\n    Unknown loss type: dapo\n\nany idea?\n")
+    )
+    assert found[0].rule == "TRI011" and "liger-grpo-loss-unknown-loss-type-dapo" in found[0].message
+    # prose with a full-width colon
+    found = findings(scan_bytes("训练报错 error：size mismatch, got input (2048), vec (0)\n"))
+    assert found and found[0].rule == "TRI011" and "size mismatch" in found[0].message
+    # a short or generic word in prose is no failure
+    assert findings(scan_bytes("all gather done; the size mismatch check passed\n")) == []
