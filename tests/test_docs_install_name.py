@@ -20,7 +20,13 @@ def _requirements(line: str) -> list[str]:
         words = shlex.split(line, comments=True)
     except ValueError:
         words = line.split()
-    return [w for w in words if not w.startswith("-") and w not in (".", "-e")]
+    out = []
+    for w in words:
+        if w in ("&&", "||", ";", "|") or w.endswith(";"):
+            break  # the next command
+        if not w.startswith("-") and w != ".":
+            out.append(w)
+    return out
 
 
 def envdoctor_installs() -> list[tuple[str, str]]:
