@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
         "envdoctor.redact",
         "envdoctor.resources",
         "envdoctor.settings",
+        "envdoctor.suppression",
         "envdoctor.parsing",
         "envdoctor.script_args",
         "envdoctor.output",

@@ -105,7 +105,8 @@ def check(
 
     settings = load_settings()
     select_ids = split_list(select) or settings.get("select") or None
-    ignore_ids = split_list(ignore) or settings.get("ignore") or None
+    ignore_ids = split_list(ignore) or None  # --ignore: not run
+    suppress = settings.get("ignore") or None  # [tool.envdoctor] ignore: run, listed as suppressed
     strict = settings.get("strict", False) if strict is None else strict
     allow: tuple[str, ...] = ()
     if allow_host:
@@ -134,7 +135,13 @@ def check(
         )
     facts, plan = facts_and_plan(facts_file, assume, config, accelerate_config, launch, launch_argv)
     ctx, report = run_check(
-        facts, plan, select=select_ids, ignore=ignore_ids, network=not no_network, allow_hosts=allow
+        facts,
+        plan,
+        select=select_ids,
+        ignore=ignore_ids,
+        network=not no_network,
+        allow_hosts=allow,
+        suppress=suppress,
     )
     if probe:
         from envdoctor.errors import InputError

@@ -182,7 +182,12 @@ def _demote_batch_rule(report: Report) -> None:
 
 
 def check_target(
-    target: Target, facts: Facts, launch: str | None, select: list[str] | None, ignore: list[str] | None
+    target: Target,
+    facts: Facts,
+    launch: str | None,
+    select: list[str] | None,
+    ignore: list[str] | None,
+    suppress: list[Any] | None = None,
 ):
     """The report of one target, checked offline."""
     from envdoctor.doctor import check
@@ -193,7 +198,9 @@ def check_target(
         launch = f"accelerate launch --config_file {shlex.quote(target.accelerate)} train.py"
     plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=launch, live=False)
     skip = offline_rules(facts, select, ignore)
-    _, report = check(facts, plan, select=select, ignore=(ignore or []) + sorted(skip), network=False)
+    _, report = check(
+        facts, plan, select=select, ignore=(ignore or []) + sorted(skip), network=False, suppress=suppress
+    )
     docs = rule_docs()
     areas = {a.key: a for a in report.areas}
     for rule_id, why in skip.items():
@@ -332,7 +339,8 @@ def hook(
 
     settings = load_settings()
     select_ids = split_list(select) or settings.get("select") or None
-    ignore_ids = split_list(ignore) or settings.get("ignore") or None
+    ignore_ids = split_list(ignore) or None
+    suppress = settings.get("ignore") or None  # [tool.envdoctor] ignore: listed as suppressed
     strict = settings.get("strict", False) if strict is None else strict
     if installed and requirement_files:
         from envdoctor.errors import InputError
@@ -362,7 +370,7 @@ def hook(
                 click.echo(f"envdoctor: {clean(note)}", err=True)
     line = launch_text(launch, ())
     named = (
-        [(t.label, check_target(t, facts, line, select_ids, ignore_ids)) for t in targets]
+        [(t.label, check_target(t, facts, line, select_ids, ignore_ids, suppress)) for t in targets]
         if facts is not None
         else []
     )  # facts are read when targets exist
