@@ -9,7 +9,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, field
 
-from envdoctor.checks.context import Context, LayoutUnresolved
+from envdoctor.checks.context import Context, LayoutUnresolved, cuda_unused
 from envdoctor.checks.registry import all_rules
 from envdoctor.errors import InputError
 from envdoctor.findings import Finding, Severity
@@ -34,6 +34,10 @@ def matches(rule_id: str, name: str, patterns: list[str]) -> bool:
 
 
 def _missing(ctx: Context, needs: tuple[str, ...]) -> str | None:
+    if "cuda" in needs:
+        unused = cuda_unused(ctx)
+        if unused:
+            return unused
     if "live" in needs and not ctx.facts.live:
         return "needs a live machine (checking a snapshot)"
     if "gpus" in needs and not ctx.facts.gpus:
