@@ -17,7 +17,9 @@ from envdoctor.commands.options import (
     format_option,
     ignore_option,
     launch_option,
+    no_color_option,
     output_option,
+    quiet_option,
     select_option,
     split_list,
     strict_option,
@@ -36,6 +38,8 @@ from envdoctor.commands.options import (
 @format_option
 @output_option
 @verbose_option
+@quiet_option
+@no_color_option
 @strict_option
 @assume_option
 @click.option(
@@ -82,6 +86,7 @@ def check(
     fmt,
     output,
     verbose,
+    quiet,
     strict,
     assume,
     no_network,
@@ -167,7 +172,12 @@ def check(
             output,
         )
         sys.exit(0)
-    emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()), output)
+    emit(
+        render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color(), quiet=quiet),
+        output,
+    )
+    if output and output != "-" and fmt != "text":  # as the hook: the terminal / CI log still shows it
+        emit(render(report, "text", verbose=verbose, color=use_color(), quiet=quiet), None)
     sys.exit(report.exit_code(strict=bool(strict)))
 
 

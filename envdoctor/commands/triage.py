@@ -9,7 +9,15 @@ from typing import Any, BinaryIO
 
 import click
 
-from envdoctor.commands.options import emit, format_option, output_option, use_color, verbose_option
+from envdoctor.commands.options import (
+    emit,
+    format_option,
+    no_color_option,
+    output_option,
+    quiet_option,
+    use_color,
+    verbose_option,
+)
 
 
 def _open(logfile: str) -> BinaryIO:
@@ -101,7 +109,9 @@ def _summary(name: str, result: Any, found: list, facts_file: str | None, found_
 @format_option
 @output_option
 @verbose_option
-def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
+@quiet_option
+@no_color_option
+def triage(logfile, facts_file, config, launch, fmt, output, verbose, quiet) -> None:
     """Read a failed run's LOGFILE (- for stdin): the known failure, why here, and the fix.
 
         envdoctor triage train.log --config grpo.yaml --launch "accelerate launch … train.py"
@@ -165,14 +175,19 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
 
         report.artifact = repo_relative(logfile)  # the file the findings come from
     report.upgrade_plan = []
-    text = render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color())
+    text = render(
+        report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color(), quiet=quiet
+    )
     if fmt == "text":
-        text = _unknown_text(text, found, verbose)
+        text = _unknown_text(text, found, verbose, draft=not quiet)
     emit(text, output)
+    if output and output != "-" and fmt != "text":  # as check and the hook: the terminal shows it
+        shown = render(report, "text", verbose=verbose, color=use_color(), quiet=quiet)
+        emit(_unknown_text(shown, found, verbose, draft=not quiet), None)
     sys.exit(report.exit_code())
 
 
-def _unknown_text(text: str, found: list, verbose: bool = False) -> str:
+def _unknown_text(text: str, found: list, verbose: bool = False, draft: bool = True) -> str:
     """A log with no known failure says so in place of the static check's summary line: a crash
     that no signature recognises (TRI003, "!") with its issue draft, or no exception at all."""
     from envdoctor.findings import Severity
@@ -190,7 +205,7 @@ def _unknown_text(text: str, found: list, verbose: bool = False) -> str:
             f"! a crash was found but not recognised: TRI003 names its first exception (line "
             f"{unknown.evidence.get('line')}); no known failure, exit 0"
         )
-    draft = unknown.evidence.get("issue_draft")
-    if draft:
-        lines += ["", "An issue draft to paste (check it first):", "", draft]
+    issue = unknown.evidence.get("issue_draft") if draft else None
+    if issue:
+        lines += ["", "An issue draft to paste (check it first):", "", issue]
     return "\n".join(lines) + "\n"

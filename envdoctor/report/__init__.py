@@ -29,8 +29,8 @@ def render(
     """The report in ``fmt``. Every string goes through ``envdoctor.redact`` first, the same for
     every format: secrets masked, long values cut, control characters and bidi overrides shown
     as escapes (``\\x1b``), newlines too except in JSON (whose encoder writes them ``\\n``).
-    ``quiet`` (text only): the summary line alone."""
+    ``quiet`` (text only): the errors and the summary line alone."""
     from envdoctor.redact import safe_report
 
-    extra = {"quiet": True} if quiet and fmt == "text" else {}  # --quiet: the summary line only
+    extra = {"quiet": True} if quiet and fmt == "text" else {}  # --quiet: errors and summary
     return renderer(fmt)(safe_report(report, fmt), verbose=verbose, color=color, **extra)

@@ -133,9 +133,15 @@ def summary_line(report: Report, verbose: bool = False, color: bool = False) -> 
 
 
 def render(report: Report, verbose: bool = False, color: bool = False, quiet: bool = False) -> str:
-    """The report as text; ``quiet``: the summary line only."""
-    if quiet:
-        return summary_line(report, verbose, color) + "\n"
+    """The report as text; ``quiet``: only the errors and the summary line."""
+    if quiet:  # --quiet: the errors and the summary line
+        lines = [
+            line
+            for f in report.findings
+            if f.severity is Severity.ERROR
+            for line in _finding(f, False, color)
+        ]
+        return "\n".join([*lines, summary_line(report, verbose, color)]) + "\n"
     lines = [f"envdoctor {report.version} — {report.subject}", ""]
     for area in report.areas:
         lines += _area(area, verbose, color)
