@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
         "envdoctor.resources",
         "envdoctor.settings",
         "envdoctor.suppression",
+        "envdoctor.schemas",  # the JSON Schemas of the output formats (data)
         "envdoctor.parsing",
         "envdoctor.script_args",
         "envdoctor.output",
