@@ -58,3 +58,12 @@ def test_every_documented_install_names_the_distribution():
 def test_the_distribution_name_is_the_projects():
     text = (ROOT / "pyproject.toml").read_text()
     assert re.search(r'^name = "grpo-envdoctor"', text, re.M)
+
+
+def test_the_probe_extra_is_documented():
+    """The probe needs the training stack: the README and the docs name the extra that has it."""
+    extra = "pip install 'grpo-envdoctor[probe]'"
+    assert extra in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert any(extra in d.read_text(encoding="utf-8") for d in DOCS[1:])
+    text = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r"^probe = \[", text, re.M)
