@@ -128,7 +128,8 @@ def check(
                 upgrade_plan,
                 launch_text(launch, launch_argv),
                 select_ids,
-                ignore_ids,
+                # the cluster report lists no suppressions: a whole-rule entry is not run there
+                [*(ignore_ids or []), *(s.rule for s in suppress or [] if not s.where)] or None,
                 fmt,
                 output,
                 verbose,
