@@ -269,6 +269,12 @@ def preflight_report(
     if launch is None:
         launch = this_process_launch()
     plan, note = _plan(config, launch, snap)
+    cpu = _cpu_switch(config)
+    if cpu and not plan.config.get(cpu):  # a TrainingArguments object: not read as a GRPO config
+        snap = dataclasses.replace(
+            snap,
+            extra={**snap.extra, "cuda_unused": f"CUDA is not used: {cpu} is on ({type(config).__name__})"},
+        )
     if note:  # not a GRPO run: whether TRL is installed is no concern of it
         ignore = [*(ignore or []), "PKG008"]
     ctx, report = check(snap, plan, select=select, ignore=ignore, network=network, allow_hosts=allow)
@@ -286,6 +292,18 @@ def preflight_report(
     elif report.areas[-1].key == "probe":
         report.areas[-1].note = "not run (preflight(probe=True) runs it)"
     return ctx, report
+
+
+def _cpu_switch(config: Any) -> str | None:
+    """``use_cpu`` / ``no_cuda`` when the config object (or mapping) turns it on: the run trains
+    on the CPU and the CUDA-only rules do not apply."""
+    from envdoctor.checks.context import CPU_SWITCHES
+    from envdoctor.plan.values import as_bool
+
+    if config is None or isinstance(config, (str, os.PathLike)):
+        return None
+    get = config.get if isinstance(config, Mapping) else lambda k: getattr(config, k, None)
+    return next((k for k in CPU_SWITCHES if as_bool(get(k)) is True), None)
 
 
 def _require_strings(name: str, value: Any) -> None:

@@ -42,10 +42,27 @@ class _LazyGroup(click.Group):
         return self.commands.get(cmd_name)
 
 
+def _no_color(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        import envdoctor.output
+
+        envdoctor.output.NO_COLOR_FLAG = True
+
+
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="envdoctor")
+@click.option(
+    "--no-color",
+    is_flag=True,
+    expose_value=False,
+    callback=_no_color,
+    help="No colours in any command's output (as NO_COLOR=1 does).",
+)
 def cli() -> None:
-    """Preflight checks for GRPO training with TRL + vLLM: versions, GPUs, layout, allocator."""
+    """Preflight checks for GRPO training with TRL + vLLM: versions, GPUs, layout, allocator.
+
+    Shell completion (bash, zsh, fish) comes from click: eval "$(_ENVDOCTOR_COMPLETE=bash_source
+    envdoctor)" in ~/.bashrc (zsh_source, fish_source for the others)."""
 
 
 def main(argv: list[str] | None = None) -> None:

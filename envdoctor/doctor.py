@@ -14,6 +14,7 @@ from envdoctor.plan.layout import trainer_env
 from envdoctor.redact import plan_secrets, redact_report
 from envdoctor.report.interface import Area, Report
 from envdoctor.rule_docs import AREAS, rule_docs
+from envdoctor.suppression import Suppressed, Suppression
 from envdoctor.units import size_text
 
 if TYPE_CHECKING:
@@ -164,6 +165,13 @@ def build_report(
         report.layout_summary = summaries.get("layout", "")
     report.upgrade_plan = upgrade_plan(ctx, outcome.findings)
     redact_report(report, plan_secrets(ctx.plan))
+    if outcome.suppressed:
+        from envdoctor.redact import KEPT, scrub
+
+        report.suppressed = [
+            scrub(Suppressed(f, s, docs[f.rule].area), report.secrets, escape=False, limit=KEPT)
+            for f, s in outcome.suppressed
+        ]
     return report
 
 
@@ -201,9 +209,10 @@ def check(
     ignore: list[str] | None = None,
     network: bool = True,
     allow_hosts: tuple[str, ...] = (),
+    suppress: list[Suppression] | None = None,
 ) -> tuple[Context, Report]:
     ctx = Context(facts=facts, plan=plan, network=network, allow_hosts=tuple(allow_hosts))
-    outcome = run_rules(ctx, select=select, ignore=ignore)
+    outcome = run_rules(ctx, select=select, ignore=ignore, suppress=suppress)
     prove_fixes(ctx, outcome, select, ignore)
     return ctx, build_report(ctx, outcome)
 

@@ -8,10 +8,14 @@ from __future__ import annotations
 import os
 import sys
 
+#: ``--no-color`` was given (the CLI sets it; https://no-color.org: NO_COLOR does the same)
+NO_COLOR_FLAG = False
+
 
 def use_color(stream: object = None) -> bool:
-    """Whether to colour text: the stream is a terminal and NO_COLOR is not set."""
-    if os.environ.get("NO_COLOR") is not None:
+    """Whether to colour text: the stream is a terminal, and neither ``--no-color`` nor the
+    NO_COLOR environment variable (any value) says otherwise."""
+    if NO_COLOR_FLAG or os.environ.get("NO_COLOR") is not None:
         return False
     stream = stream or sys.stdout
     return bool(getattr(stream, "isatty", lambda: False)())

@@ -1,4 +1,6 @@
-"""``[tool.envdoctor]`` in the nearest pyproject.toml: default select / ignore / strict."""
+"""``[tool.envdoctor]`` in the nearest pyproject.toml: default select / strict, and the
+suppressions (``ignore``: rules or single findings silenced with a reason, read into
+``envdoctor.suppression.Suppression``)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
+from envdoctor.suppression import Suppression
 
 KEYS: dict[str, type | tuple[type, ...]] = {
     "select": list,
@@ -106,9 +109,43 @@ def load_settings(start: Path | None = None) -> dict[str, Any]:
         if (
             not isinstance(value, kind)
             or (isinstance(value, bool) and kind is not bool)
-            or (isinstance(value, list) and not all(isinstance(v, str) for v in value))
+            or (key != "ignore" and isinstance(value, list) and not all(isinstance(v, str) for v in value))
         ):
             raise InputError(str(path), f"[tool.envdoctor] '{key}' has the wrong type")
         if key == "probe-timeout":
             valid_timeout(value, f"{path} [tool.envdoctor] probe-timeout")
-    return dict(table)
+    out = dict(table)
+    if "ignore" in out:  # suppressions, each with its reason (envdoctor/suppression.py)
+        out["ignore"] = parse_ignore(out["ignore"], f"{path} [tool.envdoctor] ignore")
+    return out
+
+
+#: Evidence values a table entry may match: scalars (a list in the evidence matches when it holds
+#: the value)
+_SCALAR = (str, int, float, bool)
+
+
+def parse_ignore(value: object, source: str) -> list[Suppression]:
+    """``[tool.envdoctor] ignore`` read into suppressions; anything else is an ``InputError``
+    naming ``source``."""
+    if not isinstance(value, list):
+        raise InputError(source, "'ignore' must be a list of rules or {rule = …, reason = …} tables")
+    out = []
+    for n, item in enumerate(value, 1):
+        where = f"{source} entry {n}"
+        if isinstance(item, str):
+            out.append(Suppression(rule=item, source=source))
+            continue
+        if not isinstance(item, dict):
+            raise InputError(where, f"expected a rule id or a table, got {type(item).__name__}")
+        rule, reason = item.get("rule"), item.get("reason", "")
+        if not isinstance(rule, str) or not rule:
+            raise InputError(where, 'a table needs rule = "ID" (e.g. {rule = "LAY003", reason = "…"})')
+        if not isinstance(reason, str):
+            raise InputError(where, "reason must be a string")
+        match = {k: v for k, v in item.items() if k not in ("rule", "reason")}
+        for k, v in match.items():
+            if not isinstance(v, _SCALAR):
+                raise InputError(where, f"{k} must be a string or a number (an evidence value to match)")
+        out.append(Suppression(rule=rule, reason=reason.strip(), where=match, source=source))
+    return out

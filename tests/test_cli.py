@@ -54,7 +54,7 @@ def test_junit_is_valid_xml(write_json, tmp_path):
         "python",
         "train.py",
     )
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode == 1 and "✗ LAY003" in proc.stdout  # -o with a data format: the text too
     root = ET.parse(out).getroot()
     suite = root.find("testsuite")
     assert int(suite.get("failures")) >= 1

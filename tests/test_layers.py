@@ -37,6 +37,8 @@ LAYERS: list[tuple[str, ...]] = [
         "envdoctor.redact",
         "envdoctor.resources",
         "envdoctor.settings",
+        "envdoctor.suppression",
+        "envdoctor.schemas",  # the JSON Schemas of the output formats (data)
         "envdoctor.parsing",
         "envdoctor.script_args",
         "envdoctor.output",

@@ -64,7 +64,7 @@ def _without_expandable(raw: str) -> Remedy:
     return Remedy(env_unset=(VARS[0],), fix=f"unset {VARS[0]}")
 
 
-@rule("ALC001")
+@rule("ALC001", needs=("cuda",))
 def alloc_conf_invalid(ctx: Context) -> Iterator[Hit]:
     accepted, text = _torch_rules(ctx)
     for var, raw in _confs(ctx).items():
@@ -97,7 +97,7 @@ def _without_problems(raw: str, accepted: set[str] | None, text: str) -> str:
     return ",".join(o.strip() for o in kept)
 
 
-@rule("ALC002")
+@rule("ALC002", needs=("cuda",))
 def alloc_conf_disagree(ctx: Context) -> Iterator[Hit]:
     confs = _confs(ctx)
     evidence: dict[str, Any] = dict(confs)  # the variables as the finding's evidence
@@ -134,7 +134,7 @@ def alloc_conf_disagree(ctx: Context) -> Iterator[Hit]:
         )
 
 
-@rule("ALC003", needs=("gpus", "plan"))
+@rule("ALC003", needs=("gpus", "plan", "cuda"))
 def expandable_segments_recommended(ctx: Context) -> Iterator[Hit]:
     confs = _confs(ctx)
     if any(parse_alloc_conf(v).expandable_segments for v in confs.values()):
@@ -153,7 +153,7 @@ def expandable_segments_recommended(ctx: Context) -> Iterator[Hit]:
         )
 
 
-@rule("ALC004", needs=("vllm",))
+@rule("ALC004", needs=("vllm", "cuda"))
 def expandable_segments_vs_vllm_sleep(ctx: Context) -> Iterator[Hit]:
     """vLLM 0.8.0–0.20.0 asserts in sleep mode when PYTORCH_CUDA_ALLOC_CONF has expandable
     segments; 0.20.1+ switches them off itself (rules/knowledge/vllm.yaml)."""

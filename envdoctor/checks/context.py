@@ -57,3 +57,24 @@ class Context:
     @property
     def config(self) -> dict[str, Any]:
         return self.plan.config
+
+
+#: GRPOConfig / TrainingArguments switches that train on the CPU
+CPU_SWITCHES = ("use_cpu", "no_cuda")
+
+
+def cuda_unused(ctx: Context) -> str | None:
+    """Why the run uses no CUDA, or None: a CPU switch is on in its config, or this live machine
+    (the training process itself, under ``preflight`` / the callback) has no GPU. CUDA-only rules
+    (the allocator's, the DataParallel trap, bf16 support) do not apply then."""
+    from envdoctor.plan.values import as_bool
+
+    for key in CPU_SWITCHES:
+        if as_bool(ctx.plan.config.get(key)):
+            return f"CUDA is not used: {key} is on (the run trains on the CPU)"
+    told = ctx.facts.extra.get("cuda_unused")  # preflight: a TrainingArguments object's use_cpu
+    if isinstance(told, str) and told:
+        return told
+    if ctx.facts.live and not ctx.facts.gpus:
+        return f"CUDA is not used: no GPU on this machine ({ctx.facts.nvml_error or 'NVML lists none'})"
+    return None

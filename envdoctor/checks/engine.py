@@ -9,11 +9,12 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, field
 
-from envdoctor.checks.context import Context, LayoutUnresolved
+from envdoctor.checks.context import Context, LayoutUnresolved, cuda_unused
 from envdoctor.checks.registry import all_rules
 from envdoctor.errors import InputError
 from envdoctor.findings import Finding, Severity
 from envdoctor.rule_docs import rule_docs
+from envdoctor.suppression import Suppression, split
 
 MAX_PER_RULE = 50
 
@@ -23,6 +24,8 @@ class Outcome:
     findings: list[Finding] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # rule id -> why
+    #: findings a ``[tool.envdoctor] ignore`` entry silenced, with that entry
+    suppressed: list[tuple[Finding, Suppression]] = field(default_factory=list)
 
 
 def matches(rule_id: str, name: str, patterns: list[str]) -> bool:
@@ -31,6 +34,10 @@ def matches(rule_id: str, name: str, patterns: list[str]) -> bool:
 
 
 def _missing(ctx: Context, needs: tuple[str, ...]) -> str | None:
+    if "cuda" in needs:
+        unused = cuda_unused(ctx)
+        if unused:
+            return unused
     if "live" in needs and not ctx.facts.live:
         return "needs a live machine (checking a snapshot)"
     if "gpus" in needs and not ctx.facts.gpus:
@@ -50,8 +57,22 @@ def _missing(ctx: Context, needs: tuple[str, ...]) -> str | None:
     return None
 
 
-def run_rules(ctx: Context, select: list[str] | None = None, ignore: list[str] | None = None) -> Outcome:
+def run_rules(
+    ctx: Context,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    suppress: list[Suppression] | None = None,
+) -> Outcome:
+    """Run the rules ``select`` picks (all by default) but those ``ignore`` names; a finding a
+    ``suppress`` entry silences is kept apart, in ``Outcome.suppressed``."""
     docs = rule_docs()
+    for entry_ in suppress or []:
+        if not any(entry_.covers_rule(rid, d.name) for rid, d in docs.items()):
+            raise InputError(
+                entry_.source,
+                f"{entry_.rule!r} matches no rule (`envdoctor rules` lists them: an id, an id "
+                "prefix such as LAY, or a rule name)",
+            )
     for flag, patterns in (("--select", select), ("--ignore", ignore)):
         for p in patterns or []:
             if not any(matches(rid, d.name, [p]) for rid, d in docs.items()):
@@ -119,5 +140,8 @@ def run_rules(ctx: Context, select: list[str] | None = None, ignore: list[str] |
                 )
             )
         out.ran.append(rule_id)
+        if suppress:
+            mine, silenced = split(mine, suppress, doc.name)
+            out.suppressed += silenced
         out.findings += mine
     return out

@@ -15,6 +15,11 @@ from envdoctor.plan.layout import trainer_env
 def no_gpu(ctx: Context) -> Iterator[Hit]:
     if ctx.facts.gpus:
         return
+    from envdoctor.checks.context import CPU_SWITCHES
+    from envdoctor.plan.values import as_bool
+
+    if any(as_bool(ctx.plan.config.get(k)) for k in CPU_SWITCHES):
+        return  # training on the CPU on purpose: no GPU is no news
     why = ctx.facts.nvml_error or "NVML found no GPU"
     sev = "warning" if ctx.plan.trainer or ctx.plan.config else "info"
     yield hit(
@@ -78,7 +83,7 @@ def _bf16_requested(ctx: Context) -> bool:
     return bool(ctx.kb.feature("bf16_default_true", ctx.trl.version))
 
 
-@rule("GPU004", needs=("gpus", "plan"))
+@rule("GPU004", needs=("gpus", "plan", "cuda"))
 def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
     if not _bf16_requested(ctx):
         return

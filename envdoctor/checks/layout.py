@@ -130,7 +130,7 @@ def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
     )
 
 
-@rule("LAY003", needs=("gpus",))
+@rule("LAY003", needs=("gpus", "cuda"))
 def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.problems.get("distributed") or lay.process_gpus < 2 or not (ctx.plan.trainer or ctx.config):

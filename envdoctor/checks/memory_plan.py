@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
@@ -48,6 +48,12 @@ def _fix_text(plan: MemoryPlan, row: GpuPlan, deficit: int) -> str:
                 f"{size_text(row.capacity or 0)})"
             )
     return "; ".join(items)
+
+
+def _assumed_evidence(plan: MemoryPlan) -> dict[str, Any]:
+    """The message's assumptions tail as evidence (plan-memory lists them once, above)."""
+    note = _assumed(plan)
+    return {"assumed_note": note} if note else {}
 
 
 def _assumed(plan: MemoryPlan) -> str:
@@ -129,6 +135,7 @@ def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
             f": {_biggest(row)} ({model_label(plan.model.name, plan.model.total_params())})."
             f" It runs out of memory in the first steps.{_assumed(plan)}",
             fix=_fix_text(plan, row, deficit),
+            **_assumed_evidence(plan),
             gpu=row.gpu,
             gpus=[r.gpu for r in group],
             plan=row.to_dict(),
@@ -154,6 +161,7 @@ def memory_plan_headroom_thin(ctx: Context) -> Iterator[Hit]:
             f", allocator margin included): {_biggest(row)}. Longer completions or "
             f"fragmentation push it over.{_assumed(plan)}",
             fix=_fix_text(plan, row, max(-left, 0) + int(0.1 * row.capacity)),
+            **_assumed_evidence(plan),
             gpu=row.gpu,
             gpus=[r.gpu for r in group],
             plan=row.to_dict(),

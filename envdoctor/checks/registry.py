@@ -12,7 +12,7 @@ from typing import Any
 
 from envdoctor.findings import Remedy, Severity
 
-NEEDS = ("live", "gpus", "plan", "vllm", "model")
+NEEDS = ("live", "gpus", "plan", "vllm", "model", "cuda")  # cuda: the run uses CUDA (engine.cuda_unused)
 
 
 @dataclass

@@ -17,7 +17,9 @@ from envdoctor.commands.options import (
     format_option,
     ignore_option,
     launch_option,
+    no_color_option,
     output_option,
+    quiet_option,
     select_option,
     split_list,
     strict_option,
@@ -36,6 +38,8 @@ from envdoctor.commands.options import (
 @format_option
 @output_option
 @verbose_option
+@quiet_option
+@no_color_option
 @strict_option
 @assume_option
 @click.option(
@@ -82,6 +86,7 @@ def check(
     fmt,
     output,
     verbose,
+    quiet,
     strict,
     assume,
     no_network,
@@ -105,7 +110,8 @@ def check(
 
     settings = load_settings()
     select_ids = split_list(select) or settings.get("select") or None
-    ignore_ids = split_list(ignore) or settings.get("ignore") or None
+    ignore_ids = split_list(ignore) or None  # --ignore: not run
+    suppress = settings.get("ignore") or None  # [tool.envdoctor] ignore: run, listed as suppressed
     strict = settings.get("strict", False) if strict is None else strict
     allow: tuple[str, ...] = ()
     if allow_host:
@@ -122,7 +128,8 @@ def check(
                 upgrade_plan,
                 launch_text(launch, launch_argv),
                 select_ids,
-                ignore_ids,
+                # the cluster report lists no suppressions: a whole-rule entry is not run there
+                [*(ignore_ids or []), *(s.rule for s in suppress or [] if not s.where)] or None,
                 fmt,
                 output,
                 verbose,
@@ -134,7 +141,13 @@ def check(
         )
     facts, plan = facts_and_plan(facts_file, assume, config, accelerate_config, launch, launch_argv)
     ctx, report = run_check(
-        facts, plan, select=select_ids, ignore=ignore_ids, network=not no_network, allow_hosts=allow
+        facts,
+        plan,
+        select=select_ids,
+        ignore=ignore_ids,
+        network=not no_network,
+        allow_hosts=allow,
+        suppress=suppress,
     )
     if probe:
         from envdoctor.errors import InputError
@@ -160,7 +173,12 @@ def check(
             output,
         )
         sys.exit(0)
-    emit(render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color()), output)
+    emit(
+        render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color(), quiet=quiet),
+        output,
+    )
+    if output and output != "-" and fmt != "text":  # as the hook: the terminal / CI log still shows it
+        emit(render(report, "text", verbose=verbose, color=use_color(), quiet=quiet), None)
     sys.exit(report.exit_code(strict=bool(strict)))
 
 

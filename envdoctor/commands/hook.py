@@ -25,7 +25,9 @@ from envdoctor.commands.options import (
     emit,
     format_option,
     ignore_option,
+    no_color_option,
     output_option,
+    quiet_option,
     select_option,
     split_list,
     strict_option,
@@ -240,7 +242,12 @@ def _batch_under_every_count(
 
 
 def check_target(
-    target: Target, facts: Facts, launch: str | None, select: list[str] | None, ignore: list[str] | None
+    target: Target,
+    facts: Facts,
+    launch: str | None,
+    select: list[str] | None,
+    ignore: list[str] | None,
+    suppress: list[Any] | None = None,
 ):
     """The report of one target, checked offline."""
     from envdoctor.doctor import check
@@ -260,7 +267,9 @@ def check_target(
         skip.setdefault("CFG002", NO_COUNT)
     if target.grpo is None:
         skip.setdefault("KNF001", ALONE)
-    _, report = check(facts, plan, select=select, ignore=(ignore or []) + sorted(skip), network=False)
+    _, report = check(
+        facts, plan, select=select, ignore=(ignore or []) + sorted(skip), network=False, suppress=suppress
+    )
     if given is None and len(target.counts) > 1:
         _batch_under_every_count(report, target, facts, select, ignore, skip)
     docs = rule_docs()
@@ -322,7 +331,26 @@ def merge_junit(named: list[tuple[str, Any]]) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bool) -> str:
+def _entry(label: str, target: Target | None) -> dict[str, Any]:
+    """The JSON entry's names of what was checked: ``file`` the label shown (``a.yaml + b.yaml``
+    for a pair), ``paths`` each file, ``grpo_config`` / ``accelerate_config`` by role."""
+    grpo, acc = (target.grpo, target.accelerate) if target is not None else (None, None)
+    return {
+        "file": label,
+        "paths": [p for p in (grpo, acc) if p],
+        "grpo_config": grpo,
+        "accelerate_config": acc,
+    }
+
+
+def _render_all(
+    named: list[tuple[str, Any]],
+    fmt: str,
+    verbose: bool,
+    color: bool,
+    targets: dict[str, Target] | None = None,
+    quiet: bool = False,
+) -> str:
     from envdoctor.report import render
 
     if fmt == "junit":
@@ -335,12 +363,19 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
         return render_many([safe_report(r, "sarif") for _, r in named], verbose=verbose)
     if fmt == "json":
         files = [
-            {"file": label, "report": json.loads(render(r, "json", verbose=verbose))} for label, r in named
+            {
+                **_entry(label, (targets or {}).get(label)),
+                "report": json.loads(render(r, "json", verbose=verbose)),
+            }
+            for label, r in named
         ]
         return json.dumps({"schema": "envdoctor.hook/1", "files": files}, indent=2) + "\n"
     from envdoctor.redact import clean
 
-    parts = [f"── {clean(label)} ──\n{render(r, 'text', verbose=verbose, color=color)}" for label, r in named]
+    parts = [
+        f"── {clean(label)} ──\n{render(r, 'text', verbose=verbose, color=color, quiet=quiet)}"
+        for label, r in named
+    ]
     return "\n".join(parts)
 
 
@@ -386,6 +421,8 @@ def _render_all(named: list[tuple[str, Any]], fmt: str, verbose: bool, color: bo
 @format_option
 @output_option
 @verbose_option
+@quiet_option
+@no_color_option
 @strict_option
 def hook(
     files,
@@ -399,6 +436,7 @@ def hook(
     fmt,
     output,
     verbose,
+    quiet,
     strict,
 ) -> None:
     """Check the GRPO / accelerate config files among FILES (pre-commit passes them), offline.
@@ -416,7 +454,8 @@ def hook(
 
     settings = load_settings()
     select_ids = split_list(select) or settings.get("select") or None
-    ignore_ids = split_list(ignore) or settings.get("ignore") or None
+    ignore_ids = split_list(ignore) or None
+    suppress = settings.get("ignore") or None  # [tool.envdoctor] ignore: listed as suppressed
     strict = settings.get("strict", False) if strict is None else strict
     if installed and requirement_files:
         from envdoctor.errors import InputError
@@ -452,12 +491,23 @@ def hook(
         for path in fix_targets(targets, facts, line, select_ids, (ignore_ids or []) + skip):
             click.echo(f"envdoctor: fixed {clean(path)}", err=True)
     named = (
-        [(t.label, check_target(t, facts, line, select_ids, ignore_ids)) for t in targets]
+        [(t.label, check_target(t, facts, line, select_ids, ignore_ids, suppress)) for t in targets]
         if facts is not None
         else []
     )  # facts are read when targets exist
     if named or output:
-        emit(_render_all(named, fmt, verbose, color=fmt == "text" and not output and use_color()), output)
+        by_label = {t.label: t for t in targets}
+        emit(
+            _render_all(
+                named,
+                fmt,
+                verbose,
+                color=fmt == "text" and not output and use_color(),
+                targets=by_label,
+                quiet=quiet,
+            ),
+            output,
+        )
     if output and fmt != "text" and named:  # CI logs still show what failed
-        click.echo(output_text(_render_all(named, "text", verbose, color=False)), nl=False)
+        click.echo(output_text(_render_all(named, "text", verbose, color=False, quiet=quiet)), nl=False)
     sys.exit(max((r.exit_code(strict=bool(strict)) for _, r in named), default=0))

@@ -32,6 +32,28 @@ output_option = click.option(
 verbose_option = click.option(
     "-v", "--verbose", is_flag=True, help="Show every check, evidence and skipped rules."
 )
+
+
+def _no_color(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        import envdoctor.output
+
+        envdoctor.output.NO_COLOR_FLAG = True
+
+
+no_color_option = click.option(
+    "--no-color",
+    is_flag=True,
+    expose_value=False,
+    callback=_no_color,
+    help="No colours (as does the NO_COLOR environment variable).",
+)
+quiet_option = click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print only the errors and the summary line (text; errors on stderr are kept).",
+)
 select_option = click.option(
     "--select", multiple=True, metavar="IDS", help="Only these rules (ids, id prefixes like LAY, or names)."
 )

@@ -213,11 +213,18 @@ def render_text(data: dict[str, Any]) -> str:
         f"({m['family']}; {m['source'] or 'no config'})"
     ]
     gc = "on" if s["gradient_checkpointing"] else "off"
+    held = s.get("held_weight_bytes", s["weight_bytes"])
+    weights = (
+        f"{held * 8}-bit weights (DeepSpeed bf16; the {s['weight_bytes'] * 8}-bit master copy is "
+        "in the optimizer states)"
+        if held != s["weight_bytes"]
+        else f"{held * 8}-bit weights"
+    )
     lines.append(
         f"setup: TRL {s['trl'] or '?'}, {s['strategy']} × {s['world']}, "
         f"per_device_train_batch_size {s['per_device_train_batch_size']} × "
         f"({s['prompt_length']} + {s['max_completion_length']}) tokens, gradient "
-        f"checkpointing {gc}, {s['weight_bytes'] * 8}-bit weights, {s['optim']}, "
+        f"checkpointing {gc}, {weights}, {s['optim']}, "
         f"beta {s['beta']}{', LoRA' if s['lora'] else ''}"
         f"{', vLLM ' + s['vllm_mode'] if s['vllm_mode'] else ''}"
     )
@@ -233,6 +240,8 @@ def render_text(data: dict[str, Any]) -> str:
         )
     for note in data["assumed"]:
         lines.append(f"assumed: {note}")
+    if data.get("measured"):
+        lines.append(f"measured: {data['measured']}")
     for group in same_gpus(data["gpus"], key=_same):
         row = group[0]
         where = gpus_text([r["gpu"] for r in group])
@@ -267,15 +276,29 @@ def render_text(data: dict[str, Any]) -> str:
                 f"    fits with: {' + '.join(together['changes'])} — peak "
                 f"~{_gib(together['total_bytes'])} GiB"
             )
-        if row.get("largest_batch_that_fits") is not None:
+        largest = row.get("largest_batch_that_fits")
+        if largest == 0:
+            one = row.get("batch_1_total_bytes")
             lines.append(
-                f"    largest per_device_train_batch_size that fits: {row['largest_batch_that_fits']}"
+                "    no per_device_train_batch_size fits, not even 1"
+                + (
+                    f": batch 1 still needs ~{_gib(one)} GiB of {_gib(row['capacity_bytes'])} GiB —"
+                    " what does not shrink with the batch (weights, optimizer states, gradients,"
+                    " overhead) is already too much; see the fixes above"
+                    if one
+                    else ""
+                )
             )
+        elif largest is not None:
+            lines.append(f"    largest per_device_train_batch_size that fits: {largest}")
     lines += _bars(data)
     lines.append("")
     for f in data["findings"]:
         mark = {"error": "✗", "warning": "!", "info": "•"}[f["severity"]]
-        lines.append(f"{mark} {f['rule']} {f['message']}")
+        message, tail = f["message"], f["evidence"].get("assumed_note")
+        if tail and message.endswith(tail):  # listed once above, under "assumed:"
+            message = message[: -len(tail)]
+        lines.append(f"{mark} {f['rule']} {message}")
     if not data["findings"]:
         fits = all(r["headroom_bytes"] is not None for r in data["gpus"])
         lines.append(

@@ -9,7 +9,15 @@ from typing import Any, BinaryIO
 
 import click
 
-from envdoctor.commands.options import emit, format_option, output_option, use_color, verbose_option
+from envdoctor.commands.options import (
+    emit,
+    format_option,
+    no_color_option,
+    output_option,
+    quiet_option,
+    use_color,
+    verbose_option,
+)
 
 
 def _open(logfile: str) -> BinaryIO:
@@ -63,13 +71,13 @@ def _summary(name: str, result: Any, found: list, facts_file: str | None, found_
     from envdoctor.findings import Severity
 
     errors = sum(f.severity == Severity.ERROR for f in found)
-    warnings = sum(f.severity == Severity.WARNING for f in found)
+    warnings = sum(f.severity == Severity.WARNING and f.rule != "TRI003" for f in found)
     what = f"{errors} known failure{'s' * (errors != 1)}" if errors else "no known failure recognised"
     if warnings:
         what += f", {warnings} warning{'s' * (warnings != 1)}"
     unknown = next((f for f in found if f.rule == "TRI003"), None)
     if unknown is not None:
-        what += f" (first exception at line {unknown.evidence.get('line')}: TRI003)"
+        what += f"; a crash not recognised (first exception at line {unknown.evidence.get('line')}: TRI003)"
     judged = (
         f"judged against snapshot {facts_file}"
         if facts_file
@@ -101,13 +109,15 @@ def _summary(name: str, result: Any, found: list, facts_file: str | None, found_
 @format_option
 @output_option
 @verbose_option
-def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
+@quiet_option
+@no_color_option
+def triage(logfile, facts_file, config, launch, fmt, output, verbose, quiet) -> None:
     """Read a failed run's LOGFILE (- for stdin): the known failure, why here, and the fix.
 
         envdoctor triage train.log --config grpo.yaml --launch "accelerate launch … train.py"
 
-    Exit status: 1 when a known failure is found, 0 when none, 2 when the input is unreadable
-    or empty.
+    Exit status: 1 when a known failure is found, 0 when none (an unrecognised crash is a
+    warning, "!", with an issue draft), 2 when the input is unreadable or empty.
     """
     from envdoctor.checks.context import Context
     from envdoctor.checks.engine import Outcome
@@ -144,6 +154,12 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
     ctx = Context(facts=facts, plan=plan, network=False)
     found_versions = scan_versions(result)
     found = diagnose_scan(result, ctx, found_versions)
+    if logfile != "-":  # a finding that names a line of the log is located there (SARIF region)
+        from envdoctor.doctor import repo_relative
+
+        for f in found:
+            if isinstance(f.evidence.get("line"), int) and "file" not in f.evidence:
+                f.evidence["file"] = repo_relative(logfile)
     ran = sorted({s.rule for s in signatures()} | {f.rule for f in found})  # JUnit: one case each
     area = Area(
         key="triage",
@@ -159,33 +175,37 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose) -> None:
 
         report.artifact = repo_relative(logfile)  # the file the findings come from
     report.upgrade_plan = []
-    text = render(report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color())
+    text = render(
+        report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color(), quiet=quiet
+    )
     if fmt == "text":
-        text = _unknown_text(text, found, verbose)
+        text = _unknown_text(text, found, verbose, draft=not quiet)
     emit(text, output)
+    if output and output != "-" and fmt != "text":  # as check and the hook: the terminal shows it
+        shown = render(report, "text", verbose=verbose, color=use_color(), quiet=quiet)
+        emit(_unknown_text(shown, found, verbose, draft=not quiet), None)
     sys.exit(report.exit_code())
 
 
-def _unknown_text(text: str, found: list, verbose: bool = False) -> str:
-    """A log with no known failure says so, with its first exception and an issue draft, in place
-    of the static check's "No issues found" (which a log never gets)."""
-    import textwrap
+def _unknown_text(text: str, found: list, verbose: bool = False, draft: bool = True) -> str:
+    """A log with no known failure says so in place of the static check's summary line: a crash
+    that no signature recognises (TRI003, "!") with its issue draft, or no exception at all."""
+    from envdoctor.findings import Severity
 
-    if any(f.severity.rank > 0 for f in found):
+    if any(f.severity is Severity.ERROR for f in found):
         return text
     unknown = next((f for f in found if f.rule == "TRI003"), None)
+    lines = text.rstrip("\n").split("\n")
     if unknown is None:
-        said = "• no known failure recognised, and no exception in the log"
-    elif verbose:  # the renderer listed the TRI003 finding above
-        said = "• no known failure recognised (TRI003 above)"
-    else:
-        said = "\n".join(
-            textwrap.wrap(f"• TRI003 {unknown.message}", 100, subsequent_indent="    ")
-            + textwrap.wrap(f"→ fix: {unknown.fix}", 100, initial_indent="  ", subsequent_indent="    ")
+        if not any(f.severity.rank > 0 for f in found):
+            lines[-1] = "• no known failure recognised, and no exception in the log"
+        return "\n".join(lines) + "\n"
+    if not any(f.severity is Severity.WARNING and f.rule != "TRI003" for f in found):
+        lines[-1] = (
+            f"! a crash was found but not recognised: TRI003 names its first exception (line "
+            f"{unknown.evidence.get('line')}); no known failure, exit 0"
         )
-    text = text.replace("✓ No issues found. (-v shows every check)", said)
-    text = text.replace("✓ No issues found.", said)
-    draft = unknown.evidence.get("issue_draft") if unknown is not None else None
-    if draft:
-        text = text.rstrip("\n") + "\n\nAn issue draft to paste (check it first):\n\n" + draft + "\n"
-    return text
+    issue = unknown.evidence.get("issue_draft") if draft else None
+    if issue:
+        lines += ["", "An issue draft to paste (check it first):", "", issue]
+    return "\n".join(lines) + "\n"

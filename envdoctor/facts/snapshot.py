@@ -35,6 +35,7 @@ MAX_VALUE = 65536
 def to_dict(facts: Facts) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
+        **_taken(facts),
         "python": facts.python,
         "platform": facts.platform,
         "hostname": facts.hostname,
@@ -66,6 +67,22 @@ def to_dict(facts: Facts) -> dict[str, Any]:
         ],
         "env": mask(facts.env),
     }
+
+
+def _taken(facts: Facts) -> dict[str, str]:
+    """``envdoctor`` (the version that took the snapshot) and ``taken_at`` (UTC, ISO 8601): a
+    snapshot read back keeps its own, a live one gets this envdoctor's and the time now."""
+    kept = facts.extra.get("snapshot") or {}
+    if not facts.live and kept:
+        return {k: v for k, v in kept.items() if k in ("envdoctor", "taken_at") and isinstance(v, str)}
+    if not facts.live:
+        return {}  # an old snapshot (before 0.1.0 wrote them): nothing invented
+    import datetime
+
+    from envdoctor import __version__
+
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    return {"envdoctor": __version__, "taken_at": now.isoformat().replace("+00:00", "Z")}
 
 
 def dumps(facts: Facts) -> str:
@@ -117,6 +134,9 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
             source, f"unknown schema {schema!r}; this envdoctor reads {SCHEMA!r} (see docs/snapshot.md)"
         )
     facts = Facts(source=source)
+    taken = {k: r.get(data, k, (str,), "", None) for k in ("envdoctor", "taken_at")}
+    if any(taken.values()):  # optional: snapshots before these keys are read as they were
+        facts.extra["snapshot"] = {k: v for k, v in taken.items() if v}
     facts.python = str(r.get(data, "python", (str,), "", ""))
     facts.platform = str(r.get(data, "platform", (str,), "", ""))
     facts.hostname = str(r.get(data, "hostname", (str,), "", ""))

@@ -26,6 +26,12 @@ _MISSING = re.compile(
     r"No module named '(?P<mod>torch|transformers|trl|datasets|tokenizers|"
     r"accelerate)(?:\.[\w.]+)?'"
 )
+#: the worker's list of every missing module (worker.MISSING_MARK)
+_MISSING_ALL = re.compile(r"envdoctor-probe missing modules: (?P<mods>[\w]+(?:, [\w]+)*)")
+#: import name → distribution, for the probe's stack
+_DIST = {"torch": "torch", "transformers": "transformers", "trl": "trl", "datasets": "datasets",
+         "tokenizers": "tokenizers", "accelerate": "accelerate"}  # fmt: skip
+
 #: a tensor of one operation on another device: triage reads it as the vLLM < 0.7.2 failure only
 #: with vLLM evidence in the log; in the probe the layout is known, so this is the fallback
 _DEVICE_MISMATCH = re.compile(
@@ -72,11 +78,13 @@ def _oom(text: str) -> Finding | None:
     )
 
 
-def classify(text: str, launcher: str | None = None) -> list[Finding]:
+def classify(text: str, launcher: str | None = None, stack: dict[str, str] | None = None) -> list[Finding]:
     """Findings for every known failure in ``text`` (a rank's log or error message);
     ``launcher``: the path of the launch line's program, named in install fixes. Failures are read
     with triage's signatures and the known-failures catalogue, so a failure has one id, one text
-    and one fix whether the probe or triage meets it (the DataParallel refusal is LAY003 in both)."""
+    and one fix whether the probe or triage meets it (the DataParallel refusal is LAY003 in both).
+    ``stack``: the stack's versions envdoctor knows (distribution → version), pinned in the
+    install command of the modules the interpreter lacks (PRB009)."""
     found: list[Finding] = []
     oom = _oom(text)
     if oom:
@@ -101,20 +109,29 @@ def classify(text: str, launcher: str | None = None) -> list[Finding]:
                     {"matched": hit.group(0)[:200], **ev},
                 )
             )
-    missing = _MISSING.search(text)
-    if missing:
-        mod = missing.group("mod")
+    mods = _missing_modules(text)
+    if mods:
+        names = ", ".join(mods)
         found.append(
             Finding(
                 "PRB009",
                 Severity.ERROR,
-                f"the probe needs {mod}, which the launched interpreter"
+                f"the probe needs {names}, which the launched interpreter"
                 f"{f' ({launcher})' if launcher else ''} cannot import",
-                _install_fix(mod, launcher),
-                {"module": mod, "launcher": launcher},
+                _install_fix(mods, launcher, stack or {}),
+                {"module": mods[0], "modules": mods, "launcher": launcher},
             )
         )
     return found
+
+
+def _missing_modules(text: str) -> list[str]:
+    """Every stack module ``text`` says is missing: the worker's list, else each
+    ``No module named`` line of the log, in order, once."""
+    listed = _MISSING_ALL.search(text)
+    if listed:
+        return [m for m in listed.group("mods").split(", ") if m in _DIST]
+    return list(dict.fromkeys(m.group("mod") for m in _MISSING.finditer(text)))
 
 
 def _triage(text: str) -> list[Finding]:
@@ -127,14 +144,21 @@ def _triage(text: str) -> list[Finding]:
     return diagnose_scan(scan(io.BytesIO(text.encode("utf-8", errors="replace"))))
 
 
-def _install_fix(module: str, launcher: str | None) -> str:
-    """Install ``module`` where the launch line's program runs (a Python: with it; a console
-    script such as torchrun: in its environment)."""
-    extra = "or pip install 'grpo-envdoctor[probe]' there for the whole probe stack"
+def _install_fix(modules: list[str], launcher: str | None, known: dict[str, str]) -> str:
+    """One command that installs every missing module where the launch line's program runs (a
+    Python: with it; a console script such as torchrun: in its environment): the probe extra
+    and each missing distribution, at the exact version envdoctor knows of it (a local build tag
+    such as ``+cu124`` left out: the package index has no such file)."""
+    pins = []
+    for mod in modules:
+        dist = _DIST.get(mod, mod)
+        version = known.get(dist)
+        pins.append(f"'{dist}=={version.split('+', 1)[0]}'" if version else dist)
+    args = " ".join(["'grpo-envdoctor[probe]'", *pins])
     if launcher and "python" in launcher.rsplit("/", 1)[-1]:
-        return f"{launcher} -m pip install {module} ({extra})"
+        return f"{launcher} -m pip install {args}"
     where = f"the environment of {launcher}" if launcher else "the launch line's environment"
-    return f"pip install {module} in {where} ({extra})"
+    return f"pip install {args} in {where}"
 
 
 # --- vLLM (probe server, colocate, legacy): its own device names mapped to the user's ---------

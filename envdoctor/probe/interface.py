@@ -58,6 +58,9 @@ class ProbeSpec:
     model: ProbeModel | None = None  # the user's shape (None or generic: the tiny model)
     #: a launch line over several nodes: what its rendezvous would dial (the probe is not run)
     multi_node: str | None = None
+    #: the training stack's versions as envdoctor knows them (distribution → version): the
+    #: exact versions PRB009's install command names for the modules the interpreter lacks
+    packages: dict[str, str] = field(default_factory=dict)
     fault: str | None = None  # tests only: crash, hang, killed, exit, oom, hang_collective
     fault_at: str = "start"  # start | imports | trainer_init
 

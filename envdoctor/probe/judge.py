@@ -145,7 +145,7 @@ def judge_run(spec: ProbeSpec, result: ProbeResult, watch: GpuWatch | None) -> N
         judge_rank(spec, rank, data, f)
     program = shutil.which(spec.launcher[0]) or spec.launcher[0] if spec.launcher else None
     known = (
-        classify("\n".join(texts) + "\n" + result.log_tail, program)
+        classify("\n".join(texts) + "\n" + result.log_tail, program, spec.packages)
         if texts or (result.status == "ran" and result.returncode)
         else []
     )

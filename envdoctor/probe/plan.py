@@ -157,6 +157,10 @@ def peft_settings(config: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+#: the distributions the probe imports (worker.STACK's modules), pinned in PRB009's fix when known
+STACK_DISTS = ("torch", "transformers", "trl", "accelerate", "datasets")
+
+
 def spec_from_context(ctx: Context, timeout_s: float = 180.0, steps: int = 1) -> ProbeSpec:
     """A probe of the plan in ``ctx`` (an ``envdoctor.checks.context.Context``): the user's
     launcher, GPUs, batch shape and precision, and the user's generation path (vLLM server,
@@ -188,4 +192,5 @@ def spec_from_context(ctx: Context, timeout_s: float = 180.0, steps: int = 1) ->
         num_generations=shape["num_generations"],
         per_device_train_batch_size=shape["per_device_train_batch_size"],
         gradient_accumulation_steps=shape["gradient_accumulation_steps"],
+        packages={n: v for n in STACK_DISTS if (v := ctx.version(n))},
     )

@@ -346,9 +346,33 @@ def eager_vllm(result: dict) -> None:
     vllm.LLM = EagerLLM
 
 
+#: what the probe imports: every one missing is named at once (PRB009), not the first alone
+STACK = ("torch", "transformers", "trl", "accelerate", "datasets")
+MISSING_MARK = "envdoctor-probe missing modules:"
+
+
+def check_stack() -> None:
+    """Raise one ModuleNotFoundError naming every module of ``STACK`` this interpreter lacks."""
+    import importlib.util
+
+    missing = []
+    for name in STACK:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    if missing:
+        raise ModuleNotFoundError(
+            f"No module named '{missing[0]}' ({MISSING_MARK} {', '.join(missing)})", name=missing[0]
+        )
+
+
 def run(spec: dict, result: dict) -> None:
     t = time.perf_counter()
     _fault(spec, "start")
+    check_stack()
     if spec.get("use_vllm") and spec.get("vllm_mode") != "server":
         eager_vllm(result)  # before TRL imports vLLM's LLM into its own namespace
     import datasets

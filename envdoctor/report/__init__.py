@@ -23,10 +23,14 @@ def renderer(fmt: str) -> Callable[..., str]:
     return fn
 
 
-def render(report: Report, fmt: str = "text", verbose: bool = False, color: bool = False) -> str:
+def render(
+    report: Report, fmt: str = "text", verbose: bool = False, color: bool = False, quiet: bool = False
+) -> str:
     """The report in ``fmt``. Every string goes through ``envdoctor.redact`` first, the same for
     every format: secrets masked, long values cut, control characters and bidi overrides shown
-    as escapes (``\\x1b``), newlines too except in JSON (whose encoder writes them ``\\n``)."""
+    as escapes (``\\x1b``), newlines too except in JSON (whose encoder writes them ``\\n``).
+    ``quiet`` (text only): the errors and the summary line alone."""
     from envdoctor.redact import safe_report
 
-    return renderer(fmt)(safe_report(report, fmt), verbose=verbose, color=color)
+    extra = {"quiet": True} if quiet and fmt == "text" else {}  # --quiet: errors and summary
+    return renderer(fmt)(safe_report(report, fmt), verbose=verbose, color=color, **extra)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
+from envdoctor.suppression import Suppressed
 
 REPORT_SCHEMA = "envdoctor.report/1"
 
@@ -47,6 +48,9 @@ class Report:
     #: where a finding without a file of its own is located (SARIF): the GRPO config, else the
     #: accelerate config, the snapshot, the launched script or the log read; "" for none
     artifact: str = ""
+    #: findings a ``[tool.envdoctor] ignore`` entry silenced: listed with their reason, never
+    #: counted (exit code, summary counts)
+    suppressed: list[Suppressed] = field(default_factory=list)
     #: values known to be secret (the plan's), masked by every renderer; never rendered
     secrets: set[str] = field(default_factory=set, repr=False)
 

@@ -19,6 +19,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "warnings": report.count(Severity.WARNING),
             "infos": report.count(Severity.INFO),
             "exit_code": report.exit_code(),
+            "suppressed": len(report.suppressed),
         },
         "areas": [
             {
@@ -33,6 +34,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             for a in report.areas
         ],
         "findings": [dict(f.to_dict(), area=a.key) for a in report.areas for f in a.findings],
+        "suppressed": [s.to_dict() for s in report.suppressed],
         "layout": report.layout,
         "upgrade_plan": report.upgrade_plan,
         **({"extra": report.extra} if report.extra else {}),

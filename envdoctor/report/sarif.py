@@ -77,19 +77,24 @@ def _result(f: Finding, index: int, subject: str, artifact: str = "") -> dict[st
 
 
 def render_many(reports: list[Report], verbose: bool = False) -> str:
-    """One SARIF log for several reports (the hook checks several files). Infos are advice, not
-    alerts: like the text report, they are listed only with ``verbose``."""
+    """One SARIF log for several reports (the hook checks several files): a result per finding,
+    infos too (level ``note``), and one per suppressed finding with its ``suppressions``
+    (``kind: external``, the reason as ``justification``), which dashboards show as dismissed."""
     rules: list[dict[str, Any]] = []
     index: dict[str, int] = {}
     results = []
     for report in reports:
-        for f in report.findings:
-            if f.severity is Severity.INFO and not verbose:
-                continue
+        silenced = [(s.finding, s.suppression) for s in report.suppressed]
+        for f, why in [(f, None) for f in report.findings] + silenced:
             if f.rule not in index:
                 index[f.rule] = len(rules)
                 rules.append(_rule(f.rule))
-            results.append(_result(f, index[f.rule], report.subject, report.artifact))
+            result = _result(f, index[f.rule], report.subject, report.artifact)
+            if why is not None:
+                result["suppressions"] = [
+                    {"kind": "external", "status": "accepted", "justification": f"{why.label()}: {why.why}"}
+                ]
+            results.append(result)
     version = next((r.version for r in reports if r.version), "")
     driver: dict[str, Any] = {"name": "envdoctor", "rules": rules}
     if version:

@@ -77,7 +77,71 @@ def _grid(table: dict[str, Any]) -> list[str]:
     ]
 
 
-def render(report: Report, verbose: bool = False, color: bool = False) -> str:
+def _suppressed(report: Report, verbose: bool, color: bool) -> list[str]:
+    """With ``-v``: every suppressed finding and the reason it was silenced."""
+    if not (verbose and report.suppressed):
+        return []
+    lines = ["", "Suppressed ([tool.envdoctor] ignore; not counted):"]
+    for s in report.suppressed:
+        lines += _finding(s.finding, False, color)
+        lines += _wrap(f"suppressed by {s.suppression.label()}: {s.suppression.why}", "      ")
+    return lines
+
+
+def suppressed_note(report: Report) -> str:
+    """`` 1 finding suppressed (LAY003: no reason given).``: the summary line's tail."""
+    n = len(report.suppressed)
+    if not n:
+        return ""
+    by_rule: dict[str, str] = {}
+    for s in report.suppressed:
+        by_rule.setdefault(s.finding.rule, s.suppression.why)
+    shown = "; ".join(f"{rule}: {why}" for rule, why in list(by_rule.items())[:4])
+    more = f"; {len(by_rule) - 4} more rules" if len(by_rule) > 4 else ""
+    return f" {n} finding{'s' * (n != 1)} suppressed ({shown}{more})."
+
+
+def summary_line(report: Report, verbose: bool = False, color: bool = False) -> str:
+    """The last line: the counts and the first rule to explain, or "No issues found"."""
+    errors, warnings = report.count(Severity.ERROR), report.count(Severity.WARNING)
+    bad = sum(1 for a in report.areas if a.status in ("error", "warning"))
+    note = suppressed_note(report)
+    if errors or warnings:
+        parts = []
+        if errors:
+            parts.append(f"{errors} error{'s' * (errors != 1)}")
+        if warnings:
+            parts.append(f"{warnings} warning{'s' * (warnings != 1)}")
+        status = "error" if errors else "warning"
+        worst = Severity.ERROR if errors else Severity.WARNING
+        first = next(f.rule for f in report.findings if f.severity == worst)
+        return (
+            _paint(
+                f"{MARK[status]} envdoctor found {' and '.join(parts)} in {bad} area{'s' * (bad != 1)}.",
+                status,
+                color,
+            )
+            + note
+            + f" More: envdoctor explain {first}"
+            + ("" if verbose else "; -v for details")
+        )
+    return (
+        _paint("✓ No issues found.", "ok", color)
+        + note
+        + ("" if verbose else (" -v shows why." if note else " (-v shows every check)"))
+    )
+
+
+def render(report: Report, verbose: bool = False, color: bool = False, quiet: bool = False) -> str:
+    """The report as text; ``quiet``: only the errors and the summary line."""
+    if quiet:  # --quiet: the errors and the summary line
+        lines = [
+            line
+            for f in report.findings
+            if f.severity is Severity.ERROR
+            for line in _finding(f, False, color)
+        ]
+        return "\n".join([*lines, summary_line(report, verbose, color)]) + "\n"
     lines = [f"envdoctor {report.version} — {report.subject}", ""]
     for area in report.areas:
         lines += _area(area, verbose, color)
@@ -89,29 +153,6 @@ def render(report: Report, verbose: bool = False, color: bool = False) -> str:
     if report.upgrade_plan:
         lines += ["", "Upgrade plan (smallest set of changes that makes the stack consistent):"]
         lines += [f"    {cmd}" for cmd in report.upgrade_plan]
-    errors, warnings = report.count(Severity.ERROR), report.count(Severity.WARNING)
-    bad = sum(1 for a in report.areas if a.status in ("error", "warning"))
-    lines.append("")
-    if errors or warnings:
-        parts = []
-        if errors:
-            parts.append(f"{errors} error{'s' * (errors != 1)}")
-        if warnings:
-            parts.append(f"{warnings} warning{'s' * (warnings != 1)}")
-        status = "error" if errors else "warning"
-        worst = Severity.ERROR if errors else Severity.WARNING
-        first = next(f.rule for f in report.findings if f.severity == worst)
-        lines.append(
-            _paint(
-                f"{MARK[status]} envdoctor found {' and '.join(parts)} in {bad} area{'s' * (bad != 1)}.",
-                status,
-                color,
-            )
-            + f" More: envdoctor explain {first}"
-            + ("" if verbose else "; -v for details")
-        )
-    else:
-        lines.append(
-            _paint("✓ No issues found.", "ok", color) + ("" if verbose else " (-v shows every check)")
-        )
+    lines += _suppressed(report, verbose, color)
+    lines += ["", summary_line(report, verbose, color)]
     return "\n".join(lines) + "\n"

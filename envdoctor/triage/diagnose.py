@@ -4,7 +4,7 @@ One finding per failure (per signature; per GPU and side for out-of-memory error
 where it first appears, with the ranks and the count. The signature's ``confirm`` data and the
 facts, config and launch line say whether the cause holds here and give the exact fix; an NCCL
 timeout after another failure is marked as its consequence. When nothing known matched, the first
-exception of the log is named (TRI003, info).
+exception of the log is named (TRI003, a warning: a crash, not recognised).
 """
 
 from __future__ import annotations

@@ -178,7 +178,7 @@ def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
         ev["context"] = list(first.context[-6:])
     if log is not None:
         ev["issue_draft"] = issue_draft(first, origin, log)
-    return Finding("TRI003", Severity.INFO, message, rule_docs()["TRI003"].fix, ev)
+    return Finding("TRI003", Severity.WARNING, message, rule_docs()["TRI003"].fix, ev)
 
 
 def issue_draft(m: Match, origin: str, log: Log) -> str:

@@ -84,6 +84,12 @@ def clean(raw: bytes) -> str:
     return (ANSI.sub("", text) if "\x1b" in text else text).strip()  # every escape starts with ESC
 
 
+def _indent(raw: bytes) -> str:
+    """The leading spaces and tabs of a raw line (at most 40: indentation, not padding)."""
+    n = len(raw) - len(raw.lstrip(b" \t"))
+    return raw[: min(n, 40)].decode("ascii", errors="replace").replace("\t", "    ")
+
+
 def split_prefix(text: str) -> tuple[str, int | None]:
     """``text`` without its launcher/logger prefixes, and the rank they name (if any)."""
     rank = None
@@ -480,7 +486,9 @@ def _context(before: bytes, cut: bool, rank: int | None) -> tuple[str, ...]:
             continue
         other = split_prefix(text)[1]
         if rank is None or other is None or other == rank:
-            lines.append(redacted_cut(text, 1000) if len(text) > 1000 else text)  # redacted, then cut
+            # the line's own indentation kept (a traceback's frames and their source lines);
+            # redacted, then cut
+            lines.append(_indent(piece) + (redacted_cut(text, 1000) if len(text) > 1000 else text))
     return tuple(lines[-CONTEXT_LINES:])
 
 

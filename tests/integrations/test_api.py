@@ -196,10 +196,15 @@ def test_in_process_default_is_this_process_as_it_runs():
     any Trainer: TrainingArguments too)."""
     from transformers import TrainingArguments
 
-    args = TrainingArguments(output_dir="out", use_cpu=True)
+    args = TrainingArguments(output_dir="out")
     with pytest.raises(envdoctor.PreflightError) as info:
         envdoctor.preflight(config=args, facts=snapshot(n_gpus=2), network=False)
     assert "LAY003" in {f.rule for f in info.value.report.findings}
+    # use_cpu: the Trainer wraps nothing in DataParallel, whatever the GPUs (CUDA is not used)
+    cpu = envdoctor.preflight(
+        config=TrainingArguments(output_dir="out", use_cpu=True), facts=snapshot(n_gpus=2), network=False
+    )
+    assert "LAY003" not in {f.rule for f in cpu.findings}
     report = envdoctor.preflight(
         config=args, facts=snapshot(n_gpus=2), network=False, launch="torchrun --nproc_per_node 2 train.py"
     )

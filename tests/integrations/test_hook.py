@@ -168,7 +168,8 @@ def test_json_lists_files(files):
     data = json.loads(out.stdout)
     assert data["schema"] == "envdoctor.hook/1"
     (entry,) = data["files"]
-    assert entry["file"] == "configs/bad.yaml"
+    assert entry["file"] == "configs/bad.yaml" and entry["paths"] == ["configs/bad.yaml"]
+    assert (entry["grpo_config"], entry["accelerate_config"]) == ("configs/bad.yaml", None)
     rules = [f["rule"] for f in entry["report"]["findings"]]
     assert "CFG003" in rules
 

@@ -56,7 +56,7 @@ def test_text_report_has_one_bar_line_per_group_within_100_columns(write_json, m
     js = json.loads(
         _cli("--facts", facts, "--model", model_dir(QWEN25_05B), "--format", "json", *launch).stdout
     )
-    assert set(js) == {"model", "setup", "assumed", "host", "gpus", "findings"}
+    assert set(js) == {"model", "setup", "assumed", "measured", "host", "gpus", "findings"}
     assert "·" not in json.dumps(js, ensure_ascii=False) and "at the peak" not in json.dumps(js)
 
 

@@ -526,7 +526,46 @@ def test_a_probe_oom_gets_the_cause_and_fix_triage_gives_the_same_message():
 def test_a_missing_package_is_installed_where_the_launch_line_runs():
     (f,) = classify("ModuleNotFoundError: No module named 'datasets'", "/usr/bin/python3")
     assert f.rule == "PRB009" and "(/usr/bin/python3)" in f.message
-    assert f.fix.startswith("/usr/bin/python3 -m pip install datasets")
-    assert "grpo-envdoctor[probe]" in f.fix and "'envdoctor[probe]'" not in f.fix
+    assert f.fix == "/usr/bin/python3 -m pip install 'grpo-envdoctor[probe]' datasets"
     (f,) = classify("ModuleNotFoundError: No module named 'trl'", "/opt/venv/bin/torchrun")
-    assert f.fix.startswith("pip install trl in the environment of /opt/venv/bin/torchrun")
+    assert f.fix == "pip install 'grpo-envdoctor[probe]' trl in the environment of /opt/venv/bin/torchrun"
+
+
+def test_every_missing_module_is_named_with_one_install_command():
+    """The worker names every module of the stack the interpreter lacks, not the first alone;
+    the fix installs them all in one command, at the versions envdoctor knows."""
+    text = (
+        "ModuleNotFoundError: No module named 'torch' (envdoctor-probe missing modules: torch, "
+        "transformers, trl, accelerate, datasets)"
+    )
+    (f,) = classify(text, "/venv/bin/python", {"torch": "2.6.0+cu124", "trl": "0.19.0"})
+    assert f.rule == "PRB009"
+    assert f.evidence["modules"] == ["torch", "transformers", "trl", "accelerate", "datasets"]
+    assert "torch, transformers, trl, accelerate, datasets" in f.message
+    assert f.fix == (
+        "/venv/bin/python -m pip install 'grpo-envdoctor[probe]' 'torch==2.6.0' transformers "
+        "'trl==0.19.0' accelerate datasets"
+    )
+
+
+def test_the_worker_lists_every_missing_module(tmp_path):
+    """check_stack() in an interpreter without the stack (-I -S: no site-packages)."""
+    import subprocess
+    import sys
+
+    from envdoctor.probe import worker
+
+    code = (
+        "import sys, importlib.util; sys.path.insert(0, sys.argv[1]); "
+        "spec = importlib.util.spec_from_file_location('w', sys.argv[2]); "
+        "w = importlib.util.module_from_spec(spec); spec.loader.exec_module(w); w.check_stack()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, str(tmp_path), worker.__file__],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    (f,) = classify(proc.stderr, sys.executable)
+    assert f.evidence["modules"] == list(worker.STACK), proc.stderr

@@ -157,7 +157,7 @@ def test_a_timeout_without_another_failure_is_the_diagnosis():
 
 def test_the_first_exception_is_named_when_nothing_is_known():
     (f,) = findings("unknown_failure.log")
-    assert (f.rule, f.severity) == ("TRI003", Severity.INFO)
+    assert (f.rule, f.severity) == ("TRI003", Severity.WARNING)
     assert "KeyError: 'prompt'" in f.message and f.evidence["line"] == 5
     assert "ChildFailedError" not in f.message
 

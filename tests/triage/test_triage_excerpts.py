@@ -35,7 +35,7 @@ EXCERPTS = {
     "generation_batch.log": ("generation-batch-not-divisible", "CFG002", "error"),
     "num_generations.log": ("num-generations-too-small", "CFG003", "error"),
     "unused_arguments.log": ("unused-arguments", "CFG001", "error"),
-    "unknown_failure.log": ("unrecognized-exception", "TRI003", "info"),
+    "unknown_failure.log": ("unrecognized-exception", "TRI003", "warning"),
     "api_drift_attribute.log": ("api-drift-attribute", "TRI009", "error"),
 }
 
@@ -93,7 +93,7 @@ def test_the_shared_vllm_gpu_warning_and_the_oom_it_led_to():
 @pytest.mark.parametrize("name", ["device_mismatch_cpu.log", "size_mismatch_other.log"])
 def test_the_same_error_texts_with_another_cause_are_not_diagnosed_as_vllm(name):
     (finding,) = findings(name)
-    assert finding.rule == "TRI003" and finding.severity == Severity.INFO
+    assert finding.rule == "TRI003" and finding.severity == Severity.WARNING
     assert "no known failure" in finding.message
 
 

@@ -18,6 +18,7 @@ from envdoctor.knowledge import knowledge
 from envdoctor.plan.layout import trainer_env
 from envdoctor.plan.memory.knobs import Knobs, number
 from envdoctor.plan.memory.knobs import from_config as knobs_from_config
+from envdoctor.plan.memory.measured import measured_note
 from envdoctor.plan.memory.parts import (
     CONTEXT,
     THIN,
@@ -86,10 +87,15 @@ class MemoryPlan:
         if row.role == "vLLM" or not row.capacity:
             return {}
         found = smallest_fix_set(self.model, self.knobs, row)
-        return {
+        largest = largest_batch(self.model, self.knobs, row)
+        out: dict[str, Any] = {
             "fits_with": None if found is None else {"changes": found[0], "total_bytes": found[1].total},
-            "largest_batch_that_fits": largest_batch(self.model, self.knobs, row),
+            "largest_batch_that_fits": largest,
         }
+        if largest == 0:  # not even 1: what batch 1 needs says why
+            one = trainer_row(self.model, self.knobs.replace(batch=1), row.gpu, row.capacity)
+            out["batch_1_total_bytes"] = one.total
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         m, k = self.model, self.knobs
@@ -115,12 +121,18 @@ class MemoryPlan:
                 "max_completion_length": k.completion_len,
                 "gradient_checkpointing": k.gradient_checkpointing,
                 "weight_bytes": k.weight_bytes,
+                # the dtype the weights row holds: DeepSpeed with bf16 trains bf16 weights
+                # (its fp32 master copy is counted with the optimizer states)
+                "held_weight_bytes": 2
+                if k.strategy.startswith("zero") and k.compute_bytes == 2
+                else k.weight_bytes,
                 "optim": k.optim,
                 "beta": k.beta,
                 "lora": k.lora,
                 "vllm_mode": k.vllm_mode if k.use_vllm else None,
             },
             "assumed": m.assumed + k.assumed,
+            "measured": measured_note(m.total_params(), k.sharded),
             "host": host.to_dict() if (host := host_plan(m, k)) else None,
             "gpus": [
                 dict(g.to_dict(), fixes=[f.to_dict() for f in self.fixes(g)], **self.sizing(g))

@@ -1,0 +1,53 @@
+"""A log whose crash no signature recognises is no tick: "[!] Triage", TRI003 a warning, exit 0
+(1 is for a known failure), the summary line says so; the issue draft keeps the traceback's
+indentation; SARIF locates each finding at its line of the log."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import run_cli
+
+CRASH = """step 1
+Traceback (most recent call last):
+  File "/home/u/train.py", line 10, in <module>
+    main()
+  File "/home/u/.venv/lib/python3.11/site-packages/foo/bar.py", line 5, in main
+    raise FooError("something odd happened")
+foo.FooError: something odd happened
+"""
+
+
+def test_an_unrecognised_crash_is_a_warning_with_exit_0(tmp_path):
+    (tmp_path / "train.log").write_text(CRASH)
+    proc = run_cli("triage", "train.log", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "[!] Triage" in out and "[✓] Triage" not in out
+    assert "! TRI003 no known failure recognised" in out
+    assert "! a crash was found but not recognised: TRI003 names its first exception (line 7)" in out
+    assert "✓ No issues found" not in out
+
+
+def test_a_log_without_an_exception_keeps_its_tick(tmp_path):
+    (tmp_path / "train.log").write_text("step 1\nstep 2\n")
+    proc = run_cli("triage", "train.log", cwd=tmp_path)
+    assert proc.returncode == 0 and "[✓] Triage" in proc.stdout
+    assert "no known failure recognised, and no exception in the log" in proc.stdout
+
+
+def test_the_issue_draft_keeps_the_tracebacks_indentation(tmp_path):
+    (tmp_path / "train.log").write_text(CRASH)
+    out = run_cli("triage", "train.log", cwd=tmp_path).stdout
+    draft = out[out.index("### Traceback") :]
+    assert '\n  File "/home/u/train.py", line 10, in <module>\n    main()\n' in draft
+    assert '\n    raise FooError("something odd happened")\n' in draft
+
+
+def test_triage_sarif_has_the_line_as_region(tmp_path):
+    (tmp_path / "train.log").write_text(CRASH)
+    log = json.loads(run_cli("triage", "train.log", "--format", "sarif", cwd=tmp_path).stdout)
+    (result,) = log["runs"][0]["results"]
+    loc = result["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "train.log" and loc["region"] == {"startLine": 7}
+    assert result["level"] == "warning"
