@@ -127,3 +127,16 @@ def test_schemas_ship_in_the_package():
         assert s["$schema"].endswith("2020-12/schema") and s["$id"].endswith(
             f"envdoctor/schemas/{name}.schema.json"
         )
+
+
+def test_fix_json(tmp_path):
+    """`envdoctor fix --format json` on the seed's broken launch, written and shown with --diff."""
+    for name in ("facts.json", "grpo.yaml"):
+        shutil.copy(SEED / name, tmp_path / name)
+    proc = run_cli("fix", "--format", "json", "--facts", "facts.json", "--config", "grpo.yaml",
+                   "--", "python", "train.py", cwd=tmp_path)  # fmt: skip
+    data = json.loads(proc.stdout)
+    assert data["fixed"] == ["LAY003"] and data["changes"]["launch"]
+    valid(data, "fix")
+    broken = {**data, "changes": {**data["changes"], "packages": {"vllm": ""}}}
+    assert errors(broken, "fix")  # a package without its exact version is no remedy
