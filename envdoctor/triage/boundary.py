@@ -129,6 +129,20 @@ def _forwards(f: Frame) -> bool:
     )
 
 
+#: attribute-lookup machinery: a frame of these raised the AttributeError for the frame that
+#: read the attribute (nn.Module's and PEFT's ``__getattr__`` delegate down a chain of them)
+_LOOKUP = ("__getattr__", "__getattribute__")
+
+
+def _reader(frames: list[Frame]) -> Frame | None:
+    """The frame that read the missing attribute: the last one outside the lookup machinery;
+    None when the traceback shows only that machinery (the reader was cut off)."""
+    i = len(frames)
+    while i > 0 and frames[i - 1].function in _LOOKUP:
+        i -= 1
+    return frames[i - 1] if i else None
+
+
 def _caller(frames: list[Frame], callee: str) -> Frame | None:
     """The last frame that is not ``callee``'s nor Python's own: where the call or import was."""
     return next(
@@ -166,15 +180,18 @@ def find(tb: Traceback) -> Boundary | None:
             return None
         obj, attr = m.group("obj"), m.group("attr")
         owner = _object_package(obj)
-        raised = frames[-1].package if frames else None
+        reader = _reader(frames)
+        if frames and reader is None:
+            return None  # only the objects' own lookup is shown: who read it is not known
+        raised = reader.package if reader else None
         if owner is not None and raised is None and not frames and owner in PARENTS:
             # only the message: a wrapper's trainer lacks what its parent class set
             return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", ambiguous=True)
         if owner is not None and raised == owner and owner in PARENTS and obj.endswith("Trainer"):
             # the trainer's own code reads an attribute of itself that its parent class sets
-            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", frames[-1], ambiguous=True)
+            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", reader, ambiguous=True)
         if owner is not None and raised is not None and raised != owner:
-            return Boundary(raised, owner, tb, f"{obj}.{attr}", frames[-1])
+            return Boundary(raised, owner, tb, f"{obj}.{attr}", reader)
         return None
     if name == "TypeError":
         m = _CALL.search(msg)

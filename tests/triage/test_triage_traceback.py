@@ -112,6 +112,22 @@ def test_boundary_kinds():
     )
     b = boundary.find(tb)
     assert b is not None and (b.caller, b.callee) == ("trl", "transformers")
+    # nn.Module's and PEFT's __getattr__ delegate the lookup: they raise for the frame that read
+    # the attribute, which is the reader (here cut off: no boundary, not torch against peft)
+    lookup = [
+        'File "/s/site-packages/peft/peft_model.py", line 824, in __getattr__',
+        "return super().__getattr__(name)",
+        'File "/s/site-packages/torch/nn/modules/module.py", line 1931, in __getattr__',
+        "raise AttributeError(",
+    ]
+    message = "AttributeError: 'PeftModelForCausalLM' object has no attribute 'vllm_engine'"
+    assert boundary.find(failure(lookup, message)) is None
+    reader = [
+        'File "/s/site-packages/trl/trainer/grpo_trainer.py", line 700, in _generate',
+        "x = self.model.vllm_engine",
+    ]
+    b = boundary.find(failure(reader + lookup, message))
+    assert b is not None and b.caller == "trl" and b.caller_frame.function == "_generate"
     # an error of the user's own code is no boundary
     tb = failure(
         ['File "/home/u/r.py", line 3, in f'], "TypeError: f() missing 1 required positional argument: 'x'"
