@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from envdoctor.knowledge import Knowledge
 
 SHOWN = ("trl", "vllm", "transformers", "accelerate", "torch", "deepspeed", "peft")
-AREA_ORDER = ("packages", "config", "gpus", "layout", "allocator", "probe")
+AREA_ORDER = ("packages", "config", "gpus", "layout", "allocator", "data", "probe")
 _PIP = re.compile(r"pip install ((?:'[^']+'\s*)+)")
 
 
@@ -55,6 +55,8 @@ def _summaries(ctx: Context) -> dict[str, str]:
     env = trainer_env(f, plan.trainer)
     conf = [f"{k}={env[k]}" for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") if k in env]
     out["allocator"] = ", ".join(conf) or "torch defaults"
+    if isinstance(plan.config.get("dataset_name"), str):
+        out["data"] = f"dataset {plan.config['dataset_name']}"
     return out
 
 
