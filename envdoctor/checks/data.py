@@ -55,6 +55,8 @@ def _view(ctx: Context) -> DataView:
         return cached
     view = DataView()
     ctx.__dict__["_data_view"] = view
+    if not any(isinstance(ctx.config.get(k), str) for k in ("dataset_name", "dataset_path")):
+        return view  # the reader loads only for a dataset named
     from envdoctor.plan.data_source import named_dataset
 
     named = named_dataset(ctx.config)
@@ -144,7 +146,10 @@ def dataset_no_prompt_column(ctx: Context) -> Iterator[Hit]:
     sample = _sample(ctx)
     if sample is None or "prompt" in sample.columns or view.transformed:
         return
-    hint = next((c for c in ("messages", "question", "problem", "query", "input", "text") if c in sample.columns), None)
+    hint = next(
+        (c for c in ("messages", "question", "problem", "query", "input", "text") if c in sample.columns),
+        None,
+    )
     fix = (
         f"rename the column: dataset = dataset.rename_column({hint!r}, 'prompt')"
         if hint
@@ -251,10 +256,11 @@ def prompt_too_long_for_vllm(ctx: Context) -> Iterator[Hit]:
     exact = view.tokenizer.exact
     severity = ctx.on_trl("error") if exact else "warning"
     longest = max(lengths)
+    shown = ", ".join(map(str, over[:_SHOWN_ROWS])) + ("…" if len(over) > _SHOWN_ROWS else "")
     yield hit(
         f"{len(over)} of the first {len(lengths)} rows of {sample.name} have prompts longer than "
         f"vLLM's max_model_len {cap} ({key}); the longest has {longest} tokens "
-        f"({_how(view)}; rows {', '.join(map(str, over[:_SHOWN_ROWS]))}{'…' if len(over) > _SHOWN_ROWS else ''}). "
+        f"({_how(view)}; rows {shown}). "
         f"TRL {ctx.trl.version} does not cut them for vLLM, and vLLM raises in the middle of "
         'training: "The decoder prompt (length N) is longer than the maximum model length"',
         fix=f"filter the dataset before training: dataset = dataset.filter(lambda x: "
@@ -335,7 +341,7 @@ def remove_unused_columns_drops(ctx: Context) -> Iterator[Hit]:
 def _rewards(ctx: Context) -> RewardReading | None:
     cached = ctx.__dict__.get("_reward_reading")
     if cached is not None or "_reward_reading" in ctx.__dict__:
-        return cached  # type: ignore[no-any-return]
+        return cached
     reading = None
     names = ctx.config.get("reward_funcs")
     trainer = ctx.plan.trainer
@@ -431,7 +437,7 @@ def reward_unexpected_keyword(ctx: Context) -> Iterator[Hit]:
             continue
         yield hit(
             f"{_where(func)} has no **kwargs, and TRL {ctx.trl.version} also passes it "
-            f"{', '.join(extra)}: it raises \"{func.name}() got an unexpected keyword argument "
+            f'{", ".join(extra)}: it raises "{func.name}() got an unexpected keyword argument '
             f"'{extra[0]}'\" at the first step"
             + ("" if columns is not None else " (the dataset's columns were not read: there may be more)"),
             fix=f"add **kwargs to {func.name}'s parameters: def {func.name}(..., **kwargs)",

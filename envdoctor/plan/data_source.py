@@ -53,7 +53,11 @@ def named_dataset(config: dict[str, Any]) -> tuple[str, str | None, str] | None:
         return None
     sub = config.get("dataset_config")
     split = config.get("dataset_train_split")
-    return name.strip(), sub if isinstance(sub, str) and sub else None, split if isinstance(split, str) else "train"
+    return (
+        name.strip(),
+        sub if isinstance(sub, str) and sub else None,
+        split if isinstance(split, str) else "train",
+    )
 
 
 def datasets_cache(env: dict[str, str]) -> Path:

@@ -188,8 +188,9 @@ def _resolve_name(name: str, tree: ast.Module, path: Path, out: RewardReading, d
         if isinstance(node, ast.ClassDef) and node.name == name:
             out.unresolved.append(f"{name} ({path.name}:{node.lineno}): a class")
             return
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
+    for imp in ast.walk(tree):
+        if isinstance(imp, ast.ImportFrom):
+            node = imp
             for alias in node.names:
                 if (alias.asname or alias.name) != name:
                     continue
@@ -200,7 +201,9 @@ def _resolve_name(name: str, tree: ast.Module, path: Path, out: RewardReading, d
                         return
                 target = _from_module(node, path)
                 if target is None or depth >= MAX_DEPTH:
-                    out.unresolved.append(f"{name} ({path.name}:{node.lineno}): from {node.module}, not a local file")
+                    out.unresolved.append(
+                        f"{name} ({path.name}:{node.lineno}): from {node.module}, not a local file"
+                    )
                 else:
                     _resolve_in_module(target, alias.name, out, depth + 1)
                 return

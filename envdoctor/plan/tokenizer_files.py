@@ -55,7 +55,9 @@ def find_folder(model: str, env: dict[str, str]) -> Path | None:
             commit = ref.read_text(errors="replace").strip()
             if re.fullmatch(r"[0-9a-f]{40}", commit) and (snaps / commit).is_dir():
                 return snaps / commit
-        revs = sorted((p for p in snaps.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
+        revs = sorted(
+            (p for p in snaps.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True
+        )
         return revs[0] if revs else None
     except (OSError, ValueError):
         return None

@@ -20,7 +20,9 @@ def _jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def _dat(tmp_path: Path, config: dict | None = None, launch: str | None = None, trl: str | None = None) -> dict:
+def _dat(
+    tmp_path: Path, config: dict | None = None, launch: str | None = None, trl: str | None = None
+) -> dict:
     pkgs = dict(MODERN if trl is None else {**MODERN, "trl": trl})
     snap = snapshot(packages=pkgs, env={"HF_HOME": str(tmp_path / "hf")})
     return {f.rule: f for f in findings(snap, config=config, launch=launch) if f.rule.startswith("DAT")}
@@ -147,7 +149,12 @@ def test_exact_token_count_from_the_cached_tokenizer_is_an_error(tmp_path):
 
 def test_estimated_count_is_a_warning_that_says_so(tmp_path):
     path = _jsonl(tmp_path / "d.jsonl", [{"prompt": "word " * 400}])
-    config = {"dataset_name": str(path), "use_vllm": True, "vllm_mode": "colocate", "vllm_max_model_length": 100}
+    config = {
+        "dataset_name": str(path),
+        "use_vllm": True,
+        "vllm_mode": "colocate",
+        "vllm_max_model_length": 100,
+    }
     f = _dat(tmp_path, config)["DAT004"]
     assert f.severity.value == "warning" and "estimated" in f.message
 
@@ -207,7 +214,9 @@ def test_rewards_from_a_local_module_and_a_bound_list(tmp_path):
 
 
 def test_unreadable_rewards_are_listed_not_guessed(tmp_path):
-    script = _script(tmp_path, "from trl import GRPOTrainer\nGRPOTrainer(model='m', reward_funcs=get_funcs(args))\n")
+    script = _script(
+        tmp_path, "from trl import GRPOTrainer\nGRPOTrainer(model='m', reward_funcs=get_funcs(args))\n"
+    )
     reading = from_script(script)
     assert not reading.funcs and "get_funcs(args)" in reading.unresolved[0]
 
@@ -234,7 +243,8 @@ def test_registry_name_newer_than_installed_trl(tmp_path):
 def test_trl_arguments_by_release(tmp_path):
     path = _jsonl(tmp_path / "d.jsonl", [{"prompt": "q"}])
     script = _script(
-        tmp_path, "from trl import GRPOTrainer\ndef r(prompts, completions): ...\nGRPOTrainer(reward_funcs=r)\n"
+        tmp_path,
+        "from trl import GRPOTrainer\ndef r(prompts, completions): ...\nGRPOTrainer(reward_funcs=r)\n",
     )
     launch = f"python {script} --dataset_name {path}"
     assert "DAT008" not in _dat(tmp_path, launch=launch, trl=LEGACY["trl"])  # 0.15: prompts, completions
@@ -243,14 +253,19 @@ def test_trl_arguments_by_release(tmp_path):
 
 
 def test_positional_only_reward(tmp_path):
-    script = _script(tmp_path, "from trl import GRPOTrainer\ndef r(completions, /, **kw): ...\nGRPOTrainer(reward_funcs=[r])\n")
+    script = _script(
+        tmp_path,
+        "from trl import GRPOTrainer\ndef r(completions, /, **kw): ...\nGRPOTrainer(reward_funcs=[r])\n",
+    )
     assert "positionally" in _dat(tmp_path, launch=f"python {script}")["DAT007"].message
 
 
 def test_remove_unused_columns_drops_what_a_reward_needs(tmp_path):
     path = _jsonl(tmp_path / "d.jsonl", ROWS)
     script = _script(
-        tmp_path, "from trl import GRPOTrainer\ndef r(completions, solution, **kw): ...\nGRPOTrainer(reward_funcs=[r])\n"
+        tmp_path,
+        "from trl import GRPOTrainer\ndef r(completions, solution, **kw): ...\n"
+        "GRPOTrainer(reward_funcs=[r])\n",
     )
     found = _dat(tmp_path, {"remove_unused_columns": True}, launch=f"python {script} --dataset_name {path}")
     assert found["DAT007"].fix == "remove_unused_columns: false" and "solution" in found["DAT006"].message

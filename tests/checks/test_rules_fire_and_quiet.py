@@ -337,7 +337,10 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         },
         {
             "config": {"dataset_name": "{tmp}/d.jsonl", "model_name_or_path": "{tmp}/model"},
-            "files": {"d.jsonl": _CHAT, "model/tokenizer_config.json": json.dumps({"chat_template": "{{ x }}"})},
+            "files": {
+                "d.jsonl": _CHAT,
+                "model/tokenizer_config.json": json.dumps({"chat_template": "{{ x }}"}),
+            },
         },
     ),
     "DAT004": (
@@ -349,8 +352,14 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         {"config": {"dataset_name": "{tmp}/d.jsonl", "max_prompt_length": 4096}, "files": {"d.jsonl": _LONG}},
     ),
     "DAT006": (
-        {"config": {"dataset_name": "{tmp}/d.jsonl", "remove_unused_columns": True}, "files": {"d.jsonl": _Q}},
-        {"config": {"dataset_name": "{tmp}/d.jsonl", "remove_unused_columns": False}, "files": {"d.jsonl": _Q}},
+        {
+            "config": {"dataset_name": "{tmp}/d.jsonl", "remove_unused_columns": True},
+            "files": {"d.jsonl": _Q},
+        },
+        {
+            "config": {"dataset_name": "{tmp}/d.jsonl", "remove_unused_columns": False},
+            "files": {"d.jsonl": _Q},
+        },
     ),
     "DAT007": (
         {
@@ -359,7 +368,10 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         },
         {
             "launch": "python {tmp}/train.py --dataset_name {tmp}/d.jsonl",
-            "files": {"d.jsonl": _Q, "train.py": _TRAIN.format(defs="def r(completions, solution, **kw): ...")},
+            "files": {
+                "d.jsonl": _Q,
+                "train.py": _TRAIN.format(defs="def r(completions, solution, **kw): ..."),
+            },
         },
     ),
     "DAT008": (
@@ -369,12 +381,21 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         },
         {
             "launch": "python {tmp}/train.py --dataset_name {tmp}/d.jsonl",
-            "files": {"d.jsonl": _Q, "train.py": _TRAIN.format(defs="def r(completions, solution, **kw): ...")},
+            "files": {
+                "d.jsonl": _Q,
+                "train.py": _TRAIN.format(defs="def r(completions, solution, **kw): ..."),
+            },
         },
     ),
     "DAT009": (
-        {"launch": "trl grpo --reward_funcs no_such_reward --dataset_name {tmp}/d.jsonl", "files": {"d.jsonl": _Q}},
-        {"launch": "trl grpo --reward_funcs think_format_reward --dataset_name {tmp}/d.jsonl", "files": {"d.jsonl": _Q}},
+        {
+            "launch": "trl grpo --reward_funcs no_such_reward --dataset_name {tmp}/d.jsonl",
+            "files": {"d.jsonl": _Q},
+        },
+        {
+            "launch": "trl grpo --reward_funcs think_format_reward --dataset_name {tmp}/d.jsonl",
+            "files": {"d.jsonl": _Q},
+        },
     ),
 }
 # Rules whose scenarios need the network or a live machine are tested in test_live_rules.py;
