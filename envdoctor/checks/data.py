@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 #: What a training script may do to the dataset between loading it and the trainer: then the
 #: columns read from disk are not the ones the trainer sees, and column rules stay quiet.
 _TRANSFORMS = re.compile(
-    r"\.(map|rename_column|rename_columns|add_column|remove_columns|select_columns|set_transform|"
-    r"with_transform|cast|flatten)\s*\("
+    r"\b(map|rename_column|rename_columns|add_column|remove_columns|select_columns|set_transform|"
+    r"with_transform|cast|flatten|from_dict|from_list|from_pandas|from_generator|concatenate_datasets|"
+    r"interleave_datasets)\s*\("
 )
 #: Columns ``remove_unused_columns=True`` keeps (GRPOTrainer's signature columns).
 KEPT = ("prompt", "image", "images")
@@ -55,8 +56,10 @@ def _view(ctx: Context) -> DataView:
         return cached
     view = DataView()
     ctx.__dict__["_data_view"] = view
-    if not any(isinstance(ctx.config.get(k), str) for k in ("dataset_name", "dataset_path")):
-        return view  # the reader loads only for a dataset named
+    if isinstance(ctx.config.get("datasets"), list) or not any(
+        isinstance(ctx.config.get(k), str) for k in ("dataset_name", "dataset_path")
+    ):
+        return view  # the reader loads only for a dataset named (a `datasets:` mixture wins over it)
     from envdoctor.plan.data_source import named_dataset
 
     named = named_dataset(ctx.config)
@@ -82,17 +85,31 @@ def _view(ctx: Context) -> DataView:
 
 
 def _transformed(ctx: Context) -> str | None:
+    """Why the trainer may see other columns than those read (None: it sees them as read):
+    ``trl grpo`` passes the split as loaded; a script is read for what changes a dataset."""
     trainer = ctx.plan.trainer
-    if trainer is None or trainer.launcher == "trl-grpo" or not trainer.script:
+    if trainer is None:
+        return "no launch line: the program that loads the dataset is not known"
+    if trainer.launcher == "trl-grpo":
+        return None
+    source = _script_source(ctx)
+    if source is None:
+        return f"the training script ({trainer.script or trainer.module or 'unknown'}) is not read"
+    found = _TRANSFORMS.search(source)
+    return f"{trainer.script} calls {found.group(1)}() on its data" if found else None
+
+
+def _script_source(ctx: Context) -> str | None:
+    trainer = ctx.plan.trainer
+    if trainer is None or not trainer.script or not trainer.script.endswith(".py"):
         return None
     try:
         path = Path(trainer.script)
         if path.stat().st_size > 2 * 1024 * 1024:
-            return f"{trainer.script} is too large to read"
-        found = _TRANSFORMS.search(path.read_text(encoding="utf-8", errors="replace"))
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return f"{trainer.script} is not on this machine"
-    return f"{trainer.script} calls .{found.group(1)}() on it" if found else None
+        return None
 
 
 def _is_messages(value: Any) -> bool:
@@ -170,6 +187,10 @@ def chat_template_missing(ctx: Context) -> Iterator[Hit]:
     tok = view.tokenizer
     if not view.conversational or tok is None or tok.chat_template is not False or view.sample is None:
         return
+    if view.transformed or any("chat_template" in str(k) for k in ctx.config):
+        return  # the script may render the prompts itself; a config may set a template
+    if "chat_template" in (_script_source(ctx) or ""):
+        return  # the script sets one (tokenizer.chat_template = ...)
     yield hit(
         f"dataset {view.sample.name} has conversational prompts (lists of {{role, content}}), but "
         f"the tokenizer of {tok.model} ({tok.folder}) has no chat template: TRL applies it to every "
@@ -253,7 +274,7 @@ def prompt_too_long_for_vllm(ctx: Context) -> Iterator[Hit]:
     over = [i for i, n in enumerate(lengths) if n > cap]
     if not over:
         return
-    exact = view.tokenizer.exact
+    exact = view.tokenizer.exact and not view.transformed
     severity = ctx.on_trl("error") if exact else "warning"
     longest = max(lengths)
     shown = ", ".join(map(str, over[:_SHOWN_ROWS])) + ("…" if len(over) > _SHOWN_ROWS else "")
@@ -347,7 +368,7 @@ def _rewards(ctx: Context) -> RewardReading | None:
     trainer = ctx.plan.trainer
     if isinstance(names, str):
         names = [names]
-    if isinstance(names, list) and names and (trainer is None or trainer.launcher == "trl-grpo"):
+    if isinstance(names, list) and names and trainer is not None and trainer.launcher == "trl-grpo":
         from envdoctor.plan.rewards import from_cli
 
         reading = from_cli([str(n) for n in names], ctx.trl.version, [Path.cwd()])

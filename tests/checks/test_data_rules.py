@@ -48,8 +48,9 @@ def test_datasets_cache_layout_is_read(tmp_path):
     _arrow(root / "tiny_math-test.arrow", [{"prompt": "q"}])
     sample = read_dataset("trl-lib/Tiny-Math", None, "train", {"HF_HOME": str(tmp_path / "hf")})
     assert sample.not_read is None and sample.columns == ["question", "answer"]
-    found = _dat(tmp_path, {"dataset_name": "trl-lib/Tiny-Math"})
+    found = _dat(tmp_path, launch="trl grpo --dataset_name trl-lib/Tiny-Math")
     assert "question, answer" in found["DAT002"].message and "DAT001" not in found
+    assert "DAT002" not in _dat(tmp_path, {"dataset_name": "trl-lib/Tiny-Math"})  # no launch: not known
 
 
 def test_hf_datasets_cache_variable_wins(tmp_path):
@@ -140,7 +141,7 @@ def test_exact_token_count_from_the_cached_tokenizer_is_an_error(tmp_path):
         "vllm_mode": "colocate",
         "vllm_max_model_length": 256,
     }
-    found = _dat(tmp_path, config)
+    found = _dat(tmp_path, config, launch=f"trl grpo --dataset_name {path}")
     f = found["DAT004"]
     assert f.severity.value == "error"
     assert f.evidence["rows_over"] == 2 and f.evidence["longest_tokens"] == 500
@@ -268,6 +269,7 @@ def test_remove_unused_columns_drops_what_a_reward_needs(tmp_path):
         "GRPOTrainer(reward_funcs=[r])\n",
     )
     found = _dat(tmp_path, {"remove_unused_columns": True}, launch=f"python {script} --dataset_name {path}")
+    assert "DAT006" in found
     assert found["DAT007"].fix == "remove_unused_columns: false" and "solution" in found["DAT006"].message
 
 
@@ -280,3 +282,23 @@ def test_a_script_that_maps_the_dataset_is_not_judged_by_its_raw_columns(tmp_pat
     )
     found = _dat(tmp_path, launch=f"python {script} --dataset_name {path}")
     assert "DAT002" not in found and "DAT007" not in found
+
+
+def test_chat_template_set_by_the_script_or_config_is_not_missing(tmp_path):
+    path = _jsonl(tmp_path / "d.jsonl", [{"prompt": [{"role": "user", "content": "hi"}]}])
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "tokenizer_config.json").write_text("{}")
+    base = f"--dataset_name {path} --model_name_or_path {tmp_path / 'model'}"
+    assert "DAT003" in _dat(tmp_path, launch=f"trl grpo {base}")
+    script = _script(tmp_path, "tok.chat_template = '{{ m }}'\n")
+    assert "DAT003" not in _dat(tmp_path, launch=f"python {script} {base}")
+    assert "DAT003" not in _dat(tmp_path, launch=f"trl grpo {base} --chat_template_path t.jinja")
+
+
+def test_reward_names_without_a_launch_are_not_judged_as_trl_cli(tmp_path):
+    # open-r1's recipes name its own registry ("accuracy", "format"): only `trl grpo` reads TRL's
+    assert "DAT009" not in _dat(tmp_path, {"reward_funcs": ["accuracy", "format"]})
+
+
+def test_a_dataset_mixture_wins_over_dataset_name(tmp_path):
+    assert not _dat(tmp_path, {"datasets": [{"path": "a/b"}], "dataset_name": "c/d"})

@@ -327,16 +327,16 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         {"config": {"dataset_name": "{tmp}/d.jsonl"}, "files": {"d.jsonl": _Q}},
     ),
     "DAT002": (
-        {"config": {"dataset_name": "{tmp}/d.jsonl"}, "files": {"d.jsonl": _NOPROMPT}},
-        {"config": {"dataset_name": "{tmp}/d.jsonl"}, "files": {"d.jsonl": _Q}},
+        {"launch": "trl grpo --dataset_name {tmp}/d.jsonl", "files": {"d.jsonl": _NOPROMPT}},
+        {"launch": "trl grpo --dataset_name {tmp}/d.jsonl", "files": {"d.jsonl": _Q}},
     ),
     "DAT003": (
         {
-            "config": {"dataset_name": "{tmp}/d.jsonl", "model_name_or_path": "{tmp}/model"},
+            "launch": "trl grpo --dataset_name {tmp}/d.jsonl --model_name_or_path {tmp}/model",
             "files": {"d.jsonl": _CHAT, "model/tokenizer_config.json": "{}"},
         },
         {
-            "config": {"dataset_name": "{tmp}/d.jsonl", "model_name_or_path": "{tmp}/model"},
+            "launch": "trl grpo --dataset_name {tmp}/d.jsonl --model_name_or_path {tmp}/model",
             "files": {
                 "d.jsonl": _CHAT,
                 "model/tokenizer_config.json": json.dumps({"chat_template": "{{ x }}"}),
@@ -353,11 +353,11 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
     ),
     "DAT006": (
         {
-            "config": {"dataset_name": "{tmp}/d.jsonl", "remove_unused_columns": True},
+            "launch": "trl grpo --dataset_name {tmp}/d.jsonl --remove_unused_columns true",
             "files": {"d.jsonl": _Q},
         },
         {
-            "config": {"dataset_name": "{tmp}/d.jsonl", "remove_unused_columns": False},
+            "launch": "trl grpo --dataset_name {tmp}/d.jsonl --remove_unused_columns false",
             "files": {"d.jsonl": _Q},
         },
     ),
