@@ -490,3 +490,21 @@ def reward_func_unknown(ctx: Context) -> Iterator[Hit]:
             name=name,
             registry=known,
         )
+
+
+@rule("DAT010")
+def reward_returns_nothing(ctx: Context) -> Iterator[Hit]:
+    reading = _rewards(ctx)
+    if reading is None:
+        return
+    for func in reading.funcs:
+        if func.returns_nothing is None:
+            continue
+        yield hit(
+            f"{_where(func)} never returns a value: it returns None, and TRL needs a list with one "
+            "reward (a float, or None to skip) per completion; the first step raises "
+            "(\"'NoneType' object is not iterable\")",
+            fix=f"end {func.name} with `return [...]`: one float per completion",
+            severity=ctx.on_trl("error"),
+            function=func.name,
+        )

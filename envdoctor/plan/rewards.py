@@ -49,6 +49,8 @@ class RewardFunc:
     where: str  # "rewards.py:12", "trl.rewards (TRL's registry)"
     params: list[Param] = field(default_factory=list)
     var_keyword: bool = False
+    #: line of a body that ends without returning a value (TRL then iterates None), else None
+    returns_nothing: int | None = None
 
     @property
     def accepted(self) -> set[str]:
@@ -159,6 +161,33 @@ def signature(name: str, where: str, args: ast.arguments) -> RewardFunc:
     return RewardFunc(name, where, params, var_keyword=args.kwarg is not None)
 
 
+def returns_nothing(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A body that never returns a value: no ``return <value>``, ``yield`` or ``raise`` of its own
+    (nested functions and classes excluded), and more than a stub (``...``, ``pass``, a docstring)."""
+    body = [
+        n
+        for n in node.body
+        if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) and not isinstance(n, ast.Pass)
+    ]
+    if not body:
+        return False
+    todo: list[ast.AST] = list(body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Return) and n.value is not None and not _is_none(n.value):
+            return False
+        if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Raise)):
+            return False
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+    return True
+
+
+def _is_none(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is None
+
+
 def _resolve(expr: ast.expr, tree: ast.Module, path: Path, out: RewardReading, depth: int) -> None:
     if isinstance(expr, (ast.List, ast.Tuple)):
         for elt in expr.elts:
@@ -183,7 +212,9 @@ def _resolve(expr: ast.expr, tree: ast.Module, path: Path, out: RewardReading, d
 def _resolve_name(name: str, tree: ast.Module, path: Path, out: RewardReading, depth: int) -> None:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            out.funcs.append(signature(name, f"{path.name}:{node.lineno}", node.args))
+            func = signature(name, f"{path.name}:{node.lineno}", node.args)
+            func.returns_nothing = node.lineno if returns_nothing(node) else None
+            out.funcs.append(func)
             return
         if isinstance(node, ast.ClassDef) and node.name == name:
             out.unresolved.append(f"{name} ({path.name}:{node.lineno}): a class")
@@ -195,9 +226,9 @@ def _resolve_name(name: str, tree: ast.Module, path: Path, out: RewardReading, d
                 if (alias.asname or alias.name) != name:
                     continue
                 if node.module and node.module.split(".")[0] == "trl":
-                    func = registry_func(alias.name, None)
-                    if func is not None:
-                        out.funcs.append(func)
+                    known = registry_func(alias.name, None)
+                    if known is not None:
+                        out.funcs.append(known)
                         return
                 target = _from_module(node, path)
                 if target is None or depth >= MAX_DEPTH:

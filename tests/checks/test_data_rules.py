@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.plan.data_source import MAX_ROWS, read_dataset
-from envdoctor.plan.rewards import from_cli, from_script
+from envdoctor.plan.rewards import from_cli, from_script, returns_nothing
 from tests.conftest import LEGACY, MODERN, findings, snapshot
 
 
@@ -302,3 +302,24 @@ def test_reward_names_without_a_launch_are_not_judged_as_trl_cli(tmp_path):
 
 def test_a_dataset_mixture_wins_over_dataset_name(tmp_path):
     assert not _dat(tmp_path, {"datasets": [{"path": "a/b"}], "dataset_name": "c/d"})
+
+
+@pytest.mark.parametrize(
+    ("body", "nothing"),
+    [
+        ("    x = 1", True),
+        ("    return None", True),
+        ("    def inner():\n        return [1.0]\n    inner()", True),
+        ("    ...", False),  # a stub: not judged
+        ('    """doc"""\n    pass', False),
+        ("    if x:\n        return [1.0]", False),
+        ("    for c in completions:\n        yield 1.0", False),
+        ("    raise NotImplementedError", False),
+    ],
+)
+def test_returns_nothing(body, nothing):
+    import ast
+
+    node = ast.parse(f"def r(completions, **kw):\n{body}\n").body[0]
+    assert isinstance(node, ast.FunctionDef)
+    assert returns_nothing(node) is nothing

@@ -397,6 +397,16 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "files": {"d.jsonl": _Q},
         },
     ),
+    "DAT010": (
+        {
+            "launch": "python {tmp}/train.py",
+            "files": {"train.py": _TRAIN.format(defs="def r(completions, **kw):\n    out = [1.0]")},
+        },
+        {
+            "launch": "python {tmp}/train.py",
+            "files": {"train.py": _TRAIN.format(defs="def r(completions, **kw):\n    return [1.0]")},
+        },
+    ),
 }
 # Rules whose scenarios need the network or a live machine are tested in test_live_rules.py;
 # the declared-stack rules (DCL, facts from a repository's files) in tests/declared/.
