@@ -402,7 +402,10 @@ def reward_missing_argument(ctx: Context) -> Iterator[Hit]:
     reading = _rewards(ctx)
     if reading is None:
         return
+    from envdoctor.plan.rewards import conditional_args
+
     trl_given, columns = _passed(ctx)
+    maybe = conditional_args(ctx.trl.version)
     for func in reading.funcs:
         for p in func.params:
             if p.required and p.positional_only:
@@ -415,7 +418,9 @@ def reward_missing_argument(ctx: Context) -> Iterator[Hit]:
                     parameter=p.name,
                 )
                 continue
-            if not p.required or p.name in trl_given or columns is None or p.name in columns:
+            if not p.required or p.name in trl_given or p.name in maybe or columns is None:
+                continue
+            if p.name in columns or reading.open_sources:  # rollout_func may add the keyword
                 continue
             dropped = _removes_columns(ctx) and p.name in (_sample(ctx) or _EMPTY).columns
             why = (

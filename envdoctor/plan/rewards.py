@@ -32,6 +32,11 @@ TRL_ARGS = (
     ("log_extra", "1.0.0rc1"),
     ("log_metric", "1.0.0rc1"),
 )
+#: Passed only with a GRPOTrainer argument (``environment_factory``), from this release.
+CONDITIONAL = (("environments", "0.29.0"),)
+#: GRPOTrainer arguments whose results reach the reward functions as more keywords
+#: (``rollout_func``'s extra fields, ``environment_factory``'s environments).
+OPEN_SOURCES = ("rollout_func", "environment_factory")
 #: Dataset columns TRL does not pass on as keywords.
 NOT_PASSED = ("prompt", "completion", "completion_ids")
 
@@ -75,11 +80,17 @@ class RewardReading:
     funcs: list[RewardFunc] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # names TRL's CLI cannot load
+    open_sources: list[str] = field(default_factory=list)  # OPEN_SOURCES the trainer is given
 
 
 def trl_args(trl_version: str | None) -> list[str]:
     """The keyword arguments TRL itself passes every reward function in this release."""
     return [name for name, since in TRL_ARGS if since == "0" or versions.satisfies(trl_version, f">={since}")]
+
+
+def conditional_args(trl_version: str | None) -> list[str]:
+    """Keywords TRL passes only with some trainer arguments: never required, never unexpected."""
+    return [name for name, since in CONDITIONAL if versions.satisfies(trl_version, f">={since}") is not False]
 
 
 def registry_func(name: str, trl_version: str | None) -> RewardFunc | None:
@@ -123,6 +134,7 @@ def from_script(script: Path) -> RewardReading:
                 expr = node.args[1]
             if expr is not None:
                 _resolve(expr, tree, script, out, 0)
+            out.open_sources += [k.arg for k in node.keywords if k.arg in OPEN_SOURCES]
     return out
 
 

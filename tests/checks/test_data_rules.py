@@ -323,3 +323,27 @@ def test_returns_nothing(body, nothing):
     node = ast.parse(f"def r(completions, **kw):\n{body}\n").body[0]
     assert isinstance(node, ast.FunctionDef)
     assert returns_nothing(node) is nothing
+
+
+def test_keywords_from_rollout_func_or_environments_are_not_missing(tmp_path):
+    path = _jsonl(tmp_path / "d.jsonl", [{"prompt": "q"}])
+    env_script = _script(
+        tmp_path,
+        "from trl import GRPOTrainer\ndef r(environments, **kw):\n    return [1.0]\n"
+        "GRPOTrainer(reward_funcs=r, environment_factory=Env)\n",
+    )
+    assert "DAT007" not in _dat(tmp_path, launch=f"python {env_script} --dataset_name {path}")
+    rollout = _script(
+        tmp_path,
+        "from trl import GRPOTrainer\ndef r(completions, score, **kw):\n    return score\n"
+        "GRPOTrainer(reward_funcs=r, rollout_func=roll)\n",
+        "rollout.py",
+    )
+    assert "DAT007" not in _dat(tmp_path, launch=f"python {rollout} --dataset_name {path}")
+    plain = _script(
+        tmp_path,
+        "from trl import GRPOTrainer\ndef r(completions, score, **kw):\n    return score\n"
+        "GRPOTrainer(reward_funcs=r)\n",
+        "plain.py",
+    )
+    assert "'score'" in _dat(tmp_path, launch=f"python {plain} --dataset_name {path}")["DAT007"].message
