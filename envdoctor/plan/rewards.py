@@ -138,6 +138,14 @@ def from_script(script: Path) -> RewardReading:
     return out
 
 
+def _shown(path: Path) -> str:
+    """A source file as a finding names it: relative to the working folder when under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return path.name
+
+
 def _call_name(func: ast.expr) -> str:
     if isinstance(func, ast.Name):
         return func.id
@@ -205,7 +213,7 @@ def _resolve(expr: ast.expr, tree: ast.Module, path: Path, out: RewardReading, d
         for elt in expr.elts:
             _resolve(elt, tree, path, out, depth)
     elif isinstance(expr, ast.Lambda):
-        out.funcs.append(signature("<lambda>", f"{path.name}:{expr.lineno}", expr.args))
+        out.funcs.append(signature("<lambda>", f"{_shown(path)}:{expr.lineno}", expr.args))
     elif isinstance(expr, ast.Name):
         _resolve_name(expr.id, tree, path, out, depth)
     elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
@@ -224,7 +232,7 @@ def _resolve(expr: ast.expr, tree: ast.Module, path: Path, out: RewardReading, d
 def _resolve_name(name: str, tree: ast.Module, path: Path, out: RewardReading, depth: int) -> None:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            func = signature(name, f"{path.name}:{node.lineno}", node.args)
+            func = signature(name, f"{_shown(path)}:{node.lineno}", node.args)
             func.returns_nothing = node.lineno if returns_nothing(node) else None
             out.funcs.append(func)
             return
