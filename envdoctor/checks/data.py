@@ -37,6 +37,8 @@ KEPT = ("prompt", "image", "images")
 DEFAULT_MAX_PROMPT = 512  # GRPOConfig before TRL 0.26
 DEFAULT_MAX_COMPLETION = 256
 _SHOWN_ROWS = 5
+#: Prompt text put through the tokenizer at most (characters): the rows past it are not counted.
+MAX_COUNTED_CHARS = 400_000
 
 
 @dataclass
@@ -80,7 +82,7 @@ def _view(ctx: Context) -> DataView:
         view.tokenizer = load(model, env) if model else TokenizerFiles(model="", folder=None)
         if not model:
             view.tokenizer.how = "estimated at ~4 characters a token (the run names no model)"
-        view.lengths = [_prompt_tokens(p, view.tokenizer) for p in prompts]
+        view.lengths = _prompt_tokens(prompts, view.tokenizer)
     return view
 
 
@@ -128,12 +130,23 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _prompt_tokens(prompt: Any, tok: TokenizerFiles) -> int:
-    """A prompt's tokens: a plain prompt's text, or a conversation's message contents (a lower
-    bound: the chat template adds its role markers)."""
-    if _is_messages(prompt):
-        return sum(tok.count(_text(m.get("content"))) for m in prompt)
-    return tok.count(_text(prompt))
+def _prompt_tokens(prompts: list[Any], tok: TokenizerFiles) -> list[int]:
+    """Each prompt's tokens: a plain prompt's text, or the sum over a conversation's message
+    contents (a lower bound: the chat template adds its role markers)."""
+    texts: list[str] = []
+    owner: list[int] = []
+    chars = 0
+    for i, prompt in enumerate(prompts):
+        parts = [_text(m.get("content")) for m in prompt] if _is_messages(prompt) else [_text(prompt)]
+        chars += sum(map(len, parts))
+        if chars > MAX_COUNTED_CHARS and texts:
+            break
+        texts += parts
+        owner += [i] * len(parts)
+    lengths = [0] * (owner[-1] + 1 if owner else 0)
+    for i, n in zip(owner, tok.count(texts), strict=True):
+        lengths[i] += n
+    return lengths
 
 
 def _sample(ctx: Context) -> DataSample | None:

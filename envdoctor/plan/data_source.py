@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MAX_ROWS = 256
-MAX_BYTES = 8 * 1024 * 1024
+MAX_ROWS = 500
+MAX_BYTES = 16 * 1024 * 1024
+FIRST_READ = 256 * 1024  # a text file is read in growing pieces until MAX_ROWS rows are parsed
 DATA_EXTS = (".jsonl", ".json", ".csv", ".parquet", ".arrow")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 
@@ -220,10 +221,21 @@ def _read_file(path: Path, limit: int) -> list[dict[str, Any]]:
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".arrow"):
         return _read_columnar(path, limit, suffix)
+    if suffix == ".jsonl":
+        return _read_json_lines(path, limit)
+    size = FIRST_READ
     with open(path, "rb") as fh:
-        raw = fh.read(MAX_BYTES + 1)
-    truncated = len(raw) > MAX_BYTES
-    text = raw[:MAX_BYTES].decode("utf-8", errors="replace")
+        while True:
+            fh.seek(0)
+            raw = fh.read(size + 1)
+            truncated = len(raw) > size
+            rows = _parse_text(raw[:size].decode("utf-8", errors="replace"), suffix, limit, truncated)
+            if len(rows) >= limit or not truncated or size >= MAX_BYTES:
+                return rows
+            size = min(size * 4, MAX_BYTES)
+
+
+def _parse_text(text: str, suffix: str, limit: int, truncated: bool) -> list[dict[str, Any]]:
     if suffix == ".csv":
         rows: list[dict[str, Any]] = []
         for row in csv.DictReader(io.StringIO(text)):
@@ -267,6 +279,22 @@ def _read_json(text: str, limit: int, truncated: bool) -> list[dict[str, Any]]:
                 raise
             if isinstance(obj, dict):
                 rows.append(obj)
+    return rows
+
+
+def _read_json_lines(path: Path, limit: int) -> list[dict[str, Any]]:
+    """JSON lines, one at a time: at most ``limit`` rows and ``MAX_BYTES`` bytes."""
+    rows: list[dict[str, Any]] = []
+    read = 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            read += len(line)
+            if read > MAX_BYTES or len(rows) >= limit:
+                break
+            if line.strip():
+                obj = json.loads(line)
+                if isinstance(obj, dict):
+                    rows.append(obj)
     return rows
 
 

@@ -29,14 +29,15 @@ class TokenizerFiles:
     model: str
     folder: Path | None
     chat_template: bool | None = None  # None: no tokenizer files to tell
-    counter: Callable[[str], int] | None = None
+    counter: Callable[[list[str]], list[int]] | None = None
     exact: bool = False  # counts from the tokenizer itself, not an estimate
     how: str = ""
 
-    def count(self, text: str) -> int:
+    def count(self, texts: list[str]) -> list[int]:
+        """Tokens of each text (one batch through the tokenizer), else the estimate."""
         if self.counter is not None:
-            return self.counter(text)
-        return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+            return self.counter(texts)
+        return [(len(t) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN for t in texts]
 
 
 def find_folder(model: str, env: dict[str, str]) -> Path | None:
@@ -89,7 +90,9 @@ def load(model: str, env: dict[str, str]) -> TokenizerFiles:
         except Exception as exc:  # a file tokenizers cannot read: the estimate says why
             tok.how += f" ({tok_json.name} could not be loaded: {str(exc)[:120]})"
             return tok
-        tok.counter = lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+        tok.counter = lambda texts: [
+            len(e.ids) for e in tokenizer.encode_batch(texts, add_special_tokens=False)
+        ]
         tok.exact = True
         tok.how = f"counted with {tok_json}"
     elif has_files:
