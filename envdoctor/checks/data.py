@@ -272,6 +272,20 @@ def _how(view: DataView) -> str:
     return f"tokens of the {what}, {view.tokenizer.how}"
 
 
+def _length_expr(view: DataView) -> str:
+    if view.conversational:
+        return 'len(tokenizer.apply_chat_template(x["prompt"], add_generation_prompt=True))'
+    return 'len(tokenizer(x["prompt"]).input_ids)'
+
+
+def _room(ctx: Context, cap: int) -> int:
+    """The longest prompt that leaves max_completion_length tokens under ``cap``."""
+    from envdoctor.coerce import as_int
+
+    completion = as_int(ctx.config.get("max_completion_length", DEFAULT_MAX_COMPLETION), 0)
+    return cap - completion if 0 < completion < cap else cap
+
+
 @rule("DAT004")
 def prompt_too_long_for_vllm(ctx: Context) -> Iterator[Hit]:
     view = _view(ctx)
@@ -297,8 +311,8 @@ def prompt_too_long_for_vllm(ctx: Context) -> Iterator[Hit]:
         f"({_how(view)}; rows {shown}). "
         f"TRL {ctx.trl.version} does not cut them for vLLM, and vLLM raises in the middle of "
         'training: "The decoder prompt (length N) is longer than the maximum model length"',
-        fix=f"filter the dataset before training: dataset = dataset.filter(lambda x: "
-        f"len(tokenizer.apply_chat_template(x['prompt'])) <= {cap} - max_completion_length), or raise {key}",
+        fix=f"filter the dataset before training: dataset = dataset.filter(lambda x: {_length_expr(view)} "
+        f"<= {_room(ctx, cap)}), or raise {key}",
         severity=severity,
         rows_over=len(over),
         rows_read=len(lengths),
