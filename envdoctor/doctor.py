@@ -151,6 +151,8 @@ def build_report(
         areas["layout"].note = "not resolved without GPU facts (see GPUs)"
     if not ctx.facts.gpus:  # no GPU is not "checked and fine": GPU001 says why
         areas["gpus"].note = "not checked"
+    if not isinstance(ctx.plan.config.get("dataset_name"), str):
+        areas["data"].note = "no dataset named (dataset_name in the config or on the launch line)"
     areas["probe"].note = "not run (add --probe)"
     result = [a for a in areas.values() if a.key != "probe"]
     result += extra_areas or [areas["probe"]]
