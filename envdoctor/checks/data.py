@@ -187,7 +187,7 @@ def dataset_no_prompt_column(ctx: Context) -> Iterator[Hit]:
     )
     yield hit(
         f"dataset {sample.name} ({sample.source}) has no 'prompt' column: its columns are "
-        f"{', '.join(sample.columns) or 'none'}. GRPOTrainer reads example['prompt'] and raises "
+        f"{_listed(sample.columns) or 'none'}. GRPOTrainer reads example['prompt'] and raises "
         "KeyError: 'prompt' at the first step, after the model and vLLM have loaded",
         fix=fix,
         **sample.as_evidence(),
@@ -374,7 +374,7 @@ def remove_unused_columns_drops(ctx: Context) -> Iterator[Hit]:
         return
     yield hit(
         f"remove_unused_columns is true: the trainer keeps only {', '.join(KEPT[:1])} of "
-        f"{sample.name} and drops {', '.join(dropped)}, so no reward function receives them "
+        f"{sample.name} and drops {_listed(dropped)}, so no reward function receives them "
         "as keyword arguments",
         fix="remove_unused_columns: false  # TRL's GRPOConfig default",
         severity="warning",
@@ -420,6 +420,12 @@ def _passed(ctx: Context) -> tuple[list[str], list[str] | None]:
     return trl_args(ctx.trl.version), columns
 
 
+def _listed(names: list[str], most: int = 20) -> str:
+    """Column names as a message lists them: the first ``most``, then how many more."""
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
 def _where(func: RewardFunc) -> str:
     return f"reward function {func.name} ({func.where})"
 
@@ -454,7 +460,7 @@ def reward_missing_argument(ctx: Context) -> Iterator[Hit]:
                 "remove_unused_columns: true drops that column before the reward"
                 if dropped
                 else f"TRL passes {', '.join(trl_given)} and the dataset's columns "
-                f"({', '.join(columns) or 'none besides prompt'})"
+                f"({_listed(columns) or 'none besides prompt'})"
             )
             yield hit(
                 f"{_where(func)} requires {p.name!r}, which nothing supplies: {why}. It raises "
@@ -490,7 +496,7 @@ def reward_unexpected_keyword(ctx: Context) -> Iterator[Hit]:
             continue
         yield hit(
             f"{_where(func)} has no **kwargs, and TRL {ctx.trl.version} also passes it "
-            f'{", ".join(extra)}: it raises "{func.name}() got an unexpected keyword argument '
+            f'{_listed(extra)}: it raises "{func.name}() got an unexpected keyword argument '
             f"'{extra[0]}'\" at the first step"
             + ("" if columns is not None else " (the dataset's columns were not read: there may be more)"),
             fix=f"add **kwargs to {func.name}'s parameters: def {func.name}(..., **kwargs)",

@@ -21,6 +21,7 @@ from typing import Any
 
 MAX_ROWS = 500
 MAX_BYTES = 16 * 1024 * 1024
+MAX_COLUMNS = 1000
 FIRST_READ = 256 * 1024  # a text file is read in growing pieces until MAX_ROWS rows are parsed
 DATA_EXTS = (".jsonl", ".json", ".csv", ".parquet", ".arrow")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
@@ -104,15 +105,17 @@ def read_dataset(name: str, subset: str | None, split: str, env: dict[str, str])
         except _NotRead as exc:
             sample.not_read = f"not checked ({path.name}: {exc})"
             return sample
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
             sample.not_read = f"not checked ({path.name} could not be read: {str(exc)[:200]})"
             return sample
         if len(sample.rows) >= MAX_ROWS:
             break
     columns: dict[str, None] = {}
     for row in sample.rows:
-        columns.update(dict.fromkeys(str(k) for k in row))
-    sample.columns = list(columns)
+        columns.update(dict.fromkeys(str(k)[:200] for k in row))
+        if len(columns) > MAX_COLUMNS:
+            break
+    sample.columns = list(columns)[:MAX_COLUMNS]
     if not sample.rows:
         sample.not_read = f"not checked ({sample.source} holds no rows)"
     return sample
@@ -287,9 +290,12 @@ def _read_json_lines(path: Path, limit: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     read = 0
     with open(path, "rb") as fh:
-        for line in fh:
+        while len(rows) < limit and read < MAX_BYTES:
+            line = fh.readline(MAX_BYTES - read + 1)  # one line, never more than the bound
+            if not line:
+                break
             read += len(line)
-            if read > MAX_BYTES or len(rows) >= limit:
+            if read > MAX_BYTES:
                 break
             if line.strip():
                 obj = json.loads(line)

@@ -159,7 +159,7 @@ def _parse(path: Path) -> ast.Module | None:
         if not path.is_file() or path.stat().st_size > MAX_SOURCE_BYTES:
             return None
         return ast.parse(path.read_bytes(), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 

@@ -347,3 +347,18 @@ def test_keywords_from_rollout_func_or_environments_are_not_missing(tmp_path):
         "plain.py",
     )
     assert "'score'" in _dat(tmp_path, launch=f"python {plain} --dataset_name {path}")["DAT007"].message
+
+
+def test_hostile_files_are_bounded_and_named(tmp_path):
+    one_line = tmp_path / "one.jsonl"
+    with open(one_line, "wb") as fh:  # one 40 MiB line: read only up to the bound
+        fh.write(b'{"prompt": "' + b"x" * (40 * 1024 * 1024) + b'"}\n')
+    assert read_dataset(str(one_line), None, "train", {}).rows == []
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    assert "could not be read" in (read_dataset(str(deep), None, "train", {}).not_read or "")
+    wide = _jsonl(tmp_path / "wide.jsonl", [{f"c{i}": i for i in range(5000)}])
+    found = _dat(tmp_path, launch=f"trl grpo --dataset_name {wide}")
+    assert "and 980 more" in found["DAT002"].message and len(found["DAT002"].message) < 2000
+    script = _script(tmp_path, "x = " + "(" * 100_000 + ")" * 100_000 + "\n")
+    assert from_script(script).unresolved
