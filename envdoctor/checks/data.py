@@ -58,13 +58,17 @@ def _view(ctx: Context) -> DataView:
         return cached
     view = DataView()
     ctx.__dict__["_data_view"] = view
-    if isinstance(ctx.config.get("datasets"), list) or not any(
-        isinstance(ctx.config.get(k), str) for k in ("dataset_name", "dataset_path")
-    ):
-        return view  # the reader loads only for a dataset named (a `datasets:` mixture wins over it)
-    from envdoctor.plan.data_source import named_dataset
+    if isinstance(ctx.config.get("datasets"), list):
+        return view  # a `datasets:` mixture wins over dataset_name: not read
+    named = None
+    if any(isinstance(ctx.config.get(k), str) for k in ("dataset_name", "dataset_path")):
+        from envdoctor.plan.data_source import named_dataset
 
-    named = named_dataset(ctx.config)
+        named = named_dataset(ctx.config)
+    elif "load_dataset(" in (_script_source(ctx) or ""):  # the reader loads only for a dataset named
+        from envdoctor.plan.data_source import named_in_script
+
+        named = named_in_script(_script_source(ctx) or "")
     if named is None:
         return view
     from envdoctor.plan.data_source import read_dataset

@@ -328,3 +328,46 @@ def _read_columnar(path: Path, limit: int, suffix: str) -> list[dict[str, Any]]:
         if len(rows) >= limit:
             break
     return rows
+
+
+_PACKAGED = ("json", "csv", "parquet", "arrow", "text")
+
+
+def named_in_script(source: str) -> tuple[str, str | None, str] | None:
+    """The dataset a script loads with literal arguments: ``load_dataset("org/name", "config",
+    split="train")`` or ``load_dataset("json", data_files="data.jsonl")``; None when it names
+    none, or several."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found: set[tuple[str, str | None, str]] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _func_name(node.func) == "load_dataset" and node.args):
+            continue
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        name = _literal(node.args[0])
+        sub = _literal(node.args[1]) if len(node.args) > 1 else _literal(kw.get("name"))
+        split = (_literal(kw.get("split")) or "train").split("[")[0].split("+")[0].strip() or "train"
+        if name in _PACKAGED:
+            name, sub = _literal(kw.get("data_files")), None
+        if name is None:
+            return None  # a dataset named at run time: not known here
+        found.add((name, sub, split))
+    return found.pop() if len(found) == 1 else None
+
+
+def _func_name(func: Any) -> str:
+    import ast
+
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _literal(node: Any) -> str | None:
+    import ast
+
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None

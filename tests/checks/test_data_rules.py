@@ -362,3 +362,28 @@ def test_hostile_files_are_bounded_and_named(tmp_path):
     assert "and 980 more" in found["DAT002"].message and len(found["DAT002"].message) < 2000
     script = _script(tmp_path, "x = " + "(" * 100_000 + ")" * 100_000 + "\n")
     assert from_script(script).unresolved
+
+
+def test_a_dataset_the_script_loads_by_a_literal_name(tmp_path):
+    from envdoctor.plan.data_source import named_in_script
+
+    assert named_in_script('load_dataset("org/ds", "main", split="train[:100]")') == (
+        "org/ds",
+        "main",
+        "train",
+    )
+    assert named_in_script('datasets.load_dataset("json", data_files="d.jsonl")') == (
+        "d.jsonl",
+        None,
+        "train",
+    )
+    assert named_in_script("load_dataset(args.dataset_name)") is None
+    assert named_in_script('load_dataset("a/b"); load_dataset("c/d")') is None
+    path = _jsonl(tmp_path / "d.jsonl", [{"question": "q"}])
+    script = _script(
+        tmp_path,
+        "from datasets import load_dataset\nfrom trl import GRPOTrainer\n"
+        f"ds = load_dataset('json', data_files={str(path)!r}, split='train')\n"
+        "def r(completions, **kw):\n    return [1.0]\nGRPOTrainer(reward_funcs=r, train_dataset=ds)\n",
+    )
+    assert "question" in _dat(tmp_path, launch=f"python {script}")["DAT002"].message
