@@ -102,15 +102,31 @@ def _transformed(ctx: Context) -> str | None:
     if source is None:
         return f"the training script ({trainer.script or trainer.module or 'unknown'}) is not read"
     found = _TRANSFORMS.search(source)
-    return f"{trainer.script} calls {found.group(1)}() on its data" if found else None
+    return f"{_script_path(ctx)} calls {found.group(1)}() on its data" if found else None
+
+
+def _script_path(ctx: Context) -> Path | None:
+    """The training script: the launch line's ``.py`` file, or its ``-m`` module's file under
+    the working folder (or its ``src/``)."""
+    trainer = ctx.plan.trainer
+    if trainer is None:
+        return None
+    if trainer.script and trainer.script.endswith(".py"):
+        return Path(trainer.script)
+    if trainer.module:
+        rel = Path(*trainer.module.split("."))
+        for root in (Path.cwd(), Path.cwd() / "src"):
+            for cand in (root / rel.with_suffix(".py"), root / rel / "__main__.py"):
+                if cand.is_file():
+                    return cand
+    return None
 
 
 def _script_source(ctx: Context) -> str | None:
-    trainer = ctx.plan.trainer
-    if trainer is None or not trainer.script or not trainer.script.endswith(".py"):
+    path = _script_path(ctx)
+    if path is None:
         return None
     try:
-        path = Path(trainer.script)
         if path.stat().st_size > 2 * 1024 * 1024:
             return None
         return path.read_text(encoding="utf-8", errors="replace")
@@ -399,14 +415,17 @@ def _rewards(ctx: Context) -> RewardReading | None:
     trainer = ctx.plan.trainer
     if isinstance(names, str):
         names = [names]
-    if isinstance(names, list) and names and trainer is not None and trainer.launcher == "trl-grpo":
+    cli = trainer is not None and trainer.launcher == "trl-grpo"
+    if cli and versions.satisfies(ctx.trl.version, "<0.18") is True:
+        reading = None  # `trl grpo` reads --reward_funcs from 0.18 (trl/scripts/grpo.py)
+    elif isinstance(names, list) and names and cli:
         from envdoctor.plan.rewards import from_cli
 
         reading = from_cli([str(n) for n in names], ctx.trl.version, [Path.cwd()])
-    elif trainer is not None and trainer.script and trainer.script.endswith(".py"):
+    elif _script_path(ctx) is not None:
         from envdoctor.plan.rewards import from_script
 
-        reading = from_script(Path(trainer.script))
+        reading = from_script(_script_path(ctx) or Path())
     ctx.__dict__["_reward_reading"] = reading
     return reading
 

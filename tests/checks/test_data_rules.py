@@ -239,6 +239,7 @@ def test_registry_reward_needs_its_column(tmp_path):
 def test_registry_name_newer_than_installed_trl(tmp_path):
     found = _dat(tmp_path, launch="trl grpo --reward_funcs accuracy_reward --dataset_name x/y", trl="0.20.0")
     assert "from 0.24.0" in found["DAT009"].message
+    assert "DAT009" not in _dat(tmp_path, launch="trl grpo --reward_funcs x --dataset_name x/y", trl="0.17.0")
 
 
 def test_trl_arguments_by_release(tmp_path):
@@ -387,3 +388,13 @@ def test_a_dataset_the_script_loads_by_a_literal_name(tmp_path):
         "def r(completions, **kw):\n    return [1.0]\nGRPOTrainer(reward_funcs=r, train_dataset=ds)\n",
     )
     assert "question" in _dat(tmp_path, launch=f"python {script}")["DAT002"].message
+
+
+def test_a_module_launched_with_python_m(tmp_path, monkeypatch):
+    (tmp_path / "src" / "proj").mkdir(parents=True)
+    (tmp_path / "src" / "proj" / "train.py").write_text(
+        "from trl import GRPOTrainer\ndef r(completions):\n    return [1.0]\nGRPOTrainer(reward_funcs=[r])\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    found = _dat(tmp_path, launch="accelerate launch --num_processes 1 -m proj.train")
+    assert "src/proj/train.py:2" in found["DAT008"].message
