@@ -73,7 +73,7 @@ def _view(ctx: Context) -> DataView:
         return view
     from envdoctor.plan.data_source import read_dataset
 
-    env = trainer_env(ctx.facts, ctx.plan.trainer)
+    env = _cache_env(ctx)
     view.sample = read_dataset(*named, env)
     view.transformed = _transformed(ctx)
     rows = view.sample.rows
@@ -88,6 +88,19 @@ def _view(ctx: Context) -> DataView:
             view.tokenizer.how = "estimated at ~4 characters a token (the run names no model)"
         view.lengths = _prompt_tokens(prompts, view.tokenizer)
     return view
+
+
+def _cache_env(ctx: Context) -> dict[str, str]:
+    """Where the trainer's Hugging Face caches are: its environment, and on a live check the
+    variables the snapshot does not keep (``XDG_CACHE_HOME``, ``HUGGINGFACE_HUB_CACHE``)."""
+    env = trainer_env(ctx.facts, ctx.plan.trainer)
+    if ctx.facts.live:
+        import os
+
+        for var in ("XDG_CACHE_HOME", "HUGGINGFACE_HUB_CACHE"):
+            if os.environ.get(var) and var not in env:
+                env[var] = os.environ[var]
+    return env
 
 
 def _transformed(ctx: Context) -> str | None:

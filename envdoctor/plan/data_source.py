@@ -70,9 +70,10 @@ def datasets_cache(env: dict[str, str]) -> Path:
 
 
 def hub_cache(env: dict[str, str]) -> Path:
-    """The hub cache (``HF_HUB_CACHE``, else ``$HF_HOME/hub``)."""
-    if env.get("HF_HUB_CACHE"):
-        return Path(env["HF_HUB_CACHE"]).expanduser()
+    """The hub cache (``HF_HUB_CACHE``, ``HUGGINGFACE_HUB_CACHE``, else ``$HF_HOME/hub``)."""
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if env.get(var):
+            return Path(env[var]).expanduser()
     return _hf_home(env) / "hub"
 
 
