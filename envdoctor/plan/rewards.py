@@ -239,6 +239,17 @@ def _resolve_name(name: str, tree: ast.Module, path: Path, out: RewardReading, d
         if isinstance(node, ast.ClassDef) and node.name == name:
             out.unresolved.append(f"{name} ({path.name}:{node.lineno}): a class")
             return
+    nested = [
+        n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
+    ]
+    if len(nested) == 1:  # defined inside main() or an `if __name__ == "__main__":` block
+        func = signature(name, f"{_shown(path)}:{nested[0].lineno}", nested[0].args)
+        func.returns_nothing = nested[0].lineno if returns_nothing(nested[0]) else None
+        out.funcs.append(func)
+        return
+    if len(nested) > 1:
+        out.unresolved.append(f"{name} ({path.name}): defined {len(nested)} times")
+        return
     for imp in ast.walk(tree):
         if isinstance(imp, ast.ImportFrom):
             node = imp

@@ -398,3 +398,19 @@ def test_a_module_launched_with_python_m(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     found = _dat(tmp_path, launch="accelerate launch --num_processes 1 -m proj.train")
     assert "src/proj/train.py:2" in found["DAT008"].message
+
+
+def test_a_reward_defined_inside_main(tmp_path):
+    script = _script(
+        tmp_path,
+        "from trl import GRPOTrainer\ndef main():\n    def r(completions):\n        return [1.0]\n"
+        "    GRPOTrainer(reward_funcs=[r])\nif __name__ == '__main__':\n    main()\n",
+    )
+    reading = from_script(script)
+    assert [(f.name, f.where) for f in reading.funcs] == [("r", "train.py:3")]
+    twice = _script(
+        tmp_path,
+        "def a():\n    def r(x): ...\ndef b():\n    def r(y): ...\nGRPOTrainer(reward_funcs=r)\n",
+        "t2.py",
+    )
+    assert not from_script(twice).funcs and "defined 2 times" in from_script(twice).unresolved[0]
