@@ -90,8 +90,8 @@ def read_dataset(name: str, subset: str | None, split: str, env: dict[str, str])
     sample = DataSample(name=name, split=split)
     try:
         files = _locate(name, subset, split, env)
-    except OSError as exc:
-        sample.not_read = f"not checked ({exc.strerror or exc})"
+    except (OSError, ValueError) as exc:  # a name too long for a path, a NUL byte, a permission
+        sample.not_read = f"not checked ({getattr(exc, 'strerror', None) or exc})"
         return sample
     if files is None:
         sample.not_read = "not checked (not cached; nothing is downloaded)"

@@ -414,3 +414,21 @@ def test_a_reward_defined_inside_main(tmp_path):
         "t2.py",
     )
     assert not from_script(twice).funcs and "defined 2 times" in from_script(twice).unresolved[0]
+
+
+def test_arrow_files_the_datasets_library_writes(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    src = _jsonl(
+        tmp_path / "src.jsonl", [{"prompt": [{"role": "user", "content": "hi"}], "solution": "1"}] * 3
+    )
+    datasets.load_dataset("json", data_files=str(src), cache_dir=str(tmp_path / "cache"), split="train")
+    arrows = sorted((tmp_path / "cache").rglob("*-train*.arrow"))
+    assert arrows
+    sample = read_dataset(str(arrows[0]), None, "train", {})
+    assert sample.columns == ["prompt", "solution"] and sample.rows[0]["prompt"][0]["role"] == "user"
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "x" * 5000, "../" * 50, "org/" + "n" * 300])
+def test_hostile_dataset_names(tmp_path, name):
+    found = _dat(tmp_path, launch="trl grpo", config={"dataset_name": name, "dataset_train_split": "tr[ain*"})
+    assert set(found) == {"DAT001"}
