@@ -241,7 +241,8 @@ def chat_template_missing(ctx: Context) -> Iterator[Hit]:
         f"dataset {view.sample.name} has conversational prompts (lists of {{role, content}}), but "
         f"the tokenizer of {tok.model} ({tok.folder}) has no chat template: TRL applies it to every "
         'prompt and transformers raises "Cannot use chat template functions because '
-        'tokenizer.chat_template is not set" (or "No chat template is set for this processor")',
+        'tokenizer.chat_template is not set" (a processor: "this processor does not have a chat '
+        'template")',
         fix="use the model's instruct variant (it ships a chat template), or set one: "
         "tokenizer.chat_template = ... and pass processing_class=tokenizer; or make the prompts "
         "plain text",
