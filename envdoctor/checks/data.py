@@ -333,7 +333,24 @@ def prompt_too_long_for_vllm(ctx: Context) -> Iterator[Hit]:
     if mp and _truncated_before_vllm(ctx, view.conversational):
         lengths = [min(n, mp) for n in lengths]
     over = [i for i, n in enumerate(lengths) if n > cap]
+    room = _room(ctx, cap)
     if not over:
+        tight = [i for i, n in enumerate(lengths) if n > room]
+        if tight:
+            yield hit(
+                f"{len(tight)} of the first {len(lengths)} rows of {sample.name} leave fewer than "
+                f"max_completion_length tokens under vLLM's max_model_len {cap} ({key}): prompts up "
+                f"to {max(lengths)} tokens ({_how(view)}), so those completions stop at "
+                f"max_model_len, shorter than the {cap - room} tokens the config allows",
+                fix=f"filter the dataset: dataset = dataset.filter(lambda x: {_length_expr(view)} <= "
+                f"{room}), or raise {key} to {max(lengths) + cap - room}",
+                severity="warning",
+                rows_over=len(tight),
+                rows_read=len(lengths),
+                longest_tokens=max(lengths),
+                max_model_len=cap,
+                counted=view.tokenizer.how,
+            )
         return
     exact = view.tokenizer.exact and not view.transformed
     severity = ctx.on_trl("error") if exact else "warning"
@@ -346,7 +363,7 @@ def prompt_too_long_for_vllm(ctx: Context) -> Iterator[Hit]:
         f"TRL {ctx.trl.version} does not cut them for vLLM, and vLLM raises in the middle of "
         'training: "The decoder prompt (length N) is longer than the maximum model length"',
         fix=f"filter the dataset before training: dataset = dataset.filter(lambda x: {_length_expr(view)} "
-        f"<= {_room(ctx, cap)}), or raise {key}",
+        f"<= {room}), or raise {key}",
         severity=severity,
         rows_over=len(over),
         rows_read=len(lengths),

@@ -432,3 +432,21 @@ def test_arrow_files_the_datasets_library_writes(tmp_path):
 def test_hostile_dataset_names(tmp_path, name):
     found = _dat(tmp_path, launch="trl grpo", config={"dataset_name": name, "dataset_train_split": "tr[ain*"})
     assert set(found) == {"DAT001"}
+
+
+def test_prompts_that_leave_no_room_for_the_completion(tmp_path):
+    path = _jsonl(tmp_path / "d.jsonl", [{"prompt": "word " * 100}])  # ~125 tokens estimated
+    config = {
+        **_COLOCATE,
+        "dataset_name": str(path),
+        "vllm_max_model_length": 300,
+        "max_completion_length": 256,
+    }
+    f = _dat(tmp_path, config, launch="trl grpo")["DAT004"]
+    assert f.severity.value == "warning" and "leave fewer than max_completion_length" in f.message
+    assert "<= 44" in f.fix
+    config["max_completion_length"] = 64
+    assert "DAT004" not in _dat(tmp_path, config, launch="trl grpo")
+
+
+_COLOCATE = {"use_vllm": True, "vllm_mode": "colocate"}
