@@ -210,12 +210,15 @@ def dataset_no_prompt_column(ctx: Context) -> Iterator[Hit]:
     if sample is None or "prompt" in sample.columns or view.transformed:
         return
     hint = next(
-        (c for c in ("messages", "question", "problem", "query", "input", "text") if c in sample.columns),
+        (c for c in ("question", "problem", "query", "instruction", "input", "text") if c in sample.columns),
         None,
     )
     fix = (
         f"rename the column: dataset = dataset.rename_column({hint!r}, 'prompt')"
         if hint
+        else "give the dataset a 'prompt' column (plain text or a list of {role, content} messages "
+        "without the answer: dataset.map(lambda x: {'prompt': x['messages'][:-1]}) for a chat)"
+        if "messages" in sample.columns
         else "give the dataset a 'prompt' column (plain text or a list of {role, content} messages)"
     )
     yield hit(
