@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from envdoctor.knowledge import Knowledge
 
 SHOWN = ("trl", "vllm", "transformers", "accelerate", "torch", "deepspeed", "peft")
-AREA_ORDER = ("packages", "config", "gpus", "layout", "allocator", "probe")
+AREA_ORDER = ("packages", "config", "gpus", "layout", "allocator", "data", "probe")
 _PIP = re.compile(r"pip install ((?:'[^']+'\s*)+)")
 
 
@@ -56,6 +56,10 @@ def _summaries(ctx: Context) -> dict[str, str]:
     env = trainer_env(f, plan.trainer)
     conf = [f"{k}={env[k]}" for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") if k in env]
     out["allocator"] = ", ".join(conf) or "torch defaults"
+    sample = getattr(ctx.__dict__.get("_data_view"), "sample", None)  # what the DAT rules read
+    if sample is not None:
+        read = sample.not_read or f"{len(sample.rows)} rows read from {sample.source}"
+        out["data"] = f"dataset {sample.name} ({sample.split}): {read}"
     return out
 
 
@@ -150,6 +154,8 @@ def build_report(
         areas["layout"].note = "not resolved without GPU facts (see GPUs)"
     if not ctx.facts.gpus:  # no GPU is not "checked and fine": GPU001 says why
         areas["gpus"].note = "not checked"
+    if getattr(ctx.__dict__.get("_data_view"), "sample", None) is None:
+        areas["data"].note = "no dataset named (dataset_name, or a literal load_dataset(...) in the script)"
     areas["probe"].note = "not run (add --probe)"
     result = [a for a in areas.values() if a.key != "probe"]
     result += extra_areas or [areas["probe"]]

@@ -19,6 +19,7 @@ AREAS = {
     "gpus": "GPUs",
     "layout": "GPU layout",
     "allocator": "Allocator",
+    "data": "Data and rewards",
     "probe": "Probe",
     "triage": "Triage",
     "cluster": "Cluster",

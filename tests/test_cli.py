@@ -37,7 +37,8 @@ def test_json_report_matches_schema(write_json):
     for f in data["findings"]:
         assert set(f) >= {"rule", "severity", "message", "fix", "evidence", "area"}
         assert f["severity"] in ("error", "warning", "info") and f["fix"]
-    assert {a["key"] for a in data["areas"]} == {"packages", "config", "gpus", "layout", "allocator", "probe"}
+    areas = {"packages", "config", "gpus", "layout", "allocator", "data", "probe"}
+    assert {a["key"] for a in data["areas"]} == areas
 
 
 def test_junit_is_valid_xml(write_json, tmp_path):

@@ -36,6 +36,12 @@ NOT_WITHOUT_INPUT = {
     "envdoctor.probe": "--probe",
     "envdoctor.triage": "envdoctor triage",
     "envdoctor.cluster": "--distributed",
+    "envdoctor.plan.data_source": "a dataset (dataset_name)",
+    "envdoctor.plan.tokenizer_files": "a dataset's prompts",
+    "envdoctor.plan.rewards": "a training script or reward_funcs",
+    "pyarrow": "a Parquet or Arrow dataset",
+    "tokenizers": "a dataset's prompts and a cached tokenizer.json",
+    "csv": "a CSV dataset",
 }
 
 _SCRIPT = """

@@ -3,6 +3,7 @@
 from envdoctor.checks import (
     allocator,
     config,
+    data,
     declared,
     gpus,
     known_failures,
@@ -22,6 +23,7 @@ ALL_MODULES = (
     memory_plan,
     allocator,
     declared,
+    data,
     scope,
     known_failures,
 )

@@ -6,6 +6,10 @@ Each scenario is a snapshot (facts) + a config + a launch line, checked exactly 
 
 from __future__ import annotations
 
+import json
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from envdoctor.checks.registry import all_rules
@@ -14,6 +18,14 @@ from tests.conftest import LEGACY, MODERN, RTX3090, V100, findings, snapshot
 VLLM_SERVER = {"use_vllm": True, "vllm_mode": "server"}
 LEG_CFG = {"use_vllm": True, "vllm_device": "auto", "num_generations": 4, "per_device_train_batch_size": 4}
 BUSY = {3: [{"pid": 4321, "name": "python other_job.py", "used_mib": 23500}]}
+
+# The data rules' scenarios: files written to a temporary folder ("files"); "{tmp}" names it
+_Q = json.dumps({"prompt": "What is 2 + 2?", "solution": "4"})
+_NOPROMPT = json.dumps({"question": "What is 2 + 2?", "solution": "4"})
+_CHAT = json.dumps({"prompt": [{"role": "user", "content": "What is 2 + 2?"}], "solution": "4"})
+_LONG = json.dumps({"prompt": "word " * 200, "solution": "4"})
+_TRAIN = "from trl import GRPOTrainer\n{defs}\nGRPOTrainer(model='m', reward_funcs=[r])\n"
+_COLO = {"use_vllm": True, "vllm_mode": "colocate", "dataset_name": "{tmp}/d.jsonl"}
 
 # rule id -> (fires, quiet): each a dict of snapshot kwargs ("snap"), config, launch
 SCENARIOS: dict[str, tuple[dict, dict]] = {
@@ -314,6 +326,91 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "launch": "torchrun --nproc_per_node 2 train.py",
         },
     ),
+    "DAT001": (
+        {"config": {"dataset_name": "some-org/not-cached-here"}, "files": {}},
+        {"config": {"dataset_name": "{tmp}/d.jsonl"}, "files": {"d.jsonl": _Q}},
+    ),
+    "DAT002": (
+        {"launch": "trl grpo --dataset_name {tmp}/d.jsonl", "files": {"d.jsonl": _NOPROMPT}},
+        {"launch": "trl grpo --dataset_name {tmp}/d.jsonl", "files": {"d.jsonl": _Q}},
+    ),
+    "DAT003": (
+        {
+            "launch": "trl grpo --dataset_name {tmp}/d.jsonl --model_name_or_path {tmp}/model",
+            "files": {"d.jsonl": _CHAT, "model/tokenizer_config.json": "{}"},
+        },
+        {
+            "launch": "trl grpo --dataset_name {tmp}/d.jsonl --model_name_or_path {tmp}/model",
+            "files": {
+                "d.jsonl": _CHAT,
+                "model/tokenizer_config.json": json.dumps({"chat_template": "{{ x }}"}),
+            },
+        },
+    ),
+    "DAT004": (
+        {"config": {**_COLO, "vllm_max_model_length": 64}, "files": {"d.jsonl": _LONG}},
+        {"config": {**_COLO, "vllm_max_model_length": 4096}, "files": {"d.jsonl": _LONG}},
+    ),
+    "DAT005": (
+        {"config": {"dataset_name": "{tmp}/d.jsonl", "max_prompt_length": 64}, "files": {"d.jsonl": _LONG}},
+        {"config": {"dataset_name": "{tmp}/d.jsonl", "max_prompt_length": 4096}, "files": {"d.jsonl": _LONG}},
+    ),
+    "DAT006": (
+        {
+            "launch": "trl grpo --dataset_name {tmp}/d.jsonl --remove_unused_columns true",
+            "files": {"d.jsonl": _Q},
+        },
+        {
+            "launch": "trl grpo --dataset_name {tmp}/d.jsonl --remove_unused_columns false",
+            "files": {"d.jsonl": _Q},
+        },
+    ),
+    "DAT007": (
+        {
+            "launch": "python {tmp}/train.py --dataset_name {tmp}/d.jsonl",
+            "files": {"d.jsonl": _Q, "train.py": _TRAIN.format(defs="def r(completions, answer, **kw): ...")},
+        },
+        {
+            "launch": "python {tmp}/train.py --dataset_name {tmp}/d.jsonl",
+            "files": {
+                "d.jsonl": _Q,
+                "train.py": _TRAIN.format(defs="def r(completions, solution, **kw): ..."),
+            },
+        },
+    ),
+    "DAT008": (
+        {
+            "launch": "python {tmp}/train.py --dataset_name {tmp}/d.jsonl",
+            "files": {"d.jsonl": _Q, "train.py": _TRAIN.format(defs="def r(completions, solution): ...")},
+        },
+        {
+            "launch": "python {tmp}/train.py --dataset_name {tmp}/d.jsonl",
+            "files": {
+                "d.jsonl": _Q,
+                "train.py": _TRAIN.format(defs="def r(completions, solution, **kw): ..."),
+            },
+        },
+    ),
+    "DAT009": (
+        {
+            "launch": "trl grpo --reward_funcs no_such_reward --dataset_name {tmp}/d.jsonl",
+            "files": {"d.jsonl": _Q},
+        },
+        {
+            "launch": "trl grpo --reward_funcs think_format_reward --dataset_name {tmp}/d.jsonl",
+            "files": {"d.jsonl": _Q},
+        },
+    ),
+    "DAT010": (
+        {
+            "launch": "python {tmp}/train.py",
+            "files": {"train.py": _TRAIN.format(defs="def r(completions, **kw):\n    out = [1.0]")},
+        },
+        {
+            "launch": "python {tmp}/train.py",
+            "files": {"train.py": _TRAIN.format(defs="def r(completions, **kw):\n    return [1.0]")},
+        },
+    ),
 }
 # Rules whose scenarios need the network or a live machine are tested in test_live_rules.py;
 # the declared-stack rules (DCL, facts from a repository's files) in tests/declared/.
@@ -334,6 +431,15 @@ ELSEWHERE |= {"MEM101", "MEM102", "MEM103", "MEM104", "MEM105", "MEM106"}
 
 
 def _run(scenario: dict) -> set[str]:
+    if "files" in scenario:  # written to a folder of its own; the HF caches point into it
+        with tempfile.TemporaryDirectory() as tmp:
+            scenario = json.loads(json.dumps(scenario).replace("{tmp}", tmp))
+            for name, text in scenario.pop("files").items():
+                (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+                (Path(tmp) / name).write_text(text)
+            snap = scenario.setdefault("snap", {})
+            snap["env"] = {"HF_HOME": f"{tmp}/hf", **snap.get("env", {})}
+            return _run(scenario)
     snap_kw = dict(scenario.get("snap", {}))
     if "packages" in snap_kw:
         snap_kw["packages"] = {k: v for k, v in snap_kw["packages"].items() if v is not None}
