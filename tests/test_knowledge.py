@@ -97,7 +97,10 @@ def test_each_trl_line_vllm_range(line):
             assert {"PKG002"} <= {f.rule for f in found} and "PKG006" not in {f.rule for f in found}
             return
         fired = [f for f in found if f.rule == "PKG006"]
-        assert fired and line["vllm"] in fired[0].fix
+        assert fired and fired[0].remedy is not None, fired
+        moved = fired[0].remedy.packages  # exact versions, the vLLM inside the range (or TRL moved)
+        assert all("==" + v in fired[0].fix for v in moved.values())
+        assert SpecifierSet(line["vllm"]).contains(moved.get("vllm", outside)) or "trl" in moved
 
 
 def test_torch_pin_suggests_a_vllm_built_for_the_installed_torch():
@@ -112,14 +115,28 @@ def test_torch_pin_suggests_a_vllm_built_for_the_installed_torch():
         "vllm": {"version": other["vllm"], "requires": [f"torch=={other['torch']}"]},
     }
     fired = [f for f in findings(snapshot(2, packages=pk)) if f.rule == "PKG004"]
-    assert fired and f"torch=={other['torch']}" in fired[0].fix
-    assert "vllm==" in fired[0].fix
+    assert fired and fired[0].remedy is not None
+    moved = fired[0].remedy.packages  # issue 35: one consistent set of exact versions
+    torch = moved.get("torch", pin["torch"])
+    vllm = moved.get("vllm", other["vllm"])
+    assert {p["torch"] for p in pins if p["vllm"] == vllm} == {torch}
+    assert SpecifierSet(knowledge().trl_line(MODERN["trl"])["vllm"]).contains(vllm)
+
+
+def _plan(facts, config=None, require=None):
+    from envdoctor.checks.context import Context
+    from envdoctor.checks.resolver import plan_packages
+    from envdoctor.plan.interface import Plan
+
+    return plan_packages(Context(facts=facts, plan=Plan(config=config or {})), require)
+
+
+def _line(facts, config=None):
+    return _plan(facts, config).command
 
 
 def test_upgrade_plan_prefers_moving_vllm_when_torchvision_pins_torch():
     from envdoctor.facts.snapshot import from_dict
-    from envdoctor.knowledge import knowledge
-    from envdoctor.upgrade import plan_upgrade
 
     pins = {p["vllm"]: p["torch"] for p in knowledge().vllm["torch_pins"]}
     vllm_for_26 = next(v for v, t in pins.items() if t == "2.6.0")
@@ -137,38 +154,30 @@ def test_upgrade_plan_prefers_moving_vllm_when_torchvision_pins_torch():
         ),
         "t",
     )
-    assert plan_upgrade(facts, knowledge()) == [f"pip install 'vllm=={vllm_for_27}'"]
+    assert _line(facts) == f"pip install 'vllm=={vllm_for_27}'"
     facts.packages.pop("torchvision")
-    assert plan_upgrade(facts, knowledge()) in (
-        ["pip install 'torch==2.6.0'"],
-        [f"pip install 'vllm=={vllm_for_27}'"],
-    )
+    assert _line(facts) in ("pip install 'torch==2.6.0'", f"pip install 'vllm=={vllm_for_27}'")
 
 
 def test_upgrade_plan_empty_for_a_consistent_stack():
     from envdoctor.facts.snapshot import from_dict
-    from envdoctor.knowledge import knowledge
-    from envdoctor.upgrade import plan_upgrade
 
     facts = from_dict(
         snapshot(1, packages={"torch": "2.6.0", "vllm": {"version": "0.8.5", "requires": ["torch==2.6.0"]}}),
         "t",
     )
-    assert plan_upgrade(facts, knowledge()) == []
+    assert _line(facts) == ""
 
 
 def test_upgrade_plan_uses_curated_pins_for_a_snapshot_without_requires_dist():
-    """Issue 13 item 5: vLLM 0.26.0 is built for torch 2.11.0 only."""
+    """Issue 13 item 5: vLLM 0.26.0 is built for torch 2.11.0 only. One package moves: torch
+    back to 2.11.0, or vLLM to a release built for torch 2.13.0 that keeps transformers 5.23.0
+    (0.31 and 0.32 cap transformers below it)."""
     from envdoctor.facts.snapshot import from_dict
-    from envdoctor.knowledge import knowledge
-    from envdoctor.upgrade import plan_upgrade
 
     facts = from_dict(
         snapshot(1, packages={"vllm": "0.26.0", "torch": "2.13.0", "transformers": "5.23.0"}), "t"
     )
-    assert plan_upgrade(facts, knowledge()) in (
-        ["pip install 'torch==2.11.0'"],
-        ["pip install 'vllm==0.32.0'"],
-    )
+    assert _line(facts) in ("pip install 'torch==2.11.0'", "pip install 'vllm==0.30.0'")
     facts.packages["torch"].version = "2.11.0"
-    assert plan_upgrade(facts, knowledge()) == []
+    assert _line(facts) == ""

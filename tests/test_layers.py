@@ -49,7 +49,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("envdoctor.plan",),
     ("envdoctor.checks",),
     ("envdoctor.report",),
-    ("envdoctor.doctor", "envdoctor.upgrade"),  # runs facts -> plan -> checks -> report
+    ("envdoctor.doctor",),  # runs facts -> plan -> checks -> report
     ("envdoctor.api",),  # preflight(): may run the probe
     ("envdoctor.integrations",),  # the TRL callback and monitor: they call the API
     ("envdoctor.commands",),

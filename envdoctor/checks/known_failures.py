@@ -14,6 +14,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import Remedy
 from envdoctor.knowledge import checkable_failures
 from envdoctor.knowledge.failures import KnownFailure
 from envdoctor.plan.interface import from_config_object
@@ -173,15 +174,43 @@ def _stack(ctx: Context, failure: KnownFailure) -> str:
     return " + ".join(f"{name} {ctx.version(name)}" for name in failure.packages)
 
 
+def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | None]:
+    """A broken pair's or a fixed release's fix as exact versions (the package resolver, which
+    avoids this failure and every other one it knows); else the catalogue's own fix."""
+    if len(failure.packages) >= 2 or failure.fixed_in:
+        from envdoctor.checks.packages import plan_fix
+
+        fix, remedy = plan_fix(ctx, *failure.packages)
+        if remedy is not None:
+            moved = set(remedy.packages)
+            if failure.fixed_in and not moved & set(failure.fixed_in):
+                from envdoctor.checks.resolver import plan_packages
+
+                alt = plan_packages(ctx, {n: f">={v}" for n, v in failure.fixed_in.items()})
+                if alt.command:
+                    fix += f"  # or, with the release that fixes it: {alt.command}"
+            return fix, remedy
+    return failure.fix, None
+
+
+def severity(ctx: Context, failure: KnownFailure) -> str:
+    """An error when the failure happens on every run of this configuration (``certainty:
+    certain``), a warning when it depends on what envdoctor cannot see; a failure judged on an
+    assumed TRL release is a warning (``Context.on_trl``)."""
+    return ctx.on_trl(failure.severity) if "trl" in failure.packages else failure.severity
+
+
 @rule("KNF001")
 def known_failure(ctx: Context) -> Iterator[Hit]:
     for failure in matching(ctx):
         fixed = ", ".join(f"{name} {v}" for name, v in failure.fixed_in.items())
+        fix, remedy = _fix(ctx, failure)
         yield hit(
             f"{_stack(ctx, failure)}: {failure.title}"
             + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})"),
-            fix=failure.fix,
-            severity=failure.severity,
+            fix=fix,
+            remedy=remedy,
+            severity=severity(ctx, failure),
             id=failure.id,
             kind=failure.kind,
             references=list(failure.sources),

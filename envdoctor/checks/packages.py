@@ -11,6 +11,7 @@ from envdoctor.checks.known_failures import confirmed_break
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
+from envdoctor.findings import Remedy
 from envdoctor.knowledge.requirements import harmless, marker_env, requirement_lines, weight
 from envdoctor.plan.layout import trainer_env
 
@@ -32,6 +33,20 @@ CHECKED = (
 )
 
 
+def plan_fix(ctx: Context, *names: str, keep: dict[str, str] | None = None) -> tuple[str, Remedy | None]:
+    """The resolver's one pip line and its remedy when it moves any of ``names`` (any package
+    when none is named); ``keep`` (name -> version) asks for the plan that keeps those.
+    ``("", None)`` when the plan changes none of them; the reason when nothing resolves."""
+    from envdoctor.checks.resolver import plan_packages
+
+    plan = plan_packages(ctx, {n: f"=={v}" for n, v in (keep or {}).items()})
+    if plan.unfixable:
+        return f"no set of versions envdoctor knows fixes this: {plan.unfixable}", None
+    if plan.changes and (not names or set(names) & set(plan.changes)):
+        return plan.command, plan.remedy()
+    return "", None
+
+
 def _vllm_fix(ctx: Context, minimum: str) -> str:
     line = ctx.kb.trl_line(ctx.version("trl")) or {}
     rng = str(line.get("vllm") or "")
@@ -44,11 +59,14 @@ def _vllm_fix(ctx: Context, minimum: str) -> str:
 def vllm_missing(ctx: Context) -> Iterator[Hit]:
     if ctx.version("vllm") is None and not ctx.facts.unknown("vllm"):
         trl = ctx.version("trl")
+        fix, remedy = plan_fix(ctx, "vllm")
         yield hit(
             "use_vllm is on but vLLM is not installed"
             + (f" (TRL {trl} imports it when the trainer starts)" if trl else ""),
-            fix="pip install 'trl[vllm]'  # installs the vLLM release this TRL supports",
+            fix=(f"{fix}  # the vLLM release in TRL's range built for this torch" if remedy else fix)
+            or "pip install 'trl[vllm]'  # installs the vLLM release this TRL supports",
             use_vllm=True,
+            remedy=remedy,
         )
 
 
@@ -56,12 +74,14 @@ def vllm_missing(ctx: Context) -> Iterator[Hit]:
 def vllm_too_old(ctx: Context) -> Iterator[Hit]:
     vllm = ctx.version("vllm")
     if vllm and ctx.version("trl") and versions.below(vllm, "0.7.2"):
+        fix, remedy = plan_fix(ctx, "vllm")
         yield hit(
             f"vLLM {vllm} is older than 0.7.2, the first release that works with TRL's GRPO: "
             'expect "Expected all tensors to be on the same device" and rotary-embedding '
             'size mismatches ("The size of tensor a (1034) must match the size of tensor b (1035)")',
-            fix=_vllm_fix(ctx, "0.7.2"),
+            fix=fix or _vllm_fix(ctx, "0.7.2"),
             vllm=vllm,
+            remedy=remedy,
         )
 
 
@@ -91,17 +111,6 @@ def _extras(ctx: Context, dist: str) -> set[str]:
     `pip install 'trl[vllm]'` brings the whole extra: its parts are not listed one by one."""
     wanted = dist == "trl" and ctx.plan.use_vllm and ctx.version("vllm") is not None
     return {"vllm"} if wanted else set()
-
-
-def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | None:
-    """A vLLM release built for the installed torch (from rules/knowledge/vllm.yaml)."""
-    if src != "vllm":
-        return None
-    base = versions.parse(torch_version)
-    if base is None:
-        return None
-    matches = [p["vllm"] for p in ctx.kb.vllm.get("torch_pins", []) if str(p.get("torch")) == base.public]
-    return max(matches, key=lambda v: versions.sort_key(str(v))) if matches else None
 
 
 def _missing(
@@ -157,10 +166,15 @@ def _mismatch(
     entry: dict[str, Any] | None,
     curated: bool,
 ) -> Hit | None:
-    alt = _compatible_release(ctx, src, installed) if target == "torch" else None
-    fix = f"pip install '{target}{spec}'"
-    if alt:
-        fix += f"  # or keep {target} {installed} and install {src}=={alt}, built for it"
+    fix, remedy = plan_fix(ctx)
+    if remedy is None:
+        fix = fix or f"pip install '{target}{spec}'"
+    elif target not in remedy.packages or remedy.packages[target] == installed:
+        pass  # the plan keeps the target already
+    else:
+        alt, alt_remedy = plan_fix(ctx, keep={target: installed})
+        if alt_remedy is not None and alt_remedy.packages != remedy.packages:
+            fix += f"  # or keep {target} {installed}: {alt}"
     origin = " (its curated pin: this snapshot has no Requires-Dist)" if curated else ""
     head = f"{who} {pkg.version} requires {target}{spec}{origin}, installed {target} {installed}"
     if entry is not None and (kind == "binds" or kind == "imports" and entry.get("version_checked")):
@@ -170,6 +184,7 @@ def _mismatch(
             requirement=line,
             installed=installed,
             weight=kind,
+            remedy=remedy,
         )
     confirmed = confirmed_break(ctx, src, target)
     if confirmed is not None:  # KNF001 reports the confirmed break, with its fix
@@ -182,7 +197,13 @@ def _mismatch(
         "of a GRPO run that needs this pin; pip check still reports it"
     )
     return hit(
-        f"{head} ({why})", fix=fix, severity="warning", requirement=line, installed=installed, weight="other"
+        f"{head} ({why})",
+        fix=fix,
+        severity="warning",
+        requirement=line,
+        installed=installed,
+        weight="other",
+        remedy=remedy,
     )
 
 
@@ -257,16 +278,18 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
     if versions.below(vllm, "0.7.2"):
         return  # PKG002 says it, with the GRPO errors to expect
     if versions.satisfies(vllm, rng) is False and confirmed_break(ctx, "trl", "vllm") is None:
+        fix, remedy = plan_fix(ctx, "vllm", "trl")
         yield hit(
             f"TRL {trl} supports vLLM {rng} for GRPO; installed vLLM {vllm}",
-            fix=f"pip install 'vllm{rng}'",
+            fix=fix or f"pip install 'vllm{rng}'",
+            remedy=remedy,
             trl=trl,
             vllm=vllm,
             references=line.get("references", []),
         )
 
 
-def _when_matches(ctx: Context, when: dict[str, Any]) -> bool:
+def when_holds(ctx: Context, when: dict[str, Any]) -> bool:
     for key, cond in when.items():
         if key == "use_vllm":
             if bool(cond) != ctx.plan.use_vllm:
@@ -296,7 +319,7 @@ def known_bad_combination(ctx: Context) -> Iterator[Hit]:
         if entry.get("rule"):
             continue  # a dedicated rule reports this one
         when = entry.get("when") or {}
-        if when and _when_matches(ctx, when):
+        if when and when_holds(ctx, when):
             installed = ", ".join(f"{k} {ctx.version(k)}" for k in when if ctx.version(k) is not None)
             yield hit(
                 f"known-bad combination ({installed}): {entry.get('symptom', '').strip()}",
@@ -316,8 +339,10 @@ def trl_missing(ctx: Context) -> Iterator[Hit]:
             if ctx.trl.assumed
             else ""
         )
+        fix, remedy = plan_fix(ctx, "trl")
         yield hit(
             f"TRL is not installed here, so GRPOTrainer cannot start{assumed}",
-            fix="pip install trl",
+            fix=fix or "pip install trl",
+            remedy=remedy,
             assumed_trl=ctx.trl.version,
         )
