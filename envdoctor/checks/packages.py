@@ -7,13 +7,12 @@ from typing import Any
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
-from envdoctor.checks.known_failures import confirmed_break
+from envdoctor.checks.matching import confirmed_break, when_holds
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.checks.resolver import plan_fix
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
-from envdoctor.findings import Remedy
 from envdoctor.knowledge.requirements import harmless, marker_env, requirement_lines, weight
-from envdoctor.plan.layout import trainer_env
 
 #: Distributions whose requirements are checked (the training stack).
 CHECKED = (
@@ -31,20 +30,6 @@ CHECKED = (
     "liger-kernel",
     "bitsandbytes",
 )
-
-
-def plan_fix(ctx: Context, *names: str, keep: dict[str, str] | None = None) -> tuple[str, Remedy | None]:
-    """The resolver's one pip line and its remedy when it moves any of ``names`` (any package
-    when none is named); ``keep`` (name -> version) asks for the plan that keeps those.
-    ``("", None)`` when the plan changes none of them; the reason when nothing resolves."""
-    from envdoctor.checks.resolver import plan_packages
-
-    plan = plan_packages(ctx, {n: f"=={v}" for n, v in (keep or {}).items()})
-    if plan.unfixable:
-        return f"no set of versions envdoctor knows fixes this: {plan.unfixable}", None
-    if plan.changes and (not names or set(names) & set(plan.changes)):
-        return plan.command, plan.remedy()
-    return "", None
 
 
 def _vllm_fix(ctx: Context, minimum: str) -> str:
@@ -287,30 +272,6 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
             vllm=vllm,
             references=line.get("references", []),
         )
-
-
-def when_holds(ctx: Context, when: dict[str, Any]) -> bool:
-    for key, cond in when.items():
-        if key == "use_vllm":
-            if bool(cond) != ctx.plan.use_vllm:
-                return False
-            continue
-        if key == "vllm_mode":
-            if ctx.layout.generation_mode != cond:
-                return False
-            continue
-        if key.startswith("config."):
-            if ctx.config.get(key[7:]) != cond:
-                return False
-            continue
-        if key.startswith("env."):
-            value = trainer_env(ctx.facts, ctx.plan.trainer).get(key[4:], "")
-            if str(cond.get("contains", "")) not in value:
-                return False
-            continue
-        if versions.satisfies(ctx.version(key), str(cond)) is not True:
-            return False
-    return True
 
 
 @rule("PKG007")

@@ -181,7 +181,7 @@ class Stack:
         """Whether the installed stack breaks nothing: requirements and ranges checked here, the
         known failures as KNF001 matches them (its package conditions first: no launch or
         config condition is judged for a failure whose versions are not installed)."""
-        from envdoctor.checks.known_failures import matching
+        from envdoctor.checks.matching import matching
 
         if self.broken(self.installed, failures=False):
             return False
@@ -192,7 +192,7 @@ class Stack:
     def _failures(self) -> tuple[list[tuple[str, dict[str, str]]], list[Need]]:
         """Broken combinations whose other conditions hold here: a failure of two or more
         packages (a broken pair) or with a release that fixes it. One package: banned range."""
-        from envdoctor.checks.known_failures import matches
+        from envdoctor.checks.matching import matches
         from envdoctor.knowledge import checkable_failures
 
         found: list[tuple[str, dict[str, str]]] = []
@@ -420,7 +420,7 @@ def _condition_key(key: str) -> bool:
 def _holds(ctx: Context, bad: dict[str, Any], versions: bool = True) -> bool:
     """Whether a vllm.yaml ``known_bad`` entry that PKG007 reports holds (``versions``: its
     version conditions too)."""
-    from envdoctor.checks.packages import when_holds
+    from envdoctor.checks.matching import when_holds
 
     when = bad.get("when") or {}
     if bad.get("rule") or not when:
@@ -620,3 +620,15 @@ def plan_packages(ctx: Context, require: Mapping[str, str] | None = None) -> Pac
     if key not in memo:
         memo[key] = _solve(Stack(ctx, require))
     return memo[key]
+
+
+def plan_fix(ctx: Context, *names: str, keep: dict[str, str] | None = None) -> tuple[str, Remedy | None]:
+    """The resolver's one pip line and its remedy when it moves any of ``names`` (any package
+    when none is named); ``keep`` (name -> version) asks for the plan that keeps those.
+    ``("", None)`` when the plan changes none of them; the reason when nothing resolves."""
+    plan = plan_packages(ctx, {n: f"=={v}" for n, v in (keep or {}).items()})
+    if plan.unfixable:
+        return f"no set of versions envdoctor knows fixes this: {plan.unfixable}", None
+    if plan.changes and (not names or set(names) & set(plan.changes)):
+        return plan.command, plan.remedy()
+    return "", None

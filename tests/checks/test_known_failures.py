@@ -137,7 +137,10 @@ def test_entry_fires_once_with_its_id_and_fix(failure):
         followed = {**snap, "packages": {**snap["packages"], **hit.remedy.packages}}
         after = findings(followed, config=config, launch=launch)
         assert failure.id not in [f.evidence.get("id") for f in after if f.rule == "KNF001"]
-        assert not [f for f in after if f.rule in ("PKG004", "PKG006", "KNF001") and f.severity.value == "error"]
+        errors = [
+            f for f in after if f.rule in ("PKG004", "PKG006", "KNF001") and f.severity.value == "error"
+        ]
+        assert not errors
     assert failure.title in hit.message
     for name, version in failure.fixed_in.items():
         assert f"{name} {version}" in hit.message
