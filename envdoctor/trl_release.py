@@ -43,10 +43,17 @@ class TrlRelease:
         return self.how == "assumed"
 
     def label(self) -> str:
-        """``1.16.0`` or ``1.16.0 (assumed: …)`` for messages."""
+        """``1.16.0`` or ``1.16.0 (assumed: …)`` for messages; past the knowledge horizon
+        ``≤ 1.16.0 (newest known; 1.17.0 is newer than envdoctor knows)``: what a message says of
+        a release envdoctor has not read comes from the newest one it has."""
         if self.version is None:
             return "?"
-        return f"{self.version} (assumed: {self.why})" if self.assumed else self.version
+        if self.assumed:
+            return f"{self.version} (assumed: {self.why})"
+        from envdoctor.knowledge import beyond_horizon
+
+        past = beyond_horizon("trl", self.version)
+        return past.said().removeprefix("TRL ") if past is not None else self.version
 
 
 def newest_known(kb: Knowledge) -> str | None:

@@ -12,6 +12,7 @@ from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.checks.resolver import plan_fix
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
+from envdoctor.knowledge import release_said
 from envdoctor.knowledge.requirements import harmless, marker_env, requirement_lines, weight
 
 #: Distributions whose requirements are checked (the training stack).
@@ -47,7 +48,7 @@ def vllm_missing(ctx: Context) -> Iterator[Hit]:
         fix, remedy = plan_fix(ctx, "vllm")
         yield hit(
             "use_vllm is on but vLLM is not installed"
-            + (f" (TRL {trl} imports it when the trainer starts)" if trl else ""),
+            + (f" ({release_said('trl', trl, ctx.kb)} imports it when the trainer starts)" if trl else ""),
             fix=(f"{fix}  # the vLLM release in TRL's range built for this torch" if remedy else fix)
             or "pip install 'trl[vllm]'  # installs the vLLM release this TRL supports",
             use_vllm=True,
@@ -306,4 +307,38 @@ def trl_missing(ctx: Context) -> Iterator[Hit]:
             fix=fix or "pip install trl",
             remedy=remedy,
             assumed_trl=ctx.trl.version,
+        )
+
+
+#: What the rules extrapolate for a release of each package newer than the knowledge (PKG009).
+EXTRAPOLATED = {
+    "trl": "its GRPOConfig keys and defaults, vLLM range and requirements are taken from the newest "
+    "known release",
+    "vllm": "no torch pin, transformers bounds or TRL range is known for it; its defaults are taken from "
+    "the newest known release",
+    "torch": "which vLLM release is built for it is not known",
+}
+
+
+@rule("PKG009")
+def newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
+    if "declared" in ctx.facts.extra:
+        return  # a declared stack: DCL005 says it, with the file and line
+    from envdoctor.knowledge import beyond_horizon, horizon
+
+    for name in horizon(ctx.kb):
+        past = beyond_horizon(name, ctx.version(name), ctx.kb)
+        if past is None:
+            continue
+        what = EXTRAPOLATED.get(name, "the known failures and requirements stop at the newest known release")
+        yield hit(
+            f"{past.display} {past.version} is newer than the newest release envdoctor knows "
+            f"({past.display} {past.newest}, released {past.released}): {what}, so a break in "
+            f"{past.version} goes unseen",
+            fix=f"upgrade envdoctor (pip install -U grpo-envdoctor), or pin '{name}=={past.newest}', "
+            "the newest release it has checked",
+            package=name,
+            version=past.version,
+            newest=past.newest,
+            released=past.released,
         )
