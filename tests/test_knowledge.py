@@ -181,3 +181,82 @@ def test_upgrade_plan_uses_curated_pins_for_a_snapshot_without_requires_dist():
     assert _line(facts) in ("pip install 'torch==2.11.0'", "pip install 'vllm==0.30.0'")
     facts.packages["torch"].version = "2.11.0"
     assert _line(facts) == ""
+
+
+# -- the knowledge horizon (issue 35 item 6) ----------------------------------------------------
+
+
+def test_horizon_covers_every_table_and_rejects_bad_entries():
+    from envdoctor.knowledge import horizon
+
+    h = horizon()
+    assert {"trl", "vllm", "transformers", "torch", "accelerate", "deepspeed", "peft"} <= set(h)
+    newest = {n: Version(e["newest"]) for n, e in h.items()}
+    pins = knowledge().vllm["torch_pins"]
+    assert newest["vllm"] >= max(Version(p["vllm"]) for p in pins)
+    assert newest["torch"] >= max(Version(p["torch"]) for p in pins)
+    assert newest["trl"] >= max(Version(t) for t in knowledge().grpo_keys["tags_scanned"])
+    base = {"schema": "envdoctor.knowledge/1", "checked": "2026-11-28"}
+    good = {"newest": "1.16.0", "released": "2026-10-15", "references": ["https://pypi.org/project/trl/"]}
+    validate("horizon.yaml", {**base, "packages": {"trl": good}})
+    with pytest.raises(KnowledgeError, match="date"):
+        validate("horizon.yaml", {**base, "packages": {"trl": {**good, "released": "last week"}}})
+    with pytest.raises(KnowledgeError, match="not a version"):
+        validate("horizon.yaml", {**base, "packages": {"trl": {**good, "newest": "next"}}})
+    with pytest.raises(KnowledgeError, match="checked"):
+        validate("horizon.yaml", {"schema": "envdoctor.knowledge/1", "packages": {"trl": good}})
+
+
+def test_horizon_is_compiled_with_the_rest():
+    import json
+
+    from envdoctor.resources import COMPILED
+
+    lines = (rules_dir() / COMPILED).read_text().splitlines()
+    (line,) = [ln for ln in lines if ln.startswith("knowledge/horizon.yaml\t")]
+    assert json.loads(line.split("\t", 2)[2])["packages"]["trl"]["newest"]
+
+
+@pytest.mark.parametrize(
+    ("version", "past"),
+    [("1.16.0", False), ("1.15.0", False), ("1.16.0+local", False), ("1.17.0", True), ("1.17.0.dev0", True)],
+)
+def test_beyond_horizon(version, past):
+    from envdoctor.knowledge import beyond_horizon, release_said
+
+    newest = knowledge().horizon["packages"]["trl"]["newest"]
+    assert newest == "1.16.0"  # the parametrisation above is written for it
+    found = beyond_horizon("trl", version)
+    assert (found is not None) is past
+    said = release_said("trl", version)
+    if past:
+        assert said == f"TRL ≤ 1.16.0 (newest known; {Version(version).public} is newer than envdoctor knows)"
+    else:
+        assert said == f"TRL {version}"
+    assert beyond_horizon("not-a-package", "99.0") is None and beyond_horizon("trl", None) is None
+
+
+def test_no_message_states_a_fact_about_an_unknown_trl():
+    """LAY003 said "TRL 1.17.0 refuses …" under --assume trl==1.17.0: it now names the newest
+    release the fact comes from, and PKG009 says where the knowledge ends."""
+    snap = snapshot(2, packages={**MODERN, "trl": "1.17.0"})
+    found = findings(snap, config={"use_vllm": False}, launch="python train.py")
+    lay = [f for f in found if f.rule == "LAY003"]
+    assert lay and "TRL 1.17.0" not in lay[0].message
+    assert "TRL ≤ 1.16.0 (newest known; 1.17.0 is newer than envdoctor knows)" in lay[0].message
+    (past,) = [f for f in found if f.rule == "PKG009"]
+    assert "1.17.0" in past.message and "1.16.0, released 2026-10-15" in past.message
+    assert past.severity.value == "warning"
+
+
+def test_assumed_trl_is_not_called_installed():
+    from envdoctor.checks.context import Context
+    from envdoctor.checks.engine import run_rules
+    from envdoctor.facts.snapshot import from_dict
+    from envdoctor.plan.build import build_plan
+
+    facts = from_dict(snapshot(2, packages={**MODERN, "trl": "1.16.0"}), "t")
+    facts.extra["assumed"] = ["trl"]
+    ctx = Context(facts=facts, plan=build_plan(config_dict={"vllm_device": "cuda:1"}, live=False))
+    (hit,) = [f for f in run_rules(ctx).findings if f.rule == "CFG001"]
+    assert "installed TRL" not in hit.message and "TRL 1.16.0" in hit.message
