@@ -63,6 +63,17 @@ def _config_holds(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
     return value is not _MISSING and value is not None and any(_same(value, w) for w in wanted)
 
 
+def _config_sets(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
+    """Whether the config itself sets ``key`` to one of ``wanted`` ("*": to anything but null):
+    a ``when.unless_config`` escape. A GRPOConfig object's field left at its default is unset."""
+    value = ctx.config.get(key)
+    if value is None:
+        return False
+    if from_config_object(ctx.plan.config_origin.get(key, "")) and value == config_default(ctx, key):
+        return False
+    return any(_same(value, w) for w in wanted)
+
+
 def _launcher(ctx: Context) -> str | None:
     trainer = ctx.plan.trainer
     if trainer is None or trainer.unresolved:
@@ -136,6 +147,8 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
     for key, wanted in failure.config.items():
         if not _config_holds(ctx, key, wanted):
             return False
+    if any(_config_sets(ctx, key, wanted) for key, wanted in failure.unless_config.items()):
+        return False
     for key, wanted in failure.launch.items():
         if not _launch_holds(ctx, key, wanted):
             return False
