@@ -403,12 +403,16 @@ class Stack:
         rest = [v for v in self.known(name) if v != have and self.allowed(name, v)]
 
         def cost(v: str) -> tuple[int, tuple[int, Any]]:
-            clash = spare and sum(
-                1
-                for n in self.needs(name, v)
-                if n.name in self.installed and not n.allows(self.installed[n.name])
+            clash = (
+                sum(
+                    1
+                    for n in self.needs(name, v)
+                    if n.name in self.installed and not n.allows(self.installed[n.name])
+                )
+                if spare
+                else 0
             )
-            return int(clash), self.distance(name, v)
+            return clash, self.distance(name, v)
 
         return ([have] if have is not None and self.allowed(name, have) else []) + sorted(rest, key=cost)
 
@@ -483,7 +487,7 @@ def _resolve(stack: Stack, movable: set[str], spare: bool) -> dict[str, str]:
     from resolvelib import AbstractProvider, BaseReporter, Resolver
     from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 
-    class Provider(AbstractProvider):  # type: ignore[misc]
+    class Provider(AbstractProvider[Need, Candidate, str]):
         def identify(self, requirement_or_candidate: Need | Candidate) -> str:
             return requirement_or_candidate.name
 
