@@ -165,8 +165,13 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
 
 def matching(ctx: Context) -> list[KnownFailure]:
     """Catalogue entries that match this stack and that no other rule reports (entries marked
-    triage_only describe failures whose trigger only shows in the run: triage reads them)."""
-    return [f for f in checkable_failures() if f.rule is None and not f.triage_only and matches(ctx, f)]
+    triage_only describe failures whose trigger only shows in the run: triage reads them).
+    Kept on the context (KNF001, PKG004's deference and the package resolver ask)."""
+    found: list[KnownFailure] | None = ctx.__dict__.get("_matching")
+    if found is None:
+        found = [f for f in checkable_failures() if f.rule is None and not f.triage_only and matches(ctx, f)]
+        ctx.__dict__["_matching"] = found
+    return found
 
 
 def confirmed_break(ctx: Context, *names: str) -> KnownFailure | None:

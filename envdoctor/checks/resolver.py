@@ -55,9 +55,11 @@ SOURCES = (
 VLLM_FLOOR = "0.7.2"
 #: resolutions tried while looking for the fewest moves (each is a few milliseconds)
 MAX_TRIES = 200
-#: torch's companion wheels: each release is built for one torch release (torchvision 0.(m+15).p
-#: for torch 2.m.p, torchaudio 2.m.p), https://github.com/pytorch/vision#installation
-_COMPANIONS = {"torchvision": 15, "torchaudio": 0}
+#: torch's companion wheel: torchvision 0.(m+15).p is built for torch 2.m.p (its Requires-Dist pins
+#: it, read for 0.25.0-0.29.0; https://github.com/pytorch/vision#installation). Only for the torch
+#: releases vLLM pins (the newest torch may have no torchvision yet). torchaudio stopped
+#: following torch after 2.11 and is not in the stack PKG004 reads.
+_COMPANIONS = {"torchvision": 15}
 
 
 @dataclass(frozen=True)
@@ -70,16 +72,7 @@ class Need:
     why: str = ""  # who asks: "trl 1.16.0", "known failure <id>", "--require"
 
     def allows(self, version: str) -> bool:
-        key = (self, version)
-        found = _ALLOWS.get(key)
-        if found is None:
-            found = _ALLOWS[key] = self._allows(version)
-        return found
-
-    def _allows(self, version: str) -> bool:
-        if self.spec and versions.satisfies(version, self.spec) is False:
-            return False
-        return not (self.forbid and versions.satisfies(version, self.forbid) is True)
+        return _allows(self.spec, self.forbid, version)
 
     def text(self) -> str:
         what = self.spec or ""
@@ -88,7 +81,22 @@ class Need:
         return f"{self.name} {what or 'any version'}" + (f" ({self.why})" if self.why else "")
 
 
-_ALLOWS: dict[tuple[Need, str], bool] = {}
+_ALLOWS: dict[tuple[str, str, str], bool] = {}
+
+
+def _allows(spec: str, forbid: str, version: str) -> bool:
+    """Whether ``version`` is in ``spec`` and not in ``forbid`` (memoised: the resolver asks the
+    same few hundred questions thousands of times)."""
+    key = (spec, forbid, version)
+    found = _ALLOWS.get(key)
+    if found is None:
+        found = not (spec and versions.satisfies(version, spec) is False) and not (
+            forbid and versions.satisfies(version, forbid) is True
+        )
+        if len(_ALLOWS) > 100_000:
+            _ALLOWS.clear()
+        _ALLOWS[key] = found
+    return found
 
 
 @dataclass(frozen=True)
@@ -239,10 +247,11 @@ class Stack:
             return
         if name == "torch":
             yield from (str(p["torch"]) for p in pins)
-        if name == "trl":
-            yield from (str(t) for t in self.kb.grpo_keys.get("tags_scanned") or [])
+        if name == "trl":  # the newest patch of each series (others come in where a constraint names them)
+            tags = sorted(map(str, self.kb.grpo_keys.get("tags_scanned") or []), key=versions.sort_key)
+            yield from {_series(t): t for t in tags}.values()
         if name in _COMPANIONS:
-            yield from (c for t in self.known("torch") if (c := _companion(name, t)))
+            yield from (c for p in pins if (c := _companion(name, str(p["torch"]))))
         newest = (horizon(self.kb).get(name) or {}).get("newest")
         if newest:
             yield str(newest)
@@ -458,22 +467,19 @@ def _neg(v: versions.Version) -> _Neg:
 
 
 def _companion(name: str, torch: str) -> str | None:
+    """The ``name`` release built for ``torch`` (``_COMPANIONS``)."""
     v = versions.parse(torch)
     if v is None or len(v.release) < 3 or v.release[0] != 2:
         return None
-    major, minor, patch = v.release[:3]
-    offset = _COMPANIONS[name]
-    return f"0.{minor + offset}.{patch}" if offset else f"{major}.{minor}.{patch}"
+    return f"0.{v.release[1] + _COMPANIONS[name]}.{v.release[2]}"
 
 
 def _torch_of(name: str, version: str) -> str | None:
+    """The torch release the ``name`` release ``version`` is built for."""
     v = versions.parse(version)
-    if v is None or len(v.release) < 3:
+    if v is None or len(v.release) < 3 or v.release[0] != 0:
         return None
-    offset = _COMPANIONS[name]
-    if offset:
-        return f"2.{v.release[1] - offset}.{v.release[2]}" if v.release[0] == 0 else None
-    return f"2.{v.release[1]}.{v.release[2]}" if v.release[0] == 2 else None
+    return f"2.{v.release[1] - _COMPANIONS[name]}.{v.release[2]}"
 
 
 # --- resolvelib ---------------------------------------------------------------------------
@@ -498,12 +504,12 @@ def _resolve(stack: Stack, movable: set[str], spare: bool) -> dict[str, str]:
         def find_matches(
             self, identifier: str, requirements: Mapping[str, Iterator[Need]], incompatibilities: Any
         ) -> list[Candidate]:
-            reqs = list(requirements[identifier])
+            asks = {(r.spec, r.forbid) for r in requirements[identifier]}  # many parents, few ranges
             bad = {c.version for c in incompatibilities[identifier]}
             return [
                 Candidate(identifier, v)
                 for v in stack.ordered(identifier, identifier in movable, spare)
-                if v not in bad and all(r.allows(v) for r in reqs)
+                if v not in bad and all(_allows(spec, forbid, v) for spec, forbid in asks)
             ]
 
         def is_satisfied_by(self, requirement: Need, candidate: Candidate) -> bool:
