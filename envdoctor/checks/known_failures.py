@@ -38,7 +38,7 @@ def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | None]:
             if failure.fixed_in and not moved & set(failure.fixed_in):
                 from envdoctor.checks.resolver import plan_packages
 
-                alt = plan_packages(ctx, {n: f">={v}" for n, v in failure.fixed_in.items()})
+                alt = plan_packages(ctx, {n: f">={v}" for n, v in failure.fixed_in.items()}, explain=False)
                 if alt.command:
                     fix += f"  # or, with the release that fixes it: {alt.command}"
             return fix, remedy

@@ -587,7 +587,7 @@ def _nearest(stack: Stack, pinned: set[str]) -> dict[str, str]:
     return best
 
 
-def _solve(stack: Stack) -> PackagePlan:
+def _solve(stack: Stack, explain: bool = True) -> PackagePlan:
     if stack.consistent_now():
         return PackagePlan()
     anchored = {a for a in ANCHORS if a in stack.installed}
@@ -599,7 +599,7 @@ def _solve(stack: Stack) -> PackagePlan:
             why = str(exc)
             continue
         return PackagePlan(changes=best, before={n: stack.installed.get(n) for n in best})
-    return PackagePlan(unfixable=_culprit(stack) or why)
+    return PackagePlan(unfixable=(_culprit(stack) if explain else "") or why)
 
 
 def _culprit(stack: Stack) -> str:
@@ -616,19 +616,42 @@ def _culprit(stack: Stack) -> str:
         except Unresolvable:
             continue
         plan = PackagePlan(changes=without)
-        return f"{root.text()} cannot hold with what envdoctor knows of the other packages" + (
-            f" (without it: {plan.command})" if without else ""
+        return (
+            f"{root.text()} cannot hold with what envdoctor knows of the other packages"
+            + _torch_detail(stack, root)
+            + (f" (without it: {plan.command})" if without else "")
         )
     return ""
 
 
-def plan_packages(ctx: Context, require: Mapping[str, str] | None = None) -> PackagePlan:
+def _torch_detail(stack: Stack, root: Need) -> str:
+    """For a torch that cannot hold with vLLM: the torch releases vLLM is built for, within the
+    installed TRL's range."""
+    if root.name != "torch" or "vllm" not in stack.in_play:
+        return ""
+    trl = stack.installed.get("trl")
+    rng = str((stack.kb.trl_line(trl) or {}).get("vllm") or "") if trl else ""
+    fits = [v for v in stack.known("vllm") if not rng or versions.satisfies(v, rng)]
+    torches = sorted({str(p["torch"]) for v in fits if (p := stack._pin(v))}, key=versions.sort_key)
+    if not fits or not torches:
+        return ""
+    where = f" (TRL {trl}'s range)" if rng else ""
+    return f": vLLM {fits[0]} … {fits[-1]}{where} are built for torch " + (
+        torches[0] if len(torches) == 1 else f"{torches[0]} … {torches[-1]}"
+    )
+
+
+def plan_packages(
+    ctx: Context, require: Mapping[str, str] | None = None, explain: bool = True
+) -> PackagePlan:
     """The package plan for ``ctx`` (extra ``require``: name -> PEP 440 specifier that must
-    hold, e.g. ``{"torch": "==2.9.0"}`` to keep torch), cached on the context."""
+    hold, e.g. ``{"torch": "==2.9.0"}`` to keep torch), cached on the context (build a new
+    context after changing its facts or plan). ``explain``: when nothing resolves, find the
+    constraint without which it would (a few more resolutions; alternatives skip it)."""
     memo: dict[Any, PackagePlan] = ctx.__dict__.setdefault("_package_plans", {})
-    key = tuple(sorted((require or {}).items()))
+    key = (tuple(sorted((require or {}).items())), explain)
     if key not in memo:
-        memo[key] = _solve(Stack(ctx, require))
+        memo[key] = _solve(Stack(ctx, require), explain)
     return memo[key]
 
 
@@ -636,7 +659,7 @@ def plan_fix(ctx: Context, *names: str, keep: dict[str, str] | None = None) -> t
     """The resolver's one pip line and its remedy when it moves any of ``names`` (any package
     when none is named); ``keep`` (name -> version) asks for the plan that keeps those.
     ``("", None)`` when the plan changes none of them; the reason when nothing resolves."""
-    plan = plan_packages(ctx, {n: f"=={v}" for n, v in (keep or {}).items()})
+    plan = plan_packages(ctx, {n: f"=={v}" for n, v in (keep or {}).items()}, explain=not keep)
     if plan.unfixable:
         return f"no set of versions envdoctor knows fixes this: {plan.unfixable}", None
     if plan.changes and (not names or set(names) & set(plan.changes)):
