@@ -211,7 +211,7 @@ class Stack:
                 found.append((f"known failure {f.id}", dict(f.packages)))
         for bad in self.kb.vllm.get("known_bad") or []:
             when = bad.get("when") or {}
-            if bad.get("rule") or not when:
+            if bad.get("rule") or not when or bad.get("severity", "error") != "error":
                 continue
             pkgs = {k: str(v) for k, v in when.items() if not _condition_key(k)}
             if pkgs and _holds(self.ctx, bad, versions=False):
@@ -431,13 +431,13 @@ def _condition_key(key: str) -> bool:
 
 
 def _holds(ctx: Context, bad: dict[str, Any], versions: bool = True) -> bool:
-    """Whether a vllm.yaml ``known_bad`` entry that PKG007 reports holds (``versions``: its
-    version conditions too)."""
+    """Whether a vllm.yaml ``known_bad`` entry that PKG007 reports as an error holds
+    (``versions``: its version conditions too)."""
     from envdoctor.checks.matching import when_holds
 
     when = bad.get("when") or {}
-    if bad.get("rule") or not when:
-        return False
+    if bad.get("rule") or not when or bad.get("severity", "error") != "error":
+        return False  # another rule's, or advice (a warning to watch for): no package must move
     return when_holds(ctx, {k: v for k, v in when.items() if versions or _condition_key(k)})
 
 
