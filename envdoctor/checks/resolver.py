@@ -51,10 +51,12 @@ SOURCES = (
     "liger-kernel",
     "bitsandbytes",
 )
+#: packages the knowledge itself pins (a vLLM's torch and transformers, a TRL line's requirements)
+_KNOWN_TARGETS = ("torch", "transformers", "accelerate", "datasets", "huggingface-hub", "torchvision")
 #: the vLLM release below which TRL's GRPO fails (PKG002)
 VLLM_FLOOR = "0.7.2"
 #: resolutions tried while looking for the fewest moves (each is a few milliseconds)
-MAX_TRIES = 200
+MAX_TRIES = 60
 #: torch's companion wheel: torchvision 0.(m+15).p is built for torch 2.m.p (its Requires-Dist pins
 #: it, read for 0.25.0-0.29.0; https://github.com/pytorch/vision#installation). Only for the torch
 #: releases vLLM pins (the newest torch may have no torchvision yet). torchaudio stopped
@@ -163,6 +165,16 @@ class Stack:
         for name, spec in (require or {}).items():
             self.roots.append(Need(normalize_name(name), spec, why="required"))
         self.in_play = set(self.installed) | {r.name for r in self.roots}
+        # only what a constraint can touch: the stack's sources, what they require, the packages
+        # the knowledge pins; other installed distributions stay out of the search
+        touched = {n for n in self.installed if n in SOURCES or n in _KNOWN_TARGETS}
+        for src in list(touched):
+            touched |= {need.name for need in self._needs(src, self.installed[src], False)}
+        self.in_play = (touched & set(self.installed)) | {
+            r.name for r in self.roots if r.name not in self.installed
+        }
+        self.in_play |= {r.name for r in self.roots if r.spec}
+        self.roots = [r for r in self.roots if r.name in self.in_play]
         self._failures_found: tuple[list[tuple[str, dict[str, str]]], list[Need]] | None = None
         self._known: dict[str, list[str]] = {}
         self._deps: dict[tuple[str, str, bool], list[Need]] = {}
@@ -569,7 +581,7 @@ def _nearest(stack: Stack, pinned: set[str]) -> dict[str, str]:
     """The fewest changes with ``pinned`` kept: each size of the set of packages allowed to move,
     smallest first (the first assignment found with every package free bounds the sizes)."""
     must = {r.name for r in stack.roots if r.name not in stack.installed}
-    free = sorted(stack.in_play - must - pinned)
+    free = sorted(n for n in stack.in_play - must - pinned if len(stack.known(n)) > 1)
     best = _changes(stack, _resolve(stack, must | set(free), spare=True))
     tries = 0
     for size in range(0, len(best) - len(must) + 1):
