@@ -167,7 +167,10 @@ class Stack:
         self.in_play = set(self.installed) | {r.name for r in self.roots}
         # only what a constraint can touch: the stack's sources, what they require, the packages
         # the knowledge pins; other installed distributions stay out of the search
-        touched = {n for n in self.installed if n in SOURCES or n in _KNOWN_TARGETS}
+        from envdoctor.knowledge import checkable_failures
+
+        named = {n for f in checkable_failures() for n in f.packages}  # the catalogue's pairs
+        touched = {n for n in self.installed if n in SOURCES or n in _KNOWN_TARGETS or n in named}
         for src in list(touched):
             touched |= {need.name for need in self._needs(src, self.installed[src], False)}
         self.in_play = (touched & set(self.installed)) | {
