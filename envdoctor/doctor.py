@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.engine import Outcome, run_rules
@@ -17,12 +16,8 @@ from envdoctor.rule_docs import AREAS, rule_docs
 from envdoctor.suppression import Suppressed, Suppression
 from envdoctor.units import size_text
 
-if TYPE_CHECKING:
-    from envdoctor.knowledge import Knowledge
-
 SHOWN = ("trl", "vllm", "transformers", "accelerate", "torch", "deepspeed", "peft")
 AREA_ORDER = ("packages", "config", "gpus", "layout", "allocator", "data", "probe")
-_PIP = re.compile(r"pip install ((?:'[^']+'\s*)+)")
 
 
 def _version() -> str:
@@ -92,41 +87,14 @@ def layout_rows(ctx: Context) -> list[dict[str, Any]]:
 
 
 def upgrade_plan(ctx: Context, findings: list[Finding]) -> list[str]:
-    """pip commands that make the stack consistent: requirement conflicts solved with the fewest
-    changes (``envdoctor.upgrade``), plus the other version fixes the findings ask for."""
-    plans = list(_plan_upgrade(ctx.facts, ctx.kb, {"vllm"} if ctx.plan.use_vllm else set()))
-    wanted: dict[str, str] = {}
-    for f in findings:
-        if not f.rule.startswith("PKG") or f.rule == "PKG004":
-            continue
-        m = _PIP.search(f.fix)
-        for req in re.findall(r"'([^']+)'", m.group(1)) if m else []:
-            name = re.split(r"[<>=!~\[ ]", req, maxsplit=1)[0]
-            wanted.setdefault(name, req)
-    if wanted:
-        plans.append("pip install " + " ".join(f"'{r}'" for r in wanted.values()))
-    return plans
+    """The one pip line that makes the stack consistent (``envdoctor.checks.resolver``: every
+    constraint envdoctor knows, nearest to what is installed), or why nothing does."""
+    from envdoctor.checks.resolver import plan_packages
 
-
-_UPGRADE_CACHE: dict[tuple, tuple[str, ...]] = {}
-
-
-def _plan_upgrade(facts: Facts, kb: Knowledge, extras: set[str]) -> tuple[str, ...]:
-    """``plan_upgrade``, computed once per distinct set of installed packages: the hook checks
-    a thousand configs against one environment, and parsing every Requires-Dist line again for
-    each made that quadratic in practice (31 s for 1,000 files)."""
-    from envdoctor.upgrade import plan_upgrade
-
-    key = (
-        id(kb),
-        frozenset(extras),
-        tuple(sorted((n, p.version, tuple(p.requires or ())) for n, p in facts.packages.items())),
-    )
-    if key not in _UPGRADE_CACHE:
-        if len(_UPGRADE_CACHE) >= 8:
-            _UPGRADE_CACHE.clear()
-        _UPGRADE_CACHE[key] = tuple(plan_upgrade(facts, kb, extras))
-    return _UPGRADE_CACHE[key]
+    plan = plan_packages(ctx)
+    if plan.unfixable:
+        return [f"# no set of versions envdoctor knows makes this stack consistent: {plan.unfixable}"]
+    return [plan.command] if plan.command else []
 
 
 def build_report(

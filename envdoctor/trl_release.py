@@ -43,12 +43,23 @@ class TrlRelease:
         return self.how == "assumed"
 
     def label(self) -> str:
-        """``1.16.0`` or ``1.16.0 (assumed: …)`` for messages."""
+        """``1.16.0`` or ``1.16.0 (assumed: …)`` for messages; past the knowledge horizon
+        ``≤ 1.16.0 (newest known; 1.17.0 is newer than envdoctor knows)``: what a message says of
+        a release envdoctor has not read comes from the newest one it has."""
         if self.version is None:
             return "?"
+        said = self.version
+        if self.version:
+            from envdoctor.knowledge import beyond_horizon
+
+            past = beyond_horizon("trl", self.version)
+            if past is not None:
+                said = past.said().removeprefix("TRL ")
         if self.how == "named":  # --assume trl==X: nothing installed says so
-            return f"{self.version} (assumed)"
-        return f"{self.version} (assumed: {self.why})" if self.assumed else self.version
+            return f"{said} (assumed)"
+        if self.assumed:
+            return f"{self.version} (assumed: {self.why})"
+        return said
 
 
 def newest_known(kb: Knowledge) -> str | None:

@@ -52,7 +52,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("envdoctor.checks",),
     ("envdoctor.report",),
     ("envdoctor.remedy",),  # the fix closure: applies a remedy to facts + plan, runs the rules
-    ("envdoctor.doctor", "envdoctor.upgrade"),  # runs facts -> plan -> checks -> report
+    ("envdoctor.doctor",),  # runs facts -> plan -> checks -> report
     ("envdoctor.api",),  # preflight(): may run the probe
     ("envdoctor.integrations",),  # the TRL callback and monitor: they call the API
     ("envdoctor.commands",),

@@ -9,6 +9,7 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import Remedy
+from envdoctor.knowledge import release_said
 from envdoctor.knowledge.keys import presence, span
 from envdoctor.plan.interface import from_code
 from envdoctor.plan.values import small_divisors, type_problem
@@ -99,6 +100,12 @@ def _deprecated(entry: dict[str, Any], trl: str | None) -> bool:
     return not (end and versions.at_least(trl, str(end)))
 
 
+def _installed(ctx: Context) -> str:
+    """``installed `` when TRL is installed here; nothing when it is assumed (``--assume``, or
+    the newest release envdoctor knows when none is installed)."""
+    return "" if ctx.trl.assumed or "trl" in (ctx.facts.extra.get("assumed") or []) else "installed "
+
+
 @rule("CFG001", needs=("plan",))
 def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
     trl, said = ctx.trl.version, ctx.trl.label()
@@ -142,7 +149,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
         if too_new:
             msg = (
                 f"`{key}` ({origin}) was removed from GRPOConfig in TRL {until}; "
-                f"{'installed ' if ctx.trl.how == 'installed' else ''}TRL {said} "
+                f"{_installed(ctx)}TRL {said} "
                 f"{_parser_does(ctx)} (it exists in {_span(entry)})"
             )
             fix = (
@@ -417,10 +424,11 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
         entry = keys.get(guess)
         if guess not in current and entry is not None:  # a key of another TRL era
             repl = entry.get("replaced_by")
-            which = "the installed " if ctx.trl.how == "installed" else ""
+            which = "the installed " if _installed(ctx) else ""
             msg += f" (a key of {_span(entry)}, not of {which}TRL {ctx.trl.label()})"
             fix = (
-                f"TRL {trl} replaced `{guess}` with `{repl}`: set that instead of `{key}`"
+                f"{release_said('trl', trl, ctx.kb)} replaced `{guess}` with `{repl}`: "
+                f"set that instead of `{key}`"
                 if repl
                 else f"remove `{key}`; `{guess}` needs {_span(entry)}"
             )

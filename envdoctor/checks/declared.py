@@ -228,31 +228,23 @@ def declared_newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
     stack = _stack(ctx)
     if not stack:
         return  # nothing declared: the curated tables are not even read
-    pins = [p for p in ctx.kb.vllm.get("torch_pins") or [] if p.get("vllm") and p.get("torch")]
-    known = {
-        "vllm": [str(p["vllm"]) for p in pins],
-        "trl": [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []],
-        "torch": [str(p["torch"]) for p in pins],
-    }
-    for name, releases in known.items():
+    from envdoctor.checks.packages import EXTRAPOLATED
+    from envdoctor.knowledge import beyond_horizon, horizon
+
+    for name in horizon(ctx.kb):  # rules/knowledge/horizon.yaml: each package's newest known release
         e = stack.get(name)
-        if e is None or not e.version or not releases or versions.parse(e.version) is None:
+        past = beyond_horizon(name, e.version, ctx.kb) if e is not None and e.version else None
+        if e is None or past is None:
             continue
-        newest = max(releases, key=versions.sort_key)
-        if versions.sort_key(e.version) > versions.sort_key(newest):
-            what = {
-                "vllm": "its torch pin and transformers bounds",
-                "trl": "its config keys, vLLM range and requirements",
-                "torch": "the vLLM release built for it",
-            }[name]
-            yield hit(
-                f"{name} {e.version} ({_said(e)}) is newer than envdoctor's knowledge "
-                f"(newest {name} known: {newest}): {what} are not checked",
-                fix="upgrade envdoctor (its knowledge follows new releases), and read the "
-                f"{name} {e.version} release notes",
-                package=name,
-                **_where(e),
-            )
+        what = EXTRAPOLATED.get(name, "the known failures and requirements stop at the newest known release")
+        yield hit(
+            f"{name} {e.version} ({_said(e)}) is newer than envdoctor's knowledge "
+            f"(newest {name} known: {past.newest}, released {past.released}): {what}",
+            fix="upgrade envdoctor (its knowledge follows new releases), and read the "
+            f"{name} {e.version} release notes",
+            package=name,
+            **_where(e),
+        )
 
 
 def _line_start(line: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import Remedy
+from envdoctor.knowledge import release_said
 from envdoctor.plan.interface import GpuLayout, Launch
 
 #: vLLM's /server_info (its whole config as JSON) may be read up to this size; other answers 64 KiB
@@ -167,21 +168,22 @@ def _one_process_outcome(
 ) -> str:
     """What TRL ``trl`` does with one process that sees several GPUs (LAY003's message)."""
     n = ctx.layout.process_gpus
+    said = release_said("trl", trl, ctx.kb)  # past the horizon: the newest release it knows
     victims = f" — including GPU {', '.join(map(str, gen))} reserved for vLLM" if gen else ""
     since = ctx.kb.feature_entry("dataparallel_refusal").get("since", "a newer release")
     split_since = ctx.kb.feature_entry("model_path_device_map_auto").get("since", "a newer release")
     if splits and by_path:
         return (
-            f'TRL {trl} loads model_name_or_path with device_map="auto" and splits it over'
+            f'{said} loads model_name_or_path with device_map="auto" and splits it over'
             f" all {n} GPUs{victims}, so it trains one GPU at a time"
             + ("; its layers and activations take memory vLLM needs there" if gen else "")
         )
     if splits:
         obj = (
-            f'TRL {trl} refuses a model object the script builds at init ("GRPOTrainer does'
+            f'{said} refuses a model object the script builds at init ("GRPOTrainer does'
             ' not support `nn.DataParallel`")'
             if refuses
-            else f"TRL {trl} lets transformers.Trainer silently wrap a model object the script "
+            else f"{said} lets transformers.Trainer silently wrap a model object the script "
             f"builds in nn.DataParallel over all {n} GPUs{victims} (replicas run out of "
             "memory later)"
         )
@@ -199,7 +201,7 @@ def _one_process_outcome(
             'with device_map="auto" and trains one GPU at a time'
         )
     return (
-        f"{'TRL ' + trl if trl else 'older TRL'} lets transformers.Trainer silently wrap "
+        f"{said if trl else 'older TRL'} lets transformers.Trainer silently wrap "
         f"the model in nn.DataParallel over all {n} GPUs{victims}; replicas and "
         "activations land there and it runs out of memory later"
     )
@@ -556,8 +558,8 @@ def server_kind_mismatch(ctx: Context) -> Iterator[Hit]:
     if launch is not None and launch.launcher == "vllm-serve":
         if need["server"] == "trl-vllm-serve":
             yield hit(
-                f"the server line runs vLLM's own `vllm serve`, but TRL {trl}'s client needs "
-                f"`trl vllm-serve`: {need['why']}",
+                f"the server line runs vLLM's own `vllm serve`, but "
+                f"{release_said('trl', trl, ctx.kb)}'s client needs `trl vllm-serve`: {need['why']}",
                 fix=(line := _as_trl_serve(ctx, launch)),
                 remedy=launch_remedy(ctx, line, server=True),
                 trl=trl,
@@ -601,7 +603,8 @@ def server_kind_mismatch(ctx: Context) -> Iterator[Hit]:
     if status == 404:
         yield hit(
             f"the server at {health.url} answers its health check but has no GET {path} "
-            f"(HTTP 404): it is not the server TRL {trl}'s client needs — {need['why']}",
+            f"(HTTP 404): it is not the server {release_said('trl', trl, ctx.kb)}'s client needs — "
+            f"{need['why']}",
             fix=(
                 "start it with trl vllm-serve --model <your model>"
                 if need["server"] == "trl-vllm-serve"

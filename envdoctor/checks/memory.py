@@ -12,6 +12,7 @@ from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.facts.interface import Gpu, GpuProcess
 from envdoctor.findings import Remedy
+from envdoctor.knowledge import release_said
 
 
 def _holders(gpu: Gpu, exclude: Collection[int] = frozenset()) -> str:
@@ -47,7 +48,7 @@ def server_default(ctx: Context, launcher: str | None) -> tuple[float, str]:
         vllm = ctx.version("vllm")
         for row in table.get("vllm_serve") or []:
             if versions.satisfies(vllm, str(row.get("vllm", ""))):
-                return float(row["value"]), f"vLLM {vllm}'s default"
+                return float(row["value"]), f"{release_said('vllm', vllm, ctx.kb)}'s default"
         return float(table.get("unknown", 0.9)), "vLLM's default (assumed)"
     return float(table.get("trl_vllm_serve", 0.9)), "trl vllm-serve's default"
 

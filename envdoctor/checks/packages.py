@@ -7,13 +7,14 @@ from typing import Any
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
-from envdoctor.checks.known_failures import confirmed_break
+from envdoctor.checks.matching import confirmed_break, when_holds
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.checks.resolver import plan_fix
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.findings import Remedy
+from envdoctor.knowledge import release_said
 from envdoctor.knowledge.requirements import harmless, marker_env, requirement_lines, weight
-from envdoctor.plan.layout import trainer_env
 
 #: Distributions whose requirements are checked (the training stack).
 CHECKED = (
@@ -45,11 +46,14 @@ def _vllm_fix(ctx: Context, minimum: str) -> str:
 def vllm_missing(ctx: Context) -> Iterator[Hit]:
     if ctx.version("vllm") is None and not ctx.facts.unknown("vllm"):
         trl = ctx.version("trl")
+        fix, remedy = plan_fix(ctx, "vllm")
         yield hit(
             "use_vllm is on but vLLM is not installed"
-            + (f" (TRL {trl} imports it when the trainer starts)" if trl else ""),
-            fix="pip install 'trl[vllm]'  # installs the vLLM release this TRL supports",
+            + (f" ({release_said('trl', trl, ctx.kb)} imports it when the trainer starts)" if trl else ""),
+            fix=(f"{fix}  # the vLLM release in TRL's range built for this torch" if remedy else fix)
+            or "pip install 'trl[vllm]'  # installs the vLLM release this TRL supports",
             use_vllm=True,
+            remedy=remedy,
         )
 
 
@@ -57,12 +61,14 @@ def vllm_missing(ctx: Context) -> Iterator[Hit]:
 def vllm_too_old(ctx: Context) -> Iterator[Hit]:
     vllm = ctx.version("vllm")
     if vllm and ctx.version("trl") and versions.below(vllm, "0.7.2"):
+        fix, remedy = plan_fix(ctx, "vllm")
         yield hit(
             f"vLLM {vllm} is older than 0.7.2, the first release that works with TRL's GRPO: "
             'expect "Expected all tensors to be on the same device" and rotary-embedding '
             'size mismatches ("The size of tensor a (1034) must match the size of tensor b (1035)")',
-            fix=_vllm_fix(ctx, "0.7.2"),
+            fix=fix or _vllm_fix(ctx, "0.7.2"),
             vllm=vllm,
+            remedy=remedy,
         )
 
 
@@ -92,27 +98,6 @@ def _extras(ctx: Context, dist: str) -> set[str]:
     `pip install 'trl[vllm]'` brings the whole extra: its parts are not listed one by one."""
     wanted = dist == "trl" and ctx.plan.use_vllm and ctx.version("vllm") is not None
     return {"vllm"} if wanted else set()
-
-
-def _compatible_release(ctx: Context, src: str, torch_version: str) -> str | None:
-    """A vLLM release built for the installed torch (from rules/knowledge/vllm.yaml)."""
-    if src != "vllm":
-        return None
-    base = versions.parse(torch_version)
-    if base is None:
-        return None
-    matches = [p["vllm"] for p in ctx.kb.vllm.get("torch_pins", []) if str(p.get("torch")) == base.public]
-    return max(matches, key=lambda v: versions.sort_key(str(v))) if matches else None
-
-
-def _pins(target: str, spec: str, src: str | None = None, alt: str | None = None) -> list[Remedy]:
-    """Remedies where the versions are exact: ``target==X`` (a pin), and ``src==alt``."""
-    out = []
-    if spec.startswith("==") and "," not in spec and "*" not in spec:
-        out.append(Remedy(packages={target: spec[2:].strip()}, fix=f"pip install '{target}{spec}'"))
-    if src and alt:
-        out.append(Remedy(packages={src: alt}, fix=f"keep {target}; pip install '{src}=={alt}'"))
-    return out
 
 
 def _missing(
@@ -156,6 +141,13 @@ def _missing(
     )
 
 
+def _pins(target: str, spec: str) -> list[Remedy]:
+    """The remedy where the version is exact (``target==X``): a pin; none for a range."""
+    if spec.startswith("==") and "," not in spec and "*" not in spec:
+        return [Remedy(packages={target: spec[2:].strip()}, fix=f"pip install '{target}{spec}'")]
+    return []
+
+
 def _mismatch(
     ctx: Context,
     who: str,
@@ -169,20 +161,25 @@ def _mismatch(
     entry: dict[str, Any] | None,
     curated: bool,
 ) -> Hit | None:
-    alt = _compatible_release(ctx, src, installed) if target == "torch" else None
-    fix = f"pip install '{target}{spec}'"
-    if alt:
-        fix += f"  # or keep {target} {installed} and install {src}=={alt}, built for it"
+    fix, remedy = plan_fix(ctx)
+    if remedy is None:
+        fix = fix or f"pip install '{target}{spec}'"
+    elif target not in remedy.packages or remedy.packages[target] == installed:
+        pass  # the plan keeps the target already
+    else:
+        alt, alt_remedy = plan_fix(ctx, keep={target: installed})
+        if alt_remedy is not None and alt_remedy.packages != remedy.packages:
+            fix += f"  # or keep {target} {installed}: {alt}"
     origin = " (its curated pin: this snapshot has no Requires-Dist)" if curated else ""
     head = f"{who} {pkg.version} requires {target}{spec}{origin}, installed {target} {installed}"
     if entry is not None and (kind == "binds" or kind == "imports" and entry.get("version_checked")):
         return hit(
             f"{head} → {src}: {entry['why']}" if kind == "binds" else f"{head} → {entry['why']}",
             fix=fix,
-            remedy=_pins(target, spec, src, alt),
             requirement=line,
             installed=installed,
             weight=kind,
+            remedy=remedy,
         )
     confirmed = confirmed_break(ctx, src, target)
     if confirmed is not None:  # KNF001 reports the confirmed break, with its fix
@@ -198,10 +195,10 @@ def _mismatch(
         f"{head} ({why})",
         fix=fix,
         severity="warning",
-        remedy=_pins(target, spec, src, alt),
         requirement=line,
         installed=installed,
         weight="other",
+        remedy=remedy,
     )
 
 
@@ -276,37 +273,15 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
     if versions.below(vllm, "0.7.2"):
         return  # PKG002 says it, with the GRPO errors to expect
     if versions.satisfies(vllm, rng) is False and confirmed_break(ctx, "trl", "vllm") is None:
+        fix, remedy = plan_fix(ctx, "vllm", "trl")
         yield hit(
             f"TRL {trl} supports vLLM {rng} for GRPO; installed vLLM {vllm}",
-            fix=f"pip install 'vllm{rng}'",
+            fix=fix or f"pip install 'vllm{rng}'",
+            remedy=remedy,
             trl=trl,
             vllm=vllm,
             references=line.get("references", []),
         )
-
-
-def _when_matches(ctx: Context, when: dict[str, Any]) -> bool:
-    for key, cond in when.items():
-        if key == "use_vllm":
-            if bool(cond) != ctx.plan.use_vllm:
-                return False
-            continue
-        if key == "vllm_mode":
-            if ctx.layout.generation_mode != cond:
-                return False
-            continue
-        if key.startswith("config."):
-            if ctx.config.get(key[7:]) != cond:
-                return False
-            continue
-        if key.startswith("env."):
-            value = trainer_env(ctx.facts, ctx.plan.trainer).get(key[4:], "")
-            if str(cond.get("contains", "")) not in value:
-                return False
-            continue
-        if versions.satisfies(ctx.version(key), str(cond)) is not True:
-            return False
-    return True
 
 
 @rule("PKG007")
@@ -315,7 +290,7 @@ def known_bad_combination(ctx: Context) -> Iterator[Hit]:
         if entry.get("rule"):
             continue  # a dedicated rule reports this one
         when = entry.get("when") or {}
-        if when and _when_matches(ctx, when):
+        if when and when_holds(ctx, when):
             installed = ", ".join(f"{k} {ctx.version(k)}" for k in when if ctx.version(k) is not None)
             yield hit(
                 f"known-bad combination ({installed}): {entry.get('symptom', '').strip()}",
@@ -335,8 +310,44 @@ def trl_missing(ctx: Context) -> Iterator[Hit]:
             if ctx.trl.assumed
             else ""
         )
+        fix, remedy = plan_fix(ctx, "trl")
         yield hit(
             f"TRL is not installed here, so GRPOTrainer cannot start{assumed}",
-            fix="pip install trl",
+            fix=fix or "pip install trl",
+            remedy=remedy,
             assumed_trl=ctx.trl.version,
+        )
+
+
+#: What the rules extrapolate for a release of each package newer than the knowledge (PKG009).
+EXTRAPOLATED = {
+    "trl": "its GRPOConfig keys and defaults, vLLM range and requirements are taken from the newest "
+    "known release",
+    "vllm": "no torch pin, transformers bounds or TRL range is known for it; its defaults are taken from "
+    "the newest known release",
+    "torch": "which vLLM release is built for it is not known",
+}
+
+
+@rule("PKG009")
+def newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
+    if "declared" in ctx.facts.extra:
+        return  # a declared stack: DCL005 says it, with the file and line
+    from envdoctor.knowledge import beyond_horizon, horizon
+
+    for name in horizon(ctx.kb):
+        past = beyond_horizon(name, ctx.version(name), ctx.kb)
+        if past is None:
+            continue
+        what = EXTRAPOLATED.get(name, "the known failures and requirements stop at the newest known release")
+        yield hit(
+            f"{past.display} {past.version} is newer than the newest release envdoctor knows "
+            f"({past.display} {past.newest}, released {past.released}): {what}, so a break in "
+            f"{past.version} goes unseen",
+            fix=f"upgrade envdoctor (pip install -U grpo-envdoctor), or pin '{name}=={past.newest}', "
+            "the newest release it has checked",
+            package=name,
+            version=past.version,
+            newest=past.newest,
+            released=past.released,
         )

@@ -7,6 +7,7 @@ The package is knowledge's one home: the loaders here (``knowledge()``, ``known_
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ class Knowledge:
         "allocator": "torch_allocator.yaml",
         "requirements": "requirements.yaml",
         "parser_keys": "parser_keys.yaml",
+        "horizon": "horizon.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:
@@ -90,6 +92,69 @@ def _load(name: str) -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def knowledge() -> Knowledge:
     return Knowledge()
+
+
+#: How messages name a package.
+DISPLAY = {"trl": "TRL", "vllm": "vLLM"}
+
+
+@dataclass(frozen=True)
+class Beyond:
+    """A version newer than the newest release of its package envdoctor knows."""
+
+    name: str
+    version: str
+    newest: str
+    released: str
+
+    @property
+    def display(self) -> str:
+        return DISPLAY.get(self.name, self.name)
+
+    def said(self) -> str:
+        """``TRL ≤ 1.16.0 (newest known; 1.17.0 is newer than envdoctor knows)``: how a message
+        names the release whose facts it states."""
+        return f"{self.display} ≤ {self.newest} (newest known; {self.version} is newer than envdoctor knows)"
+
+
+def horizon(kb: Knowledge | None = None) -> dict[str, dict[str, Any]]:
+    """``rules/knowledge/horizon.yaml``'s packages: name -> {newest, released}."""
+    packages = (kb or knowledge()).horizon.get("packages") or {}
+    return packages if isinstance(packages, dict) else {}
+
+
+def beyond_horizon(name: str, version: str | None, kb: Knowledge | None = None) -> Beyond | None:
+    """``Beyond`` when ``version`` of ``name`` is newer than the newest release envdoctor knows
+    (a pre-release or dev build of a newer release counts; a local label does not), else None.
+    Used by the package rules, the messages that state version facts and triage (versions read
+    from a log)."""
+    entry = horizon(kb).get(normalize_name(name)) or {}
+    newest = versions.parse(str(entry.get("newest") or ""))
+    v = versions.parse(version)
+    if newest is None or v is None:
+        return None
+    public = versions.parse(v.public)
+    if public is None or not public > newest:
+        return None
+    return Beyond(normalize_name(name), v.public, newest.public, str(entry.get("released") or "?"))
+
+
+def release_said(name: str, version: str | None, kb: Knowledge | None = None) -> str:
+    """How a message names release ``version`` of ``name`` when it states a fact about it:
+    ``TRL 1.16.0``; past the horizon, the newest known release the fact comes from
+    (``Beyond.said``)."""
+    past = beyond_horizon(name, version, kb)
+    if past is not None:
+        return past.said()
+    return f"{DISPLAY.get(normalize_name(name), name)} {version or '?'}"
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503 (the facts layer's ``normalize_name``, spelled here: knowledge stays below it)."""
+    value = name.replace("_", "-").replace(".", "-")
+    while "--" in value:
+        value = value.replace("--", "-")
+    return value.lower()
 
 
 def known_failures() -> list[KnownFailure]:

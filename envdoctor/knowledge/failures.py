@@ -42,7 +42,7 @@ _KEYS = {
     "raised",
 }
 _RAISED_KEYS = {"exception", "message", "frames"}
-_WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env"}
+_WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env", "unless_config"}
 #: ``when.launch`` aspects and the values each may take.
 LAUNCH_VALUES = {
     "launcher": ("python", "torchrun", "accelerate", "deepspeed", "trl"),
@@ -103,6 +103,9 @@ class KnownFailure:
     workaround: str | None = None
     rule: str | None = None  # an existing rule that already reports this failure
     note: str | None = None
+    #: GRPO config key -> values ("*": any) with which the run escapes the failure, so that an
+    #: entry certain for the rest (an unset key, e.g. generation_kwargs) can say so
+    unless_config: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     triage_only: bool = False  # its trigger is invisible before the run: triage reads it, check does not
     file: str = ""
     #: where it is raised, for triage to find it behind a generic message: the exception's class
@@ -263,6 +266,10 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
             "'note' says what envdoctor cannot see (the data, the model)"
         )
     packages, config, launch, platform, env, unless_env = _when(entry.get("when"), where)
+    raw = (entry.get("when") or {}).get("unless_config") or {}
+    if not isinstance(raw, dict):
+        raise KnownFailuresError(f"{where}.when.unless_config: expected a mapping of GRPO config keys")
+    unless_config = {str(k): _values(v, f"{where}.when.unless_config.{k}") for k, v in raw.items()}
     sources = entry.get("sources")
     if (
         not isinstance(sources, list)
@@ -293,6 +300,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         platform=platform,
         env=env,
         unless_env=unless_env,
+        unless_config=unless_config,
         symptoms=_symptoms(entry.get("symptoms"), where, kind == "silent-wrong", eager),
         cause=str(_text(entry, "cause", where)),
         fix=str(_text(entry, "fix", where)),
@@ -360,6 +368,7 @@ def from_record(record: dict[str, Any]) -> KnownFailure:
     fields = dict(record)
     fields["config"] = {k: tuple(v) for k, v in fields["config"].items()}
     fields["launch"] = {k: tuple(v) for k, v in fields["launch"].items()}
+    fields["unless_config"] = {k: tuple(v) for k, v in fields.get("unless_config", {}).items()}
     fields["platform"] = tuple(fields["platform"])
     fields["symptoms"] = tuple(Symptom(text, where) for text, where in fields["symptoms"])
     fields["sources"] = tuple(fields["sources"])

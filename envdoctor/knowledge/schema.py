@@ -51,10 +51,41 @@ def check_when(when: Any, where: str) -> None:
             _spec(value, w)
 
 
+def _date(value: Any, where: str) -> None:
+    import re
+
+    if not (isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value)):
+        raise KnowledgeError(f"{where}: expected a date as a quoted 'YYYY-MM-DD' string")
+
+
+def _horizon(name: str, data: dict[str, Any]) -> None:
+    """horizon.yaml: ``checked`` (a date) and, per package, its newest known release and date."""
+    from packaging.version import InvalidVersion, Version
+
+    _date(data.get("checked"), f"{name}: checked")
+    packages = data.get("packages")
+    if not isinstance(packages, dict) or not packages:
+        raise KnowledgeError(f"{name}: packages: expected a mapping of package name to its newest release")
+    for pkg, entry in packages.items():
+        where = f"{name}: packages.{pkg}"
+        if not isinstance(entry, dict):
+            raise KnowledgeError(f"{where}: expected {{newest, released, references}}")
+        try:
+            Version(str(entry.get("newest")))
+        except InvalidVersion:
+            raise KnowledgeError(f"{where}.newest: {entry.get('newest')!r} is not a version") from None
+        if not isinstance(entry.get("newest"), str):
+            raise KnowledgeError(f"{where}.newest: expected a quoted version string")
+        _date(entry.get("released"), f"{where}.released")
+        _refs(entry, where)
+
+
 def validate(name: str, data: Any) -> None:
     """Raise ``KnowledgeError`` unless ``data`` (the parsed file ``name``) fits the schema."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise KnowledgeError(f"{name}: 'schema: {SCHEMA}' missing")
+    if "checked" in data or name == "horizon.yaml":
+        _horizon(name, data)
     for i, line in enumerate(data.get("trl_lines", [])):
         where = f"{name}: trl_lines[{i}]"
         _spec(line.get("trl"), f"{where}.trl")

@@ -218,6 +218,7 @@ class VllmContext:
     address: str | None = None
     interface: str | None = None
     shared_gpus: list[int] = field(default_factory=list)  # server mode: trainer's ∩ server's
+    vllm_install: str = ""  # the exact pip line for a missing vLLM (ProbeSpec.vllm_install)
 
 
 def _held(ctx: VllmContext, gpu: int | None) -> str:
@@ -278,7 +279,7 @@ def classify_vllm(text: str, ctx: VllmContext) -> list[Finding]:
                 "PRB014",
                 Severity.ERROR,
                 f"{ctx.part} failed: {what}",
-                f"pip install {pkg}",
+                ctx.vllm_install if mod == "vllm" and ctx.vllm_install else f"pip install {pkg}",
                 {"module": mod, "package": pkg},
             )
         )

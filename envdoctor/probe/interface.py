@@ -50,6 +50,9 @@ class ProbeSpec:
     use_vllm: bool = False  # the probe generates with the trainer's own generate() by default
     vllm_mode: str | None = None  # server | colocate | legacy (TRL 0.14-0.15's vllm_device)
     vllm: dict[str, Any] = field(default_factory=dict)  # GRPOConfig vllm_* settings (user's)
+    #: vLLM not installed: the package resolver's pip line (the release in TRL's range built for
+    #: the installed torch), as `check` says it in PKG001
+    vllm_install: str = ""
     server_launch: Launch | None = None  # server mode: the user's trl vllm-serve / vllm serve
     server_visible: list[int] = field(default_factory=list)  # NVML indices it sees, CUDA order
     trainer_visible: list[int] = field(default_factory=list)  # NVML indices the ranks see

@@ -104,6 +104,12 @@ def _vllm_part(ctx: Context) -> dict[str, Any]:
         "vllm": vllm,
         "trainer_visible": list(lay.visible),
     }
+    if ctx.version("vllm") is None:  # what to install, said as `check` says it (PKG001)
+        from envdoctor.checks.resolver import plan_fix
+
+        fix, remedy = plan_fix(ctx, "vllm")
+        if remedy is not None:
+            out["vllm_install"] = fix
     if mode != "server":
         return out
     launch = plan.server

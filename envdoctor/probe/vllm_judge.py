@@ -38,6 +38,7 @@ def _context(
         address=rank0.get("sync_address"),
         interface=rank0.get("sync_interface"),
         shared_gpus=shared,
+        vllm_install=spec.vllm_install,
     )
 
 

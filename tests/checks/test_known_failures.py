@@ -139,7 +139,19 @@ def test_entry_fires_once_with_its_id_and_fix(failure):
     assert len(found) == 1
     hit = found[0]
     assert hit.severity.value == failure.severity
-    assert hit.fix == failure.fix
+    if hit.remedy is None:
+        assert hit.fix == failure.fix
+    else:  # issue 35: a broken pair or a fixed release gets exact versions that hold when followed
+        assert len(failure.packages) >= 2 or failure.fixed_in
+        assert hit.fix.startswith("pip install '") and hit.remedy.packages
+        assert all(f"'{n}=={v}'" in hit.fix for n, v in hit.remedy.packages.items())
+        followed = {**snap, "packages": {**snap["packages"], **hit.remedy.packages}}
+        after = findings(followed, config=config, launch=launch)
+        assert failure.id not in [f.evidence.get("id") for f in after if f.rule == "KNF001"]
+        errors = [
+            f for f in after if f.rule in ("PKG004", "PKG006", "KNF001") and f.severity.value == "error"
+        ]
+        assert not errors
     assert failure.title in hit.message
     for name, version in failure.fixed_in.items():
         assert f"{name} {version}" in hit.message
@@ -161,6 +173,32 @@ def test_entry_quiet_where_its_escape_is_set(failure):
     var, value = next(iter(failure.unless_env.items()))
     snap["env"] = {**snap["env"], var.split("|")[0]: "0" if value == "*" else value}
     assert not matches(_ctx(snap, config, launch), failure)
+
+
+@pytest.mark.parametrize("failure", [f for f in CATALOGUE if f.unless_config], ids=lambda f: f.id)
+def test_entry_quiet_where_its_config_escape_is_set(failure):
+    snap, config, launch = scenario(failure)
+    key, values = next(iter(failure.unless_config.items()))
+    config = {**(config or {}), key: {} if values[0] == "*" else values[0]}
+    assert not matches(_ctx(snap, config, launch), failure)
+
+
+def test_every_run_failure_is_an_error_and_its_escape_quiet():
+    """Issue 35 item 7: TRL 0.19.0 in colocate mode with generation_kwargs unset crashes at the
+    first generation of every run (huggingface/trl#3633, fixed in 0.19.1): an error, not a
+    warning; setting generation_kwargs (even {}) escapes it; judged on an assumed TRL, a warning."""
+    from envdoctor.checks.known_failures import severity
+
+    failure = next(f for f in CATALOGUE if f.id == "trl-0.19.0-colocate-generation-kwargs-none")
+    pk = {**MODERN, "trl": "0.19.0", "vllm": "0.9.2", "torch": "2.7.0", "transformers": "4.53.0"}
+    config = {"use_vllm": True, "vllm_mode": "colocate"}
+    (hit,) = [f for f in findings(snapshot(packages=pk), config=config) if f.evidence.get("id") == failure.id]
+    assert hit.severity.value == "error"
+    assert hit.remedy is not None and hit.remedy.packages == {"trl": "0.19.1"}
+    quiet = findings(snapshot(packages=pk), config={**config, "generation_kwargs": {}})
+    assert failure.id not in [f.evidence.get("id") for f in quiet]
+    assumed = _ctx(snapshot(packages={k: v for k, v in pk.items() if k != "trl"}), config, None)
+    assert assumed.trl.assumed and severity(assumed, failure) == "warning"
 
 
 @pytest.mark.parametrize("failure", [f for f in CATALOGUE if f.env], ids=lambda f: f.id)
@@ -388,6 +426,7 @@ GOOD = {
         ({"fix": ""}, "'fix' must be"),
         ({"triage_only": True}, "needs a 'note'"),
         ({"when": {"packages": {"trl": ">=1"}, "env": {"A": 1}}}, "expected {VAR: VALUE}"),
+        ({"when": {"packages": {"trl": ">=1"}, "unless_config": ["a"]}}, "unless_config"),
     ],
 )
 def test_bad_entry_names_file_and_entry(change, needle):

@@ -57,7 +57,9 @@ def test_a_torch_pin_of_compiled_code_is_an_error():
     vllm = {"version": "0.26.0", "requires": ["torch==2.11.0"]}
     (hit,) = _pkg004({**STACK_026, "vllm": vllm, "torch": "2.13.0+cu130"})
     assert hit.severity.value == "error" and "undefined symbol" in hit.message
-    assert "vllm==0.32.0" in hit.fix  # the newest vLLM built for torch 2.13.0
+    # issue 35: the alternative that keeps torch 2.13.0 is the vLLM built for it nearest to
+    # 0.26.0 inside TRL 1.16's range (0.22.0-0.31.0), not the newest one (0.32.0, outside it)
+    assert hit.fix == "pip install 'torch==2.11.0'  # or keep torch 2.13.0+cu130: pip install 'vllm==0.27.1'"
 
 
 def test_flashinfer_on_another_vllm_is_not_claimed_fatal():
@@ -77,7 +79,7 @@ def test_snapshot_without_requires_dist_uses_the_curated_pins():
     must not pass with torch 2.13.0."""
     (hit,) = _pkg004({**STACK_026, "vllm": "0.26.0", "torch": "2.13.0+cu130"})
     assert hit.severity.value == "error" and "torch==2.11.0" in hit.message
-    assert "curated pin" in hit.message and "vllm==0.32.0" in hit.fix
+    assert "curated pin" in hit.message and "'vllm==0.27.1'" in hit.fix
     assert not _pkg004({**STACK_026, "vllm": "0.26.0"})
 
 

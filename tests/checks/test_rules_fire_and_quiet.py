@@ -90,6 +90,10 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         {"snap": {"packages": {"torch": "2.9.0"}}, "config": {"num_generations": 4}},
         {"config": {"num_generations": 4}},
     ),
+    "PKG009": (  # a release newer than rules/knowledge/horizon.yaml knows; the newest known is quiet
+        {"snap": {"packages": {**MODERN, "trl": "1.17.0"}}},
+        {"snap": {"packages": {**MODERN, "trl": "1.16.0", "torch": "2.15.0"}}},
+    ),
     "ENV001": ({"snap": {"packages": {}}}, {"snap": {"packages": {"torch": "2.9.0"}}}),
     "CFG001": (
         {"config": {"vllm_device": "auto", "use_vllm": True}},

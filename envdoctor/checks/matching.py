@@ -1,0 +1,222 @@
+"""When a known failure holds for this stack: the known-failures catalogue's ``when`` (KNF001) and
+vllm.yaml's ``known_bad`` ``when`` (PKG007), judged against the facts and the plan. Read by the
+rules and by the package resolver (which judges the conditions other than versions).
+
+An entry matches when ALL of its ``when`` holds: every package installed (or declared exactly, or
+``--assume``d) inside its range, every config value as the GRPO config sets it (or as that TRL
+release defaults it), the launcher, the platform, and none of the ``unless_env`` escapes set. A
+condition that cannot be judged (no config, no launch line) does not match: no guessed errors.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable
+from typing import Any
+
+from envdoctor import versions
+from envdoctor.checks.context import Context
+from envdoctor.knowledge import checkable_failures
+from envdoctor.knowledge.failures import KnownFailure
+from envdoctor.plan.interface import from_config_object
+from envdoctor.plan.layout import trainer_env, vllm_mode
+from envdoctor.plan.values import as_bool
+
+_MISSING = object()
+
+
+def config_default(ctx: Context, key: str) -> Any:
+    """The default of GRPO config ``key`` in the installed TRL release, or ``_MISSING``."""
+    entry = ctx.kb.config_key(key) or {}
+    trl = ctx.version("trl")
+    if not entry or versions.parse(trl) is None or ctx.kb.has_config_key(key, trl) is not True:
+        return _MISSING
+    value: Any = entry.get("default", _MISSING)
+    for step in entry.get("default_history") or []:
+        if not versions.below(trl, str(step.get("since", "0"))):
+            value = step.get("default", _MISSING)
+    return value
+
+
+_COMPARE = re.compile(r"^(<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)$")
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def _same(value: Any, wanted: Any) -> bool:
+    if wanted == "*":
+        return True  # any value the config sets
+    if isinstance(wanted, bool):
+        return as_bool(value) is wanted
+    compare = _COMPARE.match(wanted) if isinstance(wanted, str) else None
+    if compare:  # "<1", ">0": a number the config's value is compared with
+        try:
+            number = float(value) if not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            return False
+        return number is not None and _OPS[compare.group(1)](number, float(compare.group(2)))
+    return str(value) == str(wanted)
+
+
+def _config_holds(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
+    if not ctx.config:
+        return False  # no GRPO config given: a config condition cannot be judged
+    if key == "use_vllm":
+        value: Any = ctx.plan.use_vllm
+    elif key == "vllm_mode":
+        value = vllm_mode(ctx.plan, ctx.facts, ctx.kb)
+    elif key in ctx.config:
+        origin = ctx.plan.config_origin.get(key, "")
+        if all(w == "*" for w in wanted) and from_config_object(origin):
+            return False  # a GRPOConfig object holds every field its __post_init__ fills: not "set"
+        value = ctx.config[key]
+    elif "*" in wanted:
+        return False  # "*": the config must set the key itself
+    else:
+        value = config_default(ctx, key)
+    return value is not _MISSING and value is not None and any(_same(value, w) for w in wanted)
+
+
+def _config_sets(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
+    """Whether the config itself sets ``key`` to one of ``wanted`` ("*": to anything but null):
+    a ``when.unless_config`` escape. A GRPOConfig object's field left at its default is unset."""
+    value = ctx.config.get(key)
+    if value is None:
+        return False
+    if from_config_object(ctx.plan.config_origin.get(key, "")) and value == config_default(ctx, key):
+        return False
+    return any(_same(value, w) for w in wanted)
+
+
+def _launcher(ctx: Context) -> str | None:
+    trainer = ctx.plan.trainer
+    if trainer is None or trainer.unresolved:
+        return None
+    return "trl" if trainer.launcher.startswith("trl-") else trainer.launcher
+
+
+def _strategy(ctx: Context) -> str | None:
+    """ddp / zero1-3 / fsdp, as the memory plan reads it from the accelerate and DeepSpeed configs."""
+    from envdoctor.plan.memory.knobs import from_config
+
+    trainer = ctx.plan.trainer
+    if trainer is None or trainer.unresolved:
+        return None
+    k = from_config(ctx.config, ctx.version("trl"), None, ctx.plan.accelerate, trainer.options)
+    return "fsdp" if str(k.strategy).startswith("fsdp") else str(k.strategy)
+
+
+def _fsdp_version(ctx: Context) -> str:
+    """FSDP's version as ``accelerate launch`` reads it: ``--fsdp_version``, else the accelerate
+    config's ``fsdp_config.fsdp_version``, else 1 (accelerate's default)."""
+    trainer = ctx.plan.trainer
+    acc = ctx.plan.accelerate if isinstance(ctx.plan.accelerate, dict) else {}
+    raw = acc.get("fsdp_config")
+    fsdp: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    opts = trainer.options if trainer is not None else {}
+    return str(opts.get("fsdp_version", fsdp.get("fsdp_version", 1))).strip()
+
+
+def _launch_holds(ctx: Context, key: str, wanted: tuple[str, ...]) -> bool:
+    if key == "launcher":
+        return _launcher(ctx) in wanted
+    if key == "server":
+        return ctx.plan.server is not None and ctx.plan.server.launcher in wanted
+    strategy = _strategy(ctx)
+    if strategy == "fsdp" and "fsdp2" in wanted and _fsdp_version(ctx) == "2":
+        return True
+    return strategy in wanted
+
+
+def _platforms(ctx: Context) -> set[str]:
+    system = ctx.facts.platform.split("-", 1)[0].lower()
+    found = {"macos" if system == "darwin" else system} if system else set()
+    torch = versions.parse(ctx.version("torch"))
+    local = (torch.local or "") if torch is not None else ""
+    found |= {name for name in ("rocm", "xpu") if local.startswith(name)}
+    return found
+
+
+def _env(ctx: Context) -> dict[str, str]:
+    """The trainer's and the server's environment, names folded to upper case (``http_proxy``
+    and ``HTTP_PROXY`` are the same setting to the libraries that read them)."""
+    env = trainer_env(ctx.facts, ctx.plan.trainer)
+    if ctx.plan.server is not None:
+        env.update(ctx.plan.server.env)
+    return {k.upper(): v for k, v in env.items()}
+
+
+def _env_has(env: dict[str, str], names: str, value: str) -> bool:
+    """Whether any of ``names`` (``A|B``) is set in ``env`` to ``value`` (``*``: to anything)."""
+    return any(
+        name.upper() in env and (value == "*" or env[name.upper()] == value) for name in names.split("|")
+    )
+
+
+def matches(ctx: Context, failure: KnownFailure) -> bool:
+    """Whether every condition of ``failure.when`` holds for this stack."""
+    for name, spec in failure.packages.items():
+        if versions.satisfies(ctx.version(name), spec) is not True:
+            return False
+    for key, wanted in failure.config.items():
+        if not _config_holds(ctx, key, wanted):
+            return False
+    if any(_config_sets(ctx, key, wanted) for key, wanted in failure.unless_config.items()):
+        return False
+    for key, wanted in failure.launch.items():
+        if not _launch_holds(ctx, key, wanted):
+            return False
+    if failure.platform and not _platforms(ctx) & set(failure.platform):
+        return False
+    if failure.env or failure.unless_env:
+        env = _env(ctx)
+        if not all(_env_has(env, names, value) for names, value in failure.env.items()):
+            return False
+        if any(_env_has(env, names, value) for names, value in failure.unless_env.items()):
+            return False
+    return True
+
+
+def matching(ctx: Context) -> list[KnownFailure]:
+    """Catalogue entries that match this stack and that no other rule reports (entries marked
+    triage_only describe failures whose trigger only shows in the run: triage reads them).
+    Kept on the context (KNF001, PKG004's deference and the package resolver ask)."""
+    found: list[KnownFailure] | None = ctx.__dict__.get("_matching")
+    if found is None:
+        found = [f for f in checkable_failures() if f.rule is None and not f.triage_only and matches(ctx, f)]
+        ctx.__dict__["_matching"] = found
+    return found
+
+
+def confirmed_break(ctx: Context, *names: str) -> KnownFailure | None:
+    """A matching entry whose versions involve every package of ``names`` (KNF001 reports it)."""
+    return next((f for f in matching(ctx) if all(n in f.packages for n in names)), None)
+
+
+def when_holds(ctx: Context, when: dict[str, Any]) -> bool:
+    for key, cond in when.items():
+        if key == "use_vllm":
+            if bool(cond) != ctx.plan.use_vllm:
+                return False
+            continue
+        if key == "vllm_mode":
+            if ctx.layout.generation_mode != cond:
+                return False
+            continue
+        if key.startswith("config."):
+            if ctx.config.get(key[7:]) != cond:
+                return False
+            continue
+        if key.startswith("env."):
+            value = trainer_env(ctx.facts, ctx.plan.trainer).get(key[4:], "")
+            if str(cond.get("contains", "")) not in value:
+                return False
+            continue
+        if versions.satisfies(ctx.version(key), str(cond)) is not True:
+            return False
+    return True
