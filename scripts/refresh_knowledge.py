@@ -1129,13 +1129,15 @@ def _outside(vspec: str) -> str:
 
 def horizon_yaml(newest: dict[str, tuple[str, str]], today: str) -> str:
     head = (
-        "# The newest release of each stack package envdoctor's knowledge covers, and its upload date on\n"
-        "# the package index. Written by scripts/refresh_knowledge.py; a release newer than these is past\n"
-        "# envdoctor's knowledge.\n"
+        "# The knowledge horizon: for each package, the newest release envdoctor's knowledge covers, and\n"
+        "# when it was published (the earliest upload time of its files on the package index). A version\n"
+        "# newer than this is past what envdoctor has read: PKG009 says so (envdoctor.knowledge.horizon).\n"
+        "# Written by scripts/refresh_knowledge.py.\n"
     )
     lines = ["schema: envdoctor.knowledge/1", f'checked: "{today}"', "packages:"]
     for pkg, (v, d) in newest.items():
-        lines.append(f'  {pkg}: {{newest: "{v}", released: "{d}"}}')
+        lines += [f"  {pkg}:", f'    newest: "{v}"', f'    released: "{d}"']
+        lines.append(f"    references: [https://pypi.org/project/{pkg}/{v}/]")
     return head + "\n".join(lines) + "\n"
 
 

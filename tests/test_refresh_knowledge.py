@@ -318,7 +318,14 @@ def test_matrix_finds_the_api_breaks(rk: ModuleType, world: dict[str, object]) -
     assert keys["epsilon"]["since"] == "1.1.0" and keys["top_p"]["since"] == "1.0.0"
     horizon = yaml.safe_load((k / "horizon.yaml").read_text())
     assert horizon["checked"] == "2026-11-28"
-    assert horizon["packages"]["trl"] == {"newest": "1.1.0", "released": "2026-02-01"}
+    assert horizon["packages"]["trl"] == {
+        "newest": "1.1.0",
+        "released": "2026-02-01",
+        "references": ["https://pypi.org/project/trl/1.1.0/"],
+    }
+    from envdoctor.knowledge.schema import validate
+
+    validate("horizon.yaml", horizon)  # the loader reads what the script writes
     assert horizon["packages"]["transformers"]["newest"] == "5.24.0"
     assert set(changed) == {
         "rules/knowledge/vllm_api.yaml",

@@ -84,7 +84,7 @@ def validate(name: str, data: Any) -> None:
     """Raise ``KnowledgeError`` unless ``data`` (the parsed file ``name``) fits the schema."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise KnowledgeError(f"{name}: 'schema: {SCHEMA}' missing")
-    if "checked" in data or name == "horizon.yaml":
+    if name == "horizon.yaml":
         _horizon(name, data)
     for i, line in enumerate(data.get("trl_lines", [])):
         where = f"{name}: trl_lines[{i}]"
