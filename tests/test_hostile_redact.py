@@ -503,7 +503,7 @@ HOSTILE_NAMES = ["g\x1b]0;PWNED\x07\u202eeulav.yaml", "x\n✓ No issues found.\n
 def hostile_names(tmp_path):
     for name in HOSTILE_NAMES:
         (tmp_path / name).write_text(
-            "use_vllm: true\nvllm_mode: server\nnum_generations: 3\nper_device_train_batch_size: 4\n"
+            "use_vllm: true\nvllm_mode: server\nnum_generations: 1\nper_device_train_batch_size: 4\n"
         )
     (tmp_path / "requirements.txt").write_text("trl==1.16.0\n")
     return tmp_path
