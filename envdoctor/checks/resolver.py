@@ -140,8 +140,9 @@ class PackagePlan:
 class Stack:
     """The provider's view of the stack: what is installed, what is in play, and the knowledge."""
 
-    def __init__(self, ctx: Context, require: Mapping[str, str] | None = None) -> None:
+    def __init__(self, ctx: Context, require: Mapping[str, str] | None = None, advice: bool = False) -> None:
         self.ctx, self.kb = ctx, ctx.kb
+        self.advice = advice  # vllm.yaml's warning-level known_bad pairs avoided too
         facts = ctx.facts
         self.use_vllm = bool(ctx.plan.use_vllm)
         self.installed = {
@@ -226,10 +227,10 @@ class Stack:
                 found.append((f"known failure {f.id}", dict(f.packages)))
         for bad in self.kb.vllm.get("known_bad") or []:
             when = bad.get("when") or {}
-            if bad.get("rule") or not when or bad.get("severity", "error") != "error":
+            if bad.get("rule") or not when or (bad.get("severity", "error") != "error" and not self.advice):
                 continue
             pkgs = {k: str(v) for k, v in when.items() if not _condition_key(k)}
-            if pkgs and _holds(self.ctx, bad, versions=False):
+            if pkgs and _holds(self.ctx, bad, versions=False, advice=self.advice):
                 found.append((f"known-bad combination {bad.get('id')}", pkgs))
         pairs, banned = [], []
         for why, pkgs in found:
@@ -445,13 +446,13 @@ def _condition_key(key: str) -> bool:
     return key in ("use_vllm", "vllm_mode") or key.startswith(("config.", "env."))
 
 
-def _holds(ctx: Context, bad: dict[str, Any], versions: bool = True) -> bool:
+def _holds(ctx: Context, bad: dict[str, Any], versions: bool = True, advice: bool = False) -> bool:
     """Whether a vllm.yaml ``known_bad`` entry that PKG007 reports as an error holds
     (``versions``: its version conditions too)."""
     from envdoctor.checks.matching import when_holds
 
     when = bad.get("when") or {}
-    if bad.get("rule") or not when or bad.get("severity", "error") != "error":
+    if bad.get("rule") or not when or (bad.get("severity", "error") != "error" and not advice):
         return False  # another rule's, or advice (a warning to watch for): no package must move
     return when_holds(ctx, {k: v for k, v in when.items() if versions or _condition_key(k)})
 
@@ -666,7 +667,10 @@ def plan_packages(
     memo: dict[Any, PackagePlan] = ctx.__dict__.setdefault("_package_plans", {})
     key = (tuple(sorted((require or {}).items())), explain)
     if key not in memo:
-        memo[key] = _solve(Stack(ctx, require), explain)
+        # first a plan that also avoids the known-bad pairs PKG007 warns of (a fix must add no
+        # warning to be printed: envdoctor.remedy); where none resolves, one that need not
+        plan = _solve(Stack(ctx, require, advice=True), explain=False)
+        memo[key] = plan if not plan.unfixable else _solve(Stack(ctx, require), explain)
     return memo[key]
 
 
