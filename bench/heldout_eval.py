@@ -1,0 +1,212 @@
+"""Run envdoctor on the held-out set of docs/validation/heldout-2026-11-28/ (real logs, published
+setups, repositories' notes; collected by a session that did not write the code it judges).
+
+    python bench/heldout_eval.py logs OUT.json      # triage --format json on every log
+    python bench/heldout_eval.py setups OUT.json    # hook + check + fix on every setup
+    python bench/heldout_eval.py repos REPOS OUT.json  # the hook on fetched repositories (REPOS:
+        a folder of owner__name checkouts at the commits the notes name; not shipped here)
+
+Each writes the findings per case; docs/validation/heldout-2026-11-28.md reads them against the
+labels (index.jsonl, label.json, the repositories' notes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "docs" / "validation" / "heldout-2026-11-28"
+sys.path.insert(0, str(ROOT))
+ENV = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA", "PYTORCH"))}
+ENV.update(PYTHONPATH=str(ROOT), NO_COLOR="1")
+
+# The stack a user of each TRL line installed (vLLM's torch pin from vLLM's own metadata), fixed
+# before the merged code was run: the setups give TRL's release but seldom the rest.
+TABLE = {
+    "0.14": {"torch": "2.5.1", "transformers": "4.48.3", "vllm": "0.7.2", "accelerate": "1.3.0"},
+    "0.15": {"torch": "2.5.1", "transformers": "4.49.0", "vllm": "0.7.2", "accelerate": "1.4.0"},
+    "0.16": {"torch": "2.5.1", "transformers": "4.50.0", "vllm": "0.7.3", "accelerate": "1.5.2"},
+    "0.17": {"torch": "2.6.0", "transformers": "4.51.3", "vllm": "0.8.5.post1", "accelerate": "1.6.0"},
+    "0.18": {"torch": "2.6.0", "transformers": "4.52.3", "vllm": "0.8.5.post1", "accelerate": "1.7.0"},
+    "0.19": {"torch": "2.6.0", "transformers": "4.52.4", "vllm": "0.8.5.post1", "accelerate": "1.8.1"},
+    "0.22": {"torch": "2.7.1", "transformers": "4.55.0", "vllm": "0.10.0", "accelerate": "1.10.0"},
+    "0.23": {"torch": "2.8.0", "transformers": "4.56.1", "vllm": "0.10.2", "accelerate": "1.10.1"},
+    "1.0": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.17.1", "accelerate": "1.12.0"},
+}
+LEAD = re.compile(r"^(\d+\.\d+(?:\.\w+)*)")
+RANGE = re.compile(r"^([<>=!~][^ (]*)")
+HOOK_FILES = re.compile(
+    r"(\.ya?ml|\.json)$|^requirements.*\.txt$|^(pyproject\.toml|uv\.lock|Dockerfile|setup\.py|setup\.cfg)$"
+)
+
+
+def envdoctor(args: list[str], cwd: Path) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "envdoctor", *args],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    try:
+        return {"rc": proc.returncode, "data": json.loads(proc.stdout)}
+    except ValueError:
+        return {"rc": proc.returncode, "raw": (proc.stdout + proc.stderr)[-800:]}
+
+
+def findings(report: dict) -> list[dict]:
+    return [
+        {"rule": f["rule"], "severity": f["severity"], "message": f["message"][:300]}
+        for f in report.get("findings", [])
+    ]
+
+
+def logs(out: Path) -> None:
+    res = {}
+    for line in (DATA / "logs" / "index.jsonl").read_text().splitlines():
+        e = json.loads(line)
+        got = envdoctor(["triage", "--format", "json", str(DATA / "logs" / e["file"])], Path("/tmp"))
+        res[e["file"]] = {"rc": got["rc"], "findings": findings(got.get("data") or {})}
+    out.write_text(json.dumps(res, indent=1))
+
+
+def _commands(setup: Path) -> list[str]:
+    """The setup's commands: continuation lines joined, comments and pip installs dropped."""
+    done, cur = [], ""
+    for raw in (setup / "launch.txt").read_text().splitlines():
+        line = raw.split("  #")[0].split(" # ")[0].rstrip()
+        if line.strip().startswith("#"):
+            continue
+        if line.endswith("\\"):
+            cur += line[:-1] + " "
+            continue
+        cur += line
+        if cur.strip() and not cur.strip().startswith(("pip ", "uv pip")):
+            done.append(" ".join(cur.split()).replace("<N-1>", "1"))
+        cur = ""
+    return done
+
+
+def _stack(stack: dict) -> dict[str, str]:
+    exact = {}
+    for name, v in stack.items():
+        m = LEAD.match(v.strip()) if isinstance(v, str) else None
+        if m and not v.strip().startswith(("<", ">", "=", "~", "!")):
+            exact[name] = m.group(1)
+    exact.setdefault("trl", "0.15.2")  # unsloth / ms-swift threads of early 2025 ran trl<=0.15.2
+    for name, v in TABLE.get(".".join(exact["trl"].split(".")[:2]), TABLE["0.15"]).items():
+        exact.setdefault(name, v)
+    return exact
+
+
+def setups(out: Path) -> None:
+    from tests.conftest import H100, snapshot
+
+    res = {}
+    for d in sorted(p for p in (DATA / "setups").iterdir() if p.is_dir()):
+        stack, gpus = json.loads((d / "stack.json").read_text()), json.loads((d / "gpus.json").read_text())
+        tmp = Path(tempfile.mkdtemp(prefix="setup-"))
+        for f in d.iterdir():
+            if f.name not in ("label.json", "stack.json", "gpus.json", "launch.txt"):
+                shutil.copy(f, tmp / f.name)
+        reqs = []
+        for name, v in stack.items():
+            v = v.strip() if isinstance(v, str) else ""
+            if LEAD.match(v) and not v.startswith(("<", ">", "=")):
+                reqs.append(f"{name}=={LEAD.match(v).group(1)}")
+            elif RANGE.match(v):
+                reqs.append(f"{name}{RANGE.match(v).group(1)}")
+        (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
+        launch = _commands(d)
+        trainer = launch[-1] if launch else ""
+        servers = [x for x in launch[:-1] if "vllm-serve" in x or "vllm serve" in x]
+        toks = shlex.split(trainer) if trainer else []
+        for flag, src in (("--config_file", "accelerate_config.yaml"), ("--config", "config.yaml")):
+            for i, t in enumerate(toks[:-1]):
+                if t == flag and (d / src).exists() and "/" in toks[i + 1]:
+                    (tmp / toks[i + 1]).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(d / src, tmp / toks[i + 1])
+        count = min(int(gpus.get("count") or 2), 8)
+        (tmp / "facts.json").write_text(json.dumps(snapshot(count, H100, packages=_stack(stack))))
+        files = ["config.yaml"] + [f.name for f in tmp.iterdir() if "accelerate" in f.name]
+        inputs = ["--facts", "facts.json", "--config", "config.yaml"]
+        for s in servers:
+            inputs += ["--launch", s]
+        inputs += ["--", *toks] if toks else []
+        hook = envdoctor(
+            ["hook", "--format", "json", *(["--launch", trainer] if trainer else []), *files], tmp
+        )
+        check = envdoctor(["check", "--format", "json", *inputs], tmp)
+        fix = envdoctor(["fix", "--format", "json", *inputs], tmp)
+        fixed = fix.get("data") or {}
+        res[d.name] = {
+            "hook": {"rc": hook["rc"]},
+            "check": {"rc": check["rc"], "findings": findings(check.get("data") or {})},
+            "fix": {
+                "rc": fix["rc"],
+                "before": (fixed.get("before") or {}).get("summary"),
+                "after": (fixed.get("after") or {}).get("summary"),
+                "fixed": fixed.get("fixed"),
+                "unfixed": fixed.get("unfixed"),
+                "commands": fixed.get("commands"),
+            },
+        }
+        shutil.rmtree(tmp, ignore_errors=True)
+    out.write_text(json.dumps(res, indent=1))
+
+
+def repos(where: Path, out: Path) -> None:
+    res = {}
+    for notes_file in sorted((DATA / "repos").glob("*.json")):
+        repo = where / notes_file.stem
+        if not repo.is_dir():
+            continue
+        notes = json.loads(notes_file.read_text())
+        files = sorted(
+            str(p.relative_to(repo))
+            for p in repo.rglob("*")
+            if p.is_file() and HOOK_FILES.search(p.name) and ".git" not in p.parts and p.name != "notes.json"
+        )
+        pin = json.dumps(notes.get("trl_pin", ""))
+        m = re.search(r"(?:==|\")\s*(\d+\.\d+\.\d+)", pin)
+        entry: dict = {}
+        for mode, extra in (
+            ("default", []),
+            ("configured", ["--assume", f"trl=={m.group(1)}"] if m else None),
+        ):
+            if extra is None:
+                continue
+            got = envdoctor(["hook", "--format", "json", *extra, *files], repo)
+            data = got.get("data") or {}
+            entry[mode] = {
+                "rc": got["rc"],
+                "findings": [
+                    {**f, "file": fe["file"]}
+                    for fe in data.get("files", [])
+                    for f in findings(fe["report"])
+                    if f["severity"] != "info"
+                ],
+            }
+        res[notes_file.stem] = entry
+    out.write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    kind = sys.argv[1]
+    if kind == "logs":
+        logs(Path(sys.argv[2]))
+    elif kind == "setups":
+        setups(Path(sys.argv[2]))
+    elif kind == "repos":
+        repos(Path(sys.argv[2]), Path(sys.argv[3]))
+    else:
+        sys.exit(__doc__)
