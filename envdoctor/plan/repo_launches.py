@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 #: files read: their names, and how many / how big at most
-PATTERNS = ("README*.md", "*.sh", "*.bash", "*.slurm", "*.sbatch", "Makefile", "*.mk", "*.md")
+PATTERNS = ("README*.md", "*.sh", "*.bash", "*.slurm", "*.sbatch", "Makefile", "*.mk", "*.md", "*.ipynb")
 MAX_FILES = 200
 MAX_BYTES = 512 * 1024
 MAX_DEPTH = 4
@@ -127,6 +127,37 @@ def _option(words: list[str], *names: str) -> str | None:
     return None
 
 
+def _notebook(text: str) -> str:
+    """A Jupyter notebook's cell sources, one after another (its launch lines sit in cells as
+    ``!accelerate launch …`` or in markdown); '' when it is not a notebook's JSON."""
+    import json
+
+    try:
+        cells = json.loads(text).get("cells")
+    except (ValueError, AttributeError):
+        return ""
+    out = []
+    for cell in cells if isinstance(cells, list) else []:
+        source = cell.get("source") if isinstance(cell, dict) else None
+        lines = source if isinstance(source, list) else [source] if isinstance(source, str) else []
+        out.append("".join(x for x in lines if isinstance(x, str)))
+    return "\n".join(out).replace("\n!", "\n")
+
+
+def _anchored(root: Path, folder: Path, written: str | None) -> str | None:
+    """A path a launch line names, from the repository root: as written where it exists there,
+    else from the folder of the file that holds the line (a notebook or README run in its own
+    folder, ``cd training && accelerate launch --config_file configs/…``)."""
+    if not written or "*" in written:
+        return written
+    try:
+        if not (root / written).exists() and (folder / written).exists():
+            return str((folder / written).relative_to(root))
+    except (OSError, ValueError):
+        pass
+    return written
+
+
 def read_launches(root: Path) -> RepoLaunches:
     """Every launch line of the repository at ``root`` (bounded: ``MAX_FILES`` files)."""
     import shlex
@@ -139,6 +170,8 @@ def read_launches(root: Path) -> RepoLaunches:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
+        if path.suffix == ".ipynb":
+            text = _notebook(text)
         found.files += 1
         shown = str(path.relative_to(root))
         for line, command in _commands(text):
@@ -160,9 +193,13 @@ def read_launches(root: Path) -> RepoLaunches:
                     file=shown,
                     line=line,
                     text=command[:300],
-                    config=_path(_option(after, "--config", "--config_file", "--config-file")),
-                    accelerate=_path(
-                        _option(words[: words.index(script)] if script else words, "--config_file")
+                    config=_anchored(
+                        root, path.parent, _path(_option(after, "--config", "--config_file", "--config-file"))
+                    ),
+                    accelerate=_anchored(
+                        root,
+                        path.parent,
+                        _path(_option(words[: words.index(script)] if script else words, "--config_file")),
                     ),
                     processes=_int(procs),
                     machines=_int(_option(words, "--num_machines", "--nnodes")),

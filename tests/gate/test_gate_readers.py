@@ -178,3 +178,27 @@ def test_dockerfile_in_a_folder_installing_the_build_context(tmp_path):
     )
     found = dockerfile.read(tmp_path / "docker" / "Dockerfile", "docker/Dockerfile")
     assert said(found) == {"trl==0.19.1": "docker/setup.py:2"}
+
+
+def test_a_notebooks_launch_line_is_read_from_its_own_folder(tmp_path):
+    """A launch line in a notebook cell (``!accelerate launch …``, run in the notebook's folder)
+    names the recipe and accelerate config relative to that folder."""
+    import json as _json
+
+    from envdoctor.plan.repo_launches import read_launches
+
+    (tmp_path / "training" / "configs").mkdir(parents=True)
+    (tmp_path / "training" / "receipes").mkdir()
+    (tmp_path / "training" / "configs" / "zero3.yaml").write_text("distributed_type: DEEPSPEED\n")
+    (tmp_path / "training" / "receipes" / "grpo.yaml").write_text("num_generations: 8\n")
+    cell = "!accelerate launch --num_processes 3 --config_file configs/zero3.yaml run.py --config receipes/grpo.yaml"
+    notebook = {"cells": [{"cell_type": "code", "source": ["%%bash\n", cell]}]}
+    (tmp_path / "training" / "r1.ipynb").write_text(_json.dumps(notebook))
+    (launch,) = read_launches(tmp_path).launches
+    assert (launch.config, launch.accelerate, launch.processes) == (
+        "training/receipes/grpo.yaml",
+        "training/configs/zero3.yaml",
+        3,
+    )
+    (tmp_path / "training" / "bad.ipynb").write_text("{not json")  # not a notebook: no launch, no error
+    assert len(read_launches(tmp_path).launches) == 1
