@@ -9,29 +9,15 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.matching import confirmed_break, when_holds
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.checks.resolver import plan_fix
+from envdoctor.checks.resolver import SOURCES, plan_fix
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.findings import Remedy
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.requirements import harmless, marker_env, requirement_lines, weight
 
-#: Distributions whose requirements are checked (the training stack).
-CHECKED = (
-    "trl",
-    "vllm",
-    "transformers",
-    "accelerate",
-    "torch",
-    "torchvision",
-    "peft",
-    "deepspeed",
-    "datasets",
-    "xformers",
-    "flash-attn",
-    "liger-kernel",
-    "bitsandbytes",
-)
+#: Distributions whose requirements are checked (the training stack): the resolver's list.
+CHECKED = SOURCES
 
 
 def _vllm_fix(ctx: Context, minimum: str) -> str:
