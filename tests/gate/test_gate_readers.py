@@ -191,7 +191,10 @@ def test_a_notebooks_launch_line_is_read_from_its_own_folder(tmp_path):
     (tmp_path / "training" / "receipes").mkdir()
     (tmp_path / "training" / "configs" / "zero3.yaml").write_text("distributed_type: DEEPSPEED\n")
     (tmp_path / "training" / "receipes" / "grpo.yaml").write_text("num_generations: 8\n")
-    cell = "!accelerate launch --num_processes 3 --config_file configs/zero3.yaml run.py --config receipes/grpo.yaml"
+    cell = (
+        "!accelerate launch --num_processes 3 --config_file configs/zero3.yaml run.py "
+        "--config receipes/grpo.yaml"
+    )
     notebook = {"cells": [{"cell_type": "code", "source": ["%%bash\n", cell]}]}
     (tmp_path / "training" / "r1.ipynb").write_text(_json.dumps(notebook))
     (launch,) = read_launches(tmp_path).launches
