@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Iterable
 from pathlib import Path
 
 from envdoctor.facts.declared import requirements
@@ -85,8 +86,17 @@ def run_instructions(text: str | list[str]) -> list[tuple[int, str]]:
 def read(path: Path, shown: str) -> Found:
     lines = text_of(path, shown, MAX_BYTES).splitlines()
     found = Found(files=[shown])
+    found.add(installed_by(run_instructions(lines), lines, path, shown))
+    return found
+
+
+def installed_by(commands: Iterable[tuple[int, str]], lines: list[str], path: Path, shown: str) -> Found:
+    """What the ``pip install`` / ``uv pip install`` commands among ``commands`` ((first line,
+    command text) pairs of the file ``lines`` came from) install: requirements, ``-r`` files of the
+    repository followed, ``-e .[extra]`` read as the package."""
+    found = Found()
     installs: list[tuple[int, list[str]]] = []
-    for start, command in run_instructions(lines):
+    for start, command in commands:
         for part in _SPLIT.split(command):
             try:
                 words = shlex.split(part, comments=True)

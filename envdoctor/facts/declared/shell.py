@@ -4,20 +4,18 @@ of the repository followed, ``-e .[extra]`` read as the package)."""
 
 from __future__ import annotations
 
-import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
-from envdoctor.facts.declared.dockerfile import _SPLIT, _install_args, _requirements
-from envdoctor.facts.declared.interface import Found, LineIndex, spend, text_of
+from envdoctor.facts.declared.dockerfile import installed_by
+from envdoctor.facts.declared.interface import Found, text_of
 
 PATTERNS = ("setup.sh", "install.sh", "install_*.sh", "install-*.sh")
 MAX_BYTES = 256 * 1024
 
 
-def read(path: Path, shown: str) -> Found:
-    lines = text_of(path, shown, MAX_BYTES).splitlines()
-    found = Found(files=[shown])
-    installs: list[tuple[int, list[str]]] = []
+def _commands(lines: list[str]) -> Iterator[tuple[int, str]]:
+    """(first line, command) of each command, ``\\`` continuation lines joined."""
     i = 0
     while i < len(lines):
         start, parts = i, [lines[i]]
@@ -26,17 +24,11 @@ def read(path: Path, shown: str) -> Found:
             i += 1
             parts.append(lines[i])
         i += 1
-        for part in _SPLIT.split(" ".join(parts)):
-            try:
-                words = shlex.split(part, comments=True)
-            except ValueError:
-                continue
-            args = _install_args(words)
-            if args is not None:
-                spend(shown, len(args))
-                installs.append((start + 1, args))
-    needles = [x for _, args in installs for w in args for x in (w, w.split("=", 1)[-1])]
-    index = LineIndex(lines, needles)
-    for start, args in installs:
-        found.add(_requirements(args, path, shown, index, start - 1))
+        yield start + 1, " ".join(parts)
+
+
+def read(path: Path, shown: str) -> Found:
+    lines = text_of(path, shown, MAX_BYTES).splitlines()
+    found = Found(files=[shown])
+    found.add(installed_by(_commands(lines), lines, path, shown))
     return found
