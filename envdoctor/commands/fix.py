@@ -30,6 +30,7 @@ from envdoctor.commands.options import (
     output_option,
     select_option,
     split_list,
+    text_or_json_option,
 )
 
 SCHEMA = "envdoctor.fix/1"
@@ -44,14 +45,7 @@ SCHEMA = "envdoctor.fix/1"
 @launch_option
 @select_option
 @ignore_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
+@text_or_json_option
 @output_option
 @assume_option
 @click.option("--diff", is_flag=True, help="Show the config file's change as a unified diff; write nothing.")

@@ -23,6 +23,15 @@ format_option = click.option(
     show_default=True,
     help="Output format.",
 )
+#: the ``--format`` of the commands that print text or one JSON document (fix, plan-memory)
+text_or_json_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
 output_option = click.option(
     "-o",
     "--output",

@@ -19,6 +19,7 @@ from envdoctor.commands.options import (
     facts_option,
     launch_option,
     output_option,
+    text_or_json_option,
 )
 from envdoctor.plan.memory.parts import each_role, gpus_text, same_gpus
 from envdoctor.units import GiB, TiB, model_label, parse_size, size_text
@@ -73,14 +74,7 @@ def gpu_memory_bytes(text: str | None) -> int | None:
     help="Prompt length in tokens (default: vllm_max_model_length less "
     "max_completion_length, else 512 assumed).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
+@text_or_json_option
 @output_option
 @assume_option
 @click.argument("launch_argv", nargs=-1, type=click.UNPROCESSED)
