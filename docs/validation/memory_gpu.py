@@ -311,8 +311,10 @@ def run_shape(name: str, nvml: Nvml, tok, out_dir: str) -> dict:
             else:
                 init_kwargs = {"dtype": dtype}
         else:
-            # several ranks: built on the CPU, the trainer / accelerate places (or shards) it
-            where = "cpu" if DRY or launch else "cuda"
+            # several ranks: built on the CPU, the trainer / accelerate places (or shards) it;
+            # under ZeRO-3 on each rank's own GPU (a 7B model's random init on the CPU took longer
+            # than a device call): DeepSpeed partitions it and frees the full copy before step 1
+            where = "cpu" if DRY or (launch and launch != "zero3") else "cuda"
             auto = AutoModelForCausalLM
             if "vision_config" in cfg:  # a vision-language model: its own auto class
                 from transformers import AutoModelForImageTextToText as auto
