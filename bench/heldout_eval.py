@@ -23,7 +23,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "docs" / "validation" / "heldout-2026-11-28"
+#: the set to run: the committed one, or another of the same layout (HELDOUT_DATA=FOLDER)
+DATA = Path(os.environ.get("HELDOUT_DATA") or ROOT / "docs" / "validation" / "heldout-2026-11-28")
 sys.path.insert(0, str(ROOT))
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA", "PYTORCH"))}
 ENV.update(PYTHONPATH=str(ROOT), NO_COLOR="1")
@@ -166,8 +167,11 @@ def setups(out: Path) -> None:
 
 def repos(where: Path, out: Path) -> None:
     res = {}
-    for notes_file in sorted((DATA / "repos").glob("*.json")):
-        repo = where / notes_file.stem
+    # notes as DATA/repos/owner__name.json, or inside each copied tree (owner__name/notes.json)
+    notes_files = sorted((DATA / "repos").glob("*.json")) or sorted((DATA / "repos").glob("*/notes.json"))
+    for notes_file in notes_files:
+        name = notes_file.stem if notes_file.name != "notes.json" else notes_file.parent.name
+        repo = where / name
         if not repo.is_dir():
             continue
         notes = json.loads(notes_file.read_text())
@@ -196,7 +200,7 @@ def repos(where: Path, out: Path) -> None:
                     if f["severity"] != "info"
                 ],
             }
-        res[notes_file.stem] = entry
+        res[name] = entry
     out.write_text(json.dumps(res, indent=1))
 
 
