@@ -53,9 +53,9 @@ def test_assumptions_are_listed_once(tmp_path):
 
 
 def test_the_measured_range_is_said_and_is_data(tmp_path):
-    over = _plan(tmp_path).stdout  # ZeRO-3 at 7.6B: beyond the 3.1B measured sharded
+    over = _plan(tmp_path, params="14B").stdout  # ZeRO-3 at 14B: beyond the 7.6B measured sharded
     assert (
-        f"measured: extrapolated: 7.60B parameters is beyond the range measured on GPUs up to "
+        f"measured: extrapolated: 14.00B parameters is beyond the range measured on GPUs up to "
         f"{measured.MEASURED_SHARDED_PARAMS / 1e9:.1f}B parameters under ZeRO-3" in over
     )
     ddp = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 2\n"

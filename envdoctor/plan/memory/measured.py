@@ -6,8 +6,8 @@ from __future__ import annotations
 
 #: the largest model measured: Qwen2.5-7B on an H200 (full fine-tune bf16 and fp32, LoRA)
 MEASURED_PARAMS = 7.6e9
-#: the largest model measured under ZeRO-3 (sharded weights)
-MEASURED_SHARDED_PARAMS = 3.1e9
+#: the largest model measured under ZeRO-3 (sharded weights): Qwen2.5-7B on two H200s
+MEASURED_SHARDED_PARAMS = 7.6e9
 #: where the measurements are recorded
 RECORD = "docs/validation/memory-gpu-h200x2-k.md"
 
