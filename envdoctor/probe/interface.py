@@ -1,5 +1,5 @@
 """What the probe is asked to run (``ProbeSpec``) and what it saw (``ProbeResult``): the runner
-fills them, the judges read them (``envdoctor.probe.runner`` re-exports both)."""
+fills them, the judges read them (``envdoctor.probe.run.runner`` re-exports both)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from envdoctor.findings import Finding
 from envdoctor.plan.interface import Launch
-from envdoctor.probe.model_source import ProbeModel
+from envdoctor.probe.plan.model_source import ProbeModel
 
 #: the probe's phases, in the order they are reported, and their names in the report
 PHASES = {

@@ -9,12 +9,12 @@ import shutil
 from typing import TYPE_CHECKING
 
 from envdoctor.findings import Finding, Severity
-from envdoctor.probe.failures import classify
-from envdoctor.probe.vllm_judge import gib
+from envdoctor.probe.judge.failures import classify
+from envdoctor.probe.judge.vllm_judge import gib
 
 if TYPE_CHECKING:
     from envdoctor.probe.interface import ProbeResult, ProbeSpec
-    from envdoctor.probe.watcher import GpuWatch
+    from envdoctor.probe.observe.watcher import GpuWatch
 
 
 def multi_node(spec: ProbeSpec) -> Finding:

@@ -15,9 +15,11 @@ from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.findings import Finding, Severity
 from envdoctor.net_policy import LOOPBACK, free_loopback_port
 from envdoctor.probe.interface import ProbeResult, ProbeSpec
-from envdoctor.probe.model_files import ModelWriter, write_generic
-from envdoctor.probe.plan_vllm import MAX_LEN_KEY, engine_settings
-from envdoctor.probe.server import (
+from envdoctor.probe.observe.watcher import GpuWatch
+from envdoctor.probe.plan.tinymodel import MAX_LEN
+from envdoctor.probe.plan.vllm_engine import MAX_LEN_KEY, engine_settings
+from envdoctor.probe.stage.model_files import ModelWriter, write_generic
+from envdoctor.probe.stage.server import (
     BESIDE_FRACTION,
     BESIDE_MIN_MIB,
     ServerLine,
@@ -25,9 +27,7 @@ from envdoctor.probe.server import (
     probe_server_line,
     shim_python,
 )
-from envdoctor.probe.tinymodel import MAX_LEN
-from envdoctor.probe.warm import interpreter_of
-from envdoctor.probe.watcher import GpuWatch
+from envdoctor.probe.stage.warm import interpreter_of
 from envdoctor.units import size_text
 
 #: Variables that keep the probe offline and its caches inside the temp dir.
