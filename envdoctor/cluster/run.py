@@ -39,6 +39,8 @@ class ClusterOptions:
     network: bool = True
     color: bool = False
     allow_hosts: tuple[str, ...] = ()
+    probe: bool = False  # --probe: every node runs the probe's GRPO step as one job
+    probe_timeout: float = 180.0
 
 
 def timeout_s() -> float:
@@ -69,12 +71,19 @@ def _decide(g: Gathered, timeout: float) -> BenchPlan:
     return make_plan(g.ranks, leaders, timeout / 2, unique_gpus=len(uuids) == len(set(uuids)))
 
 
-def _emit(g: Gathered, opts: ClusterOptions) -> int:
+def _emit(g: Gathered, opts: ClusterOptions, probes: list | None = None) -> int:
     """Rank 0: print the report; its exit code (2 when the report cannot be written)."""
     from envdoctor.output import emit
     from envdoctor.report import render
 
     report = cluster_report(g, select=opts.select, ignore=opts.ignore)
+    if opts.probe:
+        from envdoctor.cluster.job_probe import probe_area
+
+        nodes = len({r.node_rank if r.node_rank is not None else r.host for r in g.ranks}) or 1
+        area, table = probe_area(probes or [], nodes, g.world_size)
+        report.areas.append(area)
+        report.extra.setdefault("tables", []).append(table)
     try:
         emit(render(report, opts.fmt, verbose=opts.verbose, color=opts.color), opts.output)
     except InputError as exc:
@@ -88,10 +97,15 @@ def _job(job: JobEnv, opts: ClusterOptions, timeout: float) -> int:
 
     deadline = timeout / 2
     g = Gathered(launcher=job.launcher, world_size=job.world_size, ranks=[])
+    probes: list | None = None
     step = "gathering every rank's facts"
     try:
         node = gather.node_info(job, opts, deadline) if job.leader else None
         dist.barrier()  # NVML facts read before the ranks below create CUDA contexts
+        if opts.probe:  # before any rank of envdoctor's holds a GPU: the probe's watch sees the job
+            step = "the probe"
+            probes = _probe(job, opts)
+            step = "gathering every rank's facts"
         info = gather.rank_info(job, deadline)
         parts = gather.gather((info, node))
         plan = None
@@ -124,8 +138,8 @@ def _job(job: JobEnv, opts: ClusterOptions, timeout: float) -> int:
             )
             return 1
         g.failures.append(why)
-        return max(_emit(g, opts), 1)
-    code = _emit(g, opts) if job.rank == 0 else 0
+        return max(_emit(g, opts, probes), 1)
+    code = _emit(g, opts, probes) if job.rank == 0 else 0
     try:
         return int(gather.broadcast(code))
     except Exception as exc:
@@ -136,6 +150,18 @@ def _job(job: JobEnv, opts: ClusterOptions, timeout: float) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _probe(job: JobEnv, opts: ClusterOptions) -> list | None:
+    """Every node's probe as one job (local rank 0 of each runs its node's); rank 0 gets the
+    rows. The port where the probe's ranks meet is chosen on rank 0's host, the job's
+    rendezvous host, and shared over the control group."""
+    from envdoctor.cluster import job_probe
+
+    port = gather.broadcast(job_probe.free_port() if job.rank == 0 else None)
+    host = os.environ.get("MASTER_ADDR", "127.0.0.1")
+    row = job_probe.run_node(job, opts, host, int(port), opts.probe_timeout) if job.leader else None
+    return gather.gather(row)
 
 
 def run(opts: ClusterOptions) -> int:
@@ -149,7 +175,8 @@ def run(opts: ClusterOptions) -> int:
     if not dist.is_available():
         raise InputError("--distributed", "this torch build has no torch.distributed")
     try:
-        gather.init(timeout)
+        # the control group waits for the slowest node's probe: its limit, plus staging
+        gather.init(timeout + (opts.probe_timeout + 120 if opts.probe else 0))
     except Exception as exc:
         raise InputError(
             "--distributed",

@@ -61,6 +61,9 @@ class ProbeSpec:
     model: ProbeModel | None = None  # the user's shape (None or generic: the tiny model)
     #: a launch line over several nodes: what its rendezvous would dial (the probe is not run)
     multi_node: str | None = None
+    #: inside a multi-node job (``check --distributed --probe``): ``host:port`` where the ranks
+    #: of every node meet (the job's own rendezvous host); the launcher's line is run as given
+    job_rendezvous: str | None = None
     #: the training stack's versions as envdoctor knows them (distribution → version): the
     #: exact versions PRB009's install command names for the modules the interpreter lacks
     packages: dict[str, str] = field(default_factory=dict)

@@ -38,7 +38,7 @@ from envdoctor.probe.judge.trainer import (
 )
 from envdoctor.probe.judge.vllm_judge import judge_vllm
 from envdoctor.probe.observe.watcher import GpuWatch
-from envdoctor.probe.plan.rendezvous import one_node
+from envdoctor.probe.plan.rendezvous import job_node, one_node
 from envdoctor.probe.plan.tinymodel import config as generic_config
 from envdoctor.probe.plan.vllm_engine import engine_settings
 from envdoctor.probe.stage.groups import end_group
@@ -154,7 +154,10 @@ class _Run:
         }
         (tmp / "spec.json").write_text(json.dumps(worker_spec))
         env = {**os.environ, **spec.env, **OFFLINE, **private_dirs(tmp)}
-        launcher, rdzv_env, moved = one_node(spec.launcher, env)
+        if spec.job_rendezvous:  # one node of a job: its ranks meet the other nodes' there
+            launcher, rdzv_env, moved = job_node(spec.launcher, env)
+        else:
+            launcher, rdzv_env, moved = one_node(spec.launcher, env)
         loopback_env(env, rdzv_env, spec)
         if moved:
             result.rendezvous_moved = moved
