@@ -16,9 +16,13 @@
 #             "nodes"); isolation proved per node.
 #   colocate  use_vllm: true, vllm_mode: colocate at 0.3, batch 4: TRL's in-process vLLM on every
 #             rank of the job; the weight-sync proof on every rank (WEIGHT SYNC "proved").
-#   server    vllm_mode: server, vllm_server_host 127.0.0.2 (node 1, GPU 1): today the job probe
-#             does not probe the server split (PRB016 per node, generation by the trainer's own
-#             generate()); this records that as it stands.
+#   server    vllm_mode: server, vllm_server_host 127.0.0.2: node 1 (GPU 1) is the server node
+#             (ENVDOCTOR_NODE_ADDR=127.0.0.2 names it): it runs the probe server (`trl vllm-serve`
+#             on the generic model) on 127.0.0.2 while node 0 (GPU 0) is the one training node
+#             (torchrun --nnodes 1); the trainer generates through 127.0.0.2:<port> and syncs its
+#             weights over NCCL (the group port). Expect: node 0 pass with WEIGHT SYNC "proved";
+#             node 1's row "vLLM server :<port> (group port <p>)" pass; nothing left on the GPUs.
+#             --probe-timeout 300 here: the server's start took 61-91 s on H100 / H200.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0). Each run is bounded (timeout 420 s).
 set -u
 if ls .wt/seventh/*.whl >/dev/null 2>&1 && [ ! -f /tmp/site/.done ]; then
@@ -63,7 +67,7 @@ for mode in $MODES; do
       "-m envdoctor check --distributed --probe --no-network --config mn-$mode.yaml --format json"
     CUDA_VISIBLE_DEVICES=$n ENVDOCTOR_NODE_ADDR=$addr timeout 420 python3 -m torch.distributed.run \
       --nnodes 2 --node_rank $n --nproc_per_node 1 --master_addr 127.0.0.1 --master_port "$port" \
-      --local_addr "$addr" -m envdoctor check --distributed --probe --no-network -v \
+      --local_addr "$addr" -m envdoctor check --distributed --probe --probe-timeout 300 --no-network -v \
       --config /tmp/mn-$mode.yaml --format json > "$OUT/multinode-probe-$mode-node$n.json" \
       2> "$OUT/multinode-probe-$mode-node$n.err" &
     pids[$n]=$!

@@ -153,15 +153,38 @@ def _job(job: JobEnv, opts: ClusterOptions, timeout: float) -> int:
 
 
 def _probe(job: JobEnv, opts: ClusterOptions) -> list | None:
-    """Every node's probe as one job (local rank 0 of each runs its node's); rank 0 gets the
-    rows. The port where the probe's ranks meet is chosen on rank 0's host, the job's
-    rendezvous host, and shared over the control group."""
+    """Every node's probe as one job; rank 0 gets the rows. Local rank 0 of each node prepares
+    its spec and says its role (the server node is the one ``vllm_server_host`` names); rank 0
+    assigns the roles and where the training ranks meet; the server node holds the probe server
+    while the training nodes run their probe (the first gather), then reports (the second)."""
     from envdoctor.cluster import job_probe
 
-    port = gather.broadcast(job_probe.free_port() if job.rank == 0 else None)
-    host = os.environ.get("MASTER_ADDR", "127.0.0.1")
-    row = job_probe.run_node(job, opts, host, int(port), opts.probe_timeout) if job.leader else None
-    return gather.gather(row)
+    spec, role = job_probe.prepare(job, opts, opts.probe_timeout) if job.leader else (None, None)
+    roles = gather.gather(role)
+    plan = None
+    if job.rank == 0:
+        rank0 = role["node"] if role else job_probe.node_index(job)
+        plan = job_probe.assign(roles or [], os.environ.get("MASTER_ADDR", "127.0.0.1"), rank0)
+    plan = gather.broadcast(plan)
+    me = job_probe.node_index(job)
+    box: dict = {}
+
+    def trainers_done() -> None:
+        box["rows"] = gather.gather(None)
+
+    server_row = None
+    if job.leader and spec is not None and plan["server"] and plan["server"]["node"] == me:
+        server_row = job_probe.serve(job, spec, plan, trainers_done)
+    else:
+        row = None
+        if job.leader:
+            why = str((role or {}).get("error") or "no spec")
+            row = job_probe.train(job, spec, plan) if spec is not None else job_probe.failed(job, why)
+        box["rows"] = gather.gather(row)
+    last = gather.gather(server_row)
+    if job.rank != 0:
+        return None
+    return [r for r in (box.get("rows") or []) + (last or []) if r is not None]
 
 
 def run(opts: ClusterOptions) -> int:

@@ -64,6 +64,9 @@ class ProbeSpec:
     #: inside a multi-node job (``check --distributed --probe``): ``host:port`` where the ranks
     #: of every node meet (the job's own rendezvous host); the launcher's line is run as given
     job_rendezvous: str | None = None
+    #: server mode inside a job: the probe server another node of the job runs (host, port,
+    #: group port); this node's ranks generate there and sync their weights to it
+    remote_server: tuple[str, int, int] | None = None
     #: the training stack's versions as envdoctor knows them (distribution → version): the
     #: exact versions PRB009's install command names for the modules the interpreter lacks
     packages: dict[str, str] = field(default_factory=dict)

@@ -125,3 +125,48 @@ def test_the_report_names_each_nodes_failure_and_a_node_that_never_answered():
         ["node 0", "10.0.0.1", "0→cuda:0", "fail"],
         ["node 1", "10.0.0.2", "none", "error"],
     ]
+
+
+def test_a_training_node_in_server_mode_meets_its_peers_and_generates_on_the_server_node(monkeypatch):
+    """Plain data: node 2 of a job whose node 1 serves is the second of two training nodes."""
+    from envdoctor.cluster.job import JobEnv
+    from envdoctor.cluster.job_probe import _apply
+    from envdoctor.probe.interface import ProbeSpec
+    from envdoctor.probe.plan.rendezvous import job_node
+
+    monkeypatch.setenv("ENVDOCTOR_NODE_ADDR", "10.0.0.3")
+    job = JobEnv(
+        rank=4,
+        world_size=6,
+        local_rank=0,
+        local_world_size=2,
+        node_rank=2,
+        master="10.0.0.1:29500",
+        launcher="torchrun",
+    )
+    spec = ProbeSpec(launcher=["torchrun"], use_vllm=True, vllm_mode="server", rank_gpus={0: 0, 1: 1})
+    spec.server_launch, spec.generation_gpus = object(), [0]  # type: ignore[assignment]
+    plan = {
+        "server": {"node": 1, "addr": "10.0.0.9", "host": "vllm-node", "port": 8000, "group_port": 51216},
+        "trainers": [0, 2],
+        "rdzv": ("10.0.0.1", 30000),
+    }
+    _apply(spec, job, plan)
+    argv = spec.launcher
+    flags = {argv[i]: argv[i + 1] for i in range(3, len(argv), 2)}
+    assert argv[1:3] == ["-m", "torch.distributed.run"]
+    assert flags == {
+        "--nnodes": "2",
+        "--node_rank": "1",
+        "--nproc_per_node": "2",
+        "--master_addr": "10.0.0.1",
+        "--master_port": "30000",
+    }
+    assert spec.rank_gpus == {2: 0, 3: 1}  # the second training node's global ranks
+    assert spec.remote_server == ("vllm-node", 8000, 51216) and spec.server_launch is None
+    assert spec.generation_gpus == [] and spec.env["VLLM_HOST_IP"] == "10.0.0.3"
+    # the probe's launcher does not inherit the outer job's rank variables
+    _argv, drop, moved = job_node(
+        argv, {"RANK": "4", "PET_NNODES": "3", "TORCHELASTIC_RUN_ID": "x", "HOME": "/h"}
+    )
+    assert drop == {"RANK": None, "PET_NNODES": None, "TORCHELASTIC_RUN_ID": None} and moved == []

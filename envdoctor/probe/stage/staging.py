@@ -88,7 +88,7 @@ def loopback_env(env: dict[str, str], overrides: dict[str, str | None], spec: Pr
         spec.server_launch is not None
         and str(spec.server_launch.options.get("distributed_executor_backend")) == "ray"
     )
-    if not ray:
+    if not ray and not spec.job_rendezvous:  # a job's node: vLLM finds its own address
         env.setdefault("VLLM_HOST_IP", LOOPBACK)
 
 
@@ -233,6 +233,18 @@ def prepare_vllm(
         return settings, None
     if spec.vllm_mode == "legacy":
         result.generation = "TRL's in-process vLLM on vllm_device (legacy)"
+        return settings, None
+    if spec.vllm_mode == "server" and spec.remote_server is not None:
+        host, port, group_port = spec.remote_server
+        settings["vllm"].update(
+            vllm_server_host=host,
+            vllm_server_port=port,
+            vllm_group_port=group_port,
+            vllm_server_timeout=max(spec.timeout_s, 1.0),
+        )
+        settings["vllm"].pop("vllm_server_base_url", None)
+        result.server.update(remote=f"{host}:{port}", group_port=group_port)
+        result.generation = f"the probe vLLM server at {host}:{port} (another node of the job)"
         return settings, None
     if spec.vllm_mode != "server" or spec.server_launch is None:
         result.findings.append(
