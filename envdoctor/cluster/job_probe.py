@@ -102,14 +102,16 @@ def node_spec(job: JobEnv, options: Any, timeout_s: float) -> tuple[Any, str]:
     facts = collect_facts()
     allow = tuple(getattr(options, "allow_hosts", ()) or ())
     ctx = Context(facts=facts, plan=_plan(options, share), network=options.network, allow_hosts=allow)
-    if ctx.plan.use_vllm and ctx.layout.generation_mode == "server":
+    lay = ctx.layout
+    host = str(lay.server.host) if lay.server else str(ctx.config.get("vllm_server_host") or "")
+    if ctx.plan.use_vllm and lay.generation_mode == "server" and host and is_this_node(host):
+        # the server node: its plan holds the server line (a training node's does not, so that
+        # its ranks keep their own GPUs)
         launch = f"{_server_line(options, ctx.config)}\n{share}"
         ctx = Context(facts=facts, plan=_plan(options, launch), network=options.network, allow_hosts=allow)
     spec = spec_from_context(ctx, timeout_s=timeout_s)
     spec.multi_node = None
     spec.user_server = None  # the job's server is the probe's; a running one is not read here
-    lay = ctx.layout
-    host = str(lay.server.host) if lay.server else str(ctx.config.get("vllm_server_host") or "")
     return spec, host
 
 
@@ -374,10 +376,13 @@ def probe_area(rows: list[dict[str, Any] | None], nodes: int, world_size: int) -
             evidence = {**f.evidence, "node": row.get("node")}
             area.findings.append(Finding(f.rule, f.severity, f"{label}: {f.message}", f.fix, evidence))
     passed = [r for r in got if r.get("status") == "pass"]
-    ranks = sum(len(r.get("ranks") or {}) for r in got)
+    servers = [r for r in got if r.get("role") == "server"]
+    planned = sum(len(r.get("planned") or r.get("ranks") or {}) for r in got if r.get("role") != "server")
+    done = sum(1 for r in got for d in (r.get("ranks") or {}).values() if d.get("ok"))
     area.summary = (
-        f"{len(passed)} of {nodes} node{'s' * (nodes != 1)} passed; {ranks} of {world_size} "
-        f"rank{'s' * (world_size != 1)} ran the GRPO step as one job"
+        f"{len(passed)} of {nodes} node{'s' * (nodes != 1)} passed; {done} of "
+        f"{planned or world_size} training rank{'s' * ((planned or world_size) != 1)} finished the "
+        "GRPO step as one job" + "".join(f"; the probe vLLM server on node {r.get('node')}" for r in servers)
     )
     area.data = {"nodes": [{k: v for k, v in r.items() if k != "findings"} for r in got]}
     table = {

@@ -45,6 +45,7 @@ def _node(rank: int, port: int, addr: str, *check_args: str) -> list[str]:
 
 
 def _run(tmp_path, *check_args: str) -> list[tuple[int, str, str]]:
+    """Both nodes at once (node 1 at 127.0.0.2); both must end in time (no rank left waiting)."""
     port = free_port()
     procs = []
     for rank, addr in ((0, "127.0.0.1"), (1, "127.0.0.2")):
@@ -89,7 +90,7 @@ def test_two_nodes_probe_as_one_job_and_rank_0_reports_a_row_per_node(tmp_path):
         # one world over both nodes: each rank saw two ranks and trained a step on its device
         assert step["ok"] and step["device"] == "cpu" and step["world_size"] == 2, node
     area = next(a for a in report["areas"] if a["key"] == "probe")
-    assert area["summary"].startswith("2 of 2 nodes passed; 2 of 2 ranks")
+    assert area["summary"].startswith("2 of 2 nodes passed; 2 of 2 training ranks finished")
     table = next(t for t in report["extra"]["tables"] if t["title"] == "Probe per node:")
     assert [row[:4] for row in table["rows"]] == [
         ["node 0", "127.0.0.1", "0→cpu", "pass"],
@@ -170,3 +171,28 @@ def test_a_training_node_in_server_mode_meets_its_peers_and_generates_on_the_ser
         argv, {"RANK": "4", "PET_NNODES": "3", "TORCHELASTIC_RUN_ID": "x", "HOME": "/h"}
     )
     assert drop == {"RANK": None, "PET_NNODES": None, "TORCHELASTIC_RUN_ID": None} and moved == []
+
+
+def test_server_mode_the_named_node_serves_and_the_other_trains_alone(tmp_path):
+    """vllm_server_host 127.0.0.2: node 1 is the server node, node 0 the one training node. Without
+    vLLM (CPU) both fail, each named after its node; what is proved is the job's protocol: the
+    roles, the server held until the trainers are done, one report, every process ends."""
+    cfg = tmp_path / "grpo.yaml"
+    cfg.write_text("use_vllm: true\nvllm_mode: server\nvllm_server_host: 127.0.0.2\n")
+    pytest.importorskip("trl")
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed: the GPU validation covers the server split")
+    (c0, out0, err0), (c1, out1, err1) = _run(tmp_path, "--config", str(cfg), "--format", "json")
+    assert out1 == "" and c0 == c1 == 1, err0[-3000:] + err1[-3000:]
+    report = json.loads(out0)
+    nodes = {n["node"]: n for n in report["probe"]["nodes"]}
+    assert nodes[1]["role"] == "server" and nodes[0]["role"] == "trainer"
+    assert nodes[1]["server"]["url"].startswith("http://127.0.0.2:")
+    assert list(nodes[0]["ranks"]) == ["0"]  # the one training node's one rank: a world of 1
+    rules = {(f["rule"], f["message"].split(":")[0]) for f in report["findings"]}
+    assert ("PRB014", "node 1 (127.0.0.2)") in rules  # the server node: no vLLM to serve with
+    assert ("PRB001", "node 0 (127.0.0.1)") in rules  # the trainer: TRL refuses use_vllm without it
+    table = next(t for t in report["extra"]["tables"] if t["title"] == "Probe per node:")
+    assert table["rows"][1][2].startswith("vLLM server :")
