@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from tests.cluster.helpers import JOB_TIMEOUT, free_port, job_env, torchrun
+from tests.schema_check import errors
 
 pytestmark = [pytest.mark.distributed, pytest.mark.probe]
 pytest.importorskip("trl")
@@ -78,6 +79,7 @@ def test_two_nodes_probe_as_one_job_and_rank_0_reports_a_row_per_node(tmp_path):
     assert out1 == "", out1  # only rank 0 reports
     assert c0 == c1, err0[-3000:] + err1[-3000:]  # every rank leaves with the same exit code
     report = json.loads(out0)
+    assert not errors(report, "report")  # the shipped JSON Schema holds
     probe = report["probe"]
     nodes = {n["node"]: n for n in probe["nodes"]}
     assert sorted(nodes) == [0, 1], probe
