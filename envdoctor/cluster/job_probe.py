@@ -104,12 +104,16 @@ def node_spec(job: JobEnv, options: Any, timeout_s: float) -> tuple[Any, str]:
     ctx = Context(facts=facts, plan=_plan(options, share), network=options.network, allow_hosts=allow)
     lay = ctx.layout
     host = str(lay.server.host) if lay.server else str(ctx.config.get("vllm_server_host") or "")
+    spec = spec_from_context(ctx, timeout_s=timeout_s)
     if ctx.plan.use_vllm and lay.generation_mode == "server" and host and is_this_node(host):
         # the server node: its plan holds the server line (a training node's does not, so that
-        # its ranks keep their own GPUs)
+        # its ranks keep their own GPUs); the model is chosen as on the training nodes, so that
+        # the weights they sync have the names and shapes the server loaded
+        model = spec.model
         launch = f"{_server_line(options, ctx.config)}\n{share}"
         ctx = Context(facts=facts, plan=_plan(options, launch), network=options.network, allow_hosts=allow)
-    spec = spec_from_context(ctx, timeout_s=timeout_s)
+        spec = spec_from_context(ctx, timeout_s=timeout_s)
+        spec.model = model
     spec.multi_node = None
     spec.user_server = None  # the job's server is the probe's; a running one is not read here
     return spec, host

@@ -62,6 +62,8 @@ def test_the_server_node_serves_on_its_address_until_the_trainers_are_done(tmp_p
             time.sleep(0.2)
         seen.append((_get(f"http://127.0.0.2:{port}/health"), _get(f"http://127.0.0.1:{port}/health")))
 
+    monkeypatch.setenv("RANK", "1")  # the envdoctor rank of the job that runs the server
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "job")
     r = serve_probe(_spec(record, monkeypatch), ("127.0.0.2", port, 51999), trainers, "127.0.0.2")
     assert seen == [(200, None)], r.server.get("log_tail")  # on the node's address only; once
     assert r.status == "pass" and r.phase == "done", r.findings
@@ -70,6 +72,7 @@ def test_the_server_node_serves_on_its_address_until_the_trainers_are_done(tmp_p
     argv = info["argv"]
     assert argv[argv.index("--host") + 1] == "127.0.0.2" and argv[argv.index("--port") + 1] == str(port)
     assert info["env_cvd"] == "3"  # the server line's own GPUs
+    assert info["env_rank"] is None  # not the outer job's rank variables
     assert _get(f"http://127.0.0.2:{port}/health") is None  # ended
     assert r.temp_dir_removed and not left_behind(probe_tmp)
 

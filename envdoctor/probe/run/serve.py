@@ -20,6 +20,7 @@ from envdoctor.net_policy import LOOPBACK
 from envdoctor.probe.interface import ProbeResult, ProbeSpec
 from envdoctor.probe.judge.vllm_judge import judge_vllm
 from envdoctor.probe.observe.watcher import GpuWatch
+from envdoctor.probe.plan.rendezvous import job_node
 from envdoctor.probe.run.runner import GRACE_S, _end_gpu_holders, _marker, _tail, _temp_dir
 from envdoctor.probe.stage.server import ServerLine, ServerProcess
 from envdoctor.probe.stage.staging import OFFLINE, ProbeModelFiles, prepare_vllm, private_dirs
@@ -78,6 +79,9 @@ def serve_probe(
                 if tok == "--port":
                     line.argv[i + 1] = str(port)
             line.port, line.host = port, host if host.startswith("127.") else LOOPBACK
+            _argv, outer, _moved = job_node(line.argv, line.env)
+            for name in outer:  # the outer job's ranks are not the server's (vLLM reads some)
+                line.env.pop(name, None)
             line.env.update({**OFFLINE, **private_dirs(tmp)})
             line.env.setdefault("NCCL_DEBUG", "WARN")
             if node_addr:
