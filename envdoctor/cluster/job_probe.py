@@ -6,8 +6,14 @@ shape (``--nnodes``, this node's ``--node_rank``, its ``--nproc_per_node``), eve
 meeting at the job's own rendezvous host (``MASTER_ADDR``) on a port rank 0 chose, so the GRPO
 step runs on every rank's own device as one world over the job's network path; the node's own
 NVML watch judges its isolation. What each node saw goes to rank 0 over the job's control group
-(plain data), and rank 0 reports one Probe area with a row per node. The probe contacts the
-job's rendezvous host only, as the job itself does.
+(plain data), and rank 0 reports one Probe area with a row per node.
+
+In ``vllm_mode: server`` the node that ``vllm_server_host`` names is the server node: it runs the
+probe server on its address (``probe/run/serve.py``) while the other nodes train as one torchrun
+job (meeting at the first training node), generating through ``vllm_server_host`` and syncing
+their weights over the group port. Rank 0 assigns the roles from what each node's local rank 0
+says (``prepare`` → ``assign``). The probe contacts the job's own hosts only: its rendezvous
+host, the first training node, ``vllm_server_host``.
 """
 
 from __future__ import annotations
