@@ -23,7 +23,9 @@
 #             weights over NCCL (the group port). Expect: node 0 pass with WEIGHT SYNC "proved";
 #             node 1's row "vLLM server :<port> (group port <p>)" pass; nothing left on the GPUs.
 #             --probe-timeout 300 here: the server's start took 61-91 s on H100 / H200.
-# NVLink multicast stays off (NCCL_NVLS_ENABLE=0). Each run is bounded (timeout 420 s).
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0). Each run is bounded (timeout 420 s): with the
+# device tool's 10 minutes a call, give one or two modes per call (e.g. `none colocate`, then
+# `server` on the same warm machine). On a CPU machine `none` runs too (GPU001, "not measurable").
 set -u
 if ls .wt/seventh/*.whl >/dev/null 2>&1 && [ ! -f /tmp/site/.done ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
