@@ -19,8 +19,8 @@ import sys
 from envdoctor.checks.context import Context
 from envdoctor.facts.collect import collect_facts
 from envdoctor.plan.build import build_plan
-from envdoctor.probe.plan import spec_from_context
-from envdoctor.probe.runner import run_probe
+from envdoctor.probe.plan.spec import spec_from_context
+from envdoctor.probe.run.runner import run_probe
 
 COLS = ["launch", "imports", "cuda_init", "model_build", "trainer_init", "steps", "teardown", "total"]
 

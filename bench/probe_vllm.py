@@ -17,8 +17,8 @@ from envdoctor.checks.context import Context
 from envdoctor.facts.collect import collect_facts
 from envdoctor.plan.build import build_plan
 from envdoctor.probe.interface import PHASES
-from envdoctor.probe.plan import spec_from_context
-from envdoctor.probe.runner import run_probe
+from envdoctor.probe.plan.spec import spec_from_context
+from envdoctor.probe.run.runner import run_probe
 
 COLS = tuple(PHASES)  # the report's order
 

@@ -8,7 +8,8 @@ do not count against the layers, but they do for cycles (mypy follows them). Mod
 name (``importlib.import_module``: the CLI's table of subcommands, the package's lazy
 ``preflight``) are not seen. A module may import its own layer and the layers below it; a
 module beside may import anything up to ``BESIDE_MAX`` and the other modules beside. The graph
-has no cycle.
+has no cycle. Inside the probe, its own layers (``PROBE_LAYERS``: plan, observe, stage, judge,
+run, then the package and its report area) are held the same way.
 
 Known violations are listed below with why they stay; a new one fails here. To fix one, move
 the shared piece below its users (re-exported from the old place if callers import it there),
@@ -62,6 +63,29 @@ LAYERS: list[tuple[str, ...]] = [
 #: the layers above it (the API, the commands) may import them.
 BESIDE = ("envdoctor.probe", "envdoctor.triage", "envdoctor.cluster")
 BESIDE_MAX = "envdoctor.doctor"
+
+#: The probe's inner layers, named as its data flows (plan -> stage -> run -> observe -> judge),
+#: each with the layers it may import besides its own. The run is the lifecycle that stages,
+#: launches, watches and judges, so it sits on top like the doctor; the NVML watch (observe) is
+#: below staging, which watches a vLLM server of the user's before the launch; the judges read
+#: only the spec and the observations. ``envdoctor.probe.interface`` (ProbeSpec, ProbeResult)
+#: counts as the plan; the package itself and ``area`` (the report area) may import them all.
+#: A module of envdoctor.probe in none of these keys fails ``test_every_probe_module_has_a_layer``.
+PROBE_LAYERS: dict[str, tuple[str, ...]] = {
+    "envdoctor.probe.plan": (),
+    "envdoctor.probe.observe": (),
+    "envdoctor.probe.stage": ("envdoctor.probe.plan", "envdoctor.probe.observe"),
+    "envdoctor.probe.judge": ("envdoctor.probe.plan", "envdoctor.probe.observe"),
+    "envdoctor.probe.run": (
+        "envdoctor.probe.plan",
+        "envdoctor.probe.observe",
+        "envdoctor.probe.stage",
+        "envdoctor.probe.judge",
+    ),
+}
+PROBE_ALIASES = {"envdoctor.probe.interface": "envdoctor.probe.plan"}
+PROBE_TOP = ("envdoctor.probe", "envdoctor.probe.area")
+
 
 #: Known upward imports (importer, imported), each with why it stays. Do not add to this list:
 #: move the shared piece down instead.
@@ -185,6 +209,35 @@ def upward_imports(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
     return bad
 
 
+def probe_layer_of(module: str) -> str:
+    """The inner layer of a module of envdoctor.probe (a key of ``PROBE_LAYERS``, or "top")."""
+    if module in PROBE_TOP:
+        return "top"
+    if module in PROBE_ALIASES:
+        return PROBE_ALIASES[module]
+    key = _key(module, tuple(PROBE_LAYERS))
+    if key is None:
+        raise AssertionError(f"{module} is in no layer of the probe: put it in a subpackage of PROBE_LAYERS")
+    return key
+
+
+def probe_upward_imports(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """Imports between the probe's inner layers against ``PROBE_LAYERS``."""
+    bad = set()
+    for src, targets in graph.items():
+        if _key(src, ("envdoctor.probe",)) is None:
+            continue
+        layer = probe_layer_of(src)
+        for dst in targets:
+            if _key(dst, ("envdoctor.probe",)) is None:
+                continue
+            dst_layer = probe_layer_of(dst)
+            below = layer == "top" or dst_layer in (layer, *PROBE_LAYERS.get(layer, ()))
+            if not below:
+                bad.add((src, dst))
+    return bad
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan, iterative)."""
     index: dict[str, int] = {}
@@ -247,6 +300,47 @@ def test_no_new_upward_import(graph):
         "move the shared piece down, see tests/test_layers.py):\n"
         + "\n".join(f"  {a} imports {b}" for a, b in new)
     )
+
+
+def test_every_probe_module_has_a_layer(graph):
+    for module in graph:
+        if _key(module, ("envdoctor.probe",)):
+            probe_layer_of(module)
+
+
+def test_the_probe_layers_go_one_way(graph):
+    """plan and observe import no other probe layer; stage and judge only those two; the run
+    anything below it; nothing below the top imports the package or its report area."""
+    new = sorted(probe_upward_imports(graph))
+    assert not new, (
+        "imports against the probe's layers (see PROBE_LAYERS in tests/test_layers.py):\n"
+        + "\n".join(f"  {a} imports {b}" for a, b in new)
+    )
+
+
+def test_the_probe_layer_check_fails_an_upward_import():
+    """Sabotage: the judge reaching for the runner, the plan for staging, staging for a judge,
+    a rank's worker for the report area are each caught; the runner's imports are not."""
+    wrong = {
+        ("envdoctor.probe.judge.trainer", "envdoctor.probe.run.runner"),
+        ("envdoctor.probe.plan.spec", "envdoctor.probe.stage.staging"),
+        ("envdoctor.probe.interface", "envdoctor.probe.observe.watcher"),
+        ("envdoctor.probe.stage.staging", "envdoctor.probe.judge.failures"),
+        ("envdoctor.probe.run.worker", "envdoctor.probe.area"),
+    }
+    right = {
+        ("envdoctor.probe.run.runner", "envdoctor.probe.judge.trainer"),
+        ("envdoctor.probe.stage.staging", "envdoctor.probe.observe.watcher"),
+        ("envdoctor.probe.judge.trainer", "envdoctor.probe.interface"),
+        ("envdoctor.probe.area", "envdoctor.probe.run.runner"),
+        ("envdoctor.probe.judge.failures", "envdoctor.triage.scanner"),
+    }
+    graph: dict[str, set[str]] = {}
+    for src, dst in wrong | right:
+        graph.setdefault(src, set()).add(dst)
+    assert probe_upward_imports(graph) == wrong
+    with pytest.raises(AssertionError, match="no layer of the probe"):
+        probe_layer_of("envdoctor.probe.loose_module")
 
 
 def test_allowed_upward_imports_still_exist(graph):

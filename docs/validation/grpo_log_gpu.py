@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import tempfile
 
-from envdoctor.probe.tinymodel import write_tiny_model
+from envdoctor.probe.plan.tinymodel import write_tiny_model
 
 PROMPTS = ["Write a haiku about GPUs.", "What is 12 + 30?", "Name three prime numbers.",
            "Explain GRPO in one line.", "Say hello in French.", "Count to five."]

@@ -148,7 +148,7 @@ WORK = os.path.join(tempfile.gettempdir(), "memory-grpo")  # checkpoints and tra
 def tokenizer(size: int = 0):
     """Word-level tokenizer of WORDS; ``size`` fills it up to the model's vocabulary (vLLM
     detokenizes every sampled id), keeping the ids of WORDS."""
-    from envdoctor.probe.worker import word_tokenizer
+    from envdoctor.probe.run.worker import word_tokenizer
 
     return word_tokenizer(WORDS + [f"x{i}" for i in range(max(size - 3 - len(WORDS), 0))])
 

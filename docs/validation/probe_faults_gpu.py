@@ -15,7 +15,7 @@ import sys
 import time
 
 from envdoctor.facts.gpus import collect_gpus
-from envdoctor.probe.runner import ProbeSpec, run_probe
+from envdoctor.probe.run.runner import ProbeSpec, run_probe
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 
@@ -50,7 +50,7 @@ def main() -> None:
                              fault="hang_collective", fault_at="start", timeout_s=40,
                              env={"CUDA_VISIBLE_DEVICES": "0"})))
     print("\n=== SIGTERM to envdoctor while the probe hangs on the GPU")
-    code = ("import json, sys\nfrom envdoctor.probe.runner import ProbeSpec, run_probe\n"
+    code = ("import json, sys\nfrom envdoctor.probe.run.runner import ProbeSpec, run_probe\n"
             "r = run_probe(ProbeSpec(launcher=[sys.executable], fault='hang', "
             "fault_at='trainer_init', timeout_s=300, env={'CUDA_VISIBLE_DEVICES': '0'}))\n"
             "print(json.dumps({'status': r.status, 'leftover': r.leftover_pids, "

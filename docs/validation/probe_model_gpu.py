@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import envdoctor.probe.plan as probe_plan
+import envdoctor.probe.plan.spec as probe_plan
 from envdoctor.checks.context import Context
 from envdoctor.commands.probe import probe_area
 from envdoctor.facts.collect import collect_facts
@@ -167,7 +167,7 @@ def run(name: str, work: Path) -> None:
 def _keep_logs() -> None:
     """KEEP_LOGS=1 with OUT set: each scenario's trainer, server and writer logs go to $OUT
     (copied just before the probe's temp dir is removed), for a timeline of its phases."""
-    import envdoctor.probe.runner as runner
+    import envdoctor.probe.run.runner as runner
 
     real = runner._collect
     counter = iter(range(1000))

@@ -30,8 +30,8 @@ from envdoctor.checks.context import Context
 from envdoctor.commands.probe import probe_area
 from envdoctor.facts.collect import collect_facts
 from envdoctor.plan.build import build_plan
-from envdoctor.probe.server import health
-from envdoctor.probe.tinymodel import write_tiny_model
+from envdoctor.probe.stage.server import health
+from envdoctor.probe.plan.tinymodel import write_tiny_model
 
 TIMEOUT = 240.0
 #: SERVER_GPU=1 on a machine of two GPUs: the server split (trainer on 0, server on 1)
@@ -93,7 +93,7 @@ SEEN: list = []
 
 
 def _capture() -> None:
-    from envdoctor.probe import runner
+    from envdoctor.probe.run import runner
 
     real = runner.run_probe
 

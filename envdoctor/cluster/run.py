@@ -39,6 +39,8 @@ class ClusterOptions:
     network: bool = True
     color: bool = False
     allow_hosts: tuple[str, ...] = ()
+    probe: bool = False  # --probe: every node runs the probe's GRPO step as one job
+    probe_timeout: float = 180.0
 
 
 def timeout_s() -> float:
@@ -69,12 +71,19 @@ def _decide(g: Gathered, timeout: float) -> BenchPlan:
     return make_plan(g.ranks, leaders, timeout / 2, unique_gpus=len(uuids) == len(set(uuids)))
 
 
-def _emit(g: Gathered, opts: ClusterOptions) -> int:
+def _emit(g: Gathered, opts: ClusterOptions, probes: list | None = None) -> int:
     """Rank 0: print the report; its exit code (2 when the report cannot be written)."""
     from envdoctor.output import emit
     from envdoctor.report import render
 
     report = cluster_report(g, select=opts.select, ignore=opts.ignore)
+    if opts.probe:
+        from envdoctor.cluster.job_probe import probe_area
+
+        nodes = len({r.node_rank if r.node_rank is not None else r.host for r in g.ranks}) or 1
+        area, table = probe_area(probes or [], nodes, g.world_size)
+        report.areas.append(area)
+        report.extra.setdefault("tables", []).append(table)
     try:
         emit(render(report, opts.fmt, verbose=opts.verbose, color=opts.color), opts.output)
     except InputError as exc:
@@ -88,10 +97,15 @@ def _job(job: JobEnv, opts: ClusterOptions, timeout: float) -> int:
 
     deadline = timeout / 2
     g = Gathered(launcher=job.launcher, world_size=job.world_size, ranks=[])
+    probes: list | None = None
     step = "gathering every rank's facts"
     try:
         node = gather.node_info(job, opts, deadline) if job.leader else None
         dist.barrier()  # NVML facts read before the ranks below create CUDA contexts
+        if opts.probe:  # before any rank of envdoctor's holds a GPU: the probe's watch sees the job
+            step = "the probe"
+            probes = _probe(job, opts)
+            step = "gathering every rank's facts"
         info = gather.rank_info(job, deadline)
         parts = gather.gather((info, node))
         plan = None
@@ -124,8 +138,8 @@ def _job(job: JobEnv, opts: ClusterOptions, timeout: float) -> int:
             )
             return 1
         g.failures.append(why)
-        return max(_emit(g, opts), 1)
-    code = _emit(g, opts) if job.rank == 0 else 0
+        return max(_emit(g, opts, probes), 1)
+    code = _emit(g, opts, probes) if job.rank == 0 else 0
     try:
         return int(gather.broadcast(code))
     except Exception as exc:
@@ -136,6 +150,41 @@ def _job(job: JobEnv, opts: ClusterOptions, timeout: float) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _probe(job: JobEnv, opts: ClusterOptions) -> list | None:
+    """Every node's probe as one job; rank 0 gets the rows. Local rank 0 of each node prepares
+    its spec and says its role (the server node is the one ``vllm_server_host`` names); rank 0
+    assigns the roles and where the training ranks meet; the server node holds the probe server
+    while the training nodes run their probe (the first gather), then reports (the second)."""
+    from envdoctor.cluster import job_probe
+
+    spec, role = job_probe.prepare(job, opts, opts.probe_timeout) if job.leader else (None, None)
+    roles = gather.gather(role)
+    plan = None
+    if job.rank == 0:
+        rank0 = role["node"] if role else job_probe.node_index(job)
+        plan = job_probe.assign(roles or [], os.environ.get("MASTER_ADDR", "127.0.0.1"), rank0)
+    plan = gather.broadcast(plan)
+    me = job_probe.node_index(job)
+    box: dict = {}
+
+    def trainers_done() -> None:
+        box["rows"] = gather.gather(None)
+
+    server_row = None
+    if job.leader and spec is not None and plan["server"] and plan["server"]["node"] == me:
+        server_row = job_probe.serve(job, spec, plan, trainers_done)
+    else:
+        row = None
+        if job.leader:
+            why = str((role or {}).get("error") or "no spec")
+            row = job_probe.train(job, spec, plan) if spec is not None else job_probe.failed(job, why)
+        box["rows"] = gather.gather(row)
+    last = gather.gather(server_row)
+    if job.rank != 0:
+        return None
+    return [r for r in (box.get("rows") or []) + (last or []) if r is not None]
 
 
 def run(opts: ClusterOptions) -> int:
@@ -149,7 +198,8 @@ def run(opts: ClusterOptions) -> int:
     if not dist.is_available():
         raise InputError("--distributed", "this torch build has no torch.distributed")
     try:
-        gather.init(timeout)
+        # the control group waits for the slowest node's probe: its limit, plus staging
+        gather.init(timeout + (opts.probe_timeout + 120 if opts.probe else 0))
     except Exception as exc:
         raise InputError(
             "--distributed",

@@ -137,6 +137,7 @@ def check(
                 no_network,
                 assume,
                 allow,
+                probe_timeout=(valid_probe_timeout(probe_timeout, settings) if probe else None),
             )
         )
     facts, plan = facts_and_plan(facts_file, assume, config, accelerate_config, launch, launch_argv)
@@ -157,14 +158,9 @@ def check(
                 "--probe", "the probe runs on this machine; it cannot check a snapshot (drop --facts)"
             )
         from envdoctor.commands.probe import probe_area
-        from envdoctor.settings import valid_timeout
 
-        timeout = (
-            valid_timeout(probe_timeout, "--probe-timeout")
-            if probe_timeout is not None
-            else settings.get("probe-timeout") or 180.0
-        )
-        report.areas[-1] = probe_area(ctx, timeout=float(timeout), show_progress=fmt == "text")
+        timeout = valid_probe_timeout(probe_timeout, settings)
+        report.areas[-1] = probe_area(ctx, timeout=timeout, show_progress=fmt == "text")
     if upgrade_plan:
         emit(
             "\n".join(report.upgrade_plan) + "\n"
@@ -198,6 +194,7 @@ def _distributed(
     no_network,
     assume,
     allow_hosts: tuple[str, ...] = (),
+    probe_timeout: float | None = None,
 ) -> int:
     """``--distributed``: the cluster check on this rank (torch is imported only here)."""
     from envdoctor.errors import InputError
@@ -206,7 +203,6 @@ def _distributed(
         flag
         for flag, on in (
             ("--facts", facts_file),
-            ("--probe", probe),
             ("--upgrade-plan", upgrade_plan),
             ("--assume", assume),
         )
@@ -229,7 +225,18 @@ def _distributed(
         network=not no_network,
         allow_hosts=allow_hosts,
         color=fmt == "text" and not output and use_color(),
+        probe=bool(probe),
+        probe_timeout=probe_timeout or 180.0,
     )
+
+
+def valid_probe_timeout(probe_timeout: float | None, settings: dict) -> float:
+    """--probe-timeout, else the settings' probe-timeout, else 180 s."""
+    from envdoctor.settings import valid_timeout
+
+    if probe_timeout is not None:
+        return float(valid_timeout(probe_timeout, "--probe-timeout"))
+    return float(settings.get("probe-timeout") or 180.0)
 
 
 def launch_text(launch: tuple[str, ...], argv: tuple[str, ...] = ()) -> str | None:

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 def probe_area(ctx: Context, timeout: float = 180.0, on_phase: Callable[[str], None] | None = None) -> Area:
     """Run the probe for the plan in ``ctx`` and return its report area; ``on_phase`` hears
     each phase as it starts."""
-    from envdoctor.probe.plan import batch_shape, spec_from_context
-    from envdoctor.probe.runner import run_probe
+    from envdoctor.probe.plan.spec import batch_shape, spec_from_context
+    from envdoctor.probe.run.runner import run_probe
 
     if ctx.resolved.unresolved:
         from envdoctor.errors import InputError

@@ -1,5 +1,5 @@
 """What the probe is asked to run (``ProbeSpec``) and what it saw (``ProbeResult``): the runner
-fills them, the judges read them (``envdoctor.probe.runner`` re-exports both)."""
+fills them, the judges read them (``envdoctor.probe.run.runner`` re-exports both)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from envdoctor.findings import Finding
 from envdoctor.plan.interface import Launch
-from envdoctor.probe.model_source import ProbeModel
+from envdoctor.probe.plan.model_source import ProbeModel
 
 #: the probe's phases, in the order they are reported, and their names in the report
 PHASES = {
@@ -61,6 +61,12 @@ class ProbeSpec:
     model: ProbeModel | None = None  # the user's shape (None or generic: the tiny model)
     #: a launch line over several nodes: what its rendezvous would dial (the probe is not run)
     multi_node: str | None = None
+    #: inside a multi-node job (``check --distributed --probe``): ``host:port`` where the ranks
+    #: of every node meet (the job's own rendezvous host); the launcher's line is run as given
+    job_rendezvous: str | None = None
+    #: server mode inside a job: the probe server another node of the job runs (host, port,
+    #: group port); this node's ranks generate there and sync their weights to it
+    remote_server: tuple[str, int, int] | None = None
     #: the training stack's versions as envdoctor knows them (distribution → version): the
     #: exact versions PRB009's install command names for the modules the interpreter lacks
     packages: dict[str, str] = field(default_factory=dict)

@@ -14,7 +14,7 @@ from envdoctor.doctor import check
 from envdoctor.facts.snapshot import from_dict
 from envdoctor.knowledge import knowledge
 from envdoctor.plan.build import build_plan
-from envdoctor.probe.failures import VllmContext, classify_vllm
+from envdoctor.probe.judge.failures import VllmContext, classify_vllm
 from tests.conftest import findings, snapshot
 
 VLLM = {"use_vllm": True}
@@ -135,7 +135,7 @@ def test_missing_vllm_one_exact_line_in_check_and_probe():
         "RuntimeError: vLLM is not available", VllmContext(part="the probe", vllm_install=line)
     )
     assert [f.fix for f in probe if f.rule == "PRB014"] == [line]
-    from envdoctor.probe.plan import _vllm_part
+    from envdoctor.probe.plan.spec import _vllm_part
 
     ctx.facts.gpus = []
     assert _vllm_part(ctx).get("vllm_install") == line

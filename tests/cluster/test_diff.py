@@ -87,8 +87,14 @@ def test_distributed_outside_a_job_is_an_input_error():
     proc = run_cli("check", "--distributed", env={"RANK": "", "WORLD_SIZE": ""})
     assert proc.returncode == 2 and "not inside a torch.distributed job" in proc.stderr
     assert "torchrun --nproc_per_node" in proc.stderr and "Traceback" not in proc.stderr
-    proc = run_cli("check", "--distributed", "--probe")
-    assert proc.returncode == 2 and "cannot be combined with --probe" in proc.stderr
+    proc = run_cli("check", "--distributed", "--probe", env={"RANK": "", "WORLD_SIZE": ""})
+    assert (
+        proc.returncode == 2 and "not inside a torch.distributed job" in proc.stderr
+    )  # --probe goes with it
+    proc = run_cli("check", "--distributed", "--probe", "--facts", "x.json")
+    assert proc.returncode == 2 and "cannot be combined with --facts" in proc.stderr
+    proc = run_cli("check", "--distributed", "--probe", "--probe-timeout", "-3")
+    assert proc.returncode == 2 and "--probe-timeout" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_a_laptop_against_a_gpu_node_never_strips_the_training_node(write_json):

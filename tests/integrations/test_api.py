@@ -221,7 +221,7 @@ def test_probe_unavailable_is_an_info_finding(monkeypatch):
 
 
 def test_probe_findings_join_the_report(monkeypatch):
-    from envdoctor.probe import runner
+    from envdoctor.probe.run import runner
 
     def fake_run_probe(spec, on_phase=None):
         return runner.ProbeResult(

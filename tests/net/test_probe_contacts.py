@@ -37,7 +37,7 @@ def test_a_one_node_probe_dials_only_loopback_and_the_resolver(tmp_path):
     if strace is None:
         pytest.skip("needs strace to see the probe's child processes")
     code = (
-        "import sys; from envdoctor.probe.runner import ProbeSpec, run_probe; "
+        "import sys; from envdoctor.probe.run.runner import ProbeSpec, run_probe; "
         "r = run_probe(ProbeSpec(launcher=[sys.executable, '-m', 'torch.distributed.run', "
         f"'--nnodes', '1', '--nproc_per_node', '1', '--master_addr', '{REMOTE}', "
         "'--master_port', '29523'], fault='exit', timeout_s=90)); "

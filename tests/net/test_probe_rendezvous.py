@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from envdoctor.probe.rendezvous import one_node
+from envdoctor.probe.plan.rendezvous import one_node
 from tests.conftest import snapshot
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
@@ -64,7 +64,7 @@ def test_a_one_node_probe_with_a_remote_master_addr_rendezvous_on_loopback():
     """torchrun --master_addr 10.1.2.3 on one node: before, the ranks never started (the
     rendezvous dialled 10.1.2.3 until the probe's limit); now they meet on 127.0.0.1."""
     pytest.importorskip("torch")
-    from envdoctor.probe.runner import ProbeSpec, run_probe
+    from envdoctor.probe.run.runner import ProbeSpec, run_probe
 
     r = run_probe(
         ProbeSpec(
@@ -102,8 +102,8 @@ def test_a_one_node_probe_with_a_remote_master_addr_rendezvous_on_loopback():
     ],
 )
 def test_a_multi_node_line_is_not_launched_and_says_what_it_would_dial(launch, dials, monkeypatch, attempts):
-    from envdoctor.probe.plan import spec_from_context
-    from envdoctor.probe.runner import run_probe
+    from envdoctor.probe.plan.spec import spec_from_context
+    from envdoctor.probe.run.runner import run_probe
 
     def no_launch(*args, **kwargs):
         raise AssertionError(f"launched {args[0] if args else kwargs}")
@@ -117,7 +117,7 @@ def test_a_multi_node_line_is_not_launched_and_says_what_it_would_dial(launch, d
 
 
 def test_the_probe_reads_a_user_server_on_loopback_only(attempts):
-    from envdoctor.probe.server import health
+    from envdoctor.probe.stage.server import health
 
     assert health("10.1.2.3", 8000) is None and health("169.254.169.254", 80) is None
     assert health("vllm.internal.example", 8000) is None

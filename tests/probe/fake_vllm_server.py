@@ -65,6 +65,7 @@ def main() -> None:
         "pid": os.getpid(),
         "pgid": os.getpgid(0),
         "env_cvd": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "env_rank": os.environ.get("RANK"),  # a job's rank variable (the job probe drops them)
         "weights": sorted(p.name for p in Path(_arg("--model", ".")).glob("*.safetensors")),
         "path0": sys.path[0],
     }

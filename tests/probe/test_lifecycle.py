@@ -9,16 +9,16 @@ import sys
 import pytest
 
 from envdoctor.plan.interface import Launch
-from envdoctor.probe.groups import end_group
-from envdoctor.probe.model_source import ProbeModel
-from envdoctor.probe.runner import ProbeSpec, run_probe
+from envdoctor.probe.plan.model_source import ProbeModel
+from envdoctor.probe.run.runner import ProbeSpec, run_probe
+from envdoctor.probe.stage.groups import end_group
 from tests.probe.leftovers import kill_all, left_behind
 
 
 def test_a_failing_teardown_step_does_not_skip_the_rest(probe_tmp, monkeypatch):
     """Ending the launcher's group raises: the error still surfaces, and the rest of the
     teardown (watches, temp dir) has run."""
-    from envdoctor.probe import runner
+    from envdoctor.probe.run import runner
 
     def end_then_fail(proc, grace_s):
         end_group(proc, grace_s)
@@ -50,7 +50,7 @@ def test_ctrl_c_while_waiting_for_the_model_writer_ends_the_writer(probe_tmp, mo
         def stop(self) -> None:
             end_group(self.proc, 5.0)
 
-    monkeypatch.setattr("envdoctor.probe.staging.ModelWriter", StillWriting)
+    monkeypatch.setattr("envdoctor.probe.stage.staging.ModelWriter", StillWriting)
     model = ProbeModel(source="config.json", config={"model_type": "llama"}, name="user/model")
     native = Launch(raw="vllm serve m", launcher="vllm-serve", program=["/bin/true"])  # not Python:
     spec = ProbeSpec(  # no shim can start it early, so the probe waits for the weights first

@@ -7,7 +7,7 @@ import pytest
 from envdoctor.checks.context import Context
 from envdoctor.facts.snapshot import from_dict
 from envdoctor.plan.build import build_plan
-from envdoctor.probe.plan import batch_shape, spec_from_context
+from envdoctor.probe.plan.spec import batch_shape, spec_from_context
 from tests.conftest import snapshot
 
 
@@ -117,7 +117,7 @@ def test_legacy_trl_runs_vllm_device_as_given():
 
 
 def test_the_users_lora_reaches_the_probe_with_trls_defaults():
-    from envdoctor.probe.plan import peft_settings
+    from envdoctor.probe.plan.spec import peft_settings
 
     assert peft_settings({}) is None and peft_settings({"use_peft": False, "lora_r": 8}) is None
     assert peft_settings({"use_peft": True}) == {

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from envdoctor.facts.gpus import collect_gpus
-from envdoctor.probe.runner import ProbeSpec, run_probe
+from envdoctor.probe.run.runner import ProbeSpec, run_probe
 
 pytestmark = pytest.mark.gpu
 

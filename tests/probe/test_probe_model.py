@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from envdoctor.plan.launch import parse_launch
-from envdoctor.probe.model_files import ModelWriter
-from envdoctor.probe.model_source import choose, describe, reduce_config, user_model_name
+from envdoctor.probe.plan.model_source import choose, describe, reduce_config, user_model_name
+from envdoctor.probe.stage.model_files import ModelWriter
 from tests.memory.configs import QWEN3_06B, QWEN3_30B_A3B, QWEN25_05B
 
 #: Qwen/Qwen2.5-0.5B-Instruct's config.json as published (every key)

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envdoctor.probe import model_files
-from envdoctor.probe.model_files import ModelWriter
-from envdoctor.probe.model_source import PARAM_BUDGET, _params, choose, over_budget, reduce_config
+from envdoctor.probe.plan.model_source import PARAM_BUDGET, _params, choose, over_budget, reduce_config
+from envdoctor.probe.stage import model_files
+from envdoctor.probe.stage.model_files import ModelWriter
 from tests.probe.test_probe_model import QWEN25_05B_FULL, _cache, _dir
 
 HUGE_VOCAB = {

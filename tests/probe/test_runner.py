@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from envdoctor.plan.launch import parse_launch
-from envdoctor.probe.failures import classify
-from envdoctor.probe.plan import launcher_argv
-from envdoctor.probe.runner import ProbeSpec, run_probe
+from envdoctor.probe.judge.failures import classify
+from envdoctor.probe.plan.spec import launcher_argv
+from envdoctor.probe.run.runner import ProbeSpec, run_probe
 from tests.probe.leftovers import descendants, kill_all, left_behind
 
 pytest.importorskip("trl")
@@ -76,14 +76,14 @@ def test_hang_in_a_collective_under_torchrun(probe_tmp):
 def test_the_leftover_check_sees_a_worker_the_runner_failed_to_end(probe_tmp, monkeypatch):
     """Sabotage: with the group's teardown broken, the hung worker outlives the probe, and the
     check the tests above rely on must see it (then it is ended here)."""
-    from envdoctor.probe import runner
+    from envdoctor.probe.run import runner
 
     monkeypatch.setattr(runner, "end_group", lambda proc, grace_s: [])
     r = run_probe(ProbeSpec(launcher=[sys.executable], fault="hang", timeout_s=2))
     left = left_behind(probe_tmp)
     kill_all(left)
     assert r.status == "timeout"
-    assert [p for p in left if "probe/worker.py" in p.cmdline], left
+    assert [p for p in left if "probe/run/worker.py" in p.cmdline], left
 
 
 def test_the_leftover_check_is_this_tests_and_reads_whole_command_lines(tmp_path, probe_tmp):
@@ -134,7 +134,7 @@ def test_an_oom_is_classified_with_its_numbers():
 
 
 def test_ctrl_c_while_waiting_ends_the_group_and_removes_the_temp_dir(monkeypatch):
-    from envdoctor.probe import runner
+    from envdoctor.probe.run import runner
 
     seen: dict = {}
     real_wait = runner._wait
@@ -162,7 +162,7 @@ def test_missing_launcher():
 def test_sigterm_to_envdoctor_ends_the_probe_and_cleans_up(probe_tmp):
     code = (
         "import sys, json\n"
-        "from envdoctor.probe.runner import ProbeSpec, run_probe\n"
+        "from envdoctor.probe.run.runner import ProbeSpec, run_probe\n"
         "r = run_probe(ProbeSpec(launcher=[sys.executable], fault='hang', timeout_s=120))\n"
         "print(json.dumps({'status': r.status, 'left': r.leftover_pids, "
         "'removed': r.temp_dir_removed}))\n"
@@ -191,7 +191,7 @@ def _wait_for_worker(proc: subprocess.Popen, limit_s: float = 90) -> list:
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline and proc.poll() is None:
         tree = descendants(proc.pid)
-        if any("probe/worker.py" in p.cmdline for p in tree):
+        if any("probe/run/worker.py" in p.cmdline for p in tree):
             return tree
         time.sleep(0.2)
     pytest.fail(f"the probe's worker did not start within {limit_s} s (exit {proc.poll()})")
@@ -326,7 +326,7 @@ def test_launcher_argv_drops_the_users_script(line, argv0, rest):
 
 
 def test_trl_refusal_and_dataparallel_are_one_finding_each():
-    from envdoctor.probe.runner import ProbeResult, _judge
+    from envdoctor.probe.run.runner import ProbeResult, _judge
 
     refusal = {
         "finished": True,
@@ -362,7 +362,7 @@ def test_trl_refusal_and_dataparallel_are_one_finding_each():
 
 
 def test_tensors_off_the_expected_device_and_non_finite_loss():
-    from envdoctor.probe.runner import ProbeResult, _judge
+    from envdoctor.probe.run.runner import ProbeResult, _judge
 
     rank = {
         "finished": True,
@@ -384,8 +384,8 @@ def test_tensors_off_the_expected_device_and_non_finite_loss():
 
 
 def test_no_isolation_verdict_without_a_planned_gpu_per_rank():
-    from envdoctor.probe.runner import ProbeResult, _judge_isolation
-    from envdoctor.probe.watcher import GpuWatch, Sample
+    from envdoctor.probe.observe.watcher import GpuWatch, Sample
+    from envdoctor.probe.run.runner import ProbeResult, _judge_isolation
 
     watch = GpuWatch(pgid=1)
     watch.seen[(42, 0)] = Sample(pid=42, gpu=0, max_mib=500, first_s=0.1)
@@ -400,8 +400,8 @@ def test_no_isolation_verdict_without_a_planned_gpu_per_rank():
 
 
 def test_isolation_roles_and_proof():
-    from envdoctor.probe.runner import ProbeResult, _judge_isolation
-    from envdoctor.probe.watcher import GpuWatch, Sample
+    from envdoctor.probe.observe.watcher import GpuWatch, Sample
+    from envdoctor.probe.run.runner import ProbeResult, _judge_isolation
 
     watch = GpuWatch(pgid=1)
     for pid, gpu, mib in ((10, 0, 900), (10, 1, 1946), (11, 1, 800), (11, 3, 300)):
@@ -426,8 +426,8 @@ def test_isolation_roles_and_proof():
 
 
 def test_a_probe_pid_still_on_a_gpu_afterwards_is_ended_and_reported():
-    from envdoctor.probe.runner import ProbeResult, _end_gpu_holders
-    from envdoctor.probe.watcher import GpuWatch, Sample
+    from envdoctor.probe.observe.watcher import GpuWatch, Sample
+    from envdoctor.probe.run.runner import ProbeResult, _end_gpu_holders
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     watch = GpuWatch(pgid=1, nvml=object())
@@ -440,7 +440,7 @@ def test_a_probe_pid_still_on_a_gpu_afterwards_is_ended_and_reported():
 
 
 def test_watcher_without_nvml_is_a_no_op():
-    from envdoctor.probe.watcher import GpuWatch
+    from envdoctor.probe.observe.watcher import GpuWatch
 
     watch = GpuWatch(pgid=os.getpgid(0)).start()
     if watch.error is None:
@@ -452,7 +452,7 @@ def test_watcher_without_nvml_is_a_no_op():
 
 def test_a_rank_ended_by_the_launcher_after_another_failed_is_not_a_second_error():
     """Seen on 2 × H200: TRL refused the batch shape on rank 0, torchrun ended rank 1."""
-    from envdoctor.probe.runner import ProbeResult, _judge
+    from envdoctor.probe.run.runner import ProbeResult, _judge
 
     err = {
         "type": "ValueError",
@@ -485,7 +485,7 @@ def test_the_probe_writes_nothing_to_the_users_home(tmp_path, monkeypatch):
 
 
 def test_every_cache_location_points_into_the_temp_dir(tmp_path):
-    from envdoctor.probe.runner import OFFLINE, private_dirs
+    from envdoctor.probe.run.runner import OFFLINE, private_dirs
 
     env = private_dirs(tmp_path)
     for var in (
@@ -553,7 +553,7 @@ def test_the_worker_lists_every_missing_module(tmp_path):
     import subprocess
     import sys
 
-    from envdoctor.probe import worker
+    from envdoctor.probe.run import worker
 
     code = (
         "import sys, importlib.util; sys.path.insert(0, sys.argv[1]); "

@@ -20,9 +20,9 @@ import pytest
 
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.launch import parse_launch, parse_script_args
-from envdoctor.probe.runner import ProbeSpec, free_port, run_probe
-from envdoctor.probe.server import health, probe_server_line
-from envdoctor.probe.tinymodel import write_tiny_model
+from envdoctor.probe.plan.tinymodel import write_tiny_model
+from envdoctor.probe.run.runner import ProbeSpec, free_port, run_probe
+from envdoctor.probe.stage.server import health, probe_server_line
 
 HERE = Path(__file__).parent
 FAKE_SERVER = str(HERE / "fake_vllm_server.py")
@@ -252,7 +252,7 @@ def test_server_that_never_answers_times_out_at_server_starting(tmp_path, monkey
 
 
 def test_server_ignoring_sigterm_is_killed_with_its_child(tmp_path, monkeypatch):
-    monkeypatch.setattr("envdoctor.probe.runner.GRACE_S", 0.5)
+    monkeypatch.setattr("envdoctor.probe.run.runner.GRACE_S", 0.5)
     r = run_probe(_spec(tmp_path, "stubborn", monkeypatch))
     srv = _servers(tmp_path)[0]
     assert r.status == "pass", (r.findings, r.server.get("log_tail"))
@@ -288,7 +288,7 @@ def test_sigterm_to_envdoctor_ends_server_and_trainer(tmp_path):
         "import json, sys\n"
         "sys.path.insert(0, sys.argv[1])\n"
         "from test_server import _fake_launch, FAKE_TRAINER\n"
-        "from envdoctor.probe.runner import ProbeSpec, run_probe\n"
+        "from envdoctor.probe.run.runner import ProbeSpec, run_probe\n"
         "r = run_probe(ProbeSpec(launcher=FAKE_TRAINER, rank_gpus={0: None}, timeout_s=120,"
         " use_vllm=True, vllm_mode='server', server_launch=_fake_launch('--port 1')))\n"
         "print(json.dumps({'status': r.status, 'left': r.leftover_pids}))\n"
@@ -407,7 +407,7 @@ class _FakeNvml:
 
 
 def test_holders_are_named_without_their_arguments(tmp_path, monkeypatch):
-    from envdoctor.probe.watcher import GpuWatch
+    from envdoctor.probe.observe.watcher import GpuWatch
 
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     script = subprocess.Popen(
@@ -419,7 +419,7 @@ def test_holders_are_named_without_their_arguments(tmp_path, monkeypatch):
     try:
         time.sleep(0.3)
         nvml = _FakeNvml([(holder.pid, 68264), (script.pid, 100)], free=10960)
-        monkeypatch.setattr("envdoctor.probe.watcher.load_nvml", lambda: (nvml, None))
+        monkeypatch.setattr("envdoctor.probe.observe.watcher.load_nvml", lambda: (nvml, None))
         watch = GpuWatch(pgid=-1).start()
         try:
             rows = {pid: (name, mib) for pid, name, mib in watch.others(set())[0]}
@@ -438,7 +438,7 @@ def test_holders_are_named_without_their_arguments(tmp_path, monkeypatch):
 def test_a_running_user_server_without_room_beside_it_is_not_probed_and_not_touched(tmp_path, monkeypatch):
     with _user_server(tmp_path) as (user, port, user_record):
         nvml = _FakeNvml([(user.pid, 72000)], free=2000)
-        monkeypatch.setattr("envdoctor.probe.watcher.load_nvml", lambda: (nvml, None))
+        monkeypatch.setattr("envdoctor.probe.observe.watcher.load_nvml", lambda: (nvml, None))
         probe_record = tmp_path / "probe"
         probe_record.mkdir()
         spec = _spec(
@@ -475,7 +475,7 @@ def test_a_running_user_server_without_room_beside_it_is_not_probed_and_not_touc
 )
 def test_only_loopback_is_ever_reached(host, reached):
     from envdoctor.net_policy import LOOPBACK_ONLY
-    from envdoctor.probe.server import health
+    from envdoctor.probe.stage.server import health
 
     assert LOOPBACK_ONLY.target(host).address == reached
     if reached is None:
@@ -484,7 +484,7 @@ def test_only_loopback_is_ever_reached(host, reached):
 
 def test_the_reported_engine_of_a_server_is_the_probe_servers_line():
     from envdoctor.probe.interface import ProbeSpec
-    from envdoctor.probe.plan_vllm import engine_settings
+    from envdoctor.probe.plan.vllm_engine import engine_settings
 
     launch = parse_launch(
         "CUDA_VISIBLE_DEVICES=1,2 trl vllm-serve --model Qwen/Qwen2.5-7B "

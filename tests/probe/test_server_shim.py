@@ -1,4 +1,4 @@
-"""The probe server started before its model is written (probe/server_shim.py): the line's own
+"""The probe server started before its model is written (probe/stage/server_shim.py): the line's own
 imports first, then the line run in-process as Python would run it, once the runner's word
 comes; the generic model's line when the writer failed; a launcher's ``exec`` of ``python -m``
 run in place; and the runner with a real weight writer and the stand-in server."""
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.probe.model_source import choose
-from envdoctor.probe.runner import run_probe
-from envdoctor.probe.server import SHIM
+from envdoctor.probe.plan.model_source import choose
+from envdoctor.probe.run.runner import run_probe
+from envdoctor.probe.stage.server import SHIM
 from tests.probe.test_probe_model import QWEN25_05B, _dir
 from tests.probe.test_server import _servers, _spec
 
@@ -162,7 +162,7 @@ def test_when_the_writer_fails_the_early_server_runs_the_generic_model(tmp_path,
 def test_a_writer_that_never_ends_leaves_nothing_behind_the_waiting_server(probe_tmp, monkeypatch):
     """The shim waits for a word that never comes: the probe's limit ends it, the writer, the
     warm-up and the trainer, and removes its temp dir."""
-    from envdoctor.probe.groups import end_group
+    from envdoctor.probe.stage.groups import end_group
     from tests.probe.leftovers import kill_all, left_behind
 
     class NeverDone:
@@ -178,7 +178,7 @@ def test_a_writer_that_never_ends_leaves_nothing_behind_the_waiting_server(probe
         def stop(self) -> None:
             end_group(self.proc, 5.0)
 
-    monkeypatch.setattr("envdoctor.probe.staging.ModelWriter", NeverDone)
+    monkeypatch.setattr("envdoctor.probe.stage.staging.ModelWriter", NeverDone)
     record = probe_tmp.parent / "record"
     record.mkdir()
     spec = _spec(

@@ -8,8 +8,8 @@ import copy
 
 import pytest
 
-from envdoctor.probe import sync_proof
-from envdoctor.probe.sync_proof import judge, prove
+from envdoctor.probe.run import sync_proof
+from envdoctor.probe.run.sync_proof import judge, prove
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -79,7 +79,7 @@ class Trainer:
 
 @pytest.fixture(scope="module")
 def parts():
-    from envdoctor.probe.worker import word_tokenizer
+    from envdoctor.probe.run.worker import word_tokenizer
 
     tok = word_tokenizer(sorted({w for p in sync_proof.PROMPTS for w in p.split()}))
     config = transformers.Qwen2Config(
@@ -157,8 +157,8 @@ def test_sharded_or_pathless_trainers_are_not_checked_and_say_why(parts):
 
 
 def _judged(per_rank: dict, mode: str = "colocate", status: str = "pass"):
-    from envdoctor.probe.runner import ProbeResult, ProbeSpec
-    from envdoctor.probe.sync_judge import judge_sync
+    from envdoctor.probe.judge.sync_judge import judge_sync
+    from envdoctor.probe.run.runner import ProbeResult, ProbeSpec
 
     spec = ProbeSpec(launcher=["python"], use_vllm=mode != "off", vllm_mode=None if mode == "off" else mode)
     result = ProbeResult(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from envdoctor.findings import Finding, Severity
-from envdoctor.probe.failures import VllmContext, classify_vllm
+from envdoctor.probe.judge.failures import VllmContext, classify_vllm
 
 FREE = (
     "(EngineCore pid=913) ValueError: Free memory on device cuda:0 (28.77/139.8 GiB) on "
@@ -93,8 +93,8 @@ def test_duplicate_gpu_names_the_shared_gpu_and_the_way_out():
 
 
 def _colocate(free_mib: int):
-    from envdoctor.probe.runner import ProbeResult, ProbeSpec
-    from envdoctor.probe.vllm_judge import judge_vllm
+    from envdoctor.probe.judge.vllm_judge import judge_vllm
+    from envdoctor.probe.run.runner import ProbeResult, ProbeSpec
 
     spec = ProbeSpec(
         launcher=["python"],
@@ -144,7 +144,7 @@ def test_worker_times_weight_syncs_and_generations(monkeypatch, capsys):
     from pathlib import Path
     from types import SimpleNamespace
 
-    path = Path(__file__).parents[2] / "envdoctor" / "probe" / "worker.py"
+    path = Path(__file__).parents[2] / "envdoctor" / "probe" / "run" / "worker.py"
     spec = importlib.util.spec_from_file_location("probe_worker_t", path)
     worker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker)
@@ -175,8 +175,8 @@ REAL_FAULT = (Path(__file__).parent / "data" / "vllm-capture-fault-h100.log").re
 
 
 def _colocate_fault(text: str, batch: int = 8):
-    from envdoctor.probe.runner import ProbeResult, ProbeSpec
-    from envdoctor.probe.vllm_judge import judge_vllm
+    from envdoctor.probe.judge.vllm_judge import judge_vllm
+    from envdoctor.probe.run.runner import ProbeResult, ProbeSpec
 
     spec = ProbeSpec(
         launcher=["python"],
@@ -231,9 +231,9 @@ def test_a_fault_outside_vllms_start_stays_the_step_error():
 def test_the_same_fault_with_a_model_of_the_users_shape_is_an_error_about_their_run():
     """With the user's shape (same attention, heads, vocabulary, positions; fewer layers) the
     real run's vLLM starts the same kernels on the same shapes: PRB021, an error, not inconclusive."""
-    from envdoctor.probe.model_source import ProbeModel
-    from envdoctor.probe.runner import ProbeResult, ProbeSpec
-    from envdoctor.probe.vllm_judge import judge_vllm
+    from envdoctor.probe.judge.vllm_judge import judge_vllm
+    from envdoctor.probe.plan.model_source import ProbeModel
+    from envdoctor.probe.run.runner import ProbeResult, ProbeSpec
 
     spec = ProbeSpec(
         launcher=["python"],

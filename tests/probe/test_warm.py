@@ -1,4 +1,4 @@
-"""vLLM's model-info inspection done ahead of time (probe/vllm_warm.py, probe/warm.py), against a
+"""vLLM's model-info inspection done ahead of time (probe/stage/vllm_warm.py, probe/stage/warm.py), against a
 stand-in ``vllm`` package that keeps vLLM's cache protocol (a hash of the model's file, a JSON
 file per class under ``$VLLM_CACHE_ROOT/modelinfos``), and the interpreter of console scripts."""
 
@@ -11,8 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from envdoctor.probe.runner import run_probe
-from envdoctor.probe.warm import WARM_SCRIPT, interpreter_of
+from envdoctor.probe.run.runner import run_probe
+from envdoctor.probe.stage.warm import WARM_SCRIPT, interpreter_of
 
 REGISTRY = """
 import json, os
@@ -166,7 +166,7 @@ def test_the_interpreter_of_console_scripts(tmp_path):
 def test_the_training_interpreter_is_the_launchers_own(tmp_path):
     """The weights and the warm-up run under the Python that `accelerate` / `torchrun` run, not
     envdoctor's (installed apart, e.g. with pipx, it has no torch)."""
-    from envdoctor.probe.staging import python_of
+    from envdoctor.probe.stage.staging import python_of
 
     py = tmp_path / "venv" / "bin" / "python3"
     py.parent.mkdir(parents=True)

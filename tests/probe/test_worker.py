@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from envdoctor.probe.runner import WORKER
+from envdoctor.probe.run.runner import WORKER
 
 
 @pytest.fixture(scope="module")

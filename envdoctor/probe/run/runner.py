@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.net_policy import LOOPBACK
-from envdoctor.probe.failures import SYNC_FATAL
-from envdoctor.probe.groups import end_group
 from envdoctor.probe.interface import ProbeResult, ProbeSpec
-from envdoctor.probe.judge import (
+from envdoctor.probe.judge.failures import SYNC_FATAL
+from envdoctor.probe.judge.sync_judge import judge_sync
+from envdoctor.probe.judge.trainer import (
     judge_isolation,
     judge_run,
     multi_node,
@@ -36,10 +36,14 @@ from envdoctor.probe.judge import (
     not_written,
     rendezvous_moved,
 )
-from envdoctor.probe.plan_vllm import engine_settings
-from envdoctor.probe.rendezvous import one_node
-from envdoctor.probe.server import SHIM, ServerLine, ServerProcess, read_tail, shim_python
-from envdoctor.probe.staging import (
+from envdoctor.probe.judge.vllm_judge import judge_vllm
+from envdoctor.probe.observe.watcher import GpuWatch
+from envdoctor.probe.plan.rendezvous import job_node, one_node
+from envdoctor.probe.plan.tinymodel import config as generic_config
+from envdoctor.probe.plan.vllm_engine import engine_settings
+from envdoctor.probe.stage.groups import end_group
+from envdoctor.probe.stage.server import SHIM, ServerLine, ServerProcess, read_tail, shim_python
+from envdoctor.probe.stage.staging import (
     OFFLINE,
     ProbeModelFiles,
     after_user_server,
@@ -49,11 +53,7 @@ from envdoctor.probe.staging import (
     private_dirs,
     python_of,
 )
-from envdoctor.probe.sync_judge import judge_sync
-from envdoctor.probe.tinymodel import config as generic_config
-from envdoctor.probe.vllm_judge import judge_vllm
-from envdoctor.probe.warm import VllmWarmer
-from envdoctor.probe.watcher import GpuWatch
+from envdoctor.probe.stage.warm import VllmWarmer
 
 __all__ = [
     "GRACE_S",
@@ -154,7 +154,10 @@ class _Run:
         }
         (tmp / "spec.json").write_text(json.dumps(worker_spec))
         env = {**os.environ, **spec.env, **OFFLINE, **private_dirs(tmp)}
-        launcher, rdzv_env, moved = one_node(spec.launcher, env)
+        if spec.job_rendezvous:  # one node of a job: its ranks meet the other nodes' there
+            launcher, rdzv_env, moved = job_node(spec.launcher, env)
+        else:
+            launcher, rdzv_env, moved = one_node(spec.launcher, env)
         loopback_env(env, rdzv_env, spec)
         if moved:
             result.rendezvous_moved = moved

@@ -22,9 +22,9 @@ from pathlib import Path
 from envdoctor.coerce import as_int
 from envdoctor.net_policy import LOOPBACK, LOOPBACK_ONLY, http_get, server_origin
 from envdoctor.plan.interface import Launch
-from envdoctor.probe.groups import end_group
-from envdoctor.probe.tinymodel import MAX_LEN as MAX_MODEL_LEN
-from envdoctor.probe.warm import interpreter_of
+from envdoctor.probe.plan.tinymodel import MAX_LEN as MAX_MODEL_LEN
+from envdoctor.probe.stage.groups import end_group
+from envdoctor.probe.stage.warm import interpreter_of
 
 SHIM = Path(__file__).with_name("server_shim.py")
 

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 from envdoctor.coerce import as_int
 from envdoctor.findings import Finding, Severity
-from envdoctor.probe.failures import VllmContext, classify_vllm, sync_timeout
+from envdoctor.probe.judge.failures import VllmContext, classify_vllm, sync_timeout
 from envdoctor.units import size_text
 
 if TYPE_CHECKING:
     from envdoctor.probe.interface import ProbeResult, ProbeSpec
-    from envdoctor.probe.watcher import GpuWatch
+    from envdoctor.probe.observe.watcher import GpuWatch
 
 _GENERIC = "the GRPO step failed on rank"
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from envdoctor.probe.interface import ProbeSpec
-    from envdoctor.probe.server import ServerLine
+    from envdoctor.probe.stage.server import ServerLine
 
 #: the max_model_len key of each in-process mode: the generic model caps it at its positions
 MAX_LEN_KEY = {"colocate": "vllm_max_model_length", "legacy": "vllm_max_model_len"}

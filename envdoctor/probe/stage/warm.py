@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envdoctor.probe.groups import end_group
+from envdoctor.probe.stage.groups import end_group
 
 WARM_SCRIPT = Path(__file__).with_name("vllm_warm.py")
 #: pip's launcher for a long interpreter path: a shell line that execs the real Python

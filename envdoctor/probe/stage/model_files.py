@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envdoctor.probe.groups import end_group
-from envdoctor.probe.model_source import PARAM_BUDGET, TOKENIZER_FILES, ProbeModel
-from envdoctor.probe.tinymodel import EOS, PAD, tokenizer_files, write_tiny_model
+from envdoctor.probe.plan.model_source import PARAM_BUDGET, TOKENIZER_FILES, ProbeModel
+from envdoctor.probe.plan.tinymodel import EOS, PAD, tokenizer_files, write_tiny_model
+from envdoctor.probe.stage.groups import end_group
 
 WRITER = Path(__file__).with_name("model_writer.py")
 #: processor files a vision-language model needs beside its tokenizer (vLLM loads them)

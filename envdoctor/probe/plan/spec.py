@@ -12,8 +12,8 @@ from envdoctor.plan.interface import DEFAULT_SERVER_HOST, Launch
 from envdoctor.plan.values import as_bool
 from envdoctor.plan.visible_devices import resolve_visible
 from envdoctor.probe.interface import ProbeSpec
-from envdoctor.probe.model_source import choose, user_model_name
-from envdoctor.probe.rendezvous import remote_rendezvous
+from envdoctor.probe.plan.model_source import choose, user_model_name
+from envdoctor.probe.plan.rendezvous import remote_rendezvous
 
 if TYPE_CHECKING:
     from envdoctor.checks.context import Context

@@ -319,7 +319,7 @@ def _tokenizer_dir(config_path: Path) -> str | None:
 def choose(name: str | None, environ: dict[str, str] | None = None) -> ProbeModel:
     """The probe model for the user's model ``name`` (a directory or a hub id): its config's
     shape when the config is on this machine, else the generic model, saying why."""
-    from envdoctor.probe.tinymodel import config as generic_config
+    from envdoctor.probe.plan.tinymodel import config as generic_config
 
     generic = ProbeModel(
         source="generic", name=name or "", summary={"source": "generic", **describe(generic_config())}

@@ -15,9 +15,11 @@ from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.findings import Finding, Severity
 from envdoctor.net_policy import LOOPBACK, free_loopback_port
 from envdoctor.probe.interface import ProbeResult, ProbeSpec
-from envdoctor.probe.model_files import ModelWriter, write_generic
-from envdoctor.probe.plan_vllm import MAX_LEN_KEY, engine_settings
-from envdoctor.probe.server import (
+from envdoctor.probe.observe.watcher import GpuWatch
+from envdoctor.probe.plan.tinymodel import MAX_LEN
+from envdoctor.probe.plan.vllm_engine import MAX_LEN_KEY, engine_settings
+from envdoctor.probe.stage.model_files import ModelWriter, write_generic
+from envdoctor.probe.stage.server import (
     BESIDE_FRACTION,
     BESIDE_MIN_MIB,
     ServerLine,
@@ -25,9 +27,7 @@ from envdoctor.probe.server import (
     probe_server_line,
     shim_python,
 )
-from envdoctor.probe.tinymodel import MAX_LEN
-from envdoctor.probe.warm import interpreter_of
-from envdoctor.probe.watcher import GpuWatch
+from envdoctor.probe.stage.warm import interpreter_of
 from envdoctor.units import size_text
 
 #: Variables that keep the probe offline and its caches inside the temp dir.
@@ -88,7 +88,7 @@ def loopback_env(env: dict[str, str], overrides: dict[str, str | None], spec: Pr
         spec.server_launch is not None
         and str(spec.server_launch.options.get("distributed_executor_backend")) == "ray"
     )
-    if not ray:
+    if not ray and not spec.job_rendezvous:  # a job's node: vLLM finds its own address
         env.setdefault("VLLM_HOST_IP", LOOPBACK)
 
 
@@ -233,6 +233,18 @@ def prepare_vllm(
         return settings, None
     if spec.vllm_mode == "legacy":
         result.generation = "TRL's in-process vLLM on vllm_device (legacy)"
+        return settings, None
+    if spec.vllm_mode == "server" and spec.remote_server is not None:
+        host, port, group_port = spec.remote_server
+        settings["vllm"].update(
+            vllm_server_host=host,
+            vllm_server_port=port,
+            vllm_group_port=group_port,
+            vllm_server_timeout=max(spec.timeout_s, 1.0),
+        )
+        settings["vllm"].pop("vllm_server_base_url", None)
+        result.server.update(remote=f"{host}:{port}", group_port=group_port)
+        result.generation = f"the probe vLLM server at {host}:{port} (another node of the job)"
         return settings, None
     if spec.vllm_mode != "server" or spec.server_launch is None:
         result.findings.append(

@@ -129,3 +129,30 @@ def remote_rendezvous(launch: Launch | None, accelerate: dict[str, Any], env: di
         return f"{host}:{opts.get('master_port') or 29500} (--master_addr, --master_port)"
     host = env.get("MASTER_ADDR") or "?"
     return f"{host}:{env.get('MASTER_PORT') or '?'} (MASTER_ADDR, MASTER_PORT)"
+
+
+#: what the job's launcher set for the envdoctor rank that runs a node's probe; the probe's own
+#: launcher sets its ranks' anew, and must not read the outer job's as its defaults
+_JOB_VARS = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "GROUP_WORLD_SIZE",
+    "ROLE_RANK",
+    "ROLE_NAME",
+    "ROLE_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
+
+
+def job_node(argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str | None], list[str]]:
+    """One node's probe inside a multi-node job: the line as given (it names the job's own
+    rendezvous), without the outer job's rank variables (torchrun's ``PET_*`` defaults and
+    ``TORCHELASTIC_*`` included) in its environment; nothing moved."""
+    drop: dict[str, str | None] = {
+        k: None for k in env if k in _JOB_VARS or k.startswith(("PET_", "TORCHELASTIC_"))
+    }
+    return list(argv), drop, []

@@ -9,12 +9,12 @@ import shutil
 from typing import TYPE_CHECKING
 
 from envdoctor.findings import Finding, Severity
-from envdoctor.probe.failures import classify
-from envdoctor.probe.vllm_judge import gib
+from envdoctor.probe.judge.failures import classify
+from envdoctor.probe.judge.vllm_judge import gib
 
 if TYPE_CHECKING:
     from envdoctor.probe.interface import ProbeResult, ProbeSpec
-    from envdoctor.probe.watcher import GpuWatch
+    from envdoctor.probe.observe.watcher import GpuWatch
 
 
 def multi_node(spec: ProbeSpec) -> Finding:
@@ -25,9 +25,9 @@ def multi_node(spec: ProbeSpec) -> Finding:
         f"the probe was not run: the launch line spans several nodes and its rendezvous would dial "
         f"{spec.multi_node}, waiting for the other nodes until the limit; the probe runs on this "
         "one node and contacts loopback only",
-        "probe this node's share with a one-node line (e.g. torchrun --nproc_per_node N train.py),"
-        " and check the whole job with `-m envdoctor check --distributed` inside your launcher "
-        "(docs/cluster.md)",
+        "probe the whole job from inside it: your launch line with `-m envdoctor check "
+        "--distributed --probe` in place of the script, on every node (docs/cluster.md); or this "
+        "node's share with a one-node line (e.g. torchrun --nproc_per_node N train.py)",
         {"rendezvous": spec.multi_node},
     )
 
