@@ -40,6 +40,7 @@ from envdoctor.probe.plan_vllm import engine_settings
 from envdoctor.probe.rendezvous import one_node
 from envdoctor.probe.server import SHIM, ServerLine, ServerProcess, read_tail, shim_python
 from envdoctor.probe.staging import (
+    NO_DNS_NOTICE,
     OFFLINE,
     ProbeModelFiles,
     after_user_server,
@@ -424,7 +425,7 @@ def _marker(result: ProbeResult, start: float) -> Callable[..., None]:
 
 
 def _tail(text: str, lines: int) -> str:
-    return "\n".join(text.splitlines()[-lines:])
+    return "\n".join([line for line in text.splitlines() if NO_DNS_NOTICE not in line][-lines:])
 
 
 def _wait(
@@ -504,4 +505,5 @@ def _collect(tmp: Path, result: ProbeResult) -> None:
         lines = (tmp / "probe.log").read_text(errors="replace").splitlines()
     except OSError:
         lines = []
-    result.log_tail = "\n".join(line for line in lines[-40:] if not line.startswith("ENVDOCTOR_PHASE"))
+    lines = [line for line in lines if not line.startswith("ENVDOCTOR_PHASE") and NO_DNS_NOTICE not in line]
+    result.log_tail = "\n".join(lines[-40:])
