@@ -1,6 +1,7 @@
 """Throughput of `envdoctor triage` on a large GRPO log.
 
-    python bench/triage_throughput.py [--size-mb 1024] [--repeat 3] [--log FILE | --flood KIND]
+    python bench/triage_throughput.py [--size-mb 1024] [--repeat 3]
+        [--log FILE | --flood KIND | --one-line KIND]
 
 Writes the log to a temp file (under $TMPDIR, deleted afterwards): with ``--log``, that log's lines
 repeated up to the size, then the failure of a real thread (tests/triage/real) at the end; without
@@ -9,7 +10,8 @@ logs, NCCL warnings, metrics, harmless warnings with tracebacks, an OOM every 25
 timeouts at the end; with ``--flood``, distinct error lines (every one holding an anchor, issue 30:
 ``numbered`` as ``ValueError: distinct failure number N at step M token F``, ``hex`` with a
 random 8-digit hex id in each, so that no two share a digit shape), a CUDA OOM in the middle and
-at the end. Then it times, ``--repeat`` times each, the scan in one process, the scan in
+at the end; with ``--one-line``, a log of one line without a newline (``write_one_line``).
+Then it times, ``--repeat`` times each, the scan in one process, the scan in
 one process per CPU (what the CLI does for a big plain file without GNU grep), with GNU grep
 as the prefilter (what it does with it), and the whole CLI (a new
 `python -m envdoctor triage` process: interpreter start, facts, scan, report; GNU grep finding the
@@ -166,6 +168,31 @@ def write_flood(path: str, kind: str, size_mb: int) -> tuple[int, int]:
     return written + len(tail), planted + 1
 
 
+def _one_line_block(kind: str) -> bytes:
+    """4 MiB of one line of ``kind``: ``words`` (log words and numbers, no anchor), ``errors``
+    (``Error: `` repeated, as a hostile test writes it) or ``printable`` (random printable
+    ASCII: every byte an anchor holds, the scan's worst case)."""
+    rng = random.Random(0)
+    size = 4 * 1024 * 1024
+    if kind == "errors":
+        return (b"Error: " * (size // 7 + 1))[:size]
+    if kind == "printable":
+        table = bytes(32 + i % 95 for i in range(256))
+        return rng.randbytes(size).translate(table)
+    words = [b"step", b"loss", b"reward", b"kl", b"grad_norm", b"epoch", b"token", b"the", b"of", b"mean"]
+    return b" ".join(rng.choice(words) + b"=%d" % rng.randrange(10000) for _ in range(size // 8))[:size]
+
+
+def write_one_line(path: str, kind: str, size_mb: int) -> tuple[int, int]:
+    """A log of one line of about ``size_mb`` MB (issue 37: a 1 GiB line), no newline at all."""
+    block, written = _one_line_block(kind), 0
+    with open(path, "wb") as fh:
+        while written < size_mb * MB:
+            fh.write(block)
+            written += len(block)
+    return written, 0
+
+
 def _median(fn, repeat: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeat):
@@ -181,13 +208,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--log", help="a real log whose lines are repeated (default: synthetic)")
     parser.add_argument("--flood", choices=sorted(FLOODS), help="distinct error lines (issue 30)")
+    parser.add_argument(
+        "--one-line", choices=["errors", "printable", "words"], help="a log of a single line (issue 37)"
+    )
     args = parser.parse_args()
     load = os.getloadavg()[0]
     fd, path = tempfile.mkstemp(suffix=".log", prefix="envdoctor-triage-bench-")
     os.close(fd)
     try:
         t = time.perf_counter()
-        if args.flood:
+        if args.one_line:
+            size, planted = write_one_line(path, args.one_line, args.size_mb)
+            what = f"a single line of {args.one_line}, no newline"
+        elif args.flood:
             size, planted = write_flood(path, args.flood, args.size_mb)
             what = f"a flood of distinct {args.flood} error lines, {planted} OOMs planted"
         elif args.log:

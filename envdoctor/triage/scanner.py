@@ -119,6 +119,9 @@ def _visible(data: bytes) -> Iterator[bytes]:
             yield pieces[-1]
 
 
+_ENDS = b"\n\r"
+#: a block at least this big has the bytes of the anchors looked for first (``Matcher._present``)
+_PRESENT_MIN = 256 * 1024
 _DIGITS = re.compile(rb"[0-9]")
 _ZERO = bytes.maketrans(b"0123456789", b"0" * 10)  # every digit as 0: a line's digit shape
 
@@ -155,7 +158,13 @@ class Matcher:
         self.zeroed: dict[bytes, bytes] = {}  # digit guard -> its digits as 0
         self.guard_unions = 0  # digit guards of a plan's open signatures put together (tests count)
         self.digit_keywords = tuple((k, k.translate(_ZERO)) for k, _ in by_keyword if _DIGITS.search(k))
+        #: the digit guards of a plan's open signatures and the digit keywords, digits as 0: which
+        #: of them a digit shape holds, found in one pass (``in`` each: ~1 µs apiece); per guards
+        self.zeroed_literals: dict[tuple[bytes, ...], Literals[bytes]] = {}
         self.longest = max(len(a) for a in anchor_list)
+        #: each anchor's bytes, and all of them (``_present``)
+        self.bytes_of = {a: frozenset(a[i : i + 1] for i in range(len(a))) for a in anchor_list}
+        self.anchor_bytes = tuple(sorted(frozenset().union(*self.bytes_of.values())))
         self.hint_anchors = hint_anchors(sigs, anchor_list)
         self.retired: set[bytes] = set()  # such anchors, once their hints matched
         self.once = once(sigs, anchor_list)
@@ -182,6 +191,8 @@ class Matcher:
         When a hint retires anchors, the rest of the block is searched again without them (as
         the prefilter skips their hits from then on).
         """
+        if self._rest_of_a_matched_line(buf, lo, cut):
+            return  # every anchor here would be skipped below (and no newline is counted)
         pos, newlines, find_from = lo, 0, lo
         while True:
             retired = len(self.retired)
@@ -202,10 +213,34 @@ class Matcher:
                 break
         self.line_base += newlines + buf.count(b"\n", max(pos, lo), cut)
 
+    def _rest_of_a_matched_line(self, buf: bytes, lo: int, cut: int) -> bool:
+        """Whether ``buf[lo:cut]`` is all within a line cut before ``lo`` that has matched: a
+        line longer than ``MAX_LINE`` is scanned a block at a time, and once it matched, its
+        anchors in later blocks are skipped; so is looking for them (34 passes of ``bytes.find``
+        a block: most of a 1 GiB line's time)."""
+        return (
+            self.last_line_done == self.line_base + 1
+            and lo > 0
+            and buf[lo - 1] not in _ENDS
+            and buf.find(b"\n", lo, cut) < 0
+            and buf.find(b"\r", lo, cut) < 0
+        )
+
+    def _present(self, buf: bytes, lo: int, end: int) -> tuple[bytes, ...]:
+        """The anchors whose every byte occurs in ``buf[lo:end]``; in a big block only (a
+        ``bytes.find`` of one byte runs at memory speed; one of an anchor is 5 to 20 times
+        slower on text that holds its letters): the others cannot occur there."""
+        if end - lo < _PRESENT_MIN:
+            return self.anchors
+        absent = {c for c in self.anchor_bytes if buf.find(c, lo, end) < 0}
+        if not absent:
+            return self.anchors
+        return tuple(kw for kw in self.anchors if not absent & self.bytes_of[kw])
+
     def _starts(self, buf: bytes, lo: int, cut: int) -> dict[int, int]:
         """Segment start -> the first anchor position in it, for anchors from ``lo``."""
         starts: dict[int, int] = {}
-        for kw in self.anchors:
+        for kw in self._present(buf, lo, min(len(buf), cut + self.longest - 1)):
             end = min(len(buf), cut + len(kw) - 1)
             i = buf.find(kw, lo, end)
             while i >= 0:
@@ -311,12 +346,22 @@ class Matcher:
         guards = self._guards(plan)
         if guards is None or guards and b"\x1b" in key:
             return
-        maybe = tuple([k for k, zero in self.digit_keywords if zero in key])
+        # the literals (digits as 0) that the shape holds, found in one pass: the shapes of a
+        # flood of hex ids come back about once in 14 lines, and its 23 guards and 9 digit
+        # keywords looked for with ``in`` one by one were half of the flood's Python time
+        zero = self.zeroed
+        found = self.zeroed_literals.get(guards)
+        if found is None:
+            if len(self.zeroed_literals) >= 256:
+                self.zeroed_literals.clear()
+            zeroed = [zero.get(g) or zero.setdefault(g, g.translate(_ZERO)) for g in guards]
+            found = self.zeroed_literals[guards] = Literals([*zeroed, *(z for _, z in self.digit_keywords)])
+        held = found.held(key)
+        maybe = tuple([k for k, z in self.digit_keywords if z in held]) if held else ()
         if len(self.shapes) >= 1024:  # at most 8 MiB of keys (a piece is at most 2 * WINDOW)
             self.shapes.clear()
         # a line of this shape can hold a guard only where the shape holds it with digits as 0
-        zero = self.zeroed
-        live = tuple([g for g in guards if (zero.get(g) or zero.setdefault(g, g.translate(_ZERO))) in key])
+        live = tuple([g for g in guards if zero[g] in held]) if held else ()
         self.shapes[key] = Shape(self.epoch, kept, ranked, live, maybe, tuple(k in plan.held for k in maybe))
 
     def _as_shape(self, shape: Shape, raw: bytes, line_no: int) -> bool:

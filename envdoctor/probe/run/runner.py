@@ -44,6 +44,7 @@ from envdoctor.probe.plan.vllm_engine import engine_settings
 from envdoctor.probe.stage.groups import end_group
 from envdoctor.probe.stage.server import SHIM, ServerLine, ServerProcess, read_tail, shim_python
 from envdoctor.probe.stage.staging import (
+    NO_DNS_NOTICE,
     OFFLINE,
     ProbeModelFiles,
     after_user_server,
@@ -427,7 +428,7 @@ def _marker(result: ProbeResult, start: float) -> Callable[..., None]:
 
 
 def _tail(text: str, lines: int) -> str:
-    return "\n".join(text.splitlines()[-lines:])
+    return "\n".join([line for line in text.splitlines() if NO_DNS_NOTICE not in line][-lines:])
 
 
 def _wait(
@@ -507,4 +508,5 @@ def _collect(tmp: Path, result: ProbeResult) -> None:
         lines = (tmp / "probe.log").read_text(errors="replace").splitlines()
     except OSError:
         lines = []
-    result.log_tail = "\n".join(line for line in lines[-40:] if not line.startswith("ENVDOCTOR_PHASE"))
+    lines = [line for line in lines if not line.startswith("ENVDOCTOR_PHASE") and NO_DNS_NOTICE not in line]
+    result.log_tail = "\n".join(lines[-40:])

@@ -75,15 +75,28 @@ def private_dirs(tmp: Path) -> dict[str, str]:
 
 free_port = free_loopback_port  # the probe's ports: free on loopback (envdoctor.net_policy)
 
+#: glibc's resolver option that makes it send no DNS query at all (zero attempts per server);
+#: /etc/hosts still answers. torch's c10d looks up the name of every store address it formats
+#: (``getnameinfo()`` without ``NI_NUMERICHOST``), and ``::ffff:127.0.0.1`` is in no hosts file,
+#: so without it each rank and torchrun's agent would ask the machine's resolver.
+NO_DNS_QUERY = "attempts:0"
+#: what c10d then logs once per process (it falls back to the numeric address): envdoctor's own
+#: doing, left out of the log tails the probe reports
+NO_DNS_NOTICE = "[c10d] The hostname of the client socket cannot be retrieved"
+
 
 def loopback_env(env: dict[str, str], overrides: dict[str, str | None], spec: ProbeSpec) -> None:
     """Apply the rendezvous overrides; vLLM's own address (``get_ip()``, where the weight-sync
-    group meets) is loopback too unless the user set ``VLLM_HOST_IP`` or the server runs Ray."""
+    group meets) is loopback too unless the user set ``VLLM_HOST_IP`` or the server runs Ray.
+    No process of the probe sends a DNS query (``RES_OPTIONS``, the user's options kept)."""
     for name, value in overrides.items():
         if value is None:
             env.pop(name, None)
         else:
             env[name] = value
+    options = env.get("RES_OPTIONS", "").split()
+    if options[-1:] != [NO_DNS_QUERY]:  # the last setting of an option wins
+        env["RES_OPTIONS"] = " ".join([*options, NO_DNS_QUERY])
     ray = (
         spec.server_launch is not None
         and str(spec.server_launch.options.get("distributed_executor_backend")) == "ray"
