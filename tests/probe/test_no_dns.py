@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.probe import runner
+from envdoctor.probe.run import runner
 from envdoctor.probe.interface import ProbeResult, ProbeSpec
 from envdoctor.probe.stage.staging import NO_DNS_NOTICE, loopback_env
 
