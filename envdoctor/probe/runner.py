@@ -51,6 +51,7 @@ from envdoctor.probe.staging import (
 )
 from envdoctor.probe.sync_judge import judge_sync
 from envdoctor.probe.tinymodel import config as generic_config
+from envdoctor.probe.user_judge import judge_user
 from envdoctor.probe.vllm_judge import judge_vllm
 from envdoctor.probe.warm import VllmWarmer
 from envdoctor.probe.watcher import GpuWatch
@@ -97,6 +98,7 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
     judge_run(spec, result, run.watch)
     judge_vllm(spec, result, run.server_watch)
     judge_sync(spec, result)
+    judge_user(spec, result)
     return result
 
 
@@ -149,6 +151,8 @@ class _Run:
             "vllm_mode": spec.vllm_mode if vllm_spec is not None and spec.vllm_mode != "legacy" else None,
             **(vllm_spec or {}),
             "expected_device": {str(r): "cpu" for r, g in spec.rank_gpus.items() if g is None},
+            "user_data": spec.user_data,
+            "user_rewards": spec.user_rewards,
             "fault": spec.fault,
             "fault_at": spec.fault_at,
         }
