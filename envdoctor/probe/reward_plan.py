@@ -133,7 +133,8 @@ def safe_body(body: list[ast.stmt]) -> str | None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if _pure_def(node):
                 continue
-            return f"line {node.lineno}: the definition of {node.name} runs code (a decorator or default)"
+            line = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            return f"line {line}: the definition of {node.name} runs code (a decorator or default)"
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a docstring
         if isinstance(node, ast.Assign) and _pure(node.value):

@@ -97,7 +97,7 @@ def prepare(data: dict[str, Any], tok: Any, user_tokenizer: bool, info: dict[str
         return None
     columns = list(data.get("columns") or rows[0].keys())
     info["rows_passed"] = len(rows)
-    info["tokenizer"] = f"the user's ({data['user_tokenizer']})" if user_tokenizer else "the probe's own"
+    info["tokenizer"] = f"the user's ({data.get('user_tokenizer')})" if user_tokenizer else "the probe's own"
     if "prompt" not in columns:
         errors.append({"rule": "DAT002", "columns": columns})
         info["used"], info["reason"] = False, "the rows have no 'prompt' column"
