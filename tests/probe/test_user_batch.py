@@ -150,7 +150,8 @@ def _rewards_module(tmp_path: Path) -> Path:
         "def needs_answer(completions, answer, **kwargs):\n    return [0.0] * len(completions)\n"
         "def strict(completions, prompts):\n    return [0.0] * len(completions)\n"
         "def boom(completions, solution, **kwargs):\n    return [float(s) / 0 for s in solution]\n"
-        "def none_sometimes(completions, **kwargs):\n    if completions:\n        return None\n    return []\n"
+        "def none_sometimes(completions, **kwargs):\n"
+        "    if completions:\n        return None\n    return []\n"
         "async def good_async(completions, **kwargs):\n    return [1.0 for _ in completions]\n"
     )
     return path
