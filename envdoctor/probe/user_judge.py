@@ -31,7 +31,8 @@ def summarize(result: ProbeResult) -> tuple[dict[str, Any], dict[str, Any]]:
     for rank in ranks:
         rec = rank.get("rewards") or {}
         for key in ("source", "used", "reason"):
-            rewards.setdefault(key, rec.get(key))
+            if rec.get(key) is not None:
+                rewards.setdefault(key, rec[key])
         for key, entry in (rec.get("functions") or {}).items():
             merged = functions.setdefault(key, {**entry, "called": 0, "errors": []})
             merged["called"] += int(entry.get("called") or 0)

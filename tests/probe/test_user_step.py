@@ -22,6 +22,24 @@ from envdoctor.probe.runner import WORKER, run_probe
 from envdoctor.probe.user_judge import judge_user
 from tests.conftest import MODERN, snapshot
 
+
+def _schema_errors(result: ProbeResult) -> list[str]:
+    """probe.data and probe.rewards against the report schema's ``probe`` definition."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    from envdoctor import schemas
+
+    registry = Registry().with_resources(
+        (f"{n}.schema.json", Resource.from_contents(schemas.load(n))) for n in schemas.NAMES
+    )
+    validator = jsonschema.Draft202012Validator(
+        {"$ref": "report.schema.json#/$defs/probe"}, registry=registry
+    )
+    doc = json.loads(json.dumps({"data": result.data, "rewards": result.rewards}))
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
+
+
 pytest.importorskip("trl")
 datasets = pytest.importorskip("datasets")
 
@@ -82,6 +100,7 @@ def test_a_trl_style_dataset_and_trls_own_reward_run_quiet_in_the_probe(tmp_path
     )
     assert "trl/rewards/format_rewards.py:" in funcs["think_format_reward"]["where"]
     assert funcs["accuracy"]["where"] == "train.py:6"
+    assert _schema_errors(result) == []
     static = run_rules(ctx).findings  # the check before the probe is quiet on it too
     assert not [f for f in static if f.rule.startswith("DAT") and f.severity != Severity.INFO]
 
@@ -155,5 +174,6 @@ def test_planted_faults_are_found_in_the_step_naming_function_and_rows(tmp_path)
     assert "ZeroDivisionError" in found["DAT011"].message
     assert "nan_reward" in found["DAT012"].message and "one_reward" in found["DAT013"].message
     assert result.data["rows_over_length"] == 2 and result.data["longest_tokens"] > 64
+    assert _schema_errors(result) == []
     shapes = {f["name"]: f["shape"] for f in result.rewards["functions"]}
     assert shapes["one_reward"] == "list[1] of float" and shapes["returns_none"] == "NoneType"
