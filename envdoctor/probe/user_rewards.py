@@ -19,9 +19,9 @@ import importlib
 import importlib.util
 import inspect
 import math
-import os
 import re
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -85,7 +85,17 @@ def cut_prompt(tok: Any, prompt: Any, most: int = PROBE_PROMPT_TOKENS) -> Any:
 def prepare(data: dict[str, Any], tok: Any, user_tokenizer: bool, info: dict[str, Any]) -> list[dict] | None:
     """The rows the step trains on (None: the probe's own prompts), with what was found in
     ``info`` (the report's probe.data): source, rows read, columns, rows over vLLM's limit, and
-    ``errors`` (each a rule id with its facts)."""
+    ``errors`` (each a rule id with its facts). Never raises: what the probe could not do with
+    the rows is its own limit, not a fault of the user's run."""
+    try:
+        return _prepare(data, tok, user_tokenizer, info)
+    except Exception as exc:
+        info["used"] = False
+        info["reason"] = f"the probe could not prepare the rows: {type(exc).__name__}: {str(exc)[:200]}"
+        return None
+
+
+def _prepare(data: dict[str, Any], tok: Any, user_tokenizer: bool, info: dict[str, Any]) -> list[dict] | None:
     errors: list[dict[str, Any]] = info.setdefault("errors", [])
     for key in ("dataset", "split", "source", "rows_read", "columns"):
         if key in data:
@@ -181,9 +191,13 @@ def _where(obj: Any, fallback: str) -> str:
         return fallback
 
 
+#: the user's working folder (the reward spec's root): files under it are shown relative to it
+_ROOT = {"cwd": ""}
+
+
 def _short(path: str) -> str:
     """A file as a finding shows it: relative to the working folder, else its last parts."""
-    cwd = os.environ.get("ENVDOCTOR_USER_CWD") or ""
+    cwd = _ROOT["cwd"]
     if cwd and path.startswith(cwd.rstrip("/") + "/"):
         return path[len(cwd.rstrip("/")) + 1 :]
     parts = path.split("/")
@@ -209,7 +223,7 @@ def load(spec: dict[str, Any]) -> tuple[list[tuple[str, str, Callable]], str | N
     if root and root not in sys.path:
         sys.path.insert(0, root)
     if root:
-        os.environ.setdefault("ENVDOCTOR_USER_CWD", root)
+        _ROOT["cwd"] = str(root)
     found: list[tuple[str, str, Callable]] = []
     try:
         if spec.get("script"):
@@ -338,11 +352,14 @@ def wrap(name: str, where: str, func: Callable, record: dict[str, Any]) -> Calla
         async def checked_async(*args: Any, **kwargs: Any) -> Any:
             entry["called"] += 1
             entry.setdefault("keywords", sorted(kwargs))
+            start = time.perf_counter()
             try:
                 out = await func(*args, **kwargs)
             except Exception as exc:
                 note(_call_error(exc, name))
                 return [0.0] * size(kwargs)
+            finally:
+                entry["seconds"] = round(entry.get("seconds", 0.0) + time.perf_counter() - start, 4)
             return after(out, size(kwargs))
 
         return checked_async
@@ -351,11 +368,14 @@ def wrap(name: str, where: str, func: Callable, record: dict[str, Any]) -> Calla
     def checked(*args: Any, **kwargs: Any) -> Any:
         entry["called"] += 1
         entry.setdefault("keywords", sorted(kwargs))
+        start = time.perf_counter()
         try:
             out = func(*args, **kwargs)
         except Exception as exc:
             note(_call_error(exc, name))
             return [0.0] * size(kwargs)
+        finally:
+            entry["seconds"] = round(entry.get("seconds", 0.0) + time.perf_counter() - start, 4)
         return after(out, size(kwargs))
 
     return checked

@@ -375,3 +375,23 @@ def test_the_probes_own_prompts_and_reward_are_said_with_the_reason():
     (f,) = result.findings
     assert f.rule == "DAT014" and f.severity.value == "info"
     assert "own prompts (not checked (not cached" in f.message and "own reward" in f.message
+
+
+def test_what_the_probe_cannot_do_with_the_rows_is_its_own_reason_never_a_crash(ur):
+    info: dict = {}
+    assert ur.prepare(_data([{"prompt": "a long text", "solution": "1"}]), object(), False, info) is None
+    assert info["used"] is False and info["reason"].startswith(
+        "the probe could not prepare the rows: TypeError"
+    )
+
+
+def test_the_summary_says_on_what_the_step_ran():
+    from envdoctor.probe.area import _user_text
+
+    result = _result(
+        {"used": True, "rows_passed": 12, "dataset": "/data/math"},
+        {"used": True, "functions": {"acc": {"name": "acc", "where": "t.py:3", "called": 1, "errors": []}}},
+    )
+    judge_user(ProbeSpec(launcher=["python"]), result)
+    assert _user_text(result) == "; data: 12 rows of /data/math, 1 reward function(s) of the user's (acc)"
+    assert _user_text(ProbeResult(status="pass")) == ""
