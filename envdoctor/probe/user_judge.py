@@ -67,7 +67,7 @@ def judge_user(spec: ProbeSpec, result: ProbeResult) -> None:
         own.append(f"its own prompts ({data.get('reason')})")
     if rewards and not rewards.get("used"):
         own.append(f"its own reward ({rewards.get('reason')})")
-    if own:
+    if own and (spec.user_data or spec.user_rewards):  # said where the plan asked for them
         f.append(
             Finding(
                 "DAT014",

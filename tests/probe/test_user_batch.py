@@ -371,10 +371,13 @@ def test_the_probes_own_prompts_and_reward_are_said_with_the_reason():
         {"used": False, "reason": "not checked (not cached; nothing is downloaded)"},
         {"used": False, "reason": "importing train.py would run its top level"},
     )
-    judge_user(ProbeSpec(launcher=["python"]), result)
+    judge_user(ProbeSpec(launcher=["python"], user_data={"reason": "x"}), result)
     (f,) = result.findings
     assert f.rule == "DAT014" and f.severity.value == "info"
     assert "own prompts (not checked (not cached" in f.message and "own reward" in f.message
+    quiet = _result({"used": False, "reason": "no rows"}, {"used": False, "reason": "no rows"})
+    judge_user(ProbeSpec(launcher=["python"]), quiet)  # a probe not asked to run the user's
+    assert quiet.findings == [] and quiet.data["reason"] == "no rows"
 
 
 def test_what_the_probe_cannot_do_with_the_rows_is_its_own_reason_never_a_crash(ur):
