@@ -67,6 +67,8 @@ def judge_user(spec: ProbeSpec, result: ProbeResult) -> None:
         own.append(f"its own prompts ({data.get('reason')})")
     if rewards and not rewards.get("used"):
         own.append(f"its own reward ({rewards.get('reason')})")
+    if result.status == "pass" and any(x.severity == Severity.ERROR for x in f):
+        result.status = "fail"  # the step ran, but the user's run would not
     if own and (spec.user_data or spec.user_rewards):  # said where the plan asked for them
         f.append(
             Finding(
@@ -195,11 +197,18 @@ def _reward_finding(func: dict[str, Any], err: dict[str, Any], keywords: list[st
     inner = err.get("innermost")
     frame = err.get("frame")
     at = f"at {frame}" + (f" (innermost: {inner})" if inner and inner != frame else "")
+    if err.get("type") in ("ImportError", "ModuleNotFoundError"):
+        fix = (
+            f"install what {name} imports in the training environment ({str(err.get('message'))[:120]}), "
+            "then run the probe again"
+        )
+    else:
+        fix = f"fix {name} where it raised ({frame}), then run the probe again"
     return Finding(
         "DAT011",
         Severity.ERROR,
         f"{who} raised {err.get('type')}: {str(err.get('message'))[:300]} {at} in the probe's step; "
         "the run raises the same at its first reward, after the model and vLLM have loaded",
-        f"fix {name} where it raised ({inner or frame}), then run the probe again",
+        fix,
         {**evidence, "traceback": str(err.get("traceback") or "")[-2000:]},
     )

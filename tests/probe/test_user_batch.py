@@ -363,6 +363,9 @@ def test_the_judge_names_the_function_column_and_row_count():
     assert "rewards.py:10 in boom" in found["DAT011"].message and "KeyError" in found["DAT011"].message
     assert all(f.severity.value == "error" for f in result.findings)
     assert result.rewards["functions"][0]["called"] == 1 and "DAT014" not in found
+    assert (
+        result.status == "fail" and "fix boom where it raised (rewards.py:10 in boom)" in found["DAT011"].fix
+    )
     assert "traceback" not in result.rewards["functions"][1]["errors"][0]
 
 
@@ -398,3 +401,18 @@ def test_the_summary_says_on_what_the_step_ran():
     judge_user(ProbeSpec(launcher=["python"]), result)
     assert _user_text(result) == "; data: 12 rows of /data/math, 1 reward function(s) of the user's (acc)"
     assert _user_text(ProbeResult(status="pass")) == ""
+
+
+def test_a_reward_that_cannot_import_its_package_says_to_install_it(ur):
+    """TRL's accuracy_reward without math_verify: an ImportError inside the reward (DAT011)."""
+    pytest.importorskip("trl")
+    if importlib.util.find_spec("math_verify") is not None:
+        pytest.skip("math_verify is installed: accuracy_reward runs")
+    info: dict = {}
+    (func,) = ur.rewards({"items": [{"registry": "accuracy_reward"}]}, True, info)
+    func(completions=[[{"content": "4"}]], solution=["4"])
+    result = _result({"used": True}, info)
+    judge_user(ProbeSpec(launcher=["python"]), result)
+    (f,) = result.findings
+    assert f.rule == "DAT011" and "accuracy_reward" in f.message and "math_verify" in f.fix
+    assert "trl/rewards/accuracy_rewards.py:" in f.message
