@@ -221,6 +221,13 @@ def _importable(expr: ast.expr, top: dict[str, ast.stmt], out: list[str], depth:
 def from_script(path: Path) -> dict[str, Any]:
     """The worker's reward spec for a training script: ``{"script", "attrs"}``, or
     ``{"own_reason"}`` saying why the probe keeps its own reward."""
+    try:
+        return _from_script(path)
+    except (RecursionError, MemoryError):
+        return {"own_reason": f"the training script {path.name} is nested too deeply to read"}
+
+
+def _from_script(path: Path) -> dict[str, Any]:
     shown = path.name
     try:
         if not path.is_file() or path.stat().st_size > MAX_SOURCE_BYTES:

@@ -416,3 +416,11 @@ def test_a_reward_that_cannot_import_its_package_says_to_install_it(ur):
     (f,) = result.findings
     assert f.rule == "DAT011" and "accuracy_reward" in f.message and "math_verify" in f.fix
     assert "trl/rewards/accuracy_rewards.py:" in f.message
+
+
+def test_a_hostile_script_is_a_reason_not_a_traceback(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text("X = " + " + ".join(["1"] * 50000) + "\nGRPOTrainer(reward_funcs=[f])\ndef f(): ...\n")
+    assert "own_reason" in reward_plan.from_script(path)
+    path.write_bytes(b"\x00\xff not python")
+    assert "could not be parsed" in reward_plan.from_script(path)["own_reason"]
