@@ -424,3 +424,18 @@ def test_a_hostile_script_is_a_reason_not_a_traceback(tmp_path):
     assert "own_reason" in reward_plan.from_script(path)
     path.write_bytes(b"\x00\xff not python")
     assert "could not be parsed" in reward_plan.from_script(path)["own_reason"]
+
+
+def test_the_users_cached_tokenizer_is_named_for_the_step(tmp_path, monkeypatch):
+    """The model's config and tokenizer cached: the probe model carries the user's tokenizer,
+    and the worker counts prompts with it (and judges its chat template)."""
+    from tests.probe.test_probe_model import QWEN25_05B_FULL, _cache
+
+    monkeypatch.chdir(tmp_path)
+    env = _cache(tmp_path, "Qwen/Qwen2.5-0.5B-Instruct", QWEN25_05B_FULL, tokenizer=True)
+    monkeypatch.setenv("HF_HUB_CACHE", env["HF_HUB_CACHE"])
+    (tmp_path / "d.jsonl").write_text(json.dumps({"prompt": "q", "solution": "1"}) + "\n")
+    config = {"dataset_name": str(tmp_path / "d.jsonl"), "model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"}
+    spec = spec_from_context(_ctx(tmp_path, config, "trl grpo --reward_funcs think_format_reward"))
+    assert spec.model.faithful and spec.user_data["user_tokenizer"] == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert spec.user_rewards == {"items": [{"registry": "think_format_reward"}], "root": str(tmp_path)}
