@@ -177,11 +177,12 @@ def _reward_finding(func: dict[str, Any], err: dict[str, Any], keywords: list[st
         return Finding(
             rule,
             Severity.ERROR,
-            f"{who} returned NaN for {err.get('entries')} of {n} completions in the probe's step "
-            f"(the first at index {err.get('first')}): TRL counts a NaN reward as missing, so those "
-            "completions silently get no reward from it",
+            f"{who} returned {' and '.join(err.get('values') or ['NaN'])} for {err.get('entries')} of "
+            f"{n} completions in the probe's step (the first at index {err.get('first')}): TRL counts "
+            "a NaN reward as missing, so those completions silently get no reward from it; an "
+            "infinite one makes the group's advantages NaN",
             f"make {name} return a float for every completion (None only where it does not apply): "
-            "guard the computation that gives NaN (0/0, log(0), a mean of nothing)",
+            "guard the computation that gives NaN or infinity (0/0, log(0), a mean of nothing)",
             evidence,
         )
     if rule == "DAT013":

@@ -284,10 +284,11 @@ def check_result(out: Any, n: int) -> dict[str, Any] | None:
                 "got": f"entry {i}: {type(value).__name__} {str(value)[:40]!r}",
                 "expected": n,
             }
-        if math.isnan(number):
-            nan.append(i)
+        if not math.isfinite(number):
+            nan.append((i, number))
     if nan:
-        return {"rule": "DAT012", "entries": len(nan), "first": nan[0], "expected": n}
+        kinds = sorted({"NaN" if math.isnan(v) else "infinity" for _i, v in nan})
+        return {"rule": "DAT012", "entries": len(nan), "first": nan[0][0], "expected": n, "values": kinds}
     return None
 
 

@@ -133,6 +133,7 @@ def test_cli_reward_funcs_are_registry_names_or_dotted_paths(tmp_path):
         ((1, 2, 3, 4), None),
         (None, "DAT010"),
         ([1.0, math.nan, 0.0, math.nan], "DAT012"),
+        ([1.0, math.inf, 0.0, 0.0], "DAT012"),
         ([1.0], "DAT013"),
         (1.0, "DAT013"),
         ("1111", "DAT013"),
