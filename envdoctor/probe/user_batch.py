@@ -95,4 +95,12 @@ def rewards_for_probe(ctx: Context) -> dict[str, Any]:
     path = script_path(ctx)
     if path is None:
         return {"own_reason": "the launch line names no training script to read the reward functions from"}
-    return from_script(path)
+    spec = from_script(path)
+    module = trainer.module if trainer is not None else None
+    if module and "script" in spec:  # python -m pkg.train: imported as the package's module
+        name = module if path.name != "__main__.py" else f"{module}.__main__"
+        spec["module"] = name
+        spec["root"] = str(path.resolve().parents[len(name.split(".")) - 1])
+    if "script" in spec:
+        spec["cwd"] = str(Path.cwd())  # where findings show files from
+    return spec

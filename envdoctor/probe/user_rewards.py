@@ -222,12 +222,16 @@ def load(spec: dict[str, Any]) -> tuple[list[tuple[str, str, Callable]], str | N
     root = spec.get("root")
     if root and root not in sys.path:
         sys.path.insert(0, root)
-    if root:
-        _ROOT["cwd"] = str(root)
+    if root or spec.get("cwd"):
+        _ROOT["cwd"] = str(spec.get("cwd") or root)
     found: list[tuple[str, str, Callable]] = []
     try:
         if spec.get("script"):
-            module = _import_script(spec["script"])
+            module = (
+                importlib.import_module(spec["module"])
+                if spec.get("module")
+                else _import_script(spec["script"])
+            )
             for attr in spec.get("attrs") or []:
                 obj: Any = module
                 for part in attr.split("."):

@@ -440,3 +440,23 @@ def test_the_users_cached_tokenizer_is_named_for_the_step(tmp_path, monkeypatch)
     spec = spec_from_context(_ctx(tmp_path, config, "trl grpo --reward_funcs think_format_reward"))
     assert spec.model.faithful and spec.user_data["user_tokenizer"] == "Qwen/Qwen2.5-0.5B-Instruct"
     assert spec.user_rewards == {"items": [{"registry": "think_format_reward"}], "root": str(tmp_path)}
+
+
+def test_a_module_run_with_python_m_is_imported_as_its_package_module(ur, tmp_path, monkeypatch):
+    pkg = tmp_path / "src" / "proj"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "rewards.py").write_text("def acc(completions, **kw):\n    return [1.0 for _ in completions]\n")
+    (pkg / "train.py").write_text(
+        "from .rewards import acc\n"
+        "if __name__ == '__main__':\n    GRPOTrainer(model='m', reward_funcs=[acc]).train()\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.jsonl").write_text(json.dumps({"prompt": "q"}) + "\n")
+    ctx = _ctx(tmp_path, {"dataset_name": str(tmp_path / "d.jsonl")}, "python -m proj.train")
+    rewards = spec_from_context(ctx).user_rewards
+    assert rewards["module"] == "proj.train" and rewards["root"] == str((tmp_path / "src").resolve())
+    funcs, why = ur.load(rewards)
+    for name in ("proj.train", "proj.rewards", "proj"):
+        sys.modules.pop(name, None)
+    assert why is None and funcs[0][0] == "acc" and funcs[0][1] == "src/proj/rewards.py:1"
