@@ -410,6 +410,7 @@ def run(spec: dict, result: dict) -> None:
         * int(spec.get("gradient_accumulation_steps", 1))
         * int(spec.get("steps", 1))
     )
+    t = _phase(result, "model_build", t)
     user = _user_module()  # the user's first batch and reward functions (user_rewards.py)
     user_tok = bool((spec.get("user_data") or {}).get("user_tokenizer")) and bool(spec.get("model_faithful"))
     rows = user.prepare(spec.get("user_data") or {}, tok, user_tok, result.setdefault("data", {}))
@@ -418,7 +419,7 @@ def run(spec: dict, result: dict) -> None:
     if dataset is None:
         dataset = datasets.Dataset.from_dict({"prompt": PROMPTS * max(1, -(-need // len(PROMPTS)))})
     reward_funcs = user.rewards(spec.get("user_rewards") or {}, used, result.setdefault("rewards", {}))
-    t = _phase(result, "model_build", t)
+    t = _phase(result, "user_inputs", t)
     args, ignored = _config(spec, tempfile.mkdtemp(prefix="out-", dir=spec["out_dir"]), cuda)
     if ignored:
         result["vllm_settings_ignored"] = ignored  # this TRL has no such GRPOConfig field
