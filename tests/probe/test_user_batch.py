@@ -460,3 +460,19 @@ def test_a_module_run_with_python_m_is_imported_as_its_package_module(ur, tmp_pa
     for name in ("proj.train", "proj.rewards", "proj"):
         sys.modules.pop(name, None)
     assert why is None and funcs[0][0] == "acc" and funcs[0][1] == "src/proj/rewards.py:1"
+
+
+def test_a_dataset_in_the_hf_datasets_cache_reaches_the_step(tmp_path, monkeypatch):
+    """trl-lib's layout in the datasets cache (Arrow files), read without the datasets library."""
+    from tests.checks.test_data_rules import _arrow
+
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "hf" / "datasets" / "trl-lib___deepmath-103k" / "default" / "0.0.0" / "f00d"
+    rows = [{"prompt": [{"role": "user", "content": f"q{i}"}], "solution": str(i)} for i in range(5)]
+    _arrow(root / "deepmath-103k-train.arrow", rows)
+    ctx = _ctx(
+        tmp_path, {"dataset_name": "trl-lib/DeepMath-103K"}, "trl grpo --reward_funcs think_format_reward"
+    )
+    spec = spec_from_context(ctx)
+    assert spec.user_data["rows"] == rows and spec.user_data["source"].endswith("deepmath-103k-train.arrow")
+    assert spec.user_rewards["items"] == [{"registry": "think_format_reward"}]
