@@ -619,12 +619,17 @@ def reward_returns_nothing(ctx: Context) -> Iterator[Hit]:
 def probe_view(ctx: Context) -> tuple[DataView, dict[str, Any]]:
     """The dataset as the rules read it, and vLLM's prompt limit for the probe to count
     against: ``limit`` (tokens), ``limit_key`` (what sets it), ``truncate_to`` (TRL cuts prompts
-    to it before vLLM in this release; None: it does not)."""
+    to it before vLLM in this release; None: it does not), ``room`` and ``length_expr`` for
+    DAT004's fix, ``template_set`` (the config or script sets a chat template)."""
     view = _view(ctx)
     limit = _vllm_limit(ctx)
     mp = _max_prompt(ctx)
     cut = mp if mp and _truncated_before_vllm(ctx, view.conversational) else None
+    template_set = any("chat_template" in str(k) for k in ctx.config) or "chat_template" in (
+        _script_source(ctx) or ""
+    )
     return view, {
+        "template_set": template_set,  # the run sets a chat template itself: DAT003 stays quiet
         "room": _room(ctx, limit[0]) if limit else None,
         "length_expr": _length_expr(view),
         "limit": limit[0] if limit else None,

@@ -116,7 +116,7 @@ def _prepare(data: dict[str, Any], tok: Any, user_tokenizer: bool, info: dict[st
     conversational = all(is_messages(p) for p in prompts)
     info["conversational"] = conversational
     if conversational and not getattr(tok, "chat_template", None):
-        if user_tokenizer:
+        if user_tokenizer and not data.get("template_set"):  # the run may set its own
             errors.append({"rule": "DAT003", "tokenizer": data.get("user_tokenizer")})
         tok.chat_template = PLAIN_TEMPLATE  # to go on with the step
         info["chat_template"] = "the probe's plain template (role: text)"

@@ -255,6 +255,9 @@ def test_chat_rows_and_the_users_tokenizer_without_a_template_is_dat003(ur, tok)
     assert info["errors"][0] == {"rule": "DAT003", "tokenizer": "org/base-model"} and out
     quiet: dict = {}  # the probe's own tokenizer gets a plain template: nothing of the user's
     assert ur.prepare(_data(rows), tok(), False, quiet) and quiet["errors"] == []
+    own: dict = {}  # the script or config sets a template (as DAT003 of the check reads it)
+    assert ur.prepare(_data(rows, user_tokenizer="org/m", template_set=True), tok(), True, own)
+    assert own["errors"] == [] and own["chat_template"].startswith("the probe's plain")
 
 
 def test_prompts_over_vllms_limit_are_counted_with_the_users_tokenizer(ur, tok):
@@ -298,7 +301,11 @@ def test_the_spec_carries_the_users_rows_and_rewards(tmp_path, monkeypatch):
     spec = spec_from_context(_ctx(tmp_path, config, "python train.py"))
     assert len(spec.user_data["rows"]) == 64 and spec.user_data["columns"] == ["prompt", "solution"]
     assert spec.user_data["limit"] == 1024 and spec.user_data["room"] == 768
-    assert spec.user_rewards["attrs"] == ["accuracy", "fmt"]
+    assert spec.user_rewards["attrs"] == ["accuracy", "fmt"] and spec.user_data["template_set"] is False
+    templated = spec_from_context(
+        _ctx(tmp_path, {**config, "chat_template_path": "t.jinja"}, "python train.py")
+    )
+    assert templated.user_data["template_set"] is True
     missing = spec_from_context(_ctx(tmp_path, {"dataset_name": "org/not-here"}, "python train.py"))
     assert missing.user_data["reason"] == "not checked (not cached; nothing is downloaded)"
     assert "not used" in missing.user_rewards["own_reason"] and "rows" not in missing.user_data
