@@ -178,8 +178,14 @@ def _top_names(tree: ast.Module) -> dict[str, ast.stmt]:
     return out
 
 
-def _reward_exprs(tree: ast.Module) -> list[ast.expr]:
-    found = []
+#: GRPOTrainer arguments whose results reach the reward functions as more keywords: the probe
+#: does not run them, so it cannot call the rewards as the run does
+OPEN_SOURCES = ("rollout_func", "environment_factory")
+
+
+def _reward_exprs(tree: ast.Module) -> tuple[list[ast.expr], list[str]]:
+    """Each GRPOTrainer call's reward_funcs, and the OPEN_SOURCES the calls pass."""
+    found, opened = [], []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and dotted(node.func).split(".")[-1] == "GRPOTrainer":
             expr = next((kw.value for kw in node.keywords if kw.arg == "reward_funcs"), None)
@@ -187,7 +193,8 @@ def _reward_exprs(tree: ast.Module) -> list[ast.expr]:
                 expr = node.args[1]
             if expr is not None:
                 found.append(expr)
-    return found
+            opened += [str(kw.arg) for kw in node.keywords if kw.arg in OPEN_SOURCES]
+    return found, opened
 
 
 def _importable(expr: ast.expr, top: dict[str, ast.stmt], out: list[str], depth: int = 0) -> str | None:
@@ -235,7 +242,12 @@ def _from_script(path: Path) -> dict[str, Any]:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return {"own_reason": f"the training script {shown} could not be parsed ({type(exc).__name__})"}
-    exprs = _reward_exprs(tree)
+    exprs, opened = _reward_exprs(tree)
+    if opened:
+        return {
+            "own_reason": f"{shown} gives GRPOTrainer {opened[0]}, whose fields reach the reward "
+            "functions as keywords: the probe does not run it"
+        }
     if not exprs:
         return {"own_reason": f"{shown} passes no reward_funcs to a GRPOTrainer(...) call"}
     if len(exprs) > 1:

@@ -106,6 +106,7 @@ def test_a_script_whose_top_level_runs_code_is_not_imported(tmp_path, tail, line
         ("reward_funcs=[inner]", "inner (line"),
         ("reward_funcs=get_rewards(args)", "built at run time"),
         ("reward_funcs='org/reward-model'", "reward model"),
+        ("reward_funcs=[inner], rollout_func=rollout", "rollout_func, whose fields"),
     ],
 )
 def test_rewards_that_cannot_be_imported_say_why(tmp_path, call, why):
