@@ -203,24 +203,28 @@ def dataset_not_checked(ctx: Context) -> Iterator[Hit]:
     )
 
 
+def prompt_column_fix(columns: list[str]) -> str:
+    """DAT002's fix for a dataset with these columns (the check's and the probe's)."""
+    hint = next(
+        (c for c in ("question", "problem", "query", "instruction", "input", "text") if c in columns), None
+    )
+    if hint:
+        return f"rename the column: dataset = dataset.rename_column({hint!r}, 'prompt')"
+    if "messages" in columns:
+        return (
+            "give the dataset a 'prompt' column (plain text or a list of {role, content} messages "
+            "without the answer: dataset.map(lambda x: {'prompt': x['messages'][:-1]}) for a chat)"
+        )
+    return "give the dataset a 'prompt' column (plain text or a list of {role, content} messages)"
+
+
 @rule("DAT002")
 def dataset_no_prompt_column(ctx: Context) -> Iterator[Hit]:
     view = _view(ctx)
     sample = _sample(ctx)
     if sample is None or "prompt" in sample.columns or view.transformed:
         return
-    hint = next(
-        (c for c in ("question", "problem", "query", "instruction", "input", "text") if c in sample.columns),
-        None,
-    )
-    fix = (
-        f"rename the column: dataset = dataset.rename_column({hint!r}, 'prompt')"
-        if hint
-        else "give the dataset a 'prompt' column (plain text or a list of {role, content} messages "
-        "without the answer: dataset.map(lambda x: {'prompt': x['messages'][:-1]}) for a chat)"
-        if "messages" in sample.columns
-        else "give the dataset a 'prompt' column (plain text or a list of {role, content} messages)"
-    )
+    fix = prompt_column_fix(sample.columns)
     yield hit(
         f"dataset {sample.name} ({sample.source}) has no 'prompt' column: its columns are "
         f"{_listed(sample.columns) or 'none'}. GRPOTrainer reads example['prompt'] and raises "
@@ -228,6 +232,12 @@ def dataset_no_prompt_column(ctx: Context) -> Iterator[Hit]:
         fix=fix,
         **sample.as_evidence(),
     )
+
+
+CHAT_TEMPLATE_FIX = (
+    "use the model's instruct variant (it ships a chat template), or set one: "
+    "tokenizer.chat_template = ... and pass processing_class=tokenizer; or make the prompts plain text"
+)
 
 
 @rule("DAT003")
@@ -246,9 +256,7 @@ def chat_template_missing(ctx: Context) -> Iterator[Hit]:
         'prompt and transformers raises "Cannot use chat template functions because '
         'tokenizer.chat_template is not set" (a processor: "this processor does not have a chat '
         'template")',
-        fix="use the model's instruct variant (it ships a chat template), or set one: "
-        "tokenizer.chat_template = ... and pass processing_class=tokenizer; or make the prompts "
-        "plain text",
+        fix=CHAT_TEMPLATE_FIX,
         model=tok.model,
         tokenizer_folder=str(tok.folder),
         **view.sample.as_evidence(),
@@ -603,3 +611,33 @@ def reward_returns_nothing(ctx: Context) -> Iterator[Hit]:
             severity=ctx.on_trl("error"),
             function=func.name,
         )
+
+
+# -- what the probe takes from here (envdoctor.probe.plan.user_batch) ----------------------------
+
+
+def probe_view(ctx: Context) -> tuple[DataView, dict[str, Any]]:
+    """The dataset as the rules read it, and vLLM's prompt limit for the probe to count
+    against: ``limit`` (tokens), ``limit_key`` (what sets it), ``truncate_to`` (TRL cuts prompts
+    to it before vLLM in this release; None: it does not), ``room`` and ``length_expr`` for
+    DAT004's fix, ``template_set`` (the config or script sets a chat template)."""
+    view = _view(ctx)
+    limit = _vllm_limit(ctx)
+    mp = _max_prompt(ctx)
+    cut = mp if mp and _truncated_before_vllm(ctx, view.conversational) else None
+    template_set = any("chat_template" in str(k) for k in ctx.config) or "chat_template" in (
+        _script_source(ctx) or ""
+    )
+    return view, {
+        "template_set": template_set,  # the run sets a chat template itself: DAT003 stays quiet
+        "room": _room(ctx, limit[0]) if limit else None,
+        "length_expr": _length_expr(view),
+        "limit": limit[0] if limit else None,
+        "limit_key": limit[1] if limit else None,
+        "truncate_to": cut,
+    }
+
+
+def script_path(ctx: Context) -> Path | None:
+    """The training script the launch line runs (its ``-m`` module's file), or None."""
+    return _script_path(ctx)

@@ -37,6 +37,8 @@ def probe_area(ctx: Context, timeout: float = 180.0, on_phase: Callable[[str], N
         "model": result.model,
         "vllm": _engine(result),
         "weight_sync": result.weight_sync,
+        "data": result.data,
+        "rewards": result.rewards,
         "isolation": result.isolation,
         "timings": result.timings,
     }
@@ -59,6 +61,7 @@ def probe_area(ctx: Context, timeout: float = 180.0, on_phase: Callable[[str], N
         + "".join(f" ({n})" for n in notes)
         + f"; isolation {result.isolation}; generation through {generation}"
         + _server_text(result)
+        + _user_text(result)
         + "; phases: "
         + ", ".join(result.phase_lines)
     )
@@ -107,6 +110,25 @@ def _model_text(model: dict[str, Any]) -> str:
         return shape + (f", differs in: {diff}" if diff else "")
     why = "; ".join(model.get("deviations") or [])
     return "the generic tiny model" + (f" ({why})" if why else "")
+
+
+def _user_text(result: ProbeResult) -> str:
+    """On what the step ran: the user's rows and reward functions, or the probe's own."""
+    data, rewards = result.data, result.rewards
+    if not data and not rewards:
+        return ""
+    rows = (
+        f"{data.get('rows_passed')} rows of {data.get('dataset')}"
+        if data.get("used")
+        else "the probe's own prompts"
+    )
+    funcs = rewards.get("functions") or []
+    reward = (
+        f"{len(funcs)} reward function(s) of the user's ({', '.join(f['name'] for f in funcs)})"
+        if rewards.get("used")
+        else "the probe's own reward"
+    )
+    return f"; data: {rows}, {reward}"
 
 
 def _server_text(result: ProbeResult) -> str:

@@ -70,6 +70,10 @@ class ProbeSpec:
     #: the training stack's versions as envdoctor knows them (distribution → version): the
     #: exact versions PRB009's install command names for the modules the interpreter lacks
     packages: dict[str, str] = field(default_factory=dict)
+    #: the user's first rows and vLLM's prompt limit (user_batch.data_for_probe), or the reason none
+    user_data: dict[str, Any] = field(default_factory=dict)
+    #: where the worker imports the user's reward functions from (user_batch), or the reason not
+    user_rewards: dict[str, Any] = field(default_factory=dict)
     fault: str | None = None  # tests only: crash, hang, killed, exit, oom, hang_collective
     fault_at: str = "start"  # start | imports | trainer_init
 
@@ -104,6 +108,8 @@ class ProbeResult:
     model: dict[str, Any] = field(default_factory=dict)  # the report's probe.model
     vllm: dict[str, Any] = field(default_factory=dict)  # probe.vllm: the engine as started
     weight_sync: dict[str, Any] = field(default_factory=dict)  # probe.weight_sync: the proof
+    data: dict[str, Any] = field(default_factory=dict)  # probe.data: the user's batch (user_judge)
+    rewards: dict[str, Any] = field(default_factory=dict)  # probe.rewards: the user's functions
     argv: list[str] = field(default_factory=list)  # the launcher's argv as run
     rendezvous_moved: list[str] = field(default_factory=list)  # the line's remote addresses
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.probe.run import runner
 from envdoctor.probe.interface import ProbeResult, ProbeSpec
+from envdoctor.probe.run import runner
 from envdoctor.probe.stage.staging import NO_DNS_NOTICE, loopback_env
 
 

@@ -14,6 +14,7 @@ from envdoctor.plan.visible_devices import resolve_visible
 from envdoctor.probe.interface import ProbeSpec
 from envdoctor.probe.plan.model_source import choose, user_model_name
 from envdoctor.probe.plan.rendezvous import remote_rendezvous
+from envdoctor.probe.plan.user_batch import user_inputs
 
 if TYPE_CHECKING:
     from envdoctor.checks.context import Context
@@ -180,6 +181,7 @@ def spec_from_context(ctx: Context, timeout_s: float = 180.0, steps: int = 1) ->
     name = user_model_name(ctx.config, ctx.plan.server, trainer)
     model = choose(name, {**os.environ, **env})
     return ProbeSpec(
+        **user_inputs(ctx, model),
         **_vllm_part(ctx),
         model=model,
         multi_node=multi_node(ctx),

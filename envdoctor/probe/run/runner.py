@@ -36,6 +36,7 @@ from envdoctor.probe.judge.trainer import (
     not_written,
     rendezvous_moved,
 )
+from envdoctor.probe.judge.user_judge import judge_user
 from envdoctor.probe.judge.vllm_judge import judge_vllm
 from envdoctor.probe.observe.watcher import GpuWatch
 from envdoctor.probe.plan.rendezvous import job_node, one_node
@@ -98,6 +99,7 @@ def run_probe(spec: ProbeSpec, on_phase: Callable[[str], None] | None = None) ->
     judge_run(spec, result, run.watch)
     judge_vllm(spec, result, run.server_watch)
     judge_sync(spec, result)
+    judge_user(spec, result)
     return result
 
 
@@ -150,6 +152,8 @@ class _Run:
             "vllm_mode": spec.vllm_mode if vllm_spec is not None and spec.vllm_mode != "legacy" else None,
             **(vllm_spec or {}),
             "expected_device": {str(r): "cpu" for r, g in spec.rank_gpus.items() if g is None},
+            "user_data": spec.user_data,
+            "user_rewards": spec.user_rewards,
             "fault": spec.fault,
             "fault_at": spec.fault_at,
         }
@@ -396,7 +400,8 @@ _NEXT = {
     "started": "imports",
     "imports": "CUDA init",
     "cuda_init": "model build",
-    "model_build": "trainer init",
+    "model_build": "the user's batch and rewards",
+    "user_inputs": "trainer init",
     "trainer_init": "step",
     "steps": "checking",
     "sync_start": "weight sync",

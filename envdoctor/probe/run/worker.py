@@ -238,6 +238,8 @@ def _config(spec: dict, out_dir: str, cuda: bool):
         kwargs.update(spec.get("vllm") or {})  # GRPOConfig's own names, kept where it has them
     if spec.get("gradient_checkpointing"):
         kwargs["gradient_checkpointing"] = True
+    if (spec.get("user_data") or {}).get("remove_unused_columns"):
+        kwargs["remove_unused_columns"] = True  # the user's: it drops the columns rewards take
     if not cuda:
         kwargs.update(use_cpu=True, bf16=False, fp16=False)
     return GRPOConfig(**{k: v for k, v in kwargs.items() if k in fields}), sorted(
@@ -408,8 +410,16 @@ def run(spec: dict, result: dict) -> None:
         * int(spec.get("gradient_accumulation_steps", 1))
         * int(spec.get("steps", 1))
     )
-    dataset = datasets.Dataset.from_dict({"prompt": PROMPTS * max(1, -(-need // len(PROMPTS)))})
     t = _phase(result, "model_build", t)
+    user = _user_module()  # the user's first batch and reward functions (user_rewards.py)
+    user_tok = bool((spec.get("user_data") or {}).get("user_tokenizer")) and bool(spec.get("model_faithful"))
+    rows = user.prepare(spec.get("user_data") or {}, tok, user_tok, result.setdefault("data", {}))
+    dataset = user.dataset(datasets, rows, need, result["data"]) if rows else None
+    used = dataset is not None
+    if dataset is None:
+        dataset = datasets.Dataset.from_dict({"prompt": PROMPTS * max(1, -(-need // len(PROMPTS)))})
+    reward_funcs = user.rewards(spec.get("user_rewards") or {}, used, result.setdefault("rewards", {}))
+    t = _phase(result, "user_inputs", t)
     args, ignored = _config(spec, tempfile.mkdtemp(prefix="out-", dir=spec["out_dir"]), cuda)
     if ignored:
         result["vllm_settings_ignored"] = ignored  # this TRL has no such GRPOConfig field
@@ -421,7 +431,7 @@ def run(spec: dict, result: dict) -> None:
     result["n_gpu"] = int(args.n_gpu)
     result["device"] = _name(args.device)
     params = inspect.signature(GRPOTrainer.__init__).parameters
-    kwargs = {"model": model, "reward_funcs": _reward, "args": args, "train_dataset": dataset}
+    kwargs = {"model": model, "reward_funcs": reward_funcs or _reward, "args": args, "train_dataset": dataset}
     kwargs["processing_class" if "processing_class" in params else "tokenizer"] = tok
     if spec.get("peft"):  # the user's LoRA, as TRL's scripts build it (an ImportError is theirs)
         from peft import LoraConfig
@@ -484,6 +494,16 @@ def run(spec: dict, result: dict) -> None:
     t = time.perf_counter()
     result["weight_sync"] = _weight_sync(spec, trainer, tok)
     _phase(result, "weight_sync_proof", t)
+
+
+def _user_module():
+    """``user_rewards.py`` beside this script, found by path (envdoctor may not be installed)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import user_rewards  # type: ignore[import-not-found]
+
+    return user_rewards
 
 
 def _await_model(spec: dict) -> None:
