@@ -64,7 +64,11 @@ def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | None]:
 def severity(ctx: Context, failure: KnownFailure) -> str:
     """An error when the failure happens on every run of this configuration (``certainty:
     certain``), a warning when it depends on what envdoctor cannot see; a failure judged on an
-    assumed TRL release is a warning (``Context.on_trl``)."""
+    assumed TRL release is a warning (``Context.on_trl``). One that also needs a condition on
+    the training data (``when.data``), which envdoctor cannot see, is advice (info): the plan meets
+    its trigger only if the data does."""
+    if failure.data:
+        return "info"
     return ctx.on_trl(failure.severity) if "trl" in failure.packages else failure.severity
 
 
@@ -75,7 +79,8 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
         fix, remedy = _fix(ctx, failure)
         yield hit(
             f"{_stack(ctx, failure)}: {failure.title}"
-            + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})"),
+            + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})")
+            + (f"; only where {'; and '.join(failure.data)}: envdoctor does not read the data" if failure.data else ""),
             fix=fix,
             remedy=remedy,
             severity=severity(ctx, failure),
