@@ -404,6 +404,9 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
     }
     current |= {k for k in ta_keys if presence(ta, k, tf) != "no"} | scripts
     preferred, everything = sorted(current), sorted(known)
+    unchecked = _keys_unchecked(
+        ctx, table_keys=set(ctx.kb.parser_keys.get("trl_script_arguments", {}).get("keys") or {})
+    )
     own: list[str] = []  # no close match: the script's own dataclass keys, most likely
     for key in unknown[:MAX_TYPO_KEYS]:
         origin = ctx.plan.config_origin[key]
@@ -414,6 +417,17 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
             own.append(key)
             continue
         guess = close[0]
+        if unchecked:  # the script that may declare `key` was not read: a typo is not proved
+            yield hit(
+                f"`{key}` ({origin}): not checked, as no field of GRPOConfig, TrainingArguments or "
+                f"TRL's script arguments; did you mean `{guess}`? Fine when your script's "
+                f"dataclasses declare it{unchecked}",
+                fix=f"rename `{key}` to `{guess}`, unless your training script declares `{key}`",
+                severity="info",
+                key=key,
+                suggestion=guess,
+            )
+            continue
         msg = (
             f"`{key}` ({origin}) is not a field of GRPOConfig, TrainingArguments or TRL's "
             f"script arguments in any release envdoctor knows; did you mean `{guess}`?"
@@ -492,6 +506,27 @@ def _not_parsed(ctx: Context, keys: list[str], ta_keys: set[str]) -> Iterator[Hi
             key=key,
             parses=list(script.parses),
         )
+
+
+def _keys_unchecked(ctx: Context, table_keys: set[str]) -> str:
+    """Why the config's unknown keys cannot be judged typos ("" when they can): the training
+    script whose dataclasses may declare them was not read (absent, dynamic, classes envdoctor
+    could not read), or no launch line names it while the config is clearly a script's (it sets
+    TRL's script arguments, such as ``model_name_or_path``, which only a script's parser reads)
+    and the repository it lives in was not read either (the hook reads it)."""
+    script = ctx.plan.script
+    if script is not None:
+        return _script_said(ctx) if (script.problem or script.unread) else ""
+    if ctx.plan.trainer is not None or ctx.plan.repository_read:
+        return ""  # `trl grpo` and the like: TRL's own parser, whose keys envdoctor knows
+    grpo = ctx.kb.grpo_keys.get("keys") or {}
+    args = sorted(k for k in ctx.plan.config_origin if k in table_keys and k not in grpo)
+    if not args:
+        return ""
+    return (
+        f" (no launch line names the training script, and the config sets its script arguments "
+        f"(`{args[0]}`): envdoctor did not read the script's dataclasses)"
+    )
 
 
 def _script_said(ctx: Context) -> str:

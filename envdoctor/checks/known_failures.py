@@ -61,6 +61,12 @@ def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | None]:
     return failure.fix, None
 
 
+def _data_said(failure: KnownFailure) -> str:
+    if not failure.data:
+        return ""
+    return f"; only where {'; and '.join(failure.data)}: envdoctor does not read the data"
+
+
 def severity(ctx: Context, failure: KnownFailure) -> str:
     """An error when the failure happens on every run of this configuration (``certainty:
     certain``), a warning when it depends on what envdoctor cannot see; a failure judged on an
@@ -80,7 +86,7 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
         yield hit(
             f"{_stack(ctx, failure)}: {failure.title}"
             + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})")
-            + (f"; only where {'; and '.join(failure.data)}: envdoctor does not read the data" if failure.data else ""),
+            + _data_said(failure),
             fix=fix,
             remedy=remedy,
             severity=severity(ctx, failure),

@@ -277,7 +277,9 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
     if not isinstance(data, list) or not all(isinstance(d, str) and d.strip() for d in data):
         raise KnownFailuresError(f"{where}.when.data: expected a list of conditions on the data, in words")
     if data and certainty != "depends":
-        raise KnownFailuresError(f"{where}.when.data: an entry that depends on the data is certainty: depends")
+        raise KnownFailuresError(
+            f"{where}.when.data: an entry that depends on the data is certainty: depends"
+        )
     sources = entry.get("sources")
     if (
         not isinstance(sources, list)

@@ -449,7 +449,10 @@ GOOD = {
         ({"when": {"packages": {"trl": ">=1"}, "env": {"A": 1}}}, "expected {VAR: VALUE}"),
         ({"when": {"packages": {"trl": ">=1"}, "unless_config": ["a"]}}, "unless_config"),
         ({"when": {"packages": {"trl": ">=1"}, "data": ["long prompts"]}}, "certainty: depends"),
-        ({"certainty": "depends", "note": "n", "when": {"packages": {"trl": ">=1"}, "data": "x"}}, "when.data"),
+        (
+            {"certainty": "depends", "note": "n", "when": {"packages": {"trl": ">=1"}, "data": "x"}},
+            "when.data",
+        ),
     ],
 )
 def test_bad_entry_names_file_and_entry(change, needle):
