@@ -11,7 +11,8 @@ from envdoctor.findings import Remedy
 
 if TYPE_CHECKING:
     from envdoctor.plan.memory.parts import GpuPlan
-    from envdoctor.plan.memory.planner import Knobs, MemoryPlan
+    from envdoctor.plan.memory.knobs import Knobs
+    from envdoctor.plan.memory.planner import MemoryPlan
 
 #: the fix only the trainer's memory knobs of these names can say as GRPO config keys
 _MACHINE = {
