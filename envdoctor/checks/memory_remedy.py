@@ -10,8 +10,8 @@ from envdoctor.checks.context import Context
 from envdoctor.findings import Remedy
 
 if TYPE_CHECKING:
-    from envdoctor.plan.memory.parts import GpuPlan
     from envdoctor.plan.memory.knobs import Knobs
+    from envdoctor.plan.memory.parts import GpuPlan
     from envdoctor.plan.memory.planner import MemoryPlan
 
 #: the fix only the trainer's memory knobs of these names can say as GRPO config keys
