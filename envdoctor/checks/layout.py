@@ -285,6 +285,34 @@ def valid_ids(text: str, n: int) -> str:
     return ",".join(out)
 
 
+def _split_gpus(ctx: Context, want: int) -> Remedy | None:
+    """Where training takes every GPU of one machine, the split TRL's docs show: the server on
+    the last ``want`` GPUs, the trainer on the others with as many processes (None where the
+    lines cannot say it: no server or trainer line, several machines, --gpu_ids, no GPU left)."""
+    server, trainer = ctx.plan.server, ctx.plan.trainer
+    gpus = [g.index for g in ctx.facts.gpus]
+    if server is None or trainer is None or len(gpus) <= want:
+        return None
+    opts = trainer.options
+    if "gpu_ids" in opts or any(
+        str(opts.get(k, "1")).strip() not in ("1", "") for k in ("num_machines", "nnodes")
+    ):
+        return None
+    launcher = ctx.layout.launcher
+    serve, train = gpus[-want:], gpus[:-want]
+    line = trainer.raw
+    if launcher in ("accelerate", "torchrun", "deepspeed") or launcher.startswith("trl"):
+        line = with_option(trainer, _procs_flag(launcher), str(len(train)))
+    elif len(train) > 1:
+        train = train[:1]  # one process: one GPU
+    line = _with_env(line, "CUDA_VISIBLE_DEVICES", ",".join(map(str, train)))
+    srv = _with_env(server.raw, "CUDA_VISIBLE_DEVICES", ",".join(map(str, serve)))
+    return Remedy(
+        launch=run_lines(ctx, trainer=line, server=srv),
+        fix=f"split the GPUs (as TRL's docs do): {srv}; then {line}",
+    )
+
+
 @rule("LAY006", needs=("gpus", "vllm"))
 def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
@@ -317,6 +345,9 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
         if free and server is not None and len(free) >= want:
             line = _with_env(server.raw, "CUDA_VISIBLE_DEVICES", ",".join(map(str, free[:want])))
             remedies.append(launch_remedy(ctx, line, server=True))
+        split = _split_gpus(ctx, want)
+        if split is not None and not (free and len(free) >= want):
+            remedies.append(split)
     yield hit(
         f"GPU {', '.join(map(str, shared))} is used both for generation (vLLM, "
         f"{lay.generation_mode} mode) and by training rank(s) {ranks}: vLLM reserves "

@@ -102,3 +102,30 @@ def test_lay008_and_lay013_say_their_fix_is_not_machine_applicable():
             f for f in run_rules(Context(facts=facts, plan=plan, network=True)).findings if f.rule == rule
         ]
         assert found and "not machine-applicable" in found[0].fix and found[0].remedy is None
+
+
+@pytest.mark.parametrize(
+    ("n", "trainer", "want_server", "want_trainer"),
+    [
+        (2, "accelerate launch train_grpo.py", "CUDA_VISIBLE_DEVICES=1 trl", "--num_processes 1"),
+        (4, "torchrun --nproc_per_node 4 train.py", "CUDA_VISIBLE_DEVICES=3 trl", "--nproc_per_node 3"),
+    ],
+)
+def test_lay006_server_on_every_training_gpu_gets_the_split_of_trls_docs(
+    n, trainer, want_server, want_trainer
+):
+    """Issue 35 (held-out trl-3885, TRL 0.16's docs lines): `trl vllm-serve` and a trainer that
+    takes every GPU share GPU 0. No GPU is free, so the fix splits them as TRL's docs do (the
+    server on the last GPU, the trainer on the rest with as many processes); proved by the closure."""
+    snap = snapshot(n_gpus=n, packages=MODERN)
+    facts = from_dict(snap, "test-snapshot")
+    plan = build_plan(
+        config_dict={"use_vllm": True, "vllm_mode": "server"},
+        launch=f"trl vllm-serve --model m\n{trainer}",
+        live=False,
+    )
+    closure = close(facts, plan, Rerun())
+    assert "LAY006" in closure.fixed and not [f for f in closure.after if f.severity is Severity.ERROR]
+    server, train = closure.changes.launch
+    assert server.startswith(want_server) and want_trainer in train
+    assert not {k: m for k, m in _loud(closure.after).items() if m > _loud(closure.before).get(k, 0)}
