@@ -64,17 +64,16 @@ def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | None]:
 def _data_said(failure: KnownFailure) -> str:
     if not failure.data:
         return ""
-    return f"; only where {'; and '.join(failure.data)}: envdoctor does not read the data"
+    return f"; it needs {'; and '.join(failure.data)}: envdoctor does not read the data"
 
 
 def severity(ctx: Context, failure: KnownFailure) -> str:
     """An error when the failure happens on every run of this configuration (``certainty:
     certain``), a warning when it depends on what envdoctor cannot see; a failure judged on an
     assumed TRL release is a warning (``Context.on_trl``). One that also needs a condition on
-    the training data (``when.data``), which envdoctor cannot see, is advice (info): the plan meets
-    its trigger only if the data does."""
-    if failure.data:
-        return "info"
+    the training data (``when.data``), which envdoctor cannot see, stays a warning (``depends``):
+    unknowable is not unmet (huggingface/open-r1#672: open-r1's own recipe hit TRL 0.18's), and
+    its message names the condition."""
     return ctx.on_trl(failure.severity) if "trl" in failure.packages else failure.severity
 
 

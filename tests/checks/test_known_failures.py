@@ -138,7 +138,7 @@ def test_entry_fires_once_with_its_id_and_fix(failure):
         return
     assert len(found) == 1
     hit = found[0]
-    assert hit.severity.value == ("info" if failure.data else failure.severity)
+    assert hit.severity.value == failure.severity
     if hit.remedy is None:
         assert hit.fix == failure.fix
     else:  # issue 35: a broken pair or a fixed release gets exact versions that hold when followed
@@ -201,12 +201,12 @@ def test_every_run_failure_is_an_error_and_its_escape_quiet():
     assert assumed.trl.assumed and severity(assumed, failure) == "warning"
 
 
-def test_a_release_bug_the_data_must_trigger_is_advice_not_a_warning():
+def test_a_release_bug_the_data_must_trigger_names_the_condition_and_stays_a_warning():
     """Issue 35 (held-out setups): TRL 0.18 colocate sends vLLM untruncated prompt text, which
     fails only for a prompt longer than max_prompt_length + max_completion_length tokens; TRL
-    0.19.0 drops special tokens only from chat prompts. The config meets their trigger only if the
-    data does, which envdoctor cannot see: info naming that condition, never a warning on a healthy
-    setup; the fix release is still given. A failure the config alone triggers stays an error."""
+    0.19.0 drops special tokens only from chat prompts. envdoctor cannot see the data: unknowable
+    is not unmet (open-r1's own recipe hit the first, huggingface/open-r1#672), so a warning that
+    names the data condition (when.data) and the fix release; never an error."""
     cases = [
         ({"trl": "0.18.0", "vllm": "0.8.5.post1", "torch": "2.6.0", "transformers": "4.52.3"}, "colocate"),
         ({"trl": "0.19.0", "vllm": "0.8.5.post1", "torch": "2.6.0", "transformers": "4.52.4"}, "server"),
@@ -214,8 +214,8 @@ def test_a_release_bug_the_data_must_trigger_is_advice_not_a_warning():
     for pk, mode in cases:
         config = {"use_vllm": True, "vllm_mode": mode, "generation_kwargs": {}}
         knf = [f for f in findings(snapshot(packages={**MODERN, **pk}), config=config) if f.rule == "KNF001"]
-        assert knf and all(f.severity.value == "info" for f in knf), knf
-        assert all("only where" in f.message and "does not read the data" in f.message for f in knf)
+        assert knf and all(f.severity.value == "warning" for f in knf), knf
+        assert all("it needs " in f.message and "does not read the data" in f.message for f in knf)
         assert all(f.remedy is not None and f.remedy.packages.get("trl") for f in knf)
     pk = {"trl": "0.19.0", "vllm": "0.8.5.post1", "torch": "2.6.0", "transformers": "4.52.4"}
     found = findings(snapshot(packages={**MODERN, **pk}), config={"use_vllm": True, "vllm_mode": "colocate"})
