@@ -404,6 +404,9 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
     }
     current |= {k for k in ta_keys if presence(ta, k, tf) != "no"} | scripts
     preferred, everything = sorted(current), sorted(known)
+    unchecked = _keys_unchecked(
+        ctx, table_keys=set(ctx.kb.parser_keys.get("trl_script_arguments", {}).get("keys") or {})
+    )
     own: list[str] = []  # no close match: the script's own dataclass keys, most likely
     for key in unknown[:MAX_TYPO_KEYS]:
         origin = ctx.plan.config_origin[key]
@@ -414,6 +417,17 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
             own.append(key)
             continue
         guess = close[0]
+        if unchecked:  # the script that may declare `key` was not read: a typo is not proved
+            yield hit(
+                f"`{key}` ({origin}): not checked, as no field of GRPOConfig, TrainingArguments or "
+                f"TRL's script arguments; did you mean `{guess}`? Fine when your script's "
+                f"dataclasses declare it{unchecked}",
+                fix=f"rename `{key}` to `{guess}`, unless your training script declares `{key}`",
+                severity="info",
+                key=key,
+                suggestion=guess,
+            )
+            continue
         msg = (
             f"`{key}` ({origin}) is not a field of GRPOConfig, TrainingArguments or TRL's "
             f"script arguments in any release envdoctor knows; did you mean `{guess}`?"
@@ -494,6 +508,29 @@ def _not_parsed(ctx: Context, keys: list[str], ta_keys: set[str]) -> Iterator[Hi
         )
 
 
+def _keys_unchecked(ctx: Context, table_keys: set[str]) -> str:
+    """Why the config's unknown keys cannot be judged typos ("" when they can): the config is
+    clearly a script's (it sets TRL's script arguments, such as ``model_name_or_path``, which
+    only a script's parser reads; or the script parses classes envdoctor could not read) and the
+    script whose dataclasses may declare them was not read (absent, not Python), or no launch
+    line names it and the repository was not read either (the hook reads it)."""
+    script = ctx.plan.script
+    if script is not None and script.unread:
+        return _script_said(ctx)
+    if script is not None and not script.problem:
+        return ""
+    if script is None and (ctx.plan.trainer is not None or ctx.plan.repository_read):
+        return ""  # `trl grpo` and the like: TRL's own parser, whose keys envdoctor knows
+    grpo = ctx.kb.grpo_keys.get("keys") or {}
+    args = sorted(k for k in ctx.plan.config_origin if k in table_keys and k not in grpo)
+    if not args:
+        return ""
+    said = _script_said(ctx) if script is not None else " (no launch line names the training script"
+    return (
+        said[:-1] if said.endswith(")") else said
+    ) + f"; the config sets its script arguments (`{args[0]}`))"
+
+
 def _script_said(ctx: Context) -> str:
     """What envdoctor knows of the training script, for keys it cannot place."""
     script = ctx.plan.script
@@ -543,6 +580,14 @@ def _renamed_option(ctx: Context, typed: str, right: str) -> Remedy | None:
     return Remedy(launch=(*others, line))
 
 
+def _default_said(ctx: Context, key: str) -> str:
+    """`` (TRL x's default v applies)`` where the installed TRL's default of ``key`` is known."""
+    from envdoctor.checks import matching
+
+    default = matching.config_default(ctx, key)
+    return "" if default is matching._MISSING else f" (TRL {ctx.trl.label()}'s default {default!r} applies)"
+
+
 @rule("CFG005", needs=("plan",))
 def config_value_type(ctx: Context) -> Iterator[Hit]:
     types = field_types(ctx.kb.grpo_keys.get("keys") or {})
@@ -568,9 +613,13 @@ def config_value_type(ctx: Context) -> Iterator[Hit]:
                 "bool": "true or false",
                 "str": "a string",
             }[kind]
+            said = _default_said(ctx, key)
             yield hit(
                 f"`{key}: {value!r}` ({origin}) is {problem}: {effect}",
                 fix=f"give `{key}` {wanted}",
+                remedy=Remedy(config_remove=(key,), fix=f"remove `{key}`{said}, or give it {wanted}")
+                if said
+                else None,
                 key=key,
                 value=repr(value),
                 expected=kind,

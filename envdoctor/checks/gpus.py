@@ -36,10 +36,17 @@ def visible_devices_invalid(ctx: Context) -> Iterator[Hit]:
     problem = ctx.layout.problems.get("visible")
     if problem:
         n = len(ctx.facts.gpus)
+        from envdoctor.checks.layout import valid_ids
+
+        raw = trainer_env(ctx.facts, ctx.plan.trainer).get("CUDA_VISIBLE_DEVICES", "")
+        ids = valid_ids(raw, n)
         yield hit(
             problem,
             fix=f"use indices 0–{n - 1} (NVML order: `nvidia-smi -L`), each once; "
             f"e.g. CUDA_VISIBLE_DEVICES={','.join(str(i) for i in range(min(n, 2)))}",
+            remedy=Remedy(env_set={"CUDA_VISIBLE_DEVICES": ids}, fix=f"export CUDA_VISIBLE_DEVICES={ids}")
+            if ids
+            else None,
             visible=ctx.layout.visible,
         )
 

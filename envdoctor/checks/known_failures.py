@@ -61,10 +61,19 @@ def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | None]:
     return failure.fix, None
 
 
+def _data_said(failure: KnownFailure) -> str:
+    if not failure.data:
+        return ""
+    return f"; it needs {'; and '.join(failure.data)}: envdoctor does not read the data"
+
+
 def severity(ctx: Context, failure: KnownFailure) -> str:
     """An error when the failure happens on every run of this configuration (``certainty:
     certain``), a warning when it depends on what envdoctor cannot see; a failure judged on an
-    assumed TRL release is a warning (``Context.on_trl``)."""
+    assumed TRL release is a warning (``Context.on_trl``). One that also needs a condition on
+    the training data (``when.data``), which envdoctor cannot see, stays a warning (``depends``):
+    unknowable is not unmet (huggingface/open-r1#672: open-r1's own recipe hit TRL 0.18's), and
+    its message names the condition."""
     return ctx.on_trl(failure.severity) if "trl" in failure.packages else failure.severity
 
 
@@ -75,7 +84,8 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
         fix, remedy = _fix(ctx, failure)
         yield hit(
             f"{_stack(ctx, failure)}: {failure.title}"
-            + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})"),
+            + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})")
+            + _data_said(failure),
             fix=fix,
             remedy=remedy,
             severity=severity(ctx, failure),

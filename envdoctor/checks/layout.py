@@ -257,12 +257,60 @@ def gpu_ids_invalid(ctx: Context) -> Iterator[Hit]:
     problem = ctx.layout.problems.get("gpu_ids")
     if problem:
         n = len(ctx.facts.gpus)
+        trainer = ctx.plan.trainer
+        ids = valid_ids(str(trainer.options.get("gpu_ids", "")) if trainer is not None else "", n)
+        remedy = None
+        if trainer is not None and ids and "gpu_ids" in trainer.options:  # on the line: edited there
+            remedy = launch_remedy(ctx, with_option(trainer, "gpu_ids", ids))
         yield hit(
             problem,
             fix=f"list each GPU once, from 0–{n - 1} (`nvidia-smi -L`), in "
             "--gpu_ids / the accelerate config's gpu_ids",
+            remedy=remedy,
             gpus=n,
         )
+
+
+def valid_ids(text: str, n: int) -> str:
+    """``text`` (a comma list of GPU indices) with each index in 0..n-1 kept once, in order;
+    "" when none is left (or an entry is no plain index, e.g. a UUID: left to the user)."""
+    out: list[str] = []
+    for tok in (t.strip() for t in text.split(",")):
+        if not tok.isdigit():
+            if tok:
+                return ""
+            continue
+        if int(tok) < n and str(int(tok)) not in out:
+            out.append(str(int(tok)))
+    return ",".join(out)
+
+
+def _split_gpus(ctx: Context, want: int) -> Remedy | None:
+    """Where training takes every GPU of one machine, the split TRL's docs show: the server on
+    the last ``want`` GPUs, the trainer on the others with as many processes (None where the
+    lines cannot say it: no server or trainer line, several machines, --gpu_ids, no GPU left)."""
+    server, trainer = ctx.plan.server, ctx.plan.trainer
+    gpus = [g.index for g in ctx.facts.gpus]
+    if server is None or trainer is None or len(gpus) <= want:
+        return None
+    opts = trainer.options
+    if "gpu_ids" in opts or any(
+        str(opts.get(k, "1")).strip() not in ("1", "") for k in ("num_machines", "nnodes")
+    ):
+        return None
+    launcher = ctx.layout.launcher
+    serve, train = gpus[-want:], gpus[:-want]
+    line = trainer.raw
+    if launcher in ("accelerate", "torchrun", "deepspeed") or launcher.startswith("trl"):
+        line = with_option(trainer, _procs_flag(launcher), str(len(train)))
+    elif len(train) > 1:
+        train = train[:1]  # one process: one GPU
+    line = _with_env(line, "CUDA_VISIBLE_DEVICES", ",".join(map(str, train)))
+    srv = _with_env(server.raw, "CUDA_VISIBLE_DEVICES", ",".join(map(str, serve)))
+    return Remedy(
+        launch=run_lines(ctx, trainer=line, server=srv),
+        fix=f"split the GPUs (as TRL's docs do): {srv}; then {line}",
+    )
 
 
 @rule("LAY006", needs=("gpus", "vllm"))
@@ -297,6 +345,9 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
         if free and server is not None and len(free) >= want:
             line = _with_env(server.raw, "CUDA_VISIBLE_DEVICES", ",".join(map(str, free[:want])))
             remedies.append(launch_remedy(ctx, line, server=True))
+        split = _split_gpus(ctx, want)
+        if split is not None and not (free and len(free) >= want):
+            remedies.append(split)
     yield hit(
         f"GPU {', '.join(map(str, shared))} is used both for generation (vLLM, "
         f"{lay.generation_mode} mode) and by training rank(s) {ranks}: vLLM reserves "
@@ -373,7 +424,8 @@ def server_unreachable(ctx: Context) -> Iterator[Hit]:
         start = ctx.plan.server.raw
     yield hit(
         f"no TRL vLLM server answers at {status.url}: {status.detail}",
-        fix=f"start it first, on GPUs the trainer does not use: {start}",
+        fix=f"start it first, on GPUs the trainer does not use: {start} (by hand: starting a "
+        "server is not machine-applicable)",
         url=status.url,
         severity="warning" if srv and srv.source == "launch" else None,
     )
@@ -400,6 +452,7 @@ def server_not_contacted(ctx: Context) -> Iterator[Hit]:
             f"give {key} as http://HOST:PORT, or check the server by hand "
             f"(GET /health on port {server_address(ctx)[1]})"
         )
+    fix += " (not machine-applicable: nothing in the inputs to change)"
     yield hit(
         f"the vLLM server at {status.url} ({key}) was not contacted: {status.detail}; "
         "envdoctor contacts loopback only unless a host is allowed",
@@ -418,10 +471,15 @@ def group_port_busy(ctx: Context) -> Iterator[Hit]:
         return
     port = int(ctx.config.get("vllm_group_port", 51216))
     if port_in_use(port):
+        # a port found free now (the closure reruns without the network: the proof is this look)
+        free = next((p for p in range(port + 1, min(port + 64, 65536)) if not port_in_use(p)), None)
         yield hit(
             f"port {port} (vllm_group_port, the weight-sync group) already accepts "
             "connections on this host: the trainer's weight sync will fail or hang",
-            fix=f"set vllm_group_port to a free port, e.g. {port + 1}",
+            fix=f"set vllm_group_port to a free port, e.g. {free}",
+            remedy=Remedy(config_set={"vllm_group_port": free}, fix=f"set vllm_group_port: {free}")
+            if free
+            else None,
             port=port,
         )
 

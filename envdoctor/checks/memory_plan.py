@@ -6,7 +6,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from envdoctor.checks.context import Context
+from envdoctor.checks.memory_remedy import (
+    colocate_length_key,
+    trainer_remedies,
+    vllm_length_remedy,
+    vllm_util_remedy,
+)
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import Remedy
 from envdoctor.plan.layout import trainer_env
 from envdoctor.units import model_label, size_text
 
@@ -48,6 +55,12 @@ def _fix_text(plan: MemoryPlan, row: GpuPlan, deficit: int) -> str:
                 f"{size_text(row.capacity or 0)})"
             )
     return "; ".join(items)
+
+
+def _by_hand(text: str) -> str:
+    """The plan's fixes in words, kept beside the proved config edits (ZeRO-3, offload and a
+    larger GPU are no GRPO config edit: envdoctor cannot apply them)."""
+    return f"by hand (not machine-applicable where no config key does it): {text}" if text else ""
 
 
 def _assumed_evidence(plan: MemoryPlan) -> dict[str, Any]:
@@ -135,6 +148,8 @@ def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
             f": {_biggest(row)} ({model_label(plan.model.name, plan.model.total_params())})."
             f" It runs out of memory in the first steps.{_assumed(plan)}",
             fix=_fix_text(plan, row, deficit),
+            remedy=trainer_remedies(ctx, plan, row),
+            by_hand=_by_hand(_fix_text(plan, row, deficit)),
             **_assumed_evidence(plan),
             gpu=row.gpu,
             gpus=[r.gpu for r in group],
@@ -161,6 +176,8 @@ def memory_plan_headroom_thin(ctx: Context) -> Iterator[Hit]:
             f", allocator margin included): {_biggest(row)}. Longer completions or "
             f"fragmentation push it over.{_assumed(plan)}",
             fix=_fix_text(plan, row, max(-left, 0) + int(0.1 * row.capacity)),
+            remedy=trainer_remedies(ctx, plan, row),
+            by_hand=_by_hand(_fix_text(plan, row, max(-left, 0) + int(0.1 * row.capacity))),
             **_assumed_evidence(plan),
             gpu=row.gpu,
             gpus=[r.gpu for r in group],
@@ -195,6 +212,12 @@ def kv_cache_cannot_hold_max_model_len(ctx: Context) -> Iterator[Hit]:
             else f"does not even hold the weights and activations ({size_text(-row.kv_free)} short)"
         )
         fix = f"{len_key} {fits}" if fits >= 1024 else ""
+        length_key = (colocate_length_key(ctx) if colocate else len_key) or ""
+        remedies: list[Remedy | None] = []
+        if fits >= 1024 and length_key:
+            remedies.append(vllm_length_remedy(ctx, length_key, int(fits)))
+        if needed_util > util and needed_util < 0.98:
+            remedies.append(vllm_util_remedy(ctx, util_key, needed_util))
         both = _colocate_conflict(plan, row, needed_util) if colocate else ""
         if both:
             fix = "; ".join(x for x in (fix, both) if x)
@@ -208,6 +231,8 @@ def kv_cache_cannot_hold_max_model_len(ctx: Context) -> Iterator[Hit]:
             '("... KV cache is needed, which is larger than the available KV cache '
             'memory").',
             fix=fix or "a GPU with more memory, or a smaller model",
+            remedy=[r for r in remedies if r is not None],
+            by_hand=_by_hand(fix or "a GPU with more memory, or a smaller model"),
             gpu=row.gpu,
             gpus=[r.gpu for r in group],
             kv_need_bytes=row.kv_need,
@@ -322,6 +347,7 @@ def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
         '("User-specified max_model_len ... is greater than the derived max_model_len").',
         fix=f"{key} {derived} (or less: prompt + completion is enough), or a rope_scaling "
         "the model was trained for (yarn) in its config.json",
+        remedy=[r for r in (vllm_length_remedy(ctx, key, int(derived)),) if r is not None],
         max_model_len=value,
         derived_max_model_len=derived,
     )
@@ -355,7 +381,23 @@ def max_model_len_below_prompt_and_completion(ctx: Context) -> Iterator[Hit]:
         f"{k.completion_len} = {need}: {what}.",
         severity="error" if refused else "warning",
         fix=f"{key} {need} or more (within the model's length), or a shorter max_completion_length",
+        remedy=_longer_or_shorter(ctx, plan, key, value, need),
         max_model_len=value,
         prompt_length=prompt,
         completion_length=k.completion_len,
     )
+
+
+def _longer_or_shorter(ctx: Context, plan: MemoryPlan, key: str, value: int, need: int) -> list[Remedy]:
+    """vLLM's length raised to prompt + completion (within the model's), else completions
+    shortened to what the length leaves after the prompt."""
+    out: list[Remedy | None] = []
+    derived = plan.model.derived_max_len()
+    if not derived or need <= derived:
+        out.append(vllm_length_remedy(ctx, key, need))
+    room = value - plan.knobs.prompt_len
+    if room >= 64:
+        out.append(
+            Remedy(config_set={"max_completion_length": room}, fix=f"set max_completion_length: {room}")
+        )
+    return [r for r in out if r is not None]

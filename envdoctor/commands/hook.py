@@ -262,6 +262,7 @@ def check_target(
         from envdoctor.plan.repository_keys import repository_keys_of
 
         plan.script_keys = {**repository_keys_of(str(Path.cwd())), **plan.script_keys}
+        plan.repository_read = True
     skip = offline_rules(facts, select, ignore)
     if launch is None and target.grpo:
         skip.setdefault("CFG002", NO_COUNT)

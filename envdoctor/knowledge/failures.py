@@ -42,7 +42,7 @@ _KEYS = {
     "raised",
 }
 _RAISED_KEYS = {"exception", "message", "frames"}
-_WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env", "unless_config"}
+_WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env", "unless_config", "data"}
 #: ``when.launch`` aspects and the values each may take.
 LAUNCH_VALUES = {
     "launcher": ("python", "torchrun", "accelerate", "deepspeed", "trl"),
@@ -107,6 +107,9 @@ class KnownFailure:
     #: entry certain for the rest (an unset key, e.g. generation_kwargs) can say so
     unless_config: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     triage_only: bool = False  # its trigger is invisible before the run: triage reads it, check does not
+    #: conditions on the training data (in words) that must also hold and that envdoctor cannot
+    #: see before the run: ``check`` reports the entry as advice (info), naming them
+    data: tuple[str, ...] = ()
     file: str = ""
     #: where it is raised, for triage to find it behind a generic message: the exception's class
     #: name, a part of its message ("" : any), the frames (package, file ending, function; "" :
@@ -270,6 +273,13 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
     if not isinstance(raw, dict):
         raise KnownFailuresError(f"{where}.when.unless_config: expected a mapping of GRPO config keys")
     unless_config = {str(k): _values(v, f"{where}.when.unless_config.{k}") for k, v in raw.items()}
+    data = (entry.get("when") or {}).get("data") or []
+    if not isinstance(data, list) or not all(isinstance(d, str) and d.strip() for d in data):
+        raise KnownFailuresError(f"{where}.when.data: expected a list of conditions on the data, in words")
+    if data and certainty != "depends":
+        raise KnownFailuresError(
+            f"{where}.when.data: an entry that depends on the data is certainty: depends"
+        )
     sources = entry.get("sources")
     if (
         not isinstance(sources, list)
@@ -310,6 +320,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         rule=rule,
         note=_text(entry, "note", where, required=False),
         triage_only=triage_only,
+        data=tuple(" ".join(d.split()) for d in data),
         file=file,
         raised=_raised(entry.get("raised"), where),
     )
@@ -370,6 +381,7 @@ def from_record(record: dict[str, Any]) -> KnownFailure:
     fields["launch"] = {k: tuple(v) for k, v in fields["launch"].items()}
     fields["unless_config"] = {k: tuple(v) for k, v in fields.get("unless_config", {}).items()}
     fields["platform"] = tuple(fields["platform"])
+    fields["data"] = tuple(fields.get("data", ()))
     fields["symptoms"] = tuple(Symptom(text, where) for text, where in fields["symptoms"])
     fields["sources"] = tuple(fields["sources"])
     raised = fields.get("raised")

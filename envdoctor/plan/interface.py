@@ -96,6 +96,8 @@ class Plan:
     launches: list[Launch] = field(default_factory=list)
     script: TrainingScript | None = None
     script_keys: dict[str, str] = field(default_factory=dict)
+    #: the hook read the repository's own dataclasses into ``script_keys`` (a key none declares is judged)
+    repository_read: bool = False
 
     @property
     def trainer(self) -> Launch | None:

@@ -137,9 +137,32 @@ def test_open_r1_recipe_keys_of_its_grpo_config_subclass(repo):
     recipe = repo("recipes/grpo.yaml", OPEN_R1_RECIPE)
     script = repo("src/open_r1/grpo.py", OPEN_R1_GRPO)
     assert _keys(f"accelerate launch {script} --config {recipe}", packages=TRL_016) == []
-    # without the script envdoctor cannot tell: hub_model_revision reads as a typo
+    # without the script envdoctor cannot tell: a possible typo, said at info as not checked
     without = _keys(f"accelerate launch src/open_r1/missing.py --config {recipe}", packages=TRL_016)
     assert any("did you mean `model_revision`" in f.message for f in without)
+    assert all(f.severity.value == "info" for f in without), without
+
+
+def test_a_close_key_is_not_checked_while_the_script_that_may_declare_it_is_absent(repo):
+    """Issue 35 (held-out open-r1 Qwen2.5-Math-7B recipe): `dataset_configs` is open-r1's own
+    ScriptArguments field, close to TRL's `dataset_config`; the setup's folder lacks grpo.py. A
+    typo is not proved while the script is unread: info that says not checked, never a warning.
+    With the script read (and not declaring it), or a config of GRPO keys alone, it stays one."""
+    recipe = repo("recipe.yaml", "model_name_or_path: m\ndataset_name: d\ndataset_configs: [train]\n")
+    launch = f"accelerate launch --num_processes 2 src/open_r1/grpo.py --config {recipe}"
+    [key] = _keys(launch, packages=TRL_016)
+    assert key.severity.value == "info" and "not checked" in key.message
+    assert "grpo.py is not here" in key.message
+    assert key.remedy is None  # renaming what may be the script's own key is never applied
+    config = {"model_name_or_path": "m", "dataset_configs": ["train"]}
+    [key] = [f for f in findings(snapshot(2, packages=TRL_016), config=config) if f.rule == "CFG004"]
+    assert key.severity.value == "info" and "model_name_or_path" in key.message
+    config = {"num_generation": 8, "learning_rate": 1e-6}  # GRPO keys alone: a typo
+    [key] = [f for f in findings(snapshot(2, packages=TRL_016), config=config) if f.rule == "CFG004"]
+    assert key.severity.value == "warning" and "did you mean `num_generations`?" in key.message
+    script = repo("src/open_r1/grpo.py", TRL_PARSER)
+    [key] = _keys(f"accelerate launch --num_processes 2 {script} --config {recipe}", packages=TRL_016)
+    assert key.severity.value == "warning" and key.remedy is not None
 
 
 @pytest.mark.parametrize(
