@@ -171,7 +171,7 @@ class Matcher:
         self.digit_keywords = tuple((k, k.translate(_ZERO)) for k, _ in by_keyword if _DIGITS.search(k))
         #: the digit guards of a plan's open signatures and the digit keywords, digits as 0: which
         #: of them a digit shape holds, found in one pass (``in`` each: ~1 µs apiece); per guards
-        self.zeroed_literals: dict[tuple[bytes, ...], Literals[bytes]] = {}
+        self.zeroed_literals: dict[tuple[bytes, ...], ShapeLiterals] = {}
         self.longest = max(len(a) for a in anchor_list)
         #: each anchor's bytes, and the rarest byte of each (``_present``)
         self.bytes_of = {a: frozenset(a[i : i + 1] for i in range(len(a))) for a in anchor_list}
@@ -367,7 +367,8 @@ class Matcher:
             if len(self.zeroed_literals) >= 256:
                 self.zeroed_literals.clear()
             zeroed = [zero.get(g) or zero.setdefault(g, g.translate(_ZERO)) for g in guards]
-            found = self.zeroed_literals[guards] = Literals([*zeroed, *(z for _, z in self.digit_keywords)])
+            zeroed += [z for _, z in self.digit_keywords]
+            found = self.zeroed_literals[guards] = ShapeLiterals(zeroed)
         held = found.held(key)
         maybe = tuple([k for k, z in self.digit_keywords if z in held]) if held else ()
         if len(self.shapes) >= 1024:  # at most 8 MiB of keys (a piece is at most 2 * WINDOW)
@@ -479,6 +480,11 @@ class Matcher:
                 self.unmatched.clear()
             self.unmatched.add(raw)
         return found
+
+
+class ShapeLiterals(Literals[bytes]):
+    """Digit guards and digit keywords with their digits as 0, looked for in a digit shape (not a
+    line's keywords nor a gate's leads: tests count those tries apart)."""
 
 
 class Plan(NamedTuple):
