@@ -120,6 +120,17 @@ def _visible(data: bytes) -> Iterator[bytes]:
 
 
 _ENDS = b"\n\r"
+#: lower case letters and the space, the most common first (English text, log words)
+_COMMON = b" etaoinsrhldcumfpgwybvkxjqz"
+
+
+def _commonness(b: bytes) -> int:
+    """How common the byte ``b`` is in text, roughly: upper case letters least (-2), other
+    bytes (digits, punctuation) next (-1), then the lower case letters by their frequency."""
+    i = _COMMON.find(b)
+    return len(_COMMON) - i if i >= 0 else (-2 if b.isupper() else -1)
+
+
 #: a block at least this big has the bytes of the anchors looked for first (``Matcher._present``)
 _PRESENT_MIN = 256 * 1024
 _DIGITS = re.compile(rb"[0-9]")
@@ -160,11 +171,11 @@ class Matcher:
         self.digit_keywords = tuple((k, k.translate(_ZERO)) for k, _ in by_keyword if _DIGITS.search(k))
         #: the digit guards of a plan's open signatures and the digit keywords, digits as 0: which
         #: of them a digit shape holds, found in one pass (``in`` each: ~1 µs apiece); per guards
-        self.zeroed_literals: dict[tuple[bytes, ...], Literals[bytes]] = {}
+        self.zeroed_literals: dict[tuple[bytes, ...], ShapeLiterals] = {}
         self.longest = max(len(a) for a in anchor_list)
-        #: each anchor's bytes, and all of them (``_present``)
+        #: each anchor's bytes, and the rarest byte of each (``_present``)
         self.bytes_of = {a: frozenset(a[i : i + 1] for i in range(len(a))) for a in anchor_list}
-        self.anchor_bytes = tuple(sorted(frozenset().union(*self.bytes_of.values())))
+        self.rare_bytes = tuple(sorted({min(sorted(b), key=_commonness) for b in self.bytes_of.values()}))
         self.hint_anchors = hint_anchors(sigs, anchor_list)
         self.retired: set[bytes] = set()  # such anchors, once their hints matched
         self.once = once(sigs, anchor_list)
@@ -227,12 +238,13 @@ class Matcher:
         )
 
     def _present(self, buf: bytes, lo: int, end: int) -> tuple[bytes, ...]:
-        """The anchors whose every byte occurs in ``buf[lo:end]``; in a big block only (a
-        ``bytes.find`` of one byte runs at memory speed; one of an anchor is 5 to 20 times
-        slower on text that holds its letters): the others cannot occur there."""
+        """The anchors that may occur in ``buf[lo:end]``, a big block: not those whose rarest
+        byte it lacks (a ``bytes.find`` of one byte runs at memory speed, one of an anchor 5 to
+        20 times slower on text that holds its letters; one pass a rarest byte, ~20, not one
+        a byte of any anchor)."""
         if end - lo < _PRESENT_MIN:
             return self.anchors
-        absent = {c for c in self.anchor_bytes if buf.find(c, lo, end) < 0}
+        absent = {c for c in self.rare_bytes if buf.find(c, lo, end) < 0}
         if not absent:
             return self.anchors
         return tuple(kw for kw in self.anchors if not absent & self.bytes_of[kw])
@@ -355,7 +367,8 @@ class Matcher:
             if len(self.zeroed_literals) >= 256:
                 self.zeroed_literals.clear()
             zeroed = [zero.get(g) or zero.setdefault(g, g.translate(_ZERO)) for g in guards]
-            found = self.zeroed_literals[guards] = Literals([*zeroed, *(z for _, z in self.digit_keywords)])
+            zeroed += [z for _, z in self.digit_keywords]
+            found = self.zeroed_literals[guards] = ShapeLiterals(zeroed)
         held = found.held(key)
         maybe = tuple([k for k, z in self.digit_keywords if z in held]) if held else ()
         if len(self.shapes) >= 1024:  # at most 8 MiB of keys (a piece is at most 2 * WINDOW)
@@ -467,6 +480,11 @@ class Matcher:
                 self.unmatched.clear()
             self.unmatched.add(raw)
         return found
+
+
+class ShapeLiterals(Literals[bytes]):
+    """Digit guards and digit keywords with their digits as 0, looked for in a digit shape (not a
+    line's keywords nor a gate's leads: tests count those tries apart)."""
 
 
 class Plan(NamedTuple):

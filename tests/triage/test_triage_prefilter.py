@@ -320,7 +320,8 @@ def test_a_flood_of_distinct_lines_is_not_read_by_the_python_tries(tmp_path, mon
     held = combine.Literals.held
 
     def counted(self, text):
-        looked[0] += 1
+        if not isinstance(self, scanner.ShapeLiterals):  # a digit shape's guards, not a line's
+            looked[0] += 1
         return held(self, text)
 
     monkeypatch.setattr(combine.Literals, "held", counted)
