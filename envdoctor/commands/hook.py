@@ -379,6 +379,33 @@ def _render_all(
     return "\n".join(parts)
 
 
+def _fix(targets, facts, line, select, ignore, assume, requirement_files, files, show_diff):
+    """``--fix`` / ``--diff``: the proved changes written (or shown); the facts as they are
+    after the writes (the declared stack read again when a pin was written)."""
+    from envdoctor.commands.hook_fix import hook_fix
+    from envdoctor.commands.hook_stack import declared_facts
+    from envdoctor.redact import clean
+
+    def reread(folder: Path, names: set[str]):
+        kept = [a for a in assume if a.partition("==")[0].strip().lower().replace("_", "-") not in names]
+        return declared_facts(kept, list(requirement_files), folder, list(files))
+
+    skip = sorted(offline_rules(facts, select, ignore))
+    done = hook_fix(targets, facts, line, select, (ignore or []) + skip, reread, Path.cwd(), show_diff)
+    if show_diff:
+        click.echo(done.diff(), err=True, nl=False)
+    for path, what in done.written.items():
+        verb = "would fix" if show_diff else "fixed"
+        click.echo(f"envdoctor: {verb} {clean(path)} ({clean(what)})", err=True)
+    for note in done.notes:
+        click.echo(f"envdoctor: not written: {clean(note)}", err=True)
+    if done.pins_written and not show_diff and "declared" in facts.extra:
+        from envdoctor.commands.hook_stack import declared_facts as read_again
+
+        return read_again(list(assume), list(requirement_files), Path.cwd(), list(files))
+    return facts
+
+
 @click.command()
 @click.argument("files", nargs=-1, type=str)
 @click.option(
@@ -414,7 +441,14 @@ def _render_all(
     "--fix",
     "apply_fix",
     is_flag=True,
-    help="First write the config changes envdoctor can prove (envdoctor fix).",
+    help="First write the changes envdoctor can prove (envdoctor fix): config keys into the "
+    "GRPO configs given, package versions where the repository declares them.",
+)
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="With --fix: show the changes as a unified diff (on stderr); write nothing.",
 )
 @select_option
 @ignore_option
@@ -431,6 +465,7 @@ def hook(
     assume,
     installed,
     apply_fix,
+    show_diff,
     select,
     ignore,
     fmt,
@@ -484,12 +519,10 @@ def hook(
             for note in (facts.extra.get("declared") or {}).get("notes") or []:
                 click.echo(f"envdoctor: {clean(note)}", err=True)
     line = launch_text(launch, ())
-    if apply_fix and facts is not None:
-        from envdoctor.commands.fix import fix_targets
-
-        skip = sorted(offline_rules(facts, select_ids, ignore_ids))
-        for path in fix_targets(targets, facts, line, select_ids, (ignore_ids or []) + skip):
-            click.echo(f"envdoctor: fixed {clean(path)}", err=True)
+    if (apply_fix or show_diff) and facts is not None:
+        facts = _fix(
+            targets, facts, line, select_ids, ignore_ids, assume, requirement_files, files, show_diff
+        )
     named = (
         [(t.label, check_target(t, facts, line, select_ids, ignore_ids, suppress)) for t in targets]
         if facts is not None
