@@ -281,12 +281,47 @@ def check_target(
         areas["packages"].note = f"skipped: {NO_TRL}"
     _declared_view(report, facts, [p for p in (target.grpo, target.accelerate) if p])
     report.areas = [a for a in report.areas if a.key != "probe"]  # the probe needs the machine
-    if not (target.grpo or target.accelerate):
-        report.areas = [a for a in report.areas if a.key == "packages"]
+    if not (target.grpo or target.accelerate):  # the stack (and the repository's credentials)
+        report.areas = [a for a in report.areas if a.key == "packages" or _secret_found(a)]
     report.subject = f"pre-commit: {target.label}"
     declared = (facts.extra.get("declared") or {}).get("files") or [] if facts else []
     report.artifact = target.grpo or target.accelerate or next(iter(declared), "")
     return report
+
+
+def _secrets_of(files: list[str]) -> list[dict[str, Any]]:
+    """The credentials written in the repository's files (read once a run)."""
+    from envdoctor.plan.repo_secrets import repo_secrets
+
+    key = (str(Path.cwd()), tuple(files))
+    if key not in _SECRETS:
+        _SECRETS.clear()
+        _SECRETS[key] = [s.to_dict() for s in repo_secrets(Path.cwd(), files)]
+    return _SECRETS[key]
+
+
+_SECRETS: dict[tuple[str, tuple[str, ...]], list[dict[str, Any]]] = {}
+
+
+def _has_secret(files: list[str]) -> bool:
+    return bool(_secrets_of(files))
+
+
+def _secret_found(area: Any) -> bool:
+    return any(f.rule == "SEC001" for f in area.findings)
+
+
+def _with_secrets(facts: Facts, files: list[str]) -> Facts:
+    """``facts`` (a copy) holding the credentials written in the repository's files: the first
+    report of the run says them, once."""
+    import copy
+
+    found = _secrets_of(files)
+    if not found:
+        return facts
+    out = copy.copy(facts)
+    out.extra = {**facts.extra, "committed_secrets": found}
+    return out
 
 
 def _declared_view(report: Report, facts: Facts, files: list[str]) -> None:
@@ -503,6 +538,8 @@ def hook(
     targets = pair(kinds)
     if not targets and not installed and (requirement_files or declares(list(files))):
         targets = [Target()]  # a commit that changes only the stack: check the stack itself
+    if not targets and _has_secret(list(files)):
+        targets = [Target()]  # a commit of scripts only: their credentials are still said
     if verbose and fmt == "text":
         for path, why in skipped.items():
             click.echo(f"envdoctor: skipped {clean(path)}: {clean(why)}", err=True)
@@ -524,10 +561,23 @@ def hook(
             targets, facts, line, select_ids, ignore_ids, assume, requirement_files, files, show_diff
         )
     named = (
-        [(t.label, check_target(t, facts, line, select_ids, ignore_ids, suppress)) for t in targets]
+        [
+            (
+                t.label,
+                check_target(
+                    t,
+                    _with_secrets(facts, list(files)) if i == 0 else facts,
+                    line,
+                    select_ids,
+                    ignore_ids,
+                    suppress,
+                ),
+            )
+            for i, t in enumerate(targets)
+        ]
         if facts is not None
         else []
-    )  # facts are read when targets exist
+    )  # facts are read when targets exist; the repository's credentials go to the first report
     if named or output:
         by_label = {t.label: t for t in targets}
         emit(
