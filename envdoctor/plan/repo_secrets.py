@@ -176,7 +176,8 @@ def repo_secrets(root: Path, passed: list[str] | tuple[str, ...] = ()) -> list[S
     have = {p.resolve() for p in paths}
     for item in passed:
         p = root / item
-        if p.is_file() and not p.is_symlink() and p.resolve() not in have:
+        inside = p.resolve().is_relative_to(root.resolve())
+        if inside and p.is_file() and not p.is_symlink() and p.resolve() not in have:
             paths.append(p)
             have.add(p.resolve())
     out: list[SecretSeen] = []
