@@ -13,7 +13,6 @@ install_requires = [
     deps["transformers"],
     deps["trl"],
 ]
-
 setup(
     extras_require=extras,
     python_requires=">=3.10.9",

@@ -13,25 +13,8 @@ install_requires = [
     deps["transformers"],
     deps["trl"],
 ]
-
-
-# Long description from README if present
-
-
 setup(
-    zip_safe=False,
     extras_require=extras,
     python_requires=">=3.10.9",
     install_requires=install_requires,
-    classifiers=[
-        "Development Status :: 3 - Alpha",
-        "Intended Audience :: Developers",
-        "Intended Audience :: Education",
-        "Intended Audience :: Science/Research",
-        "License :: OSI Approved :: Apache Software License",
-        "Operating System :: OS Independent",
-        "Programming Language :: Python :: 3",
-        "Programming Language :: Python :: 3.10",
-        "Topic :: Scientific/Engineering :: Artificial Intelligence",
-    ],
 )
