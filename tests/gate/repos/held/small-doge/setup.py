@@ -11,27 +11,9 @@ install_requires = [
     deps["transformers"],
     deps["trl"],
 ]
-
 setup(
     extras_require=extras,
     install_requires=install_requires,
     python_requires=">=3.10.9",
-    entry_points={
-        "console_scripts": [
-            "small-doge-webui=small_doge.webui:launch_webui",
-        ],
-    },
-    classifiers=[
-        "Intended Audience :: Developers",
-        "Intended Audience :: Education",
-        "Intended Audience :: Science/Research",
-        "License :: OSI Approved :: Apache Software License",
-        "Programming Language :: Python :: 3",
-        "Programming Language :: Python :: 3.9",
-        "Programming Language :: Python :: 3.10",
-        "Programming Language :: Python :: 3.11",
-        "Programming Language :: Python :: 3.12",
-        "Topic :: Scientific/Engineering :: Artificial Intelligence",
-    ],
     keywords=["small-doge", "doge", "small language models", "pytorch", "transformers", "trl", "r1", "sft", "dpo", "webui", "gradio", "fastapi"],
 )
