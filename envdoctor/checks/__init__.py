@@ -12,6 +12,7 @@ from envdoctor.checks import (
     memory_plan,
     packages,
     scope,
+    secrets,
 )
 
 ALL_MODULES = (
@@ -26,4 +27,5 @@ ALL_MODULES = (
     data,
     scope,
     known_failures,
+    secrets,
 )

@@ -282,12 +282,47 @@ def check_target(
         areas["packages"].note = f"skipped: {NO_TRL}"
     _declared_view(report, facts, [p for p in (target.grpo, target.accelerate) if p])
     report.areas = [a for a in report.areas if a.key != "probe"]  # the probe needs the machine
-    if not (target.grpo or target.accelerate):
-        report.areas = [a for a in report.areas if a.key == "packages"]
+    if not (target.grpo or target.accelerate):  # the stack (and the repository's credentials)
+        report.areas = [a for a in report.areas if a.key == "packages" or _secret_found(a)]
     report.subject = f"pre-commit: {target.label}"
     declared = (facts.extra.get("declared") or {}).get("files") or [] if facts else []
     report.artifact = target.grpo or target.accelerate or next(iter(declared), "")
     return report
+
+
+def _secrets_of(files: list[str]) -> list[dict[str, Any]]:
+    """The credentials written in the repository's files (read once a run)."""
+    from envdoctor.plan.repo_secrets import repo_secrets
+
+    key = (str(Path.cwd()), tuple(files))
+    if key not in _SECRETS:
+        _SECRETS.clear()
+        _SECRETS[key] = [s.to_dict() for s in repo_secrets(Path.cwd(), files)]
+    return _SECRETS[key]
+
+
+_SECRETS: dict[tuple[str, tuple[str, ...]], list[dict[str, Any]]] = {}
+
+
+def _has_secret(files: list[str]) -> bool:
+    return bool(_secrets_of(files))
+
+
+def _secret_found(area: Any) -> bool:
+    return any(f.rule == "SEC001" for f in area.findings)
+
+
+def _with_secrets(facts: Facts, files: list[str]) -> Facts:
+    """``facts`` (a copy) holding the credentials written in the repository's files: the first
+    report of the run says them, once."""
+    import copy
+
+    found = _secrets_of(files)
+    if not found:
+        return facts
+    out = copy.copy(facts)
+    out.extra = {**facts.extra, "committed_secrets": found}
+    return out
 
 
 def _declared_view(report: Report, facts: Facts, files: list[str]) -> None:
@@ -380,6 +415,33 @@ def _render_all(
     return "\n".join(parts)
 
 
+def _fix(targets, facts, line, select, ignore, assume, requirement_files, files, show_diff):
+    """``--fix`` / ``--diff``: the proved changes written (or shown); the facts as they are
+    after the writes (the declared stack read again when a pin was written)."""
+    from envdoctor.commands.hook_fix import hook_fix
+    from envdoctor.commands.hook_stack import declared_facts
+    from envdoctor.redact import clean
+
+    def reread(folder: Path, names: set[str]):
+        kept = [a for a in assume if a.partition("==")[0].strip().lower().replace("_", "-") not in names]
+        return declared_facts(kept, list(requirement_files), folder, list(files))
+
+    skip = sorted(offline_rules(facts, select, ignore))
+    done = hook_fix(targets, facts, line, select, (ignore or []) + skip, reread, Path.cwd(), show_diff)
+    if show_diff:
+        click.echo(done.diff(), err=True, nl=False)
+    for path, what in done.written.items():
+        verb = "would fix" if show_diff else "fixed"
+        click.echo(f"envdoctor: {verb} {clean(path)} ({clean(what)})", err=True)
+    for note in done.notes:
+        click.echo(f"envdoctor: not written: {clean(note)}", err=True)
+    if done.pins_written and not show_diff and "declared" in facts.extra:
+        from envdoctor.commands.hook_stack import declared_facts as read_again
+
+        return read_again(list(assume), list(requirement_files), Path.cwd(), list(files))
+    return facts
+
+
 @click.command()
 @click.argument("files", nargs=-1, type=str)
 @click.option(
@@ -415,7 +477,14 @@ def _render_all(
     "--fix",
     "apply_fix",
     is_flag=True,
-    help="First write the config changes envdoctor can prove (envdoctor fix).",
+    help="First write the changes envdoctor can prove (envdoctor fix): config keys into the "
+    "GRPO configs given, package versions where the repository declares them.",
+)
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="With --fix: show the changes as a unified diff (on stderr); write nothing.",
 )
 @select_option
 @ignore_option
@@ -432,6 +501,7 @@ def hook(
     assume,
     installed,
     apply_fix,
+    show_diff,
     select,
     ignore,
     fmt,
@@ -469,6 +539,8 @@ def hook(
     targets = pair(kinds)
     if not targets and not installed and (requirement_files or declares(list(files))):
         targets = [Target()]  # a commit that changes only the stack: check the stack itself
+    if not targets and _has_secret(list(files)):
+        targets = [Target()]  # a commit of scripts only: their credentials are still said
     if verbose and fmt == "text":
         for path, why in skipped.items():
             click.echo(f"envdoctor: skipped {clean(path)}: {clean(why)}", err=True)
@@ -485,17 +557,28 @@ def hook(
             for note in (facts.extra.get("declared") or {}).get("notes") or []:
                 click.echo(f"envdoctor: {clean(note)}", err=True)
     line = launch_text(launch, ())
-    if apply_fix and facts is not None:
-        from envdoctor.commands.fix import fix_targets
-
-        skip = sorted(offline_rules(facts, select_ids, ignore_ids))
-        for path in fix_targets(targets, facts, line, select_ids, (ignore_ids or []) + skip):
-            click.echo(f"envdoctor: fixed {clean(path)}", err=True)
+    if (apply_fix or show_diff) and facts is not None:
+        facts = _fix(
+            targets, facts, line, select_ids, ignore_ids, assume, requirement_files, files, show_diff
+        )
     named = (
-        [(t.label, check_target(t, facts, line, select_ids, ignore_ids, suppress)) for t in targets]
+        [
+            (
+                t.label,
+                check_target(
+                    t,
+                    _with_secrets(facts, list(files)) if i == 0 else facts,
+                    line,
+                    select_ids,
+                    ignore_ids,
+                    suppress,
+                ),
+            )
+            for i, t in enumerate(targets)
+        ]
         if facts is not None
         else []
-    )  # facts are read when targets exist
+    )  # facts are read when targets exist; the repository's credentials go to the first report
     if named or output:
         by_label = {t.label: t for t in targets}
         emit(

@@ -1,5 +1,6 @@
 """The gate's suite of real repositories (tests/gate/repos/{dev,held}/<name>/: the files the hook
-reads, exported at one commit by scripts/gate_suite_export.py; SOURCE.txt names it). Each has
+reads, exported at one commit by scripts/gate_suite_export.py, then cut to what the labelled
+findings need by scripts/gate_suite_minimize.py; SOURCE.txt names it). Each has
 ``labels.yaml``: how a maintainer configures the hook for it (``configured``: the ``--assume``
 of the versions the repository pins, per docs/ci.md) and every finding the hook prints, labelled
 true or false with its evidence. ``python -m tests.gate.suite [dev|held]`` prints the table."""

@@ -1,6 +1,0 @@
-# trimmed: the trl lines of the script
-from src.open_r1.configs import GRPOConfig
-from src.open_r1.grpo_trainer_fnd import GRPOTrainer
-from trl import  ModelConfig, ScriptArguments, TrlParser, get_peft_config
-    trainer = GRPOTrainer(
-    parser = TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig))

@@ -1,2 +1,0 @@
-# trimmed: the trl lines of the script
-
