@@ -14,6 +14,7 @@ Tried on the log's first failing line when nothing known matched (or its handler
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
@@ -113,36 +114,65 @@ def _versions(log: Log) -> dict[str, str]:
     return {d: v.version for d, v in log.versions.items()}
 
 
-def drift(tb: Traceback, m: Match, log: Log) -> Draft | None:
-    """API drift at a package boundary (module docstring, 2)."""
+#: exceptions whose shape at a boundary between two packages is drift whatever the pair: a name
+#: one imports from the other, a call the other does not take, a method it does not implement
+#: (an attribute of an object also has other causes: another kind of object, a setup not done)
+_CERTAIN = ("ImportError", "ModuleNotFoundError", "TypeError", "NotImplementedError")
+
+
+def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] = ()) -> Draft | None:
+    """API drift at a package boundary (module docstring, 2): the one answer of TRI009, for the
+    signatures of drift (an import, an attribute, a call) and for any failing line alike."""
     b = boundary.find(tb)
     if b is None:
         return None
     have = _versions(log)
+    if log.ctx is not None:  # the judged machine's (--facts), where the log shows none
+        for dist in {b.caller, b.callee, "trl", "vllm"} - {None}:
+            v = log.ctx.version(str(dist))
+            if v and dist not in have:
+                have[str(dist)] = v
     kb = log.ctx.kb if log.ctx is not None else knowledge()
-    fix, source = boundary.pair_fix(b, have, kb, _entries())
-    if (b.caller is None or b.ambiguous) and not source:
-        # the user's code against a package, or a message that a bug of the caller gives too,
-        # and nothing known of the pair for the log's versions: the first-exception answer
+    fix, source = boundary.pair_fix(b, have, kb, _entries(), ms[0].context, matched)
+    module_attr = tb.name == "AttributeError" and boundary._MODULE_ATTR.search(tb.message) is not None
+    certain = bool(source) or (
+        not b.ambiguous
+        and (tb.name in _CERTAIN or module_attr)
+        and (b.caller is not None or tb.name == "ImportError")
+    )
+    if not certain and (b.caller is None or b.ambiguous or tb.name == "AttributeError"):
+        # the user's code against a package, a message that a bug of the caller gives too, an
+        # object's attribute (another kind of object): nothing known of the pair for the log's
+        # versions, the first-exception answer
         return None
-    caller = b.caller or "your code"
+    cut_off = b.caller_frame is None and tb.name in ("ImportError", "ModuleNotFoundError")
+    caller = b.caller or ("the importing code (cut off in the log)" if cut_off else "your code")
     shown = [f"{d} {have[d]}" for d in (b.caller, b.callee) if d and d in have]
+    if source.startswith("the known-failures catalogue"):  # and the versions of the entry's packages
+        entry = next((e for e in _entries() if e.id in source), None)
+        shown = list(
+            dict.fromkeys(shown + [f"{d} {have[d]}" for d in (entry.packages if entry else {}) if d in have])
+        )
     at = ""
     if b.caller_frame is not None or b.callee_frame is not None:
         sides = [s for s in (_frame_text(b.caller_frame), _frame_text(b.callee_frame)) if s]
         at = f" at {' → '.join(sides)}"
-    drift_of = (
-        f"{caller} reads {b.what}, which {b.callee}'s object here does not have: {caller} was written "
-        f"for another {b.callee} release, or for another kind of object"
-        if tb.name == "AttributeError" and not source and b.callee not in boundary.PARENTS.values()
-        else f"{caller} was written for another {b.callee} release ({tb.name}: {b.what})"
+    note = (
+        " (vLLM's V1 engine, the default from 0.8, runs the model in its own process: "
+        "llm_engine.model_executor is gone)"
+        if b.callee == "vllm" and b.name == "model_executor"
+        else ""
     )
-    what = f"API drift between {caller} and {b.callee}: {drift_of}{at}; " + (
-        f"the log shows {', '.join(shown)}" if shown else "the log shows neither version"
+    if source.startswith("the known-failures catalogue"):
+        note += f" ({source.removeprefix('the known-failures catalogue ').strip('()')}, a known failure)"
+    what = (
+        f"API drift between {caller} and {b.callee}: {b.text(have, caller)}{note}: "
+        f"the two releases do not fit{at}; "
+        + (f"the log shows {', '.join(shown)}" if shown else "the log shows neither version")
     )
     d = finding(
         "TRI009",
-        [m],
+        list(ms),
         log,
         what,
         fix,
@@ -151,10 +181,10 @@ def drift(tb: Traceback, m: Match, log: Log) -> Draft | None:
         exception=tb.name,
         answer_from=source or None,
     )
-    # known pair: the failure is the drift's symptom and the answer is proved by the knowledge;
-    # an unknown pair (no requirement table, no catalogue entry): likely, the answer a guess
+    # the failure is the drift's symptom: an error when its shape at the boundary is drift whatever
+    # the pair, or the answer is proved by the knowledge; an attribute of an unknown pair: likely
     f = d.finding
-    d.finding = Finding(f.rule, Severity.ERROR if source else Severity.WARNING, f.message, f.fix, f.evidence)
+    d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
     return d
 
 
@@ -163,7 +193,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     tb = failure(m.context, m.text, m.line_no)
     if tb is None:
         return None
-    return raised_entry(tb, m, log) or drift(tb, m, log)
+    return raised_entry(tb, m, log) or drift(tb, [m], log)
 
 
 MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head
