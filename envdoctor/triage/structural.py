@@ -14,6 +14,7 @@ Tried on the log's first failing line when nothing known matched (or its handler
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -188,12 +189,46 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     return d
 
 
+#: TRL's own configuration checks: its config dataclasses' ``__post_init__`` and its trainers'
+#: ``__init__`` (``trl/trainer/grpo_config.py``, ``trl/trainer/grpo_trainer.py``, base_config.py)
+_TRL_CHECK = re.compile(r"(?:^|/)trainer/\w{1,60}_(?:config|trainer)\.py$")
+_REFUSALS = ("ValueError", "NotImplementedError")
+
+
+def trl_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRL's own check refused the configuration (TRI012): the exception raised in TRL's config
+    ``__post_init__`` or trainer ``__init__`` frame, which names what it refused; no versions are
+    needed. A message the log cuts off (the log ends on it) is said to be cut, with what to paste."""
+    if tb.name not in _REFUSALS or not tb.frames:
+        return None
+    last = tb.frames[-1]
+    if last.package != "trl" or not _TRL_CHECK.search(last.module_path):
+        return None
+    if last.function not in ("__init__", "__post_init__") or not last.code.startswith("raise"):
+        return None
+    where = _frame_text(last)
+    said = tb.message or "its message is not in the log"
+    what = f"TRL's own check refused the configuration, in {where}: {said}"
+    cut_off = log.lines and m.line_no >= log.lines and not tb.message.rstrip().endswith((".", ")", "'", '"'))
+    if cut_off or not tb.message:
+        what += " (the log ends inside the message: paste the whole exception line, and the lines after it)"
+    fix = (
+        "change the setting the message names in your GRPOConfig / GRPOTrainer(...) call (TRL checks it "
+        "before any step, whatever the releases); envdoctor check --config FILE checks a config "
+        "against the TRL release before a run"
+    )
+    d = finding("TRI012", [m], log, what, fix, raised_in=where)
+    f = d.finding  # the configuration is the cause, whatever the releases: an error
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    return d
+
+
 def diagnose_failure(m: Match, log: Log) -> Draft | None:
     """The cause of the failing line ``m`` from its traceback, or None."""
     tb = failure(m.context, m.text, m.line_no)
     if tb is None:
         return None
-    return raised_entry(tb, m, log) or drift(tb, [m], log)
+    return raised_entry(tb, m, log) or drift(tb, [m], log) or trl_refusal(tb, m, log)
 
 
 MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head

@@ -237,3 +237,57 @@ def test_error_lines_in_other_shapes():
     assert found and found[0].rule == "TRI011" and "size mismatch" in found[0].message
     # a short or generic word in prose is no failure
     assert findings(scan_bytes("all gather done; the size mismatch check passed\n")) == []
+
+
+# -- TRL's own configuration checks (TRI012) ---------------------------------------------------------
+
+REFUSAL = (
+    "[rank0]: Traceback (most recent call last):\n"
+    '[rank0]:   File "/home/u/train.py", line 143, in <module>\n'
+    "[rank0]:     trainer = GRPOTrainer(\n"
+    '[rank0]:   File "/env/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 346, in __init__\n'
+    "[rank0]:     raise ValueError(\n"
+    "[rank0]: ValueError: The global train batch size (1 x 1) must be evenly divisible by the number of generation"
+)
+
+
+def test_a_refusal_by_trls_own_check_is_an_error_without_versions_and_a_cut_message_is_said_cut():
+    (f,) = findings(scan_bytes(REFUSAL + "\n"))
+    assert f.rule == "TRI012" and f.severity == Severity.ERROR
+    assert "trainer/grpo_trainer.py:346 in __init__" in f.message and "ends inside the message" in f.message
+    whole = REFUSAL + "s per prompt (16).\n[rank0]: more lines\n"
+    (f,) = findings(scan_bytes(whole))
+    assert "ends inside" not in f.message
+
+
+def test_the_same_exception_raised_outside_trls_checks_is_not_a_refusal():
+    elsewhere = REFUSAL.replace("grpo_trainer.py", "utils.py").replace("__init__", "pad")
+    assert [f.rule for f in findings(scan_bytes(elsewhere + "\n"))] != ["TRI012"]
+    users = REFUSAL.replace("/env/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", "/home/u/cfg.py")
+    assert [f.rule for f in findings(scan_bytes(users + "\n"))] != ["TRI012"]
+
+
+# -- GRPOTrainer's parameters and a wrapper trainer's attributes per TRL release --------------------
+
+
+def test_a_keyword_no_trl_release_takes_is_the_users_call_and_an_error():
+    line = "TypeError: GRPOTrainer.__init__() got an unexpected keyword argument 'data_collator'\n"
+    (f,) = findings(scan_bytes(line))
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR
+    assert "remove data_collator=" in f.fix and "no TRL release takes it" in f.fix
+    line = "TypeError: GRPOTrainer.__init__() got an unexpected keyword argument 'tools'\n"
+    (f,) = findings(scan_bytes(line))
+    assert "trl>=0.26.0" in f.fix  # a keyword of later releases: the upgrade
+    assert (
+        findings(scan_bytes("TypeError: MyThing.__init__() got an unexpected keyword argument 'x'\n"))[0].rule
+        == "TRI003"
+    )
+
+
+def test_a_wrapper_trainer_reading_what_trl_sets_from_a_later_release_is_drift():
+    line = "AttributeError: 'XGRPOTrainer' object has no attribute 'num_iterations'\n"
+    (f,) = findings(scan_bytes(line))
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR and "trl>=0.16.0" in f.fix
+    # an attribute TRL's config never had: not this drift
+    line = "AttributeError: 'XGRPOTrainer' object has no attribute 'my_own_thing'\n"
+    assert findings(scan_bytes(line))[0].rule == "TRI003"
