@@ -635,12 +635,14 @@ def diagnose(
     rejected = {m.line_no: m for d in drafts for m in d.rejected}
     known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)
     if not known:
-        from envdoctor.triage.structural import diagnose_failure, head_symptoms
+        from envdoctor.triage.structural import diagnose_failure, head_symptoms, self_contradiction
 
         first = _first_failure(by_sig, drafts)
         found = diagnose_failure(first, log) if first is not None else None
         if found is None and (first is not None or head):
             found = head_symptoms(head, log)  # a symptom on a line no anchor finds
+        if found is None and head:
+            found = self_contradiction(head, log)  # a check that refuses what it allows
         if found is not None:
             return [found.finding]
         return [unknown_finding([first], log)] if first is not None else []

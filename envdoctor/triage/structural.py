@@ -309,3 +309,48 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
                 if best is None or d.finding.severity.rank > best.finding.severity.rank:
                     best = d
     return best
+
+
+_CONTRADICTION = re.compile(
+    r"(?P<key>\w{1,80})`? must be (?:either |one of )?(?P<allowed>[^\n]{1,300}?),? (?:but )?got "
+    r"(?P<q>['\"`]?)(?P<got>[\w.-]{1,80})(?P=q)"
+)
+
+
+def self_contradiction(head: bytes, log: Log) -> Draft | None:
+    """A check that refused a value it lists as allowed (``vllm_mode must be either 'server' or
+    'colocate', got 'server'``): a bug in the release that raised it, not the configuration. The
+    key names the package where it is a TRL config key (GRPOConfig's keys per release)."""
+    if not head or b" must be " not in head:
+        return None
+    text = head.decode("utf-8", errors="replace")
+    for line_no, line in enumerate(text.split("\n")[:20000], 1):
+        if " must be " not in line:
+            continue
+        m = _CONTRADICTION.search(line[:2000])
+        if m is None:
+            continue
+        allowed = re.findall(r"['\"`]([\w.-]{1,80})['\"`]", m.group("allowed"))
+        if m.group("got") not in allowed:
+            continue
+        kb = log.ctx.kb if log.ctx is not None else knowledge()
+        trl = kb.config_key(m.group("key")) is not None
+        owner = "TRL" if trl else "the package that raised it"
+        version = log.versions.get("trl") if trl else None
+        what = (
+            f"{owner}{' ' + version.version if version else ''} refused {m.group('key')}="
+            f"'{m.group('got')}', a value its own check lists as allowed: a bug of that build's check "
+            f"(a development build or a regression), not your configuration (line {line_no}): "
+            f"“{m.group(0)[:300]}”"
+        )
+        fix = (
+            "install a TRL release (pip install 'trl==<the latest release>') in place of the development "
+            "build, or a commit after the regression was fixed; keep the configuration"
+            if trl
+            else "install a release of the package that raised it in place of the one installed; keep the "
+            "configuration"
+        )
+        return Draft(
+            line_no, Finding("TRI012", Severity.ERROR, what, fix, {"line": line_no, "key": m.group("key")})
+        )
+    return None
