@@ -560,21 +560,6 @@ def versionless(entry: object) -> bool:
     return not any("NoneType" in s.text for s in getattr(entry, "symptoms", ()))
 
 
-def _drift_shaped(entry: object, m: Match) -> bool:
-    """An entry about a pair of releases whose symptom, on this line, is API drift by its own shape
-    (a call missing parameters one release added, a name one release does not have: the
-    ``boundary`` shapes, not an object's attribute): the failure itself shows the two releases do
-    not fit, so the entry holds without the log's versions."""
-    from envdoctor.triage import boundary
-
-    if getattr(entry, "kind", "") not in SEEN_KINDS or len(getattr(entry, "packages", {}) or {}) < 2:
-        return False
-    text = m.text
-    return any(
-        r.search(text) for r in (boundary._CALL, boundary._IMPORT, boundary._NO_MODULE, boundary._MODULE_ATTR)
-    )
-
-
 def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     """A line holding a catalogue entry's symptom: the entry's cause and fix, confirmed when the
     log's versions fall in its ranges; no diagnosis when they fall outside."""
@@ -612,7 +597,7 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     severity = (
         verdict is True
         and (entry.severity == "error" or entry.kind in SEEN_KINDS)
-        or (verdict is None and (versionless(entry) or _drift_shaped(entry, first)))
+        or (verdict is None and versionless(entry))
     )
     f = draft.finding
     draft.finding = Finding(

@@ -298,9 +298,3 @@ def test_a_check_that_refuses_a_value_it_allows_is_a_bug_of_the_release_not_the_
     assert f.rule == "TRI012" and f.severity == Severity.ERROR and "TRL" in f.message
     assert "install a TRL release" in f.fix
     assert findings(scan_bytes("vllm_mode must be either 'server' or 'colocate', got 'serve'.\n")) == []
-
-
-def test_a_drift_shaped_symptom_of_a_pair_entry_is_an_error_without_versions():
-    line = "`TypeError: seed_worker() missing 2 required positional arguments: 'num_workers' and 'rank'`\n"
-    f = findings(scan_bytes(line))[0]
-    assert f.severity == Severity.ERROR and "seed_worker" in f.message
