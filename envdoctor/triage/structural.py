@@ -128,7 +128,8 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     if b is None:
         return None
     have = _versions(log)
-    if log.ctx is not None:  # the judged machine's (--facts), where the log shows none
+    logged = dict(have)
+    if log.ctx is not None and log.ctx.facts.source != "live":  # --facts, where the log shows none
         for dist in {b.caller, b.callee, "trl", "vllm"} - {None}:
             v = log.ctx.version(str(dist))
             if v and dist not in have:
@@ -148,11 +149,13 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         return None
     cut_off = b.caller_frame is None and tb.name in ("ImportError", "ModuleNotFoundError")
     caller = b.caller or ("the importing code (cut off in the log)" if cut_off else "your code")
-    shown = [f"{d} {have[d]}" for d in (b.caller, b.callee) if d and d in have]
+    shown = [f"{d} {logged[d]}" for d in (b.caller, b.callee) if d and d in logged]
     if source.startswith("the known-failures catalogue"):  # and the versions of the entry's packages
         entry = next((e for e in _entries() if e.id in source), None)
         shown = list(
-            dict.fromkeys(shown + [f"{d} {have[d]}" for d in (entry.packages if entry else {}) if d in have])
+            dict.fromkeys(
+                shown + [f"{d} {logged[d]}" for d in (entry.packages if entry else {}) if d in logged]
+            )
         )
     at = ""
     if b.caller_frame is not None or b.callee_frame is not None:
