@@ -635,7 +635,12 @@ def diagnose(
     rejected = {m.line_no: m for d in drafts for m in d.rejected}
     known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)
     if not known:
-        from envdoctor.triage.structural import diagnose_failure, head_symptoms, self_contradiction
+        from envdoctor.triage.structural import (
+            cut_traceback,
+            diagnose_failure,
+            head_symptoms,
+            self_contradiction,
+        )
 
         first = _first_failure(by_sig, drafts)
         found = diagnose_failure(first, log) if first is not None else None
@@ -643,6 +648,8 @@ def diagnose(
             found = head_symptoms(head, log)  # a symptom on a line no anchor finds
         if found is None and head:
             found = self_contradiction(head, log)  # a check that refuses what it allows
+        if found is None and first is None and head:
+            found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:
             return [found.finding]
         return [unknown_finding([first], log)] if first is not None else []

@@ -357,3 +357,37 @@ def self_contradiction(head: bytes, log: Log) -> Draft | None:
             line_no, Finding("TRI012", Severity.ERROR, what, fix, {"line": line_no, "key": m.group("key")})
         )
     return None
+
+
+def cut_traceback(head: bytes, log: Log) -> Draft | None:
+    """A log that ends inside a traceback (a pasted excerpt cut before the exception line): no
+    cause can be settled from it, so say where it was cut — the last frames shown, by package —
+    and what to paste (TRI003, a warning)."""
+    from envdoctor.triage.traceback import parse
+
+    if not head or b"Traceback (most recent call last)" not in head[-65536:]:
+        return None
+    lines = head[-65536:].decode("utf-8", errors="replace").rstrip("\n").split("\n")
+    found = parse(lines[-400:])
+    if not found or found[-1].exc_type or not found[-1].frames:
+        return None  # the last traceback ends with its exception: not cut
+    tb = found[-1]
+    runs: list[Frame] = []  # the last frame of each package's run, the last three runs
+    for f in tb.frames:
+        if runs and runs[-1].package == f.package:
+            runs[-1] = f
+        else:
+            runs.append(f)
+    shown = " → ".join(_frame_text(f) for f in runs[-3:])
+    total = head.count(b"\n") + (0 if head.endswith(b"\n") else 1)
+    what = (
+        f"the log ends inside a traceback, before its exception line: the last frames shown are {shown}; "
+        "no cause can be named without the exception"
+    )
+    fix = (
+        "paste the traceback to its end: the lines after the last frame, down to the one shaped "
+        "'SomeError: message' (and any 'During handling of the above exception' part after it); "
+        "with the versions (`trl env` or pip list | grep -E 'trl|vllm|transformers|torch')"
+    )
+    ev = {"line": total, "cut_traceback": True, "last_frames": [_frame_text(f) for f in runs[-3:]]}
+    return Draft(total, Finding("TRI003", Severity.WARNING, what, fix, ev))

@@ -298,3 +298,19 @@ def test_a_check_that_refuses_a_value_it_allows_is_a_bug_of_the_release_not_the_
     assert f.rule == "TRI012" and f.severity == Severity.ERROR and "TRL" in f.message
     assert "install a TRL release" in f.fix
     assert findings(scan_bytes("vllm_mode must be either 'server' or 'colocate', got 'serve'.\n")) == []
+
+
+def test_a_log_cut_inside_a_traceback_says_so_and_what_to_paste():
+    cut = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/site-packages/trl/trainer/grpo_trainer.py", line 1423, in _generate_single_turn\n'
+        "    out = unwrapped_model.generate(\n"
+        '  File "/x/site-packages/transformers/generation/utils.py", line 3830, in _prefill\n'
+        "    return self(**model_inputs, return_dict=\n"
+    )
+    (f,) = findings(scan_bytes(cut))
+    assert f.rule == "TRI003" and f.severity == Severity.WARNING
+    assert "ends inside a traceback" in f.message and "_generate_single_turn" in f.message
+    assert "paste the traceback to its end" in f.fix
+    whole = cut + "RuntimeError: shape mismatch\n"
+    assert all("ends inside" not in x.message for x in findings(scan_bytes(whole)))
