@@ -19,7 +19,7 @@ from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
 from envdoctor.triage.interface import Match
 from envdoctor.triage.scanner import split_prefix
-from envdoctor.triage.traceback import failure, package_of
+from envdoctor.triage.traceback import package_of
 from envdoctor.units import size_text
 
 # -- the vLLM server (server mode, TRL >= 0.16) ------------------------------------------------
@@ -199,52 +199,6 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
     return [finding("TRI005", ms, log, what, fix)]
 
 
-# -- API drift between two packages (one answer: structural.drift) -------------------------------
-
-
-def api_drift(ms: list[Match], log: Log) -> list[Draft]:
-    """An import, an attribute or a call that does not fit between two packages: TRI009 from the
-    traceback's structure (``boundary.find``, ``structural.drift``), the same answer as for a line
-    no signature names; what it cannot place is left to the first-exception answer."""
-    from envdoctor.triage import catalogue
-    from envdoctor.triage.structural import drift
-
-    first = ms[0]
-    tb = failure(first.context, first.text, first.line_no)
-    entries = catalogue.catalogue()[2]
-    matched = [
-        entries[m.signature.id]
-        for sms in log.by_sig.values()
-        for m in sms
-        if m.line_no == first.line_no and m.signature.rule == "TRI011" and m.signature.id in entries
-    ]
-    found = drift(tb, ms, log, matched) if tb is not None else None
-    if found is None or _catalogue_first(first, found, log):
-        return reject(ms)  # the first-exception answer, or a catalogue entry of the same line
-    return [found]
-
-
-def _catalogue_first(m: Match, found: Draft, log: Log) -> bool:
-    """A catalogue entry matched the same line and knows more than the drift's answer: the drift
-    has no answer from the knowledge, or the log's versions confirm the entry."""
-    from envdoctor.triage import catalogue
-
-    entries = catalogue.catalogue()[2]
-    for ms in log.by_sig.values():
-        for other in ms:
-            if other.line_no != m.line_no or other.signature.rule != "TRI011":
-                continue
-            entry = entries.get(other.signature.id)
-            if entry is None:
-                continue
-            source = str(found.finding.evidence.get("answer_from") or "")
-            if entry.id in source:
-                continue  # the drift's answer is this entry's
-            if not source or _versions_verdict(entry.packages, log)[0]:
-                return True
-    return False
-
-
 # -- functions called with arguments they do not take ---------------------------------------------
 
 _REWARD_CALL = ("reward_func(", "_calculate_rewards", "output_reward_func", "reward_kwargs")
@@ -288,7 +242,7 @@ def call_signature(ms: list[Match], log: Log) -> list[Draft]:
             f"{func}'s parameter to the dataset's column; keep **kwargs"
         )
         return [finding("TRI007", ms, log, what, fix)]
-    return api_drift(ms, log)
+    return reject(ms)  # not a reward function: left to the drift answer (structural.api_drift)
 
 
 # -- ranks that share a GPU -----------------------------------------------------------------------

@@ -407,6 +407,18 @@ def _unused(ms: list[Match], log: Log) -> list[Draft]:
     ]
 
 
+def _api_drift(ms: list[Match], log: Log) -> list[Draft]:
+    from envdoctor.triage.structural import api_drift
+
+    return api_drift(ms, log)
+
+
+def _call_signature(ms: list[Match], log: Log) -> list[Draft]:
+    """A reward function's signature (TRI007), else API drift between two packages (TRI009)."""
+    drafts = classes.call_signature(ms, log)
+    return _api_drift(ms, log) if drafts and drafts[0].rejected else drafts
+
+
 HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
     "device-mismatch": _device_mismatch,
     "rotary-size-mismatch": _rotary,
@@ -427,9 +439,9 @@ HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
     "vllm-server-unreachable": classes.server,
     "vllm-server-not-trl": classes.server_not_trl,
     "extension-abi-mismatch": classes.extension_abi,
-    "api-drift-import": classes.api_drift,
-    "api-drift-attribute": classes.api_drift,
-    "call-signature": classes.call_signature,
+    "api-drift-import": _api_drift,
+    "api-drift-attribute": _api_drift,
+    "call-signature": _call_signature,
     "nccl-duplicate-gpu": classes.duplicate_gpu,
     "cli-usage-error": classes.usage_error,
     "dataparallel-replica": classes.dataparallel_replica,

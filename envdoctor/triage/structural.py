@@ -22,7 +22,7 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage import boundary
 from envdoctor.triage.combine import Literals
-from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
 from envdoctor.triage.traceback import Frame, Traceback, failure
 
@@ -202,18 +202,17 @@ def trl_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """TRL's own check refused the configuration (TRI012): the exception raised in TRL's config
     ``__post_init__`` or trainer ``__init__`` frame, which names what it refused; no versions are
     needed. A message the log cuts off (the log ends on it) is said to be cut, with what to paste."""
-    if tb.name not in _REFUSALS or not tb.frames:
-        return None
+    if tb.name not in _REFUSALS or not tb.frames or not tb.message:
+        return None  # a bare exception names nothing it refused
     last = tb.frames[-1]
     if last.package != "trl" or not _TRL_CHECK.search(last.module_path):
         return None
     if last.function not in ("__init__", "__post_init__") or not last.code.startswith("raise"):
         return None
     where = _frame_text(last)
-    said = tb.message or "its message is not in the log"
-    what = f"TRL's own check refused the configuration, in {where}: {said}"
+    what = f"TRL's own check refused the configuration, in {where}: {tb.message}"
     cut_off = log.lines and m.line_no >= log.lines and not tb.message.rstrip().endswith((".", ")", "'", '"'))
-    if cut_off or not tb.message:
+    if cut_off:
         what += " (the log ends inside the message: paste the whole exception line, and the lines after it)"
     fix = (
         "change the setting the message names in your GRPOConfig / GRPOTrainer(...) call (TRL checks it "
@@ -391,3 +390,46 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
     )
     ev = {"line": total, "cut_traceback": True, "last_frames": [_frame_text(f) for f in runs[-3:]]}
     return Draft(total, Finding("TRI003", Severity.WARNING, what, fix, ev))
+
+
+def api_drift(ms: list[Match], log: Log) -> list[Draft]:
+    """An import, an attribute or a call that does not fit between two packages: TRI009 from the
+    traceback's structure (``boundary.find``, ``structural.drift``), the same answer as for a line
+    no signature names; what it cannot place is left to the first-exception answer."""
+    from envdoctor.triage import catalogue
+
+    first = ms[0]
+    tb = failure(first.context, first.text, first.line_no)
+    entries = catalogue.catalogue()[2]
+    matched = [
+        entries[m.signature.id]
+        for sms in log.by_sig.values()
+        for m in sms
+        if m.line_no == first.line_no and m.signature.rule == "TRI011" and m.signature.id in entries
+    ]
+    found = drift(tb, ms, log, matched) if tb is not None else None
+    if found is None or _catalogue_first(first, found, log):
+        return reject(ms)  # the first-exception answer, or a catalogue entry of the same line
+    return [found]
+
+
+def _catalogue_first(m: Match, found: Draft, log: Log) -> bool:
+    """A catalogue entry matched the same line and knows more than the drift's answer: the drift
+    has no answer from the knowledge, or the log's versions confirm the entry."""
+    from envdoctor.triage import catalogue
+    from envdoctor.triage.classes import _versions_verdict
+
+    entries = catalogue.catalogue()[2]
+    for ms in log.by_sig.values():
+        for other in ms:
+            if other.line_no != m.line_no or other.signature.rule != "TRI011":
+                continue
+            entry = entries.get(other.signature.id)
+            if entry is None:
+                continue
+            source = str(found.finding.evidence.get("answer_from") or "")
+            if entry.id in source:
+                continue  # the drift's answer is this entry's
+            if not source or _versions_verdict(entry.packages, log)[0]:
+                return True
+    return False
