@@ -228,7 +228,7 @@ def find(tb: Traceback) -> Boundary | None:
             return None  # only the objects' own lookup is shown: who read it is not known
         raised = reader.package if reader else None
         parent = _trl_trainer(obj)
-        read = dict(verb=f"reads {obj}.{attr}", lacks="does not set", name=attr, func=obj)
+        read: dict[str, Any] = dict(verb=f"reads {obj}.{attr}", lacks="does not set", name=attr, func=obj)
         if owner is None and parent and (raised is None or raised not in STACK - {"trl"}):
             # a subclass of a TRL trainer that no package of the stack owns (a repository's
             # XGRPOTrainer): it reads what its parent class (of another release) sets
@@ -269,7 +269,7 @@ def find(tb: Traceback) -> Boundary | None:
         )
         what = f"{func}() and {kind}"
         short = func.removesuffix(".__init__")
-        call = dict(
+        call: dict[str, Any] = dict(
             verb=(
                 f"calls {short}() with '{m.group('kwarg')}'"
                 if m.group("kwarg")
@@ -493,8 +493,8 @@ def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]
         return trainer
     # 2. TRL's vLLM range per release: TRL's own warning of the log, else the knowledge
     if pair == {"trl", "vllm"}:
-        for line in context:
-            w = _TRL_SUPPORTS.search(line)
+        for said in context:
+            w = _TRL_SUPPORTS.search(said)
             if w:
                 return (
                     f"pip install 'vllm=={w.group('want')}' (the vLLM this TRL supports, its own warning "
