@@ -169,11 +169,15 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     )
     if source.startswith("the known-failures catalogue"):
         note += f" ({source.removeprefix('the known-failures catalogue ').strip('()')}, a known failure)"
-    what = (
-        f"API drift between {caller} and {b.callee}: {b.text(have, caller)}{note}: "
+    no_release = fix.startswith(f"remove {b.name}=")  # a keyword no release takes: the call itself
+    head = (
+        f"{caller} calls {b.func}() with '{b.name}', which no {b.callee} release envdoctor knows "
+        f"takes: the call, not the releases, is wrong{at}; "
+        if no_release
+        else f"API drift between {caller} and {b.callee}: {b.text(have, caller)}{note}: "
         f"the two releases do not fit{at}; "
-        + (f"the log shows {', '.join(shown)}" if shown else "the log shows neither version")
     )
+    what = head + (f"the log shows {', '.join(shown)}" if shown else "the log shows neither version")
     d = finding(
         "TRI009",
         list(ms),
