@@ -15,6 +15,7 @@ the log's versions and envdoctor's knowledge: TRL's vLLM range and ``requires`` 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +93,31 @@ class Boundary:
     #: attribute its parent class sets only in the training loop: drift, or evaluate() before
     #: train()): a finding only with a known answer for the log's versions
     ambiguous: bool = False
+    #: what the caller did and what the callee lacks, for the one text of every drift
+    #: (``imports X from M`` / ``does not have``); ``name``: the name that did not fit (the
+    #: imported name, the attribute, the keyword), ``func``: the callee's function or class
+    verb: str = ""
+    lacks: str = "does not have"
+    name: str = ""
+    func: str = ""
+
+    def text(self, have: dict[str, str], caller: str = "") -> str:
+        """``trl imports X from vllm.m, which the installed vllm 0.12.0 does not have``."""
+        caller = caller or self.caller or "your code"
+        version = f" {have[self.callee]}" if self.callee in have else ""
+        if not self.verb:
+            return f"{caller} was written for another {self.callee} release ({self.exc.name}: {self.what})"
+        return f"{caller} {self.verb}, which the installed {self.callee}{version} {self.lacks}"
+
+
+#: TRL's trainer classes a wrapper subclasses (``XGRPOTrainer``, ``UnslothGRPOTrainer``)
+TRL_TRAINERS = ("GRPOTrainer", "RLOOTrainer", "DPOTrainer", "SFTTrainer", "PPOTrainer", "OnlineDPOTrainer")
+
+
+def _trl_trainer(name: str) -> str | None:
+    """The TRL trainer class ``name`` is or extends by its name (``XGRPOTrainer``: GRPOTrainer)."""
+    base = name.rsplit(".", 1)[-1].removesuffix(".__init__").lstrip("_")
+    return next((t for t in TRL_TRAINERS if base.endswith(t)), None)
 
 
 def _top(module: str) -> str | None:
@@ -173,7 +199,24 @@ def find(tb: Traceback) -> Boundary | None:
         what = f"{missing} of {module}" if missing else f"the module {module}"
         if caller is None and frames and all(f.package == callee for f in frames if f.package):
             return None  # the package importing itself: a broken install, not another package
-        return Boundary(caller.package if caller else None, callee, tb, what, caller, None)
+        verb = (
+            f"imports {missing} from {module}"
+            if m.groupdict().get("name")
+            else f"reads {module}.{missing}"
+            if missing
+            else f"imports the module {module}"
+        )
+        return Boundary(
+            caller.package if caller else None,
+            callee,
+            tb,
+            what,
+            caller,
+            None,
+            verb=verb,
+            lacks="does not have (renamed or removed, or not yet added in that release)",
+            name=missing or module,
+        )
     if name == "AttributeError":
         m = _OBJECT_ATTR.search(msg)
         if m is None:
@@ -184,14 +227,31 @@ def find(tb: Traceback) -> Boundary | None:
         if frames and reader is None:
             return None  # only the objects' own lookup is shown: who read it is not known
         raised = reader.package if reader else None
+        parent = _trl_trainer(obj)
+        read: dict[str, Any] = dict(verb=f"reads {obj}.{attr}", lacks="does not set", name=attr, func=obj)
+        if owner is None and parent and (raised is None or raised not in STACK - {"trl"}):
+            # a subclass of a TRL trainer that no package of the stack owns (a repository's
+            # XGRPOTrainer): it reads what its parent class (of another release) sets
+            who = raised if raised is not None and raised != "trl" else None
+            return Boundary(who, "trl", tb, f"{obj}.{attr}", reader, ambiguous=True, **read)
         if owner is not None and raised is None and not frames and owner in PARENTS:
             # only the message: a wrapper's trainer lacks what its parent class set
-            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", ambiguous=True)
+            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", ambiguous=True, **read)
         if owner is not None and raised == owner and owner in PARENTS and obj.endswith("Trainer"):
             # the trainer's own code reads an attribute of itself that its parent class sets
-            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", reader, ambiguous=True)
+            return Boundary(owner, PARENTS[owner], tb, f"{obj}.{attr}", reader, ambiguous=True, **read)
         if owner is not None and raised is not None and raised != owner:
-            return Boundary(raised, owner, tb, f"{obj}.{attr}", reader)
+            return Boundary(
+                raised,
+                owner,
+                tb,
+                f"{obj}.{attr}",
+                reader,
+                verb=f"reaches for {obj}.{attr}",
+                lacks="does not have (its object here has no such attribute)",
+                name=attr,
+                func=obj,
+            )
         return None
     if name == "TypeError":
         m = _CALL.search(msg)
@@ -208,6 +268,27 @@ def find(tb: Traceback) -> Boundary | None:
             else f"argument '{m.group('dup')}' twice"
         )
         what = f"{func}() and {kind}"
+        short = func.removesuffix(".__init__")
+        call: dict[str, Any] = dict(
+            verb=(
+                f"calls {short}() with '{m.group('kwarg')}'"
+                if m.group("kwarg")
+                else f"calls {short}() without {m.group('missing')}"
+                if m.group("missing")
+                else f"calls {short}() with {m.group('given')} positional arguments"
+                if m.group("given")
+                else f"calls {short}() with argument '{m.group('dup')}' twice"
+            ),
+            lacks=(
+                "does not take"
+                if m.group("kwarg") or m.group("given")
+                else "requires"
+                if m.group("missing")
+                else "does not take that way"
+            ),
+            name=m.group("kwarg") or m.group("dup") or "",
+            func=short,
+        )
         owner = _object_package(func.split(".")[0]) or _object_package(func.rsplit(".", 1)[-1])
         last = frames[-1].package if frames else None
         if last is not None and owner in (None, last):
@@ -217,16 +298,19 @@ def find(tb: Traceback) -> Boundary | None:
                     # A only passed the user's keywords on (super().__init__(…, **kwargs)): the
                     # user's code named the argument B does not take
                     user = next((f for f in reversed(frames) if _user(f)), None)
-                    return Boundary(None, last, tb, what, user, inside)
-                return Boundary(before.package, last, tb, what, before, inside)
+                    return Boundary(None, last, tb, what, user, inside, **call)
+                return Boundary(before.package, last, tb, what, before, inside, **call)
             return None
         if owner is not None and last is not None and last != owner:
             if m.group("kwarg") and _forwards(frames[-1]):
                 user = next((f for f in reversed(frames) if _user(f)), None)
-                return Boundary(None, owner, tb, what, user)
-            return Boundary(last, owner, tb, what, frames[-1])
-        if owner is not None and not frames:
-            return None  # the message alone does not say who called
+                return Boundary(None, owner, tb, what, user, **call)
+            return Boundary(last, owner, tb, what, frames[-1], **call)
+        if owner == "trl" and m.group("kwarg") and _trl_trainer(short) and (not frames or last is None):
+            # the message alone (or the user's frame): the user's call of TRL's trainer; only the
+            # trainer's parameters per release can answer it (``pair_fix``), else no finding
+            user = next((f for f in reversed(frames) if _user(f)), None)
+            return Boundary(None, "trl", tb, what, user, ambiguous=True, **call)
         return None
     # NotImplementedError: raised in B's frames, entered from A's
     last = frames[-1].package if frames else None
@@ -235,12 +319,28 @@ def find(tb: Traceback) -> Boundary | None:
     before, inside = _last_run(frames, last)
     if before is None or before.package in (None, last):
         return None
+    method = f"{inside.function if inside else 'a method'} of {last}"
     return Boundary(
-        before.package, last, tb, f"{inside.function if inside else 'a method'} of {last}", before, inside
+        before.package,
+        last,
+        tb,
+        method,
+        before,
+        inside,
+        verb=f"calls {method}",
+        lacks="does not implement",
+        func=inside.function if inside else "",
     )
 
 
 # -- the pair that works ----------------------------------------------------------------------
+
+
+def _V1_NOTE(b: Boundary) -> str:  # noqa: N802 - a phrase, named like one
+    """vLLM's V1 engine has no ``llm_engine.model_executor`` (huggingface/trl#3115)."""
+    if b.callee == "vllm" and b.name == "model_executor":
+        return "; or VLLM_USE_V1=0 while that vLLM still has its V0 engine (huggingface/trl#3115)"
+    return ""
 
 
 def _floor(spec: str) -> str | None:
@@ -271,46 +371,166 @@ def _newest_trl_for(kb: Any, dist: str, version: str) -> str | None:
     return best
 
 
-def pair_fix(b: Boundary, have: dict[str, str], kb: Any, entries: list[Any]) -> tuple[str, str]:
+_TRL_SUPPORTS = re.compile(
+    r"TRL currently only supports vLLM version `?(?P<want>[\w.]{1,40})`?\. "
+    r"You have version (?P<have>[\w.]{1,40}) installed"
+)
+
+
+def _release_range(entry: dict[str, Any]) -> str:
+    since, until = entry.get("since"), entry.get("until")
+    return f"from TRL {since}" + (f" until {until} (removed there)" if until else "")
+
+
+def _trainer_answer(b: Boundary, have: dict[str, str], kb: Any) -> tuple[str, str] | None:
+    """The user's call of TRL's GRPOTrainer with a keyword, or a trainer subclass reading an
+    attribute TRL's GRPOTrainer sets from a config key, judged against TRL's releases."""
+    trl = have.get("trl")
+    trainer = _trl_trainer(b.func) if b.func else None
+    if b.exc.name == "TypeError" and b.name and trainer == "GRPOTrainer" and b.callee == "trl":
+        table = kb.trainer_params or {}
+        params: dict[str, dict[str, Any]] = table.get("parameters") or {}
+        releases = [str(r) for r in table.get("releases") or []]
+        if not params or not releases:
+            return None
+        entry = params.get(b.name)
+        if entry is None:
+            return (
+                f"remove {b.name}= from the GRPOTrainer(...) call: no TRL release takes it (envdoctor "
+                f"read GRPOTrainer.__init__ of TRL {releases[0]} to {releases[-1]}: it takes "
+                f"{', '.join(params)}; GRPOTrainer builds what a transformers Trainer would take "
+                "from its own arguments and GRPOConfig)",
+                "GRPOTrainer's parameters per TRL release",
+            )
+        fits = "trl>=" + str(entry["since"]) + (f",<{entry['until']}" if entry.get("until") else "")
+        return (
+            f"pip install '{fits}' (GRPOTrainer takes {b.name}= {_release_range(entry)}"
+            + (f"; the log shows TRL {trl}" if trl else "")
+            + f"), or drop {b.name}= from the call",
+            "GRPOTrainer's parameters per TRL release",
+        )
+    trainer_attr = trainer or b.func.endswith("Trainer")
+    if b.exc.name == "AttributeError" and b.callee == "trl" and b.name and trainer_attr:
+        key = kb.config_key(b.name)
+        if not key or not (key.get("since") or key.get("until")):
+            return None
+        inside = versions.satisfies(trl, f">={key['since']}" if key.get("since") else ">=0") if trl else None
+        if inside and not (key.get("until") and not versions.below(trl, str(key["until"]))):
+            return None  # the log's TRL sets it: not this drift
+        fits = f"trl>={key['since']}" if key.get("since") else "trl"
+        if key.get("until"):
+            fits += f",<{key['until']}"
+        who = b.caller or f"your code's {b.func}"
+        return (
+            f"install the TRL release {who} was written for (its requirements pin it; one where "
+            f"GRPOTrainer sets {b.name}: pip install '{fits}'"
+            + (f", the log shows TRL {trl}" if trl else "")
+            + f"), or update {b.func} for the installed TRL",
+            "GRPOConfig's keys per TRL release",
+        )
+    return None
+
+
+def pair_fix(
+    b: Boundary,
+    have: dict[str, str],
+    kb: Any,
+    entries: list[Any],
+    context: Sequence[str] = (),
+    matched: Sequence[Any] = (),
+) -> tuple[str, str]:
     """``(the fix, where it comes from)`` for the pair of ``b``; ``have``: the versions the log
-    shows (dist -> version)."""
-    a, c = b.caller, b.callee
-    va, vc = have.get(a or ""), have.get(c)
-    # 1. the catalogue: an entry about this pair whose ranges hold the log's versions, fixed later
+    shows (dist -> version); ``context``: the log's lines before the failure (TRL's own warning
+    of the vLLM it supports); ``matched``: the catalogue entries whose symptom is the failing line
+    itself. A catalogue entry about this drift (the pair, and the name that did not fit or a
+    symptom that matched the line) answers first, with the release pairing as the other way."""
+    imported = b.exc.name in ("ImportError", "ModuleNotFoundError")  # a line that is the import itself
+    known = (_catalogue_fix(b, have, matched, by_line=True) if imported else None) or _catalogue_fix(
+        b, have, entries
+    )
+    fix, source = _pair_fix(b, have, kb, context)
+    if known is None:
+        return fix, source
+    text, entry_id = known
+    other = source or b.caller is None  # the user's code (or an importer cut off) may be the one to change
+    return (f"{text}; or {fix}" if other else text), f"the known-failures catalogue ({entry_id})"
+
+
+def _catalogue_fix(
+    b: Boundary, have: dict[str, str], entries: Sequence[Any], by_line: bool = False
+) -> tuple[str, str] | None:
+    """The fix of a catalogue entry about this drift, where the log's versions do not contradict
+    it: one whose symptom is the failing line itself (``by_line``), or one whose packages hold the
+    callee and the caller (for the user's code: the callee alone, unless the log cuts the importer
+    off) and whose symptom names what did not fit."""
+    if not b.name and not by_line:
+        return None
     for e in entries:
         pk = e.packages
-        if (
-            a in pk
-            and c in pk
-            and e.fixed_in
-            and all(versions.satisfies(have[d], s) is not False for d, s in pk.items() if d in have)
-            and any(d in have for d in pk)
-        ):
-            fixed = ", ".join(f"{d}=={v}" for d, v in e.fixed_in.items())
-            return f"pip install '{fixed}' ({e.fix}; {e.id})", "the known-failures catalogue"
+        raised = getattr(e, "raised", None) or ("", "")
+        texts = [x.text for x in getattr(e, "symptoms", ())] + [str(raised[1])]
+        about = by_line or (
+            b.callee in pk
+            and (b.caller in pk if b.caller else set(pk) <= {b.callee} or b.caller_frame is None)
+            and any(f"'{b.name}'" in t or f".{b.name}" in t for t in texts)
+        )
+        held = all(versions.satisfies(have[d], spec) is not False for d, spec in pk.items() if d in have)
+        if about and held:
+            if e.fixed_in:
+                fixed = ", ".join(f"{d}=={v}" for d, v in e.fixed_in.items())
+                return f"pip install '{fixed}' ({e.fix}; {e.id})" + _V1_NOTE(b), e.id
+            return f"{e.fix} ({e.id})" + _V1_NOTE(b), e.id
+    return None
+
+
+def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]) -> tuple[str, str]:
+    """The release pairing of ``b`` from TRL's knowledge (``pair_fix``)."""
+    a, c = b.caller, b.callee
+    va, vc = have.get(a or ""), have.get(c)
     pair = {a, c}
-    # 2. TRL's vLLM range per release
+    trainer = _trainer_answer(b, have, kb)
+    if trainer is not None:
+        return trainer
+    # 2. TRL's vLLM range per release: TRL's own warning of the log, else the knowledge
     if pair == {"trl", "vllm"}:
+        for said in context:
+            w = _TRL_SUPPORTS.search(said)
+            if w:
+                return (
+                    f"pip install 'vllm=={w.group('want')}' (the vLLM this TRL supports, its own warning "
+                    f"says; {w.group('have')} is installed)" + _V1_NOTE(b),
+                    "TRL's warning in the log",
+                )
         trl = have.get("trl")
         line = kb.trl_line(trl) if trl else None
         if line and line.get("vllm"):
             vrange = str(line["vllm"])
-            top = re.search(r"<=\s*([\w.]+)", vrange)
+            top = re.search(r"(?:<=|==)\s*([\w.]+)", vrange)
+            if "vllm" in have and versions.satisfies(have["vllm"], vrange) is False and _floor(vrange):
+                top = top or re.search(r">=\s*([\w.]+)", vrange)
             pin = f"vllm=={top.group(1)}" if top else f"trl[vllm]=={trl}"
             why = (
                 f"TRL {trl} supports vLLM {vrange}"
                 if top
-                else f"TRL {trl}'s extra installs the vLLM it was made for (its range {vrange} has no top)"
+                else f"TRL {trl}'s extra installs the vLLM it was made for: "
+                f"{line.get('vllm_extra') or vrange}; its range {vrange} has no top"
             )
             return (
                 f"pip install '{pin}' ({why}, rules/knowledge/trl.yaml)"
-                + (f"; or the TRL release made for vLLM {have['vllm']}" if "vllm" in have else ""),
+                + (f"; or the TRL release made for vLLM {have['vllm']}" if "vllm" in have else "")
+                + _V1_NOTE(b),
                 "TRL's vLLM range",
             )
         if trl is None and "vllm" in have:
             return (
                 f"pip install 'trl[vllm]' at the TRL release made for vLLM {have['vllm']} (the log "
-                "shows no TRL version: `trl env` names it)",
+                "shows no TRL version: `trl env` names it)" + _V1_NOTE(b),
+                "",
+            )
+        if trl is None and a == "trl":
+            return (
+                "pip install 'trl[vllm]==<the installed TRL version>': TRL's extra installs the vLLM "
+                "that release was made for (`trl env` shows both versions)" + _V1_NOTE(b),
                 "",
             )
     # 3. TRL's requirements per release (transformers, accelerate, datasets)
@@ -352,6 +572,12 @@ def pair_fix(b: Boundary, have: dict[str, str], kb: Any, entries: list[Any]) -> 
                 else f"the log shows neither the TRL nor the {other} version (`trl env` prints both)",
                 "",
             )
+    if a is None and b.exc.name in ("ImportError", "ModuleNotFoundError"):
+        return (
+            f"update the import for the installed {c}{' ' + vc if vc else ''} release, or pin the {c} "
+            "release the code was written for",
+            "",
+        )
     named = " and ".join(f"{d} {v}" for d, v in ((a, va), (c, vc)) if d and v)
     return (
         f"install {c} at the release {a or 'your code'}{' ' + va if va else ''} was written for, or "

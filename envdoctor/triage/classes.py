@@ -19,6 +19,7 @@ from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
 from envdoctor.triage.interface import Match
 from envdoctor.triage.scanner import split_prefix
+from envdoctor.triage.traceback import package_of
 from envdoctor.units import size_text
 
 # -- the vLLM server (server mode, TRL >= 0.16) ------------------------------------------------
@@ -198,129 +199,6 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
     return [finding("TRI005", ms, log, what, fix)]
 
 
-# -- API drift between TRL and vLLM / transformers ------------------------------------------------
-
-_LIBS = ("vllm", "transformers", "trl", "accelerate", "peft", "deepspeed", "datasets")
-_TRL_SUPPORTS = re.compile(
-    r"TRL currently only supports vLLM version `?(?P<want>[\w.]{1,40})`?\. "
-    r"You have version (?P<have>[\w.]{1,40}) installed"
-)
-
-
-def _owner(path: str) -> str | None:
-    parts = path.replace("\\", "/").split("/")
-    for lib in _LIBS:
-        if lib in parts and ("site-packages" in parts or "dist-packages" in parts):
-            return lib
-    return None
-
-
-def _pairing(ctx: Context | None, m: Match, lib: str) -> str:
-    """The pin that makes TRL and ``lib`` fit, from the log's TRL warning or the knowledge."""
-    for line in m.context:
-        w = _TRL_SUPPORTS.search(line)
-        if w and lib == "vllm":
-            return (
-                f"pip install 'vllm=={w.group('want')}' (the vLLM this TRL supports; "
-                f"{w.group('have')} is installed)"
-            )
-    trl = ctx.version("trl") if ctx is not None else None
-    known = ctx.kb.trl_line(trl) if ctx is not None and trl else None
-    if ctx is not None and known and lib == "vllm" and known.get("vllm"):
-        have = ctx.version("vllm")
-        if have and known.get("vllm_lower_bound_only") and versions.satisfies(have, known["vllm"]):
-            return (
-                f"pip install 'trl[vllm]=={trl}' (TRL {trl}'s extra picks its vLLM: "
-                f"{known.get('vllm_extra') or known['vllm']}; vLLM {have} meets TRL's lower "
-                f"bound {known['vllm']} but is newer than it was made for), or the TRL "
-                f"release that supports vLLM {have}"
-            )
-        other = f"vLLM {have}" if have else "the vLLM you have"
-        return (
-            f"pip install 'vllm{known['vllm']}' (the vLLM range TRL {trl} supports), or the "
-            f"TRL release that supports {other}"
-        )
-    if lib == "vllm":
-        return (
-            "pip install 'trl[vllm]==<the installed TRL version>': TRL's extra installs the "
-            "vLLM that release was made for (`trl env` shows both versions)"
-        )
-    return (
-        f"pin the {lib} release that the importing package supports (its requirements, or "
-        f"`trl env` for TRL), or upgrade the importing package"
-    )
-
-
-def api_drift_import(ms: list[Match], log: Log) -> list[Draft]:
-    first, ctx = ms[0], log.ctx
-    module = first.groups["module"]
-    lib = module.split(".")[0]
-    if lib not in _LIBS or "(unknown location)" in first.text:
-        # "(unknown location)": the name resolved to a namespace package (a directory named like
-        # the library shadows it, a broken install), not to a release that lacks the name
-        return reject(ms)
-    owners = [o for f in frames(first) if (o := _owner(f))]
-    importer = next((o for o in reversed(owners) if o != lib), None)
-    have = ctx.version(lib) if ctx is not None else None
-    what = (
-        f"{importer or 'the code'} imports {first.groups['name']} from {module}, which the "
-        f"installed {lib}{' ' + have if have else ''} does not have (renamed or removed, or "
-        "not yet added in that release)"
-    )
-    fix = (
-        _pairing(ctx, first, lib)
-        if importer == "trl" or lib == "vllm" and importer
-        else (
-            f"update the import for the installed {lib} release, or pin the {lib} release the code "
-            "was written for"
-        )
-    )
-    return [finding("TRI009", ms, log, what, fix)]
-
-
-#: vLLM objects TRL reaches into (TRL 0.14-0.19's in-process weight load:
-#: ``self.llm.llm_engine.model_executor.driver_worker.model_runner.model``)
-_VLLM_OBJECTS = (
-    "LLMEngine",
-    "LLM",
-    "SyncMPClient",
-    "InprocClient",
-    "EngineCoreClient",
-    "Worker",
-    "GPUModelRunner",
-    "ModelRunner",
-    "UniProcExecutor",
-    "SamplingParams",
-)
-
-
-def api_drift_attribute(ms: list[Match], log: Log) -> list[Draft]:
-    """An AttributeError raised in TRL's own code on a vLLM object or module: the pairing."""
-    first, ctx = ms[0], log.ctx
-    g = first.groups
-    owners = [o for f in frames(first) if (o := _owner(f))]
-    if not owners or owners[-1] != "trl":
-        return reject(ms)  # raised in the user's or another library's code: not a pairing
-    module, obj, attr = g.get("module") or "", g.get("obj") or "", g["attr"]
-    if not (module.split(".")[0] == "vllm" or obj in _VLLM_OBJECTS):
-        return reject(ms)
-    have = ctx.version("vllm") if ctx is not None else None
-    trl = ctx.version("trl") if ctx is not None else None
-    target = module or f"vLLM's {obj}"
-    what = (
-        f"TRL{' ' + trl if trl else ''} reaches for {target}.{attr}, which the installed "
-        f"vLLM{' ' + have if have else ''} no longer has: the two releases do not fit"
-    )
-    fix = _pairing(ctx, first, "vllm")
-    if attr == "model_executor":
-        what += (
-            " (vLLM's V1 engine, the default from 0.8, runs the model in its own process: "
-            "llm_engine.model_executor is gone)"
-        )
-        fix += "; or VLLM_USE_V1=0 while that vLLM still has its V0 engine (huggingface/trl#3115)"
-    return [finding("TRI009", ms, log, what, fix)]
-
-
 # -- functions called with arguments they do not take ---------------------------------------------
 
 _REWARD_CALL = ("reward_func(", "_calculate_rewards", "output_reward_func", "reward_kwargs")
@@ -338,9 +216,9 @@ def _function(body: str) -> str:
 
 
 def call_signature(ms: list[Match], log: Log) -> list[Draft]:
-    first, ctx = ms[0], log.ctx
+    first = ms[0]
     g, func = first.groups, _function(first.text)
-    owners = [o for f in frames(first) if (o := _owner(f))]
+    owners = [o for f in frames(first) if (o := package_of(f)[0])]
     reward = context_has(first, *_REWARD_CALL) or "reward" in func.lower()
     trainer = "GRPOTrainer" if "trl" in owners else "the trainer"
     if reward and "kwarg" in g:
@@ -364,22 +242,7 @@ def call_signature(ms: list[Match], log: Log) -> list[Draft]:
             f"{func}'s parameter to the dataset's column; keep **kwargs"
         )
         return [finding("TRI007", ms, log, what, fix)]
-    caller = next((o for o in reversed(owners) if o != "vllm"), None)
-    if "kwarg" in g and caller == "trl":
-        # raised in vLLM's frames under TRL's call (huggingface/trl#3304: trl vllm-serve's LLM()
-        # passes worker_extension_cls to an older vLLM's EngineArgs), or at TRL's call site
-        into_vllm = (
-            owners[-1] == "vllm"
-            or func in ("LLM", "SamplingParams", "generate")
-            or context_has(first, "LLM(", "SamplingParams(")
-        )
-        if into_vllm:
-            what = (
-                f"TRL calls vLLM's {func}() with '{g['kwarg']}', which the installed vLLM "
-                "does not take: the two releases do not fit"
-            )
-            return [finding("TRI009", ms, log, what, _pairing(ctx, first, "vllm"))]
-    return reject(ms)
+    return reject(ms)  # not a reward function: left to the drift answer (structural.api_drift)
 
 
 # -- ranks that share a GPU -----------------------------------------------------------------------

@@ -407,6 +407,18 @@ def _unused(ms: list[Match], log: Log) -> list[Draft]:
     ]
 
 
+def _api_drift(ms: list[Match], log: Log) -> list[Draft]:
+    from envdoctor.triage.structural import api_drift
+
+    return api_drift(ms, log)
+
+
+def _call_signature(ms: list[Match], log: Log) -> list[Draft]:
+    """A reward function's signature (TRI007), else API drift between two packages (TRI009)."""
+    drafts = classes.call_signature(ms, log)
+    return _api_drift(ms, log) if drafts and drafts[0].rejected else drafts
+
+
 HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
     "device-mismatch": _device_mismatch,
     "rotary-size-mismatch": _rotary,
@@ -427,9 +439,9 @@ HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
     "vllm-server-unreachable": classes.server,
     "vllm-server-not-trl": classes.server_not_trl,
     "extension-abi-mismatch": classes.extension_abi,
-    "api-drift-import": classes.api_drift_import,
-    "api-drift-attribute": classes.api_drift_attribute,
-    "call-signature": classes.call_signature,
+    "api-drift-import": _api_drift,
+    "api-drift-attribute": _api_drift,
+    "call-signature": _call_signature,
     "nccl-duplicate-gpu": classes.duplicate_gpu,
     "cli-usage-error": classes.usage_error,
     "dataparallel-replica": classes.dataparallel_replica,
@@ -635,12 +647,21 @@ def diagnose(
     rejected = {m.line_no: m for d in drafts for m in d.rejected}
     known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)
     if not known:
-        from envdoctor.triage.structural import diagnose_failure, head_symptoms
+        from envdoctor.triage.structural import (
+            cut_traceback,
+            diagnose_failure,
+            head_symptoms,
+            self_contradiction,
+        )
 
         first = _first_failure(by_sig, drafts)
         found = diagnose_failure(first, log) if first is not None else None
         if found is None and (first is not None or head):
             found = head_symptoms(head, log)  # a symptom on a line no anchor finds
+        if found is None and head:
+            found = self_contradiction(head, log)  # a check that refuses what it allows
+        if found is None and first is None and head:
+            found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:
             return [found.finding]
         return [unknown_finding([first], log)] if first is not None else []

@@ -14,13 +14,15 @@ Tried on the log's first failing line when nothing known matched (or its handler
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage import boundary
 from envdoctor.triage.combine import Literals
-from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
 from envdoctor.triage.traceback import Frame, Traceback, failure
 
@@ -113,36 +115,72 @@ def _versions(log: Log) -> dict[str, str]:
     return {d: v.version for d, v in log.versions.items()}
 
 
-def drift(tb: Traceback, m: Match, log: Log) -> Draft | None:
-    """API drift at a package boundary (module docstring, 2)."""
+#: exceptions whose shape at a boundary between two packages is drift whatever the pair: a name
+#: one imports from the other, a call the other does not take, a method it does not implement
+#: (an attribute of an object also has other causes: another kind of object, a setup not done)
+_CERTAIN = ("ImportError", "ModuleNotFoundError", "TypeError", "NotImplementedError")
+
+
+def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] = ()) -> Draft | None:
+    """API drift at a package boundary (module docstring, 2): the one answer of TRI009, for the
+    signatures of drift (an import, an attribute, a call) and for any failing line alike."""
     b = boundary.find(tb)
     if b is None:
         return None
     have = _versions(log)
+    logged = dict(have)
+    if log.ctx is not None and log.ctx.facts.source != "live":  # --facts, where the log shows none
+        for dist in {b.caller, b.callee, "trl", "vllm"} - {None}:
+            v = log.ctx.version(str(dist))
+            if v and dist not in have:
+                have[str(dist)] = v
     kb = log.ctx.kb if log.ctx is not None else knowledge()
-    fix, source = boundary.pair_fix(b, have, kb, _entries())
-    if (b.caller is None or b.ambiguous) and not source:
-        # the user's code against a package, or a message that a bug of the caller gives too,
-        # and nothing known of the pair for the log's versions: the first-exception answer
+    fix, source = boundary.pair_fix(b, have, kb, _entries(), ms[0].context, matched)
+    module_attr = tb.name == "AttributeError" and boundary._MODULE_ATTR.search(tb.message) is not None
+    certain = bool(source) or (
+        not b.ambiguous
+        and (tb.name in _CERTAIN or module_attr)
+        and (b.caller is not None or tb.name == "ImportError")
+    )
+    if not certain and (b.caller is None or b.ambiguous or tb.name == "AttributeError"):
+        # the user's code against a package, a message that a bug of the caller gives too, an
+        # object's attribute (another kind of object): nothing known of the pair for the log's
+        # versions, the first-exception answer
         return None
-    caller = b.caller or "your code"
-    shown = [f"{d} {have[d]}" for d in (b.caller, b.callee) if d and d in have]
+    cut_off = b.caller_frame is None and tb.name in ("ImportError", "ModuleNotFoundError")
+    caller = b.caller or ("the importing code (cut off in the log)" if cut_off else "your code")
+    shown = [f"{d} {logged[d]}" for d in (b.caller, b.callee) if d and d in logged]
+    if source.startswith("the known-failures catalogue"):  # and the versions of the entry's packages
+        entry = next((e for e in _entries() if e.id in source), None)
+        shown = list(
+            dict.fromkeys(
+                shown + [f"{d} {logged[d]}" for d in (entry.packages if entry else {}) if d in logged]
+            )
+        )
     at = ""
     if b.caller_frame is not None or b.callee_frame is not None:
         sides = [s for s in (_frame_text(b.caller_frame), _frame_text(b.callee_frame)) if s]
         at = f" at {' → '.join(sides)}"
-    drift_of = (
-        f"{caller} reads {b.what}, which {b.callee}'s object here does not have: {caller} was written "
-        f"for another {b.callee} release, or for another kind of object"
-        if tb.name == "AttributeError" and not source and b.callee not in boundary.PARENTS.values()
-        else f"{caller} was written for another {b.callee} release ({tb.name}: {b.what})"
+    note = (
+        " (vLLM's V1 engine, the default from 0.8, runs the model in its own process: "
+        "llm_engine.model_executor is gone)"
+        if b.callee == "vllm" and b.name == "model_executor"
+        else ""
     )
-    what = f"API drift between {caller} and {b.callee}: {drift_of}{at}; " + (
-        f"the log shows {', '.join(shown)}" if shown else "the log shows neither version"
+    if source.startswith("the known-failures catalogue"):
+        note += f" ({source.removeprefix('the known-failures catalogue ').strip('()')}, a known failure)"
+    no_release = fix.startswith(f"remove {b.name}=")  # a keyword no release takes: the call itself
+    head = (
+        f"{caller} calls {b.func}() with '{b.name}', which no {b.callee} release envdoctor knows "
+        f"takes: the call, not the releases, is wrong{at}; "
+        if no_release
+        else f"API drift between {caller} and {b.callee}: {b.text(have, caller)}{note}: "
+        f"the two releases do not fit{at}; "
     )
+    what = head + (f"the log shows {', '.join(shown)}" if shown else "the log shows neither version")
     d = finding(
         "TRI009",
-        [m],
+        list(ms),
         log,
         what,
         fix,
@@ -151,10 +189,43 @@ def drift(tb: Traceback, m: Match, log: Log) -> Draft | None:
         exception=tb.name,
         answer_from=source or None,
     )
-    # known pair: the failure is the drift's symptom and the answer is proved by the knowledge;
-    # an unknown pair (no requirement table, no catalogue entry): likely, the answer a guess
+    # the failure is the drift's symptom: an error when its shape at the boundary is drift whatever
+    # the pair, or the answer is proved by the knowledge; an attribute of an unknown pair: likely
     f = d.finding
-    d.finding = Finding(f.rule, Severity.ERROR if source else Severity.WARNING, f.message, f.fix, f.evidence)
+    d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
+    return d
+
+
+#: TRL's own configuration checks: its config dataclasses' ``__post_init__`` and its trainers'
+#: ``__init__`` (``trl/trainer/grpo_config.py``, ``trl/trainer/grpo_trainer.py``, base_config.py)
+_TRL_CHECK = re.compile(r"(?:^|/)trainer/\w{1,60}_(?:config|trainer)\.py$")
+_REFUSALS = ("ValueError", "NotImplementedError")
+
+
+def trl_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRL's own check refused the configuration (TRI012): the exception raised in TRL's config
+    ``__post_init__`` or trainer ``__init__`` frame, which names what it refused; no versions are
+    needed. A message the log cuts off (the log ends on it) is said to be cut, with what to paste."""
+    if tb.name not in _REFUSALS or not tb.frames or not tb.message:
+        return None  # a bare exception names nothing it refused
+    last = tb.frames[-1]
+    if last.package != "trl" or not _TRL_CHECK.search(last.module_path):
+        return None
+    if last.function not in ("__init__", "__post_init__") or not last.code.startswith("raise"):
+        return None
+    where = _frame_text(last)
+    what = f"TRL's own check refused the configuration, in {where}: {tb.message}"
+    cut_off = log.lines and m.line_no >= log.lines and not tb.message.rstrip().endswith((".", ")", "'", '"'))
+    if cut_off:
+        what += " (the log ends inside the message: paste the whole exception line, and the lines after it)"
+    fix = (
+        "change the setting the message names in your GRPOConfig / GRPOTrainer(...) call (TRL checks it "
+        "before any step, whatever the releases); envdoctor check --config FILE checks a config "
+        "against the TRL release before a run"
+    )
+    d = finding("TRI012", [m], log, what, fix, raised_in=where)
+    f = d.finding  # the configuration is the cause, whatever the releases: an error
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
     return d
 
 
@@ -163,7 +234,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     tb = failure(m.context, m.text, m.line_no)
     if tb is None:
         return None
-    return raised_entry(tb, m, log) or drift(tb, m, log)
+    return raised_entry(tb, m, log) or drift(tb, [m], log) or trl_refusal(tb, m, log)
 
 
 MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head
@@ -244,3 +315,125 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
                 if best is None or d.finding.severity.rank > best.finding.severity.rank:
                     best = d
     return best
+
+
+_CONTRADICTION = re.compile(
+    r"(?P<key>\w{1,80})`? must be (?:either |one of )?(?P<allowed>[^\n]{1,300}?),? (?:but )?got "
+    r"(?P<q>['\"`]?)(?P<got>[\w.-]{1,80})(?P=q)"
+)
+
+
+def self_contradiction(head: bytes, log: Log) -> Draft | None:
+    """A check that refused a value it lists as allowed (``vllm_mode must be either 'server' or
+    'colocate', got 'server'``): a bug in the release that raised it, not the configuration. The
+    key names the package where it is a TRL config key (GRPOConfig's keys per release)."""
+    if not head or b" must be " not in head:
+        return None
+    text = head.decode("utf-8", errors="replace")
+    for line_no, line in enumerate(text.split("\n")[:20000], 1):
+        if " must be " not in line:
+            continue
+        m = _CONTRADICTION.search(line[:2000])
+        if m is None:
+            continue
+        allowed = re.findall(r"['\"`]([\w.-]{1,80})['\"`]", m.group("allowed"))
+        if m.group("got") not in allowed:
+            continue
+        kb = log.ctx.kb if log.ctx is not None else knowledge()
+        trl = kb.config_key(m.group("key")) is not None
+        owner = "TRL" if trl else "the package that raised it"
+        version = log.versions.get("trl") if trl else None
+        what = (
+            f"{owner}{' ' + version.version if version else ''} refused {m.group('key')}="
+            f"'{m.group('got')}', a value its own check lists as allowed: a bug of that build's check "
+            f"(a development build or a regression), not your configuration (line {line_no}): "
+            f"“{m.group(0)[:300]}”"
+        )
+        fix = (
+            "install a TRL release (pip install 'trl==<the latest release>') in place of the development "
+            "build, or a commit after the regression was fixed; keep the configuration"
+            if trl
+            else "install a release of the package that raised it in place of the one installed; keep the "
+            "configuration"
+        )
+        return Draft(
+            line_no, Finding("TRI012", Severity.ERROR, what, fix, {"line": line_no, "key": m.group("key")})
+        )
+    return None
+
+
+def cut_traceback(head: bytes, log: Log) -> Draft | None:
+    """A log that ends inside a traceback (a pasted excerpt cut before the exception line): no
+    cause can be settled from it, so say where it was cut — the last frames shown, by package —
+    and what to paste (TRI003, a warning)."""
+    from envdoctor.triage.traceback import parse
+
+    if not head or b"Traceback (most recent call last)" not in head[-65536:]:
+        return None
+    lines = head[-65536:].decode("utf-8", errors="replace").rstrip("\n").split("\n")
+    found = parse(lines[-400:])
+    if not found or found[-1].exc_type or not found[-1].frames:
+        return None  # the last traceback ends with its exception: not cut
+    tb = found[-1]
+    runs: list[Frame] = []  # the last frame of each package's run, the last three runs
+    for f in tb.frames:
+        if runs and runs[-1].package == f.package:
+            runs[-1] = f
+        else:
+            runs.append(f)
+    shown = " → ".join(_frame_text(f) for f in runs[-3:])
+    total = head.count(b"\n") + (0 if head.endswith(b"\n") else 1)
+    what = (
+        f"the log ends inside a traceback, before its exception line: the last frames shown are {shown}; "
+        "no cause can be named without the exception"
+    )
+    fix = (
+        "paste the traceback to its end: the lines after the last frame, down to the one shaped "
+        "'SomeError: message' (and any 'During handling of the above exception' part after it); "
+        "with the versions (`trl env` or pip list | grep -E 'trl|vllm|transformers|torch')"
+    )
+    ev = {"line": total, "cut_traceback": True, "last_frames": [_frame_text(f) for f in runs[-3:]]}
+    return Draft(total, Finding("TRI003", Severity.WARNING, what, fix, ev))
+
+
+def api_drift(ms: list[Match], log: Log) -> list[Draft]:
+    """An import, an attribute or a call that does not fit between two packages: TRI009 from the
+    traceback's structure (``boundary.find``, ``structural.drift``), the same answer as for a line
+    no signature names; what it cannot place is left to the first-exception answer."""
+    from envdoctor.triage import catalogue
+
+    first = ms[0]
+    tb = failure(first.context, first.text, first.line_no)
+    entries = catalogue.catalogue()[2]
+    matched = [
+        entries[m.signature.id]
+        for sms in log.by_sig.values()
+        for m in sms
+        if m.line_no == first.line_no and m.signature.rule == "TRI011" and m.signature.id in entries
+    ]
+    found = drift(tb, ms, log, matched) if tb is not None else None
+    if found is None or _catalogue_first(first, found, log):
+        return reject(ms)  # the first-exception answer, or a catalogue entry of the same line
+    return [found]
+
+
+def _catalogue_first(m: Match, found: Draft, log: Log) -> bool:
+    """A catalogue entry matched the same line and knows more than the drift's answer: the drift
+    has no answer from the knowledge, or the log's versions confirm the entry."""
+    from envdoctor.triage import catalogue
+    from envdoctor.triage.classes import _versions_verdict
+
+    entries = catalogue.catalogue()[2]
+    for ms in log.by_sig.values():
+        for other in ms:
+            if other.line_no != m.line_no or other.signature.rule != "TRI011":
+                continue
+            entry = entries.get(other.signature.id)
+            if entry is None:
+                continue
+            source = str(found.finding.evidence.get("answer_from") or "")
+            if entry.id in source:
+                continue  # the drift's answer is this entry's
+            if not source or _versions_verdict(entry.packages, log)[0]:
+                return True
+    return False

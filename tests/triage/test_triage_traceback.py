@@ -174,7 +174,9 @@ def test_unknown_pair_is_a_warning_that_says_so():
     )
     found = findings(scan_bytes(log))
     assert [f.rule for f in found] == ["TRI009"]
-    assert found[0].severity == Severity.WARNING and "does not know" in found[0].fix
+    # an import of a module inside another package is drift whatever the pair (an error); the
+    # answer says envdoctor does not know the pair's releases
+    assert found[0].severity == Severity.ERROR and "does not know" in found[0].fix
 
 
 FRAMED_3633 = """\
@@ -235,3 +237,80 @@ def test_error_lines_in_other_shapes():
     assert found and found[0].rule == "TRI011" and "size mismatch" in found[0].message
     # a short or generic word in prose is no failure
     assert findings(scan_bytes("all gather done; the size mismatch check passed\n")) == []
+
+
+# -- TRL's own configuration checks (TRI012) ---------------------------------------------------------
+
+REFUSAL = (
+    "[rank0]: Traceback (most recent call last):\n"
+    '[rank0]:   File "/home/u/train.py", line 143, in <module>\n'
+    "[rank0]:     trainer = GRPOTrainer(\n"
+    '[rank0]:   File "/env/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 346, in __init__\n'
+    "[rank0]:     raise ValueError(\n"
+    "[rank0]: ValueError: The global train batch size (1 x 1) must be evenly divisible by the number of generation"
+)
+
+
+def test_a_refusal_by_trls_own_check_is_an_error_without_versions_and_a_cut_message_is_said_cut():
+    (f,) = findings(scan_bytes(REFUSAL + "\n"))
+    assert f.rule == "TRI012" and f.severity == Severity.ERROR
+    assert "trainer/grpo_trainer.py:346 in __init__" in f.message and "ends inside the message" in f.message
+    whole = REFUSAL + "s per prompt (16).\n[rank0]: more lines\n"
+    (f,) = findings(scan_bytes(whole))
+    assert "ends inside" not in f.message
+
+
+def test_the_same_exception_raised_outside_trls_checks_is_not_a_refusal():
+    elsewhere = REFUSAL.replace("grpo_trainer.py", "utils.py").replace("__init__", "pad")
+    assert [f.rule for f in findings(scan_bytes(elsewhere + "\n"))] != ["TRI012"]
+    users = REFUSAL.replace("/env/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", "/home/u/cfg.py")
+    assert [f.rule for f in findings(scan_bytes(users + "\n"))] != ["TRI012"]
+
+
+# -- GRPOTrainer's parameters and a wrapper trainer's attributes per TRL release --------------------
+
+
+def test_a_keyword_no_trl_release_takes_is_the_users_call_and_an_error():
+    line = "TypeError: GRPOTrainer.__init__() got an unexpected keyword argument 'data_collator'\n"
+    (f,) = findings(scan_bytes(line))
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR
+    assert "remove data_collator=" in f.fix and "no TRL release takes it" in f.fix
+    line = "TypeError: GRPOTrainer.__init__() got an unexpected keyword argument 'tools'\n"
+    (f,) = findings(scan_bytes(line))
+    assert "trl>=0.26.0" in f.fix  # a keyword of later releases: the upgrade
+    assert (
+        findings(scan_bytes("TypeError: MyThing.__init__() got an unexpected keyword argument 'x'\n"))[0].rule
+        == "TRI003"
+    )
+
+
+def test_a_wrapper_trainer_reading_what_trl_sets_from_a_later_release_is_drift():
+    line = "AttributeError: 'XGRPOTrainer' object has no attribute 'num_iterations'\n"
+    (f,) = findings(scan_bytes(line))
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR and "trl>=0.16.0" in f.fix
+    # an attribute TRL's config never had: not this drift
+    line = "AttributeError: 'XGRPOTrainer' object has no attribute 'my_own_thing'\n"
+    assert findings(scan_bytes(line))[0].rule == "TRI003"
+
+
+def test_a_check_that_refuses_a_value_it_allows_is_a_bug_of_the_release_not_the_config():
+    (f,) = findings(scan_bytes("vllm_mode must be either 'server' or 'colocate', got 'server'.\n"))
+    assert f.rule == "TRI012" and f.severity == Severity.ERROR and "TRL" in f.message
+    assert "install a TRL release" in f.fix
+    assert findings(scan_bytes("vllm_mode must be either 'server' or 'colocate', got 'serve'.\n")) == []
+
+
+def test_a_log_cut_inside_a_traceback_says_so_and_what_to_paste():
+    cut = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/site-packages/trl/trainer/grpo_trainer.py", line 1423, in _generate_single_turn\n'
+        "    out = unwrapped_model.generate(\n"
+        '  File "/x/site-packages/transformers/generation/utils.py", line 3830, in _prefill\n'
+        "    return self(**model_inputs, return_dict=\n"
+    )
+    (f,) = findings(scan_bytes(cut))
+    assert f.rule == "TRI003" and f.severity == Severity.WARNING
+    assert "ends inside a traceback" in f.message and "_generate_single_turn" in f.message
+    assert "paste the traceback to its end" in f.fix
+    whole = cut + "RuntimeError: shape mismatch\n"
+    assert all("ends inside" not in x.message for x in findings(scan_bytes(whole)))
