@@ -41,6 +41,18 @@ TABLE = {
     "0.22": {"torch": "2.7.1", "transformers": "4.55.0", "vllm": "0.10.0", "accelerate": "1.10.0"},
     "0.23": {"torch": "2.8.0", "transformers": "4.56.1", "vllm": "0.10.2", "accelerate": "1.10.1"},
     "1.0": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.17.1", "accelerate": "1.12.0"},
+    # added for the second set (2026-11-28, before its results were judged): vLLM at the top of
+    # the TRL line's supported range (rules/knowledge/trl.yaml), torch and transformers from that
+    # vLLM's pins (rules/knowledge/vllm.yaml)
+    "0.20": {"torch": "2.7.0", "transformers": "4.53.2", "vllm": "0.9.2", "accelerate": "1.9.0"},
+    "0.21": {"torch": "2.7.1", "transformers": "4.55.2", "vllm": "0.10.1.1", "accelerate": "1.10.0"},
+    "0.24": {"torch": "2.8.0", "transformers": "4.57.1", "vllm": "0.10.2", "accelerate": "1.11.0"},
+    "0.25": {"torch": "2.8.0", "transformers": "4.57.1", "vllm": "0.10.2", "accelerate": "1.11.0"},
+    "0.26": {"torch": "2.9.0", "transformers": "4.57.3", "vllm": "0.11.2", "accelerate": "1.11.0"},
+    "0.29": {"torch": "2.9.0", "transformers": "4.57.3", "vllm": "0.12.0", "accelerate": "1.12.0"},
+    "1.1": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.17.1", "accelerate": "1.12.0"},
+    "1.2": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.18.0", "accelerate": "1.12.0"},
+    "1.5": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.18.0", "accelerate": "1.12.0"},
 }
 LEAD = re.compile(r"^(\d+\.\d+(?:\.\w+)*)")
 RANGE = re.compile(r"^([<>=!~][^ (]*)")
@@ -102,7 +114,8 @@ def _stack(stack: dict) -> dict[str, str]:
     for name, v in stack.items():
         m = LEAD.match(v.strip()) if isinstance(v, str) else None
         if m and not v.strip().startswith(("<", ">", "=", "~", "!")):
-            exact[name] = m.group(1)
+            # "0.16.x" (a thread names the line only): the line's first release
+            exact[name] = re.sub(r"\.x$", ".0", m.group(1))
     exact.setdefault("trl", "0.15.2")  # unsloth / ms-swift threads of early 2025 ran trl<=0.15.2
     for name, v in TABLE.get(".".join(exact["trl"].split(".")[:2]), TABLE["0.15"]).items():
         exact.setdefault(name, v)
@@ -123,7 +136,7 @@ def setups(out: Path) -> None:
         for name, v in stack.items():
             v = v.strip() if isinstance(v, str) else ""
             if LEAD.match(v) and not v.startswith(("<", ">", "=")):
-                reqs.append(f"{name}=={LEAD.match(v).group(1)}")
+                reqs.append(f"{name}=={re.sub(r'\.x$', '.0', LEAD.match(v).group(1))}")
             elif RANGE.match(v):
                 reqs.append(f"{name}{RANGE.match(v).group(1)}")
         (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
