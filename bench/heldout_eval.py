@@ -136,7 +136,8 @@ def setups(out: Path) -> None:
         for name, v in stack.items():
             v = v.strip() if isinstance(v, str) else ""
             if LEAD.match(v) and not v.startswith(("<", ">", "=")):
-                reqs.append(f"{name}=={re.sub(r'\.x$', '.0', LEAD.match(v).group(1))}")
+                line = re.sub(r"\.x$", ".0", LEAD.match(v).group(1))
+                reqs.append(f"{name}=={line}")
             elif RANGE.match(v):
                 reqs.append(f"{name}{RANGE.match(v).group(1)}")
         (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
