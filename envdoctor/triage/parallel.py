@@ -5,14 +5,17 @@ The file is cut at newlines, so no line is split between workers; each worker al
 ``HISTORY`` bytes before its range, so the first match of a range has its context. Only regular,
 plain-text files of at least ``PARALLEL_MIN`` bytes are split; anything else (stdin, compressed or
 UTF-16 logs, small files, one CPU) is scanned in one pass. GNU grep, where it is, goes first
-(``prefilter``): it is faster than any number of these processes.
+(``prefilter``): it is faster than any number of these processes; on a file that is big enough
+for both, each process runs GNU grep on its range (``GreppedRanges``): the Python that matches
+grep's records (a flood of error lines: ~7 µs a line) is then shared too. A range that grep gives
+up on is scanned in Python, so every range gives its Python scan's answer, merged as above.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import BinaryIO
 
 from envdoctor.triage import prefilter, scanner
@@ -69,6 +72,62 @@ def _scan_range(path: str, start: int, end: int) -> ScanResult:
         return scanner.scan(_range_chunks(fh, start, end), history=history, offset=start)
 
 
+def _grep_range(path: str, start: int, end: int) -> ScanResult:
+    """``[start, end)`` of ``path`` with GNU grep finding its anchors; in Python if grep gave up."""
+    with prefilter.Grepped(path, start=start, end=end) as grepped:
+        found = grepped.result()
+    return found if found is not None else _scan_range(path, start, end)
+
+
+def _ranges(path: str, size: int, n: int) -> list[tuple[int, int]]:
+    cuts = _cuts(path, size, n)
+    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+
+
+class GreppedRanges:
+    """A big plain log cut into one range of lines per CPU, each read by GNU grep in a process of
+    its own, started at once (they run while the caller collects facts); ``result()`` merges
+    them. Used as ``prefilter.Grepped`` is (a context manager that ends the processes)."""
+
+    def __init__(self, path: str, n: int | None = None) -> None:
+        self.path = path
+        n = workers() if n is None else max(1, n)
+        self.ranges = _ranges(path, os.path.getsize(path), n)
+        self.pool = ProcessPoolExecutor(max_workers=len(self.ranges))
+        self.futures: list[Future[ScanResult]] = [
+            self.pool.submit(_grep_range, path, a, b) for a, b in self.ranges
+        ]
+
+    def result(self) -> ScanResult:
+        return merge([f.result() for f in self.futures])
+
+    def close(self) -> None:
+        for f in self.futures:
+            f.cancel()
+        self.pool.shutdown(wait=True)
+
+    def __enter__(self) -> GreppedRanges:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def split_grep(path: str, size: int, n: int | None = None) -> bool:
+    """Whether the plain log at ``path`` of ``size`` bytes is read by GNU grep in ranges: big
+    enough for both the prefilter and the parallel scan, more than one CPU, GNU grep there."""
+    n = workers() if n is None else n
+    return n > 1 and size >= max(PARALLEL_MIN, prefilter.PREFILTER_MIN) and prefilter.gnu_grep() is not None
+
+
+def grepper(path: str) -> prefilter.Grepped | GreppedRanges:
+    """GNU grep started on the big plain log at ``path``: in ranges (``split_grep``) or whole."""
+    if split_grep(path, os.path.getsize(path)):
+        signatures(), anchors()  # loaded once, before the processes are forked
+        return GreppedRanges(path)
+    return prefilter.Grepped(path)
+
+
 def merge(parts: list[ScanResult]) -> ScanResult:
     """One result from the results of consecutive ranges."""
     out = ScanResult(head=parts[0].head if parts else b"")
@@ -76,8 +135,15 @@ def merge(parts: list[ScanResult]) -> ScanResult:
     kept: dict[str, int] = {}
     first_only = scanner.once(signatures(), anchors())  # counted at their first match only
     for i, part in enumerate(parts):
+        nth: dict[str, int] = {}  # a signature's matches so far in this part
         for m in part.matches:
             m.line_no += base
+            sid = m.signature.id
+            j = nth[sid] = nth.get(sid, -1) + 1
+            # its context kept as one pass keeps it: when its count before it (the counts of the
+            # parts before, then one a match until the signature is kept enough) is small
+            if out.counts.get(sid, 0) + j >= scanner.CONTEXT_PER_SIGNATURE:
+                m.context = ()
             if kept.get(m.signature.id, 0) < scanner.keep(m.signature):
                 kept[m.signature.id] = kept.get(m.signature.id, 0) + 1
                 out.matches.append(m)
@@ -96,6 +162,7 @@ def merge(parts: list[ScanResult]) -> ScanResult:
         if i == len(parts) - 1:
             out.lines = base + part.lines
         base += part.newlines
+    out.newlines = base
     return out
 
 
@@ -103,16 +170,18 @@ def scan_file(path: str, n: int | None = None, grep: bool = True) -> ScanResult:
     """Scan the plain-text log at ``path``: with GNU grep finding the anchors when it is big enough
     (and ``grep``), else in ``n`` processes when it is big enough, else in one pass."""
     size = os.path.getsize(path)
+    n = workers() if n is None else max(1, n)
+    if grep and split_grep(path, size, n):
+        with GreppedRanges(path, n) as ranges:
+            return ranges.result()
     if grep and size >= prefilter.PREFILTER_MIN:
         found = prefilter.scan_grepped(path)
         if found is not None:
             return found
-    n = workers() if n is None else max(1, n)
     if n == 1 or size < PARALLEL_MIN:
         with open(path, "rb") as fh:
             return scanner.scan(fh)
-    cuts = _cuts(path, size, n)
-    ranges = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    ranges = _ranges(path, size, n)
     if len(ranges) == 1:
         with open(path, "rb") as fh:
             return scanner.scan(fh)
