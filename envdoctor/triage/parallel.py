@@ -9,6 +9,14 @@ UTF-16 logs, small files, one CPU) is scanned in one pass. GNU grep, where it is
 for both, each process runs GNU grep on its range (``GreppedRanges``): the Python that matches
 grep's records (a flood of error lines: ~7 µs a line) is then shared too. A range that grep gives
 up on is scanned in Python, so every range gives its Python scan's answer, merged as above.
+
+A log whose first line (up to its first newline or carriage return) is most of it and long (a
+single line of a GiB) cannot be cut at newlines; it is cut within that line instead, at
+multiples of ``scanner.CHUNK``, where one pass starts a block: each range after the first is
+given the bytes one pass holds there (the history and the carry, ``_scan_inline``), so it reads
+the same blocks. One pass's state there is a fresh scan's only while nothing has matched: when
+the ranges before one did match, the log is scanned again in one pass (that pass skips the rest
+of a matched line quickly).
 """
 
 from __future__ import annotations
@@ -120,12 +128,101 @@ def split_grep(path: str, size: int, n: int | None = None) -> bool:
     return n > 1 and size >= max(PARALLEL_MIN, prefilter.PREFILTER_MIN) and prefilter.gnu_grep() is not None
 
 
-def grepper(path: str) -> prefilter.Grepped | GreppedRanges:
-    """GNU grep started on the big plain log at ``path``: in ranges (``split_grep``) or whole."""
-    if split_grep(path, os.path.getsize(path)):
+class NotGrepped:
+    """In place of grep for a log of one long line (grep would keep it whole in memory): its
+    ``result()`` is None, so the caller scans it (``scan_file``)."""
+
+    def result(self) -> None:
+        return None
+
+    def __enter__(self) -> NotGrepped:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def grepper(path: str) -> prefilter.Grepped | GreppedRanges | NotGrepped:
+    """GNU grep started on the big plain log at ``path``: in ranges (``split_grep``) or whole;
+    not for a log of one long line (``long_first_line``)."""
+    size = os.path.getsize(path)
+    if long_first_line(path, size, workers()):
+        return NotGrepped()
+    if split_grep(path, size):
         signatures(), anchors()  # loaded once, before the processes are forked
         return GreppedRanges(path)
     return prefilter.Grepped(path)
+
+
+def first_end(path: str) -> int:
+    """Where the log's first line (or the first segment of it, before a carriage return) ends;
+    its size when it holds neither."""
+    with open(path, "rb") as fh:
+        pos = 0
+        for block in iter(lambda: fh.read(scanner.CHUNK), b""):
+            ends = [i for i in (block.find(b"\n"), block.find(b"\r")) if i >= 0]
+            if ends:
+                return pos + min(ends)
+            pos += len(block)
+    return pos
+
+
+def long_first_line(path: str, size: int, n: int) -> int:
+    """Where the long first line that the log is cut within ends (``first_end``); 0 when it is not
+    cut so: one CPU, a small log, or a first line shorter than half the log (the rest is cut at
+    newlines, and read by grep)."""
+    if n == 1 or size < PARALLEL_MIN:
+        return 0
+    with open(path, "rb") as fh:
+        head = fh.read(PARALLEL_MIN // 2)
+    if b"\n" in head or b"\r" in head:
+        return 0
+    end = first_end(path)
+    return end if 2 * end >= size and end >= 2 * scanner.CHUNK else 0
+
+
+def _inline_ranges(size: int, end: int, n: int) -> list[tuple[int, int]]:
+    """``n`` ranges at most, cut at multiples of ``CHUNK`` before ``end`` (the first line's end)."""
+    cuts = [0]
+    for i in range(1, n):
+        at = min(size * i // n, end) // scanner.CHUNK * scanner.CHUNK
+        if at > cuts[-1]:
+            cuts.append(at)
+    return list(zip(cuts, [*cuts[1:], size], strict=True))
+
+
+def _scan_inline(path: str, start: int, end: int, last: bool) -> ScanResult:
+    """Scan ``[start, end)`` of ``path``, both in the log's first line (``end`` too unless
+    ``last``) and multiples of ``CHUNK``, as one pass reads it there."""
+    with open(path, "rb") as fh:
+        history = carry = b""
+        if start:
+            longest = max(len(a) for a in anchors())
+            cut = start - longest + 1  # where one pass cut the block before (no newline in it)
+            fh.seek(max(0, cut - scanner.HISTORY))
+            history = fh.read(cut - max(0, cut - scanner.HISTORY))
+            carry = fh.read(start - cut)
+        return scanner.scan(
+            _range_chunks(fh, start, end), history=history, offset=start, carry=carry, flush=last
+        )
+
+
+def scan_long_line(path: str, size: int, end: int, n: int) -> ScanResult:
+    """The log whose first line ends at ``end`` scanned in ``n`` ranges cut within it (one pass
+    when something matched before a cut)."""
+    ranges = _inline_ranges(size, end, n)
+    if len(ranges) == 1:
+        with open(path, "rb") as fh:
+            return scanner.scan(fh)
+    with ProcessPoolExecutor(max_workers=len(ranges)) as pool:
+        futures = [
+            pool.submit(_scan_inline, path, a, b, i == len(ranges) - 1) for i, (a, b) in enumerate(ranges)
+        ]
+        parts = [f.result() for f in futures]
+    if any(part.counts for part in parts[:-1]):  # one pass had a state of its own at a cut
+        with open(path, "rb") as fh:
+            return scanner.scan(fh)
+    return merge(parts)
 
 
 def merge(parts: list[ScanResult]) -> ScanResult:
@@ -171,6 +268,9 @@ def scan_file(path: str, n: int | None = None, grep: bool = True) -> ScanResult:
     (and ``grep``), else in ``n`` processes when it is big enough, else in one pass."""
     size = os.path.getsize(path)
     n = workers() if n is None else max(1, n)
+    long_line = long_first_line(path, size, n)
+    if long_line:
+        return scan_long_line(path, size, long_line, n)
     if grep and split_grep(path, size, n):
         with GreppedRanges(path, n) as ranges:
             return ranges.result()
