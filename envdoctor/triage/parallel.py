@@ -272,8 +272,8 @@ def scan_file(path: str, n: int | None = None, grep: bool = True) -> ScanResult:
     if long_line:
         return scan_long_line(path, size, long_line, n)
     if grep and split_grep(path, size, n):
-        with GreppedRanges(path, n) as ranges:
-            return ranges.result()
+        with GreppedRanges(path, n) as grepped:
+            return grepped.result()
     if grep and size >= prefilter.PREFILTER_MIN:
         found = prefilter.scan_grepped(path)
         if found is not None:
