@@ -130,7 +130,7 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose, quiet) -> 
     from envdoctor.report.interface import Area
     from envdoctor.triage.decode import LogUnreadable, chunks
     from envdoctor.triage.diagnose import diagnose_scan, scan_versions
-    from envdoctor.triage.prefilter import Grepped
+    from envdoctor.triage.parallel import grepper
     from envdoctor.triage.scanner import scan
     from envdoctor.triage.signatures import signatures
 
@@ -139,7 +139,7 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose, quiet) -> 
         if stream is not sys.stdin.buffer:
             stack.callback(stream.close)
         # a big plain log: grep reads it while the facts are collected (it ends with this block)
-        grepped = stack.enter_context(Grepped(logfile)) if _big_plain(logfile, stream) else None
+        grepped = stack.enter_context(grepper(logfile)) if _big_plain(logfile, stream) else None
         facts = load(facts_file) if facts_file else collect_facts()
         plan = build_plan(config=config, launch="\n".join(launch) or None, live=facts.live)
         try:

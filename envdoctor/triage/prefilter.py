@@ -121,8 +121,13 @@ class Grepped:
         path: str,
         sigs: tuple[Signature, ...] | None = None,
         anchor_list: tuple[bytes, ...] | None = None,
+        start: int = 0,
+        end: int | None = None,
     ) -> None:
         self.path = path
+        #: the bytes read: the whole file, or ``[start, end)`` (a range cut just after a newline,
+        #: ``split.py``); line numbers then count from ``start``, as the range's Python scan does
+        self.start, self.end = start, end
         self.procs: list[subprocess.Popen] = []
         self.grep: subprocess.Popen | None = None
         self.wc: subprocess.Popen | None = None
@@ -141,6 +146,11 @@ class Grepped:
         for kw in anchor_list:
             argv += ["-e", kw]
         try:
+            if end is not None:  # a range: grep reads it from ``head -c``, its offsets from start
+                self.grep = self._range_proc([*argv, "-"], start, end)
+                self.procs.append(self.grep)
+                threading.Thread(target=self._watch, name="envdoctor-grep-watchdog", daemon=True).start()
+                return
             wc_exe = shutil.which("wc")
             if wc_exe:
                 self.wc = subprocess.Popen(
@@ -160,6 +170,38 @@ class Grepped:
             self.grep = None
             return
         threading.Thread(target=self._watch, name="envdoctor-grep-watchdog", daemon=True).start()
+
+    def _range_proc(self, argv: list[str | bytes], start: int, end: int) -> subprocess.Popen:
+        """``argv`` (a grep) reading the file's bytes ``[start, end)`` from ``head -c``."""
+        head_exe = shutil.which("head")
+        if head_exe is None:
+            raise OSError("no head")
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.lseek(fd, start, os.SEEK_SET)
+            head = subprocess.Popen(
+                [head_exe, "-c", str(end - start)],
+                stdin=fd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=_env(),
+            )
+        finally:
+            os.close(fd)
+        self.procs.append(head)
+        assert head.stdout is not None
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=head.stdout,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=_env(),
+                preexec_fn=_cap_memory,
+            )
+        finally:
+            head.stdout.close()  # grep holds it now: head ends when grep does
+        return proc
 
     def _watch(self) -> None:
         """End grep and ``wc`` (their output then not used) when grep gave nothing new for
@@ -183,26 +225,32 @@ class Grepped:
             return None
         sc, path = self.scanner, self.path
         try:
-            size = os.path.getsize(path)
+            size = os.path.getsize(path) if self.end is None else self.end
             fd = os.open(path, os.O_RDONLY)
             self.size = size
             try:
-                self.tail_start = _tail_start(fd, size)
+                self.tail_start = _tail_start(fd, size, self.start)
                 done = self._match(sc, fd)
                 if done and not self.timed_out:
                     done = self._tail_agrees(fd, size)
+                if done and self.end is not None:
+                    done = _range_ended_well(self.procs[0])
             finally:
                 os.close(fd)
             if not done or self.timed_out:  # grep's status 2: an error (the memory cap, an
                 return None  # unreadable file), or killed at the deadline
-            sc.result.newlines, sc.result.lines = _line_count(path, size, self.wc)
+            if self.end is None:
+                sc.result.newlines, sc.result.lines = _line_count(path, size, self.wc)
+            else:
+                sc.result.newlines, sc.result.lines = _range_line_count(path, self.start, size)
             if self.timed_out:
                 return None
         except (OSError, ValueError, subprocess.SubprocessError):
             return None
-        sc.result.bytes_read = size
+        sc.result.bytes_read = size - self.start
         with open(path, "rb") as fh:
-            sc.result.head = fh.read(HEAD)
+            fh.seek(self.start)
+            sc.result.head = fh.read(min(HEAD, size - self.start))
         return sc.result
 
     def _match(self, sc: scanner.Matcher, fd: int) -> bool:
@@ -218,13 +266,13 @@ class Grepped:
         last_off, size = -1, self.size
         for rec in self.grep.stdout:
             self.seen += 1
-            if self.seen > size:
+            if self.seen > size - self.start:
                 raise ValueError("more records than the file has bytes")
             if retired and rec.endswith(retired):
                 continue  # only hints of that anchor, and they have matched
             line_b, _, rest = rec.partition(b":")
             off_b, _, found = rest.partition(b":")
-            line, off = int(line_b), int(off_b)
+            line, off = int(line_b), int(off_b) + self.start
             if off <= last_off:
                 raise ValueError("grep's records are not in file order")
             last_off = off
@@ -254,19 +302,30 @@ class Grepped:
         assert exe is not None and self.grep is not None
         self.grep.kill()
         self.grep.wait()
-        rest = os.open(self.path, os.O_RDONLY)
-        try:
-            os.lseek(rest, at, os.SEEK_SET)
-            proc = subprocess.Popen(
-                literal_argv(exe, lits.all),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                stdin=rest,
-                env=_env(),
-                preexec_fn=_cap_memory,
-            )
-        finally:
-            os.close(rest)
+        if self.end is not None:  # a range: up to its end, from ``head -c``
+            head = self.procs[0]
+            if head.poll() is None:
+                head.kill()
+            head.wait()
+            if head.stdout is not None:
+                head.stdout.close()
+            self.procs.remove(head)
+            proc = self._range_proc([*literal_argv(exe, lits.all), "-"], at, self.end)
+            self.procs.insert(0, self.procs.pop())  # head first, as for the anchor grep
+        else:
+            rest = os.open(self.path, os.O_RDONLY)
+            try:
+                os.lseek(rest, at, os.SEEK_SET)
+                proc = subprocess.Popen(
+                    literal_argv(exe, lits.all),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    stdin=rest,
+                    env=_env(),
+                    preexec_fn=_cap_memory,
+                )
+            finally:
+                os.close(rest)
         self.procs.append(proc)
         assert proc.stdout is not None
         hits.base, hits.checked = at, False
@@ -281,7 +340,7 @@ class Grepped:
                 continue
             recs, pending = pending[:cut].split(b"\n"), pending[cut + 1 :]
             self.seen += len(recs)
-            if self.seen > self.size:
+            if self.seen > self.size - self.start:
                 raise ValueError("more records than the file has bytes")
             if recs and at + int(recs[-1].split(b":", 2)[1]) >= self.tail_start:
                 self.tail_offsets += [at + int(r.split(b":", 2)[1]) for r in recs]
@@ -500,15 +559,41 @@ class _Hits:
 _WINDOW, _HISTORY = scanner.WINDOW, scanner.HISTORY
 
 
-def _tail_start(fd: int, size: int) -> int:
+def _tail_start(fd: int, size: int, start: int = 0) -> int:
     """Where the tail check's lines start: the first line start in the last ``TAIL_CHECK``
-    bytes (the file's start for a smaller file; the file's end when no line starts there)."""
-    if size <= TAIL_CHECK:
-        return 0
+    bytes before ``size`` (``start`` for a smaller range; ``size`` when no line starts there)."""
+    if size - start <= TAIL_CHECK:
+        return start
     pos = size - TAIL_CHECK
     head = os.pread(fd, TAIL_CHECK, pos - 1)
     i = max(head.find(b"\n"), -1)
     return size if i < 0 else pos - 1 + i + 1
+
+
+def _range_ended_well(head: subprocess.Popen) -> bool:
+    """Whether ``head``, feeding a range's grep, gave all of it (status 0)."""
+    try:
+        return head.wait(timeout=IDLE_S) == 0
+    except subprocess.TimeoutExpired:
+        head.kill()
+        return False
+
+
+def _range_line_count(path: str, start: int, end: int) -> tuple[int, int]:
+    """(newlines, lines) of the file's bytes ``[start, end)``, as its Python scan counts them."""
+    newlines, tail = 0, b""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        left = end - start
+        while left > 0:
+            block = fh.read(min(scanner.CHUNK, left))
+            if not block:
+                break
+            left -= len(block)
+            newlines += block.count(b"\n")
+            tail = (tail + block)[-scanner.HISTORY :]
+    last = tail[tail.rfind(b"\n") + 1 :]
+    return newlines, newlines + (1 if last.strip() else 0)
 
 
 def _before(fd: int, seg: int) -> bytes:

@@ -567,12 +567,16 @@ def scan(
     anchor_list: tuple[bytes, ...] | None = None,
     history: bytes = b"",
     offset: int = 0,
+    carry: bytes = b"",
+    flush: bool = True,
 ) -> ScanResult:
     """Scan ``stream`` (a binary file or an iterable of byte chunks) in one pass; ``history``:
     the bytes before it (context only: not scanned, not counted), ``offset``: where the stream
-    starts in its file."""
+    starts in its file. A scan that goes on where another stopped within a long line
+    (``parallel``) is given the bytes that one pass would carry there (``carry``: scanned with
+    the stream); one that stops within it (``flush`` False) leaves its carry unscanned."""
     sc = Matcher(sigs or signatures(), anchor_list or anchors())
-    history, carry, head = history[-HISTORY:], b"", []
+    history, head = history[-HISTORY:], []
     for chunk in _chunks(stream):
         if not chunk:
             continue
@@ -594,7 +598,7 @@ def scan(
         history, carry = buf[max(0, cut - HISTORY) : cut], buf[cut:]
     buf = history + carry
     sc.buf_offset = offset + sc.result.bytes_read - len(buf)
-    if carry:
+    if carry and flush:
         sc.block(buf, len(history), len(buf))
     last_line = buf[buf.rfind(b"\n") + 1 :]
     sc.result.lines = sc.line_base + (1 if last_line.strip() else 0)
