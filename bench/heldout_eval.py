@@ -112,6 +112,16 @@ def _commands(setup: Path) -> list[str]:
 def _stack(stack: dict) -> dict[str, str]:
     exact = {}
     for name, v in stack.items():
+        # a git commit pin, as a thread or setup.py names it: the dev release it installs as
+        # ("git <sha> (between 0.16.1 and 0.17.0)" -> 0.17.0.dev0, "(0.18.0.dev, ...)" -> 0.18.0.dev0)
+        git = (
+            re.match(r"git [0-9a-f]{7,40} \((?:between \S+ and )?(\d+\.\d+\.\d+)", v)
+            if isinstance(v, str)
+            else None
+        )
+        if git:
+            exact[name] = f"{git.group(1)}.dev0"
+            continue
         m = LEAD.match(v.strip()) if isinstance(v, str) else None
         if m and not v.strip().startswith(("<", ">", "=", "~", "!")):
             # "0.16.x" (a thread names the line only): the line's first release
@@ -145,11 +155,22 @@ def setups(out: Path) -> None:
         trainer = launch[-1] if launch else ""
         servers = [x for x in launch[:-1] if "vllm-serve" in x or "vllm serve" in x]
         toks = shlex.split(trainer) if trainer else []
-        for flag, src in (("--config_file", "accelerate_config.yaml"), ("--config", "config.yaml")):
-            for i, t in enumerate(toks[:-1]):
-                if t == flag and (d / src).exists() and "/" in toks[i + 1]:
-                    (tmp / toks[i + 1]).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(d / src, tmp / toks[i + 1])
+        # the setup's files where its trainer line names them: "--flag path" and "--flag=path",
+        # and its training script (train.py) at the script path of the line
+        pairs = [(t, toks[i + 1]) for i, t in enumerate(toks[:-1])]
+        pairs += [tuple(t.split("=", 1)) for t in toks if t.startswith("--") and "=" in t]
+        script = next((t for t in toks if t.endswith(".py")), None)
+        if script and "/" in script and (d / "train.py").exists():
+            pairs.append(("script", script))
+        for flag, src in (
+            ("--config_file", "accelerate_config.yaml"),
+            ("--config", "config.yaml"),
+            ("script", "train.py"),
+        ):
+            for t, path in pairs:
+                if t == flag and (d / src).exists() and "/" in path:
+                    (tmp / path).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(d / src, tmp / path)
         count = min(int(gpus.get("count") or 2), 8)
         (tmp / "facts.json").write_text(json.dumps(snapshot(count, H100, packages=_stack(stack))))
         files = ["config.yaml"] + [f.name for f in tmp.iterdir() if "accelerate" in f.name]
