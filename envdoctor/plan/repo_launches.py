@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envdoctor.plan.repo_walk import walk
+
 #: files read: their names, and how many / how big at most
 PATTERNS = ("README*.md", "*.sh", "*.bash", "*.slurm", "*.sbatch", "Makefile", "*.mk", "*.md", "*.ipynb")
 MAX_FILES = 200
@@ -62,22 +64,9 @@ def _matches(written: str, path: str) -> bool:
 
 
 def _files(root: Path) -> list[Path]:
-    out: list[Path] = []
-    queue = [(root, 0)]
-    while queue and len(out) < MAX_FILES:
-        folder, depth = queue.pop(0)
-        try:
-            entries = sorted(folder.iterdir())
-        except OSError:
-            continue
-        for e in entries:
-            if e.is_symlink():
-                continue
-            if e.is_file() and any(fnmatch.fnmatch(e.name, p) for p in PATTERNS):
-                out.append(e)
-            elif e.is_dir() and depth < MAX_DEPTH and not e.name.startswith(".") and e.name not in _SKIP_DIRS:
-                queue.append((e, depth + 1))
-    return out[:MAX_FILES]
+    return walk(
+        root, PATTERNS, max_files=MAX_FILES, max_depth=MAX_DEPTH, skip_dirs=_SKIP_DIRS, skip_hidden_dirs=True
+    )
 
 
 def _commands(text: str) -> list[tuple[int, str]]:

@@ -12,11 +12,12 @@ stands and its kind, never the value.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from envdoctor.plan.repo_walk import walk
 
 #: the files read: their names; how many, how big, how deep at most
 PATTERNS = (
@@ -151,22 +152,9 @@ def scan_text(text: str, shown: str) -> list[SecretSeen]:
 
 
 def _files(root: Path) -> list[Path]:
-    out: list[Path] = []
-    queue = [(root, 0)]
-    while queue and len(out) < MAX_FILES:
-        folder, depth = queue.pop(0)
-        try:
-            entries = sorted(folder.iterdir())
-        except OSError:
-            continue
-        for e in entries:
-            if e.is_symlink():
-                continue
-            if e.is_file() and any(fnmatch.fnmatch(e.name, p) for p in PATTERNS):
-                out.append(e)
-            elif e.is_dir() and depth < MAX_DEPTH and e.name not in _SKIP_DIRS:
-                queue.append((e, depth + 1))
-    return out[:MAX_FILES]
+    return walk(
+        root, PATTERNS, max_files=MAX_FILES, max_depth=MAX_DEPTH, skip_dirs=_SKIP_DIRS, skip_hidden_dirs=False
+    )
 
 
 def repo_secrets(root: Path, passed: list[str] | tuple[str, ...] = ()) -> list[SecretSeen]:
