@@ -22,9 +22,7 @@ of a matched line quickly).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import BinaryIO
 
 from envdoctor.triage import prefilter, scanner
 from envdoctor.triage.interface import ScanResult
@@ -60,24 +58,13 @@ def _cuts(path: str, size: int, n: int) -> list[int]:
     return [*cuts, size]
 
 
-def _range_chunks(fh: BinaryIO, start: int, end: int) -> Iterator[bytes]:
-    fh.seek(start)
-    left = end - start
-    while left > 0:
-        block = fh.read(min(scanner.CHUNK, left))
-        if not block:
-            return
-        left -= len(block)
-        yield block
-
-
 def _scan_range(path: str, start: int, end: int) -> ScanResult:
     """Scan ``[start, end)`` of ``path`` (its ``newlines`` say how many lines it covers)."""
     with open(path, "rb") as fh:
         history_start = max(0, start - scanner.HISTORY)
         fh.seek(history_start)
         history = fh.read(start - history_start)  # the bytes a whole-file scan has before it
-        return scanner.scan(_range_chunks(fh, start, end), history=history, offset=start)
+        return scanner.scan(scanner.range_chunks(fh, start, end), history=history, offset=start)
 
 
 def _grep_range(path: str, start: int, end: int) -> ScanResult:
@@ -203,7 +190,7 @@ def _scan_inline(path: str, start: int, end: int, last: bool) -> ScanResult:
             history = fh.read(cut - max(0, cut - scanner.HISTORY))
             carry = fh.read(start - cut)
         return scanner.scan(
-            _range_chunks(fh, start, end), history=history, offset=start, carry=carry, flush=last
+            scanner.range_chunks(fh, start, end), history=history, offset=start, carry=carry, flush=last
         )
 
 

@@ -583,13 +583,7 @@ def _range_line_count(path: str, start: int, end: int) -> tuple[int, int]:
     """(newlines, lines) of the file's bytes ``[start, end)``, as its Python scan counts them."""
     newlines, tail = 0, b""
     with open(path, "rb") as fh:
-        fh.seek(start)
-        left = end - start
-        while left > 0:
-            block = fh.read(min(scanner.CHUNK, left))
-            if not block:
-                break
-            left -= len(block)
+        for block in scanner.range_chunks(fh, start, end):
             newlines += block.count(b"\n")
             tail = (tail + block)[-scanner.HISTORY :]
     last = tail[tail.rfind(b"\n") + 1 :]

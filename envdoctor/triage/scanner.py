@@ -555,6 +555,18 @@ def _context(before: bytes, cut: bool, rank: int | None) -> tuple[str, ...]:
     return tuple(lines[-CONTEXT_LINES:])
 
 
+def range_chunks(fh: BinaryIO, start: int, end: int) -> Iterator[bytes]:
+    """The bytes ``[start, end)`` of an open file, in blocks of ``CHUNK``."""
+    fh.seek(start)
+    left = end - start
+    while left > 0:
+        block = fh.read(min(CHUNK, left))
+        if not block:
+            return
+        left -= len(block)
+        yield block
+
+
 def _chunks(stream: BinaryIO | Iterable[bytes]) -> Iterable[bytes]:
     if hasattr(stream, "read"):
         return iter(partial(stream.read, CHUNK), b"")
