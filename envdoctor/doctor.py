@@ -110,7 +110,11 @@ def build_report(
     for rule_id, why in outcome.skipped.items():
         areas[docs[rule_id].area].skipped[rule_id] = why
     if not ctx.plan.config_origin:
-        areas["config"].note = "no GRPO config given (--config FILE)"
+        areas["config"].note = (
+            f"{ctx.plan.config_path} sets no key: TRL's defaults apply"
+            if ctx.plan.config_path
+            else "no GRPO config given (--config FILE)"
+        )
     if not ctx.plan.trainer and not ctx.plan.config:
         areas["layout"].note = "no launch command given (envdoctor check -- <launch line>)"
     elif ctx.plan.trainer and ctx.resolved.unresolved:

@@ -101,3 +101,12 @@ def test_shell_completion_is_click_s():
         timeout=60,
     )
     assert "check" in done.stdout
+
+
+def test_a_config_file_without_keys_is_said_as_given_not_as_missing(tmp_path):
+    (tmp_path / "grpo.yaml").write_text("# all of TRL's defaults\n")
+    given = run_cli("check", "--no-color", "--config", "grpo.yaml", cwd=tmp_path).stdout
+    assert "GRPO config — grpo.yaml sets no key: TRL's defaults apply" in given
+    assert "no GRPO config given" not in given
+    missing = run_cli("check", "--no-color", cwd=tmp_path).stdout
+    assert "GRPO config — no GRPO config given (--config FILE)" in missing
