@@ -33,7 +33,10 @@ _CALL = re.compile(
 _IMPORT = re.compile(r"cannot import name '(?P<name>[\w.]{1,200})' from '(?P<module>[\w.]{1,300})'")
 _NO_MODULE = re.compile(r"No module named '(?P<module>[\w.]{1,300})'")
 _MODULE_ATTR = re.compile(r"module '(?P<module>[\w.]{1,300})' has no attribute '(?P<attr>\w{1,200})'")
-_OBJECT_ATTR = re.compile(r"'(?P<obj>[\w.]{1,200})' object has no attribute '(?P<attr>\w{1,200})'")
+#: an instance's missing attribute, or a class's ("type object 'X' has no attribute 'y'")
+_OBJECT_ATTR = re.compile(
+    r"(?:type object )?'(?P<obj>[\w.]{1,200})' (?:object )?has no attribute '(?P<attr>\w{1,200})'"
+)
 
 #: classes and functions whose package a message names by name only
 OBJECTS = {

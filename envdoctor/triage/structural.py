@@ -136,7 +136,11 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
                 have[str(dist)] = v
     kb = log.ctx.kb if log.ctx is not None else knowledge()
     fix, source = boundary.pair_fix(b, have, kb, _entries(), ms[0].context, matched)
-    module_attr = tb.name == "AttributeError" and boundary._MODULE_ATTR.search(tb.message) is not None
+    # a module's or a class's attribute ("type object 'X' has no attribute"): the message names
+    # the very object, not an instance that another kind of object could have been
+    module_attr = tb.name == "AttributeError" and (
+        boundary._MODULE_ATTR.search(tb.message) is not None or tb.message.startswith("type object '")
+    )
     certain = bool(source) or (
         not b.ambiguous
         and (tb.name in _CERTAIN or module_attr)

@@ -314,3 +314,25 @@ def test_a_log_cut_inside_a_traceback_says_so_and_what_to_paste():
     assert "paste the traceback to its end" in f.fix
     whole = cut + "RuntimeError: shape mismatch\n"
     assert all("ends inside" not in x.message for x in findings(scan_bytes(whole)))
+
+
+CLASS_ATTR_LOG = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/job/train.py", line 4, in <module>\n'
+    "    from trl import GRPOConfig\n"
+    '  File "/opt/env/lib/python3.11/site-packages/trl/trainer/grpo_config.py", line 225, in GRPOConfig\n'
+    '    _VALID_DICT_FIELDS = TrainingArguments._VALID_DICT_FIELDS + ["model_init_kwargs"]\n'
+    "AttributeError: type object 'TrainingArguments' has no attribute '_VALID_DICT_FIELDS'\n"
+)
+
+
+def test_a_class_attribute_one_package_reads_from_anothers_class_is_drift():
+    # "type object 'X' has no attribute" names the class itself, not an instance that another
+    # kind of object could have been: trl reading transformers' TrainingArguments is the pair
+    found = findings(scan_bytes(CLASS_ATTR_LOG))
+    assert [f.rule for f in found] == ["TRI009"]
+    assert found[0].severity == Severity.ERROR
+    assert "trl and transformers" in found[0].message
+    assert "TrainingArguments._VALID_DICT_FIELDS" in found[0].message
+    instance = CLASS_ATTR_LOG.replace("type object 'TrainingArguments'", "'TrainingArguments' object")
+    assert [f.severity for f in findings(scan_bytes(instance)) if f.rule == "TRI009"] != [Severity.ERROR]
