@@ -190,3 +190,60 @@ def test_a_writer_that_never_ends_leaves_nothing_behind_the_waiting_server(probe
     assert r.status == "timeout" and r.server["started_before_weights"] is True
     assert _servers(record) == []  # the line never ran: its model never came
     assert left == [] and r.temp_dir_removed
+
+
+def _after(tmp_path: Path, deadline: float, done_after_s: float | None) -> tuple[float, float | None]:
+    """The shim with ``--after DONE DEADLINE``, its word already there: (seconds until the
+    line ran, seconds until DONE was written)."""
+    ready, done, record = tmp_path / "ready.json", tmp_path / "warm.json", tmp_path / "record.jsonl"
+    ready.write_text(json.dumps({"faithful": True}))
+    script = _script(tmp_path, "vllm", RECORDER % "script")
+    env = {**os.environ, "SHIM_RECORD": str(record)}
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, str(SHIM), str(ready), str(ready), "--after", str(done), f"{deadline:.3f}", "--", str(script)],
+        env=env,
+    )
+    written = None
+    while proc.poll() is None and time.monotonic() - start < 60:
+        if done_after_s is not None and written is None and time.monotonic() - start >= done_after_s:
+            done.write_text("{}")
+            written = time.monotonic() - start
+        if record.exists() and written is None and done_after_s is not None:
+            break  # it ran before DONE: the assertion below says so
+        time.sleep(0.02)
+    assert proc.wait(timeout=60) == 0
+    ran = record.stat().st_mtime - (time.time() - (time.monotonic() - start))
+    return ran, written
+
+
+def test_the_line_waits_for_the_model_class_inspection_before_it_starts(tmp_path):
+    """vLLM reads its model-info cache once, early: the line starts only once the probe's
+    inspection has written it (``--after``), not before."""
+    ran, written = _after(tmp_path, time.time() + 30, done_after_s=1.5)
+    assert written is not None and ran >= written - 0.05
+
+
+def test_an_inspection_that_never_ends_holds_the_line_only_until_its_deadline(tmp_path):
+    ran, _ = _after(tmp_path, time.time() + 1.0, done_after_s=None)
+    assert 0.9 <= ran < 20  # it ran at the deadline, without the file
+
+
+def test_the_probe_server_starts_after_the_model_class_inspection_it_would_repeat(tmp_path, monkeypatch):
+    """With the generic model already written, the server line still waits for the probe's
+    inspection of the model class (run beside it), so that vLLM finds it in its cache."""
+    ended = tmp_path / "warm-ended"
+    slow = tmp_path / "slow_warm.py"
+    slow.write_text(
+        "import json, sys, time\ntime.sleep(2.0)\n"
+        f"open({str(ended)!r}, 'w').write(repr(time.time()))\n"
+        "open(sys.argv[1], 'w').write(json.dumps({'architectures': {}}))\n"
+    )
+    monkeypatch.setattr("envdoctor.probe.stage.warm.WARM_SCRIPT", slow)
+    record = tmp_path / "record"
+    record.mkdir()
+    r = run_probe(_spec(record, "healthy", monkeypatch, timeout_s=60))
+    assert r.status == "pass", r.log_tail
+    (server,) = record.glob("server-*.json")
+    assert server.stat().st_mtime >= float(ended.read_text())  # it started after the inspection
+    assert r.server["waited_for_inspection"] is True

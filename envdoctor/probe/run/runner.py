@@ -50,12 +50,13 @@ from envdoctor.probe.stage.staging import (
     ProbeModelFiles,
     after_user_server,
     free_port,
+    kernel_cache_reads,
     loopback_env,
     prepare_vllm,
     private_dirs,
     python_of,
 )
-from envdoctor.probe.stage.warm import VllmWarmer
+from envdoctor.probe.stage.warm import WARM_WAIT_S, VllmWarmer
 
 __all__ = [
     "GRACE_S",
@@ -158,7 +159,8 @@ class _Run:
             "fault_at": spec.fault_at,
         }
         (tmp / "spec.json").write_text(json.dumps(worker_spec))
-        env = {**os.environ, **spec.env, **OFFLINE, **private_dirs(tmp)}
+        user_env = {**os.environ, **spec.env}
+        env = {**user_env, **OFFLINE, **private_dirs(tmp), **kernel_cache_reads(tmp, user_env)}
         if spec.job_rendezvous:  # one node of a job: its ranks meet the other nodes' there
             launcher, rdzv_env, moved = job_node(spec.launcher, env)
         else:
@@ -169,7 +171,7 @@ class _Run:
             result.findings.append(rendezvous_moved(moved))
         server = None
         if server_line is not None:  # first: its start overlaps the trainer's imports
-            server = self._start_server(server_line, env, files)
+            server = self._start_server(server_line, env, files, warmer)
             if server is None:
                 return
         argv = launcher + [str(WORKER), str(tmp / "spec.json")]
@@ -245,21 +247,36 @@ class _Run:
                 "seconds": report.get("seconds"),
             }
 
+    @staticmethod
+    def _after_warmer(warmer: VllmWarmer | None) -> list[str]:
+        """The shim's ``--after`` for a model-class inspection still running: the server line
+        starts once it is done, or at the latest ``WARM_WAIT_S`` after it began."""
+        if warmer is None or warmer.poll():
+            return []
+        deadline = time.time() + max(WARM_WAIT_S - (time.monotonic() - warmer.start), 0.0)
+        return ["--after", str(warmer.out), f"{deadline:.3f}"]
+
     def _start_server(
-        self, line: ServerLine, env: dict[str, str], files: ProbeModelFiles
+        self, line: ServerLine, env: dict[str, str], files: ProbeModelFiles, warmer: VllmWarmer | None = None
     ) -> ServerProcess | None:
         """The probe's vLLM server, started and held by the stack (None: it could not start).
         While the user's shape is still being written, the line starts through the shim, which
         does its imports meanwhile and runs it once the model is there (the generic model's
         line if the writer failed)."""
-        line.env.update({**OFFLINE, **private_dirs(self.tmp)})
+        line.env.update({**OFFLINE, **private_dirs(self.tmp), **kernel_cache_reads(self.tmp, line.env)})
         argv = None
         python = shim_python(self.spec.server_launch) if self.spec.server_launch else None
-        if files.pending and line.fallback is not None and python is not None:
+        after = self._after_warmer(warmer)
+        early = files.pending and line.fallback is not None and python is not None
+        if early and line.fallback is not None and python is not None:
             fallback = self.tmp / "server-fallback.json"
             fallback.write_text(json.dumps(line.fallback.argv))
-            argv = [python, str(SHIM), str(files.ready), str(fallback), "--", *line.argv]
+            argv = [python, str(SHIM), str(files.ready), str(fallback), *after, "--", *line.argv]
             self.stack.callback(self._server_line_ran, line, files)
+        elif after and python is not None:  # the model is there: the line waits only for the cache
+            ready = self.tmp / "server.ready.json"
+            ready.write_text(json.dumps({"faithful": True}))
+            argv = [python, str(SHIM), str(ready), str(ready), *after, "--", *line.argv]
         loopback_env(line.env, {"MASTER_ADDR": LOOPBACK}, self.spec)
         for e in (env, line.env):  # NCCL names a refused group only so
             e.setdefault("NCCL_DEBUG", "WARN")
@@ -280,7 +297,8 @@ class _Run:
         self.stack.callback(self._end_server, server)
         self.stack.callback(self._announce_teardown)
         self.result.server.update(pid=server.pid, argv=line.argv, url=line.url)
-        self.result.server["started_before_weights"] = argv is not None
+        self.result.server["started_before_weights"] = early
+        self.result.server["waited_for_inspection"] = bool(after) and argv is not None
         self.server_watch = GpuWatch(pgid=server.pid).start()
         return server
 

@@ -23,7 +23,13 @@ from envdoctor.probe.observe.watcher import GpuWatch
 from envdoctor.probe.plan.rendezvous import job_node
 from envdoctor.probe.run.runner import GRACE_S, _end_gpu_holders, _marker, _tail, _temp_dir
 from envdoctor.probe.stage.server import ServerLine, ServerProcess
-from envdoctor.probe.stage.staging import OFFLINE, ProbeModelFiles, prepare_vllm, private_dirs
+from envdoctor.probe.stage.staging import (
+    OFFLINE,
+    ProbeModelFiles,
+    kernel_cache_reads,
+    prepare_vllm,
+    private_dirs,
+)
 
 
 def _bind(line: ServerLine, host: str) -> None:
@@ -82,7 +88,7 @@ def serve_probe(
             _argv, outer, _moved = job_node(line.argv, line.env)
             for name in outer:  # the outer job's ranks are not the server's (vLLM reads some)
                 line.env.pop(name, None)
-            line.env.update({**OFFLINE, **private_dirs(tmp)})
+            line.env.update({**OFFLINE, **private_dirs(tmp), **kernel_cache_reads(tmp, line.env)})
             line.env.setdefault("NCCL_DEBUG", "WARN")
             if node_addr:
                 line.env.setdefault("VLLM_HOST_IP", node_addr)

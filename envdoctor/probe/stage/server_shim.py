@@ -1,6 +1,6 @@
 """Start the probe's vLLM server before its model is written: import first, then run the line.
 
-    python server_shim.py READY FALLBACK.json -- PROGRAM ARG ...
+    python server_shim.py READY FALLBACK.json [--after DONE DEADLINE] -- PROGRAM ARG ...
 
 Run by the runner under the interpreter of the server's own line (``trl vllm-serve …``,
 ``vllm serve …``, ``python -m …``). It imports what that line will import (vLLM's API server,
@@ -8,10 +8,14 @@ TRL's CLI) while the weights of the user's shape are still being written, waits 
 runner's word (``READY``, ``model.ready.json``), then runs the line in this process exactly as
 Python would run it: a console script as ``__main__`` with its ``sys.argv``, ``-m MODULE`` as
 ``runpy`` does. When the writer failed (the word says ``faithful: false``), the generic model's
-line from ``FALLBACK.json`` runs instead. A launcher that replaces itself with ``python -m
-MODULE`` (``os.execve``, as ``trl vllm-serve`` does since it runs vLLM's own server) runs that
-module here instead, with the environment it passed, so the imports are not lost. Anything the
-shim cannot do this way is ``exec``'d as it is: the same server, only later.
+line from ``FALLBACK.json`` runs instead. With ``--after``, the line also waits for the file
+``DONE`` (the probe's inspection of the model class for vLLM's cache, ``vllm_warm.py``) until
+the wall-clock time ``DEADLINE``: vLLM looks in that cache once, early in its start, and does
+the inspection again (about 20 s) when the answer is not there yet. A launcher that replaces
+itself with ``python -m MODULE`` (``os.execve``, as ``trl vllm-serve`` does since it runs vLLM's
+own server) runs that module here instead, with the environment it passed, so the imports are
+not lost. Anything the shim cannot do this way is ``exec``'d as it is: the same server, only
+later.
 """
 
 from __future__ import annotations
@@ -91,9 +95,16 @@ def _first_path(argv: list[str]) -> str:
     return os.getcwd()
 
 
+def _wait_for(path: str, deadline: float) -> None:
+    while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.05)
+
+
 def main() -> None:
     ready, fallback = sys.argv[1], sys.argv[2]
-    argv = _found(sys.argv[sys.argv.index("--") + 1 :])
+    cut = sys.argv.index("--")
+    after = sys.argv[3:cut]
+    argv = _found(sys.argv[cut + 1 :])
     sys.path[0] = _first_path(argv)
     sys.argv = list(argv)  # what the line's modules see, should one read it while imported
     trl = os.path.basename(argv[0]) == "trl"
@@ -106,6 +117,11 @@ def main() -> None:
             continue
     while not os.path.exists(ready):  # the runner's limit ends this process if it never comes
         time.sleep(0.05)
+    if len(after) == 3 and after[0] == "--after":
+        try:
+            _wait_for(after[1], float(after[2]))
+        except ValueError:
+            pass
     with open(ready) as fh:
         word = json.load(fh)
     if not word.get("faithful"):

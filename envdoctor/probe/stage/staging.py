@@ -73,6 +73,41 @@ def private_dirs(tmp: Path) -> dict[str, str]:
     }
 
 
+#: the module ``triton_read.py`` is copied as, alone in a folder of the probe's (a name no
+#: package of the user's has)
+TRITON_READ_MODULE = "envdoctor_triton_read"
+
+
+def user_triton_cache(user_env: dict[str, str]) -> Path | None:
+    """The user's own Triton kernel cache, where Triton keeps it by default for ``user_env``
+    (``TRITON_CACHE_DIR``, else ``$TRITON_HOME`` or the home folder, ``.triton/cache``); None
+    when there is none."""
+    named = user_env.get("TRITON_CACHE_DIR", "").strip()
+    home = user_env.get("TRITON_HOME", "").strip() or user_env.get("HOME") or str(Path.home())
+    folder = Path(named) if named else Path(home) / ".triton" / "cache"
+    return folder if folder.is_dir() else None
+
+
+def kernel_cache_reads(tmp: Path, user_env: dict[str, str]) -> dict[str, str]:
+    """Variables that let the probe's processes read the Triton kernels the user's runs
+    compiled, while whatever they compile goes to the probe's own cache (``triton_read.py``):
+    {} where the user has no Triton cache or chose a cache manager of their own."""
+    found = user_triton_cache(user_env)
+    if found is None or user_env.get("TRITON_CACHE_MANAGER"):
+        return {}
+    lib = tmp / "pylib"
+    target = lib / f"{TRITON_READ_MODULE}.py"
+    if not target.exists():
+        lib.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(Path(__file__).with_name("triton_read.py").read_bytes())
+    path = user_env.get("PYTHONPATH", "")
+    return {
+        "TRITON_CACHE_MANAGER": f"{TRITON_READ_MODULE}:ReadThroughCacheManager",
+        "ENVDOCTOR_TRITON_READ_FROM": str(found),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(lib), path) if p),
+    }
+
+
 free_port = free_loopback_port  # the probe's ports: free on loopback (envdoctor.net_policy)
 
 #: glibc's resolver option that makes it send no DNS query at all (zero attempts per server);

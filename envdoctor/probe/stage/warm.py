@@ -19,6 +19,9 @@ from typing import Any
 from envdoctor.probe.stage.groups import end_group
 
 WARM_SCRIPT = Path(__file__).with_name("vllm_warm.py")
+#: the longest a probe server's start waits for it, from its start (it took 20-24 s on H200
+#: machines beside a starting server and trainer; vLLM's own inspection takes as long again)
+WARM_WAIT_S = 45.0
 #: pip's launcher for a long interpreter path: a shell line that execs the real Python
 _SH_EXEC = re.compile(rb"""^'''exec' '?"?([^"'\s]+)"?'? "\$0" "\$@"$""", re.MULTILINE)
 
