@@ -15,10 +15,11 @@ if [ "${1:-}" = cold ]; then
   echo "=== the user's own vLLM start, with vLLM's default caches"
   python3 docs/validation/server_start_gpu.py "$OUT" 1 users-own-start
   du -sh ~/.triton/cache ~/.cache/vllm 2>/dev/null
+  sleep 1; touch /tmp/users-start-done
 else
   for i in 1 2; do
     echo "=== $((i + 1)). the probe after the user's own start"
     SERVER_GPU=1 bash docs/validation/probe_vllm_gpu.sh server server
-    find ~/.triton/cache -newer /tmp/vsite/.done -type f | wc -l | sed 's/^/files written to the user'"'"'s Triton cache since the user'"'"'s start: /'
+    find ~/.triton/cache -newer /tmp/users-start-done | wc -l | sed 's/^/files written to the user'"'"'s Triton cache since the user'"'"'s start: /'
   done
 fi
