@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from server_start_gpu import MODEL, free_port, make_model  # noqa: E402
 
-from envdoctor.probe.stage.staging import private_dirs  # noqa: E402
+from envdoctor.probe.stage.staging import kernel_cache_reads, private_dirs  # noqa: E402
 
 MARKS = re.compile(
     r"Started engine process|Initializing a V1 LLM engine|world_size|Loading model|Model loading took|"
@@ -43,7 +43,10 @@ def main() -> None:
     tmp.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = {**os.environ, **private_dirs(tmp), "CUDA_VISIBLE_DEVICES": gpu, "VLLM_LOGGING_LEVEL": "DEBUG"}
-    env.update(dict(p.split("=", 1) for p in pairs))
+    extra = dict(p.split("=", 1) for p in pairs)
+    if extra.pop("READ_THROUGH", None):  # the user's Triton kernels read, as the probe reads them
+        env.update(kernel_cache_reads(tmp, dict(os.environ)))
+    env.update(extra)
     argv = [
         "trl",
         "vllm-serve",
