@@ -201,7 +201,8 @@ def _after(tmp_path: Path, deadline: float, done_after_s: float | None) -> tuple
     env = {**os.environ, "SHIM_RECORD": str(record)}
     start = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, str(SHIM), str(ready), str(ready), "--after", str(done), f"{deadline:.3f}", "--", str(script)],
+        [sys.executable, str(SHIM), str(ready), str(ready), "--after", str(done), f"{deadline:.3f}"]
+        + ["--", str(script)],
         env=env,
     )
     written = None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from envdoctor.probe.stage.staging import kernel_cache_reads, user_triton_cache
 
-STAND_IN = '''
+STAND_IN = """
 import json, os
 
 class FileCacheManager:
@@ -53,7 +53,7 @@ def get_cache_manager(key):
     import importlib
     module, name = os.environ["TRITON_CACHE_MANAGER"].split(":")
     return getattr(importlib.import_module(module), name)(key)
-'''
+"""
 
 SESSION = """
 import json, os
@@ -86,7 +86,7 @@ def _users_cache(tmp: Path) -> Path:
     (user / "KEYB").mkdir(parents=True)
     (user / "KEYA" / "kernel.cubin").write_bytes(b"compiled before")
     (user / "KEYA" / "kernel.json").write_text("{}")
-    group = {"kernel.cubin": str(user / "KEYA" / "kernel.cubin"), "kernel.json": str(user / "KEYA" / "kernel.json")}
+    group = {name: str(user / "KEYA" / name) for name in ("kernel.cubin", "kernel.json")}
     (user / "KEYA" / "__grp__kernel.json").write_text(json.dumps({"child_paths": group}))
     (user / "KEYB" / "both.cubin").write_bytes(b"the user's")
     return user

@@ -262,3 +262,46 @@ def test_the_same_fault_with_a_model_of_the_users_shape_is_an_error_about_their_
     assert f.rule == "PRB021" and f.severity == Severity.ERROR and result.status == "fail"
     assert "Qwen/Qwen2.5-0.5B-Instruct" in f.message and "max_num_seqs 8" in f.message
     assert not any(x.rule == "PRB018" for x in result.findings)
+
+
+def _training_node(error: dict, status: str = "fail", phase: str = "trainer init"):
+    """A training node of a job probe (its server on another node) after the generic judge."""
+    from envdoctor.probe.judge.vllm_judge import judge_vllm
+    from envdoctor.probe.run.runner import ProbeResult, ProbeSpec
+
+    spec = ProbeSpec(
+        launcher=["python"],
+        rank_gpus={0: 0},
+        use_vllm=True,
+        vllm_mode="server",
+        vllm={"vllm_server_host": "10.0.0.2", "vllm_group_port": 51216},
+        job_rendezvous="10.0.0.1:29500",
+        remote_server=("10.0.0.2", 8000, 51216),
+    )
+    result = ProbeResult(status=status, ranks={0: {"error": error}}, phase=phase)
+    result.findings.append(
+        Finding("PRB001", Severity.ERROR, "the GRPO step failed on rank 0: …", "read the log")
+    )
+    judge_vllm(spec, result, None)
+    return result
+
+
+def test_a_training_node_names_the_weight_sync_group_that_did_not_form_with_the_remote_server():
+    store = {
+        "type": "DistStoreError",
+        "message": "Timed out after 301 seconds waiting for clients. 1/2 clients joined.",
+    }
+    (f,) = _training_node(store).findings
+    assert (
+        f.rule == "PRB015" and "the job's vLLM server on 10.0.0.2" in f.message and "port 51216" in f.message
+    )
+    nccl = {
+        "type": "DistBackendError",
+        "message": "NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)",
+    }
+    assert [x.rule for x in _training_node(nccl).findings] == ["PRB015"]
+
+
+def test_a_training_node_whose_step_failed_elsewhere_keeps_the_step_error():
+    other = {"type": "ValueError", "message": "The global train batch size (3) must be divisible by 4"}
+    assert [x.rule for x in _training_node(other).findings] == ["PRB001"]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from envdoctor.coerce import as_int
 from envdoctor.findings import Finding, Severity
-from envdoctor.probe.judge.failures import VllmContext, classify_vllm, sync_timeout
+from envdoctor.probe.judge.failures import SYNC_FATAL, VllmContext, classify_vllm, sync_timeout
 from envdoctor.units import size_text
 
 if TYPE_CHECKING:
@@ -40,6 +41,21 @@ def _context(
         shared_gpus=shared,
         vllm_install=spec.vllm_install,
     )
+
+
+def _remote_sync(spec: ProbeSpec, result: ProbeResult) -> list[Finding]:
+    """A training node of a job whose server runs on another node: the weight-sync group's
+    failure as the trainer's own log shows it (NCCL refusing the group, the store timing out),
+    named as such (PRB015) instead of as a failed step."""
+    assert spec.remote_server is not None
+    host, _port, group_port = spec.remote_server
+    ctx = replace(_context(spec, result, f"the job's vLLM server on {host}", [], None), group_port=group_port)
+    text = _rank_text(result)
+    found = [x for x in classify_vllm(text, ctx) if x.rule == "PRB015"]
+    fatal = SYNC_FATAL.search(text)
+    if not found and (fatal or (result.status == "timeout" and result.phase == "weight sync")):
+        found.append(sync_timeout(ctx, fatal.group(0)[:200] if fatal else ""))
+    return found[:1]
 
 
 def _rank_text(result: ProbeResult) -> str:
@@ -112,6 +128,8 @@ def judge_vllm(spec: ProbeSpec, result: ProbeResult, server_watch: GpuWatch | No
         if (stuck or srv.get("sync_failed")) and not any(x.rule == "PRB015" for x in new):
             new.append(sync_timeout(ctx, srv.get("sync_failed", "")))
         _server_isolation(spec, result, server_watch, new)
+    elif spec.vllm_mode == "server" and spec.remote_server is not None:
+        new += _remote_sync(spec, result)
     if new:
         if {x.rule for x in new} & {"PRB013", "PRB014", "PRB015", "PRB018", "PRB021"}:  # the named cause
             f[:] = [x for x in f if not x.message.startswith(_GENERIC)]
