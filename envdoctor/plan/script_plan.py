@@ -49,6 +49,10 @@ def read_training_script(
         return script_cfg, {}
     plan.script_keys.update(decl.keys())
     given: dict[str, Any] = {}
+    if decl.in_process_calls:
+        _in_process(plan.script, decl, flag_values(decl, trainer.script_args)[0])
+    elif decl.in_process_imports:
+        _in_process(plan.script, decl, {})
     if decl.argparse and not decl.parses_dataclasses:
         given, unmatched = flag_values(decl, trainer.script_args)
         script_cfg = {k: v for k, v in script_cfg.items() if k in unmatched or k == "config"}
@@ -76,3 +80,22 @@ def read_training_script(
             else:
                 code.setdefault(key, (value, origin))
     return script_cfg, code
+
+
+def _in_process(script: TrainingScript, decl: Any, given: dict[str, Any]) -> None:
+    """Whether the script starts vLLM in its own process by design (Unsloth's
+    ``from_pretrained(..., fast_inference=True)``), or imports such a trainer without saying."""
+    calls = [
+        (where, bool(given[dest]) if dest in given else value) for where, value, dest in decl.in_process_calls
+    ]
+    on = [where for where, value in calls if value]
+    if on:
+        script.vllm_in_process = on[0]
+    elif any(value is None for _, value in calls):
+        where = next(w for w, v in calls if v is None)
+        script.vllm_in_process_unseen = f"{where} is set to a value envdoctor does not evaluate"
+    elif decl.in_process_imports and not calls:
+        script.vllm_in_process_unseen = (
+            f"{decl.path} imports {', '.join(decl.in_process_imports)} but loads no model with "
+            "fast_inference=… that envdoctor reads"
+        )
