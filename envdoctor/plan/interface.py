@@ -69,6 +69,9 @@ class TrainingScript:
     vllm_in_process: str | None = None
     #: it imports such a trainer but whether it asks for vLLM in-process was not seen: why
     vllm_in_process_unseen: str | None = None
+    #: GRPOConfig keys its code takes from one of its argparse flags: key -> (the flag's option
+    #: string, the value the flag sets alone for a store_true / store_false flag, else None)
+    flag_keys: dict[str, tuple[str, bool | None]] = field(default_factory=dict)
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

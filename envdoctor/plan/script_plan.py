@@ -37,7 +37,7 @@ def read_training_script(
         return script_cfg, {}
     from envdoctor.plan.script_reader import flag_values, read_script
 
-    decl = read_script(path)
+    decl = _read(path, read_script)
     plan.script = TrainingScript(
         decl.path,
         problem=decl.problem,
@@ -66,6 +66,7 @@ def read_training_script(
         found: dict[str, tuple[Any, str]] = {k: (v, call.where) for k, v in call.values.items()}
         for key, dest in call.from_flags.items():
             flag = decl.flags[dest]
+            plan.script.flag_keys.setdefault(key, (flag.options[0], flag.switch))
             if dest in given:
                 found[key] = (given[dest], f"{call.where}, from {flag.options[0]} on the command line")
             elif flag.has_default:
@@ -80,6 +81,24 @@ def read_training_script(
             else:
                 code.setdefault(key, (value, origin))
     return script_cfg, code
+
+
+_READ: dict[tuple[Any, ...], Any] = {}  # the last scripts read, by path, stat and working folder
+
+
+def _read(path: str, read_script: Any) -> Any:
+    """``read_script(path)``, once per file version: ``envdoctor fix`` re-reads the script for
+    every launch line it tries."""
+    try:
+        st = os.stat(path)
+        key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino, os.getcwd())
+    except OSError:
+        return read_script(path)
+    if key not in _READ:
+        if len(_READ) >= 8:
+            _READ.clear()
+        _READ[key] = read_script(path)
+    return _READ[key]
 
 
 def _in_process(script: TrainingScript, decl: Any, given: dict[str, Any]) -> None:
