@@ -83,6 +83,12 @@ def findings(report: dict) -> list[dict]:
     ]
 
 
+def _said(report: dict) -> list[str]:
+    return sorted(
+        f"{f['rule']}:{f['severity']}" for f in report.get("findings", []) if f["severity"] != "info"
+    )
+
+
 def logs(out: Path) -> None:
     res = {}
     for line in (DATA / "logs" / "index.jsonl").read_text().splitlines():
@@ -207,6 +213,10 @@ def setups(out: Path) -> None:
                 "rc": fix["rc"],
                 "before": (fixed.get("before") or {}).get("summary"),
                 "after": (fixed.get("after") or {}).get("summary"),
+                # what each side said at warning or error: a fix that adds one shows here
+                "before_findings": _said(fixed.get("before") or {}),
+                "after_findings": _said(fixed.get("after") or {}),
+                "launch": (fixed.get("changes") or {}).get("launch"),
                 "fixed": fixed.get("fixed"),
                 "unfixed": fixed.get("unfixed"),
                 "commands": fixed.get("commands"),
