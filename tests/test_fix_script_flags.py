@@ -62,6 +62,13 @@ def test_default_from_argparse_is_fixed_by_the_flag_on_the_launch_line(here):
     assert "--num-gen " in line or "--gradient_accumulation_steps " in line
 
 
+def test_the_printed_fix_names_the_scripts_option(here):
+    proc = run_cli("check", "--facts", "facts.json", "--format", "json", "--", "python", "grpo_train.py")
+    (hit,) = [f for f in json.loads(proc.stdout)["findings"] if f["rule"] == "CFG002"]
+    assert hit["fix"].startswith("pass --num-gen 8 (grpo_train.py's own option for num_generations)")
+    assert "set num_generations" not in hit["fix"]
+
+
 def test_fix_command_prints_the_line_and_check_on_it_is_clean(here):
     before = run_cli("check", "--facts", "facts.json", "--format", "json", "--", "python", "grpo_train.py")
     assert before.returncode == 1 and "CFG002" in before.stdout

@@ -82,6 +82,16 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         config_remove=tuple(config_remove),
         launch=tuple(lines) if lines is not None else None,
     )
+    if by_flag and lines and remedy.fix:  # said as what the user types
+        script = plan.script.path if plan.script is not None else "the script"
+        said = [
+            f"drop --{opt}"
+            if isinstance(v, _Remove)
+            else f"pass --{opt}" + ("" if isinstance(v, _Bare) else f" {_arg_text(v)}")
+            for opt, v in by_flag.values()
+        ]
+        keys = ", ".join(by_flag)
+        applied = replace(applied, fix=f"{', '.join(said)} ({script}'s own option for {keys}): {lines[-1]}")
     return facts, plan, applied
 
 
