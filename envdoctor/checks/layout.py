@@ -327,12 +327,16 @@ def in_process_unseen(ctx: Context) -> str | None:
         return f"whether Unsloth starts vLLM in-process was not seen: {script.vllm_in_process_unseen}"
     if script is not None and not script.problem:
         return None
+    declared = (ctx.facts.extra.get("declared") or {}).get("stack") or {}
     installed = [f"{n} {v}" for n in IN_PROCESS_TRAINERS if (v := ctx.facts.version(n))]
+    installed += [
+        f"{n} (declared)" for n in IN_PROCESS_TRAINERS if n in declared and not ctx.facts.version(n)
+    ]
     if not installed:
         return None
     why = script.problem if script is not None else "no training script was named on a launch line"
     return (
-        f"{' and '.join(installed)} is installed and the training script was not read ({why}): "
+        f"{' and '.join(installed)} is in the stack and the training script was not read ({why}): "
         "a script that loads its model with Unsloth's FastLanguageModel.from_pretrained(..., "
         "fast_inference=True) runs vLLM inside the training process, on its GPU, by design"
     )

@@ -89,7 +89,7 @@ def test_fast_inference_from_the_scripts_own_flag(here, args, error):
 def test_unsloth_installed_script_not_here_is_not_an_error(here):
     got = _lay(UNSLOTH, "python train_grpo.py")
     assert [(f.rule, f.severity.value) for f in got] == [("LAY006", "info")]
-    assert "train_grpo.py is not here" in got[0].message
+    assert "train_grpo.py is not here" in got[0].message and "unsloth 2025.3.19" in got[0].message
     assert "fast_inference=True" in got[0].message
 
 
