@@ -351,7 +351,7 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
     if not shared:
         return
     ranks = [r.rank for r in lay.ranks if r.gpu in shared]
-    unseen = in_process_unseen(ctx)
+    unseen = in_process_unseen(ctx) if ctx.plan.server is None else None  # a server line: TRL's vLLM
     if unseen:
         yield hit(
             f"GPU {', '.join(map(str, shared))} is used both for generation (vLLM, "

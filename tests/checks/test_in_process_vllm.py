@@ -103,3 +103,17 @@ def test_unsloth_imported_with_a_computed_fast_inference_is_not_an_error(here):
 def test_without_unsloth_an_unread_script_keeps_the_error(here):
     got = _lay(TRL_015, "python train_grpo.py")
     assert [(f.rule, f.severity.value) for f in got] == [("LAY006", "error")]
+
+
+def test_a_server_line_is_trls_vllm_even_with_unsloth_installed(here):
+    snap = snapshot(2, packages={**UNSLOTH, "trl": "0.16.1", "vllm": "0.8.3", "torch": "2.6.0"})
+    got = [
+        f
+        for f in findings(
+            snap,
+            config={"use_vllm": True},
+            launch="trl vllm-serve --model m\naccelerate launch --num_processes 2 train_grpo.py",
+        )
+        if f.rule == "LAY006"
+    ]
+    assert [f.severity.value for f in got] == ["error"]
