@@ -83,6 +83,12 @@ def findings(report: dict) -> list[dict]:
     ]
 
 
+def _said(report: dict) -> list[str]:
+    return sorted(
+        f"{f['rule']}:{f['severity']}" for f in report.get("findings", []) if f["severity"] != "info"
+    )
+
+
 def logs(out: Path) -> None:
     res = {}
     for line in (DATA / "logs" / "index.jsonl").read_text().splitlines():
@@ -126,9 +132,25 @@ def _stack(stack: dict) -> dict[str, str]:
         if m and not v.strip().startswith(("<", ">", "=", "~", "!")):
             # "0.16.x" (a thread names the line only): the line's first release
             exact[name] = re.sub(r"\.x$", ".0", m.group(1))
+        # a lower bound in the note ("unpinned in olmocr (…, >=0.19)"): that line's first release
+        note = isinstance(v, str) and name not in exact and not RANGE.match(v.strip())
+        low = re.search(r">=\s*(\d+\.\d+(?:\.\d+)?)", v) if note else None
+        if low:
+            exact[name] = low.group(1) if low.group(1).count(".") == 2 else f"{low.group(1)}.0"
     exact.setdefault("trl", "0.15.2")  # unsloth / ms-swift threads of early 2025 ran trl<=0.15.2
     for name, v in TABLE.get(".".join(exact["trl"].split(".")[:2]), TABLE["0.15"]).items():
         exact.setdefault(name, v)
+    # a package the stack names as installed without its version ("unsloth": "mid-2025 release
+    # (not stated)"): installed, at a version no rule's range matches
+    for name, v in stack.items():
+        if (
+            name != "note"
+            and isinstance(v, str)
+            and v.strip()
+            and name not in exact
+            and not RANGE.match(v.strip())
+        ):
+            exact[name] = "0+unknown"
     return exact
 
 
@@ -191,6 +213,10 @@ def setups(out: Path) -> None:
                 "rc": fix["rc"],
                 "before": (fixed.get("before") or {}).get("summary"),
                 "after": (fixed.get("after") or {}).get("summary"),
+                # what each side said at warning or error: a fix that adds one shows here
+                "before_findings": _said(fixed.get("before") or {}),
+                "after_findings": _said(fixed.get("after") or {}),
+                "launch": (fixed.get("changes") or {}).get("launch"),
                 "fixed": fixed.get("fixed"),
                 "unfixed": fixed.get("unfixed"),
                 "commands": fixed.get("commands"),

@@ -288,7 +288,9 @@ def preflight_report(
             raise InputError(
                 "probe=True", "the probe runs on this machine; it cannot check a snapshot (drop facts=)"
             )
-        report.areas[-1] = probe_area(ctx, timeout_s=probe_timeout)
+        from envdoctor.doctor import with_probe
+
+        with_probe(report, probe_area(ctx, timeout_s=probe_timeout))
     elif report.areas[-1].key == "probe":
         report.areas[-1].note = "not run (preflight(probe=True) runs it)"
     return ctx, report

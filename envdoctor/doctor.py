@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from envdoctor.checks.context import Context
@@ -205,3 +206,39 @@ def prove_fixes(
     from envdoctor.remedy import Rerun, prove
 
     outcome.findings = prove(ctx.facts, ctx.plan, outcome.findings, Rerun(select, ignore))
+
+
+#: evidence keys that name what a data finding is about: a static finding and the probe's of the
+#: same rule are one fault when these agree
+_SUBJECT_KEYS = ("function", "dataset")
+
+
+def with_probe(report: Report, area: Area) -> None:
+    """Put the probe's area in ``report`` (in place of "not run"); a fault the static check
+    already said (DAT007 on the same reward function, DAT010 …) and the probe's step met too is
+    one finding: the static one, with the probe's message and evidence added."""
+    static = [(a, i, f) for a in report.areas if a.key != "probe" for i, f in enumerate(a.findings)]
+    kept: list[Finding] = []
+    for found in area.findings:
+        twin = next(
+            (
+                (a, i, f)
+                for a, i, f in static
+                if f.rule == found.rule
+                and f.rule.startswith("DAT")
+                and all(f.evidence.get(k) == found.evidence.get(k) for k in _SUBJECT_KEYS)
+            ),
+            None,
+        )
+        if twin is None:
+            kept.append(found)
+            continue
+        where, i, first = twin
+        where.findings[i] = replace(
+            first,
+            severity=max(first.severity, found.severity, key=lambda s: s.rank),
+            message=f"{first.message}; the probe's step met it too: {found.message}",
+            evidence={**first.evidence, "probe": found.evidence},
+        )
+    area.findings = kept
+    report.areas[-1] = area

@@ -313,6 +313,35 @@ def _split_gpus(ctx: Context, want: int) -> Remedy | None:
     )
 
 
+#: distributions whose trainer may start vLLM in its own process by design (see IN_PROCESS_VLLM of
+#: plan/script_reader): installed, and the script not read, TRL's placement of vLLM is not known
+IN_PROCESS_TRAINERS = ("unsloth", "unsloth-zoo")
+
+
+def in_process_unseen(ctx: Context) -> str | None:
+    """Why TRL's placement of vLLM may not apply: the training script imports a trainer that can
+    start vLLM in-process (Unsloth) and envdoctor did not see whether it does, or such a trainer
+    is installed and the script was not read. None when the script was read and settles it."""
+    script = ctx.plan.script
+    if script is not None and script.vllm_in_process_unseen:
+        return f"whether Unsloth starts vLLM in-process was not seen: {script.vllm_in_process_unseen}"
+    if script is not None and not script.problem:
+        return None
+    declared = (ctx.facts.extra.get("declared") or {}).get("stack") or {}
+    installed = [f"{n} {v}" for n in IN_PROCESS_TRAINERS if (v := ctx.facts.version(n))]
+    installed += [
+        f"{n} (declared)" for n in IN_PROCESS_TRAINERS if n in declared and not ctx.facts.version(n)
+    ]
+    if not installed:
+        return None
+    why = script.problem if script is not None else "no training script was named on a launch line"
+    return (
+        f"{' and '.join(installed)} is in the stack and the training script was not read ({why}): "
+        "a script that loads its model with Unsloth's FastLanguageModel.from_pretrained(..., "
+        "fast_inference=True) runs vLLM inside the training process, on its GPU, by design"
+    )
+
+
 @rule("LAY006", needs=("gpus", "vllm"))
 def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
@@ -322,6 +351,20 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
     if not shared:
         return
     ranks = [r.rank for r in lay.ranks if r.gpu in shared]
+    unseen = in_process_unseen(ctx) if ctx.plan.server is None else None  # a server line: TRL's vLLM
+    if unseen:
+        yield hit(
+            f"GPU {', '.join(map(str, shared))} is used both for generation (vLLM, "
+            f"{lay.generation_mode} mode, as TRL places it) and by training rank(s) {ranks}; "
+            f"but {unseen}. If it does, the shared GPU is by design (vLLM takes the "
+            "gpu_memory_utilization its from_pretrained is given); if not, vLLM reserves its "
+            "share up front and training runs out of memory",
+            fix="give envdoctor the training script (the launch line's .py file) to decide",
+            severity="info",
+            gpus=shared,
+            ranks=ranks,
+        )
+        return
     remedies: list[Remedy] = []
     if lay.generation_mode == "legacy":
         fix = (

@@ -160,7 +160,9 @@ def check(
         from envdoctor.commands.probe import probe_area
 
         timeout = valid_probe_timeout(probe_timeout, settings)
-        report.areas[-1] = probe_area(ctx, timeout=timeout, show_progress=fmt == "text")
+        from envdoctor.doctor import with_probe
+
+        with_probe(report, probe_area(ctx, timeout=timeout, show_progress=fmt == "text"))
     if upgrade_plan:
         emit(
             "\n".join(report.upgrade_plan) + "\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
-from envdoctor.plan.interface import MAPPING_ORIGIN, VALUE_UNKNOWN, Launch, Plan
+from envdoctor.plan.interface import MAPPING_ORIGIN, VALUE_UNKNOWN, Launch, Plan, from_code
 from envdoctor.plan.values import validate
 
 _LAUNCH_ONLY = {"config"}  # script arguments that are not GRPOConfig fields
@@ -135,22 +135,44 @@ def _apply_config_env(plan: Plan, trainer: Launch) -> None:
             trainer.env.setdefault(str(key), str(value))
 
 
+def _keep_code(plan: Plan, new: Plan) -> None:
+    new.script = plan.script
+    for key, origin in plan.config_origin.items():
+        if from_code(origin) and key not in new.config_origin:
+            if key in plan.config:
+                new.config[key] = plan.config[key]
+            new.config_origin[key] = origin
+
+
 def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
     """``plan`` with its launch lines replaced by ``lines`` (``envdoctor fix`` trying a launch
     line): the config file's keys stay, the old command line's keys go and the new one's come,
-    as ``build_plan`` would read them; no file is read but a deepspeed hostfile."""
+    as ``build_plan`` would read them; no file is read but a deepspeed hostfile and the training
+    script the new trainer line runs (its flags reach its GRPOConfig(...) calls)."""
     from envdoctor.plan.launch import parse_launches
     from envdoctor.script_args import parse_script_args
 
     new = Plan(config_path=plan.config_path, accelerate=plan.accelerate, accelerate_path=plan.accelerate_path)
+    new.script_keys = dict(plan.script_keys)
+    new.repository_read = plan.repository_read
     for key, value in plan.config.items():
-        if plan.config_origin.get(key) != "command line":
+        origin = plan.config_origin.get(key, MAPPING_ORIGIN)
+        if origin != "command line" and not from_code(origin):
             new.config[key] = value
-            new.config_origin[key] = plan.config_origin.get(key, MAPPING_ORIGIN)
+            new.config_origin[key] = origin
     new.launches = parse_launches("\n".join(lines)) if lines else []
     trainer = new.trainer
+    if trainer is None or not (trainer.script or "").endswith(".py"):
+        _keep_code(plan, new)  # no script to read again: what its code set stays
     if trainer is not None:
         args = parse_script_args(trainer.script_args)
+        if trainer.script and trainer.script.endswith(".py"):
+            # the script read again, as check reads it: its flags on the new line reach its
+            # GRPOConfig(...) calls; a config file's key still wins over its code
+            from envdoctor.plan.script_plan import read_training_script
+
+            args, code = read_training_script(new, trainer, args)
+            _merge_code(new, {k: v for k, v in code.items() if k not in new.config_origin})
         _merge(new, {k: v for k, v in args.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(new, trainer)
         _read_hostfile(trainer)

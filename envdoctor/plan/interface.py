@@ -65,6 +65,13 @@ class TrainingScript:
     refused: dict[str, str] = field(default_factory=dict)
     parses: tuple[str, ...] | None = None  # TRL's dataclasses it parses, when all it parses was read
     unread: tuple[str, ...] = ()  # classes it parses that envdoctor could not read (imported from afar)
+    #: it starts vLLM inside the training process by design (Unsloth's fast_inference=True): where
+    vllm_in_process: str | None = None
+    #: it imports such a trainer but whether it asks for vLLM in-process was not seen: why
+    vllm_in_process_unseen: str | None = None
+    #: GRPOConfig keys its code takes from one of its argparse flags: key -> (the flag's option
+    #: string, the value the flag sets alone for a store_true / store_false flag, else None)
+    flag_keys: dict[str, tuple[str, bool | None]] = field(default_factory=dict)
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

@@ -8,7 +8,8 @@ Semantics followed (sources in rules/layout.yaml):
   makes ``transformers.Trainer`` wrap the model in ``nn.DataParallel``;
 - legacy TRL (``vllm_device``): ``auto`` is ``cuda:<num_processes>`` of rank 0's visible GPUs;
 - server mode: the GPUs of the ``trl vllm-serve`` process (tensor × data parallel);
-- colocate mode: vLLM inside every training process, on its GPU.
+- colocate mode: vLLM inside every training process, on its GPU; so is a trainer that starts vLLM
+  in-process by design (Unsloth's ``from_pretrained(..., fast_inference=True)``, read from the script).
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ def vllm_mode(plan: Plan, facts: Facts, kb: Knowledge) -> str | None:
     """How this TRL version reaches vLLM for this config: legacy, server, colocate or None."""
     if not plan.use_vllm:
         return None
+    if plan.script is not None and plan.script.vllm_in_process:
+        return "colocate"  # the trainer starts vLLM in its own process (Unsloth fast_inference)
     trl = facts.version("trl")
     if kb.feature("vllm_device_in_process", trl):
         return "legacy"

@@ -37,7 +37,7 @@ def read_training_script(
         return script_cfg, {}
     from envdoctor.plan.script_reader import flag_values, read_script
 
-    decl = read_script(path)
+    decl = _read(path, read_script)
     plan.script = TrainingScript(
         decl.path,
         problem=decl.problem,
@@ -49,6 +49,10 @@ def read_training_script(
         return script_cfg, {}
     plan.script_keys.update(decl.keys())
     given: dict[str, Any] = {}
+    if decl.in_process_calls:
+        _in_process(plan.script, decl, flag_values(decl, trainer.script_args)[0])
+    elif decl.in_process_imports:
+        _in_process(plan.script, decl, {})
     if decl.argparse and not decl.parses_dataclasses:
         given, unmatched = flag_values(decl, trainer.script_args)
         script_cfg = {k: v for k, v in script_cfg.items() if k in unmatched or k == "config"}
@@ -62,6 +66,7 @@ def read_training_script(
         found: dict[str, tuple[Any, str]] = {k: (v, call.where) for k, v in call.values.items()}
         for key, dest in call.from_flags.items():
             flag = decl.flags[dest]
+            plan.script.flag_keys.setdefault(key, (flag.options[0], flag.switch))
             if dest in given:
                 found[key] = (given[dest], f"{call.where}, from {flag.options[0]} on the command line")
             elif flag.has_default:
@@ -76,3 +81,40 @@ def read_training_script(
             else:
                 code.setdefault(key, (value, origin))
     return script_cfg, code
+
+
+_READ: dict[tuple[Any, ...], Any] = {}  # the last scripts read, by path, stat and working folder
+
+
+def _read(path: str, read_script: Any) -> Any:
+    """``read_script(path)``, once per file version: ``envdoctor fix`` re-reads the script for
+    every launch line it tries."""
+    try:
+        st = os.stat(path)
+        key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino, os.getcwd())
+    except OSError:
+        return read_script(path)
+    if key not in _READ:
+        if len(_READ) >= 8:
+            _READ.clear()
+        _READ[key] = read_script(path)
+    return _READ[key]
+
+
+def _in_process(script: TrainingScript, decl: Any, given: dict[str, Any]) -> None:
+    """Whether the script starts vLLM in its own process by design (Unsloth's
+    ``from_pretrained(..., fast_inference=True)``), or imports such a trainer without saying."""
+    calls = [
+        (where, bool(given[dest]) if dest in given else value) for where, value, dest in decl.in_process_calls
+    ]
+    on = [where for where, value in calls if value]
+    if on:
+        script.vllm_in_process = on[0]
+    elif any(value is None for _, value in calls):
+        where = next(w for w, v in calls if v is None)
+        script.vllm_in_process_unseen = f"{where} is set to a value envdoctor does not evaluate"
+    elif decl.in_process_imports and not calls:
+        script.vllm_in_process_unseen = (
+            f"{decl.path} imports {', '.join(decl.in_process_imports)} but loads no model with "
+            "fast_inference=… that envdoctor reads"
+        )

@@ -38,6 +38,11 @@ MAX_IMPORT_DEPTH = 3
 #: TRL's config class and the parsers that turn dataclasses into command-line options
 CONFIG_CLASS = "GRPOConfig"
 PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
+#: trainers that start vLLM inside the training process by design (colocation), by the package
+#: their loader comes from: Unsloth's ``FastLanguageModel.from_pretrained(..., fast_inference=True)``
+#: loads vLLM beside the model and its patched GRPOTrainer generates with it (``model.vllm_engine``;
+#: unslothai/unsloth unsloth/models/llama.py, unsloth/models/rl.py)
+IN_PROCESS_VLLM = {"unsloth": "fast_inference"}
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,11 @@ class ScriptDecl:
     config_subclasses: dict[str, DataClass] = field(default_factory=dict)
     config_calls: list[ConfigCall] = field(default_factory=list)
     files: tuple[str, ...] = ()  # the files read: the script, then the modules it imports
+    #: packages it imports that may start vLLM in-process (``IN_PROCESS_VLLM``)
+    in_process_imports: tuple[str, ...] = ()
+    #: their loader calls that ask for vLLM: (where, value: True / False / None for unknown, the
+    #: argparse dest it takes its value from or None)
+    in_process_calls: list[tuple[str, bool | None, str | None]] = field(default_factory=list)
 
     @property
     def readable(self) -> bool:
@@ -241,6 +251,7 @@ class SourceFacts:
     calls: list[tuple[str, int, ast.Call]] = field(default_factory=list)  # candidate config calls
     bound: dict[int, str] = field(default_factory=dict)  # id(call) -> the name it is assigned to
     sets: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)  # name.attr = value
+    loaders: list[tuple[str, int, ast.expr]] = field(default_factory=list)  # from_pretrained(<kw>=…)
 
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
@@ -414,6 +425,11 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         mod.parsed.append(tuple(d for d in map(_dotted, items) if d))
     if node.keywords and len(mod.calls) < MAX_CALLS and last[:1].isupper():
         mod.calls.append((func, node.lineno, node))
+    if last == "from_pretrained" and len(mod.loaders) < MAX_CALLS:
+        kws = set(IN_PROCESS_VLLM.values())
+        for kw in node.keywords:
+            if kw.arg in kws:
+                mod.loaders.append((func, node.lineno, kw.value))
 
 
 def _kw_true(node: ast.Call, name: str) -> bool:
@@ -623,7 +639,39 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
     decl.unresolved = tuple(dict.fromkeys(unresolved))
     decl.config_calls = _config_calls(main, script, res, decl)
     decl.files = tuple(dict.fromkeys(res.files))
+    _in_process(main, decl)
     return decl
+
+
+def _package_of(name: str, mod: SourceFacts) -> str:
+    """The top-level package a name of the script comes from (``FastLanguageModel`` imported from
+    ``unsloth`` -> "unsloth"), or ""."""
+    head = name.split(".")[0]
+    if head in mod.modules:
+        return mod.modules[head].split(".")[0]
+    if head in mod.imports and not mod.imports[head][2]:
+        return mod.imports[head][0].split(".")[0]
+    return ""
+
+
+def _in_process(main: SourceFacts, decl: ScriptDecl) -> None:
+    """The packages of ``IN_PROCESS_VLLM`` the script imports, and its calls of their loaders
+    with the keyword that starts vLLM in-process: a literal, an argparse flag's value (the flag's
+    default), or unknown."""
+    imported = {m.split(".")[0] for m in main.modules.values()}
+    imported |= {src.split(".")[0] for src, _, level in main.imports.values() if not level}
+    decl.in_process_imports = tuple(sorted(imported & set(IN_PROCESS_VLLM)))
+    for func, line, node in main.loaders:
+        package = _package_of(func, main)
+        if IN_PROCESS_VLLM.get(package) is None:
+            continue
+        where = f"{func}({IN_PROCESS_VLLM[package]}=…) in {main.path}:{line}"
+        ok, value = _literal(node)
+        ref, dest = _dotted(node), None
+        if not ok and ref and ref.count(".") == 1 and ref.split(".")[1] in decl.flags:
+            dest = ref.split(".")[1]
+            ok, value = decl.flags[dest].has_default, decl.flags[dest].default
+        decl.in_process_calls.append((where, bool(value) if ok else None, dest))
 
 
 def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptDecl) -> list[ConfigCall]:

@@ -14,7 +14,7 @@ from typing import Any
 from envdoctor.facts.interface import Facts, Package, normalize_name
 from envdoctor.findings import Remedy
 from envdoctor.plan.build import relaunch
-from envdoctor.plan.interface import Launch, Plan
+from envdoctor.plan.interface import Launch, Plan, from_code
 
 #: the origin a key set by a fix gets when the run has no config file
 FIX_ORIGIN = "fix"
@@ -41,7 +41,8 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
     lines = list(remedy.launch) if remedy.launch is not None else None
     config_set, config_remove = dict(remedy.config_set), list(remedy.config_remove)
     on_line = [k for k in [*config_set, *config_remove] if plan.config_origin.get(k) == "command line"]
-    if on_line and plan.trainer is not None:
+    by_flag = _flag_edits(plan, config_set, on_line)
+    if (on_line or by_flag) and plan.trainer is not None:
         current = list(lines) if lines is not None else list(launch_lines(plan))
         trainer = plan.trainer.raw
         for i, line in enumerate(current):
@@ -51,6 +52,9 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
                     config_set.pop(key, None)
                     if key in config_remove:
                         config_remove.remove(key)
+                for key, (option, value) in by_flag.items():
+                    line = script_arg_edit(line, option, value)
+                    config_set.pop(key, None)
                 current[i] = line
         lines = current
     touched = [k for k in [*env_set, *env_unset] if any(k in lx.env for lx in plan.launches)]
@@ -78,7 +82,37 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         config_remove=tuple(config_remove),
         launch=tuple(lines) if lines is not None else None,
     )
+    if by_flag and lines and remedy.fix:  # said as what the user types
+        script = plan.script.path if plan.script is not None else "the script"
+        said = [
+            f"drop --{opt}"
+            if isinstance(v, _Remove)
+            else f"pass --{opt}" + ("" if isinstance(v, _Bare) else f" {_arg_text(v)}")
+            for opt, v in by_flag.values()
+        ]
+        keys = ", ".join(by_flag)
+        applied = replace(applied, fix=f"{', '.join(said)} ({script}'s own option for {keys}): {lines[-1]}")
     return facts, plan, applied
+
+
+def _flag_edits(plan: Plan, config_set: dict[str, Any], on_line: list[str]) -> dict[str, tuple[str, Any]]:
+    """Keys the training script's code takes from its own argparse flags (its default, or the
+    flag on the line): set by that flag on the trainer's line, the one place the script reads
+    (key -> (the option without its dashes, the value; a store_true / store_false flag: given
+    bare, or taken off the line for the value it does not set))."""
+    script = plan.script
+    if script is None or plan.trainer is None:
+        return {}
+    out: dict[str, tuple[str, Any]] = {}
+    for key, value in config_set.items():
+        if key in on_line or key not in script.flag_keys or not from_code(plan.config_origin.get(key, "")):
+            continue
+        option, switch = script.flag_keys[key]
+        if switch is None:
+            out[key] = (option.lstrip("-+"), value)
+        elif isinstance(value, bool):
+            out[key] = (option.lstrip("-+"), _BARE if value == switch else _REMOVE)
+    return out
 
 
 def _copy_facts(facts: Facts) -> Facts:
@@ -130,6 +164,13 @@ class _Remove:
 _REMOVE: Any = _Remove()
 
 
+class _Bare:
+    """The value that says: the option alone, without a value (a store_true flag)."""
+
+
+_BARE: Any = _Bare()
+
+
 def script_arg_edit(line: str, key: str, value: Any) -> str:
     """``line`` with the script argument ``--key`` set to ``value`` (or removed: ``_REMOVE``);
     both spellings (``--a_b`` / ``--a-b``) and ``--key=value`` are found."""
@@ -146,13 +187,13 @@ def script_arg_edit(line: str, key: str, value: Any) -> str:
                 while i < len(argv) and not argv[i].startswith("--"):
                     i += 1
             if not isinstance(value, _Remove) and not done:
-                out += [name, _arg_text(value)]
+                out += [name] if isinstance(value, _Bare) else [name, _arg_text(value)]
             done = True
             continue
         out.append(tok)
         i += 1
     if not done and not isinstance(value, _Remove):
-        out += [f"--{key}", _arg_text(value)]
+        out += [f"--{key}"] if isinstance(value, _Bare) else [f"--{key}", _arg_text(value)]
     return shlex.join(out)
 
 

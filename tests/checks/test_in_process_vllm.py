@@ -1,0 +1,119 @@
+"""A trainer that starts vLLM inside the training process by design (Unsloth's
+``FastLanguageModel.from_pretrained(..., fast_inference=True)``: unslothai/unsloth
+unsloth/models/llama.py sets ``model.vllm_engine``, its patched GRPOTrainer generates with it and
+sets ``vllm_mode='colocate'``, unsloth/models/rl.py) is colocated: the GPU-split rules do not call
+its shared GPU an error (heldout-2026-11-28b: LAY006 on two Unsloth setups). Where the script is
+not read and Unsloth is installed, the sharing is said at info with what was not seen."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import findings, snapshot
+
+TRL_015 = {
+    "trl": "0.15.2",
+    "vllm": "0.7.2",
+    "torch": "2.5.1",
+    "transformers": "4.49.0",
+    "accelerate": "1.4.0",
+}
+UNSLOTH = {**TRL_015, "unsloth": "2025.3.19", "unsloth-zoo": "2025.3.17"}
+CONFIG = {"use_vllm": True}
+
+SCRIPT = """\
+from unsloth import FastLanguageModel, PatchFastRL
+PatchFastRL("GRPO", FastLanguageModel)
+from trl import GRPOConfig, GRPOTrainer
+
+model, tokenizer = FastLanguageModel.from_pretrained(
+    model_name="Qwen/Qwen2.5-3B-Instruct", max_seq_length=1024, load_in_4bit=True,
+    fast_inference={value}, max_lora_rank=32, gpu_memory_utilization=0.6,
+)
+"""
+
+ARGPARSE = """\
+import argparse
+from unsloth import FastLanguageModel
+p = argparse.ArgumentParser()
+p.add_argument("--fast_inference", action="store_true")
+args = p.parse_args()
+model, tok = FastLanguageModel.from_pretrained("m", fast_inference=args.fast_inference)
+"""
+
+PLAIN_TRL = """\
+from trl import GRPOConfig, GRPOTrainer
+trainer = GRPOTrainer(model="Qwen/Qwen2.5-0.5B", args=GRPOConfig(output_dir="o"))
+"""
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _lay(packages: dict, launch: str, n: int = 1) -> list:
+    return [
+        f
+        for f in findings(snapshot(n, packages=packages), config=CONFIG, launch=launch)
+        if f.rule.startswith("LAY")
+    ]
+
+
+def test_unsloth_fast_inference_in_the_script_is_colocate(here):
+    (here / "train.py").write_text(SCRIPT.format(value="True"))
+    got = _lay(UNSLOTH, "python train.py")
+    assert [f.rule for f in got] == []  # before: LAY006 error (TRL 0.15 shares GPU 0)
+
+
+def test_plain_trl_sharing_one_gpu_is_still_lay006(here):
+    (here / "train.py").write_text(PLAIN_TRL)
+    got = _lay(TRL_015, "python train.py")
+    assert [(f.rule, f.severity.value) for f in got] == [("LAY006", "error")]
+
+
+def test_unsloth_script_with_fast_inference_off_is_judged_as_trl(here):
+    (here / "train.py").write_text(SCRIPT.format(value="False"))
+    got = _lay(UNSLOTH, "python train.py")
+    assert [(f.rule, f.severity.value) for f in got] == [("LAY006", "error")]
+
+
+@pytest.mark.parametrize(("args", "error"), [("--fast_inference", False), ("", True)])
+def test_fast_inference_from_the_scripts_own_flag(here, args, error):
+    (here / "train.py").write_text(ARGPARSE)
+    got = _lay(UNSLOTH, f"python train.py {args}".strip())
+    assert [(f.rule, f.severity.value) for f in got] == ([("LAY006", "error")] if error else [])
+
+
+def test_unsloth_installed_script_not_here_is_not_an_error(here):
+    got = _lay(UNSLOTH, "python train_grpo.py")
+    assert [(f.rule, f.severity.value) for f in got] == [("LAY006", "info")]
+    assert "train_grpo.py is not here" in got[0].message and "unsloth 2025.3.19" in got[0].message
+    assert "fast_inference=True" in got[0].message
+
+
+def test_unsloth_imported_with_a_computed_fast_inference_is_not_an_error(here):
+    (here / "train.py").write_text(SCRIPT.format(value="cfg['fast']"))
+    got = _lay(UNSLOTH, "python train.py")
+    assert [(f.rule, f.severity.value) for f in got] == [("LAY006", "info")]
+    assert "does not evaluate" in got[0].message
+
+
+def test_without_unsloth_an_unread_script_keeps_the_error(here):
+    got = _lay(TRL_015, "python train_grpo.py")
+    assert [(f.rule, f.severity.value) for f in got] == [("LAY006", "error")]
+
+
+def test_a_server_line_is_trls_vllm_even_with_unsloth_installed(here):
+    snap = snapshot(2, packages={**UNSLOTH, "trl": "0.16.1", "vllm": "0.8.3", "torch": "2.6.0"})
+    got = [
+        f
+        for f in findings(
+            snap,
+            config={"use_vllm": True},
+            launch="trl vllm-serve --model m\naccelerate launch --num_processes 2 train_grpo.py",
+        )
+        if f.rule == "LAY006"
+    ]
+    assert [f.severity.value for f in got] == ["error"]
