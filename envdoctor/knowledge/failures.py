@@ -40,6 +40,7 @@ _KEYS = {
     "note",
     "triage_only",
     "raised",
+    "symptom_decides",
 }
 _RAISED_KEYS = {"exception", "message", "frames"}
 _WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env", "unless_config", "data"}
@@ -115,6 +116,10 @@ class KnownFailure:
     #: name, a part of its message ("" : any), the frames (package, file ending, function; "" :
     #: any) one of which the traceback must hold
     raised: tuple[str, str, tuple[tuple[str, str, str], ...]] | None = None
+    #: the symptom arises from this cause alone, in the entry's releases only (a message naming the
+    #: entry's own class and method, an assertion unique to it): a log that shows it is the entry's
+    #: failure whatever versions it shows, so triage says it as an error without them
+    symptom_decides: bool = False
 
     @property
     def severity(self) -> str:
@@ -296,6 +301,11 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
             f"{where}: 'triage_only' must be true or false, and true needs a "
             "'note' saying what envdoctor cannot see before the run"
         )
+    decides = entry.get("symptom_decides", False)
+    if not isinstance(decides, bool) or (decides and kind not in ("crash", "refusal")):
+        raise KnownFailuresError(
+            f"{where}: 'symptom_decides' must be true or false, and true only for a crash or a refusal"
+        )
     rule = entry.get("rule")
     if rule is not None and not (isinstance(rule, str) and _RULE.match(rule)):
         raise KnownFailuresError(f"{where}: 'rule' must be a rule id such as PKG002")
@@ -323,6 +333,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         data=tuple(" ".join(d.split()) for d in data),
         file=file,
         raised=_raised(entry.get("raised"), where),
+        symptom_decides=decides,
     )
 
 

@@ -505,10 +505,14 @@ def versionless(entry: object) -> bool:
     config key, the user's code or data, a launch) and whose symptom is no generic message of
     Python's (``'NoneType' object …``). Such an entry is an error on a log that shows no versions;
     one that hinges on releases is a warning there."""
-    if getattr(entry, "kind", "") not in SEEN_KINDS or getattr(entry, "fixed_in", None):
+    if getattr(entry, "kind", "") not in SEEN_KINDS:
         return False
-    if getattr(entry, "kind", "") == "refusal" and getattr(entry, "certainty", "") != "certain":
-        return False  # a refusal with several causes (its note says which the log cannot tell)
+    if getattr(entry, "symptom_decides", False):
+        return True  # its symptom arises from this cause alone: the log's failure is the entry's
+    if getattr(entry, "fixed_in", None):
+        return False
+    if getattr(entry, "certainty", "") != "certain":
+        return False  # several causes (its note says which the log cannot tell)
     if _VERSION_FIX.search(str(getattr(entry, "fix", ""))):
         return False
     return not any("NoneType" in s.text for s in getattr(entry, "symptoms", ()))

@@ -141,7 +141,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     module_attr = tb.name == "AttributeError" and (
         boundary._MODULE_ATTR.search(tb.message) is not None or tb.message.startswith("type object '")
     )
-    certain = bool(source) or (
+    certain = bool(source) or b.override is not None or (
         not b.ambiguous
         and (tb.name in _CERTAIN or module_attr)
         and (b.caller is not None or tb.name == "ImportError")
