@@ -545,11 +545,15 @@ def _catalogue_fix(
         pk = e.packages
         raised = getattr(e, "raised", None) or ("", "")
         texts = [x.text for x in getattr(e, "symptoms", ())] + [str(raised[1])]
-        about = by_line or (
-            b.callee in pk
-            and (b.caller in pk if b.caller else set(pk) <= {b.callee} or b.caller_frame is None)
-            and any(f"'{b.name}'" in t or f".{b.name}" in t for t in texts)
-        )
+        if b.override is not None:  # an override: the entry must name the very class and method
+            own = re.compile(rf"(?<![\w.]){re.escape(b.func)}\.{re.escape(b.name)}\b")
+            about = any(own.search(t) for t in texts)
+        else:
+            about = by_line or (
+                b.callee in pk
+                and (b.caller in pk or set(pk) <= {b.callee} if b.caller else set(pk) <= {b.callee} or b.caller_frame is None)
+                and any(f"'{b.name}'" in t or f".{b.name}" in t for t in texts)
+            )
         held = all(versions.satisfies(have[d], spec) is not False for d, spec in pk.items() if d in have)
         if about and held:
             if e.fixed_in:

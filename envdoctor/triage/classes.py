@@ -518,6 +518,20 @@ def versionless(entry: object) -> bool:
     return not any("NoneType" in s.text for s in getattr(entry, "symptoms", ()))
 
 
+def _frames_contradict(entry: object, m: Match) -> bool:
+    """An entry that says where it is raised (``raised.frames``), on a line whose traceback shows
+    frames of which none is the entry's: another failure with the same words (a KeyError of the
+    user's own dict, not vLLM's load_weights)."""
+    raised = getattr(entry, "raised", None)
+    if not raised or not raised[2] or not m.context:
+        return False
+    from envdoctor.triage.structural import _holds
+    from envdoctor.triage.traceback import failure
+
+    tb = failure(m.context, m.text, m.line_no)
+    return tb is not None and any(t.frames for t in tb.all()) and _holds(tb, raised[2]) is not True
+
+
 def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     """A line holding a catalogue entry's symptom: the entry's cause and fix, confirmed when the
     log's versions fall in its ranges; no diagnosis when they fall outside."""
@@ -533,6 +547,8 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         k in cfg and "*" not in v and cfg[k] not in v for k, v in dict(getattr(entry, "config", {})).items()
     ):
         return []  # the run's config (--config) contradicts the entry
+    if _frames_contradict(entry, first):
+        return []  # the traceback shows where it was raised, and it is not the entry's frame
     verdict, detail = _versions_verdict(entry.packages, log)
     if verdict is False:
         return []  # the symptom, but not in the releases the entry is about
