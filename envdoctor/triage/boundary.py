@@ -359,7 +359,11 @@ def _hook_row(method: str, m: re.Match[str]) -> dict[str, Any] | None:
         if row.get("method") != method:
             continue
         arg, kwarg = str(row.get("argument", "")), m.group("kwarg")
-        if row.get("how") == "keyword" and kwarg and (kwarg == arg or len(kwarg) >= 8 and arg.startswith(kwarg)):
+        if (
+            row.get("how") == "keyword"
+            and kwarg
+            and (kwarg == arg or len(kwarg) >= 8 and arg.startswith(kwarg))
+        ):
             return dict(row)
         if row.get("how") == "positional" and m.group("given") and m.group("takes"):
             takes = re.match(r"(?:from \d{1,3} to )?(\d{1,3})", m.group("takes"))
@@ -551,7 +555,11 @@ def _catalogue_fix(
         else:
             about = by_line or (
                 b.callee in pk
-                and (b.caller in pk or set(pk) <= {b.callee} if b.caller else set(pk) <= {b.callee} or b.caller_frame is None)
+                and (
+                    b.caller in pk or set(pk) <= {b.callee}
+                    if b.caller
+                    else set(pk) <= {b.callee} or b.caller_frame is None
+                )
                 and any(f"'{b.name}'" in t or f".{b.name}" in t for t in texts)
             )
         held = all(versions.satisfies(have[d], spec) is not False for d, spec in pk.items() if d in have)

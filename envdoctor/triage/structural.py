@@ -141,10 +141,14 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     module_attr = tb.name == "AttributeError" and (
         boundary._MODULE_ATTR.search(tb.message) is not None or tb.message.startswith("type object '")
     )
-    certain = bool(source) or b.override is not None or (
-        not b.ambiguous
-        and (tb.name in _CERTAIN or module_attr)
-        and (b.caller is not None or tb.name == "ImportError")
+    certain = (
+        bool(source)
+        or b.override is not None
+        or (
+            not b.ambiguous
+            and (tb.name in _CERTAIN or module_attr)
+            and (b.caller is not None or tb.name == "ImportError")
+        )
     )
     if not certain and (b.caller is None or b.ambiguous or tb.name == "AttributeError"):
         # the user's code against a package, a message that a bug of the caller gives too, an

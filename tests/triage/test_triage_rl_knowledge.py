@@ -49,7 +49,10 @@ def test_an_override_without_num_items_in_batch_is_drift_with_transformers():
 
 
 def test_an_override_message_cut_inside_the_keyword_is_still_read():
-    found = _run("TypeError: Qwen2VLGRPOVLLMTrainer.compute_loss() got an unexpected keyword argument 'num_items_in_bat")
+    found = _run(
+        "TypeError: Qwen2VLGRPOVLLMTrainer.compute_loss() got an unexpected keyword argument "
+        "'num_items_in_bat"
+    )
     assert found and found[0].rule == "TRI009" and found[0].severity == Severity.ERROR
     assert "num_items_in_batch" in found[0].message
 
@@ -70,7 +73,8 @@ def test_one_positional_argument_more_than_the_override_takes():
         # two positional arguments more: another call, not the hook's new one
         "TypeError: CPMTrainer.training_step() takes 3 positional arguments but 5 were given",
         # a model's forward, not a trainer method
-        "TypeError: Qwen2VLForConditionalGeneration.forward() got an unexpected keyword argument 'num_items_in_batch'",
+        "TypeError: Qwen2VLForConditionalGeneration.forward() got an unexpected keyword argument "
+        "'num_items_in_batch'",
     ],
 )
 def test_no_override_drift_where_the_table_does_not_say_it(line):
@@ -115,7 +119,14 @@ def test_symptom_decides_is_only_for_a_crash_or_a_refusal():
 
 def test_trainer_hooks_schema():
     base = {"schema": "envdoctor.knowledge/1"}
-    row = {"method": "m", "argument": "a", "since": "4.46.0", "fix": "f", "how": "keyword", "references": ["u"]}
+    row = {
+        "method": "m",
+        "argument": "a",
+        "since": "4.46.0",
+        "fix": "f",
+        "how": "keyword",
+        "references": ["u"],
+    }
     validate("trainer_hooks.yaml", {**base, "trainer_hooks": [row]})
     with pytest.raises(KnowledgeError, match="how"):
         validate("trainer_hooks.yaml", {**base, "trainer_hooks": [{**row, "how": "maybe"}]})
@@ -128,14 +139,16 @@ def test_trainer_hooks_schema():
 FIRES = [
     (
         "vllm-wake-up-out-of-memory",
-        "INFO 02-09 10:00:01 [gpu_worker.py:81] Sleep mode freed 42.16 GiB memory, 16.79 GiB memory is still in use.\n"
+        "INFO 02-09 10:00:01 [gpu_worker.py:81] Sleep mode freed 42.16 GiB memory, "
+        "16.79 GiB memory is still in use.\n"
         "CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56\n"
         "CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:57\n",
         Severity.ERROR,
     ),
     (
         "vllm-v1-worker-extension-cls-0.8.0",
-        "(LLMRayActor pid=11) NotImplementedError: VLLM_USE_V1=1 is not supported with --worker-extension-cls.\n",
+        "(LLMRayActor pid=11) NotImplementedError: "
+        "VLLM_USE_V1=1 is not supported with --worker-extension-cls.\n",
         Severity.ERROR,
     ),
     (
@@ -203,7 +216,8 @@ def test_worker_use_ray_drift_names_the_wrapper():
 
 QUIET = [
     # a healthy colocated run: the engine sleeps and wakes, nothing fails
-    "INFO 08-27 09:29:24 [gpu_worker.py:81] Sleep mode freed 42.16 GiB memory, 16.79 GiB memory is still in use.\n"
+    "INFO 08-27 09:29:24 [gpu_worker.py:81] Sleep mode freed 42.16 GiB memory, "
+    "16.79 GiB memory is still in use.\n"
     "INFO 08-27 09:29:24 [executor_base.py:210] It took 1.98 seconds to fall asleep.\n"
     "INFO 08-27 09:29:30 [executor_base.py:226] It took 0.41 seconds to wake up tags ['weights'].\n",
     # the engine's config banner names a worker extension: no refusal
@@ -218,7 +232,8 @@ QUIET = [
     # the TCP store listening as it should
     "[I socket.cpp:752] [c10d] The server socket has started to listen on [::]:29500.\n",
     # a KeyError of the user's own dict, not vLLM's load_weights
-    'File "/home/u/train.py", line 12, in reward\n    return table[name]\nKeyError: \'layers.0.mlp.gate_up_proj.weight\'\n',
+    'File "/home/u/train.py", line 12, in reward\n    return table[name]\n'
+    "KeyError: 'layers.0.mlp.gate_up_proj.weight'\n",
     # a short exclamation is no garbage output
     "reward of step 3 improved!!! nice\n",
 ]
