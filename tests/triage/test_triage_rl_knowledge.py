@@ -268,3 +268,57 @@ def test_rl_stack_entries_stay_quiet(log):
 )
 def test_rl_stacks_are_named_as_packages(path, package):
     assert package_of(path)[0] == package
+
+
+# -- TRL's release bugs behind a generic message, by their frames ------------------------------------
+
+RANK_IN_TRL = """Traceback (most recent call last):
+  File "/home/u/train_grpo.py", line 40, in <module>
+    trainer = GRPOTrainer(model=model, args=args, reward_funcs=[r], train_dataset=ds)
+  File "/opt/venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 657, in __init__
+    self.llm = LLM(
+  File "/opt/venv/lib/python3.11/site-packages/vllm/executor/uniproc_executor.py", line 112, in _init_executor
+    rank = int(os.environ["RANK"])
+  File "/usr/lib/python3.11/os.py", line 679, in __getitem__
+    raise KeyError(key) from None
+KeyError: 'RANK'
+"""
+
+RANK_IN_USER_CODE = """Traceback (most recent call last):
+  File "/home/u/launch.py", line 8, in <module>
+    rank = int(os.environ["RANK"])
+  File "/usr/lib/python3.11/os.py", line 679, in __getitem__
+    raise KeyError(key) from None
+KeyError: 'RANK'
+"""
+
+
+def test_trl_colocate_rank_entry_fires_in_trls_frame():
+    found = _run(RANK_IN_TRL)
+    assert found and "trl-colocate-python-launch-no-rank" in found[0].message
+
+
+def test_trl_colocate_rank_entry_stays_quiet_in_the_users_own_frame():
+    assert not any("trl-colocate-python-launch-no-rank" in f.message for f in _run(RANK_IN_USER_CODE))
+
+
+NAN_LOGPROB_IN_REWARD = """Traceback (most recent call last):
+  File "/home/u/rewards.py", line 30, in length_reward
+    return torch.tensor([score(c) for c in completions])
+RuntimeError: Could not infer dtype of NoneType
+"""
+
+
+def test_nan_logprob_entry_stays_quiet_when_the_users_reward_raised_it():
+    assert not any("trl-vllm-nan-logprob-none-crash" in f.message for f in _run(NAN_LOGPROB_IN_REWARD))
+
+
+def test_nan_logprob_entry_fires_in_trls_frame():
+    log = (
+        'File "/opt/venv/lib/python3.12/site-packages/trl/trainer/grpo_trainer.py", line 2399, '
+        "in _generate_and_score_completions\n"
+        "    sampling_per_token_logps = [torch.tensor(logps) for logps in sampling_per_token_logps_list]\n"
+        "RuntimeError: Could not infer dtype of NoneType\n"
+    )
+    found = _run(log)
+    assert found and "trl-vllm-nan-logprob-none-crash" in found[0].message
