@@ -556,7 +556,8 @@ def _catalogue_fix(
             about = by_line or (
                 b.callee in pk
                 and (
-                    b.caller in pk or set(pk) <= {b.callee}
+                    # an argument the callee removed (an entry about the callee alone): any caller
+                    b.caller in pk or set(pk) <= {b.callee} and b.exc.name == "TypeError"
                     if b.caller
                     else set(pk) <= {b.callee} or b.caller_frame is None
                 )
