@@ -19,7 +19,7 @@ from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
 from envdoctor.triage.interface import Match
 from envdoctor.triage.scanner import split_prefix
-from envdoctor.triage.traceback import package_of
+from envdoctor.triage.traceback import Traceback, package_of
 from envdoctor.units import size_text
 
 # -- the vLLM server (server mode, TRL >= 0.16) ------------------------------------------------
@@ -518,6 +518,24 @@ def versionless(entry: object) -> bool:
     return not any("NoneType" in s.text for s in getattr(entry, "symptoms", ()))
 
 
+def frames_hold(tb: Traceback, frames: tuple[tuple[str, str, str], ...]) -> bool | None:
+    """Whether ``tb`` shows one of an entry's frames: True, False (it shows frames, none of them),
+    None (it shows no frame of that package at all: the traceback is cut or absent)."""
+    if not frames:
+        return True
+    shown = [f for t in tb.all() for f in t.frames]
+    packages = {p for p, _, _ in frames}
+    if not any(f.package in packages for f in shown):
+        return None if not shown else False
+    return any(
+        f.package == p
+        and (not file or f.module_path.endswith(file))
+        and (not func or f.function.endswith(func))
+        for f in shown
+        for p, file, func in frames
+    )
+
+
 def _frames_contradict(entry: object, m: Match) -> bool:
     """An entry that says where it is raised (``raised.frames``), on a line whose traceback shows
     frames of which none is the entry's: another failure with the same words (a KeyError of the
@@ -525,11 +543,20 @@ def _frames_contradict(entry: object, m: Match) -> bool:
     raised = getattr(entry, "raised", None)
     if not raised or not raised[2] or not m.context:
         return False
-    from envdoctor.triage.structural import _holds
     from envdoctor.triage.traceback import failure
 
     tb = failure(m.context, m.text, m.line_no)
-    return tb is not None and any(t.frames for t in tb.all()) and _holds(tb, raised[2]) is not True
+    return tb is not None and any(t.frames for t in tb.all()) and frames_hold(tb, raised[2]) is not True
+
+
+def _settled_by_context(entry: object, m: Match) -> str:
+    """The line before the symptom that settles an entry's cause among those its note names
+    (``certain_with``: a level-2 sleep before garbage completions); '' when none is shown."""
+    for line in (*m.context, m.text):
+        for s in getattr(entry, "certain_with", ()):
+            if s.found_in(line[:2000]):
+                return line.strip()[:200]
+    return ""
 
 
 def known_failure(ms: list[Match], log: Log) -> list[Draft]:
@@ -568,13 +595,18 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         versions_match=verdict,
         unshown_bounds=_unshown_bounds(entry.packages, log),
     )
+    settled = verdict is not False and _settled_by_context(entry, first)
     severity = (
         verdict is True
         and (entry.severity == "error" or entry.kind in SEEN_KINDS)
         or (verdict is None and versionless(entry))
+        or settled
     )
+    if settled:
+        draft.finding.evidence["settled_by"] = settled
     f = draft.finding
+    message = f.message + (f"; the log shows what settles it: “{settled}”" if settled else "")
     draft.finding = Finding(
-        f.rule, Severity.ERROR if severity else Severity.WARNING, f.message, f.fix, f.evidence
+        f.rule, Severity.ERROR if severity else Severity.WARNING, message, f.fix, f.evidence
     )
     return [draft]

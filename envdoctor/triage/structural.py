@@ -41,21 +41,10 @@ def _frame_text(f: Frame | None) -> str:
 
 
 def _holds(tb: Traceback, frames: tuple[tuple[str, str, str], ...]) -> bool | None:
-    """Whether ``tb`` shows one of an entry's frames: True, False (it shows frames, none of them),
-    None (it shows no frame of that package at all: the traceback is cut or absent)."""
-    if not frames:
-        return True
-    shown = [f for t in tb.all() for f in t.frames]
-    packages = {p for p, _, _ in frames}
-    if not any(f.package in packages for f in shown):
-        return None if not shown else False
-    return any(
-        f.package == p
-        and (not file or f.module_path.endswith(file))
-        and (not func or f.function.endswith(func))
-        for f in shown
-        for p, file, func in frames
-    )
+    """``classes.frames_hold`` (the catalogue's matcher holds it: one home for both)."""
+    from envdoctor.triage.classes import frames_hold
+
+    return frames_hold(tb, frames)
 
 
 def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:

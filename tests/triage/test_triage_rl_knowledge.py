@@ -322,3 +322,42 @@ def test_nan_logprob_entry_fires_in_trls_frame():
     )
     found = _run(log)
     assert found and "trl-vllm-nan-logprob-none-crash" in found[0].message
+
+
+# -- certain_with: a line before the symptom settles the cause ------------------------------------
+
+
+def test_garbage_after_a_level_2_sleep_is_an_error():
+    log = (
+        "INFO 08-28 10:00:00 [api_server.py:900] POST /sleep?level=2 200 OK\n"
+        "INFO 08-28 10:00:05 [api_server.py:900] POST /wake_up 200 OK\n"
+        "completion: '!!!!!!!!!!!!!!!!!!!!!!!!'\n"
+    )
+    found = _run(log)
+    assert found and "vllm-garbage-after-sleep-level-2" in found[0].message
+    assert found[0].severity == Severity.ERROR and "settles it" in found[0].message
+
+
+def test_garbage_after_a_level_1_sleep_stays_a_warning():
+    log = "INFO POST /sleep?level=1 200 OK\nlog_level=2\ncompletion: '!!!!!!!!!!!!!!!!!!!!!!!!'\n"
+    found = _run(log)
+    assert found and found[0].severity == Severity.WARNING
+
+
+def test_certain_with_is_only_for_an_entry_that_depends():
+    entry = {
+        "id": "x-z",
+        "title": "t",
+        "kind": "crash",
+        "certainty": "certain",
+        "certain_with": ["level=2"],
+        "when": {"packages": {"vllm": ">=0.8.0"}},
+        "symptoms": ["some symptom"],
+        "cause": "c",
+        "fix": "f",
+        "sources": ["https://github.com/a/b/issues/1"],
+    }
+    with pytest.raises(KnownFailuresError, match="certain_with"):
+        parse_entry(entry, "test")
+    ok = parse_entry({**entry, "certainty": "depends", "note": "n"}, "test")
+    assert [s.text for s in ok.certain_with] == ["level=2"]
