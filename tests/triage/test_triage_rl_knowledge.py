@@ -361,3 +361,10 @@ def test_certain_with_is_only_for_an_entry_that_depends():
         parse_entry(entry, "test")
     ok = parse_entry({**entry, "certainty": "depends", "note": "n"}, "test")
     assert [s.text for s in ok.certain_with] == ["level=2"]
+
+
+def test_a_log_shows_the_rl_stacks_versions():
+    from envdoctor.triage.logversions import from_log
+
+    got = {k: v.version for k, v in from_log(b"openrlhf==0.9.4\nvllm==0.16.0\nverl==0.5.0\n", []).items()}
+    assert got["openrlhf"] == "0.9.4" and got["verl"] == "0.5.0" and got["vllm"] == "0.16.0"
