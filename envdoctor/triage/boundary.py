@@ -388,7 +388,7 @@ def _override(tb: Traceback, m: re.Match[str]) -> Boundary | None:
     frames = [f for t in tb.all() for f in t.frames] if not tb.frames else tb.frames
     if frames and frames[-1].package not in ("transformers", None):
         return None  # called by another package's loop, not transformers'
-    owner = _object_package(cls)
+    owner = "trl" if cls in _TRL_OWN_TRAINERS else _object_package(cls)
     owner = owner if owner not in (None, "transformers") else _trl_trainer_owner(cls, frames)
     arg, since = row["argument"], row["since"]
     return Boundary(
@@ -404,6 +404,13 @@ def _override(tb: Traceback, m: re.Match[str]) -> Boundary | None:
         func=cls,
         override=row,
     )
+
+
+#: TRL's own trainer classes by their exact names (an override of theirs is TRL's code)
+_TRL_OWN_TRAINERS = frozenset(
+    (*TRL_TRAINERS, "XPOTrainer", "NashMDTrainer", "KTOTrainer", "ORPOTrainer", "CPOTrainer", "BCOTrainer")
+    + ("RewardTrainer", "GKDTrainer", "PRMTrainer", "IterativeSFTTrainer", "AlignPropTrainer", "DDPOTrainer")
+)
 
 
 def _trl_trainer_owner(cls: str, frames: list[Frame]) -> str | None:

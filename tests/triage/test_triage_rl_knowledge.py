@@ -368,3 +368,9 @@ def test_a_log_shows_the_rl_stacks_versions():
 
     got = {k: v.version for k, v in from_log(b"openrlhf==0.9.4\nvllm==0.16.0\nverl==0.5.0\n", []).items()}
     assert got["openrlhf"] == "0.9.4" and got["verl"] == "0.5.0" and got["vllm"] == "0.16.0"
+
+
+def test_an_override_of_trls_own_trainer_is_trls_drift():
+    found = _run("TypeError: XPOTrainer.training_step() takes 3 positional arguments but 4 were given")
+    assert found and found[0].rule == "TRI009"
+    assert "between trl and transformers" in found[0].message
