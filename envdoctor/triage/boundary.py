@@ -586,13 +586,19 @@ def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]
     pair = {a, c}
     if b.override is not None:
         row = b.override
-        who = f"{b.func}.{row['method']}" + (f" ({a})" if a else "")
-        return (
-            f"{row['fix']} — in {who}; transformers passes {row['argument']} from {row['since']}"
-            + (f" (the log shows transformers {vc})" if vc else "")
-            + f"; or pin pip install 'transformers<{row['since']}'",
-            "transformers' Trainer methods per release (rules/knowledge/trainer_hooks.yaml)",
-        )
+        since, seen = row["since"], f" (the log shows transformers {vc})" if vc else ""
+        pin = f"pip install 'transformers<{since}'"
+        if a is not None:  # a package's trainer: its release, not the user, must change
+            fix = (
+                f"pip install --upgrade {a} (a release made for transformers >= {since}, whose "
+                f"{b.func}.{row['method']} takes {row['argument']}){seen}; or {pin}"
+            )
+        else:
+            fix = (
+                f"{row['fix']} — in {b.func}.{row['method']}; transformers passes {row['argument']} "
+                f"from {since}{seen}; or {pin}"
+            )
+        return fix, "transformers' Trainer methods per release (rules/knowledge/trainer_hooks.yaml)"
     trainer = _trainer_answer(b, have, kb)
     if trainer is not None:
         return trainer
