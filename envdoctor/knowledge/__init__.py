@@ -32,6 +32,7 @@ class Knowledge:
         "requirements": "requirements.yaml",
         "parser_keys": "parser_keys.yaml",
         "horizon": "horizon.yaml",
+        "trainer_hooks": "trainer_hooks.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

@@ -40,6 +40,8 @@ _KEYS = {
     "note",
     "triage_only",
     "raised",
+    "symptom_decides",
+    "certain_with",
 }
 _RAISED_KEYS = {"exception", "message", "frames"}
 _WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env", "unless_config", "data"}
@@ -115,6 +117,13 @@ class KnownFailure:
     #: name, a part of its message ("" : any), the frames (package, file ending, function; "" :
     #: any) one of which the traceback must hold
     raised: tuple[str, str, tuple[tuple[str, str, str], ...]] | None = None
+    #: the symptom arises from this cause alone, in the entry's releases only (a message naming the
+    #: entry's own class and method, an assertion unique to it): a log that shows it is the entry's
+    #: failure whatever versions it shows, so triage says it as an error without them
+    symptom_decides: bool = False
+    #: lines that, shown before the symptom (in its traceback's context), settle the cause among the
+    #: several the note names (a level-2 sleep before garbage completions): an error with them
+    certain_with: tuple[Symptom, ...] = ()
 
     @property
     def severity(self) -> str:
@@ -246,6 +255,10 @@ def _raised(value: Any, where: str) -> tuple[str, str, tuple[tuple[str, str, str
     )
 
 
+def _strings_ok(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) and x for x in value)
+
+
 def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> KnownFailure:
     """One validated entry; ``where`` names the file and position in errors; ``eager``: compile
     its symptom regexes now (else on first use, with the same error)."""
@@ -296,6 +309,17 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
             f"{where}: 'triage_only' must be true or false, and true needs a "
             "'note' saying what envdoctor cannot see before the run"
         )
+    decides = entry.get("symptom_decides", False)
+    if not isinstance(decides, bool) or (decides and kind not in ("crash", "refusal")):
+        raise KnownFailuresError(
+            f"{where}: 'symptom_decides' must be true or false, and true only for a crash or a refusal"
+        )
+    settles = entry.get("certain_with") or []
+    if settles and (certainty != "depends" or not _strings_ok(settles)):
+        raise KnownFailuresError(
+            f"{where}: 'certain_with' must be a list of strings (literals or re:), "
+            "on an entry of certainty depends"
+        )
     rule = entry.get("rule")
     if rule is not None and not (isinstance(rule, str) and _RULE.match(rule)):
         raise KnownFailuresError(f"{where}: 'rule' must be a rule id such as PKG002")
@@ -323,6 +347,8 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         data=tuple(" ".join(d.split()) for d in data),
         file=file,
         raised=_raised(entry.get("raised"), where),
+        symptom_decides=decides,
+        certain_with=tuple(Symptom(x, where) for x in settles),
     )
 
 
@@ -371,6 +397,7 @@ def to_record(f: KnownFailure) -> dict[str, Any]:
     """``f`` as JSON data that ``from_record`` turns back into an equal ``KnownFailure``."""
     record = {name: getattr(f, name) for name in f.__dataclass_fields__}
     record["symptoms"] = [[s.text, s.where] for s in f.symptoms]
+    record["certain_with"] = [[s.text, s.where] for s in f.certain_with]
     return record
 
 
@@ -383,6 +410,7 @@ def from_record(record: dict[str, Any]) -> KnownFailure:
     fields["platform"] = tuple(fields["platform"])
     fields["data"] = tuple(fields.get("data", ()))
     fields["symptoms"] = tuple(Symptom(text, where) for text, where in fields["symptoms"])
+    fields["certain_with"] = tuple(Symptom(text, where) for text, where in fields.get("certain_with", ()))
     fields["sources"] = tuple(fields["sources"])
     raised = fields.get("raised")
     if raised is not None:

@@ -126,6 +126,13 @@ def validate(name: str, data: Any) -> None:
             if kind != "measured_harmless" and not entry.get("why"):
                 raise KnowledgeError(f"{where}: needs why (the evidence)")
             _refs(entry, where)
+    for i, hook in enumerate(data.get("trainer_hooks", [])):
+        where = f"{name}: trainer_hooks[{i}]"
+        if not all(isinstance(hook.get(k), str) and hook[k] for k in ("method", "argument", "since", "fix")):
+            raise KnowledgeError(f"{where}: needs method, argument, since (a version string) and fix")
+        if hook.get("how") not in ("keyword", "positional"):
+            raise KnowledgeError(f"{where}: how must be keyword or positional")
+        _refs(hook, where)
     for key, entry in (data.get("keys") or {}).items():
         where = f"{name}: keys.{key}"
         if not isinstance(entry, dict) or not isinstance(entry.get("since"), str):

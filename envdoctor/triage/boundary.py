@@ -25,7 +25,7 @@ from envdoctor.triage.traceback import PACKAGES, Frame, Traceback
 DRIFT = ("ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "NotImplementedError")
 STACK = frozenset(PACKAGES.values()) - {"open-r1", "datasets"} | {"datasets"}
 _CALL = re.compile(
-    r"(?P<func>[\w.<>]{1,200})\(\) (?:got an unexpected keyword argument '(?P<kwarg>\w{1,200})'"
+    r"(?P<func>[\w.<>]{1,200})\(\) (?:got an unexpected keyword argument '(?P<kwarg>\w{1,200})(?:'|$)"
     r"|missing (?P<n>\d{1,3}) required (?:positional|keyword-only) arguments?: (?P<missing>.{1,300})"
     r"|takes (?P<takes>.{1,60}) positional arguments? but (?P<given>\d{1,3}) (?:were|was) given"
     r"|got multiple values for argument '(?P<dup>\w{1,200})')"
@@ -103,6 +103,9 @@ class Boundary:
     lacks: str = "does not have"
     name: str = ""
     func: str = ""
+    #: a subclass's override of a transformers Trainer method, called by transformers with an
+    #: argument it has no parameter for: the row of rules/knowledge/trainer_hooks.yaml
+    override: dict[str, Any] | None = None
 
     def text(self, have: dict[str, str], caller: str = "") -> str:
         """``trl imports X from vllm.m, which the installed vllm 0.12.0 does not have``."""
@@ -261,6 +264,11 @@ def find(tb: Traceback) -> Boundary | None:
         if m is None:
             return None
         func = m.group("func")
+        hooked = _override(tb, m)
+        if hooked is not None:
+            return hooked
+        if m.group("kwarg") and not re.search(rf"'{m.group('kwarg')}'", msg):
+            return None  # a keyword cut off by the log: only an override's row can tell it
         kind = (
             f"the keyword argument '{m.group('kwarg')}'"
             if m.group("kwarg")
@@ -301,6 +309,8 @@ def find(tb: Traceback) -> Boundary | None:
                     # A only passed the user's keywords on (super().__init__(…, **kwargs)): the
                     # user's code named the argument B does not take
                     user = next((f for f in reversed(frames) if _user(f)), None)
+                    if user is None:  # no user frame above it: A forwarded its own caller's keywords
+                        return Boundary(before.package, last, tb, what, before, inside, **call)
                     return Boundary(None, last, tb, what, user, inside, **call)
                 return Boundary(before.package, last, tb, what, before, inside, **call)
             return None
@@ -334,6 +344,80 @@ def find(tb: Traceback) -> Boundary | None:
         lacks="does not implement",
         func=inside.function if inside else "",
     )
+
+
+# -- an override called with what transformers passes now --------------------------------------
+
+
+def _hook_row(method: str, m: re.Match[str]) -> dict[str, Any] | None:
+    """The row of rules/knowledge/trainer_hooks.yaml that a TypeError of ``method`` is: a keyword
+    transformers passes (the message may cut its name: a prefix of 8 characters or more), or
+    one positional argument more than the override takes."""
+    from envdoctor.knowledge import knowledge
+
+    for row in knowledge().trainer_hooks.get("trainer_hooks") or []:
+        if row.get("method") != method:
+            continue
+        arg, kwarg = str(row.get("argument", "")), m.group("kwarg")
+        if (
+            row.get("how") == "keyword"
+            and kwarg
+            and (kwarg == arg or len(kwarg) >= 8 and arg.startswith(kwarg))
+        ):
+            return dict(row)
+        if row.get("how") == "positional" and m.group("given") and m.group("takes"):
+            takes = re.match(r"(?:from \d{1,3} to )?(\d{1,3})", m.group("takes"))
+            if takes and int(m.group("given")) == int(takes.group(1)) + 1:
+                return dict(row)
+    return None
+
+
+def _override(tb: Traceback, m: re.Match[str]) -> Boundary | None:
+    """A trainer subclass's override of a transformers Trainer method (``X.compute_loss``,
+    ``X.training_step``, ``X._get_train_sampler``) that the installed transformers' loop calls
+    with an argument the override has no parameter for: drift between the subclass's package
+    (TRL, a wrapper, the user's code) and transformers, told by the class hierarchy — the
+    subclass's frame is not in the traceback, transformers' loop is the caller."""
+    cls, _, method = m.group("func").rpartition(".")
+    cls = cls.rsplit(".", 1)[-1]
+    if not cls or not cls.endswith("Trainer") or cls == "Trainer":
+        return None  # transformers' own Trainer, or no method of a trainer class
+    row = _hook_row(method, m)
+    if row is None:
+        return None
+    frames = [f for t in tb.all() for f in t.frames] if not tb.frames else tb.frames
+    if frames and frames[-1].package not in ("transformers", None):
+        return None  # called by another package's loop, not transformers'
+    owner = "trl" if cls in _TRL_OWN_TRAINERS else _object_package(cls)
+    owner = owner if owner not in (None, "transformers") else _trl_trainer_owner(cls, frames)
+    arg, since = row["argument"], row["since"]
+    return Boundary(
+        owner,
+        "transformers",
+        tb,
+        f"{cls}.{method}() and {arg}",
+        None,
+        frames[-1] if frames and frames[-1].package == "transformers" else None,
+        verb=f"overrides Trainer.{method}() in {cls} without a parameter for {arg}",
+        lacks=f"passes to it (from {since})",
+        name=method,
+        func=cls,
+        override=row,
+    )
+
+
+#: TRL's own trainer classes by their exact names (an override of theirs is TRL's code)
+_TRL_OWN_TRAINERS = frozenset(
+    (*TRL_TRAINERS, "XPOTrainer", "NashMDTrainer", "KTOTrainer", "ORPOTrainer", "CPOTrainer", "BCOTrainer")
+    + ("RewardTrainer", "GKDTrainer", "PRMTrainer", "IterativeSFTTrainer", "AlignPropTrainer", "DDPOTrainer")
+)
+
+
+def _trl_trainer_owner(cls: str, frames: list[Frame]) -> str | None:
+    """The package of a trainer class no table names: a wrapper's whose frames the traceback
+    shows (``unsloth`` for ``UnslothGRPOTrainer``), else the user's code (None)."""
+    low = cls.lower()
+    return next((p for p in {f.package for f in frames if f.package} if p.split("-")[0] in low), None)
 
 
 # -- the pair that works ----------------------------------------------------------------------
@@ -472,11 +556,20 @@ def _catalogue_fix(
         pk = e.packages
         raised = getattr(e, "raised", None) or ("", "")
         texts = [x.text for x in getattr(e, "symptoms", ())] + [str(raised[1])]
-        about = by_line or (
-            b.callee in pk
-            and (b.caller in pk if b.caller else set(pk) <= {b.callee} or b.caller_frame is None)
-            and any(f"'{b.name}'" in t or f".{b.name}" in t for t in texts)
-        )
+        if b.override is not None:  # an override: the entry must name the very class and method
+            own = re.compile(rf"(?<![\w.]){re.escape(b.func)}\.{re.escape(b.name)}\b")
+            about = any(own.search(t) for t in texts)
+        else:
+            about = by_line or (
+                b.callee in pk
+                and (
+                    # an argument the callee removed (an entry about the callee alone): any caller
+                    b.caller in pk or set(pk) <= {b.callee} and b.exc.name == "TypeError"
+                    if b.caller
+                    else set(pk) <= {b.callee} or b.caller_frame is None
+                )
+                and any(f"'{b.name}'" in t or f".{b.name}" in t for t in texts)
+            )
         held = all(versions.satisfies(have[d], spec) is not False for d, spec in pk.items() if d in have)
         if about and held:
             if e.fixed_in:
@@ -491,6 +584,21 @@ def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]
     a, c = b.caller, b.callee
     va, vc = have.get(a or ""), have.get(c)
     pair = {a, c}
+    if b.override is not None:
+        row = b.override
+        since, seen = row["since"], f" (the log shows transformers {vc})" if vc else ""
+        pin = f"pip install 'transformers<{since}'"
+        if a is not None:  # a package's trainer: its release, not the user, must change
+            fix = (
+                f"pip install --upgrade {a} (a release made for transformers >= {since}, whose "
+                f"{b.func}.{row['method']} takes {row['argument']}){seen}; or {pin}"
+            )
+        else:
+            fix = (
+                f"{row['fix']} — in {b.func}.{row['method']}; transformers passes {row['argument']} "
+                f"from {since}{seen}; or {pin}"
+            )
+        return fix, "transformers' Trainer methods per release (rules/knowledge/trainer_hooks.yaml)"
     trainer = _trainer_answer(b, have, kb)
     if trainer is not None:
         return trainer

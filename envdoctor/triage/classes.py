@@ -19,7 +19,7 @@ from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
 from envdoctor.triage.interface import Match
 from envdoctor.triage.scanner import split_prefix
-from envdoctor.triage.traceback import package_of
+from envdoctor.triage.traceback import Traceback, package_of
 from envdoctor.units import size_text
 
 # -- the vLLM server (server mode, TRL >= 0.16) ------------------------------------------------
@@ -505,13 +505,58 @@ def versionless(entry: object) -> bool:
     config key, the user's code or data, a launch) and whose symptom is no generic message of
     Python's (``'NoneType' object …``). Such an entry is an error on a log that shows no versions;
     one that hinges on releases is a warning there."""
-    if getattr(entry, "kind", "") not in SEEN_KINDS or getattr(entry, "fixed_in", None):
+    if getattr(entry, "kind", "") not in SEEN_KINDS:
         return False
-    if getattr(entry, "kind", "") == "refusal" and getattr(entry, "certainty", "") != "certain":
-        return False  # a refusal with several causes (its note says which the log cannot tell)
+    if getattr(entry, "symptom_decides", False):
+        return True  # its symptom arises from this cause alone: the log's failure is the entry's
+    if getattr(entry, "fixed_in", None):
+        return False
+    if getattr(entry, "certainty", "") != "certain":
+        return False  # several causes (its note says which the log cannot tell)
     if _VERSION_FIX.search(str(getattr(entry, "fix", ""))):
         return False
     return not any("NoneType" in s.text for s in getattr(entry, "symptoms", ()))
+
+
+def frames_hold(tb: Traceback, frames: tuple[tuple[str, str, str], ...]) -> bool | None:
+    """Whether ``tb`` shows one of an entry's frames: True, False (it shows frames, none of them),
+    None (it shows no frame of that package at all: the traceback is cut or absent)."""
+    if not frames:
+        return True
+    shown = [f for t in tb.all() for f in t.frames]
+    packages = {p for p, _, _ in frames}
+    if not any(f.package in packages for f in shown):
+        return None if not shown else False
+    return any(
+        f.package == p
+        and (not file or f.module_path.endswith(file))
+        and (not func or f.function.endswith(func))
+        for f in shown
+        for p, file, func in frames
+    )
+
+
+def _frames_contradict(entry: object, m: Match) -> bool:
+    """An entry that says where it is raised (``raised.frames``), on a line whose traceback shows
+    frames of which none is the entry's: another failure with the same words (a KeyError of the
+    user's own dict, not vLLM's load_weights)."""
+    raised = getattr(entry, "raised", None)
+    if not raised or not raised[2] or not m.context:
+        return False
+    from envdoctor.triage.traceback import failure
+
+    tb = failure(m.context, m.text, m.line_no)
+    return tb is not None and any(t.frames for t in tb.all()) and frames_hold(tb, raised[2]) is not True
+
+
+def _settled_by_context(entry: object, m: Match) -> str:
+    """The line before the symptom that settles an entry's cause among those its note names
+    (``certain_with``: a level-2 sleep before garbage completions); '' when none is shown."""
+    for line in (*m.context, m.text):
+        for s in getattr(entry, "certain_with", ()):
+            if s.found_in(line[:2000]):
+                return line.strip()[:200]
+    return ""
 
 
 def known_failure(ms: list[Match], log: Log) -> list[Draft]:
@@ -529,6 +574,8 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         k in cfg and "*" not in v and cfg[k] not in v for k, v in dict(getattr(entry, "config", {})).items()
     ):
         return []  # the run's config (--config) contradicts the entry
+    if _frames_contradict(entry, first):
+        return []  # the traceback shows where it was raised, and it is not the entry's frame
     verdict, detail = _versions_verdict(entry.packages, log)
     if verdict is False:
         return []  # the symptom, but not in the releases the entry is about
@@ -548,13 +595,18 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         versions_match=verdict,
         unshown_bounds=_unshown_bounds(entry.packages, log),
     )
+    settled = verdict is not False and _settled_by_context(entry, first)
     severity = (
         verdict is True
         and (entry.severity == "error" or entry.kind in SEEN_KINDS)
         or (verdict is None and versionless(entry))
+        or settled
     )
+    if settled:
+        draft.finding.evidence["settled_by"] = settled
     f = draft.finding
+    message = f.message + (f"; the log shows what settles it: “{settled}”" if settled else "")
     draft.finding = Finding(
-        f.rule, Severity.ERROR if severity else Severity.WARNING, f.message, f.fix, f.evidence
+        f.rule, Severity.ERROR if severity else Severity.WARNING, message, f.fix, f.evidence
     )
     return [draft]

@@ -35,6 +35,11 @@ NAMES = (
     "nvidia-nccl-cu12",
     "nvidia-nccl-cu11",
     "numpy",
+    # RL stacks on vLLM whose own trainers and weight sync a log's traceback shows
+    "openrlhf",
+    "verl",
+    "nemo-rl",
+    "ms-swift",
 )
 ALIASES = {
     "pytorch": "torch",

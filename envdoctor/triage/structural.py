@@ -41,21 +41,10 @@ def _frame_text(f: Frame | None) -> str:
 
 
 def _holds(tb: Traceback, frames: tuple[tuple[str, str, str], ...]) -> bool | None:
-    """Whether ``tb`` shows one of an entry's frames: True, False (it shows frames, none of them),
-    None (it shows no frame of that package at all: the traceback is cut or absent)."""
-    if not frames:
-        return True
-    shown = [f for t in tb.all() for f in t.frames]
-    packages = {p for p, _, _ in frames}
-    if not any(f.package in packages for f in shown):
-        return None if not shown else False
-    return any(
-        f.package == p
-        and (not file or f.module_path.endswith(file))
-        and (not func or f.function.endswith(func))
-        for f in shown
-        for p, file, func in frames
-    )
+    """``classes.frames_hold`` (the catalogue's matcher holds it: one home for both)."""
+    from envdoctor.triage.classes import frames_hold
+
+    return frames_hold(tb, frames)
 
 
 def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
@@ -141,10 +130,14 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     module_attr = tb.name == "AttributeError" and (
         boundary._MODULE_ATTR.search(tb.message) is not None or tb.message.startswith("type object '")
     )
-    certain = bool(source) or (
-        not b.ambiguous
-        and (tb.name in _CERTAIN or module_attr)
-        and (b.caller is not None or tb.name == "ImportError")
+    certain = (
+        bool(source)
+        or b.override is not None
+        or (
+            not b.ambiguous
+            and (tb.name in _CERTAIN or module_attr)
+            and (b.caller is not None or tb.name == "ImportError")
+        )
     )
     if not certain and (b.caller is None or b.ambiguous or tb.name == "AttributeError"):
         # the user's code against a package, a message that a bug of the caller gives too, an

@@ -42,6 +42,17 @@ PACKAGES = {
     "xformers": "xformers",
     "flashinfer": "flashinfer-python",
     "open_r1": "open-r1",
+    # RL stacks on vLLM with their own trainers, weight sync and sleep-mode code
+    "openrlhf": "openrlhf",
+    "verl": "verl",
+    "nemo_rl": "nemo-rl",
+    "swift": "ms-swift",
+    "pipelinerl": "pipelinerl",
+    "rllm": "rllm",
+    "realhf": "areal",
+    "areal": "areal",
+    "lighteval": "lighteval",
+    "lm_eval": "lm-eval",
 }
 
 _FRAME = re.compile(
