@@ -1,0 +1,58 @@
+"""The hook's checks of the scripts that build their GRPOConfig in code
+(``envdoctor.plan.repo_config_calls``): one target each, launched as the repository's own launch
+lines run it (their accelerate config and process count) when it has some, and each finding
+located at the ``GRPOConfig(...)`` call that sets its key (file and line)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from envdoctor.commands.hook import Target
+    from envdoctor.plan.interface import Plan
+    from envdoctor.report.interface import Report
+
+#: ``GRPOConfig(...) in path:line`` at the start of a key's origin
+_WHERE = re.compile(r"\(\.\.\.\) in (?P<file>[^,]+?):(?P<line>\d+)\b")
+
+
+def script_targets(root: Path) -> list[Target]:
+    """A target per script of the repository that builds a GRPOConfig in code, with the
+    accelerate config and process counts the repository's launch lines run it with."""
+    from envdoctor.commands.hook import Target
+    from envdoctor.commands.hook_repo import _count, launches_of
+    from envdoctor.plan.repo_config_calls import config_scripts
+
+    out = []
+    for script in config_scripts(root):
+        accelerate: str | None = None
+        counts: list[int] = []
+        for ln in launches_of(root).launches:
+            if (ln.script or "").removeprefix("./") != script:
+                continue
+            if accelerate is None and ln.accelerate and "*" not in ln.accelerate:
+                if (root / ln.accelerate).is_file():
+                    accelerate = ln.accelerate.removeprefix("./")
+            n = _count(ln, root)
+            if n is not None and n not in counts:
+                counts.append(n)
+        out.append(Target(accelerate=accelerate, counts=tuple(counts), script=script))
+    return out
+
+
+def locate_code(report: Report, plan: Plan) -> None:
+    """``file`` / ``line`` of each finding about a key the script's code sets: the call."""
+    for area in report.areas:
+        new = []
+        for f in area.findings:
+            ev: dict[str, Any] = dict(f.evidence)
+            key = ev.get("key")
+            m = _WHERE.search(plan.config_origin.get(key, "")) if isinstance(key, str) else None
+            if m is not None:
+                ev.setdefault("file", m["file"])
+                ev.setdefault("line", int(m["line"]))
+            new.append(dataclasses.replace(f, evidence=ev))
+        area.findings = new
