@@ -116,7 +116,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
         entry = keys.get(key)
         if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
             continue  # TrainingArguments fields are accepted by every GRPOConfig
-        if key in ctx.plan.script_keys:
+        if key in ctx.plan.script_keys and not from_code(origin):
             continue  # the script's (or the repository's) own dataclass declares it
         since, until = entry.get("since"), entry.get("until")
         if _deprecated(entry, trl):
@@ -236,8 +236,8 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
     grpo = ctx.kb.grpo_keys.get("keys") or {}
     fields, scripts = table.get("keys") or {}, _script_keys(ctx)
     for key, origin in ctx.plan.config_origin.items():
-        if key not in fields or key in grpo or key in scripts:
-            continue
+        if key not in fields or key in grpo or (key in scripts and not from_code(origin)):
+            continue  # a keyword of a GRPOConfig(...) call is GRPOConfig's, whoever declares it
         if presence(table, key, tf) != "no":
             continue
         entry = table["keys"][key]
