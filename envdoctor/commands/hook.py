@@ -313,8 +313,26 @@ def _has_secret(files: list[str]) -> bool:
     return bool(_secrets_of(files))
 
 
+#: the rules of what the repository's files say as a whole (not one config's): said once
+REPOSITORY_RULES = frozenset({"SEC001", "REP001", "REP002", "REP003"})
+
+
 def _secret_found(area: Any) -> bool:
-    return any(f.rule == "SEC001" for f in area.findings)
+    return any(f.rule in REPOSITORY_RULES for f in area.findings)
+
+
+def _repo_paths() -> dict[str, Any]:
+    """The repository's missing launch paths and unexported GPU restrictions (read once a run)."""
+    from envdoctor.plan.repo_paths import repo_paths
+
+    key = str(Path.cwd())
+    if key not in _PATHS:
+        _PATHS.clear()
+        _PATHS[key] = repo_paths(Path.cwd())
+    return _PATHS[key]
+
+
+_PATHS: dict[str, dict[str, Any]] = {}
 
 
 def _with_secrets(facts: Facts, files: list[str]) -> Facts:
@@ -323,10 +341,11 @@ def _with_secrets(facts: Facts, files: list[str]) -> Facts:
     import copy
 
     found = _secrets_of(files)
-    if not found:
+    paths = _repo_paths()
+    if not found and not any(paths.values()):
         return facts
     out = copy.copy(facts)
-    out.extra = {**facts.extra, "committed_secrets": found}
+    out.extra = {**facts.extra, "committed_secrets": found, "repo_paths": paths}
     return out
 
 
@@ -549,8 +568,8 @@ def hook(
     targets += script_targets(Path.cwd())
     if not targets and not installed and (requirement_files or declares(list(files))):
         targets = [Target()]  # a commit that changes only the stack: check the stack itself
-    if not targets and _has_secret(list(files)):
-        targets = [Target()]  # a commit of scripts only: their credentials are still said
+    if not targets and (_has_secret(list(files)) or any(_repo_paths().values())):
+        targets = [Target()]  # a commit of scripts only: their credentials (and paths) are still said
     if verbose and fmt == "text":
         for path, why in skipped.items():
             click.echo(f"envdoctor: skipped {clean(path)}: {clean(why)}", err=True)
