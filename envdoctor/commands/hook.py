@@ -259,7 +259,9 @@ def check_target(
     if launch is None and (target.accelerate or target.counts or target.script):
         launch = _launch_line(target, target.counts[0] if target.counts else None)
     plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=launch, live=False)
-    if target.grpo or target.script:  # keys the repository's own dataclasses and GRPOConfig subclasses declare
+    if (
+        target.grpo or target.script
+    ):  # keys the repository's own dataclasses and GRPOConfig subclasses declare
         from envdoctor.plan.repository_keys import repository_keys_of
 
         plan.script_keys = {**repository_keys_of(str(Path.cwd())), **plan.script_keys}
@@ -287,7 +289,9 @@ def check_target(
         locate_code(report, plan)
     _declared_view(report, facts, [p for p in (target.grpo, target.accelerate) if p])
     report.areas = [a for a in report.areas if a.key != "probe"]  # the probe needs the machine
-    if not (target.grpo or target.accelerate or target.script):  # the stack (and the repository's credentials)
+    if not (
+        target.grpo or target.accelerate or target.script
+    ):  # the stack (and the repository's credentials)
         report.areas = [a for a in report.areas if a.key == "packages" or _secret_found(a)]
     report.subject = f"pre-commit: {target.label}"
     declared = (facts.extra.get("declared") or {}).get("files") or [] if facts else []
@@ -369,6 +373,20 @@ def _declared_view(report: Report, facts: Facts, files: list[str]) -> None:
         if notes:
             report.extra["declared_notes"] = list(notes)
     hook_stack.locate(report, facts, files)
+
+
+def _same(facts: Any, files: list[str]) -> Any:
+    return facts
+
+
+def _scoped(target: Target, facts: Any, given: bool, assume: Any, files: Any) -> Any:
+    """A script's own folder's declared stack (hook_scripts.scoped_facts), else ``facts``
+    (``given``: --installed or --requirements name the stack)."""
+    if given or target.script is None:
+        return facts
+    from envdoctor.commands.hook_scripts import scoped_facts
+
+    return scoped_facts(target, facts, list(assume), list(files))
 
 
 def merge_junit(named: list[tuple[str, Any]]) -> str:
@@ -588,7 +606,15 @@ def hook(
     line = launch_text(launch, ())
     if (apply_fix or show_diff) and facts is not None:
         facts = _fix(  # the configs written in scripts are not edited (hook_scripts.py)
-            [t for t in targets if t.script is None], facts, line, select_ids, ignore_ids, assume, requirement_files, files, show_diff
+            [t for t in targets if t.script is None],
+            facts,
+            line,
+            select_ids,
+            ignore_ids,
+            assume,
+            requirement_files,
+            files,
+            show_diff,
         )
     named = (
         [
@@ -596,7 +622,9 @@ def hook(
                 t.label,
                 check_target(
                     t,
-                    _with_secrets(facts, list(files)) if i == 0 else facts,
+                    (_with_secrets if i == 0 else _same)(
+                        _scoped(t, facts, installed or bool(requirement_files), assume, files), list(files)
+                    ),
                     line,
                     select_ids,
                     ignore_ids,

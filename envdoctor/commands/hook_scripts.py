@@ -43,6 +43,28 @@ def script_targets(root: Path) -> list[Target]:
     return out
 
 
+def scoped_facts(target: Target, facts: Any, assume: list[str], files: list[str]) -> Any:
+    """The facts ``target``'s script is judged against: the declared stack of its own folder and
+    those above it, when the repository declares another folder's stack too (a subproject's
+    ``gaudi/requirements.txt`` is not the stack of ``grpo/train.py``); else ``facts``."""
+    from envdoctor.commands.hook_stack import declared_facts, in_scope
+
+    files_read = ((facts.extra.get("declared") or {}).get("files") or []) if facts is not None else []
+    scope = str(Path(target.script or "").parent)
+    if not target.script or scope == "." or not files_read:
+        return facts
+    root = Path.cwd()
+    if all(in_scope(root / f.split(":", 1)[0], root, scope) for f in files_read):
+        return facts
+    key = (str(root), scope, tuple(assume), tuple(files))
+    if key not in _SCOPED:
+        _SCOPED[key] = declared_facts(list(assume), [], root, list(files), scope=scope)
+    return _SCOPED[key]
+
+
+_SCOPED: dict[tuple[Any, ...], Any] = {}
+
+
 def locate_code(report: Report, plan: Plan) -> None:
     """``file`` / ``line`` of each finding about a key the script's code sets: the call."""
     for area in report.areas:

@@ -75,10 +75,25 @@ _GPU_COMMAND = re.compile(
     r"^(?:python\d?(?:\.\d+)?|accelerate|torchrun|deepspeed|trl|vllm|swift|llamafactory-cli|srun|nohup|"
     r"bash|sh|ray|lighteval|.*\.py|.*\.sh)$"
 )
+#: keys no other trainer's config has (envdoctor.commands.hook_repo.GRPO_ONLY): a config with
+#: one is a GRPOConfig whose ``deepspeed`` TrainingArguments reads (axolotl's is its own)
+_GRPO_ONLY = frozenset(
+    {"num_generations", "reward_funcs", "use_vllm", "vllm_mode", "vllm_device", "num_iterations", "epsilon"}
+)
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 #: folders of copies of other projects (their launch scripts run in those projects' trees)
 _VENDORED = frozenset(
-    {"examples", "example", "third_party", "thirdparty", "3rdparty", "vendor", "external", "deps", "submodules"}
+    {
+        "examples",
+        "example",
+        "third_party",
+        "thirdparty",
+        "3rdparty",
+        "vendor",
+        "external",
+        "deps",
+        "submodules",
+    }
 )
 #: a plain ``python x.py`` line is a training launch when it or its file says so
 _TRAINING = re.compile(r"(?i)train|grpo|rlhf|--deepspeed|--config")
@@ -335,6 +350,8 @@ def _script_findings(text: str, shown: str, index: _Index) -> list[MissingPath]:
                     certainty, why = "unknown", f"the script runs `{cwd.lost}` first"
                 elif folders is None:
                     certainty, why = "likely", f"after `{cwd.lost}`, read as a checkout of this repository"
+                elif index.ends_with(written):  # there from another folder: run from it?
+                    certainty, why = "unknown", "the repository holds it from another folder"
                 else:
                     certainty, why = "certain", ""
                 base = PurePosixPath(written).name
@@ -386,7 +403,9 @@ def unexported_devices(text: str, shown: str) -> list[UnexportedDevices]:
                 continue
             if not _GPU_COMMAND.match(os.path.basename(run[0])):
                 continue
-            if any(e.startswith("CUDA_VISIBLE_DEVICES=") for e in env) or "CUDA_VISIBLE_DEVICES" in " ".join(run):
+            if any(e.startswith("CUDA_VISIBLE_DEVICES=") for e in env) or "CUDA_VISIBLE_DEVICES" in " ".join(
+                run
+            ):
                 pending = None  # given to this command (or passed on by name)
                 continue
             out.append(UnexportedDevices(shown, pending[0], pending[1], number, " ".join(run[:3])[:80]))
@@ -415,8 +434,13 @@ def _config_findings(path: Path, shown: str, index: _Index) -> list[MissingPath]
     ds = data.get("deepspeed_config")
     if isinstance(ds, dict) and isinstance(ds.get("deepspeed_config_file"), str):
         found.append(("deepspeed_config_file", ds["deepspeed_config_file"]))
-    if isinstance(data.get("deepspeed"), str):
-        found.append(("deepspeed", data["deepspeed"]))
+    from envdoctor.plan.config_files import kind_of
+
+    kind = kind_of(data)
+    if kind != "accelerate":
+        found = []  # deepspeed_config_file is an accelerate config's key
+    if kind == "grpo" and set(data) & _GRPO_ONLY and isinstance(data.get("deepspeed"), str):
+        found.append(("deepspeed", data["deepspeed"]))  # TrainingArguments' (not axolotl's…)
     out: list[MissingPath] = []
     here = str(PurePosixPath(shown).parent)
     here = "" if here == "." else here
@@ -442,7 +466,12 @@ def repo_paths(root: Path) -> dict[str, list[dict[str, Any]]]:
     missing: list[MissingPath] = []
     unexported: list[UnexportedDevices] = []
     scripts = walk(
-        root, SCRIPT_PATTERNS, max_files=MAX_SCRIPTS, max_depth=MAX_DEPTH, skip_dirs=_SKIP_DIRS, skip_hidden_dirs=True
+        root,
+        SCRIPT_PATTERNS,
+        max_files=MAX_SCRIPTS,
+        max_depth=MAX_DEPTH,
+        skip_dirs=_SKIP_DIRS,
+        skip_hidden_dirs=True,
     )
     for path in scripts:
         try:
@@ -457,7 +486,12 @@ def repo_paths(root: Path) -> dict[str, list[dict[str, Any]]]:
         unexported += unexported_devices(text, shown)
     if index.complete:
         configs = walk(
-            root, CONFIG_PATTERNS, max_files=MAX_CONFIGS, max_depth=MAX_DEPTH, skip_dirs=_SKIP_DIRS, skip_hidden_dirs=True
+            root,
+            CONFIG_PATTERNS,
+            max_files=MAX_CONFIGS,
+            max_depth=MAX_DEPTH,
+            skip_dirs=_SKIP_DIRS,
+            skip_hidden_dirs=True,
         )
         for path in configs:
             missing += _config_findings(path, path.relative_to(root).as_posix(), index)
