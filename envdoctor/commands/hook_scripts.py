@@ -33,9 +33,9 @@ def script_targets(root: Path) -> list[Target]:
         for ln in launches_of(root).launches:
             if (ln.script or "").removeprefix("./") != script:
                 continue
-            if accelerate is None and ln.accelerate and "*" not in ln.accelerate:
-                if (root / ln.accelerate).is_file():
-                    accelerate = ln.accelerate.removeprefix("./")
+            acc = ln.accelerate
+            if accelerate is None and acc and "*" not in acc and (root / acc).is_file():
+                accelerate = acc.removeprefix("./")
             n = _count(ln, root)
             if n is not None and n not in counts:
                 counts.append(n)
