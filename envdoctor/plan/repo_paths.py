@@ -284,6 +284,7 @@ class _Cwd:
         self.folders: set[str] | None = {"/".join(parts[:n]) for n in range(len(parts) + 1)}
         self.here = here
         self.lost = ""  # the cd that lost it
+        self.moved = False  # a literal cd set the folder: the script says where it runs
 
     def cd(self, target: str | None, index: _Index) -> None:
         if self.folders is None:
@@ -296,12 +297,14 @@ class _Cwd:
             base = _norm(self.here, (m["rest"] or "/.")[1:] or ".")
             self.folders = {base} if base is not None and base in index.dirs else None
             self.lost = "" if self.folders else f"cd {target}"
+            self.moved = bool(self.folders)
             return
         if not _judged(target):
             self.folders, self.lost = None, f"cd {target}"
             return
         found = {n for n in (_norm(f, target) for f in self.folders) if n is not None and n in index.dirs}
         self.folders = found or None
+        self.moved = bool(found)
         self.lost = "" if found else f"cd {target}"
 
 
@@ -350,7 +353,7 @@ def _script_findings(text: str, shown: str, index: _Index) -> list[MissingPath]:
                     certainty, why = "unknown", f"the script runs `{cwd.lost}` first"
                 elif folders is None:
                     certainty, why = "likely", f"after `{cwd.lost}`, read as a checkout of this repository"
-                elif index.ends_with(written):  # there from another folder: run from it?
+                elif not cwd.moved and index.ends_with(written):  # run from that folder?
                     certainty, why = "unknown", "the repository holds it from another folder"
                 else:
                     certainty, why = "certain", ""
@@ -372,6 +375,8 @@ def _other_use(line: str, name: str) -> bool:
         return False
     words = _words(line) or []
     runs = [_strip_prefix(c)[1] for c in _commands(words)]
+    if re.search(r">\s*\S*" + re.escape(name), line):
+        return True  # written by a redirection
     return not any(r and _RUNNER.match(os.path.basename(r[0])) for r in runs) and name in " ".join(words)
 
 
