@@ -386,7 +386,7 @@ def _scoped(target: Target, facts: Any, given: bool, assume: Any, files: Any) ->
         return facts
     from envdoctor.commands.hook_scripts import scoped_facts
 
-    return scoped_facts(target, facts, list(assume), list(files))
+    return scoped_facts(target.script, facts, list(assume), list(files))
 
 
 def merge_junit(named: list[tuple[str, Any]]) -> str:
@@ -581,9 +581,9 @@ def hook(
         )
     kinds, skipped = classify(list(files))
     targets = pair(kinds)
-    from envdoctor.commands.hook_scripts import script_targets
+    from envdoctor.commands.hook_scripts import script_runs
 
-    targets += script_targets(Path.cwd())
+    targets += [Target(accelerate=a, counts=c, script=s) for s, a, c in script_runs(Path.cwd())]
     if not targets and not installed and (requirement_files or declares(list(files))):
         targets = [Target()]  # a commit that changes only the stack: check the stack itself
     if not targets and (_has_secret(list(files)) or any(_repo_paths().values())):

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from envdoctor.commands.hook import Target
     from envdoctor.plan.interface import Plan
     from envdoctor.report.interface import Report
 
@@ -19,14 +18,13 @@ if TYPE_CHECKING:
 _WHERE = re.compile(r"\(\.\.\.\) in (?P<file>[^,]+?):(?P<line>\d+)\b")
 
 
-def script_targets(root: Path) -> list[Target]:
-    """A target per script of the repository that builds a GRPOConfig in code, with the
-    accelerate config and process counts the repository's launch lines run it with."""
-    from envdoctor.commands.hook import Target
+def script_runs(root: Path) -> list[tuple[str, str | None, tuple[int, ...]]]:
+    """``(script, accelerate config, process counts)`` per script of the repository that builds
+    a GRPOConfig in code, as the repository's launch lines run it."""
     from envdoctor.commands.hook_repo import _count, launches_of
     from envdoctor.plan.repo_config_calls import config_scripts
 
-    out = []
+    out: list[tuple[str, str | None, tuple[int, ...]]] = []
     for script in config_scripts(root):
         accelerate: str | None = None
         counts: list[int] = []
@@ -39,19 +37,19 @@ def script_targets(root: Path) -> list[Target]:
             n = _count(ln, root)
             if n is not None and n not in counts:
                 counts.append(n)
-        out.append(Target(accelerate=accelerate, counts=tuple(counts), script=script))
+        out.append((script, accelerate, tuple(counts)))
     return out
 
 
-def scoped_facts(target: Target, facts: Any, assume: list[str], files: list[str]) -> Any:
+def scoped_facts(script: str, facts: Any, assume: list[str], files: list[str]) -> Any:
     """The facts ``target``'s script is judged against: the declared stack of its own folder and
     those above it, when the repository declares another folder's stack too (a subproject's
     ``gaudi/requirements.txt`` is not the stack of ``grpo/train.py``); else ``facts``."""
     from envdoctor.commands.hook_stack import declared_facts, in_scope
 
     files_read = ((facts.extra.get("declared") or {}).get("files") or []) if facts is not None else []
-    scope = str(Path(target.script or "").parent)
-    if not target.script or scope == "." or not files_read:
+    scope = str(Path(script).parent)
+    if scope == "." or not files_read:
         return facts
     root = Path.cwd()
     if all(in_scope(root / f.split(":", 1)[0], root, scope) for f in files_read):
