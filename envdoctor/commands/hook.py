@@ -271,6 +271,11 @@ def check_target(
         skip.setdefault("CFG002", NO_COUNT)
     if target.grpo is None and target.script is None:
         skip.setdefault("KNF001", ALONE)
+    if target.script:
+        from envdoctor.commands.hook_scripts import PATCHED, patched
+
+        if patched(target.script):
+            skip.setdefault("KNF001", PATCHED)
     _, report = check(
         facts, plan, select=select, ignore=(ignore or []) + sorted(skip), network=False, suppress=suppress
     )

@@ -42,11 +42,15 @@ def script_runs(root: Path) -> list[tuple[str, str | None, tuple[int, ...]]]:
 
 
 def scoped_facts(script: str, facts: Any, assume: list[str], files: list[str]) -> Any:
-    """The facts ``target``'s script is judged against: the declared stack of its own folder and
-    those above it, when the repository declares another folder's stack too (a subproject's
+    """The facts ``script`` is judged against: its own inline metadata (PEP 723 ``# /// script``
+    dependencies) when it has some; else the declared stack of its own folder and those above
+    it, when the repository declares another folder's stack too (a subproject's
     ``gaudi/requirements.txt`` is not the stack of ``grpo/train.py``); else ``facts``."""
-    from envdoctor.commands.hook_stack import declared_facts, in_scope
+    from envdoctor.commands.hook_stack import declared_facts, in_scope, inline_facts
 
+    own = inline_facts(list(assume), Path.cwd(), script)
+    if own is not None:
+        return own  # the script's own inline metadata: what `uv run` installs for it
     files_read = ((facts.extra.get("declared") or {}).get("files") or []) if facts is not None else []
     scope = str(Path(script).parent)
     if scope == "." or not files_read:
@@ -61,6 +65,22 @@ def scoped_facts(script: str, facts: Any, assume: list[str], files: list[str]) -
 
 
 _SCOPED: dict[tuple[Any, ...], Any] = {}
+
+
+#: ``from unsloth import …`` / ``import unsloth``: unsloth rewrites TRL's trainers at import
+_UNSLOTH = re.compile(r"(?m)^\s*(?:from\s+unsloth(?:_zoo)?\b|import\s+unsloth\b)")
+PATCHED = (
+    "the script imports unsloth, which rewrites TRL's trainers when it is imported: the known "
+    "failures of TRL's own trainer code are not judged for it"
+)
+
+
+def patched(script: str) -> bool:
+    """Whether ``script`` imports unsloth (TRL's GRPOTrainer then runs as unsloth rewrote it)."""
+    from envdoctor.plan.script_reader import read_source
+
+    data, _ = read_source(Path(script))
+    return data is not None and _UNSLOTH.search(data.decode("utf-8", "replace")) is not None
 
 
 def locate_code(report: Report, plan: Plan) -> None:

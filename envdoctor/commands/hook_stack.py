@@ -42,6 +42,22 @@ def parse_assume(items: list[str]) -> dict[str, str]:
     return out
 
 
+def inline_facts(assume: list[str], root: Path, script: str):
+    """Facts of the stack a script declares for itself (PEP 723 inline metadata), or None."""
+    from envdoctor.facts.declared.inline import read
+    from envdoctor.facts.declared.resolve import stack_facts
+    from envdoctor.knowledge import knowledge
+
+    found = read(root / script, script)
+    if found is None:
+        return None
+    assumed = parse_assume(assume)
+    facts = stack_facts(found, assumed, knowledge(), f"declared: {script} (inline script metadata)")
+    facts.extra["stack_checked"] = bool(found.declarations or assumed)
+    facts.extra["stack_from_files"] = bool(found.declarations)
+    return facts
+
+
 def in_scope(path: Path, root: Path, scope: str) -> bool:
     """Whether the declaration ``path`` is in ``scope`` (a folder relative to ``root``) or a
     folder above it."""

@@ -105,3 +105,44 @@ def test_a_subprojects_pins_are_not_another_folders_stack(tmp_path):
     )
     rc, found = _hook(tmp_path, "gaudi/requirements.txt")
     assert not [f for f in found if f["script"] == "grpo/train.py" and f["severity"] == "error"], found
+
+
+INLINE = """# /// script
+# requires-python = ">=3.10"
+# dependencies = [
+#     "trl==0.22.2",
+#     "transformers==4.56.1",
+# ]
+# ///
+"""
+
+
+def test_a_scripts_inline_metadata_is_its_stack(tmp_path):
+    """PEP 723: ``uv run train.py`` installs the script's own dependencies, whatever the
+    repository's requirements say; max_prompt_length exists in its TRL 0.22.2."""
+    _repo(
+        tmp_path,
+        {
+            "requirements.txt": "trl==0.29.0\n",
+            "train.py": INLINE + TRAIN.format(keys="max_prompt_length=512,\n    num_generations=4,"),
+        },
+    )
+    rc, found = _hook(tmp_path, "requirements.txt")
+    assert not [f for f in found if f["script"] == "train.py" and f["rule"] in ("CFG001", "DCL001")], found
+    (tmp_path / "train.py").write_text(TRAIN.format(keys="max_prompt_length=512,\n    num_generations=4,"))
+    rc, found = _hook(tmp_path, "requirements.txt")  # without it: the repository's TRL 0.29.0
+    assert ("CFG001", "max_prompt_length") in {(f["rule"], f["evidence"].get("key")) for f in found}
+
+
+def test_a_script_that_imports_unsloth_is_not_judged_by_trls_own_known_failures(tmp_path):
+    """unsloth rewrites TRL's trainers at import (its own fix of warnings_issued on transformers
+    5.1, unsloth#7854): TRL 0.22.2's trainer failure on transformers 5.2 is not this script's."""
+    inline = INLINE.replace("transformers==4.56.1", "transformers==5.2.0")
+    body = TRAIN.format(keys="num_generations=4,")
+    _repo(
+        tmp_path,
+        {"plain.py": inline + body, "sloth.py": inline + "from unsloth import FastLanguageModel\n" + body},
+    )
+    rc, found = _hook(tmp_path)
+    knf = {f["script"] for f in found if f["rule"] == "KNF001" and f["severity"] == "error"}
+    assert knf == {"plain.py"}
