@@ -45,7 +45,11 @@ def test_a_key_trl_removed_in_a_scripts_call_is_found_at_the_call(tmp_path):
 
 
 def test_a_spread_mapping_is_judged_like_keywords(tmp_path):
-    text = 'from trl import GRPOConfig\ncfg = {"max_prompt_length": 512, "num_generations": 4}\nGRPOConfig(**cfg)\n'
+    text = (
+        "from trl import GRPOConfig\n"
+        'cfg = {"max_prompt_length": 512, "num_generations": 4}\n'
+        "GRPOConfig(**cfg)\n"
+    )
     _repo(tmp_path, {"grpo.py": text})
     rc, found = _hook(tmp_path, "--assume", "trl==0.28.0")
     assert [(f["rule"], f["evidence"]["key"]) for f in found if f["rule"] == "CFG001"] == [
@@ -56,7 +60,8 @@ def test_a_spread_mapping_is_judged_like_keywords(tmp_path):
 def test_a_key_the_scripts_dataclass_declares_is_still_judged_when_passed_to_grpoconfig(tmp_path):
     text = (
         "from dataclasses import dataclass\nfrom trl import GRPOConfig, TrlParser\n\n@dataclass\n"
-        "class MyArgs:\n    max_prompt_length: int = 512\n\nargs = TrlParser((MyArgs,)).parse_args_and_config()[0]\n"
+        "class MyArgs:\n    max_prompt_length: int = 512\n\n"
+        "args = TrlParser((MyArgs,)).parse_args_and_config()[0]\n"
         "cfg = GRPOConfig(max_prompt_length=args.max_prompt_length, num_generations=4)\n"
     )
     _repo(tmp_path, {"train.py": text})

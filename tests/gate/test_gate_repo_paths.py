@@ -215,7 +215,9 @@ def test_the_hook_says_each_repository_path_finding_once_at_its_line(tmp_path):
             "grpo.yaml": GRPO,
             "other.yaml": GRPO,
             "AGENT/my_accel.yaml": ACC_DS.format(ds="ds_stage2.json"),
-            "run.sh": "CUDA_VISIBLE_DEVICES=0,1\naccelerate launch --num_processes 2 train.py --config grpo.yaml\n",
+            "run.sh": (
+                "CUDA_VISIBLE_DEVICES=0,1\naccelerate launch --num_processes 2 train.py --config grpo.yaml\n"
+            ),
         },
     )
     rc, found = _hook(tmp_path, "grpo.yaml", "other.yaml", "AGENT/my_accel.yaml")
@@ -239,7 +241,10 @@ def test_a_healthy_repository_gets_no_repository_path_finding(tmp_path):
             "acc.yaml": ACC_DS.format(ds="ds.json"),
             "ds.json": "{}",
             "train.py": "",
-            "run.sh": "export CUDA_VISIBLE_DEVICES=0,1\naccelerate launch --config_file acc.yaml train.py --config grpo.yaml\n",
+            "run.sh": (
+                "export CUDA_VISIBLE_DEVICES=0,1\n"
+                "accelerate launch --config_file acc.yaml train.py --config grpo.yaml\n"
+            ),
         },
     )
     rc, found = _hook(tmp_path, "grpo.yaml", "acc.yaml")

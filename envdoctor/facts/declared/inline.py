@@ -30,13 +30,12 @@ def read(path: Path, shown: str) -> Found | None:
     if block is None:
         return None
     lines = [ln[2:] if ln.startswith("# ") else ln[1:] for ln in block["content"].splitlines()]
+    from envdoctor.errors import InputError
+    from envdoctor.settings import parse_toml
+
     try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        data = tomllib.loads("\n".join(lines))
-    except (tomllib.TOMLDecodeError, ValueError):
+        data = parse_toml("\n".join(lines), shown)
+    except InputError:
         return None
     deps = data.get("dependencies")
     if not isinstance(deps, list):
