@@ -80,6 +80,10 @@ _GPU_COMMAND = re.compile(
 _GRPO_ONLY = frozenset(
     {"num_generations", "reward_funcs", "use_vllm", "vllm_mode", "vllm_device", "num_iterations", "epsilon"}
 )
+#: a line worth splitting into words for the path check (shlex is slow: most lines are not)
+_MAY_LAUNCH = re.compile(r"\b(?:python|accelerate|torchrun|deepspeed|cd|pushd|popd)\b")
+#: a command line longer than this is data, not a launch line
+MAX_LINE = 20_000
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 #: folders of copies of other projects (their launch scripts run in those projects' trees)
 _VENDORED = frozenset(
@@ -316,6 +320,10 @@ def _script_findings(text: str, shown: str, index: _Index) -> list[MissingPath]:
     makes = _MAKES_FILES.search(text)
     out: list[MissingPath] = []
     for number, line in lines:
+        if len(out) >= MAX_FOUND:
+            break  # a hostile script: enough said
+        if len(line) > MAX_LINE or not _MAY_LAUNCH.search(line):
+            continue
         words = _words(line)
         if not words:
             continue
@@ -391,6 +399,8 @@ def unexported_devices(text: str, shown: str) -> list[UnexportedDevices]:
     for number, line in _logical_lines(text):
         if _ALLEXPORT.match(line) or _EXPORTS.match(line):
             exported, pending = True, None
+            continue
+        if len(line) > MAX_LINE or (pending is None and "CUDA_VISIBLE_DEVICES" not in line):
             continue
         words = _words(line)
         if not words:
@@ -486,7 +496,11 @@ def repo_paths(root: Path) -> dict[str, list[dict[str, Any]]]:
         except OSError:
             continue
         shown = path.relative_to(root).as_posix()
-        if index.complete and not _VENDORED & set(PurePosixPath(shown).parts[:-1]):
+        if (
+            index.complete
+            and not _VENDORED & set(PurePosixPath(shown).parts[:-1])
+            and len(missing) < MAX_FOUND
+        ):
             missing += _script_findings(text, shown, index)
         unexported += unexported_devices(text, shown)
     if index.complete:
