@@ -258,14 +258,14 @@ class Stack:
     def _config_keys_kept(self, ctx: Context) -> Need | None:
         """The TRL releases that still take every config key the installed TRL takes (a fix
         that moves TRL must not make the config's own keys unknown: CFG001); None when TRL is
-        not installed or no key bounds it."""
+        not installed (or only declared: the hook) or no key bounds it."""
         from envdoctor.checks.config import NOT_CONFIG
         from envdoctor.plan.interface import from_code
 
         trl = self.installed.get("trl")
         keys = self.kb.grpo_keys.get("keys") or {}
-        if not trl or not keys:
-            return None
+        if not trl or not keys or "declared" in ctx.facts.extra:
+            return None  # (a declared stack's plan: DCL001 judges its range against the keys)
         low: str | None = None
         high: str | None = None
         for key, origin in ctx.plan.config_origin.items():
