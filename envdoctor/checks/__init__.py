@@ -11,6 +11,7 @@ from envdoctor.checks import (
     memory,
     memory_plan,
     packages,
+    repository,
     scope,
     secrets,
 )
@@ -28,4 +29,5 @@ ALL_MODULES = (
     scope,
     known_failures,
     secrets,
+    repository,
 )

@@ -116,7 +116,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
         entry = keys.get(key)
         if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
             continue  # TrainingArguments fields are accepted by every GRPOConfig
-        if key in ctx.plan.script_keys:
+        if key in ctx.plan.script_keys and not from_code(origin):
             continue  # the script's (or the repository's) own dataclass declares it
         since, until = entry.get("since"), entry.get("until")
         if _deprecated(entry, trl):
@@ -150,7 +150,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             msg = (
                 f"`{key}` ({origin}) was removed from GRPOConfig in TRL {until}; "
                 f"{_installed(ctx)}TRL {said} "
-                f"{_parser_does(ctx)} (it exists in {_span(entry)})"
+                f"{_parser_does(ctx, origin)} (it exists in {_span(entry)})"
             )
             fix = (
                 f"replace `{key}` with `{repl}`" if repl else f"remove `{key}`"
@@ -165,8 +165,9 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             if repl:
                 remedies.insert(0, replace_or_remove(ctx, key, repl, value))
         severity = ctx.on_trl()
-        if ctx.kb.feature("config_unknown_keys_fail", trl) is False:
+        if ctx.kb.feature("config_unknown_keys_fail", trl) is False and not from_code(origin):
             # TRL < 0.19's parser drops a key no dataclass has: the run starts, the key is dead
+            # (a keyword of a GRPOConfig(...) call is a TypeError in every release)
             severity = "warning"
             msg += (
                 ": the key is dead, its setting has no effect"
@@ -218,8 +219,11 @@ def replace_or_remove(ctx: Context, key: str, repl: str | None, value: Any) -> R
     return Remedy(config_remove=(key,), config_set={repl: value}, fix=f"replace `{key}` with `{repl}`")
 
 
-def _parser_does(ctx: Context) -> str:
-    """What the installed TRL's parser does with a config key no dataclass has."""
+def _parser_does(ctx: Context, origin: str = "") -> str:
+    """What the installed TRL's parser (or, for a key of a ``GRPOConfig(...)`` call in code,
+    the dataclass's ``__init__``) does with a config key no dataclass has."""
+    if from_code(origin):
+        return "refuses it at the call (TypeError: unexpected keyword argument)"
     if ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False:
         return "drops it silently (its parser ignores unknown config keys before 0.19)"
     return 'refuses it ("Unknown arguments from config file")'
@@ -232,8 +236,8 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
     grpo = ctx.kb.grpo_keys.get("keys") or {}
     fields, scripts = table.get("keys") or {}, _script_keys(ctx)
     for key, origin in ctx.plan.config_origin.items():
-        if key not in fields or key in grpo or key in scripts:
-            continue
+        if key not in fields or key in grpo or (key in scripts and not from_code(origin)):
+            continue  # a keyword of a GRPOConfig(...) call is GRPOConfig's, whoever declares it
         if presence(table, key, tf) != "no":
             continue
         entry = table["keys"][key]

@@ -15,6 +15,7 @@ from envdoctor import versions
 from envdoctor.checks.config import NOT_CONFIG, replace_or_remove
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.plan.interface import from_code
 
 if TYPE_CHECKING:
     from envdoctor.facts.declared.resolve import Entry
@@ -67,8 +68,8 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
         entry = keys.get(key)
         if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
             continue
-        if key in ctx.plan.script_keys:
-            continue  # the repository's own dataclass declares it
+        if key in ctx.plan.script_keys and not from_code(origin):
+            continue  # the repository's own dataclass declares it (a GRPOConfig(...) keyword is GRPOConfig's)
         since, until = entry.get("since"), entry.get("until")
         since, until = (str(since) if since else None), (str(until) if until else None)
         if not since and not until:
@@ -119,7 +120,7 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
                 if repl
                 else f", or remove it and require 'trl>={until}'"
             )
-        elif bad_old and since:
+        elif bad_old and since and not bare:  # a bare `trl` installs the newest: not older
             old = known_in(spec, [t for t in tags if versions.below(t, since)])
             msg = (
                 f"the declared {_said(trl)} allows TRL {_releases(old)}, older than "

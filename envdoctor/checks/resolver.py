@@ -165,6 +165,9 @@ class Stack:
                 self.roots.append(Need(normalize_name(name), str(e.spec), why="declared"))
         for name, spec in (require or {}).items():
             self.roots.append(Need(normalize_name(name), spec, why="required"))
+        kept = self._config_keys_kept(ctx)
+        if kept is not None:
+            self.roots.append(kept)
         self.in_play = set(self.installed) | {r.name for r in self.roots}
         # only what a constraint can touch: the stack's sources, what they require, the packages
         # the knowledge pins; other installed distributions stay out of the search
@@ -251,6 +254,36 @@ class Stack:
         if name not in self._known:
             self._known[name] = sorted(set(self._releases(name)), key=versions.sort_key)
         return self._known[name]
+
+    def _config_keys_kept(self, ctx: Context) -> Need | None:
+        """The TRL releases that still take every config key the installed TRL takes (a fix
+        that moves TRL must not make the config's own keys unknown: CFG001); None when TRL is
+        not installed (or only declared: the hook) or no key bounds it."""
+        from envdoctor.checks.config import NOT_CONFIG
+        from envdoctor.plan.interface import from_code
+
+        trl = self.installed.get("trl")
+        keys = self.kb.grpo_keys.get("keys") or {}
+        if not trl or not keys or "declared" in ctx.facts.extra:
+            return None  # (a declared stack's plan: DCL001 judges its range against the keys)
+        low: str | None = None
+        high: str | None = None
+        for key, origin in ctx.plan.config_origin.items():
+            entry = keys.get(key)
+            if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
+                continue
+            if key in ctx.plan.script_keys and not from_code(origin):
+                continue
+            since, until = entry.get("since"), entry.get("until")
+            since, until = (str(since) if since else None), (str(until) if until else None)
+            if (since and versions.below(trl, since)) or (until and versions.at_least(trl, until)):
+                continue  # not taken now: CFG001 says so, and its fix is the key's, not this bound
+            if since and (low is None or versions.at_least(since, low)):
+                low = since
+            if until and (high is None or versions.below(until, high)):
+                high = until
+        spec = ",".join(p for p in (f">={low}" if low else "", f"<{high}" if high else "") if p)
+        return Need("trl", spec, why="the config's keys the installed TRL takes") if spec else None
 
     def _releases(self, name: str) -> Iterator[str]:
         from envdoctor.knowledge import horizon

@@ -65,10 +65,11 @@ class Target:
     grpo: str | None = None
     accelerate: str | None = None
     counts: tuple[int, ...] = ()  # the process counts the repository's launch lines give it
+    script: str | None = None  # a script that builds its GRPOConfig in code (hook_scripts.py)
 
     @property
     def label(self) -> str:
-        return " + ".join(p for p in (self.grpo, self.accelerate) if p) or STACK_ONLY
+        return " + ".join(p for p in (self.script, self.grpo, self.accelerate) if p) or STACK_ONLY
 
 
 def declares(paths: list[str]) -> bool:
@@ -198,7 +199,7 @@ def _launch_line(target: Target, count: int | None) -> str:
         words += ["--num_processes", str(count)]
     if target.accelerate:
         words += ["--config_file", shlex.quote(target.accelerate)]
-    return " ".join([*words, "train.py"])
+    return " ".join([*words, shlex.quote(target.script) if target.script else "train.py"])
 
 
 def _batch_under_every_count(
@@ -255,19 +256,26 @@ def check_target(
     from envdoctor.rule_docs import rule_docs
 
     given = launch
-    if launch is None and (target.accelerate or target.counts):
+    if launch is None and (target.accelerate or target.counts or target.script):
         launch = _launch_line(target, target.counts[0] if target.counts else None)
     plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=launch, live=False)
-    if target.grpo:  # keys the repository's own dataclasses and GRPOConfig subclasses declare
+    if (
+        target.grpo or target.script
+    ):  # keys the repository's own dataclasses and GRPOConfig subclasses declare
         from envdoctor.plan.repository_keys import repository_keys_of
 
         plan.script_keys = {**repository_keys_of(str(Path.cwd())), **plan.script_keys}
         plan.repository_read = True
     skip = offline_rules(facts, select, ignore)
-    if launch is None and target.grpo:
+    if (launch is None and target.grpo) or (given is None and target.script and not target.counts):
         skip.setdefault("CFG002", NO_COUNT)
-    if target.grpo is None:
+    if target.grpo is None and target.script is None:
         skip.setdefault("KNF001", ALONE)
+    if target.script:
+        from envdoctor.commands.hook_scripts import PATCHED, patched
+
+        if patched(target.script):
+            skip.setdefault("KNF001", PATCHED)
     _, report = check(
         facts, plan, select=select, ignore=(ignore or []) + sorted(skip), network=False, suppress=suppress
     )
@@ -280,13 +288,19 @@ def check_target(
     areas["gpus"].note = f"skipped: {NO_GPU}"
     if any(why == NO_TRL for why in skip.values()):
         areas["packages"].note = f"skipped: {NO_TRL}"
+    if target.script:
+        from envdoctor.commands.hook_scripts import locate_code
+
+        locate_code(report, plan)
     _declared_view(report, facts, [p for p in (target.grpo, target.accelerate) if p])
     report.areas = [a for a in report.areas if a.key != "probe"]  # the probe needs the machine
-    if not (target.grpo or target.accelerate):  # the stack (and the repository's credentials)
+    if not (
+        target.grpo or target.accelerate or target.script
+    ):  # the stack (and the repository's credentials)
         report.areas = [a for a in report.areas if a.key == "packages" or _secret_found(a)]
     report.subject = f"pre-commit: {target.label}"
     declared = (facts.extra.get("declared") or {}).get("files") or [] if facts else []
-    report.artifact = target.grpo or target.accelerate or next(iter(declared), "")
+    report.artifact = target.script or target.grpo or target.accelerate or next(iter(declared), "")
     return report
 
 
@@ -308,8 +322,26 @@ def _has_secret(files: list[str]) -> bool:
     return bool(_secrets_of(files))
 
 
+#: the rules of what the repository's files say as a whole (not one config's): said once
+REPOSITORY_RULES = frozenset({"SEC001", "REP001", "REP002", "REP003"})
+
+
 def _secret_found(area: Any) -> bool:
-    return any(f.rule == "SEC001" for f in area.findings)
+    return any(f.rule in REPOSITORY_RULES for f in area.findings)
+
+
+def _repo_paths() -> dict[str, Any]:
+    """The repository's missing launch paths and unexported GPU restrictions (read once a run)."""
+    from envdoctor.plan.repo_paths import repo_paths
+
+    key = str(Path.cwd())
+    if key not in _PATHS:
+        _PATHS.clear()
+        _PATHS[key] = repo_paths(Path.cwd())
+    return _PATHS[key]
+
+
+_PATHS: dict[str, dict[str, Any]] = {}
 
 
 def _with_secrets(facts: Facts, files: list[str]) -> Facts:
@@ -318,10 +350,11 @@ def _with_secrets(facts: Facts, files: list[str]) -> Facts:
     import copy
 
     found = _secrets_of(files)
-    if not found:
+    paths = _repo_paths()
+    if not found and not any(paths.values()):
         return facts
     out = copy.copy(facts)
-    out.extra = {**facts.extra, "committed_secrets": found}
+    out.extra = {**facts.extra, "committed_secrets": found, "repo_paths": paths}
     return out
 
 
@@ -345,6 +378,20 @@ def _declared_view(report: Report, facts: Facts, files: list[str]) -> None:
         if notes:
             report.extra["declared_notes"] = list(notes)
     hook_stack.locate(report, facts, files)
+
+
+def _same(facts: Any, files: list[str]) -> Any:
+    return facts
+
+
+def _scoped(target: Target, facts: Any, given: bool, assume: Any, files: Any) -> Any:
+    """A script's own folder's declared stack (hook_scripts.scoped_facts), else ``facts``
+    (``given``: --installed or --requirements name the stack)."""
+    if given or target.script is None:
+        return facts
+    from envdoctor.commands.hook_scripts import scoped_facts
+
+    return scoped_facts(target.script, facts, list(assume), list(files))
 
 
 def merge_junit(named: list[tuple[str, Any]]) -> str:
@@ -371,11 +418,13 @@ def _entry(label: str, target: Target | None) -> dict[str, Any]:
     """The JSON entry's names of what was checked: ``file`` the label shown (``a.yaml + b.yaml``
     for a pair), ``paths`` each file, ``grpo_config`` / ``accelerate_config`` by role."""
     grpo, acc = (target.grpo, target.accelerate) if target is not None else (None, None)
+    script = target.script if target is not None else None
     return {
         "file": label,
-        "paths": [p for p in (grpo, acc) if p],
+        "paths": [p for p in (script, grpo, acc) if p][:2],
         "grpo_config": grpo,
         "accelerate_config": acc,
+        **({"script": script} if script else {}),
     }
 
 
@@ -537,10 +586,13 @@ def hook(
         )
     kinds, skipped = classify(list(files))
     targets = pair(kinds)
+    from envdoctor.commands.hook_scripts import script_runs
+
+    targets += [Target(accelerate=a, counts=c, script=s) for s, a, c in script_runs(Path.cwd())]
     if not targets and not installed and (requirement_files or declares(list(files))):
         targets = [Target()]  # a commit that changes only the stack: check the stack itself
-    if not targets and _has_secret(list(files)):
-        targets = [Target()]  # a commit of scripts only: their credentials are still said
+    if not targets and (_has_secret(list(files)) or any(_repo_paths().values())):
+        targets = [Target()]  # a commit of scripts only: their credentials (and paths) are still said
     if verbose and fmt == "text":
         for path, why in skipped.items():
             click.echo(f"envdoctor: skipped {clean(path)}: {clean(why)}", err=True)
@@ -558,8 +610,16 @@ def hook(
                 click.echo(f"envdoctor: {clean(note)}", err=True)
     line = launch_text(launch, ())
     if (apply_fix or show_diff) and facts is not None:
-        facts = _fix(
-            targets, facts, line, select_ids, ignore_ids, assume, requirement_files, files, show_diff
+        facts = _fix(  # the configs written in scripts are not edited (hook_scripts.py)
+            [t for t in targets if t.script is None],
+            facts,
+            line,
+            select_ids,
+            ignore_ids,
+            assume,
+            requirement_files,
+            files,
+            show_diff,
         )
     named = (
         [
@@ -567,7 +627,9 @@ def hook(
                 t.label,
                 check_target(
                     t,
-                    _with_secrets(facts, list(files)) if i == 0 else facts,
+                    (_with_secrets if i == 0 else _same)(
+                        _scoped(t, facts, installed or bool(requirement_files), assume, files), list(files)
+                    ),
                     line,
                     select_ids,
                     ignore_ids,

@@ -42,10 +42,49 @@ def parse_assume(items: list[str]) -> dict[str, str]:
     return out
 
 
-def declared_facts(assume: list[str], requirement_files: list[str], root: Path, passed: Sequence[str] = ()):
+def inline_facts(assume: list[str], root: Path, script: str):
+    """Facts of the stack a script declares for itself (PEP 723 inline metadata), or None."""
+    from envdoctor.facts.declared.inline import read
+    from envdoctor.facts.declared.resolve import stack_facts
+    from envdoctor.knowledge import knowledge
+
+    found = read(root / script, script)
+    if found is None:
+        return None
+    assumed = parse_assume(assume)
+    facts = stack_facts(found, assumed, knowledge(), f"declared: {script} (inline script metadata)")
+    facts.extra["stack_checked"] = bool(found.declarations or assumed)
+    facts.extra["stack_from_files"] = bool(found.declarations)
+    return facts
+
+
+def in_scope(path: Path, root: Path, scope: str) -> bool:
+    """Whether the declaration ``path`` is in ``scope`` (a folder relative to ``root``) or a
+    folder above it."""
+    try:
+        folder = path.parent.resolve().relative_to(root.resolve()).parts
+    except ValueError:
+        return True
+    return Path(scope).parts[: len(folder)] == folder
+
+
+def _run_record(path: str) -> bool:
+    """A W&B run's record of the environment it ran in (``wandb/run-…/files/requirements.txt``):
+    a past ``pip freeze``, not a declaration of the stack."""
+    return "wandb" in Path(path).parts
+
+
+def declared_facts(
+    assume: list[str],
+    requirement_files: list[str],
+    root: Path,
+    passed: Sequence[str] = (),
+    scope: str | None = None,
+):
     """Facts of the declared stack: ``--requirements`` files if given, else the declaration
     files found at ``root`` and those among ``passed`` (the commit's files); ``--assume``
-    overrides single packages."""
+    overrides single packages. ``scope`` (a folder below ``root``): only the declarations of
+    that folder and the folders above it (a subproject's pins are not another folder's)."""
     from envdoctor.facts.declared import discover, read_stack
     from envdoctor.facts.declared.resolve import stack_facts
     from envdoctor.knowledge import knowledge
@@ -65,9 +104,11 @@ def declared_facts(assume: list[str], requirement_files: list[str], root: Path, 
         paths = discover(root)
         paths += [
             p
-            for p in (root / f for f in passed if is_declaration(f))
+            for p in (root / f for f in passed if is_declaration(f) and not _run_record(f))
             if p.is_file() and p.resolve() not in {q.resolve() for q in paths}
         ]
+        if scope is not None:
+            paths = [p for p in paths if in_scope(p, root, scope)]
     found = read_stack(paths, root)
     source = "declared: " + ", ".join(found.files) if found.files else "--assume"
     facts = stack_facts(found, assumed, knowledge(), source)

@@ -252,6 +252,9 @@ class SourceFacts:
     bound: dict[int, str] = field(default_factory=dict)  # id(call) -> the name it is assigned to
     sets: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)  # name.attr = value
     loaders: list[tuple[str, int, ast.expr]] = field(default_factory=list)  # from_pretrained(<kw>=…)
+    #: name -> the mapping bound to it once (``args = {"k": v}`` / ``dict(k=v)``), None when it
+    #: is bound more than once or changed in place (``args["k"] = v``, ``args.update(…)``)
+    mappings: dict[str, ast.Dict | ast.Call | None] = field(default_factory=dict)
 
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
@@ -365,6 +368,7 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
                 handed.append((node.func, names))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
+            _note_mapping(mod, target, node.value)
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
                 mod.bound[id(node.value)] = target.id  # cfg = GRPOConfig(...)
                 if (_dotted(node.value.func) or "").rsplit(".", 1)[-1] in _MAKES_PARSER:
@@ -380,11 +384,30 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
     return mod
 
 
+def _note_mapping(mod: SourceFacts, target: ast.expr, value: ast.expr) -> None:
+    """Record ``name = {…}`` / ``name = dict(…)`` (a ``**name`` spread of a config call reads it)
+    and ``name[key] = …`` (the mapping then holds keys envdoctor does not follow)."""
+    if isinstance(target, ast.Name):
+        is_map = isinstance(value, ast.Dict) or (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict"
+        )
+        if target.id in mod.mappings or (is_map and len(mod.mappings) >= MAX_CALLS):
+            mod.mappings[target.id] = None  # bound twice: which one reaches the call is not known
+        elif is_map:
+            mod.mappings[target.id] = value  # type: ignore[assignment]
+    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        mod.mappings[target.value.id] = None
+
+
 def scan_call(mod: SourceFacts, node: ast.Call) -> None:
     func = _dotted(node.func)
     if func is None:
         return
     last = func.rsplit(".", 1)[-1]
+    if last in ("update", "setdefault", "pop") and isinstance(node.func, ast.Attribute):
+        owner = node.func.value
+        if isinstance(owner, ast.Name) and owner.id in mod.mappings:
+            mod.mappings[owner.id] = None  # changed in place
     if last == "add_argument" and "." in func:
         found = _flag(node)
         if found is False:
@@ -692,7 +715,15 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
         spread = False
         var = main.bound.get(id(call))
         later = main.sets.get(var, []) if var else []  # cfg.key = value
-        keywords = [(kw.arg, kw.value, False) for kw in call.keywords] + [(k, v, True) for k, v in later]
+        keywords: list[tuple[str | None, ast.expr, bool]] = []
+        for kw in call.keywords:
+            if kw.arg is None:
+                spread_keys = _spread(main, kw.value)
+                spread = spread or spread_keys is None
+                keywords += [(k, v, False) for k, v in spread_keys or []]
+            else:
+                keywords.append((kw.arg, kw.value, False))
+        keywords += [(k, v, True) for k, v in later]
         for key, node, assigned in keywords:
             if key is None:
                 spread = True
@@ -713,6 +744,29 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 unknown.append(key)
         out.append(ConfigCall(name, main.path, line, values, flags, tuple(unknown), spread))
     return out
+
+
+def _spread(mod: SourceFacts, node: ast.expr) -> list[tuple[str, ast.expr]] | None:
+    """The ``(key, value)`` pairs a ``**node`` spread hands a config call: a dict display or
+    ``dict(k=v)``, inline or bound once to a name the file never changes; None when its keys
+    are not all known."""
+    if isinstance(node, ast.Name):
+        found = mod.mappings.get(node.id)
+        if found is None:
+            return None
+        node = found
+    if isinstance(node, ast.Dict):
+        out: list[tuple[str, ast.expr]] = []
+        for k, v in zip(node.keys, node.values, strict=True):
+            if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+                return None  # ``**other`` inside, or a computed key
+            out.append((k.value, v))
+        return out
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        if node.args or any(k.arg is None for k in node.keywords):
+            return None
+        return [(str(k.arg), k.value) for k in node.keywords]
+    return None
 
 
 # --------------------------------------------------------------------------------------------

@@ -222,6 +222,34 @@ def test_config_spread_is_marked(tmp_path):
     assert call.spread and call.values == {"beta": 0.0}
 
 
+@pytest.mark.parametrize(
+    "text, values, spread",
+    [
+        (
+            'cfg = {"num_generations": 4, "vllm_device": "cuda:1"}\nGRPOConfig(**cfg)\n',
+            {"num_generations": 4, "vllm_device": "cuda:1"},
+            False,
+        ),
+        (
+            "cfg = dict(max_prompt_length=512)\nGRPOConfig(**cfg, beta=0.0)\n",
+            {"max_prompt_length": 512, "beta": 0.0},
+            False,
+        ),
+        ('GRPOConfig(**{"use_vllm": True})\n', {"use_vllm": True}, False),
+        # changed in place, bound twice, computed keys: the keys are not all known
+        ('cfg = {"a": 1}\ncfg["b"] = 2\nGRPOConfig(**cfg)\n', {}, True),
+        ('cfg = {"a": 1}\ncfg.update(b=2)\nGRPOConfig(**cfg)\n', {}, True),
+        ('cfg = {"a": 1}\ncfg = {"b": 2}\nGRPOConfig(**cfg)\n', {}, True),
+        ('cfg = {k: 1 for k in "ab"}\nGRPOConfig(**cfg)\n', {}, True),
+        ('cfg = {**base, "a": 1}\nGRPOConfig(**cfg)\n', {}, True),
+    ],
+)
+def test_a_spread_of_a_mapping_the_file_spells_out_is_read(tmp_path, text, values, spread):
+    decl = read_script(_script(tmp_path, "from trl import GRPOConfig\n" + text))
+    [call] = decl.config_calls
+    assert (call.values, call.spread) == (values, spread)
+
+
 def test_unrelated_calls_are_not_config(tmp_path):
     decl = read_script(_script(tmp_path, "from x import GRPOConfig\nGRPOConfig(a=1)\nDict(b=2)\n"))
     assert decl.config_calls == []  # a GRPOConfig from elsewhere is not TRL's

@@ -41,6 +41,7 @@ _NOT_WALKED = {
     "__pycache__",
     "venv",
     "env",
+    "wandb",  # W&B runs' records of the environment they ran in (pip freeze), not declarations
 }
 #: a folder holding one of these is a project of its own (a vendored library): not the stack's
 PROJECT_FILES = ("setup.py", "pyproject.toml", "setup.cfg")

@@ -1,0 +1,55 @@
+"""The repository's scripts that build their GRPOConfig in code, for the hook:
+``GRPOConfig(num_generations=4, vllm_device="cuda:1")`` with literal keywords, or
+``GRPOConfig(**{"max_prompt_length": 512})`` from a mapping the file spells out. Each such script
+is judged as the config it builds (the same rules as a YAML config), through ``script_reader``'s
+reading of one script (syntax tree only; nothing imported or run).
+
+Bounded like the repository's other walks (``repository_keys``): at most ``MAX_SCRIPTS`` scripts,
+files that do not name GRPOConfig are not parsed, tests are not training scripts.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from envdoctor.plan.repository_keys import REPO_MAX_SECONDS, _python_files
+from envdoctor.plan.script_reader import read_script, read_source
+
+#: scripts judged for the configs they build, at most
+MAX_SCRIPTS = 24
+#: folders and names of test code: a test builds configs to see them refused, not to train
+_TEST_DIRS = frozenset({"tests", "test", "testing", "unit_tests"})
+
+
+def _is_test(rel: Path) -> bool:
+    name = rel.name
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or bool(_TEST_DIRS & set(rel.parts[:-1]))
+    )
+
+
+def config_scripts(root: str | os.PathLike[str]) -> list[str]:
+    """The repository's scripts (paths relative to ``root``) that call GRPOConfig (or a
+    subclass) with keywords envdoctor can read: literal values, argparse options, keys set in
+    code; nearest levels first."""
+    base = Path(root)
+    deadline = time.monotonic() + REPO_MAX_SECONDS
+    out: list[str] = []
+    for path in _python_files(base, deadline):
+        rel = path.relative_to(base)
+        if _is_test(rel):
+            continue
+        data, _ = read_source(path)
+        if data is None or b"GRPOConfig" not in data or b"(" not in data:
+            continue
+        decl = read_script(path)
+        if decl.problem is None and any(c.values or c.from_flags or c.unknown for c in decl.config_calls):
+            out.append(str(rel))
+            if len(out) >= MAX_SCRIPTS:
+                break
+    return out
