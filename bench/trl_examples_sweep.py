@@ -1,0 +1,558 @@
+"""Sweep TRL's own GRPO examples at every release line through `envdoctor check`.
+
+Healthy published setups must get no false warning or error (issue 35). For each TRL release tag
+from v0.14.0 to the newest in a local git mirror (the last patch release of each minor line), this
+reads every GRPO-relevant example of that release:
+
+- example scripts: ``examples/scripts/*grpo*.py``, ``*gspo*.py``, ``*rloo*.py`` (only those that
+  use vLLM), ``examples/scripts/openenv/*.py`` and ``trl/scripts/grpo.py``, each with the launch
+  lines of its docstring (``\\`` continuations joined; a ``trl vllm-serve`` line goes with the
+  trainer line that follows it), or ``python SCRIPT`` when it gives none;
+- the docs' code blocks of ``docs/source/{grpo_trainer,vllm_integration,speeding_up_training,
+  reducing_memory_usage,distributing_training}.md``: shell blocks' launch lines (a ``train.py`` or an
+  accelerate config they name that the release does not ship is the nearest GRPO Python block or
+  accelerate YAML block of their section), and Python blocks that build a ``GRPOConfig`` that no
+  launch line runs (as ``accelerate launch --num_processes 1 train.py``: the docs launch their
+  snippets with accelerate; before TRL 0.16 with vLLM on a GPU of its own, 3 processes on 4 GPUs);
+- ``examples/accelerate_configs/*.yaml``, each launching ``trl/scripts/grpo.py``.
+
+Each becomes one `envdoctor check --format json` run in a copy of the release's tree, judged as if
+the release's stack were installed (``--assume trl==TAG`` plus the vLLM / torch / transformers /
+accelerate that release line allows: ``bench/heldout_eval.py`` TABLE, extended below for lines it
+lacks) on a machine of H100s as many as the run's launch lines place (8 where a placeholder such as
+``$NUM_GPUS`` or ``<num_processes>`` hides it).
+
+The mirror is fetched by hand once (no network at run time):
+
+    git clone --mirror https://github.com/huggingface/trl /tmp/trl.git     # or any clone with tags
+    python bench/trl_examples_sweep.py --mirror /tmp/trl.git [--json OUT.json] [--tags v0.19.1,...]
+
+Prints a table (tag, example, exit code, warning and error rule ids) and the totals; ``--json``
+writes every run's inputs and findings. ``--subprocess`` runs each check as its own process instead
+of in-process (slower; the same results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from heldout_eval import TABLE as HELDOUT_TABLE  # noqa: E402
+
+# Lines bench/heldout_eval.py has no row for: vLLM at the top of the line's range
+# (rules/knowledge/trl.yaml), torch and transformers from that vLLM's pins (rules/knowledge/vllm.yaml).
+TABLE = {
+    **HELDOUT_TABLE,
+    "0.27": {"torch": "2.9.0", "transformers": "4.57.3", "vllm": "0.12.0", "accelerate": "1.12.0"},
+    "0.28": {"torch": "2.9.0", "transformers": "4.57.3", "vllm": "0.12.0", "accelerate": "1.12.0"},
+    "1.3": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.18.0", "accelerate": "1.12.0"},
+    "1.4": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.18.0", "accelerate": "1.12.0"},
+    "1.6": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.19.0", "accelerate": "1.12.0"},
+    "1.7": {"torch": "2.11.0", "transformers": "4.57.1", "vllm": "0.23.0", "accelerate": "1.12.0"},
+    "1.8": {"torch": "2.11.0", "transformers": "4.57.1", "vllm": "0.23.0", "accelerate": "1.12.0"},
+    "1.9": {"torch": "2.11.0", "transformers": "4.57.1", "vllm": "0.23.0", "accelerate": "1.12.0"},
+}
+DOCS = (
+    "grpo_trainer",
+    "vllm_integration",
+    "speeding_up_training",
+    "reducing_memory_usage",
+    "distributing_training",
+)
+SCRIPT_GLOBS = ("examples/scripts/*grpo*.py", "examples/scripts/*gspo*.py", "examples/scripts/openenv/*.py")
+ARCHIVED = ("examples", "trl/scripts", "trl/accelerate_configs", "docs/source")
+H100 = {"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "compute_capability": "9.0"}
+#: a shell word that is a documentation placeholder: `$NUM_GPUS`, `<num_processes>`, `{N}`
+PLACEHOLDER = re.compile(r"\$\{?\w+\}?|<[^<>\s]+>|\{\w+\}")
+TRAINER = re.compile(r"(^|\s)(accelerate\s+launch|torchrun|deepspeed|python3?|trl\s+grpo)(\s|$)")
+SERVER = re.compile(r"(^|\s)(trl\s+vllm-serve|vllm\s+serve)(\s|$)")
+GRPO_CODE = re.compile(r"\bGRPO(Config|Trainer)\b")
+
+
+@dataclass
+class Case:
+    """One check input: the launch lines (servers first, the trainer last) and files written."""
+
+    tag: str
+    example: str
+    launches: list[str]
+    files: dict[str, str] = field(default_factory=dict)  # path -> text, written before the check
+    gpus: int = 1
+    result: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- the mirror
+
+
+def git(mirror: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "--git-dir", str(mirror), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def release_tags(mirror: Path, first: str = "v0.14.0") -> list[str]:
+    """The last patch release of each minor line from ``first`` on (release candidates left out)."""
+    tags = [t for t in git(mirror, "tag").split() if re.fullmatch(r"v\d+\.\d+\.\d+", t)]
+
+    def key(t: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in t[1:].split("."))
+
+    tags = [t for t in sorted(tags, key=key) if key(t) >= key(first)]
+    last: dict[tuple[int, ...], str] = {}
+    for t in tags:
+        last[key(t)[:2]] = t
+    return list(last.values())
+
+
+def extract(mirror: Path, tag: str, dest: Path) -> None:
+    paths = [p for p in ARCHIVED if git(mirror, "ls-tree", "--name-only", tag, p).strip()]
+    data = subprocess.run(
+        ["git", "--git-dir", str(mirror), "archive", "--format=tar", tag, *paths],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+
+
+# ---------------------------------------------------------------- launch lines out of text
+
+
+def commands(text: str) -> list[str]:
+    """Shell commands of a block of text: comments dropped, ``\\`` continuations joined."""
+    out, cur = [], ""
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if line.lstrip().startswith("#") and not cur:
+            continue
+        line = re.sub(r"\s+#\s.*$", "", line)
+        if line.endswith("\\"):
+            cur += line[:-1] + " "
+            continue
+        cur += line
+        cmd = " ".join(cur.split())
+        cur = ""
+        if cmd.startswith("$ "):
+            cmd = cmd[2:]
+        if cmd:
+            out.append(cmd)
+    return out
+
+
+def is_server(cmd: str) -> bool:
+    return bool(SERVER.search(cmd))
+
+
+def is_trainer(cmd: str) -> bool:
+    if is_server(cmd) or not TRAINER.search(cmd):
+        return False
+    if re.search(r"(^|\s)python3?\s+-m\s+(pip|venv)\b", cmd) or "pip install" in cmd:
+        return False
+    return ".py" in cmd or " -m " in cmd or "trl grpo" in cmd
+
+
+def runs(cmds: list[str]) -> list[list[str]]:
+    """Group commands into runs: the servers started before a trainer line go with it."""
+    done, servers = [], []
+    for c in cmds:
+        if is_server(c):
+            servers.append(c)
+        elif is_trainer(c):
+            done.append([*servers, c])
+            servers = []
+    return done
+
+
+def script_of(cmd: str) -> str | None:
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return None
+    return next((w for w in words if w.endswith(".py")), None)
+
+
+# ---------------------------------------------------------------- the examples of one release
+
+
+def script_cases(tag: str, tree: Path) -> list[Case]:
+    paths = sorted({p for g in SCRIPT_GLOBS for p in tree.glob(g)})
+    paths += [p for p in sorted(tree.glob("examples/scripts/*rloo*.py")) if "vllm" in p.read_text()]
+    if (tree / "trl/scripts/grpo.py").exists():
+        paths.append(tree / "trl/scripts/grpo.py")
+    cases = []
+    for p in paths:
+        rel = str(p.relative_to(tree))
+        try:
+            doc = ast.get_docstring(ast.parse(p.read_text())) or ""
+        except SyntaxError:
+            doc = ""
+        found = [
+            r
+            for r in runs(commands(doc))
+            if script_of(r[-1]) in (rel, None) or rel.endswith(str(script_of(r[-1])))
+        ]
+        if not found:
+            found = [[f"python {rel}"]]
+        for i, r in enumerate(found):
+            cases.append(Case(tag, f"{rel}#{i + 1}" if len(found) > 1 else rel, r))
+    return cases
+
+
+FENCE = re.compile(r"^```(\w*)\s*$")
+
+
+def blocks(md: str) -> list[tuple[int, str, str]]:
+    """The fenced blocks of a Markdown text: (section number, language, text); a heading of level
+    1 or 2 starts a section."""
+    out, lang, buf, section = [], None, [], 0
+    for line in md.splitlines():
+        m = FENCE.match(line.strip())
+        if lang is None and m:
+            lang, buf = m.group(1).lower(), []
+        elif lang is not None and line.strip() == "```":
+            out.append((section, lang, "\n".join(buf)))
+            lang = None
+        elif lang is not None:
+            buf.append(line)
+        elif re.match(r"##?\s", line):
+            section += 1
+    return out
+
+
+def _is_script(lang: str, text: str) -> bool:
+    return lang == "python" and bool(GRPO_CODE.search(text))
+
+
+def _is_python(lang: str, text: str) -> bool:
+    return lang == "python" and bool(re.search(r"\b\w+(Config|Trainer)\(", text))
+
+
+def _other_trainer(c: str, found: list[tuple[int, str, str]], k: int) -> bool:
+    """A launch line of another trainer (SFT, DPO): a TRL script of another name, or a script whose
+    nearest trainer code block builds no GRPO trainer."""
+    script = script_of(c) or ""
+    if re.search(r"(^|/)(trl/scripts|examples/scripts)/", script) and not re.search(
+        r"grpo|gspo|rloo", script
+    ):
+        return True
+    j = _block_for(found, k, _is_python)
+    return (
+        j is not None and not GRPO_CODE.search(found[j][2]) and not script.startswith(("trl/", "examples/"))
+    )
+
+
+def _is_accelerate(lang: str, text: str) -> bool:
+    return lang in ("yaml", "yml") and "distributed_type" in text
+
+
+def _block_for(
+    found: list[tuple[int, str, str]],
+    k: int,
+    kind: Callable[[str, str], bool],
+    name: str = "",
+    above_first: bool = False,
+) -> int | None:
+    """The block of ``kind`` a launch line of block ``k`` names (its script ``name``, its
+    accelerate config), within its section: one that names the file (``# train_grpo.py``), else a
+    whole script (it calls ``.train()``) before a snippet (``GRPOConfig(...)``), the nearest first
+    (the docs show the script above or below its launch line); with ``above_first`` the nearest
+    above it when there is one."""
+    section = found[k][0]
+    code = [j for j, (s, lang, text) in enumerate(found) if s == section and kind(lang, text)]
+    above = [j for j in code if j < k]
+    if above_first and above:
+        return above[-1]
+
+    def rank(j: int) -> tuple[bool, bool, int, bool]:
+        text = found[j][2]
+        named = bool(name) and Path(name).name in text
+        return (not named, ".train()" not in text, abs(j - k), j > k)
+
+    return min(code, key=rank, default=None)
+
+
+def doc_cases(tag: str, tree: Path) -> list[Case]:
+    cases = []
+    for name in DOCS:
+        path = tree / "docs" / "source" / f"{name}.md"
+        if not path.exists():
+            continue
+        found = blocks(path.read_text())
+        used: set[int] = set()
+        servers: list[str] = []
+        n = 0
+        for k, (_, lang, text) in enumerate(found):
+            if lang in ("bash", "sh", "shell", "console", ""):
+                cmds = commands(text)
+                if any(is_server(c) for c in cmds):
+                    servers = []  # another block's servers are an alternative, not a second server
+                for c in cmds:
+                    if is_server(c):
+                        servers.append(c)
+                        continue
+                    if not is_trainer(c) or _other_trainer(c, found, k):
+                        continue
+                    n += 1
+                    case = Case(tag, f"docs/{name}.md#{n}", [*servers, c])
+                    servers = []
+                    script = script_of(c)
+                    j = _block_for(found, k, _is_script, script or "")
+                    if script and not (tree / script).exists() and j is not None:
+                        case.files[script] = found[j][2]
+                        used.add(j)
+                    cfg = re.search(r"--config_file[= ](\S+)", c)
+                    j = _block_for(found, k, _is_accelerate, above_first=True)
+                    if cfg and not (tree / cfg.group(1)).exists() and j is not None:
+                        case.files[cfg.group(1)] = found[j][2]
+                    cases.append(case)
+            elif lang == "yaml" and "distributed_type" not in text and re.search(r"^\w+:", text, re.M):
+                n += 1
+                cases.append(
+                    Case(
+                        tag,
+                        f"docs/{name}.md#{n} (yaml)",
+                        ["python trl/scripts/grpo.py --config grpo.yaml"],
+                        files={"grpo.yaml": text},
+                    )
+                )
+        for k, (_, lang, text) in enumerate(found):
+            if lang != "python" or k in used or "GRPOConfig(" not in text:
+                continue
+            n += 1
+            # TRL before 0.16 generates on a GPU of its own beside the training ranks: its docs
+            # launch N-1 processes on N GPUs (`--multi_gpu --num_processes 3` on 4)
+            legacy = tag < "v0.16" and "use_vllm" in text
+            line = (
+                "accelerate launch --multi_gpu --num_processes 3 train.py"
+                if legacy
+                else "accelerate launch --num_processes 1 train.py"
+            )
+            cases.append(Case(tag, f"docs/{name}.md#{n} (python)", [line], files={"train.py": text}))
+    return cases
+
+
+def accelerate_cases(tag: str, tree: Path) -> list[Case]:
+    return [
+        Case(
+            tag,
+            str(p.relative_to(tree)),
+            [
+                f"accelerate launch --config_file {p.relative_to(tree)} trl/scripts/grpo.py "
+                "--model_name_or_path Qwen/Qwen2-0.5B-Instruct --dataset_name trl-lib/tldr "
+                "--output_dir out"
+            ],
+        )
+        for p in sorted(tree.glob("examples/accelerate_configs/*.yaml"))
+        if (tree / "trl/scripts/grpo.py").exists()
+    ]
+
+
+# ---------------------------------------------------------------- the machine a run needs
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+", text)]
+
+
+def gpus_needed(case: Case, tree: Path) -> int:
+    """The GPUs the run's launch lines place (8 where a placeholder hides the count)."""
+    need, unknown = 1, False
+    for line in case.launches:
+        if PLACEHOLDER.search(line):
+            unknown = True
+        m = re.search(r"CUDA_VISIBLE_DEVICES=(\S+)", line)
+        if m:
+            ids = _ints(m.group(1))
+            need = max(need, max(ids) + 1 if ids else 1)
+        for flag in ("num_processes", "nproc_per_node", "nproc-per-node", "num-processes", "num_gpus"):
+            v = re.search(rf"--{flag}[= ](\S+)", line)
+            if v:
+                ids = _ints(v.group(1))
+                need = max(need, ids[0] if ids else 8)
+                unknown |= not ids
+        tp = re.search(r"--tensor[-_]parallel[-_]size[= ](\d+)", line)
+        if tp and not m:
+            need = max(need, int(tp.group(1)) + (1 if len(case.launches) > 1 else 0))
+        cfg = re.search(r"--config_file[= ](\S+)", line)
+        if cfg and (tree / cfg.group(1)).is_file():
+            np_ = re.search(r"^num_processes:\s*(\d+)", (tree / cfg.group(1)).read_text(), re.M)
+            if np_:
+                need = max(need, int(np_.group(1)))
+    servers = sum(1 for line in case.launches if is_server(line) and "CUDA_VISIBLE_DEVICES" not in line)
+    need += servers
+    # TRL before 0.16 generates with vLLM in-process on the GPU after the training ranks: the docs
+    # of those releases ask for one GPU more than the processes (vllm_device="auto")
+    script = script_of(case.launches[-1]) or ""
+    code = case.files.get(script) or (
+        (tree / script).read_text() if script and (tree / script).is_file() else ""
+    )
+    if not servers and case.tag < "v0.16" and "use_vllm" in code + case.launches[-1]:
+        need += 1
+    return 8 if unknown else min(max(need, 1), 8)
+
+
+def snapshot(n: int, packages: dict[str, str]) -> dict:
+    gpus = [
+        {
+            "index": i,
+            "uuid": f"GPU-{i:08x}-aaaa-bbbb-cccc-{i:012x}",
+            "name": H100["name"],
+            "memory_total_mib": H100["memory_total_mib"],
+            "memory_used_mib": 0,
+            "memory_free_mib": H100["memory_total_mib"],
+            "compute_capability": H100["compute_capability"],
+            "mig": False,
+            "processes": [],
+        }
+        for i in range(n)
+    ]
+    return {
+        "schema": "envdoctor.facts/1",
+        "python": "3.11.9",
+        "platform": "Linux-x86_64",
+        "driver": {"version": "570.86.15", "cuda": "12.8"},
+        "packages": {k: {"version": v} for k, v in packages.items()},
+        "gpus": gpus,
+        "env": {},
+    }
+
+
+def stack(tag: str) -> dict[str, str]:
+    line = ".".join(tag[1:].split(".")[:2])
+    return {"trl": tag[1:], **TABLE[line]}
+
+
+# ---------------------------------------------------------------- running envdoctor
+
+
+def run_check(case: Case, tree: Path, in_process: bool) -> dict:
+    for rel, text in case.files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+    case.gpus = gpus_needed(case, tree)
+    pkgs = stack(case.tag)
+    (tree / "facts.json").write_text(json.dumps(snapshot(case.gpus, pkgs)))
+    args = ["check", "--format", "json", "--no-network", "--facts", "facts.json"]
+    for name, v in pkgs.items():
+        args += ["--assume", f"{name}=={v}"]
+    for line in case.launches[:-1]:
+        args += ["--launch", line]
+    args += ["--launch", case.launches[-1]]
+    if in_process:
+        from click.testing import CliRunner
+
+        from envdoctor.cli import cli
+        from envdoctor.errors import InputError
+
+        cwd = os.getcwd()
+        os.chdir(tree)
+        try:
+            got = CliRunner().invoke(cli, args, env={"NO_COLOR": "1"})
+        finally:
+            os.chdir(cwd)
+        rc, out = got.exit_code, got.stdout
+        if isinstance(got.exception, InputError):  # `envdoctor` says it and exits 2
+            rc, out = 2, f"envdoctor: error: {got.exception}"
+        elif got.exception is not None and not isinstance(got.exception, SystemExit):
+            import traceback
+
+            out += "".join(traceback.format_exception(got.exception))[-1500:]
+    else:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA", "PYTORCH"))}
+        env.update(PYTHONPATH=str(ROOT), NO_COLOR="1")
+        proc = subprocess.run(
+            [sys.executable, "-m", "envdoctor", *args], cwd=tree, env=env, capture_output=True, text=True
+        )
+        rc, out = proc.returncode, proc.stdout
+    for rel in case.files:
+        (tree / rel).unlink()
+    try:
+        report = json.loads(out)
+    except ValueError:
+        return {"rc": rc, "raw": out[-800:]}
+    found = [
+        {"rule": f["rule"], "severity": f["severity"], "message": f["message"][:400]}
+        for f in report.get("findings", [])
+        if f["severity"] in ("warning", "error")
+    ]
+    return {"rc": rc, "findings": found}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--mirror", type=Path, required=True, help="a git directory of huggingface/trl with its tags"
+    )
+    ap.add_argument("--tags", help="comma-separated tags (default: the last patch of each line from v0.14.0)")
+    ap.add_argument("--json", type=Path, help="write every run's inputs and findings here")
+    ap.add_argument("--subprocess", action="store_true", help="one `python -m envdoctor` per check")
+    ap.add_argument("--only", help="only examples whose name contains this text")
+    opts = ap.parse_args()
+    tags = opts.tags.split(",") if opts.tags else release_tags(opts.mirror)
+    results: list[Case] = []
+    start = time.perf_counter()
+    for tag in tags:
+        with tempfile.TemporaryDirectory(prefix=f"trl-{tag}-") as tmp:
+            tree = Path(tmp)
+            extract(opts.mirror, tag, tree)
+            cases = script_cases(tag, tree) + doc_cases(tag, tree) + accelerate_cases(tag, tree)
+            for case in cases:
+                if opts.only and opts.only not in case.example:
+                    continue
+                case.result = run_check(case, tree, not opts.subprocess)
+                results.append(case)
+    elapsed = time.perf_counter() - start
+    print(f"{'tag':<8} {'example':<58} {'gpus':>4} {'rc':>3}  warnings / errors")
+    for c in results:
+        fs = c.result.get("findings")
+        what = (
+            "(no JSON: " + c.result.get("raw", "")[-80:].replace("\n", " ") + ")"
+            if fs is None
+            else ", ".join(f"{f['rule']}{'!' if f['severity'] == 'error' else ''}" for f in fs)
+        )
+        print(f"{c.tag:<8} {c.example[:58]:<58} {c.gpus:>4} {c.result['rc']:>3}  {what}")
+    warn = sum(1 for c in results if any(f["severity"] == "warning" for f in c.result.get("findings", [])))
+    err = sum(1 for c in results if any(f["severity"] == "error" for f in c.result.get("findings", [])))
+    bad = sum(1 for c in results if "findings" not in c.result)
+    print(
+        f"\n{len(results)} runs over {len(tags)} tags in {elapsed:.1f} s: {warn} with a warning, "
+        f"{err} with an error, {bad} without a JSON report ('!' marks an error)"
+    )
+    if opts.json:
+        opts.json.write_text(
+            json.dumps(
+                [
+                    {
+                        "tag": c.tag,
+                        "example": c.example,
+                        "launches": c.launches,
+                        "gpus": c.gpus,
+                        "files": sorted(c.files),
+                        **c.result,
+                    }
+                    for c in results
+                ],
+                indent=1,
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
