@@ -165,7 +165,8 @@ def is_trainer(cmd: str) -> bool:
         return False
     if re.search(r"(^|\s)python3?\s+-m\s+(pip|venv)\b", cmd) or "pip install" in cmd:
         return False
-    return ".py" in cmd or " -m " in cmd or "trl grpo" in cmd
+    module = re.search(r"\s-m\s+(\S+)", cmd)
+    return ".py" in cmd or "trl grpo" in cmd or bool(module and re.search(r"trl|grpo|train", module.group(1)))
 
 
 def runs(cmds: list[str]) -> list[list[str]]:
@@ -492,7 +493,12 @@ def run_check(case: Case, tree: Path, in_process: bool) -> dict:
         for f in report.get("findings", [])
         if f["severity"] in ("warning", "error")
     ]
-    return {"rc": rc, "findings": found}
+    infos = [
+        {"rule": f["rule"], "message": f["message"][:300]}
+        for f in report.get("findings", [])
+        if f["severity"] == "info" and f["rule"] != "ALC003"  # ALC003: allocator advice on every run
+    ]
+    return {"rc": rc, "findings": found, "info": infos}
 
 
 def main() -> None:

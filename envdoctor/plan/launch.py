@@ -15,6 +15,7 @@ from typing import Any
 
 from envdoctor.errors import InputError
 from envdoctor.plan.interface import Launch
+from envdoctor.plan.placeholders import is_doc_placeholder
 from envdoctor.plan.wrappers import Peeled, peel
 from envdoctor.script_args import coerce, parse_script_args
 
@@ -362,7 +363,7 @@ def _without_redirections(segment: list[str]) -> list[str]:
             skip = False
             continue
         m = _REDIRECT.match(tok)
-        if m:
+        if m and not is_doc_placeholder(tok):  # `<num_processes>` is a word the reader fills in
             skip = not m.group(2)
             continue
         out.append(tok)

@@ -281,3 +281,43 @@ def test_open_r1_train_slurm_two_training_nodes(tmp_path, monkeypatch):
     assert (lay.num_processes, lay.num_machines, lay.world_size) == (8, 2, 16)
     assert lay.generation_mode == "server" and lay.server.source == "srun"
     assert lay.generation == [] and len(lay.training) == 8
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        "accelerate launch --num_processes <num_processes> t.py",  # the docs' placeholders
+        "accelerate launch --num_processes <N-1> --multi_gpu t.py",
+        "accelerate launch --num_processes {N} t.py",
+        "accelerate launch --num_processes NUM_GPUS t.py",
+        "torchrun --nproc_per_node=<N> t.py",
+        "deepspeed --num_gpus <N> t.py",
+        "CUDA_VISIBLE_DEVICES=$TRAIN_GPUS accelerate launch --num_processes 2 t.py",
+        "CUDA_VISIBLE_DEVICES=<gpu_ids> accelerate launch --num_processes 2 t.py",
+        "accelerate launch --gpu_ids ${GPUS} --num_processes 2 t.py",
+    ],
+)
+def test_placeholders_are_unknown_never_guessed(launch):
+    """A document's placeholder or an unset shell variable where a count or a GPU list belongs
+    leaves the layout unresolved (said, its rules skipped): never bad input, never a GPU that
+    'is not a GPU of this machine'."""
+    lay = layout(launch)
+    assert lay.unresolved and "envdoctor does not evaluate it" in lay.unresolved
+    assert lay.ranks == [] and not lay.problems.get("visible")
+
+
+def test_shell_variables_of_this_shell_are_expanded():
+    lay = layout(
+        "CUDA_VISIBLE_DEVICES=$TRAIN_GPUS accelerate launch --num_processes 2 t.py", env={"TRAIN_GPUS": "2,3"}
+    )
+    assert lay.unresolved is None and [r.gpu for r in lay.ranks] == [2, 3]
+
+
+def test_a_server_on_placeholder_gpus_is_placed_nowhere_known():
+    lay = layout(
+        "CUDA_VISIBLE_DEVICES=$VLLM_GPUS trl vllm-serve --model m\n"
+        "CUDA_VISIBLE_DEVICES=1,2 accelerate launch --num_processes 2 t.py",
+        config={"use_vllm": True, "vllm_mode": "server"},
+    )
+    assert lay.unresolved is None and [r.gpu for r in lay.ranks] == [1, 2]
+    assert "left to the shell" in lay.server.source and lay.server.gpus == []
