@@ -95,7 +95,8 @@ class Case:
     launches: list[str]
     files: dict[str, str] = field(default_factory=dict)  # path -> text, written before the check
     gpus: int = 1
-    result: dict = field(default_factory=dict)
+    result: dict = field(default_factory=dict)  # check's
+    hook: dict = field(default_factory=dict)  # hook's, with --hook
 
 
 # ---------------------------------------------------------------- the mirror
@@ -136,19 +137,18 @@ def extract(mirror: Path, tag: str, dest: Path) -> None:
 
 
 def commands(text: str) -> list[str]:
-    """Shell commands of a block of text: comments dropped, ``\\`` continuations joined."""
-    out, cur = [], ""
+    """Shell commands of a block of text as the document writes them (``\\`` continuations
+    kept: envdoctor's launch parser joins them), whole-line comments and ``$ `` prompts dropped."""
+    out, cur = [], []
     for raw in text.splitlines():
         line = raw.rstrip()
         if line.lstrip().startswith("#") and not cur:
             continue
-        line = re.sub(r"\s+#\s.*$", "", line)
+        cur.append(line)
         if line.endswith("\\"):
-            cur += line[:-1] + " "
             continue
-        cur += line
-        cmd = " ".join(cur.split())
-        cur = ""
+        cmd = "\n".join(cur).strip()
+        cur = []
         if cmd.startswith("$ "):
             cmd = cmd[2:]
         if cmd:
@@ -156,11 +156,17 @@ def commands(text: str) -> list[str]:
     return out
 
 
+def one_line(cmd: str) -> str:
+    """A command on one line, for the table and the heuristics of this bench."""
+    return " ".join(cmd.replace("\\\n", " ").split())
+
+
 def is_server(cmd: str) -> bool:
     return bool(SERVER.search(cmd))
 
 
 def is_trainer(cmd: str) -> bool:
+    cmd = one_line(cmd)
     if is_server(cmd) or not TRAINER.search(cmd):
         return False
     if re.search(r"(^|\s)python3?\s+-m\s+(pip|venv)\b", cmd) or "pip install" in cmd:
@@ -183,7 +189,7 @@ def runs(cmds: list[str]) -> list[list[str]]:
 
 def script_of(cmd: str) -> str | None:
     try:
-        words = shlex.split(cmd)
+        words = shlex.split(one_line(cmd))
     except ValueError:
         return None
     return next((w for w in words if w.endswith(".py")), None)
@@ -375,7 +381,7 @@ def _ints(text: str) -> list[int]:
 def gpus_needed(case: Case, tree: Path) -> int:
     """The GPUs the run's launch lines place (8 where a placeholder hides the count)."""
     need, unknown = 1, False
-    for line in case.launches:
+    for line in map(one_line, case.launches):
         if PLACEHOLDER.search(line):
             unknown = True
         m = re.search(r"CUDA_VISIBLE_DEVICES=(\S+)", line)
@@ -443,62 +449,81 @@ def stack(tag: str) -> dict[str, str]:
 # ---------------------------------------------------------------- running envdoctor
 
 
-def run_check(case: Case, tree: Path, in_process: bool) -> dict:
-    for rel, text in case.files.items():
-        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tree / rel).write_text(text)
-    case.gpus = gpus_needed(case, tree)
-    pkgs = stack(case.tag)
-    (tree / "facts.json").write_text(json.dumps(snapshot(case.gpus, pkgs)))
-    args = ["check", "--format", "json", "--no-network", "--facts", "facts.json"]
-    for name, v in pkgs.items():
-        args += ["--assume", f"{name}=={v}"]
-    for line in case.launches[:-1]:
-        args += ["--launch", line]
-    args += ["--launch", case.launches[-1]]
-    if in_process:
-        from click.testing import CliRunner
-
-        from envdoctor.cli import cli
-        from envdoctor.errors import InputError
-
-        cwd = os.getcwd()
-        os.chdir(tree)
-        try:
-            got = CliRunner().invoke(cli, args, env={"NO_COLOR": "1"})
-        finally:
-            os.chdir(cwd)
-        rc, out = got.exit_code, got.stdout
-        if isinstance(got.exception, InputError):  # `envdoctor` says it and exits 2
-            rc, out = 2, f"envdoctor: error: {got.exception}"
-        elif got.exception is not None and not isinstance(got.exception, SystemExit):
-            import traceback
-
-            out += "".join(traceback.format_exception(got.exception))[-1500:]
-    else:
+def envdoctor(args: list[str], tree: Path, in_process: bool) -> tuple[int, str]:
+    """Run ``envdoctor ARGS`` in ``tree``: its exit code and standard output."""
+    if not in_process:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA", "PYTORCH"))}
         env.update(PYTHONPATH=str(ROOT), NO_COLOR="1")
         proc = subprocess.run(
             [sys.executable, "-m", "envdoctor", *args], cwd=tree, env=env, capture_output=True, text=True
         )
-        rc, out = proc.returncode, proc.stdout
-    for rel in case.files:
-        (tree / rel).unlink()
+        return proc.returncode, proc.stdout
+    from click.testing import CliRunner
+
+    from envdoctor.cli import cli
+    from envdoctor.errors import InputError
+
+    cwd = os.getcwd()
+    os.chdir(tree)
     try:
-        report = json.loads(out)
+        got = CliRunner().invoke(cli, args, env={"NO_COLOR": "1"})
+    finally:
+        os.chdir(cwd)
+    if isinstance(got.exception, InputError):  # `envdoctor` says it and exits 2
+        return 2, f"envdoctor: error: {got.exception}"
+    if got.exception is not None and not isinstance(got.exception, SystemExit):
+        import traceback
+
+        return got.exit_code, got.stdout + "".join(traceback.format_exception(got.exception))[-1500:]
+    return got.exit_code, got.stdout
+
+
+def _findings(rc: int, out: str, reports: Callable[[dict], list[dict]]) -> dict:
+    try:
+        data = json.loads(out)
     except ValueError:
         return {"rc": rc, "raw": out[-800:]}
-    found = [
-        {"rule": f["rule"], "severity": f["severity"], "message": f["message"][:400]}
-        for f in report.get("findings", [])
-        if f["severity"] in ("warning", "error")
-    ]
-    infos = [
-        {"rule": f["rule"], "message": f["message"][:300]}
-        for f in report.get("findings", [])
-        if f["severity"] == "info" and f["rule"] != "ALC003"  # ALC003: allocator advice on every run
-    ]
-    return {"rc": rc, "findings": found, "info": infos}
+    every = [f for report in reports(data) for f in report.get("findings", [])]
+    return {
+        "rc": rc,
+        "findings": [
+            {"rule": f["rule"], "severity": f["severity"], "message": f["message"][:400]}
+            for f in every
+            if f["severity"] in ("warning", "error")
+        ],
+        "info": [  # ALC003 (allocator advice) comes on every run
+            {"rule": f["rule"], "message": f["message"][:300]}
+            for f in every
+            if f["severity"] == "info" and f["rule"] != "ALC003"
+        ],
+    }
+
+
+def run_case(case: Case, tree: Path, in_process: bool, gpus: int | None = None, hook: bool = False) -> None:
+    """`envdoctor check` (and with ``hook`` `envdoctor hook` on the run's config files) on one case."""
+    for rel, text in case.files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+    case.gpus = gpus or gpus_needed(case, tree)
+    pkgs = stack(case.tag)
+    assume = [a for name, v in pkgs.items() for a in ("--assume", f"{name}=={v}")]
+    (tree / "facts.json").write_text(json.dumps(snapshot(case.gpus, pkgs)))
+    args = ["check", "--format", "json", "--no-network", "--facts", "facts.json", *assume]
+    for line in case.launches:
+        args += ["--launch", line]
+    case.result = _findings(*envdoctor(args, tree, in_process), lambda d: [d])
+    if hook:
+        trainer = one_line(case.launches[-1])
+        files = [m for m in re.findall(r"--config(?:_file)?[= ](\S+)", trainer) if (tree / m).is_file()]
+        args = ["hook", "--format", "json", *assume, "--launch", case.launches[-1], *files]
+        if not files:  # the hook checks config files: none here
+            case.hook = {"rc": None, "skipped": "no config file"}
+        else:
+            case.hook = _findings(
+                *envdoctor(args, tree, in_process), lambda d: [f["report"] for f in d.get("files", [])]
+            )
+    for rel in case.files:
+        (tree / rel).unlink()
 
 
 def main() -> None:
@@ -510,6 +535,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write every run's inputs and findings here")
     ap.add_argument("--subprocess", action="store_true", help="one `python -m envdoctor` per check")
     ap.add_argument("--only", help="only examples whose name contains this text")
+    ap.add_argument("--hook", action="store_true", help="also `envdoctor hook` on each run's config files")
+    ap.add_argument("--gpus", type=int, help="every run on this many GPUs (default: as many as it places)")
     opts = ap.parse_args()
     tags = opts.tags.split(",") if opts.tags else release_tags(opts.mirror)
     results: list[Case] = []
@@ -522,42 +549,54 @@ def main() -> None:
             for case in cases:
                 if opts.only and opts.only not in case.example:
                     continue
-                case.result = run_check(case, tree, not opts.subprocess)
+                run_case(case, tree, not opts.subprocess, opts.gpus, opts.hook)
                 results.append(case)
     elapsed = time.perf_counter() - start
-    print(f"{'tag':<8} {'example':<58} {'gpus':>4} {'rc':>3}  warnings / errors")
-    for c in results:
-        fs = c.result.get("findings")
-        what = (
-            "(no JSON: " + c.result.get("raw", "")[-80:].replace("\n", " ") + ")"
-            if fs is None
-            else ", ".join(f"{f['rule']}{'!' if f['severity'] == 'error' else ''}" for f in fs)
+    print_table(results, opts.hook)
+    for name in ("check", "hook") if opts.hook else ("check",):
+        got = [c.result if name == "check" else c.hook for c in results]
+        warn = sum(1 for r in got if any(f["severity"] == "warning" for f in r.get("findings", [])))
+        err = sum(1 for r in got if any(f["severity"] == "error" for f in r.get("findings", [])))
+        bad = sum(1 for r in got if "findings" not in r and "skipped" not in r)
+        ran = sum(1 for r in got if "skipped" not in r)
+        print(
+            f"{name}: {ran} runs over {len(tags)} tags: {warn} with a warning, {err} with an error, "
+            f"{bad} without a JSON report"
         )
-        print(f"{c.tag:<8} {c.example[:58]:<58} {c.gpus:>4} {c.result['rc']:>3}  {what}")
-    warn = sum(1 for c in results if any(f["severity"] == "warning" for f in c.result.get("findings", [])))
-    err = sum(1 for c in results if any(f["severity"] == "error" for f in c.result.get("findings", [])))
-    bad = sum(1 for c in results if "findings" not in c.result)
-    print(
-        f"\n{len(results)} runs over {len(tags)} tags in {elapsed:.1f} s: {warn} with a warning, "
-        f"{err} with an error, {bad} without a JSON report ('!' marks an error)"
-    )
+    print(f"({elapsed:.1f} s; '!' marks an error)")
     if opts.json:
-        opts.json.write_text(
-            json.dumps(
-                [
-                    {
-                        "tag": c.tag,
-                        "example": c.example,
-                        "launches": c.launches,
-                        "gpus": c.gpus,
-                        "files": sorted(c.files),
-                        **c.result,
-                    }
-                    for c in results
-                ],
-                indent=1,
-            )
-        )
+        rows = [
+            {
+                "tag": c.tag,
+                "example": c.example,
+                "launches": c.launches,
+                "gpus": c.gpus,
+                "files": sorted(c.files),
+                **c.result,
+                **({"hook": c.hook} if opts.hook else {}),
+            }
+            for c in results
+        ]
+        opts.json.write_text(json.dumps(rows, indent=1))
+
+
+def _ids(result: dict) -> str:
+    if "skipped" in result:
+        return "-"
+    fs = result.get("findings")
+    if fs is None:
+        return "(no JSON: " + result.get("raw", "")[-60:].replace("\n", " ") + ")"
+    return ", ".join(f"{f['rule']}{'!' if f['severity'] == 'error' else ''}" for f in fs)
+
+
+def print_table(results: list[Case], hook: bool) -> None:
+    print(
+        f"{'tag':<8} {'example':<58} {'gpus':>4} {'rc':>3}  warnings / errors" + ("  | hook" if hook else "")
+    )
+    for c in results:
+        tail = f"  | {c.hook.get('rc')} {_ids(c.hook)}" if hook else ""
+        print(f"{c.tag:<8} {c.example[:58]:<58} {c.gpus:>4} {c.result['rc']:>3}  {_ids(c.result)}{tail}")
+    print()
 
 
 if __name__ == "__main__":
