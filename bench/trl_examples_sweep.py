@@ -95,6 +95,7 @@ class Case:
     launches: list[str]
     files: dict[str, str] = field(default_factory=dict)  # path -> text, written before the check
     gpus: int = 1
+    packages: dict[str, str] = field(default_factory=dict)  # the stack (default: the tag's line's)
     result: dict = field(default_factory=dict)  # check's
     hook: dict = field(default_factory=dict)  # hook's, with --hook
 
@@ -122,8 +123,8 @@ def release_tags(mirror: Path, first: str = "v0.14.0") -> list[str]:
     return list(last.values())
 
 
-def extract(mirror: Path, tag: str, dest: Path) -> None:
-    paths = [p for p in ARCHIVED if git(mirror, "ls-tree", "--name-only", tag, p).strip()]
+def extract(mirror: Path, tag: str, dest: Path, archived: tuple[str, ...] = ARCHIVED) -> None:
+    paths = [p for p in archived if git(mirror, "ls-tree", "--name-only", tag, p).strip()]
     data = subprocess.run(
         ["git", "--git-dir", str(mirror), "archive", "--format=tar", tag, *paths],
         check=True,
@@ -222,12 +223,13 @@ def script_cases(tag: str, tree: Path) -> list[Case]:
     return cases
 
 
+SHELL = ("bash", "sh", "shell", "console", "")
 FENCE = re.compile(r"^```(\w*)\s*$")
 
 
-def blocks(md: str) -> list[tuple[int, str, str]]:
-    """The fenced blocks of a Markdown text: (section number, language, text); a heading of level
-    1 or 2 starts a section."""
+def blocks(md: str, level: int = 2) -> list[tuple[int, str, str]]:
+    """The fenced blocks of a Markdown text: (section number, language, text); a heading of
+    ``level`` or less starts a section."""
     out, lang, buf, section = [], None, [], 0
     for line in md.splitlines():
         m = FENCE.match(line.strip())
@@ -238,7 +240,7 @@ def blocks(md: str) -> list[tuple[int, str, str]]:
             lang = None
         elif lang is not None:
             buf.append(line)
-        elif re.match(r"##?\s", line):
+        elif re.match(rf"#{{1,{level}}}\s", line):
             section += 1
     return out
 
@@ -369,6 +371,64 @@ def accelerate_cases(tag: str, tree: Path) -> list[Case]:
         for p in sorted(tree.glob("examples/accelerate_configs/*.yaml"))
         if (tree / "trl/scripts/grpo.py").exists()
     ]
+
+
+# ---------------------------------------------------------------- open-r1's recipes
+
+OPEN_R1_FILES = ("README.md", "setup.py", "src", "recipes")
+_PIN = re.compile(r'"(torch|transformers|vllm|trl)(?:\[\w+\])?(==[^"]+| @ git\+[^"]+@([0-9a-f]{7,40}))"')
+
+
+def open_r1_commits(mirror: Path) -> list[str]:
+    """The newest commit of each distinct TRL pin of open-r1's setup.py that has src/open_r1/grpo.py."""
+    seen, out = set(), []
+    for c in git(mirror, "log", "--format=%h", "--", "setup.py").split():
+        setup = git(mirror, "show", f"{c}:setup.py")
+        trl = next((m.group(2) for m in _PIN.finditer(setup) if m.group(1) == "trl"), None)
+        has = git(mirror, "ls-tree", "--name-only", c, "src/open_r1/grpo.py").strip()
+        if trl and "@main" not in setup and has and trl not in seen:
+            seen.add(trl)
+            out.append(c)
+    return out
+
+
+def open_r1_stack(mirror: Path, commit: str, trl_mirror: Path | None) -> dict[str, str]:
+    """setup.py's exact pins; a TRL commit pin as the dev release of the next TRL tag (from the
+    TRL mirror); vLLM, where the TRL extra picks it, from TABLE."""
+    pins: dict[str, str] = {}
+    for m in _PIN.finditer(git(mirror, "show", f"{commit}:setup.py")):
+        name, pin, sha = m.group(1), m.group(2), m.group(3)
+        if pin.startswith("=="):
+            pins[name] = pin[2:]
+        elif sha and name == "trl" and trl_mirror is not None:
+            tag = git(trl_mirror, "describe", "--tags", "--contains", sha).strip().split("~")[0]
+            pins[name] = tag.lstrip("v") + ".dev0"
+    line = ".".join(pins.get("trl", "0.18.0").split(".")[:2])
+    for name, v in TABLE[line].items():
+        pins.setdefault(name, v)
+    return pins
+
+
+def open_r1_cases(commit: str, tree: Path, packages: dict[str, str]) -> list[Case]:
+    """The README's GRPO runs as it writes them (servers with the trainer line after them).
+    Recipes the README does not run are left out: slurm/train.slurm sizes their jobs from
+    variables this bench would have to guess."""
+    found, servers, last = [], [], -1
+    for section, lang, text in blocks((tree / "README.md").read_text(), level=6):
+        if lang not in SHELL:
+            continue
+        cmds = commands(text)
+        if any(is_server(c) for c in cmds) or section != last:
+            servers = []  # another block's servers are an alternative, not a second server
+        for c in cmds:
+            if is_server(c):
+                servers.append(c)
+            elif is_trainer(c):
+                if "grpo.py" in (script_of(c) or ""):
+                    found.append([*servers, c])
+                servers = []
+        last = section
+    return [Case(commit, f"open-r1 README#{i + 1}", r, packages=packages) for i, r in enumerate(found)]
 
 
 # ---------------------------------------------------------------- the machine a run needs
@@ -505,7 +565,7 @@ def run_case(case: Case, tree: Path, in_process: bool, gpus: int | None = None, 
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         (tree / rel).write_text(text)
     case.gpus = gpus or gpus_needed(case, tree)
-    pkgs = stack(case.tag)
+    pkgs = case.packages or stack(case.tag)
     assume = [a for name, v in pkgs.items() for a in ("--assume", f"{name}=={v}")]
     (tree / "facts.json").write_text(json.dumps(snapshot(case.gpus, pkgs)))
     args = ["check", "--format", "json", "--no-network", "--facts", "facts.json", *assume]
@@ -531,14 +591,19 @@ def main() -> None:
     ap.add_argument(
         "--mirror", type=Path, required=True, help="a git directory of huggingface/trl with its tags"
     )
-    ap.add_argument("--tags", help="comma-separated tags (default: the last patch of each line from v0.14.0)")
+    ap.add_argument(
+        "--tags", help="comma-separated tags (default: the last patch of each line from v0.14.0; '' for none)"
+    )
     ap.add_argument("--json", type=Path, help="write every run's inputs and findings here")
     ap.add_argument("--subprocess", action="store_true", help="one `python -m envdoctor` per check")
     ap.add_argument("--only", help="only examples whose name contains this text")
+    ap.add_argument(
+        "--open-r1", type=Path, help="also open-r1's README runs and GRPO recipes (a git directory)"
+    )
     ap.add_argument("--hook", action="store_true", help="also `envdoctor hook` on each run's config files")
     ap.add_argument("--gpus", type=int, help="every run on this many GPUs (default: as many as it places)")
     opts = ap.parse_args()
-    tags = opts.tags.split(",") if opts.tags else release_tags(opts.mirror)
+    tags = [t for t in opts.tags.split(",") if t] if opts.tags is not None else release_tags(opts.mirror)
     results: list[Case] = []
     start = time.perf_counter()
     for tag in tags:
@@ -551,6 +616,17 @@ def main() -> None:
                     continue
                 run_case(case, tree, not opts.subprocess, opts.gpus, opts.hook)
                 results.append(case)
+    for commit in open_r1_commits(opts.open_r1) if opts.open_r1 else []:
+        with tempfile.TemporaryDirectory(prefix=f"open-r1-{commit}-") as tmp:
+            tree = Path(tmp)
+            extract(opts.open_r1, commit, tree, OPEN_R1_FILES)
+            packages = open_r1_stack(opts.open_r1, commit, opts.mirror)
+            for case in open_r1_cases(commit, tree, packages):
+                if opts.only and opts.only not in case.example:
+                    continue
+                run_case(case, tree, not opts.subprocess, opts.gpus, opts.hook)
+                results.append(case)
+        tags.append(f"open-r1@{commit}")
     elapsed = time.perf_counter() - start
     print_table(results, opts.hook)
     for name in ("check", "hook") if opts.hook else ("check",):
