@@ -38,6 +38,12 @@ MAX_IMPORT_DEPTH = 3
 #: TRL's config class and the parsers that turn dataclasses into command-line options
 CONFIG_CLASS = "GRPOConfig"
 PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
+#: command-line libraries other than argparse: a script that imports one (and no argparse or
+#: dataclass parser) reads its command line with code envdoctor does not follow
+OTHER_CLIS = frozenset(
+    {"click", "typer", "fire", "tyro", "jsonargparse", "simple_parsing", "hydra", "absl", "docopt", "defopt"}
+    | {"cyclopts", "draccus", "pyrallis", "plac", "clize", "omegaconf"}
+)
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,7 @@ class ScriptDecl:
     allow_abbrev: bool = True  # argparse takes a unique prefix of an option
     lenient: bool = False  # parse_known_args: options it does not declare pass
     dynamic_flags: bool = False  # add_argument with computed names: more flags than these
+    other_cli: str | None = None  # a command-line library it imports besides argparse (click…)
     trl_classes: tuple[str, ...] = ()  # TRL dataclasses it parses (ScriptArguments, GRPOConfig…)
     dataclasses: dict[str, DataClass] = field(default_factory=dict)  # its own parsed dataclasses
     unresolved: tuple[str, ...] = ()  # parsed classes it imports from where envdoctor cannot read
@@ -237,6 +244,7 @@ class SourceFacts:
     allow_abbrev: bool = True
     lenient: bool = False
     dynamic_flags: bool = False
+    other_cli: str | None = None  # click, typer, fire… (OTHER_CLIS), or sys.argv read directly
     parsed: list[tuple[str, ...]] = field(default_factory=list)  # class refs, one tuple a parser
     calls: list[tuple[str, int, ast.Call]] = field(default_factory=list)  # candidate config calls
     bound: dict[int, str] = field(default_factory=dict)  # id(call) -> the name it is assigned to
@@ -316,7 +324,12 @@ def record(mod: SourceFacts, node: ast.AST) -> bool:
         for alias in node.names:
             first = alias.name.split(".")[0]
             mod.modules[alias.asname or first] = alias.name if alias.asname else first
+            if first in OTHER_CLIS:
+                mod.other_cli = mod.other_cli or first
     elif isinstance(node, ast.ImportFrom):
+        top = (node.module or "").split(".")[0]
+        if not node.level and top in OTHER_CLIS:
+            mod.other_cli = mod.other_cli or top
         for alias in node.names:
             if alias.name != "*":
                 mod.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
@@ -352,6 +365,8 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
             names = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
             if names and len(handed) < MAX_CALLS:
                 handed.append((node.func, names))
+        elif isinstance(node, ast.Attribute) and node.attr == "argv" and _dotted(node.value) == "sys":
+            mod.other_cli = mod.other_cli or "sys.argv"  # read by hand
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
@@ -596,6 +611,7 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
         allow_abbrev=main.allow_abbrev,
         lenient=main.lenient,
         dynamic_flags=main.dynamic_flags,
+        other_cli=main.other_cli,
     )
     trl_classes: list[str] = []
     unresolved: list[str] = []

@@ -352,3 +352,19 @@ def test_any_input_is_read_or_refused_never_raises(tmp_path, body, args):
     assert decl.readable or decl.problem
     flag_values(decl, args)
     decl.keys()
+
+
+@pytest.mark.parametrize(
+    ("text", "cli"),
+    [
+        ("import click\n", "click"),
+        ("from typer import Typer\n", "typer"),
+        ("import fire as f\n", "fire"),
+        ("from absl import flags\n", "absl"),
+        ("import sys\nx = sys.argv[1]\n", "sys.argv"),
+        ("from .click import option\n", None),  # the repository's own module, not the library
+        ("import clickhouse\nimport sys\nsys.exit(0)\n", None),
+    ],
+)
+def test_a_command_line_library_besides_argparse_is_named(tmp_path, text, cli):
+    assert read_script(_script(tmp_path, text)).other_cli == cli
