@@ -32,6 +32,7 @@ class Knowledge:
         "requirements": "requirements.yaml",
         "parser_keys": "parser_keys.yaml",
         "horizon": "horizon.yaml",
+        "trl_accelerate_configs": "trl_accelerate_configs.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

@@ -87,7 +87,7 @@ _BOOLEAN = {
     },
 }
 #: accelerate flags that ``trl grpo`` passes on to accelerate.
-_TRL_ACCELERATE = {
+TRL_ACCELERATE = {
     "num_processes",
     "num_machines",
     "machine_rank",
@@ -246,7 +246,7 @@ def _trl(raw: str, env: dict[str, str], tokens: list[str]) -> Launch | None:
         )
     args = tokens[2:]
     parsed = parse_script_args(args)
-    opts = {k: v for k, v in parsed.items() if k in _TRL_ACCELERATE}
+    opts = {k: v for k, v in parsed.items() if k in TRL_ACCELERATE}
     return Launch(
         raw=raw, launcher=f"trl-{tokens[1]}", env=env, program=tokens[:2], options=opts, script_args=args
     )

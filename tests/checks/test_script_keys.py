@@ -313,3 +313,13 @@ def test_a_script_with_a_dataclass_parser_keeps_judging_its_command_line(repo):
     script = repo("train.py", "import click\n" + TRL_PARSER)
     [typo] = _keys(f"python {script} --num_generation 8")
     assert typo.rule == "CFG004" and "did you mean `num_generations`?" in typo.message
+
+
+def test_trl_cli_launcher_options_are_not_grpo_typos(repo):
+    """`trl grpo --accelerate_config zero2` (TRL's docs): CFG004 said "`accelerate_config` is
+    not a field of GRPOConfig … did you mean `accelerator_config`?" (and the name could not be
+    read as a file: exit 2)."""
+    config = repo("grpo_config.yaml", "use_vllm: true\nvllm_mode: colocate\naccelerate_config: zero3\n")
+    for launch in (f"trl grpo --config {config} --accelerate_config zero2", f"trl grpo --config {config}"):
+        found = [f for f in findings(snapshot(8), launch=launch) if f.severity.value != "info"]
+        assert found == [], launch
