@@ -75,7 +75,17 @@ DOCS = (
     "speeding_up_training",
     "reducing_memory_usage",
     "distributing_training",
+    # more pages with GRPO launch lines or GRPOConfig(...) blocks (with --more-docs)
+    "paper_index",
+    "clis",
+    "openenv",
+    "lora_without_regret",
+    "peft_integration",
+    "gspo_token",
+    "liger_kernel_integration",
+    "quickstart",
 )
+CORE_DOCS = 5
 SCRIPT_GLOBS = ("examples/scripts/*grpo*.py", "examples/scripts/*gspo*.py", "examples/scripts/openenv/*.py")
 ARCHIVED = ("examples", "trl/scripts", "trl/accelerate_configs", "docs/source")
 H100 = {"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "compute_capability": "9.0"}
@@ -267,6 +277,15 @@ def _other_trainer(c: str, found: list[tuple[int, str, str]], k: int) -> bool:
     )
 
 
+def _is_grpo_yaml(lang: str, text: str) -> bool:
+    """A YAML block of GRPO config keys (not an accelerate config, not another trainer's)."""
+    if lang not in ("yaml", "yml") or "distributed_type" in text or not re.search(r"^\w+:", text, re.M):
+        return False
+    return not re.search(
+        r"\b(sft|dpo|kto|reward|rloo)_config\b|^\s*#\s*(sft|dpo|kto|reward|rloo)", text, re.M
+    )
+
+
 def _is_accelerate(lang: str, text: str) -> bool:
     return lang in ("yaml", "yml") and "distributed_type" in text
 
@@ -297,9 +316,9 @@ def _block_for(
     return min(code, key=rank, default=None)
 
 
-def doc_cases(tag: str, tree: Path) -> list[Case]:
+def doc_cases(tag: str, tree: Path, more: bool = False) -> list[Case]:
     cases = []
-    for name in DOCS:
+    for name in DOCS if more else DOCS[:CORE_DOCS]:
         path = tree / "docs" / "source" / f"{name}.md"
         if not path.exists():
             continue
@@ -326,31 +345,36 @@ def doc_cases(tag: str, tree: Path) -> list[Case]:
                     if script and not (tree / script).exists() and j is not None:
                         case.files[script] = found[j][2]
                         used.add(j)
-                    cfg = re.search(r"--config_file[= ](\S+)", c)
+                    cfg = re.search(r"--config_file[= ](\S+)", one_line(c))
                     j = _block_for(found, k, _is_accelerate, above_first=True)
                     if cfg and not (tree / cfg.group(1)).exists() and j is not None:
                         case.files[cfg.group(1)] = found[j][2]
+                    grpo = re.search(r"--config[= ](\S+\.ya?ml)", one_line(c))
+                    j = _block_for(found, k, _is_grpo_yaml, grpo.group(1) if grpo else "")
+                    if grpo and not (tree / grpo.group(1)).exists() and j is not None:
+                        case.files[grpo.group(1)] = found[j][2]
+                        used.add(j)
                     cases.append(case)
-            elif lang == "yaml" and "distributed_type" not in text and re.search(r"^\w+:", text, re.M):
-                n += 1
-                cases.append(
-                    Case(
-                        tag,
-                        f"docs/{name}.md#{n} (yaml)",
-                        ["python trl/scripts/grpo.py --config grpo.yaml"],
-                        files={"grpo.yaml": text},
-                    )
-                )
+        for k, (_, lang, text) in enumerate(found):
+            if k in used or not _is_grpo_yaml(lang, text):
+                continue
+            n += 1
+            line = "python trl/scripts/grpo.py --config grpo.yaml"
+            cases.append(Case(tag, f"docs/{name}.md#{n} (yaml)", [line], files={"grpo.yaml": text}))
         for k, (_, lang, text) in enumerate(found):
             if lang != "python" or k in used or "GRPOConfig(" not in text:
                 continue
             n += 1
             # TRL before 0.16 generates on a GPU of its own beside the training ranks: its docs
             # launch N-1 processes on N GPUs (`--multi_gpu --num_processes 3` on 4)
+            # the pages past the core ones show settings of runs at scale (paper_index: a paper's
+            # recipe): 8 processes
             legacy = tag < "v0.16" and "use_vllm" in text
             line = (
                 "accelerate launch --multi_gpu --num_processes 3 train.py"
                 if legacy
+                else "accelerate launch --num_processes 8 train.py"
+                if name not in DOCS[:CORE_DOCS]
                 else "accelerate launch --num_processes 1 train.py"
             )
             cases.append(Case(tag, f"docs/{name}.md#{n} (python)", [line], files={"train.py": text}))
@@ -462,6 +486,14 @@ def gpus_needed(case: Case, tree: Path) -> int:
             np_ = re.search(r"^num_processes:\s*(\d+)", (tree / cfg.group(1)).read_text(), re.M)
             if np_:
                 need = max(need, int(np_.group(1)))
+        # `trl grpo`: a config TRL ships (8 processes), or accelerate's keys in the config file
+        grpo = re.search(r"--config[= ](\S+\.ya?ml)", line)
+        text = case.files.get(grpo.group(1), "") if grpo else ""
+        if "--accelerate_config" in line or re.search(r"^accelerate_config:", text, re.M):
+            need = max(need, 8)
+        np_ = re.search(r"^num_processes:\s*(\d+)", text, re.M)
+        if np_ and "--num_processes" not in line:
+            need = max(need, int(np_.group(1)))
     servers = sum(1 for line in case.launches if is_server(line) and "CUDA_VISIBLE_DEVICES" not in line)
     need += servers
     # TRL before 0.16 generates with vLLM in-process on the GPU after the training ranks: the docs
@@ -600,6 +632,9 @@ def main() -> None:
     ap.add_argument(
         "--open-r1", type=Path, help="also open-r1's README runs and GRPO recipes (a git directory)"
     )
+    ap.add_argument(
+        "--more-docs", action="store_true", help="also the docs pages after the first five of DOCS"
+    )
     ap.add_argument("--hook", action="store_true", help="also `envdoctor hook` on each run's config files")
     ap.add_argument("--gpus", type=int, help="every run on this many GPUs (default: as many as it places)")
     opts = ap.parse_args()
@@ -610,7 +645,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix=f"trl-{tag}-") as tmp:
             tree = Path(tmp)
             extract(opts.mirror, tag, tree)
-            cases = script_cases(tag, tree) + doc_cases(tag, tree) + accelerate_cases(tag, tree)
+            cases = (
+                script_cases(tag, tree) + doc_cases(tag, tree, opts.more_docs) + accelerate_cases(tag, tree)
+            )
             for case in cases:
                 if opts.only and opts.only not in case.example:
                     continue

@@ -150,7 +150,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             msg = (
                 f"`{key}` ({origin}) was removed from GRPOConfig in TRL {until}; "
                 f"{_installed(ctx)}TRL {said} "
-                f"{_parser_does(ctx)} (it exists in {_span(entry)})"
+                f"{_parser_does(ctx, origin)} (it exists in {_span(entry)})"
             )
             fix = (
                 f"replace `{key}` with `{repl}`" if repl else f"remove `{key}`"
@@ -165,7 +165,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             if repl:
                 remedies.insert(0, replace_or_remove(ctx, key, repl, value))
         severity = ctx.on_trl()
-        if ctx.kb.feature("config_unknown_keys_fail", trl) is False:
+        if ctx.kb.feature("config_unknown_keys_fail", trl) is False and not from_code(origin):
             # TRL < 0.19's parser drops a key no dataclass has: the run starts, the key is dead
             severity = "warning"
             msg += (
@@ -218,8 +218,11 @@ def replace_or_remove(ctx: Context, key: str, repl: str | None, value: Any) -> R
     return Remedy(config_remove=(key,), config_set={repl: value}, fix=f"replace `{key}` with `{repl}`")
 
 
-def _parser_does(ctx: Context) -> str:
-    """What the installed TRL's parser does with a config key no dataclass has."""
+def _parser_does(ctx: Context, origin: str = "") -> str:
+    """What the installed TRL's parser does with a config key no dataclass has; a key the
+    script's ``GRPOConfig(...)`` call sets never meets the parser: the call raises."""
+    if from_code(origin):
+        return "refuses it (GRPOConfig(...) raises TypeError: unexpected keyword argument)"
     if ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False:
         return "drops it silently (its parser ignores unknown config keys before 0.19)"
     return 'refuses it ("Unknown arguments from config file")'
@@ -238,11 +241,11 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
             continue
         entry = table["keys"][key]
         gone = entry.get("until") and versions.at_least(tf, str(entry["until"]))
-        dead = ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False
+        dead = ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False and not from_code(origin)
         yield hit(
             f"`{key}` ({origin}) is not a TrainingArguments field of the installed "
             f"transformers {tf} (it exists in {span(table, key, 'transformers')}): TRL "
-            f"{ctx.trl.label()} {_parser_does(ctx)}"
+            f"{ctx.trl.label()} {_parser_does(ctx, origin)}"
             + (": the key is dead, its setting has no effect" if dead else ""),
             severity="warning" if dead else ctx.on_trl(),
             fix=(

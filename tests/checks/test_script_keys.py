@@ -323,3 +323,22 @@ def test_trl_cli_launcher_options_are_not_grpo_typos(repo):
     for launch in (f"trl grpo --config {config} --accelerate_config zero2", f"trl grpo --config {config}"):
         found = [f for f in findings(snapshot(8), launch=launch) if f.severity.value != "info"]
         assert found == [], launch
+
+
+@pytest.mark.parametrize(
+    ("trl", "key", "value"),
+    [("0.29.1", "max_prompt_length", "512"), ("0.18.2", "vllm_device", "'cuda:1'")],
+)
+def test_a_removed_key_in_the_scripts_grpo_config_call_raises_typeerror(repo, trl, key, value):
+    """TRL's own paper_index.md at 0.29-1.9 shows `GRPOConfig(max_prompt_length=…)`: the call
+    raises TypeError; the message said TRL's parser refuses it ("Unknown arguments from config
+    file") and, before 0.19, that the parser drops it and the key is dead (a warning)."""
+    script = repo(
+        "train.py", f"from trl import GRPOConfig\nargs = GRPOConfig(output_dir='o', {key}={value})\n"
+    )
+    packages = {"trl": trl, "transformers": "4.57.1", "torch": "2.8.0", "accelerate": "1.10.0"}
+    [removed] = [
+        f for f in findings(snapshot(1, packages=packages), launch=f"python {script}") if f.rule == "CFG001"
+    ]
+    assert removed.severity.value == "error" and "raises TypeError" in removed.message
+    assert "Unknown arguments from config file" not in removed.message and "dead" not in removed.message
