@@ -83,3 +83,15 @@ def test_the_layout_table_shows_the_other_gpus_one_process_sees():
         "rank 1 + vLLM (colocated)",
         "idle",
     ]
+
+
+def test_trls_own_grpo_script_run_by_python_passes_the_model_by_path():
+    """`python trl/scripts/grpo.py` and `python -m trl.scripts.grpo` run what `trl grpo` runs
+    (model_name_or_path): the split model is a warning as for `trl grpo`, not an error."""
+    for launch in (
+        "python trl/scripts/grpo.py --model_name_or_path Qwen/Qwen2.5-0.5B",
+        "python -m trl.scripts.grpo --model_name_or_path Qwen/Qwen2.5-0.5B",
+    ):
+        f = lay003("1.16.0", COLOCATE, launch)
+        assert f.severity.value == "warning" and 'device_map="auto"' in f.message, launch
+        assert lay003("0.25.0", COLOCATE, launch).severity.value == "error"  # no split yet
