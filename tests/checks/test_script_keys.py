@@ -342,3 +342,25 @@ def test_a_removed_key_in_the_scripts_grpo_config_call_raises_typeerror(repo, tr
     ]
     assert removed.severity.value == "error" and "raises TypeError" in removed.message
     assert "Unknown arguments from config file" not in removed.message and "dead" not in removed.message
+
+
+def test_trl_cli_keys_in_a_config_file_are_trls_not_typos(repo):
+    """`accelerate_config: zero2` / `num_processes: 4` in a config file (TRL's clis.md) are keys
+    of `trl grpo --config` (handed to accelerate): CFG004 said "did you mean
+    `accelerator_config`?" when no launch line names the runner; a script whose TrlParser reads
+    the file still refuses them."""
+    text = "use_vllm: true\naccelerate_config: zero2\nnum_processes: 4\n"
+    assert [f for f in findings(snapshot(8), config=yaml_dict(text)) if f.rule in KEY_RULES] == []
+    script = repo("train.py", TRL_PARSER)
+    config = repo("grpo.yaml", text)
+    found = [
+        f for f in findings(snapshot(8), launch=f"python {script} --config {config}") if f.rule == "CFG004"
+    ]
+    assert sorted(f.message.split("`")[1] for f in found) == ["accelerate_config", "num_processes"]
+    assert all("`trl grpo --config`" in f.message and "the parser refuses it" in f.message for f in found)
+
+
+def yaml_dict(text: str) -> dict:
+    import yaml
+
+    return yaml.safe_load(text)
