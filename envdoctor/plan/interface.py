@@ -65,6 +65,7 @@ class TrainingScript:
     refused: dict[str, str] = field(default_factory=dict)
     parses: tuple[str, ...] | None = None  # TRL's dataclasses it parses, when all it parses was read
     unread: tuple[str, ...] = ()  # classes it parses that envdoctor could not read (imported from afar)
+    model_by_name: bool | None = None  # GRPOTrainer(model=…) gets a name or path (not an object)
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

@@ -44,6 +44,7 @@ def read_training_script(
         options=decl.closed_options,
         parses=decl.closed_parses,
         unread=decl.unresolved,
+        model_by_name=decl.model_by_name,
     )
     if decl.problem:
         return script_cfg, {}

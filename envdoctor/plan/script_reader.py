@@ -37,6 +37,7 @@ MAX_IMPORTED_FILES = 24
 MAX_IMPORT_DEPTH = 3
 #: TRL's config class and the parsers that turn dataclasses into command-line options
 CONFIG_CLASS = "GRPOConfig"
+TRAINER_CLASS = "GRPOTrainer"
 PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
 #: command-line libraries other than argparse: a script that imports one (and no argparse or
 #: dataclass parser) reads its command line with code envdoctor does not follow
@@ -104,6 +105,7 @@ class ScriptDecl:
     lenient: bool = False  # parse_known_args: options it does not declare pass
     dynamic_flags: bool = False  # add_argument with computed names: more flags than these
     other_cli: str | None = None  # a command-line library it imports besides argparse (click…)
+    model_by_name: bool | None = None  # every GRPOTrainer(...) call gets the model by name or path
     trl_classes: tuple[str, ...] = ()  # TRL dataclasses it parses (ScriptArguments, GRPOConfig…)
     dataclasses: dict[str, DataClass] = field(default_factory=dict)  # its own parsed dataclasses
     unresolved: tuple[str, ...] = ()  # parsed classes it imports from where envdoctor cannot read
@@ -245,6 +247,7 @@ class SourceFacts:
     lenient: bool = False
     dynamic_flags: bool = False
     other_cli: str | None = None  # click, typer, fire… (OTHER_CLIS), or sys.argv read directly
+    model_by_name: list[bool | None] = field(default_factory=list)  # each GRPOTrainer(model=…) call
     parsed: list[tuple[str, ...]] = field(default_factory=list)  # class refs, one tuple a parser
     calls: list[tuple[str, int, ast.Call]] = field(default_factory=list)  # candidate config calls
     bound: dict[int, str] = field(default_factory=dict)  # id(call) -> the name it is assigned to
@@ -419,6 +422,10 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         or _kw_true(node, "allow_extra_keys")
     ):
         mod.lenient = True  # keys it does not declare pass
+    elif last == TRAINER_CLASS:
+        first = node.args[0] if node.args else None
+        model = next((k.value for k in node.keywords if k.arg == "model"), first)
+        mod.model_by_name.append(_model_by_name(model))
     elif last in PARSERS:
         target = (
             node.args[0]
@@ -429,6 +436,24 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         mod.parsed.append(tuple(d for d in map(_dotted, items) if d))
     if node.keywords and len(mod.calls) < MAX_CALLS and last[:1].isupper():
         mod.calls.append((func, node.lineno, node))
+
+
+def _model_by_name(node: ast.expr | None) -> bool | None:
+    """Whether a ``GRPOTrainer(model=…)`` argument is a name or path (a string, or
+    ``args.model_name_or_path``) rather than a model object (a call); None: not known."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, (ast.Attribute, ast.Name)):
+        name = node.attr if isinstance(node, ast.Attribute) else node.id
+        return True if name in ("model_name_or_path", "model_name", "model_id") else None
+    if isinstance(node, ast.JoinedStr):
+        return True
+    return False if isinstance(node, ast.Call) else None
+
+
+def _all_known(found: list[bool | None]) -> bool | None:
+    """All of ``found`` when each is known (and there is one), else None."""
+    return all(found) if found and None not in found else None
 
 
 def _kw_true(node: ast.Call, name: str) -> bool:
@@ -612,6 +637,7 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
         lenient=main.lenient,
         dynamic_flags=main.dynamic_flags,
         other_cli=main.other_cli,
+        model_by_name=_all_known(main.model_by_name),
     )
     trl_classes: list[str] = []
     unresolved: list[str] = []
