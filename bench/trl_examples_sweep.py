@@ -1,4 +1,4 @@
-"""Sweep TRL's own GRPO examples at every release line through `envdoctor check`.
+"""Sweep TRL's own GRPO examples at every release line through `envdoctor check` (and `hook`).
 
 Healthy published setups must get no false warning or error (issue 35). For each TRL release tag
 from v0.14.0 to the newest in a local git mirror (the last patch release of each minor line), this
@@ -6,30 +6,39 @@ reads every GRPO-relevant example of that release:
 
 - example scripts: ``examples/scripts/*grpo*.py``, ``*gspo*.py``, ``*rloo*.py`` (only those that
   use vLLM), ``examples/scripts/openenv/*.py`` and ``trl/scripts/grpo.py``, each with the launch
-  lines of its docstring (``\\`` continuations joined; a ``trl vllm-serve`` line goes with the
-  trainer line that follows it), or ``python SCRIPT`` when it gives none;
+  lines of its docstring as written (``\\`` continuations kept: envdoctor joins them; a
+  ``trl vllm-serve`` line goes with the trainer line that follows it), or ``python SCRIPT``;
 - the docs' code blocks of ``docs/source/{grpo_trainer,vllm_integration,speeding_up_training,
-  reducing_memory_usage,distributing_training}.md``: shell blocks' launch lines (a ``train.py`` or an
-  accelerate config they name that the release does not ship is the nearest GRPO Python block or
-  accelerate YAML block of their section), and Python blocks that build a ``GRPOConfig`` that no
-  launch line runs (as ``accelerate launch --num_processes 1 train.py``: the docs launch their
-  snippets with accelerate; before TRL 0.16 with vLLM on a GPU of its own, 3 processes on 4 GPUs);
-- ``examples/accelerate_configs/*.yaml``, each launching ``trl/scripts/grpo.py``.
+  reducing_memory_usage,distributing_training}.md`` (``--more-docs``: the other pages of DOCS):
+  shell blocks' launch lines (a ``train.py``, an accelerate config or a ``--config`` YAML they name
+  that the release does not ship is the matching Python / YAML block of their section), YAML
+  blocks of GRPO keys no line runs (under ``trl/scripts/grpo.py``), and Python blocks that build a
+  ``GRPOConfig`` no line runs (``accelerate launch --num_processes 1 train.py``, as the docs launch
+  snippets; 8 processes for the pages past the core ones; before TRL 0.16 with vLLM on a GPU of
+  its own, 3 processes on 4 GPUs);
+- ``examples/accelerate_configs/*.yaml``, each launching ``trl/scripts/grpo.py``;
+- with ``--open-r1 MIRROR``: open-r1's README GRPO runs at the newest commit of each TRL pin of
+  its setup.py (the stack from its pins; a TRL commit pin as the dev release of the next tag).
 
 Each becomes one `envdoctor check --format json` run in a copy of the release's tree, judged as if
 the release's stack were installed (``--assume trl==TAG`` plus the vLLM / torch / transformers /
 accelerate that release line allows: ``bench/heldout_eval.py`` TABLE, extended below for lines it
-lacks) on a machine of H100s as many as the run's launch lines place (8 where a placeholder such as
-``$NUM_GPUS`` or ``<num_processes>`` hides it).
+lacks) on a snapshot of H100s as many as the run's launch lines place (8 where a placeholder
+such as ``$NUM_GPUS`` or ``<num_processes>`` hides it; ``--gpus N`` for one size). ``--hook`` also
+runs `envdoctor hook` on the config files each run names.
 
-The mirror is fetched by hand once (no network at run time):
+The mirrors are fetched by hand once (no network at run time):
 
     git clone --mirror https://github.com/huggingface/trl /tmp/trl.git     # or any clone with tags
-    python bench/trl_examples_sweep.py --mirror /tmp/trl.git [--json OUT.json] [--tags v0.19.1,...]
+    git clone --mirror https://github.com/huggingface/open-r1 /tmp/open-r1.git
+    python bench/trl_examples_sweep.py --mirror /tmp/trl.git [--open-r1 /tmp/open-r1.git]
+        [--more-docs] [--hook] [--json OUT.json] [--tags v0.19.1,...]
 
-Prints a table (tag, example, exit code, warning and error rule ids) and the totals; ``--json``
-writes every run's inputs and findings. ``--subprocess`` runs each check as its own process instead
-of in-process (slower; the same results).
+Prints a table (tag, example, GPUs, exit code, warning and error rule ids), the totals, and every
+warning or error that ``TRUE`` (findings judged true on these examples, with why) does not
+explain: a false finding, or one to judge. ``--json`` writes every run's inputs and findings.
+``--subprocess`` runs each check as its own process instead of in-process (slower; the same
+results). Results and their reading: docs/validation/trl-examples-sweep.md.
 """
 
 from __future__ import annotations
