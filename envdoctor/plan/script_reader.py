@@ -247,7 +247,9 @@ class SourceFacts:
     lenient: bool = False
     dynamic_flags: bool = False
     other_cli: str | None = None  # click, typer, fire… (OTHER_CLIS), or sys.argv read directly
-    model_by_name: list[bool | None] = field(default_factory=list)  # each GRPOTrainer(model=…) call
+    model_by_name: list[bool | str | None] = field(default_factory=list)  # each GRPOTrainer(model=…);
+    # a str: the attribute it reads (``args.model``), by name when an argparse flag of that dest
+    # has a string default
     parsed: list[tuple[str, ...]] = field(default_factory=list)  # class refs, one tuple a parser
     calls: list[tuple[str, int, ast.Call]] = field(default_factory=list)  # candidate config calls
     bound: dict[int, str] = field(default_factory=dict)  # id(call) -> the name it is assigned to
@@ -438,22 +440,30 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         mod.calls.append((func, node.lineno, node))
 
 
-def _model_by_name(node: ast.expr | None) -> bool | None:
+def _model_by_name(node: ast.expr | None) -> bool | str | None:
     """Whether a ``GRPOTrainer(model=…)`` argument is a name or path (a string, or
-    ``args.model_name_or_path``) rather than a model object (a call); None: not known."""
+    ``args.model_name_or_path``) rather than a model object (a call); None: not known; an
+    attribute's name (``args.model``) to look up among the argparse flags."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, str)
     if isinstance(node, (ast.Attribute, ast.Name)):
         name = node.attr if isinstance(node, ast.Attribute) else node.id
-        return True if name in ("model_name_or_path", "model_name", "model_id") else None
+        if name in ("model_name_or_path", "model_name", "model_id"):
+            return True
+        return name if isinstance(node, ast.Attribute) else None
     if isinstance(node, ast.JoinedStr):
         return True
     return False if isinstance(node, ast.Call) else None
 
 
-def _all_known(found: list[bool | None]) -> bool | None:
-    """All of ``found`` when each is known (and there is one), else None."""
-    return all(found) if found and None not in found else None
+def _all_known(found: list[bool | str | None], flags: dict[str, Flag]) -> bool | None:
+    """All of ``found`` when each is known (and there is one), else None; ``args.<dest>`` is a
+    name when the flag of that dest has a string default."""
+    known = [
+        f if not isinstance(f, str) else (True if f in flags and isinstance(flags[f].default, str) else None)
+        for f in found
+    ]
+    return all(known) if known and None not in known else None
 
 
 def _kw_true(node: ast.Call, name: str) -> bool:
@@ -637,7 +647,7 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
         lenient=main.lenient,
         dynamic_flags=main.dynamic_flags,
         other_cli=main.other_cli,
-        model_by_name=_all_known(main.model_by_name),
+        model_by_name=_all_known(main.model_by_name, main.flags),
     )
     trl_classes: list[str] = []
     unresolved: list[str] = []

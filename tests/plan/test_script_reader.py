@@ -378,6 +378,13 @@ def test_a_command_line_library_besides_argparse_is_named(tmp_path, text, cli):
         ("GRPOTrainer(args.model_id, args=a)", True),
         ('GRPOTrainer(model=AutoModelForCausalLM.from_pretrained("m"), args=a)', False),
         ("GRPOTrainer(model=model, args=a)", None),  # a name bound elsewhere: not known
+        ("GRPOTrainer(model=args.model, args=a)", None),  # no flag of that dest
+        (  # TRL's OpenEnv examples: --model with a string default
+            "import argparse\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--model', default='Qwen/Qwen3-1.7B')\n"
+            "args = p.parse_args()\nGRPOTrainer(model=args.model, args=a)",
+            True,
+        ),
         ('GRPOTrainer(model="m", args=a)\nGRPOTrainer(model=model, args=a)', None),
     ],
 )
