@@ -242,11 +242,11 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
             continue
         entry = table["keys"][key]
         gone = entry.get("until") and versions.at_least(tf, str(entry["until"]))
-        dead = ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False
+        dead = ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False and not from_code(origin)
         yield hit(
             f"`{key}` ({origin}) is not a TrainingArguments field of the installed "
             f"transformers {tf} (it exists in {span(table, key, 'transformers')}): TRL "
-            f"{ctx.trl.label()} {_parser_does(ctx)}"
+            f"{ctx.trl.label()} {_parser_does(ctx, origin)}"
             + (": the key is dead, its setting has no effect" if dead else ""),
             severity="warning" if dead else ctx.on_trl(),
             fix=(
@@ -262,10 +262,13 @@ def _training_arguments_gone(ctx: Context) -> Iterator[Hit]:
 
 def _script_keys(ctx: Context) -> set[str]:
     """Keys of the other dataclasses TRL's GRPO script parses (ModelConfig, ScriptArguments…),
-    of any TRL release, and those the training script's (or the repository's) own dataclasses
-    and GRPOConfig subclasses declare: they are not GRPOConfig's to judge."""
+    of any TRL release, those TRL's CLI hands accelerate from its config file (``num_processes``,
+    ``accelerate_config``), and those the training script's (or the repository's) own
+    dataclasses and GRPOConfig subclasses declare: they are not GRPOConfig's to judge."""
+    from envdoctor.plan.launch import TRL_ACCELERATE  # `trl grpo --config`'s keys for accelerate
+
     table = ctx.kb.parser_keys.get("trl_script_arguments") or {}
-    return set(table.get("keys") or {}) | NOT_CONFIG | set(ctx.plan.script_keys)
+    return set(table.get("keys") or {}) | NOT_CONFIG | TRL_ACCELERATE | set(ctx.plan.script_keys)
 
 
 @rule("CFG002", needs=("plan",))
@@ -479,6 +482,7 @@ def _not_parsed(ctx: Context, keys: list[str], ta_keys: set[str]) -> Iterator[Hi
     script = ctx.plan.script
     if script is None or script.parses is None:
         return
+    from envdoctor.plan.launch import TRL_ACCELERATE
     from envdoctor.plan.script_reader import CONFIG_CLASS, trl_class_fields
 
     table = ctx.kb.parser_keys.get("trl_script_arguments") or {}
@@ -487,6 +491,7 @@ def _not_parsed(ctx: Context, keys: list[str], ta_keys: set[str]) -> Iterator[Hi
         owner.update(dict.fromkeys(trl_class_fields(name, table, ctx.kb.grpo_keys) or (), name))
     owner.update(dict.fromkeys(ta_keys, "TrainingArguments (GRPOConfig's base)"))
     owner.update(dict.fromkeys(ctx.kb.grpo_keys.get("keys") or (), CONFIG_CLASS))
+    owner.update(dict.fromkeys(TRL_ACCELERATE, "CLI (`trl grpo --config` hands it to accelerate)"))
     allowed = set(ctx.plan.script_keys) | {"config", "env"}  # TrlParser's own
     for name in script.parses:
         fields = trl_class_fields(name, table, ctx.kb.grpo_keys)

@@ -140,7 +140,13 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     launch = ctx.plan.trainer
     # a GPU of its own for vLLM (server / legacy); colocate shares the training GPU
     gen = lay.generation if lay.generation_mode in ("legacy", "server") else []
-    by_path = lay.launcher.startswith("trl-")  # TRL's scripts pass model_name_or_path
+    # the model by name or path: `trl grpo`, TRL's grpo.py run by python, a script whose
+    # GRPOTrainer(...) calls get a name (script_reader)
+    script = (launch.script or "").replace("\\", "/") if launch else ""
+    by_path = lay.launcher.startswith("trl-") or bool(
+        launch and (launch.module == "trl.scripts.grpo" or script.endswith("trl/scripts/grpo.py"))
+    )
+    by_path = by_path or bool(ctx.plan.script and ctx.plan.script.model_by_name)
     splits = ctx.kb.feature("model_path_device_map_auto", trl)
     refuses = ctx.kb.feature("dataparallel_refusal", trl)
     what = _one_process_outcome(ctx, trl, gen, by_path, splits, refuses)

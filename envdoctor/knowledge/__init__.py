@@ -33,6 +33,7 @@ class Knowledge:
         "parser_keys": "parser_keys.yaml",
         "horizon": "horizon.yaml",
         "trainer_hooks": "trainer_hooks.yaml",
+        "trl_accelerate_configs": "trl_accelerate_configs.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

@@ -66,6 +66,8 @@ def build_plan(
         _merge(plan, {k: v for k, v in script_cfg.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(plan, trainer)
         _read_hostfile(trainer)
+    if trainer is not None and trainer.launcher.startswith("trl-") and not trainer.is_server:
+        _trl_launcher_keys(plan, trainer)
     acc_path = accelerate_config
     if acc_path is None and trainer is not None:
         acc_path = trainer.options.get("config_file") or trainer.options.get("accelerate_config")
@@ -73,12 +75,42 @@ def build_plan(
         default = default_accelerate_config()
         if default is not None and default.is_file():
             acc_path = str(default)
-    if isinstance(acc_path, str):
+    bundled = _trl_bundled_config(trainer, acc_path)
+    if bundled is not None:
+        plan.accelerate_path, plan.accelerate = bundled
+    elif isinstance(acc_path, str):
         plan.accelerate_path = acc_path
         plan.accelerate = _read_mapping(acc_path, "accelerate config")
     elif acc_path is not None:
         raise InputError("--config_file", f"expected a file path, got {acc_path!r}")
     return plan
+
+
+def _trl_launcher_keys(plan: Plan, trainer: Launch) -> None:
+    """``trl grpo`` hands accelerate what its parser does not take (``--num_processes``,
+    ``--accelerate_config``…), from the command line or the config file (``accelerate_config:
+    zero2``): launcher options, not GRPOConfig keys; the command line's win."""
+    from envdoctor.plan.launch import TRL_ACCELERATE
+
+    for key in sorted(TRL_ACCELERATE & set(plan.config)):
+        value = plan.config.pop(key)
+        if plan.config_origin.pop(key, "").startswith("config file"):
+            trainer.options.setdefault(key, value)
+
+
+def _trl_bundled_config(trainer: Launch | None, name: Any) -> tuple[str, dict[str, Any]] | None:
+    """``trl grpo --accelerate_config zero2``: a config TRL ships (rules/knowledge/
+    trl_accelerate_configs.yaml), when the name is not a file here, as TRL resolves it."""
+    if trainer is None or not trainer.launcher.startswith("trl") or not isinstance(name, str):
+        return None
+    if os.path.lexists(name) or trainer.options.get("config_file") is not None:
+        return None
+    from envdoctor.knowledge import knowledge
+
+    config = (knowledge().trl_accelerate_configs.get("configs") or {}).get(name)
+    if not isinstance(config, dict):
+        return None
+    return f"{name} (TRL's trl/accelerate_configs/{name}.yaml)", dict(config)
 
 
 def _read_mapping(path: str, what: str) -> dict[str, Any]:

@@ -72,6 +72,7 @@ class TrainingScript:
     #: GRPOConfig keys its code takes from one of its argparse flags: key -> (the flag's option
     #: string, the value the flag sets alone for a store_true / store_false flag, else None)
     flag_keys: dict[str, tuple[str, bool | None]] = field(default_factory=dict)
+    model_by_name: bool | None = None  # GRPOTrainer(model=…) gets a name or path (not an object)
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

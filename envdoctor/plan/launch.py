@@ -15,6 +15,7 @@ from typing import Any
 
 from envdoctor.errors import InputError
 from envdoctor.plan.interface import Launch
+from envdoctor.plan.placeholders import is_doc_placeholder
 from envdoctor.plan.wrappers import Peeled, peel
 from envdoctor.script_args import coerce, parse_script_args
 
@@ -86,7 +87,7 @@ _BOOLEAN = {
     },
 }
 #: accelerate flags that ``trl grpo`` passes on to accelerate.
-_TRL_ACCELERATE = {
+TRL_ACCELERATE = {
     "num_processes",
     "num_machines",
     "machine_rank",
@@ -245,7 +246,7 @@ def _trl(raw: str, env: dict[str, str], tokens: list[str]) -> Launch | None:
         )
     args = tokens[2:]
     parsed = parse_script_args(args)
-    opts = {k: v for k, v in parsed.items() if k in _TRL_ACCELERATE}
+    opts = {k: v for k, v in parsed.items() if k in TRL_ACCELERATE}
     return Launch(
         raw=raw, launcher=f"trl-{tokens[1]}", env=env, program=tokens[:2], options=opts, script_args=args
     )
@@ -362,7 +363,7 @@ def _without_redirections(segment: list[str]) -> list[str]:
             skip = False
             continue
         m = _REDIRECT.match(tok)
-        if m:
+        if m and not is_doc_placeholder(tok):  # `<num_processes>` is a word the reader fills in
             skip = not m.group(2)
             continue
         out.append(tok)

@@ -32,6 +32,7 @@ from envdoctor.plan.interface import (
     Rank,
     ServerPlan,
 )
+from envdoctor.plan.placeholders import placeholder
 from envdoctor.plan.visible_devices import resolve_visible
 
 _CUDA_INDEX = re.compile(r"^cuda:(\d+)$")
@@ -68,10 +69,8 @@ def _count(
         text = env[m.group(1) or m.group(2)].strip()
     if text.lower() in words:
         return text.lower()
-    if "$" in text or "`" in text:
-        raise _Unresolved(
-            f"{flag} {raw} is left to the shell; envdoctor does not evaluate it (give the number)"
-        )
+    if placeholder(text, number=True):
+        raise _Unresolved(_left_to(f"{flag} {raw}", "the number"))
     if isinstance(raw, bool) or not re.fullmatch(r"[+-]?\d+", text):
         kind = "a whole number" + (f" or {', '.join(words)}" if words else "")
         raise InputError(where, f"{flag} {raw}: expected {kind}")
@@ -89,6 +88,18 @@ def _count(
             where, f"{flag} {raw}: {need}" + (f" (or {', '.join(map(str, allowed))})" if allowed else "")
         )
     return count
+
+
+def _expand(value: str | None, env: dict[str, str]) -> str | None:
+    """``$VAR`` / ``${VAR}`` from ``env`` as the shell expands it; anything else as it is."""
+    m = _VARIABLE.match(value.strip()) if value is not None else None
+    return env[m.group(1) or m.group(2)] if m and (m.group(1) or m.group(2)) in env else value
+
+
+def _left_to(what: str, give: str) -> str:
+    """Why a layout stays unresolved: a word the shell or the reader fills in."""
+    who = "the shell" if "$" in what or "`" in what else "the reader (a placeholder)"
+    return f"{what} is left to {who}; envdoctor does not evaluate it (give {give})"
 
 
 def trainer_env(facts: Facts, launch: Launch | None) -> dict[str, str]:
@@ -132,7 +143,10 @@ def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:
     env = trainer_env(facts, trainer)
     order = env.get("CUDA_DEVICE_ORDER")
     lay = GpuLayout(launcher=trainer.launcher if trainer else "python")
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    cvd = _expand(env.get("CUDA_VISIBLE_DEVICES"), env)
+    if cvd is not None and placeholder(cvd, number=True):
+        lay.unresolved = _left_to("CUDA_VISIBLE_DEVICES=" + cvd, "the GPU list")
+        return lay
     seen = resolve_visible(cvd, facts.gpus, order)
     lay.visible = seen.gpus
     lay.visible_source = f"CUDA_VISIBLE_DEVICES={cvd}" if cvd is not None else "all GPUs"
@@ -229,7 +243,9 @@ def _accelerate_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
     opts, acc = c.opts, c.acc
     gpu_ids = opts.get("gpu_ids", acc.get("gpu_ids"))
     if gpu_ids is not None and str(gpu_ids).strip().lower() != "all":
-        ids = str(gpu_ids)
+        ids = _expand(str(gpu_ids), c.env) or ""
+        if placeholder(ids, number=True):
+            raise _Unresolved(_left_to(f"--gpu_ids {ids}", "the GPU list"))
         chosen = resolve_visible(ids, c.facts.gpus, c.order)
         entries = [e.strip() for e in ids.split(",") if e.strip()]
         lay.visible = chosen.gpus
@@ -400,9 +416,11 @@ def _server(facts: Facts, plan: Plan) -> ServerPlan:
         if launch.placed_by:  # srun / mpirun put it on a node of their choice: GPUs unknown
             srv.source = launch.placed_by
             return srv
-        visible = resolve_visible(
-            env.get("CUDA_VISIBLE_DEVICES"), facts.gpus, env.get("CUDA_DEVICE_ORDER")
-        ).gpus
+        cvd = _expand(env.get("CUDA_VISIBLE_DEVICES"), env)
+        if cvd is not None and placeholder(cvd, number=True):  # its GPUs are unknown
+            srv.source = _left_to("CUDA_VISIBLE_DEVICES=" + cvd, "the GPU list")
+            return srv
+        visible = resolve_visible(cvd, facts.gpus, env.get("CUDA_DEVICE_ORDER")).gpus
         srv.gpus = visible[: srv.tensor_parallel_size * srv.data_parallel_size]
         return srv
     for gpu in facts.gpus:

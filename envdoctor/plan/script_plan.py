@@ -44,6 +44,7 @@ def read_training_script(
         options=decl.closed_options,
         parses=decl.closed_parses,
         unread=decl.unresolved,
+        model_by_name=decl.model_by_name,
     )
     if decl.problem:
         return script_cfg, {}
@@ -61,6 +62,13 @@ def read_training_script(
     elif decl.argparse:  # flags beside the dataclasses: the script's own too
         for flag in decl.flags.values():
             plan.script_keys.setdefault(flag.dest, f"an argparse option of {decl.path} ({flag.options[0]})")
+    elif decl.other_cli and not decl.parses_dataclasses:
+        # click, typer, fire… read the command line: its options are the script's, never
+        # GRPOConfig's (the GRPOConfig(...) calls below say what reaches TRL)
+        for key in script_cfg:
+            if key != "config":
+                plan.script_keys.setdefault(key, f"an option of {decl.path}, read with {decl.other_cli}")
+        script_cfg = {k: v for k, v in script_cfg.items() if k == "config"}
     code: dict[str, tuple[Any, str]] = {}
     for call in decl.config_calls:
         found: dict[str, tuple[Any, str]] = {k: (v, call.where) for k, v in call.values.items()}

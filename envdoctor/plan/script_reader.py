@@ -37,12 +37,19 @@ MAX_IMPORTED_FILES = 24
 MAX_IMPORT_DEPTH = 3
 #: TRL's config class and the parsers that turn dataclasses into command-line options
 CONFIG_CLASS = "GRPOConfig"
+TRAINER_CLASS = "GRPOTrainer"
 PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
 #: trainers that start vLLM inside the training process by design (colocation), by the package
 #: their loader comes from: Unsloth's ``FastLanguageModel.from_pretrained(..., fast_inference=True)``
 #: loads vLLM beside the model and its patched GRPOTrainer generates with it (``model.vllm_engine``;
 #: unslothai/unsloth unsloth/models/llama.py, unsloth/models/rl.py)
 IN_PROCESS_VLLM = {"unsloth": "fast_inference"}
+#: command-line libraries other than argparse: a script that imports one (and no argparse or
+#: dataclass parser) reads its command line with code envdoctor does not follow
+OTHER_CLIS = frozenset(
+    {"click", "typer", "fire", "tyro", "jsonargparse", "simple_parsing", "hydra", "absl", "docopt", "defopt"}
+    | {"cyclopts", "draccus", "pyrallis", "plac", "clize", "omegaconf"}
+)
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,8 @@ class ScriptDecl:
     allow_abbrev: bool = True  # argparse takes a unique prefix of an option
     lenient: bool = False  # parse_known_args: options it does not declare pass
     dynamic_flags: bool = False  # add_argument with computed names: more flags than these
+    other_cli: str | None = None  # a command-line library it imports besides argparse (click…)
+    model_by_name: bool | None = None  # every GRPOTrainer(...) call gets the model by name or path
     trl_classes: tuple[str, ...] = ()  # TRL dataclasses it parses (ScriptArguments, GRPOConfig…)
     dataclasses: dict[str, DataClass] = field(default_factory=dict)  # its own parsed dataclasses
     unresolved: tuple[str, ...] = ()  # parsed classes it imports from where envdoctor cannot read
@@ -247,6 +256,10 @@ class SourceFacts:
     allow_abbrev: bool = True
     lenient: bool = False
     dynamic_flags: bool = False
+    other_cli: str | None = None  # click, typer, fire… (OTHER_CLIS), or sys.argv read directly
+    model_by_name: list[bool | str | None] = field(default_factory=list)  # each GRPOTrainer(model=…);
+    # a str: the attribute it reads (``args.model``), by name when an argparse flag of that dest
+    # has a string default
     parsed: list[tuple[str, ...]] = field(default_factory=list)  # class refs, one tuple a parser
     calls: list[tuple[str, int, ast.Call]] = field(default_factory=list)  # candidate config calls
     bound: dict[int, str] = field(default_factory=dict)  # id(call) -> the name it is assigned to
@@ -330,7 +343,12 @@ def record(mod: SourceFacts, node: ast.AST) -> bool:
         for alias in node.names:
             first = alias.name.split(".")[0]
             mod.modules[alias.asname or first] = alias.name if alias.asname else first
+            if first in OTHER_CLIS:
+                mod.other_cli = mod.other_cli or first
     elif isinstance(node, ast.ImportFrom):
+        top = (node.module or "").split(".")[0]
+        if not node.level and top in OTHER_CLIS:
+            mod.other_cli = mod.other_cli or top
         for alias in node.names:
             if alias.name != "*":
                 mod.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
@@ -366,6 +384,8 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
             names = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
             if names and len(handed) < MAX_CALLS:
                 handed.append((node.func, names))
+        elif isinstance(node, ast.Attribute) and node.attr == "argv" and _dotted(node.value) == "sys":
+            mod.other_cli = mod.other_cli or "sys.argv"  # read by hand
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             _note_mapping(mod, target, node.value)
@@ -438,6 +458,10 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         or _kw_true(node, "allow_extra_keys")
     ):
         mod.lenient = True  # keys it does not declare pass
+    elif last == TRAINER_CLASS:
+        first = node.args[0] if node.args else None
+        model = next((k.value for k in node.keywords if k.arg == "model"), first)
+        mod.model_by_name.append(_model_by_name(model))
     elif last in PARSERS:
         target = (
             node.args[0]
@@ -453,6 +477,32 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         for kw in node.keywords:
             if kw.arg in kws:
                 mod.loaders.append((func, node.lineno, kw.value))
+
+
+def _model_by_name(node: ast.expr | None) -> bool | str | None:
+    """Whether a ``GRPOTrainer(model=…)`` argument is a name or path (a string, or
+    ``args.model_name_or_path``) rather than a model object (a call); None: not known; an
+    attribute's name (``args.model``) to look up among the argparse flags."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, (ast.Attribute, ast.Name)):
+        name = node.attr if isinstance(node, ast.Attribute) else node.id
+        if name in ("model_name_or_path", "model_name", "model_id"):
+            return True
+        return name if isinstance(node, ast.Attribute) else None
+    if isinstance(node, ast.JoinedStr):
+        return True
+    return False if isinstance(node, ast.Call) else None
+
+
+def _all_known(found: list[bool | str | None], flags: dict[str, Flag]) -> bool | None:
+    """All of ``found`` when each is known (and there is one), else None; ``args.<dest>`` is a
+    name when the flag of that dest has a string default."""
+    known = [
+        f if not isinstance(f, str) else (True if f in flags and isinstance(flags[f].default, str) else None)
+        for f in found
+    ]
+    return all(known) if known and None not in known else None
 
 
 def _kw_true(node: ast.Call, name: str) -> bool:
@@ -635,6 +685,8 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
         allow_abbrev=main.allow_abbrev,
         lenient=main.lenient,
         dynamic_flags=main.dynamic_flags,
+        other_cli=main.other_cli,
+        model_by_name=_all_known(main.model_by_name, main.flags),
     )
     trl_classes: list[str] = []
     unresolved: list[str] = []

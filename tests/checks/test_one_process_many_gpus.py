@@ -83,3 +83,33 @@ def test_the_layout_table_shows_the_other_gpus_one_process_sees():
         "rank 1 + vLLM (colocated)",
         "idle",
     ]
+
+
+def test_trls_own_grpo_script_run_by_python_passes_the_model_by_path():
+    """`python trl/scripts/grpo.py` and `python -m trl.scripts.grpo` run what `trl grpo` runs
+    (model_name_or_path): the split model is a warning as for `trl grpo`, not an error."""
+    for launch in (
+        "python trl/scripts/grpo.py --model_name_or_path Qwen/Qwen2.5-0.5B",
+        "python -m trl.scripts.grpo --model_name_or_path Qwen/Qwen2.5-0.5B",
+    ):
+        f = lay003("1.16.0", COLOCATE, launch)
+        assert f.severity.value == "warning" and 'device_map="auto"' in f.message, launch
+        assert lay003("0.25.0", COLOCATE, launch).severity.value == "error"  # no split yet
+
+
+def test_a_script_passing_the_model_by_name_is_split_not_wrapped(tmp_path, monkeypatch):
+    """TRL's example scripts pass model_args.model_name_or_path to GRPOTrainer: on TRL 0.26+ one
+    process on several GPUs splits the model (a warning, as for `trl grpo`); a script that
+    builds the model object keeps the error."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "by_name.py").write_text(
+        "from trl import GRPOTrainer\nGRPOTrainer(model=model_args.model_name_or_path, args=a).train()\n"
+    )
+    (tmp_path / "by_object.py").write_text(
+        "from trl import GRPOTrainer\nfrom transformers import AutoModelForCausalLM\n"
+        "GRPOTrainer(model=AutoModelForCausalLM.from_pretrained('m'), args=a).train()\n"
+    )
+    f = lay003("1.9.0", COLOCATE, "python by_name.py")
+    assert f.severity.value == "warning" and 'device_map="auto"' in f.message
+    assert lay003("1.9.0", COLOCATE, "python by_object.py").severity.value == "error"
+    assert lay003("0.25.0", COLOCATE, "python by_name.py").severity.value == "error"  # no split yet

@@ -260,3 +260,107 @@ def test_a_parsed_class_envdoctor_cannot_read_leaves_the_keys_open(repo):
     assert "train.py parses classes envdoctor could not read: BaseArgs (a base of Args)" in own.message
     lenient = repo("lenient.py", HF_OWN_DATACLASS.replace("()\n", "(return_remaining_strings=True)\n"))
     assert _keys(f"python {lenient} --model_name_or_path m") == []
+
+
+#: a script whose command line another library reads (the shapes of click / typer / fire /
+#: tyro scripts; sys.argv read by hand): it builds GRPOConfig in code from its own options
+OTHER_CLI_SCRIPTS = {
+    "click": (
+        "import click\nfrom trl import GRPOConfig\n\n@click.command()\n"
+        "@click.option('--vllm-server-url')\n@click.option('--per-device-batch-size', type=int)\n"
+        "def main(vllm_server_url, per_device_batch_size):\n"
+        "    GRPOConfig(output_dir='o', per_device_train_batch_size=per_device_batch_size)\n"
+    ),
+    "typer": (
+        "import typer\nfrom trl import GRPOConfig\n\n"
+        "def main(vllm_server_url: str = 'x', per_device_batch_size: int = 4):\n"
+        "    GRPOConfig(output_dir='o', per_device_train_batch_size=per_device_batch_size)\n\n"
+        "typer.run(main)\n"
+    ),
+    "fire": (
+        "from fire import Fire\nfrom trl import GRPOConfig\n\n"
+        "def main(vllm_server_url='x', per_device_batch_size=4):\n"
+        "    GRPOConfig(output_dir='o', per_device_train_batch_size=per_device_batch_size)\n\nFire(main)\n"
+    ),
+    "tyro": (
+        "from dataclasses import dataclass\nimport tyro\nfrom trl import GRPOConfig\n\n@dataclass\n"
+        "class Args:\n    vllm_server_url: str = 'x'\n    per_device_batch_size: int = 4\n\n"
+        "a = tyro.cli(Args)\n"
+        "GRPOConfig(output_dir='o', per_device_train_batch_size=a.per_device_batch_size)\n"
+    ),
+    "sys.argv": (
+        "import sys\nfrom trl import GRPOConfig\n\nopts = dict(zip(sys.argv[1::2], sys.argv[2::2]))\n"
+        "GRPOConfig(output_dir='o', per_device_train_batch_size=int(opts['--per-device-batch-size']))\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("cli", sorted(OTHER_CLI_SCRIPTS))
+def test_options_another_cli_library_reads_are_the_scripts_not_grpo_typos(repo, cli):
+    """click / typer / fire / tyro read the command line, not TRL's parser: `--vllm-server-url`
+    is the script's option (CFG004 warned "not a field of GRPOConfig … did you mean
+    `vllm_server_base_url`?" before), and it is not config either."""
+    script = repo("train.py", OTHER_CLI_SCRIPTS[cli])
+    launch = f"python {script} --vllm-server-url http://localhost:8000 --per-device-batch-size 4"
+    assert _keys(launch) == []
+    plan = build_plan(launch=launch, live=False)
+    assert "vllm_server_url" not in plan.config and "per_device_batch_size" not in plan.config_origin
+    assert cli in plan.script_keys["vllm_server_url"]
+
+
+def test_a_script_with_a_dataclass_parser_keeps_judging_its_command_line(repo):
+    """Importing click beside TrlParser changes nothing: TRL's parser reads the command line."""
+    script = repo("train.py", "import click\n" + TRL_PARSER)
+    [typo] = _keys(f"python {script} --num_generation 8")
+    assert typo.rule == "CFG004" and "did you mean `num_generations`?" in typo.message
+
+
+def test_trl_cli_launcher_options_are_not_grpo_typos(repo):
+    """`trl grpo --accelerate_config zero2` (TRL's docs): CFG004 said "`accelerate_config` is
+    not a field of GRPOConfig … did you mean `accelerator_config`?" (and the name could not be
+    read as a file: exit 2)."""
+    config = repo("grpo_config.yaml", "use_vllm: true\nvllm_mode: colocate\naccelerate_config: zero3\n")
+    for launch in (f"trl grpo --config {config} --accelerate_config zero2", f"trl grpo --config {config}"):
+        found = [f for f in findings(snapshot(8), launch=launch) if f.severity.value != "info"]
+        assert found == [], launch
+
+
+@pytest.mark.parametrize(
+    ("trl", "key", "value"),
+    [("0.29.1", "max_prompt_length", "512"), ("0.18.2", "vllm_device", "'cuda:1'")],
+)
+def test_a_removed_key_in_the_scripts_grpo_config_call_raises_typeerror(repo, trl, key, value):
+    """TRL's own paper_index.md at 0.29-1.9 shows `GRPOConfig(max_prompt_length=…)`: the call
+    raises TypeError; the message said TRL's parser refuses it ("Unknown arguments from config
+    file") and, before 0.19, that the parser drops it and the key is dead (a warning)."""
+    script = repo(
+        "train.py", f"from trl import GRPOConfig\nargs = GRPOConfig(output_dir='o', {key}={value})\n"
+    )
+    packages = {"trl": trl, "transformers": "4.57.1", "torch": "2.8.0", "accelerate": "1.10.0"}
+    [removed] = [
+        f for f in findings(snapshot(1, packages=packages), launch=f"python {script}") if f.rule == "CFG001"
+    ]
+    assert removed.severity.value == "error" and "raises TypeError" in removed.message
+    assert "Unknown arguments from config file" not in removed.message and "dead" not in removed.message
+
+
+def test_trl_cli_keys_in_a_config_file_are_trls_not_typos(repo):
+    """`accelerate_config: zero2` / `num_processes: 4` in a config file (TRL's clis.md) are keys
+    of `trl grpo --config` (handed to accelerate): CFG004 said "did you mean
+    `accelerator_config`?" when no launch line names the runner; a script whose TrlParser reads
+    the file still refuses them."""
+    text = "use_vllm: true\naccelerate_config: zero2\nnum_processes: 4\n"
+    assert [f for f in findings(snapshot(8), config=yaml_dict(text)) if f.rule in KEY_RULES] == []
+    script = repo("train.py", TRL_PARSER)
+    config = repo("grpo.yaml", text)
+    found = [
+        f for f in findings(snapshot(8), launch=f"python {script} --config {config}") if f.rule == "CFG004"
+    ]
+    assert sorted(f.message.split("`")[1] for f in found) == ["accelerate_config", "num_processes"]
+    assert all("`trl grpo --config`" in f.message and "the parser refuses it" in f.message for f in found)
+
+
+def yaml_dict(text: str) -> dict:
+    import yaml
+
+    return yaml.safe_load(text)

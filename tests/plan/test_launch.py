@@ -218,3 +218,9 @@ def test_redirections_are_not_commands_or_arguments():
     assert trainer.script == "t.py" and trainer.script_args == ["--x", "1"]
     assert other.script == "u.py" and other.script_args == []
     assert quoted.script_args == ["--prompt", "a > b"]
+
+
+def test_a_doc_placeholder_is_a_word_not_a_redirection():
+    (trainer,) = parse_launches("accelerate launch --num_processes <num_processes> train.py <SCRIPT_ARGS>")
+    assert trainer.options["num_processes"] == "<num_processes>"
+    assert trainer.script == "train.py" and trainer.script_args == ["<SCRIPT_ARGS>"]

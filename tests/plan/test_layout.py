@@ -281,3 +281,77 @@ def test_open_r1_train_slurm_two_training_nodes(tmp_path, monkeypatch):
     assert (lay.num_processes, lay.num_machines, lay.world_size) == (8, 2, 16)
     assert lay.generation_mode == "server" and lay.server.source == "srun"
     assert lay.generation == [] and len(lay.training) == 8
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        "accelerate launch --num_processes <num_processes> t.py",  # the docs' placeholders
+        "accelerate launch --num_processes <N-1> --multi_gpu t.py",
+        "accelerate launch --num_processes {N} t.py",
+        "accelerate launch --num_processes NUM_GPUS t.py",
+        "torchrun --nproc_per_node=<N> t.py",
+        "deepspeed --num_gpus <N> t.py",
+        "CUDA_VISIBLE_DEVICES=$TRAIN_GPUS accelerate launch --num_processes 2 t.py",
+        "CUDA_VISIBLE_DEVICES=<gpu_ids> accelerate launch --num_processes 2 t.py",
+        "accelerate launch --gpu_ids ${GPUS} --num_processes 2 t.py",
+    ],
+)
+def test_placeholders_are_unknown_never_guessed(launch):
+    """A document's placeholder or an unset shell variable where a count or a GPU list belongs
+    leaves the layout unresolved (said, its rules skipped): never bad input, never a GPU that
+    'is not a GPU of this machine'."""
+    lay = layout(launch)
+    assert lay.unresolved and "envdoctor does not evaluate it" in lay.unresolved
+    assert lay.ranks == [] and not lay.problems.get("visible")
+
+
+def test_shell_variables_of_this_shell_are_expanded():
+    lay = layout(
+        "CUDA_VISIBLE_DEVICES=$TRAIN_GPUS accelerate launch --num_processes 2 t.py", env={"TRAIN_GPUS": "2,3"}
+    )
+    assert lay.unresolved is None and [r.gpu for r in lay.ranks] == [2, 3]
+
+
+def test_a_server_on_placeholder_gpus_is_placed_nowhere_known():
+    lay = layout(
+        "CUDA_VISIBLE_DEVICES=$VLLM_GPUS trl vllm-serve --model m\n"
+        "CUDA_VISIBLE_DEVICES=1,2 accelerate launch --num_processes 2 t.py",
+        config={"use_vllm": True, "vllm_mode": "server"},
+    )
+    assert lay.unresolved is None and [r.gpu for r in lay.ranks] == [1, 2]
+    assert "left to the shell" in lay.server.source and lay.server.gpus == []
+
+
+@pytest.mark.parametrize(
+    ("launch", "config", "processes"),
+    [
+        ("trl grpo --config c.yaml --accelerate_config zero2", {}, 8),  # TRL's docs (clis.md)
+        ("trl grpo --accelerate_config zero3 --num_processes 4", {}, 4),
+        ("trl grpo --config c.yaml", {"accelerate_config": "zero3", "num_processes": 2}, 2),
+        (
+            "trl grpo --config c.yaml --num_processes 6",
+            {"accelerate_config": "multi_gpu", "num_processes": 2},
+            6,
+        ),
+    ],
+)
+def test_trl_cli_accelerate_config_names_a_config_trl_ships(tmp_path, monkeypatch, launch, config, processes):
+    """`--accelerate_config zero2` names trl/accelerate_configs/zero2.yaml (no file of that name
+    here): it was "accelerate config zero2: cannot read" (exit 2) before; in the config file it
+    and `num_processes` are what TRL's CLI hands accelerate, not GRPOConfig keys."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.yaml").write_text("".join(f"{k}: {v}\n" for k, v in {"use_vllm": True, **config}.items()))
+    facts = from_dict(snapshot(8, packages=MODERN), "t")
+    plan = build_plan(launch=launch, live=False)
+    assert "accelerate_config" not in plan.config and "num_processes" not in plan.config
+    assert plan.accelerate["num_processes"] == 8 and "TRL's trl/accelerate_configs/" in plan.accelerate_path
+    lay = resolve_layout(facts, plan, knowledge())
+    assert lay.unresolved is None and lay.num_processes == processes
+
+
+def test_a_file_of_that_name_wins_over_trls_config(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "zero2").write_text("distributed_type: MULTI_GPU\nnum_processes: 3\n")
+    plan = build_plan(launch="trl grpo --accelerate_config zero2", live=False)
+    assert plan.accelerate == {"distributed_type": "MULTI_GPU", "num_processes": 3}

@@ -380,3 +380,42 @@ def test_any_input_is_read_or_refused_never_raises(tmp_path, body, args):
     assert decl.readable or decl.problem
     flag_values(decl, args)
     decl.keys()
+
+
+@pytest.mark.parametrize(
+    ("text", "cli"),
+    [
+        ("import click\n", "click"),
+        ("from typer import Typer\n", "typer"),
+        ("import fire as f\n", "fire"),
+        ("from absl import flags\n", "absl"),
+        ("import sys\nx = sys.argv[1]\n", "sys.argv"),
+        ("from .click import option\n", None),  # the repository's own module, not the library
+        ("import clickhouse\nimport sys\nsys.exit(0)\n", None),
+    ],
+)
+def test_a_command_line_library_besides_argparse_is_named(tmp_path, text, cli):
+    assert read_script(_script(tmp_path, text)).other_cli == cli
+
+
+@pytest.mark.parametrize(
+    ("call", "by_name"),
+    [
+        ('GRPOTrainer(model="Qwen/Qwen2-0.5B-Instruct", args=a)', True),
+        ("GRPOTrainer(model=model_args.model_name_or_path, args=a)", True),
+        ("GRPOTrainer(args.model_id, args=a)", True),
+        ('GRPOTrainer(model=AutoModelForCausalLM.from_pretrained("m"), args=a)', False),
+        ("GRPOTrainer(model=model, args=a)", None),  # a name bound elsewhere: not known
+        ("GRPOTrainer(model=args.model, args=a)", None),  # no flag of that dest
+        (  # TRL's OpenEnv examples: --model with a string default
+            "import argparse\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--model', default='Qwen/Qwen3-1.7B')\n"
+            "args = p.parse_args()\nGRPOTrainer(model=args.model, args=a)",
+            True,
+        ),
+        ('GRPOTrainer(model="m", args=a)\nGRPOTrainer(model=model, args=a)', None),
+    ],
+)
+def test_whether_grpo_trainer_gets_the_model_by_name(tmp_path, call, by_name):
+    decl = read_script(_script(tmp_path, f"from trl import GRPOTrainer\n{call}\n"))
+    assert decl.model_by_name is by_name
