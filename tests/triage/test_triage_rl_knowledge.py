@@ -88,7 +88,7 @@ def test_trl_sampler_override_is_an_error_without_versions():
     found = _run("TypeError: GRPOTrainer._get_train_sampler() takes 1 positional argument but 2 were given")
     assert found[0].severity == Severity.ERROR
     assert "trl-get-train-sampler-transformers-4.52" in found[0].message
-    assert "trl>=0.18.0" in found[0].fix
+    assert "trl>=0.17.0" in found[0].fix
 
 
 def test_trl_sampler_entry_stays_quiet_when_the_log_shows_a_fixed_trl():
