@@ -131,7 +131,12 @@ def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = F
         _add(found, listing.group("name"), listing.group("version"), line, "listing")
 
 
+#: ``pip show NAME``: "Name: trl" and, on the next line, "Version: 0.17.0"
+PIP_SHOW_NAME = re.compile(r"^Name: (?P<name>[A-Za-z][\w.-]{0,60})$")
+PIP_SHOW_VERSION = re.compile(r"^Version: " + _VER + "$")
+
 _HEAD_KEYS = (
+    b".egg/",  # an egg's folder in a frame's path: …/site-packages/vllm-0.8.5-py3.10-linux-x86_64.egg/vllm/…
     b"==",
     b"ersion",
     b".dist-info",
@@ -153,8 +158,11 @@ def read_head(data: bytes) -> dict[str, LogVersion]:
     starts = (
         {n.encode() for n in NAMES} | {n.replace("-", "_").encode() for n in NAMES} | {b"[conda]", b"[pip"}
     )
+    shown: tuple[int, str] | None = None  # the line and name of pip show's last "Name: …"
     for i, raw in enumerate(data.split(b"\n"), start=1):
         piece = raw.rsplit(b"\r", 1)[-1][:MAX_LINE]
+        if piece.startswith((b"Name: ", b"Version: ")):
+            shown = _pip_show(split_prefix(clean(piece))[0], i, shown, found)
         head_word = piece.lstrip()[:20].split(b" ", 1)[0].lower()
         listing = head_word in starts
         if (
@@ -166,6 +174,19 @@ def read_head(data: bytes) -> dict[str, LogVersion]:
         body = split_prefix(clean(piece))[0]
         read_line(body, i, found, head=listing)
     return found
+
+
+def _pip_show(
+    text: str, line: int, shown: tuple[int, str] | None, found: dict[str, LogVersion]
+) -> tuple[int, str] | None:
+    """``pip show``'s "Name: X" line (remembered) and the "Version: V" line right after it."""
+    name = PIP_SHOW_NAME.match(text)
+    if name:
+        return line, name.group("name")
+    version = PIP_SHOW_VERSION.match(text)
+    if version and shown is not None and shown[0] == line - 1:
+        _add(found, shown[1], version.group("version"), line, "report")
+    return None
 
 
 def from_log(head: bytes, lines: Iterable[tuple[int, str]] = ()) -> dict[str, LogVersion]:

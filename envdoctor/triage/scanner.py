@@ -39,7 +39,10 @@ _PREFIXES = (
     r"|[Rr]ank ?(?P<plain>\d+):"  # rank 1:
     r"|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:"  # mpirun --tag-output
     r"|(?P<srun>\d{1,4}): (?=\S)"  # srun --label
-    r"|\((?:[\w.-]+ )?(?:pid|rank)=\d+(?: \w+=\d+)*\)"  # vLLM processes: (EngineCore_DP0 pid=7)
+    r"|\[[A-Za-z_][\w.-]{0,30}\]:(?=[ \t])"  # a named process's tag: "[vllm]: [rank0]: …"
+    # vLLM processes: (EngineCore_DP0 pid=7); Ray actors: (RayWorkerWrapper pid=41, ip=10.0.0.2),
+    # (MegatronPolicyWorker[rank=8] pid=32, ip=…), (pid=41, ip=…)
+    r"|\((?:[\w.-]{1,100}(?:\[rank=\d{1,6}\])? )?(?:pid|rank)=\d+(?:,? \w{1,30}=[\w.:-]{1,100}){0,8}\)"
     r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d [\d:.]+ (?:\[[^\]]*\]|[\w.]{1,100}:\d{1,6}\])"  # vLLM
     r"|[\w.-]{1,64}[-_]\d{1,4} {1,8}\| "  # docker compose: "vllm-1  | "
     r"|\[[EWIF]\d{4} [\d:.]+ [^\]]*\]"  # glog: [E1218 20:27:21.433 ProcessGroupNCCL.cpp:629]
@@ -78,10 +81,25 @@ def keep(sig: Signature) -> int:
     return sig.keep or (1 if sig.hint else KEEP_PER_SIGNATURE)
 
 
+#: the HTML entities a log copied from a web page's source keeps (``File &quot;/a.py&quot;``,
+#: ``&#39;vllm&#39;``, ``&lt;module&gt;``): a fixed few, so no entity can put a control character
+#: in the text (``&#27;`` stays as it is)
+_ENTITIES = {"&quot;": '"', "&#34;": '"', "&#39;": "'", "&#x27;": "'", "&apos;": "'", "&lt;": "<"}
+_ENTITIES |= {"&gt;": ">", "&#96;": "`", "&amp;": "&"}
+_ENTITY = re.compile("|".join(map(re.escape, _ENTITIES)))
+
+
+def unescape(text: str) -> str:
+    """``text`` with the HTML entities of ``_ENTITIES`` read back (one pass: ``&amp;lt;`` is ``&lt;``)."""
+    return _ENTITY.sub(lambda m: _ENTITIES[m.group(0)], text) if "&" in text and ";" in text else text
+
+
 def clean(raw: bytes) -> str:
-    """A piece of a log line as a person reads it: decoded, colours and control noise removed."""
+    """A piece of a log line as a person reads it: decoded, colours and control noise removed,
+    HTML entities read back."""
     text = raw.decode("utf-8", errors="replace")
-    return (ANSI.sub("", text) if "\x1b" in text else text).strip()  # every escape starts with ESC
+    text = ANSI.sub("", text) if "\x1b" in text else text  # every escape starts with ESC
+    return unescape(text).strip()
 
 
 def _indent(raw: bytes) -> str:

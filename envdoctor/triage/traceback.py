@@ -131,6 +131,32 @@ def package_of(path: str) -> tuple[str | None, str]:
     return None, p
 
 
+#: the folders of a checkout that hold a user's scripts, not an importable package
+_FOLDERS = frozenset(
+    {"src", "scripts", "examples", "tests", "test", "tools", "bin", "lib", "code", "notebooks"}
+)
+
+
+def _trimmed(frames: list[Frame]) -> list[Frame]:
+    """Frames whose paths the paster cut to the package (``vllm/entrypoints/llm.py``,
+    ``openrlhf/trainer/ray/vllm_engine.py``): where a relative path names a stack package, the
+    other relative paths of the traceback were cut the same way and name theirs by their first
+    folder (a script run from a checkout, ``examples/train.py``, stays the user's code)."""
+    relative = [f for f in frames if f.path[:1] not in "/~.<\\" and ":" not in f.path[:3]]
+    if not any(f.package in PACKAGES.values() for f in relative):
+        return frames
+    out = []
+    for f in frames:
+        parts = f.path.replace("\\", "/").split("/")
+        first = parts[0]
+        named = len(parts) >= 2 and first.isidentifier() and first not in _FOLDERS
+        if f.package is None and f in relative and named:
+            name = PACKAGES.get(first, first.lower().replace("_", "-"))
+            f = Frame(name, f.path, "/".join(parts[1:]), f.function, f.line, f.code)
+        out.append(f)
+    return out
+
+
 def _body(text: str) -> str:
     """A pasted line as the program printed it: prefixes, quotes and indentation removed."""
     body = split_prefix(text)[0] if text[:1] in "[(<E>WIDCRr0123456789 \t" else text
@@ -205,6 +231,8 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
             awaiting_code = False
     if current is not None and current.frames and current not in out:
         out.append(current)  # frames whose exception line is not among the lines (cut off)
+    for tb in out:
+        tb.frames = _trimmed(tb.frames)
     return out
 
 

@@ -1,0 +1,103 @@
+"""The traceback reader on the shapes real pasted logs take (issue 36, items 1 and 4): Ray actors'
+prefixes, named process tags, HTML-escaped text, paths cut to the package, ``pip show`` and egg
+folders for versions. Each log here is synthetic, in the shape of a real one."""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.findings import Severity
+from envdoctor.triage.diagnose import scan_versions
+from envdoctor.triage.scanner import clean, split_prefix
+from envdoctor.triage.traceback import parse
+from tests.triage.helpers import findings, scan_bytes
+
+SP = "/usr/local/lib/python3.10/site-packages"
+DRIFT_TB = f"""Traceback (most recent call last):
+  File "/home/u/train.py", line 10, in <module>
+    trainer.train()
+  File "{SP}/trl/trainer/grpo_trainer.py", line 900, in _generate
+    out = self.llm.generate(prompts, sampling_params=sp, use_tqdm=False)
+  File "{SP}/vllm/entrypoints/llm.py", line 400, in generate
+    self.llm_engine.add_request(a, b=1)
+TypeError: LLMEngine.add_request() got an unexpected keyword argument 'b'
+"""
+
+
+@pytest.mark.parametrize(
+    "line, rank",
+    [
+        ("(RayWorkerWrapper pid=4183, ip=10.3.32.122) ERROR 06-03 23:13:39 worker_base.py:148] X", None),
+        ("(LLMRayActor pid=90621, ip=172.19.24.110) X", None),
+        ("(pid=41, ip=10.0.0.2) X", None),
+        ("(MegatronPolicyWorker[rank=8] pid=3294808, ip=10.109.19.209) X", None),
+        ("(WorkerDict pid=12, ip=10.0.0.1, actor_id=ab12) X", None),
+        ("[vllm]: [rank0]: X", 0),
+        ("[trainer]: X", None),
+    ],
+)
+def test_ray_and_named_process_prefixes(line, rank):
+    body, found = split_prefix(line)
+    assert body == "X"
+    assert found == rank
+
+
+def test_a_ray_actors_traceback_is_read_through_its_prefix():
+    prefix = "(RayWorkerWrapper pid=4183, ip=10.3.32.122) ERROR 06-03 23:13:39 worker_base.py:148] "
+    lines = [prefix + line for line in DRIFT_TB.splitlines()]
+    (tb,) = parse(lines)
+    assert [f.package for f in tb.frames] == [None, "trl", "vllm"]
+    assert tb.exc_type == "TypeError"
+    (f,) = findings(scan_bytes("\n".join(lines) + "\n"))
+    assert (f.rule, f.severity) == ("TRI009", Severity.ERROR)
+
+
+def test_an_html_escaped_traceback_reads_as_the_program_printed_it():
+    escaped = DRIFT_TB.replace('"', "&quot;").replace("'", "&#39;").replace("<", "&lt;").replace(">", "&gt;")
+    (f,) = findings(scan_bytes(escaped))
+    assert (f.rule, f.severity) == ("TRI009", Severity.ERROR)
+    assert "&#39;" not in f.message and "'b'" in f.message
+
+
+def test_entities_never_make_a_control_character():
+    assert clean(b"&#27;[31m red &amp;lt; &#x1b;") == "&#27;[31m red &lt; &#x1b;"
+    assert clean(b"a &amp; b &quot;c&quot;") == 'a & b "c"'
+
+
+def test_paths_the_paster_cut_to_the_package_name_their_packages():
+    lines = [
+        "Exception raised in creation task: ray::LLMRayActor.__init__()",
+        ' File "openrlhf/trainer/ray/vllm_engine.py", line 58, in __init__',
+        " self.llm = vllm.LLM(*args, **kwargs)",
+        ' File "vllm/entrypoints/llm.py", line 210, in __init__',
+        " engine_args = EngineArgs(",
+        "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_use_ray'",
+    ]
+    (tb,) = parse(lines)
+    assert [f.package for f in tb.frames] == ["openrlhf", "vllm"]
+    assert tb.frames[0].module_path == "trainer/ray/vllm_engine.py"
+
+
+def test_a_script_run_from_a_checkout_stays_the_users_code():
+    # relative paths, but none names a package of the stack: the user's own files
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "examples/train.py", line 3, in <module>',
+        '  File "mylib/rewards.py", line 9, in score',
+        "KeyError: 'answer'",
+    ]
+    assert [f.package for f in parse(lines)[0].frames] == [None, None]
+    # where the paster cut the paths, a checkout's script folder is still the user's
+    lines[2] = '  File "trl/trainer/grpo_trainer.py", line 9, in score'
+    assert [f.package for f in parse(lines)[0].frames] == [None, "trl"]
+
+
+def test_pip_show_and_an_eggs_folder_give_versions():
+    log = (
+        "$ pip show trl vllm\nName: trl\nVersion: 0.17.0\nSummary: x\n---\nName: vllm\nVersion: 0.8.5\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/transformers-4.56.0-py3.10.egg/transformers/a.py", '
+        "line 1, in f\n"
+        "Version: 9.9.9\n"  # not after a "Name:" line: nothing
+    )
+    got = {k: v.version for k, v in scan_versions(scan_bytes(log)).items()}
+    assert got == {"trl": "0.17.0", "vllm": "0.8.5", "transformers": "4.56.0"}
