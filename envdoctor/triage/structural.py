@@ -366,19 +366,31 @@ def self_contradiction(head: bytes, log: Log) -> Draft | None:
     return None
 
 
+def _ends_in_frames(lines: Sequence[str]) -> bool:
+    """The log's last lines are a traceback's frames (a frame, its source line, the ``^^^``
+    marks under it): an excerpt taken from the middle of a traceback."""
+    from envdoctor.triage.traceback import parse
+
+    return any(parse([line]) for line in [line for line in lines if line.strip()][-3:])
+
+
 def cut_traceback(head: bytes, log: Log) -> Draft | None:
     """A log that ends inside a traceback (a pasted excerpt cut before the exception line): no
     cause can be settled from it, so say where it was cut — the last frames shown, by package —
     and what to paste (TRI003, a warning)."""
     from envdoctor.triage.traceback import parse
 
-    if not head or b"Traceback (most recent call last)" not in head[-65536:]:
-        return None
-    lines = head[-65536:].decode("utf-8", errors="replace").rstrip("\n").split("\n")
+    tail = head[-65536:]
+    header = b"Traceback (most recent call last)" in tail
+    if not head or not header and b'File "' not in tail[-8192:] or b"(most recent call first)" in tail:
+        return None  # no traceback; or a faulthandler dump (a hang's stacks, not a cut traceback)
+    lines = tail.decode("utf-8", errors="replace").rstrip("\n").split("\n")
     found = parse(lines[-400:])
     if not found or found[-1].exc_type or not found[-1].frames:
         return None  # the last traceback ends with its exception: not cut
     tb = found[-1]
+    if not header and (len(tb.frames) < 2 or not _ends_in_frames(lines[-400:])):
+        return None  # frames without a header that do not run to the log's end: a quoted stack
     runs: list[Frame] = []  # the last frame of each package's run, the last three runs
     for f in tb.frames:
         if runs and runs[-1].package == f.package:

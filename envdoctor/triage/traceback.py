@@ -169,14 +169,40 @@ def _body(text: str) -> str:
     return body.strip()
 
 
+#: a dunder that markdown rendered bold: ``**init**`` for ``__init__``
+_BOLD_DUNDER = re.compile(r"\*\*(\w{1,100})\*\*")
+#: where a pasted line holds several lines that lost their line breaks: before each frame, and
+#: before each rank's prefix where it recurs (``[rank0]:   File "…", line 1, in f [rank0]:     x()``)
+_JOINED_FRAME = re.compile(r'\s(?=File "[^"\n]{1,1000}", line \d)')
+_JOINED_RANK = re.compile(r"\s(?=\[rank\d{1,6}\]:\s)")
+
+
+def _unjoin(items: list[str]) -> list[str]:
+    """``items`` with each line that holds several joined lines split into them."""
+    out: list[str] = []
+    for item in items:
+        if item.count('File "') >= 2 or item.count("[rank") >= 2:
+            ranked = item.count("[rank") >= 2
+            pieces = _JOINED_RANK.split(item) if ranked else _JOINED_FRAME.split(item)
+            out.extend(p for p in pieces[:MAX_LINES] if p.strip())
+        else:
+            out.append(item)
+    return out[-MAX_LINES:]
+
+
 def _frame(body: str) -> Frame | None:
     m = _FRAME.match(body) or _IPY_FRAME.match(body) or _COLAB_FRAME.match(body)
     if m is None:
         return None
     path = m.group("path")
+    if "**" in body:
+        path = _BOLD_DUNDER.sub(r"__\1__", path)
     package, module_path = package_of(path)
     line = int(m.group("line")) if "line" in m.groupdict() and m.group("line") else 0
-    return Frame(package, path, module_path, m.group("func") or "", line)
+    func = m.group("func") or ""
+    return Frame(
+        package, path, module_path, _BOLD_DUNDER.sub(r"__\1__", func) if "**" in func else func, line
+    )
 
 
 def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
@@ -186,7 +212,7 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
     current: Traceback | None = None
     pending_chain: str = ""
     awaiting_code = False
-    items = list(lines)[-MAX_LINES:]
+    items = _unjoin(list(lines)[-MAX_LINES:])
     for i, raw in enumerate(items):
         body = _body(raw)
         if not body or _FENCE.match(body):

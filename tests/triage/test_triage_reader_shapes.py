@@ -101,3 +101,49 @@ def test_pip_show_and_an_eggs_folder_give_versions():
     )
     got = {k: v.version for k, v in scan_versions(scan_bytes(log)).items()}
     assert got == {"trl": "0.17.0", "vllm": "0.8.5", "transformers": "4.56.0"}
+
+
+def test_lines_that_lost_their_breaks_are_read_as_the_lines_they_were():
+    joined = " ".join(f"[rank0]: {line}" for line in DRIFT_TB.splitlines())
+    (tb,) = parse([joined])
+    assert [f.package for f in tb.frames] == [None, "trl", "vllm"]
+    assert tb.exc_type == "TypeError" and tb.message.endswith("'b'")
+    (f,) = findings(scan_bytes(joined + "\n"))
+    assert (f.rule, f.severity) == ("TRI009", Severity.ERROR)
+    # frames joined without a rank's prefix
+    (tb,) = parse([" ".join(DRIFT_TB.splitlines()[1:5])])
+    assert [f.function for f in tb.frames] == ["<module>", "_generate"]
+
+
+def test_a_dunder_that_markdown_made_bold_is_read_back():
+    (tb,) = parse(['  File "/x/site-packages/vllm/**init**.py", line 3, in **post_init**', "ValueError: x"])
+    assert (tb.frames[0].module_path, tb.frames[0].function) == ("__init__.py", "__post_init__")
+
+
+def test_an_excerpt_from_the_middle_of_a_traceback_says_what_to_paste():
+    middle = "I got this:\n" + "\n".join(DRIFT_TB.splitlines()[3:7]) + "\n"
+    (f,) = findings(scan_bytes(middle))
+    assert (f.rule, f.severity) == ("TRI003", Severity.WARNING)
+    assert "vllm (entrypoints/llm.py:400 in generate)" in f.message and "paste" in f.fix
+    # joined into one line, and cut: the same
+    joined = " ".join(f"[rank0]: {line}" for line in DRIFT_TB.splitlines()[1:6])
+    (f,) = findings(scan_bytes(joined + "\n"))
+    assert f.rule == "TRI003" and "trl (trainer/grpo_trainer.py:900 in _generate)" in f.message
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # a stack quoted in a report, the run going on after it
+        "\n".join(DRIFT_TB.splitlines()[3:7])
+        + "\nStep 10 | loss 0.3\nStep 11 | loss 0.2\nStep 12 | loss 0.2\n",
+        # one frame line at the end: too little to call a traceback
+        'Step 10 | loss 0.3\n  File "/x/site-packages/trl/a.py", line 3, in f\n',
+        # a hang's stacks (faulthandler): not a traceback cut before its exception
+        "Current thread 0x00007f (most recent call first):\n"
+        '  File "/x/site-packages/torch/a.py", line 3 in wait\n'
+        '  File "/x/site-packages/trl/b.py", line 9 in step\n',
+    ],
+)
+def test_frames_that_are_not_a_cut_traceback_get_nothing(log):
+    assert findings(scan_bytes(log)) == []
