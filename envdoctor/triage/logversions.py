@@ -70,6 +70,15 @@ UNSLOTH = re.compile(
     r"Transformers: (?P<tf>\d{1,4}(?:\.\d{1,6}){1,3})(?:[\w.+]{0,20})\.(?: {1,4}vLLM: "
     r"(?P<vllm>\d{1,4}(?:\.\d{1,6}){1,3}(?:\.?post\d{1,3})?))?"
 )
+#: the rest of Unsloth's banner and its patch line: "O^O/ \\_/ \\    Torch: 2.6.0+cu124. CUDA: 8.9. …",
+#: "Bfloat16 = TRUE. FA [Xformers = 0.0.29.post3. FA2 = False]", "Unsloth 2026.1.4 patched 28 layers …"
+UNSLOTH_MORE = re.compile(
+    r"(?P<key>Torch: |Triton: |Xformers = |Unsloth (?=\d{4}\.\d{1,2}\.\d{1,3} patched ))"
+    + _VER
+    + r"(?:\.(?: |$)| patched |$)"
+)
+#: what datasets and transformers print at import: "PyTorch version 2.7.0 available."
+AVAILABLE = re.compile(r"\bPyTorch version " + _VER + r" available")
 INSTALLED = re.compile(r"Successfully installed (?P<list>[^\n]{1,8000})")
 
 
@@ -115,6 +124,13 @@ def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = F
         _add(found, "transformers", unsloth.group("tf"), line, "banner")
         if unsloth.group("vllm"):
             _add(found, "vllm", unsloth.group("vllm"), line, "banner")
+    for more in UNSLOTH_MORE.finditer(text):
+        key = more.group("key")
+        name = {"To": "torch", "Tr": "triton", "Xf": "xformers"}.get(key[:2], "unsloth")
+        _add(found, name, more.group("version"), line, "banner")
+    available = AVAILABLE.search(text)
+    if available:
+        _add(found, "torch", available.group("version"), line, "report")
     report = REPORT.match(text)
     if report:
         _add(found, report.group("name").replace(" ", "-"), report.group("version"), line, "report")
@@ -144,6 +160,8 @@ _HEAD_KEYS = (
     b"Successfully installed",
     b"LLM engine (v",
     b"Unsloth 2",
+    b"Torch: ",
+    b"Xformers = ",
 )
 
 

@@ -147,3 +147,26 @@ def test_an_excerpt_from_the_middle_of_a_traceback_says_what_to_paste():
 )
 def test_frames_that_are_not_a_cut_traceback_get_nothing(log):
     assert findings(scan_bytes(log)) == []
+
+
+def test_unsloths_banner_and_the_import_lines_give_versions():
+    log = (
+        "==((====))==  Unsloth 2025.3.19: Fast Qwen2 patching. Transformers: 4.50.3. vLLM: 0.8.3.\n"
+        "   \\\\   /|    NVIDIA GeForce RTX 4090. Num GPUs = 1. Max memory: 23.6 GB. Platform: Linux.\n"
+        "O^O/ \\_/ \\    Torch: 2.6.0+cu124. CUDA: 8.9. CUDA Toolkit: 12.4. Triton: 3.2.0\n"
+        "\\        /    Bfloat16 = TRUE. FA [Xformers = 0.0.29.post3. FA2 = False]\n"
+        "Unsloth 2025.3.19 patched 28 layers with 28 QKV layers, 28 O layers and 28 MLP layers.\n"
+    )
+    got = {k: v.version for k, v in scan_versions(scan_bytes(log)).items()}
+    assert got == {
+        "unsloth": "2025.3.19",
+        "transformers": "4.50.3",
+        "vllm": "0.8.3",
+        "torch": "2.6.0+cu124",
+        "triton": "3.2.0",
+        "xformers": "0.0.29.post3",
+    }
+    got = scan_versions(scan_bytes("[2025-07-15 10:02:46]config.py: PyTorch version 2.7.0 available.\n"))
+    assert {k: v.version for k, v in got.items()} == {"torch": "2.7.0"}
+    # a kernel's or CUDA's version is no package's
+    assert scan_versions(scan_bytes("Detected kernel version 5.4.0, below 5.5.0\nCUDA: 8.9.\n")) == {}
