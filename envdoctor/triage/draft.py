@@ -153,6 +153,28 @@ def versions_note(log: Log | None) -> str:
     return "the log shows no versions"
 
 
+#: a wrapper's re-raise, whose root failure is another line of the log (torch elastic's, Ray's
+#: actors and tasks, vLLM's engine and worker processes)
+WRAPPERS = (
+    "ChildFailedError",
+    "DistBackendError",
+    "ProcessExitedException",
+    "ActorDiedError",
+    "RayActorError",
+    "RayTaskError",
+    "Engine core initialization failed",
+    "EngineDeadError",
+    "WorkerProc initialization failed",
+    "See root cause above",
+    "stack trace above for the root cause",
+)
+_WRAPPER_FIX = (
+    "paste the lines before it: the first traceback of the process that failed (vLLM's engine core or "
+    "worker: lines prefixed (EngineCore…) or (VllmWorker…); a Ray actor: (pid=…, ip=…); another rank: "
+    "[rankN]:), with the versions (`trl env` or pip list)"
+)
+
+
 def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
     """No known failure: the first failing line, where it was raised, the versions the log
     shows, and an issue draft (evidence ``issue_draft``) to paste into a report."""
@@ -168,6 +190,12 @@ def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
             " — the other end (the vLLM server, in server mode) closed or refused the "
             "connection: its own log holds the cause"
         )
+    wrapper = any(w in first.text for w in WRAPPERS)
+    if wrapper:
+        message += (
+            " — a wrapper's re-raise: the root failure was printed before it by the process that failed, "
+            "and the log does not show it"
+        )
     note = versions_note(log)
     if note:
         message += f"; {note}"
@@ -178,7 +206,8 @@ def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
         ev["context"] = list(first.context[-6:])
     if log is not None:
         ev["issue_draft"] = issue_draft(first, origin, log)
-    return Finding("TRI003", Severity.WARNING, message, rule_docs()["TRI003"].fix, ev)
+    fix = _WRAPPER_FIX if wrapper else rule_docs()["TRI003"].fix
+    return Finding("TRI003", Severity.WARNING, message, fix, ev)
 
 
 def issue_draft(m: Match, origin: str, log: Log) -> str:

@@ -170,3 +170,39 @@ def test_unsloths_banner_and_the_import_lines_give_versions():
     assert {k: v.version for k, v in got.items()} == {"torch": "2.7.0"}
     # a kernel's or CUDA's version is no package's
     assert scan_versions(scan_bytes("Detected kernel version 5.4.0, below 5.5.0\nCUDA: 8.9.\n")) == {}
+
+
+ENGINE_WRAPPER = f"""Traceback (most recent call last):
+  File "/home/u/train.py", line 3, in <module>
+    llm = LLM(model="x")
+  File "{SP}/vllm/v1/engine/core_client.py", line 500, in __init__
+    self._wait_for_engine_startup()
+RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {{}}
+"""
+
+
+@pytest.mark.parametrize("engine_first", [True, False])
+def test_the_engine_cores_root_failure_is_named_not_the_wrappers(engine_first):
+    engine = "\n".join(f"(EngineCore_DP0 pid=12) {line}" for line in DRIFT_TB.splitlines()) + "\n"
+    (f,) = findings(scan_bytes(engine + ENGINE_WRAPPER if engine_first else ENGINE_WRAPPER + engine))
+    assert (f.rule, f.severity) == ("TRI009", Severity.ERROR)
+
+
+def test_a_wrapper_whose_root_the_log_lacks_says_what_to_paste():
+    (f,) = findings(scan_bytes(ENGINE_WRAPPER))
+    assert f.rule == "TRI003" and "wrapper's re-raise" in f.message
+    assert "EngineCore" in f.fix
+
+
+def test_a_ray_actors_death_is_named_by_its_own_exception():
+    log = (
+        "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, "
+        "ray::LLMRayActor.__init__() (pid=1, ip=10.0.0.1, actor_id=ab)\n"
+        f'  File "{SP}/openrlhf/trainer/ray/vllm_engine.py", line 58, in __init__\n'
+        "    self.llm = vllm.LLM(*args, **kwargs)\n"
+        f'  File "{SP}/vllm/entrypoints/llm.py", line 210, in __init__\n'
+        "    engine_args = EngineArgs(\n"
+        "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_use_ray'\n"
+    )
+    (f,) = findings(scan_bytes(log))
+    assert "worker_use_ray" in f.message and "ActorDiedError" not in f.message
