@@ -25,7 +25,8 @@ from envdoctor.triage.traceback import PACKAGES, Frame, Traceback
 DRIFT = ("ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "NotImplementedError")
 STACK = frozenset(PACKAGES.values()) - {"open-r1", "datasets"} | {"datasets"}
 _CALL = re.compile(
-    r"(?P<func>[\w.<>]{1,200})\(\) (?:got an unexpected keyword argument '(?P<kwarg>\w{1,200})'"
+    # a message the log cuts off in the keyword's name (the log's end) still names it
+    r"(?P<func>[\w.<>]{1,200})\(\) (?:got an unexpected keyword argument '(?P<kwarg>\w{1,200})(?:'|$)"
     r"|missing (?P<n>\d{1,3}) required (?:positional|keyword-only) arguments?: (?P<missing>.{1,300})"
     r"|takes (?P<takes>.{1,60}) positional arguments? but (?P<given>\d{1,3}) (?:were|was) given"
     r"|got multiple values for argument '(?P<dup>\w{1,200})')"
@@ -96,6 +97,9 @@ class Boundary:
     #: attribute its parent class sets only in the training loop: drift, or evaluate() before
     #: train()): a finding only with a known answer for the log's versions
     ambiguous: bool = False
+    #: ``caller``'s override of a hook ``callee`` calls (``TRAINER_HOOKS``): drift whichever code
+    #: holds the override, the user's included
+    override: bool = False
     #: what the caller did and what the callee lacks, for the one text of every drift
     #: (``imports X from M`` / ``does not have``); ``name``: the name that did not fit (the
     #: imported name, the attribute, the keyword), ``func``: the callee's function or class
@@ -111,6 +115,61 @@ class Boundary:
         if not self.verb:
             return f"{caller} was written for another {self.callee} release ({self.exc.name}: {self.what})"
         return f"{caller} {self.verb}, which the installed {self.callee}{version} {self.lacks}"
+
+
+#: the methods transformers' Trainer calls on itself that trainers built on it override: a call's
+#: shape that does not fit one of them (``GRPOTrainer._get_train_sampler() takes 1 positional
+#: argument but 2 were given``, ``MyTrainer.compute_loss() got an unexpected keyword argument
+#: 'num_items_in_batch'``) is an override written for another transformers release
+TRAINER_HOOKS = frozenset(
+    {
+        "compute_loss",
+        "training_step",
+        "prediction_step",
+        "_prepare_inputs",
+        "_get_train_sampler",
+        "_get_eval_sampler",
+        "get_train_dataloader",
+        "get_eval_dataloader",
+        "get_batch_samples",
+        "log",
+        "create_optimizer",
+        "create_scheduler",
+        "_save_checkpoint",
+        "_save",
+        "save_model",
+        "evaluate",
+        "_maybe_log_save_evaluate",
+        "_set_signature_columns_if_needed",
+        "_remove_unused_columns",
+        "floating_point_ops",
+    }
+)
+
+
+def _override(
+    func: str, frames: list[Frame], tb: Traceback, what: str, call: dict[str, Any]
+) -> Boundary | None:
+    """A trainer's override of a transformers ``Trainer`` hook called with what another release
+    passes (the message alone, or transformers' frame making the call): the override's package
+    (``OBJECTS``, a TRL trainer's name, else the user's or a repository's code) against
+    transformers. Certain whatever the releases: the message itself is the mismatch."""
+    cls, _, method = func.rpartition(".")
+    if method not in TRAINER_HOOKS or not cls.endswith("Trainer") or cls == "Trainer":
+        return None
+    if frames and frames[-1].package != "transformers":
+        return None  # raised where other code called it (the user's own call): not the Trainer's
+    owner = _object_package(cls) or ("trl" if _trl_trainer(cls) == cls.lstrip("_") else None)
+    if owner == "transformers":
+        return None
+    caller_frame = next((f for f in reversed(frames) if f.package == "transformers"), None)
+    verb = dict(call)
+    verb["verb"] = f"overrides Trainer.{method}() in {cls}"
+    verb["lacks"] = (
+        f"calls with {what.split(' and ', 1)[-1]}: the override has the signature of another release"
+    )
+    verb["func"] = f"{cls}.{method}"
+    return Boundary(owner, "transformers", tb, what, caller_frame, override=True, **verb)
 
 
 #: TRL's trainer classes a wrapper subclasses (``XGRPOTrainer``, ``UnslothGRPOTrainer``)
@@ -261,8 +320,11 @@ def find(tb: Traceback) -> Boundary | None:
         if m is None:
             return None
         func = m.group("func")
+        cut = bool(m.group("kwarg")) and not m.group(0).endswith("'")  # the log ends in its name
         kind = (
-            f"the keyword argument '{m.group('kwarg')}'"
+            f"the keyword argument '{m.group('kwarg')}…' (its name cut off in the log)"
+            if cut
+            else f"the keyword argument '{m.group('kwarg')}'"
             if m.group("kwarg")
             else f"the arguments {m.group('missing')}"
             if m.group("missing")
@@ -292,6 +354,9 @@ def find(tb: Traceback) -> Boundary | None:
             name=m.group("kwarg") or m.group("dup") or "",
             func=short,
         )
+        hook = _override(func, frames, tb, what, call)
+        if hook is not None or cut:
+            return hook  # a cut keyword names no parameter to look up: only an override's shape holds
         owner = _object_package(func.split(".")[0]) or _object_package(func.rsplit(".", 1)[-1])
         last = frames[-1].package if frames else None
         if last is not None and owner in (None, last):
@@ -491,6 +556,14 @@ def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]
     a, c = b.caller, b.callee
     va, vc = have.get(a or ""), have.get(c)
     pair = {a, c}
+    if b.override and a is None:  # the user's (or a repository's) own trainer: its code is the one to change
+        cls, _, method = b.func.rpartition(".")
+        return (
+            f"give {b.func}() the parameters the installed transformers' Trainer.{method}() has (it now "
+            f"passes {b.what.split(' and ', 1)[-1]}; accept it, e.g. with **kwargs), or install the "
+            f"transformers release {cls} was written for (its repository's requirements pin it)",
+            "",
+        )
     trainer = _trainer_answer(b, have, kb)
     if trainer is not None:
         return trainer

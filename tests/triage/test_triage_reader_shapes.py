@@ -206,3 +206,49 @@ def test_a_ray_actors_death_is_named_by_its_own_exception():
     )
     (f,) = findings(scan_bytes(log))
     assert "worker_use_ray" in f.message and "ActorDiedError" not in f.message
+
+
+@pytest.mark.parametrize(
+    "line, caller",
+    [
+        (
+            "TypeError: MyGRPOTrainer.compute_loss() got an unexpected keyword argument 'num_items_in_batch'",
+            None,
+        ),
+        # the log ends inside the keyword's name
+        (
+            "TypeError: Qwen2VLTrainer.compute_loss() got an unexpected keyword argument 'num_items_in_b",
+            None,
+        ),
+        (
+            "TypeError: UnslothGRPOTrainer.training_step() takes 3 positional arguments but 4 were given",
+            "unsloth",
+        ),
+    ],
+)
+def test_an_override_of_a_trainer_hook_with_another_releases_signature_is_drift(line, caller):
+    (f,) = findings(scan_bytes(line + "\n"))
+    assert (f.rule, f.severity) == ("TRI009", Severity.ERROR)
+    assert f.evidence.get("caller") == caller and f.evidence["callee"] == "transformers"
+    assert "overrides Trainer." in f.message
+
+
+def test_the_users_own_call_of_a_hook_is_not_the_trainers():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/train.py", line 30, in step\n'
+        "    loss = self.compute_loss(model, inputs, scale=2)\n"
+        "TypeError: MyTrainer.compute_loss() got an unexpected keyword argument 'scale'\n"
+    )
+    assert all(f.rule != "TRI009" for f in findings(scan_bytes(log)))
+
+
+def test_a_catalogue_entry_whose_symptom_is_certain_drift_of_its_pair_is_an_error_without_versions():
+    # the entry pairs TRL 0.15-0.17 with transformers >= 4.52; the failure is that very drift
+    line = "TypeError: GRPOTrainer._get_train_sampler() takes 1 positional argument but 2 were given\n"
+    (f,) = findings(scan_bytes(line))
+    assert (f.rule, f.severity) == ("TRI011", Severity.ERROR)
+    assert "API drift between trl and transformers" in f.message
+    # the log's versions outside the entry's ranges: no such finding
+    (f,) = findings(scan_bytes("trl==0.19.0\ntransformers==4.56.0\n" + line))
+    assert f.rule != "TRI011"
