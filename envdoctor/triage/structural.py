@@ -257,7 +257,14 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     tb = failure(m.context, m.text, m.line_no)
     if tb is None:
         return None
-    return raised_entry(tb, m, log) or drift(tb, [m], log) or trl_refusal(tb, m, log)
+    # the exception itself, then those it was raised from, the latest first: a wrapper's re-raise
+    # ("RuntimeError: Failed to import trl.trainer … (look up to see its traceback)") names no
+    # cause, the exception it wraps does
+    for t in (tb, *reversed(tb.chain)):
+        found = raised_entry(t, m, log) or drift(t, [m], log) or trl_refusal(t, m, log)
+        if found is not None:
+            return found
+    return None
 
 
 MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head

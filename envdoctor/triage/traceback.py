@@ -58,6 +58,12 @@ _EXCEPTION = re.compile(
     r"|NotImplementedError|StopIteration|KeyError|AssertionError)"
     r"(?::(?: (?P<message>.{0,2000}))?)?$"
 )
+#: an exception named inside a line of prose or markup (the failing line only): "I get `TypeError:
+#: f() got …` when …", "报错：ValueError：…" (a full-width colon), "**Error:** KeyError: 'x'"
+_INLINE_EXCEPTION = re.compile(
+    r"(?:^|[\s`'\"(*：:])(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception))"
+    r"[:：] ?(?P<message>[^`\n]{1,2000})"
+)
 _CAUSE = "The above exception was the direct cause of the following exception"
 _CONTEXT = "During handling of the above exception, another exception occurred"
 _FENCE = re.compile(r"^(?:```|~~~)")
@@ -239,10 +245,14 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
             awaiting_code = True
             continue
         exc = _EXCEPTION.match(body)
+        if exc is None and i == len(items) - 1 and current is None:
+            exc = _INLINE_EXCEPTION.search(body[:4000])  # the failing line, in prose or markup
+            if exc is not None and "warn" in raw[: max(raw.find(exc.group("type")), 0)].lower():
+                exc = None  # a warning that names an exception ("Failed to import …: ImportError …")
         if exc is not None and (current is not None or i == len(items) - 1):
             tb = current if current is not None else Traceback()
             tb.exc_type = exc.group("type")
-            tb.message = (exc.group("message") or "").strip()
+            tb.message = (exc.group("message") or "").strip().rstrip("`*").strip()
             tb.line_no = last_line_no if i == len(items) - 1 else 0
             if tb not in out:
                 out.append(tb)

@@ -252,3 +252,45 @@ def test_a_catalogue_entry_whose_symptom_is_certain_drift_of_its_pair_is_an_erro
     # the log's versions outside the entry's ranges: no such finding
     (f,) = findings(scan_bytes("trl==0.19.0\ntransformers==4.56.0\n" + line))
     assert f.rule != "TRI011"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Training fails with `TypeError: MyTrainer.compute_loss() got an unexpected keyword argument "
+        "'num_items_in_batch'`, any idea?",
+        "**Error:** TypeError: MyTrainer.compute_loss() got an unexpected keyword argument "
+        "'num_items_in_batch'",
+        "报错：TypeError：MyTrainer.compute_loss() got an unexpected keyword argument 'num_items_in_batch'",
+    ],
+)
+def test_an_exception_inside_prose_or_markup_is_read(line):
+    (tb,) = parse([line])
+    assert tb.exc_type == "TypeError" and tb.message.endswith("'num_items_in_batch'")
+    (f,) = findings(scan_bytes(line + "\n"))
+    assert (f.rule, f.severity) == ("TRI009", Severity.ERROR)
+
+
+def test_a_warning_that_names_an_exception_is_no_exception():
+    line = "WARNING 05-01 10:00:00 [__init__.py:9] Failed to import from vllm._C with ImportError: No module"
+    assert all(not tb.exc_type for tb in parse([line]))
+
+
+def test_the_exception_a_wrapper_re_raised_is_diagnosed():
+    log = (
+        "Traceback (most recent call last):\n"
+        f'  File "{SP}/trl/trainer/grpo_trainer.py", line 50, in <module>\n'
+        "    from vllm.sampling_params import GuidedDecodingParams\n"
+        "ImportError: cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params'\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/train.py", line 1, in <module>\n'
+        "    from trl import GRPOTrainer\n"
+        f'  File "{SP}/transformers/utils/import_utils.py", line 1002, in _get_module\n'
+        "    raise RuntimeError(\n"
+        "RuntimeError: Failed to import trl.trainer.grpo_trainer because of the following error "
+        "(look up to see its traceback):\n"
+    )
+    (f,) = findings(scan_bytes(log))
+    assert f.rule in ("TRI009", "TRI011") and f.severity == Severity.ERROR
+    assert "GuidedDecodingParams" in f.message
