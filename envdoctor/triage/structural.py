@@ -392,6 +392,19 @@ def self_contradiction(head: bytes, log: Log) -> Draft | None:
     return None
 
 
+def _one_rank(lines: list[str]) -> list[str]:
+    """The lines of the last line's rank (and those of no rank), where ranks interleave their
+    tracebacks (``[rank0]: …`` and ``[rank1]: …`` lines mixed): one rank's traceback."""
+    from envdoctor.triage.scanner import split_prefix
+
+    last = next((line for line in reversed(lines) if line.strip()), "")
+    rank = split_prefix(last)[1] if last[:1] in "[(" else None
+    if rank is None:
+        return lines
+    ranks = [split_prefix(line)[1] if line[:1] in "[(" else None for line in lines]
+    return [line for line, r in zip(lines, ranks, strict=True) if r is None or r == rank]
+
+
 def _ends_in_frames(lines: Sequence[str]) -> bool:
     """The log's last lines are a traceback's frames (a frame, its source line, the ``^^^``
     marks under it): an excerpt taken from the middle of a traceback."""
@@ -411,6 +424,7 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
     if not head or not header and b'File "' not in tail[-8192:] or b"(most recent call first)" in tail:
         return None  # no traceback; or a faulthandler dump (a hang's stacks, not a cut traceback)
     lines = tail.decode("utf-8", errors="replace").rstrip("\n").split("\n")
+    lines = _one_rank(lines[-2000:])
     found = parse(lines[-400:])
     if not found or found[-1].exc_type or not found[-1].frames:
         return None  # the last traceback ends with its exception: not cut

@@ -294,3 +294,12 @@ def test_the_exception_a_wrapper_re_raised_is_diagnosed():
     (f,) = findings(scan_bytes(log))
     assert f.rule in ("TRI009", "TRI011") and f.severity == Severity.ERROR
     assert "GuidedDecodingParams" in f.message
+
+
+def test_a_cut_traceback_of_interleaved_ranks_is_read_per_rank():
+    lines = DRIFT_TB.splitlines()[:-1]  # no exception line: cut
+    rank1 = [line.replace("site-packages/vllm/", "site-packages/othervllm/") for line in lines]
+    log = "\n".join(f"[rank0]: {a}\n[rank1]: {b}" for a, b in zip(lines, rank1, strict=True)) + "\n"
+    (f,) = findings(scan_bytes(log))
+    assert f.rule == "TRI003" and "othervllm (entrypoints" in f.message
+    assert "→ vllm (entrypoints" not in f.message
