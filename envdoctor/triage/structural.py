@@ -407,10 +407,11 @@ def _one_rank(lines: list[str]) -> list[str]:
 
 def _ends_in_frames(lines: Sequence[str]) -> bool:
     """The log's last lines are a traceback's frames (a frame, its source line, the ``^^^``
-    marks under it): an excerpt taken from the middle of a traceback."""
+    marks under it, the next frame's line cut short): an excerpt taken from the middle of a
+    traceback."""
     from envdoctor.triage.traceback import parse
 
-    return any(parse([line]) for line in [line for line in lines if line.strip()][-3:])
+    return any(parse([line]) for line in [line for line in lines if line.strip()][-4:])
 
 
 def cut_traceback(head: bytes, log: Log) -> Draft | None:

@@ -303,3 +303,17 @@ def test_a_cut_traceback_of_interleaved_ranks_is_read_per_rank():
     (f,) = findings(scan_bytes(log))
     assert f.rule == "TRI003" and "othervllm (entrypoints" in f.message
     assert "→ vllm (entrypoints" not in f.message
+
+
+def test_an_excerpt_cut_inside_a_frames_line_says_what_to_paste():
+    log = (
+        "ray::WorkerDict.actor_rollout_init_model() (pid=5, ip=10.0.0.1, actor_id=ab)\n"
+        '  File "/home/u/verl/workers/fsdp_workers.py", line 375, in _build_rollout\n'
+        "    self.rollout = vLLMRollout(\n"
+        f'  File "{SP}/vllm/utils.py", line 1161, in inner\n'
+        "    return fn(*args, **kwargs)\n"
+        "           ^^^^^^^^^^^^^^^^^^^\n"
+        "  F\n"
+    )
+    (f,) = findings(scan_bytes(log))
+    assert f.rule == "TRI003" and "vllm (utils.py:1161 in inner)" in f.message
