@@ -47,6 +47,8 @@ _PREFIXES = (
     r"|[\w.-]{1,64}[-_]\d{1,4} {1,8}\| "  # docker compose: "vllm-1  | "
     r"|\[[EWIF]\d{4} [\d:.]+ [^\]]*\]"  # glog: [E1218 20:27:21.433 ProcessGroupNCCL.cpp:629]
     r"|>{1,8}(?=[ \t])"  # quoted in an e-mail or a markdown reply: "> ValueError: …"
+    # markdown's bold or code around an exception's line: "**RuntimeError: …**", "`ValueError: …`"
+    r"|(?:\*\*|`{1,3})(?=(?:[A-Za-z_]\w{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception)\b)"
 )
 _BAR = r"|[^|\r\n]{0,200}?\d{1,3}%\|[^|]{0,400}\|[^\]\n]{0,200}\]"  # a tqdm bar the line was printed after
 PREFIX = re.compile(rf"\s*(?:{_PREFIXES}{_BAR})[ \t]*")
@@ -55,7 +57,7 @@ PREFIX = re.compile(rf"\s*(?:{_PREFIXES}{_BAR})[ \t]*")
 _PREFIX_NO_BAR = re.compile(rf"\s*(?:{_PREFIXES})[ \t]*")
 #: what a prefix other than docker compose's (which holds "| ") or a tqdm bar (which holds "%|")
 #: starts with, after white space; or a decimal digit (srun's label)
-_PREFIX_FIRST = frozenset("[Rr(EWIDC>")
+_PREFIX_FIRST = frozenset("[Rr(EWIDC>*`")
 INNER_RANK = re.compile(r"\bRank (\d+)\]")  # ProcessGroupNCCL: "[PG 0 Rank 3] Watchdog …"
 
 

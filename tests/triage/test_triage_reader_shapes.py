@@ -42,6 +42,25 @@ def test_ray_and_named_process_prefixes(line, rank):
     assert found == rank
 
 
+@pytest.mark.parametrize(
+    "line, body",
+    [
+        ("**RuntimeError: world_size (8) is not equal**", "RuntimeError: world_size (8) is not equal**"),
+        ("[rank1]: `ValueError: bad`", "ValueError: bad`"),
+        ("**Note**: not an exception", "**Note**: not an exception"),
+        ("`pip install trl`", "`pip install trl`"),
+    ],
+)
+def test_markdown_around_an_exceptions_line(line, body):
+    assert split_prefix(line)[0] == body
+
+
+def test_a_bold_exception_line_is_the_failure():
+    log = "[rank1]:     raise RuntimeError(\n[rank1]: **RuntimeError: world_size (8) is odd**\n"
+    (f,) = findings(scan_bytes(log))
+    assert f.rule == "TRI003" and "world_size (8)" in f.message
+
+
 def test_a_ray_actors_traceback_is_read_through_its_prefix():
     prefix = "(RayWorkerWrapper pid=4183, ip=10.3.32.122) ERROR 06-03 23:13:39 worker_base.py:148] "
     lines = [prefix + line for line in DRIFT_TB.splitlines()]
