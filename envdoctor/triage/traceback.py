@@ -190,7 +190,7 @@ def _unjoin(items: list[str]) -> list[str]:
         if item.count('File "') >= 2 or item.count("[rank") >= 2:
             ranked = item.count("[rank") >= 2
             pieces = _JOINED_RANK.split(item) if ranked else _JOINED_FRAME.split(item)
-            out.extend(p for p in pieces[:MAX_LINES] if p.strip())
+            out.extend(p for p in pieces[-MAX_LINES:] if p.strip())  # the last: the exception
         else:
             out.append(item)
     return out[-MAX_LINES:]
