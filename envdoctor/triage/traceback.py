@@ -183,6 +183,24 @@ _JOINED_FRAME = re.compile(r'\s(?=File "[^"\n]{1,1000}", line \d)')
 _JOINED_RANK = re.compile(r"\s(?=\[rank\d{1,6}\]:\s)")
 
 
+#: a process's prefix (vLLM's engine and workers, Ray's actors): ``(EngineCore_DP0 pid=7)``,
+#: ``(VllmWorker rank=1 pid=9)``
+_PID = re.compile(r"\s{0,40}\((?:[\w.-]{1,100}(?:\[rank=\d{1,6}\])? )?(?:rank=\d{1,6} )?pid=(\d{1,10})[,)]")
+
+
+def _one_process(items: list[str]) -> list[str]:
+    """Where processes interleave their lines (an engine core's traceback and a worker's), the
+    lines of the failing line's process (and those without a process's prefix) when that process
+    printed a traceback's header of its own; else all (one process's traceback that goes on in
+    the lines of another it called, as vLLM's engine core shows its worker's)."""
+    last = _PID.match(items[-1]) if items else None
+    if last is None:
+        return items
+    pids = [_PID.match(item) for item in items]
+    own = [item for item, m in zip(items, pids, strict=True) if m is None or m.group(1) == last.group(1)]
+    return own if any("Traceback (most recent call last)" in item for item in own) else items
+
+
 def _unjoin(items: list[str]) -> list[str]:
     """``items`` with each line that holds several joined lines split into them."""
     out: list[str] = []
@@ -218,7 +236,7 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
     current: Traceback | None = None
     pending_chain: str = ""
     awaiting_code = False
-    items = _unjoin(list(lines)[-MAX_LINES:])
+    items = _unjoin(_one_process(list(lines)[-MAX_LINES:]))
     for i, raw in enumerate(items):
         body = _body(raw)
         if not body or _FENCE.match(body):

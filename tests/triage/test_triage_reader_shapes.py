@@ -336,3 +336,14 @@ def test_an_excerpt_cut_inside_a_frames_line_says_what_to_paste():
     )
     (f,) = findings(scan_bytes(log))
     assert f.rule == "TRI003" and "vllm (utils.py:1161 in inner)" in f.message
+
+
+def test_interleaved_processes_tracebacks_are_read_per_process():
+    engine = [f"(EngineCore_DP0 pid=12) {line}" for line in DRIFT_TB.splitlines()]
+    worker = [
+        f"(VllmWorker rank=1 pid=13) {line}"
+        for line in DRIFT_TB.replace("site-packages/trl/", "site-packages/othertrl/").splitlines()
+    ]
+    lines = [x for pair in zip(engine, worker, strict=True) for x in pair][:-1]  # the engine's line last
+    (tb,) = parse(lines)
+    assert [f.package for f in tb.frames] == [None, "trl", "vllm"]
