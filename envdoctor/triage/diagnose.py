@@ -658,6 +658,7 @@ def diagnose(
     known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)
     if not known:
         from envdoctor.triage.structural import (
+            bare_message,
             cut_traceback,
             diagnose_failure,
             head_symptoms,
@@ -670,6 +671,8 @@ def diagnose(
             found = head_symptoms(head, log)  # a symptom on a line no anchor finds
         if found is None and head:
             found = self_contradiction(head, log)  # a check that refuses what it allows
+        if found is None and head:
+            found = bare_message(head, log)  # Python's message quoted without its exception's name
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:

@@ -24,7 +24,7 @@ from envdoctor.triage import boundary
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
-from envdoctor.triage.traceback import Frame, Traceback, failure
+from envdoctor.triage.traceback import Frame, Traceback, bare_exception, failure
 
 
 def _entries() -> list[Any]:
@@ -412,6 +412,51 @@ def _ends_in_frames(lines: Sequence[str]) -> bool:
     from envdoctor.triage.traceback import parse
 
     return any(parse([line]) for line in [line for line in lines if line.strip()][-4:])
+
+
+_BARE_KEYS = (
+    b"() got an unexpected",
+    b"positional argument",
+    b"required ",
+    b"cannot import name",
+    b"has no attribute",
+)
+MAX_BARE_LINES = 20
+
+
+def bare_message(head: bytes, log: Log) -> Draft | None:
+    """API drift told by a message that a pasted log or an issue quotes without its exception's
+    name (``MyTrainer.compute_loss() got an unexpected keyword argument 'num_items_in_batch'``,
+    ``cannot import name 'X' from 'vllm.y'``): Python's message shape names the exception
+    (``_BARE``), read as that exception on a line no signature found. In a log that fits in its
+    head; at most ``MAX_BARE_LINES`` lines tried, each cut at 8 KiB."""
+    from envdoctor.triage.scanner import clean, split_prefix
+    from envdoctor.triage.signatures import signatures
+
+    if not head or not any(k in head for k in _BARE_KEYS):
+        return None
+    sig = next((x for x in signatures() if x.id == "unrecognized-exception"), None)
+    if sig is None:
+        return None
+    lines = head.decode("utf-8", errors="replace").split("\n")
+    seen = {m.line_no for ms in log.by_sig.values() for m in ms}
+    tried = 0
+    for line_no, raw in enumerate(lines, 1):
+        if line_no in seen or not any(k.decode() in raw for k in _BARE_KEYS):
+            continue
+        body = split_prefix(clean(raw[:8192].encode()))[0]
+        tb = Traceback(message=body, line_no=line_no)
+        if not bare_exception(tb):
+            continue
+        tried += 1
+        context = tuple(lines[max(0, line_no - 41) : line_no - 1])
+        m = Match(sig, line_no, body[:1000], {}, None, context)
+        d = raised_entry(tb, m, log) or drift(tb, [m], log)
+        if d is not None:
+            return d
+        if tried >= MAX_BARE_LINES:
+            break
+    return None
 
 
 def cut_traceback(head: bytes, log: Log) -> Draft | None:

@@ -290,13 +290,48 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
     return out
 
 
+#: Python's own messages, whose shape names their exception where a log quotes them without it
+#: ("Trainer.compute_loss() got an unexpected keyword argument 'x'" is a TypeError's)
+_BARE = (
+    (re.compile(r"[\w.<>]{1,200}\(\) got an unexpected keyword argument '"), "TypeError"),
+    (
+        re.compile(
+            r"[\w.<>]{1,200}\(\) takes [\w ]{1,40} positional arguments? but \d{1,3} (?:were|was) given"
+        ),
+        "TypeError",
+    ),
+    (
+        re.compile(r"[\w.<>]{1,200}\(\) missing \d{1,3} required (?:positional|keyword-only) argument"),
+        "TypeError",
+    ),
+    (re.compile(r"cannot import name '[\w.]{1,200}' from '"), "ImportError"),
+    (re.compile(r"module '[\w.]{1,300}' has no attribute '"), "AttributeError"),
+)
+
+
+def bare_exception(tb: Traceback) -> bool:
+    """Name the exception of ``tb`` whose message is quoted without it, from Python's message
+    shape (``_BARE``); the message then starts where the shape does. Whether it was named."""
+    if tb.exc_type:
+        return False
+    for shape, exc in _BARE:
+        found = shape.search(tb.message[:8192])
+        if found is not None:
+            tb.exc_type = exc
+            tb.message = tb.message[found.start() :].strip().rstrip('`*"').strip()
+            return True
+    return False
+
+
 def failure(context: Sequence[str], text: str, line_no: int = 0) -> Traceback | None:
     """The traceback that ends at a failing line ``text`` (with its ``context``): the last one,
     whose exception is the line's own; None when the lines hold no frame and no exception."""
     found = parse([*context, text], line_no)
     if not found:
-        return None
+        bare = Traceback(message=_body(text), line_no=line_no)
+        return bare if bare_exception(bare) else None  # Python's message without its exception
     last = found[-1]
     if not last.exc_type:  # the failing line is not shaped "Type: message" (a bare message)
         last.message = _body(text)
+        bare_exception(last)  # Python's message without its exception's name
     return last

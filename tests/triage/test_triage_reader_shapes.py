@@ -9,7 +9,7 @@ import pytest
 from envdoctor.findings import Severity
 from envdoctor.triage.diagnose import scan_versions
 from envdoctor.triage.scanner import clean, split_prefix
-from envdoctor.triage.traceback import parse
+from envdoctor.triage.traceback import failure, parse
 from tests.triage.helpers import findings, scan_bytes
 
 SP = "/usr/local/lib/python3.10/site-packages"
@@ -347,3 +347,32 @@ def test_interleaved_processes_tracebacks_are_read_per_process():
     lines = [x for pair in zip(engine, worker, strict=True) for x in pair][:-1]  # the engine's line last
     (tb,) = parse(lines)
     assert [f.package for f in tb.frames] == [None, "trl", "vllm"]
+
+
+@pytest.mark.parametrize(
+    "line, exc",
+    [
+        ("MyTrainer.compute_loss() got an unexpected keyword argument 'num_items_in_batch'", "TypeError"),
+        ("Error - MyTrainer.training_step() takes 3 positional arguments but 4 were given", "TypeError"),
+        ("seed_worker() missing 2 required positional arguments: 'num_workers' and 'rank'", "TypeError"),
+        ("cannot import name 'GuidedDecodingParams' from 'vllm.sampling_params'", "ImportError"),
+        ("module 'vllm' has no attribute 'LLM'", "AttributeError"),
+    ],
+)
+def test_pythons_message_without_its_exceptions_name_names_it(line, exc):
+    tb = failure((), line)
+    assert tb is not None and tb.exc_type == exc and not tb.message.startswith("Error")
+
+
+def test_a_bare_message_of_drift_is_diagnosed_and_prose_is_not():
+    (f,) = findings(
+        scan_bytes("MyTrainer.compute_loss() got an unexpected keyword argument 'num_items_in_batch'\n")
+    )
+    assert (f.rule, f.severity) == ("TRI009", Severity.ERROR)
+    (f,) = findings(
+        scan_bytes("GRPOTrainer._get_train_sampler() takes 1 positional argument but 2 were given\n")
+    )
+    assert (f.rule, f.severity) == ("TRI011", Severity.ERROR)
+    # a call of the user's own function, or an attribute in prose: nothing to say
+    assert findings(scan_bytes("calc() got an unexpected keyword argument 'x'\n")) == []
+    assert findings(scan_bytes("The Trainer has no attribute 'x', as documented\n")) == []
