@@ -171,7 +171,8 @@ WRAPPERS = (
 _WRAPPER_FIX = (
     "paste the lines before it: the first traceback of the process that failed (vLLM's engine core or "
     "worker: lines prefixed (EngineCore…) or (VllmWorker…); a Ray actor: (pid=…, ip=…); another rank: "
-    "[rankN]:), with the versions (`trl env` or pip list)"
+    "[rankN]:), or the system's log of a killed process (dmesg: 'Out of memory: Killed process', a "
+    "segfault), with the versions (`trl env` or pip list)"
 )
 
 
@@ -193,8 +194,8 @@ def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
     wrapper = any(w in first.text for w in WRAPPERS)
     if wrapper:
         message += (
-            " — a wrapper's re-raise: the root failure was printed before it by the process that failed, "
-            "and the log does not show it"
+            " — a wrapper's re-raise: the root failure is in the lines of the process that failed (its "
+            "own traceback, or the signal or out-of-memory kill that ended it), which the log does not show"
         )
     note = versions_note(log)
     if note:
