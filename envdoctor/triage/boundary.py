@@ -100,6 +100,9 @@ class Boundary:
     #: ``caller``'s override of a hook ``callee`` calls (``TRAINER_HOOKS``): drift whichever code
     #: holds the override, the user's included
     override: bool = False
+    #: ``caller`` passed on keywords it was given (``**kwargs``) and the traceback shows no code
+    #: of the user's: drift of ``caller``'s own call, or a keyword from the user's configuration
+    forwarded: bool = False
     #: what the caller did and what the callee lacks, for the one text of every drift
     #: (``imports X from M`` / ``does not have``); ``name``: the name that did not fit (the
     #: imported name, the attribute, the keyword), ``func``: the callee's function or class
@@ -366,6 +369,20 @@ def find(tb: Traceback) -> Boundary | None:
                     # A only passed the user's keywords on (super().__init__(…, **kwargs)): the
                     # user's code named the argument B does not take
                     user = next((f for f in reversed(frames) if _user(f)), None)
+                    if user is None and frames[0].package == before.package:
+                        # the traceback starts in A (a Ray actor's creation task): no code of the
+                        # user's is shown, A's own call or keywords it was given (likely drift)
+                        return Boundary(
+                            before.package,
+                            last,
+                            tb,
+                            what,
+                            before,
+                            inside,
+                            ambiguous=True,
+                            forwarded=True,
+                            **call,
+                        )
                     return Boundary(None, last, tb, what, user, inside, **call)
                 return Boundary(before.package, last, tb, what, before, inside, **call)
             return None

@@ -165,7 +165,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     kb = log.ctx.kb if log.ctx is not None else knowledge()
     fix, source = boundary.pair_fix(b, have, kb, _entries(), ms[0].context, matched)
     certain = bool(source) or shape_certain(tb, b)
-    if not certain and (b.caller is None or b.ambiguous or tb.name == "AttributeError"):
+    if not certain and (b.caller is None or b.ambiguous and not b.forwarded or tb.name == "AttributeError"):
         # the user's code against a package, a message that a bug of the caller gives too, an
         # object's attribute (another kind of object): nothing known of the pair for the log's
         # versions, the first-exception answer
@@ -192,6 +192,8 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     )
     if source.startswith("the known-failures catalogue"):
         note += f" ({source.removeprefix('the known-failures catalogue ').strip('()')}, a known failure)"
+    if b.forwarded:
+        note += f" ({caller} passes on keywords it was given: one may come from your configuration)"
     no_release = fix.startswith(f"remove {b.name}=")  # a keyword no release takes: the call itself
     head = (
         f"{caller} calls {b.func}() with '{b.name}', which no {b.callee} release envdoctor knows "

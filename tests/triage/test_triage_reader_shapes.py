@@ -376,3 +376,18 @@ def test_a_bare_message_of_drift_is_diagnosed_and_prose_is_not():
     # a call of the user's own function, or an attribute in prose: nothing to say
     assert findings(scan_bytes("calc() got an unexpected keyword argument 'x'\n")) == []
     assert findings(scan_bytes("The Trainer has no attribute 'x', as documented\n")) == []
+
+
+def test_keywords_a_package_passed_on_with_no_user_code_shown_are_likely_its_drift():
+    log = (
+        "Exception raised in creation task: The actor died because of an error raised in its creation task, "
+        "ray::LLMRayActor.__init__() (pid=1, ip=10.0.0.1)\n"
+        ' File "openrlhf/trainer/ray/vllm_engine.py", line 58, in __init__\n'
+        " self.llm = vllm.LLM(*args, **kwargs)\n"
+        ' File "vllm/entrypoints/llm.py", line 210, in __init__\n'
+        " engine_args = EngineArgs(\n"
+        "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_use_ray'\n"
+    )
+    (f,) = findings(scan_bytes(log))
+    assert (f.rule, f.severity) == ("TRI009", Severity.WARNING)
+    assert f.evidence["caller"] == "openrlhf" and f.evidence["callee"] == "vllm"
