@@ -133,6 +133,14 @@ def raised_in(m: Match) -> str:
     if not found:
         return ""
     lib = next(((f, p) for f in reversed(found) if (p := _PACKAGES.search(f.group("path")))), None)
+    if lib is None:  # paths the paster cut to the package (``vllm/entrypoints/llm.py``)
+        from envdoctor.triage.traceback import failure
+
+        tb = failure(m.context, m.text)
+        shown = next((x for x in reversed(tb.frames) if x.package), None) if tb is not None else None
+        if shown is not None:
+            where = f"{shown.path}:{shown.line}" + (f" in {shown.function}" if shown.function else "")
+            return f"raised in {shown.package} ({where})"
     f = lib[0] if lib else found[-1]
     path = f.group("path").replace("\\", "/")
     short = path[path.find("-packages/") + 10 :] if lib else path.rsplit("/", 1)[-1]

@@ -391,3 +391,13 @@ def test_keywords_a_package_passed_on_with_no_user_code_shown_are_likely_its_dri
     (f,) = findings(scan_bytes(log))
     assert (f.rule, f.severity) == ("TRI009", Severity.WARNING)
     assert f.evidence["caller"] == "openrlhf" and f.evidence["callee"] == "vllm"
+
+
+def test_where_an_unknown_failure_was_raised_reads_paths_cut_to_the_package():
+    log = (
+        ' File "openrlhf/a/b.py", line 58, in __init__\n x(**kwargs)\n'
+        ' File "vllm/entrypoints/llm.py", line 210, in __init__\n engine_args = EngineArgs(\n'
+        "ValueError: bad thing\n"
+    )
+    (f,) = findings(scan_bytes(log))
+    assert f.rule == "TRI003" and "raised in vllm (vllm/entrypoints/llm.py:210 in __init__)" in f.message
