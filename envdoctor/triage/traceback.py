@@ -163,9 +163,14 @@ def _trimmed(frames: list[Frame]) -> list[Frame]:
     return out
 
 
+_RAY_REPEATED = re.compile(r" ?\[repeated \d{1,9}x across cluster\]$")
+
+
 def _body(text: str) -> str:
     """A pasted line as the program printed it: prefixes, quotes and indentation removed."""
-    body = split_prefix(text)[0] if text[:1] in "[(<E>WIDCRr0123456789 \t" else text
+    body = split_prefix(text)[0] if text[:1] in "[(<E>WIDCRr0123456789 \t*`" else text
+    if body.endswith("across cluster]"):  # Ray's "… [repeated 7x across cluster]"
+        body = _RAY_REPEATED.sub("", body)
     body = _QUOTE.sub("", body.strip())
     for _ in range(2):  # a prefix inside a quote, a quote inside a prefix
         stripped = split_prefix(body)[0].strip() if body[:1] in "[(" else body

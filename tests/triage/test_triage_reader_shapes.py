@@ -401,3 +401,8 @@ def test_where_an_unknown_failure_was_raised_reads_paths_cut_to_the_package():
     )
     (f,) = findings(scan_bytes(log))
     assert f.rule == "TRI003" and "raised in vllm (vllm/entrypoints/llm.py:210 in __init__)" in f.message
+
+
+def test_rays_repeat_count_is_not_part_of_the_message():
+    (tb,) = parse(["(pid=3, ip=10.0.0.1) KeyError: 'prompt' [repeated 7x across cluster]"])
+    assert (tb.exc_type, tb.message) == ("KeyError", "'prompt'")
