@@ -139,7 +139,10 @@ def raised_in(m: Match) -> str:
         tb = failure(m.context, m.text)
         shown = next((x for x in reversed(tb.frames) if x.package), None) if tb is not None else None
         if shown is not None:
-            where = f"{shown.path}:{shown.line}" + (f" in {shown.function}" if shown.function else "")
+            path = shown.path.replace("\\", "/")
+            top = path[: len(path) - len(shown.module_path)].rstrip("/").rsplit("/", 1)[-1]
+            short = f"{top}/{shown.module_path}" if top else shown.module_path  # vllm/v1/engine/core.py
+            where = f"{short}:{shown.line}" + (f" in {shown.function}" if shown.function else "")
             return f"raised in {shown.package} ({where})"
     f = lib[0] if lib else found[-1]
     path = f.group("path").replace("\\", "/")

@@ -406,3 +406,20 @@ def test_where_an_unknown_failure_was_raised_reads_paths_cut_to_the_package():
 def test_rays_repeat_count_is_not_part_of_the_message():
     (tb,) = parse(["(pid=3, ip=10.0.0.1) KeyError: 'prompt' [repeated 7x across cluster]"])
     assert (tb.exc_type, tb.message) == ("KeyError", "'prompt'")
+
+
+@pytest.mark.parametrize(
+    "path, where",
+    [
+        (
+            r"D:\Anaconda3\envs\swift\lib\site-packages\swift\plugin\loss.py",
+            "swift (swift/plugin/loss.py:9 in f)",
+        ),
+        ("/home/u/src/vllm/vllm/distributed/x.py", "vllm (vllm/distributed/x.py:9 in f)"),
+    ],
+)
+def test_where_an_unknown_failure_was_raised_is_named_by_its_package(path, where):
+    (f,) = findings(
+        scan_bytes(f'Traceback (most recent call last):\n  File "{path}", line 9, in f\nKeyError: 1\n')
+    )
+    assert f"raised in {where}" in f.message
