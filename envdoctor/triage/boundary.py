@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor import versions
-from envdoctor.triage.traceback import PACKAGES, Frame, Traceback
+from envdoctor.triage.traceback import PACKAGES, Frame, Traceback, failure
 
 DRIFT = ("ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "NotImplementedError")
 STACK = frozenset(PACKAGES.values()) - {"open-r1", "datasets"} | {"datasets"}
@@ -679,3 +679,37 @@ def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]
         f"envdoctor does not know {a or 'your code'}'s requirements of {c}: `pip show {a or c}` lists them",
         "",
     )
+
+
+#: exceptions whose shape at a boundary between two packages is drift whatever the pair: a name
+#: one imports from the other, a call the other does not take, a method it does not implement
+#: (an attribute of an object also has other causes: another kind of object, a setup not done)
+_CERTAIN = ("ImportError", "ModuleNotFoundError", "TypeError", "NotImplementedError")
+
+
+def shape_certain(tb: Traceback, b: Boundary) -> bool:
+    """The exception's shape at the boundary is drift whatever the pair: an import, a call's shape
+    (``_CERTAIN``) from a known package's frame, a module's or a class's attribute ("type object
+    'X' has no attribute": the message names the very object, not an instance that another kind
+    of object could have been), an override of a hook the other package calls."""
+    module_attr = tb.name == "AttributeError" and (
+        _MODULE_ATTR.search(tb.message) is not None or tb.message.startswith("type object '")
+    )
+    return b.override or (
+        not b.ambiguous
+        and (tb.name in _CERTAIN or module_attr)
+        and (b.caller is not None or tb.name == "ImportError")
+    )
+
+
+def shows_pair(m: Any, packages: Sequence[str]) -> str:
+    """Where the failing line ``m`` is certain drift between exactly the two ``packages`` (a
+    catalogue entry's pairing), the pair as the log shows it (``trl and transformers``): the
+    failure itself shows the releases do not fit, whatever versions the log prints; else ""."""
+    if len(set(packages)) != 2:
+        return ""
+    tb = failure(m.context, m.text, m.line_no)
+    b = find(tb) if tb is not None else None
+    if b is None or {b.caller, b.callee} != set(packages) or not shape_certain(tb, b):  # type: ignore[arg-type]
+        return ""
+    return f"{b.caller} and {b.callee}"

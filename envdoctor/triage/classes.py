@@ -532,7 +532,7 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     verdict, detail = _versions_verdict(entry.packages, log)
     if verdict is False:
         return []  # the symptom, but not in the releases the entry is about
-    from envdoctor.triage.structural import shows_pair
+    from envdoctor.triage.boundary import shows_pair
 
     pair = shows_pair(first, list(entry.packages)) if verdict is None else ""
     if pair:  # the failure is the entry's drift between its two packages: they do not fit

@@ -115,40 +115,6 @@ def _versions(log: Log) -> dict[str, str]:
     return {d: v.version for d, v in log.versions.items()}
 
 
-#: exceptions whose shape at a boundary between two packages is drift whatever the pair: a name
-#: one imports from the other, a call the other does not take, a method it does not implement
-#: (an attribute of an object also has other causes: another kind of object, a setup not done)
-_CERTAIN = ("ImportError", "ModuleNotFoundError", "TypeError", "NotImplementedError")
-
-
-def shape_certain(tb: Traceback, b: boundary.Boundary) -> bool:
-    """The exception's shape at the boundary is drift whatever the pair: an import, a call's shape
-    (``_CERTAIN``) from a known package's frame, a module's or a class's attribute ("type object
-    'X' has no attribute": the message names the very object, not an instance that another kind
-    of object could have been), an override of a hook the other package calls."""
-    module_attr = tb.name == "AttributeError" and (
-        boundary._MODULE_ATTR.search(tb.message) is not None or tb.message.startswith("type object '")
-    )
-    return b.override or (
-        not b.ambiguous
-        and (tb.name in _CERTAIN or module_attr)
-        and (b.caller is not None or tb.name == "ImportError")
-    )
-
-
-def shows_pair(m: Match, packages: Sequence[str]) -> str:
-    """Where the failing line ``m`` is certain drift between exactly the two ``packages`` (a
-    catalogue entry's pairing), the pair as the log shows it (``trl and transformers``): the
-    failure itself shows the releases do not fit, whatever versions the log prints; else ""."""
-    if len(set(packages)) != 2:
-        return ""
-    tb = failure(m.context, m.text, m.line_no)
-    b = boundary.find(tb) if tb is not None else None
-    if b is None or {b.caller, b.callee} != set(packages) or not shape_certain(tb, b):  # type: ignore[arg-type]
-        return ""
-    return f"{b.caller} and {b.callee}"
-
-
 def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] = ()) -> Draft | None:
     """API drift at a package boundary (module docstring, 2): the one answer of TRI009, for the
     signatures of drift (an import, an attribute, a call) and for any failing line alike."""
@@ -164,7 +130,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
                 have[str(dist)] = v
     kb = log.ctx.kb if log.ctx is not None else knowledge()
     fix, source = boundary.pair_fix(b, have, kb, _entries(), ms[0].context, matched)
-    certain = bool(source) or shape_certain(tb, b)
+    certain = bool(source) or boundary.shape_certain(tb, b)
     if not certain and (b.caller is None or b.ambiguous and not b.forwarded or tb.name == "AttributeError"):
         # the user's code against a package, a message that a bug of the caller gives too, an
         # object's attribute (another kind of object): nothing known of the pair for the log's
