@@ -695,7 +695,7 @@ def shape_certain(tb: Traceback, b: Boundary) -> bool:
     module_attr = tb.name == "AttributeError" and (
         _MODULE_ATTR.search(tb.message) is not None or tb.message.startswith("type object '")
     )
-    return b.override or (
+    return bool(b.override) or (
         not b.ambiguous
         and (tb.name in _CERTAIN or module_attr)
         and (b.caller is not None or tb.name == "ImportError")
