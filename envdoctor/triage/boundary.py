@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor import versions
-from envdoctor.triage.traceback import PACKAGES, Frame, Traceback
+from envdoctor.triage.traceback import PACKAGES, Frame, Traceback, failure
 
 DRIFT = ("ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "NotImplementedError")
 STACK = frozenset(PACKAGES.values()) - {"open-r1", "datasets"} | {"datasets"}
@@ -96,6 +96,9 @@ class Boundary:
     #: attribute its parent class sets only in the training loop: drift, or evaluate() before
     #: train()): a finding only with a known answer for the log's versions
     ambiguous: bool = False
+    #: ``caller`` passed on keywords it was given (``**kwargs``) and the traceback shows no code
+    #: of the user's: drift of ``caller``'s own call, or a keyword from the user's configuration
+    forwarded: bool = False
     #: what the caller did and what the callee lacks, for the one text of every drift
     #: (``imports X from M`` / ``does not have``); ``name``: the name that did not fit (the
     #: imported name, the attribute, the keyword), ``func``: the callee's function or class
@@ -309,8 +312,20 @@ def find(tb: Traceback) -> Boundary | None:
                     # A only passed the user's keywords on (super().__init__(…, **kwargs)): the
                     # user's code named the argument B does not take
                     user = next((f for f in reversed(frames) if _user(f)), None)
-                    if user is None:  # no user frame above it: A forwarded its own caller's keywords
-                        return Boundary(before.package, last, tb, what, before, inside, **call)
+                    if user is None and frames[0].package == before.package:
+                        # the traceback starts in A (a Ray actor's creation task): no code of the
+                        # user's is shown, A's own call or keywords it was given (likely drift)
+                        return Boundary(
+                            before.package,
+                            last,
+                            tb,
+                            what,
+                            before,
+                            inside,
+                            ambiguous=True,
+                            forwarded=True,
+                            **call,
+                        )
                     return Boundary(None, last, tb, what, user, inside, **call)
                 return Boundary(before.package, last, tb, what, before, inside, **call)
             return None
@@ -697,3 +712,37 @@ def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]
         f"envdoctor does not know {a or 'your code'}'s requirements of {c}: `pip show {a or c}` lists them",
         "",
     )
+
+
+#: exceptions whose shape at a boundary between two packages is drift whatever the pair: a name
+#: one imports from the other, a call the other does not take, a method it does not implement
+#: (an attribute of an object also has other causes: another kind of object, a setup not done)
+_CERTAIN = ("ImportError", "ModuleNotFoundError", "TypeError", "NotImplementedError")
+
+
+def shape_certain(tb: Traceback, b: Boundary) -> bool:
+    """The exception's shape at the boundary is drift whatever the pair: an import, a call's shape
+    (``_CERTAIN``) from a known package's frame, a module's or a class's attribute ("type object
+    'X' has no attribute": the message names the very object, not an instance that another kind
+    of object could have been), an override of a hook the other package calls."""
+    module_attr = tb.name == "AttributeError" and (
+        _MODULE_ATTR.search(tb.message) is not None or tb.message.startswith("type object '")
+    )
+    return bool(b.override) or (
+        not b.ambiguous
+        and (tb.name in _CERTAIN or module_attr)
+        and (b.caller is not None or tb.name == "ImportError")
+    )
+
+
+def shows_pair(m: Any, packages: Sequence[str]) -> str:
+    """Where the failing line ``m`` is certain drift between exactly the two ``packages`` (a
+    catalogue entry's pairing), the pair as the log shows it (``trl and transformers``): the
+    failure itself shows the releases do not fit, whatever versions the log prints; else ""."""
+    if len(set(packages)) != 2:
+        return ""
+    tb = failure(m.context, m.text, m.line_no)
+    b = find(tb) if tb is not None else None
+    if b is None or {b.caller, b.callee} != set(packages) or not shape_certain(tb, b):  # type: ignore[arg-type]
+        return ""
+    return f"{b.caller} and {b.callee}"

@@ -579,6 +579,11 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     verdict, detail = _versions_verdict(entry.packages, log)
     if verdict is False:
         return []  # the symptom, but not in the releases the entry is about
+    from envdoctor.triage.boundary import shows_pair
+
+    pair = shows_pair(first, list(entry.packages)) if verdict is None else ""
+    if pair:  # the failure is the entry's drift between its two packages: they do not fit
+        detail += f"; the failure itself is API drift between {pair}, the pairing this entry is about"
     draft = finding(
         catalogue.RULE,
         ms,
@@ -599,7 +604,7 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     severity = (
         verdict is True
         and (entry.severity == "error" or entry.kind in SEEN_KINDS)
-        or (verdict is None and versionless(entry))
+        or (verdict is None and (versionless(entry) or bool(pair)))
         or settled
     )
     if settled:

@@ -21,7 +21,17 @@ from envdoctor.knowledge import knowledge
 from envdoctor.triage import classes, knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.confirm import from_log as from_log_of
-from envdoctor.triage.draft import Draft, Log, finding, frames, reject, unknown_finding, warning_line, where
+from envdoctor.triage.draft import (
+    WRAPPERS,
+    Draft,
+    Log,
+    finding,
+    frames,
+    reject,
+    unknown_finding,
+    warning_line,
+    where,
+)
 from envdoctor.triage.interface import Match, ScanResult
 from envdoctor.triage.logversions import LogVersion, facts_for_advice, from_log
 from envdoctor.triage.oom import Oom, OomLog, classify, parse_oom, processes_now
@@ -29,7 +39,7 @@ from envdoctor.triage.scanner import split_prefix
 from envdoctor.units import parse_size
 
 _VLLM_PROC = re.compile(r"^\s*\((?:EngineCore|VllmWorker|Worker|RayWorker|LLMEngine)\w*[ )]")
-_SECONDARY = ("ChildFailedError", "DistBackendError", "ProcessExitedException")
+_SECONDARY = WRAPPERS  # named after the root failure where the log shows it
 
 
 def _generic(ms: list[Match], log: Log) -> list[Draft]:
@@ -648,6 +658,7 @@ def diagnose(
     known = _one_per_line([d for d in drafts if not d.rejected], by_sig, rejected)
     if not known:
         from envdoctor.triage.structural import (
+            bare_message,
             cut_traceback,
             diagnose_failure,
             head_symptoms,
@@ -660,6 +671,8 @@ def diagnose(
             found = head_symptoms(head, log)  # a symptom on a line no anchor finds
         if found is None and head:
             found = self_contradiction(head, log)  # a check that refuses what it allows
+        if found is None and head:
+            found = bare_message(head, log)  # Python's message quoted without its exception's name
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:

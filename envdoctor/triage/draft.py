@@ -133,6 +133,17 @@ def raised_in(m: Match) -> str:
     if not found:
         return ""
     lib = next(((f, p) for f in reversed(found) if (p := _PACKAGES.search(f.group("path")))), None)
+    if lib is None:  # paths the paster cut to the package (``vllm/entrypoints/llm.py``)
+        from envdoctor.triage.traceback import failure
+
+        tb = failure(m.context, m.text)
+        shown = next((x for x in reversed(tb.frames) if x.package), None) if tb is not None else None
+        if shown is not None:
+            path = shown.path.replace("\\", "/")
+            top = path[: len(path) - len(shown.module_path)].rstrip("/").rsplit("/", 1)[-1]
+            short = f"{top}/{shown.module_path}" if top else shown.module_path  # vllm/v1/engine/core.py
+            where = f"{short}:{shown.line}" + (f" in {shown.function}" if shown.function else "")
+            return f"raised in {shown.package} ({where})"
     f = lib[0] if lib else found[-1]
     path = f.group("path").replace("\\", "/")
     short = path[path.find("-packages/") + 10 :] if lib else path.rsplit("/", 1)[-1]
@@ -153,6 +164,29 @@ def versions_note(log: Log | None) -> str:
     return "the log shows no versions"
 
 
+#: a wrapper's re-raise, whose root failure is another line of the log (torch elastic's, Ray's
+#: actors and tasks, vLLM's engine and worker processes)
+WRAPPERS = (
+    "ChildFailedError",
+    "DistBackendError",
+    "ProcessExitedException",
+    "ActorDiedError",
+    "RayActorError",
+    "RayTaskError",
+    "Engine core initialization failed",
+    "EngineDeadError",
+    "WorkerProc initialization failed",
+    "See root cause above",
+    "stack trace above for the root cause",
+)
+_WRAPPER_FIX = (
+    "paste the lines before it: the first traceback of the process that failed (vLLM's engine core or "
+    "worker: lines prefixed (EngineCore…) or (VllmWorker…); a Ray actor: (pid=…, ip=…); another rank: "
+    "[rankN]:), or the system's log of a killed process (dmesg: 'Out of memory: Killed process', a "
+    "segfault), with the versions (`trl env` or pip list)"
+)
+
+
 def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
     """No known failure: the first failing line, where it was raised, the versions the log
     shows, and an issue draft (evidence ``issue_draft``) to paste into a report."""
@@ -168,6 +202,12 @@ def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
             " — the other end (the vLLM server, in server mode) closed or refused the "
             "connection: its own log holds the cause"
         )
+    wrapper = any(w in first.text for w in WRAPPERS)
+    if wrapper:
+        message += (
+            " — a wrapper's re-raise: the root failure is in the lines of the process that failed (its "
+            "own traceback, or the signal or out-of-memory kill that ended it), which the log does not show"
+        )
     note = versions_note(log)
     if note:
         message += f"; {note}"
@@ -178,7 +218,8 @@ def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
         ev["context"] = list(first.context[-6:])
     if log is not None:
         ev["issue_draft"] = issue_draft(first, origin, log)
-    return Finding("TRI003", Severity.WARNING, message, rule_docs()["TRI003"].fix, ev)
+    fix = _WRAPPER_FIX if wrapper else rule_docs()["TRI003"].fix
+    return Finding("TRI003", Severity.WARNING, message, fix, ev)
 
 
 def issue_draft(m: Match, origin: str, log: Log) -> str:

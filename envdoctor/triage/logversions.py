@@ -75,6 +75,15 @@ UNSLOTH = re.compile(
     r"Transformers: (?P<tf>\d{1,4}(?:\.\d{1,6}){1,3})(?:[\w.+]{0,20})\.(?: {1,4}vLLM: "
     r"(?P<vllm>\d{1,4}(?:\.\d{1,6}){1,3}(?:\.?post\d{1,3})?))?"
 )
+#: the rest of Unsloth's banner and its patch line: "O^O/ \\_/ \\    Torch: 2.6.0+cu124. CUDA: 8.9. …",
+#: "Bfloat16 = TRUE. FA [Xformers = 0.0.29.post3. FA2 = False]", "Unsloth 2026.1.4 patched 28 layers …"
+UNSLOTH_MORE = re.compile(
+    r"(?P<key>Torch: |Triton: |Xformers = |Unsloth (?=\d{4}\.\d{1,2}\.\d{1,3} patched ))"
+    + _VER
+    + r"(?:\.(?: |$)| patched |$)"
+)
+#: what datasets and transformers print at import: "PyTorch version 2.7.0 available."
+AVAILABLE = re.compile(r"\bPyTorch version " + _VER + r" available")
 INSTALLED = re.compile(r"Successfully installed (?P<list>[^\n]{1,8000})")
 
 
@@ -120,6 +129,13 @@ def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = F
         _add(found, "transformers", unsloth.group("tf"), line, "banner")
         if unsloth.group("vllm"):
             _add(found, "vllm", unsloth.group("vllm"), line, "banner")
+    for more in UNSLOTH_MORE.finditer(text):
+        key = more.group("key")
+        name = {"To": "torch", "Tr": "triton", "Xf": "xformers"}.get(key[:2], "unsloth")
+        _add(found, name, more.group("version"), line, "banner")
+    available = AVAILABLE.search(text)
+    if available:
+        _add(found, "torch", available.group("version"), line, "report")
     report = REPORT.match(text)
     if report:
         _add(found, report.group("name").replace(" ", "-"), report.group("version"), line, "report")
@@ -136,7 +152,12 @@ def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = F
         _add(found, listing.group("name"), listing.group("version"), line, "listing")
 
 
+#: ``pip show NAME``: "Name: trl" and, on the next line, "Version: 0.17.0"
+PIP_SHOW_NAME = re.compile(r"^Name: (?P<name>[A-Za-z][\w.-]{0,60})$")
+PIP_SHOW_VERSION = re.compile(r"^Version: " + _VER + "$")
+
 _HEAD_KEYS = (
+    b".egg/",  # an egg's folder in a frame's path: …/site-packages/vllm-0.8.5-py3.10-linux-x86_64.egg/vllm/…
     b"==",
     b"ersion",
     b".dist-info",
@@ -144,6 +165,8 @@ _HEAD_KEYS = (
     b"Successfully installed",
     b"LLM engine (v",
     b"Unsloth 2",
+    b"Torch: ",
+    b"Xformers = ",
 )
 
 
@@ -158,8 +181,11 @@ def read_head(data: bytes) -> dict[str, LogVersion]:
     starts = (
         {n.encode() for n in NAMES} | {n.replace("-", "_").encode() for n in NAMES} | {b"[conda]", b"[pip"}
     )
+    shown: tuple[int, str] | None = None  # the line and name of pip show's last "Name: …"
     for i, raw in enumerate(data.split(b"\n"), start=1):
         piece = raw.rsplit(b"\r", 1)[-1][:MAX_LINE]
+        if piece.startswith((b"Name: ", b"Version: ")):
+            shown = _pip_show(split_prefix(clean(piece))[0], i, shown, found)
         head_word = piece.lstrip()[:20].split(b" ", 1)[0].lower()
         listing = head_word in starts
         if (
@@ -171,6 +197,19 @@ def read_head(data: bytes) -> dict[str, LogVersion]:
         body = split_prefix(clean(piece))[0]
         read_line(body, i, found, head=listing)
     return found
+
+
+def _pip_show(
+    text: str, line: int, shown: tuple[int, str] | None, found: dict[str, LogVersion]
+) -> tuple[int, str] | None:
+    """``pip show``'s "Name: X" line (remembered) and the "Version: V" line right after it."""
+    name = PIP_SHOW_NAME.match(text)
+    if name:
+        return line, name.group("name")
+    version = PIP_SHOW_VERSION.match(text)
+    if version and shown is not None and shown[0] == line - 1:
+        _add(found, shown[1], version.group("version"), line, "report")
+    return None
 
 
 def from_log(head: bytes, lines: Iterable[tuple[int, str]] = ()) -> dict[str, LogVersion]:

@@ -39,11 +39,16 @@ _PREFIXES = (
     r"|[Rr]ank ?(?P<plain>\d+):"  # rank 1:
     r"|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:"  # mpirun --tag-output
     r"|(?P<srun>\d{1,4}): (?=\S)"  # srun --label
-    r"|\((?:[\w.-]+ )?(?:pid|rank)=\d+(?: \w+=\d+)*\)"  # vLLM processes: (EngineCore_DP0 pid=7)
+    r"|\[[A-Za-z_][\w.-]{0,30}\]:(?=[ \t])"  # a named process's tag: "[vllm]: [rank0]: …"
+    # vLLM processes: (EngineCore_DP0 pid=7); Ray actors: (RayWorkerWrapper pid=41, ip=10.0.0.2),
+    # (MegatronPolicyWorker[rank=8] pid=32, ip=…), (pid=41, ip=…)
+    r"|\((?:[\w.-]{1,100}(?:\[rank=\d{1,6}\])? )?(?:pid|rank)=\d+(?:,? \w{1,30}=[\w.:-]{1,100}){0,8}\)"
     r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d [\d:.]+ (?:\[[^\]]*\]|[\w.]{1,100}:\d{1,6}\])"  # vLLM
     r"|[\w.-]{1,64}[-_]\d{1,4} {1,8}\| "  # docker compose: "vllm-1  | "
     r"|\[[EWIF]\d{4} [\d:.]+ [^\]]*\]"  # glog: [E1218 20:27:21.433 ProcessGroupNCCL.cpp:629]
     r"|>{1,8}(?=[ \t])"  # quoted in an e-mail or a markdown reply: "> ValueError: …"
+    # markdown's bold or code around an exception's line: "**RuntimeError: …**", "`ValueError: …`"
+    r"|(?:\*\*|`{1,3})(?=(?:[A-Za-z_]\w{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception)\b)"
 )
 _BAR = r"|[^|\r\n]{0,200}?\d{1,3}%\|[^|]{0,400}\|[^\]\n]{0,200}\]"  # a tqdm bar the line was printed after
 PREFIX = re.compile(rf"\s*(?:{_PREFIXES}{_BAR})[ \t]*")
@@ -52,7 +57,7 @@ PREFIX = re.compile(rf"\s*(?:{_PREFIXES}{_BAR})[ \t]*")
 _PREFIX_NO_BAR = re.compile(rf"\s*(?:{_PREFIXES})[ \t]*")
 #: what a prefix other than docker compose's (which holds "| ") or a tqdm bar (which holds "%|")
 #: starts with, after white space; or a decimal digit (srun's label)
-_PREFIX_FIRST = frozenset("[Rr(EWIDC>")
+_PREFIX_FIRST = frozenset("[Rr(EWIDC>*`")
 INNER_RANK = re.compile(r"\bRank (\d+)\]")  # ProcessGroupNCCL: "[PG 0 Rank 3] Watchdog …"
 
 
@@ -78,10 +83,25 @@ def keep(sig: Signature) -> int:
     return sig.keep or (1 if sig.hint else KEEP_PER_SIGNATURE)
 
 
+#: the HTML entities a log copied from a web page's source keeps (``File &quot;/a.py&quot;``,
+#: ``&#39;vllm&#39;``, ``&lt;module&gt;``): a fixed few, so no entity can put a control character
+#: in the text (``&#27;`` stays as it is)
+_ENTITIES = {"&quot;": '"', "&#34;": '"', "&#39;": "'", "&#x27;": "'", "&apos;": "'", "&lt;": "<"}
+_ENTITIES |= {"&gt;": ">", "&#96;": "`", "&amp;": "&"}
+_ENTITY = re.compile("|".join(map(re.escape, _ENTITIES)))
+
+
+def unescape(text: str) -> str:
+    """``text`` with the HTML entities of ``_ENTITIES`` read back (one pass: ``&amp;lt;`` is ``&lt;``)."""
+    return _ENTITY.sub(lambda m: _ENTITIES[m.group(0)], text) if "&" in text and ";" in text else text
+
+
 def clean(raw: bytes) -> str:
-    """A piece of a log line as a person reads it: decoded, colours and control noise removed."""
+    """A piece of a log line as a person reads it: decoded, colours and control noise removed,
+    HTML entities read back."""
     text = raw.decode("utf-8", errors="replace")
-    return (ANSI.sub("", text) if "\x1b" in text else text).strip()  # every escape starts with ESC
+    text = ANSI.sub("", text) if "\x1b" in text else text  # every escape starts with ESC
+    return unescape(text).strip()
 
 
 def _indent(raw: bytes) -> str:

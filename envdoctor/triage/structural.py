@@ -24,7 +24,7 @@ from envdoctor.triage import boundary
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
-from envdoctor.triage.traceback import Frame, Traceback, failure
+from envdoctor.triage.traceback import Frame, Traceback, bare_exception, failure
 
 
 def _entries() -> list[Any]:
@@ -104,12 +104,6 @@ def _versions(log: Log) -> dict[str, str]:
     return {d: v.version for d, v in log.versions.items()}
 
 
-#: exceptions whose shape at a boundary between two packages is drift whatever the pair: a name
-#: one imports from the other, a call the other does not take, a method it does not implement
-#: (an attribute of an object also has other causes: another kind of object, a setup not done)
-_CERTAIN = ("ImportError", "ModuleNotFoundError", "TypeError", "NotImplementedError")
-
-
 def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] = ()) -> Draft | None:
     """API drift at a package boundary (module docstring, 2): the one answer of TRI009, for the
     signatures of drift (an import, an attribute, a call) and for any failing line alike."""
@@ -125,21 +119,8 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
                 have[str(dist)] = v
     kb = log.ctx.kb if log.ctx is not None else knowledge()
     fix, source = boundary.pair_fix(b, have, kb, _entries(), ms[0].context, matched)
-    # a module's or a class's attribute ("type object 'X' has no attribute"): the message names
-    # the very object, not an instance that another kind of object could have been
-    module_attr = tb.name == "AttributeError" and (
-        boundary._MODULE_ATTR.search(tb.message) is not None or tb.message.startswith("type object '")
-    )
-    certain = (
-        bool(source)
-        or b.override is not None
-        or (
-            not b.ambiguous
-            and (tb.name in _CERTAIN or module_attr)
-            and (b.caller is not None or tb.name == "ImportError")
-        )
-    )
-    if not certain and (b.caller is None or b.ambiguous or tb.name == "AttributeError"):
+    certain = bool(source) or boundary.shape_certain(tb, b)
+    if not certain and (b.caller is None or b.ambiguous and not b.forwarded or tb.name == "AttributeError"):
         # the user's code against a package, a message that a bug of the caller gives too, an
         # object's attribute (another kind of object): nothing known of the pair for the log's
         # versions, the first-exception answer
@@ -166,6 +147,8 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     )
     if source.startswith("the known-failures catalogue"):
         note += f" ({source.removeprefix('the known-failures catalogue ').strip('()')}, a known failure)"
+    if b.forwarded:
+        note += f" ({caller} passes on keywords it was given: one may come from your configuration)"
     no_release = fix.startswith(f"remove {b.name}=")  # a keyword no release takes: the call itself
     head = (
         f"{caller} calls {b.func}() with '{b.name}', which no {b.callee} release envdoctor knows "
@@ -231,7 +214,14 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     tb = failure(m.context, m.text, m.line_no)
     if tb is None:
         return None
-    return raised_entry(tb, m, log) or drift(tb, [m], log) or trl_refusal(tb, m, log)
+    # the exception itself, then those it was raised from, the latest first: a wrapper's re-raise
+    # ("RuntimeError: Failed to import trl.trainer … (look up to see its traceback)") names no
+    # cause, the exception it wraps does
+    for t in (tb, *reversed(tb.chain)):
+        found = raised_entry(t, m, log) or drift(t, [m], log) or trl_refusal(t, m, log)
+        if found is not None:
+            return found
+    return None
 
 
 MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head
@@ -359,19 +349,91 @@ def self_contradiction(head: bytes, log: Log) -> Draft | None:
     return None
 
 
+def _one_rank(lines: list[str]) -> list[str]:
+    """The lines of the last line's rank (and those of no rank), where ranks interleave their
+    tracebacks (``[rank0]: …`` and ``[rank1]: …`` lines mixed): one rank's traceback."""
+    from envdoctor.triage.scanner import split_prefix
+
+    last = next((line for line in reversed(lines) if line.strip()), "")
+    rank = split_prefix(last)[1] if last[:1] in "[(" else None
+    if rank is None:
+        return lines
+    ranks = [split_prefix(line)[1] if line[:1] in "[(" else None for line in lines]
+    return [line for line, r in zip(lines, ranks, strict=True) if r is None or r == rank]
+
+
+def _ends_in_frames(lines: Sequence[str]) -> bool:
+    """The log's last lines are a traceback's frames (a frame, its source line, the ``^^^``
+    marks under it, the next frame's line cut short): an excerpt taken from the middle of a
+    traceback."""
+    from envdoctor.triage.traceback import parse
+
+    return any(parse([line]) for line in [line for line in lines if line.strip()][-4:])
+
+
+_BARE_KEYS = (
+    b"() got an unexpected",
+    b"positional argument",
+    b"required ",
+    b"cannot import name",
+    b"has no attribute",
+)
+MAX_BARE_LINES = 20
+
+
+def bare_message(head: bytes, log: Log) -> Draft | None:
+    """API drift told by a message that a pasted log or an issue quotes without its exception's
+    name (``MyTrainer.compute_loss() got an unexpected keyword argument 'num_items_in_batch'``,
+    ``cannot import name 'X' from 'vllm.y'``): Python's message shape names the exception
+    (``_BARE``), read as that exception on a line no signature found. In a log that fits in its
+    head; at most ``MAX_BARE_LINES`` lines tried, each cut at 8 KiB."""
+    from envdoctor.triage.scanner import clean, split_prefix
+    from envdoctor.triage.signatures import signatures
+
+    if not head or not any(k in head for k in _BARE_KEYS):
+        return None
+    sig = next((x for x in signatures() if x.id == "unrecognized-exception"), None)
+    if sig is None:
+        return None
+    lines = head.decode("utf-8", errors="replace").split("\n")
+    seen = {m.line_no for ms in log.by_sig.values() for m in ms}
+    tried = 0
+    for line_no, raw in enumerate(lines, 1):
+        if line_no in seen or not any(k.decode() in raw for k in _BARE_KEYS):
+            continue
+        body = split_prefix(clean(raw[:8192].encode()))[0]
+        tb = Traceback(message=body, line_no=line_no)
+        if not bare_exception(tb):
+            continue
+        tried += 1
+        context = tuple(lines[max(0, line_no - 41) : line_no - 1])
+        m = Match(sig, line_no, body[:1000], {}, None, context)
+        d = raised_entry(tb, m, log) or drift(tb, [m], log)
+        if d is not None:
+            return d
+        if tried >= MAX_BARE_LINES:
+            break
+    return None
+
+
 def cut_traceback(head: bytes, log: Log) -> Draft | None:
     """A log that ends inside a traceback (a pasted excerpt cut before the exception line): no
     cause can be settled from it, so say where it was cut — the last frames shown, by package —
     and what to paste (TRI003, a warning)."""
     from envdoctor.triage.traceback import parse
 
-    if not head or b"Traceback (most recent call last)" not in head[-65536:]:
-        return None
-    lines = head[-65536:].decode("utf-8", errors="replace").rstrip("\n").split("\n")
+    tail = head[-65536:]
+    header = b"Traceback (most recent call last)" in tail
+    if not head or not header and b'File "' not in tail[-8192:] or b"(most recent call first)" in tail:
+        return None  # no traceback; or a faulthandler dump (a hang's stacks, not a cut traceback)
+    lines = tail.decode("utf-8", errors="replace").rstrip("\n").split("\n")
+    lines = _one_rank(lines[-2000:])
     found = parse(lines[-400:])
     if not found or found[-1].exc_type or not found[-1].frames:
         return None  # the last traceback ends with its exception: not cut
     tb = found[-1]
+    if not header and (len(tb.frames) < 2 or not _ends_in_frames(lines[-400:])):
+        return None  # frames without a header that do not run to the log's end: a quoted stack
     runs: list[Frame] = []  # the last frame of each package's run, the last three runs
     for f in tb.frames:
         if runs and runs[-1].package == f.package:

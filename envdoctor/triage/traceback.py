@@ -69,6 +69,12 @@ _EXCEPTION = re.compile(
     r"|NotImplementedError|StopIteration|KeyError|AssertionError)"
     r"(?::(?: (?P<message>.{0,2000}))?)?$"
 )
+#: an exception named inside a line of prose or markup (the failing line only): "I get `TypeError:
+#: f() got …` when …", "报错：ValueError：…" (a full-width colon), "**Error:** KeyError: 'x'"
+_INLINE_EXCEPTION = re.compile(
+    r"(?:^|[\s`'\"(*：:])(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception))"
+    r"[:：] ?(?P<message>[^`\n]{1,2000})"
+)
 _CAUSE = "The above exception was the direct cause of the following exception"
 _CONTEXT = "During handling of the above exception, another exception occurred"
 _FENCE = re.compile(r"^(?:```|~~~)")
@@ -142,9 +148,40 @@ def package_of(path: str) -> tuple[str | None, str]:
     return None, p
 
 
+#: the folders of a checkout that hold a user's scripts, not an importable package
+_FOLDERS = frozenset(
+    {"src", "scripts", "examples", "tests", "test", "tools", "bin", "lib", "code", "notebooks"}
+)
+
+
+def _trimmed(frames: list[Frame]) -> list[Frame]:
+    """Frames whose paths the paster cut to the package (``vllm/entrypoints/llm.py``,
+    ``openrlhf/trainer/ray/vllm_engine.py``): where a relative path names a stack package, the
+    other relative paths of the traceback were cut the same way and name theirs by their first
+    folder (a script run from a checkout, ``examples/train.py``, stays the user's code)."""
+    relative = [f for f in frames if f.path[:1] not in "/~.<\\" and ":" not in f.path[:3]]
+    if not any(f.package in PACKAGES.values() for f in relative):
+        return frames
+    out = []
+    for f in frames:
+        parts = f.path.replace("\\", "/").split("/")
+        first = parts[0]
+        named = len(parts) >= 2 and first.isidentifier() and first not in _FOLDERS
+        if f.package is None and f in relative and named:
+            name = PACKAGES.get(first, first.lower().replace("_", "-"))
+            f = Frame(name, f.path, "/".join(parts[1:]), f.function, f.line, f.code)
+        out.append(f)
+    return out
+
+
+_RAY_REPEATED = re.compile(r" ?\[repeated \d{1,9}x across cluster\]$")
+
+
 def _body(text: str) -> str:
     """A pasted line as the program printed it: prefixes, quotes and indentation removed."""
-    body = split_prefix(text)[0] if text[:1] in "[(<E>WIDCRr0123456789 \t" else text
+    body = split_prefix(text)[0] if text[:1] in "[(<E>WIDCRr0123456789 \t*`" else text
+    if body.endswith("across cluster]"):  # Ray's "… [repeated 7x across cluster]"
+        body = _RAY_REPEATED.sub("", body)
     body = _QUOTE.sub("", body.strip())
     for _ in range(2):  # a prefix inside a quote, a quote inside a prefix
         stripped = split_prefix(body)[0].strip() if body[:1] in "[(" else body
@@ -154,14 +191,58 @@ def _body(text: str) -> str:
     return body.strip()
 
 
+#: a dunder that markdown rendered bold: ``**init**`` for ``__init__``
+_BOLD_DUNDER = re.compile(r"\*\*(\w{1,100})\*\*")
+#: where a pasted line holds several lines that lost their line breaks: before each frame, and
+#: before each rank's prefix where it recurs (``[rank0]:   File "…", line 1, in f [rank0]:     x()``)
+_JOINED_FRAME = re.compile(r'\s(?=File "[^"\n]{1,1000}", line \d)')
+_JOINED_RANK = re.compile(r"\s(?=\[rank\d{1,6}\]:\s)")
+
+
+#: a process's prefix (vLLM's engine and workers, Ray's actors): ``(EngineCore_DP0 pid=7)``,
+#: ``(VllmWorker rank=1 pid=9)``
+_PID = re.compile(r"\s{0,40}\((?:[\w.-]{1,100}(?:\[rank=\d{1,6}\])? )?(?:rank=\d{1,6} )?pid=(\d{1,10})[,)]")
+
+
+def _one_process(items: list[str]) -> list[str]:
+    """Where processes interleave their lines (an engine core's traceback and a worker's), the
+    lines of the failing line's process (and those without a process's prefix) when that process
+    printed a traceback's header of its own; else all (one process's traceback that goes on in
+    the lines of another it called, as vLLM's engine core shows its worker's)."""
+    last = _PID.match(items[-1]) if items else None
+    if last is None:
+        return items
+    pids = [_PID.match(item) for item in items]
+    own = [item for item, m in zip(items, pids, strict=True) if m is None or m.group(1) == last.group(1)]
+    return own if any("Traceback (most recent call last)" in item for item in own) else items
+
+
+def _unjoin(items: list[str]) -> list[str]:
+    """``items`` with each line that holds several joined lines split into them."""
+    out: list[str] = []
+    for item in items:
+        if item.count('File "') >= 2 or item.count("[rank") >= 2:
+            ranked = item.count("[rank") >= 2
+            pieces = _JOINED_RANK.split(item) if ranked else _JOINED_FRAME.split(item)
+            out.extend(p for p in pieces[-MAX_LINES:] if p.strip())  # the last: the exception
+        else:
+            out.append(item)
+    return out[-MAX_LINES:]
+
+
 def _frame(body: str) -> Frame | None:
     m = _FRAME.match(body) or _IPY_FRAME.match(body) or _COLAB_FRAME.match(body)
     if m is None:
         return None
     path = m.group("path")
+    if "**" in body:
+        path = _BOLD_DUNDER.sub(r"__\1__", path)
     package, module_path = package_of(path)
     line = int(m.group("line")) if "line" in m.groupdict() and m.group("line") else 0
-    return Frame(package, path, module_path, m.group("func") or "", line)
+    func = m.group("func") or ""
+    return Frame(
+        package, path, module_path, _BOLD_DUNDER.sub(r"__\1__", func) if "**" in func else func, line
+    )
 
 
 def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
@@ -171,7 +252,7 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
     current: Traceback | None = None
     pending_chain: str = ""
     awaiting_code = False
-    items = list(lines)[-MAX_LINES:]
+    items = _unjoin(_one_process(list(lines)[-MAX_LINES:]))
     for i, raw in enumerate(items):
         body = _body(raw)
         if not body or _FENCE.match(body):
@@ -198,10 +279,14 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
             awaiting_code = True
             continue
         exc = _EXCEPTION.match(body)
+        if exc is None and i == len(items) - 1 and current is None:
+            exc = _INLINE_EXCEPTION.search(body[:4000])  # the failing line, in prose or markup
+            if exc is not None and "warn" in raw[: max(raw.find(exc.group("type")), 0)].lower():
+                exc = None  # a warning that names an exception ("Failed to import …: ImportError …")
         if exc is not None and (current is not None or i == len(items) - 1):
             tb = current if current is not None else Traceback()
             tb.exc_type = exc.group("type")
-            tb.message = (exc.group("message") or "").strip()
+            tb.message = (exc.group("message") or "").strip().rstrip("`*").strip()
             tb.line_no = last_line_no if i == len(items) - 1 else 0
             if tb not in out:
                 out.append(tb)
@@ -216,7 +301,42 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
             awaiting_code = False
     if current is not None and current.frames and current not in out:
         out.append(current)  # frames whose exception line is not among the lines (cut off)
+    for tb in out:
+        tb.frames = _trimmed(tb.frames)
     return out
+
+
+#: Python's own messages, whose shape names their exception where a log quotes them without it
+#: ("Trainer.compute_loss() got an unexpected keyword argument 'x'" is a TypeError's)
+_BARE = (
+    (re.compile(r"[\w.<>]{1,200}\(\) got an unexpected keyword argument '"), "TypeError"),
+    (
+        re.compile(
+            r"[\w.<>]{1,200}\(\) takes [\w ]{1,40} positional arguments? but \d{1,3} (?:were|was) given"
+        ),
+        "TypeError",
+    ),
+    (
+        re.compile(r"[\w.<>]{1,200}\(\) missing \d{1,3} required (?:positional|keyword-only) argument"),
+        "TypeError",
+    ),
+    (re.compile(r"cannot import name '[\w.]{1,200}' from '"), "ImportError"),
+    (re.compile(r"module '[\w.]{1,300}' has no attribute '"), "AttributeError"),
+)
+
+
+def bare_exception(tb: Traceback) -> bool:
+    """Name the exception of ``tb`` whose message is quoted without it, from Python's message
+    shape (``_BARE``); the message then starts where the shape does. Whether it was named."""
+    if tb.exc_type:
+        return False
+    for shape, exc in _BARE:
+        found = shape.search(tb.message[:8192])
+        if found is not None:
+            tb.exc_type = exc
+            tb.message = tb.message[found.start() :].strip().rstrip('`*"').strip()
+            return True
+    return False
 
 
 def failure(context: Sequence[str], text: str, line_no: int = 0) -> Traceback | None:
@@ -224,8 +344,10 @@ def failure(context: Sequence[str], text: str, line_no: int = 0) -> Traceback | 
     whose exception is the line's own; None when the lines hold no frame and no exception."""
     found = parse([*context, text], line_no)
     if not found:
-        return None
+        bare = Traceback(message=_body(text), line_no=line_no)
+        return bare if bare_exception(bare) else None  # Python's message without its exception
     last = found[-1]
     if not last.exc_type:  # the failing line is not shaped "Type: message" (a bare message)
         last.message = _body(text)
+        bare_exception(last)  # Python's message without its exception's name
     return last
