@@ -53,7 +53,32 @@ TABLE = {
     "1.1": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.17.1", "accelerate": "1.12.0"},
     "1.2": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.18.0", "accelerate": "1.12.0"},
     "1.5": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.18.0", "accelerate": "1.12.0"},
+    # added for the third set (2026-11-28, second session), from bench/trl_examples_sweep.py's
+    # rows (written before the set was seen): the lines it named but this table lacked, which
+    # fell back to the 0.15 line's stack (transformers 4.49, vLLM 0.7.2) for TRL 0.28 and 1.x
+    "0.27": {"torch": "2.9.0", "transformers": "4.57.3", "vllm": "0.12.0", "accelerate": "1.12.0"},
+    "0.28": {"torch": "2.9.0", "transformers": "4.57.3", "vllm": "0.12.0", "accelerate": "1.12.0"},
+    "1.3": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.18.0", "accelerate": "1.12.0"},
+    "1.4": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.18.0", "accelerate": "1.12.0"},
+    "1.6": {"torch": "2.10.0", "transformers": "4.57.1", "vllm": "0.19.0", "accelerate": "1.12.0"},
+    "1.7": {"torch": "2.11.0", "transformers": "4.57.1", "vllm": "0.23.0", "accelerate": "1.12.0"},
+    "1.8": {"torch": "2.11.0", "transformers": "4.57.1", "vllm": "0.23.0", "accelerate": "1.12.0"},
+    "1.9": {"torch": "2.11.0", "transformers": "4.57.1", "vllm": "0.23.0", "accelerate": "1.12.0"},
 }
+
+
+def _line(version: str) -> dict[str, str]:
+    """The stack of TRL ``version``'s line, else of the nearest line below it that the table has
+    (never the 0.15 line's stack for a newer TRL)."""
+
+    def key(line: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in line.split("."))
+
+    want = key(".".join(version.split(".")[:2]))
+    below = [line for line in TABLE if key(line) <= want]
+    return TABLE[max(below, key=key)] if below else TABLE["0.15"]
+
+
 LEAD = re.compile(r"^(\d+\.\d+(?:\.\w+)*)")
 RANGE = re.compile(r"^([<>=!~][^ (]*)")
 HOOK_FILES = re.compile(
@@ -128,6 +153,16 @@ def _stack(stack: dict) -> dict[str, str]:
         if git:
             exact[name] = f"{git.group(1)}.dev0"
             continue
+        # a pip git URL of TRL (``git+https://github.com/huggingface/trl.git@SHA``): placed on
+        # TRL's main branch by envdoctor's own table of its commits (rules/knowledge/trl_commits.txt)
+        url = re.search(r"huggingface/trl(?:\.git)?@([0-9a-f]{7,40})", v) if isinstance(v, str) else None
+        if url and name == "trl":
+            from envdoctor.knowledge.trl_commits import place
+
+            placed = place(url.group(1)).version
+            if placed:
+                exact[name] = placed
+                continue
         m = LEAD.match(v.strip()) if isinstance(v, str) else None
         if m and not v.strip().startswith(("<", ">", "=", "~", "!")):
             # "0.16.x" (a thread names the line only): the line's first release
@@ -138,7 +173,7 @@ def _stack(stack: dict) -> dict[str, str]:
         if low:
             exact[name] = low.group(1) if low.group(1).count(".") == 2 else f"{low.group(1)}.0"
     exact.setdefault("trl", "0.15.2")  # unsloth / ms-swift threads of early 2025 ran trl<=0.15.2
-    for name, v in TABLE.get(".".join(exact["trl"].split(".")[:2]), TABLE["0.15"]).items():
+    for name, v in _line(exact["trl"]).items():
         exact.setdefault(name, v)
     # a package the stack names as installed without its version ("unsloth": "mid-2025 release
     # (not stated)"): installed, at a version no rule's range matches
