@@ -8,7 +8,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.findings import Remedy
+from envdoctor.findings import Remedy, Severity
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.keys import presence, span
 from envdoctor.plan.interface import from_code
@@ -312,6 +312,30 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             f"per_device_train_batch_size ({per_device}) × processes ({world}) × "
             f"steps_per_generation ({steps})"
         )
+    unsloth = ctx.plan.script is not None and ctx.plan.script.patched_by == "unsloth"
+    if (
+        total % gens
+        and unsloth
+        and cfg.get("generation_batch_size") is None
+        and cfg.get("steps_per_generation") is None
+    ):
+        # Unsloth's GRPOConfig sets per_device_train_batch_size to num_generations when the batch
+        # is not a multiple of it and neither generation_batch_size nor steps_per_generation is
+        # set (unsloth/models/rl.py, "We will change the batch size of …"): TRL never sees this
+        # batch, and the run trains with another one
+        yield hit(
+            f"the global batch {total} = {what} is not divisible by num_generations ({gens}); "
+            f"{ctx.plan.script.path} imports Unsloth, whose GRPOConfig changes "
+            f"per_device_train_batch_size to {gens} instead, so TRL does not refuse it: the run "
+            f"trains {gens} completions per device, not {per_device}",
+            fix=f"set per_device_train_batch_size: {gens} to train with the batch Unsloth uses (its "
+            "memory is what the run needs)",
+            severity=Severity.INFO,
+            total=total,
+            num_generations=gens,
+            rewritten_by="unsloth",
+        )
+        return
     if total % gens:
         good = small_divisors(total)  # bounded: total may have 15 digits
         fix = f"set num_generations to a divisor of {total}: {', '.join(map(str, good[:6]))}"

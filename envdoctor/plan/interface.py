@@ -73,6 +73,8 @@ class TrainingScript:
     #: string, the value the flag sets alone for a store_true / store_false flag, else None)
     flag_keys: dict[str, tuple[str, bool | None]] = field(default_factory=dict)
     model_by_name: bool | None = None  # GRPOTrainer(model=…) gets a name or path (not an object)
+    #: a package it imports that patches TRL's trainers and configs at import ("unsloth")
+    patched_by: str | None = None
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression
