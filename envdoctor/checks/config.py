@@ -8,7 +8,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.findings import Remedy, Severity
+from envdoctor.findings import Remedy
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.keys import presence, span
 from envdoctor.plan.interface import from_code
@@ -312,7 +312,8 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             f"per_device_train_batch_size ({per_device}) × processes ({world}) × "
             f"steps_per_generation ({steps})"
         )
-    unsloth = ctx.plan.script is not None and ctx.plan.script.patched_by == "unsloth"
+    script = ctx.plan.script
+    unsloth = script is not None and script.patched_by == "unsloth"
     if (
         total % gens
         and unsloth
@@ -325,17 +326,18 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         # batch, and the run trains with another one
         yield hit(
             f"the global batch {total} = {what} is not divisible by num_generations ({gens}); "
-            f"{ctx.plan.script.path} imports Unsloth, whose GRPOConfig changes "
+            f"{script.path if script else 'the script'} imports Unsloth, whose GRPOConfig changes "
             f"per_device_train_batch_size to {gens} instead, so TRL does not refuse it: the run "
             f"trains {gens} completions per device, not {per_device}",
             fix=f"set per_device_train_batch_size: {gens} to train with the batch Unsloth uses (its "
             "memory is what the run needs)",
-            severity=Severity.INFO,
+            severity="info",
             total=total,
             num_generations=gens,
             rewritten_by="unsloth",
         )
         return
+    unseen = _unsloth_unseen(ctx) if total % gens else None
     if total % gens:
         good = small_divisors(total)  # bounded: total may have 15 digits
         fix = f"set num_generations to a divisor of {total}: {', '.join(map(str, good[:6]))}"
@@ -357,13 +359,33 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
                 f" (TRL {ctx.trl.label()}: another release's batch rule may differ)"
                 if ctx.trl.assumed
                 else ""
+            )
+            + (
+                f"; unless the training code imports Unsloth, whose GRPOConfig changes "
+                f"per_device_train_batch_size to {gens} instead ({unseen})"
+                if unseen
+                else ""
             ),
             fix=fix,
-            severity=ctx.on_trl(),
+            severity="warning" if unseen else ctx.on_trl(),
             remedy=remedies,
             total=total,
             num_generations=gens,
         )
+
+
+def _unsloth_unseen(ctx: Context) -> str | None:
+    """Unsloth is in the stack (installed or declared) and the training script was not read, so
+    whether Unsloth's GRPOConfig rewrites the batch was not seen: why; None otherwise."""
+    script = ctx.plan.script
+    if script is not None and not script.problem:
+        return None
+    declared = (ctx.facts.extra.get("declared") or {}).get("stack") or {}
+    have = ctx.facts.version("unsloth") or ("declared" if "unsloth" in declared else None)
+    if not have:
+        return None
+    why = script.problem if script is not None else "no training script was named on a launch line"
+    return f"unsloth {have} is in the stack and the training script was not read: {why}"
 
 
 def _server_mode(ctx: Context) -> bool:

@@ -45,3 +45,15 @@ def test_without_unsloth_or_with_a_generation_batch_set_trl_refuses_it(tmp_path)
     set_batch = SCRIPT.replace("num_generations=6)", "num_generations=6, generation_batch_size=3)")
     (g,) = _cfg002(tmp_path, set_batch)
     assert g.severity.value == "error"
+
+
+def test_unsloth_in_the_stack_with_the_script_unread_makes_the_refusal_a_warning(tmp_path):
+    """A notebook's cells saved as a .py with their shell lines (not Python): whether the code
+    imports Unsloth was not seen, so TRL's refusal is likely, not certain."""
+    (f,) = _cfg002(
+        tmp_path,
+        "pip install unsloth vllm\n" + SCRIPT,
+        config={"per_device_train_batch_size": 1, "num_generations": 6},
+    )
+    assert f.severity.value == "warning" and "unless the training code imports Unsloth" in f.message
+    assert "not read" in f.message
