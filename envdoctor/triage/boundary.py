@@ -731,7 +731,7 @@ def shape_certain(tb: Traceback, b: Boundary) -> bool:
     return bool(b.override) or (
         not b.ambiguous
         and (tb.name in _CERTAIN or module_attr)
-        and (b.caller is not None or tb.name == "ImportError")
+        and (b.caller is not None or tb.name in ("ImportError", "ModuleNotFoundError"))
     )
 
 
