@@ -69,8 +69,8 @@ def _files(root: Path) -> list[Path]:
     )
 
 
-def _commands(text: str) -> list[tuple[int, str]]:
-    """(first line, command) of each command that runs a launcher, ``\\`` continuations joined."""
+def logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line, text) of each line of a shell script, ``\\`` continuations joined."""
     out: list[tuple[int, str]] = []
     lines = text.splitlines()
     i = 0
@@ -80,12 +80,19 @@ def _commands(text: str) -> list[tuple[int, str]]:
         while parts[-1].endswith("\\") and i + 1 < len(lines):
             parts[-1] = parts[-1][:-1]
             i += 1
-            parts.append(lines[i].strip())
+            parts.append(lines[i].rstrip())
         i += 1
-        joined = " ".join(p.strip() for p in parts)
-        if _LAUNCHER.search(joined) and len(joined) < 4000:
-            out.append((start + 1, joined.lstrip("$ ").strip()))
+        out.append((start + 1, " ".join(p.strip() for p in parts)))
     return out
+
+
+def _commands(text: str) -> list[tuple[int, str]]:
+    """(first line, command) of each command that runs a launcher, continuations joined."""
+    return [
+        (line, joined.lstrip("$ ").strip())
+        for line, joined in logical_lines(text)
+        if _LAUNCHER.search(joined) and len(joined) < 4000
+    ]
 
 
 _VAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|<[^>]+>|\{[A-Za-z_]+\}")

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from envdoctor.plan.repo_launches import logical_lines
 from envdoctor.plan.repo_walk import walk
 
 SCRIPT_PATTERNS = ("*.sh", "*.bash", "*.slurm", "*.sbatch")
@@ -180,23 +181,6 @@ def _judged(word: str) -> bool:
     return bool(word) and not _DYNAMIC.search(word) and not word.startswith("/") and "\\" not in word
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first line, text) of each command line, ``\\`` continuations joined."""
-    out: list[tuple[int, str]] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        start = i
-        parts = [lines[i]]
-        while parts[-1].rstrip().endswith("\\") and i + 1 < len(lines):
-            parts[-1] = parts[-1].rstrip()[:-1]
-            i += 1
-            parts.append(lines[i])
-        i += 1
-        out.append((start + 1, " ".join(p.strip() for p in parts)))
-    return out
-
-
 def _words(command: str) -> list[str] | None:
     try:
         return shlex.split(command, comments=True)
@@ -316,7 +300,7 @@ def _script_findings(text: str, shown: str, index: _Index) -> list[MissingPath]:
     here = str(PurePosixPath(shown).parent)
     here = "" if here == "." else here
     cwd = _Cwd(here)
-    lines = _logical_lines(text)
+    lines = logical_lines(text)
     makes = _MAKES_FILES.search(text)
     out: list[MissingPath] = []
     for number, line in lines:
@@ -396,7 +380,7 @@ def unexported_devices(text: str, shown: str) -> list[UnexportedDevices]:
     out: list[UnexportedDevices] = []
     exported = False
     pending: tuple[int, str] | None = None
-    for number, line in _logical_lines(text):
+    for number, line in logical_lines(text):
         if _ALLEXPORT.match(line) or _EXPORTS.match(line):
             exported, pending = True, None
             continue
