@@ -58,6 +58,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def healthy_after(
+    proc: subprocess.Popen, port: int, t0: float, limit_s: float, every_s: float
+) -> float | None:
+    """Seconds from ``t0`` to the server's first /health 200 (None: it exited or ``limit_s``
+    passed); the server's process group is ended either way."""
+    healthy = None
+    while time.monotonic() - t0 < limit_s and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=0.5) as r:
+                if r.status == 200:
+                    healthy = time.monotonic() - t0
+                    break
+        except OSError:
+            pass
+        time.sleep(every_s)
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    return healthy
+
+
 def main() -> None:
     out, gpu, name, *pairs = sys.argv[1:]
     make_model()
@@ -69,21 +92,7 @@ def main() -> None:
     t0 = time.monotonic()
     with open(log, "wb") as fh:
         proc = subprocess.Popen(argv, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-        healthy = None
-        while time.monotonic() - t0 < 240 and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=0.5) as r:
-                    if r.status == 200:
-                        healthy = time.monotonic() - t0
-                        break
-            except OSError:
-                pass
-            time.sleep(0.25)
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        healthy = healthy_after(proc, port, t0, 240, 0.25)
     said = f"{healthy:.1f} s" if healthy is not None else f"never (exit {proc.returncode})"
     print(f"[{name}] GPU {gpu} {' '.join(pairs) or '(no extra env)'}: /health after {said}")
     for line in log.read_text(errors="replace").splitlines():

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from server_start_gpu import MODEL, free_port, make_model  # noqa: E402
+from server_start_gpu import MODEL, free_port, healthy_after, make_model  # noqa: E402
 
 from envdoctor.probe.stage.staging import kernel_cache_reads, private_dirs  # noqa: E402
 
@@ -77,21 +75,7 @@ def main() -> None:
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
-    healthy = None
-    while time.monotonic() - t0 < 300 and proc.poll() is None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=0.5) as r:
-                if r.status == 200:
-                    healthy = time.monotonic() - t0
-                    break
-        except OSError:
-            pass
-        time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+    healthy = healthy_after(proc, port, t0, 300, 0.1)
     reader.join(5)
     log.write_text("\n".join(lines) + "\n")
     said = f"{healthy:.1f} s" if healthy is not None else f"never (exit {proc.returncode})"
