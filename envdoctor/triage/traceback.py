@@ -28,6 +28,7 @@ PACKAGES = {
     "trl": "trl",
     "transformers": "transformers",
     "vllm": "vllm",
+    "vllm_ascend": "vllm-ascend",  # vLLM's Ascend NPU plugin, which TRL imports on NPUs
     "accelerate": "accelerate",
     "deepspeed": "deepspeed",
     "peft": "peft",

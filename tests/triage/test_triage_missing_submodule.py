@@ -23,3 +23,17 @@ def test_a_missing_submodule_without_frames_is_drift_with_the_package():
 def test_a_missing_package_is_not_drift():
     assert all(f.rule != "TRI009" for f in _run("ModuleNotFoundError: No module named 'vllm'\n"))
     assert all(f.rule != "TRI009" for f in _run("ModuleNotFoundError: No module named 'mypkg.sub'\n"))
+
+
+def test_vllms_npu_plugin_is_a_package_of_the_stack():
+    """vllm-project/vllm-ascend#1093 (TRL's import of the plugin's communicator on an NPU): a
+    real case this was not written from; a plugin that is not installed at all stays no drift."""
+    cut = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/envs/x/lib/python3.9/site-packages/trl/import_utils.py", line 144, in _get_module\n'
+        '    return importlib.import_module("." + module_name, self.__name__)\n'
+        "ModuleNotFoundError: No module named 'vllm_ascend.distributed.device_communicators'\n"
+    )
+    (f,) = _run(cut)
+    assert f.rule == "TRI009" and "between trl and vllm-ascend" in f.message
+    assert all(f.rule != "TRI009" for f in _run("ModuleNotFoundError: No module named 'vllm_ascend'\n"))
