@@ -110,12 +110,19 @@ def build_report(
         areas[docs[rule_id].area].ran.append(rule_id)
     for rule_id, why in outcome.skipped.items():
         areas[docs[rule_id].area].skipped[rule_id] = why
+    script = ctx.plan.script
+    unread = ""
+    if script is not None and script.problem:  # said once, with the file's name
+        what = script.problem if script.problem.startswith(script.path) else f"{script.path} {script.problem}"
+        unread = f"; the training script {what}: its GRPOConfig(...) and options were not read"
     if not ctx.plan.config_origin:
         areas["config"].note = (
             f"{ctx.plan.config_path} sets no key: TRL's defaults apply"
             if ctx.plan.config_path
             else "no GRPO config given (--config FILE)"
-        )
+        ) + unread
+    elif unread:
+        areas["config"].note = unread.removeprefix("; ")
     if not ctx.plan.trainer and not ctx.plan.config:
         areas["layout"].note = "no launch command given (envdoctor check -- <launch line>)"
     elif ctx.plan.trainer and ctx.resolved.unresolved:

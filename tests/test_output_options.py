@@ -110,3 +110,15 @@ def test_a_config_file_without_keys_is_said_as_given_not_as_missing(tmp_path):
     assert "no GRPO config given" not in given
     missing = run_cli("check", "--no-color", cwd=tmp_path).stdout
     assert "GRPO config — no GRPO config given (--config FILE)" in missing
+
+
+def test_a_training_script_envdoctor_could_not_read_is_said_not_passed_over(tmp_path):
+    """A notebook's cells saved with their shell lines: the launch runs it, its GRPOConfig(...)
+    was not read, and the config line says so instead of a plain "no GRPO config given"."""
+    (tmp_path / "train.py").write_text("pip install unsloth vllm\nfrom trl import GRPOConfig\n")
+    said = run_cli("check", "--no-color", "--launch", "python train.py", cwd=tmp_path).stdout
+    assert "the training script train.py is not valid Python (invalid syntax, line 1)" in said
+    assert "its GRPOConfig(...) and options were not read" in said
+    (tmp_path / "ok.py").write_text("from trl import GRPOConfig\n")
+    quiet = run_cli("check", "--no-color", "--launch", "python ok.py", cwd=tmp_path).stdout
+    assert "were not read" not in quiet
