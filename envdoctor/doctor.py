@@ -112,8 +112,11 @@ def build_report(
         areas[docs[rule_id].area].skipped[rule_id] = why
     script = ctx.plan.script
     unread = ""
-    if script is not None and script.problem:  # said once, with the file's name
-        what = script.problem if script.problem.startswith(script.path) else f"{script.path} {script.problem}"
+    problem = script.problem if script is not None else None
+    # a script that is there but could not be read is said; one that is not here (checked on
+    # another machine than the run's) is not news
+    if script is not None and problem and "is not here" not in problem and problem != "no such file":
+        what = problem if problem.startswith(script.path) else f"{script.path} {problem}"
         unread = f"; the training script {what}: its GRPOConfig(...) and options were not read"
     if not ctx.plan.config_origin:
         areas["config"].note = (
@@ -121,8 +124,6 @@ def build_report(
             if ctx.plan.config_path
             else "no GRPO config given (--config FILE)"
         ) + unread
-    elif unread:
-        areas["config"].note = unread.removeprefix("; ")
     if not ctx.plan.trainer and not ctx.plan.config:
         areas["layout"].note = "no launch command given (envdoctor check -- <launch line>)"
     elif ctx.plan.trainer and ctx.resolved.unresolved:

@@ -122,3 +122,5 @@ def test_a_training_script_envdoctor_could_not_read_is_said_not_passed_over(tmp_
     (tmp_path / "ok.py").write_text("from trl import GRPOConfig\n")
     quiet = run_cli("check", "--no-color", "--launch", "python ok.py", cwd=tmp_path).stdout
     assert "were not read" not in quiet
+    absent = run_cli("check", "--no-color", "--launch", "python gone.py", cwd=tmp_path).stdout
+    assert "were not read" not in absent  # checked away from the run's machine: not news
