@@ -120,17 +120,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             continue  # the script's (or the repository's) own dataclass declares it
         since, until = entry.get("since"), entry.get("until")
         if _deprecated(entry, trl):
-            dep = entry.get("deprecated_help") or {}
-            repl = entry.get("replaced_by") or dep.get("use_instead")
-            yield hit(
-                f"`{key}` ({origin}) is deprecated in TRL {said} (from {dep['first']})"
-                + (f" ({entry['note'].rstrip(';. ')})" if entry.get("note") else ""),
-                fix=f"remove `{key}`" + (f"; configure `{repl}` instead" if repl else ""),
-                remedy=Remedy(config_remove=(key,)),
-                severity="warning",
-                key=key,
-                trl=trl,
-            )
+            yield _deprecation(ctx, key, origin, entry)
             continue
         too_old = since and versions.below(trl, str(since))
         too_new = until and versions.at_least(trl, str(until))
@@ -185,6 +175,35 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             severity=severity,
         )
     yield from _training_arguments_gone(ctx)
+
+
+def _deprecation(ctx: Context, key: str, origin: str, entry: dict[str, Any]) -> Hit:
+    """A key inside its deprecation window of the TRL that runs: TRL still accepts it, so this
+    is advice (info) naming the release that removes it. A removal is CFG001's error (the TRL that
+    runs rejects the key) or DCL001's warning (the declared range admits a release without it):
+    docs/report.md#deprecations."""
+    trl = ctx.trl.version
+    dep = entry.get("deprecated_help") or {}
+    repl = entry.get("replaced_by") or dep.get("use_instead")
+    removed, revived = entry.get("until"), dep.get("until")
+    if removed:
+        when = f"TRL {removed} removes it, this TRL still accepts it"
+    elif revived:
+        when = f"this TRL still accepts it, and TRL {revived} no longer deprecates it"
+    else:
+        when = "this TRL still accepts it, and no TRL release envdoctor knows removes it"
+    return hit(
+        f"`{key}` ({origin}) is deprecated in TRL {ctx.trl.label()} (from {dep['first']}): {when}"
+        + (f" ({entry['note'].rstrip(';. ')})" if entry.get("note") else ""),
+        fix=f"remove `{key}`"
+        + (f"; configure `{repl}` instead" if repl else "")
+        + (f" (before upgrading to TRL {removed})" if removed else ""),
+        remedy=Remedy(config_remove=(key,)),
+        severity="info",
+        key=key,
+        trl=trl,
+        removed_in=removed,
+    )
 
 
 def _at_commit(ctx: Context, key: str) -> tuple[bool | None, str]:
