@@ -48,6 +48,7 @@ PROJECT_FILES = ("setup.py", "pyproject.toml", "setup.cfg")
 
 __all__ = [
     "PROJECT_FILES",
+    "project_of",
     "READERS",
     "Declaration",
     "Found",
@@ -145,13 +146,35 @@ def read_stack(paths: list[Path], root: Path) -> Found:
             shown = _shown(path, root)
             if shown in stack.files:
                 continue  # already read as an include
-            stack.add(reader_for(str(path)).read(path, shown))
+            one = reader_for(str(path)).read(path, shown)
+            project = project_of(path, root)
+            one.projects.update({f: project for f in one.files if f not in one.projects})
+            stack.add(one)
         from envdoctor.facts.declared.itself import own_package
 
         stack.add(own_package(root))
     stack.declarations = list(dict.fromkeys(stack.declarations))  # a file read twice counts once
     stack.notes = [clean(n, limit=300) for n in stack.notes]
     return stack
+
+
+def project_of(path: Path, root: Path) -> str:
+    """The project a declaration file belongs to: the nearest folder from its own up to
+    ``root`` that holds a project file (``PROJECT_FILES``), relative to ``root`` ("" for the
+    root itself, or for a file outside it). Two projects of one repository (``trl/`` and
+    ``verl-empo/``, each with its own pins) are two environments, not one."""
+    try:
+        base = root.resolve()
+        folder = path.parent.resolve()
+        rel = folder.relative_to(base)
+    except (ValueError, RuntimeError, OSError):
+        return ""
+    parts = rel.parts
+    for n in range(len(parts), 0, -1):
+        here = base.joinpath(*parts[:n])
+        if any((here / name).is_file() for name in PROJECT_FILES):
+            return "/".join(parts[:n])
+    return ""
 
 
 def _shown(path: Path, root: Path) -> str:
