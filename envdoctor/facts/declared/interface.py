@@ -150,7 +150,7 @@ class Found:
 def requirement(text: str, file: str, line: int, locked: bool = False) -> Declaration | None:
     """A PEP 508 requirement string as a ``Declaration``; None when it is not one (a URL, a
     local path, an option) or its marker excludes a Linux training machine."""
-    req = parse_requirement(text.strip())
+    req = parse_requirement(named_url(text.strip()))
     if req is None:
         return None
     url = ref = ""
@@ -174,6 +174,21 @@ def requirement(text: str, file: str, line: int, locked: bool = False) -> Declar
         url=url,
         ref=ref,
     )
+
+
+def named_url(text: str) -> str:
+    """A bare ``git+https://host/owner/repo.git@REF`` (which pip installs, finding the name
+    itself) as the PEP 508 ``repo @ git+…``: the name from ``#egg=``, else the repository's;
+    any other text as it is."""
+    if not text.startswith("git+") or any(c.isspace() for c in text):
+        return text
+    frag = text.partition("#")[2]
+    name = next((p[4:] for p in frag.split("&") if p.startswith("egg=")), "")
+    if not name:
+        path = text.split("#", 1)[0].split("://", 1)[-1].rpartition("@")
+        repo = (path[0] if path[1] and "/" not in path[2] else "".join(path)).rstrip("/")
+        name = repo.rsplit("/", 1)[-1].removesuffix(".git")
+    return f"{name} @ {text}" if name and all(c.isalnum() or c in "._-" for c in name) else text
 
 
 def git_ref(url: str) -> str:
