@@ -698,3 +698,28 @@ def config_value_type(ctx: Context) -> Iterator[Hit]:
                 value=repr(value),
                 expected=kind,
             )
+
+
+@rule("CFG006")
+def config_unreadable(ctx: Context) -> Iterator[Hit]:
+    """A config file of the repository that is not valid YAML / JSON (the hook found it): the
+    run that is given it stops before training; an error where a launch line names it."""
+    import re
+
+    for seen in ctx.facts.extra.get("unreadable_configs") or []:
+        path, problem, runs = seen["path"], seen["problem"], seen.get("launches") or []
+        at = re.search(r"line (\d+)", problem)
+        if runs:
+            shown = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+            said = f"the repository launches it ({shown}): that run stops"
+        else:
+            said = "no launch line of the repository names it; a run given it stops"
+        yield hit(
+            f"{path} cannot be read: {problem}; {said} before training (TRL's parser and "
+            "accelerate read it with yaml.safe_load)",
+            fix=f"correct {path}" + (f" at line {at.group(1)}" if at else "") + ", then run the hook again",
+            severity="error" if runs else "warning",
+            file=path,
+            line=int(at.group(1)) if at else 1,
+            launches=list(runs),
+        )
