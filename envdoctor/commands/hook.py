@@ -339,6 +339,8 @@ def _unreadable_report(
         seen, build_plan(live=False), select=select, ignore=ignore, network=False, suppress=suppress
     )
     report.areas = [a for a in report.areas if a.key == "config"]
+    for area in report.areas:
+        area.summary = f"config file {path}: not read (not valid YAML / JSON)"
     report.subject = f"pre-commit: {path}"
     report.artifact = path
     return report
