@@ -340,7 +340,7 @@ def _unreadable_report(
     )
     report.areas = [a for a in report.areas if a.key == "config"]
     for area in report.areas:
-        area.summary = f"config file {path}: not read (not valid YAML / JSON)"
+        area.summary, area.note = f"config file {path}: not read (not valid YAML / JSON)", ""
     report.subject = f"pre-commit: {path}"
     report.artifact = path
     return report
