@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import builtins
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,12 +199,29 @@ def parse_source(data: bytes, label: str) -> tuple[ast.Module | None, str | None
     try:
         return ast.parse(data, filename=label), None
     except SyntaxError as exc:
+        cells = _without_magics(data)
+        if cells is not None:  # a notebook's cells with their IPython magics (!pip, %%capture)
+            try:
+                return ast.parse(cells, filename=label), None
+            except (SyntaxError, ValueError, UnicodeError, RecursionError, MemoryError):
+                pass
         what = (exc.msg or "invalid syntax").splitlines()[0][:120]
         return None, f"is not valid Python ({what}, line {exc.lineno})"
     except (ValueError, UnicodeError) as exc:
         return None, f"is not Python text ({str(exc)[:120]})"
     except (RecursionError, MemoryError):
         return None, "is too deeply nested to parse"
+
+
+_MAGIC = re.compile(rb"(?m)^([ \t]*)[!%][^\r\n]*")
+
+
+def _without_magics(data: bytes) -> bytes | None:
+    """A notebook's code cells as Python: each IPython magic line (``!pip install …``,
+    ``%%capture``, ``%env``; never valid Python) as ``pass`` at its indentation, so lines keep
+    their numbers; None when there is none."""
+    out, n = _MAGIC.subn(rb"\1pass", data)
+    return out if n else None
 
 
 def _dotted(node: ast.AST) -> str | None:
