@@ -332,6 +332,21 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             f"steps_per_generation ({steps})"
         )
     script = ctx.plan.script
+    own = _own_trainer(ctx)
+    if own and str((rule_entry or {}).get("where") or "").startswith("GRPOTrainer") and total % gens:
+        # TRL 0.15-0.17 check the batch in GRPOTrainer.__init__, which a trainer of the
+        # repository's own that derives from another base never runs
+        yield hit(
+            f"the global batch {total} = {what} is not divisible by num_generations ({gens}); "
+            f"TRL {ctx.trl.label()} checks it in GRPOTrainer.__init__, and the run builds {own}, "
+            "which does not run that check: whether its own code needs whole groups is its own",
+            fix="nothing for TRL; a multiple of num_generations if the trainer groups completions",
+            severity="info",
+            total=total,
+            num_generations=gens,
+            trainer=own,
+        )
+        return
     unsloth = script is not None and script.patched_by == "unsloth"
     if (
         total % gens
@@ -391,6 +406,17 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             total=total,
             num_generations=gens,
         )
+
+
+def _own_trainer(ctx: Context) -> str | None:
+    """The repository's own trainer class the run builds instead of TRL's GRPOTrainer (read from
+    the training script; for a config no launch line runs, from the scripts the repository's
+    launch lines run, when all of them build such a trainer: ``own_trainer`` in the facts)."""
+    script = ctx.plan.script
+    if script is not None and not script.problem:
+        return script.own_trainer
+    said = ctx.facts.extra.get("own_trainer")
+    return said if isinstance(said, str) else None
 
 
 def _unsloth_unseen(ctx: Context) -> str | None:

@@ -276,6 +276,8 @@ def check_target(
 
         plan.script_keys = {**repository_keys_of(str(Path.cwd())), **plan.script_keys}
         plan.repository_read = True
+    if target.grpo and given is None and not target.script:
+        facts = _with_repo_trainer(facts, target.grpo)
     skip = offline_rules(facts, select, ignore)
     if (launch is None and target.grpo) or (given is None and target.script and not target.counts):
         skip.setdefault("CFG002", NO_COUNT)
@@ -312,6 +314,35 @@ def check_target(
     declared = (facts.extra.get("declared") or {}).get("files") or [] if facts else []
     report.artifact = target.script or target.grpo or target.accelerate or next(iter(declared), "")
     return report
+
+
+def _with_repo_trainer(facts: Facts, grpo: str) -> Facts:
+    """``facts`` with ``own_trainer`` when every script that runs this GRPO config (its launch
+    lines', else, for a config no line runs, every launch line's of the repository) builds a
+    trainer of the repository's own that is no GRPOTrainer (WncFht/RLCR's CustomTrainer, a
+    transformers Trainer). Unchanged otherwise."""
+    import copy
+
+    from envdoctor.commands.hook_repo import launches_of
+    from envdoctor.plan.script_reader import read_script
+
+    root = Path.cwd()
+    runs = launches_of(root)
+    mine = runs.for_config(grpo)
+    scripts = {ln.script for ln in (mine or [ln for ln in runs.launches if ln.config]) if ln.script}
+    if (
+        not scripts
+        or len(scripts) > 8
+        or any(not s.endswith(".py") or not (root / s).is_file() for s in scripts)
+    ):
+        return facts
+    owns = [read_script(str(root / s)).own_trainer for s in sorted(scripts)]
+    if not all(owns):
+        return facts
+    out = copy.copy(facts)
+    where = "its launch lines' scripts" if mine else "every training script of the repository"
+    out.extra = {**facts.extra, "own_trainer": f"{owns[0]} ({where})"}
+    return out
 
 
 def _unreadable_report(
