@@ -140,7 +140,81 @@ def _commands(setup: Path) -> list[str]:
     return done
 
 
-def _stack(stack: dict) -> dict[str, str]:
+def versions_spec_ok(spec: str) -> bool:
+    from envdoctor import versions
+
+    return versions.spec(spec) is not None
+
+
+def _consistent(exact: dict[str, str], given: set[str], ranges: dict[str, str], uses_vllm: bool) -> None:
+    """The packages the setup does not name, filled from TABLE, made consistent with those it
+    does (pip would install them so): a vLLM release inside the setup's range that allows its
+    transformers and torch (vLLM's own pins, rules/knowledge/vllm.yaml), inside TRL's supported
+    range where one is; then the torch that vLLM is built for and a transformers it allows. A vLLM
+    nothing given allows is left out when the setup does not use vLLM (a course chapter pinning
+    transformers 4.47.1 installs none)."""
+    from envdoctor import versions
+    from envdoctor.knowledge import knowledge
+
+    kb = knowledge()
+    pins = [p for p in kb.vllm.get("torch_pins") or [] if p.get("vllm") and p.get("torch")]
+
+    def allows(p: dict) -> bool:
+        want = str(p.get("transformers") or "")
+        if "transformers" in given and want and versions.satisfies(exact["transformers"], want) is False:
+            return False
+        base = versions.parse(exact.get("torch"))
+        if "torch" in given and base is not None and base.public != str(p["torch"]):
+            return False
+        if "torch" in ranges and versions.satisfies(str(p["torch"]), ranges["torch"]) is False:
+            return False
+        return not ("vllm" in ranges and versions.satisfies(str(p["vllm"]), ranges["vllm"]) is False)
+
+    if "vllm" not in given:
+        fits = [str(p["vllm"]) for p in pins if allows(p)]
+        line = (kb.trl_line(exact["trl"]) or {}).get("vllm")
+        supported = [v for v in fits if not line or versions.satisfies(v, str(line)) is not False]
+        if exact.get("vllm") in fits:
+            pass  # the TRL line's own vLLM fits what is given
+        elif supported or fits:
+            exact["vllm"] = (supported or fits)[0]
+        elif not uses_vllm:
+            exact.pop("vllm", None)
+    pin = next((p for p in pins if str(p["vllm"]) == exact.get("vllm")), None)
+    if pin is None:
+        return
+    if (
+        "torch" not in given
+        and versions.satisfies(str(pin["torch"]), ranges.get("torch", ">=0")) is not False
+    ):
+        exact["torch"] = str(pin["torch"])
+    want = str(pin.get("transformers") or "")
+    if "transformers" not in given and want and versions.satisfies(exact["transformers"], want) is False:
+        known = sorted({row["transformers"] for row in TABLE.values()}, key=versions.sort_key)
+        ok = [
+            t
+            for t in known
+            if versions.satisfies(t, want) and versions.satisfies(t, ranges.get("transformers", ">=0"))
+        ]
+        if ok:
+            exact["transformers"] = ok[0]
+
+
+def _uses_vllm(setup: Path) -> bool:
+    """Whether the setup generates with vLLM (its config, a server line, its script)."""
+    text = " ".join(
+        (setup / f).read_text(errors="replace")
+        for f in ("config.yaml", "launch.txt", "train.py")
+        if (setup / f).is_file()
+    )
+    return bool(
+        re.search(
+            r"(?m)^\s*use_vllm:\s*true|vllm[-_ ]serve|use_vllm\s*=\s*True|fast_inference\s*=\s*True", text
+        )
+    )
+
+
+def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
     exact = {}
     for name, v in stack.items():
         # a git commit pin, as a thread or setup.py names it: the dev release it installs as
@@ -173,8 +247,15 @@ def _stack(stack: dict) -> dict[str, str]:
         if low:
             exact[name] = low.group(1) if low.group(1).count(".") == 2 else f"{low.group(1)}.0"
     exact.setdefault("trl", "0.15.2")  # unsloth / ms-swift threads of early 2025 ran trl<=0.15.2
+    given = set(exact)
     for name, v in _line(exact["trl"]).items():
         exact.setdefault(name, v)
+    ranges = {
+        name: RANGE.match(v.strip()).group(1)
+        for name, v in stack.items()
+        if isinstance(v, str) and RANGE.match(v.strip()) and versions_spec_ok(RANGE.match(v.strip()).group(1))
+    }
+    _consistent(exact, given, ranges, uses_vllm)
     # a package the stack names as installed without its version ("unsloth": "mid-2025 release
     # (not stated)"): installed, at a version no rule's range matches
     for name, v in stack.items():
@@ -219,17 +300,20 @@ def setups(out: Path) -> None:
         script = next((t for t in toks if t.endswith(".py")), None)
         if script and "/" in script and (d / "train.py").exists():
             pairs.append(("script", script))
-        for flag, src in (
-            ("--config_file", "accelerate_config.yaml"),
-            ("--config", "config.yaml"),
-            ("script", "train.py"),
+        # accelerate's --config_file / --config-file and TRL's --config, space or = form, at any
+        # path the line names (a bare name too: "--config grpo.yaml")
+        for flags, src in (
+            (("--config_file", "--config-file"), "accelerate_config.yaml"),
+            (("--config",), "config.yaml"),
+            (("script",), "train.py"),
         ):
             for t, path in pairs:
-                if t == flag and (d / src).exists() and "/" in path:
+                if t in flags and (d / src).exists() and path and not path.startswith("-") and path != src:
                     (tmp / path).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy(d / src, tmp / path)
         count = min(int(gpus.get("count") or 2), 8)
-        (tmp / "facts.json").write_text(json.dumps(snapshot(count, H100, packages=_stack(stack))))
+        packages = _stack(stack, _uses_vllm(d))
+        (tmp / "facts.json").write_text(json.dumps(snapshot(count, H100, packages=packages)))
         files = ["config.yaml"] + [f.name for f in tmp.iterdir() if "accelerate" in f.name]
         inputs = ["--facts", "facts.json", "--config", "config.yaml"]
         for s in servers:

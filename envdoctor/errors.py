@@ -26,6 +26,12 @@ class UnreadableInput(InputError):
     merely of another kind (the hook) must still stop on this."""
 
 
+class InvalidSyntax(UnreadableInput):
+    """A config file that is not valid YAML / JSON (a typo, not a hostile structure): exit 2
+    where it is given (``check --config``); the hook reports one of a repository's files as a
+    finding (CFG006) and judges the others."""
+
+
 def read_input_text(path: str | os.PathLike[str], source: str, max_bytes: int, too_big: str = "") -> str:
     """A user's file as UTF-8 text, reading at most ``max_bytes`` (+1 to tell it is larger);
     every problem is an ``InputError`` naming ``source``."""

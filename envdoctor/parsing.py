@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from envdoctor.errors import InputError, UnreadableInput, read_input_text
+from envdoctor.errors import InputError, InvalidSyntax, UnreadableInput, read_input_text
 
 MAX_BYTES = 8 * 1024 * 1024
 #: Deeper than any real config; libyaml's C composer recurses without a limit and overflows the
@@ -113,7 +113,7 @@ def parse_mapping(text: str, source: str, is_json: bool = False) -> dict[str, An
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         if isinstance(exc, _NumberTooLong):
             raise UnreadableInput(source, f"{where}: {problem}".lstrip(" :")) from None
-        error = UnreadableInput if mentions_config_keys(text) else InputError
+        error = InvalidSyntax if mentions_config_keys(text) else InputError
         raise error(source, f"invalid YAML{where}: {problem}") from None
     except RecursionError:
         raise UnreadableInput(source, "nested too deeply") from None
@@ -228,7 +228,7 @@ def parse_json(text: str, source: str) -> Any:
         raise UnreadableInput(source, str(exc)) from None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
-        error = UnreadableInput if mentions_config_keys(text) else InputError
+        error = InvalidSyntax if mentions_config_keys(text) else InputError
         raise error(source, f"invalid JSON at {where}: {exc.msg}") from None
     except RecursionError:
         raise UnreadableInput(source, "JSON nested too deeply") from None

@@ -72,6 +72,9 @@ REPLACED_BY = {
     "use_liger_loss": {
         "replaced_by": "use_liger_kernel",
         "note": "deprecated in 0.25-0.27 (FutureWarning), removed in 0.28.",
+        # the field's help never said "deprecated" (its docstring and __post_init__'s FutureWarning
+        # did, v0.25.0 grpo_config.py): the window the help scan cannot see
+        "deprecated_help": {"first": "0.25.0", "last": "0.27.2", "until": "0.28.0"},
     },
     "max_prompt_length": {
         "replaced_by": None,

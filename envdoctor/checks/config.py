@@ -120,17 +120,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             continue  # the script's (or the repository's) own dataclass declares it
         since, until = entry.get("since"), entry.get("until")
         if _deprecated(entry, trl):
-            dep = entry.get("deprecated_help") or {}
-            repl = entry.get("replaced_by") or dep.get("use_instead")
-            yield hit(
-                f"`{key}` ({origin}) is deprecated in TRL {said} (from {dep['first']})"
-                + (f" ({entry['note'].rstrip(';. ')})" if entry.get("note") else ""),
-                fix=f"remove `{key}`" + (f"; configure `{repl}` instead" if repl else ""),
-                remedy=Remedy(config_remove=(key,)),
-                severity="warning",
-                key=key,
-                trl=trl,
-            )
+            yield _deprecation(ctx, key, origin, entry)
             continue
         too_old = since and versions.below(trl, str(since))
         too_new = until and versions.at_least(trl, str(until))
@@ -185,6 +175,35 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             severity=severity,
         )
     yield from _training_arguments_gone(ctx)
+
+
+def _deprecation(ctx: Context, key: str, origin: str, entry: dict[str, Any]) -> Hit:
+    """A key inside its deprecation window of the TRL that runs: TRL still accepts it, so this
+    is advice (info) naming the release that removes it. A removal is CFG001's error (the TRL that
+    runs rejects the key) or DCL001's warning (the declared range admits a release without it):
+    docs/report.md#deprecations."""
+    trl = ctx.trl.version
+    dep = entry.get("deprecated_help") or {}
+    repl = entry.get("replaced_by") or dep.get("use_instead")
+    removed, revived = entry.get("until"), dep.get("until")
+    if removed:
+        when = f"TRL {removed} removes it, this TRL still accepts it"
+    elif revived:
+        when = f"this TRL still accepts it, and TRL {revived} no longer deprecates it"
+    else:
+        when = "this TRL still accepts it, and no TRL release envdoctor knows removes it"
+    return hit(
+        f"`{key}` ({origin}) is deprecated in TRL {ctx.trl.label()} (from {dep['first']}): {when}"
+        + (f" ({entry['note'].rstrip(';. ')})" if entry.get("note") else ""),
+        fix=f"remove `{key}`"
+        + (f"; configure `{repl}` instead" if repl else "")
+        + (f" (before upgrading to TRL {removed})" if removed else ""),
+        remedy=Remedy(config_remove=(key,)),
+        severity="info",
+        key=key,
+        trl=trl,
+        removed_in=removed,
+    )
 
 
 def _at_commit(ctx: Context, key: str) -> tuple[bool | None, str]:
@@ -313,6 +332,21 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             f"steps_per_generation ({steps})"
         )
     script = ctx.plan.script
+    own = _own_trainer(ctx)
+    if own and str((rule_entry or {}).get("where") or "").startswith("GRPOTrainer") and total % gens:
+        # TRL 0.15-0.17 check the batch in GRPOTrainer.__init__, which a trainer of the
+        # repository's own that derives from another base never runs
+        yield hit(
+            f"the global batch {total} = {what} is not divisible by num_generations ({gens}); "
+            f"TRL {ctx.trl.label()} checks it in GRPOTrainer.__init__, and the run builds {own}, "
+            "which does not run that check: whether its own code needs whole groups is its own",
+            fix="nothing for TRL; a multiple of num_generations if the trainer groups completions",
+            severity="info",
+            total=total,
+            num_generations=gens,
+            trainer=own,
+        )
+        return
     unsloth = script is not None and script.patched_by == "unsloth"
     if (
         total % gens
@@ -372,6 +406,17 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             total=total,
             num_generations=gens,
         )
+
+
+def _own_trainer(ctx: Context) -> str | None:
+    """The repository's own trainer class the run builds instead of TRL's GRPOTrainer (read from
+    the training script; for a config no launch line runs, from the scripts the repository's
+    launch lines run, when all of them build such a trainer: ``own_trainer`` in the facts)."""
+    script = ctx.plan.script
+    if script is not None and not script.problem:
+        return script.own_trainer
+    said = ctx.facts.extra.get("own_trainer")
+    return said if isinstance(said, str) else None
 
 
 def _unsloth_unseen(ctx: Context) -> str | None:
@@ -679,3 +724,28 @@ def config_value_type(ctx: Context) -> Iterator[Hit]:
                 value=repr(value),
                 expected=kind,
             )
+
+
+@rule("CFG006")
+def config_unreadable(ctx: Context) -> Iterator[Hit]:
+    """A config file of the repository that is not valid YAML / JSON (the hook found it): the
+    run that is given it stops before training; an error where a launch line names it."""
+    import re
+
+    for seen in ctx.facts.extra.get("unreadable_configs") or []:
+        path, problem, runs = seen["path"], seen["problem"], seen.get("launches") or []
+        at = re.search(r"line (\d+)", problem)
+        if runs:
+            shown = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+            said = f"the repository launches it ({shown}): that run stops"
+        else:
+            said = "no launch line of the repository names it; a run given it stops"
+        yield hit(
+            f"{path} cannot be read: {problem}; {said} before training (TRL's parser and "
+            "accelerate read it with yaml.safe_load)",
+            fix=f"correct {path}" + (f" at line {at.group(1)}" if at else "") + ", then run the hook again",
+            severity="error" if runs else "warning",
+            file=path,
+            line=int(at.group(1)) if at else 1,
+            launches=list(runs),
+        )

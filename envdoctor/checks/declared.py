@@ -213,7 +213,7 @@ def declared_conflict(ctx: Context) -> Iterator[Hit]:
         return
     from envdoctor.facts.declared.resolve import conflicts
 
-    for e, a, b in conflicts(stack):
+    for e, a, b in conflicts(stack, (ctx.facts.extra.get("declared") or {}).get("projects")):
         yield hit(
             f"{e.name} is declared as {a.said} and as {b.said}: no version satisfies both"
             + (f"; judged as {e.version}" if e.version else ""),

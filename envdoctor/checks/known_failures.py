@@ -4,9 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from envdoctor.checks.context import Context
-from envdoctor.checks.matching import config_default, confirmed_break, matches, matching
+from envdoctor.checks.matching import (
+    config_default,
+    confirmed_break,
+    imported_escape,
+    imported_unseen,
+    matches,
+    matching,
+)
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import Remedy
 from envdoctor.knowledge.failures import KnownFailure
@@ -74,6 +82,8 @@ def severity(ctx: Context, failure: KnownFailure) -> str:
     the training data (``when.data``), which envdoctor cannot see, stays a warning (``depends``):
     unknowable is not unmet (huggingface/open-r1#672: open-r1's own recipe hit TRL 0.18's), and
     its message names the condition."""
+    if failure.unless_imported and failure.severity == "error" and imported_unseen(ctx, failure):
+        return "warning"  # a library in the stack may patch it away: not seen, so not certain
     return ctx.on_trl(failure.severity) if "trl" in failure.packages else failure.severity
 
 
@@ -82,14 +92,43 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
     for failure in matching(ctx):
         fixed = ", ".join(f"{name} {v}" for name, v in failure.fixed_in.items()) + _fix_asks(failure)
         fix, remedy = _fix(ctx, failure)
+        unseen = imported_unseen(ctx, failure) if failure.unless_imported else None
         yield hit(
             f"{_stack(ctx, failure)}: {failure.title}"
             + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})")
-            + _data_said(failure),
+            + _data_said(failure)
+            + (f"; {unseen}" if unseen else ""),
             fix=fix,
             remedy=remedy,
             severity=severity(ctx, failure),
             id=failure.id,
             kind=failure.kind,
+            references=list(failure.sources),
+        )
+    yield from _patched_away(ctx)
+
+
+def _patched_away(ctx: Context) -> Iterator[Hit]:
+    """Failures the training script escapes by importing a library that patches them on
+    import (``when.unless_imported``): said as info, with the library's patch."""
+    from envdoctor.knowledge import checkable_failures
+
+    script = ctx.plan.script
+    if script is None or not script.patched_by:
+        return
+    for failure in checkable_failures():
+        if not failure.unless_imported or failure.rule is not None or failure.triage_only:
+            continue
+        lib = imported_escape(ctx, failure)
+        if lib is None or not matches(ctx, replace(failure, unless_imported={})):
+            continue
+        yield hit(
+            f"{_stack(ctx, failure)}: {failure.title} ({_thread(failure)}); {script.path} imports "
+            f"{lib} ({failure.unless_imported[lib]} patches it on import), so the run escapes it",
+            fix=f"nothing while {script.path} imports {lib} first; without it: {failure.fix}",
+            severity="info",
+            id=failure.id,
+            kind=failure.kind,
+            patched_by=lib,
             references=list(failure.sources),
         )

@@ -168,6 +168,8 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
             return False
     if any(_config_sets(ctx, key, wanted) for key, wanted in failure.unless_config.items()):
         return False
+    if failure.unless_imported and imported_escape(ctx, failure) is not None:
+        return False  # KNF001 says it as info
     for key, wanted in failure.launch.items():
         if not _launch_holds(ctx, key, wanted):
             return False
@@ -180,6 +182,41 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
         if any(_env_has(env, names, value) for names, value in failure.unless_env.items()):
             return False
     return True
+
+
+def imported_escape(ctx: Context, failure: KnownFailure) -> str | None:
+    """The library the training script imports that patches ``failure`` away (``when.
+    unless_imported``), or None: the script was read, imports it, and the release of it in the
+    stack is one that patches (or is not known: it is installed where the script runs, and
+    which release envdoctor cannot tell; a version 0 is no release either)."""
+    script = ctx.plan.script
+    if script is None or script.problem or not script.patched_by:
+        return None
+    spec = failure.unless_imported.get(script.patched_by)
+    if spec is None:
+        return None
+    have = versions.parse(ctx.version(script.patched_by))
+    if have is not None and have.release != (0,) and versions.satisfies(str(have), spec) is False:
+        return None  # a release before the patch
+    return script.patched_by
+
+
+def imported_unseen(ctx: Context, failure: KnownFailure) -> str | None:
+    """Why a library that may patch ``failure`` away was not seen: it is in the stack
+    (installed or declared) and the training script was not read; None otherwise."""
+    script = ctx.plan.script
+    if script is not None and not script.problem:
+        return None
+    declared = (ctx.facts.extra.get("declared") or {}).get("stack") or {}
+    for name, spec in failure.unless_imported.items():
+        have = ctx.version(name) or ("declared" if name in declared else None)
+        if have and versions.satisfies(have, spec) is not False:
+            why = script.problem if script is not None else "no launch line names the training script"
+            return (
+                f"unless the training script imports {name} {spec}, which patches it on import "
+                f"({name} {have} is in the stack; the script was not read: {why})"
+            )
+    return None
 
 
 def matching(ctx: Context) -> list[KnownFailure]:

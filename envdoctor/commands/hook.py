@@ -66,10 +66,12 @@ class Target:
     accelerate: str | None = None
     counts: tuple[int, ...] = ()  # the process counts the repository's launch lines give it
     script: str | None = None  # a script that builds its GRPOConfig in code (hook_scripts.py)
+    unreadable: tuple[str, str] | None = None  # a config that is not valid YAML/JSON, and why
 
     @property
     def label(self) -> str:
-        return " + ".join(p for p in (self.script, self.grpo, self.accelerate) if p) or STACK_ONLY
+        broken = self.unreadable[0] if self.unreadable else None
+        return " + ".join(p for p in (broken, self.script, self.grpo, self.accelerate) if p) or STACK_ONLY
 
 
 def declares(paths: list[str]) -> bool:
@@ -79,22 +81,28 @@ def declares(paths: list[str]) -> bool:
     return any(is_declaration(p) for p in paths)
 
 
-def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """``({path: kind}, {path: why skipped})`` for the files pre-commit passed."""
-    from envdoctor.errors import InputError, UnreadableInput
+def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """``({path: kind}, {path: why skipped}, {path: why unreadable})`` for the files pre-commit
+    passed: a config that is not valid YAML / JSON is the third (CFG006 says it, the other files
+    are judged)."""
+    from envdoctor.errors import InputError, InvalidSyntax, UnreadableInput
     from envdoctor.facts.declared import is_declaration
     from envdoctor.parsing import read_mapping
     from envdoctor.plan.config_files import kind_of
 
     kinds: dict[str, str] = {}
     skipped: dict[str, str] = {}
+    unreadable: dict[str, str] = {}
     for path in paths:
         if is_declaration(path):
             continue  # a stack declaration (requirements, lock, Dockerfile…): the readers judge it
         try:
             kind = kind_of(read_mapping(path, "file"))
+        except InvalidSyntax as exc:
+            unreadable[path] = exc.problem  # a finding of its own, not a stop of the whole gate
+            continue
         except UnreadableInput:
-            raise  # missing, malformed or hostile: exit 2 naming it, never a silent pass
+            raise  # missing, a device, oversized or hostile: exit 2 naming it, never a silent pass
         except InputError as exc:
             skipped[path] = exc.problem
             continue
@@ -109,7 +117,7 @@ def classify(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
             kinds[path] = kind
         else:
             skipped[path] = "neither a GRPO nor an accelerate config"
-    return kinds, skipped
+    return kinds, skipped, unreadable
 
 
 def _partner(path: str, candidates: list[str]) -> str | None:
@@ -255,6 +263,8 @@ def check_target(
     from envdoctor.plan.build import build_plan
     from envdoctor.rule_docs import rule_docs
 
+    if target.unreadable is not None:
+        return _unreadable_report(target.unreadable, facts, select, ignore, suppress)
     given = launch
     if launch is None and (target.accelerate or target.counts or target.script):
         launch = _launch_line(target, target.counts[0] if target.counts else None)
@@ -266,6 +276,8 @@ def check_target(
 
         plan.script_keys = {**repository_keys_of(str(Path.cwd())), **plan.script_keys}
         plan.repository_read = True
+    if target.grpo and given is None and not target.script:
+        facts = _with_repo_trainer(facts, target.grpo)
     skip = offline_rules(facts, select, ignore)
     if (launch is None and target.grpo) or (given is None and target.script and not target.counts):
         skip.setdefault("CFG002", NO_COUNT)
@@ -301,6 +313,67 @@ def check_target(
     report.subject = f"pre-commit: {target.label}"
     declared = (facts.extra.get("declared") or {}).get("files") or [] if facts else []
     report.artifact = target.script or target.grpo or target.accelerate or next(iter(declared), "")
+    return report
+
+
+def _with_repo_trainer(facts: Facts, grpo: str) -> Facts:
+    """``facts`` with ``own_trainer`` when every script that runs this GRPO config (its launch
+    lines', else, for a config no line runs, every launch line's of the repository) builds a
+    trainer of the repository's own that is no GRPOTrainer (WncFht/RLCR's CustomTrainer, a
+    transformers Trainer). Unchanged otherwise."""
+    import copy
+
+    from envdoctor.commands.hook_repo import launches_of
+    from envdoctor.plan.script_reader import read_script
+
+    root = Path.cwd()
+    runs = launches_of(root)
+    mine = runs.for_config(grpo)
+    scripts = {ln.script for ln in (mine or [ln for ln in runs.launches if ln.config]) if ln.script}
+    if (
+        not scripts
+        or len(scripts) > 8
+        or any(not s.endswith(".py") or not (root / s).is_file() for s in scripts)
+    ):
+        return facts
+    owns = [read_script(str(root / s)).own_trainer for s in sorted(scripts)]
+    if not all(owns):
+        return facts
+    out = copy.copy(facts)
+    where = "its launch lines' scripts" if mine else "every training script of the repository"
+    out.extra = {**facts.extra, "own_trainer": f"{owns[0]} ({where})"}
+    return out
+
+
+def _unreadable_report(
+    broken: tuple[str, str], facts: Facts, select: list[str] | None, ignore: list[str] | None, suppress: Any
+):
+    """The report of a config that is not valid YAML / JSON: CFG006, with the repository's
+    launch lines that name it (then the run that uses it stops at start: an error)."""
+    import copy
+
+    from envdoctor.commands.hook_repo import launches_of
+    from envdoctor.doctor import check
+    from envdoctor.plan.build import build_plan
+
+    path, problem = broken
+    runs = launches_of(Path.cwd())
+    named = list(
+        dict.fromkeys(f"{ln.file}:{ln.line}" for ln in (*runs.for_config(path), *runs.for_accelerate(path)))
+    )
+    seen = copy.copy(facts)
+    seen.extra = {
+        **facts.extra,
+        "unreadable_configs": [{"path": path, "problem": problem, "launches": named}],
+    }
+    _, report = check(
+        seen, build_plan(live=False), select=select, ignore=ignore, network=False, suppress=suppress
+    )
+    report.areas = [a for a in report.areas if a.key == "config"]
+    for area in report.areas:
+        area.summary, area.note = f"config file {path}: not read (not valid YAML / JSON)", ""
+    report.subject = f"pre-commit: {path}"
+    report.artifact = path
     return report
 
 
@@ -419,9 +492,10 @@ def _entry(label: str, target: Target | None) -> dict[str, Any]:
     for a pair), ``paths`` each file, ``grpo_config`` / ``accelerate_config`` by role."""
     grpo, acc = (target.grpo, target.accelerate) if target is not None else (None, None)
     script = target.script if target is not None else None
+    broken = target.unreadable[0] if target is not None and target.unreadable else None
     return {
         "file": label,
-        "paths": [p for p in (script, grpo, acc) if p][:2],
+        "paths": [p for p in (broken, script, grpo, acc) if p][:2],
         "grpo_config": grpo,
         "accelerate_config": acc,
         **({"script": script} if script else {}),
@@ -584,8 +658,8 @@ def hook(
             "--installed",
             "judges this environment's packages; --requirements names a declared stack: give one of them",
         )
-    kinds, skipped = classify(list(files))
-    targets = pair(kinds)
+    kinds, skipped, unreadable = classify(list(files))
+    targets = pair(kinds) + [Target(unreadable=item) for item in unreadable.items()]
     from envdoctor.commands.hook_scripts import script_runs
 
     targets += [Target(accelerate=a, counts=c, script=s) for s, a, c in script_runs(Path.cwd())]
@@ -611,7 +685,7 @@ def hook(
     line = launch_text(launch, ())
     if (apply_fix or show_diff) and facts is not None:
         facts = _fix(  # the configs written in scripts are not edited (hook_scripts.py)
-            [t for t in targets if t.script is None],
+            [t for t in targets if t.script is None and t.unreadable is None],
             facts,
             line,
             select_ids,

@@ -85,11 +85,12 @@ def declared_facts(
     files found at ``root`` and those among ``passed`` (the commit's files); ``--assume``
     overrides single packages. ``scope`` (a folder below ``root``): only the declarations of
     that folder and the folders above it (a subproject's pins are not another folder's)."""
-    from envdoctor.facts.declared import discover, read_stack
+    from envdoctor.facts.declared import discover, read_stack, readmes
     from envdoctor.facts.declared.resolve import stack_facts
     from envdoctor.knowledge import knowledge
 
     assumed = parse_assume(assume)
+    fallback: list[Path] = []
     if requirement_files:
         paths = []
         for item in requirement_files:
@@ -109,7 +110,8 @@ def declared_facts(
         ]
         if scope is not None:
             paths = [p for p in paths if in_scope(p, root, scope)]
-    found = read_stack(paths, root)
+        fallback = readmes(root)  # a README's install steps, for what no file declares
+    found = read_stack(paths, root, fallback)
     source = "declared: " + ", ".join(found.files) if found.files else "--assume"
     facts = stack_facts(found, assumed, knowledge(), source)
     facts.extra["stack_checked"] = bool(found.declarations or assumed)

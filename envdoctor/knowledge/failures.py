@@ -44,7 +44,17 @@ _KEYS = {
     "certain_with",
 }
 _RAISED_KEYS = {"exception", "message", "frames"}
-_WHEN_KEYS = {"packages", "config", "launch", "platform", "env", "unless_env", "unless_config", "data"}
+_WHEN_KEYS = {
+    "packages",
+    "config",
+    "launch",
+    "platform",
+    "env",
+    "unless_env",
+    "unless_config",
+    "unless_imported",
+    "data",
+}
 #: ``when.launch`` aspects and the values each may take.
 LAUNCH_VALUES = {
     "launcher": ("python", "torchrun", "accelerate", "deepspeed", "trl"),
@@ -108,6 +118,9 @@ class KnownFailure:
     #: GRPO config key -> values ("*": any) with which the run escapes the failure, so that an
     #: entry certain for the rest (an unset key, e.g. generation_kwargs) can say so
     unless_config: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: library -> releases (PEP 440) that patch the failure away when the training script imports
+    #: it (Unsloth aliases vLLM's removed GuidedDecodingParams on import): the run escapes it
+    unless_imported: dict[str, str] = field(default_factory=dict)
     triage_only: bool = False  # its trigger is invisible before the run: triage reads it, check does not
     #: conditions on the training data (in words) that must also hold and that envdoctor cannot
     #: see before the run: ``check`` reports the entry as advice (info), naming them
@@ -286,6 +299,12 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
     if not isinstance(raw, dict):
         raise KnownFailuresError(f"{where}.when.unless_config: expected a mapping of GRPO config keys")
     unless_config = {str(k): _values(v, f"{where}.when.unless_config.{k}") for k, v in raw.items()}
+    imported = (entry.get("when") or {}).get("unless_imported") or {}
+    if not isinstance(imported, dict) or any(versions.spec_error(str(v)) for v in imported.values()):
+        raise KnownFailuresError(
+            f"{where}.when.unless_imported: expected a mapping of a library to the PEP 440 "
+            "releases of it that patch the failure away"
+        )
     data = (entry.get("when") or {}).get("data") or []
     if not isinstance(data, list) or not all(isinstance(d, str) and d.strip() for d in data):
         raise KnownFailuresError(f"{where}.when.data: expected a list of conditions on the data, in words")
@@ -335,6 +354,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         env=env,
         unless_env=unless_env,
         unless_config=unless_config,
+        unless_imported={_norm(str(k)): str(v) for k, v in imported.items()},
         symptoms=_symptoms(entry.get("symptoms"), where, kind == "silent-wrong", eager),
         cause=str(_text(entry, "cause", where)),
         fix=str(_text(entry, "fix", where)),

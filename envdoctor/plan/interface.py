@@ -75,6 +75,10 @@ class TrainingScript:
     model_by_name: bool | None = None  # GRPOTrainer(model=…) gets a name or path (not an object)
     #: a package it imports that patches TRL's trainers and configs at import ("unsloth")
     patched_by: str | None = None
+    #: the trainer it builds is a class of the repository that does not derive from TRL's
+    #: GRPOTrainer (``CustomTrainer (GRPO_Trainer.py:85), a transformers Trainer``): TRL's checks
+    #: in GRPOTrainer.__init__ do not run
+    own_trainer: str | None = None
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

@@ -47,6 +47,7 @@ def read_training_script(
         model_by_name=decl.model_by_name,
         # Unsloth rewrites TRL's trainers and configs when it is imported (unsloth/models/rl.py)
         patched_by="unsloth" if "unsloth" in decl.in_process_imports else None,
+        own_trainer=decl.own_trainer,
     )
     if decl.problem:
         return script_cfg, {}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import builtins
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +118,9 @@ class ScriptDecl:
     config_subclasses: dict[str, DataClass] = field(default_factory=dict)
     config_calls: list[ConfigCall] = field(default_factory=list)
     files: tuple[str, ...] = ()  # the files read: the script, then the modules it imports
+    #: every trainer it builds (``…Trainer(...)``) is a class of the repository that derives from
+    #: no GRPOTrainer but from a known other base (transformers' Trainer): which, else None
+    own_trainer: str | None = None
     #: packages it imports that may start vLLM in-process (``IN_PROCESS_VLLM``)
     in_process_imports: tuple[str, ...] = ()
     #: their loader calls that ask for vLLM: (where, value: True / False / None for unknown, the
@@ -198,12 +202,29 @@ def parse_source(data: bytes, label: str) -> tuple[ast.Module | None, str | None
     try:
         return ast.parse(data, filename=label), None
     except SyntaxError as exc:
+        cells = _without_magics(data)
+        if cells is not None:  # a notebook's cells with their IPython magics (!pip, %%capture)
+            try:
+                return ast.parse(cells, filename=label), None
+            except (SyntaxError, ValueError, UnicodeError, RecursionError, MemoryError):
+                pass
         what = (exc.msg or "invalid syntax").splitlines()[0][:120]
         return None, f"is not valid Python ({what}, line {exc.lineno})"
     except (ValueError, UnicodeError) as exc:
         return None, f"is not Python text ({str(exc)[:120]})"
     except (RecursionError, MemoryError):
         return None, "is too deeply nested to parse"
+
+
+_MAGIC = re.compile(rb"(?m)^([ \t]*)[!%][^\r\n]*")
+
+
+def _without_magics(data: bytes) -> bytes | None:
+    """A notebook's code cells as Python: each IPython magic line (``!pip install …``,
+    ``%%capture``, ``%env``; never valid Python) as ``pass`` at its indentation, so lines keep
+    their numbers; None when there is none."""
+    out, n = _MAGIC.subn(rb"\1pass", data)
+    return out if n else None
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -713,9 +734,54 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
     decl.trl_classes = tuple(dict.fromkeys(trl_classes))
     decl.unresolved = tuple(dict.fromkeys(unresolved))
     decl.config_calls = _config_calls(main, script, res, decl)
+    decl.own_trainer = _own_trainer(main, script, res)
     decl.files = tuple(dict.fromkeys(res.files))
     _in_process(main, decl)
     return decl
+
+
+#: packages whose trainer classes are not TRL's GRPOTrainer (a class deriving from one of them
+#: alone runs none of GRPOTrainer's checks)
+OTHER_TRAINER_PACKAGES = frozenset({"transformers", "torch"})
+
+
+def _derives(ref: str, mod: SourceFacts, home: Path, res: _Resolver, depth: int = 0) -> str | None:
+    """Whether class ``ref`` of ``mod`` is TRL's GRPOTrainer or derives from it ("grpo"), is
+    a repository class deriving only from known other bases ("other: <what>"), else None."""
+    if depth > MAX_IMPORT_DEPTH:
+        return None
+    kind, found = res.resolve(ref, mod, home, local=depth == 0 or ref not in mod.classes)
+    if kind == "trl":
+        return "grpo" if found == TRAINER_CLASS else None
+    if kind != "own":
+        pkg = _package_of(ref, mod)
+        return f"other: {pkg}.{ref.rsplit('.', 1)[-1]}" if pkg in OTHER_TRAINER_PACKAGES else None
+    cls, where, path = found
+    said = []
+    for base in cls.bases:
+        got = _derives(base, where, Path(path), res, depth + 1)
+        if got is None or got == "grpo":
+            return got
+        said.append(got.removeprefix("other: "))
+    if not said:
+        return None
+    return f"other: {cls.name} ({cls.path}:{cls.line}), a subclass of {', '.join(said)}"
+
+
+def _own_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
+    """What ``ScriptDecl.own_trainer`` says: every ``…Trainer(...)`` the script builds is a
+    repository class that derives from no GRPOTrainer; None when it builds TRL's (or one not
+    read)."""
+    if main.model_by_name:
+        return None  # GRPOTrainer(...) itself
+    kinds = [
+        _derives(func, main, script, res)
+        for func, _, _ in main.calls
+        if func.rsplit(".", 1)[-1].endswith("Trainer")
+    ]
+    if not kinds or any(k is None or k == "grpo" for k in kinds):
+        return None
+    return kinds[0].removeprefix("other: ") if kinds[0] else None
 
 
 def _package_of(name: str, mod: SourceFacts) -> str:

@@ -34,7 +34,55 @@ def test_cfg001_vllm_gpu_memory_utilization_is_live_again_from_trl_018():
     assert _cfg001("1.16.0", cfg) == []
     assert _cfg001("0.18.0", cfg) == []
     (old,) = _cfg001("0.16.1", {"use_vllm": True, "vllm_gpu_memory_utilization": 0.3})
-    assert "deprecated in TRL 0.16.1" in old.message and old.severity.value == "warning"
+    assert "deprecated in TRL 0.16.1" in old.message and old.severity.value == "info"
+    assert "TRL 0.18.0 no longer deprecates it" in old.message
+
+
+def test_every_deprecation_is_info_in_its_window_and_fails_only_once_removed():
+    """docs/report.md#deprecations: a deprecated key still works in the TRL that runs (advice,
+    info, naming the release that removes it); only the release that rejects it fails. Every
+    deprecation window of the knowledge follows it (TRL 0.26's max_prompt_length: a warning on
+    TRL's own v0.26.0 examples before)."""
+    from envdoctor.knowledge import knowledge
+
+    keys = knowledge().grpo_keys["keys"]
+    # a TrainingArguments field TRL re-declares (use_liger_kernel, deprecated in GRPOConfig from
+    # 1.15) stays accepted through the base class: CFG001 does not judge those
+    windows = {
+        k: e
+        for k, e in keys.items()
+        if e.get("deprecated_help") and not e.get("overrides_training_arguments")
+    }
+    assert {"max_prompt_length", "use_liger_loss", "vllm_device", "wandb_log_unique_prompts"} <= set(windows)
+    for key, entry in windows.items():
+        dep = entry["deprecated_help"]
+        for trl in (dep["first"], dep["last"]):
+            (hit,) = _cfg001(trl, {key: 1})
+            assert hit.severity.value == "info", (key, trl, hit.message)
+            assert f"deprecated in TRL {trl}" in hit.message
+            if entry.get("until"):
+                assert f"TRL {entry['until']} removes it" in hit.message, hit.message
+        if entry.get("until"):
+            (gone,) = _cfg001(entry["until"], {key: 1})
+            assert gone.severity.value in ("warning", "error") and "removed" in gone.message, key
+
+
+def test_a_declared_range_that_admits_the_removal_warns_and_an_exact_pin_in_the_window_is_info(tmp_path):
+    """The policy's other half: a repository whose declared TRL range admits the release that
+    removed a deprecated key is warned (DCL001); one pinned inside the window gets info only."""
+    from tests.conftest import run_cli
+
+    (tmp_path / "grpo.yaml").write_text("use_vllm: true\nnum_generations: 4\nmax_prompt_length: 256\n")
+    said = {}
+    for pin in ("trl>=0.26.0", "trl==0.26.0"):
+        (tmp_path / "requirements.txt").write_text(pin + "\n")
+        out = run_cli("hook", "--format", "json", "grpo.yaml", cwd=tmp_path)
+        import json
+
+        found = json.loads(out.stdout)["files"][0]["report"]["findings"]
+        said[pin] = {(f["rule"], f["severity"]) for f in found if "max_prompt_length" in f["message"]}
+    assert ("DCL001", "warning") in said["trl>=0.26.0"]
+    assert said["trl==0.26.0"] == {("CFG001", "info")}
 
 
 def test_cfg001_deprecated_key_names_trls_replacement():

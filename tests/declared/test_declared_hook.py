@@ -203,6 +203,62 @@ def test_conflicting_declarations_and_newer_than_knowledge(tmp_path):
     assert "DCL" not in hook(quiet, "--select", "DCL").stdout
 
 
+def _dcl004(repo, *files):
+    out = run_cli("hook", "--format", "json", "--select", "DCL004", *CONFIGS, *files, cwd=repo)
+    assert out.returncode in (0, 1), out.stderr
+    found = json.loads(out.stdout)["files"][0]["report"]["findings"]
+    return [f["message"] for f in found if f["rule"] == "DCL004"]
+
+
+def test_two_sub_projects_are_two_environments_one_project_is_one(tmp_path):
+    """Issue 35 (QingyangZhang/EMPO): trl/ and verl-empo/ each with its own requirements and
+    setup.py are two installs; their pins never meet. Within one project (a requirements file
+    and the setup.py beside it) a clash is still one."""
+    setup = "from setuptools import setup\nsetup(name='{}', install_requires=['{}'])\n"
+    subs = {
+        "trl/setup.py": setup.format("a", "datasets>=3.2.0"),
+        "trl/requirements.txt": "torch==2.5.1\ntransformers==4.48.3\n",
+        "verl/setup.py": setup.format("b", "torch==2.6.0"),
+        "verl/requirements-npu.txt": "transformers>=4.52.4\n",
+        "eval/requirements.txt": "transformers==4.40.0\n",
+    }
+    passed = [f for f in subs if not f.startswith("eval/")] + ["eval/requirements.txt"]
+    quiet = committed_repo(tmp_path / "q", subs)
+    assert _dcl004(quiet, *passed) == []
+    clash = committed_repo(
+        tmp_path / "c", {**subs, "trl/requirements.txt": "datasets==3.1.0\ntorch==2.5.1\n"}
+    )
+    (msg,) = _dcl004(clash, *passed, "trl/requirements.txt")
+    assert msg.startswith("datasets is declared as ") and "datasets==3.1.0 (trl/requirements.txt:1)" in msg
+    assert "datasets>=3.2.0 (trl/setup.py:2)" in msg
+
+
+def test_a_lock_files_entries_split_by_markers_are_not_a_conflict(tmp_path):
+    """Issue 35 (RLDiary/Wordle-GRPO): uv.lock keeps one entry per resolution fork (triton 3.3.0
+    for Linux, 3.3.1 for macOS): not two declarations of one environment; the Linux one is what
+    is judged. Two lock files of one project that disagree still clash."""
+    lock = (
+        'version = 1\n\n[[package]]\nname = "triton"\nversion = "3.3.0"\n'
+        "resolution-markers = [\n    \"python_full_version < '3.13' and sys_platform == 'linux'\",\n]\n\n"
+        '[[package]]\nname = "triton"\nversion = "3.3.1"\n'
+        "resolution-markers = [\n    \"sys_platform == 'darwin'\",\n]\n\n"
+        '[[package]]\nname = "torch"\nversion = "2.7.0"\n'
+        "resolution-markers = [\n    \"python_full_version >= '3.13' and sys_platform == 'linux'\",\n]\n\n"
+        '[[package]]\nname = "torch"\nversion = "2.7.1"\n'
+        "resolution-markers = [\n    \"python_full_version < '3.13' and sys_platform == 'linux'\",\n]\n"
+    )
+    repo = committed_repo(tmp_path / "q", {"uv.lock": lock})
+    assert _dcl004(repo, "uv.lock") == []
+    from envdoctor.commands.hook_stack import declared_facts
+
+    facts = declared_facts([], [], repo)
+    triton = facts.extra["declared"]["stack"]["triton"]
+    assert [d.specifier for d in triton.decls] == ["==3.3.0"]
+    clash = committed_repo(tmp_path / "c", {"uv.lock": lock, "requirements.txt": "triton==3.2.0\n"})
+    (msg,) = _dcl004(clash, "uv.lock")
+    assert "triton==3.3.0 (uv.lock" in msg and "triton==3.2.0 (requirements.txt:1)" in msg
+
+
 def test_range_that_excludes_a_pinned_requirement(tmp_path):
     repo = committed_repo(tmp_path, {"requirements.txt": "vllm==0.8.5.post1\ntorch<2.6\n"})
     out = hook(repo, "--select", "DCL")

@@ -39,6 +39,8 @@ def test_requirements_comments_continuations_options_and_includes(tmp_path):
     assert where(found) == {
         "torch==2.6.0": "requirements.txt:3",
         "trl[vllm]==0.18.0": "requirements.txt:4",
+        # a bare git URL: pip finds the name, envdoctor names it after the repository (issue 35)
+        "trl @ git+https://github.com/huggingface/trl.git": "requirements.txt:8",
         "transformers==4.52.3": "requirements/base.txt:1",
         "accelerate>=1.4": "constraints.txt:1",
     }

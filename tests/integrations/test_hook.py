@@ -195,9 +195,12 @@ def test_classify_by_content_not_name(tmp_path):
     (tmp_path / "accelerate.yaml").write_text("num_generations: 2\n")  # a GRPO config
     (tmp_path / "x.json").write_text(json.dumps({"distributed_type": "MULTI_GPU"}))
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
-    kinds, skipped = classify([str(tmp_path / n) for n in ("accelerate.yaml", "x.json", "list.yaml")])
+    kinds, skipped, unreadable = classify(
+        [str(tmp_path / n) for n in ("accelerate.yaml", "x.json", "list.yaml")]
+    )
     assert kinds == {str(tmp_path / "accelerate.yaml"): "grpo", str(tmp_path / "x.json"): "accelerate"}
     assert "expected a mapping" in skipped[str(tmp_path / "list.yaml")]
+    assert unreadable == {}
 
 
 def test_package_rules_skipped_without_trl_where_the_hook_runs():

@@ -48,6 +48,8 @@ PROJECT_FILES = ("setup.py", "pyproject.toml", "setup.cfg")
 
 __all__ = [
     "PROJECT_FILES",
+    "project_of",
+    "readmes",
     "READERS",
     "Declaration",
     "Found",
@@ -133,10 +135,12 @@ def walk_requirements(root: Path) -> list[Path]:
     return out[:WALK_FILES]
 
 
-def read_stack(paths: list[Path], root: Path) -> Found:
+def read_stack(paths: list[Path], root: Path, fallback: list[Path] | None = None) -> Found:
     """Every declaration of these files; includes reached from one file are not read again as
     files of their own. ``setup.py`` is read as a syntax tree, never run. The repository's own
-    package (TRL's repository is TRL) is declared at its own version."""
+    package (TRL's repository is TRL) is declared at its own version. ``fallback`` (the root's
+    READMEs): their install steps declare only the packages no file declares, the first step
+    of each."""
     from envdoctor.redact import clean  # notes show file text: secrets masked, controls escaped
 
     stack = Found()
@@ -145,13 +149,66 @@ def read_stack(paths: list[Path], root: Path) -> Found:
             shown = _shown(path, root)
             if shown in stack.files:
                 continue  # already read as an include
-            stack.add(reader_for(str(path)).read(path, shown))
+            one = reader_for(str(path)).read(path, shown)
+            project = project_of(path, root)
+            one.projects.update({f: project for f in one.files if f not in one.projects})
+            stack.add(one)
         from envdoctor.facts.declared.itself import own_package
 
         stack.add(own_package(root))
+        for path in fallback or []:
+            stack.add(_steps(path, _shown(path, root), {d.name for d in stack.declarations}))
     stack.declarations = list(dict.fromkeys(stack.declarations))  # a file read twice counts once
     stack.notes = [clean(n, limit=300) for n in stack.notes]
     return stack
+
+
+def readmes(root: Path) -> list[Path]:
+    """The README files at ``root`` whose install steps are read as a fallback."""
+    from envdoctor.facts.declared import readme
+
+    found: list[Path] = []
+    for pattern in readme.PATTERNS:
+        found += [p for p in sorted(root.glob(pattern)) if p.is_file() and p not in found]
+    return found
+
+
+def _steps(path: Path, shown: str, declared: set[str]) -> Found:
+    """A README's install steps for the packages not in ``declared`` (the first of each); a
+    README that cannot be read is a note, never a stop: it is prose, not a declaration."""
+    from envdoctor.errors import InputError
+    from envdoctor.facts.declared import readme
+
+    try:
+        steps = readme.read(path, shown)
+    except InputError as exc:
+        return Found(notes=[f"{shown}: install steps not read: {exc}"])
+    kept: dict[str, Declaration] = {}
+    for d in steps.declarations:
+        if d.name not in declared:
+            kept.setdefault(d.name, d)
+    if not kept:
+        return Found()
+    return Found(declarations=list(kept.values()), files=[shown], projects={shown: ""})
+
+
+def project_of(path: Path, root: Path) -> str:
+    """The project a declaration file belongs to: the nearest folder from its own up to
+    ``root`` that holds a project file (``PROJECT_FILES``), relative to ``root`` ("" for the
+    root itself, or for a file outside it). Two projects of one repository (``trl/`` and
+    ``verl-empo/``, each with its own pins) are two environments, not one."""
+    try:
+        base = root.resolve()
+        folder = path.parent.resolve()
+        rel = folder.relative_to(base)
+    except (ValueError, RuntimeError, OSError):
+        return ""
+    parts = rel.parts
+    for n in range(len(parts), 0, -1):
+        here = base.joinpath(*parts[:n])
+        if any((here / name).is_file() for name in PROJECT_FILES):
+            return "/".join(parts[:n])
+    return ""
 
 
 def _shown(path: Path, root: Path) -> str:

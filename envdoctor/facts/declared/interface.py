@@ -128,11 +128,16 @@ class Found:
     declarations: list[Declaration] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    #: file → the project it belongs to (the folder of its setup.py / pyproject.toml /
+    #: setup.cfg, "" for the repository's root); an included file belongs to its includer's
+    projects: dict[str, str] = field(default_factory=dict)
 
     def add(self, other: Found) -> None:
         """Take ``other``'s declarations, files and notes (notes once each, at most
         ``MAX_NOTES``: a file of 10,000 odd lines says so once, not 10,000 times)."""
         self.declarations += other.declarations
+        for file, project in other.projects.items():
+            self.projects.setdefault(file, project)
         have = set(self.notes)
         for note in other.notes:
             if note not in have and len(self.notes) < MAX_NOTES:
@@ -145,7 +150,7 @@ class Found:
 def requirement(text: str, file: str, line: int, locked: bool = False) -> Declaration | None:
     """A PEP 508 requirement string as a ``Declaration``; None when it is not one (a URL, a
     local path, an option) or its marker excludes a Linux training machine."""
-    req = parse_requirement(text.strip())
+    req = parse_requirement(named_url(text.strip()))
     if req is None:
         return None
     url = ref = ""
@@ -169,6 +174,21 @@ def requirement(text: str, file: str, line: int, locked: bool = False) -> Declar
         url=url,
         ref=ref,
     )
+
+
+def named_url(text: str) -> str:
+    """A bare ``git+https://host/owner/repo.git@REF`` (which pip installs, finding the name
+    itself) as the PEP 508 ``repo @ git+…``: the name from ``#egg=``, else the repository's;
+    any other text as it is."""
+    if not text.startswith("git+") or any(c.isspace() for c in text):
+        return text
+    frag = text.partition("#")[2]
+    name = next((p[4:] for p in frag.split("&") if p.startswith("egg=")), "")
+    if not name:
+        path = text.split("#", 1)[0].split("://", 1)[-1].rpartition("@")
+        repo = (path[0] if path[1] and "/" not in path[2] else "".join(path)).rstrip("/")
+        name = repo.rsplit("/", 1)[-1].removesuffix(".git")
+    return f"{name} @ {text}" if name and all(c.isalnum() or c in "._-" for c in name) else text
 
 
 def git_ref(url: str) -> str:
@@ -321,6 +341,39 @@ def toml_of(path: Path, shown: str) -> tuple[dict[str, Any], list[str]]:
     return parse_toml(text, shown), text.splitlines()
 
 
+#: the Python releases a training machine may run (a lock's markers are judged for any of them)
+TARGET_PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")
+MAX_MARKERS = 64  # a lock entry's resolution markers judged (uv writes a handful)
+
+
+def for_target(markers: object) -> bool:
+    """Whether a lock entry installs on a Linux x86-64 training machine: one of its markers
+    (uv.lock ``resolution-markers``, a list; pylock.toml ``marker``, a string) holds there for
+    some Python; True without markers, or when none can be read."""
+    from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
+
+    said = [markers] if isinstance(markers, str) else markers
+    if not isinstance(said, list) or not said:
+        return True
+    readable = False
+    for text in said[:MAX_MARKERS]:
+        if not isinstance(text, str):
+            continue
+        try:
+            marker = Marker(text)
+        except InvalidMarker:
+            continue
+        readable = True
+        for py in TARGET_PYTHONS:
+            env = {**TARGET, "python_version": py, "python_full_version": f"{py}.0", "extra": ""}
+            try:
+                if marker.evaluate(env):
+                    return True
+            except (UndefinedComparison, UndefinedEnvironmentName):
+                return True  # undecidable: keep the entry
+    return not readable
+
+
 def lock_entries(path: Path, shown: str, table: str) -> Found:
     """The ``[[table]]`` entries of a TOML lock file (uv.lock, poetry.lock, pylock.toml) as exact
     pins, each at the line of its ``name = "…"``."""
@@ -346,6 +399,7 @@ def lock_entries(path: Path, shown: str, table: str) -> Found:
             or not isinstance(version, str)
             or versions.parse(version) is None
             or not re.fullmatch(r"[A-Za-z0-9._-]+", name)
+            or not for_target(entry.get("resolution-markers") or entry.get("marker"))
         ):
             continue
         found.declarations.append(

@@ -92,24 +92,38 @@ def _place_git(e: Entry) -> None:
 MAX_COMPARED = 64
 
 
-def conflicts(stack: dict[str, Entry]) -> list[tuple[Entry, Declaration, Declaration]]:
-    """Pairs of declarations of one package that no single version satisfies: the first
-    declaration of each distinct specifier, the first ``MAX_COMPARED`` of them (10,000 copies
-    of one line are one comparison, not 50 million)."""
+def conflicts(
+    stack: dict[str, Entry], projects: dict[str, str] | None = None
+) -> list[tuple[Entry, Declaration, Declaration]]:
+    """Pairs of declarations of one package that no single version satisfies, within one
+    environment: the same project (``projects``: file → project; two sub-projects of one
+    repository are two installs), and never two entries of one lock file (uv.lock keeps one
+    entry per resolution fork: ``triton`` 3.3.0 for Linux, 3.3.1 for macOS). Compared: the first
+    declaration of each distinct specifier per project, the first ``MAX_COMPARED`` of them
+    (10,000 copies of one line are one comparison, not 50 million)."""
+    projects = projects or {}
     out = []
     for e in stack.values():
         if e.how == "assumed":
             continue
-        first: dict[str, Declaration] = {}
+        groups: dict[str, dict[str, Declaration]] = {}
         for d in e.decls:
             if d.specifier and not d.via:  # implied ones: PKG004 / DCL002 judge them
-                first.setdefault(d.specifier, d)
-        decls = list(first.values())[:MAX_COMPARED]
-        for i, a in enumerate(decls):
-            clash = next((b for b in decls[i + 1 :] if meet(a.specifier, b.specifier) is None), None)
+                groups.setdefault(projects.get(d.file, ""), {}).setdefault(d.specifier, d)
+        for first in groups.values():
+            decls = list(first.values())[:MAX_COMPARED]
+            clash = next(
+                (
+                    (a, b)
+                    for i, a in enumerate(decls)
+                    for b in decls[i + 1 :]
+                    if not (a.locked and b.locked and a.file == b.file)
+                    and meet(a.specifier, b.specifier) is None
+                ),
+                None,
+            )
             if clash is not None:
-                out.append((e, a, clash))
-                break
+                out.append((e, *clash))
     return out
 
 
@@ -196,6 +210,7 @@ def stack_facts(found: Found, assume: dict[str, str], kb: Knowledge, source: str
         "stack": stack,
         "vllm_candidates": candidates,
         "files": found.files,
+        "projects": found.projects,
         "notes": notes,
     }
     facts.extra["trl_installed"] = True  # the package rules judge the declared stack

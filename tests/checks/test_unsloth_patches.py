@@ -1,0 +1,73 @@
+"""A known failure that a library patches away when the training script imports it
+(``when.unless_imported``): Unsloth 2025.11.6 and newer set vLLM's removed GuidedDecodingParams to
+StructuredOutputsParams on import (unslothai/unsloth#3663, unsloth/import_fixes.py
+fix_vllm_guided_decoding_params), so TRL 0.22's import of it goes through on vLLM 0.15. Issue 35:
+an Unsloth notebook healthy as published got a KNF001 error. A notebook's cells with their IPython
+magics (``!pip install``, ``%%capture``) are read as Python."""
+
+from __future__ import annotations
+
+from tests.conftest import findings, snapshot
+
+STACK = {"trl": "0.22.2", "vllm": "0.15.1", "torch": "2.9.1", "transformers": "4.56.2"}
+ID = "trl-guided-decoding-params-vllm-0.12"
+NOTEBOOK = """\
+%%capture
+import os
+if "COLAB_" not in "".join(os.environ.keys()):
+    !pip install unsloth vllm
+else:
+    pass
+!uv pip install --no-deps trl==0.22.2
+
+# ---- next cell ----
+from unsloth import FastLanguageModel
+from trl import GRPOConfig, GRPOTrainer
+
+model, tokenizer = FastLanguageModel.from_pretrained("unsloth/Qwen2.5-3B-Instruct", fast_inference=True)
+args = GRPOConfig(output_dir="out", per_device_train_batch_size=8, num_generations=8)
+"""
+
+
+def _guided(tmp_path, body: str | None, unsloth: str | None):
+    script = tmp_path / "train.py"
+    if body is not None:
+        script.write_text(body)
+    packages = {**STACK, **({"unsloth": unsloth} if unsloth else {})}
+    found = findings(snapshot(1, packages=packages), launch=f"python {script}")
+    return [f for f in found if f.rule == "KNF001" and f.evidence.get("id") == ID]
+
+
+def test_a_notebook_that_imports_unsloth_escapes_it_said_at_info(tmp_path):
+    (f,) = _guided(tmp_path, NOTEBOOK, "2025.12.1")
+    assert f.severity.value == "info"
+    assert "imports unsloth" in f.message and ">=2025.11.6" in f.message
+    assert f.evidence["patched_by"] == "unsloth"
+    assert any("unslothai/unsloth" in r for r in f.evidence["references"])
+    (g,) = _guided(tmp_path, NOTEBOOK, None)  # imported, its release not known: installed there
+    assert g.severity.value == "info"
+
+
+def test_an_unsloth_before_the_patch_or_a_script_without_it_still_fails(tmp_path):
+    (old,) = _guided(tmp_path, NOTEBOOK, "2025.11.5")
+    assert old.severity.value == "error"
+    plain = NOTEBOOK.replace("from unsloth import FastLanguageModel\n", "")
+    (f,) = _guided(tmp_path, plain, "2025.12.1")
+    assert f.severity.value == "error"
+
+
+def test_unsloth_in_the_stack_and_the_script_unread_is_a_warning_saying_why(tmp_path):
+    (f,) = _guided(tmp_path, None, "2025.12.1")  # no such script: not read
+    assert f.severity.value == "warning"
+    assert "unless the training script imports unsloth >=2025.11.6" in f.message
+
+
+def test_notebook_magics_are_read_as_python_and_line_numbers_kept(tmp_path):
+    from envdoctor.plan.script_reader import parse_source
+
+    tree, problem = parse_source(NOTEBOOK.encode(), "train.py")
+    assert problem is None and tree is not None
+    imports = [n for n in tree.body if type(n).__name__ == "ImportFrom"]
+    assert imports[0].module == "unsloth" and imports[0].lineno == 10
+    _, bad = parse_source(b"%%bash\necho hi\nnot python at all(\n", "x.py")
+    assert bad is not None and "not valid Python" in bad
