@@ -76,3 +76,96 @@ def visible_devices_not_exported(ctx: Context) -> Iterator[Hit]:
             file=seen["file"],
             line=seen["line"],
         )
+
+
+def _shell(ctx: Context, kind: str) -> list[dict[str, Any]]:
+    return list((ctx.facts.extra.get("repo_paths") or {}).get(kind) or [])
+
+
+@rule("REP004")
+def launch_script_crlf(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "crlf"):
+        name = seen["file"]
+        yield hit(
+            f"{name} has Windows (CRLF) line ends ({seen['lines']} lines end in \\r) and runs a "
+            f"launch (line {seen['launch_line']}): bash keeps the \\r in each line's last word "
+            "(`$'\\r': command not found`, an option value or path ending in \\r) and a `\\` "
+            "before it no longer continues the command",
+            fix=(
+                f"Convert it to LF line ends: `dos2unix {name}` (or `sed -i 's/\\r$//' {name}`), "
+                "and keep it so with a .gitattributes line `*.sh text eol=lf`."
+            ),
+            file=name,
+            line=seen["line"],
+        )
+
+
+@rule("REP005")
+def launch_command_split(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "split"):
+        name, line, nxt = seen["file"], seen["line"], seen["next_line"]
+        how = (
+            "ends in `\\` followed by a space or comment (the `\\` escapes the space, not the newline)"
+            if seen.get("escaped_space")
+            else "does not end in `\\`"
+        )
+        who = "a user who copies this block runs" if seen.get("readme") else "bash runs"
+        yield hit(
+            f"{name} line {line}: `{seen['command']} …` {how}, so {who} it without the options "
+            f"that follow and then line {nxt} (`{seen['next']}`) as a command of its own "
+            "(`command not found`)",
+            fix=f"In {name}, end line {line} and each option line before the last with ` \\` "
+            "(nothing after the backslash).",
+            severity="warning" if seen.get("readme") else "error",
+            file=name,
+            line=line,
+        )
+
+
+@rule("REP006")
+def environment_not_exported(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "unexported_env"):
+        names = seen["names"]
+        listed = ", ".join(f"{n}={v['value']} (line {v['line']})" for n, v in names.items())
+        exports = "; ".join(f"export {n}={v['value']}" for n, v in names.items())
+        yield hit(
+            f"{seen['file']} sets {listed} on a line of its own without export: a shell variable "
+            f"only, so `{seen['command']}` (line {seen['command_line']}) and the processes it "
+            "starts do not see it",
+            fix=f"In {seen['file']}: write `{exports}` (or put the assignment at the start of line "
+            f"{seen['command_line']}).",
+            file=seen["file"],
+            line=seen["line"],
+        )
+
+
+@rule("REP007")
+def list_option_commas(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "lora_comma"):
+        values = " ".join(seen["values"])
+        clean = " ".join(v.rstrip(",") for v in seen["values"])
+        yield hit(
+            f"{seen['file']} line {seen['line']}: `{seen['option']} {values}` gives the modules "
+            f"{', '.join(repr(v) for v in seen['values'])}: the shell keeps each comma in its word, "
+            f"so {', '.join(repr(v) for v in seen['bad'])} name no module and LoRA lands on fewer "
+            "layers than meant",
+            fix=f"In {seen['file']} line {seen['line']}, write `{seen['option']} {clean}` "
+            "(space-separated, no commas).",
+            file=seen["file"],
+            line=seen["line"],
+        )
+
+
+@rule("REP008")
+def launch_variable_unset(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "unset"):
+        what = "the script path" if seen["option"] == "(the script)" else f"`{seen['option']}`"
+        yield hit(
+            f"{seen['file']} line {seen['line']}: {what} `{seen['word']}` of `{seen['command']} …` "
+            f"uses ${seen['name']}, which the script never sets and no other file of the "
+            "repository names: unless the caller exports it, the argument is empty or cut",
+            fix=f"In {seen['file']}, set `{seen['name']}=…` before line {seen['line']} (or "
+            "document that the caller must export it).",
+            file=seen["file"],
+            line=seen["line"],
+        )

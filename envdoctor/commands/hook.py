@@ -323,7 +323,7 @@ def _has_secret(files: list[str]) -> bool:
 
 
 #: the rules of what the repository's files say as a whole (not one config's): said once
-REPOSITORY_RULES = frozenset({"SEC001", "REP001", "REP002", "REP003"})
+REPOSITORY_RULES = frozenset({"SEC001", *(f"REP{n:03d}" for n in range(1, 20))})
 
 
 def _secret_found(area: Any) -> bool:
@@ -333,11 +333,12 @@ def _secret_found(area: Any) -> bool:
 def _repo_paths() -> dict[str, Any]:
     """The repository's missing launch paths and unexported GPU restrictions (read once a run)."""
     from envdoctor.plan.repo_paths import repo_paths
+    from envdoctor.plan.repo_shell import repo_shell
 
     key = str(Path.cwd())
     if key not in _PATHS:
         _PATHS.clear()
-        _PATHS[key] = repo_paths(Path.cwd())
+        _PATHS[key] = {**repo_paths(Path.cwd()), **repo_shell(Path.cwd())}
     return _PATHS[key]
 
 
