@@ -169,3 +169,38 @@ def launch_variable_unset(ctx: Context) -> Iterator[Hit]:
             file=seen["file"],
             line=seen["line"],
         )
+
+
+@rule("REP009")
+def machine_path(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "machine_paths"):
+        files = seen["files"]
+        where = ", ".join(files[:3]) + (f" and {len(files) - 3} more files" if len(files) > 3 else "")
+        shown = "; ".join(f"{u['file']} line {u['line']} {u['key']}: `{u['path']}`" for u in seen["uses"][:3])
+        held = [u for u in seen["uses"] if u.get("held")]
+        fix = (
+            "Set each to your copy (a model or dataset by its Hub id, e.g. `org/name`, or a path "
+            "relative to the repository), or read it from a variable the user sets."
+        )
+        if held:
+            fix = (
+                "Point "
+                + ", ".join(f"`{u['path']}` at the repository's own `{u['held']}`" for u in held[:3])
+                + " (a path relative to the folder the launch runs in); set any other to your copy."
+            )
+        if seen["count"] == 1:
+            u = seen["uses"][0]
+            said = f"{u['file']} line {u['line']} names `{u['path']}` ({u['key']}), a path of the author's"
+            said += " machine"
+        else:
+            said = (
+                f"{where} name {seen['count']} paths under `{seen['prefix']}`, a folder of the "
+                f"author's machine ({shown})"
+            )
+        yield hit(
+            f"{said}; no download, copy or Dockerfile of the repository makes it: a run on "
+            "another machine does not find it",
+            fix=fix,
+            file=seen["file"],
+            line=seen["line"],
+        )

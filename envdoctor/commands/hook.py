@@ -332,13 +332,14 @@ def _secret_found(area: Any) -> bool:
 
 def _repo_paths() -> dict[str, Any]:
     """The repository's missing launch paths and unexported GPU restrictions (read once a run)."""
+    from envdoctor.plan.repo_machine import repo_machine_paths
     from envdoctor.plan.repo_paths import repo_paths
     from envdoctor.plan.repo_shell import repo_shell
 
     key = str(Path.cwd())
     if key not in _PATHS:
         _PATHS.clear()
-        _PATHS[key] = {**repo_paths(Path.cwd()), **repo_shell(Path.cwd())}
+        _PATHS[key] = {**repo_paths(Path.cwd()), **repo_shell(Path.cwd()), **repo_machine_paths(Path.cwd())}
     return _PATHS[key]
 
 
