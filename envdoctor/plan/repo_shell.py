@@ -259,7 +259,7 @@ def split_commands(text: str, shown: str, readme: bool = False) -> list[dict[str
     return out
 
 
-def _readme_blocks(text: str) -> str:
+def readme_blocks(text: str) -> str:
     """A README's shell code blocks, each line at its own line number (the rest blanked)."""
     out = []
     inside = False
@@ -495,7 +495,7 @@ def repo_shell(root: Path) -> dict[str, list[dict[str, Any]]]:
             found.lora_comma += lora_commas(lf, shown)
             found.unset += unset_variables(lf, shown, functools.partial(_named, texts, but=shown))
         else:
-            block = _readme_blocks(lf)
+            block = readme_blocks(lf)
             found.split += split_commands(block, shown, readme=True)
             found.lora_comma += lora_commas(block, shown)
     return found.to_dict()
