@@ -204,3 +204,57 @@ def machine_path(ctx: Context) -> Iterator[Hit]:
             file=seen["file"],
             line=seen["line"],
         )
+
+
+@rule("REP010")
+def launches_share_gpu(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "shared_gpus"):
+        a, b = seen["first"], seen["second"]
+        gpus = ",".join(map(str, seen["gpus"]))
+        if b["kind"] == "server":
+            total = a["util"] + b["util"]
+            what = (
+                f"two vLLM servers (ports {a['port']} and {b['port']}) each reserve their share of "
+                f"GPU {gpus}: {a['util']:g} + {b['util']:g} = {total:.2f} of its memory"
+                + (", more than it has: the second refuses to start" if total > 1 else ", little left")
+            )
+        else:
+            what = (
+                f"the training processes start on GPU {gpus}, where the vLLM server already reserves "
+                f"{a['util']:g} of the memory: training runs out of memory or NCCL fails on a device "
+                "vLLM holds"
+            )
+        how = (
+            "in the same script, the first started in the background"
+            if seen["same_script"]
+            else ("in scripts of one folder, run together")
+        )
+        yield hit(
+            f"`{a['command']}` ({a['file']} line {a['line']}) and `{b['command']}` ({b['file']} line "
+            f"{b['line']}), {how}, both get CUDA_VISIBLE_DEVICES with GPU {gpus}: {what}",
+            fix=(
+                f"Give them disjoint GPUs: change CUDA_VISIBLE_DEVICES on {b['file']} line {b['line']} "
+                "to GPUs the other does not use (and match the process count or the server's "
+                "tensor × data parallel size to them)."
+            ),
+            severity="error"
+            if seen["same_script"] and (b["kind"] == "trainer" or a["util"] + b["util"] > 1)
+            else None,
+            file=b["file"],
+            line=b["line"],
+        )
+
+
+@rule("REP011")
+def server_memory_full(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "full_memory"):
+        yield hit(
+            f"{seen['file']} line {seen['line']}: `{seen['command']}` with --gpu-memory-utilization "
+            f"{seen['util']:g} asks vLLM for all of the GPU's memory: the CUDA context and other "
+            "allocations already hold part of it, so the engine refuses to start (vLLM V1: free "
+            "memory less than desired) or runs out of memory under load",
+            fix=f"In {seen['file']} line {seen['line']}, lower --gpu-memory-utilization "
+            "(0.9 is vLLM's default).",
+            file=seen["file"],
+            line=seen["line"],
+        )
