@@ -435,6 +435,9 @@ ELSEWHERE |= {"SEC001"}
 # Launch paths, DeepSpeed configs and GPU restrictions of a repository's scripts and configs (the
 # hook reads them): tests/gate/test_gate_repo_paths.py.
 ELSEWHERE |= {"REP001", "REP002", "REP003"}
+# What the repository's shell scripts do as bash runs them, paths of the author's machine, GPUs two
+# launches of one run share: tests/gate/test_gate_repo_shell.py.
+ELSEWHERE |= {f"REP{n:03d}" for n in range(4, 12)}
 # The memory plan's rules need a model's config.json on disk: tests/memory/test_memory_rules.py.
 ELSEWHERE |= {"MEM101", "MEM102", "MEM103", "MEM104", "MEM105", "MEM106"}
 
