@@ -323,3 +323,28 @@ def test_the_hook_stays_green_on_healthy_scripts(tmp_path):
     )
     rc, found = _hook(tmp_path, "grpo.yaml")
     assert [f["rule"] for f in found if f["rule"].startswith("REP")] == []
+
+
+def test_a_cut_launch_is_paired_as_its_author_meant_it(tmp_path):
+    """The launch reader joins option lines a missing ``\\`` cut off (REP005 says the cut), and
+    finds a config from a folder between the script's and the root: the recipe runs with the
+    accelerate config its script names, not with another one of the folder."""
+    from envdoctor.plan.repo_launches import read_launches
+
+    _repo(
+        tmp_path,
+        {
+            "proj/src/pkg/run.sh": b"accelerate launch \r\n    --config_file recipes/acc/zero3.yaml \r\n"
+            b"    --num_processes 4 src/pkg/grpo.py \r\n    --config recipes/grpo/config.yaml",
+            "proj/recipes/acc/zero3.yaml": ACC,
+            "proj/recipes/acc/fsdp.yaml": "distributed_type: FSDP\nnum_processes: 8\n",
+            "proj/recipes/grpo/config.yaml": GRPO,
+            "proj/src/pkg/grpo.py": "",
+        },
+    )
+    [launch] = read_launches(tmp_path).launches
+    assert (launch.accelerate, launch.config, launch.processes) == (
+        "proj/recipes/acc/zero3.yaml",
+        "proj/recipes/grpo/config.yaml",
+        4,
+    )
