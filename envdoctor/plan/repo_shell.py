@@ -245,7 +245,7 @@ def split_commands(text: str, shown: str, readme: bool = False) -> list[dict[str
         if not _option_line(nxt):
             continue
         runs = _runs(line)
-        if not runs or not _is_launch(runs[-1][1]):
+        if not runs or not _is_launch(runs[-1][1]) or {"--help", "-h"} & set(runs[-1][1]):
             continue
         escaped_space = re.search(r"\\[ \t]+(#.*)?$", last) is not None
         run = runs[-1][1]
@@ -264,21 +264,46 @@ def split_commands(text: str, shown: str, readme: bool = False) -> list[dict[str
 
 
 def readme_blocks(text: str) -> str:
-    """A README's shell code blocks, each line at its own line number (the rest blanked)."""
-    out = []
-    inside = False
+    """A README's shell code blocks, each line at its own line number (the rest blanked). In a
+    block written as a terminal session (``$ command`` lines), only the prompted commands and
+    their ``\\`` continuations are kept: the other lines are the commands' output."""
+    out: list[str] = []
+    block: list[str] | None = None
     shell = False
     for line in text.split("\n"):
         m = _FENCE.match(line)
-        if m:
-            if inside:
-                inside = False
-            else:
-                inside, shell = True, m["lang"].lower() in _SHELL_LANGS
+        if m and block is not None:
+            out += _commands_of_block(block) if shell else [""] * len(block)
             out.append("")
-            continue
-        out.append(line.lstrip("$ ") if inside and shell else "")
+            block = None
+        elif m:
+            block, shell = [], m["lang"].lower() in _SHELL_LANGS
+            out.append("")
+        elif block is not None:
+            block.append(line)
+        else:
+            out.append("")
+    if block is not None:
+        out += [""] * len(block)  # an unclosed fence: prose, not a block
     return "\n".join(out)
+
+
+_PROMPT = re.compile(r"^\s*\$ ")
+
+
+def _commands_of_block(block: list[str]) -> list[str]:
+    if not any(_PROMPT.match(line) for line in block):
+        return block
+    out: list[str] = []
+    going = False
+    for line in block:
+        if _PROMPT.match(line) or going:
+            kept = _PROMPT.sub("", line, count=1)
+            out.append(kept)
+            going = _continues(kept)
+        else:
+            out.append("")
+    return out
 
 
 def unexported_env(text: str, shown: str) -> list[dict[str, Any]]:

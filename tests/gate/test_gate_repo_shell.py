@@ -348,3 +348,12 @@ def test_a_cut_launch_is_paired_as_its_author_meant_it(tmp_path):
         "proj/recipes/grpo/config.yaml",
         4,
     )
+
+
+def test_a_readme_terminal_session_shows_output_not_commands(tmp_path):
+    readme = (
+        "```console\n$ python train.py --help\n  --model MODEL   the model\n"
+        "$ accelerate launch train.py \\\n    --config grpo.yaml\n  --lr 1   (output)\n```\n"
+        "```bash\npython train.py -h\n  --model MODEL\n```\n"
+    )
+    assert _kinds(tmp_path, {"README.md": readme})["split"] == []
