@@ -50,6 +50,7 @@ _MAKES = re.compile(
     r"gsutil|aws\s+s3|save_pretrained|to_parquet|to_json|save_to_disk|WORKDIR|COPY|ADD)\b"
 )
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S+)\s*$")
+_ABSOLUTE = re.compile(r"""[:\s'"=]/(?!(?:tmp|dev|usr|etc|opt|proc|sys)/)[A-Za-z_]""")
 _VAR = re.compile(r"\$\{?(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
@@ -81,7 +82,7 @@ def _config_paths(
 def _script_paths(text: str) -> list[tuple[int, str, str]]:
     """(line, option or command, path) of the machine paths a script's launches, ``source`` lines
     and the variables its launches use name."""
-    from envdoctor.plan.repo_shell import _is_launch, _runs, bash_lines
+    from envdoctor.plan.repo_shell import _is_launch, _runs, bash_lines, may_launch
 
     values: dict[str, str] = {}
     out: list[tuple[int, str, str]] = []
@@ -89,6 +90,8 @@ def _script_paths(text: str) -> list[tuple[int, str, str]]:
         m = _ASSIGN.match(line)
         if m:
             values[m["name"]] = m["value"].strip("\"'")
+            continue
+        if not may_launch(line):
             continue
         for _, run in _runs(line):
             if not run:
@@ -154,15 +157,21 @@ def repo_machine_paths(root: Path) -> dict[str, list[dict[str, Any]]]:
     from envdoctor.plan.repo_paths import _Index
 
     files = _Index(root).files
-    lines = [ln for text in texts.values() if "/" in text for ln in text.splitlines() if _MAKES.search(ln)]
+    lines = [
+        ln
+        for text in texts.values()
+        if "/" in text
+        for ln in text.splitlines()
+        if "/" in ln and _MAKES.search(ln)
+    ]
     uses: list[dict[str, Any]] = []
     for shown, text in texts.items():
         if len(uses) >= MAX_FOUND * 4 or is_vendored(shown):
             continue
         named: list[tuple[int, str, str]] = []
         if shown.endswith((".yaml", ".yml")):
-            if "/" not in text:
-                continue
+            if _ABSOLUTE.search(text) is None:
+                continue  # no absolute path in it: not worth parsing
             try:
                 data = read_mapping(str(root / shown), shown)
             except (InputError, OSError, ValueError):

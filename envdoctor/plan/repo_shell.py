@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from envdoctor.plan.repo_paths import _commands, _strip_prefix, _words
+from envdoctor.plan.repo_paths import _commands, _strip_prefix
 from envdoctor.plan.repo_walk import walk
 
 SCRIPT_PATTERNS = ("*.sh", "*.bash", "*.slurm", "*.sbatch")
@@ -45,7 +45,7 @@ MAX_SCRIPTS = 200
 MAX_BYTES = 512 * 1024
 MAX_DEPTH = 6
 MAX_FOUND = 50
-MAX_LINE = 20_000
+MAX_LINE = 8_000  # a logical line longer than this is data (a quoted block), not a launch
 MAX_QUOTED = 200  # lines a quoted string may span
 _SKIP_DIRS = frozenset(
     {".git", "node_modules", "site-packages", "dist-packages", "__pycache__", "venv", ".venv", "wandb"}
@@ -157,6 +157,7 @@ def _open_quote(line: str) -> bool:
     return bool(quote)
 
 
+@functools.lru_cache(maxsize=64)
 def bash_lines(text: str) -> list[tuple[int, str, str]]:
     """(first line, the logical line as bash reads it, the last physical line's text) of a
     script whose line ends are ``\\n``: ``\\``-newline pairs removed, heredoc bodies left out."""
@@ -187,14 +188,63 @@ def bash_lines(text: str) -> list[tuple[int, str, str]]:
     return out
 
 
+_WORD = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+|['"].*|\\\Z""", re.S)
+_WHOLE = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+""", re.S)
+_QUOTED = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)""", re.S)
+_IN_DOUBLE = re.compile(r"""\\([$`"\\\n])""")
+
+
+def _unquote(m: re.Match[str]) -> str:
+    if m.group(1) is not None:
+        return m.group(1)
+    if m.group(2) is not None:
+        return _IN_DOUBLE.sub(r"\1", m.group(2))
+    return m.group(3)
+
+
+def split_words(line: str) -> list[str] | None:
+    """The words of a shell line as ``shlex.split(line, comments=True)`` gives them (quotes
+    removed, a comment from a word starting with ``#``), None on an unclosed quote; by regular
+    expressions, an order of magnitude faster than shlex's scan."""
+    if not any(c in line for c in "'\"\\#"):
+        return line.split()
+    out: list[str] = []
+    for m in _WORD.finditer(line):
+        word = m.group(0)
+        if word.startswith("#"):
+            break
+        if (word.startswith(("'", '"')) and not _closed(word)) or word == "\\":
+            return None  # an unclosed quote, a backslash with nothing to escape
+        out.append(_QUOTED.sub(_unquote, word) if any(c in word for c in "'\"\\") else word)
+    return out
+
+
+def _closed(word: str) -> bool:
+    """Whether every quote a word opens is closed (the word matched as a whole)."""
+    return _WHOLE.fullmatch(word) is not None
+
+
+@functools.lru_cache(maxsize=8192)
 def _runs(line: str) -> list[tuple[list[str], list[str]]]:
     """(environment prefix, command words) of each simple command of a logical line."""
     if len(line) > MAX_LINE:
         return []
-    words = _words(line)
+    words = split_words(line)
     if not words:
         return []
     return [_strip_prefix(c) for c in _commands(words)]
+
+
+_LAUNCH_WORD = re.compile(
+    r"\b(?:python\d?(?:\.\d+)?|accelerate|torchrun|deepspeed|trl|vllm|swift|llamafactory-cli|lighteval|"
+    r"srun|mpirun|ray|unset|source)\b|\.py\b|^\s*\.\s"
+)
+_ASSIGN_START = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def may_launch(line: str) -> bool:
+    """Whether a line may run a launch (a cheap test before splitting it into words)."""
+    return _LAUNCH_WORD.search(line) is not None
 
 
 def _is_launch(run: list[str]) -> bool:
@@ -326,6 +376,8 @@ def unexported_env(text: str, shown: str) -> list[dict[str, Any]]:
                 exported.add(name)
                 pending.pop(name, None)
             continue
+        if not (_ASSIGN_START.match(line) or (pending and may_launch(line))):
+            continue  # neither an assignment nor a launch: nothing to split into words
         for env, run in _runs(line):
             if not run and len(env) == 1 and (a := _ASSIGN_ALONE.match(env[0])):
                 name = a["name"]
@@ -401,7 +453,7 @@ def unset_variables(text: str, shown: str, elsewhere: Callable[[str], bool]) -> 
     assigned = _assigned("\n".join(t for _, t, _ in lines))
     out: list[dict[str, Any]] = []
     for number, line, _ in lines:
-        if "$" not in line:
+        if "$" not in line or not may_launch(line):
             continue
         for _, run in _runs(line):
             if not _is_launch(run):
@@ -601,6 +653,8 @@ def gpu_starts(text: str, shown: str) -> list[_Start]:
             for word in m["rest"].split():
                 if word.startswith("CUDA_VISIBLE_DEVICES="):
                     exported = word.split("=", 1)[1].strip("\"'")
+            continue
+        if not may_launch(line):
             continue
         background = bool(re.search(r"(?<!&)&\s*(?:#.*)?$", line))
         for env, run in _runs(line):

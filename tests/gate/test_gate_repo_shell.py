@@ -357,3 +357,23 @@ def test_a_readme_terminal_session_shows_output_not_commands(tmp_path):
         "```bash\npython train.py -h\n  --model MODEL\n```\n"
     )
     assert _kinds(tmp_path, {"README.md": readme})["split"] == []
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=" \tab=$-'\"\\\n;&", max_size=40))
+def test_the_word_splitter_agrees_with_shlex(line):
+    """split_words gives shlex.split(comments=True)'s words (no '#' here: bash, unlike shlex,
+    starts a comment only at a word's start), None where shlex finds an unclosed quote."""
+    import shlex
+
+    from envdoctor.plan.repo_shell import split_words
+
+    try:
+        expected: list[str] | None = shlex.split(line, comments=True)
+    except ValueError:
+        expected = None
+    assert split_words(line) == expected
