@@ -377,3 +377,31 @@ def test_the_word_splitter_agrees_with_shlex(line):
     except ValueError:
         expected = None
     assert split_words(line) == expected
+
+
+def test_pre_commit_runs_the_hook_when_a_launch_script_or_readme_changes(tmp_path):
+    """.pre-commit-hooks.yaml's files pattern takes launch scripts and READMEs (a commit of a
+    broken run.sh alone is judged), and the hook reads them without taking them for configs."""
+    import re
+
+    import yaml
+
+    hooks = yaml.safe_load((Path(__file__).parents[2] / ".pre-commit-hooks.yaml").read_text())
+    files = re.compile(next(h for h in hooks if h["id"] == "envdoctor")["files"])
+    for path in (
+        "run.sh",
+        "scripts/train.slurm",
+        "README.md",
+        "sub/README_zh.md",
+        "c/g.yaml",
+        "requirements.txt",
+    ):
+        assert files.search(path), path
+    for path in ("train.py", "docs/notes.md", "run.sh.bak"):
+        assert not files.search(path), path
+    _repo(
+        tmp_path,
+        {"run.sh": "NCCL_P2P_DISABLE=1\naccelerate launch train.py\n", "train.py": "", "README.md": "x"},
+    )
+    rc, found = _hook(tmp_path, "run.sh", "README.md")
+    assert rc == 0 and [f["rule"] for f in found if f["rule"].startswith("REP")] == ["REP006"]
