@@ -55,8 +55,21 @@ _VAR = re.compile(r"\$\{?(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
 def machine_path(value: str) -> bool:
-    """Whether ``value`` is an absolute path of someone's machine (not a system folder)."""
-    return len(value) < 1000 and _MACHINE.match(value.strip()) is not None
+    """Whether ``value`` is an absolute path of someone's machine (not a system folder, not a
+    placeholder such as ``/path/to/model`` or ``/home/user/your_data``)."""
+    text = value.strip()
+    return len(text) < 1000 and _MACHINE.match(text) is not None and not _placeholder_path(text)
+
+
+_PLACEHOLDER_PARTS = frozenset({"user", "username", "usr_name", "xxx", "xxxx", "foo", "bar", "some", "..."})
+
+
+def _placeholder_path(path: str) -> bool:
+    lower = path.lower()
+    if "/path/to" in lower or "path_to" in lower:
+        return True
+    parts = lower.strip("/").split("/")
+    return any(p in _PLACEHOLDER_PARTS or p.startswith(("your", "<", "{", "[")) for p in parts)
 
 
 def _config_paths(
@@ -122,6 +135,26 @@ def _made(path: str, lines: list[str]) -> bool:
     return any(any(p in line for p in prefixes) and _MAKES.search(line) for line in lines)
 
 
+class _Made:
+    """``_made`` over the repository's lines that make files, read on the first question (most
+    repositories name no machine path: their files are never scanned for it)."""
+
+    def __init__(self, texts: dict[str, str]) -> None:
+        self.texts = texts
+        self.lines: list[str] | None = None
+
+    def __call__(self, path: str) -> bool:
+        if self.lines is None:
+            self.lines = [
+                ln
+                for text in self.texts.values()
+                if "/" in text
+                for ln in text.splitlines()
+                if "/" in ln and _MAKES.search(ln)
+            ]
+        return _made(path, self.lines)
+
+
 def _held(path: str, files: set[str]) -> str:
     """The repository's own file that ``path`` is a copy of (the longest tail it holds), or ''."""
     parts = PurePosixPath(path).parts[1:]
@@ -157,13 +190,7 @@ def repo_machine_paths(root: Path) -> dict[str, list[dict[str, Any]]]:
     from envdoctor.plan.repo_paths import _Index
 
     files = _Index(root).files
-    lines = [
-        ln
-        for text in texts.values()
-        if "/" in text
-        for ln in text.splitlines()
-        if "/" in ln and _MAKES.search(ln)
-    ]
+    made = _Made(texts)
     uses: list[dict[str, Any]] = []
     for shown, text in texts.items():
         if len(uses) >= MAX_FOUND * 4 or is_vendored(shown):
@@ -186,7 +213,7 @@ def repo_machine_paths(root: Path) -> dict[str, list[dict[str, Any]]]:
         uses += [
             {"file": shown, "line": n, "key": k, "path": p, "held": _held(p, files)}
             for n, k, p in named
-            if not _made(p, lines)
+            if not made(p)
         ]
     return {"machine_paths": _grouped(uses)[:MAX_FOUND]}
 

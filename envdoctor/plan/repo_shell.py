@@ -136,28 +136,24 @@ def _continues(raw: str) -> bool:
     return n % 2 == 1
 
 
+_QUOTING = re.compile(r"""\\.|'[^']*'|"(?:[^"\\]|\\.)*"|(?:^|(?<=\s))#.*|['"]""", re.S)
+
+
 def _open_quote(line: str) -> bool:
-    """Whether a line leaves a quote open (bash reads on to the line that closes it)."""
+    """Whether a line leaves a quote open (bash reads on to the line that closes it); a ``#``
+    at a word's start outside quotes starts a comment."""
     if "'" not in line and '"' not in line:
         return False
-    quote = ""
-    escaped = False
-    for ch in line:
-        if escaped:
-            escaped = False
-        elif ch == "\\" and quote != "'":
-            escaped = True
-        elif quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#":
-            break  # a comment (approximate: a '#' outside quotes)
-    return bool(quote)
+    for m in _QUOTING.finditer(line):
+        token = m.group(0)
+        if token in ("'", '"'):
+            return True
+        if token.startswith("#"):
+            return False
+    return False
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)
 def bash_lines(text: str) -> list[tuple[int, str, str]]:
     """(first line, the logical line as bash reads it, the last physical line's text) of a
     script whose line ends are ``\\n``: ``\\``-newline pairs removed, heredoc bodies left out."""
@@ -191,7 +187,7 @@ def bash_lines(text: str) -> list[tuple[int, str, str]]:
 _WORD = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+|['"].*|\\\Z""", re.S)
 _WHOLE = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+""", re.S)
 _QUOTED = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)""", re.S)
-_IN_DOUBLE = re.compile(r"""\\([$`"\\\n])""")
+_IN_DOUBLE = re.compile(r"""\\(["\\])""")  # as shlex: only a quote or a backslash is escaped
 
 
 def _unquote(m: re.Match[str]) -> str:

@@ -134,6 +134,7 @@ CASES: dict[str, tuple[dict[str, str | bytes], dict[str, str | bytes]]] = {
             "dl.sh": "huggingface-cli download Qwen/Qwen2.5-7B --local-dir /data/models/Qwen2.5-7B\n"
             "accelerate launch train.py --model_name_or_path /data/models/Qwen2.5-7B\n",
             "eval.yaml": "model: /mnt/share/eval\n",  # neither a GRPO nor an accelerate config
+            "templ.yaml": GRPO + "model_name_or_path: /path/to/your/model\ndataset_name: /home/user/data\n",
         },
     ),
 }
