@@ -61,12 +61,12 @@ def machine_path(value: str) -> bool:
     return len(text) < 1000 and _MACHINE.match(text) is not None and not _placeholder_path(text)
 
 
-_PLACEHOLDER_PARTS = frozenset({"user", "username", "usr_name", "xxx", "xxxx", "foo", "bar", "some", "..."})
+_PLACEHOLDER_PARTS = frozenset({"xxx", "xxxx", "foo", "bar", "..."})
 
 
 def _placeholder_path(path: str) -> bool:
     lower = path.lower()
-    if "/path/to" in lower or "path_to" in lower:
+    if "/path/to" in lower or "path_to" in lower or lower.startswith(("/home/user/", "/home/username/")):
         return True
     parts = lower.strip("/").split("/")
     return any(p in _PLACEHOLDER_PARTS or p.startswith(("your", "<", "{", "[")) for p in parts)
