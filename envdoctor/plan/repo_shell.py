@@ -602,6 +602,8 @@ class _Start:
     background: bool = False
 
 
+#: a training launch that needs no vLLM server (vLLM in its own processes, or no vLLM)
+_NO_SERVER = re.compile(r"(?i)colocate|--use_vllm[= ](?:false|0)\b")
 _GPU_LIST = re.compile(r"^\d+(?:,\d+)*$")
 
 
@@ -668,9 +670,10 @@ def gpu_starts(text: str, shown: str) -> list[_Start]:
                 out.append(
                     _Start(shown, number, "server", " ".join(run[:2]), gpus, port, fraction, background)
                 )
-            elif os.path.basename(run[0]) in ("accelerate", "torchrun", "deepspeed") or run[0].startswith(
-                "python"
-            ):
+            elif (
+                os.path.basename(run[0]) in ("accelerate", "torchrun", "deepspeed")
+                or run[0].startswith("python")
+            ) and not _NO_SERVER.search(" ".join(run)):
                 out.append(_Start(shown, number, "trainer", " ".join(run[:2]), gpus, background=background))
     return out
 
