@@ -113,7 +113,8 @@ CASES: dict[str, tuple[dict[str, str | bytes], dict[str, str | bytes]]] = {
             "scripts/serve_zero.sh": "CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model other\n",
             "scripts/train.sh": "CUDA_VISIBLE_DEVICES=1,2,3 accelerate launch --num_processes 3 train.py\n",
             "scripts/train_small.sh": "CUDA_VISIBLE_DEVICES=1 accelerate launch --num_processes 1 train.py\n",
-            "scripts/train_colocate.sh": "CUDA_VISIBLE_DEVICES=0,1 accelerate launch train.py --vllm_mode colocate\n",
+            "scripts/train_colocate.sh": "CUDA_VISIBLE_DEVICES=0,1 accelerate launch train.py "
+            "--vllm_mode colocate\n",
             "other/serve.sh": "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m --port 9000\n",
         },
     ),
