@@ -326,6 +326,26 @@ def _has_secret(files: list[str]) -> bool:
 REPOSITORY_RULES = frozenset({"SEC001", *(f"REP{n:03d}" for n in range(1, 20))})
 
 
+#: rules on the declared stack as a whole: a finding every report would repeat is said in the
+#: first report that has it only
+SAID_ONCE = frozenset({"DCL007"})
+
+
+def _said_once(reports: list[Any], rules: frozenset[str]) -> None:
+    """Drop from later reports the findings of ``rules`` an earlier report already says."""
+    seen: set[tuple[str, str]] = set()
+    for report in reports:
+        for area in report.areas:
+            kept = []
+            for f in area.findings:
+                key = (f.rule, f.message)
+                if f.rule in rules and key in seen:
+                    continue
+                seen.add(key)
+                kept.append(f)
+            area.findings = kept
+
+
 def _secret_found(area: Any) -> bool:
     return any(f.rule in REPOSITORY_RULES for f in area.findings)
 
@@ -643,6 +663,7 @@ def hook(
         if facts is not None
         else []
     )  # facts are read when targets exist; the repository's credentials go to the first report
+    _said_once([r for _, r in named], SAID_ONCE)
     if named or output:
         by_label = {t.label: t for t in targets}
         emit(

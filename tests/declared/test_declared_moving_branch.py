@@ -45,3 +45,24 @@ def test_a_commit_a_tag_or_a_package_outside_the_stack_is_quiet(tmp_path, line):
     pins = {k: v for k, v in OPEN_R1_PINS.items() if not k.startswith("trl")}
     repo = committed_repo(tmp_path, {"requirements.txt": requirements(pins) + line + "\n"})
     assert "DCL007" not in _dcl007(repo)
+
+
+def test_said_once_whatever_the_number_of_configs(tmp_path):
+    """The declared stack is every report's: its branch pin is said in the first report only."""
+    import json
+
+    from tests.declared.stack_repos import RECIPE
+
+    pins = {k: v for k, v in OPEN_R1_PINS.items() if not k.startswith("trl")}
+    repo = committed_repo(
+        tmp_path,
+        {
+            "requirements.txt": requirements(pins) + f"trl @ {TRL_MAIN}@main\n",
+            "recipes/other/config.yaml": RECIPE,
+        },
+    )
+    out = run_cli("hook", "--format", "json", *CONFIGS, "recipes/other/config.yaml", cwd=repo)
+    files = json.loads(out.stdout)["files"]
+    assert len(files) >= 2
+    said = [f for item in files for f in item["report"]["findings"] if f["rule"] == "DCL007"]
+    assert len(said) == 1
