@@ -641,6 +641,18 @@ def _intended(lines: list[tuple[int, str, str]]) -> list[tuple[int, str]]:
     return out
 
 
+def _size(run: list[str]) -> int:
+    """The GPUs a server line asks for: tensor × data parallel size (1 each by default)."""
+    size = 1
+    for names in (
+        ("--tensor-parallel-size", "--tensor_parallel_size", "-tp"),
+        ("--data-parallel-size", "-dp"),
+    ):
+        value = _value(run, *names)
+        size *= int(value) if value and value.isdigit() and 0 < int(value) <= 64 else 1
+    return size
+
+
 def gpu_starts(text: str, shown: str) -> list[_Start]:
     """The vLLM servers and training launches of a script, with the GPUs each is given."""
     out: list[_Start] = []
@@ -667,6 +679,8 @@ def gpu_starts(text: str, shown: str) -> list[_Start]:
                 except ValueError:
                     fraction = 0.9
                 port = _value(run, "--port") or "8000"
+                if gpus is None and given is None:  # every GPU visible: vLLM takes the first ones
+                    gpus = tuple(range(_size(run)))
                 out.append(
                     _Start(shown, number, "server", " ".join(run[:2]), gpus, port, fraction, background)
                 )

@@ -408,3 +408,17 @@ def test_pre_commit_runs_the_hook_when_a_launch_script_or_readme_changes(tmp_pat
     )
     rc, found = _hook(tmp_path, "run.sh", "README.md")
     assert rc == 0 and [f["rule"] for f in found if f["rule"].startswith("REP")] == ["REP006"]
+
+
+def test_a_server_without_a_gpu_list_takes_the_first_gpus(tmp_path):
+    """`trl vllm-serve --tensor-parallel-size 2` with every GPU visible runs on GPUs 0 and 1: a
+    training launch given GPU 1 beside it shares one; one given GPUs 2-7 does not."""
+    server = "trl vllm-serve --model m --tensor-parallel-size 2 &\nsleep 30\n"
+    shared = _kinds(
+        tmp_path / "a", {"run.sh": server + "CUDA_VISIBLE_DEVICES=1,2 accelerate launch train.py\n"}
+    )
+    assert [f["gpus"] for f in shared["shared_gpus"]] == [[1]]
+    apart = _kinds(
+        tmp_path / "b", {"run.sh": server + "CUDA_VISIBLE_DEVICES=2,3,4,5,6,7 accelerate launch t.py\n"}
+    )
+    assert apart["shared_gpus"] == []
