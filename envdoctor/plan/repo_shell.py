@@ -45,6 +45,7 @@ MAX_SCRIPTS = 200
 MAX_BYTES = 512 * 1024
 MAX_DEPTH = 6
 MAX_FOUND = 50
+MAX_STARTS = 200  # servers and training launches compared pairwise
 MAX_LINE = 8_000  # a logical line longer than this is data (a quoted block), not a launch
 MAX_QUOTED = 200  # lines a quoted string may span
 _SKIP_DIRS = frozenset(
@@ -705,11 +706,13 @@ def shared_gpus(starts: list[_Start]) -> tuple[list[dict[str, Any]], list[dict[s
         if s.kind == "server" and s.util >= 0.99
     ]
     by_folder: dict[str, list[_Start]] = {}
-    for s in starts:
+    for s in starts[:MAX_STARTS]:
         by_folder.setdefault(str(PurePosixPath(s.file).parent), []).append(s)
     for group in by_folder.values():
         for i, a in enumerate(group):
             for b in group[i + 1 :]:
+                if len(shared) >= MAX_FOUND:
+                    break
                 if a.gpus is None or b.gpus is None or not set(a.gpus) & set(b.gpus):
                     continue
                 if a.kind == "trainer" and b.kind == "trainer":

@@ -422,3 +422,22 @@ def test_a_server_without_a_gpu_list_takes_the_first_gpus(tmp_path):
         tmp_path / "b", {"run.sh": server + "CUDA_VISIBLE_DEVICES=2,3,4,5,6,7 accelerate launch t.py\n"}
     )
     assert apart["shared_gpus"] == []
+
+
+def test_hostile_scripts_give_bounded_findings(tmp_path):
+    """Unclosed quotes, heredocs without an end, thousands of servers and cut launches: each
+    kind stays at most MAX_FOUND long and nothing raises."""
+    from envdoctor.plan.repo_shell import MAX_FOUND
+
+    servers = "".join(f"CUDA_VISIBLE_DEVICES=0 trl vllm-serve --port {i} &\n" for i in range(400))
+    files: dict[str, str | bytes] = {
+        "servers.sh": servers,
+        "quote.sh": '"' + "x\n" * 5000,
+        "heredoc.sh": "cat <<EOF\n" + "accelerate launch x.py\n  --a 1\n" * 500,
+        "cut.sh": "accelerate launch x.py\n  --a 1\n" * 500,
+        "crlf.sh": b"accelerate launch x.py\r\n" * 500,
+        "README.md": "```bash\n" + "torchrun x.py\n  --a 1\n" * 500 + "```\n",
+    }
+    found = _kinds(tmp_path, files)
+    assert all(len(v) <= MAX_FOUND for v in found.values())
+    assert len(found["shared_gpus"]) == MAX_FOUND and len(found["split"]) == MAX_FOUND
