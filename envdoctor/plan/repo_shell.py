@@ -706,7 +706,7 @@ def shared_gpus(starts: list[_Start]) -> tuple[list[dict[str, Any]], list[dict[s
         if s.kind == "server" and s.util >= 0.99
     ]
     by_folder: dict[str, list[_Start]] = {}
-    for s in starts[:MAX_STARTS]:
+    for s in [s for s in starts if s.gpus is not None][:MAX_STARTS]:  # no GPU list: nothing to share
         by_folder.setdefault(str(PurePosixPath(s.file).parent), []).append(s)
     for group in by_folder.values():
         for i, a in enumerate(group):
