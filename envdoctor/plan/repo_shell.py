@@ -300,7 +300,7 @@ def split_commands(text: str, shown: str, readme: bool = False) -> list[dict[str
             {
                 "file": shown,
                 "line": number,
-                "command": " ".join(run[:3])[:80],
+                "command": " ".join(w.strip() for w in run[:3] if w.strip())[:80],
                 "next_line": nxt_number,
                 "next": nxt.strip()[:60],
                 "escaped_space": escaped_space,
