@@ -480,7 +480,7 @@ def _readme_findings(root: Path, index: _Index) -> list[MissingPath]:
     that the repository does not hold is said, as a user who copies the line meets it: a warning
     when the repository holds a file of that name elsewhere (a moved or renamed recipe), else
     info (a placeholder the reader fills in)."""
-    from envdoctor.plan.repo_shell import readme_blocks
+    from envdoctor.plan.readme_blocks import readme_blocks
 
     out: list[MissingPath] = []
     for path in walk(

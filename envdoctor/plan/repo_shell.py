@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from envdoctor.plan.readme_blocks import continues, readme_blocks
 from envdoctor.plan.repo_paths import _commands, _strip_prefix
 from envdoctor.plan.repo_walk import walk
 
@@ -70,8 +71,6 @@ _EXPORT = re.compile(
 _ALLEXPORT = re.compile(r"^\s*set\s+(?:-[a-zA-Z]*a[a-zA-Z]*|-o\s+allexport)\b")
 _SOURCE = re.compile(r"^\s*(?:source|\.)\s+\S")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?(?P<tag>[A-Za-z_][A-Za-z0-9_]*)['\"]?")
-_FENCE = re.compile(r"^\s*(```+|~~~+)\s*(?P<lang>[\w+-]*)")
-_SHELL_LANGS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "shell-session"})
 #: options whose value lists are read with nargs (a comma left in a word stays in the value)
 _LIST_OPTIONS = re.compile(r"^--?(?:lora_target_modules|lora-target-modules|target_modules|target-modules)$")
 #: arguments without which the launch cannot start: a variable left empty there breaks it
@@ -128,15 +127,6 @@ class ShellFinds:
         }
 
 
-def _continues(raw: str) -> bool:
-    """Whether bash joins the next line to this one (an odd run of ``\\`` ends it, not in a
-    comment line)."""
-    if raw.lstrip().startswith("#"):
-        return False
-    n = len(raw) - len(raw.rstrip("\\"))
-    return n % 2 == 1
-
-
 _QUOTING = re.compile(r"""\\.|'[^']*'|"(?:[^"\\]|\\.)*"|(?:^|(?<=\s))#.*|['"]""", re.S)
 
 
@@ -164,7 +154,7 @@ def bash_lines(text: str) -> list[tuple[int, str, str]]:
     while i < len(raw):
         start = i
         parts = [raw[i]]
-        while _continues(parts[-1]) and i + 1 < len(raw):
+        while continues(parts[-1]) and i + 1 < len(raw):
             parts[-1] = parts[-1][:-1]
             i += 1
             parts.append(raw[i])
@@ -307,49 +297,6 @@ def split_commands(text: str, shown: str, readme: bool = False) -> list[dict[str
                 "readme": readme,
             }
         )
-    return out
-
-
-def readme_blocks(text: str) -> str:
-    """A README's shell code blocks, each line at its own line number (the rest blanked). In a
-    block written as a terminal session (``$ command`` lines), only the prompted commands and
-    their ``\\`` continuations are kept: the other lines are the commands' output."""
-    out: list[str] = []
-    block: list[str] | None = None
-    shell = False
-    for line in text.split("\n"):
-        m = _FENCE.match(line)
-        if m and block is not None:
-            out += _commands_of_block(block) if shell else [""] * len(block)
-            out.append("")
-            block = None
-        elif m:
-            block, shell = [], m["lang"].lower() in _SHELL_LANGS
-            out.append("")
-        elif block is not None:
-            block.append(line)
-        else:
-            out.append("")
-    if block is not None:
-        out += [""] * len(block)  # an unclosed fence: prose, not a block
-    return "\n".join(out)
-
-
-_PROMPT = re.compile(r"^\s*\$ ")
-
-
-def _commands_of_block(block: list[str]) -> list[str]:
-    if not any(_PROMPT.match(line) for line in block):
-        return block
-    out: list[str] = []
-    going = False
-    for line in block:
-        if _PROMPT.match(line) or going:
-            kept = _PROMPT.sub("", line, count=1)
-            out.append(kept)
-            going = _continues(kept)
-        else:
-            out.append("")
     return out
 
 
