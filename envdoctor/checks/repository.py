@@ -218,12 +218,18 @@ def launches_share_gpu(ctx: Context) -> Iterator[Hit]:
                 f"GPU {gpus}: {a['util']:g} + {b['util']:g} = {total:.2f} of its memory"
                 + (", more than it has: the second refuses to start" if total > 1 else ", little left")
             )
+        elif seen.get("rank0_shared"):
+            what = (
+                "the first training process, which joins the server's weight-sync group, is on a "
+                "GPU of the server: NCCL refuses two ranks on one device ('Duplicate GPU detected', "
+                f"huggingface/trl#3706), and the server already reserves {a['util']:g} of its memory"
+            )
         else:
             what = (
                 f"the training processes start on GPU {gpus}, where the vLLM server already reserves "
-                f"{a['util']:g} of the memory: training runs out of memory or NCCL fails on a device "
-                "vLLM holds"
+                f"{a['util']:g} of the memory: training runs out of memory there"
             )
+        total_over = b["kind"] == "server" and a["util"] + b["util"] > 1
         how = (
             "in the same script, the first started in the background"
             if seen["same_script"]
@@ -237,9 +243,7 @@ def launches_share_gpu(ctx: Context) -> Iterator[Hit]:
                 "to GPUs the other does not use (and match the process count or the server's "
                 "tensor × data parallel size to them)."
             ),
-            severity="error"
-            if seen["same_script"] and (b["kind"] == "trainer" or a["util"] + b["util"] > 1)
-            else None,
+            severity="error" if seen["same_script"] and (seen.get("rank0_shared") or total_over) else None,
             file=b["file"],
             line=b["line"],
         )

@@ -692,6 +692,10 @@ def shared_gpus(starts: list[_Start]) -> tuple[list[dict[str, Any]], list[dict[s
                             "port": second.port,
                         },
                         "same_script": together,
+                        # the training process that joins vLLM's weight-sync group (rank 0, on
+                        # the first GPU it sees) on a server GPU: NCCL's duplicate-GPU refusal
+                        "rank0_shared": second.kind == "trainer"
+                        and (second.gpus or (-1,))[0] in (first.gpus or ()),
                     }
                 )
     return shared[:MAX_FOUND], full[:MAX_FOUND]

@@ -196,7 +196,9 @@ def test_servers_on_one_port_are_alternatives_and_a_background_server_shares_wit
         "sleep 60\nCUDA_VISIBLE_DEVICES=1,2,3 accelerate launch --num_processes 3 train.py\n"
     )
     found = _kinds(tmp_path, {"run.sh": together})["shared_gpus"]
-    assert [(f["gpus"], f["same_script"], f["second"]["kind"]) for f in found] == [([1], True, "trainer")]
+    assert [(f["gpus"], f["same_script"], f["second"]["kind"], f["rank0_shared"]) for f in found] == [
+        ([1], True, "trainer", True)
+    ]
 
 
 def test_one_after_the_other_in_one_script_is_not_shared(tmp_path):
@@ -441,3 +443,28 @@ def test_hostile_scripts_give_bounded_findings(tmp_path):
     found = _kinds(tmp_path, files)
     assert all(len(v) <= MAX_FOUND for v in found.values())
     assert len(found["shared_gpus"]) == MAX_FOUND and len(found["split"]) == MAX_FOUND
+
+
+@pytest.mark.parametrize(
+    "trainer, severity",
+    [
+        (
+            "CUDA_VISIBLE_DEVICES=1,2,3 accelerate launch --num_processes 3 train.py",
+            "error",
+        ),  # rank 0 on GPU 1
+        ("CUDA_VISIBLE_DEVICES=2,3,1 accelerate launch --num_processes 3 train.py", "warning"),  # rank 0 on 2
+    ],
+)
+def test_rank0_on_a_server_gpu_in_one_script_is_an_error(tmp_path, trainer, severity):
+    """NCCL refuses the weight-sync group when the trainer's first process shares a device with a
+    server worker (huggingface/trl#3706); another shared GPU is memory pressure (a warning)."""
+    _repo(
+        tmp_path,
+        {
+            "grpo.yaml": GRPO,
+            "train.py": "",
+            "run.sh": f"CUDA_VISIBLE_DEVICES=0,1 trl vllm-serve --model m -tp 2 &\n{trainer}\n",
+        },
+    )
+    _, found = _hook(tmp_path, "grpo.yaml")
+    assert [f["severity"] for f in found if f["rule"] == "REP010"] == [severity]
