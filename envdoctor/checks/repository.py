@@ -107,6 +107,8 @@ def launch_command_split(ctx: Context) -> Iterator[Hit]:
         how = (
             "ends in `\\` followed by a space or comment (the `\\` escapes the space, not the newline)"
             if seen.get("escaped_space")
+            else "ends at a commented-out line (a `\\` inside a comment does not continue the command)"
+            if seen.get("comment_cut")
             else "does not end in `\\`"
         )
         who = "a user who copies this block runs" if seen.get("readme") else "bash runs"

@@ -285,6 +285,7 @@ def split_commands(text: str, shown: str, readme: bool = False) -> list[dict[str
         if not runs or not _is_launch(runs[-1][1]) or {"--help", "-h"} & set(runs[-1][1]):
             continue
         escaped_space = re.search(r"\\[ \t]+(#.*)?$", last) is not None
+        comment_cut = last.lstrip().startswith("#")  # a commented-out option line ends it
         run = runs[-1][1]
         out.append(
             {
@@ -294,6 +295,7 @@ def split_commands(text: str, shown: str, readme: bool = False) -> list[dict[str
                 "next_line": nxt_number,
                 "next": nxt.strip()[:60],
                 "escaped_space": escaped_space,
+                "comment_cut": comment_cut and not escaped_space,
                 "readme": readme,
             }
         )

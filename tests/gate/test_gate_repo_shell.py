@@ -468,3 +468,11 @@ def test_rank0_on_a_server_gpu_in_one_script_is_an_error(tmp_path, trainer, seve
     )
     _, found = _hook(tmp_path, "grpo.yaml")
     assert [f["severity"] for f in found if f["rule"] == "REP010"] == [severity]
+
+
+def test_a_commented_out_option_line_ends_the_command(tmp_path):
+    """`# --b 2 \\` inside a continued command: the comment takes the backslash, the command ends
+    there and the next option line runs as a command of its own."""
+    script = "python train.py \\\n    --a 1 \\\n    # --b 2 \\\n    --c 3\n"
+    found = _kinds(tmp_path, {"train.sh": script})["split"]
+    assert [(f["line"], f["next_line"], f["comment_cut"]) for f in found] == [(1, 4, True)]
