@@ -69,6 +69,8 @@ _EXPORT = re.compile(
     r"^\s*(?:export|declare\s+-[a-zA-Z]*x[a-zA-Z]*|typeset\s+-[a-zA-Z]*x[a-zA-Z]*)\s+(?P<rest>.*)$"
 )
 _ALLEXPORT = re.compile(r"^\s*set\s+(?:-[a-zA-Z]*a[a-zA-Z]*|-o\s+allexport)\b")
+#: lines that set variables whose names the script does not write (``export $(cat .env | xargs)``)
+_SETS_UNKNOWN = re.compile(r"\beval\s|\b(?:export|declare|typeset|local|readonly)\s+(?:-\w+\s+)*[\"']?\$")
 _SOURCE = re.compile(r"^\s*(?:source|\.)\s+\S")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?(?P<tag>[A-Za-z_][A-Za-z0-9_]*)['\"]?")
 #: options whose value lists are read with nargs (a comma left in a word stays in the value)
@@ -394,7 +396,7 @@ def unset_variables(text: str, shown: str, elsewhere: Callable[[str], bool]) -> 
     if "$" not in text or "#SBATCH" in text or "#PBS" in text or "#BSUB" in text:
         return []
     lines = bash_lines(text)
-    if any(_SOURCE.match(t) for _, t, _ in lines) or any("eval " in t for _, t, _ in lines):
+    if any(_SOURCE.match(t) or _SETS_UNKNOWN.search(t) for _, t, _ in lines):
         return []  # the variables may come from the sourced file
     assigned = _assigned("\n".join(t for _, t, _ in lines))
     out: list[dict[str, Any]] = []

@@ -95,6 +95,7 @@ CASES: dict[str, tuple[dict[str, str | bytes], dict[str, str | bytes]]] = {
             "c.sh": "accelerate launch train.py --model_name_or_path $CKPT\n",
             "README.md": "Set `export CKPT=/path/to/model` before running c.sh.\n",
             "d.sh": "source env.sh\naccelerate launch train.py --config $CONFIG\n",
+            "g.sh": "export $(grep -v '^#' .env | xargs)\naccelerate launch train.py --config $CFG2\n",
             "e.sh": "#SBATCH -N 1\nsrun python train.py --config $CFG\n",
             "f.sh": "torchrun --nnodes $SLURM_NNODES train.py --output_dir $OUT\n",
         },
