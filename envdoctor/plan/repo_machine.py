@@ -95,7 +95,7 @@ def _config_paths(
 def _script_paths(text: str) -> list[tuple[int, str, str]]:
     """(line, option or command, path) of the machine paths a script's launches, ``source`` lines
     and the variables its launches use name."""
-    from envdoctor.plan.repo_shell import _is_launch, _runs, bash_lines, may_launch
+    from envdoctor.plan.shell_lines import bash_lines, is_launch, line_runs, may_launch
 
     values: dict[str, str] = {}
     out: list[tuple[int, str, str]] = []
@@ -106,13 +106,13 @@ def _script_paths(text: str) -> list[tuple[int, str, str]]:
             continue
         if not may_launch(line):
             continue
-        for _, run in _runs(line):
+        for _, run in line_runs(line):
             if not run:
                 continue
             if run[0] in ("source", ".") and len(run) > 1 and machine_path(run[1]):
                 out.append((number, run[0], run[1]))
                 continue
-            if not _is_launch(run):
+            if not is_launch(run):
                 continue
             for i, word in enumerate(run[1:], start=1):
                 before = run[i - 1]

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from envdoctor.plan.repo_machine import repo_machine_paths
 from envdoctor.plan.repo_paths import repo_paths
@@ -365,10 +367,6 @@ def test_a_readme_terminal_session_shows_output_not_commands(tmp_path):
     assert _kinds(tmp_path, {"README.md": readme})["split"] == []
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=" \tab=$-'\"\\\n;&", max_size=40))
 def test_the_word_splitter_agrees_with_shlex(line):
@@ -376,7 +374,7 @@ def test_the_word_splitter_agrees_with_shlex(line):
     starts a comment only at a word's start), None where shlex finds an unclosed quote."""
     import shlex
 
-    from envdoctor.plan.repo_shell import split_words
+    from envdoctor.plan.shell_lines import split_words
 
     try:
         expected: list[str] | None = shlex.split(line, comments=True)
