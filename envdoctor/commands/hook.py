@@ -351,7 +351,9 @@ def _secret_found(area: Any) -> bool:
 
 
 def _repo_paths() -> dict[str, Any]:
-    """The repository's missing launch paths and unexported GPU restrictions (read once a run)."""
+    """What the repository's launch scripts and configs say as a whole (read once a run):
+    missing launch paths, what bash does with the scripts as written, GPUs the launches of one
+    run share, paths of the author's machine (the REP rules)."""
     from envdoctor.plan.repo_machine import repo_machine_paths
     from envdoctor.plan.repo_paths import repo_paths
     from envdoctor.plan.repo_shell import repo_shell
