@@ -130,12 +130,14 @@ def environment_not_exported(ctx: Context) -> Iterator[Hit]:
         names = seen["names"]
         listed = ", ".join(f"{n}={v['value']} (line {v['line']})" for n, v in names.items())
         exports = "; ".join(f"export {n}={v['value']}" for n, v in names.items())
+        one = len(names) == 1
         yield hit(
-            f"{seen['file']} sets {listed} on a line of its own without export: a shell variable "
-            f"only, so `{seen['command']}` (line {seen['command_line']}) and the processes it "
-            "starts do not see it",
-            fix=f"In {seen['file']}: write `{exports}` (or put the assignment at the start of line "
-            f"{seen['command_line']}).",
+            f"{seen['file']} sets {listed} on {'a line of its own' if one else 'lines of their own'} "
+            f"without export: {'a shell variable' if one else 'shell variables'} only, so "
+            f"`{seen['command']}` (line {seen['command_line']}) and the processes it starts do not "
+            f"see {'it' if one else 'them'}",
+            fix=f"In {seen['file']}: write `{exports}` (or put the "
+            f"{'assignment' if one else 'assignments'} at the start of line {seen['command_line']}).",
             file=seen["file"],
             line=seen["line"],
         )
