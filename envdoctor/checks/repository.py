@@ -151,7 +151,8 @@ def list_option_commas(ctx: Context) -> Iterator[Hit]:
         yield hit(
             f"{seen['file']} line {seen['line']}: `{seen['option']} {values}` gives the modules "
             f"{', '.join(repr(v) for v in seen['values'])}: the shell keeps each comma in its word, "
-            f"so {', '.join(repr(v) for v in seen['bad'])} name no module and LoRA lands on fewer "
+            f"so {', '.join(repr(v) for v in seen['bad'])} "
+            f"{'names' if len(seen['bad']) == 1 else 'name'} no module and LoRA lands on fewer "
             "layers than meant",
             fix=f"In {seen['file']} line {seen['line']}, write `{seen['option']} {clean}` "
             "(space-separated, no commas).",
