@@ -132,6 +132,11 @@ TRUE = (
         "grpo_trainer.md passes --server_ip; its script declares --vllm_server_host",
     ),
     ("CFG004", r"`dataset_configs`", "open-r1 recipes of the TRL 0.16 era: a key nothing declares"),
+    (
+        "REP005",
+        r"README\.md line \d+: `accelerate launch --config_file …` does not end in `\\`",
+        "open-r1's README: the override examples lack the `\\` after `--config …yaml`",
+    ),
 )
 
 

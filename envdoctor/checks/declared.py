@@ -296,3 +296,33 @@ def declared_trl_range_vs_vllm(ctx: Context) -> Iterator[Hit]:
             f"'vllm{bad[-1]['vllm']}')"
         )
     yield hit(msg, fix=fix, trl=trl.spec, vllm=vllm.version, **_where(trl))
+
+
+#: the training stack's packages whose git pins DCL007 judges
+_MOVING_JUDGED = frozenset(
+    {"trl", "transformers", "vllm", "torch", "accelerate", "deepspeed", "peft", "datasets", "liger-kernel"}
+)
+_FIXED_REF = re.compile(r"^(?:[0-9a-fA-F]{7,40}|v?\d+(?:\.\d+)+(?:[.-]?[A-Za-z0-9]+)*)$")
+
+
+@rule("DCL007")
+def declared_moving_branch(ctx: Context) -> Iterator[Hit]:
+    for name, e in sorted(_stack(ctx).items()):
+        if name not in _MOVING_JUDGED or e.how in ("assumed", "locked"):
+            continue
+        d = next((d for d in e.decls if d.url and not _FIXED_REF.match(d.ref)), None)
+        if d is None:
+            continue
+        branch = f"the branch `{d.ref}`" if d.ref else "the repository's default branch"
+        yield hit(
+            f"{name} is declared as {d.said}: {branch}, not a release or a commit, so each install "
+            f"gets whatever the branch holds that day; {name}'s main moves between releases "
+            "(config keys and APIs the repository's code uses are renamed or removed), so the run "
+            "the repository was written for is not what a user installs",
+            fix=(
+                f"Pin {name} to the release the repository was tested with (`{name}==X.Y.Z`), or to "
+                f"a commit (`{name} @ {d.url.split('@')[0] if d.ref else d.url}@<commit sha>`)."
+            ),
+            declared_file=d.file,
+            declared_line=d.line,
+        )

@@ -76,3 +76,194 @@ def visible_devices_not_exported(ctx: Context) -> Iterator[Hit]:
             file=seen["file"],
             line=seen["line"],
         )
+
+
+def _shell(ctx: Context, kind: str) -> list[dict[str, Any]]:
+    return list((ctx.facts.extra.get("repo_paths") or {}).get(kind) or [])
+
+
+@rule("REP004")
+def launch_script_crlf(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "crlf"):
+        name = seen["file"]
+        yield hit(
+            f"{name} has Windows (CRLF) line ends ({seen['lines']} lines end in \\r) and runs a "
+            f"launch (line {seen['launch_line']}): bash keeps the \\r in each line's last word "
+            "(`$'\\r': command not found`, an option value or path ending in \\r) and a `\\` "
+            "before it no longer continues the command",
+            fix=(
+                f"Convert it to LF line ends: `dos2unix {name}` (or `sed -i 's/\\r$//' {name}`), "
+                "and keep it so with a .gitattributes line `*.sh text eol=lf`."
+            ),
+            file=name,
+            line=seen["line"],
+        )
+
+
+@rule("REP005")
+def launch_command_split(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "split"):
+        name, line, nxt = seen["file"], seen["line"], seen["next_line"]
+        how = (
+            "ends in `\\` followed by a space or comment (the `\\` escapes the space, not the newline)"
+            if seen.get("escaped_space")
+            else "ends at a commented-out line (a `\\` inside a comment does not continue the command)"
+            if seen.get("comment_cut")
+            else "does not end in `\\`"
+        )
+        who = "a user who copies this block runs" if seen.get("readme") else "bash runs"
+        yield hit(
+            f"{name} line {line}: `{seen['command']} …` {how}, so {who} it without the options "
+            f"that follow and then line {nxt} (`{seen['next']}`) as a command of its own "
+            "(`command not found`)",
+            fix=f"In {name}, end line {line} and each option line before the last with ` \\` "
+            "(nothing after the backslash).",
+            severity="warning" if seen.get("readme") else "error",
+            file=name,
+            line=line,
+        )
+
+
+@rule("REP006")
+def environment_not_exported(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "unexported_env"):
+        names = seen["names"]
+        listed = ", ".join(f"{n}={v['value']} (line {v['line']})" for n, v in names.items())
+        exports = "; ".join(f"export {n}={v['value']}" for n, v in names.items())
+        one = len(names) == 1
+        yield hit(
+            f"{seen['file']} sets {listed} on {'a line of its own' if one else 'lines of their own'} "
+            f"without export: {'a shell variable' if one else 'shell variables'} only, so "
+            f"`{seen['command']}` (line {seen['command_line']}) and the processes it starts do not "
+            f"see {'it' if one else 'them'}",
+            fix=f"In {seen['file']}: write `{exports}` (or put the "
+            f"{'assignment' if one else 'assignments'} at the start of line {seen['command_line']}).",
+            file=seen["file"],
+            line=seen["line"],
+        )
+
+
+@rule("REP007")
+def list_option_commas(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "lora_comma"):
+        values = " ".join(seen["values"])
+        clean = " ".join(v.rstrip(",") for v in seen["values"])
+        yield hit(
+            f"{seen['file']} line {seen['line']}: `{seen['option']} {values}` gives the modules "
+            f"{', '.join(repr(v) for v in seen['values'])}: the shell keeps each comma in its word, "
+            f"so {', '.join(repr(v) for v in seen['bad'])} "
+            f"{'names' if len(seen['bad']) == 1 else 'name'} no module and LoRA lands on fewer "
+            "layers than meant",
+            fix=f"In {seen['file']} line {seen['line']}, write `{seen['option']} {clean}` "
+            "(space-separated, no commas).",
+            file=seen["file"],
+            line=seen["line"],
+        )
+
+
+@rule("REP008")
+def launch_variable_unset(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "unset"):
+        what = "the script path" if seen["option"] == "(the script)" else f"`{seen['option']}`"
+        yield hit(
+            f"{seen['file']} line {seen['line']}: {what} `{seen['word']}` of `{seen['command']} …` "
+            f"uses ${seen['name']}, which the script never sets and no other file of the "
+            "repository names: unless the caller exports it, the argument is empty or cut",
+            fix=f"In {seen['file']}, set `{seen['name']}=…` before line {seen['line']} (or "
+            "document that the caller must export it).",
+            file=seen["file"],
+            line=seen["line"],
+        )
+
+
+@rule("REP009")
+def machine_path(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "machine_paths"):
+        files = seen["files"]
+        where = ", ".join(files[:3]) + (f" and {len(files) - 3} more files" if len(files) > 3 else "")
+        shown = "; ".join(f"{u['file']} line {u['line']} {u['key']}: `{u['path']}`" for u in seen["uses"][:3])
+        held = [u for u in seen["uses"] if u.get("held")]
+        fix = (
+            "Set each to your copy (a model or dataset by its Hub id, e.g. `org/name`, or a path "
+            "relative to the repository), or read it from a variable the user sets."
+        )
+        if held:
+            fix = (
+                "Point "
+                + ", ".join(f"`{u['path']}` at the repository's own `{u['held']}`" for u in held[:3])
+                + " (a path relative to the folder the launch runs in); set any other to your copy."
+            )
+        if seen["count"] == 1:
+            u = seen["uses"][0]
+            said = f"{u['file']} line {u['line']} names `{u['path']}` ({u['key']}), a path of the author's"
+            said += " machine"
+        else:
+            said = (
+                f"{where} name {seen['count']} paths under `{seen['prefix']}`, a folder of the "
+                f"author's machine ({shown})"
+            )
+        yield hit(
+            f"{said}; no download, copy or Dockerfile of the repository makes it: a run on "
+            "another machine does not find it",
+            fix=fix,
+            file=seen["file"],
+            line=seen["line"],
+        )
+
+
+@rule("REP010")
+def launches_share_gpu(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "shared_gpus"):
+        a, b = seen["first"], seen["second"]
+        gpus = ",".join(map(str, seen["gpus"]))
+        if b["kind"] == "server":
+            total = a["util"] + b["util"]
+            what = (
+                f"two vLLM servers (ports {a['port']} and {b['port']}) each reserve their share of "
+                f"GPU {gpus}: {a['util']:g} + {b['util']:g} = {total:.2f} of its memory"
+                + (", more than it has: the second refuses to start" if total > 1 else ", little left")
+            )
+        elif seen.get("rank0_shared"):
+            what = (
+                "the first training process, which joins the server's weight-sync group, is on a "
+                "GPU of the server: NCCL refuses two ranks on one device ('Duplicate GPU detected', "
+                f"huggingface/trl#3706), and the server already reserves {a['util']:g} of its memory"
+            )
+        else:
+            what = (
+                f"the training processes start on GPU {gpus}, where the vLLM server already reserves "
+                f"{a['util']:g} of the memory: training runs out of memory there"
+            )
+        total_over = b["kind"] == "server" and a["util"] + b["util"] > 1
+        how = (
+            "in the same script, the first started in the background"
+            if seen["same_script"]
+            else ("in scripts of one folder, run together")
+        )
+        yield hit(
+            f"`{a['command']}` ({a['file']} line {a['line']}) and `{b['command']}` ({b['file']} line "
+            f"{b['line']}), {how}, both get CUDA_VISIBLE_DEVICES with GPU {gpus}: {what}",
+            fix=(
+                f"Give them disjoint GPUs: change CUDA_VISIBLE_DEVICES on {b['file']} line {b['line']} "
+                "to GPUs the other does not use (and match the process count or the server's "
+                "tensor × data parallel size to them)."
+            ),
+            severity="error" if seen["same_script"] and (seen.get("rank0_shared") or total_over) else None,
+            file=b["file"],
+            line=b["line"],
+        )
+
+
+@rule("REP011")
+def server_memory_full(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "full_memory"):
+        yield hit(
+            f"{seen['file']} line {seen['line']}: `{seen['command']}` with --gpu-memory-utilization "
+            f"{seen['util']:g} asks vLLM for all of the GPU's memory: the CUDA context and other "
+            "allocations already hold part of it, so the engine refuses to start (vLLM V1: free "
+            "memory less than desired) or runs out of memory under load",
+            fix=f"In {seen['file']} line {seen['line']}, lower --gpu-memory-utilization "
+            "(0.9 is vLLM's default).",
+            file=seen["file"],
+            line=seen["line"],
+        )

@@ -396,7 +396,27 @@ def _has_secret(files: list[str]) -> bool:
 
 
 #: the rules of what the repository's files say as a whole (not one config's): said once
-REPOSITORY_RULES = frozenset({"SEC001", "REP001", "REP002", "REP003"})
+REPOSITORY_RULES = frozenset({"SEC001", *(f"REP{n:03d}" for n in range(1, 20))})
+
+
+#: rules on the declared stack as a whole: a finding every report would repeat is said in the
+#: first report that has it only
+SAID_ONCE = frozenset({"DCL007"})
+
+
+def _said_once(reports: list[Any], rules: frozenset[str]) -> None:
+    """Drop from later reports the findings of ``rules`` an earlier report already says."""
+    seen: set[tuple[str, str]] = set()
+    for report in reports:
+        for area in report.areas:
+            kept = []
+            for f in area.findings:
+                key = (f.rule, f.message)
+                if f.rule in rules and key in seen:
+                    continue
+                seen.add(key)
+                kept.append(f)
+            area.findings = kept
 
 
 def _secret_found(area: Any) -> bool:
@@ -404,13 +424,17 @@ def _secret_found(area: Any) -> bool:
 
 
 def _repo_paths() -> dict[str, Any]:
-    """The repository's missing launch paths and unexported GPU restrictions (read once a run)."""
+    """What the repository's launch scripts and configs say as a whole (read once a run):
+    missing launch paths, what bash does with the scripts as written, GPUs the launches of one
+    run share, paths of the author's machine (the REP rules)."""
+    from envdoctor.plan.repo_machine import repo_machine_paths
     from envdoctor.plan.repo_paths import repo_paths
+    from envdoctor.plan.repo_shell import repo_shell
 
     key = str(Path.cwd())
     if key not in _PATHS:
         _PATHS.clear()
-        _PATHS[key] = repo_paths(Path.cwd())
+        _PATHS[key] = {**repo_paths(Path.cwd()), **repo_shell(Path.cwd()), **repo_machine_paths(Path.cwd())}
     return _PATHS[key]
 
 
@@ -715,6 +739,7 @@ def hook(
         if facts is not None
         else []
     )  # facts are read when targets exist; the repository's credentials go to the first report
+    _said_once([r for _, r in named], SAID_ONCE)
     if named or output:
         by_label = {t.label: t for t in targets}
         emit(

@@ -86,11 +86,22 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+_OPTION_LINE = re.compile(r"^\s*--?[A-Za-z][\w.-]*(?:[= ]|$)")
+
+
 def _commands(text: str) -> list[tuple[int, str]]:
-    """(first line, command) of each command that runs a launcher, continuations joined."""
+    """(first line, command) of each command that runs a launcher, continuations joined, and
+    option lines that a missing ``\\`` cut off the launch joined back to it (the launch as its
+    author meant it; the hook says the cut itself: REP005)."""
+    lines: list[tuple[int, str]] = []
+    for line, joined in logical_lines(text):
+        if lines and _OPTION_LINE.match(joined) and _LAUNCHER.search(lines[-1][1]) and ")" not in joined[:40]:
+            lines[-1] = (lines[-1][0], f"{lines[-1][1]} {joined.strip()}")
+            continue
+        lines.append((line, joined))
     return [
         (line, joined.lstrip("$ ").strip())
-        for line, joined in logical_lines(text)
+        for line, joined in lines
         if _LAUNCHER.search(joined) and len(joined) < 4000
     ]
 
@@ -142,13 +153,19 @@ def _notebook(text: str) -> str:
 
 def _anchored(root: Path, folder: Path, written: str | None) -> str | None:
     """A path a launch line names, from the repository root: as written where it exists there,
-    else from the folder of the file that holds the line (a notebook or README run in its own
-    folder, ``cd training && accelerate launch --config_file configs/…``)."""
+    else from the folder of the file that holds the line or a folder between it and the root (a
+    notebook or README run in its own folder, ``cd training && accelerate launch --config_file
+    configs/…``, a script under ``project/src/`` run from ``project/``)."""
     if not written or "*" in written:
         return written
     try:
-        if not (root / written).exists() and (folder / written).exists():
-            return str((folder / written).relative_to(root))
+        if (root / written).exists():
+            return written
+        here = folder
+        while here != root and root in here.parents:  # the script's folder, then those between
+            if (here / written).exists():
+                return str((here / written).relative_to(root))
+            here = here.parent
     except (OSError, ValueError):
         pass
     return written

@@ -355,9 +355,26 @@ def _script_findings(text: str, shown: str, index: _Index) -> list[MissingPath]:
                     certainty = "unknown"
                     said = f"`{makes.group(0)}`" if makes else f"line {other}"
                     why = f"the script may make it as it runs ({said})"
-                near = next(iter(sorted(index.by_name.get(base, []))), "")
+                near = _nearest(
+                    written, index.by_name.get(base, []) or index.by_name.get(_undoubled(base), [])
+                )
                 out.append(MissingPath(shown, number, kind, written, option, certainty, why, near))
     return out
+
+
+def _nearest(written: str, candidates: list[str]) -> str:
+    """The candidate path most like ``written`` (a moved or renamed file), or ''."""
+    import difflib
+
+    return max(
+        sorted(candidates), key=lambda c: difflib.SequenceMatcher(None, written, c).ratio(), default=""
+    )
+
+
+def _undoubled(name: str) -> str:
+    """``x.yaml.yaml`` -> ``x.yaml`` (a suffix written twice), else ``name``."""
+    suffix = PurePosixPath(name).suffix
+    return name[: -len(suffix)] if suffix and name.endswith(suffix * 2) else name
 
 
 def _other_use(line: str, name: str) -> bool:
@@ -458,6 +475,48 @@ def _config_findings(path: Path, shown: str, index: _Index) -> list[MissingPath]
     return out
 
 
+def _readme_findings(root: Path, index: _Index) -> list[MissingPath]:
+    """The launch lines of the READMEs' shell blocks (root and one level down): a path they name
+    that the repository does not hold is said, as a user who copies the line meets it: a warning
+    when the repository holds a file of that name elsewhere (a moved or renamed recipe), else
+    info (a placeholder the reader fills in)."""
+    from envdoctor.plan.readme_blocks import readme_blocks
+
+    out: list[MissingPath] = []
+    for path in walk(
+        root,
+        ("README*.md", "readme*.md"),
+        max_files=20,
+        max_depth=1,
+        skip_dirs=_SKIP_DIRS,
+        skip_hidden_dirs=True,
+    ):
+        try:
+            if path.stat().st_size > MAX_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        shown = path.relative_to(root).as_posix()
+        for m in _script_findings(readme_blocks(text), shown, index):
+            if m.certainty == "unknown":
+                continue  # the README's line may run elsewhere: too little to say
+            how = "likely" if m.near else "unknown"
+            out.append(
+                MissingPath(
+                    m.file,
+                    m.line,
+                    m.kind,
+                    m.written,
+                    m.option,
+                    how,
+                    "named in the README's shell block",
+                    m.near,
+                )
+            )
+    return out
+
+
 def repo_paths(root: Path) -> dict[str, list[dict[str, Any]]]:
     """``{"missing": [MissingPath…], "unexported": [UnexportedDevices…]}`` (as dicts) of the
     repository at ``root``."""
@@ -487,6 +546,8 @@ def repo_paths(root: Path) -> dict[str, list[dict[str, Any]]]:
         ):
             missing += _script_findings(text, shown, index)
         unexported += unexported_devices(text, shown)
+    if index.complete:
+        missing += _readme_findings(root, index)
     if index.complete:
         configs = walk(
             root,
