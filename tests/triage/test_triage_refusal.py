@@ -43,10 +43,13 @@ def test_a_guard_raised_in_a_stack_packages_frame_is_its_refusal_an_error_with_i
 
 def test_engine_core_and_ray_prefixed_tracebacks_are_read_too():
     core = "".join(
-        f"(EngineCore_DP0 pid=7) ERROR 03-26 11:12:49 [core.py:343] {line}\n" for line in VLLM_GUARD.replace("[rank0]: ", "").splitlines()
+        f"(EngineCore_DP0 pid=7) ERROR 03-26 11:12:49 [core.py:343] {line}\n"
+        for line in VLLM_GUARD.replace("[rank0]: ", "").splitlines()
     )
     assert _one(core).rule == "TRI012"
-    ray = "".join(f"(LLMRayActor pid=1516796) {line}\n" for line in VLLM_GUARD.replace("[rank0]: ", "").splitlines())
+    ray = "".join(
+        f"(LLMRayActor pid=1516796) {line}\n" for line in VLLM_GUARD.replace("[rank0]: ", "").splitlines()
+    )
     assert _one(ray).rule == "TRI012"
 
 
@@ -57,7 +60,9 @@ def test_a_one_line_refusal_whose_prefix_names_the_package():
     )
     assert f.rule == "TRI012" and f.severity == Severity.ERROR and f.message.startswith("Unsloth refused")
     assert "fast_inference=True, full_finetuning=True" in f.message
-    f = _one("[rank3]: ValueError: [swift] vllm_mode must be one of 'server', 'colocate' when use_vllm is set\n")
+    f = _one(
+        "[rank3]: ValueError: [swift] vllm_mode must be one of 'server', 'colocate' when use_vllm is set\n"
+    )
     assert f.rule == "TRI012" and f.message.startswith("ms-swift refused")
     f = _one("ValueError: Prefix caching with a sliding window is not supported by the V1 Engine\n")
     assert f.rule == "TRI012" and f.message.startswith("vLLM refused")
@@ -80,10 +85,14 @@ def test_look_alikes_are_no_refusal():
         "Not enough free memory: gpu_memory_utilization must be raised (0.3 GiB free)",
     )
     assert "TRI012" not in _rules(oom)
-    timeout = VLLM_GUARD.replace("ValueError: LoRA is not supported", "RuntimeError: Timed out: it is not supported")
+    timeout = VLLM_GUARD.replace(
+        "ValueError: LoRA is not supported", "RuntimeError: Timed out: it is not supported"
+    )
     assert "TRI012" not in _rules(timeout)
     # the data
-    data = VLLM_GUARD.replace("LoRA is not supported with gptq_marlin quantization", "the dataset column 'prompt' must be a string")
+    data = VLLM_GUARD.replace(
+        "LoRA is not supported with gptq_marlin quantization", "the dataset column 'prompt' must be a string"
+    )
     assert "TRI012" not in _rules(data)
     # raised in the user's code, in torch, or below a frame that only calls
     users = VLLM_GUARD.replace("/env/lib/python3.11/site-packages/vllm/config.py", "/home/u/checks.py")
@@ -96,7 +105,14 @@ def test_look_alikes_are_no_refusal():
     assert "TRI012" not in _rules("ValueError: quantization must be gptq\n")
     assert "TRI012" not in _rules("RuntimeError: Unsloth: the model could not be patched\n")
     # a warning line is no failure
-    assert findings(scan_bytes("WARNING 03-26 11:12:49 [config.py:1] Unsloth: LoRA is not supported here, falling back\n")) == []
+    assert (
+        findings(
+            scan_bytes(
+                "WARNING 03-26 11:12:49 [config.py:1] Unsloth: LoRA is not supported here, falling back\n"
+            )
+        )
+        == []
+    )
     # a check that refuses what it allows is a bug of the release (TRI012's own answer, not a refusal)
     f = _one("ValueError: [swift] vllm_mode must be either 'server' or 'colocate', got 'server'.\n")
     assert "a value its own check lists as allowed" in f.message
@@ -136,8 +152,14 @@ def test_a_cut_validation_error_and_a_field_error_with_its_input():
         "[rank0]: gpu_memory_utilization\n"
         "[rank0]:   Input should be less than or equal to 1 [type=less_than_equal, input_value=1.5, input_type=float]\n"
     )
-    assert "field gpu_memory_utilization = 1.5" in f.message and "Input should be less than or equal to 1" in f.message
-    assert "GRPOConfig vllm_gpu_memory_utilization" in f.fix and "trl vllm-serve --gpu_memory_utilization" in f.fix
+    assert (
+        "field gpu_memory_utilization = 1.5" in f.message
+        and "Input should be less than or equal to 1" in f.message
+    )
+    assert (
+        "GRPOConfig vllm_gpu_memory_utilization" in f.fix
+        and "trl vllm-serve --gpu_memory_utilization" in f.fix
+    )
 
 
 def test_a_wrappers_option_is_named_where_the_log_shows_the_wrapper():
