@@ -218,13 +218,22 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             where += f", called from {who} ({caller.module_path}:{caller.line})"
     elif not tb.frames or all(f.package is None for f in tb.frames):
         package = _package_named(tb.message)  # the message's own prefix or subject names it
-    if package is None:
-        return None
     options = _options(text)
     own = _own_fix(text)
+    if package is None:
+        # no frame and no name: a refusal whose own fix changes an option it names is still the
+        # configuration's (``expandable_segments:True`` … "Consider using expandable_segments:False")
+        if tb.frames or not own or not any(o.split("=", 1)[0] in own for o in options):
+            return None
+        package = ""
     name = _DISPLAY.get(package, package)
     named = ", ".join(options)
-    what = f"{name} refused the run's configuration with a check of its own{where}: “{text[:600]}”"
+    what = (
+        f"{name} refused the run's configuration with a check of its own{where}: “{text[:600]}”"
+        if package
+        else "A check refused the run's configuration (the log shows no frame to say which package's): "
+        f"“{text[:600]}”"
+    )
     if options:
         what += f" (what it names: {named})"
     change = f"change what it refuses ({named})" if options else "change the setting the message names"
@@ -233,8 +242,8 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     else:
         fix = f"{change}: {name} refuses this configuration whatever the releases"
         if re.search(r"(?i)not (?:yet |currently )?supported|unsupported|only supported|only supports", text):
-            fix += f"; a newer {name} release may support it (its release notes say)"
-    d = finding(RULE, [m], log, what, fix, package=package, options=options or None)
+            fix += f"; a newer {name} release may support it (its release notes say)" if package else ""
+    d = finding(RULE, [m], log, what, fix, package=package or None, options=options or None)
     f = d.finding  # the configuration is the cause, whatever the releases: an error
     d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
     return d

@@ -201,3 +201,20 @@ def test_the_serializers_refusal_is_one_class_whatever_the_stack():
 
 def test_pythons_json_refusal_is_not_vllms():
     assert "TRI011" not in _rules("TypeError: Object of type dtype is not JSON serializable\n")
+
+
+def test_a_frameless_refusal_whose_own_fix_changes_the_option_it_names():
+    line = (
+        "RuntimeError: The kernel on this machine does not support the pidfd_open syscall needed to use IPC for "
+        "CUDA tensors when expandable_segments:True is set. Consider using expandable_segments:False via "
+        "torch.cuda.memory._set_allocator_settings('expandable_segments:False') for this allocation.\n"
+    )
+    f = _one(line)
+    assert f.rule == "TRI012" and f.severity == Severity.ERROR
+    assert "no frame to say which package's" in f.message
+    assert f.fix.startswith("the message's own fix: Consider using expandable_segments:False")
+    # a fix that changes nothing the message names, or no fix at all: no refusal of an option
+    assert "TRI012" not in _rules("RuntimeError: Sampling is not supported here. Please retry later.\n")
+    assert "TRI012" not in _rules(
+        "ValueError: Attention mask should be of size (1, 1, 5, 5), but is (1, 1, 4, 4)\n"
+    )
