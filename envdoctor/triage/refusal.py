@@ -69,7 +69,8 @@ _REFUSING = re.compile(
     r"\bplease (?:set|use|specify|pass|provide|make sure|disable|enable|reduce|increase|lower)\b|"
     r"\bnot compatible\b|\bincompatible\b|\bmutually exclusive\b|\bis not (?:allowed|valid|a valid)\b|"
     r"\binvalid (?:value|choice|option|argument|config\w*)\b|\bexpected (?:one of|either)\b|"
-    r"\bnot implemented\b|\bcannot be (?:used|combined|set|enabled)\b|\brequires?\b.{0,80}\bto be\b"
+    r"\bnot implemented\b|\bcannot be (?:used|combined|set|enabled)\b|\brequires?\b.{0,80}\bto be\b|"
+    r"\bis not equal to\b"
 )
 #: resources, the run's data and the machine: a guard about them refuses no option
 _NOT_CONFIG = re.compile(

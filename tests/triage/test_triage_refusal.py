@@ -218,3 +218,16 @@ def test_a_frameless_refusal_whose_own_fix_changes_the_option_it_names():
     assert "TRI012" not in _rules(
         "ValueError: Attention mask should be of size (1, 1, 5, 5), but is (1, 1, 4, 4)\n"
     )
+
+
+def test_deepspeeds_batch_assertion_in_its_own_frame():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/env/site-packages/deepspeed/runtime/config.py", line 925, in _batch_assertion\n'
+        "    assert train_batch == micro_batch * grad_acc * self.world_size, (\n"
+        "AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 16 != 2 * 1 * 4\n"
+    )
+    f = _one(log)
+    assert (
+        f.rule == "TRI012" and f.message.startswith("DeepSpeed refused") and "train_batch_size" in f.message
+    )
