@@ -104,6 +104,8 @@ _DISPLAY = {
     "openrlhf": "OpenRLHF",
     "transformers": "transformers",
 }
+#: vLLM's modules that check the engine's configuration (a field there is an engine argument)
+_ENGINE_CONFIG = ("config", "engine/arg_utils.py")
 MAX_MORE = 8  # lines after the exception's line read as the rest of its message
 
 
@@ -244,6 +246,14 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
         fix = f"{change}: {name} refuses this configuration whatever the releases"
         if re.search(r"(?i)not (?:yet |currently )?supported|unsupported|only supported|only supports", text):
             fix += f"; a newer {name} release may support it (its release notes say)" if package else ""
+    engine = (
+        package == "vllm" and tb.frames[-1].module_path.startswith(_ENGINE_CONFIG) if tb.frames else False
+    )
+    # a field is named with its value ("max_model_len (4096)", "quantization=gptq"), a value is not
+    named_ = [o.split("=", 1)[0] for o in options if not o.startswith("-")]
+    fields = [x for x in named_ if re.search(rf"\b{re.escape(x)}`?\s?[(=]", text)][:2] if engine else []
+    if fields:  # vLLM's engine configuration: where the run sets the fields it names
+        fix += "; set by " + "; ".join(w for x in fields for w in _setters(x, log, m.context))
     d = finding(RULE, [m], log, what, fix, package=package or None, options=options or None)
     f = d.finding  # the configuration is the cause, whatever the releases: an error
     d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)

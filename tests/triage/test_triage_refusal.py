@@ -39,6 +39,17 @@ def test_a_guard_raised_in_a_stack_packages_frame_is_its_refusal_an_error_with_i
     assert f.message.startswith("vLLM refused the run's configuration") and "config.py:812" in f.message
     assert "called from ms-swift" in f.message and "gptq_marlin" in f.message
     assert f.fix.startswith("the message's own fix: Please use quantization=gptq instead.")
+    assert "vLLM's engine argument quantization" in f.fix and "argument gptq_marlin" not in f.fix  # a value
+    older = VLLM_GUARD.replace(
+        "LoRA is not supported with gptq_marlin quantization. Please use quantization=gptq instead.",
+        "max_num_batched_tokens (2048) is smaller than max_model_len (4096). Please increase max_num_batched_tokens or decrease max_model_len.",
+    )
+    f = _one(older)  # older vLLM's ValueError from its config classes: where the run sets the fields
+    assert (
+        f.rule == "TRI012"
+        and "vllm serve --max-num-batched-tokens" in f.fix
+        and "GRPOConfig vllm_max_model_length" in f.fix
+    )
 
 
 def test_engine_core_and_ray_prefixed_tracebacks_are_read_too():
