@@ -156,7 +156,7 @@ def _options(text: str) -> list[str]:
     found: list[str] = []
     for m in _OPTION_EQ.finditer(text):
         if "_" in m.group("k") or m.group("k").islower():
-            found.append(f"{m.group('k')}={m.group('v')}")
+            found.append(f"{m.group('k')}={m.group('v').rstrip('.')}")
     taken = {f.split("=", 1)[0] for f in found}
     for rx in (_TICKED, _SNAKE):
         for m in rx.finditer(text):

@@ -242,3 +242,24 @@ def test_deepspeeds_batch_assertion_in_its_own_frame():
     assert (
         f.rule == "TRI012" and f.message.startswith("DeepSpeed refused") and "train_batch_size" in f.message
     )
+
+
+def test_a_rays_task_error_around_vllms_refusal_in_a_verl_run():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/root/verl/verl/trainer/main_ppo.py", line 64, in run_ppo\n'
+        "    ray.get(runner.run.remote(config))\n"
+        "ray.exceptions.RayTaskError(ValueError): ray::TaskRunner.run() (pid=2517, ip=10.0.0.1, actor_id=abc)\n"
+        '  File "/root/verl/verl/workers/fsdp_workers.py", line 500, in init_model\n'
+        "    self.rollout = vLLMRollout(model_path, config)\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/engine/arg_utils.py", line 1100, in create_engine_config\n'
+        "    raise ValueError(\n"
+        "ValueError: Chunked prefill is not supported with sliding window. Please set enable_chunked_prefill=False.\n"
+    )
+    f = _one(log)
+    assert (
+        f.rule == "TRI012"
+        and "called from verl" in f.message
+        and "enable_chunked_prefill=False)" in f.message
+    )
+    assert "verl: actor_rollout_ref.rollout.enable_chunked_prefill" in f.fix
