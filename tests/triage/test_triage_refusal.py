@@ -263,3 +263,12 @@ def test_a_rays_task_error_around_vllms_refusal_in_a_verl_run():
         and "enable_chunked_prefill=False)" in f.message
     )
     assert "verl: actor_rollout_ref.rollout.enable_chunked_prefill" in f.fix
+
+
+def test_vllms_warning_that_insecure_serialization_is_on_is_no_failure():
+    log = (
+        "INFO 07-01 12:00:00 [core.py:1] started\n"
+        "WARNING 07-01 12:00:01 [serial_utils.py:53] Allowing insecure serialization using pickle due to VLLM_ALLOW_INSECURE_SERIALIZATION=1\n"
+        "INFO step 1 loss 0.1\n"
+    )
+    assert findings(scan_bytes(log)) == []
