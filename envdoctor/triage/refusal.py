@@ -239,6 +239,8 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     )
     if options:
         what += f" (what it names: {named})"
+    if cut and not more and log.lines and m.line_no >= log.lines:
+        what += " (the log ends inside the message: paste the whole exception line, and the lines after it)"
     change = f"change what it refuses ({named})" if options else "change the setting the message names"
     if own:
         fix = f"the message's own fix: {own} (or {change})"

@@ -272,3 +272,12 @@ def test_vllms_warning_that_insecure_serialization_is_on_is_no_failure():
         "INFO step 1 loss 0.1\n"
     )
     assert findings(scan_bytes(log)) == []
+
+
+def test_a_message_the_log_cuts_off_is_said_cut():
+    f = _one("NotImplementedError: Unsloth: `fast_inference=True` cannot be used together with `full_fine")
+    assert f.rule == "TRI012" and "the log ends inside the message" in f.message
+    assert (
+        "ends inside"
+        not in _one("NotImplementedError: Unsloth: `fast_inference=True` is not supported here.\n").message
+    )
