@@ -89,7 +89,7 @@ _FIX = re.compile(
 )
 _VALIDATION = re.compile(r"\b(?P<n>\d{1,3}) validation errors? for (?P<cls>[A-Za-z_]\w{0,80})")
 _PYDANTIC_TAIL = re.compile(
-    r"\s*\[type=(?P<type>[\w.]{1,80})(?:, input_value=(?P<value>.{0,200}?))?"
+    r" ?\[type=(?P<type>[\w.]{1,80})(?:, input_value=(?P<value>.{0,200}?))?"
     r"(?:, input_type=\w+)?\]\s*$"
 )
 #: how findings name a package
@@ -325,7 +325,7 @@ def vllm_validation(tb: Traceback, m: Match, log: Log) -> Draft | None:
         if text.startswith("For further information"):
             continue
         tail = _PYDANTIC_TAIL.search(text)
-        body = text[: tail.start()] if tail else text
+        body = text[: tail.start()].rstrip() if tail else text
         if tail and tail.group("value") and not tail.group("value").startswith("ArgsKwargs"):
             value = tail.group("value")
         said = body.removeprefix("Value error, ").strip()
