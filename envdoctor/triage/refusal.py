@@ -191,12 +191,17 @@ def _raised_in_guard(tb: Traceback) -> str | None:
     return last.package
 
 
+#: a check's own words: "key must be (either|one of) <allowed>, got <value>"
+CONTRADICTION = re.compile(
+    r"(?P<key>\w{1,80})`? must be (?:either |one of )?(?P<allowed>[^\n]{1,300}?),? (?:but )?got "
+    r"(?P<q>['\"`]?)(?P<got>[\w.-]{1,80})(?P=q)"
+)
+
+
 def _contradicts_itself(text: str) -> bool:
     """A check that refuses a value it lists as allowed (``structural.self_contradiction``): a
     bug of the release, not the configuration."""
-    from envdoctor.triage.structural import _CONTRADICTION
-
-    m = _CONTRADICTION.search(text)
+    m = CONTRADICTION.search(text)
     return m is not None and m.group("got") in re.findall(r"['\"`]([\w.-]{1,80})['\"`]", m.group("allowed"))
 
 

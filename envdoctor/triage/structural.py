@@ -310,10 +310,7 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
     return best
 
 
-_CONTRADICTION = re.compile(
-    r"(?P<key>\w{1,80})`? must be (?:either |one of )?(?P<allowed>[^\n]{1,300}?),? (?:but )?got "
-    r"(?P<q>['\"`]?)(?P<got>[\w.-]{1,80})(?P=q)"
-)
+_CONTRADICTION = refusal.CONTRADICTION  # a check's "X must be A or B, got C"
 
 
 def self_contradiction(head: bytes, log: Log) -> Draft | None:
