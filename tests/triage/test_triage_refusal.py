@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from envdoctor.findings import Severity
 from tests.triage.helpers import findings, scan_bytes
 
@@ -281,3 +284,41 @@ def test_a_message_the_log_cuts_off_is_said_cut():
         "ends inside"
         not in _one("NotImplementedError: Unsloth: `fast_inference=True` is not supported here.\n").message
     )
+
+
+# -- the development sets (docs/validation/heldout-2026-11-28*/): healthy logs stay quiet -------------
+
+_SETS = Path(__file__).resolve().parents[2] / "docs" / "validation"
+
+
+def _development_logs(healthy: bool) -> list[tuple[Path, dict]]:
+    found = []
+    for index in sorted(_SETS.glob("heldout-2026-11-28*/logs*/index.jsonl")):
+        for line in index.read_text().splitlines():
+            entry = json.loads(line)
+            if bool(entry.get("healthy")) == healthy:
+                found.append((index.parent / entry["file"], entry))
+    return found
+
+
+def test_the_development_sets_healthy_logs_get_no_finding():
+    logs = _development_logs(healthy=True)
+    assert len(logs) >= 30
+    for path, _ in logs:
+        said = [(f.rule, f.severity) for f in findings(scan_bytes(path.read_bytes()))]
+        assert not [s for s in said if s[1] in (Severity.ERROR, Severity.WARNING)], (path, said)
+
+
+def test_the_development_sets_refusals_are_errors():
+    """The core settled failures of these classes in the third set: an error that names them."""
+    want = {
+        ("logs2", "018.log"): ("TRI012", "expandable_segments:False"),
+        ("logs2", "020.log"): ("TRI011", "VLLM_ALLOW_INSECURE_SERIALIZATION=1"),
+        ("logs2", "026.log"): ("TRI012", "Unsloth"),
+        ("logs2", "027.log"): ("TRI012", "full_finetuning"),
+        ("logs3", "008.log"): ("TRI012", "max_num_batched_tokens"),
+    }
+    base = _SETS / "heldout-2026-11-28c"
+    for (folder, name), (rule, said) in want.items():
+        (f,) = findings(scan_bytes((base / folder / name).read_bytes()))
+        assert f.rule == rule and f.severity == Severity.ERROR and said in f.message + f.fix, (name, f)
