@@ -646,7 +646,7 @@ def diagnose(
     last = dict(last_line or {})
     for sid, ms in by_sig.items():
         last[sid] = max(last.get(sid, 0), ms[-1].line_no)
-    log = Log(by_sig, counts or {}, ctx, lines, last, versions)
+    log = Log(by_sig, counts or {}, ctx, lines, last, versions, head)
     drafts: list[Draft] = []
     for ms in by_sig.values():
         if not ms[0].signature.fallback and not ms[0].signature.hint:

@@ -41,6 +41,7 @@ class Log:
     lines: int = 0  # the log's length in lines
     last_line: Mapping[str, int] = field(default_factory=dict)
     versions: Mapping[str, LogVersion] = field(default_factory=dict)  # what the log shows
+    head: bytes = b""  # the log's first MiB (``ScanResult.head``): the lines after a failing line
 
     def hint(self, sig_id: str) -> Match | None:
         """The first match of a hint (or any) signature, if the log has one."""

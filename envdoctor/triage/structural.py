@@ -20,7 +20,7 @@ from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import boundary
+from envdoctor.triage import boundary, refusal
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
@@ -218,7 +218,13 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     # ("RuntimeError: Failed to import trl.trainer … (look up to see its traceback)") names no
     # cause, the exception it wraps does
     for t in (tb, *reversed(tb.chain)):
-        found = raised_entry(t, m, log) or drift(t, [m], log) or trl_refusal(t, m, log)
+        found = (
+            raised_entry(t, m, log)
+            or drift(t, [m], log)
+            or trl_refusal(t, m, log)
+            or refusal.vllm_validation(t, m, log)
+            or refusal.package_refusal(t, m, log)
+        )
         if found is not None:
             return found
     return None
@@ -304,10 +310,7 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
     return best
 
 
-_CONTRADICTION = re.compile(
-    r"(?P<key>\w{1,80})`? must be (?:either |one of )?(?P<allowed>[^\n]{1,300}?),? (?:but )?got "
-    r"(?P<q>['\"`]?)(?P<got>[\w.-]{1,80})(?P=q)"
-)
+_CONTRADICTION = refusal.CONTRADICTION  # a check's "X must be A or B, got C"
 
 
 def self_contradiction(head: bytes, log: Log) -> Draft | None:

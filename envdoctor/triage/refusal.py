@@ -1,0 +1,366 @@
+"""A package of the stack refusing the run's configuration with a check of its own (TRI012).
+
+An exception a stack package raises on purpose from its own guard is that package refusing this
+configuration: the same configuration fails on every run, whatever the releases, so it is an
+error. Two shapes, both read from the traceback model (``traceback.Traceback``):
+
+1. **A guard's refusal**: a ``ValueError`` / ``NotImplementedError`` / ``AssertionError`` /
+   ``RuntimeError`` whose message refuses something ("… is not supported", "… must be …",
+   "cannot be used together with …", "Please set …") and that was raised in a stack package's own
+   frame (its source line a ``raise`` or ``assert``), or, with no frame shown, whose message names
+   the package (``Unsloth: …``, ``[swift] …``, "… by the V1 Engine"). A message about resources
+   (out of memory, a timeout, NCCL, a socket) or about the data is no refusal of the configuration.
+2. **vLLM's config validation**: pydantic's ``N validation error(s) for SchedulerConfig`` (a vLLM
+   config class, ``rules/knowledge/vllm.yaml`` ``engine_options``) with the field and its
+   ``Value error, …`` lines: the field, the value and vLLM's own words, and where the run sets
+   that field (the engine argument, TRL's GRPOConfig key or ``trl vllm-serve`` flag, verl's or
+   ms-swift's option where the log shows that stack).
+
+The finding names the package, the options the message names and the fix the message gives
+(else: change the option it names). A message continued on the lines after the exception's line
+(pydantic's details, a wrapped sentence) is read from the log's head.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from envdoctor.findings import Finding, Severity
+from envdoctor.knowledge import knowledge
+from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage.interface import Match
+from envdoctor.triage.traceback import PACKAGES, Traceback
+
+RULE = "TRI012"
+_TYPES = ("ValueError", "NotImplementedError", "AssertionError", "RuntimeError")
+#: packages whose own guards refuse a configuration (torch's and the data libraries' exceptions are
+#: about tensors and data, not the run's options)
+_NOT_CONFIG_PACKAGES = {"torch", "datasets", "xformers", "flash-attn", "flashinfer-python", "lm-eval"}
+#: how a message names the package that raised it, at its start or as the subject of the refusal
+_NAMES = {
+    "unsloth": r"Unsloth(?:[ _]?Zoo)?",
+    "vllm": r"vLLM|VLLM|V1 [Ee]ngine",
+    "ms-swift": r"\[?swift\]?|ms-swift",
+    "verl": r"verl",
+    "openrlhf": r"OpenRLHF",
+    "trl": r"TRL|GRPOTrainer|GRPOConfig",
+    "deepspeed": r"DeepSpeed",
+    "peft": r"PEFT",
+    "accelerate": r"Accelerate",
+    "liger-kernel": r"Liger",
+}
+_ALTS = list(_NAMES.values())
+_PREFIX = re.compile(r"^\W{0,3}(?:" + "|".join(f"(?P<p{i}>{v})" for i, v in enumerate(_ALTS)) + r")\s*[:\]-]")
+_SUBJECT = re.compile(
+    r"(?:\b(?:by|in|with|for) (?:the )?(?:"
+    + "|".join(f"(?P<s{i}>{v})" for i, v in enumerate(_ALTS))
+    + r")\b)|(?:^|\. )(?:"
+    + "|".join(f"(?P<t{i}>{v})" for i, v in enumerate(_ALTS))
+    + r") (?:does not|doesn't|only|cannot|can't|requires)"
+)
+_REFUSING = re.compile(
+    r"(?i)\bnot (?:yet |currently )?supported|\bunsupported\b|"
+    r"\b(?:does not|doesn't|do not|cannot|can ?not|can't) "
+    r"(?:support|be used|be combined|be set|be enabled|work with)|"
+    r"\bonly (?:supports?|supported|available|compatible|works?)\b|\bis only\b|"
+    r"\bmust (?:be|not|have|set|match|equal)\b|\bshould be\b|\b(?:needs?|has) to be\b|"
+    r"\bplease (?:set|use|specify|pass|provide|make sure|disable|enable|reduce|increase|lower)\b|"
+    r"\bnot compatible\b|\bincompatible\b|\bmutually exclusive\b|\bis not (?:allowed|valid|a valid)\b|"
+    r"\binvalid (?:value|choice|option|argument|config\w*)\b|\bexpected (?:one of|either)\b|"
+    r"\bnot implemented\b|\bcannot be (?:used|combined|set|enabled)\b|\brequires?\b.{0,80}\bto be\b|"
+    r"\bis not equal to\b"
+)
+#: resources, the run's data and the machine: a guard about them refuses no option
+_NOT_CONFIG = re.compile(
+    r"(?i)out of memory|\bOOM\b|(?:free|enough|insufficient|available) (?:GPU )?memory|KV cache|cache blocks|"
+    r"timed? ?out|\bNCCL\b|CUDA error|illegal memory|socket|connection|address already|"
+    r"\bdataset\b|\bcolumns?\b|input_ids|\bprompt\b|\bimages? (?:items?|tokens?|placeholders?)|"
+    r"checkpoint|state_dict|no such file|not found\b|\bnan\b"
+)
+_OPTION_EQ = re.compile(r"`?(?P<k>[A-Za-z_][\w.]{1,60})`?\s?=\s?`?(?P<v>[\w.\-'\"]{1,60})`?")
+_TICKED = re.compile(r"[`'\"](?P<k>[A-Za-z_][\w.\-]{1,60})[`'\"]")
+_SNAKE = re.compile(r"\b(?P<k>--?[a-z][a-z0-9-]{2,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+_FIX = re.compile(
+    r"(?i)^(?:please|set|use|try|consider|you (?:can|should|must|may|need)|either|to (?:fix|use|enable)|"
+    r"increase|decrease|reduce|lower|raise|disable|enable|remove|pass|specify|install|upgrade|downgrade)\b"
+    r"|\binstead\b"
+)
+_VALIDATION = re.compile(r"\b(?P<n>\d{1,3}) validation errors? for (?P<cls>[A-Za-z_]\w{0,80})")
+_PYDANTIC_TAIL = re.compile(
+    r" ?\[type=(?P<type>[\w.]{1,80})(?:, input_value=(?P<value>.{0,200}?))?"
+    r"(?:, input_type=\w+)?\]\s*$"
+)
+#: how findings name a package
+_DISPLAY = {
+    "unsloth": "Unsloth",
+    "unsloth-zoo": "unsloth_zoo",
+    "vllm": "vLLM",
+    "trl": "TRL",
+    "deepspeed": "DeepSpeed",
+    "peft": "PEFT",
+    "accelerate": "Accelerate",
+    "openrlhf": "OpenRLHF",
+    "transformers": "transformers",
+}
+#: vLLM's modules that check the engine's configuration (a field there is an engine argument)
+_ENGINE_CONFIG = ("config", "engine/arg_utils.py")
+MAX_MORE = 8  # lines after the exception's line read as the rest of its message
+
+
+def _more(log: Log, line_no: int) -> list[str]:
+    """The lines after the exception's line (the log's head) that continue its message: up to a
+    blank line, a frame, another exception, a logger's or another program's line."""
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    head = log.head
+    if not head or line_no <= 0:
+        return []
+    start = 0
+    for _ in range(line_no):  # the offset of the line after line_no
+        nxt = head.find(b"\n", start)
+        if nxt < 0:
+            return []
+        start = nxt + 1
+    out: list[str] = []
+    for raw in head[start : start + 16384].split(b"\n")[:MAX_MORE]:
+        body = split_prefix(clean(raw[:4096]))[0]
+        text = body.strip()
+        if not text or text.startswith(('File "', "Traceback", "During handling", "The above exception")):
+            break
+        if re.match(r"^(?:INFO|WARNING|ERROR|DEBUG|\[?\d{4}-\d\d-\d\d|[IWE]\d{4} )", text):
+            break
+        if re.match(r"^[\w.]{1,100}(?:Error|Exception)(?::|$)", text):
+            break
+        out.append(body.rstrip())
+    return out
+
+
+def _package_named(message: str) -> str | None:
+    """The stack package a message names as the one refusing: its prefix (``Unsloth: …``) or the
+    refusal's subject ("… is not supported by the V1 Engine", "vLLM does not support …")."""
+    names = list(_NAMES)
+    m = _PREFIX.match(message)
+    if m is not None:
+        return next(names[int(k[1:])] for k, v in m.groupdict().items() if v)
+    m = _SUBJECT.search(message)
+    if m is not None:
+        return next(names[int(k[1:])] for k, v in m.groupdict().items() if v)
+    return None
+
+
+def _options(text: str) -> list[str]:
+    """The options a message names: ``key=value`` pairs, quoted names, snake_case identifiers and
+    flags (at most four, in order)."""
+    found: list[str] = []
+    for m in _OPTION_EQ.finditer(text):
+        if "_" in m.group("k") or m.group("k").islower():
+            found.append(f"{m.group('k')}={m.group('v').rstrip('.')}")
+    taken = {f.split("=", 1)[0] for f in found}
+    for rx in (_TICKED, _SNAKE):
+        for m in rx.finditer(text):
+            k = m.group("k")
+            if k not in taken and ("_" in k or k.startswith("-")) and not k.startswith(("http", "www")):
+                found.append(k)
+                taken.add(k)
+    return list(dict.fromkeys(found))[:4]
+
+
+def _own_fix(text: str) -> str:
+    """The fix the message itself gives: its first sentence that says what to do."""
+    for sentence in re.split(r"(?<=[.!;])\s+|\n", text):
+        s = sentence.strip().strip("`*")
+        if len(s) > 8 and _FIX.search(s):
+            return s[:400]
+    return ""
+
+
+def _raised_in_guard(tb: Traceback) -> str | None:
+    """The stack package whose own code raised ``tb`` (its last frame, the source line a ``raise``
+    or an ``assert`` where it is shown), or None."""
+    if not tb.frames:
+        return None
+    last = tb.frames[-1]
+    if last.package is None or last.package in _NOT_CONFIG_PACKAGES:
+        return None
+    if last.package not in set(PACKAGES.values()):
+        return None
+    if last.code and not last.code.startswith(("raise", "assert")):
+        return None  # raised below the shown frame (a call, a C extension): not this guard
+    return last.package
+
+
+#: a check's own words: "key must be (either|one of) <allowed>, got <value>"
+CONTRADICTION = re.compile(
+    r"(?P<key>\w{1,80})`? must be (?:either |one of )?(?P<allowed>[^\n]{1,300}?),? (?:but )?got "
+    r"(?P<q>['\"`]?)(?P<got>[\w.-]{1,80})(?P=q)"
+)
+
+
+def _contradicts_itself(text: str) -> bool:
+    """A check that refuses a value it lists as allowed (``structural.self_contradiction``): a
+    bug of the release, not the configuration."""
+    m = CONTRADICTION.search(text)
+    return m is not None and m.group("got") in re.findall(r"['\"`]([\w.-]{1,80})['\"`]", m.group("allowed"))
+
+
+def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """A stack package's own guard refused the configuration (module docstring, 1)."""
+    if tb.name not in _TYPES or not tb.message.strip():
+        return None
+    # a message the line breaks mid-sentence goes on on the next lines
+    cut = not tb.message.rstrip().endswith((".", "!", "?", ")", "]", "'", '"', "`"))
+    more = _more(log, tb.line_no or m.line_no) if cut else []
+    text = " ".join([tb.message.strip(), *(x.strip() for x in more)])[:2000]
+    if not _REFUSING.search(text) or _NOT_CONFIG.search(text) or _contradicts_itself(text):
+        return None
+    package = _raised_in_guard(tb)
+    where = ""
+    if package is not None:
+        last = tb.frames[-1]
+        where = f" in {last.module_path}:{last.line}{' in ' + last.function if last.function else ''}"
+        caller = next((f for f in reversed(tb.frames) if f.package != package), None)
+        if caller is not None:  # the package (or the user's code) that handed it the configuration
+            who = _DISPLAY.get(caller.package or "", caller.package) or "your code"
+            where += f", called from {who} ({caller.module_path}:{caller.line})"
+    elif not tb.frames or all(f.package is None for f in tb.frames):
+        package = _package_named(tb.message)  # the message's own prefix or subject names it
+    options = _options(text)
+    own = _own_fix(text)
+    if package is None:
+        # no frame and no name: a refusal whose own fix changes an option it names is still the
+        # configuration's (``expandable_segments:True`` … "Consider using expandable_segments:False")
+        if tb.frames or not own or not any(o.split("=", 1)[0] in own for o in options):
+            return None
+        package = ""
+    name = _DISPLAY.get(package, package)
+    named = ", ".join(options)
+    what = (
+        f"{name} refused the run's configuration with a check of its own{where}: “{text[:600]}”"
+        if package
+        else "A check refused the run's configuration (the log shows no frame to say which package's): "
+        f"“{text[:600]}”"
+    )
+    if options:
+        what += f" (what it names: {named})"
+    if cut and not more and log.lines and m.line_no >= log.lines:
+        what += " (the log ends inside the message: paste the whole exception line, and the lines after it)"
+    change = f"change what it refuses ({named})" if options else "change the setting the message names"
+    if own:
+        fix = f"the message's own fix: {own} (or {change})"
+    else:
+        fix = f"{change}: {name} refuses this configuration whatever the releases"
+        if re.search(r"(?i)not (?:yet |currently )?supported|unsupported|only supported|only supports", text):
+            fix += f"; a newer {name} release may support it (its release notes say)" if package else ""
+    engine = (
+        package == "vllm" and tb.frames[-1].module_path.startswith(_ENGINE_CONFIG) if tb.frames else False
+    )
+    # a field is named with its value ("max_model_len (4096)", "quantization=gptq"), a value is not
+    named_ = [o.split("=", 1)[0] for o in options if not o.startswith("-")]
+    fields = [x for x in named_ if re.search(rf"\b{re.escape(x)}`?\s?[(=]", text)][:2] if engine else []
+    if fields:  # vLLM's engine configuration: where the run sets the fields it names
+        fix += "; set by " + "; ".join(w for x in fields for w in _setters(x, log, m.context))
+    d = finding(RULE, [m], log, what, fix, package=package or None, options=options or None)
+    f = d.finding  # the configuration is the cause, whatever the releases: an error
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    return d
+
+
+# -- vLLM's config validation ---------------------------------------------------------------------
+
+
+def _engine_options() -> dict[str, Any]:
+    table = knowledge().vllm.get("engine_options")
+    return table if isinstance(table, dict) else {}
+
+
+def _setters(field: str, log: Log, context: Sequence[str]) -> list[str]:
+    """Where the run sets vLLM's ``field``: the engine argument, and each stack's option
+    (``engine_options.setters``) where the log shows that stack (TRL's always: GRPO's stack)."""
+    kb = log.ctx.kb if log.ctx is not None else knowledge()
+    shown = "\n".join([*context, log.head[:65536].decode("utf-8", "replace")])
+    out = [f"vLLM's engine argument {field} (LLM({field}=…), vllm serve --{field.replace('_', '-')})"]
+    for s in _engine_options().get("setters", []):
+        stack = str(s.get("stack", ""))
+        if stack != "trl" and not any(x in shown for x in s.get("shows", [])):
+            continue
+        renamed = list((s.get("renamed") or {}).get(field, []))
+        if stack == "trl":
+            keys = [k for k in [*renamed, str(s.get("colocate", "")).format(field=field)] if kb.config_key(k)]
+            serve = any(
+                field in (a.get("args") or {}) or field in (a.get("added") or {}) for a in _serve_args(kb)
+            )
+            said = [f"GRPOConfig {keys[0]}"] if keys else []
+            said += [str(s.get("server", "")).format(field=field)] if serve else []
+            if said:
+                out.append("TRL: " + " / ".join(said))
+            continue
+        fields = s.get("fields")
+        if fields and field not in fields and not renamed:
+            continue
+        out.append(f"{stack}: " + (renamed[0] if renamed else str(s.get("option", "")).format(field=field)))
+    return out
+
+
+def _serve_args(kb: Any) -> list[dict[str, Any]]:
+    server = kb.trl.get("vllm_server") or {}
+    args = server.get("vllm_serve_args") if isinstance(server, dict) else None
+    return [a for a in args or [] if isinstance(a, dict)]
+
+
+def vllm_validation(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """vLLM's pydantic validation refused the engine's configuration (module docstring, 2)."""
+    if tb.name != "ValidationError":
+        return None
+    head = _VALIDATION.search(tb.message)
+    if head is None:
+        return None
+    classes = set(_engine_options().get("config_classes", []))
+    in_vllm = any(f.package == "vllm" for f in tb.frames)
+    if head.group("cls") not in classes and not in_vllm:
+        return None  # another package's pydantic model
+    more = _more(log, tb.line_no or m.line_no)
+    field, said, value = "", "", ""
+    for line in more:
+        text = line.strip()
+        if re.fullmatch(r"[A-Za-z_][\w.]{0,80}", text):
+            field = text.rsplit(".", 1)[-1]
+            continue
+        if text.startswith("For further information"):
+            continue
+        tail = _PYDANTIC_TAIL.search(text)
+        body = text[: tail.start()].rstrip() if tail else text
+        if tail and tail.group("value") and not tail.group("value").startswith("ArgsKwargs"):
+            value = tail.group("value")
+        said = body.removeprefix("Value error, ").strip()
+        if said:
+            break
+    if not said:
+        said = "(the log does not show vLLM's reason: paste the lines after the exception's line)"
+    options = _options(said)
+    if not field:
+        field = next((o.split("=", 1)[0] for o in options if not o.startswith("-")), "")
+    shown = re.search(rf"\b{re.escape(field)}\s?[(=]\s?(?P<v>[\w.\-'\"]{{1,60}})", said) if field else None
+    value = value or (shown.group("v") if shown else "")
+    what = f"vLLM refused the engine's configuration: {head.group(0)}"
+    if field:
+        what += f", field {field}" + (f" = {value}" if value else "")
+    what += f": “{said[:500]}”"
+    own = _own_fix(said)
+    fields = list(dict.fromkeys([field, *(o.split("=", 1)[0] for o in options if not o.startswith("-"))]))
+    fields = [x for x in fields if x][:2]
+    if fields:
+        where = "; ".join(w for x in fields for w in _setters(x, log, m.context))
+        change = " or ".join(fields)
+        fix = (f"the message's own fix: {own}; " if own else f"change {change} to values vLLM accepts; ") + (
+            f"set by {where}"
+        )
+    else:
+        fix = f"the message's own fix: {own}" if own else "change the engine option the message names"
+    d = finding(
+        RULE, [m], log, what, fix, package="vllm", field=field or None, config_class=head.group("cls")
+    )
+    f = d.finding  # vLLM refuses this configuration on every start: an error
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    return d
