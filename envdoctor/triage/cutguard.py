@@ -28,14 +28,19 @@ _RAISE = re.compile(
     r"^raise (?:[\w.]{1,100}\.)?(?P<type>ValueError|NotImplementedError|AssertionError|RuntimeError|"
     r"TypeError|[A-Z]\w{0,60}(?:Config|Configuration|Validation|Argument|Option)\w{0,20}Error)\((?P<rest>.{0,1500})$"
 )
-_STRING = re.compile(r"""(?P<prefix>\b[rRfFbBuU]{0,2})(?P<q>"|')(?P<s>(?:\\.|(?!(?P=q)).){0,1000})(?P=q)""")
+_STRING = re.compile(
+    r"""(?P<prefix>(?<!\w)[rRfFbBuU]{0,2})(?P<q>"|')(?P<s>(?:\\.|(?!(?P=q)).){0,1000})(?P=q)"""
+)
 _PLACEHOLDER = re.compile(r"\{(?P<expr>[^{}]{1,200})\}")
 _NAME = re.compile(r"\b(?:self\.)?(?P<path>(?:[A-Za-z_]\w{0,60}\.){0,4}[A-Za-z_]\w{0,80})(?P<call>\()?")
 #: the package's own options object: ``self.args.X``, ``training_args.X``, ``config.X``
 _OPTIONS_OBJECT = re.compile(r"^(?:\w{0,40}args|\w{0,40}config|cfg|opts?|options|\w{0,20}_config)$")
 _KEYWORDS = frozenset(
-    "and or not in is None True False if else for lambda len isinstance int str float bool list dict "
-    "tuple set type getattr hasattr self all any min max sum abs round".split()
+    re.split(
+        r"\s+",
+        "and or not in is None True False if else for lambda len isinstance int str float bool list dict "
+        "tuple set type getattr hasattr self all any min max sum abs round",
+    )
 )
 #: a guard about the data, tensors or resources (memory, time): not the run's options
 _NOT_OPTIONS = re.compile(
@@ -52,11 +57,19 @@ _RESOURCES = re.compile(
 )
 _NOT_CONFIG_PACKAGES = {"torch", "datasets", "xformers", "flash-attn", "flashinfer-python", "lm-eval"}
 MAX_NAMES = 4
+MAX_MORE = 8  # lines of one statement after its first
+_CUT_MESSAGE = " (the log ends inside the message: paste the whole exception line, and the lines after it)"
+
+
+def _open(text: str) -> int:
+    """How many brackets ``text`` leaves open (outside its string literals)."""
+    bare = _STRING.sub("", text)
+    return sum(bare.count(c) for c in "([{") - sum(bare.count(c) for c in ")]}")
 
 
 def _statement(frame: Frame, lines: Sequence[str]) -> str:
-    """The deepest frame's source line with the lines after it up to the log's end (Python 3.13
-    prints a multi-line statement whole; a paste may keep the call's arguments)."""
+    """The deepest frame's source line, with the lines after it while its brackets stay open
+    (Python 3.13 prints a multi-line statement whole; a paste may keep the call's arguments)."""
     out = [frame.code]
     seen = False
     for raw in lines:
@@ -64,8 +77,12 @@ def _statement(frame: Frame, lines: Sequence[str]) -> str:
         if not seen:
             seen = body == frame.code
             continue
-        if not body or body.startswith(('File "', "Traceback")) or set(body) <= set("^~ "):
+        if _open(" ".join(out)) <= 0 or len(out) > MAX_MORE:
+            break
+        if not body or set(body) <= set("^~ "):
             continue
+        if body.startswith(('File "', "Traceback")):
+            break
         out.append(body)
     return " ".join(out)[:2000]
 
@@ -188,17 +205,18 @@ def cut_guard(tb: Traceback, lines: Sequence[str], log: Log, total: int) -> Draf
         d = package_refusal(shown, m, log)
         if d is not None:
             f = d.finding
-            d.finding = Finding(
-                f.rule, Severity.WARNING, f.message + cut, f.fix, {**f.evidence, "cut_traceback": True}
-            )
+            text = f.message.replace(_CUT_MESSAGE, "")  # the message is the source's: not cut
+            ev = {**f.evidence, "cut_traceback": True}
+            d.finding = Finding(f.rule, Severity.WARNING, text + cut, f.fix, ev)
             return d
     if not names:
         return None
     name = _DISPLAY.get(package, package)
     where = f"{frame.module_path}:{frame.line}{' in ' + frame.function if frame.function else ''}"
     said = _said(names, package, frame, log, m)
-    check = f"`assert {condition}`" if a else f"`{statement[:300]}`"
-    what = f"{name}'s own check failed in {where}: {check}" + (f" (“{message[:400]}”)" if message else "")
+    check = f"`assert {condition}`" if a else f"`raise {kind}(…)`"
+    whose = f"{name}'" if name.endswith("s") else f"{name}'s"
+    what = f"{whose} own check failed in {where}: {check}" + (f" (“{message[:400]}”)" if message else "")
     what += f"; what it names: {', '.join(said)}{cut}"
     options = [n for (n, own), s in zip(names, said, strict=True) if own or not s.startswith("`")]
     fix = (
@@ -208,7 +226,14 @@ def cut_guard(tb: Traceback, lines: Sequence[str], log: Log, total: int) -> Draf
         "(its release notes), and the traceback's end (the exception line) says more"
     )
     d = finding(
-        RULE, [m], log, what, fix, package=package, options=options, names=[n for n, _ in names],
+        RULE,
+        [m],
+        log,
+        what,
+        fix,
+        package=package,
+        options=options,
+        names=[n for n, _ in names],
         check=condition or message,
     )
     f = d.finding

@@ -20,18 +20,21 @@ def _tb(frames: list[tuple[str, int, str, str]], prefix: str = "") -> str:
     return "\n".join(out) + "\n"
 
 
-SWIFT = _tb(
-    [
-        ("swift/trainers/rlhf_trainer/grpo_trainer.py", 364, "_prefetch", "if self.infer_rank >= 0:"),
-        (
-            "swift/trainers/rlhf_trainer/grpo_trainer.py",
-            253,
-            "infer_rank",
-            "assert local_world_size + self.args.num_infer_workers == get_device_count()",
-        ),
-    ],
-    prefix="[rank7]: ",
-) + "[rank7]:   \n"
+SWIFT = (
+    _tb(
+        [
+            ("swift/trainers/rlhf_trainer/grpo_trainer.py", 364, "_prefetch", "if self.infer_rank >= 0:"),
+            (
+                "swift/trainers/rlhf_trainer/grpo_trainer.py",
+                253,
+                "infer_rank",
+                "assert local_world_size + self.args.num_infer_workers == get_device_count()",
+            ),
+        ],
+        prefix="[rank7]: ",
+    )
+    + "[rank7]:   \n"
+)
 
 TRL_RAISE = _tb(
     [
@@ -141,8 +144,14 @@ def test_the_whole_traceback_with_its_exception_line_stays_an_error():
         # torch's internals
         [("torch/distributed/distributed_c10d.py", 50, "all_gather", "assert world_size == group_size")],
         # resources: memory, time
-        [("vllm/worker/worker.py", 210, "determine_num_available_blocks",
-          "assert self.init_gpu_memory > free_gpu_memory, ('Error in memory profiling.')")],
+        [
+            (
+                "vllm/worker/worker.py",
+                210,
+                "determine_num_available_blocks",
+                "assert self.init_gpu_memory > free_gpu_memory, ('Error in memory profiling.')",
+            )
+        ],
         [("vllm/executor/ray_utils.py", 30, "wait", 'raise ValueError(f"timeout after {timeout} seconds")')],
         # the data
         [("vllm/multimodal/processing.py", 1461, "_validate", "assert len(prompts) == len(images)")],
