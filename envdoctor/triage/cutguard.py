@@ -31,6 +31,7 @@ _RAISE = re.compile(
 _STRING = re.compile(
     r"""(?P<prefix>(?<!\w)[rRfFbBuU]{0,2})(?P<q>"|')(?P<s>(?:\\.|(?!(?P=q)).){0,1000})(?P=q)"""
 )
+_UNCLOSED = re.compile(r"""(?P<prefix>(?<!\w)[rRfFbBuU]{0,2})(?P<q>"|')(?P<s>[^"']{1,1000})$""")
 _PLACEHOLDER = re.compile(r"\{(?P<expr>[^{}]{1,200})\}")
 _NAME = re.compile(r"\b(?:self\.)?(?P<path>(?:[A-Za-z_]\w{0,60}\.){0,4}[A-Za-z_]\w{0,80})(?P<call>\()?")
 #: the package's own options object: ``self.args.X``, ``training_args.X``, ``config.X``
@@ -109,12 +110,15 @@ def _literal(expr: str) -> str:
     """The text of the string literals in ``expr`` (implicitly joined), f-string fields kept as
     ``{name}`` with the object removed (``{self.args.x}``: ``{x}``)."""
     parts = []
-    for m in _STRING.finditer(expr):
+    unclosed = _UNCLOSED.search(_STRING.sub(" ", expr))  # the log cuts the literal off
+    found = [*_STRING.finditer(expr), *([unclosed] if unclosed else [])]
+    for m in found:
         s = m.group("s").replace("\\n", " ").replace('\\"', '"').replace("\\'", "'")
         if "f" in m.group("prefix").lower():
             s = _PLACEHOLDER.sub(lambda p: "{" + _short(p.group("expr").split("!")[0].split(":")[0]) + "}", s)
         parts.append(s)
-    return re.sub(r"\s{2,}", " ", "".join(parts)).strip()
+    text = re.sub(r"\s{2,}", " ", "".join(parts)).strip()
+    return f"{text} …" if unclosed and text else text
 
 
 def _short(expr: str) -> str:
@@ -209,21 +213,21 @@ def cut_guard(tb: Traceback, lines: Sequence[str], log: Log, total: int) -> Draf
             ev = {**f.evidence, "cut_traceback": True}
             d.finding = Finding(f.rule, Severity.WARNING, text + cut, f.fix, ev)
             return d
-    if not names:
-        return None
+    if not names and not message.endswith(" …"):
+        return None  # a whole message that refuses nothing (``NotImplementedError("subclasses …")``)
     name = _DISPLAY.get(package, package)
     where = f"{frame.module_path}:{frame.line}{' in ' + frame.function if frame.function else ''}"
     said = _said(names, package, frame, log, m)
     check = f"`assert {condition}`" if a else f"`raise {kind}(…)`"
     whose = f"{name}'" if name.endswith("s") else f"{name}'s"
     what = f"{whose} own check failed in {where}: {check}" + (f" (“{message[:400]}”)" if message else "")
-    what += f"; what it names: {', '.join(said)}{cut}"
+    what += (f"; what it names: {', '.join(said)}" if said else "") + cut
     options = [n for (n, own), s in zip(names, said, strict=True) if own or not s.startswith("`")]
+    reads = ", ".join(options) if options else f"the setting {whose} {frame.function or 'check'} refuses"
     fix = (
-        f"change {', '.join(options) if options else 'the settings it reads'} so that "
-        f"{'the check holds: ' + condition[:200] if condition else 'it no longer refuses'}; where the "
-        f"values already hold, the check is {name}'s own bug: a newer {name} release may have fixed it "
-        "(its release notes), and the traceback's end (the exception line) says more"
+        f"change {reads} so that {'the check holds: ' + condition[:200] if condition else 'it passes'}; "
+        f"where the values already hold, the check is {whose} own bug: a newer {name} release may have "
+        "fixed it (its release notes); the traceback's end (the exception line) says which"
     )
     d = finding(
         RULE,

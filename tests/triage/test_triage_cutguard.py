@@ -126,6 +126,14 @@ def test_a_cut_transformers_assert_with_a_literal_message():
     assert "transformers" in f.message and "per_device_train_batch_size must be positive" in f.message
 
 
+def test_a_message_the_log_cuts_off_is_said_as_far_as_shown():
+    cut = _tb([("swift/llm/argument/rlhf_args.py", 297, "_check_grpo", "raise ValueError('GRPO with vLLM")])
+    f = _one(cut)
+    assert f.rule == "TRI012" and f.severity == Severity.WARNING
+    assert "ms-swift's own check failed in llm/argument/rlhf_args.py:297 in _check_grpo" in f.message
+    assert "“GRPO with vLLM …”" in f.message and "_check_grpo refuses" in f.fix
+
+
 def test_the_whole_traceback_with_its_exception_line_stays_an_error():
     f = _one(
         VLLM_CONFIG + "[rank0]: ValueError: max_num_batched_tokens (2048) must be greater than or equal to "
@@ -159,6 +167,9 @@ def test_the_whole_traceback_with_its_exception_line_stays_an_error():
         # a re-raise, and a raise cut before its message
         [("transformers/trainer.py", 2000, "train", "raise e")],
         [("vllm/config.py", 900, "_verify", "raise ValueError(")],
+        [("vllm/config.py", 900, "_verify", "raise ValueError(msg)")],
+        # a whole message that refuses nothing and names no option
+        [("trl/models/utils.py", 90, "f", 'raise NotImplementedError("Subclasses implement this.")')],
     ],
 )
 def test_quiet_on_look_alikes(frames):
