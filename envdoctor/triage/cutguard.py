@@ -125,25 +125,25 @@ def _short(expr: str) -> str:
     return re.sub(r"^(?:self\.)?(?:\w{1,40}\.)?", "", expr.strip()) if "." in expr else expr.strip()
 
 
-def _names(condition: str, message: str) -> list[tuple[str, bool]]:
-    """The names a guard's condition and its message's fields name, with whether each is read from
-    the package's own options object (``self.args.X``)."""
+def _names(condition: str, message: str) -> list[tuple[str, str]]:
+    """The names a guard's condition and its message's fields name, each with the package's own
+    options object it is read from (``self.args.X``: ``args``), else ``""``."""
     text = _STRING.sub(" ", condition)
     fields = " ".join(p.group("expr") for p in _PLACEHOLDER.finditer(message))
-    out: dict[str, bool] = {}
+    out: dict[str, str] = {}
     for m in _NAME.finditer(f"{text} {fields}"):
         parts = m.group("path").split(".")
         leaf = parts[-1]
         if leaf in _KEYWORDS or leaf.isupper() or len(leaf) < 3 or leaf[0].isdigit():
             continue
         owner = parts[-2] if len(parts) >= 2 else ""
-        own = bool(owner) and _OPTIONS_OBJECT.match(owner) is not None
+        own = owner if owner and _OPTIONS_OBJECT.match(owner) is not None else ""
         said = leaf + ("()" if m.group("call") else "")
-        out[said] = out.get(said, False) or own
+        out[said] = out.get(said) or own
     return list(out.items())[:MAX_NAMES]
 
 
-def _said(names: list[tuple[str, bool]], package: str, frame: Frame, log: Log, m: Match) -> list[str]:
+def _said(names: list[tuple[str, str]], package: str, frame: Frame, log: Log, m: Match) -> list[str]:
     """Each name as the user sets it: a GRPOConfig key, vLLM's engine field with its setters, the
     package's option, else as written."""
     from envdoctor.triage.refusal import _DISPLAY, _ENGINE_CONFIG, _setters
@@ -160,7 +160,7 @@ def _said(names: list[tuple[str, bool]], package: str, frame: Frame, log: Log, m
         elif engine:
             out.append("; ".join(_setters(name, log, m.context)))
         elif own:
-            out.append(f"{who}'s option {name}")
+            out.append(f"{who}'s option {name}" if own.endswith("args") else f"{who}'s {own}.{name}")
         else:
             out.append(f"`{name}`")
     return out

@@ -182,3 +182,25 @@ def test_quiet_on_the_suites_healthy_logs():
     assert healthy
     for name in healthy:
         assert all(f.rule != "TRI012" for f in findings(scan_log(name))), name
+
+
+def test_a_worker_prefixed_cut_traceback_with_carets():
+    p = "(VllmWorker rank=0 pid=9) ERROR 03-26 11:12:49 [multiproc_executor.py:9] "
+    text = _tb(
+        [
+            ("vllm/v1/worker/gpu_worker.py", 120, "init_device", "self.model_runner = GPUModelRunner("),
+            (
+                "vllm/v1/worker/gpu_model_runner.py",
+                300,
+                "__init__",
+                "assert not self.speculative_config or self.scheduler_config.chunked_prefill_enabled, "
+                '"speculative decoding requires chunked prefill"',
+            ),
+        ],
+        prefix=p,
+    )
+    text += f"{p}    ^^^^^^^^^^^^^^^^^^^^^^\n"
+    f = _one(text)
+    assert f.rule == "TRI012" and f.severity == Severity.WARNING and "vLLM" in f.message
+    assert "speculative_config" in f.message
+    assert "vLLM's scheduler_config.chunked_prefill_enabled" in f.message
