@@ -423,6 +423,7 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
     """A log that ends inside a traceback (a pasted excerpt cut before the exception line): no
     cause can be settled from it, so say where it was cut — the last frames shown, by package —
     and what to paste (TRI003, a warning)."""
+    from envdoctor.triage.cutguard import cut_guard
     from envdoctor.triage.traceback import parse
 
     tail = head[-65536:]
@@ -437,6 +438,10 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
     tb = found[-1]
     if not header and (len(tb.frames) < 2 or not _ends_in_frames(lines[-400:])):
         return None  # frames without a header that do not run to the log's end: a quoted stack
+    total = head.count(b"\n") + (0 if head.endswith(b"\n") else 1)
+    guard = cut_guard(tb, lines[-400:], log, total)  # the deepest frame is a package's own check
+    if guard is not None:
+        return guard
     runs: list[Frame] = []  # the last frame of each package's run, the last three runs
     for f in tb.frames:
         if runs and runs[-1].package == f.package:
@@ -444,7 +449,6 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
         else:
             runs.append(f)
     shown = " → ".join(_frame_text(f) for f in runs[-3:])
-    total = head.count(b"\n") + (0 if head.endswith(b"\n") else 1)
     what = (
         f"the log ends inside a traceback, before its exception line: the last frames shown are {shown}; "
         "no cause can be named without the exception"
