@@ -163,10 +163,14 @@ def read_stack(paths: list[Path], root: Path, fallback: list[Path] | None = None
     return stack
 
 
+def _readme_reader() -> ModuleType:
+    """The README reader, loaded by name as the file readers are (it uses their parts)."""
+    return importlib.import_module(f"{__name__}.readme")
+
+
 def readmes(root: Path) -> list[Path]:
     """The README files at ``root`` whose install steps are read as a fallback."""
-    from envdoctor.facts.declared import readme
-
+    readme = _readme_reader()
     found: list[Path] = []
     for pattern in readme.PATTERNS:
         found += [p for p in sorted(root.glob(pattern)) if p.is_file() and p not in found]
@@ -177,8 +181,8 @@ def _steps(path: Path, shown: str, declared: set[str]) -> Found:
     """A README's install steps for the packages not in ``declared`` (the first of each); a
     README that cannot be read is a note, never a stop: it is prose, not a declaration."""
     from envdoctor.errors import InputError
-    from envdoctor.facts.declared import readme
 
+    readme = _readme_reader()
     try:
         steps = readme.read(path, shown)
     except InputError as exc:
