@@ -146,6 +146,10 @@ _MODEL_BASES = {"BaseModel", "BaseSettings", "NamedTuple", "TypedDict"}
 _LAZY_VALUE = re.compile(r"^\.?[\w.]*(?::\w+)?$")
 
 
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
 def _class(node: ast.ClassDef) -> ClassFacts:
     c = ClassFacts(bases=[b for b in (_dotted(x) for x in node.bases) if b])
     deco = [_dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list]
@@ -165,9 +169,8 @@ def _class(node: ast.ClassDef) -> ClassFacts:
                     tgts = [sub.target]
                 for t in tgts:
                     for e in t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]:
-                        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name):
-                            if e.value.id == "self":
-                                c.attrs.add(e.attr)
+                        if isinstance(e, ast.Attribute) and _is_self(e.value):
+                            c.attrs.add(e.attr)
         elif isinstance(st, ast.ClassDef):
             c.attrs.add(st.name)
         elif isinstance(st, ast.Assign):
@@ -349,10 +352,8 @@ def module_names(rel: ReleaseFacts, roots: tuple[str, ...]) -> dict[str, set[str
         got = set(f.names) | f.lazy
         for level, target, name, bound in f.imports:
             full = _resolve(module, is_pkg, level, target) if level else target
-            if own(full) and name:
-                got.add(bound)
-            elif level == 0 and not name and own(target):
-                got.add(bound)
+            if (own(full) and name) or (level == 0 and not name and own(target)):
+                got.add(bound)  # a name of the package's own module, or one of its modules
         out[module] = got
         if depth < 8:
             for level, target in f.star:
@@ -373,17 +374,25 @@ def module_names(rel: ReleaseFacts, roots: tuple[str, ...]) -> dict[str, set[str
 
 
 class History:
-    """Presence sets (bit masks over the releases) of every symbol, nested like the output."""
+    """Presence sets (bit masks over the releases) of every symbol, nested like the output. A
+    release adds, per module, its facts and its names (``seen``); the symbols are expanded once
+    per distinct facts at the end (``tree``), not once per release."""
 
     def __init__(self, releases: list[str]) -> None:
         self.releases = releases
-        self.tree: dict[str, Any] = {}
+        self.seen: dict[str, dict[Any, tuple[Any, int]]] = {}
 
-    def add(self, path: tuple[str, ...], i: int) -> None:
-        node = self.tree
+    def see(self, module: str, key: Any, what: Any, i: int) -> None:
+        slot = self.seen.setdefault(module, {})
+        held = slot.get(key)
+        slot[key] = (what, (held[1] if held else 0) | (1 << i))
+
+    @staticmethod
+    def add(tree: dict[str, Any], path: tuple[str, ...], mask: int) -> None:
+        node = tree
         for key in path:
             node = node.setdefault(key, {})
-        node["@"] = node.get("@", 0) | (1 << i)
+        node["@"] = node.get("@", 0) | mask
 
 
 def intervals(mask: int, n: int) -> str:
@@ -415,30 +424,44 @@ def _encode(node: dict[str, Any], parent: int, n: int) -> Any:
 
 
 def record(h: History, i: int, rel: ReleaseFacts, roots: tuple[str, ...], bulk: tuple[str, ...]) -> None:
-    """Release ``i``'s symbols into ``h`` (layout: the output's, module docstring)."""
+    """Release ``i``'s modules, facts and names into ``h``."""
     allnames = module_names(rel, roots)
     for module, f in rel.modules.items():
-        h.add(("m", module), i)
-        for name in allnames.get(module, ()):
-            h.add(("m", module, "n", name), i)
-        if module.startswith(bulk):
-            continue
-        for cname, c in f.classes.items():
-            h.add(("m", module, "c", cname), i)
-            for a in c.attrs:
-                h.add(("m", module, "c", cname, "a", a), i)
-            for b in c.bases:
-                h.add(("m", module, "c", cname, "b", b), i)
-            if c.fields_init:
-                h.add(("m", module, "c", cname, "d"), i)
-            for meth, ps in c.params.items():
-                h.add(("m", module, "c", cname, "p", meth), i)
+        h.see(module, id(f), ("facts", f, module.startswith(bulk)), i)
+        names = frozenset(allnames.get(module, ()))
+        h.see(module, names, names, i)
+
+
+def expand(h: History) -> dict[str, Any]:
+    """The symbols of every module's facts and names, each with the releases that have it."""
+    tree: dict[str, Any] = {}
+    for module, slot in h.seen.items():
+        for what, mask in slot.values():
+            h.add(tree, ("m", module), mask)
+            if isinstance(what, frozenset):
+                for name in what:
+                    h.add(tree, ("m", module, "n", name), mask)
+                continue
+            _, f, bulk = what
+            if bulk:
+                continue
+            for cname, c in f.classes.items():
+                h.add(tree, ("m", module, "c", cname), mask)
+                for a in c.attrs:
+                    h.add(tree, ("m", module, "c", cname, "a", a), mask)
+                for b in c.bases:
+                    h.add(tree, ("m", module, "c", cname, "b", b), mask)
+                if c.fields_init:
+                    h.add(tree, ("m", module, "c", cname, "d"), mask)
+                for meth, ps in c.params.items():
+                    h.add(tree, ("m", module, "c", cname, "p", meth), mask)
+                    for p in ps:
+                        h.add(tree, ("m", module, "c", cname, "p", meth, p), mask)
+            for fname, ps in f.functions.items():
+                h.add(tree, ("m", module, "f", fname), mask)
                 for p in ps:
-                    h.add(("m", module, "c", cname, "p", meth, p), i)
-        for fname, ps in f.functions.items():
-            h.add(("m", module, "f", fname), i)
-            for p in ps:
-                h.add(("m", module, "f", fname, p), i)
+                    h.add(tree, ("m", module, "f", fname, p), mask)
+    return tree
 
 
 def document(h: History, package: str, roots: tuple[str, ...]) -> dict[str, Any]:
@@ -449,7 +472,7 @@ def document(h: History, package: str, roots: tuple[str, ...]) -> dict[str, Any]
         "package": package,
         "import": list(roots),
         "releases": h.releases,
-        "symbols": _encode({"@": full, **h.tree}, full, n),
+        "symbols": _encode({"@": full, **expand(h)}, full, n),
     }
 
 
@@ -458,7 +481,8 @@ def document(h: History, package: str, roots: tuple[str, ...]) -> dict[str, Any]
 
 
 def _refresh_knowledge() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("refresh_knowledge", ROOT / "scripts" / "refresh_knowledge.py")
+    path = ROOT / "scripts" / "refresh_knowledge.py"
+    spec = importlib.util.spec_from_file_location("refresh_knowledge", path)
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("refresh_knowledge", mod)
