@@ -53,6 +53,9 @@ def _wheel(folder: Path, name: str, version: str, files: dict[str, str]) -> Path
 UTILS = """
     def helper(x, y=1):
         return x
+
+    def collate(batch):
+        return batch
 """
 UTILS_2 = (
     UTILS
@@ -64,6 +67,7 @@ UTILS_2 = (
         return logits
 """
 )
+UTILS_3 = UTILS_2.replace("def collate(batch):", "def collate(batch, num_workers, rank):")
 PEFT = """
     def shared_softmax(logits):
         return logits
@@ -122,7 +126,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
         root / "trl",
         "trl",
         "1.2.0",
-        {**base, "trl/trainer/utils.py": UTILS_2, "trl/trainer/plan.py": TRAINER_3, "trl/cli/serve.py": ""},
+        {**base, "trl/trainer/utils.py": UTILS_3, "trl/trainer/plan.py": TRAINER_3, "trl/cli/serve.py": ""},
     )
     _wheel(root / "peft", "peft", "0.13.0", {"peft/__init__.py": "", "peft/tuners.py": PEFT})
     return root
@@ -165,9 +169,9 @@ def test_a_file_is_parsed_once_per_content(derive: ModuleType, cache: Path, monk
     facts = derive.FactsCache(None)
     archives = derive.releases_of("trl", cache, offline=True, since="1.0.0")
     derive.derive("trl", archives, facts, log=lambda _: None)
-    # 3 releases x 5 files, 8 distinct texts (utils and plan change once each, one empty module
-    # text shared by two paths is parsed once per kind: __init__ or not)
-    assert len(calls) == 7
+    # 14 files read in 3 releases, 8 distinct texts (the two __init__s, three of utils, two of
+    # the trainers' module, the empty cli/serve.py): each parsed once
+    assert len(calls) == 8
 
 
 def test_the_budget_is_held(derive: ModuleType, cache: Path, tmp_path: Path) -> None:
@@ -235,6 +239,13 @@ def test_a_dataclass_field_and_a_keyword(synthetic: Path) -> None:
     assert f.severity == Severity.ERROR and f.fix.startswith("pip install 'trl<1.2.0'")
     (g,) = _drift("TypeError: PlanTrainer.__init__() got an unexpected keyword argument 'reward_scale'\n")
     assert g.severity == Severity.ERROR and g.fix.startswith("pip install 'trl>=1.2.0'")
+
+
+def test_positional_arguments_a_release_added(synthetic: Path) -> None:
+    text = "TypeError: collate() missing 2 required positional arguments: 'num_workers' and 'rank'\n"
+    (f,) = _drift(text)
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR
+    assert "added in trl 1.2.0" in f.message and f.fix.startswith("pip install 'trl<1.2.0'")
 
 
 def test_a_module_added_at_a_release_with_the_callers_frame(synthetic: Path) -> None:
