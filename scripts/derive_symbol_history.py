@@ -6,21 +6,23 @@ it reads every final release's ``.py`` files from the wheel (``pip download --no
 folder and its conventions are scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the
 extract ``CACHE/PKG/PKG-V.src.zip``). Nothing is installed or imported: ``zipfile`` and ``ast`` only;
 a file is parsed once per content (most files do not change between releases: the facts are cached
-by the SHA-1 of the text, also on disk in ``CACHE/symbols-facts.pickle``). Per release it records:
+by the SHA-1 of the text, also on disk in ``CACHE/symbols-facts-PKG.pickle``). Per release it records:
 
 * the modules (a ``.py`` file or a package's ``__init__.py``);
-* each module's top-level names: defs, classes, assignments (in ``if`` / ``try`` blocks too), names
-  imported from the package's own modules (re-exports; ``import *`` of an own module followed),
-  ``__all__`` entries, and the lazy exports of an ``__init__`` (transformers' ``_import_structure``
-  lists, vLLM's ``MODULE_ATTRS``-like ``{"Name": ".module:Name"}`` maps);
+* each module's top-level names: defs, classes, assignments (in ``if`` / ``try`` blocks too), in a
+  package's ``__init__`` the names it imports from the package's own modules (re-exports; a plain
+  module's own imports are not its API, unless its ``__all__`` lists them), ``import *`` of an own
+  module followed, ``__all__`` entries, and the lazy exports of an ``__init__`` (transformers'
+  ``_import_structure`` lists, vLLM's ``MODULE_ATTRS``-like ``{"Name": ".module:Name"}`` maps);
 * per top-level class: its attributes (methods, class attributes and annotated fields, ``self.X =``
   in its methods), its base classes (by name), whether its ``__init__`` comes from its fields
   (a dataclass or a pydantic model);
 * per public function, and per public method / ``__init__`` / ``__call__`` of a class: the
   parameter names (``*`` and ``**`` for ``*args`` / ``**kwargs``).
 
-Bulk subpackages whose classes are not an API other packages call (``transformers.models.*``,
-``vllm.model_executor.models.*``) keep their modules and names only, so the history stays small.
+Bulk subpackages whose classes are not an API other packages call (``transformers.models.*``, vLLM's
+models, layers, kernels, attention backends, compilation passes, vendored code: ``PACKAGES``) keep
+their modules and names only, so the history stays small.
 
 It writes ``rules/knowledge/symbols/PKG.json.gz`` (``envdoctor.symbols/1``): the releases (sorted),
 and every symbol with the releases that have it as intervals of indices into that list (``"3-9,12-40"``;
@@ -65,7 +67,25 @@ BUDGET = 2_000_000
 #: distribution -> (import names, the first release read, bulk subpackages: modules and names only)
 PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "trl": (("trl",), "0.11.0", ()),
-    "vllm": (("vllm",), "0.7.2", ("vllm.model_executor.models.",)),
+    "vllm": (
+        ("vllm",),
+        "0.7.2",
+        (
+            "vllm.model_executor.models.",
+            "vllm.model_executor.layers.",
+            "vllm.model_executor.kernels.",
+            "vllm.models.",
+            "vllm.vllm_flash_attn.",
+            "vllm.third_party.",
+            "vllm.attention.backends.",
+            "vllm.v1.attention.backends.",
+            "vllm.distributed.kv_transfer.",
+            "vllm.transformers_utils.configs.",
+            "vllm.transformers_utils.processors.",
+            "vllm.compilation.",
+            "vllm.v1.kv_offload.",
+        ),
+    ),
     "transformers": (("transformers",), "4.46.0", ("transformers.models.",)),
     "peft": (("peft",), "0.13.0", ()),
     "accelerate": (("accelerate",), "1.0.0", ()),
@@ -352,6 +372,8 @@ def module_names(rel: ReleaseFacts, roots: tuple[str, ...]) -> dict[str, set[str
         got = set(f.names) | f.lazy
         for level, target, name, bound in f.imports:
             full = _resolve(module, is_pkg, level, target) if level else target
+            if not (is_pkg or bound in f.lazy):
+                continue  # a module's own imports (``init_logger`` everywhere) are not its API
             if (own(full) and name) or (level == 0 and not name and own(target)):
                 got.add(bound)  # a name of the package's own module, or one of its modules
         out[module] = got
@@ -568,8 +590,8 @@ def main(argv: list[str] | None = None) -> int:
     cache_dir = args.cache.expanduser().resolve()
     if ROOT in (cache_dir, *cache_dir.parents):
         ap.error("--cache must be outside the repository (never commit wheels)")
-    facts = FactsCache(cache_dir / "symbols-facts.pickle")
     for package in args.package or list(PACKAGES):
+        facts = FactsCache(cache_dir / f"symbols-facts-{package}.pickle")
         archives = releases_of(package, cache_dir, args.offline, PACKAGES[package][1])
         if not archives:
             print(f"{package}: no release in the cache", file=sys.stderr)

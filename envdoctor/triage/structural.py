@@ -132,9 +132,11 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
                 have[str(dist)] = v
     kb = log.ctx.kb if log.ctx is not None else knowledge()
     fix, source = boundary.pair_fix(b, have, kb, _entries(), ms[0].context, matched)
-    if history is not None and not source.startswith("the known-failures catalogue"):
+    if history is not None and not source:
         # the release where the symbol appeared or vanished: the pair that works, from B's history
-        fix, source = _history_fix(b, history, have, fix if source else ""), HISTORY
+        fix, source = _history_fix(b, history), HISTORY
+    elif history is not None and history.fits() and not source.startswith("the known-failures catalogue"):
+        fix += f"; or pip install '{history.package}{history.fits()}' ({history.what}: {history.change()})"
     certain = bool(source) or boundary.shape_certain(tb, b)
     if not certain and (b.caller is None or b.ambiguous and not b.forwarded or tb.name == "AttributeError"):
         # the user's code against a package, a message that a bug of the caller gives too, an
@@ -197,10 +199,9 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
 HISTORY = "the symbol history (rules/knowledge/symbols/)"
 
 
-def _history_fix(b: boundary.Boundary, v: Any, have: dict[str, str], known: str) -> str:
+def _history_fix(b: boundary.Boundary, v: Any) -> str:
     """The pair that works from B's symbol history ``v``: B in the range where the failing line
-    works, or A's release made for the installed B; ``known``: the knowledge's own answer, kept
-    as the other way."""
+    works, or A's release made for the installed B."""
     fits = v.fits()
     pin = f"pip install '{v.package}{fits}'"
     why = f"{v.what}: {v.change()}"
@@ -213,8 +214,7 @@ def _history_fix(b: boundary.Boundary, v: Any, have: dict[str, str], known: str)
         other = "update the importing code (cut off in the log) for the installed release"
     else:
         other = f"update your code for the installed {v.package}{' ' + v.shown if v.shown else ''}"
-    text = f"{pin} ({why}); or {other}"
-    return f"{text}; or {known}" if known else text
+    return f"{pin} ({why}); or {other}"
 
 
 def _not_drift(tb: Traceback, ms: Sequence[Match], v: Any) -> Draft:

@@ -105,6 +105,7 @@ TRAINER_3 = """
             pass
 """
 INIT = """
+    from .trainer.utils import helper
     _import_structure = {"trainer": ["PlanTrainer", "PlanConfig"]}
 """
 
@@ -152,7 +153,8 @@ def test_the_history_holds_each_symbol_with_its_releases(derived: Path) -> None:
     assert mods["trl.trainer.utils"]["n"]["fancy_softmax"] == "1-2"  # a name added in 1.1.0
     assert mods["trl.trainer.utils"]["f"]["helper"] == {"@": 0, "x": 0, "y": 0}  # parameters
     plan = mods["trl.trainer.plan"]
-    assert plan["n"]["helper"] == 0  # a re-export of the package's own module is a name
+    assert "helper" not in plan["n"]  # a plain module's own import is not its API
+    assert mods["trl"]["n"]["helper"] == 0  # a package's re-export of its own module's name is
     trainer = plan["c"]["PlanTrainer"]
     assert trainer["a"]["legacy_buffer"] == "0-1" and trainer["a"]["generate"] == "0-1"  # self.X, a method
     assert trainer["a"]["train"] == "2"
@@ -305,4 +307,17 @@ def test_vllm_submodule_added() -> None:
     if "vllm" not in symbols.packages():
         pytest.skip("no vLLM history shipped")
     (f,) = _shipped("ModuleNotFoundError: No module named 'vllm.utils.argparse_utils'\n")
-    assert f.severity == Severity.ERROR and "pip install 'vllm>=0.12.0'" in f.fix
+    assert f.severity == Severity.ERROR and "pip install 'vllm>=0.11.1'" in f.fix  # 0.11.1's wheel has it
+
+
+def test_the_history_is_read_only_for_a_drift_shaped_failure(monkeypatch) -> None:
+    """A log whose failure names no symbol (an OOM, a ValueError) never opens the history."""
+
+    def refuse(package: str) -> None:
+        raise AssertionError(f"the history of {package} was read")
+
+    monkeypatch.setattr(symbols, "history", refuse)
+    monkeypatch.setattr(symbols, "packages", lambda: ("trl",))
+    findings(scan_bytes("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"))
+    findings(scan_bytes("ValueError: num_generations must divide the batch\n"))
+    findings(scan_bytes("step 1 loss 0.5\nstep 2 loss 0.4\n"))
