@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Derive the symbol history of the stack's packages from their release wheels (maintainer command).
 
-For each package (TRL >= 0.11, vLLM >= 0.7.2, transformers >= 4.46, peft >= 0.13, accelerate >= 1.0)
+For each package (TRL >= 0.11, vLLM >= 0.7.2, transformers >= 4.46, peft >= 0.13, accelerate >= 1.0,
+unsloth_zoo >= 2025.3.1)
 it reads every final release's ``.py`` files from the wheel (``pip download --no-deps``, the cache
 folder and its conventions are scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the
 extract ``CACHE/PKG/PKG-V.src.zip``). Nothing is installed or imported: ``zipfile`` and ``ast`` only;
@@ -24,7 +25,7 @@ Bulk subpackages whose classes are not an API other packages call (``transformer
 models, layers, kernels, attention backends, compilation passes, vendored code: ``PACKAGES``) keep
 their modules and names only, so the history stays small.
 
-It writes ``rules/knowledge/symbols/PKG.json.gz`` (``envdoctor.symbols/1``): the releases (sorted),
+It writes ``rules/knowledge/symbols/DIST.json.gz`` (DIST: the distribution's normalized name) (``envdoctor.symbols/1``): the releases (sorted),
 and every symbol with the releases that have it as intervals of indices into that list (``"3-9,12-40"``;
 ``0``: the same releases as the symbol it belongs to). Budget: at most 2 MB for all files together
 (``--budget``; the command fails above it). envdoctor reads them only in triage, only when a failure
@@ -89,6 +90,7 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "transformers": (("transformers",), "4.46.0", ("transformers.models.",)),
     "peft": (("peft",), "0.13.0", ()),
     "accelerate": (("accelerate",), "1.0.0", ()),
+    "unsloth_zoo": (("unsloth_zoo",), "2025.3.1", ()),
 }
 
 # --------------------------------------------------------------------------------------------
@@ -486,12 +488,17 @@ def expand(h: History) -> dict[str, Any]:
     return tree
 
 
+def dist_name(package: str) -> str:
+    """The name envdoctor knows a distribution by (``unsloth-zoo``): the file's name too."""
+    return re.sub(r"[-_.]+", "-", package).lower()
+
+
 def document(h: History, package: str, roots: tuple[str, ...]) -> dict[str, Any]:
     n = len(h.releases)
     full = (1 << n) - 1
     return {
         "schema": SCHEMA,
-        "package": package,
+        "package": dist_name(package),
         "import": list(roots),
         "releases": h.releases,
         "symbols": _encode({"@": full, **expand(h)}, full, n),

@@ -442,6 +442,8 @@ def verdict(tb: Traceback, have: dict[str, str], only: str | None = None) -> Ver
     if only is not None and only not in packages():
         return None
     msg = tb.message
+    if "(unknown location)" in msg or "partially initialized module" in msg:
+        return None  # a folder shadowing the package, a circular import: not a release's API
     if tb.name in ("ImportError", "ModuleNotFoundError") or boundary._MODULE_ATTR.search(msg):
         v = _import(msg, only)
     elif tb.name == "AttributeError":
