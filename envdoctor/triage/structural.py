@@ -137,6 +137,8 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         fix, source = _history_fix(b, history), HISTORY
     elif history is not None and history.fits() and not source.startswith("the known-failures catalogue"):
         fix += f"; or pip install '{history.package}{history.fits()}' ({history.what}: {history.change()})"
+    if source == HISTORY and not boundary.shape_certain(tb, b) and _catalogued(ms[0], log):
+        return None  # a catalogue entry names this very line: its answer, not the history's
     certain = bool(source) or boundary.shape_certain(tb, b)
     if not certain and (b.caller is None or b.ambiguous and not b.forwarded or tb.name == "AttributeError"):
         # the user's code against a package, a message that a bug of the caller gives too, an
@@ -197,6 +199,14 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
 
 
 HISTORY = "the symbol history (rules/knowledge/symbols/)"
+
+
+def _catalogued(m: Match, log: Log) -> bool:
+    """A catalogue entry's symptom matched the failing line ``m`` itself."""
+    from envdoctor.triage import catalogue
+
+    entries = catalogue.catalogue()[2]
+    return any(o.line_no == m.line_no and o.signature.id in entries for ms in log.by_sig.values() for o in ms)
 
 
 def _history_fix(b: boundary.Boundary, v: Any) -> str:
