@@ -146,7 +146,14 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         # versions, the first-exception answer
         return None
     cut_off = b.caller_frame is None and tb.name in ("ImportError", "ModuleNotFoundError")
-    caller = b.caller or ("the importing code (cut off in the log)" if cut_off else "your code")
+    unseen = source == HISTORY and not any(t.frames for t in tb.all())  # who called is not shown
+    caller = b.caller or (
+        "the importing code (cut off in the log)"
+        if cut_off
+        else "the calling code (the log shows no frames)"
+        if unseen
+        else "your code"
+    )
     shown = [f"{d} {logged[d]}" for d in (b.caller, b.callee) if d and d in logged]
     if source.startswith("the known-failures catalogue"):  # and the versions of the entry's packages
         entry = next((e for e in _entries() if e.id in source), None)
@@ -222,6 +229,8 @@ def _history_fix(b: boundary.Boundary, v: Any) -> str:
         )
     elif b.exc.name in ("ImportError", "ModuleNotFoundError") and b.caller_frame is None:
         other = "update the importing code (cut off in the log) for the installed release"
+    elif not any(t.frames for t in b.exc.all()):
+        other = f"update the calling code (not shown in the log) for the installed {v.package}"
     else:
         other = f"update your code for the installed {v.package}{' ' + v.shown if v.shown else ''}"
     return f"{pin} ({why}); or {other}"

@@ -305,6 +305,7 @@ def test_vllm_lora_config_attribute_removed() -> None:
     )
     assert f.rule == "TRI009" and f.severity == Severity.ERROR
     assert "vllm<" in f.fix and "LoRAConfig.lora_extra_vocab_size" in f.message
+    assert "the calling code (the log shows no frames)" in f.message  # not "your code": unseen
 
 
 def test_vllm_submodule_added() -> None:
