@@ -140,7 +140,9 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     if source == HISTORY and not boundary.shape_certain(tb, b) and _catalogued(ms[0], log):
         return None  # a catalogue entry names this very line: its answer, not the history's
     certain = bool(source) or boundary.shape_certain(tb, b)
-    if not certain and (b.caller is None or b.ambiguous and not b.forwarded or tb.name == "AttributeError"):
+    if source == HISTORY and history is not None and not history.certain:
+        certain = False  # an attribute a base class sets in one of its methods: maybe not yet run
+    elif not certain and (b.caller is None or b.ambiguous and not b.forwarded or tb.name == "AttributeError"):
         # the user's code against a package, a message that a bug of the caller gives too, an
         # object's attribute (another kind of object): nothing known of the pair for the log's
         # versions, the first-exception answer
@@ -244,6 +246,12 @@ def _not_drift(tb: Traceback, ms: Sequence[Match], v: Any) -> Draft:
         f"has {v.what} (envdoctor's symbol history of {v.span()}), so another copy of {v.package} "
         "is the one imported (a second install on the path, a local file or folder of the same name), "
         "or the install is partial"
+        + (
+            ", or the object has not set it yet (an attribute set by a method that has not run: "
+            "evaluate() before train())"
+            if tb.name == "AttributeError" and not v.what.startswith("the module")
+            else ""
+        )
     )
     module = v.package.replace("-", "_")
     fix = (

@@ -222,10 +222,18 @@ class Verdict:
     placed: str | None = None
     #: the failing line works where the symbol is absent (arguments a newer release requires)
     absent_works: bool = False
+    #: the package whose class extends B's class that lacks the attribute (the caller, A)
+    owner: str | None = None
 
     @property
     def contradicted(self) -> bool:
         return self.placed == "has"
+
+    @property
+    def certain(self) -> bool:
+        """The history settles it: not an attribute of another package's base class (one that a
+        method sets may not be set yet: evaluate() before train()) unless the log's B lacks it."""
+        return self.owner is None or self.placed == "lacks"
 
     def _runs(self) -> list[tuple[int, int]]:
         runs, i, n = [], 0, len(self.releases)
@@ -321,7 +329,7 @@ def _drift_shape(v: Verdict | None) -> Verdict | None:
     return v
 
 
-def _import(msg: str, only: str | None) -> Verdict | None:
+def _import(msg: str, only: str | None, shown: dict[str, str]) -> Verdict | None:
     m = boundary._IMPORT.search(msg) or boundary._MODULE_ATTR.search(msg)
     if m is not None:
         module = m.group("module")
@@ -344,11 +352,21 @@ def _import(msg: str, only: str | None) -> Verdict | None:
     m = _NO_NAME.search(msg)
     if m is None:
         return None
-    return _distinctive_name(m.group("name"), only)
+    return _distinctive_name(m.group("name"), only, shown)
 
 
-def _distinctive_name(name: str, only: str | None) -> Verdict | None:
-    """A name imported with its module cut off: the one package of the history that binds it."""
+def _changes(h: History, have: int, scope: int, shown: str | None) -> bool:
+    """Some releases of ``scope`` lack the symbol (or the log's version of the package is older
+    than its history): that package can be the one the failure names."""
+    works = have & scope
+    older = shown is not None and versions.sort_key(shown) < versions.sort_key(h.releases[0])
+    return bool(works) and (works != scope or older)
+
+
+def _distinctive_name(name: str, only: str | None, shown: dict[str, str]) -> Verdict | None:
+    """A name imported with its module cut off: the one package of the history that binds it;
+    where several do, the one whose releases lack it in some (the others' have it in every
+    release read: the failure is not theirs)."""
     found = []
     for pkg in packages() if only is None else (only,):
         h = history(pkg)
@@ -357,44 +375,60 @@ def _distinctive_name(name: str, only: str | None) -> Verdict | None:
         have, where = h.name_anywhere(name)
         if have:
             found.append((h, have, where))
+    if len(found) > 1:
+        found = [f for f in found if _changes(f[0], f[1], f[0].full, shown.get(f[0].package))]
     if len(found) != 1:
-        return None  # no package binds it (the user's code), or several do: not distinctive
+        return None  # no package binds it (the user's code), or several could: not distinctive
     h, have, where = found[0]
     where = sorted(where, key=lambda m: (not h.defines(m, name), m.count("."), m))
     return Verdict(h.package, f"{name} ({h.package}'s {where[0]})", h.releases, have, h.full)
 
 
-def _object(msg: str, only: str | None) -> Verdict | None:
+def _object(msg: str, only: str | None, shown: dict[str, str]) -> Verdict | None:
     m = boundary._OBJECT_ATTR.search(msg)
     if m is None or boundary._MODULE_ATTR.search(msg):
         return None
     cls, attr = m.group("obj").rsplit(".", 1)[-1], m.group("attr")
     if cls in _BUILTIN or boundary.OBJECTS.get(cls) not in (None, *packages()):
         return None  # a builtin, or a class of a package without a history (torch's Tensor)
-    found = []
+    found: list[Verdict] = []
     for pkg in packages() if only is None else (only,):
         h = history(pkg)
         scope = h.class_releases(cls) if h is not None else 0
         if h is None or not scope:
             continue
         have, foreign = h.member(cls, "a", attr)
-        if any(_foreign_has(base, attr, pkg) for base in foreign):
-            return None  # another package's base class may set it: its release decides
-        found.append((h, have, scope))
+        inherited = [v for v in (_foreign(base, attr, pkg, shown) for base in set(foreign)) if v is not None]
+        if inherited and have:
+            return None  # its own class and another package's base class set it: both releases decide
+        if inherited:
+            if len(inherited) == 1 and only is None:  # the base class's package lacks it (B)
+                inherited[0].what = f"{inherited[0].what} ({cls} of {h.package} extends it)"
+                inherited[0].owner = h.package
+                found.append(inherited[0])
+            continue
+        found.append(Verdict(h.package, f"{cls}.{attr}", h.releases, have, scope))
     if len(found) > 1:  # a class name several packages define: the attribute must decide
-        found = [f for f in found if f[1]]
-    if len(found) != 1:
-        return None
-    h, have, scope = found[0]
-    return Verdict(h.package, f"{cls}.{attr}", h.releases, have, scope)
+        found = [
+            v for v in found if _changes(history(v.package) or _EMPTY, v.works, v.scope, shown.get(v.package))
+        ]
+    return found[0] if len(found) == 1 else None
 
 
-def _foreign_has(base: str, attr: str, own: str) -> bool:
+_EMPTY = History("", [""], {})
+
+
+def _foreign(base: str, attr: str, own: str, shown: dict[str, str]) -> Verdict | None:
+    """Another package's base class ``base`` with ``attr`` in some of its releases: its verdict."""
     for pkg in packages():
         h = history(pkg) if pkg != own else None
-        if h is not None and h.class_releases(base) and h.member(base, "a", attr)[0]:
-            return True
-    return False
+        scope = h.class_releases(base) if h is not None else 0
+        if h is None or not scope:
+            continue
+        have = h.member(base, "a", attr)[0]
+        if have:
+            return Verdict(h.package, f"{base}.{attr}", h.releases, have, scope)
+    return None
 
 
 def _call(msg: str, only: str | None) -> Verdict | None:
@@ -445,9 +479,13 @@ def verdict(tb: Traceback, have: dict[str, str], only: str | None = None) -> Ver
     if "(unknown location)" in msg or "partially initialized module" in msg:
         return None  # a folder shadowing the package, a circular import: not a release's API
     if tb.name in ("ImportError", "ModuleNotFoundError") or boundary._MODULE_ATTR.search(msg):
-        v = _import(msg, only)
+        v = _import(msg, only, have)
     elif tb.name == "AttributeError":
-        v = _object(msg, only)
+        v = _object(msg, None, have)  # a subclass's attribute may be its base class's package's
+        if v is not None and only is not None and v.package != only:
+            v = None
+        if v is None and only is not None:
+            v = _object(msg, only, have)
     else:
         v = _call(msg, only)
     v = _drift_shape(v)
@@ -464,6 +502,7 @@ def find(tb: Traceback, have: dict[str, str]) -> tuple[Boundary, Verdict] | None
     frames = [f for t in tb.all() for f in t.frames] if not tb.frames else tb.frames
     caller = _caller(frames, v.package)
     msg = tb.message
+    owner = caller.package if caller else v.owner
     kind = tb.name
     if kind in ("ImportError", "ModuleNotFoundError"):
         m = boundary._IMPORT.search(msg) or _NO_NAME.search(msg)
@@ -472,14 +511,14 @@ def find(tb: Traceback, have: dict[str, str]) -> tuple[Boundary, Verdict] | None
         lacks = "does not have"
         func = ""
     elif kind == "AttributeError":
-        func, _, name = v.what.rpartition(".")
+        func, _, name = v.what.split(" (")[0].rpartition(".")
         verb, lacks = f"reads {v.what}", "does not have"
     else:
         func = v.what.split("(")[0].removesuffix(".__init__")
         name = v.what
         verb, lacks = f"calls {func}()", "does not fit"
     b = Boundary(
-        caller.package if caller else None,
+        owner,
         v.package,
         tb,
         v.what,

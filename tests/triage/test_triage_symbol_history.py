@@ -65,16 +65,37 @@ UTILS_2 = (
 
     def shared_softmax(logits):
         return logits
+
+    def twice_added():
+        pass
 """
 )
 UTILS_3 = UTILS_2.replace("def collate(batch):", "def collate(batch, num_workers, rank):")
 PEFT = """
     def shared_softmax(logits):
         return logits
+
+    class BaseTrainer:
+        def __init__(self):
+            self.model = None
 """
+PEFT_2 = (
+    PEFT
+    + """
+        def train(self):
+            self.late_steps = 0
+
+    def twice_added():
+        pass
+"""
+)
 TRAINER = """
     from dataclasses import dataclass
+    from peft.tuners import BaseTrainer
     from .utils import helper
+
+    class SubTrainer(BaseTrainer):
+        pass
 
     @dataclass
     class PlanConfig:
@@ -91,7 +112,11 @@ TRAINER = """
 """
 TRAINER_3 = """
     from dataclasses import dataclass
+    from peft.tuners import BaseTrainer
     from .utils import helper
+
+    class SubTrainer(BaseTrainer):
+        pass
 
     @dataclass
     class PlanConfig:
@@ -130,6 +155,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {**base, "trl/trainer/utils.py": UTILS_3, "trl/trainer/plan.py": TRAINER_3, "trl/cli/serve.py": ""},
     )
     _wheel(root / "peft", "peft", "0.13.0", {"peft/__init__.py": "", "peft/tuners.py": PEFT})
+    _wheel(root / "peft", "peft", "0.14.0", {"peft/__init__.py": "", "peft/tuners.py": PEFT_2})
     return root
 
 
@@ -221,10 +247,27 @@ def test_names_the_user_code_defines_get_no_claim(synthetic: Path) -> None:
         assert all(f.rule != "TRI009" for f in _drift(line)), line
 
 
-def test_a_name_several_packages_define_is_not_distinctive(synthetic: Path) -> None:
-    """``shared_softmax`` is TRL's from 1.1.0, and peft's too: the message does not say whose."""
-    assert symbols.history("peft") is not None
-    assert all(f.rule != "TRI009" for f in _drift("ImportError: cannot import name 'shared_softmax'\n"))
+def test_a_name_several_packages_define(synthetic: Path) -> None:
+    """``shared_softmax`` is TRL's from 1.1.0 and peft's in every release: only TRL's releases
+    lack it, so only TRL can be the package the failure names. ``twice_added`` came in both
+    TRL 1.1.0 and peft 0.14.0: the message does not say whose, no claim."""
+    (f,) = _drift("ImportError: cannot import name 'shared_softmax'\n")
+    assert f.rule == "TRI009" and "pip install 'trl>=1.1.0'" in f.fix
+    assert all(f.rule != "TRI009" for f in _drift("ImportError: cannot import name 'twice_added'\n"))
+
+
+def test_an_attribute_another_packages_base_class_sets(synthetic: Path) -> None:
+    """TRL's SubTrainer extends peft's BaseTrainer, whose train() sets late_steps from peft 0.14.0:
+    drift between trl and peft; a warning without versions (a method that has not run yet gives
+    the same message), an error where the log's peft lacks it."""
+    line = "AttributeError: 'SubTrainer' object has no attribute 'late_steps'\n"
+    (f,) = _drift(line)
+    assert f.rule == "TRI009" and f.severity == Severity.WARNING and "between trl and peft" in f.message
+    assert "pip install 'peft>=0.14.0'" in f.fix
+    (g,) = _drift("peft==0.13.0\n" + line)
+    assert g.severity == Severity.ERROR and "peft 0.13.0 lacks it" in g.message
+    (h,) = _drift("peft==0.14.0\n" + line)
+    assert h.rule == "TRI003" and "has not set it yet" in h.message
 
 
 def test_an_attribute_removed_at_a_release(synthetic: Path) -> None:
