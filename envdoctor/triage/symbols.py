@@ -263,6 +263,8 @@ class Verdict:
             parts.append(f">={self.releases[a]}")
         if b < len(self.releases) - 1:
             parts.append(f"<{self.releases[b + 1]}")
+        elif self.placed == "newer":  # the log's release, past the history, lacks it
+            parts.append(f"<={self.releases[-1]}")
         return ",".join(parts)
 
     def change(self) -> str:
@@ -289,10 +291,14 @@ class Verdict:
             if runs and runs[-1][1] == len(self.releases) - 1:
                 fact += (
                     f"; the log's {self.package} {self.shown} is newer than the history, whose newest "
-                    f"release {self.releases[-1]} still has it: it changed after that release"
+                    f"release {self.releases[-1]} still has it: it changed after that release, past "
+                    "envdoctor's knowledge horizon (rules/knowledge/horizon.yaml)"
                 )
             else:
-                fact += f"; the log's {self.package} {self.shown} is newer than the history"
+                fact += (
+                    f"; the log's {self.package} {self.shown} is newer than the history (envdoctor's "
+                    "knowledge horizon, rules/knowledge/horizon.yaml)"
+                )
         elif self.placed == "older":
             fact += f"; the log's {self.package} {self.shown} is older than the history"
         return fact

@@ -322,6 +322,11 @@ def test_a_version_past_the_history_says_so(synthetic: Path) -> None:
     text = "trl version: 1.3.0\nAttributeError: 'PlanTrainer' object has no attribute 'generate'\n"
     (f,) = _drift(text)
     assert f.rule == "TRI009" and "newer than the history" in f.message
+    # a symbol the newest release read still has, missing from a newer one: changed past the horizon
+    text = "trl version: 1.3.0\nImportError: cannot import name 'fancy_softmax' from 'trl.trainer.utils'\n"
+    (g,) = _drift(text)
+    assert "changed after that release" in g.message and "horizon" in g.message
+    assert g.fix.startswith("pip install 'trl>=1.1.0,<=1.2.0'")
 
 
 # -- the shipped history (real releases) -------------------------------------------------------
