@@ -243,7 +243,7 @@ def _not_drift(tb: Traceback, ms: Sequence[Match], v: Any) -> Draft:
     m = ms[0]
     what = (
         f"{tb.name}: {tb.message[:300]} — not API drift of {v.package}: the log's {v.package} {v.shown} "
-        f"has {v.what} (envdoctor's symbol history of {v.span()}), so another copy of {v.package} "
+        f"has {v.what} (envdoctor's symbol history, {v.span()}), so another copy of {v.package} "
         "is the one imported (a second install on the path, a local file or folder of the same name), "
         "or the install is partial"
         + (

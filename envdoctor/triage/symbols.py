@@ -138,9 +138,11 @@ class History:
                         foreign.append(short)
         return have, foreign
 
-    def params(self, cls: str | None, func: str, param: str, depth: int = 0) -> tuple[int, int]:
-        """``(releases with the function, releases where it takes ``param``: by name or **kwargs)``;
-        a dataclass's ``__init__`` takes its bases' fields too."""
+    def params(
+        self, cls: str | None, func: str, param: str, var: bool = False, depth: int = 0
+    ) -> tuple[int, int]:
+        """``(releases with the function, releases where it takes ``param``: by name, or with
+        ``var`` through **kwargs too)``; a dataclass's ``__init__`` takes its bases' fields too."""
         scope = have = 0
         nodes: list[tuple[int, dict[str, Any]]] = []
         if cls is None:
@@ -158,10 +160,11 @@ class History:
                     for base, spec in node.get("b", {}).items():
                         short = base.rsplit(".", 1)[-1]
                         if short != cls and self.class_releases(short):
-                            have |= fields & _mask(spec, rel) & self.params(short, func, param, depth + 1)[1]
+                            inherited = self.params(short, func, param, var, depth + 1)[1]
+                            have |= fields & _mask(spec, rel) & inherited
         for rel, node in nodes:
             scope |= rel
-            for key in (param, "**"):
+            for key in (param, "**") if var else (param,):
                 if key in node:
                     have |= _mask(node[key], rel)
         return scope, have
@@ -279,11 +282,16 @@ class Verdict:
         return f"{'removed' if added else 'added'} in {self.package} {self.releases[a]}"
 
     def span(self) -> str:
-        return f"{self.package} {self.releases[0]} to {self.releases[-1]}"
+        return f"{len(self.releases)} {self.package} releases read"
 
     def text(self) -> str:
         """The history's fact, for the finding's message."""
-        fact = f"{self.what}: {self.change()} (envdoctor's symbol history of {self.span()})"
+        fact = f"{self.what}: {self.change()} (envdoctor's symbol history, {self.span()})"
+        if not self.certain:
+            fact += (
+                "; the same message comes from reading it before the method that sets it ran "
+                "(evaluate() before train()): the log's versions tell"
+            )
         if self.placed == "lacks":
             fact += f"; the log's {self.package} {self.shown} lacks it"
         elif self.placed == "newer":
@@ -458,6 +466,8 @@ def _call(msg: str, only: str | None) -> Verdict | None:
         scope, have = 0, -1
         for p in wanted:
             s, got = h.params(cls, name, p)
+            if kwarg and not got:  # taken only through **kwargs, where at all
+                got = h.params(cls, name, p, var=True)[1]
             scope |= s
             have = got if have == -1 else have & got
         if scope:
