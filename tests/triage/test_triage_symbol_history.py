@@ -97,6 +97,9 @@ TRAINER = """
     class SubTrainer(BaseTrainer):
         pass
 
+    def build_plan(model, legacy_flag=False):
+        return model
+
     @dataclass
     class PlanConfig:
         beta: float = 0.1
@@ -117,6 +120,9 @@ TRAINER_3 = """
 
     class SubTrainer(BaseTrainer):
         pass
+
+    def build_plan(model, **kwargs):
+        return model
 
     @dataclass
     class PlanConfig:
@@ -288,6 +294,15 @@ def test_a_dataclass_field_and_a_keyword(synthetic: Path) -> None:
     assert f.severity == Severity.ERROR and f.fix.startswith("pip install 'trl<1.2.0'")
     (g,) = _drift("TypeError: PlanTrainer.__init__() got an unexpected keyword argument 'reward_scale'\n")
     assert g.severity == Severity.ERROR and g.fix.startswith("pip install 'trl>=1.2.0'")
+
+
+def test_a_keyword_named_by_some_releases_and_taken_by_kwargs_in_others(synthetic: Path) -> None:
+    """build_plan(legacy_flag=) is named until 1.1.0, and 1.2.0 takes **kwargs: the releases that
+    name it decide; a keyword no release names is taken only where **kwargs is."""
+    (f,) = _drift("TypeError: build_plan() got an unexpected keyword argument 'legacy_flag'\n")
+    assert f.fix.startswith("pip install 'trl<1.2.0'")
+    (g,) = _drift("TypeError: build_plan() got an unexpected keyword argument 'seed'\n")
+    assert g.fix.startswith("pip install 'trl>=1.2.0'")
 
 
 def test_positional_arguments_a_release_added(synthetic: Path) -> None:
