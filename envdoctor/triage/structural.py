@@ -226,8 +226,8 @@ def _history_fix(b: boundary.Boundary, v: Any) -> str:
     why = f"{v.what}: {v.change()}"
     a = b.caller
     if a is not None:
-        other = f"upgrade {a} to a release made for {v.package}" + (
-            f" {v.shown}" if v.shown else f" outside {fits}"
+        other = f"install the {a} release made for the installed {v.package}" + (
+            f" {v.shown}" if v.shown else f" (`pip show {a}` lists its requirements)"
         )
     elif b.exc.name in ("ImportError", "ModuleNotFoundError") and b.caller_frame is None:
         other = "update the importing code (cut off in the log) for the installed release"
