@@ -25,11 +25,11 @@ Bulk subpackages whose classes are not an API other packages call (``transformer
 models, layers, kernels, attention backends, compilation passes, vendored code: ``PACKAGES``) keep
 their modules and names only, so the history stays small.
 
-It writes ``rules/knowledge/symbols/DIST.json.gz`` (DIST: the distribution's normalized name) (``envdoctor.symbols/1``): the releases (sorted),
-and every symbol with the releases that have it as intervals of indices into that list (``"3-9,12-40"``;
-``0``: the same releases as the symbol it belongs to). Budget: at most 2 MB for all files together
-(``--budget``; the command fails above it). envdoctor reads them only in triage, only when a failure
-is an ImportError / AttributeError / TypeError of a call that the tables and frames do not settle
+It writes ``rules/knowledge/symbols/DIST.json.gz`` (DIST: the distribution's normalized name;
+schema ``envdoctor.symbols/1``): the releases (sorted), and every symbol with the releases that have
+it as intervals of indices into that list (``"3-9,12-40"``; ``0``: the same releases as the symbol it
+belongs to). Budget: at most 2 MB for all files together (``--budget``; the command fails above it).
+envdoctor reads them only in triage, only for an ImportError / AttributeError / TypeError of a call
 (envdoctor/triage/symbols.py); the static check never does.
 
 Usage:
