@@ -583,7 +583,7 @@ def _catalogue_fix(
                     if b.caller
                     else set(pk) <= {b.callee} or b.caller_frame is None
                 )
-                and any(f"'{b.name}'" in t or f".{b.name}" in t for t in texts)
+                and any(_names(t, b) for t in texts)
             )
         held = all(versions.satisfies(have[d], spec) is not False for d, spec in pk.items() if d in have)
         if about and held:
@@ -592,6 +592,16 @@ def _catalogue_fix(
                 return f"pip install '{fixed}' ({e.fix}; {e.id})" + _V1_NOTE(b), e.id
             return f"{e.fix} ({e.id})" + _V1_NOTE(b), e.id
     return None
+
+
+def _names(text: str, b: Boundary) -> bool:
+    """A symptom's text names what did not fit: ``'name'``, or ``.name`` (of the very class where
+    the failure names one: ``VLLMGeneration.generate`` is not ``PPOTrainer.generate``)."""
+    if f"'{b.name}'" in text:
+        return True
+    if b.func and b.exc.name == "AttributeError":
+        return re.search(rf"(?<![\w.]){re.escape(b.func)}\.{re.escape(b.name)}\b", text) is not None
+    return f".{b.name}" in text
 
 
 def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]) -> tuple[str, str]:

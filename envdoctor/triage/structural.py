@@ -108,9 +108,22 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     """API drift at a package boundary (module docstring, 2): the one answer of TRI009, for the
     signatures of drift (an import, an attribute, a call) and for any failing line alike."""
     b = boundary.find(tb)
+    have = _versions(log)
+    history = None
+    if tb.name in ("ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"):
+        from envdoctor.triage import symbols  # the history is read only for such a failure
+
+        if b is None:
+            found = symbols.find(tb, have)
+            if found is None:
+                return None
+            b, history = found
+        else:
+            history = symbols.verdict(tb, have, b.callee)
+        if history is not None and history.contradicted:
+            return _not_drift(tb, ms, history)
     if b is None:
         return None
-    have = _versions(log)
     logged = dict(have)
     if log.ctx is not None and log.ctx.facts.source != "live":  # --facts, where the log shows none
         for dist in {b.caller, b.callee, "trl", "vllm"} - {None}:
@@ -119,14 +132,30 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
                 have[str(dist)] = v
     kb = log.ctx.kb if log.ctx is not None else knowledge()
     fix, source = boundary.pair_fix(b, have, kb, _entries(), ms[0].context, matched)
+    if history is not None and not source:
+        # the release where the symbol appeared or vanished: the pair that works, from B's history
+        fix, source = _history_fix(b, history), HISTORY
+    elif history is not None and history.fits() and not source.startswith("the known-failures catalogue"):
+        fix += f"; or pip install '{history.package}{history.fits()}' ({history.what}: {history.change()})"
+    if source == HISTORY and not boundary.shape_certain(tb, b) and _catalogued(ms[0], log):
+        return None  # a catalogue entry names this very line: its answer, not the history's
     certain = bool(source) or boundary.shape_certain(tb, b)
-    if not certain and (b.caller is None or b.ambiguous and not b.forwarded or tb.name == "AttributeError"):
+    if source == HISTORY and history is not None and not history.certain:
+        certain = False  # an attribute a base class sets in one of its methods: maybe not yet run
+    elif not certain and (b.caller is None or b.ambiguous and not b.forwarded or tb.name == "AttributeError"):
         # the user's code against a package, a message that a bug of the caller gives too, an
         # object's attribute (another kind of object): nothing known of the pair for the log's
         # versions, the first-exception answer
         return None
     cut_off = b.caller_frame is None and tb.name in ("ImportError", "ModuleNotFoundError")
-    caller = b.caller or ("the importing code (cut off in the log)" if cut_off else "your code")
+    unseen = source == HISTORY and not any(t.frames for t in tb.all())  # who called is not shown
+    caller = b.caller or (
+        "the importing code (cut off in the log)"
+        if cut_off
+        else "the calling code (the log shows no frames)"
+        if unseen
+        else "your code"
+    )
     shown = [f"{d} {logged[d]}" for d in (b.caller, b.callee) if d and d in logged]
     if source.startswith("the known-failures catalogue"):  # and the versions of the entry's packages
         entry = next((e for e in _entries() if e.id in source), None)
@@ -149,6 +178,8 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         note += f" ({source.removeprefix('the known-failures catalogue ').strip('()')}, a known failure)"
     if b.forwarded:
         note += f" ({caller} passes on keywords it was given: one may come from your configuration)"
+    if history is not None:
+        note += f" ({history.text()})"
     no_release = fix.startswith(f"remove {b.name}=")  # a keyword no release takes: the call itself
     head = (
         f"{caller} calls {b.func}() with '{b.name}', which no {b.callee} release envdoctor knows "
@@ -174,6 +205,62 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     f = d.finding
     d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
     return d
+
+
+HISTORY = "the symbol history (rules/knowledge/symbols/)"
+
+
+def _catalogued(m: Match, log: Log) -> bool:
+    """A catalogue entry's symptom matched the failing line ``m`` itself."""
+    from envdoctor.triage import catalogue
+
+    entries = catalogue.catalogue()[2]
+    return any(o.line_no == m.line_no and o.signature.id in entries for ms in log.by_sig.values() for o in ms)
+
+
+def _history_fix(b: boundary.Boundary, v: Any) -> str:
+    """The pair that works from B's symbol history ``v``: B in the range where the failing line
+    works, or A's release made for the installed B."""
+    fits = v.fits()
+    pin = f"pip install '{v.package}{fits}'"
+    why = f"{v.what}: {v.change()}"
+    a = b.caller
+    if a is not None:
+        other = f"install the {a} release made for the installed {v.package}" + (
+            f" {v.shown}" if v.shown else f" (`pip show {a}` lists its requirements)"
+        )
+    elif b.exc.name in ("ImportError", "ModuleNotFoundError") and b.caller_frame is None:
+        other = "update the importing code (cut off in the log) for the installed release"
+    elif not any(t.frames for t in b.exc.all()):
+        other = f"update the calling code (not shown in the log) for the installed {v.package}"
+    else:
+        other = f"update your code for the installed {v.package}{' ' + v.shown if v.shown else ''}"
+    return f"{pin} ({why}); or {other}"
+
+
+def _not_drift(tb: Traceback, ms: Sequence[Match], v: Any) -> Draft:
+    """The log's version of B has the symbol: the failure is not that release's API (TRI003)."""
+    m = ms[0]
+    what = (
+        f"{tb.name}: {tb.message[:300]} — not API drift of {v.package}: the log's {v.package} {v.shown} "
+        f"has {v.what} (envdoctor's symbol history, {v.span()}), so another copy of {v.package} "
+        "is the one imported (a second install on the path, a local file or folder of the same name), "
+        "or the install is partial"
+        + (
+            ", or the object has not set it yet (an attribute set by a method that has not run: "
+            "evaluate() before train())"
+            if tb.name == "AttributeError" and not v.what.startswith("the module")
+            else ""
+        )
+    )
+    module = v.package.replace("-", "_")
+    fix = (
+        f"python -c 'import {module}; print({module}.__file__, {module}.__version__)' in the run's "
+        f"environment: the path and version must be the {v.package} the log shows; reinstall it "
+        f"(pip install --force-reinstall --no-deps '{v.package}=={v.shown}') or remove the shadowing copy"
+    )
+    ev = {"line": m.line_no, "exception": tb.name, "package": v.package, "symbol": v.what, "shown": v.shown}
+    return Draft(m.line_no, Finding("TRI003", Severity.WARNING, what, fix, ev))
 
 
 #: TRL's own configuration checks: its config dataclasses' ``__post_init__`` and its trainers'
