@@ -48,6 +48,7 @@ PACKAGES = {
     "verl": "verl",
     "nemo_rl": "nemo-rl",
     "swift": "ms-swift",
+    "skyrl_train": "skyrl-train",
     "pipelinerl": "pipelinerl",
     "rllm": "rllm",
     "realhf": "areal",

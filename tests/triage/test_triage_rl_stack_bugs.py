@@ -1,0 +1,173 @@
+"""Catalogue entries of the RL stacks around TRL and vLLM (rules/knowledge/known_failures/
+rl_stack_bugs.yaml): each fires on a log in the stack's own traceback shape, as an error where the
+symptom decides the cause, and stays quiet on a look-alike; a package's vendored copy of another
+(``verl/third_party/vllm``) is the outer package's code; the stacks' versions are read from logs."""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.findings import Severity
+from envdoctor.triage.traceback import package_of
+from tests.triage.helpers import findings, scan_bytes
+
+
+def _run(text: str):
+    return findings(scan_bytes(text))
+
+
+def _ids(found) -> list[str]:
+    """The catalogue entry each finding names (its evidence, or a drift's message)."""
+    return [f"{f.evidence.get('known_failure') or ''} {f.message}" for f in found]
+
+
+VERL_VLLM_REFUSED = """(main_task pid=4102) Traceback (most recent call last):
+  File "/data/u/TinyZero/verl/trainer/main_ppo.py", line 103, in main
+    run_ppo(config)
+  File "/data/u/TinyZero/verl/workers/fsdp_workers.py", line 297, in _build_rollout
+    from verl.workers.rollout.vllm_rollout import vLLMRollout
+  File "/data/u/TinyZero/verl/workers/rollout/vllm_rollout/vllm_rollout.py", line 39, in <module>
+    from verl.third_party.vllm import LLM, vllm_version
+  File "/data/u/TinyZero/verl/third_party/vllm/__init__.py", line 47, in <module>
+    raise ValueError(
+ValueError: vllm version 0.8.5.post1 not supported. Currently supported versions are 0.3.1, 0.4.2, 0.5.4 and 0.6.3.
+"""
+
+VERL_VLLM_REFUSED_SGLANG = (
+    '  File "/opt/venv/lib/python3.10/site-packages/verl/third_party/vllm/__init__.py", line 44, in <module>\n'
+    "    raise ValueError(\n"
+    "ValueError: vllm version 0.6.4 not supported and SGLang also not Found. Currently supported vllm "
+    "versions are 0.6.3 and 0.7.0+\n"
+)
+
+SWIFT_EXTENSION = """[INFO:swift] Currently, rollout only supports the vLLM backend. Set vLLM backend
+Traceback (most recent call last):
+  File "/root/ms-swift/swift/cli/rollout.py", line 5, in <module>
+    rollout_main()
+  File "/root/ms-swift/swift/llm/infer/rollout.py", line 233, in rollout_main
+    SwiftRolloutDeploy(args).main()
+  File "/root/ms-swift/swift/llm/infer/infer_engine/vllm_engine.py", line 171, in _prepare_engine
+    engine = llm_engine_cls.from_engine_args(self.engine_args)
+  File "/root/ms-swift/swift/llm/infer/infer_engine/vllm_engine.py", line 150, in _prepare_engine_kwargs
+    engine_args = engine_cls(**engine_kwargs)
+TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_extension_cls'
+"""
+
+TRL_EXTENSION = """Traceback (most recent call last):
+  File "/opt/conda/lib/python3.11/site-packages/trl/scripts/vllm_serve.py", line 284, in llm_worker
+    llm = LLM(
+  File "/opt/conda/lib/python3.11/site-packages/vllm/utils.py", line 1022, in inner
+    return fn(*args, **kwargs)
+  File "/opt/conda/lib/python3.11/site-packages/vllm/entrypoints/llm.py", line 236, in __init__
+    engine_args = EngineArgs(
+TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_extension_cls'
+"""
+
+VERL_MINI_BATCH = """ray.exceptions.RayTaskError(AssertionError): ray::WorkerDict.actor_rollout_init_model() (pid=811, ip=10.1.0.2, repr=<verl.single_controller.ray.base.WorkerDict object at 0x7f00>)
+  File "/opt/venv/lib/python3.10/site-packages/verl/single_controller/ray/base.py", line 466, in func
+    return getattr(self.worker_dict[key], name)(*args, **kwargs)
+  File "/opt/venv/lib/python3.10/site-packages/verl/workers/fsdp_workers.py", line 141, in __init__
+    assert self.config.actor.ppo_mini_batch_size > 0, f"ppo_mini_batch_size {self.config.actor.ppo_mini_batch_size} should be larger than 0 after normalization"
+AssertionError: ppo_mini_batch_size 0 should be larger than 0 after normalization
+"""
+
+FIRES = [
+    ("verl-third-party-vllm-version-refused", VERL_VLLM_REFUSED),
+    ("verl-third-party-vllm-version-refused", VERL_VLLM_REFUSED_SGLANG),
+    ("rl-stack-worker-extension-cls-vllm-before-0.8", SWIFT_EXTENSION),
+    ("rl-stack-worker-extension-cls-vllm-before-0.8", "vllm==0.7.3\n" + SWIFT_EXTENSION),
+    ("verl-ppo-mini-batch-zero-after-normalization", VERL_MINI_BATCH),
+]
+
+
+@pytest.mark.parametrize("entry,log", FIRES, ids=[f"{e}-{i}" for i, (e, _) in enumerate(FIRES)])
+def test_rl_stack_bug_fires_as_an_error(entry, log):
+    found = _run(log)
+    assert found and entry in _ids(found)[0], [f.message for f in found]
+    assert found[0].severity == Severity.ERROR
+
+
+QUIET = [
+    # another package's own refusal of a vLLM release, in other words
+    (
+        "verl-third-party-vllm-version-refused",
+        '  File "/opt/venv/lib/python3.10/site-packages/lmdeploy/serve/vl.py", line 12, in <module>\n'
+        "    raise ValueError(msg)\n"
+        "ValueError: vllm version 0.5.0 not supported by this backend\n",
+    ),
+    # TRL's own server: TRL's entry, not the other stacks'
+    ("rl-stack-worker-extension-cls-vllm-before-0.8", TRL_EXTENSION),
+    # the log shows a vLLM that takes the argument: not this cause
+    ("rl-stack-worker-extension-cls-vllm-before-0.8", "vllm==0.8.5.post1\n" + SWIFT_EXTENSION),
+    # verl's other normalization check (the micro batch does not divide the mini batch)
+    (
+        "verl-ppo-mini-batch-zero-after-normalization",
+        VERL_MINI_BATCH.replace(
+            "AssertionError: ppo_mini_batch_size 0 should be larger than 0 after normalization",
+            "AssertionError: normalized ppo_mini_batch_size 32 should be divisible by "
+            "ppo_micro_batch_size_per_gpu 6",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("entry,log", QUIET, ids=[f"{e}-{i}" for i, (e, _) in enumerate(QUIET)])
+def test_rl_stack_bug_stays_quiet_on_a_look_alike(entry, log):
+    assert not any(entry in i for i in _ids(_run(log)))
+
+
+def test_trls_server_keeps_trls_entry_and_fix():
+    found = _run(TRL_EXTENSION)
+    assert found and "trl-vllm-serve-worker-extension-cls-vllm-0.7" in found[0].message
+    assert "trl[vllm]" in found[0].fix
+
+
+def test_the_fix_of_the_swift_entry_is_the_vllm_release():
+    found = _run(SWIFT_EXTENSION)
+    assert "vllm>=0.8.3" in found[0].fix and "trl" not in found[0].fix
+
+
+def test_the_verl_refusal_is_verls_own_check_not_vllms():
+    found = _run(VERL_VLLM_REFUSED)
+    assert "vLLM refused" not in found[0].message
+    assert "vllm==0.6.3" in found[0].fix
+
+
+@pytest.mark.parametrize(
+    "path,package,inner",
+    [
+        ("/data/u/TinyZero/verl/third_party/vllm/__init__.py", "verl", "third_party/vllm/__init__.py"),
+        (
+            "/opt/venv/lib/python3.10/site-packages/verl/third_party/vllm/vllm_v_0_6_3/llm.py",
+            "verl",
+            "third_party/vllm/vllm_v_0_6_3/llm.py",
+        ),
+        ("/home/u/vllm/vllm/entrypoints/llm.py", "vllm", "entrypoints/llm.py"),
+        ("/home/u/SkyRL/skyrl-train/skyrl_train/workers/worker.py", "skyrl-train", "workers/worker.py"),
+    ],
+)
+def test_a_vendored_copy_belongs_to_the_package_that_ships_it(path, package, inner):
+    assert package_of(path) == (package, inner)
+
+
+@pytest.mark.parametrize(
+    "text,name,version",
+    [
+        (b"verl                              0.4.1\n", "verl", "0.4.1"),
+        (b"ms-swift                          3.5.2\n", "ms-swift", "3.5.2"),
+        (b"skyrl-train                       0.2.0\n", "skyrl-train", "0.2.0"),
+        (b"nemo-rl==0.3.1\n", "nemo-rl", "0.3.1"),
+        (b"openrlhf 0.8.5\n", "openrlhf", "0.8.5"),
+        (
+            b'  File "/opt/conda/lib/python3.10/site-packages/verl-0.4.1-py3.10.egg/verl/trainer/main_ppo.py",'
+            b" line 3, in main\n",
+            "verl",
+            "0.4.1",
+        ),
+        (b"==((====))==  Unsloth 2025.3.19: Fast Qwen2 patching. Transformers: 4.50.0. vLLM: 0.8.2.\n", "unsloth", "2025.3.19"),
+    ],
+)
+def test_the_stacks_versions_are_read_from_a_log(text, name, version):
+    from envdoctor.triage.logversions import from_log
+
+    assert from_log(text, [])[name].version == version
