@@ -171,3 +171,40 @@ def test_the_stacks_versions_are_read_from_a_log(text, name, version):
     from envdoctor.triage.logversions import from_log
 
     assert from_log(text, [])[name].version == version
+
+
+UNSLOTH_DYNAMIC = """🦥 Unsloth Zoo will now patch everything to make training faster!
+Traceback (most recent call last):
+  File "/content/train.py", line 4, in <module>
+    from unsloth import FastLanguageModel, PatchFastRL
+  File "/usr/local/lib/python3.11/dist-packages/unsloth/models/rl.py", line 771, in PatchFastRL
+    patch_trl_rl_trainers()
+  File "/usr/local/lib/python3.11/dist-packages/unsloth/models/rl.py", line 590, in _patch_trl_rl_trainers
+    created_module = create_new_function(
+  File "/usr/local/lib/python3.11/dist-packages/unsloth_zoo/compiler.py", line 262, in create_new_function
+    raise RuntimeError(f"Unsloth: Failed to create dynamic compiled modules!")
+RuntimeError: Unsloth: Failed to create dynamic compiled modules!
+"""
+
+
+def _banner(version: str) -> str:
+    return f"==((====))==  Unsloth {version}: Fast Qwen2 patching. Transformers: 4.49.0. vLLM: 0.7.3.\n"
+
+
+@pytest.mark.parametrize(
+    "log,severity",
+    [
+        (_banner("2025.3.6") + UNSLOTH_DYNAMIC, Severity.ERROR),  # the log's release is the entry's
+        (UNSLOTH_DYNAMIC, Severity.WARNING),  # the cause hinges on the release, which the log hides
+    ],
+)
+def test_unsloth_compiled_modules_entry_by_certainty(log, severity):
+    found = _run(log)
+    assert found and "unsloth-2025.3-dynamic-compiled-modules" in _ids(found)[0]
+    assert found[0].severity == severity
+    assert "unsloth>=2025.3.8" in found[0].fix
+
+
+def test_unsloth_compiled_modules_entry_stays_quiet_on_a_fixed_release():
+    found = _run(_banner("2025.6.1") + UNSLOTH_DYNAMIC)
+    assert not any("unsloth-2025.3-dynamic-compiled-modules" in i for i in _ids(found))
