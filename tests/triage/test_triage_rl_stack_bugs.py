@@ -208,3 +208,19 @@ def test_unsloth_compiled_modules_entry_by_certainty(log, severity):
 def test_unsloth_compiled_modules_entry_stays_quiet_on_a_fixed_release():
     found = _run(_banner("2025.6.1") + UNSLOTH_DYNAMIC)
     assert not any("unsloth-2025.3-dynamic-compiled-modules" in i for i in _ids(found))
+
+
+def test_trls_model_executor_entry_stays_quiet_on_another_stacks_traceback():
+    log = (
+        "(LLMRayActor pid=8810) ray::LLMRayActor.init_process_group() (repr=<openrlhf.trainer.ray.vllm_engine.LLMRayActor>)\n"
+        '(LLMRayActor pid=8810)   File "/opt/venv/lib/python3.11/site-packages/openrlhf/trainer/ray/vllm_engine.py", '
+        "line 61, in init_process_group\n"
+        "(LLMRayActor pid=8810)     return self.llm.collective_rpc(\n"
+        '(LLMRayActor pid=8810)   File "/opt/venv/lib/python3.11/site-packages/vllm/entrypoints/llm.py", '
+        "line 497, in collective_rpc\n"
+        "(LLMRayActor pid=8810)     executor = self.llm_engine.model_executor\n"
+        "(LLMRayActor pid=8810) AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n"
+    )
+    assert not any("trl-legacy-vllm-v1-no-model-executor" in i for i in _ids(_run(log)))
+    bare = _run("AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n")
+    assert bare and "trl-legacy-vllm-v1-no-model-executor" in _ids(bare)[0]
