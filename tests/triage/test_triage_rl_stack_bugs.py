@@ -224,3 +224,25 @@ def test_trls_model_executor_entry_stays_quiet_on_another_stacks_traceback():
     assert not any("trl-legacy-vllm-v1-no-model-executor" in i for i in _ids(_run(log)))
     bare = _run("AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n")
     assert bare and "trl-legacy-vllm-v1-no-model-executor" in _ids(bare)[0]
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # another AttributeError in TRL's code is not the model_executor entry
+        (
+            '  File "/opt/env/lib/python3.11/site-packages/trl/trainer/grpo_config.py", line 225, in GRPOConfig\n'
+            '    _VALID_DICT_FIELDS = TrainingArguments._VALID_DICT_FIELDS + ["model_init_kwargs"]\n'
+            "AttributeError: type object 'TrainingArguments' has no attribute '_VALID_DICT_FIELDS'\n"
+        ),
+        # another TypeError in ms-swift's engine setup is not the worker_extension_cls entry
+        SWIFT_EXTENSION.replace(
+            "EngineArgs.__init__() got an unexpected keyword argument 'worker_extension_cls'",
+            "'NoneType' object is not subscriptable",
+        ),
+    ],
+)
+def test_a_frame_entry_needs_its_message_not_only_its_frame(log):
+    ids = " ".join(_ids(_run(log)))
+    assert "trl-legacy-vllm-v1-no-model-executor" not in ids
+    assert "worker-extension-cls" not in ids
