@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (log excerpts keep their real line lengths)
 """Catalogue entries of the RL stacks around TRL and vLLM (rules/knowledge/known_failures/
 rl_stack_bugs.yaml): each fires on a log in the stack's own traceback shape, as an error where the
 symptom decides the cause, and stays quiet on a look-alike; a package's vendored copy of another
@@ -164,7 +165,11 @@ def test_a_vendored_copy_belongs_to_the_package_that_ships_it(path, package, inn
             "verl",
             "0.4.1",
         ),
-        (b"==((====))==  Unsloth 2025.3.19: Fast Qwen2 patching. Transformers: 4.50.0. vLLM: 0.8.2.\n", "unsloth", "2025.3.19"),
+        (
+            b"==((====))==  Unsloth 2025.3.19: Fast Qwen2 patching. Transformers: 4.50.0. vLLM: 0.8.2.\n",
+            "unsloth",
+            "2025.3.19",
+        ),
     ],
 )
 def test_the_stacks_versions_are_read_from_a_log(text, name, version):
