@@ -251,3 +251,32 @@ def test_a_frame_entry_needs_its_message_not_only_its_frame(log):
     ids = " ".join(_ids(_run(log)))
     assert "trl-legacy-vllm-v1-no-model-executor" not in ids
     assert "worker-extension-cls" not in ids
+
+
+DS_BATCH = """(ActorModelRayActor pid=5121)   File "/opt/venv/lib/python3.10/site-packages/openrlhf/utils/deepspeed/deepspeed.py", line 130, in _ds_init_train_model
+(ActorModelRayActor pid=5121)     engine, optim, _, scheduler = deepspeed.initialize(
+(ActorModelRayActor pid=5121)   File "/opt/venv/lib/python3.10/site-packages/deepspeed/runtime/config.py", line 938, in _batch_assertion
+(ActorModelRayActor pid=5121)     assert train_batch == micro_batch * grad_acc * self.world_size, (
+(ActorModelRayActor pid=5121) AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 128 != 4 * 4 * 7
+"""
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        DS_BATCH,
+        # a rich traceback wraps the message at the terminal's width
+        "AssertionError: Check batch related parameters. train_batch_size is not\n"
+        "equal to micro_batch_per_gpu * gradient_acc_step * world_size 64 != 4 *\n8 * 1\n",
+    ],
+)
+def test_deepspeed_batch_assertion_is_an_error(log):
+    found = _run(log)
+    assert found and "deepspeed-train-batch-not-micro-times-accumulation-times-world" in _ids(found)[0]
+    assert found[0].severity == Severity.ERROR
+    assert "--micro_train_batch_size" in found[0].fix and '"auto"' in found[0].fix
+
+
+def test_deepspeed_batch_entry_stays_quiet_on_its_other_checks():
+    found = _run("AssertionError: Micro batch size per gpu: 0 has to be greater than 0\n")
+    assert not any("deepspeed-train-batch-not-micro" in i for i in _ids(found))
