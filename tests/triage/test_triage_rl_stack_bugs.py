@@ -280,3 +280,25 @@ def test_deepspeed_batch_assertion_is_an_error(log):
 def test_deepspeed_batch_entry_stays_quiet_on_its_other_checks():
     found = _run("AssertionError: Micro batch size per gpu: 0 has to be greater than 0\n")
     assert not any("deepspeed-train-batch-not-micro" in i for i in _ids(found))
+
+
+UNSLOTH_V1 = """Traceback (most recent call last):
+  File "/home/u/envs/uns/lib/python3.11/site-packages/unsloth_zoo/vllm_utils.py", line 398, in get_vllm_state_dict
+    vllm_internals = llm_engine.model_executor.driver_worker.model_runner.model
+AttributeError: 'LLMEngine' object has no attribute 'model_executor'
+"""
+
+
+def test_unsloths_v1_engine_entry_is_an_error_in_its_own_frame():
+    found = _run(UNSLOTH_V1)
+    assert found and "unsloth-zoo-vllm-state-dict-v1-engine" in _ids(found)[0]
+    assert found[0].severity == Severity.ERROR
+    assert "unsloth_zoo" in found[0].fix and "vllm==0.7.3" in found[0].fix
+    # and quiet where the log shows a vLLM before the V1 engine
+    old = _run("vllm==0.7.3\n" + UNSLOTH_V1)
+    assert not any("unsloth-zoo-vllm-state-dict-v1-engine" in i for i in _ids(old))
+    # and on TRL's own read of the same attribute
+    trl = UNSLOTH_V1.replace("unsloth_zoo/vllm_utils.py", "trl/trainer/grpo_trainer.py").replace(
+        "get_vllm_state_dict", "_move_model_to_vllm"
+    )
+    assert not any("unsloth-zoo-vllm-state-dict-v1-engine" in i for i in _ids(_run(trl)))
