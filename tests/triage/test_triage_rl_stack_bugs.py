@@ -302,3 +302,24 @@ def test_unsloths_v1_engine_entry_is_an_error_in_its_own_frame():
         "get_vllm_state_dict", "_move_model_to_vllm"
     )
     assert not any("unsloth-zoo-vllm-state-dict-v1-engine" in i for i in _ids(_run(trl)))
+
+
+VERL_TP = """ray.exceptions.RayTaskError(AssertionError): ray::WorkerDict.actor_rollout_init_model() (pid=2210, ip=10.2.0.4, repr=<verl.single_controller.ray.base.WorkerDict object at 0x7f2a>)
+  File "/usr/local/lib/python3.10/dist-packages/verl/workers/fsdp_workers.py", line 612, in init_model
+    self.rollout, self.rollout_sharding_manager = self._build_rollout(
+  File "/usr/local/lib/python3.10/dist-packages/verl/workers/fsdp_workers.py", line 421, in _build_rollout
+    assert self.world_size % infer_tp == 0, f"rollout world_size: {self.world_size} is not divisible by infer_tp: {infer_tp}"
+AssertionError: rollout world_size: 1 is not divisible by infer_tp: 2
+"""
+
+
+def test_verl_rollout_tp_entry_is_an_error_and_names_the_key():
+    found = _run(VERL_TP)
+    assert found and "verl-rollout-tp-larger-than-world" in _ids(found)[0]
+    assert found[0].severity == Severity.ERROR
+    assert "actor_rollout_ref.rollout.tensor_model_parallel_size=1" in found[0].fix
+
+
+def test_verl_rollout_tp_entry_stays_quiet_on_megatrons_own_check():
+    log = "RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (4) x pipeline_model_parallel_size (1)\n"
+    assert not any("verl-rollout-tp-larger-than-world" in i for i in _ids(_run(log)))
