@@ -323,3 +323,26 @@ def test_verl_rollout_tp_entry_is_an_error_and_names_the_key():
 def test_verl_rollout_tp_entry_stays_quiet_on_megatrons_own_check():
     log = "RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (4) x pipeline_model_parallel_size (1)\n"
     assert not any("verl-rollout-tp-larger-than-world" in i for i in _ids(_run(log)))
+
+
+SWIFT_INFER_RANK = """[rank3]: Traceback (most recent call last):
+[rank3]:   File "/opt/venv/lib/python3.10/site-packages/swift/trainers/rlhf_trainer/grpo_trainer.py", line 360, in _prefetch
+[rank3]:     if self.infer_rank >= 0:
+[rank3]:   File "/opt/venv/lib/python3.10/site-packages/swift/trainers/rlhf_trainer/grpo_trainer.py", line 251, in infer_rank
+[rank3]:     assert local_world_size + self.args.num_infer_workers == get_device_count()
+[rank3]: AssertionError
+"""
+
+
+def test_ms_swift_dev_infer_rank_assertion_is_an_error():
+    found = _run(SWIFT_INFER_RANK)
+    assert found and "ms-swift-3.2.0.dev-grpo-infer-rank-assert" in _ids(found)[0]
+    assert found[0].severity == Severity.ERROR and "ms-swift>=3.2.0" in found[0].fix
+
+
+def test_ms_swift_infer_rank_entry_stays_quiet_on_its_other_assertion():
+    other = SWIFT_INFER_RANK.replace(
+        "assert local_world_size + self.args.num_infer_workers == get_device_count()",
+        "assert local_world_size % self.args.num_infer_workers == 0",
+    )
+    assert not any("ms-swift-3.2.0.dev-grpo-infer-rank-assert" in i for i in _ids(_run(other)))
