@@ -569,7 +569,9 @@ def _catalogue_fix(
         return None
     for e in entries:
         pk = e.packages
-        raised = getattr(e, "raised", None) or ("", "")
+        raised = getattr(e, "raised", None) or ("", "", ())
+        if b.caller and raised[2] and b.caller not in {p for p, _, _ in raised[2]}:
+            continue  # the entry says which package raises it, and this caller is another
         texts = [x.text for x in getattr(e, "symptoms", ())] + [str(raised[1])]
         if b.override is not None:  # an override: the entry must name the very class and method
             own = re.compile(rf"(?<![\w.]){re.escape(b.func)}\.{re.escape(b.name)}\b")

@@ -40,6 +40,7 @@ NAMES = (
     "verl",
     "nemo-rl",
     "ms-swift",
+    "skyrl-train",
 )
 ALIASES = {
     "pytorch": "torch",

@@ -49,7 +49,7 @@ def _holds(tb: Traceback, frames: tuple[tuple[str, str, str], ...]) -> bool | No
 
 def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """A catalogue entry located by its exception, message and frames (module docstring, 1)."""
-    from envdoctor.triage.classes import _unshown_bounds, _versions_verdict
+    from envdoctor.triage.classes import _unshown_bounds, _versions_verdict, versionless
 
     best: tuple[int, Any, bool, bool | None, str] | None = None
     for e in _entries():
@@ -94,7 +94,9 @@ def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
         unshown_bounds=_unshown_bounds(e.packages, log),
         located_by="frames" if held else "exception and versions",
     )
-    certain = verdict is True  # the log's releases are the entry's, and no frame of it contradicts
+    # the log's releases are the entry's, or its own frame raised what the entry says and its
+    # cause does not hinge on releases the log hides (classes.versionless)
+    certain = verdict is True or (held and verdict is None and versionless(e))
     f = d.finding
     d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
     return d

@@ -48,6 +48,7 @@ PACKAGES = {
     "verl": "verl",
     "nemo_rl": "nemo-rl",
     "swift": "ms-swift",
+    "skyrl_train": "skyrl-train",
     "pipelinerl": "pipelinerl",
     "rllm": "rllm",
     "realhf": "areal",
@@ -122,6 +123,10 @@ class Traceback:
         return [*self.chain, self]
 
 
+#: folders in which a package keeps its copy of another one's code (``verl/third_party/vllm``)
+_VENDORED = frozenset({"third_party", "thirdparty", "_vendor", "vendor", "vendored"})
+
+
 def package_of(path: str) -> tuple[str | None, str]:
     """The distribution a frame's file belongs to and the path inside it: from the
     ``site-packages`` / ``dist-packages`` part of the path, else from a path component that is
@@ -144,6 +149,8 @@ def package_of(path: str) -> tuple[str | None, str]:
                     return PACKAGES.get(name, name.lower().replace("_", "-")), "/".join(rest[1:])
             return None, p
     for i in range(len(parts) - 2, -1, -1):  # the last component that is a stack package
+        if i > 0 and parts[i - 1] in _VENDORED:  # verl/third_party/vllm/…: verl's own code
+            continue
         if parts[i] in PACKAGES and parts[i] not in ("open_r1",) and i + 1 < len(parts):
             return PACKAGES[parts[i]], "/".join(parts[i + 1 :])
     return None, p

@@ -242,9 +242,10 @@ def test_deepspeeds_batch_assertion_in_its_own_frame():
         "AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 16 != 2 * 1 * 4\n"
     )
     f = _one(log)
-    assert (
-        f.rule == "TRI012" and f.message.startswith("DeepSpeed refused") and "train_batch_size" in f.message
-    )
+    # the catalogue knows this check (deepspeed-train-batch-not-micro-times-accumulation-times-world):
+    # its entry, with the fix per launcher, comes before the generic refusal
+    assert f.rule == "TRI011" and f.severity == Severity.ERROR and "train_batch_size" in f.message
+    assert f.evidence.get("known_failure") == "deepspeed-train-batch-not-micro-times-accumulation-times-world"
 
 
 def test_a_rays_task_error_around_vllms_refusal_in_a_verl_run():
