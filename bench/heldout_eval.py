@@ -214,6 +214,105 @@ def _uses_vllm(setup: Path) -> bool:
     )
 
 
+#: TRL's releases and the day each was first uploaded (PyPI's JSON API, read 2026-11-28): a setup
+#: that names TRL only by a range or a date ("unpinned, pulled by unsloth, Sept 2025") installed
+#: the newest release the range allows at that date, as pip would have
+TRL_RELEASES = {
+    "0.14.0": "2025-01-29",
+    "0.15.0": "2025-02-13",
+    "0.15.1": "2025-02-18",
+    "0.15.2": "2025-02-25",
+    "0.16.0": "2025-03-22",
+    "0.16.1": "2025-04-04",
+    "0.17.0": "2025-04-24",
+    "0.18.0": "2025-05-28",
+    "0.18.1": "2025-05-29",
+    "0.18.2": "2025-06-15",
+    "0.19.0": "2025-06-20",
+    "0.19.1": "2025-07-08",
+    "0.20.0": "2025-07-29",
+    "0.21.0": "2025-08-05",
+    "0.22.0": "2025-08-29",
+    "0.22.1": "2025-08-29",
+    "0.22.2": "2025-09-03",
+    "0.23.0": "2025-09-10",
+    "0.23.1": "2025-10-02",
+    "0.24.0": "2025-10-16",
+    "0.25.0": "2025-11-05",
+    "0.25.1": "2025-11-12",
+    "0.26.0": "2025-12-09",
+    "0.26.1": "2025-12-12",
+    "0.26.2": "2025-12-18",
+    "0.27.0": "2026-01-16",
+    "0.27.1": "2026-01-24",
+    "0.27.2": "2026-02-03",
+    "0.28.0": "2026-02-10",
+    "0.29.0": "2026-02-25",
+    "0.29.1": "2026-03-20",
+    "1.0.0": "2026-03-30",
+    "1.1.0": "2026-04-12",
+    "1.2.0": "2026-04-17",
+    "1.3.0": "2026-04-26",
+    "1.4.0": "2026-05-08",
+    "1.5.0": "2026-05-25",
+    "1.5.1": "2026-05-27",
+    "1.6.0": "2026-06-11",
+    "1.7.0": "2026-06-25",
+    "1.7.1": "2026-07-04",
+    "1.8.0": "2026-07-09",
+    "1.9.0": "2026-07-21",
+    "1.9.1": "2026-07-26",
+    "1.9.2": "2026-07-28",
+    "1.10.0": "2026-08-13",
+    "1.11.0": "2026-08-26",
+    "1.12.0": "2026-08-26",
+    "1.13.0": "2026-09-10",
+    "1.14.0": "2026-09-25",
+    "1.14.1": "2026-09-29",
+    "1.14.2": "2026-10-06",
+    "1.15.0": "2026-10-08",
+    "1.16.0": "2026-10-15",
+}
+_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+
+
+def _trl_from_note(note: str, context: str = "") -> str | None:
+    """TRL's release from a stack note that gives no leading version: a version it names as the
+    one installed ("0.21.0 then current", "0.29.x current on …", "~0.17.0.dev0", "(0.21.0.dev0;"),
+    else the newest release a range and a date allow ("">=0.21,<0.22"", "Sept 2025"); None when
+    the note gives neither. A month is narrowed by a day of that month the rest of the stack
+    gives (``context``: "unsloth": "latest at 2025-09-04")."""
+    from envdoctor import versions
+
+    named = re.search(r"(\d+\.\d+\.(?:\d+|x)(?:\.dev\d+)?)(?:\.x)? (?:then )?current", note) or re.search(
+        r"~?(\d+\.\d+\.\d+\.dev\d+)", note
+    )
+    rng = RANGE.match(note.strip())
+    day = re.search(r"(20\d\d)-(\d\d)-(\d\d)", note)
+    month = re.search(r"\b([A-Za-z]{3})[a-z]*\.? (20\d\d)\b", note)
+    until = None
+    if day:
+        until = day.group(0)
+    elif month and month.group(1).lower() in _MONTHS:
+        m = _MONTHS.index(month.group(1).lower()) + 1
+        days = re.findall(rf"{month.group(2)}-{m:02d}-\d\d", context)
+        until = min(days) if days else f"{month.group(2)}-{m:02d}-31"
+    if named and not named.group(1).endswith(".x"):
+        return named.group(1)
+    line = named.group(1)[: -len(".x")] if named else None
+    spec = rng.group(1) if rng and versions_spec_ok(rng.group(1)) else None
+    fits = [
+        v
+        for v, up in TRL_RELEASES.items()
+        if (until is None or up <= until)
+        and (spec is None or versions.satisfies(v, spec))
+        and (line is None or v.startswith(line + "."))
+    ]
+    if not fits or (spec is None and until is None and line is None):
+        return None
+    return max(fits, key=versions.sort_key)
+
+
 def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
     exact = {}
     for name, v in stack.items():
@@ -246,6 +345,10 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
         low = re.search(r">=\s*(\d+\.\d+(?:\.\d+)?)", v) if note else None
         if low:
             exact[name] = low.group(1) if low.group(1).count(".") == 2 else f"{low.group(1)}.0"
+    if "trl" not in exact and isinstance(stack.get("trl"), str):
+        placed = _trl_from_note(stack["trl"], " ".join(str(v) for v in stack.values()))
+        if placed:
+            exact["trl"] = placed
     exact.setdefault("trl", "0.15.2")  # unsloth / ms-swift threads of early 2025 ran trl<=0.15.2
     given = set(exact)
     for name, v in _line(exact["trl"]).items():
