@@ -216,15 +216,44 @@ def parse_source(data: bytes, label: str) -> tuple[ast.Module | None, str | None
         return None, "is too deeply nested to parse"
 
 
-_MAGIC = re.compile(rb"(?m)^([ \t]*)[!%][^\r\n]*")
+_MAGIC = re.compile(rb"^([ \t]*)[!%]")
+#: cell magics whose cell runs its body as Python in the kernel (any other, ``%%bash`` or
+#: ``%%writefile``, makes the rest of its cell something else)
+_PYTHON_CELLS = (b"%%capture", b"%%time", b"%%timeit", b"%%prun", b"%%debug")
+_CELL = re.compile(rb"^# ?(?:%%|In\[)")
 
 
 def _without_magics(data: bytes) -> bytes | None:
     """A notebook's code cells as Python: each IPython magic line (``!pip install …``,
-    ``%%capture``, ``%env``; never valid Python) as ``pass`` at its indentation, so lines keep
-    their numbers; None when there is none."""
-    out, n = _MAGIC.subn(rb"\1pass", data)
-    return out if n else None
+    ``%%capture``, ``%env``; never valid Python), with the lines its trailing backslash continues,
+    as ``pass`` at its indentation, and the body of a cell that a non-Python cell magic
+    (``%%bash``, ``%%writefile``) opens as blank lines up to the next cell marker (``# %%``), so
+    lines keep their numbers; None when there is no magic, or such a cell with no marker to end it
+    (where its body ends is unknown: the script is not read rather than read as less)."""
+    lines = data.split(b"\n")
+    marked = any(_CELL.match(line) for line in lines)
+    found = False
+    skip_cell = continued = False
+    for i, line in enumerate(lines):
+        if _CELL.match(line):
+            skip_cell = continued = False
+            continue
+        if skip_cell or continued:
+            continued = continued and line.rstrip(b"\r").endswith(b"\\")
+            lines[i] = b""
+            continue
+        magic = _MAGIC.match(line)
+        if not magic:
+            continue
+        found = True
+        body = line.strip()
+        if body.startswith(b"%%") and not body.startswith(_PYTHON_CELLS):
+            if not marked:
+                return None
+            skip_cell = True
+        continued = line.rstrip(b"\r").endswith(b"\\")
+        lines[i] = magic.group(1) + b"pass"
+    return b"\n".join(lines) if found else None
 
 
 def _dotted(node: ast.AST) -> str | None:

@@ -71,3 +71,30 @@ def test_notebook_magics_are_read_as_python_and_line_numbers_kept(tmp_path):
     assert imports[0].module == "unsloth" and imports[0].lineno == 10
     _, bad = parse_source(b"%%bash\necho hi\nnot python at all(\n", "x.py")
     assert bad is not None and "not valid Python" in bad
+
+
+def test_notebook_magic_continuations_and_shell_cells_are_read(tmp_path):
+    """A magic line's backslash continues it (`!uv pip install … \\` and the line after it), and a
+    `%%bash` cell's body is the shell's, not Python: the script is still read (Unsloth's T4
+    notebooks: the Colab install cell)."""
+    from envdoctor.plan.script_reader import parse_source
+
+    body = """\
+# %% [code cell]
+%%capture
+import os
+if "COLAB_" in "".join(os.environ.keys()):
+    !uv pip install -qqq --upgrade \\
+        unsloth {get_vllm} torchvision
+# %% [code cell]
+%%bash
+echo $HOME && for f in *.txt; do cat "$f"; done
+# %% [code cell]
+from unsloth import FastLanguageModel
+"""
+    tree, why = parse_source(body.encode(), "train.py")
+    assert why is None and tree is not None
+    assert [n.module for n in tree.body if n.__class__.__name__ == "ImportFrom"] == ["unsloth"]
+    # still not Python without the magics: a plain syntax error is said as before
+    tree, why = parse_source(b"def f(:\n    pass\n", "train.py")
+    assert tree is None and why and "not valid Python" in why
