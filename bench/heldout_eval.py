@@ -405,8 +405,10 @@ def setups(out: Path) -> None:
             pairs.append(("script", script))
         # accelerate's --config_file / --config-file and TRL's --config, space or = form, at any
         # path the line names (a bare name too: "--config grpo.yaml")
+        # the accelerate config as the setup holds it (accelerate_config.yaml, accelerate_zero3.yaml)
+        accel = next((f.name for f in sorted(d.glob("accelerate*.y*ml"))), "accelerate_config.yaml")
         for flags, src in (
-            (("--config_file", "--config-file"), "accelerate_config.yaml"),
+            (("--config_file", "--config-file"), accel),
             (("--config",), "config.yaml"),
             (("script",), "train.py"),
         ):
