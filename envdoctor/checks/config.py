@@ -347,6 +347,24 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             trainer=own,
         )
         return
+    unread = script.unread_trainer if script is not None and not script.problem else None
+    if unread and str((rule_entry or {}).get("where") or "").startswith("GRPOTrainer") and total % gens:
+        # the check runs in TRL 0.15-0.17's GRPOTrainer.__init__; a trainer class envdoctor could
+        # not read may derive from it (and refuse) or not (a copy of the GRPO loop, as
+        # open-r1-multimodal's Qwen2VLGRPOTrainer): likely, not certain
+        yield hit(
+            f"the global batch {total} = {what} is not divisible by num_generations ({gens}); "
+            f"TRL {ctx.trl.label()} checks it in GRPOTrainer.__init__, and the run builds {unread}, "
+            "which envdoctor could not read: it refuses at init if it derives from TRL's "
+            "GRPOTrainer or copies that check",
+            fix=f"make the global batch a multiple of num_generations ({gens}), or point envdoctor "
+            "at the trainer's source (run it from the repository's root)",
+            severity="warning",
+            total=total,
+            num_generations=gens,
+            trainer=unread,
+        )
+        return
     unsloth = script is not None and script.patched_by == "unsloth"
     if (
         total % gens

@@ -79,6 +79,9 @@ class TrainingScript:
     #: GRPOTrainer (``CustomTrainer (GRPO_Trainer.py:85), a transformers Trainer``): TRL's checks
     #: in GRPOTrainer.__init__ do not run
     own_trainer: str | None = None
+    #: it imports a trainer class of the repository's own that envdoctor could not read and
+    #: builds no GRPOTrainer of TRL's itself: whether TRL's __init__ checks run is unknown
+    unread_trainer: str | None = None
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

@@ -48,6 +48,7 @@ def read_training_script(
         # Unsloth rewrites TRL's trainers and configs when it is imported (unsloth/models/rl.py)
         patched_by="unsloth" if "unsloth" in decl.in_process_imports else None,
         own_trainer=decl.own_trainer,
+        unread_trainer=decl.unread_trainer,
     )
     if decl.problem:
         return script_cfg, {}

@@ -121,6 +121,9 @@ class ScriptDecl:
     #: every trainer it builds (``…Trainer(...)``) is a class of the repository that derives from
     #: no GRPOTrainer but from a known other base (transformers' Trainer): which, else None
     own_trainer: str | None = None
+    #: it builds no GRPOTrainer of TRL's itself and imports a trainer class of the repository's
+    #: own that envdoctor could not read (``Qwen2VLGRPOTrainer (from open_r1_video.trainer)``)
+    unread_trainer: str | None = None
     #: packages it imports that may start vLLM in-process (``IN_PROCESS_VLLM``)
     in_process_imports: tuple[str, ...] = ()
     #: their loader calls that ask for vLLM: (where, value: True / False / None for unknown, the
@@ -764,6 +767,7 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
     decl.unresolved = tuple(dict.fromkeys(unresolved))
     decl.config_calls = _config_calls(main, script, res, decl)
     decl.own_trainer = _own_trainer(main, script, res)
+    decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
     decl.files = tuple(dict.fromkeys(res.files))
     _in_process(main, decl)
     return decl
@@ -811,6 +815,26 @@ def _own_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
     if not kinds or any(k is None or k == "grpo" for k in kinds):
         return None
     return kinds[0].removeprefix("other: ") if kinds[0] else None
+
+
+def _unread_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
+    """A trainer class (``…Trainer``) the script imports from a module envdoctor could not read
+    (the repository's own package, or another library), where the script builds no trainer that
+    TRL's code or a read class settles (no ``GRPOTrainer(...)`` of TRL's; ``trainer_cls =
+    Imported; trainer_cls(...)`` is the usual form): whether the run keeps TRL's checks of
+    GRPOTrainer.__init__ is unknown."""
+    for func, _, _ in main.calls:
+        if func.rsplit(".", 1)[-1].endswith("Trainer") and _derives(func, main, script, res) is not None:
+            return None  # a trainer TRL's or a read class settles
+    for name, (source, _, level) in main.imports.items():
+        top = source.split(".")[0]
+        # TRL's own, a known other base, and Unsloth's (TRL's trainers, patched): settled elsewhere
+        if not name.endswith("Trainer") or (not level and top in {"trl", "unsloth", *OTHER_TRAINER_PACKAGES}):
+            continue
+        kind, _ = res.resolve(name, main, script)
+        if kind != "own":
+            return f"{name} (from {'.' * level}{source})"
+    return None
 
 
 def _package_of(name: str, mod: SourceFacts) -> str:

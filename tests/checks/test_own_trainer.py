@@ -32,3 +32,41 @@ def test_a_trainer_of_the_repository_that_is_no_grpotrainer_does_not_run_trls_ch
 def test_a_subclass_of_grpotrainer_runs_it(tmp_path):
     (f,) = _cfg002(tmp_path, SUB)
     assert f.severity.value == "error" and "TRL refuses at init" in f.message
+
+
+UNREAD = """\
+from open_r1_video.trainer import Qwen2VLGRPOTrainer
+from trl import GRPOConfig, GRPOTrainer
+
+trainer_cls = Qwen2VLGRPOTrainer
+trainer = trainer_cls(model="m", args=None)
+"""
+
+
+def _cfg002_script(tmp_path, script: str):
+    (tmp_path / "train.py").write_text(script)
+    launch = f"accelerate launch --num_processes 4 {tmp_path / 'train.py'}"
+    return [
+        f for f in findings(snapshot(4, packages=STACK), config=CONFIG, launch=launch) if f.rule == "CFG002"
+    ]
+
+
+def test_a_trainer_envdoctor_could_not_read_makes_trls_init_check_likely_not_certain(tmp_path):
+    """open-r1-multimodal's forks build their own Qwen2VLGRPOTrainer (a copy of TRL's GRPO loop
+    on transformers' Trainer) from a package of the repository: whether TRL 0.15-0.17's
+    __init__ check runs is not known when its source is not there."""
+    (f,) = _cfg002_script(tmp_path, UNREAD)
+    assert f.severity.value == "warning"
+    assert "Qwen2VLGRPOTrainer (from open_r1_video.trainer)" in f.message
+    assert "could not read" in f.message
+
+
+def test_trls_own_trainer_built_by_the_script_stays_an_error(tmp_path):
+    (f,) = _cfg002_script(tmp_path, UNREAD.replace("trainer_cls(", "GRPOTrainer("))
+    assert f.severity.value == "error" and "TRL refuses at init" in f.message
+
+
+def test_unsloths_trainer_is_trls_patched_and_not_unread(tmp_path):
+    script = "from unsloth import UnslothGRPOTrainer\n\ntrainer = UnslothGRPOTrainer(model='m')\n"
+    (f,) = _cfg002_script(tmp_path, script)
+    assert "could not read" not in f.message
