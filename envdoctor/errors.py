@@ -48,10 +48,24 @@ def read_input_text(path: str | os.PathLike[str], source: str, max_bytes: int, t
         raise UnreadableInput(source, f"cannot read: {exc.strerror or exc}") from None
     if len(raw) > max_bytes:
         raise UnreadableInput(source, f"larger than {size_text(max_bytes, 'MiB', floor=True)}{too_big}")
+    encoding = next((name for bom, name in BOMS if raw.startswith(bom)), None)
     try:
+        if encoding is not None:  # a byte-order mark names the encoding (pip reads such files too)
+            return raw.decode(encoding).lstrip("\ufeff")
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UnreadableInput(source, f"not UTF-8 text (byte {exc.start})") from None
+        raise UnreadableInput(source, f"not {encoding or 'UTF-8'} text (byte {exc.start})") from None
+
+
+#: byte-order marks and the encoding each names, longest first (UTF-32's LE mark begins with
+#: UTF-16's): a requirements file PowerShell's `pip freeze > file` wrote is UTF-16 with its mark
+BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
 
 
 #: Kernel file systems: their "regular" files block (/proc/kmsg) or never end

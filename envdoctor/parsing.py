@@ -103,7 +103,7 @@ def parse_mapping(text: str, source: str, is_json: bool = False) -> dict[str, An
     """Parse YAML (or JSON) text that must hold a mapping; ``source`` names it in errors."""
     try:
         if is_json:
-            data = parse_json(text, source)
+            data = parse_json(text, source, constants=True)
         else:
             check_structure(text, source)
             data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
@@ -220,10 +220,18 @@ def _constant(name: str) -> float:
     raise _JsonNumberTooLong(f"{name} is not a number a snapshot holds")
 
 
-def parse_json(text: str, source: str) -> Any:
-    """JSON with every number bounded before conversion; problems are ``InputError``s."""
+def _ieee(name: str) -> float:
+    return float(name)  # NaN, Infinity, -Infinity: what Python's json.dumps writes for them
+
+
+def parse_json(text: str, source: str, constants: bool = False) -> Any:
+    """JSON with every number bounded before conversion; problems are ``InputError``s.
+    ``constants``: NaN / Infinity are read as floats (a config or a repository's results file,
+    as Python writes them), not refused (a snapshot holds none)."""
     try:
-        return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
+        return json.loads(
+            text, parse_int=_int, parse_float=_float, parse_constant=_ieee if constants else _constant
+        )
     except _JsonNumberTooLong as exc:
         raise UnreadableInput(source, str(exc)) from None
     except json.JSONDecodeError as exc:

@@ -74,3 +74,30 @@ def test_valid_recipes_get_no_cfg006_and_a_broken_file_given_to_check_is_still_e
     out = run_cli("check", "--config", "recipes/zero/config.yaml", cwd=repo)
     assert out.returncode == 2 and "recipes/zero/config.yaml" in out.stderr and "line 5" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_results_file_with_nan_and_a_utf16_requirements_file_do_not_stop_the_gate(tmp_path):
+    """A repository's results JSON as Python writes it (NaN) is a file of another kind, and a
+    requirements file `pip freeze > file` wrote in PowerShell is UTF-16 with its byte-order mark,
+    which pip reads: neither is a reason to stop the whole gate with exit 2 (TiandaSun/KG_GRPO,
+    alexchilton/CAS_NLP_MODULE4_GRPO on the fourth held-out set, after its measurement)."""
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "scores.json").write_text('{"pearson": NaN, "n": 3}\n')
+    (tmp_path / "requirements.txt").write_bytes("trl==0.17.0\nvllm==0.8.5\n".encode("utf-16"))
+    (tmp_path / "config.yaml").write_text(GOOD)
+    out = run_cli(
+        "hook", "--format", "json", "results/scores.json", "requirements.txt", "config.yaml", cwd=tmp_path
+    )
+    assert out.returncode in (0, 1), out.stderr
+    said = json.dumps(json.loads(out.stdout))
+    assert "0.17.0" in said  # the UTF-16 requirements were read: TRL 0.17.0 is the stack judged
+    assert "NaN" not in out.stderr
+
+
+def test_a_byte_order_mark_names_the_encoding_of_a_users_file(tmp_path):
+    from envdoctor.errors import read_input_text
+
+    for encoding in ("utf-16", "utf-32", "utf-8-sig"):
+        path = tmp_path / f"r-{encoding}.txt"
+        path.write_bytes("trl==0.17.0\n".encode(encoding))
+        assert read_input_text(path, "r", 1 << 20) == "trl==0.17.0\n"
