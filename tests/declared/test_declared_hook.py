@@ -233,6 +233,23 @@ def test_two_sub_projects_are_two_environments_one_project_is_one(tmp_path):
     assert "datasets>=3.2.0 (trl/setup.py:2)" in msg
 
 
+def test_folders_with_their_own_pins_and_no_project_file_are_environments_of_their_own(tmp_path):
+    """alexchilton/CAS_NLP_MODULE4_GRPO (fourth held-out set, after its measurement): lara/ and
+    expert_guy/post_training_project/ each pin their own stack with a requirements file and no
+    project file; 66 DCL004 warnings set one against the other. A requirements/ folder still holds
+    the pins of its parent: base.txt against gpu.txt there is one environment."""
+    subs = {
+        "lara/requirements_cluster.txt": "huggingface-hub==0.36.0\ntorch==2.6.0\n",
+        "expert_guy/post/requirements.txt": "huggingface-hub==0.30.2\ntorch==2.5.1\n",
+    }
+    quiet = committed_repo(tmp_path / "q", subs)
+    assert _dcl004(quiet, *subs) == []
+    folder = {"requirements/base.txt": "torch==2.6.0\n", "requirements/gpu.txt": "torch==2.5.1\n"}
+    clash = committed_repo(tmp_path / "c", folder)
+    (msg,) = _dcl004(clash, *folder)
+    assert msg.startswith("torch is declared as ")
+
+
 def test_a_lock_files_entries_split_by_markers_are_not_a_conflict(tmp_path):
     """Issue 35 (RLDiary/Wordle-GRPO): uv.lock keeps one entry per resolution fork (triton 3.3.0
     for Linux, 3.3.1 for macOS): not two declarations of one environment; the Linux one is what

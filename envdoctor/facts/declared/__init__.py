@@ -198,8 +198,9 @@ def _steps(path: Path, shown: str, declared: set[str]) -> Found:
 
 def project_of(path: Path, root: Path) -> str:
     """The project a declaration file belongs to: the nearest folder from its own up to
-    ``root`` that holds a project file (``PROJECT_FILES``), relative to ``root`` ("" for the
-    root itself, or for a file outside it). Two projects of one repository (``trl/`` and
+    ``root`` that holds a project file (``PROJECT_FILES``), else its own folder (its parent for a
+    ``requirements/`` folder), relative to ``root`` ("" for the root itself, or for a file
+    outside it). Two projects of one repository (``trl/`` and
     ``verl-empo/``, each with its own pins) are two environments, not one."""
     try:
         base = root.resolve()
@@ -212,7 +213,12 @@ def project_of(path: Path, root: Path) -> str:
         here = base.joinpath(*parts[:n])
         if any((here / name).is_file() for name in PROJECT_FILES):
             return "/".join(parts[:n])
-    return ""
+    # no project file between it and the root: a folder of its own with its own pins is its own
+    # environment (lara/requirements_cluster.txt beside expert_guy/…/requirements.txt), except a
+    # folder that only holds the pins of its parent (requirements/base.txt, requirements/gpu.txt)
+    while parts and parts[-1].lower().startswith(("requirement", "reqs", "deps")):
+        parts = parts[:-1]
+    return "/".join(parts)
 
 
 def _shown(path: Path, root: Path) -> str:
