@@ -14,21 +14,15 @@ that every release has, gets no verdict.
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
 
 from envdoctor import versions
+from envdoctor.knowledge.symbol_history import History, history, packages
 from envdoctor.triage import boundary
 from envdoctor.triage.boundary import Boundary
 from envdoctor.triage.traceback import PACKAGES, Frame, Traceback
 
-SCHEMA = "envdoctor.symbols/1"
-MAX_BYTES = 4 * 1024 * 1024  # a history file larger than this is passed over
 #: the history's packages, import name -> distribution (the files present decide which are read)
 _NAMES = re.compile(r"'(\w{1,200})'")
 #: exceptions a missing symbol raises; ``Did you mean`` hints are cut off
@@ -38,171 +32,6 @@ _BUILTIN = frozenset(
     ("NoneType", "str", "dict", "list", "tuple", "int", "float", "bool", "bytes", "set", "frozenset")
     + ("object", "type", "function", "method", "module", "generator", "coroutine", "property")
 )
-
-
-def _mask(spec: Any, parent: int) -> int:
-    """The releases of a symbol: ``0`` (its parent's), ``"3-9,12"`` (indices)."""
-    if spec == 0 or spec is None:
-        return parent
-    mask = 0
-    for part in str(spec).split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        a, b = int(lo), int(hi or lo)
-        mask |= ((1 << (b - a + 1)) - 1) << a
-    return mask
-
-
-def _own(node: Any, parent: int) -> int:
-    return _mask(node.get("@") if isinstance(node, dict) else node, parent)
-
-
-@dataclass
-class History:
-    """One package's history: its releases and symbols (the derive script's layout)."""
-
-    package: str
-    releases: list[str]
-    modules: dict[str, Any]
-
-    @property
-    def full(self) -> int:
-        return (1 << len(self.releases)) - 1
-
-    def module(self, name: str) -> int:
-        node = self.modules.get(name)
-        return 0 if node is None else _own(node, self.full)
-
-    def submodules(self, name: str) -> dict[str, int]:
-        prefix = name + "."
-        return {m[len(prefix) :]: self.module(m) for m in self.modules if m.startswith(prefix)}
-
-    def name(self, module: str, name: str) -> int:
-        """Releases where ``module`` binds ``name`` (or has it as a submodule)."""
-        node = self.modules.get(module)
-        if node is None:
-            return 0
-        mod = _own(node, self.full)
-        names = node.get("n", {}) if isinstance(node, dict) else {}
-        have = _mask(names[name], mod) if name in names else 0
-        return have | self.module(f"{module}.{name}")
-
-    def defines(self, module: str, name: str) -> bool:
-        """``module`` defines ``name`` as a class or function of its own (not a re-export)."""
-        node = self.modules.get(module)
-        return isinstance(node, dict) and (name in node.get("c", {}) or name in node.get("f", {}))
-
-    def name_anywhere(self, name: str) -> tuple[int, list[str]]:
-        """Releases where any module binds ``name`` (defines or re-exports it), and those modules."""
-        have, where = 0, []
-        for module, node in self.modules.items():
-            names = node.get("n") if isinstance(node, dict) else None
-            if names and name in names:
-                have |= _mask(names[name], _own(node, self.full))
-                where.append(module)
-        return have, where
-
-    def classes(self, cls: str) -> Iterator[tuple[str, int, dict[str, Any]]]:
-        """``(module, releases, node)`` of every class named ``cls``."""
-        for module, node in self.modules.items():
-            found = node.get("c", {}).get(cls) if isinstance(node, dict) else None
-            if found is not None:
-                yield module, _own(found, _own(node, self.full)), found if isinstance(found, dict) else {}
-
-    def class_releases(self, cls: str) -> int:
-        out = 0
-        for _, rel, _ in self.classes(cls):
-            out |= rel
-        return out
-
-    def member(self, cls: str, key: str, member: str, depth: int = 0) -> tuple[int, list[str]]:
-        """Releases where class ``cls`` (its own body, or a base class of this package) has
-        ``member`` in ``key`` (``a``: attributes, ``p``: methods with parameters); and the base
-        classes named that this package does not define (another package's, followed by the caller)."""
-        have, foreign = 0, []
-        for _, rel, node in self.classes(cls):
-            members = node.get(key, {})
-            if member in members:
-                have |= _mask(members[member], rel)
-            if depth < 8:
-                for base, spec in node.get("b", {}).items():
-                    short = base.rsplit(".", 1)[-1]
-                    if short == cls:
-                        continue
-                    within = _mask(spec, rel)
-                    if self.class_releases(short):
-                        have |= within & self.member(short, key, member, depth + 1)[0]
-                        foreign += self.member(short, key, member, depth + 1)[1]
-                    else:
-                        foreign.append(short)
-        return have, foreign
-
-    def params(
-        self, cls: str | None, func: str, param: str, var: bool = False, depth: int = 0
-    ) -> tuple[int, int]:
-        """``(releases with the function, releases where it takes ``param``: by name, or with
-        ``var`` through **kwargs too)``; a dataclass's ``__init__`` takes its bases' fields too."""
-        scope = have = 0
-        nodes: list[tuple[int, dict[str, Any]]] = []
-        if cls is None:
-            for node in self.modules.values():
-                f = node.get("f", {}).get(func) if isinstance(node, dict) else None
-                if f is not None:
-                    nodes.append((_own(f, _own(node, self.full)), f if isinstance(f, dict) else {}))
-        else:
-            for _, rel, node in self.classes(cls):
-                m = node.get("p", {}).get(func)
-                if m is not None:
-                    nodes.append((_own(m, rel), m if isinstance(m, dict) else {}))
-                if func == "__init__" and "d" in node and depth < 8:  # fields of the bases too
-                    fields = _mask(node["d"], rel)
-                    for base, spec in node.get("b", {}).items():
-                        short = base.rsplit(".", 1)[-1]
-                        if short != cls and self.class_releases(short):
-                            inherited = self.params(short, func, param, var, depth + 1)[1]
-                            have |= fields & _mask(spec, rel) & inherited
-        for rel, node in nodes:
-            scope |= rel
-            for key in (param, "**") if var else (param,):
-                if key in node:
-                    have |= _mask(node[key], rel)
-        return scope, have
-
-
-def _dir() -> Any:
-    from envdoctor.resources import rules_dir
-
-    return rules_dir() / "knowledge" / "symbols"
-
-
-@lru_cache(maxsize=16)
-def history(package: str) -> History | None:
-    """The history of ``package`` (a distribution name), or None where envdoctor has none (or its
-    file is not one: too large, not gzip'd JSON of this schema)."""
-    path = _dir() / f"{package}.json.gz"
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_BYTES:
-            return None
-        doc = json.loads(gzip.decompress(path.read_bytes()))
-    except (OSError, ValueError, EOFError):
-        return None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        return None
-    symbols = doc.get("symbols")
-    releases = doc.get("releases")
-    if not isinstance(symbols, dict) or not isinstance(releases, list) or not releases:
-        return None
-    return History(str(doc.get("package") or package), [str(r) for r in releases], symbols.get("m") or {})
-
-
-@lru_cache(maxsize=1)
-def packages() -> tuple[str, ...]:
-    """The packages envdoctor has a history of."""
-    try:
-        return tuple(sorted(p.name.removesuffix(".json.gz") for p in _dir().glob("*.json.gz")))
-    except OSError:
-        return ()
 
 
 # -- the verdict --------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from types import ModuleType
 import pytest
 
 from envdoctor.findings import Severity
+from envdoctor.knowledge import symbol_history
 from envdoctor.triage import symbols
 from tests.triage.helpers import findings, scan_bytes
 
@@ -179,7 +180,7 @@ def _doc(out: Path, package: str) -> dict:
 
 def test_the_history_holds_each_symbol_with_its_releases(derived: Path) -> None:
     doc = _doc(derived, "trl")
-    assert doc["schema"] == symbols.SCHEMA and doc["releases"] == ["1.0.0", "1.1.0", "1.2.0"]
+    assert doc["schema"] == symbol_history.SCHEMA and doc["releases"] == ["1.0.0", "1.1.0", "1.2.0"]
     mods = doc["symbols"]["m"]
     assert mods["trl.cli.serve"] == "1-2"  # a module added in 1.1.0
     assert mods["trl.trainer.utils"]["n"]["fancy_softmax"] == "1-2"  # a name added in 1.1.0
@@ -221,7 +222,7 @@ def test_the_cache_is_refused_inside_the_repository(derive: ModuleType) -> None:
 @pytest.fixture
 def synthetic(derived: Path, monkeypatch) -> Iterator[Path]:
     """Triage reads the history derived from the wheels above in place of the shipped one."""
-    monkeypatch.setattr(symbols, "_dir", lambda: derived)
+    monkeypatch.setattr(symbol_history, "_dir", lambda: derived)
     symbols.history.cache_clear()
     symbols.packages.cache_clear()
     yield derived
