@@ -767,3 +767,64 @@ def config_unreadable(ctx: Context) -> Iterator[Hit]:
             line=int(at.group(1)) if at else 1,
             launches=list(runs),
         )
+
+
+@rule("CFG008", needs=("plan",))
+def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
+    """A keyword the training script passes to TRL's trainer (its constructor, or a method of the
+    object it built) that the TRL release that runs does not take: TypeError at that call. From
+    the symbol history of TRL's releases (rules/knowledge/symbols/trl.json.gz), read only when the
+    script makes such a call."""
+    script = ctx.plan.script
+    version = ctx.trl.version
+    if script is None or script.problem or not script.trl_calls or not version:
+        return
+    from envdoctor.knowledge.symbol_history import history
+
+    h = history("trl")
+    if h is None or version not in h.releases:
+        return  # a dev build or a release past the history: not said
+    bit = 1 << h.releases.index(version)
+    for call in script.trl_calls:
+        for key in call.keywords:
+            scope, have = h.params(call.cls, call.method, key, var=True)
+            if not scope & bit or have & bit:
+                continue  # the method is not the class's own there (a base's), or it takes it
+            takes = [r for i, r in enumerate(h.releases) if have >> i & 1]
+            shown = f"{call.cls}({key}=…)" if call.method == "__init__" else f"{call.method}({key}=…)"
+            when = "at init, before training" if call.method == "__init__" else "when the call runs"
+            if takes:
+                newest = takes[-1]
+                fix = (
+                    f"install a TRL that takes it ({_spans(takes, h.releases)}), e.g. "
+                    f"pip install 'trl=={newest}', or remove `{key}=` from the call"
+                )
+            else:
+                fix = (
+                    f"remove `{key}=` from the call: no TRL release takes it (a fork's or another "
+                    "release line's keyword)"
+                )
+            yield hit(
+                f"`{shown}` in {call.where}: {call.cls}.{call.method} of TRL {ctx.trl.label()} "
+                f"takes no `{key}`; the call raises TypeError (unexpected keyword argument) {when}",
+                fix=fix,
+                severity=ctx.on_trl("error"),
+                call=f"{call.cls}.{call.method}",
+                keyword=key,
+                where=call.where,
+                takes=_spans(takes, h.releases) if takes else None,
+            )
+
+
+def _spans(have: list[str], releases: list[str]) -> str:
+    """``0.15.0–0.19.1, 1.2.0`` for the releases of ``have`` in the history's order."""
+    runs: list[list[str]] = []
+    last = -2
+    for r in have:
+        i = releases.index(r)
+        if i == last + 1 and runs:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+        last = i
+    return ", ".join(run[0] if len(run) == 1 else f"TRL {run[0]}–{run[-1]}" for run in runs)

@@ -82,6 +82,9 @@ class TrainingScript:
     #: it imports a trainer class of the repository's own that envdoctor could not read and
     #: builds no GRPOTrainer of TRL's itself: whether TRL's __init__ checks run is unknown
     unread_trainer: str | None = None
+    #: its calls into TRL's trainer classes with keywords (``TrlCall``: class, method, where,
+    #: keywords), checked against the symbol history of the TRL release that runs
+    trl_calls: tuple[Any, ...] = ()
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

@@ -49,6 +49,7 @@ def read_training_script(
         patched_by="unsloth" if "unsloth" in decl.in_process_imports else None,
         own_trainer=decl.own_trainer,
         unread_trainer=decl.unread_trainer,
+        trl_calls=tuple(decl.trl_calls),
     )
     if decl.problem:
         return script_cfg, {}

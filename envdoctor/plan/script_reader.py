@@ -97,6 +97,19 @@ class ConfigCall:
         return f"{self.cls}{CODE_ORIGIN}{self.path}:{self.line}"
 
 
+@dataclass(frozen=True)
+class TrlCall:
+    """A call of the script into a TRL class: ``GRPOTrainer(reward_kwargs=…)`` is (GRPOTrainer,
+    __init__, its keywords); ``trainer.create_model_card(finetuned_from=…)`` on the object the
+    script built from it is (GRPOTrainer, create_model_card, …)."""
+
+    cls: str
+    method: str
+    where: str  # "train.py:262"
+    keywords: tuple[str, ...]
+    spread: bool = False  # also ``**kwargs`` of keys envdoctor does not follow
+
+
 @dataclass
 class ScriptDecl:
     """What a training script declares. ``problem`` says why it was not read (then the rest is
@@ -121,6 +134,9 @@ class ScriptDecl:
     #: every trainer it builds (``…Trainer(...)``) is a class of the repository that derives from
     #: no GRPOTrainer but from a known other base (transformers' Trainer): which, else None
     own_trainer: str | None = None
+    #: its calls into TRL's trainer classes with keywords (the constructor, methods of the object
+    #: it built): each keyword is checked against the TRL release that runs
+    trl_calls: list[TrlCall] = field(default_factory=list)
     #: it builds no GRPOTrainer of TRL's itself and imports a trainer class of the repository's
     #: own that envdoctor could not read (``Qwen2VLGRPOTrainer (from open_r1_video.trainer)``)
     unread_trainer: str | None = None
@@ -315,6 +331,8 @@ class SourceFacts:
     # has a string default
     parsed: list[tuple[str, ...]] = field(default_factory=list)  # class refs, one tuple a parser
     calls: list[tuple[str, int, ast.Call]] = field(default_factory=list)  # candidate config calls
+    #: ``name.method(k=…)`` calls with keywords: (name, method, line, call)
+    method_calls: list[tuple[str, str, int, ast.Call]] = field(default_factory=list)
     bound: dict[int, str] = field(default_factory=dict)  # id(call) -> the name it is assigned to
     sets: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)  # name.attr = value
     loaders: list[tuple[str, int, ast.expr]] = field(default_factory=list)  # from_pretrained(<kw>=…)
@@ -525,6 +543,9 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         mod.parsed.append(tuple(d for d in map(_dotted, items) if d))
     if node.keywords and len(mod.calls) < MAX_CALLS and last[:1].isupper():
         mod.calls.append((func, node.lineno, node))
+    receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+    if node.keywords and isinstance(receiver, ast.Name) and len(mod.method_calls) < MAX_CALLS:
+        mod.method_calls.append((receiver.id, last, node.lineno, node))
     if last == "from_pretrained" and len(mod.loaders) < MAX_CALLS:
         kws = set(IN_PROCESS_VLLM.values())
         for kw in node.keywords:
@@ -768,6 +789,7 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
     decl.config_calls = _config_calls(main, script, res, decl)
     decl.own_trainer = _own_trainer(main, script, res)
     decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
+    decl.trl_calls = _trl_calls(main, script, res)
     decl.files = tuple(dict.fromkeys(res.files))
     _in_process(main, decl)
     return decl
@@ -815,6 +837,34 @@ def _own_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
     if not kinds or any(k is None or k == "grpo" for k in kinds):
         return None
     return kinds[0].removeprefix("other: ") if kinds[0] else None
+
+
+#: TRL classes whose calls' keywords are checked against the symbol history
+CHECKED_CALLS = frozenset({TRAINER_CLASS})
+
+
+def _trl_calls(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlCall]:
+    """The script's calls into ``CHECKED_CALLS`` with keywords: the constructor, and methods of
+    the object it assigned the constructor's result to (``trainer = GRPOTrainer(...)``)."""
+    out: list[TrlCall] = []
+    built: dict[str, str] = {}
+    for func, line, call in main.calls:
+        kind, found = res.resolve(func, main, script)
+        if kind != "trl" or found not in CHECKED_CALLS:
+            continue
+        out.append(_trl_call(str(found), "__init__", f"{main.path}:{line}", call))
+        name = main.bound.get(id(call))
+        if name:
+            built[name] = str(found)
+    for name, method, line, call in main.method_calls:
+        if name in built and not method.startswith("_"):
+            out.append(_trl_call(built[name], method, f"{main.path}:{line}", call))
+    return out
+
+
+def _trl_call(cls: str, method: str, where: str, call: ast.Call) -> TrlCall:
+    named = tuple(dict.fromkeys(k.arg for k in call.keywords if k.arg))
+    return TrlCall(cls, method, where, named, any(k.arg is None for k in call.keywords))
 
 
 def _unread_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:

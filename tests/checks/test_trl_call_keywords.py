@@ -1,0 +1,55 @@
+"""CFG008: a keyword the training script gives TRL's GRPOTrainer (or a method of the trainer it
+built) that the TRL release that runs does not take is a TypeError at that call; read from the
+symbol history of TRL's releases (rules/knowledge/symbols/trl.json.gz). Issue 35: the fourth
+held-out set had three (GRPOTrainer(reward_kwargs=…) on TRL 0.14.0, GRPOTrainer(eval_funcs=…) of an
+author's fork, trainer.create_model_card(finetuned_from=…) on TRL 0.15's main)."""
+
+from __future__ import annotations
+
+from tests.conftest import findings, snapshot
+
+STACK = {"vllm": "0.7.2", "torch": "2.5.1", "transformers": "4.48.3"}
+SCRIPT = """\
+from trl import GRPOConfig, GRPOTrainer as Trainer
+
+args = GRPOConfig(output_dir="out")
+trainer = Trainer(model="Qwen/Qwen2.5-0.5B", reward_funcs=[], args=args{extra})
+trainer.train()
+trainer.create_model_card(model_name="m"{card})
+"""
+
+
+def _cfg008(tmp_path, trl: str, extra: str = "", card: str = ""):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT.format(extra=extra, card=card))
+    found = findings(snapshot(2, packages={**STACK, "trl": trl}), launch=f"python {script}")
+    return [f for f in found if f.rule == "CFG008"]
+
+
+def test_a_keyword_the_release_lacks_is_an_error_at_the_call(tmp_path):
+    (f,) = _cfg008(tmp_path, "0.14.0", extra=", reward_kwargs={'k': 1}")
+    assert f.severity.value == "error"
+    assert "GRPOTrainer(reward_kwargs=…)" in f.message and "train.py:4" in f.message
+    assert "TRL 0.14.0" in f.message and "at init" in f.message
+    assert f.evidence["keyword"] == "reward_kwargs"
+
+
+def test_a_keyword_a_later_release_added_names_the_releases_that_take_it(tmp_path):
+    (f,) = _cfg008(tmp_path, "0.25.0", extra=", tools=[]")
+    assert f.severity.value == "error"
+    assert f.evidence["takes"].startswith("TRL 0.26.0–") and "pip install 'trl==" in f.fix
+
+
+def test_a_method_of_the_built_trainer_is_checked_too(tmp_path):
+    (f,) = _cfg008(tmp_path, "0.15.2", card=", finetuned_from='base'")
+    assert "create_model_card(finetuned_from=…)" in f.message and "train.py:6" in f.message
+
+
+def test_keywords_the_release_takes_are_quiet(tmp_path):
+    assert _cfg008(tmp_path, "0.14.0", extra=", peft_config=None", card=", tags=['x']") == []
+    assert _cfg008(tmp_path, "0.26.0", extra=", tools=[]") == []
+
+
+def test_a_release_past_the_history_or_a_dev_build_is_not_judged(tmp_path):
+    assert _cfg008(tmp_path, "0.15.0.dev0", extra=", reward_kwargs={}") == []
+    assert _cfg008(tmp_path, "9.0.0", extra=", reward_kwargs={}") == []
