@@ -67,6 +67,9 @@ class Target:
     counts: tuple[int, ...] = ()  # the process counts the repository's launch lines give it
     script: str | None = None  # a script that builds its GRPOConfig in code (hook_scripts.py)
     unreadable: tuple[str, str] | None = None  # a config that is not valid YAML/JSON, and why
+    #: only these rules (a script that builds no GRPOConfig in code but calls TRL's trainer with
+    #: keywords: its config comes from elsewhere, so only its calls are judged, CFG008)
+    only: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -288,6 +291,8 @@ def check_target(
 
         if patched(target.script):
             skip.setdefault("KNF001", PATCHED)
+    if target.only:
+        select = list(target.only)  # the hook adds such a target only where select admits them
     _, report = check(
         facts, plan, select=select, ignore=(ignore or []) + sorted(skip), network=False, suppress=suppress
     )
@@ -687,6 +692,16 @@ def hook(
     from envdoctor.commands.hook_scripts import script_runs
 
     targets += [Target(accelerate=a, counts=c, script=s) for s, a, c in script_runs(Path.cwd())]
+    from envdoctor.checks.engine import matches
+    from envdoctor.plan.repo_config_calls import call_scripts
+    from envdoctor.rule_docs import rule_docs
+
+    judged = {t.script for t in targets if t.script}
+    name = rule_docs()["CFG008"].name
+    if (not select_ids or matches("CFG008", name, select_ids)) and not (
+        ignore_ids and matches("CFG008", name, ignore_ids)
+    ):
+        targets += [Target(script=s, only=("CFG008",)) for s in call_scripts(Path.cwd()) if s not in judged]
     if not targets and not installed and (requirement_files or declares(list(files))):
         targets = [Target()]  # a commit that changes only the stack: check the stack itself
     if not targets and (_has_secret(list(files)) or any(_repo_paths().values())):

@@ -53,3 +53,25 @@ def config_scripts(root: str | os.PathLike[str]) -> list[str]:
             if len(out) >= MAX_SCRIPTS:
                 break
     return out
+
+
+def call_scripts(root: str | os.PathLike[str]) -> list[str]:
+    """The repository's scripts (relative to ``root``) that call TRL's trainer with keywords
+    (``GRPOTrainer(reward_kwargs=…)``, ``trainer.create_model_card(…)``): their calls are
+    judged against the TRL release (CFG008) even where the config comes from a YAML file."""
+    base = Path(root)
+    deadline = time.monotonic() + REPO_MAX_SECONDS
+    out: list[str] = []
+    for path in _python_files(base, deadline):
+        rel = path.relative_to(base)
+        if _is_test(rel):
+            continue
+        data, _ = read_source(path)
+        if data is None or b"GRPOTrainer" not in data:
+            continue
+        decl = read_script(path)
+        if decl.problem is None and any(c.keywords for c in decl.trl_calls):
+            out.append(str(rel))
+            if len(out) >= MAX_SCRIPTS:
+                break
+    return out

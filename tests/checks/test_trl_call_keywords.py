@@ -53,3 +53,24 @@ def test_keywords_the_release_takes_are_quiet(tmp_path):
 def test_a_release_past_the_history_or_a_dev_build_is_not_judged(tmp_path):
     assert _cfg008(tmp_path, "0.15.0.dev0", extra=", reward_kwargs={}") == []
     assert _cfg008(tmp_path, "9.0.0", extra=", reward_kwargs={}") == []
+
+
+def test_the_hook_judges_a_scripts_calls_where_its_config_is_a_yaml_file(tmp_path):
+    """sree-sphere/open-r1-text2graph: src/grpo.py parses its config with TrlParser and builds
+    GRPOTrainer(reward_kwargs=…); requirements.txt pins trl==0.14.0. The hook judges only the
+    calls of such a script (its config comes from elsewhere)."""
+    from tests.conftest import run_cli
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "grpo.py").write_text(
+        "from trl import GRPOTrainer, TrlParser, GRPOConfig\n\n"
+        "args = TrlParser((GRPOConfig,)).parse_args_and_config()[0]\n"
+        "trainer = GRPOTrainer(model='m', reward_funcs=[], args=args, reward_kwargs={'k': 1})\n"
+    )
+    (tmp_path / "requirements.txt").write_text("trl==0.14.0\nvllm==0.7.0\n")
+    out = run_cli("hook", "requirements.txt", cwd=tmp_path)
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 1 and "CFG008 `GRPOTrainer(reward_kwargs=…)` in src/grpo.py:4" in text
+    assert "CFG002" not in text and "CFG001" not in text  # nothing else judged on that script
+    fine = run_cli("hook", "requirements.txt", "--ignore", "CFG008", cwd=tmp_path)
+    assert fine.returncode == 0, fine.stdout
