@@ -670,6 +670,10 @@ def diagnose(
         if found is None and (first is not None or head):
             found = head_symptoms(head, log)  # a symptom on a line no anchor finds
         if found is None and head:
+            from envdoctor.triage.hydra import from_head
+
+            found = from_head(head, log, None)  # Hydra's own lines, without a traceback
+        if found is None and head:
             found = self_contradiction(head, log)  # a check that refuses what it allows
         if found is None and head:
             found = bare_message(head, log)  # Python's message quoted without its exception's name

@@ -20,7 +20,7 @@ from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import boundary, refusal
+from envdoctor.triage import boundary, hydra, missing, refusal
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
@@ -309,8 +309,10 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     for t in (tb, *reversed(tb.chain)):
         found = (
             raised_entry(t, m, log)
+            or missing.not_installed(tb, t, m, log)
             or drift(t, [m], log)
             or trl_refusal(t, m, log)
+            or hydra.config_error(tb, t, m, log)
             or refusal.vllm_validation(t, m, log)
             or refusal.package_refusal(t, m, log)
         )
