@@ -640,6 +640,9 @@ def diagnose(
     if versions is None:
         versions = from_log(b"", version_lines(matches))
     ctx = _with_versions(ctx, versions)
+    from envdoctor.triage.rejoin import rematch
+
+    matches = [*matches, *rematch(matches, head)]  # messages broken by whitespace, as they read
     by_sig: dict[str, list[Match]] = {}
     for m in sorted(matches, key=lambda x: x.line_no):
         by_sig.setdefault(m.signature.id, []).append(m)
