@@ -93,6 +93,8 @@ def _draft(message: str, after: Sequence[str], m: Match, log: Log, stack: str, l
     struct = _NOT_IN_STRUCT.search(said)
     if override is None and missing is None and struct is None:
         return None
+    if override is not None and struct is None and missing is None and not plus:
+        return None  # an override refused for another reason (a config group, a type): not told here
     if missing is not None and struct is None and override is None:
         key = full or missing.group("key")
         what = f"the config needs a value for {key} and none was given (“{said[:300]}”)"

@@ -83,12 +83,32 @@ def _worker(tb: Traceback, context: Sequence[str], text: str) -> str:
     return ""
 
 
-def _handled(tb: Traceback, t: Traceback) -> bool:
-    """``t`` (an exception of ``tb``'s chain) was handled: ``tb``, raised while handling it, is
-    about something else than importing."""
-    if t is tb:
+_DURING = "During handling of the above exception"
+_EXC_LINE = re.compile(r"^(?:[\w.]{1,100}\.)?(?P<name>\w{1,100}(?:Error|Exception))(?::(?P<msg>.{0,300}))?$")
+
+
+def _about_import(name: str, message: str) -> bool:
+    return name in _STILL_IMPORT or "import" in message.lower()
+
+
+def _handled(tb: Traceback, t: Traceback, log: Log, line_no: int) -> bool:
+    """``t`` (``tb`` or an exception of its chain) was handled: an exception raised while handling
+    it (``tb``, or the next one in the log after it) is about something else than importing."""
+    if t is not tb:
+        return not _about_import(tb.name, tb.message)
+    if not log.head or line_no <= 0:
         return False
-    return tb.name not in _STILL_IMPORT and "import" not in tb.message.lower()
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    lines = log.head[: 1 << 20].decode("utf-8", "replace").split("\n")[line_no : line_no + 60]
+    bodies = [split_prefix(clean(x[:4096].encode()))[0].strip() for x in lines]
+    if not any(b.startswith(_DURING) for b in bodies[:4]):
+        return False
+    for body in bodies:
+        m = _EXC_LINE.match(body)
+        if m is not None:
+            return not _about_import(m.group("name"), m.group("msg") or "")
+    return False
 
 
 def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | None:
@@ -99,7 +119,9 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
     if found is None:
         return None
     module = found.group("module")
-    if module in set(_table().get("install_advice") or []) or _own_module(module, tb) or _handled(tb, t):
+    if module in set(_table().get("install_advice") or []) or _own_module(module, tb):
+        return None
+    if _handled(tb, t, log, t.line_no or m.line_no):
         return None
     dist = distribution(module)
     importer = next((f for f in reversed(t.frames) if f.path and not f.path.startswith("<")), None)

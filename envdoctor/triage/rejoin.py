@@ -21,7 +21,7 @@ from envdoctor.triage.scanner import clean, split_prefix, squeeze
 
 MAX_LINES = 20
 MAX_MORE = 4
-_RUN = re.compile(r"\S[ \t\u00a0]{3,}\S")  # a run of blanks between two words: a wrap turned to spaces
+_RUN = re.compile(r"\S\s{3,}\S")  # a run of blanks between two words: a wrap turned to spaces
 _ENDED = (".", "!", "?", ")", "]", "'", '"', "`", ":")
 _STOP = re.compile(
     r"^(?:File \"|Traceback|During handling|The above exception|INFO|WARNING|ERROR|DEBUG|\[?\d{4}-\d\d-\d\d"
