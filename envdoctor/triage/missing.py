@@ -9,14 +9,16 @@ started from another environment (a Ray ``runtime_env``, another venv) that lack
 Quiet where the name is not a distribution to install: a module of the stack that envdoctor's own
 install advice answers (``install_advice`` of rules/knowledge/import_names.yaml: trl, vllm, torch,
 the RL stacks), a repository's own module (a frame's file or folder of that name, or a name such as
-``utils``: ``local_names``), and an import that was handled (an exception raised while handling it
-that is not about importing). The distribution to install: the table's row for the import name
-(cv2 → opencv-python), else the name with ``_`` as ``-``.
+``utils``: ``local_names``), an import that was handled (an exception raised while handling it
+that is not about importing), and a module of Python's own library (``resource`` on Windows: the
+platform lacks it, no pip install gives it). The distribution to install: the table's row for the
+import name (cv2 → opencv-python), else the name with ``_`` as ``-``.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,6 +123,8 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
     module = found.group("module")
     if module in set(_table().get("install_advice") or []) or _own_module(module, tb):
         return None
+    if module in sys.stdlib_module_names:
+        return None  # Python's own (resource, fcntl: POSIX only): the platform, not a pip install
     if _handled(tb, t, log, t.line_no or m.line_no):
         return None
     dist = distribution(module)
