@@ -10,9 +10,10 @@ Quiet where the name is not a distribution to install: a module of the stack tha
 install advice answers (``install_advice`` of rules/knowledge/import_names.yaml: trl, vllm, torch,
 the RL stacks), a repository's own module (a frame's file or folder of that name, or a name such as
 ``utils``: ``local_names``), an import that was handled (an exception raised while handling it
-that is not about importing), and a module of Python's own library (``resource`` on Windows: the
-platform lacks it, no pip install gives it). The distribution to install: the table's row for the
-import name (cv2 → opencv-python), else the name with ``_`` as ``-``.
+that is not about importing, or training steps logged after it), and a module of Python's own
+library (``resource`` on Windows: the platform lacks it, no pip install gives it). The
+distribution to install: the table's row for the import name (cv2 → opencv-python), else the
+name with ``_`` as ``-``.
 """
 
 from __future__ import annotations
@@ -113,6 +114,22 @@ def _handled(tb: Traceback, t: Traceback, log: Log, line_no: int) -> bool:
     return False
 
 
+#: a training step logged after the import failure: the run went on without the module
+_WENT_ON = re.compile(rb"'loss': |'train_runtime': |\btrain_loss\b|Training completed")
+
+
+def _went_on(log: Log, line_no: int) -> bool:
+    """The log shows training steps after line ``line_no``: the import was guarded."""
+    if not log.head or line_no <= 0:
+        return False
+    at = 0
+    for _ in range(line_no):
+        at = log.head.find(b"\n", at) + 1
+        if at <= 0:
+            return False
+    return _WENT_ON.search(log.head, at) is not None
+
+
 def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | None:
     """TRI013 for ``t`` (``tb`` itself or one of its chain), or None (module docstring)."""
     if t.name not in ("ModuleNotFoundError", "ImportError") or warning_line(m):
@@ -125,7 +142,7 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
         return None
     if module in sys.stdlib_module_names:
         return None  # Python's own (resource, fcntl: POSIX only): the platform, not a pip install
-    if _handled(tb, t, log, t.line_no or m.line_no):
+    if _handled(tb, t, log, t.line_no or m.line_no) or _went_on(log, m.line_no):
         return None
     dist = distribution(module)
     importer = next((f for f in reversed(t.frames) if f.path and not f.path.startswith("<")), None)

@@ -94,6 +94,8 @@ def test_quiet_on_the_stack_a_submodule_a_local_module_and_a_handled_import():
         "ValueError: could not convert string to float: 'abc'\n"
     )
     assert all(f.rule != "TRI013" for f in _found(handled))  # the except branch ran
+    went_on = USER_IMPORT + "{'loss': 0.12, 'grad_norm': 1.5, 'learning_rate': 1e-06, 'epoch': 0.01}\n"
+    assert all(f.rule != "TRI013" for f in _found(went_on))  # a guarded import, logged: the run went on
     warned = "WARNING 03-01 10:00:00 [__init__.py:12] ModuleNotFoundError: No module named 'triton_dist'\n"
     assert all(f.rule != "TRI013" for f in _found(warned))  # logged as a warning, the run went on
 
