@@ -349,6 +349,9 @@ def _head_keywords() -> tuple[Literals[str] | None, dict[str, list[Signature]]]:
     return lits, by_kw
 
 
+_BLANKS = re.compile(r"[^\S\n]{2,}")
+
+
 def head_symptoms(head: bytes, log: Log) -> Draft | None:
     """A catalogue symptom on a line that the scan's anchors do not find, in a log that fits in
     its head (``ScanResult.head``, 1 MiB: a pasted excerpt, an issue's text): a message without
@@ -369,6 +372,7 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
     text = head.decode("utf-8", errors="replace")
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
+    text = _BLANKS.sub(" ", text)  # a line wrap pasted as a run of spaces: the words as they read
     seen = {m.line_no for ms in log.by_sig.values() for m in ms}  # judged by the scan already
     hit_lines: list[int] = []
     for found in lits.any.finditer(text):

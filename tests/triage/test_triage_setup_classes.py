@@ -197,3 +197,13 @@ def test_quiet_on_hydra_look_alikes():
         "INFO the struct flag of the config is set; no key is missing\n",
     ):
         assert all(f.message.find("Hydra") < 0 for f in _found(text)), text
+
+
+def test_a_catalogue_symptom_in_prose_split_by_a_space_run_is_read():
+    found = findings(
+        scan_bytes("I ran GRPO with Liger and got\n\n    Unknown loss            type: dapo\n\nany idea?\n")
+    )
+    assert (
+        found and found[0].rule == "TRI011" and "liger-grpo-loss-unknown-loss-type-dapo" in found[0].message
+    )
+    assert findings(scan_bytes("all gather done;      the size      mismatch check passed\n")) == []
