@@ -120,11 +120,18 @@ def _draft(message: str, after: Sequence[str], m: Match, log: Log, stack: str, l
     return d
 
 
+def _bodies(lines: Sequence[str]) -> list[str]:
+    """The lines without their launcher / Ray / logger prefixes (``(TaskRunner pid=7) …``)."""
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    return [split_prefix(clean(x[:4096].encode()))[0] for x in lines]
+
+
 def _after(log: Log, line_no: int) -> list[str]:
     if not log.head or line_no <= 0:
         return []
     lines = log.head[: 1 << 20].decode("utf-8", "replace").split("\n")
-    return lines[line_no : line_no + MAX_LINES]
+    return _bodies(lines[line_no : line_no + MAX_LINES])
 
 
 def config_error(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | None:
@@ -158,9 +165,10 @@ def from_head(head: bytes, log: Log, m: Match | None) -> Draft | None:
             if sig is None:
                 return None
             at = Match(sig, i + 1, line.strip()[:1000], {}, None, tuple(lines[max(0, i - 40) : i]))
-        text = line.strip()
+        text = _bodies([line])[0].strip()
         text = text.split(": ", 1)[1] if re.match(r"^[\w.]{1,200}(?:Exception|Error|Value): ", text) else text
-        found = _draft(text, lines[i + 1 : i + 1 + MAX_LINES], at, log, _stack(None, lines[:2000]), i + 1)
+        after = _bodies(lines[i + 1 : i + 1 + MAX_LINES])
+        found = _draft(text, after, at, log, _stack(None, lines[:2000]), i + 1)
         if found is not None:
             return found
     return None

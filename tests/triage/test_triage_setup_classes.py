@@ -147,6 +147,9 @@ def test_a_key_not_in_struct_names_the_key_path_and_the_stack():
     assert f.rule == "TRI012" and f.severity == Severity.ERROR
     assert f.message.startswith("verl's Hydra/OmegaConf") and "trainer.n_gpus_per_nod" in f.message
     assert "+trainer.n_gpus_per_nod=<value>" in f.fix and "renamed, removed or misspelled" in f.fix
+    ray = "".join(f"(TaskRunner pid=4242) {line}\n" for line in VERL.splitlines())
+    f = _one(ray)  # a Ray task's prefixed lines
+    assert f.rule == "TRI012" and "trainer.n_gpus_per_nod" in f.message and "verl's" in f.message
     keyerr = "omegaconf.errors.ConfigKeyError: Key 'lr_warmup' not in 'OptimConfig'\n    full_key: actor.optim.lr_warmup\n"
     f = _one(keyerr)
     assert f.rule == "TRI012" and "actor.optim.lr_warmup" in f.message and "OptimConfig" in f.message
