@@ -5,7 +5,8 @@ OmegaConf's struct mode: a key the installed release's schema lacks, or a mandat
 unset (``???``), stops the run before anything starts. The shapes, as exception lines or as
 Hydra's own lines without a traceback (``HYDRA_FULL_ERROR`` unset):
 
-- ``ConfigAttributeError: Key 'c' is not in struct`` / ``ConfigKeyError: Key 'c' not in 'Y'``
+- ``ConfigAttributeError: Key 'c' is not in struct`` / ``ConfigKeyError: Key 'c' not in 'Y'`` /
+  ``Missing key c`` (OmegaConf 2.1's)
   with ``full_key: a.b.c`` on the next lines: the schema has no such key;
 - ``Could not override 'a.b.c'.`` (``ConfigCompositionException``), with Hydra's ``To append to
   your config use +a.b.c=…`` and the reason on the next lines: an override of a key the schema lacks;
@@ -30,6 +31,7 @@ from envdoctor.triage.traceback import PACKAGES, Traceback
 RULE = "TRI012"
 _NOT_IN_STRUCT = re.compile(
     r"Key '(?P<key>[^'\s]{1,200})' (?:is )?not in (?:struct|'(?P<owner>[\w.]{1,200})')"
+    r"|^Missing key (?P<bare>[\w.\[\]-]{1,200})$"
 )
 _MISSING = re.compile(r"Missing mandatory value: ?(?P<key>[\w.\[\]-]{1,300})")
 _OVERRIDE = re.compile(r"Could not override '(?P<key>[\w.\[\]/@+~-]{1,300})'")
@@ -100,7 +102,8 @@ def _draft(message: str, after: Sequence[str], m: Match, log: Log, stack: str, l
         what = f"the config needs a value for {key} and none was given (“{said[:300]}”)"
         fix = f"set it on the command line: {key}=<value> (or in the config file the run loads)"
     else:
-        key = override.group("key") if override else full or (struct.group("key") if struct else "")
+        named = (struct.group("key") or struct.group("bare")) if struct else ""
+        key = override.group("key") if override else full or named or ""
         plus = plus or f"+{key}=<value>"
         what = (
             f"the config schema of the installed release has no key {key}"

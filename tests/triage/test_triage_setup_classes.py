@@ -150,6 +150,9 @@ def test_a_key_not_in_struct_names_the_key_path_and_the_stack():
     ray = "".join(f"(TaskRunner pid=4242) {line}\n" for line in VERL.splitlines())
     f = _one(ray)  # a Ray task's prefixed lines
     assert f.rule == "TRI012" and "trainer.n_gpus_per_nod" in f.message and "verl's" in f.message
+    newer = "  omegaconf.errors.ConfigAttributeError: Missing key config\n    full_key: model.config\n    object_type=dict\n"
+    f = _one(newer)  # OmegaConf 2.1's shape, quoted with an indent
+    assert f.rule == "TRI012" and "model.config" in f.message
     keyerr = "omegaconf.errors.ConfigKeyError: Key 'lr_warmup' not in 'OptimConfig'\n    full_key: actor.optim.lr_warmup\n"
     f = _one(keyerr)
     assert f.rule == "TRI012" and "actor.optim.lr_warmup" in f.message and "OptimConfig" in f.message
