@@ -33,8 +33,8 @@ RULE = "TRI013"
 _MISSING = re.compile(r"^No module named (?P<q>['\"]?)(?P<module>[A-Za-z_]\w{0,100})(?P=q)\s*$")
 #: a process that is not the one the user launched: Ray's actors and workers, vLLM's processes
 _WORKER_PREFIX = re.compile(
-    r"^\s*\((?P<name>[A-Za-z_]\w{0,80}(?:\.\w{1,80})?)(?: \w{1,20}=\w{1,40}){0,4} pid=\d{1,9}"
-    r"(?:, ip=[\d.]{1,40})?\)"
+    r"^\s*\((?:(?P<name>[A-Za-z_]\w{0,80}(?:\.\w{1,80})?)(?: \w{1,20}=\w{1,40}){0,4} )?pid=\d{1,9}"
+    r"(?:, ip=[\d.]{1,40})?\)|^\s*\((?P<raylet>raylet)\)"
 )
 _WORKER_PATHS = (
     "ray/_private/worker.py",
@@ -78,11 +78,12 @@ def _worker(tb: Traceback, context: Sequence[str], text: str) -> str:
     for line in [*context[-12:], text]:
         m = _WORKER_PREFIX.match(line)
         if m is not None:
-            return m.group("name")
+            return m.group("name") or "a Ray worker"
     for t in tb.all():
         for f in t.frames:
-            if any(p in f.path for p in _WORKER_PATHS):
-                return "a vLLM worker" if "vllm/" in f.path else "a Ray worker"
+            path = f.path.replace("\\", "/")
+            if any(p in path for p in _WORKER_PATHS):
+                return "a vLLM worker" if "vllm/" in path else "a Ray worker"
     return ""
 
 

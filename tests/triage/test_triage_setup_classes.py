@@ -65,6 +65,8 @@ def test_a_worker_process_is_named_as_the_environment_to_fix():
 """
     f = _one(core)
     assert f.rule == "TRI013" and "EngineCore_DP0" in f.message and "qwen-vl-utils" in f.fix
+    anonymous = ray.replace("(WorkerDict pid=1234, ip=10.0.0.2) ", "(pid=75332) ")  # Ray's bare prefix
+    assert "worker process (a Ray worker)" in _one(anonymous).message
     frames_only = ray.replace("(WorkerDict pid=1234, ip=10.0.0.2) ", "")  # the frames tell it
     f = _one(frames_only)
     assert f.rule == "TRI013" and "worker process (a Ray worker)" in f.message
