@@ -157,7 +157,14 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
         f"its distribution {dist} is missing there"
     )
     fix = f"pip install {dist} in the environment that runs the import"
-    if worker:
+    if importer is not None and importer.package == dist:
+        # the package's own part (its compiled extension) is missing: a partial or broken install
+        what = (
+            f"{dist} cannot import its own module '{module}'{where}: the install of {dist} is partial "
+            "or was built for another torch / Python"
+        )
+        fix = f"pip install --force-reinstall --no-deps {dist} (a build for the installed torch and Python)"
+    elif worker:
         what += f"; it ran in a worker process ({worker}), whose environment is the one without it"
         fix = (
             f"install {dist} where the worker runs: its environment (a Ray runtime_env's pip list, "

@@ -102,6 +102,19 @@ def test_quiet_on_the_stack_a_submodule_a_local_module_and_a_handled_import():
     assert all(f.rule != "TRI013" for f in _found(warned))  # logged as a warning, the run went on
 
 
+def test_a_packages_own_compiled_module_missing_is_a_broken_install():
+    text = """\
+Traceback (most recent call last):
+  File "/home/u/train.py", line 2, in <module>
+    import flash_attn
+  File "/venv/lib/python3.11/site-packages/flash_attn/flash_attn_interface.py", line 10, in <module>
+    import flash_attn_2_cuda as flash_attn_gpu
+ModuleNotFoundError: No module named 'flash_attn_2_cuda'
+"""
+    f = _one(text)
+    assert f.rule == "TRI013" and "partial" in f.message and "--force-reinstall --no-deps flash-attn" in f.fix
+
+
 def test_distribution_names_from_the_table():
     assert distribution("sklearn") == "scikit-learn" and distribution("PIL") == "pillow"
     assert distribution("flash_attn") == "flash-attn" and distribution("Foo_Bar") == "foo-bar"
