@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from envdoctor.triage.interface import Match
+from envdoctor.triage.interface import Match, Signature
 from envdoctor.triage.scanner import clean, split_prefix, squeeze
 
 MAX_LINES = 20
@@ -50,14 +50,19 @@ def rematch(matches: Sequence[Match], head: bytes) -> list[Match]:
     tried = [m for m in matches if m.signature.id == "unrecognized-exception" and m.line_no not in judged]
     if not tried:
         return []
-    lines = head.decode("utf-8", errors="replace").split("\n") if head else []
-    sigs = [s for s in signatures() if not s.fallback and not s.hint]
+    lines: list[str] | None = None  # the head's lines, split once a message needs them
+    sigs: list[Signature] | None = None
     out: list[Match] = []
     for m in tried[:MAX_LINES]:
-        cut = not m.text.rstrip().endswith(_ENDED)
-        more = _following(lines, m.line_no) if cut and lines else []
+        more: list[str] = []
+        if head and not m.text.rstrip().endswith(_ENDED):
+            if lines is None:
+                lines = head.decode("utf-8", errors="replace").split("\n")
+            more = _following(lines, m.line_no)
         if not more and not _RUN.search(m.text):
             continue
+        if sigs is None:
+            sigs = [s for s in signatures() if not s.fallback and not s.hint]
         text = squeeze(" ".join([m.text, *more]))[:8192]
         for sig in sigs:
             if not any(k.decode("utf-8", errors="replace") in text for k in sig.keywords):
