@@ -34,6 +34,7 @@ class Knowledge:
         "horizon": "horizon.yaml",
         "trainer_hooks": "trainer_hooks.yaml",
         "trl_accelerate_configs": "trl_accelerate_configs.yaml",
+        "import_names": "import_names.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

@@ -640,6 +640,9 @@ def diagnose(
     if versions is None:
         versions = from_log(b"", version_lines(matches))
     ctx = _with_versions(ctx, versions)
+    from envdoctor.triage.rejoin import rematch
+
+    matches = [*matches, *rematch(matches, head)]  # messages broken by whitespace, as they read
     by_sig: dict[str, list[Match]] = {}
     for m in sorted(matches, key=lambda x: x.line_no):
         by_sig.setdefault(m.signature.id, []).append(m)
@@ -669,6 +672,10 @@ def diagnose(
         found = diagnose_failure(first, log) if first is not None else None
         if found is None and (first is not None or head):
             found = head_symptoms(head, log)  # a symptom on a line no anchor finds
+        if found is None and head:
+            from envdoctor.triage.hydra import from_head
+
+            found = from_head(head, log, None)  # Hydra's own lines, without a traceback
         if found is None and head:
             found = self_contradiction(head, log)  # a check that refuses what it allows
         if found is None and head:

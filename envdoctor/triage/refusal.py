@@ -212,7 +212,9 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     # a message the line breaks mid-sentence goes on on the next lines
     cut = not tb.message.rstrip().endswith((".", "!", "?", ")", "]", "'", '"', "`"))
     more = _more(log, tb.line_no or m.line_no) if cut else []
-    text = " ".join([tb.message.strip(), *(x.strip() for x in more)])[:2000]
+    from envdoctor.triage.scanner import squeeze  # a wrap turned to spaces or a newline: as it reads
+
+    text = squeeze(" ".join([tb.message.strip(), *(x.strip() for x in more)]))[:2000]
     if not _REFUSING.search(text) or _NOT_CONFIG.search(text) or _contradicts_itself(text):
         return None
     package = _raised_in_guard(tb)

@@ -14,6 +14,7 @@ a ring buffer from which the lines before a match are taken as its context. Line
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import BinaryIO, NamedTuple
@@ -102,6 +103,18 @@ def clean(raw: bytes) -> str:
     text = raw.decode("utf-8", errors="replace")
     text = ANSI.sub("", text) if "\x1b" in text else text  # every escape starts with ESC
     return unescape(text).strip()
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def squeeze(text: str) -> str:
+    """A message as its words read, for matching: NFKC-normalised (full-width punctuation, odd
+    spaces), every run of whitespace one space — a pasted log whose line wrap became a run of
+    spaces or a newline inside the message (``must be evenly divisible      by the number``)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    return _SPACES.sub(" ", text).strip()
 
 
 def _indent(raw: bytes) -> str:

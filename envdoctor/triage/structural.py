@@ -20,7 +20,7 @@ from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import boundary, refusal
+from envdoctor.triage import boundary, hydra, missing, refusal
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
@@ -309,8 +309,10 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     for t in (tb, *reversed(tb.chain)):
         found = (
             raised_entry(t, m, log)
+            or missing.not_installed(tb, t, m, log)
             or drift(t, [m], log)
             or trl_refusal(t, m, log)
+            or hydra.config_error(tb, t, m, log)
             or refusal.vllm_validation(t, m, log)
             or refusal.package_refusal(t, m, log)
         )
@@ -347,6 +349,9 @@ def _head_keywords() -> tuple[Literals[str] | None, dict[str, list[Signature]]]:
     return lits, by_kw
 
 
+_BLANKS = re.compile(r"[^\S\n]{2,}")
+
+
 def head_symptoms(head: bytes, log: Log) -> Draft | None:
     """A catalogue symptom on a line that the scan's anchors do not find, in a log that fits in
     its head (``ScanResult.head``, 1 MiB: a pasted excerpt, an issue's text): a message without
@@ -367,6 +372,7 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
     text = head.decode("utf-8", errors="replace")
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
+    text = _BLANKS.sub(" ", text)  # a line wrap pasted as a run of spaces: the words as they read
     seen = {m.line_no for ms in log.by_sig.values() for m in ms}  # judged by the scan already
     hit_lines: list[int] = []
     for found in lits.any.finditer(text):

@@ -1,0 +1,177 @@
+"""A top-level module that is not installed in the environment that ran (TRI013).
+
+``ModuleNotFoundError: No module named 'X'`` (Python 2's ``ImportError: No module named X``) where
+X has no dot is the distribution that provides X missing from the environment that ran the import:
+a dependency never installed, or a worker process (a Ray actor, a vLLM worker, vLLM's EngineCore)
+started from another environment (a Ray ``runtime_env``, another venv) that lacks it. A module
+*inside* a package (``vllm.x.y``) is API drift or a broken install (``boundary.py``), not this.
+
+Quiet where the name is not a distribution to install: a module of the stack that envdoctor's own
+install advice answers (``install_advice`` of rules/knowledge/import_names.yaml: trl, vllm, torch,
+the RL stacks), a repository's own module (a frame's file or folder of that name, or a name such as
+``utils``: ``local_names``), an import that was handled (an exception raised while handling it
+that is not about importing, or training steps logged after it), and a module of Python's own
+library (``resource`` on Windows: the platform lacks it, no pip install gives it). The
+distribution to install: the table's row for the import name (cv2 → opencv-python), else the
+name with ``_`` as ``-``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from envdoctor.findings import Finding, Severity
+from envdoctor.knowledge import knowledge
+from envdoctor.triage.draft import Draft, Log, finding, warning_line
+from envdoctor.triage.interface import Match
+from envdoctor.triage.traceback import Traceback
+
+RULE = "TRI013"
+_MISSING = re.compile(r"^No module named (?P<q>['\"]?)(?P<module>[A-Za-z_]\w{0,100})(?P=q)\s*$")
+#: a process that is not the one the user launched: Ray's actors and workers, vLLM's processes
+_WORKER_PREFIX = re.compile(
+    r"^\s*\((?:(?P<name>[A-Za-z_]\w{0,80}(?:\.\w{1,80})?)(?: \w{1,20}=\w{1,40}){0,4} )?pid=\d{1,9}"
+    r"(?:, ip=[\d.]{1,40})?\)|^\s*\((?P<raylet>raylet)\)"
+)
+_WORKER_PATHS = (
+    "ray/_private/worker.py",
+    "ray/_private/function_manager.py",
+    "ray/actor.py",
+    "vllm/v1/engine/core.py",
+    "vllm/worker/",
+    "vllm/v1/worker/",
+    "vllm/executor/",
+    "multiprocessing/process.py",
+)
+#: an exception raised while handling the import failure, that still is about the import
+_STILL_IMPORT = ("ImportError", "ModuleNotFoundError", "RuntimeError", "OSError")
+
+
+def _table() -> dict[str, Any]:
+    return knowledge().import_names
+
+
+def distribution(module: str) -> str:
+    """The PyPI name that provides the top-level import ``module``."""
+    rows = _table().get("distributions") or {}
+    return str(rows.get(module) or module.replace("_", "-").lower())
+
+
+def _own_module(module: str, tb: Traceback) -> bool:
+    """``module`` is the repository's own: a frame's file or folder of that name, or a name
+    repositories give their own modules (``local_names``)."""
+    if module in set(_table().get("local_names") or []):
+        return True
+    for t in tb.all():
+        for f in t.frames:
+            parts = f.path.replace("\\", "/").split("/")
+            if module in parts[:-1] or parts[-1] == f"{module}.py":
+                return True
+    return False
+
+
+def _worker(tb: Traceback, context: Sequence[str], text: str) -> str:
+    """The worker process the import ran in, as the log shows it (its prefix or its frames), or ''."""
+    for line in [*context[-12:], text]:
+        m = _WORKER_PREFIX.match(line)
+        if m is not None:
+            return m.group("name") or "a Ray worker"
+    for t in tb.all():
+        for f in t.frames:
+            path = f.path.replace("\\", "/")
+            if any(p in path for p in _WORKER_PATHS):
+                return "a vLLM worker" if "vllm/" in path else "a Ray worker"
+    return ""
+
+
+_DURING = "During handling of the above exception"
+_EXC_LINE = re.compile(r"^(?:[\w.]{1,100}\.)?(?P<name>\w{1,100}(?:Error|Exception))(?::(?P<msg>.{0,300}))?$")
+
+
+def _about_import(name: str, message: str) -> bool:
+    return name in _STILL_IMPORT or "import" in message.lower()
+
+
+def _handled(tb: Traceback, t: Traceback, log: Log, line_no: int) -> bool:
+    """``t`` (``tb`` or an exception of its chain) was handled: an exception raised while handling
+    it (``tb``, or the next one in the log after it) is about something else than importing."""
+    if t is not tb:
+        return not _about_import(tb.name, tb.message)
+    if not log.head or line_no <= 0:
+        return False
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    lines = log.head[: 1 << 20].decode("utf-8", "replace").split("\n")[line_no : line_no + 60]
+    bodies = [split_prefix(clean(x[:4096].encode()))[0].strip() for x in lines]
+    if not any(b.startswith(_DURING) for b in bodies[:4]):
+        return False
+    for body in bodies:
+        m = _EXC_LINE.match(body)
+        if m is not None:
+            return not _about_import(m.group("name"), m.group("msg") or "")
+    return False
+
+
+#: a training step logged after the import failure: the run went on without the module
+_WENT_ON = re.compile(rb"'loss': |'train_runtime': |\btrain_loss\b|Training completed")
+
+
+def _went_on(log: Log, line_no: int) -> bool:
+    """The log shows training steps after line ``line_no``: the import was guarded."""
+    if not log.head or line_no <= 0:
+        return False
+    at = 0
+    for _ in range(line_no):
+        at = log.head.find(b"\n", at) + 1
+        if at <= 0:
+            return False
+    return _WENT_ON.search(log.head, at) is not None
+
+
+def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI013 for ``t`` (``tb`` itself or one of its chain), or None (module docstring)."""
+    if t.name not in ("ModuleNotFoundError", "ImportError") or warning_line(m):
+        return None
+    found = _MISSING.match(t.message.strip())
+    if found is None:
+        return None
+    module = found.group("module")
+    if module in set(_table().get("install_advice") or []) or _own_module(module, tb):
+        return None
+    if module in sys.stdlib_module_names:
+        return None  # Python's own (resource, fcntl: POSIX only): the platform, not a pip install
+    if _handled(tb, t, log, t.line_no or m.line_no) or _went_on(log, m.line_no):
+        return None
+    dist = distribution(module)
+    importer = next((f for f in reversed(t.frames) if f.path and not f.path.startswith("<")), None)
+    where = ""
+    if importer is not None:
+        who = importer.package or "your code"
+        where = f", imported by {who} ({importer.module_path}:{importer.line})"
+    worker = _worker(tb, m.context, m.text)
+    what = (
+        f"the module '{module}' is not installed in the environment that ran the import{where}: "
+        f"its distribution {dist} is missing there"
+    )
+    fix = f"pip install {dist} in the environment that runs the import"
+    if importer is not None and importer.package == dist:
+        # the package's own part (its compiled extension) is missing: a partial or broken install
+        what = (
+            f"{dist} cannot import its own module '{module}'{where}: the install of {dist} is partial "
+            "or was built for another torch / Python"
+        )
+        fix = f"pip install --force-reinstall --no-deps {dist} (a build for the installed torch and Python)"
+    elif worker:
+        what += f"; it ran in a worker process ({worker}), whose environment is the one without it"
+        fix = (
+            f"install {dist} where the worker runs: its environment (a Ray runtime_env's pip list, "
+            "the venv or image the workers start from, every node), not only the driver's: "
+            f"pip install {dist}"
+        )
+    d = finding(RULE, [m], log, what, fix, module=module, distribution=dist, worker=worker or None)
+    f = d.finding  # the import failed and nothing handled it: the run stops here, an error
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    return d
