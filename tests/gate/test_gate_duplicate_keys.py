@@ -55,7 +55,9 @@ def test_the_loader_records_duplicates_with_lines_and_keeps_the_last_value():
     ]  # a `<<` merge overridden is YAML's own override, not a duplicate
     nested: list = []
     assert parse_mapping(ZERO, "t", duplicates=nested)["deepspeed_config"]["zero_stage"] == 3
-    assert [(d["key"], d["first_line"], d["last_line"]) for d in nested] == [("deepspeed_config.zero_stage", 4, 6)]
+    assert [(d["key"], d["first_line"], d["last_line"]) for d in nested] == [
+        ("deepspeed_config.zero_stage", 4, 6)
+    ]
 
 
 def test_the_hook_warns_on_both_lines_and_the_value_the_run_uses(tmp_path):

@@ -1,0 +1,94 @@
+"""DCL008: a requirement file pins a local version (``torch==2.6.0+cu124``) that only PyTorch's
+own index serves, and neither the file, a file it includes, nor the repository's install steps
+name an index: ``pip install -r`` stops ("No matching distribution", PyPI holds no local
+version). Quiet with an index option anywhere pip or the author's steps give it, a lock file,
+a conda environment file, uv's indexes in pyproject.toml. Issue 35."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.declared.stack_repos import CONFIGS, OPEN_R1_PINS, committed_repo, requirements
+
+PINS = {k: v for k, v in OPEN_R1_PINS.items() if k not in ("torch", "vllm")}
+INDEX = "https://download.pytorch.org/whl/cu124"
+README_STEP = f"pip install -r requirements.txt --extra-index-url {INDEX}"
+
+
+def _dcl008(repo, *extra: str) -> tuple[int, str]:
+    out = run_cli("hook", *CONFIGS, "--select", "DCL008", *extra, cwd=repo)
+    assert out.returncode in (0, 1), out.stderr
+    return out.returncode, " ".join(out.stdout.split())
+
+
+@pytest.mark.parametrize(
+    "line, fix",
+    [
+        ("torch==2.6.0+cu124", f"--extra-index-url {INDEX}"),
+        ("torchvision==0.21.0+cpu", "--extra-index-url https://download.pytorch.org/whl/cpu"),
+        ("torch==2.5.1+rocm6.2", "--extra-index-url https://download.pytorch.org/whl/rocm6.2"),
+        ("mypkg==1.0+local", "naming the index that serves mypkg 1.0+local"),
+    ],
+)
+def test_a_local_version_without_an_index_is_an_error_at_its_line(tmp_path, line, fix):
+    repo = committed_repo(tmp_path, {"requirements.txt": requirements(PINS) + line + "\n"})
+    rc, text = _dcl008(repo)
+    assert rc == 1 and "DCL008" in text and f"requirements.txt:{len(PINS) + 1}" in text
+    assert fix in text and "drop the local part" in text
+
+
+def test_the_fix_holds_and_an_index_in_an_included_file_counts(tmp_path):
+    pinned = requirements(PINS) + "torch==2.6.0+cu124\n"
+    repo = committed_repo(tmp_path, {"requirements.txt": f"--extra-index-url {INDEX}\n" + pinned})
+    rc, text = _dcl008(repo)  # the fix as printed: the line at the top of the file
+    assert rc == 0 and "DCL008" not in text
+    included = committed_repo(
+        tmp_path / "inc",
+        {
+            "requirements.txt": "-r requirements/base.txt\n-f https://download.pytorch.org/whl/torch_stable.html\n",
+            "requirements/base.txt": pinned,
+        },
+    )
+    rc, text = _dcl008(included)
+    assert rc == 0 and "DCL008" not in text
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"README.md": f"# Setup\n\n```bash\n{README_STEP}\n```\n"},
+        {"scripts/install.sh": "export PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cu124\n"},
+        {"Dockerfile": f"FROM python:3.11\nRUN pip install --index-url {INDEX} -r requirements.txt\n"},
+    ],
+)
+def test_an_index_the_repository_names_elsewhere_is_quiet(tmp_path, files):
+    repo = committed_repo(
+        tmp_path, {"requirements.txt": requirements(PINS) + "torch==2.6.0+cu124\n", **files}
+    )
+    rc, text = _dcl008(repo)
+    assert rc == 0 and "DCL008" not in text
+
+
+def test_public_versions_and_a_conda_file_are_quiet(tmp_path):
+    conda = "name: rl\ndependencies:\n  - python=3.11\n  - pip:\n    - torch==2.6.0+cu124\n"
+    repo = committed_repo(
+        tmp_path, {"requirements.txt": requirements(PINS) + "torch==2.6.0\n", "environment.yml": conda}
+    )
+    rc, text = _dcl008(repo)
+    assert rc == 0 and "DCL008" not in text
+
+
+def test_a_pyproject_with_uv_indexes_is_quiet(tmp_path):
+    repo = committed_repo(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                '[project]\nname = "x"\nversion = "0.1"\ndependencies = ["torch==2.6.0+cu124"]\n'
+                '[tool.uv.sources]\ntorch = { index = "pytorch" }\n'
+                f'[[tool.uv.index]]\nname = "pytorch"\nurl = "{INDEX}"\nexplicit = true\n'
+            ),
+        },
+    )
+    rc, text = _dcl008(repo)
+    assert rc == 0 and "DCL008" not in text
