@@ -92,3 +92,30 @@ def test_a_pyproject_with_uv_indexes_is_quiet(tmp_path):
     )
     rc, text = _dcl008(repo)
     assert rc == 0 and "DCL008" not in text
+
+
+def test_an_index_on_a_line_that_installs_other_packages_does_not_count(tmp_path):
+    """rubenbalbastre/grpo-llm-unlearning's shape: a pip-freeze requirements.txt with
+    ``torch==2.12.0+cu126`` and a setup script whose ``uv pip install --torch-backend=auto``
+    installs a list without torch or the file: ``pip install -r requirements.txt`` still stops."""
+    script = 'uv pip install \\\n    --torch-backend=auto \\\n    "trl[vllm]" \\\n    peft\n'
+    pins = requirements(PINS) + "torch==2.12.0+cu126\ntorchvision==0.27.0+cu126\n"
+    repo = committed_repo(tmp_path, {"requirements.txt": pins, "scripts/create-env.sh": script})
+    rc, text = _dcl008(repo)
+    assert rc == 1 and "found 2 errors" in text and "whl/cu126" in text
+    (repo / "scripts/create-env.sh").write_text(script.replace("peft", "peft torch torchvision"))
+    rc, text = _dcl008(repo)
+    assert rc == 0 and "DCL008" not in text
+
+
+def test_a_readme_step_without_an_index_is_the_documented_install_whatever_a_script_does(tmp_path):
+    """rubenbalbastre/grpo-llm-unlearning: README's quick start is ``pip install -r
+    requirements.txt``; a cluster script elsewhere installs torch with ``--torch-backend``."""
+    script = 'uv pip install --torch-backend=auto "torch==2.12.0" "torchvision==0.27.0"\n'
+    readme = "# X\n\n## Quick Start\n\n```bash\npip install -r requirements.txt\n```\n"
+    pins = requirements(PINS) + "torch==2.12.0+cu126\n"
+    files = {"requirements.txt": pins, "scripts/cluster.sh": script}
+    rc, text = _dcl008(committed_repo(tmp_path / "script", files))
+    assert rc == 0 and "DCL008" not in text  # no README step: the script may be the install
+    rc, text = _dcl008(committed_repo(tmp_path / "readme", {**files, "README.md": readme}))
+    assert rc == 1 and "DCL008" in text

@@ -163,7 +163,8 @@ def read_stack(paths: list[Path], root: Path, fallback: list[Path] | None = None
     if stack.local_pins:  # a README, a script or a Dockerfile may give pip the index (DCL008)
         from envdoctor.facts.declared.index_hint import index_mentioned
 
-        stack.index_elsewhere = index_mentioned(root)
+        files, names = {d.file for d in stack.local_pins}, {d.name for d in stack.local_pins}
+        stack.index_elsewhere = index_mentioned(root, files, names)
     stack.notes = [clean(n, limit=300) for n in stack.notes]
     return stack
 
