@@ -74,8 +74,69 @@ class _NumberTooLong(yaml.YAMLError):  # type: ignore[misc]  # PyYAML is untyped
         self.problem_mark = node.start_mark
 
 
+#: Duplicate keys recorded per document (more are counted, not kept).
+MAX_DUPLICATES = 50
+
+
 class _Loader(_Base):  # type: ignore[misc]  # a subclass of Any (PyYAML is untyped here)
-    """The safe loader with numbers bounded in length before conversion."""
+    """The safe loader with numbers bounded in length before conversion; it records keys set
+    twice in one mapping (``duplicates``) without changing the values (PyYAML keeps the last)."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self.duplicates = duplicate_keys(node)
+        return super().construct_document(node)
+
+
+def _shown(node: yaml.Node) -> str:
+    if isinstance(node, yaml.ScalarNode):
+        return str(node.value)[:80]
+    return "a list" if isinstance(node, yaml.SequenceNode) else "a mapping"
+
+
+def duplicate_keys(root: yaml.Node) -> list[dict[str, Any]]:
+    """Keys given twice in one mapping of a composed YAML document: ``{"key": dotted path,
+    "first_line", "last_line" (1-based), "first", "last" (the values as written), "same"}``;
+    the last one is what ``yaml.safe_load`` keeps. Bounded by ``MAX_DUPLICATES``; each node is
+    walked once (aliases are not walked again); ``<<`` merge keys are YAML's own override."""
+    found: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack and len(found) < MAX_DUPLICATES:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((item, path) for item in reversed(node.value))
+            continue
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        first: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                continue
+            name = str(key.value)
+            if name in first and len(found) < MAX_DUPLICATES:
+                k0, v0 = first[name]
+                same = (
+                    isinstance(v0, yaml.ScalarNode)
+                    and isinstance(value, yaml.ScalarNode)
+                    and v0.value == value.value
+                    and v0.tag == value.tag
+                )
+                found.append(
+                    {
+                        "key": f"{path}.{name}" if path else name,
+                        "first_line": k0.start_mark.line + 1,
+                        "last_line": key.start_mark.line + 1,
+                        "first": _shown(v0),
+                        "last": _shown(value),
+                        "same": same,
+                    }
+                )
+            first[name] = (key, value)
+            stack.append((value, f"{path}.{name}" if path else name))
+    return sorted(found, key=lambda d: d["last_line"])
 
 
 def _bounded(tag: str) -> None:
@@ -93,20 +154,33 @@ for _tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
     _bounded(_tag)
 
 
-def read_mapping(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
-    """Parse a YAML/JSON file that must hold a mapping; ``what`` names it in errors."""
+def read_mapping(
+    path: str | os.PathLike[str], what: str, duplicates: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Parse a YAML/JSON file that must hold a mapping; ``what`` names it in errors;
+    ``duplicates`` (when given) receives the keys set twice (``duplicate_keys``)."""
     source = f"{what} {path}"
-    return parse_mapping(read_input_text(path, source, MAX_BYTES), source, str(path).endswith(".json"))
+    text = read_input_text(path, source, MAX_BYTES)
+    return parse_mapping(text, source, str(path).endswith(".json"), duplicates)
 
 
-def parse_mapping(text: str, source: str, is_json: bool = False) -> dict[str, Any]:
-    """Parse YAML (or JSON) text that must hold a mapping; ``source`` names it in errors."""
+def parse_mapping(
+    text: str, source: str, is_json: bool = False, duplicates: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Parse YAML (or JSON) text that must hold a mapping; ``source`` names it in errors;
+    ``duplicates`` (when given, YAML only) receives the keys set twice in one mapping."""
     try:
         if is_json:
             data = parse_json(text, source, constants=True)
         else:
             check_structure(text, source)
-            data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+            loader = _Loader(text)
+            try:
+                data = loader.get_single_data()
+            finally:
+                loader.dispose()
+            if duplicates is not None:
+                duplicates.extend(getattr(loader, "duplicates", []))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -828,3 +828,39 @@ def _spans(have: list[str], releases: list[str]) -> str:
             runs.append([r])
         last = i
     return ", ".join(run[0] if len(run) == 1 else f"TRL {run[0]}–{run[-1]}" for run in runs)
+
+
+@rule("CFG007")
+def config_duplicate_key(ctx: Context) -> Iterator[Hit]:
+    """A key set twice in one mapping of a config file: yaml.safe_load (TRL's parser,
+    accelerate) keeps the last value silently, so the run is not what the first line says."""
+    for d in ctx.plan.duplicate_keys:
+        key, file, first, last = d["key"], d["file"], d["first_line"], d["last_line"]
+        if d["same"]:
+            yield hit(
+                f"`{key}` is set twice in {file} (lines {first} and {last}), both to `{d['last']}`: "
+                "the same run either way, but the next edit of one of them is silently undone by the other",
+                fix=f"delete line {first} of {file} (`{key}` at line {last} stays)",
+                severity="info",
+                file=file,
+                line=first,
+                key=key,
+            )
+            continue
+        yield hit(
+            f"`{key}` is set twice in {file}: line {first} says `{d['first']}`, line {last} says "
+            f"`{d['last']}`; yaml.safe_load (TRL's parser and accelerate read the file with it) keeps "
+            f"the last without a word, so the run uses `{d['last']}` (line {last}), not the `{d['first']}` "
+            f"a reader sees at line {first}",
+            fix=(
+                f"keep one `{key}` in {file}: delete line {first} to keep what runs now (`{d['last']}`), "
+                f"or delete line {last} if `{d['first']}` is what you meant"
+            ),
+            file=file,
+            line=last,
+            key=key,
+            first_line=first,
+            last_line=last,
+            first_value=d["first"],
+            used_value=d["last"],
+        )

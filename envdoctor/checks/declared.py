@@ -326,3 +326,37 @@ def declared_moving_branch(ctx: Context) -> Iterator[Hit]:
             declared_file=d.file,
             declared_line=d.line,
         )
+
+
+#: packages PyTorch's own index serves under a local version (``torch==2.5.1+cu121``)
+_PYTORCH_INDEX = frozenset({"torch", "torchvision", "torchaudio", "xformers", "pytorch-triton", "triton"})
+_PYTORCH_TAG = re.compile(r"^(?:cu\d{2,3}|cpu|rocm\d+(?:\.\d+)*|xpu)$")
+
+
+@rule("DCL008")
+def declared_local_version_without_index(ctx: Context) -> Iterator[Hit]:
+    """A requirement file pins a local version (``torch==2.12.0+cu126``) and neither it, a
+    file it includes, nor the repository's install steps name an index: PyPI holds no local
+    version, so ``pip install -r`` stops with "No matching distribution"."""
+    for pin in (ctx.facts.extra.get("declared") or {}).get("local_pins") or []:
+        name, version, file, line = pin["name"], str(pin["version"]), pin["file"], pin["line"]
+        public, _, local = version.partition("+")
+        if name in _PYTORCH_INDEX and _PYTORCH_TAG.match(local):
+            index = f"https://download.pytorch.org/whl/{local}"
+            add = f"add the line `--extra-index-url {index}` at the top of {file} (PyTorch's {local} index)"
+        else:
+            add = (
+                f"add an `--extra-index-url` line naming the index that serves {name} {version} "
+                f"at the top of {file}"
+            )
+        yield hit(
+            f"{file}:{line} pins {name}=={version}, a local version (`+{local}`), and neither {file}, "
+            "a file it includes, nor the repository's install steps give pip an index besides PyPI: "
+            f"PyPI holds no local version, so `pip install -r {file}` stops with "
+            f'"No matching distribution found for {name}=={version}"',
+            fix=f"{add}, or drop the local part (`{name}=={public}`: PyPI's build)",
+            declared_file=file,
+            declared_line=line,
+            package=name,
+            version=version,
+        )

@@ -406,7 +406,7 @@ REPOSITORY_RULES = frozenset({"SEC001", *(f"REP{n:03d}" for n in range(1, 20))})
 
 #: rules on the declared stack as a whole: a finding every report would repeat is said in the
 #: first report that has it only
-SAID_ONCE = frozenset({"DCL007"})
+SAID_ONCE = frozenset({"DCL007", "DCL008"})
 
 
 def _said_once(reports: list[Any], rules: frozenset[str]) -> None:

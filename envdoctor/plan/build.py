@@ -61,7 +61,7 @@ def build_plan(
         _merge(plan, config_dict, MAPPING_ORIGIN)
     if config:
         plan.config_path = str(config)
-        _merge(plan, _read_mapping(config, "GRPO config"), f"config file {config}")
+        _merge(plan, _read_mapping(config, "GRPO config", plan), f"config file {config}")
     if trainer is not None:
         _merge(plan, {k: v for k, v in script_cfg.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(plan, trainer)
@@ -80,7 +80,7 @@ def build_plan(
         plan.accelerate_path, plan.accelerate = bundled
     elif isinstance(acc_path, str):
         plan.accelerate_path = acc_path
-        plan.accelerate = _read_mapping(acc_path, "accelerate config")
+        plan.accelerate = _read_mapping(acc_path, "accelerate config", plan)
     elif acc_path is not None:
         raise InputError("--config_file", f"expected a file path, got {acc_path!r}")
     return plan
@@ -113,11 +113,15 @@ def _trl_bundled_config(trainer: Launch | None, name: Any) -> tuple[str, dict[st
     return f"{name} (TRL's trl/accelerate_configs/{name}.yaml)", dict(config)
 
 
-def _read_mapping(path: str, what: str) -> dict[str, Any]:
-    """A config file as a mapping; its readers (YAML, JSON, TOML) load only for a file given."""
+def _read_mapping(path: str, what: str, plan: Plan) -> dict[str, Any]:
+    """A config file as a mapping; its readers (YAML, JSON, TOML) load only for a file given;
+    its keys set twice go to ``plan.duplicate_keys`` (CFG007)."""
     from envdoctor.parsing import read_mapping
 
-    return read_mapping(path, what)
+    twice: list[dict[str, Any]] = []
+    data = read_mapping(path, what, twice)
+    plan.duplicate_keys += [{**d, "file": str(path), "what": what} for d in twice]
+    return data
 
 
 def _merge(plan: Plan, values: dict[str, Any], origin: str) -> None:

@@ -118,6 +118,8 @@ class Plan:
     script_keys: dict[str, str] = field(default_factory=dict)
     #: the hook read the repository's own dataclasses into ``script_keys`` (a key none declares is judged)
     repository_read: bool = False
+    #: keys set twice in one mapping of the config files read (parsing.duplicate_keys, with "file")
+    duplicate_keys: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def trainer(self) -> Launch | None:

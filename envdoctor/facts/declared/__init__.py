@@ -159,6 +159,12 @@ def read_stack(paths: list[Path], root: Path, fallback: list[Path] | None = None
         for path in fallback or []:
             stack.add(_steps(path, _shown(path, root), {d.name for d in stack.declarations}))
     stack.declarations = list(dict.fromkeys(stack.declarations))  # a file read twice counts once
+    stack.local_pins = [d for d in dict.fromkeys(stack.local_pins) if d.file not in stack.indexed]
+    if stack.local_pins:  # a README, a script or a Dockerfile may give pip the index (DCL008)
+        from envdoctor.facts.declared.index_hint import index_mentioned
+
+        files, names = {d.file for d in stack.local_pins}, {d.name for d in stack.local_pins}
+        stack.index_elsewhere = index_mentioned(root, files, names)
     stack.notes = [clean(n, limit=300) for n in stack.notes]
     return stack
 

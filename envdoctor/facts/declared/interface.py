@@ -131,11 +131,19 @@ class Found:
     #: file → the project it belongs to (the folder of its setup.py / pyproject.toml /
     #: setup.cfg, "" for the repository's root); an included file belongs to its includer's
     projects: dict[str, str] = field(default_factory=dict)
+    #: requirement files whose ``pip install -r`` has an index option (``--extra-index-url``,
+    #: ``-f``…) in the file or a file it includes; and pins with a local version (``+cu126``)
+    indexed: list[str] = field(default_factory=list)
+    local_pins: list[Declaration] = field(default_factory=list)
+    #: ``file:line`` where the repository names an index outside its requirement files
+    index_elsewhere: str = ""
 
     def add(self, other: Found) -> None:
         """Take ``other``'s declarations, files and notes (notes once each, at most
         ``MAX_NOTES``: a file of 10,000 odd lines says so once, not 10,000 times)."""
         self.declarations += other.declarations
+        self.indexed += [f for f in other.indexed if f not in self.indexed]
+        self.local_pins += other.local_pins
         for file, project in other.projects.items():
             self.projects.setdefault(file, project)
         have = set(self.notes)

@@ -13,6 +13,8 @@ MAX_DEPTH = 8  # includes nested deeper than this are not followed (and said so)
 MAX_FILES = 64
 PATTERNS = ("requirements*.txt", "requirements/*.txt", "requirements/*.in", "requirements*.in")
 _INCLUDES = ("-r", "--requirement", "-c", "--constraint")
+#: options that name where pip looks besides PyPI (pip reads them from any file of the install)
+INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
 
 
 def uncomment(line: str) -> str:
@@ -52,7 +54,11 @@ def read(path: Path, shown: str, depth: int = 0, seen: set[Path] | None = None) 
     """The requirements of one file and of the files it includes (``-r``, ``-c``)."""
     seen = set() if seen is None else seen
     seen.add(resolved(path, shown))
-    return read_lines(logical_lines(text_of(path, shown)), path, shown, depth, seen)
+    found = read_lines(logical_lines(text_of(path, shown)), path, shown, depth, seen)
+    if depth == 0:  # the file pip is given: its includes' index options are its own
+        found.indexed = list(found.files) if found.indexed else []
+        found.local_pins = [d for d in found.declarations if "+" in (d.pinned or "") and not d.locked]
+    return found
 
 
 def read_lines(
@@ -102,8 +108,10 @@ def _option(line: str, path: Path, shown: str, number: int, depth: int, seen: se
     flag, value = words[0], words[1] if len(words) > 1 else ""
     if "=" in flag and flag.startswith("--"):
         flag, value = flag.split("=", 1)
-    elif flag[:2] in ("-r", "-c") and len(flag) > 2:
+    elif flag[:2] in ("-r", "-c", "-i", "-f") and len(flag) > 2:
         flag, value = flag[:2], flag[2:]
+    if flag in INDEX_OPTIONS:
+        return Found(indexed=[shown])  # the whole install looks there too (read() widens it)
     if flag not in _INCLUDES:
         return Found()  # --index-url, -e ., --hash …: nothing to judge
     where = f"{shown}:{number}"

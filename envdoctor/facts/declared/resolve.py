@@ -212,6 +212,12 @@ def stack_facts(found: Found, assume: dict[str, str], kb: Knowledge, source: str
         "files": found.files,
         "projects": found.projects,
         "notes": notes,
+        "local_pins": []
+        if found.index_elsewhere
+        else [
+            {"name": d.name, "version": d.pinned, "file": d.file, "line": d.line} for d in found.local_pins
+        ],
+        "index_elsewhere": found.index_elsewhere,
     }
     facts.extra["trl_installed"] = True  # the package rules judge the declared stack
     return facts
