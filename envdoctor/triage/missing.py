@@ -60,6 +60,11 @@ def distribution(module: str) -> str:
     return str(rows.get(module) or module.replace("_", "-").lower())
 
 
+def known_distribution(module: str) -> bool:
+    """Whether the table names ``module``'s distribution (otherwise it is a guess from the name)."""
+    return module in (_table().get("distributions") or {})
+
+
 def _own_module(module: str, tb: Traceback) -> bool:
     """``module`` is the repository's own: a frame's file or folder of that name, or a name
     repositories give their own modules (``local_names``)."""
@@ -152,11 +157,19 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
         who = importer.package or "your code"
         where = f", imported by {who} ({importer.module_path}:{importer.line})"
     worker = _worker(tb, m.context, m.text)
+    known = known_distribution(module)
+    said = f"its distribution {dist}" if known else f"what provides it (on PyPI likely {dist})"
     what = (
         f"the module '{module}' is not installed in the environment that ran the import{where}: "
-        f"its distribution {dist} is missing there"
+        f"{said} is missing there"
     )
     fix = f"pip install {dist} in the environment that runs the import"
+    if not known:  # a name envdoctor's table lacks: the project's own install line decides
+        fix = (
+            f"install the distribution that provides '{module}' in the environment that runs the "
+            f"import (the project's install instructions name it; often pip install {dist}, or an "
+            "extra of the package that imports it)"
+        )
     if importer is not None and importer.package == dist:
         # the package's own part (its compiled extension) is missing: a partial or broken install
         what = (

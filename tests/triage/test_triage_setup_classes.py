@@ -228,3 +228,13 @@ def test_a_catalogue_symptom_in_prose_split_by_a_space_run_is_read():
         found and found[0].rule == "TRI011" and "liger-grpo-loss-unknown-loss-type-dapo" in found[0].message
     )
     assert findings(scan_bytes("all gather done;      the size      mismatch check passed\n")) == []
+
+
+def test_a_module_the_table_does_not_name_is_not_given_a_distribution_as_fact():
+    """`No module named 'nemo_gym'`: the table has no row, so the name is a guess: the finding
+    says so and points at the project's install line rather than asserting `pip install X`."""
+    (f,) = [f for f in findings(scan_bytes("ModuleNotFoundError: No module named 'some_rl_gym_pkg'\n"))]
+    assert f.rule == "TRI013"
+    assert "likely some-rl-gym-pkg" in f.message and "install instructions" in f.fix
+    (g,) = [f for f in findings(scan_bytes("ModuleNotFoundError: No module named 'cv2'\n"))]
+    assert "its distribution opencv-python" in g.message and g.fix.startswith("pip install opencv-python")
