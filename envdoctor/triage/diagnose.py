@@ -45,7 +45,14 @@ _SECONDARY = WRAPPERS  # named after the root failure where the log shows it
 def _generic(ms: list[Match], log: Log) -> list[Draft]:
     sig = ms[0].signature
     conf = confirm(sig.confirm_map, log.ctx, sig.rule)
-    return [finding(sig.rule, ms, log, sig.summary, conf=conf)]
+    d = finding(sig.rule, ms, log, sig.summary, conf=conf)
+    f = d.finding
+    if sig.confirm_map.get("package_below") and not conf.held and f.severity == Severity.ERROR:
+        # the cause is a release older than a fix, and neither the log nor this machine shows
+        # one: a generic message (a size off by one) is that cause only likely (severity by
+        # certainty: a warning where the entry depends on versions the log does not show)
+        d.finding = Finding(f.rule, Severity.WARNING, f.message, f.fix, f.evidence)
+    return [d]
 
 
 def _vllm_evidence(m: Match, log: Log) -> bool:

@@ -13,7 +13,8 @@ from tests.triage.helpers import LOGS, findings, scan_bytes, scan_log
 EXCERPTS = {
     "device_mismatch.log": ("device-mismatch", "PKG002", "error"),
     "device_mismatch_newer.log": ("device-mismatch", "PKG002", "error"),
-    "rotary.log": ("rotary-size-mismatch", "PKG002", "error"),
+    # the cause is vLLM older than 0.7.2 and the log shows no version: likely, a warning (#36 item 5)
+    "rotary.log": ("rotary-size-mismatch", "PKG002", "warning"),
     "vllm_device_unavailable.log": ("vllm-device-unavailable", "LAY002", "error"),
     "dataparallel_refusal.log": ("dataparallel-refusal", "LAY003", "error"),
     "oom_training.log": ("cuda-oom", "TRI001", "error"),
@@ -132,3 +133,17 @@ def test_a_traceback_source_line_quoting_the_message_is_not_the_message():
     result = scan_log("vllm_no_cache_memory.log")
     (match,) = [m for m in result.matches if m.signature.id == "vllm-no-cache-memory"]
     assert match.text.endswith("when initializing the engine.") and match.line_no == 7
+
+
+def test_a_version_bound_signature_is_an_error_only_where_the_log_shows_the_old_release():
+    """Severity by certainty: a generic message (a size off by one) is vLLM < 0.7.2's rotary bug
+    for certain only where the log shows such a vLLM; with no version it is likely (a Unsloth run
+    with max_seq_length below prompt + completion gives the same message)."""
+    line = (
+        "RuntimeError: The size of tensor a (1024) must match the size of tensor b (1025) at "
+        "non-singleton dimension 1\n"
+    )
+    (bare,) = findings(scan_bytes(line))
+    assert (bare.rule, bare.severity.value) == ("PKG002", "warning")
+    (old,) = findings(scan_bytes("vllm==0.7.1\n" + line))
+    assert (old.rule, old.severity.value) == ("PKG002", "error")
