@@ -267,3 +267,19 @@ def server_memory_full(ctx: Context) -> Iterator[Hit]:
             file=seen["file"],
             line=seen["line"],
         )
+
+
+@rule("REP012")
+def server_blocks_launch(ctx: Context) -> Iterator[Hit]:
+    for seen in _shell(ctx, "blocking_server"):
+        yield hit(
+            f"{seen['file']} line {seen['line']} starts `{seen['command']}` in the foreground: a vLLM "
+            f"server runs until it is stopped, so the script never reaches `{seen['launch']}` on "
+            f"line {seen['launch_line']}",
+            fix=(
+                f"Start the server in the background (end line {seen['line']} with `&`, wait for its "
+                "/health before the launch), or run it in a terminal of its own."
+            ),
+            file=seen["file"],
+            line=seen["line"],
+        )

@@ -181,3 +181,39 @@ def shared_gpus(starts: list[_Start]) -> tuple[list[dict[str, Any]], list[dict[s
                     }
                 )
     return shared[:MAX_FOUND], full[:MAX_FOUND]
+
+
+#: a script that chooses what to start (``case "$1" in server) … ;; train) … esac``, ``if``):
+#: its server and training lines are alternatives, not one sequence
+_CHOICE = re.compile(r"(?m)^\s*(?:case\b|if\b|elif\b|select\b)|\(\)\s*\{")
+
+
+def blocking_servers(starts: list[_Start], texts: dict[str, str]) -> list[dict[str, Any]]:
+    """vLLM servers started in the foreground of a script with a training launch after them: the
+    server runs until it is killed, so the script never reaches the launch. Only scripts that
+    run their lines in sequence (no ``case`` / ``if`` / function, both lines unindented)."""
+    out: list[dict[str, Any]] = []
+    by_file: dict[str, list[_Start]] = {}
+    for s in starts[:MAX_STARTS]:
+        by_file.setdefault(s.file, []).append(s)
+    for file, group in by_file.items():
+        text = texts.get(file, "")
+        if _CHOICE.search(text):
+            continue
+        lines = text.replace("\r\n", "\n").split("\n")
+        flush = {n for n in range(1, len(lines) + 1) if not lines[n - 1][:1].isspace()}
+        for server in (s for s in group if s.kind == "server" and not s.background and s.line in flush):
+            later = (t for t in group if t.kind == "trainer" and t.line > server.line and t.line in flush)
+            after = next(later, None)
+            if after is not None and len(out) < MAX_FOUND:
+                out.append(
+                    {
+                        "file": file,
+                        "line": server.line,
+                        "command": server.command,
+                        "launch": after.command,
+                        "launch_line": after.line,
+                    }
+                )
+                break
+    return out

@@ -40,7 +40,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from envdoctor.plan.readme_blocks import readme_blocks
-from envdoctor.plan.repo_gpus import _Start, gpu_starts, shared_gpus
+from envdoctor.plan.repo_gpus import _Start, blocking_servers, gpu_starts, shared_gpus
 from envdoctor.plan.repo_walk import walk
 from envdoctor.plan.shell_lines import EXPORT, bash_lines, is_launch, line_runs, may_launch, option_line
 
@@ -109,6 +109,7 @@ class ShellFinds:
     unset: list[dict[str, Any]] = field(default_factory=list)
     shared_gpus: list[dict[str, Any]] = field(default_factory=list)
     full_memory: list[dict[str, Any]] = field(default_factory=list)
+    blocking: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, list[dict[str, Any]]]:
         return {
@@ -119,6 +120,7 @@ class ShellFinds:
             "unset": self.unset[:MAX_FOUND],
             "shared_gpus": self.shared_gpus[:MAX_FOUND],
             "full_memory": self.full_memory[:MAX_FOUND],
+            "blocking_server": self.blocking[:MAX_FOUND],
         }
 
 
@@ -393,6 +395,7 @@ def repo_shell(root: Path) -> dict[str, list[dict[str, Any]]]:
             found.split += split_commands(block, shown, readme=True)
             found.lora_comma += lora_commas(block, shown)
     found.shared_gpus, found.full_memory = shared_gpus(starts)
+    found.blocking = blocking_servers(starts, texts)
     return found.to_dict()
 
 

@@ -475,3 +475,38 @@ def test_a_commented_out_option_line_ends_the_command(tmp_path):
     script = "python train.py \\\n    --a 1 \\\n    # --b 2 \\\n    --c 3\n"
     found = _kinds(tmp_path, {"train.sh": script})["split"]
     assert [(f["line"], f["next_line"], f["comment_cut"]) for f in found] == [(1, 4, True)]
+
+
+def test_a_server_started_in_the_foreground_before_the_training_launch_blocks_it(tmp_path):
+    """REP012 (Zityuen/open-r1-coderm's run.sh, fourth held-out set, after its measurement): the
+    server serves until stopped, so the launch after it never runs. Quiet with `&`, for a script
+    that chooses one of the two (case / if), and for indented lines (a function's body)."""
+    serial = (
+        "CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model m\n"
+        "CUDA_VISIBLE_DEVICES=1,2 accelerate launch --num_processes 2 train.py\n"
+    )
+    (found,) = _kinds(tmp_path / "a", {"run.sh": serial})["blocking_server"]
+    assert (found["file"], found["line"], found["launch_line"]) == ("run.sh", 1, 2)
+    background = serial.replace("--model m\n", "--model m &\nsleep 60\n")
+    assert _kinds(tmp_path / "b", {"run.sh": background})["blocking_server"] == []
+    choice = 'case "$1" in\nserve)\n' + serial.replace("\n", " ;;\n", 1) + "esac\n"
+    assert _kinds(tmp_path / "c", {"run.sh": choice})["blocking_server"] == []
+    alone = "CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model m\n"
+    apart = {"serve.sh": alone, "train.sh": serial.split("\n", 1)[1]}
+    assert _kinds(tmp_path / "d", apart)["blocking_server"] == []
+
+
+def test_the_hook_says_rep012_as_an_error(tmp_path):
+    from tests.conftest import run_cli
+
+    root = _repo(
+        tmp_path,
+        {
+            "run.sh": "trl vllm-serve --model m\naccelerate launch train.py --config grpo.yaml\n",
+            "grpo.yaml": "use_vllm: true\nvllm_mode: server\n",
+            "train.py": "from trl import GRPOTrainer\n",
+        },
+    )
+    out = run_cli("hook", "grpo.yaml", cwd=root)
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 1 and "REP012 run.sh line 1 starts `trl vllm-serve` in the foreground" in text
