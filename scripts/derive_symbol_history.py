@@ -583,6 +583,7 @@ def write(doc: dict[str, Any], out: Path) -> int:
     data = json.dumps(doc, separators=(",", ":"), sort_keys=False).encode()
     target = out / f"{doc['package']}.json.gz"
     target.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    _write_call_tables(doc, out)
     return target.stat().st_size
 
 
@@ -613,6 +614,19 @@ def main(argv: list[str] | None = None) -> int:
         print("over the budget", file=sys.stderr)
         return 1
     return 0
+
+
+def _write_call_tables(doc: dict, out: Path) -> None:
+    """The small per-class tables ``check`` reads (CALL_TABLES: GRPOTrainer's signatures per
+    release), from the history just written."""
+    from envdoctor.knowledge.symbol_history import CALL_TABLES, History, call_table
+
+    h = History(str(doc["package"]), [str(r) for r in doc["releases"]], doc["symbols"].get("m") or {})
+    for cls in CALL_TABLES.get(h.package, ()):
+        table = call_table(h, cls)
+        (out / f"{h.package}.{cls}.json").write_text(
+            json.dumps(table, sort_keys=True, separators=(",", ":")) + "\n"
+        )
 
 
 if __name__ == "__main__":

@@ -773,30 +773,32 @@ def config_unreadable(ctx: Context) -> Iterator[Hit]:
 def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
     """A keyword the training script passes to TRL's trainer (its constructor, or a method of the
     object it built) that the TRL release that runs does not take: TypeError at that call. From
-    the symbol history of TRL's releases (rules/knowledge/symbols/trl.json.gz), read only when the
-    script makes such a call."""
+    the call table derived from the symbol history of TRL's releases
+    (rules/knowledge/symbols/trl.GRPOTrainer.json), read only when the script makes such a call."""
     script = ctx.plan.script
     version = ctx.trl.version
     if script is None or script.problem or not script.trl_calls or not version:
         return
-    from envdoctor.knowledge.symbol_history import history
+    from envdoctor.knowledge.symbol_history import calls
 
-    h = history("trl")
-    if h is None or version not in h.releases:
-        return  # a dev build or a release past the history: not said
-    bit = 1 << h.releases.index(version)
     for call in script.trl_calls:
+        table = calls("trl", call.cls)  # a few KB beside the history: never the whole history
+        releases = [str(r) for r in (table or {}).get("releases") or []]
+        if table is None or version not in releases:
+            continue  # a dev build or a release past the history: not said
+        bit = 1 << releases.index(version)
+        row = table["methods"].get(call.method) or {}
         for key in call.keywords:
-            scope, have = h.params(call.cls, call.method, key, var=True)
+            scope, have = int(row.get("@", 0)), int(row.get(key, 0)) | int(row.get("**", 0))
             if not scope & bit or have & bit:
                 continue  # the method is not the class's own there (a base's), or it takes it
-            takes = [r for i, r in enumerate(h.releases) if have >> i & 1]
+            takes = [r for i, r in enumerate(releases) if have >> i & 1]
             shown = f"{call.cls}({key}=…)" if call.method == "__init__" else f"{call.method}({key}=…)"
             when = "at init, before training" if call.method == "__init__" else "when the call runs"
             if takes:
                 newest = takes[-1]
                 fix = (
-                    f"install a TRL that takes it ({_spans(takes, h.releases)}), e.g. "
+                    f"install a TRL that takes it ({_spans(takes, releases)}), e.g. "
                     f"pip install 'trl=={newest}', or remove `{key}=` from the call"
                 )
             else:
@@ -812,7 +814,7 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
                 call=f"{call.cls}.{call.method}",
                 keyword=key,
                 where=call.where,
-                takes=_spans(takes, h.releases) if takes else None,
+                takes=_spans(takes, releases) if takes else None,
             )
 
 

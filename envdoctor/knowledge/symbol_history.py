@@ -179,3 +179,39 @@ def packages() -> tuple[str, ...]:
         return tuple(sorted(p.name.removesuffix(".json.gz") for p in _dir().glob("*.json.gz")))
     except OSError:
         return ()
+
+
+#: classes whose method signatures ``check`` reads (CFG008), kept as a small table beside the
+#: package's history so the static check does not parse the whole history
+CALL_TABLES = {"trl": ("GRPOTrainer",)}
+
+
+def call_table(h: History, cls: str) -> dict[str, Any]:
+    """The signatures of ``cls``'s methods in every release of ``h``: ``{"releases": [...],
+    "methods": {method: {"@": releases with it, param: releases taking it by name, "**": releases
+    taking **kwargs}}}``, releases as bit masks over ``releases`` (what ``History.params`` says)."""
+    methods: dict[str, dict[str, int]] = {}
+    for _, _, node in h.classes(cls):
+        for method, spec in (node.get("p") or {}).items():
+            names = [k for k in (spec if isinstance(spec, dict) else {}) if k != "@"]
+            row = methods.setdefault(method, {})
+            for name in [*names, "**"]:
+                scope, have = h.params(cls, method, name)
+                row["@"] = row.get("@", 0) | scope
+                if have:
+                    row[name] = row.get(name, 0) | have
+    return {"schema": SCHEMA, "package": h.package, "class": cls, "releases": h.releases, "methods": methods}
+
+
+@lru_cache(maxsize=8)
+def calls(package: str, cls: str) -> dict[str, Any] | None:
+    """The call table of ``package``'s ``cls`` (``symbols/PACKAGE.CLS.json``), or None."""
+    path = _dir() / f"{package}.{cls}.json"
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_BYTES:
+            return None
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(doc, dict) and doc.get("schema") == SCHEMA and isinstance(doc.get("methods"), dict)
+    return doc if ok and isinstance(doc.get("releases"), list) else None

@@ -74,3 +74,17 @@ def test_the_hook_judges_a_scripts_calls_where_its_config_is_a_yaml_file(tmp_pat
     assert "CFG002" not in text and "CFG001" not in text  # nothing else judged on that script
     fine = run_cli("hook", "requirements.txt", "--ignore", "CFG008", cwd=tmp_path)
     assert fine.returncode == 0, fine.stdout
+
+
+def test_the_shipped_call_table_is_the_one_the_history_gives():
+    """check reads GRPOTrainer's signatures from a few-KB table beside TRL's history (the whole
+    history is ~50 ms to parse); scripts/derive_symbol_history.py writes both, and they agree."""
+    import json
+
+    from envdoctor.knowledge.symbol_history import _dir, call_table, history
+
+    h = history("trl")
+    assert h is not None
+    shipped = json.loads((_dir() / "trl.GRPOTrainer.json").read_text())
+    assert shipped == json.loads(json.dumps(call_table(h, "GRPOTrainer")))
+    assert "reward_processing_classes" in shipped["methods"]["__init__"]
