@@ -687,6 +687,9 @@ def hook(
             "--installed",
             "judges this environment's packages; --requirements names a declared stack: give one of them",
         )
+    from envdoctor.plan.repo_config_calls import forget_scan
+
+    forget_scan()  # the repository as it is now, also when the hook runs twice in one process
     kinds, skipped, unreadable = classify(list(files))
     targets = pair(kinds) + [Target(unreadable=item) for item in unreadable.items()]
     from envdoctor.commands.hook_scripts import script_runs

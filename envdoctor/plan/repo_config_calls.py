@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from functools import lru_cache
 from pathlib import Path
 
 from envdoctor.plan.repository_keys import REPO_MAX_SECONDS, _python_files
@@ -37,41 +38,45 @@ def config_scripts(root: str | os.PathLike[str]) -> list[str]:
     """The repository's scripts (paths relative to ``root``) that call GRPOConfig (or a
     subclass) with keywords envdoctor can read: literal values, argparse options, keys set in
     code; nearest levels first."""
-    base = Path(root)
-    deadline = time.monotonic() + REPO_MAX_SECONDS
-    out: list[str] = []
-    for path in _python_files(base, deadline):
-        rel = path.relative_to(base)
-        if _is_test(rel):
-            continue
-        data, _ = read_source(path)
-        if data is None or b"GRPOConfig" not in data or b"(" not in data:
-            continue
-        decl = read_script(path)
-        if decl.problem is None and any(c.values or c.from_flags or c.unknown for c in decl.config_calls):
-            out.append(str(rel))
-            if len(out) >= MAX_SCRIPTS:
-                break
-    return out
+    return _scan(str(root))[0]
 
 
 def call_scripts(root: str | os.PathLike[str]) -> list[str]:
     """The repository's scripts (relative to ``root``) that call TRL's trainer with keywords
     (``GRPOTrainer(reward_kwargs=…)``, ``trainer.create_model_card(…)``): their calls are
     judged against the TRL release (CFG008) even where the config comes from a YAML file."""
+    return _scan(str(root))[1]
+
+
+@lru_cache(maxsize=4)
+def _scan(root: str) -> tuple[list[str], list[str]]:
+    """One walk of the repository's Python files, each script read once: (config_scripts,
+    call_scripts). Cached for one hook run (the hook clears it when it starts)."""
     base = Path(root)
     deadline = time.monotonic() + REPO_MAX_SECONDS
-    out: list[str] = []
+    configs: list[str] = []
+    calls: list[str] = []
     for path in _python_files(base, deadline):
         rel = path.relative_to(base)
         if _is_test(rel):
             continue
         data, _ = read_source(path)
-        if data is None or b"GRPOTrainer" not in data:
+        if data is None or b"(" not in data or (b"GRPOConfig" not in data and b"GRPOTrainer" not in data):
             continue
         decl = read_script(path)
-        if decl.problem is None and any(c.keywords for c in decl.trl_calls):
-            out.append(str(rel))
-            if len(out) >= MAX_SCRIPTS:
-                break
-    return out
+        if decl.problem is not None:
+            continue
+        if len(configs) < MAX_SCRIPTS and any(
+            c.values or c.from_flags or c.unknown for c in decl.config_calls
+        ):
+            configs.append(str(rel))
+        if len(calls) < MAX_SCRIPTS and any(c.keywords for c in decl.trl_calls):
+            calls.append(str(rel))
+        if len(configs) >= MAX_SCRIPTS and len(calls) >= MAX_SCRIPTS:
+            break
+    return configs, calls
+
+
+def forget_scan() -> None:
+    """Drop the cached walk (the hook starts each run from the files as they are)."""
+    _scan.cache_clear()
