@@ -796,10 +796,14 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
             shown = f"{call.cls}({key}=…)" if call.method == "__init__" else f"{call.method}({key}=…)"
             when = "at init, before training" if call.method == "__init__" else "when the call runs"
             if takes:
-                newest = takes[-1]
+                # the nearest release that takes it: the smallest move from the TRL that runs
+                here = releases.index(version)
+                later = [r for r in takes if releases.index(r) > here]
+                nearest = later[0] if later else takes[-1]
                 fix = (
-                    f"install a TRL that takes it ({_spans(takes, releases)}), e.g. "
-                    f"pip install 'trl=={newest}', or remove `{key}=` from the call"
+                    f"remove `{key}=` from the call, or install a TRL that takes it "
+                    f"({_spans(takes, releases)}), the nearest being pip install 'trl=={nearest}' "
+                    "(then run envdoctor check again: its vLLM and transformers ranges differ)"
                 )
             else:
                 fix = (
