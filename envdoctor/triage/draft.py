@@ -131,10 +131,8 @@ def raised_in(m: Match) -> str:
         (i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line), default=-1
     )
     found = [f for line in lines[start + 1 :] if (f := FRAME_FULL.search(line))]
-    if not found:
-        return ""
     lib = next(((f, p) for f in reversed(found) if (p := _PACKAGES.search(f.group("path")))), None)
-    if lib is None:  # paths the paster cut to the package (``vllm/entrypoints/llm.py``)
+    if lib is None:  # paths cut to the package (``vllm/entrypoints/llm.py``), IPython's frames
         from envdoctor.triage.traceback import failure
 
         tb = failure(m.context, m.text)
@@ -145,6 +143,8 @@ def raised_in(m: Match) -> str:
             short = f"{top}/{shown.module_path}" if top else shown.module_path  # vllm/v1/engine/core.py
             where = f"{short}:{shown.line}" + (f" in {shown.function}" if shown.function else "")
             return f"raised in {shown.package} ({where})"
+    if not found:
+        return ""
     f = lib[0] if lib else found[-1]
     path = f.group("path").replace("\\", "/")
     short = path[path.find("-packages/") + 10 :] if lib else path.rsplit("/", 1)[-1]

@@ -66,6 +66,10 @@ _IPY_FRAME = re.compile(
 )
 #: Colab: ``[/usr/local/lib/python3.11/dist-packages/unsloth_zoo/vllm_utils.py](https://…) in f()``
 _COLAB_FRAME = re.compile(r"^\[(?P<path>/[^\]\s]{1,1000}\.py)\]\([^)]{0,300}\) in (?P<func>[\w.<>]{1,200})")
+#: IPython before 8 (old Colab): ``/usr/lib/python3/dist-packages/trl/x.py in f(self, a)``, its
+#: line and code on the ``--> 982     code`` line below, among numbered context lines
+_IPY_OLD_FRAME = re.compile(r"^(?P<path>[~/][^\s]{0,1000}\.py) in (?P<func>[\w.<>]{1,200})(?:\(|$)")
+_IPY_ARROW = re.compile(r"^-{1,8}> {0,4}(?P<line>\d{1,9})\s(?P<code>.{0,300})")
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_][\w]{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception|Interrupt|Exit|Warning)"
     r"|NotImplementedError|StopIteration|KeyError|AssertionError)"
@@ -240,6 +244,8 @@ def _unjoin(items: list[str]) -> list[str]:
 
 def _frame(body: str) -> Frame | None:
     m = _FRAME.match(body) or _IPY_FRAME.match(body) or _COLAB_FRAME.match(body)
+    if m is None and " in " in body:
+        m = _IPY_OLD_FRAME.match(body)
     if m is None:
         return None
     path = m.group("path")
@@ -286,6 +292,19 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
                 current.frames.append(frame)
             awaiting_code = True
             continue
+        arrow = _IPY_ARROW.match(body) if body[:1] == "-" else None
+        if arrow is not None:
+            if current is not None and current.frames and not current.frames[-1].line:
+                last = current.frames[-1]
+                code = arrow.group("code").strip()
+                current.frames[-1] = Frame(
+                    last.package, last.path, last.module_path, last.function, int(arrow.group("line")), code
+                )
+            awaiting_code = False
+            continue
+        if awaiting_code and current is not None and current.frames and not current.frames[-1].line:
+            if body[:1].isdigit():  # IPython's numbered context lines above the ``-->`` line
+                continue
         exc = _EXCEPTION.match(body)
         if exc is None and i == len(items) - 1 and current is None:
             exc = _INLINE_EXCEPTION.search(body[:4000])  # the failing line, in prose or markup

@@ -84,6 +84,30 @@ def test_ipython_and_colab_frames():
     assert b is not None and (b.caller, b.callee) == ("unsloth-zoo", "vllm")
 
 
+def test_old_ipython_frames_take_line_and_code_from_the_arrow():
+    text = [
+        "ValueError                                Traceback (most recent call last)",
+        "<ipython-input-7-3f1c2b> in <cell line: 0>()",
+        "----> 1 trainer.train()",
+        "",
+        "/usr/local/lib/python3.11/dist-packages/transformers/trainer.py in train(self, trial, **kwargs)",
+        "   2240                 hf_hub_utils.enable_progress_bars()",
+        "-> 2242             return inner_training_loop(",
+        "",
+        "/usr/local/lib/python3.11/dist-packages/trl/trainer/grpo_trainer.py in compute_loss(self, model)",
+        "    980         if self.use_vllm:",
+        "--> 982             x = inputs['prompt_ids']",
+        "    983         y = 1",
+    ]
+    tb = failure(text, "TypeError: list indices must be integers or slices, not str")
+    assert tb is not None
+    assert [(f.package, f.function, f.line) for f in tb.frames] == [
+        ("transformers", "train", 2242),
+        ("trl", "compute_loss", 982),
+    ]
+    assert tb.frames[-1].code == "x = inputs['prompt_ids']"
+
+
 def test_missing_package_is_not_drift():
     tb = failure(
         ['  File "/home/u/train.py", line 1, in <module>'], "ModuleNotFoundError: No module named 'vllm'"
@@ -347,3 +371,18 @@ def test_a_class_attribute_one_package_reads_from_anothers_class_is_drift():
     # history shows TrainingArguments gaining _VALID_DICT_FIELDS in 4.51.0: drift all the same
     (f,) = [f for f in findings(scan_bytes(instance)) if f.rule == "TRI009"]
     assert "transformers>=4.51.0" in f.fix
+
+
+def test_an_unrecognised_crash_in_old_ipython_frames_says_where_it_was_raised():
+    text = "\n".join(
+        [
+            "ValueError                                Traceback (most recent call last)",
+            "/usr/local/lib/python3.11/dist-packages/trl/trainer/grpo_trainer.py in _prepare(self, x)",
+            "    980         if self.use_vllm:",
+            "--> 982             check(x)",
+            "",
+            "ValueError: some message no signature knows",
+        ]
+    )
+    tri003 = [f for f in findings(scan_bytes(text)) if f.rule == "TRI003"]
+    assert tri003 and "raised in trl (trl/trainer/grpo_trainer.py:982 in _prepare)" in tri003[0].message
