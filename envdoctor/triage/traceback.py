@@ -302,9 +302,9 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
                 )
             awaiting_code = False
             continue
-        if awaiting_code and current is not None and current.frames and not current.frames[-1].line:
-            if body[:1].isdigit():  # IPython's numbered context lines above the ``-->`` line
-                continue
+        lineless = current is not None and current.frames and not current.frames[-1].line
+        if awaiting_code and lineless and body[:1].isdigit():  # IPython's numbered context lines
+            continue
         exc = _EXCEPTION.match(body)
         if exc is None and i == len(items) - 1 and current is None:
             exc = _INLINE_EXCEPTION.search(body[:4000])  # the failing line, in prose or markup
