@@ -45,6 +45,10 @@ PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
 #: loads vLLM beside the model and its patched GRPOTrainer generates with it (``model.vllm_engine``;
 #: unslothai/unsloth unsloth/models/llama.py, unsloth/models/rl.py)
 IN_PROCESS_VLLM = {"unsloth": "fast_inference"}
+#: functions that hand a (frozen) model to DeepSpeed outside the trainer's own prepare: TRL's
+#: ``trl.models.prepare_deepspeed`` (its trainers' reference / reward models) and the private copies
+#: of older trainers (``DPOTrainer._prepare_deepspeed``)
+DS_PREPARE = frozenset({"prepare_deepspeed", "_prepare_deepspeed"})
 #: command-line libraries other than argparse: a script that imports one (and no argparse or
 #: dataclass parser) reads its command line with code envdoctor does not follow
 OTHER_CLIS = frozenset(
@@ -145,6 +149,9 @@ class ScriptDecl:
     #: their loader calls that ask for vLLM: (where, value: True / False / None for unknown, the
     #: argparse dest it takes its value from or None)
     in_process_calls: list[tuple[str, bool | None, str | None]] = field(default_factory=list)
+    #: where the files read (the script and the repository modules it imports) hand a reference
+    #: model to DeepSpeed themselves: ``prepare_deepspeed(self.ref_model) in trainer.py:437``
+    ref_ds_prepares: tuple[str, ...] = ()
 
     @property
     def readable(self) -> bool:
@@ -339,6 +346,9 @@ class SourceFacts:
     #: name -> the mapping bound to it once (``args = {"k": v}`` / ``dict(k=v)``), None when it
     #: is bound more than once or changed in place (``args["k"] = v``, ``args.update(…)``)
     mappings: dict[str, ast.Dict | ast.Call | None] = field(default_factory=dict)
+    #: calls that hand a model to DeepSpeed themselves (``prepare_deepspeed(self.ref_model, …)``,
+    #: ``deepspeed.initialize(model=…)``): (function, line, the model argument as written)
+    ds_prepares: list[tuple[str, int, str]] = field(default_factory=list)
 
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
@@ -546,6 +556,11 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
     receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
     if node.keywords and isinstance(receiver, ast.Name) and len(mod.method_calls) < MAX_CALLS:
         mod.method_calls.append((receiver.id, last, node.lineno, node))
+    if (last in DS_PREPARE or func == "deepspeed.initialize") and len(mod.ds_prepares) < MAX_CALLS:
+        model = (
+            node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "model"), None)
+        )
+        mod.ds_prepares.append((func, node.lineno, (_dotted(model) if model is not None else None) or "?"))
     if last == "from_pretrained" and len(mod.loaders) < MAX_CALLS:
         kws = set(IN_PROCESS_VLLM.values())
         for kw in node.keywords:
@@ -791,6 +806,12 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
     decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
     decl.trl_calls = _trl_calls(main, script, res)
     decl.files = tuple(dict.fromkeys(res.files))
+    decl.ref_ds_prepares = tuple(
+        f"{func}({arg}) in {mod.path}:{line}"
+        for mod in [main, *(m for m in res.loaded.values() if m is not None and m is not main)]
+        for func, line, arg in mod.ds_prepares
+        if "ref" in arg.rsplit(".", 1)[-1].lower()
+    )
     _in_process(main, decl)
     return decl
 
