@@ -873,19 +873,30 @@ def _trl_calls(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlCall]
         kind, found = res.resolve(func, main, script)
         if kind != "trl" or found not in CHECKED_CALLS:
             continue
-        out.append(_trl_call(str(found), "__init__", f"{main.path}:{line}", call))
+        out.append(_trl_call(str(found), "__init__", f"{main.path}:{line}", call, main))
         name = main.bound.get(id(call))
         if name:
             built[name] = str(found)
     for name, method, line, call in main.method_calls:
         if name in built and not method.startswith("_"):
-            out.append(_trl_call(built[name], method, f"{main.path}:{line}", call))
+            out.append(_trl_call(built[name], method, f"{main.path}:{line}", call, main))
     return out
 
 
-def _trl_call(cls: str, method: str, where: str, call: ast.Call) -> TrlCall:
-    named = tuple(dict.fromkeys(k.arg for k in call.keywords if k.arg))
-    return TrlCall(cls, method, where, named, any(k.arg is None for k in call.keywords))
+def _trl_call(cls: str, method: str, where: str, call: ast.Call, mod: SourceFacts | None = None) -> TrlCall:
+    """The call's keywords, those of a ``**mapping`` the file binds once to a dict display
+    (``kwargs = {"finetuned_from": …}; trainer.create_model_card(**kwargs)``) among them;
+    ``spread`` when a ``**`` hands keys envdoctor does not follow."""
+    named: list[str] = [k.arg for k in call.keywords if k.arg]
+    spread = False
+    for k in call.keywords:
+        if k.arg is None:
+            pairs = _spread(mod, k.value) if mod is not None else None
+            if pairs is None:
+                spread = True
+            else:
+                named += [key for key, _ in pairs]
+    return TrlCall(cls, method, where, tuple(dict.fromkeys(named)), spread)
 
 
 def _unread_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
