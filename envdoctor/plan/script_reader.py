@@ -349,6 +349,11 @@ class SourceFacts:
     #: calls that hand a model to DeepSpeed themselves (``prepare_deepspeed(self.ref_model, …)``,
     #: ``deepspeed.initialize(model=…)``): (function, line, the model argument as written)
     ds_prepares: list[tuple[str, int, str]] = field(default_factory=list)
+    #: name -> (line, dict display) of its first binding: the keys a ``**name`` spread hands a call
+    #: at least, while nothing before the call removes one (``mappings`` is None once it changes)
+    floors: dict[str, tuple[int, ast.Dict]] = field(default_factory=dict)
+    #: name -> lines where a key may leave it: ``.pop()``, ``.clear()``, ``del name[k]``, a rebinding
+    removals: dict[str, list[int]] = field(default_factory=dict)
 
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
@@ -465,6 +470,13 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
             names = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
             if names and len(handed) < MAX_CALLS:
                 handed.append((node.func, names))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            _note_mapping(mod, node.target, node.value)  # kwargs: dict[str, Any] = {...}
+        elif isinstance(node, ast.Delete):
+            for t in node.targets:
+                name = t.value if isinstance(t, ast.Subscript) else t
+                if isinstance(name, ast.Name):
+                    mod.removals.setdefault(name.id, []).append(node.lineno)
         elif isinstance(node, ast.Attribute) and node.attr == "argv" and _dotted(node.value) == "sys":
             mod.other_cli = mod.other_cli or "sys.argv"  # read by hand
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -489,6 +501,10 @@ def _note_mapping(mod: SourceFacts, target: ast.expr, value: ast.expr) -> None:
     """Record ``name = {…}`` / ``name = dict(…)`` (a ``**name`` spread of a config call reads it)
     and ``name[key] = …`` (the mapping then holds keys envdoctor does not follow)."""
     if isinstance(target, ast.Name):
+        if target.id in mod.floors or target.id in mod.mappings:
+            mod.removals.setdefault(target.id, []).append(value.lineno)  # bound again
+        elif isinstance(value, ast.Dict) and len(mod.floors) < MAX_CALLS:
+            mod.floors[target.id] = (value.lineno, value)
         is_map = isinstance(value, ast.Dict) or (
             isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict"
         )
@@ -509,6 +525,12 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         owner = node.func.value
         if isinstance(owner, ast.Name) and owner.id in mod.mappings:
             mod.mappings[owner.id] = None  # changed in place
+        if isinstance(owner, ast.Name) and last == "pop":
+            mod.removals.setdefault(owner.id, []).append(node.lineno)
+    if last in ("popitem", "clear") and isinstance(node.func, ast.Attribute):
+        owner = node.func.value
+        if isinstance(owner, ast.Name):
+            mod.removals.setdefault(owner.id, []).append(node.lineno)
     if last == "add_argument" and "." in func:
         found = _flag(node)
         if found is False:
@@ -974,6 +996,8 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 spread_keys = _spread(main, kw.value)
                 spread = spread or spread_keys is None
                 keywords += [(k, v, False) for k, v in spread_keys or []]
+                if spread_keys is None:  # changed in place: the keys it holds at least, values unknown
+                    unknown += [k for k in _floor(main, kw.value, line) if k not in unknown]
             else:
                 keywords.append((kw.arg, kw.value, False))
         keywords += [(k, v, True) for k, v in later]
@@ -997,6 +1021,20 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 unknown.append(key)
         out.append(ConfigCall(name, main.path, line, values, flags, tuple(unknown), spread))
     return out
+
+
+def _floor(mod: SourceFacts, node: ast.expr, line: int) -> list[str]:
+    """The keys a ``**name`` spread at ``line`` hands the call at least: those of the dict display
+    first bound to ``name`` before it, when nothing between may remove one (``pop``, ``del``, a
+    rebinding); ``update`` / ``name[k] = v`` only add. Flow is read by line order (a loop that
+    pops after the call is not followed back)."""
+    if not isinstance(node, ast.Name) or node.id not in mod.floors:
+        return []
+    start, display = mod.floors[node.id]
+    if start >= line or any(start < at < line for at in mod.removals.get(node.id, [])):
+        return []
+    keys = [k.value for k in display.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    return keys if len(keys) == len(display.keys) else []
 
 
 def _spread(mod: SourceFacts, node: ast.expr) -> list[tuple[str, ast.expr]] | None:

@@ -52,3 +52,44 @@ def test_a_pin_of_a_dependency_holds_trl_back(tmp_path):
 def test_quiet_where_the_release_is_bounded_or_trl_comes_from_elsewhere(tmp_path, files):
     repo = committed_repo(tmp_path, files)
     assert "DCL009" not in _hook(repo, "DCL009")
+
+
+SCRIPT = """\
+from typing import Any
+from trl import GRPOConfig
+
+
+def build(cfg) -> GRPOConfig:
+    kwargs: dict[str, Any] = {"output_dir": "out", "max_prompt_length": cfg.max_prompt_length}
+    kwargs.update({"loss_type": cfg.loss_type})
+    kwargs["beta"] = 0.0
+    try:
+        return GRPOConfig(**kwargs)
+    except TypeError:
+        kwargs.pop(cfg.drop, None)
+        return GRPOConfig(**kwargs)
+"""
+
+
+def test_keys_of_a_mapping_changed_in_place_before_the_call_are_read(tmp_path):
+    """TiandaSun/KG_GRPO: GRPOConfig(**grpo_kwargs), the dict display updated, then popped only
+    after the first call: its keys reach that call (values unknown)."""
+    repo = committed_repo(tmp_path, {"requirements.txt": "trl>=0.14.0\n", "src/train.py": SCRIPT})
+    out = run_cli("hook", "--select", "DCL009", cwd=repo)
+    text = " ".join(out.stdout.split())
+    assert "DCL009" in text and "src/train.py:10" in text and "train.py:13" not in text
+
+
+def test_a_subfolders_readme_install_step_declares_what_no_file_does(tmp_path):
+    """hama-jp/Open-R1_Tutorial: examples/README.md's `uv pip install … trl …` is the only install."""
+    script = 'from trl import GRPOConfig\nGRPOConfig(output_dir="o", max_prompt_length=64)\n'
+    files = {
+        "examples/README.md": "```bash\n$ uv pip install torch transformers trl\n```\n",
+        "examples/ch1/train.py": script,
+    }
+    repo = committed_repo(tmp_path, files)
+    text = " ".join(run_cli("hook", "--select", "DCL009", cwd=repo).stdout.split())
+    assert "DCL009" in text and "examples/README.md" in text
+    # a vendored project's README (its folder has a project file) is not the repository's install
+    (repo / "examples" / "setup.py").write_text("from setuptools import setup\nsetup(name='x')\n")
+    assert "DCL009" not in " ".join(run_cli("hook", "--select", "DCL009", cwd=repo).stdout.split())

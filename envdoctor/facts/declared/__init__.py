@@ -174,13 +174,28 @@ def _readme_reader() -> ModuleType:
     return importlib.import_module(f"{__name__}.readme")
 
 
+#: READMEs of the folders one below the root read after the root's (an examples/ folder's install
+#: step); a folder that is a project of its own (a vendored library) is not the repository's docs
+SUB_READMES = 8
+
+
 def readmes(root: Path) -> list[Path]:
-    """The README files at ``root`` whose install steps are read as a fallback."""
+    """The README files at ``root`` whose install steps are read as a fallback, then those of
+    its folders one level down that hold no project file (``examples/README.md``)."""
     readme = _readme_reader()
     found: list[Path] = []
     for pattern in readme.PATTERNS:
         found += [p for p in sorted(root.glob(pattern)) if p.is_file() and p not in found]
-    return found
+    subs: list[Path] = []
+    for p in sorted(root.glob("*/README.md")):
+        folder = p.parent
+        if folder.name.startswith(".") or any((folder / f).exists() for f in PROJECT_FILES):
+            continue
+        if p.is_file() and not p.is_symlink():
+            subs.append(p)
+        if len(subs) >= SUB_READMES:
+            break
+    return found + subs
 
 
 def _steps(path: Path, shown: str, declared: set[str]) -> Found:
