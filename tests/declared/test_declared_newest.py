@@ -93,3 +93,15 @@ def test_a_subfolders_readme_install_step_declares_what_no_file_does(tmp_path):
     # a vendored project's README (its folder has a project file) is not the repository's install
     (repo / "examples" / "setup.py").write_text("from setuptools import setup\nsetup(name='x')\n")
     assert "DCL009" not in " ".join(run_cli("hook", "--select", "DCL009", cwd=repo).stdout.split())
+
+
+def test_a_run_scripts_install_line_declares_what_no_file_does(tmp_path):
+    """yoenoo/unsloth_vllm_profiling: run_grpo_qwq.sh's `uv pip install … vllm trl peft` before its
+    launch is the repository's only install of TRL."""
+    run = "set -xe\nuv pip install bitsandbytes accelerate vllm trl peft\naccelerate launch train.py\n"
+    repo = committed_repo(tmp_path, {"run_grpo.sh": run})
+    text = " ".join(run_cli("hook", *CONFIGS, "--select", "DCL009", cwd=repo).stdout.split())
+    assert "DCL009" in text and "run_grpo.sh" in text
+    # a file that declares TRL wins over the script's step
+    (repo / "requirements.txt").write_text("trl==0.27.2\n")
+    assert "DCL009" not in " ".join(run_cli("hook", *CONFIGS, "--select", "DCL009", cwd=repo).stdout.split())

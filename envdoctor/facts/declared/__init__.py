@@ -50,6 +50,7 @@ __all__ = [
     "PROJECT_FILES",
     "project_of",
     "readmes",
+    "run_scripts",
     "READERS",
     "Declaration",
     "Found",
@@ -198,14 +199,33 @@ def readmes(root: Path) -> list[Path]:
     return found + subs
 
 
+#: the repository's own run scripts at its root whose install steps are read as a fallback too
+RUN_SCRIPTS = 8
+
+
+def run_scripts(root: Path) -> list[Path]:
+    """Shell scripts at ``root`` that are no install script (those are declaration files): their
+    ``pip install`` lines are read as a fallback, as a README's (``uv pip install vllm trl`` at
+    the top of ``run_grpo.sh``)."""
+    shell = importlib.import_module(f"{__name__}.shell")
+    out: list[Path] = []
+    for p in sorted(root.glob("*.sh")):
+        if any(p.match(pattern) for pattern in shell.PATTERNS) or not p.is_file() or p.is_symlink():
+            continue
+        out.append(p)
+        if len(out) >= RUN_SCRIPTS:
+            break
+    return out
+
+
 def _steps(path: Path, shown: str, declared: set[str]) -> Found:
     """A README's install steps for the packages not in ``declared`` (the first of each); a
     README that cannot be read is a note, never a stop: it is prose, not a declaration."""
     from envdoctor.errors import InputError
 
-    readme = _readme_reader()
+    reader = importlib.import_module(f"{__name__}.shell") if path.suffix == ".sh" else _readme_reader()
     try:
-        steps = readme.read(path, shown)
+        steps = reader.read(path, shown)
     except InputError as exc:
         return Found(notes=[f"{shown}: install steps not read: {exc}"])
     kept: dict[str, Declaration] = {}
