@@ -14,6 +14,7 @@ from envdoctor.checks import (
     memory,
     memory_plan,
     packages,
+    repo_models,
     repository,
     scope,
     secrets,
@@ -36,4 +37,5 @@ ALL_MODULES = (
     known_failures,
     secrets,
     repository,
+    repo_models,
 )
