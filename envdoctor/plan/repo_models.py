@@ -43,6 +43,15 @@ _VAR = re.compile(r"\$\{?(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}?")
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S+)\s*$")
 
 
+def _expand(value: str, values: dict[str, str]) -> str:
+    """``$NAME`` / ``${NAME}`` replaced by what the script assigned it, else kept."""
+
+    def one(m: re.Match[str]) -> str:
+        return values.get(m["name"], m.group(0))
+
+    return _VAR.sub(one, value)
+
+
 def _named(root: Path, texts: dict[str, str]) -> list[tuple[str, int, str, str]]:
     """(file, line, key or option, value) of the model paths the configs and launch lines name."""
     from envdoctor.errors import InputError
@@ -85,7 +94,7 @@ def _named(root: Path, texts: dict[str, str]) -> list[tuple[str, int, str, str]]
                     if option not in _OPTIONS:
                         continue
                     value = value if eq else run[i + 1]
-                    value = _VAR.sub(lambda v, known=values: known.get(v["name"], v.group(0)), value)
+                    value = _expand(value, values)
                     if value and "$" not in value and not value.startswith("-"):
                         out.append((shown, number, option, value))
     return out
