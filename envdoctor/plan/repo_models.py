@@ -73,10 +73,10 @@ def _named(root: Path, texts: dict[str, str]) -> list[tuple[str, int, str, str]]
             for key in sorted(MODEL_KEYS & set(data)):
                 value = data[key]
                 if isinstance(value, str) and value.strip():
-                    line = next(
+                    at = next(
                         (n for n, t in enumerate(text.splitlines(), 1) if t.lstrip().startswith(key)), 1
                     )
-                    out.append((shown, line, key, value.strip()))
+                    out.append((shown, at, key, value.strip()))
             continue
         values: dict[str, str] = {}
         for number, line, _ in bash_lines(text.replace("\r\n", "\n")):
