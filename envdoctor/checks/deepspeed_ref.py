@@ -30,15 +30,18 @@ def _half(ds: DeepSpeedJson, ctx: Context) -> tuple[bool | None, str]:
     """Whether DeepSpeed runs the model in bf16 / fp16 (its optimizer wrapper then flattens the
     parameters): the JSON's ``enabled``, and ``"auto"`` filled from the run's bf16 / fp16 as
     transformers' DeepSpeed integration does. None: not known."""
+    # bf16: BF16_Optimizer flattens the trainable parameters at every DeepSpeed release read;
+    # fp16: FP16_Optimizer filters them only in newer releases (a warning)
+    sure = {"bf16": True, "fp16": None}
     for name, value in (("bf16", ds.bf16), ("fp16", ds.fp16)):
         if value is True:
-            return True, f"{name}.enabled true"
+            return sure[name], f"{name}.enabled true"
     autos = [name for name, value in (("bf16", ds.bf16), ("fp16", ds.fp16)) if value == "auto"]
     for name in autos:
         if name in ctx.config:
             on = as_bool(ctx.config[name])
             if on:
-                return True, f'{name}.enabled "auto" and {name}: true'
+                return sure[name], f'{name}.enabled "auto" and {name}: true'
         elif name == "bf16" and ctx.kb.feature("bf16_default_true", ctx.trl.version):
             return True, f'bf16.enabled "auto" and TRL {ctx.trl.label()}\'s bf16 default (on)'
     if autos and any(name not in ctx.config for name in autos) and ctx.trl.version is None:

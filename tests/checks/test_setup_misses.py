@@ -150,3 +150,10 @@ def test_cfg009_a_trainer_whose_source_is_not_here_is_a_warning(tmp_path):
     )
     (f,) = _cfg009(tmp_path, "0.16.0", config={"beta": 0.1}, script=script)
     assert f.severity.value == "warning" and "Qwen2VLGRPOTrainer" in f.message
+
+
+def test_cfg009_fp16_is_a_warning(tmp_path):
+    # FP16_Optimizer filters the trainable parameters only in newer DeepSpeed releases
+    ds = {"fp16": {"enabled": True}, "optimizer": {"type": "AdamW"}}
+    (f,) = _cfg009(tmp_path, "0.16.0", config={"beta": 0.04, "bf16": False}, ds=ds)
+    assert f.severity.value == "warning"
