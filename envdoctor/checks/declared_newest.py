@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,28 @@ def _stack(ctx: Context) -> dict[str, Any]:
     return (ctx.facts.extra.get("declared") or {}).get("stack") or {}
 
 
+#: the last answers of ``fresh_install`` by declared stack (the hook judges many files against
+#: one stack; the stack is kept so that its id is not reused while cached)
+_FRESH: dict[int, tuple[dict[str, Any], tuple[str, str] | None]] = {}
+
+
 def fresh_install(ctx: Context) -> tuple[str, str] | None:
     """(the TRL release a fresh install of the declared stack resolves to, the declaration) where
     TRL is declared with no upper bound and no other source; None otherwise."""
     stack = _stack(ctx)
+    if not stack:
+        return None
+    held = _FRESH.get(id(stack))
+    if held is not None and held[0] is stack:
+        return held[1]
+    if len(_FRESH) >= 4:
+        _FRESH.clear()
+    found = _fresh_install(ctx, stack)
+    _FRESH[id(stack)] = (stack, found)
+    return found
+
+
+def _fresh_install(ctx: Context, stack: dict[str, Any]) -> tuple[str, str] | None:
     trl = stack.get("trl")
     if trl is None or trl.version or any(d.url for d in trl.decls) or trl.how != "range":
         return None
@@ -63,7 +82,12 @@ def fresh_install(ctx: Context) -> tuple[str, str] | None:
 def _elsewhere() -> bool:
     """Whether the repository (the folder the hook runs in) installs TRL from somewhere else too:
     a ``trl`` git submodule, or a README install step with a git reference or a pin of TRL."""
-    root = Path.cwd()
+    return _elsewhere_in(str(Path.cwd()))
+
+
+@lru_cache(maxsize=4)
+def _elsewhere_in(folder: str) -> bool:
+    root = Path(folder)
     try:
         modules = (root / ".gitmodules").read_text(encoding="utf-8", errors="replace")[:65536]
     except OSError:

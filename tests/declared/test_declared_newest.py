@@ -105,3 +105,13 @@ def test_a_run_scripts_install_line_declares_what_no_file_does(tmp_path):
     # a file that declares TRL wins over the script's step
     (repo / "requirements.txt").write_text("trl==0.27.2\n")
     assert "DCL009" not in " ".join(run_cli("hook", *CONFIGS, "--select", "DCL009", cwd=repo).stdout.split())
+
+
+def test_a_run_scripts_exact_pin_is_not_the_repositorys_install(tmp_path):
+    """Neelectric/open-r1_safety: launch.sh upgrades vLLM to 0.11.2 in the author's venv while
+    setup.py pins torch 2.6.0; the script's pin is no declaration of the stack (no false PKG004)."""
+    run = "source /root/venv/bin/activate\nuv pip install vllm==0.11.2\naccelerate launch train.py\n"
+    repo = committed_repo(tmp_path, {"launch.sh": run, "requirements.txt": "torch==2.6.0\ntrl==0.18.0\n"})
+    out = run_cli("hook", *CONFIGS, cwd=repo)
+    text = " ".join(out.stdout.split())
+    assert "vllm 0.11.2" not in text and "PKG004" not in text

@@ -228,9 +228,13 @@ def _steps(path: Path, shown: str, declared: set[str]) -> Found:
         steps = reader.read(path, shown)
     except InputError as exc:
         return Found(notes=[f"{shown}: install steps not read: {exc}"])
+    # a run script's or a sub-folder README's step (not the root README's) declares only what it
+    # leaves open: an exact version there may be a one-off change of an environment the
+    # repository's files declare otherwise (launch.sh upgrading vLLM in place), not its install
+    secondary = shown.endswith(".sh") or "/" in shown
     kept: dict[str, Declaration] = {}
     for d in steps.declarations:
-        if d.name not in declared:
+        if d.name not in declared and not (secondary and (d.pinned or d.url)):
             kept.setdefault(d.name, d)
     if not kept:
         return Found()
