@@ -81,6 +81,7 @@ def _line(version: str) -> dict[str, str]:
 
 LEAD = re.compile(r"^(\d+\.\d+(?:\.\w+)*)")
 RANGE = re.compile(r"^([<>=!~][^ (]*)")
+LABELS = ("label.json", "stack.json", "gpus.json")  # a setup's own files, not the run's
 HOOK_FILES = re.compile(
     r"(\.ya?ml|\.json)$|^requirements.*\.txt$|^(pyproject\.toml|uv\.lock|Dockerfile|setup\.py|setup\.cfg)$"
 )
@@ -409,7 +410,11 @@ def setups(out: Path) -> None:
         accel = next((f.name for f in sorted(d.glob("accelerate*.y*ml"))), "accelerate_config.yaml")
         # the DeepSpeed JSON the setup holds (zero2.json), where --deepspeed names it
         dsj = next(
-            (f.name for f in sorted(d.glob("*.json")) if f.name not in ("label.json", "stack.json", "gpus.json")),
+            (
+                f.name
+                for f in sorted(d.glob("*.json"))
+                if f.name not in ("label.json", "stack.json", "gpus.json")
+            ),
             "zero.json",
         )
         for flags, src in (
