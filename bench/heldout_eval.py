@@ -81,6 +81,7 @@ def _line(version: str) -> dict[str, str]:
 
 LEAD = re.compile(r"^(\d+\.\d+(?:\.\w+)*)")
 RANGE = re.compile(r"^([<>=!~][^ (]*)")
+LABELS = ("label.json", "stack.json", "gpus.json")  # a setup's own files, not the run's
 HOOK_FILES = re.compile(
     r"(\.ya?ml|\.json)$|^requirements.*\.txt$|^(pyproject\.toml|uv\.lock|Dockerfile|setup\.py|setup\.cfg)$"
 )
@@ -407,10 +408,20 @@ def setups(out: Path) -> None:
         # path the line names (a bare name too: "--config grpo.yaml")
         # the accelerate config as the setup holds it (accelerate_config.yaml, accelerate_zero3.yaml)
         accel = next((f.name for f in sorted(d.glob("accelerate*.y*ml"))), "accelerate_config.yaml")
+        # the DeepSpeed JSON the setup holds (zero2.json), where --deepspeed names it
+        dsj = next(
+            (
+                f.name
+                for f in sorted(d.glob("*.json"))
+                if f.name not in ("label.json", "stack.json", "gpus.json")
+            ),
+            "zero.json",
+        )
         for flags, src in (
             (("--config_file", "--config-file"), accel),
             (("--config",), "config.yaml"),
             (("script",), "train.py"),
+            (("--deepspeed",), dsj),
         ):
             for t, path in pairs:
                 if t in flags and (d / src).exists() and path and not path.startswith("-") and path != src:

@@ -784,8 +784,11 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
     for call in script.trl_calls:
         table = calls("trl", call.cls)  # a few KB beside the history: never the whole history
         releases = [str(r) for r in (table or {}).get("releases") or []]
-        if table is None or version not in releases:
-            continue  # a dev build or a release past the history: not said
+        if table is None:
+            continue
+        if version not in releases:
+            yield from _dev_build_keywords(ctx, call, table, releases)
+            continue  # a release past the history: not said
         bit = 1 << releases.index(version)
         row = table["methods"].get(call.method) or {}
         for key in call.keywords:
@@ -820,6 +823,63 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
                 where=call.where,
                 takes=_spans(takes, releases) if takes else None,
             )
+
+
+def _dev_neighbours(ctx: Context, version: str, releases: list[str]) -> tuple[str, str, str] | None:
+    """For a TRL dev build (``0.15.0.dev0``, a main commit): the release before it and the release
+    it leads to, both in the history, and how it was placed (a pinned commit by TRL's main-branch
+    table, else the version it installs as); None for a release or a build not between two."""
+    parsed = versions.parse(version)
+    if parsed is None or not parsed.is_prerelease:
+        return None
+    declared = ((ctx.facts.extra.get("declared") or {}).get("stack") or {}).get("trl")
+    ref = next((d.ref for d in getattr(declared, "decls", ()) if getattr(d, "ref", None)), "")
+    how = f"TRL {version} (a build of TRL's main branch)"
+    before: str | None = None
+    after: str | None = ".".join(map(str, parsed.release))
+    if ref and getattr(declared, "how", "") == "git":
+        from envdoctor.knowledge.trl_commits import place
+
+        where = place(ref)
+        before, after, how = where.before, where.after, f"{where.said()} (pinned commit {ref[:10]})"
+    if before is None:
+        older = [r for r in releases if versions.satisfies(r, f"<{after}")]
+        before = older[-1] if older else None
+    if before not in releases or after not in releases:
+        return None
+    return before, str(after), how
+
+
+def _dev_build_keywords(ctx: Context, call: Any, table: dict[str, Any], releases: list[str]) -> Iterator[Hit]:
+    """CFG008 for a TRL dev build: a keyword neither the release before the build nor the release
+    it leads to takes (with the method the class's own in both) is said as a warning; the build's
+    own signature is not in the history (envdoctor holds releases only)."""
+    near = _dev_neighbours(ctx, str(ctx.trl.version), releases)
+    if near is None:
+        return
+    before, after, how = near
+    row = table["methods"].get(call.method) or {}
+    bits = [1 << releases.index(before), 1 << releases.index(after)]
+    for key in call.keywords:
+        scope, have = int(row.get("@", 0)), int(row.get(key, 0)) | int(row.get("**", 0))
+        if not all(scope & b for b in bits) or any(have & b for b in bits):
+            continue
+        takes = [r for i, r in enumerate(releases) if have >> i & 1]
+        shown = f"{call.cls}({key}=…)" if call.method == "__init__" else f"{call.method}({key}=…)"
+        yield hit(
+            f"`{shown}` in {call.where}: the TRL that runs is {how}; {call.cls}.{call.method} takes no "
+            f"`{key}` in TRL {before} before it nor in TRL {after} after it, so this build most likely "
+            "raises TypeError (unexpected keyword argument) at that call (a dev build's own "
+            "signature is not in envdoctor's history of releases)",
+            fix=f"remove `{key}=` from the call"
+            + (f", or install a release that takes it ({_spans(takes, releases)})" if takes else ""),
+            severity="warning",
+            call=f"{call.cls}.{call.method}",
+            keyword=key,
+            where=call.where,
+            between=[before, after],
+            remedy=None,
+        )
 
 
 def _spans(have: list[str], releases: list[str]) -> str:

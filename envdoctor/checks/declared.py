@@ -106,6 +106,8 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
                 **_where(trl),
             )
             continue
+        if bad_new and until and _fresh_install_refuses(ctx, until):
+            continue  # DCL009 says which release a fresh install gets, and that it refuses the key
         if bad_new and until:
             gone = known_in(spec, [t for t in tags if versions.at_least(t, until)])
             newest = f"{until} and newer" if upper_open(spec) else _releases(gone)
@@ -130,6 +132,13 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
         else:
             continue
         yield hit(msg, fix=fix, key=key, trl=spec, accepting=ok, **_where(trl))
+
+
+def _fresh_install_refuses(ctx: Context, until: str) -> bool:
+    from envdoctor.checks.declared_newest import fresh_install
+
+    placed = fresh_install(ctx)
+    return placed is not None and versions.at_least(placed[0], until) is True
 
 
 @rule("DCL002")

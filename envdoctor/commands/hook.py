@@ -433,6 +433,7 @@ def _repo_paths() -> dict[str, Any]:
     missing launch paths, what bash does with the scripts as written, GPUs the launches of one
     run share, paths of the author's machine (the REP rules)."""
     from envdoctor.plan.repo_machine import repo_machine_paths
+    from envdoctor.plan.repo_models import repo_model_paths
     from envdoctor.plan.repo_paths import repo_paths
     from envdoctor.plan.repo_shell import repo_shell
 
@@ -440,6 +441,7 @@ def _repo_paths() -> dict[str, Any]:
     if key not in _PATHS:
         _PATHS.clear()
         _PATHS[key] = {**repo_paths(Path.cwd()), **repo_shell(Path.cwd()), **repo_machine_paths(Path.cwd())}
+        _PATHS[key].update(repo_model_paths(Path.cwd()))
     return _PATHS[key]
 
 

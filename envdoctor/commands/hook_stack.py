@@ -85,7 +85,7 @@ def declared_facts(
     files found at ``root`` and those among ``passed`` (the commit's files); ``--assume``
     overrides single packages. ``scope`` (a folder below ``root``): only the declarations of
     that folder and the folders above it (a subproject's pins are not another folder's)."""
-    from envdoctor.facts.declared import discover, read_stack, readmes
+    from envdoctor.facts.declared import discover, read_stack, readmes, run_scripts
     from envdoctor.facts.declared.resolve import stack_facts
     from envdoctor.knowledge import knowledge
 
@@ -110,7 +110,8 @@ def declared_facts(
         ]
         if scope is not None:
             paths = [p for p in paths if in_scope(p, root, scope)]
-        fallback = readmes(root)  # a README's install steps, for what no file declares
+        # a README's install steps, then a run script's, for what no file declares
+        fallback = readmes(root) + run_scripts(root)
     found = read_stack(paths, root, fallback)
     source = "declared: " + ", ".join(found.files) if found.files else "--assume"
     facts = stack_facts(found, assumed, knowledge(), source)

@@ -50,6 +50,7 @@ def read_training_script(
         own_trainer=decl.own_trainer,
         unread_trainer=decl.unread_trainer,
         trl_calls=tuple(decl.trl_calls),
+        ref_ds_prepares=decl.ref_ds_prepares,
     )
     if decl.problem:
         return script_cfg, {}

@@ -45,6 +45,10 @@ PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
 #: loads vLLM beside the model and its patched GRPOTrainer generates with it (``model.vllm_engine``;
 #: unslothai/unsloth unsloth/models/llama.py, unsloth/models/rl.py)
 IN_PROCESS_VLLM = {"unsloth": "fast_inference"}
+#: functions that hand a (frozen) model to DeepSpeed outside the trainer's own prepare: TRL's
+#: ``trl.models.prepare_deepspeed`` (its trainers' reference / reward models) and the private copies
+#: of older trainers (``DPOTrainer._prepare_deepspeed``)
+DS_PREPARE = frozenset({"prepare_deepspeed", "_prepare_deepspeed"})
 #: command-line libraries other than argparse: a script that imports one (and no argparse or
 #: dataclass parser) reads its command line with code envdoctor does not follow
 OTHER_CLIS = frozenset(
@@ -145,6 +149,9 @@ class ScriptDecl:
     #: their loader calls that ask for vLLM: (where, value: True / False / None for unknown, the
     #: argparse dest it takes its value from or None)
     in_process_calls: list[tuple[str, bool | None, str | None]] = field(default_factory=list)
+    #: where the files read (the script and the repository modules it imports) hand a reference
+    #: model to DeepSpeed themselves: ``prepare_deepspeed(self.ref_model) in trainer.py:437``
+    ref_ds_prepares: tuple[str, ...] = ()
 
     @property
     def readable(self) -> bool:
@@ -339,6 +346,14 @@ class SourceFacts:
     #: name -> the mapping bound to it once (``args = {"k": v}`` / ``dict(k=v)``), None when it
     #: is bound more than once or changed in place (``args["k"] = v``, ``args.update(…)``)
     mappings: dict[str, ast.Dict | ast.Call | None] = field(default_factory=dict)
+    #: calls that hand a model to DeepSpeed themselves (``prepare_deepspeed(self.ref_model, …)``,
+    #: ``deepspeed.initialize(model=…)``): (function, line, the model argument as written)
+    ds_prepares: list[tuple[str, int, str]] = field(default_factory=list)
+    #: name -> (line, dict display) of its first binding: the keys a ``**name`` spread hands a call
+    #: at least, while nothing before the call removes one (``mappings`` is None once it changes)
+    floors: dict[str, tuple[int, ast.Dict]] = field(default_factory=dict)
+    #: name -> lines where a key may leave it: ``.pop()``, ``.clear()``, ``del name[k]``, a rebinding
+    removals: dict[str, list[int]] = field(default_factory=dict)
 
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
@@ -455,6 +470,13 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
             names = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
             if names and len(handed) < MAX_CALLS:
                 handed.append((node.func, names))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            _note_mapping(mod, node.target, node.value)  # kwargs: dict[str, Any] = {...}
+        elif isinstance(node, ast.Delete):
+            for t in node.targets:
+                name = t.value if isinstance(t, ast.Subscript) else t
+                if isinstance(name, ast.Name):
+                    mod.removals.setdefault(name.id, []).append(node.lineno)
         elif isinstance(node, ast.Attribute) and node.attr == "argv" and _dotted(node.value) == "sys":
             mod.other_cli = mod.other_cli or "sys.argv"  # read by hand
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -479,6 +501,10 @@ def _note_mapping(mod: SourceFacts, target: ast.expr, value: ast.expr) -> None:
     """Record ``name = {…}`` / ``name = dict(…)`` (a ``**name`` spread of a config call reads it)
     and ``name[key] = …`` (the mapping then holds keys envdoctor does not follow)."""
     if isinstance(target, ast.Name):
+        if target.id in mod.floors or target.id in mod.mappings:
+            mod.removals.setdefault(target.id, []).append(value.lineno)  # bound again
+        elif isinstance(value, ast.Dict) and len(mod.floors) < MAX_CALLS:
+            mod.floors[target.id] = (value.lineno, value)
         is_map = isinstance(value, ast.Dict) or (
             isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict"
         )
@@ -499,6 +525,12 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         owner = node.func.value
         if isinstance(owner, ast.Name) and owner.id in mod.mappings:
             mod.mappings[owner.id] = None  # changed in place
+        if isinstance(owner, ast.Name) and last == "pop":
+            mod.removals.setdefault(owner.id, []).append(node.lineno)
+    if last in ("popitem", "clear") and isinstance(node.func, ast.Attribute):
+        owner = node.func.value
+        if isinstance(owner, ast.Name):
+            mod.removals.setdefault(owner.id, []).append(node.lineno)
     if last == "add_argument" and "." in func:
         found = _flag(node)
         if found is False:
@@ -546,6 +578,11 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
     receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
     if node.keywords and isinstance(receiver, ast.Name) and len(mod.method_calls) < MAX_CALLS:
         mod.method_calls.append((receiver.id, last, node.lineno, node))
+    if (last in DS_PREPARE or func == "deepspeed.initialize") and len(mod.ds_prepares) < MAX_CALLS:
+        model = (
+            node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "model"), None)
+        )
+        mod.ds_prepares.append((func, node.lineno, (_dotted(model) if model is not None else None) or "?"))
     if last == "from_pretrained" and len(mod.loaders) < MAX_CALLS:
         kws = set(IN_PROCESS_VLLM.values())
         for kw in node.keywords:
@@ -791,6 +828,12 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
     decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
     decl.trl_calls = _trl_calls(main, script, res)
     decl.files = tuple(dict.fromkeys(res.files))
+    decl.ref_ds_prepares = tuple(
+        f"{func}({arg}) in {mod.path}:{line}"
+        for mod in [main, *(m for m in res.loaded.values() if m is not None and m is not main)]
+        for func, line, arg in mod.ds_prepares
+        if "ref" in arg.rsplit(".", 1)[-1].lower()
+    )
     _in_process(main, decl)
     return decl
 
@@ -852,19 +895,30 @@ def _trl_calls(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlCall]
         kind, found = res.resolve(func, main, script)
         if kind != "trl" or found not in CHECKED_CALLS:
             continue
-        out.append(_trl_call(str(found), "__init__", f"{main.path}:{line}", call))
+        out.append(_trl_call(str(found), "__init__", f"{main.path}:{line}", call, main))
         name = main.bound.get(id(call))
         if name:
             built[name] = str(found)
     for name, method, line, call in main.method_calls:
         if name in built and not method.startswith("_"):
-            out.append(_trl_call(built[name], method, f"{main.path}:{line}", call))
+            out.append(_trl_call(built[name], method, f"{main.path}:{line}", call, main))
     return out
 
 
-def _trl_call(cls: str, method: str, where: str, call: ast.Call) -> TrlCall:
-    named = tuple(dict.fromkeys(k.arg for k in call.keywords if k.arg))
-    return TrlCall(cls, method, where, named, any(k.arg is None for k in call.keywords))
+def _trl_call(cls: str, method: str, where: str, call: ast.Call, mod: SourceFacts | None = None) -> TrlCall:
+    """The call's keywords, those of a ``**mapping`` the file binds once to a dict display
+    (``kwargs = {"finetuned_from": …}; trainer.create_model_card(**kwargs)``) among them;
+    ``spread`` when a ``**`` hands keys envdoctor does not follow."""
+    named: list[str] = [k.arg for k in call.keywords if k.arg]
+    spread = False
+    for k in call.keywords:
+        if k.arg is None:
+            pairs = _spread(mod, k.value) if mod is not None else None
+            if pairs is None:
+                spread = True
+            else:
+                named += [key for key, _ in pairs]
+    return TrlCall(cls, method, where, tuple(dict.fromkeys(named)), spread)
 
 
 def _unread_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
@@ -942,6 +996,8 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 spread_keys = _spread(main, kw.value)
                 spread = spread or spread_keys is None
                 keywords += [(k, v, False) for k, v in spread_keys or []]
+                if spread_keys is None:  # changed in place: the keys it holds at least, values unknown
+                    unknown += [k for k in _floor(main, kw.value, line) if k not in unknown]
             else:
                 keywords.append((kw.arg, kw.value, False))
         keywords += [(k, v, True) for k, v in later]
@@ -965,6 +1021,20 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 unknown.append(key)
         out.append(ConfigCall(name, main.path, line, values, flags, tuple(unknown), spread))
     return out
+
+
+def _floor(mod: SourceFacts, node: ast.expr, line: int) -> list[str]:
+    """The keys a ``**name`` spread at ``line`` hands the call at least: those of the dict display
+    first bound to ``name`` before it, when nothing between may remove one (``pop``, ``del``, a
+    rebinding); ``update`` / ``name[k] = v`` only add. Flow is read by line order (a loop that
+    pops after the call is not followed back)."""
+    if not isinstance(node, ast.Name) or node.id not in mod.floors:
+        return []
+    start, display = mod.floors[node.id]
+    if start >= line or any(start < at < line for at in mod.removals.get(node.id, [])):
+        return []
+    keys = [k.value for k in display.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    return keys if len(keys) == len(display.keys) else []
 
 
 def _spread(mod: SourceFacts, node: ast.expr) -> list[tuple[str, ast.expr]] | None:

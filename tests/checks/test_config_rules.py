@@ -74,15 +74,17 @@ def test_a_declared_range_that_admits_the_removal_warns_and_an_exact_pin_in_the_
 
     (tmp_path / "grpo.yaml").write_text("use_vllm: true\nnum_generations: 4\nmax_prompt_length: 256\n")
     said = {}
-    for pin in ("trl>=0.26.0", "trl==0.26.0"):
+    for pin in ("trl>=0.26.0,<0.29", "trl==0.26.0", "trl>=0.26.0"):
         (tmp_path / "requirements.txt").write_text(pin + "\n")
         out = run_cli("hook", "--format", "json", "grpo.yaml", cwd=tmp_path)
         import json
 
         found = json.loads(out.stdout)["files"][0]["report"]["findings"]
         said[pin] = {(f["rule"], f["severity"]) for f in found if "max_prompt_length" in f["message"]}
-    assert ("DCL001", "warning") in said["trl>=0.26.0"]
+    assert ("DCL001", "warning") in said["trl>=0.26.0,<0.29"]
     assert said["trl==0.26.0"] == {("CFG001", "info")}
+    # no upper bound: a fresh install resolves the newest release, which refuses it (DCL009)
+    assert ("DCL009", "error") in said["trl>=0.26.0"]
 
 
 def test_cfg001_deprecated_key_names_trls_replacement():

@@ -25,6 +25,15 @@ _NOPROMPT = json.dumps({"question": "What is 2 + 2?", "solution": "4"})
 _CHAT = json.dumps({"prompt": [{"role": "user", "content": "What is 2 + 2?"}], "solution": "4"})
 _LONG = json.dumps({"prompt": "word " * 200, "solution": "4"})
 _TRAIN = "from trl import GRPOTrainer\n{defs}\nGRPOTrainer(model='m', reward_funcs=[r])\n"
+_UNSLOTH = (
+    "from unsloth import FastLanguageModel\n"
+    "m, t = FastLanguageModel.from_pretrained('m', fast_inference={fast})\n"
+)
+_DS = (
+    '{{"bf16": {{"enabled": "auto"}}, "optimizer": {{"type": "AdamW"}}, '
+    '"zero_optimization": {{"stage": {stage}}}}}'
+)
+_SPLIT = "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m ; CUDA_VISIBLE_DEVICES=0 python {tmp}/train.py"
 _COLO = {"use_vllm": True, "vllm_mode": "colocate", "dataset_name": "{tmp}/d.jsonl"}
 
 # rule id -> (fires, quiet): each a dict of snapshot kwargs ("snap"), config, launch
@@ -255,6 +264,46 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "launch": "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model M ; CUDA_VISIBLE_DEVICES=0 python t.py",
         },
     ),
+    "LAY015": (
+        {
+            "snap": {"n_gpus": 4},
+            "config": VLLM_SERVER,
+            "launch": "CUDA_VISIBLE_DEVICES=3 trl vllm-serve --model m ; "
+            "CUDA_VISIBLE_DEVICES=0,1,2 torchrun --nproc_per_node 1 train.py",
+        },
+        {
+            "snap": {"n_gpus": 4},
+            "config": VLLM_SERVER,
+            "launch": "CUDA_VISIBLE_DEVICES=3 trl vllm-serve --model m ; "
+            "CUDA_VISIBLE_DEVICES=0,1,2 torchrun --nproc_per_node 3 train.py",
+        },
+    ),
+    "LAY016": (
+        {
+            "config": VLLM_SERVER,
+            "launch": _SPLIT,
+            "files": {"train.py": _UNSLOTH.format(fast="True")},
+        },
+        {
+            "config": VLLM_SERVER,
+            "launch": _SPLIT,
+            "files": {"train.py": _UNSLOTH.format(fast="False")},
+        },
+    ),
+    "CFG009": (
+        {
+            "snap": {"packages": {**MODERN, "trl": "0.16.0"}},
+            "config": {"deepspeed": "{tmp}/ds.json", "beta": 0.04, "bf16": True},
+            "launch": "torchrun --nproc_per_node 2 {tmp}/train.py",
+            "files": {"ds.json": _DS.format(stage=2), "train.py": _TRAIN.format(defs="r = len")},
+        },
+        {
+            "snap": {"packages": {**MODERN, "trl": "0.16.0"}},
+            "config": {"deepspeed": "{tmp}/ds.json", "beta": 0.04, "bf16": True},
+            "launch": "torchrun --nproc_per_node 2 {tmp}/train.py",
+            "files": {"ds.json": _DS.format(stage=3), "train.py": _TRAIN.format(defs="r = len")},
+        },
+    ),
     "MEM001": (
         {
             "snap": {
@@ -447,6 +496,10 @@ ELSEWHERE |= {"CFG007"}
 # What the repository's shell scripts do as bash runs them, paths of the author's machine, GPUs two
 # launches of one run share: tests/gate/test_gate_repo_shell.py.
 ELSEWHERE |= {f"REP{n:03d}" for n in range(4, 13)}
+# TRL declared with no upper bound (the hook's declared stack): tests/declared/test_declared_newest.py.
+ELSEWHERE |= {"DCL009"}
+# A model loaded from a repository path only the author's machine has: tests/gate/test_gate_repo_models.py.
+ELSEWHERE |= {"REP013"}
 # The memory plan's rules need a model's config.json on disk: tests/memory/test_memory_rules.py.
 ELSEWHERE |= {"MEM101", "MEM102", "MEM103", "MEM104", "MEM105", "MEM106"}
 

@@ -50,9 +50,36 @@ def test_keywords_the_release_takes_are_quiet(tmp_path):
     assert _cfg008(tmp_path, "0.26.0", extra=", tools=[]") == []
 
 
-def test_a_release_past_the_history_or_a_dev_build_is_not_judged(tmp_path):
-    assert _cfg008(tmp_path, "0.15.0.dev0", extra=", reward_kwargs={}") == []
+def test_a_release_past_the_history_is_not_judged(tmp_path):
     assert _cfg008(tmp_path, "9.0.0", extra=", reward_kwargs={}") == []
+
+
+def test_a_dev_build_is_placed_between_its_releases_and_said_as_a_warning(tmp_path):
+    """open-r1 PR 171: TRL main (0.15.0.dev0) and create_model_card(finetuned_from=…); neither
+    0.14.0 nor 0.15.0 takes it: a warning (the build's own signature is not in the history),
+    never an error."""
+    (f,) = _cfg008(tmp_path, "0.15.0.dev0", card=", finetuned_from='base'")
+    assert f.severity.value == "warning"
+    assert f.evidence["between"] == ["0.14.0", "0.15.0"] and "most likely" in f.message
+
+
+def test_a_dev_build_whose_releases_take_the_keyword_is_quiet(tmp_path):
+    # both 0.14.0 and 0.15.0 take tags=; a keyword only one side takes is not said either
+    assert _cfg008(tmp_path, "0.15.0.dev0", card=", tags=['x']") == []
+    assert _cfg008(tmp_path, "0.26.0.dev0", extra=", tools=[]") == []
+
+
+def test_keywords_of_a_mapping_spread_into_the_call_are_read(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        SCRIPT.format(extra="", card="").replace(
+            'trainer.create_model_card(model_name="m")',
+            'kwargs = {"finetuned_from": "base", "tags": ["x"]}\ntrainer.create_model_card(**kwargs)',
+        )
+    )
+    found = findings(snapshot(2, packages={**STACK, "trl": "0.15.2"}), launch=f"python {script}")
+    (f,) = [f for f in found if f.rule == "CFG008"]
+    assert f.evidence["keyword"] == "finetuned_from" and f.severity.value == "error"
 
 
 def test_the_hook_judges_a_scripts_calls_where_its_config_is_a_yaml_file(tmp_path):

@@ -61,14 +61,16 @@ def test_vllm_from_the_trl_extra_resolves_for_the_pinned_torch(tmp_path):
 
 
 def test_trl_range_spanning_the_vllm_device_removal_is_a_warning(tmp_path):
+    # a bounded range (an open one resolves to the newest release on a fresh install: DCL009)
     repo = committed_repo(
-        tmp_path, {"requirements.txt": "trl>=0.17\nvllm==0.8.5.post1\ntorch==2.6.0\n", "legacy.yaml": LEGACY}
+        tmp_path,
+        {"requirements.txt": "trl>=0.17,<0.19\nvllm==0.8.5.post1\ntorch==2.6.0\n", "legacy.yaml": LEGACY},
     )
     out = run_cli("hook", "legacy.yaml", cwd=repo)
     text = " ".join(out.stdout.split())
     assert out.returncode == 0, text  # a warning: some releases of the range accept it
     assert "DCL001" in text and "spans the removal of `vllm_device`" in text
-    assert "TRL 0.17.0 accepts it, TRL 0.18.0 and newer reject it" in text
+    assert "TRL 0.17.0 accepts it, TRL 0.18.0 … 0.18.2 reject it" in text
     assert "require 'trl<0.18.0'" in text
     assert run_cli("hook", "legacy.yaml", "--strict", cwd=repo).returncode == 1
     closed = committed_repo(

@@ -165,10 +165,12 @@ def test_a_trl_declared_with_no_version_spans_every_release(tmp_path):
         tmp_path,
         {"requirements.txt": "trl\n", "grpo.yaml": GRPO + "max_prompt_length: 256\n"},
     )
-    out = run_cli("hook", "--select", "DCL001", "grpo.yaml", cwd=r)
+    # a bare `trl` installs the newest release, which removed the key: DCL009 says so (an error),
+    # and DCL001 no longer says the range spans it; no release older than a key is said either
+    out = run_cli("hook", "--select", "DCL001", "--select", "DCL009", "grpo.yaml", cwd=r)
     said = text(out)
-    assert out.returncode == 0 and "spans the removal of `max_prompt_length`" in said
-    assert "older than" not in said
+    assert out.returncode == 1 and "DCL009" in said and "removed `max_prompt_length` in 0.28.0" in said
+    assert "spans the removal" not in said and "older than" not in said
 
 
 def test_a_key_the_pinned_commit_already_has_is_not_unknown(tmp_path):

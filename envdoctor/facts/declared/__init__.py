@@ -50,6 +50,7 @@ __all__ = [
     "PROJECT_FILES",
     "project_of",
     "readmes",
+    "run_scripts",
     "READERS",
     "Declaration",
     "Found",
@@ -174,13 +175,47 @@ def _readme_reader() -> ModuleType:
     return importlib.import_module(f"{__name__}.readme")
 
 
+#: READMEs of the folders one below the root read after the root's (an examples/ folder's install
+#: step); a folder that is a project of its own (a vendored library) is not the repository's docs
+SUB_READMES = 8
+
+
 def readmes(root: Path) -> list[Path]:
-    """The README files at ``root`` whose install steps are read as a fallback."""
+    """The README files at ``root`` whose install steps are read as a fallback, then those of
+    its folders one level down that hold no project file (``examples/README.md``)."""
     readme = _readme_reader()
     found: list[Path] = []
     for pattern in readme.PATTERNS:
         found += [p for p in sorted(root.glob(pattern)) if p.is_file() and p not in found]
-    return found
+    subs: list[Path] = []
+    for p in sorted(root.glob("*/README.md")):
+        folder = p.parent
+        if folder.name.startswith(".") or any((folder / f).exists() for f in PROJECT_FILES):
+            continue
+        if p.is_file() and not p.is_symlink():
+            subs.append(p)
+        if len(subs) >= SUB_READMES:
+            break
+    return found + subs
+
+
+#: the repository's own run scripts at its root whose install steps are read as a fallback too
+RUN_SCRIPTS = 8
+
+
+def run_scripts(root: Path) -> list[Path]:
+    """Shell scripts at ``root`` that are no install script (those are declaration files): their
+    ``pip install`` lines are read as a fallback, as a README's (``uv pip install vllm trl`` at
+    the top of ``run_grpo.sh``)."""
+    shell = importlib.import_module(f"{__name__}.shell")
+    out: list[Path] = []
+    for p in sorted(root.glob("*.sh")):
+        if any(p.match(pattern) for pattern in shell.PATTERNS) or not p.is_file() or p.is_symlink():
+            continue
+        out.append(p)
+        if len(out) >= RUN_SCRIPTS:
+            break
+    return out
 
 
 def _steps(path: Path, shown: str, declared: set[str]) -> Found:
@@ -188,14 +223,18 @@ def _steps(path: Path, shown: str, declared: set[str]) -> Found:
     README that cannot be read is a note, never a stop: it is prose, not a declaration."""
     from envdoctor.errors import InputError
 
-    readme = _readme_reader()
+    reader = importlib.import_module(f"{__name__}.shell") if path.suffix == ".sh" else _readme_reader()
     try:
-        steps = readme.read(path, shown)
+        steps = reader.read(path, shown)
     except InputError as exc:
         return Found(notes=[f"{shown}: install steps not read: {exc}"])
+    # a run script's or a sub-folder README's step (not the root README's) declares only what it
+    # leaves open: an exact version there may be a one-off change of an environment the
+    # repository's files declare otherwise (launch.sh upgrading vLLM in place), not its install
+    secondary = shown.endswith(".sh") or "/" in shown
     kept: dict[str, Declaration] = {}
     for d in steps.declarations:
-        if d.name not in declared:
+        if d.name not in declared and not (secondary and (d.pinned or d.url)):
             kept.setdefault(d.name, d)
     if not kept:
         return Found()
