@@ -1,0 +1,99 @@
+# ruff: noqa: E501 - log lines are quoted as programs print them
+"""Generic mechanisms that reach failures in the shapes real threads paste them: an exception whose
+message starts on the lines after its name, an import message whose module lost its quotes, a guard
+refusing an environment variable its package reserves; each fires on several shapes and stays quiet
+on look-alikes."""
+
+from __future__ import annotations
+
+from envdoctor.findings import Severity
+from tests.triage.helpers import findings, scan_bytes
+
+
+def _found(text: str):
+    return findings(scan_bytes(text))
+
+
+def _one(text: str):
+    found = _found(text)
+    assert len(found) == 1, found
+    return found[0]
+
+
+# -- an exception's message on the lines after its name -------------------------------------------
+
+SPLIT_IMPORT = """\
+Failed to import VLLM Rollout. Please make sure vllm is installed.
+
+ImportError:
+cannot import name 'Fp8LinearOp'
+from vllm.model_executor.layers.quantization.utils.w8a8_utils
+"""
+
+
+def test_a_message_that_starts_on_the_line_after_the_exceptions_name_is_read_whole():
+    f = _one(SPLIT_IMPORT)
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR
+    assert "Fp8LinearOp" in f.message and "vllm" in f.fix and "removed in vllm" in f.fix
+    # the same with Python's quotes kept, and on one line with the quotes lost
+    quoted = SPLIT_IMPORT.replace("from vllm.model", "from 'vllm.model").rstrip("\n") + "'\n"
+    assert _one(quoted).rule == "TRI009"
+    one_line = "ImportError: cannot import name 'Fp8LinearOp' from vllm.model_executor.layers.quantization.utils.w8a8_utils\n"
+    f = _one(one_line)
+    assert f.rule == "TRI009" and "w8a8_utils" in f.message
+    # a sentence's full stop after the bare module is not part of its name
+    f = _one(one_line.replace("w8a8_utils\n", "w8a8_utils.\n"))
+    assert f.rule == "TRI009" and "w8a8_utils." not in f.fix.replace("w8a8_utils.Fp8", "")
+
+
+def test_quiet_where_the_name_alone_is_not_followed_by_a_message():
+    # the name and its colon, then a frame or a blank line: nothing to read as its message
+    text = "RuntimeError:\n\nTraceback (most recent call last):\n"
+    assert all(f.rule not in ("TRI009", "TRI012") for f in _found(text))
+    # a name the symbol history does not place (the user's own module): no drift verdict
+    own = "ImportError:\ncannot import name 'helper'\nfrom my_project.rewards\n"
+    assert all(f.severity != Severity.ERROR for f in _found(own))
+
+
+# -- a reserved environment variable --------------------------------------------------------------
+
+RAY_RESERVED = "AssertionError: The env var, __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR, is not permitted because it is reserved for the internal use.\n"
+
+
+def test_a_reserved_environment_variable_names_its_owner_what_set_it_and_the_fix():
+    f = _one(RAY_RESERVED)
+    assert f.rule == "TRI012" and f.severity == Severity.ERROR
+    assert f.message.startswith("Ray refused the environment") and "worker_process_setup_hook" in f.message
+    assert "remove the worker_process_setup_hook" in f.fix
+    core = (
+        "(EngineCore_DP0 pid=1279235) ERROR 03-18 23:23:32 [core.py:1006] "
+        + RAY_RESERVED
+        + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n"
+    )
+    f = _one(core)  # in vLLM's engine process: the process is named
+    assert f.rule == "TRI012" and "in EngineCore_DP0" in f.message
+    traced = (
+        "Traceback (most recent call last):\n"
+        '  File "/venv/lib/python3.12/site-packages/ray/_private/runtime_env/setup_hook.py", line 120, in export_setup_func_callable\n'
+        "    assert ray_constants.WORKER_PROCESS_SETUP_HOOK_ENV_VAR not in env_vars, (\n" + RAY_RESERVED
+    )
+    assert _one(traced).rule == "TRI012"
+    other = "ValueError: Environment variable VLLM_INTERNAL_PORT is reserved for the internal use of vLLM.\n"
+    f = _one(other)  # a variable with no row of what sets it: the generic fix, its owner named
+    assert (
+        f.rule == "TRI012"
+        and f.message.startswith("vLLM refused")
+        and "do not set VLLM_INTERNAL_PORT" in f.fix
+    )
+
+
+def test_quiet_on_reserved_words_that_are_no_environment_variable_of_a_known_owner():
+    # a variable of no package envdoctor can name, and no frame of a stack package: not named
+    unknown = "AssertionError: The env var, MY_APP_SECRET_KEY, is not permitted because it is reserved for the internal use.\n"
+    assert all(f.rule != "TRI012" for f in _found(unknown))
+    # a reserved word that is no variable (a token, a keyword)
+    token = "ValueError: The token '<|endoftext|>' is reserved for the internal use of the tokenizer.\n"
+    assert all(f.rule != "TRI012" for f in _found(token))
+    # an OS permission error is no refusal of an environment
+    perm = "PermissionError: [Errno 1] Operation not permitted: '/dev/shm/ray'\n"
+    assert all(f.rule != "TRI012" for f in _found(perm))
