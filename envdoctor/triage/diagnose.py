@@ -687,6 +687,10 @@ def diagnose(
             found = self_contradiction(head, log)  # a check that refuses what it allows
         if found is None and head:
             found = bare_message(head, log)  # Python's message quoted without its exception's name
+        if found is None and head:
+            from envdoctor.triage.columns import repr_exception
+
+            found = repr_exception(head, log)  # an exception shown as its constructor: ValueError("…")
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:

@@ -97,3 +97,75 @@ def test_quiet_on_reserved_words_that_are_no_environment_variable_of_a_known_own
     # an OS permission error is no refusal of an environment
     perm = "PermissionError: [Errno 1] Operation not permitted: '/dev/shm/ray'\n"
     assert all(f.rule != "TRI012" for f in _found(perm))
+
+
+# -- a column the dataset lacks -------------------------------------------------------------------
+
+
+def test_the_datasets_librarys_own_words_name_the_column_and_those_the_dataset_has():
+    text = """\
+Traceback (most recent call last):
+  File "/home/u/grpo.py", line 60, in main
+    dataset = dataset.remove_columns(["messages"])
+  File "/venv/lib/python3.11/site-packages/datasets/arrow_dataset.py", line 2535, in remove_columns
+    raise ValueError(
+ValueError: Column name ['messages'] not in the dataset. Current columns in the dataset: ['problem', 'solution']
+"""
+    f = _one(text)
+    assert f.rule == "TRI015" and f.severity == Severity.ERROR
+    assert "'messages'" in f.message and "problem, solution" in f.message
+    assert "rename_column" in f.fix and "problem, solution" in f.fix
+    row = "KeyError: \"Column prompt not in the dataset. Current columns in the dataset: ['question', 'answer']\"\n"
+    f = _one(row)  # a row's __getitem__ (formatting.py), quoted by KeyError
+    assert f.rule == "TRI015" and "'prompt'" in f.message and "question, answer" in f.message
+
+
+def test_trl_reading_a_rows_column_is_the_data_and_the_users_own_code_is_not_judged():
+    trl = """\
+Traceback (most recent call last):
+  File "/home/u/train.py", line 80, in <module>
+    trainer.train()
+  File "/venv/lib/python3.11/site-packages/trl/data_utils.py", line 204, in maybe_apply_chat_template
+    last_role = example["prompt"][-1]["role"]
+KeyError: 'prompt'
+"""
+    f = _one(trl)
+    assert f.rule == "TRI015" and f.severity == Severity.ERROR
+    assert "'prompt'" in f.message and "data_utils.py:204" in f.message and "rename_column" in f.fix
+    # the same KeyError in the user's own code: no claim about the data (the first-exception answer)
+    own = trl.replace("/venv/lib/python3.11/site-packages/trl/data_utils.py", "/home/u/prep.py")
+    assert all(x.rule != "TRI015" for x in _found(own))
+    # a KeyError in TRL that is no row's column (a dict of its own)
+    other = trl.replace('example["prompt"][-1]["role"]', 'self._metrics[mode]["prompt"]')
+    assert all(x.rule != "TRI015" for x in _found(other))
+
+
+def test_a_scripts_own_check_of_its_column_argument_and_an_exception_shown_as_its_constructor():
+    f = _one('ValueError(f"Dataset Question Field Error: {prompt_column} is not supported.")\n')
+    assert f.rule == "TRI015" and f.severity == Severity.ERROR
+    assert "prompt_column" in f.message and "--prompt_column" in f.fix
+    f = _one("ValueError: prompt column 'question' not found in dataset; set dataset_prompt_column\n")
+    assert f.rule == "TRI015" and "'question'" in f.message and "dataset_prompt_column" in f.fix
+    # repr(e) of another exception goes through the same diagnosis (here: drift, the symbol history)
+    f = _one(
+        "ImportError(\"cannot import name 'Fp8LinearOp' from 'vllm.model_executor.layers.quantization.utils.w8a8_utils'\")\n"
+    )
+    assert f.rule == "TRI009"
+
+
+def test_quiet_on_columns_that_are_not_the_datasets_and_on_a_constructor_in_prose():
+    # a tensor's column, a table's column of a report: no dataset column argument named
+    assert all(
+        f.rule != "TRI015"
+        for f in _found("IndexError: column index 5 is out of range for a matrix of 4 columns\n")
+    )
+    assert all(
+        f.rule != "TRI015" for f in _found("ValueError: the key 'lr' is not supported by this scheduler\n")
+    )
+    # a constructor inside a sentence, not a line of its own
+    said = 'We then raise ValueError("Dataset field {prompt_column} is not supported") in our fork.\n'
+    assert all(f.rule != "TRI015" for f in _found(said))
+    # the suite's unknown failure (KeyError in the user's own code) stays the first-exception answer
+    from tests.triage.helpers import findings as named
+
+    assert [f.rule for f in named("unknown_failure.log")] == ["TRI003"]
