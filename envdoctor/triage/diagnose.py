@@ -672,6 +672,7 @@ def diagnose(
             cut_traceback,
             diagnose_failure,
             head_symptoms,
+            repr_exception,
             self_contradiction,
         )
 
@@ -688,8 +689,6 @@ def diagnose(
         if found is None and head:
             found = bare_message(head, log)  # Python's message quoted without its exception's name
         if found is None and head:
-            from envdoctor.triage.columns import repr_exception
-
             found = repr_exception(head, log)  # an exception shown as its constructor: ValueError("…")
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line

@@ -20,7 +20,7 @@ from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import boundary, columns, hydra, missing, refusal
+from envdoctor.triage import boundary, columns, hydra, inference, missing, refusal
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
@@ -311,6 +311,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             raised_entry(t, m, log)
             or missing.not_installed(tb, t, m, log)
             or columns.missing_column(t, m, log)
+            or inference.inference_tensor(t, m, log)
             or drift(t, [m], log)
             or trl_refusal(t, m, log)
             or hydra.config_error(tb, t, m, log)
@@ -511,6 +512,48 @@ def bare_message(head: bytes, log: Log) -> Draft | None:
         if d is not None:
             return d
         if tried >= MAX_BARE_LINES:
+            break
+    return None
+
+
+#: an exception written as its constructor (``ValueError("…")``: ``repr(e)`` in a log, or a raise
+#: statement quoted as the failure): the type and the message literal; the whole line
+_REPR = re.compile(
+    r"^(?:raise\s+)?(?P<type>(?:[\w]{1,60}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception))\("
+    r"(?P<prefix>[rRfFbBuU]{0,2})(?P<q>['\"])(?P<msg>.{1,2000}?)(?P=q)\)\s*$"
+)
+MAX_REPR_LINES = 20
+
+
+def repr_exception(head: bytes, log: Log) -> Draft | None:
+    """An exception a log shows as its constructor (``ValueError('…')``, ``ValueError(f"…")``) on a
+    line of its own, read as ``ValueError: …`` and diagnosed as any failing line
+    (``diagnose_failure``). In a log that fits in its head; at most
+    ``MAX_REPR_LINES`` such lines tried."""
+    from envdoctor.triage.scanner import clean, split_prefix
+    from envdoctor.triage.signatures import signatures
+
+    if not head or b"Error(" not in head and b"Exception(" not in head:
+        return None
+    sig = next((x for x in signatures() if x.id == "unrecognized-exception"), None)
+    if sig is None:
+        return None
+    lines = head.decode("utf-8", errors="replace").split("\n")
+    tried = 0
+    for line_no, raw in enumerate(lines, 1):
+        if "Error(" not in raw and "Exception(" not in raw:
+            continue
+        body = split_prefix(clean(raw[:4096].encode()))[0].strip()
+        found = _REPR.match(body)
+        if found is None:
+            continue
+        tried += 1
+        text = f"{found.group('type')}: {found.group('msg')}"
+        m = Match(sig, line_no, text[:1000], {}, None, tuple(lines[max(0, line_no - 41) : line_no - 1]))
+        d = diagnose_failure(m, log)
+        if d is not None:
+            return d
+        if tried >= MAX_REPR_LINES:
             break
     return None
 

@@ -169,3 +169,37 @@ def test_quiet_on_columns_that_are_not_the_datasets_and_on_a_constructor_in_pros
     from tests.triage.helpers import findings as named
 
     assert [f.rule for f in named("unknown_failure.log")] == ["TRI003"]
+
+
+# -- an inference tensor in autograd --------------------------------------------------------------
+
+INFERENCE = """\
+Traceback (most recent call last):
+  File "/home/u/train.py", line 90, in <module>
+    trainer.train()
+  File "/env/lib/python3.10/site-packages/unsloth_zoo/gradient_checkpointing.py", line 554, in backward
+    outputs = ctx.run_function(*detached_inputs)
+  File "/env/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1739, in _wrapped_call_impl
+    return self._call_impl(*args, **kwargs)
+RuntimeError: Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal tensor and use it in autograd.
+"""
+
+
+def test_an_inference_tensor_in_the_step_names_the_stack_that_ran_it_as_a_warning():
+    f = _one(INFERENCE)
+    assert f.rule == "TRI016" and f.severity == Severity.WARNING  # which release made it is not shown
+    assert "unsloth-zoo's backward" in f.message and "upgrade unsloth-zoo and unsloth" in f.fix
+    assert "torch.no_grad()" in f.fix
+    bare = _one(INFERENCE.splitlines()[-1] + "\n")  # the message alone: the generic fix
+    assert bare.rule == "TRI016" and "find the torch.inference_mode() block" in bare.fix
+    inplace = "RuntimeError: Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.\n"
+    assert _one(inplace).rule == "TRI016"
+
+
+def test_quiet_on_other_runtime_errors_and_a_warning_that_mentions_inference_tensors():
+    other = INFERENCE.replace(
+        "Inference tensors cannot be saved for backward", "Expected all tensors to be on the same device"
+    )
+    assert all(f.rule != "TRI016" for f in _found(other))
+    said = "[W1128 10:00:00] UserWarning: Inference tensors cannot be saved for backward in this mode\n"
+    assert all(f.rule != "TRI016" for f in _found(said))
