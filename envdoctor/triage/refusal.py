@@ -86,6 +86,12 @@ _NOT_CONFIG = re.compile(
     r"\bdataset\b|\bcolumns?\b|input_ids|\bprompt\b|\bimages? (?:items?|tokens?|placeholders?)|"
     r"checkpoint|state_dict|no such file|not found\b|\bnan\b"
 )
+#: a message that demands an option's value in its own words ("… needs `reward_model_type=full`",
+#: "requires --use_vllm=True"): the setting and its value are the refusal and its fix
+_DEMAND = re.compile(
+    r"\b(?:needs?|requires?|only (?:works|runs) with|please set|you must set|must be run with) "
+    r"(?P<q>[`'\"]?)(?P<kv>-{0,2}[A-Za-z_][\w.]{1,60} ?= ?[\w.\-]{1,60})(?P=q)"
+)
 _OPTION_EQ = re.compile(r"`?(?P<k>[A-Za-z_][\w.]{1,60})`?\s?=\s?`?(?P<v>[\w.\-'\"]{1,60})`?")
 _TICKED = re.compile(r"[`'\"](?P<k>[A-Za-z_][\w.\-]{1,60})[`'\"]")
 _SNAKE = re.compile(r"\b(?P<k>--?[a-z][a-z0-9-]{2,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
@@ -300,7 +306,8 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     from envdoctor.triage.scanner import squeeze  # a wrap turned to spaces or a newline: as it reads
 
     text = squeeze(" ".join([tb.message.strip(), *(x.strip() for x in more)]))[:2000]
-    if not _REFUSING.search(text) or _NOT_CONFIG.search(text) or _contradicts_itself(text):
+    demand = _DEMAND.search(text)
+    if not (_REFUSING.search(text) or demand) or _NOT_CONFIG.search(text) or _contradicts_itself(text):
         return None
     package = _raised_in_guard(tb)
     where = ""
@@ -314,7 +321,8 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     elif not tb.frames or all(f.package is None for f in tb.frames):
         package = _package_named(tb.message)  # the message's own prefix or subject names it
     options = _options(text)
-    own = _own_fix(text)
+    said_fix = _own_fix(text)
+    own = said_fix or (f"set {demand.group('kv').replace(' ', '')}" if demand else "")
     if package is None:
         # no frame and no name: a refusal whose own fix changes an option it names is still the
         # configuration's (``expandable_segments:True`` … "Consider using expandable_segments:False")
@@ -334,7 +342,9 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if cut and not more and log.lines and m.line_no >= log.lines:
         what += " (the log ends inside the message: paste the whole exception line, and the lines after it)"
     change = f"change what it refuses ({named})" if options else "change the setting the message names"
-    if own:
+    if own and not said_fix:  # the value it demands: that is the fix
+        fix = f"{own}, the value the check demands (on the command line or in the run's config file)"
+    elif own:
         fix = f"the message's own fix: {own} (or {change})"
     else:
         fix = f"{change}: {name} refuses this configuration whatever the releases"

@@ -516,10 +516,11 @@ def bare_message(head: bytes, log: Log) -> Draft | None:
     return None
 
 
-#: an exception written as its constructor (``ValueError("…")``: ``repr(e)`` in a log, or a raise
-#: statement quoted as the failure): the type and the message literal; the whole line
+#: an exception written as its constructor (``ValueError("…")``: ``repr(e)`` in a log, or the
+#: exception of a raise statement quoted as the failure): the type and the message literal; the whole
+#: line, and not a frame's source line (a ``raise …`` statement is ``cutguard``'s to read)
 _REPR = re.compile(
-    r"^(?:raise\s+)?(?P<type>(?:[\w]{1,60}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception))\("
+    r"^(?P<type>(?:[\w]{1,60}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception))\("
     r"(?P<prefix>[rRfFbBuU]{0,2})(?P<q>['\"])(?P<msg>.{1,2000}?)(?P=q)\)\s*$"
 )
 MAX_REPR_LINES = 20
@@ -547,6 +548,9 @@ def repr_exception(head: bytes, log: Log) -> Draft | None:
         found = _REPR.match(body)
         if found is None:
             continue
+        above = next((x for x in reversed(lines[max(0, line_no - 4) : line_no - 1]) if x.strip()), "")
+        if 'File "' in above:
+            continue  # a frame's source line
         tried += 1
         text = f"{found.group('type')}: {found.group('msg')}"
         m = Match(sig, line_no, text[:1000], {}, None, tuple(lines[max(0, line_no - 41) : line_no - 1]))

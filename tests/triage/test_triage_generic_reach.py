@@ -203,3 +203,26 @@ def test_quiet_on_other_runtime_errors_and_a_warning_that_mentions_inference_ten
     assert all(f.rule != "TRI016" for f in _found(other))
     said = "[W1128 10:00:00] UserWarning: Inference tensors cannot be saved for backward in this mode\n"
     assert all(f.rule != "TRI016" for f in _found(said))
+
+
+# -- a check that demands an option's value -------------------------------------------------------
+
+
+def test_a_message_that_demands_an_options_value_is_a_refusal_with_that_value_as_its_fix():
+    text = 'raise ValueError("Freeze/Full PPO training needs `reward_model_type=full`.")\nValueError: Freeze/Full PPO training needs `reward_model_type=full`.\n'
+    f = _one(text)
+    assert f.rule == "TRI012" and f.severity == Severity.ERROR
+    assert f.fix.startswith("set reward_model_type=full, the value the check demands")
+    f = _one("ValueError: Colocated generation requires --vllm_mode=colocate to be passed\n")
+    assert f.rule == "TRI012" and "--vllm_mode=colocate" in f.fix
+
+
+def test_quiet_where_the_demand_is_about_data_or_resources_or_names_no_value():
+    assert all(
+        f.rule != "TRI012"
+        for f in _found("ValueError: the dataset needs `split=train` rows with a prompt column\n")
+    )
+    assert all(
+        f.rule != "TRI012" for f in _found("RuntimeError: NCCL requires NCCL_P2P_DISABLE=1 on this machine\n")
+    )
+    assert all(f.rule != "TRI012" for f in _found("ValueError: this model needs more than one GPU\n"))
