@@ -20,7 +20,7 @@ from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import boundary, columns, hydra, inference, missing, refusal
+from envdoctor.triage import boundary, columns, hydra, inference, missing, programs, refusal
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
@@ -312,6 +312,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or missing.not_installed(tb, t, m, log)
             or columns.missing_column(t, m, log)
             or inference.inference_tensor(t, m, log)
+            or programs.missing_program(t, m, log)
             or drift(t, [m], log)
             or trl_refusal(t, m, log)
             or hydra.config_error(tb, t, m, log)

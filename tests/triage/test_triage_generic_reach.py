@@ -226,3 +226,37 @@ def test_quiet_where_the_demand_is_about_data_or_resources_or_names_no_value():
         f.rule != "TRI012" for f in _found("RuntimeError: NCCL requires NCCL_P2P_DISABLE=1 on this machine\n")
     )
     assert all(f.rule != "TRI012" for f in _found("ValueError: this model needs more than one GPU\n"))
+
+
+# -- a program not on PATH ------------------------------------------------------------------------
+
+NINJA = """\
+(VllmServer pid=4242) Traceback (most recent call last):
+(VllmServer pid=4242)   File "/opt/venvs/vllm/lib/python3.12/site-packages/torch/utils/cpp_extension.py", line 2100, in verify_ninja_availability
+(VllmServer pid=4242)     subprocess.check_output(["ninja", "--version"])
+(VllmServer pid=4242)   File "/usr/lib/python3.12/subprocess.py", line 1955, in _execute_child
+(VllmServer pid=4242)     raise child_exception_type(errno_num, err_msg, err_filename)
+(VllmServer pid=4242) FileNotFoundError: [Errno 2] No such file or directory: 'ninja'
+"""
+
+
+def test_a_program_started_by_name_and_not_found_is_the_path_of_the_process_that_ran_it():
+    f = _one(NINJA)
+    assert f.rule == "TRI017" and f.severity == Severity.ERROR
+    assert "'ninja'" in f.message and "VllmServer" in f.message and "pip install ninja" in f.fix
+    assert "runtime_env" in f.fix
+    quoted = _one("Worker failed with error '[Errno 2] No such file or directory: 'ninja''\n")
+    assert quoted.rule == "TRI017" and "a worker process" in quoted.message
+    # a program no table names, shown started by subprocess: still the PATH
+    other = _one(NINJA.replace("'ninja'", "'sglang-router'"))
+    assert other.rule == "TRI017" and "install sglang-router" in other.fix
+
+
+def test_quiet_on_a_missing_file_that_is_no_program():
+    data = "FileNotFoundError: [Errno 2] No such file or directory: 'config.json'\n"
+    assert all(f.rule != "TRI017" for f in _found(data))
+    path = "FileNotFoundError: [Errno 2] No such file or directory: '/data/gsm8k/train.parquet'\n"
+    assert all(f.rule != "TRI017" for f in _found(path))
+    # a bare name that no table knows and no subprocess frame started: a file, not a program
+    bare = "FileNotFoundError: [Errno 2] No such file or directory: 'outputs'\n"
+    assert all(f.rule != "TRI017" for f in _found(bare))
