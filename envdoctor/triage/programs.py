@@ -95,6 +95,7 @@ def missing_program(tb: Traceback, m: Match, log: Log) -> Draft | None:
 
 
 MAX_LINES = 20
+_WARNED = re.compile(r"(?i)\bwarn(?:ing)?\b|\bignor(?:e|ed|ing)\b|\bskipp(?:ed|ing)\b|\bfalling back\b")
 
 
 def from_head(head: bytes, log: Log) -> Draft | None:
@@ -116,6 +117,8 @@ def from_head(head: bytes, log: Log) -> Draft | None:
             continue
         tried += 1
         body = split_prefix(clean(raw[:4096].encode()))[0].strip()
+        if _WARNED.search(body[:200]):
+            continue  # logged as a warning: the run went on without it (wandb's git lookup)
         name = _program(body, None)
         if name is not None:
             m = Match(sig, line_no, body[:1000], {}, None, tuple(lines[max(0, line_no - 41) : line_no - 1]))

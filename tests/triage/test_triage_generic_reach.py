@@ -260,3 +260,5 @@ def test_quiet_on_a_missing_file_that_is_no_program():
     # a bare name that no table knows and no subprocess frame started: a file, not a program
     bare = "FileNotFoundError: [Errno 2] No such file or directory: 'outputs'\n"
     assert all(f.rule != "TRI017" for f in _found(bare))
+    warned = "wandb: WARNING Unable to read the repository: [Errno 2] No such file or directory: 'git'\n"
+    assert all(f.rule != "TRI017" for f in _found(warned))  # logged as a warning: the run went on
