@@ -563,6 +563,10 @@ def repr_exception(head: bytes, log: Log) -> Draft | None:
     return None
 
 
+#: Ray's header of a task's failure: ``ray.exceptions.RayTaskError(ModuleNotFoundError): ray::…``
+_RAY_WRAPPED = re.compile(r"RayTaskError\((?P<exc>[A-Z]\w{0,60}(?:Error|Exception))\)")
+
+
 def cut_traceback(head: bytes, log: Log) -> Draft | None:
     """A log that ends inside a traceback (a pasted excerpt cut before the exception line): no
     cause can be settled from it, so say where it was cut — the last frames shown, by package —
@@ -597,6 +601,12 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
         f"the log ends inside a traceback, before its exception line: the last frames shown are {shown}; "
         "no cause can be named without the exception"
     )
+    wrapped = _RAY_WRAPPED.findall(tail[-65536:].decode("utf-8", errors="replace"))
+    if wrapped:  # Ray's header names the exception its task raised, before the frames
+        what += f" (Ray's header names it a {wrapped[-1]}"
+        if wrapped[-1] in ("ModuleNotFoundError", "ImportError") and runs[-1].package:
+            what += f": an import failed inside {runs[-1].package}'s {runs[-1].function or 'code'}"
+        what += ")"
     fix = (
         "paste the traceback to its end: the lines after the last frame, down to the one shaped "
         "'SomeError: message' (and any 'During handling of the above exception' part after it); "

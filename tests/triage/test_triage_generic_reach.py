@@ -262,3 +262,28 @@ def test_quiet_on_a_missing_file_that_is_no_program():
     assert all(f.rule != "TRI017" for f in _found(bare))
     warned = "wandb: WARNING Unable to read the repository: [Errno 2] No such file or directory: 'git'\n"
     assert all(f.rule != "TRI017" for f in _found(warned))  # logged as a warning: the run went on
+
+
+# -- a cut traceback under Ray's header -----------------------------------------------------------
+
+RAY_CUT = """\
+ray.exceptions.RayTaskError(ModuleNotFoundError): ray::WorkerDict.actor_rollout_init_model() (pid=10928, ip=10.1.1.104)
+  File "/venv/lib/python3.12/site-packages/verl/single_controller/ray/base.py", line 705, in func
+    return getattr(self.worker_dict[key], name)(*args, **kwargs)
+  File "/venv/lib/python3.12/site-packages/verl/workers/fsdp_workers.py", line 626, in init_model
+    self.rollout, self.rollout_sharding_manager = self._build_rollout(
+"""
+
+
+def test_a_cut_traceback_under_rays_header_names_the_exception_it_wraps_still_a_warning():
+    f = _one(RAY_CUT)
+    assert f.rule == "TRI003" and f.severity == Severity.WARNING
+    assert (
+        "Ray's header names it a ModuleNotFoundError: an import failed inside verl's init_model" in f.message
+    )
+    plain = _one(
+        RAY_CUT.split("\n", 1)[1].replace(
+            '  File "/venv', 'Traceback (most recent call last):\n  File "/venv', 1
+        )
+    )
+    assert plain.rule == "TRI003" and "Ray's header" not in plain.message
