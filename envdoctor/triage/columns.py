@@ -55,7 +55,7 @@ _SCRIPT = re.compile(
 )
 #: the script's argument that names the column (``{prompt_column}``, ``--prompt_column``,
 #: ``dataset_prompt_column``)
-_COLUMN_ARG = re.compile(r"(?P<arg>\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_(?:column|field|key)(?:_name)?)\b")
+_COLUMN_ARG = re.compile(r"(?P<arg>\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_(?:column|field)s?(?:_name)?)\b")
 _QUOTED = re.compile(r"['\"`](?P<col>[\w.-]{1,80})['\"`]")
 
 
