@@ -162,6 +162,9 @@ def test_quiet_on_columns_that_are_not_the_datasets_and_on_a_constructor_in_pros
     assert all(
         f.rule != "TRI015" for f in _found("ValueError: the key 'lr' is not supported by this scheduler\n")
     )
+    # a key of a service, not a column argument
+    service = "ValueError: the reward data key is missing: set openai_api_key\n"
+    assert all(f.rule != "TRI015" for f in _found(service))
     # a constructor inside a sentence, not a line of its own
     said = 'We then raise ValueError("Dataset field {prompt_column} is not supported") in our fork.\n'
     assert all(f.rule != "TRI015" for f in _found(said))
