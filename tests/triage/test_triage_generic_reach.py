@@ -290,3 +290,15 @@ def test_a_cut_traceback_under_rays_header_names_the_exception_it_wraps_still_a_
         )
     )
     assert plain.rule == "TRI003" and "Ray's header" not in plain.message
+
+
+# -- a symptom that is its own cause --------------------------------------------------------------
+
+
+def test_a_prompt_longer_than_max_model_len_is_an_error_without_versions_the_lengths_are_the_cause():
+    text = "ValueError: The decoder prompt (length 5120) is longer than the maximum model length of 4096. Make sure that `max_model_len` is no smaller than the number of text tokens.\n"
+    f = _one(text)
+    assert f.rule == "TRI011" and f.severity == Severity.ERROR and "max_model_len" in f.fix
+    # vLLM's V0 skip is a warning in the log, not a crash: still not an error
+    skipped = "WARNING 03-19 10:00:00 scheduler.py:700] Input prompt (6768 tokens) is too long and exceeds limit of 4096\n"
+    assert all(x.severity != Severity.ERROR for x in _found(skipped))
