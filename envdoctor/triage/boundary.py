@@ -30,7 +30,10 @@ _CALL = re.compile(
     r"|takes (?P<takes>.{1,60}) positional arguments? but (?P<given>\d{1,3}) (?:were|was) given"
     r"|got multiple values for argument '(?P<dup>\w{1,200})')"
 )
-_IMPORT = re.compile(r"cannot import name '(?P<name>[\w.]{1,200})' from '(?P<module>[\w.]{1,300})'")
+#: the module quoted as Python prints it, or bare where a paste lost its quotes
+_IMPORT = re.compile(
+    r"cannot import name '(?P<name>[\w.]{1,200})' from '?(?P<module>[A-Za-z_][\w.]{0,298}\w)"
+)
 _NO_MODULE = re.compile(r"No module named '(?P<module>[\w.]{1,300})'")
 _MODULE_ATTR = re.compile(r"module '(?P<module>[\w.]{1,300})' has no attribute '(?P<attr>\w{1,200})'")
 #: an instance's missing attribute, or a class's ("type object 'X' has no attribute 'y'")

@@ -672,6 +672,7 @@ def diagnose(
             cut_traceback,
             diagnose_failure,
             head_symptoms,
+            repr_exception,
             self_contradiction,
         )
 
@@ -687,6 +688,12 @@ def diagnose(
             found = self_contradiction(head, log)  # a check that refuses what it allows
         if found is None and head:
             found = bare_message(head, log)  # Python's message quoted without its exception's name
+        if found is None and head:
+            found = repr_exception(head, log)  # an exception shown as its constructor: ValueError("…")
+        if found is None and head:
+            from envdoctor.triage.programs import from_head as program_from_head
+
+            found = program_from_head(head, log)  # a program not on PATH, quoted by a wrapper
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:

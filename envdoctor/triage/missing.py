@@ -179,10 +179,16 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
         fix = f"pip install --force-reinstall --no-deps {dist} (a build for the installed torch and Python)"
     elif worker:
         what += f"; it ran in a worker process ({worker}), whose environment is the one without it"
-        fix = (
-            f"install {dist} where the worker runs: its environment (a Ray runtime_env's pip list, "
-            "the venv or image the workers start from, every node), not only the driver's: "
+        what_dist = dist if known else f"the distribution that provides '{module}'"
+        install = (
             f"pip install {dist}"
+            if known  # a name the table lacks: a guess, said as one (the project's install line decides)
+            else f"the project's install instructions name it; often pip install {dist}, or an extra "
+            "of the package that imports it"
+        )
+        fix = (
+            f"install {what_dist} where the worker runs: its environment (a Ray runtime_env's pip list, "
+            f"the venv or image the workers start from, every node), not only the driver's ({install})"
         )
     d = finding(RULE, [m], log, what, fix, module=module, distribution=dist, worker=worker or None)
     f = d.finding  # the import failed and nothing handled it: the run stops here, an error

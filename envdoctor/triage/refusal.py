@@ -16,6 +16,13 @@ error. Two shapes, both read from the traceback model (``traceback.Traceback``):
    that field (the engine argument, TRL's GRPOConfig key or ``trl vllm-serve`` flag, verl's or
    ms-swift's option where the log shows that stack).
 
+3. **A reserved environment variable**: a guard refusing an environment variable that its package
+   keeps for its own use ("The env var, __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR, is not permitted
+   because it is reserved for the internal use."): the package is the variable's owner (its name's
+   prefix), the environment handed to it (a runtime_env's env_vars, variables a worker inherited and
+   passes on) is what it refused, and the process where it was refused is named from the log's
+   prefix or frames.
+
 The finding names the package, the options the message names and the fix the message gives
 (else: change the option it names). A message continued on the lines after the exception's line
 (pydantic's details, a wrapped sentence) is read from the log's head.
@@ -78,6 +85,12 @@ _NOT_CONFIG = re.compile(
     r"timed? ?out|\bNCCL\b|CUDA error|illegal memory|socket|connection|address already|"
     r"\bdataset\b|\bcolumns?\b|input_ids|\bprompt\b|\bimages? (?:items?|tokens?|placeholders?)|"
     r"checkpoint|state_dict|no such file|not found\b|\bnan\b"
+)
+#: a message that demands an option's value in its own words ("… needs `reward_model_type=full`",
+#: "requires --use_vllm=True"): the setting and its value are the refusal and its fix
+_DEMAND = re.compile(
+    r"\b(?:needs?|requires?|only (?:works|runs) with|please set|you must set|must be run with) "
+    r"(?P<q>[`'\"]?)(?P<kv>-{0,2}[A-Za-z_][\w.]{1,60} ?= ?[\w.\-]{1,60})(?P=q)"
 )
 _OPTION_EQ = re.compile(r"`?(?P<k>[A-Za-z_][\w.]{1,60})`?\s?=\s?`?(?P<v>[\w.\-'\"]{1,60})`?")
 _TICKED = re.compile(r"[`'\"](?P<k>[A-Za-z_][\w.\-]{1,60})[`'\"]")
@@ -205,17 +218,96 @@ def _contradicts_itself(text: str) -> bool:
     return m is not None and m.group("got") in re.findall(r"['\"`]([\w.-]{1,80})['\"`]", m.group("allowed"))
 
 
+#: an environment variable a guard refuses because its package keeps it for itself
+_RESERVED_ENV = re.compile(
+    r"\b(?:env(?:ironment)?[ _]?var(?:iable)?s?|variable)\b[ ,:'\"`]{0,4}(?P<var>_{0,2}[A-Z][A-Z0-9]{1,30}"
+    r"(?:_[A-Z0-9]{1,30}){1,12})\b[ ,'\"`]{0,4}(?:is|are)? ?(?:not permitted|not allowed|reserved)"
+    r"[^.\n]{0,80}?\breserved\b|\b(?P<var2>_{0,2}[A-Z][A-Z0-9]{1,30}(?:_[A-Z0-9]{1,30}){1,12})\b[ ,'\"`]{0,4}"
+    r"is reserved for (?:the )?internal use"
+)
+#: the owner of an environment variable, by its name's prefix (what the finding names)
+_ENV_OWNERS = (
+    ("RAY_", "Ray"),
+    ("VLLM_", "vLLM"),
+    ("NCCL_", "NCCL"),
+    ("TORCH_", "torch"),
+    ("PYTORCH_", "torch"),
+    ("ACCELERATE_", "Accelerate"),
+    ("HF_", "Hugging Face Hub"),
+    ("CUDA_", "CUDA"),
+)
+#: what sets a reserved variable where the package does so from an option of its own (the variable
+#: the user never set: the option is what to change). Ray's setup-hook export:
+#: https://github.com/ray-project/ray/blob/master/python/ray/_private/runtime_env/setup_hook.py
+_SET_BY = {
+    "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR": (
+        "Ray sets it itself in every worker's environment from a worker_process_setup_hook "
+        "(ray.init(runtime_env={'worker_process_setup_hook': …}), in your code or the RL stack's); "
+        "a process started by Ray inherits it, and a Ray job it starts in turn (vLLM's Ray executor, "
+        "distributed_executor_backend='ray') hands it back to Ray in its env_vars",
+        "remove the worker_process_setup_hook from ray.init's runtime_env (or use the RL stack's "
+        "release without it), or keep the variable out of the env_vars passed on to Ray; where the "
+        "engine fits one node, vLLM's multiprocessing executor (distributed_executor_backend='mp') "
+        "starts no Ray job",
+    ),
+}
+
+
+def reserved_env(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """A guard refusing an environment variable its package reserves (module docstring, 3)."""
+    if tb.name not in _TYPES or "reserved" not in tb.message:
+        return None
+    found = _RESERVED_ENV.search(tb.message[:2000])
+    if found is None:
+        return None
+    var = found.group("var") or found.group("var2")
+    bare = var.lstrip("_")
+    owner = next((name for prefix, name in _ENV_OWNERS if bare.startswith(prefix)), None)
+    raised = _raised_in_guard(tb)
+    if owner is None and raised is None:
+        return None  # a variable of no package envdoctor can name: the first-exception answer
+    name = owner or _DISPLAY.get(str(raised), str(raised))
+    from envdoctor.triage.missing import _worker
+
+    worker = _worker(tb, m.context, m.text)
+    where = f" in {worker}" if worker else ""
+    what = (
+        f"{name} refused the environment handed to it{where}: {var} is an environment variable {name} "
+        f"reserves for its own use, and the environment it was given (a runtime_env's env_vars, or "
+        f"variables a worker inherited and passed on) already held it: “{tb.message.strip()[:400]}”"
+    )
+    why, fix = _SET_BY.get(
+        var,
+        (
+            "",
+            f"do not set {var} in the environment or runtime_env handed to {name}: {name} sets it "
+            "itself (unset it in the launch environment, or drop it from the env_vars your code or "
+            "the RL stack passes on)",
+        ),
+    )
+    if why:
+        what += f" — {why}"
+    d = finding(RULE, [m], log, what, fix, package=name, variable=var, worker=worker or None)
+    f = d.finding  # the same environment is refused on every start: an error
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    return d
+
+
 def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """A stack package's own guard refused the configuration (module docstring, 1)."""
     if tb.name not in _TYPES or not tb.message.strip():
         return None
+    reserved = reserved_env(tb, m, log)
+    if reserved is not None:
+        return reserved
     # a message the line breaks mid-sentence goes on on the next lines
     cut = not tb.message.rstrip().endswith((".", "!", "?", ")", "]", "'", '"', "`"))
     more = _more(log, tb.line_no or m.line_no) if cut else []
     from envdoctor.triage.scanner import squeeze  # a wrap turned to spaces or a newline: as it reads
 
     text = squeeze(" ".join([tb.message.strip(), *(x.strip() for x in more)]))[:2000]
-    if not _REFUSING.search(text) or _NOT_CONFIG.search(text) or _contradicts_itself(text):
+    demand = _DEMAND.search(text)
+    if not (_REFUSING.search(text) or demand) or _NOT_CONFIG.search(text) or _contradicts_itself(text):
         return None
     package = _raised_in_guard(tb)
     where = ""
@@ -229,7 +321,8 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     elif not tb.frames or all(f.package is None for f in tb.frames):
         package = _package_named(tb.message)  # the message's own prefix or subject names it
     options = _options(text)
-    own = _own_fix(text)
+    said_fix = _own_fix(text)
+    own = said_fix or (f"set {demand.group('kv').replace(' ', '')}" if demand else "")
     if package is None:
         # no frame and no name: a refusal whose own fix changes an option it names is still the
         # configuration's (``expandable_segments:True`` … "Consider using expandable_segments:False")
@@ -249,7 +342,9 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if cut and not more and log.lines and m.line_no >= log.lines:
         what += " (the log ends inside the message: paste the whole exception line, and the lines after it)"
     change = f"change what it refuses ({named})" if options else "change the setting the message names"
-    if own:
+    if own and not said_fix:  # the value it demands: that is the fix
+        fix = f"{own}, the value the check demands (on the command line or in the run's config file)"
+    elif own:
         fix = f"the message's own fix: {own} (or {change})"
     else:
         fix = f"{change}: {name} refuses this configuration whatever the releases"

@@ -2,13 +2,14 @@
 
 A log pasted from a terminal or a web page keeps a line wrap inside an exception's message as a
 run of spaces (``must be evenly divisible                    by the number of generations``) or as
-a newline (the message goes on on the next line). The scan matches the signatures' literals on
-the line as it is, so such a message matches no signature but the first-exception fallback. Here
-each exception line the scan found only through the fallback is read again: the message with the
-lines that continue it (in a log that fits in its head), NFKC-normalised with every whitespace run
-one space (``scanner.squeeze``), matched against the signatures (the shipped ones, TRL's own known
-messages and the catalogue's symptoms). Bounded: at most ``MAX_LINES`` exception lines, each with
-at most ``MAX_MORE`` lines after it.
+a newline (the message goes on on the next line; or starts there, after an exception's name alone
+on its line: ``ImportError:`` then ``cannot import name 'X'`` then ``from m``). The scan matches
+the signatures' literals on the line as it is, so such a message matches no signature but the
+first-exception fallback. Here each exception line the scan found only through the fallback is
+read again: the message with the lines that continue it (in a log that fits in its head),
+NFKC-normalised with every whitespace run one space (``scanner.squeeze``), matched against the
+signatures (the shipped ones, TRL's own known messages and the catalogue's symptoms). Bounded:
+at most ``MAX_LINES`` exception lines, each with at most ``MAX_MORE`` lines after it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from envdoctor.triage.scanner import clean, split_prefix, squeeze
 MAX_LINES = 20
 MAX_MORE = 4
 _RUN = re.compile(r"\S\s{3,}\S")  # a run of blanks between two words: a wrap turned to spaces
+#: an exception's name alone with its colon: its message is on the lines after it
+_NAME_ONLY = re.compile(r"^[A-Z][\w.]{0,200}?(?:Error|Exception):$")
 _ENDED = (".", "!", "?", ")", "]", "'", '"', "`", ":")
 _STOP = re.compile(
     r"^(?:File \"|Traceback|During handling|The above exception|INFO|WARNING|ERROR|DEBUG|\[?\d{4}-\d\d-\d\d"
@@ -47,7 +50,16 @@ def rematch(matches: Sequence[Match], head: bytes) -> list[Match]:
     from envdoctor.triage.signatures import signatures
 
     judged = {m.line_no for m in matches if not m.signature.fallback and not m.signature.hint}
-    tried = [m for m in matches if m.signature.id == "unrecognized-exception" and m.line_no not in judged]
+    tried = [
+        m
+        for m in matches
+        if m.line_no not in judged
+        and (
+            m.signature.id == "unrecognized-exception"
+            or m.signature.id == "failure-line"
+            and _NAME_ONLY.match(m.text.strip())
+        )
+    ]
     if not tried:
         return []
     lines: list[str] | None = None  # the head's lines, split once a message needs them
@@ -55,7 +67,8 @@ def rematch(matches: Sequence[Match], head: bytes) -> list[Match]:
     out: list[Match] = []
     for m in tried[:MAX_LINES]:
         more: list[str] = []
-        if head and not m.text.rstrip().endswith(_ENDED):
+        name_only = _NAME_ONLY.match(m.text.strip()) is not None
+        if head and (name_only or not m.text.rstrip().endswith(_ENDED)):
             if lines is None:
                 lines = head.decode("utf-8", errors="replace").split("\n")
             more = _following(lines, m.line_no)

@@ -20,7 +20,7 @@ from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import boundary, hydra, missing, refusal
+from envdoctor.triage import boundary, columns, hydra, inference, missing, programs, refusal
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
@@ -310,6 +310,9 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
         found = (
             raised_entry(t, m, log)
             or missing.not_installed(tb, t, m, log)
+            or columns.missing_column(t, m, log)
+            or inference.inference_tensor(t, m, log)
+            or programs.missing_program(t, m, log)
             or drift(t, [m], log)
             or trl_refusal(t, m, log)
             or hydra.config_error(tb, t, m, log)
@@ -514,6 +517,56 @@ def bare_message(head: bytes, log: Log) -> Draft | None:
     return None
 
 
+#: an exception written as its constructor (``ValueError("…")``: ``repr(e)`` in a log, or the
+#: exception of a raise statement quoted as the failure): the type and the message literal; the whole
+#: line, and not a frame's source line (a ``raise …`` statement is ``cutguard``'s to read)
+_REPR = re.compile(
+    r"^(?P<type>(?:[\w]{1,60}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception))\("
+    r"(?P<prefix>[rRfFbBuU]{0,2})(?P<q>['\"])(?P<msg>.{1,2000}?)(?P=q)\)\s*$"
+)
+MAX_REPR_LINES = 20
+
+
+def repr_exception(head: bytes, log: Log) -> Draft | None:
+    """An exception a log shows as its constructor (``ValueError('…')``, ``ValueError(f"…")``) on a
+    line of its own, read as ``ValueError: …`` and diagnosed as any failing line
+    (``diagnose_failure``). In a log that fits in its head; at most
+    ``MAX_REPR_LINES`` such lines tried."""
+    from envdoctor.triage.scanner import clean, split_prefix
+    from envdoctor.triage.signatures import signatures
+
+    if not head or b"Error(" not in head and b"Exception(" not in head:
+        return None
+    sig = next((x for x in signatures() if x.id == "unrecognized-exception"), None)
+    if sig is None:
+        return None
+    lines = head.decode("utf-8", errors="replace").split("\n")
+    tried = 0
+    for line_no, raw in enumerate(lines, 1):
+        if "Error(" not in raw and "Exception(" not in raw:
+            continue
+        body = split_prefix(clean(raw[:4096].encode()))[0].strip()
+        found = _REPR.match(body)
+        if found is None:
+            continue
+        above = next((x for x in reversed(lines[max(0, line_no - 4) : line_no - 1]) if x.strip()), "")
+        if 'File "' in above:
+            continue  # a frame's source line
+        tried += 1
+        text = f"{found.group('type')}: {found.group('msg')}"
+        m = Match(sig, line_no, text[:1000], {}, None, tuple(lines[max(0, line_no - 41) : line_no - 1]))
+        d = diagnose_failure(m, log)
+        if d is not None:
+            return d
+        if tried >= MAX_REPR_LINES:
+            break
+    return None
+
+
+#: Ray's header of a task's failure: ``ray.exceptions.RayTaskError(ModuleNotFoundError): ray::…``
+_RAY_WRAPPED = re.compile(r"RayTaskError\((?P<exc>[A-Z]\w{0,60}(?:Error|Exception))\)")
+
+
 def cut_traceback(head: bytes, log: Log) -> Draft | None:
     """A log that ends inside a traceback (a pasted excerpt cut before the exception line): no
     cause can be settled from it, so say where it was cut — the last frames shown, by package —
@@ -548,6 +601,12 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
         f"the log ends inside a traceback, before its exception line: the last frames shown are {shown}; "
         "no cause can be named without the exception"
     )
+    wrapped = _RAY_WRAPPED.findall(tail[-65536:].decode("utf-8", errors="replace"))
+    if wrapped:  # Ray's header names the exception its task raised, before the frames
+        what += f" (Ray's header names it a {wrapped[-1]}"
+        if wrapped[-1] in ("ModuleNotFoundError", "ImportError") and runs[-1].package:
+            what += f": an import failed inside {runs[-1].package}'s {runs[-1].function or 'code'}"
+        what += ")"
     fix = (
         "paste the traceback to its end: the lines after the last frame, down to the one shaped "
         "'SomeError: message' (and any 'During handling of the above exception' part after it); "

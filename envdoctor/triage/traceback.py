@@ -347,7 +347,7 @@ _BARE = (
         re.compile(r"[\w.<>]{1,200}\(\) missing \d{1,3} required (?:positional|keyword-only) argument"),
         "TypeError",
     ),
-    (re.compile(r"cannot import name '[\w.]{1,200}' from '"), "ImportError"),
+    (re.compile(r"cannot import name '[\w.]{1,200}' from '?[A-Za-z_]"), "ImportError"),
     (re.compile(r"module '[\w.]{1,300}' has no attribute '"), "AttributeError"),
 )
 

@@ -65,6 +65,12 @@ def test_a_worker_process_is_named_as_the_environment_to_fix():
 """
     f = _one(core)
     assert f.rule == "TRI013" and "EngineCore_DP0" in f.message and "qwen-vl-utils" in f.fix
+    # a name the import-name table lacks: the distribution is a guess in the worker's branch too
+    unknown = _one(core.replace("qwen_vl_utils", "acme_reward_kit"))
+    assert "often pip install acme-reward-kit" in unknown.fix
+    assert "(pip install acme-reward-kit)" not in unknown.fix and "provides 'acme_reward_kit'" in unknown.fix
+    known = _one(core.replace("qwen_vl_utils", "cv2"))  # a row of the table: said as fact
+    assert "(pip install opencv-python)" in known.fix
     anonymous = ray.replace("(WorkerDict pid=1234, ip=10.0.0.2) ", "(pid=75332) ")  # Ray's bare prefix
     assert "worker process (a Ray worker)" in _one(anonymous).message
     frames_only = ray.replace("(WorkerDict pid=1234, ip=10.0.0.2) ", "")  # the frames tell it
