@@ -108,6 +108,9 @@ class TrlCall:
     where: str  # "train.py:262"
     keywords: tuple[str, ...]
     spread: bool = False  # also ``**kwargs`` of keys envdoctor does not follow
+    #: each keyword's removal from the call as a line edit of the script: (keyword, first line,
+    #: the lines as written, the lines without it); a keyword whose text could not be cut is absent
+    drops: tuple[tuple[str, int, tuple[str, ...], tuple[str, ...]], ...] = ()
 
 
 @dataclass
@@ -339,6 +342,7 @@ class SourceFacts:
     #: name -> the mapping bound to it once (``args = {"k": v}`` / ``dict(k=v)``), None when it
     #: is bound more than once or changed in place (``args["k"] = v``, ``args.update(…)``)
     mappings: dict[str, ast.Dict | ast.Call | None] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)  # the text's lines (a fix's edit is cut from them)
 
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
@@ -593,9 +597,11 @@ def _load(path: Path, label: str) -> tuple[SourceFacts | None, str | None]:
     if tree is None:
         return None, problem
     try:
-        return _scan(tree, label), None
+        mod = _scan(tree, label)
     except (RecursionError, MemoryError):
         return None, "is too deeply nested to read"
+    mod.lines = data.decode("utf-8", errors="replace").splitlines()
+    return mod, None
 
 
 # --------------------------------------------------------------------------------------------
@@ -795,6 +801,22 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
     return decl
 
 
+def trl_calls_of_text(path: str, text: str) -> tuple[list[TrlCall], str | None]:
+    """The calls into TRL's trainer (``ScriptDecl.trl_calls``) of the script at ``path`` as
+    ``text`` holds it (``envdoctor fix`` proving an edit of it), the modules it imports read
+    from disk; (``[]``, why) when the text does not parse."""
+    script = Path(path)
+    tree, problem = parse_source(text.encode("utf-8"), str(path))
+    if tree is None:
+        return [], problem
+    try:
+        main = _scan(tree, str(path))
+    except (RecursionError, MemoryError):
+        return [], "is too deeply nested to read"
+    main.lines = text.splitlines()
+    return _trl_calls(main, script, _Resolver(script, main)), None
+
+
 #: packages whose trainer classes are not TRL's GRPOTrainer (a class deriving from one of them
 #: alone runs none of GRPOTrainer's checks)
 OTHER_TRAINER_PACKAGES = frozenset({"transformers", "torch"})
@@ -852,19 +874,68 @@ def _trl_calls(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlCall]
         kind, found = res.resolve(func, main, script)
         if kind != "trl" or found not in CHECKED_CALLS:
             continue
-        out.append(_trl_call(str(found), "__init__", f"{main.path}:{line}", call))
+        out.append(_trl_call(str(found), "__init__", f"{main.path}:{line}", call, main.lines))
         name = main.bound.get(id(call))
         if name:
             built[name] = str(found)
     for name, method, line, call in main.method_calls:
         if name in built and not method.startswith("_"):
-            out.append(_trl_call(built[name], method, f"{main.path}:{line}", call))
+            out.append(_trl_call(built[name], method, f"{main.path}:{line}", call, main.lines))
     return out
 
 
-def _trl_call(cls: str, method: str, where: str, call: ast.Call) -> TrlCall:
+def _trl_call(cls: str, method: str, where: str, call: ast.Call, lines: list[str] | None = None) -> TrlCall:
     named = tuple(dict.fromkeys(k.arg for k in call.keywords if k.arg))
-    return TrlCall(cls, method, where, named, any(k.arg is None for k in call.keywords))
+    drops = tuple(d for d in (_drop(call, i, lines or []) for i in range(len(call.keywords))) if d)
+    return TrlCall(cls, method, where, named, any(k.arg is None for k in call.keywords), drops)
+
+
+def _cut(lines: list[str], start: tuple[int, int], end: tuple[int, int]) -> tuple[str, ...] | None:
+    """The lines ``start[0]``..``end[0]`` (1-based) with the text between the two positions
+    (UTF-8 byte columns, as ``ast`` gives them) taken out; a line left blank goes."""
+    if not (1 <= start[0] <= end[0] <= len(lines)):
+        return None
+    head = lines[start[0] - 1].encode("utf-8")[: start[1]]
+    tail = lines[end[0] - 1].encode("utf-8")[end[1] :]
+    if not head.strip():
+        joined = head + tail.lstrip()
+    else:
+        space = b" " if head.rstrip().endswith(b",") and tail.strip() else b""
+        joined = head.rstrip() + space + tail.lstrip()
+    text = joined.decode("utf-8", errors="replace")
+    return () if not text.strip() else (text.rstrip(),)
+
+
+Drop = tuple[str, int, tuple[str, ...], tuple[str, ...]]
+
+
+def _drop(call: ast.Call, i: int, lines: list[str]) -> Drop | None:
+    """The keyword ``call.keywords[i]`` taken out of the call, with the comma that separates it:
+    (keyword, first line, the lines now, the lines after); None when it cannot be cut cleanly
+    (positional arguments after it, no positions, text that is not the parsed one)."""
+    kws = call.keywords
+    kw = kws[i]
+    if kw.arg is None or kw.end_lineno is None or kw.end_col_offset is None:
+        return None
+    if any((a.lineno, a.col_offset) > (kw.lineno, kw.col_offset) for a in call.args):
+        return None
+    if i + 1 < len(kws):  # `k=v, ` up to the next keyword
+        start, end = (kw.lineno, kw.col_offset), (kws[i + 1].lineno, kws[i + 1].col_offset)
+    elif (i > 0 or call.args) and (
+        prev := kws[i - 1].value if i > 0 else call.args[-1]
+    ).end_lineno == kw.lineno:  # the last, on the line of the one before: from that one's end
+        if prev.end_col_offset is None:
+            return None
+        start, end = (kw.lineno, prev.end_col_offset), (kw.end_lineno, kw.end_col_offset)
+    else:  # the only argument, or the last on a line of its own: with a trailing comma after it
+        start, end = (kw.lineno, kw.col_offset), (kw.end_lineno, kw.end_col_offset)
+        rest = lines[end[0] - 1].encode("utf-8")[end[1] :] if end[0] <= len(lines) else b""
+        if rest.lstrip().startswith(b","):
+            end = (end[0], end[1] + len(rest) - len(rest.lstrip()) + 1)
+    new = _cut(lines, start, end)
+    if new is None:
+        return None
+    return kw.arg, start[0], tuple(lines[start[0] - 1 : end[0]]), new
 
 
 def _unread_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:

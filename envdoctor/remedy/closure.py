@@ -31,9 +31,14 @@ class Rerun:
     select: list[str] | None = None
     ignore: list[str] | None = None
     runs: int = 0
+    #: what the facts hold of the files a fix edited, read again from their edited texts (the
+    #: hook's repository: its launch scripts, its requirement files); None: nothing to read again
+    reread: Callable[[Facts, dict[str, str]], Facts] | None = None
 
     def __call__(self, facts: Facts, plan: Plan) -> list[Finding]:
         self.runs += 1
+        if self.reread is not None and plan.edited:
+            facts = self.reread(facts, plan.edited)
         ctx = Context(facts=facts, plan=plan, network=False)
         return run_rules(ctx, select=self.select, ignore=self.ignore).findings
 
@@ -147,6 +152,7 @@ def attempt(
         total.packages
         and total.launch is None
         and not (total.config_set or total.config_remove or total.env_set or total.env_unset)
+        and not total.files
     )
     pins = " ".join(f"'{n}=={v}'" for n, v in sorted(total.packages.items()))
     text = f"pip install {pins}" if only_packages else "; and ".join(dict.fromkeys(texts))
