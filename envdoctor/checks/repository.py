@@ -9,6 +9,15 @@ from typing import Any
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.checks.shell_remedy import (
+    background_server,
+    continue_lines,
+    export_line,
+    lf_ends,
+    lower_memory,
+    machine_paths_held,
+    no_commas,
+)
 
 _SEVERITY = {"certain": "error", "likely": "warning", "unknown": "info"}
 
@@ -73,6 +82,7 @@ def visible_devices_not_exported(ctx: Context) -> Iterator[Hit]:
                 f"or start line {seen['command_line']} with `CUDA_VISIBLE_DEVICES={value} `; then "
                 "match the launch's process count to the GPUs it leaves."
             ),
+            remedy=export_line(ctx, seen["file"], [seen["line"]], "CUDA_VISIBLE_DEVICES"),
             file=seen["file"],
             line=seen["line"],
         )
@@ -95,6 +105,7 @@ def launch_script_crlf(ctx: Context) -> Iterator[Hit]:
                 f"Convert it to LF line ends: `dos2unix {name}` (or `sed -i 's/\\r$//' {name}`), "
                 "and keep it so with a .gitattributes line `*.sh text eol=lf`."
             ),
+            remedy=lf_ends(name),
             file=name,
             line=seen["line"],
         )
@@ -118,6 +129,7 @@ def launch_command_split(ctx: Context) -> Iterator[Hit]:
             "(`command not found`)",
             fix=f"In {name}, end line {line} and each option line before the last with ` \\` "
             "(nothing after the backslash).",
+            remedy=continue_lines(ctx, seen),
             severity="warning" if seen.get("readme") else "error",
             file=name,
             line=line,
@@ -138,6 +150,7 @@ def environment_not_exported(ctx: Context) -> Iterator[Hit]:
             f"see {'it' if one else 'them'}",
             fix=f"In {seen['file']}: write `{exports}` (or put the "
             f"{'assignment' if one else 'assignments'} at the start of line {seen['command_line']}).",
+            remedy=export_line(ctx, seen["file"], [v["line"] for v in names.values()], *names),
             file=seen["file"],
             line=seen["line"],
         )
@@ -156,6 +169,7 @@ def list_option_commas(ctx: Context) -> Iterator[Hit]:
             "layers than meant",
             fix=f"In {seen['file']} line {seen['line']}, write `{seen['option']} {clean}` "
             "(space-separated, no commas).",
+            remedy=no_commas(ctx, seen),
             file=seen["file"],
             line=seen["line"],
         )
@@ -206,6 +220,7 @@ def machine_path(ctx: Context) -> Iterator[Hit]:
             f"{said}; no download, copy or Dockerfile of the repository makes it: a run on "
             "another machine does not find it",
             fix=fix,
+            remedy=machine_paths_held(ctx, seen),
             file=seen["file"],
             line=seen["line"],
         )
@@ -264,6 +279,7 @@ def server_memory_full(ctx: Context) -> Iterator[Hit]:
             "memory less than desired) or runs out of memory under load",
             fix=f"In {seen['file']} line {seen['line']}, lower --gpu-memory-utilization "
             "(0.9 is vLLM's default).",
+            remedy=lower_memory(ctx, seen),
             file=seen["file"],
             line=seen["line"],
         )
@@ -280,6 +296,7 @@ def server_blocks_launch(ctx: Context) -> Iterator[Hit]:
                 f"Start the server in the background (end line {seen['line']} with `&`, wait for its "
                 "/health before the launch), or run it in a terminal of its own."
             ),
+            remedy=background_server(ctx, seen),
             file=seen["file"],
             line=seen["line"],
         )

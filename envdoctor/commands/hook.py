@@ -579,7 +579,21 @@ def _fix(targets, facts, line, select, ignore, assume, requirement_files, files,
         return declared_facts(kept, list(requirement_files), folder, list(files))
 
     skip = sorted(offline_rules(facts, select, ignore))
-    done = hook_fix(targets, facts, line, select, (ignore or []) + skip, reread, Path.cwd(), show_diff)
+
+    def scan(folder: Path) -> dict[str, Any]:
+        if folder == Path.cwd():
+            return _repo_paths()
+        from envdoctor.plan.repo_machine import repo_machine_paths
+        from envdoctor.plan.repo_paths import repo_paths
+        from envdoctor.plan.repo_shell import repo_shell
+
+        return {**repo_paths(folder), **repo_shell(folder), **repo_machine_paths(folder)}
+
+    done = hook_fix(
+        targets, facts, line, select, (ignore or []) + skip, reread, Path.cwd(), show_diff, repository=scan
+    )
+    if done.repo_written and not show_diff:
+        _PATHS.clear()  # the reports read the edited scripts
     if show_diff:
         click.echo(done.diff(), err=True, nl=False)
     for path, what in done.written.items():
@@ -587,7 +601,7 @@ def _fix(targets, facts, line, select, ignore, assume, requirement_files, files,
         click.echo(f"envdoctor: {verb} {clean(path)} ({clean(what)})", err=True)
     for note in done.notes:
         click.echo(f"envdoctor: not written: {clean(note)}", err=True)
-    if done.pins_written and not show_diff and "declared" in facts.extra:
+    if (done.pins_written or done.repo_written) and not show_diff and "declared" in facts.extra:
         from envdoctor.commands.hook_stack import declared_facts as read_again
 
         return read_again(list(assume), list(requirement_files), Path.cwd(), list(files))

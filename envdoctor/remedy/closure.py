@@ -191,6 +191,7 @@ class Closure:
     fixed: list[str] = field(default_factory=list)
     unfixed: list[tuple[str, str]] = field(default_factory=list)
     one_round: bool = True  # the merged change, applied once to the inputs, gives ``after``
+    steps: list[tuple[str, Remedy]] = field(default_factory=list)  # each fix: (rule, its change)
 
 
 def close(
@@ -208,6 +209,7 @@ def close(
     state = (facts, plan)
     total = Remedy()
     fixed: list[str] = []
+    steps: list[tuple[str, Remedy]] = []
     blocked: dict[tuple[str, str], str] = {}
     for _ in range(MAX_ROUNDS):
         step = _one_fix(state, findings, rerun, wants, blocked)
@@ -217,6 +219,7 @@ def close(
         state, findings = (new_facts, new_plan), after
         total = merge(total, applied)
         fixed.append(rule)
+        steps.append((rule, applied))
     unfixed = [
         (f.rule, blocked.get((f.rule, f.message)) or _no_remedy(f))
         for f in findings
@@ -232,7 +235,7 @@ def close(
         else:
             one_round = _same(again, findings)
             state, findings = (f2, p2), again
-    return Closure(total, first, findings, state[0], state[1], fixed, unfixed, one_round)
+    return Closure(total, first, findings, state[0], state[1], fixed, unfixed, one_round, steps)
 
 
 def _same(a: list[Finding], b: list[Finding]) -> bool:
