@@ -793,7 +793,9 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
             if not scope & bit or have & bit:
                 continue  # the method is not the class's own there (a base's), or it takes it
             takes = [r for i, r in enumerate(releases) if have >> i & 1]
-            cands = _drop_keyword(call, key)
+            taken = [k for k, b in row.items() if k not in ("@", "**") and int(b) & bit]
+            meant = _meant(key, taken, call.keywords)
+            cands = _rename_keyword(call, key, meant) if meant else _drop_keyword(call, key)
             shown = f"{call.cls}({key}=…)" if call.method == "__init__" else f"{call.method}({key}=…)"
             when = "at init, before training" if call.method == "__init__" else "when the call runs"
             if takes:
@@ -812,6 +814,8 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
                     f"remove `{key}=` from the call: no TRL release takes it (a fork's or another "
                     "release line's keyword)"
                 )
+            if meant:
+                fix = f"rename `{key}=` to `{meant}=` (the parameter of TRL {version}); or " + fix
             yield hit(
                 f"`{shown}` in {call.where}: {call.cls}.{call.method} of TRL {ctx.trl.label()} "
                 f"takes no `{key}`; the call raises TypeError (unexpected keyword argument) {when}",
@@ -823,6 +827,34 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
                 takes=_spans(takes, releases) if takes else None,
                 remedy=cands or None,
             )
+
+
+def _meant(key: str, taken: list[str], given: tuple[str, ...]) -> str | None:
+    """The parameter the call most likely meant by ``key``: one the method takes in this
+    release, that the call does not pass yet, and that reads close to it (``reward_function``
+    -> ``reward_funcs``)."""
+    import difflib
+
+    free = [k for k in taken if k not in given]
+    close = difflib.get_close_matches(key, free, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _rename_keyword(call: Any, key: str, meant: str) -> list[Remedy]:
+    """CFG008's first candidate where the call names a parameter of this release by another
+    spelling: the keyword renamed in the script (a line edit)."""
+    for name, line, col, text in getattr(call, "places", ()):
+        raw = text.encode("utf-8")
+        if name == key and raw[col : col + len(key)] == key.encode():
+            new = (raw[:col] + meant.encode() + raw[col + len(key) :]).decode("utf-8")
+            path = str(call.where).rsplit(":", 1)[0]
+            return [
+                Remedy(
+                    files=(FileEdit(path=path, line=line, old=(text,), new=(new,)),),
+                    fix=f"rename `{key}=` to `{meant}=` in the call in {call.where}",
+                )
+            ]
+    return []
 
 
 def _drop_keyword(call: Any, key: str) -> list[Remedy]:

@@ -111,6 +111,8 @@ class TrlCall:
     #: each keyword's removal from the call as a line edit of the script: (keyword, first line,
     #: the lines as written, the lines without it); a keyword whose text could not be cut is absent
     drops: tuple[tuple[str, int, tuple[str, ...], tuple[str, ...]], ...] = ()
+    #: where each keyword's name is written: (keyword, line, UTF-8 byte column, the line's text)
+    places: tuple[tuple[str, int, int, str], ...] = ()
 
 
 @dataclass
@@ -887,7 +889,13 @@ def _trl_calls(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlCall]
 def _trl_call(cls: str, method: str, where: str, call: ast.Call, lines: list[str] | None = None) -> TrlCall:
     named = tuple(dict.fromkeys(k.arg for k in call.keywords if k.arg))
     drops = tuple(d for d in (_drop(call, i, lines or []) for i in range(len(call.keywords))) if d)
-    return TrlCall(cls, method, where, named, any(k.arg is None for k in call.keywords), drops)
+    lines = lines or []
+    places = tuple(
+        (k.arg, k.lineno, k.col_offset, lines[k.lineno - 1])
+        for k in call.keywords
+        if k.arg and 1 <= k.lineno <= len(lines)
+    )
+    return TrlCall(cls, method, where, named, any(k.arg is None for k in call.keywords), drops, places)
 
 
 def _cut(lines: list[str], start: tuple[int, int], end: tuple[int, int]) -> tuple[str, ...] | None:
