@@ -105,7 +105,7 @@ def launch_script_crlf(ctx: Context) -> Iterator[Hit]:
                 f"Convert it to LF line ends: `dos2unix {name}` (or `sed -i 's/\\r$//' {name}`), "
                 "and keep it so with a .gitattributes line `*.sh text eol=lf`."
             ),
-            remedy=lf_ends(name),
+            remedy=lf_ends(ctx, name),
             file=name,
             line=seen["line"],
         )

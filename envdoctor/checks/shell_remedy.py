@@ -27,8 +27,10 @@ def _one(file: str, line: int, old: str, new: str | None) -> FileEdit:
     return FileEdit(path=file, line=line, old=(old,), new=() if new is None else (new,))
 
 
-def lf_ends(file: str) -> Remedy:
+def lf_ends(ctx: Context, file: str) -> Remedy | None:
     """REP004: every line end of the file to LF."""
+    if _lines(ctx, file) is None:
+        return None
     return Remedy(files=(FileEdit(path=file, eol="lf"),), fix=f"convert {file} to LF line ends")
 
 

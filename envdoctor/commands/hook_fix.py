@@ -235,7 +235,7 @@ def _repository(
         out.notes.append(f"the repository's line edits: {exc}")
         return
     for rel, new in after.items():
-        old = out.texts[rel][0] if rel in out.texts else (root / rel).read_text(encoding="utf-8")
+        old = out.texts[rel][0] if rel in out.texts else (root / rel).read_bytes().decode("utf-8")
         if new != old:
             out.texts[rel] = (old, new)
             rules = ", ".join(
