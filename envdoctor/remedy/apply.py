@@ -15,6 +15,7 @@ from envdoctor.facts.interface import Facts, Package, normalize_name
 from envdoctor.findings import Remedy
 from envdoctor.plan.build import relaunch
 from envdoctor.plan.interface import Launch, Plan, from_code
+from envdoctor.remedy.file_edit import key as file_key
 from envdoctor.remedy.file_edit import reread_plan, texts_after
 
 #: the origin a key set by a fix gets when the run has no config file
@@ -71,7 +72,8 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         plan = _copy_plan(plan)
     if remedy.files or edited:  # the files as the fixes left them, and what the plan reads there
         plan.edited = texts_after(remedy.files, edited)
-        reread_plan(plan, set(plan.edited))
+        edited_now = {file_key(e.path) for e in remedy.files}
+        reread_plan(plan, edited, edited_now, relaunched=lines is not None)
     for launch in plan.launches:  # set elsewhere on the line (an `export` before it)
         _edit_launch_env(launch, env_set, env_unset)
     origin = f"config file {plan.config_path}" if plan.config_path else FIX_ORIGIN

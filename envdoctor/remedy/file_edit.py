@@ -94,32 +94,42 @@ def texts_after(edits: Iterable[FileEdit], base: dict[str, str] | None = None) -
     return out
 
 
-def reread_plan(plan: Any, touched: set[str]) -> None:
+def reread_plan(plan: Any, before: dict[str, str], touched: set[str], relaunched: bool = False) -> None:
     """What ``plan`` reads from the files of ``touched`` (keys of ``plan.edited``) read again
-    from their edited text: a config file's mapping and its keys set twice (CFG007), the
-    training script's calls into TRL (CFG008)."""
+    from their edited text: a config file's keys set twice (CFG007) and the keys the edit changed
+    (the file parsed before and after it: a key another fix set in memory keeps that value), the
+    training script's calls into TRL (CFG008; also after ``relaunched``, which read the script
+    from disk again)."""
     from envdoctor.parsing import parse_mapping
 
     for path, what in ((plan.config_path, "config"), (plan.accelerate_path, "accelerate")):
         if not path or key(path) not in touched:
             continue
+        is_json = str(path).endswith(".json")
+        was = parse_mapping(before.get(key(path)) or read_text(str(path)), str(path), is_json)
         twice: list[dict[str, Any]] = []
-        data = parse_mapping(plan.edited[key(path)], str(path), str(path).endswith(".json"), twice)
+        data = parse_mapping(plan.edited[key(path)], str(path), is_json, twice)
         plan.duplicate_keys = [d for d in plan.duplicate_keys if key(str(d.get("file"))) != key(path)]
         plan.duplicate_keys += [{**d, "file": str(path), "what": f"{what} file"} for d in twice]
-        if what == "accelerate":
-            plan.accelerate = dict(data)
-            continue
+        target = plan.accelerate if what == "accelerate" else plan.config
         origin = f"config file {path}"
-        for k in [k for k, o in plan.config_origin.items() if o == origin and k not in data]:
-            plan.config.pop(k, None)
-            plan.config_origin.pop(k, None)
-        for k, v in data.items():
-            if plan.config_origin.get(k, origin) == origin:
-                plan.config[k] = v
-                plan.config_origin[k] = origin
+        for k in set(was) | set(data):
+            if was.get(k, _ABSENT) == data.get(k, _ABSENT):
+                continue
+            if what == "config" and plan.config_origin.get(k, origin) != origin:
+                continue  # the command line (or the script's code) sets it: the file's value does not run
+            if k in data:
+                target[k] = data[k]
+                if what == "config":
+                    plan.config_origin[k] = origin
+            else:
+                target.pop(k, None)
+                if what == "config":
+                    plan.config_origin.pop(k, None)
     script = plan.script
-    if script is not None and script.path and key(script.path) in touched:
+    if script is not None and script.path and key(script.path) in plan.edited:
+        if key(script.path) not in touched and not relaunched:
+            return
         from dataclasses import replace
 
         from envdoctor.plan.script_reader import trl_calls_of_text
@@ -128,6 +138,9 @@ def reread_plan(plan: Any, touched: set[str]) -> None:
         if problem is not None:
             raise EditError(f"{script.path} {problem} after the edit")
         plan.script = replace(script, trl_calls=tuple(calls))
+
+
+_ABSENT = object()
 
 
 def on_disk(paths: Iterable[str]) -> dict[str, str]:
