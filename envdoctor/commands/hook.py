@@ -567,7 +567,7 @@ def _render_all(
     return "\n".join(parts)
 
 
-def _fix(targets, facts, line, select, ignore, assume, requirement_files, files, show_diff):
+def _fix(targets, facts, line, select, ignore, assume, requirement_files, files, show_diff, calls=()):
     """``--fix`` / ``--diff``: the proved changes written (or shown); the facts as they are
     after the writes (the declared stack read again when a pin was written)."""
     from envdoctor.commands.hook_fix import hook_fix
@@ -590,10 +590,22 @@ def _fix(targets, facts, line, select, ignore, assume, requirement_files, files,
         return {**repo_paths(folder), **repo_shell(folder), **repo_machine_paths(folder)}
 
     done = hook_fix(
-        targets, facts, line, select, (ignore or []) + skip, reread, Path.cwd(), show_diff, repository=scan
+        targets,
+        facts,
+        line,
+        select,
+        (ignore or []) + skip,
+        reread,
+        Path.cwd(),
+        show_diff,
+        repository=scan,
+        scripts=list(calls),  # added only where --select admits CFG008
     )
     if done.repo_written and not show_diff:
         _PATHS.clear()  # the reports read the edited scripts
+        from envdoctor.plan.repo_config_calls import forget_scan
+
+        forget_scan()
     if show_diff:
         click.echo(done.diff(), err=True, nl=False)
     for path, what in done.written.items():
@@ -740,6 +752,11 @@ def hook(
                 click.echo(f"envdoctor: {clean(note)}", err=True)
     line = launch_text(launch, ())
     if (apply_fix or show_diff) and facts is not None:
+        calls = [
+            (t.script, _scoped(t, facts, installed or bool(requirement_files), assume, files))
+            for t in targets
+            if t.script and t.only == ("CFG008",)
+        ]
         facts = _fix(  # the configs written in scripts are not edited (hook_scripts.py)
             [t for t in targets if t.script is None and t.unreadable is None],
             facts,
@@ -750,6 +767,7 @@ def hook(
             requirement_files,
             files,
             show_diff,
+            calls,
         )
     named = (
         [

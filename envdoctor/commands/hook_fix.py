@@ -67,6 +67,7 @@ def hook_fix(
     root: Path,
     diff: bool,
     repository: Any = None,
+    scripts: list[tuple[str, Any]] | None = None,
 ) -> HookFix:
     """Prove and apply (``diff``: only show) every target's fixes. ``reread(folder, names)``
     gives the facts of the declared stack as the hook reads it from ``folder``, without the
@@ -107,6 +108,8 @@ def hook_fix(
         _pins(out, packages, declared, facts, closures, root, reread, select, ignore)
     if repository is not None:
         _repository(out, facts, repository, select, ignore, reread, root)
+    if scripts:
+        _script_calls(out, scripts, ignore, root)
     if not diff:
         for path, (_old, new) in out.texts.items():
             _write(root / path if not Path(path).is_absolute() else Path(path), new)
@@ -179,8 +182,6 @@ def _repository(
     from envdoctor.plan.interface import Plan
     from envdoctor.remedy import Rerun, close
     from envdoctor.remedy.closure import loud
-    from envdoctor.remedy.file_edit import EditError, key, texts_after
-
     declared = facts.extra.get("declared") if facts is not None else None
     paths = scan(root)
     texts = _texts(root, paths, declared)
@@ -227,14 +228,24 @@ def _repository(
         )
     for rule, why in closure.unfixed:
         out.notes.append(f"{rule}: {why}")
+    _take_edits(out, closure, root)
+
+
+def _take_edits(out: HookFix, closure: Any, root: Path) -> None:
+    """The closure's line edits into ``out`` (on top of the edits already there)."""
+    from envdoctor.remedy.file_edit import EditError, key, texts_after
+
     if not closure.changes.files:
         return
     try:
         after = texts_after(closure.changes.files, {k: v[1] for k, v in out.texts.items()})
     except EditError as exc:
-        out.notes.append(f"the repository's line edits: {exc}")
+        out.notes.append(f"line edits: {exc}")
         return
+    mine = {key(e.path) for e in closure.changes.files}
     for rel, new in after.items():
+        if key(rel) not in mine:
+            continue
         old = out.texts[rel][0] if rel in out.texts else (root / rel).read_bytes().decode("utf-8")
         if new != old:
             out.texts[rel] = (old, new)
@@ -243,7 +254,22 @@ def _repository(
             )
             what = f"line edits ({rules})"
             out.written[rel] = f"{out.written[rel]}; {what}" if rel in out.written else what
-    out.repo_written = True
+            out.repo_written = True
+
+
+def _script_calls(out: HookFix, scripts: list[tuple[str, Any]], ignore: list[str] | None, root: Path) -> None:
+    """CFG008 in the repository's training scripts (a keyword TRL's trainer does not take): the
+    call edited in the script, proved on the script's text in memory (its facts: the stack of
+    its own folder, as the hook judges it)."""
+    from envdoctor.plan.build import build_plan
+    from envdoctor.remedy import Rerun, close
+
+    for script, facts in scripts:
+        plan = build_plan(launch=f"python {shlex.quote(script)}", live=False)
+        closure = close(facts, plan, Rerun(["CFG008"], ignore))
+        for rule, why in closure.unfixed:
+            out.notes.append(f"{rule} in {script}: {why}")
+        _take_edits(out, closure, root)
 
 
 def _pins(

@@ -263,3 +263,18 @@ def test_cfg007_with_a_key_another_fix_sets_gives_one_consistent_file(tmp_path):
     assert text.count("num_generations") == 1
     after = _check(r)
     assert not _loud(after, "CFG002") and not _loud(after, "CFG007") and not _added(before, after)
+
+
+def test_hook_fix_renames_a_keyword_in_a_repository_script(tmp_path):
+    """A training script of the repository whose GRPOTrainer call names a parameter of another
+    spelling (huggingface/trl#4020 on TRL 0.22): hook --fix edits the call, the hook is clean."""
+    script = SCRIPT.format(extra="").replace("reward_funcs=[reward]", "reward_function=[reward]")
+    reqs = "trl==0.23.0\nvllm==0.10.2\ntransformers==4.56.1\ntorch==2.8.0\n"
+    r = _files(
+        tmp_path, {"grpo.yaml": "num_generations: 4\n", "src/train.py": script, "requirements.txt": reqs}
+    )
+    assert "CFG008" in _rules(_hook(r))
+    done = _hook(r, "--fix")
+    assert "fixed src/train.py (line edits (CFG008))" in done["stderr"]
+    assert "reward_funcs=[reward]" in (r / "src/train.py").read_text()
+    assert "CFG008" not in _rules(_hook(r))
