@@ -50,6 +50,7 @@ def launch_path_missing(ctx: Context) -> Iterator[Hit]:
             file=seen["file"],
             line=seen["line"],
             path=seen["written"],
+            manual="the file is not in the repository: which one was meant only the author knows",
         )
 
 
@@ -66,6 +67,7 @@ def deepspeed_config_missing(ctx: Context) -> Iterator[Hit]:
             file=seen["file"],
             line=seen["line"],
             path=seen["written"],
+            manual="the DeepSpeed config is not in the repository: its settings only the author knows",
         )
 
 
@@ -185,9 +187,13 @@ def launch_variable_unset(ctx: Context) -> Iterator[Hit]:
             "repository names: unless the caller exports it, the argument is empty or cut",
             fix=f"In {seen['file']}, set `{seen['name']}=…` before line {seen['line']} (or "
             "document that the caller must export it).",
+            manual=f"the value of ${seen['name']} (the user's path or name) is not in the repository",
             file=seen["file"],
             line=seen["line"],
         )
+
+
+_NO_COPY = "the repository holds no copy of these files: where the user keeps them is theirs to say"
 
 
 @rule("REP009")
@@ -221,6 +227,7 @@ def machine_path(ctx: Context) -> Iterator[Hit]:
             "another machine does not find it",
             fix=fix,
             remedy=machine_paths_held(ctx, seen),
+            **({} if held and len(held) == seen["count"] else {"manual": _NO_COPY}),
             file=seen["file"],
             line=seen["line"],
         )
@@ -264,6 +271,7 @@ def launches_share_gpu(ctx: Context) -> Iterator[Hit]:
                 "tensor × data parallel size to them)."
             ),
             severity="error" if seen["same_script"] and (seen.get("rank0_shared") or total_over) else None,
+            manual="which GPUs the machine has free for each launch is not in the repository",
             file=b["file"],
             line=b["line"],
         )

@@ -245,6 +245,11 @@ def _same(a: list[Finding], b: list[Finding]) -> bool:
 
 
 def _no_remedy(finding: Finding) -> str:
+    """Why a finding has no fix to apply: what only the user knows (``evidence["manual"]``, the
+    constraint a rule names), and the fix to do by hand."""
+    manual = finding.evidence.get("manual")
+    if manual:
+        return f"no fix envdoctor can apply: {manual} (by hand: {_short(finding.fix, 200)})"
     return f"no fix envdoctor can apply (the fix is manual: {_short(finding.fix, 200)})"
 
 
