@@ -182,6 +182,7 @@ def _repository(
     from envdoctor.plan.interface import Plan
     from envdoctor.remedy import Rerun, close
     from envdoctor.remedy.closure import loud
+
     declared = facts.extra.get("declared") if facts is not None else None
     paths = scan(root)
     texts = _texts(root, paths, declared)
@@ -192,7 +193,7 @@ def _repository(
     declared_files = {str(p.get("file")) for p in (declared or {}).get("local_pins") or []}
     with tempfile.TemporaryDirectory(prefix="envdoctor-repo-") as tmp:
         scratch = Path(tmp)
-        _copy_tree(root, scratch)
+        copied: list[bool] = []  # the copy is made when the first edit is proved
         written: dict[str, bytes] = {}
         seen: dict[tuple[tuple[str, str], ...], Any] = {}
 
@@ -200,6 +201,9 @@ def _repository(
             state = tuple(sorted(edited.items()))
             if state in seen:
                 return seen[state]
+            if not copied:
+                _copy_tree(root, scratch)
+                copied.append(True)
             for rel, data in written.items():  # the scratch copy as the repository holds it
                 (scratch / rel).write_bytes(data)
             written.clear()
