@@ -194,10 +194,16 @@ def config_edit(path: str, config: dict[str, Any]) -> tuple[str, str] | None:
 
 def _write(path: str, text: str) -> None:
     from envdoctor.errors import InputError
+    from envdoctor.remedy.file_edit import encode
 
     try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(path, "rb") as fh:
+            now = fh.read(4)
+    except OSError:
+        now = b""
+    try:
+        with open(path, "wb") as fh:
+            fh.write(encode(text, now))
     except OSError as exc:
         raise InputError(path, f"cannot write it: {exc.strerror or exc}") from None
 

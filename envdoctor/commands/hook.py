@@ -567,7 +567,34 @@ def _render_all(
     return "\n".join(parts)
 
 
-def _fix(targets, facts, line, select, ignore, assume, requirement_files, files, show_diff, calls=()):
+def _scoped_stacks(
+    targets: list[Any], facts: Any, given: bool, assume: Any, files: Any
+) -> list[tuple[Any, Any]]:
+    """The declared stacks of script folders that hold their own (``_scoped``), once each, with
+    how to read each again from another folder (``hook --fix`` proving a requirement file's edit)."""
+    from envdoctor.commands.hook_stack import declared_facts
+
+    out: list[tuple[Any, Any]] = []
+    seen: set[str] = set()
+    for t in targets:
+        if not t.script:
+            continue
+        scoped = _scoped(t, facts, given, assume, files)
+        scope = str(Path(t.script).parent)
+        if scoped is facts or scope in seen or "declared" not in (scoped.extra or {}):
+            continue
+        seen.add(scope)
+
+        def again(folder: Path, scope: str = scope) -> Any:
+            return declared_facts(list(assume), [], folder, list(files), scope=scope)
+
+        out.append((scoped, again))
+    return out
+
+
+def _fix(
+    targets, facts, line, select, ignore, assume, requirement_files, files, show_diff, calls=(), stacks=()
+):
     """``--fix`` / ``--diff``: the proved changes written (or shown); the facts as they are
     after the writes (the declared stack read again when a pin was written)."""
     from envdoctor.commands.hook_fix import hook_fix
@@ -600,6 +627,7 @@ def _fix(targets, facts, line, select, ignore, assume, requirement_files, files,
         show_diff,
         repository=scan,
         scripts=list(calls),  # added only where --select admits CFG008
+        stacks=list(stacks),
     )
     if done.repo_written and not show_diff:
         _PATHS.clear()  # the reports read the edited scripts
@@ -752,11 +780,11 @@ def hook(
                 click.echo(f"envdoctor: {clean(note)}", err=True)
     line = launch_text(launch, ())
     if (apply_fix or show_diff) and facts is not None:
+        given = installed or bool(requirement_files)
         calls = [
-            (t.script, _scoped(t, facts, installed or bool(requirement_files), assume, files))
-            for t in targets
-            if t.script and t.only == ("CFG008",)
+            (t.script, _scoped(t, facts, given, assume, files)) for t in targets if t.only == ("CFG008",)
         ]
+        stacks = _scoped_stacks(targets, facts, given, assume, files)
         facts = _fix(  # the configs written in scripts are not edited (hook_scripts.py)
             [t for t in targets if t.script is None and t.unreadable is None],
             facts,
@@ -768,6 +796,7 @@ def hook(
             files,
             show_diff,
             calls,
+            stacks,
         )
     named = (
         [

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envdoctor.remedy.file_edit import decode, encode
+
 
 @dataclass
 class HookFix:
@@ -68,6 +70,7 @@ def hook_fix(
     diff: bool,
     repository: Any = None,
     scripts: list[tuple[str, Any]] | None = None,
+    stacks: list[tuple[Any, Any]] | None = None,
 ) -> HookFix:
     """Prove and apply (``diff``: only show) every target's fixes. ``reread(folder, names)``
     gives the facts of the declared stack as the hook reads it from ``folder``, without the
@@ -107,7 +110,9 @@ def hook_fix(
     elif packages and declared is not None:
         _pins(out, packages, declared, facts, closures, root, reread, select, ignore)
     if repository is not None:
-        _repository(out, facts, repository, select, ignore, reread, root)
+        _repository(out, facts, repository, select, ignore, lambda folder: reread(folder, set()), root)
+        for scoped, again in stacks or []:  # a script folder's own stack (its requirement files)
+            _repository(out, scoped, repository, select, ignore, again, root, rules=frozenset({"DCL008"}))
     if scripts:
         _script_calls(out, scripts, ignore, root)
     if not diff:
@@ -140,8 +145,8 @@ def _texts(root: Path, paths: dict[str, Any], declared: dict[str, Any] | None) -
         try:
             inside = path.resolve().is_relative_to(root.resolve())
             if inside and path.is_file() and path.stat().st_size <= _COPY_MAX:
-                out[name] = path.read_bytes().decode("utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
+                out[name] = decode(path.read_bytes()).splitlines()
+        except (OSError, UnicodeError):
             continue
     return out
 
@@ -172,11 +177,13 @@ def _repository(
     ignore: list[str] | None,
     reread: Any,
     root: Path,
+    rules: frozenset[str] = FILE_RULES,
 ) -> None:
     """The repository rules' line edits (REP*, DCL008): each proved on a scratch copy of the
     repository with the edit applied (the shell and path readers, and the declared-stack reader
     for a requirement file, run again on it), then all of them together once more; only what
-    holds is written. ``scan(folder)`` gives what the repository's launch scripts say there."""
+    holds is written. ``scan(folder)`` gives what the repository's launch scripts say there;
+    ``reread(folder)`` the facts of the declared stack read there."""
     import copy
 
     from envdoctor.plan.interface import Plan
@@ -212,24 +219,25 @@ def _repository(
                 if target.is_file():
                     written[rel] = target.read_bytes()
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(text.encode("utf-8"))
+                target.write_bytes(encode(text, written.get(rel)))
             new = copy.copy(now)
             found = scan(scratch)
-            lines = _texts(scratch, found, None)
-            lines.update({k: v.splitlines() for k, v in edited.items()})
-            extra = {**now.extra, "repo_paths": found, "repo_texts": lines}
+            extra = {**now.extra, "repo_paths": found}
             if declared is not None and declared_files & set(edited):
-                extra["declared"] = reread(scratch, set()).extra.get("declared")
+                extra["declared"] = reread(scratch).extra.get("declared")
+            lines = _texts(scratch, found, extra.get("declared"))
+            lines.update({k: v.splitlines() for k, v in edited.items()})
+            extra["repo_texts"] = lines
             new.extra = extra
             seen[state] = new
             return new
 
-        closure = close(
-            base,
-            Plan(),
-            Rerun(select, ignore, reread=again),
-            wanted=lambda f: loud(f) and f.rule in FILE_RULES,
-        )
+        done = {str(k) for k in out.texts}  # a file an earlier stack's fixes edited: theirs
+
+        def wanted(f: Any) -> bool:
+            return loud(f) and f.rule in rules and str(f.evidence.get("declared_file") or "") not in done
+
+        closure = close(base, Plan(), Rerun(select, ignore, reread=again), wanted=wanted)
     for rule, why in closure.unfixed:
         out.notes.append(f"{rule}: {why}")
     _take_edits(out, closure, root)
@@ -250,7 +258,7 @@ def _take_edits(out: HookFix, closure: Any, root: Path) -> None:
     for rel, new in after.items():
         if key(rel) not in mine:
             continue
-        old = out.texts[rel][0] if rel in out.texts else (root / rel).read_bytes().decode("utf-8")
+        old = out.texts[rel][0] if rel in out.texts else decode((root / rel).read_bytes())
         if new != old:
             out.texts[rel] = (old, new)
             rules = ", ".join(
@@ -333,6 +341,6 @@ def _write(path: Path, text: str) -> None:
     from envdoctor.errors import InputError
 
     try:
-        path.write_text(text, encoding="utf-8")
+        path.write_bytes(encode(text, path.read_bytes() if path.is_file() else None))
     except OSError as exc:
         raise InputError(str(path), f"cannot write it: {exc.strerror or exc}") from None

@@ -72,6 +72,25 @@ def key(path: str) -> str:
     return os.path.normpath(path)
 
 
+#: byte-order marks a text file may start with, and the codec that reads it (pip reads a
+#: requirement file written by PowerShell's `pip freeze >` as UTF-16)
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def encoding_of(data: bytes) -> str:
+    return next((codec for bom, codec in _BOMS if data.startswith(bom)), "utf-8")
+
+
+def decode(data: bytes) -> str:
+    """A file's text, by its byte-order mark (UTF-8 without one)."""
+    return data.decode(encoding_of(data))
+
+
+def encode(text: str, like: bytes | None) -> bytes:
+    """``text`` in the encoding of the file's bytes ``like`` now (its mark kept)."""
+    return text.encode(encoding_of(like or b""))
+
+
 def read_text(path: str) -> str:
     try:
         with open(path, "rb") as fh:
@@ -80,7 +99,10 @@ def read_text(path: str) -> str:
         raise EditError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if len(data) > MAX_BYTES:
         raise EditError(f"{path}: over {MAX_BYTES // (1024 * 1024)} MiB, not edited")
-    return data.decode("utf-8")
+    try:
+        return decode(data)
+    except UnicodeDecodeError:
+        raise EditError(f"{path}: not UTF-8 or UTF-16 text, not edited") from None
 
 
 def texts_after(edits: Iterable[FileEdit], base: dict[str, str] | None = None) -> dict[str, str]:

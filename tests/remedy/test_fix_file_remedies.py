@@ -281,3 +281,16 @@ def test_hook_fix_renames_a_keyword_in_a_repository_script(tmp_path):
     assert "fixed src/train.py (line edits (CFG008))" in done["stderr"]
     assert "reward_funcs=[reward]" in (r / "src/train.py").read_text()
     assert "CFG008" not in _rules(_hook(r))
+
+
+def test_dcl008_edits_a_utf16_requirement_file_in_its_encoding(tmp_path):
+    """`pip freeze > requirements.txt` in PowerShell writes UTF-16 with CRLF ends; pip reads it
+    by its byte-order mark, and so does the edit: the file stays UTF-16."""
+    text = REQS.replace("torch==2.6.0", "torch==2.6.0+cu124").replace("\n", "\r\n")
+    r = _files(tmp_path, {"grpo.yaml": GRPO, "train.py": TRAIN, "requirements.txt": text.encode("utf-16")})
+    assert "DCL008" in _rules(_hook(r))
+    _hook(r, "--fix")
+    data = (r / "requirements.txt").read_bytes()
+    assert data.startswith(b"\xff\xfe")
+    assert data.decode("utf-16").startswith("--extra-index-url https://download.pytorch.org/whl/cu124\r\n")
+    assert "DCL008" not in _rules(_hook(r))
