@@ -17,9 +17,12 @@ from envdoctor.checks.shell_remedy import (
     lower_memory,
     machine_paths_held,
     no_commas,
+    point_at,
 )
 
 _SEVERITY = {"certain": "error", "likely": "warning", "unknown": "info"}
+_NOT_HELD = "the file is not in the repository: which one was meant only the author knows"
+_NO_DS = "the DeepSpeed config is not in the repository: its settings only the author knows"
 
 
 def _missing(ctx: Context, deepspeed: bool) -> Iterator[dict[str, Any]]:
@@ -50,7 +53,8 @@ def launch_path_missing(ctx: Context) -> Iterator[Hit]:
             file=seen["file"],
             line=seen["line"],
             path=seen["written"],
-            manual="the file is not in the repository: which one was meant only the author knows",
+            remedy=point_at(ctx, seen),
+            **({} if seen.get("near") else {"manual": _NOT_HELD}),
         )
 
 
@@ -67,7 +71,8 @@ def deepspeed_config_missing(ctx: Context) -> Iterator[Hit]:
             file=seen["file"],
             line=seen["line"],
             path=seen["written"],
-            manual="the DeepSpeed config is not in the repository: its settings only the author knows",
+            remedy=point_at(ctx, seen),
+            **({} if seen.get("near") else {"manual": _NO_DS}),
         )
 
 

@@ -182,3 +182,25 @@ def background_server(ctx: Context, seen: dict[str, Any]) -> Remedy | None:
         files=(_one(file, k, old, old.rstrip() + " &"),),
         fix=f"start the server in the background: end {file} line {k} with `&`",
     )
+
+
+def point_at(ctx: Context, seen: dict[str, Any]) -> Remedy | None:
+    """REP001 / REP002: the missing path replaced by the file of the same name the repository
+    holds (``near``), on the line that names it (or a continuation line of its command)."""
+    near, written = str(seen.get("near") or ""), str(seen.get("written") or "")
+    file, number = str(seen["file"]), int(seen["line"])
+    lines = _lines(ctx, file)
+    if not near or not written or lines is None or not 1 <= number <= len(lines):
+        return None
+    k = number
+    while k <= len(lines):
+        old = lines[k - 1]
+        if old.count(written) == 1:
+            return Remedy(
+                files=(_one(file, k, old, old.replace(written, near)),),
+                fix=f"point {file} line {k} at `{near}`",
+            )
+        if not old.rstrip().endswith("\\"):
+            return None
+        k += 1
+    return None

@@ -294,3 +294,22 @@ def test_dcl008_edits_a_utf16_requirement_file_in_its_encoding(tmp_path):
     assert data.startswith(b"\xff\xfe")
     assert data.decode("utf-16").startswith("--extra-index-url https://download.pytorch.org/whl/cu124\r\n")
     assert "DCL008" not in _rules(_hook(r))
+
+
+def test_rep001_a_moved_recipe_is_pointed_at_the_file_of_that_name(tmp_path):
+    r = _files(
+        tmp_path,
+        {
+            "grpo.yaml": GRPO,
+            "train.py": TRAIN,
+            "requirements.txt": REQS,
+            "README.md": "```bash\naccelerate launch train.py --config configs/Qwen-7B/grpo.yaml\n```\n",
+            "configs/Qwen2_5-7B/grpo.yaml": GRPO,
+        },
+    )
+    before = _hook(r)
+    assert "REP001" in _rules(before)
+    done = _hook(r, "--fix")
+    assert "line edits (REP001)" in done["stderr"]
+    assert "--config configs/Qwen2_5-7B/grpo.yaml" in (r / "README.md").read_text()
+    assert "REP001" not in _rules(_hook(r))
