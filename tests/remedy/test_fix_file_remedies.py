@@ -165,25 +165,24 @@ def _rules(hooked: dict) -> list[str]:
     ]
 
 
+LINE = "accelerate launch --num_processes 2 train.py --config grpo.yaml\n"
 CASES = {
-    "REP003": {
-        "run.sh": "CUDA_VISIBLE_DEVICES=0,1\naccelerate launch --num_processes 2 train.py --config grpo.yaml\n"
-    },
+    "REP003": {"run.sh": "CUDA_VISIBLE_DEVICES=0,1\n" + LINE},
     "REP004": {
-        "run.sh": b"#!/bin/bash\r\naccelerate launch --num_processes 2 train.py \\\r\n  --config grpo.yaml\r\n"
+        "run.sh": b"#!/bin/bash\r\naccelerate launch --num_processes 2 train.py \\\r\n"
+        b"  --config grpo.yaml\r\n"
     },
     "REP005": {"run.sh": "accelerate launch --num_processes 2 train.py\n  --config grpo.yaml\n  --seed 1\n"},
     "REP006": {
         "run.sh": "NCCL_P2P_DISABLE=1\naccelerate launch --num_processes 2 train.py --config grpo.yaml\n"
     },
-    "REP007": {
-        "run.sh": 'accelerate launch --num_processes 2 train.py --config grpo.yaml --lora_target_modules "q_proj", "v_proj"\n'
-    },
+    "REP007": {"run.sh": LINE.rstrip("\n") + ' --lora_target_modules "q_proj", "v_proj"\n'},
     "REP009": {
         "run.sh": "accelerate launch --num_processes 2 train.py --config /home/alice/proj/grpo.yaml\n",
     },
     "REP011": {
-        "run.sh": "CUDA_VISIBLE_DEVICES=2 trl vllm-serve --model Qwen/Qwen2.5-0.5B --gpu-memory-utilization 1.0 &\n"
+        "run.sh": "CUDA_VISIBLE_DEVICES=2 trl vllm-serve --model Qwen/Qwen2.5-0.5B "
+        "--gpu-memory-utilization 1.0 &\n"
         "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py --config grpo.yaml\n"
     },
     "REP012": {
@@ -245,7 +244,8 @@ def test_hook_fix_changes_nothing_in_a_healthy_repository(tmp_path):
         "grpo.yaml": GRPO,
         "train.py": TRAIN,
         "requirements.txt": REQS,
-        "run.sh": "export NCCL_P2P_DISABLE=1\naccelerate launch --num_processes 2 train.py \\\n  --config grpo.yaml\n",
+        "run.sh": "export NCCL_P2P_DISABLE=1\n"
+        "accelerate launch --num_processes 2 train.py \\\n  --config grpo.yaml\n",
     }
     r = _files(tmp_path, files)
     done = _hook(r, "--fix")
