@@ -905,7 +905,9 @@ def _cut(lines: list[str], start: tuple[int, int], end: tuple[int, int]) -> tupl
         return None
     head = lines[start[0] - 1].encode("utf-8")[: start[1]]
     tail = lines[end[0] - 1].encode("utf-8")[end[1] :]
-    if not head.strip():
+    if not head.strip() and tail.lstrip().startswith(b"#"):
+        joined = b""  # the keyword's own comment goes with it
+    elif not head.strip():
         joined = head + tail.lstrip()
     else:
         space = b" " if head.rstrip().endswith(b",") and tail.strip() else b""
@@ -927,7 +929,10 @@ def _drop(call: ast.Call, i: int, lines: list[str]) -> Drop | None:
         return None
     if any((a.lineno, a.col_offset) > (kw.lineno, kw.col_offset) for a in call.args):
         return None
-    if i + 1 < len(kws):  # `k=v, ` up to the next keyword
+    own_line = (
+        1 <= kw.lineno <= len(lines) and not lines[kw.lineno - 1].encode("utf-8")[: kw.col_offset].strip()
+    )
+    if i + 1 < len(kws) and not (own_line and kws[i + 1].lineno > kw.end_lineno):  # `k=v, ` up to the next
         start, end = (kw.lineno, kw.col_offset), (kws[i + 1].lineno, kws[i + 1].col_offset)
     elif (i > 0 or call.args) and (
         prev := kws[i - 1].value if i > 0 else call.args[-1]
@@ -935,7 +940,7 @@ def _drop(call: ast.Call, i: int, lines: list[str]) -> Drop | None:
         if prev.end_col_offset is None:
             return None
         start, end = (kw.lineno, prev.end_col_offset), (kw.end_lineno, kw.end_col_offset)
-    else:  # the only argument, or the last on a line of its own: with a trailing comma after it
+    else:  # the only argument, or one on lines of its own: with the comma after it
         start, end = (kw.lineno, kw.col_offset), (kw.end_lineno, kw.end_col_offset)
         rest = lines[end[0] - 1].encode("utf-8")[end[1] :] if end[0] <= len(lines) else b""
         if rest.lstrip().startswith(b","):

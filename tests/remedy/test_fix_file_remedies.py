@@ -113,7 +113,9 @@ def test_cfg008_an_unknown_keyword_is_taken_out_of_the_call(tmp_path):
     r = _files(tmp_path, {"grpo.yaml": CONFIG, "train.py": SCRIPT.format(extra="    eval_funcs=[reward],\n")})
     before = _check(r)
     (f,) = _loud(before, "CFG008")
-    assert f["remedy"]["files"][0]["path"] == "train.py"
+    assert f["remedy"]["files"] == [
+        {"path": "train.py", "line": 10, "old": ["    eval_funcs=[reward],"], "new": []}
+    ]
     done = _fix(r)
     assert "CFG008" in done["fixed"] and done["changes"]["files"]
     assert "eval_funcs" not in (r / "train.py").read_text()
