@@ -20,13 +20,34 @@ class Severity(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class FileEdit:
+    """One edit of a text file the run reads (a launch script, the training script, a config or
+    requirement file), by line: the lines ``line`` .. ``line + len(old) - 1`` (1-based), which
+    must read ``old`` (without their line ends), become ``new`` (``()``: deleted); ``old`` empty
+    inserts ``new`` before ``line``. ``eol="lf"`` instead converts every line end of the file to
+    ``\\n``. Edits of one remedy apply in their order, each to the text the one before left."""
+
+    path: str
+    line: int = 0
+    old: tuple[str, ...] = ()
+    new: tuple[str, ...] = ()
+    eol: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.eol is not None:
+            return {"path": self.path, "eol": self.eol}
+        return {"path": self.path, "line": self.line, "old": list(self.old), "new": list(self.new)}
+
+
+@dataclass(frozen=True)
 class Remedy:
     """A fix as data: the changes that make a finding go away (``envdoctor fix`` applies them).
 
     ``packages`` maps a distribution name to one exact version (never a bare name or a range);
     ``config_set`` / ``config_remove`` are GRPO config keys; ``env_set`` / ``env_unset``
     environment variables; ``launch`` is every line of the run as ``check`` takes them (the
-    ``--launch`` lines first, the trainer's line last), or ``None`` when the launch stays.
+    ``--launch`` lines first, the trainer's line last), or ``None`` when the launch stays;
+    ``files`` edits of the files the run reads (``FileEdit``), in order.
     """
 
     packages: dict[str, str] = field(default_factory=dict)
@@ -35,6 +56,7 @@ class Remedy:
     env_set: dict[str, str] = field(default_factory=dict)
     env_unset: tuple[str, ...] = ()
     launch: tuple[str, ...] | None = None
+    files: tuple[FileEdit, ...] = ()
     fix: str = ""  # this remedy's own text, when a rule offers several (``alternatives``)
 
     @property
@@ -42,16 +64,21 @@ class Remedy:
         return (
             not (self.packages or self.config_set or self.config_remove or self.env_set or self.env_unset)
             and self.launch is None
+            and not self.files
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``changes`` object of the fix format (docs/report.md)."""
-        return {
+        """The ``changes`` object of the fix format (docs/report.md); ``files`` only when the
+        remedy edits a file (a key added within ``/1``)."""
+        out: dict[str, Any] = {
             "packages": dict(self.packages),
             "config": {"set": dict(self.config_set), "remove": list(self.config_remove)},
             "env": {"set": dict(self.env_set), "unset": list(self.env_unset)},
             "launch": list(self.launch) if self.launch is not None else None,
         }
+        if self.files:
+            out["files"] = [e.to_dict() for e in self.files]
+        return out
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,7 @@ def duplicate_keys(root: yaml.Node) -> list[dict[str, Any]]:
         if not isinstance(node, yaml.MappingNode):
             continue
         first: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        starts = [k.start_mark.line for k, _ in node.value]
         for key, value in node.value:
             if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
                 continue
@@ -132,11 +133,32 @@ def duplicate_keys(root: yaml.Node) -> list[dict[str, Any]]:
                         "first": _shown(v0),
                         "last": _shown(value),
                         "same": same,
+                        # the line of the next key after the first (None: a flow mapping)
+                        "first_next": _next_start(k0, starts, node.flow_style),
                     }
                 )
             first[name] = (key, value)
             stack.append((value, f"{path}.{name}" if path else name))
     return sorted(found, key=lambda d: d["last_line"])
+
+
+def _next_start(key: yaml.Node, starts: list[int], flow: bool | None) -> int | None:
+    line = key.start_mark.line
+    after = [s for s in starts if s > line]
+    return None if flow or not after or starts.count(line) > 1 else min(after) + 1
+
+
+def entry_lines(text: str, dup: dict[str, Any]) -> list[str] | None:
+    """The lines of the first ``key: value`` of a key set twice (``duplicate_keys``), up to the
+    next key's line without the blank and comment lines before it, as written in ``text``; None
+    where the entry shares a line with another (a flow mapping)."""
+    end = dup.get("first_next")
+    if not end:
+        return None
+    lines = text.splitlines()[dup["first_line"] - 1 : end - 1]
+    while len(lines) > 1 and (not lines[-1].strip() or lines[-1].lstrip().startswith("#")):
+        lines.pop()
+    return lines or None
 
 
 def _bounded(tag: str) -> None:
@@ -180,7 +202,8 @@ def parse_mapping(
             finally:
                 loader.dispose()
             if duplicates is not None:
-                duplicates.extend(getattr(loader, "duplicates", []))
+                found = getattr(loader, "duplicates", [])
+                duplicates.extend({**d, "first_text": entry_lines(text, d)} for d in found)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -8,7 +8,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.findings import Remedy
+from envdoctor.findings import FileEdit, Remedy
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.keys import presence, span
 from envdoctor.plan.interface import from_code
@@ -796,6 +796,9 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
             if not scope & bit or have & bit:
                 continue  # the method is not the class's own there (a base's), or it takes it
             takes = [r for i, r in enumerate(releases) if have >> i & 1]
+            taken = [k for k, b in row.items() if k not in ("@", "**") and int(b) & bit]
+            meant = _meant(key, taken, call.keywords)
+            cands = _rename_keyword(call, key, meant) if meant else _drop_keyword(call, key)
             shown = f"{call.cls}({key}=…)" if call.method == "__init__" else f"{call.method}({key}=…)"
             when = "at init, before training" if call.method == "__init__" else "when the call runs"
             if takes:
@@ -808,11 +811,14 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
                     f"({_spans(takes, releases)}), the nearest being pip install 'trl=={nearest}' "
                     "(then run envdoctor check again: its vLLM and transformers ranges differ)"
                 )
+                cands.append(Remedy(packages={"trl": nearest}, fix=f"pip install 'trl=={nearest}'"))
             else:
                 fix = (
                     f"remove `{key}=` from the call: no TRL release takes it (a fork's or another "
                     "release line's keyword)"
                 )
+            if meant:
+                fix = f"rename `{key}=` to `{meant}=` (the parameter of TRL {version}); or " + fix
             yield hit(
                 f"`{shown}` in {call.where}: {call.cls}.{call.method} of TRL {ctx.trl.label()} "
                 f"takes no `{key}`; the call raises TypeError (unexpected keyword argument) {when}",
@@ -822,6 +828,7 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
                 keyword=key,
                 where=call.where,
                 takes=_spans(takes, releases) if takes else None,
+                remedy=cands or None,
             )
 
 
@@ -882,6 +889,49 @@ def _dev_build_keywords(ctx: Context, call: Any, table: dict[str, Any], releases
         )
 
 
+def _meant(key: str, taken: list[str], given: tuple[str, ...]) -> str | None:
+    """The parameter the call most likely meant by ``key``: one the method takes in this
+    release, that the call does not pass yet, and that reads close to it (``reward_function``
+    -> ``reward_funcs``)."""
+    import difflib
+
+    free = [k for k in taken if k not in given]
+    close = difflib.get_close_matches(key, free, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _rename_keyword(call: Any, key: str, meant: str) -> list[Remedy]:
+    """CFG008's first candidate where the call names a parameter of this release by another
+    spelling: the keyword renamed in the script (a line edit)."""
+    for name, line, col, text in getattr(call, "places", ()):
+        raw = text.encode("utf-8")
+        if name == key and raw[col : col + len(key)] == key.encode():
+            new = (raw[:col] + meant.encode() + raw[col + len(key) :]).decode("utf-8")
+            path = str(call.where).rsplit(":", 1)[0]
+            return [
+                Remedy(
+                    files=(FileEdit(path=path, line=line, old=(text,), new=(new,)),),
+                    fix=f"rename `{key}=` to `{meant}=` in the call in {call.where}",
+                )
+            ]
+    return []
+
+
+def _drop_keyword(call: Any, key: str) -> list[Remedy]:
+    """CFG008's first candidate: the keyword taken out of the call in the script (a line edit
+    the script reader cut from the call's text), when it could be cut cleanly."""
+    for name, line, old, new in getattr(call, "drops", ()):
+        if name == key:
+            path = str(call.where).rsplit(":", 1)[0]
+            return [
+                Remedy(
+                    files=(FileEdit(path=path, line=line, old=old, new=new),),
+                    fix=f"remove `{key}=` from the call in {call.where}",
+                )
+            ]
+    return []
+
+
 def _spans(have: list[str], releases: list[str]) -> str:
     """``0.15.0–0.19.1, 1.2.0`` for the releases of ``have`` in the history's order."""
     runs: list[list[str]] = []
@@ -896,6 +946,22 @@ def _spans(have: list[str], releases: list[str]) -> str:
     return ", ".join(run[0] if len(run) == 1 else f"TRL {run[0]}–{run[-1]}" for run in runs)
 
 
+def _drop_first(d: dict[str, Any]) -> Remedy | None:
+    """CFG007's fix as data: the first entry's lines deleted, so the file says what runs now
+    (the value yaml.safe_load keeps); none where the entry shares its line (a flow mapping) or
+    starts a list item (``- key: …``: deleting the line would end the item)."""
+    lines = d.get("first_text")
+    name = str(d["key"]).rsplit(".", 1)[-1]
+    if not lines or not lines[0].lstrip().startswith(name) or lines[0].lstrip().startswith("-"):
+        return None
+    first = int(d["first_line"])
+    shown = f"{first}" if len(lines) == 1 else f"{first}–{first + len(lines) - 1}"
+    return Remedy(
+        files=(FileEdit(path=str(d["file"]), line=int(d["first_line"]), old=tuple(lines)),),
+        fix=f"delete line {shown} of {d['file']} (the first `{d['key']}`; the run keeps `{d['last']}`)",
+    )
+
+
 @rule("CFG007")
 def config_duplicate_key(ctx: Context) -> Iterator[Hit]:
     """A key set twice in one mapping of a config file: yaml.safe_load (TRL's parser,
@@ -908,6 +974,7 @@ def config_duplicate_key(ctx: Context) -> Iterator[Hit]:
                 "the same run either way, but the next edit of one of them is silently undone by the other",
                 fix=f"delete line {first} of {file} (`{key}` at line {last} stays)",
                 severity="info",
+                remedy=_drop_first(d),
                 file=file,
                 line=first,
                 key=key,
@@ -922,6 +989,7 @@ def config_duplicate_key(ctx: Context) -> Iterator[Hit]:
                 f"keep one `{key}` in {file}: delete line {first} to keep what runs now (`{d['last']}`), "
                 f"or delete line {last} if `{d['first']}` is what you meant"
             ),
+            remedy=_drop_first(d),
             file=file,
             line=last,
             key=key,

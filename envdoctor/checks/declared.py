@@ -15,6 +15,7 @@ from envdoctor import versions
 from envdoctor.checks.config import NOT_CONFIG, replace_or_remove
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import FileEdit, Remedy
 from envdoctor.plan.interface import from_code
 
 if TYPE_CHECKING:
@@ -342,6 +343,36 @@ _PYTORCH_INDEX = frozenset({"torch", "torchvision", "torchaudio", "xformers", "p
 _PYTORCH_TAG = re.compile(r"^(?:cu\d{2,3}|cpu|rocm\d+(?:\.\d+)*|xpu)$")
 
 
+def _local_pin_remedies(
+    ctx: Context, file: str, line: int, name: str, version: str, local: str
+) -> list[Remedy]:
+    """DCL008's fixes as line edits of the requirement file (its lines as ``hook --fix`` read
+    them): PyTorch's index for the tag added at the top, else the local part dropped."""
+    lines = (ctx.facts.extra.get("repo_texts") or {}).get(file)
+    if not isinstance(lines, list) or not 1 <= line <= len(lines):
+        return []
+    out = []
+    if name in _PYTORCH_INDEX and _PYTORCH_TAG.match(local) and lines:
+        index = f"--extra-index-url https://download.pytorch.org/whl/{local}"
+        out.append(
+            Remedy(
+                files=(FileEdit(path=file, line=1, old=(), new=(index,)),),
+                fix=f"add `{index}` at the top of {file}",
+            )
+        )
+    old = lines[line - 1]
+    at = old.find("+" + local)
+    if at > 0 and old.count("+" + local) == 1:
+        new = old[:at] + old[at + 1 + len(local) :]
+        out.append(
+            Remedy(
+                files=(FileEdit(path=file, line=line, old=(old,), new=(new,)),),
+                fix=f"pin {name}=={version.partition('+')[0]} in {file} (PyPI's build)",
+            )
+        )
+    return out
+
+
 @rule("DCL008")
 def declared_local_version_without_index(ctx: Context) -> Iterator[Hit]:
     """A requirement file pins a local version (``torch==2.12.0+cu126``) and neither it, a
@@ -358,6 +389,7 @@ def declared_local_version_without_index(ctx: Context) -> Iterator[Hit]:
                 f"add an `--extra-index-url` line naming the index that serves {name} {version} "
                 f"at the top of {file}"
             )
+        cands = _local_pin_remedies(ctx, file, int(line), name, version, local)
         yield hit(
             f"{file}:{line} pins {name}=={version}, a local version (`+{local}`), and neither {file}, "
             "a file it includes, nor the repository's install steps give pip an index besides PyPI: "
@@ -368,4 +400,5 @@ def declared_local_version_without_index(ctx: Context) -> Iterator[Hit]:
             declared_line=line,
             package=name,
             version=version,
+            remedy=cands or None,
         )

@@ -9,8 +9,20 @@ from typing import Any
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.checks.shell_remedy import (
+    background_server,
+    continue_lines,
+    export_line,
+    lf_ends,
+    lower_memory,
+    machine_paths_held,
+    no_commas,
+    point_at,
+)
 
 _SEVERITY = {"certain": "error", "likely": "warning", "unknown": "info"}
+_NOT_HELD = "the file is not in the repository: which one was meant only the author knows"
+_NO_DS = "the DeepSpeed config is not in the repository: its settings only the author knows"
 
 
 def _missing(ctx: Context, deepspeed: bool) -> Iterator[dict[str, Any]]:
@@ -41,6 +53,8 @@ def launch_path_missing(ctx: Context) -> Iterator[Hit]:
             file=seen["file"],
             line=seen["line"],
             path=seen["written"],
+            remedy=point_at(ctx, seen),
+            **({} if seen.get("near") else {"manual": _NOT_HELD}),
         )
 
 
@@ -57,6 +71,8 @@ def deepspeed_config_missing(ctx: Context) -> Iterator[Hit]:
             file=seen["file"],
             line=seen["line"],
             path=seen["written"],
+            remedy=point_at(ctx, seen),
+            **({} if seen.get("near") else {"manual": _NO_DS}),
         )
 
 
@@ -73,6 +89,7 @@ def visible_devices_not_exported(ctx: Context) -> Iterator[Hit]:
                 f"or start line {seen['command_line']} with `CUDA_VISIBLE_DEVICES={value} `; then "
                 "match the launch's process count to the GPUs it leaves."
             ),
+            remedy=export_line(ctx, seen["file"], [seen["line"]], "CUDA_VISIBLE_DEVICES"),
             file=seen["file"],
             line=seen["line"],
         )
@@ -95,6 +112,7 @@ def launch_script_crlf(ctx: Context) -> Iterator[Hit]:
                 f"Convert it to LF line ends: `dos2unix {name}` (or `sed -i 's/\\r$//' {name}`), "
                 "and keep it so with a .gitattributes line `*.sh text eol=lf`."
             ),
+            remedy=lf_ends(ctx, name),
             file=name,
             line=seen["line"],
         )
@@ -118,6 +136,7 @@ def launch_command_split(ctx: Context) -> Iterator[Hit]:
             "(`command not found`)",
             fix=f"In {name}, end line {line} and each option line before the last with ` \\` "
             "(nothing after the backslash).",
+            remedy=continue_lines(ctx, seen),
             severity="warning" if seen.get("readme") else "error",
             file=name,
             line=line,
@@ -138,6 +157,7 @@ def environment_not_exported(ctx: Context) -> Iterator[Hit]:
             f"see {'it' if one else 'them'}",
             fix=f"In {seen['file']}: write `{exports}` (or put the "
             f"{'assignment' if one else 'assignments'} at the start of line {seen['command_line']}).",
+            remedy=export_line(ctx, seen["file"], [v["line"] for v in names.values()], *names),
             file=seen["file"],
             line=seen["line"],
         )
@@ -156,6 +176,7 @@ def list_option_commas(ctx: Context) -> Iterator[Hit]:
             "layers than meant",
             fix=f"In {seen['file']} line {seen['line']}, write `{seen['option']} {clean}` "
             "(space-separated, no commas).",
+            remedy=no_commas(ctx, seen),
             file=seen["file"],
             line=seen["line"],
         )
@@ -171,9 +192,13 @@ def launch_variable_unset(ctx: Context) -> Iterator[Hit]:
             "repository names: unless the caller exports it, the argument is empty or cut",
             fix=f"In {seen['file']}, set `{seen['name']}=…` before line {seen['line']} (or "
             "document that the caller must export it).",
+            manual=f"the value of ${seen['name']} (the user's path or name) is not in the repository",
             file=seen["file"],
             line=seen["line"],
         )
+
+
+_NO_COPY = "the repository holds no copy of these files: where the user keeps them is theirs to say"
 
 
 @rule("REP009")
@@ -206,6 +231,8 @@ def machine_path(ctx: Context) -> Iterator[Hit]:
             f"{said}; no download, copy or Dockerfile of the repository makes it: a run on "
             "another machine does not find it",
             fix=fix,
+            remedy=machine_paths_held(ctx, seen),
+            **({} if held and len(held) == seen["count"] else {"manual": _NO_COPY}),
             file=seen["file"],
             line=seen["line"],
         )
@@ -249,6 +276,7 @@ def launches_share_gpu(ctx: Context) -> Iterator[Hit]:
                 "tensor × data parallel size to them)."
             ),
             severity="error" if seen["same_script"] and (seen.get("rank0_shared") or total_over) else None,
+            manual="which GPUs the machine has free for each launch is not in the repository",
             file=b["file"],
             line=b["line"],
         )
@@ -264,6 +292,7 @@ def server_memory_full(ctx: Context) -> Iterator[Hit]:
             "memory less than desired) or runs out of memory under load",
             fix=f"In {seen['file']} line {seen['line']}, lower --gpu-memory-utilization "
             "(0.9 is vLLM's default).",
+            remedy=lower_memory(ctx, seen),
             file=seen["file"],
             line=seen["line"],
         )
@@ -280,6 +309,7 @@ def server_blocks_launch(ctx: Context) -> Iterator[Hit]:
                 f"Start the server in the background (end line {seen['line']} with `&`, wait for its "
                 "/health before the launch), or run it in a terminal of its own."
             ),
+            remedy=background_server(ctx, seen),
             file=seen["file"],
             line=seen["line"],
         )

@@ -74,14 +74,52 @@ def fix(
     """
     facts, plan = facts_and_plan(facts_file, assume, config, accelerate_config, launch, launch_argv)
     result = run_fix(facts, plan, split_list(select) or None, split_list(ignore) or None, include_info)
-    edit = config_edit(plan.config_path, result["changes"]["config"]) if plan.config_path else None
-    if edit is not None and not diff:
-        _write(plan.config_path, edit[1])
+    edits = file_edits(plan, result["closure"].changes.files, result["changes"]["config"])
+    edit = edits.get(plan.config_path) if plan.config_path else None
+    if not diff:
+        for path, (_old, new) in edits.items():
+            _write(path, new)
     if fmt == "json":
         emit(json.dumps(result["json"], indent=2) + "\n", output)
     else:
-        emit(text(result, plan.config_path, edit, diff), output)
+        emit(text(result, plan.config_path, edit, diff, edits), output)
     sys.exit(result["exit"])
+
+
+def named_files(plan: Any) -> list[str]:
+    """The files ``fix`` may write: those the inputs name (the config file, the accelerate
+    config, the training script of the trainer's line)."""
+    out = [p for p in (plan.config_path, plan.accelerate_path) if p and p != "-"]
+    if plan.script is not None and plan.script.path and not plan.script.problem:
+        out.append(plan.script.path)
+    return out
+
+
+def file_edits(plan: Any, files: Any, config: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Each file ``fix`` changes: (its text now, its text after the fixes): the line edits of
+    the remedies (``changes.files``), then the config keys into the config file."""
+    from envdoctor.errors import InputError
+    from envdoctor.remedy.file_edit import EditError, key, on_disk, texts_after
+
+    named = {key(p): p for p in named_files(plan)}
+    for edit in files:
+        if key(edit.path) not in named:  # never proved on a file the inputs do not name
+            raise InputError(edit.path, "a fix would edit it, but the inputs do not name it")
+    try:
+        after = texts_after(files)
+    except EditError as exc:
+        raise InputError(str(exc).split(":")[0], str(exc)) from None
+    before = on_disk(after)
+    out = {named[k]: (before[k], text) for k, text in after.items() if before.get(k) != text}
+    path = plan.config_path
+    if path and path != "-" and (config["set"] or config["remove"]):
+        from envdoctor.remedy.config_edit import edit_config
+
+        old = before.get(key(path)) or on_disk([path]).get(key(path), "")
+        new = edit_config(after.get(key(path), old), path, config["set"], config["remove"])
+        if new != old:
+            out[path] = (old, new)
+    return out
 
 
 def run_fix(
@@ -156,10 +194,16 @@ def config_edit(path: str, config: dict[str, Any]) -> tuple[str, str] | None:
 
 def _write(path: str, text: str) -> None:
     from envdoctor.errors import InputError
+    from envdoctor.remedy.file_edit import encode
 
     try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(path, "rb") as fh:
+            now = fh.read(4)
+    except OSError:
+        now = b""
+    try:
+        with open(path, "wb") as fh:
+            fh.write(encode(text, now))
     except OSError as exc:
         raise InputError(path, f"cannot write it: {exc.strerror or exc}") from None
 
@@ -174,6 +218,23 @@ def _diff(path: str, edit: tuple[str, str]) -> str:
     )
 
 
+def _what(files: list[dict[str, Any]], path: str) -> str:
+    """The line edits of one file, said short."""
+    from envdoctor.remedy.file_edit import key
+
+    said = []
+    for e in files:
+        if key(e["path"]) != key(path):
+            continue
+        if e.get("eol"):
+            said.append(f"line ends to {str(e['eol']).upper()}")
+        elif not e["new"]:
+            said.append(f"line {e['line']} deleted" if len(e["old"]) == 1 else f"lines {e['line']}+ deleted")
+        else:
+            said.append(f"line {e['line']} edited")
+    return "; ".join(said)
+
+
 def _counts(report: Any) -> str:
     from envdoctor.findings import Severity
 
@@ -181,7 +242,13 @@ def _counts(report: Any) -> str:
     return f"{e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)}"
 
 
-def text(result: dict[str, Any], path: str | None, edit: tuple[str, str] | None, diff: bool) -> str:
+def text(
+    result: dict[str, Any],
+    path: str | None,
+    edit: tuple[str, str] | None,
+    diff: bool,
+    edits: dict[str, tuple[str, str]] | None = None,
+) -> str:
     """The text report: what changed, what to run, what is left, before → after."""
     from envdoctor.redact import clean
 
@@ -201,6 +268,10 @@ def text(result: dict[str, Any], path: str | None, edit: tuple[str, str] | None,
             lines.append(f"  config {path} {verb}: {'; '.join(what)}")
         else:
             lines.append(f"  in your GRPO config (no config file to edit): {'; '.join(what)}")
+    cfg_said = bool(cfg["set"] or cfg["remove"])
+    for other in [p for p in edits or {} if p != path or not cfg_said]:
+        verb = "would change (--diff; nothing written)" if diff else "changed"
+        lines.append(f"  {other} {verb}: " + _what(js["changes"].get("files") or [], other))
     if js["commands"]:
         lines.append("  run:")
         was = set(result.get("launch_was") or ())
@@ -213,8 +284,12 @@ def text(result: dict[str, Any], path: str | None, edit: tuple[str, str] | None,
                     else ("  # the trainer" if c == launch[-1] else "  # the server")
                 )
             lines.append(f"    {c}")
-    if diff and edit is not None and path:
-        lines += ["", _diff(path, edit).rstrip("\n")]
+    if diff:
+        shown = dict(edits or {})
+        if edit is not None and path:
+            shown[path] = edit
+        for p, e in shown.items():  # the config file's line edits and keys in one diff
+            lines += ["", _diff(p, e).rstrip("\n")]
     for item in js["unfixed"]:
         lines.append(f"  not fixed: {item['rule']} — {item['why']}")
     lines += ["", f"before → after: {_counts(result['before'])} → {_counts(result['after'])}"]

@@ -569,7 +569,34 @@ def _render_all(
     return "\n".join(parts)
 
 
-def _fix(targets, facts, line, select, ignore, assume, requirement_files, files, show_diff):
+def _scoped_stacks(
+    targets: list[Any], facts: Any, given: bool, assume: Any, files: Any
+) -> list[tuple[Any, Any]]:
+    """The declared stacks of script folders that hold their own (``_scoped``), once each, with
+    how to read each again from another folder (``hook --fix`` proving a requirement file's edit)."""
+    from envdoctor.commands.hook_stack import declared_facts
+
+    out: list[tuple[Any, Any]] = []
+    seen: set[str] = set()
+    for t in targets:
+        if not t.script:
+            continue
+        scoped = _scoped(t, facts, given, assume, files)
+        scope = str(Path(t.script).parent)
+        if scoped is facts or scope in seen or "declared" not in (scoped.extra or {}):
+            continue
+        seen.add(scope)
+
+        def again(folder: Path, scope: str = scope) -> Any:
+            return declared_facts(list(assume), [], folder, list(files), scope=scope)
+
+        out.append((scoped, again))
+    return out
+
+
+def _fix(
+    targets, facts, line, select, ignore, assume, requirement_files, files, show_diff, calls=(), stacks=()
+):
     """``--fix`` / ``--diff``: the proved changes written (or shown); the facts as they are
     after the writes (the declared stack read again when a pin was written)."""
     from envdoctor.commands.hook_fix import hook_fix
@@ -581,7 +608,34 @@ def _fix(targets, facts, line, select, ignore, assume, requirement_files, files,
         return declared_facts(kept, list(requirement_files), folder, list(files))
 
     skip = sorted(offline_rules(facts, select, ignore))
-    done = hook_fix(targets, facts, line, select, (ignore or []) + skip, reread, Path.cwd(), show_diff)
+
+    def scan(folder: Path) -> dict[str, Any]:
+        if folder == Path.cwd():
+            return _repo_paths()
+        from envdoctor.plan.repo_machine import repo_machine_paths
+        from envdoctor.plan.repo_paths import repo_paths
+        from envdoctor.plan.repo_shell import repo_shell
+
+        return {**repo_paths(folder), **repo_shell(folder), **repo_machine_paths(folder)}
+
+    done = hook_fix(
+        targets,
+        facts,
+        line,
+        select,
+        (ignore or []) + skip,
+        reread,
+        Path.cwd(),
+        show_diff,
+        repository=scan,
+        scripts=list(calls),  # added only where --select admits CFG008
+        stacks=list(stacks),
+    )
+    if done.repo_written and not show_diff:
+        _PATHS.clear()  # the reports read the edited scripts
+        from envdoctor.plan.repo_config_calls import forget_scan
+
+        forget_scan()
     if show_diff:
         click.echo(done.diff(), err=True, nl=False)
     for path, what in done.written.items():
@@ -589,7 +643,7 @@ def _fix(targets, facts, line, select, ignore, assume, requirement_files, files,
         click.echo(f"envdoctor: {verb} {clean(path)} ({clean(what)})", err=True)
     for note in done.notes:
         click.echo(f"envdoctor: not written: {clean(note)}", err=True)
-    if done.pins_written and not show_diff and "declared" in facts.extra:
+    if (done.pins_written or done.repo_written) and not show_diff and "declared" in facts.extra:
         from envdoctor.commands.hook_stack import declared_facts as read_again
 
         return read_again(list(assume), list(requirement_files), Path.cwd(), list(files))
@@ -728,6 +782,11 @@ def hook(
                 click.echo(f"envdoctor: {clean(note)}", err=True)
     line = launch_text(launch, ())
     if (apply_fix or show_diff) and facts is not None:
+        given = installed or bool(requirement_files)
+        calls = [
+            (t.script, _scoped(t, facts, given, assume, files)) for t in targets if t.only == ("CFG008",)
+        ]
+        stacks = _scoped_stacks(targets, facts, given, assume, files)
         facts = _fix(  # the configs written in scripts are not edited (hook_scripts.py)
             [t for t in targets if t.script is None and t.unreadable is None],
             facts,
@@ -738,6 +797,8 @@ def hook(
             requirement_files,
             files,
             show_diff,
+            calls,
+            stacks,
         )
     named = (
         [

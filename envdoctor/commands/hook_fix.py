@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envdoctor.remedy.file_edit import decode, encode
+
 
 @dataclass
 class HookFix:
@@ -28,6 +30,7 @@ class HookFix:
     texts: dict[str, tuple[str, str]] = field(default_factory=dict)  # file -> (old, new)
     notes: list[str] = field(default_factory=list)  # what was not written, and why
     pins_written: bool = False
+    repo_written: bool = False  # the repository's own files (launch scripts, requirement files)
 
     def diff(self) -> str:
         return "".join(
@@ -65,10 +68,15 @@ def hook_fix(
     reread: Any,
     root: Path,
     diff: bool,
+    repository: Any = None,
+    scripts: list[tuple[str, Any]] | None = None,
+    stacks: list[tuple[Any, Any]] | None = None,
 ) -> HookFix:
     """Prove and apply (``diff``: only show) every target's fixes. ``reread(folder, names)``
     gives the facts of the declared stack as the hook reads it from ``folder``, without the
-    ``--assume`` of ``names`` (the pins written replace it): the pins' proof."""
+    ``--assume`` of ``names`` (the pins written replace it): the pins' proof. ``repository(folder)``
+    (when given) reads what the repository's launch scripts say there: the REP and DCL008 line
+    edits are then proved and applied too."""
     from envdoctor.commands.fix import config_edit
     from envdoctor.remedy import Rerun, close
 
@@ -101,10 +109,179 @@ def hook_fix(
         )
     elif packages and declared is not None:
         _pins(out, packages, declared, facts, closures, root, reread, select, ignore)
+    if repository is not None:
+        _repository(out, facts, repository, select, ignore, lambda folder: reread(folder, set()), root)
+        for scoped, again in stacks or []:  # a script folder's own stack (its requirement files)
+            _repository(out, scoped, repository, select, ignore, again, root, rules=frozenset({"DCL008"}))
+    if scripts:
+        _script_calls(out, scripts, ignore, root)
     if not diff:
         for path, (_old, new) in out.texts.items():
             _write(root / path if not Path(path).is_absolute() else Path(path), new)
     return out
+
+
+#: the rules whose fixes edit the repository's own files (its launch scripts, its requirement
+#: files): proved on a scratch copy of the repository, the readers run again on it
+FILE_RULES = frozenset({f"REP{n:03d}" for n in range(1, 100)} | {"DCL008"})
+#: folders never copied into the scratch repository (not read by the readers the proof runs)
+_NOT_COPIED = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", "wandb", ".cache"}
+#: files larger than this are not copied (data, weights: no reader of the proof opens them)
+_COPY_MAX = 2 * 1024 * 1024
+
+
+def _texts(root: Path, paths: dict[str, Any], declared: dict[str, Any] | None) -> dict[str, list[str]]:
+    """The lines of each file a repository finding names (its edit is cut from them)."""
+    names: set[str] = set()
+    for found in paths.values():
+        for seen in found if isinstance(found, list) else []:
+            if isinstance(seen, dict):
+                names.add(str(seen.get("file") or ""))
+                names.update(str(u.get("file") or "") for u in seen.get("uses") or [] if isinstance(u, dict))
+    names.update(str(p.get("file") or "") for p in (declared or {}).get("local_pins") or [])
+    out: dict[str, list[str]] = {}
+    for name in sorted(n for n in names if n):
+        path = root / name
+        try:
+            inside = path.resolve().is_relative_to(root.resolve())
+            if inside and path.is_file() and path.stat().st_size <= _COPY_MAX:
+                out[name] = decode(path.read_bytes()).splitlines()
+        except (OSError, UnicodeError):
+            continue
+    return out
+
+
+def _copy_tree(root: Path, dst: Path) -> None:
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skip = set()
+        for n in names:
+            p = Path(folder) / n
+            if n in _NOT_COPIED or p.is_symlink():
+                skip.add(n)
+            elif p.is_file():
+                try:
+                    if p.stat().st_size > _COPY_MAX:
+                        skip.add(n)
+                except OSError:
+                    skip.add(n)
+        return skip
+
+    shutil.copytree(root, dst, ignore=ignore, dirs_exist_ok=True)
+
+
+def _repository(
+    out: HookFix,
+    facts: Any,
+    scan: Any,
+    select: list[str] | None,
+    ignore: list[str] | None,
+    reread: Any,
+    root: Path,
+    rules: frozenset[str] = FILE_RULES,
+) -> None:
+    """The repository rules' line edits (REP*, DCL008): each proved on a scratch copy of the
+    repository with the edit applied (the shell and path readers, and the declared-stack reader
+    for a requirement file, run again on it), then all of them together once more; only what
+    holds is written. ``scan(folder)`` gives what the repository's launch scripts say there;
+    ``reread(folder)`` the facts of the declared stack read there."""
+    import copy
+
+    from envdoctor.plan.interface import Plan
+    from envdoctor.remedy import Rerun, close
+    from envdoctor.remedy.closure import loud
+
+    declared = facts.extra.get("declared") if facts is not None else None
+    paths = scan(root)
+    texts = _texts(root, paths, declared)
+    if not texts:
+        return
+    base = copy.copy(facts)
+    base.extra = {**facts.extra, "repo_paths": paths, "repo_texts": texts}
+    declared_files = {str(p.get("file")) for p in (declared or {}).get("local_pins") or []}
+    with tempfile.TemporaryDirectory(prefix="envdoctor-repo-") as tmp:
+        scratch = Path(tmp)
+        copied: list[bool] = []  # the copy is made when the first edit is proved
+        written: dict[str, bytes] = {}
+        seen: dict[tuple[tuple[str, str], ...], Any] = {}
+
+        def again(now: Any, edited: dict[str, str]) -> Any:
+            state = tuple(sorted(edited.items()))
+            if state in seen:
+                return seen[state]
+            if not copied:
+                _copy_tree(root, scratch)
+                copied.append(True)
+            for rel, data in written.items():  # the scratch copy as the repository holds it
+                (scratch / rel).write_bytes(data)
+            written.clear()
+            for rel, text in edited.items():
+                target = scratch / rel
+                if target.is_file():
+                    written[rel] = target.read_bytes()
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(encode(text, written.get(rel)))
+            new = copy.copy(now)
+            found = scan(scratch)
+            extra = {**now.extra, "repo_paths": found}
+            if declared is not None and declared_files & set(edited):
+                extra["declared"] = reread(scratch).extra.get("declared")
+            lines = _texts(scratch, found, extra.get("declared"))
+            lines.update({k: v.splitlines() for k, v in edited.items()})
+            extra["repo_texts"] = lines
+            new.extra = extra
+            seen[state] = new
+            return new
+
+        done = {str(k) for k in out.texts}  # a file an earlier stack's fixes edited: theirs
+
+        def wanted(f: Any) -> bool:
+            return loud(f) and f.rule in rules and str(f.evidence.get("declared_file") or "") not in done
+
+        closure = close(base, Plan(), Rerun(select, ignore, reread=again), wanted=wanted)
+    for rule, why in closure.unfixed:
+        out.notes.append(f"{rule}: {why}")
+    _take_edits(out, closure, root)
+
+
+def _take_edits(out: HookFix, closure: Any, root: Path) -> None:
+    """The closure's line edits into ``out`` (on top of the edits already there)."""
+    from envdoctor.remedy.file_edit import EditError, key, texts_after
+
+    if not closure.changes.files:
+        return
+    try:
+        after = texts_after(closure.changes.files, {k: v[1] for k, v in out.texts.items()})
+    except EditError as exc:
+        out.notes.append(f"line edits: {exc}")
+        return
+    mine = {key(e.path) for e in closure.changes.files}
+    for rel, new in after.items():
+        if key(rel) not in mine:
+            continue
+        old = out.texts[rel][0] if rel in out.texts else decode((root / rel).read_bytes())
+        if new != old:
+            out.texts[rel] = (old, new)
+            rules = ", ".join(
+                dict.fromkeys(r for r, c in closure.steps if any(key(e.path) == key(rel) for e in c.files))
+            )
+            what = f"line edits ({rules})"
+            out.written[rel] = f"{out.written[rel]}; {what}" if rel in out.written else what
+            out.repo_written = True
+
+
+def _script_calls(out: HookFix, scripts: list[tuple[str, Any]], ignore: list[str] | None, root: Path) -> None:
+    """CFG008 in the repository's training scripts (a keyword TRL's trainer does not take): the
+    call edited in the script, proved on the script's text in memory (its facts: the stack of
+    its own folder, as the hook judges it)."""
+    from envdoctor.plan.build import build_plan
+    from envdoctor.remedy import Rerun, close
+
+    for script, facts in scripts:
+        plan = build_plan(launch=f"python {shlex.quote(script)}", live=False)
+        closure = close(facts, plan, Rerun(["CFG008"], ignore))
+        for rule, why in closure.unfixed:
+            out.notes.append(f"{rule} in {script}: {why}")
+        _take_edits(out, closure, root)
 
 
 def _pins(
@@ -164,6 +341,6 @@ def _write(path: Path, text: str) -> None:
     from envdoctor.errors import InputError
 
     try:
-        path.write_text(text, encoding="utf-8")
+        path.write_bytes(encode(text, path.read_bytes() if path.is_file() else None))
     except OSError as exc:
         raise InputError(str(path), f"cannot write it: {exc.strerror or exc}") from None

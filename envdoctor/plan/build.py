@@ -191,6 +191,8 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
     new = Plan(config_path=plan.config_path, accelerate=plan.accelerate, accelerate_path=plan.accelerate_path)
     new.script_keys = dict(plan.script_keys)
     new.repository_read = plan.repository_read
+    new.duplicate_keys = list(plan.duplicate_keys)  # the files are the same files
+    new.edited = dict(plan.edited)
     for key, value in plan.config.items():
         origin = plan.config_origin.get(key, MAPPING_ORIGIN)
         if origin != "command line" and not from_code(origin):

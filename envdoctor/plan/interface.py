@@ -123,6 +123,8 @@ class Plan:
     repository_read: bool = False
     #: keys set twice in one mapping of the config files read (parsing.duplicate_keys, with "file")
     duplicate_keys: list[dict[str, Any]] = field(default_factory=list)
+    #: files as ``envdoctor fix`` edited them in memory (path -> text; envdoctor.remedy.file_edit)
+    edited: dict[str, str] = field(default_factory=dict)
 
     @property
     def trainer(self) -> Launch | None:

@@ -112,6 +112,11 @@ class TrlCall:
     where: str  # "train.py:262"
     keywords: tuple[str, ...]
     spread: bool = False  # also ``**kwargs`` of keys envdoctor does not follow
+    #: each keyword's removal from the call as a line edit of the script: (keyword, first line,
+    #: the lines as written, the lines without it); a keyword whose text could not be cut is absent
+    drops: tuple[tuple[str, int, tuple[str, ...], tuple[str, ...]], ...] = ()
+    #: where each keyword's name is written: (keyword, line, UTF-8 byte column, the line's text)
+    places: tuple[tuple[str, int, int, str], ...] = ()
 
 
 @dataclass
@@ -354,6 +359,7 @@ class SourceFacts:
     floors: dict[str, tuple[int, ast.Dict]] = field(default_factory=dict)
     #: name -> lines where a key may leave it: ``.pop()``, ``.clear()``, ``del name[k]``, a rebinding
     removals: dict[str, list[int]] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)  # the text's lines (a fix's edit is cut from them)
 
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
@@ -630,9 +636,11 @@ def _load(path: Path, label: str) -> tuple[SourceFacts | None, str | None]:
     if tree is None:
         return None, problem
     try:
-        return _scan(tree, label), None
+        mod = _scan(tree, label)
     except (RecursionError, MemoryError):
         return None, "is too deeply nested to read"
+    mod.lines = data.decode("utf-8", errors="replace").splitlines()
+    return mod, None
 
 
 # --------------------------------------------------------------------------------------------
@@ -838,6 +846,22 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
     return decl
 
 
+def trl_calls_of_text(path: str, text: str) -> tuple[list[TrlCall], str | None]:
+    """The calls into TRL's trainer (``ScriptDecl.trl_calls``) of the script at ``path`` as
+    ``text`` holds it (``envdoctor fix`` proving an edit of it), the modules it imports read
+    from disk; (``[]``, why) when the text does not parse."""
+    script = Path(path)
+    tree, problem = parse_source(text.encode("utf-8"), str(path))
+    if tree is None:
+        return [], problem
+    try:
+        main = _scan(tree, str(path))
+    except (RecursionError, MemoryError):
+        return [], "is too deeply nested to read"
+    main.lines = text.splitlines()
+    return _trl_calls(main, script, _Resolver(script, main)), None
+
+
 #: packages whose trainer classes are not TRL's GRPOTrainer (a class deriving from one of them
 #: alone runs none of GRPOTrainer's checks)
 OTHER_TRAINER_PACKAGES = frozenset({"transformers", "torch"})
@@ -908,7 +932,8 @@ def _trl_calls(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlCall]
 def _trl_call(cls: str, method: str, where: str, call: ast.Call, mod: SourceFacts | None = None) -> TrlCall:
     """The call's keywords, those of a ``**mapping`` the file binds once to a dict display
     (``kwargs = {"finetuned_from": …}; trainer.create_model_card(**kwargs)``) among them;
-    ``spread`` when a ``**`` hands keys envdoctor does not follow."""
+    ``spread`` when a ``**`` hands keys envdoctor does not follow; each written keyword's removal
+    and place as line edits of the script (a fix's edit is cut from the file's lines)."""
     named: list[str] = [k.arg for k in call.keywords if k.arg]
     spread = False
     for k in call.keywords:
@@ -918,7 +943,67 @@ def _trl_call(cls: str, method: str, where: str, call: ast.Call, mod: SourceFact
                 spread = True
             else:
                 named += [key for key, _ in pairs]
-    return TrlCall(cls, method, where, tuple(dict.fromkeys(named)), spread)
+    lines = mod.lines if mod is not None else []
+    drops = tuple(d for d in (_drop(call, i, lines) for i in range(len(call.keywords))) if d)
+    places = tuple(
+        (k.arg, k.lineno, k.col_offset, lines[k.lineno - 1])
+        for k in call.keywords
+        if k.arg and 1 <= k.lineno <= len(lines)
+    )
+    return TrlCall(cls, method, where, tuple(dict.fromkeys(named)), spread, drops, places)
+
+
+def _cut(lines: list[str], start: tuple[int, int], end: tuple[int, int]) -> tuple[str, ...] | None:
+    """The lines ``start[0]``..``end[0]`` (1-based) with the text between the two positions
+    (UTF-8 byte columns, as ``ast`` gives them) taken out; a line left blank goes."""
+    if not (1 <= start[0] <= end[0] <= len(lines)):
+        return None
+    head = lines[start[0] - 1].encode("utf-8")[: start[1]]
+    tail = lines[end[0] - 1].encode("utf-8")[end[1] :]
+    if not head.strip() and tail.lstrip().startswith(b"#"):
+        joined = b""  # the keyword's own comment goes with it
+    elif not head.strip():
+        joined = head + tail.lstrip()
+    else:
+        space = b" " if head.rstrip().endswith(b",") and tail.strip() else b""
+        joined = head.rstrip() + space + tail.lstrip()
+    text = joined.decode("utf-8", errors="replace")
+    return () if not text.strip() else (text.rstrip(),)
+
+
+Drop = tuple[str, int, tuple[str, ...], tuple[str, ...]]
+
+
+def _drop(call: ast.Call, i: int, lines: list[str]) -> Drop | None:
+    """The keyword ``call.keywords[i]`` taken out of the call, with the comma that separates it:
+    (keyword, first line, the lines now, the lines after); None when it cannot be cut cleanly
+    (positional arguments after it, no positions, text that is not the parsed one)."""
+    kws = call.keywords
+    kw = kws[i]
+    if kw.arg is None or kw.end_lineno is None or kw.end_col_offset is None:
+        return None
+    if any((a.lineno, a.col_offset) > (kw.lineno, kw.col_offset) for a in call.args):
+        return None
+    own_line = (
+        1 <= kw.lineno <= len(lines) and not lines[kw.lineno - 1].encode("utf-8")[: kw.col_offset].strip()
+    )
+    if i + 1 < len(kws) and not (own_line and kws[i + 1].lineno > kw.end_lineno):  # `k=v, ` up to the next
+        start, end = (kw.lineno, kw.col_offset), (kws[i + 1].lineno, kws[i + 1].col_offset)
+    elif (i > 0 or call.args) and (
+        prev := kws[i - 1].value if i > 0 else call.args[-1]
+    ).end_lineno == kw.lineno:  # the last, on the line of the one before: from that one's end
+        if prev.end_col_offset is None:
+            return None
+        start, end = (kw.lineno, prev.end_col_offset), (kw.end_lineno, kw.end_col_offset)
+    else:  # the only argument, or one on lines of its own: with the comma after it
+        start, end = (kw.lineno, kw.col_offset), (kw.end_lineno, kw.end_col_offset)
+        rest = lines[end[0] - 1].encode("utf-8")[end[1] :] if end[0] <= len(lines) else b""
+        if rest.lstrip().startswith(b","):
+            end = (end[0], end[1] + len(rest) - len(rest.lstrip()) + 1)
+    new = _cut(lines, start, end)
+    if new is None:
+        return None
+    return kw.arg, start[0], tuple(lines[start[0] - 1 : end[0]]), new
 
 
 def _unread_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:

@@ -15,6 +15,8 @@ from envdoctor.facts.interface import Facts, Package, normalize_name
 from envdoctor.findings import Remedy
 from envdoctor.plan.build import relaunch
 from envdoctor.plan.interface import Launch, Plan, from_code
+from envdoctor.remedy.file_edit import key as file_key
+from envdoctor.remedy.file_edit import reread_plan, texts_after
 
 #: the origin a key set by a fix gets when the run has no config file
 FIX_ORIGIN = "fix"
@@ -63,10 +65,15 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         for key in touched:
             current = [env_prefix_edit(line, key, env_set.get(key)) for line in current]
         lines = current
+    edited = dict(plan.edited)
     if lines is not None:
         plan = relaunch(plan, lines)
     else:
         plan = _copy_plan(plan)
+    if remedy.files or edited:  # the files as the fixes left them, and what the plan reads there
+        plan.edited = texts_after(remedy.files, edited)
+        edited_now = {file_key(e.path) for e in remedy.files}
+        reread_plan(plan, edited, edited_now, relaunched=lines is not None)
     for launch in plan.launches:  # set elsewhere on the line (an `export` before it)
         _edit_launch_env(launch, env_set, env_unset)
     origin = f"config file {plan.config_path}" if plan.config_path else FIX_ORIGIN
@@ -127,6 +134,8 @@ def _copy_plan(plan: Plan) -> Plan:
     out = copy.copy(plan)
     out.config = dict(plan.config)
     out.config_origin = dict(plan.config_origin)
+    out.edited = dict(plan.edited)
+    out.duplicate_keys = list(plan.duplicate_keys)
     out.launches = [replace(lx, env=dict(lx.env)) for lx in plan.launches]
     return out
 
@@ -220,4 +229,5 @@ def merge(first: Remedy, then: Remedy) -> Remedy:
         env_set=env_set,
         env_unset=tuple(unset),
         launch=then.launch if then.launch is not None else first.launch,
+        files=(*first.files, *then.files),
     )

@@ -31,9 +31,14 @@ class Rerun:
     select: list[str] | None = None
     ignore: list[str] | None = None
     runs: int = 0
+    #: what the facts hold of the files a fix edited, read again from their edited texts (the
+    #: hook's repository: its launch scripts, its requirement files); None: nothing to read again
+    reread: Callable[[Facts, dict[str, str]], Facts] | None = None
 
     def __call__(self, facts: Facts, plan: Plan) -> list[Finding]:
         self.runs += 1
+        if self.reread is not None and plan.edited:
+            facts = self.reread(facts, plan.edited)
         ctx = Context(facts=facts, plan=plan, network=False)
         return run_rules(ctx, select=self.select, ignore=self.ignore).findings
 
@@ -147,6 +152,7 @@ def attempt(
         total.packages
         and total.launch is None
         and not (total.config_set or total.config_remove or total.env_set or total.env_unset)
+        and not total.files
     )
     pins = " ".join(f"'{n}=={v}'" for n, v in sorted(total.packages.items()))
     text = f"pip install {pins}" if only_packages else "; and ".join(dict.fromkeys(texts))
@@ -185,6 +191,7 @@ class Closure:
     fixed: list[str] = field(default_factory=list)
     unfixed: list[tuple[str, str]] = field(default_factory=list)
     one_round: bool = True  # the merged change, applied once to the inputs, gives ``after``
+    steps: list[tuple[str, Remedy]] = field(default_factory=list)  # each fix: (rule, its change)
 
 
 def close(
@@ -202,6 +209,7 @@ def close(
     state = (facts, plan)
     total = Remedy()
     fixed: list[str] = []
+    steps: list[tuple[str, Remedy]] = []
     blocked: dict[tuple[str, str], str] = {}
     for _ in range(MAX_ROUNDS):
         step = _one_fix(state, findings, rerun, wants, blocked)
@@ -211,6 +219,7 @@ def close(
         state, findings = (new_facts, new_plan), after
         total = merge(total, applied)
         fixed.append(rule)
+        steps.append((rule, applied))
     unfixed = [
         (f.rule, blocked.get((f.rule, f.message)) or _no_remedy(f))
         for f in findings
@@ -226,7 +235,7 @@ def close(
         else:
             one_round = _same(again, findings)
             state, findings = (f2, p2), again
-    return Closure(total, first, findings, state[0], state[1], fixed, unfixed, one_round)
+    return Closure(total, first, findings, state[0], state[1], fixed, unfixed, one_round, steps)
 
 
 def _same(a: list[Finding], b: list[Finding]) -> bool:
@@ -236,6 +245,11 @@ def _same(a: list[Finding], b: list[Finding]) -> bool:
 
 
 def _no_remedy(finding: Finding) -> str:
+    """Why a finding has no fix to apply: what only the user knows (``evidence["manual"]``, the
+    constraint a rule names), and the fix to do by hand."""
+    manual = finding.evidence.get("manual")
+    if manual:
+        return f"no fix envdoctor can apply: {manual} (by hand: {_short(finding.fix, 200)})"
     return f"no fix envdoctor can apply (the fix is manual: {_short(finding.fix, 200)})"
 
 
