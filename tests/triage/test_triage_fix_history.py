@@ -1,0 +1,252 @@
+"""A release bug behind a generic message, told by the fix history of the function that raised
+(envdoctor/triage/fixhist.py, TRI014; rules/knowledge/fixes/ from scripts/derive_fix_history.py).
+
+Three kinds of tests: the derive script on small git repositories made here (offline: tags, a fix
+cherry-picked into a patch release, a date-versioned package without tags); triage against the
+history derived from such a repository (severity by certainty, quiet where a version already has
+the fix); and triage against the shipped history on real logs of the development sets (where it
+fires, and healthy logs where it stays quiet)."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from envdoctor.findings import Severity
+from envdoctor.knowledge import fix_history
+from tests.triage.helpers import findings, scan_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV = ROOT / "docs" / "validation"
+_READ, _PACKAGES = fix_history.fix_history, fix_history.packages  # the cached readers
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+@pytest.fixture(scope="module")
+def derive() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "derive_fix_history", ROOT / "scripts" / "derive_fix_history.py"
+    )
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["derive_fix_history"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_AUTHOR_DATE": "2025-03-01T00:00:00",
+        "GIT_COMMITTER_DATE": "2025-03-01T00:00:00",
+        "HOME": str(repo),
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+    }
+    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, check=True)
+    return out.stdout
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> None:
+    for path, text in files.items():
+        p = repo / path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+
+
+BUGGY = """
+    class GRPOTrainer:
+        def _generate(self, prompts):
+            outputs = self.llm.generate(prompts, sampling_params=self.sampling_params)
+            return [o for o in outputs]
+
+        def log(self, logs):
+            print(logs)
+"""
+FIXED = BUGGY.replace(
+    "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params)",
+    "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params) or []",
+)
+FEATURE = FIXED.replace("print(logs)", "print(logs, flush=True)")
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """trl/ with a bug in GRPOTrainer._generate (v0.1.0), fixed on main (#12) and cherry-picked into
+    v0.1.1; a feature commit (not a fix) in v0.2.0."""
+    r = tmp_path_factory.mktemp("repo")
+    _git(r, "init", "-q", "-b", "main")
+    _commit(r, {"trl/__init__.py": "", "trl/trainer/grpo_trainer.py": BUGGY}, "Initial import")
+    _git(r, "tag", "v0.1.0")
+    _commit(
+        r,
+        {"trl/trainer/grpo_trainer.py": FIXED},
+        "Fix 'NoneType' object is not iterable in colocate generation (#12)",
+    )
+    _commit(r, {"trl/trainer/grpo_trainer.py": FEATURE}, "Flush the logs (#13)")
+    _git(r, "tag", "v0.2.0")
+    _git(r, "checkout", "-q", "-b", "release-0.1", "v0.1.0")
+    _commit(
+        r,
+        {"trl/trainer/grpo_trainer.py": FIXED},
+        "Fix 'NoneType' object is not iterable in colocate generation (#12)",
+    )
+    _git(r, "tag", "v0.1.1")
+    _git(r, "checkout", "-q", "main")
+    return r
+
+
+@pytest.fixture(scope="module")
+def history(derive: ModuleType, repo: Path) -> dict:
+    return derive.derive(
+        repo / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", "huggingface/trl"
+    )
+
+
+def test_a_fix_is_recorded_with_its_function_and_first_release(history: dict, derive: ModuleType) -> None:
+    assert history["schema"] == "envdoctor.fixes/1" and history["releases"] == ["0.1.0", "0.1.1", "0.2.0"]
+    (fix,) = history["fixes"]  # the feature commit is no fix; the initial import neither
+    sha, _date, release, subject, number = fix
+    assert release == "0.1.1"  # cherry-picked into the patch release under the same PR number
+    assert number == "12" and subject.startswith("Fix 'NoneType'")
+    rows = history["functions"]["trainer/grpo_trainer.py"]
+    assert list(rows) == ["GRPOTrainer._generate"]  # the changed method, not the class or log()
+    index, *hashes = rows["GRPOTrainer._generate"][0]
+    assert index == 0
+    old = "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params)"
+    assert derive.line_hash(old) in hashes
+
+
+def test_a_date_versioned_package_takes_the_next_version_bump(derive: ModuleType, tmp_path: Path) -> None:
+    r = tmp_path / "zoo"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    init = '__version__ = "{}"\n'
+    code = (
+        "def backward(ctx, *args):\n"
+        "    outputs = ctx.run_function(*detached_inputs_before_fix)\n"
+        "    return outputs\n"
+    )
+    _commit(
+        r, {"unsloth_zoo/__init__.py": init.format("2025.4.1"), "unsloth_zoo/gc.py": code}, "Release 2025.4.1"
+    )
+    _commit(r, {"unsloth_zoo/gc.py": code.replace("_before_fix", "")}, "Fix inference tensors in backward")
+    _commit(r, {"unsloth_zoo/__init__.py": init.format("2025.4.2")}, "Update __init__.py")
+    _commit(r, {"unsloth_zoo/gc.py": code.replace("_before_fix", "_x")}, "Bug fixes")  # not released yet
+    data = derive.derive(r / ".git", "unsloth-zoo", ("unsloth_zoo",), "", "2020-01-01")
+    assert data["releases"] == ["2025.4.1", "2025.4.2"]
+    releases = {f[3]: f[2] for f in data["fixes"]}
+    assert releases == {"Fix inference tensors in backward": "2025.4.2", "Bug fixes": ""}
+    assert list(data["functions"]["gc.py"]) == ["backward"]
+
+
+def test_spans_name_nested_functions_as_python_does(derive: ModuleType) -> None:
+    src = "class A:\n    def f(self):\n        def g():\n            return 1\n        return g\n"
+    assert derive.spans(src) == [(2, 5, "A.f"), (3, 4, "A.f.<locals>.g")]
+    assert derive.touched(derive.spans(src), [(4, 4), (5, 5)]) == {"A.f.<locals>.g": [4], "A.f": [5]}
+
+
+# -- triage against a history derived here -----------------------------------------------------------
+
+
+@pytest.fixture
+def shipped(derive: ModuleType, history: dict, tmp_path: Path, monkeypatch) -> Iterator[Path]:
+    folder = tmp_path / "fixes"
+    derive.write(history, folder / "trl.json.gz")
+    monkeypatch.setattr(fix_history, "_dir", lambda: folder)
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+    yield folder
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+
+
+def _log(
+    code: str, version: str | None = None, message: str = "TypeError: 'NoneType' object is not iterable"
+) -> str:
+    head = f"trl=={version}\n" if version else ""
+    return head + textwrap.dedent(
+        f"""\
+        Traceback (most recent call last):
+          File "/home/u/train.py", line 40, in <module>
+            trainer.train()
+          File "/usr/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 3, in _generate
+            {code}
+        {message}
+        """
+    )
+
+
+OLD_LINE = "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params)"
+
+
+def _tri014(text: str) -> list:
+    return [f for f in findings(scan_bytes(text)) if f.rule == "TRI014"]
+
+
+def test_an_older_release_shown_and_a_matching_fix_is_an_error(shipped: Path) -> None:
+    (f,) = _tri014(_log("return list(outputs)", "0.1.0"))
+    assert f.severity == Severity.ERROR
+    assert "pip install 'trl==0.1.1'" in f.fix  # the exact pin of the first release with the fix
+    assert "huggingface/trl#12" in f.message and "GRPOTrainer._generate" in f.evidence["function"]
+    assert "trl 0.1.0" in f.message
+
+
+def test_the_removed_line_in_the_traceback_is_an_error_without_a_version(shipped: Path) -> None:
+    (f,) = _tri014(_log(OLD_LINE, None, "RuntimeError: something odd"))
+    assert f.severity == Severity.ERROR and f.evidence["matched"].startswith("it removed the very line")
+
+
+def test_a_matching_subject_without_a_version_is_a_warning(shipped: Path) -> None:
+    (f,) = _tri014(_log("return list(outputs)"))
+    assert f.severity == Severity.WARNING and "pip show trl" in f.message
+
+
+def test_quiet_where_the_version_has_the_fix_or_nothing_matches(shipped: Path) -> None:
+    assert _tri014(_log("return list(outputs)", "0.1.1")) == []  # the patch release has it
+    assert _tri014(_log("return list(outputs)", "0.2.0")) == []
+    # no version, a line the fix did not touch, a message the fix does not name: too weak
+    assert _tri014(_log("return list(outputs)", None, "ValueError: temperature must be positive")) == []
+    # a resource failure is not a function's bug
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert _tri014(_log(OLD_LINE, "0.1.0", oom)) == []
+
+
+def test_the_history_is_read_only_for_a_traceback_with_frames(shipped: Path, monkeypatch) -> None:
+    def refuse(package: str) -> None:
+        raise AssertionError(f"read the fix history of {package}")
+
+    monkeypatch.setattr(fix_history, "fix_history", refuse)
+    from envdoctor.triage import fixhist
+
+    monkeypatch.setattr(fixhist, "fix_history", refuse)
+    findings(scan_bytes("ValueError: temperature must be positive\n"))  # no frames: not read
+    findings(scan_bytes("step 1 loss 0.2\nstep 2 loss 0.1\n"))
+
+
+def test_a_broken_history_file_is_passed_over(tmp_path: Path, monkeypatch) -> None:
+    folder = tmp_path / "fixes"
+    folder.mkdir()
+    (folder / "trl.json.gz").write_bytes(gzip.compress(json.dumps({"schema": "other"}).encode()))
+    (folder / "verl.json.gz").write_bytes(b"not gzip")
+    monkeypatch.setattr(fix_history, "_dir", lambda: folder)
+    _READ.cache_clear()
+    try:
+        assert _READ("trl") is None and _READ("verl") is None and _READ("absent") is None
+    finally:
+        _READ.cache_clear()
