@@ -128,17 +128,42 @@ class Candidate:
     depth: int  # 0: the innermost frame of the package
 
 
+#: Unsloth's generated trainers (``unsloth_compiled_cache/UnslothGRPOTrainer.py``): TRL's trainer
+#: with the functions that unsloth/models/rl_replacements.py writes (``grpo_trainer_compute_loss``)
+_COMPILED = re.compile(r"unsloth_compiled_cache/Unsloth(?P<trainer>[A-Za-z]{1,40})Trainer\.py$")
+_CHECKOUT = ("llamafactory",)  # packages users run from a source checkout (``src/llamafactory/``)
+
+
+def _own(f: Frame) -> Frame:
+    """``f`` as the fix history names its place: Unsloth's generated trainers as the replacement
+    functions that write them, a checkout of a package the traceback model reads as the user's code
+    as that package."""
+    if f.package is not None:
+        return f
+    path = f.path.replace("\\", "/")
+    m = _COMPILED.search(path)
+    if m is not None and f.function:
+        name = f"{m['trainer'].lower()}_trainer_{f.function.split('.')[-1]}"
+        return Frame("unsloth", f.path, "models/rl_replacements.py", name, f.line, f.code)
+    for pkg in _CHECKOUT:
+        i = path.rfind(f"/{pkg}/")
+        if i >= 0:
+            return Frame(pkg, f.path, path[i + len(pkg) + 2 :], f.function, f.line, f.code)
+    return f
+
+
 def _stack(t: Traceback) -> tuple[str, list[Frame]] | None:
     """The package that raised (the innermost frame of a package with a fix history) and its
     frames, innermost first (the run of that package's frames ending there)."""
     have = packages()
     if not have:
         return None
-    for i in range(len(t.frames) - 1, -1, -1):
-        pkg = t.frames[i].package
+    frames = [_own(f) for f in t.frames]
+    for i in range(len(frames) - 1, -1, -1):
+        pkg = frames[i].package
         if pkg in have:
             run = []
-            for f in reversed(t.frames[: i + 1]):
+            for f in reversed(frames[: i + 1]):
                 if f.package != pkg:
                     break
                 run.append(f)
@@ -167,8 +192,8 @@ def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str]) -> str:
     name = t.name
     if name and any(w in subject for w in _EXC_WORDS.get(name, (name.lower(),))):
         return f"its subject names the {name}"
-    if "nonetype" in t.message.lower() and ("none" in subject.split() or "nonetype" in subject):
-        return "its subject names the None value of the message"
+    if "nonetype" in t.message.lower() and "nonetype" in subject:
+        return "its subject names the NoneType of the message"
     hits = sorted(w for w in words if re.search(rf"\b{re.escape(w)}\b", subject))
     if len(hits) >= 2 or any("_" in w for w in hits):
         return f"its subject names the message's {', '.join(repr(w) for w in hits[:3])}"

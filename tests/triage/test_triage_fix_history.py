@@ -250,3 +250,23 @@ def test_a_broken_history_file_is_passed_over(tmp_path: Path, monkeypatch) -> No
         assert _READ("trl") is None and _READ("verl") is None and _READ("absent") is None
     finally:
         _READ.cache_clear()
+
+
+def test_unsloths_generated_trainer_is_read_as_its_replacement_function() -> None:
+    from envdoctor.triage.fixhist import _own
+    from envdoctor.triage.traceback import Frame
+
+    path = "/content/unsloth_compiled_cache/UnslothGRPOTrainer.py"
+    f = _own(Frame(None, path, path, "compute_loss", 690, "x = 1"))
+    assert (f.package, f.module_path, f.function) == (
+        "unsloth",
+        "models/rl_replacements.py",
+        "grpo_trainer_compute_loss",
+    )
+    f = _own(Frame(None, path, path, "_prepare_inputs", 9))
+    assert f.function == "grpo_trainer__prepare_inputs"
+    path = "/home/u/LLaMA-Factory/src/llamafactory/train/ppo/trainer.py"
+    f = _own(Frame(None, path, path, "ppo_train", 245))
+    assert (f.package, f.module_path) == ("llamafactory", "train/ppo/trainer.py")
+    user = Frame(None, "/home/u/train.py", "/home/u/train.py", "main", 3)
+    assert _own(user) is user
