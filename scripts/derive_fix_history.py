@@ -8,7 +8,7 @@ fix / bug / crash / error / regression / broken / wrong / incorrect, or its mess
 (``Fixes #123``). For each it records the Python functions the change touched: each hunk's lines are
 mapped to the innermost ``def`` (and the class around it) that holds them, on the side they are on
 (``ast`` of the file after the commit for added lines, before it for removed ones). The hashes of the
-removed lines (whitespace-normalised source, BLAKE2s, 3 bytes; lines of 16 characters or more that
+removed lines (the source without whitespace and with one kind of quote, BLAKE2s, 3 bytes; lines of 16 characters or more that
 the file no longer has after the fix) are kept too: a traceback that shows one of them ran the code
 the fix replaced.
 
@@ -135,8 +135,9 @@ def _version(text: str) -> Version | None:
 
 
 def line_hash(line: str) -> str:
-    """The hash of a source line as a traceback prints it (whitespace-normalised)."""
-    return hashlib.blake2s(" ".join(line.split()).encode(), digest_size=3).hexdigest()
+    """The hash of a source line as a traceback prints it, without its whitespace and with one kind
+    of quote (a change of formatting is no change of the line)."""
+    return hashlib.blake2s("".join(line.split()).replace("'", '"').encode(), digest_size=3).hexdigest()
 
 
 # -- the commits ---------------------------------------------------------------------------------
@@ -273,6 +274,20 @@ def commits(git_dir: Path, roots: tuple[str, ...], since: str, ref: str = "HEAD"
 
 
 # -- functions of a file -------------------------------------------------------------------------
+
+
+_SPANS: dict[str, list[tuple[int, int, str]]] = {}
+
+
+def spans_cached(source: str) -> list[tuple[int, int, str]]:
+    """``spans`` of a text seen before (a fix's old side is often the previous fix's new side)."""
+    key = hashlib.blake2s(source.encode(), digest_size=16).hexdigest()
+    found = _SPANS.get(key)
+    if found is None:
+        if len(_SPANS) > 4096:
+            _SPANS.clear()
+        found = _SPANS[key] = spans(source)
+    return found
 
 
 def spans(source: str) -> list[tuple[int, int, str]]:
@@ -429,10 +444,10 @@ def derive(
             if f.path:
                 text = blobs.get(c.sha, f.path)
                 after = {line_hash(x) for x in text.splitlines()}
-                for name in touched(spans(text), f.added):
+                for name in touched(spans_cached(text), f.added):
                     names.setdefault(name, set())
             if f.old_path and f.removed:
-                old = touched(spans(blobs.get(c.sha + "^", f.old_path)), f.removed)
+                old = touched(spans_cached(blobs.get(c.sha + "^", f.old_path)), f.removed)
                 for name, lines in old.items():
                     hashes = names.setdefault(name, set())
                     for n in lines:

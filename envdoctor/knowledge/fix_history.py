@@ -34,7 +34,7 @@ class Fix:
 
 def line_hash(line: str) -> str:
     """The hash of a source line as a traceback prints it (the derive script's)."""
-    return hashlib.blake2s(" ".join(line.split()).encode(), digest_size=3).hexdigest()
+    return hashlib.blake2s("".join(line.split()).replace("'", '"').encode(), digest_size=3).hexdigest()
 
 
 @dataclass

@@ -16,8 +16,8 @@ Severity by certainty:
   version, older than the fix's release, or the line it prints under the raising frame is one the
   fix removed from the file (the run had the code before the fix);
 * a warning naming the candidate fixes when they match the failure but the log shows no version,
-  or when the log's version is older than at most ``MAX_WEAK`` fixes of the raising function that
-  do not name the failure;
+  when only the function's name matches (the place, not the failure), or when the log's version is
+  older than at most ``MAX_WEAK`` fixes of the raising function that do not name the failure;
 * nothing otherwise: a version that already has every fix of those functions, a function no fix
   changed, or a log without the version whose failure no fix names.
 
@@ -42,6 +42,7 @@ MAX_NAMED = 3  # candidate fixes named in a finding
 MAX_WEAK = 3  # fixes after the log's version that may be named without matching the failure
 
 LINE = "it removed the very line the traceback shows"
+FUNCTION = "its subject names the function"  # a match of the place, not of the failure: a warning
 #: failures of resources and the environment, not of a function's code
 _RESOURCES = ("out of memory", "cuda error", "nccl", "illegal memory access", "device-side assert")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
@@ -199,8 +200,13 @@ def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str]) -> str:
         return f"its subject names the message's {', '.join(repr(w) for w in hits[:3])}"
     short = fix.function.split(".")[-1]
     if len(short) > 4 and not short.startswith("__") and short.lower() in subject:
-        return f"its subject names {short}()"
+        return FUNCTION + f" {short}()"
     return ""
+
+
+def _strength(why: str) -> int:
+    """0: the raising line; 1: the exception or the message; 2: the function; 3: nothing."""
+    return 0 if why == LINE else 3 if not why else 2 if why.startswith(FUNCTION) else 1
 
 
 def _newer(release: str, shown: str | None) -> bool:
@@ -270,13 +276,12 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
         pool = innermost
     else:
         return None  # no version and nothing of the failure in any fix: too weak to name
-    pool.sort(
-        key=lambda c: (0 if c.why == LINE else 1 if c.why else 2, c.depth, versions.sort_key(c.fix.release))
-    )
+    pool.sort(key=lambda c: (_strength(c.why), c.depth, versions.sort_key(c.fix.release)))
     best = pool[0]
     # the log's version is older than the fix, or the raising line it prints is one the fix
     # removed (the run had the code before the fix); and the fix matches the failure
-    certain = bool(best.why) and (shown is not None or best.why == LINE and best.depth == 0)
+    matched = bool(best.why) and not best.why.startswith(FUNCTION)
+    certain = matched and (shown is not None or best.why == LINE and best.depth == 0)
     h = fix_history(pkg)
     source = h.source if h is not None else ""
     raised = f"{t.name}: {t.message[:200]}" if t.message else t.name

@@ -270,3 +270,33 @@ def test_unsloths_generated_trainer_is_read_as_its_replacement_function() -> Non
     assert (f.package, f.module_path) == ("llamafactory", "train/ppo/trainer.py")
     user = Frame(None, "/home/u/train.py", "/home/u/train.py", "main", 3)
     assert _own(user) is user
+
+
+# -- triage against the shipped history, on real logs of the development sets ---------------------------
+
+
+def _dev(name: str) -> list:
+    with open(DEV / name, "rb") as fh:
+        from envdoctor.triage.scanner import scan
+
+        return findings(scan(fh))
+
+
+def test_a_trl_script_bug_fixed_in_a_later_release_is_named() -> None:
+    # huggingface/trl#3455: `trl grpo` with a reward model path, TRL 0.18's script read an unbound
+    # variable; the traceback prints the line that huggingface/trl#3639 removed (TRL 0.20.0)
+    (f,) = _dev("heldout-2026-11-28/logs/024.log")
+    assert f.rule == "TRI014" and f.severity == Severity.ERROR
+    assert "huggingface/trl#3639" in f.message and "pip install 'trl==0.20.0'" in f.fix
+
+
+def test_healthy_logs_of_the_development_sets_stay_quiet() -> None:
+    healthy = []
+    for index in sorted(DEV.glob("heldout-2026-11-28*/logs*/index.jsonl")):
+        for line in index.read_text().splitlines():
+            row = json.loads(line)
+            if row.get("healthy"):
+                healthy.append(index.parent / row["file"])
+    assert len(healthy) >= 30
+    for path in healthy:
+        assert [f.rule for f in _dev(str(path.relative_to(DEV))) if f.rule == "TRI014"] == [], path
