@@ -7,10 +7,11 @@ package's folders) and keeps every commit that is a fix: its subject (or a merge
 fix / bug / crash / error / regression / broken / wrong / incorrect, or its message closes an issue
 (``Fixes #123``). For each it records the Python functions the change touched: each hunk's lines are
 mapped to the innermost ``def`` (and the class around it) that holds them, on the side they are on
-(``ast`` of the file after the commit for added lines, before it for removed ones). The hashes of the
-removed lines (the source without whitespace and with one kind of quote, BLAKE2s, 3 bytes; lines of 16 characters or more that
-the file no longer has after the fix) are kept too: a traceback that shows one of them ran the code
-the fix replaced.
+(``ast`` of the file after the commit for added lines, before it for removed ones). The hashes of
+the removed lines are kept too (BLAKE2s, 3 bytes, of the text without whitespace and with one kind
+of quote; lines of 16 characters or more that the file after the fix does not hold, rewrapped or
+not): a traceback that shows one of them ran the code the fix replaced. A subject about linting,
+formatting, style or typos is no fix unless it also says bug / crash / regression.
 
 The release that first ships a fix:
 
@@ -109,6 +110,12 @@ _FIX_WORDS = re.compile(
     r"incorrect|exception|fails?|failing|failure)\b",
     re.IGNORECASE,
 )
+_STYLE = re.compile(
+    r"\b(?:lint(?:ing|er|s)?|format(?:ting|ter)?|style|typos?|ruff|pre-commit|isort|yapf|black|"
+    r"docstrings?|comments?|spelling)\b",
+    re.IGNORECASE,
+)
+_BUG = re.compile(r"\b(?:bugs?|crash(?:es)?|regression)\b", re.IGNORECASE)
 _CLOSES = re.compile(
     r"\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s*:?\s*(?:[\w.-]+/[\w.-]+)?#(\d{1,7})", re.I
 )
@@ -132,6 +139,11 @@ def _version(text: str) -> Version | None:
         return Version(text)
     except InvalidVersion:
         return None
+
+
+def _bare(text: str) -> str:
+    """``text`` without whitespace and with one kind of quote (what a formatter does not change)."""
+    return "".join(text.split()).replace("'", '"')
 
 
 def line_hash(line: str) -> str:
@@ -178,6 +190,8 @@ class Commit:
         return next(g for g in m.groups() if g)
 
     def is_fix(self) -> bool:
+        if _STYLE.search(self.title) and not _BUG.search(self.title):
+            return False  # a formatter's or linter's pass, a typo: lines change, behaviour does not
         return bool(
             _FIX_WORDS.search(self.title) or _FIX_WORDS.search(self.subject) or _CLOSES.search(self.body)
         )
@@ -440,10 +454,10 @@ def derive(
             path = f.path or f.old_path
             module = path[len(root) + 1 :]
             names: dict[str, set[str]] = {}
-            after: set[str] = set()  # the lines of the file after the fix: a moved line is no evidence
+            after = ""  # the file after the fix, without whitespace: a moved or rewrapped line is no evidence
             if f.path:
                 text = blobs.get(c.sha, f.path)
-                after = {line_hash(x) for x in text.splitlines()}
+                after = _bare(text)
                 for name in touched(spans_cached(text), f.added):
                     names.setdefault(name, set())
             if f.old_path and f.removed:
@@ -452,9 +466,10 @@ def derive(
                     hashes = names.setdefault(name, set())
                     for n in lines:
                         line = f.removed_lines.get(n, "")
-                        h = line_hash(line)
-                        if len(line.strip()) >= MIN_LINE and h not in after and len(hashes) < MAX_HASHES:
-                            hashes.add(h)
+                        if len(line.strip()) < MIN_LINE or len(hashes) >= MAX_HASHES:
+                            continue
+                        if _bare(line).rstrip(",") not in after:  # not just rewrapped by a formatter
+                            hashes.add(line_hash(line))
             for name, hashes in names.items():
                 functions.setdefault(module, {}).setdefault(name, []).append([index, *sorted(hashes)])
                 changed = True

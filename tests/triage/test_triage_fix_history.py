@@ -80,7 +80,7 @@ BUGGY = """
 """
 FIXED = BUGGY.replace(
     "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params)",
-    "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params) or []",
+    "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params, use_tqdm=False)",
 )
 FEATURE = FIXED.replace("print(logs)", "print(logs, flush=True)")
 
@@ -153,6 +153,28 @@ def test_a_date_versioned_package_takes_the_next_version_bump(derive: ModuleType
     releases = {f[3]: f[2] for f in data["fixes"]}
     assert releases == {"Fix inference tensors in backward": "2025.4.2", "Bug fixes": ""}
     assert list(data["functions"]["gc.py"]) == ["backward"]
+
+
+def test_a_formatters_pass_is_no_fix_and_a_rewrapped_line_no_removed_line(
+    derive: ModuleType, tmp_path: Path
+) -> None:
+    r = tmp_path / "fmt"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    one = "def f(a, b):\n    return compute_something(a, b, scale=2.0, shift=1.0)\n"
+    wrapped = "def f(a, b):\n    return compute_something(\n        a, b, scale=2.0, shift=1.0\n    )\n"
+    _commit(r, {"verl/m.py": one}, "Initial")
+    _commit(r, {"verl/m.py": wrapped}, "[Lint] fix: linting errors in all files (#5)")
+    _commit(r, {"verl/m.py": one}, "Formatting & bug fixes (#6)")
+    _commit(r, {"verl/m.py": one.replace("shift=1.0", "shift=0.0")}, "Fix the shift (#7)")
+    data = derive.derive(r / ".git", "verl", ("verl",), "", "2020-01-01")
+    assert [f[3] for f in data["fixes"]] == ["Formatting & bug fixes (#6)", "Fix the shift (#7)"]
+    rows = data["functions"]["m.py"]["f"]
+    assert rows[0] == [0]  # rewrapped only: no line of it was removed
+    assert (
+        rows[1][0] == 1
+        and derive.line_hash("return compute_something(a, b, scale=2.0, shift=1.0)") in rows[1]
+    )
 
 
 def test_spans_name_nested_functions_as_python_does(derive: ModuleType) -> None:
