@@ -142,8 +142,10 @@ def _version(text: str) -> Version | None:
 
 
 def _bare(text: str) -> str:
-    """``text`` without whitespace and with one kind of quote (what a formatter does not change)."""
-    return "".join(text.split()).replace("'", '"')
+    """``text`` without whitespace, with one kind of quote and without a formatter's magic trailing
+    commas (what a formatter does not change)."""
+    bare = "".join(text.split()).replace("'", '"')
+    return bare.replace(",)", ")").replace(",]", "]").replace(",}", "}")
 
 
 def line_hash(line: str) -> str:

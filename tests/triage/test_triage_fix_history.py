@@ -162,10 +162,10 @@ def test_a_formatters_pass_is_no_fix_and_a_rewrapped_line_no_removed_line(
     r.mkdir()
     _git(r, "init", "-q", "-b", "main")
     one = "def f(a, b):\n    return compute_something(a, b, scale=2.0, shift=1.0)\n"
-    wrapped = "def f(a, b):\n    return compute_something(\n        a, b, scale=2.0, shift=1.0\n    )\n"
+    wrapped = "def f(a, b):\n    return compute_something(\n        a,\n        b,\n        scale=2.0,\n        shift=1.0,\n    )\n"
     _commit(r, {"verl/m.py": one}, "Initial")
-    _commit(r, {"verl/m.py": wrapped}, "[Lint] fix: linting errors in all files (#5)")
-    _commit(r, {"verl/m.py": one}, "Formatting & bug fixes (#6)")
+    _commit(r, {"verl/m.py": wrapped}, "Formatting & bug fixes (#6)")  # a trailing comma added
+    _commit(r, {"verl/m.py": one}, "[Lint] fix: linting errors in all files (#5)")
     _commit(r, {"verl/m.py": one.replace("shift=1.0", "shift=0.0")}, "Fix the shift (#7)")
     data = derive.derive(r / ".git", "verl", ("verl",), "", "2020-01-01")
     assert [f[3] for f in data["fixes"]] == ["Formatting & bug fixes (#6)", "Fix the shift (#7)"]
