@@ -16,8 +16,8 @@ Severity by certainty:
   version, older than the fix's release, or the line it prints under the raising frame is one the
   fix removed from the file (the run had the code before the fix);
 * a warning naming the candidate fixes when they match the failure but the log shows no version,
-  when only the function's name matches (the place, not the failure), or when the log's version is
-  older than at most ``MAX_WEAK`` fixes of the raising function that do not name the failure;
+  or when the log's version is older than fixes that name only the function (the place, not the
+  failure) or than at most ``MAX_WEAK`` fixes of the raising function that name nothing of it;
 * nothing otherwise: a version that already has every fix of those functions, a function no fix
   changed, or a log without the version whose failure no fix names.
 
@@ -266,7 +266,8 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     cands = _candidates(pkg, frames, t, shown)
     if not cands:
         return None
-    strong = [c for c in cands if c.why]
+    # without the log's version, a fix that names only the function is too weak to name
+    strong = [c for c in cands if c.why and (shown is not None or not c.why.startswith(FUNCTION))]
     if strong:
         pool = strong
     elif shown is not None:

@@ -162,7 +162,11 @@ def test_a_formatters_pass_is_no_fix_and_a_rewrapped_line_no_removed_line(
     r.mkdir()
     _git(r, "init", "-q", "-b", "main")
     one = "def f(a, b):\n    return compute_something(a, b, scale=2.0, shift=1.0)\n"
-    wrapped = "def f(a, b):\n    return compute_something(\n        a,\n        b,\n        scale=2.0,\n        shift=1.0,\n    )\n"
+    wrapped = (
+        "def f(a, b):\n    return compute_something(\n"
+        + "".join(f"        {x},\n" for x in ("a", "b", "scale=2.0", "shift=1.0"))
+        + "    )\n"
+    )
     _commit(r, {"verl/m.py": one}, "Initial")
     _commit(r, {"verl/m.py": wrapped}, "Formatting & bug fixes (#6)")  # a trailing comma added
     _commit(r, {"verl/m.py": one}, "[Lint] fix: linting errors in all files (#5)")
@@ -322,3 +326,30 @@ def test_healthy_logs_of_the_development_sets_stay_quiet() -> None:
     assert len(healthy) >= 30
     for path in healthy:
         assert [f.rule for f in _dev(str(path.relative_to(DEV))) if f.rule == "TRI014"] == [], path
+
+
+def test_a_fix_that_names_only_the_function_is_a_warning_with_a_version_and_nothing_without(
+    derive: ModuleType, tmp_path: Path, monkeypatch
+) -> None:
+    r = tmp_path / "fn"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    _commit(r, {"trl/trainer/grpo_trainer.py": BUGGY}, "Initial")
+    _git(r, "tag", "v0.1.0")
+    _commit(r, {"trl/trainer/grpo_trainer.py": FIXED}, "Fix _generate for multi-turn prompts (#20)")
+    _git(r, "tag", "v0.2.0")
+    folder = tmp_path / "fixes"
+    derive.write(
+        derive.derive(r / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01"),
+        folder / "trl.json.gz",
+    )
+    monkeypatch.setattr(fix_history, "_dir", lambda: folder)
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+    try:
+        (f,) = _tri014(_log("return list(outputs)", "0.1.0"))
+        assert f.severity == Severity.WARNING and "pip install 'trl==0.2.0'" in f.fix
+        assert _tri014(_log("return list(outputs)")) == []
+    finally:
+        _READ.cache_clear()
+        _PACKAGES.cache_clear()
