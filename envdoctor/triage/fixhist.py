@@ -191,7 +191,9 @@ def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str]) -> str:
         return LINE
     subject = fix.subject.lower()
     name = t.name
-    if name and any(w in subject for w in _EXC_WORDS.get(name, (name.lower(),))):
+    if _drift_shaped(t):
+        return ""  # another package's API the call does not fit: only the changed line tells
+    if name and any(re.search(rf"\b{w}\b", subject) for w in _EXC_WORDS.get(name, (name.lower(),))):
         return f"its subject names the {name}"
     if "nonetype" in t.message.lower() and "nonetype" in subject:
         return "its subject names the NoneType of the message"
@@ -202,6 +204,18 @@ def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str]) -> str:
     if len(short) > 4 and not short.startswith("__") and short.lower() in subject:
         return FUNCTION + f" {short}()"
     return ""
+
+
+#: messages of API drift (a call, an import, an attribute that does not fit another release):
+#: the fix's words would name any change of the call, only its removed line tells this one
+_DRIFT = re.compile(
+    r"unexpected keyword argument|required (?:positional|keyword-only) argument|positional arguments? but"
+    r"|cannot import name|No module named|has no attribute"
+)
+
+
+def _drift_shaped(t: Traceback) -> bool:
+    return _DRIFT.search(t.message[:500]) is not None
 
 
 def _strength(why: str) -> int:

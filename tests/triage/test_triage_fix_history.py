@@ -353,3 +353,27 @@ def test_a_fix_that_names_only_the_function_is_a_warning_with_a_version_and_noth
     finally:
         _READ.cache_clear()
         _PACKAGES.cache_clear()
+
+
+def test_what_of_a_failure_a_fixs_subject_names() -> None:
+    from envdoctor.knowledge.fix_history import Fix, line_hash
+    from envdoctor.triage.fixhist import LINE, _matches, _message_words
+    from envdoctor.triage.traceback import Frame, Traceback
+
+    def fix(subject: str, removed: frozenset[str] = frozenset()) -> Fix:
+        return Fix("trl", "m.py", "Trainer.step", "abc", "2025-01-01", "0.2.0", subject, "", removed)
+
+    frame = Frame("trl", "p", "m.py", "step", 3, "x = batch['prompt_ids']")
+    t = Traceback([frame], "TypeError", "'NoneType' object is not subscriptable")
+    words = _message_words(t)
+    assert _matches(fix("Fix TypeError when the batch is empty"), frame, t, words)
+    assert _matches(fix("Fix NoneType batch"), frame, t, words)
+    assert not _matches(fix("Fix ZeRO-3 + PEFT mixed-dtype error"), frame, t, words)  # no TypeError
+    assert not _matches(fix("Fix the none case"), frame, t, words)
+    drift = Traceback(
+        [frame], "TypeError", "Trainer.__init__() got an unexpected keyword argument 'tokenizer'"
+    )
+    assert not _matches(fix("Fix TypeError with tokenizer"), frame, drift, _message_words(drift))
+    assert (
+        _matches(fix("Use processing_class", frozenset({line_hash(frame.code)})), frame, drift, set()) == LINE
+    )
