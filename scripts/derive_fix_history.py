@@ -407,6 +407,33 @@ def tag_releases(git_dir: Path, pattern: str) -> tuple[list[str], dict[str, str]
 # -- the history ---------------------------------------------------------------------------------
 
 
+#: other names of the repositories (renamed or moved: old links point at either)
+ALIASES = {"hiyouga/llama-factory": ("hiyouga/llamafactory",), "volcengine/verl": ("verl-project/verl",)}
+_THREAD = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|commit)/(\w+)")
+
+
+def exclusions(path: Path, repo: str) -> frozenset[str]:
+    """The issue / PR numbers and commit SHAs of ``repo`` that the URLs in ``path`` name (one URL a
+    line: a held-out evaluation's threads, whose fixes must not be in the knowledge it judges)."""
+    names = {repo.lower(), *ALIASES.get(repo.lower(), ())}
+    out = set()
+    for m in _THREAD.finditer(path.read_text(errors="replace")):
+        if m[1].lower() in names:
+            out.add(m[2].lower())
+    return frozenset(out)
+
+
+def excluded(c: Commit, exclude: frozenset[str]) -> bool:
+    """The commit is, or fixes, an excluded issue or PR (its subject's numbers, a merge's PR, a
+    ``Fixes #N`` of its message), or is an excluded commit."""
+    numbers = {m[1] or m[2] for m in _NUMBER.finditer(c.subject)}
+    numbers |= {m[1] for m in _CLOSES.finditer(c.body)}
+    merge = _MERGE.match(c.subject)
+    if merge:
+        numbers.add(merge[1])
+    return bool(numbers & exclude) or any(c.sha.startswith(x) for x in exclude if len(x) >= 7)
+
+
 def derive(
     git_dir: Path,
     package: str,
@@ -415,8 +442,10 @@ def derive(
     since: str = SINCE,
     source: str = "",
     ref: str = "HEAD",
+    exclude: frozenset[str] = frozenset(),
 ) -> dict[str, object]:
-    """The fix history of ``package`` (the module docstring's layout)."""
+    """The fix history of ``package`` (the module docstring's layout); ``exclude``: the numbers of
+    this repository's issues and PRs (and commit SHAs) whose fixes are left out (``excluded``)."""
     roots = tuple(r.strip("/") for r in roots)
     if tags:
         releases, first, by_number = tag_releases(git_dir, tags)
@@ -437,7 +466,7 @@ def derive(
     fixes: list[list[str]] = []
     functions: dict[str, dict[str, list[list[object]]]] = {}
     for c in rows:
-        if not c.is_fix():
+        if not c.is_fix() or exclude and excluded(c, exclude):
             continue
         index = len(fixes)
         release = first.get(c.sha, "")
@@ -510,6 +539,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tags", default="", help="release-tag pattern; its first group is the version")
     ap.add_argument("--source", default="", help="owner/name of the repository (recorded)")
     ap.add_argument("--since", default=SINCE)
+    ap.add_argument(
+        "--exclude", type=Path, help="a file of URLs (issues, PRs, commits) whose fixes are left out"
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--budget", type=int, default=BUDGET)
     args = ap.parse_args(argv)
@@ -531,7 +563,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         ap.error("give --all --mirrors DIR, or --git-dir, --package and --root")
     for git_dir, dist, roots, tags, repo in jobs:
-        data = derive(git_dir, dist, roots, tags, args.since, repo)
+        leave_out = exclusions(args.exclude, repo) if args.exclude and repo else frozenset()
+        data = derive(git_dir, dist, roots, tags, args.since, repo, exclude=leave_out)
+        if leave_out:
+            print(f"{dist}: {len(leave_out)} excluded issues, PRs or commits of {repo}")
         size = write(data, args.out / f"{dist}.json.gz")
         fixes = data["fixes"]
         assert isinstance(fixes, list)

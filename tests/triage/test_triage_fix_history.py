@@ -377,3 +377,15 @@ def test_what_of_a_failure_a_fixs_subject_names() -> None:
     assert (
         _matches(fix("Use processing_class", frozenset({line_hash(frame.code)})), frame, drift, set()) == LINE
     )
+
+
+def test_fixes_of_excluded_threads_are_left_out(derive: ModuleType, repo: Path, tmp_path: Path) -> None:
+    urls = tmp_path / "exclude.txt"
+    urls.write_text("https://github.com/huggingface/trl/pull/12\nhttps://github.com/other/repo/issues/13\n")
+    leave_out = derive.exclusions(urls, "huggingface/trl")
+    assert leave_out == {"12"}
+    data = derive.derive(
+        repo / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", exclude=leave_out
+    )
+    assert data["fixes"] == [] and data["functions"] == {}
+    assert derive.exclusions(urls, "hiyouga/LLaMA-Factory") == frozenset()
