@@ -10,8 +10,9 @@ mapped to the innermost ``def`` (and the class around it) that holds them, on th
 (``ast`` of the file after the commit for added lines, before it for removed ones). The hashes of
 the removed lines are kept too (BLAKE2s, 3 bytes, of the text without whitespace and with one kind
 of quote; lines of 16 characters or more that the file after the fix does not hold, rewrapped or
-not): a traceback that shows one of them ran the code the fix replaced. A subject about linting,
-formatting, style or typos is no fix unless it also says bug / crash / regression.
+not, or holds indented deeper: moved under a new ``if`` / ``try``): a traceback that shows one of
+them ran the code the fix replaced. A subject about linting, formatting, style or typos is no fix
+unless it also says bug / crash / regression.
 
 The release that first ships a fix:
 
@@ -164,6 +165,7 @@ class FileDiff:
     added: list[tuple[int, int]] = field(default_factory=list)  # new-side line ranges (inclusive)
     removed: list[tuple[int, int]] = field(default_factory=list)  # old-side line ranges
     removed_lines: dict[int, str] = field(default_factory=dict)  # old line number -> text
+    added_lines: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -281,6 +283,7 @@ def commits(git_dir: Path, roots: tuple[str, ...], since: str, ref: str = "HEAD"
             f.removed_lines[old_no] = line[1:]
             old_no += 1
         elif line.startswith("+"):
+            f.added_lines.append(line[1:])
             bump = _BUMP_PY.match(line) if f.path.endswith(".py") else _BUMP_TOML.match(line)
             if bump is not None and _version(bump[1]) is not None:
                 current.bump = bump[1]
@@ -492,6 +495,9 @@ def derive(
                 for name in touched(spans_cached(text), f.added):
                     names.setdefault(name, set())
             if f.old_path and f.removed:
+                indents = {}  # an added line's text -> its indentations: a line moved into a new block
+                for a in f.added_lines:
+                    indents.setdefault(a.strip(), set()).add(len(a) - len(a.lstrip()))
                 old = touched(spans_cached(blobs.get(c.sha + "^", f.old_path)), f.removed)
                 for name, lines in old.items():
                     hashes = names.setdefault(name, set())
@@ -499,7 +505,11 @@ def derive(
                         line = f.removed_lines.get(n, "")
                         if len(line.strip()) < MIN_LINE or len(hashes) >= MAX_HASHES:
                             continue
-                        if _bare(line).rstrip(",") not in after:  # not just rewrapped by a formatter
+                        depth = len(line) - len(line.lstrip())
+                        guarded = any(
+                            d > depth for d in indents.get(line.strip(), ())
+                        )  # under a new if / try
+                        if guarded or _bare(line).rstrip(",") not in after:  # not just rewrapped
                             hashes.add(line_hash(line))
             for name, hashes in names.items():
                 functions.setdefault(module, {}).setdefault(name, []).append([index, *sorted(hashes)])

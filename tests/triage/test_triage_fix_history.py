@@ -181,6 +181,21 @@ def test_a_formatters_pass_is_no_fix_and_a_rewrapped_line_no_removed_line(
     )
 
 
+def test_a_line_moved_under_a_new_guard_is_a_removed_line(derive: ModuleType, tmp_path: Path) -> None:
+    r = tmp_path / "guard"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    before = "def gen(self, kw):\n    kw.update(self.args.generation_kwargs)\n    return kw\n"
+    after = before.replace(
+        "    kw.update(", "    if self.args.generation_kwargs is not None:\n        kw.update("
+    )
+    _commit(r, {"trl/t.py": before}, "Initial")
+    _commit(r, {"trl/t.py": after}, "fix grpo generation_kwargs (#3634)")
+    data = derive.derive(r / ".git", "trl", ("trl",), "", "2020-01-01")
+    (row,) = data["functions"]["t.py"]["gen"]
+    assert derive.line_hash("kw.update(self.args.generation_kwargs)") in row[1:]
+
+
 def test_spans_name_nested_functions_as_python_does(derive: ModuleType) -> None:
     src = "class A:\n    def f(self):\n        def g():\n            return 1\n        return g\n"
     assert derive.spans(src) == [(2, 5, "A.f"), (3, 4, "A.f.<locals>.g")]
@@ -389,3 +404,34 @@ def test_fixes_of_excluded_threads_are_left_out(derive: ModuleType, repo: Path, 
     )
     assert data["fixes"] == [] and data["functions"] == {}
     assert derive.exclusions(urls, "hiyouga/LLaMA-Factory") == frozenset()
+
+
+def test_trl_0_19_0s_colocate_bug_is_found_by_its_changed_line_in_the_shipped_history() -> None:
+    # huggingface/trl#3633: the catalogue names it first (TRI011); the fix history alone finds the
+    # same fix, huggingface/trl#3634 in 0.19.1, from the line the traceback prints
+    import io
+
+    from envdoctor.triage import fixhist
+    from envdoctor.triage.diagnose import scan_versions
+    from envdoctor.triage.draft import Log
+    from envdoctor.triage.scanner import scan
+    from envdoctor.triage.traceback import failure
+
+    text = textwrap.dedent(
+        """\
+        trl==0.19.0
+        Traceback (most recent call last):
+          File "/home/u/train_grpo.py", line 50, in <module>
+            trainer.train()
+          File "/home/u/.venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1127, in FN
+            generation_kwargs.update(self.args.generation_kwargs)
+        TypeError: 'NoneType' object is not iterable
+        """
+    ).replace("FN", "_generate_and_score_completions")
+    res = scan(io.BytesIO(text.encode()))
+    lines = text.splitlines()
+    tb = failure(lines[:-1], lines[-1], len(lines))
+    assert tb is not None
+    d = fixhist.fixed_after(tb, res.matches[-1], Log({}, {}, None, len(lines), {}, scan_versions(res)))
+    assert d is not None and d.finding.severity == Severity.ERROR
+    assert "huggingface/trl#3634" in d.finding.message and "pip install 'trl==0.19.1'" in d.finding.fix
