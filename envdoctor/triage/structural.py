@@ -9,7 +9,9 @@ Tried on the log's first failing line when nothing known matched (or its handler
    entry's frame), a warning when the frame is shown but the versions are not; the message alone
    (no frame, no versions) is no diagnosis;
 2. API drift at a package boundary (``boundary.py``): TRI009 with both packages, their versions and
-   frames, and the pair that works.
+   frames, and the pair that works;
+3. (after the refusals) a fix in a later release that changed the function that raised
+   (``fixhist.py``): TRI014, from the fix history of the stack's functions.
 """
 
 from __future__ import annotations
@@ -318,10 +320,21 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or hydra.config_error(tb, t, m, log)
             or refusal.vllm_validation(t, m, log)
             or refusal.package_refusal(t, m, log)
+            or _fixed_after(t, m, log)
         )
         if found is not None:
             return found
     return None
+
+
+def _fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
+    """A fix in a later release changed the function that raised (TRI014, ``fixhist.py``): read
+    only for an exception with frames."""
+    if not t.frames or not t.exc_type:
+        return None
+    from envdoctor.triage import fixhist
+
+    return fixhist.fixed_after(t, m, log)
 
 
 MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head

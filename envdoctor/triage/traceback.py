@@ -81,6 +81,9 @@ _INLINE_EXCEPTION = re.compile(
     r"(?:^|[\s`'\"(*：:])(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception))"
     r"[:：] ?(?P<message>[^`\n]{1,2000})"
 )
+#: IPython's listing under a frame: context lines ``551     pass``, the frame's line ``--> 554 x()``
+_IPY_ARROW = re.compile(r"^-{0,8}> {0,4}\d{1,9} {1,8}")
+_IPY_LISTING = re.compile(r"^\d{1,9} {2,8}\S")
 _CAUSE = "The above exception was the direct cause of the following exception"
 _CONTEXT = "During handling of the above exception, another exception occurred"
 _FENCE = re.compile(r"^(?:```|~~~)")
@@ -320,8 +323,19 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
             current = None
             awaiting_code = False
             continue
+        if current is not None and current.frames and _IPY_ARROW.match(body):
+            # IPython's listing marks the frame's own line: ``--> 554  outputs = f(x)``
+            last = current.frames[-1]
+            code = _IPY_ARROW.sub("", body)
+            current.frames[-1] = Frame(
+                last.package, last.path, last.module_path, last.function, last.line, code[:300]
+            )
+            awaiting_code = False
+            continue
         if current is not None and awaiting_code and current.frames and not body.startswith(_MARKERS):
             last = current.frames[-1]
+            if _IPY_LISTING.match(body):  # IPython's numbered context lines: the arrow's line follows
+                continue
             current.frames[-1] = Frame(
                 last.package, last.path, last.module_path, last.function, last.line, body[:300]
             )

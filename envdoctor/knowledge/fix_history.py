@@ -1,0 +1,115 @@
+"""The fix history of the stack's functions (rules/knowledge/fixes/, derived from the packages' git
+histories by scripts/derive_fix_history.py): per package, which fix commits changed each function,
+the release that first shipped each, its subject and PR or issue number, and hashes of the lines
+it removed. Read lazily, one package's file at a time, by triage (envdoctor/triage/fixhist.py) for
+a traceback raised inside that package."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+SCHEMA = "envdoctor.fixes/1"
+MAX_BYTES = 4 * 1024 * 1024  # a file larger than this is passed over
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One fix commit that changed ``function`` of ``module`` (a path inside the package)."""
+
+    package: str
+    module: str
+    function: str  # qualified: ``GRPOTrainer._generate``, ``f.<locals>.g``
+    commit: str
+    date: str
+    release: str  # the first release that ships it ("": none yet)
+    subject: str
+    number: str  # the PR or issue number its subject names ("" if none)
+    removed: frozenset[str]  # hashes of the lines it removed from the function (``line_hash``)
+
+
+def line_hash(line: str) -> str:
+    """The hash of a source line as a traceback prints it (the derive script's)."""
+    return hashlib.blake2s("".join(line.split()).replace("'", '"').encode(), digest_size=3).hexdigest()
+
+
+@dataclass
+class FixHistory:
+    package: str
+    source: str  # owner/name of the repository it was read from
+    releases: list[str]
+    fixes: list[list[str]]
+    functions: dict[str, dict[str, list[list[Any]]]]
+
+    def changed(self, module: str, function: str) -> list[Fix]:
+        """The fixes that changed ``function`` of ``module``: the function named as a traceback
+        names it (``compute_loss``, ``GRPOTrainer.compute_loss``, ``f.<locals>.g``), matched by
+        its qualified name's last parts."""
+        names = self.functions.get(module)
+        if not names or not function:
+            return []
+        want = function.split(".")
+        out: list[Fix] = []
+        for qualname, rows in names.items():
+            have = qualname.split(".")
+            if have[-len(want) :] != want:
+                continue
+            for row in rows:
+                if not row or not isinstance(row[0], int) or not 0 <= row[0] < len(self.fixes):
+                    continue
+                sha, date, release, subject, number = (list(self.fixes[row[0]]) + [""] * 5)[:5]
+                out.append(
+                    Fix(
+                        self.package,
+                        module,
+                        qualname,
+                        str(sha),
+                        str(date),
+                        str(release),
+                        str(subject),
+                        str(number),
+                        frozenset(str(h) for h in row[1:]),
+                    )
+                )
+        return out
+
+
+def _dir() -> Any:
+    from envdoctor.resources import rules_dir
+
+    return rules_dir() / "knowledge" / "fixes"
+
+
+@lru_cache(maxsize=16)
+def fix_history(package: str) -> FixHistory | None:
+    """The fix history of ``package`` (a distribution name), or None where envdoctor has none (or
+    its file is not one: too large, not gzip'd JSON of this schema)."""
+    path = _dir() / f"{package}.json.gz"
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_BYTES:
+            return None
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+    except (OSError, ValueError, EOFError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        return None
+    fixes, functions = doc.get("fixes"), doc.get("functions")
+    if not isinstance(fixes, list) or not isinstance(functions, dict):
+        return None
+    releases = [str(r) for r in doc.get("releases") or []]
+    return FixHistory(
+        str(doc.get("package") or package), str(doc.get("source") or ""), releases, fixes, functions
+    )
+
+
+@lru_cache(maxsize=1)
+def packages() -> tuple[str, ...]:
+    """The packages envdoctor has a fix history of."""
+    try:
+        return tuple(sorted(p.name.removesuffix(".json.gz") for p in _dir().glob("*.json.gz")))
+    except OSError:
+        return ()

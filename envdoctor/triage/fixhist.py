@@ -1,0 +1,337 @@
+"""A release bug behind a generic message, from the fix history of the function that raised (TRI014).
+
+A stack package's own bug often surfaces as a message every program prints (``'NoneType' object
+is not iterable``, ``list indices must be integers or slices, not str``, an ``AssertionError``):
+no signature can tell it, but its place can. The frames of the traceback inside the package that
+raised — the innermost frame of a package envdoctor has a fix history of (rules/knowledge/fixes/,
+scripts/derive_fix_history.py) and the frames of that package above it — are looked up in that
+history: the fix commits that later changed those very functions, and the release that first
+shipped each.
+
+Severity by certainty:
+
+* an error when the fix matches the failure — the source line the traceback prints under the
+  frame is one the fix removed, or the fix's subject names the exception (``TypeError``,
+  ``NoneType``), words of its message or the function itself — and the log shows the package's
+  version, older than the fix's release, or the line it prints under the raising frame is one the
+  fix removed from the file (the run had the code before the fix);
+* a warning naming the candidate fixes when they match the failure but the log shows no version,
+  or when the log's version is older than fixes that name only the function (the place, not the
+  failure) or than at most ``MAX_WEAK`` fixes of the raising function that name nothing of it;
+* nothing otherwise: a version that already has every fix of those functions, a function no fix
+  changed, or a log without the version whose failure no fix names.
+
+The history is read only for a traceback that has a frame in a package it covers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from envdoctor import versions
+from envdoctor.findings import Finding, Severity
+from envdoctor.knowledge.fix_history import Fix, fix_history, line_hash, packages
+from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage.interface import Match
+from envdoctor.triage.traceback import Frame, Traceback
+
+RULE = "TRI014"
+MAX_FRAMES = 4  # frames of the raising package looked at: the innermost and those above it
+MAX_NAMED = 3  # candidate fixes named in a finding
+MAX_WEAK = 3  # fixes after the log's version that may be named without matching the failure
+
+LINE = "it removed the very line the traceback shows"
+FUNCTION = "its subject names the function"  # a match of the place, not of the failure: a warning
+#: failures of resources and the environment, not of a function's code
+_RESOURCES = ("out of memory", "cuda error", "nccl", "illegal memory access", "device-side assert")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+#: words of messages that name no failure in particular
+_COMMON = frozenset(
+    (
+        "object",
+        "type",
+        "error",
+        "none",
+        "with",
+        "that",
+        "this",
+        "must",
+        "have",
+        "from",
+        "when",
+        "been",
+        "into",
+        "expected",
+        "should",
+        "while",
+        "found",
+        "given",
+        "value",
+        "values",
+        "argument",
+        "arguments",
+        "cannot",
+        "call",
+        "called",
+        "could",
+        "does",
+        "true",
+        "false",
+        "only",
+        "more",
+        "less",
+        "than",
+        "same",
+        "each",
+        "other",
+        "list",
+        "dict",
+        "tuple",
+        "string",
+        "indices",
+        "integers",
+        "slices",
+        "support",
+        "supported",
+        "attribute",
+        "iterable",
+        "subscriptable",
+        "callable",
+        "exception",
+        "traceback",
+        "most",
+        "recent",
+        "last",
+        "file",
+        "line",
+    )
+)
+_EXC_WORDS = {  # the words a fix's subject uses for an exception
+    "TypeError": ("typeerror", "type error"),
+    "KeyError": ("keyerror", "key error"),
+    "IndexError": ("indexerror", "index error", "out of range"),
+    "AttributeError": ("attributeerror", "attribute error"),
+    "AssertionError": ("assertionerror", "assertion", "assert"),
+    "ValueError": ("valueerror",),
+    "RuntimeError": ("runtimeerror",),
+    "ZeroDivisionError": ("zerodivision", "division by zero", "divide by zero"),
+    "UnboundLocalError": ("unboundlocal", "unbound"),
+    "NotImplementedError": ("notimplemented", "not implemented"),
+}
+
+
+@dataclass
+class Candidate:
+    fix: Fix
+    frame: Frame
+    why: str  # what of the failure the fix matches ("" for none)
+    depth: int  # 0: the innermost frame of the package
+
+
+#: Unsloth's generated trainers (``unsloth_compiled_cache/UnslothGRPOTrainer.py``): TRL's trainer
+#: with the functions that unsloth/models/rl_replacements.py writes (``grpo_trainer_compute_loss``)
+_COMPILED = re.compile(r"unsloth_compiled_cache/Unsloth(?P<trainer>[A-Za-z]{1,40})Trainer\.py$")
+_CHECKOUT = ("llamafactory",)  # packages users run from a source checkout (``src/llamafactory/``)
+
+
+def _own(f: Frame) -> Frame:
+    """``f`` as the fix history names its place: Unsloth's generated trainers as the replacement
+    functions that write them, a checkout of a package the traceback model reads as the user's code
+    as that package."""
+    if f.package is not None:
+        return f
+    path = f.path.replace("\\", "/")
+    m = _COMPILED.search(path)
+    if m is not None and f.function:
+        name = f"{m['trainer'].lower()}_trainer_{f.function.split('.')[-1]}"
+        return Frame("unsloth", f.path, "models/rl_replacements.py", name, f.line, f.code)
+    for pkg in _CHECKOUT:
+        i = path.rfind(f"/{pkg}/")
+        if i >= 0:
+            return Frame(pkg, f.path, path[i + len(pkg) + 2 :], f.function, f.line, f.code)
+    return f
+
+
+def _stack(t: Traceback) -> tuple[str, list[Frame]] | None:
+    """The package that raised (the innermost frame of a package with a fix history) and its
+    frames, innermost first (the run of that package's frames ending there)."""
+    have = packages()
+    if not have:
+        return None
+    frames = [_own(f) for f in t.frames]
+    for i in range(len(frames) - 1, -1, -1):
+        pkg = frames[i].package
+        if pkg in have:
+            run = []
+            for f in reversed(frames[: i + 1]):
+                if f.package != pkg:
+                    break
+                run.append(f)
+            return pkg, run[:MAX_FRAMES]
+    return None
+
+
+def _function(f: Frame) -> str:
+    """The frame's function as the history names it: ``<dictcomp>``/``<lambda>``/``<module>``
+    frames name none (the enclosing function is the frame above it)."""
+    name = f.function.strip()
+    return "" if not name or name.startswith("<") else name
+
+
+def _message_words(t: Traceback) -> set[str]:
+    words = {w.lower() for w in _WORD.findall(t.message[:500])}
+    return {w for w in words if w not in _COMMON}
+
+
+def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str]) -> str:
+    """What of the failure ``fix`` matches: the raising line, the exception, the message's words,
+    the function; "" for nothing."""
+    if frame.code and line_hash(frame.code) in fix.removed:
+        return LINE
+    subject = fix.subject.lower()
+    name = t.name
+    if _drift_shaped(t):
+        return ""  # another package's API the call does not fit: only the changed line tells
+    if name and any(re.search(rf"\b{w}\b", subject) for w in _EXC_WORDS.get(name, (name.lower(),))):
+        return f"its subject names the {name}"
+    if "nonetype" in t.message.lower() and "nonetype" in subject:
+        return "its subject names the NoneType of the message"
+    hits = sorted(w for w in words if re.search(rf"\b{re.escape(w)}\b", subject))
+    if len(hits) >= 2 or any("_" in w for w in hits):
+        return f"its subject names the message's {', '.join(repr(w) for w in hits[:3])}"
+    short = fix.function.split(".")[-1]
+    if len(short) > 4 and not short.startswith("__") and short.lower() in subject:
+        return FUNCTION + f" {short}()"
+    return ""
+
+
+#: messages of API drift (a call, an import, an attribute that does not fit another release):
+#: the fix's words would name any change of the call, only its removed line tells this one
+_DRIFT = re.compile(
+    r"unexpected keyword argument|required (?:positional|keyword-only) argument|positional arguments? but"
+    r"|cannot import name|No module named|has no attribute"
+)
+
+
+def _drift_shaped(t: Traceback) -> bool:
+    return _DRIFT.search(t.message[:500]) is not None
+
+
+def _strength(why: str) -> int:
+    """0: the raising line; 1: the exception or the message; 2: the function; 3: nothing."""
+    return 0 if why == LINE else 3 if not why else 2 if why.startswith(FUNCTION) else 1
+
+
+def _newer(release: str, shown: str | None) -> bool:
+    return bool(release) and (shown is None or versions.below(shown, release))
+
+
+def _candidates(pkg: str, frames: list[Frame], t: Traceback, shown: str | None) -> list[Candidate]:
+    h = fix_history(pkg)
+    if h is None:
+        return []
+    words = _message_words(t)
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for depth, frame in enumerate(frames):
+        fn = _function(frame)
+        if not fn:
+            continue
+        for fix in h.changed(frame.module_path, fn):
+            if fix.commit in seen or not _newer(fix.release, shown):
+                continue
+            seen.add(fix.commit)
+            out.append(Candidate(fix, frame, _matches(fix, frame, t, words), depth))
+    return out
+
+
+def _shown(pkg: str, log: Log) -> str | None:
+    v = log.versions.get(pkg)
+    if v is not None:
+        return v.version
+    ctx = log.ctx
+    if ctx is not None and ctx.facts.source != "live":  # --facts: the run's snapshot
+        return ctx.version(pkg)
+    return None
+
+
+def _where(f: Frame) -> str:
+    at = f"{f.module_path}:{f.line}" if f.line else f.module_path
+    return f"{at} in {f.function}" if f.function else at
+
+
+def _ref(fix: Fix, source: str) -> str:
+    ref = f"{source}#{fix.number}" if fix.number and source else (f"#{fix.number}" if fix.number else "")
+    return f"“{fix.subject}” ({ref + ', ' if ref else ''}commit {fix.commit[:10]}, {fix.date})"
+
+
+def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI014 for the exception ``t`` (module docstring), or None."""
+    if not t.exc_type or not t.frames or t.name in ("KeyboardInterrupt", "OutOfMemoryError", "SystemExit"):
+        return None
+    if any(r in t.message[:500].lower() for r in _RESOURCES):
+        return None
+    found = _stack(t)
+    if found is None:
+        return None
+    pkg, frames = found
+    shown = _shown(pkg, log)
+    cands = _candidates(pkg, frames, t, shown)
+    if not cands:
+        return None
+    # without the log's version, a fix that names only the function is too weak to name
+    strong = [c for c in cands if c.why and (shown is not None or not c.why.startswith(FUNCTION))]
+    if strong:
+        pool = strong
+    elif shown is not None:
+        innermost = [c for c in cands if c.depth == 0]
+        if not innermost or len(innermost) > MAX_WEAK:
+            return None  # the raising function changed often since: no one fix stands out
+        pool = innermost
+    else:
+        return None  # no version and nothing of the failure in any fix: too weak to name
+    pool.sort(key=lambda c: (_strength(c.why), c.depth, versions.sort_key(c.fix.release)))
+    best = pool[0]
+    # the log's version is older than the fix, or the raising line it prints is one the fix
+    # removed (the run had the code before the fix); and the fix matches the failure
+    matched = bool(best.why) and not best.why.startswith(FUNCTION)
+    certain = matched and (shown is not None or best.why == LINE and best.depth == 0)
+    h = fix_history(pkg)
+    source = h.source if h is not None else ""
+    raised = f"{t.name}: {t.message[:200]}" if t.message else t.name
+    what = (
+        f"{raised} — raised inside {pkg} ({_where(best.frame)}), a function that a later {pkg} fix "
+        f"changed: {_ref(best.fix, source)}, first released in {pkg} {best.fix.release}"
+        + (f" ({best.why})" if best.why else "")
+    )
+    if shown is not None:
+        what += f"; the log shows {pkg} {shown}, older than that release"
+    elif certain:
+        what += f"; the run had {pkg}'s code from before the fix (the log shows no {pkg} version)"
+    else:
+        what += f"; the log shows no {pkg} version: `pip show {pkg}` tells whether the run had it"
+    others = [c for c in pool[1:MAX_NAMED]]
+    if others:
+        what += "; other fixes of the same frames: " + "; ".join(
+            f"{_ref(c.fix, source)} in {c.fix.release}" for c in others
+        )
+    fix = f"pip install '{pkg}=={best.fix.release}' (the first release with that fix; a later one has it too)"
+    d = finding(
+        RULE,
+        [m],
+        log,
+        what,
+        fix,
+        package=pkg,
+        function=best.fix.function,
+        module=best.fix.module,
+        fixed_in=best.fix.release,
+        commit=best.fix.commit,
+        number=best.fix.number or None,
+        shown=shown,
+        matched=best.why or None,
+    )
+    f = d.finding
+    d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
+    return d

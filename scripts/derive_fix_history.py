@@ -1,0 +1,593 @@
+#!/usr/bin/env python3
+"""Derive the fix history of the stack's functions from their git histories (maintainer command).
+
+For a package's repository (a git directory: a bare mirror or a checkout's ``.git``) it walks the
+default branch's first-parent history (``git log --first-parent -p -U0``, the ``.py`` files under the
+package's folders) and keeps every commit that is a fix: its subject (or a merge's PR title) says
+fix / bug / crash / error / regression / broken / wrong / incorrect, or its message closes an issue
+(``Fixes #123``). For each it records the Python functions the change touched: each hunk's lines are
+mapped to the innermost ``def`` (and the class around it) that holds them, on the side they are on
+(``ast`` of the file after the commit for added lines, before it for removed ones). The hashes of
+the removed lines are kept too (BLAKE2s, 3 bytes, of the text without whitespace and with one kind
+of quote; lines of 16 characters or more that the file after the fix does not hold, rewrapped or
+not, or holds indented deeper: moved under a new ``if`` / ``try``): a traceback that shows one of
+them ran the code the fix replaced. A subject about linting, formatting, style or typos is no fix
+unless it also says bug / crash / regression.
+
+The release that first ships a fix:
+
+* ``--tags REGEX`` (one group: the version): the smallest release tag whose history holds the commit,
+  or a commit on a release branch with the same PR number ``(#N)`` in its subject (a fix
+  cherry-picked into a patch release: TRL 0.19.1);
+* else the package's own version line (``__version__ = "2025.4.3"`` in a ``.py`` file, ``version =
+  "…"`` in ``pyproject.toml``): the version of the first bump at or after the commit (date-versioned
+  packages whose repositories have no tags per release: unsloth, unsloth_zoo). A bump made before a
+  release's last commits maps those commits to the next version: a later release than the true one,
+  never an earlier one.
+
+Commits after the newest release are kept with release ``""`` (fixed on the branch, not released).
+
+It writes ``rules/knowledge/fixes/DIST.json.gz`` (schema ``envdoctor.fixes/1``)::
+
+    {"schema": …, "package": "trl", "source": "huggingface/trl", "head": "<sha>",
+     "releases": ["0.14.0", …], "fixes": [[sha10, date, release, subject, number], …],
+     "functions": {"trainer/grpo_trainer.py": {"GRPOTrainer._generate": [[fix, "a1b2c3", …], …]}}}
+
+``functions`` maps a module path (inside the package, as triage's frames name it) and a function's
+qualified name to the fixes that changed it (an index into ``fixes``, then the removed lines'
+hashes). Budget: 3 MB for all files together (``--budget``; the command fails above it). Triage
+reads a package's file only for a traceback whose frames are in that package
+(envdoctor/triage/fixhist.py); the static check never does.
+
+Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool):
+
+    python scripts/derive_fix_history.py --all --mirrors /work/.mirror     # every package of PACKAGES
+    python scripts/derive_fix_history.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
+
+Offline: it reads the git directory only (``git`` on the path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import gzip
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "rules" / "knowledge" / "fixes"
+SCHEMA = "envdoctor.fixes/1"
+BUDGET = 3_000_000
+SINCE = "2024-01-01"  # older fixes ship in releases no GRPO user runs
+MAX_HASHES = 12  # removed lines kept per function and fix
+MIN_LINE = 16  # a removed line shorter than this (``return x``, ``pass``) tells no code apart
+MAX_SUBJECT = 120
+
+#: distribution -> (mirror folder (owner+name), repository, folders of its import packages in the
+#: repository (the module paths are relative to each), release-tag pattern or "" for the version line)
+PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
+    "trl": ("huggingface+trl", "huggingface/trl", ("trl",), r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"),
+    "unsloth": ("unslothai+unsloth", "unslothai/unsloth", ("unsloth",), ""),
+    "unsloth-zoo": ("unslothai+unsloth-zoo", "unslothai/unsloth-zoo", ("unsloth_zoo",), ""),
+    "verl": ("volcengine+verl", "volcengine/verl", ("verl",), r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"),
+    "llamafactory": (
+        "hiyouga+LLaMA-Factory",
+        "hiyouga/LLaMA-Factory",
+        ("src/llamafactory",),
+        r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$",
+    ),
+    "openrlhf": (
+        "OpenRLHF+OpenRLHF",
+        "OpenRLHF/OpenRLHF",
+        ("openrlhf",),
+        r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$",
+    ),
+    "skyrl-train": (
+        "NovaSky-AI+SkyRL",
+        "NovaSky-AI/SkyRL",
+        ("skyrl-train/skyrl_train", "skyrl_train"),
+        r"^skyrl_train-v(\d+\.\d+\.\d+)$",
+    ),
+    "nemo-rl": ("NVIDIA-NeMo+RL", "NVIDIA-NeMo/RL", ("nemo_rl",), r"^v(\d+\.\d+\.\d+)$"),
+    "areal": (
+        "inclusionAI+AReaL",
+        "inclusionAI/AReaL",
+        ("areal", "realhf"),
+        r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$",
+    ),
+}
+
+_FIX_WORDS = re.compile(
+    r"\b(?:fix(?:es|ed|ing)?|bug(?:s|fix)?|hotfix|crash(?:es|ing)?|errors?|regression|broken|wrong|"
+    r"incorrect|exception|fails?|failing|failure)\b",
+    re.IGNORECASE,
+)
+_STYLE = re.compile(
+    r"\b(?:lint(?:ing|er|s)?|format(?:ting|ter)?|style|typos?|ruff|pre-commit|isort|yapf|black|"
+    r"docstrings?|comments?|spelling)\b",
+    re.IGNORECASE,
+)
+_BUG = re.compile(r"\b(?:bugs?|crash(?:es)?|regression)\b", re.IGNORECASE)
+_CLOSES = re.compile(
+    r"\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s*:?\s*(?:[\w.-]+/[\w.-]+)?#(\d{1,7})", re.I
+)
+_NUMBER = re.compile(r"\(#(\d{1,7})\)|#(\d{1,7})\b")
+_MERGE = re.compile(r"^Merge pull request #(\d{1,7}) from ")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_BUMP_PY = re.compile(r"""^\+\s*__version__\s*=\s*["']([0-9][\w.+-]*)["']""")
+_BUMP_TOML = re.compile(r"""^\+version\s*=\s*["']([0-9][\w.+-]*)["']""")
+_SEP = "\x1e\x1fCOMMIT "
+
+
+def git(git_dir: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", f"--git-dir={git_dir}", *args], capture_output=True, check=True, text=True, errors="replace"
+    )
+    return out.stdout
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _bare(text: str) -> str:
+    """``text`` without whitespace, with one kind of quote and without a formatter's magic trailing
+    commas (what a formatter does not change)."""
+    bare = "".join(text.split()).replace("'", '"')
+    return bare.replace(",)", ")").replace(",]", "]").replace(",}", "}")
+
+
+def line_hash(line: str) -> str:
+    """The hash of a source line as a traceback prints it, without its whitespace and with one kind
+    of quote (a change of formatting is no change of the line)."""
+    return hashlib.blake2s("".join(line.split()).replace("'", '"').encode(), digest_size=3).hexdigest()
+
+
+# -- the commits ---------------------------------------------------------------------------------
+
+
+@dataclass
+class FileDiff:
+    path: str  # in the repository, after the commit
+    old_path: str
+    added: list[tuple[int, int]] = field(default_factory=list)  # new-side line ranges (inclusive)
+    removed: list[tuple[int, int]] = field(default_factory=list)  # old-side line ranges
+    removed_lines: dict[int, str] = field(default_factory=dict)  # old line number -> text
+    added_lines: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Commit:
+    sha: str
+    date: str
+    subject: str
+    body: str
+    files: list[FileDiff] = field(default_factory=list)
+    bump: str = ""  # the version this commit sets
+
+    @property
+    def title(self) -> str:
+        """The subject; a merge's PR title (its body's first line) after ``Merge pull request``."""
+        if _MERGE.match(self.subject):
+            first = next((x.strip() for x in self.body.splitlines() if x.strip()), "")
+            return first or self.subject
+        return self.subject
+
+    @property
+    def number(self) -> str:
+        """The PR or issue number the subject or a ``Fixes #N`` names."""
+        m = _MERGE.match(self.subject) or _NUMBER.search(self.subject) or _CLOSES.search(self.body)
+        if m is None:
+            return ""
+        return next(g for g in m.groups() if g)
+
+    def is_fix(self) -> bool:
+        if _STYLE.search(self.title) and not _BUG.search(self.title):
+            return False  # a formatter's or linter's pass, a typo: lines change, behaviour does not
+        return bool(
+            _FIX_WORDS.search(self.title) or _FIX_WORDS.search(self.subject) or _CLOSES.search(self.body)
+        )
+
+
+def commits(git_dir: Path, roots: tuple[str, ...], since: str, ref: str = "HEAD") -> Iterator[Commit]:
+    """The first-parent commits of ``ref`` since ``since`` that change ``.py`` files under ``roots``
+    (and the ``pyproject.toml`` files, for version bumps), oldest first, with their -U0 diffs."""
+    specs = [f"{r}/**/*.py" for r in roots] + ["pyproject.toml", "*/pyproject.toml"]
+    proc = subprocess.Popen(
+        [
+            "git",
+            f"--git-dir={git_dir}",
+            "log",
+            "--first-parent",
+            "--diff-merges=first-parent",
+            "--reverse",
+            "-p",
+            "-U0",
+            "--no-renames",
+            "--no-color",
+            f"--since={since}",
+            "--date=short",
+            f"--format={_SEP}%H%x1f%ad%x1f%s%x1f%b%x1f",
+            ref,
+            "--",
+            *[f":(glob){s}" for s in specs],
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    )
+    assert proc.stdout is not None
+    current: Commit | None = None
+    header: list[str] = []
+    f: FileDiff | None = None
+    old_no = 0
+    in_header = False
+    for raw in proc.stdout:
+        line = raw.rstrip("\n")
+        if line.startswith(_SEP) or in_header:
+            if line.startswith(_SEP):
+                if current is not None:
+                    yield current
+                header = [line[len(_SEP) :]]
+                current = None
+            else:
+                header.append(line)
+            text = "\n".join(header)
+            if text.count("\x1f") >= 4:
+                sha, date, subject, body, _ = text.split("\x1f", 4)
+                current = Commit(sha, date, subject, body)
+                in_header = False
+            else:
+                in_header = True
+            continue
+        if current is None:
+            continue
+        if line.startswith("diff --git "):
+            f = None
+            continue
+        if line.startswith("--- "):
+            old = line[4:]
+            f = FileDiff("", old[2:] if old.startswith("a/") else "")
+            continue
+        if line.startswith("+++ ") and f is not None:
+            new = line[4:]
+            f.path = new[2:] if new.startswith("b/") else ""
+            current.files.append(f)
+            continue
+        m = _HUNK.match(line)
+        if m is not None and f is not None:
+            a, b, c, d = int(m[1]), int(m[2] or 1), int(m[3]), int(m[4] or 1)
+            if b:
+                f.removed.append((a, a + b - 1))
+            if d:
+                f.added.append((c, c + d - 1))
+            else:  # a pure removal: the new-side position is between lines c and c+1
+                f.added.append((max(c, 1), max(c, 1)))
+            old_no = a
+            continue
+        if f is None:
+            continue
+        if line.startswith("-"):
+            f.removed_lines[old_no] = line[1:]
+            old_no += 1
+        elif line.startswith("+"):
+            f.added_lines.append(line[1:])
+            bump = _BUMP_PY.match(line) if f.path.endswith(".py") else _BUMP_TOML.match(line)
+            if bump is not None and _version(bump[1]) is not None:
+                current.bump = bump[1]
+    if current is not None:
+        yield current
+    proc.wait()
+
+
+# -- functions of a file -------------------------------------------------------------------------
+
+
+_SPANS: dict[str, list[tuple[int, int, str]]] = {}
+
+
+def spans_cached(source: str) -> list[tuple[int, int, str]]:
+    """``spans`` of a text seen before (a fix's old side is often the previous fix's new side)."""
+    key = hashlib.blake2s(source.encode(), digest_size=16).hexdigest()
+    found = _SPANS.get(key)
+    if found is None:
+        if len(_SPANS) > 4096:
+            _SPANS.clear()
+        found = _SPANS[key] = spans(source)
+    return found
+
+
+def spans(source: str) -> list[tuple[int, int, str]]:
+    """The functions of ``source`` as (first line, last line, qualified name), outermost first; a
+    function's lines include its decorators. Nested functions are named ``outer.<locals>.inner``
+    (as Python's qualified names are)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[tuple[int, int, str]] = []
+
+    def walk(node: ast.AST, prefix: str, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                last = child.end_lineno or child.lineno
+                if isinstance(child, ast.ClassDef):
+                    walk(child, name + ".", False)
+                else:
+                    out.append((first, last, name))
+                    walk(child, name + ".<locals>.", True)
+            else:
+                walk(child, prefix, in_function)
+
+    walk(tree, "", False)
+    return out
+
+
+def touched(fns: list[tuple[int, int, str]], ranges: list[tuple[int, int]]) -> dict[str, list[int]]:
+    """The innermost function holding each line of ``ranges`` -> the lines (module-level lines and
+    class bodies outside a method are not a function's)."""
+    out: dict[str, list[int]] = {}
+    for a, b in ranges:
+        for n in range(a, b + 1):
+            best = None
+            for first, last, name in fns:
+                if first <= n <= last and (best is None or first >= best[0]):
+                    best = (first, last, name)
+            if best is not None:
+                out.setdefault(best[2], []).append(n)
+    return out
+
+
+class Blobs:
+    """``git cat-file --batch``: file contents at a commit, one process for all of them."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.proc = subprocess.Popen(
+            ["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+
+    def get(self, rev: str, path: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{rev}:{path}\n".encode())
+        self.proc.stdin.flush()
+        head = self.proc.stdout.readline().decode().split()
+        if len(head) < 3 or head[1] == "missing":
+            return ""
+        size = int(head[2])
+        data = self.proc.stdout.read(size + 1)[:size]
+        return data.decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait()
+
+
+# -- releases ------------------------------------------------------------------------------------
+
+
+def tag_releases(git_dir: Path, pattern: str) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """The releases (sorted), the release that first holds each commit, and each PR number's first
+    release (from the subjects of the commits each release adds: cherry-picks on release branches)."""
+    rx = re.compile(pattern)
+    tags: list[tuple[Version, str, str]] = []
+    for tag in git(git_dir, "tag", "--list").split():
+        m = rx.match(tag)
+        v = _version(m[1]) if m else None
+        if m and v is not None and not v.is_prerelease and not v.is_devrelease:
+            tags.append((v, m[1], tag))
+    tags.sort()
+    first: dict[str, str] = {}
+    by_number: dict[str, str] = {}
+    earlier: list[str] = []
+    for _, version, tag in tags:
+        out = git(git_dir, "log", "--format=%H%x1f%s", f"{tag}^{{commit}}", "--not", *earlier)
+        for row in out.splitlines():
+            sha, _, subject = row.partition("\x1f")
+            first.setdefault(sha, version)
+            for m in _NUMBER.finditer(subject):
+                by_number.setdefault(m[1] or m[2], version)
+        earlier.append(f"{tag}^{{commit}}")
+    return [t[1] for t in tags], first, by_number
+
+
+# -- the history ---------------------------------------------------------------------------------
+
+
+#: other names of the repositories (renamed or moved: old links point at either)
+ALIASES = {"hiyouga/llama-factory": ("hiyouga/llamafactory",), "volcengine/verl": ("verl-project/verl",)}
+_THREAD = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|commit)/(\w+)")
+
+
+def exclusions(path: Path, repo: str) -> frozenset[str]:
+    """The issue / PR numbers and commit SHAs of ``repo`` that the URLs in ``path`` name (one URL a
+    line: a held-out evaluation's threads, whose fixes must not be in the knowledge it judges)."""
+    names = {repo.lower(), *ALIASES.get(repo.lower(), ())}
+    out = set()
+    for m in _THREAD.finditer(path.read_text(errors="replace")):
+        if m[1].lower() in names:
+            out.add(m[2].lower())
+    return frozenset(out)
+
+
+def excluded(c: Commit, exclude: frozenset[str]) -> bool:
+    """The commit is, or fixes, an excluded issue or PR (its subject's numbers, a merge's PR, a
+    ``Fixes #N`` of its message), or is an excluded commit."""
+    numbers = {m[1] or m[2] for m in _NUMBER.finditer(c.subject)}
+    numbers |= {m[1] for m in _CLOSES.finditer(c.body)}
+    merge = _MERGE.match(c.subject)
+    if merge:
+        numbers.add(merge[1])
+    return bool(numbers & exclude) or any(c.sha.startswith(x) for x in exclude if len(x) >= 7)
+
+
+def derive(
+    git_dir: Path,
+    package: str,
+    roots: tuple[str, ...],
+    tags: str = "",
+    since: str = SINCE,
+    source: str = "",
+    ref: str = "HEAD",
+    exclude: frozenset[str] = frozenset(),
+) -> dict[str, object]:
+    """The fix history of ``package`` (the module docstring's layout); ``exclude``: the numbers of
+    this repository's issues and PRs (and commit SHAs) whose fixes are left out (``excluded``)."""
+    roots = tuple(r.strip("/") for r in roots)
+    if tags:
+        releases, first, by_number = tag_releases(git_dir, tags)
+    else:
+        releases, first, by_number = [], {}, {}
+    rows = list(commits(git_dir, roots, since, ref))
+    if not tags:  # the version line: the first bump at or after each commit
+        bumped: list[str] = []
+        upcoming = ""
+        for c in reversed(rows):
+            if c.bump:
+                upcoming = c.bump
+                bumped.append(c.bump)
+            first[c.sha] = upcoming
+        seen = {str(v) for v in (_version(b) for b in bumped) if v is not None}
+        releases = sorted(seen, key=lambda x: Version(x))
+    blobs = Blobs(git_dir)
+    fixes: list[list[str]] = []
+    functions: dict[str, dict[str, list[list[object]]]] = {}
+    for c in rows:
+        if not c.is_fix() or exclude and excluded(c, exclude):
+            continue
+        index = len(fixes)
+        release = first.get(c.sha, "")
+        number = c.number
+        if tags and number and number in by_number:
+            alt = by_number[number]
+            if not release or Version(alt) < Version(release):
+                release = alt
+        changed = False
+        for f in c.files:
+            root = next(
+                (r for r in roots if f.path.startswith(r + "/") or f.old_path.startswith(r + "/")), None
+            )
+            if root is None or not (f.path or f.old_path).endswith(".py"):
+                continue
+            path = f.path or f.old_path
+            module = path[len(root) + 1 :]
+            names: dict[str, set[str]] = {}
+            after = ""  # the file after the fix, without whitespace: a moved or rewrapped line is no evidence
+            if f.path:
+                text = blobs.get(c.sha, f.path)
+                after = _bare(text)
+                for name in touched(spans_cached(text), f.added):
+                    names.setdefault(name, set())
+            if f.old_path and f.removed:
+                indents = {}  # an added line's text -> its indentations: a line moved into a new block
+                for a in f.added_lines:
+                    indents.setdefault(a.strip(), set()).add(len(a) - len(a.lstrip()))
+                old = touched(spans_cached(blobs.get(c.sha + "^", f.old_path)), f.removed)
+                for name, lines in old.items():
+                    hashes = names.setdefault(name, set())
+                    for n in lines:
+                        line = f.removed_lines.get(n, "")
+                        if len(line.strip()) < MIN_LINE or len(hashes) >= MAX_HASHES:
+                            continue
+                        depth = len(line) - len(line.lstrip())
+                        guarded = any(
+                            d > depth for d in indents.get(line.strip(), ())
+                        )  # under a new if / try
+                        if guarded or _bare(line).rstrip(",") not in after:  # not just rewrapped
+                            hashes.add(line_hash(line))
+            for name, hashes in names.items():
+                functions.setdefault(module, {}).setdefault(name, []).append([index, *sorted(hashes)])
+                changed = True
+        if changed:
+            fixes.append([c.sha[:10], c.date, release, c.title[:MAX_SUBJECT], number])
+    blobs.close()
+    head = git(git_dir, "rev-parse", ref).strip()
+    return {
+        "schema": SCHEMA,
+        "package": package,
+        "source": source,
+        "head": head,
+        "since": since,
+        "releases": releases,
+        "fixes": fixes,
+        "functions": functions,
+    }
+
+
+def write(data: dict[str, object], out: Path) -> int:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    raw = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+    blob = gzip.compress(raw, 9, mtime=0)
+    out.write_bytes(blob)
+    return len(blob)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--all", action="store_true", help="every package of PACKAGES (needs --mirrors)")
+    ap.add_argument("--mirrors", type=Path, help="folder of mirrors named owner+name/repo (or owner+name)")
+    ap.add_argument("--only", action="append", default=[], help="with --all: this package only (repeatable)")
+    ap.add_argument("--git-dir", type=Path)
+    ap.add_argument("--package")
+    ap.add_argument("--root", action="append", default=[], help="a folder of the package in the repository")
+    ap.add_argument("--tags", default="", help="release-tag pattern; its first group is the version")
+    ap.add_argument("--source", default="", help="owner/name of the repository (recorded)")
+    ap.add_argument("--since", default=SINCE)
+    ap.add_argument(
+        "--exclude", type=Path, help="a file of URLs (issues, PRs, commits) whose fixes are left out"
+    )
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--budget", type=int, default=BUDGET)
+    args = ap.parse_args(argv)
+    jobs: list[tuple[Path, str, tuple[str, ...], str, str]] = []
+    if args.all:
+        if args.mirrors is None:
+            ap.error("--all needs --mirrors")
+        for dist, (folder, repo, roots, tags) in PACKAGES.items():
+            if args.only and dist not in args.only:
+                continue
+            base = args.mirrors / folder
+            git_dir = base / "repo" if (base / "repo").is_dir() else base
+            if not git_dir.is_dir():
+                print(f"{dist}: no mirror at {base}; skipped", file=sys.stderr)
+                continue
+            jobs.append((git_dir, dist, roots, tags, repo))
+    elif args.git_dir and args.package and args.root:
+        jobs.append((args.git_dir, args.package, tuple(args.root), args.tags, args.source))
+    else:
+        ap.error("give --all --mirrors DIR, or --git-dir, --package and --root")
+    for git_dir, dist, roots, tags, repo in jobs:
+        leave_out = exclusions(args.exclude, repo) if args.exclude and repo else frozenset()
+        data = derive(git_dir, dist, roots, tags, args.since, repo, exclude=leave_out)
+        if leave_out:
+            print(f"{dist}: {len(leave_out)} excluded issues, PRs or commits of {repo}")
+        size = write(data, args.out / f"{dist}.json.gz")
+        fixes = data["fixes"]
+        assert isinstance(fixes, list)
+        print(f"{dist}: {len(fixes)} fixes, {len(data['releases'])} releases, {size} bytes")  # type: ignore[arg-type]
+    total = sum(p.stat().st_size for p in args.out.glob("*.json.gz"))
+    print(f"total {total} bytes in {args.out}")
+    if total > args.budget:
+        print(f"over the budget of {args.budget} bytes", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

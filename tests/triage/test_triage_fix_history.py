@@ -1,0 +1,437 @@
+"""A release bug behind a generic message, told by the fix history of the function that raised
+(envdoctor/triage/fixhist.py, TRI014; rules/knowledge/fixes/ from scripts/derive_fix_history.py).
+
+Three kinds of tests: the derive script on small git repositories made here (offline: tags, a fix
+cherry-picked into a patch release, a date-versioned package without tags); triage against the
+history derived from such a repository (severity by certainty, quiet where a version already has
+the fix); and triage against the shipped history on real logs of the development sets (where it
+fires, and healthy logs where it stays quiet)."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from envdoctor.findings import Severity
+from envdoctor.knowledge import fix_history
+from tests.triage.helpers import findings, scan_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV = ROOT / "docs" / "validation"
+_READ, _PACKAGES = fix_history.fix_history, fix_history.packages  # the cached readers
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+@pytest.fixture(scope="module")
+def derive() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "derive_fix_history", ROOT / "scripts" / "derive_fix_history.py"
+    )
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["derive_fix_history"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_AUTHOR_DATE": "2025-03-01T00:00:00",
+        "GIT_COMMITTER_DATE": "2025-03-01T00:00:00",
+        "HOME": str(repo),
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+    }
+    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, check=True)
+    return out.stdout
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> None:
+    for path, text in files.items():
+        p = repo / path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+
+
+BUGGY = """
+    class GRPOTrainer:
+        def _generate(self, prompts):
+            outputs = self.llm.generate(prompts, sampling_params=self.sampling_params)
+            return [o for o in outputs]
+
+        def log(self, logs):
+            print(logs)
+"""
+FIXED = BUGGY.replace(
+    "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params)",
+    "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params, use_tqdm=False)",
+)
+FEATURE = FIXED.replace("print(logs)", "print(logs, flush=True)")
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """trl/ with a bug in GRPOTrainer._generate (v0.1.0), fixed on main (#12) and cherry-picked into
+    v0.1.1; a feature commit (not a fix) in v0.2.0."""
+    r = tmp_path_factory.mktemp("repo")
+    _git(r, "init", "-q", "-b", "main")
+    _commit(r, {"trl/__init__.py": "", "trl/trainer/grpo_trainer.py": BUGGY}, "Initial import")
+    _git(r, "tag", "v0.1.0")
+    _commit(
+        r,
+        {"trl/trainer/grpo_trainer.py": FIXED},
+        "Fix 'NoneType' object is not iterable in colocate generation (#12)",
+    )
+    _commit(r, {"trl/trainer/grpo_trainer.py": FEATURE}, "Flush the logs (#13)")
+    _git(r, "tag", "v0.2.0")
+    _git(r, "checkout", "-q", "-b", "release-0.1", "v0.1.0")
+    _commit(
+        r,
+        {"trl/trainer/grpo_trainer.py": FIXED},
+        "Fix 'NoneType' object is not iterable in colocate generation (#12)",
+    )
+    _git(r, "tag", "v0.1.1")
+    _git(r, "checkout", "-q", "main")
+    return r
+
+
+@pytest.fixture(scope="module")
+def history(derive: ModuleType, repo: Path) -> dict:
+    return derive.derive(
+        repo / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", "huggingface/trl"
+    )
+
+
+def test_a_fix_is_recorded_with_its_function_and_first_release(history: dict, derive: ModuleType) -> None:
+    assert history["schema"] == "envdoctor.fixes/1" and history["releases"] == ["0.1.0", "0.1.1", "0.2.0"]
+    (fix,) = history["fixes"]  # the feature commit is no fix; the initial import neither
+    sha, _date, release, subject, number = fix
+    assert release == "0.1.1"  # cherry-picked into the patch release under the same PR number
+    assert number == "12" and subject.startswith("Fix 'NoneType'")
+    rows = history["functions"]["trainer/grpo_trainer.py"]
+    assert list(rows) == ["GRPOTrainer._generate"]  # the changed method, not the class or log()
+    index, *hashes = rows["GRPOTrainer._generate"][0]
+    assert index == 0
+    old = "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params)"
+    assert derive.line_hash(old) in hashes
+
+
+def test_a_date_versioned_package_takes_the_next_version_bump(derive: ModuleType, tmp_path: Path) -> None:
+    r = tmp_path / "zoo"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    init = '__version__ = "{}"\n'
+    code = (
+        "def backward(ctx, *args):\n"
+        "    outputs = ctx.run_function(*detached_inputs_before_fix)\n"
+        "    return outputs\n"
+    )
+    _commit(
+        r, {"unsloth_zoo/__init__.py": init.format("2025.4.1"), "unsloth_zoo/gc.py": code}, "Release 2025.4.1"
+    )
+    _commit(r, {"unsloth_zoo/gc.py": code.replace("_before_fix", "")}, "Fix inference tensors in backward")
+    _commit(r, {"unsloth_zoo/__init__.py": init.format("2025.4.2")}, "Update __init__.py")
+    _commit(r, {"unsloth_zoo/gc.py": code.replace("_before_fix", "_x")}, "Bug fixes")  # not released yet
+    data = derive.derive(r / ".git", "unsloth-zoo", ("unsloth_zoo",), "", "2020-01-01")
+    assert data["releases"] == ["2025.4.1", "2025.4.2"]
+    releases = {f[3]: f[2] for f in data["fixes"]}
+    assert releases == {"Fix inference tensors in backward": "2025.4.2", "Bug fixes": ""}
+    assert list(data["functions"]["gc.py"]) == ["backward"]
+
+
+def test_a_formatters_pass_is_no_fix_and_a_rewrapped_line_no_removed_line(
+    derive: ModuleType, tmp_path: Path
+) -> None:
+    r = tmp_path / "fmt"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    one = "def f(a, b):\n    return compute_something(a, b, scale=2.0, shift=1.0)\n"
+    wrapped = (
+        "def f(a, b):\n    return compute_something(\n"
+        + "".join(f"        {x},\n" for x in ("a", "b", "scale=2.0", "shift=1.0"))
+        + "    )\n"
+    )
+    _commit(r, {"verl/m.py": one}, "Initial")
+    _commit(r, {"verl/m.py": wrapped}, "Formatting & bug fixes (#6)")  # a trailing comma added
+    _commit(r, {"verl/m.py": one}, "[Lint] fix: linting errors in all files (#5)")
+    _commit(r, {"verl/m.py": one.replace("shift=1.0", "shift=0.0")}, "Fix the shift (#7)")
+    data = derive.derive(r / ".git", "verl", ("verl",), "", "2020-01-01")
+    assert [f[3] for f in data["fixes"]] == ["Formatting & bug fixes (#6)", "Fix the shift (#7)"]
+    rows = data["functions"]["m.py"]["f"]
+    assert rows[0] == [0]  # rewrapped only: no line of it was removed
+    assert (
+        rows[1][0] == 1
+        and derive.line_hash("return compute_something(a, b, scale=2.0, shift=1.0)") in rows[1]
+    )
+
+
+def test_a_line_moved_under_a_new_guard_is_a_removed_line(derive: ModuleType, tmp_path: Path) -> None:
+    r = tmp_path / "guard"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    before = "def gen(self, kw):\n    kw.update(self.args.generation_kwargs)\n    return kw\n"
+    after = before.replace(
+        "    kw.update(", "    if self.args.generation_kwargs is not None:\n        kw.update("
+    )
+    _commit(r, {"trl/t.py": before}, "Initial")
+    _commit(r, {"trl/t.py": after}, "fix grpo generation_kwargs (#3634)")
+    data = derive.derive(r / ".git", "trl", ("trl",), "", "2020-01-01")
+    (row,) = data["functions"]["t.py"]["gen"]
+    assert derive.line_hash("kw.update(self.args.generation_kwargs)") in row[1:]
+
+
+def test_spans_name_nested_functions_as_python_does(derive: ModuleType) -> None:
+    src = "class A:\n    def f(self):\n        def g():\n            return 1\n        return g\n"
+    assert derive.spans(src) == [(2, 5, "A.f"), (3, 4, "A.f.<locals>.g")]
+    assert derive.touched(derive.spans(src), [(4, 4), (5, 5)]) == {"A.f.<locals>.g": [4], "A.f": [5]}
+
+
+# -- triage against a history derived here -----------------------------------------------------------
+
+
+@pytest.fixture
+def shipped(derive: ModuleType, history: dict, tmp_path: Path, monkeypatch) -> Iterator[Path]:
+    folder = tmp_path / "fixes"
+    derive.write(history, folder / "trl.json.gz")
+    monkeypatch.setattr(fix_history, "_dir", lambda: folder)
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+    yield folder
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+
+
+def _log(
+    code: str, version: str | None = None, message: str = "TypeError: 'NoneType' object is not iterable"
+) -> str:
+    head = f"trl=={version}\n" if version else ""
+    return head + textwrap.dedent(
+        f"""\
+        Traceback (most recent call last):
+          File "/home/u/train.py", line 40, in <module>
+            trainer.train()
+          File "/usr/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 3, in _generate
+            {code}
+        {message}
+        """
+    )
+
+
+OLD_LINE = "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params)"
+
+
+def _tri014(text: str) -> list:
+    return [f for f in findings(scan_bytes(text)) if f.rule == "TRI014"]
+
+
+def test_an_older_release_shown_and_a_matching_fix_is_an_error(shipped: Path) -> None:
+    (f,) = _tri014(_log("return list(outputs)", "0.1.0"))
+    assert f.severity == Severity.ERROR
+    assert "pip install 'trl==0.1.1'" in f.fix  # the exact pin of the first release with the fix
+    assert "huggingface/trl#12" in f.message and "GRPOTrainer._generate" in f.evidence["function"]
+    assert "trl 0.1.0" in f.message
+
+
+def test_the_removed_line_in_the_traceback_is_an_error_without_a_version(shipped: Path) -> None:
+    (f,) = _tri014(_log(OLD_LINE, None, "RuntimeError: something odd"))
+    assert f.severity == Severity.ERROR and f.evidence["matched"].startswith("it removed the very line")
+
+
+def test_a_matching_subject_without_a_version_is_a_warning(shipped: Path) -> None:
+    (f,) = _tri014(_log("return list(outputs)"))
+    assert f.severity == Severity.WARNING and "pip show trl" in f.message
+
+
+def test_quiet_where_the_version_has_the_fix_or_nothing_matches(shipped: Path) -> None:
+    assert _tri014(_log("return list(outputs)", "0.1.1")) == []  # the patch release has it
+    assert _tri014(_log("return list(outputs)", "0.2.0")) == []
+    # no version, a line the fix did not touch, a message the fix does not name: too weak
+    assert _tri014(_log("return list(outputs)", None, "ValueError: temperature must be positive")) == []
+    # a resource failure is not a function's bug
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert _tri014(_log(OLD_LINE, "0.1.0", oom)) == []
+
+
+def test_the_history_is_read_only_for_a_traceback_with_frames(shipped: Path, monkeypatch) -> None:
+    def refuse(package: str) -> None:
+        raise AssertionError(f"read the fix history of {package}")
+
+    monkeypatch.setattr(fix_history, "fix_history", refuse)
+    from envdoctor.triage import fixhist
+
+    monkeypatch.setattr(fixhist, "fix_history", refuse)
+    findings(scan_bytes("ValueError: temperature must be positive\n"))  # no frames: not read
+    findings(scan_bytes("step 1 loss 0.2\nstep 2 loss 0.1\n"))
+
+
+def test_a_broken_history_file_is_passed_over(tmp_path: Path, monkeypatch) -> None:
+    folder = tmp_path / "fixes"
+    folder.mkdir()
+    (folder / "trl.json.gz").write_bytes(gzip.compress(json.dumps({"schema": "other"}).encode()))
+    (folder / "verl.json.gz").write_bytes(b"not gzip")
+    monkeypatch.setattr(fix_history, "_dir", lambda: folder)
+    _READ.cache_clear()
+    try:
+        assert _READ("trl") is None and _READ("verl") is None and _READ("absent") is None
+    finally:
+        _READ.cache_clear()
+
+
+def test_unsloths_generated_trainer_is_read_as_its_replacement_function() -> None:
+    from envdoctor.triage.fixhist import _own
+    from envdoctor.triage.traceback import Frame
+
+    path = "/content/unsloth_compiled_cache/UnslothGRPOTrainer.py"
+    f = _own(Frame(None, path, path, "compute_loss", 690, "x = 1"))
+    assert (f.package, f.module_path, f.function) == (
+        "unsloth",
+        "models/rl_replacements.py",
+        "grpo_trainer_compute_loss",
+    )
+    f = _own(Frame(None, path, path, "_prepare_inputs", 9))
+    assert f.function == "grpo_trainer__prepare_inputs"
+    path = "/home/u/LLaMA-Factory/src/llamafactory/train/ppo/trainer.py"
+    f = _own(Frame(None, path, path, "ppo_train", 245))
+    assert (f.package, f.module_path) == ("llamafactory", "train/ppo/trainer.py")
+    user = Frame(None, "/home/u/train.py", "/home/u/train.py", "main", 3)
+    assert _own(user) is user
+
+
+# -- triage against the shipped history, on real logs of the development sets ---------------------------
+
+
+def _dev(name: str) -> list:
+    with open(DEV / name, "rb") as fh:
+        from envdoctor.triage.scanner import scan
+
+        return findings(scan(fh))
+
+
+def test_a_trl_script_bug_fixed_in_a_later_release_is_named() -> None:
+    # huggingface/trl#3455: `trl grpo` with a reward model path, TRL 0.18's script read an unbound
+    # variable; the traceback prints the line that huggingface/trl#3639 removed (TRL 0.20.0)
+    (f,) = _dev("heldout-2026-11-28/logs/024.log")
+    assert f.rule == "TRI014" and f.severity == Severity.ERROR
+    assert "huggingface/trl#3639" in f.message and "pip install 'trl==0.20.0'" in f.fix
+
+
+def test_healthy_logs_of_the_development_sets_stay_quiet() -> None:
+    healthy = []
+    for index in sorted(DEV.glob("heldout-2026-11-28*/logs*/index.jsonl")):
+        for line in index.read_text().splitlines():
+            row = json.loads(line)
+            if row.get("healthy"):
+                healthy.append(index.parent / row["file"])
+    assert len(healthy) >= 30
+    for path in healthy:
+        assert [f.rule for f in _dev(str(path.relative_to(DEV))) if f.rule == "TRI014"] == [], path
+
+
+def test_a_fix_that_names_only_the_function_is_a_warning_with_a_version_and_nothing_without(
+    derive: ModuleType, tmp_path: Path, monkeypatch
+) -> None:
+    r = tmp_path / "fn"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    _commit(r, {"trl/trainer/grpo_trainer.py": BUGGY}, "Initial")
+    _git(r, "tag", "v0.1.0")
+    _commit(r, {"trl/trainer/grpo_trainer.py": FIXED}, "Fix _generate for multi-turn prompts (#20)")
+    _git(r, "tag", "v0.2.0")
+    folder = tmp_path / "fixes"
+    derive.write(
+        derive.derive(r / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01"),
+        folder / "trl.json.gz",
+    )
+    monkeypatch.setattr(fix_history, "_dir", lambda: folder)
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+    try:
+        (f,) = _tri014(_log("return list(outputs)", "0.1.0"))
+        assert f.severity == Severity.WARNING and "pip install 'trl==0.2.0'" in f.fix
+        assert _tri014(_log("return list(outputs)")) == []
+    finally:
+        _READ.cache_clear()
+        _PACKAGES.cache_clear()
+
+
+def test_what_of_a_failure_a_fixs_subject_names() -> None:
+    from envdoctor.knowledge.fix_history import Fix, line_hash
+    from envdoctor.triage.fixhist import LINE, _matches, _message_words
+    from envdoctor.triage.traceback import Frame, Traceback
+
+    def fix(subject: str, removed: frozenset[str] = frozenset()) -> Fix:
+        return Fix("trl", "m.py", "Trainer.step", "abc", "2025-01-01", "0.2.0", subject, "", removed)
+
+    frame = Frame("trl", "p", "m.py", "step", 3, "x = batch['prompt_ids']")
+    t = Traceback([frame], "TypeError", "'NoneType' object is not subscriptable")
+    words = _message_words(t)
+    assert _matches(fix("Fix TypeError when the batch is empty"), frame, t, words)
+    assert _matches(fix("Fix NoneType batch"), frame, t, words)
+    assert not _matches(fix("Fix ZeRO-3 + PEFT mixed-dtype error"), frame, t, words)  # no TypeError
+    assert not _matches(fix("Fix the none case"), frame, t, words)
+    drift = Traceback(
+        [frame], "TypeError", "Trainer.__init__() got an unexpected keyword argument 'tokenizer'"
+    )
+    assert not _matches(fix("Fix TypeError with tokenizer"), frame, drift, _message_words(drift))
+    assert (
+        _matches(fix("Use processing_class", frozenset({line_hash(frame.code)})), frame, drift, set()) == LINE
+    )
+
+
+def test_fixes_of_excluded_threads_are_left_out(derive: ModuleType, repo: Path, tmp_path: Path) -> None:
+    urls = tmp_path / "exclude.txt"
+    urls.write_text("https://github.com/huggingface/trl/pull/12\nhttps://github.com/other/repo/issues/13\n")
+    leave_out = derive.exclusions(urls, "huggingface/trl")
+    assert leave_out == {"12"}
+    data = derive.derive(
+        repo / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", exclude=leave_out
+    )
+    assert data["fixes"] == [] and data["functions"] == {}
+    assert derive.exclusions(urls, "hiyouga/LLaMA-Factory") == frozenset()
+
+
+def test_trl_0_19_0s_colocate_bug_is_found_by_its_changed_line_in_the_shipped_history() -> None:
+    # huggingface/trl#3633: the catalogue names it first (TRI011); the fix history alone finds the
+    # same fix, huggingface/trl#3634 in 0.19.1, from the line the traceback prints
+    import io
+
+    from envdoctor.triage import fixhist
+    from envdoctor.triage.diagnose import scan_versions
+    from envdoctor.triage.draft import Log
+    from envdoctor.triage.scanner import scan
+    from envdoctor.triage.traceback import failure
+
+    text = textwrap.dedent(
+        """\
+        trl==0.19.0
+        Traceback (most recent call last):
+          File "/home/u/train_grpo.py", line 50, in <module>
+            trainer.train()
+          File "/home/u/.venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1127, in FN
+            generation_kwargs.update(self.args.generation_kwargs)
+        TypeError: 'NoneType' object is not iterable
+        """
+    ).replace("FN", "_generate_and_score_completions")
+    res = scan(io.BytesIO(text.encode()))
+    lines = text.splitlines()
+    tb = failure(lines[:-1], lines[-1], len(lines))
+    assert tb is not None
+    d = fixhist.fixed_after(tb, res.matches[-1], Log({}, {}, None, len(lines), {}, scan_versions(res)))
+    assert d is not None and d.finding.severity == Severity.ERROR
+    assert "huggingface/trl#3634" in d.finding.message and "pip install 'trl==0.19.1'" in d.finding.fix
