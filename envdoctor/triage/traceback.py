@@ -69,7 +69,6 @@ _COLAB_FRAME = re.compile(r"^\[(?P<path>/[^\]\s]{1,1000}\.py)\]\([^)]{0,300}\) i
 #: IPython before 8 (old Colab): ``/usr/lib/python3/dist-packages/trl/x.py in f(self, a)``, its
 #: line and code on the ``--> 982     code`` line below, among numbered context lines
 _IPY_OLD_FRAME = re.compile(r"^(?P<path>[~/][^\s]{0,1000}\.py) in (?P<func>[\w.<>]{1,200})(?:\(|$)")
-_IPY_ARROW = re.compile(r"^-{1,8}> {0,4}(?P<line>\d{1,9})\s(?P<code>.{0,300})")
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_][\w]{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception|Interrupt|Exit|Warning)"
     r"|NotImplementedError|StopIteration|KeyError|AssertionError)"
@@ -82,8 +81,9 @@ _INLINE_EXCEPTION = re.compile(
     r"[:：] ?(?P<message>[^`\n]{1,2000})"
 )
 #: IPython's listing under a frame: context lines ``551     pass``, the frame's line ``--> 554 x()``
-_IPY_ARROW = re.compile(r"^-{0,8}> {0,4}\d{1,9} {1,8}")
-_IPY_LISTING = re.compile(r"^\d{1,9} {2,8}\S")
+#: (which also gives the line of a frame that names none: IPython before 8, Colab's links)
+_IPY_ARROW = re.compile(r"^-{0,8}> {0,4}(?P<line>\d{1,9})\s{1,80}(?P<code>.{0,300})")
+_IPY_LISTING = re.compile(r"^\d{1,9} {2,80}\S")
 _CAUSE = "The above exception was the direct cause of the following exception"
 _CONTEXT = "During handling of the above exception, another exception occurred"
 _FENCE = re.compile(r"^(?:```|~~~)")
@@ -295,19 +295,6 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
                 current.frames.append(frame)
             awaiting_code = True
             continue
-        arrow = _IPY_ARROW.match(body) if body[:1] == "-" else None
-        if arrow is not None:
-            if current is not None and current.frames and not current.frames[-1].line:
-                last = current.frames[-1]
-                code = arrow.group("code").strip()
-                current.frames[-1] = Frame(
-                    last.package, last.path, last.module_path, last.function, int(arrow.group("line")), code
-                )
-            awaiting_code = False
-            continue
-        lineless = current is not None and current.frames and not current.frames[-1].line
-        if awaiting_code and lineless and body[:1].isdigit():  # IPython's numbered context lines
-            continue
         exc = _EXCEPTION.match(body)
         if exc is None and i == len(items) - 1 and current is None:
             exc = _INLINE_EXCEPTION.search(body[:4000])  # the failing line, in prose or markup
@@ -323,12 +310,13 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
             current = None
             awaiting_code = False
             continue
-        if current is not None and current.frames and _IPY_ARROW.match(body):
+        arrow = _IPY_ARROW.match(body) if current is not None and current.frames else None
+        if current is not None and arrow is not None:
             # IPython's listing marks the frame's own line: ``--> 554  outputs = f(x)``
             last = current.frames[-1]
-            code = _IPY_ARROW.sub("", body)
+            line = last.line or int(arrow.group("line"))
             current.frames[-1] = Frame(
-                last.package, last.path, last.module_path, last.function, last.line, code[:300]
+                last.package, last.path, last.module_path, last.function, line, arrow.group("code").strip()
             )
             awaiting_code = False
             continue
