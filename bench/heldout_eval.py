@@ -427,6 +427,13 @@ def setups(out: Path) -> None:
                 if t in flags and (d / src).exists() and path and not path.startswith("-") and path != src:
                     (tmp / path).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy(d / src, tmp / path)
+        # any other file of the setup the line names by its own name (configs/one_gpu.yaml for
+        # the setup's one_gpu.yaml): placed where the line looks for it
+        for _, path in pairs:
+            name = Path(path).name if path and not path.startswith("-") else ""
+            if name and (d / name).is_file() and not (tmp / path).exists() and ".." not in path:
+                (tmp / path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(d / name, tmp / path)
         count = min(int(gpus.get("count") or 2), 8)
         packages = _stack(stack, _uses_vllm(d))
         (tmp / "facts.json").write_text(json.dumps(snapshot(count, H100, packages=packages)))
@@ -443,7 +450,8 @@ def setups(out: Path) -> None:
         fixed = fix.get("data") or {}
         res[d.name] = {
             "hook": {"rc": hook["rc"]},
-            "check": {"rc": check["rc"], "findings": findings(check.get("data") or {})},
+            "check": {"rc": check["rc"], "findings": findings(check.get("data") or {})}
+            | ({"said": check["raw"][-400:]} if check.get("raw") else {}),
             "fix": {
                 "rc": fix["rc"],
                 "before": (fixed.get("before") or {}).get("summary"),
