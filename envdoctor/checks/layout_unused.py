@@ -34,6 +34,11 @@ def idle_training_gpus(ctx: Context) -> Iterator[Hit]:
     idle = [g for g in lay.visible if g not in used]
     if not idle or lay.num_processes >= len(lay.visible):
         return
+    device = str(ctx.plan.config.get("vllm_device") or "")
+    if device == "auto" or device.removeprefix("cuda:").isdigit():
+        # an in-process engine placed on a GPU of its own (TRL 0.14-0.16 and the forks that keep
+        # ``vllm_device``): whether the running TRL honours the key is CFG001's to say
+        return
     server = ctx.plan.server
     split = (
         server is not None and lay.generation_mode == "server" and not set(lay.generation) & set(lay.visible)

@@ -50,6 +50,17 @@ def test_lay015_quiet_when_every_gpu_is_visible_by_default_or_used_by_vllm():
     assert not _rule(found, "LAY015")
 
 
+def test_lay015_quiet_when_the_config_places_an_in_process_engine_on_the_extra_gpu():
+    # a fork of TRL that keeps vllm_device, running as 0.17: the idle GPU is the engine's; whether
+    # the installed TRL honours the key is CFG001's to say, not a GPU left idle
+    found = findings(
+        snapshot(7, packages={"trl": "0.17.0", "vllm": "0.8.5", "torch": "2.6.0"}),
+        config={"use_vllm": True, "vllm_device": "cuda:6"},
+        launch="CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6 accelerate launch --num_processes 6 train.py",
+    )
+    assert not _rule(found, "LAY015")
+
+
 # --- LAY016: Unsloth's in-process vLLM with a server configured ---------------------------------
 
 UNSLOTH = (
