@@ -706,6 +706,10 @@ def _default_said(ctx: Context, key: str) -> str:
     return "" if default is matching._MISSING else f" (TRL {ctx.trl.label()}'s default {default!r} applies)"
 
 
+#: the words transformers' ``string_to_bool`` takes for a boolean flag's value
+_CLI_BOOLS = frozenset({"1", "0", "yes", "no", "y", "n", "t", "f", "true", "false"})
+
+
 @rule("CFG005", needs=("plan",))
 def config_value_type(ctx: Context) -> Iterator[Hit]:
     types = field_types(ctx.kb.grpo_keys.get("keys") or {})
@@ -717,6 +721,8 @@ def config_value_type(ctx: Context) -> Iterator[Hit]:
         if value is None and from_code(origin):
             continue  # a None in code skips TRL's parser (often "use the default", e.g. top_p)
         problem = type_problem(value, kind, optional)
+        if problem and kind == "bool" and "command line" in origin and str(value).lower() in _CLI_BOOLS:
+            continue  # HfArgumentParser reads a flag's 1 / 0 / yes / no as a boolean (string_to_bool)
         if problem and value is None and key.startswith("vllm_server_") and not _server_mode(ctx):
             continue  # a server setting left empty is never read unless the trainer uses a server
         if problem:

@@ -364,3 +364,16 @@ def yaml_dict(text: str) -> dict:
     import yaml
 
     return yaml.safe_load(text)
+
+
+def test_a_boolean_flag_given_1_on_the_command_line_is_a_boolean():
+    """HfArgumentParser reads `--gradient_checkpointing 1` as True (string_to_bool); a word it
+    does not take stays an error."""
+
+    def cfg005(value: str) -> list:
+        launch = f"accelerate launch --num_processes 1 train.py --gradient_checkpointing {value}"
+        return [f for f in findings(snapshot(1), launch=launch) if f.rule == "CFG005"]
+
+    assert cfg005("1") == [] and cfg005("0") == [] and cfg005("yes") == []
+    (f,) = cfg005("maybe")
+    assert f.severity.value == "error"
