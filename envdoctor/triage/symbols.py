@@ -106,6 +106,9 @@ class Verdict:
             return ""
         a, b = runs[-1]
         added = self.absent_works  # the symbol's absence works: the change added it
+        gone = b < len(self.releases) - 1 and not self.scope >> (b + 1) & 1
+        if gone and a > self._first_scope():  # what it belongs to went with it: its change is its start
+            return f"{'removed' if added else 'added'} in {self.package} {self.releases[a]}"
         if b < len(self.releases) - 1:
             return f"{'added' if added else 'removed'} in {self.package} {self.releases[b + 1]}"
         return f"{'removed' if added else 'added'} in {self.package} {self.releases[a]}"

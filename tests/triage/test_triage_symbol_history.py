@@ -391,3 +391,18 @@ def test_the_history_is_read_only_for_a_drift_shaped_failure(monkeypatch) -> Non
     findings(scan_bytes("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"))
     findings(scan_bytes("ValueError: num_generations must divide the batch\n"))
     findings(scan_bytes("step 1 loss 0.5\nstep 2 loss 0.4\n"))
+
+
+def test_a_member_whose_class_went_later_is_said_added_where_it_came():
+    """PolicyAndValueWrapper.gradient_checkpointing_disable came in TRL 1.0.0 and went with its
+    class in 1.13.0: the change that matters for a run that lacks it is its addition."""
+    from envdoctor.triage import symbols
+    from envdoctor.triage.traceback import Traceback
+
+    tb = Traceback(
+        exc_type="AttributeError",
+        message="'PolicyAndValueWrapper' object has no attribute 'gradient_checkpointing_disable'",
+    )
+    v = symbols.verdict(tb, {})
+    assert v is not None and v.change() == "added in trl 1.0.0"
+    assert v.fits() == ">=1.0.0,<1.13.0"
