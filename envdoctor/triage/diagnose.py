@@ -27,6 +27,7 @@ from envdoctor.triage.draft import (
     Log,
     finding,
     frames,
+    in_python_warning,
     reject,
     unknown_finding,
     warning_line,
@@ -698,6 +699,8 @@ def diagnose(
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:
             return [found.finding]
+        if first is not None and in_python_warning(first):
+            return []  # the message of a warning Python printed (warnings.warn): nothing raised
         return [unknown_finding([first], log)] if first is not None else []
     known.sort(key=lambda d: d.line)
     worst: dict[str, int] = {}  # a rule's warning is dropped when the same rule also errs

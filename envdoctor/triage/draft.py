@@ -154,7 +154,24 @@ def raised_in(m: Match) -> str:
 
 def warning_line(m: Match) -> bool:
     """The line was logged as a warning (vLLM's "WARNING … Failed to import …"): not a failure."""
-    return bool(_WARNING.search(m.text[:200]))
+    return bool(_WARNING.search(m.text[:200])) or in_python_warning(m)
+
+
+#: the header of a message Python's ``warnings`` module printed: ``…/x.py:8: RuntimeWarning: …``
+#: (a Markdown link around the path kept: ``[/a/x.py:8](https://…): RuntimeWarning: …``)
+_PY_WARNING = re.compile(r"\.py:\d{1,9}\]?(?:\([^)\s]{0,600}\))?: [A-Z]\w{0,60}Warning: ")
+
+
+def in_python_warning(m: Match) -> bool:
+    """The line continues a message that Python's ``warnings`` module printed (its header on one
+    of the two lines before, ending in a colon): text of a warning, never a raised exception."""
+    for before in reversed(m.context[-2:]):
+        body = split_prefix(before)[0].rstrip()
+        if _PY_WARNING.search(body[:1200]):
+            return body.endswith(":")
+        if not body or "Traceback (most recent call last)" in body:
+            return False
+    return False
 
 
 def versions_note(log: Log | None) -> str:

@@ -51,3 +51,27 @@ def test_triage_sarif_has_the_line_as_region(tmp_path):
     loc = result["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"]["uri"] == "train.log" and loc["region"] == {"startLine": 7}
     assert result["level"] == "warning"
+
+
+def test_the_message_of_a_warning_python_printed_is_not_a_failure(tmp_path):
+    """`warnings.warn` prints `file.py:8: RuntimeWarning: Failed to read commit hash:` and the
+    message's next line (`No module named 'vllm._version'`): nothing was raised, no finding; the
+    same message raised in a traceback is still a failure."""
+    warned = tmp_path / "warned.log"
+    warned.write_text(
+        "(pid=8) /env/lib/python3.10/site-packages/vllm/connections.py:8: RuntimeWarning: "
+        "Failed to read commit hash:\n"
+        "(pid=8) No module named 'vllm._version'\n"
+        "(pid=8)   from vllm.version import __version__ as VLLM_VERSION\n"
+    )
+    out = json.loads(run_cli("triage", "--format", "json", str(warned)).stdout)
+    assert out["findings"] == []
+    raised = tmp_path / "raised.log"
+    raised.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/env/lib/python3.10/site-packages/foo/x.py", line 8, in <module>\n'
+        "    import vllm._version\n"
+        "ModuleNotFoundError: No module named 'vllm._version'\n"
+    )
+    out = json.loads(run_cli("triage", "--format", "json", str(raised)).stdout)
+    assert out["findings"]
