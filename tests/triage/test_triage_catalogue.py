@@ -209,24 +209,3 @@ def test_a_silently_wrong_runs_warning_is_found_on_its_own_line():
         assert "ignored-prompt" in findings(scan_bytes(line))[0].message
     finally:
         ENTRIES.pop()
-
-
-def test_an_architecture_that_failed_inspection_is_not_said_unsupported(tmp_path):
-    """vLLM's "failed to be inspected" says its inspection subprocess raised (an outdated
-    checkpoint, a transformers release without the model's classes): not an error naming the
-    vLLM release as too old; "are not supported for now" is that refusal."""
-    import json
-
-    from tests.conftest import run_cli
-
-    def errors(line: str) -> list[str]:
-        log = tmp_path / "run.log"
-        log.write_text(
-            f"ValueError: Model architectures ['Qwen2_5_VLForConditionalGeneration'] {line}\n"
-            "vllm                              0.7.3\n"
-        )
-        out = json.loads(run_cli("triage", "--format", "json", str(log)).stdout)
-        return [f["rule"] for f in out["findings"] if f["severity"] == "error"]
-
-    assert errors("failed to be inspected. Please check the logs for more details.") == []
-    assert errors("are not supported for now. Supported architectures: x") == ["TRI011"]
