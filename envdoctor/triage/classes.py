@@ -601,8 +601,12 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         unshown_bounds=_unshown_bounds(entry.packages, log),
     )
     settled = verdict is not False and _settled_by_context(entry, first)
+    # a range with no upper bound (vllm >=0.2.0) holds every release since: the log's release
+    # falling in it is no evidence that the release is the cause, unless the entry is certain
+    bounded = any(re.search(r"<|==|~=", str(spec)) for spec in entry.packages.values())
     severity = (
         verdict is True
+        and (bounded or entry.certainty == "certain" or versionless(entry))
         and (entry.severity == "error" or entry.kind in SEEN_KINDS)
         or (verdict is None and (versionless(entry) or bool(pair)))
         or settled

@@ -209,3 +209,21 @@ def test_a_silently_wrong_runs_warning_is_found_on_its_own_line():
         assert "ignored-prompt" in findings(scan_bytes(line))[0].message
     finally:
         ENTRIES.pop()
+
+
+def test_a_release_in_an_open_range_is_no_evidence_for_an_uncertain_entry(tmp_path):
+    """`vllm-model-architecture-not-supported` holds for vllm >=0.2.0 and depends on the model:
+    a log showing vLLM 0.7.3 falls in that range whatever the cause (an outdated checkpoint gives
+    the same "failed to be inspected"), so it stays a warning; the range is no evidence."""
+    import json
+
+    from tests.conftest import run_cli
+
+    log = tmp_path / "run.log"
+    log.write_text(
+        "ValueError: Model architectures ['Qwen2_5_VLForConditionalGeneration'] failed to be "
+        "inspected. Please check the logs for more details.\n"
+        "vllm                              0.7.3\n"
+    )
+    out = json.loads(run_cli("triage", "--format", "json", str(log)).stdout)
+    assert [(f["rule"], f["severity"]) for f in out["findings"]] == [("TRI011", "warning")]
