@@ -6,9 +6,7 @@ a traceback raised inside that package."""
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -88,14 +86,10 @@ def _dir() -> Any:
 def fix_history(package: str) -> FixHistory | None:
     """The fix history of ``package`` (a distribution name), or None where envdoctor has none (or
     its file is not one: too large, not gzip'd JSON of this schema)."""
-    path = _dir() / f"{package}.json.gz"
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_BYTES:
-            return None
-        doc = json.loads(gzip.decompress(path.read_bytes()))
-    except (OSError, ValueError, EOFError):
-        return None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+    from envdoctor.knowledge.gzip_json import load
+
+    doc = load(_dir() / f"{package}.json.gz", SCHEMA, MAX_BYTES)
+    if doc is None:
         return None
     fixes, functions = doc.get("fixes"), doc.get("functions")
     if not isinstance(fixes, list) or not isinstance(functions, dict):

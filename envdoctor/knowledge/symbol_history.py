@@ -5,7 +5,6 @@ by triage (a drift-shaped failure) and by the check of a training script's calls
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -156,14 +155,10 @@ def _dir() -> Any:
 def history(package: str) -> History | None:
     """The history of ``package`` (a distribution name), or None where envdoctor has none (or its
     file is not one: too large, not gzip'd JSON of this schema)."""
-    path = _dir() / f"{package}.json.gz"
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_BYTES:
-            return None
-        doc = json.loads(gzip.decompress(path.read_bytes()))
-    except (OSError, ValueError, EOFError):
-        return None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+    from envdoctor.knowledge.gzip_json import load
+
+    doc = load(_dir() / f"{package}.json.gz", SCHEMA, MAX_BYTES)
+    if doc is None:
         return None
     symbols = doc.get("symbols")
     releases = doc.get("releases")

@@ -18,7 +18,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from envdoctor.plan.repo_walk import walk
+from envdoctor.plan.repo_walk import read_texts, walk
 
 SCRIPT_PATTERNS = ("*.sh", "*.bash", "*.slurm", "*.sbatch")
 CONFIG_PATTERNS = ("*.yaml", "*.yml")
@@ -180,13 +180,7 @@ def repo_machine_paths(root: Path) -> dict[str, list[dict[str, Any]]]:
         skip_dirs=_SKIP_DIRS,
         skip_hidden_dirs=True,
     )
-    texts: dict[str, str] = {}
-    for path in found:
-        try:
-            if path.stat().st_size <= MAX_BYTES:
-                texts[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
+    texts = read_texts(root, found, MAX_BYTES)
     from envdoctor.plan.repo_paths import _Index
 
     files = _Index(root).files

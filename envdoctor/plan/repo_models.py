@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from envdoctor.plan.repo_walk import walk
+from envdoctor.plan.repo_walk import read_texts, walk
 
 CONFIG_PATTERNS = ("*.yaml", "*.yml")
 SCRIPT_PATTERNS = ("*.sh", "*.bash", "*.slurm", "*.sbatch")
@@ -134,13 +134,7 @@ def repo_model_paths(root: Path) -> dict[str, list[dict[str, Any]]]:
         skip_dirs=_SKIP_DIRS,
         skip_hidden_dirs=True,
     )
-    texts: dict[str, str] = {}
-    for path in found:
-        try:
-            if path.stat().st_size <= MAX_BYTES:
-                texts[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
+    texts = read_texts(root, found, MAX_BYTES)
     starts = {Path(".")} | {Path(s).parent for s in texts if s.endswith(SCRIPT_PATTERNS[0][1:])}
     out: list[dict[str, Any]] = []
     seen: set[str] = set()

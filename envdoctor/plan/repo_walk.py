@@ -41,3 +41,16 @@ def walk(
             ):
                 queue.append((e, depth + 1))
     return out[:max_files]
+
+
+def read_texts(root: Path, files: Iterable[Path], max_bytes: int) -> dict[str, str]:
+    """``{relative posix path: text}`` of ``files`` (from ``walk``) no larger than ``max_bytes``;
+    a file that cannot be read is left out, undecodable bytes replaced."""
+    texts: dict[str, str] = {}
+    for path in files:
+        try:
+            if path.stat().st_size <= max_bytes:
+                texts[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return texts
