@@ -155,6 +155,15 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             if repl:
                 remedies.insert(0, replace_or_remove(ctx, key, repl, value))
         severity = ctx.on_trl()
+        if not commit and _dev_edge(str(trl), str(until if too_new else since)):
+            # a build of TRL's main branch on its way to the release that adds (removes) the key:
+            # whether the build has it is not known (envdoctor's history holds releases)
+            severity = "warning"
+            msg += (
+                f"; TRL {trl} is a development build of the release that "
+                f"{'removes' if too_new else 'adds'} it, so it may "
+                f"{'still' if too_new else 'already'} {'have' if too_new else 'take'} it"
+            )
         if ctx.kb.feature("config_unknown_keys_fail", trl) is False and not from_code(origin):
             # TRL < 0.19's parser drops a key no dataclass has: the run starts, the key is dead
             # (a keyword of a GRPOConfig(...) call is a TypeError in every release)
@@ -175,6 +184,12 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             severity=severity,
         )
     yield from _training_arguments_gone(ctx)
+
+
+def _dev_edge(trl: str, boundary: str) -> bool:
+    """``trl`` is a development build (``0.16.0.dev0``) of the release ``boundary`` (``0.16.0``)."""
+    dev, edge = versions.parse(trl), versions.parse(boundary)
+    return bool(dev is not None and edge is not None and dev.is_prerelease and dev.release == edge.release)
 
 
 def _deprecation(ctx: Context, key: str, origin: str, entry: dict[str, Any]) -> Hit:
