@@ -393,9 +393,29 @@ def _resolve_generation(lay: GpuLayout, facts: Facts, plan: Plan, kb: Knowledge)
         lay.generation = lay.training
 
 
+#: hosts that name the trainer's own machine
+_LOCAL_HOSTS = frozenset({"", "localhost", "0.0.0.0", "::1", "[::1]"})
+
+
+def _remote_host(facts: Facts, plan: Plan) -> str:
+    """The host the trainer asks for its vLLM server where it is another machine (a name or an
+    address that is not this one's; a placeholder such as ``$VLLM_NODE`` too); "" where local."""
+    host = str(plan.config.get("vllm_server_host") or "").strip()
+    base = str(plan.config.get("vllm_server_base_url") or "").strip()
+    if base:
+        m = re.match(r"^\w+://(\[[^\]]*\]|[^/:]+)", base)
+        host = m.group(1) if m else host
+    local = host.lower() in _LOCAL_HOSTS or host.startswith("127.") or host == facts.hostname
+    return "" if local else host
+
+
 def _server(facts: Facts, plan: Plan) -> ServerPlan:
     cfg = plan.config
     launch = plan.server
+    remote = _remote_host(facts, plan)
+    if launch is not None and remote and not launch.placed_by:
+        # the trainer asks another machine: the server line runs there, on GPUs of its own
+        return ServerPlan(host=remote, port=_port(cfg.get("vllm_server_port")), source=f"host {remote}")
     if launch is not None:
         o = launch.options
         where = f"launch command ({launch.launcher})"

@@ -168,3 +168,21 @@ def test_cfg009_fp16_is_a_warning(tmp_path):
     ds = {"fp16": {"enabled": True}, "optimizer": {"type": "AdamW"}}
     (f,) = _cfg009(tmp_path, "0.16.0", config={"beta": 0.04, "bf16": False}, ds=ds)
     assert f.severity.value == "warning"
+
+
+# --- LAY006: a server the trainer asks on another machine ---------------------------------------
+
+
+def test_lay006_quiet_when_the_trainer_asks_a_server_on_another_host():
+    """A multi-node recipe starts `trl vllm-serve` on a node of its own and points the trainer at
+    it (vllm_server_host): the server line's GPUs are that node's, not the trainer's; the same
+    lines with the server on this machine share GPUs 0-7 with the training ranks."""
+    launch = (
+        "trl vllm-serve --model m --tensor_parallel_size 8 ; accelerate launch --num_processes 8 train.py"
+    )
+    config = {"use_vllm": True, "vllm_mode": "server"}
+    for host in ("10.0.0.9", "$VLLM_NODE", "<VLLM_NODE>"):
+        found = findings(snapshot(8), config={**config, "vllm_server_host": host}, launch=launch)
+        assert not _rule(found, "LAY006"), host
+    local = findings(snapshot(8), config={**config, "vllm_server_host": "localhost"}, launch=launch)
+    assert _rule(local, "LAY006")
