@@ -103,7 +103,6 @@ def fix_history(package: str) -> FixHistory | None:
 @lru_cache(maxsize=1)
 def packages() -> tuple[str, ...]:
     """The packages envdoctor has a fix history of."""
-    try:
-        return tuple(sorted(p.name.removesuffix(".json.gz") for p in _dir().glob("*.json.gz")))
-    except OSError:
-        return ()
+    from envdoctor.knowledge.gzip_json import names
+
+    return names(_dir())

@@ -19,3 +19,11 @@ def load(path: Path, schema: str, max_bytes: int) -> dict[str, Any] | None:
     except (OSError, ValueError, EOFError):
         return None
     return doc if isinstance(doc, dict) and doc.get("schema") == schema else None
+
+
+def names(folder: Path) -> tuple[str, ...]:
+    """The packages a folder of ``PKG.json.gz`` documents holds, sorted."""
+    try:
+        return tuple(sorted(p.name.removesuffix(".json.gz") for p in folder.glob("*.json.gz")))
+    except OSError:
+        return ()

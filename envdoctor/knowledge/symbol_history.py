@@ -170,10 +170,9 @@ def history(package: str) -> History | None:
 @lru_cache(maxsize=1)
 def packages() -> tuple[str, ...]:
     """The packages envdoctor has a history of."""
-    try:
-        return tuple(sorted(p.name.removesuffix(".json.gz") for p in _dir().glob("*.json.gz")))
-    except OSError:
-        return ()
+    from envdoctor.knowledge.gzip_json import names
+
+    return names(_dir())
 
 
 #: classes whose method signatures ``check`` reads (CFG008), kept as a small table beside the

@@ -15,6 +15,7 @@ like the other readers of the hook.
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -49,7 +50,6 @@ _MAKES = re.compile(
     r"modelscope\s+download|local[_-]dir|mkdir|wget|curl|git\s+clone|cp\s|mv\s|ln\s|rsync|"
     r"gsutil|aws\s+s3|save_pretrained|to_parquet|to_json|save_to_disk|WORKDIR|COPY|ADD)\b"
 )
-_ASSIGN = re.compile(r"^\s*(?:export\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S+)\s*$")
 _ABSOLUTE = re.compile(r"""[:\s'"=]/(?!(?:tmp|dev|usr|etc|opt|proc|sys)/)[A-Za-z_]""")
 _VAR = re.compile(r"\$\{?(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}?")
 
@@ -95,36 +95,31 @@ def _config_paths(
 def _script_paths(text: str) -> list[tuple[int, str, str]]:
     """(line, option or command, path) of the machine paths a script's launches, ``source`` lines
     and the variables its launches use name."""
-    from envdoctor.plan.shell_lines import bash_lines, is_launch, line_runs, may_launch
+    from envdoctor.plan.shell_lines import command_runs, is_launch
 
-    values: dict[str, str] = {}
     out: list[tuple[int, str, str]] = []
-    for number, line, _ in bash_lines(text.replace("\r\n", "\n")):
-        m = _ASSIGN.match(line)
-        if m:
-            values[m["name"]] = m["value"].strip("\"'")
+    for number, run, values in command_runs(text):
+        if run[0] in ("source", ".") and len(run) > 1 and machine_path(run[1]):
+            out.append((number, run[0], run[1]))
             continue
-        if not may_launch(line):
+        if not is_launch(run):
             continue
-        for _, run in line_runs(line):
-            if not run:
+        for i, word in enumerate(run[1:], start=1):
+            before = run[i - 1]
+            option, _, value = word.partition("=") if word.startswith("-") else (before, "", word)
+            if word.startswith("-") and not value:
                 continue
-            if run[0] in ("source", ".") and len(run) > 1 and machine_path(run[1]):
-                out.append((number, run[0], run[1]))
+            if _OUTPUT.match(option) or _OUTPUT.match(before):
                 continue
-            if not is_launch(run):
-                continue
-            for i, word in enumerate(run[1:], start=1):
-                before = run[i - 1]
-                option, _, value = word.partition("=") if word.startswith("-") else (before, "", word)
-                if word.startswith("-") and not value:
-                    continue
-                if _OUTPUT.match(option) or _OUTPUT.match(before):
-                    continue
-                value = _VAR.sub(lambda v: values.get(v["name"], v.group(0)), value)
-                if machine_path(value):
-                    out.append((number, option if option.startswith("-") else "(argument)", value))
+            value = _VAR.sub(partial(_known, values), value)
+            if machine_path(value):
+                out.append((number, option if option.startswith("-") else "(argument)", value))
     return out
+
+
+def _known(values: dict[str, str], m: re.Match[str]) -> str:
+    """A ``$NAME`` the script assigned, as assigned; any other left as written."""
+    return values.get(m["name"], m.group(0))
 
 
 def _made(path: str, lines: list[str]) -> bool:

@@ -40,7 +40,6 @@ _DOWNLOADS = re.compile(
     r"git\s+clone|modelscope\s+download|wget|curl|save_pretrained)\b"
 )
 _VAR = re.compile(r"\$\{?(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}?")
-_ASSIGN = re.compile(r"^\s*(?:export\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S+)\s*$")
 
 
 def _expand(value: str, values: dict[str, str]) -> str:
@@ -57,7 +56,7 @@ def _named(root: Path, texts: dict[str, str]) -> list[tuple[str, int, str, str]]
     from envdoctor.errors import InputError
     from envdoctor.parsing import read_mapping
     from envdoctor.plan.config_files import kind_of
-    from envdoctor.plan.shell_lines import bash_lines, is_launch, line_runs, may_launch
+    from envdoctor.plan.shell_lines import command_runs, is_launch
 
     out: list[tuple[str, int, str, str]] = []
     for shown, text in texts.items():
@@ -78,25 +77,16 @@ def _named(root: Path, texts: dict[str, str]) -> list[tuple[str, int, str, str]]
                     )
                     out.append((shown, at, key, value.strip()))
             continue
-        values: dict[str, str] = {}
-        for number, line, _ in bash_lines(text.replace("\r\n", "\n")):
-            m = _ASSIGN.match(line)
-            if m:
-                values[m["name"]] = m["value"].strip("\"'")
+        for number, run, values in command_runs(text):
+            if not is_launch(run):
                 continue
-            if not may_launch(line):
-                continue
-            for _, run in line_runs(line):
-                if not is_launch(run):
+            for i, word in enumerate(run[:-1]):
+                option, eq, value = word.partition("=")
+                if option not in _OPTIONS:
                     continue
-                for i, word in enumerate(run[:-1]):
-                    option, eq, value = word.partition("=")
-                    if option not in _OPTIONS:
-                        continue
-                    value = value if eq else run[i + 1]
-                    value = _expand(value, values)
-                    if value and "$" not in value and not value.startswith("-"):
-                        out.append((shown, number, option, value))
+                value = _expand(value if eq else run[i + 1], values)
+                if value and "$" not in value and not value.startswith("-"):
+                    out.append((shown, number, option, value))
     return out
 
 

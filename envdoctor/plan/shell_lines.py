@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Iterator
 
 from envdoctor.plan.readme_blocks import continues
 from envdoctor.plan.repo_paths import _commands, _strip_prefix
@@ -152,3 +153,22 @@ def option_line(line: str) -> bool:
     """A line bash would run as a command named like an option (``--port 8000``)."""
     s = line.strip()
     return bool(re.match(r"^--?[A-Za-z][\w.-]*(?:[= ]|$)", s)) and not re.match(r"^--?[\w.-]+\)", s)
+
+
+#: ``NAME=value`` / ``export NAME=value`` alone on a line
+_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S+)\s*$")
+
+
+def command_runs(text: str) -> Iterator[tuple[int, list[str], dict[str, str]]]:
+    """``(line number, run, variables)`` for each command run of a script's lines that may launch
+    something, with the variables its ``NAME=value`` lines assigned before it (quotes removed)."""
+    values: dict[str, str] = {}
+    for number, line, _ in bash_lines(text.replace("\r\n", "\n")):
+        m = _ASSIGNMENT.match(line)
+        if m:
+            values[m["name"]] = m["value"].strip("\"'")
+            continue
+        if may_launch(line):
+            for _, run in line_runs(line):
+                if run:
+                    yield number, run, values

@@ -311,7 +311,7 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
         what += f"; the run had {pkg}'s code from before the fix (the log shows no {pkg} version)"
     else:
         what += f"; the log shows no {pkg} version: `pip show {pkg}` tells whether the run had it"
-    others = [c for c in pool[1:MAX_NAMED]]
+    others = pool[1:MAX_NAMED]
     if others:
         what += "; other fixes of the same frames: " + "; ".join(
             f"{_ref(c.fix, source)} in {c.fix.release}" for c in others
