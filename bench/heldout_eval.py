@@ -402,8 +402,8 @@ def setups(out: Path) -> None:
         pairs = [(t, toks[i + 1]) for i, t in enumerate(toks[:-1])]
         pairs += [tuple(t.split("=", 1)) for t in toks if t.startswith("--") and "=" in t]
         script = next((t for t in toks if t.endswith(".py")), None)
-        if script and "/" in script and (d / "train.py").exists():
-            pairs.append(("script", script))
+        if script and "/" in script and (d / "train.py").exists() and not (d / Path(script).name).exists():
+            pairs.append(("script", script))  # the setup's train.py, unless it holds the script by name
         # accelerate's --config_file / --config-file and TRL's --config, space or = form, at any
         # path the line names (a bare name too: "--config grpo.yaml")
         # the accelerate config as the setup holds it (accelerate_config.yaml, accelerate_zero3.yaml)
