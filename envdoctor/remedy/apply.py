@@ -77,9 +77,13 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
     for launch in plan.launches:  # set elsewhere on the line (an `export` before it)
         _edit_launch_env(launch, env_set, env_unset)
     origin = f"config file {plan.config_path}" if plan.config_path else FIX_ORIGIN
+    from_file = [k for k in config_remove if plan.config_origin.get(k, "").startswith("config file")]
     for key in config_remove:
         plan.config.pop(key, None)
         plan.config_origin.pop(key, None)
+    if from_file and plan.trainer is not None and (plan.trainer.script or "").endswith(".py"):
+        # the file's key hid what the script's own GRPOConfig(...) sets: read the script again
+        plan = relaunch(plan, [lx.raw for lx in plan.launches])
     for key, value in config_set.items():
         plan.config[key] = value
         plan.config_origin.setdefault(key, origin)
