@@ -285,10 +285,27 @@ def _trl_from_note(note: str, context: str = "") -> str | None:
     gives (``context``: "unsloth": "latest at 2025-09-04")."""
     from envdoctor import versions
 
-    named = re.search(r"(\d+\.\d+\.(?:\d+|x)(?:\.dev\d+)?)(?:\.x)? (?:then )?current", note) or re.search(
-        r"~?(\d+\.\d+\.\d+\.dev\d+)", note
+    named = (
+        re.search(r"(\d+\.\d+\.(?:\d+|x)(?:\.dev\d+)?)(?:\.x)? (?:then )?current", note)
+        or re.search(r"~?(\d+\.\d+\.\d+\.dev\d+)", note)
+        # a line the note infers ("built ~Aug 2025: inferred 0.20.x"): that line's newest release
+        # at the note's date (not one of alternatives: "~0.15.x/0.16.0") (not one of alternatives: "~0.15.x/0.16.0")
+        or re.search(r"(?<![/\w.])(\d+\.\d+\.x)\b(?!/)", note)
     )
-    rng = RANGE.match(note.strip())
+    # a fork's branch named by its date ("fork groundlight/trl branch release_2025_03_06"): the
+    # fork is TRL's main branch of that day, which installs as the dev build of the release after
+    # the newest one out then (main's version between releases), whatever month it was used in
+    fork_day = re.search(r"(20\d\d)_(\d\d)_(\d\d)", note) if re.search(r"\bfork\b", note) else None
+    if fork_day and not named:
+        base = "-".join(fork_day.groups())
+        out = [v for v, up in TRL_RELEASES.items() if up <= base]
+        if out:
+            major, minor = versions.parse(max(out, key=versions.sort_key)).release[:2]  # type: ignore[union-attr]
+            return f"{major}.{minor + 1}.0.dev0"
+    # a range the note quotes ("unpinned 'trl>=0.15.0' (resolved at job time, 2026-03-08)"): the
+    # newest release it allows at the note's date, as pip installed it then
+    quoted = re.search(r"(>=\s*\d+(?:\.\d+)*(?:,\s*<\s*\d+(?:\.\d+)*)?)", note)
+    rng = RANGE.match(note.strip()) or quoted
     day = re.search(r"(20\d\d)-(\d\d)-(\d\d)", note)
     month = re.search(r"\b([A-Za-z]{3})[a-z]*\.? (20\d\d)\b", note)
     until = None
@@ -343,7 +360,11 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
             exact[name] = re.sub(r"\.x$", ".0", m.group(1))
         # a lower bound in the note ("unpinned in olmocr (…, >=0.19)"): that line's first release
         note = isinstance(v, str) and name not in exact and not RANGE.match(v.strip())
-        low = re.search(r">=\s*(\d+\.\d+(?:\.\d+)?)", v) if note else None
+        # ... unless TRL's note says when the stack was installed ("unpinned 'trl>=0.15.0'
+        # (resolved at job time, 2026-03-08)"): pip installed the newest releases the bounds
+        # allowed that day (TRL's from _trl_from_note, the rest from TRL's line in TABLE)
+        dated = re.search(r"20\d\d-\d\d-\d\d", str(stack.get("trl") or ""))
+        low = re.search(r">=\s*(\d+\.\d+(?:\.\d+)?)", v) if note and not dated else None
         if low:
             exact[name] = low.group(1) if low.group(1).count(".") == 2 else f"{low.group(1)}.0"
     if "trl" not in exact and isinstance(stack.get("trl"), str):
@@ -352,6 +373,11 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
             exact["trl"] = placed
     exact.setdefault("trl", "0.15.2")  # unsloth / ms-swift threads of early 2025 ran trl<=0.15.2
     given = set(exact)
+    # a vLLM that comes with TRL's [vllm] extra ("via trl[vllm] extra"): installed by a pip run
+    # after the torch the stack names (a Dockerfile's earlier RUN, a base image), and vLLM pins
+    # torch exactly, so pip replaces that torch with vLLM's own: the torch is vLLM's, not given
+    if "vllm" not in given and re.search(r"trl\[vllm\]", str(stack.get("vllm") or "")):
+        given.discard("torch")
     for name, v in _line(exact["trl"]).items():
         exact.setdefault(name, v)
     ranges = {
@@ -378,7 +404,8 @@ def setups(out: Path) -> None:
     from tests.conftest import H100, snapshot
 
     res = {}
-    for d in sorted(p for p in (DATA / "setups").iterdir() if p.is_dir()):
+    only = os.environ.get("HELDOUT_ONLY", "")  # a part of a setup's name: run only those
+    for d in sorted(p for p in (DATA / "setups").iterdir() if p.is_dir() and only in p.name):
         stack, gpus = json.loads((d / "stack.json").read_text()), json.loads((d / "gpus.json").read_text())
         tmp = Path(tempfile.mkdtemp(prefix="setup-"))
         for f in d.iterdir():
@@ -465,7 +492,11 @@ def setups(out: Path) -> None:
                 "commands": fixed.get("commands"),
             },
         }
-        shutil.rmtree(tmp, ignore_errors=True)
+        if os.environ.get("HELDOUT_KEEP"):  # keep the case's folder to run envdoctor on it by hand
+            res[d.name]["folder"] = str(tmp)
+            res[d.name]["inputs"] = inputs
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     out.write_text(json.dumps(res, indent=1))
 
 
