@@ -289,7 +289,7 @@ def _trl_from_note(note: str, context: str = "") -> str | None:
         re.search(r"(\d+\.\d+\.(?:\d+|x)(?:\.dev\d+)?)(?:\.x)? (?:then )?current", note)
         or re.search(r"~?(\d+\.\d+\.\d+\.dev\d+)", note)
         # a line the note infers ("built ~Aug 2025: inferred 0.20.x"): that line's newest release
-        # at the note's date (not one of alternatives: "~0.15.x/0.16.0") (not one of alternatives: "~0.15.x/0.16.0")
+        # at the note's date (not one of alternatives: "~0.15.x/0.16.0")
         or re.search(r"(?<![/\w.])(\d+\.\d+\.x)\b(?!/)", note)
     )
     # a fork's branch named by its date ("fork groundlight/trl branch release_2025_03_06"): the
