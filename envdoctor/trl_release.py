@@ -93,3 +93,24 @@ def trl_release(facts: Facts, kb: Knowledge) -> TrlRelease:
     if newest is None:
         return TrlRelease(None)
     return TrlRelease(newest, "assumed", "no TRL installed or declared; the newest release envdoctor knows")
+
+
+def dev_build(version: str | None) -> tuple[str, str] | None:
+    """For a development build of TRL X (``0.15.0.dev0``: TRL's main branch on its way to X, or a
+    fork of it), a version just below X (to match the rules of the releases before X) and X; None
+    for a release or a version that does not parse. Such a build may have any change made on the
+    way to X, so a rule that differs between the two ends does not hold for it."""
+    v = versions.parse(version)
+    if v is None or v.dev is None:
+        return None
+    release = list(v.release) + [0] * (3 - len(v.release))
+    major, minor, patch = release[:3]
+    if patch:
+        below = f"{major}.{minor}.{patch - 1}"
+    elif minor:
+        below = f"{major}.{minor - 1}.9999"
+    elif major:
+        below = f"{major - 1}.9999.9999"
+    else:
+        return None
+    return below, f"{major}.{minor}.{patch}"

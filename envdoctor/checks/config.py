@@ -13,6 +13,7 @@ from envdoctor.knowledge import release_said
 from envdoctor.knowledge.keys import presence, span
 from envdoctor.plan.interface import from_code
 from envdoctor.plan.values import small_divisors, type_problem
+from envdoctor.trl_release import dev_build
 
 #: Keys in a TRL config file that are not GRPOConfig fields but are read by TRL's parser
 #: or the example scripts (model and script arguments).
@@ -318,34 +319,40 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
     world = max(lay.world_size, 1) if ctx.plan.trainer else max(len(lay.training), 1)
     if gens < 2:
         return
-    gen_batch = cfg.get("generation_batch_size")
-    steps = cfg.get("steps_per_generation")
-    rule_entry = next(
-        (
-            r
-            for r in ctx.kb.trl.get("grpo_batch_rule", [])
-            if versions.satisfies(ctx.trl.version, str(r.get("trl", "")))
-        ),
-        None,
-    )
-    formula = str((rule_entry or {}).get("global_batch") or "")
-    if rule_entry is not None and not formula:
+    rule_entry = _batch_entry(ctx, ctx.trl.version)
+    span = dev_build(ctx.trl.version)
+    ends = [_batch_entry(ctx, v) for v in span] if span else []
+    if span and ends[0] is not ends[1]:
+        # a development build between two releases whose batch rules differ (a main-branch or a
+        # fork's build): which rule it has is not known, so it is not judged as either release
+        said = [
+            f"{_batch_said(e, cfg, per_device, world, accum, gens)} under {name}"
+            for name, e in zip((f"the releases before {span[1]}", f"TRL {span[1]}'s rule"), ends, strict=True)
+        ]
+        refused = [
+            v
+            for v, e in zip(span, ends, strict=True)
+            if (got := _global_batch(e, cfg, per_device, world, accum)) and got[0] % gens
+        ]
+        if refused:
+            yield hit(
+                f"TRL {ctx.trl.version} is a development build of {span[1]} (TRL's main branch on "
+                f"its way to {span[1]}, or a fork of it), and the batch rule changed on that way: "
+                f"{'; '.join(said)}. "
+                "envdoctor does not know which rule this build has (past its knowledge of "
+                "releases), so the batch is not judged",
+                fix=f"check the batch rule in this build's GRPOTrainer, or install a release "
+                f"(pip install 'trl=={span[1]}')",
+                severity="info",
+                build=ctx.trl.version,
+                num_generations=gens,
+            )
+        return
+    if span:
+        rule_entry = ends[1]
+    if rule_entry is not None and _global_batch(rule_entry, cfg, per_device, world, accum) is None:
         return  # this TRL release checks nothing (0.14)
-    if formula.startswith("per_device_train_batch_size * num_processes"):
-        total = per_device * world
-        what = f"per_device_train_batch_size ({per_device}) × processes ({world})"
-        if "gradient_accumulation_steps" in formula:
-            total *= accum
-            what += f" × gradient_accumulation_steps ({accum})"
-    elif isinstance(gen_batch, int):
-        total, what = gen_batch, f"generation_batch_size ({gen_batch})"
-    else:
-        steps = int(steps) if isinstance(steps, int) else accum
-        total = per_device * world * steps
-        what = (
-            f"per_device_train_batch_size ({per_device}) × processes ({world}) × "
-            f"steps_per_generation ({steps})"
-        )
+    total, what = _global_batch(rule_entry, cfg, per_device, world, accum) or (0, "")
     script = ctx.plan.script
     own = _own_trainer(ctx)
     if own and str((rule_entry or {}).get("where") or "").startswith("GRPOTrainer") and total % gens:
@@ -439,6 +446,47 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             total=total,
             num_generations=gens,
         )
+
+
+def _batch_entry(ctx: Context, version: str | None) -> dict[str, Any] | None:
+    """The ``grpo_batch_rule`` entry of TRL ``version`` (rules/knowledge/trl.yaml), or None."""
+    rules = ctx.kb.trl.get("grpo_batch_rule", [])
+    return next((r for r in rules if versions.satisfies(version, str(r.get("trl", "")))), None)
+
+
+def _global_batch(
+    entry: dict[str, Any] | None, cfg: dict[str, Any], per_device: int, world: int, accum: int
+) -> tuple[int, str] | None:
+    """The batch ``entry``'s rule divides by num_generations and how it is made up; None when that
+    release checks nothing (0.14). No entry: the newest rule (steps_per_generation)."""
+    formula = str((entry or {}).get("global_batch") or "")
+    if entry is not None and not formula:
+        return None
+    gen_batch = cfg.get("generation_batch_size")
+    steps = cfg.get("steps_per_generation")
+    if formula.startswith("per_device_train_batch_size * num_processes"):
+        total = per_device * world
+        what = f"per_device_train_batch_size ({per_device}) × processes ({world})"
+        if "gradient_accumulation_steps" in formula:
+            total *= accum
+            what += f" × gradient_accumulation_steps ({accum})"
+        return total, what
+    if isinstance(gen_batch, int):
+        return gen_batch, f"generation_batch_size ({gen_batch})"
+    steps = int(steps) if isinstance(steps, int) else accum
+    return per_device * world * steps, (
+        f"per_device_train_batch_size ({per_device}) × processes ({world}) × steps_per_generation ({steps})"
+    )
+
+
+def _batch_said(
+    entry: dict[str, Any] | None, cfg: dict[str, Any], per_device: int, world: int, accum: int, gens: int
+) -> str:
+    got = _global_batch(entry, cfg, per_device, world, accum)
+    if got is None:
+        return "no divisibility check"
+    total, what = got
+    return f"{total} = {what}, {'not ' if total % gens else ''}divisible by {gens}"
 
 
 def _own_trainer(ctx: Context) -> str | None:
