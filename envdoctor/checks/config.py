@@ -165,6 +165,25 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
                 f"{'removes' if too_new else 'adds'} it, so it may "
                 f"{'still' if too_new else 'already'} {'have' if too_new else 'take'} it"
             )
+        script = ctx.plan.script
+        dropped = script.config_filter if script is not None and not script.problem else None
+        if dropped:
+            # the script keeps only the keys the installed GRPOConfig takes: it drops this one on
+            # purpose, so nothing refuses it and the setting has no effect on this release
+            gone = f"was removed from GRPOConfig in TRL {until}" if too_new else "is not known to"
+            yield hit(
+                f"`{key}` ({origin}) {gone}{'' if too_new else f' TRL {said}'} (it exists in "
+                f"{_span(entry)}); the training script keeps only the keys the installed GRPOConfig "
+                f"takes ({dropped}), so it drops `{key}` on TRL {said}: the setting has no effect",
+                fix=fix,
+                remedy=remedies,
+                key=key,
+                trl=trl,
+                since=since,
+                until=until,
+                severity="info",
+            )
+            continue
         if ctx.kb.feature("config_unknown_keys_fail", trl) is False and not from_code(origin):
             # TRL < 0.19's parser drops a key no dataclass has: the run starts, the key is dead
             # (a keyword of a GRPOConfig(...) call is a TypeError in every release)

@@ -88,6 +88,9 @@ class TrainingScript:
     #: where the script or the repository modules it imports hand a reference model to DeepSpeed
     #: themselves (``prepare_deepspeed(self.ref_model) in trainer.py:437``)
     ref_ds_prepares: tuple[str, ...] = ()
+    #: it keeps only the keys the installed GRPOConfig takes (``signature(GRPOConfig.__init__)
+    #: in train.py:289``): a key this release lacks is dropped by the script, not refused
+    config_filter: str | None = None
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

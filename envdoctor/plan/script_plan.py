@@ -51,6 +51,7 @@ def read_training_script(
         unread_trainer=decl.unread_trainer,
         trl_calls=tuple(decl.trl_calls),
         ref_ds_prepares=decl.ref_ds_prepares,
+        config_filter=decl.config_filter,
     )
     if decl.problem:
         return script_cfg, {}

@@ -157,6 +157,9 @@ class ScriptDecl:
     #: where the files read (the script and the repository modules it imports) hand a reference
     #: model to DeepSpeed themselves: ``prepare_deepspeed(self.ref_model) in trainer.py:437``
     ref_ds_prepares: tuple[str, ...] = ()
+    #: where it reads the keys GRPOConfig takes to drop those the installed release lacks before
+    #: building it (``signature(GRPOConfig.__init__) in train.py:289``), or None
+    config_filter: str | None = None
 
     @property
     def readable(self) -> bool:
@@ -360,7 +363,13 @@ class SourceFacts:
     #: name -> lines where a key may leave it: ``.pop()``, ``.clear()``, ``del name[k]``, a rebinding
     removals: dict[str, list[int]] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)  # the text's lines (a fix's edit is cut from them)
+    #: where it reads the fields GRPOConfig takes (``signature(GRPOConfig.__init__)``, line)
+    config_filters: list[tuple[str, int]] = field(default_factory=list)
 
+
+#: calls that read the parameters or fields of a class: a script that reads GRPOConfig's keeps
+#: only the keys the installed release takes (ledgerlab-openenv's train_finbench_grpo.py)
+FIELD_READS = ("signature", "getfullargspec", "fields")
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
 
@@ -537,6 +546,10 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         owner = node.func.value
         if isinstance(owner, ast.Name):
             mod.removals.setdefault(owner.id, []).append(node.lineno)
+    if last in FIELD_READS and node.args and len(mod.config_filters) < MAX_CALLS:
+        read_of = _dotted(node.args[0])
+        if read_of and CONFIG_CLASS in read_of.split("."):
+            mod.config_filters.append((f"{func}({read_of})", node.lineno))
     if last == "add_argument" and "." in func:
         found = _flag(node)
         if found is False:
@@ -841,6 +854,14 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
         for mod in [main, *(m for m in res.loaded.values() if m is not None and m is not main)]
         for func, line, arg in mod.ds_prepares
         if "ref" in arg.rsplit(".", 1)[-1].lower()
+    )
+    decl.config_filter = next(
+        (
+            f"{read} in {mod.path}:{line}"
+            for mod in [main, *(m for m in res.loaded.values() if m is not None and m is not main)]
+            for read, line in mod.config_filters
+        ),
+        None,
     )
     _in_process(main, decl)
     return decl
