@@ -373,6 +373,21 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         return  # this TRL release checks nothing (0.14)
     total, what = _global_batch(rule_entry, cfg, per_device, world, accum) or (0, "")
     script = ctx.plan.script
+    other = script.trl_other_trainer if script is not None and not script.problem else None
+    if other and total % gens:
+        # TRL's own trainers outside GRPO's class tree (trl.experimental's AsyncGRPOTrainer
+        # derives from TRL's base trainer, its config from the base config): neither runs the check
+        yield hit(
+            f"the global batch {total} = {what} is not divisible by num_generations ({gens}); "
+            f"the run builds TRL's {other}, which derives from no GRPOTrainer (TRL's symbol "
+            "history) and takes no GRPOConfig, so GRPO's batch check does not run",
+            fix="nothing for GRPO's check; see the trainer's own documentation for its batch",
+            severity="info",
+            total=total,
+            num_generations=gens,
+            trainer=other,
+        )
+        return
     own = _own_trainer(ctx)
     if own and str((rule_entry or {}).get("where") or "").startswith("GRPOTrainer") and total % gens:
         # TRL 0.15-0.17 check the batch in GRPOTrainer.__init__, which a trainer of the

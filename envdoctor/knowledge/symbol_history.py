@@ -91,6 +91,21 @@ class History:
             out |= rel
         return out
 
+    def derives(self, cls: str, base: str, depth: int = 0) -> int:
+        """Releases where class ``cls`` is ``base`` or derives from a class of that name (by its
+        short name; an import alias's leading underscores dropped: ``_GRPOTrainer``)."""
+        if cls.lstrip("_") == base:
+            return self.class_releases(cls) or self.full
+        have = 0
+        for _, rel, node in self.classes(cls):
+            for parent, spec in node.get("b", {}).items():
+                short = parent.rsplit(".", 1)[-1]
+                if short.lstrip("_") == base:
+                    have |= _mask(spec, rel)
+                elif short != cls and depth < 8:
+                    have |= _mask(spec, rel) & self.derives(short, base, depth + 1)
+        return have
+
     def member(self, cls: str, key: str, member: str, depth: int = 0) -> tuple[int, list[str]]:
         """Releases where class ``cls`` (its own body, or a base class of this package) has
         ``member`` in ``key`` (``a``: attributes, ``p``: methods with parameters); and the base

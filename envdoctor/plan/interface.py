@@ -91,6 +91,9 @@ class TrainingScript:
     #: it keeps only the keys the installed GRPOConfig takes (``signature(GRPOConfig.__init__)
     #: in train.py:289``): a key this release lacks is dropped by the script, not refused
     config_filter: str | None = None
+    #: it builds only TRL trainers that derive from no GRPOTrainer (``AsyncGRPOTrainer``) and no
+    #: GRPOConfig: GRPO's batch checks do not run
+    trl_other_trainer: str | None = None
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

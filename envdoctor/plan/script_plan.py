@@ -52,6 +52,7 @@ def read_training_script(
         trl_calls=tuple(decl.trl_calls),
         ref_ds_prepares=decl.ref_ds_prepares,
         config_filter=decl.config_filter,
+        trl_other_trainer=decl.trl_other_trainer,
     )
     if decl.problem:
         return script_cfg, {}

@@ -160,6 +160,10 @@ class ScriptDecl:
     #: where it reads the keys GRPOConfig takes to drop those the installed release lacks before
     #: building it (``signature(GRPOConfig.__init__) in train.py:289``), or None
     config_filter: str | None = None
+    #: it builds a trainer of TRL's that derives from no GRPOTrainer in any release TRL's symbol
+    #: history holds (``AsyncGRPOTrainer (trl.experimental)``) and no GRPOConfig: GRPO's checks
+    #: in GRPOTrainer.__init__ and GRPOConfig.__post_init__ do not run
+    trl_other_trainer: str | None = None
 
     @property
     def readable(self) -> bool:
@@ -855,6 +859,7 @@ def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
         for func, line, arg in mod.ds_prepares
         if "ref" in arg.rsplit(".", 1)[-1].lower()
     )
+    decl.trl_other_trainer = None if decl.config_calls else _trl_other_trainer(main, script, res)
     decl.config_filter = next(
         (
             f"{read} in {mod.path}:{line}"
@@ -925,6 +930,28 @@ def _own_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
     if not kinds or any(k is None or k == "grpo" for k in kinds):
         return None
     return kinds[0].removeprefix("other: ") if kinds[0] else None
+
+
+def _trl_other_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
+    """What ``ScriptDecl.trl_other_trainer`` says: every ``…Trainer(...)`` the script builds is
+    a class of TRL's other than GRPOTrainer that TRL's symbol history knows and that derives from
+    no GRPOTrainer in any release; None otherwise (or when the history is not there)."""
+    if main.model_by_name:
+        return None  # GRPOTrainer(...) itself
+    found = [
+        res.resolve(func, main, script)
+        for func, _, _ in main.calls
+        if func.rsplit(".", 1)[-1].endswith("Trainer")
+    ]
+    if not found or any(kind != "trl" or name == TRAINER_CLASS for kind, name in found):
+        return None
+    from envdoctor.knowledge.symbol_history import history
+
+    h = history("trl")
+    names = list(dict.fromkeys(str(name) for _, name in found))
+    if h is None or any(not h.class_releases(n) or h.derives(n, TRAINER_CLASS) for n in names):
+        return None
+    return ", ".join(names)
 
 
 #: TRL classes whose calls' keywords are checked against the symbol history
