@@ -56,6 +56,9 @@ class Package:
 
     version: str
     requires: list[str] | None = None
+    #: where it was installed from when not from a package index (PEP 610 ``direct_url.json``):
+    #: ``git+https://github.com/owner/trl.git@<commit>``, ``file:///path/trl`` (a local tree)
+    origin: str | None = None
 
 
 @dataclass

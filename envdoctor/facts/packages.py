@@ -152,9 +152,12 @@ def _read(name: str, index: _Index) -> Package | None:
     folder = index.get(normalize_name(name))
     if folder is not None:
         try:
-            return _parse_metadata((folder / "METADATA").read_text(encoding="utf-8", errors="replace"))
+            pkg = _parse_metadata((folder / "METADATA").read_text(encoding="utf-8", errors="replace"))
         except OSError as exc:
             return Package(version=f"<unreadable: {exc.strerror or type(exc).__name__}>")
+        if pkg is not None:
+            pkg.origin = read_origin(folder)
+        return pkg
     if not index.elsewhere(name):
         return None
     import importlib.metadata as md  # 20 ms to import: only for an egg-info or another layout
@@ -170,6 +173,28 @@ def _read(name: str, index: _Index) -> Package | None:
     if not isinstance(version, str) or not version:
         version = "<unreadable: no Version field>"
     return Package(version=version, requires=requires)
+
+
+def read_origin(folder: Path) -> str | None:
+    """Where a distribution was installed from when not from an index: its PEP 610
+    ``direct_url.json`` (a VCS URL with the commit, a local folder), or None (an index install,
+    or a file that is absent or unreadable)."""
+    import json
+
+    try:
+        data = json.loads((folder / "direct_url.json").read_text(encoding="utf-8")[:10_000])
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+        return None
+    url = str(data["url"])[:500]
+    vcs = data.get("vcs_info")
+    if isinstance(vcs, dict) and isinstance(vcs.get("vcs"), str):
+        commit = vcs.get("commit_id")
+        return f"{vcs['vcs']}+{url}" + (f"@{commit}" if isinstance(commit, str) else "")
+    if isinstance(data.get("archive_info"), dict) and not url.startswith("file:"):
+        return None  # a wheel or sdist by URL: a release's files, not a build of its own
+    return url
 
 
 def collect_packages(names: tuple[str, ...] = STACK) -> dict[str, Package]:

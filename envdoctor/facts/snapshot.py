@@ -47,6 +47,7 @@ def to_dict(facts: Facts) -> dict[str, Any]:
                 if p.requires is not None
                 else {"version": p.version}
             )
+            | ({"origin": p.origin} if p.origin else {})
             for name, p in sorted(facts.packages.items())
         },
         "gpus": [
@@ -173,7 +174,10 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
             problem = requirement_problem(line)
             if problem:
                 raise r.fail(f"{where}requires[{j}]", problem)
-        facts.packages[normalize_name(str(name))] = Package(version=version, requires=requires)
+        origin = r.get(pkg, "origin", (str,), where, None)
+        facts.packages[normalize_name(str(name))] = Package(
+            version=version, requires=requires, origin=origin[:500] if origin else None
+        )
     gpus = r.get(data, "gpus", (list,), "", [])
     seen: set[int] = set()  # a set: 30,000 GPUs load in linear time
     for i, g in enumerate(gpus):

@@ -4,7 +4,10 @@ grpo-vram-optimization branch) may have any change made on the way to X. Where t
 the releases before X and X's own differ (0.15 began counting per_device_train_batch_size in
 completions, huggingface/trl#2776), CFG002 does not judge the build as the release (it matched no
 rule and fell to the newest one: "TRL refuses at init", an error on a run that trained): it says
-which rule gives what, at info. Where both ends agree, the build is judged. Issue 35."""
+which rule gives what, at info, when the build comes from a fork or a local tree (its PEP 610
+origin, ``direct_url.json``); a build of TRL's own repository (or one whose origin is not known) is
+judged by X's rule at warning, as open-r1's trl @ git main of February 2025 refused 3 x 1 vs 8.
+Where both ends agree, the build is judged. Issue 35."""
 
 from __future__ import annotations
 
@@ -16,20 +19,36 @@ STACK = {"trl": "0.15.0.dev0", "vllm": "0.7.0", "torch": "2.5.1", "transformers"
 CONFIG = {"per_device_train_batch_size": 4, "num_generations": 3, "gradient_accumulation_steps": 20}
 
 
-def _cfg002(tmp_path, trl: str, config: dict):
+FORK = "git+https://github.com/andyl98/trl.git@ccc95472f6245f2db00986a08ca16da68bf32c14"
+
+
+def _cfg002(tmp_path, trl: str, config: dict, origin: str | None = FORK):
     (tmp_path / "train.py").write_text("from trl import GRPOConfig, GRPOTrainer\n")
     launch = f"accelerate launch --num_processes 1 {tmp_path / 'train.py'}"
-    stack = STACK | {"trl": trl}
+    stack = STACK | {"trl": {"version": trl, "origin": origin} if origin else trl}
     found = findings(snapshot(1, packages=stack), config=config, launch=launch)
     return [f for f in found if f.rule == "CFG002"]
 
 
-def test_a_dev_build_between_releases_whose_batch_rules_differ_is_not_judged_as_either(tmp_path):
+def test_a_forks_dev_build_between_releases_whose_batch_rules_differ_is_not_judged(tmp_path):
     (f,) = _cfg002(tmp_path, "0.15.0.dev0", CONFIG)
     assert f.severity.value == "info"
-    assert "development build of 0.15.0" in f.message and "not judged" in f.message
+    assert "development build of 0.15.0 installed from " + FORK in f.message and "not judged" in f.message
     assert "no divisibility check under the releases before 0.15.0" in f.message
     assert "not divisible by 3 under TRL 0.15.0's rule" in f.message
+
+
+def test_a_local_tree_is_a_build_of_its_own_too(tmp_path):
+    (f,) = _cfg002(tmp_path, "0.15.0.dev0", CONFIG, origin="file:///home/u/trl_custom")
+    assert f.severity.value == "info"
+
+
+def test_a_build_of_trls_own_repository_is_judged_by_the_release_it_leads_to_at_warning(tmp_path):
+    for origin in ("git+https://github.com/huggingface/trl.git@0123abc", None):
+        (f,) = _cfg002(tmp_path, "0.15.0.dev0", CONFIG, origin=origin)
+        assert f.severity.value == "warning", origin
+        assert "TRL refuses at init" in f.message and "judged by 0.15.0's batch rule" in f.message
+        assert "a build from before that change has no divisibility check" in f.message
 
 
 def test_the_release_itself_is_still_refused(tmp_path):
