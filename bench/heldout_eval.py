@@ -400,6 +400,24 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
     return exact
 
 
+def _origin(note: object) -> str | None:
+    """Where the stack note says TRL was built from, as pip records it (PEP 610 direct_url.json,
+    envdoctor's ``origin`` fact): a fork or custom branch ("custom branch andyl98/trl … @ ccc9547",
+    "fork groundlight/trl (editable ../trl…") is ``git+https://github.com/<owner>/trl.git[@sha]``;
+    TRL's own repository ("trl @ git main", "huggingface/trl@sha") likewise with huggingface;
+    None for a release from the index (the note names neither)."""
+    if not isinstance(note, str):
+        return None
+    sha = re.search(r"@\s*([0-9a-f]{7,40})\b", note)
+    at = f"@{sha.group(1)}" if sha else ""
+    fork = re.search(r"\b(?:fork|custom branch)\b[^()]*?\b([A-Za-z0-9-]+)/trl\b", note)
+    if fork and fork.group(1).lower() != "huggingface":
+        return f"git+https://github.com/{fork.group(1)}/trl.git{at}"
+    if re.search(r"huggingface/trl|trl @ git|git\+https://github\.com/huggingface/trl", note):
+        return f"git+https://github.com/huggingface/trl.git{at}"
+    return None
+
+
 def setups(out: Path) -> None:
     from tests.conftest import H100, snapshot
 
@@ -462,7 +480,10 @@ def setups(out: Path) -> None:
                 (tmp / path).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(d / name, tmp / path)
         count = min(int(gpus.get("count") or 2), 8)
-        packages = _stack(stack, _uses_vllm(d))
+        packages: dict = dict(_stack(stack, _uses_vllm(d)))
+        origin = _origin(stack.get("trl"))
+        if origin and "trl" in packages:  # a build from a git tree, as pip records it
+            packages["trl"] = {"version": packages["trl"], "origin": origin}
         (tmp / "facts.json").write_text(json.dumps(snapshot(count, H100, packages=packages)))
         files = ["config.yaml"] + [f.name for f in tmp.iterdir() if "accelerate" in f.name]
         inputs = ["--facts", "facts.json", "--config", "config.yaml"]
