@@ -343,19 +343,11 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
     ends = [_batch_entry(ctx, v) for v in span] if span else []
     installed = ctx.facts.packages.get("trl")
     origin = installed.origin if installed is not None else None
-    dev_note = ""
-    if span and ends[0] is not ends[1] and not _foreign_build(origin):
-        # TRL's main branch on its way to X (or a build whose source is not known): likely X's
-        # rule (a dev build is mostly taken after the change), not certain
-        dev_note = (
-            f" (TRL {ctx.trl.version} is a development build of {span[1]}, judged by {span[1]}'s "
-            f"batch rule; a build from before that change has "
-            f"{_batch_said(ends[0], cfg, per_device, world, accum, gens)})"
-        )
-        rule_entry, span = ends[1], None
     if span and ends[0] is not ends[1]:
-        # a build from a fork or a local tree (its PEP 610 origin) between two releases whose
-        # batch rules differ: which rule it has is not known, so it is not judged as either
+        # a development build between two releases whose batch rules differ (TRL's main branch,
+        # a fork, a local tree: its PEP 610 origin says which): which rule it has is not known
+        # (open-r1's trl@main 0.15.0.dev0 of 2025-02-05 trained 7 x 1 vs 8, that of 2025-02-08
+        # refused 3 x 1 vs 8), so it is not judged as either release
         said = [
             f"{_batch_said(e, cfg, per_device, world, accum, gens)} under {name}"
             for name, e in zip((f"the releases before {span[1]}", f"TRL {span[1]}'s rule"), ends, strict=True)
@@ -367,9 +359,9 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         ]
         if refused:
             yield hit(
-                f"TRL {ctx.trl.version} is a development build of {span[1]} installed from "
-                f"{origin} (not TRL's own repository), and the batch rule changed on the way to "
-                f"{span[1]}: "
+                f"TRL {ctx.trl.version} is a development build of {span[1]} ("
+                + (f"installed from {origin}" if origin else "TRL's main branch or a fork of it")
+                + f"), and the batch rule changed on the way to {span[1]}: "
                 f"{'; '.join(said)}. "
                 "envdoctor does not know which rule this build has (past its knowledge of "
                 "releases), so the batch is not judged",
@@ -475,7 +467,7 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         )
         yield hit(
             f"the global batch {total} = {what} is not divisible by num_generations "
-            f"({gens}): TRL refuses at init{dev_note}"
+            f"({gens}): TRL refuses at init"
             + (
                 f" (TRL {ctx.trl.label()}: another release's batch rule may differ)"
                 if ctx.trl.assumed
@@ -488,16 +480,11 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
                 else ""
             ),
             fix=fix,
-            severity="warning" if unseen or dev_note else ctx.on_trl(),
+            severity="warning" if unseen else ctx.on_trl(),
             remedy=remedies,
             total=total,
             num_generations=gens,
         )
-
-
-def _foreign_build(origin: str | None) -> bool:
-    """TRL installed from a fork or a local tree (PEP 610 origin), not from TRL's repository."""
-    return origin is not None and "github.com/huggingface/trl" not in origin.lower()
 
 
 def _batch_entry(ctx: Context, version: str | None) -> dict[str, Any] | None:
