@@ -254,7 +254,9 @@ def parse_source(data: bytes, label: str) -> tuple[ast.Module | None, str | None
         return None, "is too deeply nested to parse"
 
 
-_MAGIC = re.compile(rb"^([ \t]*)[!%]")
+#: a magic line: ``!cmd``, ``%magic``, or a bare ``pip install`` / ``conda install`` that IPython
+#: runs as the %pip / %conda magic (automagic, on by default: Colab and course notebooks write it)
+_MAGIC = re.compile(rb"^([ \t]*)(?:[!%]|(?:pip|conda)[ \t]+(?:install|uninstall)\b)")
 #: cell magics whose cell runs its body as Python in the kernel (any other, ``%%bash`` or
 #: ``%%writefile``, makes the rest of its cell something else)
 _PYTHON_CELLS = (b"%%capture", b"%%time", b"%%timeit", b"%%prun", b"%%debug")

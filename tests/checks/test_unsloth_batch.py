@@ -52,7 +52,7 @@ def test_unsloth_in_the_stack_with_the_script_unread_makes_the_refusal_a_warning
     imports Unsloth was not seen, so TRL's refusal is likely, not certain."""
     (f,) = _cfg002(
         tmp_path,
-        "pip install unsloth vllm\n" + SCRIPT,
+        "apt-get install -y git\n" + SCRIPT,  # a shell line no IPython magic runs
         config={"per_device_train_batch_size": 1, "num_generations": 6},
     )
     assert f.severity.value == "warning" and "unless the training code imports Unsloth" in f.message
