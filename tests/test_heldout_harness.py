@@ -1,0 +1,66 @@
+"""bench/heldout_eval.py installs for each published setup the stack its source implies (the
+harness's choices are the evaluation's inputs, so they are tested like code): a stack note's
+inferred line, a fork's dated branch, a range with its install day, a vLLM that a later
+``trl[vllm]`` install brings with its own torch, and the origin of a TRL built from a git tree.
+Issue 35: each wrong choice here gave a healthy setup a false error."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+_SPEC = importlib.util.spec_from_file_location(
+    "heldout_eval", Path(__file__).resolve().parents[1] / "bench" / "heldout_eval.py"
+)
+assert _SPEC is not None and _SPEC.loader is not None
+harness = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(harness)
+
+
+def test_an_inferred_line_is_that_lines_release_at_the_notes_date():
+    note = "unpinned (pip install trl[vllm] in grpo.Dockerfile, built ~Aug 2025: inferred 0.20.x)"
+    assert harness._trl_from_note(note) == "0.20.0"  # not Aug 2025's newest, 0.22.1
+    # one of alternatives is no line: the month decides
+    assert harness._trl_from_note("unpinned (setup.py 'trl'; ~0.15.x/0.16.0 in March 2025)") == "0.16.0"
+
+
+def test_a_vllm_from_a_later_trl_vllm_install_brings_its_own_torch():
+    stack = {
+        "trl": "unpinned (pip install trl[vllm] in grpo.Dockerfile, built ~Aug 2025: inferred 0.20.x)",
+        "vllm": "unpinned, via trl[vllm] extra",
+        "torch": "2.6.0 (pinned in grpo.Dockerfile)",
+    }
+    got = harness._stack(stack)
+    assert got["trl"] == "0.20.0" and got["torch"] != "2.6.0"
+    from envdoctor.knowledge import knowledge
+
+    pins = {str(p["vllm"]): str(p["torch"]) for p in knowledge().vllm["torch_pins"] if p.get("vllm")}
+    assert pins[got["vllm"]] == got["torch"]
+
+
+def test_a_forks_dated_branch_is_main_of_that_day():
+    note = (
+        "fork groundlight/trl (editable ../trl; branch release_2025_03_06; fork state of Apr 2025 not stated)"
+    )
+    assert harness._trl_from_note(note) == "0.16.0.dev0"  # 0.15.2 was out; main led to 0.16.0
+
+
+def test_a_quoted_range_with_its_install_day_is_what_pip_installed_that_day():
+    stack = {
+        "trl": "unpinned 'trl>=0.15.0' (resolved at job time, 2026-03-08)",
+        "transformers": "unpinned >=4.48.0",
+    }
+    got = harness._stack(stack, uses_vllm=False)
+    assert got["trl"] == "0.29.0"  # not the bound, 0.15.0
+    assert got["transformers"] != "4.48.0"  # TRL 0.29's line, not the bound either
+
+
+def test_the_origin_of_a_trl_built_from_a_git_tree():
+    fork = "custom branch andyl98/trl grpo-vram-optimization @ ccc95472f6245f2db00986a08ca16da68bf32c14"
+    assert harness._origin(fork) == (
+        "git+https://github.com/andyl98/trl.git@ccc95472f6245f2db00986a08ca16da68bf32c14"
+    )
+    assert harness._origin("git main (setup.py 'trl @ git+https://github.com/huggingface/trl.git@main')") == (
+        "git+https://github.com/huggingface/trl.git"
+    )
+    assert harness._origin("0.19.1 (pin)") is None and harness._origin(None) is None
