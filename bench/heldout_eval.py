@@ -427,7 +427,9 @@ def setups(out: Path) -> None:
         stack, gpus = json.loads((d / "stack.json").read_text()), json.loads((d / "gpus.json").read_text())
         tmp = Path(tempfile.mkdtemp(prefix="setup-"))
         for f in d.iterdir():
-            if f.name not in ("label.json", "stack.json", "gpus.json", "launch.txt"):
+            if f.is_dir():  # a folder of the setup (src/, recipes/): at its place, as published
+                shutil.copytree(f, tmp / f.name, symlinks=True)
+            elif f.name not in ("label.json", "stack.json", "gpus.json", "launch.txt"):
                 shutil.copy(f, tmp / f.name)
         reqs = []
         for name, v in stack.items():
