@@ -265,7 +265,19 @@ def _vllm_memory(ms: list[Match], log: Log) -> list[Draft]:
         max_len = "--max_model_len"
     holders, _ = processes_now(ctx, _vllm_gpu(ctx, g.get("device")))
     now = f"; on that GPU now: {', '.join(holders)}" if holders else ""
-    if sig.id == "vllm-free-memory-below-utilization":
+    if sig.id == "vllm-free-memory-below-utilization" and not g.get("free_gib"):
+        what = (
+            f"at vLLM's start the GPU had less free memory than {g['utilization']} of it "
+            "(gpu_memory_utilization): memory was in use before vLLM started — other processes, or this "
+            "process's own (a training model loaded on the same GPU first, blocks PyTorch's allocator "
+            f"keeps cached after it){now}"
+        )
+        fix = conf.fix or (
+            f"free that memory before vLLM starts (other processes: nvidia-smi; this process: move or "
+            f"offload the training model and call torch.cuda.empty_cache() first), or lower {util_name} "
+            f"below the free fraction of the GPU"
+        )
+    elif sig.id == "vllm-free-memory-below-utilization":
         free, total = _gib(g["free_gib"]) or 0.0, _gib(g["total_gib"]) or 1.0
         fits = max(math.floor((free / total - 0.02) * 100) / 100, 0.0)
         what = (
@@ -695,6 +707,12 @@ def diagnose(
             from envdoctor.triage.programs import from_head as program_from_head
 
             found = program_from_head(head, log)  # a program not on PATH, quoted by a wrapper
+        if found is None and head:
+            from envdoctor.triage.toollines import from_head as tool_lines
+            from envdoctor.triage.toollines import unanchored
+
+            found = unanchored(head, log)  # a known signature's line that no anchor found
+            found = found or tool_lines(head, log)  # pip, a device-side index assertion, the OOM killer
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:
