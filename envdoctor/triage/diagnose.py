@@ -330,6 +330,17 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
             "look for the rank stuck in a CUDA call (py-spy dump); raise "
             "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only if the hang is expected"
         )
+    elif _nccl_out_of_memory(ms[0], log):
+        what = (
+            "NCCL could not allocate GPU memory for its buffers (\"Cuda failure 'out of memory'\" after "
+            "NCCL's error): the GPU was full when the collective or communicator was set up"
+        )
+        fix = (
+            "leave GPU memory for NCCL: lower vLLM's gpu_memory_utilization where it shares the GPU, the "
+            "batch size or sequence lengths, or free the GPU of other processes; NCCL_BUFFSIZE smaller "
+            "lowers NCCL's own share"
+        )
+        return [finding("TRI001", ms, log, what, fix, allocator="NCCL")]
     else:
         what = f"NCCL failed: {g.get('error', '').strip() or 'see the message'}"
         fix = (
@@ -337,6 +348,17 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
             "NCCL_* variables (NCCL_SOCKET_IFNAME, NCCL_P2P_DISABLE) fit this machine"
         )
     return [finding(sig.rule, ms, log, what, fix)]
+
+
+def _nccl_out_of_memory(m: Match, log: Log) -> bool:
+    """NCCL's "unhandled cuda error" whose next lines (NCCL's "Last error:") say CUDA ran out of
+    memory: an allocation of NCCL's, the GPU full."""
+    if "Cuda failure 'out of memory'" in m.text:
+        return True
+    if not log.head or m.line_no <= 0:
+        return False
+    after = log.head[: 1 << 20].split(b"\n")[m.line_no : m.line_no + 6]
+    return any(b"Cuda failure 'out of memory'" in line for line in after)
 
 
 def _alloc_conf(ms: list[Match], log: Log) -> list[Draft]:

@@ -369,10 +369,62 @@ def unregistered(tb: Traceback, m: Match, log: Log) -> Draft | None:
     return _error(d)
 
 
+#: a library's own allocation on the GPU failing: CUDA out of memory in its words
+_GPU_ALLOC = re.compile(
+    r"(?P<token>CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_NOT_ENOUGH_MEMORY|CUSOLVER_STATUS_ALLOC_FAILED|"
+    r"CUSPARSE_STATUS_ALLOC_FAILED|CUDA driver error: out of memory|hipErrorOutOfMemory|"
+    r"Cuda failure 'out of memory'|cudaErrorMemoryAllocation)"
+)
+_HOST_ALLOC = re.compile(r"DefaultCPUAllocator: (?:not enough memory|can't allocate memory)")
+_LIBRARY = {"CUBLAS": "cuBLAS", "CUDNN": "cuDNN", "CUSOLVER": "cuSOLVER", "CUSPARSE": "cuSPARSE"}
+
+
+def library_alloc(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """A library's allocation failed: on the GPU (cuBLAS, cuDNN, the driver, NCCL's buffers, HIP)
+    that is the GPU's memory used up (TRI001); PyTorch's CPU allocator is the host's RAM (TRI018)."""
+    if tb.name not in ("RuntimeError", "DistBackendError", "OSError", "MemoryError") and not tb.name.endswith(
+        "Error"
+    ):
+        return None
+    text = _text(tb, m, log)
+    host = _HOST_ALLOC.search(text)
+    if host is not None:
+        what = (
+            "PyTorch's CPU allocator could not get host memory (RAM, not GPU memory): the process, or the "
+            "node's other processes, used up the RAM (a model loaded on the CPU first, CPU offload, data "
+            "loader workers)"
+        )
+        fix = (
+            "take load off the host's RAM (load the model straight to the GPU: device_map / low_cpu_mem_usage, "
+            "no CPU offload the RAM cannot hold, fewer processes or data loader workers per node) or use a "
+            "node with more RAM"
+        )
+        return _error(finding("TRI018", [m], log, what, fix, host_oom="cpu-allocator"))
+    gpu = _GPU_ALLOC.search(text)
+    if gpu is None:
+        return None
+    token = gpu.group("token")
+    lib = next(
+        (v for k, v in _LIBRARY.items() if token.startswith(k)), "NCCL" if "Cuda failure" in token else ""
+    )
+    what = (
+        f"the GPU ran out of memory where {lib or 'the CUDA driver'} allocated memory of its own ({token}): "
+        "CUDA out of memory in that library's words — the model, optimizer state, activations, vLLM's share "
+        "or another process had taken the GPU's memory (the message gives no numbers)"
+    )
+    fix = (
+        "free GPU memory: lower the batch size or sequence lengths, lower vLLM's gpu_memory_utilization "
+        "where vLLM shares this GPU with training, free the GPU of other processes (nvidia-smi); a library's "
+        "first allocation (cuBLAS's handle, NCCL's buffers) fails when the GPU is already full"
+    )
+    return _error(finding("TRI001", [m], log, what, fix, allocator=lib or "cuda"))
+
+
 def from_traceback(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """The first of this module's answers for the exception ``tb``."""
     return (
         host_memory(tb, m, log)
+        or library_alloc(tb, m, log)
         or version_requirement(tb, m, log)
         or option_needs(tb, m, log)
         or uneven_split(tb, m, log)

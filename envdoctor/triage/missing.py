@@ -152,7 +152,9 @@ def _stack_module(module: str, tb: Traceback, m: Match, log: Log) -> Draft | Non
     needs it, or the package importing it does so although the run does not use it (an optional
     extra imported unconditionally, a bug of that release): a warning naming both."""
     importer = next((f for f in reversed(tb.frames) if f.path and not f.path.startswith("<")), None)
-    who = f"{importer.package or 'your code'} ({importer.module_path}:{importer.line})" if importer else ""
+    if importer is not None and importer.package is None:
+        return None  # the user's own import: the first exception's answer (a kernel not restarted …)
+    who = f"{importer.package} ({importer.module_path}:{importer.line})" if importer else ""
     what = (
         f"the module '{module}' is not installed in the environment that ran the import"
         + (f", imported by {who}" if who else "")

@@ -57,7 +57,8 @@ _OOM_KILLER = re.compile(
 )
 _SIGKILL = re.compile(
     r"exitcode\s{0,4}: -9\b|Signal 9 \(SIGKILL\) received|died with <Signals\.SIGKILL: 9>|"
-    r"killed by signal 9|exit(?:ed with)? (?:code|status) 137\b|return code -9\b|\bsignal: killed\b"
+    r"killed by signal 9|exit(?:ed with)? (?:code|status) 137\b|return code -9\b|\bsignal: killed\b|"
+    r"^Killed$|exitcode: -9\b"
 )
 
 
@@ -215,6 +216,7 @@ def from_head(head: bytes, log: Log) -> Draft | None:
                 "SIGKILL",
                 "137",
                 "signal",
+                "Killed",
             )
         ):
             continue

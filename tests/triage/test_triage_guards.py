@@ -270,3 +270,49 @@ def test_a_reworded_vllm_startup_memory_refusal_without_numbers_is_found():
 
 def test_a_line_that_only_mentions_the_words_is_quiet():
     assert _all("note: we set gpu memory utilization to 0.8 on startup\n") == []
+
+
+# -- every shape of running out of memory ---------------------------------------------------------
+
+
+def test_a_librarys_allocation_failure_on_the_gpu_is_cuda_out_of_memory():
+    for text, lib in (
+        (
+            "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n",
+            "cuBLAS",
+        ),
+        ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_ENOUGH_MEMORY\n", "cuDNN"),
+        ("RuntimeError: CUDA driver error: out of memory\n", "the CUDA driver"),
+    ):
+        f = _one(text)
+        assert (f.rule, f.severity) == ("TRI001", Severity.ERROR) and f"where {lib} allocated" in f.message
+    f = _one(
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'out of memory'\n"
+    )
+    assert (f.rule, f.severity) == ("TRI001", Severity.ERROR) and "NCCL could not allocate" in f.message
+
+
+def test_an_nccl_cuda_error_of_another_kind_stays_nccls():
+    text = (
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'invalid device ordinal'\n"
+    )
+    assert _rules(text)[0][0] == "TRI002"
+
+
+def test_the_cpu_allocator_and_a_shell_kill_are_the_hosts_memory():
+    f = _one(
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to allocate 1073741824 bytes.\n"
+    )
+    assert (f.rule, f.severity) == ("TRI018", Severity.ERROR)
+    assert _rules("step 10 loss 0.1\nKilled\n") == [("TRI018", "warning")]
+    assert _all("step 10 loss 0.1\nthe job was not killed\n") == []
+
+
+def test_a_user_notebook_importing_a_stack_package_is_left_to_the_first_exception():
+    text = (
+        "[/tmp/ipykernel_1/1.py](https://localhost:8080/#) in <cell line: 0>()\n"
+        "----> 2 from vllm import LLM\n\nModuleNotFoundError: No module named 'vllm'\n"
+    )
+    assert all(r != "TRI013" for r, _ in _rules(text))
