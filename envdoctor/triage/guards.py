@@ -395,9 +395,9 @@ def library_alloc(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "loader workers)"
         )
         fix = (
-            "take load off the host's RAM (load the model straight to the GPU: device_map / low_cpu_mem_usage, "
-            "no CPU offload the RAM cannot hold, fewer processes or data loader workers per node) or use a "
-            "node with more RAM"
+            "take load off the host's RAM (load the model straight to the GPU: device_map / "
+            "low_cpu_mem_usage, no CPU offload the RAM cannot hold, fewer processes or data loader workers "
+            "per node) or use a node with more RAM"
         )
         return _error(finding("TRI018", [m], log, what, fix, host_oom="cpu-allocator"))
     gpu = _GPU_ALLOC.search(text)
