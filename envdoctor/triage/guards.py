@@ -41,9 +41,9 @@ from envdoctor.triage.traceback import Traceback
 _REFUSAL_TYPES = ("ValueError", "AssertionError", "NotImplementedError", "RuntimeError", "Exception")
 
 
-def _error(d: Draft) -> Draft:
+def _error(d: Draft, severity: Severity = Severity.ERROR) -> Draft:
     f = d.finding
-    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    d.finding = Finding(f.rule, severity, f.message, f.fix, f.evidence)
     return d
 
 
@@ -420,6 +420,52 @@ def library_alloc(tb: Traceback, m: Match, log: Log) -> Draft | None:
     return _error(finding("TRI001", [m], log, what, fix, allocator=lib or "cuda"))
 
 
+def keyword_no_release_takes(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """A call into a stack package with a keyword that no release of its symbol history takes, where
+    the traceback shows only that package's frames (the caller cut off, or a Ray actor's task that
+    starts inside it): the calling code was written for a release older than the history, or for a
+    patched copy (an RL stack's vendored engine), or the keyword is the run's own: a warning (TRI009)."""
+    from envdoctor.knowledge.symbol_history import history
+    from envdoctor.triage.boundary import _CALL, _object_package
+
+    if tb.name != "TypeError" or not tb.frames:
+        return None
+    call = _CALL.search(tb.message)
+    if call is None or not call.group("kwarg") or f"'{call.group('kwarg')}'" not in tb.message:
+        return None
+    pkg = tb.frames[-1].package
+    if pkg is None or any(f.package != pkg for f in tb.frames):
+        return None  # a caller is shown: the boundary's own answer
+    func, kwarg = call.group("func"), call.group("kwarg")
+    cls, _, name = func.rpartition(".")
+    cls = cls.rsplit(".", 1)[-1] or None
+    if _object_package(cls or name) not in (None, pkg):
+        return None
+    h = history(pkg)
+    if h is None or not h.releases:
+        return None
+    scope, got = h.params(cls, name, kwarg)
+    if not scope or got or h.params(cls, name, kwarg, var=True)[1]:
+        return None  # a function the history lacks, or releases that take it: the history's drift
+    first, last = h.releases[0], h.releases[-1]
+    entry = tb.frames[0]
+    short = func.removesuffix(".__init__")
+    what = (
+        f"the code that called {pkg} (not shown: the traceback starts in {pkg}'s {entry.module_path}:"
+        f"{entry.line}{' in ' + entry.function if entry.function else ''}) passes '{kwarg}' to "
+        f"{short}(), which no {pkg} release from {first} to {last} takes (envdoctor's symbol history): that "
+        f"code was written for a {pkg} older than {first} or a patched copy of it (an RL stack's vendored "
+        f"engine), or the keyword is the run's own"
+    )
+    fix = (
+        f"install the {pkg} release the calling code pins (its requirements: an RL stack's copy written for an "
+        f"older {pkg}), or update that code to {short}() of the installed {pkg}; drop '{kwarg}' where your "
+        "config sets it"
+    )
+    d = finding("TRI009", [m], log, what, fix, callee=pkg, keyword=kwarg)
+    return _error(d, Severity.WARNING)
+
+
 def from_traceback(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """The first of this module's answers for the exception ``tb``."""
     return (
@@ -430,4 +476,5 @@ def from_traceback(tb: Traceback, m: Match, log: Log) -> Draft | None:
         or uneven_split(tb, m, log)
         or zero_divisor(tb, m, log)
         or unregistered(tb, m, log)
+        or keyword_no_release_takes(tb, m, log)
     )

@@ -316,3 +316,23 @@ def test_a_user_notebook_importing_a_stack_package_is_left_to_the_first_exceptio
         "----> 2 from vllm import LLM\n\nModuleNotFoundError: No module named 'vllm'\n"
     )
     assert all(r != "TRI013" for r, _ in _rules(text))
+
+
+# -- a keyword no release of the callee takes, the caller not shown ---------------------------------
+
+ENGINE_ARGS = """\
+(TaskRunner pid=1)   File "/env/lib/python3.10/site-packages/vllm/entrypoints/llm.py", line 247, in __init__
+(TaskRunner pid=1)     engine_args = EngineArgs(
+(TaskRunner pid=1) TypeError: EngineArgs.__init__() got an unexpected keyword argument 'model_hf_config'
+"""
+
+
+def test_a_keyword_no_release_takes_with_the_caller_cut_off_is_likely_drift():
+    f = _one(ENGINE_ARGS)
+    assert (f.rule, f.severity) == ("TRI009", Severity.WARNING)
+    assert "which no vllm release from 0.7.2" in f.message and "release the calling code pins" in f.fix
+
+
+def test_a_keyword_some_release_takes_is_not_this_answer():
+    found = _all(ENGINE_ARGS.replace("model_hf_config", "max_model_len"))
+    assert not any("which no vllm release" in f.message for f in found)
