@@ -458,9 +458,9 @@ def keyword_no_release_takes(tb: Traceback, m: Match, log: Log) -> Draft | None:
         f"engine), or the keyword is the run's own"
     )
     fix = (
-        f"install the {pkg} release the calling code pins (its requirements: an RL stack's copy written for an "
-        f"older {pkg}), or update that code to {short}() of the installed {pkg}; drop '{kwarg}' where your "
-        "config sets it"
+        f"install the {pkg} release the calling code pins (its requirements: an RL stack's copy written "
+        f"for an older {pkg}), or update that code to {short}() of the installed {pkg}; drop '{kwarg}' "
+        "where your config sets it"
     )
     d = finding("TRI009", [m], log, what, fix, callee=pkg, keyword=kwarg)
     return _error(d, Severity.WARNING)
