@@ -47,12 +47,21 @@ def _error(d: Draft, severity: Severity = Severity.ERROR) -> Draft:
     return d
 
 
+#: a line of a run's progress or metrics after the message: not its continuation
+_PROGRESS = re.compile(r"\s\|\s|^(?:step|epoch|iter)\b|^\{'|it/s\]", re.IGNORECASE)
+
+
 def _text(tb: Traceback, m: Match, log: Log) -> str:
-    """The exception's message with the lines that continue it (``refusal._more``), squeezed."""
+    """The exception's message with the lines that continue it (``refusal._more``, up to a line of
+    the run's progress or metrics), squeezed."""
     from envdoctor.triage.refusal import _more
     from envdoctor.triage.scanner import squeeze
 
-    more = _more(log, tb.line_no or m.line_no)
+    more: list[str] = []
+    for line in _more(log, tb.line_no or m.line_no):
+        if _PROGRESS.search(line.strip()):
+            break
+        more.append(line)
     return squeeze(" ".join([tb.message.strip(), *(x.strip() for x in more)]))[:3000]
 
 
