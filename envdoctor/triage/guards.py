@@ -219,7 +219,10 @@ _DEMANDS = re.compile(
     r"|`?(?P<opt3>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?(?:=\S{1,40})? is not supported\b[^.\n]{0,200}"
     r"|\bonly (?:support|supports|supported)\b[^.\n]{0,60}?"
     r"`?(?P<opt4>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?[^.\n]{0,100}"
+    r"|`?(?P<opt5>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`? \(\S{1,40}\) (?:is not equal to|does not equal|does not match) "
+    r"[^.\n]{1,200}"
 )
+_SNAKE_IN = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 _ASSERT_ATTRS = re.compile(r"\.(?P<opt>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 
 
@@ -238,7 +241,8 @@ def any_check(tb: Traceback, m: Match, log: Log) -> Draft | None:
     found = _DEMANDS.search(text)
     opts: list[str] = []
     if found is not None:
-        opts = [next(g for g in found.group("opt", "opt2", "opt3", "opt4") if g)]
+        opts = [next(g for g in found.group("opt", "opt2", "opt3", "opt4", "opt5") if g)]
+        opts += [o for o in _SNAKE_IN.findall(found.group(0)) if o not in opts]
     if guard and last is not None and last.code.startswith("assert") and tb.name == "AssertionError":
         opts += [o for o in _ASSERT_ATTRS.findall(last.code) if o not in opts]
     if not opts or (found is None and not guard):
@@ -250,7 +254,7 @@ def any_check(tb: Traceback, m: Match, log: Log) -> Draft | None:
     shown = found.group(0).strip() if found is not None else last.code.strip() if last else ""
     what = (
         f"{'a check of ' + who if who else 'a check'}{where} refused the run's configuration: "
-        f"{', '.join(opts[:3])} — it demands “{shown[:300]}”: “{text[:500]}”"
+        f"{', '.join(opts[:3])} — the check: “{shown[:300]}”" + (f": “{text[:500]}”" if text != shown else "")
     )
     fix = (
         f"the message's own fix: {said} (or set {', '.join(opts[:3])} to what the check demands)"
@@ -258,6 +262,12 @@ def any_check(tb: Traceback, m: Match, log: Log) -> Draft | None:
         else f"set {', '.join(opts[:3])} to what the check demands ({shown[:200]}), in the run's config "
         "or on its command line"
     )
+    unequal = re.match(r"(?P<a>.+?) (?:is not equal to|does not equal|does not match) (?P<b>.+)", shown)
+    if found is not None and found.group("opt5") and unequal is not None and not said:
+        fix = (
+            f"make {unequal.group('a')} equal to {unequal.group('b').rstrip('.*` ')} (the values the check "
+            "compares), in the run's config or on its command line"
+        )
     d = finding("TRI012", [m], log, what, fix, options=opts[:4], package=who or None)
     return _error(d)
 

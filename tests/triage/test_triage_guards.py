@@ -336,3 +336,16 @@ def test_a_keyword_no_release_takes_with_the_caller_cut_off_is_likely_drift():
 def test_a_keyword_some_release_takes_is_not_this_answer():
     found = _all(ENGINE_ARGS.replace("model_hf_config", "max_model_len"))
     assert not any("which no vllm release" in f.message for f in found)
+
+
+def test_a_check_that_two_options_are_unequal_says_make_them_equal():
+    f = _one(
+        "RuntimeError: world_size (6) is not equal to tensor_parallel_size (4) x pipeline_parallel_size (1)\n"
+    )
+    assert (f.rule, f.severity) == ("TRI012", Severity.ERROR)
+    assert f.fix.startswith(
+        "make world_size (6) equal to tensor_parallel_size (4) x pipeline_parallel_size (1)"
+    )
+    assert all(
+        r != "TRI012" for r, _ in _rules("RuntimeError: the hash (ab12) is not equal to the expected one\n")
+    )
