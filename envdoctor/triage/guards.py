@@ -219,8 +219,8 @@ _DEMANDS = re.compile(
     r"|`?(?P<opt3>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?(?:=\S{1,40})? is not supported\b[^.\n]{0,200}"
     r"|\bonly (?:support|supports|supported)\b[^.\n]{0,60}?"
     r"`?(?P<opt4>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?[^.\n]{0,100}"
-    r"|`?(?P<opt5>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`? \(\S{1,40}\) (?:is not equal to|does not equal|does not match) "
-    r"[^.\n]{1,200}"
+    r"|`?(?P<opt5>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`? \(\S{1,40}\) "
+    r"(?:is not equal to|does not equal|does not match) [^.\n]{1,200}"
 )
 _SNAKE_IN = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 _ASSERT_ATTRS = re.compile(r"\.(?P<opt>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
