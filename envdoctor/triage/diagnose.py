@@ -502,6 +502,11 @@ HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
 }
 
 
+def _handle(ms: list[Match], log: Log) -> list[Draft]:
+    """The drafts of a signature's own handler for ``ms``."""
+    return (HANDLERS.get(ms[0].signature.id) or _generic)(ms, log)
+
+
 def _mark_consequences(drafts: list[Draft]) -> None:
     """An NCCL failure after another error is that error's consequence, not the cause."""
     for i, d in enumerate(drafts):
@@ -733,7 +738,7 @@ def diagnose(
             from envdoctor.triage.toollines import from_head as tool_lines
             from envdoctor.triage.toollines import unanchored
 
-            found = unanchored(head, log)  # a known signature's line that no anchor found
+            found = unanchored(head, log, _handle)  # a known signature's line that no anchor found
             found = found or tool_lines(head, log)  # pip, a device-side index assertion, the OOM killer
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line

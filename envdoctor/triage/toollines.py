@@ -18,6 +18,7 @@ issue's text) when nothing else is named: lines no Python exception carries.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.triage.draft import Draft, Log, finding
@@ -234,11 +235,11 @@ def from_head(head: bytes, log: Log) -> Draft | None:
 MAX_UNANCHORED = 20  # lines tried per signature keyword
 
 
-def unanchored(head: bytes, log: Log) -> Draft | None:
+def unanchored(head: bytes, log: Log, judge: Callable[[list[Match], Log], list[Draft]]) -> Draft | None:
     """A line of one of envdoctor's own signatures that no anchor found (a message a wrapper
     re-words without "Error": "vLLMAsyncRollout _loop_forever error: Free memory on device on
-    startup is less than …"), in a log that fits in its head: the signature's own handler judges it."""
-    from envdoctor.triage.diagnose import HANDLERS, _generic
+    startup is less than …"), in a log that fits in its head: the signature's own handler
+    (``judge``: diagnose's handlers) judges it."""
     from envdoctor.triage.scanner import clean, split_prefix
     from envdoctor.triage.signatures import own_signatures
 
@@ -263,8 +264,7 @@ def unanchored(head: bytes, log: Log) -> Draft | None:
                 if found is not None:
                     groups = {k: v for k, v in found.groupdict().items() if v is not None}
                     m = Match(sig, no, body[:1000], groups, None, tuple(lines[max(0, no - 41) : no - 1]))
-                    handler = HANDLERS.get(sig.id, _generic)
-                    drafts = [d for d in handler([m], log) if not d.rejected]
+                    drafts = [d for d in judge([m], log) if not d.rejected]
                     if drafts:
                         return drafts[0]
                 if tried >= MAX_UNANCHORED:
