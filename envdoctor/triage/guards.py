@@ -126,9 +126,10 @@ _TWO_NUMBERS = re.compile(
     r"world[ _]size|dp[ _]size) (?:of )?\(?(?P<k>\d{1,9})\)?"
 )
 _DIVISIBLE = re.compile(
-    r"(?P<a>[A-Za-z_][\w.]{1,80})`? ?(?:\((?P<n>\d{1,9})\)|=\s?(?P<n2>\d{1,9}))[^.\n]{0,60}?"
-    r"(?:must be |should be |is not |isn't |not )?(?:evenly )?divisible by[^.\n]{0,40}?"
-    r"(?P<b>[A-Za-z_][\w.]{1,80})?`? ?(?:\((?P<k>\d{1,9})\)|=\s?(?P<k2>\d{1,9}))"
+    r"(?P<a>(?:[A-Za-z_][\w.]{0,40} ){0,5}[A-Za-z_][\w.]{0,80})`? ?(?:\((?P<n>\d{1,9})\)|=\s?(?P<n2>\d{1,9}))"
+    r"[^.\n]{0,60}?(?:must be |should be |is not |isn't |not )?(?:evenly )?divisible by (?:the )?"
+    r"(?P<b>(?:[A-Za-z_][\w.]{0,40} ){0,5}[A-Za-z_][\w.]{0,80})?`? ?"
+    r"(?:\((?P<k>\d{1,9})\)|=\s?(?P<k2>\d{1,9}))"
 )
 
 
@@ -151,19 +152,28 @@ def uneven_split(tb: Traceback, m: Match, log: Log) -> Draft | None:
         if div is None:
             return None
         n, k = int(div.group("n") or div.group("n2")), int(div.group("k") or div.group("k2"))
-        a, b = div.group("a"), div.group("b") or "the divisor"
+        a = re.sub(r"^(?:the |a |an )", "", div.group("a").strip(), flags=re.IGNORECASE)
+        b = (div.group("b") or "the divisor").strip()
     if k <= 0 or n % k == 0:
         return None  # a split that divides: not what failed
     who, where = _where(tb)
     up = math.ceil(n / k) * k
-    divisors = [d for d in range(2, min(n, 4096) + 1) if n % d == 0 and d < k][-3:]
-    what = (
-        f"a check{' of ' + who if who else ''}{where} demands an equal split, and {a} of {n} does not "
-        f"split into {k} {b}: {n} is not a multiple of {k}: “{text[:400]}”"
-    )
-    fix = f"make {a} a multiple of {k} (e.g. {up})"
-    if divisors:
-        fix += f", or split it {' or '.join(map(str, divisors))} ways (fewer GPUs or ranks)"
+    divisors = [d for d in range(2, min(n, 4096)) if n % d == 0][:6]
+    if found is not None:
+        what = (
+            f"a check{' of ' + who if who else ''}{where} demands an equal split, and {a} of {n} does not "
+            f"split into {k} {b}: {n} is not a multiple of {k}: “{text[:400]}”"
+        )
+        fix = f"make {a} a multiple of {k} (e.g. {up})"
+        if divisors:
+            fix += f", or split it {' or '.join(map(str, divisors))} ways (fewer or more GPUs or ranks)"
+    else:
+        what = (
+            f"a check{' of ' + who if who else ''}{where} demands that {b} ({k}) divide {a} ({n}), and {n} "
+            f"is not a multiple of {k}: “{text[:400]}”"
+        )
+        fix = f"set {b} to a divisor of {n}" + (f" ({', '.join(map(str, divisors))})" if divisors else "")
+        fix += f", or {a} to a multiple of {k} (e.g. {up}) where it is an option"
     if who == "verl" or "DataProto" in text or any("verl" in line for line in m.context[-12:]):
         fix += (
             "; in verl (and its forks) the batch handed to the workers is data.train_batch_size × "
@@ -212,16 +222,18 @@ def zero_divisor(tb: Traceback, m: Match, log: Log) -> Draft | None:
 
 #: "x must be …", "x should be …", "x (4) must be greater than y (8)", "expected x … got y"
 _DEMANDS = re.compile(
-    r"`?(?P<opt>[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+)`?(?: \(\S{1,40}\)| = ?\S{1,40})? "
+    r"(?<![\w.])`?(?P<opt>[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+)`?(?: \(\S{1,40}\)| = ?\S{1,40})? "
     r"(?:must|should|has to|needs to) (?:be|equal|match|not exceed|not be|divide)\b[^.\n]{1,200}"
     r"|\bexpected `?(?P<opt2>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`? (?:to be )?[^.\n]{1,100}?,? "
     r"(?:but )?got\b[^.\n]{0,100}"
-    r"|`?(?P<opt3>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?(?:=\S{1,40})? is not supported\b[^.\n]{0,200}"
+    r"|(?<![\w.])`?(?P<opt3>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?(?:=\S{1,40})? is not supported\b[^.\n]{0,200}"
     r"|\bonly (?:support|supports|supported)\b[^.\n]{0,60}?"
     r"`?(?P<opt4>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?[^.\n]{0,100}"
-    r"|`?(?P<opt5>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`? \(\S{1,40}\) "
+    r"|(?<![\w.])`?(?P<opt5>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`? \(\S{1,40}\) "
     r"(?:is not equal to|does not equal|does not match) [^.\n]{1,200}"
 )
+#: an assert whose condition compares (``assert a % b == 0``, ``assert x in (…)``), not a call's result
+_COMPARISON = re.compile(r"^assert [^,]{0,300}?(?:==|!=|<=|>=|<|>| in | not in | is )")
 _SNAKE_IN = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 _ASSERT_ATTRS = re.compile(r"\.(?P<opt>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 
@@ -229,7 +241,7 @@ _ASSERT_ATTRS = re.compile(r"\.(?P<opt>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 def any_check(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """A check of any package or project naming an option and the value or relation it demands
     (module docstring, 4); after ``refusal.package_refusal``, which knows the stack's guards."""
-    from envdoctor.triage.refusal import _NOT_CONFIG, _contradicts_itself, _own_fix
+    from envdoctor.triage.refusal import _NOT_CONFIG, _REFUSING, _contradicts_itself, _own_fix
 
     if tb.name not in _REFUSAL_TYPES or not tb.message.strip():
         return None
@@ -243,8 +255,11 @@ def any_check(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if found is not None:
         opts = [next(g for g in found.group("opt", "opt2", "opt3", "opt4", "opt5") if g)]
         opts += [o for o in _SNAKE_IN.findall(found.group(0)) if o not in opts]
-    if guard and last is not None and last.code.startswith("assert") and tb.name == "AssertionError":
-        opts += [o for o in _ASSERT_ATTRS.findall(last.code) if o not in opts]
+    compares = last is not None and _COMPARISON.match(last.code) is not None
+    if guard and compares and last is not None and tb.name == "AssertionError":
+        opts += [o for o in _ASSERT_ATTRS.findall(last.code.split(",")[0]) if o not in opts]
+    if found is None and not _REFUSING.search(text):
+        return None  # an assert's own words that refuse nothing ("… is not correctly loaded")
     if not opts or (found is None and not guard):
         return None
     if tb.frames and not guard:
@@ -348,7 +363,10 @@ def version_requirement(tb: Traceback, m: Match, log: Log) -> Draft | None:
         f"has {pkg} {ver}, outside that range: the project refuses to import with it"
     )
     said = _TO_FIX.search(text)
-    fix = f"pip install '{req.replace(' ', '')}' in the environment that runs it"
+    fix = (
+        f"pip install '{req.replace(' ', '')}' in the environment that runs it, or upgrade the project to a "
+        f"release whose range admits {pkg} {ver}"
+    )
     if said:
         fix += f" (the message's own fix: {said.group('fix').strip()})"
     d = finding("TRI019", [m], log, what, fix, requirement=req, found=f"{pkg}=={ver}")

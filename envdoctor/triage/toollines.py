@@ -31,8 +31,9 @@ _NOT_PROJECT = re.compile(
     r"'pyproject\.toml' found"
 )
 _NO_VERSION = re.compile(
-    r"ERROR: Could not find a version that satisfies the requirement (?P<req>\S{1,300})"
-    r"(?: \(from versions: (?P<versions>[^)]{0,3000})\))?"
+    r"ERROR: Could not find a version that satisfies the requirement (?P<req>[^\s;]{1,300})"
+    r"(?P<marker>;[^(]{0,300})?(?:\s?\((?!from versions)[^)]{0,300}\))*"
+    r"(?:\s?\(from versions: (?P<versions>[^)]{0,3000})\))?"
 )
 _CONFLICT = re.compile(
     r"ERROR: (?:Cannot install (?P<what>.{1,500}?) because these package versions have "

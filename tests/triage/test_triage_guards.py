@@ -53,7 +53,12 @@ def test_an_equal_split_that_does_not_divide_names_both_numbers_and_a_multiple()
         "of 6 does not split into 4" in f.message and "(e.g. 8)" in f.fix and "split it 2 or 3 ways" in f.fix
     )
     found = _one("ValueError: train_batch_size (10) must be divisible by world_size (4).\n")
-    assert found.rule == "TRI012" and "of 10 does not split into 4" in found.message
+    assert found.rule == "TRI012" and "that world_size (4) divide train_batch_size (10)" in found.message
+    assert found.fix.startswith("set world_size to a divisor of 10 (2, 5)")
+    heads = _one(
+        "ValueError: Total number of attention heads (52) must be divisible by tensor parallel size (3).\n"
+    )
+    assert "set tensor parallel size to a divisor of 52 (2, 4, 13, 26)" in heads.fix
 
 
 def test_a_split_whose_numbers_divide_is_not_this_failure():
@@ -348,4 +353,17 @@ def test_a_check_that_two_options_are_unequal_says_make_them_equal():
     )
     assert all(
         r != "TRI012" for r, _ in _rules("RuntimeError: the hash (ab12) is not equal to the expected one\n")
+    )
+
+
+def test_an_asserts_words_that_refuse_nothing_and_a_libraries_capitalised_word_are_no_refusal():
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/proj/tuner/loader.py", line 213, in load\n'
+        '    assert load_valuehead_params(model, model_args.reward_model), "Reward model is not correctly loaded."\n'
+        "AssertionError: Reward model is not correctly loaded.\n"
+    )
+    assert all(r != "TRI012" for r, _ in _rules(text))
+    assert all(
+        r != "TRI012" for r, _ in _rules("AssertionError: Padding_idx must be within num_embeddings\n")
     )
