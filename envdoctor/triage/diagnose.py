@@ -739,7 +739,10 @@ def diagnose(
             from envdoctor.triage.toollines import unanchored
 
             found = unanchored(head, log, _handle)  # a known signature's line that no anchor found
-            found = found or tool_lines(head, log)  # pip, a device-side index assertion, the OOM killer
+            # pip, a device-side index assertion, the OOM killer; a bare SIGKILL only where no other
+            # exception is there to name, or a wrapper's re-raise of the process it killed
+            wrapped = first is None or any(w in first.text for w in _SECONDARY)
+            found = found or tool_lines(head, log, killed_ok=wrapped)
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:

@@ -195,8 +195,9 @@ def _host_oom(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
     return None
 
 
-def from_head(head: bytes, log: Log) -> Draft | None:
-    """The first failure of this module's kinds in the head (module docstring), or None."""
+def from_head(head: bytes, log: Log, killed_ok: bool = True) -> Draft | None:
+    """The first failure of this module's kinds in the head (module docstring), or None;
+    ``killed_ok``: a bare SIGKILL may answer (no other exception, or only a wrapper's re-raise)."""
     from envdoctor.triage.scanner import clean, split_prefix
 
     if not head:
@@ -230,7 +231,7 @@ def from_head(head: bytes, log: Log) -> Draft | None:
         if oom is not None and oom.finding.severity == Severity.ERROR:
             return oom
         killed = killed or oom
-    return killed
+    return killed if killed_ok else None
 
 
 MAX_UNANCHORED = 20  # lines tried per signature keyword

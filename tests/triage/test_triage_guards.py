@@ -367,3 +367,14 @@ def test_an_asserts_words_that_refuse_nothing_and_a_libraries_capitalised_word_a
     assert all(
         r != "TRI012" for r, _ in _rules("AssertionError: Padding_idx must be within num_embeddings\n")
     )
+
+
+def test_a_bare_kill_does_not_hide_another_exception_but_explains_a_wrappers():
+    other = "ValueError: something nobody knows\nKilled\n"
+    assert _rules(other)[0] == ("TRI003", "warning")
+    wrapper = (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "train.py FAILED\nFailures:\n  <NO_OTHER_FAILURES>\nRoot Cause (first observed failure):\n"
+        "  exitcode  : -9 (pid: 77)\n"
+    )
+    assert ("TRI018", "warning") in _rules(wrapper)
