@@ -401,9 +401,11 @@ def _override(tb: Traceback, m: re.Match[str]) -> Boundary | None:
     if not cls or not cls.endswith("Trainer") or cls == "Trainer":
         return None  # transformers' own Trainer, or no method of a trainer class
     row = _hook_row(method, m)
+    frames = [f for t in tb.all() for f in t.frames] if not tb.frames else tb.frames
+    if row is None:
+        row = _shown_call(method, m, frames)
     if row is None:
         return None
-    frames = [f for t in tb.all() for f in t.frames] if not tb.frames else tb.frames
     if frames and frames[-1].package not in ("transformers", None):
         return None  # called by another package's loop, not transformers'
     owner = "trl" if cls in _TRL_OWN_TRAINERS else _object_package(cls)
@@ -417,11 +419,35 @@ def _override(tb: Traceback, m: re.Match[str]) -> Boundary | None:
         None,
         frames[-1] if frames and frames[-1].package == "transformers" else None,
         verb=f"overrides Trainer.{method}() in {cls} without a parameter for {arg}",
-        lacks=f"passes to it (from {since})",
+        lacks=f"passes to it (from {since})" if since else "passes to it (its call in the traceback)",
         name=method,
         func=cls,
         override=row,
     )
+
+
+def _shown_call(method: str, m: re.Match[str], frames: list[Frame]) -> dict[str, Any] | None:
+    """A row for a hook the table lacks, from the traceback itself: transformers' frame shows its
+    call ``self.<method>(a, b, c)`` with one positional argument more than the override takes —
+    the call's own words say what transformers passes now (the release it began is not known)."""
+    if not (m.group("given") and m.group("takes")) or not frames or frames[-1].package != "transformers":
+        return None
+    takes = re.match(r"(?:from \d{1,3} to )?(\d{1,3})", m.group("takes"))
+    call = re.search(rf"\bself\.{re.escape(method)}\((?P<args>[^()]{{0,300}})\)", frames[-1].code)
+    if takes is None or call is None or int(m.group("given")) != int(takes.group(1)) + 1:
+        return None
+    args = [a.strip() for a in call.group("args").split(",") if a.strip() and "=" not in a]
+    if len(args) + 1 != int(m.group("given")):
+        return None  # the shown call is not the one that failed (another line, keywords)
+    arg = args[-1]
+    return {
+        "method": method,
+        "argument": arg,
+        "how": "positional",
+        "since": None,
+        "fix": f"add a parameter for {arg} to the override, as transformers' loop calls it: "
+        f"self.{method}({call.group('args').strip()})",
+    }
 
 
 #: TRL's own trainer classes by their exact names (an override of theirs is TRL's code)
@@ -617,6 +643,18 @@ def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]
     if b.override is not None:
         row = b.override
         since, seen = row["since"], f" (the log shows transformers {vc})" if vc else ""
+        if since is None:  # a hook the table lacks: the call shown in transformers' frame says it
+            pin = "or install the transformers release the project pins (its requirements)"
+            if a is not None:
+                return (
+                    f"pip install --upgrade {a} (a release whose {b.func}.{row['method']} takes "
+                    f"{row['argument']}){seen}; {pin}",
+                    "transformers' call shown in the traceback",
+                )
+            return (
+                f"{row['fix']} — in {b.func}.{row['method']}{seen}; {pin}",
+                "transformers' call shown in the traceback",
+            )
         pin = f"pip install 'transformers<{since}'"
         if a is not None:  # a package's trainer: its release, not the user, must change
             fix = (

@@ -265,7 +265,19 @@ def _vllm_memory(ms: list[Match], log: Log) -> list[Draft]:
         max_len = "--max_model_len"
     holders, _ = processes_now(ctx, _vllm_gpu(ctx, g.get("device")))
     now = f"; on that GPU now: {', '.join(holders)}" if holders else ""
-    if sig.id == "vllm-free-memory-below-utilization":
+    if sig.id == "vllm-free-memory-below-utilization" and not g.get("free_gib"):
+        what = (
+            f"at vLLM's start the GPU had less free memory than {g['utilization']} of it "
+            "(gpu_memory_utilization): memory was in use before vLLM started — other processes, or this "
+            "process's own (a training model loaded on the same GPU first, blocks PyTorch's allocator "
+            f"keeps cached after it){now}"
+        )
+        fix = conf.fix or (
+            f"free that memory before vLLM starts (other processes: nvidia-smi; this process: move or "
+            f"offload the training model and call torch.cuda.empty_cache() first), or lower {util_name} "
+            f"below the free fraction of the GPU"
+        )
+    elif sig.id == "vllm-free-memory-below-utilization":
         free, total = _gib(g["free_gib"]) or 0.0, _gib(g["total_gib"]) or 1.0
         fits = max(math.floor((free / total - 0.02) * 100) / 100, 0.0)
         what = (
@@ -318,6 +330,17 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
             "look for the rank stuck in a CUDA call (py-spy dump); raise "
             "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only if the hang is expected"
         )
+    elif _nccl_out_of_memory(ms[0], log):
+        what = (
+            "NCCL could not allocate GPU memory for its buffers (\"Cuda failure 'out of memory'\" after "
+            "NCCL's error): the GPU was full when the collective or communicator was set up"
+        )
+        fix = (
+            "leave GPU memory for NCCL: lower vLLM's gpu_memory_utilization where it shares the GPU, the "
+            "batch size or sequence lengths, or free the GPU of other processes; NCCL_BUFFSIZE smaller "
+            "lowers NCCL's own share"
+        )
+        return [finding("TRI001", ms, log, what, fix, allocator="NCCL")]
     else:
         what = f"NCCL failed: {g.get('error', '').strip() or 'see the message'}"
         fix = (
@@ -325,6 +348,17 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
             "NCCL_* variables (NCCL_SOCKET_IFNAME, NCCL_P2P_DISABLE) fit this machine"
         )
     return [finding(sig.rule, ms, log, what, fix)]
+
+
+def _nccl_out_of_memory(m: Match, log: Log) -> bool:
+    """NCCL's "unhandled cuda error" whose next lines (NCCL's "Last error:") say CUDA ran out of
+    memory: an allocation of NCCL's, the GPU full."""
+    if "Cuda failure 'out of memory'" in m.text:
+        return True
+    if not log.head or m.line_no <= 0:
+        return False
+    after = log.head[: 1 << 20].split(b"\n")[m.line_no : m.line_no + 6]
+    return any(b"Cuda failure 'out of memory'" in line for line in after)
 
 
 def _alloc_conf(ms: list[Match], log: Log) -> list[Draft]:
@@ -466,6 +500,11 @@ HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
     "cuda-error-under-cap": classes.cuda_error_under_cap,
     "vllm-sampler-warmup-oom": classes.sampler_warmup,
 }
+
+
+def _handle(ms: list[Match], log: Log) -> list[Draft]:
+    """The drafts of a signature's own handler for ``ms``."""
+    return (HANDLERS.get(ms[0].signature.id) or _generic)(ms, log)
 
 
 def _mark_consequences(drafts: list[Draft]) -> None:
@@ -695,6 +734,15 @@ def diagnose(
             from envdoctor.triage.programs import from_head as program_from_head
 
             found = program_from_head(head, log)  # a program not on PATH, quoted by a wrapper
+        if found is None and head:
+            from envdoctor.triage.toollines import from_head as tool_lines
+            from envdoctor.triage.toollines import unanchored
+
+            found = unanchored(head, log, _handle)  # a known signature's line that no anchor found
+            # pip, a device-side index assertion, the OOM killer; a bare SIGKILL only where no other
+            # exception is there to name, or a wrapper's re-raise of the process it killed
+            wrapped = first is None or any(w in first.text for w in _SECONDARY)
+            found = found or tool_lines(head, log, killed_ok=wrapped)
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:

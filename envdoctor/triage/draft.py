@@ -162,11 +162,15 @@ def warning_line(m: Match) -> bool:
 _PY_WARNING = re.compile(r"\.py:\d{1,9}\]?(?:\([^)\s]{0,600}\))?: [A-Z]\w{0,60}Warning: ")
 
 
+#: Ray's note on a line its log deduplication folded: `` [repeated 2x across cluster]``
+_RAY_DEDUP = re.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
+
+
 def in_python_warning(m: Match) -> bool:
     """The line continues a message that Python's ``warnings`` module printed (its header on one
     of the two lines before, ending in a colon): text of a warning, never a raised exception."""
     for before in reversed(m.context[-2:]):
-        body = split_prefix(before)[0].rstrip()
+        body = _RAY_DEDUP.sub("", split_prefix(before)[0].rstrip())
         if _PY_WARNING.search(body[:1200]):
             return body.endswith(":")
         if not body or "Traceback (most recent call last)" in body:

@@ -136,6 +136,42 @@ def _went_on(log: Log, line_no: int) -> bool:
     return _WENT_ON.search(log.head, at) is not None
 
 
+def bare(m: Match) -> Traceback | None:
+    """The failing line "No module named 'x'" quoted without its exception's name (a pasted log,
+    an issue's words) as the ``ModuleNotFoundError`` it is, or None."""
+    from envdoctor.triage.scanner import split_prefix
+
+    body = split_prefix(m.text)[0].strip()
+    if _MISSING.match(body) is None:
+        return None
+    return Traceback(exc_type="ModuleNotFoundError", message=body, line_no=m.line_no)
+
+
+def _stack_module(module: str, tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """A package of the stack (vllm, deepspeed, …) not installed where the run imports it: the run
+    needs it, or the package importing it does so although the run does not use it (an optional
+    extra imported unconditionally, a bug of that release): a warning naming both."""
+    importer = next((f for f in reversed(tb.frames) if f.path and not f.path.startswith("<")), None)
+    if importer is not None and importer.package is None:
+        return None  # the user's own import: the first exception's answer (a kernel not restarted …)
+    who = f"{importer.package} ({importer.module_path}:{importer.line})" if importer else ""
+    what = (
+        f"the module '{module}' is not installed in the environment that ran the import"
+        + (f", imported by {who}" if who else "")
+        + f": the run needs {module} there, or the code importing it does so although this run does not "
+        f"use it (an optional extra imported at module level: a bug of that release)"
+    )
+    fix = (
+        f"install {module} in that environment if the run uses it (its install advice: envdoctor check); if "
+        f"the run does not use {module}, upgrade the package that imports it to a release that imports it "
+        "only when used"
+    )
+    d = finding(RULE, [m], log, what, fix, module=module)
+    f = d.finding
+    d.finding = Finding(f.rule, Severity.WARNING, f.message, f.fix, f.evidence)
+    return d
+
+
 def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | None:
     """TRI013 for ``t`` (``tb`` itself or one of its chain), or None (module docstring)."""
     if t.name not in ("ModuleNotFoundError", "ImportError") or warning_line(m):
@@ -144,8 +180,12 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
     if found is None:
         return None
     module = found.group("module")
-    if module in set(_table().get("install_advice") or []) or _own_module(module, tb):
+    if _own_module(module, tb):
         return None
+    if module in set(_table().get("install_advice") or []):
+        if _handled(tb, t, log, t.line_no or m.line_no) or _went_on(log, m.line_no):
+            return None
+        return _stack_module(module, t, m, log)
     if module in sys.stdlib_module_names:
         return None  # Python's own (resource, fcntl: POSIX only): the platform, not a pip install
     if _handled(tb, t, log, t.line_no or m.line_no) or _went_on(log, m.line_no):

@@ -22,7 +22,7 @@ from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import boundary, columns, hydra, inference, missing, programs, refusal
+from envdoctor.triage import boundary, columns, guards, hydra, inference, missing, programs, refusal
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
@@ -302,7 +302,7 @@ def trl_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
 
 def diagnose_failure(m: Match, log: Log) -> Draft | None:
     """The cause of the failing line ``m`` from its traceback, or None."""
-    tb = failure(m.context, m.text, m.line_no)
+    tb = failure(m.context, m.text, m.line_no) or missing.bare(m)
     if tb is None:
         return None
     # the exception itself, then those it was raised from, the latest first: a wrapper's re-raise
@@ -319,7 +319,9 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or trl_refusal(t, m, log)
             or hydra.config_error(tb, t, m, log)
             or refusal.vllm_validation(t, m, log)
+            or guards.from_traceback(t, m, log)
             or refusal.package_refusal(t, m, log)
+            or guards.any_check(t, m, log)
             or _fixed_after(t, m, log)
         )
         if found is not None:
