@@ -37,7 +37,8 @@ def read_training_script(
         return script_cfg, {}
     from envdoctor.plan.script_reader import flag_values, read_script
 
-    decl = _read(path, read_script)
+    edited = plan.edited.get(os.path.normpath(path))  # as `envdoctor fix` edited it in memory
+    decl = _read(path, read_script) if edited is None else read_script(path, edited)
     plan.script = TrainingScript(
         decl.path,
         problem=decl.problem,
@@ -77,6 +78,8 @@ def read_training_script(
         script_cfg = {k: v for k, v in script_cfg.items() if k == "config"}
     code: dict[str, tuple[Any, str]] = {}
     for call in decl.config_calls:
+        for key, place in call.places.items():
+            plan.script.config_keywords[key] = (*plan.script.config_keywords.get(key, ()), place)
         found: dict[str, tuple[Any, str]] = {k: (v, call.where) for k, v in call.values.items()}
         for key, dest in call.from_flags.items():
             flag = decl.flags[dest]

@@ -12,11 +12,12 @@ from dataclasses import replace
 from typing import Any
 
 from envdoctor.facts.interface import Facts, Package, normalize_name
-from envdoctor.findings import Remedy
+from envdoctor.findings import FileEdit, Remedy
 from envdoctor.plan.build import relaunch
 from envdoctor.plan.interface import Launch, Plan, from_code
 from envdoctor.remedy.file_edit import key as file_key
 from envdoctor.remedy.file_edit import reread_plan, texts_after
+from envdoctor.remedy.script_edit import code_edits
 
 #: the origin a key set by a fix gets when the run has no config file
 FIX_ORIGIN = "fix"
@@ -78,12 +79,24 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         _edit_launch_env(launch, env_set, env_unset)
     origin = f"config file {plan.config_path}" if plan.config_path else FIX_ORIGIN
     from_file = [k for k in config_remove if plan.config_origin.get(k, "").startswith("config file")]
+    in_code = [k for k in config_remove if from_code(plan.config_origin.get(k, ""))]
     for key in config_remove:
         plan.config.pop(key, None)
         plan.config_origin.pop(key, None)
     if from_file and plan.trainer is not None and (plan.trainer.script or "").endswith(".py"):
         # the file's key hid what the script's own GRPOConfig(...) sets: read the script again
         plan = relaunch(plan, [lx.raw for lx in plan.launches])
+        in_code += [k for k in from_file if from_code(plan.config_origin.get(k, ""))]
+    code_set = {k: v for k, v in config_set.items() if from_code(plan.config_origin.get(k, ""))}
+    script_edits: tuple[FileEdit, ...] = ()
+    if in_code or code_set:
+        # what the script's own GRPOConfig(...) sets runs whatever the config file says: the
+        # keyword is taken out of (or given the value in) the call, and the script read again
+        script_edits = code_edits(plan.script, in_code, code_set)
+        plan.edited = texts_after(script_edits, plan.edited)
+        plan = relaunch(plan, [lx.raw for lx in plan.launches])
+        for key in code_set:
+            config_set.pop(key)
     for key, value in config_set.items():
         plan.config[key] = value
         plan.config_origin.setdefault(key, origin)
@@ -92,6 +105,7 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         config_set=config_set,
         config_remove=tuple(config_remove),
         launch=tuple(lines) if lines is not None else None,
+        files=(*remedy.files, *script_edits),
     )
     if by_flag and lines and remedy.fix:  # said as what the user types
         script = plan.script.path if plan.script is not None else "the script"
