@@ -265,9 +265,9 @@ def gpu_ids_invalid(ctx: Context) -> Iterator[Hit]:
         n = len(ctx.facts.gpus)
         trainer = ctx.plan.trainer
         ids = valid_ids(str(trainer.options.get("gpu_ids", "")) if trainer is not None else "", n)
-        remedy = None
+        remedy: list[Remedy] | None = None
         if trainer is not None and ids and "gpu_ids" in trainer.options:  # on the line: edited there
-            remedy = launch_remedy(ctx, with_option(trainer, "gpu_ids", ids))
+            remedy = _gpu_ids_remedies(ctx, trainer, ids, n)
         yield hit(
             problem,
             fix=f"list each GPU once, from 0–{n - 1} (`nvidia-smi -L`), in "
@@ -275,6 +275,24 @@ def gpu_ids_invalid(ctx: Context) -> Iterator[Hit]:
             remedy=remedy,
             gpus=n,
         )
+
+
+def _gpu_ids_remedies(ctx: Context, trainer: Launch, ids: str, n: int) -> list[Remedy]:
+    """LAY005's candidates: each listed GPU once, as many as the node runs processes (the
+    machine's other GPUs added in order), else the processes cut to the GPUs listed."""
+    want = ctx.layout.num_processes
+    have = ids.split(",")
+    if len(have) >= want or "num_processes" not in trainer.options:
+        return [launch_remedy(ctx, with_option(trainer, "gpu_ids", ids))]
+    out = []
+    others = [str(i) for i in range(n) if str(i) not in have]
+    if len(have) + len(others) >= want:
+        filled = ",".join([*have, *others][:want])
+        out.append(launch_remedy(ctx, with_option(trainer, "gpu_ids", filled)))
+    fewer = with_option(trainer, "gpu_ids", ids)
+    fewer = with_option(replace(trainer, raw=fewer), "num_processes", str(len(have)))
+    out.append(launch_remedy(ctx, fewer))
+    return out
 
 
 def valid_ids(text: str, n: int) -> str:
