@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from envdoctor.plan.interface import VALUE_UNKNOWN, Launch, Plan, TrainingScript
+from envdoctor.plan.script_file import script_file
 
 #: a key a GRPOConfig call sets to an expression envdoctor does not evaluate
 UNKNOWN: Any = object()
@@ -27,8 +28,8 @@ def read_training_script(
     sets (key -> (value or ``UNKNOWN``, origin)). A script that is not here or not readable is
     said in ``plan.script.problem``; the command line then stays as it was.
     """
-    path = trainer.script
-    if not path or not path.endswith(".py"):
+    path = script_file(trainer)
+    if not path:
         return script_cfg, {}
     if not os.path.lexists(path):
         plan.script = TrainingScript(

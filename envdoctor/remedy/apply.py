@@ -15,6 +15,7 @@ from envdoctor.facts.interface import Facts, Package, normalize_name
 from envdoctor.findings import FileEdit, Remedy
 from envdoctor.plan.build import relaunch
 from envdoctor.plan.interface import Launch, Plan, from_code
+from envdoctor.plan.script_file import script_file
 from envdoctor.remedy.file_edit import key as file_key
 from envdoctor.remedy.file_edit import reread_plan, texts_after
 from envdoctor.remedy.script_edit import code_edits
@@ -83,7 +84,7 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
     for key in config_remove:
         plan.config.pop(key, None)
         plan.config_origin.pop(key, None)
-    if from_file and plan.trainer is not None and (plan.trainer.script or "").endswith(".py"):
+    if from_file and plan.trainer is not None and script_file(plan.trainer):
         # the file's key hid what the script's own GRPOConfig(...) sets: read the script again
         plan = relaunch(plan, [lx.raw for lx in plan.launches])
         in_code += [k for k in from_file if from_code(plan.config_origin.get(k, ""))]
