@@ -46,6 +46,13 @@ _NOT_LAUNCHES = {
     "nvidia-smi",
     "scontrol",
     "ml",
+    # the setup steps a job's command runs before training (HF Jobs, a container's command)
+    "pip",
+    "pip3",
+    "apt-get",
+    "apt",
+    "git",
+    "wget",
 }
 _MAX_DEPTH = 4  # bash -c 'srun bash -c "…"' nests; deeper is not a launch line people write
 
