@@ -87,3 +87,20 @@ def test_a_value_the_code_sets_literally_is_changed_in_the_call(tmp_path):
     text = (tmp_path / "train.py").read_text()
     assert "num_generations=3" not in text and not out["changes"]["config"]["set"].get("num_generations")
     assert not _rules(_check(tmp_path), "CFG002")
+
+
+def test_a_key_taken_off_the_line_is_taken_out_of_the_config_file_under_it(tmp_path):
+    """The command line wins over the config file: a fix that drops the flag alone uncovers the
+    file's value (ms-swift#3739's `tensor_parallel_size`, heldout-2026-11-28: a real check after
+    the fix found it again)."""
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    (tmp_path / "config.yaml").write_text("beta: 0.0\nmax_prompt_length: 512\n")
+    line = ["python", "train.py", "--max_prompt_length", "256"]
+    args = [*TRL12, "--config", "config.yaml", "--format", "json", "--", *line]
+    out = json.loads(run_cli("fix", *args, cwd=tmp_path).stdout)
+    assert "CFG001" in out["fixed"] and "max_prompt_length" in out["changes"]["config"]["remove"]
+    assert "max_prompt_length" not in (tmp_path / "config.yaml").read_text()
+    new_line = out["changes"]["launch"][-1]
+    assert "max_prompt_length" not in new_line
+    again = [*TRL12, "--config", "config.yaml", "--format", "json", "--", *new_line.split()]
+    assert not _rules(json.loads(run_cli("check", *again, cwd=tmp_path).stdout), "CFG001")

@@ -17,7 +17,7 @@ from envdoctor.plan.build import relaunch
 from envdoctor.plan.interface import Launch, Plan, from_code
 from envdoctor.plan.script_file import script_file
 from envdoctor.remedy.file_edit import key as file_key
-from envdoctor.remedy.file_edit import reread_plan, texts_after
+from envdoctor.remedy.file_edit import read_text, reread_plan, texts_after
 from envdoctor.remedy.script_edit import code_edits
 
 #: the origin a key set by a fix gets when the run has no config file
@@ -46,6 +46,9 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
     config_set, config_remove = dict(remedy.config_set), list(remedy.config_remove)
     on_line = [k for k in [*config_set, *config_remove] if plan.config_origin.get(k) == "command line"]
     by_flag = _flag_edits(plan, config_set, on_line)
+    # a key taken off the line uncovers what the config file (and the script's code) set under it
+    line_removed = [k for k in on_line if k in config_remove and k not in config_set]
+    under_line = [k for k in line_removed if k in _file_keys(plan)]
     if (on_line or by_flag) and plan.trainer is not None:
         current = list(lines) if lines is not None else list(launch_lines(plan))
         trainer = plan.trainer.raw
@@ -79,8 +82,11 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
     for launch in plan.launches:  # set elsewhere on the line (an `export` before it)
         _edit_launch_env(launch, env_set, env_unset)
     origin = f"config file {plan.config_path}" if plan.config_path else FIX_ORIGIN
+    config_remove += [k for k in under_line if k not in config_remove]
     from_file = [k for k in config_remove if plan.config_origin.get(k, "").startswith("config file")]
-    in_code = [k for k in config_remove if from_code(plan.config_origin.get(k, ""))]
+    in_code = [
+        k for k in dict.fromkeys([*config_remove, *line_removed]) if from_code(plan.config_origin.get(k, ""))
+    ]
     for key in config_remove:
         plan.config.pop(key, None)
         plan.config_origin.pop(key, None)
@@ -119,6 +125,20 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         keys = ", ".join(by_flag)
         applied = replace(applied, fix=f"{', '.join(said)} ({script}'s own option for {keys}): {lines[-1]}")
     return facts, plan, applied
+
+
+def _file_keys(plan: Plan) -> set[str]:
+    """The keys the config file sets (as ``fix`` edited it in memory, else on disk)."""
+    path = plan.config_path
+    if not path or path == "-":
+        return set()
+    from envdoctor.parsing import parse_mapping
+
+    try:
+        text = plan.edited.get(file_key(path)) or read_text(path)
+        return set(parse_mapping(text, path, path.endswith(".json")))
+    except Exception:  # noqa: BLE001 - an unreadable file was said by check; nothing uncovered here
+        return set()
 
 
 def _flag_edits(plan: Plan, config_set: dict[str, Any], on_line: list[str]) -> dict[str, tuple[str, Any]]:
