@@ -89,4 +89,3 @@ def test_the_flag_given_on_the_line_is_replaced_not_repeated(here):
     closure = close(facts, plan, Rerun())
     line = closure.changes.launch[-1]
     assert line.count("--num-gen") <= 1 and "--num-gen 12" not in line
-
