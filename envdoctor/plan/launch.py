@@ -16,6 +16,7 @@ from typing import Any
 from envdoctor.errors import InputError
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.placeholders import is_doc_placeholder
+from envdoctor.plan.shell_words import join as shell_join
 from envdoctor.plan.wrappers import Peeled, peel
 from envdoctor.script_args import coerce, parse_script_args
 
@@ -407,7 +408,7 @@ def _parse_segments(tokens: Sequence[str], exported: dict[str, str], depth: int)
                     k, _, v = tok2.partition("=")
                     exported[k] = v
         else:
-            for launch in _parse_tokens(shlex.join(segment), segment, dict(exported), depth):
+            for launch in _parse_tokens(shell_join(segment), segment, dict(exported), depth):
                 if launch.launcher == "env":
                     exported.update(launch.env)
                 else:

@@ -16,6 +16,7 @@ from envdoctor.findings import FileEdit, Remedy
 from envdoctor.plan.build import relaunch
 from envdoctor.plan.interface import Launch, Plan, from_code
 from envdoctor.plan.script_file import script_file
+from envdoctor.plan.shell_words import join as shell_join
 from envdoctor.remedy.file_edit import key as file_key
 from envdoctor.remedy.file_edit import read_text, reread_plan, texts_after
 from envdoctor.remedy.script_edit import code_edits
@@ -202,7 +203,7 @@ def env_prefix_edit(line: str, key: str, value: str | None) -> str:
         i += 1
     if len(out) == i and all(a == b for a, b in zip(out, argv, strict=False)):
         return line  # the variable is not among the line's leading assignments
-    return shlex.join([*out, *argv[i:]])
+    return shell_join([*out, *argv[i:]])
 
 
 class _Remove:
@@ -242,7 +243,7 @@ def script_arg_edit(line: str, key: str, value: Any) -> str:
         i += 1
     if not done and not isinstance(value, _Remove):
         out += [f"--{key}"] if isinstance(value, _Bare) else [f"--{key}", _arg_text(value)]
-    return shlex.join(out)
+    return shell_join(out)
 
 
 def _arg_text(value: Any) -> str:
