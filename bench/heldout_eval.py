@@ -404,7 +404,10 @@ def setups(out: Path) -> None:
         script = next((t for t in toks if t.endswith(".py")), None)
         if script and "/" in script and (d / "train.py").exists() and not (d / Path(script).name).exists():
             pairs.append(("script", script))  # the setup's train.py, unless it holds the script by name
-        module = toks[toks.index("-m") + 1] if "-m" in toks[:-1] and not script else ""
+        runs = re.search(r"\bpython[\d.]*\s+(?:-\w+\s+)*-m\s+([\w.]+)", trainer) if not script else None
+        module = runs.group(1) if runs else ""  # at the top of the line or inside its bash -c '…'
+        if module.split(".")[0] in ("accelerate", "torch", "deepspeed", "trl", "vllm"):
+            module = ""  # a launcher's or TRL's own module, not the setup's script
         if module and module.replace(".", "").isidentifier() and (d / "train.py").exists():
             pairs.append(("script", module.replace(".", "/") + ".py"))  # python -m pkg.train: pkg/train.py
         # accelerate's --config_file / --config-file and TRL's --config, space or = form, at any
