@@ -335,26 +335,34 @@ def _what(launch: Launch) -> str:
 
 
 def _one_word_substitutions(text: str) -> str:
-    """``$(cmd | head -1)`` and ``$((N * 8))`` are one word to the shell: squeeze out the
-    blanks and separators inside them so the split keeps them whole (they stay unevaluated)."""
+    """``$(cmd | head -1)`` and ``$((N * 8))`` are one word to the shell: outside quotes they are
+    put in double quotes, so the split keeps them whole with their text as written (they stay
+    unevaluated; a printed line gives them back to the shell as they were)."""
     if "$(" not in text:
         return text
     out: list[str] = []
+    quote = ""
     i = 0
     while i < len(text):
-        start = text.find("$(", i)
-        if start < 0:
-            out.append(text[i:])
-            break
-        out.append(text[i:start])
-        depth, j = 0, start + 1
-        while j < len(text):
-            depth += {"(": 1, ")": -1}.get(text[j], 0)
-            j += 1
-            if depth == 0:
-                break
-        out.append(re.sub(r"[\s;&|]+", "", text[start:j]))
-        i = j
+        ch = text[i]
+        if ch == "\\" and quote != "'":
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if ch in "'\"" and quote in ("", ch):
+            quote = "" if quote else ch
+        elif ch == "$" and text.startswith("$(", i) and quote != "'":
+            depth, j = 0, i + 1
+            while j < len(text):
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                j += 1
+                if depth == 0:
+                    break
+            out.append(text[i:j] if quote else f'"{text[i:j]}"')
+            i = j
+            continue
+        out.append(ch)
+        i += 1
     return "".join(out)
 
 

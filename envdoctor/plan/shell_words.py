@@ -1,6 +1,7 @@
 """Words joined back into a command line that a shell runs as the user wrote it: a word that
-refers to a shell variable (``$MASTER_ADDR``, ``rdzv_endpoint=${HOST}:6000``) is left for the
-shell to expand, where ``shlex.join`` would quote it into a literal (``'$MASTER_ADDR'``)."""
+refers to a shell variable (``$MASTER_ADDR``, ``rdzv_endpoint=${HOST}:6000``) or substitutes a
+command (``$(hostname -s):``) is left for the shell to expand, where ``shlex.join`` would quote it
+into a literal (``'$MASTER_ADDR'``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterable
 
 #: shlex's safe characters, and a variable's ``$`` / ``${…}``
 _PLAIN = re.compile(r"[\w@%+=:,./${}-]+")
-_VARIABLE = re.compile(r"\$(?:\{\w+\}|\w+)")
+_VARIABLE = re.compile(r"\$(?:\{\w+\}|\w+|\()")
 
 
 def quote(word: str) -> str:

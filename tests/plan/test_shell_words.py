@@ -34,3 +34,14 @@ def test_a_fixed_launch_line_keeps_its_variables():
     fixed = closure.changes.launch[-1]
     assert "--num_processes 3" in fixed
     assert " $MASTER_ADDR " in fixed and " $SLURM_PROCID " in fixed and "'$" not in fixed
+
+
+def test_a_command_substitution_stays_one_word_as_written():
+    """`--role $(hostname -s):` is one word to the shell; the line a fix prints gives it back as
+    written (it had been squeezed into `$(hostname-s):`, a command that does not exist)."""
+    from envdoctor.plan.launch import parse_launches
+
+    (launch,) = parse_launches("accelerate launch --num_processes 8 --role $(hostname -s): --tee 3 t.py")
+    assert launch.options["role"] == "$(hostname -s):" and launch.script == "t.py"
+    assert '"$(hostname -s):"' in launch.raw
+    assert shlex.split(join(shlex.split(launch.raw))) == shlex.split(launch.raw)
