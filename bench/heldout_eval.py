@@ -451,6 +451,12 @@ def setups(out: Path) -> None:
         script = next((t for t in toks if t.endswith(".py")), None)
         if script and "/" in script and (d / "train.py").exists() and not (d / Path(script).name).exists():
             pairs.append(("script", script))  # the setup's train.py, unless it holds the script by name
+        runs = re.search(r"\bpython[\d.]*\s+(?:-\w+\s+)*-m\s+([\w.]+)", trainer) if not script else None
+        module = runs.group(1) if runs else ""  # at the top of the line or inside its bash -c '…'
+        if module.split(".")[0] in ("accelerate", "torch", "deepspeed", "trl", "vllm"):
+            module = ""  # a launcher's or TRL's own module, not the setup's script
+        if module and module.replace(".", "").isidentifier() and (d / "train.py").exists():
+            pairs.append(("script", module.replace(".", "/") + ".py"))  # python -m pkg.train: pkg/train.py
         # accelerate's --config_file / --config-file and TRL's --config, space or = form, at any
         # path the line names (a bare name too: "--config grpo.yaml")
         # the accelerate config as the setup holds it (accelerate_config.yaml, accelerate_zero3.yaml)
@@ -498,6 +504,7 @@ def setups(out: Path) -> None:
         check = envdoctor(["check", "--format", "json", *inputs], tmp)
         fix = envdoctor(["fix", "--format", "json", *inputs], tmp)
         fixed = fix.get("data") or {}
+        recheck = _recheck(tmp, fixed, inputs)
         res[d.name] = {
             "hook": {"rc": hook["rc"]},
             "check": {"rc": check["rc"], "findings": findings(check.get("data") or {})}
@@ -514,6 +521,9 @@ def setups(out: Path) -> None:
                 "unfixed": fixed.get("unfixed"),
                 "commands": fixed.get("commands"),
             },
+            # `check` run again on what `fix` wrote (the config file, the script) with its pip
+            # line, environment and launch lines followed: what the user meets after the fix
+            "recheck": recheck,
         }
         if os.environ.get("HELDOUT_KEEP"):  # keep the case's folder to run envdoctor on it by hand
             res[d.name]["folder"] = str(tmp)
@@ -521,6 +531,32 @@ def setups(out: Path) -> None:
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     out.write_text(json.dumps(res, indent=1))
+
+
+def _recheck(tmp: Path, fixed: dict, inputs: list[str]) -> dict | None:
+    """``check`` on the files ``fix`` wrote, the snapshot given the fix's packages and environment
+    and the run its launch lines: the findings at warning or error (None: fix changed nothing)."""
+    changes = fixed.get("changes") or {}
+    if not fixed.get("fixed"):
+        return None
+    facts = json.loads((tmp / "facts.json").read_text())
+    for name, version in (changes.get("packages") or {}).items():
+        facts["packages"][name] = {"version": version}
+    env = changes.get("env") or {}
+    for key in env.get("unset") or []:
+        facts["env"].pop(key, None)
+    facts["env"].update(env.get("set") or {})
+    (tmp / "facts_after.json").write_text(json.dumps(facts))
+    args = ["--facts", "facts_after.json", "--config", "config.yaml"]
+    lines = changes.get("launch")
+    if lines:
+        for line in lines[:-1]:
+            args += ["--launch", line]
+        args += ["--", *shlex.split(lines[-1])]
+    else:
+        args += inputs[4:]  # the same --launch lines and trainer line as before
+    got = envdoctor(["check", "--format", "json", *args], tmp)
+    return {"rc": got["rc"], "findings": _said(got.get("data") or {})}
 
 
 def repos(where: Path, out: Path) -> None:

@@ -50,7 +50,7 @@ def _fix_asks(failure: KnownFailure) -> str:
     return f"; the fix asks {', '.join(out)}" + (f": {why.strip()}" if why.strip() else "")
 
 
-def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | None]:
+def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | list[Remedy] | None]:
     """A broken pair's or a fixed release's fix as exact versions (the package resolver, which
     avoids this failure and every other one it knows); else the catalogue's own fix."""
     if len(failure.packages) >= 2 or failure.fixed_in:
@@ -66,7 +66,9 @@ def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | None]:
                 if alt.command:
                     fix += f"  # or, with the release that fixes it: {alt.command}"
             return fix, remedy
-    return failure.fix, None
+    from envdoctor.checks.catalogue_fix import config_remedies
+
+    return failure.fix, config_remedies(failure) or None
 
 
 def _data_said(failure: KnownFailure) -> str:

@@ -14,6 +14,7 @@ from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import Remedy
 from envdoctor.knowledge import release_said
 from envdoctor.plan.interface import GpuLayout, Launch
+from envdoctor.plan.shell_words import join as shell_join
 
 #: vLLM's /server_info (its whole config as JSON) may be read up to this size; other answers 64 KiB
 SERVER_INFO_BYTES = 1 << 20
@@ -28,14 +29,14 @@ def with_option(launch: Launch | None, name: str, value: str) -> str:
     for i, tok in enumerate(argv):
         if tok in flags and i + 1 < len(argv):
             argv[i + 1] = value
-            return shlex.join(argv)
+            return shell_join(argv)
         for flag in flags:
             if tok.startswith(flag + "="):
                 argv[i] = f"{flag}={value}"
-                return shlex.join(argv)
+                return shell_join(argv)
     pos = argv.index(launch.program[-1]) + 1 if launch.program and launch.program[-1] in argv else len(argv)
     argv[pos:pos] = [f"--{name}", value]
-    return shlex.join(argv)
+    return shell_join(argv)
 
 
 def run_lines(ctx: Context, trainer: str | None = None, server: str | None = None) -> tuple[str, ...]:
@@ -67,9 +68,9 @@ def _with_env(line: str, key: str, value: str) -> str:
     while i < len(argv) and "=" in argv[i] and argv[i].split("=", 1)[0].isidentifier():
         if argv[i].split("=", 1)[0] == key:
             argv[i] = f"{key}={value}"
-            return shlex.join(argv)
+            return shell_join(argv)
         i += 1
-    return shlex.join([f"{key}={value}", *argv])
+    return shell_join([f"{key}={value}", *argv])
 
 
 def _without_flag(launch: Launch | None, flag: str) -> str | None:
@@ -78,7 +79,7 @@ def _without_flag(launch: Launch | None, flag: str) -> str | None:
         return None
     argv = shlex.split(launch.raw)
     kept = [t for t in argv if t not in (flag, flag.replace("_", "-"))]
-    return shlex.join(kept) if len(kept) < len(argv) else None
+    return shell_join(kept) if len(kept) < len(argv) else None
 
 
 def _procs_flag(launcher: str) -> str:
@@ -217,7 +218,7 @@ def _one_rank_per_gpu(lay: GpuLayout, launch: Launch | None, train: list[int], g
     """LAY003's fix: the launch line with one rank per training GPU (or one GPU visible)."""
     visible = ",".join(map(str, train))
     if launch is not None and launch.launcher.startswith("trl-"):
-        own = replace(launch, raw=shlex.join(launch.program + launch.script_args))
+        own = replace(launch, raw=shell_join(launch.program + launch.script_args))
         line = with_option(own, "num_processes", str(len(train)))
         if gen:
             return f"CUDA_VISIBLE_DEVICES={visible} {line}"
@@ -265,9 +266,9 @@ def gpu_ids_invalid(ctx: Context) -> Iterator[Hit]:
         n = len(ctx.facts.gpus)
         trainer = ctx.plan.trainer
         ids = valid_ids(str(trainer.options.get("gpu_ids", "")) if trainer is not None else "", n)
-        remedy = None
+        remedy: list[Remedy] | None = None
         if trainer is not None and ids and "gpu_ids" in trainer.options:  # on the line: edited there
-            remedy = launch_remedy(ctx, with_option(trainer, "gpu_ids", ids))
+            remedy = _gpu_ids_remedies(ctx, trainer, ids, n)
         yield hit(
             problem,
             fix=f"list each GPU once, from 0–{n - 1} (`nvidia-smi -L`), in "
@@ -275,6 +276,24 @@ def gpu_ids_invalid(ctx: Context) -> Iterator[Hit]:
             remedy=remedy,
             gpus=n,
         )
+
+
+def _gpu_ids_remedies(ctx: Context, trainer: Launch, ids: str, n: int) -> list[Remedy]:
+    """LAY005's candidates: each listed GPU once, as many as the node runs processes (the
+    machine's other GPUs added in order), else the processes cut to the GPUs listed."""
+    want = ctx.layout.num_processes
+    have = ids.split(",")
+    if len(have) >= want or "num_processes" not in trainer.options:
+        return [launch_remedy(ctx, with_option(trainer, "gpu_ids", ids))]
+    out = []
+    others = [str(i) for i in range(n) if str(i) not in have]
+    if len(have) + len(others) >= want:
+        filled = ",".join([*have, *others][:want])
+        out.append(launch_remedy(ctx, with_option(trainer, "gpu_ids", filled)))
+    fewer = with_option(trainer, "gpu_ids", ids)
+    fewer = with_option(replace(trainer, raw=fewer), "num_processes", str(len(have)))
+    out.append(launch_remedy(ctx, fewer))
+    return out
 
 
 def valid_ids(text: str, n: int) -> str:
@@ -640,7 +659,7 @@ def _as_trl_serve(ctx: Context, launch: Launch) -> str:
 def _with_dev_mode(launch: Launch, env: list[str], options: dict[str, str]) -> str:
     argv = shlex.split(launch.raw)
     extra = [t for k, v in options.items() for t in (f"--{k.replace('_', '-')}", v)]
-    return shlex.join([*env, *argv, *extra])
+    return shell_join([*env, *argv, *extra])
 
 
 def _no_weight_transfer(body: bytes) -> bool:

@@ -13,6 +13,7 @@ from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.facts.interface import Gpu, GpuProcess
 from envdoctor.findings import Remedy
 from envdoctor.knowledge import release_said
+from envdoctor.plan.values import as_bool
 
 
 def _holders(gpu: Gpu, exclude: Collection[int] = frozenset()) -> str:
@@ -206,6 +207,7 @@ def colocate_memory_budget(ctx: Context) -> Iterator[Hit]:
     if lay.generation_mode != "colocate":
         return
     util = _util(ctx, COLOCATE_DEFAULT)
+    sleeps = as_bool(ctx.plan.config.get("vllm_enable_sleep_mode", False)) is True
     for idx in lay.training:
         gpu = ctx.facts.gpu(idx)
         if not gpu or not gpu.memory_total_mib or gpu.memory_used_mib is None:
@@ -213,6 +215,8 @@ def colocate_memory_budget(ctx: Context) -> Iterator[Hit]:
         if short_of_reservation(gpu, util):
             continue  # vLLM will not even start there: MEM001 says so
         used = gpu.memory_used_mib / gpu.memory_total_mib
+        if sleeps and util + used <= 0.95:
+            continue  # vLLM sleeps while the trainer steps (its weights and cache released)
         if util + used > 0.95 or util > 0.7:
             left = (1 - util - used) * gpu.memory_total_mib
             yield hit(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from envdoctor.checks.context import Context
 from envdoctor.findings import Remedy
+from envdoctor.plan.shell_words import join as shell_join
 
 if TYPE_CHECKING:
     from envdoctor.plan.memory.knobs import Knobs
@@ -109,9 +110,9 @@ def _flag_set(line: str, flag: str, value: Any) -> str:
                 argv[i] = f"{name}={value}"
             elif i + 1 < len(argv):
                 argv[i + 1] = str(value)
-            return shlex.join(argv)
+            return shell_join(argv)
     dashed = any(t.startswith("--") and "-" in t[2:] for t in argv)
-    return shlex.join([*argv, f"--{flag.replace('_', '-') if dashed else flag}", str(value)])
+    return shell_join([*argv, f"--{flag.replace('_', '-') if dashed else flag}", str(value)])
 
 
 def vllm_util_remedy(ctx: Context, key: str, value: float) -> Remedy | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from envdoctor.errors import InputError, read_input_text
 from envdoctor.plan.interface import MAPPING_ORIGIN, VALUE_UNKNOWN, Launch, Plan, from_code
+from envdoctor.plan.script_file import script_file
 from envdoctor.plan.values import validate
 
 _LAUNCH_ONLY = {"config"}  # script arguments that are not GRPOConfig fields
@@ -52,7 +53,7 @@ def build_plan(
         script_cfg = parse_script_args(trainer.script_args)
         if config is None and isinstance(script_cfg.get("config"), str):
             config = script_cfg["config"]
-    if trainer is not None and trainer.script and trainer.script.endswith(".py"):
+    if trainer is not None and script_file(trainer):
         from envdoctor.plan.script_plan import read_training_script  # only for a .py script
 
         script_cfg, code = read_training_script(plan, trainer, script_cfg)
@@ -200,11 +201,11 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
             new.config_origin[key] = origin
     new.launches = parse_launches("\n".join(lines)) if lines else []
     trainer = new.trainer
-    if trainer is None or not (trainer.script or "").endswith(".py"):
+    if trainer is None or not script_file(trainer):
         _keep_code(plan, new)  # no script to read again: what its code set stays
     if trainer is not None:
         args = parse_script_args(trainer.script_args)
-        if trainer.script and trainer.script.endswith(".py"):
+        if script_file(trainer):
             # the script read again, as check reads it: its flags on the new line reach its
             # GRPOConfig(...) calls; a config file's key still wins over its code
             from envdoctor.plan.script_plan import read_training_script

@@ -51,6 +51,19 @@ class Launch:
         return self.launcher in ("trl-vllm-serve", "vllm-serve")
 
 
+@dataclass(frozen=True)
+class CodeKeyword:
+    """Where a ``GRPOConfig(...)`` call of the training script sets a key, as line edits of the
+    script (``envdoctor fix`` editing what the code sets): ``drop`` the keyword taken out of the
+    call (first line, the lines now, the lines after), ``value`` where its value is written (line,
+    UTF-8 byte columns of its start and end, the line's text); None where it cannot be cut cleanly
+    (a ``**mapping``, a later ``cfg.key = …``, a value over several lines)."""
+
+    where: str  # "GRPOConfig(...) in train.py:12"
+    drop: tuple[int, tuple[str, ...], tuple[str, ...]] | None = None
+    value: tuple[int, int, int, str] | None = None
+
+
 @dataclass
 class TrainingScript:
     """The training script a launch line runs, as envdoctor read it (``plan/script_reader``):
@@ -94,6 +107,8 @@ class TrainingScript:
     #: it builds only TRL trainers that derive from no GRPOTrainer (``AsyncGRPOTrainer``) and no
     #: GRPOConfig: GRPO's batch checks do not run
     trl_other_trainer: str | None = None
+    #: each key its GRPOConfig(...) calls set -> every place that sets it (``CodeKeyword``)
+    config_keywords: dict[str, tuple[CodeKeyword, ...]] = field(default_factory=dict)
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

@@ -16,6 +16,7 @@ from typing import Any
 from envdoctor.errors import InputError
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.placeholders import is_doc_placeholder
+from envdoctor.plan.shell_words import join as shell_join
 from envdoctor.plan.wrappers import Peeled, peel
 from envdoctor.script_args import coerce, parse_script_args
 
@@ -46,6 +47,13 @@ _NOT_LAUNCHES = {
     "nvidia-smi",
     "scontrol",
     "ml",
+    # the setup steps a job's command runs before training (HF Jobs, a container's command)
+    "pip",
+    "pip3",
+    "apt-get",
+    "apt",
+    "git",
+    "wget",
 }
 _MAX_DEPTH = 4  # bash -c 'srun bash -c "…"' nests; deeper is not a launch line people write
 
@@ -327,26 +335,34 @@ def _what(launch: Launch) -> str:
 
 
 def _one_word_substitutions(text: str) -> str:
-    """``$(cmd | head -1)`` and ``$((N * 8))`` are one word to the shell: squeeze out the
-    blanks and separators inside them so the split keeps them whole (they stay unevaluated)."""
+    """``$(cmd | head -1)`` and ``$((N * 8))`` are one word to the shell: outside quotes they are
+    put in double quotes, so the split keeps them whole with their text as written (they stay
+    unevaluated; a printed line gives them back to the shell as they were)."""
     if "$(" not in text:
         return text
     out: list[str] = []
+    quote = ""
     i = 0
     while i < len(text):
-        start = text.find("$(", i)
-        if start < 0:
-            out.append(text[i:])
-            break
-        out.append(text[i:start])
-        depth, j = 0, start + 1
-        while j < len(text):
-            depth += {"(": 1, ")": -1}.get(text[j], 0)
-            j += 1
-            if depth == 0:
-                break
-        out.append(re.sub(r"[\s;&|]+", "", text[start:j]))
-        i = j
+        ch = text[i]
+        if ch == "\\" and quote != "'":
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if ch in "'\"" and quote in ("", ch):
+            quote = "" if quote else ch
+        elif ch == "$" and text.startswith("$(", i) and quote != "'":
+            depth, j = 0, i + 1
+            while j < len(text):
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                j += 1
+                if depth == 0:
+                    break
+            out.append(text[i:j] if quote else f'"{text[i:j]}"')
+            i = j
+            continue
+        out.append(ch)
+        i += 1
     return "".join(out)
 
 
@@ -400,7 +416,7 @@ def _parse_segments(tokens: Sequence[str], exported: dict[str, str], depth: int)
                     k, _, v = tok2.partition("=")
                     exported[k] = v
         else:
-            for launch in _parse_tokens(shlex.join(segment), segment, dict(exported), depth):
+            for launch in _parse_tokens(shell_join(segment), segment, dict(exported), depth):
                 if launch.launcher == "env":
                     exported.update(launch.env)
                 else:

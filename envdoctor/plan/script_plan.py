@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from envdoctor.plan.interface import VALUE_UNKNOWN, Launch, Plan, TrainingScript
+from envdoctor.plan.script_file import script_file
 
 #: a key a GRPOConfig call sets to an expression envdoctor does not evaluate
 UNKNOWN: Any = object()
@@ -27,8 +28,8 @@ def read_training_script(
     sets (key -> (value or ``UNKNOWN``, origin)). A script that is not here or not readable is
     said in ``plan.script.problem``; the command line then stays as it was.
     """
-    path = trainer.script
-    if not path or not path.endswith(".py"):
+    path = script_file(trainer)
+    if not path:
         return script_cfg, {}
     if not os.path.lexists(path):
         plan.script = TrainingScript(
@@ -37,7 +38,8 @@ def read_training_script(
         return script_cfg, {}
     from envdoctor.plan.script_reader import flag_values, read_script
 
-    decl = _read(path, read_script)
+    edited = plan.edited.get(os.path.normpath(path))  # as `envdoctor fix` edited it in memory
+    decl = _read(path, read_script) if edited is None else read_script(path, edited)
     plan.script = TrainingScript(
         decl.path,
         problem=decl.problem,
@@ -79,6 +81,8 @@ def read_training_script(
         script_cfg = {k: v for k, v in script_cfg.items() if k == "config"}
     code: dict[str, tuple[Any, str]] = {}
     for call in decl.config_calls:
+        for key, place in call.places.items():
+            plan.script.config_keywords[key] = (*plan.script.config_keywords.get(key, ()), place)
         found: dict[str, tuple[Any, str]] = {k: (v, call.where) for k, v in call.values.items()}
         for key, dest in call.from_flags.items():
             flag = decl.flags[dest]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envdoctor.plan.interface import CODE_ORIGIN
+from envdoctor.plan.interface import CODE_ORIGIN, CodeKeyword
 from envdoctor.units import size_text
 
 #: a training script (or a module it imports) larger than this is not read: parsing is linear
@@ -95,6 +95,9 @@ class ConfigCall:
     from_flags: dict[str, str] = field(default_factory=dict)
     unknown: tuple[str, ...] = ()
     spread: bool = False
+    #: each key the call sets -> where, as line edits (a keyword written in the call can be cut
+    #: or given another value; one from a ``**mapping`` or a later ``cfg.key = …`` cannot)
+    places: dict[str, CodeKeyword] = field(default_factory=dict)
 
     @property
     def where(self) -> str:
@@ -647,8 +650,10 @@ def _kw_true(node: ast.Call, name: str) -> bool:
     )
 
 
-def _load(path: Path, label: str) -> tuple[SourceFacts | None, str | None]:
-    data, problem = read_source(path)
+def _load(path: Path, label: str, data: bytes | None = None) -> tuple[SourceFacts | None, str | None]:
+    problem = None
+    if data is None:
+        data, problem = read_source(path)
     if data is None:
         return None, problem
     tree, problem = parse_source(data, label)
@@ -806,12 +811,13 @@ def _is_config(cls: DataClass, mod: SourceFacts, home: Path, res: _Resolver, dep
     return False
 
 
-def read_script(path: str | os.PathLike[str]) -> ScriptDecl:
+def read_script(path: str | os.PathLike[str], text: str | None = None) -> ScriptDecl:
     """What the training script at ``path`` declares (see the module's docstring); never raises
-    for what the file holds: ``ScriptDecl.problem`` says why it was not read."""
+    for what the file holds: ``ScriptDecl.problem`` says why it was not read. ``text``: the
+    script's text as ``envdoctor fix`` edited it in memory (the modules it imports from disk)."""
     script = Path(path)
     label = str(path)
-    main, problem = _load(script, label)
+    main, problem = _load(script, label, None if text is None else text.encode("utf-8"))
     if main is None:
         return ScriptDecl(path=label, problem=f"{label} {problem}")
     res = _Resolver(script, main)
@@ -1126,7 +1132,11 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
         var = main.bound.get(id(call))
         later = main.sets.get(var, []) if var else []  # cfg.key = value
         keywords: list[tuple[str | None, ast.expr, bool]] = []
-        for kw in call.keywords:
+        where = f"{name}{CODE_ORIGIN}{main.path}:{line}"
+        places: dict[str, CodeKeyword] = {}
+        for i, kw in enumerate(call.keywords):
+            if kw.arg is not None:
+                places[kw.arg] = _code_keyword(where, call, i, main.lines)
             if kw.arg is None:
                 spread_keys = _spread(main, kw.value)
                 spread = spread or spread_keys is None
@@ -1140,6 +1150,8 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
             if key is None:
                 spread = True
                 continue
+            if assigned or key not in places or places[key].drop is None and places[key].value is None:
+                places[key] = CodeKeyword(where)  # set where no line edit reaches it
             had = key in values or key in flags or key in unknown
             for got in (values, flags):
                 got.pop(key, None)
@@ -1154,8 +1166,23 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 flags[key] = ref.split(".")[1]
             elif had or not assigned:  # `cfg.x = expr` alone may set an attribute no field has
                 unknown.append(key)
-        out.append(ConfigCall(name, main.path, line, values, flags, tuple(unknown), spread))
+        out.append(ConfigCall(name, main.path, line, values, flags, tuple(unknown), spread, places))
     return out
+
+
+def _code_keyword(where: str, call: ast.Call, i: int, lines: list[str]) -> CodeKeyword:
+    """Keyword ``i`` of a config call as line edits: its removal, and its value's place when the
+    value is written on one line."""
+    drop = _drop(call, i, lines)
+    value = call.keywords[i].value
+    place = None
+    if (
+        value.end_lineno == value.lineno
+        and value.end_col_offset is not None
+        and 1 <= value.lineno <= len(lines)
+    ):
+        place = (value.lineno, value.col_offset, value.end_col_offset, lines[value.lineno - 1])
+    return CodeKeyword(where, drop[1:] if drop else None, place)
 
 
 def _floor(mod: SourceFacts, node: ast.expr, line: int) -> list[str]:

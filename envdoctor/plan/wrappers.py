@@ -59,6 +59,27 @@ _RUNNERS: dict[str, frozenset[str]] = {
     "pipenv": frozenset(),
     "pixi": frozenset({"e", "environment", "manifest-path"}),
 }
+#: Hugging Face Jobs: `hf jobs run [options] IMAGE command` (and its older spellings) runs the
+#: command in a container of the image (hfjobs / huggingface_hub's `run` options)
+_JOBS: dict[str, list[str]] = {"hf": ["jobs", "run"], "huggingface-cli": ["jobs", "run"], "hfjobs": ["run"]}
+_JOB_VALUE = frozenset(
+    {
+        "e",
+        "env",
+        "s",
+        "secret",
+        "secrets",
+        "env-file",
+        "secret-env-file",
+        "secrets-file",
+        "flavor",
+        "timeout",
+        "token",
+        "namespace",
+        "l",
+        "label",
+    }
+)
 _SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
 # srun options that take no value (or only an optional one, which must be given with `=`)
 _SRUN_BOOL = frozenset(
@@ -322,6 +343,14 @@ def peel(tokens: list[str], env: dict[str, str]) -> Peeled:
         elif prog in _RUNNERS and rest[:1] == ["run"]:
             _, i = _options(rest[1:], _RUNNERS[prog])
             i += 1
+        elif prog in _JOBS and rest[: len(_JOBS[prog])] == _JOBS[prog]:
+            sub = len(_JOBS[prog])
+            found, i = _options(rest[sub:], _JOB_VALUE)
+            for item in found.get("e", []) + found.get("env", []):
+                if _ASSIGN.match(item):
+                    key, _, value = item.partition("=")
+                    p.env[key] = value
+            i += sub + 1  # the image
         elif prog == "srun":
             i = _srun(rest, p)
         elif prog in ("mpirun", "mpiexec", "orterun"):

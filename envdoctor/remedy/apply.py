@@ -12,11 +12,14 @@ from dataclasses import replace
 from typing import Any
 
 from envdoctor.facts.interface import Facts, Package, normalize_name
-from envdoctor.findings import Remedy
+from envdoctor.findings import FileEdit, Remedy
 from envdoctor.plan.build import relaunch
 from envdoctor.plan.interface import Launch, Plan, from_code
+from envdoctor.plan.script_file import script_file
+from envdoctor.plan.shell_words import join as shell_join
 from envdoctor.remedy.file_edit import key as file_key
-from envdoctor.remedy.file_edit import reread_plan, texts_after
+from envdoctor.remedy.file_edit import read_text, reread_plan, texts_after
+from envdoctor.remedy.script_edit import code_edits
 
 #: the origin a key set by a fix gets when the run has no config file
 FIX_ORIGIN = "fix"
@@ -44,6 +47,9 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
     config_set, config_remove = dict(remedy.config_set), list(remedy.config_remove)
     on_line = [k for k in [*config_set, *config_remove] if plan.config_origin.get(k) == "command line"]
     by_flag = _flag_edits(plan, config_set, on_line)
+    # a key taken off the line uncovers what the config file (and the script's code) set under it
+    line_removed = [k for k in on_line if k in config_remove and k not in config_set]
+    under_line = [k for k in line_removed if k in _file_keys(plan)]
     if (on_line or by_flag) and plan.trainer is not None:
         current = list(lines) if lines is not None else list(launch_lines(plan))
         trainer = plan.trainer.raw
@@ -77,13 +83,28 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
     for launch in plan.launches:  # set elsewhere on the line (an `export` before it)
         _edit_launch_env(launch, env_set, env_unset)
     origin = f"config file {plan.config_path}" if plan.config_path else FIX_ORIGIN
+    config_remove += [k for k in under_line if k not in config_remove]
     from_file = [k for k in config_remove if plan.config_origin.get(k, "").startswith("config file")]
+    in_code = [
+        k for k in dict.fromkeys([*config_remove, *line_removed]) if from_code(plan.config_origin.get(k, ""))
+    ]
     for key in config_remove:
         plan.config.pop(key, None)
         plan.config_origin.pop(key, None)
-    if from_file and plan.trainer is not None and (plan.trainer.script or "").endswith(".py"):
+    if from_file and plan.trainer is not None and script_file(plan.trainer):
         # the file's key hid what the script's own GRPOConfig(...) sets: read the script again
         plan = relaunch(plan, [lx.raw for lx in plan.launches])
+        in_code += [k for k in from_file if from_code(plan.config_origin.get(k, ""))]
+    code_set = {k: v for k, v in config_set.items() if from_code(plan.config_origin.get(k, ""))}
+    script_edits: tuple[FileEdit, ...] = ()
+    if in_code or code_set:
+        # what the script's own GRPOConfig(...) sets runs whatever the config file says: the
+        # keyword is taken out of (or given the value in) the call, and the script read again
+        script_edits = code_edits(plan.script, in_code, code_set)
+        plan.edited = texts_after(script_edits, plan.edited)
+        plan = relaunch(plan, [lx.raw for lx in plan.launches])
+        for key in code_set:
+            config_set.pop(key)
     for key, value in config_set.items():
         plan.config[key] = value
         plan.config_origin.setdefault(key, origin)
@@ -92,6 +113,7 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         config_set=config_set,
         config_remove=tuple(config_remove),
         launch=tuple(lines) if lines is not None else None,
+        files=(*remedy.files, *script_edits),
     )
     if by_flag and lines and remedy.fix:  # said as what the user types
         script = plan.script.path if plan.script is not None else "the script"
@@ -104,6 +126,20 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         keys = ", ".join(by_flag)
         applied = replace(applied, fix=f"{', '.join(said)} ({script}'s own option for {keys}): {lines[-1]}")
     return facts, plan, applied
+
+
+def _file_keys(plan: Plan) -> set[str]:
+    """The keys the config file sets (as ``fix`` edited it in memory, else on disk)."""
+    path = plan.config_path
+    if not path or path == "-":
+        return set()
+    from envdoctor.parsing import parse_mapping
+
+    try:
+        text = plan.edited.get(file_key(path)) or read_text(path)
+        return set(parse_mapping(text, path, path.endswith(".json")))
+    except Exception:  # noqa: BLE001 - an unreadable file was said by check; nothing uncovered here
+        return set()
 
 
 def _flag_edits(plan: Plan, config_set: dict[str, Any], on_line: list[str]) -> dict[str, tuple[str, Any]]:
@@ -167,7 +203,7 @@ def env_prefix_edit(line: str, key: str, value: str | None) -> str:
         i += 1
     if len(out) == i and all(a == b for a, b in zip(out, argv, strict=False)):
         return line  # the variable is not among the line's leading assignments
-    return shlex.join([*out, *argv[i:]])
+    return shell_join([*out, *argv[i:]])
 
 
 class _Remove:
@@ -207,7 +243,7 @@ def script_arg_edit(line: str, key: str, value: Any) -> str:
         i += 1
     if not done and not isinstance(value, _Remove):
         out += [f"--{key}"] if isinstance(value, _Bare) else [f"--{key}", _arg_text(value)]
-    return shlex.join(out)
+    return shell_join(out)
 
 
 def _arg_text(value: Any) -> str:

@@ -19,6 +19,7 @@ from envdoctor.facts.interface import Facts
 from envdoctor.findings import Finding, Remedy, Severity
 from envdoctor.plan.interface import Plan
 from envdoctor.remedy.apply import apply, merge
+from envdoctor.remedy.script_edit import said
 
 #: rounds of ``close`` at most (each fixes one finding; a run has a handful)
 MAX_ROUNDS = 24
@@ -124,6 +125,7 @@ def attempt(
         after = rerun(new_facts, new_plan)
     except Exception as exc:  # a remedy that cannot be applied is no fix; never a crash of check
         return None, f"it cannot be applied ({type(exc).__name__}: {_short(str(exc), 120)})"
+    applied = _with_script(target, cand, applied)
     why = why_not(findings, target, after)
     if why is None:
         return (new_facts, new_plan, applied, after), ""
@@ -157,6 +159,15 @@ def attempt(
     pins = " ".join(f"'{n}=={v}'" for n, v in sorted(total.packages.items()))
     text = f"pip install {pins}" if only_packages else "; and ".join(dict.fromkeys(texts))
     return (cur_state[0], cur_state[1], replace(total, fix=text), cur), ""
+
+
+def _with_script(finding: Finding, cand: Remedy, applied: Remedy) -> Remedy:
+    """``applied`` with its fix text saying the script edits ``apply`` added (a key the script's
+    GRPOConfig(...) sets, changed there too)."""
+    extra = applied.files[len(cand.files) :]
+    if not extra:
+        return applied
+    return replace(applied, fix=f"{applied.fix or _text(finding, cand)}; and in the script: {said(extra)}")
 
 
 def _proved(finding: Finding, held: list[Remedy], reasons: list[str]) -> Finding:

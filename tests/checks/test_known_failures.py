@@ -141,6 +141,12 @@ def test_entry_fires_once_with_its_id_and_fix(failure):
     assert hit.severity.value == failure.severity
     if hit.remedy is None:
         assert hit.fix == failure.fix
+    elif not hit.remedy.packages:  # the catalogue's config fix as data (checks/catalogue_fix.py)
+        assert hit.fix == failure.fix
+        for remedy in (hit.remedy, *hit.alternatives):
+            changed = {k: v for k, v in (config or {}).items() if k not in remedy.config_remove}
+            after = findings(snap, config={**changed, **remedy.config_set}, launch=launch)
+            assert failure.id not in [f.evidence.get("id") for f in after if f.rule == "KNF001"], remedy
     else:  # issue 35: a broken pair or a fixed release gets exact versions that hold when followed
         assert len(failure.packages) >= 2 or failure.fixed_in
         assert hit.fix.startswith("pip install '") and hit.remedy.packages

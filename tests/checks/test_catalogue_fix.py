@@ -1,0 +1,54 @@
+"""A known failure whose catalogue fix is a config change (``top_p: 1.0  # or
+vllm_importance_sampling_correction: false``) carries it as remedies, so ``envdoctor fix`` applies
+the first that holds instead of leaving the warning as manual advice (RedButton 7e01228 / 6fbe20b,
+heldout-2026-11-28e: KNF001 left after fix)."""
+
+from __future__ import annotations
+
+from envdoctor.checks.catalogue_fix import config_remedies
+from envdoctor.facts.snapshot import from_dict
+from envdoctor.knowledge import checkable_failures
+from envdoctor.plan.build import build_plan
+from envdoctor.remedy import Rerun, close
+from tests.conftest import H100, snapshot
+
+STACK = {
+    "trl": "1.2.0",
+    "vllm": "0.18.0",
+    "torch": "2.10.0",
+    "transformers": "4.57.1",
+    "accelerate": "1.12.0",
+}
+
+
+def _entry(fid: str):
+    return next(f for f in checkable_failures() if f.id == fid)
+
+
+def test_the_fix_and_its_alternatives_are_read_for_the_entrys_own_keys():
+    got = config_remedies(_entry("trl-is-correction-truncated-sampling-top-p-colocate"))
+    assert [(r.config_set, r.config_remove) for r in got] == [
+        ({"top_p": 1.0}, ()),
+        ({"vllm_importance_sampling_correction": False}, ()),
+    ]
+    got = config_remedies(_entry("trl-is-correction-truncated-sampling-top-k"))
+    assert got[0].config_remove == ("top_k",)
+
+
+def test_a_fix_in_words_about_packages_gives_no_config_remedy():
+    assert all(
+        not config_remedies(f)
+        for f in checkable_failures()
+        if not f.config and f.fix.startswith("pip install")
+    )
+
+
+def test_fix_applies_the_catalogue_config_fix_and_the_warning_goes():
+    facts = from_dict(snapshot(1, H100, packages=STACK), "snap")
+    cfg = {"use_vllm": True, "vllm_mode": "colocate", "top_p": 0.95, "vllm_gpu_memory_utilization": 0.3}
+    plan = build_plan(config_dict=cfg, launch="python train.py", live=False)
+    closure = close(facts, plan, Rerun())
+    assert any(f.rule == "KNF001" and f.severity.value == "warning" for f in closure.before)
+    assert "KNF001" in closure.fixed
+    assert closure.changes.config_set.get("top_p") == 1.0
+    assert not [f for f in closure.after if f.rule == "KNF001" and f.severity.value != "info"]
