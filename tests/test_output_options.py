@@ -115,7 +115,7 @@ def test_a_config_file_without_keys_is_said_as_given_not_as_missing(tmp_path):
 def test_a_training_script_envdoctor_could_not_read_is_said_not_passed_over(tmp_path):
     """A notebook's cells saved with their shell lines: the launch runs it, its GRPOConfig(...)
     was not read, and the config line says so instead of a plain "no GRPO config given"."""
-    (tmp_path / "train.py").write_text("pip install unsloth vllm\nfrom trl import GRPOConfig\n")
+    (tmp_path / "train.py").write_text("apt-get install -y git\nfrom trl import GRPOConfig\n")
     said = run_cli("check", "--no-color", "--launch", "python train.py", cwd=tmp_path).stdout
     assert "the training script train.py is not valid Python (invalid syntax, line 1)" in said
     assert "its GRPOConfig(...) and options were not read" in said

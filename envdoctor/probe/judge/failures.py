@@ -111,6 +111,8 @@ def classify(text: str, launcher: str | None = None, stack: dict[str, str] | Non
             )
     mods = _missing_modules(text)
     if mods:
+        # the probe's own reading of a module its interpreter lacks: not triage's too
+        found = [f for f in found if not (f.rule == "TRI013" and f.evidence.get("module") in mods)]
         names = ", ".join(mods)
         found.append(
             Finding(
