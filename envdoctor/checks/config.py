@@ -52,6 +52,11 @@ TRAINING_ARGUMENT_TYPES = {
     "fp16": ("bool", False),
     "gradient_checkpointing": ("bool", False),
     "use_cpu": ("bool", False),
+    # float fields: a value below 1 is a ratio of the run's steps (transformers' TrainingArguments
+    # since 4.31; TRL's GRPOConfig re-declares logging_steps as float with an int default)
+    "logging_steps": ("float", False),
+    "save_steps": ("float", False),
+    "eval_steps": ("float", True),
 }
 #: GRPOConfig fields whose default is null, typed by their annotation (``int | None`` …).
 OPTIONAL_TYPES = {
@@ -74,6 +79,8 @@ def field_types(keys: dict[str, Any]) -> dict[str, tuple[str, bool]]:
         optional = any(d is None for d in defaults)
         if kinds == {"int", "float"}:
             kinds = {"float"}
+        if kinds == {"int"} and out.get(key, ("",))[0] == "float":
+            kinds = {"float"}  # a float field whose default is written as an int (logging_steps = 10)
         if len(kinds) == 1 and (kind := kinds.pop()) in ("int", "float", "bool", "str"):
             out[key] = (kind, optional)
         elif not kinds and key in OPTIONAL_TYPES:

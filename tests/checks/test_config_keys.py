@@ -88,3 +88,15 @@ def test_a_dev_build_of_the_release_that_adds_a_key_is_not_said_to_refuse_it():
     stack = {**OPEN_R1_STACK, "trl": "0.19.1"}
     (release,) = [f for f in findings(snapshot(packages=stack), config=config) if f.rule == "CFG001"]
     assert release.severity.value == "error" and "development build" not in release.message
+
+
+@pytest.mark.parametrize("trl", ["0.16.0", "0.19.0", "1.16.0"])
+def test_a_step_ratio_below_one_is_a_float_field_not_a_type_error(trl):
+    """logging_steps / save_steps / eval_steps are float fields (a value below 1 is a ratio of the
+    run's steps); TRL 0.19+ re-declares logging_steps with an int default (phantom-reasoning's
+    recipe trained with logging_steps 0.1)."""
+    pk = {**OPEN_R1_STACK, "trl": trl}
+    config = {"logging_steps": 0.1, "save_steps": 0.25, "eval_steps": 0.5}
+    assert not [f for f in _cfg(config, pk, rules=("CFG005",)) if f.rule == "CFG005"]
+    wrong = [f for f in _cfg({"logging_steps": "often"}, pk, rules=("CFG005",)) if f.rule == "CFG005"]
+    assert wrong and "logging_steps" in wrong[0].message
