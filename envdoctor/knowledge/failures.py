@@ -17,7 +17,7 @@ from typing import Any
 from envdoctor import versions
 
 SCHEMA = "envdoctor.known_failures/1"
-KINDS = ("crash", "hang", "silent-wrong", "refusal", "degraded")
+KINDS = ("crash", "hang", "silent-wrong", "refusal", "degraded", "slower")
 #: Kinds whose outcome is never in doubt once the entry matches: their certainty must be certain.
 CERTAIN_KINDS = ("crash", "hang", "silent-wrong")
 CERTAINTIES = ("certain", "depends")
@@ -140,6 +140,8 @@ class KnownFailure:
 
     @property
     def severity(self) -> str:
+        if self.kind == "slower":  # the run works, only slower: advice
+            return "info"
         return "error" if self.certainty == "certain" else "warning"
 
 

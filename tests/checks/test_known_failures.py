@@ -520,3 +520,18 @@ def test_check_parses_only_the_entries_it_reports():
     full = {f.id for f in CATALOGUE if f.rule is None and not f.triage_only}
     assert {f.id for f in checkable_failures()} == full
     assert len(full) < len(CATALOGUE)
+
+
+def test_a_failure_that_only_slows_the_run_is_advice_not_a_warning():
+    """TRL 0.16's vllm-serve on vLLM 0.8-0.10 falls back to vLLM's V0 engine: the run works (a
+    published 1 + 7 GPU LoRA run trained on it), only slower: info, never a warning."""
+    pk = {**MODERN, "trl": "0.16.1", "vllm": "0.8.5", "torch": "2.6.0", "transformers": "4.51.3"}
+    found = [
+        f
+        for f in findings(snapshot(2, packages=pk), config={"use_vllm": True})
+        if f.rule == "KNF001" and f.evidence.get("id") == "trl-0.16-vllm-serve-worker-cls-falls-back-to-v0"
+    ]
+    assert found and {f.severity.value for f in found} == {"info"}
+    entry = next(e for e in CATALOGUE if e.id == "trl-0.16-vllm-serve-worker-cls-falls-back-to-v0")
+    assert entry.kind == "slower" and entry.severity == "info"
+    assert next(e for e in CATALOGUE if e.kind == "crash" and e.certainty == "certain").severity == "error"
