@@ -93,7 +93,7 @@ def test_each_trl_line_vllm_range(line):
     if outside:
         pk = {**MODERN, "trl": trl, "vllm": outside}
         found = findings(snapshot(2, packages=pk), config=cfg)
-        if Version(outside) < Version("0.7.2"):  # too old for GRPO at all: PKG002 says it alone
+        if Version(outside) < Version("0.7.1"):  # too old for GRPO at all: PKG002 says it alone
             assert {"PKG002"} <= {f.rule for f in found} and "PKG006" not in {f.rule for f in found}
             return
         fired = [f for f in found if f.rule == "PKG006"]

@@ -143,10 +143,20 @@ def test_seed_002_old_vllm_multi_gpu(tmp_path):
 
 
 def test_seed_003_vllm_too_old(tmp_path):
-    snap = snapshot(2, A100_40, {**LEGACY, "vllm": "0.7.1"})
+    # the report names no vLLM release; 0.7.0 is one before the device fix (huggingface/trl#2766)
+    snap = snapshot(2, A100_40, {**LEGACY, "vllm": "0.7.0"})
     rc, found = check(tmp_path, snap, LEG_CFG, "torchrun", "--nproc_per_node", "1", "train.py")
     assert rc == 1 and "PKG002" in found
     assert "Expected all tensors to be on the same device" in found["PKG002"]["message"]
+
+
+def test_seed_003_on_vllm_0_7_1_is_advice(tmp_path):
+    """vLLM 0.7.1 holds the device fix TRL 0.15.0 asks for, and open-r1 ran its GRPO recipes on
+    it: the report's upgrade to 0.7.2 is advice (PKG003, info), not an error."""
+    snap = snapshot(2, A100_40, {**LEGACY, "trl": "0.15.0", "vllm": "0.7.1"})
+    rc, found = check(tmp_path, snap, LEG_CFG, "torchrun", "--nproc_per_node", "1", "train.py")
+    assert "PKG002" not in found and found["PKG003"]["severity"] == "info"
+    assert "0.7.2" in found["PKG003"]["fix"]
 
 
 def test_seed_003_corrected(tmp_path):

@@ -9,7 +9,7 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.matching import confirmed_break, when_holds
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.checks.resolver import SOURCES, plan_fix
+from envdoctor.checks.resolver import SOURCES, VLLM_FLOOR, plan_fix
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.findings import Remedy
@@ -46,12 +46,12 @@ def vllm_missing(ctx: Context) -> Iterator[Hit]:
 @rule("PKG002", needs=("vllm",))
 def vllm_too_old(ctx: Context) -> Iterator[Hit]:
     vllm = ctx.version("vllm")
-    if vllm and ctx.version("trl") and versions.below(vllm, "0.7.2"):
+    if vllm and ctx.version("trl") and versions.below(vllm, VLLM_FLOOR):
         fix, remedy = plan_fix(ctx, "vllm")
         yield hit(
-            f"vLLM {vllm} is older than 0.7.2, the first release that works with TRL's GRPO: "
-            'expect "Expected all tensors to be on the same device" and rotary-embedding '
-            'size mismatches ("The size of tensor a (1034) must match the size of tensor b (1035)")',
+            f"vLLM {vllm} is older than {VLLM_FLOOR}, the release with the device fix TRL's GRPO "
+            'needs (TRL raised its floor to it): expect "Expected all tensors to be on the same '
+            'device" where vLLM runs on another GPU than the trainer',
             fix=fix or _vllm_fix(ctx, "0.7.2"),
             vllm=vllm,
             remedy=remedy,
@@ -62,6 +62,22 @@ def vllm_too_old(ctx: Context) -> Iterator[Hit]:
 def vllm_too_old_multi_gpu(ctx: Context) -> Iterator[Hit]:
     vllm = ctx.version("vllm")
     lay = ctx.layout
+    if (
+        vllm
+        and lay.generation_mode == "legacy"
+        and not versions.below(vllm, VLLM_FLOOR)
+        and versions.below(vllm, "0.7.2")
+    ):
+        yield hit(
+            f"vLLM {vllm} with TRL's in-process vLLM: a field report met device-mismatch and "
+            "rotary-size errors that upgrading to vLLM 0.7.2 ended, but TRL 0.15.0 asks vLLM "
+            f">= {VLLM_FLOOR} for the device fix and open-r1 ran its GRPO recipes on it: only if "
+            "generation misbehaves",
+            fix=f"{_vllm_fix(ctx, '0.7.2')}  # only if generation errors (TRL 0.15.2 pins 0.7.2)",
+            vllm=vllm,
+            world_size=lay.world_size,
+        )
+        return
     if (
         vllm
         and lay.generation_mode == "legacy"
@@ -256,7 +272,7 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
     if not (trl and vllm and line and line.get("vllm")):
         return
     rng = str(line["vllm"])
-    if versions.below(vllm, "0.7.2"):
+    if versions.below(vllm, VLLM_FLOOR):
         return  # PKG002 says it, with the GRPO errors to expect
     if versions.satisfies(vllm, rng) is False and confirmed_break(ctx, "trl", "vllm") is None:
         fix, remedy = plan_fix(ctx, "vllm", "trl")

@@ -53,8 +53,9 @@ SOURCES = (
 )
 #: packages the knowledge itself pins (a vLLM's torch and transformers, a TRL line's requirements)
 _KNOWN_TARGETS = ("torch", "transformers", "accelerate", "datasets", "huggingface-hub", "torchvision")
-#: the vLLM release below which TRL's GRPO fails (PKG002)
-VLLM_FLOOR = "0.7.2"
+#: the vLLM release below which TRL's GRPO fails (PKG002): the device fix TRL 0.15.0 asks for
+#: (huggingface/trl#2766, for huggingface/trl#2745)
+VLLM_FLOOR = "0.7.1"
 #: resolutions tried while looking for the fewest moves (each is a few milliseconds)
 MAX_TRIES = 60
 #: torch's companion wheel: torchvision 0.(m+15).p is built for torch 2.m.p (its Requires-Dist pins

@@ -44,7 +44,7 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
     ),
     "PKG002": (
         {
-            "snap": {"packages": {**LEGACY, "vllm": "0.7.1"}},
+            "snap": {"packages": {**LEGACY, "vllm": "0.7.0"}},
             "config": LEG_CFG,
             "launch": "accelerate launch --num_processes 1 train.py",
         },
