@@ -726,10 +726,22 @@ def _not_parsed(ctx: Context, keys: list[str], ta_keys: set[str]) -> Iterator[Hi
         ):
             continue
         does = "refuses it" if origin == "command line" else _parser_does(ctx)
+        inert = (
+            key in TRL_ACCELERATE
+            and origin != "command line"
+            and ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False
+        )
         yield hit(
             f"`{key}` ({origin}) is a field of TRL's {owner[key]}, which {script.path} does not hand "
-            f"its HfArgumentParser / TrlParser (TRL's classes it parses: {parsed}): the parser {does}",
+            f"its HfArgumentParser / TrlParser (TRL's classes it parses: {parsed}): the parser {does}"
+            + (
+                f"; it has no effect: this run's processes and accelerate settings come from its "
+                f"{ctx.layout.launcher} launch line"
+                if inert
+                else ""
+            ),
             fix=f"remove `{key}`, or declare it in a dataclass {script.path} parses",
+            severity="info" if inert else None,
             key=key,
             parses=list(script.parses),
         )

@@ -377,3 +377,33 @@ def test_a_boolean_flag_given_1_on_the_command_line_is_a_boolean():
     assert cfg005("1") == [] and cfg005("0") == [] and cfg005("yes") == []
     (f,) = cfg005("maybe")
     assert f.severity.value == "error"
+
+
+TRL_PARSER_SCRIPT = """
+from trl import GRPOConfig, GRPOTrainer, ModelConfig, ScriptArguments, TrlParser
+
+if __name__ == "__main__":
+    parser = TrlParser((ScriptArguments, GRPOConfig, ModelConfig))
+    script_args, training_args, model_args = parser.parse_args_and_config()
+"""
+
+
+@pytest.mark.parametrize(("trl", "inert"), [("0.16.0", True), ("newest", False)])
+def test_an_accelerate_key_a_pre_0_19_parser_drops_has_no_effect(repo, trl, inert):
+    """open-r1-style recipes carry `num_processes: 7` for `trl grpo --config`; a script run by
+    `accelerate launch --num_processes 3` gets its processes from that line, and TRL < 0.19's
+    parser drops the key: no effect, info (a published 3 + 1 GPU run). TRL 0.19+ refuses it."""
+    script = repo("train.py", TRL_PARSER_SCRIPT)
+    repo("grpo.yaml", "num_processes: 7\nuse_vllm: false\n")
+    pk = TRL_016 if trl == "0.16.0" else None
+    found = [
+        f
+        for f in findings(
+            snapshot(4, packages=pk),
+            launch=f"accelerate launch --num_processes 3 {script} --config grpo.yaml",
+        )
+        if f.rule == "CFG004" and f.evidence.get("key") == "num_processes"
+    ]
+    assert found, "the key is read and judged"
+    assert (found[0].severity.value == "info") is inert
+    assert ("has no effect" in found[0].message) is inert
