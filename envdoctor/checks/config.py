@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -252,9 +253,15 @@ def _at_commit(ctx: Context, key: str) -> tuple[bool | None, str]:
     """For TRL pinned by a git commit: whether its GRPOConfig declares ``key`` there (None: not
     known), and the commit."""
     declared = ((ctx.facts.extra.get("declared") or {}).get("stack") or {}).get("trl")
-    if declared is None or getattr(declared, "how", "") != "git":
+    ref = ""
+    if declared is not None and getattr(declared, "how", "") == "git":
+        ref = next((d.ref for d in declared.decls if d.ref), "")
+    installed = ctx.facts.packages.get("trl")
+    origin = installed.origin if installed is not None else None
+    if not ref and origin and re.match(r"git\+https://github\.com/huggingface/trl(?:\.git)?@", origin):
+        ref = origin.rsplit("@", 1)[1]  # TRL's own repository at a commit, as pip recorded it
+    if not ref:
         return None, ""
-    ref = next((d.ref for d in declared.decls if d.ref), "")
     from envdoctor.knowledge.trl_commits import has_key
 
     return has_key(ref, key), ref

@@ -100,3 +100,16 @@ def test_a_step_ratio_below_one_is_a_float_field_not_a_type_error(trl):
     assert not [f for f in _cfg(config, pk, rules=("CFG005",)) if f.rule == "CFG005"]
     wrong = [f for f in _cfg({"logging_steps": "often"}, pk, rules=("CFG005",)) if f.rule == "CFG005"]
     assert wrong and "logging_steps" in wrong[0].message
+
+
+@pytest.mark.parametrize(("sha", "quiet"), [("eab175d434", True), ("a9b27f82d6", False)])
+def test_an_installed_trl_commit_is_judged_at_that_commit(sha, quiet):
+    """TRL installed from its repository at a commit (pip's direct_url.json): a key of the release
+    that commit leads to is judged at the commit (Azure ML's GRPO sample pinned 0.18.0.dev0 at
+    eab175d434, which has vllm_mode), not warned as "may already take it"."""
+    trl = {"version": "0.18.0.dev0", "origin": f"git+https://github.com/huggingface/trl.git@{sha}"}
+    pk = {**OPEN_R1_STACK, "trl": trl, "vllm": "0.8.5.post1"}
+    found = [f for f in _cfg({"use_vllm": True, "vllm_mode": "colocate"}, pk) if f.rule == "CFG001"]
+    assert (not found) is quiet
+    if not quiet:
+        assert sha in found[0].message and "vllm_mode" in found[0].message

@@ -157,6 +157,7 @@ def _version_in(spec: str) -> str | None:
     except InvalidSpecifier:
         return None
     for candidate in (
+        "0.7.0",
         "0.7.1",
         "0.7.2",
         "0.7.3",
