@@ -525,8 +525,12 @@ def diagnose_scan(
 
 
 def scan_versions(result: ScanResult) -> dict[str, LogVersion]:
-    """The package versions a scanned log shows (its head and its version lines)."""
-    return from_log(result.head, version_lines(result.matches))
+    """The package versions a scanned log shows (its head and its version lines), and for the
+    packages it does not show, the release ranges its traceback's frames fit
+    (``frameversions.with_inferred``)."""
+    from envdoctor.triage.frameversions import with_inferred
+
+    return with_inferred(result.matches, from_log(result.head, version_lines(result.matches)))
 
 
 def version_lines(matches: Sequence[Match]) -> list[tuple[int, str]]:
@@ -646,7 +650,9 @@ def diagnose(
     named (``structural.head_symptoms``).
     """
     if versions is None:
-        versions = from_log(b"", version_lines(matches))
+        from envdoctor.triage.frameversions import with_inferred
+
+        versions = with_inferred(matches, from_log(b"", version_lines(matches)))
     ctx = _with_versions(ctx, versions)
     from envdoctor.triage.rejoin import rematch
 
