@@ -69,7 +69,18 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
     "unsloth-zoo": ("unslothai+unsloth-zoo", "unslothai/unsloth-zoo", ("unsloth_zoo",), ""),
     "llamafactory": ("hiyouga+LLaMA-Factory", "hiyouga/LLaMA-Factory", ("src/llamafactory",), _TAG),
     "openrlhf": ("OpenRLHF+OpenRLHF", "OpenRLHF/OpenRLHF", ("openrlhf",), _TAG),
+    "areal": ("inclusionAI+AReaL", "inclusionAI/AReaL", ("areal", "realhf"), _TAG),
+    "nemo-rl": ("NVIDIA-NeMo+RL", "NVIDIA-NeMo/RL", ("nemo_rl",), r"^v(\d+\.\d+\.\d+)$"),
+    "skyrl-train": (
+        "NovaSky-AI+SkyRL",
+        "NovaSky-AI/SkyRL",
+        ("skyrl-train/skyrl_train", "skyrl_train"),
+        r"^skyrl_train-v(\d+\.\d+\.\d+)$",
+    ),
 }
+#: a later start for the date-versioned packages, which release every few days (the budget):
+#: Unsloth's GRPO support came with 2025.2
+SINCE_OF = {"unsloth": "2025-02-01", "unsloth-zoo": "2025-02-01"}
 _BUMP_PY = re.compile(r"""^\+\s*__version__\s*=\s*["']([0-9][\w.+-]*)["']""", re.M)
 _BUMP_TOML = re.compile(r"""^\+version\s*=\s*["']([0-9][\w.+-]*)["']""", re.M)
 
@@ -309,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         ap.error("give --all --mirrors DIR, or --git-dir, --package and --root")
     for git_dir, dist, roots, tags, repo in jobs:
-        data = derive(git_dir, dist, roots, tags, args.since, repo)
+        since = max(args.since, SINCE_OF.get(dist, args.since)) if args.all else args.since
+        data = derive(git_dir, dist, roots, tags, since, repo)
         size = write(data, args.out / f"{dist}.json.gz")
         releases = data["releases"]
         assert isinstance(releases, list)

@@ -630,6 +630,21 @@ def _first_failure(by_sig: Mapping[str, list[Match]], drafts: list[Draft]) -> Ma
     )
 
 
+def _repeated_with_frames(by_sig: Mapping[str, list[Match]], first: Match) -> list[Match]:
+    """Later failing lines with the same text as ``first`` whose kept lines hold frames: the
+    exception printed again under its traceback (a wrapper logs the message, then the stack)."""
+    if any('File "' in line for line in first.context):
+        return []
+    text = split_prefix(first.text)[0].strip()
+    return [
+        m
+        for m in by_sig.get(first.signature.id, [])
+        if m.line_no > first.line_no
+        and split_prefix(m.text)[0].strip() == text
+        and any('File "' in line for line in m.context)
+    ][:2]
+
+
 def diagnose(
     matches: Sequence[Match],
     ctx: Context | None = None,
@@ -685,6 +700,11 @@ def diagnose(
 
         first = _first_failure(by_sig, drafts)
         found = diagnose_failure(first, log) if first is not None else None
+        if found is None and first is not None:
+            for again in _repeated_with_frames(by_sig, first):  # "Full traceback:" after the message
+                found = diagnose_failure(again, log)
+                if found is not None:
+                    break
         if found is None and (first is not None or head):
             found = head_symptoms(head, log)  # a symptom on a line no anchor finds
         if found is None and head:

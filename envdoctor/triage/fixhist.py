@@ -119,6 +119,9 @@ _EXC_WORDS = {  # the words a fix's subject uses for an exception
     "ZeroDivisionError": ("zerodivision", "division by zero", "divide by zero"),
     "UnboundLocalError": ("unboundlocal", "unbound"),
     "NotImplementedError": ("notimplemented", "not implemented"),
+    "OverflowError": ("overflowerror", "overflow"),
+    "RecursionError": ("recursionerror", "recursion"),
+    "FileNotFoundError": ("filenotfound", "file not found"),
 }
 
 

@@ -248,3 +248,13 @@ def test_the_shipped_index_places_a_real_trl_frame() -> None:
     )
     assert fits
     assert idx.releases[max(fits)] == "0.19.1"
+
+
+def test_a_message_logged_before_its_traceback_is_read_with_the_frames_after_it(shipped: Path) -> None:
+    """A wrapper logs the exception, then "Full traceback:" and the stack ending in the same line:
+    the first failing line has no frames, the repeated one has them."""
+    message = "TypeError: 'NoneType' object is not iterable"
+    stack = _log(9, BUGGY, message=message)
+    stack = stack.replace("Traceback (most recent call last):\n", "Full traceback:\n")
+    (f,) = [f for f in findings(scan_bytes(f"{message}\n\n{stack}")) if f.rule == "TRI014"]
+    assert f.severity == Severity.ERROR and "grpo_trainer.py:9 in _generate" in f.message
