@@ -188,10 +188,10 @@ def _message_words(t: Traceback) -> set[str]:
     return {w for w in words if w not in _COMMON}
 
 
-def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str]) -> str:
+def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str], line: bool = True) -> str:
     """What of the failure ``fix`` matches: the raising line, the exception, the message's words,
-    the function; "" for nothing."""
-    if frame.code and line_hash(frame.code) in fix.removed:
+    the function; "" for nothing (``line=False``: what its subject names only)."""
+    if line and frame.code and line_hash(frame.code) in fix.removed:
         return LINE
     subject = fix.subject.lower()
     name = t.name
@@ -311,7 +311,12 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     # removed (the run had the code before the fix); and the fix matches the failure
     matched = bool(best.why) and not best.why.startswith(FUNCTION)
     before = _before(run, best.fix.release)
-    certain = matched and (before or best.why == LINE and best.depth == 0)
+    # the traceback shows a line the fix removed: the run had the code before it; in a caller's
+    # frame that is the failure's place only when the fix's subject names the failure too
+    removed = best.why == LINE and (
+        best.depth == 0 or _strength(_matches(best.fix, best.frame, t, _message_words(t), line=False)) == 1
+    )
+    certain = matched and (before or removed)
     h = fix_history(pkg)
     source = h.source if h is not None else ""
     raised = f"{t.name}: {t.message[:200]}" if t.message else t.name

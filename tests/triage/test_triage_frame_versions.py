@@ -258,3 +258,54 @@ def test_a_message_logged_before_its_traceback_is_read_with_the_frames_after_it(
     stack = stack.replace("Traceback (most recent call last):\n", "Full traceback:\n")
     (f,) = [f for f in findings(scan_bytes(f"{message}\n\n{stack}")) if f.rule == "TRI014"]
     assert f.severity == Severity.ERROR and "grpo_trainer.py:9 in _generate" in f.message
+
+
+CALLER = """
+    def outer(device):
+        return inner(device_index=device.index_of_the_device)
+
+
+    def inner(device_index):
+        assert device_index is not None
+"""
+
+
+@pytest.mark.parametrize(
+    ("subject", "severity"),
+    [
+        ("Fix the assertion error in outer's device (#7)", Severity.ERROR),  # names the failure
+        ("Fix outer's device handling (#7)", Severity.WARNING),  # a caller's removed line alone
+    ],
+)
+def test_a_callers_line_the_fix_removed_is_an_error_when_the_fix_names_the_failure(
+    derive_fixes: ModuleType, tmp_path: Path, monkeypatch, subject: str, severity: Severity | None
+) -> None:
+    r = tmp_path / "repo"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    _commit(r, {"trl/a.py": CALLER}, "Initial import")
+    _git(r, "tag", "v0.1.0")
+    _commit(r, {"trl/a.py": CALLER.replace(".index_of_the_device", ".index_of_the_device or 0")}, subject)
+    _git(r, "tag", "v0.2.0")
+    history = derive_fixes.derive(r / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", "o/trl")
+    derive_fixes.write(history, tmp_path / "fixes" / "trl.json.gz")
+    monkeypatch.setattr(fix_history, "_dir", lambda: tmp_path / "fixes")
+    monkeypatch.setattr(frame_index, "_dir", lambda: tmp_path / "no-frames")
+    for c in (fix_history.fix_history, fix_history.packages, frame_index.packages):
+        c.cache_clear()
+    log = textwrap.dedent(
+        """\
+        Traceback (most recent call last):
+          File "/v/site-packages/trl/a.py", line 3, in outer
+            return inner(device_index=device.index_of_the_device)
+          File "/v/site-packages/trl/a.py", line 7, in inner
+            assert device_index is not None
+        AssertionError
+        """
+    )
+    try:
+        got = [f.severity for f in findings(scan_bytes(log)) if f.rule == "TRI014"]
+    finally:
+        for c in (fix_history.fix_history, fix_history.packages, frame_index.packages):
+            c.cache_clear()
+    assert got == ([severity] if severity else [])
