@@ -16,17 +16,18 @@ unsloth and unsloth_zoo). Only releases made since ``--since`` (older ones no GR
 Each release's ``.py`` files under the package's folders are read at the release's commit (one
 ``git cat-file --batch`` for all of them; a blob seen at an earlier release is parsed once): the
 functions (``ast``; nested ones named ``outer.<locals>.inner``; a function's lines include its
-decorators) and, per line, a one-byte hash of its text without whitespace and with one kind of
-quote (``line_hash``). It writes ``rules/knowledge/frames/DIST.json.gz`` (schema
+decorators) and, per line, a short hash of its text without whitespace and with one kind of
+quote (``line_hash``: one hex digit, ``--digits``; a false fit only widens a range, never drops the
+true release). It writes ``rules/knowledge/frames/DIST.json.gz`` (schema
 ``envdoctor.frames/1``)::
 
     {"schema": …, "package": "trl", "source": "huggingface/trl", "head": "<sha>",
      "releases": ["0.14.0", …],                       # oldest first
-     "bodies": ["a1ff03…", …],                        # a function's line hashes, two hex digits a line
+     "digits": 1, "bodies": ["a1f03…", …],            # a function's line hashes, ``digits`` hex digits a line
      "files": {"trainer/grpo_trainer.py": {"GRPOTrainer._generate": [[r0, r1, first, body], …]}}}
 
 A row says: in releases ``r0`` to ``r1`` (indexes into ``releases``, both included) the function
-spans lines ``first`` to ``first + len(body) - 1`` with the line hashes of ``bodies[body]``. A
+spans lines ``first`` to ``first + len(body) / digits - 1`` with the line hashes of ``bodies[body]``. A
 function absent from a release has no row covering it. Budget: 1.5 MB for all files together
 (``--budget``; the command fails above it).
 
@@ -58,6 +59,7 @@ SCHEMA = "envdoctor.frames/1"
 BUDGET = 1_500_000
 SINCE = "2024-01-01"
 MAX_FILE = 2_000_000  # a larger .py file is passed over (generated tables)
+DIGITS = 1  # hex digits of a line's hash
 
 _TAG = r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"
 #: distribution -> (mirror folder (owner+name), repository, folders of its import packages in the
@@ -100,11 +102,11 @@ def _version(text: str) -> Version | None:
     return None if v.is_prerelease or v.is_devrelease else v
 
 
-def line_hash(line: str) -> str:
-    """Two hex digits of a source line as a traceback prints it: the text without whitespace and
-    with one kind of quote (envdoctor/knowledge/frame_index.py hashes a frame's line the same way)."""
+def line_hash(line: str, digits: int = DIGITS) -> str:
+    """``digits`` hex digits of a source line as a traceback prints it: the text without whitespace
+    and with one kind of quote (envdoctor/knowledge/frame_index.py hashes a frame's line the same way)."""
     bare = "".join(line.split()).replace("'", '"')
-    return hashlib.blake2s(bare.encode(), digest_size=1).hexdigest()
+    return hashlib.blake2s(bare.encode(), digest_size=1).hexdigest()[:digits]
 
 
 def spans(source: str) -> list[tuple[int, int, str]]:
@@ -223,14 +225,14 @@ def _files(git_dir: Path, commit: str, roots: tuple[str, ...]) -> dict[str, str]
     return out
 
 
-def _functions(text: str) -> dict[str, tuple[int, str]]:
+def _functions(text: str, digits: int = DIGITS) -> dict[str, tuple[int, str]]:
     """A file's functions: qualified name -> (first line, line hashes); a name defined twice keeps
     its first definition."""
     lines = text.split("\n")
     out: dict[str, tuple[int, str]] = {}
     for first, last, name in spans(text):
         if name not in out:
-            out[name] = (first, "".join(line_hash(x) for x in lines[first - 1 : last]))
+            out[name] = (first, "".join(line_hash(x, digits) for x in lines[first - 1 : last]))
     return out
 
 
@@ -242,6 +244,7 @@ def derive(
     since: str = SINCE,
     source: str = "",
     ref: str = "HEAD",
+    digits: int = DIGITS,
 ) -> dict[str, object]:
     """The frame index of ``package`` (the module docstring's layout)."""
     roots = tuple(r.strip("/") for r in roots)
@@ -257,7 +260,7 @@ def derive(
             if fns is None:
                 data = blobs.get(sha)
                 fns = parsed[sha] = (
-                    _functions(data.decode("utf-8", "replace")) if len(data) <= MAX_FILE else {}
+                    _functions(data.decode("utf-8", "replace"), digits) if len(data) <= MAX_FILE else {}
                 )
             by_name = files.setdefault(module, {})
             for name, (first, body) in fns.items():
@@ -276,6 +279,7 @@ def derive(
         "head": git(git_dir, "rev-parse", ref).strip(),
         "since": since,
         "releases": [v for v, _ in releases],
+        "digits": digits,
         "bodies": sorted(bodies, key=lambda b: bodies[b]),
         "files": {m: fns for m, fns in sorted(files.items()) if fns},
     }
@@ -301,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--since", default=SINCE)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--budget", type=int, default=BUDGET)
+    ap.add_argument("--digits", type=int, default=DIGITS, choices=(1, 2), help="hex digits of a line's hash")
     args = ap.parse_args(argv)
     jobs: list[tuple[Path, str, tuple[str, ...], str, str]] = []
     if args.all:
@@ -321,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give --all --mirrors DIR, or --git-dir, --package and --root")
     for git_dir, dist, roots, tags, repo in jobs:
         since = max(args.since, SINCE_OF.get(dist, args.since)) if args.all else args.since
-        data = derive(git_dir, dist, roots, tags, since, repo)
+        data = derive(git_dir, dist, roots, tags, since, repo, digits=args.digits)
         size = write(data, args.out / f"{dist}.json.gz")
         releases = data["releases"]
         assert isinstance(releases, list)

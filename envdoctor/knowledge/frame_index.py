@@ -15,11 +15,11 @@ SCHEMA = "envdoctor.frames/1"
 MAX_BYTES = 2 * 1024 * 1024  # a file larger than this is passed over
 
 
-def line_hash(line: str) -> str:
-    """Two hex digits of a source line as a traceback prints it (the derive script's): its text
-    without whitespace and with one kind of quote."""
+def line_hash(line: str, digits: int = 1) -> str:
+    """``digits`` hex digits of a source line as a traceback prints it (the derive script's): its
+    text without whitespace and with one kind of quote."""
     bare = "".join(line.split()).replace("'", '"')
-    return hashlib.blake2s(bare.encode(), digest_size=1).hexdigest()
+    return hashlib.blake2s(bare.encode(), digest_size=1).hexdigest()[:digits]
 
 
 @dataclass
@@ -29,6 +29,7 @@ class FrameIndex:
     releases: list[str]  # oldest first
     bodies: list[str]
     files: dict[str, dict[str, list[list[int]]]]
+    digits: int = 1  # hex digits of a line's hash
 
     def fits(self, module: str, function: str, line: int, code: str = "") -> frozenset[int] | None:
         """The releases (indexes into ``releases``) whose ``module`` has a function named as the
@@ -42,7 +43,8 @@ class FrameIndex:
         rows: list[Any] = [r for q, r in names.items() if q.split(".")[-len(want) :] == want]
         if not rows:
             return None
-        h = line_hash(code) if code.strip() else ""
+        n = self.digits
+        h = line_hash(code, n) if code.strip() else ""
         out: set[int] = set()
         for runs in rows:
             for run in runs if isinstance(runs, list) else ():
@@ -52,9 +54,9 @@ class FrameIndex:
                 except (TypeError, ValueError, IndexError):
                     continue
                 at = line - first
-                if not 0 <= at < len(body) // 2:
+                if not 0 <= at < len(body) // n:
                     continue
-                if h and body[2 * at : 2 * at + 2] != h:
+                if h and body[n * at : n * at + n] != h:
                     continue
                 out.update(range(max(r0, 0), min(r1, len(self.releases) - 1) + 1))
         return frozenset(out)
@@ -84,6 +86,7 @@ def frame_index(package: str) -> FrameIndex | None:
         [str(r) for r in releases],
         [str(b) for b in bodies],
         files,
+        doc.get("digits") if doc.get("digits") in (1, 2) else 2,
     )
 
 
