@@ -86,7 +86,7 @@ def frame_index(package: str) -> FrameIndex | None:
         [str(r) for r in releases],
         [str(b) for b in bodies],
         files,
-        doc.get("digits") if doc.get("digits") in (1, 2) else 2,
+        1 if doc.get("digits") == 1 else 2,
     )
 
 
