@@ -71,7 +71,7 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
     "unsloth-zoo": ("unslothai+unsloth-zoo", "unslothai/unsloth-zoo", ("unsloth_zoo",), ""),
     "llamafactory": ("hiyouga+LLaMA-Factory", "hiyouga/LLaMA-Factory", ("src/llamafactory",), _TAG),
     "openrlhf": ("OpenRLHF+OpenRLHF", "OpenRLHF/OpenRLHF", ("openrlhf",), _TAG),
-    "areal": ("inclusionAI+AReaL", "inclusionAI/AReaL", ("areal", "realhf"), _TAG),
+    "areal": ("inclusionAI+AReaL", "inclusionAI/AReaL", ("areal",), _TAG),  # not the legacy realhf
     "nemo-rl": ("NVIDIA-NeMo+RL", "NVIDIA-NeMo/RL", ("nemo_rl",), r"^v(\d+\.\d+\.\d+)$"),
     "skyrl-train": (
         "NovaSky-AI+SkyRL",
