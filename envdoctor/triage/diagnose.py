@@ -34,7 +34,7 @@ from envdoctor.triage.draft import (
     where,
 )
 from envdoctor.triage.interface import Match, ScanResult
-from envdoctor.triage.logversions import LogVersion, facts_for_advice, from_log
+from envdoctor.triage.logversions import LogVersion, facts_for_advice, from_log, shown
 from envdoctor.triage.oom import Oom, OomLog, classify, parse_oom, processes_now
 from envdoctor.triage.scanner import split_prefix
 from envdoctor.units import parse_size
@@ -491,8 +491,9 @@ def _mark_consequences(drafts: list[Draft]) -> None:
 
 def _with_versions(ctx: Context | None, versions: Mapping[str, LogVersion]) -> Context | None:
     """The context that advice and confirmation read: the log's versions in place of this
-    machine's packages (``logversions.facts_for_advice``)."""
-    if not versions:
+    machine's packages (``logversions.facts_for_advice``); a range inferred from the traceback's
+    frames is no version to advise on (``logversions.shown``)."""
+    if not shown(versions):
         return ctx
     facts = facts_for_advice(ctx.facts if ctx is not None else None, dict(versions))
     if ctx is None:
