@@ -47,7 +47,8 @@ def _own(f: Frame, have: tuple[str, ...]) -> tuple[str, str] | None:
 
 def _frames(matches: Sequence[Match], have: tuple[str, ...]) -> dict[str, list[tuple[str, Frame, int]]]:
     """Per package with an index: (path inside it, frame, log line) of the failing lines' frames."""
-    needles = tuple(f"/{_folder(d)}/" for d in have)
+    # a path in the package: absolute (``…/trl/…``), relative (``File "areal/…``) or Windows'
+    needles = tuple(n for d in have for n in (f"/{_folder(d)}/", f'"{_folder(d)}/', f"\\{_folder(d)}\\"))
     out: dict[str, list[tuple[str, Frame, int]]] = {}
     read = 0
     for m in matches:

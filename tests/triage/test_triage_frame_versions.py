@@ -309,3 +309,8 @@ def test_a_callers_line_the_fix_removed_is_an_error_when_the_fix_names_the_failu
         for c in (fix_history.fix_history, fix_history.packages, frame_index.packages):
             c.cache_clear()
     assert got == ([severity] if severity else [])
+
+
+def test_a_relative_path_of_the_package_is_read_too(shipped: Path) -> None:
+    text = _log(7, BUGGY).replace("/usr/lib/python3.11/site-packages/trl/", "trl/")
+    assert _versions(text)["trl"].version == "0.1.0"
