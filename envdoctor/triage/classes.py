@@ -481,7 +481,8 @@ def _versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, 
                     continue  # a range partly outside or open: no verdict from it
         except (InvalidSpecifier, ValueError):
             continue
-        (shown if inside else outside).append(f"{dist} {found.range_text()} ({spec})")
+        inferred = " inferred from the traceback's frames" if found.inferred else ""
+        (shown if inside else outside).append(f"{dist} {found.range_text()}{inferred} ({spec})")
     if outside:
         return False, "the log's versions do not match: " + ", ".join(outside)
     if shown:
