@@ -1,6 +1,6 @@
 """The frame index of the stack's packages (rules/knowledge/frames/, derived from the packages' git
 histories at their release tags by scripts/derive_frame_index.py): per package, release by release,
-where each function of each file lies and a one-byte hash of each of its lines. Triage
+where each function of each file lies and a short hash (one hex digit) of each of its lines. Triage
 (envdoctor/triage/frameversions.py) asks it which releases a traceback's frame fits; a package's
 file is read only for a log with a frame in that package."""
 
