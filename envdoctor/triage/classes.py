@@ -475,9 +475,14 @@ def _versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, 
             continue
         try:
             inside = SpecifierSet(spec).contains(found.version, prereleases=True)
+            if not found.exact:  # a range the frames fit: inside only when both its ends are
+                low = SpecifierSet(spec).contains(found.low or found.version, prereleases=True)
+                if not (inside and low and not found.newest):
+                    continue  # a range partly outside or open: no verdict from it
         except (InvalidSpecifier, ValueError):
             continue
-        (shown if inside else outside).append(f"{dist} {found.version} ({spec})")
+        inferred = " inferred from the traceback's frames" if found.inferred else ""
+        (shown if inside else outside).append(f"{dist} {found.range_text()}{inferred} ({spec})")
     if outside:
         return False, "the log's versions do not match: " + ", ".join(outside)
     if shown:
@@ -489,7 +494,9 @@ def _unshown_bounds(packages: dict[str, str], log: Log) -> int:
     """How many of an entry's packages are bounded from above (a release range: ``<``, ``==``,
     ``~=``) while the log does not show their version: the guesses a diagnosis would rest on."""
     return sum(
-        1 for dist, spec in packages.items() if dist not in log.versions and re.search(r"<|==|~=", spec)
+        1
+        for dist, spec in packages.items()
+        if (dist not in log.versions or not log.versions[dist].exact) and re.search(r"<|==|~=", spec)
     )
 
 

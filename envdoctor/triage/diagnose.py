@@ -34,7 +34,7 @@ from envdoctor.triage.draft import (
     where,
 )
 from envdoctor.triage.interface import Match, ScanResult
-from envdoctor.triage.logversions import LogVersion, facts_for_advice, from_log
+from envdoctor.triage.logversions import LogVersion, facts_for_advice, from_log, shown
 from envdoctor.triage.oom import Oom, OomLog, classify, parse_oom, processes_now
 from envdoctor.triage.scanner import split_prefix
 from envdoctor.units import parse_size
@@ -530,8 +530,9 @@ def _mark_consequences(drafts: list[Draft]) -> None:
 
 def _with_versions(ctx: Context | None, versions: Mapping[str, LogVersion]) -> Context | None:
     """The context that advice and confirmation read: the log's versions in place of this
-    machine's packages (``logversions.facts_for_advice``)."""
-    if not versions:
+    machine's packages (``logversions.facts_for_advice``); a range inferred from the traceback's
+    frames is no version to advise on (``logversions.shown``)."""
+    if not shown(versions):
         return ctx
     facts = facts_for_advice(ctx.facts if ctx is not None else None, dict(versions))
     if ctx is None:
@@ -564,8 +565,12 @@ def diagnose_scan(
 
 
 def scan_versions(result: ScanResult) -> dict[str, LogVersion]:
-    """The package versions a scanned log shows (its head and its version lines)."""
-    return from_log(result.head, version_lines(result.matches))
+    """The package versions a scanned log shows (its head and its version lines), and for the
+    packages it does not show, the release ranges its traceback's frames fit
+    (``frameversions.with_inferred``)."""
+    from envdoctor.triage.frameversions import with_inferred
+
+    return with_inferred(result.matches, from_log(result.head, version_lines(result.matches)))
 
 
 def version_lines(matches: Sequence[Match]) -> list[tuple[int, str]]:
@@ -665,6 +670,21 @@ def _first_failure(by_sig: Mapping[str, list[Match]], drafts: list[Draft]) -> Ma
     )
 
 
+def _repeated_with_frames(by_sig: Mapping[str, list[Match]], first: Match) -> list[Match]:
+    """Later failing lines with the same text as ``first`` whose kept lines hold frames: the
+    exception printed again under its traceback (a wrapper logs the message, then the stack)."""
+    if any('File "' in line for line in first.context):
+        return []
+    text = split_prefix(first.text)[0].strip()
+    return [
+        m
+        for m in by_sig.get(first.signature.id, [])
+        if m.line_no > first.line_no
+        and split_prefix(m.text)[0].strip() == text
+        and any('File "' in line for line in m.context)
+    ][:2]
+
+
 def diagnose(
     matches: Sequence[Match],
     ctx: Context | None = None,
@@ -685,7 +705,9 @@ def diagnose(
     named (``structural.head_symptoms``).
     """
     if versions is None:
-        versions = from_log(b"", version_lines(matches))
+        from envdoctor.triage.frameversions import with_inferred
+
+        versions = with_inferred(matches, from_log(b"", version_lines(matches)))
     ctx = _with_versions(ctx, versions)
     from envdoctor.triage.rejoin import rematch
 
@@ -718,6 +740,11 @@ def diagnose(
 
         first = _first_failure(by_sig, drafts)
         found = diagnose_failure(first, log) if first is not None else None
+        if found is None and first is not None:
+            for again in _repeated_with_frames(by_sig, first):  # "Full traceback:" after the message
+                found = diagnose_failure(again, log)
+                if found is not None:
+                    break
         if found is None and (first is not None or head):
             found = head_symptoms(head, log)  # a symptom on a line no anchor finds
         if found is None and head:

@@ -254,7 +254,11 @@ def issue_draft(m: Match, origin: str, log: Log) -> str:
     trace = [cut(line, 300) for line in m.context[start:][-30:]] + [cut(m.text, 500)]
     versions = (
         [
-            f"- {d} {v.version} (log line {v.line})" if v.line else f"- {d} {v.version}"
+            f"- {d} {v.range_text()} (inferred from the traceback's frames)"
+            if v.inferred
+            else f"- {d} {v.version} (log line {v.line})"
+            if v.line
+            else f"- {d} {v.version}"
             for d, v in sorted(log.versions.items())
         ]
         if log.versions

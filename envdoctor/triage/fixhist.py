@@ -34,6 +34,7 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge.fix_history import Fix, fix_history, line_hash, packages
 from envdoctor.triage.draft import Draft, Log, finding
 from envdoctor.triage.interface import Match
+from envdoctor.triage.logversions import LogVersion
 from envdoctor.triage.traceback import Frame, Traceback
 
 RULE = "TRI014"
@@ -118,6 +119,9 @@ _EXC_WORDS = {  # the words a fix's subject uses for an exception
     "ZeroDivisionError": ("zerodivision", "division by zero", "divide by zero"),
     "UnboundLocalError": ("unboundlocal", "unbound"),
     "NotImplementedError": ("notimplemented", "not implemented"),
+    "OverflowError": ("overflowerror", "overflow"),
+    "RecursionError": ("recursionerror", "recursion"),
+    "FileNotFoundError": ("filenotfound", "file not found"),
 }
 
 
@@ -184,10 +188,10 @@ def _message_words(t: Traceback) -> set[str]:
     return {w for w in words if w not in _COMMON}
 
 
-def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str]) -> str:
+def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str], line: bool = True) -> str:
     """What of the failure ``fix`` matches: the raising line, the exception, the message's words,
-    the function; "" for nothing."""
-    if frame.code and line_hash(frame.code) in fix.removed:
+    the function; "" for nothing (``line=False``: what its subject names only)."""
+    if line and frame.code and line_hash(frame.code) in fix.removed:
         return LINE
     subject = fix.subject.lower()
     name = t.name
@@ -246,14 +250,22 @@ def _candidates(pkg: str, frames: list[Frame], t: Traceback, shown: str | None) 
     return out
 
 
-def _shown(pkg: str, log: Log) -> str | None:
+def _shown(pkg: str, log: Log) -> LogVersion | None:
+    """The run's version of ``pkg``: the log's, a range its traceback's frames fit (``low`` to
+    ``version``), or the snapshot's (``--facts``)."""
     v = log.versions.get(pkg)
     if v is not None:
-        return v.version
+        return v
     ctx = log.ctx
     if ctx is not None and ctx.facts.source != "live":  # --facts: the run's snapshot
-        return ctx.version(pkg)
+        version = ctx.version(pkg)
+        return LogVersion(version, 0, "report") if version else None
     return None
+
+
+def _before(v: LogVersion | None, release: str) -> bool:
+    """The run's version, or every release of the range its frames fit, is older than ``release``."""
+    return v is not None and bool(release) and not v.newest and versions.below(v.version, release)
 
 
 def _where(f: Frame) -> str:
@@ -276,16 +288,18 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     if found is None:
         return None
     pkg, frames = found
-    shown = _shown(pkg, log)
-    cands = _candidates(pkg, frames, t, shown)
+    run = _shown(pkg, log)
+    shown = run.version if run is not None and run.exact else None
+    # fixes after the oldest release the run may have (its version, or its frames' range)
+    cands = _candidates(pkg, frames, t, (run.low or run.version) if run is not None else None)
     if not cands:
         return None
     # without the log's version, a fix that names only the function is too weak to name
-    strong = [c for c in cands if c.why and (shown is not None or not c.why.startswith(FUNCTION))]
+    strong = [c for c in cands if c.why and (run is not None or not c.why.startswith(FUNCTION))]
     if strong:
         pool = strong
-    elif shown is not None:
-        innermost = [c for c in cands if c.depth == 0]
+    elif run is not None:
+        innermost = [c for c in cands if c.depth == 0 and _before(run, c.fix.release)]
         if not innermost or len(innermost) > MAX_WEAK:
             return None  # the raising function changed often since: no one fix stands out
         pool = innermost
@@ -296,7 +310,13 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     # the log's version is older than the fix, or the raising line it prints is one the fix
     # removed (the run had the code before the fix); and the fix matches the failure
     matched = bool(best.why) and not best.why.startswith(FUNCTION)
-    certain = matched and (shown is not None or best.why == LINE and best.depth == 0)
+    before = _before(run, best.fix.release)
+    # the traceback shows a line the fix removed: the run had the code before it; in a caller's
+    # frame that is the failure's place only when the fix's subject names the failure too
+    removed = best.why == LINE and (
+        best.depth == 0 or _strength(_matches(best.fix, best.frame, t, _message_words(t), line=False)) == 1
+    )
+    certain = matched and (before or removed)
     h = fix_history(pkg)
     source = h.source if h is not None else ""
     raised = f"{t.name}: {t.message[:200]}" if t.message else t.name
@@ -305,8 +325,14 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
         f"changed: {_ref(best.fix, source)}, first released in {pkg} {best.fix.release}"
         + (f" ({best.why})" if best.why else "")
     )
-    if shown is not None:
-        what += f"; the log shows {pkg} {shown}, older than that release"
+    if run is not None and run.inferred:
+        what += (
+            f"; the traceback's frames place the run at {pkg} {run.range_text()} "
+            f"({'; '.join(run.frames[:2])})"
+            + (", older than that release" if before else f": whether it had the fix, `pip show {pkg}` tells")
+        )
+    elif run is not None:
+        what += f"; the log shows {pkg} {run.version}, older than that release"
     elif certain:
         what += f"; the run had {pkg}'s code from before the fix (the log shows no {pkg} version)"
     else:
@@ -330,6 +356,8 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
         commit=best.fix.commit,
         number=best.fix.number or None,
         shown=shown,
+        inferred=run.range_text() if run is not None and run.inferred else None,
+        inferred_from=list(run.frames) if run is not None and run.inferred else None,
         matched=best.why or None,
     )
     f = d.finding

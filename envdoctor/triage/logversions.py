@@ -16,7 +16,7 @@ listing (pip list/freeze, a wheel or dist-info name); among equals the last one 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from envdoctor.facts.interface import Facts, Package, normalize_name
@@ -94,11 +94,34 @@ class LogVersion:
 
     version: str
     line: int
-    how: str  # "banner", "report" or "listing"
+    how: str  # "banner", "report", "listing" or "frames" (inferred from a traceback's frames)
+    #: for ``frames``: the oldest release the frames fit (``version``: the newest), whether
+    #: ``version`` is the newest release envdoctor knows (the run may have a later one), and the
+    #: frames that placed it
+    low: str = ""
+    newest: bool = False
+    frames: tuple[str, ...] = ()
 
     @property
     def rank(self) -> int:
         return {"banner": 3, "report": 2, "listing": 1}.get(self.how, 0)
+
+    @property
+    def inferred(self) -> bool:
+        """Inferred from the traceback's frames, not shown by the log."""
+        return self.how == "frames"
+
+    @property
+    def exact(self) -> bool:
+        """One release: shown by the log, or the only one its frames fit."""
+        return not self.inferred or (self.low in ("", self.version) and not self.newest)
+
+    def range_text(self) -> str:
+        """``0.19.0``, ``0.18.0 to 0.19.1``, ``1.9.0 or newer``."""
+        if not self.inferred:
+            return self.version
+        text = self.version if self.low in ("", self.version) else f"{self.low} to {self.version}"
+        return text + (" or newer" if self.newest else "")
 
 
 def dist_name(name: str) -> str | None:
@@ -224,9 +247,17 @@ def from_log(head: bytes, lines: Iterable[tuple[int, str]] = ()) -> dict[str, Lo
 def describe(found: dict[str, LogVersion]) -> str:
     """``trl 0.25.0 (line 3), vllm 0.12.0 (line 40)`` — what the report says the versions are."""
     return ", ".join(
-        f"{d} {v.version}" + (f" (line {v.line})" if v.line else "")
+        f"{d} {v.range_text()} (inferred from the traceback's frames)"
+        if v.inferred
+        else f"{d} {v.version}" + (f" (line {v.line})" if v.line else "")
         for d, v in sorted(found.items(), key=lambda kv: (kv[1].line, kv[0]))
     )
+
+
+def shown(found: Mapping[str, LogVersion]) -> dict[str, LogVersion]:
+    """The versions that name one release: those the log shows, and those its frames fit alone
+    (a range inferred from frames is no version to check a release's rule against)."""
+    return {d: v for d, v in found.items() if v.exact}
 
 
 def facts_for_advice(facts: Facts | None, found: dict[str, LogVersion]) -> Facts | None:
@@ -236,6 +267,7 @@ def facts_for_advice(facts: Facts | None, found: dict[str, LogVersion]) -> Facts
     replace those it names; the live machine's packages are dropped altogether when the log shows
     versions (this machine did not run the job); without versions in the log the facts stay.
     """
+    found = shown(found)
     if not found:
         return facts
     base = facts if facts is not None else Facts(source="log")

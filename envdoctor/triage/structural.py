@@ -105,7 +105,7 @@ def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
 
 
 def _versions(log: Log) -> dict[str, str]:
-    return {d: v.version for d, v in log.versions.items()}
+    return {d: v.version for d, v in log.versions.items() if v.exact}
 
 
 def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] = ()) -> Draft | None:
@@ -446,6 +446,7 @@ def self_contradiction(head: bytes, log: Log) -> Draft | None:
         trl = kb.config_key(m.group("key")) is not None
         owner = "TRL" if trl else "the package that raised it"
         version = log.versions.get("trl") if trl else None
+        version = version if version is not None and version.exact else None
         what = (
             f"{owner}{' ' + version.version if version else ''} refused {m.group('key')}="
             f"'{m.group('got')}', a value its own check lists as allowed: a bug of that build's check "

@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""Derive the frame index of the stack's packages from their git histories (maintainer command).
+
+A traceback's frame (a package file, a line number, a function, the source line when the log
+prints it) places the running code in the releases whose file has that function spanning that
+line, with that text on it. This command records, per release of a package, where each function
+of each file lies and a short hash of each of its lines, so that triage can intersect a log's
+frames into the range of releases the run had (envdoctor/triage/frameversions.py) when the log
+shows no version.
+
+Releases: ``--tags REGEX`` (one group: the version; pre- and dev releases left out), else the
+package's own version line (the commit that first sets ``__version__ = "2025.4.3"`` in a ``.py``
+file or ``version = "…"`` in ``pyproject.toml``: date-versioned packages without tags per release,
+unsloth and unsloth_zoo). Only releases made since ``--since`` (older ones no GRPO user runs).
+
+Each release's ``.py`` files under the package's folders are read at the release's commit (one
+``git cat-file --batch`` for all of them; a blob seen at an earlier release is parsed once): the
+functions (``ast``; nested ones named ``outer.<locals>.inner``; a function's lines include its
+decorators) and, per line, a short hash of its text without whitespace and with one kind of
+quote (``line_hash``: one hex digit, ``--digits``; a false fit only widens a range, never drops the
+true release). It writes ``rules/knowledge/frames/DIST.json.gz`` (schema
+``envdoctor.frames/1``)::
+
+    {"schema": …, "package": "trl", "source": "huggingface/trl", "head": "<sha>",
+     "releases": ["0.14.0", …],                       # oldest first
+     "digits": 1, "bodies": ["a1f03…", …],            # a function's line hashes, ``digits`` hex digits a line
+     "files": {"trainer/grpo_trainer.py": {"GRPOTrainer._generate": [[r0, r1, first, body], …]}}}
+
+A row says: in releases ``r0`` to ``r1`` (indexes into ``releases``, both included) the function
+spans lines ``first`` to ``first + len(body) / digits - 1`` with the line hashes of ``bodies[body]``. A
+function absent from a release has no row covering it. Budget: 1.5 MB for all files together
+(``--budget``; the command fails above it).
+
+Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool):
+
+    python scripts/derive_frame_index.py --all --mirrors /work/.mirror      # every package of PACKAGES
+    python scripts/derive_frame_index.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
+
+Offline: it reads the git directory only (``git`` on the path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import gzip
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "rules" / "knowledge" / "frames"
+SCHEMA = "envdoctor.frames/1"
+BUDGET = 1_500_000
+SINCE = "2024-01-01"
+MAX_FILE = 2_000_000  # a larger .py file is passed over (generated tables)
+DIGITS = 1  # hex digits of a line's hash
+
+_TAG = r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"
+#: distribution -> (mirror folder (owner+name), repository, folders of its import packages in the
+#: repository (module paths are relative to them), release-tag pattern or "" for the version line)
+PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
+    "trl": ("huggingface+trl", "huggingface/trl", ("trl",), _TAG),
+    "verl": ("volcengine+verl", "volcengine/verl", ("verl",), _TAG),
+    "unsloth": ("unslothai+unsloth", "unslothai/unsloth", ("unsloth",), ""),
+    "unsloth-zoo": ("unslothai+unsloth-zoo", "unslothai/unsloth-zoo", ("unsloth_zoo",), ""),
+    "llamafactory": ("hiyouga+LLaMA-Factory", "hiyouga/LLaMA-Factory", ("src/llamafactory",), _TAG),
+    "openrlhf": ("OpenRLHF+OpenRLHF", "OpenRLHF/OpenRLHF", ("openrlhf",), _TAG),
+    "areal": ("inclusionAI+AReaL", "inclusionAI/AReaL", ("areal",), _TAG),  # not the legacy realhf
+    "nemo-rl": ("NVIDIA-NeMo+RL", "NVIDIA-NeMo/RL", ("nemo_rl",), r"^v(\d+\.\d+\.\d+)$"),
+    "skyrl-train": (
+        "NovaSky-AI+SkyRL",
+        "NovaSky-AI/SkyRL",
+        ("skyrl-train/skyrl_train", "skyrl_train"),
+        r"^skyrl_train-v(\d+\.\d+\.\d+)$",
+    ),
+}
+#: a later start for the date-versioned packages, which release every few days (the budget):
+#: Unsloth's GRPO support came with 2025.2
+SINCE_OF = {"unsloth": "2025-02-01", "unsloth-zoo": "2025-02-01"}
+_BUMP_PY = re.compile(r"""^\+\s*__version__\s*=\s*["']([0-9][\w.+-]*)["']""", re.M)
+_BUMP_TOML = re.compile(r"""^\+version\s*=\s*["']([0-9][\w.+-]*)["']""", re.M)
+
+
+def git(git_dir: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", f"--git-dir={git_dir}", *args], capture_output=True, check=True, text=True, errors="replace"
+    )
+    return out.stdout
+
+
+def _version(text: str) -> Version | None:
+    try:
+        v = Version(text)
+    except InvalidVersion:
+        return None
+    return None if v.is_prerelease or v.is_devrelease else v
+
+
+def line_hash(line: str, digits: int = DIGITS) -> str:
+    """``digits`` hex digits of a source line as a traceback prints it: the text without whitespace
+    and with one kind of quote (envdoctor/knowledge/frame_index.py hashes a frame's line the same way)."""
+    bare = "".join(line.split()).replace("'", '"')
+    return hashlib.blake2s(bare.encode(), digest_size=1).hexdigest()[:digits]
+
+
+def spans(source: str) -> list[tuple[int, int, str]]:
+    """The functions of ``source`` as (first line, last line, qualified name); a function's lines
+    include its decorators; nested functions are named ``outer.<locals>.inner``."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[tuple[int, int, str]] = []
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if isinstance(child, ast.ClassDef):
+                    walk(child, name + ".")
+                else:
+                    first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                    out.append((first, child.end_lineno or child.lineno, name))
+                    walk(child, name + ".<locals>.")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    return out
+
+
+def tag_releases(git_dir: Path, pattern: str, since: str) -> list[tuple[str, str]]:
+    """(version, commit) of the release tags matching ``pattern`` made since ``since``, oldest first."""
+    rx = re.compile(pattern)
+    found: list[tuple[Version, str, str]] = []
+    fmt = (
+        "%(refname:short)%1f%(*objectname)%1f%(objectname)%1f%(*committerdate:short)%1f%(committerdate:short)"
+    )
+    for row in git(git_dir, "for-each-ref", f"--format={fmt}", "refs/tags").splitlines():
+        tag, peeled, sha, peeled_date, date = (row.split("\x1f") + [""] * 5)[:5]
+        m = rx.match(tag)
+        v = _version(m[1]) if m else None
+        if v is None or m is None or (peeled_date or date) < since:
+            continue
+        found.append((v, m[1], peeled or sha))
+    found.sort()
+    return [(version, sha) for _, version, sha in found]
+
+
+def bump_releases(
+    git_dir: Path, roots: tuple[str, ...], since: str, ref: str = "HEAD"
+) -> list[tuple[str, str]]:
+    """(version, commit) of the first-parent commits that first set each version line, oldest first."""
+    specs = [f":(glob){r}/**/*.py" for r in roots] + ["pyproject.toml"]
+    out = git(
+        git_dir,
+        "log",
+        "--first-parent",
+        "--reverse",
+        "-p",
+        "-U0",
+        "--no-color",
+        f"--since={since}",
+        "--format=\x1eCOMMIT %H",
+        "-G",
+        r"(__version__|^version)\s*=",
+        ref,
+        "--",
+        *specs,
+    )
+    seen: dict[str, str] = {}
+    for chunk in out.split("\x1eCOMMIT ")[1:]:
+        sha = chunk[:40]
+        for m in (*_BUMP_PY.finditer(chunk), *_BUMP_TOML.finditer(chunk)):
+            v = _version(m[1])
+            if v is not None and str(v) not in seen:
+                seen[str(v)] = sha
+    return sorted(seen.items(), key=lambda kv: Version(kv[0]))
+
+
+class Blobs:
+    """``git cat-file --batch``: objects by name, one process for all of them."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.proc = subprocess.Popen(
+            ["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+
+    def get(self, name: str) -> bytes:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{name}\n".encode())
+        self.proc.stdin.flush()
+        head = self.proc.stdout.readline().decode().split()
+        if len(head) < 3 or head[1] == "missing":
+            return b""
+        size = int(head[2])
+        return self.proc.stdout.read(size + 1)[:size]
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait()
+
+
+def _files(git_dir: Path, commit: str, roots: tuple[str, ...]) -> dict[str, str]:
+    """The ``.py`` files under ``roots`` at ``commit``: module path (inside its root) -> blob sha."""
+    out: dict[str, str] = {}
+    listing = git(git_dir, "ls-tree", "-r", "--full-tree", commit, "--", *roots)
+    for row in listing.splitlines():
+        meta, _, path = row.partition("\t")
+        parts = meta.split()
+        if len(parts) < 3 or parts[1] != "blob" or not path.endswith(".py"):
+            continue
+        root = next((r for r in roots if path.startswith(r + "/")), None)
+        if root is not None:
+            out.setdefault(path[len(root) + 1 :], parts[2])
+    return out
+
+
+def _functions(text: str, digits: int = DIGITS) -> dict[str, tuple[int, str]]:
+    """A file's functions: qualified name -> (first line, line hashes); a name defined twice keeps
+    its first definition."""
+    lines = text.split("\n")
+    out: dict[str, tuple[int, str]] = {}
+    for first, last, name in spans(text):
+        if name not in out:
+            out[name] = (first, "".join(line_hash(x, digits) for x in lines[first - 1 : last]))
+    return out
+
+
+def derive(
+    git_dir: Path,
+    package: str,
+    roots: tuple[str, ...],
+    tags: str = "",
+    since: str = SINCE,
+    source: str = "",
+    ref: str = "HEAD",
+    digits: int = DIGITS,
+) -> dict[str, object]:
+    """The frame index of ``package`` (the module docstring's layout)."""
+    roots = tuple(r.strip("/") for r in roots)
+    releases = tag_releases(git_dir, tags, since) if tags else bump_releases(git_dir, roots, since, ref)
+    blobs = Blobs(git_dir)
+    parsed: dict[str, dict[str, tuple[int, str]]] = {}
+    bodies: dict[str, int] = {}
+    # module -> function -> rows [r0, r1, first, body]
+    files: dict[str, dict[str, list[list[int]]]] = {}
+    for index, (_, commit) in enumerate(releases):
+        for module, sha in _files(git_dir, commit, roots).items():
+            fns = parsed.get(sha)
+            if fns is None:
+                data = blobs.get(sha)
+                fns = parsed[sha] = (
+                    _functions(data.decode("utf-8", "replace"), digits) if len(data) <= MAX_FILE else {}
+                )
+            by_name = files.setdefault(module, {})
+            for name, (first, body) in fns.items():
+                body_id = bodies.setdefault(body, len(bodies))
+                rows = by_name.setdefault(name, [])
+                last = rows[-1] if rows else None
+                if last is not None and last[1] == index - 1 and last[2] == first and last[3] == body_id:
+                    last[1] = index  # the same span and text as the release before: one run
+                else:
+                    rows.append([index, index, first, body_id])
+    blobs.close()
+    return {
+        "schema": SCHEMA,
+        "package": package,
+        "source": source,
+        "head": git(git_dir, "rev-parse", ref).strip(),
+        "since": since,
+        "releases": [v for v, _ in releases],
+        "digits": digits,
+        "bodies": sorted(bodies, key=lambda b: bodies[b]),
+        "files": {m: fns for m, fns in sorted(files.items()) if fns},
+    }
+
+
+def write(data: dict[str, object], out: Path) -> int:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    blob = gzip.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode(), 9, mtime=0)
+    out.write_bytes(blob)
+    return len(blob)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--all", action="store_true", help="every package of PACKAGES (needs --mirrors)")
+    ap.add_argument("--mirrors", type=Path, help="folder of mirrors named owner+name/repo (or owner+name)")
+    ap.add_argument("--only", action="append", default=[], help="with --all: this package only (repeatable)")
+    ap.add_argument("--git-dir", type=Path)
+    ap.add_argument("--package")
+    ap.add_argument("--root", action="append", default=[], help="a folder of the package in the repository")
+    ap.add_argument("--tags", default="", help="release-tag pattern; its first group is the version")
+    ap.add_argument("--source", default="", help="owner/name of the repository (recorded)")
+    ap.add_argument("--since", default=SINCE)
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--budget", type=int, default=BUDGET)
+    ap.add_argument("--digits", type=int, default=DIGITS, choices=(1, 2), help="hex digits of a line's hash")
+    args = ap.parse_args(argv)
+    jobs: list[tuple[Path, str, tuple[str, ...], str, str]] = []
+    if args.all:
+        if args.mirrors is None:
+            ap.error("--all needs --mirrors")
+        for dist, (folder, repo, roots, tags) in PACKAGES.items():
+            if args.only and dist not in args.only:
+                continue
+            base = args.mirrors / folder
+            git_dir = base / "repo" if (base / "repo").is_dir() else base
+            if not git_dir.is_dir():
+                print(f"{dist}: no mirror at {base}; skipped", file=sys.stderr)
+                continue
+            jobs.append((git_dir, dist, roots, tags, repo))
+    elif args.git_dir and args.package and args.root:
+        jobs.append((args.git_dir, args.package, tuple(args.root), args.tags, args.source))
+    else:
+        ap.error("give --all --mirrors DIR, or --git-dir, --package and --root")
+    for git_dir, dist, roots, tags, repo in jobs:
+        since = max(args.since, SINCE_OF.get(dist, args.since)) if args.all else args.since
+        data = derive(git_dir, dist, roots, tags, since, repo, digits=args.digits)
+        size = write(data, args.out / f"{dist}.json.gz")
+        releases = data["releases"]
+        assert isinstance(releases, list)
+        span = f"{releases[0]}–{releases[-1]}" if releases else "none"
+        print(f"{dist}: {len(releases)} releases ({span}), {len(data['bodies'])} bodies, {size} bytes")  # type: ignore[arg-type]
+    total = sum(p.stat().st_size for p in args.out.glob("*.json.gz"))
+    print(f"total {total} bytes in {args.out}")
+    if total > args.budget:
+        print(f"over the budget of {args.budget} bytes", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
