@@ -296,6 +296,9 @@ def _trl_from_note(note: str, context: str = "") -> str | None:
     # fork is TRL's main branch of that day, which installs as the dev build of the release after
     # the newest one out then (main's version between releases), whatever month it was used in
     fork_day = re.search(r"(20\d\d)_(\d\d)_(\d\d)", note) if re.search(r"\bfork\b", note) else None
+    # likewise TRL's main branch installed on a day ("git main at ~2025-03-04", "trl.git@main")
+    if fork_day is None and re.search(r"\bgit main\b|\.git@main\b", note):
+        fork_day = re.search(r"(20\d\d)-(\d\d)-(\d\d)", note)
     if fork_day and not named:
         base = "-".join(fork_day.groups())
         out = [v for v, up in TRL_RELEASES.items() if up <= base]

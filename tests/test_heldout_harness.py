@@ -45,6 +45,11 @@ def test_a_forks_dated_branch_is_main_of_that_day():
     assert harness._trl_from_note(note) == "0.16.0.dev0"  # 0.15.2 was out; main led to 0.16.0
 
 
+def test_trls_main_branch_installed_on_a_day_is_that_days_dev_build():
+    note = "git main at ~2025-03-04 (setup.py 'trl @ git+https://github.com/huggingface/trl.git@main')"
+    assert harness._trl_from_note(note) == "0.16.0.dev0"  # 0.15.2 (2025-02-25) was out then
+
+
 def test_a_quoted_range_with_its_install_day_is_what_pip_installed_that_day():
     stack = {
         "trl": "unpinned 'trl>=0.15.0' (resolved at job time, 2026-03-08)",
