@@ -316,6 +316,11 @@ def _split_gpus(ctx: Context, want: int) -> Remedy | None:
     lines cannot say it: no server or trainer line, several machines, --gpu_ids, no GPU left)."""
     server, trainer = ctx.plan.server, ctx.plan.trainer
     gpus = [g.index for g in ctx.facts.gpus]
+    # a server that wants every GPU (tensor parallel over all of them) leaves training none: the
+    # split then serves on one GPU at tensor parallel 1 (the memory rules judge whether it fits)
+    shrink = want > 1 and len(gpus) <= want
+    if shrink:
+        want = 1
     if server is None or trainer is None or len(gpus) <= want:
         return None
     opts = trainer.options
@@ -331,10 +336,12 @@ def _split_gpus(ctx: Context, want: int) -> Remedy | None:
     elif len(train) > 1:
         train = train[:1]  # one process: one GPU
     line = _with_env(line, "CUDA_VISIBLE_DEVICES", ",".join(map(str, train)))
-    srv = _with_env(server.raw, "CUDA_VISIBLE_DEVICES", ",".join(map(str, serve)))
+    served = with_option(server, "tensor_parallel_size", "1") if shrink else server.raw
+    srv = _with_env(served, "CUDA_VISIBLE_DEVICES", ",".join(map(str, serve)))
     return Remedy(
         launch=run_lines(ctx, trainer=line, server=srv),
-        fix=f"split the GPUs (as TRL's docs do): {srv}; then {line}",
+        fix=f"split the GPUs (as TRL's docs do){' with the server at tensor parallel 1' if shrink else ''}: "
+        f"{srv}; then {line}",
     )
 
 

@@ -129,3 +129,20 @@ def test_lay006_server_on_every_training_gpu_gets_the_split_of_trls_docs(
     server, train = closure.changes.launch
     assert server.startswith(want_server) and want_trainer in train
     assert not {k: m for k, m in _loud(closure.after).items() if m > _loud(closure.before).get(k, 0)}
+
+
+def test_lay006_a_server_over_every_gpu_is_split_to_one_gpu_at_tensor_parallel_1():
+    """The server takes both GPUs (tensor parallel 2) and the trainer runs on both: no GPU is
+    left to move the server to, so the split serves on one GPU at tensor parallel 1 and trains
+    on the other (what a published gpt-oss-20b setup's fix commit did)."""
+    launch = (
+        "CUDA_VISIBLE_DEVICES=0,1 trl vllm-serve --model Qwen/Qwen2.5-0.5B --tensor_parallel_size 2\n"
+        "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 train.py"
+    )
+    config = {"use_vllm": True, "vllm_mode": "server"}
+    closure = _closed("LAY006", snapshot(2, packages=MODERN), config=config, launch=launch)
+    change = next(r for rule, r in closure.steps if rule == "LAY006")
+    assert "tensor parallel 1" in change.fix
+    server, trainer = change.launch
+    assert server.startswith("CUDA_VISIBLE_DEVICES=1 trl vllm-serve") and "--tensor_parallel_size 1" in server
+    assert trainer.startswith("CUDA_VISIBLE_DEVICES=0 accelerate launch --num_processes 1")
