@@ -288,6 +288,9 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     if found is None:
         return None
     pkg, frames = found
+    # the innermost frame is another package's (vLLM under a wrapper's call): the package with a
+    # history only called into it, so its frames are callers, never the raising place
+    below = _own(t.frames[-1]).package if _own(t.frames[-1]).package != pkg else None
     run = _shown(pkg, log)
     shown = run.version if run is not None and run.exact else None
     # fixes after the oldest release the run may have (its version, or its frames' range)
@@ -314,14 +317,16 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     # the traceback shows a line the fix removed: the run had the code before it; in a caller's
     # frame that is the failure's place only when the fix's subject names the failure too
     removed = best.why == LINE and (
-        best.depth == 0 or _strength(_matches(best.fix, best.frame, t, _message_words(t), line=False)) == 1
+        (best.depth == 0 and below is None)
+        or _strength(_matches(best.fix, best.frame, t, _message_words(t), line=False)) == 1
     )
     certain = matched and (before or removed)
     h = fix_history(pkg)
     source = h.source if h is not None else ""
     raised = f"{t.name}: {t.message[:200]}" if t.message else t.name
+    place = f"raised in {below or 'another package'} under {pkg}'s call" if below else f"raised inside {pkg}"
     what = (
-        f"{raised} — raised inside {pkg} ({_where(best.frame)}), a function that a later {pkg} fix "
+        f"{raised} — {place} ({_where(best.frame)}), a function that a later {pkg} fix "
         f"changed: {_ref(best.fix, source)}, first released in {pkg} {best.fix.release}"
         + (f" ({best.why})" if best.why else "")
     )

@@ -253,6 +253,20 @@ def test_the_removed_line_in_the_traceback_is_an_error_without_a_version(shipped
     assert f.severity == Severity.ERROR and f.evidence["matched"].startswith("it removed the very line")
 
 
+def test_a_removed_line_that_only_called_another_package_is_not_the_raising_place(shipped: Path) -> None:
+    """The exception was raised in vLLM below TRL's line: TRL's frame is a caller, so a TRL fix
+    that removed that line (for another reason) is no proof of this failure's cause: a warning
+    that says where it was raised, not an error."""
+    text = _log(OLD_LINE, None, "RuntimeError: something odd").replace(
+        "RuntimeError: something odd",
+        '  File "/usr/lib/python3.11/site-packages/vllm/entrypoints/llm.py", line 9, in generate\n'
+        "    raise RuntimeError('something odd')\n"
+        "RuntimeError: something odd",
+    )
+    (f,) = _tri014(text)
+    assert f.severity == Severity.WARNING and "raised in vllm under trl's call" in f.message
+
+
 def test_a_matching_subject_without_a_version_is_a_warning(shipped: Path) -> None:
     (f,) = _tri014(_log("return list(outputs)"))
     assert f.severity == Severity.WARNING and "pip show trl" in f.message
