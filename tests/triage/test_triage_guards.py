@@ -378,3 +378,29 @@ def test_a_bare_kill_does_not_hide_another_exception_but_explains_a_wrappers():
         "  exitcode  : -9 (pid: 77)\n"
     )
     assert ("TRI018", "warning") in _rules(wrapper)
+
+
+def test_a_tensor_name_or_a_functions_kwarg_is_not_the_runs_configuration():
+    """vLLM refusing a weight a wrapper sent ("model.embed_tokens.weight is unsupported LoRA
+    weight") and torch demanding a keyword argument of its own API ("Optional kwarg `mesh_dim`
+    needs to be specified") name what the calling code handed over, not an option of the run: no
+    config-refusal error. A refusal of the run's reward weights still is one."""
+    lora = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/site-packages/vllm/lora/utils.py", line 150, in parse_fine_tuned_lora_name\n'
+        '    raise ValueError(f"{name} is unsupported LoRA weight")\n'
+        "ValueError: model.embed_tokens.weight is unsupported LoRA weight\n"
+    )
+    mesh = (
+        "RuntimeError: ('Found the DeviceMesh have 2 dimensions', 'Optional kwarg `mesh_dim` needs "
+        "to be specified when device_mesh.ndim > 1 .')\n"
+    )
+    for text in (lora, mesh):
+        assert not [f for f in _all(text) if f.rule == "TRI012" and f.severity.value == "error"]
+    weights = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/site-packages/trl/trainer/grpo_trainer.py", line 500, in __init__\n'
+        "    raise ValueError(\n"
+        "ValueError: Number of reward weights (2) must match number of reward functions (3)\n"
+    )
+    assert [f for f in _all(weights) if f.rule == "TRI012" and f.severity.value == "error"]
