@@ -179,20 +179,13 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             # the script keeps only the keys the installed GRPOConfig takes: it drops this one on
             # purpose, so nothing refuses it and the setting has no effect on this release
             gone = f"was removed from GRPOConfig in TRL {until}" if too_new else "is not known to"
-            yield hit(
+            msg = (
                 f"`{key}` ({origin}) {gone}{'' if too_new else f' TRL {said}'} (it exists in "
                 f"{_span(entry)}); the training script keeps only the keys the installed GRPOConfig "
-                f"takes ({dropped}), so it drops `{key}` on TRL {said}: the setting has no effect",
-                fix=fix,
-                remedy=remedies,
-                key=key,
-                trl=trl,
-                since=since,
-                until=until,
-                severity="info",
+                f"takes ({dropped}), so it drops `{key}` on TRL {said}: the setting has no effect"
             )
-            continue
-        if ctx.kb.feature("config_unknown_keys_fail", trl) is False and not from_code(origin):
+            severity = "info"
+        elif ctx.kb.feature("config_unknown_keys_fail", trl) is False and not from_code(origin):
             # TRL < 0.19's parser drops a key no dataclass has: the run starts, the key is dead
             # (a keyword of a GRPOConfig(...) call is a TypeError in every release)
             severity = "warning"
