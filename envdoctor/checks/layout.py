@@ -214,8 +214,40 @@ def _one_process_outcome(
     )
 
 
+def _leading_env(launch: Launch | None) -> str:
+    """The variables the launch line sets before its command (but CUDA_VISIBLE_DEVICES), as written
+    there, with a trailing space: a rebuilt line keeps them (VLLM_SERVER_HOST=… python …)."""
+    if launch is None:
+        return ""
+    kept = []
+    for tok in shlex.split(launch.raw):
+        name = tok.split("=", 1)[0]
+        if "=" not in tok or not name.isidentifier():
+            break
+        if name != "CUDA_VISIBLE_DEVICES":
+            kept.append(tok)
+    return shell_join(kept) + " " if kept else ""
+
+
 def _one_rank_per_gpu(lay: GpuLayout, launch: Launch | None, train: list[int], gen: list[int]) -> str:
     """LAY003's fix: the launch line with one rank per training GPU (or one GPU visible)."""
+    fix = _one_rank_fix(lay, launch, train, gen)
+    env = _leading_env(launch)
+    if not env:
+        return fix
+    head, sep, alt = fix.partition("  # one rank per GPU; or ")
+    return f"{_with_env_words(env, head)}{sep}{_with_env_words(env, alt) if alt else ''}"
+
+
+def _with_env_words(env: str, line: str) -> str:
+    """``line`` with ``env`` (assignments) after its own leading CUDA_VISIBLE_DEVICES, if any."""
+    if line.startswith("CUDA_VISIBLE_DEVICES="):
+        first, _, rest = line.partition(" ")
+        return f"{first} {env}{rest}"
+    return env + line
+
+
+def _one_rank_fix(lay: GpuLayout, launch: Launch | None, train: list[int], gen: list[int]) -> str:
     visible = ",".join(map(str, train))
     if launch is not None and launch.launcher.startswith("trl-"):
         own = replace(launch, raw=shell_join(launch.program + launch.script_args))

@@ -146,3 +146,18 @@ def test_lay006_a_server_over_every_gpu_is_split_to_one_gpu_at_tensor_parallel_1
     server, trainer = change.launch
     assert server.startswith("CUDA_VISIBLE_DEVICES=1 trl vllm-serve") and "--tensor_parallel_size 1" in server
     assert trainer.startswith("CUDA_VISIBLE_DEVICES=0 accelerate launch --num_processes 1")
+
+
+def test_lay003_keeps_the_variables_the_launch_line_sets():
+    """One process sees both GPUs: the fix's line keeps the line's own variables (the script reads
+    VLLM_SERVER_HOST / _PORT from them), not only CUDA_VISIBLE_DEVICES."""
+    launch = (
+        "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model Qwen/Qwen2.5-0.5B\n"
+        "CUDA_VISIBLE_DEVICES=0,1 VLLM_SERVER_HOST=localhost VLLM_SERVER_PORT=8000 python train.py"
+    )
+    config = {"use_vllm": True, "vllm_mode": "server"}
+    closure = _closed("LAY003", snapshot(2, packages=MODERN), config=config, launch=launch)
+    change = next(r for rule, r in closure.steps if rule == "LAY003")
+    trainer = change.launch[-1]
+    assert trainer.startswith("CUDA_VISIBLE_DEVICES=0 ")
+    assert "VLLM_SERVER_HOST=localhost VLLM_SERVER_PORT=8000 python train.py" in trainer
