@@ -200,3 +200,21 @@ def test_seed_004_corrected(tmp_path):
         "train.py",
     )
     assert rc == 0 and not [f for f in found.values() if f["severity"] == "error"], found
+
+
+def test_vllm_before_the_device_fix_is_judged_by_the_trl_era():
+    """Below vLLM 0.7.1: with TRL's in-process vLLM (< 0.16) the device fix; with a server-era TRL,
+    an error only outside that TRL's own vLLM range (TRL 0.16 takes vllm>=0.7.0), and said so."""
+    from tests.conftest import MODERN, findings
+
+    cfg = {"use_vllm": True, "vllm_mode": "server"}
+    inside = {**MODERN, "trl": "0.16.0", "vllm": "0.7.0", "torch": "2.5.1", "transformers": "4.50.0"}
+    assert not [f for f in findings(snapshot(2, packages=inside), config=cfg) if f.rule == "PKG002"]
+    outside = {**MODERN, "trl": "0.25.1", "vllm": "0.5.4.post1", "torch": "2.3.1", "transformers": "4.57.1"}
+    (f,) = [f for f in findings(snapshot(2, packages=outside), config=cfg) if f.rule == "PKG002"]
+    assert f.severity.value == "error" and "outside TRL 0.25.1's vLLM range" in f.message
+    assert "device fix" in next(
+        g.message
+        for g in findings(snapshot(2, packages={**LEGACY, "vllm": "0.7.0"}), config=LEG_CFG)
+        if g.rule == "PKG002"
+    )

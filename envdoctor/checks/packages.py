@@ -43,15 +43,43 @@ def vllm_missing(ctx: Context) -> Iterator[Hit]:
         )
 
 
+#: the TRL release from which the trainer no longer runs vLLM in its own process on a GPU of its
+#: own (the server / colocate era)
+_SERVER_ERA = "0.16.0"
+
+
+def _before_device_fix(ctx: Context) -> str | None:
+    """Why vLLM is too old for TRL's GRPO at all (None when it is not): below the device fix
+    TRL's in-process generation needs, with a TRL of that era; with a later TRL, below that fix
+    and outside the TRL line's own vLLM range too (inside it, TRL 0.16's >=0.7.0, the server era
+    does not place vLLM on a trainer's device)."""
+    vllm, trl = ctx.version("vllm"), ctx.version("trl")
+    if not (vllm and trl and versions.below(vllm, VLLM_FLOOR)):
+        return None
+    if versions.below(trl, _SERVER_ERA):
+        return (
+            f"vLLM {vllm} is older than {VLLM_FLOOR}, the release with the device fix TRL's GRPO "
+            'needs (TRL raised its floor to it): expect "Expected all tensors to be on the same '
+            'device" where vLLM runs on another GPU than the trainer'
+        )
+    line = ctx.kb.trl_line(trl)
+    rng = str((line or {}).get("vllm") or "")
+    if rng and versions.satisfies(vllm, rng) is False:
+        return (
+            f"vLLM {vllm} is older than {VLLM_FLOOR} and outside TRL {trl}'s vLLM range ({rng}): "
+            "TRL's server and weight sync call vLLM APIs that release does not have"
+        )
+    return None
+
+
 @rule("PKG002", needs=("vllm",))
 def vllm_too_old(ctx: Context) -> Iterator[Hit]:
     vllm = ctx.version("vllm")
-    if vllm and ctx.version("trl") and versions.below(vllm, VLLM_FLOOR):
+    said = _before_device_fix(ctx)
+    if said:
         fix, remedy = plan_fix(ctx, "vllm")
         yield hit(
-            f"vLLM {vllm} is older than {VLLM_FLOOR}, the release with the device fix TRL's GRPO "
-            'needs (TRL raised its floor to it): expect "Expected all tensors to be on the same '
-            'device" where vLLM runs on another GPU than the trainer',
+            said,
             fix=fix or _vllm_fix(ctx, "0.7.2"),
             vllm=vllm,
             remedy=remedy,
@@ -272,7 +300,7 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
     if not (trl and vllm and line and line.get("vllm")):
         return
     rng = str(line["vllm"])
-    if versions.below(vllm, VLLM_FLOOR):
+    if _before_device_fix(ctx):
         return  # PKG002 says it, with the GRPO errors to expect
     if versions.satisfies(vllm, rng) is False and confirmed_break(ctx, "trl", "vllm") is None:
         fix, remedy = plan_fix(ctx, "vllm", "trl")
