@@ -112,6 +112,10 @@ class Boundary:
     #: a subclass's override of a transformers Trainer method, called by transformers with an
     #: argument it has no parameter for: the row of rules/knowledge/trainer_hooks.yaml
     override: dict[str, Any] | None = None
+    #: the caller and the callee are one package (``own_call``): its code does not fit itself;
+    #: ``defined_in``: the callee's files in that package (the frame index)
+    intra: bool = False
+    defined_in: tuple[str, ...] = ()
 
     def text(self, have: dict[str, str], caller: str = "") -> str:
         """``trl imports X from vllm.m, which the installed vllm 0.12.0 does not have``."""
@@ -331,7 +335,7 @@ def find(tb: Traceback) -> Boundary | None:
                         )
                     return Boundary(None, last, tb, what, user, inside, **call)
                 return Boundary(before.package, last, tb, what, before, inside, **call)
-            return None
+            return own_call(tb, frames, m, what, call)
         if owner is not None and last is not None and last != owner:
             if m.group("kwarg") and _forwards(frames[-1]):
                 user = next((f for f in reversed(frames) if _user(f)), None)
@@ -361,6 +365,40 @@ def find(tb: Traceback) -> Boundary | None:
         verb=f"calls {method}",
         lacks="does not implement",
         func=inside.function if inside else "",
+    )
+
+
+def _calls(code: str, func: str) -> bool:
+    """The source line ``code`` calls ``func`` by its own name (``obj.send_chunks(``,
+    ``Sender(``): not under another name (an import's alias: another package's function)."""
+    name = func.removesuffix(".__init__").rsplit(".", 1)[-1]
+    return bool(name) and re.search(rf"(?<![\w]){re.escape(name)}\(", code) is not None
+
+
+def own_call(
+    tb: Traceback, frames: list[Frame], m: re.Match[str], what: str, call: dict[str, Any]
+) -> Boundary | None:
+    """A package's call of one of its own functions that does not fit the function's signature.
+
+    A call that does not bind raises in the caller's frame: the innermost frame is the package
+    that called, and its source line shows the call by the callee's name. When the frame index
+    says that name is that package's own function (``owners``), the package's code disagrees
+    with itself: a regression inside it, or files of two of its revisions mixed. Not where the
+    call passes on keywords it was given (``**kwargs``: one may be the user's), nor where the
+    name is called under another (an import's alias: a dependency's function)."""
+    from envdoctor.triage import owners
+
+    caller = frames[-1] if frames else None
+    if caller is None or caller.package is None or not caller.code or "**" in caller.code:
+        return None
+    func = m.group("func")
+    if not _calls(caller.code, func):
+        return None
+    found = owners.owner(func, [caller.package])
+    if found is None or found[0] != caller.package:
+        return None
+    return Boundary(
+        caller.package, caller.package, tb, what, caller, intra=True, defined_in=tuple(found[1][:3]), **call
     )
 
 

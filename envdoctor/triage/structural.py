@@ -113,6 +113,8 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     signatures of drift (an import, an attribute, a call) and for any failing line alike."""
     b = boundary.find(tb)
     have = _versions(log)
+    if b is not None and b.intra:
+        return own_drift(b, ms, log, have)
     history = None
     if tb.name in ("ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"):
         from envdoctor.triage import symbols  # the history is read only for such a failure
@@ -212,6 +214,38 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
 
 
 HISTORY = "the symbol history (rules/knowledge/symbols/)"
+
+
+def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:
+    """A package's call of its own function that does not fit it (``boundary.own_call``): TRI031,
+    an error unless the log shows a package that patches others' functions at run time (Unsloth
+    replaces TRL's and transformers' with its own: the callee may be the patch)."""
+    pkg = str(b.callee)
+    version = have.get(pkg)
+    shown = f"{pkg} {version}" if version else pkg
+    where = ", ".join(b.defined_in)
+    what = (
+        f"{shown}'s own code does not fit itself: {_frame_text(b.caller_frame)} {b.verb}, which "
+        f"{pkg}'s {b.func}() ({where}) {b.lacks}: the caller and the callee are of two {pkg} "
+        "revisions (a regression inside that release, or files of two revisions mixed: a source "
+        "checkout or a Ray working_dir copy beside the installed package)"
+    )
+    fix = (
+        f"install one {pkg} release in which this call and {b.func}() agree: the newest "
+        f"(pip install -U '{pkg}'), reinstalled so no file of another revision is left "
+        f"(pip install --force-reinstall --no-deps '{pkg}'); from a source checkout, update it "
+        "(git pull) and install it again (pip install -e .). If the newest release fails the same way, "
+        "pin the release you ran before and report it upstream with this traceback"
+    )
+    patched = any(p in ("unsloth", "unsloth-zoo") for p in log.versions) or any(
+        "unsloth" in (f.path or "").lower() for t in b.exc.all() for f in t.frames
+    )
+    d = finding("TRI031", list(ms), log, what, fix, caller=pkg, callee=pkg, exception=b.exc.name)
+    f = d.finding
+    evidence = {**f.evidence, "defined_in": list(b.defined_in)}
+    severity = Severity.WARNING if patched else Severity.ERROR
+    d.finding = Finding(f.rule, severity, f.message, f.fix, evidence)
+    return d
 
 
 def _catalogued(m: Match, log: Log) -> bool:

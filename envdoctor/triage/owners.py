@@ -1,0 +1,58 @@
+"""Which package of the stack defines a function a message names, from the frame index.
+
+A call that does not fit its callee's signature (``f() got an unexpected keyword argument 'k'``)
+raises in the *caller's* frame: Python never enters the callee, so the traceback's innermost frame
+is the code that called and the callee is known only by the name the message prints. The frame
+index (rules/knowledge/frames/, every function of the stack's packages by qualified name, release
+by release) says whose function that name is. Read only for such a failure; a package's file is
+loaded once (``frame_index``'s cache).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from envdoctor.knowledge.frame_index import frame_index, packages
+
+#: names too common to place by themselves (every package has them): only ``Class.name`` places
+_COMMON = frozenset(
+    {"__init__", "__call__", "forward", "generate", "step", "run", "main", "train", "update", "load", "save"}
+)
+_NAME = re.compile(r"^[A-Za-z_]\w{0,100}(?:\.[A-Za-z_]\w{0,100}){0,4}$")
+
+
+def _parts(func: str) -> list[str] | None:
+    """The qualified name's parts to match, or None when they cannot place a function."""
+    if not _NAME.match(func):
+        return None
+    parts = func.split(".")
+    if len(parts) == 1 and (parts[0] in _COMMON or len(parts[0]) < 8 and "_" not in parts[0]):
+        return None
+    return parts
+
+
+def modules(package: str, func: str) -> list[str]:
+    """The files of ``package`` (paths inside it) that define ``func`` at some release indexed,
+    matched by the last parts of the qualified name (``Sender.send_chunks``); [] when none."""
+    want = _parts(func)
+    index = frame_index(package) if want else None
+    if index is None or want is None:
+        return []
+    n = len(want)
+    found = [
+        module
+        for module, names in index.files.items()
+        if isinstance(names, dict) and any(q.split(".")[-n:] == want and "<locals>" not in q for q in names)
+    ]
+    return sorted(found)
+
+
+def owner(func: str, first: Iterable[str | None] = ()) -> tuple[str, list[str]] | None:
+    """The one package whose index defines ``func`` and its files, ``first``'s packages tried
+    first (the traceback's own); None when no package does, or more than one does."""
+    if _parts(func) is None:
+        return None
+    order = list(dict.fromkeys([p for p in first if p in packages()] + list(packages())))
+    hits = [(p, found) for p in order if (found := modules(p, func))]
+    return hits[0] if len(hits) == 1 else None
