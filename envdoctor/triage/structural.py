@@ -218,8 +218,10 @@ HISTORY = "the symbol history (rules/knowledge/symbols/)"
 
 def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:
     """A package's call of its own function that does not fit it (``boundary.own_call``): TRI031,
-    an error unless the log shows a package that patches others' functions at run time (Unsloth
-    replaces TRL's and transformers' with its own: the callee may be the patch)."""
+    an error for a method (``Class.method``: a subclass of the user's would print its own class),
+    a warning for a bare function (the package may call a function of the user's of that name, a
+    reward function) or where the log shows a package that patches others' functions at run time
+    (Unsloth replaces TRL's and transformers' with its own: the callee may be the patch)."""
     pkg = str(b.callee)
     version = have.get(pkg)
     shown = f"{pkg} {version}" if version else pkg
@@ -240,10 +242,16 @@ def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[st
     patched = any(p in ("unsloth", "unsloth-zoo") for p in log.versions) or any(
         "unsloth" in (f.path or "").lower() for t in b.exc.all() for f in t.frames
     )
+    bare = "." not in b.func  # a function, not a method: the package may call one of yours so named
+    if bare:
+        what += (
+            f"; unless {b.func} here is a function of yours the package calls by that name (a reward "
+            "or scoring function you gave it): then yours lacks the argument"
+        )
     d = finding("TRI031", list(ms), log, what, fix, caller=pkg, callee=pkg, exception=b.exc.name)
     f = d.finding
     evidence = {**f.evidence, "defined_in": list(b.defined_in)}
-    severity = Severity.WARNING if patched else Severity.ERROR
+    severity = Severity.WARNING if patched or bare else Severity.ERROR
     d.finding = Finding(f.rule, severity, f.message, f.fix, evidence)
     return d
 

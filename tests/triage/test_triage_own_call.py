@@ -24,16 +24,28 @@ def _rules(data: bytes) -> dict[str, str]:
     return {f.rule: f.severity.value for f in findings(scan_bytes(data))}
 
 
-def test_a_package_calling_its_own_function_with_a_keyword_it_lacks_is_an_error():
+def test_a_package_calling_its_own_method_with_a_keyword_it_lacks_is_an_error():
     data = _verl_call(
-        "pg_loss = compute_policy_loss_gspo(",
-        "compute_policy_loss_gspo() got an unexpected keyword argument 'rollout_log_probs'",
+        "log_probs = self.actor.compute_log_prob(",
+        "DataParallelPPOActor.compute_log_prob() got an unexpected keyword argument 'calculate_entropy'",
     )
     got = findings(scan_bytes(data))
     own = [f for f in got if f.rule == "TRI031"]
     assert own and own[0].severity.value == "error"
-    assert "core_algos.py" in own[0].message and "rollout_log_probs" in own[0].message
+    assert "dp_actor.py" in own[0].message and "calculate_entropy" in own[0].message
     assert "pip install -U 'verl'" in own[0].fix
+
+
+def test_a_bare_function_may_be_one_of_the_users_so_named_so_a_warning():
+    """verl calls the reward function the user gives it by its name; a bare function the index
+    places in verl may be the user's own of that name."""
+    data = _verl_call(
+        "pg_loss = compute_policy_loss_gspo(",
+        "compute_policy_loss_gspo() got an unexpected keyword argument 'rollout_log_probs'",
+    )
+    own = [f for f in findings(scan_bytes(data)) if f.rule == "TRI031"]
+    assert own and own[0].severity.value == "warning"
+    assert "core_algos.py" in own[0].message and "a function of yours" in own[0].message
 
 
 def test_a_name_called_under_an_alias_is_a_dependency_s_function_not_the_package_s_own():
