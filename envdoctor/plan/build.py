@@ -58,6 +58,7 @@ def build_plan(
 
         script_cfg, code = read_training_script(plan, trainer, script_cfg)
         _merge_code(plan, code)
+        plan.job = _declared_job(trainer)
     if config_dict:
         _merge(plan, config_dict, MAPPING_ORIGIN)
     if config:
@@ -85,6 +86,20 @@ def build_plan(
     elif acc_path is not None:
         raise InputError("--config_file", f"expected a file path, got {acc_path!r}")
     return plan
+
+
+def _declared_job(trainer: Launch) -> Any:
+    """The job launcher the repository declares around a bare ``python`` line of a script that
+    is here (envdoctor.plan.launchers; read only then): None where the line is a launcher's own
+    or nothing declares the script."""
+    path = script_file(trainer)
+    if trainer.launcher != "python" or trainer.wrappers or not path or not os.path.isfile(path):
+        return None
+    if "LOCAL_RANK" in trainer.env:
+        return None
+    from envdoctor.plan.launchers import jobs_for, one_job
+
+    return one_job(jobs_for(trainer.script, trainer.module, path))
 
 
 def _trl_launcher_keys(plan: Plan, trainer: Launch) -> None:
@@ -212,6 +227,7 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
 
             args, code = read_training_script(new, trainer, args)
             _merge_code(new, {k: v for k, v in code.items() if k not in new.config_origin})
+            new.job = _declared_job(trainer)
         _merge(new, {k: v for k, v in args.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(new, trainer)
         _read_hostfile(trainer)

@@ -317,6 +317,14 @@ def _python_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
     distributed = "LOCAL_RANK" in env and (as_int(env.get("WORLD_SIZE"), 1) or 1) > 1
     lay.num_processes = 1
     lay.world_size = (as_int(env.get("WORLD_SIZE"), 1) or 1) if distributed else 1
+    job = c.plan.job
+    if job is not None and not distributed:  # a job launcher the repository declares starts it
+        if job.unknown:
+            raise _Unresolved(f"{job.kind} ({job.source}) runs this script: {job.unknown}")
+        if job.distributed:
+            lay.num_processes, lay.num_machines = job.per_node, job.nodes or 1
+            lay.world_size = lay.num_processes * lay.num_machines
+            return True, 0
     return distributed, 0
 
 
