@@ -25,7 +25,11 @@ from typing import Any
 
 #: kind -> (module, file name patterns, bytes one of which its input holds)
 REGISTRY: dict[str, tuple[str, tuple[str, ...], tuple[bytes, ...]]] = {
-    "azureml": ("azureml", ("*.yml", "*.yaml", "*.py", "*.ipynb"), (b"process_count_per_instance",)),
+    "azureml": (
+        "azureml",
+        ("*.yml", "*.yaml", "*.py", "*.ipynb"),
+        (b"process_count_per_instance", b"azureml", b"azure.ai.ml"),
+    ),
     "sagemaker": ("sagemaker", ("*.py", "*.ipynb"), (b"sagemaker",)),
     "skypilot": ("skypilot", ("*.yml", "*.yaml"), (b"accelerators:", b"num_nodes:")),
     "slurm": ("slurm", ("*.slurm", "*.sbatch", "*.sh", "*.bash"), (b"#SBATCH",)),
@@ -81,6 +85,16 @@ class JobLaunch:
 def mapping(value: Any) -> dict[str, Any]:
     """``value`` where it is a mapping (a YAML section), else an empty one."""
     return value if isinstance(value, dict) else {}
+
+
+def yaml_documents(text: str) -> list[Any]:
+    """The YAML documents of ``text`` ([] where it is not YAML that safe_load reads)."""
+    import yaml
+
+    try:
+        return list(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        return []
 
 
 def _holds(path: Path, markers: tuple[bytes, ...]) -> bool:
@@ -164,14 +178,14 @@ def jobs_for(script: str | None, module: str | None, path: str, root: Path | Non
     return copy.deepcopy(_jobs_for(script, module, os.path.abspath(path), str(root or Path.cwd())))
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=32)  # once per process (``fix`` tries many lines of one script)
 def _jobs_for(script: str | None, module: str | None, path: str, where: str) -> list[JobLaunch]:
     root = Path(where)
     folders = _folders(Path(path), root)
     found: list[JobLaunch] = []
     for file in _candidates(folders):
-        try:
-            shown = str(file.relative_to(root.resolve()))
+        try:  # from the repository's root (the top folder read)
+            shown = str(file.relative_to(folders[-1]))
         except ValueError:
             shown = str(file)
         found += [j for j in read_file(file, shown) if _runs(j, script, module)]

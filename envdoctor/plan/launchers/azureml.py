@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envdoctor.plan.launchers import JobLaunch, mapping
+from envdoctor.plan.launchers import JobLaunch, mapping, yaml_documents
 from envdoctor.plan.launchers.counts import finish
 from envdoctor.plan.launchers.pysource import UNKNOWN, calls, constants, imports, keywords, parse
 
@@ -28,9 +28,8 @@ def read(text: str, shown: str) -> list[JobLaunch]:
 
 
 def _yaml(text: str, shown: str) -> list[JobLaunch]:
-    import yaml
-
-    data = yaml.safe_load(text)
+    docs = yaml_documents(text)
+    data = docs[0] if len(docs) == 1 else None
     if not isinstance(data, dict) or not isinstance(data.get("command"), str):
         return []
     resources = mapping(data.get("resources"))

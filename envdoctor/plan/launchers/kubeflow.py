@@ -14,7 +14,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from envdoctor.plan.launchers import JobLaunch, mapping
+from envdoctor.plan.launchers import JobLaunch, mapping, yaml_documents
 from envdoctor.plan.launchers.counts import finish
 
 KIND = "Kubeflow"
@@ -56,10 +56,8 @@ def _nproc(raw: Any, gpus: int | None) -> tuple[str | None, str | None]:
 
 
 def read(text: str, shown: str) -> list[JobLaunch]:
-    import yaml
-
     out: list[JobLaunch] = []
-    for doc in yaml.safe_load_all(text):
+    for doc in yaml_documents(text):
         if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
             continue
         if doc.get("kind") == "PyTorchJob":

@@ -39,10 +39,22 @@ def parse(text: str) -> ast.Module | None:
 
 
 def constants(tree: ast.Module) -> dict[str, Any]:
-    """Names assigned once, at the top level, to a literal (``N_NODES = 2``)."""
+    """Names assigned once to a literal (``N_NODES = 2``), in the order of the text; a string
+    extended with ``+=`` keeps its literal parts."""
     out: dict[str, Any] = {}
     twice: set[str] = set()
     for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.op, ast.Add)
+        ):
+            # ``cmd += f"--name {x}"``: a command built in steps keeps its literal start (the
+            # launcher and script it names); a part that is not a literal is left out
+            added = literal(node.value, out)
+            if isinstance(out.get(node.target.id), str):
+                out[node.target.id] += added if isinstance(added, str) else ""
+            continue
         targets = node.targets if isinstance(node, ast.Assign) else []
         for t in targets:
             if isinstance(t, ast.Name):

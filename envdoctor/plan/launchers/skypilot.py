@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envdoctor.plan.launchers import JobLaunch, mapping
+from envdoctor.plan.launchers import JobLaunch, mapping, yaml_documents
 from envdoctor.plan.launchers.counts import finish
 
 KIND = "SkyPilot task"
@@ -31,9 +31,8 @@ def gpus(accelerators: Any) -> tuple[int | None, str | None]:
 
 
 def read(text: str, shown: str) -> list[JobLaunch]:
-    import yaml
-
-    data = yaml.safe_load(text)
+    docs = yaml_documents(text)
+    data = docs[0] if len(docs) == 1 else None
     if not isinstance(data, dict) or not isinstance(data.get("run"), str):
         return []
     res = mapping(data.get("resources"))
