@@ -204,7 +204,7 @@ def one_job(jobs: list[JobLaunch]) -> JobLaunch | None:
         dict.fromkeys(f"{j.kind} ({j.source}): {j.describe() if not j.unknown else 'unknown'}" for j in jobs)
     )
     return JobLaunch(
-        kind="job launchers",
+        kind="Several job launchers",
         source=", ".join(dict.fromkeys(j.source for j in jobs)),
         unknown=f"the repository runs the script under launchers that disagree: {where}",
         scripts=jobs[0].scripts,
