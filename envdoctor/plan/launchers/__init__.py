@@ -23,22 +23,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: kind -> (module, file name patterns, bytes one of which its input holds)
-REGISTRY: dict[str, tuple[str, tuple[str, ...], tuple[bytes, ...]]] = {
+#: kind -> (module, file name patterns, the bytes its input holds: every one of some group)
+REGISTRY: dict[str, tuple[str, tuple[str, ...], tuple[tuple[bytes, ...], ...]]] = {
     "azureml": (
         "azureml",
         ("*.yml", "*.yaml", "*.py", "*.ipynb"),
-        (b"process_count_per_instance", b"azureml", b"azure.ai.ml"),
+        ((b"azure.ai.ml", b"command("), (b"command:", b"distribution:"), (b"command:", b"azureml")),
     ),
-    "sagemaker": ("sagemaker", ("*.py", "*.ipynb"), (b"sagemaker",)),
-    "skypilot": ("skypilot", ("*.yml", "*.yaml"), (b"accelerators:", b"num_nodes:")),
-    "slurm": ("slurm", ("*.slurm", "*.sbatch", "*.sh", "*.bash"), (b"#SBATCH",)),
-    "kubeflow": ("kubeflow", ("*.yml", "*.yaml"), (b"kind: PyTorchJob", b"kind: TrainJob")),
-    "modal": ("modal_app", ("*.py",), (b"import modal", b"from modal")),
-    "hf_jobs": ("hf_jobs", ("*.py", "*.ipynb"), (b"run_job(", b"run_uv_job(")),
+    "sagemaker": ("sagemaker", ("*.py", "*.ipynb"), ((b"sagemaker", b"entry_point", b"instance_type"),)),
+    "skypilot": ("skypilot", ("*.yml", "*.yaml"), ((b"run:", b"accelerators:"), (b"run:", b"num_nodes:"))),
+    "slurm": ("slurm", ("*.slurm", "*.sbatch", "*.sh", "*.bash"), ((b"#SBATCH",),)),
+    "kubeflow": ("kubeflow", ("*.yml", "*.yaml"), ((b"kind: PyTorchJob",), (b"kind: TrainJob",))),
+    "modal": ("modal_app", ("*.py",), ((b"import modal", b"gpu="), (b"from modal", b"gpu="))),
+    "hf_jobs": ("hf_jobs", ("*.py", "*.ipynb"), ((b"run_job(", b"command=", b"huggingface_hub"),)),
 }
-#: folders read for declarations: the script's folder and those above it up to the working
-#: folder, each with its subfolders to this depth; at most this many files of at most this size
+#: folders read for declarations: the script's folder and those above it up to the repository's
+#: root, and the root's subfolders to this depth; at most this many files of at most this size
 SUB_DEPTH = 1
 MAX_FILES = 300
 MAX_BYTES = 512 * 1024
@@ -97,14 +97,8 @@ def yaml_documents(text: str) -> list[Any]:
         return []
 
 
-def _holds(path: Path, markers: tuple[bytes, ...]) -> bool:
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            return False
-        data = path.read_bytes()
-    except OSError:
-        return False
-    return any(m in data for m in markers)
+def _holds(data: bytes, markers: tuple[tuple[bytes, ...], ...]) -> bool:
+    return any(all(m in data for m in group) for group in markers)
 
 
 def _folders(script: Path, root: Path) -> list[Path]:
@@ -126,8 +120,8 @@ def _folders(script: Path, root: Path) -> list[Path]:
 def _candidates(folders: list[Path]) -> list[Path]:
     patterns = {p for _, pats, _ in REGISTRY.values() for p in pats}
     seen: dict[Path, None] = {}
-    for top in folders:
-        queue = [(top, 0)]
+    for top in folders:  # each folder's own files; the root's subfolders too (slurm/, k8s/, jobs/)
+        queue = [(top, 0 if top == folders[-1] else SUB_DEPTH)]
         while queue and len(seen) < MAX_FILES:
             folder, depth = queue.pop(0)
             try:
@@ -146,11 +140,17 @@ def _candidates(folders: list[Path]) -> list[Path]:
 
 def read_file(path: Path, shown: str) -> list[JobLaunch]:
     """Every job ``path`` declares (its readers loaded only where it holds their bytes)."""
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return []
+        data = path.read_bytes()
+    except OSError:
+        return []
     out: list[JobLaunch] = []
     for module, patterns, markers in REGISTRY.values():
-        if not any(fnmatch.fnmatch(path.name, p) for p in patterns) or not _holds(path, markers):
+        if not any(fnmatch.fnmatch(path.name, p) for p in patterns) or not _holds(data, markers):
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = data.decode("utf-8", errors="replace")
         if path.suffix == ".ipynb":
             from envdoctor.plan.launchers.pysource import notebook_code
 
