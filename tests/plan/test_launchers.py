@@ -438,3 +438,21 @@ def test_check_cli_in_a_git_repository(tmp_path):
     got = run_cli(*args, "--", "python", "src/train.py", cwd=tmp_path)
     rules = {f["rule"]: f["severity"] for f in json.loads(got.stdout)["findings"]}
     assert rules.get("LAY003") in ("error", "warning") and "LAY018" not in rules
+
+
+def test_sbatch_line_runs_the_batch_script_in_its_allocation(tmp_path, monkeypatch):
+    run = "srun torchrun --nnodes $SLURM_NNODES --nproc_per_node 8 train.py"
+    _repo(tmp_path, {"job.slurm": SLURM.format(tasks=1, run=run), "train.py": TRAIN})
+    _, lay, found = _check(tmp_path, monkeypatch, "sbatch job.slurm")
+    assert (lay.num_processes, lay.num_machines, lay.world_size) == (8, 2, 16)
+    _, lay, _ = _check(tmp_path, monkeypatch, "sbatch --nodes 4 job.slurm")  # the command line wins
+    assert lay.num_machines == 4
+    # the script's text given as the launch: its #SBATCH lines are its allocation
+    _, lay, _ = _check(tmp_path, monkeypatch, (tmp_path / "job.slurm").read_text())
+    assert (lay.num_processes, lay.num_machines) == (8, 2)
+
+
+def test_sbatch_of_a_script_that_is_not_here_stays_unknown(tmp_path, monkeypatch):
+    _repo(tmp_path, {"train.py": TRAIN})
+    _, lay, found = _check(tmp_path, monkeypatch, "sbatch missing.slurm")
+    assert lay.unresolved and "sbatch" in lay.unresolved and "LAY003" not in found
