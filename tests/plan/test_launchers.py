@@ -456,3 +456,15 @@ def test_sbatch_of_a_script_that_is_not_here_stays_unknown(tmp_path, monkeypatch
     _repo(tmp_path, {"train.py": TRAIN})
     _, lay, found = _check(tmp_path, monkeypatch, "sbatch missing.slurm")
     assert lay.unresolved and "sbatch" in lay.unresolved and "LAY003" not in found
+
+
+def test_an_alias_bomb_declares_nothing_and_is_not_expanded(tmp_path, monkeypatch):
+    lines = [
+        "command: python train.py",
+        "distribution: {type: pytorch}",
+        'a0: &a0 ["x","x","x","x","x","x","x","x"]',
+    ]
+    lines += [f"a{i}: &a{i} [{', '.join(['*a' + str(i - 1)] * 8)}]" for i in range(1, 12)]
+    _repo(tmp_path, {"job.yml": "\n".join(lines) + "\n", "src/train.py": TRAIN})
+    plan, _, _ = _check(tmp_path, monkeypatch, "python src/train.py")
+    assert plan.job is None

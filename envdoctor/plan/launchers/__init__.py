@@ -91,9 +91,13 @@ def yaml_documents(text: str) -> list[Any]:
     """The YAML documents of ``text`` ([] where it is not YAML that safe_load reads)."""
     import yaml
 
+    from envdoctor.errors import InputError
+    from envdoctor.parsing import check_structure
+
     try:
+        check_structure(text, "job declaration")  # no alias bomb, no nesting past the limit
         return list(yaml.safe_load_all(text))
-    except yaml.YAMLError:
+    except (yaml.YAMLError, InputError):
         return []
 
 
