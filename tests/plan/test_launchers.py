@@ -468,3 +468,23 @@ def test_an_alias_bomb_declares_nothing_and_is_not_expanded(tmp_path, monkeypatc
     _repo(tmp_path, {"job.yml": "\n".join(lines) + "\n", "src/train.py": TRAIN})
     plan, _, _ = _check(tmp_path, monkeypatch, "python src/train.py")
     assert plan.job is None
+
+
+def test_hook_judges_a_config_by_the_processes_its_job_starts(tmp_path):
+    """No launch line given: the hook's recipe for grpo.yaml is the job that passes it (the
+    global batch of CFG002), 8 processes on one node, then 16 on two."""
+    import subprocess
+
+    job = AML_YAML.replace(
+        "python train.py --output_dir ${{outputs.out}}", "python train.py --config grpo.yaml"
+    )
+    grpo = "num_generations: 16\nper_device_train_batch_size: 1\nuse_vllm: false\nlearning_rate: 1.0e-6\n"
+    _repo(tmp_path, {"job.yml": job.replace("instance_count: 2", "instance_count: 1"), "grpo.yaml": grpo})
+    (tmp_path / "requirements.txt").write_text("trl==1.2.0\n")
+    (tmp_path / "train.py").write_text(TRAIN)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    got = run_cli("hook", "grpo.yaml", cwd=tmp_path)
+    assert got.returncode == 1 and "CFG002" in got.stdout and "processes (8)" in got.stdout
+    _repo(tmp_path, {"job.yml": job})
+    got = run_cli("hook", "grpo.yaml", cwd=tmp_path)
+    assert got.returncode == 0 and "CFG002" not in got.stdout

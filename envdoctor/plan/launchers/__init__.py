@@ -213,3 +213,19 @@ def one_job(jobs: list[JobLaunch]) -> JobLaunch | None:
         unknown=f"the repository runs the script under launchers that disagree: {where}",
         scripts=jobs[0].scripts,
     )
+
+
+def declared_jobs(root: Path, max_depth: int = 4) -> list[JobLaunch]:
+    """Every job the repository at ``root`` declares whose count is known (the hook's recipes:
+    how many processes run a config a job's command passes), a bounded walk."""
+    from envdoctor.plan.repo_walk import walk
+
+    patterns = sorted({p for _, pats, _ in REGISTRY.values() for p in pats})
+    files = walk(
+        root, patterns, max_files=MAX_FILES, max_depth=max_depth, skip_dirs=_SKIP, skip_hidden_dirs=True
+    )
+    out: list[JobLaunch] = []
+    for file in files:
+        shown = file.relative_to(root).as_posix()
+        out += [j for j in read_file(file, shown) if j.unknown is None and j.per_node and j.command]
+    return out
