@@ -488,3 +488,11 @@ def test_hook_judges_a_config_by_the_processes_its_job_starts(tmp_path):
     _repo(tmp_path, {"job.yml": job})
     got = run_cli("hook", "grpo.yaml", cwd=tmp_path)
     assert got.returncode == 0 and "CFG002" not in got.stdout
+
+
+def test_kubeflow_trainjob_without_its_count_leaves_it_to_the_runtime(tmp_path, monkeypatch):
+    text = "kind: TrainJob\nspec:\n  runtimeRef: {name: torch-distributed}\n  trainer:\n"
+    text += "    numNodes: 1\n    command: [torchrun, train.py]\n"
+    _repo(tmp_path, {"trainjob.yaml": text, "train.py": TRAIN})
+    _, lay, found = _check(tmp_path, monkeypatch, "python train.py")
+    assert lay.unresolved and "torch-distributed" in lay.unresolved and "LAY017" in found

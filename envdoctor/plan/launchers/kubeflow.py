@@ -99,6 +99,9 @@ def _trainjob(spec: dict[str, Any], where: str) -> list[JobLaunch]:
         nodes=nodes if isinstance(nodes, int) and nodes > 0 else 1,
         gpus_per_node=_gpus(trainer),
     )
+    if trainer.get("numProcPerNode") is None and "torchrun" in command:
+        runtime = mapping(spec.get("runtimeRef")).get("name") or "its runtime"
+        return _done(job, None, f"numProcPerNode is not set: {runtime}'s ML policy sets it")
     nproc, why = _nproc(trainer.get("numProcPerNode"), job.gpus_per_node)
     return _done(job, nproc, why)
 
