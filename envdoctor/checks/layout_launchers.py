@@ -15,7 +15,7 @@ def _script(ctx: Context) -> str:
 
 
 @rule("LAY017", needs=("plan",))
-def job_processes_unknown(ctx: Context) -> Iterator[Hit]:
+def job_launcher_processes_unknown(ctx: Context) -> Iterator[Hit]:
     job = ctx.plan.job
     if job is None or not job.unknown:
         return
@@ -29,7 +29,7 @@ def job_processes_unknown(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("LAY018", needs=("plan",))
-def job_layout(ctx: Context) -> Iterator[Hit]:
+def job_launcher_layout(ctx: Context) -> Iterator[Hit]:
     job = ctx.plan.job
     if job is None or job.unknown or job.per_node is None:
         return

@@ -253,7 +253,7 @@ def _sbatch(tokens: list[str], env: dict[str, str], depth: int) -> list[Launch] 
     ``#SBATCH`` lines and the command line's options ask for (plan/launchers/slurm.py); None
     when the script is not here to read."""
     from envdoctor.errors import read_input_text
-    from envdoctor.plan.launchers.slurm import allocation_env, sbatch_options
+    from envdoctor.plan.launchers.sbatch import allocation_env, sbatch_options
 
     i = 1
     while i < len(tokens) and tokens[i].startswith("-"):
@@ -486,7 +486,7 @@ def parse_launches(
         text = None
     exported: dict[str, str] = {}
     if text and "#SBATCH" in text:  # a batch script's text: its lines run in its allocation
-        from envdoctor.plan.launchers.slurm import allocation_env, sbatch_options
+        from envdoctor.plan.launchers.sbatch import allocation_env, sbatch_options
 
         exported.update(allocation_env(sbatch_options(text)))
         text = _without_comment_lines(text)

@@ -281,7 +281,7 @@ def test_slurm_srun_copies_of_python_are_up_to_the_script(tmp_path, monkeypatch)
 
 def test_srun_inside_an_allocation_takes_the_exported_counts():
     text = SLURM.format(tasks=4, run="srun torchrun --nproc_per_node 2 train.py")
-    from envdoctor.plan.launchers.slurm import allocation_env, sbatch_options
+    from envdoctor.plan.launchers.sbatch import allocation_env, sbatch_options
 
     env = allocation_env(sbatch_options(text))
     assert env["SLURM_NTASKS_PER_NODE"] == "4" and env["SLURM_NNODES"] == "2"

@@ -11,82 +11,11 @@ torchrun per task. A launch line outside srun runs once, on the first node.
 
 from __future__ import annotations
 
-import re
-import shlex
-
 from envdoctor.plan.launchers import JobLaunch
 from envdoctor.plan.launchers.counts import finish
+from envdoctor.plan.launchers.sbatch import allocation_env, count_of, gpus_of, sbatch_options
 
 KIND = "Slurm batch script"
-_DIRECTIVE = re.compile(r"^#SBATCH\s+(.*)$")
-
-
-def sbatch_options(text: str) -> dict[str, str]:
-    """The ``#SBATCH`` options before the first command (sbatch stops reading them there)."""
-    out: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or (line.startswith("#") and not line.startswith("#SBATCH")):
-            continue
-        m = _DIRECTIVE.match(line)
-        if m is None:
-            break
-        try:
-            words = shlex.split(m.group(1), comments=True)
-        except ValueError:
-            continue
-        i = 0
-        while i < len(words):
-            word = words[i]
-            i += 1
-            if word.startswith("--"):
-                name, eq, value = word[2:].partition("=")
-            elif word.startswith("-") and len(word) >= 2:
-                name, value, eq = word[1], word[2:], "=" if len(word) > 2 else ""
-            else:
-                continue
-            if not eq and i < len(words) and not words[i].startswith("-"):
-                value = words[i]
-                i += 1
-            out[{"N": "nodes", "n": "ntasks", "G": "gpus"}.get(name, name)] = value
-    return out
-
-
-def _number(text: str | None) -> int | None:
-    if text is None:
-        return None
-    tail = text.split("-")[-1].split(":")[-1]  # --nodes 2-4: up to 4; --gpus-per-node h100:8
-    return int(tail) if tail.isdigit() and 0 < int(tail) < 100_000 else None
-
-
-def allocation_env(opts: dict[str, str]) -> dict[str, str]:
-    """The variables sbatch sets for the allocation's counts that ``opts`` give."""
-    env: dict[str, str] = {}
-    nodes = _number(opts.get("nodes"))
-    per = _number(opts.get("ntasks-per-node"))
-    tasks = _number(opts.get("ntasks"))
-    if nodes is not None:
-        env["SLURM_NNODES"] = env["SLURM_JOB_NUM_NODES"] = str(nodes)
-    if per is not None:
-        env["SLURM_NTASKS_PER_NODE"] = str(per)
-    if tasks is None and per is not None:
-        tasks = per * (nodes or 1)
-    if tasks is not None:
-        env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(tasks)
-    gpus = _gpus(opts)
-    if gpus is not None:
-        env["SLURM_GPUS_ON_NODE"] = str(gpus)
-    return env
-
-
-def _gpus(opts: dict[str, str]) -> int | None:
-    if "gpus-per-node" in opts:
-        return _number(opts["gpus-per-node"])
-    gres = opts.get("gres", "")
-    m = re.search(r"\bgpu(?::[\w.-]+)?:(\d+)\b", gres)
-    if m:
-        return int(m.group(1))
-    return 1 if re.fullmatch(r"gpu(:[A-Za-z][\w.-]*)?", gres) else None
 
 
 def read(text: str, shown: str) -> list[JobLaunch]:
@@ -94,8 +23,8 @@ def read(text: str, shown: str) -> list[JobLaunch]:
     if not opts:
         return []
     env = allocation_env(opts)
-    job = JobLaunch(kind=KIND, source=shown, env=env, gpus_per_node=_gpus(opts))
-    job.nodes = _number(opts.get("nodes")) or 1
+    job = JobLaunch(kind=KIND, source=shown, env=env, gpus_per_node=gpus_of(opts))
+    job.nodes = count_of(opts.get("nodes")) or 1
     body = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
     job.command = body
     return finish(job, 1, False)
