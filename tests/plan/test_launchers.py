@@ -496,3 +496,26 @@ def test_kubeflow_trainjob_without_its_count_leaves_it_to_the_runtime(tmp_path, 
     _repo(tmp_path, {"trainjob.yaml": text, "train.py": TRAIN})
     _, lay, found = _check(tmp_path, monkeypatch, "python train.py")
     assert lay.unresolved and "torch-distributed" in lay.unresolved and "LAY017" in found
+
+
+def test_sagemaker_model_trainer_torchrun(tmp_path, monkeypatch):
+    code = (
+        "from sagemaker.train import ModelTrainer\n"
+        "from sagemaker.train.configs import Compute, SourceCode\n"
+        "from sagemaker.train.distributed import Torchrun\n"
+        "trainer = ModelTrainer(training_image=image,\n"
+        "    source_code=SourceCode(source_dir='./scripts', entry_script='train.py'),\n"
+        "    compute=Compute(instance_type='ml.g6e.12xlarge', instance_count=2),\n"
+        "    distributed=Torchrun())\n"
+    )
+    _repo(tmp_path, {"launch.py": code, "scripts/train.py": TRAIN})
+    _, lay, found = _check(tmp_path, monkeypatch, "python scripts/train.py", gpus=4)
+    assert (lay.num_processes, lay.num_machines) == (4, 2) and "LAY003" not in found
+    _repo(tmp_path, {"launch.py": code.replace("Torchrun()", "Torchrun(process_count_per_node=2)")})
+    _jobs_for.cache_clear()
+    _, lay, _ = _check(tmp_path, monkeypatch, "python scripts/train.py", gpus=4)
+    assert lay.num_processes == 2
+    _repo(tmp_path, {"launch.py": code.replace(",\n    distributed=Torchrun())", ")")})
+    _jobs_for.cache_clear()
+    _, lay, found = _check(tmp_path, monkeypatch, "python scripts/train.py", gpus=4)
+    assert lay.unresolved and "2 nodes" in lay.unresolved  # one python per instance, not one job

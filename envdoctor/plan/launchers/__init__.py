@@ -30,7 +30,11 @@ REGISTRY: dict[str, tuple[str, tuple[str, ...], tuple[tuple[bytes, ...], ...]]] 
         ("*.yml", "*.yaml", "*.py", "*.ipynb"),
         ((b"azure.ai.ml", b"command("), (b"command:", b"distribution:"), (b"command:", b"azureml")),
     ),
-    "sagemaker": ("sagemaker", ("*.py", "*.ipynb"), ((b"sagemaker", b"entry_point", b"instance_type"),)),
+    "sagemaker": (
+        "sagemaker",
+        ("*.py", "*.ipynb"),
+        ((b"sagemaker", b"entry_point", b"instance_type"), (b"sagemaker", b"ModelTrainer", b"SourceCode")),
+    ),
     "skypilot": ("skypilot", ("*.yml", "*.yaml"), ((b"run:", b"accelerators:"), (b"run:", b"num_nodes:"))),
     "slurm": ("slurm", ("*.slurm", "*.sbatch", "*.sh", "*.bash"), ((b"#SBATCH",),)),
     "kubeflow": ("kubeflow", ("*.yml", "*.yaml"), ((b"kind: PyTorchJob",), (b"kind: TrainJob",))),

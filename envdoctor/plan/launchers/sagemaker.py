@@ -47,6 +47,8 @@ def read(text: str, shown: str) -> list[JobLaunch]:
         return []
     consts = constants(tree)
     out = []
+    for call in calls(tree, {"ModelTrainer"}):
+        out += _trainer(f"{shown}:{call.lineno}", keywords(call, consts))
     for call in calls(tree, _ESTIMATORS):
         kw = keywords(call, consts)
         entry = kw.get("entry_point")
@@ -54,6 +56,53 @@ def read(text: str, shown: str) -> list[JobLaunch]:
             continue
         out += _job(f"{shown}:{call.lineno}", entry, kw)
     return out
+
+
+def _trainer(where: str, kw: dict[str, Any]) -> list[JobLaunch]:
+    """The SDK's ``ModelTrainer(source_code=SourceCode(entry_script=… or command=…),
+    compute=Compute(instance_type=…, instance_count=…), distributed=Torchrun(process_count_per_node=…)
+    or MPI(…))``: Torchrun starts ``process_count_per_node`` processes per instance (by default
+    one per GPU), MPI that many copies through mpirun."""
+    source, compute, dist = kw.get("source_code"), kw.get("compute"), kw.get("distributed")
+    if not isinstance(source, dict):
+        return []
+    entry, command = source.get("entry_script"), source.get("command")
+    if isinstance(command, str):
+        line = command
+    elif isinstance(entry, str):
+        line = f"python {entry}" if entry.endswith(".py") else f"bash {entry}"
+    else:
+        return []
+    job = JobLaunch(kind="SageMaker ModelTrainer", source=where, command=line)
+    compute = compute if isinstance(compute, dict) else {}
+    itype, count = compute.get("instance_type"), compute.get("instance_count", 1)
+    if isinstance(itype, str):
+        job.gpus_per_node = instance_gpus(itype)
+    if (
+        not isinstance(count, int)
+        or isinstance(count, bool)
+        or count < 1
+        or not isinstance(kw.get("compute"), dict)
+    ):
+        job.unknown = "its compute (instance_count) is not a literal envdoctor reads"
+        return finish(job, None, False)
+    job.nodes = count
+    if dist is None:
+        return finish(job, 1, False)
+    kind = dist.get("__call__") if isinstance(dist, dict) else None
+    per = dist.get("process_count_per_node") if isinstance(dist, dict) else None
+    if kind == "Torchrun":
+        per = per if per is not None else job.gpus_per_node
+        if not isinstance(per, int) or per < 1:
+            job.unknown = (
+                "it starts one process per GPU of its instance type, and how many GPUs that is is not known"
+            )
+            return finish(job, None, False)
+        return finish(job, per, True)
+    if kind == "MPI" and isinstance(per, int) and per >= 1:
+        return finish(job, per, False)
+    job.unknown = "its distributed= is not one envdoctor counts"
+    return finish(job, None, False)
 
 
 def _job(where: str, entry: str, kw: dict[str, Any]) -> list[JobLaunch]:
