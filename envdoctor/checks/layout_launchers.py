@@ -17,21 +17,22 @@ def _script(ctx: Context) -> str:
 @rule("LAY017", needs=("plan",))
 def job_launcher_processes_unknown(ctx: Context) -> Iterator[Hit]:
     job = ctx.plan.job
-    if job is None or not job.unknown:
+    if job is None or not (job.unknown or ctx.resolved.unresolved):
         return
+    why = job.unknown or ctx.resolved.unresolved
     yield hit(
-        f"{job.kind} ({job.source}) runs `{_script(ctx)}`, and how many processes it starts is not "
-        f"known: {job.unknown}. The layout rules that need the process count were not run.",
+        f"{job.kind} ({job.source}) runs `{_script(ctx)}`, and how many processes it starts here is "
+        f"not known: {why}. The layout rules that need the process count were not run.",
         kind=job.kind,
         source=job.source,
-        why=job.unknown,
+        why=why,
     )
 
 
 @rule("LAY018", needs=("plan",))
 def job_launcher_layout(ctx: Context) -> Iterator[Hit]:
     job = ctx.plan.job
-    if job is None or job.unknown or job.per_node is None:
+    if job is None or job.unknown or job.per_node is None or ctx.resolved.unresolved:
         return
     how = "one torch.distributed job" if job.distributed else "one process that sees every GPU of its node"
     yield hit(

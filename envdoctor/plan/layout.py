@@ -322,6 +322,11 @@ def _python_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
         if job.unknown:
             raise _Unresolved(f"{job.kind} ({job.source}) runs this script: {job.unknown}")
         if job.distributed:
+            if lay.visible and job.per_node > len(lay.visible):  # its own instances, not this machine
+                raise _Unresolved(
+                    f"{job.kind} ({job.source}) starts {job.per_node} processes per node on the "
+                    f"instances it asks for; this machine shows {len(lay.visible)} GPU(s)"
+                )
             lay.num_processes, lay.num_machines = job.per_node, job.nodes or 1
             lay.world_size = lay.num_processes * lay.num_machines
             return True, 0

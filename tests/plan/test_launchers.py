@@ -519,3 +519,13 @@ def test_sagemaker_model_trainer_torchrun(tmp_path, monkeypatch):
     _jobs_for.cache_clear()
     _, lay, found = _check(tmp_path, monkeypatch, "python scripts/train.py", gpus=4)
     assert lay.unresolved and "2 nodes" in lay.unresolved  # one python per instance, not one job
+
+
+def test_a_job_on_bigger_instances_than_this_machine_is_not_judged_here(tmp_path, monkeypatch):
+    """A check on a two-GPU workstation of a repository whose job asks for 8 per node: the
+    job's processes are not squeezed onto this machine's GPUs (no LAY004), nor judged as one
+    process (no LAY003); LAY017 says why."""
+    _repo(tmp_path, {"job.yml": AML_YAML, "src/train.py": TRAIN})
+    _, lay, found = _check(tmp_path, monkeypatch, "python src/train.py", gpus=2)
+    assert lay.unresolved and "this machine shows 2 GPU(s)" in lay.unresolved
+    assert not {"LAY003", "LAY004", "LAY018"} & set(found) and "LAY017" in found
