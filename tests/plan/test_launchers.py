@@ -434,6 +434,8 @@ def test_check_cli_in_a_git_repository(tmp_path):
     got = run_cli(*args, "--", "python", "src/train.py", cwd=tmp_path)
     rules = {f["rule"]: f["severity"] for f in json.loads(got.stdout)["findings"]}
     assert rules.get("LAY018") == "info" and "LAY003" not in rules
+    text = run_cli("check", *args[3:], "--", "python", "src/train.py", cwd=tmp_path).stdout
+    assert "GPU layout (Azure ML command job (job.yml: 8 processes per node on 2 nodes)" in text
     (tmp_path / "job.yml").unlink()
     got = run_cli(*args, "--", "python", "src/train.py", cwd=tmp_path)
     rules = {f["rule"]: f["severity"] for f in json.loads(got.stdout)["findings"]}
