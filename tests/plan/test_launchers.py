@@ -531,3 +531,41 @@ def test_a_job_on_bigger_instances_than_this_machine_is_not_judged_here(tmp_path
     _, lay, found = _check(tmp_path, monkeypatch, "python src/train.py", gpus=2)
     assert lay.unresolved and "this machine shows 2 GPU(s)" in lay.unresolved
     assert not {"LAY003", "LAY004", "LAY018"} & set(found) and "LAY017" in found
+
+
+def test_job_cli_lines_run_the_declared_job(tmp_path, monkeypatch):
+    """A launcher's command line that submits a declaration (sky launch, az ml job create,
+    kubectl apply) runs the job's launch line with the job's counts, not an unknown program."""
+    run = "torchrun --nnodes=$SKYPILOT_NUM_NODES --nproc_per_node=$SKYPILOT_NUM_GPUS_PER_NODE train.py"
+    _repo(
+        tmp_path,
+        {
+            "sky.yaml": SKY.format(run=run),
+            "job.yml": AML_YAML.replace("code: src", "code: ."),
+            "k8s.yaml": PYTORCHJOB.format(nproc=8, command='"torchrun", "train.py"'),
+            "train.py": TRAIN,
+            "prepare.py": "",
+        },
+    )
+    for line in (
+        "sky launch -c grpo sky.yaml",
+        "az ml job create --file job.yml",
+        "kubectl apply -f k8s.yaml",
+    ):
+        plan, lay, found = _check(tmp_path, monkeypatch, line)
+        assert (lay.num_processes, lay.num_machines) == (8, 2), line
+        assert "LAY003" not in found
+    _repo(tmp_path, {"job.yml": AML_YAML.replace("type: pytorch", "type: mpi")})
+    _jobs_for.cache_clear()
+    _, lay, found = _check(tmp_path, monkeypatch, "az ml job create --file job.yml")
+    assert lay.unresolved and "mpi" in lay.unresolved and "LAY017" in found
+    _, lay, _ = _check(tmp_path, monkeypatch, "sky launch missing.yaml")
+    assert lay.unresolved and "sky" in lay.unresolved  # not a file: the unknown program, as before
+
+
+def test_torchrun_takes_the_pet_variables_for_options_it_is_not_given(tmp_path, monkeypatch):
+    _repo(tmp_path, {"train.py": TRAIN})
+    _, lay, _ = _check(tmp_path, monkeypatch, "PET_NPROC_PER_NODE=4 PET_NNODES=2 torchrun train.py")
+    assert (lay.num_processes, lay.num_machines) == (4, 2)
+    _, lay, _ = _check(tmp_path, monkeypatch, "PET_NPROC_PER_NODE=4 torchrun --nproc_per_node 2 train.py")
+    assert lay.num_processes == 2  # the option wins
