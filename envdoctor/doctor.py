@@ -49,6 +49,9 @@ def _summaries(ctx: Context) -> dict[str, str]:
         out["gpus"] = f"none: {f.nvml_error or 'NVML lists no GPU'}"
     if f.gpus and (plan.trainer or plan.config) and not ctx.resolved.unresolved:
         out["layout"] = _layout_summary(ctx.layout)
+        job = plan.job  # a job launcher of the repository starts the bare python line
+        if job is not None and job.per_node and not job.unknown:
+            out["layout"] = f"{job.kind} ({job.source}: {job.describe()}); {out['layout']}"
     env = trainer_env(f, plan.trainer)
     conf = [f"{k}={env[k]}" for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") if k in env]
     out["allocator"] = ", ".join(conf) or "torch defaults"

@@ -94,6 +94,7 @@ def hook_fix(
             if edit is not None:
                 out.texts[target.grpo] = edit
                 out.written[target.grpo] = "config"
+        _script_edits(out, closure, root, {target.grpo, target.accelerate})
         for name, version in changes["packages"].items():
             if packages.setdefault(name, version) != version:
                 clashes.add(name)
@@ -267,6 +268,38 @@ def _take_edits(out: HookFix, closure: Any, root: Path) -> None:
             what = f"line edits ({rules})"
             out.written[rel] = f"{out.written[rel]}; {what}" if rel in out.written else what
             out.repo_written = True
+
+
+def _script_edits(out: HookFix, closure: Any, root: Path, configs: set[Any]) -> None:
+    """The line edits ``fix`` proved for a target (its training script's ``GRPOConfig(...)``
+    keywords, …), written as the config's and the pins' are: only to files inside the
+    repository (a path that leaves it, or a link out of it, is said and not written); the config
+    files themselves get their edit from ``config_edit``."""
+    from types import SimpleNamespace
+
+    from envdoctor.remedy.file_edit import key
+
+    base = root.resolve()
+    skip = {key(str(c)) for c in configs if c}
+    inside = []
+    for edit in closure.changes.files:
+        if key(edit.path) in skip:
+            continue
+        path = Path(edit.path) if Path(edit.path).is_absolute() else root / edit.path
+        try:
+            rel = path.resolve().relative_to(base)
+        except (OSError, ValueError):
+            out.notes.append(f"{edit.path}: outside the repository; its line edit is not written")
+            continue
+        inside.append(edit if not Path(edit.path).is_absolute() else _moved(edit, str(rel)))
+    if inside:
+        _take_edits(out, SimpleNamespace(changes=SimpleNamespace(files=inside), steps=closure.steps), root)
+
+
+def _moved(edit: Any, path: str) -> Any:
+    from dataclasses import replace
+
+    return replace(edit, path=path)
 
 
 def _script_calls(out: HookFix, scripts: list[tuple[str, Any]], ignore: list[str] | None, root: Path) -> None:

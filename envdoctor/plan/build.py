@@ -45,6 +45,7 @@ def build_plan(
         from envdoctor.plan.launch import parse_launches
 
         plan.launches = parse_launches(launch or None, launch_argv)
+        _job_cli(plan)
     trainer = plan.trainer
     script_cfg: dict[str, Any] = {}
     if trainer is not None:
@@ -58,6 +59,7 @@ def build_plan(
 
         script_cfg, code = read_training_script(plan, trainer, script_cfg)
         _merge_code(plan, code)
+        plan.job = plan.job or _declared_job(trainer)
     if config_dict:
         _merge(plan, config_dict, MAPPING_ORIGIN)
     if config:
@@ -85,6 +87,65 @@ def build_plan(
     elif acc_path is not None:
         raise InputError("--config_file", f"expected a file path, got {acc_path!r}")
     return plan
+
+
+#: job launchers' command lines that submit a declaration file: program -> its subcommands
+_JOB_CLIS = {
+    "sky": ("launch", "exec", "jobs"),
+    "az": ("ml",),
+    "kubectl": ("apply", "create"),
+    "modal": ("run", "deploy"),
+}
+
+
+def _job_cli(plan: Plan) -> None:
+    """``sky launch task.yaml``, ``az ml job create -f job.yml``, ``kubectl apply -f job.yaml``,
+    ``modal run app.py``: the trainer is the launch line the declared job runs on each node (its
+    counts in ``plan.job``), or unresolved with why where its count is not known."""
+    trainer = plan.trainer
+    if trainer is None or trainer.launcher != "unknown":
+        return
+    words = [*trainer.program, *trainer.script_args]
+    prog = os.path.basename(words[0]) if words else ""
+    if prog not in _JOB_CLIS or len(words) < 2 or words[1] not in _JOB_CLIS[prog]:
+        return
+    named = [w.split("::")[0] for w in words[2:]]
+    path = next(
+        (w for w in named if w.endswith((".yaml", ".yml", ".py", ".ipynb")) and os.path.isfile(w)), None
+    )
+    if path is None:
+        return
+    from pathlib import Path
+
+    from envdoctor.plan.launchers import one_job, read_file
+    from envdoctor.plan.launchers.counts import runs
+
+    last: dict[str, Any] = {}  # each declaration's last launch line: the training, after its setup steps
+    for found_job in read_file(Path(path), path):
+        last[found_job.source] = found_job
+    job = one_job(list(last.values()))
+    if job is None:
+        return
+    plan.job = job
+    found = runs(job.command, job.env) if job.command and not job.unknown else []
+    if not found:
+        trainer.unresolved = f"{job.kind} ({job.source}): {job.unknown or 'no launch line read'}"
+        return
+    plan.launches[plan.launches.index(trainer)] = found[-1]
+
+
+def _declared_job(trainer: Launch) -> Any:
+    """The job launcher the repository declares around a bare ``python`` line of a script that
+    is here (envdoctor.plan.launchers; read only then): None where the line is a launcher's own
+    or nothing declares the script."""
+    path = script_file(trainer)
+    if trainer.launcher != "python" or trainer.wrappers or not path or not os.path.isfile(path):
+        return None
+    if "LOCAL_RANK" in trainer.env:
+        return None
+    from envdoctor.plan.launchers import jobs_for, one_job
+
+    return one_job(jobs_for(trainer.script, trainer.module, path))
 
 
 def _trl_launcher_keys(plan: Plan, trainer: Launch) -> None:
@@ -212,6 +273,7 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
 
             args, code = read_training_script(new, trainer, args)
             _merge_code(new, {k: v for k, v in code.items() if k not in new.config_origin})
+            new.job = _declared_job(trainer)
         _merge(new, {k: v for k, v in args.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(new, trainer)
         _read_hostfile(trainer)

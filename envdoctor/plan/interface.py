@@ -146,6 +146,9 @@ class Plan:
     duplicate_keys: list[dict[str, Any]] = field(default_factory=list)
     #: files as ``envdoctor fix`` edited them in memory (path -> text; envdoctor.remedy.file_edit)
     edited: dict[str, str] = field(default_factory=dict)
+    #: the job launcher the repository declares for a bare ``python`` trainer line (an Azure ML
+    #: job, a SageMaker estimator, a Slurm script…: envdoctor.plan.launchers.JobLaunch)
+    job: Any = None
 
     @property
     def trainer(self) -> Launch | None:

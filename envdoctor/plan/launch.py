@@ -215,6 +215,10 @@ def _parse_tokens(raw: str, tokens: list[str], env: dict[str, str], depth: int) 
     rest = peeled.command
     if rest and rest[0] in _NOT_LAUNCHES and not peeled.unresolved:
         return []
+    if rest and os.path.basename(rest[0]) == "sbatch" and not peeled.unresolved and depth < _MAX_DEPTH:
+        batch = _sbatch(rest, peeled.env, depth)
+        if batch is not None:
+            return batch
     if peeled.unresolved:
         launch = _unknown(raw, peeled.env, rest or tokens, peeled.unresolved)
     elif not rest:
@@ -223,6 +227,50 @@ def _parse_tokens(raw: str, tokens: list[str], env: dict[str, str], depth: int) 
         launch = _dispatch(raw, peeled.env, rest)
     _apply_wrappers(launch, peeled)
     return [launch]
+
+
+#: sbatch options that take no value (sbatch(1)); every other option takes one
+_SBATCH_FLAGS = frozenset(
+    {
+        "exclusive",
+        "wait",
+        "parsable",
+        "hold",
+        "H",
+        "requeue",
+        "no-requeue",
+        "test-only",
+        "verbose",
+        "v",
+        "quiet",
+        "Q",
+    }
+)
+
+
+def _sbatch(tokens: list[str], env: dict[str, str], depth: int) -> list[Launch] | None:
+    """``sbatch [options] job.slurm``: the batch script's lines, run in the allocation its
+    ``#SBATCH`` lines and the command line's options ask for (plan/launchers/slurm.py); None
+    when the script is not here to read."""
+    from envdoctor.errors import read_input_text
+    from envdoctor.plan.launchers.sbatch import allocation_env, sbatch_options
+
+    i = 1
+    while i < len(tokens) and tokens[i].startswith("-"):
+        tok = tokens[i]
+        attached = "=" in tok or (not tok.startswith("--") and len(tok) > 2)
+        i += 1 if attached or tok.lstrip("-") in _SBATCH_FLAGS else 2
+    if i >= len(tokens) or not os.path.isfile(tokens[i]):
+        return None
+    text = read_input_text(tokens[i], f"sbatch {tokens[i]}", 1024 * 1024)
+    given = sbatch_options("#SBATCH " + shlex.join(tokens[1:i]) + "\n") if i > 1 else {}
+    alloc = {**sbatch_options(text), **given}
+    return _parse_text(_without_comment_lines(text), {**env, **allocation_env(alloc)}, depth + 1)
+
+
+def _without_comment_lines(text: str) -> str:
+    """A script's text without its whole-line comments (``#!``, ``#SBATCH``, notes)."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
 def _accelerate(raw: str, env: dict[str, str], tokens: list[str]) -> Launch | None:
@@ -437,6 +485,11 @@ def parse_launches(
         argv = [*text, *(argv or [])]
         text = None
     exported: dict[str, str] = {}
+    if text and "#SBATCH" in text:  # a batch script's text: its lines run in its allocation
+        from envdoctor.plan.launchers.sbatch import allocation_env, sbatch_options
+
+        exported.update(allocation_env(sbatch_options(text)))
+        text = _without_comment_lines(text)
     launches = _parse_text(text, exported, 0) if text else []
     if argv:
         launches += _parse_segments(list(argv), exported, 0)

@@ -277,14 +277,20 @@ def _accelerate_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
 
 def _torchrun_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
     """torchrun: --nproc_per_node per node (gpu / auto: one per visible GPU), --nnodes nodes."""
-    nproc = c.count("nproc_per_node", default=1, words=("gpu", "auto", "cpu", "xpu"))
+    words = ("gpu", "auto", "cpu", "xpu")
+    if "nproc_per_node" not in c.opts and c.env.get("PET_NPROC_PER_NODE"):
+        # torchrun takes an option it is not given from PET_<OPTION> (its env action; Kubeflow's
+        # operator sets PET_NPROC_PER_NODE and PET_NNODES)
+        nproc = _count(c.where, "PET_NPROC_PER_NODE", c.env["PET_NPROC_PER_NODE"], c.env, words=words)
+    else:
+        nproc = c.count("nproc_per_node", default=1, words=words)
     if nproc in ("cpu", "xpu"):
         raise _Unresolved(
             f"--nproc_per_node {nproc} starts one process per "
             f"{'CPU core' if nproc == 'cpu' else 'XPU'}, not per GPU"
         )
     lay.num_processes = (len(lay.visible) or 1) if nproc in ("gpu", "auto") else nproc
-    lay.num_machines = _nnodes(c.where, c.opts.get("nnodes"), c.env)
+    lay.num_machines = _nnodes(c.where, c.opts.get("nnodes", c.env.get("PET_NNODES")), c.env)
     node_rank = c.node_rank("node_rank")
     lay.world_size = lay.num_processes * lay.num_machines
     return True, node_rank
@@ -317,6 +323,19 @@ def _python_processes(lay: GpuLayout, c: _Counts) -> tuple[bool, int]:
     distributed = "LOCAL_RANK" in env and (as_int(env.get("WORLD_SIZE"), 1) or 1) > 1
     lay.num_processes = 1
     lay.world_size = (as_int(env.get("WORLD_SIZE"), 1) or 1) if distributed else 1
+    job = c.plan.job
+    if job is not None and not distributed:  # a job launcher the repository declares starts it
+        if job.unknown:
+            raise _Unresolved(f"{job.kind} ({job.source}) runs this script: {job.unknown}")
+        if job.distributed:
+            if lay.visible and job.per_node > len(lay.visible):  # its own instances, not this machine
+                raise _Unresolved(
+                    f"{job.kind} ({job.source}) starts {job.per_node} processes per node on the "
+                    f"instances it asks for; this machine shows {len(lay.visible)} GPU(s)"
+                )
+            lay.num_processes, lay.num_machines = job.per_node, job.nodes or 1
+            lay.world_size = lay.num_processes * lay.num_machines
+            return True, 0
     return distributed, 0
 
 

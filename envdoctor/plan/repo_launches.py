@@ -219,7 +219,38 @@ def read_launches(root: Path) -> RepoLaunches:
                     script=script,
                 )
             )
+    found.launches += _job_launches(root)
     return found
+
+
+def _job_launches(root: Path) -> list[RepoLaunch]:
+    """The runs job launchers declare (an Azure ML job, a SageMaker estimator, a SkyPilot task, a
+    Slurm script's srun…: envdoctor.plan.launchers) with the GRPO config their command passes
+    and the processes they start in all; only those whose count is known."""
+    import shlex
+
+    from envdoctor.plan.launchers import declared_jobs
+
+    out: list[RepoLaunch] = []
+    for job in declared_jobs(root):
+        try:
+            words = shlex.split(job.command or "", comments=True)
+        except ValueError:
+            words = (job.command or "").split()
+        script = next((w for w in words if w.endswith(".py")), None)
+        after = words[words.index(script) + 1 :] if script else []
+        file, _, line = job.source.partition(":")
+        out.append(
+            RepoLaunch(
+                file=file,
+                line=int(line) if line.isdigit() else 1,
+                text=f"{job.kind}: {job.describe()}",
+                config=_path(_option(after, "--config", "--config_file", "--config-file")),
+                processes=(job.per_node or 1) * (job.nodes or 1),
+                script=script,
+            )
+        )
+    return out
 
 
 def accelerate_processes(path: Path) -> int | None:

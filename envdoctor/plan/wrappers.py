@@ -246,9 +246,15 @@ def _srun(tokens: list[str], p: Peeled) -> int:
     found, i = _options(tokens, frozenset(), bool_long=_SRUN_BOOL, short_bool=_SRUN_SHORT_BOOL)
     nodes_raw = _first(found, "nodes", "N")
     tasks_raw = _first(found, "ntasks", "n")
+    per_raw = _first(found, "ntasks-per-node")
+    if nodes_raw is None and tasks_raw is None and per_raw is None:
+        # inside an allocation srun takes the counts sbatch exported (srun(1), INPUT
+        # ENVIRONMENT VARIABLES; plan/launchers/slurm.py sets them from #SBATCH lines)
+        nodes_raw, tasks_raw = p.env.get("SLURM_NNODES"), p.env.get("SLURM_NTASKS")
+        per_raw = p.env.get("SLURM_NTASKS_PER_NODE")
     nodes = _count((nodes_raw or "").split("-")[-1]) if nodes_raw else None
     tasks = _count(tasks_raw)
-    per_node = _count(_first(found, "ntasks-per-node"))
+    per_node = _count(per_raw)
     if per_node is None:
         if tasks_raw is None:
             per_node = 1  # srun(1): the default is one task per node

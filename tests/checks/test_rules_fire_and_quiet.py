@@ -34,6 +34,11 @@ _DS = (
     '"zero_optimization": {{"stage": {stage}}}}}'
 )
 _SPLIT = "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m ; CUDA_VISIBLE_DEVICES=0 python {tmp}/train.py"
+# an Azure ML command job that runs train.py (plan/launchers): LAY017 / LAY018
+_AML_JOB = (
+    "command: python train.py\nresources:\n  instance_count: 1\n"
+    "distribution:\n  type: {kind}\n  process_count_per_instance: 2\n"
+)
 _COLO = {"use_vllm": True, "vllm_mode": "colocate", "dataset_name": "{tmp}/d.jsonl"}
 
 # rule id -> (fires, quiet): each a dict of snapshot kwargs ("snap"), config, launch
@@ -288,6 +293,23 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "config": VLLM_SERVER,
             "launch": _SPLIT,
             "files": {"train.py": _UNSLOTH.format(fast="False")},
+        },
+    ),
+    "LAY017": (
+        {
+            "launch": "python {tmp}/train.py",
+            "files": {"train.py": _TRAIN.format(defs="r = len"), "job.yml": _AML_JOB.format(kind="mpi")},
+        },
+        {"launch": "python {tmp}/train.py", "files": {"train.py": _TRAIN.format(defs="r = len")}},
+    ),
+    "LAY018": (
+        {
+            "launch": "python {tmp}/train.py",
+            "files": {"train.py": _TRAIN.format(defs="r = len"), "job.yml": _AML_JOB.format(kind="pytorch")},
+        },
+        {
+            "launch": "python {tmp}/train.py",
+            "files": {"train.py": _TRAIN.format(defs="r = len"), "job.yml": _AML_JOB.format(kind="mpi")},
         },
     ),
     "CFG009": (
