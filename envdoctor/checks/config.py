@@ -175,7 +175,16 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             )
         script = ctx.plan.script
         dropped = script.config_filter if script is not None and not script.problem else None
-        if dropped:
+        if script is not None and script.problem and origin == "command line":
+            # the launch line runs a script envdoctor could not read (ms-swift's swift/cli/rlhf.py
+            # outside the repository): whether it hands its flags to TRL's parser (or to its own,
+            # as swift's --vllm_max_model_len) is not known, so TRL's refusal is not proved
+            severity = "info"
+            msg += (
+                f"; but {script.problem}, so whether it hands `--{key}` to TRL's parser is not "
+                "known (a wrapper's own parser may take it)"
+            )
+        elif dropped:
             # the script keeps only the keys the installed GRPOConfig takes: it drops this one on
             # purpose, so nothing refuses it and the setting has no effect on this release
             gone = f"was removed from GRPOConfig in TRL {until}" if too_new else "is not known to"

@@ -102,3 +102,31 @@ def test_lay006_server_line_with_a_small_share_is_info_and_its_default_an_error(
     assert _rule(found, "LAY006")[0].severity.value == "info"
     found = findings(snapshot(2, packages=packages), config=server, launch=both.format(""))
     assert _rule(found, "LAY006")[0].severity.value == "error"
+
+
+# --- CFG001: a removed key on the command line of a script that was not read -----------------
+
+MODERN_18 = {"trl": "0.23.1", "vllm": "0.10.2", "torch": "2.8.0", "transformers": "4.56.1"}
+
+
+def test_cfg001_command_line_key_of_an_unread_script_is_info(tmp_path):
+    # hustvl/Food-R1 2d7f1e5 scripts/train_grpo_caloriebench80k.sh: `torchrun swift/cli/rlhf.py
+    # ... --vllm_max_model_len 8192` runs ms-swift's CLI from its own checkout (SWIFT_ROOT), whose
+    # parser takes vllm_max_model_len; envdoctor cannot read that script
+    launch = "torchrun --nproc_per_node 2 swift/cli/rlhf.py --rlhf_type grpo --vllm_max_model_len 8192"
+    found = findings(snapshot(2, packages=MODERN_18), config={"use_vllm": True}, launch=launch)
+    (f,) = [f for f in _rule(found, "CFG001") if f.evidence["key"] == "vllm_max_model_len"]
+    assert f.severity.value == "info" and "is not here" in f.message
+
+
+def test_cfg001_command_line_key_of_a_read_script_or_a_config_file_stays_an_error(tmp_path):
+    (tmp_path / "grpo.py").write_text(SCRIPT)
+    launch = f"torchrun --nproc_per_node 2 {tmp_path / 'grpo.py'} --vllm_max_model_len 8192"
+    found = findings(snapshot(2, packages=MODERN_18), config={"use_vllm": True}, launch=launch)
+    (f,) = [f for f in _rule(found, "CFG001") if f.evidence["key"] == "vllm_max_model_len"]
+    assert f.severity.value == "error"
+    # a config file's key, the script unread: as before (TRL's recipe format)
+    config = {"use_vllm": True, "vllm_max_model_len": 8192}
+    found = findings(snapshot(2, packages=MODERN_18), config=config, launch="torchrun missing.py")
+    (f,) = [f for f in _rule(found, "CFG001") if f.evidence["key"] == "vllm_max_model_len"]
+    assert f.severity.value == "error"
