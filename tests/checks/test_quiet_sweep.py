@@ -130,3 +130,28 @@ def test_cfg001_command_line_key_of_a_read_script_or_a_config_file_stays_an_erro
     found = findings(snapshot(2, packages=MODERN_18), config=config, launch="torchrun missing.py")
     (f,) = [f for f in _rule(found, "CFG001") if f.evidence["key"] == "vllm_max_model_len"]
     assert f.severity.value == "error"
+
+
+# --- KNF001: one finding per bug, at its real fixed release ----------------------------------
+
+
+def _importance(found):
+    return [f for f in _rule(found, "KNF001") if "importance" in f.message]
+
+
+def test_knf001_server_raw_logprobs_fixed_in_0_27_1_said_once():
+    # trl vllm-serve passes logprobs_mode="processed_logprobs" from v0.27.1 (trl/scripts/
+    # vllm_serve.py#L364; huggingface/trl#4873); the catalogue held this bug twice, once with
+    # 0.28.0 as its fix: HuiResearch/ReasoningIE on TRL 0.25.1 got two warnings for one bug
+    config = {"use_vllm": True, "vllm_mode": "server", "temperature": 0.7}
+    packages = {"trl": "0.25.1", "vllm": "0.10.2", "torch": "2.8.0", "transformers": "4.57.1"}
+    assert len(_importance(findings(snapshot(2, packages=packages), config=config))) == 1
+    packages["trl"] = "0.27.1"
+    packages["vllm"] = "0.12.0"
+    assert _importance(findings(snapshot(2, packages=packages), config=config)) == []
+
+
+def test_knf001_trl_0_23_colocate_logprobs_said_once():
+    config = {"use_vllm": True, "vllm_mode": "colocate", "temperature": 0.9}
+    packages = {"trl": "0.23.1", "vllm": "0.10.2", "torch": "2.8.0", "transformers": "4.56.1"}
+    assert len(_importance(findings(snapshot(2, packages=packages), config=config))) == 1
