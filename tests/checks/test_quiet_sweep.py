@@ -155,3 +155,24 @@ def test_knf001_trl_0_23_colocate_logprobs_said_once():
     config = {"use_vllm": True, "vllm_mode": "colocate", "temperature": 0.9}
     packages = {"trl": "0.23.1", "vllm": "0.10.2", "torch": "2.8.0", "transformers": "4.56.1"}
     assert len(_importance(findings(snapshot(2, packages=packages), config=config))) == 1
+
+
+# --- PKG006: a development build of TRL between two lines ------------------------------------
+
+
+def test_pkg006_dev_build_inside_the_previous_lines_range_is_info():
+    # MAOJIASONG/TinyZero-TRL dd318ba requirement.txt: trl @ git+…@e751a16 (main, 2025-03-31,
+    # __version__ 0.17.0.dev0, setup.py extra vllm>=0.7.0) with vLLM 0.7.2; TRL 0.17.0 asks >=0.8.3
+    packages = {"trl": "0.17.0.dev0", "vllm": "0.7.2", "torch": "2.5.1", "transformers": "4.49.0"}
+    (f,) = _rule(findings(snapshot(2, packages=packages), config={"use_vllm": True}), "PKG006")
+    assert f.severity.value == "info" and "development build" in f.message
+
+
+def test_pkg006_release_or_dev_build_outside_both_ranges_stays_a_warning():
+    packages = {"trl": "0.17.0", "vllm": "0.8.0", "torch": "2.6.0", "transformers": "4.51.3"}
+    (f,) = _rule(findings(snapshot(2, packages=packages), config={"use_vllm": True}), "PKG006")
+    assert f.severity.value == "warning"
+    # a 0.19 development build with a vLLM below 0.18's range too
+    packages = {"trl": "0.19.0.dev0", "vllm": "0.8.0", "torch": "2.6.0", "transformers": "4.51.3"}
+    found = _rule(findings(snapshot(2, packages=packages), config={"use_vllm": True}), "PKG006")
+    assert [f.severity.value for f in found] == ["warning"]
