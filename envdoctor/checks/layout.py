@@ -416,14 +416,17 @@ def _deliberate_share(ctx: Context) -> str | None:
     fraction (vllm_gpu_memory_utilization in legacy mode, the server line's
     --gpu_memory_utilization) to at most ``DELIBERATE_SHARE``; None when it is TRL's default
     (0.9, which leaves training a tenth of the GPU) or above the bound."""
-    from envdoctor.checks.memory import generation_util
-
-    util, said, on_line = generation_util(ctx)
-    if ctx.layout.generation_mode == "legacy" and "vllm_gpu_memory_utilization" not in ctx.config:
-        return None
-    if ctx.layout.generation_mode == "server" and not on_line:
-        return None
-    if not 0 < util <= DELIBERATE_SHARE:
+    if ctx.layout.generation_mode == "legacy":
+        value, said = ctx.config.get("vllm_gpu_memory_utilization"), "vllm_gpu_memory_utilization"
+    else:
+        server = ctx.plan.server
+        value = server.options.get("gpu_memory_utilization") if server is not None else None
+        said = "the server line's --gpu_memory_utilization"
+    try:
+        util = float(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        util = None
+    if util is None or not 0 < util <= DELIBERATE_SHARE:
         return None
     return f"{said} is {util:g}, which leaves training {1 - util:.0%} of the GPU"
 
