@@ -74,9 +74,9 @@ PROBES: dict[str, tuple[str, str]] = {
         ("trl/trainer/grpo_trainer.py", r"Iterable datasets are not yet supported in GRPOTrainer"),
     "trl-entropy-mask-gather-hang (fix: pad across processes)":
         ("trl/trainer/grpo_trainer.py", r"pad_across_processes\(local"),
-    "trl-0.23-colocate-vllm-logprobs-ignore-temperature (fix: processed logprobs)":
+    "trl-0.23-colocate-raw-logprobs-importance-sampling (fix: processed logprobs)":
         ("trl/trainer/grpo_trainer.py", r'logprobs_mode="processed_logprobs"'),
-    "trl-server-vllm-logprobs-ignore-temperature (fix: processed logprobs)":
+    "trl-server-raw-logprobs-importance-sampling (fix: processed logprobs)":
         ("trl/scripts/vllm_serve.py", r'logprobs_mode="processed_logprobs"'),
     "trl-0.26.0-num-generations-eval-validation (fix)":
         ("trl/trainer/grpo_config.py",

@@ -175,7 +175,16 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             )
         script = ctx.plan.script
         dropped = script.config_filter if script is not None and not script.problem else None
-        if dropped:
+        if script is not None and script.problem and origin == "command line":
+            # the launch line runs a script envdoctor could not read (ms-swift's swift/cli/rlhf.py
+            # outside the repository): whether it hands its flags to TRL's parser (or to its own,
+            # as swift's --vllm_max_model_len) is not known, so TRL's refusal is not proved
+            severity = "info"
+            msg += (
+                f"; but {script.problem}, so whether it hands `--{key}` to TRL's parser is not "
+                "known (a wrapper's own parser may take it)"
+            )
+        elif dropped:
             # the script keeps only the keys the installed GRPOConfig takes: it drops this one on
             # purpose, so nothing refuses it and the setting has no effect on this release
             gone = f"was removed from GRPOConfig in TRL {until}" if too_new else "is not known to"
@@ -653,6 +662,9 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
                 suggestion=guess,
             )
             continue
+        if _other_shape(ctx, ctx.config.get(key), guess):
+            own.append(key)  # a list is no misspelling of a string field (dataset_configs: [all])
+            continue
         msg = (
             f"`{key}` ({origin}) is not a field of GRPOConfig, TrainingArguments or TRL's "
             f"script arguments in any release envdoctor knows; did you mean `{guess}`?"
@@ -691,6 +703,23 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
             severity="info",
             keys=own,
         )
+
+
+def _other_shape(ctx: Context, value: Any, guess: str) -> bool:
+    """Whether ``value`` is a list or mapping while ``guess`` (the known key one edit away) takes
+    a single value: the typed key is another framework's field, not a misspelling of ``guess``
+    (open-r1's recipes carry the alignment-handbook's ``dataset_configs: [all]``; renaming it to
+    TRL's ``dataset_config``, a string, would hand load_dataset a list). Kinds: GRPOConfig's from
+    its defaults, TrainingArguments', and the annotations of TRL's script dataclasses
+    (rules/knowledge/script_argument_types.yaml)."""
+    if not isinstance(value, (list, tuple, dict)):
+        return False
+    kinds = {k: kind for k, (kind, _) in field_types(ctx.kb.grpo_keys.get("keys") or {}).items()}
+    kinds.update((ctx.kb.script_argument_types.get("kinds") or {}).items())
+    want = kinds.get(guess)
+    if want in ("str", "int", "float", "bool"):
+        return True
+    return want == "list" and isinstance(value, dict)
 
 
 def _not_parsed(ctx: Context, keys: list[str], ta_keys: set[str]) -> Iterator[Hit]:

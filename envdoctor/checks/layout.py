@@ -406,6 +406,31 @@ def in_process_unseen(ctx: Context) -> str | None:
     )
 
 
+#: a vLLM share of the GPU set at most this leaves training at least as much as vLLM takes (TRL's
+#: colocate mode shares every GPU at 0.3 by default): the user shares the GPU on purpose
+DELIBERATE_SHARE = 0.5
+
+
+def _deliberate_share(ctx: Context) -> str | None:
+    """Why sharing the generation GPU with training is deliberate: the user set vLLM's memory
+    fraction (vllm_gpu_memory_utilization in legacy mode, the server line's
+    --gpu_memory_utilization) to at most ``DELIBERATE_SHARE``; None when it is TRL's default
+    (0.9, which leaves training a tenth of the GPU) or above the bound."""
+    if ctx.layout.generation_mode == "legacy":
+        value, said = ctx.config.get("vllm_gpu_memory_utilization"), "vllm_gpu_memory_utilization"
+    else:
+        server = ctx.plan.server
+        value = server.options.get("gpu_memory_utilization") if server is not None else None
+        said = "the server line's --gpu_memory_utilization"
+    try:
+        util = float(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        util = None
+    if util is None or not 0 < util <= DELIBERATE_SHARE:
+        return None
+    return f"{said} is {util:g}, which leaves training {1 - util:.0%} of the GPU"
+
+
 @rule("LAY006", needs=("gpus", "vllm"))
 def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
@@ -424,6 +449,19 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
             "gpu_memory_utilization its from_pretrained is given); if not, vLLM reserves its "
             "share up front and training runs out of memory",
             fix="give envdoctor the training script (the launch line's .py file) to decide",
+            severity="info",
+            gpus=shared,
+            ranks=ranks,
+        )
+        return
+    share = _deliberate_share(ctx)
+    if share:
+        yield hit(
+            f"GPU {', '.join(map(str, shared))} is used both for generation (vLLM, "
+            f"{lay.generation_mode} mode) and by training rank(s) {ranks}, by design: {share}, "
+            "as TRL's colocate mode shares a GPU; whether training fits in the rest is the memory "
+            "plan's to judge (MEM rules), not a layout error",
+            fix="nothing, if training fits beside vLLM's share; else give vLLM its own GPU",
             severity="info",
             gpus=shared,
             ranks=ranks,

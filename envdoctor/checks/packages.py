@@ -304,14 +304,37 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
         return  # PKG002 says it, with the GRPO errors to expect
     if versions.satisfies(vllm, rng) is False and confirmed_break(ctx, "trl", "vllm") is None:
         fix, remedy = plan_fix(ctx, "vllm", "trl")
+        before = _line_before_dev(ctx, trl)
+        dev = before is not None and versions.satisfies(vllm, str(before.get("vllm") or "")) is True
         yield hit(
-            f"TRL {trl} supports vLLM {rng} for GRPO; installed vLLM {vllm}",
+            f"TRL {trl} supports vLLM {rng} for GRPO; installed vLLM {vllm}"
+            + (
+                f"; but TRL {trl} is a development build on its way to that release, and vLLM {vllm} "
+                f"is inside the range of the release before it ({before['vllm']}): which range the "
+                "build's own [vllm] extra asks is not known"
+                if dev and before is not None
+                else ""
+            ),
             fix=fix or f"pip install 'vllm{rng}'",
+            severity="info" if dev else None,
             remedy=remedy,
             trl=trl,
             vllm=vllm,
             references=line.get("references", []),
         )
+
+
+def _line_before_dev(ctx: Context, trl: str) -> dict[str, Any] | None:
+    """For a development build of TRL (``0.17.0.dev0``: a commit of main between 0.16 and
+    0.17), the line of the release before the one it leads to (0.16's): main changes its pins at
+    some commit between the two, so a build may still carry the older range (TRL main at
+    e751a16, 2025-03-31, a 0.17.0.dev0, asked vllm>=0.7.0, where 0.17.0 asks >=0.8.3). None for
+    a release, or where there is no earlier minor line."""
+    v = versions.parse(trl)
+    if v is None or not v.is_prerelease or len(v.release) < 2 or v.release[1] == 0:
+        return None
+    major, minor = v.release[0], v.release[1]
+    return ctx.kb.trl_line(f"{major}.{minor - 1}.999")
 
 
 @rule("PKG007")

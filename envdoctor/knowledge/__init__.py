@@ -31,6 +31,7 @@ class Knowledge:
         "allocator": "torch_allocator.yaml",
         "requirements": "requirements.yaml",
         "parser_keys": "parser_keys.yaml",
+        "script_argument_types": "script_argument_types.yaml",
         "horizon": "horizon.yaml",
         "trainer_hooks": "trainer_hooks.yaml",
         "trl_accelerate_configs": "trl_accelerate_configs.yaml",

@@ -161,6 +161,12 @@ def test_a_close_key_is_not_checked_while_the_script_that_may_declare_it_is_abse
     [key] = [f for f in findings(snapshot(2, packages=TRL_016), config=config) if f.rule == "CFG004"]
     assert key.severity.value == "warning" and "did you mean `num_generations`?" in key.message
     script = repo("src/open_r1/grpo.py", TRL_PARSER)
+    # the script read: a list is no misspelling of TRL's `dataset_config` (a string; the rename
+    # would hand load_dataset a list): the alignment-handbook key is listed at info
+    [key] = _keys(f"accelerate launch --num_processes 2 {script} --config {recipe}", packages=TRL_016)
+    assert key.severity.value == "info" and key.remedy is None
+    # ... while a string there is the misspelling, with its rename
+    recipe = repo("recipe.yaml", "model_name_or_path: m\ndataset_name: d\ndataset_configs: train\n")
     [key] = _keys(f"accelerate launch --num_processes 2 {script} --config {recipe}", packages=TRL_016)
     assert key.severity.value == "warning" and key.remedy is not None
 

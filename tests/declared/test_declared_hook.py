@@ -373,3 +373,22 @@ def test_known_bad_combinations_are_judged_on_the_declared_pins(tmp_path):
     (finding,) = json.loads(out.stdout)["files"][0]["report"]["findings"]
     assert finding["rule"] == "PKG007" and "trl 0.15.2" in finding["message"]
     assert (finding["evidence"]["file"], finding["evidence"]["line"]) == ("requirements.txt", 2)
+
+
+def test_an_evaluation_stage_requirements_file_is_not_the_training_stack(tmp_path):
+    """WeiKangda/MMR-GRPO db07f71: requirements_train.txt pins the training environment (torch
+    2.5.1, transformers 4.49), requirements_eval.txt another one for evaluation (torch 2.7.1,
+    vLLM 0.10.0, installed apart). Merged they read as one stack pip cannot install (DCL004,
+    PKG004 errors on a published setup); the evaluation file is left out of the training stack."""
+    eval_pins = {"torch": "2.7.1", "transformers": "4.53.2", "vllm": "0.10.0"}
+    files = {
+        "requirements_train.txt": requirements(OPEN_R1_PINS),
+        "requirements_eval.txt": requirements(eval_pins),
+    }
+    out = hook(committed_repo(tmp_path / "a", files))
+    assert out.returncode == 0, out.stdout
+    assert "DCL004" not in out.stdout and "PKG004" not in out.stdout
+    # a development add-on file is installed into the same environment: its clash still shows
+    files = {"requirements.txt": requirements(OPEN_R1_PINS), "requirements-dev.txt": "torch==2.7.1\n"}
+    out = hook(committed_repo(tmp_path / "b", files))
+    assert "DCL004" in out.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
+import re
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -95,7 +96,21 @@ def discover(root: Path) -> list[Path]:
             for path in sorted(root.glob(pattern)):
                 if path.is_file() and path not in found:
                     found.append(path)
-    return found + [p for p in walk_requirements(root) if p not in found]
+    found += [p for p in walk_requirements(root) if p not in found]
+    kept = [p for p in found if not OTHER_STAGE.match(p.name)]
+    return kept if kept else found
+
+
+#: a requirements file named for a stage other than training (``requirements_eval.txt``,
+#: ``requirements-inference.txt``): the environment of that stage, not the training run's (the
+#: WeiKangda/MMR-GRPO repository pins torch 2.5.1 in requirements_train.txt and torch 2.7.1 with
+#: vLLM 0.10 in requirements_eval.txt; merged, they read as one stack no pip can install). Left out
+#: of the stack when another declaration file is there.
+OTHER_STAGE = re.compile(
+    r"^requirements[-_.]?(?:eval|evals|evaluation|bench|benchmark|inference|infer|serve|serving|"
+    r"docs?|lint)(?:[-_.][\w.-]*)?\.(?:txt|in)$",
+    re.IGNORECASE,
+)
 
 
 def walk_requirements(root: Path) -> list[Path]:
