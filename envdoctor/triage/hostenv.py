@@ -1,0 +1,423 @@
+"""Failures whose cause is the host, the hardware or a library beneath the stack, read from the
+message's and the traceback's structure and from the facts of the host the log shows:
+
+- **GPUs without peer access** (TRI025): CUDA error 217, "peer access is not supported between
+  these two devices", under NCCL's "unhandled cuda error" or torch's own CUDA error (GPUs without
+  P2P: L4, L40S, consumer cards, some cloud instances); NCCL's "unhandled cuda error" without it
+  on a GPU the log names as one without P2P is only likely that (a warning).
+- **The per-user process / thread limit** (TRI026): ``pthread_create`` / ``fork`` failing with
+  EAGAIN ("Resource temporarily unavailable", bash's "fork: retry:", Python's "can't start new
+  thread"): ``ulimit -u`` (RLIMIT_NPROC) or a container's pids limit reached.
+- **A small /dev/shm** (TRI027): torch DataLoader's "bus error … insufficient shared memory",
+  a write to /dev/shm out of space (errors); Ray's object store falling back to /tmp (a warning:
+  the run goes on, slower).
+- **fork() of a large process refused** (TRI028): ``OSError: [Errno 12] Cannot allocate memory``
+  raised at ``os.fork`` / a subprocess's fork: the kernel cannot commit a copy of the parent.
+- **A member NumPy removed** (TRI029): "module 'numpy' has no attribute 'product'" where the
+  member is in NumPy's own removal table (``rules/knowledge/numpy_removals.yaml``, read only
+  then): the calling library at its release predates that NumPy.
+- **A Ray actor whose torch sees no GPU** (TRI030): ``torch.cuda.default_generators[i]`` out of
+  range, "No HIP GPUs are available" in a Ray actor; an error where the log shows ROCm / HIP (Ray
+  sets ROCR_VISIBLE_DEVICES per actor), a warning otherwise.
+- **A package's own minimum-version assert** (TRI019): "X is installed with version A, which is
+  less than the minimum required version B" (SGLang's ``assert_pkg_version``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from envdoctor.findings import Finding, Severity
+from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage.interface import Match
+from envdoctor.triage.traceback import Traceback
+
+MAX_LINES = 4000  # lines of the head looked at
+AROUND = 8  # lines after an NCCL error read for NCCL's "Last error:"
+
+_PEER = re.compile(
+    r"peer access is not supported between these two devices|Cuda failure 217\b|"
+    r"cudaErrorPeerAccessUnsupported|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"
+)
+#: GPUs without peer-to-peer access between cards of one host (no NVLink, P2P over PCIe not
+#: offered by the driver): the L4 / L40 / L40S data-centre cards and GeForce RTX 40 / 50 cards
+_NO_P2P_GPU = re.compile(r"\bNVIDIA (?:GeForce )?(?P<gpu>L40S?|L4|RTX [45]0[6-9]0(?: Ti| SUPER| D)?)\b")
+_UNHANDLED_CUDA = re.compile(r"unhandled cuda error", re.IGNORECASE)
+
+_NPROC = re.compile(
+    r"pthread_create(?: failed)?:? (?:failed:? )?(?:\(?EAGAIN\)?:? )?Resource temporarily unavailable|"
+    r"(?P<py>can't start new thread)|Failed to create new (?:OS )?thread|"
+    r"(?P<bash>\bfork: (?:retry: .{0,60}|Resource temporarily unavailable))|"
+    r"Thread creation failed: Resource temporarily unavailable|"
+    r"blas_thread_init: pthread_create failed"
+)
+_SHM = re.compile(
+    r"(?P<ray>object store is using /tmp instead of /dev/shm because /dev/shm has only "
+    r"(?P<bytes>\d{1,20}) bytes available)|"
+    r"(?P<bus>Unexpected bus error encountered in worker\. This might be caused by insufficient shared "
+    r"memory \(shm\)|DataLoader worker \(pid \d{1,9}\) is killed by signal: Bus error)|"
+    r"(?P<space>No space left on device.{0,200}/dev/shm|/dev/shm.{0,200}No space left on device)"
+)
+_SHM_SIZE = re.compile(r"--shm-size=(?P<size>[\d.]{1,12}(?:gb|g|GB|G))")
+_VERSION_ASSERT = re.compile(
+    r"(?:Module )?'?(?P<pkg>[A-Za-z][\w.\-]{0,80})'? is installed with version (?P<ver>[\w.+\-]{1,60}?),? "
+    r"which is less than the minimum required version (?P<min>[\w.+\-]{1,60}?)\.?(?:\s|$)"
+)
+_NUMPY_ATTR = re.compile(
+    r"module 'numpy' has no attribute '(?P<name>\w{1,60})'|`np\.(?P<name2>\w{1,60})` was removed in the NumPy"
+)
+_ROCM = re.compile(
+    r"\bROCm\b|\brocm\d|\+rocm|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|\bhipError|No HIP GPUs|"
+    r"AMD Instinct|AMD-Instinct|\bMI(?:100|2[15]0X?|30[08][AX]?|325X|35[05]X)\b|\bamdgpu\b"
+)
+_RAY = re.compile(r"\bray::|RayTaskError|RayActorError|ActorDiedError|/ray/_private/|\(\w{1,80} pid=\d{1,9}")
+
+
+def _error(d: Draft, severity: Severity = Severity.ERROR) -> Draft:
+    f = d.finding
+    d.finding = Finding(f.rule, severity, f.message, f.fix, f.evidence)
+    return d
+
+
+def _line_match(no: int, body: str, lines: list[str]) -> Match:
+    from envdoctor.triage.signatures import signatures
+
+    sig = next(x for x in signatures() if x.id == "unrecognized-exception")
+    return Match(sig, no, body[:1000], {}, None, tuple(lines[max(0, no - 41) : no - 1]))
+
+
+def _head_lines(log: Log) -> list[str]:
+    return log.head.decode("utf-8", errors="replace").split("\n")[:MAX_LINES] if log.head else []
+
+
+def _shows(log: Log, pattern: re.Pattern[str], m: Match | None = None) -> re.Match[str] | None:
+    """``pattern`` in the log's head, else in the failing line's kept lines."""
+    if log.head:
+        found = pattern.search(log.head[: 1 << 20].decode("utf-8", errors="replace"))
+        if found is not None:
+            return found
+    if m is not None:
+        return pattern.search("\n".join([*m.context, m.text]))
+    return None
+
+
+# -- TRI025: GPUs without peer access ---------------------------------------------------------------
+
+
+def _p2p_fix(shm_transport: bool) -> str:
+    fix = (
+        "set NCCL_P2P_DISABLE=1 in the environment of every rank (with Ray: in the job's runtime_env "
+        "env_vars, or exported before ray start) so that NCCL copies through host memory instead of "
+        "peer-to-peer between the GPUs"
+    )
+    if shm_transport:
+        fix += (
+            "; NCCL's warning points at its shared-memory transport (transport/shm.cc): there "
+            "NCCL_CUMEM_HOST_ENABLE=0 or a newer driver is the fix NCCL names (NVIDIA/nccl#1838)"
+        )
+    return fix
+
+
+def peer_access(m: Match, log: Log) -> Draft | None:
+    """NCCL's "unhandled cuda error" (``m``, TRI002's line) whose next lines give CUDA error 217,
+    or one on a GPU the log names as one without P2P (module docstring)."""
+    after = _head_lines(log)[m.line_no - 1 : m.line_no + AROUND] if m.line_no > 0 else []
+    text = "\n".join([m.text, *after])
+    peer = _PEER.search(text)
+    if peer is not None:
+        what = (
+            "NCCL failed because the GPUs of this host cannot access each other's memory directly: CUDA "
+            "error 217 (cudaErrorPeerAccessUnsupported, 'peer access is not supported between these two "
+            "devices'); GPUs without NVLink whose driver offers no PCIe peer-to-peer (L4, L40S, GeForce "
+            "cards, some cloud instances) refuse the P2P transport NCCL chose"
+        )
+        return _error(finding("TRI025", [m], log, what, _p2p_fix("shm.cc" in text), peer_access="error-217"))
+    if not _UNHANDLED_CUDA.search(m.text):
+        return None
+    gpu = _shows(log, _NO_P2P_GPU, m)
+    if gpu is None:
+        return None
+    what = (
+        f"NCCL failed with an unhandled CUDA error on NVIDIA {gpu.group('gpu')}, a GPU without peer-to-peer "
+        "access between the cards of a host: most often NCCL's P2P transport refused (CUDA error 217); "
+        "the log does not show NCCL's 'Last error:' line that would tell"
+    )
+    fix = _p2p_fix(False) + "; NCCL_DEBUG=INFO shows the CUDA error if it is another one"
+    d = finding("TRI025", [m], log, what, fix, peer_access="gpu-without-p2p", gpu=gpu.group("gpu"))
+    return _error(d, Severity.WARNING)
+
+
+def _peer_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
+    if _PEER.search(body) is None:
+        return None
+    what = (
+        "CUDA refused peer access between two GPUs of this host (error 217, cudaErrorPeerAccessUnsupported): "
+        "GPUs without NVLink whose driver offers no PCIe peer-to-peer (L4, L40S, GeForce cards, some cloud "
+        "instances) cannot use the P2P path NCCL or the engine's all-reduce chose"
+    )
+    fix = _p2p_fix("shm.cc" in body) + (
+        "; an inference engine's own custom all-reduce needs its P2P check on (SGLang --enable-p2p-check) "
+        "or disabled (vLLM disable_custom_all_reduce=True)"
+    )
+    return _error(finding("TRI025", [_line_match(no, body, lines)], log, what, fix, peer_access="error-217"))
+
+
+# -- TRI026: the process / thread limit -------------------------------------------------------------
+
+
+def _nproc_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
+    found = _NPROC.search(body)
+    if found is None:
+        return None
+    said = found.group(0).strip()
+    under = " under Ray (raylet and core workers start many threads each)" if _shows(log, _RAY) else ""
+    what = (
+        f"the system refused to start a new thread or process ('{said}'){under}: pthread_create and fork "
+        "fail with EAGAIN when the user's process/thread limit (ulimit -u, RLIMIT_NPROC, which counts threads) "
+        "or the container's pids limit is reached — not a lack of memory"
+    )
+    fix = (
+        "raise the per-user process limit before the run starts, in the shell (or job script) that launches "
+        "it: ulimit -u 65535 (or 'unlimited'); to keep it, set nproc in /etc/security/limits.conf, or a "
+        "container's --pids-limit / the pod's pids limit; or start fewer threads (OMP_NUM_THREADS, Ray's "
+        "num_cpus in ray.init, fewer data loader workers)"
+    )
+    return _error(finding("TRI026", [_line_match(no, body, lines)], log, what, fix, limit="nproc"))
+
+
+# -- TRI027: a small /dev/shm -----------------------------------------------------------------------
+
+
+def _shm_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
+    found = _SHM.search(body)
+    if found is None and "object store is using /tmp" in body:  # Ray's warning wrapped over lines
+        found = _SHM.search(" ".join([body, *(x.strip() for x in lines[no : no + 3])]))
+    if found is None:
+        return None
+    m = _line_match(no, body, lines)
+    if found.group("ray"):
+        have = int(found.group("bytes")) / 2**30
+        more = " ".join(lines[no - 1 : no + 6])
+        size = _SHM_SIZE.search(more)
+        what = (
+            f"/dev/shm has only {have:.1f} GiB, too little for Ray's object store, which falls back to /tmp "
+            "(disk): the run goes on, with slower transfers between workers (a container's small /dev/shm)"
+        )
+        fix = (
+            f"give the container a larger /dev/shm: docker run --shm-size={size.group('size') if size else '16g'}"
+            " (Ray asks for more than 30% of the RAM) or --ipc=host; in Kubernetes an emptyDir with medium: "
+            "Memory mounted at /dev/shm"
+        )
+        return _error(finding("TRI027", [m], log, what, fix, shm="ray-object-store"), Severity.WARNING)
+    what = (
+        "a worker process ran out of shared memory (/dev/shm): torch's DataLoader workers pass batches "
+        "through /dev/shm, and a container's /dev/shm is 64 MB unless set; the worker died with a bus error"
+        if found.group("bus")
+        else "a write to /dev/shm ran out of space: the host's (or container's) shared memory is too small "
+        "for what the processes exchange through it"
+    )
+    fix = (
+        "give the container a larger /dev/shm (docker run --shm-size=16g or --ipc=host; in Kubernetes an "
+        "emptyDir with medium: Memory at /dev/shm), or pass batches without it (DataLoader num_workers=0)"
+    )
+    return _error(finding("TRI027", [m], log, what, fix, shm="bus-error" if found.group("bus") else "full"))
+
+
+# -- TRI019: a package's own minimum-version assert ------------------------------------------------
+
+
+def _version_assert_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
+    found = _VERSION_ASSERT.search(body)
+    if found is None:
+        return None
+    pkg, ver, low = found.group("pkg"), found.group("ver"), found.group("min").rstrip(".")
+    what = (
+        f"a package checked its dependencies at start and refused {pkg} {ver}: it needs {pkg} >= {low} "
+        "(SGLang's assert_pkg_version and the like): the installed release is older than the one the "
+        "package was built against"
+    )
+    fix = f"pip install '{pkg}>={low}' (or the exact release the package pins) in the environment that runs it"
+    d = finding("TRI019", [_line_match(no, body, lines)], log, what, fix, requirement=f"{pkg}>={low}")
+    return _error(d)
+
+
+_LINE_CHECKS = (_peer_line, _nproc_line, _shm_line, _version_assert_line)
+_KEYS = (
+    "peer access",
+    "217",
+    "PeerAccess",
+    "PEER_ACCESS",
+    "pthread_create",
+    "thread",
+    "fork:",
+    "/dev/shm",
+    "shm",
+    "Bus error",
+    "bus error",
+    "is installed with version",
+    "object store is using",
+)
+
+
+def from_head(log: Log, warn: bool = True) -> Draft | None:
+    """The first failure of this module's line kinds in the log's head, errors before warnings;
+    ``warn``: a warning may answer (the log holds no exception that it would stand in for)."""
+    lines = _head_lines(log)
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    warned: Draft | None = None
+    for no, raw in enumerate(lines, 1):
+        if not any(k in raw for k in _KEYS):
+            continue
+        body = split_prefix(clean(raw[:4096].encode()))[0].strip()
+        for check in _LINE_CHECKS:
+            found = check(no, body, lines, log)
+            if found is None:
+                continue
+            if found.finding.severity == Severity.ERROR:
+                return found
+            warned = warned or found
+    return warned if warn else None
+
+
+# -- exceptions with their frames ------------------------------------------------------------------
+
+_FORK_CALLS = ("fork", "_fork_exec", "fork_exec", "posix_spawn", "_launch", "_execute_child", "_Popen")
+
+
+def _fork_frame(tb: Traceback) -> bool:
+    if not tb.frames:
+        return False
+    last = tb.frames[-1]
+    return last.function in _FORK_CALLS or "fork" in last.code
+
+
+def _caller(tb: Traceback, below: str) -> str:
+    """The last frame's package above the frames of ``below`` and of Python's own library."""
+    for f in reversed(tb.frames):
+        if f.package and f.package not in (below, "multiprocessing", "subprocess"):
+            if f.package == "megatron" and f.module_path.startswith("core/"):
+                return "megatron-core"  # the distribution of site-packages/megatron/core
+            return f.package
+    return ""
+
+
+def fork_memory(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI028: os.fork (a subprocess's or multiprocessing's) refused with ENOMEM."""
+    if tb.name not in ("OSError", "MemoryError") or "[Errno 12]" not in tb.message or not _fork_frame(tb):
+        return None
+    who = _caller(tb, "")
+    ray = " inside a Ray actor" if _shows(log, _RAY, m) else ""
+    what = (
+        f"fork() of a large process{ray} failed with ENOMEM{' (in ' + who + ')' if who else ''}: the kernel "
+        "must be able to commit a copy of the parent's writable memory for the child, and the host's RAM and "
+        "swap (or the overcommit policy, vm.overcommit_memory) could not — the training process holds many "
+        "GiB, the child would need little"
+    )
+    fix = (
+        "start the child with the 'spawn' or 'forkserver' start method instead of fork "
+        "(multiprocessing.set_start_method('spawn') / get_context('spawn'), or the library's option for its "
+        "worker), so it does not copy the parent; else allow overcommit (sysctl vm.overcommit_memory=1), add "
+        "swap, or lower the parent's host memory"
+    )
+    return _error(finding("TRI028", [m], log, what, fix, errno=12, caller=who or None))
+
+
+@lru_cache(maxsize=1)
+def _numpy_removals() -> dict[str, dict[str, Any]]:
+    from envdoctor.resources import read_yaml, rules_dir
+
+    data = read_yaml(rules_dir() / "knowledge" / "numpy_removals.yaml") or {}
+    out: dict[str, dict[str, Any]] = {}
+    for rel in data.get("releases", []):
+        for name, instead in (rel.get("removed") or {}).items():
+            out.setdefault(str(name), {**{k: v for k, v in rel.items() if k != "removed"}, "instead": instead})
+    return out
+
+
+def _shown_version(versions: Mapping[str, Any], pkg: str) -> str:
+    v = versions.get(pkg) or versions.get(pkg.replace("_", "-"))
+    if v is None or getattr(v, "how", "") == "frames":  # a range the frames fit, not a release shown
+        return ""
+    return str(getattr(v, "version", "") or "")
+
+
+def numpy_removed(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI029: a member NumPy removed, called by a library written for the NumPy before."""
+    if tb.name != "AttributeError":
+        return None
+    found = _NUMPY_ATTR.search(tb.message)
+    if found is None:
+        return None
+    name = found.group("name") or found.group("name2")
+    row = _numpy_removals().get(name)
+    if row is None:
+        return None
+    who = _caller(tb, "numpy")
+    at = _shown_version(log.versions, who) if who else ""
+    numpy_at = _shown_version(log.versions, "numpy")
+    caller = f"{who} {at}".strip() if who else "the calling code"
+    what = (
+        f"{caller} calls np.{name}, which NumPy {row['numpy']} removed (NumPy's replacement: {row['instead']}); "
+        f"the installed NumPy{' ' + numpy_at if numpy_at else ''} is that release or newer, and "
+        f"{caller} was written for the NumPy before"
+    )
+    fix = (
+        f"pip install '{row['pin']}' (the NumPy {caller} was written for)"
+        + (f", or upgrade {who} to a release that supports NumPy {row['numpy'].rsplit('.', 1)[0]}" if who else "")
+        + (f"; in your own code use {row['instead']}" if not who else "")
+    )
+    return _error(finding("TRI029", [m], log, what, fix, removed=f"numpy.{name}", caller=who or None))
+
+
+_NO_DEVICE = re.compile(
+    r"tuple index out of range|No HIP GPUs are available|No CUDA GPUs are available|invalid device ordinal",
+    re.IGNORECASE,
+)
+
+
+def ray_device(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI030: torch in a Ray actor sees no GPU (or fewer than it indexes)."""
+    if not any(_NO_DEVICE.search(t.message) for t in tb.all()):
+        return None
+    frames = [f for t in tb.all() for f in t.frames]
+    in_torch_cuda = any(
+        f.package == "torch" and ("cuda/" in f.module_path or f.module_path.startswith("cuda")) for f in frames
+    )
+    if not in_torch_cuda or not _shows(log, _RAY, m):
+        return None
+    rocm = _shows(log, _ROCM, m)
+    if rocm is not None:
+        what = (
+            f"torch in a Ray actor sees no GPU on an AMD (ROCm) host (the log shows '{rocm.group(0)}'): Ray "
+            "sets ROCR_VISIBLE_DEVICES (HIP_VISIBLE_DEVICES in newer Ray) for each actor, and torch's HIP "
+            "runtime then finds no device at the index the code asks for"
+        )
+        fix = (
+            "export RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 (RAY_EXPERIMENTAL_NOSET_HIP_VISIBLE_DEVICES=1 "
+            "with a Ray that sets HIP_VISIBLE_DEVICES) before ray start / ray.init, and select the devices with "
+            "HIP_VISIBLE_DEVICES; the framework must then map each actor to its GPU (OpenRLHF and verl read "
+            "these flags)"
+        )
+        return _error(finding("TRI030", [m], log, what, fix, platform="rocm"))
+    what = (
+        "torch in a Ray actor sees no GPU, or fewer than the device index it asks for: Ray sets each actor's "
+        "visible devices to the GPUs it reserved (CUDA_VISIBLE_DEVICES; ROCR_VISIBLE_DEVICES or "
+        "HIP_VISIBLE_DEVICES on AMD), so an actor that reserved none sees none, and a device index beyond "
+        "its own (a local rank > 0) is out of range"
+    )
+    fix = (
+        "on AMD GPUs with Ray >= 2.10: export RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 (or "
+        "RAY_EXPERIMENTAL_NOSET_HIP_VISIBLE_DEVICES=1) before ray start and select GPUs with HIP_VISIBLE_DEVICES; "
+        "on NVIDIA: reserve the GPU for the actor (num_gpus in @ray.remote / .options) and use device index 0 "
+        "(the one GPU Ray left visible)"
+    )
+    return _error(finding("TRI030", [m], log, what, fix, platform="unknown"), Severity.WARNING)
+
+
+def from_traceback(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """The first of this module's answers for the exception ``tb``."""
+    return fork_memory(tb, m, log) or numpy_removed(tb, m, log) or ray_device(tb, m, log)
