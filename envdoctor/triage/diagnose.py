@@ -772,7 +772,8 @@ def diagnose(
             # exception is there to name, or a wrapper's re-raise of the process it killed
             wrapped = first is None or any(w in first.text for w in _SECONDARY)
             found = found or tool_lines(head, log, killed_ok=wrapped)
-            found = found or hostenv.from_head(log, warn=first is None)  # the host: P2P, ulimit -u, /dev/shm (TRI025-027)
+            # the host's own lines: P2P, ulimit -u, /dev/shm, a version assert (TRI025-027, TRI019)
+            found = found or hostenv.from_head(log, warn=first is None)
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:

@@ -11,8 +11,13 @@ message's and the traceback's structure and from the facts of the host the log s
 - **A small /dev/shm** (TRI027): torch DataLoader's "bus error … insufficient shared memory",
   a write to /dev/shm out of space (errors); Ray's object store falling back to /tmp (a warning:
   the run goes on, slower).
-- **fork() of a large process refused** (TRI028): ``OSError: [Errno 12] Cannot allocate memory``
-  raised at ``os.fork`` / a subprocess's fork: the kernel cannot commit a copy of the parent.
+- **fork() of a large process refused** (TRI026 too): ``OSError: [Errno 12] Cannot allocate
+  memory`` raised at ``os.fork`` / a subprocess's fork: the kernel cannot commit a copy of the
+  parent.
+- **A library called from a thread it does not support** (TRI028): "Already borrowed" (the
+  Rust-backed Hugging Face fast tokenizer used by several threads at once: PyO3's borrow check),
+  "signal only works in main thread" (a library's timeout on SIGALRM, math_verify's, called from a
+  worker thread).
 - **A member NumPy removed** (TRI029): "module 'numpy' has no attribute 'product'" where the
   member is in NumPy's own removal table (``rules/knowledge/numpy_removals.yaml``, read only
   then): the calling library at its release predates that NumPy.
@@ -176,7 +181,8 @@ def _nproc_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
     under = " under Ray (raylet and core workers start many threads each)" if _shows(log, _RAY) else ""
     what = (
         f"the system refused to start a new thread or process ('{said}'){under}: pthread_create and fork "
-        "fail with EAGAIN when the user's process/thread limit (ulimit -u, RLIMIT_NPROC, which counts threads) "
+        "fail with EAGAIN when the user's process/thread limit (ulimit -u, RLIMIT_NPROC, which counts "
+        "threads) "
         "or the container's pids limit is reached — not a lack of memory"
     )
     fix = (
@@ -185,7 +191,7 @@ def _nproc_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
         "container's --pids-limit / the pod's pids limit; or start fewer threads (OMP_NUM_THREADS, Ray's "
         "num_cpus in ray.init, fewer data loader workers)"
     )
-    return _error(finding("TRI026", [_line_match(no, body, lines)], log, what, fix, limit="nproc"))
+    return _error(finding("TRI026", [_line_match(no, body, lines)], log, what, fix, errno=11, limit="nproc"))
 
 
 # -- TRI027: a small /dev/shm -----------------------------------------------------------------------
@@ -203,11 +209,12 @@ def _shm_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
         more = " ".join(lines[no - 1 : no + 6])
         size = _SHM_SIZE.search(more)
         what = (
-            f"/dev/shm has only {have:.1f} GiB, too little for Ray's object store, which falls back to /tmp "
+            f"/dev/shm has only {have:.1f} GiB, too little for Ray's object store, which falls back to /tmp "  # noqa: S108
             "(disk): the run goes on, with slower transfers between workers (a container's small /dev/shm)"
         )
         fix = (
-            f"give the container a larger /dev/shm: docker run --shm-size={size.group('size') if size else '16g'}"
+            "give the container a larger /dev/shm: docker run "
+            f"--shm-size={size.group('size') if size else '16g'}"
             " (Ray asks for more than 30% of the RAM) or --ipc=host; in Kubernetes an emptyDir with medium: "
             "Memory mounted at /dev/shm"
         )
@@ -239,7 +246,9 @@ def _version_assert_line(no: int, body: str, lines: list[str], log: Log) -> Draf
         "(SGLang's assert_pkg_version and the like): the installed release is older than the one the "
         "package was built against"
     )
-    fix = f"pip install '{pkg}>={low}' (or the exact release the package pins) in the environment that runs it"
+    fix = (
+        f"pip install '{pkg}>={low}' (or the exact release the package pins) in the environment that runs it"
+    )
     d = finding("TRI019", [_line_match(no, body, lines)], log, what, fix, requirement=f"{pkg}>={low}")
     return _error(d)
 
@@ -253,7 +262,7 @@ _KEYS = (
     "pthread_create",
     "thread",
     "fork:",
-    "/dev/shm",
+    "/dev/shm",  # noqa: S108 - a keyword looked for in the log
     "shm",
     "Bus error",
     "bus error",
@@ -306,7 +315,7 @@ def _caller(tb: Traceback, below: str) -> str:
 
 
 def fork_memory(tb: Traceback, m: Match, log: Log) -> Draft | None:
-    """TRI028: os.fork (a subprocess's or multiprocessing's) refused with ENOMEM."""
+    """TRI026: os.fork (a subprocess's or multiprocessing's) refused with ENOMEM."""
     if tb.name not in ("OSError", "MemoryError") or "[Errno 12]" not in tb.message or not _fork_frame(tb):
         return None
     who = _caller(tb, "")
@@ -323,7 +332,7 @@ def fork_memory(tb: Traceback, m: Match, log: Log) -> Draft | None:
         "worker), so it does not copy the parent; else allow overcommit (sysctl vm.overcommit_memory=1), add "
         "swap, or lower the parent's host memory"
     )
-    return _error(finding("TRI028", [m], log, what, fix, errno=12, caller=who or None))
+    return _error(finding("TRI026", [m], log, what, fix, errno=12, caller=who or None))
 
 
 @lru_cache(maxsize=1)
@@ -334,7 +343,9 @@ def _numpy_removals() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for rel in data.get("releases", []):
         for name, instead in (rel.get("removed") or {}).items():
-            out.setdefault(str(name), {**{k: v for k, v in rel.items() if k != "removed"}, "instead": instead})
+            out.setdefault(
+                str(name), {**{k: v for k, v in rel.items() if k != "removed"}, "instead": instead}
+            )
     return out
 
 
@@ -355,22 +366,113 @@ def numpy_removed(tb: Traceback, m: Match, log: Log) -> Draft | None:
     name = found.group("name") or found.group("name2")
     row = _numpy_removals().get(name)
     if row is None:
-        return None
+        return None  # a member NumPy has, or one it never had: not the removal
+
     who = _caller(tb, "numpy")
     at = _shown_version(log.versions, who) if who else ""
     numpy_at = _shown_version(log.versions, "numpy")
     caller = f"{who} {at}".strip() if who else "the calling code"
     what = (
-        f"{caller} calls np.{name}, which NumPy {row['numpy']} removed (NumPy's replacement: {row['instead']}); "
+        f"{caller} calls np.{name}, which NumPy {row['numpy']} removed (NumPy's replacement: "
+        f"{row['instead']}); "
         f"the installed NumPy{' ' + numpy_at if numpy_at else ''} is that release or newer, and "
         f"{caller} was written for the NumPy before"
     )
     fix = (
         f"pip install '{row['pin']}' (the NumPy {caller} was written for)"
-        + (f", or upgrade {who} to a release that supports NumPy {row['numpy'].rsplit('.', 1)[0]}" if who else "")
+        + (
+            f", or upgrade {who} to a release that supports NumPy {row['numpy'].rsplit('.', 1)[0]}"
+            if who
+            else ""
+        )
         + (f"; in your own code use {row['instead']}" if not who else "")
     )
     return _error(finding("TRI029", [m], log, what, fix, removed=f"numpy.{name}", caller=who or None))
+
+
+_MODULE_ATTR = re.compile(
+    r"^module '(?P<module>[A-Za-z_][\w.]{0,200})' has no attribute '(?P<attr>\w{1,200})'"
+)
+
+
+def library_member_missing(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI029 (a warning): library P's frame reads X.Y of another library X beneath the stack (not
+    one of the stack's, which TRI009 pairs with its knowledge) that the installed X does not have:
+    API drift between P and X at the releases installed."""
+    if tb.name != "AttributeError" or not tb.frames:
+        return None
+    found = _MODULE_ATTR.search(tb.message.strip())
+    if found is None:
+        return None
+    from envdoctor.triage.traceback import PACKAGES
+
+    module, attr = found.group("module"), found.group("attr")
+    top = module.split(".", 1)[0]
+    if top in PACKAGES or top == "numpy" or top in _STDLIB:
+        return None
+    caller = next(
+        (
+            f
+            for f in reversed(tb.frames)
+            if f.package and f.package.replace("-", "_") != top and "-packages/" in f.path
+        ),
+        None,
+    )
+    if caller is None or caller.package is None:
+        return None  # the user's own code, or no library between: nothing to pair
+    who = caller.package
+    if who == "megatron" and caller.module_path.startswith("core/"):
+        who = "megatron-core"
+    at, x_at = _shown_version(log.versions, who), _shown_version(log.versions, top)
+    what = (
+        f"{who}{' ' + at if at else ''} reads {module}.{attr}, which the installed "
+        f"{top}{' ' + x_at if x_at else ''} does not have: {who} was written for another release of {top} "
+        "(the member removed or renamed since, or not yet added) — API drift between the two libraries at "
+        "the releases installed"
+    )
+    fix = (
+        f"install the {top} release {who} declares (pip show {who} lists its Requires-Dist; pip install "
+        f"'{who}=={at or '<its version>'}' '{top}' lets pip's resolver pick it), or upgrade {who} to a "
+        f"release written for the installed {top}"
+    )
+    d = finding("TRI029", [m], log, what, fix, module=module, attribute=attr, caller=who)
+    return _error(d, Severity.WARNING)
+
+
+#: the standard library's top-level modules: their members do not drift between libraries' releases
+_STDLIB = frozenset(
+    {
+        "os",
+        "sys",
+        "re",
+        "json",
+        "typing",
+        "collections",
+        "functools",
+        "itertools",
+        "asyncio",
+        "signal",
+        "threading",
+        "multiprocessing",
+        "subprocess",
+        "socket",
+        "inspect",
+        "importlib",
+        "logging",
+        "math",
+        "pathlib",
+        "dataclasses",
+        "enum",
+        "abc",
+        "io",
+        "time",
+        "datetime",
+        "copy",
+        "pickle",
+        "types",
+        "ast",
+    }
+)
 
 
 _NO_DEVICE = re.compile(
@@ -385,7 +487,8 @@ def ray_device(tb: Traceback, m: Match, log: Log) -> Draft | None:
         return None
     frames = [f for t in tb.all() for f in t.frames]
     in_torch_cuda = any(
-        f.package == "torch" and ("cuda/" in f.module_path or f.module_path.startswith("cuda")) for f in frames
+        f.package == "torch" and ("cuda/" in f.module_path or f.module_path.startswith("cuda"))
+        for f in frames
     )
     if not in_torch_cuda or not _shows(log, _RAY, m):
         return None
@@ -397,10 +500,10 @@ def ray_device(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "runtime then finds no device at the index the code asks for"
         )
         fix = (
-            "export RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 (RAY_EXPERIMENTAL_NOSET_HIP_VISIBLE_DEVICES=1 "
-            "with a Ray that sets HIP_VISIBLE_DEVICES) before ray start / ray.init, and select the devices with "
-            "HIP_VISIBLE_DEVICES; the framework must then map each actor to its GPU (OpenRLHF and verl read "
-            "these flags)"
+            "export RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 "
+            "(RAY_EXPERIMENTAL_NOSET_HIP_VISIBLE_DEVICES=1 with a Ray that sets HIP_VISIBLE_DEVICES) before "
+            "ray start / ray.init, and select the devices with HIP_VISIBLE_DEVICES; the framework must then "
+            "map each actor to its GPU (OpenRLHF and verl read these flags)"
         )
         return _error(finding("TRI030", [m], log, what, fix, platform="rocm"))
     what = (
@@ -411,13 +514,61 @@ def ray_device(tb: Traceback, m: Match, log: Log) -> Draft | None:
     )
     fix = (
         "on AMD GPUs with Ray >= 2.10: export RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 (or "
-        "RAY_EXPERIMENTAL_NOSET_HIP_VISIBLE_DEVICES=1) before ray start and select GPUs with HIP_VISIBLE_DEVICES; "
-        "on NVIDIA: reserve the GPU for the actor (num_gpus in @ray.remote / .options) and use device index 0 "
-        "(the one GPU Ray left visible)"
+        "RAY_EXPERIMENTAL_NOSET_HIP_VISIBLE_DEVICES=1) before ray start and select GPUs with "
+        "HIP_VISIBLE_DEVICES; on NVIDIA: reserve the GPU for the actor (num_gpus in @ray.remote / "
+        ".options) and use device index 0 (the one GPU Ray left visible)"
     )
     return _error(finding("TRI030", [m], log, what, fix, platform="unknown"), Severity.WARNING)
 
 
+_BORROWED = re.compile(r"^Already (?:mutably )?borrowed\b")
+_SIGNAL_THREAD = re.compile(r"^signal only works in main thread")
+
+
+def thread_unsafe(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI028: a library called from a thread it does not support (module docstring)."""
+    msg = tb.message.strip()
+    if tb.name == "RuntimeError" and _BORROWED.search(msg):
+        who = next((f.package for f in reversed(tb.frames) if f.package), "")
+        what = (
+            "one Rust-backed object was used by two threads at once and PyO3's borrow check refused the "
+            "second ('Already borrowed'): in this stack the Hugging Face fast tokenizer (tokenizers), which "
+            "changes its own truncation / padding state on every call, shared by concurrent requests or "
+            "worker threads" + (f" (raised under {who})" if who else "")
+        )
+        fix = (
+            "give each thread its own tokenizer (copy.deepcopy(tokenizer) per thread or thread-local), or "
+            "serialize the calls on the shared one with a threading.Lock; TOKENIZERS_PARALLELISM does not "
+            "change it; a vLLM server with thread-safe tokenizer wrappers (vllm-project/vllm#41181) where "
+            "the engine's own threads share it"
+        )
+        return _error(finding("TRI028", [m], log, what, fix, unsafe="tokenizer-shared"))
+    if tb.name == "ValueError" and _SIGNAL_THREAD.search(msg):
+        who = next((f.package for f in reversed(tb.frames) if f.package), "")
+        what = (
+            "a library set a signal handler (a timeout on SIGALRM) from a worker thread, which Python allows "
+            "only in the main thread"
+            + (f": {who}'s, called from a thread" if who else "")
+            + " — a reward function run in a thread pool or an asynchronous trainer calls it off the main "
+            "thread"
+        )
+        fix = (
+            "call it from the main thread, or turn its signal timeout off where it runs in a thread "
+            "(math_verify: parse(..., parsing_timeout=None), verify(..., timeout_seconds=None)) and bound "
+            "the time another way (a process pool with a timeout)"
+        )
+        return _error(
+            finding("TRI028", [m], log, what, fix, unsafe="signal-in-thread", raised_in=who or None)
+        )
+    return None
+
+
 def from_traceback(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """The first of this module's answers for the exception ``tb``."""
-    return fork_memory(tb, m, log) or numpy_removed(tb, m, log) or ray_device(tb, m, log)
+    return (
+        fork_memory(tb, m, log)
+        or numpy_removed(tb, m, log)
+        or ray_device(tb, m, log)
+        or thread_unsafe(tb, m, log)
+        or library_member_missing(tb, m, log)
+    )
