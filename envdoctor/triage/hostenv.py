@@ -78,7 +78,11 @@ _ROCM = re.compile(
     r"\bROCm\b|\brocm\d|\+rocm|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|\bhipError|No HIP GPUs|"
     r"AMD Instinct|AMD-Instinct|\bMI(?:100|2[15]0X?|30[08][AX]?|325X|35[05]X)\b|\bamdgpu\b"
 )
-_RAY = re.compile(r"\bray::|RayTaskError|RayActorError|ActorDiedError|/ray/_private/|\(\w{1,80} pid=\d{1,9}")
+_RAY = re.compile(
+    r"\bray::|RayTaskError|RayActorError|ActorDiedError|/ray/_private/|\(\w{1,80} pid=\d{1,9}|"
+    r"^\((?:raylet|gcs_server|dashboard)\)",
+    re.MULTILINE,
+)
 
 
 def _error(d: Draft, severity: Severity = Severity.ERROR) -> Draft:
