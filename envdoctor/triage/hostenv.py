@@ -5,9 +5,10 @@ message's and the traceback's structure and from the facts of the host the log s
   these two devices", under NCCL's "unhandled cuda error" or torch's own CUDA error (GPUs without
   P2P: L4, L40S, consumer cards, some cloud instances); NCCL's "unhandled cuda error" without it
   on a GPU the log names as one without P2P is only likely that (a warning).
-- **The per-user process / thread limit** (TRI026): ``pthread_create`` / ``fork`` failing with
-  EAGAIN ("Resource temporarily unavailable", bash's "fork: retry:", Python's "can't start new
-  thread"): ``ulimit -u`` (RLIMIT_NPROC) or a container's pids limit reached.
+- **The host's per-user limits** (TRI026): ``pthread_create`` / ``fork`` failing with EAGAIN
+  ("Resource temporarily unavailable", bash's "fork: retry:", Python's "can't start new thread"):
+  ``ulimit -u`` (RLIMIT_NPROC) or a container's pids limit reached; "Too many open files" (EMFILE):
+  ``ulimit -n``.
 - **A small /dev/shm** (TRI027): torch DataLoader's "bus error … insufficient shared memory",
   a write to /dev/shm out of space (errors); Ray's object store falling back to /tmp (a warning:
   the run goes on, slower).
@@ -177,6 +178,27 @@ def _peer_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
 # -- TRI026: the process / thread limit -------------------------------------------------------------
 
 
+_NOFILE = re.compile(r"Too many open files|\[Errno 24\]|received 0 items of ancdata")
+
+
+def _nofile_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
+    found = _NOFILE.search(body)
+    if found is None:
+        return None
+    under = " under Ray (the raylet holds sockets and pipes for every worker)" if _shows(log, _RAY) else ""
+    what = (
+        f"a process ran out of file descriptors ('{found.group(0)}'){under}: the open-file limit (ulimit -n, "
+        "RLIMIT_NOFILE; 1024 by default on many hosts) is below what the run's sockets, pipes and shared "
+        "tensors need (torch's DataLoader passes tensors between processes as file descriptors)"
+    )
+    fix = (
+        "raise the open-file limit in the shell (or job script) that starts the run: ulimit -n 65535 (the "
+        "hard limit: nofile in /etc/security/limits.conf, or the container's --ulimit nofile=65535:65535); "
+        "for DataLoader workers also torch.multiprocessing.set_sharing_strategy('file_system')"
+    )
+    return _error(finding("TRI026", [_line_match(no, body, lines)], log, what, fix, errno=24, limit="nofile"))
+
+
 def _nproc_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
     found = _NPROC.search(body)
     if found is None:
@@ -257,7 +279,7 @@ def _version_assert_line(no: int, body: str, lines: list[str], log: Log) -> Draf
     return _error(d)
 
 
-_LINE_CHECKS = (_peer_line, _nproc_line, _shm_line, _version_assert_line)
+_LINE_CHECKS = (_peer_line, _nproc_line, _nofile_line, _shm_line, _version_assert_line)
 _KEYS = (
     "peer access",
     "217",
@@ -272,6 +294,9 @@ _KEYS = (
     "bus error",
     "is installed with version",
     "object store is using",
+    "open files",
+    "Errno 24",
+    "ancdata",
 )
 
 

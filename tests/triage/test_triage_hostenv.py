@@ -77,6 +77,21 @@ def test_bash_fork_retry_is_the_process_limit():
     assert (f.rule, f.severity) == ("TRI026", Severity.ERROR) and "ulimit -u" in f.fix
 
 
+def test_too_many_open_files_under_ray_is_the_open_file_limit():
+    f = _one(
+        "(raylet) [2025-08-25 22:33:45,833 E 4164820 4164820] (raylet) worker_pool.cc:1239: Failed to send exit request: RpcError: RPC Error message: failed to connect to all addresses; last error: UNKNOWN: ipv4:10.0.0.1:4242: Too many open files\n"
+    )
+    assert (
+        (f.rule, f.severity) == ("TRI026", Severity.ERROR)
+        and "ulimit -n" in f.fix
+        and "under Ray" in f.message
+    )
+
+
+def test_the_open_file_limit_printed_is_not_a_failure():
+    assert _all("max open files (-n) 65535\nmax user processes (-u) 4096\n") == []
+
+
 def test_a_thread_that_ends_is_not_the_limit():
     assert _all("INFO thread pool started 8 threads; fork server ready\n") == []
 
