@@ -1,7 +1,10 @@
 """Failures whose cause is the host, the hardware or a library beneath the stack, read from the
 message's and the traceback's structure and from the facts of the host the log shows:
 
-- **GPUs without peer access** (TRI025): CUDA error 217, "peer access is not supported between
+- **A GPU without what the run asks of it** (TRI025): kernels for its compute capability ("no
+  kernel image is available for execution on the device", torch's "sm_120 is not compatible with
+  the current PyTorch installation", flash-attn's "FlashAttention only supports Ampere GPUs or
+  newer"); and GPUs without peer access: CUDA error 217, "peer access is not supported between
   these two devices", under NCCL's "unhandled cuda error" or torch's own CUDA error (GPUs without
   P2P: L4, L40S, consumer cards, some cloud instances); NCCL's "unhandled cuda error" without it
   on a GPU the log names as one without P2P is only likely that (a warning).
@@ -65,7 +68,8 @@ _SHM = re.compile(
     r"(?P<bytes>\d{1,20}) bytes available)|"
     r"(?P<bus>Unexpected bus error encountered in worker\. This might be caused by insufficient shared "
     r"memory \(shm\)|DataLoader worker \(pid \d{1,9}\) is killed by signal: Bus error)|"
-    r"(?P<space>No space left on device.{0,200}/dev/shm|/dev/shm.{0,200}No space left on device)"
+    r"(?P<space>No space left on device.{0,200}/dev/shm|/dev/shm.{0,200}No space left on device|"
+    r"unable to write to file </torch_\d{1,12}_\d{1,12}(?:_\d{1,6})?>: No space left on device)"
 )
 _SHM_SIZE = re.compile(r"--shm-size=(?P<size>[\d.]{1,12}(?:gb|g|GB|G))")
 _VERSION_ASSERT = re.compile(
@@ -175,6 +179,103 @@ def _peer_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
     return _error(finding("TRI025", [_line_match(no, body, lines)], log, what, fix, peer_access="error-217"))
 
 
+# -- TRI025: kernels for the GPU's compute capability ----------------------------------------------
+
+_CAPABILITY = re.compile(
+    r"(?P<gpu>[\w][\w .\-]{0,80}?) with CUDA capability sm_(?P<sm>\d{2,3}) is not compatible with the "
+    r"current "
+    r"PyTorch installation"
+)
+_SUPPORTS = re.compile(
+    r"current PyTorch install supports CUDA capabilities (?P<list>(?:sm_\d{2,3}a?\s?){1,30})"
+)
+_NO_KERNEL = re.compile(
+    r"no kernel image is available for execution on the device|CUDA_ERROR_NO_BINARY_FOR_GPU|"
+    r"cudaErrorNoKernelImageForDevice"
+)
+_FA_AMPERE = re.compile(r"FlashAttention only supports Ampere GPUs or newer")
+
+
+def _capability_fix(sm: int | None) -> str:
+    if sm is not None and sm >= 100:
+        return (
+            f"install a torch build with kernels for sm_{sm} (Blackwell): torch >= 2.7 from the CUDA 12.8 "
+            "index "
+            "(pip install 'torch>=2.7' --index-url https://download.pytorch.org/whl/cu128), and vLLM / "
+            "flash-attn builds made for that torch"
+        )
+    return (
+        "install builds that include this GPU's compute capability: the torch wheel for a CUDA version that "
+        "supports it (download.pytorch.org/whl/cuXXX), and extensions (flash-attn, vLLM, custom kernels) "
+        "built "
+        "for that torch, or built here with TORCH_CUDA_ARCH_LIST set to the GPU's capability"
+    )
+
+
+def capability_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
+    """torch's own warning that it has no kernels for the GPU's compute capability."""
+    found = _CAPABILITY.search(body)
+    if found is None:
+        return None
+    sm = int(found.group("sm"))
+    more = _SUPPORTS.search(" ".join(x.strip() for x in lines[no - 1 : no + 3]))
+    has = f" (the installed torch has kernels for {more.group('list').strip()})" if more else ""
+    what = (
+        f"the installed torch has no CUDA kernels for the {found.group('gpu').strip()} (compute capability "
+        f"sm_{sm}){has}: every kernel launch on it fails ('no kernel image is available for execution on "
+        "the device')"
+    )
+    d = finding(
+        "TRI025", [_line_match(no, body, lines)], log, what, _capability_fix(sm), capability=f"sm_{sm}"
+    )
+    return _error(d)
+
+
+def no_kernel(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """A kernel launch refused for the GPU's compute capability, or flash-attn refusing a GPU
+    before Ampere."""
+    if _FA_AMPERE.search(tb.message):
+        in_vllm = any(f.package == "vllm" for t in tb.all() for f in t.frames)
+        what = (
+            "flash-attn 2 runs only on GPUs of compute capability 8.0 or newer (Ampere, Ada, Hopper): this "
+            "GPU "
+            "is older (V100, T4, RTX 20xx), and "
+            + (
+                "vLLM chose a FlashAttention backend for it"
+                if in_vllm
+                else "the model was loaded with attn_implementation='flash_attention_2'"
+            )
+        )
+        fix = (
+            "give vLLM an attention backend that runs on this GPU (VLLM_ATTENTION_BACKEND, among those the "
+            "installed vLLM lists), or run it on an Ampere or newer GPU"
+            if in_vllm
+            else "load the model with attn_implementation='sdpa' (or 'eager'): in TRL model_init_kwargs / "
+            "--attn_implementation sdpa, and drop use_flash_attention_2; or run on an Ampere or newer GPU"
+        )
+        return _error(finding("TRI025", [m], log, what, fix, capability="below-sm80"))
+    if not _NO_KERNEL.search(tb.message):
+        return None
+    said = _shows(log, _CAPABILITY, m)
+    if said is not None:
+        sm = int(said.group("sm"))
+        what = (
+            f"a CUDA kernel has no build for the {said.group('gpu').strip()} (compute capability sm_{sm}): "
+            "torch "
+            "itself warned that it was not compiled for it"
+        )
+        return _error(finding("TRI025", [m], log, what, _capability_fix(sm), capability=f"sm_{sm}"))
+    who = next((f.package for f in reversed(tb.frames) if f.package), "")
+    what = (
+        "a CUDA kernel has no build for this GPU's compute capability ('no kernel image is available for "
+        f"execution on the device'){' in ' + who if who else ''}: torch or an extension (flash-attn, vLLM, a "
+        "custom kernel) was compiled for other GPUs; the log does not show the GPU nor torch's capabilities "
+        "(python -c 'import torch; print(torch.cuda.get_device_capability(), torch.cuda.get_arch_list())')"
+    )
+    d = finding("TRI025", [m], log, what, _capability_fix(None), capability="unknown")
+    return _error(d, Severity.WARNING)
+
+
 # -- TRI026: the process / thread limit -------------------------------------------------------------
 
 
@@ -235,8 +336,9 @@ def _shm_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
         more = " ".join(lines[no - 1 : no + 6])
         size = _SHM_SIZE.search(more)
         what = (
-            f"/dev/shm has only {have:.1f} GiB, too little for Ray's object store, which falls back to /tmp "  # noqa: S108
-            "(disk): the run goes on, with slower transfers between workers (a container's small /dev/shm)"
+            f"the shared memory (/dev/shm) has only {have:.1f} GiB, too little for Ray's object store, which "
+            "falls back to the disk (/tmp): the run goes on, with slower transfers between workers (a "
+            "container's small /dev/shm)"
         )
         fix = (
             "give the container a larger /dev/shm: docker run "
@@ -279,7 +381,7 @@ def _version_assert_line(no: int, body: str, lines: list[str], log: Log) -> Draf
     return _error(d)
 
 
-_LINE_CHECKS = (_peer_line, _nproc_line, _nofile_line, _shm_line, _version_assert_line)
+_LINE_CHECKS = (_peer_line, capability_line, _nproc_line, _nofile_line, _shm_line, _version_assert_line)
 _KEYS = (
     "peer access",
     "217",
@@ -288,7 +390,7 @@ _KEYS = (
     "pthread_create",
     "thread",
     "fork:",
-    "/dev/shm",  # noqa: S108 - a keyword looked for in the log
+    "dev/shm",
     "shm",
     "Bus error",
     "bus error",
@@ -297,6 +399,8 @@ _KEYS = (
     "open files",
     "Errno 24",
     "ancdata",
+    "CUDA capability",
+    "unable to write to file",
 )
 
 
@@ -595,7 +699,8 @@ def thread_unsafe(tb: Traceback, m: Match, log: Log) -> Draft | None:
 def from_traceback(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """The first of this module's answers for the exception ``tb``."""
     return (
-        fork_memory(tb, m, log)
+        no_kernel(tb, m, log)
+        or fork_memory(tb, m, log)
         or numpy_removed(tb, m, log)
         or ray_device(tb, m, log)
         or thread_unsafe(tb, m, log)

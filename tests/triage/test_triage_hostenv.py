@@ -60,6 +60,34 @@ def test_torch_peer_access_error_is_an_error_with_the_engine_switches():
     assert (f.rule, f.severity) == ("TRI025", Severity.ERROR) and "NCCL_P2P_DISABLE=1" in f.fix
 
 
+def test_flash_attention_below_ampere_is_an_error_with_sdpa():
+    f = _one("RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
+    assert (f.rule, f.severity) == ("TRI025", Severity.ERROR) and "attn_implementation='sdpa'" in f.fix
+
+
+def test_no_kernel_image_with_torchs_capability_warning_names_the_build():
+    f = _one(
+        "UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.\n"
+        "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/env/lib/python3.11/site-packages/torch/nn/modules/linear.py", line 125, in forward\n'
+        "    return F.linear(input, self.weight, self.bias)\n"
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    )
+    assert (f.rule, f.severity) == ("TRI025", Severity.ERROR)
+    assert "sm_120" in f.message and "cu128" in f.fix
+
+
+def test_no_kernel_image_alone_is_a_warning():
+    f = _one("RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    assert (f.rule, f.severity) == ("TRI025", Severity.WARNING) and "TORCH_CUDA_ARCH_LIST" in f.fix
+
+
+def test_another_cuda_error_is_not_the_capability():
+    text = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert all(r != "TRI025" for r, _ in _rules(text))
+
+
 # -- TRI026: the process limit, fork's memory ------------------------------------------------------
 
 
@@ -150,6 +178,16 @@ def test_dataloader_bus_error_is_the_shared_memory():
         "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n"
     )
     assert (f.rule, f.severity) == ("TRI027", Severity.ERROR) and "--shm-size" in f.fix
+
+
+def test_torch_shared_memory_file_full_is_the_shared_memory():
+    f = _one("RuntimeError: unable to write to file </torch_1234_5678_0>: No space left on device (28)\n")
+    assert (f.rule, f.severity) == ("TRI027", Severity.ERROR)
+
+
+def test_a_full_disk_elsewhere_is_not_shared_memory():
+    text = "OSError: [Errno 28] No space left on device: '/data/checkpoints/step_100/model.safetensors'\n"
+    assert all(r != "TRI027" for r, _ in _rules(text))
 
 
 # -- TRI028: a library called from a thread it does not support ------------------------------------
