@@ -318,3 +318,21 @@ def test_a_version_at_the_minimum_said_in_prose_is_not_it():
         r != "TRI019"
         for r, _ in _rules("sgl-kernel 0.1.1 is installed and meets the minimum required version\n")
     )
+
+
+# -- a pair of the web stack beneath vLLM's server (the catalogue, TRI011) --------------------------
+
+
+def test_fastapis_included_router_under_the_instrumentator_is_the_pair():
+    f = _one(
+        'INFO:     127.0.0.1:33496 - "GET /health HTTP/1.1" 500 Internal Server Error\n'
+        "AttributeError: '_IncludedRouter' object has no attribute 'path'\n"
+        "  prometheus_fastapi_instrumentator/routing.py:55 in _get_route_name -> route.path\n"
+    )
+    assert (f.rule, f.severity) == ("TRI011", Severity.ERROR)
+    assert "prometheus-fastapi-instrumentator>=8.0.2" in f.fix
+
+
+def test_another_routes_missing_path_is_not_the_pair():
+    text = "AttributeError: 'Mount' object has no attribute 'path_format'\n"
+    assert all("prometheus" not in f.fix for f in _all(text))
