@@ -21,7 +21,8 @@ message's and the traceback's structure and from the facts of the host the log s
 - **A library called from a thread it does not support** (TRI028): "Already borrowed" (the
   Rust-backed Hugging Face fast tokenizer used by several threads at once: PyO3's borrow check),
   "signal only works in main thread" (a library's timeout on SIGALRM, math_verify's, called from a
-  worker thread).
+  worker thread), Triton's "no allocator was set" in a thread pool (its allocator lives in a
+  ContextVar, which a new thread does not inherit).
 - **A member NumPy removed** (TRI029): "module 'numpy' has no attribute 'product'" where the
   member is in NumPy's own removal table (``rules/knowledge/numpy_removals.yaml``, read only
   then): the calling library at its release predates that NumPy.
@@ -656,6 +657,8 @@ def ray_device(tb: Traceback, m: Match, log: Log) -> Draft | None:
 
 _BORROWED = re.compile(r"^Already (?:mutably )?borrowed\b")
 _SIGNAL_THREAD = re.compile(r"^signal only works in main thread")
+_TRITON_ALLOCATOR = re.compile(r"Kernel requires a runtime memory allocation, but no allocator was set")
+_THREAD_FRAMES = re.compile(r"concurrent/futures/|/threading\.py|ThreadPoolExecutor|Exception in thread ")
 
 
 def thread_unsafe(tb: Traceback, m: Match, log: Log) -> Draft | None:
@@ -676,6 +679,34 @@ def thread_unsafe(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "the engine's own threads share it"
         )
         return _error(finding("TRI028", [m], log, what, fix, unsafe="tokenizer-shared"))
+    if tb.name == "RuntimeError" and _TRITON_ALLOCATOR.search(msg):
+        threaded = _THREAD_FRAMES.search("\n".join(f.path for t in tb.all() for f in t.frames)) or _shows(
+            log, _THREAD_FRAMES, m
+        )
+        if threaded is None:
+            what = (
+                "a Triton kernel that needs scratch memory (TMA descriptors) ran without an "
+                "allocator: nothing called triton.set_allocator in this context"
+            )
+            fix = (
+                "call triton.set_allocator(alloc_fn) (alloc_fn(size, alignment, stream) returning a torch "
+                "uint8 CUDA tensor) before the kernel runs, in the thread that launches it"
+            )
+            d = finding("TRI028", [m], log, what, fix, unsafe="triton-allocator")
+            return _error(d, Severity.WARNING)
+        what = (
+            "a Triton kernel that needs scratch memory ran in a worker thread (a thread pool) without an "
+            "allocator: Triton keeps triton.set_allocator's allocator in a ContextVar, and a new thread "
+            "starts "
+            "with a fresh context, so the allocator set in the main thread is not there"
+        )
+        fix = (
+            "set the allocator in the thread that launches the kernel (call triton.set_allocator at the "
+            "start "
+            "of the function the pool runs), or make it the ContextVar's default so that threads inherit it "
+            "(as verl#4676 did); a framework release with that fix"
+        )
+        return _error(finding("TRI028", [m], log, what, fix, unsafe="triton-allocator-thread"))
     if tb.name == "ValueError" and _SIGNAL_THREAD.search(msg):
         who = next((f.package for f in reversed(tb.frames) if f.package), "")
         what = (

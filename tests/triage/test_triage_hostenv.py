@@ -208,6 +208,26 @@ def test_signal_in_a_thread_names_math_verify_timeouts():
     assert (f.rule, f.severity) == ("TRI028", Severity.ERROR) and "parsing_timeout=None" in f.fix
 
 
+TRITON = """\
+Traceback (most recent call last):
+  File "/usr/lib/python3.12/concurrent/futures/_base.py", line 456, in result
+    return self.__get_result()
+  File "/usr/local/lib/python3.12/dist-packages/triton/runtime/_allocation.py", line 20, in __call__
+    raise RuntimeError("Kernel requires a runtime memory allocation, but no allocator was set. " +
+RuntimeError: Kernel requires a runtime memory allocation, but no allocator was set. Use triton.set_allocator to specify an allocator.
+"""
+
+
+def test_tritons_allocator_missing_in_a_thread_pool_is_the_context():
+    f = _one(TRITON)
+    assert (f.rule, f.severity) == ("TRI028", Severity.ERROR) and "ContextVar" in f.message
+
+
+def test_tritons_allocator_missing_without_threads_is_a_warning():
+    f = _one(TRITON.replace("concurrent/futures/_base.py", "myapp/run.py"))
+    assert (f.rule, f.severity) == ("TRI028", Severity.WARNING) and "triton.set_allocator" in f.fix
+
+
 def test_another_borrow_message_is_not_it():
     assert all(r != "TRI028" for r, _ in _rules("RuntimeError: value already borrowed by the cache\n"))
 
