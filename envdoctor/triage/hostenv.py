@@ -382,7 +382,123 @@ def _version_assert_line(no: int, body: str, lines: list[str], log: Log) -> Draf
     return _error(d)
 
 
-_LINE_CHECKS = (_peer_line, capability_line, _nproc_line, _nofile_line, _shm_line, _version_assert_line)
+# -- the host's libraries and devices, by the message alone (TRI025, TRI029, TRI030) -----------------
+
+_SYMBOL_VERSION = re.compile(
+    r"(?P<lib>/[^\s:`']{0,300}?(?P<name>libc|libstdc\+\+|libgcc_s)\.so(?:\.\d{1,3})?)?:? ?version "
+    r"[`'](?P<ver>(?P<kind>GLIBCXX|GLIBC|CXXABI|GCC)_[\d.]{1,12})' not found(?: \(required by "
+    r"(?P<by>[^)\s]{1,400})\))?"
+)
+_NO_LIBCUDA = re.compile(r"libcuda\.so(?:\.1)?: cannot open shared object file")
+_NVML_MISMATCH = re.compile(r"(?:Failed to initialize NVML|NVML): Driver/library version mismatch")
+_BUSY = re.compile(r"CUDA-capable device\(s\) (?:is/are|are) busy or unavailable")
+_ECC = re.compile(
+    r"uncorrectable ECC error encountered|GPU has fallen off the bus|\bXid\b.{0,40}\b(?:48|79|94|95)\b"
+)
+
+#: what the checks below answer: (rule, severity, what, fix, evidence)
+Said = tuple[str, Severity, str, str, dict[str, Any]]
+
+
+def host_text(text: str) -> Said | None:
+    """The host's libraries and devices named by a message alone (module docstring)."""
+    found = _SYMBOL_VERSION.search(text)
+    if found is not None:
+        ver, kind, by = found.group("ver"), found.group("kind"), found.group("by") or "a compiled extension"
+        lib = found.group("lib") or ""
+        runtime = "libgcc_s" if kind == "GCC" else "libstdc++"
+        if kind == "GLIBC":
+            what = (
+                f"{by} was built against a newer C library than this host has: it needs {ver}, which the "
+                "host's "
+                "glibc does not provide (a wheel or binary made on a newer OS than the one it runs on)"
+            )
+            fix = (
+                "install a build of that package made for this host's glibc (ldd --version shows it; an "
+                "older "
+                "release, or the manylinux wheel for it), or run in a newer OS image (container)"
+            )
+        else:
+            what = (
+                f"{by} needs {ver} from {runtime}, and the {runtime} the process loaded"
+                + (f" ({lib})" if lib else "")
+                + " is older: most often the environment's own (conda's lib/) shadowing the system's newer "
+                "one"
+            )
+            fix = (
+                "load a libstdc++ that has it: conda install -c conda-forge 'libstdcxx-ng>=12' (or "
+                "'libstdcxx>=12') "
+                "in the environment, or put the system's first (LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu); "
+                "else "
+                "install a build of the package made with an older compiler"
+            )
+        return (
+            "TRI029",
+            Severity.ERROR,
+            what,
+            fix,
+            {"symbol_version": ver, "required_by": found.group("by")},
+        )
+    if _NO_LIBCUDA.search(text):
+        what = (
+            "the NVIDIA driver's library (libcuda.so.1) is not visible to this process: a container started "
+            "without GPUs, or no NVIDIA driver on the host"
+        )
+        fix = (
+            "start the container with the GPUs (docker run --gpus all with the NVIDIA Container Toolkit; in "
+            "Kubernetes request nvidia.com/gpu), or install the NVIDIA driver on the host"
+        )
+        return ("TRI030", Severity.ERROR, what, fix, {"gpu_visible": "no-driver-library"})
+    if _NVML_MISMATCH.search(text):
+        what = (
+            "the NVIDIA kernel driver loaded and the driver's user-space libraries are different releases "
+            "(the "
+            "driver was upgraded and the host not rebooted): CUDA and NVML cannot start"
+        )
+        fix = "reboot the host (or unload and reload the nvidia kernel modules) so that the new driver runs"
+        return ("TRI030", Severity.ERROR, what, fix, {"gpu_visible": "driver-mismatch"})
+    if _BUSY.search(text):
+        what = (
+            "CUDA found no GPU it may use: a GPU in exclusive-process compute mode already held by another "
+            "process, or one prohibited to this process"
+        )
+        fix = (
+            "free the GPU (nvidia-smi lists the processes on it) or give each process its own GPU; set the "
+            "compute mode back to shared where you may (nvidia-smi -c DEFAULT)"
+        )
+        return ("TRI030", Severity.WARNING, what, fix, {"gpu_visible": "busy"})
+    if _ECC.search(text):
+        what = (
+            "the GPU reported a hardware fault (an uncorrectable ECC memory error, or the GPU lost from the "
+            "PCIe "
+            "bus): the run cannot continue on it, whatever the software"
+        )
+        fix = (
+            "take the GPU (or node) out of the job, reset it (nvidia-smi -r) or reboot, and check "
+            "nvidia-smi -q "
+            "-d ECC and the kernel log (Xid); a GPU that repeats it needs replacing"
+        )
+        return ("TRI025", Severity.ERROR, what, fix, {"hardware": "fault"})
+    return None
+
+
+def _host_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
+    said = host_text(body)
+    if said is None:
+        return None
+    rule, severity, what, fix, ev = said
+    return _error(finding(rule, [_line_match(no, body, lines)], log, what, fix, **ev), severity)
+
+
+_LINE_CHECKS = (
+    _host_line,
+    _peer_line,
+    capability_line,
+    _nproc_line,
+    _nofile_line,
+    _shm_line,
+    _version_assert_line,
+)
 _KEYS = (
     "peer access",
     "217",
@@ -402,6 +518,13 @@ _KEYS = (
     "ancdata",
     "CUDA capability",
     "unable to write to file",
+    "not found",
+    "libcuda",
+    "NVML",
+    "busy or unavailable",
+    "ECC",
+    "fallen off",
+    "Xid",
 )
 
 
@@ -727,10 +850,20 @@ def thread_unsafe(tb: Traceback, m: Match, log: Log) -> Draft | None:
     return None
 
 
+def host_exception(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """``host_text`` of an exception's message (an ImportError of libcuda, glibc, libstdc++ …)."""
+    said = host_text(tb.message)
+    if said is None:
+        return None
+    rule, severity, what, fix, ev = said
+    return _error(finding(rule, [m], log, what, fix, **ev), severity)
+
+
 def from_traceback(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """The first of this module's answers for the exception ``tb``."""
     return (
-        no_kernel(tb, m, log)
+        host_exception(tb, m, log)
+        or no_kernel(tb, m, log)
         or fork_memory(tb, m, log)
         or numpy_removed(tb, m, log)
         or ray_device(tb, m, log)

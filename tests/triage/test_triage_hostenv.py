@@ -356,3 +356,54 @@ def test_fastapis_included_router_under_the_instrumentator_is_the_pair():
 def test_another_routes_missing_path_is_not_the_pair():
     text = "AttributeError: 'Mount' object has no attribute 'path_format'\n"
     assert all("prometheus" not in f.fix for f in _all(text))
+
+
+# -- the host's libraries and devices by the message alone -----------------------------------------
+
+
+def test_glibc_symbol_version_is_a_wheel_built_for_a_newer_os():
+    f = _one(
+        "ImportError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.32' not found (required by /env/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so)\n"
+    )
+    assert (f.rule, f.severity) == ("TRI029", Severity.ERROR) and "glibc" in f.fix
+
+
+def test_glibcxx_symbol_version_is_an_older_libstdcxx():
+    f = _one(
+        "ImportError: /env/bin/../lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by /env/lib/python3.10/site-packages/vllm/_C.abi3.so)\n"
+    )
+    assert (f.rule, f.severity) == ("TRI029", Severity.ERROR) and "libstdcxx-ng" in f.fix
+
+
+def test_a_missing_shared_object_of_a_package_is_not_the_host():
+    text = "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory\n"
+    assert all(r not in ("TRI029", "TRI030") for r, _ in _rules(text))
+
+
+def test_libcuda_missing_is_a_container_without_gpus():
+    f = _one("ImportError: libcuda.so.1: cannot open shared object file: No such file or directory\n")
+    assert (f.rule, f.severity) == ("TRI030", Severity.ERROR) and "--gpus all" in f.fix
+
+
+def test_nvml_driver_mismatch_is_a_reboot():
+    f = _one("Failed to initialize NVML: Driver/library version mismatch\n")
+    assert (f.rule, f.severity) == ("TRI030", Severity.ERROR) and "reboot" in f.fix
+
+
+def test_busy_devices_is_a_warning():
+    f = _one("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n")
+    assert (f.rule, f.severity) == ("TRI030", Severity.WARNING)
+
+
+def test_an_ecc_error_is_a_hardware_fault():
+    f = _one("RuntimeError: CUDA error: uncorrectable ECC error encountered\n")
+    assert (f.rule, f.severity) == ("TRI025", Severity.ERROR) and "nvidia-smi -r" in f.fix
+
+
+def test_ecc_mode_printed_is_not_a_fault():
+    assert _all("| ECC: Disabled | Compute M.: Default |\nGPU 0 NVML library version: 550.54\n") == []
+
+
+def test_the_driver_too_old_for_the_runtime_is_the_catalogues_driver_entry():
+    f = _one("RuntimeError: CUDA driver version is insufficient for CUDA runtime version\n")
+    assert f.rule == "TRI011" and "driver" in f.fix
