@@ -85,7 +85,10 @@ _ROCM = re.compile(
     r"AMD Instinct|AMD-Instinct|\bMI(?:100|2[15]0X?|30[08][AX]?|325X|35[05]X)\b|\bamdgpu\b"
 )
 _RAY = re.compile(
-    r"\bray::|RayTaskError|RayActorError|ActorDiedError|/ray/_private/|\(\w{1,80} pid=\d{1,9}|"
+    # Ray's prefix of an actor's or task's lines: "(TaskRunner pid=61, ip=10.0.0.1)"; vLLM's own
+    # processes print the same shape ("(EngineCore_DP0 pid=7)", "(APIServer pid=3)"): not Ray
+    r"\bray::|RayTaskError|RayActorError|ActorDiedError|/ray/_private/|"
+    r"\((?!EngineCore|APIServer|ApiServer|VllmWorker|Worker_|VllmEngine)\w{1,80} pid=\d{1,9}|"
     r"^\((?:raylet|gcs_server|dashboard)\)",
     re.MULTILINE,
 )
@@ -141,7 +144,7 @@ def peer_access(m: Match, log: Log) -> Draft | None:
     or one on a GPU the log names as one without P2P (module docstring)."""
     after = _head_lines(log)[m.line_no - 1 : m.line_no + AROUND] if m.line_no > 0 else []
     text = "\n".join([m.text, *after])
-    peer = _PEER.search(text)
+    peer = _PEER.search(text) or (_shows(log, _PEER) if _UNHANDLED_CUDA.search(m.text) else None)
     if peer is not None:
         what = (
             "NCCL failed because the GPUs of this host cannot access each other's memory directly: CUDA "

@@ -313,6 +313,14 @@ def test_on_a_rocm_host_it_is_an_error():
     assert (f.rule, f.severity) == ("TRI030", Severity.ERROR) and "HIP_VISIBLE_DEVICES" in f.fix
 
 
+def test_vllms_own_process_prefix_is_not_ray():
+    text = RAY.replace(
+        "ray.exceptions.RayTaskError(DeferredCudaCallError): ray::RewardModelRayActor.init_model_from_pretrained()\n",
+        "(EngineCore_DP0 pid=7) Traceback (most recent call last):\n",
+    )
+    assert all(r != "TRI030" for r, _ in _rules(text))
+
+
 def test_the_same_index_error_outside_ray_is_not_it():
     text = RAY.replace(
         "ray.exceptions.RayTaskError(DeferredCudaCallError): ray::RewardModelRayActor.init_model_from_pretrained()\n",
