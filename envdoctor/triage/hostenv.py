@@ -62,7 +62,10 @@ _NPROC = re.compile(
     r"(?P<py>can't start new thread)|Failed to create new (?:OS )?thread|"
     r"(?P<bash>\bfork: (?:retry: .{0,60}|Resource temporarily unavailable))|"
     r"Thread creation failed: Resource temporarily unavailable|"
-    r"blas_thread_init: pthread_create failed"
+    r"blas_thread_init: pthread_create failed|"
+    # a C++ runtime's thread refused (Ray's raylet and core workers: boost's and std::thread's
+    # system_error, EAGAIN = errno 11)
+    r"what\(\):\s?(?:thread: )?Resource temporarily unavailable"
 )
 _SHM = re.compile(
     r"(?P<ray>object store is using /tmp instead of /dev/shm because /dev/shm has only "
@@ -508,6 +511,7 @@ _KEYS = (
     "PeerAccess",
     "PEER_ACCESS",
     "pthread_create",
+    "temporarily unavailable",
     "thread",
     "fork:",
     "dev/shm",

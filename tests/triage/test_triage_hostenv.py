@@ -100,6 +100,14 @@ def test_raylet_pthread_create_eagain_is_the_process_limit():
     assert "ulimit -u" in f.fix and "under Ray" in f.message
 
 
+def test_a_cxx_thread_refused_in_a_ray_worker_is_the_process_limit():
+    f = _one(
+        "(RolloutWorker pid=4242) [2026-01-02 10:11:12,131 E 4242 4250] logging.cc:112: Unhandled exception: "
+        "N5boost10wrapexceptINS_6system12system_errorEEE. what(): thread: Resource temporarily unavailable [system:11]\n"
+    )
+    assert (f.rule, f.severity) == ("TRI026", Severity.ERROR) and "ulimit -u" in f.fix
+
+
 def test_bash_fork_retry_is_the_process_limit():
     f = _one("-bash: fork: retry: Resource temporarily unavailable\n")
     assert (f.rule, f.severity) == ("TRI026", Severity.ERROR) and "ulimit -u" in f.fix
