@@ -179,10 +179,18 @@ def _peer_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
         "GPUs without NVLink whose driver offers no PCIe peer-to-peer (L4, L40S, GeForce cards, some cloud "
         "instances) cannot use the P2P path NCCL or the engine's all-reduce chose"
     )
-    fix = _p2p_fix("shm.cc" in body) + (
-        "; an inference engine's own custom all-reduce needs its P2P check on (SGLang --enable-p2p-check) "
-        "or disabled (vLLM disable_custom_all_reduce=True)"
+    engine = (
+        "turn the inference engine's custom all-reduce off (vLLM: disable_custom_all_reduce=True / "
+        "--disable-custom-all-reduce; SGLang: --disable-custom-all-reduce, or --enable-p2p-check)"
     )
+    if re.search(r"custom_all_reduce|CustomAllreduce|custom_ar", body):  # the engine's kernel, not NCCL
+        fix = engine + "; NCCL_P2P_DISABLE does not reach it"
+    else:
+        fix = (
+            _p2p_fix("shm.cc" in body)
+            + "; where an inference engine's custom all-reduce raised it, "
+            + engine
+        )
     return _error(finding("TRI025", [_line_match(no, body, lines)], log, what, fix, peer_access="error-217"))
 
 

@@ -55,6 +55,14 @@ def test_nccl_unhandled_cuda_error_on_an_h100_says_nothing_of_p2p():
     assert all(r != "TRI025" for r, _ in _rules(text))
 
 
+def test_peer_access_in_an_engines_custom_all_reduce_turns_it_off():
+    f = _one(
+        "Failed: Cuda error /build/csrc/custom_all_reduce.cuh:312 'peer access is not supported between these two devices'\n"
+    )
+    assert (f.rule, f.severity) == ("TRI025", Severity.ERROR)
+    assert f.fix.startswith("turn the inference engine's custom all-reduce off")
+
+
 def test_torch_peer_access_error_is_an_error_with_the_engine_switches():
     f = _one("RuntimeError: CUDA error: peer access is not supported between these two devices\n")
     assert (f.rule, f.severity) == ("TRI025", Severity.ERROR) and "NCCL_P2P_DISABLE=1" in f.fix
