@@ -208,6 +208,7 @@ _NO_KERNEL = re.compile(
     r"no kernel image is available for execution on the device|CUDA_ERROR_NO_BINARY_FOR_GPU|"
     r"cudaErrorNoKernelImageForDevice"
 )
+_NO_HIP_BINARY = re.compile(r"hipErrorNoBinaryForGpu|Unable to find code object for all current devices")
 _FA_AMPERE = re.compile(r"FlashAttention only supports Ampere GPUs or newer")
 
 
@@ -481,6 +482,16 @@ def host_text(text: str) -> Said | None:
             "compute mode back to shared where you may (nvidia-smi -c DEFAULT)"
         )
         return ("TRI030", Severity.WARNING, what, fix, {"gpu_visible": "busy"})
+    if _NO_HIP_BINARY.search(text):
+        what = (
+            "the ROCm build has no code object for this AMD GPU's architecture (gfx target): torch or an "
+            "extension was compiled for other GPUs ('hipErrorNoBinaryForGpu')"
+        )
+        fix = (
+            "install the ROCm builds of torch and the extensions that include the GPU's gfx target (rocminfo "
+            "names it), or build them with PYTORCH_ROCM_ARCH set to it"
+        )
+        return ("TRI025", Severity.ERROR, what, fix, {"capability": "rocm-gfx"})
     if _ECC.search(text):
         what = (
             "the GPU reported a hardware fault (an uncorrectable ECC memory error, or the GPU lost from the "
@@ -540,6 +551,7 @@ _KEYS = (
     "ECC",
     "fallen off",
     "Xid",
+    "code object",
 )
 
 

@@ -91,6 +91,13 @@ def test_no_kernel_image_alone_is_a_warning():
     assert (f.rule, f.severity) == ("TRI025", Severity.WARNING) and "TORCH_CUDA_ARCH_LIST" in f.fix
 
 
+def test_rocm_without_the_gpus_code_object_names_the_gfx_target():
+    f = _one(
+        "RuntimeError: HIP error: hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n"
+    )
+    assert (f.rule, f.severity) == ("TRI025", Severity.ERROR) and "PYTORCH_ROCM_ARCH" in f.fix
+
+
 def test_another_cuda_error_is_not_the_capability():
     text = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
     assert all(r != "TRI025" for r, _ in _rules(text))
