@@ -97,6 +97,27 @@ _RAY = re.compile(
 )
 
 
+def _near(
+    pattern: re.Pattern[str], text: str, literal: str, before: int = 160, after: int = 500
+) -> re.Match[str] | None:
+    """``pattern`` searched only around the occurrences of ``literal`` (its fixed part): a pattern
+    that opens with a variable-length name (a GPU's, a package's, a library's path) costs, over a
+    whole line, as many tries as the line has characters; around the literal it costs a window's."""
+    start = 0
+    for _ in range(MAX_NEAR):
+        at = text.find(literal, start)
+        if at < 0:
+            return None
+        found = pattern.search(text, max(0, at - before), at + len(literal) + after)
+        if found is not None:
+            return found
+        start = at + len(literal)
+    return None
+
+
+MAX_NEAR = 20  # occurrences of a literal tried per text
+
+
 def _error(d: Draft, severity: Severity = Severity.ERROR) -> Draft:
     f = d.finding
     d.finding = Finding(f.rule, severity, f.message, f.fix, f.evidence)
@@ -201,6 +222,7 @@ _CAPABILITY = re.compile(
     r"current "
     r"PyTorch installation"
 )
+_CAPABILITY_AT = " with CUDA capability sm_"
 _SUPPORTS = re.compile(
     r"current PyTorch install supports CUDA capabilities (?P<list>(?:sm_\d{2,3}a?\s?){1,30})"
 )
@@ -230,7 +252,7 @@ def _capability_fix(sm: int | None) -> str:
 
 def capability_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
     """torch's own warning that it has no kernels for the GPU's compute capability."""
-    found = _CAPABILITY.search(body)
+    found = _near(_CAPABILITY, body, _CAPABILITY_AT)
     if found is None:
         return None
     sm = int(found.group("sm"))
@@ -272,7 +294,8 @@ def no_kernel(tb: Traceback, m: Match, log: Log) -> Draft | None:
         return _error(finding("TRI025", [m], log, what, fix, capability="below-sm80"))
     if not _NO_KERNEL.search(tb.message):
         return None
-    said = _shows(log, _CAPABILITY, m)
+    head = log.head[: 1 << 20].decode("utf-8", errors="replace") if log.head else ""
+    said = _near(_CAPABILITY, "\n".join([head, *m.context, m.text]), _CAPABILITY_AT)
     if said is not None:
         sm = int(said.group("sm"))
         what = (
@@ -381,7 +404,7 @@ def _shm_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
 
 
 def _version_assert_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
-    found = _VERSION_ASSERT.search(body)
+    found = _near(_VERSION_ASSERT, body, " is installed with version ")
     if found is None:
         return None
     pkg, ver, low = found.group("pkg"), found.group("ver"), found.group("min").rstrip(".")
@@ -417,7 +440,7 @@ Said = tuple[str, Severity, str, str, dict[str, Any]]
 
 def host_text(text: str) -> Said | None:
     """The host's libraries and devices named by a message alone (module docstring)."""
-    found = _SYMBOL_VERSION.search(text)
+    found = _near(_SYMBOL_VERSION, text, "' not found")
     if found is not None:
         ver, kind, by = found.group("ver"), found.group("kind"), found.group("by") or "a compiled extension"
         lib = found.group("lib") or ""
