@@ -773,7 +773,7 @@ def diagnose(
             wrapped = first is None or any(w in first.text for w in _SECONDARY)
             found = found or tool_lines(head, log, killed_ok=wrapped)
             # the host's own lines: P2P, ulimit -u, /dev/shm, a version assert (TRI025-027, TRI019)
-            found = found or hostenv.from_head(log, warn=first is None)
+            found = found or hostenv.from_head(log, first.line_no if first is not None else None)
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:

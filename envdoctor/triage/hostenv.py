@@ -507,14 +507,20 @@ def host_text(text: str) -> Said | None:
         return ("TRI030", Severity.WARNING, what, fix, {"gpu_visible": "busy"})
     if _NO_HIP_BINARY.search(text):
         what = (
-            "the ROCm build has no code object for this AMD GPU's architecture (gfx target): torch or an "
-            "extension was compiled for other GPUs ('hipErrorNoBinaryForGpu')"
+            "the HIP runtime found no code object for the GPUs it sees ('hipErrorNoBinaryForGpu'): a ROCm "
+            "build of torch (or of an extension) without this AMD GPU's architecture (gfx target) — or a "
+            "ROCm "
+            "build installed on a machine whose GPU is NVIDIA's"
         )
         fix = (
-            "install the ROCm builds of torch and the extensions that include the GPU's gfx target (rocminfo "
-            "names it), or build them with PYTORCH_ROCM_ARCH set to it"
+            "on an NVIDIA machine install the CUDA build of torch (pip install torch --index-url "
+            "https://download.pytorch.org/whl/cu128 or the cuXXX of your driver); on an AMD GPU install ROCm "
+            "builds that include its gfx target (rocminfo names it) or build them with PYTORCH_ROCM_ARCH "
+            "set to "
+            "it; a consumer Radeon whose gfx the builds lack runs the nearest supported one with "
+            "HSA_OVERRIDE_GFX_VERSION (10.3.0 for RDNA2 cards such as gfx1031/gfx1032)"
         )
-        return ("TRI025", Severity.ERROR, what, fix, {"capability": "rocm-gfx"})
+        return ("TRI025", Severity.WARNING, what, fix, {"capability": "rocm-gfx"})
     if _ECC.search(text):
         what = (
             "the GPU reported a hardware fault (an uncorrectable ECC memory error, or the GPU lost from the "
@@ -578,9 +584,10 @@ _KEYS = (
 )
 
 
-def from_head(log: Log, warn: bool = True) -> Draft | None:
+def from_head(log: Log, first_line: int | None = None) -> Draft | None:
     """The first failure of this module's line kinds in the log's head, errors before warnings;
-    ``warn``: a warning may answer (the log holds no exception that it would stand in for)."""
+    ``first_line``: the line of the log's first exception, which a warning answers only when it is
+    that very line (never standing in for another exception); None: the log has none."""
     lines = _head_lines(log)
     from envdoctor.triage.scanner import clean, split_prefix
 
@@ -595,8 +602,9 @@ def from_head(log: Log, warn: bool = True) -> Draft | None:
                 continue
             if found.finding.severity == Severity.ERROR:
                 return found
-            warned = warned or found
-    return warned if warn else None
+            if first_line is None or found.line == first_line:
+                warned = warned or found
+    return warned
 
 
 # -- exceptions with their frames ------------------------------------------------------------------

@@ -91,11 +91,16 @@ def test_no_kernel_image_alone_is_a_warning():
     assert (f.rule, f.severity) == ("TRI025", Severity.WARNING) and "TORCH_CUDA_ARCH_LIST" in f.fix
 
 
-def test_rocm_without_the_gpus_code_object_names_the_gfx_target():
+def test_rocm_without_a_code_object_names_the_gfx_target_and_the_wrong_build():
     f = _one(
         "RuntimeError: HIP error: hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n"
     )
-    assert (f.rule, f.severity) == ("TRI025", Severity.ERROR) and "PYTORCH_ROCM_ARCH" in f.fix
+    assert (f.rule, f.severity) == ("TRI025", Severity.WARNING) and "PYTORCH_ROCM_ARCH" in f.fix
+    assert "CUDA build of torch" in f.fix  # a ROCm build on an NVIDIA machine says the same
+    f = _one(
+        "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\nAborted (core dumped)\n"
+    )
+    assert (f.rule, f.severity) == ("TRI025", Severity.WARNING)
 
 
 def test_another_cuda_error_is_not_the_capability():
