@@ -1,34 +1,31 @@
 """Failures whose cause is the host, the hardware or a library beneath the stack, read from the
-message's and the traceback's structure and from the facts of the host the log shows:
+message's and the traceback's structure and from the facts of the host the log shows (GPU names,
+ROCm / HIP, Ray's processes). Each answers only where nothing else was named (diagnose's chain).
 
-- **A GPU without what the run asks of it** (TRI025): kernels for its compute capability ("no
-  kernel image is available for execution on the device", torch's "sm_120 is not compatible with
-  the current PyTorch installation", flash-attn's "FlashAttention only supports Ampere GPUs or
-  newer"); and GPUs without peer access: CUDA error 217, "peer access is not supported between
-  these two devices", under NCCL's "unhandled cuda error" or torch's own CUDA error (GPUs without
-  P2P: L4, L40S, consumer cards, some cloud instances); NCCL's "unhandled cuda error" without it
-  on a GPU the log names as one without P2P is only likely that (a warning).
-- **The host's per-user limits** (TRI026): ``pthread_create`` / ``fork`` failing with EAGAIN
+- **The GPU cannot run it, or failed** (TRI025): peer access refused, CUDA error 217 ("peer access
+  is not supported between these two devices") under NCCL's "unhandled cuda error" (NCCL_P2P_DISABLE),
+  in an engine's custom all-reduce or torch's own error; NCCL's "unhandled cuda error" on a GPU the
+  log names as one without P2P (L4, L40S, GeForce RTX 40/50) only likely that (a warning); no
+  kernels for its compute capability ("no kernel image is available …", torch's "sm_120 is not
+  compatible …", flash-attn's "only supports Ampere GPUs or newer", HIP's hipErrorNoBinaryForGpu);
+  a hardware fault (an uncorrectable ECC error, a GPU off the bus).
+- **The host's limits** (TRI026): ``pthread_create`` / ``fork`` / a C++ thread failing with EAGAIN
   ("Resource temporarily unavailable", bash's "fork: retry:", Python's "can't start new thread"):
-  ``ulimit -u`` (RLIMIT_NPROC) or a container's pids limit reached; "Too many open files" (EMFILE):
-  ``ulimit -n``.
-- **A small /dev/shm** (TRI027): torch DataLoader's "bus error … insufficient shared memory",
-  a write to /dev/shm out of space (errors); Ray's object store falling back to /tmp (a warning:
-  the run goes on, slower).
-- **fork() of a large process refused** (TRI026 too): ``OSError: [Errno 12] Cannot allocate
-  memory`` raised at ``os.fork`` / a subprocess's fork: the kernel cannot commit a copy of the
-  parent.
-- **A library called from a thread it does not support** (TRI028): "Already borrowed" (the
-  Rust-backed Hugging Face fast tokenizer used by several threads at once: PyO3's borrow check),
-  "signal only works in main thread" (a library's timeout on SIGALRM, math_verify's, called from a
-  worker thread), Triton's "no allocator was set" in a thread pool (its allocator lives in a
-  ContextVar, which a new thread does not inherit).
-- **A member NumPy removed** (TRI029): "module 'numpy' has no attribute 'product'" where the
-  member is in NumPy's own removal table (``rules/knowledge/numpy_removals.yaml``, read only
-  then): the calling library at its release predates that NumPy.
-- **A Ray actor whose torch sees no GPU** (TRI030): ``torch.cuda.default_generators[i]`` out of
-  range, "No HIP GPUs are available" in a Ray actor; an error where the log shows ROCm / HIP (Ray
-  sets ROCR_VISIBLE_DEVICES per actor), a warning otherwise.
+  ``ulimit -u`` or a container's pids limit; "Too many open files": ``ulimit -n``; ``[Errno 12]``
+  at ``os.fork``: the kernel cannot commit a copy of a large parent (spawn instead).
+- **A small /dev/shm** (TRI027): torch DataLoader's bus error, a write to /dev/shm out of space
+  (errors); Ray's object store falling back to /tmp (a warning: the run goes on, slower).
+- **A library called from a thread it does not support** (TRI028): the fast tokenizer's "Already
+  borrowed" (PyO3's borrow check), "signal only works in main thread" (a SIGALRM timeout,
+  math_verify's), Triton's "no allocator was set" in a thread pool (a ContextVar a new thread does
+  not inherit).
+- **A library beneath the stack of another release** (TRI029): a member NumPy removed, from NumPy's
+  own tables (``rules/knowledge/numpy_removals.yaml``, read only then); the host's glibc or
+  libstdc++ older than a wheel needs (``version `GLIBCXX_3.4.30' not found``); another library
+  beneath the stack missing a member a library reads (a warning).
+- **No GPU visible** (TRI030): torch in a Ray actor seeing none (an error where the log shows ROCm:
+  RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES; a warning otherwise), libcuda.so.1 missing (a
+  container without GPUs), NVML's driver/library mismatch (reboot), busy devices (a warning).
 - **A package's own minimum-version assert** (TRI019): "X is installed with version A, which is
   less than the minimum required version B" (SGLang's ``assert_pkg_version``).
 """
