@@ -923,5 +923,4 @@ def from_traceback(tb: Traceback, m: Match, log: Log) -> Draft | None:
         or numpy_removed(tb, m, log)
         or ray_device(tb, m, log)
         or thread_unsafe(tb, m, log)
-        or library_member_missing(tb, m, log)
     )

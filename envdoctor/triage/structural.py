@@ -324,6 +324,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or refusal.package_refusal(t, m, log)
             or guards.any_check(t, m, log)
             or _fixed_after(t, m, log)
+            or hostenv.library_member_missing(t, m, log)  # a warning: after every certain answer
         )
         if found is not None:
             return found
