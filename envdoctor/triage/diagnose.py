@@ -18,7 +18,7 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import classes, knobs
+from envdoctor.triage import classes, hostenv, knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.confirm import from_log as from_log_of
 from envdoctor.triage.draft import (
@@ -330,6 +330,8 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
             "look for the rank stuck in a CUDA call (py-spy dump); raise "
             "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only if the hang is expected"
         )
+    elif (peer := hostenv.peer_access(ms[0], log)) is not None:
+        return [peer]  # CUDA error 217: GPUs without peer access (TRI025)
     elif _nccl_out_of_memory(ms[0], log):
         what = (
             "NCCL could not allocate GPU memory for its buffers (\"Cuda failure 'out of memory'\" after "
@@ -770,6 +772,8 @@ def diagnose(
             # exception is there to name, or a wrapper's re-raise of the process it killed
             wrapped = first is None or any(w in first.text for w in _SECONDARY)
             found = found or tool_lines(head, log, killed_ok=wrapped)
+            # the host's own lines: P2P, ulimit -u, /dev/shm, a version assert (TRI025-027, TRI019)
+            found = found or hostenv.from_head(log, first.line_no if first is not None else None)
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
         if found is not None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import boundary, columns, guards, hydra, inference, missing, programs, refusal
+from envdoctor.triage import boundary, columns, guards, hostenv, hydra, inference, missing, programs, refusal
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
@@ -359,12 +359,14 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or programs.missing_program(t, m, log)
             or drift(t, [m], log)
             or trl_refusal(t, m, log)
+            or hostenv.from_traceback(t, m, log)
             or hydra.config_error(tb, t, m, log)
             or refusal.vllm_validation(t, m, log)
             or guards.from_traceback(t, m, log)
             or refusal.package_refusal(t, m, log)
             or guards.any_check(t, m, log)
             or _fixed_after(t, m, log)
+            or hostenv.library_member_missing(t, m, log)  # a warning: after every certain answer
         )
         if found is not None:
             return found
