@@ -367,7 +367,10 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
         # (resolved at job time, 2026-03-08)"): pip installed the newest releases the bounds
         # allowed that day (TRL's from _trl_from_note, the rest from TRL's line in TABLE)
         dated = re.search(r"20\d\d-\d\d-\d\d", str(stack.get("trl") or ""))
-        low = re.search(r">=\s*(\d+\.\d+(?:\.\d+)?)", v) if note and not dated else None
+        # ... or names the line it infers the install resolved to ("'trl>=0.8.0' (README); March
+        # 2026 install -> TRL 0.29.x, inferred"): that line, from _trl_from_note
+        inferred = isinstance(v, str) and re.search(r"\d+\.\d+\.x\b[^;]{0,40}\binferred\b", v)
+        low = re.search(r">=\s*(\d+\.\d+(?:\.\d+)?)", v) if note and not dated and not inferred else None
         if low:
             exact[name] = low.group(1) if low.group(1).count(".") == 2 else f"{low.group(1)}.0"
     if "trl" not in exact and isinstance(stack.get("trl"), str):
@@ -421,6 +424,26 @@ def _origin(note: object) -> str | None:
     return None
 
 
+#: a value a collector copied from the script's ``GRPOConfig(...)`` call that is code, not a
+#: literal (``bf16: 'torch.cuda.is_bf16_supported()'``): computed by the script at run time
+_CODE_VALUE = re.compile(r"""^(\s*\w+:\s*)(['"]?)(?:not\s+)?[\w.]+\([^()]*\)\2\s*(?:#.*)?$""")
+
+
+def _drop_code_values(config: Path) -> None:
+    """In a config the collector reconstructed from the script's ``GRPOConfig(...)`` (its first
+    line says so), the keys whose value was an expression the script computes (a call) are left
+    out: no config file holds them; the real setup passes them in code, which envdoctor reads
+    from the script (a non-literal keyword: unknown). Published configs are left as they are."""
+    if not config.is_file():
+        return
+    lines = config.read_text(errors="replace").splitlines(keepends=True)
+    if not lines or "reconstructed from" not in lines[0]:
+        return
+    kept = [x for x in lines if not _CODE_VALUE.match(x.rstrip("\n"))]
+    if len(kept) != len(lines):
+        config.write_text("".join(kept))
+
+
 def setups(out: Path) -> None:
     from tests.conftest import H100, snapshot
 
@@ -434,6 +457,7 @@ def setups(out: Path) -> None:
                 shutil.copytree(f, tmp / f.name, symlinks=True)
             elif f.name not in ("label.json", "stack.json", "gpus.json", "launch.txt"):
                 shutil.copy(f, tmp / f.name)
+        _drop_code_values(tmp / "config.yaml")
         reqs = []
         for name, v in stack.items():
             v = v.strip() if isinstance(v, str) else ""

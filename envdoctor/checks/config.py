@@ -951,6 +951,8 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
             scope, have = int(row.get("@", 0)), int(row.get(key, 0)) | int(row.get("**", 0))
             if not scope & bit or have & bit:
                 continue  # the method is not the class's own there (a base's), or it takes it
+            if _unsloth_takes(script, call, key, row, bit):
+                continue
             takes = [r for i, r in enumerate(releases) if have >> i & 1]
             taken = [k for k, b in row.items() if k not in ("@", "**") and int(b) & bit]
             meant = _meant(key, taken, call.keywords)
@@ -986,6 +988,19 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
                 takes=_spans(takes, releases) if takes else None,
                 remedy=cands or None,
             )
+
+
+def _unsloth_takes(script: Any, call: Any, key: str, row: dict[str, Any], bit: int) -> bool:
+    """Unsloth's patched trainers (the script imports unsloth, which replaces TRL's trainer
+    classes with its own) add a ``tokenizer`` parameter where TRL's takes ``processing_class``
+    and pass it on as that (unsloth/models/rl.py, "Add tokenizer if not seen", since
+    unslothai/unsloth#1701 of February 2025)."""
+    return (
+        key == "tokenizer"
+        and call.method == "__init__"
+        and getattr(script, "patched_by", None) == "unsloth"
+        and bool(int(row.get("processing_class", 0)) & bit)
+    )
 
 
 def _dev_neighbours(ctx: Context, version: str, releases: list[str]) -> tuple[str, str, str] | None:

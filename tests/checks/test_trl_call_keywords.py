@@ -115,3 +115,16 @@ def test_the_shipped_call_table_is_the_one_the_history_gives():
     shipped = json.loads((_dir() / "trl.GRPOTrainer.json").read_text())
     assert shipped == json.loads(json.dumps(call_table(h, "GRPOTrainer")))
     assert "reward_processing_classes" in shipped["methods"]["__init__"]
+
+
+def test_unsloths_patched_trainer_takes_tokenizer_where_trl_takes_processing_class(tmp_path):
+    """Importing unsloth replaces TRL's trainers with Unsloth's, which add ``tokenizer`` and pass
+    it on as ``processing_class`` (unsloth/models/rl.py, unslothai/unsloth#1701): a published
+    text-to-SQL run of 1,390 steps built ``GRPOTrainer(tokenizer=…)`` on TRL 0.22.2 so. Without
+    unsloth the same call is TRL's TypeError."""
+    (f,) = _cfg008(tmp_path, "0.22.2", extra=", tokenizer=None")
+    assert f.evidence["keyword"] == "tokenizer"
+    script = tmp_path / "train.py"
+    script.write_text("from unsloth import FastLanguageModel\n" + SCRIPT.format(extra=", tokenizer=None", card=""))
+    found = findings(snapshot(2, packages={**STACK, "trl": "0.22.2"}), launch=f"python {script}")
+    assert [f for f in found if f.rule == "CFG008"] == []
