@@ -125,6 +125,7 @@ def test_unsloths_patched_trainer_takes_tokenizer_where_trl_takes_processing_cla
     (f,) = _cfg008(tmp_path, "0.22.2", extra=", tokenizer=None")
     assert f.evidence["keyword"] == "tokenizer"
     script = tmp_path / "train.py"
-    script.write_text("from unsloth import FastLanguageModel\n" + SCRIPT.format(extra=", tokenizer=None", card=""))
+    text = SCRIPT.format(extra=", tokenizer=None", card="")
+    script.write_text("from unsloth import FastLanguageModel\n" + text)
     found = findings(snapshot(2, packages={**STACK, "trl": "0.22.2"}), launch=f"python {script}")
     assert [f for f in found if f.rule == "CFG008"] == []
