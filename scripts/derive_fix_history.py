@@ -25,12 +25,20 @@ The release that first ships a fix:
   release's last commits maps those commits to the next version: a later release than the true one,
   never an earlier one.
 
-Commits after the newest release are kept with release ``""`` (fixed on the branch, not released).
+Commits after the newest release are kept with release ``""`` (fixed on the branch, not released):
+triage names them as "not in a release yet" with an install from the repository at the commit.
+
+The failure a fix's message quotes is kept with it: the exception lines (``Type: message``) and the
+frames of the package in a pasted traceback (module path inside the package, function; the
+innermost ones), so that triage can tell a log that fails the very way the fix describes.
 
 It writes ``rules/knowledge/fixes/DIST.json.gz`` (schema ``envdoctor.fixes/1``)::
 
     {"schema": …, "package": "trl", "source": "huggingface/trl", "head": "<sha>",
-     "releases": ["0.14.0", …], "fixes": [[sha10, date, release, subject, number], …],
+     "subdir": "", "head_date": "2026-01-29", "releases": ["0.14.0", …],
+     "fixes": [[sha10, date, release, subject, number], …,
+               [sha10, date, "", subject, number, {"e": ["RuntimeError: Expected all …"],
+                                                   "f": [["trainer/ppo/core_algos.py", "f"]]}]],
      "functions": {"trainer/grpo_trainer.py": {"GRPOTrainer._generate": [[fix, "a1b2c3", …], …]}}}
 
 ``functions`` maps a module path (inside the package, as triage's frames name it) and a function's
@@ -648,6 +656,57 @@ def derive(
     }
 
 
+def messages(git_dir: Path, since: str, ref: str = "HEAD") -> dict[str, Commit]:
+    """The first-parent commits of ``ref`` since ``since`` by their 10-character SHA, with their
+    messages only (no diffs: fast)."""
+    out = git(
+        git_dir,
+        "log",
+        "--first-parent",
+        f"--since={since}",
+        "--date=short",
+        f"--format={_SEP}%H%x1f%ad%x1f%s%x1f%b%x1f",
+        ref,
+    )
+    found: dict[str, Commit] = {}
+    for chunk in out.split(_SEP)[1:]:
+        parts = chunk.split("\x1f", 4)
+        if len(parts) >= 4:
+            found[parts[0][:10]] = Commit(parts[0], parts[1], parts[2], parts[3])
+    return found
+
+
+def prune(
+    data: dict[str, object],
+    git_dir: Path,
+    exclude: frozenset[str],
+    threads: frozenset[str] = frozenset(),
+) -> dict[str, object]:
+    """``data`` (a history ``derive`` wrote without exclusions) less the fixes ``excluded`` leaves
+    out: what ``derive`` gives with them excluded (the fixes are independent of each other), from
+    the commits' messages alone — a new held-out set's exclusions applied in seconds."""
+    fixes = data["fixes"]
+    functions = data["functions"]
+    assert isinstance(fixes, list) and isinstance(functions, dict)
+    found = messages(git_dir, str(data.get("since") or SINCE), str(data.get("head") or "HEAD"))
+    source = str(data.get("source") or "")
+    keep: dict[int, int] = {}
+    kept: list[object] = []
+    for i, row in enumerate(fixes):
+        c = found.get(str(row[0]))
+        if c is not None and excluded(c, exclude, threads, source):
+            continue
+        keep[i] = len(kept)
+        kept.append(row)
+    pruned: dict[str, dict[str, list[list[object]]]] = {}
+    for module, names in functions.items():
+        for name, rows in names.items():
+            left = [[keep[r[0]], *r[1:]] for r in rows if r[0] in keep]
+            if left:
+                pruned.setdefault(module, {})[name] = left
+    return {**data, "fixes": kept, "functions": pruned}
+
+
 def _subdir(git_dir: Path, roots: tuple[str, ...], ref: str) -> str:
     """The folder of the repository that pip builds the package from (``pip install
     'git+URL@SHA#subdirectory=…'``): the parent of the first of ``roots`` that ``ref`` has, unless
@@ -684,6 +743,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--exclude", type=Path, help="a file of URLs (issues, PRs, commits) whose fixes are left out"
     )
+    ap.add_argument(
+        "--prune",
+        type=Path,
+        help="with --exclude: take the histories derived without exclusions from this folder and leave "
+        "out the excluded fixes, reading only the commits' messages (the same files as a full run)",
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--budget", type=int, default=BUDGET)
     args = ap.parse_args(argv)
@@ -707,7 +772,11 @@ def main(argv: list[str] | None = None) -> int:
     threads = thread_keys(args.exclude) if args.exclude else frozenset()
     for git_dir, dist, roots, tags, repo in jobs:
         leave_out = exclusions(args.exclude, repo) if args.exclude and repo else frozenset()
-        data = derive(git_dir, dist, roots, tags, args.since, repo, exclude=leave_out, threads=threads)
+        if args.prune is not None:
+            with gzip.open(args.prune / f"{dist}.json.gz", "rt") as fh:
+                data = prune(json.load(fh), git_dir, leave_out, threads)
+        else:
+            data = derive(git_dir, dist, roots, tags, args.since, repo, exclude=leave_out, threads=threads)
         if leave_out:
             print(f"{dist}: {len(leave_out)} excluded issues, PRs or commits of {repo}")
         size = write(data, args.out / f"{dist}.json.gz")

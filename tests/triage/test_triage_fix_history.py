@@ -633,3 +633,22 @@ def test_a_checkout_of_a_stack_without_a_site_packages_name_is_read_as_that_pack
     assert (f.package, f.module_path) == ("prime-rl", "trainer/rl/train.py")
     f = _own(Frame(None, "slime/utils/ppo_utils.py", "slime/utils/ppo_utils.py", "f", 3))
     assert (f.package, f.module_path) == ("slime", "utils/ppo_utils.py")
+
+
+def test_pruning_a_derived_history_equals_deriving_it_with_the_exclusions(
+    derive: ModuleType, repo: Path, unreleased: Path, tmp_path: Path
+) -> None:
+    urls = tmp_path / "exclude.txt"
+    urls.write_text(
+        "https://github.com/volcengine/verl/issues/41\nhttps://github.com/huggingface/trl/pull/12\n"
+    )
+    for git_dir, dist, source in ((unreleased, "verl", "volcengine/verl"), (repo, "trl", "huggingface/trl")):
+        args = (git_dir / ".git", dist, (dist,), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", source)
+        leave_out, threads = derive.exclusions(urls, source), derive.thread_keys(urls)
+        full = derive.derive(*args, exclude=leave_out, threads=threads)
+        assert full["fixes"] == []
+        assert derive.prune(derive.derive(*args), git_dir / ".git", leave_out, threads) == full
+    kept = derive.derive(
+        repo / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", "huggingface/trl"
+    )
+    assert derive.prune(kept, repo / ".git", frozenset({"99"})) == kept  # nothing excluded: unchanged
