@@ -102,7 +102,7 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
     "skyrl-train": (
         "NovaSky-AI+SkyRL",
         "NovaSky-AI/SkyRL",
-        ("skyrl-train/skyrl_train", "skyrl_train"),
+        ("skyrl-train/skyrl_train", "skyrl_train", "skyrl/backends/skyrl_train"),  # 2026: skyrl/backends/
         r"^skyrl_train-v(\d+\.\d+\.\d+)$",
     ),
     "nemo-rl": ("NVIDIA-NeMo+RL", "NVIDIA-NeMo/RL", ("nemo_rl",), r"^v(\d+\.\d+\.\d+)$"),
@@ -709,15 +709,25 @@ def prune(
 
 def _subdir(git_dir: Path, roots: tuple[str, ...], ref: str) -> str:
     """The folder of the repository that pip builds the package from (``pip install
-    'git+URL@SHA#subdirectory=…'``): the parent of the first of ``roots`` that ``ref`` has, unless
-    that is the repository's root or its ``src/``."""
-    for root in roots:
+    'git+URL@SHA#subdirectory=…'``): the nearest folder above the newest of ``roots`` that ``ref``
+    has with a ``pyproject.toml`` or ``setup.py`` ("" for the repository's root)."""
+
+    def has(path: str) -> bool:
         probe = subprocess.run(
-            ["git", f"--git-dir={git_dir}", "cat-file", "-e", f"{ref}:{root}"], capture_output=True
+            ["git", f"--git-dir={git_dir}", "cat-file", "-e", f"{ref}:{path}"], capture_output=True
         )
-        if probe.returncode == 0:
-            parent = root.rsplit("/", 1)[0] if "/" in root else ""
-            return "" if parent in ("", "src") else parent
+        return probe.returncode == 0
+
+    for root in reversed(roots):  # the newest layout last
+        if not has(root):
+            continue
+        parts = root.split("/")[:-1]
+        while parts:
+            folder = "/".join(parts)
+            if has(f"{folder}/pyproject.toml") or has(f"{folder}/setup.py"):
+                return folder
+            parts.pop()
+        return ""
     return ""
 
 

@@ -91,6 +91,16 @@ class FixHistory:
                 )
         return out
 
+    def named(self, function: str) -> list[Fix]:
+        """The fixes that changed a method named ``Class.method`` in any module of the package
+        (a call's ``TypeError`` names the callee so, not its module)."""
+        if "." not in function:
+            return []  # a bare name (``forward``, ``generate``) names no one function
+        out: list[Fix] = []
+        for module in self.functions:
+            out.extend(self.changed(module, function))
+        return out
+
 
 def _texts(value: object) -> tuple[str, ...]:
     return tuple(str(x) for x in value[:8]) if isinstance(value, list) else ()

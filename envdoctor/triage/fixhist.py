@@ -208,12 +208,21 @@ def _tokens(text: str) -> set[str]:
     return set(_TOKEN.findall(text.lower()[:300]))
 
 
+_LITERAL = re.compile(r"'([^'\d]{1,60})'|\"([^\"\d]{1,60})\"")
+
+
+def _literals(text: str) -> set[str]:
+    """The names a message quotes (``'weight_metadata'``), those without digits (a run's sizes,
+    devices and layer numbers differ)."""
+    return {a or b for a, b in _LITERAL.findall(text[:300])}
+
+
 def _same_exception(quoted: str, t: Traceback) -> bool:
     """``quoted`` (``Type: message`` from a fix's message) is the log's exception: the same class
     and the same message — its words, numbers and punctuation aside (a device, a size, a path
-    differ from run to run) — or both without one."""
+    differ from run to run), the names it quotes alike — or both without one."""
     name, _, message = quoted.partition(":")
-    if name.strip() != t.name:
+    if name.strip() != t.name or not _literals(t.message) <= _literals(message):
         return False
     mine, theirs = _tokens(t.message), _tokens(message)
     if not mine or not theirs:
@@ -309,7 +318,25 @@ def _candidates(pkg: str, frames: list[Frame], t: Traceback, shown: str | None) 
                 continue
             seen.add(fix.commit)
             out.append(Candidate(fix, frame, _matches(fix, frame, t, words), depth))
+    callee = _CALLEE.search(t.message[:300]) if t.name == "TypeError" else None
+    if callee is not None and frames:
+        # a call inside the package that does not fit the package's own method: the fixes of
+        # that method count at the calling frame (a traceback quoted in one shows that frame)
+        for fix in h.named(callee["callee"]):
+            if fix.commit in seen or not _newer(fix.release, shown, newest):
+                continue
+            seen.add(fix.commit)
+            why = _matches(fix, frames[0], t, words)
+            if why == QUOTED:
+                out.append(Candidate(fix, frames[0], why, 0))
     return out
+
+
+#: a call's ``TypeError`` that names the callee: ``Sender.send_chunks() got an unexpected …``
+_CALLEE = re.compile(
+    r"(?P<callee>[A-Za-z_]\w{0,80}(?:\.[A-Za-z_]\w{0,80}){1,3})\(\) (?:got an unexpected keyword argument|"
+    r"missing \d+ required|takes \d+ positional|got multiple values)"
+)
 
 
 def _shown(pkg: str, log: Log) -> LogVersion | None:
@@ -467,3 +494,59 @@ def _from_source(pkg: str, fix: Fix, source: str, subdir: str) -> str:
         f"pip install '{pkg} @ git+https://github.com/{source}@{fix.commit}{sub}' (no release has the fix "
         f"yet: install from the repository at that commit or later, or the first release after {fix.date})"
     )
+
+
+def cut_fixed(tb: Traceback, log: Log, line: int) -> Draft | None:
+    """A traceback cut before its exception line whose innermost frame, in a package with a fix
+    history, prints a line that a later fix of that function removed: TRI014 as a warning (the run
+    stopped on the line the fix replaced, but the exception is not shown), or None."""
+    found = _stack(tb)
+    if found is None or not tb.frames or _own(tb.frames[-1]).package != found[0]:
+        return None  # no such package, or its frame only called into another package
+    pkg, frames = found
+    frame = frames[0]
+    h = fix_history(pkg)
+    if h is None or not frame.code or not _function(frame):
+        return None
+    run = _shown(pkg, log)
+    low = (run.low or run.version) if run is not None else None
+    removed = line_hash(frame.code)
+    fixes = [
+        f
+        for f in h.changed(frame.module_path, _function(frame))
+        if removed in f.removed and _newer(f.release, low, h.newest)
+    ]
+    if not fixes:
+        return None
+    fixes.sort(key=lambda f: (not f.release, versions.sort_key(f.release)))
+    best = fixes[0]
+    when = (
+        f"first released in {pkg} {best.release}"
+        if best.release
+        else f"fixed on the default branch on {best.date}, after {pkg} {h.newest or 'its newest release'}; "
+        "not in a release yet"
+    )
+    what = (
+        f"the log ends inside a traceback, before its exception line; its last frame "
+        f"({_where(frame)}) prints a line that a later {pkg} fix removed: {_ref(best, h.source)}, {when} — "
+        "likely the failure that fix addresses, but the exception is not shown"
+    )
+    if run is not None:
+        what += f"; the log shows {pkg} {run.range_text()}"
+    fix = (
+        f"pip install '{pkg}=={best.release}' (the first release with that fix; a later one has it too)"
+        if best.release
+        else _from_source(pkg, best, h.source, h.subdir)
+    ) + "; paste the traceback to its end (the 'SomeError: message' line) to confirm"
+    ev = {
+        "line": line,
+        "cut_traceback": True,
+        "package": pkg,
+        "function": best.function,
+        "module": best.module,
+        "commit": best.commit,
+        "matched": LINE,
+        **({"fixed_in": best.release} if best.release else {"unreleased": True}),
+        **({"number": best.number} if best.number else {}),
+    }
+    return Draft(line, Finding(RULE, Severity.WARNING, what, fix, ev))

@@ -652,3 +652,78 @@ def test_pruning_a_derived_history_equals_deriving_it_with_the_exclusions(
         repo / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", "huggingface/trl"
     )
     assert derive.prune(kept, repo / ".git", frozenset({"99"})) == kept  # nothing excluded: unchanged
+
+
+def test_a_cut_traceback_whose_last_frame_prints_a_removed_line_names_the_fix_as_a_warning(
+    derive: ModuleType, unreleased: Path, tmp_path: Path, monkeypatch
+) -> None:
+    folder = tmp_path / "fixes"
+    derive.write(
+        derive.derive(
+            unreleased / ".git", "verl", ("verl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", "volcengine/verl"
+        ),
+        folder / "verl.json.gz",
+    )
+    _use(folder, monkeypatch)
+    cut = textwrap.dedent(
+        """\
+        Traceback (most recent call last):
+          File "/usr/lib/python3.11/site-packages/verl/trainer/main_ppo.py", line 367, in run
+            trainer.fit()
+          File "/usr/lib/python3/site-packages/verl/trainer/ppo/core_algos.py", line 2, in compute_advantage
+            mean = group_mean(scores, index)
+        """
+    )
+    try:
+        (f,) = _tri014(cut)
+        assert f.severity == Severity.WARNING and "before its exception line" in f.message
+        assert "volcengine/verl#44" in f.message and "git+https://github.com/volcengine/verl@" in f.fix
+        # a line no fix removed: the cut traceback's own answer (TRI003), not TRI014
+        assert _tri014(cut.replace("mean = group_mean(scores, index)", "return scores - mean")) == []
+    finally:
+        _READ.cache_clear()
+        _PACKAGES.cache_clear()
+
+
+def test_a_call_that_does_not_fit_the_packages_own_method_reads_that_methods_fixes(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A TypeError naming ``Class.method()`` of the same package: a fix of that method whose
+    message quotes this traceback (the same calling frame and exception) is the answer."""
+    folder = tmp_path / "fixes"
+    folder.mkdir()
+    message = "TypeError: Sender.send_chunks() got an unexpected keyword argument 'weight_metadata'"
+    doc = {
+        "schema": "envdoctor.fixes/1",
+        "package": "skyrl-train",
+        "source": "NovaSky-AI/SkyRL",
+        "releases": ["0.4.0"],
+        "fixes": [
+            [
+                "e9e5fb23a0",
+                "2026-03-06",
+                "",
+                "[fix] Fix cuda ipc weight sync (#1292)",
+                "1292",
+                {"e": [message], "f": [["workers/fsdp/fsdp_worker.py", "broadcast"]]},
+            ]
+        ],
+        "functions": {"weight_sync/cuda_ipc.py": {"Sender.send_chunks": [[0]]}},
+    }
+    (folder / "skyrl-train.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    _use(folder, monkeypatch)
+    log = textwrap.dedent(
+        f"""\
+        Traceback (most recent call last):
+          File "/usr/lib/py/site-packages/skyrl_train/workers/fsdp/fsdp_worker.py", line 256, in broadcast
+            await self.sender.send_chunks(chunks, weight_metadata=meta)
+        {message}
+        """
+    )
+    try:
+        (f,) = _tri014(log)
+        assert f.severity == Severity.ERROR and "NovaSky-AI/SkyRL#1292" in f.message
+        assert _tri014(log.replace("'weight_metadata'", "'other_argument'")) == []  # not the quoted failure
+    finally:
+        _READ.cache_clear()
+        _PACKAGES.cache_clear()
