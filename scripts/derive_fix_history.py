@@ -86,7 +86,7 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
     "trl": ("huggingface+trl", "huggingface/trl", ("trl",), r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"),
     "unsloth": ("unslothai+unsloth", "unslothai/unsloth", ("unsloth",), ""),
     "unsloth-zoo": ("unslothai+unsloth-zoo", "unslothai/unsloth-zoo", ("unsloth_zoo",), ""),
-    "verl": ("volcengine+verl", "volcengine/verl", ("verl",), r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"),
+    "verl": ("verl-project+verl", "verl-project/verl", ("verl",), r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"),
     "llamafactory": (
         "hiyouga+LLaMA-Factory",
         "hiyouga/LLaMA-Factory",
@@ -107,8 +107,8 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
     ),
     "nemo-rl": ("NVIDIA-NeMo+RL", "NVIDIA-NeMo/RL", ("nemo_rl",), r"^v(\d+\.\d+\.\d+)$"),
     "areal": (
-        "inclusionAI+AReaL",
-        "inclusionAI/AReaL",
+        "areal-project+AReaL",  # inclusionAI/AReaL until 2026
+        "areal-project/AReaL",
         ("areal", "realhf"),
         r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$",
     ),
@@ -235,6 +235,9 @@ class Commit:
     @property
     def number(self) -> str:
         """The PR or issue number the subject or a ``Fixes #N`` names."""
+        own = re.findall(r"\(#(\d{1,7})\)", self.subject)  # "after #1271 (#1292)": its own PR is last
+        if own and not _MERGE.match(self.subject):
+            return str(own[-1])
         m = _MERGE.match(self.subject) or _NUMBER.search(self.subject) or _CLOSES.search(self.body)
         if m is None:
             return ""
@@ -497,7 +500,11 @@ def tag_releases(git_dir: Path, pattern: str) -> tuple[list[str], dict[str, str]
 
 
 #: other names of the repositories (renamed or moved: old links point at either)
-ALIASES = {"hiyouga/llama-factory": ("hiyouga/llamafactory",), "volcengine/verl": ("verl-project/verl",)}
+ALIASES = {
+    "hiyouga/llama-factory": ("hiyouga/llamafactory",),
+    "verl-project/verl": ("volcengine/verl",),
+    "areal-project/areal": ("inclusionai/areal",),
+}
 _THREAD = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|commit)/(\w+)")
 
 
@@ -505,6 +512,7 @@ def exclusions(path: Path, repo: str) -> frozenset[str]:
     """The issue / PR numbers and commit SHAs of ``repo`` that the URLs in ``path`` name (one URL a
     line: a held-out evaluation's threads, whose fixes must not be in the knowledge it judges)."""
     names = {repo.lower(), *ALIASES.get(repo.lower(), ())}
+    names |= {new for new, olds in ALIASES.items() if repo.lower() in olds}
     out = set()
     for m in _THREAD.finditer(path.read_text(errors="replace")):
         if m[1].lower() in names:

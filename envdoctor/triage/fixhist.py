@@ -418,7 +418,9 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
         (best.depth == 0 and below is None)
         or _strength(_matches(best.fix, best.frame, t, _message_words(t), line=False)) == 1
     )
-    quoted = best.why == QUOTED and best.depth == 0 and below is None
+    # the fix's message quotes this failure at this frame; a range of releases the run may have
+    # that reaches the fix's release leaves open whether it had it
+    quoted = best.why == QUOTED and best.depth == 0 and below is None and (run is None or before)
     certain = matched and (before or removed or quoted)
     source = h.source if h is not None else ""
     raised = f"{t.name}: {t.message[:200]}" if t.message else t.name
@@ -431,8 +433,14 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
             f"fixed on the default branch on {best.fix.date}, after {pkg} {newest or 'its newest release'}; "
             "not in a release yet"
         )
+    callee = best.fix.function.split(".")[-1] != best.frame.function.split(".")[-1]
+    changed = (
+        f"calling {best.fix.function}(), which a later {pkg} fix"
+        if callee
+        else f"a function that a later {pkg} fix"
+    )
     what = (
-        f"{raised} — {place} ({_where(best.frame)}), a function that a later {pkg} fix "
+        f"{raised} — {place} ({_where(best.frame)}), {changed} "
         f"changed: {_ref(best.fix, source)}, {when}" + (f" ({best.why})" if best.why else "")
     )
     if run is not None and run.inferred:

@@ -620,7 +620,7 @@ def test_a_message_naming_another_repositorys_excluded_thread_is_left_out(derive
     )
     assert derive.excluded(c, frozenset(), frozenset({"vllm-project/vllm#9"}), "volcengine/verl")
     assert derive.excluded(c, frozenset(), frozenset({"org/x#3"}), "volcengine/verl")
-    assert derive.excluded(c, frozenset(), frozenset({"volcengine/verl#7"}), "volcengine/verl")
+    assert derive.excluded(c, frozenset(), frozenset({"verl-project/verl#7"}), "volcengine/verl")  # renamed
     assert not derive.excluded(c, frozenset(), frozenset({"vllm-project/vllm#8"}), "volcengine/verl")
 
 
