@@ -420,7 +420,9 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     )
     # the fix's message quotes this failure at this frame; a range of releases the run may have
     # that reaches the fix's release leaves open whether it had it
-    quoted = best.why == QUOTED and best.depth == 0 and below is None and (run is None or before)
+    # (its traceback's innermost frame of the package is this one: what raised below it, in
+    # another package, is the same too)
+    quoted = best.why == QUOTED and best.depth == 0 and (run is None or before)
     certain = matched and (before or removed or quoted)
     source = h.source if h is not None else ""
     raised = f"{t.name}: {t.message[:200]}" if t.message else t.name
