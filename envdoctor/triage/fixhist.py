@@ -239,7 +239,7 @@ def _quotes(fix: Fix, frame: Frame, t: Traceback) -> str:
     one), or the same exception; "" for neither."""
     if not any(_same_exception(q, t) for q in fix.quoted_exc):
         return ""
-    if fix.quoted_frames:
+    if fix.quoted_frames and _tokens(t.message):  # a bare ``AssertionError`` tells no assert apart
         module, function = fix.quoted_frames[-1]
         short = function.split(".")[-1]
         if module == frame.module_path and short == frame.function.split(".")[-1]:

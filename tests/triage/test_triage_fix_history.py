@@ -727,3 +727,19 @@ def test_a_call_that_does_not_fit_the_packages_own_method_reads_that_methods_fix
     finally:
         _READ.cache_clear()
         _PACKAGES.cache_clear()
+
+
+def test_a_bare_exception_quoted_at_the_same_frame_is_no_proof() -> None:
+    from envdoctor.knowledge.fix_history import Fix
+    from envdoctor.triage.fixhist import QUOTED, QUOTED_EXC, _quotes
+    from envdoctor.triage.traceback import Frame, Traceback
+
+    frame = Frame("verl", "p", "workers/a.py", "step", 3, "assert x")
+    fix = Fix("verl", "workers/a.py", "step", "abc", "2026-01-01", "", "fix: step (#1)", "1", frozenset())
+    quoting = Fix(*[*fix.__dict__.values()][:9], ("AssertionError: ",), (("workers/a.py", "step"),))
+    assert _quotes(quoting, frame, Traceback([frame], "AssertionError", "")) == QUOTED_EXC  # a warning
+    said = Fix(
+        *[*fix.__dict__.values()][:9], ("AssertionError: world size 3 != 4",), (("workers/a.py", "step"),)
+    )
+    assert _quotes(said, frame, Traceback([frame], "AssertionError", "world size 7 != 8")) == QUOTED
+    assert _quotes(fix, frame, Traceback([frame], "AssertionError", "world size 7 != 8")) == ""
