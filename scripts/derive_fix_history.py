@@ -25,12 +25,20 @@ The release that first ships a fix:
   release's last commits maps those commits to the next version: a later release than the true one,
   never an earlier one.
 
-Commits after the newest release are kept with release ``""`` (fixed on the branch, not released).
+Commits after the newest release are kept with release ``""`` (fixed on the branch, not released):
+triage names them as "not in a release yet" with an install from the repository at the commit.
+
+The failure a fix's message quotes is kept with it: the exception lines (``Type: message``) and the
+frames of the package in a pasted traceback (module path inside the package, function; the
+innermost ones), so that triage can tell a log that fails the very way the fix describes.
 
 It writes ``rules/knowledge/fixes/DIST.json.gz`` (schema ``envdoctor.fixes/1``)::
 
     {"schema": …, "package": "trl", "source": "huggingface/trl", "head": "<sha>",
-     "releases": ["0.14.0", …], "fixes": [[sha10, date, release, subject, number], …],
+     "subdir": "", "head_date": "2026-01-29", "releases": ["0.14.0", …],
+     "fixes": [[sha10, date, release, subject, number], …,
+               [sha10, date, "", subject, number, {"e": ["RuntimeError: Expected all …"],
+                                                   "f": [["trainer/ppo/core_algos.py", "f"]]}]],
      "functions": {"trainer/grpo_trainer.py": {"GRPOTrainer._generate": [[fix, "a1b2c3", …], …]}}}
 
 ``functions`` maps a module path (inside the package, as triage's frames name it) and a function's
@@ -78,7 +86,7 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
     "trl": ("huggingface+trl", "huggingface/trl", ("trl",), r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"),
     "unsloth": ("unslothai+unsloth", "unslothai/unsloth", ("unsloth",), ""),
     "unsloth-zoo": ("unslothai+unsloth-zoo", "unslothai/unsloth-zoo", ("unsloth_zoo",), ""),
-    "verl": ("volcengine+verl", "volcengine/verl", ("verl",), r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"),
+    "verl": ("verl-project+verl", "verl-project/verl", ("verl",), r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"),
     "llamafactory": (
         "hiyouga+LLaMA-Factory",
         "hiyouga/LLaMA-Factory",
@@ -94,15 +102,44 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
     "skyrl-train": (
         "NovaSky-AI+SkyRL",
         "NovaSky-AI/SkyRL",
-        ("skyrl-train/skyrl_train", "skyrl_train"),
+        ("skyrl-train/skyrl_train", "skyrl_train", "skyrl/backends/skyrl_train"),  # 2026: skyrl/backends/
         r"^skyrl_train-v(\d+\.\d+\.\d+)$",
     ),
     "nemo-rl": ("NVIDIA-NeMo+RL", "NVIDIA-NeMo/RL", ("nemo_rl",), r"^v(\d+\.\d+\.\d+)$"),
     "areal": (
-        "inclusionAI+AReaL",
-        "inclusionAI/AReaL",
+        "areal-project+AReaL",  # inclusionAI/AReaL until 2026
+        "areal-project/AReaL",
         ("areal", "realhf"),
         r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$",
+    ),
+    # more stacks users run GRPO through (their frames in the development sets' logs: ms-swift's
+    # GRPO trainers, prime-rl and slime from checkouts, axolotl; verifiers and open-instruct
+    # from their own trainers)
+    "ms-swift": ("modelscope+ms-swift", "modelscope/ms-swift", ("swift",), r"^v(\d+\.\d+\.\d+)$"),
+    "prime-rl": (
+        "PrimeIntellect-ai+prime-rl",
+        "PrimeIntellect-ai/prime-rl",
+        ("src/prime_rl",),
+        r"^v(\d+\.\d+\.\d+)$",
+    ),
+    "slime": ("THUDM+slime", "THUDM/slime", ("slime",), r"^v(\d+\.\d+\.\d+)$"),
+    "axolotl": (
+        "axolotl-ai-cloud+axolotl",
+        "axolotl-ai-cloud/axolotl",
+        ("src/axolotl",),
+        r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$",
+    ),
+    "verifiers": (
+        "PrimeIntellect-ai+verifiers",
+        "PrimeIntellect-ai/verifiers",
+        ("verifiers",),
+        r"^v(\d+\.\d+\.\d+)$",
+    ),
+    "open-instruct": (
+        "allenai+open-instruct",
+        "allenai/open-instruct",
+        ("open_instruct",),
+        r"^v(\d+\.\d+\.\d+)$",
     ),
 }
 
@@ -126,6 +163,16 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _BUMP_PY = re.compile(r"""^\+\s*__version__\s*=\s*["']([0-9][\w.+-]*)["']""")
 _BUMP_TOML = re.compile(r"""^\+version\s*=\s*["']([0-9][\w.+-]*)["']""")
 _SEP = "\x1e\x1fCOMMIT "
+#: a frame quoted in a commit message: ``File "…/verl/trainer/ppo/core_algos.py", line 353, in f``
+_QUOTED_FRAME = re.compile(r'File "([^"\n]{1,400}\.py)", line \d{1,7}, in ([\w.<>]{1,120})')
+#: an exception line quoted in a commit message (in a pasted traceback or in prose)
+_QUOTED_EXC = re.compile(
+    r"(?:^|[\s>:`\]])((?:[A-Za-z_]\w{0,60}\.){0,6}(?:[A-Z]\w{0,60}(?:Error|Exception)|StopIteration))"
+    r"(?::[ \t]?(.{0,300}))?$"
+)
+MAX_QUOTED_FRAMES = 6  # the innermost frames of the package a message quotes
+MAX_QUOTED_EXC = 3
+MAX_QUOTED_TEXT = 160
 
 
 def git(git_dir: Path, *args: str) -> str:
@@ -188,6 +235,9 @@ class Commit:
     @property
     def number(self) -> str:
         """The PR or issue number the subject or a ``Fixes #N`` names."""
+        own = re.findall(r"\(#(\d{1,7})\)", self.subject)  # "after #1271 (#1292)": its own PR is last
+        if own and not _MERGE.match(self.subject):
+            return str(own[-1])
         m = _MERGE.match(self.subject) or _NUMBER.search(self.subject) or _CLOSES.search(self.body)
         if m is None:
             return ""
@@ -290,6 +340,45 @@ def commits(git_dir: Path, roots: tuple[str, ...], since: str, ref: str = "HEAD"
     if current is not None:
         yield current
     proc.wait()
+
+
+# -- the failure a fix's message quotes ------------------------------------------------------------
+
+
+def _inside(path: str, folders: frozenset[str]) -> str:
+    """The module path of ``path`` inside the package (after its last folder named as one of
+    ``folders``): ``/x/site-packages/verl/trainer/a.py`` -> ``trainer/a.py``; "" when it is not in it."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] in folders:
+            return "/".join(parts[i + 1 :])
+    return ""
+
+
+def quoted(body: str, folders: frozenset[str]) -> dict[str, list[object]]:
+    """The failure a fix's message quotes: the exception lines (``Type: message``, whitespace
+    collapsed, at most ``MAX_QUOTED_EXC``) and the frames of the package in its tracebacks (module
+    path inside the package, function; the innermost ``MAX_QUOTED_FRAMES``), or {} for none."""
+    frames: list[list[str]] = []
+    excs: list[str] = []
+    for line in body.splitlines()[:600]:
+        m = _QUOTED_FRAME.search(line)
+        if m is not None:
+            module = _inside(m[1], folders)
+            if module and [module, m[2]] not in frames:
+                frames.append([module, m[2]])
+            continue
+        e = _QUOTED_EXC.search(line.strip()[:400])
+        if e is not None and (e[2] or frames):  # a bare class name in prose quotes no failure
+            text = " ".join(f"{e[1].rsplit('.', 1)[-1]}: {e[2] or ''}".split())[:MAX_QUOTED_TEXT]
+            if text not in excs:
+                excs.append(text)
+    out: dict[str, list[object]] = {}
+    if excs:
+        out["e"] = list(excs[-MAX_QUOTED_EXC:])
+    if frames:
+        out["f"] = list(frames[-MAX_QUOTED_FRAMES:])
+    return out
 
 
 # -- functions of a file -------------------------------------------------------------------------
@@ -411,7 +500,11 @@ def tag_releases(git_dir: Path, pattern: str) -> tuple[list[str], dict[str, str]
 
 
 #: other names of the repositories (renamed or moved: old links point at either)
-ALIASES = {"hiyouga/llama-factory": ("hiyouga/llamafactory",), "volcengine/verl": ("verl-project/verl",)}
+ALIASES = {
+    "hiyouga/llama-factory": ("hiyouga/llamafactory",),
+    "verl-project/verl": ("volcengine/verl",),
+    "areal-project/areal": ("inclusionai/areal",),
+}
 _THREAD = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|commit)/(\w+)")
 
 
@@ -419,6 +512,7 @@ def exclusions(path: Path, repo: str) -> frozenset[str]:
     """The issue / PR numbers and commit SHAs of ``repo`` that the URLs in ``path`` name (one URL a
     line: a held-out evaluation's threads, whose fixes must not be in the knowledge it judges)."""
     names = {repo.lower(), *ALIASES.get(repo.lower(), ())}
+    names |= {new for new, olds in ALIASES.items() if repo.lower() in olds}
     out = set()
     for m in _THREAD.finditer(path.read_text(errors="replace")):
         if m[1].lower() in names:
@@ -426,15 +520,45 @@ def exclusions(path: Path, repo: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def excluded(c: Commit, exclude: frozenset[str]) -> bool:
-    """The commit is, or fixes, an excluded issue or PR (its subject's numbers, a merge's PR, a
-    ``Fixes #N`` of its message), or is an excluded commit."""
+_CANONICAL = {old: new for new, olds in ALIASES.items() for old in olds}
+#: a thread named in a commit message: a URL, or ``owner/name#N``
+_NAMED = re.compile(
+    r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|commit)/(\w+)|\b([\w.-]+/[\w.-]+)#(\d{1,7})\b"
+)
+_BARE = re.compile(r"(?<![\w/.-])#(\d{1,7})\b")
+
+
+def _key(repo: str, number: str) -> str:
+    name = repo.lower().removesuffix(".git")
+    return f"{_CANONICAL.get(name, name)}#{number.lower()}"
+
+
+def thread_keys(path: Path) -> frozenset[str]:
+    """Every thread the URLs in ``path`` name, of any repository, as ``owner/name#N`` (a commit:
+    ``owner/name#sha``): a fix whose message quotes one of them is left out too."""
+    return frozenset(_key(m[1], m[2]) for m in _THREAD.finditer(path.read_text(errors="replace")))
+
+
+def excluded(
+    c: Commit, exclude: frozenset[str], threads: frozenset[str] = frozenset(), repo: str = ""
+) -> bool:
+    """The commit is, or fixes, or quotes an excluded issue or PR (its subject's numbers, a merge's
+    PR, a ``#N`` of its message; with ``threads``, an excluded thread of any repository that its
+    message names by URL or as ``owner/name#N``), or is an excluded commit."""
     numbers = {m[1] or m[2] for m in _NUMBER.finditer(c.subject)}
     numbers |= {m[1] for m in _CLOSES.finditer(c.body)}
+    numbers |= {m[1] for m in _BARE.finditer(c.body)}  # "follow-up of #3703": its own repository's
     merge = _MERGE.match(c.subject)
     if merge:
         numbers.add(merge[1])
-    return bool(numbers & exclude) or any(c.sha.startswith(x) for x in exclude if len(x) >= 7)
+    if numbers & exclude or any(c.sha.startswith(x) for x in exclude if len(x) >= 7):
+        return True
+    if threads:
+        named = {_key(m[1] or m[3], m[2] or m[4]) for m in _NAMED.finditer(c.body)}
+        if repo:
+            named |= {_key(repo, n) for n in numbers}
+        return bool(named & threads)
+    return False
 
 
 def derive(
@@ -446,10 +570,14 @@ def derive(
     source: str = "",
     ref: str = "HEAD",
     exclude: frozenset[str] = frozenset(),
+    threads: frozenset[str] = frozenset(),
 ) -> dict[str, object]:
     """The fix history of ``package`` (the module docstring's layout); ``exclude``: the numbers of
-    this repository's issues and PRs (and commit SHAs) whose fixes are left out (``excluded``)."""
+    this repository's issues and PRs (and commit SHAs) whose fixes are left out, ``threads``: the
+    threads of any repository (``owner/name#N``) whose fixes or quoting fixes are left out
+    (``excluded``)."""
     roots = tuple(r.strip("/") for r in roots)
+    folders = frozenset(r.rsplit("/", 1)[-1] for r in roots)
     if tags:
         releases, first, by_number = tag_releases(git_dir, tags)
     else:
@@ -469,7 +597,7 @@ def derive(
     fixes: list[list[str]] = []
     functions: dict[str, dict[str, list[list[object]]]] = {}
     for c in rows:
-        if not c.is_fix() or exclude and excluded(c, exclude):
+        if not c.is_fix() or (exclude or threads) and excluded(c, exclude, threads, source):
             continue
         index = len(fixes)
         release = first.get(c.sha, "")
@@ -515,19 +643,100 @@ def derive(
                 functions.setdefault(module, {}).setdefault(name, []).append([index, *sorted(hashes)])
                 changed = True
         if changed:
-            fixes.append([c.sha[:10], c.date, release, c.title[:MAX_SUBJECT], number])
+            row: list[object] = [c.sha[:10], c.date, release, c.title[:MAX_SUBJECT], number]
+            said = quoted(c.body, folders)
+            if said:
+                row.append(said)
+            fixes.append(row)  # type: ignore[arg-type]
     blobs.close()
     head = git(git_dir, "rev-parse", ref).strip()
     return {
         "schema": SCHEMA,
         "package": package,
         "source": source,
+        "subdir": _subdir(git_dir, roots, ref),
         "head": head,
+        "head_date": git(git_dir, "log", "-1", "--format=%cs", ref).strip(),
         "since": since,
         "releases": releases,
         "fixes": fixes,
         "functions": functions,
     }
+
+
+def messages(git_dir: Path, since: str, ref: str = "HEAD") -> dict[str, Commit]:
+    """The first-parent commits of ``ref`` since ``since`` by their 10-character SHA, with their
+    messages only (no diffs: fast)."""
+    out = git(
+        git_dir,
+        "log",
+        "--first-parent",
+        f"--since={since}",
+        "--date=short",
+        f"--format={_SEP}%H%x1f%ad%x1f%s%x1f%b%x1f",
+        ref,
+    )
+    found: dict[str, Commit] = {}
+    for chunk in out.split(_SEP)[1:]:
+        parts = chunk.split("\x1f", 4)
+        if len(parts) >= 4:
+            found[parts[0][:10]] = Commit(parts[0], parts[1], parts[2], parts[3])
+    return found
+
+
+def prune(
+    data: dict[str, object],
+    git_dir: Path,
+    exclude: frozenset[str],
+    threads: frozenset[str] = frozenset(),
+) -> dict[str, object]:
+    """``data`` (a history ``derive`` wrote without exclusions) less the fixes ``excluded`` leaves
+    out: what ``derive`` gives with them excluded (the fixes are independent of each other), from
+    the commits' messages alone — a new held-out set's exclusions applied in seconds."""
+    fixes = data["fixes"]
+    functions = data["functions"]
+    assert isinstance(fixes, list) and isinstance(functions, dict)
+    found = messages(git_dir, str(data.get("since") or SINCE), str(data.get("head") or "HEAD"))
+    source = str(data.get("source") or "")
+    keep: dict[int, int] = {}
+    kept: list[object] = []
+    for i, row in enumerate(fixes):
+        c = found.get(str(row[0]))
+        if c is not None and excluded(c, exclude, threads, source):
+            continue
+        keep[i] = len(kept)
+        kept.append(row)
+    pruned: dict[str, dict[str, list[list[object]]]] = {}
+    for module, names in functions.items():
+        for name, rows in names.items():
+            left = [[keep[r[0]], *r[1:]] for r in rows if r[0] in keep]
+            if left:
+                pruned.setdefault(module, {})[name] = left
+    return {**data, "fixes": kept, "functions": pruned}
+
+
+def _subdir(git_dir: Path, roots: tuple[str, ...], ref: str) -> str:
+    """The folder of the repository that pip builds the package from (``pip install
+    'git+URL@SHA#subdirectory=…'``): the nearest folder above the newest of ``roots`` that ``ref``
+    has with a ``pyproject.toml`` or ``setup.py`` ("" for the repository's root)."""
+
+    def has(path: str) -> bool:
+        probe = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "cat-file", "-e", f"{ref}:{path}"], capture_output=True
+        )
+        return probe.returncode == 0
+
+    for root in reversed(roots):  # the newest layout last
+        if not has(root):
+            continue
+        parts = root.split("/")[:-1]
+        while parts:
+            folder = "/".join(parts)
+            if has(f"{folder}/pyproject.toml") or has(f"{folder}/setup.py"):
+                return folder
+            parts.pop()
+        return ""
+    return ""
 
 
 def write(data: dict[str, object], out: Path) -> int:
@@ -552,6 +761,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--exclude", type=Path, help="a file of URLs (issues, PRs, commits) whose fixes are left out"
     )
+    ap.add_argument(
+        "--prune",
+        type=Path,
+        help="with --exclude: take the histories derived without exclusions from this folder and leave "
+        "out the excluded fixes, reading only the commits' messages (the same files as a full run)",
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--budget", type=int, default=BUDGET)
     args = ap.parse_args(argv)
@@ -572,9 +787,14 @@ def main(argv: list[str] | None = None) -> int:
         jobs.append((args.git_dir, args.package, tuple(args.root), args.tags, args.source))
     else:
         ap.error("give --all --mirrors DIR, or --git-dir, --package and --root")
+    threads = thread_keys(args.exclude) if args.exclude else frozenset()
     for git_dir, dist, roots, tags, repo in jobs:
         leave_out = exclusions(args.exclude, repo) if args.exclude and repo else frozenset()
-        data = derive(git_dir, dist, roots, tags, args.since, repo, exclude=leave_out)
+        if args.prune is not None:
+            with gzip.open(args.prune / f"{dist}.json.gz", "rt") as fh:
+                data = prune(json.load(fh), git_dir, leave_out, threads)
+        else:
+            data = derive(git_dir, dist, roots, tags, args.since, repo, exclude=leave_out, threads=threads)
         if leave_out:
             print(f"{dist}: {len(leave_out)} excluded issues, PRs or commits of {repo}")
         size = write(data, args.out / f"{dist}.json.gz")

@@ -1,8 +1,9 @@
 """The fix history of the stack's functions (rules/knowledge/fixes/, derived from the packages' git
 histories by scripts/derive_fix_history.py): per package, which fix commits changed each function,
-the release that first shipped each, its subject and PR or issue number, and hashes of the lines
-it removed. Read lazily, one package's file at a time, by triage (envdoctor/triage/fixhist.py) for
-a traceback raised inside that package."""
+the release that first shipped each ("" for a fix after the newest release), its subject and PR or
+issue number, hashes of the lines it removed, and the failure its message quotes (exception lines
+and the package's frames of a traceback). Read lazily, one package's file at a time, by triage
+(envdoctor/triage/fixhist.py) for a traceback raised inside that package."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ class Fix:
     subject: str
     number: str  # the PR or issue number its subject names ("" if none)
     removed: frozenset[str]  # hashes of the lines it removed from the function (``line_hash``)
+    #: the failure its message quotes: exception lines (``Type: message``) and the package's
+    #: frames of a traceback in it (module path, function), innermost last
+    quoted_exc: tuple[str, ...] = ()
+    quoted_frames: tuple[tuple[str, str], ...] = ()
 
 
 def line_hash(line: str) -> str:
@@ -40,8 +45,15 @@ class FixHistory:
     package: str
     source: str  # owner/name of the repository it was read from
     releases: list[str]
-    fixes: list[list[str]]
+    fixes: list[list[Any]]
     functions: dict[str, dict[str, list[list[Any]]]]
+    subdir: str = ""  # the repository's folder pip builds the package from ("": its root)
+    head_date: str = ""  # the date of the newest commit read
+
+    @property
+    def newest(self) -> str:
+        """The newest release the history knows ("" for none): a fix after it is in no release."""
+        return self.releases[-1] if self.releases else ""
 
     def changed(self, module: str, function: str) -> list[Fix]:
         """The fixes that changed ``function`` of ``module``: the function named as a traceback
@@ -59,7 +71,9 @@ class FixHistory:
             for row in rows:
                 if not row or not isinstance(row[0], int) or not 0 <= row[0] < len(self.fixes):
                     continue
-                sha, date, release, subject, number = (list(self.fixes[row[0]]) + [""] * 5)[:5]
+                entry = list(self.fixes[row[0]])
+                sha, date, release, subject, number = (entry + [""] * 5)[:5]
+                said = entry[5] if len(entry) > 5 and isinstance(entry[5], dict) else {}
                 out.append(
                     Fix(
                         self.package,
@@ -71,9 +85,31 @@ class FixHistory:
                         str(subject),
                         str(number),
                         frozenset(str(h) for h in row[1:]),
+                        _texts(said.get("e")),
+                        _frames(said.get("f")),
                     )
                 )
         return out
+
+    def named(self, function: str) -> list[Fix]:
+        """The fixes that changed a method named ``Class.method`` in any module of the package
+        (a call's ``TypeError`` names the callee so, not its module)."""
+        if "." not in function:
+            return []  # a bare name (``forward``, ``generate``) names no one function
+        out: list[Fix] = []
+        for module in self.functions:
+            out.extend(self.changed(module, function))
+        return out
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    return tuple(str(x) for x in value[:8]) if isinstance(value, list) else ()
+
+
+def _frames(value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple((str(x[0]), str(x[1])) for x in value[:12] if isinstance(x, list) and len(x) == 2)
 
 
 def _dir() -> Any:
@@ -96,7 +132,13 @@ def fix_history(package: str) -> FixHistory | None:
         return None
     releases = [str(r) for r in doc.get("releases") or []]
     return FixHistory(
-        str(doc.get("package") or package), str(doc.get("source") or ""), releases, fixes, functions
+        str(doc.get("package") or package),
+        str(doc.get("source") or ""),
+        releases,
+        fixes,
+        functions,
+        str(doc.get("subdir") or ""),
+        str(doc.get("head_date") or ""),
     )
 
 

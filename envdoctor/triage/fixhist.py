@@ -43,6 +43,8 @@ MAX_NAMED = 3  # candidate fixes named in a finding
 MAX_WEAK = 3  # fixes after the log's version that may be named without matching the failure
 
 LINE = "it removed the very line the traceback shows"
+QUOTED = "its message quotes the same failure at the same frame"  # a traceback like the log's
+QUOTED_EXC = "its message quotes the same exception"
 FUNCTION = "its subject names the function"  # a match of the place, not of the failure: a warning
 #: failures of resources and the environment, not of a function's code
 _RESOURCES = ("out of memory", "cuda error", "nccl", "illegal memory access", "device-side assert")
@@ -136,7 +138,15 @@ class Candidate:
 #: Unsloth's generated trainers (``unsloth_compiled_cache/UnslothGRPOTrainer.py``): TRL's trainer
 #: with the functions that unsloth/models/rl_replacements.py writes (``grpo_trainer_compute_loss``)
 _COMPILED = re.compile(r"unsloth_compiled_cache/Unsloth(?P<trainer>[A-Za-z]{1,40})Trainer\.py$")
-_CHECKOUT = ("llamafactory",)  # packages users run from a source checkout (``src/llamafactory/``)
+#: packages users run from a source checkout (``src/llamafactory/``, ``prime-rl/src/prime_rl/``),
+#: whose folder the traceback model does not name a package: import folder -> distribution
+_CHECKOUT = {
+    "llamafactory": "llamafactory",
+    "prime_rl": "prime-rl",
+    "slime": "slime",
+    "axolotl": "axolotl",
+    "open_instruct": "open-instruct",
+}
 
 
 def _own(f: Frame) -> Frame:
@@ -150,10 +160,13 @@ def _own(f: Frame) -> Frame:
     if m is not None and f.function:
         name = f"{m['trainer'].lower()}_trainer_{f.function.split('.')[-1]}"
         return Frame("unsloth", f.path, "models/rl_replacements.py", name, f.line, f.code)
-    for pkg in _CHECKOUT:
-        i = path.rfind(f"/{pkg}/")
-        if i >= 0:
-            return Frame(pkg, f.path, path[i + len(pkg) + 2 :], f.function, f.line, f.code)
+    for folder, pkg in _CHECKOUT.items():
+        i = path.rfind(f"/{folder}/")
+        if i < 0 and path.startswith(f"{folder}/"):  # a path the paster cut: ``slime/utils/x.py``
+            i = -1
+        elif i < 0:
+            continue
+        return Frame(pkg, f.path, path[i + len(folder) + 2 :], f.function, f.line, f.code)
     return f
 
 
@@ -188,11 +201,62 @@ def _message_words(t: Traceback) -> set[str]:
     return {w for w in words if w not in _COMMON}
 
 
+_TOKEN = re.compile(r"[a-z_][a-z0-9_]{2,}")
+
+
+def _tokens(text: str) -> set[str]:
+    return set(_TOKEN.findall(text.lower()[:300]))
+
+
+_LITERAL = re.compile(r"'([^'\d]{1,60})'|\"([^\"\d]{1,60})\"")
+
+
+def _literals(text: str) -> set[str]:
+    """The names a message quotes (``'weight_metadata'``), those without digits (a run's sizes,
+    devices and layer numbers differ)."""
+    return {a or b for a, b in _LITERAL.findall(text[:300])}
+
+
+def _same_exception(quoted: str, t: Traceback) -> bool:
+    """``quoted`` (``Type: message`` from a fix's message) is the log's exception: the same class
+    and the same message — its words, numbers and punctuation aside (a device, a size, a path
+    differ from run to run), the names it quotes alike — or both without one."""
+    name, _, message = quoted.partition(":")
+    if name.strip() != t.name or not _literals(t.message) <= _literals(message):
+        return False
+    mine, theirs = _tokens(t.message), _tokens(message)
+    if not mine or not theirs:
+        return not mine and not theirs
+    shared = mine & theirs
+    return len(shared) >= min(3, len(mine), len(theirs)) and len(shared) * 3 >= 2 * min(
+        len(mine), len(theirs)
+    )
+
+
+def _quotes(fix: Fix, frame: Frame, t: Traceback) -> str:
+    """What of the failure a traceback or an exception quoted in ``fix``'s message matches: the
+    same exception raised at the same frame (the innermost frame of the package it quotes is this
+    one), or the same exception; "" for neither."""
+    if not any(_same_exception(q, t) for q in fix.quoted_exc):
+        return ""
+    if fix.quoted_frames and _tokens(t.message):  # a bare ``AssertionError`` tells no assert apart
+        module, function = fix.quoted_frames[-1]
+        short = function.split(".")[-1]
+        if module == frame.module_path and short == frame.function.split(".")[-1]:
+            return QUOTED
+    return QUOTED_EXC
+
+
 def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str], line: bool = True) -> str:
-    """What of the failure ``fix`` matches: the raising line, the exception, the message's words,
-    the function; "" for nothing (``line=False``: what its subject names only)."""
+    """What of the failure ``fix`` matches: the raising line, a traceback its message quotes, the
+    exception, the message's words, the function; "" for nothing (``line=False``: what its subject
+    names only)."""
     if line and frame.code and line_hash(frame.code) in fix.removed:
         return LINE
+    if line:
+        said = _quotes(fix, frame, t)
+        if said == QUOTED or said and not _drift_shaped(t):
+            return said
     subject = fix.subject.lower()
     name = t.name
     if _drift_shaped(t):
@@ -223,18 +287,25 @@ def _drift_shaped(t: Traceback) -> bool:
 
 
 def _strength(why: str) -> int:
-    """0: the raising line; 1: the exception or the message; 2: the function; 3: nothing."""
-    return 0 if why == LINE else 3 if not why else 2 if why.startswith(FUNCTION) else 1
+    """0: the raising line or a quoted traceback; 1: the exception or the message; 2: the
+    function; 3: nothing."""
+    return 0 if why in (LINE, QUOTED) else 3 if not why else 2 if why.startswith(FUNCTION) else 1
 
 
-def _newer(release: str, shown: str | None) -> bool:
-    return bool(release) and (shown is None or versions.below(shown, release))
+def _newer(release: str, shown: str | None, newest: str = "") -> bool:
+    """A fix first released in ``release`` is not in ``shown`` (None: unknown). A fix in no
+    release yet (``release`` "") is in none of the releases up to ``newest``; a version after the
+    newest release envdoctor knows may be a build from the branch that has it: not told."""
+    if not release:
+        return shown is None or not newest or not versions.below(newest, shown)
+    return shown is None or versions.below(shown, release)
 
 
 def _candidates(pkg: str, frames: list[Frame], t: Traceback, shown: str | None) -> list[Candidate]:
     h = fix_history(pkg)
     if h is None:
         return []
+    newest = h.newest
     words = _message_words(t)
     out: list[Candidate] = []
     seen: set[str] = set()
@@ -243,11 +314,29 @@ def _candidates(pkg: str, frames: list[Frame], t: Traceback, shown: str | None) 
         if not fn:
             continue
         for fix in h.changed(frame.module_path, fn):
-            if fix.commit in seen or not _newer(fix.release, shown):
+            if fix.commit in seen or not _newer(fix.release, shown, newest):
                 continue
             seen.add(fix.commit)
             out.append(Candidate(fix, frame, _matches(fix, frame, t, words), depth))
+    callee = _CALLEE.search(t.message[:300]) if t.name == "TypeError" else None
+    if callee is not None and frames:
+        # a call inside the package that does not fit the package's own method: the fixes of
+        # that method count at the calling frame (a traceback quoted in one shows that frame)
+        for fix in h.named(callee["callee"]):
+            if fix.commit in seen or not _newer(fix.release, shown, newest):
+                continue
+            seen.add(fix.commit)
+            why = _matches(fix, frames[0], t, words)
+            if why == QUOTED:
+                out.append(Candidate(fix, frames[0], why, 0))
     return out
+
+
+#: a call's ``TypeError`` that names the callee: ``Sender.send_chunks() got an unexpected …``
+_CALLEE = re.compile(
+    r"(?P<callee>[A-Za-z_]\w{0,80}(?:\.[A-Za-z_]\w{0,80}){1,3})\(\) (?:got an unexpected keyword argument|"
+    r"missing \d+ required|takes \d+ positional|got multiple values)"
+)
 
 
 def _shown(pkg: str, log: Log) -> LogVersion | None:
@@ -263,9 +352,14 @@ def _shown(pkg: str, log: Log) -> LogVersion | None:
     return None
 
 
-def _before(v: LogVersion | None, release: str) -> bool:
-    """The run's version, or every release of the range its frames fit, is older than ``release``."""
-    return v is not None and bool(release) and not v.newest and versions.below(v.version, release)
+def _before(v: LogVersion | None, release: str, newest: str = "") -> bool:
+    """The run's version, or every release of the range its frames fit, is older than ``release``
+    (for a fix in no release yet, ``release`` "": is a release up to ``newest``)."""
+    if v is None or v.newest:
+        return False
+    if not release:
+        return bool(newest) and not versions.below(newest, v.version)
+    return versions.below(v.version, release)
 
 
 def _where(f: Frame) -> str:
@@ -297,38 +391,59 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     cands = _candidates(pkg, frames, t, (run.low or run.version) if run is not None else None)
     if not cands:
         return None
+    h = fix_history(pkg)
+    newest = h.newest if h is not None else ""
     # without the log's version, a fix that names only the function is too weak to name
     strong = [c for c in cands if c.why and (run is not None or not c.why.startswith(FUNCTION))]
     if strong:
         pool = strong
     elif run is not None:
-        innermost = [c for c in cands if c.depth == 0 and _before(run, c.fix.release)]
+        innermost = [c for c in cands if c.depth == 0 and _before(run, c.fix.release, newest)]
         if not innermost or len(innermost) > MAX_WEAK:
             return None  # the raising function changed often since: no one fix stands out
         pool = innermost
     else:
         return None  # no version and nothing of the failure in any fix: too weak to name
-    pool.sort(key=lambda c: (_strength(c.why), c.depth, versions.sort_key(c.fix.release)))
+    # a released fix first (the oldest that matches), then one in no release yet
+    pool.sort(key=lambda c: (_strength(c.why), c.depth, not c.fix.release, versions.sort_key(c.fix.release)))
     best = pool[0]
     # the log's version is older than the fix, or the raising line it prints is one the fix
-    # removed (the run had the code before the fix); and the fix matches the failure
+    # removed (the run had the code before the fix), or the fix's message quotes this very
+    # failure at this frame; and the fix matches the failure
     matched = bool(best.why) and not best.why.startswith(FUNCTION)
-    before = _before(run, best.fix.release)
+    before = _before(run, best.fix.release, newest)
     # the traceback shows a line the fix removed: the run had the code before it; in a caller's
     # frame that is the failure's place only when the fix's subject names the failure too
     removed = best.why == LINE and (
         (best.depth == 0 and below is None)
         or _strength(_matches(best.fix, best.frame, t, _message_words(t), line=False)) == 1
     )
-    certain = matched and (before or removed)
-    h = fix_history(pkg)
+    # the fix's message quotes this failure at this frame; a range of releases the run may have
+    # that reaches the fix's release leaves open whether it had it
+    # (its traceback's innermost frame of the package is this one: what raised below it, in
+    # another package, is the same too)
+    quoted = best.why == QUOTED and best.depth == 0 and (run is None or before)
+    certain = matched and (before or removed or quoted)
     source = h.source if h is not None else ""
     raised = f"{t.name}: {t.message[:200]}" if t.message else t.name
     place = f"raised in {below or 'another package'} under {pkg}'s call" if below else f"raised inside {pkg}"
+    released = best.fix.release
+    if released:
+        when = f"first released in {pkg} {released}"
+    else:
+        when = (
+            f"fixed on the default branch on {best.fix.date}, after {pkg} {newest or 'its newest release'}; "
+            "not in a release yet"
+        )
+    callee = best.fix.function.split(".")[-1] != best.frame.function.split(".")[-1]
+    changed = (
+        f"calling {best.fix.function}(), which a later {pkg} fix"
+        if callee
+        else f"a function that a later {pkg} fix"
+    )
     what = (
-        f"{raised} — {place} ({_where(best.frame)}), a function that a later {pkg} fix "
-        f"changed: {_ref(best.fix, source)}, first released in {pkg} {best.fix.release}"
-        + (f" ({best.why})" if best.why else "")
+        f"{raised} — {place} ({_where(best.frame)}), {changed} "
+        f"changed: {_ref(best.fix, source)}, {when}" + (f" ({best.why})" if best.why else "")
     )
     if run is not None and run.inferred:
         what += (
@@ -337,7 +452,11 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
             + (", older than that release" if before else f": whether it had the fix, `pip show {pkg}` tells")
         )
     elif run is not None:
-        what += f"; the log shows {pkg} {run.version}, older than that release"
+        what += f"; the log shows {pkg} {run.version}, " + (
+            "older than that release" if released else "a release without it"
+        )
+    elif certain and quoted and not removed:
+        what += f"; the fix's own message shows this failure at this frame (the log shows no {pkg} version)"
     elif certain:
         what += f"; the run had {pkg}'s code from before the fix (the log shows no {pkg} version)"
     else:
@@ -345,9 +464,12 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     others = pool[1:MAX_NAMED]
     if others:
         what += "; other fixes of the same frames: " + "; ".join(
-            f"{_ref(c.fix, source)} in {c.fix.release}" for c in others
+            f"{_ref(c.fix, source)} in {c.fix.release or 'no release yet'}" for c in others
         )
-    fix = f"pip install '{pkg}=={best.fix.release}' (the first release with that fix; a later one has it too)"
+    if released:
+        fix = f"pip install '{pkg}=={released}' (the first release with that fix; a later one has it too)"
+    else:
+        fix = _from_source(pkg, best.fix, source, h.subdir if h is not None else "")
     d = finding(
         RULE,
         [m],
@@ -357,7 +479,8 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
         package=pkg,
         function=best.fix.function,
         module=best.fix.module,
-        fixed_in=best.fix.release,
+        fixed_in=best.fix.release or None,
+        unreleased=not best.fix.release or None,
         commit=best.fix.commit,
         number=best.fix.number or None,
         shown=shown,
@@ -368,3 +491,72 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     f = d.finding
     d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
     return d
+
+
+def _from_source(pkg: str, fix: Fix, source: str, subdir: str) -> str:
+    """The install of a fix in no release yet: the repository at that commit or later."""
+    if not source:
+        return (
+            f"install {pkg} from its repository at commit {fix.commit} or later (no release has the fix yet)"
+        )
+    sub = f"#subdirectory={subdir}" if subdir else ""
+    return (
+        f"pip install '{pkg} @ git+https://github.com/{source}@{fix.commit}{sub}' (no release has the fix "
+        f"yet: install from the repository at that commit or later, or the first release after {fix.date})"
+    )
+
+
+def cut_fixed(tb: Traceback, log: Log, line: int) -> Draft | None:
+    """A traceback cut before its exception line whose innermost frame, in a package with a fix
+    history, prints a line that a later fix of that function removed: TRI014 as a warning (the run
+    stopped on the line the fix replaced, but the exception is not shown), or None."""
+    found = _stack(tb)
+    if found is None or not tb.frames or _own(tb.frames[-1]).package != found[0]:
+        return None  # no such package, or its frame only called into another package
+    pkg, frames = found
+    frame = frames[0]
+    h = fix_history(pkg)
+    if h is None or not frame.code or not _function(frame):
+        return None
+    run = _shown(pkg, log)
+    low = (run.low or run.version) if run is not None else None
+    removed = line_hash(frame.code)
+    fixes = [
+        f
+        for f in h.changed(frame.module_path, _function(frame))
+        if removed in f.removed and _newer(f.release, low, h.newest)
+    ]
+    if not fixes:
+        return None
+    fixes.sort(key=lambda f: (not f.release, versions.sort_key(f.release)))
+    best = fixes[0]
+    when = (
+        f"first released in {pkg} {best.release}"
+        if best.release
+        else f"fixed on the default branch on {best.date}, after {pkg} {h.newest or 'its newest release'}; "
+        "not in a release yet"
+    )
+    what = (
+        f"the log ends inside a traceback, before its exception line; its last frame "
+        f"({_where(frame)}) prints a line that a later {pkg} fix removed: {_ref(best, h.source)}, {when} — "
+        "likely the failure that fix addresses, but the exception is not shown"
+    )
+    if run is not None:
+        what += f"; the log shows {pkg} {run.range_text()}"
+    fix = (
+        f"pip install '{pkg}=={best.release}' (the first release with that fix; a later one has it too)"
+        if best.release
+        else _from_source(pkg, best, h.source, h.subdir)
+    ) + "; paste the traceback to its end (the 'SomeError: message' line) to confirm"
+    ev = {
+        "line": line,
+        "cut_traceback": True,
+        "package": pkg,
+        "function": best.function,
+        "module": best.module,
+        "commit": best.commit,
+        "matched": LINE,
+        **({"fixed_in": best.release} if best.release else {"unreleased": True}),
+        **({"number": best.number} if best.number else {}),
+    }
+    return Draft(line, Finding(RULE, Severity.WARNING, what, fix, ev))

@@ -650,6 +650,12 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
     guard = cut_guard(tb, lines[-400:], log, total)  # the deepest frame is a package's own check
     if guard is not None:
         return guard
+    if any(f.code for f in tb.frames[-1:]):  # the last frame prints a line a later fix removed
+        from envdoctor.triage.fixhist import cut_fixed
+
+        fixed = cut_fixed(tb, log, total)
+        if fixed is not None:
+            return fixed
     runs: list[Frame] = []  # the last frame of each package's run, the last three runs
     for f in tb.frames:
         if runs and runs[-1].package == f.package:

@@ -449,3 +449,297 @@ def test_trl_0_19_0s_colocate_bug_is_found_by_its_changed_line_in_the_shipped_hi
     d = fixhist.fixed_after(tb, res.matches[-1], Log({}, {}, None, len(lines), {}, scan_versions(res)))
     assert d is not None and d.finding.severity == Severity.ERROR
     assert "huggingface/trl#3634" in d.finding.message and "pip install 'trl==0.19.1'" in d.finding.fix
+
+
+# -- fixes after the newest release, tracebacks quoted in a fix's message, excluded quotes ----------
+
+CORE = """
+    def compute_advantage(scores, index):
+        mean = group_mean(scores, index)
+        return scores - mean
+
+    def other(x):
+        return x
+"""
+QUOTING = textwrap.dedent(
+    """\
+    [trainer] fix: pass the device to group_mean (#44)
+
+    To prevent a device mismatch:
+    ```log
+      File "verl/trainer/main_ppo.py", line 367, in run
+        trainer.fit()
+      File "verl/trainer/ppo/core_algos.py", line 3, in compute_advantage
+        return scores - mean
+    RuntimeError: Expected all tensors to be on the same device, but found at least two devices, \
+    cuda:0 and cpu!
+    ```
+    Follow-up of #41.
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def unreleased(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """verl/ tagged v0.7.0, then a fix on main whose message quotes the traceback it fixes (#44,
+    in no release yet)."""
+    r = tmp_path_factory.mktemp("unreleased")
+    _git(r, "init", "-q", "-b", "main")
+    _commit(r, {"verl/__init__.py": "", "verl/trainer/ppo/core_algos.py": CORE}, "Initial import")
+    _git(r, "tag", "v0.7.0")
+    fixed = CORE.replace("group_mean(scores, index)", "group_mean(scores, index, device=scores.device)")
+    _commit(r, {"verl/trainer/ppo/core_algos.py": fixed}, QUOTING)
+    return r
+
+
+def _use(folder: Path, monkeypatch) -> None:
+    monkeypatch.setattr(fix_history, "_dir", lambda: folder)
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+
+
+def _verl_log(message: str, version: str | None = None, function: str = "compute_advantage") -> str:
+    head = f"verl=={version}\n" if version else ""
+    return head + textwrap.dedent(
+        f"""\
+        Traceback (most recent call last):
+          File "/usr/lib/python3.11/site-packages/verl/trainer/main_ppo.py", line 367, in run
+            trainer.fit()
+          File "/usr/lib/python3.11/site-packages/verl/trainer/ppo/core_algos.py", line 3, in {function}
+            return scores - mean
+        {message}
+        """
+    )
+
+
+DEVICE = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+    "cuda:1 and cpu!"
+)
+
+
+def test_a_fix_after_the_newest_release_is_kept_with_the_traceback_its_message_quotes(
+    derive: ModuleType, unreleased: Path
+) -> None:
+    data = derive.derive(
+        unreleased / ".git", "verl", ("verl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", "volcengine/verl"
+    )
+    (fix,) = data["fixes"]
+    assert fix[2] == "" and fix[4] == "44"  # after v0.7.0: no release
+    said = fix[5]
+    assert said["f"][-1] == ["trainer/ppo/core_algos.py", "compute_advantage"]
+    assert said["e"] == [DEVICE.replace("cuda:1", "cuda:0")]
+    assert data["releases"] == ["0.7.0"] and data["subdir"] == ""
+
+
+def test_an_unreleased_fix_quoting_the_failure_is_an_error_with_an_install_from_the_repository(
+    derive: ModuleType, unreleased: Path, tmp_path: Path, monkeypatch
+) -> None:
+    folder = tmp_path / "fixes"
+    derive.write(
+        derive.derive(
+            unreleased / ".git", "verl", ("verl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", "volcengine/verl"
+        ),
+        folder / "verl.json.gz",
+    )
+    _use(folder, monkeypatch)
+    try:
+        # no version, the same exception at the same innermost frame as the fix's quoted traceback
+        (f,) = _tri014(_verl_log(DEVICE))
+        assert f.severity == Severity.ERROR and f.evidence["unreleased"] is True
+        assert "not in a release yet" in f.message and "after verl 0.7.0" in f.message
+        assert "git+https://github.com/volcengine/verl@" in f.fix and "fixed_in" not in f.evidence
+        # the newest release shows: it lacks the fix
+        (f,) = _tri014(_verl_log(DEVICE, "0.7.0"))
+        assert f.severity == Severity.ERROR and "a release without it" in f.message
+        # a build after the newest release may hold it: quiet
+        assert _tri014(_verl_log(DEVICE, "0.7.1")) == []
+        # another exception at that frame: the fix quotes nothing of it and its subject neither
+        assert _tri014(_verl_log("ValueError: index out of range for the batch")) == []
+        # the same exception raised at another function, one the fix did not change: quiet
+        assert _tri014(_verl_log(DEVICE).replace("line 3, in compute_advantage", "line 3, in other")) == []
+        # raised deeper, in a function below the one the fix changed: the quoted traceback's
+        # frame is a caller here, not the raising place: a warning
+        deeper = _verl_log(DEVICE).replace(
+            "RuntimeError",
+            '  File "/usr/lib/python3.11/site-packages/verl/utils/torch_functional.py", line 9, in sub\n'
+            "    return a - b\nRuntimeError",
+            1,
+        )
+        (f,) = _tri014(deeper)
+        assert f.severity == Severity.WARNING and "pip show verl" in f.message
+    finally:
+        _READ.cache_clear()
+        _PACKAGES.cache_clear()
+
+
+def test_the_same_exception_reads_past_numbers_and_devices() -> None:
+    from envdoctor.triage.fixhist import _same_exception
+    from envdoctor.triage.traceback import Traceback
+
+    t = Traceback(
+        [], "RuntimeError", "Expected all tensors to be on the same device, but found cuda:3 and cpu!"
+    )
+    assert _same_exception(
+        "RuntimeError: Expected all tensors to be on the same device, but found cuda:0 and cpu!", t
+    )
+    assert not _same_exception("ValueError: Expected all tensors to be on the same device", t)
+    assert not _same_exception("RuntimeError: CUDA error: an illegal memory access was encountered", t)
+    assert _same_exception("AssertionError: ", Traceback([], "AssertionError", ""))
+
+
+def test_a_fix_whose_message_quotes_an_excluded_thread_is_left_out(
+    derive: ModuleType, unreleased: Path, tmp_path: Path
+) -> None:
+    urls = tmp_path / "exclude.txt"
+    for line, left_out in (
+        ("https://github.com/volcengine/verl/issues/41", True),  # "Follow-up of #41" in its body
+        ("https://github.com/verl-project/verl/pull/44", True),  # its own PR under the new name
+        ("https://github.com/volcengine/verl/issues/40", False),
+    ):
+        urls.write_text(line + "\n")
+        data = derive.derive(
+            unreleased / ".git",
+            "verl",
+            ("verl",),
+            r"^v(\d+\.\d+\.\d+)$",
+            "2020-01-01",
+            "volcengine/verl",
+            exclude=derive.exclusions(urls, "volcengine/verl"),
+            threads=derive.thread_keys(urls),
+        )
+        assert (data["fixes"] == []) is left_out, line
+
+
+def test_a_message_naming_another_repositorys_excluded_thread_is_left_out(derive: ModuleType) -> None:
+    c = derive.Commit(
+        "abc1234567",
+        "2026-01-01",
+        "fix: the weight sync (#7)",
+        "See vllm-project/vllm#9 and\nhttps://github.com/org/x/issues/3",
+    )
+    assert derive.excluded(c, frozenset(), frozenset({"vllm-project/vllm#9"}), "volcengine/verl")
+    assert derive.excluded(c, frozenset(), frozenset({"org/x#3"}), "volcengine/verl")
+    assert derive.excluded(c, frozenset(), frozenset({"verl-project/verl#7"}), "volcengine/verl")  # renamed
+    assert not derive.excluded(c, frozenset(), frozenset({"vllm-project/vllm#8"}), "volcengine/verl")
+
+
+def test_a_checkout_of_a_stack_without_a_site_packages_name_is_read_as_that_package() -> None:
+    from envdoctor.triage.fixhist import _own
+    from envdoctor.triage.traceback import Frame
+
+    path = "/home/u/prime-rl/src/prime_rl/trainer/rl/train.py"
+    f = _own(Frame(None, path, path, "train", 12))
+    assert (f.package, f.module_path) == ("prime-rl", "trainer/rl/train.py")
+    f = _own(Frame(None, "slime/utils/ppo_utils.py", "slime/utils/ppo_utils.py", "f", 3))
+    assert (f.package, f.module_path) == ("slime", "utils/ppo_utils.py")
+
+
+def test_pruning_a_derived_history_equals_deriving_it_with_the_exclusions(
+    derive: ModuleType, repo: Path, unreleased: Path, tmp_path: Path
+) -> None:
+    urls = tmp_path / "exclude.txt"
+    urls.write_text(
+        "https://github.com/volcengine/verl/issues/41\nhttps://github.com/huggingface/trl/pull/12\n"
+    )
+    for git_dir, dist, source in ((unreleased, "verl", "volcengine/verl"), (repo, "trl", "huggingface/trl")):
+        args = (git_dir / ".git", dist, (dist,), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", source)
+        leave_out, threads = derive.exclusions(urls, source), derive.thread_keys(urls)
+        full = derive.derive(*args, exclude=leave_out, threads=threads)
+        assert full["fixes"] == []
+        assert derive.prune(derive.derive(*args), git_dir / ".git", leave_out, threads) == full
+    kept = derive.derive(
+        repo / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", "huggingface/trl"
+    )
+    assert derive.prune(kept, repo / ".git", frozenset({"99"})) == kept  # nothing excluded: unchanged
+
+
+def test_a_cut_traceback_whose_last_frame_prints_a_removed_line_names_the_fix_as_a_warning(
+    derive: ModuleType, unreleased: Path, tmp_path: Path, monkeypatch
+) -> None:
+    folder = tmp_path / "fixes"
+    derive.write(
+        derive.derive(
+            unreleased / ".git", "verl", ("verl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", "volcengine/verl"
+        ),
+        folder / "verl.json.gz",
+    )
+    _use(folder, monkeypatch)
+    cut = textwrap.dedent(
+        """\
+        Traceback (most recent call last):
+          File "/usr/lib/python3.11/site-packages/verl/trainer/main_ppo.py", line 367, in run
+            trainer.fit()
+          File "/usr/lib/python3/site-packages/verl/trainer/ppo/core_algos.py", line 2, in compute_advantage
+            mean = group_mean(scores, index)
+        """
+    )
+    try:
+        (f,) = _tri014(cut)
+        assert f.severity == Severity.WARNING and "before its exception line" in f.message
+        assert "volcengine/verl#44" in f.message and "git+https://github.com/volcengine/verl@" in f.fix
+        # a line no fix removed: the cut traceback's own answer (TRI003), not TRI014
+        assert _tri014(cut.replace("mean = group_mean(scores, index)", "return scores - mean")) == []
+    finally:
+        _READ.cache_clear()
+        _PACKAGES.cache_clear()
+
+
+def test_a_call_that_does_not_fit_the_packages_own_method_reads_that_methods_fixes(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A TypeError naming ``Class.method()`` of the same package: a fix of that method whose
+    message quotes this traceback (the same calling frame and exception) is the answer."""
+    folder = tmp_path / "fixes"
+    folder.mkdir()
+    message = "TypeError: Sender.send_chunks() got an unexpected keyword argument 'weight_metadata'"
+    doc = {
+        "schema": "envdoctor.fixes/1",
+        "package": "skyrl-train",
+        "source": "NovaSky-AI/SkyRL",
+        "releases": ["0.4.0"],
+        "fixes": [
+            [
+                "e9e5fb23a0",
+                "2026-03-06",
+                "",
+                "[fix] Fix cuda ipc weight sync (#1292)",
+                "1292",
+                {"e": [message], "f": [["workers/fsdp/fsdp_worker.py", "broadcast"]]},
+            ]
+        ],
+        "functions": {"weight_sync/cuda_ipc.py": {"Sender.send_chunks": [[0]]}},
+    }
+    (folder / "skyrl-train.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    _use(folder, monkeypatch)
+    log = textwrap.dedent(
+        f"""\
+        Traceback (most recent call last):
+          File "/usr/lib/py/site-packages/skyrl_train/workers/fsdp/fsdp_worker.py", line 256, in broadcast
+            await self.sender.send_chunks(chunks, weight_metadata=meta)
+        {message}
+        """
+    )
+    try:
+        (f,) = _tri014(log)
+        assert f.severity == Severity.ERROR and "NovaSky-AI/SkyRL#1292" in f.message
+        assert _tri014(log.replace("'weight_metadata'", "'other_argument'")) == []  # not the quoted failure
+    finally:
+        _READ.cache_clear()
+        _PACKAGES.cache_clear()
+
+
+def test_a_bare_exception_quoted_at_the_same_frame_is_no_proof() -> None:
+    from envdoctor.knowledge.fix_history import Fix
+    from envdoctor.triage.fixhist import QUOTED, QUOTED_EXC, _quotes
+    from envdoctor.triage.traceback import Frame, Traceback
+
+    frame = Frame("verl", "p", "workers/a.py", "step", 3, "assert x")
+    fix = Fix("verl", "workers/a.py", "step", "abc", "2026-01-01", "", "fix: step (#1)", "1", frozenset())
+    quoting = Fix(*[*fix.__dict__.values()][:9], ("AssertionError: ",), (("workers/a.py", "step"),))
+    assert _quotes(quoting, frame, Traceback([frame], "AssertionError", "")) == QUOTED_EXC  # a warning
+    said = Fix(
+        *[*fix.__dict__.values()][:9], ("AssertionError: world size 3 != 4",), (("workers/a.py", "step"),)
+    )
+    assert _quotes(said, frame, Traceback([frame], "AssertionError", "world size 7 != 8")) == QUOTED
+    assert _quotes(fix, frame, Traceback([frame], "AssertionError", "world size 7 != 8")) == ""
