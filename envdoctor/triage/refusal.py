@@ -172,6 +172,8 @@ def _options(text: str) -> list[str]:
     flags (at most four, in order)."""
     found: list[str] = []
     for m in _OPTION_EQ.finditer(text):
+        if text[m.end() : m.end() + 1] == "(":
+            continue  # ``accelerator = Accelerator()``: code that builds an object, not an option's value
         if "_" in m.group("k") or m.group("k").islower():
             found.append(f"{m.group('k')}={m.group('v').rstrip('.')}")
     taken = {f.split("=", 1)[0] for f in found}
