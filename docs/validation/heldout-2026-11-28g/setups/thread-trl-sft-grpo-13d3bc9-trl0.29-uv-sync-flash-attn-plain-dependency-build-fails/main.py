@@ -1,0 +1,6 @@
+def main():
+    print("Hello from trl-sft-grpo!")
+
+
+if __name__ == "__main__":
+    main()
