@@ -286,9 +286,11 @@ def test_the_history_is_read_only_for_a_traceback_with_frames(shipped: Path, mon
     def refuse(package: str) -> None:
         raise AssertionError(f"read the fix history of {package}")
 
-    monkeypatch.setattr(fix_history, "fix_history", refuse)
+    # imported before either patch: a first import under the patch would bind ``refuse`` into
+    # fixhist for good, and monkeypatch would then "restore" it there for the tests after this
     from envdoctor.triage import fixhist
 
+    monkeypatch.setattr(fix_history, "fix_history", refuse)
     monkeypatch.setattr(fixhist, "fix_history", refuse)
     findings(scan_bytes("ValueError: temperature must be positive\n"))  # no frames: not read
     findings(scan_bytes("step 1 loss 0.2\nstep 2 loss 0.1\n"))
