@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from envdoctor.knowledge.frame_index import bare_line, named
+
 SCHEMA = "envdoctor.fixes/1"
 MAX_BYTES = 4 * 1024 * 1024  # a file larger than this is passed over
 
@@ -37,7 +39,7 @@ class Fix:
 
 def line_hash(line: str) -> str:
     """The hash of a source line as a traceback prints it (the derive script's)."""
-    return hashlib.blake2s("".join(line.split()).replace("'", '"').encode(), digest_size=3).hexdigest()
+    return hashlib.blake2s(bare_line(line).encode(), digest_size=3).hexdigest()
 
 
 @dataclass
@@ -65,8 +67,7 @@ class FixHistory:
         want = function.split(".")
         out: list[Fix] = []
         for qualname, rows in names.items():
-            have = qualname.split(".")
-            if have[-len(want) :] != want:
+            if not named(qualname, want):
                 continue
             for row in rows:
                 if not row or not isinstance(row[0], int) or not 0 <= row[0] < len(self.fixes):

@@ -15,11 +15,21 @@ SCHEMA = "envdoctor.frames/1"
 MAX_BYTES = 2 * 1024 * 1024  # a file larger than this is passed over
 
 
+def bare_line(line: str) -> str:
+    """A source line as both derived indexes key it: without whitespace, one kind of quote (a
+    traceback and the repository print the same line alike)."""
+    return "".join(line.split()).replace("'", '"')
+
+
 def line_hash(line: str, digits: int = 1) -> str:
-    """``digits`` hex digits of a source line as a traceback prints it (the derive script's): its
-    text without whitespace and with one kind of quote."""
-    bare = "".join(line.split()).replace("'", '"')
-    return hashlib.blake2s(bare.encode(), digest_size=1).hexdigest()[:digits]
+    """``digits`` hex digits of a source line as a traceback prints it (the derive script's)."""
+    return hashlib.blake2s(bare_line(line).encode(), digest_size=1).hexdigest()[:digits]
+
+
+def named(qualname: str, want: list[str]) -> bool:
+    """A function's qualified name (``GRPOTrainer.compute_loss``) ends with the parts a traceback
+    or a message names it by (``compute_loss``, ``GRPOTrainer.compute_loss``)."""
+    return qualname.split(".")[-len(want) :] == want
 
 
 @dataclass
@@ -40,7 +50,7 @@ class FrameIndex:
         if not isinstance(names, dict) or not function or line <= 0:
             return None
         want = function.split(".")
-        rows: list[Any] = [r for q, r in names.items() if q.split(".")[-len(want) :] == want]
+        rows: list[Any] = [r for q, r in names.items() if named(q, want)]
         if not rows:
             return None
         n = self.digits
@@ -60,6 +70,16 @@ class FrameIndex:
                     continue
                 out.update(range(max(r0, 0), min(r1, len(self.releases) - 1) + 1))
         return frozenset(out)
+
+    def defines(self, function: str) -> list[str]:
+        """The files (paths inside the package) that define ``function`` at some release indexed,
+        matched as ``fits`` matches a frame's; a nested function (``<locals>``) is not one."""
+        want = function.split(".")
+        return sorted(
+            module
+            for module, names in self.files.items()
+            if isinstance(names, dict) and any(named(q, want) and "<locals>" not in q for q in names)
+        )
 
 
 def _dir() -> Any:

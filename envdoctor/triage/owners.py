@@ -33,19 +33,10 @@ def _parts(func: str) -> list[str] | None:
 
 
 def modules(package: str, func: str) -> list[str]:
-    """The files of ``package`` (paths inside it) that define ``func`` at some release indexed,
-    matched by the last parts of the qualified name (``Sender.send_chunks``); [] when none."""
-    want = _parts(func)
-    index = frame_index(package) if want else None
-    if index is None or want is None:
-        return []
-    n = len(want)
-    found = [
-        module
-        for module, names in index.files.items()
-        if isinstance(names, dict) and any(q.split(".")[-n:] == want and "<locals>" not in q for q in names)
-    ]
-    return sorted(found)
+    """The files of ``package`` (paths inside it) that define ``func`` at some release indexed
+    (``FrameIndex.defines``); [] when none, or when the name cannot place a function."""
+    index = frame_index(package) if _parts(func) else None
+    return index.defines(func) if index is not None else []
 
 
 def owner(func: str, first: Iterable[str | None] = ()) -> tuple[str, list[str]] | None:
