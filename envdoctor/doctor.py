@@ -8,7 +8,7 @@ from typing import Any
 from envdoctor.checks.context import Context
 from envdoctor.checks.engine import Outcome, run_rules
 from envdoctor.facts.interface import Facts
-from envdoctor.findings import Finding
+from envdoctor.findings import Finding, Severity
 from envdoctor.plan.interface import GpuLayout, Plan
 from envdoctor.plan.layout import trainer_env
 from envdoctor.redact import plan_secrets, redact_report
@@ -90,10 +90,19 @@ def layout_rows(ctx: Context) -> list[dict[str, Any]]:
     return rows
 
 
+#: the rules whose fixes the upgrade plan is: packages, known failures, the declared stack
+_PACKAGE_RULES = ("PKG", "KNF", "DCL")
+
+
 def upgrade_plan(ctx: Context, findings: list[Finding]) -> list[str]:
     """The one pip line that makes the stack consistent (``envdoctor.checks.resolver``: every
-    constraint envdoctor knows, nearest to what is installed), or why nothing does."""
+    constraint envdoctor knows, nearest to what is installed), or why nothing does; nothing where
+    no package finding at warning or error asks for a change (a pair no rule of this run judges,
+    TRL's vLLM range with use_vllm off, is no reason to move torch under a run that works)."""
     from envdoctor.checks.resolver import plan_packages
+
+    if not any(f.severity is not Severity.INFO and f.rule.startswith(_PACKAGE_RULES) for f in findings):
+        return []
 
     plan = plan_packages(ctx)
     if plan.unfixable:

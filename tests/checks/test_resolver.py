@@ -216,3 +216,15 @@ def test_a_plan_avoids_the_known_bad_pairs_pkg007_warns_of_where_it_can():
     got = plan_packages(_ctx(stack, {"use_vllm": True}, launch))
     assert not got.unfixable and got.changes == {"vllm": "0.7.2"}
     assert _problems({**stack, **got.changes}, {"use_vllm": True}, launch) == []
+
+
+def test_no_upgrade_plan_where_no_package_finding_asks_for_one():
+    """A published Unsloth run (its vLLM in-process, use_vllm unset: TRL's vLLM range is not
+    judged) was told "No issues found" and, below it, to move torch and vLLM. The plan is the
+    package findings' fix: none at warning or error, no plan; the resolver still has its line."""
+    stack = {"trl": "0.22.2", "vllm": "0.9.2", "torch": "2.7.0", "transformers": "4.56.2"}
+    facts = from_dict(snapshot(1, packages=stack), "t")
+    ctx, report = check(facts, build_plan(config_dict={}, live=False), network=False)
+    assert not [f for f in report.findings if f.severity.value != "info" and f.rule[:3] in ("PKG", "KNF")]
+    assert plan_packages(ctx).command  # TRL 0.22's vLLM range, with vLLM installed
+    assert report.upgrade_plan == []
