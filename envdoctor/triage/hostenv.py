@@ -152,6 +152,15 @@ def _p2p_fix(shm_transport: bool) -> str:
         "env_vars, or exported before ray start) so that NCCL copies through host memory instead of "
         "peer-to-peer between the GPUs"
     )
+    # reporters of NeMo-RL (NVIDIA-NeMo/RL#1683) and EasyR1 (hiyouga/EasyR1#579) set it and kept
+    # the error: a copy the stack makes itself over CUDA IPC is not NCCL's to route
+    fix += (
+        "; if the error stays with the variable set (NCCL_DEBUG=INFO shows NCCL's P2P level in each "
+        "process), the failing copy is one the RL stack makes itself over CUDA IPC (a weight update "
+        "between trainer and inference engine), which NCCL_P2P_DISABLE does not reach: place the "
+        "trainer and the engine on GPUs with peer access, or on one GPU each without a direct copy "
+        "(the stack's non-colocated mode), and report it to the stack with this log"
+    )
     if shm_transport:
         fix += (
             "; NCCL's warning points at its shared-memory transport (transport/shm.cc): there "
