@@ -8,6 +8,7 @@ findings, the phases with their seconds, and what NVML saw. Scenarios:
 
 - colocate: vllm_mode colocate at 0.3, 4 per device (TRL's max_num_seqs 4 < 8)
 - colocate8: colocate at 0.3, 8 per device (TRL's max_num_seqs 8)
+- colocate_sleep: colocate at 0.3 with vllm_enable_sleep_mode (run it under an allocator config)
 - colocate_greedy: colocate at 0.99: the trainer's own CUDA context leaves vLLM too little
 - taken: a stand-in holds most of the server's GPU, the server line asks 0.3 → holder, GPU named
 - server: the server at 0.3 on GPU $SERVER_GPU (default 0: the trainer's own GPU, which NCCL's
@@ -128,6 +129,16 @@ def colocate(util: float = 0.3, batch: int = 4) -> None:
            [TRAINER])
 
 
+def colocate_sleep() -> None:
+    """Colocate with vLLM's sleep mode; run under PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF to
+    see expandable segments with sleep mode in TRL's own step (docs/validation/sleep-alloc-h200.md)."""
+    conf = {k: os.environ[k] for k in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF") if k in os.environ}
+    _probe(f"colocate at 0.3 with sleep mode, env {conf}", {
+        "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3,
+        "vllm_enable_sleep_mode": True, "per_device_train_batch_size": 4, "num_generations": 4},
+        [TRAINER])
+
+
 def server() -> None:
     _probe(f"server on GPU {SERVER_GPU}, trainer on GPU 0", {"use_vllm": True, "vllm_mode": "server",
                                          "per_device_train_batch_size": 4,
@@ -177,5 +188,5 @@ if __name__ == "__main__":
     _capture()
     for arg in sys.argv[1:]:
         {"colocate": colocate, "colocate_greedy": lambda: colocate(0.99), "server": server,
-         "colocate8": lambda: colocate(0.3, 8), "colocate32": lambda: colocate(0.3, 32),
+         "colocate8": lambda: colocate(0.3, 8), "colocate_sleep": colocate_sleep, "colocate32": lambda: colocate(0.3, 32),
          "taken": taken, "beside": beside}[arg]()
