@@ -82,6 +82,12 @@ def _config_holds(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
     return value is not _MISSING and value is not None and any(_same(value, w) for w in wanted)
 
 
+def config_holds(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
+    """Whether the run's config (or TRL's default for it) gives ``key`` one of ``wanted``, as a
+    ``when.config`` condition is judged ("*": the config sets it)."""
+    return _config_holds(ctx, key, wanted)
+
+
 def _config_sets(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
     """Whether the config itself sets ``key`` to one of ``wanted`` ("*": to anything but null):
     a ``when.unless_config`` escape. A GRPOConfig object's field left at its default is unset."""
