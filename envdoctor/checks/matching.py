@@ -90,8 +90,13 @@ def config_holds(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
 
 def _config_sets(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
     """Whether the config itself sets ``key`` to one of ``wanted`` ("*": to anything but null):
-    a ``when.unless_config`` escape. A GRPOConfig object's field left at its default is unset."""
+    a ``when.unless_config`` escape. A GRPOConfig object's field left at its default is unset.
+    ``a.b``: the value at ``b`` of the mapping ``a`` (``gradient_checkpointing_kwargs.use_reentrant``)."""
     value = ctx.config.get(key)
+    if value is None and "." in key:
+        outer, _, inner = key.partition(".")
+        nested = ctx.config.get(outer)
+        value = nested.get(inner) if isinstance(nested, dict) else None
     if value is None:
         return False
     if from_config_object(ctx.plan.config_origin.get(key, "")) and value == config_default(ctx, key):

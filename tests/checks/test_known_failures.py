@@ -604,3 +604,22 @@ def test_a_failure_that_only_slows_the_run_is_advice_not_a_warning():
     entry = next(e for e in CATALOGUE if e.id == "trl-0.16-vllm-serve-worker-cls-falls-back-to-v0")
     assert entry.kind == "slower" and entry.severity == "info"
     assert next(e for e in CATALOGUE if e.kind == "crash" and e.certainty == "certain").severity == "error"
+
+
+def test_a_nested_config_value_escapes_a_failure():
+    """unless_config ``a.b`` reads the value at b of the mapping a: TRL 0.15's LoRA + reentrant
+    checkpointing crash (huggingface/trl#3089) happens on every run unless
+    gradient_checkpointing_kwargs sets use_reentrant false; an error otherwise."""
+    pk = {"trl": "0.15.2", "vllm": "0.7.2", "torch": "2.5.1", "transformers": "4.49.0"}
+    entry = "trl-0.15-peft-gradient-checkpointing-no-grad"
+
+    def sev(kwargs: dict | None) -> list[str]:
+        config = {"use_peft": True, "gradient_checkpointing": True}
+        if kwargs is not None:
+            config["gradient_checkpointing_kwargs"] = kwargs
+        found = findings(snapshot(packages={**MODERN, **pk}), config=config)
+        return [f.severity.value for f in found if f.evidence.get("id") == entry]
+
+    assert sev(None) == ["error"]
+    assert sev({"use_reentrant": True}) == ["error"]
+    assert sev({"use_reentrant": False}) == []
