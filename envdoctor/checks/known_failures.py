@@ -52,8 +52,10 @@ def _fix_asks(failure: KnownFailure) -> str:
 
 def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | list[Remedy] | None]:
     """A broken pair's or a fixed release's fix as exact versions (the package resolver, which
-    avoids this failure and every other one it knows); else the catalogue's own fix."""
-    if len(failure.packages) >= 2 or failure.fixed_in:
+    avoids this failure and every other one it knows); else the catalogue's own fix (also for a
+    pair that breaks only with what envdoctor cannot see, such as how a binary was built: moving
+    a version is not its fix)."""
+    if failure.fixed_in or (len(failure.packages) >= 2 and failure.depends_on == "run"):
         from envdoctor.checks.resolver import plan_fix
 
         fix, remedy = plan_fix(ctx, *failure.packages)

@@ -277,6 +277,9 @@ def test_an_install_detail_is_advice_that_says_what_to_check():
     assert hit.severity.value == "info"
     assert "depends on how the packages were built or installed" in hit.message
     assert "python -c 'import flash_attn'" in hit.message
+    # moving torch off 2.8 is not its fix (a wheel built for the torch installed is)
+    assert hit.fix.startswith("install the flash-attn release wheel built for this torch/CUDA/Python")
+    assert hit.remedy is None or not hit.remedy.packages
 
 
 def test_every_entry_says_what_it_depends_on_and_what_would_show_it():
