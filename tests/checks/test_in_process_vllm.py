@@ -193,3 +193,25 @@ def test_followed_imports_are_bounded_and_never_loop(here, monkeypatch):
     decl = script_reader.read_script(here / "train.py")
     assert sorted(p.rsplit("/", 1)[-1] for p in decl.files) == ["a.py", "train.py"]
     assert decl.in_process_imports == ()
+
+
+def test_trl_vllm_range_does_not_judge_unsloths_in_process_vllm(here):
+    """The seventh held-out set (llm-reasoning, a finished run): TRL 0.24 with vLLM 0.19.1,
+    outside TRL 0.24's range, where Unsloth's fast_inference engine generates: PKG006 says it as
+    advice naming why; with fast_inference=False (TRL's own vLLM) it stays a warning."""
+
+    def pkg006(value: str) -> list[str]:
+        (here / "reason.py").write_text(ENTRY_IMPORTS_LOADER)
+        (here / "sft.py").write_text(SFT_MODULE.format(value=value))
+        (here / "grpo.py").write_text(GRPO_MODULE)
+        pk = {"trl": "0.24.0", "vllm": "0.19.1", "torch": "2.10.0", "transformers": "4.57.6"}
+        found = findings(
+            snapshot(1, packages={**pk, "unsloth": "2026.4.6"}),
+            config={"use_vllm": True},
+            launch="python reason.py",
+        )
+        return [f"{f.severity.value}: {f.message}" for f in found if f.rule == "PKG006"]
+
+    (got,) = pkg006("True")
+    assert got.startswith("info: ") and "starts vLLM through unsloth" in got
+    assert [g.split(":")[0] for g in pkg006("False")] == ["warning"]
