@@ -626,3 +626,25 @@ def test_a_nested_config_value_escapes_a_failure():
     assert sev(None) == ["error"]
     assert sev({"use_reentrant": True}) == ["error"]
     assert sev({"use_reentrant": False}) == []
+
+
+def test_special_tokens_are_likely_where_the_dataset_read_is_chat_messages(tmp_path):
+    """The same evidence from the data: a local dataset whose prompts are chat messages."""
+    import json as _json
+
+    data = tmp_path / "d.jsonl"
+    chat = {"prompt": [{"role": "user", "content": "What is 2 + 2?"}], "solution": "4"}
+    data.write_text(_json.dumps(chat) + "\n")
+    pk = {"trl": "0.19.0", "vllm": "0.8.5.post1", "torch": "2.6.0", "transformers": "4.52.4"}
+    config = {"use_vllm": True, "vllm_mode": "server", "dataset_name": str(data)}
+    found = findings(snapshot(packages={**MODERN, **pk}), config=config)
+    entry = "trl-0.19.0-truncated-prompt-loses-special-tokens"
+    (hit,) = [f for f in found if f.evidence.get("id") == entry]
+    assert hit.severity.value == "warning" and "the dataset's prompts are chat messages" in hit.message
+    data.write_text(_json.dumps({"prompt": "What is 2 + 2?", "solution": "4"}) + "\n")
+    (plain,) = [
+        f
+        for f in findings(snapshot(packages={**MODERN, **pk}), config=config)
+        if f.evidence.get("id") == entry
+    ]
+    assert plain.severity.value == "info"
