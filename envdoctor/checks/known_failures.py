@@ -95,7 +95,10 @@ def likely(ctx: Context, failure: KnownFailure) -> str | None:
     for key, wanted in failure.likely_config.items():
         if not config_holds(ctx, key, wanted):
             return None
-        said.append(f"the config sets {key} ({ctx.config.get(key)!r})")
+        if key in ctx.config:
+            said.append(f"the config sets {key}: {ctx.config[key]!r}")
+        else:
+            said.append(f"{key} is {config_default(ctx, key)!r} by TRL's default")
     for fact in failure.likely_facts:
         why = _fact(ctx, fact)
         if why is None:
