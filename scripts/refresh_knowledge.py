@@ -1088,7 +1088,7 @@ def derived_failures(matrix: dict[str, Any]) -> str | None:
                         f"TRL {row['trl']} {what}, which vLLM {vspec} lacks (inside TRL's declared range)"
                     ),
                     "kind": "crash",
-                    "certainty": "certain",
+                    "depends_on": "run",
                     "when": _when(row, vspec),
                     "symptoms": [_symptom(kind, api)],
                     "cause": (

@@ -90,6 +90,12 @@ def _view(ctx: Context) -> DataView:
     return view
 
 
+def data_view(ctx: Context) -> DataView:
+    """The dataset sample, its prompts' token lengths and whether they are chat messages, read
+    once per check (the readers load only when the run names a dataset)."""
+    return _view(ctx)
+
+
 def _cache_env(ctx: Context) -> dict[str, str]:
     """Where the trainer's Hugging Face caches are: its environment, and on a live check the
     variables the snapshot does not keep (``XDG_CACHE_HOME``, ``HUGGINGFACE_HUB_CACHE``)."""

@@ -52,8 +52,10 @@ def _fix_asks(failure: KnownFailure) -> str:
 
 def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | list[Remedy] | None]:
     """A broken pair's or a fixed release's fix as exact versions (the package resolver, which
-    avoids this failure and every other one it knows); else the catalogue's own fix."""
-    if len(failure.packages) >= 2 or failure.fixed_in:
+    avoids this failure and every other one it knows); else the catalogue's own fix (also for a
+    pair that breaks only with what envdoctor cannot see, such as how a binary was built: moving
+    a version is not its fix)."""
+    if failure.fixed_in or (len(failure.packages) >= 2 and failure.depends_on == "run"):
         from envdoctor.checks.resolver import plan_fix
 
         fix, remedy = plan_fix(ctx, *failure.packages)
@@ -71,22 +73,82 @@ def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | list[Remedy
     return failure.fix, config_remedies(failure) or None
 
 
-def _data_said(failure: KnownFailure) -> str:
-    if not failure.data:
+#: what an entry that is not ``depends_on: run`` hinges on, as a finding says it
+HINGES = {
+    "data": "the training data",
+    "load": "the load (how long the run goes, a checkpoint save, timing)",
+    "hardware": "the hardware",
+    "install": "how the packages were built or installed",
+    "model": "the model",
+    "code": "the training code's arguments",
+}
+
+
+def likely(ctx: Context, failure: KnownFailure) -> str | None:
+    """What envdoctor read that makes ``failure`` likely (every condition of its
+    ``likely_with`` holds), in words; None where it has none or one does not hold."""
+    from envdoctor.checks.matching import config_holds
+
+    if failure.depends_on == "run" or not failure.likely_with:
+        return None
+    said = []
+    for key, wanted in failure.likely_config.items():
+        if not config_holds(ctx, key, wanted):
+            return None
+        if key in ctx.config:
+            said.append(f"the config sets {key}: {ctx.config[key]!r}")
+        else:
+            said.append(f"{key} is {config_default(ctx, key)!r} by TRL's default")
+    for fact in failure.likely_facts:
+        why = _fact(ctx, fact)
+        if why is None:
+            return None
+        said.append(why)
+    return "; ".join(said)
+
+
+def _fact(ctx: Context, fact: str) -> str | None:
+    """Whether a ``LIKELY_FACTS`` fact holds for this run, said with where envdoctor read it."""
+    script = ctx.plan.script if ctx.plan.script is not None and not ctx.plan.script.problem else None
+    if fact == "vllm_in_process":
+        if script is not None and script.vllm_in_process:
+            return f"{script.vllm_in_process} starts vLLM in the training process"
+        return None
+    if fact == "conversational":
+        if script is not None and script.chat_messages:
+            return f"the training code builds chat messages ({script.chat_messages})"
+        from envdoctor.checks.data import data_view
+
+        view = data_view(ctx)
+        if view.sample is not None and view.conversational:
+            return "the dataset's prompts are chat messages"
+    return None
+
+
+def _depends_said(ctx: Context, failure: KnownFailure, why_likely: str | None) -> str:
+    """What the failure hinges on and what would show it, for an entry not ``run``."""
+    if failure.depends_on == "run":
         return ""
-    return f"; it needs {'; and '.join(failure.data)}: envdoctor does not read the data"
+    needs = f"; it needs {'; and '.join(failure.data)}" if failure.data else ""
+    seen = f": likely here, {why_likely}" if why_likely else ", which envdoctor cannot see"
+    return (
+        f"{needs}; whether it strikes depends on {HINGES[failure.depends_on]}{seen}; check {failure.evidence}"
+    )
 
 
 def severity(ctx: Context, failure: KnownFailure) -> str:
-    """An error when the failure happens on every run of this configuration (``certainty:
-    certain``), a warning when it depends on what envdoctor cannot see; a failure judged on an
-    assumed TRL release is a warning (``Context.on_trl``). One that also needs a condition on
-    the training data (``when.data``), which envdoctor cannot see, stays a warning (``depends``):
-    unknowable is not unmet (huggingface/open-r1#672: open-r1's own recipe hit TRL 0.18's), and
-    its message names the condition."""
-    if failure.unless_imported and failure.severity == "error" and imported_unseen(ctx, failure):
+    """As the catalogue's data says (``depends_on``): an error when the failure happens on every
+    run of this configuration (``run``); advice (info) when it hinges on what envdoctor cannot
+    see (the data, the load, the hardware, an install detail, the model, the training code's
+    arguments), the message saying what to check; a warning where a fact envdoctor reads makes it
+    likely (``likely_with``: chat messages in the training code for TRL 0.19.0's special tokens).
+    A failure judged on an assumed TRL release is a warning (``Context.on_trl``)."""
+    base = failure.severity
+    if base == "info" and failure.kind != "slower" and likely(ctx, failure) is not None:
+        base = "warning"
+    if failure.unless_imported and base == "error" and imported_unseen(ctx, failure):
         return "warning"  # a library in the stack may patch it away: not seen, so not certain
-    return ctx.on_trl(failure.severity) if "trl" in failure.packages else failure.severity
+    return ctx.on_trl(base) if "trl" in failure.packages else base
 
 
 @rule("KNF001")
@@ -98,7 +160,7 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
         yield hit(
             f"{_stack(ctx, failure)}: {failure.title}"
             + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})")
-            + _data_said(failure)
+            + _depends_said(ctx, failure, likely(ctx, failure))
             + (f"; {unseen}" if unseen else ""),
             fix=fix,
             remedy=remedy,

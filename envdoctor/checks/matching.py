@@ -82,10 +82,21 @@ def _config_holds(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
     return value is not _MISSING and value is not None and any(_same(value, w) for w in wanted)
 
 
+def config_holds(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
+    """Whether the run's config (or TRL's default for it) gives ``key`` one of ``wanted``, as a
+    ``when.config`` condition is judged ("*": the config sets it)."""
+    return _config_holds(ctx, key, wanted)
+
+
 def _config_sets(ctx: Context, key: str, wanted: tuple[Any, ...]) -> bool:
     """Whether the config itself sets ``key`` to one of ``wanted`` ("*": to anything but null):
-    a ``when.unless_config`` escape. A GRPOConfig object's field left at its default is unset."""
+    a ``when.unless_config`` escape. A GRPOConfig object's field left at its default is unset.
+    ``a.b``: the value at ``b`` of the mapping ``a`` (``gradient_checkpointing_kwargs.use_reentrant``)."""
     value = ctx.config.get(key)
+    if value is None and "." in key:
+        outer, _, inner = key.partition(".")
+        nested = ctx.config.get(outer)
+        value = nested.get(inner) if isinstance(nested, dict) else None
     if value is None:
         return False
     if from_config_object(ctx.plan.config_origin.get(key, "")) and value == config_default(ctx, key):
@@ -251,6 +262,10 @@ def when_holds(ctx: Context, when: dict[str, Any]) -> bool:
             continue
         if key.startswith("env."):
             value = trainer_env(ctx.facts, ctx.plan.trainer).get(key[4:], "")
+            if "absent" in cond:  # {absent: true}: the variable is unset (or empty) for the run
+                if bool(value) == bool(cond["absent"]):
+                    return False
+                continue
             if str(cond.get("contains", "")) not in value:
                 return False
             continue

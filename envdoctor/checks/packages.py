@@ -306,6 +306,7 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
         fix, remedy = plan_fix(ctx, "vllm", "trl")
         before = _line_before_dev(ctx, trl)
         dev = before is not None and versions.satisfies(vllm, str(before.get("vllm") or "")) is True
+        driven = _vllm_driven_elsewhere(ctx)
         yield hit(
             f"TRL {trl} supports vLLM {rng} for GRPO; installed vLLM {vllm}"
             + (
@@ -314,14 +315,30 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
                 "build's own [vllm] extra asks is not known"
                 if dev and before is not None
                 else ""
-            ),
+            )
+            + (f"; but {driven}" if driven else ""),
             fix=fix or f"pip install 'vllm{rng}'",
-            severity="info" if dev else None,
+            severity="info" if dev or driven else None,
             remedy=remedy,
             trl=trl,
             vllm=vllm,
             references=line.get("references", []),
         )
+
+
+def _vllm_driven_elsewhere(ctx: Context) -> str | None:
+    """Why TRL's vLLM range does not judge the run's vLLM: the training script starts vLLM
+    in-process through a library that drives it and patches TRL's trainer on import (Unsloth's
+    ``fast_inference=True``: its GRPOTrainer generates with ``model.vllm_engine``, never TRL's
+    vLLM client or colocated engine, unsloth/models/rl.py); None otherwise."""
+    script = ctx.plan.script
+    if script is None or script.problem or not (script.vllm_in_process and script.patched_by):
+        return None
+    return (
+        f"{script.vllm_in_process} starts vLLM through {script.patched_by}, whose patched trainer "
+        "generates with its own engine: TRL's range is that of TRL's vLLM client and colocated "
+        f"engine, which this run does not use (the vLLM {script.patched_by} supports decides)"
+    )
 
 
 def _line_before_dev(ctx: Context, trl: str) -> dict[str, Any] | None:

@@ -227,6 +227,8 @@ class Stack:
         for f in checkable_failures():
             if f.rule is not None or f.triage_only or not (len(f.packages) >= 2 or f.fixed_in):
                 continue
+            if f.depends_on != "run" and not f.fixed_in and not self.advice:
+                continue  # a pair that breaks only with what envdoctor cannot see (how flash-attn was built)
             if matches(self.ctx, dataclasses.replace(f, packages={})):
                 found.append((f"known failure {f.id}", dict(f.packages)))
         for bad in self.kb.vllm.get("known_bad") or []:

@@ -21,6 +21,19 @@ KINDS = ("crash", "hang", "silent-wrong", "refusal", "degraded", "slower")
 #: Kinds whose outcome is never in doubt once the entry matches: their certainty must be certain.
 CERTAIN_KINDS = ("crash", "hang", "silent-wrong")
 CERTAINTIES = ("certain", "depends")
+#: What a failure's outcome depends on once its ``when`` matches (``depends_on``): ``run`` - it
+#: happens on every run of that configuration (an error); the others name what envdoctor cannot
+#: see before the run - the training data, the load (hours in, a checkpoint save, timing), the
+#: hardware (interconnect, GPU family, accelerator), an install detail (how a binary was built or
+#: obtained, a cache, the cluster's setup), the model (architecture, checkpoint, distribution) or
+#: the training code (arguments and values the script passes that envdoctor does not evaluate):
+#: advice (info) saying what to check (``evidence``), a warning where a fact envdoctor reads makes
+#: it likely (``likely_with``)
+DEPENDS_ON = ("run", "data", "load", "hardware", "install", "model", "code")
+#: facts envdoctor reads that ``likely_with.facts`` may name: the training data is conversational
+#: (the dataset sample read is chat messages, or the training code builds role/content messages);
+#: the training script starts vLLM in its own process (Unsloth's fast_inference=True)
+LIKELY_FACTS = ("conversational", "vllm_in_process")
 PLATFORMS = ("linux", "windows", "macos", "rocm", "xpu")
 _ID = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
 _RULE = re.compile(r"^[A-Z]{2,4}[0-9]{3}$")
@@ -42,6 +55,9 @@ _KEYS = {
     "raised",
     "symptom_decides",
     "certain_with",
+    "depends_on",
+    "evidence",
+    "likely_with",
 }
 _RAISED_KEYS = {"exception", "message", "frames"}
 _WHEN_KEYS = {
@@ -100,7 +116,7 @@ class KnownFailure:
     id: str
     title: str
     kind: str
-    certainty: str
+    depends_on: str  # DEPENDS_ON: "run" (every run of the configuration) or what it hinges on
     packages: dict[str, str]  # dist name (PEP 503) -> PEP 440 specifier
     config: dict[str, tuple[Any, ...]]  # GRPO config key -> the values that match
     launch: dict[str, tuple[str, ...]]  # launch aspect (LAUNCH_VALUES) -> the values that match
@@ -137,12 +153,30 @@ class KnownFailure:
     #: lines that, shown before the symptom (in its traceback's context), settle the cause among the
     #: several the note names (a level-2 sleep before garbage completions): an error with them
     certain_with: tuple[Symptom, ...] = ()
+    #: which fact would show it, in words (what the user checks), for an entry not ``run``
+    evidence: str | None = None
+    #: facts envdoctor reads that make it likely (a warning): ``config`` (GRPO config key ->
+    #: values, as ``when.config``) and ``facts`` (LIKELY_FACTS), all of which must hold
+    likely_config: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    likely_facts: tuple[str, ...] = ()
+
+    @property
+    def certainty(self) -> str:
+        """``certain`` for an entry that fails on every run of its configuration, else ``depends``."""
+        return "certain" if self.depends_on == "run" else "depends"
+
+    @property
+    def likely_with(self) -> bool:
+        return bool(self.likely_config or self.likely_facts)
 
     @property
     def severity(self) -> str:
+        """Its severity when only what ``when`` says is known: an error for ``run``, advice
+        (info) for an entry that hinges on what envdoctor cannot see; ``check`` raises the latter
+        to a warning where ``likely_with`` holds (``checks.known_failures.severity``)."""
         if self.kind == "slower":  # the run works, only slower: advice
             return "info"
-        return "error" if self.certainty == "certain" else "warning"
+        return "error" if self.depends_on == "run" else "info"
 
 
 def _norm(name: str) -> str:
@@ -270,6 +304,53 @@ def _raised(value: Any, where: str) -> tuple[str, str, tuple[tuple[str, str, str
     )
 
 
+def _depends(
+    entry: dict[str, Any], where: str
+) -> tuple[str, str | None, dict[str, tuple[Any, ...]], tuple[str, ...]]:
+    """``depends_on``, ``evidence`` and ``likely_with`` of an entry. The older ``certainty`` is
+    read where ``depends_on`` is absent (``certain``: ``run``); a ``depends`` entry without
+    ``depends_on`` is refused (it must say what it hinges on)."""
+    depends_on = entry.get("depends_on")
+    certainty = entry.get("certainty")
+    if certainty is not None and certainty not in CERTAINTIES:
+        raise KnownFailuresError(f"{where}: 'certainty' must be certain or depends, got {certainty!r}")
+    if depends_on is None:
+        if certainty != "certain":
+            raise KnownFailuresError(
+                f"{where}: 'depends_on' must say what the failure depends on, one of {list(DEPENDS_ON)}"
+            )
+        depends_on = "run"
+    if depends_on not in DEPENDS_ON:
+        raise KnownFailuresError(
+            f"{where}: 'depends_on' must be one of {list(DEPENDS_ON)}, got {depends_on!r}"
+        )
+    if certainty is not None and (certainty == "certain") != (depends_on == "run"):
+        raise KnownFailuresError(f"{where}: 'certainty: {certainty}' contradicts 'depends_on: {depends_on}'")
+    evidence = _text(entry, "evidence", where, required=False)
+    if depends_on != "run" and evidence is None:
+        raise KnownFailuresError(
+            f"{where}: 'evidence' must say which fact would show the failure (what to check), "
+            f"for an entry that depends on the {depends_on}"
+        )
+    likely = entry.get("likely_with") or {}
+    if not isinstance(likely, dict) or set(likely) - {"config", "facts"} or (likely and depends_on == "run"):
+        raise KnownFailuresError(
+            f"{where}: 'likely_with' must map config and/or facts, on an entry not depends_on: run"
+        )
+    config = likely.get("config") or {}
+    if not isinstance(config, dict):
+        raise KnownFailuresError(f"{where}.likely_with.config: expected a mapping of GRPO config keys")
+    facts = likely.get("facts") or []
+    if not isinstance(facts, list) or any(f not in LIKELY_FACTS for f in facts):
+        raise KnownFailuresError(f"{where}.likely_with.facts: expected a list among {list(LIKELY_FACTS)}")
+    return (
+        depends_on,
+        evidence,
+        {str(k): _values(v, f"{where}.likely_with.config.{k}") for k, v in config.items()},
+        tuple(facts),
+    )
+
+
 def _strings_ok(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(x, str) and x for x in value)
 
@@ -286,14 +367,14 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
     unknown = set(entry) - _KEYS
     if unknown:
         raise KnownFailuresError(f"{where}: unknown keys {sorted(unknown)}")
-    kind, certainty = entry.get("kind"), entry.get("certainty")
+    kind = entry.get("kind")
     if kind not in KINDS:
         raise KnownFailuresError(f"{where}: 'kind' must be one of {list(KINDS)}, got {kind!r}")
-    if certainty not in CERTAINTIES:
-        raise KnownFailuresError(f"{where}: 'certainty' must be certain or depends, got {certainty!r}")
+    depends_on, evidence, likely_config, likely_facts = _depends(entry, where)
+    certainty = "certain" if depends_on == "run" else "depends"
     if kind in CERTAIN_KINDS and certainty != "certain" and not entry.get("note"):
         raise KnownFailuresError(
-            f"{where}: a {kind} is certain (certainty: certain) unless a "
+            f"{where}: a {kind} happens on every run (depends_on: run) unless a "
             "'note' says what envdoctor cannot see (the data, the model)"
         )
     packages, config, launch, platform, env, unless_env = _when(entry.get("when"), where)
@@ -312,7 +393,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         raise KnownFailuresError(f"{where}.when.data: expected a list of conditions on the data, in words")
     if data and certainty != "depends":
         raise KnownFailuresError(
-            f"{where}.when.data: an entry that depends on the data is certainty: depends"
+            f"{where}.when.data: an entry that depends on the data is not depends_on: run"
         )
     sources = entry.get("sources")
     if (
@@ -348,7 +429,10 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         id=fid,
         title=str(_text(entry, "title", where)),
         kind=kind,
-        certainty=certainty,
+        depends_on=depends_on,
+        evidence=evidence,
+        likely_config=likely_config,
+        likely_facts=likely_facts,
         packages=packages,
         config=config,
         launch=launch,
@@ -431,6 +515,8 @@ def from_record(record: dict[str, Any]) -> KnownFailure:
     fields["unless_config"] = {k: tuple(v) for k, v in fields.get("unless_config", {}).items()}
     fields["platform"] = tuple(fields["platform"])
     fields["data"] = tuple(fields.get("data", ()))
+    fields["likely_config"] = {k: tuple(v) for k, v in fields.get("likely_config", {}).items()}
+    fields["likely_facts"] = tuple(fields.get("likely_facts", ()))
     fields["symptoms"] = tuple(Symptom(text, where) for text, where in fields["symptoms"])
     fields["certain_with"] = tuple(Symptom(text, where) for text, where in fields.get("certain_with", ()))
     fields["sources"] = tuple(fields["sources"])

@@ -109,6 +109,9 @@ class TrainingScript:
     trl_other_trainer: str | None = None
     #: each key its GRPOConfig(...) calls set -> every place that sets it (``CodeKeyword``)
     config_keywords: dict[str, tuple[CodeKeyword, ...]] = field(default_factory=dict)
+    #: where it (or a repository module it imports) builds a chat message (``{"role": …,
+    #: "content": …}`` in prompts.py:30): its prompts are likely conversational
+    chat_messages: str | None = None
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression

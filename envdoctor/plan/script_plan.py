@@ -55,6 +55,7 @@ def read_training_script(
         ref_ds_prepares=decl.ref_ds_prepares,
         config_filter=decl.config_filter,
         trl_other_trainer=decl.trl_other_trainer,
+        chat_messages=decl.chat_messages,
     )
     if decl.problem:
         return script_cfg, {}

@@ -36,6 +36,8 @@ MAX_FILE_BYTES = 256 * 1024
 #: repository modules followed from one script (its imports, and theirs)
 MAX_IMPORTED_FILES = 24
 MAX_IMPORT_DEPTH = 3
+#: bytes of repository modules read for one script, all files together
+MAX_FOLLOWED_BYTES = 1024 * 1024
 #: TRL's config class and the parsers that turn dataclasses into command-line options
 CONFIG_CLASS = "GRPOConfig"
 TRAINER_CLASS = "GRPOTrainer"
@@ -167,6 +169,9 @@ class ScriptDecl:
     #: history holds (``AsyncGRPOTrainer (trl.experimental)``) and no GRPOConfig: GRPO's checks
     #: in GRPOTrainer.__init__ and GRPOConfig.__post_init__ do not run
     trl_other_trainer: str | None = None
+    #: where the files read build a chat message (``{"role": …, "content": …}`` in prompts.py:30):
+    #: the prompts are likely conversational
+    chat_messages: str | None = None
 
     @property
     def readable(self) -> bool:
@@ -374,6 +379,8 @@ class SourceFacts:
     lines: list[str] = field(default_factory=list)  # the text's lines (a fix's edit is cut from them)
     #: where it reads the fields GRPOConfig takes (``signature(GRPOConfig.__init__)``, line)
     config_filters: list[tuple[str, int]] = field(default_factory=list)
+    #: lines where it writes a chat message (a dict display with "role" and "content" keys)
+    chat_messages: list[int] = field(default_factory=list)
 
 
 #: calls that read the parameters or fields of a class: a script that reads GRPOConfig's keeps
@@ -478,6 +485,12 @@ _MAKES_PARSER = frozenset(
 )
 
 
+def _chat_message(node: ast.Dict) -> bool:
+    """A dict display with literal "role" and "content" keys (``{"role": "user", "content": q}``)."""
+    keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return {"role", "content"} <= keys
+
+
 def _scan(tree: ast.Module, path: str) -> SourceFacts:
     """Everything a training script declares (every node is looked at)."""
     mod = SourceFacts(path=path)
@@ -501,6 +514,8 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
                 name = t.value if isinstance(t, ast.Subscript) else t
                 if isinstance(name, ast.Name):
                     mod.removals.setdefault(name.id, []).append(node.lineno)
+        elif isinstance(node, ast.Dict) and not mod.chat_messages and _chat_message(node):
+            mod.chat_messages.append(node.lineno)
         elif isinstance(node, ast.Attribute) and node.attr == "argv" and _dotted(node.value) == "sys":
             mod.other_cli = mod.other_cli or "sys.argv"  # read by hand
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -680,6 +695,7 @@ class _Resolver:
         self.roots = _import_roots(script)
         self.loaded: dict[Path, SourceFacts | None] = {}
         self.files: list[str] = [main.path]
+        self.bytes = 0  # read of repository modules so far (MAX_FOLLOWED_BYTES)
 
     def module(self, dotted: str, level: int, home: Path) -> SourceFacts | None:
         """A repository module by its import name (relative to ``home``'s folder when ``level``)."""
@@ -705,11 +721,39 @@ class _Resolver:
         if key not in self.loaded:
             if len(self.loaded) >= MAX_IMPORTED_FILES:
                 return None
+            try:
+                size = path.stat().st_size
+            except OSError:
+                size = 0
+            if self.bytes + size > MAX_FOLLOWED_BYTES:
+                return None
+            self.bytes += size
             mod, _ = _load(path, _label(path))
             self.loaded[key] = mod
             if mod is not None:
                 self.files.append(mod.path)
         return self.loaded[key]
+
+    def follow(self) -> list[SourceFacts]:
+        """The repository modules the script imports, and theirs, breadth first, read (never
+        imported or run) up to ``MAX_IMPORT_DEPTH`` levels, ``MAX_IMPORTED_FILES`` files and
+        ``MAX_FOLLOWED_BYTES``: what they establish (a loader that starts vLLM in-process, a
+        library imported for its patches) is the run's wherever it is written."""
+        out: list[SourceFacts] = []
+        seen = {id(self.main)}
+        queue: list[tuple[SourceFacts, Path, int]] = [(self.main, self.script, 0)]
+        while queue:
+            mod, home, depth = queue.pop(0)
+            if depth >= MAX_IMPORT_DEPTH:
+                continue
+            for dotted, level in _imported_names(mod):
+                found = self.module(dotted, level, home)
+                if found is None or id(found) in seen:
+                    continue
+                seen.add(id(found))
+                out.append(found)
+                queue.append((found, Path(found.path), depth + 1))
+        return out
 
     def resolve(
         self, ref: str, mod: SourceFacts, home: Path, depth: int = 0, local: bool = True
@@ -745,6 +789,18 @@ class _Resolver:
         if found is not None:
             return self.resolve(name, found, Path(found.path), depth + 1)
         return "unknown", ref
+
+
+def _imported_names(mod: SourceFacts) -> list[tuple[str, int]]:
+    """The modules ``mod`` imports as (dotted name, relative level): ``import a.b``, ``from a
+    import b`` (``a``, and ``a.b`` where b is a submodule), ``from . import b``; not TRL's."""
+    names: list[tuple[str, int]] = [(m, 0) for m in mod.modules.values()]
+    for source, attr, level in mod.imports.values():
+        if source:
+            names.append((source, level))
+        if attr and attr != "*":
+            names.append((f"{source}.{attr}" if source else attr, level))
+    return [(n, lvl) for n, lvl in dict.fromkeys(names) if lvl or n.split(".")[0] != "trl"]
 
 
 def _label(path: Path) -> str:
@@ -860,7 +916,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
     decl.own_trainer = _own_trainer(main, script, res)
     decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
     decl.trl_calls = _trl_calls(main, script, res)
-    decl.files = tuple(dict.fromkeys(res.files))
+    followed = res.follow()  # after the names above are resolved: they come first in the bounds
     decl.ref_ds_prepares = tuple(
         f"{func}({arg}) in {mod.path}:{line}"
         for mod in [main, *(m for m in res.loaded.values() if m is not None and m is not main)]
@@ -876,7 +932,11 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         ),
         None,
     )
-    _in_process(main, decl)
+    _in_process(main, decl, followed)
+    decl.files = tuple(dict.fromkeys(res.files))
+    decl.chat_messages = next(
+        (f"{mod.path}:{mod.chat_messages[0]}" for mod in [main, *followed] if mod.chat_messages), None
+    )
     return decl
 
 
@@ -1093,21 +1153,24 @@ def _package_of(name: str, mod: SourceFacts) -> str:
     return ""
 
 
-def _in_process(main: SourceFacts, decl: ScriptDecl) -> None:
-    """The packages of ``IN_PROCESS_VLLM`` the script imports, and its calls of their loaders
-    with the keyword that starts vLLM in-process: a literal, an argparse flag's value (the flag's
-    default), or unknown."""
-    imported = {m.split(".")[0] for m in main.modules.values()}
-    imported |= {src.split(".")[0] for src, _, level in main.imports.values() if not level}
+def _in_process(main: SourceFacts, decl: ScriptDecl, followed: list[SourceFacts]) -> None:
+    """The packages of ``IN_PROCESS_VLLM`` the script and the repository modules it imports
+    (``followed``) import, and their calls of those packages' loaders with the keyword that
+    starts vLLM in-process: a literal, an argparse flag of the script (the flag's default), or
+    unknown."""
+    imported: set[str] = set()
+    for mod in [main, *followed]:
+        imported |= {m.split(".")[0] for m in mod.modules.values()}
+        imported |= {src.split(".")[0] for src, _, level in mod.imports.values() if not level}
     decl.in_process_imports = tuple(sorted(imported & set(IN_PROCESS_VLLM)))
-    for func, line, node in main.loaders:
-        package = _package_of(func, main)
+    for mod, func, line, node in [(m, *loader) for m in [main, *followed] for loader in m.loaders]:
+        package = _package_of(func, mod)
         if IN_PROCESS_VLLM.get(package) is None:
             continue
-        where = f"{func}({IN_PROCESS_VLLM[package]}=…) in {main.path}:{line}"
+        where = f"{func}({IN_PROCESS_VLLM[package]}=…) in {mod.path}:{line}"
         ok, value = _literal(node)
         ref, dest = _dotted(node), None
-        if not ok and ref and ref.count(".") == 1 and ref.split(".")[1] in decl.flags:
+        if not ok and mod is main and ref and ref.count(".") == 1 and ref.split(".")[1] in decl.flags:
             dest = ref.split(".")[1]
             ok, value = decl.flags[dest].has_default, decl.flags[dest].default
         decl.in_process_calls.append((where, bool(value) if ok else None, dest))

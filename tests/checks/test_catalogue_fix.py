@@ -43,12 +43,31 @@ def test_a_fix_in_words_about_packages_gives_no_config_remedy():
     )
 
 
-def test_fix_applies_the_catalogue_config_fix_and_the_warning_goes():
+def test_fix_applies_the_catalogue_config_fix_and_the_error_goes():
+    """A catalogue entry that fails on every run and whose fix is a config change: Liger's GRPO
+    loss refuses importance_sampling_level "sequence" on TRL 0.20-0.27 (an error): `fix` sets the
+    first remedy that holds and the finding goes."""
+    stack = {**STACK, "trl": "0.25.0", "vllm": "0.10.2", "torch": "2.8.0", "liger-kernel": "0.6.2"}
+    facts = from_dict(snapshot(1, H100, packages=stack), "snap")
+    cfg = {"use_liger_loss": True, "importance_sampling_level": "sequence", "use_vllm": False}
+    plan = build_plan(config_dict=cfg, launch="python train.py", live=False)
+    closure = close(facts, plan, Rerun())
+    assert any(f.rule == "KNF001" and f.severity.value == "error" for f in closure.before)
+    assert "KNF001" in closure.fixed
+    assert closure.changes.config_set.get("importance_sampling_level") == "token"
+    assert not [f for f in closure.after if f.rule == "KNF001" and f.severity.value != "info"]
+
+
+def test_a_bias_that_hinges_on_the_model_is_advice_fix_leaves_alone():
+    """The importance-sampling bias of a truncated sampler (top_p 0.95) depends on how much mass
+    the model's distribution loses to the truncation (depends_on: model): info, which `fix` does
+    not change (only warnings and errors are fixed); its remedies are still data."""
     facts = from_dict(snapshot(1, H100, packages=STACK), "snap")
     cfg = {"use_vllm": True, "vllm_mode": "colocate", "top_p": 0.95, "vllm_gpu_memory_utilization": 0.3}
     plan = build_plan(config_dict=cfg, launch="python train.py", live=False)
     closure = close(facts, plan, Rerun())
-    assert any(f.rule == "KNF001" and f.severity.value == "warning" for f in closure.before)
-    assert "KNF001" in closure.fixed
-    assert closure.changes.config_set.get("top_p") == 1.0
-    assert not [f for f in closure.after if f.rule == "KNF001" and f.severity.value != "info"]
+    knf = [f for f in closure.before if f.rule == "KNF001"]
+    assert knf and all(f.severity.value == "info" for f in knf)
+    assert knf[0].remedy is not None and knf[0].remedy.config_set == {"top_p": 1.0}
+    assert "KNF001" not in closure.fixed
+    assert "top_p" not in closure.changes.config_set

@@ -117,3 +117,101 @@ def test_a_server_line_is_trls_vllm_even_with_unsloth_installed(here):
         if f.rule == "LAY006"
     ]
     assert [f.severity.value for f in got] == ["error"]
+
+
+ENTRY_IMPORTS_LOADER = """\
+from unsloth import FastLanguageModel, PatchFastRL
+PatchFastRL("GRPO", FastLanguageModel)
+import sft
+from grpo import train
+
+model, tokenizer = sft.load_model()
+train(model, tokenizer)
+"""
+
+SFT_MODULE = """\
+from unsloth import FastLanguageModel
+
+def load_model():
+    return FastLanguageModel.from_pretrained("Qwen/Qwen2.5-1.5B-Instruct", fast_inference={value})
+"""
+
+GRPO_MODULE = """\
+from trl import GRPOConfig, GRPOTrainer
+
+def train(model, tokenizer):
+    GRPOTrainer(model=model, args=GRPOConfig(output_dir="o", use_vllm=True, temperature=1.08))
+"""
+
+
+def _server_logprobs(here, value: str) -> list:
+    (here / "reason.py").write_text(ENTRY_IMPORTS_LOADER)
+    (here / "sft.py").write_text(SFT_MODULE.format(value=value))
+    (here / "grpo.py").write_text(GRPO_MODULE)
+    pk = {
+        "trl": "0.24.0",
+        "vllm": "0.10.2",
+        "torch": "2.8.0",
+        "transformers": "4.57.1",
+        "unsloth": "2025.10.1",
+    }
+    found = findings(
+        snapshot(1, packages=pk), config={"use_vllm": True, "temperature": 1.08}, launch="python reason.py"
+    )
+    return [f for f in found if f.evidence.get("id") == "trl-server-raw-logprobs-importance-sampling"]
+
+
+def test_fast_inference_in_a_module_the_script_imports_is_in_process(here):
+    """The seventh held-out set (llm-reasoning): reason.py imports sft.py, whose loader asks
+    Unsloth for vLLM in-process (fast_inference=True): the run has no vLLM server, so the server
+    mode's raw-logprobs failure does not apply. The reader follows the script's own imports."""
+    from envdoctor.plan.script_reader import read_script
+
+    (here / "reason.py").write_text(ENTRY_IMPORTS_LOADER)
+    (here / "sft.py").write_text(SFT_MODULE.format(value="True"))
+    (here / "grpo.py").write_text(GRPO_MODULE)
+    decl = read_script(here / "reason.py")
+    assert decl.in_process_calls and decl.in_process_calls[0][1] is True
+    assert "sft.py:4" in decl.in_process_calls[0][0]
+    assert _server_logprobs(here, "True") == []
+    # the same code with fast_inference=False: TRL's own vLLM (server by default) is judged
+    assert [f.severity.value for f in _server_logprobs(here, "False")] == ["warning"]
+
+
+def test_followed_imports_are_bounded_and_never_loop(here, monkeypatch):
+    """Two modules importing each other are read once; the files read stop at the bound."""
+    from envdoctor.plan import script_reader
+
+    (here / "train.py").write_text("import a\n")
+    (here / "a.py").write_text("import b\n")
+    (here / "b.py").write_text("import a\nimport c\n")
+    (here / "c.py").write_text("from unsloth import FastLanguageModel\n")
+    decl = script_reader.read_script(here / "train.py")
+    assert sorted(p.rsplit("/", 1)[-1] for p in decl.files) == ["a.py", "b.py", "c.py", "train.py"]
+    assert decl.in_process_imports == ("unsloth",)
+    monkeypatch.setattr(script_reader, "MAX_FOLLOWED_BYTES", len("import b\n"))
+    decl = script_reader.read_script(here / "train.py")
+    assert sorted(p.rsplit("/", 1)[-1] for p in decl.files) == ["a.py", "train.py"]
+    assert decl.in_process_imports == ()
+
+
+def test_trl_vllm_range_does_not_judge_unsloths_in_process_vllm(here):
+    """The seventh held-out set (llm-reasoning, a finished run): TRL 0.24 with vLLM 0.19.1,
+    outside TRL 0.24's range, where Unsloth's fast_inference engine generates: PKG006 says it as
+    advice naming why; with fast_inference=False (TRL's own vLLM) it stays a warning."""
+
+    def pkg006(value: str) -> list[str]:
+        (here / "reason.py").write_text(ENTRY_IMPORTS_LOADER)
+        (here / "sft.py").write_text(SFT_MODULE.format(value=value))
+        (here / "grpo.py").write_text(GRPO_MODULE)
+        pk = {"trl": "0.24.0", "vllm": "0.19.1", "torch": "2.10.0", "transformers": "4.57.6"}
+        found = findings(
+            snapshot(1, packages={**pk, "unsloth": "2026.4.6"}),
+            config={"use_vllm": True},
+            launch="python reason.py",
+        )
+        return [f"{f.severity.value}: {f.message}" for f in found if f.rule == "PKG006"]
+
+    (got,) = pkg006("True")
+    assert got.startswith("info: ") and "starts vLLM through unsloth" in got
+    assert [g.split(":")[0] for g in pkg006("False")] == ["warning"]

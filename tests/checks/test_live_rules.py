@@ -127,7 +127,8 @@ def test_each_known_bad_entry_fires_and_its_healthy_neighbour_is_quiet(entry_id)
         elif key.startswith("config."):
             cfg[key[7:]] = spec
         elif key.startswith("env."):
-            env[key[4:]] = spec["contains"]
+            if "contains" in spec:  # {absent: true}: left unset
+                env[key[4:]] = spec["contains"]
         else:
             pkgs[key] = _version_in(spec)
     if cfg.get("vllm_enable_sleep_mode"):
@@ -176,6 +177,7 @@ def _version_in(spec: str) -> str | None:
         "2.6.0",
         "2.7.0",
         "2.8.0",
+        "2.10.0",
         "4.49.0",
         "4.51.0",
         "5.0.0",
@@ -183,3 +185,26 @@ def _version_in(spec: str) -> str | None:
         if s.contains(candidate, prereleases=True):
             return candidate
     return None
+
+
+def _sleep_alloc(torch: str, vllm: str, env: dict[str, str]) -> list[str]:
+    snap = snapshot(2, packages={**MODERN, "torch": torch, "vllm": vllm, "trl": "0.26.2"}, env=env)
+    cfg = {"use_vllm": True, "vllm_mode": "colocate", "vllm_enable_sleep_mode": True}
+    return [
+        str(f.evidence.get("id"))
+        for f in findings(snap, config=cfg, launch="python t.py")
+        if f.rule == "PKG007" and f.severity.value == "warning"
+    ]
+
+
+def test_pkg007_pytorch_alloc_conf_only_where_torch_applies_it_and_vllm_misses_it():
+    """vLLM < 0.31 reads only PYTORCH_CUDA_ALLOC_CONF (cumem.py); torch 2.9.x does not apply
+    PYTORCH_ALLOC_CONF's expandable_segments to CUDA (karpathy/autoresearch#588), 2.10+ does."""
+    only_new = {"PYTORCH_ALLOC_CONF": "expandable_segments:True"}
+    entry = "sleep-mode-expandable-segments-via-pytorch-alloc-conf"
+    assert entry in _sleep_alloc("2.10.0", "0.20.0", only_new)  # vLLM misses it, torch applies it
+    # a finished published run: torch 2.9.0 + vLLM 0.11.2, only PYTORCH_ALLOC_CONF set
+    assert entry not in _sleep_alloc("2.9.0", "0.11.2", only_new)
+    assert entry not in _sleep_alloc("2.10.0", "0.31.0", only_new)  # vLLM 0.31 reads it too
+    both = {**only_new, "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    assert entry not in _sleep_alloc("2.10.0", "0.20.0", both)  # vLLM sees it (ALC004's case)

@@ -359,7 +359,9 @@ def test_certain_with_is_only_for_an_entry_that_depends():
     }
     with pytest.raises(KnownFailuresError, match="certain_with"):
         parse_entry(entry, "test")
-    ok = parse_entry({**entry, "certainty": "depends", "note": "n"}, "test")
+    ok = parse_entry(
+        {**entry, "certainty": "depends", "depends_on": "model", "evidence": "e", "note": "n"}, "test"
+    )
     assert [s.text for s in ok.certain_with] == ["level=2"]
 
 
