@@ -262,10 +262,6 @@ def when_holds(ctx: Context, when: dict[str, Any]) -> bool:
             continue
         if key.startswith("env."):
             value = trainer_env(ctx.facts, ctx.plan.trainer).get(key[4:], "")
-            if "absent" in cond:  # {absent: true}: the variable is unset (or empty) for the run
-                if bool(value) == bool(cond["absent"]):
-                    return False
-                continue
             if str(cond.get("contains", "")) not in value:
                 return False
             continue

@@ -42,8 +42,8 @@ def check_when(when: Any, where: str) -> None:
             if not isinstance(value, WHEN_KEYS[key]):
                 raise KnowledgeError(f"{w}: expected {WHEN_KEYS[key].__name__}")
         elif key.startswith("env."):
-            if not (isinstance(value, dict) and set(value) in ({"contains"}, {"absent"})):
-                raise KnowledgeError(f"{w}: expected {{contains: TEXT}} or {{absent: true}}")
+            if not (isinstance(value, dict) and set(value) == {"contains"}):
+                raise KnowledgeError(f"{w}: expected {{contains: TEXT}}")
         elif key.startswith("config."):
             if isinstance(value, (dict, list)):
                 raise KnowledgeError(f"{w}: expected a scalar")
