@@ -22,7 +22,18 @@ from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import boundary, columns, guards, hostenv, hydra, inference, missing, programs, refusal
+from envdoctor.triage import (
+    boundary,
+    columns,
+    guards,
+    hostenv,
+    hydra,
+    inference,
+    missing,
+    programs,
+    refusal,
+    usercode,
+)
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
@@ -353,6 +364,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     for t in (tb, *reversed(tb.chain)):
         found = (
             raised_entry(t, m, log)
+            or usercode.grouped_reshape(t, m, log)
             or missing.not_installed(tb, t, m, log)
             or columns.missing_column(t, m, log)
             or inference.inference_tensor(t, m, log)
@@ -361,6 +373,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or trl_refusal(t, m, log)
             or hostenv.from_traceback(t, m, log)
             or hydra.config_error(tb, t, m, log)
+            or usercode.user_code(t, m, log)  # raised in the user's code, called back by a package
             or refusal.vllm_validation(t, m, log)
             or guards.from_traceback(t, m, log)
             or refusal.package_refusal(t, m, log)

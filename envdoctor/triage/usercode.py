@@ -1,0 +1,287 @@
+"""Failures raised inside the user's or a project's own code, told from a traceback's structure.
+
+A traceback whose innermost frames are the user's code (no package's file: ``boundary._user``)
+was raised there: the exception's line is in that code, whatever called it. Where a package's frame
+called that code (TRL's reward loop calling a reward function, transformers calling a callback or
+``compute_metrics``, a DataLoader calling a collator, ``datasets`` calling a map function), the
+package called the user back, and the cause is in that function or in the data the package gave
+it — not in the package (TRI032, an error: the traceback shows it). A traceback of the user's
+frames alone says the same of the user's code, an error only where the function's own name says
+its role (a reward function), a warning otherwise.
+
+Not the user's code: an exception raised in a package's frame (a user frame only *above* the
+package's frames called into it), a call or an import that does not fit a package (a call's shape
+raises in the caller's frame: API drift, ``boundary.py``), an attribute of a package's object, and
+failures of the machine (CUDA, NCCL, memory, files, the network), which other rules read.
+
+Also here (TRI033): a reshape by ``num_generations`` (``x.view(n, self.num_generations)``, GRPO's
+grouping of rewards or completions) of a tensor whose size is not a multiple of it: a batch with
+fewer rows than the sampler's groups (the epoch's last, short batch), told by the frame's own line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from envdoctor.findings import Finding, Severity
+from envdoctor.triage import boundary
+from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage.interface import Match
+from envdoctor.triage.traceback import Frame, Traceback
+
+#: exceptions a bug of the code or its data raises (not the machine's: CUDA, files, the network)
+_CODE = frozenset(
+    ("ValueError", "TypeError", "KeyError", "IndexError", "AttributeError", "ZeroDivisionError")
+    + ("AssertionError", "NameError", "UnboundLocalError", "JSONDecodeError", "RuntimeError")
+    + ("StopIteration", "RecursionError", "UnicodeDecodeError", "OverflowError")
+)
+#: messages of the machine or of a package's state, whatever frame raised them
+_MACHINE = re.compile(
+    r"CUDA|cuda|NCCL|nccl|cuDNN|cublas|CUBLAS|out of memory|device-side|[Dd]evice|HIP|ROCm|"
+    r"[Ss]egmentation|[Kk]illed|[Tt]imed? ?out|[Cc]onnection|[Ss]ocket|[Pp]ermission|"
+    r"No such file|Disk|disk|[Ss]hared memory|/dev/shm|\bRay\b"
+)
+#: packages that run a function without a contract about what it does (an executor, a launcher):
+#: the function they ran is the user's program, not a callback of theirs
+_EXECUTORS = frozenset(
+    ("ray", "hydra", "hydra-core", "accelerate", "fire", "click", "typer", "multiprocess", "joblib")
+    + ("absl", "absl-py", "deepspeed", "torch", "submitit", "tyro", "jsonargparse", "debugpy", "pydevd")
+)
+#: a reward function by its name, or a package's line that calls one
+_REWARD = re.compile(r"reward", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Role:
+    """What the package called the user's function as, and what to fix in it."""
+
+    name: str  # "reward function", "data collator", ...
+    fix: str
+
+
+def _role(caller: Frame | None, func: str, log: Log) -> Role | None:
+    """The role of the user's function ``func`` that ``caller`` (a package's frame, or None: no
+    package frame is shown) called, from the frame's function and line and the function's name."""
+    code, where = (caller.code, caller.function) if caller is not None else ("", "")
+    pkg = caller.package if caller is not None else None
+    mod = caller.module_path if caller is not None else ""
+    if _REWARD.search(func) or _REWARD.search(code) or _REWARD.search(where):
+        trl = log.versions.get("trl")
+        old = trl is not None and trl.exact and _below(trl.version, "0.16.0")
+        none = (
+            f"return 0.0 for a completion it cannot score (TRL {trl.version if trl else ''} does not "
+            "accept None rewards; TRL 0.16.0 and later do, and leave that completion out of the function's "
+            "reward)"
+            if old
+            else "return None for a completion it cannot score (TRL accepts None rewards from 0.16.0 and "
+            "leaves that completion out of the function's reward; 0.0 on older releases)"
+        )
+        return Role(
+            "reward function",
+            f"fix {func}: it must return one float per completion for every batch it is given; parse the "
+            f"completion defensively (the model's text is free-form: guard the int()/float() casts, the "
+            f"regex matches, the columns that may be None) and {none}",
+        )
+    if pkg is None:
+        return None
+    if where == "call_event" or mod.endswith("trainer_callback.py"):
+        return Role(
+            "TrainerCallback",
+            f"fix the callback's {func}: transformers calls it with the "
+            "trainer's args, state and control and the objects of that event",
+        )
+    if "compute_metrics" in code or where in ("evaluation_loop", "prediction_loop"):
+        return Role(
+            "compute_metrics function",
+            f"fix {func}: it receives an EvalPrediction "
+            "(predictions, label_ids, as numpy arrays; logits unless preprocess_logits_for_metrics)",
+        )
+    if "collate" in code or "collate" in where or mod.endswith(("data/_utils/fetch.py", "data_collator.py")):
+        return Role(
+            "data collator",
+            f"fix {func} or the rows it was given: the collator gets a list of "
+            "the dataset's rows (check their columns, types and lengths)",
+        )
+    if pkg == "datasets" or "formatting_func" in code or "map(" in code:
+        return Role(
+            "dataset function (map / filter / formatting)",
+            f"fix {func} or the rows it fails on "
+            "(a row with a missing or None field, another type, an empty list)",
+        )
+    if where in ("_call_impl", "_wrapped_call_impl", "forward") and pkg == "torch":
+        return None  # a module's forward of the user's: torch runs it as the program itself
+    return None
+
+
+def _below(version: str, floor: str) -> bool:
+    from envdoctor import versions
+
+    return bool(versions.below(version, floor))
+
+
+def _frame_text(f: Frame) -> str:
+    name = f.path.replace("\\", "/").rsplit("/", 1)[-1] if f.package is None else f.module_path
+    where = f"{name}:{f.line}" if f.line else name
+    return f"{where}{' in ' + f.function if f.function else ''}"
+
+
+def _package_object(msg: str) -> bool:
+    """An AttributeError of an object whose class a package owns (API drift's, not the user's)."""
+    m = boundary._OBJECT_ATTR.search(msg)
+    if m is None:
+        return False
+    obj = m.group("obj").rsplit(".", 1)[-1]
+    if obj in ("NoneType", "str", "dict", "list", "tuple", "int", "float", "bool", "bytes", "set"):
+        return False
+    return boundary._object_package(obj) is not None or boundary._trl_trainer(obj) is not None
+
+
+def _own_fault(tb: Traceback) -> bool:
+    """The exception is a bug of code or its data (``_CODE``), not a failure of the machine, not
+    a call, an import or an attribute that does not fit a package (API drift)."""
+    if tb.name not in _CODE or _MACHINE.search(tb.message[:2000]):
+        return False
+    if tb.name == "TypeError" and boundary._CALL.search(tb.message):
+        return False  # a call's shape raises in the caller's frame: whose function is called decides
+    if tb.name == "AttributeError" and (
+        boundary._MODULE_ATTR.search(tb.message) or _package_object(tb.message)
+    ):
+        return False
+    return True
+
+
+def _mine(f: Frame) -> bool:
+    """A frame of the user's code: a file of no package (``boundary._user``), a notebook's cell."""
+    return boundary._user(f) or f.path.startswith("<ipython-input")
+
+
+def raised_in_user_code(tb: Traceback) -> tuple[list[Frame], Frame | None] | None:
+    """The innermost run of the user's frames where ``tb`` was raised (Python's own frames after
+    it allowed: ``json``'s decoder under the user's ``json.loads``) and the package's frame that
+    called into that run (None: the traceback shows no package's frame before it); None where
+    the innermost frame that is not Python's own is a package's (raised in the package)."""
+    frames = tb.frames
+    j = len(frames)
+    while j > 0 and frames[j - 1].package is None and not _mine(frames[j - 1]):
+        j -= 1  # Python's own frames (<frozen …>, /usr/lib/python3.x/…) under the user's code
+    i = j
+    while i > 0 and _mine(frames[i - 1]):
+        i -= 1
+    if i == j:
+        return None  # raised in a package's frame
+    caller = frames[i - 1] if i > 0 and frames[i - 1].package is not None else None
+    return frames[i:j], caller
+
+
+def user_code(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI032: ``tb`` raised in the user's code, called back by a package or run by the user's
+    own frames (module docstring)."""
+    if not tb.frames or not tb.exc_type or not _own_fault(tb):
+        return None
+    found = raised_in_user_code(tb)
+    if found is None:
+        return None
+    run, caller = found
+    entered, innermost = run[0], run[-1]
+    role = _role(caller, entered.function or innermost.function, log)
+    if role is None and caller is not None and caller.package in _EXECUTORS:
+        caller = None  # ray, a launcher, torch running a module: ran the user's program, no contract
+    if role is None and caller is None:
+        # the user's frames alone: a reward function deeper in them may say the role
+        named = next((f for f in reversed(run) if _REWARD.search(f.function)), None)
+        if named is not None:
+            entered = named
+            role = _role(None, named.function, log)
+    func = entered.function or "the function"
+    exc = f"{tb.name}: {tb.message[:200]}" if tb.message else tb.name
+    where = _frame_text(innermost)
+    what_role = f"your {role.name} {func}()" if role else f"your function {func}()"
+    if caller is not None:
+        what = (
+            f"{exc} was raised inside your code, in {what_role} ({where}), which {caller.package} called "
+            f"back from {_frame_text(caller)}: the cause is in that function or in the data {caller.package} "
+            f"gave it, not in {caller.package}"
+        )
+    else:
+        above = run[0] if run[0] is not entered else None
+        what = (
+            f"{exc} was raised inside your own code, in {what_role} ({where})"
+            + (
+                f", called from your {above.function or 'code'}"
+                if above is not None and above.function
+                else ""
+            )
+            + ": the traceback shows no package's frame, the exception is raised in that code: the cause is "
+            "in it or in the data it was given"
+        )
+    fix = (
+        role.fix
+        if role
+        else f"fix {func} ({where}) or its input: the exception is raised on that line of your code; "
+        "print the values it was given there (the message names the one that failed)"
+    )
+    fix += "; if the code is a project's you run (not yours), update it to the project's latest version"
+    d = finding(
+        "TRI032",
+        [m],
+        log,
+        what,
+        fix,
+        raised_in=where,
+        called_by=_frame_text(caller) if caller is not None else None,
+        role=role.name if role else None,
+    )
+    # certain where the traceback shows the package calling the user's function, or the function's
+    # own name says its role; the user's frames alone, of no known role: likely
+    certain = caller is not None or role is not None
+    f = d.finding
+    d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
+    return d
+
+
+#: torch's message of a view / reshape whose shape does not hold the tensor's elements
+_SHAPE = re.compile(
+    r"shape '\[(?P<dims>-?\d{1,9}(?:, ?-?\d{1,9}){0,7})\]' is invalid for input of size (?P<n>\d{1,15})"
+)
+_GROUPED = re.compile(r"\.(?:view|reshape)\((?P<args>[^()]{0,200}num_generations[^()]{0,200})\)")
+
+
+def grouped_reshape(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI033: the innermost frame groups a tensor by ``num_generations`` and the tensor's size is
+    not a multiple of the group: a batch with fewer rows than whole groups reached it."""
+    if tb.name != "RuntimeError" or not tb.frames:
+        return None
+    shape = _SHAPE.search(tb.message)
+    last = tb.frames[-1]
+    call = _GROUPED.search(last.code) if shape is not None else None
+    if shape is None or call is None:
+        return None
+    dims = [int(x) for x in shape.group("dims").split(",")]
+    n = int(shape.group("n"))
+    group = dims[-1] if dims[-1] > 0 and call.group("args").rstrip().endswith("num_generations") else None
+    whole = 1
+    for d in dims:
+        whole *= d if d > 0 else 1
+    if group is None or n % group == 0 and (-1 in dims or n == whole):
+        return None  # the size fits whole groups: not a short batch
+    own = last.package is None
+    who = "your (the project's) trainer" if own else f"{last.package}'s trainer"
+    what = (
+        f"{who} groups {n} values by num_generations={group} ({_frame_text(last)}: {last.code.strip()[:120]}), "
+        f"but {n} is not {'a multiple of ' + str(group) if n % group else 'the ' + str(whole) + ' the shape holds'}: "
+        "a batch with fewer rows than whole groups reached it — the epoch's last batch, short because the "
+        "dataset's size is not a multiple of the global batch (the sampler repeats each prompt "
+        "num_generations times and does not drop an incomplete batch)"
+    )
+    fix = (
+        "drop the incomplete last batch (dataloader_drop_last: true in the training arguments) or make the "
+        "number of training rows a multiple of the global batch (per_device_train_batch_size × processes × "
+        "gradient_accumulation_steps, in prompts × num_generations)"
+    )
+    d = finding("TRI033", [m], log, what, fix, raised_in=_frame_text(last), group=group, size=n)
+    # a fork's trainer (the user's frame) has no guard against it: certain; TRL's own sampler drops
+    # incomplete batches, so in TRL's frame another cause may have shortened the batch: likely
+    f = d.finding
+    d.finding = Finding(f.rule, Severity.ERROR if own else Severity.WARNING, f.message, f.fix, f.evidence)
+    return d
