@@ -144,11 +144,8 @@ def _own_fault(tb: Traceback) -> bool:
         return False
     if tb.name == "TypeError" and boundary._CALL.search(tb.message):
         return False  # a call's shape raises in the caller's frame: whose function is called decides
-    if tb.name == "AttributeError" and (
-        boundary._MODULE_ATTR.search(tb.message) or _package_object(tb.message)
-    ):
-        return False
-    return True
+    drift = boundary._MODULE_ATTR.search(tb.message) or _package_object(tb.message)
+    return not (tb.name == "AttributeError" and drift)
 
 
 def _mine(f: Frame) -> bool:
@@ -266,10 +263,11 @@ def grouped_reshape(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if group is None or n % group == 0 and (-1 in dims or n == whole):
         return None  # the size fits whole groups: not a short batch
     own = last.package is None
+    short = f"a multiple of {group}" if n % group else f"the {whole} the shape holds"
     who = "your (the project's) trainer" if own else f"{last.package}'s trainer"
     what = (
-        f"{who} groups {n} values by num_generations={group} ({_frame_text(last)}: {last.code.strip()[:120]}), "
-        f"but {n} is not {'a multiple of ' + str(group) if n % group else 'the ' + str(whole) + ' the shape holds'}: "
+        f"{who} groups {n} values by num_generations={group} ({_frame_text(last)}: "
+        f"{last.code.strip()[:120]}), but {n} is not {short}: "
         "a batch with fewer rows than whole groups reached it — the epoch's last batch, short because the "
         "dataset's size is not a multiple of the global batch (the sampler repeats each prompt "
         "num_generations times and does not drop an incomplete batch)"
