@@ -201,7 +201,8 @@ def user_code(tb: Traceback, m: Match, log: Log) -> Draft | None:
             f"gave it, not in {caller.package}"
         )
     else:
-        above = run[0] if run[0] is not entered else None
+        at = next(i for i, f in enumerate(run) if f is entered)
+        above = run[at - 1] if at > 0 else None
         what = (
             f"{exc} was raised inside your own code, in {what_role} ({where})"
             + (
