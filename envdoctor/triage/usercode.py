@@ -259,8 +259,8 @@ def grouped_reshape(tb: Traceback, m: Match, log: Log) -> Draft | None:
     n = int(shape.group("n"))
     group = dims[-1] if dims[-1] > 0 and call.group("args").rstrip().endswith("num_generations") else None
     whole = 1
-    for d in dims:
-        whole *= d if d > 0 else 1
+    for dim in dims:
+        whole *= dim if dim > 0 else 1
     if group is None or n % group == 0 and (-1 in dims or n == whole):
         return None  # the size fits whole groups: not a short batch
     own = last.package is None
