@@ -445,11 +445,11 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or trl_refusal(t, m, log)
             or hostenv.from_traceback(t, m, log)
             or hydra.config_error(tb, t, m, log)
-            or usercode.user_code(t, m, log)  # raised in the user's code, called back by a package
             or refusal.vllm_validation(t, m, log)
             or guards.from_traceback(t, m, log)
             or refusal.package_refusal(t, m, log)
             or guards.any_check(t, m, log)
+            or usercode.user_code(t, m, log)  # raised in the user's code (a check of its own: above)
             or _fixed_after(t, m, log)
             or hostenv.library_member_missing(t, m, log)  # a warning: after every certain answer
         )
