@@ -6,8 +6,9 @@ called that code (TRL's reward loop calling a reward function, transformers call
 ``compute_metrics``, a DataLoader calling a collator, ``datasets`` calling a map function), the
 package called the user back, and the cause is in that function or in the data the package gave
 it — not in the package (TRI032, an error: the traceback shows it). A traceback of the user's
-frames alone says the same of the user's code, an error only where the function's own name says
-its role (a reward function), a warning otherwise.
+frames alone says the same of the user's code where the function's own name says its role (a
+reward function); of no known role it is left to the first exception's answer (TRI003), which
+names the user's frame where it was raised.
 
 Not the user's code: an exception raised in a package's frame (a user frame only *above* the
 package's frames called into it), a call or an import that does not fit a package (a call's shape
@@ -190,6 +191,8 @@ def user_code(tb: Traceback, m: Match, log: Log) -> Draft | None:
         if named is not None:
             entered = named
             role = _role(None, named.function, log)
+    if caller is None and role is None:
+        return None  # the user's frames alone, of no known role: the first exception's answer (TRI003)
     func = entered.function or "the function"
     exc = f"{tb.name}: {tb.message[:200]}" if tb.message else tb.name
     where = _frame_text(innermost)
@@ -230,11 +233,10 @@ def user_code(tb: Traceback, m: Match, log: Log) -> Draft | None:
         called_by=_frame_text(caller) if caller is not None else None,
         role=role.name if role else None,
     )
-    # certain where the traceback shows the package calling the user's function, or the function's
-    # own name says its role; the user's frames alone, of no known role: likely
-    certain = caller is not None or role is not None
+    # the traceback shows the package calling the user's function, or the function's own name says
+    # its role: the exception's line is in that code, certain
     f = d.finding
-    d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
     return d
 
 

@@ -83,7 +83,7 @@ def test_a_package_called_from_a_callback_that_raised_is_the_packages():
     assert _rule(_got(text), "TRI032") is None
 
 
-def test_the_users_frames_alone_with_a_reward_function_is_an_error_and_without_a_role_a_warning():
+def test_the_users_frames_alone_with_a_reward_function_is_an_error_and_without_a_role_no_claim():
     tail = "TypeError: 'NoneType' object is not iterable\n"
     reward = (
         _MAIN
@@ -94,8 +94,10 @@ def test_the_users_frames_alone_with_a_reward_function_is_an_error_and_without_a
     f = _rule(_got(reward), "TRI032")
     assert f is not None and f.severity.value == "error" and "called from your round_winners" in f.message
     plain = _MAIN + _frame("/root/proj/stage_utils.py", 172, "round_winners", "for r in rows") + tail
-    g = _rule(_got(plain), "TRI032")
-    assert g is not None and g.severity.value == "warning"
+    got = _got(plain)
+    assert _rule(got, "TRI032") is None
+    unknown = _rule(got, "TRI003")  # the first exception, where it was raised: the user's frame
+    assert unknown is not None and "stage_utils.py:172" in unknown.message
 
 
 def test_a_collator_the_dataloader_called_is_named():
