@@ -8,7 +8,10 @@ from envdoctor.findings import Finding
 from tests.triage.helpers import findings, scan_bytes
 
 SITE = "/opt/conda/lib/python3.11/site-packages"
-_MAIN = 'Traceback (most recent call last):\n  File "/home/u/proj/train.py", line 88, in <module>\n    trainer.train()\n'
+_MAIN = (
+    "Traceback (most recent call last):\n"
+    '  File "/home/u/proj/train.py", line 88, in <module>\n    trainer.train()\n'
+)
 
 
 def _frame(path: str, line: int, func: str, code: str) -> str:
