@@ -168,7 +168,10 @@ def raised_in_user_code(tb: Traceback) -> tuple[list[Frame], Frame | None] | Non
         i -= 1
     if i == j:
         return None  # raised in a package's frame
-    caller = frames[i - 1] if i > 0 and frames[i - 1].package is not None else None
+    k = i - 1
+    while k >= 0 and frames[k].package is None and not _mine(frames[k]):
+        k -= 1  # Python's own frames between (a thread pool running the package's call)
+    caller = frames[k] if k >= 0 and frames[k].package is not None else None
     return frames[i:j], caller
 
 

@@ -224,3 +224,15 @@ def test_no_override_where_the_frame_does_not_show_the_call_or_the_class_is_the_
     )
     own = _got(_skyrl("out = self.postprocess_generator_output(out, m=1)", "RayPPOTrainer"))
     assert "overrides" not in " ".join(f.message for f in own)
+
+
+def test_a_thread_pool_between_the_package_and_the_callback_still_names_the_package():
+    text = (
+        _MAIN
+        + _TRL_LOOP
+        + _frame("/usr/lib/python3.12/concurrent/futures/thread.py", 59, "run", "result = self.fn(*a, **k)")
+        + _frame("/home/u/proj/rewards.py", 9, "judge_reward", "return float(reply)")
+        + "ValueError: could not convert string to float: 'yes'\n"
+    )
+    f = _rule(_got(text), "TRI032")
+    assert f is not None and "which trl called back" in f.message
