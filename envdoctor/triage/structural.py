@@ -154,6 +154,15 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         fix, source = _history_fix(b, history), HISTORY
     elif history is not None and history.fits() and not source.startswith("the known-failures catalogue"):
         fix += f"; or pip install '{history.package}{history.fits()}' ({history.what}: {history.change()})"
+    if history is not None and tb.name == "TypeError":
+        from envdoctor.triage import symbols
+
+        now = symbols.renamed(tb)  # the name the keyword has now: the code's own fix
+        if now is not None:
+            fix = (
+                f"rename {now[0]}= to {now[1]}= in the call ({history.package} takes {now[1]} from "
+                f"{now[2]}); or {fix}"
+            )
     if source == HISTORY and not boundary.shape_certain(tb, b) and _catalogued(ms[0], log):
         return None  # a catalogue entry names this very line: its answer, not the history's
     certain = bool(source) or boundary.shape_certain(tb, b)

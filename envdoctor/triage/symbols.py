@@ -437,8 +437,6 @@ def unknown_keyword(tb: Traceback) -> Unfit | None:
     class ``X`` never took ``k`` in ``X.f`` (by name or through ``**kwargs``, nor any base class of
     another package's history): the call is wrong for every release read, and the name the class
     takes that is closest to ``k`` (a rename: ``enable_sleep_mode`` → ``vllm_enable_sleep_mode``)."""
-    import difflib
-
     m = boundary._CALL.search(tb.message) if tb.name == "TypeError" else None
     if m is None or not m.group("kwarg") or f"'{m.group('kwarg')}'" not in tb.message:
         return None
@@ -463,13 +461,47 @@ def unknown_keyword(tb: Traceback) -> Unfit | None:
                 o = history(other) if other != h.package else None
                 if o is not None and o.class_releases(short) and o.params(short, func, kwarg, var=True)[1]:
                     return None
-    names = _init_names(h, cls, func)
+    close, since, until = _close_param(h, cls, func, kwarg)
+    return Unfit(h.package, h.releases, cls, kwarg, func, close, since, until)
+
+
+def _close_param(h: History, cls: str, func: str, kwarg: str) -> tuple[str, str, str]:
+    """The parameter of ``cls.func`` closest to ``kwarg`` (one that ends or starts with it, else
+    a close spelling) and its releases (first, and the one that removed it); "" where none is."""
+    import difflib
+
+    names = _init_names(h, cls, func) - {kwarg}
     near = [n for n in names if n.endswith("_" + kwarg) or n.startswith(kwarg + "_")]
     close = sorted(near, key=len)[:1] or difflib.get_close_matches(kwarg, sorted(names), n=1, cutoff=0.8)
-    since = until = ""
-    if close:
-        since, until = _span(h, h.params(cls, func, close[0])[1])
-    return Unfit(h.package, h.releases, cls, kwarg, func, close[0] if close else "", since, until)
+    if not close:
+        return "", "", ""
+    since, until = _span(h, h.params(cls, func, close[0])[1])
+    return close[0], since, until
+
+
+def renamed(tb: Traceback) -> tuple[str, str, str] | None:
+    """For a keyword a release of the class removed (``X.__init__() got an unexpected keyword
+    argument 'k'``), the parameter that took its place: close to it, taken by the newest release,
+    and there from the removal or before (``SFTConfig``'s ``max_seq_length`` → ``max_length``);
+    ``(the keyword, the name, since)``."""
+    m = boundary._CALL.search(tb.message) if tb.name == "TypeError" else None
+    if m is None or not m.group("kwarg"):
+        return None
+    cls, _, func = m.group("func").rpartition(".")
+    cls = cls.rsplit(".", 1)[-1]
+    kwarg = m.group("kwarg")
+    found = [h for p in packages() if (h := history(p)) is not None and cls and h.class_releases(cls)]
+    if len(found) != 1:
+        return None
+    h = found[0]
+    have = h.params(cls, func, kwarg)[1]
+    if not have or have >> (len(h.releases) - 1) & 1:
+        return None  # never taken (``unknown_keyword``), or the newest release still takes it
+    removed = have.bit_length()  # the index of the first release after its last
+    close, since, until = _close_param(h, cls, func, kwarg)
+    if not close or until or not since or h.releases.index(since) > removed:
+        return None
+    return kwarg, close, since
 
 
 def subclass_attribute(tb: Traceback) -> Unfit | None:

@@ -236,3 +236,18 @@ def test_a_thread_pool_between_the_package_and_the_callback_still_names_the_pack
     )
     f = _rule(_got(text), "TRI032")
     assert f is not None and "which trl called back" in f.message
+
+
+def test_a_keyword_a_release_removed_names_the_one_that_took_its_place():
+    text = (
+        _frame("/home/u/proj/sft.py", 30, "main", "cfg = SFTConfig(output_dir='o', max_seq_length=2048)")
+        + "TypeError: SFTConfig.__init__() got an unexpected keyword argument 'max_seq_length'\n"
+    )
+    f = _rule(_got(text), "TRI009")
+    assert f is not None and "rename max_seq_length= to max_length=" in f.fix and "trl<0.20.0" in f.fix
+    kept = (
+        _frame("/home/u/proj/grpo.py", 30, "main", "cfg = GRPOConfig(output_dir='o', vllm_device='cuda:1')")
+        + "TypeError: GRPOConfig.__init__() got an unexpected keyword argument 'vllm_device'\n"
+    )
+    g = _rule(_got(kept), "TRI009")
+    assert g is None or "rename vllm_device=" not in g.fix  # no parameter took its place
