@@ -289,3 +289,42 @@ def grouped_reshape(tb: Traceback, m: Match, log: Log) -> Draft | None:
     f = d.finding
     d.finding = Finding(f.rule, Severity.ERROR if own else Severity.WARNING, f.message, f.fix, f.evidence)
     return d
+
+
+#: a reward function's own report of an exception it caught: ``Error in accuracy_reward: …``
+_CAUGHT = re.compile(
+    r"^\W{0,8}(?:Error|Exception|Failed|Failure)\s(?:in|calling|computing|running)\s`?"
+    r"(?P<func>\w{0,80}reward\w{0,80})`?(?:\(\))?\s?[:：-]\s?(?P<msg>\S.{0,600})$",
+    re.IGNORECASE,
+)
+MAX_CAUGHT_LINES = 20000
+
+
+def caught_in_reward(head: bytes, log: Log) -> Draft | None:
+    """TRI032 as a warning: a line in which a reward function reports an exception it caught
+    (``Error in _correctness_reward_func: invalid literal for int() …``, the convention
+    ``print(f"Error in {func.__name__}: {e}")``) and no traceback: not a crash — the function's
+    except branch scored that completion — but a completion its parsing did not expect."""
+    if not head or b"reward" not in head.lower():
+        return None
+    text = head.decode("utf-8", errors="replace")
+    for line_no, line in enumerate(text.split("\n")[:MAX_CAUGHT_LINES], 1):
+        if "reward" not in line.lower() or len(line) > 2000:
+            continue
+        found = _CAUGHT.match(line.strip())
+        if found is None:
+            continue
+        func, msg = found.group("func"), found.group("msg").strip()
+        what = (
+            f"your reward function {func} caught an exception on a completion and printed it (line "
+            f"{line_no}): “{msg[:300]}” — not a crash: the run goes on, and that completion gets what the "
+            "function's except branch returns; the model's text was not what the function parses"
+        )
+        fix = (
+            f"make {func} parse the completions the model writes (the message shows the value it failed on), "
+            "and return None for one it cannot score (TRL accepts None rewards from 0.16.0) rather than a "
+            "silent 0.0, if such completions should not count; nothing to fix where a zero reward is meant"
+        )
+        ev = {"line": line_no, "function": func, "caught": True}
+        return Draft(line_no, Finding("TRI032", Severity.WARNING, what, fix, ev))
+    return None

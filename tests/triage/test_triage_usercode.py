@@ -251,3 +251,20 @@ def test_a_keyword_a_release_removed_names_the_one_that_took_its_place():
     )
     g = _rule(_got(kept), "TRI009")
     assert g is None or "rename vllm_device=" not in g.fix  # no parameter took its place
+
+
+def test_a_reward_functions_report_of_what_it_caught_is_a_warning_not_a_crash():
+    got = _got(
+        "Error in _addition_correctness_reward_func: invalid literal for int() with base 10: '5 + 1'\n"
+    )
+    f = _rule(got, "TRI032")
+    assert f is not None and f.severity.value == "warning" and "not a crash" in f.message
+    assert "_addition_correctness_reward_func" in f.fix
+
+
+def test_reward_metrics_and_a_healthy_run_are_not_a_caught_exception():
+    healthy = (
+        "{'loss': 0.01, 'rewards/accuracy_reward': 0.5, 'reward': 0.75, 'epoch': 0.1}\n"
+        "reward function accuracy_reward: mean 0.5\n"
+    )
+    assert _got(healthy) == []
