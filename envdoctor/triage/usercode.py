@@ -67,7 +67,14 @@ def _role(caller: Frame | None, func: str, log: Log) -> Role | None:
     code, where = (caller.code, caller.function) if caller is not None else ("", "")
     pkg = caller.package if caller is not None else None
     mod = caller.module_path if caller is not None else ""
-    if _REWARD.search(func) or _REWARD.search(code) or _REWARD.search(where):
+    if _REWARD.search(func) or _REWARD.search(code) or _REWARD.search(where) or _REWARD.search(mod):
+        if pkg not in (None, "trl", "unsloth", "unsloth-zoo", "open-r1", "verifiers"):
+            return Role(
+                "reward function",
+                f"fix {func}: {pkg} calls it for every response of a batch and needs a score for each; "
+                "parse the response defensively (the model's text is free-form: guard the casts, the regex "
+                "matches, the fields that may be None) and give a response it cannot parse the lowest score",
+            )
         trl = log.versions.get("trl")
         old = trl is not None and trl.exact and _below(trl.version, "0.16.0")
         none = (

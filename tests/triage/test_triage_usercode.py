@@ -268,3 +268,21 @@ def test_reward_metrics_and_a_healthy_run_are_not_a_caught_exception():
         "reward function accuracy_reward: mean 0.5\n"
     )
     assert _got(healthy) == []
+
+
+def test_another_stacks_reward_manager_calling_a_scoring_function_is_a_reward_function():
+    text = (
+        _MAIN
+        + _frame(
+            f"{SITE}/verl/workers/reward_manager/naive.py", 80, "__call__", "score = self.compute_score("
+        )
+        + _frame("/home/u/proj/my_reward.py", 14, "compute_score", "return float(answer == gt)")
+        + "KeyError: 'ground_truth'\n"
+    )
+    f = _rule(_got(text), "TRI032")
+    assert (
+        f is not None
+        and "reward function compute_score()" in f.message
+        and "which verl called back" in f.message
+    )
+    assert "TRL" not in f.fix and "verl calls it" in f.fix
