@@ -256,9 +256,10 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
     u = symbols.unknown_keyword(tb) or symbols.subclass_attribute(tb)
     if u is None or u.func and not u.close:
         return None  # a keyword no release takes and nothing close: a typo of the user's, TRI003's
+    innermost = tb.frames[-1] if tb.frames else None
+    if u.func and innermost is not None and innermost.package == u.package:
+        return None  # the package's own call (a call's shape raises in the caller): TRI031's, not the user's
     frame = _calling(tb, u.package)
-    if frame is not None and frame.package == u.package:
-        return None
     caller = _frame_text(frame) if frame is not None else "your code"
     read = f"{len(u.releases)} {u.package} releases read, {u.releases[0]} to {u.releases[-1]}"
     version = have.get(u.package)
