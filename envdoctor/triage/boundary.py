@@ -491,8 +491,10 @@ def _shown_call(method: str, m: re.Match[str], frames: list[Frame]) -> dict[str,
 def _package_override(tb: Traceback, m: re.Match[str], frames: list[Frame]) -> Boundary | None:
     """An override of a package's method, in a class the package does not define (the user's, a
     project's, a wrapper's), that the package's own frame calls (``self.<method>(…)``, the
-    traceback's innermost frame) with an argument the override has no parameter for: the
-    subclass was written for a release of the package that did not pass it. What ``_override``
+    traceback's innermost frame, its line calling it on ``self``) with an argument the override has
+    no parameter for: the subclass was written for a release of the package that did not pass it
+    (a call on another object, ``self.sender.send_chunks(``, may be the package's own class: not
+    this). What ``_override``
     tells for transformers' Trainer hooks, for any package whose frame index or symbol history
     places the method: the class's code must take the argument, or the package be pinned."""
     from envdoctor.triage import owners, symbols
@@ -504,8 +506,8 @@ def _package_override(tb: Traceback, m: re.Match[str], frames: list[Frame]) -> B
         return None
     if not (m.group("kwarg") or m.group("given")):
         return None
-    if re.search(rf"\.{re.escape(method)}\(", last.code) is None:
-        return None  # the frame's line does not show the package calling the method
+    if re.search(rf"\bself\.{re.escape(method)}\(", last.code) is None:
+        return None  # not the package's method calling the same object's method (``self.m(``)
     pkg = last.package
     if owners.modules(pkg, f"{cls}.{method}") or symbols.defines_method(pkg, method, cls):
         return None  # the package's own class: its code against itself (own_call, TRI031)

@@ -222,6 +222,8 @@ def test_no_override_where_the_frame_does_not_show_the_call_or_the_class_is_the_
     assert "overrides" not in " ".join(
         f.message for f in _got(_skyrl("out = helper(out)", "FullyAsyncDAPOTrainer"))
     )
+    other = _skyrl("out = self.gen.postprocess_generator_output(out, m=1)", "FullyAsyncDAPOTrainer")
+    assert "overrides" not in " ".join(f.message for f in _got(other))  # not the object's own method
     own = _got(_skyrl("out = self.postprocess_generator_output(out, m=1)", "RayPPOTrainer"))
     assert "overrides" not in " ".join(f.message for f in own)
 
