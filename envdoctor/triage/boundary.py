@@ -497,7 +497,8 @@ def _package_override(tb: Traceback, m: re.Match[str], frames: list[Frame]) -> B
     this). What ``_override``
     tells for transformers' Trainer hooks, for any package whose frame index or symbol history
     places the method: the class's code must take the argument, or the package be pinned."""
-    from envdoctor.triage import owners, symbols
+    from envdoctor.knowledge.symbol_history import defines_method, param_since
+    from envdoctor.triage import owners
 
     cls, _, method = m.group("func").rpartition(".")
     cls = cls.rsplit(".", 1)[-1]
@@ -508,16 +509,24 @@ def _package_override(tb: Traceback, m: re.Match[str], frames: list[Frame]) -> B
         return None
     if re.search(rf"\bself\.{re.escape(method)}\(", last.code) is None:
         return None  # not the package's method calling the same object's method (``self.m(``)
+    shown = re.search(rf"\bself\.{re.escape(method)}\((?P<args>[^()]{{0,300}})\)", last.code)
+    if m.group("given") and m.group("takes"):
+        takes = re.match(r"(?:from \d{1,3} to )?(\d{1,3})", m.group("takes"))
+        args = [a for a in (shown.group("args").split(",") if shown else []) if a.strip()]
+        if shown is None or takes is None or any("=" in a or "*" in a for a in args):
+            return None  # the shown call cannot tell what the package passes positionally
+        if len(args) + 1 != int(m.group("given")) or int(m.group("given")) != int(takes.group(1)) + 1:
+            return None  # the shown call is not the one that failed
     pkg = last.package
-    if owners.modules(pkg, f"{cls}.{method}") or symbols.defines_method(pkg, method, cls):
+    if owners.modules(pkg, f"{cls}.{method}") or defines_method(pkg, method, cls):
         return None  # the package's own class: its code against itself (own_call, TRI031)
-    if not (owners.modules(pkg, method) or symbols.defines_method(pkg, method)):
+    if not (owners.modules(pkg, method) or defines_method(pkg, method)):
         return None  # a method the package does not define: the class's own contract, not drift
     found = owners.owner(f"{cls}.{method}")
     owner = found[0] if found is not None and found[0] != pkg else None
     kwarg = m.group("kwarg")
     arg = kwarg or "one more positional argument"
-    since = symbols.param_since(pkg, method, kwarg) if kwarg else None
+    since = param_since(pkg, method, kwarg) if kwarg else None
     row = {
         "method": method,
         "argument": arg,
