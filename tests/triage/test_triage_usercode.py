@@ -288,3 +288,16 @@ def test_another_stacks_reward_manager_calling_a_scoring_function_is_a_reward_fu
         and "which verl called back" in f.message
     )
     assert "TRL" not in f.fix and "verl calls it" in f.fix
+
+
+def test_the_first_exception_answer_names_the_users_frame_under_the_package_that_called_it():
+    text = (
+        _MAIN
+        + _TRL_LOOP
+        + _frame("/home/u/proj/rewards.py", 5, "judge_reward", "open('/data/judge.json')")
+        + "FileNotFoundError: [Errno 2] No such file or directory: '/data/judge.json'\n"
+    )
+    f = _rule(_got(text), "TRI003")
+    assert (
+        f is not None and "raised in your code (rewards.py:5 in judge_reward), called from trl" in f.message
+    )
