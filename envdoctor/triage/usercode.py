@@ -61,9 +61,19 @@ class Role:
     fix: str
 
 
-def _role(caller: Frame | None, func: str, log: Log) -> Role | None:
+#: a message of code that read a conversational completion (a list of message dicts) as a string,
+#: or a standard one (a string) as messages
+_SHAPE_MIXUP = re.compile(
+    r"'(?:list|dict)' object has no attribute '(?:strip|split|lower|replace|startswith|find|endswith)'|"
+    r"string indices must be integers|list indices must be integers or slices, not str|"
+    r"expected string or bytes-like object"
+)
+
+
+def _role(caller: Frame | None, func: str, log: Log, message: str = "") -> Role | None:
     """The role of the user's function ``func`` that ``caller`` (a package's frame, or None: no
-    package frame is shown) called, from the frame's function and line and the function's name."""
+    package frame is shown) called, from the frame's function and line and the function's name;
+    ``message``: the exception's (a reward function that read a completion in the other format)."""
     code, where = (caller.code, caller.function) if caller is not None else ("", "")
     pkg = caller.package if caller is not None else None
     mod = caller.module_path if caller is not None else ""
@@ -85,11 +95,19 @@ def _role(caller: Frame | None, func: str, log: Log) -> Role | None:
             else "return None for a completion it cannot score (TRL accepts None rewards from 0.16.0 and "
             "leaves that completion out of the function's reward; 0.0 on older releases)"
         )
+        shape = (
+            "; the message is that of a completion read in the other format: TRL passes each completion "
+            "as a string for a standard dataset and as a list of messages ([{'role': 'assistant', "
+            "'content': …}], read completion[0]['content']) for a conversational one (a 'prompt' column of "
+            "messages)"
+            if _SHAPE_MIXUP.search(message)
+            else ""
+        )
         return Role(
             "reward function",
             f"fix {func}: it must return one float per completion for every batch it is given; parse the "
             f"completion defensively (the model's text is free-form: guard the int()/float() casts, the "
-            f"regex matches, the columns that may be None) and {none}",
+            f"regex matches, the columns that may be None) and {none}{shape}",
         )
     if pkg is None:
         return None
@@ -192,7 +210,7 @@ def user_code(tb: Traceback, m: Match, log: Log) -> Draft | None:
         return None
     run, caller = found
     entered, innermost = run[0], run[-1]
-    role = _role(caller, entered.function or innermost.function, log)
+    role = _role(caller, entered.function or innermost.function, log, tb.message)
     if role is None and caller is not None and caller.package in _EXECUTORS:
         caller = None  # ray, a launcher, torch running a module: ran the user's program, no contract
     if role is None and caller is None:
@@ -200,7 +218,7 @@ def user_code(tb: Traceback, m: Match, log: Log) -> Draft | None:
         named = next((f for f in reversed(run) if _REWARD.search(f.function)), None)
         if named is not None:
             entered = named
-            role = _role(None, named.function, log)
+            role = _role(None, named.function, log, tb.message)
     if caller is None and role is None:
         return None  # the user's frames alone, of no known role: the first exception's answer (TRI003)
     func = entered.function or "the function"

@@ -301,3 +301,21 @@ def test_the_first_exception_answer_names_the_users_frame_under_the_package_that
     assert (
         f is not None and "raised in your code (rewards.py:5 in judge_reward), called from trl" in f.message
     )
+
+
+def test_a_reward_function_reading_a_conversational_completion_as_a_string_is_told_the_format():
+    text = (
+        _MAIN
+        + _TRL_LOOP
+        + _frame(
+            "/home/u/proj/rewards.py", 8, "length_reward", "return [len(c.strip()) for c in completions]"
+        )
+        + "AttributeError: 'list' object has no attribute 'strip'\n"
+    )
+    f = _rule(_got(text), "TRI032")
+    assert f is not None and "completion[0]['content']" in f.fix
+    plain = text.replace(
+        "'list' object has no attribute 'strip'", "'NoneType' object has no attribute 'group'"
+    )
+    g = _rule(_got(plain), "TRI032")
+    assert g is not None and "completion[0]" not in g.fix
