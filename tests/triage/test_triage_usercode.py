@@ -319,3 +319,25 @@ def test_a_reward_function_reading_a_conversational_completion_as_a_string_is_to
     )
     g = _rule(_got(plain), "TRI032")
     assert g is not None and "completion[0]" not in g.fix
+
+
+def test_a_map_function_and_a_callback_are_named_by_the_package_that_called_them():
+    mapped = (
+        _MAIN
+        + _frame(f"{SITE}/datasets/arrow_dataset.py", 3500, "apply_function", "processed = function(*a, **k)")
+        + _frame("/home/u/proj/data.py", 12, "make_prompt", "return {'prompt': row['question']}")
+        + "KeyError: 'question'\n"
+    )
+    f = _rule(_got(mapped), "TRI032")
+    assert f is not None and "dataset function (map / filter / formatting) make_prompt()" in f.message
+    assert "which datasets called back" in f.message
+    callback = (
+        _MAIN
+        + _frame(
+            f"{SITE}/transformers/trainer_callback.py", 548, "call_event", "result = getattr(cb, event)("
+        )
+        + _frame("/home/u/proj/cb.py", 30, "on_log", "wandb.log({'x': logs['reward'] / n})")
+        + "ZeroDivisionError: division by zero\n"
+    )
+    g = _rule(_got(callback), "TRI032")
+    assert g is not None and "TrainerCallback on_log()" in g.message
