@@ -135,9 +135,7 @@ def _role(caller: Frame | None, func: str, log: Log, message: str = "") -> Role 
             f"fix {func} or the rows it fails on "
             "(a row with a missing or None field, another type, an empty list)",
         )
-    if where in ("_call_impl", "_wrapped_call_impl", "forward") and pkg == "torch":
-        return None  # a module's forward of the user's: torch runs it as the program itself
-    return None
+    return None  # another call (torch running a module's forward: the program itself)
 
 
 def _below(version: str, floor: str) -> bool:
