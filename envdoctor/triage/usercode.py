@@ -217,6 +217,9 @@ def user_code(tb: Traceback, m: Match, log: Log) -> Draft | None:
         if named is not None:
             entered = named
             role = _role(None, named.function, log, tb.message)
+    layout = _trl_layout(run, caller, tb, m, log)
+    if layout is not None:
+        return layout
     if caller is None and role is None:
         return None  # the user's frames alone, of no known role: the first exception's answer (TRI003)
     func = entered.function or "the function"
@@ -351,3 +354,58 @@ def caught_in_reward(head: bytes, log: Log) -> Draft | None:
         ev = {"line": line_no, "function": func, "caught": True}
         return Draft(line_no, Finding("TRI032", Severity.WARNING, what, fix, ev))
     return None
+
+
+#: TRL's GRPOTrainer.compute_loss got the dataset's rows (a list of dicts) up to 0.14 and the dict
+#: that _prepare_inputs builds (prompt_ids, completion_ids, advantages, …) from 0.15: an override
+#: written for one layout indexes the other's
+_AS_ROWS = "string indices must be integers"  # iterating the dict: its keys, indexed by a column
+_AS_DICT = "list indices must be integers or slices, not str"  # the list indexed by a key
+
+
+def _trl_layout(run: list[Frame], caller: Frame | None, tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI009: a GRPO trainer's ``compute_loss`` override (the project's) that transformers'
+    ``training_step`` called, failing on the layout of ``inputs``: written for TRL 0.14 (a list of
+    rows) and run on 0.15 or later (a dict), or the other way round."""
+    msg = tb.message
+    if caller is None or caller.package != "transformers" or caller.function != "training_step":
+        return None
+    entered = run[0]
+    if entered.function != "compute_loss" or not (msg.startswith(_AS_ROWS) or msg.startswith(_AS_DICT)):
+        return None
+    trl = log.versions.get("trl")
+    grpo = "grpo" in entered.path.lower() or trl is not None
+    if not grpo:
+        return None  # not known to extend TRL's GRPOTrainer
+    as_rows = msg.startswith(_AS_ROWS)
+    shown = f"; the log shows TRL {trl.version}" if trl is not None and trl.exact else ""
+    where = _frame_text(run[-1])
+    if as_rows:
+        what = (
+            f"your trainer's compute_loss ({where}: {run[-1].code.strip()[:100]}) reads inputs as the list "
+            "of the dataset's rows that TRL 0.14's GRPOTrainer passed; from TRL 0.15 compute_loss receives "
+            "the dict _prepare_inputs builds (prompt_ids, completion_ids, advantages, …), whose keys are "
+            "strings: the override was written for TRL 0.14" + shown
+        )
+        fix = (
+            "install the TRL release the project was written for (pip install 'trl==0.14.0', the only "
+            "release with that layout; the project's requirements pin it), or port the override to the "
+            "installed TRL's GRPOTrainer (generation and rewards moved to _prepare_inputs / "
+            "_generate_and_score_completions)"
+        )
+    else:
+        what = (
+            f"your trainer's compute_loss ({where}: {run[-1].code.strip()[:100]}) reads inputs as the dict "
+            "that TRL 0.15 and later build in _prepare_inputs (prompt_ids, completion_ids, advantages, …), "
+            "but got the list of the dataset's rows that TRL 0.14's GRPOTrainer passed (or a trainer "
+            "whose _prepare_inputs does not build it)" + shown
+        )
+        fix = (
+            "install a TRL release of the layout the override reads (pip install 'trl>=0.15.0', the "
+            "release the project pins), and keep TRL's _prepare_inputs (an override of it must return "
+            "that dict)"
+        )
+    d = finding("TRI009", [m], log, what, fix, caller=None, callee="trl", exception=tb.name)
+    f = d.finding
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    return d

@@ -341,3 +341,52 @@ def test_a_map_function_and_a_callback_are_named_by_the_package_that_called_them
     )
     g = _rule(_got(callback), "TRI032")
     assert g is not None and "TrainerCallback on_log()" in g.message
+
+
+_STEP = _frame(
+    f"{SITE}/transformers/trainer.py",
+    3675,
+    "training_step",
+    "loss = self.compute_loss(model, inputs, num_items_in_batch=num_items_in_batch)",
+)
+
+
+def test_a_grpo_compute_loss_override_written_for_trl_014s_layout_is_drift_with_trl():
+    text = (
+        _MAIN
+        + _STEP
+        + _frame(
+            "/home/u/X-R1/src/x_r1/x_grpo_trainer.py", 58, "compute_loss", "p = [x['prompt'] for x in inputs]"
+        )
+        + "TypeError: string indices must be integers\n"
+    )
+    f = _rule(_got(text), "TRI009")
+    assert f is not None and f.severity.value == "error" and "trl==0.14.0" in f.fix
+    dict_read = text.replace(
+        "string indices must be integers", "list indices must be integers or slices, not str"
+    )
+    g = _rule(_got(dict_read), "TRI009")
+    assert g is not None and "trl>=0.15.0" in g.fix
+
+
+def test_a_frame_line_whose_file_prefix_a_paste_cut_is_still_a_frame():
+    text = (
+        '.../python3.10/site-packages/transformers/trainer.py", line 3675, in training_step\n'
+        "    loss = self.compute_loss(model, inputs, num_items_in_batch=num_items_in_batch)\n"
+        './X-R1/src/x_r1/x_grpo_trainer.py", line 58, in compute_loss\n'
+        '    prompts = [x["prompt"] for x in inputs]\n'
+        "TypeError: string indices must be integers\n"
+    )
+    f = _rule(_got(text), "TRI009")
+    assert f is not None and "x_grpo_trainer.py:58" in f.message
+
+
+def test_another_trainer_or_another_method_is_not_trls_layout():
+    other = (
+        _MAIN
+        + _STEP
+        + _frame("/home/u/proj/my_trainer.py", 58, "compute_loss", "p = [x['prompt'] for x in inputs]")
+        + "TypeError: string indices must be integers\n"
+    )
+    assert _rule(_got(other), "TRI009") is None  # no sign of TRL's GRPOTrainer: the user's code (TRI032)
+    assert _rule(_got(other), "TRI032") is not None
