@@ -60,9 +60,10 @@ PACKAGES = {
 _FRAME = re.compile(
     r'^File "(?P<path>[^"]{1,1000})", line (?P<line>\d{1,9})(?:, in (?P<func>[^\s(]{1,200}))?'
 )
-#: a frame whose ``File "`` a paste cut off: ``…/site-packages/x/y.py", line 3, in f``, ``./a/b.py", …``
+#: a frame whose ``File "`` a paste cut off, its path marked as cut (``…/site-packages/x/y.py", line 3,
+#: in f``, ``./a/b.py", …``); a bare ``/trl/x.py", …`` is left alone (the head of an excerpt)
 _CUT_FRAME = re.compile(
-    r'^(?P<path>(?:\.{1,3}|…)?/[^"\s]{0,1000}\.py)", line (?P<line>\d{1,9}), in (?P<func>[^\s(]{1,200})$'
+    r'^(?P<path>(?:\.{1,3}|…)/[^"\s]{0,1000}\.py)", line (?P<line>\d{1,9}), in (?P<func>[^\s(]{1,200})$'
 )
 #: IPython / Jupyter: ``File ~/x.py:399, in Trainer.train(self)``, ``File /a/b.py:12, in f()``
 _IPY_FRAME = re.compile(
