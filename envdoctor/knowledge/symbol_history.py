@@ -224,3 +224,37 @@ def calls(package: str, cls: str) -> dict[str, Any] | None:
         return None
     ok = isinstance(doc, dict) and doc.get("schema") == SCHEMA and isinstance(doc.get("methods"), dict)
     return doc if ok and isinstance(doc.get("releases"), list) else None
+
+
+def defines_method(package: str, method: str, cls: str | None = None) -> bool:
+    """``package``'s history has a class (``cls``, else any) with a method ``method``."""
+    h = history(package) if package in packages() else None
+    if h is None:
+        return False
+    if cls is not None:
+        return any(method in node.get("p", {}) for _, _, node in h.classes(cls))
+    return any(
+        isinstance(spec, dict) and method in spec.get("p", {})
+        for node in h.modules.values()
+        if isinstance(node, dict)
+        for spec in node.get("c", {}).values()
+    )
+
+
+def param_since(package: str, method: str, param: str) -> str | None:
+    """The first release in which a class of ``package`` has ``method`` taking ``param`` (where
+    the package's own method takes it, its callers pass it), if the history says so and some
+    earlier release of the method lacked it."""
+    h = history(package) if package in packages() else None
+    if h is None:
+        return None
+    have = scope = 0
+    for node in h.modules.values():
+        for name, spec in (node.get("c", {}) if isinstance(node, dict) else {}).items():
+            if isinstance(spec, dict) and method in spec.get("p", {}):
+                s, got = h.params(name, method, param)
+                scope |= s
+                have |= got
+    if not have or (have & -have) == (scope & -scope):
+        return None  # no release takes it, or the first with the method already did
+    return h.releases[(have & -have).bit_length() - 1]

@@ -274,7 +274,7 @@ def find(tb: Traceback) -> Boundary | None:
         if m is None:
             return None
         func = m.group("func")
-        hooked = _override(tb, m)
+        hooked = _override(tb, m) or _package_override(tb, m, frames)
         if hooked is not None:
             return hooked
         if m.group("kwarg") and not re.search(rf"'{m.group('kwarg')}'", msg):
@@ -488,6 +488,68 @@ def _shown_call(method: str, m: re.Match[str], frames: list[Frame]) -> dict[str,
     }
 
 
+def _package_override(tb: Traceback, m: re.Match[str], frames: list[Frame]) -> Boundary | None:
+    """An override of a package's method, in a class the package does not define (the user's, a
+    project's, a wrapper's), that the package's own frame calls (``self.<method>(…)``, the
+    traceback's innermost frame, its line calling it on ``self``) with an argument the override has
+    no parameter for: the subclass was written for a release of the package that did not pass it
+    (a call on another object, ``self.sender.send_chunks(``, may be the package's own class: not
+    this). What ``_override``
+    tells for transformers' Trainer hooks, for any package whose frame index or symbol history
+    places the method: the class's code must take the argument, or the package be pinned."""
+    from envdoctor.knowledge.symbol_history import defines_method, param_since
+    from envdoctor.triage import owners
+
+    cls, _, method = m.group("func").rpartition(".")
+    cls = cls.rsplit(".", 1)[-1]
+    last = frames[-1] if frames else None
+    if not cls or not method or method.startswith("__") or last is None or last.package is None:
+        return None
+    if not (m.group("kwarg") or m.group("given")):
+        return None
+    if re.search(rf"\bself\.{re.escape(method)}\(", last.code) is None:
+        return None  # not the package's method calling the same object's method (``self.m(``)
+    shown = re.search(rf"\bself\.{re.escape(method)}\((?P<args>[^()]{{0,300}})\)", last.code)
+    if m.group("given") and m.group("takes"):
+        takes = re.match(r"(?:from \d{1,3} to )?(\d{1,3})", m.group("takes"))
+        args = [a for a in (shown.group("args").split(",") if shown else []) if a.strip()]
+        if shown is None or takes is None or any("=" in a or "*" in a for a in args):
+            return None  # the shown call cannot tell what the package passes positionally
+        if len(args) + 1 != int(m.group("given")) or int(m.group("given")) != int(takes.group(1)) + 1:
+            return None  # the shown call is not the one that failed
+    pkg = last.package
+    if owners.modules(pkg, f"{cls}.{method}") or defines_method(pkg, method, cls):
+        return None  # the package's own class: its code against itself (own_call, TRI031)
+    if not (owners.modules(pkg, method) or defines_method(pkg, method)):
+        return None  # a method the package does not define: the class's own contract, not drift
+    found = owners.owner(f"{cls}.{method}")
+    owner = found[0] if found is not None and found[0] != pkg else None
+    kwarg = m.group("kwarg")
+    arg = kwarg or "one more positional argument"
+    since = param_since(pkg, method, kwarg) if kwarg else None
+    row = {
+        "method": method,
+        "argument": arg,
+        "how": "keyword" if kwarg else "positional",
+        "since": since,
+        "fix": f"add a parameter for {arg} to the override ({kwarg + '=None' if kwarg else 'or *args'}, or "
+        f"**kwargs), as {pkg} calls it: {last.code.strip()[:160]}",
+    }
+    return Boundary(
+        owner,
+        pkg,
+        tb,
+        f"{cls}.{method}() and {arg}",
+        None,
+        last,
+        verb=f"overrides {pkg}'s {method}() in {cls} without a parameter for {arg}",
+        lacks=f"passes to it (from {since})" if since else "passes to it (its call in the traceback)",
+        name=method,
+        func=cls,
+        override=row,
+    )
+
+
 #: TRL's own trainer classes by their exact names (an override of theirs is TRL's code)
 _TRL_OWN_TRAINERS = frozenset(
     (*TRL_TRAINERS, "XPOTrainer", "NashMDTrainer", "KTOTrainer", "ORPOTrainer", "CPOTrainer", "BCOTrainer")
@@ -680,30 +742,32 @@ def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]
     pair = {a, c}
     if b.override is not None:
         row = b.override
-        since, seen = row["since"], f" (the log shows transformers {vc})" if vc else ""
+        since, seen = row["since"], f" (the log shows {c} {vc})" if vc else ""
         if since is None:  # a hook the table lacks: the call shown in transformers' frame says it
-            pin = "or install the transformers release the project pins (its requirements)"
+            pin = f"or install the {c} release the project pins (its requirements)"
             if a is not None:
                 return (
                     f"pip install --upgrade {a} (a release whose {b.func}.{row['method']} takes "
                     f"{row['argument']}){seen}; {pin}",
-                    "transformers' call shown in the traceback",
+                    f"{c}'s call shown in the traceback",
                 )
             return (
                 f"{row['fix']} — in {b.func}.{row['method']}{seen}; {pin}",
-                "transformers' call shown in the traceback",
+                f"{c}'s call shown in the traceback",
             )
-        pin = f"pip install 'transformers<{since}'"
+        pin = f"pip install '{c}<{since}'"
         if a is not None:  # a package's trainer: its release, not the user, must change
             fix = (
-                f"pip install --upgrade {a} (a release made for transformers >= {since}, whose "
+                f"pip install --upgrade {a} (a release made for {c} >= {since}, whose "
                 f"{b.func}.{row['method']} takes {row['argument']}){seen}; or {pin}"
             )
         else:
             fix = (
-                f"{row['fix']} — in {b.func}.{row['method']}; transformers passes {row['argument']} "
+                f"{row['fix']} — in {b.func}.{row['method']}; {c} passes {row['argument']} "
                 f"from {since}{seen}; or {pin}"
             )
+        if c != "transformers":
+            return fix, f"{c}'s methods per release (rules/knowledge/symbols/)"
         return fix, "transformers' Trainer methods per release (rules/knowledge/trainer_hooks.yaml)"
     trainer = _trainer_answer(b, have, kb)
     if trainer is not None:

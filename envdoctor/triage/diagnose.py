@@ -776,6 +776,10 @@ def diagnose(
             found = found or hostenv.from_head(log, first.line_no if first is not None else None)
         if found is None and first is None and head:
             found = cut_traceback(head, log)  # an excerpt cut before its exception line
+        if found is None and first is None and head:
+            from envdoctor.triage.usercode import caught_in_reward
+
+            found = caught_in_reward(head, log)  # a reward function's report of what it caught
         if found is not None:
             return [found.finding]
         if first is not None and in_python_warning(first):

@@ -149,6 +149,13 @@ def raised_in(m: Match) -> str:
     path = f.group("path").replace("\\", "/")
     short = path[path.find("-packages/") + 10 :] if lib else path.rsplit("/", 1)[-1]
     frame = f"{short}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
+    last = found[-1]
+    mine = last.group("path").replace("\\", "/")
+    if lib and last is not lib[0] and "/lib/python" not in mine and not mine.startswith("<"):
+        # the innermost frame is the user's code that the package called (a reward function)
+        own = mine.rsplit("/", 1)[-1] + f":{last.group('line')}"
+        own += f" in {last.group('func')}" if last.group("func") else ""
+        return f"raised in your code ({own}), called from {lib[1].group('lib')} ({frame})"
     return f"raised in {lib[1].group('lib')} ({frame})" if lib else f"raised in {frame}"
 
 

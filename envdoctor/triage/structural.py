@@ -22,7 +22,18 @@ from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import boundary, columns, guards, hostenv, hydra, inference, missing, programs, refusal
+from envdoctor.triage import (
+    boundary,
+    columns,
+    guards,
+    hostenv,
+    hydra,
+    inference,
+    missing,
+    programs,
+    refusal,
+    usercode,
+)
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, finding, reject
 from envdoctor.triage.interface import Match, Signature
@@ -122,7 +133,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         if b is None:
             found = symbols.find(tb, have)
             if found is None:
-                return None
+                return unfit(tb, ms, log, have)  # a name no release has: meant another name or class
             b, history = found
         else:
             history = symbols.verdict(tb, have, b.callee)
@@ -143,6 +154,15 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         fix, source = _history_fix(b, history), HISTORY
     elif history is not None and history.fits() and not source.startswith("the known-failures catalogue"):
         fix += f"; or pip install '{history.package}{history.fits()}' ({history.what}: {history.change()})"
+    if history is not None and tb.name == "TypeError":
+        from envdoctor.triage import symbols
+
+        now = symbols.renamed(tb)  # the name the keyword has now: the code's own fix
+        if now is not None:
+            fix = (
+                f"rename {now[0]}= to {now[1]}= in the call ({history.package} takes {now[1]} from "
+                f"{now[2]}); or {fix}"
+            )
     if source == HISTORY and not boundary.shape_certain(tb, b) and _catalogued(ms[0], log):
         return None  # a catalogue entry names this very line: its answer, not the history's
     certain = bool(source) or boundary.shape_certain(tb, b)
@@ -214,6 +234,79 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
 
 
 HISTORY = "the symbol history (rules/knowledge/symbols/)"
+
+
+def _calling(tb: Traceback, package: str) -> Frame | None:
+    """The innermost frame that is not ``package``'s nor Python's own: the code that called or
+    read (the user's, or a wrapper package's)."""
+    frames = [f for t in tb.all() for f in t.frames] if not tb.frames else tb.frames
+    return next(
+        (f for f in reversed(frames) if f.package != package and (f.package or boundary._user(f))), None
+    )
+
+
+def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft | None:
+    """TRI009 for code that fits no release of a package as written (``symbols.Unfit``): a keyword
+    no release of the class takes, where the class takes a name close to it (a rename: the code was
+    written for another package's naming, or another release's); an attribute no release of a class
+    has that its subclasses of another package have (the code expected such a subclass). An error:
+    the history of every release read settles it."""
+    from envdoctor.triage import symbols
+
+    u = symbols.unknown_keyword(tb) or symbols.subclass_attribute(tb)
+    if u is None or u.func and not u.close:
+        return None  # a keyword no release takes and nothing close: a typo of the user's, TRI003's
+    innermost = tb.frames[-1] if tb.frames else None
+    if u.func and innermost is not None and innermost.package == u.package:
+        return None  # the package's own call (a call's shape raises in the caller): TRI031's, not the user's
+    frame = _calling(tb, u.package)
+    caller = _frame_text(frame) if frame is not None else "your code"
+    read = f"{len(u.releases)} {u.package} releases read, {u.releases[0]} to {u.releases[-1]}"
+    version = have.get(u.package)
+    shown = f"; the log shows {u.package} {version}" if version else ""
+    span = f"from {u.package} {u.since}" + (f" until {u.until} (removed there)" if u.until else "")
+    if u.func:
+        call = u.cls if u.func == "__init__" else f"{u.cls}.{u.func}"
+        what = (
+            f"{caller} calls {call}() with '{u.name}', which no {u.package} release takes ({read}): "
+            f"{u.package} names it '{u.close}' ({span}): the code was written for another naming of that "
+            f"option (a wrapper's, or another release's){shown}"
+        )
+        pin = f"{u.package}>={u.since}" + (f",<{u.until}" if u.until else "")
+        fix = (
+            f"rename {u.name}= to {u.close}= in the {call}(...) call "
+            f"({u.package} takes {u.close} {span}: pip install '{pin}' where the installed release is "
+            "older); where a package of yours (a wrapper) builds the call, upgrade it to a release that "
+            "uses the new name"
+        )
+    else:
+        subs = list(u.subclasses)
+        named = ", ".join(subs[:3]) + (f" and {len(subs) - 3} more" if len(subs) > 3 else "")
+        what = (
+            f"{caller} reads {u.name} from a {u.cls}, which no release of {u.cls} has: {u.name} is a "
+            f"field of {u.package}'s {named} (subclasses of {u.cls}; {subs[0]} has it {span}; {read}): "
+            f"the code expected one of them and was given a plain {u.cls} — code written for the "
+            f"{u.package} release whose configuration it builds, run with another{shown}"
+        )
+        fix = (
+            f"install the {u.package} release the code was written for (its requirements or README pin "
+            f"it; {subs[0]} has {u.name} {span}), or make the code build a {subs[0]} (not a {u.cls}) "
+            "where it creates its arguments"
+        )
+    d = finding(
+        "TRI009",
+        list(ms),
+        log,
+        what,
+        fix,
+        caller=frame.package if frame is not None else None,
+        callee=u.package,
+        exception=tb.name,
+        answer_from=HISTORY,
+    )
+    f = d.finding
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    return d
 
 
 def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:
@@ -353,6 +446,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     for t in (tb, *reversed(tb.chain)):
         found = (
             raised_entry(t, m, log)
+            or usercode.grouped_reshape(t, m, log)
             or missing.not_installed(tb, t, m, log)
             or columns.missing_column(t, m, log)
             or inference.inference_tensor(t, m, log)
@@ -365,6 +459,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or guards.from_traceback(t, m, log)
             or refusal.package_refusal(t, m, log)
             or guards.any_check(t, m, log)
+            or usercode.user_code(t, m, log)  # raised in the user's code (a check of its own: above)
             or _fixed_after(t, m, log)
             or hostenv.library_member_missing(t, m, log)  # a warning: after every certain answer
         )

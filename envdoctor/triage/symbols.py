@@ -385,3 +385,159 @@ def _caller(frames: list[Frame], callee: str) -> Frame | None:
         (f for f in reversed(frames) if f.package not in (callee, None)),
         None,
     )
+
+
+# -- a name no release of the class has: the code meant another name or another class ----------
+
+
+@dataclass
+class Unfit:
+    """A keyword no release of ``func``'s class takes (``close``: the name it takes that the
+    keyword is closest to), or an attribute no release of class ``cls`` has that ``subclasses`` of
+    it (another class of ``package``) have from ``since``: what the history says of code that fits
+    no release, as it was written."""
+
+    package: str
+    releases: list[str]
+    cls: str
+    name: str
+    func: str = ""
+    close: str = ""
+    since: str = ""
+    until: str = ""
+    subclasses: tuple[str, ...] = ()
+
+
+def _span(h: History, have: int) -> tuple[str, str]:
+    """The first release of ``have`` and the release after its last (empty: to the newest)."""
+    if not have:
+        return "", ""
+    first = (have & -have).bit_length() - 1
+    last = have.bit_length() - 1
+    return h.releases[first], h.releases[last + 1] if last + 1 < len(h.releases) else ""
+
+
+def _init_names(h: History, cls: str, func: str, depth: int = 0) -> set[str]:
+    """The parameters ``cls.func`` takes at any release (a dataclass's fields of its bases too)."""
+    out: set[str] = set()
+    for _, _, node in h.classes(cls):
+        params = node.get("p", {}).get(func)
+        if isinstance(params, dict):
+            out.update(k for k in params if k not in ("@", "**", "self") and not k.startswith("*"))
+        if depth < 8:
+            for base in node.get("b", {}):
+                short = base.rsplit(".", 1)[-1]
+                if short != cls and h.class_releases(short):
+                    out |= _init_names(h, short, func, depth + 1)
+    return out
+
+
+def unknown_keyword(tb: Traceback) -> Unfit | None:
+    """``X.f() got an unexpected keyword argument 'k'`` where the one package whose history has
+    class ``X`` never took ``k`` in ``X.f`` (by name or through ``**kwargs``, nor any base class of
+    another package's history): the call is wrong for every release read, and the name the class
+    takes that is closest to ``k`` (a rename: ``enable_sleep_mode`` → ``vllm_enable_sleep_mode``)."""
+    m = boundary._CALL.search(tb.message) if tb.name == "TypeError" else None
+    if m is None or not m.group("kwarg") or f"'{m.group('kwarg')}'" not in tb.message:
+        return None
+    cls, _, func = m.group("func").rpartition(".")
+    cls = cls.rsplit(".", 1)[-1]
+    kwarg = m.group("kwarg")
+    if not cls or cls in _BUILTIN:
+        return None
+    found = [(h, s) for p in packages() if (h := history(p)) is not None and (s := h.class_releases(cls))]
+    if len(found) != 1:
+        return None  # a class of no package read (the user's), or a name several packages use
+    h, _ = found[0]
+    scope, have = h.params(cls, func, kwarg, var=True)
+    if not scope or have:
+        return None  # no such method read, or some release takes it: the history's verdict
+    for _, _, node in h.classes(cls):  # a base class of another package's: its releases decide
+        for base in node.get("b", {}):
+            short = base.rsplit(".", 1)[-1]
+            if h.class_releases(short):
+                continue
+            for other in packages():
+                o = history(other) if other != h.package else None
+                if o is not None and o.class_releases(short) and o.params(short, func, kwarg, var=True)[1]:
+                    return None
+    close, since, until = _close_param(h, cls, func, kwarg)
+    return Unfit(h.package, h.releases, cls, kwarg, func, close, since, until)
+
+
+def _close_param(h: History, cls: str, func: str, kwarg: str) -> tuple[str, str, str]:
+    """The parameter of ``cls.func`` closest to ``kwarg`` (one that ends or starts with it, else
+    a close spelling) and its releases (first, and the one that removed it); "" where none is."""
+    import difflib
+
+    names = _init_names(h, cls, func) - {kwarg}
+    near = [n for n in names if n.endswith("_" + kwarg) or n.startswith(kwarg + "_")]
+    close = sorted(near, key=len)[:1] or difflib.get_close_matches(kwarg, sorted(names), n=1, cutoff=0.8)
+    if not close:
+        return "", "", ""
+    since, until = _span(h, h.params(cls, func, close[0])[1])
+    return close[0], since, until
+
+
+def renamed(tb: Traceback) -> tuple[str, str, str] | None:
+    """For a keyword a release of the class removed (``X.__init__() got an unexpected keyword
+    argument 'k'``), the parameter that took its place: close to it, taken by the newest release,
+    and there from the removal or before (``SFTConfig``'s ``max_seq_length`` → ``max_length``);
+    ``(the keyword, the name, since)``."""
+    m = boundary._CALL.search(tb.message) if tb.name == "TypeError" else None
+    if m is None or not m.group("kwarg"):
+        return None
+    cls, _, func = m.group("func").rpartition(".")
+    cls = cls.rsplit(".", 1)[-1]
+    kwarg = m.group("kwarg")
+    found = [h for p in packages() if (h := history(p)) is not None and cls and h.class_releases(cls)]
+    if len(found) != 1:
+        return None
+    h = found[0]
+    have = h.params(cls, func, kwarg)[1]
+    if not have or have >> (len(h.releases) - 1) & 1:
+        return None  # never taken (``unknown_keyword``), or the newest release still takes it
+    removed = have.bit_length()  # the index of the first release after its last
+    close, since, until = _close_param(h, cls, func, kwarg)
+    if not close or until or not since or h.releases.index(since) > removed:
+        return None
+    return kwarg, close, since
+
+
+def subclass_attribute(tb: Traceback) -> Unfit | None:
+    """``'X' object has no attribute 'y'`` where no release of class ``X`` (one package's) has
+    ``y`` and classes derived from ``X`` in one package's history have it (TRL's ``GRPOConfig``
+    extends transformers' ``TrainingArguments`` with ``model_init_kwargs``): the code expected
+    such a subclass and was given a plain ``X``."""
+    m = boundary._OBJECT_ATTR.search(tb.message) if tb.name == "AttributeError" else None
+    if m is None or boundary._MODULE_ATTR.search(tb.message) or tb.message.startswith("type object"):
+        return None
+    cls, attr = m.group("obj").rsplit(".", 1)[-1], m.group("attr")
+    if cls in _BUILTIN:
+        return None
+    owners = [h for p in packages() if (h := history(p)) is not None and h.class_releases(cls)]
+    if len(owners) != 1 or owners[0].member(cls, "a", attr)[0] or owners[0].member(cls, "p", attr)[0]:
+        return None  # not one package's class, or a release of it has the attribute: the verdict's
+    hits: dict[str, list[tuple[str, int]]] = {}
+    for p in packages():
+        h = history(p)
+        if h is None:
+            continue
+        for node in h.modules.values():
+            for sub, spec in (node.get("c", {}) if isinstance(node, dict) else {}).items():
+                if sub == cls or not isinstance(spec, dict) or attr not in spec.get("a", {}):
+                    continue
+                if h.derives(sub, cls):
+                    have = h.member(sub, "a", attr)[0]
+                    if have:
+                        hits.setdefault(h.package, []).append((sub, have))
+    if len(hits) != 1:
+        return None
+    package, subs = next(iter(hits.items()))
+    h = history(package)
+    if h is None:
+        return None
+    subs.sort(key=lambda x: (not x[0].startswith("GRPO"), x[0]))  # GRPO's first: envdoctor's stack
+    since, until = _span(h, subs[0][1])  # the first one's releases
+    names = tuple(dict.fromkeys(s for s, _ in subs))
+    return Unfit(package, h.releases, cls, attr, since=since, until=until, subclasses=names)

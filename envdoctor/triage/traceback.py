@@ -60,6 +60,11 @@ PACKAGES = {
 _FRAME = re.compile(
     r'^File "(?P<path>[^"]{1,1000})", line (?P<line>\d{1,9})(?:, in (?P<func>[^\s(]{1,200}))?'
 )
+#: a frame whose ``File "`` a paste cut off, its path marked as cut (``…/site-packages/x/y.py", line 3,
+#: in f``, ``./a/b.py", …``); a bare ``/trl/x.py", …`` is left alone (the head of an excerpt)
+_CUT_FRAME = re.compile(
+    r'^(?P<path>(?:\.{1,3}|…)/[^"\s]{0,1000}\.py)", line (?P<line>\d{1,9}), in (?P<func>[^\s(]{1,200})$'
+)
 #: IPython / Jupyter: ``File ~/x.py:399, in Trainer.train(self)``, ``File /a/b.py:12, in f()``
 _IPY_FRAME = re.compile(
     r"^File (?P<path>[~/.\w][^\s:]{0,1000}\.py):(?P<line>\d{1,9}), in (?P<func>[\w.<>]{1,200})"
@@ -247,6 +252,8 @@ def _unjoin(items: list[str]) -> list[str]:
 
 def _frame(body: str) -> Frame | None:
     m = _FRAME.match(body) or _IPY_FRAME.match(body) or _COLAB_FRAME.match(body)
+    if m is None and '", line ' in body:
+        m = _CUT_FRAME.match(body)
     if m is None and " in " in body:
         m = _IPY_OLD_FRAME.match(body)
     if m is None:
