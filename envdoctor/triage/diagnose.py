@@ -780,7 +780,18 @@ def diagnose(
             return [found.finding]
         if first is not None and in_python_warning(first):
             return []  # the message of a warning Python printed (warnings.warn): nothing raised
-        return [unknown_finding([first], log)] if first is not None else []
+        if first is None:
+            return []
+        from envdoctor.triage.raisesites import placed
+
+        return [placed(unknown_finding([first], log), first, log)]
+    if all(d.finding.severity != Severity.ERROR for d in known):
+        first = _first_failure(by_sig, drafts)
+        if first is not None:  # a likely answer; a raise a later release lifted is the certain one
+            from envdoctor.triage.raisesites import lifted_for
+
+            lifted = lifted_for(first, log)
+            known += [lifted] if lifted is not None else []
     known.sort(key=lambda d: d.line)
     worst: dict[str, int] = {}  # a rule's warning is dropped when the same rule also errs
     for d in known:

@@ -326,6 +326,14 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             where += f", called from {who} ({caller.module_path}:{caller.line})"
     elif not tb.frames or all(f.package is None for f in tb.frames):
         package = _package_named(tb.message)  # the message's own prefix or subject names it
+        if package is None:  # the raise that prints it (rules/knowledge/raises/)
+            from envdoctor.triage.raisesites import locate_tb
+
+            loc = locate_tb(tb, log)
+            if loc is not None:
+                package = loc.package
+                new = f", a check that came with {loc.package} {loc.new_in}" if loc.new_in else ""
+                where = f" in {loc.places()} ({loc.package} {loc.span()}; placed by its message{new})"
     options = _options(text)
     said_fix = _own_fix(text)
     own = said_fix or (f"set {demand.group('kv').replace(' ', '')}" if demand else "")
