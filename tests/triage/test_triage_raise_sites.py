@@ -273,3 +273,14 @@ def test_the_shipped_index_is_read_lazily() -> None:
     assert rs.raise_index.cache_info().maxsize == 16
     folder = ROOT / "rules" / "knowledge" / "raises"
     assert sum(p.stat().st_size for p in folder.glob("*.json.gz")) < 4_000_000
+
+
+def test_shipped_index_lifts_trl_tool_calling_over_a_catalogue_warning() -> None:
+    """TRL's VLLMClient.chat refused tools in server mode until 1.0.0 (huggingface/trl#4889): the
+    one-line paste gets the upgrade as an error beside the catalogue's likely entry."""
+    raise_sites.raise_index.cache_clear()
+    raise_sites.packages.cache_clear()
+    fs = findings(scan_bytes("NotImplementedError: Tool calling is not yet implemented in VLLMClient.chat().\n"))
+    f = next(f for f in fs if f.rule == "TRI014")
+    assert f.severity == Severity.ERROR and "VLLMClient.chat" in f.message
+    assert f.fix.startswith("pip install 'trl>=1.0.0'")
