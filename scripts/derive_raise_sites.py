@@ -14,6 +14,9 @@ its subject and PR number are recorded, and whether its message says it fixes, s
 the restriction; a reworded raise (the function raises the same exception with a close message in
 B+1) is not lifted and is left without a removal.
 
+Files in a vendored folder (``third_party/``, ``_vendor/``: another project's code kept in the
+package, verl's copy of vLLM) are left out: their messages are that project's.
+
 Releases: as scripts/derive_frame_index.py reads them (release tags, or the version line for the
 date-versioned packages), made since ``--since``. Blobs are parsed once (``git cat-file --batch``).
 
@@ -88,6 +91,8 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
     "deepspeed": ("deepspeedai+DeepSpeed", "deepspeedai/DeepSpeed", ("deepspeed",), _TAG),
 }
 SINCE_OF = {"unsloth": "2025-02-01", "unsloth-zoo": "2025-02-01"}
+#: folders in which a package keeps a copy of another project's code (``verl/third_party/vllm``)
+_VENDORED = frozenset({"third_party", "thirdparty", "_vendor", "vendor", "vendored"})
 #: a removal commit that says it lifts what the raise refused
 _LIFTS = re.compile(
     r"(?i)\b(?:fix(?:es|ed)?|support(?:s|ed|ing)?|add(?:s|ed)? support|enabl(?:e|es|ed|ing)|"
@@ -362,6 +367,8 @@ def derive(
             if root is None:
                 continue
             module, sha = path[len(root) + 1 :], parts[2]
+            if _VENDORED & set(module.split("/")):
+                continue  # another project's code kept in the package: its messages are that project's
             paths.setdefault(module, path)
             got = parsed.get(sha)
             if got is None:

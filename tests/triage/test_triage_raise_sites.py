@@ -63,6 +63,9 @@ OTHER = """
             raise ValueError("Colocation is only supported with use_vllm=True, please set use_vllm=True.")
         raise RuntimeError("CUDA out of memory. Tried to allocate %d GiB" % 2)
 
+    def union(a, b):
+        assert len(a) == len(b), f"Two tensor dicts must have identical batch size. Got {len(a)} and {len(b)}"
+
     def place(t):
         raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices")
 """
@@ -280,7 +283,31 @@ def test_shipped_index_lifts_trl_tool_calling_over_a_catalogue_warning() -> None
     one-line paste gets the upgrade as an error beside the catalogue's likely entry."""
     raise_sites.raise_index.cache_clear()
     raise_sites.packages.cache_clear()
-    fs = findings(scan_bytes("NotImplementedError: Tool calling is not yet implemented in VLLMClient.chat().\n"))
+    fs = findings(
+        scan_bytes("NotImplementedError: Tool calling is not yet implemented in VLLMClient.chat().\n")
+    )
     f = next(f for f in fs if f.rule == "TRI014")
     assert f.severity == Severity.ERROR and "VLLMClient.chat" in f.message
     assert f.fix.startswith("pip install 'trl>=1.0.0'")
+
+
+def test_vendored_copies_are_not_indexed(tmp_path: Path) -> None:
+    r = tmp_path / "repo"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    vendored = (
+        'def init():\n    raise ValueError("No available memory for the cache blocks. Try increasing it.")\n'
+    )
+    _commit(r, {"verl/__init__.py": "", "verl/third_party/vllm/engine.py": vendored}, "Initial import")
+    _git(r, "tag", "v0.1.0")
+    data = _script().derive(r / ".git", "verl", ("verl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01")
+    assert data["sites"] == []
+
+
+def test_a_data_structure_assertion_is_no_refusal_of_the_configuration(index: Path) -> None:
+    """A "must" message placed in a function that checks no configuration (a data structure's own
+    assertion): TRI003 with its place, not TRI012."""
+    fs = findings(
+        scan_bytes("AssertionError: Two tensor dicts must have identical batch size. Got 1024 and 4096\n")
+    )
+    assert [f.rule for f in fs] == ["TRI003"] and "other.py in union" in fs[0].message
