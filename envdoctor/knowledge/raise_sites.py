@@ -173,7 +173,7 @@ def _dir() -> Any:
     return rules_dir() / "knowledge" / "raises"
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)  # every package is read for one message: all of them stay
 def raise_index(package: str) -> RaiseIndex | None:
     """The raise-site index of ``package`` (a distribution name), or None where envdoctor has none."""
     from envdoctor.knowledge.gzip_json import load

@@ -273,7 +273,7 @@ def test_the_shipped_index_is_read_lazily() -> None:
     """The static check never reads it: only triage's fallback asks (``locate``)."""
     import envdoctor.knowledge.raise_sites as rs
 
-    assert rs.raise_index.cache_info().maxsize == 16
+    assert (rs.raise_index.cache_info().maxsize or 0) >= len(rs.packages())
     folder = ROOT / "rules" / "knowledge" / "raises"
     assert sum(p.stat().st_size for p in folder.glob("*.json.gz")) < 4_000_000
 
