@@ -235,3 +235,31 @@ def placed(f: Finding, m: Match, log: Log) -> Finding:
     return Finding(
         f.rule, f.severity, f"{f.message}; {where}", f.fix, {**f.evidence, "placed_by": "raise-site index"}
     )
+
+
+MAX_QUOTED_LINES = 40  # a paste this short is read line by line for a message quoted without its type
+
+
+def quoted(head: bytes, log: Log) -> Draft | None:
+    """A message a short paste quotes without its exception's name (an issue's words, ``str(e)``
+    printed by a wrapper) that a later release's code no longer raises: ``lifted`` on that line, an
+    error only (the removal says it lifts the restriction). Read only where no failing line was
+    found, in a log of at most ``MAX_QUOTED_LINES`` lines."""
+    from envdoctor.triage.scanner import clean, split_prefix
+    from envdoctor.triage.signatures import signatures
+
+    if not head or head.count(b"\n") > MAX_QUOTED_LINES:
+        return None
+    sig = next((x for x in signatures() if x.id == "unrecognized-exception"), None)
+    if sig is None:
+        return None
+    lines = head.decode("utf-8", errors="replace").split("\n")
+    for line_no, raw in enumerate(lines, 1):
+        body = split_prefix(clean(raw[:8192].encode()))[0].strip().strip("\"'`“”")
+        if len(body) < 24 or body.startswith(("File ", "Traceback")):
+            continue
+        m = Match(sig, line_no, body[:1000], {}, None, tuple(lines[max(0, line_no - 41) : line_no - 1]))
+        d = lifted(Traceback(message=body, line_no=line_no), m, log)
+        if d is not None and d.finding.severity == Severity.ERROR:
+            return d
+    return None

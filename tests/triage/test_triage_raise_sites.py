@@ -311,3 +311,17 @@ def test_a_data_structure_assertion_is_no_refusal_of_the_configuration(index: Pa
         scan_bytes("AssertionError: Two tensor dicts must have identical batch size. Got 1024 and 4096\n")
     )
     assert [f.rule for f in fs] == ["TRI003"] and "other.py in union" in fs[0].message
+
+
+def test_a_short_paste_quoting_the_message_without_its_type(index: Path) -> None:
+    paste = (
+        'With tools the run stops with\n"Tool calling is not yet implemented in Client.chat()."\nany idea?\n'
+    )
+    f = next(f for f in findings(scan_bytes(paste)) if f.rule == "TRI014")
+    assert f.severity == Severity.ERROR and "line 2" in f.message
+    # a long log is no paste: its lines are not read one by one (a healthy run prints its own text)
+    long = "step 1 loss 0.5\n" * 60 + paste
+    assert not any(f.rule == "TRI014" for f in findings(scan_bytes(long)))
+    # a paste whose message every release raises: nothing to lift
+    same = 'it says "The generation server answered an unreadable payload: 0"\n'
+    assert not any(f.rule == "TRI014" for f in findings(scan_bytes(same)))
