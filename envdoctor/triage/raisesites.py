@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from envdoctor import versions
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge.frame_index import named
 from envdoctor.knowledge.raise_sites import Hit, Lift, Site, locate
@@ -114,6 +115,8 @@ def locate_tb(tb: Traceback, log: Log) -> Location | None:
         and index.releases.index(lift.release) <= index.releases.index(releases[-1])
     ):
         lift = None  # another site raises it in that release still
+    if lift is not None and shown and versions.at_least(shown, lift.release):
+        return None  # the log's release is past the lift: another program printed it
     return Location(
         package,
         tuple(h.site for h in hits),

@@ -216,6 +216,8 @@ def test_log_version_outside_the_raise_releases_contradicts_it(index: Path) -> N
         exc_type="NotImplementedError", message="Tool calling is not yet implemented in Client.chat()."
     )
     assert locate_tb(tb, _Log()) is None  # type: ignore[arg-type]
+    _Log.versions = {"trl": LogVersion("0.4.0", 1, "listing")}  # a release past the index's: past the lift
+    assert locate_tb(tb, _Log()) is None  # type: ignore[arg-type]
     _Log.versions = {"trl": LogVersion("0.2.0", 1, "listing")}
     loc = locate_tb(tb, _Log())  # type: ignore[arg-type]
     assert loc is not None and loc.lift is not None and loc.shown == "0.2.0"
