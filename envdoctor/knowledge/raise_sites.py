@@ -26,6 +26,7 @@ MAX_MESSAGE = 2000  # characters of a message looked at
 MIN_MATCHED = 20  # literal characters of a template a message must show
 MIN_CUT = 12  # characters of a literal part a cut message must end with
 MAX_HITS = 8  # sites kept per message
+MAX_CANDIDATES = 200  # sites of one package tried per message (a hostile message holding every anchor)
 #: messages of resources and the machine that many programs print alike: pinned on no package
 _GENERIC = re.compile(
     r"(?i)out of memory|\bCUDA error\b|\bNCCL\b|illegal memory access|device-side assert|timed? ?out\b|"
@@ -164,7 +165,7 @@ class RaiseIndex:
         out = [i for anchor, _, i in self.anchors if anchor in message]
         if not out:
             out = [i for _, head, i in self.anchors if len(head) >= MIN_CUT and head in message]
-        return out
+        return out[:MAX_CANDIDATES]
 
 
 def _dir() -> Any:

@@ -327,3 +327,13 @@ def test_a_short_paste_quoting_the_message_without_its_type(index: Path) -> None
     # a paste whose message every release raises: nothing to lift
     same = 'it says "The generation server answered an unreadable payload: 0"\n'
     assert not any(f.rule == "TRI014" for f in findings(scan_bytes(same)))
+
+
+def test_a_message_holding_every_template_is_read_in_bounded_candidates(index: Path) -> None:
+    """Hostile input: a message made of the index's own messages, repeated, tries at most
+    ``MAX_CANDIDATES`` sites a package and cuts the message at ``MAX_MESSAGE``."""
+    index_trl = raise_sites.raise_index("trl")
+    assert index_trl is not None
+    text = " ".join(str(r[1]).replace(WILD, " x ") for r in index_trl.rows) * 500
+    assert len(index_trl.candidates(text)) <= raise_sites.MAX_CANDIDATES
+    assert len(locate(text)) <= raise_sites.MAX_HITS
