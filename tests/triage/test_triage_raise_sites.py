@@ -337,3 +337,15 @@ def test_a_message_holding_every_template_is_read_in_bounded_candidates(index: P
     text = " ".join(str(r[1]).replace(WILD, " x ") for r in index_trl.rows) * 500
     assert len(index_trl.candidates(text)) <= raise_sites.MAX_CANDIDATES
     assert len(locate(text)) <= raise_sites.MAX_HITS
+
+
+def test_a_removal_lifts_the_restriction_only_when_its_message_says_so() -> None:
+    lifts = _script().lifts
+    tpl = "Tool calling is not yet implemented in VLLMClient.chat()."
+    assert lifts("feat: Add tool calling support to VLLMClient.chat() (#4889)", "", tpl)
+    assert lifts("Support iterable datasets in GRPO (#6351)", "", "Iterable datasets are not yet supported.")
+    # a commit that adds or moves a check, or one that names nothing of the message, lifts nothing
+    peft = "PEFT is not installed and you passed a `peft_config` in the trainer's kwargs"
+    assert not lifts("Fix missing PEFT availability check when passing peft_config (#5665)", "", peft)
+    assert not lifts("Refactor DPO (#3906)", "", "Support for kto_pair has been removed in DPOTrainer.")
+    assert not lifts("Fix the scheduler (#12)", "", tpl)
