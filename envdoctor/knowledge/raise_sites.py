@@ -134,12 +134,13 @@ class RaiseIndex:
         self.rows = [r for r in doc.get("sites") or [] if isinstance(r, list) and len(r) >= 5]
         lifted = doc.get("lifted")
         self.lifted = lifted if isinstance(lifted, dict) else {}
-        #: (the longest literal part, the first literal part's start, row index) per site
+        #: (the longest literal part, the first literal part's first ``MIN_CUT`` characters, row
+        #: index) per site: a message holds the first, or (cut) the second
         self.anchors: list[tuple[str, str, int]] = []
         for i, row in enumerate(self.rows):
             parts = [p for p in str(row[1]).split(WILD) if p]
             if parts:
-                self.anchors.append((max(parts, key=len), parts[0][: MIN_CUT * 2], i))
+                self.anchors.append((max(parts, key=len), parts[0][:MIN_CUT].rstrip(), i))
 
     def site(self, i: int) -> Site | None:
         try:
@@ -162,9 +163,11 @@ class RaiseIndex:
     def candidates(self, message: str) -> list[int]:
         """Sites whose longest literal part the message holds, or (a cut message) whose first
         part's start it holds."""
-        out = [i for anchor, _, i in self.anchors if anchor in message]
-        if not out:
-            out = [i for _, head, i in self.anchors if len(head) >= MIN_CUT and head in message]
+        out = [
+            i
+            for anchor, head, i in self.anchors
+            if anchor in message or (len(head) >= MIN_CUT and head in message)
+        ]
         return out[:MAX_CANDIDATES]
 
 
@@ -216,6 +219,8 @@ def locate(message: str, exc: str = "", only: tuple[str, ...] = ()) -> list[Hit]
             site = index.site(i)
             if site is not None:
                 hits.append(Hit(site, got[0], got[1]))
+    if text.endswith((".", "!", "?", ")", "]", "'", '"', "`")):
+        hits = [h for h in hits if h.complete]  # a message that ends its sentence is not cut off
     if exc and any(h.site.exc == exc for h in hits):
         hits = [h for h in hits if h.site.exc == exc]
     if not hits:

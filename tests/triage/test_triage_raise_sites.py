@@ -349,3 +349,18 @@ def test_a_removal_lifts_the_restriction_only_when_its_message_says_so() -> None
     assert not lifts("Fix missing PEFT availability check when passing peft_config (#5665)", "", peft)
     assert not lifts("Refactor DPO (#3906)", "", "Support for kto_pair has been removed in DPOTrainer.")
     assert not lifts("Fix the scheduler (#12)", "", tpl)
+
+
+def test_a_message_wrapped_over_two_lines_is_placed(index: Path) -> None:
+    log = "NotImplementedError: Tool calling is not yet\n    implemented in Client.chat().\n"
+    assert any(f.rule == "TRI014" for f in findings(scan_bytes(log)))
+
+
+def test_too_short_a_piece_of_a_message_is_placed_nowhere(index: Path) -> None:
+    assert locate("Tool calling is") == [] and locate("NotImplementedError: Tool calling") == []
+
+
+def test_a_whole_sentence_is_not_read_as_the_start_of_a_longer_message(index: Path) -> None:
+    """ "Tool calling is not yet implemented." ends its sentence: not a cut copy of the longer raise."""
+    assert locate("Tool calling is not yet implemented.") == []
+    assert locate("Tool calling is not yet implemented in Cl")  # no end: cut
