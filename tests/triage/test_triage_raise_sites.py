@@ -364,3 +364,17 @@ def test_a_whole_sentence_is_not_read_as_the_start_of_a_longer_message(index: Pa
     """ "Tool calling is not yet implemented." ends its sentence: not a cut copy of the longer raise."""
     assert locate("Tool calling is not yet implemented.") == []
     assert locate("Tool calling is not yet implemented in Cl")  # no end: cut
+
+
+def test_tri003_with_the_package_frame_shown_does_not_say_it_is_missing(index: Path) -> None:
+    log = textwrap.dedent(
+        """\
+        Traceback (most recent call last):
+          File "/usr/lib/python3.11/site-packages/trl/client.py", line 5, in chat
+            raise RuntimeError(f"The generation server answered an unreadable payload: {temperature}")
+        RuntimeError: The generation server answered an unreadable payload: 0
+        """
+    )
+    tri003 = next(f for f in findings(scan_bytes(log)) if f.rule == "TRI003")
+    assert "trl 0.1.0–0.3.0 raises this in client.py in Client.chat" in tri003.message
+    assert "the log shows no frame of it" not in tri003.message
