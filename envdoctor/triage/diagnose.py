@@ -759,6 +759,12 @@ def diagnose(
             found = bare_message(head, log)  # Python's message quoted without its exception's name
         if found is None and head:
             found = repr_exception(head, log)  # an exception shown as its constructor: ValueError("…")
+        if (found is None or found.finding.severity != Severity.ERROR) and first is None and head:
+            from envdoctor.triage.raisesites import quoted
+
+            lifted = quoted(head, log)  # a message a later release no longer raises, quoted without its type
+            if lifted is not None:
+                return [lifted.finding] + ([found.finding] if found is not None else [])
         if found is None and head:
             from envdoctor.triage.programs import from_head as program_from_head
 
@@ -784,7 +790,18 @@ def diagnose(
             return [found.finding]
         if first is not None and in_python_warning(first):
             return []  # the message of a warning Python printed (warnings.warn): nothing raised
-        return [unknown_finding([first], log)] if first is not None else []
+        if first is None:
+            return []
+        from envdoctor.triage.raisesites import placed
+
+        return [placed(unknown_finding([first], log), first, log)]
+    if all(d.finding.severity != Severity.ERROR for d in known):
+        # a likely answer; a raise a later release lifted is the certain one
+        from envdoctor.triage.raisesites import lifted_for, quoted
+
+        first = _first_failure(by_sig, drafts)
+        lifted = lifted_for(first, log) if first is not None else quoted(head, log) if head else None
+        known += [lifted] if lifted is not None else []
     known.sort(key=lambda d: d.line)
     worst: dict[str, int] = {}  # a rule's warning is dropped when the same rule also errs
     for d in known:

@@ -109,6 +109,10 @@ _PYDANTIC_TAIL = re.compile(
     r" ?\[type=(?P<type>[\w.]{1,80})(?:, input_value=(?P<value>.{0,200}?))?"
     r"(?:, input_type=\w+)?\]\s*$"
 )
+#: the functions where a package checks its configuration (a config's ``__post_init__``, a
+#: trainer's ``__init__``, ``validate_*``): a message placed by the raise-site index alone is a
+#: refusal of the configuration only when raised there, not in a data structure's own assertion
+_CONFIG_CHECK = re.compile(r"(?i)__post_init__|__init__|valid|check|config|_args|setup|verify")
 #: how findings name a package
 _DISPLAY = {
     "unsloth": "Unsloth",
@@ -326,6 +330,14 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             where += f", called from {who} ({caller.module_path}:{caller.line})"
     elif not tb.frames or all(f.package is None for f in tb.frames):
         package = _package_named(tb.message)  # the message's own prefix or subject names it
+        if package is None:  # the raise that prints it (rules/knowledge/raises/)
+            from envdoctor.triage.raisesites import locate_tb
+
+            loc = locate_tb(tb, log)
+            if loc is not None and all(_CONFIG_CHECK.search(x.function) for x in loc.sites):
+                package = loc.package
+                new = f", a check that came with {loc.package} {loc.new_in}" if loc.new_in else ""
+                where = f" in {loc.places()} ({loc.package} {loc.span()}; placed by its message{new})"
     options = _options(text)
     said_fix = _own_fix(text)
     own = said_fix or (f"set {demand.group('kv').replace(' ', '')}" if demand else "")

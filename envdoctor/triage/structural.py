@@ -452,6 +452,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or inference.inference_tensor(t, m, log)
             or programs.missing_program(t, m, log)
             or drift(t, [m], log)
+            or _lifted_raise(t, m, log)
             or trl_refusal(t, m, log)
             or hostenv.from_traceback(t, m, log)
             or hydra.config_error(tb, t, m, log)
@@ -462,10 +463,25 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or usercode.user_code(t, m, log)  # raised in the user's code (a check of its own: above)
             or _fixed_after(t, m, log)
             or hostenv.library_member_missing(t, m, log)  # a warning: after every certain answer
+            or _new_raise(t, m, log)
         )
         if found is not None:
             return found
     return None
+
+
+def _lifted_raise(t: Traceback, m: Match, log: Log) -> Draft | None:
+    """The raise that printed the message is gone from a later release (TRI014, ``raisesites.py``)."""
+    from envdoctor.triage import raisesites
+
+    return raisesites.lifted(t, m, log)
+
+
+def _new_raise(t: Traceback, m: Match, log: Log) -> Draft | None:
+    """The raise that printed the message came with a release (TRI034, ``raisesites.py``)."""
+    from envdoctor.triage import raisesites
+
+    return raisesites.new_in_release(t, m, log)
 
 
 def _fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:

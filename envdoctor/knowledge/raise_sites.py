@@ -1,0 +1,231 @@
+"""The raise-site index of the stack's packages (rules/knowledge/raises/, derived from the packages'
+git histories at their releases by scripts/derive_raise_sites.py): per package, the messages of its
+``raise X("…")`` and ``assert …, "…"`` statements as templates (literal parts and wildcards), with
+the file, the qualified function, the exception type and the releases whose code has that raise;
+for a raise gone from every later release while its function stays, the first release without it
+and the commit that removed it.
+
+Triage asks it who raised a message that a log shows without the frame that raised it (a one-line
+paste, a cut log): ``locate``. Every package's file is read on the first question only (lazily;
+the static check never asks). Matching is linear in the message (ordered substring search of the
+template's literal parts, no regular expression built from them), bounded in the message's length
+and in the candidates kept; a message many packages raise alike is pinned on none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+SCHEMA = "envdoctor.raises/1"
+MAX_BYTES = 4 * 1024 * 1024  # a file larger than this is passed over
+WILD = "\x00"
+MAX_MESSAGE = 2000  # characters of a message looked at
+MIN_MATCHED = 20  # literal characters of a template a message must show
+MIN_CUT = 12  # characters of a literal part a cut message must end with
+MAX_HITS = 8  # sites kept per message
+MAX_CANDIDATES = 200  # sites of one package tried per message (a hostile message holding every anchor)
+#: messages of resources and the machine that many programs print alike: pinned on no package
+_GENERIC = re.compile(
+    r"(?i)out of memory|\bCUDA error\b|\bNCCL\b|illegal memory access|device-side assert|timed? ?out\b|"
+    r"connection (?:refused|reset)|no such file or directory|not enough memory|killed by signal|"
+    # Python's own messages and the lazy-import wrapper that libraries copy from one another
+    r"has no attribute|because of the following error|unexpected keyword argument|"
+    r"required positional argument|object is not (?:subscriptable|iterable|callable)"
+)
+
+
+@dataclass(frozen=True)
+class Lift:
+    """The first release without a raise, and the commit that removed it ("" where none is known)."""
+
+    release: str
+    commit: str
+    title: str
+    number: str
+    lifts: bool  # the commit's message says it fixes, supports or removes what the raise refused
+    source: str  # owner/name of the repository
+
+    @property
+    def url(self) -> str:
+        """The public address of the commit (its PR's where it names one)."""
+        if not self.source:
+            return ""
+        if self.number:
+            return f"https://github.com/{self.source}/pull/{self.number}"
+        return f"https://github.com/{self.source}/commit/{self.commit}" if self.commit else ""
+
+
+@dataclass(frozen=True)
+class Site:
+    """A raise of ``package``: ``exc`` raised with ``template`` in ``function`` of ``module``."""
+
+    package: str
+    module: str
+    function: str  # qualified ("" at module level)
+    exc: str
+    template: str
+    releases: tuple[str, ...]  # the releases whose code has it, oldest first
+    first_indexed: bool  # present in the oldest release indexed (its start is not known)
+    added: bool  # it came into a function the release before already had
+    lifted: Lift | None
+
+    @property
+    def first(self) -> str:
+        return self.releases[0]
+
+    @property
+    def last(self) -> str:
+        return self.releases[-1]
+
+    def where(self) -> str:
+        return f"{self.module}" + (f" in {self.function}" if self.function else "")
+
+
+@dataclass(frozen=True)
+class Hit:
+    site: Site
+    matched: int  # literal characters of the template the message shows
+    complete: bool  # the message shows the whole template (not cut)
+
+
+def squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+def fit(template: str, message: str) -> tuple[int, bool] | None:
+    """How ``message`` shows ``template``: (literal characters matched, whether whole), or None.
+
+    The literal parts must appear in order (a wildcard stands for any text; text may precede the
+    first part and follow the last); a message cut off may end inside a literal part (its last
+    ``MIN_CUT`` characters at least the part's start) or end the template early."""
+    pos = 0
+    matched = 0
+    parts = template.split(WILD)
+    for i, part in enumerate(parts):
+        if not part:
+            continue
+        at = message.find(part, pos)
+        if at >= 0:
+            matched += len(part)
+            pos = at + len(part)
+            continue
+        # the message ends inside this part: its tail is the part's start
+        rest = message[pos:]
+        k = min(len(part), len(rest))
+        while k >= MIN_CUT and not rest.endswith(part[:k]):
+            k -= 1
+        if k >= MIN_CUT:
+            return matched + k, False
+        if i > 0 and matched and rest.strip() == "" and len(part) <= 2:
+            return matched, False
+        return None
+    return matched, True
+
+
+class RaiseIndex:
+    def __init__(self, package: str, doc: dict[str, Any]) -> None:
+        self.package = package
+        self.source = str(doc.get("source") or "")
+        self.releases = [str(r) for r in doc.get("releases") or []]
+        self.modules = [str(m) for m in doc.get("modules") or []]
+        self.rows = [r for r in doc.get("sites") or [] if isinstance(r, list) and len(r) >= 5]
+        lifted = doc.get("lifted")
+        self.lifted = lifted if isinstance(lifted, dict) else {}
+        #: (the longest literal part, the first literal part's first ``MIN_CUT`` characters, row
+        #: index) per site: a message holds the first, or (cut) the second
+        self.anchors: list[tuple[str, str, int]] = []
+        for i, row in enumerate(self.rows):
+            parts = [p for p in str(row[1]).split(WILD) if p]
+            if parts:
+                self.anchors.append((max(parts, key=len), parts[0][:MIN_CUT].rstrip(), i))
+
+    def site(self, i: int) -> Site | None:
+        try:
+            exc, tpl, mod, fn, runs = self.rows[i][:5]
+            added = bool(self.rows[i][5]) if len(self.rows[i]) > 5 else False
+            idx = sorted({r for lo, hi in runs for r in range(int(lo), int(hi) + 1)})
+            shown = tuple(self.releases[r] for r in idx if 0 <= r < len(self.releases))
+            module = self.modules[int(mod)]
+        except (TypeError, ValueError, IndexError):
+            return None
+        if not shown:
+            return None
+        lift = None
+        raw = self.lifted.get(str(i))
+        if isinstance(raw, list) and len(raw) >= 5:
+            rel, sha, title, number, says = raw[:5]
+            lift = Lift(str(rel), str(sha), str(title), str(number), bool(says), self.source)
+        return Site(self.package, module, str(fn), str(exc), str(tpl), shown, idx[0] == 0, added, lift)
+
+    def candidates(self, message: str) -> list[int]:
+        """Sites whose longest literal part the message holds, or (a cut message) whose first
+        part's start it holds."""
+        out = [
+            i
+            for anchor, head, i in self.anchors
+            if anchor in message or (len(head) >= MIN_CUT and head in message)
+        ]
+        return out[:MAX_CANDIDATES]
+
+
+def _dir() -> Any:
+    from envdoctor.resources import rules_dir
+
+    return rules_dir() / "knowledge" / "raises"
+
+
+@lru_cache(maxsize=64)  # every package is read for one message: all of them stay
+def raise_index(package: str) -> RaiseIndex | None:
+    """The raise-site index of ``package`` (a distribution name), or None where envdoctor has none."""
+    from envdoctor.knowledge.gzip_json import load
+
+    doc = load(_dir() / f"{package}.json.gz", SCHEMA, MAX_BYTES)
+    return None if doc is None else RaiseIndex(str(doc.get("package") or package), doc)
+
+
+@lru_cache(maxsize=1)
+def packages() -> tuple[str, ...]:
+    """The packages envdoctor has a raise-site index of."""
+    from envdoctor.knowledge.gzip_json import names
+
+    return names(_dir())
+
+
+def generic(message: str) -> bool:
+    """A message of resources or the machine that many programs print alike."""
+    return bool(_GENERIC.search(message))
+
+
+def locate(message: str, exc: str = "", only: tuple[str, ...] = ()) -> list[Hit]:
+    """The raise sites that print ``message`` (an exception's message as the log shows it, maybe
+    cut, wrapped or quoted in other text), best first: those of the log's exception type ``exc``
+    when any is, the ones that show most of their template; empty where the message is generic
+    (``generic``) or too short to tell a raise apart. ``only``: these packages' indexes alone."""
+    text = squeeze(message[:MAX_MESSAGE])
+    if len(text) < MIN_MATCHED or generic(text):
+        return []
+    hits: list[Hit] = []
+    for dist in only or packages():
+        index = raise_index(dist)
+        if index is None:
+            continue
+        for i in index.candidates(text):
+            got = fit(str(index.rows[i][1]), text)
+            if got is None or got[0] < MIN_MATCHED:
+                continue
+            site = index.site(i)
+            if site is not None:
+                hits.append(Hit(site, got[0], got[1]))
+    if text.endswith((".", "!", "?", ")", "]", "'", '"', "`")):
+        hits = [h for h in hits if h.complete]  # a message that ends its sentence is not cut off
+    if exc and any(h.site.exc == exc for h in hits):
+        hits = [h for h in hits if h.site.exc == exc]
+    if not hits:
+        return []
+    best = max(h.matched for h in hits)
+    hits = [h for h in hits if h.matched >= best - 4]  # the longest fits; a shorter one is another message
+    hits.sort(key=lambda h: (-h.matched, not h.complete, h.site.package, h.site.module, h.site.function))
+    return hits[:MAX_HITS]

@@ -1,0 +1,268 @@
+"""Who raised a message the log shows without its frame, from the raise-site index (rules/knowledge/
+raises/, scripts/derive_raise_sites.py): the package, file and function whose ``raise`` / ``assert``
+prints it and the releases whose code has that raise (the run's release is one of them: it raised).
+
+Three uses, each on the log's failing exception when its frames do not show another place:
+
+1. **lifted in a later release** (TRI014, the fix history's idea): the raise is in no release after
+   B although its function stays; release B+1 lifted (or reworded) what it refused. An error with
+   the upgrade as the fix when the commit that removed it says it fixes, supports or removes the
+   restriction; a warning naming the release otherwise;
+2. **new in release A** (TRI034, a warning): the raise first appears in A (not in the oldest
+   release indexed): a check or a regression that came with A;
+3. **the place** for the answers that need one: TRI012's refusal with no frame names the package
+   and function, TRI003's first exception says where it was raised.
+
+A message many packages raise alike (out of memory, a CUDA error) or fitting raises of two packages
+is pinned on none; a log whose version of the package is outside the raise's releases contradicts
+it (another package printed the message).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envdoctor import versions
+from envdoctor.findings import Finding, Severity
+from envdoctor.knowledge.frame_index import named
+from envdoctor.knowledge.raise_sites import Hit, Lift, Site, locate
+from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage.interface import Match
+from envdoctor.triage.traceback import Traceback
+
+LIFTED = "TRI014"
+NEW = "TRI034"
+MAX_PLACES = 3  # functions named in a finding
+#: how the package is installed (pip's name) where it differs from the index's name
+_PIP = {"unsloth-zoo": "unsloth_zoo"}
+
+
+@dataclass(frozen=True)
+class Location:
+    """The raise sites of one package that print a message."""
+
+    package: str
+    sites: tuple[Site, ...]
+    releases: tuple[str, ...]  # the union of the sites' releases, oldest first
+    lift: Lift | None  # every site is gone from this release on
+    new_in: str  # the release whose code first has the raise, in a function it kept ("" else)
+    complete: bool  # the message shows the whole template
+    framed: bool  # the traceback shows a frame of the package
+    shown: str  # the package's version the log shows ("" for none)
+
+    def span(self) -> str:
+        lo, hi = self.releases[0], self.releases[-1]
+        return lo if lo == hi else f"{lo}–{hi}"
+
+    def places(self) -> str:
+        seen = list(dict.fromkeys(s.where() for s in self.sites))
+        more = f" (and {len(seen) - MAX_PLACES} more)" if len(seen) > MAX_PLACES else ""
+        return "; ".join(seen[:MAX_PLACES]) + more
+
+
+def _order(index_releases: list[str], releases: set[str]) -> tuple[str, ...]:
+    return tuple(r for r in index_releases if r in releases)
+
+
+def _shown(log: Log, package: str) -> str:
+    v = log.versions.get(package)
+    return v.version if v is not None and v.exact and not v.inferred else ""
+
+
+def _frame_fits(tb: Traceback, hits: list[Hit]) -> bool:
+    """The traceback's innermost frame, if it shows where the exception was raised (a ``raise`` or
+    ``assert`` line, or a frame of the package located), is one of the sites' functions."""
+    if not tb.frames:
+        return True
+    last = tb.frames[-1]
+    package = hits[0].site.package
+    raising = last.code.startswith(("raise", "assert"))
+    if last.package not in (package, package.replace("-", "_")) and not (
+        last.package is None and f"/{package.replace('-', '_')}/" in last.path.replace("\\", "/")
+    ):
+        return not raising and last.package is None  # the user's code calling in, the rest cut
+    want = last.function.split(".") if last.function else []
+    return not want or any(named(h.site.function, want) for h in hits if h.site.function)
+
+
+def locate_tb(tb: Traceback, log: Log) -> Location | None:
+    """The package and raise sites that print ``tb``'s message (module docstring)."""
+    if not tb.message.strip():
+        return None
+    hits = locate(tb.message, tb.name)
+    if not hits:
+        return None
+    packages = {h.site.package for h in hits}
+    if len(packages) != 1:
+        return None  # raised alike by several packages: pinned on none
+    package = hits[0].site.package
+    if not _frame_fits(tb, hits):
+        return None
+    from envdoctor.knowledge.raise_sites import raise_index
+
+    index = raise_index(package)
+    if index is None:
+        return None
+    releases = _order(index.releases, {r for h in hits for r in h.site.releases})
+    shown = _shown(log, package)
+    if shown and shown in index.releases and shown not in releases:
+        return None  # the log's release has no such raise: another program printed it
+    latest = [h.site for h in hits if h.site.last == releases[-1]]
+    lift = latest[0].lifted if all(s.lifted is not None for s in latest) else None
+    if (
+        lift is not None
+        and lift.release in index.releases
+        and index.releases.index(lift.release) <= index.releases.index(releases[-1])
+    ):
+        lift = None  # another site raises it in that release still
+    if lift is not None and shown and versions.at_least(shown, lift.release):
+        return None  # the log's release is past the lift: another program printed it
+    return Location(
+        package,
+        tuple(h.site for h in hits),
+        releases,
+        lift,
+        releases[0] if all(h.site.added and h.site.first == releases[0] for h in hits) else "",
+        all(h.complete for h in hits),
+        any(f.package == package for f in tb.frames),
+        shown,
+    )
+
+
+def _pip(package: str) -> str:
+    return _PIP.get(package, package)
+
+
+def _said(loc: Location) -> str:
+    """Where and in which releases the message is raised, for a finding's message."""
+    how = "placed by its message in envdoctor's raise-site index" + (
+        "" if loc.framed else "; the log shows no frame of it"
+    )
+    return f"{loc.package} {loc.span()} raises this in {loc.places()} ({how})"
+
+
+def lifted(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """The raise was lifted in a later release (module docstring, 1): TRI014."""
+    loc = locate_tb(tb, log)
+    if loc is None or loc.lift is None:
+        return None
+    lift = loc.lift
+    by = ""
+    if lift.commit:
+        by = f" (commit {lift.commit}: {lift.title}" + (f", {lift.url}" if lift.url else "") + ")"
+    shown = f"; the log shows {loc.package} {loc.shown}" if loc.shown else ""
+    what = f"{_said(loc)}; {loc.package} {lift.release} no longer does{by}{shown}: " + (
+        "that release lifted what this raise refused"
+        if lift.lifts and lift.commit
+        else "the raise is gone from that release on (lifted or reworded: its release notes say which)"
+    )
+    fix = f"pip install '{_pip(loc.package)}>={lift.release}' (the first release without this raise)"
+    d = finding(
+        LIFTED,
+        [m],
+        log,
+        what,
+        fix,
+        package=loc.package,
+        raised_in=loc.places(),
+        releases=loc.span(),
+        lifted_in=lift.release,
+        commit=lift.commit or None,
+        sources=[lift.url] if lift.url else None,
+        located_by="raise-site index",
+    )
+    f = d.finding
+    severity = Severity.ERROR if lift.lifts and lift.commit else Severity.WARNING
+    d.finding = Finding(f.rule, severity, f.message, f.fix, f.evidence)
+    return d
+
+
+def new_in_release(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """The raise came with a release (module docstring, 2): TRI034, a warning."""
+    loc = locate_tb(tb, log)
+    if loc is None or not loc.new_in or loc.lift is not None:
+        return None
+    shown = f"; the log shows {loc.package} {loc.shown}" if loc.shown else ""
+    what = (
+        f"{_said(loc)}; releases before {loc.new_in} have no such raise: a check or a regression that "
+        f"came with {loc.package} {loc.new_in}{shown}"
+    )
+    fix = (
+        f"if this run worked with an older {loc.package}, the check {loc.new_in} added refuses it: read "
+        f"{loc.package} {loc.new_in}'s release notes, and pin '{_pip(loc.package)}<{loc.new_in}' to confirm "
+        "(a regression: report it upstream); otherwise follow the message"
+    )
+    d = finding(
+        NEW,
+        [m],
+        log,
+        what,
+        fix,
+        package=loc.package,
+        raised_in=loc.places(),
+        releases=loc.span(),
+        new_in=loc.new_in,
+    )
+    f = d.finding
+    d.finding = Finding(f.rule, Severity.WARNING, f.message, f.fix, f.evidence)
+    return d
+
+
+def place(tb: Traceback, log: Log) -> str:
+    """Where the message is raised, for another rule's finding ("" where the index cannot tell)."""
+    loc = locate_tb(tb, log)
+    return "" if loc is None else _said(loc)
+
+
+def _traceback(m: Match) -> Traceback | None:
+    from envdoctor.triage.traceback import failure
+
+    return failure(m.context, m.text, m.line_no)
+
+
+def lifted_for(m: Match, log: Log) -> Draft | None:
+    """``lifted`` for a failing line another rule named only as likely (a warning): a lifted raise
+    whose removal says it lifts the restriction is the certain answer."""
+    tb = _traceback(m)
+    d = lifted(tb, m, log) if tb is not None else None
+    return d if d is not None and d.finding.severity == Severity.ERROR else None
+
+
+def placed(f: Finding, m: Match, log: Log) -> Finding:
+    """TRI003's first exception with where its message is raised (``place``), when the log shows no
+    frame of the package that raised it."""
+    tb = _traceback(m)
+    where = place(tb, log) if tb is not None else ""
+    if not where:
+        return f
+    return Finding(
+        f.rule, f.severity, f"{f.message}; {where}", f.fix, {**f.evidence, "placed_by": "raise-site index"}
+    )
+
+
+MAX_QUOTED_LINES = 40  # a paste this short is read line by line for a message quoted without its type
+
+
+def quoted(head: bytes, log: Log) -> Draft | None:
+    """A message a short paste quotes without its exception's name (an issue's words, ``str(e)``
+    printed by a wrapper) that a later release's code no longer raises: ``lifted`` on that line, an
+    error only (the removal says it lifts the restriction). Read only where no failing line was
+    found, in a log of at most ``MAX_QUOTED_LINES`` lines."""
+    from envdoctor.triage.scanner import clean, split_prefix
+    from envdoctor.triage.signatures import signatures
+
+    if not head or head.count(b"\n") > MAX_QUOTED_LINES:
+        return None
+    sig = next((x for x in signatures() if x.id == "unrecognized-exception"), None)
+    if sig is None:
+        return None
+    lines = head.decode("utf-8", errors="replace").split("\n")
+    for line_no, raw in enumerate(lines, 1):
+        body = split_prefix(clean(raw[:8192].encode()))[0].strip().strip("\"'`“”")
+        if len(body) < 24 or body.startswith(("File ", "Traceback")):
+            continue
+        m = Match(sig, line_no, body[:1000], {}, None, tuple(lines[max(0, line_no - 41) : line_no - 1]))
+        d = lifted(Traceback(message=body, line_no=line_no), m, log)
+        if d is not None and d.finding.severity == Severity.ERROR:
+            return d
+    return None
