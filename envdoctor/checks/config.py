@@ -175,6 +175,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             )
         script = ctx.plan.script
         dropped = script.config_filter if script is not None and not script.problem else None
+        kept = script.keeps_unknown_keys if script is not None and not script.problem else None
         if script is not None and script.problem and origin == "command line":
             # the launch line runs a script envdoctor could not read (ms-swift's swift/cli/rlhf.py
             # outside the repository): whether it hands its flags to TRL's parser (or to its own,
@@ -192,6 +193,17 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
                 f"`{key}` ({origin}) {gone}{'' if too_new else f' TRL {said}'} (it exists in "
                 f"{_span(entry)}); the training script keeps only the keys the installed GRPOConfig "
                 f"takes ({dropped}), so it drops `{key}` on TRL {said}: the setting has no effect"
+            )
+            severity = "info"
+        elif kept and not from_code(origin):
+            # the script's parser hands back the keys no dataclass has (return_remaining_strings,
+            # fail_with_unknown_args=False): nothing refuses this one, and nothing reads it
+            gone = f"was removed from GRPOConfig in TRL {until}" if too_new else "is not known to"
+            msg = (
+                f"`{key}` ({origin}) {gone}{'' if too_new else f' TRL {said}'} (it exists in "
+                f"{_span(entry)}); the training script's parser hands back the keys no dataclass "
+                f"has instead of refusing them ({kept}), so TRL {said} does not read `{key}`: the "
+                "setting has no effect"
             )
             severity = "info"
         elif ctx.kb.feature("config_unknown_keys_fail", trl) is False and not from_code(origin):

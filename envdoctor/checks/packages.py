@@ -307,6 +307,7 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
         before = _line_before_dev(ctx, trl)
         dev = before is not None and versions.satisfies(vllm, str(before.get("vllm") or "")) is True
         driven = _vllm_driven_elsewhere(ctx)
+        fits = None if dev or driven else _api_fits(ctx, trl, vllm, rng)
         yield hit(
             f"TRL {trl} supports vLLM {rng} for GRPO; installed vLLM {vllm}"
             + (
@@ -316,14 +317,73 @@ def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
                 if dev and before is not None
                 else ""
             )
-            + (f"; but {driven}" if driven else ""),
+            + (f"; but {driven}" if driven else "")
+            + (f"; but {fits}" if fits else ""),
             fix=fix or f"pip install 'vllm{rng}'",
-            severity="info" if dev or driven else None,
+            severity="info" if dev or driven or fits else None,
             remedy=remedy,
             trl=trl,
             vllm=vllm,
             references=line.get("references", []),
         )
+
+
+def _api_fits(ctx: Context, trl: str, vllm: str, rng: str) -> str | None:
+    """Why a vLLM of the line after the TRL line's range is no likely break: TRL's range ends at
+    the newest vLLM its release was tested with, and scripts/refresh_knowledge.py checked every vLLM
+    API the TRL release calls on GRPO's path (imports, names, ``LLM(...)`` / ``SamplingParams``
+    keywords, ``vllm serve`` flags, routes) against each vLLM wheel (vllm_api.yaml). Both
+    releases scanned and no break on GRPO's path between them: the API is there (behaviour
+    stays untested by TRL). A build between two scanned releases (``0.18.2rc1.dev73``) is judged
+    by both neighbours. None where the vLLM is below the range, unscanned, or a break applies."""
+    spec = versions.spec(rng)
+    if spec is None:
+        return None
+    low = ",".join(
+        f"{s.operator}{s.version}" if s.operator in (">", ">=") else f">={s.version.removesuffix('.*')}"
+        for s in spec
+        if s.operator in (">", ">=", "==", "~=")
+    )
+    if not low or versions.satisfies(vllm, low) is not True:
+        return None  # below TRL's range: its minimum stands for what older releases lack
+    if not _next_line(vllm, spec):
+        return None  # past the line after TRL's ceiling: behaviour the API scan does not see
+    api = ctx.kb.vllm_api
+    scanned_trl = set(api.get("trl_scanned") or ())
+    scanned = sorted((versions.parse(str(v)), str(v)) for v in api.get("vllm_scanned") or ())
+    v = versions.parse(vllm)
+    if v is None or trl not in scanned_trl or not scanned or v > scanned[-1][0]:
+        return None
+    base = versions.parse(".".join(map(str, v.release)))
+    exact = [s for p, s in scanned if p == v or (p == base and not v.is_prerelease)]
+    around = exact or [s for p, s in scanned if p < v][-1:] + [s for p, s in scanned if p > v][:1]
+    if not around:
+        return None
+    for row in api.get("breaks") or ():
+        if not row.get("on_grpo_path") or versions.satisfies(trl, str(row.get("trl", ""))) is not True:
+            continue
+        if any(versions.satisfies(s, str(r)) is True for s in around for r in row.get("vllm") or ()):
+            return None  # PKG006's warning stands: the API scan found a call this vLLM lacks
+    judged = " and ".join(around)
+    return (
+        f"every vLLM API that TRL {trl} calls on GRPO's path (imports, LLM() and SamplingParams "
+        f"keywords, `vllm serve` flags, server routes) is present in vLLM {judged} (both wheels "
+        "read, rules/knowledge/vllm_api.yaml): newer than TRL tested, not a known break"
+    )
+
+
+def _next_line(vllm: str, spec: Any) -> bool:
+    """``vllm`` is in the minor line right after the newest one the range admits (TRL tests the
+    vLLM of its release month; the next vLLM line usually lands before TRL's next release)."""
+    v = versions.parse(vllm)
+    tops = []
+    for s in spec:
+        top = versions.parse(str(s.version).removesuffix(".*"))
+        if top is None or s.operator not in ("<", "<=", "=="):
+            continue
+        major, minor = (top.release + (0, 0))[:2]
+        tops.append((major, minor) if s.operator == "<" else (major, minor + 1))
+    return bool(v is not None and tops and (v.release + (0, 0))[:2] <= min(tops))
 
 
 def _vllm_driven_elsewhere(ctx: Context) -> str | None:

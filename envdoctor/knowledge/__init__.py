@@ -36,6 +36,7 @@ class Knowledge:
         "trainer_hooks": "trainer_hooks.yaml",
         "trl_accelerate_configs": "trl_accelerate_configs.yaml",
         "import_names": "import_names.yaml",
+        "vllm_api": "vllm_api.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

@@ -104,6 +104,10 @@ class TrainingScript:
     #: it keeps only the keys the installed GRPOConfig takes (``signature(GRPOConfig.__init__)
     #: in train.py:289``): a key this release lacks is dropped by the script, not refused
     config_filter: str | None = None
+    #: its parser hands back the config keys no dataclass has instead of refusing them
+    #: (``parse_args_and_config(return_remaining_strings=True) in train.py:94``): a key this
+    #: release lacks is dropped, not refused
+    keeps_unknown_keys: str | None = None
     #: it builds only TRL trainers that derive from no GRPOTrainer (``AsyncGRPOTrainer``) and no
     #: GRPOConfig: GRPO's batch checks do not run
     trl_other_trainer: str | None = None

@@ -54,6 +54,7 @@ def read_training_script(
         trl_calls=tuple(decl.trl_calls),
         ref_ds_prepares=decl.ref_ds_prepares,
         config_filter=decl.config_filter,
+        keeps_unknown_keys=decl.keeps_unknown_keys,
         trl_other_trainer=decl.trl_other_trainer,
         chat_messages=decl.chat_messages,
     )

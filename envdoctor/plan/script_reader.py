@@ -42,6 +42,10 @@ MAX_FOLLOWED_BYTES = 1024 * 1024
 CONFIG_CLASS = "GRPOConfig"
 TRAINER_CLASS = "GRPOTrainer"
 PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
+#: the parser methods that read a config file's keys (TrlParser's --config, HfArgumentParser's
+#: YAML / JSON / dict readers): told to keep the keys no dataclass has, they hand them back
+#: instead of refusing them (trl/scripts/utils.py TrlParser.parse_args_and_config)
+KEEPS_CONFIG_KEYS = frozenset({"parse_args_and_config", "parse_yaml_file", "parse_json_file", "parse_dict"})
 #: trainers that start vLLM inside the training process by design (colocation), by the package
 #: their loader comes from: Unsloth's ``FastLanguageModel.from_pretrained(..., fast_inference=True)``
 #: loads vLLM beside the model and its patched GRPOTrainer generates with it (``model.vllm_engine``;
@@ -165,6 +169,10 @@ class ScriptDecl:
     #: where it reads the keys GRPOConfig takes to drop those the installed release lacks before
     #: building it (``signature(GRPOConfig.__init__) in train.py:289``), or None
     config_filter: str | None = None
+    #: where its TrlParser / HfArgumentParser hands back the config keys no dataclass has
+    #: instead of refusing them (``parse_args_and_config(return_remaining_strings=True) in
+    #: train.py:94``; ``fail_with_unknown_args=False``, ``allow_extra_keys=True``), or None
+    keeps_unknown_keys: str | None = None
     #: it builds a trainer of TRL's that derives from no GRPOTrainer in any release TRL's symbol
     #: history holds (``AsyncGRPOTrainer (trl.experimental)``) and no GRPOConfig: GRPO's checks
     #: in GRPOTrainer.__init__ and GRPOConfig.__post_init__ do not run
@@ -379,6 +387,7 @@ class SourceFacts:
     lines: list[str] = field(default_factory=list)  # the text's lines (a fix's edit is cut from them)
     #: where it reads the fields GRPOConfig takes (``signature(GRPOConfig.__init__)``, line)
     config_filters: list[tuple[str, int]] = field(default_factory=list)
+    unknown_keys_kept: list[tuple[str, int]] = field(default_factory=list)  # (call, line)
     #: lines where it writes a chat message (a dict display with "role" and "content" keys)
     chat_messages: list[int] = field(default_factory=list)
 
@@ -602,8 +611,16 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         or (last == "parse_args" and (node.args or node.keywords))  # not the command line as given
         or _kw_true(node, "return_remaining_strings")
         or _kw_true(node, "allow_extra_keys")
+        or _kw_false(node, "fail_with_unknown_args")
     ):
         mod.lenient = True  # keys it does not declare pass
+        kept = next(
+            (k for k in ("return_remaining_strings", "allow_extra_keys") if _kw_true(node, k)),
+            "fail_with_unknown_args" if _kw_false(node, "fail_with_unknown_args") else None,
+        )
+        if kept and last in KEEPS_CONFIG_KEYS and len(mod.unknown_keys_kept) < MAX_CALLS:
+            value = "False" if kept == "fail_with_unknown_args" else "True"
+            mod.unknown_keys_kept.append((f"{last}({kept}={value})", node.lineno))
     elif last == TRAINER_CLASS:
         first = node.args[0] if node.args else None
         model = next((k.value for k in node.keywords if k.arg == "model"), first)
@@ -657,6 +674,12 @@ def _all_known(found: list[bool | str | None], flags: dict[str, Flag]) -> bool |
         for f in found
     ]
     return all(known) if known and None not in known else None
+
+
+def _kw_false(node: ast.Call, name: str) -> bool:
+    return any(
+        k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is False for k in node.keywords
+    )
 
 
 def _kw_true(node: ast.Call, name: str) -> bool:
@@ -931,6 +954,9 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
             for read, line in mod.config_filters
         ),
         None,
+    )
+    decl.keeps_unknown_keys = next(
+        (f"{call} in {main.path}:{line}" for call, line in main.unknown_keys_kept), None
     )
     _in_process(main, decl, followed)
     decl.files = tuple(dict.fromkeys(res.files))
