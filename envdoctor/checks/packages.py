@@ -350,7 +350,9 @@ def _api_fits(ctx: Context, trl: str, vllm: str, rng: str) -> str | None:
         return None  # past the line after TRL's ceiling: behaviour the API scan does not see
     api = ctx.kb.vllm_api
     scanned_trl = set(api.get("trl_scanned") or ())
-    scanned = sorted((versions.parse(str(v)), str(v)) for v in api.get("vllm_scanned") or ())
+    scanned = sorted(
+        (p, str(s)) for s in api.get("vllm_scanned") or () if (p := versions.parse(str(s))) is not None
+    )
     v = versions.parse(vllm)
     if v is None or trl not in scanned_trl or not scanned or v > scanned[-1][0]:
         return None
