@@ -312,6 +312,11 @@ def find(tb: Traceback) -> Boundary | None:
         )
         owner = _object_package(func.split(".")[0]) or _object_package(func.rsplit(".", 1)[-1])
         last = frames[-1].package if frames else None
+        if owner is None and frames and _dispatches(frames[-1], func):
+            # the innermost frame hands its arguments on to a function it holds in a variable
+            # (torch's Module._call_impl: ``forward_call(*args, **kwargs)``): the function that
+            # refused is whatever was bound there (a patched forward, a hook), not that package's
+            return None
         if last is not None and owner in (None, last):
             before, inside = _last_run(frames, last)
             if before is not None and before.package != last and before.package is not None:
@@ -349,7 +354,7 @@ def find(tb: Traceback) -> Boundary | None:
         return None
     # NotImplementedError: raised in B's frames, entered from A's
     last = frames[-1].package if frames else None
-    if last is None:
+    if last is None or _abstract_stub(frames[-1], tb.message):
         return None
     before, inside = _last_run(frames, last)
     if before is None or before.package in (None, last):
@@ -366,6 +371,29 @@ def find(tb: Traceback) -> Boundary | None:
         lacks="does not implement",
         func=inside.function if inside else "",
     )
+
+
+def _dispatches(f: Frame, func: str) -> bool:
+    """The frame's line passes its own ``*args, **kwargs`` on to a callable other than ``func``
+    by name: the callee is bound at run time, its package is not the frame's."""
+    return "*args" in f.code and "**kw" in f.code and not _calls(f.code, func)
+
+
+#: a base class's method that only says subclasses must define it (torch's Dataset.__getitem__:
+#: "Subclasses of Dataset should implement __getitem__.")
+_STUB = re.compile(r"subclass(?:es)?\b.{0,60}\b(?:should|must) (?:implement|override)", re.IGNORECASE)
+
+
+def _abstract_stub(f: Frame, message: str) -> bool:
+    """The NotImplementedError is a base class's placeholder (an abstract method or an operation
+    the object's type does not offer: indexing a streaming dataset), not a release of that
+    package lacking what another calls: the object handed in is of the wrong kind."""
+    return bool(_STUB.search(f"{f.code} {message}")) or (
+        f.function.rsplit(".", 1)[-1] in _DUNDER_OPS and "raise NotImplementedError" in f.code
+    )
+
+
+_DUNDER_OPS = frozenset({"__getitem__", "__len__", "__iter__", "__setitem__", "__contains__"})
 
 
 def _calls(code: str, func: str) -> bool:

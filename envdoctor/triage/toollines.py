@@ -155,11 +155,15 @@ def _index(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
         f"{found.group('cond') or 'index out of range in self'}): in training that is a token id the "
         "model's embedding does not have — a tokenizer of another vocabulary than the model (a "
         "reference, reward or SFT model of another family than the policy), or tokens added to the "
-        "tokenizer without resizing the embedding"
+        "tokenizer without resizing the embedding — or a position past the model's "
+        "max_position_embeddings, where the model learns its positions (GPT-2's 1,024, OPT's 2,048): "
+        "prompt plus generated tokens longer than that table"
     )
     fix = (
         "give every model of the run (policy, reference, reward, value) the tokenizer of its own family, "
         "or one vocabulary for all; after adding tokens call model.resize_token_embeddings(len(tokenizer)); "
+        "keep prompt + completion lengths (max_length / max_new_tokens, max_prompt_length + "
+        "max_completion_length) within the model's max_position_embeddings; "
         "CUDA_LAUNCH_BLOCKING=1 shows the failing lookup's line"
     )
     return _error(finding("TRI021", [_match(no, body, lines)], log, what, fix))
