@@ -65,12 +65,12 @@ _SUBJECT = re.compile(
     + "|".join(f"(?P<s{i}>{v})" for i, v in enumerate(_ALTS))
     + r")\b)|(?:^|\. )(?:"
     + "|".join(f"(?P<t{i}>{v})" for i, v in enumerate(_ALTS))
-    + r") (?:does not|doesn't|only|cannot|can't|requires)"
+    + r") (?:currently |yet )?(?:does not|doesn't|only|cannot|can't|requires)"
 )
 _REFUSING = re.compile(
     r"(?i)\bnot (?:yet |currently )?supported|\bunsupported\b|"
-    r"\b(?:does not|doesn't|do not|cannot|can ?not|can't) "
-    r"(?:support|be used|be combined|be set|be enabled|work with)|"
+    r"\b(?:does not|doesn't|do not|cannot|can ?not|can't) (?:currently |yet )?"
+    r"(?:support|be used|be combined|be set|be enabled|work (?:with|on|in|for)|run (?:on|with))|"
     r"\bonly (?:supports?|supported|available|compatible|works?)\b|\bis only\b|"
     r"\bmust (?:be|not|have|set|match|equal)\b|\bshould be\b|\b(?:needs?|has) to be\b|"
     r"\bplease (?:set|use|specify|pass|provide|make sure|disable|enable|reduce|increase|lower)\b|"
@@ -100,7 +100,8 @@ _OPTION_EQ = re.compile(r"`?(?P<k>[A-Za-z_][\w.]{1,60})`?\s?=\s?`?(?P<v>[\w.\-'\
 _TICKED = re.compile(r"[`'\"](?P<k>[A-Za-z_][\w.\-]{1,60})[`'\"]")
 _SNAKE = re.compile(r"\b(?P<k>--?[a-z][a-z0-9-]{2,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 _FIX = re.compile(
-    r"(?i)^(?:please|set|use|try|consider|you (?:can|should|must|may|need)|either|to (?:fix|use|enable)|"
+    r"(?i)^(?:please(?! (?:understand|note|be patient|bear with|report|open an issue|contact))|set|use|"
+    r"try|consider|you (?:can|should|must|may|need)|either|to (?:fix|use|enable)|"
     r"increase|decrease|reduce|lower|raise|disable|enable|remove|pass|specify|install|upgrade|downgrade)\b"
     r"|\binstead\b"
 )

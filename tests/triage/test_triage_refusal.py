@@ -336,3 +336,24 @@ def test_code_that_builds_an_object_is_no_option_of_the_run():
         b"accelerator = Accelerator() before using any functionality from the accelerate library.\n"
     )
     assert "TRI012" not in {f.rule for f in findings(scan_bytes(code))}
+
+
+UNSLOTH_MULTI_GPU = """\
+RuntimeError                              Traceback (most recent call last)
+Cell In[8], line 1
+----> 1 trainer_stats = trainer.train()
+
+RuntimeError: Unsloth currently does not work on multi GPU setups - sadly we are a 2 brother team so enabling it will require much more work, so we have to prioritize. Please understand!
+"""
+
+
+def test_a_package_that_currently_does_not_work_on_a_setup_refuses_it_and_courtesy_is_no_fix():
+    f = _one(UNSLOTH_MULTI_GPU)
+    assert (f.rule, f.severity) == ("TRI012", Severity.ERROR)
+    assert "Unsloth refused" in f.message and "multi GPU setups" in f.message
+    assert "Please understand" not in f.fix
+
+
+def test_does_not_work_on_about_the_machine_is_no_refusal():
+    text = "RuntimeError: NCCL does not work on this machine: CUDA error: peer access is not supported\n"
+    assert "TRI012" not in _rules(text)
