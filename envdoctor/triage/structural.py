@@ -264,7 +264,10 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
     read = f"{len(u.releases)} {u.package} releases read, {u.releases[0]} to {u.releases[-1]}"
     version = have.get(u.package)
     shown = f"; the log shows {u.package} {version}" if version else ""
-    span = f"from {u.package} {u.since}" + (f" until {u.until} (removed there)" if u.until else "")
+    oldest = bool(u.releases) and u.since == u.releases[0]  # the history starts there: maybe earlier
+    span = (
+        f"by {u.package} {u.since}, the oldest release read" if oldest else f"from {u.package} {u.since}"
+    ) + (f" until {u.until} (removed there)" if u.until else "")
     if u.func:
         call = u.cls if u.func == "__init__" else f"{u.cls}.{u.func}"
         what = (

@@ -201,6 +201,14 @@ def test_an_attribute_only_a_subclass_of_another_package_has_names_that_subclass
     assert _rule(none, "TRI009") is None
 
 
+def test_a_field_present_in_the_oldest_release_read_is_not_dated_there():
+    """SFTConfig's `packing` is older than the symbol history (trl 0.9.3 moved it there; the
+    history starts at 0.11.0): the finding says "by" that release, not "from" it."""
+    f = _rule(_got("AttributeError: 'TrainingArguments' object has no attribute 'packing'\n"), "TRI009")
+    assert f is not None and "SFTConfig" in f.message
+    assert "the oldest release read" in f.message and "from trl 0.11.0" not in f.message
+
+
 def _skyrl(code: str, cls: str) -> str:
     return (
         _MAIN
