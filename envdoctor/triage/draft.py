@@ -123,6 +123,14 @@ def finding(
     return Draft(first.line_no, finding, first.rank)
 
 
+def at_severity(d: Draft, severity: Severity) -> Draft:
+    """The draft with its finding at ``severity`` (a rule's certainty decided after the finding was
+    built): the one place a draft's severity changes."""
+    f = d.finding
+    d.finding = Finding(f.rule, severity, f.message, f.fix, f.evidence)
+    return d
+
+
 def raised_in(m: Match) -> str:
     """Where the exception of ``m`` was raised: the library of the last frame under
     ``site-packages`` and that frame, else the last frame (the user's code); empty without one."""

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from envdoctor import versions
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge.fix_history import Fix, fix_history, line_hash, packages
-from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage.draft import Draft, Log, at_severity, finding
 from envdoctor.triage.interface import Match
 from envdoctor.triage.logversions import LogVersion
 from envdoctor.triage.traceback import Frame, Traceback
@@ -488,9 +488,7 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
         inferred_from=list(run.frames) if run is not None and run.inferred else None,
         matched=best.why or None,
     )
-    f = d.finding
-    d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
-    return d
+    return at_severity(d, Severity.ERROR if certain else Severity.WARNING)
 
 
 def _from_source(pkg: str, fix: Fix, source: str, subdir: str) -> str:

@@ -33,18 +33,12 @@ from __future__ import annotations
 import math
 import re
 
-from envdoctor.findings import Finding, Severity
-from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.findings import Severity
+from envdoctor.triage.draft import Draft, Log, at_severity, finding
 from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Traceback
 
 _REFUSAL_TYPES = ("ValueError", "AssertionError", "NotImplementedError", "RuntimeError", "Exception")
-
-
-def _error(d: Draft, severity: Severity = Severity.ERROR) -> Draft:
-    f = d.finding
-    d.finding = Finding(f.rule, severity, f.message, f.fix, f.evidence)
-    return d
 
 
 #: a line of a run's progress or metrics after the message: not its continuation
@@ -111,7 +105,7 @@ def option_needs(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if req:
         fix += f", or, to keep {opt}={val}, {req}"
     d = finding("TRI012", [m], log, what, fix, options=[f"{opt}={val}"], package=who or None)
-    return _error(d)
+    return at_severity(d, Severity.ERROR)
 
 
 # -- 2. a split that does not divide --------------------------------------------------------------
@@ -180,7 +174,7 @@ def uneven_split(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "rollout n (and the mini/micro batch sizes), split over trainer.n_gpus_per_node × trainer.nnodes"
         )
     d = finding("TRI012", [m], log, what, fix, size=n, parts=k, package=who or None)
-    return _error(d)
+    return at_severity(d, Severity.ERROR)
 
 
 # -- 3. a divisor the configuration made zero -----------------------------------------------------
@@ -215,7 +209,7 @@ def zero_divisor(tb: Traceback, m: Match, log: Log) -> Draft | None:
         "divided over" + (f", and a divisor of {numerator}" if numerator and numerator != opt else "")
     )
     d = finding("TRI012", [m], log, what, fix, options=[opt], package=who or None)
-    return _error(d)
+    return at_severity(d, Severity.ERROR)
 
 
 # -- 4. any package's check naming an option and the value it demands -----------------------------
@@ -284,7 +278,7 @@ def any_check(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "compares), in the run's config or on its command line"
         )
     d = finding("TRI012", [m], log, what, fix, options=opts[:4], package=who or None)
-    return _error(d)
+    return at_severity(d, Severity.ERROR)
 
 
 # -- 5. the host out of memory --------------------------------------------------------------------
@@ -335,7 +329,7 @@ def host_memory(tb: Traceback, m: Match, log: Log) -> Draft | None:
         "loader's workers; RAY_memory_usage_threshold (default 0.95) only moves the limit"
     )
     d = finding("TRI018", [m], log, what, fix, host_oom="ray-memory-monitor")
-    return _error(d)
+    return at_severity(d, Severity.ERROR)
 
 
 # -- 6. a version requirement refused --------------------------------------------------------------
@@ -370,7 +364,7 @@ def version_requirement(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if said:
         fix += f" (the message's own fix: {said.group('fix').strip()})"
     d = finding("TRI019", [m], log, what, fix, requirement=req, found=f"{pkg}=={ver}")
-    return _error(d)
+    return at_severity(d, Severity.ERROR)
 
 
 # -- 7. a name nothing registered ------------------------------------------------------------------
@@ -403,7 +397,7 @@ def unregistered(tb: Traceback, m: Match, log: Log) -> Draft | None:
         f"them), or import the module that registers '{name}' before the run"
     )
     d = finding("TRI022", [m], log, what, fix, name=name, kind=kind)
-    return _error(d)
+    return at_severity(d, Severity.ERROR)
 
 
 #: a library's own allocation on the GPU failing: CUDA out of memory in its words
@@ -436,7 +430,7 @@ def library_alloc(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "low_cpu_mem_usage, no CPU offload the RAM cannot hold, fewer processes or data loader workers "
             "per node) or use a node with more RAM"
         )
-        return _error(finding("TRI018", [m], log, what, fix, host_oom="cpu-allocator"))
+        return at_severity(finding("TRI018", [m], log, what, fix, host_oom="cpu-allocator"), Severity.ERROR)
     gpu = _GPU_ALLOC.search(text)
     if gpu is None:
         return None
@@ -454,7 +448,7 @@ def library_alloc(tb: Traceback, m: Match, log: Log) -> Draft | None:
         "where vLLM shares this GPU with training, free the GPU of other processes (nvidia-smi); a library's "
         "first allocation (cuBLAS's handle, NCCL's buffers) fails when the GPU is already full"
     )
-    return _error(finding("TRI001", [m], log, what, fix, allocator=lib or "cuda"))
+    return at_severity(finding("TRI001", [m], log, what, fix, allocator=lib or "cuda"), Severity.ERROR)
 
 
 def keyword_no_release_takes(tb: Traceback, m: Match, log: Log) -> Draft | None:
@@ -500,7 +494,7 @@ def keyword_no_release_takes(tb: Traceback, m: Match, log: Log) -> Draft | None:
         "where your config sets it"
     )
     d = finding("TRI009", [m], log, what, fix, callee=pkg, keyword=kwarg)
-    return _error(d, Severity.WARNING)
+    return at_severity(d, Severity.WARNING)
 
 
 def from_traceback(tb: Traceback, m: Match, log: Log) -> Draft | None:

@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from envdoctor.findings import Finding, Severity
-from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.findings import Severity
+from envdoctor.triage.draft import Draft, Log, at_severity, finding
 from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Traceback
 
@@ -115,12 +115,6 @@ def _near(
 MAX_NEAR = 20  # occurrences of a literal tried per text
 
 
-def _error(d: Draft, severity: Severity = Severity.ERROR) -> Draft:
-    f = d.finding
-    d.finding = Finding(f.rule, severity, f.message, f.fix, f.evidence)
-    return d
-
-
 def _line_match(no: int, body: str, lines: list[str]) -> Match:
     from envdoctor.triage.signatures import signatures
 
@@ -182,7 +176,10 @@ def peer_access(m: Match, log: Log) -> Draft | None:
             "devices'); GPUs without NVLink whose driver offers no PCIe peer-to-peer (L4, L40S, GeForce "
             "cards, some cloud instances) refuse the P2P transport NCCL chose"
         )
-        return _error(finding("TRI025", [m], log, what, _p2p_fix("shm.cc" in text), peer_access="error-217"))
+        return at_severity(
+            finding("TRI025", [m], log, what, _p2p_fix("shm.cc" in text), peer_access="error-217"),
+            Severity.ERROR,
+        )
     if not _UNHANDLED_CUDA.search(m.text):
         return None
     gpu = _shows(log, _NO_P2P_GPU, m)
@@ -195,7 +192,7 @@ def peer_access(m: Match, log: Log) -> Draft | None:
     )
     fix = _p2p_fix(False) + "; NCCL_DEBUG=INFO shows the CUDA error if it is another one"
     d = finding("TRI025", [m], log, what, fix, peer_access="gpu-without-p2p", gpu=gpu.group("gpu"))
-    return _error(d, Severity.WARNING)
+    return at_severity(d, Severity.WARNING)
 
 
 def _peer_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
@@ -218,7 +215,10 @@ def _peer_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
             + "; where an inference engine's custom all-reduce raised it, "
             + engine
         )
-    return _error(finding("TRI025", [_line_match(no, body, lines)], log, what, fix, peer_access="error-217"))
+    return at_severity(
+        finding("TRI025", [_line_match(no, body, lines)], log, what, fix, peer_access="error-217"),
+        Severity.ERROR,
+    )
 
 
 # -- TRI025: kernels for the GPU's compute capability ----------------------------------------------
@@ -272,7 +272,7 @@ def capability_line(no: int, body: str, lines: list[str], log: Log) -> Draft | N
     d = finding(
         "TRI025", [_line_match(no, body, lines)], log, what, _capability_fix(sm), capability=f"sm_{sm}"
     )
-    return _error(d)
+    return at_severity(d, Severity.ERROR)
 
 
 def no_kernel(tb: Traceback, m: Match, log: Log) -> Draft | None:
@@ -297,7 +297,7 @@ def no_kernel(tb: Traceback, m: Match, log: Log) -> Draft | None:
             else "load the model with attn_implementation='sdpa' (or 'eager'): in TRL model_init_kwargs / "
             "--attn_implementation sdpa, and drop use_flash_attention_2; or run on an Ampere or newer GPU"
         )
-        return _error(finding("TRI025", [m], log, what, fix, capability="below-sm80"))
+        return at_severity(finding("TRI025", [m], log, what, fix, capability="below-sm80"), Severity.ERROR)
     if not _NO_KERNEL.search(tb.message):
         return None
     head = log.head[: 1 << 20].decode("utf-8", errors="replace") if log.head else ""
@@ -309,7 +309,9 @@ def no_kernel(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "torch "
             "itself warned that it was not compiled for it"
         )
-        return _error(finding("TRI025", [m], log, what, _capability_fix(sm), capability=f"sm_{sm}"))
+        return at_severity(
+            finding("TRI025", [m], log, what, _capability_fix(sm), capability=f"sm_{sm}"), Severity.ERROR
+        )
     who = next((f.package for f in reversed(tb.frames) if f.package), "")
     what = (
         "a CUDA kernel has no build for this GPU's compute capability ('no kernel image is available for "
@@ -318,7 +320,7 @@ def no_kernel(tb: Traceback, m: Match, log: Log) -> Draft | None:
         "(python -c 'import torch; print(torch.cuda.get_device_capability(), torch.cuda.get_arch_list())')"
     )
     d = finding("TRI025", [m], log, what, _capability_fix(None), capability="unknown")
-    return _error(d, Severity.WARNING)
+    return at_severity(d, Severity.WARNING)
 
 
 # -- TRI026: the process / thread limit -------------------------------------------------------------
@@ -342,7 +344,10 @@ def _nofile_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None
         "hard limit: nofile in /etc/security/limits.conf, or the container's --ulimit nofile=65535:65535); "
         "for DataLoader workers also torch.multiprocessing.set_sharing_strategy('file_system')"
     )
-    return _error(finding("TRI026", [_line_match(no, body, lines)], log, what, fix, errno=24, limit="nofile"))
+    return at_severity(
+        finding("TRI026", [_line_match(no, body, lines)], log, what, fix, errno=24, limit="nofile"),
+        Severity.ERROR,
+    )
 
 
 def _nproc_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
@@ -363,7 +368,10 @@ def _nproc_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
         "container's --pids-limit / the pod's pids limit; or start fewer threads (OMP_NUM_THREADS, Ray's "
         "num_cpus in ray.init, fewer data loader workers)"
     )
-    return _error(finding("TRI026", [_line_match(no, body, lines)], log, what, fix, errno=11, limit="nproc"))
+    return at_severity(
+        finding("TRI026", [_line_match(no, body, lines)], log, what, fix, errno=11, limit="nproc"),
+        Severity.ERROR,
+    )
 
 
 # -- TRI027: a small /dev/shm -----------------------------------------------------------------------
@@ -391,7 +399,7 @@ def _shm_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
             " (Ray asks for more than 30% of the RAM) or --ipc=host; in Kubernetes an emptyDir with medium: "
             "Memory mounted at /dev/shm"
         )
-        return _error(finding("TRI027", [m], log, what, fix, shm="ray-object-store"), Severity.WARNING)
+        return at_severity(finding("TRI027", [m], log, what, fix, shm="ray-object-store"), Severity.WARNING)
     what = (
         "a worker process ran out of shared memory (/dev/shm): torch's DataLoader workers pass batches "
         "through /dev/shm, and a container's /dev/shm is 64 MB unless set; the worker died with a bus error"
@@ -403,7 +411,10 @@ def _shm_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
         "give the container a larger /dev/shm (docker run --shm-size=16g or --ipc=host; in Kubernetes an "
         "emptyDir with medium: Memory at /dev/shm), or pass batches without it (DataLoader num_workers=0)"
     )
-    return _error(finding("TRI027", [m], log, what, fix, shm="bus-error" if found.group("bus") else "full"))
+    return at_severity(
+        finding("TRI027", [m], log, what, fix, shm="bus-error" if found.group("bus") else "full"),
+        Severity.ERROR,
+    )
 
 
 # -- TRI019: a package's own minimum-version assert ------------------------------------------------
@@ -423,7 +434,7 @@ def _version_assert_line(no: int, body: str, lines: list[str], log: Log) -> Draf
         f"pip install '{pkg}>={low}' (or the exact release the package pins) in the environment that runs it"
     )
     d = finding("TRI019", [_line_match(no, body, lines)], log, what, fix, requirement=f"{pkg}>={low}")
-    return _error(d)
+    return at_severity(d, Severity.ERROR)
 
 
 # -- the host's libraries and devices, by the message alone (TRI025, TRI029, TRI030) -----------------
@@ -547,7 +558,7 @@ def _host_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
     if said is None:
         return None
     rule, severity, what, fix, ev = said
-    return _error(finding(rule, [_line_match(no, body, lines)], log, what, fix, **ev), severity)
+    return at_severity(finding(rule, [_line_match(no, body, lines)], log, what, fix, **ev), severity)
 
 
 _LINE_CHECKS = (
@@ -653,7 +664,7 @@ def fork_memory(tb: Traceback, m: Match, log: Log) -> Draft | None:
         "worker), so it does not copy the parent; else allow overcommit (sysctl vm.overcommit_memory=1), add "
         "swap, or lower the parent's host memory"
     )
-    return _error(finding("TRI026", [m], log, what, fix, errno=12, caller=who or None))
+    return at_severity(finding("TRI026", [m], log, what, fix, errno=12, caller=who or None), Severity.ERROR)
 
 
 @lru_cache(maxsize=1)
@@ -708,7 +719,9 @@ def numpy_removed(tb: Traceback, m: Match, log: Log) -> Draft | None:
         )
         + (f"; in your own code use {row['instead']}" if not who else "")
     )
-    return _error(finding("TRI029", [m], log, what, fix, removed=f"numpy.{name}", caller=who or None))
+    return at_severity(
+        finding("TRI029", [m], log, what, fix, removed=f"numpy.{name}", caller=who or None), Severity.ERROR
+    )
 
 
 _MODULE_ATTR = re.compile(
@@ -757,7 +770,7 @@ def library_member_missing(tb: Traceback, m: Match, log: Log) -> Draft | None:
         f"release written for the installed {top}"
     )
     d = finding("TRI029", [m], log, what, fix, module=module, attribute=attr, caller=who)
-    return _error(d, Severity.WARNING)
+    return at_severity(d, Severity.WARNING)
 
 
 #: the standard library's top-level modules: their members do not drift between libraries' releases
@@ -826,7 +839,7 @@ def ray_device(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "ray start / ray.init, and select the devices with HIP_VISIBLE_DEVICES; the framework must then "
             "map each actor to its GPU (OpenRLHF and verl read these flags)"
         )
-        return _error(finding("TRI030", [m], log, what, fix, platform="rocm"))
+        return at_severity(finding("TRI030", [m], log, what, fix, platform="rocm"), Severity.ERROR)
     what = (
         "torch in a Ray actor sees no GPU, or fewer than the device index it asks for: Ray sets each actor's "
         "visible devices to the GPUs it reserved (CUDA_VISIBLE_DEVICES; ROCR_VISIBLE_DEVICES or "
@@ -839,7 +852,7 @@ def ray_device(tb: Traceback, m: Match, log: Log) -> Draft | None:
         "HIP_VISIBLE_DEVICES; on NVIDIA: reserve the GPU for the actor (num_gpus in @ray.remote / "
         ".options) and use device index 0 (the one GPU Ray left visible)"
     )
-    return _error(finding("TRI030", [m], log, what, fix, platform="unknown"), Severity.WARNING)
+    return at_severity(finding("TRI030", [m], log, what, fix, platform="unknown"), Severity.WARNING)
 
 
 _BORROWED = re.compile(r"^Already (?:mutably )?borrowed\b")
@@ -865,7 +878,7 @@ def thread_unsafe(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "change it; a vLLM server with thread-safe tokenizer wrappers (vllm-project/vllm#41181) where "
             "the engine's own threads share it"
         )
-        return _error(finding("TRI028", [m], log, what, fix, unsafe="tokenizer-shared"))
+        return at_severity(finding("TRI028", [m], log, what, fix, unsafe="tokenizer-shared"), Severity.ERROR)
     if tb.name == "RuntimeError" and _TRITON_ALLOCATOR.search(msg):
         threaded = _THREAD_FRAMES.search("\n".join(f.path for t in tb.all() for f in t.frames)) or _shows(
             log, _THREAD_FRAMES, m
@@ -880,7 +893,7 @@ def thread_unsafe(tb: Traceback, m: Match, log: Log) -> Draft | None:
                 "uint8 CUDA tensor) before the kernel runs, in the thread that launches it"
             )
             d = finding("TRI028", [m], log, what, fix, unsafe="triton-allocator")
-            return _error(d, Severity.WARNING)
+            return at_severity(d, Severity.WARNING)
         what = (
             "a Triton kernel that needs scratch memory ran in a worker thread (a thread pool) without an "
             "allocator: Triton keeps triton.set_allocator's allocator in a ContextVar, and a new thread "
@@ -893,7 +906,9 @@ def thread_unsafe(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "of the function the pool runs), or make it the ContextVar's default so that threads inherit it "
             "(as verl#4676 did); a framework release with that fix"
         )
-        return _error(finding("TRI028", [m], log, what, fix, unsafe="triton-allocator-thread"))
+        return at_severity(
+            finding("TRI028", [m], log, what, fix, unsafe="triton-allocator-thread"), Severity.ERROR
+        )
     if tb.name == "ValueError" and _SIGNAL_THREAD.search(msg):
         who = next((f.package for f in reversed(tb.frames) if f.package), "")
         what = (
@@ -908,8 +923,9 @@ def thread_unsafe(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "(math_verify: parse(..., parsing_timeout=None), verify(..., timeout_seconds=None)) and bound "
             "the time another way (a process pool with a timeout)"
         )
-        return _error(
-            finding("TRI028", [m], log, what, fix, unsafe="signal-in-thread", raised_in=who or None)
+        return at_severity(
+            finding("TRI028", [m], log, what, fix, unsafe="signal-in-thread", raised_in=who or None),
+            Severity.ERROR,
         )
     return None
 
@@ -920,7 +936,7 @@ def host_exception(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if said is None:
         return None
     rule, severity, what, fix, ev = said
-    return _error(finding(rule, [m], log, what, fix, **ev), severity)
+    return at_severity(finding(rule, [m], log, what, fix, **ev), severity)
 
 
 def from_traceback(tb: Traceback, m: Match, log: Log) -> Draft | None:

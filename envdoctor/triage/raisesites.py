@@ -26,7 +26,7 @@ from envdoctor import versions
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge.frame_index import named
 from envdoctor.knowledge.raise_sites import Hit, Lift, Site, locate
-from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage.draft import Draft, Log, at_severity, finding
 from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Traceback
 
@@ -171,10 +171,8 @@ def lifted(tb: Traceback, m: Match, log: Log) -> Draft | None:
         sources=[lift.url] if lift.url else None,
         located_by="raise-site index",
     )
-    f = d.finding
     severity = Severity.ERROR if lift.lifts and lift.commit else Severity.WARNING
-    d.finding = Finding(f.rule, severity, f.message, f.fix, f.evidence)
-    return d
+    return at_severity(d, severity)
 
 
 def new_in_release(tb: Traceback, m: Match, log: Log) -> Draft | None:
@@ -203,9 +201,7 @@ def new_in_release(tb: Traceback, m: Match, log: Log) -> Draft | None:
         releases=loc.span(),
         new_in=loc.new_in,
     )
-    f = d.finding
-    d.finding = Finding(f.rule, Severity.WARNING, f.message, f.fix, f.evidence)
-    return d
+    return at_severity(d, Severity.WARNING)
 
 
 def place(tb: Traceback, log: Log) -> str:

@@ -35,7 +35,7 @@ from envdoctor.triage import (
     usercode,
 )
 from envdoctor.triage.combine import Literals
-from envdoctor.triage.draft import Draft, Log, finding, reject
+from envdoctor.triage.draft import Draft, Log, at_severity, finding, reject
 from envdoctor.triage.interface import Match, Signature
 from envdoctor.triage.traceback import Frame, Traceback, bare_exception, failure
 
@@ -110,9 +110,7 @@ def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
     # the log's releases are the entry's, or its own frame raised what the entry says and its
     # cause does not hinge on releases the log hides (classes.versionless)
     certain = verdict is True or (held and verdict is None and versionless(e))
-    f = d.finding
-    d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
-    return d
+    return at_severity(d, Severity.ERROR if certain else Severity.WARNING)
 
 
 def _versions(log: Log) -> dict[str, str]:
@@ -228,9 +226,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     )
     # the failure is the drift's symptom: an error when its shape at the boundary is drift whatever
     # the pair, or the answer is proved by the knowledge; an attribute of an unknown pair: likely
-    f = d.finding
-    d.finding = Finding(f.rule, Severity.ERROR if certain else Severity.WARNING, f.message, f.fix, f.evidence)
-    return d
+    return at_severity(d, Severity.ERROR if certain else Severity.WARNING)
 
 
 HISTORY = "the symbol history (rules/knowledge/symbols/)"
@@ -307,9 +303,7 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
         exception=tb.name,
         answer_from=HISTORY,
     )
-    f = d.finding
-    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
-    return d
+    return at_severity(d, Severity.ERROR)
 
 
 def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:
@@ -433,9 +427,7 @@ def trl_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
         "against the TRL release before a run"
     )
     d = finding("TRI012", [m], log, what, fix, raised_in=where)
-    f = d.finding  # the configuration is the cause, whatever the releases: an error
-    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
-    return d
+    return at_severity(d, Severity.ERROR)
 
 
 def diagnose_failure(m: Match, log: Log) -> Draft | None:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from envdoctor.findings import Finding, Severity
-from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.findings import Severity
+from envdoctor.triage.draft import Draft, Log, at_severity, finding
 from envdoctor.triage.interface import Match
 
 MAX_LINES = 4000  # lines of the head looked at
@@ -71,12 +71,6 @@ def _match(sig_line: int, body: str, lines: list[str]) -> Match:
     return Match(sig, sig_line, body[:1000], {}, None, tuple(lines[max(0, sig_line - 41) : sig_line - 1]))
 
 
-def _error(d: Draft, severity: Severity = Severity.ERROR) -> Draft:
-    f = d.finding
-    d.finding = Finding(f.rule, severity, f.message, f.fix, f.evidence)
-    return d
-
-
 def _pip(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
     found = _NOT_PROJECT.search(body)
     if found is not None:
@@ -91,7 +85,9 @@ def _pip(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
             f"run the install from the folder that holds the project's setup.py or pyproject.toml "
             f"(often the repository's root: pip install -e {parent}), or check out the files it lacks"
         )
-        return _error(finding("TRI020", [_match(no, body, lines)], log, what, fix, path=path))
+        return at_severity(
+            finding("TRI020", [_match(no, body, lines)], log, what, fix, path=path), Severity.ERROR
+        )
     found = _NO_VERSION.search(body)
     if found is not None:
         req = found.group("req")
@@ -111,7 +107,9 @@ def _pip(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
         fix = (
             f"require a release pip lists (e.g. {have[-1]})" if have else "check the package's name and index"
         ) + " or install from the index that publishes it, with a Python its wheels are built for"
-        return _error(finding("TRI020", [_match(no, body, lines)], log, what, fix, requirement=req))
+        return at_severity(
+            finding("TRI020", [_match(no, body, lines)], log, what, fix, requirement=req), Severity.ERROR
+        )
     found = _CONFLICT.search(body)
     if found is not None:
         caused = []
@@ -128,7 +126,10 @@ def _pip(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
             "loosen or change one side of the conflict so that one release of each package satisfies all "
             "(pin the package whose requirement is strictest to a release that agrees with the others)"
         )
-        return _error(finding("TRI020", [_match(no, body, lines)], log, what, fix, conflict=caused or None))
+        return at_severity(
+            finding("TRI020", [_match(no, body, lines)], log, what, fix, conflict=caused or None),
+            Severity.ERROR,
+        )
     found = _CUDA_HOME.search(body)
     if found is not None:
         built = next((b.group("pkg") for x in lines[no : no + 200] if (b := _BUILD.search(x))), "")
@@ -142,7 +143,10 @@ def _pip(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
             "release page), or install the CUDA toolkit of torch's CUDA version and set CUDA_HOME to it "
             "before pip install"
         )
-        return _error(finding("TRI020", [_match(no, body, lines)], log, what, fix, package=built or None))
+        return at_severity(
+            finding("TRI020", [_match(no, body, lines)], log, what, fix, package=built or None),
+            Severity.ERROR,
+        )
     return None
 
 
@@ -166,7 +170,7 @@ def _index(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
         "max_completion_length) within the model's max_position_embeddings; "
         "CUDA_LAUNCH_BLOCKING=1 shows the failing lookup's line"
     )
-    return _error(finding("TRI021", [_match(no, body, lines)], log, what, fix))
+    return at_severity(finding("TRI021", [_match(no, body, lines)], log, what, fix), Severity.ERROR)
 
 
 def _host_oom(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
@@ -181,7 +185,10 @@ def _host_oom(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
             "Ray workers), no CPU offload the RAM cannot hold, no other jobs on the node; or a node with "
             "more RAM"
         )
-        return _error(finding("TRI018", [_match(no, body, lines)], log, what, fix, host_oom="oom-killer"))
+        return at_severity(
+            finding("TRI018", [_match(no, body, lines)], log, what, fix, host_oom="oom-killer"),
+            Severity.ERROR,
+        )
     found = _SIGKILL.search(body)
     if found is not None:
         what = (
@@ -195,7 +202,7 @@ def _host_oom(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
             "no CPU offload the RAM cannot hold) or raise the job's memory limit"
         )
         d = finding("TRI018", [_match(no, body, lines)], log, what, fix, host_oom="sigkill")
-        return _error(d, Severity.WARNING)
+        return at_severity(d, Severity.WARNING)
     return None
 
 
