@@ -336,18 +336,8 @@ def _api_fits(ctx: Context, trl: str, vllm: str, rng: str) -> str | None:
     releases scanned and no break on GRPO's path between them: the API is there (behaviour
     stays untested by TRL). A build between two scanned releases (``0.18.2rc1.dev73``) is judged
     by both neighbours. None where the vLLM is below the range, unscanned, or a break applies."""
-    spec = versions.spec(rng)
-    if spec is None:
-        return None
-    low = ",".join(
-        f"{s.operator}{s.version}" if s.operator in (">", ">=") else f">={s.version.removesuffix('.*')}"
-        for s in spec
-        if s.operator in (">", ">=", "==", "~=")
-    )
-    if not low or versions.satisfies(vllm, low) is not True:
-        return None  # below TRL's range: its minimum stands for what older releases lack
-    if not _next_line(vllm, spec):
-        return None  # past the line after TRL's ceiling: behaviour the API scan does not see
+    if not _next_line(vllm, versions.spec(rng)):
+        return None  # below the range, or past the line after its ceiling (untested behaviour)
     api = ctx.kb.vllm_api
     scanned_trl = set(api.get("trl_scanned") or ())
     scanned = sorted(
@@ -375,17 +365,22 @@ def _api_fits(ctx: Context, trl: str, vllm: str, rng: str) -> str | None:
 
 
 def _next_line(vllm: str, spec: Any) -> bool:
-    """``vllm`` is in the minor line right after the newest one the range admits (TRL tests the
-    vLLM of its release month; the next vLLM line usually lands before TRL's next release)."""
+    """``vllm`` is above the range's ceiling and in the minor line right after it (TRL tests the
+    vLLM of its release month; the next vLLM line usually lands before TRL's next release). A
+    range with no ceiling, or a vLLM below the range: False."""
     v = versions.parse(vllm)
-    tops = []
-    for s in spec:
-        top = versions.parse(str(s.version).removesuffix(".*"))
-        if top is None or s.operator not in ("<", "<=", "=="):
-            continue
-        major, minor = (top.release + (0, 0))[:2]
-        tops.append((major, minor) if s.operator == "<" else (major, minor + 1))
-    return bool(v is not None and tops and (v.release + (0, 0))[:2] <= min(tops))
+    ceilings = [
+        (s.operator, top)
+        for s in spec or ()
+        if s.operator in ("<", "<=", "==") and (top := versions.parse(str(s.version).removesuffix(".*")))
+    ]
+    if v is None or not ceilings:
+        return False
+    op, top = min(ceilings, key=lambda c: c[1])
+    above = v >= top if op == "<" else v > top
+    major, minor = (top.release + (0, 0))[:2]
+    last = (major, minor) if op == "<" else (major, minor + 1)
+    return above and (v.release + (0, 0))[:2] <= last
 
 
 def _vllm_driven_elsewhere(ctx: Context) -> str | None:
