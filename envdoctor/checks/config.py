@@ -12,7 +12,7 @@ from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import FileEdit, Remedy
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.keys import presence, span
-from envdoctor.plan.interface import from_code
+from envdoctor.plan.interface import TrainingScript, from_code
 from envdoctor.plan.values import small_divisors, type_problem
 from envdoctor.trl_release import dev_build
 
@@ -174,8 +174,6 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
                 f"{'still' if too_new else 'already'} {'have' if too_new else 'take'} it"
             )
         script = ctx.plan.script
-        dropped = script.config_filter if script is not None and not script.problem else None
-        kept = script.keeps_unknown_keys if script is not None and not script.problem else None
         if script is not None and script.problem and origin == "command line":
             # the launch line runs a script envdoctor could not read (ms-swift's swift/cli/rlhf.py
             # outside the repository): whether it hands its flags to TRL's parser (or to its own,
@@ -185,25 +183,14 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
                 f"; but {script.problem}, so whether it hands `--{key}` to TRL's parser is not "
                 "known (a wrapper's own parser may take it)"
             )
-        elif dropped:
-            # the script keeps only the keys the installed GRPOConfig takes: it drops this one on
-            # purpose, so nothing refuses it and the setting has no effect on this release
+        elif drops := _script_drops(script, key, said, origin):
+            # the script drops this key itself: it keeps only the keys the installed GRPOConfig
+            # takes, or its parser hands back the keys no dataclass has instead of refusing them
+            # (return_remaining_strings): nothing refuses it, and the setting has no effect
             gone = f"was removed from GRPOConfig in TRL {until}" if too_new else "is not known to"
             msg = (
                 f"`{key}` ({origin}) {gone}{'' if too_new else f' TRL {said}'} (it exists in "
-                f"{_span(entry)}); the training script keeps only the keys the installed GRPOConfig "
-                f"takes ({dropped}), so it drops `{key}` on TRL {said}: the setting has no effect"
-            )
-            severity = "info"
-        elif kept and not from_code(origin):
-            # the script's parser hands back the keys no dataclass has (return_remaining_strings,
-            # fail_with_unknown_args=False): nothing refuses this one, and nothing reads it
-            gone = f"was removed from GRPOConfig in TRL {until}" if too_new else "is not known to"
-            msg = (
-                f"`{key}` ({origin}) {gone}{'' if too_new else f' TRL {said}'} (it exists in "
-                f"{_span(entry)}); the training script's parser hands back the keys no dataclass "
-                f"has instead of refusing them ({kept}), so TRL {said} does not read `{key}`: the "
-                "setting has no effect"
+                f"{_span(entry)}); {drops}: the setting has no effect"
             )
             severity = "info"
         elif ctx.kb.feature("config_unknown_keys_fail", trl) is False and not from_code(origin):
@@ -226,6 +213,25 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             severity=severity,
         )
     yield from _training_arguments_gone(ctx)
+
+
+def _script_drops(script: TrainingScript | None, key: str, said: str, origin: str) -> str | None:
+    """How the training script drops a config key its TRL lacks before anything refuses it: a
+    filter by GRPOConfig's fields (a GRPOConfig(...) call's keyword too), or a parser that hands
+    unknown keys back (a config file's or the command line's keys only); None if it does not."""
+    if script is None or script.problem:
+        return None
+    if script.config_filter:
+        return (
+            f"the training script keeps only the keys the installed GRPOConfig takes "
+            f"({script.config_filter}), so it drops `{key}` on TRL {said}"
+        )
+    if script.keeps_unknown_keys and not from_code(origin):
+        return (
+            "the training script's parser hands back the keys no dataclass has instead of refusing "
+            f"them ({script.keeps_unknown_keys}), so TRL {said} does not read `{key}`"
+        )
+    return None
 
 
 def _dev_edge(trl: str, boundary: str) -> bool:
