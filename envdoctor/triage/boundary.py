@@ -373,10 +373,15 @@ def find(tb: Traceback) -> Boundary | None:
     )
 
 
+#: a call that hands on every argument it was given: ``(*args, **kwargs)``, ``(*input, **kwargs)``
+_PASS_ALL = re.compile(r"\(\s*\*\w+\s*,\s*\*\*\w+\s*\)")
+
+
 def _dispatches(f: Frame, func: str) -> bool:
-    """The frame's line passes its own ``*args, **kwargs`` on to a callable other than ``func``
-    by name: the callee is bound at run time, its package is not the frame's."""
-    return "*args" in f.code and "**kw" in f.code and not _calls(f.code, func)
+    """The frame's line passes all its arguments on to a callable other than ``func`` by name
+    (torch's ``forward_call(*args, **kwargs)``, ``*input`` before torch 2): the callee is bound
+    at run time, its package is not the frame's."""
+    return bool(_PASS_ALL.search(f.code)) and not _calls(f.code, func)
 
 
 #: a base class's method that only says subclasses must define it (torch's Dataset.__getitem__:

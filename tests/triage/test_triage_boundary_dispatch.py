@@ -42,6 +42,13 @@ def test_a_forward_bound_at_run_time_is_not_torchs():
     assert not any(f.rule == "TRI009" and "torch" in f.message for f in got)
 
 
+def test_torch_before_2_names_the_forwarded_arguments_input():
+    old = _frame("torch/nn/modules/module.py", 1051, "_call_impl", "return forward_call(*input, **kwargs)")
+    exc = "TypeError: lce_forward() got an unexpected keyword argument 'cache_position'"
+    data = _tb(GENERATE, old, exc=exc)
+    assert not any(f.rule == "TRI009" and "torch" in f.message for f in findings(scan_bytes(data)))
+
+
 def test_a_package_frame_calling_by_name_is_still_drift():
     call = _frame(
         "trl/trainer/grpo_trainer.py",
