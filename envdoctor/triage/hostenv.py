@@ -494,63 +494,96 @@ def host_text(text: str) -> Said | None:
             fix,
             {"symbol_version": ver, "required_by": found.group("by")},
         )
-    if _NO_LIBCUDA.search(text):
-        what = (
-            "the NVIDIA driver's library (libcuda.so.1) is not visible to this process: a container started "
-            "without GPUs, or no NVIDIA driver on the host"
-        )
-        fix = (
-            "start the container with the GPUs (docker run --gpus all with the NVIDIA Container Toolkit; in "
-            "Kubernetes request nvidia.com/gpu), or install the NVIDIA driver on the host"
-        )
-        return ("TRI030", Severity.ERROR, what, fix, {"gpu_visible": "no-driver-library"})
-    if _NVML_MISMATCH.search(text):
-        what = (
-            "the NVIDIA kernel driver loaded and the driver's user-space libraries are different releases "
-            "(the "
-            "driver was upgraded and the host not rebooted): CUDA and NVML cannot start"
-        )
-        fix = "reboot the host (or unload and reload the nvidia kernel modules) so that the new driver runs"
-        return ("TRI030", Severity.ERROR, what, fix, {"gpu_visible": "driver-mismatch"})
-    if _BUSY.search(text):
-        what = (
-            "CUDA found no GPU it may use: a GPU in exclusive-process compute mode already held by another "
-            "process, or one prohibited to this process"
-        )
-        fix = (
-            "free the GPU (nvidia-smi lists the processes on it) or give each process its own GPU; set the "
-            "compute mode back to shared where you may (nvidia-smi -c DEFAULT)"
-        )
-        return ("TRI030", Severity.WARNING, what, fix, {"gpu_visible": "busy"})
-    if _NO_HIP_BINARY.search(text):
-        what = (
-            "the HIP runtime found no code object for the GPUs it sees ('hipErrorNoBinaryForGpu'): a ROCm "
-            "build of torch (or of an extension) without this AMD GPU's architecture (gfx target) — or a "
-            "ROCm "
-            "build installed on a machine whose GPU is NVIDIA's"
-        )
-        fix = (
-            "on an NVIDIA machine install the CUDA build of torch (pip install torch --index-url "
-            "https://download.pytorch.org/whl/cu128 or the cuXXX of your driver); on an AMD GPU install ROCm "
-            "builds that include its gfx target (rocminfo names it) or build them with PYTORCH_ROCM_ARCH "
-            "set to "
-            "it; a consumer Radeon whose gfx the builds lack runs the nearest supported one with "
-            "HSA_OVERRIDE_GFX_VERSION (10.3.0 for RDNA2 cards such as gfx1031/gfx1032)"
-        )
-        return ("TRI025", Severity.WARNING, what, fix, {"capability": "rocm-gfx"})
-    if _ECC.search(text):
-        what = (
-            "the GPU reported a hardware fault (an uncorrectable ECC memory error, or the GPU lost from the "
-            "PCIe "
-            "bus): the run cannot continue on it, whatever the software"
-        )
-        fix = (
-            "take the GPU (or node) out of the job, reset it (nvidia-smi -r) or reboot, and check "
-            "nvidia-smi -q "
-            "-d ECC and the kernel log (Xid); a GPU that repeats it needs replacing"
-        )
-        return ("TRI025", Severity.ERROR, what, fix, {"hardware": "fault"})
-    return None
+    return next((said for pattern, said in _HOST_MESSAGES if pattern.search(text)), None)
+
+
+#: the host faults a message names by itself: (its pattern, what envdoctor says of it)
+_HOST_MESSAGES: tuple[tuple[re.Pattern[str], Said], ...] = (
+    (
+        _NO_LIBCUDA,
+        (
+            "TRI030",
+            Severity.ERROR,
+            (
+                "the NVIDIA driver's library (libcuda.so.1) is not visible to this process: a container "
+                "started without GPUs, or no NVIDIA driver on the host"
+            ),
+            (
+                "start the container with the GPUs (docker run --gpus all with the NVIDIA Container "
+                "Toolkit; in Kubernetes request nvidia.com/gpu), or install the NVIDIA driver on the "
+                "host"
+            ),
+            {"gpu_visible": "no-driver-library"},
+        ),
+    ),
+    (
+        _NVML_MISMATCH,
+        (
+            "TRI030",
+            Severity.ERROR,
+            (
+                "the NVIDIA kernel driver loaded and the driver's user-space libraries are different "
+                "releases (the driver was upgraded and the host not rebooted): CUDA and NVML cannot "
+                "start"
+            ),
+            ("reboot the host (or unload and reload the nvidia kernel modules) so that the new driver runs"),
+            {"gpu_visible": "driver-mismatch"},
+        ),
+    ),
+    (
+        _BUSY,
+        (
+            "TRI030",
+            Severity.WARNING,
+            (
+                "CUDA found no GPU it may use: a GPU in exclusive-process compute mode already held by "
+                "another process, or one prohibited to this process"
+            ),
+            (
+                "free the GPU (nvidia-smi lists the processes on it) or give each process its own GPU; "
+                "set the compute mode back to shared where you may (nvidia-smi -c DEFAULT)"
+            ),
+            {"gpu_visible": "busy"},
+        ),
+    ),
+    (
+        _NO_HIP_BINARY,
+        (
+            "TRI025",
+            Severity.WARNING,
+            (
+                "the HIP runtime found no code object for the GPUs it sees ('hipErrorNoBinaryForGpu'): "
+                "a ROCm build of torch (or of an extension) without this AMD GPU's architecture (gfx "
+                "target) — or a ROCm build installed on a machine whose GPU is NVIDIA's"
+            ),
+            (
+                "on an NVIDIA machine install the CUDA build of torch (pip install torch --index-url "
+                "https://download.pytorch.org/whl/cu128 or the cuXXX of your driver); on an AMD GPU "
+                "install ROCm builds that include its gfx target (rocminfo names it) or build them with "
+                "PYTORCH_ROCM_ARCH set to it; a consumer Radeon whose gfx the builds lack runs the "
+                "nearest supported one with HSA_OVERRIDE_GFX_VERSION (10.3.0 for RDNA2 cards such as "
+                "gfx1031/gfx1032)"
+            ),
+            {"capability": "rocm-gfx"},
+        ),
+    ),
+    (
+        _ECC,
+        (
+            "TRI025",
+            Severity.ERROR,
+            (
+                "the GPU reported a hardware fault (an uncorrectable ECC memory error, or the GPU lost "
+                "from the PCIe bus): the run cannot continue on it, whatever the software"
+            ),
+            (
+                "take the GPU (or node) out of the job, reset it (nvidia-smi -r) or reboot, and check "
+                "nvidia-smi -q -d ECC and the kernel log (Xid); a GPU that repeats it needs replacing"
+            ),
+            {"hardware": "fault"},
+        ),
+    ),
+)
 
 
 def _host_line(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
