@@ -2,7 +2,8 @@
 """Derive the symbol history of the stack's packages from their release wheels (maintainer command).
 
 For each package (TRL >= 0.11, vLLM >= 0.7.2, transformers >= 4.46, peft >= 0.13, accelerate >= 1.0,
-unsloth_zoo >= 2025.3.1)
+unsloth_zoo >= 2025.3.1,
+liger-kernel >= 0.3.0, unsloth >= 2025.1)
 it reads every final release's ``.py`` files from the wheel (``pip download --no-deps``, the cache
 folder and its conventions are scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the
 extract ``CACHE/PKG/PKG-V.src.zip``). Nothing is installed or imported: ``zipfile`` and ``ast`` only;
@@ -91,6 +92,12 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "peft": (("peft",), "0.13.0", ()),
     "accelerate": (("accelerate",), "1.0.0", ()),
     "unsloth_zoo": (("unsloth_zoo",), "2025.3.1", ()),
+    # the packages that patch others' functions at run time (a model's forward, PEFT's layers):
+    # read for the signatures of their replacements; no wheel per release in their repositories'
+    # tags, so the cache holds extracts made from the release tags (liger-kernel) or the version
+    # bumps (unsloth) of a mirror: ``git archive --format=zip -o CACHE/PKG/PKG-V.src.zip REV``
+    "liger_kernel": (("liger_kernel",), "0.3.0", ()),
+    "unsloth": (("unsloth",), "2025.1", ()),
 }
 
 # --------------------------------------------------------------------------------------------

@@ -159,6 +159,23 @@ class History:
                     have |= _mask(node[key], rel)
         return scope, have
 
+    def function_defs(self, func: str, param: str) -> list[tuple[str, int, int]]:
+        """``(module, releases with the module-level function, releases where it takes ``param``
+        by name or through **kwargs)`` for each module that defines ``func``."""
+        out = []
+        for module, node in self.modules.items():
+            f = node.get("f", {}).get(func) if isinstance(node, dict) else None
+            if f is None:
+                continue
+            rel = _own(f, _own(node, self.full))
+            spec = f if isinstance(f, dict) else {}
+            have = 0
+            for key in (param, "**"):
+                if key in spec:
+                    have |= _mask(spec[key], rel)
+            out.append((module, rel, have))
+        return out
+
 
 def _dir() -> Any:
     from envdoctor.resources import rules_dir
@@ -182,12 +199,19 @@ def history(package: str) -> History | None:
     return History(str(doc.get("package") or package), [str(r) for r in releases], symbols.get("m") or {})
 
 
+#: histories read only for the signatures of a package's run-time replacements (triage's
+#: ``symbols.patched_keyword``), never to tell which package owns a name: Unsloth binds TRL's and
+#: transformers' names in its own modules (``selective_log_softmax``), which would leave no name of
+#: theirs one package's
+PATCH_ONLY = frozenset({"unsloth"})
+
+
 @lru_cache(maxsize=1)
 def packages() -> tuple[str, ...]:
-    """The packages envdoctor has a history of."""
+    """The packages envdoctor has a history of, for telling which package has a name."""
     from envdoctor.knowledge.gzip_json import names
 
-    return names(_dir())
+    return tuple(p for p in names(_dir()) if p not in PATCH_ONLY)
 
 
 #: classes whose method signatures ``check`` reads (CFG008), kept as a small table beside the

@@ -120,8 +120,14 @@ def _versions(log: Log) -> dict[str, str]:
 def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] = ()) -> Draft | None:
     """API drift at a package boundary (module docstring, 2): the one answer of TRI009, for the
     signatures of drift (an import, an attribute, a call) and for any failing line alike."""
-    b = boundary.find(tb)
     have = _versions(log)
+    if tb.name == "TypeError":
+        from envdoctor.triage import symbols  # the history is read only for such a failure
+
+        patch = symbols.patched_keyword(tb, have)
+        if patch is not None:
+            return patched(patch, tb, ms, log, have)
+    b = boundary.find(tb)
     if b is not None and b.intra:
         return own_drift(b, ms, log, have)
     history = None
@@ -304,6 +310,75 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
         answer_from=HISTORY,
     )
     return at_severity(d, Severity.ERROR)
+
+
+def patched(p: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:
+    """TRI009 for a patching package's replacement that does not take a keyword its caller passes
+    (``symbols.Patch``): liger-kernel's ``lce_forward`` in place of a model's forward, called by a
+    transformers that passes ``cache_position``. The answer is the patch's first release whose every
+    definition takes the keyword; where none does yet, the caller's release before it passed it.
+    An error where the log names the patching package (its patch is in the run), else a warning:
+    another package may define a function of that name."""
+    frames = [f for t in tb.all() for f in t.frames]
+    forward = any(
+        f.package == "torch" and f.function in ("_call_impl", "_wrapped_call_impl") for f in frames[-2:]
+    )
+    caller_frame = next(
+        (f for f in reversed(frames) if f.package not in (None, "torch", p.package)),
+        None,
+    )
+    caller = caller_frame.package if caller_frame is not None else None
+    owner = f"{caller}'" if caller and caller.endswith("s") else f"{caller}'s"
+    role = (
+        f"in place of {owner} model forward"
+        if forward and caller
+        else f"in place of {caller}'s own function"
+        if caller
+        else "in place of another package's function"
+    )
+    where = ", ".join(p.modules[:3]) + (f" and {len(p.modules) - 3} more" if len(p.modules) > 3 else "")
+    version = have.get(p.package)
+    shown = f"; the log shows {p.package} {version}" if version else f"; the log shows no {p.package} version"
+    by = f"{_frame_text(caller_frame)} passes it" if caller_frame is not None else "its caller passes it"
+    read = f"{len(p.releases)} releases read, {p.releases[0]} to {p.releases[-1]}"
+    if p.since:
+        span = f"every {p.func}() of {p.package} takes it from {p.package} {p.since} ({read})"
+        fix = (
+            f"pip install '{p.package}=={p.since}' (the first release whose every {p.func}() takes "
+            f"{p.name}; a later one does too)"
+            + (
+                f"; or pin {caller} to the release your {p.package} was written for (its requirements)"
+                if caller
+                else ""
+            )
+        )
+    else:
+        span = f"no {p.package} release read takes it ({read})"
+        fix = (
+            f"pin {caller} to the release before it passed {p.name}= (the range your {p.package} release "
+            f"supports), or run without the {p.package} patch until a release of it takes {p.name}"
+            if caller
+            else f"run without the {p.package} patch until a release of it takes {p.name}, or pin the "
+            f"calling package to the release your {p.package} was written for"
+        )
+    what = (
+        f"API drift between {caller or 'the calling package'} and {p.package}: {p.package}'s {p.func}() "
+        f"({where}), which {p.package} puts {role}, does not take '{p.name}', and {by}: the patch is "
+        f"older than the code it patches; {span}{shown}"
+    )
+    d = finding(
+        "TRI009",
+        list(ms),
+        log,
+        what,
+        fix,
+        caller=caller,
+        callee=p.package,
+        exception=tb.name,
+        answer_from=HISTORY,
+    )
+    named = p.package.split("-")[0].encode() in log.head.lower()
+    return at_severity(d, Severity.ERROR if named else Severity.WARNING)
 
 
 def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:

@@ -504,6 +504,59 @@ def renamed(tb: Traceback) -> tuple[str, str, str] | None:
     return kwarg, close, since
 
 
+#: the packages that put their own functions in place of other packages' at run time (a model's
+#: forward by liger-kernel and Unsloth, PEFT's layer methods by Unsloth): a call of such a
+#: replacement that does not fit it is the patch's drift from the package it patches
+PATCHERS = ("liger-kernel", "unsloth", "unsloth-zoo")
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A replacement ``func`` of ``package`` that does not take keyword ``name``: the releases read,
+    the modules that define it, and the first release from which every definition takes it ("":
+    none does yet)."""
+
+    package: str
+    releases: list[str]
+    func: str
+    name: str
+    modules: tuple[str, ...]
+    since: str
+
+
+def patched_keyword(tb: Traceback, have: dict[str, str]) -> Patch | None:
+    """``f() got an unexpected keyword argument 'k'`` where ``f`` is a plain function of one
+    patching package (``PATCHERS``) and some release's ``f`` does not take ``k`` (by name or
+    through ``**kwargs``): the package's replacement is older than the caller it stands in for.
+    None where every release read takes ``k``, or the log's release of the package does."""
+    m = boundary._CALL.search(tb.message) if tb.name == "TypeError" else None
+    if m is None or not m.group("kwarg") or "." in m.group("func") or "<" in m.group("func"):
+        return None
+    func, kwarg = m.group("func"), m.group("kwarg")
+    if any(f.function == func for t in tb.all() for f in t.frames if f.package is None):
+        return None  # a function of the user's of that name is in the traceback
+    found = [
+        (h, defs)
+        for p in PATCHERS
+        if (h := history(p)) is not None and (defs := h.function_defs(func, kwarg))
+    ]
+    if len(found) != 1:
+        return None
+    h, defs = found[0]
+    bad = 0
+    for _, rel, takes in defs:
+        bad |= rel & ~takes
+    if not bad:
+        return None  # every definition of every release read takes it: not this patch's call
+    shown = have.get(h.package)
+    if shown in h.releases and not bad >> h.releases.index(shown) & 1:
+        return None  # the log's release takes it: something else failed
+    after = bad.bit_length()  # the first release after the last that rejects it
+    since = h.releases[after] if after < len(h.releases) else ""
+    modules = tuple(sorted({mod for mod, rel, takes in defs if rel & ~takes}))
+    return Patch(h.package, h.releases, func, kwarg, modules, since)
+
+
 def subclass_attribute(tb: Traceback) -> Unfit | None:
     """``'X' object has no attribute 'y'`` where no release of class ``X`` (one package's) has
     ``y`` and classes derived from ``X`` in one package's history have it (TRL's ``GRPOConfig``

@@ -398,3 +398,48 @@ def test_another_trainer_or_another_method_is_not_trls_layout():
     )
     assert _rule(_got(other), "TRI009") is None  # no sign of TRL's GRPOTrainer: the user's code (TRI032)
     assert _rule(_got(other), "TRI032") is not None
+
+
+# -- TRI009: a patching package's replacement that does not take its caller's keyword -----------
+
+_GENERATE = (
+    _MAIN.replace("trainer.train()", "model.generate(**inputs)")
+    + _frame(f"{SITE}/transformers/generation/utils.py", 3254, "_sample", "outputs = self(**model_inputs)")
+    + _frame(f"{SITE}/torch/nn/modules/module.py", 1736, "_wrapped_call_impl", "return self._call_impl(*a)")
+    + _frame(f"{SITE}/torch/nn/modules/module.py", 1747, "_call_impl", "return forward_call(*args, **kw)")
+)
+
+
+def test_a_patched_forward_that_lacks_the_callers_keyword_names_the_patch_release_that_takes_it():
+    """liger-kernel's Qwen2-VL lce_forward lacked cache_position, which transformers 4.47 passes;
+    liger-kernel 0.5.3 (linkedin/Liger-Kernel#529) is the first release whose every lce_forward
+    takes it: the symbol history of liger-kernel's releases says so, not a signature."""
+    text = (
+        "INFO applying liger kernel to Qwen2-VL\n"
+        + _GENERATE
+        + "TypeError: lce_forward() got an unexpected keyword argument 'cache_position'\n"
+    )
+    f = _rule(_got(text), "TRI009")
+    assert f is not None and f.severity.value == "error"
+    assert "liger-kernel's lce_forward()" in f.message and "transformers' model forward" in f.message
+    assert "pip install 'liger-kernel==0.5.3'" in f.fix
+    # the log does not name liger-kernel: another package may define a function of that name
+    unnamed = _rule(_got(text.split("\n", 1)[1]), "TRI009")
+    assert unnamed is not None and unnamed.severity.value == "warning"
+
+
+def test_a_patch_call_that_every_release_takes_or_the_users_function_is_not_the_patchs_drift():
+    taken = _GENERATE + "TypeError: lce_forward() got an unexpected keyword argument 'input_ids'\n"
+    assert not any("liger-kernel" in f.message for f in _got(taken))
+    own = (
+        _frame("/home/u/proj/model.py", 12, "lce_forward", "return self.inner(**kw)")
+        + "TypeError: lce_forward() got an unexpected keyword argument 'cache_position'\n"
+    )
+    assert not any("liger-kernel" in f.message for f in _got(own))
+    # the log's liger-kernel takes it (0.5.3 and later): another cause
+    fixed = (
+        "liger-kernel==0.6.0\n"
+        + _GENERATE
+        + ("TypeError: lce_forward() got an unexpected keyword argument 'cache_position'\n")
+    )
+    assert not any("liger-kernel's" in f.message for f in _got(fixed))
