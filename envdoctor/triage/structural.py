@@ -377,7 +377,8 @@ def patched(p: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str
         exception=tb.name,
         answer_from=HISTORY,
     )
-    named = p.package.split("-")[0].encode() in log.head.lower()
+    head = log.head.lower()  # its distribution or import name (liger_ce of another package is not it)
+    named = p.package.encode() in head or p.package.replace("-", "_").encode() in head
     return at_severity(d, Severity.ERROR if named else Severity.WARNING)
 
 

@@ -415,7 +415,7 @@ def test_a_patched_forward_that_lacks_the_callers_keyword_names_the_patch_releas
     liger-kernel 0.5.3 (linkedin/Liger-Kernel#529) is the first release whose every lce_forward
     takes it: the symbol history of liger-kernel's releases says so, not a signature."""
     text = (
-        "INFO applying liger kernel to Qwen2-VL\n"
+        "INFO liger_kernel.transformers.monkey_patch: applying to Qwen2-VL\n"
         + _GENERATE
         + "TypeError: lce_forward() got an unexpected keyword argument 'cache_position'\n"
     )
@@ -426,6 +426,9 @@ def test_a_patched_forward_that_lacks_the_callers_keyword_names_the_patch_releas
     # the log does not name liger-kernel: another package may define a function of that name
     unnamed = _rule(_got(text.split("\n", 1)[1]), "TRI009")
     assert unnamed is not None and unnamed.severity.value == "warning"
+    # another package's copy (fms-acceleration's liger_ce) names no liger-kernel: a warning
+    other = _rule(_got("fms_acceleration_foak/fused_ops/liger_ce\n" + text.split("\n", 1)[1]), "TRI009")
+    assert other is not None and other.severity.value == "warning"
 
 
 def test_a_patch_call_that_every_release_takes_or_the_users_function_is_not_the_patchs_drift():
