@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envdoctor.plan.interface import CODE_ORIGIN, CodeKeyword
+from envdoctor.plan.interface import (
+    CODE_ORIGIN,
+    CONFIG_KINDS,
+    TRL_NOT_TRAINER_CONFIGS,
+    CodeKeyword,
+    ConfigClass,
+)
 from envdoctor.units import size_text
 
 #: a training script (or a module it imports) larger than this is not read: parsing is linear
@@ -180,6 +186,8 @@ class ScriptDecl:
     #: where the files read build a chat message (``{"role": …, "content": …}`` in prompts.py:30):
     #: the prompts are likely conversational
     chat_messages: str | None = None
+    #: the config class the script builds for its trainer (``ConfigClass``), None when not seen
+    config_class: ConfigClass | None = None
 
     @property
     def readable(self) -> bool:
@@ -371,6 +379,8 @@ class SourceFacts:
     #: ``name.method(k=…)`` calls with keywords: (name, method, line, call)
     method_calls: list[tuple[str, str, int, ast.Call]] = field(default_factory=list)
     bound: dict[int, str] = field(default_factory=dict)  # id(call) -> the name it is assigned to
+    #: name -> (the function it is bound to a call of, line): ``cfg = vf.grpo_defaults(...)``
+    made: dict[str, tuple[str, int]] = field(default_factory=dict)
     sets: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)  # name.attr = value
     loaders: list[tuple[str, int, ast.expr]] = field(default_factory=list)  # from_pretrained(<kw>=…)
     #: name -> the mapping bound to it once (``args = {"k": v}`` / ``dict(k=v)``), None when it
@@ -532,6 +542,9 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
             _note_mapping(mod, target, node.value)
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
                 mod.bound[id(node.value)] = target.id  # cfg = GRPOConfig(...)
+                made = _dotted(node.value.func)
+                if made and (target.id in mod.made or len(mod.made) < MAX_CALLS):
+                    mod.made[target.id] = (made, node.lineno)
                 if (_dotted(node.value.func) or "").rsplit(".", 1)[-1] in _MAKES_PARSER:
                     parsers.add(target.id)
             elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
@@ -936,6 +949,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
     decl.trl_classes = tuple(dict.fromkeys(trl_classes))
     decl.unresolved = tuple(dict.fromkeys(unresolved))
     decl.config_calls = _config_calls(main, script, res, decl)
+    decl.config_class = _config_class(main, script, res, decl)
     decl.own_trainer = _own_trainer(main, script, res)
     decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
     decl.trl_calls = _trl_calls(main, script, res)
@@ -1257,6 +1271,60 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 unknown.append(key)
         out.append(ConfigCall(name, main.path, line, values, flags, tuple(unknown), spread, places))
     return out
+
+
+def _config_class(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptDecl) -> ConfigClass | None:
+    """The config class the script builds: what its trainer calls get as ``args=`` (a call, or
+    the name a call was bound to: ``training_args = vf.grpo_defaults(...)``), else the
+    ``…Config`` classes it calls or hands its parser. TRL's GRPOConfig (or a subclass of it read
+    in the repository) wins over any other; None when none is placed (today's judgement)."""
+    refs: list[tuple[str, int]] = []
+    for func, _, call in main.calls:
+        if not func.rsplit(".", 1)[-1].endswith("Trainer"):
+            continue
+        arg = next((k.value for k in call.keywords if k.arg == "args"), None)
+        if isinstance(arg, ast.Call) and _dotted(arg.func):
+            refs.append((str(_dotted(arg.func)), arg.lineno))
+        elif isinstance(arg, ast.Name) and arg.id in main.made:
+            refs.append(main.made[arg.id])
+    if not refs:
+        refs = [(f, line) for f, line, _ in main.calls if f.rsplit(".", 1)[-1].endswith("Config")]
+        refs += [(r, 0) for group in main.parsed for r in group if r.rsplit(".", 1)[-1].endswith("Config")]
+    found = [c for c in (_classify(ref, line, main, script, res, decl) for ref, line in refs) if c]
+    for kind in CONFIG_KINDS:
+        if any(c.kind == kind for c in found):
+            return next(c for c in found if c.kind == kind)
+    return None
+
+
+def _classify(
+    ref: str, line: int, main: SourceFacts, script: Path, res: _Resolver, decl: ScriptDecl
+) -> ConfigClass | None:
+    """What config ``ref`` (a class or a factory the script calls) is, or None when not known (a
+    function of the script, a TRL function)."""
+    where = f"{main.path}:{line}" if line else main.path
+    kind, found = res.resolve(ref, main, script)
+    if kind == "trl":
+        if found == CONFIG_CLASS:
+            return ConfigClass("trl", CONFIG_CLASS, "trl", where)
+        if str(found).endswith("Config") and found not in TRL_NOT_TRAINER_CONFIGS:
+            return ConfigClass("trl-other", str(found), "trl", where)
+        return None
+    if kind == "own":
+        cls, mod, home = found
+        if cls.name in decl.config_subclasses or _is_config(cls, mod, home, res):
+            return ConfigClass("own", cls.name, "", f"{cls.path}:{cls.line}")
+        bases = [b for b in cls.bases if b.rsplit(".", 1)[-1] not in _NO_FIELDS]
+        outside = [b for b in bases if _package_of(b, mod) not in ("", "trl")]
+        if not outside:
+            return None  # a class of the repository on no other package's class: not placed
+        return ConfigClass(
+            "foreign", f"{cls.name}, a subclass of {', '.join(outside)}", _package_of(outside[0], mod), where
+        )
+    package = _package_of(ref, main)
+    if package and package != "trl":
+        return ConfigClass("foreign", ref, package, where)
+    return None
 
 
 def _code_keyword(where: str, call: ast.Call, i: int, lines: list[str]) -> CodeKeyword:
