@@ -1287,10 +1287,16 @@ def _config_class(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
             refs.append((str(_dotted(arg.func)), arg.lineno))
         elif isinstance(arg, ast.Name) and arg.id in main.made:
             refs.append(main.made[arg.id])
-    if not refs:
-        refs = [(f, line) for f, line, _ in main.calls if f.rsplit(".", 1)[-1].endswith("Config")]
-        refs += [(r, 0) for group in main.parsed for r in group if r.rsplit(".", 1)[-1].endswith("Config")]
     found = [c for c in (_classify(ref, line, main, script, res, decl) for ref, line in refs) if c]
+    if not found:  # the config classes it hands its parser, and TRL's (or its own) it calls
+        parsed = [(r, 0) for group in main.parsed for r in group if r.rsplit(".", 1)[-1].endswith("Config")]
+        called = [(f, line) for f, line, _ in main.calls if f.rsplit(".", 1)[-1].endswith("Config")]
+        found = [c for c in (_classify(ref, line, main, script, res, decl) for ref, line in parsed) if c]
+        found += [
+            c
+            for c in (_classify(ref, line, main, script, res, decl) for ref, line in called)
+            if c and c.kind != "foreign"  # a class of another package named …Config is no trainer's
+        ]
     for kind in CONFIG_KINDS:
         if any(c.kind == kind for c in found):
             return next(c for c in found if c.kind == kind)
@@ -1322,9 +1328,15 @@ def _classify(
             "foreign", f"{cls.name}, a subclass of {', '.join(outside)}", _package_of(outside[0], mod), where
         )
     package = _package_of(ref, main)
-    if package and package != "trl":
+    if package and package != "trl" and not _in_repository(package, res):
         return ConfigClass("foreign", ref, package, where)
-    return None
+    return None  # TRL's function, or the repository's own code envdoctor did not place
+
+
+def _in_repository(package: str, res: _Resolver) -> bool:
+    """Whether top-level module ``package`` is the repository's own (a folder or file of that
+    name where the script's imports are looked for), though the name was not placed in it."""
+    return any((root / package).is_dir() or (root / f"{package}.py").is_file() for root in res.roots)
 
 
 def _code_keyword(where: str, call: ast.Call, i: int, lines: list[str]) -> CodeKeyword:

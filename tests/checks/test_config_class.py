@@ -158,3 +158,24 @@ def test_a_script_that_cannot_be_read_keeps_todays_judgement(tmp_path):
     got = _found(tmp_path, None, {"num_iterations": 1}, OLD)
     (f,) = [f for f in got if f.rule == "CFG001"]
     assert f.severity.value == "warning" and "not known to TRL 0.15.2" in f.message
+
+
+def test_another_packages_class_named_config_is_no_trainer_config(tmp_path):
+    # math_verify's LatexExtractionConfig(...) beside a trainer whose args envdoctor cannot place
+    (tmp_path / "train.py").write_text(
+        "from math_verify import LatexExtractionConfig\nfrom trl import GRPOTrainer\n"
+        "cfg = LatexExtractionConfig(boxed_match_priority=0)\n"
+        "trainer = GRPOTrainer(model='m', args=make_args())\n"
+    )
+    assert read_script(tmp_path / "train.py").config_class is None
+
+
+def test_a_factory_of_the_repositorys_own_package_is_not_another_packages(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "study").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (tmp_path / "train.py").write_text(
+        "from study.config import create_grpo_config\nfrom trl import GRPOTrainer\n"
+        "args = create_grpo_config()\ntrainer = GRPOTrainer(model='m', args=args)\n"
+    )
+    assert read_script(tmp_path / "train.py").config_class is None
