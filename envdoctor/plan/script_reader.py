@@ -371,6 +371,9 @@ class SourceFacts:
     lenient: bool = False
     dynamic_flags: bool = False
     other_cli: str | None = None  # click, typer, fire… (OTHER_CLIS), or sys.argv read directly
+    #: name -> whether every value bound to it is text (a literal, an f-string, an environment
+    #: variable with a text default: ``POLICY = os.environ.get("POLICY", "Qwen/Qwen3-0.6B")``)
+    texts: dict[str, bool] = field(default_factory=dict)
     model_by_name: list[bool | str | None] = field(default_factory=list)  # each GRPOTrainer(model=…);
     # a str: the attribute it reads (``args.model``), by name when an argparse flag of that dest
     # has a string default
@@ -540,6 +543,8 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             _note_mapping(mod, target, node.value)
+            if isinstance(target, ast.Name) and (target.id in mod.texts or len(mod.texts) < MAX_CALLS):
+                mod.texts[target.id] = mod.texts.get(target.id, True) and _is_text(node.value)
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
                 mod.bound[id(node.value)] = target.id  # cfg = GRPOConfig(...)
                 made = _dotted(node.value.func)
@@ -673,17 +678,42 @@ def _model_by_name(node: ast.expr | None) -> bool | str | None:
         name = node.attr if isinstance(node, ast.Attribute) else node.id
         if name in ("model_name_or_path", "model_name", "model_id"):
             return True
-        return name if isinstance(node, ast.Attribute) else None
+        return name if isinstance(node, ast.Attribute) else f"${name}"  # $NAME: a name bound to text?
     if isinstance(node, ast.JoinedStr):
         return True
     return False if isinstance(node, ast.Call) else None
 
 
-def _all_known(found: list[bool | str | None], flags: dict[str, Flag]) -> bool | None:
+def _is_text(node: ast.expr) -> bool:
+    """Whether an expression is text: a string literal, an f-string, ``os.environ.get(k, "…")`` /
+    ``os.getenv(k, "…")`` / ``os.environ[k]``, text joined with ``+``."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_text(node.left) or _is_text(node.right)
+    if isinstance(node, ast.Subscript):
+        return _dotted(node.value) == "os.environ"
+    if isinstance(node, ast.Call) and _dotted(node.func) in ("os.environ.get", "os.getenv", "getenv"):
+        default = node.args[1] if len(node.args) > 1 else None
+        return default is not None and _is_text(default)
+    return False
+
+
+def _all_known(
+    found: list[bool | str | None], flags: dict[str, Flag], texts: dict[str, bool] | None = None
+) -> bool | None:
     """All of ``found`` when each is known (and there is one), else None; ``args.<dest>`` is a
-    name when the flag of that dest has a string default."""
+    name when the flag of that dest has a string default, ``$NAME`` when every value the file
+    binds to NAME is text (``texts``)."""
+    texts = texts or {}
     known = [
-        f if not isinstance(f, str) else (True if f in flags and isinstance(flags[f].default, str) else None)
+        f
+        if not isinstance(f, str)
+        else (texts.get(f[1:]) or None)
+        if f.startswith("$")
+        else (True if f in flags and isinstance(flags[f].default, str) else None)
         for f in found
     ]
     return all(known) if known and None not in known else None
@@ -922,7 +952,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         lenient=main.lenient,
         dynamic_flags=main.dynamic_flags,
         other_cli=main.other_cli,
-        model_by_name=_all_known(main.model_by_name, main.flags),
+        model_by_name=_all_known(main.model_by_name, main.flags, main.texts),
     )
     trl_classes: list[str] = []
     unresolved: list[str] = []
