@@ -180,11 +180,13 @@ def _pip_pick(
     name: str, spec: str, others: dict[str, str], uses_vllm: bool, prefer: str | None = None
 ) -> str | None:
     """The release of ``name`` pip installs for ``spec`` beside ``others`` (name -> version):
-    ``prefer`` (the release TRL's line installed, TABLE: pip's newest at that time) when the
-    range allows it, else the newest release envdoctor knows that the range allows; either only
-    when consistent with the others by envdoctor's own resolver (``checks.resolver.Stack``: each
-    package's requirements, vLLM's torch and transformers pins, TRL's vLLM range per release;
-    the known failures aside, which pip does not know); None when none is."""
+    ``prefer`` (what the rest of the stack brought: the release TRL's line installed, TABLE)
+    when the range allows it, as pip keeps an installed release the range allows; else the
+    release the range allows nearest to it (release series apart, newest patch first), or with
+    no ``prefer`` the newest; each only when consistent with the others by envdoctor's own
+    resolver (``checks.resolver.Stack``: each package's requirements, vLLM's torch and
+    transformers pins, TRL's vLLM range per release; the known failures aside, which pip does
+    not know); None when none is."""
     from envdoctor import versions
     from envdoctor.checks.context import Context
     from envdoctor.checks.resolver import Stack
@@ -204,7 +206,14 @@ def _pip_pick(
         scanned = (kb.parser_keys.get("training_arguments") or {}).get("releases_scanned") or []
         known |= {str(t) for t in scanned}
     order = sorted(known, key=versions.sort_key, reverse=True)
-    for v in ([prefer] if prefer else []) + order:
+    if prefer:  # pip keeps what the rest of the stack brought while the range allows it, else
+        # the nearest release series to it, newest patch first (the resolver's nearest order)
+        from envdoctor.checks.resolver import _series
+
+        series = sorted({_series(v) for v in [*known, prefer]})
+        here = series.index(_series(prefer))
+        order = [prefer] + sorted(order, key=lambda v: abs(series.index(_series(v)) - here))
+    for v in order:
         if versions.satisfies(v, spec) is not True or not stack.allowed(name, v, failures=False):
             continue
         if not [n for n in stack.broken({**others, name: v}, failures=False) if n.name in {name, *others}]:
@@ -429,6 +438,12 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
             if placed:
                 exact[name] = placed
                 continue
+        # the version the note says the range resolved to ("'transformers>=4.48' (range;
+        # resolved 5.12.1 per the fix commit)"): that one
+        said = re.search(r"\bresolved (?:to )?(\d+\.\d+(?:\.\d+)?)\b", v) if isinstance(v, str) else None
+        if said and name not in NOT_PACKAGES:
+            exact[name] = said.group(1)
+            continue
         m = LEAD.match(v.strip()) if isinstance(v, str) else None
         if m and not v.strip().startswith(("<", ">", "=", "~", "!")):
             # "0.16.x" (a thread names the line only): the line's first release
@@ -478,7 +493,7 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
     for name, spec in ranges.items():
         if name not in given and name != "trl" and versions_spec_ok(spec):
             others = {n: v for n, v in exact.items() if n != name}
-            prefer = line.get(name)  # what TRL's line installed then, when the range allows it
+            prefer = exact.get(name) or line.get(name)  # what the rest of the stack brought
             placed = _pip_pick(name, spec, others, uses_vllm, prefer) or _pip_pick(
                 name, spec, {n: exact[n] for n in given if n != name}, uses_vllm, prefer
             )

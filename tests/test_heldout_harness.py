@@ -116,3 +116,13 @@ def test_the_machine_has_every_gpu_a_launch_line_names():
     assert harness._gpu_count({"count": 2}, ["python train.py"]) == 2
     assert harness._gpu_count({"count": 8}, ["CUDA_VISIBLE_DEVICES=4,5,6,7 accelerate launch t.py"]) == 8
     assert harness._gpu_count({}, ["export CUDA_VISIBLE_DEVICES='0, 3'"]) == 4
+
+
+def test_a_range_keeps_what_the_stack_brought_else_the_nearest_release_it_allows():
+    # TRL 0.23's line brought transformers 4.56.1; ">=4.57.1" asks the nearest series above it,
+    # not today's newest (5.x, which TRL 0.23 cannot run on)
+    got = harness._stack({"trl": "0.23.1", "transformers": ">=4.57.1 (step.md)", "vllm": "0.10.2"})
+    assert got["transformers"].startswith("4.57.")
+    # a version the note says the range resolved to is that version
+    got = harness._stack({"trl": "0.17.0", "transformers": "'transformers>=4.48' (range; resolved 5.12.1)"})
+    assert got["transformers"] == "5.12.1"
