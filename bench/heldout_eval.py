@@ -491,7 +491,7 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
     # every other package the stack bounds by a range and no exact version: the newest release
     # the range allows that is consistent with the rest, as pip installs it
     for name, spec in ranges.items():
-        if name not in given and name != "trl" and versions_spec_ok(spec):
+        if name not in given and name != "trl" and name not in NOT_PACKAGES and versions_spec_ok(spec):
             others = {n: v for n, v in exact.items() if n != name}
             prefer = exact.get(name) or line.get(name)  # what the rest of the stack brought
             placed = _pip_pick(name, spec, others, uses_vllm, prefer) or _pip_pick(
