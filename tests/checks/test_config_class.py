@@ -179,3 +179,17 @@ def test_a_factory_of_the_repositorys_own_package_is_not_another_packages(tmp_pa
         "args = create_grpo_config()\ntrainer = GRPOTrainer(model='m', args=args)\n"
     )
     assert read_script(tmp_path / "train.py").config_class is None
+
+
+def test_the_dev_sets_scripts_are_placed_each_way():
+    # held-out set 8's simple-reward-hacking builds verifiers' config (healthy: quiet); set 5's
+    # RedButton thread builds TRL's own GRPOConfig with a key TRL 1.2 lacks (broken: still judged)
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "docs" / "validation"
+    vf = next((root / "heldout-2026-11-28h" / "setups").glob("simple-reward-hacking-*")) / "train.py"
+    red = next((root / "heldout-2026-11-28e" / "setups").glob("thread-RedButton-6fbe20b*")) / "train.py"
+    got = read_script(vf).config_class
+    assert got is not None and (got.kind, got.package) == ("foreign", "verifiers")
+    got = read_script(red).config_class
+    assert got is not None and (got.kind, got.name) == ("trl", "GRPOConfig")
