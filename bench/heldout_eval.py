@@ -141,6 +141,86 @@ def _commands(setup: Path) -> list[str]:
     return done
 
 
+#: a stack note's entries that are no package pip installs
+NOT_PACKAGES = frozenset({"python", "platform", "driver", "note", "cuda", "os", "gpu", "hardware"})
+#: a launch line's CUDA_VISIBLE_DEVICES (set on the line or exported), its list of indices
+VISIBLE = re.compile(r"\bCUDA_VISIBLE_DEVICES=[\"']?([\d,\s]+)")
+
+
+def _gpu_count(gpus: dict, launch: list[str]) -> int:
+    """The GPUs of the setup's machine: gpus.json's count (2 when it gives none), and at least one
+    more than the highest index a launch line's CUDA_VISIBLE_DEVICES names (``=1,2``: the machine
+    has GPUs 0-2, whatever the collector counted as used)."""
+    count = int(gpus.get("count") or 2)
+    named = [int(i) for x in launch for m in VISIBLE.finditer(x) for i in re.findall(r"\d+", m.group(1))]
+    return max(min(count, 8), max(named, default=-1) + 1)
+
+
+#: a version range inside a stack note ("pyproject.toml >=4.45.0,<5", "(…, >=0.19)")
+NOTE_RANGE = re.compile(r"(?:[<>]=?|==|~=|!=)\s*\d+(?:\.\d+)*(?:\s*,\s*(?:[<>]=?|==|~=|!=)\s*\d+(?:\.\d+)*)*")
+
+
+def _note_range(name: str, note: str) -> str | None:
+    """The version range a stack note gives for package ``name`` ("pyproject.toml >=4.45.0,<5",
+    "(…, >=0.19)", "'trl>=0.7.0'"), not one of another package it names ("pulled by
+    verifiers[all]==0.1.3") nor an exact pin alone; None when it gives none."""
+    for m in NOTE_RANGE.finditer(note):
+        before = re.search(r"([\w.\[\]-]*)$", note[: m.start()]).group(1)  # type: ignore[union-attr]
+        if before and before.lower().replace("_", "-") != name.lower().replace("_", "-"):
+            continue  # a range of another package
+        spec = re.sub(r"\s+", "", m.group(0))
+        if spec.startswith("==") and "," not in spec:
+            continue  # an exact pin: the note's version, not a range
+        if versions_spec_ok(spec):
+            return spec
+    return None
+
+
+def _pip_pick(
+    name: str, spec: str, others: dict[str, str], uses_vllm: bool, prefer: str | None = None
+) -> str | None:
+    """The release of ``name`` pip installs for ``spec`` beside ``others`` (name -> version):
+    ``prefer`` (what the rest of the stack brought: the release TRL's line installed, TABLE)
+    when the range allows it, as pip keeps an installed release the range allows; else the
+    release the range allows nearest to it (release series apart, newest patch first), or with
+    no ``prefer`` the newest; each only when consistent with the others by envdoctor's own
+    resolver (``checks.resolver.Stack``: each package's requirements, vLLM's torch and
+    transformers pins, TRL's vLLM range per release; the known failures aside, which pip does
+    not know); None when none is."""
+    from envdoctor import versions
+    from envdoctor.checks.context import Context
+    from envdoctor.checks.resolver import Stack
+    from envdoctor.facts.snapshot import from_dict
+    from envdoctor.knowledge import knowledge
+    from envdoctor.plan.build import build_plan
+    from tests.conftest import snapshot
+
+    facts = from_dict(snapshot(1, packages=dict(others)), "harness")
+    plan = build_plan(config_dict={"use_vllm": True} if uses_vllm else {}, live=False)
+    stack = Stack(Context(facts=facts, plan=plan), require={name: spec})
+    kb = knowledge()
+    known = set(stack.known(name)) | {row[name] for row in TABLE.values() if name in row}
+    if name == "trl":
+        known |= set(TRL_RELEASES) | {str(t) for t in kb.grpo_keys.get("tags_scanned") or []}
+    if name == "transformers":
+        scanned = (kb.parser_keys.get("training_arguments") or {}).get("releases_scanned") or []
+        known |= {str(t) for t in scanned}
+    order = sorted(known, key=versions.sort_key, reverse=True)
+    if prefer:  # pip keeps what the rest of the stack brought while the range allows it, else
+        # the nearest release series to it, newest patch first (the resolver's nearest order)
+        from envdoctor.checks.resolver import _series
+
+        series = sorted({_series(v) for v in [*known, prefer]})
+        here = series.index(_series(prefer))
+        order = [prefer] + sorted(order, key=lambda v: abs(series.index(_series(v)) - here))
+    for v in order:
+        if versions.satisfies(v, spec) is not True or not stack.allowed(name, v, failures=False):
+            continue
+        if not [n for n in stack.broken({**others, name: v}, failures=False) if n.name in {name, *others}]:
+            return v
+    return None
+
+
 def versions_spec_ok(spec: str) -> bool:
     from envdoctor import versions
 
@@ -336,6 +416,7 @@ def _trl_from_note(note: str, context: str = "") -> str | None:
 
 def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
     exact = {}
+    undated: dict[str, str] = {}  # name -> a range the stack note gives, with no install day
     for name, v in stack.items():
         # a git commit pin, as a thread or setup.py names it: the dev release it installs as
         # ("git <sha> (between 0.16.1 and 0.17.0)" -> 0.17.0.dev0, "(0.18.0.dev, ...)" -> 0.18.0.dev0)
@@ -357,22 +438,35 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
             if placed:
                 exact[name] = placed
                 continue
+        # the version the note says the range resolved to ("'transformers>=4.48' (range;
+        # resolved 5.12.1 per the fix commit)"): that one
+        said = re.search(r"\bresolved (?:to )?(\d+\.\d+(?:\.\d+)?)\b", v) if isinstance(v, str) else None
+        if said and name not in NOT_PACKAGES:
+            exact[name] = said.group(1)
+            continue
         m = LEAD.match(v.strip()) if isinstance(v, str) else None
         if m and not v.strip().startswith(("<", ">", "=", "~", "!")):
             # "0.16.x" (a thread names the line only): the line's first release
             exact[name] = re.sub(r"\.x$", ".0", m.group(1))
-        # a lower bound in the note ("unpinned in olmocr (…, >=0.19)"): that line's first release
+        # a range the note gives ("unpinned in olmocr (…, >=0.19)", "pyproject.toml >=4.45.0,<5")
+        # with no install day: pip installs the newest release it allows (_pip_pick, below) ...
         note = isinstance(v, str) and name not in exact and not RANGE.match(v.strip())
         # ... unless TRL's note says when the stack was installed ("unpinned 'trl>=0.15.0'
         # (resolved at job time, 2026-03-08)"): pip installed the newest releases the bounds
         # allowed that day (TRL's from _trl_from_note, the rest from TRL's line in TABLE)
-        dated = re.search(r"20\d\d-\d\d-\d\d", str(stack.get("trl") or ""))
+        dated = re.search(r"20\d\d-\d\d-\d\d", str(stack.get("trl") or "")) or (
+            name == "trl" and re.search(r"\b[A-Z][a-z]{2,8}\.? 20\d\d\b", str(v))  # a month: _trl_from_note
+        )
         # ... or names the line it infers the install resolved to ("'trl>=0.8.0' (README); March
         # 2026 install -> TRL 0.29.x, inferred"): that line, from _trl_from_note
         inferred = isinstance(v, str) and re.search(r"\d+\.\d+\.x\b[^;]{0,40}\binferred\b", v)
-        low = re.search(r">=\s*(\d+\.\d+(?:\.\d+)?)", v) if note and not dated and not inferred else None
-        if low:
-            exact[name] = low.group(1) if low.group(1).count(".") == 2 else f"{low.group(1)}.0"
+        found = _note_range(name, v) if note and not dated and not inferred else None
+        if found and name not in NOT_PACKAGES:
+            undated[name] = found
+    if "trl" not in exact and "trl" in undated:
+        placed = _pip_pick("trl", undated["trl"], exact, uses_vllm)
+        if placed:
+            exact["trl"] = placed
     if "trl" not in exact and isinstance(stack.get("trl"), str):
         placed = _trl_from_note(stack["trl"], " ".join(str(v) for v in stack.values()))
         if placed:
@@ -391,7 +485,20 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
         for name, v in stack.items()
         if isinstance(v, str) and RANGE.match(v.strip()) and versions_spec_ok(RANGE.match(v.strip()).group(1))
     }
+    ranges = {**undated, **ranges}
+    line = _line(exact["trl"])
     _consistent(exact, given, ranges, uses_vllm)
+    # every other package the stack bounds by a range and no exact version: the newest release
+    # the range allows that is consistent with the rest, as pip installs it
+    for name, spec in ranges.items():
+        if name not in given and name != "trl" and name not in NOT_PACKAGES and versions_spec_ok(spec):
+            others = {n: v for n, v in exact.items() if n != name}
+            prefer = exact.get(name) or line.get(name)  # what the rest of the stack brought
+            placed = _pip_pick(name, spec, others, uses_vllm, prefer) or _pip_pick(
+                name, spec, {n: exact[n] for n in given if n != name}, uses_vllm, prefer
+            )
+            if placed:
+                exact[name] = placed
     # a package the stack names as installed without its version ("unsloth": "mid-2025 release
     # (not stated)"): installed, at a version no rule's range matches
     for name, v in stack.items():
@@ -514,7 +621,7 @@ def setups(out: Path) -> None:
             if name and (d / name).is_file() and not (tmp / path).exists() and ".." not in path:
                 (tmp / path).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(d / name, tmp / path)
-        count = min(int(gpus.get("count") or 2), 8)
+        count = _gpu_count(gpus, launch)
         packages: dict = dict(_stack(stack, _uses_vllm(d)))
         origin = _origin(stack.get("trl"))
         if origin and "trl" in packages:  # a build from a git tree, as pip records it

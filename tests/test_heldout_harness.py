@@ -69,3 +69,60 @@ def test_the_origin_of_a_trl_built_from_a_git_tree():
         "git+https://github.com/huggingface/trl.git"
     )
     assert harness._origin("0.19.1 (pin)") is None and harness._origin(None) is None
+
+
+def test_an_undated_range_is_installed_as_pip_would_not_at_its_lower_bound():
+    # rl-chess (held-out set 8): transformers ">=4.45.0,<5" beside TRL 0.29 was installed as
+    # 4.45.0, which TRL 0.29 and its vLLM refuse (a PKG004 no real install has)
+    from envdoctor import versions
+    from envdoctor.knowledge import knowledge
+
+    stack = {
+        "trl": ">=0.29.0 (Modal image); exact version inferred 0.29.x (March 2026)",
+        "vllm": "unpinned (Modal image)",
+        "transformers": "unpinned in the Modal image; pyproject.toml >=4.45.0,<5",
+    }
+    got = harness._stack(stack)
+    assert versions.satisfies(got["transformers"], ">=4.45.0,<5") and got["transformers"] != "4.45.0"
+    pin = next(p for p in knowledge().vllm["torch_pins"] if str(p["vllm"]) == got["vllm"])
+    assert versions.satisfies(got["transformers"], str(pin.get("transformers") or ">=0"))
+
+
+def test_the_range_a_note_gives_is_the_packages_own():
+    assert harness._note_range("transformers", "pyproject.toml >=4.45.0,<5") == ">=4.45.0,<5"
+    assert harness._note_range("trl", "pulled by verifiers[all]==0.1.3.post0 (not stated)") is None
+    assert harness._note_range("trl", "unpinned ('trl>=0.7.0'; open-r1 pins its own)") == ">=0.7.0"
+    assert harness._note_range("trl", "R1-V pins trl==0.14.0") is None  # a pin, not a range
+
+
+def test_an_undated_trl_range_is_its_newest_release_consistent_with_the_given_vllm():
+    from envdoctor import versions
+    from envdoctor.knowledge import knowledge
+
+    kb = knowledge()
+    got = harness._stack({"trl": "unpinned in a tool (>=0.19)", "vllm": "0.8.5.post1"})
+    ok = [
+        v
+        for v in harness.TRL_RELEASES
+        if versions.satisfies(v, ">=0.19")
+        and versions.satisfies("0.8.5.post1", str((kb.trl_line(v) or {}).get("vllm") or ">=0")) is not False
+    ]
+    assert got["trl"] == max(ok, key=versions.sort_key) and got["trl"] != "0.19.0"
+
+
+def test_the_machine_has_every_gpu_a_launch_line_names():
+    # humor-r1 (set 8): gpus.json counts the 2 GPUs used; CUDA_VISIBLE_DEVICES=1,2 names GPU 2
+    assert harness._gpu_count({"count": 2}, ["CUDA_VISIBLE_DEVICES=1,2 uv run python -u train.py"]) == 3
+    assert harness._gpu_count({"count": 2}, ["python train.py"]) == 2
+    assert harness._gpu_count({"count": 8}, ["CUDA_VISIBLE_DEVICES=4,5,6,7 accelerate launch t.py"]) == 8
+    assert harness._gpu_count({}, ["export CUDA_VISIBLE_DEVICES='0, 3'"]) == 4
+
+
+def test_a_range_keeps_what_the_stack_brought_else_the_nearest_release_it_allows():
+    # TRL 0.23's line brought transformers 4.56.1; ">=4.57.1" asks the nearest series above it,
+    # not today's newest (5.x, which TRL 0.23 cannot run on)
+    got = harness._stack({"trl": "0.23.1", "transformers": ">=4.57.1 (step.md)", "vllm": "0.10.2"})
+    assert got["transformers"].startswith("4.57.")
+    # a version the note says the range resolved to is that version
+    got = harness._stack({"trl": "0.17.0", "transformers": "'transformers>=4.48' (range; resolved 5.12.1)"})
+    assert got["transformers"] == "5.12.1"

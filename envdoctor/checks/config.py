@@ -12,7 +12,7 @@ from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import FileEdit, Remedy
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.keys import presence, span
-from envdoctor.plan.interface import TrainingScript, from_code
+from envdoctor.plan.interface import ConfigClass, TrainingScript, from_code
 from envdoctor.plan.values import small_divisors, type_problem
 from envdoctor.trl_release import dev_build
 
@@ -174,7 +174,14 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
                 f"{'still' if too_new else 'already'} {'have' if too_new else 'take'} it"
             )
         script = ctx.plan.script
-        if script is not None and script.problem and origin == "command line":
+        other = script.other_config if script is not None and not from_code(origin) else None
+        if other is not None:
+            # the script builds another class than TRL's GRPOConfig (verifiers' own, Unsloth's,
+            # SFTConfig): envdoctor holds no table of its fields, so the key is not judged
+            severity = "info"
+            msg = f"`{key}` ({origin}): {_other_config_said(other, key, said)}"
+            fix, remedies = f"nothing, if {other.name} takes `{key}`", []
+        elif script is not None and script.problem and origin == "command line":
             # the launch line runs a script envdoctor could not read (ms-swift's swift/cli/rlhf.py
             # outside the repository): whether it hands its flags to TRL's parser (or to its own,
             # as swift's --vllm_max_model_len) is not known, so TRL's refusal is not proved
@@ -213,6 +220,16 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             severity=severity,
         )
     yield from _training_arguments_gone(ctx)
+
+
+def _other_config_said(other: ConfigClass, key: str, said: str) -> str:
+    """That the script builds ``other`` (not TRL's GRPOConfig), whose fields envdoctor has no
+    table for: whether it takes ``key`` is not checked."""
+    of = f"TRL {said}'s {other.name}" if other.kind == "trl-other" else other.name
+    return (
+        f"the training script builds {other.said} for its trainer, whose fields envdoctor has no "
+        f"table for, so whether {of} takes `{key}` is not checked"
+    )
 
 
 def _script_drops(script: TrainingScript | None, key: str, said: str, origin: str) -> str | None:
@@ -660,6 +677,7 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
         ctx, table_keys=set(ctx.kb.parser_keys.get("trl_script_arguments", {}).get("keys") or {})
     )
     own: list[str] = []  # no close match: the script's own dataclass keys, most likely
+    other = script.other_config if script is not None else None
     for key in unknown[:MAX_TYPO_KEYS]:
         origin = ctx.plan.config_origin[key]
         close = difflib.get_close_matches(key, preferred, n=1, cutoff=0.85) or difflib.get_close_matches(
@@ -669,6 +687,28 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
             own.append(key)
             continue
         guess = close[0]
+        if other is not None and other.kind == "trl-other" and guess in ta_keys and not from_code(origin):
+            yield hit(  # every trainer config of TRL's derives from TrainingArguments
+                f"`{key}` ({origin}) is not a field of TrainingArguments, the base of {other.said}, "
+                f"in any release envdoctor knows; did you mean `{guess}`?",
+                fix=f"rename `{key}` to `{guess}`",
+                remedy=Remedy(config_remove=(key,), config_set={guess: ctx.config.get(key)}),
+                key=key,
+                suggestion=guess,
+                config_class=other.name,
+            )
+            continue
+        if other is not None and not from_code(origin):  # keys of a class envdoctor has no table of
+            yield hit(
+                f"`{key}` ({origin}): not a key of TRL's GRPOConfig or TrainingArguments; did you "
+                f"mean `{guess}`? But {_other_config_said(other, key, ctx.trl.label())}",
+                fix=f"rename `{key}` to `{guess}`, unless {other.name} takes `{key}`",
+                severity="info",
+                key=key,
+                suggestion=guess,
+                config_class=other.name,
+            )
+            continue
         if unchecked:  # the script that may declare `key` was not read: a typo is not proved
             yield hit(
                 f"`{key}` ({origin}): not checked, as no field of GRPOConfig, TrainingArguments or "
@@ -712,6 +752,16 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
         yield hit(msg, fix=fix, remedy=remedy, key=key, suggestion=guess)
     if own:
         shown = ", ".join(f"`{k}`" for k in own[:8]) + (f" and {len(own) - 8} more" if len(own) > 8 else "")
+        if other is not None and not any(from_code(ctx.plan.config_origin[k]) for k in own):
+            yield hit(
+                f"{shown}: not keys of TRL's GRPOConfig or TrainingArguments; the training script "
+                f"builds {other.said} for its trainer, whose fields envdoctor has no table for",
+                fix=f"nothing, if {other.name} takes them",
+                severity="info",
+                keys=own,
+                config_class=other.name,
+            )
+            return
         yield hit(
             f"{shown}: not keys of GRPOConfig, TrainingArguments or TRL's own script "
             "arguments; fine when your script's dataclasses declare them (as open-r1's "

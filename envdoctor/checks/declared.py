@@ -16,7 +16,6 @@ from envdoctor.checks.config import NOT_CONFIG, replace_or_remove
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import FileEdit, Remedy
-from envdoctor.plan.interface import from_code
 
 if TYPE_CHECKING:
     from envdoctor.facts.declared.resolve import Entry
@@ -69,7 +68,7 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
         entry = keys.get(key)
         if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
             continue
-        if key in ctx.plan.script_keys and not from_code(origin):
+        if ctx.plan.not_grpo_key(key, origin):
             continue  # the repository's own dataclass declares it (a GRPOConfig(...) keyword is GRPOConfig's)
         since, until = entry.get("since"), entry.get("until")
         since, until = (str(since) if since else None), (str(until) if until else None)

@@ -118,7 +118,7 @@ def declared_trl_newest_refuses_key(ctx: Context) -> Iterator[Hit]:
         entry = keys.get(key)
         if entry is None or key in _SKIP or entry.get("overrides_training_arguments"):
             continue
-        if key in ctx.plan.script_keys and not from_code(origin):
+        if ctx.plan.not_grpo_key(key, origin):
             continue  # the repository's own dataclass declares it
         until = str(entry.get("until") or "")
         since = str(entry.get("since") or "")

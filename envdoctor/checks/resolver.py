@@ -263,7 +263,6 @@ class Stack:
         that moves TRL must not make the config's own keys unknown: CFG001); None when TRL is
         not installed (or only declared: the hook) or no key bounds it."""
         from envdoctor.checks.config import NOT_CONFIG
-        from envdoctor.plan.interface import from_code
 
         trl = self.installed.get("trl")
         keys = self.kb.grpo_keys.get("keys") or {}
@@ -275,7 +274,7 @@ class Stack:
             entry = keys.get(key)
             if entry is None or key in NOT_CONFIG or entry.get("overrides_training_arguments"):
                 continue
-            if key in ctx.plan.script_keys and not from_code(origin):
+            if ctx.plan.not_grpo_key(key, origin):
                 continue
             since, until = entry.get("since"), entry.get("until")
             since, until = (str(since) if since else None), (str(until) if until else None)

@@ -64,6 +64,33 @@ class CodeKeyword:
     value: tuple[int, int, int, str] | None = None
 
 
+#: kinds of ``ConfigClass``: TRL's GRPOConfig, a subclass of it in the script or the repository
+#: (its fields read), another TRL trainer config (SFTConfig, DPOConfig), a class or factory of
+#: another package (verifiers' ``vf.grpo_defaults``, Unsloth's ``UnslothGRPOConfig``)
+CONFIG_KINDS = ("trl", "own", "trl-other", "foreign")
+#: TRL classes named ``…Config`` that are not a trainer's config (they hold no trainer's keys)
+TRL_NOT_TRAINER_CONFIGS = frozenset({"ModelConfig", "DatasetMixtureConfig", "DatasetConfig"})
+
+
+@dataclass(frozen=True)
+class ConfigClass:
+    """The config class the script builds and hands its trainer (``args=``): ``kind`` (one of
+    ``CONFIG_KINDS``), ``name`` as the script writes it, ``package`` it comes from (``trl``,
+    ``verifiers``; "" for the script's own), ``where`` (``train.py:19``)."""
+
+    kind: str
+    name: str
+    package: str
+    where: str
+
+    @property
+    def said(self) -> str:
+        """``vf.grpo_defaults (verifiers, train.py:19)`` / ``TRL's SFTConfig (train.py:8)``."""
+        if self.kind in ("trl", "trl-other"):
+            return f"TRL's {self.name} ({self.where})"
+        return f"{self.name} ({self.package + ', ' if self.package else ''}{self.where})"
+
+
 @dataclass
 class TrainingScript:
     """The training script a launch line runs, as envdoctor read it (``plan/script_reader``):
@@ -116,6 +143,16 @@ class TrainingScript:
     #: where it (or a repository module it imports) builds a chat message (``{"role": …,
     #: "content": …}`` in prompts.py:30): its prompts are likely conversational
     chat_messages: str | None = None
+    #: the config class it builds for its trainer (``ConfigClass``), None when not placed
+    config_class: ConfigClass | None = None
+
+    @property
+    def other_config(self) -> ConfigClass | None:
+        """The config class it builds when that is not TRL's GRPOConfig or a subclass of it read
+        in the repository (another package's, another TRL trainer's): its keys are not
+        GRPOConfig's to judge."""
+        c = self.config_class
+        return c if c is not None and not self.problem and c.kind in ("trl-other", "foreign") else None
 
 
 #: the origin of a config key a ``GRPOConfig(...)`` call in the script sets to an expression
@@ -172,6 +209,15 @@ class Plan:
     @property
     def empty(self) -> bool:
         return not (self.config or self.accelerate or self.launches)
+
+    def not_grpo_key(self, key: str, origin: str) -> bool:
+        """Whether config key ``key`` (from ``origin``) is not GRPOConfig's to judge: the script's
+        (or the repository's) own dataclass declares it, or the script builds another config
+        class (``TrainingScript.other_config``); a keyword of a GRPOConfig(...) call in code is
+        GRPOConfig's whoever declares it."""
+        if from_code(origin):
+            return False
+        return key in self.script_keys or (self.script is not None and self.script.other_config is not None)
 
 
 @dataclass

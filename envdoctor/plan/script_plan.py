@@ -57,6 +57,7 @@ def read_training_script(
         keeps_unknown_keys=decl.keeps_unknown_keys,
         trl_other_trainer=decl.trl_other_trainer,
         chat_messages=decl.chat_messages,
+        config_class=decl.config_class,
     )
     if decl.problem:
         return script_cfg, {}

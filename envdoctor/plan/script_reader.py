@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envdoctor.plan.interface import CODE_ORIGIN, CodeKeyword
+from envdoctor.plan.interface import (
+    CODE_ORIGIN,
+    CONFIG_KINDS,
+    TRL_NOT_TRAINER_CONFIGS,
+    CodeKeyword,
+    ConfigClass,
+)
 from envdoctor.units import size_text
 
 #: a training script (or a module it imports) larger than this is not read: parsing is linear
@@ -180,6 +186,8 @@ class ScriptDecl:
     #: where the files read build a chat message (``{"role": …, "content": …}`` in prompts.py:30):
     #: the prompts are likely conversational
     chat_messages: str | None = None
+    #: the config class the script builds for its trainer (``ConfigClass``), None when not seen
+    config_class: ConfigClass | None = None
 
     @property
     def readable(self) -> bool:
@@ -363,6 +371,9 @@ class SourceFacts:
     lenient: bool = False
     dynamic_flags: bool = False
     other_cli: str | None = None  # click, typer, fire… (OTHER_CLIS), or sys.argv read directly
+    #: name -> whether every value bound to it is text (a literal, an f-string, an environment
+    #: variable with a text default: ``POLICY = os.environ.get("POLICY", "Qwen/Qwen3-0.6B")``)
+    texts: dict[str, bool] = field(default_factory=dict)
     model_by_name: list[bool | str | None] = field(default_factory=list)  # each GRPOTrainer(model=…);
     # a str: the attribute it reads (``args.model``), by name when an argparse flag of that dest
     # has a string default
@@ -371,6 +382,8 @@ class SourceFacts:
     #: ``name.method(k=…)`` calls with keywords: (name, method, line, call)
     method_calls: list[tuple[str, str, int, ast.Call]] = field(default_factory=list)
     bound: dict[int, str] = field(default_factory=dict)  # id(call) -> the name it is assigned to
+    #: name -> (the function it is bound to a call of, line): ``cfg = vf.grpo_defaults(...)``
+    made: dict[str, tuple[str, int]] = field(default_factory=dict)
     sets: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)  # name.attr = value
     loaders: list[tuple[str, int, ast.expr]] = field(default_factory=list)  # from_pretrained(<kw>=…)
     #: name -> the mapping bound to it once (``args = {"k": v}`` / ``dict(k=v)``), None when it
@@ -530,8 +543,13 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             _note_mapping(mod, target, node.value)
+            if isinstance(target, ast.Name) and (target.id in mod.texts or len(mod.texts) < MAX_CALLS):
+                mod.texts[target.id] = mod.texts.get(target.id, True) and _is_text(node.value)
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
                 mod.bound[id(node.value)] = target.id  # cfg = GRPOConfig(...)
+                made = _dotted(node.value.func)
+                if made and (target.id in mod.made or len(mod.made) < MAX_CALLS):
+                    mod.made[target.id] = (made, node.lineno)
                 if (_dotted(node.value.func) or "").rsplit(".", 1)[-1] in _MAKES_PARSER:
                     parsers.add(target.id)
             elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
@@ -660,17 +678,42 @@ def _model_by_name(node: ast.expr | None) -> bool | str | None:
         name = node.attr if isinstance(node, ast.Attribute) else node.id
         if name in ("model_name_or_path", "model_name", "model_id"):
             return True
-        return name if isinstance(node, ast.Attribute) else None
+        return name if isinstance(node, ast.Attribute) else f"${name}"  # $NAME: a name bound to text?
     if isinstance(node, ast.JoinedStr):
         return True
     return False if isinstance(node, ast.Call) else None
 
 
-def _all_known(found: list[bool | str | None], flags: dict[str, Flag]) -> bool | None:
+def _is_text(node: ast.expr) -> bool:
+    """Whether an expression is text: a string literal, an f-string, ``os.environ.get(k, "…")`` /
+    ``os.getenv(k, "…")`` / ``os.environ[k]``, text joined with ``+``."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_text(node.left) or _is_text(node.right)
+    if isinstance(node, ast.Subscript):
+        return _dotted(node.value) == "os.environ"
+    if isinstance(node, ast.Call) and _dotted(node.func) in ("os.environ.get", "os.getenv", "getenv"):
+        default = node.args[1] if len(node.args) > 1 else None
+        return default is not None and _is_text(default)
+    return False
+
+
+def _all_known(
+    found: list[bool | str | None], flags: dict[str, Flag], texts: dict[str, bool] | None = None
+) -> bool | None:
     """All of ``found`` when each is known (and there is one), else None; ``args.<dest>`` is a
-    name when the flag of that dest has a string default."""
+    name when the flag of that dest has a string default, ``$NAME`` when every value the file
+    binds to NAME is text (``texts``)."""
+    texts = texts or {}
     known = [
-        f if not isinstance(f, str) else (True if f in flags and isinstance(flags[f].default, str) else None)
+        f
+        if not isinstance(f, str)
+        else (texts.get(f[1:]) or None)
+        if f.startswith("$")
+        else (True if f in flags and isinstance(flags[f].default, str) else None)
         for f in found
     ]
     return all(known) if known and None not in known else None
@@ -909,7 +952,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         lenient=main.lenient,
         dynamic_flags=main.dynamic_flags,
         other_cli=main.other_cli,
-        model_by_name=_all_known(main.model_by_name, main.flags),
+        model_by_name=_all_known(main.model_by_name, main.flags, main.texts),
     )
     trl_classes: list[str] = []
     unresolved: list[str] = []
@@ -936,6 +979,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
     decl.trl_classes = tuple(dict.fromkeys(trl_classes))
     decl.unresolved = tuple(dict.fromkeys(unresolved))
     decl.config_calls = _config_calls(main, script, res, decl)
+    decl.config_class = _config_class(main, script, res, decl)
     decl.own_trainer = _own_trainer(main, script, res)
     decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
     decl.trl_calls = _trl_calls(main, script, res)
@@ -1257,6 +1301,72 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 unknown.append(key)
         out.append(ConfigCall(name, main.path, line, values, flags, tuple(unknown), spread, places))
     return out
+
+
+def _config_class(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptDecl) -> ConfigClass | None:
+    """The config class the script builds: what its trainer calls get as ``args=`` (a call, or
+    the name a call was bound to: ``training_args = vf.grpo_defaults(...)``), else the
+    ``…Config`` classes it calls or hands its parser. TRL's GRPOConfig (or a subclass of it read
+    in the repository) wins over any other; None when none is placed (today's judgement)."""
+    refs: list[tuple[str, int]] = []
+    for func, _, call in main.calls:
+        if not func.rsplit(".", 1)[-1].endswith("Trainer"):
+            continue
+        arg = next((k.value for k in call.keywords if k.arg == "args"), None)
+        if isinstance(arg, ast.Call) and _dotted(arg.func):
+            refs.append((str(_dotted(arg.func)), arg.lineno))
+        elif isinstance(arg, ast.Name) and arg.id in main.made:
+            refs.append(main.made[arg.id])
+    found = [c for c in (_classify(ref, line, main, script, res, decl) for ref, line in refs) if c]
+    if not found:  # the config classes it hands its parser, and TRL's (or its own) it calls
+        parsed = [(r, 0) for group in main.parsed for r in group if r.rsplit(".", 1)[-1].endswith("Config")]
+        called = [(f, line) for f, line, _ in main.calls if f.rsplit(".", 1)[-1].endswith("Config")]
+        found = [c for c in (_classify(ref, line, main, script, res, decl) for ref, line in parsed) if c]
+        found += [
+            c
+            for c in (_classify(ref, line, main, script, res, decl) for ref, line in called)
+            if c and c.kind != "foreign"  # a class of another package named …Config is no trainer's
+        ]
+    for kind in CONFIG_KINDS:
+        if any(c.kind == kind for c in found):
+            return next(c for c in found if c.kind == kind)
+    return None
+
+
+def _classify(
+    ref: str, line: int, main: SourceFacts, script: Path, res: _Resolver, decl: ScriptDecl
+) -> ConfigClass | None:
+    """What config ``ref`` (a class or a factory the script calls) is, or None when not known (a
+    function of the script, a TRL function)."""
+    where = f"{main.path}:{line}" if line else main.path
+    kind, found = res.resolve(ref, main, script)
+    if kind == "trl":
+        if found == CONFIG_CLASS:
+            return ConfigClass("trl", CONFIG_CLASS, "trl", where)
+        if str(found).endswith("Config") and found not in TRL_NOT_TRAINER_CONFIGS:
+            return ConfigClass("trl-other", str(found), "trl", where)
+        return None
+    if kind == "own":
+        cls, mod, home = found
+        if cls.name in decl.config_subclasses or _is_config(cls, mod, home, res):
+            return ConfigClass("own", cls.name, "", f"{cls.path}:{cls.line}")
+        bases = [b for b in cls.bases if b.rsplit(".", 1)[-1] not in _NO_FIELDS]
+        outside = [b for b in bases if _package_of(b, mod) not in ("", "trl")]
+        if not outside:
+            return None  # a class of the repository on no other package's class: not placed
+        return ConfigClass(
+            "foreign", f"{cls.name}, a subclass of {', '.join(outside)}", _package_of(outside[0], mod), where
+        )
+    package = _package_of(ref, main)
+    if package and package != "trl" and not _in_repository(package, res):
+        return ConfigClass("foreign", ref, package, where)
+    return None  # TRL's function, or the repository's own code envdoctor did not place
+
+
+def _in_repository(package: str, res: _Resolver) -> bool:
+    """Whether top-level module ``package`` is the repository's own (a folder or file of that
+    name where the script's imports are looked for), though the name was not placed in it."""
+    return any((root / package).is_dir() or (root / f"{package}.py").is_file() for root in res.roots)
 
 
 def _code_keyword(where: str, call: ast.Call, i: int, lines: list[str]) -> CodeKeyword:
