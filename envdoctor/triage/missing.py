@@ -166,10 +166,33 @@ def _stack_module(module: str, tb: Traceback, m: Match, log: Log) -> Draft | Non
         f"the run does not use {module}, upgrade the package that imports it to a release that imports it "
         "only when used"
     )
+    declared = _declared(importer, distribution(module), log)
+    if declared:  # the importer lists it as an extra: the run uses that extra's feature
+        what += f" ({declared[1]})"
+        fix = (
+            f"{declared[0]}, if the run uses {module}; if it does not, upgrade the package that imports it "
+            "to a release that imports it only when used"
+        )
     d = finding(RULE, [m], log, what, fix, module=module)
     f = d.finding
     d.finding = Finding(f.rule, Severity.WARNING, f.message, f.fix, f.evidence)
     return d
+
+
+def _declared(importer: Any, dist: str, log: Log) -> tuple[str, str] | None:
+    """The importing package's own requirement on ``dist`` (an extra or a base requirement of its
+    release, rules/knowledge/optional_imports.json.gz): (the pip command, where it comes from)."""
+    if importer is None or importer.package is None or importer.package == dist:
+        return None
+    from envdoctor.knowledge import optional_imports
+    from envdoctor.triage.optional import install_line
+
+    if importer.package not in optional_imports.packages():
+        return None
+    from envdoctor.triage.optional import exact_version
+
+    fix, why = install_line(importer.package, dist, exact_version(log, importer.package))
+    return (fix, why) if why else None
 
 
 def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | None:
@@ -197,14 +220,18 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
         who = importer.package or "your code"
         where = f", imported by {who} ({importer.module_path}:{importer.line})"
     worker = _worker(tb, m.context, m.text)
-    known = known_distribution(module)
+    known = known_distribution(module) or _declared(importer, dist, log) is not None
     said = f"its distribution {dist}" if known else f"what provides it (on PyPI likely {dist})"
     what = (
         f"the module '{module}' is not installed in the environment that ran the import{where}: "
         f"{said} is missing there"
     )
     fix = f"pip install {dist} in the environment that runs the import"
-    if not known:  # a name envdoctor's table lacks: the project's own install line decides
+    declared = _declared(importer, dist, log)
+    if declared:  # the importing package's own requirement on it: the version it asks
+        what += f" ({declared[1]})"
+        fix = f"{declared[0]} in the environment that runs the import"
+    elif not known:  # a name envdoctor's table lacks: the project's own install line decides
         fix = (
             f"install the distribution that provides '{module}' in the environment that runs the "
             f"import (the project's install instructions name it; often pip install {dist}, or an "

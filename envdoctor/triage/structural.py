@@ -30,6 +30,7 @@ from envdoctor.triage import (
     hydra,
     inference,
     missing,
+    optional,
     programs,
     refusal,
     usercode,
@@ -443,6 +444,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             raised_entry(t, m, log)
             or usercode.grouped_reshape(t, m, log)
             or missing.not_installed(tb, t, m, log)
+            or optional.undefined_name(t, m, log)
             or columns.missing_column(t, m, log)
             or inference.inference_tensor(t, m, log)
             or programs.missing_program(t, m, log)
