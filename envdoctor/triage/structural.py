@@ -34,6 +34,7 @@ from envdoctor.triage import (
     programs,
     refusal,
     usercode,
+    wrapped,
 )
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, at_severity, finding, reject
@@ -448,6 +449,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or columns.missing_column(t, m, log)
             or inference.inference_tensor(t, m, log)
             or programs.missing_program(t, m, log)
+            or wrapped.through_wrapper(t, m, log)
             or drift(t, [m], log)
             or _lifted_raise(t, m, log)
             or trl_refusal(t, m, log)
