@@ -39,9 +39,10 @@ import importlib.util
 import json
 import re
 import sys
-import tomllib
 from pathlib import Path
 from types import ModuleType
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "rules" / "knowledge" / "optional_imports.json.gz"
@@ -72,7 +73,10 @@ frames = _load("derive_frame_index")  # releases and blobs: the same reading of 
 
 
 def _guard_of(test: ast.expr) -> str | None:
-    """The ``is_X_available`` call an ``if`` tests (alone, negated, or in an ``and``), or None."""
+    """The ``is_X_available`` call an ``if`` tests (alone or in an ``and``), or None; a negated test
+    (``if not is_x_available():``) guards the branch taken without it."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return None
     for node in ast.walk(test):
         if isinstance(node, ast.Call):
             f = node.func

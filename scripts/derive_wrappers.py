@@ -59,7 +59,11 @@ INSTALLED: dict[str, list[tuple[str, str, str]]] = {
             "FullyShardedDataParallel",
             "https://docs.pytorch.org/docs/stable/fsdp.html",
         ),
-        ("_dynamo/eval_frame.py", "OptimizedModule", "https://docs.pytorch.org/docs/stable/generated/torch.compile.html"),
+        (
+            "_dynamo/eval_frame.py",
+            "OptimizedModule",
+            "https://docs.pytorch.org/docs/stable/generated/torch.compile.html",
+        ),
     ],
 }
 #: mirrored package -> (mirror folder, repository, [(file in the repository, class)]); a class
@@ -143,9 +147,13 @@ def forwarding(cls: ast.ClassDef) -> tuple[str, str] | None:
                 if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
                     held = held or target.attr
                     kind = kind or "getattr"
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            if isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__":
-                held = str(node.slice.value)
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "__dict__"
+        ):
+            held = str(node.slice.value)
     return (kind or "getattr", held)
 
 
@@ -177,9 +185,13 @@ def holds_module(cls: ast.ClassDef) -> str:
     for node in ast.walk(init) if init is not None else ():
         if isinstance(node, ast.Assign):
             for t in node.targets:
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                    if t.attr in ("module", "model", "_orig_mod"):
-                        return t.attr
+                if (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"
+                    and t.attr in ("module", "model", "_orig_mod")
+                ):
+                    return t.attr
     return ""
 
 
@@ -279,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
         "references": sorted({str(w["source"]) for w in data["wrappers"].values()}),  # type: ignore[attr-defined]
     }
     args.out.write_text(HEADER + yaml.safe_dump(doc, sort_keys=False, width=110))
-    print(f"wrote {args.out}: {len(data['wrappers'])} wrappers, {len(data['model_attributes'])} model attributes")  # type: ignore[arg-type]
+    counts = f"{len(data['wrappers'])} wrappers, {len(data['model_attributes'])} model attributes"  # type: ignore[arg-type]
+    print(f"wrote {args.out}: {counts}")
     return 0
 
 

@@ -40,7 +40,9 @@ def _doc() -> dict[str, Any]:
 
 
 def _releases(all_releases: list[str], ranges: list[list[int]]) -> tuple[str, ...]:
-    return tuple(all_releases[i] for r0, r1 in ranges for i in range(r0, r1 + 1) if 0 <= i < len(all_releases))
+    return tuple(
+        all_releases[i] for r0, r1 in ranges for i in range(r0, r1 + 1) if 0 <= i < len(all_releases)
+    )
 
 
 def packages() -> tuple[str, ...]:

@@ -71,7 +71,9 @@ def install_line(package: str, dist: str, version: str | None) -> tuple[str, str
         newest = optional_imports.releases_of(package)[-1:]
         at = f"{package} {newest[0]} (the newest release envdoctor read)" if newest else package
     why = f"{at}'s extra [{extra}] asks for {spec}" if extra else f"{at} requires {spec}"
-    extra_cmd = f"; or pip install '{package}[{extra}]" + (f"=={version}'" if version else "'") if extra else ""
+    extra_cmd = (
+        f"; or pip install '{package}[{extra}]" + (f"=={version}'" if version else "'") if extra else ""
+    )
     return f"pip install '{spec}' ({why}){extra_cmd}", why
 
 

@@ -33,7 +33,9 @@ from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Frame, Traceback
 
 RULE = "TRI035"
-_NO_ATTR = re.compile(r"^'(?P<cls>[A-Za-z_]\w{0,100})' object has no attribute '(?P<attr>[A-Za-z_]\w{0,200})'")
+_NO_ATTR = re.compile(
+    r"^'(?P<cls>[A-Za-z_]\w{0,100})' object has no attribute '(?P<attr>[A-Za-z_]\w{0,200})'"
+)
 
 
 def _table() -> tuple[dict[str, Any], frozenset[str]]:
@@ -127,8 +129,8 @@ def through_wrapper(t: Traceback, m: Match, log: Log) -> Draft | None:
             )
     else:
         fix = (
-            f"read {attr} from the unwrapped model (accelerator.unwrap_model(model).{attr} or {unwrap}.{attr}); "
-            f"where a package reads it, pass that package the unwrapped model"
+            f"read {attr} from the unwrapped model (accelerator.unwrap_model(model).{attr} or "
+            f"{unwrap}.{attr}); where a package reads it, pass that package the unwrapped model"
         )
     d = finding(
         RULE,
