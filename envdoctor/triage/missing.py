@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
-from envdoctor.knowledge import knowledge
+from envdoctor.knowledge import knowledge, optional_imports
 from envdoctor.triage.draft import Draft, Log, finding, warning_line
 from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Traceback
@@ -179,18 +179,45 @@ def _stack_module(module: str, tb: Traceback, m: Match, log: Log) -> Draft | Non
     return d
 
 
+def exact_version(log: Log, package: str) -> str | None:
+    """The release of ``package`` the log shows, or that its frames place it at; None for a range
+    of releases (frames that fit several) or none."""
+    v = log.versions.get(package)
+    if v is None or v.how == "frames" and v.low and v.low != v.version:
+        return None
+    return v.version
+
+
+def install_line(package: str, dist: str, version: str | None) -> tuple[str, str]:
+    """What to install for ``dist`` where ``package`` (at ``version``) uses it: the pip command with
+    the requirement the package declares, and where that requirement comes from."""
+    found = optional_imports.requirement(package, dist, version)
+    at = f"{package} {version}" if version else package
+    if found is None:
+        return (
+            f"install the distribution that provides it ({dist}) at the release {at} supports (its "
+            "documentation names it; pip show lists no requirement on it)",
+            "",
+        )
+    req, extra = found
+    spec = req.split(";")[0].strip()
+    if version is None:  # the newest release read: the installed one may ask another range
+        newest = optional_imports.releases_of(package)[-1:]
+        at = f"{package} {newest[0]} (the newest release envdoctor read)" if newest else package
+    why = f"{at}'s extra [{extra}] asks for {spec}" if extra else f"{at} requires {spec}"
+    extra_cmd = (
+        f"; or pip install '{package}[{extra}]" + (f"=={version}'" if version else "'") if extra else ""
+    )
+    return f"pip install '{spec}' ({why}){extra_cmd}", why
+
+
 def _declared(importer: Any, dist: str, log: Log) -> tuple[str, str] | None:
     """The importing package's own requirement on ``dist`` (an extra or a base requirement of its
     release, rules/knowledge/optional_imports.json.gz): (the pip command, where it comes from)."""
     if importer is None or importer.package is None or importer.package == dist:
         return None
-    from envdoctor.knowledge import optional_imports
-    from envdoctor.triage.optional import install_line
-
     if importer.package not in optional_imports.packages():
         return None
-    from envdoctor.triage.optional import exact_version
-
     fix, why = install_line(importer.package, dist, exact_version(log, importer.package))
     return (fix, why) if why else None
 

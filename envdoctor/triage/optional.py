@@ -25,19 +25,11 @@ from envdoctor.findings import Severity
 from envdoctor.knowledge import optional_imports
 from envdoctor.triage.draft import Draft, Log, at_severity, finding, warning_line
 from envdoctor.triage.interface import Match
+from envdoctor.triage.missing import distribution, exact_version, install_line
 from envdoctor.triage.traceback import Frame, Traceback
 
 RULE = "TRI013"
 _UNDEFINED = re.compile(r"^name '(?P<name>[A-Za-z_]\w{0,200})' is not defined")
-
-
-def exact_version(log: Log, package: str) -> str | None:
-    """The release of ``package`` the log shows, or that its frames place it at; None for a range
-    of releases (frames that fit several) or none."""
-    v = log.versions.get(package)
-    if v is None or v.how == "frames" and v.low and v.low != v.version:
-        return None
-    return v.version
 
 
 def _fits(rows: list[optional_imports.Guarded], version: str | None) -> list[optional_imports.Guarded]:
@@ -52,29 +44,6 @@ def _fits(rows: list[optional_imports.Guarded], version: str | None) -> list[opt
     read = optional_imports.releases_of(rows[0].package) if rows else ()
     inside = bool(read) and versions.at_least(version, read[0]) and not versions.below(read[-1], version)
     return [] if version in known or (inside and version in read) else rows
-
-
-def install_line(package: str, dist: str, version: str | None) -> tuple[str, str]:
-    """What to install for ``dist`` where ``package`` (at ``version``) uses it: the pip command with
-    the requirement the package declares, and where that requirement comes from."""
-    found = optional_imports.requirement(package, dist, version)
-    at = f"{package} {version}" if version else package
-    if found is None:
-        return (
-            f"install the distribution that provides it ({dist}) at the release {at} supports (its "
-            "documentation names it; pip show lists no requirement on it)",
-            "",
-        )
-    req, extra = found
-    spec = req.split(";")[0].strip()
-    if version is None:  # the newest release read: the installed one may ask another range
-        newest = optional_imports.releases_of(package)[-1:]
-        at = f"{package} {newest[0]} (the newest release envdoctor read)" if newest else package
-    why = f"{at}'s extra [{extra}] asks for {spec}" if extra else f"{at} requires {spec}"
-    extra_cmd = (
-        f"; or pip install '{package}[{extra}]" + (f"=={version}'" if version else "'") if extra else ""
-    )
-    return f"pip install '{spec}' ({why}){extra_cmd}", why
 
 
 def undefined_name(t: Traceback, m: Match, log: Log) -> Draft | None:
@@ -92,8 +61,6 @@ def undefined_name(t: Traceback, m: Match, log: Log) -> Draft | None:
     if not rows:
         return None
     row = rows[0]
-    from envdoctor.triage.missing import distribution
-
     dist = distribution(row.provider)
     if optional_imports.base_requirement(package, dist):
         return None  # always installed with the package: the guard tests something else
