@@ -228,6 +228,7 @@ def _site(package: str, site: Path | None) -> Path:
 def derive(mirrors: Path, site: Path | None, since: str = SINCE) -> dict[str, object]:
     frames = _load("derive_frame_index")
     table: dict[str, dict[str, object]] = {}
+    read: dict[str, list[str]] = {}  # mirrored package -> its releases read, oldest first
     for package, rows in INSTALLED.items():
         base = _site(package, site)
         for rel, name, url in rows:
@@ -240,19 +241,37 @@ def derive(mirrors: Path, site: Path | None, since: str = SINCE) -> dict[str, ob
         releases = frames.tag_releases(git_dir, _TAG, since)
         blobs = frames.Blobs(git_dir)
         try:
+            read[package] = [v for v, _ in releases]
             for rel, pattern in rows:
-                own: dict[str, set[str]] = {}
+                seen: dict[str, dict[str, list[int]]] = {}  # class -> own name -> releases (indices)
+                present: dict[str, list[int]] = {}  # class -> the releases that have it
+                methods: dict[str, set[str]] = {}  # class -> its methods in any release
                 last: dict[str, ast.ClassDef] = {}
                 tag = ""
-                for version, commit in releases:
+                for i, (version, commit) in enumerate(releases):
                     text = blobs.get(f"{commit}:{rel}").decode("utf-8", "replace")
                     for cls in classes(text, pattern):
-                        own.setdefault(cls.name, set()).update(own_names(cls))
+                        for n in own_names(cls):
+                            seen.setdefault(cls.name, {}).setdefault(n, []).append(i)
+                        methods.setdefault(cls.name, set()).update(
+                            n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        )
+                        present.setdefault(cls.name, []).append(i)
                         last[cls.name] = cls
                         tag = version
                 for name, cls in last.items():
                     url = f"https://github.com/{repo}/blob/v{tag}/{rel}"
-                    table[name] = _entry(cls, package, url, own[name], table)
+                    table[name] = _entry(cls, package, url, set(seen[name]), table)
+                    span = set(present[name])
+                    api = {  # a method not in every release that has the class: when it came or went (an
+                        # attribute set by a method may be absent in a release that has it: left out)
+                        n: [releases[min(ix)][0], releases[max(ix)][0]]
+                        for n, ix in sorted(seen[name].items())
+                        if set(ix) != span and n in methods[name]
+                    }
+                    parent = next((table[b] for b in _base_names(cls) if b in table and b != name), None)
+                    inherited = dict(parent.get("api") or {}) if parent is not None else {}  # type: ignore[call-overload]
+                    table[name]["api"] = {**inherited, **api}
         finally:
             blobs.close()
     model: set[str] = set()
@@ -263,7 +282,7 @@ def derive(mirrors: Path, site: Path | None, since: str = SINCE) -> dict[str, ob
             for cls in classes(path.read_text(errors="replace"), name):
                 names = own_names(cls)
                 model.update(n for n in names if not n.startswith("__"))
-    return {"wrappers": table, "model_attributes": sorted(model)}
+    return {"wrappers": table, "model_attributes": sorted(model), "releases": read}
 
 
 HEADER = """\
@@ -274,7 +293,9 @@ HEADER = """\
 # forwards: none (nn.Module's own __getattr__ only: the wrapped model's attributes are not reached),
 # dir (forwarded when dir() of the held module lists them), getattr (every missing attribute is
 # forwarded to the held module). holds: the attribute the wrapped module is kept in. own: the
-# wrapper's own API in any release read. Read by envdoctor/triage/wrapped.py (TRI035).
+# wrapper's own API in any release read; api: of its methods, those not in every release read, with
+# the first and last release that has each (releases: the releases read per package). Read by
+# envdoctor/triage/wrapped.py (TRI035; TRI009 for the wrapper's own API of another release).
 """
 
 

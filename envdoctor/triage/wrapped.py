@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from envdoctor import versions
 from envdoctor.findings import Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage.draft import Draft, Log, at_severity, finding, warning_line
@@ -64,6 +65,53 @@ def _where(f: Frame) -> str:
     return f"{f.package or 'your code'}'s {f.function or 'code'} ({at})"
 
 
+def _api_drift(
+    t: Traceback, m: Match, log: Log, cls: str, attr: str, w: dict[str, Any], reader: Frame | None
+) -> Draft | None:
+    """TRI009 for an attribute of the wrapper's own API that came or went with a release
+    (``api``: its first and last release read): the caller was written for another release of the
+    wrapper's package. None where every release read has it, where the caller is the wrapper's own
+    package (TRI031's), or where the log's release of the package has it (not drift)."""
+    package = str(w.get("package"))
+    span = (w.get("api") or {}).get(attr)
+    read = list((knowledge().wrappers.get("releases") or {}).get(package) or ())
+    if not span or len(span) != 2 or not read or reader is not None and reader.package == package:
+        return None
+    first, last = str(span[0]), str(span[1])
+    shown = log.versions.get(package)
+    version = shown.version if shown is not None and shown.how != "frames" else None
+    if version is not None and versions.at_least(version, first) and not versions.below(last, version):
+        return None  # the log's release has it: not drift
+    gone = last != read[-1]
+    after = read[read.index(last) + 1] if gone and last in read and read.index(last) + 1 < len(read) else None
+    pin = f"{package}>={first}" + (f",<{after}" if after else "")
+    caller = reader.package or "your code" if reader is not None else "the calling code"
+    has = f"{package} {first}–{last}" + (" (removed after it)" if gone else " (added there)")
+    at = f" at {_where(reader)}" if reader is not None else ""
+    what = (
+        f"API drift between {caller} and {package}: {caller} uses {cls}.{attr}, which only {has} has "
+        f"among the {package} releases envdoctor read ({read[0]}–{read[-1]}){at}; "
+        + (f"the log shows {package} {version}" if version else f"the log shows no {package} version")
+    )
+    fix = f"pip install '{pin}' (the releases whose {cls} has {attr})" + (
+        f"; or install the {caller} release made for the installed {package}"
+        if reader is not None and reader.package
+        else f"; or update the code for the installed {package}"
+    )
+    d = finding(
+        "TRI009",
+        [m],
+        log,
+        what,
+        fix,
+        caller=reader.package if reader is not None else None,
+        callee=package,
+        exception=t.name,
+        answer_from="the wrapper table (rules/knowledge/wrappers.yaml)",
+    )
+    return at_severity(d, Severity.ERROR if version else Severity.WARNING)
+
+
 def through_wrapper(t: Traceback, m: Match, log: Log) -> Draft | None:
     """TRI035 for ``t`` (module docstring), or None."""
     if t.name != "AttributeError" or warning_line(m):
@@ -80,11 +128,11 @@ def through_wrapper(t: Traceback, m: Match, log: Log) -> Draft | None:
     if t.frames and not _raised_by_wrapper(t.frames[-1], package):
         return None  # raised elsewhere: a class of the user's so named, or another lookup
     model_attr = attr in model_attrs
-    if not model_attr and (attr in set(w.get("own") or ()) or forwards == "dir"):
-        # the wrapper's own API in another release (drift: TRI009), or an attribute the module held
-        # by a dir()-forwarding wrapper may lack itself
-        return None
     reader = _reader(t, package)
+    if not model_attr and attr in set(w.get("own") or ()):
+        return _api_drift(t, m, log, cls, attr, w, reader)  # the wrapper's own API of another release
+    if not model_attr and forwards == "dir":
+        return None  # an attribute the module a dir()-forwarding wrapper holds may lack itself
     what_attr = (
         f"{attr} is an attribute of a transformers model" if model_attr else f"{attr} is not {cls}'s own"
     )

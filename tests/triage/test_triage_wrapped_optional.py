@@ -330,3 +330,38 @@ def test_derive_on_a_repository_of_two_releases(tmp_path: Path) -> None:
     assert requires[("peft", "peft>=0.4.0", "peft")] == [[0, 0]]
     assert requires[("peft", "peft>=0.8.0", "peft")] == [[1, 1]]
     assert requires[("torch", "torch>=1.4.0", "")] == [[0, 1]]
+
+
+# -- the wrapper's own API of another release: drift (TRI009) -------------------------------------
+
+NO_SYNC = """\
+{versions}Traceback (most recent call last):
+  File "/opt/env/lib/python3.11/site-packages/transformers/trainer.py", line 2480, in _inner_training_loop
+    with self.accelerator.accumulate(model):
+  File "/opt/env/lib/python3.11/site-packages/accelerate/accelerator.py", line 1180, in no_sync
+    with context():
+  File "/opt/env/lib/python3.11/site-packages/deepspeed/runtime/engine.py", line 519, in __getattr__
+    raise AttributeError(f"'{{type(self).__name__}}' object has no attribute '{{name}}'")
+AttributeError: 'DeepSpeedEngine' object has no attribute 'no_sync'
+"""
+
+
+def test_an_engine_method_of_later_releases_is_drift_with_the_range_that_has_it():
+    from envdoctor.knowledge import knowledge
+
+    first, _ = knowledge().wrappers["wrappers"]["DeepSpeedEngine"]["api"]["no_sync"]
+    (f,) = _found(NO_SYNC.format(versions=""))
+    assert f.rule == "TRI009" and f.severity == Severity.WARNING  # the log shows no deepspeed
+    assert "accelerate" in f.message and f"pip install 'deepspeed>={first}'" in f.fix
+    (f,) = _found(NO_SYNC.format(versions="deepspeed==0.9.5\n"))
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR  # the log's release lacks it
+    has = _found(NO_SYNC.format(versions="deepspeed==0.19.5\n"))
+    assert all(f.rule not in ("TRI009", "TRI035") for f in has)  # that release has it: not drift
+
+
+def test_the_api_of_a_subclass_includes_its_parents_and_only_methods_that_came_or_went():
+    from envdoctor.knowledge import knowledge
+
+    w = knowledge().wrappers["wrappers"]
+    assert set(w["DeepSpeedEngine"]["api"]) <= set(w["PipelineEngine"]["api"])
+    assert set(w["DeepSpeedEngine"]["api"]) <= set(w["DeepSpeedEngine"]["own"])
