@@ -49,12 +49,21 @@ OUT = ROOT / "rules" / "knowledge" / "optional_imports.json.gz"
 SCHEMA = "envdoctor.optional_imports/1"
 SINCE = "2023-01-01"
 _TAG = r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"
-#: distribution -> (mirror folder, repository, package root, import name)
-PACKAGES: dict[str, tuple[str, str, str, str]] = {
-    "trl": ("huggingface+trl", "huggingface/trl", "trl", "trl"),
-    "accelerate": ("huggingface+accelerate", "huggingface/accelerate", "src/accelerate", "accelerate"),
-    "peft": ("huggingface+peft", "huggingface/peft", "src/peft", "peft"),
+#: distribution -> (mirror folder, repository, package root, import name, release-tag pattern; "":
+#: the commits that set each version line, for the date-versioned packages)
+PACKAGES: dict[str, tuple[str, str, str, str, str]] = {
+    "trl": ("huggingface+trl", "huggingface/trl", "trl", "trl", _TAG),
+    "accelerate": ("huggingface+accelerate", "huggingface/accelerate", "src/accelerate", "accelerate", _TAG),
+    "peft": ("huggingface+peft", "huggingface/peft", "src/peft", "peft", _TAG),
+    "deepspeed": ("deepspeedai+DeepSpeed", "deepspeedai/DeepSpeed", "deepspeed", "deepspeed", _TAG),
+    "unsloth": ("unslothai+unsloth", "unslothai/unsloth", "unsloth", "unsloth", ""),
+    "unsloth-zoo": ("unslothai+unsloth-zoo", "unslothai/unsloth-zoo", "unsloth_zoo", "unsloth_zoo", ""),
+    "llamafactory": ("hiyouga+LLaMA-Factory", "hiyouga/LLaMA-Factory", "src/llamafactory", "llamafactory", _TAG),
+    "ms-swift": ("modelscope+ms-swift", "modelscope/ms-swift", "swift", "swift", _TAG),
+    "verl": ("verl-project+verl", "verl-project/verl", "verl", "verl", _TAG),
+    "openrlhf": ("OpenRLHF+OpenRLHF", "OpenRLHF/OpenRLHF", "openrlhf", "openrlhf", _TAG),
 }
+SINCE_OF = {"unsloth": "2025-02-01", "unsloth-zoo": "2025-02-01"}  # as the raise-site index
 _GUARD = re.compile(r"^is_(\w+)_available$")
 _IMPORT_ERRORS = frozenset(("ImportError", "ModuleNotFoundError", "Exception"))
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -231,7 +240,9 @@ def _ranges(indices: list[int]) -> list[list[int]]:
 
 def derive(git_dir: Path, root: str, own: str, tags: str = _TAG, since: str = SINCE) -> dict[str, object]:
     """The index of one package (module docstring)."""
-    releases = frames.tag_releases(git_dir, tags, since)
+    releases = (
+        frames.tag_releases(git_dir, tags, since) if tags else frames.bump_releases(git_dir, (root,), since)
+    )
     blobs = frames.Blobs(git_dir)
     parsed: dict[str, list[tuple[str, str, str]]] = {}
     seen: dict[tuple[str, str, str, str], list[int]] = {}
@@ -277,10 +288,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     packages: dict[str, object] = {}
     for dist in args.package or list(PACKAGES):
-        folder, repo, root, own = PACKAGES[dist]
+        folder, repo, root, own, tags = PACKAGES[dist]
         base = args.mirrors / folder
         git_dir = base / "repo" if (base / "repo").is_dir() else base
-        data = derive(git_dir, root, own, since=args.since)
+        if not git_dir.is_dir():
+            print(f"{dist}: no mirror at {base}, left out")
+            continue
+        data = derive(git_dir, root, own, tags, since=max(args.since, SINCE_OF.get(dist, "")))
         packages[dist] = {"source": repo, **data}
         print(f"{dist}: {len(data['releases'])} releases, {len(data['imports'])} guarded imports")  # type: ignore[arg-type]
     size = write({"schema": SCHEMA, "packages": packages}, args.out)

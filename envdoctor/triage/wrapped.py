@@ -136,7 +136,13 @@ def through_wrapper(t: Traceback, m: Match, log: Log) -> Draft | None:
     what_attr = (
         f"{attr} is an attribute of a transformers model" if model_attr else f"{attr} is not {cls}'s own"
     )
-    by = _where(reader) if reader is not None else "the code (the log shows no frame)"
+    by = (
+        _where(reader)
+        if reader is not None
+        else "the calling code (its frame not shown)"
+        if t.frames
+        else "the code (the log shows no frame)"
+    )
     if forwards == "none":
         what = (
             f"{by} reads {attr} through {cls} ({package}), which forwards no attribute of the model it "
