@@ -365,3 +365,23 @@ def test_the_api_of_a_subclass_includes_its_parents_and_only_methods_that_came_o
     w = knowledge().wrappers["wrappers"]
     assert set(w["DeepSpeedEngine"]["api"]) <= set(w["PipelineEngine"]["api"])
     assert set(w["DeepSpeedEngine"]["api"]) <= set(w["DeepSpeedEngine"]["own"])
+
+
+IPYTHON_DP = """\
+---------------------------------------------------------------------------
+AttributeError                            Traceback (most recent call last)
+Cell In[12], line 3
+----> 3 out = model.generate(**inputs, max_new_tokens=64)
+
+File ~/miniconda3/envs/rl/lib/python3.10/site-packages/torch/nn/modules/module.py:1931, in Module.__getattr__(self, name)
+-> 1931 raise AttributeError(
+   1932     f"'{type(self).__name__}' object has no attribute '{name}'"
+   1933 )
+
+AttributeError: 'DataParallel' object has no attribute 'generate'
+"""
+
+
+def test_an_ipython_traceback_through_nn_module_getattr_is_the_class():
+    (f,) = _found(IPYTHON_DP)
+    assert f.rule == "TRI035" and "model.module.generate" in f.fix and "not shown" in f.message
