@@ -80,16 +80,28 @@ def _api_drift(
     first, last = str(span[0]), str(span[1])
     shown = log.versions.get(package)
     version = shown.version if shown is not None and shown.how != "frames" else None
-    if version is not None and versions.at_least(version, first) and not versions.below(last, version):
-        return None  # the log's release has it: not drift
+    oldest = first == read[0]  # it may be older than the releases read
+    if (
+        version is not None
+        and (versions.at_least(version, first) or oldest)
+        and not versions.below(last, version)
+    ):
+        return None  # the log's release has it (or may: older than the releases read): not drift
     gone = last != read[-1]
     after = read[read.index(last) + 1] if gone and last in read and read.index(last) + 1 < len(read) else None
-    pin = f"{package}>={first}" + (f",<{after}" if after else "")
+    bounds = ([] if oldest else [f">={first}"]) + ([f"<{after}"] if after else [])
+    pin = package + ",".join(bounds)
     caller = reader.package or "your code" if reader is not None else "the calling code"
-    has = f"{package} {first}–{last}" + (" (removed after it)" if gone else " (added there)")
+    has = (
+        f"up to {last} (removed after it)"
+        if oldest
+        else f"from {first} to {last} (added in {first}, removed after {last})"
+        if gone
+        else f"from {first} (added there)"
+    )
     at = f" at {_where(reader)}" if reader is not None else ""
     what = (
-        f"API drift between {caller} and {package}: {caller} uses {cls}.{attr}, which only {has} has "
+        f"API drift between {caller} and {package}: {caller} uses {cls}.{attr}, which {package} has only {has} "
         f"among the {package} releases envdoctor read ({read[0]}–{read[-1]}){at}; "
         + (f"the log shows {package} {version}" if version else f"the log shows no {package} version")
     )
