@@ -101,8 +101,8 @@ def _api_drift(
     )
     at = f" at {_where(reader)}" if reader is not None else ""
     what = (
-        f"API drift between {caller} and {package}: {caller} uses {cls}.{attr}, which {package} has only {has} "
-        f"among the {package} releases envdoctor read ({read[0]}–{read[-1]}){at}; "
+        f"API drift between {caller} and {package}: {caller} uses {cls}.{attr}, which {package} has "
+        f"only {has} among the {package} releases envdoctor read ({read[0]}–{read[-1]}){at}; "
         + (f"the log shows {package} {version}" if version else f"the log shows no {package} version")
     )
     fix = f"pip install '{pin}' (the releases whose {cls} has {attr})" + (
