@@ -37,6 +37,7 @@ class Knowledge:
         "trl_accelerate_configs": "trl_accelerate_configs.yaml",
         "import_names": "import_names.yaml",
         "vllm_api": "vllm_api.yaml",
+        "wrappers": "wrappers.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

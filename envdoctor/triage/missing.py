@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
-from envdoctor.knowledge import knowledge
+from envdoctor.knowledge import knowledge, optional_imports
 from envdoctor.triage.draft import Draft, Log, finding, warning_line
 from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Traceback
@@ -166,10 +166,60 @@ def _stack_module(module: str, tb: Traceback, m: Match, log: Log) -> Draft | Non
         f"the run does not use {module}, upgrade the package that imports it to a release that imports it "
         "only when used"
     )
+    declared = _declared(importer, distribution(module), log)
+    if declared:  # the importer lists it as an extra: the run uses that extra's feature
+        what += f" ({declared[1]})"
+        fix = (
+            f"{declared[0]}, if the run uses {module}; if it does not, upgrade the package that imports it "
+            "to a release that imports it only when used"
+        )
     d = finding(RULE, [m], log, what, fix, module=module)
     f = d.finding
     d.finding = Finding(f.rule, Severity.WARNING, f.message, f.fix, f.evidence)
     return d
+
+
+def exact_version(log: Log, package: str) -> str | None:
+    """The release of ``package`` the log shows, or that its frames place it at; None for a range
+    of releases (frames that fit several) or none."""
+    v = log.versions.get(package)
+    if v is None or v.how == "frames" and v.low and v.low != v.version:
+        return None
+    return v.version
+
+
+def install_line(package: str, dist: str, version: str | None) -> tuple[str, str]:
+    """What to install for ``dist`` where ``package`` (at ``version``) uses it: the pip command with
+    the requirement the package declares, and where that requirement comes from."""
+    found = optional_imports.requirement(package, dist, version)
+    at = f"{package} {version}" if version else package
+    if found is None:
+        return (
+            f"install the distribution that provides it ({dist}) at the release {at} supports (its "
+            "documentation names it; pip show lists no requirement on it)",
+            "",
+        )
+    req, extra = found
+    spec = req.split(";")[0].strip()
+    if version is None:  # the newest release read: the installed one may ask another range
+        newest = optional_imports.releases_of(package)[-1:]
+        at = f"{package} {newest[0]} (the newest release envdoctor read)" if newest else package
+    why = f"{at}'s extra [{extra}] asks for {spec}" if extra else f"{at} requires {spec}"
+    extra_cmd = (
+        f"; or pip install '{package}[{extra}]" + (f"=={version}'" if version else "'") if extra else ""
+    )
+    return f"pip install '{spec}' ({why}){extra_cmd}", why
+
+
+def _declared(importer: Any, dist: str, log: Log) -> tuple[str, str] | None:
+    """The importing package's own requirement on ``dist`` (an extra or a base requirement of its
+    release, rules/knowledge/optional_imports.json.gz): (the pip command, where it comes from)."""
+    if importer is None or importer.package is None or importer.package == dist:
+        return None
+    if importer.package not in optional_imports.packages():
+        return None
+    fix, why = install_line(importer.package, dist, exact_version(log, importer.package))
+    return (fix, why) if why else None
 
 
 def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | None:
@@ -197,14 +247,18 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
         who = importer.package or "your code"
         where = f", imported by {who} ({importer.module_path}:{importer.line})"
     worker = _worker(tb, m.context, m.text)
-    known = known_distribution(module)
+    known = known_distribution(module) or _declared(importer, dist, log) is not None
     said = f"its distribution {dist}" if known else f"what provides it (on PyPI likely {dist})"
     what = (
         f"the module '{module}' is not installed in the environment that ran the import{where}: "
         f"{said} is missing there"
     )
     fix = f"pip install {dist} in the environment that runs the import"
-    if not known:  # a name envdoctor's table lacks: the project's own install line decides
+    declared = _declared(importer, dist, log)
+    if declared:  # the importing package's own requirement on it: the version it asks
+        what += f" ({declared[1]})"
+        fix = f"{declared[0]} in the environment that runs the import"
+    elif not known:  # a name envdoctor's table lacks: the project's own install line decides
         fix = (
             f"install the distribution that provides '{module}' in the environment that runs the "
             f"import (the project's install instructions name it; often pip install {dist}, or an "

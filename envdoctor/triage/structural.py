@@ -30,9 +30,11 @@ from envdoctor.triage import (
     hydra,
     inference,
     missing,
+    optional,
     programs,
     refusal,
     usercode,
+    wrapped,
 )
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, at_severity, finding, reject
@@ -519,9 +521,11 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             raised_entry(t, m, log)
             or usercode.grouped_reshape(t, m, log)
             or missing.not_installed(tb, t, m, log)
+            or optional.undefined_name(t, m, log)
             or columns.missing_column(t, m, log)
             or inference.inference_tensor(t, m, log)
             or programs.missing_program(t, m, log)
+            or wrapped.through_wrapper(t, m, log)
             or drift(t, [m], log)
             or _lifted_raise(t, m, log)
             or trl_refusal(t, m, log)
