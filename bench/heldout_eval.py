@@ -533,18 +533,21 @@ def _origin(note: object) -> str | None:
 
 #: a value a collector copied from the script's ``GRPOConfig(...)`` call that is code, not a
 #: literal (``bf16: 'torch.cuda.is_bf16_supported()'``): computed by the script at run time
-_CODE_VALUE = re.compile(r"""^(\s*\w+:\s*)(['"]?)(?:not\s+)?[\w.]+\([^()]*\)\2\s*(?:#.*)?$""")
+_CODE_VALUE = re.compile(
+    r"""^(\s*\w+:\s*)(['"]?)(?:(?:not\s+)?[\w.]+\([^()]*\)|<[^<>]+>)\2\s*(?:#.*)?$"""
+)  # a call the script makes, or the collector's <placeholder> for a value it computes
 
 
 def _drop_code_values(config: Path) -> None:
     """In a config the collector reconstructed from the script's ``GRPOConfig(...)`` (its first
-    line says so), the keys whose value was an expression the script computes (a call) are left
-    out: no config file holds them; the real setup passes them in code, which envdoctor reads
-    from the script (a non-literal keyword: unknown). Published configs are left as they are."""
+    line says so), the keys whose value was an expression the script computes (a call, or the
+    collector's ``<placeholder>`` for it) are left out: no config file holds them; the real setup
+    passes them in code, which envdoctor reads from the script (a non-literal keyword: unknown).
+    Published configs are left as they are."""
     if not config.is_file():
         return
     lines = config.read_text(errors="replace").splitlines(keepends=True)
-    if not lines or "reconstructed from" not in lines[0]:
+    if not lines or "reconstructed" not in lines[0]:
         return
     kept = [x for x in lines if not _CODE_VALUE.match(x.rstrip("\n"))]
     if len(kept) != len(lines):

@@ -126,3 +126,22 @@ def test_a_range_keeps_what_the_stack_brought_else_the_nearest_release_it_allows
     # a version the note says the range resolved to is that version
     got = harness._stack({"trl": "0.17.0", "transformers": "'transformers>=4.48' (range; resolved 5.12.1)"})
     assert got["transformers"] == "5.12.1"
+
+
+def test_a_reconstructed_configs_computed_values_are_left_out(tmp_path):
+    """A call the script makes and the collector's <placeholder> for a value the script computes
+    are no config file's values (held-out set 9: `eval_steps: <total_step // 100>` drew CFG005);
+    a published config keeps every line."""
+    he = harness
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        "# reconstructed: GRPOConfig(...) in train.py\nlearning_rate: 1e-6\n"
+        "eval_steps: <total_step // 100>\nvllm_server_port: <free port picked by the script>\n"
+        "output_dir: os.path.join(root, 'o')\n"
+    )
+    he._drop_code_values(cfg)
+    assert cfg.read_text().splitlines()[1:] == ["learning_rate: 1e-6"]
+    published = tmp_path / "p.yaml"
+    published.write_text("# as published\neval_steps: <total_step // 100>\n")
+    he._drop_code_values(published)
+    assert "eval_steps" in published.read_text()

@@ -188,6 +188,10 @@ class ScriptDecl:
     chat_messages: str | None = None
     #: the config class the script builds for its trainer (``ConfigClass``), None when not seen
     config_class: ConfigClass | None = None
+    #: the fields of the repository's dataclasses (with their repository bases) where the script
+    #: or a module it imports reads the config file itself (``yaml.safe_load``): key -> what
+    #: declares it
+    self_loaded: dict[str, str] = field(default_factory=dict)
 
     @property
     def readable(self) -> bool:
@@ -225,6 +229,8 @@ class ScriptDecl:
             for cls in classes.values():
                 for name in cls.fields:
                     out.setdefault(name, f"a field of {kind} {cls.name} ({cls.path}:{cls.line})")
+        for name, said in self.self_loaded.items():
+            out.setdefault(name, said)
         return out
 
 
@@ -403,11 +409,26 @@ class SourceFacts:
     unknown_keys_kept: list[tuple[str, int]] = field(default_factory=list)  # (call, line)
     #: lines where it writes a chat message (a dict display with "role" and "content" keys)
     chat_messages: list[int] = field(default_factory=list)
+    #: where it reads a config file into plain data itself (``FILE_LOADS``): (call, line)
+    file_loads: list[tuple[str, int]] = field(default_factory=list)
 
 
 #: calls that read the parameters or fields of a class: a script that reads GRPOConfig's keeps
 #: only the keys the installed release takes (ledgerlab-openenv's train_finbench_grpo.py)
 FIELD_READS = ("signature", "getfullargspec", "fields")
+#: calls that read a config file into plain data: a script that calls one reads its config itself
+#: (into its own dataclass), not through TRL's parser
+FILE_LOADS = frozenset(
+    {
+        "yaml.safe_load",
+        "yaml.load",
+        "yaml.full_load",
+        "json.load",
+        "OmegaConf.load",
+        "tomllib.load",
+        "toml.load",
+    }
+)
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
 
@@ -597,6 +618,8 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         owner = node.func.value
         if isinstance(owner, ast.Name):
             mod.removals.setdefault(owner.id, []).append(node.lineno)
+    if func in FILE_LOADS and len(mod.file_loads) < MAX_CALLS:
+        mod.file_loads.append((func, node.lineno))
     if last in FIELD_READS and node.args and len(mod.config_filters) < MAX_CALLS:
         read_of = _dotted(node.args[0])
         if read_of and CONFIG_CLASS in read_of.split("."):
@@ -1003,6 +1026,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         (f"{call} in {main.path}:{line}" for call, line in main.unknown_keys_kept), None
     )
     _in_process(main, decl, followed)
+    decl.self_loaded = _self_loaded(main, script, res, followed)
     decl.files = tuple(dict.fromkeys(res.files))
     decl.chat_messages = next(
         (f"{mod.path}:{mod.chat_messages[0]}" for mod in [main, *followed] if mod.chat_messages), None
@@ -1094,6 +1118,29 @@ def _trl_other_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str |
 
 #: TRL classes whose calls' keywords are checked against the symbol history
 CHECKED_CALLS = frozenset({TRAINER_CLASS})
+
+
+def _self_loaded(
+    main: SourceFacts, script: Path, res: _Resolver, followed: list[SourceFacts]
+) -> dict[str, str]:
+    """Where the script or a module it imports reads a config file into plain data itself
+    (``yaml.safe_load``): the fields of the dataclasses those files define, with their repository
+    bases — the keys such a script fills its own configuration from (not GRPOConfig's to judge)."""
+    mods = [(main, script), *((m, Path(m.path)) for m in followed)]
+    load = next(((m, call, line) for m, _ in mods for call, line in m.file_loads), None)
+    if load is None:
+        return {}
+    at = f"{load[1]} in {load[0].path}:{load[2]}"
+    out: dict[str, str] = {}
+    for mod, home in mods:
+        for cls in mod.classes.values():
+            for name in _fields(cls, mod, home, res)[0]:
+                out.setdefault(
+                    name,
+                    f"a field of the repository's dataclass {cls.name} ({cls.path}:{cls.line}); the "
+                    f"script reads its config file itself ({at})",
+                )
+    return out
 
 
 def _trl_calls(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlCall]:

@@ -7,6 +7,7 @@ default that is a string with the field's type: ``"1e-5"`` (a string to YAML 1.1
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 TRUE = ("yes", "true", "t", "y", "1")  # transformers.hf_argparser.string_to_bool
@@ -68,6 +69,8 @@ COUNTS = (
     "vllm_tensor_parallel_size",
     "vllm_data_parallel_size",
 )
+#: a value that is a shell variable as a script writes it (``$PORT``, ``${PORT}``, ``${PORT:-8000}``)
+SHELL_VARIABLE = re.compile(r"^\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*(?::?[-=?+][^{}]*)?\})$")
 #: Other numbers: no setting of a GRPO run comes near.
 MAX_NUMBER = 10**15
 
@@ -83,6 +86,9 @@ def validate(key: str, value: Any, origin: str) -> None:
 
     def fail(problem: str) -> None:
         raise InputError(origin, f"key '{key}': {problem}")
+
+    if origin == "command line" and isinstance(value, str) and SHELL_VARIABLE.match(value.strip()):
+        return  # a launch line's $PORT, as a script holds it: its value is the shell's, not known here
 
     if isinstance(value, float) and not math.isfinite(value):
         fail(f"{value} is not a finite number")
