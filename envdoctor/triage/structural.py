@@ -331,13 +331,8 @@ def patched(p: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str
     )
     caller = caller_frame.package if caller_frame is not None else None
     owner = f"{caller}'" if caller and caller.endswith("s") else f"{caller}'s"
-    role = (
-        f"in place of {owner} model forward"
-        if forward and caller
-        else f"in place of {caller}'s own function"
-        if caller
-        else "in place of another package's function"
-    )
+    # called through torch's module call: the function stands in for the model's forward
+    role = f", which {p.package} puts in place of {owner} model forward," if forward and caller else ""
     where = ", ".join(p.modules[:3]) + (f" and {len(p.modules) - 3} more" if len(p.modules) > 3 else "")
     version = have.get(p.package)
     shown = f"; the log shows {p.package} {version}" if version else f"; the log shows no {p.package} version"
@@ -365,8 +360,13 @@ def patched(p: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str
         )
     what = (
         f"API drift between {caller or 'the calling package'} and {p.package}: {p.package}'s {p.func}() "
-        f"({where}), which {p.package} puts {role}, does not take '{p.name}', and {by}: the patch is "
-        f"older than the code it patches; {span}{shown}"
+        f"({where}){role} does not take '{p.name}', and {by}: "
+        + (
+            f"{p.package} is older than the code that calls it; "
+            if p.since
+            else f"the calling code was written for another {p.package} API; "
+        )
+        + f"{span}{shown}"
     )
     d = finding(
         "TRI009",

@@ -446,3 +446,18 @@ def test_a_patch_call_that_every_release_takes_or_the_users_function_is_not_the_
         + ("TypeError: lce_forward() got an unexpected keyword argument 'cache_position'\n")
     )
     assert not any("liger-kernel's" in f.message for f in _got(fixed))
+
+
+def test_a_keyword_no_release_of_the_patch_takes_blames_the_caller_not_the_patchs_age():
+    """liger-kernel's functional API called with a keyword none of its releases takes: the calling
+    code was written for another API (the caller's release is the one to change), not an old patch."""
+    f = _rule(
+        _got(
+            "TypeError: liger_fused_linear_cross_entropy() got an unexpected keyword argument 'return_dict'\n"
+        ),
+        "TRI009",
+    )
+    assert f is not None and "no liger-kernel release read takes it" in f.message
+    assert "written for another liger-kernel API" in f.message and "older than" not in f.message
+    assert "in place of" not in f.message  # not called as a model's forward
+    assert f.fix.startswith("run without the liger-kernel patch")
