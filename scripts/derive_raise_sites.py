@@ -103,6 +103,7 @@ _LIFTS = re.compile(
 _NOT_LIFT = re.compile(
     r"(?i)\b(?:add(?:s|ed)?|missing|better|clearer|improve[sd]?)\b.{0,40}\b(?:check|validation|guard|error|"
     r"message)s?\b|\braise\b.{0,60}\binstead\b|\bdeprecat|\brefactor|\bmov(?:e|es|ed|ing)\b|\brenam"
+    r"|\bsimplif|\brewr[io]te|\boverhaul|\brevamp|\bclean[- ]?up\b"
 )
 #: words of a message that name no feature in particular
 _PLAIN = frozenset(
@@ -284,12 +285,17 @@ def _reworded(tpl: str, before: list[tuple[str, str]], after: list[tuple[str, st
 def lifts(title: str, body: str, tpl: str) -> bool:
     """The removal commit says it lifts what the raise refused: a lifting verb (fixes, supports,
     allows, removes the restriction) and a word of the raise's message that names the feature, in
-    its title or message; not a commit that adds, moves or rewords a check."""
-    text = f"{title}\n{body[:2000]}"
-    if not _LIFTS.search(text) or _NOT_LIFT.search(title):
+    one line of its title or message; not a commit that adds, moves or rewords a check, nor a
+    rewrite (a simplification, an overhaul) in which the raise went with the code around it."""
+    if _NOT_LIFT.search(title):
         return False
     named = {w for w in re.findall(r"[a-z_]{4,}", tpl.replace(WILD, " ").lower()) if w not in _PLAIN}
-    return bool(named & set(re.findall(r"[a-z_]{4,}", text.lower())))
+    # the verb and the feature in one line: a squashed PR's list of sub-commits ("* Fix X",
+    # "* Refactor SFTTrainer") ties no fix to what the raise refused
+    return any(
+        _LIFTS.search(line) and named & set(re.findall(r"[a-z_]{4,}", line.lower()))
+        for line in f"{title}\n{body[:2000]}".splitlines()
+    )
 
 
 def _anchor(tpl: str) -> str:

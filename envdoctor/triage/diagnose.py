@@ -197,6 +197,7 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
                 classes.hami_cap(gms[0]),
                 ranks if len(ranks) > 1 else [],
                 world,
+                unseen=not frames(gms[0]) and log.lines <= 3 and not colocated and shared_index is None,
             ),
             context=list(gms[0].context),
         )

@@ -301,6 +301,7 @@ class OomLog:
     cap: tuple[int, float, float] | None = None  # HAMi: (device, bytes wanted, cap in bytes)
     sibling_ranks: list[int] = field(default_factory=list)  # ranks of this job OOM on one GPU
     world_size: int = 0  # the ranks the log (or the layout) shows
+    unseen: bool = False  # the log shows no frame and nothing of a run: which program OOM'd is not said
 
 
 def _result(cause: str, rule: str, head: str, why: str, fix: str, evidence: dict[str, Any]) -> OomCause:
@@ -676,6 +677,8 @@ def classify(
         found = cause(j)
         if found is not None:
             return found
+    if j.log.unseen and not j.vllm_side:
+        return unseen_cause(oom, ctx, j.physical, j.result)
     return capacity_cause(oom, ctx, j.vllm_side, j.physical, j.result)
 
 
@@ -757,6 +760,21 @@ def capacity_cause(
         "MEM001" if vllm_side else "TRI001",
         f"{side} need more than the GPU has",
         capacity_fix(ctx, vllm_side, physical),
+    )
+
+
+def unseen_cause(oom: Oom, ctx: Context | None, physical: int | None, result: Any) -> OomCause:
+    """An out-of-memory line and nothing else (no frame, no line of the run): a training step and a
+    vLLM engine fail with the same message, so both answers are given, vLLM's first (it takes its
+    share of the whole GPU up front: a share near 1 leaves nothing to anything else)."""
+    return result(
+        "capacity",
+        "TRI001",
+        "what this process runs needs more than the GPU has; the log shows no frame, so whether it "
+        "is a vLLM engine (vllm serve, trl vllm-serve, LLM(...)) or a training step is not said",
+        "if it is a vLLM engine: lower its gpu_memory_utilization (0.7-0.9 leaves room for the CUDA "
+        "context and other processes), max_model_len or max_num_seqs; if it is the training step: "
+        + capacity_fix(ctx, False, physical),
     )
 
 

@@ -342,3 +342,30 @@ def test_fragmentation_answers_a_colocated_oom_only_while_it_can_help():
     assert classify(frag, off).cause == "fragmentation"
     cause = classify(frag, on)
     assert cause.cause == "vllm-share" and "expandable_segments" not in cause.fix
+
+
+_BARE_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of "
+    "22.18 GiB of which 3.47 GiB is free. Process 8007 has 18.71 GiB memory in use. Of the allocated memory "
+    "18.29 GiB is allocated by PyTorch, and 142.04 MiB is reserved by PyTorch but unallocated.\n"
+)
+
+
+def test_a_bare_oom_line_does_not_say_whether_training_or_vllm_ran_out():
+    """One OOM line and nothing else: a vLLM engine at gpu_memory_utilization 1 and a training step
+    fail alike (held-out set 9: a `vllm serve` at 1.0 was answered with GRPO training knobs)."""
+    (f,) = findings(scan_bytes(_BARE_OOM.encode()))
+    assert f.rule == "TRI001" and f.severity.value == "error"
+    assert "is not said" in f.message
+    assert f.fix.startswith("if it is a vLLM engine: lower its gpu_memory_utilization")
+    assert "if it is the training step" in f.fix
+
+
+def test_an_oom_with_the_training_frames_keeps_the_training_answer():
+    tb = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/conda/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 900, in '
+        "_compute_loss\n    logits = model(input_ids).logits\n"
+    )
+    (f,) = [g for g in findings(scan_bytes((tb + _BARE_OOM).encode())) if g.rule == "TRI001"]
+    assert "is not said" not in f.message and "if it is a vLLM engine" not in f.fix

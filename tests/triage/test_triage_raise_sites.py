@@ -349,6 +349,14 @@ def test_a_removal_lifts_the_restriction_only_when_its_message_says_so() -> None
     assert not lifts("Fix missing PEFT availability check when passing peft_config (#5665)", "", peft)
     assert not lifts("Refactor DPO (#3906)", "", "Support for kto_pair has been removed in DPOTrainer.")
     assert not lifts("Fix the scheduler (#12)", "", tpl)
+    # a rewrite whose squashed sub-commits name a fix and the feature on separate lines
+    packing = "You passed a `DataCollatorForCompletionOnlyLM` to the SFTTrainer. This is not compatible"
+    body = (
+        "* Refactor SFTTrainer and SFTConfig\n* Fix SFTConfig torch_dtype validation\n* Remove pack_dataset"
+    )
+    assert not lifts("SFT simplification (#2405)", body, packing)
+    assert not lifts("Update trainer (#1)", body, packing)
+    assert lifts("Update trainer (#1)", "* Support DataCollatorForCompletionOnlyLM with packing", packing)
 
 
 def test_a_message_wrapped_over_two_lines_is_placed(index: Path) -> None:
