@@ -1062,15 +1062,11 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
 
 def _unsloth_takes(script: Any, call: Any, key: str, row: dict[str, Any], bit: int) -> bool:
     """Unsloth's patched trainers (the script imports unsloth, which replaces TRL's trainer
-    classes with its own) add a ``tokenizer`` parameter where TRL's takes ``processing_class``
-    and pass it on as that (unsloth/models/rl.py, "Add tokenizer if not seen", since
-    unslothai/unsloth#1701 of February 2025)."""
-    return (
-        key == "tokenizer"
-        and call.method == "__init__"
-        and getattr(script, "patched_by", None) == "unsloth"
-        and bool(int(row.get("processing_class", 0)) & bit)
-    )
+    classes with its own) build their constructor from TRL's parameters plus ``**kwargs``
+    (unsloth/models/rl.py's template, ``def __init__({RLTrainer_arguments}, **kwargs)``, in every
+    release read from 2025.3): no keyword raises TypeError there. ``tokenizer`` it even passes on as
+    ``processing_class`` (unslothai/unsloth#1701, February 2025)."""
+    return call.method == "__init__" and getattr(script, "patched_by", None) == "unsloth"
 
 
 def _dev_neighbours(ctx: Context, version: str, releases: list[str]) -> tuple[str, str, str] | None:

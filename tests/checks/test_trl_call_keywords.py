@@ -129,3 +129,18 @@ def test_unsloths_patched_trainer_takes_tokenizer_where_trl_takes_processing_cla
     script.write_text("from unsloth import FastLanguageModel\n" + text)
     found = findings(snapshot(2, packages={**STACK, "trl": "0.22.2"}), launch=f"python {script}")
     assert [f for f in found if f.rule == "CFG008"] == []
+
+
+def test_unsloths_patched_trainer_takes_any_keyword_at_init_but_trls_does_not(tmp_path):
+    """Unsloth's generated trainer constructor ends in ``**kwargs`` (unsloth/models/rl.py's
+    template, every release read from 2025.3): `GRPOTrainer(max_prompt_length=…)` raises no
+    TypeError there (held-out set 10: a published Colab run on TRL 1.2 + unsloth drew CFG008);
+    the same call on TRL's own trainer does."""
+    (f,) = _cfg008(tmp_path, "1.2.0", extra=", max_prompt_length=512")
+    assert f.evidence["keyword"] == "max_prompt_length"
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from unsloth import FastLanguageModel\n" + SCRIPT.format(extra=", max_prompt_length=512", card="")
+    )
+    found = findings(snapshot(2, packages={**STACK, "trl": "1.2.0"}), launch=f"python {script}")
+    assert [f for f in found if f.rule == "CFG008"] == []
