@@ -772,9 +772,9 @@ def unseen_cause(oom: Oom, ctx: Context | None, physical: int | None, result: An
         "TRI001",
         "what this process runs needs more than the GPU has; the log shows no frame, so whether it "
         "is a vLLM engine (vllm serve, trl vllm-serve, LLM(...)) or a training step is not said",
-        "if it is a vLLM engine: lower its gpu_memory_utilization (0.7-0.9 leaves room for the CUDA "
-        "context and other processes), max_model_len or max_num_seqs; if it is the training step: "
-        + capacity_fix(ctx, False, physical),
+        "if it is a vLLM engine: lower its gpu_memory_utilization (vLLM takes that share of the whole "
+        "GPU up front; 0.7-0.9 leaves headroom), max_model_len or max_num_seqs; if it is the training "
+        "step: " + capacity_fix(ctx, False, physical),
     )
 
 
