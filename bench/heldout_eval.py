@@ -440,9 +440,13 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
                 continue
         # the version the note says the range resolved to ("'transformers>=4.48' (range;
         # resolved 5.12.1 per the fix commit)"): that one
-        said = re.search(r"\bresolved (?:to )?(\d+\.\d+(?:\.\d+)?)\b", v) if isinstance(v, str) else None
+        said = (
+            re.search(r"\bresolved (?:to )?(\d+\.\d+(?:\.\d+)?)\b|\binferred (\d+\.\d+\.\d+)\b(?!-)", v)
+            if isinstance(v, str)
+            else None
+        )  # ... or the exact version it infers ("consistent with unsloth's trl cap (inferred 0.24.0)")
         if said and name not in NOT_PACKAGES:
-            exact[name] = said.group(1)
+            exact[name] = said.group(1) or said.group(2)
             continue
         m = LEAD.match(v.strip()) if isinstance(v, str) else None
         if m and not v.strip().startswith(("<", ">", "=", "~", "!")):
