@@ -148,7 +148,7 @@ def test_a_reconstructed_configs_computed_values_are_left_out(tmp_path):
 
 
 def test_a_note_that_infers_one_exact_release_installs_it():
-    """"consistent with unsloth's trl cap (inferred 0.24.0)": that release, not the newest the
+    """A note's "consistent with unsloth's trl cap (inferred 0.24.0)" means that release, not the newest the
     range allows (held-out set 10: TRL 1.16.0 was installed beside an unsloth that caps it); a
     span ("inferred 0.21-0.23") names no one release."""
     got = harness._stack({"trl": ">=0.14.0 (requirements); 0.24 stated by a commit (inferred 0.24.0)"})
