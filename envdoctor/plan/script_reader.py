@@ -1089,9 +1089,27 @@ def _own_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
         for func, _, _ in main.calls
         if func.rsplit(".", 1)[-1].endswith("Trainer")
     ]
+    if not kinds and not _names_trl_trainer(main):
+        # ``trainer_cls = A if use_vllm else B; trainer_cls(...)`` (R1-V and its descendants): the
+        # trainer classes it imports from the repository, where TRL's GRPOTrainer is named
+        # nowhere but in an import
+        kinds = [
+            _derives(name, main, script, res)
+            for name, (source, _, level) in main.imports.items()
+            if name.endswith("Trainer")
+            and (level or source.split(".")[0] not in {"trl", "unsloth", *OTHER_TRAINER_PACKAGES})
+        ]
     if not kinds or any(k is None or k == "grpo" for k in kinds):
         return None
     return kinds[0].removeprefix("other: ") if kinds[0] else None
+
+
+def _names_trl_trainer(main: SourceFacts) -> bool:
+    """Whether the script names TRL's GRPOTrainer anywhere but in an import line."""
+    word = re.compile(rf"\b{TRAINER_CLASS}\b")
+    return any(
+        word.search(line) and not line.lstrip().startswith(("from ", "import ")) for line in main.lines
+    )
 
 
 def _trl_other_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:

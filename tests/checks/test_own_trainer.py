@@ -70,3 +70,25 @@ def test_unsloths_trainer_is_trls_patched_and_not_unread(tmp_path):
     script = "from unsloth import UnslothGRPOTrainer\n\ntrainer = UnslothGRPOTrainer(model='m')\n"
     (f,) = _cfg002_script(tmp_path, script)
     assert "could not read" not in f.message
+
+
+READ_CLS = """\
+from my_trainer import CustomTrainer as VideoTrainer
+from my_trainer import CustomVLLMTrainer
+from trl import GRPOConfig, GRPOTrainer
+
+trainer_cls = VideoTrainer if True else CustomVLLMTrainer
+trainer = trainer_cls(model="m", args=None)
+"""
+
+
+def test_a_trainer_class_picked_into_a_variable_from_the_repository_is_read(tmp_path):
+    """R1-V's descendants (TimeZero, held-out set 10) pick their trainer class into a variable and
+    import TRL's GRPOTrainer without using it: the classes they import from the repository decide,
+    read as a direct call's would be."""
+    (tmp_path / "my_trainer.py").write_text(OWN + "\n\nclass CustomVLLMTrainer(Trainer):\n    pass\n")
+    (f,) = _cfg002_script(tmp_path, READ_CLS)
+    assert f.severity.value == "info" and "transformers.Trainer" in f.message
+    # TRL's GRPOTrainer named in the code (a candidate of the pick): its check may run
+    (g,) = _cfg002_script(tmp_path, READ_CLS.replace("else CustomVLLMTrainer", "else GRPOTrainer"))
+    assert g.severity.value == "error"
