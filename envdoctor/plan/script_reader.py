@@ -411,11 +411,15 @@ class SourceFacts:
     chat_messages: list[int] = field(default_factory=list)
     #: where it reads a config file into plain data itself (``FILE_LOADS``): (call, line)
     file_loads: list[tuple[str, int]] = field(default_factory=list)
+    #: the line of its first Hydra entry (``@hydra.main``, ``instantiate(...)``): 0 for none
+    hydra: int = 0
 
 
 #: calls that read the parameters or fields of a class: a script that reads GRPOConfig's keeps
 #: only the keys the installed release takes (ledgerlab-openenv's train_finbench_grpo.py)
 FIELD_READS = ("signature", "getfullargspec", "fields")
+#: Hydra's entry points: a script that calls one builds its objects from the config's ``_target_``
+HYDRA_CALLS = frozenset({"hydra.main", "hydra.utils.instantiate", "hydra.utils.call"})
 #: calls that read a config file into plain data: a script that calls one reads its config itself
 #: (into its own dataclass), not through TRL's parser
 FILE_LOADS = frozenset(
@@ -618,6 +622,12 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         owner = node.func.value
         if isinstance(owner, ast.Name):
             mod.removals.setdefault(owner.id, []).append(node.lineno)
+    if not mod.hydra and (
+        func in HYDRA_CALLS
+        or func.split(".")[0] in mod.imports
+        and mod.imports[func.split(".")[0]][0].split(".")[0] == "hydra"
+    ):
+        mod.hydra = node.lineno
     if func in FILE_LOADS and len(mod.file_loads) < MAX_CALLS:
         mod.file_loads.append((func, node.lineno))
     if last in FIELD_READS and node.args and len(mod.config_filters) < MAX_CALLS:
@@ -1395,7 +1405,60 @@ def _config_class(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
     for kind in CONFIG_KINDS:
         if any(c.kind == kind for c in found):
             return next(c for c in found if c.kind == kind)
+    if main.hydra and not _targets_trl(script):
+        # Hydra builds the trainer's arguments from the config's ``_target_``: the repository's
+        # own class (a vendored GRPOConfig), unless a config of the repository targets TRL's
+        where = f"{main.path}:{main.hydra}"
+        return ConfigClass("foreign", "the class a Hydra `_target_` names", "hydra", where)
     return None
+
+
+#: a Hydra config that builds TRL's own config class
+_TRL_TARGET = re.compile(rb"_target_\s*:\s*['\"]?trl(?:\.trainer(?:\.grpo_config)?)?\.GRPOConfig\b")
+MAX_TARGET_FILES = 400  # YAML files of the repository read for a ``_target_``
+MAX_TARGET_FOLDERS = 2000
+MAX_TARGET_BYTES = 4 << 20
+
+
+def _targets_trl(script: Path) -> bool:
+    """Whether a YAML file of the script's repository (the nearest folder above it with a .git,
+    pyproject.toml or setup.py, else its own folder; bounded in folders, files and bytes) has
+    Hydra build TRL's GRPOConfig (``_target_: trl.GRPOConfig``)."""
+    try:
+        here = script.resolve().parent
+    except (OSError, RuntimeError):
+        return False
+    root = next(
+        (
+            p
+            for p in [here, *list(here.parents)[:4]]
+            if any((p / m).exists() for m in (".git", "pyproject.toml", "setup.py", "setup.cfg"))
+        ),
+        here,
+    )
+    folders = files = size = 0
+    for top, dirs, names in os.walk(root):
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__")
+        )
+        folders += 1
+        if folders > MAX_TARGET_FOLDERS:
+            return False
+        for name in sorted(names):
+            if not name.endswith((".yaml", ".yml")):
+                continue
+            files += 1
+            if files > MAX_TARGET_FILES or size > MAX_TARGET_BYTES:
+                return False
+            try:
+                with open(os.path.join(top, name), "rb") as f:
+                    data = f.read(262144)
+            except OSError:
+                continue
+            size += len(data)
+            if _TRL_TARGET.search(data):
+                return True
+    return False
 
 
 def _classify(
