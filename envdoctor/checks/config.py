@@ -13,7 +13,8 @@ from envdoctor.findings import FileEdit, Remedy
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.keys import presence, span
 from envdoctor.plan.interface import ConfigClass, TrainingScript, from_code
-from envdoctor.plan.values import SHELL_VARIABLE, small_divisors, type_problem
+from envdoctor.plan.placeholders import placeholder
+from envdoctor.plan.values import small_divisors, type_problem
 from envdoctor.trl_release import dev_build
 
 #: Keys in a TRL config file that are not GRPOConfig fields but are read by TRL's parser
@@ -938,7 +939,7 @@ def config_value_type(ctx: Context) -> Iterator[Hit]:
         value = ctx.config[key]
         if value is None and from_code(origin):
             continue  # a None in code skips TRL's parser (often "use the default", e.g. top_p)
-        if "command line" in origin and isinstance(value, str) and SHELL_VARIABLE.match(value.strip()):
+        if "command line" in origin and isinstance(value, str) and placeholder(value):
             continue  # a launch line's $PORT as a script holds it: the shell gives its value
         problem = type_problem(value, kind, optional)
         if problem and kind == "bool" and "command line" in origin and str(value).lower() in _CLI_BOOLS:

@@ -1416,14 +1416,20 @@ def _config_class(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
 #: a Hydra config that builds TRL's own config class
 _TRL_TARGET = re.compile(rb"_target_\s*:\s*['\"]?trl(?:\.trainer(?:\.grpo_config)?)?\.GRPOConfig\b")
 MAX_TARGET_FILES = 400  # YAML files of the repository read for a ``_target_``
-MAX_TARGET_FOLDERS = 2000
+MAX_TARGET_DEPTH = 6
+#: folders of installed or built packages, not the repository's configs
+_NOT_CONFIG_DIRS = frozenset(
+    {"node_modules", "site-packages", "dist-packages", "build", "dist", "__pycache__"}
+)
 MAX_TARGET_BYTES = 4 << 20
 
 
 def _targets_trl(script: Path) -> bool:
     """Whether a YAML file of the script's repository (the nearest folder above it with a .git,
-    pyproject.toml or setup.py, else its own folder; bounded in folders, files and bytes) has
-    Hydra build TRL's GRPOConfig (``_target_: trl.GRPOConfig``)."""
+    pyproject.toml or setup.py, else its own folder; ``repo_walk``'s bounded walk) has Hydra build
+    TRL's GRPOConfig (``_target_: trl.GRPOConfig``)."""
+    from envdoctor.plan.repo_walk import walk
+
     try:
         here = script.resolve().parent
     except (OSError, RuntimeError):
@@ -1436,28 +1442,25 @@ def _targets_trl(script: Path) -> bool:
         ),
         here,
     )
-    folders = files = size = 0
-    for top, dirs, names in os.walk(root):
-        dirs[:] = sorted(
-            d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__")
-        )
-        folders += 1
-        if folders > MAX_TARGET_FOLDERS:
-            return False
-        for name in sorted(names):
-            if not name.endswith((".yaml", ".yml")):
-                continue
-            files += 1
-            if files > MAX_TARGET_FILES or size > MAX_TARGET_BYTES:
-                return False
-            try:
-                with open(os.path.join(top, name), "rb") as f:
-                    data = f.read(262144)
-            except OSError:
-                continue
-            size += len(data)
-            if _TRL_TARGET.search(data):
-                return True
+    size = 0
+    for path in walk(
+        root,
+        ("*.yaml", "*.yml"),
+        max_files=MAX_TARGET_FILES,
+        max_depth=MAX_TARGET_DEPTH,
+        skip_dirs=_NOT_CONFIG_DIRS,
+        skip_hidden_dirs=True,
+    ):
+        try:
+            with open(path, "rb") as f:
+                data = f.read(262144)
+        except OSError:
+            continue
+        size += len(data)
+        if _TRL_TARGET.search(data):
+            return True
+        if size > MAX_TARGET_BYTES:
+            break
     return False
 
 

@@ -7,8 +7,9 @@ default that is a string with the field's type: ``"1e-5"`` (a string to YAML 1.1
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from envdoctor.plan.placeholders import placeholder
 
 TRUE = ("yes", "true", "t", "y", "1")  # transformers.hf_argparser.string_to_bool
 FALSE = ("no", "false", "f", "n", "0")
@@ -69,8 +70,6 @@ COUNTS = (
     "vllm_tensor_parallel_size",
     "vllm_data_parallel_size",
 )
-#: a value that is a shell variable as a script writes it (``$PORT``, ``${PORT}``, ``${PORT:-8000}``)
-SHELL_VARIABLE = re.compile(r"^\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*(?::?[-=?+][^{}]*)?\})$")
 #: Other numbers: no setting of a GRPO run comes near.
 MAX_NUMBER = 10**15
 
@@ -87,7 +86,7 @@ def validate(key: str, value: Any, origin: str) -> None:
     def fail(problem: str) -> None:
         raise InputError(origin, f"key '{key}': {problem}")
 
-    if origin == "command line" and isinstance(value, str) and SHELL_VARIABLE.match(value.strip()):
+    if origin == "command line" and isinstance(value, str) and placeholder(value):
         return  # a launch line's $PORT, as a script holds it: its value is the shell's, not known here
 
     if isinstance(value, float) and not math.isfinite(value):
