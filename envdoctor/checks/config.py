@@ -461,7 +461,25 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
         )
         return
     unread = script.unread_trainer if script is not None and not script.problem else None
-    if unread and str((rule_entry or {}).get("where") or "").startswith("GRPOTrainer") and total % gens:
+    where = str((rule_entry or {}).get("where") or "")
+    built = script.config_class if script is not None and not script.problem else None
+    if built is not None and built.kind == "foreign" and where.startswith("GRPOConfig") and total % gens:
+        # TRL 0.18+ check the batch in GRPOConfig.__post_init__: a config class envdoctor cannot
+        # read (another package's, a Hydra `_target_`) runs it only if it derives from TRL's
+        yield hit(
+            f"the global batch {total} = {what} is not divisible by num_generations ({gens}); "
+            f"TRL {ctx.trl.label()} checks it in GRPOConfig.__post_init__, and the run builds "
+            f"{built.said}, which envdoctor could not read: it refuses if it derives from TRL's "
+            "GRPOConfig or copies that check",
+            fix=f"make the global batch a multiple of num_generations ({gens}), unless "
+            f"{built.name} neither derives from TRL's GRPOConfig nor needs whole groups",
+            severity="warning",
+            total=total,
+            num_generations=gens,
+            config_class=built.name,
+        )
+        return
+    if unread and where.startswith("GRPOTrainer") and total % gens:
         # the check runs in TRL 0.15-0.17's GRPOTrainer.__init__; a trainer class envdoctor could
         # not read may derive from it (and refuse) or not (a copy of the GRPO loop, as
         # open-r1-multimodal's Qwen2VLGRPOTrainer): likely, not certain

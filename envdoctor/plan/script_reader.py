@@ -1012,9 +1012,13 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
     decl.trl_classes = tuple(dict.fromkeys(trl_classes))
     decl.unresolved = tuple(dict.fromkeys(unresolved))
     decl.config_calls = _config_calls(main, script, res, decl)
-    decl.config_class = _config_class(main, script, res, decl)
+    targets = _trl_targets(script) if main.hydra else frozenset()
+    decl.config_class = _config_class(main, script, res, decl, targets)
     decl.own_trainer = _own_trainer(main, script, res)
     decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
+    hydra_trainer = main.hydra and TRAINER_CLASS not in targets  # Hydra builds it from a `_target_`
+    if hydra_trainer and not (decl.own_trainer or decl.unread_trainer or main.model_by_name):
+        decl.unread_trainer = f"the class a Hydra `_target_` names ({main.path}:{main.hydra})"
     decl.trl_calls = _trl_calls(main, script, res)
     followed = res.follow()  # after the names above are resolved: they come first in the bounds
     decl.ref_ds_prepares = tuple(
@@ -1378,7 +1382,9 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
     return out
 
 
-def _config_class(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptDecl) -> ConfigClass | None:
+def _config_class(
+    main: SourceFacts, script: Path, res: _Resolver, decl: ScriptDecl, targets: frozenset[str] = frozenset()
+) -> ConfigClass | None:
     """The config class the script builds: what its trainer calls get as ``args=`` (a call, or
     the name a call was bound to: ``training_args = vf.grpo_defaults(...)``), else the
     ``…Config`` classes it calls or hands its parser. TRL's GRPOConfig (or a subclass of it read
@@ -1405,7 +1411,7 @@ def _config_class(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
     for kind in CONFIG_KINDS:
         if any(c.kind == kind for c in found):
             return next(c for c in found if c.kind == kind)
-    if main.hydra and not _targets_trl(script):
+    if main.hydra and CONFIG_CLASS not in targets:
         # Hydra builds the trainer's arguments from the config's ``_target_``: the repository's
         # own class (a vendored GRPOConfig), unless a config of the repository targets TRL's
         where = f"{main.path}:{main.hydra}"
@@ -1414,7 +1420,7 @@ def _config_class(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
 
 
 #: a Hydra config that builds TRL's own config class
-_TRL_TARGET = re.compile(rb"_target_\s*:\s*['\"]?trl(?:\.trainer(?:\.grpo_config)?)?\.GRPOConfig\b")
+_TRL_TARGET = re.compile(rb"_target_\s*:\s*['\"]?trl(?:\.\w+){0,3}\.(GRPOConfig|GRPOTrainer)\b")
 MAX_TARGET_FILES = 400  # YAML files of the repository read for a ``_target_``
 MAX_TARGET_DEPTH = 6
 #: folders of installed or built packages, not the repository's configs
@@ -1424,16 +1430,16 @@ _NOT_CONFIG_DIRS = frozenset(
 MAX_TARGET_BYTES = 4 << 20
 
 
-def _targets_trl(script: Path) -> bool:
-    """Whether a YAML file of the script's repository (the nearest folder above it with a .git,
-    pyproject.toml or setup.py, else its own folder; ``repo_walk``'s bounded walk) has Hydra build
-    TRL's GRPOConfig (``_target_: trl.GRPOConfig``)."""
+def _trl_targets(script: Path) -> frozenset[str]:
+    """TRL's classes (GRPOConfig, GRPOTrainer) that a YAML file of the script's repository (the
+    nearest folder above it with a .git, pyproject.toml or setup.py, else its own folder;
+    ``repo_walk``'s bounded walk) has Hydra build (``_target_: trl.GRPOConfig``)."""
     from envdoctor.plan.repo_walk import walk
 
     try:
         here = script.resolve().parent
     except (OSError, RuntimeError):
-        return False
+        return frozenset()
     root = next(
         (
             p
@@ -1442,7 +1448,7 @@ def _targets_trl(script: Path) -> bool:
         ),
         here,
     )
-    size = 0
+    size, found = 0, set[str]()
     for path in walk(
         root,
         ("*.yaml", "*.yml"),
@@ -1457,11 +1463,10 @@ def _targets_trl(script: Path) -> bool:
         except OSError:
             continue
         size += len(data)
-        if _TRL_TARGET.search(data):
-            return True
+        found.update(m.decode() for m in _TRL_TARGET.findall(data))
         if size > MAX_TARGET_BYTES:
             break
-    return False
+    return frozenset(found)
 
 
 def _classify(

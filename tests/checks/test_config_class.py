@@ -226,3 +226,17 @@ def test_a_hydra_config_that_targets_trls_grpoconfig_keeps_todays_judgement(tmp_
     (tmp_path / "cfgs" / "trainer.yaml").write_text("args:\\n  _target_: trl.GRPOConfig\\n")
     got = _found(tmp_path, HYDRA, {"sync_ref_model": True}, {**OLD, "trl": "0.14.0"})
     assert any(f.rule == "CFG001" and f.severity.value == "warning" for f in got)
+
+
+def test_a_batch_trls_config_would_refuse_is_likely_not_certain_under_a_class_not_read(tmp_path):
+    """TRL 0.18+ check the batch in GRPOConfig.__post_init__: a Hydra run builds its own class
+    (RLT's GRPOConfig(TrainingArguments)), which runs the check only if it derives from TRL's."""
+    (tmp_path / "pyproject.toml").write_text("[project]\\nname = 'x'\\n")
+    batch = {"per_device_train_batch_size": 1, "num_generations": 64}
+    got = [f for f in _found(tmp_path, HYDRA, batch) if f.rule == "CFG002"]
+    assert [f.severity.value for f in got] == ["warning"]
+    assert "Hydra `_target_`" in got[0].message and "if it derives from TRL's GRPOConfig" in got[0].message
+    (tmp_path / "cfgs").mkdir()
+    (tmp_path / "cfgs" / "t.yaml").write_text("args:\\n  _target_: trl.GRPOConfig\\n")
+    got = [f for f in _found(tmp_path, HYDRA, batch) if f.rule == "CFG002"]
+    assert [f.severity.value for f in got] == ["error"]  # TRL's own class: TRL refuses
