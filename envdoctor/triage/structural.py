@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from envdoctor import versions
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage import (
@@ -336,9 +337,13 @@ def patched(p: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str
     where = ", ".join(p.modules[:3]) + (f" and {len(p.modules) - 3} more" if len(p.modules) > 3 else "")
     version = have.get(p.package)
     shown = f"; the log shows {p.package} {version}" if version else f"; the log shows no {p.package} version"
+    # a release newer than the history: whether it takes the keyword is past envdoctor's knowledge
+    past = bool(version) and version not in p.releases and versions.below(p.releases[-1], str(version))
+    if past:
+        shown += f", newer than the releases read: whether it takes '{p.name}' is not known"
     by = f"{_frame_text(caller_frame)} passes it" if caller_frame is not None else "its caller passes it"
     read = f"{len(p.releases)} releases read, {p.releases[0]} to {p.releases[-1]}"
-    if p.since:
+    if p.since and not past:
         span = f"every {p.func}() of {p.package} takes it from {p.package} {p.since} ({read})"
         fix = (
             f"pip install '{p.package}=={p.since}' (the first release whose every {p.func}() takes "
@@ -348,6 +353,13 @@ def patched(p: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str
                 if caller
                 else ""
             )
+        )
+    elif past:
+        took = f"{p.package} {p.since} to {p.releases[-1]} take it" if p.since else "no release read takes it"
+        span = f"{took} ({read})"
+        fix = (
+            f"check whether your {p.package} {version} takes {p.name}= (its release notes); if not, pin "
+            f"{caller or 'the calling package'} to the release your {p.package} was written for"
         )
     else:
         span = f"no {p.package} release read takes it ({read})"
@@ -381,7 +393,7 @@ def patched(p: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str
     )
     head = log.head.lower()  # its distribution or import name (liger_ce of another package is not it)
     named = p.package.encode() in head or p.package.replace("-", "_").encode() in head
-    return at_severity(d, Severity.ERROR if named else Severity.WARNING)
+    return at_severity(d, Severity.ERROR if named and not past else Severity.WARNING)
 
 
 def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:

@@ -461,3 +461,17 @@ def test_a_keyword_no_release_of_the_patch_takes_blames_the_caller_not_the_patch
     assert "written for another liger-kernel API" in f.message and "older than" not in f.message
     assert "in place of" not in f.message  # not called as a model's forward
     assert f.fix.startswith("run without the liger-kernel patch")
+
+
+def test_a_patch_release_newer_than_the_history_is_said_not_downgraded():
+    """The log shows liger-kernel 0.9.0, past the releases read (to 0.8.2): whether it takes the
+    keyword is not known, so no pin to an older release is advised and the finding is a warning."""
+    text = (
+        "liger-kernel==0.9.0\nliger_kernel.transformers.monkey_patch\n"
+        + _GENERATE
+        + ("TypeError: lce_forward() got an unexpected keyword argument 'cache_position'\n")
+    )
+    f = _rule(_got(text), "TRI009")
+    assert f is not None and f.severity.value == "warning"
+    assert "newer than the releases read" in f.message and "==0.5.3" not in f.fix
+    assert f.fix.startswith("check whether your liger-kernel 0.9.0 takes cache_position=")
