@@ -147,6 +147,38 @@ def _library(body: str) -> str:
     return token.lstrip("'\"(").rsplit("/", 1)[-1][:200]
 
 
+def _cuda_wheel_tag(version: str) -> str:
+    """PyTorch's index folder for a CUDA release: ``12.1`` -> ``cu121``."""
+    major, _, minor = version.partition(".")
+    return f"cu{major}{minor.split('.')[0] or '0'}"
+
+
+def cuda_toolkit(ms: list[Match], log: Log) -> list[Draft]:
+    """An extension's build refused a CUDA toolkit of another release than torch's own (TRI023)."""
+    first = ms[0]
+    if "accepting this combination" in first.text or "DS_SKIP_CUDA_CHECK" in first.text:
+        return reject(ms)  # DeepSpeed's print for compatible minor releases: no failure
+    g = first.groups
+    toolkit, built = g.get("installed") or g.get("detected"), g.get("torch") or g.get("compiled")
+    if not toolkit or not built:
+        return reject(ms)
+    body = " ".join([*first.context[-12:], first.text]).lower()
+    who = "DeepSpeed's op builder" if "deepspeed" in body or "op builder" in body else "torch's cpp_extension"
+    ext = next((d for frag, d in _EXTENSIONS if frag in body and d != "deepspeed"), None)
+    what = (
+        f"{who} will not compile {ext + chr(39) + 's' if ext else 'the'} CUDA extension: the toolkit found "
+        f"(nvcc, CUDA_HOME) is CUDA {toolkit}, torch was built with CUDA {built}"
+    )
+    fix = (
+        f"point CUDA_HOME (and PATH's nvcc) at a CUDA {built} toolkit, torch's own "
+        f"(e.g. export CUDA_HOME=/usr/local/cuda-{'.'.join(built.split('.')[:2])}), or install the torch "
+        f"build for CUDA {toolkit} where PyTorch publishes one (pip install torch==<the same release> "
+        f"--index-url https://download.pytorch.org/whl/{_cuda_wheel_tag(toolkit)}); then install the "
+        "package again"
+    )
+    return [finding("TRI023", ms, log, what, fix)]
+
+
 def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
     first, ctx = ms[0], log.ctx
     symbol = first.groups["symbol"]

@@ -494,6 +494,7 @@ HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
     "vllm-server-unreachable": classes.server,
     "vllm-server-not-trl": classes.server_not_trl,
     "extension-abi-mismatch": classes.extension_abi,
+    "cuda-toolkit-mismatch": classes.cuda_toolkit,
     "api-drift-import": _api_drift,
     "api-drift-attribute": _api_drift,
     "call-signature": _call_signature,

@@ -358,3 +358,62 @@ def test_an_attribute_error_in_the_users_code_is_not_called_drift():
     )
     (f,) = findings(scan_bytes(text))
     assert f.rule == "TRI003"
+
+
+# -- the CUDA toolkit that compiles an extension (TRI023) -----------------------------------------
+
+_DS_CPU_ADAM = """Traceback (most recent call last):
+  File "train.py", line 40, in <module>
+    trainer.train()
+  File "/usr/local/lib/python3.10/site-packages/deepspeed/ops/adam/cpu_adam.py", line 94, in __init__
+    self.ds_opt_adam = CPUAdamBuilder().load()
+  File "/usr/local/lib/python3.10/site-packages/deepspeed/ops/op_builder/builder.py", line 480, in load
+    return self.jit_load(verbose)
+  File "/usr/local/lib/python3.10/site-packages/deepspeed/ops/op_builder/builder.py", line 512, in jit_load
+    self.build_for_cpu = not assert_no_cuda_mismatch(self.name)
+deepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: \
+Installed CUDA version 12.4 does not match the version torch was compiled with 11.8, \
+unable to compile cuda/cpp extensions without a matching cuda version.
+"""
+
+
+def test_deepspeed_refusing_the_toolkit_names_both_cuda_releases_and_the_way_out():
+    f = _one(_DS_CPU_ADAM)
+    assert f.rule == "TRI023" and f.severity.value == "error"
+    assert "CUDA 12.4" in f.message and "CUDA 11.8" in f.message and "DeepSpeed" in f.message
+    assert "CUDA_HOME=/usr/local/cuda-11.8" in f.fix and "whl/cu124" in f.fix
+
+
+def test_a_bare_exception_line_is_the_failure_not_the_destructor_noise_after_it():
+    log = (
+        '  File "/opt/ds/deepspeed/ops/op_builder/builder.py", line 60, in assert_no_cuda_mismatch\n'
+        '    f"Installed CUDA version {sys_cuda_version} does not match the "\n'
+        "Exception: Installed CUDA version 11.0 does not match the version torch was compiled with "
+        "10.1, unable to compile cuda/cpp extensions without a matching cuda version.\n"
+        "Exception ignored in: <function DeepSpeedCPUAdam.__del__ at 0x7f30c6ca0830>\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/ds/deepspeed/ops/adam/cpu_adam.py", line 91, in __del__\n'
+        "    self.ds_opt_adam.destroy_adam(self.opt_id)\n"
+        "AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'\n"
+    )
+    rules = [f.rule for f in findings(scan_bytes(log))]
+    assert rules == ["TRI023"], rules
+
+
+def test_torch_cpp_extension_mismatch_is_named_too():
+    log = (
+        "RuntimeError: \nThe detected CUDA version (12.1) mismatches the version that was used to "
+        "compilePyTorch (11.7). Please make sure to use the same CUDA versions.\n"
+    )
+    f = _one(log)
+    assert f.rule == "TRI023" and "torch's cpp_extension" in f.message
+    assert "CUDA 12.1" in f.message and "cuda-11.7" in f.fix
+
+
+def test_compatible_minor_releases_that_deepspeed_accepts_are_no_failure():
+    log = (
+        "Installed CUDA version 12.2 does not match the version torch was compiled with 12.1 but "
+        "since the APIs are compatible, accepting this combination\n"
+        "{'loss': 0.1, 'learning_rate': 1e-06, 'epoch': 0.01}\n"
+    )
+    assert findings(scan_bytes(log)) == []
