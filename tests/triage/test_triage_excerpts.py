@@ -31,6 +31,7 @@ EXCERPTS = {
     "alloc_conf_old.log": ("alloc-conf-unrecognized", "ALC001", "error"),
     "alloc_conf_new.log": ("alloc-conf-unrecognized", "ALC001", "error"),
     "vllm_abi.log": ("extension-abi-mismatch", "TRI005", "error"),
+    "cuda_toolkit_mismatch.log": ("cuda-toolkit-mismatch", "TRI023", "error"),
     "batch_global.log": ("batch-not-divisible", "CFG002", "error"),
     "batch_effective.log": ("batch-not-divisible", "CFG002", "error"),
     "generation_batch.log": ("generation-batch-not-divisible", "CFG002", "error"),
