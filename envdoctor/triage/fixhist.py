@@ -687,9 +687,10 @@ def _named_by(pkg: str, attr: str, parts: set[str]) -> list[_Named]:
 
 
 def _symbol_added(pkg: str, cls: str, attr: str) -> bool | None:
-    """What the package's symbol history says of ``cls.attr``: True where some release of the
-    class lacks it and a later one has it (it was added), False where every release of the class
-    has it or none does (not this package's change), None where the history has no such class."""
+    """What the package's symbol history says of ``cls.attr``: True where the class's newest
+    release has it and an older one lacks it (it was added), False where every release of the class
+    has it, none does, or the newest lacks it (removed: a reader of the old API, drift's answer);
+    None where the history has no such class."""
     from envdoctor.knowledge.symbol_history import history
     from envdoctor.knowledge.symbol_history import packages as symbol_packages
 
@@ -700,7 +701,8 @@ def _symbol_added(pkg: str, cls: str, attr: str) -> bool | None:
     if h is None or not scope:
         return None
     have = h.member(cls, "a", attr)[0] & scope
-    return bool(have) and have != scope
+    newest = 1 << (scope.bit_length() - 1)  # the newest release that has the class
+    return bool(have & newest) and have != scope  # the newest has it, an older one not: added
 
 
 def missing_attribute(t: Traceback, m: Match, log: Log) -> Draft | None:
