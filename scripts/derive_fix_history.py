@@ -12,7 +12,9 @@ the removed lines are kept too (BLAKE2s, 3 bytes, of the text without whitespace
 of quote; lines of 16 characters or more that the file after the fix does not hold, rewrapped or
 not, or holds indented deeper: moved under a new ``if`` / ``try``): a traceback that shows one of
 them ran the code the fix replaced. A subject about linting, formatting, style or typos is no fix
-unless it also says bug / crash / regression.
+unless it also says bug / crash / regression or names an exception (``AttributeError``); ``format``
+is a formatter's pass only as the subject's verb ("Format the tests"), not as a noun ("Fix: handle key
+format mismatch", unslothai/unsloth-zoo#773).
 
 The release that first ships a fix:
 
@@ -23,14 +25,17 @@ The release that first ships a fix:
   "…"`` in ``pyproject.toml``): the version of the first bump at or after the commit (date-versioned
   packages whose repositories have no tags per release: unsloth, unsloth_zoo). A bump made before a
   release's last commits maps those commits to the next version: a later release than the true one,
-  never an earlier one.
+  never an earlier one. A bump below one made before it is no release: a vendored copy's own
+  ``__init__.py`` (unsloth_zoo's flash-linear-attention ``0.5.1``) or a bump undone at once.
 
 Commits after the newest release are kept with release ``""`` (fixed on the branch, not released):
 triage names them as "not in a release yet" with an install from the repository at the commit.
 
-The failure a fix's message quotes is kept with it: the exception lines (``Type: message``) and the
+The failure a fix's message quotes is kept with it: the exception lines (``Type: message``), the
 frames of the package in a pasted traceback (module path inside the package, function; the
-innermost ones), so that triage can tell a log that fails the very way the fix describes.
+innermost ones) and messages its prose quotes without an exception's name (``a false '# of LoRAs does
+not match # of saved modules' error``: five words or more), so that triage can tell a log that fails
+the very way the fix describes.
 
 It writes ``rules/knowledge/fixes/DIST.json.gz`` (schema ``envdoctor.fixes/1``)::
 
@@ -38,18 +43,25 @@ It writes ``rules/knowledge/fixes/DIST.json.gz`` (schema ``envdoctor.fixes/1``):
      "subdir": "", "head_date": "2026-01-29", "releases": ["0.14.0", …],
      "fixes": [[sha10, date, release, subject, number], …,
                [sha10, date, "", subject, number, {"e": ["RuntimeError: Expected all …"],
-                                                   "f": [["trainer/ppo/core_algos.py", "f"]]}]],
+                                                   "f": [["trainer/ppo/core_algos.py", "f"]],
+                                                   "m": ["# of LoRAs does not match # of …"]}]],
      "functions": {"trainer/grpo_trainer.py": {"GRPOTrainer._generate": [[fix, "a1b2c3", …], …]}}}
 
 ``functions`` maps a module path (inside the package, as triage's frames name it) and a function's
 qualified name to the fixes that changed it (an index into ``fixes``, then the removed lines'
 hashes). Budget: 3 MB for all files together (``--budget``; the command fails above it). Triage
-reads a package's file only for a traceback whose frames are in that package
-(envdoctor/triage/fixhist.py); the static check never does.
+reads a package's file only for a traceback whose frames are in that package, or for a failure
+shown without frames that the raise-site index places there or that names an attribute an object
+lacks (envdoctor/triage/fixhist.py); the static check never does.
 
 Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool):
 
     python scripts/derive_fix_history.py --all --mirrors /work/.mirror     # every package of PACKAGES
+    # 2026-11-29 (issue #36: "format" as a noun, a vendored version line, quoted messages): trl,
+    # unsloth and unsloth-zoo derived again from mirrors of the same heads (2026-07-24, 2026-08-22,
+    # 2026-08-20), no --exclude (the seventh held-out set is development data now):
+    python scripts/derive_fix_history.py --all --mirrors /work/.mirror --only trl --only unsloth \
+        --only unsloth-zoo
     python scripts/derive_fix_history.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
 
 Offline: it reads the git directory only (``git`` on the path).
@@ -148,12 +160,15 @@ _FIX_WORDS = re.compile(
     r"incorrect|exception|fails?|failing|failure)\b",
     re.IGNORECASE,
 )
+#: a formatter's or linter's pass, a typo; ``format`` only as the subject's verb ("Format the
+#: tests"): the noun is a data layout a fix may be about ("key format mismatch", "chat format")
 _STYLE = re.compile(
-    r"\b(?:lint(?:ing|er|s)?|format(?:ting|ter)?|style|typos?|ruff|pre-commit|isort|yapf|black|"
-    r"docstrings?|comments?|spelling)\b",
+    r"\b(?:lint(?:ing|er|s)?|format(?:ting|ter)|style|typos?|ruff|pre-commit|isort|yapf|black|"
+    r"docstrings?|comments?|spelling)\b|^\W*(?:[\w-]+(?:\([\w-]+\))?:\s*)?format\b",
     re.IGNORECASE,
 )
-_BUG = re.compile(r"\b(?:bugs?|crash(?:es)?|regression)\b", re.IGNORECASE)
+#: what a style word does not outweigh: a bug, a crash, a regression, an exception named
+_BUG = re.compile(r"\b(?:bugs?|crash(?:es)?|regression|(?-i:[A-Z]\w{0,40}Error))\b", re.IGNORECASE)
 _CLOSES = re.compile(
     r"\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s*:?\s*(?:[\w.-]+/[\w.-]+)?#(\d{1,7})", re.I
 )
@@ -170,8 +185,14 @@ _QUOTED_EXC = re.compile(
     r"(?:^|[\s>:`\]])((?:[A-Za-z_]\w{0,60}\.){0,6}(?:[A-Z]\w{0,60}(?:Error|Exception)|StopIteration))"
     r"(?::[ \t]?(.{0,300}))?$"
 )
+#: a failure's message a fix's prose quotes without its exception's name: ``the check raised a
+#: false '# of LoRAs does not match # of saved modules' error``
+_QUOTED_MESSAGE = re.compile(r"(?<![\w'\"`])(['\"`])([^'\"`\n]{20,160})\1(?![\w'\"`])")
+_PROSE_WORD = re.compile(r"[A-Za-z]{2,}")
+MIN_QUOTED_WORDS = 5  # words of a quoted message: fewer name no failure in particular
 MAX_QUOTED_FRAMES = 6  # the innermost frames of the package a message quotes
 MAX_QUOTED_EXC = 3
+MAX_QUOTED_MESSAGES = 3
 MAX_QUOTED_TEXT = 160
 
 
@@ -373,7 +394,20 @@ def quoted(body: str, folders: frozenset[str]) -> dict[str, list[object]]:
             text = " ".join(f"{e[1].rsplit('.', 1)[-1]}: {e[2] or ''}".split())[:MAX_QUOTED_TEXT]
             if text not in excs:
                 excs.append(text)
+    said: list[str] = []
+    for m in _QUOTED_MESSAGE.finditer(body[:20000]):
+        text = " ".join(m[2].split())
+        if (
+            len(_PROSE_WORD.findall(text)) >= MIN_QUOTED_WORDS
+            and text.count(" ") >= MIN_QUOTED_WORDS - 1  # words, not a dotted name
+            and not any(x in text for x in ("://", "/", "(", "=", "{", "<"))  # a path, code, a link
+            and text not in said
+            and not any(text in e for e in excs)
+        ):
+            said.append(text[:MAX_QUOTED_TEXT])
     out: dict[str, list[object]] = {}
+    if said:
+        out["m"] = said[:MAX_QUOTED_MESSAGES]
     if excs:
         out["e"] = list(excs[-MAX_QUOTED_EXC:])
     if frames:
@@ -584,6 +618,13 @@ def derive(
         releases, first, by_number = [], {}, {}
     rows = list(commits(git_dir, roots, since, ref))
     if not tags:  # the version line: the first bump at or after each commit
+        top: Version | None = None
+        for c in rows:  # a bump below an earlier one is another package's line: not a release
+            v = _version(c.bump) if c.bump else None
+            if v is not None and top is not None and v < top:
+                c.bump = ""  # a vendored copy (unsloth_zoo/fla: 0.5.1), a bump undone (4.6, 4.5, 4.7)
+            elif v is not None:
+                top = v
         bumped: list[str] = []
         upcoming = ""
         for c in reversed(rows):

@@ -35,6 +35,9 @@ class Fix:
     #: frames of a traceback in it (module path, function), innermost last
     quoted_exc: tuple[str, ...] = ()
     quoted_frames: tuple[tuple[str, str], ...] = ()
+    #: messages of a failure its prose quotes without the exception's name (``'# of LoRAs does not
+    #: match # of saved modules' error``)
+    quoted_messages: tuple[str, ...] = ()
 
 
 def line_hash(line: str) -> str:
@@ -57,6 +60,28 @@ class FixHistory:
         """The newest release the history knows ("" for none): a fix after it is in no release."""
         return self.releases[-1] if self.releases else ""
 
+    def _fix(self, module: str, qualname: str, row: list[Any]) -> Fix | None:
+        """The fix of one ``functions`` row (an index into ``fixes``, then the removed lines' hashes)."""
+        if not row or not isinstance(row[0], int) or not 0 <= row[0] < len(self.fixes):
+            return None
+        entry = list(self.fixes[row[0]])
+        sha, date, release, subject, number = (entry + [""] * 5)[:5]
+        said = entry[5] if len(entry) > 5 and isinstance(entry[5], dict) else {}
+        return Fix(
+            self.package,
+            module,
+            qualname,
+            str(sha),
+            str(date),
+            str(release),
+            str(subject),
+            str(number),
+            frozenset(str(h) for h in row[1:]),
+            _texts(said.get("e")),
+            _frames(said.get("f")),
+            _texts(said.get("m")),
+        )
+
     def changed(self, module: str, function: str) -> list[Fix]:
         """The fixes that changed ``function`` of ``module``: the function named as a traceback
         names it (``compute_loss``, ``GRPOTrainer.compute_loss``, ``f.<locals>.g``), matched by
@@ -70,27 +95,34 @@ class FixHistory:
             if not named(qualname, want):
                 continue
             for row in rows:
-                if not row or not isinstance(row[0], int) or not 0 <= row[0] < len(self.fixes):
-                    continue
-                entry = list(self.fixes[row[0]])
-                sha, date, release, subject, number = (entry + [""] * 5)[:5]
-                said = entry[5] if len(entry) > 5 and isinstance(entry[5], dict) else {}
-                out.append(
-                    Fix(
-                        self.package,
-                        module,
-                        qualname,
-                        str(sha),
-                        str(date),
-                        str(release),
-                        str(subject),
-                        str(number),
-                        frozenset(str(h) for h in row[1:]),
-                        _texts(said.get("e")),
-                        _frames(said.get("f")),
-                    )
-                )
+                fix = self._fix(module, qualname, row)
+                if fix is not None:
+                    out.append(fix)
         return out
+
+    def defining(self, name: str) -> list[Fix]:
+        """The fixes that changed a function or method called ``name`` (its last part) in any
+        module: a fix that gave a class the attribute a caller reads (``get_dummy_lora_warmup_rank``)."""
+        out: list[Fix] = []
+        for module, names in self.functions.items():
+            for qualname, rows in names.items():
+                if qualname.rsplit(".", 1)[-1] == name:
+                    out.extend(f for f in (self._fix(module, qualname, r) for r in rows) if f is not None)
+        return out
+
+    def subjects(self, pattern: Any) -> list[Fix]:
+        """The fixes whose subject ``pattern`` (a compiled regular expression) finds, each once, as
+        the first function it changed."""
+        hits = {i for i, row in enumerate(self.fixes) if len(row) > 3 and pattern.search(str(row[3]))}
+        out: dict[int, Fix] = {}
+        for module, names in self.functions.items():
+            for qualname, rows in names.items():
+                for row in rows:
+                    if row and row[0] in hits and row[0] not in out:
+                        fix = self._fix(module, qualname, row)
+                        if fix is not None:
+                            out[row[0]] = fix
+        return [out[i] for i in sorted(out)]
 
     def named(self, function: str) -> list[Fix]:
         """The fixes that changed a method named ``Class.method`` in any module of the package

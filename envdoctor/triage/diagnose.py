@@ -767,6 +767,14 @@ def diagnose(
             lifted = quoted(head, log)  # a message a later release no longer raises, quoted without its type
             if lifted is not None:
                 return [lifted.finding] + ([found.finding] if found is not None else [])
+        if found is None and first is None and head:
+            from envdoctor.triage.fixhist import quoted_fixed
+
+            found = quoted_fixed(head, log)  # such a message whose raising function a later fix changed
+        if found is None and first is None and head:
+            from envdoctor.triage.fixhist import generated_in
+
+            found = generated_in(head, log)  # a module Unsloth generated that does not compile
         if found is None and head:
             from envdoctor.triage.programs import from_head as program_from_head
 

@@ -21,7 +21,12 @@ Severity by certainty:
 * nothing otherwise: a version that already has every fix of those functions, a function no fix
   changed, or a log without the version whose failure no fix names.
 
-The history is read only for a traceback that has a frame in a package it covers.
+The history is read only for a traceback that has a frame in a package it covers, and for a
+failure the log shows without any frame (``unframed``): placed by its message in the raise-site
+index (a fix must quote the failure: its traceback, its exception, its message in prose), or an
+attribute an object lacks (the fixes of one package that gave the object's class that method or
+name the attribute and the class). A module Unsloth generated that does not compile
+(``generated``) is its generator's bug, named with the generator's later fixes.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ MAX_WEAK = 3  # fixes after the log's version that may be named without matching
 LINE = "it removed the very line the traceback shows"
 QUOTED = "its message quotes the same failure at the same frame"  # a traceback like the log's
 QUOTED_EXC = "its message quotes the same exception"
+SAID = "its message quotes the failure's message"  # in prose, without the exception's name
 FUNCTION = "its subject names the function"  # a match of the place, not of the failure: a warning
 #: failures of resources and the environment, not of a function's code
 _RESOURCES = ("out of memory", "cuda error", "nccl", "illegal memory access", "device-side assert")
@@ -247,6 +253,27 @@ def _quotes(fix: Fix, frame: Frame, t: Traceback) -> str:
     return QUOTED_EXC
 
 
+_PROSE = re.compile(r"[a-z]{2,}")
+MIN_SAID = 5  # words of a message a fix quotes in prose: fewer name no failure in particular
+
+
+def _prose(text: str) -> str:
+    """``text``'s words of letters only, lower case: a message's numbers, sizes and punctuation
+    differ from run to run (``# of LoRAs = 128``), its words do not."""
+    return " ".join(_PROSE.findall(text.lower()))
+
+
+def _says(fix: Fix, t: Traceback) -> bool:
+    """A message ``fix``'s prose quotes (``'# of LoRAs does not match # of saved modules'``) is in
+    the log's message, word for word."""
+    if not fix.quoted_messages:
+        return False
+    said = f" {_prose(t.message[:1000])} "
+    return any(
+        len(w.split()) >= MIN_SAID and f" {w} " in said for w in (_prose(q) for q in fix.quoted_messages)
+    )
+
+
 def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str], line: bool = True) -> str:
     """What of the failure ``fix`` matches: the raising line, a traceback its message quotes, the
     exception, the message's words, the function; "" for nothing (``line=False``: what its subject
@@ -257,6 +284,8 @@ def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str], line: bool =
         said = _quotes(fix, frame, t)
         if said == QUOTED or said and not _drift_shaped(t):
             return said
+        if _says(fix, t):
+            return SAID
     subject = fix.subject.lower()
     name = t.name
     if _drift_shaped(t):
@@ -289,7 +318,7 @@ def _drift_shaped(t: Traceback) -> bool:
 def _strength(why: str) -> int:
     """0: the raising line or a quoted traceback; 1: the exception or the message; 2: the
     function; 3: nothing."""
-    return 0 if why in (LINE, QUOTED) else 3 if not why else 2 if why.startswith(FUNCTION) else 1
+    return 0 if why in (LINE, QUOTED, SAID) else 3 if not why else 2 if why.startswith(FUNCTION) else 1
 
 
 def _newer(release: str, shown: str | None, newest: str = "") -> bool:
@@ -372,8 +401,9 @@ def _ref(fix: Fix, source: str) -> str:
     return f"“{fix.subject}” ({ref + ', ' if ref else ''}commit {fix.commit[:10]}, {fix.date})"
 
 
-def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
-    """TRI014 for the exception ``t`` (module docstring), or None."""
+def fixed_after(t: Traceback, m: Match, log: Log, placed: str = "") -> Draft | None:
+    """TRI014 for the exception ``t`` (module docstring), or None; ``placed``: how its frame was
+    found where the log shows none (``unframed``)."""
     if not t.exc_type or not t.frames or t.name in ("KeyboardInterrupt", "OutOfMemoryError", "SystemExit"):
         return None
     if any(r in t.message[:500].lower() for r in _RESOURCES):
@@ -427,6 +457,7 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     source = h.source if h is not None else ""
     raised = f"{t.name}: {t.message[:200]}" if t.message else t.name
     place = f"raised in {below or 'another package'} under {pkg}'s call" if below else f"raised inside {pkg}"
+
     released = best.fix.release
     if released:
         when = f"first released in {pkg} {released}"
@@ -442,7 +473,7 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
         else f"a function that a later {pkg} fix"
     )
     what = (
-        f"{raised} — {place} ({_where(best.frame)}), {changed} "
+        f"{raised} — {place} ({_where(best.frame)}{'; ' + placed if placed else ''}), {changed} "
         f"changed: {_ref(best.fix, source)}, {when}" + (f" ({best.why})" if best.why else "")
     )
     if run is not None and run.inferred:
@@ -487,6 +518,7 @@ def fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
         inferred=run.range_text() if run is not None and run.inferred else None,
         inferred_from=list(run.frames) if run is not None and run.inferred else None,
         matched=best.why or None,
+        located_by=placed or None,
     )
     return at_severity(d, Severity.ERROR if certain else Severity.WARNING)
 
@@ -558,3 +590,313 @@ def cut_fixed(tb: Traceback, log: Log, line: int) -> Draft | None:
         **({"number": best.number} if best.number else {}),
     }
     return Draft(line, Finding(RULE, Severity.WARNING, what, fix, ev))
+
+
+# -- a failure the log shows without a frame of the package that raised it -------------------------
+
+RAISE_SITE = "placed by its message in envdoctor's raise-site index; the log shows no frame of it"
+MAX_SITES = 3  # raise sites of one message looked up in the history
+
+
+def unframed(t: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI014 for an exception the log shows without any frame (a one-line paste, an issue's
+    quote): the function its message places it in (the raise-site index: the package, file and
+    function whose ``raise`` prints it) looked up in that package's fix history as if the
+    traceback showed that frame; else an attribute that an object lacks, looked up among the fixes
+    that gave a class that attribute or name it (``missing_attribute``)."""
+    if any(x.frames for x in t.all()) or not t.message.strip():
+        return None
+    return by_raise_site(t, m, log) or missing_attribute(t, m, log)
+
+
+def by_raise_site(t: Traceback, m: Match, log: Log) -> Draft | None:
+    """``fixed_after`` at the raise sites that print ``t``'s message, where one package with a fix
+    history raises it (``raisesites.locate_tb``): the fix must match the failure (its message or
+    subject names it), its release is the pin."""
+    from envdoctor.triage.raisesites import locate_tb
+
+    if any(r in t.message[:500].lower() for r in _RESOURCES):
+        return None
+    loc = locate_tb(t, log)
+    if loc is None or loc.package not in packages():
+        return None
+    sites = list(dict.fromkeys((s.module, s.function, s.exc) for s in loc.sites if s.function))
+    for module, function, exc in sites[:MAX_SITES]:
+        here = Frame(loc.package, module, module, function, 0, "")
+        placed = Traceback([here], t.exc_type or exc, t.message, t.line_no, list(t.chain), t.cause)
+        d = fixed_after(placed, m, log, RAISE_SITE)
+        if d is not None and _firm(str(d.finding.evidence.get("matched") or "")):
+            return d
+    return None
+
+
+def _firm(why: str) -> bool:
+    """A match of the failure that holds without a frame: the fix quotes it (a traceback, the
+    exception, the message in prose); words of a one-line message in a subject do not (``fix
+    max_length`` names a setting every such message names)."""
+    return why in (LINE, QUOTED, QUOTED_EXC, SAID)
+
+
+#: an object's attribute that it lacks, in any exception's message (a wrapper's ``RuntimeError``
+#: re-raises the ``AttributeError``'s text): ``'LRUCacheWorkerLoRAManager' object has no attribute
+#: 'get_dummy_lora_warmup_rank'``
+_LACKS = re.compile(
+    r"'(?P<obj>[A-Za-z_][\w.]{0,200})' object has no attribute '(?P<attr>[A-Za-z_]\w{0,200})'"
+)
+_CLASS_PART = re.compile(r"[A-Z][a-z]{3,}|^[a-z]{4,}")
+_PLAIN = frozenset(
+    ("NoneType", "str", "dict", "list", "tuple", "int", "float", "bool", "bytes", "set", "Tensor")
+)
+
+
+def _distinctive(attr: str) -> bool:
+    """A name that tells one attribute apart (``get_dummy_lora_warmup_rank``, ``vocab_size``), not
+    a word every class has (``config``, ``device``, ``forward``)."""
+    return (
+        len(attr) >= 6
+        and ("_" in attr.strip("_") or any(c.isupper() for c in attr[1:]))
+        and not attr.startswith("__")
+    )
+
+
+@dataclass
+class _Named:
+    fix: Fix
+    defines: bool  # the fix changed a function of that name: it gave a class the attribute
+    parts: int  # words of the object's class its subject names (``configs`` of ``Gemma3Config``)
+
+
+def _named_by(pkg: str, attr: str, parts: set[str]) -> list[_Named]:
+    h = fix_history(pkg)
+    if h is None:
+        return []
+    word = re.compile(rf"(?<![\w.]){re.escape(attr)}(?!\w)")
+    out: dict[str, _Named] = {}
+    for f in h.defining(attr):
+        owner = f.function.rpartition(".")[0]
+        if not owner or "<locals>" in owner:
+            continue  # a module's function, a local class's: not the object's class
+        if parts & {p.lower() for p in _CLASS_PART.findall(owner.rsplit(".", 1)[-1])}:
+            out.setdefault(f.commit, _Named(f, True, 0))  # its class or a kin of it (WorkerLoRAManager)
+    for f in h.subjects(word):
+        out.setdefault(f.commit, _Named(f, False, 0))
+    for n in out.values():
+        subject = n.fix.subject.lower()
+        n.parts = sum(1 for p in parts if re.search(rf"\b{p}s?\b", subject))
+    return list(out.values())
+
+
+def _symbol_added(pkg: str, cls: str, attr: str) -> bool | None:
+    """What the package's symbol history says of ``cls.attr``: True where the class's newest
+    release has it and an older one lacks it (it was added), False where every release of the class
+    has it, none does, or the newest lacks it (removed: a reader of the old API, drift's answer);
+    None where the history has no such class."""
+    from envdoctor.knowledge.symbol_history import history
+    from envdoctor.knowledge.symbol_history import packages as symbol_packages
+
+    if pkg not in symbol_packages():
+        return None
+    h = history(pkg)
+    scope = h.class_releases(cls) if h is not None else 0
+    if h is None or not scope:
+        return None
+    have = h.member(cls, "a", attr)[0] & scope
+    newest = 1 << (scope.bit_length() - 1)  # the newest release that has the class
+    return bool(have & newest) and have != scope  # the newest has it, an older one not: added
+
+
+def missing_attribute(t: Traceback, m: Match, log: Log) -> Draft | None:
+    """``'C' object has no attribute 'a'`` with no frame of the code that read it: the fixes of the
+    stack's packages that gave a class a method ``a`` (a function of that name changed) or whose
+    subject names ``a`` and a word of the object's class (``configs`` of ``Gemma3Config``), of one
+    package (the object's, or the reader's); a package whose symbol history shows ``C`` always had
+    ``a`` (or never) is passed over. A warning: the log shows neither the reader nor
+    the object's package; the first release with the fix is the pin."""
+    a = _LACKS.search(t.message[:500])
+    if a is None:
+        return None
+    cls, attr = a["obj"].rsplit(".", 1)[-1], a["attr"]
+    if cls in _PLAIN or not _distinctive(attr):
+        return None
+    parts = {p.lower() for p in _CLASS_PART.findall(cls)}
+    found: dict[str, list[_Named]] = {}
+    for pkg in packages():
+        # a fix tied to the object: it gave its class (or a kin) the method, or names the class too
+        named = _named_by(pkg, attr, parts)
+        if any(n.defines or n.parts for n in named) and _symbol_added(pkg, cls, attr) is not False:
+            found[pkg] = named
+    if len(found) != 1:
+        return None
+    pkg, named = next(iter(found.items()))
+    h = fix_history(pkg)
+    if h is None:
+        return None
+    run = _shown(pkg, log)
+    low = (run.low or run.version) if run is not None else None
+    named = [n for n in named if _newer(n.fix.release, low, h.newest)]
+    if not named:
+        return None  # the log's release has every such fix: something else lacks it
+    named.sort(key=lambda n: (not n.defines, -n.parts, not n.fix.release, versions.sort_key(n.fix.release)))
+    best = named[0].fix
+    gave = named[0].defines
+    how = (
+        f"gave {best.function}() ({best.module}) to its class"
+        if gave
+        else f"names '{attr}'" + (" and the object's class" if named[0].parts else "")
+    )
+    if best.release:
+        when = f"first released in {pkg} {best.release}"
+    else:
+        when = (
+            f"fixed on the default branch on {best.date}, after {pkg} {h.newest or 'its newest release'}; "
+            "not in a release yet"
+        )
+    what = (
+        f"{t.name or 'the exception'}: {t.message[:200]} — the log shows no frame of the code that read it; "
+        f"{pkg}'s fix {how}: {_ref(best, h.source)}, {when}: "
+        + (
+            f"{pkg}'s releases before it lack the attribute its caller reads"
+            if gave
+            else f"likely the {pkg} code that read it, in a release before that fix"
+        )
+    )
+    if run is not None and run.exact:
+        what += f"; the log shows {pkg} {run.version}, older than that release"
+    else:
+        what += f"; the log shows no {pkg} version: `pip show {pkg}` tells whether the run had it"
+    others = [n.fix for n in named[1:MAX_NAMED]]
+    if others:
+        what += "; other fixes that name it: " + "; ".join(
+            f"{_ref(f, h.source)} in {f.release or 'no release yet'}" for f in others
+        )
+    fix = (
+        f"pip install '{pkg}>={best.release}' (the first release with that fix)"
+        if best.release
+        else _from_source(pkg, best, h.source, h.subdir)
+    )
+    d = finding(
+        RULE,
+        [m],
+        log,
+        what,
+        fix,
+        package=pkg,
+        function=best.function,
+        module=best.module,
+        fixed_in=best.release or None,
+        unreleased=not best.release or None,
+        commit=best.commit,
+        number=best.number or None,
+        attribute=attr,
+        matched=f"it changed {best.function}()" if gave else f"its subject names '{attr}'",
+        located_by="fix history, by the attribute the object lacks",
+    )
+    return at_severity(d, Severity.WARNING)
+
+
+def quoted_fixed(head: bytes, log: Log) -> Draft | None:
+    """``by_raise_site`` for a message a short paste quotes without its exception's name
+    (``raisesites.quoted_lines``): read only where no failing line was found."""
+    from envdoctor.triage.raisesites import quoted_lines
+
+    for m, tb in quoted_lines(head):
+        d = by_raise_site(tb, m, log)
+        if d is not None:
+            return d
+    return None
+
+
+# -- code Unsloth generated that does not compile ------------------------------------------------
+
+#: a compile error of a module Unsloth wrote (``unsloth_compiled_cache/UnslothGKDTrainer.py``), as
+#: its compiler reports it or as Python's ``SyntaxError`` prints it: ``message (File.py, line N)``
+_GENERATED = re.compile(
+    r"(?:(?:Standard import|Direct module loading) failed for|Failed to import module) "
+    r"(?P<name>Unsloth\w{1,80})(?::| because) (?P<msg>[^\n]{4,200}?) "
+    r"\((?P=name)\.py, line (?P<line>\d{1,7})\)"
+)
+_SYNTAX = re.compile(r"(?P<msg>[^\n]{4,200}?) \((?P<name>Unsloth\w{1,80})\.py, line (?P<line>\d{1,7})\)")
+#: Unsloth's generated trainers and configs: TRL's class rewritten by unsloth/models/rl.py
+_TRAINER = re.compile(r"^Unsloth(?P<cls>\w{1,60}?(?:Trainer|Config))$")
+_GENERATOR = ("models/rl.py", ("_patch_trl_rl_trainers", "_patch_trl_rl_trainers_impl"))
+
+
+def generated(text: str, m: Match, log: Log, syntax: bool = False) -> Draft | None:
+    """TRI014 (a warning) for a module Unsloth generated that Python cannot compile (``non-default
+    argument follows default argument (UnslothGKDTrainer.py, line 625)``): Unsloth's RL patching
+    rewrites TRL's trainer into unsloth_compiled_cache/UnslothXTrainer.py, and code it wrote that
+    does not compile is a bug of that generator for the installed TRL's trainer, not of the user's
+    script. The generator's fixes after the log's unsloth (all, without one) are named from the
+    fix history; the fix is a newer unsloth and unsloth_zoo (or the TRL its release was written
+    for). ``syntax``: ``text`` is a ``SyntaxError``'s own message (no compiler's words around it)."""
+    g = (_SYNTAX if syntax else _GENERATED).search(text[:2000])
+    if g is None:
+        return None
+    name, msg, line = g["name"], g["msg"].strip().rstrip(":"), g["line"]
+    trainer = _TRAINER.match(name)
+    pkg = "unsloth"
+    h = fix_history(pkg)
+    run = _shown(pkg, log)
+    low = (run.low or run.version) if run is not None else None
+    fixes: list[Fix] = []
+    if h is not None and trainer is not None:
+        module, functions = _GENERATOR
+        for fn in functions:
+            fixes += [f for f in h.changed(module, fn) if f.release and _newer(f.release, low, h.newest)]
+    fixes.sort(key=lambda f: versions.sort_key(f.release))
+    what = (
+        f"{name}.py, the module Unsloth generated"
+        + (f" from TRL's {trainer['cls']} (unsloth/models/rl.py rewrites it)" if trainer else "")
+        + f", does not compile: {msg} (line {line}) — a bug of Unsloth's code generation for the installed "
+        + ("TRL release" if trainer else "release of the code it rewrites")
+        + ", not of your script"
+    )
+    if fixes and run is not None and run.exact:
+        what += (
+            f"; the log shows unsloth {run.version}: {len(fixes)} later unsloth fixes changed that "
+            f"generator, the first in unsloth {fixes[0].release} ({_ref(fixes[0], h.source if h else '')}), "
+            f"the newest in {fixes[-1].release}"
+        )
+    elif fixes:
+        what += (
+            f"; unsloth fixes changed that generator {len(fixes)} times, through unsloth {fixes[-1].release}"
+        )
+    if run is not None and run.exact:
+        what += "" if fixes else f"; the log shows unsloth {run.version}"
+    else:
+        what += (
+            "; the log shows no unsloth version: `pip show unsloth unsloth_zoo trl` tells which generated it"
+        )
+    newest = f" (>= {fixes[-1].release}, the newest fix of the generator envdoctor knows)" if fixes else ""
+    fix = (
+        f"pip install --upgrade unsloth unsloth_zoo{newest}: the run writes {name}.py again with the fixed "
+        "generator; or pin trl to the release your unsloth release was written for (its pyproject's trl "
+        "bound)"
+    )
+    d = finding(
+        RULE,
+        [m],
+        log,
+        what,
+        fix,
+        package=pkg,
+        generated=f"{name}.py",
+        generated_line=int(line),
+        function=f"{_GENERATOR[0]}:{_GENERATOR[1][0]}" if trainer else None,
+        fixed_in=fixes[-1].release if fixes else None,
+        matched="generated code that does not compile",
+        located_by="unsloth_compiled_cache",
+    )
+    return at_severity(d, Severity.WARNING)
+
+
+def generated_in(head: bytes, log: Log) -> Draft | None:
+    """``generated`` on a short paste's lines (``raisesites.quoted_lines``): Unsloth's compiler
+    reports a generated module that does not compile on a log line of its own, not an exception's."""
+    from envdoctor.triage.raisesites import quoted_lines
+
+    for m, tb in quoted_lines(head):
+        d = generated(tb.message, m, log)
+        if d is not None:
+            return d
+    return None

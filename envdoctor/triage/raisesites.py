@@ -20,6 +20,7 @@ it (another package printed the message).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from envdoctor import versions
@@ -239,26 +240,34 @@ def placed(f: Finding, m: Match, log: Log) -> Finding:
 MAX_QUOTED_LINES = 40  # a paste this short is read line by line for a message quoted without its type
 
 
-def quoted(head: bytes, log: Log) -> Draft | None:
-    """A message a short paste quotes without its exception's name (an issue's words, ``str(e)``
-    printed by a wrapper) that a later release's code no longer raises: ``lifted`` on that line, an
-    error only (the removal says it lifts the restriction). Read only where no failing line was
-    found, in a log of at most ``MAX_QUOTED_LINES`` lines."""
+def quoted_lines(head: bytes) -> Iterator[tuple[Match, Traceback]]:
+    """The lines of a short paste (at most ``MAX_QUOTED_LINES``) that may quote a message without
+    its exception's name, each as a match of the unrecognised-exception signature and a traceback
+    of that message alone."""
     from envdoctor.triage.scanner import clean, split_prefix
     from envdoctor.triage.signatures import signatures
 
     if not head or head.count(b"\n") > MAX_QUOTED_LINES:
-        return None
+        return
     sig = next((x for x in signatures() if x.id == "unrecognized-exception"), None)
     if sig is None:
-        return None
+        return
     lines = head.decode("utf-8", errors="replace").split("\n")
     for line_no, raw in enumerate(lines, 1):
         body = split_prefix(clean(raw[:8192].encode()))[0].strip().strip("\"'`“”")
         if len(body) < 24 or body.startswith(("File ", "Traceback")):
             continue
         m = Match(sig, line_no, body[:1000], {}, None, tuple(lines[max(0, line_no - 41) : line_no - 1]))
-        d = lifted(Traceback(message=body, line_no=line_no), m, log)
+        yield m, Traceback(message=body, line_no=line_no)
+
+
+def quoted(head: bytes, log: Log) -> Draft | None:
+    """A message a short paste quotes without its exception's name (an issue's words, ``str(e)``
+    printed by a wrapper) that a later release's code no longer raises: ``lifted`` on that line, an
+    error only (the removal says it lifts the restriction). Read only where no failing line was
+    found, in a log of at most ``MAX_QUOTED_LINES`` lines."""
+    for m, tb in quoted_lines(head):
+        d = lifted(tb, m, log)
         if d is not None and d.finding.severity == Severity.ERROR:
             return d
     return None

@@ -745,3 +745,203 @@ def test_a_bare_exception_quoted_at_the_same_frame_is_no_proof() -> None:
     )
     assert _quotes(said, frame, Traceback([frame], "AssertionError", "world size 7 != 8")) == QUOTED
     assert _quotes(fix, frame, Traceback([frame], "AssertionError", "world size 7 != 8")) == ""
+
+
+# -- a failure the log shows without a frame (issue #36) --------------------------------------------
+
+
+def test_format_as_a_noun_is_a_fix_and_a_vendored_version_line_no_release(
+    derive: ModuleType, tmp_path: Path
+) -> None:
+    """unslothai/unsloth-zoo#773 "Fix: handle key format mismatch" was read as a formatter's pass and
+    left out; a vendored copy's ``__version__ = "0.5.1"`` under unsloth_zoo/ was read as a release."""
+    r = tmp_path / "zoo"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    init = '__version__ = "{}"\n'
+    code = "def merge(keys):\n    count = len([k for k in keys if k.endswith('.weight')])\n    return count\n"
+    _commit(r, {"unsloth_zoo/__init__.py": init.format("2026.6.1"), "unsloth_zoo/s.py": code}, "Release")
+    _commit(r, {"unsloth_zoo/s.py": code.replace("'.weight'", "'.bias'")}, "Format the saving tests (#1)")
+    _commit(
+        r,
+        {"unsloth_zoo/s.py": code.replace("len(", "sum(1 for _ in ")},
+        "Fix: handle key format mismatch for VLM models (#773)\n\n"
+        "The check raised a false '# of LoRAs does not match # of saved modules' error on save.",
+    )
+    _commit(r, {"unsloth_zoo/fla/__init__.py": init.format("0.5.1")}, "Vendor fla")
+    _commit(r, {"unsloth_zoo/__init__.py": init.format("2026.6.2")}, "Update __init__.py")
+    data = derive.derive(r / ".git", "unsloth-zoo", ("unsloth_zoo",), "", "2020-01-01")
+    assert data["releases"] == ["2026.6.1", "2026.6.2"]
+    (fix,) = data["fixes"]
+    assert fix[3].startswith("Fix: handle key format mismatch") and fix[2] == "2026.6.2"
+    assert fix[5] == {"m": ["# of LoRAs does not match # of saved modules"]}
+
+
+def _history(folder: Path, package: str, source: str, functions: dict, fixes: list, releases: list) -> None:
+    folder.mkdir(exist_ok=True)
+    doc = {
+        "schema": fix_history.SCHEMA,
+        "package": package,
+        "source": source,
+        "releases": releases,
+        "fixes": fixes,
+        "functions": functions,
+    }
+    (folder / f"{package}.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+
+
+LACKS = "RuntimeError: 'LRUCacheWorkerLoRAManager' object has no attribute 'get_dummy_lora_warmup_rank'\n"
+
+
+@pytest.fixture
+def zoo(tmp_path: Path, monkeypatch) -> Iterator[Path]:
+    """unsloth-zoo's fix #788 gave WorkerLoRAManager.get_dummy_lora_warmup_rank (2026.6.6); trl's
+    #6340 names vocab_size and multimodal configs (1.9.0), ms-swift's #5335 vocab_size only."""
+    folder = tmp_path / "fixes"
+    _history(
+        folder,
+        "unsloth-zoo",
+        "unslothai/unsloth-zoo",
+        {"vllm_lora_worker_manager.py": {"WorkerLoRAManager.get_dummy_lora_warmup_rank": [[0]]}},
+        [["670292cbb4", "2026-06-18", "2026.6.6", "Fix LoRA on new vLLM: get_dummy_lora_warmup_rank", "788"]],
+        ["2026.6.5", "2026.6.6"],
+    )
+    _history(
+        folder,
+        "trl",
+        "huggingface/trl",
+        {"experimental/gkd/gkd_trainer.py": {"GKDTrainer.__init__": [[0], [1]]}},
+        [
+            ["9ff8c78ff7", "2026-05-11", "1.5.0", "Fix nested vocab_size for DistillationTrainer", "5592"],
+            [
+                "0fadf1a67a",
+                "2026-07-10",
+                "1.9.0",
+                "Fix GKD vocab_size check for multimodal model configs",
+                "6340",
+            ],
+        ],
+        ["1.5.0", "1.9.0"],
+    )
+    _history(
+        folder,
+        "ms-swift",
+        "modelscope/ms-swift",
+        {"trainers/gkd.py": {"GKDTrainer.__init__": [[0]]}},
+        [["df7535d9aa", "2025-08-11", "3.7.1", "[gkd] fix qwen2.5-vl vocab_size mismatch", "5335"]],
+        ["3.7.1"],
+    )
+    _use(folder, monkeypatch)
+    yield folder
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+
+
+def test_an_attribute_a_fix_gave_the_objects_class_names_that_fix_without_a_frame(zoo: Path) -> None:
+    """unslothai/unsloth-zoo#788: vLLM >= 0.23 calls get_dummy_lora_warmup_rank on unsloth_zoo's
+    LoRA manager, which an older unsloth_zoo lacks; the one-line paste shows no frame."""
+    (f,) = _tri014(LACKS)
+    assert f.severity == Severity.WARNING
+    assert "pip install 'unsloth-zoo>=2026.6.6'" in f.fix and "unslothai/unsloth-zoo#788" in f.message
+    assert f.evidence["located_by"].startswith("fix history")
+    # the log's release has the fix: something else lacks it
+    assert _tri014("unsloth_zoo==2026.6.6\n" + LACKS) == []
+
+
+def test_an_attribute_named_by_one_packages_fix_with_the_objects_class(zoo: Path) -> None:
+    """huggingface/trl#6340: GKDTrainer read config.vocab_size, which composite configs
+    (Gemma3Config) keep under text_config; ms-swift's fix names vocab_size but not the class."""
+    (f,) = _tri014("AttributeError: 'Gemma3Config' object has no attribute 'vocab_size'\n")
+    assert f.severity == Severity.WARNING and "pip install 'trl>=1.9.0'" in f.fix
+    assert "huggingface/trl#6340" in f.message and "#5592" in f.message  # the other candidate named
+
+
+def test_quiet_for_an_attribute_no_fix_ties_to_the_object(zoo: Path) -> None:
+    # a fix names the attribute but neither gave the class the method nor names the class
+    assert _tri014("AttributeError: 'Qwen2ForCausalLM' object has no attribute 'vocab_size'\n") == []
+    # a name every class has; a builtin; a traceback that shows who read it (the frames' answer)
+    assert _tri014("AttributeError: 'Gemma3Config' object has no attribute 'config'\n") == []
+    assert _tri014("AttributeError: 'NoneType' object has no attribute 'get_dummy_lora_warmup_rank'\n") == []
+    framed = (
+        'Traceback (most recent call last):\n  File "/home/u/train.py", line 3, in <module>\n'
+        "    m.get_dummy_lora_warmup_rank()\n" + LACKS
+    )
+    assert _tri014(framed) == []
+
+
+def test_a_fix_whose_prose_quotes_the_message_matches_it_word_for_word() -> None:
+    from envdoctor.knowledge.fix_history import Fix
+    from envdoctor.triage.fixhist import _says
+    from envdoctor.triage.traceback import Traceback
+
+    def fix(said: tuple[str, ...]) -> Fix:
+        return Fix(
+            "unsloth-zoo",
+            "s.py",
+            "merge",
+            "abc",
+            "2026-06-18",
+            "2026.6.6",
+            "Fix",
+            "773",
+            frozenset(),
+            (),
+            (),
+            said,
+        )
+
+    msg = "Unsloth: Saving LoRA finetune failed since # of LoRAs = 128 does not match # of saved modules = 0."
+    t = Traceback(message=msg)
+    assert _says(fix(("# of LoRAs does not match # of saved modules",)), t)
+    assert not _says(fix(("LoRAs does not match",)), t)  # too few words to tell a failure
+    assert not _says(fix(("# of adapters does not match # of saved modules",)), t)
+
+
+def test_the_development_sets_frameless_release_bugs_name_their_fixes() -> None:
+    """Held-out set 9's one-line pastes (issue #36): unsloth_zoo's LoRA manager (#788), its LoRA
+    count check on save (#773, placed by the raise-site index, its message quoted by the fix), and
+    TRL's GKD vocab_size check (#6340)."""
+    (f,) = _dev("heldout-2026-11-29/logs5/008.log")
+    assert f.rule == "TRI014" and "unsloth-zoo>=2026.6.6" in f.fix
+    (f,) = _dev("heldout-2026-11-29/logs5/010.log")
+    assert f.rule == "TRI014" and "unslothai/unsloth-zoo#773" in f.message
+    assert f.evidence["matched"] == "its message quotes the failure's message"
+    (f,) = _dev("heldout-2026-11-29/logs6/008.log")
+    assert f.rule == "TRI014" and "trl>=1.9.0" in f.fix and "huggingface/trl#6340" in f.message
+
+
+GKD = (
+    "Standard import failed for UnslothGKDTrainer: non-default argument follows default argument "
+    "(UnslothGKDTrainer.py, line 625). Using tempfile instead!\n"
+)
+
+
+def test_a_module_unsloth_generated_that_does_not_compile_is_its_generators_bug() -> None:
+    """unslothai/unsloth#2092: Unsloth's rewrite of TRL's GKDTrainer did not compile; the paste
+    shows Unsloth's compiler's line and a traceback cut in unsloth_zoo/compiler.py."""
+    (f,) = _dev("heldout-2026-11-29/logs5/014.log")
+    assert f.rule == "TRI014" and f.severity == Severity.WARNING
+    assert "UnslothGKDTrainer.py" in f.message and "TRL's GKDTrainer" in f.message
+    assert f.fix.startswith("pip install --upgrade unsloth unsloth_zoo")
+    (f,) = _tri014(GKD)
+    assert f.evidence["generated"] == "UnslothGKDTrainer.py" and f.evidence["generated_line"] == 625
+    # Python's own SyntaxError of the generated file, as a traceback prints it
+    syntax = (
+        "Traceback (most recent call last):\n"
+        '  File "/u/unsloth_zoo/compiler.py", line 391, in create_new_function\n'
+        "    new_module = importlib.import_module(name)\n"
+        "SyntaxError: non-default argument follows default argument (UnslothGKDTrainer.py, line 625)\n"
+    )
+    assert [f.evidence.get("generated") for f in _tri014(syntax)] == ["UnslothGKDTrainer.py"]
+
+
+def test_quiet_for_a_syntax_error_of_the_users_own_file_or_a_placed_message_no_fix_quotes() -> None:
+    own = "SyntaxError: non-default argument follows default argument (train.py, line 12)\n"
+    assert _tri014(own) == []
+    assert (
+        _tri014(GKD.replace("non-default argument", "ok").replace("(UnslothGKDTrainer.py, line 625)", ""))
+        == []
+    )
+    # a message the raise-site index places (ms-swift's MaxLengthError) whose function a later fix
+    # changed ("fix max_length"): its subject's words are no quote of the failure
+    assert [f.rule for f in _dev("heldout-2026-11-28c/logs/044.log") if f.rule == "TRI014"] == []
