@@ -105,7 +105,8 @@ _WRAPPED = re.compile(
 #: the HTML tags a paste from an issue's page keeps at a line's start or end (``<details>``,
 #: ``<summary>Traceback</summary>``, ``<pre>``, ``<code>``); never ``<module>`` nor ``<lambda>``
 _TAG = r"</?(?:details|summary|pre|code|p|br|b|strong|em|i|tt|kbd|blockquote|samp)\b[^<>\n]{0,80}/?>"
-_TAGS = re.compile(rf"^(?:\s{{0,40}}{_TAG})+|(?:{_TAG}\s{{0,40}})+$")
+_TAGS_HEAD = re.compile(rf"(?:\s{{0,40}}{_TAG})+")
+_ONE_TAG = re.compile(_TAG)
 #: a frame's path as markdown left it: ``File "…\**transformers\utils\deprecation.py**", line 165``
 _FRAME_PATH = re.compile(r'(?P<pre>File ")(?P<path>[^"\n]{1,1000})(?P<post>", line \d)')
 _DUNDER_FILE = re.compile(r"\*\*(\w{1,100})\*\*(?=\.py\b)")  # ``**init**.py``: ``__init__.py`` rendered
@@ -118,8 +119,14 @@ def unmark(text: str) -> str:
     no path holds ``*`` or a backtick) removed; quote markers (``> ``) are left to the prefix
     reader. Cheap where there is nothing to remove: the line's last character or a frame's
     marks tell."""
-    if "<" in text and (text[-1:] == ">" or text[:1] == "<"):
-        text = _TAGS.sub("", text).strip()
+    if text[:1] == "<":
+        head = _TAGS_HEAD.match(text)
+        text = text[head.end() :].strip() if head else text
+    while text[-1:] == ">":  # a tag at a time from the end: no search along the line
+        start = text.rfind("<", max(0, len(text) - 100))
+        if start < 0 or not _ONE_TAG.fullmatch(text, start):
+            break
+        text = text[:start].rstrip()
     if text[-1:] in ("*", "_", "`"):
         m = _WRAPPED.match(text)
         if m is not None and not (m.group("mark") == "__" and m.group("inner").isidentifier()):
