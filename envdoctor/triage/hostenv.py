@@ -970,8 +970,8 @@ def no_device_seen(tb: Traceback, m: Match, log: Log) -> Draft | None:
         d = finding("TRI030", [m], log, f"{what}; {why[0]}", why[1], gpu_visible="none-seen")
         return at_severity(d, Severity.ERROR)
     fix = _NONE_CHECKS + (
-        f"; if it sees the GPU, {package}'s own device detection is what fails (a regression of its release: "
-        f"try its previous release, or the latest)"
+        f"; if it sees the GPU, the device detection behind this check is what fails: a release regression "
+        f"of {package} or of the library that called it (try their previous releases, or the latest)"
         if package
         else "; if it sees the GPU, the package that raised it detects devices wrongly (try another release)"
     )
