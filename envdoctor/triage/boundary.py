@@ -197,7 +197,7 @@ def find(tb: Traceback) -> Boundary | None:
     name, msg = tb.name, tb.message
     if name not in DRIFT:
         return None
-    frames = [f for t in tb.all() for f in t.frames] if not tb.frames else tb.frames
+    frames = tb.shown_frames()
     if name in ("ImportError", "ModuleNotFoundError") or _MODULE_ATTR.search(msg):
         m = _IMPORT.search(msg) or _NO_MODULE.search(msg) or _MODULE_ATTR.search(msg)
         if m is None:

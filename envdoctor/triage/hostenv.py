@@ -888,6 +888,97 @@ def ray_device(tb: Traceback, m: Match, log: Log) -> Draft | None:
     return at_severity(finding("TRI030", [m], log, what, fix, platform="unknown"), Severity.WARNING)
 
 
+#: a message that says the process found no device to run on, whoever checked: "There are
+#: currently no available devices found, must be one of 'XPU', 'CUDA', or 'NPU'.", "No GPU found",
+#: "CUDA is not available", "no CUDA-capable device is detected", "Torch not compiled with CUDA
+#: enabled": the environment the process ran in, not an option of the run
+_NONE_SEEN = re.compile(
+    r"(?i)\bno (?:available |usable |visible |supported |compatible )?(?:nvidia |amd |intel )?"
+    r"(?:cuda[- ]capable |cuda |gpu |hip |xpu |npu |tpu )?"
+    r"(?:devices?|gpus?|accelerators?)\b(?: (?:were|was|are|is|has been|have been))? "
+    r"(?:currently )?(?:found|available|detected|visible|present)|"
+    r"\bthere (?:are|is) (?:currently )?no (?:available |usable |visible )?"
+    r"(?:devices?|gpus?|accelerators?)\b|"
+    r"\b(?:cuda|gpus?|rocm|xpu|npu|accelerators?|cuda devices?)(?: support)? (?:is |are )?(?:not|un)[ -]?"
+    r"available\b|\bnot compiled with (?:cuda|rocm|hip)\b|\bfound no nvidia driver\b|"
+    r"\bcuda\.is_available\(\) (?:is|returned|returns) false"
+)
+#: what a log shows of why the process saw no GPU: (pattern, why, the fix)
+_WHY_NONE: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (
+        re.compile(
+            r"\b(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES\s?=\s?(?:\"\"|''|-1\b|NoDevFiles\b|$)", re.MULTILINE
+        ),
+        "the log shows the visible devices set to none (CUDA_VISIBLE_DEVICES empty or -1): every GPU is "
+        "hidden from the process",
+        "unset CUDA_VISIBLE_DEVICES (or list the GPUs: CUDA_VISIBLE_DEVICES=0,1) where the process starts",
+    ),
+    (
+        re.compile(r"Torch not compiled with CUDA enabled|\btorch(?:==| |: ?)\d[\w.]{0,20}\+cpu\b"),
+        "the log shows a CPU-only build of torch (no CUDA in it)",
+        "install torch's CUDA build for the host's driver (pip install torch --index-url "
+        "https://download.pytorch.org/whl/cu124, the cuXXX the driver supports)",
+    ),
+    (
+        re.compile(
+            r"Found no NVIDIA driver on your system|NVIDIA driver on your system is too old|"
+            r"libcuda\.so(?:\.1)?: cannot open shared object file|NVIDIA-SMI has failed"
+        ),
+        "the log shows no usable NVIDIA driver in the process (none found, too old, or libcuda.so missing: a "
+        "container started without GPUs)",
+        "start the container with the GPUs (docker run --gpus all), or install or update the NVIDIA driver",
+    ),
+)
+_NONE_CHECKS = (
+    "check what the process sees, where it runs: `echo $CUDA_VISIBLE_DEVICES` (empty or -1 hides every GPU), "
+    "`nvidia-smi` (the driver and its GPUs; in a container, started with --gpus), `python -c 'import torch; "
+    "print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), torch.cuda.device_count())'` "
+    "(a CPU-only build prints None / False)"
+)
+
+
+def no_device_seen(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI030: the process found no device to run on (``_NONE_SEEN``), whichever package's check
+    said so. Not a refusal of the configuration (TRI012): what the process saw and the checks of
+    the environment; an error where the log shows why (``_WHY_NONE``), else a warning — the checks
+    all passing leaves the check itself (a release's device detection) as the cause."""
+    message = tb.message.strip()
+    found = _NONE_SEEN.search(message[:2000]) if message else None
+    if found is None:
+        return None
+    last = next((f for f in reversed(tb.frames) if f.package is not None), None)
+    who, package = "", last.package if last is not None else None
+    if last is not None:
+        at = f"{last.module_path}:{last.line}" + (f" in {last.function}" if last.function else "")
+        who = f"{last.package}'s check ({at})"
+    elif not tb.frames:
+        from envdoctor.triage.raisesites import locate_tb
+
+        loc = locate_tb(tb, log)
+        if loc is not None:
+            package = loc.package
+            who = (
+                f"{loc.package}'s check in {loc.places()} ({loc.package} {loc.span()}; placed by its message)"
+            )
+    said = f"{who} found" if who else "the process found"
+    what = (
+        f"{said} no device to run on: “{message[:400]}” — what the process saw of its environment (the GPUs "
+        "visible to it, the driver, the torch build), not a setting of the run that a check refuses"
+    )
+    why = next(((w, fix) for pattern, w, fix in _WHY_NONE if _shows(log, pattern, m) is not None), None)
+    if why is not None:
+        d = finding("TRI030", [m], log, f"{what}; {why[0]}", why[1], gpu_visible="none-seen")
+        return at_severity(d, Severity.ERROR)
+    fix = _NONE_CHECKS + (
+        f"; if it sees the GPU, the device detection behind this check is what fails: a release regression "
+        f"of {package} or of the library that called it (try their previous releases, or the latest)"
+        if package
+        else "; if it sees the GPU, the package that raised it detects devices wrongly (try another release)"
+    )
+    d = finding("TRI030", [m], log, what, fix, gpu_visible="none-seen")
+    return at_severity(d, Severity.WARNING)
+
+
 _BORROWED = re.compile(r"^Already (?:mutably )?borrowed\b")
 _SIGNAL_THREAD = re.compile(r"^signal only works in main thread")
 _TRITON_ALLOCATOR = re.compile(r"Kernel requires a runtime memory allocation, but no allocator was set")
@@ -980,5 +1071,6 @@ def from_traceback(tb: Traceback, m: Match, log: Log) -> Draft | None:
         or fork_memory(tb, m, log)
         or numpy_removed(tb, m, log)
         or ray_device(tb, m, log)
+        or no_device_seen(tb, m, log)
         or thread_unsafe(tb, m, log)
     )

@@ -191,9 +191,32 @@ def _options(text: str) -> list[str]:
     return list(dict.fromkeys(found))[:4]
 
 
+#: what a refusal refuses, in its own words where it names no option: "does not work on multi GPU
+#: setups", "not supported with <Y>", "<Y> is not supported", "only supports <Y>"
+_STOP = r"(?=[.,;:!()?]| [-–] |$)"
+_REFUSED = re.compile(
+    r"(?i)\b(?:does not|doesn't|do not|cannot|can ?not|can't) (?:currently |yet )?"
+    rf"(?:work|run|be used|be combined) (?:on|with|in|for|together with) (?P<a>[^.,;:!()?\n]{{3,80}}?){_STOP}"
+    rf"|\b(?:does not|doesn't|do not) (?:currently |yet )?support (?P<b>[^.,;:!()?\n]{{3,80}}?){_STOP}"
+    rf"|\bnot (?:yet |currently )?supported (?:on|with|for|in|when|by) (?P<c>[^.,;:!()?\n]{{3,80}}?){_STOP}"
+    r"|\bonly (?:supports?|works? (?:on|with)|supported (?:on|with|for)|available (?:on|with|for)) "
+    rf"(?P<d>[^.,;:!()?\n]{{3,80}}?){_STOP}"
+    r"|(?:^|[.!;] )(?P<e>[A-Za-z][^.,;:!()?\n]{2,80}?) (?:is|are) not (?:yet |currently )?supported\b"
+)
+
+
+def _refused(text: str) -> str:
+    """What the message refuses in its own words (``_REFUSED``), "" where it names nothing."""
+    m = _REFUSED.search(text)
+    if m is None:
+        return ""
+    return next((v.strip() for v in m.groups() if v and v.strip()), "")
+
+
 def _own_fix(text: str) -> str:
-    """The fix the message itself gives: its first sentence that says what to do."""
-    for sentence in re.split(r"(?<=[.!;])\s+|\n", text):
+    """The fix the message itself gives: its first sentence (or clause after a comma: "…, please
+    use a model that has one") that says what to do."""
+    for sentence in re.split(r"(?<=[.!;])\s+|\n|,\s+(?=please\b)", text, flags=re.IGNORECASE):
         s = sentence.strip().strip("`*")
         if len(s) > 8 and _FIX.search(s):
             return s[:400]
@@ -320,6 +343,10 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     demand = _DEMAND.search(text)
     if not (_REFUSING.search(text) or demand) or _NOT_CONFIG.search(text) or _contradicts_itself(text):
         return None
+    from envdoctor.triage.hostenv import _NONE_SEEN
+
+    if _NONE_SEEN.search(text):
+        return None  # no device found: the environment the process saw (hostenv.no_device_seen)
     package = _raised_in_guard(tb)
     where = ""
     if package is not None:
@@ -341,6 +368,7 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
                 where = f" in {loc.places()} ({loc.package} {loc.span()}; placed by its message{new})"
     options = _options(text)
     said_fix = _own_fix(text)
+    refused = "" if options else _refused(text)  # what it refuses, in its words: the setting named
     own = said_fix or (f"set {demand.group('kv').replace(' ', '')}" if demand else "")
     if package is None:
         # no frame and no name: a refusal whose own fix changes an option it names is still the
@@ -360,15 +388,23 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
         what += f" (what it names: {named})"
     if cut and not more and log.lines and m.line_no >= log.lines:
         what += " (the log ends inside the message: paste the whole exception line, and the lines after it)"
-    change = f"change what it refuses ({named})" if options else "change the setting the message names"
+    named = named or refused
+    change = f"change what it refuses ({named})" if named else "change the setting the message names"
     if own and not said_fix:  # the value it demands: that is the fix
         fix = f"{own}, the value the check demands (on the command line or in the run's config file)"
     elif own:
         fix = f"the message's own fix: {own} (or {change})"
-    else:
+    elif named:
         fix = f"{change}: {name} refuses this configuration whatever the releases"
         if re.search(r"(?i)not (?:yet |currently )?supported|unsupported|only supported|only supports", text):
             fix += f"; a newer {name} release may support it (its release notes say)" if package else ""
+    else:  # it names no setting and says no fix: what it refused is not said, nor that no release runs it
+        what += " (it names no setting the run could change)"
+        fix = (
+            f"read the check that raised it ({where.removeprefix(' in ').strip() or 'its raise'}): its "
+            "condition says what it tests, a setting of the run or the environment it found; where that is a "
+            "setting, change it"
+        )
     engine = (
         package == "vllm" and tb.frames[-1].module_path.startswith(_ENGINE_CONFIG) if tb.frames else False
     )
@@ -378,8 +414,9 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if fields:  # vLLM's engine configuration: where the run sets the fields it names
         fix += "; set by " + "; ".join(w for x in fields for w in _setters(x, log, m.context))
     d = finding(RULE, [m], log, what, fix, package=package or None, options=options or None)
-    f = d.finding  # the configuration is the cause, whatever the releases: an error
-    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    f = d.finding  # a setting it names is the cause, whatever the releases: an error; none named: likely
+    severity = Severity.ERROR if named or own else Severity.WARNING
+    d.finding = Finding(f.rule, severity, f.message, f.fix, f.evidence)
     return d
 
 

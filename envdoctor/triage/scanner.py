@@ -97,12 +97,56 @@ def unescape(text: str) -> str:
     return _ENTITY.sub(lambda m: _ENTITIES[m.group(0)], text) if "&" in text and ";" in text else text
 
 
+#: a pasted line wrapped whole in markdown's bold or code marks, after its quote markers:
+#: ``**TypeError: …**``, ``> `File "/a.py", line 3, in f` ``, ``__ValueError: …__``
+_WRAPPED = re.compile(
+    r"^(?P<lead>(?:>\s?){0,8}\s{0,40})(?P<mark>\*\*|__|`{1,3})(?P<inner>\S.{0,8000}?)(?P=mark)$"
+)
+#: the HTML tags a paste from an issue's page keeps at a line's start or end (``<details>``,
+#: ``<summary>Traceback</summary>``, ``<pre>``, ``<code>``); never ``<module>`` nor ``<lambda>``
+_TAG = r"</?(?:details|summary|pre|code|p|br|b|strong|em|i|tt|kbd|blockquote|samp)\b[^<>\n]{0,80}/?>"
+_TAGS_HEAD = re.compile(rf"(?:\s{{0,40}}{_TAG})+")
+_ONE_TAG = re.compile(_TAG)
+#: a frame's path as markdown left it: ``File "…\**transformers\utils\deprecation.py**", line 165``
+_FRAME_PATH = re.compile(r'(?P<pre>File ")(?P<path>[^"\n]{1,1000})(?P<post>", line \d)')
+_DUNDER_FILE = re.compile(r"\*\*(\w{1,100})\*\*(?=\.py\b)")  # ``**init**.py``: ``__init__.py`` rendered
+
+
+def unmark(text: str) -> str:
+    """A pasted line read as if unquoted: the HTML tags around it (``<details>``, ``<pre>``), the
+    markdown bold or code marks that wrap it whole (``**…**``, ``__…__``, ``` `…` ```; not a
+    dunder name alone, ``__init__``), and emphasis inside a frame's path (``**pkg\\mod.py**``:
+    no path holds ``*`` or a backtick) removed; quote markers (``> ``) are left to the prefix
+    reader. Cheap where there is nothing to remove: the line's last character or a frame's
+    marks tell."""
+    if text[:1] == "<":
+        head = _TAGS_HEAD.match(text)
+        text = text[head.end() :].strip() if head else text
+    while text[-1:] == ">":  # a tag at a time from the end: no search along the line
+        start = text.rfind("<", max(0, len(text) - 100))
+        if start < 0 or not _ONE_TAG.fullmatch(text, start):
+            break
+        text = text[:start].rstrip()
+    if text[-1:] in ("*", "_", "`"):
+        m = _WRAPPED.match(text)
+        if m is not None and not (m.group("mark") == "__" and m.group("inner").isidentifier()):
+            inner = m.group("inner")
+            if m.group("mark") not in inner:
+                text = m.group("lead") + inner.strip()
+    if ("*" in text or "`" in text) and 'File "' in text:
+        m = _FRAME_PATH.search(text)
+        if m is not None and ("*" in m.group("path") or "`" in m.group("path")):
+            path = _DUNDER_FILE.sub(r"__\1__", m.group("path")).replace("*", "").replace("`", "")
+            text = text[: m.start("path")] + path.strip() + text[m.end("path") :]
+    return text
+
+
 def clean(raw: bytes) -> str:
     """A piece of a log line as a person reads it: decoded, colours and control noise removed,
-    HTML entities read back."""
+    HTML entities read back, markdown's and HTML's marks around it taken off (``unmark``)."""
     text = raw.decode("utf-8", errors="replace")
     text = ANSI.sub("", text) if "\x1b" in text else text  # every escape starts with ESC
-    return unescape(text).strip()
+    return unmark(unescape(text).strip())
 
 
 _SPACES = re.compile(r"\s+")

@@ -170,6 +170,15 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
                 f"rename {now[0]}= to {now[1]}= in the call ({history.package} takes {now[1]} from "
                 f"{now[2]}); or {fix}"
             )
+        moved = symbols.config_field(tb) if now is None else None  # the option went to its config
+        if moved is not None:
+            kwarg, cls, config, since = moved
+            passed = " (the config passed as args=)" if cls.endswith("Trainer") else ""
+            when = f"from {history.package} {since}" if since else f"in every {history.package} release read"
+            fix = (
+                f"move {kwarg}= from {cls}(…) to {config}({kwarg}=…){passed}: {config} takes {kwarg} "
+                f"{when}; or {fix}"
+            )
     if source == HISTORY and not boundary.shape_certain(tb, b) and _catalogued(ms[0], log):
         return None  # a catalogue entry names this very line: its answer, not the history's
     certain = bool(source) or boundary.shape_certain(tb, b)
@@ -244,7 +253,7 @@ HISTORY = "the symbol history (rules/knowledge/symbols/)"
 def _calling(tb: Traceback, package: str) -> Frame | None:
     """The innermost frame that is not ``package``'s nor Python's own: the code that called or
     read (the user's, or a wrapper package's)."""
-    frames = [f for t in tb.all() for f in t.frames] if not tb.frames else tb.frames
+    frames = tb.shown_frames()
     return next(
         (f for f in reversed(frames) if f.package != package and (f.package or boundary._user(f))), None
     )

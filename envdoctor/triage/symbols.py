@@ -347,8 +347,10 @@ def find(tb: Traceback, have: dict[str, str]) -> tuple[Boundary, Verdict] | None
     v = verdict(tb, have)
     if v is None:
         return None
-    frames = [f for t in tb.all() for f in t.frames] if not tb.frames else tb.frames
-    caller = _caller(frames, v.package)
+    frames = tb.shown_frames()
+    site = tb.frames[tb.call_site] if tb.call_site >= 0 else None
+    # the call's site read from its line (the user's code too), else the last package's frame
+    caller = site if site is not None and site.package != v.package else _caller(frames, v.package)
     msg = tb.message
     owner = caller.package if caller else v.owner
     kind = tb.name
@@ -502,6 +504,50 @@ def renamed(tb: Traceback) -> tuple[str, str, str] | None:
     if not close or until or not since or h.releases.index(since) > removed:
         return None
     return kwarg, close, since
+
+
+def _config_classes(cls: str) -> list[str]:
+    """The names of the configuration class that goes with class ``cls`` (``DPOTrainer``:
+    ``DPOConfig``; ``LlamaModel``: ``LlamaConfig``; ``X``: ``XConfig``)."""
+    out = [f"{cls}Config"]
+    for suffix in ("Trainer", "Model", "Engine", "Plugin"):
+        if cls.endswith(suffix) and len(cls) > len(suffix):
+            out.insert(0, f"{cls[: -len(suffix)]}Config")
+    return out
+
+
+def config_field(tb: Traceback) -> tuple[str, str, str, str] | None:
+    """For a keyword the newest release of class ``X`` no longer takes (``X.__init__() got an
+    unexpected keyword argument 'k'``), the configuration class of ``X`` in the same package
+    (``DPOTrainer``: ``DPOConfig``) whose newest release takes it: where the argument went
+    (TRL moved its trainers' options into their configs). ``(the keyword, X, the config class,
+    the first release of the config's newest run that takes it)``."""
+    m = boundary._CALL.search(tb.message) if tb.name == "TypeError" else None
+    if m is None or not m.group("kwarg") or f"'{m.group('kwarg')}'" not in tb.message:
+        return None
+    cls, _, func = m.group("func").rpartition(".")
+    cls = cls.rsplit(".", 1)[-1]
+    kwarg = m.group("kwarg")
+    if func != "__init__" or not cls:
+        return None
+    found = [h for p in packages() if (h := history(p)) is not None and h.class_releases(cls)]
+    if len(found) != 1:
+        return None
+    h = found[0]
+    newest = len(h.releases) - 1
+    if h.params(cls, func, kwarg)[1] >> newest & 1:
+        return None  # the newest release of X takes it by name: not moved
+    for config in _config_classes(cls):
+        if config == cls or not h.class_releases(config):
+            continue
+        have = h.params(config, "__init__", kwarg)[1]
+        if not have >> newest & 1:
+            continue
+        first = newest
+        while first > 0 and have >> (first - 1) & 1:
+            first -= 1
+        return kwarg, cls, config, h.releases[first] if first > 0 else ""
+    return None
 
 
 #: the packages that put their own functions in place of other packages' at run time (a model's

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from envdoctor.triage.scanner import split_prefix
+from envdoctor.triage.scanner import split_prefix, unmark
 
 MAX_LINES = 400  # lines of one failure looked at (the scanner keeps at most 41)
 MAX_FRAMES = 200
@@ -121,6 +121,9 @@ class Traceback:
     line_no: int = 0  # where the exception's line is in the log (0: the failing line itself)
     chain: list[Traceback] = field(default_factory=list)
     cause: str = ""
+    #: the frame (its index) whose line made the call the message is about, where a message that
+    #: names no class was qualified from that line (``callsite.qualify``); -1: none
+    call_site: int = -1
 
     @property
     def name(self) -> str:
@@ -129,6 +132,14 @@ class Traceback:
 
     def packages(self) -> list[str | None]:
         return [f.package for f in self.frames]
+
+    def shown_frames(self) -> list[Frame]:
+        """The frames that tell where the exception came from: its own (those of the exceptions
+        chained to it where it shows none), up to the call's site where one was read from a
+        line (the wrappers after it only handed the arguments on)."""
+        if self.call_site >= 0:
+            return self.frames[: self.call_site + 1]
+        return [f for t in self.all() for f in t.frames] if not self.frames else self.frames
 
     def all(self) -> list[Traceback]:
         """This exception and those chained to it, oldest first."""
@@ -198,7 +209,8 @@ _RAY_REPEATED = re.compile(r" ?\[repeated \d{1,9}x across cluster\]$")
 
 
 def _body(text: str) -> str:
-    """A pasted line as the program printed it: prefixes, quotes and indentation removed."""
+    """A pasted line as the program printed it: prefixes, quotes, markup and indentation removed."""
+    text = unmark(text.strip())
     body = split_prefix(text)[0] if text[:1] in "[(<E>WIDCRr0123456789 \t*`" else text
     if body.endswith("across cluster]"):  # Ray's "… [repeated 7x across cluster]"
         body = _RAY_REPEATED.sub("", body)
@@ -386,4 +398,8 @@ def failure(context: Sequence[str], text: str, line_no: int = 0) -> Traceback | 
     if not last.exc_type:  # the failing line is not shaped "Type: message" (a bare message)
         last.message = _body(text)
         bare_exception(last)  # Python's message without its exception's name
+    from envdoctor.triage.callsite import qualify
+
+    for tb in last.all():  # a constructor's error that names no class (Python < 3.10): its call's line does
+        qualify(tb)
     return last
