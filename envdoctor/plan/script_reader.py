@@ -188,7 +188,7 @@ class ScriptDecl:
     chat_messages: str | None = None
     #: the config class the script builds for its trainer (``ConfigClass``), None when not seen
     config_class: ConfigClass | None = None
-    #: where the files read build a vLLM engine that no test naming vLLM guards (``LLM(...)
+    #: where the files read build a vLLM engine that no ``use_vllm`` test guards (``LLM(...)
     #: in train.py:214``): the run generates with vLLM whatever its config says; None for none
     vllm_engine: str | None = None
     #: the fields of the repository's dataclasses (with their repository bases) where the script
@@ -417,7 +417,7 @@ class SourceFacts:
     #: the line of its first Hydra entry (``@hydra.main``, ``instantiate(...)``): 0 for none
     hydra: int = 0
     #: where it builds a vLLM engine (``LLM(...)``, ``AsyncLLMEngine.from_engine_args(...)``):
-    #: (line, whether a test that names vLLM guards it: ``if self.use_vllm:``)
+    #: (line, whether a test that reads ``use_vllm`` guards it: ``if self.use_vllm:``)
     vllm_engines: list[tuple[int, bool]] = field(default_factory=list)
 
 
@@ -794,10 +794,10 @@ VLLM_ENGINES = frozenset({"LLM", "LLMEngine", "AsyncLLMEngine", "AsyncLLM"})
 
 
 def _vllm_engines(tree: ast.Module) -> list[tuple[int, bool]]:
-    """Where ``tree`` builds a vLLM engine, each with whether an ``if`` whose test names vLLM
-    (``if self.use_vllm:``, ``if args.use_vllm:``) guards it: such a build follows the run's
-    ``use_vllm`` (R1-V's trainers hold one under ``if self.use_vllm:`` and generate with HF's
-    ``generate`` otherwise)."""
+    """Where ``tree`` builds a vLLM engine, each with whether an ``if`` whose test reads
+    ``use_vllm`` (``if self.use_vllm:``, ``if args.use_vllm:``) guards it: such a build follows
+    the run's ``use_vllm`` (R1-V's trainers hold one under ``if self.use_vllm:`` and generate with
+    HF's ``generate`` otherwise); ``if is_vllm_available():`` guards nothing of the config's."""
     classes: set[str] = set()  # names bound to an engine class by ``from vllm import LLM``
     modules: set[str] = set()  # names bound to vllm or one of its modules
     for node in ast.walk(tree):
@@ -819,7 +819,7 @@ def _vllm_engines(tree: ast.Module) -> list[tuple[int, bool]]:
         return parts[0] in modules and parts[-1] in VLLM_ENGINES
 
     def visit(node: ast.AST, guarded: bool) -> None:
-        if isinstance(node, (ast.If, ast.IfExp)) and "vllm" in ast.dump(node.test).lower():
+        if isinstance(node, (ast.If, ast.IfExp)) and "use_vllm" in ast.dump(node.test).lower():
             visit(node.test, guarded)
             for child in [*_as_list(node.body), *_as_list(node.orelse)]:
                 visit(child, True)
@@ -831,8 +831,8 @@ def _vllm_engines(tree: ast.Module) -> list[tuple[int, bool]]:
 
     try:
         visit(tree, False)
-    except RecursionError:
-        return [(0, False)] if out else out
+    except RecursionError:  # too deep to walk: it imports an engine class, so say it may build one
+        return [(0, False)]
     return out
 
 

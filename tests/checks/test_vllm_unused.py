@@ -102,6 +102,9 @@ def test_the_reader_places_vllm_engines(tmp_path):
     assert read_script(path).vllm_engine == f"{path}:4"
     path.write_text("from vllm import SamplingParams\n\nSamplingParams(n=2)\nLLM(model='m')\n")
     assert read_script(path).vllm_engine is None  # LLM is not vLLM's here
+    # an availability test is no config switch: the engine is built whenever vLLM is installed
+    path.write_text("from vllm import LLM\nif is_vllm_available():\n    llm = LLM(model='m')\n")
+    assert read_script(path).vllm_engine == f"{path}:3"
 
 
 def test_a_placeholder_version_holds_no_range():
