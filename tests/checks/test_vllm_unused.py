@@ -74,6 +74,13 @@ def test_what_envdoctor_cannot_read_keeps_the_error(tmp_path):
     assert h.severity.value == "error"
 
 
+def test_a_frameworks_entry_point_keeps_the_error(tmp_path):
+    """A script that hands the run to a framework (verl, OpenRLHF) builds no trainer envdoctor
+    knows: the framework may generate with vLLM whatever use_vllm says."""
+    (f,) = _pkg004(tmp_path, "from verl.trainer.main_ppo import main\n\nmain()\n")
+    assert f.severity.value == "error"
+
+
 def test_a_vllm_server_line_keeps_the_error(tmp_path):
     (tmp_path / "train.py").write_text(TRAIN)
     launch = f"trl vllm-serve --model m ; python {tmp_path / 'train.py'}"
