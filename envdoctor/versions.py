@@ -384,6 +384,14 @@ def cuda_of_torch(version: str | None) -> str | None:
 _ZERO = Version((0,))
 
 
+def placeholder(text: str | None) -> bool:
+    """Whether ``text`` is a placeholder for a version nobody recorded, not a release: all zeros
+    (``0+unknown``, versioneer's answer when it cannot tell; ``0.0.0``, a source tree's default).
+    It is installed, but which release it is is not known: a range says nothing of it."""
+    v = parse(text)
+    return v is not None and not any(v.release)
+
+
 def sort_key(text: str | None) -> Version:
     """``parse(text)`` for ``max``/``sorted``: what is not a version orders first, as 0."""
     return parse(text) or _ZERO

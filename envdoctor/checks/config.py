@@ -465,15 +465,16 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
     built = script.config_class if script is not None and not script.problem else None
     if built is not None and built.kind == "foreign" and where.startswith("GRPOConfig") and total % gens:
         # TRL 0.18+ check the batch in GRPOConfig.__post_init__: a config class envdoctor cannot
-        # read (another package's, a Hydra `_target_`) runs it only if it derives from TRL's
+        # read (another package's, a Hydra `_target_`) runs it only if it derives from TRL's;
+        # a finding that rests on code envdoctor did not read is advice (issue #35)
         yield hit(
             f"the global batch {total} = {what} is not divisible by num_generations ({gens}); "
             f"TRL {ctx.trl.label()} checks it in GRPOConfig.__post_init__, and the run builds "
             f"{built.said}, which envdoctor could not read: it refuses if it derives from TRL's "
-            "GRPOConfig or copies that check",
+            "GRPOConfig or copies that check, which is not known (advice, not a finding)",
             fix=f"make the global batch a multiple of num_generations ({gens}), unless "
             f"{built.name} neither derives from TRL's GRPOConfig nor needs whole groups",
-            severity="warning",
+            severity="info",
             total=total,
             num_generations=gens,
             config_class=built.name,
@@ -482,15 +483,17 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
     if unread and where.startswith("GRPOTrainer") and total % gens:
         # the check runs in TRL 0.15-0.17's GRPOTrainer.__init__; a trainer class envdoctor could
         # not read may derive from it (and refuse) or not (a copy of the GRPO loop, as
-        # open-r1-multimodal's Qwen2VLGRPOTrainer): likely, not certain
+        # open-r1-multimodal's Qwen2VLGRPOTrainer): not known, so advice (issue #35: a finding
+        # that rests on a part of the script envdoctor could not read stays at info)
         yield hit(
             f"the global batch {total} = {what} is not divisible by num_generations ({gens}); "
             f"TRL {ctx.trl.label()} checks it in GRPOTrainer.__init__, and the run builds {unread}, "
             "which envdoctor could not read: it refuses at init if it derives from TRL's "
-            "GRPOTrainer or copies that check",
+            "GRPOTrainer or copies that check, which is not known (R1-V-style trainers copy "
+            "the GRPO loop onto transformers' Trainer and group completions their own way)",
             fix=f"make the global batch a multiple of num_generations ({gens}), or point envdoctor "
             "at the trainer's source (run it from the repository's root)",
-            severity="warning",
+            severity="info",
             total=total,
             num_generations=gens,
             trainer=unread,
@@ -550,7 +553,9 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
                 else ""
             ),
             fix=fix,
-            severity="warning" if unseen else ctx.on_trl(),
+            # whether Unsloth rewrites the batch rests on a script envdoctor did not read: advice
+            # (issue #35; a published Unsloth notebook trained 1 x 1 vs 2 so)
+            severity="info" if unseen else ctx.on_trl(),
             remedy=remedies,
             total=total,
             num_generations=gens,

@@ -78,3 +78,33 @@ def cuda_unused(ctx: Context) -> str | None:
     if ctx.facts.live and not ctx.facts.gpus:
         return f"CUDA is not used: no GPU on this machine ({ctx.facts.nvml_error or 'NVML lists none'})"
     return None
+
+
+def vllm_unused(ctx: Context) -> str | None:
+    """Why the installed vLLM does not generate in this run, or None (it does, or envdoctor cannot
+    tell): ``use_vllm`` is off, no launch line serves vLLM, and the training script was read with
+    the repository modules it imports: it builds a trainer envdoctor knows (TRL's GRPOTrainer, a
+    class of the repository read, another TRL trainer; not a framework's entry point, verl's or
+    OpenRLHF's, which drives vLLM itself), starts no vLLM in-process (Unsloth's fast_inference),
+    builds no vLLM engine outside a ``use_vllm`` test (``LLM(...)``), and builds no trainer class
+    envdoctor could not read. Rules that judge vLLM's own versions (its pins, its known failures)
+    then give advice, not a failure: a vLLM that never starts an engine does not load its compiled
+    ops on the run's way to a step (an import of it alone does not stop the run: TimeZero trained
+    with vLLM 0.7.2 imported beside torch 2.6.0)."""
+    if ctx.version("vllm") is None or ctx.plan.use_vllm:
+        return None
+    if any(lx.is_server for lx in ctx.plan.launches):
+        return None
+    script = ctx.plan.script
+    if script is None or script.problem:
+        return None  # the run's code was not read: whether it generates with vLLM is not known
+    if script.vllm_in_process or script.vllm_in_process_unseen or script.unread_trainer or script.vllm_engine:
+        return None
+    builds = any(getattr(c, "cls", "") == "GRPOTrainer" for c in script.trl_calls)
+    if not (builds or script.model_by_name is not None or script.own_trainer or script.trl_other_trainer):
+        return None  # no trainer envdoctor knows (a framework's entry point may drive vLLM itself)
+    return (
+        f"this run never generates with the installed vLLM {ctx.version('vllm')}: use_vllm is off, "
+        f"no launch line serves vLLM, and {script.path} (with the repository modules it imports) "
+        "builds no vLLM engine"
+    )

@@ -153,11 +153,15 @@ def severity(ctx: Context, failure: KnownFailure) -> str:
 
 @rule("KNF001")
 def known_failure(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.checks.context import vllm_unused
+    from envdoctor.checks.packages import unused_vllm
+
+    unused = vllm_unused(ctx)
     for failure in matching(ctx):
         fixed = ", ".join(f"{name} {v}" for name, v in failure.fixed_in.items()) + _fix_asks(failure)
         fix, remedy = _fix(ctx, failure)
         unseen = imported_unseen(ctx, failure) if failure.unless_imported else None
-        yield hit(
+        found = hit(
             f"{_stack(ctx, failure)}: {failure.title}"
             + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})")
             + _depends_said(ctx, failure, likely(ctx, failure))
@@ -169,6 +173,11 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
             kind=failure.kind,
             references=list(failure.sources),
         )
+        # a failure of vLLM's (vLLM among its packages) in a run that never starts vLLM's engine
+        # is advice, unless it strikes at import (TRL imports vLLM whenever it is installed)
+        if unused and "vllm" in failure.packages and not failure.at_import:
+            found = unused_vllm(found, unused)
+        yield found
     yield from _patched_away(ctx)
 
 

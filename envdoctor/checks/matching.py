@@ -170,9 +170,12 @@ def _env_has(env: dict[str, str], names: str, value: str) -> bool:
 
 
 def matches(ctx: Context, failure: KnownFailure) -> bool:
-    """Whether every condition of ``failure.when`` holds for this stack."""
+    """Whether every condition of ``failure.when`` holds for this stack. A package installed at
+    a placeholder version (``0+unknown``: which release is not recorded) holds no range: the
+    failure is not known to apply, and saying it would state what envdoctor cannot know."""
     for name, spec in failure.packages.items():
-        if versions.satisfies(ctx.version(name), spec) is not True:
+        have = ctx.version(name)
+        if versions.placeholder(have) or versions.satisfies(have, spec) is not True:
             return False
     for key, wanted in failure.config.items():
         if not _config_holds(ctx, key, wanted):
@@ -265,6 +268,7 @@ def when_holds(ctx: Context, when: dict[str, Any]) -> bool:
             if str(cond.get("contains", "")) not in value:
                 return False
             continue
-        if versions.satisfies(ctx.version(key), str(cond)) is not True:
+        have = ctx.version(key)
+        if versions.placeholder(have) or versions.satisfies(have, str(cond)) is not True:
             return False
     return True

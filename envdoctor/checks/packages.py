@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from envdoctor import versions
-from envdoctor.checks.context import Context
+from envdoctor.checks.context import Context, vllm_unused
 from envdoctor.checks.matching import confirmed_break, when_holds
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.checks.resolver import SOURCES, VLLM_FLOOR, plan_fix
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
-from envdoctor.findings import Remedy
+from envdoctor.findings import Remedy, Severity
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.requirements import harmless, marker_env, requirement_lines, weight
 
@@ -26,6 +27,23 @@ def _vllm_fix(ctx: Context, minimum: str) -> str:
     if rng and versions.satisfies(minimum, rng) and "," in rng:
         return f"pip install 'vllm{rng}'"  # the range this TRL supports starts above minimum
     return f"pip install 'vllm>={minimum}'"
+
+
+def unused_vllm(found: Hit, said: str) -> Hit:
+    """``found``, a finding on the installed vLLM's versions, as advice where the run does not
+    generate with vLLM (``said``: ``context.vllm_unused``): the version checks of an engine that
+    never starts cannot fail the run. Its fix stays for the day use_vllm is turned on."""
+    return replace(
+        found,
+        message=f"{found.message}; but {said}, so this does not stop the run (it matters once "
+        "the run generates with vLLM)",
+        fix=f"nothing for this run; pip uninstall vllm to drop what it does not use, or before "
+        f"turning use_vllm on: {found.fix}",
+        severity=Severity.INFO,
+        remedy=None,
+        alternatives=(),
+        evidence={**found.evidence, "vllm_unused": said},
+    )
 
 
 @rule("PKG001", needs=("vllm",))
@@ -235,6 +253,7 @@ def _mismatch(
 @rule("PKG004")
 def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
     env = marker_env(ctx.facts.python)
+    unused = vllm_unused(ctx)
     for src in CHECKED:
         pkg = ctx.facts.packages.get(src)
         if pkg is None:
@@ -271,12 +290,12 @@ def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
                     continue  # unparseable (PKG005), or not named with --assume: unknown
                 found = _missing(ctx, who, pkg, target, spec, line, kind, entry, curated)
                 if found is not None:
-                    yield found
+                    yield unused_vllm(found, unused) if unused and "vllm" in (src, target) else found
                 continue
             if spec and versions.satisfies(installed, spec) is False:
                 found = _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry, curated)
                 if found is not None:
-                    yield found
+                    yield unused_vllm(found, unused) if unused and "vllm" in (src, target) else found
 
 
 @rule("PKG005")
@@ -419,13 +438,15 @@ def known_bad_combination(ctx: Context) -> Iterator[Hit]:
         when = entry.get("when") or {}
         if when and when_holds(ctx, when):
             installed = ", ".join(f"{k} {ctx.version(k)}" for k in when if ctx.version(k) is not None)
-            yield hit(
+            found = hit(
                 f"known-bad combination ({installed}): {entry.get('symptom', '').strip()}",
                 fix=str(entry.get("fix", "")).strip(),
                 id=entry.get("id"),
                 severity=entry.get("severity", "error"),
                 references=entry.get("references", []),
             )
+            unused = vllm_unused(ctx) if "vllm" in when else None
+            yield unused_vllm(found, unused) if unused else found
 
 
 @rule("PKG008", needs=("plan",))

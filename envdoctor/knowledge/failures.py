@@ -58,6 +58,7 @@ _KEYS = {
     "depends_on",
     "evidence",
     "likely_with",
+    "at_import",
 }
 _RAISED_KEYS = {"exception", "message", "frames"}
 _WHEN_KEYS = {
@@ -159,6 +160,10 @@ class KnownFailure:
     #: values, as ``when.config``) and ``facts`` (LIKELY_FACTS), all of which must hold
     likely_config: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     likely_facts: tuple[str, ...] = ()
+    #: it strikes when the stack is imported (TRL's grpo_trainer imports vLLM at module level
+    #: whenever vLLM is installed), not when vLLM generates: it holds in a run that never
+    #: generates with vLLM (``checks.context.vllm_unused``) too
+    at_import: bool = False
 
     @property
     def certainty(self) -> str:
@@ -422,6 +427,9 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
             f"{where}: 'certain_with' must be a list of strings (literals or re:), "
             "on an entry of certainty depends"
         )
+    at_import = entry.get("at_import", False)
+    if not isinstance(at_import, bool):
+        raise KnownFailuresError(f"{where}: 'at_import' must be true or false")
     rule = entry.get("rule")
     if rule is not None and not (isinstance(rule, str) and _RULE.match(rule)):
         raise KnownFailuresError(f"{where}: 'rule' must be a rule id such as PKG002")
@@ -455,6 +463,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         raised=_raised(entry.get("raised"), where),
         symptom_decides=decides,
         certain_with=tuple(Symptom(x, where) for x in settles),
+        at_import=at_import,
     )
 
 

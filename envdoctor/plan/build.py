@@ -134,18 +134,38 @@ def _job_cli(plan: Plan) -> None:
     plan.launches[plan.launches.index(trainer)] = found[-1]
 
 
+#: Azure ML's bindings in a job's command (``${{inputs.model_dir}}``, ``${{outputs.ckpt}}``): a
+#: line that carries one is the command of an Azure ML job, which its distribution starts
+_AML_BINDING = "${{"
+
+
 def _declared_job(trainer: Launch) -> Any:
     """The job launcher the repository declares around a bare ``python`` line of a script that
     is here (envdoctor.plan.launchers; read only then): None where the line is a launcher's own
-    or nothing declares the script."""
+    or nothing declares the script. A line with Azure ML's ``${{inputs.…}}`` bindings whose job
+    is declared nowhere envdoctor reads (a notebook's cell, an SDK call elsewhere) is that job's
+    command all the same: its process count per node is not known, not one."""
     path = script_file(trainer)
     if trainer.launcher != "python" or trainer.wrappers or not path or not os.path.isfile(path):
         return None
     if "LOCAL_RANK" in trainer.env:
         return None
-    from envdoctor.plan.launchers import jobs_for, one_job
+    from envdoctor.plan.launchers import JobLaunch, jobs_for, one_job
 
-    return one_job(jobs_for(trainer.script, trainer.module, path))
+    job = one_job(jobs_for(trainer.script, trainer.module, path))
+    bound = [w for w in trainer.script_args if _AML_BINDING in w and ("inputs." in w or "outputs." in w)]
+    if job is None and bound:
+        from envdoctor.plan.launchers.azureml import KIND
+
+        return JobLaunch(
+            kind=KIND,
+            source=f"the launch line ({bound[0][:60]})",
+            command=trainer.raw,
+            unknown="its ${{inputs.…}} / ${{outputs.…}} bindings make it an Azure ML job's command, "
+            "and the job's distribution (how many processes per node) is declared in no file "
+            "envdoctor read",
+        )
+    return job
 
 
 def _trl_launcher_keys(plan: Plan, trainer: Launch) -> None:

@@ -145,6 +145,9 @@ class TrainingScript:
     chat_messages: str | None = None
     #: the config class it builds for its trainer (``ConfigClass``), None when not placed
     config_class: ConfigClass | None = None
+    #: where it (or a repository module it imports) builds a vLLM engine that no ``use_vllm``
+    #: test guards (``LLM(...) in train.py:214``): it generates with vLLM whatever the config says
+    vllm_engine: str | None = None
 
     @property
     def other_config(self) -> ConfigClass | None:

@@ -58,6 +58,7 @@ def read_training_script(
         trl_other_trainer=decl.trl_other_trainer,
         chat_messages=decl.chat_messages,
         config_class=decl.config_class,
+        vllm_engine=decl.vllm_engine,
     )
     if decl.problem:
         return script_cfg, {}

@@ -188,6 +188,9 @@ class ScriptDecl:
     chat_messages: str | None = None
     #: the config class the script builds for its trainer (``ConfigClass``), None when not seen
     config_class: ConfigClass | None = None
+    #: where the files read build a vLLM engine that no ``use_vllm`` test guards (``LLM(...)
+    #: in train.py:214``): the run generates with vLLM whatever its config says; None for none
+    vllm_engine: str | None = None
     #: the fields of the repository's dataclasses (with their repository bases) where the script
     #: or a module it imports reads the config file itself (``yaml.safe_load``): key -> what
     #: declares it
@@ -413,6 +416,9 @@ class SourceFacts:
     file_loads: list[tuple[str, int]] = field(default_factory=list)
     #: the line of its first Hydra entry (``@hydra.main``, ``instantiate(...)``): 0 for none
     hydra: int = 0
+    #: where it builds a vLLM engine (``LLM(...)``, ``AsyncLLMEngine.from_engine_args(...)``):
+    #: (line, whether a test that reads ``use_vllm`` guards it: ``if self.use_vllm:``)
+    vllm_engines: list[tuple[int, bool]] = field(default_factory=list)
 
 
 #: calls that read the parameters or fields of a class: a script that reads GRPOConfig's keeps
@@ -778,7 +784,64 @@ def _load(path: Path, label: str, data: bytes | None = None) -> tuple[SourceFact
     except (RecursionError, MemoryError):
         return None, "is too deeply nested to read"
     mod.lines = data.decode("utf-8", errors="replace").splitlines()
+    if b"vllm" in data:  # only a file that names vLLM can build its engine
+        mod.vllm_engines = _vllm_engines(tree)
     return mod, None
+
+
+#: vLLM's engine classes: calling one (or its ``from_engine_args``) starts an engine that generates
+VLLM_ENGINES = frozenset({"LLM", "LLMEngine", "AsyncLLMEngine", "AsyncLLM"})
+
+
+def _vllm_engines(tree: ast.Module) -> list[tuple[int, bool]]:
+    """Where ``tree`` builds a vLLM engine, each with whether an ``if`` whose test reads
+    ``use_vllm`` (``if self.use_vllm:``, ``if args.use_vllm:``) guards it: such a build follows
+    the run's ``use_vllm`` (R1-V's trainers hold one under ``if self.use_vllm:`` and generate with
+    HF's ``generate`` otherwise); ``if is_vllm_available():`` guards nothing of the config's."""
+    classes: set[str] = set()  # names bound to an engine class by ``from vllm import LLM``
+    modules: set[str] = set()  # names bound to vllm or one of its modules
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and _top(node.module) == "vllm":
+            classes |= {a.asname or a.name for a in node.names if a.name in VLLM_ENGINES}
+        elif isinstance(node, ast.Import):
+            heads = [(a, a.name.split(".")[0]) for a in node.names]
+            modules |= {a.asname or head for a, head in heads if head == "vllm"}
+    if not classes and not modules:
+        return []
+    out: list[tuple[int, bool]] = []
+
+    def engine(call: ast.Call) -> bool:
+        parts = (_dotted(call.func) or "").split(".")
+        if parts[-1] == "from_engine_args":
+            parts = parts[:-1]
+        if len(parts) == 1:
+            return parts[0] in classes
+        return parts[0] in modules and parts[-1] in VLLM_ENGINES
+
+    def visit(node: ast.AST, guarded: bool) -> None:
+        if isinstance(node, (ast.If, ast.IfExp)) and "use_vllm" in ast.dump(node.test).lower():
+            visit(node.test, guarded)
+            for child in [*_as_list(node.body), *_as_list(node.orelse)]:
+                visit(child, True)
+            return
+        if isinstance(node, ast.Call) and engine(node) and len(out) < MAX_CALLS:
+            out.append((node.lineno, guarded))
+        for child in ast.iter_child_nodes(node):
+            visit(child, guarded)
+
+    try:
+        visit(tree, False)
+    except RecursionError:  # too deep to walk: it imports an engine class, so say it may build one
+        return [(0, False)]
+    return out
+
+
+def _top(module: str | None) -> str:
+    return (module or "").split(".")[0]
+
+
+def _as_list(part: Any) -> list[ast.AST]:
+    return list(part) if isinstance(part, list) else [part]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1044,6 +1107,15 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
     decl.files = tuple(dict.fromkeys(res.files))
     decl.chat_messages = next(
         (f"{mod.path}:{mod.chat_messages[0]}" for mod in [main, *followed] if mod.chat_messages), None
+    )
+    decl.vllm_engine = next(
+        (
+            f"{mod.path}:{line}"
+            for mod in [main, *followed]
+            for line, guarded in mod.vllm_engines
+            if not guarded
+        ),
+        None,
     )
     return decl
 

@@ -51,12 +51,14 @@ def _cfg002_script(tmp_path, script: str):
     ]
 
 
-def test_a_trainer_envdoctor_could_not_read_makes_trls_init_check_likely_not_certain(tmp_path):
+def test_a_trainer_envdoctor_could_not_read_leaves_trls_init_check_at_advice(tmp_path):
     """open-r1-multimodal's forks build their own Qwen2VLGRPOTrainer (a copy of TRL's GRPO loop
     on transformers' Trainer) from a package of the repository: whether TRL 0.15-0.17's
-    __init__ check runs is not known when its source is not there."""
+    __init__ check runs is not known when its source is not there, so it is advice (issue #35:
+    a finding that rests on a part of the script envdoctor could not read stays at info;
+    EchoInk's and Visionary-R1's published runs trained with such a batch)."""
     (f,) = _cfg002_script(tmp_path, UNREAD)
-    assert f.severity.value == "warning"
+    assert f.severity.value == "info"
     assert "Qwen2VLGRPOTrainer (from open_r1_video.trainer)" in f.message
     assert "could not read" in f.message
 

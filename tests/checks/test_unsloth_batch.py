@@ -47,13 +47,14 @@ def test_without_unsloth_or_with_a_generation_batch_set_trl_refuses_it(tmp_path)
     assert g.severity.value == "error"
 
 
-def test_unsloth_in_the_stack_with_the_script_unread_makes_the_refusal_a_warning(tmp_path):
+def test_unsloth_in_the_stack_with_the_script_unread_makes_the_refusal_advice(tmp_path):
     """A notebook's cells saved as a .py with their shell lines (not Python): whether the code
-    imports Unsloth was not seen, so TRL's refusal is likely, not certain."""
+    imports Unsloth was not seen, so TRL's refusal rests on a script envdoctor could not read:
+    advice (issue #35; ROCm's gpt-oss workshop notebook trained 1 x 1 vs 2 through Unsloth)."""
     (f,) = _cfg002(
         tmp_path,
         "apt-get install -y git\n" + SCRIPT,  # a shell line no IPython magic runs
         config={"per_device_train_batch_size": 1, "num_generations": 6},
     )
-    assert f.severity.value == "warning" and "unless the training code imports Unsloth" in f.message
+    assert f.severity.value == "info" and "unless the training code imports Unsloth" in f.message
     assert "not read" in f.message

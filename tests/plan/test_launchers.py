@@ -74,6 +74,22 @@ def test_without_the_job_the_bare_line_is_still_the_dataparallel_trap(tmp_path, 
     assert found["LAY003"].severity.value in ("error", "warning")  # by TRL's era (LAY003's why)
 
 
+def test_a_line_with_azureml_bindings_is_an_azureml_jobs_command(tmp_path, monkeypatch):
+    """Azure/azureml-examples' GRPO sample (held-out set 7): its job is declared in a notebook's
+    cell, and the trainer line passes ``${{inputs.model_dir}}``: an Azure ML job's command, whose
+    distribution starts the processes; how many is not known, so no DataParallel trap is said."""
+    _repo(tmp_path, {"src/train.py": TRAIN})
+    line = "python src/train.py --model_name_or_path ${{inputs.model_dir}} --output_dir ${{outputs.ckpt}}"
+    plan, lay, found = _check(tmp_path, monkeypatch, line)
+    assert plan.job is not None and plan.job.unknown and "Azure ML" in plan.job.kind
+    assert "LAY003" not in found
+    assert found["LAY017"].severity.value == "info" and "${{inputs.model_dir}}" in found["LAY017"].message
+    # a job file that declares it still decides
+    other = _repo(tmp_path / "declared", {"job.yml": AML_YAML, "src/train.py": TRAIN})
+    plan, lay, found = _check(other, monkeypatch, "python src/train.py --output_dir ${{outputs.out}}")
+    assert plan.job is not None and plan.job.per_node == 8 and not plan.job.unknown
+
+
 def test_azureml_job_without_distribution_changes_nothing(tmp_path, monkeypatch):
     text = AML_YAML.replace(
         "    distribution:\n      type: pytorch\n      process_count_per_instance: 8\n", ""
