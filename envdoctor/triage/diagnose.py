@@ -27,7 +27,7 @@ from envdoctor.triage.draft import (
     Log,
     finding,
     frames,
-    in_python_warning,
+    logged_as_warning,
     reject,
     unknown_finding,
     warning_line,
@@ -790,7 +790,7 @@ def diagnose(
             found = caught_in_reward(head, log)  # a reward function's report of what it caught
         if found is not None:
             return [found.finding]
-        if first is not None and (in_python_warning(first) or warning_line(first)):
+        if first is not None and logged_as_warning(first):
             # the message of a warning Python printed (warnings.warn), or a line a logger wrote at
             # warning level (vLLM's "WARNING … Failed to import from vllm._C …"): nothing raised
             return []
