@@ -27,7 +27,7 @@ from envdoctor.triage.draft import (
     Log,
     finding,
     frames,
-    in_python_warning,
+    logged_as_warning,
     reject,
     unknown_finding,
     warning_line,
@@ -798,8 +798,10 @@ def diagnose(
             found = caught_in_reward(head, log)  # a reward function's report of what it caught
         if found is not None:
             return [found.finding]
-        if first is not None and in_python_warning(first):
-            return []  # the message of a warning Python printed (warnings.warn): nothing raised
+        if first is not None and logged_as_warning(first):
+            # the message of a warning Python printed (warnings.warn), or a line a logger wrote at
+            # warning level (vLLM's "WARNING … Failed to import from vllm._C …"): nothing raised
+            return []
         if first is None:
             return []
         from envdoctor.triage.raisesites import placed

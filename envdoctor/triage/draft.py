@@ -172,6 +172,24 @@ def warning_line(m: Match) -> bool:
     return bool(_WARNING.search(m.text[:200])) or in_python_warning(m)
 
 
+#: a logger's record at warning level, by its level at the line's head (after a process tag):
+#: vLLM's ``WARNING 03-06 13:44:18 [x.py:21]``, logging's ``WARNING:name:``, glog's ``[W1218 …``
+_LOGGED_WARNING = re.compile(
+    r"\s*(?:\([^)]{0,120}\)\s*|\[[^\]]{0,60}\]:?\s*){0,2}(?:WARNING|WARN)(?: \d\d-\d\d |:| \[)|\s*\[W\d{4} "
+)
+_RAISED = re.compile(r"(?:[A-Za-z_]\w{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception)\b:?")
+
+
+def logged_as_warning(m: Match) -> bool:
+    """The line is a logger's warning record whose text is no raised exception's line ("WARNING …
+    Failed to import from vllm._C with ModuleNotFoundError(…)"), or a warning Python printed: a
+    run that goes on, not a crash (``warning_line`` orders failing lines; this decides)."""
+    head = _LOGGED_WARNING.match(m.text[:400])
+    if head is None:
+        return in_python_warning(m)
+    return _RAISED.match(m.text[head.end() :].lstrip(" ]")) is None
+
+
 #: the header of a message Python's ``warnings`` module printed: ``…/x.py:8: RuntimeWarning: …``
 #: (a Markdown link around the path kept: ``[/a/x.py:8](https://…): RuntimeWarning: …``)
 _PY_WARNING = re.compile(r"\.py:\d{1,9}\]?(?:\([^)\s]{0,600}\))?: [A-Z]\w{0,60}Warning: ")

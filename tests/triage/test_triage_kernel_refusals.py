@@ -20,12 +20,6 @@ def _only(log: str):
     return found[0]
 
 
-def test_a_pre_ampere_gpu_is_named_with_sdpa_as_the_fix():
-    f = _only("RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
-    assert f.severity.value == "error" and f.evidence["known_failure"] == "flash-attn-needs-ampere"
-    assert 'attn_implementation="sdpa"' in f.fix and "uninstall flash-attn" in f.fix
-
-
 def test_head_dim_above_192_before_2_5_5_is_fixed_by_the_release_that_lifted_it():
     f = _only(
         _FRAMES + "RuntimeError: FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800\n"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from tests.conftest import run_cli
+from tests.triage.helpers import findings, scan_bytes
 
 CRASH = """step 1
 Traceback (most recent call last):
@@ -75,3 +76,14 @@ def test_the_message_of_a_warning_python_printed_is_not_a_failure(tmp_path):
     )
     out = json.loads(run_cli("triage", "--format", "json", str(raised)).stdout)
     assert out["findings"]
+
+
+def test_a_line_a_logger_wrote_at_warning_level_is_no_crash():
+    # vLLM logs its failed import of vllm._C as a warning and serves on (a plugin platform)
+    log = (
+        "WARNING 03-06 13:44:18 [_custom_ops.py:21] Failed to import from vllm._C with "
+        "ModuleNotFoundError(\"No module named 'vllm._C'\")\n"
+        "INFO 03-06 13:44:19 [api_server.py:1] vLLM API server version 0.8.1\n"
+        "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n"
+    )
+    assert findings(scan_bytes(log)) == []
