@@ -120,6 +120,23 @@ def _versions(log: Log) -> dict[str, str]:
     return {d: v.version for d, v in log.versions.items() if v.exact}
 
 
+def _seen(log: Log, dist: str) -> bool:
+    """Whether the log shows ``dist``'s version (not a release its traceback's frames fit)."""
+    v = log.versions.get(dist)
+    return v is None or not v.inferred
+
+
+def _inferred(log: Log, dists: Sequence[str]) -> list[str]:
+    """``deepspeed 0.16.0 to 0.16.3 (inferred from the traceback's frames)`` for each of ``dists``
+    whose release the log does not show but its traceback's frames place."""
+    out: list[str] = []
+    for dist in dict.fromkeys(dists):
+        v = log.versions.get(dist)
+        if v is not None and v.inferred:
+            out.append(f"{dist} {v.range_text()} (inferred from the traceback's frames)")
+    return out
+
+
 def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] = ()) -> Draft | None:
     """API drift at a package boundary (module docstring, 2): the one answer of TRI009, for the
     signatures of drift (an import, an attribute, a call) and for any failing line alike."""
@@ -198,14 +215,12 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         if unseen
         else "your code"
     )
-    shown = [f"{d} {logged[d]}" for d in (b.caller, b.callee) if d and d in logged]
+    shown = [f"{d} {logged[d]}" for d in (b.caller, b.callee) if d and d in logged and _seen(log, d)]
+    entry = None
     if source.startswith("the known-failures catalogue"):  # and the versions of the entry's packages
         entry = next((e for e in _entries() if e.id in source), None)
-        shown = list(
-            dict.fromkeys(
-                shown + [f"{d} {logged[d]}" for d in (entry.packages if entry else {}) if d in logged]
-            )
-        )
+        also = [d for d in (entry.packages if entry else {}) if d in logged and _seen(log, d)]
+        shown = list(dict.fromkeys(shown + [f"{d} {logged[d]}" for d in also]))
     at = ""
     if b.caller_frame is not None or b.callee_frame is not None:
         sides = [s for s in (_frame_text(b.caller_frame), _frame_text(b.callee_frame)) if s]
@@ -231,6 +246,9 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         f"the two releases do not fit{at}; "
     )
     what = head + (f"the log shows {', '.join(shown)}" if shown else "the log shows neither version")
+    placed = _inferred(log, [d for d in (b.caller, b.callee, *(entry.packages if entry else {})) if d])
+    if placed:
+        what += f"; the traceback's frames place {', '.join(placed)}"
     d = finding(
         "TRI009",
         list(ms),
