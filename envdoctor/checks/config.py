@@ -264,10 +264,32 @@ def _no_release_keys(ctx: Context) -> Iterator[Hit]:
     """CFG001 for a keyword of the script's GRPOConfig(...) call that no release takes: the
     dataclass's __init__ refuses it at the call (TypeError), on every TRL."""
     renames = _renames(ctx)
-    for key, where in code_keys_no_release_takes(ctx).items():
+    found = code_keys_no_release_takes(ctx)
+    if not found:
+        return
+    import difflib  # only for a call with such a keyword
+
+    keys = ctx.kb.grpo_keys.get("keys") or {}
+    ta = ctx.kb.parser_keys.get("training_arguments") or {}
+    tf = ctx.version("transformers")
+    taken = sorted(k for k in keys if ctx.kb.has_config_key(k, ctx.trl.version))
+    taken += sorted(k for k in ta.get("keys") or {} if k not in keys and presence(ta, k, tf) != "no")
+    for key, where in found.items():
         meant = renames.get(key)
-        hint = f" (GRPOConfig's name for it is `{meant}`)" if meant else ""
+        close = None if meant else difflib.get_close_matches(key, taken, n=1, cutoff=0.85)
+        hint = (
+            f" (GRPOConfig's name for it is `{meant}`)"
+            if meant
+            else f" (did you mean `{close[0]}`?)"
+            if close
+            else ""
+        )
+        meant = meant or (close[0] if close else None)
         fix = f"remove `{key}` from {where}" + (f"; set `{meant}` for what it meant" if meant else "")
+        trainer = (ctx.kb.trainer_params.get("parameters") or {}).get(key)
+        if trainer is not None and not meant:  # environment_factory: the trainer's, not the config's
+            hint = f" (it is a parameter of GRPOTrainer from TRL {trainer.get('since')}, not of GRPOConfig)"
+            fix += "; hand it to GRPOTrainer(...) where it is meant"
         yield hit(
             f"`{key}` ({where}) is a field of GRPOConfig in no TRL release and of TrainingArguments "
             f"in no transformers release envdoctor read{hint}: TRL {ctx.trl.label()}'s GRPOConfig "

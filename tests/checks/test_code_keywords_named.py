@@ -162,3 +162,17 @@ def test_trls_release_line_requirements_stand_in_for_a_missing_requires_dist():
     ok = {**stack, "transformers": "4.56.2"}
     found = [f for f in findings(snapshot(1, packages=ok)) if f.rule == "PKG004"]
     assert not [f for f in found if "trl 0.29.0" in f.message]
+
+
+def test_a_misspelt_keyword_of_the_call_is_the_same_error_with_the_near_key(tmp_path):
+    script = "from trl import GRPOConfig\nconfig = GRPOConfig(output_dir='o', num_generation=4)\n"
+    (f,) = _rules(_run(tmp_path, script, TRL13), "CFG001")
+    assert f.severity.value == "error" and "did you mean `num_generations`?" in f.message
+    assert not _rules(_run(tmp_path, script, TRL13), "CFG004")
+
+
+def test_a_trainer_parameter_handed_to_the_config_says_whose_it_is(tmp_path):
+    """HONEST-RL-Calibrator 307034a (heldout-2026-11-28h): GRPOConfig(environment_factory=…)."""
+    script = "from trl import GRPOConfig\nconfig = GRPOConfig(output_dir='o', environment_factory=make_env)\n"
+    (f,) = _rules(_run(tmp_path, script, TRL13), "CFG001")
+    assert f.severity.value == "error" and "a parameter of GRPOTrainer from TRL 0.29.0" in f.message
