@@ -564,9 +564,6 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
     parsers: set[str] = set()  # names bound to a parser or an argument group
     handed: list[tuple[ast.expr, set[str]]] = []  # calls and the plain names they are given
     rebound: list[tuple[str, str]] = []  # ``name = other`` (a module alias bound to another name)
-    loads: dict[str, int] = {}  # how often each name is read
-    tested: dict[str, int] = {}  # how often each name is the right side of ``"key" in name``
-    tests: list[tuple[str, str]] = []  # (name, key) of each such test
     for node in ast.walk(tree):
         if record(mod, node):
             continue
@@ -584,16 +581,6 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
                 name = t.value if isinstance(t, ast.Subscript) else t
                 if isinstance(name, ast.Name):
                     mod.removals.setdefault(name.id, []).append(node.lineno)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            if node.id in loads or len(loads) < MAX_CALLS:
-                loads[node.id] = loads.get(node.id, 0) + 1
-        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], _MEMBER):
-            tested_name = _tested_name(node.comparators[0])
-            left = node.left
-            if tested_name and isinstance(left, ast.Constant) and isinstance(left.value, str):
-                tested[tested_name] = tested.get(tested_name, 0) + 1
-                if len(tests) < MAX_CALLS:
-                    tests.append((tested_name, left.value))
         elif isinstance(node, ast.Dict) and not mod.chat_messages and _chat_message(node):
             mod.chat_messages.append(node.lineno)
         elif isinstance(node, ast.Attribute) and node.attr == "argv" and _dotted(node.value) == "sys":
@@ -622,15 +609,8 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
         # global): the name is the module too, where nothing else binds it as one
         if source in mod.modules and alias not in mod.modules and alias not in mod.imports:
             mod.modules[alias] = mod.modules[source]
-    # a read of GRPOConfig's fields filters named keys only where every use of the name it is
-    # bound to tests a key written in the script (``if "kl_coef" in sig: kw["kl_coef"] = …``)
-    bound_reads = len(mod.filter_names)
-    for bound in mod.filter_names:
-        if loads.get(bound, 0) != tested.get(bound, 0):
-            mod.filter_other_use = True
-    mod.filter_tests = [key for bound, key in tests if bound in mod.filter_names]
-    if len(mod.config_filters) > bound_reads:
-        mod.filter_other_use = True  # a read not bound to a name: used in place
+    if mod.config_filters:
+        _filter_uses(tree, mod)
     for func, names in handed:  # a parser handed to code envdoctor does not read: more options
         own = isinstance(func, ast.Name) and (func.id in functions or func.id in _BUILTINS)
         if names & parsers and not own:
@@ -639,6 +619,28 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
 
 
 _MEMBER = (ast.In, ast.NotIn)
+
+
+def _filter_uses(tree: ast.Module, mod: SourceFacts) -> None:
+    """How a file that reads GRPOConfig's fields uses them (a second walk, for such files only): it
+    filters named keys only where every use of the name the read is bound to tests a key written
+    in the script (``if "kl_coef" in sig: kw["kl_coef"] = …``); any other use, or a read not bound
+    to a name, filters every key (``filter_other_use``)."""
+    if len(mod.config_filters) > len(mod.filter_names):
+        mod.filter_other_use = True  # a read used in place
+        return
+    loads = dict.fromkeys(mod.filter_names, 0)
+    tested = dict.fromkeys(mod.filter_names, 0)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in loads:
+            loads[node.id] += 1
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], _MEMBER):
+            name, left = _tested_name(node.comparators[0]), node.left
+            if name in tested and isinstance(left, ast.Constant) and isinstance(left.value, str):
+                tested[name] += 1
+                if len(mod.filter_tests) < MAX_CALLS:
+                    mod.filter_tests.append(left.value)
+    mod.filter_other_use = any(loads[n] != tested[n] for n in loads)
 
 
 def _tested_name(node: ast.expr) -> str | None:
