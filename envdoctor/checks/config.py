@@ -233,6 +233,12 @@ def code_keys_no_release_takes(ctx: Context) -> dict[str, str]:
     script = ctx.plan.script
     if script is None or script.problem or not script.trl_config_keys:
         return {}
+    if script.patched_by == "unsloth":
+        return {}  # Unsloth's GRPOConfig takes keywords of its own (vllm_sampling_params, …)
+    installed = ctx.facts.packages.get("trl")
+    origin = installed.origin if installed is not None else None
+    if origin and not re.search(r"github\.com/huggingface/trl\b", origin):
+        return {}  # a fork's GRPOConfig (groundlight/trl's limit_image_per_prompt): fields unknown
     grpo = ctx.kb.grpo_keys.get("keys") or {}
     ta = ctx.kb.parser_keys.get("training_arguments") or {}
     if not grpo or not _inside(ctx.trl.version, ctx.kb.grpo_keys.get("tags_scanned")):

@@ -176,3 +176,19 @@ def test_a_trainer_parameter_handed_to_the_config_says_whose_it_is(tmp_path):
     script = "from trl import GRPOConfig\nconfig = GRPOConfig(output_dir='o', environment_factory=make_env)\n"
     (f,) = _rules(_run(tmp_path, script, TRL13), "CFG001")
     assert f.severity.value == "error" and "a parameter of GRPOTrainer from TRL 0.29.0" in f.message
+
+
+def test_unsloths_config_and_a_forks_config_are_not_judged(tmp_path):
+    """Unsloth's patched GRPOConfig takes keywords of its own (unsloth-2846, heldout-2026-11-28c:
+    ``vllm_sampling_params``); a fork's GRPOConfig has fields of its own (r1_vlm on groundlight/trl,
+    heldout-2026-11-28e: ``limit_image_per_prompt``)."""
+    head = "import unsloth\nfrom trl import GRPOConfig\n"
+    unsloth = head + "c = GRPOConfig(output_dir='o', vllm_sampling_params=None)\n"
+    assert not _rules(_run(tmp_path, unsloth, TRL13), "CFG001")
+    fork = "from trl import GRPOConfig\nc = GRPOConfig(output_dir='o', limit_image_per_prompt=2)\n"
+    forked = {
+        **TRL13,
+        "trl": {"version": "0.16.0.dev0", "origin": "git+https://github.com/groundlight/trl.git"},
+    }
+    assert not [f for f in _rules(_run(tmp_path, fork, forked), "CFG001") if f.severity.value != "info"]
+    assert _rules(_run(tmp_path, fork, TRL13), "CFG001")  # TRL's own release: the TypeError
