@@ -233,8 +233,10 @@ def code_keys_no_release_takes(ctx: Context) -> dict[str, str]:
     script = ctx.plan.script
     if script is None or script.problem or not script.trl_config_keys:
         return {}
-    if script.patched_by == "unsloth":
-        return {}  # Unsloth's GRPOConfig takes keywords of its own (vllm_sampling_params, …)
+    own: set[str] = set()
+    if script.patched_by == "unsloth":  # Unsloth's GRPOConfig takes keywords of its own and hands
+        # every other one on to TRL's (``**kwargs``)
+        own = set((ctx.kb.trl.get("unsloth_config_keywords") or {}).get("keywords") or ())
     installed = ctx.facts.packages.get("trl")
     origin = installed.origin if installed is not None else None
     if origin and not re.search(r"github\.com/huggingface/trl\b", origin):
@@ -249,7 +251,10 @@ def code_keys_no_release_takes(ctx: Context) -> dict[str, str]:
     return {
         key: where
         for key, where in script.trl_config_keys.items()
-        if key not in known and _script_drops(script, key, "", "") is None
+        if key not in known
+        and key not in own
+        and not (own and key.startswith("unsloth_"))
+        and _script_drops(script, key, "", "") is None
     }
 
 

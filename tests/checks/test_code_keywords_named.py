@@ -178,13 +178,16 @@ def test_a_trainer_parameter_handed_to_the_config_says_whose_it_is(tmp_path):
     assert f.severity.value == "error" and "a parameter of GRPOTrainer from TRL 0.29.0" in f.message
 
 
-def test_unsloths_config_and_a_forks_config_are_not_judged(tmp_path):
+def test_unsloths_own_keywords_and_a_forks_config_are_not_judged(tmp_path):
     """Unsloth's patched GRPOConfig takes keywords of its own (unsloth-2846, heldout-2026-11-28c:
     ``vllm_sampling_params``); a fork's GRPOConfig has fields of its own (r1_vlm on groundlight/trl,
     heldout-2026-11-28e: ``limit_image_per_prompt``)."""
     head = "import unsloth\nfrom trl import GRPOConfig\n"
     unsloth = head + "c = GRPOConfig(output_dir='o', vllm_sampling_params=None)\n"
     assert not _rules(_run(tmp_path, unsloth, TRL13), "CFG001")
+    # any other keyword goes on to TRL's GRPOConfig (HONEST-RL-Calibrator 307034a, 28h)
+    other = head + "c = GRPOConfig(output_dir='o', environment_factory=None)\n"
+    assert [f.severity.value for f in _rules(_run(tmp_path, other, TRL13), "CFG001")] == ["error"]
     fork = "from trl import GRPOConfig\nc = GRPOConfig(output_dir='o', limit_image_per_prompt=2)\n"
     forked = {
         **TRL13,
