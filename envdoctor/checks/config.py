@@ -221,6 +221,97 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             severity=severity,
         )
     yield from _training_arguments_gone(ctx)
+    yield from _no_release_keys(ctx)
+
+
+def code_keys_no_release_takes(ctx: Context) -> dict[str, str]:
+    """Keys the training script always passes TRL's own GRPOConfig(...) (a keyword, an entry of
+    a mapping it spreads; a config file setting the key too changes nothing) that GRPOConfig has in
+    no TRL release and TrainingArguments in no transformers release envdoctor read, while the
+    installed TRL and transformers lie inside the releases read: key -> the call. Each raises
+    TypeError at the call."""
+    script = ctx.plan.script
+    if script is None or script.problem or not script.trl_config_keys:
+        return {}
+    own: set[str] = set()
+    if script.patched_by == "unsloth":  # Unsloth's GRPOConfig takes keywords of its own and hands
+        # every other one on to TRL's (``**kwargs``)
+        own = set((ctx.kb.trl.get("unsloth_config_keywords") or {}).get("keywords") or ())
+    installed = ctx.facts.packages.get("trl")
+    origin = installed.origin if installed is not None else None
+    if origin and not re.search(r"github\.com/huggingface/trl\b", origin):
+        return {}  # a fork's GRPOConfig (groundlight/trl's limit_image_per_prompt): fields unknown
+    grpo = ctx.kb.grpo_keys.get("keys") or {}
+    ta = ctx.kb.parser_keys.get("training_arguments") or {}
+    if not grpo or not _inside(ctx.trl.version, ctx.kb.grpo_keys.get("tags_scanned")):
+        return {}
+    if not _inside(ctx.version("transformers"), ta.get("releases_scanned")):
+        return {}
+    known = set(grpo) | set(ta.get("keys") or {}) | NOT_CONFIG
+    return {
+        key: where
+        for key, where in script.trl_config_keys.items()
+        if key not in known
+        and key not in own
+        and not (own and key.startswith("unsloth_"))
+        and _script_drops(script, key, "", "") is None
+    }
+
+
+def _inside(version: str | None, scanned: Any) -> bool:
+    """Whether release ``version`` lies between the first and the last release of ``scanned``
+    (a release past the newest one read may have added any field)."""
+    tags = sorted(map(str, scanned or ()), key=versions.sort_key)
+    have = versions.parse(version)
+    if have is None or not tags:
+        return False
+    public = versions.parse(have.public)
+    if public is None:
+        return False
+    return bool(versions.at_least(public.public, tags[0]) and versions.at_least(tags[-1], public.public))
+
+
+def _no_release_keys(ctx: Context) -> Iterator[Hit]:
+    """CFG001 for a keyword of the script's GRPOConfig(...) call that no release takes: the
+    dataclass's __init__ refuses it at the call (TypeError), on every TRL."""
+    renames = _renames(ctx)
+    found = code_keys_no_release_takes(ctx)
+    if not found:
+        return
+    import difflib  # only for a call with such a keyword
+
+    keys = ctx.kb.grpo_keys.get("keys") or {}
+    ta = ctx.kb.parser_keys.get("training_arguments") or {}
+    tf = ctx.version("transformers")
+    taken = sorted(k for k in keys if ctx.kb.has_config_key(k, ctx.trl.version))
+    taken += sorted(k for k in ta.get("keys") or {} if k not in keys and presence(ta, k, tf) != "no")
+    for key, where in found.items():
+        meant = renames.get(key)
+        close = None if meant else difflib.get_close_matches(key, taken, n=1, cutoff=0.85)
+        hint = (
+            f" (GRPOConfig's name for it is `{meant}`)"
+            if meant
+            else f" (did you mean `{close[0]}`?)"
+            if close
+            else ""
+        )
+        meant = meant or (close[0] if close else None)
+        fix = f"remove `{key}` from {where}" + (f"; set `{meant}` for what it meant" if meant else "")
+        trainer = (ctx.kb.trainer_params.get("parameters") or {}).get(key)
+        if trainer is not None and not meant:  # environment_factory: the trainer's, not the config's
+            hint = f" (it is a parameter of GRPOTrainer from TRL {trainer.get('since')}, not of GRPOConfig)"
+            fix += "; hand it to GRPOTrainer(...) where it is meant"
+        yield hit(
+            f"`{key}` ({where}) is a field of GRPOConfig in no TRL release and of TrainingArguments "
+            f"in no transformers release envdoctor read{hint}: TRL {ctx.trl.label()}'s GRPOConfig "
+            "refuses it at the call (TypeError: unexpected keyword argument), before training",
+            fix=fix,
+            remedy=[Remedy(config_remove=(key,), fix=f"remove `{key}`")],
+            key=key,
+            trl=ctx.trl.version,
+            where=where,
+            severity=ctx.on_trl(),
+        )
 
 
 def _other_config_said(other: ConfigClass, key: str, said: str) -> str:
@@ -239,7 +330,10 @@ def _script_drops(script: TrainingScript | None, key: str, said: str, origin: st
     unknown keys back (a config file's or the command line's keys only); None if it does not."""
     if script is None or script.problem:
         return None
-    if script.config_filter:
+    named = script.config_filter_keys
+    if script.config_filter and (named is None or key in named and key not in script.trl_config_keys):
+        # a filter of named keys (``if "k" in sig: kw["k"] = …``) drops those it tests, not a key
+        # the call is always handed
         return (
             f"the training script keeps only the keys the installed GRPOConfig takes "
             f"({script.config_filter}), so it drops `{key}` on TRL {said}"
@@ -678,7 +772,8 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
         for k, typed in (script.refused if script else {}).items()
         if ctx.plan.config_origin.get(k) == "command line"
     }
-    unknown = [k for k in ctx.plan.config_origin if k not in known and k not in refused]
+    refuses = code_keys_no_release_takes(ctx)  # CFG001's: TRL's GRPOConfig(...) call refuses them
+    unknown = [k for k in ctx.plan.config_origin if k not in known and k not in refused and k not in refuses]
     yield from _not_parsed(ctx, [k for k in ctx.plan.config_origin if k in known], ta_keys)
     if not (unknown or refused):
         return
@@ -1049,7 +1144,7 @@ def trl_call_keyword(ctx: Context) -> Iterator[Hit]:
                 continue
             takes = [r for i, r in enumerate(releases) if have >> i & 1]
             taken = [k for k, b in row.items() if k not in ("@", "**") and int(b) & bit]
-            meant = _meant(key, taken, call.keywords)
+            meant = _meant(key, taken, call.keywords, _renames(ctx))
             cands = _rename_keyword(call, key, meant) if meant else _drop_keyword(call, key)
             shown = f"{call.cls}({key}=…)" if call.method == "__init__" else f"{call.method}({key}=…)"
             when = "at init, before training" if call.method == "__init__" else "when the call runs"
@@ -1150,13 +1245,25 @@ def _dev_build_keywords(ctx: Context, call: Any, table: dict[str, Any], releases
         )
 
 
-def _meant(key: str, taken: list[str], given: tuple[str, ...]) -> str | None:
+def _renames(ctx: Context) -> dict[str, str]:
+    """Keywords TRL's trainers and GRPOConfig took by another name (or another library's name
+    for the same setting), old -> new (rules/knowledge/trl.yaml's ``keyword_renames``:
+    ``tokenizer`` -> ``processing_class``)."""
+    return {str(r["old"]): str(r["new"]) for r in ctx.kb.trl.get("keyword_renames") or [] if r.get("old")}
+
+
+def _meant(
+    key: str, taken: list[str], given: tuple[str, ...], renames: dict[str, str] | None = None
+) -> str | None:
     """The parameter the call most likely meant by ``key``: one the method takes in this
-    release, that the call does not pass yet, and that reads close to it (``reward_function``
-    -> ``reward_funcs``)."""
+    release, that the call does not pass yet, and that is its known new name (``tokenizer`` ->
+    ``processing_class``) or reads close to it (``reward_function`` -> ``reward_funcs``)."""
     import difflib
 
     free = [k for k in taken if k not in given]
+    renamed = (renames or {}).get(key)
+    if renamed in free:
+        return renamed
     close = difflib.get_close_matches(key, free, n=1, cutoff=0.75)
     return close[0] if close else None
 

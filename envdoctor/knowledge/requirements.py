@@ -15,7 +15,11 @@ if TYPE_CHECKING:  # an annotation only: knowledge stays below facts
 
 def curated_requires(kb: Knowledge, src: str, version: str) -> list[str]:
     """Requires-Dist lines a snapshot left out, from the curated pins of rules/knowledge/vllm.yaml
-    (each vLLM release pins one torch and a transformers range)."""
+    (each vLLM release pins one torch and a transformers range) and the ``requires`` of TRL's
+    release lines in rules/knowledge/trl.yaml (read from each line's pyproject.toml / setup.py)."""
+    if src == "trl":
+        line = kb.trl_line(version) or {}
+        return [f"{name}{spec}" for name, spec in (line.get("requires") or {}).items() if spec]
     if src != "vllm":
         return []
     base = versions.parse(version)

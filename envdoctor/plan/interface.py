@@ -131,6 +131,13 @@ class TrainingScript:
     #: it keeps only the keys the installed GRPOConfig takes (``signature(GRPOConfig.__init__)
     #: in train.py:289``): a key this release lacks is dropped by the script, not refused
     config_filter: str | None = None
+    #: the keys that filter covers where it only tests named keys (``if "kl_coef" in sig:``);
+    #: None where it filters every key (``{k: v for k, v in kw.items() if k in sig}``)
+    config_filter_keys: tuple[str, ...] | None = None
+    #: the keys its calls of TRL's own GRPOConfig class (not a subclass of the repository's)
+    #: always pass, as keywords or from a mapping it spreads -> the call (``GRPOConfig(...) in
+    #: train.py:556``): each reaches GRPOConfig.__init__, whatever a config file also sets
+    trl_config_keys: dict[str, str] = field(default_factory=dict)
     #: its parser hands back the config keys no dataclass has instead of refusing them
     #: (``parse_args_and_config(return_remaining_strings=True) in train.py:94``): a key this
     #: release lacks is dropped, not refused

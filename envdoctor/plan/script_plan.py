@@ -54,6 +54,7 @@ def read_training_script(
         trl_calls=tuple(decl.trl_calls),
         ref_ds_prepares=decl.ref_ds_prepares,
         config_filter=decl.config_filter,
+        config_filter_keys=decl.config_filter_keys,
         keeps_unknown_keys=decl.keeps_unknown_keys,
         trl_other_trainer=decl.trl_other_trainer,
         chat_messages=decl.chat_messages,
@@ -87,6 +88,9 @@ def read_training_script(
     for call in decl.config_calls:
         for key, place in call.places.items():
             plan.script.config_keywords[key] = (*plan.script.config_keywords.get(key, ()), place)
+        if call.trl_class:
+            for key in call.passed:
+                plan.script.trl_config_keys.setdefault(key, call.where)
         found: dict[str, tuple[Any, str]] = {k: (v, call.where) for k, v in call.values.items()}
         for key, dest in call.from_flags.items():
             flag = decl.flags[dest]

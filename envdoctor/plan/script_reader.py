@@ -107,9 +107,14 @@ class ConfigCall:
     from_flags: dict[str, str] = field(default_factory=dict)
     unknown: tuple[str, ...] = ()
     spread: bool = False
-    #: each key the call sets -> where, as line edits (a keyword written in the call can be cut
-    #: or given another value; one from a ``**mapping`` or a later ``cfg.key = …`` cannot)
+    #: each key the call sets -> where, as line edits (a keyword written in the call, or an
+    #: entry on its own line of a dict display it spreads, can be cut; one a ``**mapping`` gets
+    #: elsewhere or a later ``cfg.key = …`` sets cannot)
     places: dict[str, CodeKeyword] = field(default_factory=dict)
+    #: the class called is TRL's own GRPOConfig (not a subclass of the repository's)
+    trl_class: bool = False
+    #: the keys the call always passes (keywords, a spread dict's entries; not ``cfg.key = …``)
+    passed: tuple[str, ...] = ()
 
     @property
     def where(self) -> str:
@@ -175,6 +180,8 @@ class ScriptDecl:
     #: where it reads the keys GRPOConfig takes to drop those the installed release lacks before
     #: building it (``signature(GRPOConfig.__init__) in train.py:289``), or None
     config_filter: str | None = None
+    #: the keys that filter covers where it only tests named keys, else None (every key)
+    config_filter_keys: tuple[str, ...] | None = None
     #: where its TrlParser / HfArgumentParser hands back the config keys no dataclass has
     #: instead of refusing them (``parse_args_and_config(return_remaining_strings=True) in
     #: train.py:94``; ``fail_with_unknown_args=False``, ``allow_extra_keys=True``), or None
@@ -419,6 +426,12 @@ class SourceFacts:
     #: where it builds a vLLM engine (``LLM(...)``, ``AsyncLLMEngine.from_engine_args(...)``):
     #: (line, whether a test that reads ``use_vllm`` guards it: ``if self.use_vllm:``)
     vllm_engines: list[tuple[int, bool]] = field(default_factory=list)
+    #: names bound to a read of GRPOConfig's fields (``sig = signature(GRPOConfig.__init__)
+    #: .parameters``), the keys tested against them by name (``"kl_coef" in sig``), and whether
+    #: any other use of them was seen (a filter over every key, or code envdoctor does not follow)
+    filter_names: set[str] = field(default_factory=set)
+    filter_tests: list[str] = field(default_factory=list)
+    filter_other_use: bool = False
 
 
 #: calls that read the parameters or fields of a class: a script that reads GRPOConfig's keeps
@@ -550,6 +563,7 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
     functions: set[str] = set()
     parsers: set[str] = set()  # names bound to a parser or an argument group
     handed: list[tuple[ast.expr, set[str]]] = []  # calls and the plain names they are given
+    rebound: list[tuple[str, str]] = []  # ``name = other`` (a module alias bound to another name)
     for node in ast.walk(tree):
         if record(mod, node):
             continue
@@ -576,6 +590,10 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
             _note_mapping(mod, target, node.value)
             if isinstance(target, ast.Name) and (target.id in mod.texts or len(mod.texts) < MAX_CALLS):
                 mod.texts[target.id] = mod.texts.get(target.id, True) and _is_text(node.value)
+            if isinstance(target, ast.Name) and isinstance(node.value, ast.Name) and len(rebound) < MAX_CALLS:
+                rebound.append((target.id, node.value.id))
+            if isinstance(target, ast.Name) and _reads_config_fields(node.value):
+                mod.filter_names.add(target.id)  # sig = inspect.signature(GRPOConfig.__init__).parameters
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
                 mod.bound[id(node.value)] = target.id  # cfg = GRPOConfig(...)
                 made = _dotted(node.value.func)
@@ -587,11 +605,64 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
                 sets = mod.sets.setdefault(target.value.id, [])
                 if len(sets) < MAX_CALLS:
                     sets.append((target.attr, node.value))  # cfg.gradient_checkpointing = ...
+    for alias, source in rebound:  # ``import trl as _trl; trl = _trl`` (a lazy import bound to a
+        # global): the name is the module too, where nothing else binds it as one
+        if source in mod.modules and alias not in mod.modules and alias not in mod.imports:
+            mod.modules[alias] = mod.modules[source]
+    if mod.config_filters:
+        _filter_uses(tree, mod)
     for func, names in handed:  # a parser handed to code envdoctor does not read: more options
         own = isinstance(func, ast.Name) and (func.id in functions or func.id in _BUILTINS)
         if names & parsers and not own:
             mod.dynamic_flags = True
     return mod
+
+
+_MEMBER = (ast.In, ast.NotIn)
+
+
+def _filter_uses(tree: ast.Module, mod: SourceFacts) -> None:
+    """How a file that reads GRPOConfig's fields uses them (a second walk, for such files only): it
+    filters named keys only where every use of the name the read is bound to tests a key written
+    in the script (``if "kl_coef" in sig: kw["kl_coef"] = …``); any other use, or a read not bound
+    to a name, filters every key (``filter_other_use``)."""
+    if len(mod.config_filters) > len(mod.filter_names):
+        mod.filter_other_use = True  # a read used in place
+        return
+    loads = dict.fromkeys(mod.filter_names, 0)
+    tested = dict.fromkeys(mod.filter_names, 0)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in loads:
+            loads[node.id] += 1
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], _MEMBER):
+            name, left = _tested_name(node.comparators[0]), node.left
+            if name in tested and isinstance(left, ast.Constant) and isinstance(left.value, str):
+                tested[name] += 1
+                if len(mod.filter_tests) < MAX_CALLS:
+                    mod.filter_tests.append(left.value)
+    mod.filter_other_use = any(loads[n] != tested[n] for n in loads)
+
+
+def _tested_name(node: ast.expr) -> str | None:
+    """The name a membership test reads: ``sig`` in ``"k" in sig`` and ``"k" in sig.parameters``."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _reads_config_fields(node: ast.expr) -> bool:
+    """Whether ``node`` is a read of GRPOConfig's fields (``FIELD_READS``), maybe with an
+    attribute after it (``inspect.signature(GRPOConfig.__init__).parameters``, ``.keys()``)."""
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        if isinstance(node, ast.Call):
+            func = _dotted(node.func) or ""
+            if func.rsplit(".", 1)[-1] in FIELD_READS and node.args:
+                read_of = _dotted(node.args[0]) or ""
+                return CONFIG_CLASS in read_of.split(".")
+            node = node.func
+        else:
+            node = node.value
+    return False
 
 
 def _note_mapping(mod: SourceFacts, target: ast.expr, value: ast.expr) -> None:
@@ -1099,6 +1170,13 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         ),
         None,
     )
+    filtering = [
+        mod
+        for mod in [main, *(m for m in res.loaded.values() if m is not None and m is not main)]
+        if mod.config_filters
+    ]
+    if filtering and not any(mod.filter_other_use for mod in filtering):
+        decl.config_filter_keys = tuple(dict.fromkeys(k for mod in filtering for k in mod.filter_tests))
     decl.keeps_unknown_keys = next(
         (f"{call} in {main.path}:{line}" for call, line in main.unknown_keys_kept), None
     )
@@ -1412,6 +1490,7 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
         values: dict[str, Any] = {}
         flags: dict[str, str] = {}
         unknown: list[str] = []
+        passed: list[str] = []
         spread = False
         var = main.bound.get(id(call))
         later = main.sets.get(var, []) if var else []  # cfg.key = value
@@ -1425,16 +1504,25 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 spread_keys = _spread(main, kw.value)
                 spread = spread or spread_keys is None
                 keywords += [(k, v, False) for k, v in spread_keys or []]
+                display = _display(main, kw.value, line)
+                if display is not None:  # its entries written on lines of their own: cut there
+                    for k, place in _entry_places(where, display, main.lines).items():
+                        places.setdefault(k, place)
                 if spread_keys is None:  # changed in place: the keys it holds at least, values unknown
-                    unknown += [k for k in _floor(main, kw.value, line) if k not in unknown]
+                    floor = _floor(main, kw.value, line)
+                    unknown += [k for k in floor if k not in unknown]
+                    passed += floor
+                else:
+                    passed += [k for k, _ in spread_keys]
             else:
                 keywords.append((kw.arg, kw.value, False))
+                passed.append(kw.arg)
         keywords += [(k, v, True) for k, v in later]
         for key, node, assigned in keywords:
             if key is None:
                 spread = True
                 continue
-            if assigned or key not in places or places[key].drop is None and places[key].value is None:
+            if assigned or key not in places:
                 places[key] = CodeKeyword(where)  # set where no line edit reaches it
             had = key in values or key in flags or key in unknown
             for got in (values, flags):
@@ -1450,7 +1538,53 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 flags[key] = ref.split(".")[1]
             elif had or not assigned:  # `cfg.x = expr` alone may set an attribute no field has
                 unknown.append(key)
-        out.append(ConfigCall(name, main.path, line, values, flags, tuple(unknown), spread, places))
+        for key in passed:
+            places.setdefault(key, CodeKeyword(where))
+        out.append(
+            ConfigCall(
+                name,
+                main.path,
+                line,
+                values,
+                flags,
+                tuple(unknown),
+                spread,
+                places,
+                trl_class=kind == "trl",
+                passed=tuple(dict.fromkeys(passed)),
+            )
+        )
+    return out
+
+
+def _display(mod: SourceFacts, node: ast.expr, line: int) -> ast.Dict | None:
+    """The dict display a ``**node`` spread at ``line`` hands the call: inline, or first bound to
+    the name before the call with nothing between that may remove a key."""
+    if isinstance(node, ast.Dict):
+        return node
+    if not isinstance(node, ast.Name) or node.id not in mod.floors:
+        return None
+    start, display = mod.floors[node.id]
+    if start >= line or any(start < at < line for at in mod.removals.get(node.id, [])):
+        return None
+    return display
+
+
+def _entry_places(where: str, display: ast.Dict, lines: list[str]) -> dict[str, CodeKeyword]:
+    """The entries of a dict display written each on lines of their own (``"kl_coef": 0.05,``,
+    a comment after it at most), as line edits: the entry's lines deleted."""
+    out: dict[str, CodeKeyword] = {}
+    for k, v in zip(display.keys, display.values, strict=True):
+        if not (isinstance(k, ast.Constant) and isinstance(k.value, str)) or v.end_lineno is None:
+            continue
+        if not (1 <= k.lineno <= v.end_lineno <= len(lines)) or v.end_col_offset is None:
+            continue
+        head = lines[k.lineno - 1].encode("utf-8")[: k.col_offset]
+        tail = lines[v.end_lineno - 1].encode("utf-8")[v.end_col_offset :].strip()
+        if head.strip() or not (tail in (b"", b",") or tail.lstrip(b",").lstrip().startswith(b"#")):
+            continue
+        old = tuple(lines[k.lineno - 1 : v.end_lineno])
+        out[k.value] = CodeKeyword(where, (k.lineno, old, ()))
     return out
 
 
