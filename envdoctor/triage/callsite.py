@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from envdoctor.triage.traceback import Frame, Traceback
+from envdoctor.triage.traceback_model import Frame, Traceback
 
 #: a constructor's binding errors, unqualified as Python < 3.10 prints them or qualified
 _INIT_ERROR = re.compile(

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
+from envdoctor.triage.callsite import qualify
 from envdoctor.triage.scanner import split_prefix, unmark
+from envdoctor.triage.traceback_model import Frame, Traceback
 
 MAX_LINES = 400  # lines of one failure looked at (the scanner keeps at most 41)
 MAX_FRAMES = 200
@@ -94,56 +95,6 @@ _CONTEXT = "During handling of the above exception, another exception occurred"
 _FENCE = re.compile(r"^(?:```|~~~)")
 _QUOTE = re.compile(r"^(?:>\s?){1,8}")
 _MARKERS = ("^^^", "~~~", "...")
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One frame: the distribution that holds its file (``None``: the user's code or Python's),
-    the file, the path inside the package (``trainer/grpo_trainer.py``), the function, the line
-    and the source line printed under it."""
-
-    package: str | None
-    path: str
-    module_path: str
-    function: str
-    line: int
-    code: str = ""
-
-
-@dataclass
-class Traceback:
-    """One exception with its frames (oldest first); ``chain``: the exceptions before it that it
-    was raised while handling (``cause``: "direct cause" or "during handling"), oldest first."""
-
-    frames: list[Frame] = field(default_factory=list)
-    exc_type: str = ""
-    message: str = ""
-    line_no: int = 0  # where the exception's line is in the log (0: the failing line itself)
-    chain: list[Traceback] = field(default_factory=list)
-    cause: str = ""
-    #: the frame (its index) whose line made the call the message is about, where a message that
-    #: names no class was qualified from that line (``callsite.qualify``); -1: none
-    call_site: int = -1
-
-    @property
-    def name(self) -> str:
-        """The class name without its module (``torch.OutOfMemoryError``: ``OutOfMemoryError``)."""
-        return self.exc_type.rsplit(".", 1)[-1]
-
-    def packages(self) -> list[str | None]:
-        return [f.package for f in self.frames]
-
-    def shown_frames(self) -> list[Frame]:
-        """The frames that tell where the exception came from: its own (those of the exceptions
-        chained to it where it shows none), up to the call's site where one was read from a
-        line (the wrappers after it only handed the arguments on)."""
-        if self.call_site >= 0:
-            return self.frames[: self.call_site + 1]
-        return [f for t in self.all() for f in t.frames] if not self.frames else self.frames
-
-    def all(self) -> list[Traceback]:
-        """This exception and those chained to it, oldest first."""
-        return [*self.chain, self]
 
 
 #: folders in which a package keeps its copy of another one's code (``verl/third_party/vllm``)
@@ -398,8 +349,6 @@ def failure(context: Sequence[str], text: str, line_no: int = 0) -> Traceback | 
     if not last.exc_type:  # the failing line is not shaped "Type: message" (a bare message)
         last.message = _body(text)
         bare_exception(last)  # Python's message without its exception's name
-    from envdoctor.triage.callsite import qualify
-
     for tb in last.all():  # a constructor's error that names no class (Python < 3.10): its call's line does
         qualify(tb)
     return last
