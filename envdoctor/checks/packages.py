@@ -292,6 +292,8 @@ def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
                 if found is not None:
                     yield unused_vllm(found, unused) if unused and "vllm" in (src, target) else found
                 continue
+            if versions.placeholder(installed):
+                continue  # 0+unknown: installed, but which release is not recorded: no range judges it
             if spec and versions.satisfies(installed, spec) is False:
                 found = _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry, curated)
                 if found is not None:

@@ -7,6 +7,7 @@ resolved (``sudo python t.py``, ``bash train.sh``) is kept with ``unresolved`` s
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
@@ -434,6 +435,56 @@ def _without_redirections(segment: list[str]) -> list[str]:
     return out
 
 
+def _cd(folder: str | None, args: list[str]) -> str | None:
+    """Where ``cd ARGS`` goes from ``folder``: a literal relative folder joined on; an absolute one,
+    ``-``, ``~`` or a variable cannot be followed (None)."""
+    if folder is None or len(args) != 1 or not args[0] or args[0].startswith(("/", "-", "~", "$")):
+        return None
+    if "$" in args[0] or "`" in args[0]:
+        return None
+    return os.path.normpath(os.path.join(folder, args[0]))
+
+
+#: launcher options and script arguments whose value is a file the process opens where it runs
+_PATH_OPTIONS = ("config_file", "accelerate_config", "deepspeed_config_file", "deepspeed")
+_PATH_ARGS = ("--config", "--config_file", "--config-file", "--deepspeed")
+
+
+def _moved(launch: Launch, folder: str) -> Launch:
+    """``launch`` after ``cd FOLDER``: the relative files it names (its script, the accelerate and
+    DeepSpeed configs, the script's ``--config``) as paths from where the commands started, which
+    is where envdoctor reads them (``cd scripts && accelerate launch --config_file ../c.yaml``)."""
+
+    def at(path: str) -> str:
+        return (
+            path
+            if os.path.isabs(path) or is_doc_placeholder(path)
+            else os.path.normpath(os.path.join(folder, path))
+        )
+
+    options = {
+        k: at(v) if k in _PATH_OPTIONS and isinstance(v, str) and v.strip() else v
+        for k, v in launch.options.items()
+    }
+    args = list(launch.script_args)
+    for i, tok in enumerate(args):
+        key, eq, value = tok.partition("=")
+        if key in _PATH_ARGS and eq and value:
+            args[i] = f"{key}={at(value)}"
+        elif tok in _PATH_ARGS and i + 1 < len(args) and not args[i + 1].startswith("-"):
+            args[i + 1] = at(args[i + 1])
+    script = at(launch.script) if launch.script else launch.script
+    program = [script if w == launch.script and script else w for w in launch.program]
+    flags = {f"--{k}" for k in _PATH_OPTIONS} | {f"--{k.replace('_', '-')}" for k in _PATH_OPTIONS}
+    for i, word in enumerate(program):
+        key, eq, value = word.partition("=")
+        if key in flags and eq and value:
+            program[i] = f"{key}={at(value)}"
+        elif word in flags and i + 1 < len(program) and not program[i + 1].startswith("-"):
+            program[i + 1] = at(program[i + 1])
+    return dataclasses.replace(launch, options=options, script_args=args, script=script, program=program)
+
+
 def _parse_text(text: str, exported: dict[str, str], depth: int) -> list[Launch]:
     text = _DUP.sub(lambda m: ">" if m.group(0).startswith("&") else " ", _one_word_substitutions(text))
     try:
@@ -451,6 +502,7 @@ def _parse_segments(tokens: Sequence[str], exported: dict[str, str], depth: int)
     the commands after them (``exported`` is updated in place)."""
     launches: list[Launch] = []
     segment: list[str] = []
+    folder: str | None = ""  # where a literal ``cd`` went ("": where it started; None: not known)
     for tok in [*tokens, ";"]:
         if tok not in _SEPARATORS:
             segment.append(tok)
@@ -458,7 +510,9 @@ def _parse_segments(tokens: Sequence[str], exported: dict[str, str], depth: int)
         segment = _without_redirections(segment)
         if not segment:
             continue
-        if segment[0] == "export":
+        if segment[0] == "cd":
+            folder = _cd(folder, segment[1:])
+        elif segment[0] == "export":
             for tok2 in segment[1:]:
                 if "=" in tok2:
                     k, _, v = tok2.partition("=")
@@ -468,7 +522,7 @@ def _parse_segments(tokens: Sequence[str], exported: dict[str, str], depth: int)
                 if launch.launcher == "env":
                     exported.update(launch.env)
                 else:
-                    launches.append(launch)
+                    launches.append(_moved(launch, folder) if folder else launch)
         segment = []
     return launches
 

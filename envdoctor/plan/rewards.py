@@ -242,6 +242,13 @@ def _resolve_name(name: str, tree: ast.Module, path: Path, out: RewardReading, d
     nested = [
         n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
     ]
+    stored = any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(tree)
+    )
+    if nested and stored:  # also bound by an assignment (``correctness, fmt = build_reward_funcs()``):
+        # which one the trainer gets depends on scope, and a def local to another function is not it
+        out.unresolved.append(f"{name} ({path.name}): bound by an assignment too, not read statically")
+        return
     if len(nested) == 1:  # defined inside main() or an `if __name__ == "__main__":` block
         func = signature(name, f"{_shown(path)}:{nested[0].lineno}", nested[0].args)
         func.returns_nothing = nested[0].lineno if returns_nothing(nested[0]) else None

@@ -10,6 +10,7 @@ as config; its own dataclasses' fields are its keys, not GRPOConfig typos.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from envdoctor.plan.interface import VALUE_UNKNOWN, Launch, Plan, TrainingScript
@@ -84,6 +85,18 @@ def read_training_script(
             if key != "config":
                 plan.script_keys.setdefault(key, f"an option of {decl.path}, read with {decl.other_cli}")
         script_cfg = {k: v for k, v in script_cfg.items() if k == "config"}
+    elif (
+        not decl.makes_parser
+        and not decl.parses_dataclasses
+        and not decl.keeps_unknown_keys
+        and any(call.trl_class for call in decl.config_calls)
+        and not _reads_command_line(decl.files or (decl.path,))
+    ):
+        # it parses no command line at all and builds TRL's config in code: the launch line's
+        # flags reach nothing (``python train.py --dataset mbpp`` on a script without argparse)
+        for key in script_cfg:
+            plan.script_keys.setdefault(key, f"read by nothing: {decl.path} parses no command line")
+        script_cfg = {}
     code: dict[str, tuple[Any, str]] = {}
     for call in decl.config_calls:
         for key, place in call.places.items():
@@ -109,6 +122,27 @@ def read_training_script(
             else:
                 code.setdefault(key, (value, origin))
     return script_cfg, code
+
+
+#: what reads a command line, in any of its forms (a parser built elsewhere and called, sys.argv,
+#: the CLI libraries, Hydra, OmegaConf's from_cli): a file with none of them reads none
+_COMMAND_LINE = re.compile(
+    rb"parse_(?:known_|intermixed_)?args|argv|ArgumentParser|TrlParser|hydra|[Ff]ire\b|typer|click|tyro"
+    rb"|docopt|absl|from_cli|jsonargparse|simple_parsing|parse_args_into_dataclasses"
+)
+
+
+def _reads_command_line(files: Any) -> bool:
+    """Whether any of the files read (the script and the repository modules it imports) holds
+    something that reads a command line; a file that cannot be read counts as one that does."""
+    for name in files:
+        try:
+            with open(name, "rb") as fh:
+                if _COMMAND_LINE.search(fh.read(2_000_000)):
+                    return True
+        except OSError:
+            return True
+    return False
 
 
 _READ: dict[tuple[Any, ...], Any] = {}  # the last scripts read, by path, stat and working folder

@@ -193,15 +193,24 @@ def _options(text: str) -> list[str]:
 
 #: what a refusal refuses, in its own words where it names no option: "does not work on multi GPU
 #: setups", "not supported with <Y>", "<Y> is not supported", "only supports <Y>"
-_STOP = r"(?=[.,;:!()?]| [-–] |$)"
+#: where the words of what it refuses end: a sentence's stop (not a version's dot, "2.0"), a
+#: comma that does not go on with a list of numbers ("versions 2.0, 2.5"), a dash, the end
+_STOP = r"(?=\.(?!\d)|,(?! ?\d)|[;:!()?]| [-–] |$)"
 _REFUSED = re.compile(
     r"(?i)\b(?:does not|doesn't|do not|cannot|can ?not|can't) (?:currently |yet )?"
-    rf"(?:work|run|be used|be combined) (?:on|with|in|for|together with) (?P<a>[^.,;:!()?\n]{{3,80}}?){_STOP}"
-    rf"|\b(?:does not|doesn't|do not) (?:currently |yet )?support (?P<b>[^.,;:!()?\n]{{3,80}}?){_STOP}"
-    rf"|\bnot (?:yet |currently )?supported (?:on|with|for|in|when|by) (?P<c>[^.,;:!()?\n]{{3,80}}?){_STOP}"
+    rf"(?:work|run|be used|be combined) (?:on|with|in|for|together with) (?P<a>[^;:!()?\n]{{3,80}}?){_STOP}"
+    rf"|\b(?:does not|doesn't|do not) (?:currently |yet )?support (?P<b>[^;:!()?\n]{{3,80}}?){_STOP}"
+    rf"|\bnot (?:yet |currently )?supported (?:on|with|for|in|when|by) (?P<c>[^;:!()?\n]{{3,80}}?){_STOP}"
     r"|\bonly (?:supports?|works? (?:on|with)|supported (?:on|with|for)|available (?:on|with|for)) "
-    rf"(?P<d>[^.,;:!()?\n]{{3,80}}?){_STOP}"
-    r"|(?:^|[.!;] )(?P<e>[A-Za-z][^.,;:!()?\n]{2,80}?) (?:is|are) not (?:yet |currently )?supported\b"
+    rf"(?P<d>[^;:!()?\n]{{3,80}}?){_STOP}"
+    r"|(?:^|[.!;] )(?P<e>[A-Za-z][^;:!()?\n]{2,80}?) (?:is|are) not (?:yet |currently )?supported\b"
+)
+
+
+#: a refusal that states what the release supports, not a rule of the configuration
+_SUPPORT = re.compile(
+    r"(?i)not (?:yet |currently )?supported|unsupported|only supported|only supports"
+    r"|\bcurrently\b.{0,60}\bsupport"
 )
 
 
@@ -394,10 +403,17 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
         fix = f"{own}, the value the check demands (on the command line or in the run's config file)"
     elif own:
         fix = f"the message's own fix: {own} (or {change})"
+    elif named and package and _SUPPORT.search(text):
+        # what the installed release supports ("Currently, MiniCPMV only supports versions 2.0, …"):
+        # a later release may add it, so no claim that every release refuses it
+        only = re.search(r"(?i)\bonly (?:supports?|supported|works?|available)\b", text)
+        fix = (
+            f"the installed {name} release does not support what this run asks for: install a release of "
+            f"{name} that does (its release notes say which), or "
+            + (f"keep to what it supports ({named})" if only and not options else change)
+        )
     elif named:
         fix = f"{change}: {name} refuses this configuration whatever the releases"
-        if re.search(r"(?i)not (?:yet |currently )?supported|unsupported|only supported|only supports", text):
-            fix += f"; a newer {name} release may support it (its release notes say)" if package else ""
     else:  # it names no setting and says no fix: what it refused is not said, nor that no release runs it
         what += " (it names no setting the run could change)"
         fix = (

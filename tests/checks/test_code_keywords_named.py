@@ -164,6 +164,17 @@ def test_trls_release_line_requirements_stand_in_for_a_missing_requires_dist():
     assert not [f for f in found if "trl 0.29.0" in f.message]
 
 
+def test_a_requirement_whose_installed_version_is_not_recorded_is_not_judged():
+    # 0+unknown (versioneer's answer, a harness's "installed, release unknown"): no range judges it
+    stack = {"trl": "0.29.0", "transformers": "4.56.2", "torch": "2.9.0", "accelerate": "1.6.0"}
+    found = [
+        f for f in findings(snapshot(1, packages={**stack, "datasets": "0+unknown"})) if f.rule == "PKG004"
+    ]
+    assert not [f for f in found if "datasets" in f.message], [f.message for f in found]
+    found = [f for f in findings(snapshot(1, packages={**stack, "datasets": "2.0.0"})) if f.rule == "PKG004"]
+    assert [f for f in found if "requires datasets>=" in f.message]
+
+
 def test_a_misspelt_keyword_of_the_call_is_the_same_error_with_the_near_key(tmp_path):
     script = "from trl import GRPOConfig\nconfig = GRPOConfig(output_dir='o', num_generation=4)\n"
     (f,) = _rules(_run(tmp_path, script, TRL13), "CFG001")

@@ -450,3 +450,27 @@ def test_prompts_that_leave_no_room_for_the_completion(tmp_path):
 
 
 _COLOCATE = {"use_vllm": True, "vllm_mode": "colocate"}
+
+
+def test_a_name_bound_by_an_assignment_is_not_a_def_local_to_another_function(tmp_path):
+    # the dataset helper fmt(ex) lives inside load_data(); the reward fmt comes from a call
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from trl import GRPOTrainer\nfrom rewards import build_reward_funcs\n"
+        "def load_data(ds):\n    def fmt(ex):\n        return {'prompt': ex['q']}\n    return ds.map(fmt)\n"
+        "def main():\n    correctness, fmt = build_reward_funcs()\n"
+        "    GRPOTrainer(model='m', reward_funcs=[correctness, fmt])\n"
+    )
+    reading = from_script(script)
+    assert not [f for f in reading.funcs if f.name == "fmt"]
+    assert any(u.startswith("fmt (") for u in reading.unresolved)
+
+
+def test_a_reward_defined_inside_main_alone_is_still_read(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from trl import GRPOTrainer\n"
+        "def main():\n    def fmt(completions):\n        return [1.0]\n"
+        "    GRPOTrainer(model='m', reward_funcs=[fmt])\n"
+    )
+    assert [f.name for f in from_script(script).funcs] == ["fmt"]

@@ -413,3 +413,41 @@ def test_an_accelerate_key_a_pre_0_19_parser_drops_has_no_effect(repo, trl, iner
     assert found, "the key is read and judged"
     assert (found[0].severity.value == "info") is inert
     assert ("has no effect" in found[0].message) is inert
+
+
+_NO_CLI = """from datasets import load_dataset
+from trl import GRPOConfig, GRPOTrainer
+
+dataset = load_dataset("google-research-datasets/mbpp", "sanitized", split="train")
+training_args = GRPOConfig(output_dir="out", learning_rate=1e-5, num_generations=4)
+trainer = GRPOTrainer(model="Qwen/Qwen2.5-0.5B", reward_funcs=[], args=training_args, train_dataset=dataset)
+trainer.train()
+"""
+
+
+def test_flags_of_a_script_that_reads_no_command_line_reach_nothing(tmp_path):
+    # the script builds GRPOConfig in code and parses no command line: --dataset is no GRPOConfig typo
+    script = tmp_path / "train.py"
+    script.write_text(_NO_CLI)
+    launch = f"python {script} --model_id meta-llama/Llama-3-8B-Instruct --dataset mbpp"
+    plan = build_plan(launch=launch, live=False)
+    assert "parses no command line" in plan.script_keys["dataset"]
+    assert not [f for f in findings(snapshot(1), launch=launch) if f.rule in ("CFG004", "CFG001")]
+
+
+def test_a_script_that_hands_the_command_line_to_trls_parser_still_has_its_flags_judged(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from trl import GRPOConfig, GRPOTrainer, TrlParser\n"
+        "(training_args,) = TrlParser((GRPOConfig,)).parse_args_and_config()\n"
+        "GRPOTrainer(model='Qwen/Qwen2.5-0.5B', reward_funcs=[], args=training_args)\n"
+    )
+    plan = build_plan(launch=f"python {script} --dataset mbpp", live=False)
+    assert "dataset" not in plan.script_keys or "parses no command line" not in plan.script_keys["dataset"]
+
+
+def test_a_parser_built_elsewhere_and_called_counts_as_reading_the_command_line(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("from myproject.cli import get_parser\nargs = get_parser().parse_args()\n" + _NO_CLI)
+    plan = build_plan(launch=f"python {script} --dataset mbpp", live=False)
+    assert "parses no command line" not in plan.script_keys.get("dataset", "")

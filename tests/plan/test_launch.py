@@ -224,3 +224,23 @@ def test_a_doc_placeholder_is_a_word_not_a_redirection():
     (trainer,) = parse_launches("accelerate launch --num_processes <num_processes> train.py <SCRIPT_ARGS>")
     assert trainer.options["num_processes"] == "<num_processes>"
     assert trainer.script == "train.py" and trainer.script_args == ["<SCRIPT_ARGS>"]
+
+
+def test_a_literal_cd_before_the_launch_moves_the_files_it_names():
+    # open-r1 forks run from scripts/: the configs are one folder up from there
+    (trainer,) = parse_launches(
+        "cd scripts && ACCELERATE_LOG_LEVEL=info accelerate launch --config_file ../configs/zero2.yaml "
+        "--num_processes=7 ../src/grpo.py --config ../configs/grpo.yaml"
+    )
+    assert trainer.options["config_file"] == "configs/zero2.yaml"
+    assert trainer.script == "src/grpo.py" and "configs/zero2.yaml" in trainer.program
+    assert trainer.script_args[trainer.script_args.index("--config") + 1] == "configs/grpo.yaml"
+    assert trainer.options["num_processes"] == 7
+
+
+def test_a_cd_envdoctor_cannot_follow_leaves_the_paths_as_written():
+    for cd in ("cd $WORK", "cd ~/run", "cd /abs/dir", "cd -"):
+        (trainer,) = parse_launches(f"{cd} && accelerate launch --config_file c.yaml train.py")
+        assert trainer.options["config_file"] == "c.yaml" and trainer.script == "train.py"
+    (trainer,) = parse_launches("accelerate launch --config_file c.yaml train.py")
+    assert trainer.options["config_file"] == "c.yaml"

@@ -89,7 +89,7 @@ def test_a_message_wrapped_over_lines_is_read_whole():
         "Found architectures: siglip, qwen3_5!\n"
     )
     assert f.rule == "TRI012" and "qwen3_5" in f.message
-    assert "a newer Unsloth release may support it" in f.fix
+    assert "install a release of Unsloth that does" in f.fix and "change what it refuses (qwen3_5)" in f.fix
 
 
 def test_look_alikes_are_no_refusal():
@@ -357,3 +357,17 @@ def test_a_package_that_currently_does_not_work_on_a_setup_refuses_it_and_courte
 def test_does_not_work_on_about_the_machine_is_no_refusal():
     text = "RuntimeError: NCCL does not work on this machine: CUDA error: peer access is not supported\n"
     assert "TRI012" not in _rules(text)
+
+
+def test_what_the_release_supports_is_no_refusal_of_every_release():
+    # "Currently, X only supports …": the installed release's support, which a later one may add
+    f = _one(
+        "Traceback (most recent call last):\n"
+        '  File "/env/lib/python3.12/site-packages/vllm/model_executor/models/minicpmv.py", line 1432, '
+        "in __new__\n"
+        '    raise ValueError(f"Currently, MiniCPMV only supports versions "\n'
+        "ValueError: Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0. Got version: (4, 5)\n"
+    )
+    assert f.rule == "TRI012" and f.severity == Severity.ERROR
+    assert "whatever the releases" not in f.fix and "install a release of vLLM that does" in f.fix
+    assert "versions 2.0, 2.5, 2.6, 4.0" in f.fix  # the list whole, not cut at a version's dot
