@@ -147,6 +147,43 @@ NOT_PACKAGES = frozenset({"python", "platform", "driver", "note", "cuda", "os", 
 VISIBLE = re.compile(r"\bCUDA_VISIBLE_DEVICES=[\"']?([\d,\s]+)")
 
 
+#: the GPU models setups name (gpus.json "model" / "name"), with NVML's name, memory and compute
+#: capability (NVIDIA's CUDA GPUs table, https://developer.nvidia.com/cuda-gpus); first match wins
+_GPU_MODELS = (
+    ("H200", "NVIDIA H200", 143771, "9.0"),
+    ("H100", "NVIDIA H100 80GB HBM3", 81559, "9.0"),
+    ("H800", "NVIDIA H800", 81559, "9.0"),
+    ("A100", "NVIDIA A100-SXM4-80GB", 81920, "8.0"),
+    ("A800", "NVIDIA A800-SXM4-80GB", 81920, "8.0"),
+    ("L40S", "NVIDIA L40S", 46068, "8.9"),
+    ("L40", "NVIDIA L40", 46068, "8.9"),
+    ("A6000", "NVIDIA RTX A6000", 49140, "8.6"),
+    ("A40", "NVIDIA A40", 46068, "8.6"),
+    ("A10G", "NVIDIA A10G", 23028, "8.6"),
+    ("A10", "NVIDIA A10", 23028, "8.6"),
+    ("L4", "NVIDIA L4", 23034, "8.9"),
+    ("A4000", "NVIDIA RTX A4000", 16376, "8.6"),
+    ("5090", "NVIDIA GeForce RTX 5090", 32607, "12.0"),
+    ("4090", "NVIDIA GeForce RTX 4090", 24564, "8.9"),
+    ("3090", "NVIDIA GeForce RTX 3090", 24576, "8.6"),
+    ("V100", "Tesla V100-SXM2-32GB", 32768, "7.0"),
+    ("T4", "Tesla T4", 15360, "7.5"),
+)
+
+
+def _gpu_model(gpus: dict, default: dict) -> dict:
+    """The GPU of the setup's machine as NVML would name it: the model gpus.json names (its memory
+    where it gives one), else ``default`` (an H100, as before gpus.json was read)."""
+    said = f"{gpus.get('model') or ''} {gpus.get('name') or ''}".upper()
+    for key, name, mib, cc in _GPU_MODELS:
+        if re.search(rf"(?<![A-Z0-9]){key}(?![0-9])", said):
+            gib = gpus.get("memory_gib")
+            if isinstance(gib, (int, float)) and 4 <= gib <= 200:
+                mib = int(gib * 1024)
+            return {"name": name, "memory_total_mib": mib, "compute_capability": cc}
+    return default
+
+
 def _gpu_count(gpus: dict, launch: list[str]) -> int:
     """The GPUs of the setup's machine: gpus.json's count (2 when it gives none), and at least one
     more than the highest index a launch line's CUDA_VISIBLE_DEVICES names (``=1,2``: the machine
@@ -633,7 +670,9 @@ def setups(out: Path) -> None:
         origin = _origin(stack.get("trl"))
         if origin and "trl" in packages:  # a build from a git tree, as pip records it
             packages["trl"] = {"version": packages["trl"], "origin": origin}
-        (tmp / "facts.json").write_text(json.dumps(snapshot(count, H100, packages=packages)))
+        (tmp / "facts.json").write_text(
+            json.dumps(snapshot(count, _gpu_model(gpus, H100), packages=packages))
+        )
         files = ["config.yaml"] + [f.name for f in tmp.iterdir() if "accelerate" in f.name]
         inputs = ["--facts", "facts.json", "--config", "config.yaml"]
         for s in servers:

@@ -155,3 +155,12 @@ def test_a_note_that_infers_one_exact_release_installs_it():
     assert got["trl"] == "0.24.0"
     span = harness._stack({"trl": "not declared; GSPO needs TRL >= 0.20 - inferred 0.21-0.23"})
     assert span["trl"] != "0.21"
+
+
+def test_the_setups_gpu_model_is_the_machines_not_always_an_h100():
+    default = {"name": "default"}
+    t4 = harness._gpu_model({"model": "Tesla T4", "memory_gib": 15}, default)
+    assert t4["compute_capability"] == "7.5" and t4["memory_total_mib"] == 15 * 1024
+    assert harness._gpu_model({"name": "8 x A100 80G"}, default)["compute_capability"] == "8.0"
+    assert harness._gpu_model({"model": "RTX A4000"}, default)["name"] == "NVIDIA RTX A4000"  # not an A40
+    assert harness._gpu_model({"model": "not stated"}, default) is default
