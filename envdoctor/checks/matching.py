@@ -259,6 +259,10 @@ def when_holds(ctx: Context, when: dict[str, Any]) -> bool:
             if ctx.layout.generation_mode != cond:
                 return False
             continue
+        if key == "world_size_above":  # more training processes than that (unresolved: may be)
+            if ctx.layout.unresolved is None and ctx.layout.world_size <= int(cond):
+                return False
+            continue
         if key.startswith("config."):
             if ctx.config.get(key[7:]) != cond:
                 return False

@@ -478,7 +478,7 @@ class Stack:
 
 
 def _condition_key(key: str) -> bool:
-    return key in ("use_vllm", "vllm_mode") or key.startswith(("config.", "env."))
+    return key in ("use_vllm", "vllm_mode", "world_size_above") or key.startswith(("config.", "env."))
 
 
 def _holds(ctx: Context, bad: dict[str, Any], versions: bool = True, advice: bool = False) -> bool:

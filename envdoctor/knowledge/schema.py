@@ -13,7 +13,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from envdoctor.knowledge import SCHEMA
 
 #: ``known_bad[].when`` keys that are not package names.
-WHEN_KEYS = {"use_vllm": bool, "vllm_mode": str}
+WHEN_KEYS = {"use_vllm": bool, "vllm_mode": str, "world_size_above": int}
 
 
 class KnowledgeError(ValueError):

@@ -120,7 +120,7 @@ def test_each_known_bad_entry_fires_and_its_healthy_neighbour_is_quiet(entry_id)
     when = entry["when"]
     pkgs, env, cfg = dict(MODERN), {}, {"use_vllm": bool(when.get("use_vllm", True))}
     for key, spec in when.items():
-        if key == "use_vllm":
+        if key in ("use_vllm", "world_size_above"):
             continue
         if key == "vllm_mode":
             cfg["vllm_mode"] = spec
@@ -133,12 +133,13 @@ def test_each_known_bad_entry_fires_and_its_healthy_neighbour_is_quiet(entry_id)
             pkgs[key] = _version_in(spec)
     if cfg.get("vllm_enable_sleep_mode"):
         cfg["vllm_mode"] = "colocate"
-    launch = "torchrun --nproc_per_node 1 t.py"
+    ranks = int(when.get("world_size_above", 0)) + 1
+    launch = f"torchrun --nproc_per_node {ranks} t.py"
 
     def fired(packages):
         return [
             f
-            for f in findings(snapshot(2, packages=packages, env=env), config=cfg, launch=launch)
+            for f in findings(snapshot(ranks + 1, packages=packages, env=env), config=cfg, launch=launch)
             if f.rule == rule and (rule != "PKG007" or f.evidence.get("id") == entry_id)
         ]
 
@@ -205,3 +206,15 @@ def test_pkg007_is_quiet_on_pytorch_alloc_conf_with_sleep_mode():
     only_new = {"PYTORCH_ALLOC_CONF": "expandable_segments:True"}
     assert _sleep_alloc("2.11.0", "0.26.0", only_new) == []
     assert _sleep_alloc("2.9.0", "0.11.2", only_new) == []
+
+
+def test_vllm_0_7_3s_gather_hang_needs_more_than_one_training_process():
+    # TRL 0.15's gather_object after vLLM generation hangs across processes (huggingface/trl#2952)
+    pkgs = {**MODERN, "trl": "0.15.2", "vllm": "0.7.3", "torch": "2.5.1"}
+
+    def ids(launch):
+        found = findings(snapshot(3, packages=pkgs), config={"use_vllm": True}, launch=launch)
+        return [f.evidence.get("id") for f in found if f.rule == "PKG007"]
+
+    assert "vllm-0.7.3-gather-hang-trl-0.15" in ids("accelerate launch --num_processes 2 t.py")
+    assert "vllm-0.7.3-gather-hang-trl-0.15" not in ids("python t.py")

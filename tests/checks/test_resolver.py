@@ -203,8 +203,9 @@ def test_plan_is_cached_per_context_and_request():
 
 def test_a_plan_avoids_the_known_bad_pairs_pkg007_warns_of_where_it_can():
     """TRL 0.15.2 + vLLM 0.8.0 (unsloth's threads of March 2025): vLLM 0.7.3 is built for the
-    installed torch but TRL 0.15.2 pins 0.7.2 (PKG007 warns of 0.7.3): the plan moves to 0.7.2,
-    and following it leaves no error and adds no warning (the fix closure's proof)."""
+    installed torch but TRL 0.15.2 pins 0.7.2 (PKG007 warns of 0.7.3 where several processes
+    gather): the plan moves to 0.7.2, and following it leaves no error and adds no warning (the
+    fix closure's proof)."""
     stack = {
         "trl": "0.15.2",
         "vllm": "0.8.0",
@@ -212,7 +213,7 @@ def test_a_plan_avoids_the_known_bad_pairs_pkg007_warns_of_where_it_can():
         "transformers": "4.49.0",
         "accelerate": "1.4.0",
     }
-    launch = "torchrun --nproc_per_node 1 train.py"
+    launch = "torchrun --nproc_per_node 2 train.py"
     got = plan_packages(_ctx(stack, {"use_vllm": True}, launch))
     assert not got.unfixable and got.changes == {"vllm": "0.7.2"}
     assert _problems({**stack, **got.changes}, {"use_vllm": True}, launch) == []
