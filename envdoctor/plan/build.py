@@ -65,6 +65,7 @@ def build_plan(
     if config:
         plan.config_path = str(config)
         _merge(plan, _read_mapping(config, "GRPO config", plan), f"config file {config}")
+        _read_by_script(plan, f"config file {config}")
     if trainer is not None:
         _merge(plan, {k: v for k, v in script_cfg.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(plan, trainer)
@@ -251,6 +252,20 @@ def _apply_config_env(plan: Plan, trainer: Launch) -> None:
     if isinstance(env, dict):
         for key, value in env.items():
             trainer.env.setdefault(str(key), str(value))
+
+
+def _read_by_script(plan: Plan, origin: str) -> None:
+    """A script that reads its config file itself and names every GRPOConfig keyword: the file's
+    keys it does not pass are its own (read or ignored by it), never GRPOConfig's to judge."""
+    script = plan.script
+    if script is None or not script.self_load:
+        return
+    passed = set(script.trl_config_keys)
+    for key, where in plan.config_origin.items():
+        if where == origin and key not in passed:
+            plan.script_keys.setdefault(
+                key, f"read by the script itself ({script.self_load}), which does not pass it to GRPOConfig"
+            )
 
 
 def _keep_code(plan: Plan, new: Plan) -> None:

@@ -61,6 +61,9 @@ def read_training_script(
         chat_messages=decl.chat_messages,
         config_class=decl.config_class,
         vllm_engine=decl.vllm_engine,
+        self_load=decl.self_load
+        if decl.config_calls and all(c.trl_class and not c.spread for c in decl.config_calls)
+        else None,
     )
     if decl.problem:
         return script_cfg, {}

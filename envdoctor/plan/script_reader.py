@@ -198,6 +198,9 @@ class ScriptDecl:
     #: where the files read build a vLLM engine that no ``use_vllm`` test guards (``LLM(...)
     #: in train.py:214``): the run generates with vLLM whatever its config says; None for none
     vllm_engine: str | None = None
+    #: where the script or a module it imports reads a config file into plain data itself
+    #: (``yaml.safe_load in train.py:19``), None when none does
+    self_load: str | None = None
     #: the fields of the repository's dataclasses (with their repository bases) where the script
     #: or a module it imports reads the config file itself (``yaml.safe_load``): key -> what
     #: declares it
@@ -1182,6 +1185,9 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
     )
     _in_process(main, decl, followed)
     decl.self_loaded = _self_loaded(main, script, res, followed)
+    decl.self_load = next(
+        (f"{call} in {m.path}:{line}" for m in [main, *followed] for call, line in m.file_loads), None
+    )
     decl.files = tuple(dict.fromkeys(res.files))
     decl.chat_messages = next(
         (f"{mod.path}:{mod.chat_messages[0]}" for mod in [main, *followed] if mod.chat_messages), None

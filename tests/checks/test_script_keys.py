@@ -451,3 +451,42 @@ def test_a_parser_built_elsewhere_and_called_counts_as_reading_the_command_line(
     script.write_text("from myproject.cli import get_parser\nargs = get_parser().parse_args()\n" + _NO_CLI)
     plan = build_plan(launch=f"python {script} --dataset mbpp", live=False)
     assert "parses no command line" not in plan.script_keys.get("dataset", "")
+
+
+_SELF_LOAD = """import argparse, yaml
+from trl import GRPOConfig, GRPOTrainer
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--config", default="config.yaml")
+args = parser.parse_args()
+with open(args.config) as f:
+    config = yaml.safe_load(f)
+training_args = GRPOConfig(output_dir=config["output_dir"], num_generations=config["num_generations"]{more})
+GRPOTrainer(model=config["model_name"], reward_funcs=[], args=training_args)
+"""
+
+
+def _self_load(tmp_path, more: str) -> list:
+    script = tmp_path / "train.py"
+    script.write_text(_SELF_LOAD.format(more=more))
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        "output_dir: out\nnum_generations: 4\nmodel_name: Qwen/Qwen2.5-0.5B\nmax_prompt_length: 256\n"
+    )
+    from envdoctor.checks.context import Context
+    from envdoctor.checks.engine import run_rules
+    from envdoctor.facts.snapshot import from_dict
+
+    plan = build_plan(launch=f"python {script}", config=str(cfg), live=False)
+    ctx = Context(facts=from_dict(snapshot(1, packages={"trl": "1.16.0"}), "t"), plan=plan)
+    return [f for f in run_rules(ctx).findings if f.rule in ("CFG001", "CFG004")]
+
+
+def test_a_script_reading_its_yaml_itself_passes_grpoconfig_only_the_keys_it_names(tmp_path):
+    # max_prompt_length (gone from GRPOConfig in TRL 0.28) stays in the YAML, unread: no TypeError
+    assert _self_load(tmp_path, "") == []
+
+
+def test_a_script_spreading_its_yaml_into_grpoconfig_has_the_keys_judged(tmp_path):
+    found = _self_load(tmp_path, ", **config")
+    assert any("max_prompt_length" in f.message for f in found)
