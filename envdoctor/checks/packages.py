@@ -46,8 +46,22 @@ def unused_vllm(found: Hit, said: str) -> Hit:
     )
 
 
-@rule("PKG001", needs=("vllm",))
+@rule("PKG001")
 def vllm_missing(ctx: Context) -> Iterator[Hit]:
+    script = ctx.plan.script
+    in_process = script.vllm_in_process if script is not None else None
+    if not ctx.plan.use_vllm:
+        if in_process and ctx.version("vllm") is None and not ctx.facts.unknown("vllm"):
+            # Unsloth's loader: fast_inference=True needs vLLM (unsloth/models/loader.py raises
+            # "Please install vLLM before enabling `fast_inference`!")
+            yield hit(
+                f"{in_process} starts vLLM in the training process, but vLLM is not installed: the "
+                "loader raises ImportError ('Please install vLLM before enabling `fast_inference`') "
+                "before training",
+                fix="pip install vllm  # the release your Unsloth supports; or fast_inference=False",
+                in_process=in_process,
+            )
+        return
     if ctx.version("vllm") is None and not ctx.facts.unknown("vllm"):
         trl = ctx.version("trl")
         fix, remedy = plan_fix(ctx, "vllm")

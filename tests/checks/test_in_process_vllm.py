@@ -215,3 +215,19 @@ def test_trl_vllm_range_does_not_judge_unsloths_in_process_vllm(here):
     (got,) = pkg006("True")
     assert got.startswith("info: ") and "starts vLLM through unsloth" in got
     assert [g.split(":")[0] for g in pkg006("False")] == ["warning"]
+
+
+def test_fast_inference_without_vllm_installed_is_pkg001(here):
+    # Unsloth's loader raises ImportError ("Please install vLLM before enabling `fast_inference`")
+    no_vllm = {k: v for k, v in UNSLOTH.items() if k != "vllm"}
+    (here / "train.py").write_text(SCRIPT.format(value="True"))
+    got = [f for f in findings(snapshot(1, packages=no_vllm), launch="python train.py") if f.rule == "PKG001"]
+    assert len(got) == 1 and got[0].severity.value == "error" and "fast_inference" in got[0].fix
+    (here / "train.py").write_text(SCRIPT.format(value="False"))
+    assert not [
+        f for f in findings(snapshot(1, packages=no_vllm), launch="python train.py") if f.rule == "PKG001"
+    ]
+    (here / "train.py").write_text(SCRIPT.format(value="True"))
+    assert not [
+        f for f in findings(snapshot(1, packages=UNSLOTH), launch="python train.py") if f.rule == "PKG001"
+    ]

@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+python vllm_server.py "$@"

@@ -1,0 +1,6 @@
+from .rl import TimeR1_Trainer, TimeR1_Trainer_ft
+
+__all__ = [
+    "TimeR1_Trainer",
+    "TimeR1_Trainer_ft",
+]
