@@ -30,6 +30,8 @@ _INIT_ERROR = re.compile(
     r"|missing \d{1,3} required (?:positional|keyword-only) arguments?"
     r"|takes [\w ]{1,40} positional arguments? but \d{1,3} (?:were|was) given)"
 )
+#: msgspec's Struct constructor (vLLM's SamplingParams): "Unexpected keyword argument 'k'", no name
+_STRUCT_ERROR = re.compile(r"^Unexpected keyword argument '(?P<kwarg>\w{1,200})'$")
 #: a frame that hands on every argument it was given (a decorator's wrapper)
 _PASS_ALL = re.compile(
     r"^(?:return\s+)?[\w.]{1,100}\((?:\s*self\s*,)?\s*\*\w{1,40}\s*,\s*\*\*\w{1,40}\s*\)\s*$"
@@ -89,14 +91,14 @@ def call_site(tb: Traceback) -> tuple[int, str, bool] | None:
     the innermost frame otherwise)."""
     if tb.name != "TypeError" or not tb.frames:
         return None
-    m = _INIT_ERROR.match(tb.message)
+    m = _INIT_ERROR.match(tb.message) or _STRUCT_ERROR.match(tb.message)
     if m is None:
         return None
     i = len(tb.frames) - 1
     while i > 0 and _wrapper(tb.frames[i]):
         i -= 1
     code = tb.frames[i].code
-    named = bool(m.group("cls"))
+    named = bool(m.groupdict().get("cls"))
     if not code or _wrapper(tb.frames[i]) or named and i == len(tb.frames) - 1:
         return None
     cls = called_class(code, m.group("kwarg"))
@@ -110,7 +112,10 @@ def qualify(tb: Traceback) -> bool:
     if found is None:
         return False
     i, cls, named = found
-    if not named:
+    struct = _STRUCT_ERROR.match(tb.message)
+    if struct is not None:  # msgspec's words as Python's, for the histories that answer Python's
+        tb.message = f"{cls}.__init__() got an unexpected keyword argument '{struct.group('kwarg')}'"
+    elif not named:
         tb.message = f"{cls}.{tb.message}"
     tb.call_site = i
     return True

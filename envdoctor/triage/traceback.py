@@ -101,6 +101,9 @@ _MARKERS = ("^^^", "~~~", "...")
 _VENDORED = frozenset({"third_party", "thirdparty", "_vendor", "vendor", "vendored"})
 
 
+_PYTHON_DIR = re.compile(r"python\d(?:\.\d{1,3})?t?$")
+
+
 def package_of(path: str) -> tuple[str | None, str]:
     """The distribution a frame's file belongs to and the path inside it: from the
     ``site-packages`` / ``dist-packages`` part of the path, else from a path component that is
@@ -122,6 +125,11 @@ def package_of(path: str) -> tuple[str | None, str]:
                 if len(rest) >= 2:
                     return PACKAGES.get(name, name.lower().replace("_", "-")), "/".join(rest[1:])
             return None, p
+    if any(
+        x in ("lib", "lib64") and i + 1 < len(parts) and _PYTHON_DIR.match(parts[i + 1]) or x == "Lib"
+        for i, x in enumerate(parts)
+    ):  # Python's own modules (…/envs/vllm/lib/python3.10/asyncio/…: the env's name is no package)
+        return None, p
     for i in range(len(parts) - 2, -1, -1):  # the last component that is a stack package
         if i > 0 and parts[i - 1] in _VENDORED:  # verl/third_party/vllm/…: verl's own code
             continue

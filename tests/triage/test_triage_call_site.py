@@ -128,3 +128,18 @@ def test_no_call_site_without_the_source_line():
 )
 def test_the_class_a_line_calls(code, kwarg, cls):
     assert called_class(code, kwarg) == cls
+
+
+def test_msgspecs_unexpected_keyword_is_read_as_the_called_class_constructors():
+    # vLLM's SamplingParams is a msgspec Struct: "Unexpected keyword argument 'k'" names no callee
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/home/k/envs/vllm/lib/python3.10/asyncio/base_events.py", line 641, in run_until_complete',
+        "    return future.result()",
+        '  File "/home/k/demo/vllm_cli_demo.py", line 77, in vllm_gen',
+        "    sampling_params = SamplingParams(**params_dict)",
+    ]
+    tb = failure(lines, "TypeError: Unexpected keyword argument 'use_beam_search'")
+    assert tb is not None
+    assert tb.message == "SamplingParams.__init__() got an unexpected keyword argument 'use_beam_search'"
+    assert tb.frames[0].package is None  # the env named vllm holds Python's asyncio, not vLLM

@@ -386,3 +386,11 @@ def test_an_unrecognised_crash_in_old_ipython_frames_says_where_it_was_raised():
     )
     tri003 = [f for f in findings(scan_bytes(text)) if f.rule == "TRI003"]
     assert tri003 and "raised in trl (trl/trainer/grpo_trainer.py:982 in _prepare)" in tri003[0].message
+
+
+def test_pythons_own_modules_in_an_env_named_like_a_package_are_no_package():
+    # a conda env called "vllm": its asyncio is Python's, not vLLM's
+    assert package_of("/home/k/anaconda3/envs/vllm/lib/python3.10/asyncio/base_events.py")[0] is None
+    assert package_of("C:\\Users\\a\\envs\\trl\\Lib\\asyncio\\runners.py")[0] is None
+    assert package_of("/home/k/anaconda3/envs/vllm/lib/python3.10/site-packages/vllm/llm.py")[0] == "vllm"
+    assert package_of("/work/trl/trl/trainer/grpo_trainer.py")[0] == "trl"
