@@ -87,6 +87,8 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
 def _bf16_requested(ctx: Context) -> bool:
     if "bf16" in ctx.config:
         return ctx.config["bf16"] is True
+    if ctx.config.get("fp16") is True:
+        return False  # the default is `not fp16` (trl.yaml bf16_default_true): fp16 asked, bf16 off
     return bool(ctx.kb.feature("bf16_default_true", ctx.trl.version))
 
 
