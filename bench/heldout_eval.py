@@ -551,6 +551,11 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
             and not RANGE.match(v.strip())
         ):
             exact[name] = "0+unknown"
+    # a package the stack says is not installed ("vllm": "not installed (required by
+    # fast_inference=True)"): absent from the machine, whatever TRL's line would bring
+    for name, v in stack.items():
+        if isinstance(v, str) and re.match(r"(?i)\s*not installed\b", v):
+            exact.pop(name, None)
     return exact
 
 

@@ -164,3 +164,8 @@ def test_the_setups_gpu_model_is_the_machines_not_always_an_h100():
     assert harness._gpu_model({"name": "8 x A100 80G"}, default)["compute_capability"] == "8.0"
     assert harness._gpu_model({"model": "RTX A4000"}, default)["name"] == "NVIDIA RTX A4000"  # not an A40
     assert harness._gpu_model({"model": "not stated"}, default) is default
+
+
+def test_a_package_the_stack_says_is_not_installed_is_absent():
+    got = harness._stack({"trl": "0.24.0", "vllm": "not installed (required by fast_inference=True)"}, True)
+    assert "vllm" not in got and got["trl"] == "0.24.0"

@@ -54,11 +54,15 @@ def vllm_missing(ctx: Context) -> Iterator[Hit]:
         if in_process and ctx.version("vllm") is None and not ctx.facts.unknown("vllm"):
             # Unsloth's loader: fast_inference=True needs vLLM (unsloth/models/loader.py raises
             # "Please install vLLM before enabling `fast_inference`!")
+            fix, remedy = plan_fix(ctx, "vllm")
             yield hit(
                 f"{in_process} starts vLLM in the training process, but vLLM is not installed: the "
                 "loader raises ImportError ('Please install vLLM before enabling `fast_inference`') "
                 "before training",
-                fix="pip install vllm  # the release your Unsloth supports; or fast_inference=False",
+                fix=f"{fix}  # the vLLM release built for this torch; or fast_inference=False"
+                if remedy
+                else "pip install vllm  # the release your Unsloth supports; or fast_inference=False",
+                remedy=remedy,
                 in_process=in_process,
             )
         return
