@@ -259,8 +259,10 @@ def when_holds(ctx: Context, when: dict[str, Any]) -> bool:
             if ctx.layout.generation_mode != cond:
                 return False
             continue
-        if key == "world_size_above":  # more training processes than that (unresolved: may be)
-            if ctx.layout.unresolved is None and ctx.layout.world_size <= int(cond):
+        if key == "world_size_above":  # more training processes than that (no launch line, or
+            # one whose processes are not resolved: there may be)
+            known = ctx.plan.trainer is not None and ctx.layout.unresolved is None
+            if known and ctx.layout.world_size <= int(cond):
                 return False
             continue
         if key.startswith("config."):
