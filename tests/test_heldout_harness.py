@@ -169,3 +169,6 @@ def test_the_setups_gpu_model_is_the_machines_not_always_an_h100():
 def test_a_package_the_stack_says_is_not_installed_is_absent():
     got = harness._stack({"trl": "0.24.0", "vllm": "not installed (required by fast_inference=True)"}, True)
     assert "vllm" not in got and got["trl"] == "0.24.0"
+    # "not installed explicitly - comes with unsloth": installed, by another package
+    got = harness._stack({"trl": "not installed explicitly - comes with unsloth; inferred 0.24.0"}, False)
+    assert got["trl"] == "0.24.0"
