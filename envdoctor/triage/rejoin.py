@@ -32,6 +32,11 @@ _STOP = re.compile(
 )
 
 
+def _body(text: str) -> str:
+    """A line without the prefix a logger, a launcher or a quote put before it (``> RuntimeError:``)."""
+    return split_prefix(text)[0].strip()
+
+
 def _following(lines: list[str], line_no: int) -> list[str]:
     """The lines after line ``line_no`` that continue its message: up to a blank line, a frame,
     another exception, a logger's line."""
@@ -57,7 +62,7 @@ def rematch(matches: Sequence[Match], head: bytes) -> list[Match]:
         and (
             m.signature.id == "unrecognized-exception"
             or m.signature.id == "failure-line"
-            and _NAME_ONLY.match(m.text.strip())
+            and _NAME_ONLY.match(_body(m.text))
         )
     ]
     if not tried:
@@ -67,7 +72,7 @@ def rematch(matches: Sequence[Match], head: bytes) -> list[Match]:
     out: list[Match] = []
     for m in tried[:MAX_LINES]:
         more: list[str] = []
-        name_only = _NAME_ONLY.match(m.text.strip()) is not None
+        name_only = _NAME_ONLY.match(_body(m.text)) is not None
         if head and (name_only or not m.text.rstrip().endswith(_ENDED)):
             if lines is None:
                 lines = head.decode("utf-8", errors="replace").split("\n")

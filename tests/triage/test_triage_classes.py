@@ -417,3 +417,14 @@ def test_compatible_minor_releases_that_deepspeed_accepts_are_no_failure():
         "{'loss': 0.1, 'learning_rate': 1e-06, 'epoch': 0.01}\n"
     )
     assert findings(scan_bytes(log)) == []
+
+
+def test_the_torch_mismatch_quoted_and_wrapped_over_lines_is_read_whole():
+    # Dao-AILab/flash-attention#1759: a build log quoted with "> " and wrapped by setuptools
+    log = (
+        "> RuntimeError:\n"
+        "> The detected CUDA version (12.9) mismatches the version that was used to compile\n"
+        "> PyTorch (11.8). Please make sure to use the same CUDA versions.\n"
+    )
+    f = _one(log)
+    assert f.rule == "TRI023" and "CUDA 12.9" in f.message and "cuda-11.8" in f.fix
