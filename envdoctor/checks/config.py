@@ -424,6 +424,8 @@ def _parser_does(ctx: Context, origin: str = "") -> str:
     the dataclass's ``__init__``) does with a config key no dataclass has."""
     if from_code(origin):
         return "refuses it at the call (TypeError: unexpected keyword argument)"
+    if origin == "command line":  # transformers' HfArgumentParser.parse_args_into_dataclasses
+        return 'refuses it ("Some specified arguments are not used by the HfArgumentParser")'
     if ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False:
         return "drops it silently (its parser ignores unknown config keys before 0.19)"
     return 'refuses it ("Unknown arguments from config file")'

@@ -113,3 +113,15 @@ def test_an_installed_trl_commit_is_judged_at_that_commit(sha, quiet):
     assert (not found) is quiet
     if not quiet:
         assert sha in found[0].message and "vllm_mode" in found[0].message
+
+
+def test_a_removed_key_on_the_command_line_quotes_hfargumentparsers_own_refusal():
+    from tests.conftest import MODERN, findings, snapshot
+
+    snap = snapshot(1, packages={**MODERN, "trl": "1.5.1"})
+    found = [
+        f
+        for f in findings(snap, launch="python -m trl.scripts.grpo --max_prompt_length 512 --output_dir o")
+        if f.rule == "CFG001" and "max_prompt_length" in f.message
+    ]
+    assert found and "Some specified arguments are not used by the HfArgumentParser" in found[0].message
