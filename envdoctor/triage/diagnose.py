@@ -776,6 +776,10 @@ def diagnose(
 
             found = generated_in(head, log)  # a module Unsloth generated that does not compile
         if found is None and head:
+            from envdoctor.triage.structclass import generated_loading
+
+            found = generated_loading(head, log)  # unsloth_zoo's compiler: a generated module's unbound name
+        if found is None and head:
             from envdoctor.triage.programs import from_head as program_from_head
 
             found = program_from_head(head, log)  # a program not on PATH, quoted by a wrapper

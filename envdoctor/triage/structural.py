@@ -34,6 +34,7 @@ from envdoctor.triage import (
     optional,
     programs,
     refusal,
+    structclass,
     usercode,
     wrapped,
 )
@@ -558,9 +559,12 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     for t in (tb, *reversed(tb.chain)):
         found = (
             raised_entry(t, m, log)
+            or structclass.python_older(t, m, log)
+            or structclass.source_tree(t, m, log)
             or usercode.grouped_reshape(t, m, log)
             or missing.not_installed(tb, t, m, log)
             or optional.undefined_name(t, m, log)
+            or structclass.package_name_error(t, m, log)
             or columns.missing_column(t, m, log)
             or inference.inference_tensor(t, m, log)
             or programs.missing_program(t, m, log)
