@@ -35,6 +35,8 @@ _IMPORT = re.compile(
     r"cannot import name '(?P<name>[\w.]{1,200})' from '?(?P<module>[A-Za-z_][\w.]{0,298}\w)"
 )
 _NO_MODULE = re.compile(r"No module named '(?P<module>[\w.]{1,300})'")
+#: torch's config modules refusing an option they do not have (a package written for a newer torch)
+_TORCH_OPTION = re.compile(r"^Unexpected optimization option (?P<key>[\w.]{1,200}), known options are ")
 _MODULE_ATTR = re.compile(r"module '(?P<module>[\w.]{1,300})' has no attribute '(?P<attr>\w{1,200})'")
 #: an instance's missing attribute, or a class's ("type object 'X' has no attribute 'y'")
 _OBJECT_ATTR = re.compile(
@@ -195,6 +197,22 @@ def _caller(frames: list[Frame], callee: str) -> Frame | None:
 def find(tb: Traceback) -> Boundary | None:
     """The package boundary ``tb`` failed at, when its exception is API drift (module docstring)."""
     name, msg = tb.name, tb.message
+    option = _TORCH_OPTION.match(msg.strip()) if name == "RuntimeError" else None
+    if option is not None:  # a package sets a torch config option the installed torch lacks
+        caller = _caller(tb.shown_frames(), "torch")
+        if caller is None or caller.package is None:
+            return None  # the user's code sets it: a typo or the user's torch, not a package's drift
+        key = option.group("key")
+        return Boundary(
+            caller.package,
+            "torch",
+            tb,
+            f"the torch._inductor / torch._dynamo option {key}",
+            caller,
+            verb=f"sets the torch config option {key}",
+            lacks="does not have (an option of a newer torch)",
+            name=key,
+        )
     if name not in DRIFT:
         return None
     frames = tb.shown_frames()
@@ -916,9 +934,10 @@ def shape_certain(tb: Traceback, b: Boundary) -> bool:
     module_attr = tb.name == "AttributeError" and (
         _MODULE_ATTR.search(tb.message) is not None or tb.message.startswith("type object '")
     )
+    torch_option = b.callee == "torch" and _TORCH_OPTION.match(tb.message.strip()) is not None
     return bool(b.override) or (
         not b.ambiguous
-        and (tb.name in _CERTAIN or module_attr)
+        and (tb.name in _CERTAIN or module_attr or torch_option)
         and (b.caller is not None or tb.name in ("ImportError", "ModuleNotFoundError"))
     )
 

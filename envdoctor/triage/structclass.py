@@ -98,7 +98,7 @@ def _requires_python(package: str, version: str | None, log: Log) -> str | None:
     from envdoctor.knowledge import knowledge
 
     kb = log.ctx.kb if log.ctx is not None else knowledge()
-    pin = next((p for p in kb.torch_pins or [] if str(p.get("vllm")) == version), None)
+    pin = next((p for p in kb.vllm.get("torch_pins") or [] if str(p.get("vllm")) == version), None)
     return str(pin.get("requires_python") or "") or None if pin else None
 
 
@@ -126,7 +126,8 @@ def python_older(t: Traceback, m: Match, log: Log) -> Draft | None:
         + " — the interpreter is older than the package release, not a bug of your code"
         + (f"; {named} declares Requires-Python {declared}" if declared else "")
     )
-    need = declared.removeprefix(">=") if declared and declared.startswith(">=") else minimum
+    floor = re.search(r">=\s*(3\.\d{1,2})", declared or "")
+    need = floor.group(1) if floor else minimum
     if versions.below(need, minimum):
         need = minimum
     fix = (

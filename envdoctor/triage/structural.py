@@ -174,6 +174,14 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
                 have[str(dist)] = v
     kb = log.ctx.kb if log.ctx is not None else knowledge()
     fix, source = boundary.pair_fix(b, have, kb, _entries(), ms[0].context, matched)
+    if b.callee == "torch" and b.caller == "vllm" and not source and have.get("vllm"):
+        pin = next((p for p in kb.vllm.get("torch_pins") or [] if str(p.get("vllm")) == have["vllm"]), None)
+        if pin is not None and pin.get("torch"):  # vLLM's own pin of torch (its wheel's Requires-Dist)
+            fix = (
+                f"pip install 'torch=={pin['torch']}' (vllm {have['vllm']} requires it: its wheel's "
+                f"Requires-Dist); or install the vllm release made for your torch"
+            )
+            source = "vLLM's torch pins (rules/knowledge/vllm.yaml)"
     if history is not None and not source:
         # the release where the symbol appeared or vanished: the pair that works, from B's history
         fix, source = _history_fix(b, history), HISTORY
