@@ -56,8 +56,16 @@ _SYNTAX_FEATURES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"^\s*match\s+[^=]{1,200}:\s*(?:#.*)?$"), "the match statement (PEP 634)", "3.10"),
     (re.compile(r"^\s*case\s+[^=]{1,200}:"), "the match statement (PEP 634)", "3.10"),
     (re.compile(r"^\s*except\s*\*"), "except* (PEP 654)", "3.11"),
-    (re.compile(r"^\s*type\s+[A-Za-z_]\w{0,60}(?:\[[^\]]{0,200}\])?\s*="), "the type statement (PEP 695)", "3.12"),
-    (re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+[A-Za-z_]\w{0,100}\["), "type parameters (PEP 695)", "3.12"),
+    (
+        re.compile(r"^\s*type\s+[A-Za-z_]\w{0,60}(?:\[[^\]]{0,200}\])?\s*="),
+        "the type statement (PEP 695)",
+        "3.12",
+    ),
+    (
+        re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+[A-Za-z_]\w{0,100}\["),
+        "type parameters (PEP 695)",
+        "3.12",
+    ),
     (re.compile(r":="), "assignment expressions (PEP 572)", "3.8"),
 )
 
@@ -232,7 +240,9 @@ def package_name_error(t: Traceback, m: Match, log: Log) -> Draft | None:
         + _fix_naming(pkg, name, log)
         + f"; or pin the {pkg} release you ran before"
     )
-    d = finding("TRI014", [m], log, text, fix, package=pkg, name=name, matched="NameError in a package's own frame")
+    d = finding(
+        "TRI014", [m], log, text, fix, package=pkg, name=name, matched="NameError in a package's own frame"
+    )
     return at_severity(d, Severity.ERROR if known else Severity.WARNING)
 
 
@@ -273,7 +283,9 @@ def generated_loading(head: bytes, log: Log) -> Draft | None:
         return None
     line_no = text.count("\n", 0, g.start()) + 1
     lines = text.split("\n")
-    m = Match(sig, line_no, lines[line_no - 1][:1000], {}, None, tuple(lines[max(0, line_no - 41) : line_no - 1]))
+    m = Match(
+        sig, line_no, lines[line_no - 1][:1000], {}, None, tuple(lines[max(0, line_no - 41) : line_no - 1])
+    )
     return _generated_name(g.group("module"), g.group("name"), [m], log)
 
 
@@ -282,7 +294,15 @@ def generated_loading(head: bytes, log: Log) -> Draft | None:
 #: packages that ship compiled extensions, and their compiled modules (import names); a checkout
 #: has the Python files but not the extensions its build compiles
 COMPILED: dict[str, tuple[str, ...]] = {
-    "vllm": ("_C", "_moe_C", "_rocm_C", "cumem_allocator", "vllm_flash_attn", "activation_ops", "_custom_ops"),
+    "vllm": (
+        "_C",
+        "_moe_C",
+        "_rocm_C",
+        "cumem_allocator",
+        "vllm_flash_attn",
+        "activation_ops",
+        "_custom_ops",
+    ),
     "flash_attn": ("flash_attn_2_cuda", "flash_attn_cuda"),
     "xformers": ("_C", "_C_flashattention"),
     "deepspeed": ("ops",),
@@ -298,7 +318,10 @@ _PARTIAL = re.compile(
     r"cannot import name '(?P<name>\w{1,200})' from partially initialized module '(?P<module>[\w.]{1,300})'"
     r"(?:.{0,80}?\((?P<path>[^()]{1,1000})\))?$"
 )
-_FROM = re.compile(r"cannot import name '(?P<name>\w{1,200})' from '(?P<module>[\w.]{1,300})'(?: \((?P<path>[^()]{1,1000})\))?")
+_FROM = re.compile(
+    r"cannot import name '(?P<name>\w{1,200})' from '(?P<module>[\w.]{1,300})'"
+    r"(?: \((?P<path>[^()]{1,1000})\))?"
+)
 _NO_MODULE = re.compile(r"No module named '(?P<module>[\w.]{1,300})'")
 _INSTALLED = ("site-packages", "dist-packages", ".egg")
 
@@ -317,7 +340,9 @@ def source_tree(t: Traceback, m: Match, log: Log) -> Draft | None:
     if t.name not in ("ImportError", "ModuleNotFoundError", "NameError") or warning_line(m):
         return None
     msg = t.message.strip()
-    if t.name == "NameError":  # vLLM's _custom_ops: "name 'x' is not defined (Caught error: No module named 'vllm._C')"
+    if (
+        t.name == "NameError"
+    ):  # vLLM's _custom_ops: "name 'x' is not defined (Caught error: No module named 'vllm._C')"
         caught = re.search(r"\(Caught error: (?P<msg>No module named '[\w.]{1,300}')\)", msg)
         if caught is None:
             return None
