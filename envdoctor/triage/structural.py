@@ -588,6 +588,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or guards.any_check(t, m, log)
             or usercode.user_code(t, m, log)  # raised in the user's code (a check of its own: above)
             or _fixed_after(t, m, log)
+            or wrapped.wrapper_api_on_bare_model(t, m, log)
             or hostenv.library_member_missing(t, m, log)  # a warning: after every certain answer
             or _new_raise(t, m, log)
         )

@@ -212,3 +212,116 @@ def through_wrapper(t: Traceback, m: Match, log: Log) -> Draft | None:
         sources=[str(w.get("source"))] if w.get("source") else None,
     )
     return at_severity(d, Severity.ERROR)
+
+
+#: class names of transformers models (``Qwen2ForCausalLM``, ``GPTNeoXForCausalLM``, ``LlamaModel``)
+_MODEL_CLASS = re.compile(
+    r"^[A-Z]\w{0,80}(?:For[A-Z]\w{0,60}|LMHeadModel|PreTrainedModel|Model|WithValueHead)$"
+)
+
+
+#: the wrappers named first where several have the attribute
+_PREFERRED = ("DistributedDataParallel", "DeepSpeedEngine", "DataParallel", "FullyShardedDataParallel")
+
+
+def _bare_reader(t: Traceback) -> Frame | None:
+    """The frame that read the attribute: the innermost one outside an ``__getattr__``."""
+    frames = list(t.frames)
+    while frames and frames[-1].function.endswith("__getattr__"):
+        frames.pop()
+    return frames[-1] if frames else None
+
+
+def wrapper_api_on_bare_model(t: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI035 for the other way round: ``'<Model>' object has no attribute 'a'`` where the class is
+    a transformers model (or a PEFT model, which forwards to one) and ``a`` is no model attribute but
+    the own API of a wrapper that holds the model (DeepSpeedEngine's ``optimizer``, DDP's ``module``
+    or ``no_sync``): the code expected the wrapped model and was handed the bare one. Quiet on an
+    attribute a transformers model has, on private names, and where the innermost frame is not a
+    ``__getattr__`` (a class of the user's own that raised it some other way)."""
+    if t.name != "AttributeError" or warning_line(m):
+        return None
+    found = _NO_ATTR.match(t.message.strip())
+    if found is None:
+        return None
+    wrappers, model_attrs = _table()
+    cls, attr = found.group("cls"), found.group("attr")
+    held = wrappers.get(cls)
+    if isinstance(held, dict):
+        if held.get("forwards") != "getattr" or held.get("package") == "torch":
+            return None  # a wrapper itself (through_wrapper's), or torch.compile's module
+    elif not _MODEL_CLASS.match(cls):
+        return None
+    if attr.startswith("_") or attr in model_attrs:
+        return None
+    owners = sorted(
+        (
+            name
+            for name, w in wrappers.items()
+            if isinstance(w, dict)
+            and w.get("forwards") in ("none", "dir")
+            and attr in set(w.get("own") or ())
+        ),
+        key=lambda name: (_PREFERRED.index(name) if name in _PREFERRED else len(_PREFERRED), name),
+    )[:2]
+    if not owners:
+        return None
+    if t.frames and not t.frames[-1].function.endswith("__getattr__"):
+        return None
+    reader = _bare_reader(t)
+    owner_text = " / ".join(f"{o} ({wrappers[o].get('package')})" for o in owners)
+    by = (
+        _where(reader)
+        if reader is not None
+        else "the calling code (its frame not shown)"
+        if t.frames
+        else "the code (the log shows no frame)"
+    )
+    what = (
+        f"{by} reads {attr} from a bare {cls}: {attr} is the own API of {owner_text}, the wrapper "
+        "that holds the model in a distributed run, not an attribute of a transformers model — the "
+        f"code expected the wrapped model and was handed the unwrapped one"
+    )
+    unwraps = any(attr == str(wrappers[o].get("holds") or "module") for o in owners)
+    if unwraps:
+        fix = (
+            f"unwrap with accelerator.unwrap_model(model) (or `model.{attr} if hasattr(model, '{attr}') "
+            f"else model`), which works whether or not the run wraps the model, instead of .{attr}"
+            + (
+                f"; in {reader.package}'s {reader.function}: upgrade {reader.package}"
+                if reader is not None and reader.package
+                else ""
+            )
+        )
+    elif reader is not None and reader.package is None:
+        fix = (
+            f"read {attr} from the wrapper, not the model: the object accelerator.prepare(...) returned "
+            f"(trainer.model_wrapped in a Trainer), or guard it (hasattr(model, '{attr}')) for runs "
+            "without that wrapper (one process, or another ZeRO stage / launcher)"
+        )
+    elif reader is not None:
+        p = reader.package
+        fix = (
+            f"{p}'s {reader.function} expects the {owners[0]}-wrapped model here and got the bare one: "
+            f"upgrade {p} (its later releases changed how it unwraps the model) or, where your code or "
+            f"a package on top of {p} calls {reader.function}, pass it the wrapped model "
+            "(trainer.model_wrapped)"
+        )
+    else:
+        fix = (
+            f"pass the wrapped model where {attr} is read (the object accelerator.prepare(...) returned, "
+            "trainer.model_wrapped), or upgrade the package whose code reads it"
+        )
+    d = finding(
+        RULE,
+        [m],
+        log,
+        what,
+        fix,
+        wrapper=owners[0],
+        wrapper_package=str(wrappers[owners[0]].get("package")),
+        attribute=attr,
+        forwards="bare model",
+        reader=reader.package or "user code" if reader is not None else None,
+    )
+    return at_severity(d, Severity.ERROR if reader is not None else Severity.WARNING)

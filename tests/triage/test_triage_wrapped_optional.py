@@ -385,3 +385,49 @@ AttributeError: 'DataParallel' object has no attribute 'generate'
 def test_an_ipython_traceback_through_nn_module_getattr_is_the_class():
     (f,) = _found(IPYTHON_DP)
     assert f.rule == "TRI035" and "model.module.generate" in f.fix and "not shown" in f.message
+
+
+# -- a wrapper's own API read from the bare model (TRI035, the other way round) -------------------
+
+BARE_MODULE = """\
+Traceback (most recent call last):
+  File "/home/u/train.py", line 88, in <module>
+    out = model.module.generate(**batch)
+  File "/usr/local/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1940, in __getattr__
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+AttributeError: 'Qwen2ForCausalLM' object has no attribute 'module'
+"""
+
+BARE_NO_SYNC = BARE_MODULE.replace("out = model.module.generate(**batch)", "with model.no_sync():").replace(
+    "attribute 'module'", "attribute 'no_sync'"
+)
+
+
+def test_unwrapping_a_bare_model_with_module_asks_for_unwrap_model():
+    f = next(f for f in _found(BARE_MODULE) if f.rule == "TRI035")
+    assert f.severity == Severity.ERROR
+    assert "bare Qwen2ForCausalLM" in f.message and "DistributedDataParallel" in f.message
+    assert "accelerator.unwrap_model(model)" in f.fix
+
+
+def test_a_wrapper_method_read_from_the_bare_model_in_user_code_is_an_error():
+    f = next(f for f in _found(BARE_NO_SYNC) if f.rule == "TRI035")
+    assert f.severity == Severity.ERROR and "no_sync" in f.message
+    assert "read no_sync from the wrapper" in f.fix
+
+
+def test_a_one_line_engine_attribute_on_a_bare_model_is_a_warning():
+    f = next(
+        f
+        for f in _found("AttributeError: 'GPTNeoXForCausalLM' object has no attribute 'optimizer'\n")
+        if f.rule == "TRI035"
+    )
+    assert f.severity == Severity.WARNING and "DeepSpeedEngine" in f.message
+
+
+def test_quiet_on_a_model_attribute_a_private_name_and_a_raise_outside_getattr():
+    assert "TRI035" not in _rules(BARE_MODULE.replace("attribute 'module'", "attribute 'generate'"))
+    assert "TRI035" not in _rules(BARE_MODULE.replace("attribute 'module'", "attribute '_module'"))
+    own_raise = BARE_MODULE.replace("in __getattr__", "in forward")
+    assert "TRI035" not in _rules(own_raise)
+    assert "TRI035" not in _rules("AttributeError: 'Trainer' object has no attribute 'optimizer'\n")
