@@ -260,3 +260,23 @@ def test_assumed_trl_is_not_called_installed():
     ctx = Context(facts=facts, plan=build_plan(config_dict={"vllm_device": "cuda:1"}, live=False))
     (hit,) = [f for f in run_rules(ctx).findings if f.rule == "CFG001"]
     assert "installed TRL" not in hit.message and "TRL 1.16.0" in hit.message
+
+
+def test_no_rules_yaml_file_repeats_a_key_in_one_mapping() -> None:
+    """A key written twice in one mapping (two ``why:`` of one rule) silently keeps only the last:
+    every YAML file of rules/ has each key once per mapping."""
+
+    class Strict(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
+        keys = [loader.construct_object(k) for k, _ in node.value]
+        repeated = {k for k in keys if keys.count(k) > 1}
+        assert not repeated, f"{node.start_mark}: repeated keys {sorted(map(str, repeated))}"
+        return loader.construct_mapping(node)
+
+    Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    files = sorted(rules_dir().rglob("*.yaml"))
+    assert files
+    for path in files:
+        yaml.load(path.read_text(encoding="utf-8"), Loader=Strict)  # noqa: S506 - a SafeLoader subclass
