@@ -346,3 +346,16 @@ def test_ms_swift_infer_rank_entry_stays_quiet_on_its_other_assertion():
         "assert local_world_size % self.args.num_infer_workers == 0",
     )
     assert not any("ms-swift-3.2.0.dev-grpo-infer-rank-assert" in i for i in _ids(_run(other)))
+
+
+def test_the_gather_hang_entry_takes_a_hang_not_any_line_naming_a_gather():
+    """TRL 0.15 + vLLM 0.7.3 may hang while gathering: a NameError on ``gather_object`` in that
+    stack is no hang (TRI014's release bug), a collective timed out in an all-gather is."""
+    name_error = (
+        "trl 0.15.1, vllm 0.7.3\nTraceback (most recent call last):\n"
+        '  File "/usr/lib/python3.10/site-packages/trl/trainer/grpo_trainer.py", line 500, in _prepare_inputs\n'
+        "    all_prompts_text = gather_object(prompts_text)\n"
+        "NameError: name 'gather_object' is not defined\n"
+    )
+    found = findings(scan_bytes(name_error))
+    assert [f.rule for f in found] == ["TRI014"] and "gather_object" in found[0].message
