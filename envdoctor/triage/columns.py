@@ -102,7 +102,7 @@ def missing_column(tb: Traceback, m: Match, log: Log) -> Draft | None:
         last = tb.frames[-1]
         what = (
             f"the dataset given to TRL's trainer has no column '{col}': TRL reads it from every row "
-            f"({last.module_path}:{last.line}{' in ' + last.function if last.function else ''})"
+            f"({last.at}{' in ' + last.function if last.function else ''})"
         )
     else:
         what = (

@@ -216,7 +216,7 @@ def cut_guard(tb: Traceback, lines: Sequence[str], log: Log, total: int) -> Draf
     if not names and not message.endswith(" …"):
         return None  # a whole message that refuses nothing (``NotImplementedError("subclasses …")``)
     name = _DISPLAY.get(package, package)
-    where = f"{frame.module_path}:{frame.line}{' in ' + frame.function if frame.function else ''}"
+    where = f"{frame.at}{' in ' + frame.function if frame.function else ''}"
     said = _said(names, package, frame, log, m)
     check = f"`assert {condition}`" if a else f"`raise {kind}(…)`"
     whose = f"{name}'" if name.endswith("s") else f"{name}'s"

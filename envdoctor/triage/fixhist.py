@@ -392,7 +392,7 @@ def _before(v: LogVersion | None, release: str, newest: str = "") -> bool:
 
 
 def _where(f: Frame) -> str:
-    at = f"{f.module_path}:{f.line}" if f.line else f.module_path
+    at = f.at
     return f"{at} in {f.function}" if f.function else at
 
 

@@ -949,7 +949,7 @@ def no_device_seen(tb: Traceback, m: Match, log: Log) -> Draft | None:
     last = next((f for f in reversed(tb.frames) if f.package is not None), None)
     who, package = "", last.package if last is not None else None
     if last is not None:
-        at = f"{last.module_path}:{last.line}" + (f" in {last.function}" if last.function else "")
+        at = f"{last.at}" + (f" in {last.function}" if last.function else "")
         who = f"{last.package}'s check ({at})"
     elif not tb.frames:
         from envdoctor.triage.raisesites import locate_tb

@@ -49,9 +49,7 @@ def inference_tensor(tb: Traceback, m: Match, log: Log) -> Draft | None:
     step = _step_frame(tb)
     where = ""
     if step is not None:
-        where = (
-            f" — the step ran in {step.package}'s {step.function or 'code'} ({step.module_path}:{step.line})"
-        )
+        where = f" — the step ran in {step.package}'s {step.function or 'code'} ({step.at})"
     what = (
         "a tensor made under torch.inference_mode() (generation, or a log-prob pass of the policy or the "
         "reference model) was used in the training step, and torch refuses it in autograd" + where

@@ -154,7 +154,7 @@ def _stack_module(module: str, tb: Traceback, m: Match, log: Log) -> Draft | Non
     importer = next((f for f in reversed(tb.frames) if f.path and not f.path.startswith("<")), None)
     if importer is not None and importer.package is None:
         return None  # the user's own import: the first exception's answer (a kernel not restarted …)
-    who = f"{importer.package} ({importer.module_path}:{importer.line})" if importer else ""
+    who = f"{importer.package} ({importer.at})" if importer else ""
     what = (
         f"the module '{module}' is not installed in the environment that ran the import"
         + (f", imported by {who}" if who else "")
@@ -245,7 +245,7 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
     where = ""
     if importer is not None:
         who = importer.package or "your code"
-        where = f", imported by {who} ({importer.module_path}:{importer.line})"
+        where = f", imported by {who} ({importer.at})"
     worker = _worker(tb, m.context, m.text)
     known = known_distribution(module) or _declared(importer, dist, log) is not None
     said = f"its distribution {dist}" if known else f"what provides it (on PyPI likely {dist})"

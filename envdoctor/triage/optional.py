@@ -67,7 +67,7 @@ def undefined_name(t: Traceback, m: Match, log: Log) -> Draft | None:
     fix, why = install_line(package, dist, version)
     guard = f"{row.guard}()" if row.guard.startswith("is_") else f"an import under {row.guard}"
     span = f"{row.releases[0]}–{row.releases[-1]}" if len(row.releases) > 1 else row.releases[0]
-    at = f"{frame.module_path}:{frame.line}" if frame.line else frame.module_path
+    at = frame.at
     what = (
         f"{dist} is not installed (or cannot be imported) in the environment that ran: {package}'s "
         f"{row.module} imports {name} from {row.provider} only when {guard} holds ({package} {span}), and "

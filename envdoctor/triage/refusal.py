@@ -360,11 +360,11 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     where = ""
     if package is not None:
         last = tb.frames[-1]
-        where = f" in {last.module_path}:{last.line}{' in ' + last.function if last.function else ''}"
+        where = f" in {last.at}{' in ' + last.function if last.function else ''}"
         caller = next((f for f in reversed(tb.frames) if f.package != package), None)
         if caller is not None:  # the package (or the user's code) that handed it the configuration
             who = _DISPLAY.get(caller.package or "", caller.package) or "your code"
-            where += f", called from {who} ({caller.module_path}:{caller.line})"
+            where += f", called from {who} ({caller.at})"
     elif not tb.frames or all(f.package is None for f in tb.frames):
         package = _package_named(tb.message)  # the message's own prefix or subject names it
         if package is None:  # the raise that prints it (rules/knowledge/raises/)

@@ -99,6 +99,79 @@ def _feature(t: Traceback) -> tuple[Frame, str, str] | None:
     return None
 
 
+#: transformers' lazy import re-raising what importing one of its modules (or another package's, as
+#: TRL's own lazy module does) raised: the message of the error follows on the next line
+_LAZY = re.compile(
+    r"^Failed to import (?P<module>[A-Za-z_][\w.]{0,200}) because of the following error "
+    r"\(look up to see its traceback\):\s*(?P<inner>.*)$"
+)
+
+
+def _lazy_feature(t: Traceback, m: Match, log: Log) -> tuple[Frame, str, str] | None:
+    """``_feature`` for a lazy import's re-raise without the inner traceback: the module it names
+    is the place (its package's code, imported), the message after it (on its line or the next)
+    the inner error."""
+    lazy = _LAZY.match(t.message.strip())
+    if lazy is None:
+        return None
+    inner = lazy.group("inner").strip()
+    if not inner and log.head and m.line_no > 0:
+        lines = log.head[:262144].decode("utf-8", errors="replace").split("\n")
+        after = [x.strip() for x in lines[m.line_no : m.line_no + 3] if x.strip()]
+        inner = after[0] if after else ""
+    module = lazy.group("module")
+    top = module.split(".")[0]
+    package = PACKAGES.get(top, top.replace("_", "-"))
+    path = module.replace(".", "/") + ".py"
+    frame = Frame(package, path, path.split("/", 1)[-1], "<module>", 0)
+    if _PEP604.match(inner):
+        return frame, "union types written X | Y (PEP 604), evaluated where the package defines them", "3.10"
+    if _PEP585.match(inner):
+        return frame, "builtin generics such as list[str] (PEP 585)", "3.9"
+    return None
+
+
+#: the exception an inner message without its class name was raised as, from the message's shape
+_INNER_TYPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^No module named '"), "ModuleNotFoundError"),
+    (re.compile(r"^cannot import name '"), "ImportError"),
+    (re.compile(r"^(?:module )?'[\w.]{1,200}'(?: object)? has no attribute '"), "AttributeError"),
+    (
+        re.compile(
+            r"^(?:unsupported operand type\(s\)|'\w{1,100}' object is not subscriptable|[\w.]{1,200}\(\) "
+            r"(?:got an unexpected keyword argument|missing \d{1,3} required|takes \d{1,3}))"
+        ),
+        "TypeError",
+    ),
+)
+_NAMED_INNER = re.compile(r"^(?P<type>[A-Z]\w{0,100}(?:Error|Exception)): (?P<message>.+)$")
+
+
+def lazy_inner(t: Traceback, m: Match, log: Log) -> Traceback | None:
+    """The exception a lazy import's re-raise ("Failed to import trl.trainer.grpo_trainer because of
+    the following error (look up to see its traceback): No module named 'vllm'") wraps, where the log
+    shows its message but not its traceback: raised importing the module named (a frame of that
+    module's package), its class from its own name or its message's shape; None otherwise."""
+    lazy = _LAZY.match(t.message.strip())
+    if lazy is None or any(x.frames for x in t.chain):
+        return None
+    inner = lazy.group("inner").strip()
+    if not inner and log.head and m.line_no > 0:
+        lines = log.head[:262144].decode("utf-8", errors="replace").split("\n")
+        after = [x.strip() for x in lines[m.line_no : m.line_no + 3] if x.strip()]
+        inner = after[0][:4096] if after else ""
+    named = _NAMED_INNER.match(inner)
+    exc_type = named.group("type") if named else next((n for p, n in _INNER_TYPES if p.match(inner)), None)
+    if exc_type is None:
+        return None
+    message = named.group("message") if named else inner
+    module = lazy.group("module")
+    top = module.split(".")[0]
+    path = module.replace(".", "/") + ".py"
+    frame = Frame(PACKAGES.get(top, top.replace("_", "-")), path, path.split("/", 1)[-1], "<module>", 0)
+    return Traceback(frames=[frame], exc_type=exc_type, message=message, line_no=t.line_no)
+
+
 def _requires_python(package: str, version: str | None, log: Log) -> str | None:
     """``>=3.9``: the package release's Requires-Python where envdoctor's knowledge has it."""
     if package != "vllm" or not version:
@@ -113,8 +186,10 @@ def _requires_python(package: str, version: str | None, log: Log) -> str | None:
 def python_older(t: Traceback, m: Match, log: Log) -> Draft | None:
     """TRI029 for a package's code that needs a later Python than the one that ran (module
     docstring, 1), or None."""
-    found = _feature(t)
-    if found is None or warning_line(m):
+    if warning_line(m):
+        return None
+    found = _feature(t) or (_lazy_feature(t, m, log) if not t.frames else None)
+    if found is None:
         return None
     frame, what, minimum = found
     shown = python_shown(t, log)
@@ -124,7 +199,7 @@ def python_older(t: Traceback, m: Match, log: Log) -> Draft | None:
     v = log.versions.get(pkg)
     pkg_version = v.version if v is not None and v.exact else None
     declared = _requires_python(pkg, pkg_version, log)
-    at = f"{frame.module_path}:{frame.line}" if frame.line else frame.module_path
+    at = frame.at
     ran = f"the log shows Python {shown}" if shown else "the log does not show which Python ran"
     named = f"{pkg} {pkg_version}" if pkg_version else pkg
     text = (
@@ -228,7 +303,7 @@ def package_name_error(t: Traceback, m: Match, log: Log) -> Draft | None:
     known = bool(read) and (version is None or version in read or versions.below(read[-1], version) is False)
     # an installed build's file (a pasted path cut to the package could be a checkout's)
     known = known and any(x in frame.path for x in _INSTALLED)
-    at = f"{frame.module_path}:{frame.line}" if frame.line else frame.module_path
+    at = frame.at
     named = f"{pkg} {version}" if version else pkg
     text = (
         f"a bug of {named}'s release: its own {frame.function or 'code'} ({at}) uses the name '{name}', "

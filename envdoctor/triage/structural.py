@@ -53,7 +53,7 @@ def _entries() -> list[Any]:
 def _frame_text(f: Frame | None) -> str:
     if f is None:
         return ""
-    where = f"{f.module_path}:{f.line}" if f.line else f.module_path
+    where = f.at
     return f"{f.package or 'your code'} ({where}{' in ' + f.function if f.function else ''})"
 
 
@@ -564,7 +564,8 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     # the exception itself, then those it was raised from, the latest first: a wrapper's re-raise
     # ("RuntimeError: Failed to import trl.trainer … (look up to see its traceback)") names no
     # cause, the exception it wraps does
-    for t in (tb, *reversed(tb.chain)):
+    inner = structclass.lazy_inner(tb, m, log)  # a lazy import's re-raise: what it wraps first
+    for t in ((inner,) if inner is not None else ()) + (tb, *reversed(tb.chain)):
         found = (
             raised_entry(t, m, log)
             or structclass.python_older(t, m, log)

@@ -19,6 +19,11 @@ class Frame:
     line: int
     code: str = ""
 
+    @property
+    def at(self) -> str:
+        """``trainer/grpo_trainer.py:412``; the path alone where the line is not known (0)."""
+        return f"{self.module_path}:{self.line}" if self.line else self.module_path
+
 
 @dataclass
 class Traceback:

@@ -61,7 +61,7 @@ def _reader(t: Traceback, package: str) -> Frame | None:
 
 
 def _where(f: Frame) -> str:
-    at = f"{f.module_path}:{f.line}" if f.line else f.module_path
+    at = f.at
     return f"{f.package or 'your code'}'s {f.function or 'code'} ({at})"
 
 

@@ -309,3 +309,35 @@ def test_numpy_banner_in_a_run_that_trains_is_quiet():
 def test_numpy_dtype_runtime_warning_is_no_failure():
     text = "<frozen importlib._bootstrap>:219: RuntimeWarning: numpy.dtype size changed, may indicate binary incompatibility. Expected 96, got 88\n"
     assert all(f.rule != "TRI011" for f in _all(text))
+
+
+# -- a lazy import's re-raise: the exception it wraps, shown without its traceback ----------------
+
+LAZY = "RuntimeError: Failed to import {module} because of the following error (look up to see its traceback):{sep}{inner}\n"
+
+
+def test_a_lazy_imports_wrapped_missing_module_on_the_same_line_is_the_missing_module():
+    f = _all(LAZY.format(module="trl.trainer.grpo_trainer", sep=" ", inner="No module named 'vllm'"))[0]
+    assert f.rule == "TRI013" and "'vllm' is not installed" in f.message
+    assert "imported by trl (trainer/grpo_trainer.py)" in f.message  # no ':0' for an unknown line
+
+
+def test_a_lazy_imports_wrapped_error_on_the_next_line_is_read_there():
+    pep604 = LAZY.format(
+        module="transformers.generation.streamers",
+        sep="\n",
+        inner="unsupported operand type(s) for |: 'type' and 'NoneType'",
+    )
+    assert _rules(pep604) == [("TRI029", "error")]
+    assert "transformers" in _all(pep604)[0].message
+    named = LAZY.format(
+        module="trl.trainer.grpo_trainer", sep="\n", inner="ModuleNotFoundError: No module named 'vllm'"
+    )
+    assert _all(named)[0].rule == "TRI013"
+
+
+def test_a_lazy_imports_wrapper_alone_or_with_an_unknown_message_stays_unrecognised():
+    alone = LAZY.format(module="trl.trainer.grpo_trainer", sep="", inner="")
+    assert [r for r, _ in _rules(alone)] == ["TRI003"]
+    vague = LAZY.format(module="trl.trainer.grpo_trainer", sep="\n", inner="something went wrong")
+    assert [r for r, _ in _rules(vague)] == ["TRI003"]
