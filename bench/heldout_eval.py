@@ -185,10 +185,13 @@ def _gpu_model(gpus: dict, default: dict) -> dict:
 
 
 def _gpu_count(gpus: dict, launch: list[str]) -> int:
-    """The GPUs of the setup's machine: gpus.json's count (2 when it gives none), and at least one
-    more than the highest index a launch line's CUDA_VISIBLE_DEVICES names (``=1,2``: the machine
+    """The GPUs of the setup's machine: gpus.json's count (2 when it gives none or no number), and
+    at least one more than the highest index a launch line's CUDA_VISIBLE_DEVICES names (``=1,2``: the machine
     has GPUs 0-2, whatever the collector counted as used)."""
-    count = int(gpus.get("count") or 2)
+    raw = gpus.get("count")
+    count = (
+        raw if isinstance(raw, int) and raw > 0 else int(raw) if str(raw).isdigit() and int(raw) > 0 else 2
+    )
     named = [int(i) for x in launch for m in VISIBLE.finditer(x) for i in re.findall(r"\d+", m.group(1))]
     return max(min(count, 8), max(named, default=-1) + 1)
 
