@@ -159,6 +159,10 @@ class TrainingScript:
     #: while every GRPOConfig(...) call names its keywords: the file's keys reach GRPOConfig only
     #: through those keywords (``trl_config_keys``); None otherwise
     self_load: str | None = None
+    #: it (or a repository module it imports) reads a command line (a parser, sys.argv, a CLI
+    #: library, Hydra): recorded once by the reader; without one the launch line's flags reach
+    #: nothing
+    reads_command_line: bool = True
 
     @property
     def other_config(self) -> ConfigClass | None:
