@@ -211,6 +211,9 @@ class Plan:
     #: the job launcher the repository declares for a bare ``python`` trainer line (an Azure ML
     #: job, a SageMaker estimator, a Slurm script…: envdoctor.plan.launchers.JobLaunch)
     job: Any = None
+    #: files the launch line names that are not where it names them from here
+    #: (plan.launch_files.LaunchFile: read from elsewhere, as a config envdoctor knows, or not read)
+    launch_files: list[Any] = field(default_factory=list)
 
     @property
     def trainer(self) -> Launch | None:
