@@ -89,7 +89,29 @@ def _bf16_requested(ctx: Context) -> bool:
         return ctx.config["bf16"] is True
     if ctx.config.get("fp16") is True:
         return False  # the default is `not fp16` (trl.yaml bf16_default_true): fp16 asked, bf16 off
+    unsloth = _unsloth_default(ctx, "bf16")
+    if unsloth is not None:
+        return unsloth
     return bool(ctx.kb.feature("bf16_default_true", ctx.trl.version))
+
+
+def _unsloth_default(ctx: Context, key: str) -> bool | None:
+    """The default Unsloth's patched config gives ``key`` where the script it patches leaves it
+    unset (trl.yaml ``unsloth_config_defaults``: bf16 / fp16 False, the trainer then picks the
+    precision from the model's dtype); None where Unsloth does not patch the run, or its release
+    is one before those defaults."""
+    script = ctx.plan.script
+    if script is None or script.problem or script.patched_by != "unsloth" or key in ctx.plan.config_origin:
+        return None
+    entry = ctx.kb.trl.get("unsloth_config_defaults") or {}
+    defaults = entry.get("defaults") or {}
+    if key not in defaults:
+        return None
+    have = ctx.version("unsloth")
+    since = str(entry.get("since") or "")
+    if since and have and not versions.placeholder(have) and versions.below(have, since):
+        return None
+    return bool(defaults[key])
 
 
 @rule("GPU004", needs=("gpus", "plan", "cuda"))
