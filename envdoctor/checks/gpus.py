@@ -118,13 +118,30 @@ def _unsloth_default(ctx: Context, key: str) -> bool | None:
 def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
     if not _bf16_requested(ctx):
         return
+    torch = ctx.version("torch")
+    since = str((ctx.kb.trl.get("bf16_emulated") or {}).get("torch_since") or "")
+    emulated = bool(since and torch and not versions.placeholder(torch) and versions.at_least(torch, since))
     for gpu in (ctx.facts.gpu(i) for i in ctx.layout.training):
         if gpu and gpu.cc_major is not None and gpu.cc_major < 8:
             origin = ctx.plan.config_origin.get("bf16", f"TRL {ctx.trl.label()}'s default")
-            yield hit(
+            where = (
                 f"bf16 is on ({origin}) but GPU {gpu.index} ({gpu.name}, compute "
-                f"capability {gpu.compute_capability}) has no bf16 support: TrainingArguments"
-                " refuses at start",
+                f"capability {gpu.compute_capability}) has no bf16 hardware"
+            )
+            if emulated:
+                yield hit(
+                    f"{where}: torch {torch} emulates it (torch.cuda.is_bf16_supported() answers True "
+                    "there, so TrainingArguments accepts bf16), and training runs slower than in fp16, "
+                    "which the GPU has natively",
+                    fix="set bf16: false and fp16: true for speed",
+                    remedy=Remedy(config_set={"bf16": False, "fp16": True}),
+                    gpu=gpu.index,
+                    torch=torch,
+                    severity="info",
+                )
+                return
+            yield hit(
+                f"{where}: TrainingArguments refuses at start",
                 fix="set bf16: false and fp16: true",
                 remedy=Remedy(config_set={"bf16": False, "fp16": True}),
                 gpu=gpu.index,
