@@ -121,6 +121,10 @@ def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
     torch = ctx.version("torch")
     since = str((ctx.kb.trl.get("bf16_emulated") or {}).get("torch_since") or "")
     emulated = bool(since and torch and not versions.placeholder(torch) and versions.at_least(torch, since))
+    script = ctx.plan.script
+    unsloth = script is not None and not script.problem and script.patched_by == "unsloth"
+    if unsloth:  # Unsloth answers is_bf16_supported() with including_emulation=False (trl.yaml)
+        emulated = False
     for gpu in (ctx.facts.gpu(i) for i in ctx.layout.training):
         if gpu and gpu.cc_major is not None and gpu.cc_major < 8:
             origin = ctx.plan.config_origin.get("bf16", f"TRL {ctx.trl.label()}'s default")
@@ -140,8 +144,14 @@ def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
                     severity="info",
                 )
                 return
+            why = (
+                " (Unsloth, which the script imports, makes torch.cuda.is_bf16_supported() answer "
+                "False there)"
+                if unsloth
+                else ""
+            )
             yield hit(
-                f"{where}: TrainingArguments refuses at start",
+                f"{where}: TrainingArguments refuses at start{why}",
                 fix="set bf16: false and fp16: true",
                 remedy=Remedy(config_set={"bf16": False, "fp16": True}),
                 gpu=gpu.index,

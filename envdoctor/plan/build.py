@@ -211,9 +211,7 @@ def _launch_file(plan: Plan, written: str, what: str, option: str) -> str | None
     return found
 
 
-def _launch_accelerate_config(
-    plan: Plan, trainer: Launch, written: str
-) -> tuple[str, dict[str, Any]] | None:
+def _launch_accelerate_config(plan: Plan, trainer: Launch, written: str) -> tuple[str, dict[str, Any]] | None:
     """The accelerate config the launch line names (``--config_file``), where ``locate`` finds
     it, else the config TRL or open-r1 ships that its path ends with, as envdoctor knows it
     (said in ``plan.launch_files``); None when it is found nowhere (then the launch line's flags

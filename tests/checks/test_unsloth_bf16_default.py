@@ -45,6 +45,17 @@ def test_unsloth_bf16_default(tmp_path: Path, kw: str, unsloth: str | None, fire
     assert _gpu004(tmp_path, kw, unsloth) is fires
 
 
+def test_bf16_asked_under_unsloth_is_refused_whatever_torch(tmp_path: Path) -> None:
+    """Unsloth answers torch.cuda.is_bf16_supported() with including_emulation=False: on a T4 /
+    V100 TrainingArguments refuses bf16 even with a torch that would emulate it (two broken dev
+    setups, EmailTriageEnv and METAHackthon2026, set bf16=True under Unsloth on a Colab T4)."""
+    (tmp_path / "train.py").write_text(SCRIPT.format(kw="bf16=True, "))
+    facts = from_dict(snapshot(1, model=V100, packages={**MODERN, "unsloth": "2026.4.8"}), "test")
+    plan = build_plan(launch=f"python {tmp_path / 'train.py'}", live=False)
+    found = {f.rule: f for f in run_rules(Context(facts=facts, plan=plan)).findings}
+    assert found["GPU004"].severity.value == "error" and "Unsloth" in found["GPU004"].message
+
+
 def test_without_unsloth_trl_default_holds(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(
         SCRIPT.format(kw="").replace("from unsloth import FastLanguageModel\n", "")
