@@ -78,6 +78,18 @@ def read_training_script(
         script_cfg = {k: v for k, v in script_cfg.items() if k in unmatched or k == "config"}
         if plan.script.options:
             plan.script.refused = {k: o for k, o in unmatched.items() if k in script_cfg}
+        # its options that are no config key of TRL's (``--dataset``, ``--use_lora``): a config
+        # file that names one names the script's option, not a GRPOConfig typo
+        from envdoctor.knowledge import knowledge
+
+        kb = knowledge()
+        trl_keys = set(kb.grpo_keys.get("keys") or {}) | set(
+            (kb.parser_keys.get("training_arguments") or {}).get("keys") or {}
+        )
+        for flag in decl.flags.values():
+            if flag.dest not in trl_keys:
+                said = f"an argparse option of {decl.path} ({flag.options[0]})"
+                plan.script_keys.setdefault(flag.dest, said)
     elif decl.argparse:  # flags beside the dataclasses: the script's own too
         for flag in decl.flags.values():
             plan.script_keys.setdefault(flag.dest, f"an argparse option of {decl.path} ({flag.options[0]})")
