@@ -79,7 +79,13 @@ def launch_file_not_where_named(ctx: Context) -> Iterator[Hit]:
                 written=f.written,
             )
     ds = read_deepspeed_json(ctx.plan)
-    if ds is not None and ds.problem and ds.problem.endswith(" is not here"):
+    # a JSON file's path (ms-swift's `--deepspeed zero2` names one of its own configs)
+    if (
+        ds is not None
+        and ds.problem
+        and ds.problem.endswith(" is not here")
+        and str(ds.path).endswith(".json")
+    ):
         yield hit(
             f"`{ds.path}` ({ds.where}) is not here, nor from the repository's root or its parent folder: "
             f"not read, so {NOT_JUDGED['DeepSpeed config']}.",

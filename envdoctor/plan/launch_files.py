@@ -7,7 +7,8 @@ is often written for another folder than the one envdoctor runs in (a README's l
 repository's parent, a line that names a TRL checkout's ``examples/accelerate_configs/…``). Such
 a file is looked for, in this order, where the line names it (after its own ``cd DIR &&``), from
 the repository's root, from the repository's parent folder when the path starts with the
-repository's folder name (or with a folder that is not here, the rest being the repository's),
+repository's folder name (or with another folder, the rest being a file of the repository: one
+not here, or one whose rest is two folders deep or more),
 and, for an accelerate config, among the configs TRL and open-r1 ship
 (rules/knowledge/trl_accelerate_configs.yaml ``files``: its content is used only when the path
 ends with one of those files, and the report says so). A file still not found is not read: the
@@ -98,7 +99,9 @@ def locate(written: str) -> tuple[str | None, str]:
             tries.append(
                 (root.parent.joinpath(*parts), f"from the repository's parent folder ({_shown(root.parent)})")
             )
-        elif not (cwd / parts[0]).is_dir() and not (root / parts[0]).is_dir():
+        elif len(parts) > 2 or not ((cwd / parts[0]).is_dir() or (root / parts[0]).is_dir()):
+            # a folder here of that name that lacks the file (made by other lines, a partial
+            # copy) does not stop it where the rest names a file two folders deep or more
             tries.append(
                 (
                     root.joinpath(*parts[1:]),

@@ -132,3 +132,19 @@ def test_cli_exit_codes(repo: Path, tmp_path: Path) -> None:
         "check", "--facts", str(facts), "--config", "gone.yaml", "--", "python", "train.py", cwd=repo
     )
     assert out.returncode == 2 and "cannot read" in out.stderr
+
+
+def test_a_folder_of_that_name_here_that_lacks_the_file(repo: Path) -> None:
+    """FGO's line names FGO/src/…, FGO/recipes/… from the repository's parent; where a folder FGO/
+    is here too (a partial copy) but lacks the accelerate config, the repository's own file is
+    read, not the open-r1 config of the same name envdoctor knows (FGO's is plain MULTI_GPU)."""
+    (repo / "FGO" / "src").mkdir(parents=True)
+    line = "accelerate launch --config_file FGO/recipes/accelerate_configs/zero2.yaml train.py"
+    plan = build_plan(launch=line, live=False)
+    assert plan.accelerate == {"distributed_type": "MULTI_GPU", "num_processes": 2, "mixed_precision": "bf16"}
+
+
+def test_a_deepspeed_name_that_is_no_path_is_not_said(repo: Path) -> None:
+    """ms-swift's `--deepspeed zero2` names one of its own configs, not a file."""
+    plan = build_plan(launch="python train.py --deepspeed zero2", live=False)
+    assert "LAY019" not in _found(plan, gpus=1)
