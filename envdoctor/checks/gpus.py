@@ -89,20 +89,69 @@ def _bf16_requested(ctx: Context) -> bool:
         return ctx.config["bf16"] is True
     if ctx.config.get("fp16") is True:
         return False  # the default is `not fp16` (trl.yaml bf16_default_true): fp16 asked, bf16 off
+    unsloth = _unsloth_default(ctx, "bf16")
+    if unsloth is not None:
+        return unsloth
     return bool(ctx.kb.feature("bf16_default_true", ctx.trl.version))
+
+
+def _unsloth_default(ctx: Context, key: str) -> bool | None:
+    """The default Unsloth's patched config gives ``key`` where the script it patches leaves it
+    unset (trl.yaml ``unsloth_config_defaults``: bf16 / fp16 False, the trainer then picks the
+    precision from the model's dtype); None where Unsloth does not patch the run, or its release
+    is one before those defaults."""
+    script = ctx.plan.script
+    if script is None or script.problem or script.patched_by != "unsloth" or key in ctx.plan.config_origin:
+        return None
+    entry = ctx.kb.trl.get("unsloth_config_defaults") or {}
+    defaults = entry.get("defaults") or {}
+    if key not in defaults:
+        return None
+    have = ctx.version("unsloth")
+    since = str(entry.get("since") or "")
+    if since and have and not versions.placeholder(have) and versions.below(have, since):
+        return None
+    return bool(defaults[key])
 
 
 @rule("GPU004", needs=("gpus", "plan", "cuda"))
 def bf16_unsupported(ctx: Context) -> Iterator[Hit]:
     if not _bf16_requested(ctx):
         return
+    torch = ctx.version("torch")
+    since = str((ctx.kb.trl.get("bf16_emulated") or {}).get("torch_since") or "")
+    emulated = bool(since and torch and not versions.placeholder(torch) and versions.at_least(torch, since))
+    script = ctx.plan.script
+    unsloth = script is not None and not script.problem and script.patched_by == "unsloth"
+    if unsloth:  # Unsloth answers is_bf16_supported() with including_emulation=False (trl.yaml)
+        emulated = False
     for gpu in (ctx.facts.gpu(i) for i in ctx.layout.training):
         if gpu and gpu.cc_major is not None and gpu.cc_major < 8:
             origin = ctx.plan.config_origin.get("bf16", f"TRL {ctx.trl.label()}'s default")
-            yield hit(
+            where = (
                 f"bf16 is on ({origin}) but GPU {gpu.index} ({gpu.name}, compute "
-                f"capability {gpu.compute_capability}) has no bf16 support: TrainingArguments"
-                " refuses at start",
+                f"capability {gpu.compute_capability}) has no bf16 hardware"
+            )
+            if emulated:
+                yield hit(
+                    f"{where}: torch {torch} emulates it (torch.cuda.is_bf16_supported() answers True "
+                    "there, so TrainingArguments accepts bf16), and training runs slower than in fp16, "
+                    "which the GPU has natively",
+                    fix="set bf16: false and fp16: true for speed",
+                    remedy=Remedy(config_set={"bf16": False, "fp16": True}),
+                    gpu=gpu.index,
+                    torch=torch,
+                    severity="info",
+                )
+                return
+            why = (
+                " (Unsloth, which the script imports, makes torch.cuda.is_bf16_supported() answer "
+                "False there)"
+                if unsloth
+                else ""
+            )
+            yield hit(
+                f"{where}: TrainingArguments refuses at start{why}",
                 fix="set bf16: false and fp16: true",
                 remedy=Remedy(config_set={"bf16": False, "fp16": True}),
                 gpu=gpu.index,

@@ -44,3 +44,52 @@ def job_launcher_layout(ctx: Context) -> Iterator[Hit]:
         nodes=job.nodes or 1,
         command=(job.command or "")[:300],
     )
+
+
+@rule("LAY019", needs=("plan",))
+def launch_file_not_where_named(ctx: Context) -> Iterator[Hit]:
+    from envdoctor.plan.deepspeed_json import read_deepspeed_json
+    from envdoctor.plan.launch_files import NOT_JUDGED
+
+    for f in ctx.plan.launch_files:
+        named = f"`{f.option} {f.written}` ({f.what} the launch line names)"
+        if f.known:
+            yield hit(
+                f"{named} is not in this repository; read as {f.how} (the file whose path it ends "
+                "with), as envdoctor knows it: a file of that name the run finds elsewhere may differ.",
+                fix="run envdoctor where the launch line runs, or pass the file with --accelerate-config",
+                what=f.what,
+                written=f.written,
+                known=f.known,
+            )
+        elif f.read:
+            yield hit(
+                f"{named} is not there from here; read as {f.read} ({f.how}).",
+                fix="run envdoctor from the folder the launch line is run from",
+                what=f.what,
+                written=f.written,
+                read=f.read,
+            )
+        else:
+            yield hit(
+                f"{named} is not here, nor from the repository's root or its parent folder: not read, "
+                f"so {f.not_judged}.",
+                fix=f"run envdoctor where the launch line runs, or pass the {f.what} to envdoctor",
+                what=f.what,
+                written=f.written,
+            )
+    ds = read_deepspeed_json(ctx.plan)
+    # a JSON file's path (ms-swift's `--deepspeed zero2` names one of its own configs)
+    if (
+        ds is not None
+        and ds.problem
+        and ds.problem.endswith(" is not here")
+        and str(ds.path).endswith(".json")
+    ):
+        yield hit(
+            f"`{ds.path}` ({ds.where}) is not here, nor from the repository's root or its parent folder: "
+            f"not read, so {NOT_JUDGED['DeepSpeed config']}.",
+            fix="run envdoctor where the launch line runs",
+            what="DeepSpeed config",
+            written=ds.path,
+        )

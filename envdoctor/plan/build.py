@@ -53,7 +53,7 @@ def build_plan(
 
         script_cfg = parse_script_args(trainer.script_args)
         if config is None and isinstance(script_cfg.get("config"), str):
-            config = script_cfg["config"]
+            config = _launch_file(plan, script_cfg["config"], "GRPO config", "--config")
     if trainer is not None and script_file(trainer):
         from envdoctor.plan.script_plan import read_training_script  # only for a .py script
 
@@ -73,13 +73,17 @@ def build_plan(
     if trainer is not None and trainer.launcher.startswith("trl-") and not trainer.is_server:
         _trl_launcher_keys(plan, trainer)
     acc_path = accelerate_config
+    named = None  # the accelerate config the launch line names (not envdoctor's own option)
     if acc_path is None and trainer is not None:
-        acc_path = trainer.options.get("config_file") or trainer.options.get("accelerate_config")
+        acc_path = named = trainer.options.get("config_file") or trainer.options.get("accelerate_config")
     if acc_path is None and live and trainer is not None and trainer.launcher == "accelerate":
         default = default_accelerate_config()
         if default is not None and default.is_file():
             acc_path = str(default)
     bundled = _trl_bundled_config(trainer, acc_path)
+    if bundled is None and isinstance(named, str) and trainer is not None:
+        bundled = _launch_accelerate_config(plan, trainer, named)
+        acc_path = None  # found nowhere: not read (LAY019)
     if bundled is not None:
         plan.accelerate_path, plan.accelerate = bundled
     elif isinstance(acc_path, str):
@@ -196,6 +200,49 @@ def _trl_bundled_config(trainer: Launch | None, name: Any) -> tuple[str, dict[st
     return f"{name} (TRL's trl/accelerate_configs/{name}.yaml)", dict(config)
 
 
+def _launch_file(plan: Plan, written: str, what: str, option: str) -> str | None:
+    """The path to read for a file the launch line names (``plan.launch_files``: where it was
+    found when not where the line names it, or that it was found nowhere); None when not found."""
+    from envdoctor.plan.launch_files import LaunchFile, locate
+
+    found, how = locate(written)
+    if found is None or how:
+        plan.launch_files.append(LaunchFile(what, option, written, found, how))
+    return found
+
+
+def _launch_accelerate_config(plan: Plan, trainer: Launch, written: str) -> tuple[str, dict[str, Any]] | None:
+    """The accelerate config the launch line names (``--config_file``), where ``locate`` finds
+    it, else the config TRL or open-r1 ships that its path ends with, as envdoctor knows it
+    (said in ``plan.launch_files``); None when it is found nowhere (then the launch line's flags
+    alone say the layout: the process count, where no flag gives it, is not known)."""
+    from envdoctor.plan.launch_files import LaunchFile, known_accelerate_config
+
+    option = "--config_file" if trainer.options.get("config_file") else "--accelerate_config"
+    found = _launch_file(plan, written, "accelerate config", option)
+    if found is not None:
+        return found, _read_mapping(found, "accelerate config", plan)
+    known = known_accelerate_config(written)
+    if known is not None:
+        name, config, source = known
+        plan.launch_files[-1] = LaunchFile("accelerate config", option, written, None, source, name)
+        return f"{written} ({source}, as envdoctor knows it)", config
+    _count_unread(plan, trainer)
+    return None
+
+
+def _count_unread(plan: Plan, trainer: Launch | None) -> None:
+    """An accelerate launch line with no ``--num_processes`` whose accelerate config was found
+    nowhere: its process count is that file's, not known (the layout is not resolved)."""
+    unread = [f for f in plan.launch_files if f.what == "accelerate config" and not f.read and not f.known]
+    if trainer is None or not unread or "num_processes" in trainer.options or trainer.unresolved:
+        return
+    trainer.unresolved = (
+        f"the process count is in accelerate config {unread[-1].written} ({unread[-1].option}), "
+        "which is not here"
+    )
+
+
 def _read_mapping(path: str, what: str, plan: Plan) -> dict[str, Any]:
     """A config file as a mapping; its readers (YAML, JSON, TOML) load only for a file given;
     its keys set twice go to ``plan.duplicate_keys`` (CFG007)."""
@@ -290,6 +337,7 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
     new.repository_read = plan.repository_read
     new.duplicate_keys = list(plan.duplicate_keys)  # the files are the same files
     new.edited = dict(plan.edited)
+    new.launch_files = list(plan.launch_files)
     for key, value in plan.config.items():
         origin = plan.config_origin.get(key, MAPPING_ORIGIN)
         if origin != "command line" and not from_code(origin):
@@ -312,4 +360,5 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
         _merge(new, {k: v for k, v in args.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(new, trainer)
         _read_hostfile(trainer)
+        _count_unread(new, trainer)
     return new

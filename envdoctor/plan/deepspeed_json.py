@@ -73,6 +73,10 @@ def read_deepspeed_json(plan: Plan) -> DeepSpeedJson | None:
         path = os.path.expandvars(os.path.expanduser(value))
         if "$" in path:
             return DeepSpeedJson(where, value, problem=f"{value} is left to the shell")
+        if not os.path.lexists(path):  # where the run would find it (plan.launch_files.locate)
+            from envdoctor.plan.launch_files import locate
+
+            path = locate(path)[0] or path
         try:
             if os.path.getsize(path) > MAX_BYTES:
                 return DeepSpeedJson(where, value, problem=f"{value} is over {MAX_BYTES >> 20} MiB")

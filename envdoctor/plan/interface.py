@@ -159,6 +159,10 @@ class TrainingScript:
     #: while every GRPOConfig(...) call names its keywords: the file's keys reach GRPOConfig only
     #: through those keywords (``trl_config_keys``); None otherwise
     self_load: str | None = None
+    #: it (or a repository module it imports) reads a command line (a parser, sys.argv, a CLI
+    #: library, Hydra): recorded once by the reader; without one the launch line's flags reach
+    #: nothing
+    reads_command_line: bool = True
 
     @property
     def other_config(self) -> ConfigClass | None:
@@ -207,6 +211,9 @@ class Plan:
     #: the job launcher the repository declares for a bare ``python`` trainer line (an Azure ML
     #: job, a SageMaker estimator, a Slurm script…: envdoctor.plan.launchers.JobLaunch)
     job: Any = None
+    #: files the launch line names that are not where it names them from here
+    #: (plan.launch_files.LaunchFile: read from elsewhere, as a config envdoctor knows, or not read)
+    launch_files: list[Any] = field(default_factory=list)
 
     @property
     def trainer(self) -> Launch | None:

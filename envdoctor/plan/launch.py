@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from envdoctor.errors import InputError
+from envdoctor.plan.cd import cd_target
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.placeholders import is_doc_placeholder
 from envdoctor.plan.shell_words import join as shell_join
@@ -436,13 +437,9 @@ def _without_redirections(segment: list[str]) -> list[str]:
 
 
 def _cd(folder: str | None, args: list[str]) -> str | None:
-    """Where ``cd ARGS`` goes from ``folder``: a literal relative folder joined on; an absolute one,
-    ``-``, ``~`` or a variable cannot be followed (None)."""
-    if folder is None or len(args) != 1 or not args[0] or args[0].startswith(("/", "-", "~", "$")):
-        return None
-    if "$" in args[0] or "`" in args[0]:
-        return None
-    return os.path.normpath(os.path.join(folder, args[0]))
+    """Where ``cd ARGS`` goes from ``folder`` (``plan.cd.cd_target``); ``cd`` with no word or
+    several cannot be followed (None)."""
+    return cd_target(folder, args[0]) if len(args) == 1 else None
 
 
 #: launcher options and script arguments whose value is a file the process opens where it runs

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from envdoctor.plan.cd import cd_target, literal_path
 from envdoctor.plan.repo_launches import logical_lines
 from envdoctor.plan.repo_walk import walk
 
@@ -56,8 +57,6 @@ _SKIP_DIRS = frozenset(
 _RUNNER = re.compile(
     r"^(?:python\d?(?:\.\d+)?|accelerate|torchrun|deepspeed)$",
 )
-#: a word envdoctor cannot know the value of when the script runs
-_DYNAMIC = re.compile(r"[$`*?\[{}<>~%]")
 #: commands that make files while the script runs: a missing path may be one of them
 _MAKES_FILES = re.compile(
     r"\b(?:git\s+clone|wget|curl|huggingface-cli\s+download|hf\s+download|tar\s|unzip|gsutil|aws\s+s3|rsync|scp)\b"
@@ -176,9 +175,7 @@ def _norm(base: str, written: str) -> str | None:
     return joined
 
 
-def _judged(word: str) -> bool:
-    """Whether a written path is one envdoctor can look up (no variable, glob, template…)."""
-    return bool(word) and not _DYNAMIC.search(word) and not word.startswith("/") and "\\" not in word
+_judged = literal_path  # a written path envdoctor can look up (no variable, glob, template…)
 
 
 def _words(command: str) -> list[str] | None:
@@ -287,10 +284,11 @@ class _Cwd:
             self.lost = "" if self.folders else f"cd {target}"
             self.moved = bool(self.folders)
             return
-        if not _judged(target):
+        went = [cd_target(f, target) for f in self.folders]
+        if any(n is None for n in went):  # not a folder envdoctor can follow
             self.folders, self.lost = None, f"cd {target}"
             return
-        found = {n for n in (_norm(f, target) for f in self.folders) if n is not None and n in index.dirs}
+        found = {n for n in went if n is not None and n in index.dirs}  # never above the root
         self.folders = found or None
         self.moved = bool(found)
         self.lost = "" if found else f"cd {target}"

@@ -10,7 +10,6 @@ as config; its own dataclasses' fields are its keys, not GRPOConfig typos.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from envdoctor.plan.interface import VALUE_UNKNOWN, Launch, Plan, TrainingScript
@@ -61,6 +60,7 @@ def read_training_script(
         chat_messages=decl.chat_messages,
         config_class=decl.config_class,
         vllm_engine=decl.vllm_engine,
+        reads_command_line=decl.reads_command_line,
         self_load=decl.self_load
         if decl.config_calls and all(c.trl_class and not c.spread for c in decl.config_calls)
         else None,
@@ -78,6 +78,18 @@ def read_training_script(
         script_cfg = {k: v for k, v in script_cfg.items() if k in unmatched or k == "config"}
         if plan.script.options:
             plan.script.refused = {k: o for k, o in unmatched.items() if k in script_cfg}
+        # its options that are no config key of TRL's (``--dataset``, ``--use_lora``): a config
+        # file that names one names the script's option, not a GRPOConfig typo
+        from envdoctor.knowledge import knowledge
+
+        kb = knowledge()
+        trl_keys = set(kb.grpo_keys.get("keys") or {}) | set(
+            (kb.parser_keys.get("training_arguments") or {}).get("keys") or {}
+        )
+        for flag in decl.flags.values():
+            if flag.dest not in trl_keys:
+                said = f"an argparse option of {decl.path} ({flag.options[0]})"
+                plan.script_keys.setdefault(flag.dest, said)
     elif decl.argparse:  # flags beside the dataclasses: the script's own too
         for flag in decl.flags.values():
             plan.script_keys.setdefault(flag.dest, f"an argparse option of {decl.path} ({flag.options[0]})")
@@ -93,7 +105,7 @@ def read_training_script(
         and not decl.parses_dataclasses
         and not decl.keeps_unknown_keys
         and any(call.trl_class for call in decl.config_calls)
-        and not _reads_command_line(decl.files or (decl.path,))
+        and not decl.reads_command_line
     ):
         # it parses no command line at all and builds TRL's config in code: the launch line's
         # flags reach nothing (``python train.py --dataset mbpp`` on a script without argparse)
@@ -125,27 +137,6 @@ def read_training_script(
             else:
                 code.setdefault(key, (value, origin))
     return script_cfg, code
-
-
-#: what reads a command line, in any of its forms (a parser built elsewhere and called, sys.argv,
-#: the CLI libraries, Hydra, OmegaConf's from_cli): a file with none of them reads none
-_COMMAND_LINE = re.compile(
-    rb"parse_(?:known_|intermixed_)?args|argv|ArgumentParser|TrlParser|hydra|[Ff]ire\b|typer|click|tyro"
-    rb"|docopt|absl|from_cli|jsonargparse|simple_parsing|parse_args_into_dataclasses"
-)
-
-
-def _reads_command_line(files: Any) -> bool:
-    """Whether any of the files read (the script and the repository modules it imports) holds
-    something that reads a command line; a file that cannot be read counts as one that does."""
-    for name in files:
-        try:
-            with open(name, "rb") as fh:
-                if _COMMAND_LINE.search(fh.read(2_000_000)):
-                    return True
-        except OSError:
-            return True
-    return False
 
 
 _READ: dict[tuple[Any, ...], Any] = {}  # the last scripts read, by path, stat and working folder

@@ -160,6 +160,9 @@ class ScriptDecl:
     config_subclasses: dict[str, DataClass] = field(default_factory=dict)
     config_calls: list[ConfigCall] = field(default_factory=list)
     files: tuple[str, ...] = ()  # the files read: the script, then the modules it imports
+    #: the files read name something that reads a command line (a parser, argparse built
+    #: elsewhere and called, sys.argv, a CLI library, Hydra): without it, none is read
+    reads_command_line: bool = True
     #: every trainer it builds (``…Trainer(...)``) is a class of the repository that derives from
     #: no GRPOTrainer but from a known other base (transformers' Trainer): which, else None
     own_trainer: str | None = None
@@ -435,6 +438,8 @@ class SourceFacts:
     filter_names: set[str] = field(default_factory=set)
     filter_tests: list[str] = field(default_factory=list)
     filter_other_use: bool = False
+    #: its text names something that reads a command line (``COMMAND_LINE``)
+    reads_command_line: bool = False
 
 
 #: calls that read the parameters or fields of a class: a script that reads GRPOConfig's keeps
@@ -844,6 +849,14 @@ def _kw_true(node: ast.Call, name: str) -> bool:
     )
 
 
+#: what reads a command line, in any of its forms (a parser built elsewhere and called, sys.argv,
+#: the CLI libraries, Hydra, OmegaConf's from_cli): a file with none of them reads none
+COMMAND_LINE = re.compile(
+    rb"parse_(?:known_|intermixed_)?args|argv|ArgumentParser|TrlParser|hydra|[Ff]ire\b|typer|click|tyro"
+    rb"|docopt|absl|from_cli|jsonargparse|simple_parsing|parse_args_into_dataclasses"
+)
+
+
 def _load(path: Path, label: str, data: bytes | None = None) -> tuple[SourceFacts | None, str | None]:
     problem = None
     if data is None:
@@ -858,6 +871,7 @@ def _load(path: Path, label: str, data: bytes | None = None) -> tuple[SourceFact
     except (RecursionError, MemoryError):
         return None, "is too deeply nested to read"
     mod.lines = data.decode("utf-8", errors="replace").splitlines()
+    mod.reads_command_line = COMMAND_LINE.search(data) is not None
     if b"vllm" in data:  # only a file that names vLLM can build its engine
         mod.vllm_engines = _vllm_engines(tree)
     return mod, None
@@ -1189,6 +1203,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         (f"{call} in {m.path}:{line}" for m in [main, *followed] for call, line in m.file_loads), None
     )
     decl.files = tuple(dict.fromkeys(res.files))
+    decl.reads_command_line = any(m.reads_command_line for m in [main, *res.loaded.values()] if m is not None)
     decl.chat_messages = next(
         (f"{mod.path}:{mod.chat_messages[0]}" for mod in [main, *followed] if mod.chat_messages), None
     )

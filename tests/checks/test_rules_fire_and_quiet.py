@@ -312,6 +312,16 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "files": {"train.py": _TRAIN.format(defs="r = len"), "job.yml": _AML_JOB.format(kind="mpi")},
         },
     ),
+    "LAY019": (
+        {
+            "launch": "accelerate launch --num_processes 1 --config_file {tmp}/gone.yaml {tmp}/train.py",
+            "files": {"train.py": _TRAIN.format(defs="r = len")},
+        },
+        {
+            "launch": "accelerate launch --num_processes 1 --config_file {tmp}/acc.yaml {tmp}/train.py",
+            "files": {"train.py": _TRAIN.format(defs="r = len"), "acc.yaml": "distributed_type: MULTI_GPU\n"},
+        },
+    ),
     "CFG009": (
         {
             "snap": {"packages": {**MODERN, "trl": "0.16.0"}},

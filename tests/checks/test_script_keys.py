@@ -490,3 +490,25 @@ def test_a_script_reading_its_yaml_itself_passes_grpoconfig_only_the_keys_it_nam
 def test_a_script_spreading_its_yaml_into_grpoconfig_has_the_keys_judged(tmp_path):
     found = _self_load(tmp_path, ", **config")
     assert any("max_prompt_length" in f.message for f in found)
+
+
+ARGPARSE_ALONE = (
+    "import argparse\nfrom trl import GRPOConfig, GRPOTrainer\n"
+    "p = argparse.ArgumentParser()\np.add_argument('--dataset')\n"
+    "p.add_argument('--use_lora', action='store_true')\n"
+    "p.add_argument('--learning_rate', type=float, default=1e-5)\na = p.parse_args()\n"
+    "GRPOTrainer(model='m', reward_funcs=[len], args=GRPOConfig(learning_rate=a.learning_rate))\n"
+)
+
+
+def test_a_config_key_that_is_an_argparse_option_of_the_script_is_its_own(repo):
+    """A config file naming the options of a script that argparse alone reads (`dataset`,
+    `use_lora`: ThinkSafe's grpo_train.py, dev set heldout-2026-11-29c) names the script's options,
+    not GRPOConfig typos; a key that is neither stays one."""
+    repo("train.py", ARGPARSE_ALONE)
+    plan = build_plan(launch="python train.py --dataset d", config_dict={"dataset": "d", "use_lora": True})
+    assert {"dataset", "use_lora"} <= set(plan.script_keys) and "learning_rate" not in plan.script_keys
+    cfg = {"dataset": "d", "use_lora": True, "datasett": "d"}
+    found = [f for f in findings(snapshot(2), config=cfg, launch="python train.py") if f.rule == "CFG004"]
+    assert [f for f in found if "datasett" in f.message]
+    assert not [f for f in found if f.message.startswith(("`dataset`", "`use_lora`"))]
