@@ -1049,6 +1049,17 @@ def _default_said(ctx: Context, key: str) -> str:
 _CLI_BOOLS = frozenset({"1", "0", "yes", "no", "y", "n", "t", "f", "true", "false"})
 
 
+def _read_under_strategy(ctx: Context, key: str) -> bool:
+    """Whether transformers reads ``key`` under the config's strategy: False for a field it reads
+    only under a strategy the config does not choose (trl.yaml ``read_under_strategy``:
+    ``save_steps`` only when ``save_strategy`` is steps, its default)."""
+    entry = (ctx.kb.trl.get("read_under_strategy") or {}).get(key)
+    if not isinstance(entry, dict):
+        return True
+    chosen = ctx.config.get(str(entry.get("strategy")), entry.get("default"))
+    return str(chosen).lower() == str(entry.get("value")).lower()
+
+
 @rule("CFG005", needs=("plan",))
 def config_value_type(ctx: Context) -> Iterator[Hit]:
     types = field_types(ctx.kb.grpo_keys.get("keys") or {})
@@ -1066,6 +1077,8 @@ def config_value_type(ctx: Context) -> Iterator[Hit]:
             continue  # HfArgumentParser reads a flag's 1 / 0 / yes / no as a boolean (string_to_bool)
         if problem and value is None and key.startswith("vllm_server_") and not _server_mode(ctx):
             continue  # a server setting left empty is never read unless the trainer uses a server
+        if problem and value is None and not _read_under_strategy(ctx, key):
+            continue  # a null transformers reads only under another strategy (save_steps under epoch)
         if problem:
             if isinstance(value, str):
                 said = "Truthy value expected" if kind == "bool" else f"invalid {kind} value: {value!r}"

@@ -808,6 +808,8 @@ def diagnose(
             return []
         if first is None:
             return []
+        if _text_not_crash(first, log):
+            return []
         from envdoctor.triage.raisesites import placed
 
         return [placed(unknown_finding([first], log), first, log)]
@@ -826,3 +828,15 @@ def diagnose(
     known = [d for d in known if d.finding.severity.rank == worst[d.finding.rule]]
     _mark_consequences(known)
     return [d.finding for d in known]
+
+
+def _text_not_crash(first: Match, log: Log) -> bool:
+    """An exception's words with no traceback before them (a docstring's "Raises: ValueError: …", a
+    model's generated text, a message a program printed and went on) in a log that shows training
+    steps after them: the run did not end there, so nothing unrecognised crashed it."""
+    from envdoctor.triage.missing import _went_on
+
+    traced = any(
+        "Traceback (most recent call last)" in line or 'File "' in line for line in first.context[-40:]
+    )
+    return not traced and _went_on(log, first.line_no)

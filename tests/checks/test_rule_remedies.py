@@ -161,3 +161,17 @@ def test_lay003_keeps_the_variables_the_launch_line_sets():
     trainer = change.launch[-1]
     assert trainer.startswith("CUDA_VISIBLE_DEVICES=0 ")
     assert "VLLM_SERVER_HOST=localhost VLLM_SERVER_PORT=8000 python train.py" in trainer
+
+
+def test_cfg005_a_null_save_steps_is_read_only_under_the_steps_save_strategy():
+    """transformers reads save_steps only when save_strategy is "steps" (its default): a null there
+    fails; under "epoch" or "no" it is never read (trl.yaml read_under_strategy)."""
+    from tests.conftest import findings
+
+    def cfg005(config: dict) -> list:
+        return [f for f in findings(snapshot(packages=MODERN), config=config) if f.rule == "CFG005"]
+
+    assert cfg005({"save_steps": None})
+    assert cfg005({"save_steps": None, "save_strategy": "steps"})
+    assert not cfg005({"save_steps": None, "save_strategy": "epoch"})
+    assert not cfg005({"save_steps": None, "save_strategy": "no"})

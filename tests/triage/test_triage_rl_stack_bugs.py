@@ -359,3 +359,25 @@ def test_the_gather_hang_entry_takes_a_hang_not_any_line_naming_a_gather():
     )
     found = findings(scan_bytes(name_error))
     assert [f.rule for f in found] == ["TRI014"] and "gather_object" in found[0].message
+
+
+DDP_TWICE = (
+    "[rank3]: RuntimeError: Expected to mark a variable ready only once. This error is caused by one of "
+    "the following reasons: 1) Use of a module parameter outside the `forward` function. 2) Reused "
+    "parameters in multiple reentrant backward passes.\n"
+)
+
+
+def test_ddp_marking_a_parameter_ready_twice_is_reentrant_checkpointing_with_its_fix():
+    f = findings(scan_bytes(DDP_TWICE))[0]
+    assert f.rule == "TRI011" and f.severity.value == "error"
+    assert "use_reentrant: false" in f.fix
+
+
+def test_the_ddp_reentrant_entry_is_triage_only_so_check_says_nothing_of_a_checkpointing_config():
+    """Gradient checkpointing under DDP mostly trains: only a reused parameter in the run's backward
+    fails, so `check` (which reads the checkable entries) never reports it."""
+    from envdoctor.knowledge.catalogue import load_checkable_failures, load_known_failures
+
+    assert any(e.id == "ddp-reentrant-gradient-checkpointing" for e in load_known_failures())
+    assert all(e.id != "ddp-reentrant-gradient-checkpointing" for e in load_checkable_failures())

@@ -87,3 +87,20 @@ def test_a_line_a_logger_wrote_at_warning_level_is_no_crash():
         "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n"
     )
     assert findings(scan_bytes(log)) == []
+
+
+def test_exception_words_without_a_traceback_in_a_run_that_trains_on_are_no_crash():
+    """A docstring's "Raises:" section or a model's generated text holds an exception's words; when
+    the log then shows the run training to its end, nothing crashed it (no TRI003). The same words
+    at the end of a log that stops there are still the first exception."""
+    text = (
+        "def matmul(A, B):\n"
+        '    """Multiply.\n\n    Raises:\n'
+        "        ValueError: If matrix dimensions are incompatible.\n"
+        '    """\n'
+        "{'loss': 0.0, 'grad_norm': 0.1, 'learning_rate': 1e-06, 'reward': 0.5, 'epoch': 0.1}\n"
+        "TrainOutput(global_step=100, training_loss=3.8e-05, metrics={'train_runtime': 46507.4})\n"
+    )
+    assert findings(scan_bytes(text)) == []
+    stops = "step 3\nValueError: If matrix dimensions are incompatible.\n"
+    assert [f.rule for f in findings(scan_bytes(stops))] == ["TRI003"]
