@@ -184,6 +184,10 @@ def _gpu_model(gpus: dict, default: dict) -> dict:
     return default
 
 
+#: a launch line that starts a vLLM server (TRL's or vLLM's own)
+SERVER_WORDS = ("vllm-serve", "vllm serve", "vllm_serve", "vllm.entrypoints")
+
+
 def _gpu_count(gpus: dict, launch: list[str]) -> int:
     """The GPUs of the setup's machine: gpus.json's count (2 when it gives none or no number), and
     at least one more than the highest index a launch line's CUDA_VISIBLE_DEVICES names (``=1,2``: the machine
@@ -628,7 +632,7 @@ def setups(out: Path) -> None:
         (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
         launch = _commands(d)
         trainer = launch[-1] if launch else ""
-        servers = [x for x in launch[:-1] if "vllm-serve" in x or "vllm serve" in x]
+        servers = [x for x in launch[:-1] if any(w in x for w in SERVER_WORDS)]
         toks = shlex.split(trainer) if trainer else []
         # the setup's files where its trainer line names them: "--flag path" and "--flag=path",
         # and its training script (train.py) at the script path of the line

@@ -148,6 +148,10 @@ def _split_options(launcher: str, tokens: list[str]) -> tuple[dict[str, Any], in
     return opts, i
 
 
+#: modules that start vLLM's own OpenAI-compatible server, as `vllm serve` does
+_VLLM_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"})
+
+
 def _python_launch(raw: str, env: dict[str, str], argv: list[str]) -> Launch:
     i = 1
     while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
@@ -162,6 +166,15 @@ def _python_launch(raw: str, env: dict[str, str], argv: list[str]) -> Launch:
                     raw, env, argv, f"`python -m {module} {' '.join(rest[:1])}` is not `accelerate launch`"
                 )
             return _launcher_launch(raw, env, launcher, argv[: i + 2 + sub], rest[sub:])
+        if module in _VLLM_SERVER_MODULES:  # vLLM's OpenAI server, which `vllm serve` runs
+            return Launch(
+                raw=raw,
+                launcher="vllm-serve",
+                env=env,
+                program=argv[: i + 2],
+                options=parse_script_args(rest),
+                script_args=rest,
+            )
         return Launch(
             raw=raw, launcher="python", env=env, program=argv[: i + 2], module=module, script_args=rest
         )

@@ -126,3 +126,15 @@ def test_live_vllm_server_without_dev_mode_or_weight_transfer(serve):
     info["vllm_config"]["weight_transfer_config"] = {"backend": "nccl"}
     routes["/server_info?config_format=json"] = (200, json.dumps(info).encode())
     assert not _live("1.16.0", serve(routes))
+
+
+def test_vllm_openai_server_module_is_the_same_server_as_vllm_serve():
+    """`python -m vllm.entrypoints.openai.api_server` runs what `vllm serve` runs: vLLM's own
+    server, which TRL 0.19's client cannot talk to (LAY012, fixed to trl vllm-serve)."""
+    (hit,) = _lay012(
+        "0.19.0",
+        "CUDA_VISIBLE_DEVICES=1 python -m vllm.entrypoints.openai.api_server --model Qwen/Q --port 8000",
+    )
+    assert hit.severity.value == "error"
+    assert hit.fix.startswith("CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model Qwen/Q")
+    assert not _lay012("0.19.0", "CUDA_VISIBLE_DEVICES=1 python -m trl.scripts.vllm_serve --model Qwen/Q")
