@@ -372,6 +372,27 @@ def _local_pin_remedies(
     return out
 
 
+def _dev_pin(name: str, version: str, file: str, line: int) -> Hit:
+    """DCL008 for a development release (``trl==0.16.0.dev0``): the version of a main-branch
+    checkout, which ``pip list`` of a git install writes and PyPI never had."""
+    release = re.sub(r"\.?dev\d*$", "", version)
+    return hit(
+        f"{file}:{line} pins {name}=={version}, a development version ({name}'s main branch between "
+        f"releases, as `pip list` writes a git install), and neither {file}, a file it includes, nor "
+        f"the repository's install steps give pip an index besides PyPI: {name} publishes no "
+        f"development release on PyPI, so `pip install -r {file}` stops with "
+        f'"No matching distribution found for {name}=={version}"',
+        fix=(
+            f"pin the release it led to (`{name}=={release}`, where that release is out) or the commit "
+            f"the repository was tested with (`{name} @ git+<{name}'s repository>@<commit sha>`)"
+        ),
+        declared_file=file,
+        declared_line=line,
+        package=name,
+        version=version,
+    )
+
+
 @rule("DCL008")
 def declared_local_version_without_index(ctx: Context) -> Iterator[Hit]:
     """A requirement file pins a local version (``torch==2.12.0+cu126``) and neither it, a
@@ -379,6 +400,9 @@ def declared_local_version_without_index(ctx: Context) -> Iterator[Hit]:
     version, so ``pip install -r`` stops with "No matching distribution"."""
     for pin in (ctx.facts.extra.get("declared") or {}).get("local_pins") or []:
         name, version, file, line = pin["name"], str(pin["version"]), pin["file"], pin["line"]
+        if "+" not in version:
+            yield _dev_pin(name, version, file, line)
+            continue
         public, _, local = version.partition("+")
         if name in _PYTORCH_INDEX and _PYTORCH_TAG.match(local):
             index = f"https://download.pytorch.org/whl/{local}"

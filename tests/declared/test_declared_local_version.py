@@ -119,3 +119,21 @@ def test_a_readme_step_without_an_index_is_the_documented_install_whatever_a_scr
     assert rc == 0 and "DCL008" not in text  # no README step: the script may be the install
     rc, text = _dcl008(committed_repo(tmp_path / "readme", {**files, "README.md": readme}))
     assert rc == 1 and "DCL008" in text
+
+
+def test_a_development_version_of_a_stack_package_is_an_error_and_a_release_is_quiet(tmp_path):
+    """`trl==0.16.0.dev0` (TRL's main branch, as `pip list` writes a git install): TRL publishes no
+    development release on PyPI, so pip stops; the release it led to is the fix, and is quiet."""
+    pins = {k: v for k, v in PINS.items() if k != "trl"}
+    repo = committed_repo(tmp_path, {"requirements.txt": requirements(pins) + "trl==0.16.0.dev0\n"})
+    rc, text = _dcl008(repo)
+    assert rc == 1 and "trl==0.16.0.dev0, a development version" in text
+    assert "`trl==0.16.0`" in text
+    fixed = committed_repo(tmp_path / "fixed", {"requirements.txt": requirements(pins) + "trl==0.16.0\n"})
+    assert _dcl008(fixed)[0] == 0
+
+
+def test_a_development_version_of_a_package_that_publishes_them_is_quiet(tmp_path):
+    repo = committed_repo(tmp_path, {"requirements.txt": requirements(PINS) + "somepkg==1.2.0.dev3\n"})
+    rc, text = _dcl008(repo)
+    assert rc == 0 and "DCL008" not in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -50,6 +51,22 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+#: packages of the stack that publish no development release on PyPI: their ``X.Y.Z.devN`` is a
+#: main-branch version (``pip list`` of a git install writes it), which only a git URL installs
+NO_DEV_ON_PYPI = frozenset(
+    {"trl", "transformers", "vllm", "accelerate", "peft", "deepspeed", "datasets", "liger-kernel", "torch"}
+)
+_DEV = re.compile(r"\.?dev\d*$")
+
+
+def not_on_pypi(name: str, pinned: str | None) -> bool:
+    """Whether PyPI holds no such release: a local version (``+cu126``: PyTorch's index serves it)
+    or a development release of a package that publishes none there (``trl==0.16.0.dev0``)."""
+    if not pinned:
+        return False
+    return "+" in pinned or name in NO_DEV_ON_PYPI and _DEV.search(pinned) is not None
+
+
 def read(path: Path, shown: str, depth: int = 0, seen: set[Path] | None = None) -> Found:
     """The requirements of one file and of the files it includes (``-r``, ``-c``)."""
     seen = set() if seen is None else seen
@@ -57,7 +74,7 @@ def read(path: Path, shown: str, depth: int = 0, seen: set[Path] | None = None) 
     found = read_lines(logical_lines(text_of(path, shown)), path, shown, depth, seen)
     if depth == 0:  # the file pip is given: its includes' index options are its own
         found.indexed = list(found.files) if found.indexed else []
-        found.local_pins = [d for d in found.declarations if "+" in (d.pinned or "") and not d.locked]
+        found.local_pins = [d for d in found.declarations if not d.locked and not_on_pypi(d.name, d.pinned)]
     return found
 
 
