@@ -215,6 +215,15 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         # object's attribute (another kind of object): nothing known of the pair for the log's
         # versions, the first-exception answer
         return None
+    if history is not None and history.older_possible and source == HISTORY:
+        # removed later, or not yet added in a release older than those read: the fix covers both
+        upper = history.fits()
+        fix += (
+            f"; if `pip show {history.package}` gives a release older than {history.older_possible}, it "
+            f"may predate it: pip install '{history.package}>={history.older_possible}"
+            + (f",{upper}" if upper.startswith("<") else "")
+            + "'"
+        )
     cut_off = b.caller_frame is None and tb.name in ("ImportError", "ModuleNotFoundError")
     unseen = source == HISTORY and not any(t.frames for t in tb.all())  # who called is not shown
     caller = b.caller or (

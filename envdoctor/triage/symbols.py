@@ -67,6 +67,16 @@ class Verdict:
         method sets may not be set yet: evaluate() before train()) unless the log's B lacks it."""
         return self.owner is None or self.placed == "lacks"
 
+    @property
+    def older_possible(self) -> str | None:
+        """The oldest release read, where the log shows no version of B and the symbol is already
+        there in it (it may have come before the history): a B older than that may lack it too,
+        so which way the drift goes hinges on the version the log does not show; else None."""
+        runs = self._runs()
+        if self.placed is not None or self.absent_works or len(runs) != 1:
+            return None
+        return self.releases[runs[0][0]] if runs[0][0] == self._first_scope() else None
+
     def _runs(self) -> list[tuple[int, int]]:
         runs, i, n = [], 0, len(self.releases)
         while i < n:
@@ -123,6 +133,12 @@ class Verdict:
             fact += (
                 "; the same message comes from reading it before the method that sets it ran "
                 "(evaluate() before train()): the log's versions tell"
+            )
+        oldest = self.older_possible
+        if oldest is not None:
+            fact += (
+                f"; it is there in the oldest {self.package} release read ({oldest}), so a {self.package} "
+                "older than that may lack it too: `pip show " + self.package + "` tells which"
             )
         if self.placed == "lacks":
             fact += f"; the log's {self.package} {self.shown} lacks it"

@@ -406,3 +406,18 @@ def test_a_member_whose_class_went_later_is_said_added_where_it_came():
     v = symbols.verdict(tb, {})
     assert v is not None and v.change() == "added in trl 1.0.0"
     assert v.fits() == ">=1.0.0,<1.13.0"
+
+
+def test_a_keyword_there_since_the_oldest_release_read_says_an_older_release_may_lack_it_too():
+    """DPOTrainer took loss_type= up to TRL 0.12 and already in the oldest release read: without the
+    log's version the keyword may be refused by a newer TRL (removed) or an older one (not yet
+    there), so the message says so and the fix covers both ways."""
+    from tests.triage.helpers import findings, scan_bytes
+
+    log = "TypeError: DPOTrainer.__init__() got an unexpected keyword argument 'loss_type'\n"
+    (f,) = [f for f in findings(scan_bytes(log)) if f.rule == "TRI009"]
+    assert "removed in trl 0.13.0" in f.message and "oldest trl release read" in f.message
+    assert "DPOConfig(loss_type=" in f.fix and "may predate it: pip install 'trl>=" in f.fix
+    shown = "trl 0.14.0\n" + log  # the log's version settles the direction: no caveat
+    (g,) = [f for f in findings(scan_bytes(shown)) if f.rule == "TRI009"]
+    assert "may predate it" not in g.fix
