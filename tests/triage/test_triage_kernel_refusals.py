@@ -71,3 +71,20 @@ def test_the_import_warning_alone_is_not_a_failure():
         "INFO 03-06 13:44:19 [api_server.py:1] vLLM API server version 0.8.1\n"
     )
     assert not [f for f in findings(scan_bytes(log)) if "known_failure" in f.evidence]
+
+
+def test_no_kernel_image_naming_an_extensions_csrc_kernel_is_that_extensions_build():
+    """The message names the failing kernel's source (flash-attention/csrc/layer_norm/…): the
+    extension's build lacks this GPU, not torch's or vLLM's; a message without such a path stays
+    the torch / vLLM build entry."""
+    from tests.triage.helpers import findings, scan_bytes
+
+    ext = (
+        "CUDA Error: no kernel image is available for execution on the device "
+        "flash-attention/csrc/layer_norm/ln_fwd_kernels.cuh 236\n"
+    )
+    (f,) = findings(scan_bytes(ext))
+    assert "extension compiled from source" in f.message and "TORCH_CUDA_ARCH_LIST" in f.fix
+    bare = "CUDA Error: no kernel image is available for execution on the device\n"
+    (g,) = findings(scan_bytes(bare))
+    assert "torch or vLLM build" in g.message
