@@ -64,6 +64,47 @@ _SIGKILL = re.compile(
 )
 
 
+#: pip's report after an install that left a package's requirement broken (the install itself went on)
+_INSTALLED_CONFLICT = re.compile(
+    r"(?P<pkg>[A-Za-z][\w.\-]{0,80}) (?P<ver>[\w.+!\-]{1,40}) requires (?P<dep>[A-Za-z][\w.\-]{0,80})"
+    r"(?P<spec>[^,\s]{0,80}(?:,[<>=!~][^,\s]{0,40}){0,6}), but you have (?P=dep) (?P<have>[\w.+!\-]{1,40}) "
+    r"which is incompatible"
+)
+_CRASH = re.compile(r"^(?:\[rank\d{1,5}\]:\s?)?(?:[\w.]{1,80}(?:Error|Exception)): ")
+
+
+def _installed_conflict(no: int, found: re.Match[str], lines: list[str], log: Log) -> Draft | None:
+    """pip's "X v requires Y<spec>, but you have Y w which is incompatible" (TRI020): the install
+    went on with a set that breaks X's declared requirement, one of the two a package of the stack
+    (traceback.PACKAGES) and no training steps after it (None otherwise). An error where the log then fails in
+    the code of one of the two (a frame of X's or Y's package, or their name in the exception), a
+    warning where it shows no such failure (many such pairs still import)."""
+    from envdoctor.triage.missing import _went_on
+    from envdoctor.triage.traceback import PACKAGES
+
+    pkg, ver, dep, spec, have = (found.group(k) for k in ("pkg", "ver", "dep", "spec", "have"))
+    mods = {pkg.lower().replace("-", "_"), dep.lower().replace("-", "_")}
+    if not mods & set(PACKAGES) or _went_on(log, no):
+        return None  # a pair outside the training stack (a notebook's own), or a run that trained on
+    crashed = any(
+        _CRASH.match(x.strip())
+        or any(f"/{m}/" in x for m in mods)
+        and ('File "' in x or "site-packages" in x)
+        for x in lines[no : no + MAX_LINES]
+    )
+    what = (
+        f"pip installed {dep} {have}, which {pkg} {ver} does not accept (it requires {dep}{spec}): pip "
+        "reported the broken requirement and went on, so the environment holds a pair its own authors "
+        "declare incompatible" + ("; the run then failed" if crashed else "")
+    )
+    fix = (
+        f"install the {dep} that {pkg} {ver} requires (pip install '{dep}{spec}'), or the {pkg} release "
+        f"made for {dep} {have}; then pip check shows no broken requirement"
+    )
+    d = finding("TRI020", [_match(no, found.group(0), lines)], log, what, fix, requirement=f"{dep}{spec}")
+    return at_severity(d, Severity.ERROR if crashed else Severity.WARNING)
+
+
 def _match(sig_line: int, body: str, lines: list[str]) -> Match:
     from envdoctor.triage.signatures import signatures
 
@@ -130,6 +171,9 @@ def _pip(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
             finding("TRI020", [_match(no, body, lines)], log, what, fix, conflict=caused or None),
             Severity.ERROR,
         )
+    found = _INSTALLED_CONFLICT.search(body)
+    if found is not None:
+        return _installed_conflict(no, found, lines, log)  # None for a pair outside the stack
     found = _CUDA_HOME.search(body)
     if found is not None:
         built = next((b.group("pkg") for x in lines[no : no + 200] if (b := _BUILD.search(x))), "")
@@ -231,6 +275,7 @@ def from_head(head: bytes, log: Log, killed_ok: bool = True) -> Draft | None:
                 "137",
                 "signal",
                 "Killed",
+                "which is incompatible",
             )
         ):
             continue

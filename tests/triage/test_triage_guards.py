@@ -404,3 +404,34 @@ def test_a_tensor_name_or_a_functions_kwarg_is_not_the_runs_configuration():
         "ValueError: Number of reward weights (2) must match number of reward functions (3)\n"
     )
     assert [f for f in _all(weights) if f.rule == "TRI012" and f.severity.value == "error"]
+
+
+# -- pip's report of a requirement it left broken (TRI020) --------------------------------------
+
+BROKEN_REQ = (
+    "ERROR: pip's dependency resolver does not currently take into account all the packages that are "
+    "installed. This behaviour is the source of the following dependency conflicts.\n"
+    "vllm 0.17.1 requires transformers<5,>=4.56.0, but you have transformers 5.3.0 which is incompatible.\n"
+)
+CRASH_AFTER = (
+    'File "/env/lib/python3.11/site-packages/transformers/modeling_rope_utils.py", line 651, in f\n'
+    "    x = x | {1}\n"
+    "TypeError: unsupported operand type(s) for |: 'list' and 'set'\n"
+)
+
+
+def test_a_broken_stack_requirement_pip_reported_is_named_with_the_pair_it_requires():
+    (f,) = findings(scan_bytes(BROKEN_REQ))
+    assert f.rule == "TRI020" and f.severity.value == "warning"
+    assert "vllm 0.17.1 does not accept" in f.message and "pip install 'transformers<5,>=4.56.0'" in f.fix
+    (g,) = findings(scan_bytes(BROKEN_REQ + CRASH_AFTER))  # then the run fails in one of the two
+    assert g.rule == "TRI020" and g.severity.value == "error"
+
+
+def test_a_broken_requirement_outside_the_stack_or_before_training_steps_is_quiet():
+    colab = BROKEN_REQ.replace(
+        "vllm 0.17.1 requires transformers<5,>=4.56.0", "google-colab 1.0.0 requires requests==2.31.0"
+    ).replace("you have transformers 5.3.0", "you have requests 2.32.3")
+    assert findings(scan_bytes(colab)) == []
+    trained = BROKEN_REQ + "{'loss': 0.12, 'grad_norm': 1.0, 'learning_rate': 1e-06, 'epoch': 0.01}\n"
+    assert findings(scan_bytes(trained)) == []
