@@ -1,0 +1,1 @@
+from .patched_grpo_trainer import PatchedGRPOTrainer
