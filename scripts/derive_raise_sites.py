@@ -35,14 +35,14 @@ only (``sha`` ""). The maintainer fetches the last patch of each minor release, 
 release (about 0.5 GB a vLLM wheel; delete them when done)::
 
     pip download --no-deps --only-binary=:all: --python-version 3.12 \
-        --platform manylinux_2_35_x86_64 --platform manylinux_2_31_x86_64 \
+        --platform manylinux_2_35_x86_64 --platform manylinux_2_31_x86_64 --platform manylinux_2_24_x86_64 \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
         --platform manylinux2014_x86_64 --platform any vllm==0.33.0 -d WHEELS/vllm
     python scripts/derive_raise_sites.py --wheels WHEELS/vllm --package vllm --root vllm
     python scripts/derive_raise_sites.py --wheels WHEELS/transformers --package transformers --root transformers
 
 (vLLM's x86_64 wheels are tagged manylinux1 to 0.11, manylinux_2_31 from 0.12 to 0.19,
-manylinux_2_35 for 0.20 and manylinux_2_28 from 0.22.)
+manylinux_2_35 for 0.20, manylinux_2_24 for 0.21 and manylinux_2_28 from 0.22.)
 
 ``--exclude FILE``: a file of URLs (a held-out evaluation's threads): a removal commit whose message
 or PR names one of them is dropped (scripts/derive_fix_history.py's rule), so the lift is told by

@@ -156,11 +156,12 @@ def uneven_split(tb: Traceback, m: Match, log: Log) -> Draft | None:
         who, where, setting = _placed(tb, log, b)
         if setting:
             b = f"{setting} ({b})"
+    said = _SAID.get(who, who)
     up = math.ceil(n / k) * k
     divisors = [d for d in range(2, min(n, 4096)) if n % d == 0][:6]
     if found is not None:
         what = (
-            f"a check{' of ' + who if who else ''}{where} demands an equal split, and {a} of {n} does not "
+            f"a check{' of ' + said if said else ''}{where} demands an equal split, and {a} of {n} does not "
             f"split into {k} {b}: {n} is not a multiple of {k}: “{text[:400]}”"
         )
         fix = f"make {a} a multiple of {k} (e.g. {up})"
@@ -168,7 +169,7 @@ def uneven_split(tb: Traceback, m: Match, log: Log) -> Draft | None:
             fix += f", or split it {' or '.join(map(str, divisors))} ways (fewer or more GPUs or ranks)"
     else:
         what = (
-            f"a check{' of ' + who if who else ''}{where} demands that {b} ({k}) divide {a} ({n}), and {n} "
+            f"a check{' of ' + said if said else ''}{where} demands that {b} ({k}) divide {a} ({n}), and {n} "
             f"is not a multiple of {k}: “{text[:400]}”"
         )
         fix = f"set {b} to a divisor of {n}" + (f" ({', '.join(map(str, divisors))})" if divisors else "")
@@ -184,6 +185,10 @@ def uneven_split(tb: Traceback, m: Match, log: Log) -> Draft | None:
         )
     d = finding("TRI012", [m], log, what, fix, size=n, parts=k, package=who or None)
     return at_severity(d, Severity.ERROR)
+
+
+#: how a message names a package placed by the raise-site index
+_SAID = {"vllm": "vLLM"}
 
 
 def _placed(tb: Traceback, log: Log, words: str) -> tuple[str, str, str]:
