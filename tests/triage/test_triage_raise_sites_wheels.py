@@ -219,7 +219,10 @@ def test_shipped_vllm_index_places_the_one_line_refusals() -> None:
     f = next(f for f in fs if f.rule == "TRI012")
     assert f.severity == Severity.ERROR and "vLLM" in f.message and "max_lora_rank" in f.fix
     fs = findings(
-        scan_bytes("Total number of attention heads (40) must be divisible by tensor parallel size (6)\n")
+        scan_bytes(
+            b"[rank0]: ValueError: Total number of attention heads (40) must be divisible by tensor "
+            b"parallel size (6).\n"
+        )
     )
     f = next(f for f in fs if f.rule == "TRI012")
-    assert "vllm" in f.message and "tensor_parallel_size" in f.fix
+    assert "vLLM" in f.message and "tensor_parallel_size" in f.fix
