@@ -36,7 +36,14 @@ Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool)
     python scripts/derive_frame_index.py --all --mirrors /work/.mirror      # every package of PACKAGES
     python scripts/derive_frame_index.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
 
-Offline: it reads the git directory only (``git`` on the path).
+    python scripts/derive_frame_index.py --wheels DIR --package vllm --root vllm  # from wheels
+
+``--wheels DIR``: the releases are the package's wheels in DIR (``DIST-VERSION-*.whl``, oldest
+first; fetched with ``pip download --no-deps --only-binary=:all:``, see
+scripts/derive_raise_sites.py), their ``.py`` files read with ``zipfile`` (``WheelReleases``; a
+root is the installed folder) instead of a git history (``GitReleases``): one code path.
+
+Offline: it reads the git directory (``git`` on the path) or the wheels only.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ import json
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -260,14 +268,15 @@ class Blobs:
         self.proc.wait()
 
 
-def _files(
+def _listing(
     git_dir: Path, commit: str, roots: tuple[str, ...], include: tuple[str, ...] = ()
-) -> dict[str, str]:
-    """The ``.py`` files under ``roots`` at ``commit``: module path (inside its root) -> blob sha;
-    with ``include``, only the module paths matching one of its ``fnmatch`` patterns. A root
-    ``DIR>PREFIX`` is a folder the package installs under ``PREFIX`` (DeepSpeed's ``op_builder``,
-    a link in the repository, is ``deepspeed/ops/op_builder`` once installed)."""
-    out: dict[str, str] = {}
+) -> dict[str, tuple[str, str]]:
+    """The ``.py`` files under ``roots`` at ``commit``: module path (inside its root) -> (blob sha,
+    path in the repository); with ``include``, only the module paths matching one of its
+    ``fnmatch`` patterns. A root ``DIR>PREFIX`` is a folder the package installs under ``PREFIX``
+    (DeepSpeed's ``op_builder``, a link in the repository, is ``deepspeed/ops/op_builder`` once
+    installed)."""
+    out: dict[str, tuple[str, str]] = {}
     where = [(r.partition(">")[0].strip("/"), r.partition(">")[2].strip("/")) for r in roots]
     listing = git(git_dir, "ls-tree", "-r", "--full-tree", commit, "--", *(d for d, _ in where))
     for row in listing.splitlines():
@@ -280,8 +289,142 @@ def _files(
             continue
         module = "/".join(x for x in (root[1], path[len(root[0]) + 1 :]) if x)
         if not include or any(fnmatch.fnmatchcase(module, p) for p in include):
-            out.setdefault(module, parts[2])
+            out.setdefault(module, (parts[2], path))
     return out
+
+
+def _files(
+    git_dir: Path, commit: str, roots: tuple[str, ...], include: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """``_listing``'s module path -> blob sha."""
+    return {m: sha for m, (sha, _) in _listing(git_dir, commit, roots, include).items()}
+
+
+class GitReleases:
+    """A package's releases read from its git directory (``tag_releases`` or ``bump_releases``):
+    each release's ``.py`` files and their text; ``history``: commits between releases can be
+    searched (a raise's removal)."""
+
+    history = True
+
+    def __init__(
+        self, git_dir: Path, roots: tuple[str, ...], tags: str = "", since: str = SINCE, ref: str = "HEAD"
+    ) -> None:
+        self.git_dir = git_dir
+        self.releases = (
+            tag_releases(git_dir, tags, since)
+            if tags
+            else bump_releases(git_dir, tuple(r.partition(">")[0] for r in roots), since, ref)
+        )
+        self.head = git(git_dir, "rev-parse", ref).strip()
+        self._blobs: Blobs | None = None
+
+    def files(
+        self, ref: str, roots: tuple[str, ...], include: tuple[str, ...] = ()
+    ) -> dict[str, tuple[str, str]]:
+        """Module path -> (a key of its text for ``read``, its path in the repository)."""
+        return _listing(self.git_dir, ref, roots, include)
+
+    def read(self, key: str) -> bytes:
+        if self._blobs is None:
+            self._blobs = Blobs(self.git_dir)
+        return self._blobs.get(key)
+
+    def close(self) -> None:
+        if self._blobs is not None:
+            self._blobs.close()
+
+
+_WHEEL_NAME = re.compile(r"^(?P<name>[A-Za-z0-9_.]+?)-(?P<version>\d[^-]*)-.*\.whl$")
+
+
+def _dist_key(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def wheel_releases(folder: Path, dist: str) -> list[tuple[str, str]]:
+    """(version, wheel path) of ``dist``'s wheels in ``folder`` (``DIST-VERSION-*.whl``; pre- and
+    dev releases left out; one wheel per version), oldest first."""
+    found: dict[Version, tuple[str, str]] = {}
+    for path in sorted(folder.glob("*.whl")):
+        m = _WHEEL_NAME.match(path.name)
+        if m is None or _dist_key(m["name"]) != _dist_key(dist):
+            continue
+        v = _version(m["version"])
+        if v is not None and v not in found:
+            found[v] = (m["version"], str(path))
+    return [found[v] for v in sorted(found)]
+
+
+class WheelReleases:
+    """A package's releases read from its wheels (the package index's, ``pip download --no-deps``):
+    the ``.py`` files of each wheel, read with ``zipfile`` (nothing installed or extracted). A
+    root is the import package's folder as installed (``vllm``; a repository's ``src/`` is
+    dropped, a ``DIR>PREFIX`` root is inside the package's folder already). No ``history``: the
+    commits between releases are not in a wheel."""
+
+    history = False
+
+    def __init__(self, folder: Path, dist: str) -> None:
+        self.releases = wheel_releases(folder, dist)
+        self.head = ""
+        self._zip: zipfile.ZipFile | None = None
+        self._open = ""
+        self._where: dict[str, str] = {}
+
+    def _wheel(self, ref: str) -> zipfile.ZipFile:
+        if self._zip is None or self._open != ref:
+            self.close()
+            self._zip, self._open = zipfile.ZipFile(ref), ref
+        return self._zip
+
+    def files(
+        self, ref: str, roots: tuple[str, ...], include: tuple[str, ...] = ()
+    ) -> dict[str, tuple[str, str]]:
+        """Module path -> (a key of its text: CRC and size, for ``read``; its path in the wheel)."""
+        zf = self._wheel(ref)
+        where = [r.strip("/").removeprefix("src/") for r in roots if ">" not in r]
+        self._where = {}
+        out: dict[str, tuple[str, str]] = {}
+        for info in zf.infolist():
+            path = info.filename
+            if info.is_dir() or not path.endswith(".py"):
+                continue
+            root = next((d for d in where if path.startswith(d + "/")), None)
+            if root is None:
+                continue
+            module = path[len(root) + 1 :]
+            if include and not any(fnmatch.fnmatchcase(module, p) for p in include):
+                continue
+            key = f"{info.CRC:08x}:{info.file_size}"
+            self._where.setdefault(key, path)
+            out.setdefault(module, (key, path))
+        return out
+
+    def read(self, key: str) -> bytes:
+        path = self._where.get(key)
+        return b"" if path is None or self._zip is None else self._zip.read(path)
+
+    def close(self) -> None:
+        if self._zip is not None:
+            self._zip.close()
+        self._zip, self._open = None, ""
+
+
+def release_reader(
+    git_dir: Path | None,
+    package: str,
+    roots: tuple[str, ...],
+    tags: str = "",
+    since: str = SINCE,
+    ref: str = "HEAD",
+    wheels: Path | None = None,
+) -> GitReleases | WheelReleases:
+    """The releases of ``package``: its wheels in ``wheels`` where given, else its git directory."""
+    if wheels is not None:
+        return WheelReleases(wheels, package)
+    assert git_dir is not None, "a git directory or a folder of wheels"
+    return GitReleases(git_dir, roots, tags, since, ref)
 
 
 def _functions(text: str, digits: int = DIGITS) -> dict[str, tuple[int, str]]:
@@ -296,7 +439,7 @@ def _functions(text: str, digits: int = DIGITS) -> dict[str, tuple[int, str]]:
 
 
 def derive(
-    git_dir: Path,
+    git_dir: Path | None,
     package: str,
     roots: tuple[str, ...],
     tags: str = "",
@@ -305,25 +448,23 @@ def derive(
     ref: str = "HEAD",
     digits: int = DIGITS,
     include: tuple[str, ...] = (),
+    wheels: Path | None = None,
 ) -> dict[str, object]:
-    """The frame index of ``package`` (the module docstring's layout)."""
+    """The frame index of ``package`` (the module docstring's layout), from its git directory or
+    (``wheels``) from its wheels."""
     roots = tuple(r.strip("/") for r in roots)
-    releases = (
-        tag_releases(git_dir, tags, since)
-        if tags
-        else bump_releases(git_dir, tuple(r.partition(">")[0] for r in roots), since, ref)
-    )
-    blobs = Blobs(git_dir)
+    reader = release_reader(git_dir, package, roots, tags, since, ref, wheels)
+    releases = reader.releases
     parsed: dict[str, dict[str, tuple[int, str]]] = {}
     bodies: dict[str, int] = {}
     # module -> function -> rows [r0, r1, first, body]
     files: dict[str, dict[str, list[list[int]]]] = {}
     for index, (_, commit) in enumerate(releases):
-        for module, sha in _files(git_dir, commit, roots, include).items():
-            fns = parsed.get(sha)
+        for module, (key, _) in reader.files(commit, roots, include).items():
+            fns = parsed.get(key)
             if fns is None:
-                data = blobs.get(sha)
-                fns = parsed[sha] = (
+                data = reader.read(key)
+                fns = parsed[key] = (
                     _functions(data.decode("utf-8", "replace"), digits) if len(data) <= MAX_FILE else {}
                 )
             by_name = files.setdefault(module, {})
@@ -335,13 +476,14 @@ def derive(
                     last[1] = index  # the same span and text as the release before: one run
                 else:
                     rows.append([index, index, first, body_id])
-    blobs.close()
+    reader.close()
     return {
         "schema": SCHEMA,
         "package": package,
         "source": source,
-        "head": git(git_dir, "rev-parse", ref).strip(),
-        "since": since,
+        "head": reader.head,
+        "since": since if reader.history else "",
+        **({} if reader.history else {"read_from": "wheels"}),
         "releases": [v for v, _ in releases],
         **({"include": list(include)} if include else {}),
         "digits": digits,
@@ -363,6 +505,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mirrors", type=Path, help="folder of mirrors named owner+name/repo (or owner+name)")
     ap.add_argument("--only", action="append", default=[], help="with --all: this package only (repeatable)")
     ap.add_argument("--git-dir", type=Path)
+    ap.add_argument(
+        "--wheels",
+        type=Path,
+        help="a folder of the package's wheels (DIST-VERSION-*.whl): read instead of git",
+    )
     ap.add_argument("--package")
     ap.add_argument("--root", action="append", default=[], help="a folder of the package in the repository")
     ap.add_argument(
@@ -375,8 +522,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=int, default=BUDGET)
     ap.add_argument("--digits", type=int, default=DIGITS, choices=(1, 2), help="hex digits of a line's hash")
     args = ap.parse_args(argv)
-    jobs: list[tuple[Path, str, tuple[str, ...], str, str, tuple[str, ...]]] = []
-    if args.all:
+    jobs: list[tuple[Path | None, str, tuple[str, ...], str, str, tuple[str, ...]]] = []
+    if args.wheels and args.package and args.root:
+        only = tuple(args.include) or FILES_OF.get(args.package, ())
+        jobs.append((None, args.package, tuple(args.root), "", args.source, only))
+    elif args.all:
         if args.mirrors is None:
             ap.error("--all needs --mirrors")
         for dist, (folder, repo, roots, tags) in PACKAGES.items():
@@ -392,10 +542,14 @@ def main(argv: list[str] | None = None) -> int:
         only = tuple(args.include)
         jobs.append((args.git_dir, args.package, tuple(args.root), args.tags, args.source, only))
     else:
-        ap.error("give --all --mirrors DIR, or --git-dir, --package and --root")
+        ap.error(
+            "give --all --mirrors DIR, --git-dir, --package and --root, or --wheels, --package and --root"
+        )
     for git_dir, dist, roots, tags, repo, include in jobs:
         since = max(args.since, SINCE_OF.get(dist, args.since)) if args.all else args.since
-        data = derive(git_dir, dist, roots, tags, since, repo, digits=args.digits, include=include)
+        data = derive(
+            git_dir, dist, roots, tags, since, repo, digits=args.digits, include=include, wheels=args.wheels
+        )
         size = write(data, args.out / f"{dist}.json.gz")
         releases = data["releases"]
         assert isinstance(releases, list)

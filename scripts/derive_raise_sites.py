@@ -17,8 +17,32 @@ B+1) is not lifted and is left without a removal.
 Files in a vendored folder (``third_party/``, ``_vendor/``: another project's code kept in the
 package, verl's copy of vLLM) are left out: their messages are that project's.
 
+A raise whose message joins a list of messages the function collected (``errors.append(f"…")``
+then ``raise ValueError(" ".join(errors))``: vLLM's ``PEFTHelper.validate_legal``) raises each of
+them. Where the template's formatted values are plain names (``{tensor_parallel_size}``,
+``{lora_config.max_lora_rank}``), their names are kept: the value a log shows at a wildcard is that
+variable's, so a message that names a setting in words ("tensor parallel size (6)") names it.
+
 Releases: as scripts/derive_frame_index.py reads them (release tags, or the version line for the
 date-versioned packages), made since ``--since``. Blobs are parsed once (``git cat-file --batch``).
+
+**From wheels** (``--wheels DIR``: a package whose repository is past the mirrors, vLLM and
+transformers): the releases are the wheels in DIR (``DIST-VERSION-*.whl``, oldest first, pre-releases
+left out), their ``.py`` files read with ``zipfile`` (nothing installed or extracted; a root is the
+installed folder, ``vllm``, ``transformers``) through the same code path as a git history
+(``derive_frame_index.release_reader``); a wheel has no commits, so a lift is told by its release
+only (``sha`` ""). The maintainer fetches the last patch of each minor release, one command per
+release (about 0.5 GB a vLLM wheel; delete them when done)::
+
+    pip download --no-deps --only-binary=:all: --python-version 3.12 \
+        --platform manylinux_2_35_x86_64 --platform manylinux_2_31_x86_64 --platform manylinux_2_24_x86_64 \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+        --platform manylinux2014_x86_64 --platform any vllm==0.33.0 -d WHEELS/vllm
+    python scripts/derive_raise_sites.py --wheels WHEELS/vllm --package vllm --root vllm
+    python scripts/derive_raise_sites.py --wheels WHEELS/transformers --package transformers --root transformers
+
+(vLLM's x86_64 wheels are tagged manylinux1 to 0.11, manylinux_2_31 from 0.12 to 0.19,
+manylinux_2_35 for 0.20, manylinux_2_24 for 0.21 and manylinux_2_28 from 0.22.)
 
 ``--exclude FILE``: a file of URLs (a held-out evaluation's threads): a removal commit whose message
 or PR names one of them is dropped (scripts/derive_fix_history.py's rule), so the lift is told by
@@ -29,7 +53,7 @@ It writes ``rules/knowledge/raises/DIST.json.gz`` (schema ``envdoctor.raises/1``
     {"schema": …, "package": "trl", "source": "huggingface/trl", "head": "<sha>",
      "releases": ["0.14.0", …],                         # oldest first
      "modules": ["extras/vllm_client.py", …],
-     "sites": [[exc, template, module, qualname, [[r0, r1], …], added], …],
+     "sites": [[exc, template, module, qualname, [[r0, r1], …], added(, names)], …],
      "lifted": {"<site>": [release, sha10, title, number, fixes]}}
 
 A template's literal parts are joined by ``\\x00`` (a wildcard: a formatted value); whitespace runs
@@ -38,14 +62,17 @@ into a function the release before already had (a check or a regression of that 
 ``lifted`` maps a site's index to the first release without it and its removal commit ("" where
 none was found or it was excluded);
 ``fixes`` is 1 when the commit's message says it fixes, supports or removes what the raise refused.
+``names`` (only where known): the names of the values formatted at the template's wildcards.
+Read from wheels, ``head`` and ``since`` are "" and ``read_from`` is "wheels".
 Budget: 4 MB for all files together (``--budget``).
 
 Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool):
 
     python scripts/derive_raise_sites.py --all --mirrors /work/.mirror [--exclude URLS.txt]
     python scripts/derive_raise_sites.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
+    python scripts/derive_raise_sites.py --wheels DIR --package vllm --root vllm   # the wheels above
 
-Offline: it reads the git directory only (``git`` on the path).
+Offline: it reads the git directory (``git`` on the path) or the wheels only.
 """
 
 from __future__ import annotations
@@ -91,6 +118,11 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
     "deepspeed": ("deepspeedai+DeepSpeed", "deepspeedai/DeepSpeed", ("deepspeed",), _TAG),
 }
 SINCE_OF = {"unsloth": "2025-02-01", "unsloth-zoo": "2025-02-01"}
+#: the repositories of the packages read from their wheels (recorded as ``source``)
+SOURCES = {"vllm": "vllm-project/vllm", "transformers": "huggingface/transformers"}
+#: the modules (``fnmatch`` patterns of the path inside the package) indexed of a large package
+#: (the budget): those whose checks refuse an RL run's configuration
+MODULES_OF: dict[str, tuple[str, ...]] = {}
 #: folders in which a package keeps a copy of another project's code (``verl/third_party/vllm``)
 _VENDORED = frozenset({"third_party", "thirdparty", "_vendor", "vendor", "vendored"})
 #: a removal commit that says it lifts what the raise refused
@@ -222,6 +254,52 @@ def template(node: ast.AST) -> str | None:
     return joined[:MAX_TEMPLATE]
 
 
+def _expr_name(node: ast.AST) -> str:
+    """The name of a formatted value: ``{lora_config.max_lora_rank}`` -> max_lora_rank ("" for an
+    expression that is no name or attribute)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _names(node: ast.AST) -> list[str] | None:
+    """The names of the values formatted into a message, one per wildcard of ``_parts`` (None where
+    they are not known: a ``%`` or ``.format`` template)."""
+    if isinstance(node, ast.Constant):
+        return [] if isinstance(node.value, str) else None
+    if isinstance(node, ast.JoinedStr):
+        return [
+            _expr_name(v.value)
+            for v in node.values
+            if not (isinstance(v, ast.Constant) and isinstance(v.value, str))
+            and isinstance(v, ast.FormattedValue)
+        ]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        sides: list[str] = []
+        for side in (node.left, node.right):
+            got = _names(side) if _parts(side) is not None else [_expr_name(side)]
+            if got is None:
+                return None
+            sides += got
+        return sides
+    return None
+
+
+def names(node: ast.AST, tpl: str) -> tuple[str, ...]:
+    """The names of ``tpl``'s wildcards in order (``template(node)``; ``()`` where they are not
+    known, adjacent wildcards were merged or the template was cut): the value a log shows at a
+    wildcard is that variable's, the setting a refusal names by its words ("tensor parallel size
+    (6)": ``tensor_parallel_size``)."""
+    parts, found = _parts(node), _names(node)
+    if parts is None or found is None or len(found) != parts.count(WILD) or not any(found):
+        return ()
+    if len(tpl) >= MAX_TEMPLATE or tpl.count(WILD) != len(found):
+        return ()
+    return tuple(found)
+
+
 def _exc_name(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
@@ -230,38 +308,65 @@ def _exc_name(node: ast.AST | None) -> str | None:
     return None
 
 
-def raises(source: str) -> tuple[list[tuple[str, str, str]], set[str]]:
-    """The raise sites of ``source`` (exception, template, qualified function: "" at module level)
-    and the names of its functions."""
+def _gathered(fn: ast.AST) -> dict[str, list[ast.AST]]:
+    """A function's lists of messages: ``errors.append(f"…")`` by the list's name (a check that
+    collects what it refuses and raises them joined: vLLM's ``PEFTHelper.validate_legal``)."""
+    out: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "append"
+            and isinstance(node.func.value, ast.Name)
+            and len(node.args) == 1
+            and isinstance(node.args[0], (ast.Constant, ast.JoinedStr, ast.BinOp))
+        ):
+            out.setdefault(node.func.value.id, []).append(node.args[0])
+    return out
+
+
+Raise = tuple[str, str, str, tuple[str, ...]]
+
+
+def raises(source: str) -> tuple[list[Raise], set[str]]:
+    """The raise sites of ``source`` (exception, template, qualified function: "" at module level,
+    the names of the template's wildcards) and the names of its functions. A raise whose message
+    joins a list of messages the function collected (``_gathered``) raises each of them."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return [], set()
-    found: list[tuple[str, str, str]] = []
-    names: set[str] = set()
+    found: list[Raise] = []
+    functions: set[str] = set()
 
-    def visit(node: ast.AST, prefix: str, function: str) -> None:
+    def message(exc: str, node: ast.AST, function: str) -> None:
+        tpl = template(node)
+        if tpl:
+            found.append((exc, tpl, function, names(node, tpl)))
+
+    def visit(node: ast.AST, prefix: str, function: str, lists: dict[str, list[ast.AST]]) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ClassDef):
-                visit(child, f"{prefix}{child.name}.", function)
+                visit(child, f"{prefix}{child.name}.", function, lists)
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 name = f"{prefix}{child.name}"
-                names.add(name)
-                visit(child, name + ".<locals>.", name)
+                functions.add(name)
+                visit(child, name + ".<locals>.", name, _gathered(child))
             else:
                 if isinstance(child, ast.Raise) and isinstance(child.exc, ast.Call) and child.exc.args:
                     exc = _exc_name(child.exc.func)
-                    tpl = template(child.exc.args[0]) if exc else None
-                    if exc and tpl:
-                        found.append((exc, tpl, function))
+                    if exc:
+                        arg = child.exc.args[0]
+                        message(exc, arg, function)
+                        used = {n.id for n in ast.walk(arg) if isinstance(n, ast.Name)}
+                        for listed in (m for k in sorted(used & set(lists)) for m in lists[k]):
+                            message(exc, listed, function)
                 elif isinstance(child, ast.Assert) and child.msg is not None:
-                    tpl = template(child.msg)
-                    if tpl:
-                        found.append(("AssertionError", tpl, function))
-                visit(child, prefix, function)
+                    message("AssertionError", child.msg, function)
+                visit(child, prefix, function, lists)
 
-    visit(tree, "", "")
-    return found, names
+    visit(tree, "", "", {})
+    return found, functions
 
 
 def _words(text: str) -> set[str]:
@@ -336,7 +441,7 @@ def removal(
 
 
 def derive(
-    git_dir: Path,
+    git_dir: Path | None,
     package: str,
     roots: tuple[str, ...],
     tags: str = "",
@@ -345,17 +450,18 @@ def derive(
     ref: str = "HEAD",
     exclude: frozenset[str] = frozenset(),
     threads: frozenset[str] = frozenset(),
+    wheels: Path | None = None,
+    include: tuple[str, ...] = (),
 ) -> dict[str, object]:
-    """The raise-site index of ``package`` (the module docstring's layout)."""
+    """The raise-site index of ``package`` (the module docstring's layout), from its git directory
+    or (``wheels``) from its wheels; ``include``: only the modules matching these ``fnmatch``
+    patterns."""
     roots = tuple(r.strip("/") for r in roots)
-    releases = (
-        frames.tag_releases(git_dir, tags, since)
-        if tags
-        else frames.bump_releases(git_dir, roots, since, ref)
-    )
-    blobs = frames.Blobs(git_dir)
-    parsed: dict[str, tuple[list[tuple[str, str, str]], set[str]]] = {}
+    reader = frames.release_reader(git_dir, package, roots, tags, since, ref, wheels)
+    releases = reader.releases
+    parsed: dict[str, tuple[list[Raise], set[str]]] = {}
     sites: dict[tuple[str, str, str, str], list[list[int]]] = {}
+    wild: dict[tuple[str, str, str, str], tuple[str, ...]] = {}  # a site's wildcards' names
     # per release: module -> (functions, [(exc, template)] per function), for lifts and rewordings
     kept: list[dict[str, tuple[set[str], dict[str, list[tuple[str, str]]]]]] = []
     anywhere: list[set[str]] = []  # per release: the templates raised anywhere in the package
@@ -363,30 +469,23 @@ def derive(
     for index, (_, commit) in enumerate(releases):
         now: dict[str, tuple[set[str], dict[str, list[tuple[str, str]]]]] = {}
         seen: set[str] = set()
-        listing = frames.git(git_dir, "ls-tree", "-r", "--full-tree", commit, "--", *roots)
-        for row in listing.splitlines():
-            meta, _, path = row.partition("\t")
-            parts = meta.split()
-            if len(parts) < 3 or parts[1] != "blob" or not path.endswith(".py"):
-                continue
-            root = next((r for r in roots if path.startswith(r + "/")), None)
-            if root is None:
-                continue
-            module, sha = path[len(root) + 1 :], parts[2]
+        for module, (key, path) in reader.files(commit, roots, include).items():
             if _VENDORED & set(module.split("/")):
                 continue  # another project's code kept in the package: its messages are that project's
             paths.setdefault(module, path)
-            got = parsed.get(sha)
+            got = parsed.get(key)
             if got is None:
-                data = blobs.get(sha)
-                got = parsed[sha] = (
+                data = reader.read(key)
+                got = parsed[key] = (
                     raises(data.decode("utf-8", "replace")) if len(data) <= MAX_FILE else ([], set())
                 )
             found, names = got
             by_fn: dict[str, list[tuple[str, str]]] = {}
-            for exc, tpl, fn in found:
+            for exc, tpl, fn, named in found:
                 by_fn.setdefault(fn, []).append((exc, tpl))
                 seen.add(tpl)
+                if named:
+                    wild[(exc, tpl, module, fn)] = named
                 runs = sites.setdefault((exc, tpl, module, fn), [])
                 if runs and runs[-1][1] >= index - 1:
                     runs[-1][1] = index
@@ -395,7 +494,7 @@ def derive(
             now[module] = (names, by_fn)
         kept.append(now)
         anywhere.append(seen)
-    blobs.close()
+    reader.close()
     order = sorted(sites, key=lambda k: (k[2], k[3], k[1], k[0]))
     modules = sorted({k[2] for k in order})
     mod_id = {m: i for i, m in enumerate(modules)}
@@ -408,7 +507,8 @@ def derive(
         # release, not code new with it
         start = runs[0][0]
         added = int(start > 0 and bool(fn) and fn in kept[start - 1].get(module, (set(), {}))[0])
-        rows.append([exc, tpl, mod_id[module], fn, runs, added])
+        named = wild.get(key)
+        rows.append([exc, tpl, mod_id[module], fn, runs, added, *([list(named)] if named else [])])
         last = runs[-1][1]
         if last >= len(releases) - 1:
             continue
@@ -420,16 +520,26 @@ def derive(
             continue  # moved to another file or function, or reworded: not lifted
         if any(r0 > last for r0, _ in runs):
             continue
-        sha, title, number, says = removal(
-            git_dir, releases[last][1], releases[last + 1][1], paths[module], tpl, exclude, threads, source
-        )
+        sha, title, number, says = "", "", "", 0  # wheels: no commits; the lift is told by its release
+        if reader.history and git_dir is not None:
+            sha, title, number, says = removal(
+                git_dir,
+                releases[last][1],
+                releases[last + 1][1],
+                paths[module],
+                tpl,
+                exclude,
+                threads,
+                source,
+            )
         lifted[str(i)] = [releases[last + 1][0], sha, title, number, says]
     return {
         "schema": SCHEMA,
         "package": package,
         "source": source,
-        "head": frames.git(git_dir, "rev-parse", ref).strip(),
-        "since": since,
+        "head": reader.head,
+        "since": since if reader.history else "",
+        **({} if reader.history else {"read_from": "wheels"}),
         "releases": [v for v, _ in releases],
         "modules": modules,
         "sites": rows,
@@ -443,6 +553,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mirrors", type=Path, help="folder of mirrors named owner+name/repo (or owner+name)")
     ap.add_argument("--only", action="append", default=[], help="with --all: this package only (repeatable)")
     ap.add_argument("--git-dir", type=Path)
+    ap.add_argument(
+        "--wheels",
+        type=Path,
+        help="a folder of the package's wheels (DIST-VERSION-*.whl): read instead of git",
+    )
+    ap.add_argument(
+        "--include", action="append", default=[], help="only the modules matching (fnmatch; repeatable)"
+    )
     ap.add_argument("--package")
     ap.add_argument("--root", action="append", default=[], help="a folder of the package in the repository")
     ap.add_argument("--tags", default="", help="release-tag pattern; its first group is the version")
@@ -454,8 +572,10 @@ def main(argv: list[str] | None = None) -> int:
         "--exclude", type=Path, help="a file of URLs (issues, PRs, commits) whose removal commits are dropped"
     )
     args = ap.parse_args(argv)
-    jobs: list[tuple[Path, str, tuple[str, ...], str, str]] = []
-    if args.all:
+    jobs: list[tuple[Path | None, str, tuple[str, ...], str, str]] = []
+    if args.wheels and args.package and args.root:
+        jobs.append((None, args.package, tuple(args.root), "", args.source or SOURCES.get(args.package, "")))
+    elif args.all:
         if args.mirrors is None:
             ap.error("--all needs --mirrors")
         for dist, (folder, repo, roots, tags) in PACKAGES.items():
@@ -470,12 +590,26 @@ def main(argv: list[str] | None = None) -> int:
     elif args.git_dir and args.package and args.root:
         jobs.append((args.git_dir, args.package, tuple(args.root), args.tags, args.source))
     else:
-        ap.error("give --all --mirrors DIR, or --git-dir, --package and --root")
+        ap.error(
+            "give --all --mirrors DIR, --git-dir, --package and --root, or --wheels, --package and --root"
+        )
     threads = fixes.thread_keys(args.exclude) if args.exclude else frozenset()
     for git_dir, dist, roots, tags, repo in jobs:
         since = max(args.since, SINCE_OF.get(dist, args.since)) if args.all else args.since
         leave_out = fixes.exclusions(args.exclude, repo) if args.exclude and repo else frozenset()
-        data = derive(git_dir, dist, roots, tags, since, repo, exclude=leave_out, threads=threads)
+        include = tuple(args.include) or MODULES_OF.get(dist, ())
+        data = derive(
+            git_dir,
+            dist,
+            roots,
+            tags,
+            since,
+            repo,
+            exclude=leave_out,
+            threads=threads,
+            wheels=args.wheels,
+            include=include,
+        )
         size = frames.write(data, args.out / f"{dist}.json.gz")
         releases = data["releases"]
         assert isinstance(releases, list)

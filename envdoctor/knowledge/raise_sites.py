@@ -71,6 +71,9 @@ class Site:
     first_indexed: bool  # present in the oldest release indexed (its start is not known)
     added: bool  # it came into a function the release before already had
     lifted: Lift | None
+    #: the names of the values formatted at the template's wildcards, in order (``()`` where the
+    #: index does not know them): "tensor parallel size (\x00)" formats ``tensor_parallel_size``
+    names: tuple[str, ...] = ()
 
     @property
     def first(self) -> str:
@@ -82,6 +85,18 @@ class Site:
 
     def where(self) -> str:
         return f"{self.module}" + (f" in {self.function}" if self.function else "")
+
+    def named_at(self, words: str) -> str:
+        """The name of the value formatted right after ``words`` in the template ("tensor parallel
+        size (" -> ``tensor_parallel_size``), or of the value the words are ("" where unknown)."""
+        parts = self.template.split(WILD)
+        low = words.lower().strip()
+        if not low or not self.names:
+            return ""
+        for i, part in enumerate(parts[:-1]):
+            if i < len(self.names) and low in part.lower():
+                return self.names[i]
+        return ""
 
 
 @dataclass(frozen=True)
@@ -158,7 +173,9 @@ class RaiseIndex:
         if isinstance(raw, list) and len(raw) >= 5:
             rel, sha, title, number, says = raw[:5]
             lift = Lift(str(rel), str(sha), str(title), str(number), bool(says), self.source)
-        return Site(self.package, module, str(fn), str(exc), str(tpl), shown, idx[0] == 0, added, lift)
+        raw_names = self.rows[i][6] if len(self.rows[i]) > 6 else None
+        names = tuple(str(x) for x in raw_names) if isinstance(raw_names, list) else ()
+        return Site(self.package, module, str(fn), str(exc), str(tpl), shown, idx[0] == 0, added, lift, names)
 
     def candidates(self, message: str) -> list[int]:
         """Sites whose longest literal part the message holds, or (a cut message) whose first

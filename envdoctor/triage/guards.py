@@ -151,11 +151,17 @@ def uneven_split(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if k <= 0 or n % k == 0:
         return None  # a split that divides: not what failed
     who, where = _where(tb)
+    setting = ""  # the option the divisor's words name, where the raise-site index knows its value's name
+    if not tb.frames and found is None:
+        who, where, setting = _placed(tb, log, b)
+        if setting:
+            b = f"{setting} ({b})"
+    said = _SAID.get(who, who)
     up = math.ceil(n / k) * k
     divisors = [d for d in range(2, min(n, 4096)) if n % d == 0][:6]
     if found is not None:
         what = (
-            f"a check{' of ' + who if who else ''}{where} demands an equal split, and {a} of {n} does not "
+            f"a check{' of ' + said if said else ''}{where} demands an equal split, and {a} of {n} does not "
             f"split into {k} {b}: {n} is not a multiple of {k}: “{text[:400]}”"
         )
         fix = f"make {a} a multiple of {k} (e.g. {up})"
@@ -163,11 +169,15 @@ def uneven_split(tb: Traceback, m: Match, log: Log) -> Draft | None:
             fix += f", or split it {' or '.join(map(str, divisors))} ways (fewer or more GPUs or ranks)"
     else:
         what = (
-            f"a check{' of ' + who if who else ''}{where} demands that {b} ({k}) divide {a} ({n}), and {n} "
+            f"a check{' of ' + said if said else ''}{where} demands that {b} ({k}) divide {a} ({n}), and {n} "
             f"is not a multiple of {k}: “{text[:400]}”"
         )
         fix = f"set {b} to a divisor of {n}" + (f" ({', '.join(map(str, divisors))})" if divisors else "")
         fix += f", or {a} to a multiple of {k} (e.g. {up}) where it is an option"
+    if setting and who == "vllm":  # an engine argument: where the run sets it
+        from envdoctor.triage.refusal import _setters
+
+        fix += "; set by " + "; ".join(_setters(setting, log, m.context))
     if who == "verl" or "DataProto" in text or any("verl" in line for line in m.context[-12:]):
         fix += (
             "; in verl (and its forks) the batch handed to the workers is data.train_batch_size × "
@@ -175,6 +185,27 @@ def uneven_split(tb: Traceback, m: Match, log: Log) -> Draft | None:
         )
     d = finding("TRI012", [m], log, what, fix, size=n, parts=k, package=who or None)
     return at_severity(d, Severity.ERROR)
+
+
+#: how a message names a package placed by the raise-site index
+_SAID = {"vllm": "vLLM"}
+
+
+def _placed(tb: Traceback, log: Log, words: str) -> tuple[str, str, str]:
+    """For a message the log shows without a frame: the package whose raise prints it (the
+    raise-site index, ``raisesites.locate_tb``), where, and the name of the value its ``words``
+    stand for ("tensor parallel size" -> ``tensor_parallel_size``, the f-string's variable); empty
+    strings where no single package raises it."""
+    from envdoctor.triage.raisesites import locate_tb
+
+    loc = locate_tb(tb, log)
+    if loc is None:
+        return "", "", ""
+    setting = next((x for site in loc.sites if (x := site.named_at(words))), "")
+    if not re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", setting):
+        setting = ""  # a local name, not a setting's
+    where = f" in {loc.places()} ({loc.package} {loc.span()}; placed by its message)"
+    return loc.package, where, setting
 
 
 # -- 3. a divisor the configuration made zero -----------------------------------------------------

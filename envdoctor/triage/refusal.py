@@ -77,7 +77,15 @@ _REFUSING = re.compile(
     r"\bnot compatible\b|\bincompatible\b|\bmutually exclusive\b|\bis not (?:allowed|valid|a valid)\b|"
     r"\binvalid (?:value|choice|option|argument|config\w*)\b|\bexpected (?:one of|either)\b|"
     r"\bnot implemented\b|\bcannot be (?:used|combined|set|enabled)\b|\brequires?\b.{0,80}\bto be\b|"
-    r"\bis not equal to\b"
+    r"\bis not equal to\b|"
+    # a bound a check holds a value to ("LoRA rank 32 is greater than max_lora_rank 16")
+    r"\b(?:is|are) (?:greater|larger|bigger|higher|more) than (?:the )?(?:max|maximum)\w*"
+)
+#: a value over the bound a setting sets: "<what> N is greater than <setting> M"
+_OVER_BOUND = re.compile(
+    r"(?P<what>[A-Za-z][\w ]{0,60}?) \(?(?P<n>\d{1,9})\)? (?:is|are) "
+    r"(?:greater|larger|bigger|higher|more) than "
+    r"(?:the )?`?(?P<bound>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`? \(?(?P<m>\d{1,9})\)?"
 )
 #: resources, the run's data and the machine: a guard about them refuses no option
 _NOT_CONFIG = re.compile(
@@ -358,6 +366,7 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
         return None  # no device found: the environment the process saw (hostenv.no_device_seen)
     package = _raised_in_guard(tb)
     where = ""
+    formatted: set[str] = set()  # the names of the values the placed raise formats
     if package is not None:
         last = tb.frames[-1]
         where = f" in {last.at}{' in ' + last.function if last.function else ''}"
@@ -373,12 +382,19 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             loc = locate_tb(tb, log)
             if loc is not None and all(_CONFIG_CHECK.search(x.function) for x in loc.sites):
                 package = loc.package
+                formatted = {x for site in loc.sites for x in site.names}
                 new = f", a check that came with {loc.package} {loc.new_in}" if loc.new_in else ""
                 where = f" in {loc.places()} ({loc.package} {loc.span()}; placed by its message{new})"
     options = _options(text)
     said_fix = _own_fix(text)
     refused = "" if options else _refused(text)  # what it refuses, in its words: the setting named
     own = said_fix or (f"set {demand.group('kv').replace(' ', '')}" if demand else "")
+    over = _OVER_BOUND.search(text)
+    if not own and over is not None and int(over.group("n")) > int(over.group("m")):
+        own = (
+            f"set {over.group('bound')} to {over.group('n')} or more (or bring {over.group('what').strip()} "
+            f"down to {over.group('m')} or less)"
+        )
     if package is None:
         # no frame and no name: a refusal whose own fix changes an option it names is still the
         # configuration's (``expandable_segments:True`` … "Consider using expandable_segments:False")
@@ -427,6 +443,8 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     # a field is named with its value ("max_model_len (4096)", "quantization=gptq"), a value is not
     named_ = [o.split("=", 1)[0] for o in options if not o.startswith("-")]
     fields = [x for x in named_ if re.search(rf"\b{re.escape(x)}`?\s?[(=]", text)][:2] if engine else []
+    if not fields and package == "vllm" and formatted:  # placed by its message: the values its raise formats
+        fields = [x for x in named_ if x in formatted][:2]
     if fields:  # vLLM's engine configuration: where the run sets the fields it names
         fix += "; set by " + "; ".join(w for x in fields for w in _setters(x, log, m.context))
     d = finding(RULE, [m], log, what, fix, package=package or None, options=options or None)
