@@ -147,6 +147,32 @@ _INNER_TYPES: tuple[tuple[re.Pattern[str], str], ...] = (
 _NAMED_INNER = re.compile(r"^(?P<type>[A-Z]\w{0,100}(?:Error|Exception)): (?P<message>.+)$")
 
 
+#: vLLM's executor re-raising a worker's failure with its message only
+_WORKER = re.compile(
+    r"^Worker failed with error '(?P<inner>.{1,2000})', please check the stack trace above for the root cause"
+)
+
+
+def worker_inner(t: Traceback) -> Traceback | None:
+    """The failure vLLM's executor re-raises from a worker ("Worker failed with error 'LoRA rank 32
+    is greater than max_lora_rank 16.', please check the stack trace above …") where the log shows
+    its message only: raised in vLLM (its worker), its class from its own name or its message's
+    shape, else the one vLLM's raise-site index gives its message (None where none tells)."""
+    found = _WORKER.match(t.message.strip())
+    if found is None or any(x.frames for x in t.chain):
+        return None
+    inner = found.group("inner").strip()
+    named = _NAMED_INNER.match(inner)
+    exc_type = named.group("type") if named else next((n for p, n in _INNER_TYPES if p.match(inner)), "")
+    message = named.group("message") if named else inner
+    if not exc_type:  # the class the raise that prints it in vLLM's code raises, where one does
+        from envdoctor.knowledge.raise_sites import locate
+
+        kinds = {h.site.exc for h in locate(message, only=("vllm",))}
+        exc_type = kinds.pop() if len(kinds) == 1 else ""
+    return Traceback(exc_type=exc_type, message=message, line_no=t.line_no) if exc_type else None
+
+
 def lazy_inner(t: Traceback, m: Match, log: Log) -> Traceback | None:
     """The exception a lazy import's re-raise ("Failed to import trl.trainer.grpo_trainer because of
     the following error (look up to see its traceback): No module named 'vllm'") wraps, where the log
@@ -154,7 +180,7 @@ def lazy_inner(t: Traceback, m: Match, log: Log) -> Traceback | None:
     module's package), its class from its own name or its message's shape; None otherwise."""
     lazy = _LAZY.match(t.message.strip())
     if lazy is None or any(x.frames for x in t.chain):
-        return None
+        return worker_inner(t)
     inner = lazy.group("inner").strip()
     if not inner and log.head and m.line_no > 0:
         lines = log.head[:262144].decode("utf-8", errors="replace").split("\n")

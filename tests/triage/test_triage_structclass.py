@@ -341,3 +341,19 @@ def test_a_lazy_imports_wrapper_alone_or_with_an_unknown_message_stays_unrecogni
     assert [r for r, _ in _rules(alone)] == ["TRI003"]
     vague = LAZY.format(module="trl.trainer.grpo_trainer", sep="\n", inner="something went wrong")
     assert [r for r, _ in _rules(vague)] == ["TRI003"]
+
+
+WORKER = (
+    "(EngineCore_DP0 pid=17) ERROR 11-19 12:54:26 [core.py:710] RuntimeError: Worker failed with error "
+    "'{inner}', please check the stack trace above for the root cause\n"
+)
+
+
+def test_a_vllm_worker_failure_quoted_by_the_executor_is_diagnosed_by_its_message():
+    f = _all(WORKER.format(inner="LoRA rank 32 is greater than max_lora_rank 16."))[0]
+    assert f.rule == "TRI012" and "max_lora_rank" in f.fix
+
+
+def test_a_vllm_worker_failure_no_raise_prints_stays_the_wrappers_answer():
+    (f,) = _all(WORKER.format(inner="something nobody raises here at all"))
+    assert f.rule == "TRI003" and "wrapper's re-raise" in f.message
