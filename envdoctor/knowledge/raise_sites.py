@@ -115,7 +115,8 @@ def fit(template: str, message: str) -> tuple[int, bool] | None:
 
     The literal parts must appear in order (a wildcard stands for any text; text may precede the
     first part and follow the last); a message cut off may end inside a literal part (its last
-    ``MIN_CUT`` characters at least the part's start) or end the template early."""
+    ``MIN_CUT`` characters at least the part's start; not the first part after a leading wildcard)
+    or end the template early."""
     pos = 0
     matched = 0
     parts = template.split(WILD)
@@ -132,7 +133,10 @@ def fit(template: str, message: str) -> tuple[int, bool] | None:
         k = min(len(part), len(rest))
         while k >= MIN_CUT and not rest.endswith(part[:k]):
             k -= 1
-        if k >= MIN_CUT:
+        if k >= MIN_CUT and (matched or parts[0]):
+            # (a template that opens with a wildcard and a message that ends inside its first
+            # literal part show neither the template's start nor a whole part of it: any message
+            # ending in the same common words, "… initialization failed", would fit)
             return matched + k, False
         if i > 0 and matched and rest.strip() == "" and len(part) <= 2:
             return matched, False

@@ -58,7 +58,9 @@ def test_an_equal_split_that_does_not_divide_names_both_numbers_and_a_multiple()
     heads = _one(
         "ValueError: Total number of attention heads (52) must be divisible by tensor parallel size (3).\n"
     )
-    assert "set tensor parallel size to a divisor of 52 (2, 4, 13, 26)" in heads.fix
+    # placed in vLLM by the raise-site index: the setting by its name, and where the run sets it
+    assert "set tensor_parallel_size (tensor parallel size) to a divisor of 52 (2, 4, 13, 26)" in heads.fix
+    assert "GRPOConfig vllm_tensor_parallel_size" in heads.fix
 
 
 def test_a_split_whose_numbers_divide_is_not_this_failure():
