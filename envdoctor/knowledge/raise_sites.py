@@ -138,8 +138,13 @@ def fit(template: str, message: str) -> tuple[int, bool] | None:
             # literal part show neither the template's start nor a whole part of it: any message
             # ending in the same common words, "… initialization failed", would fit)
             return matched + k, False
-        if i > 0 and matched and rest.strip() == "" and len(part) <= 2:
-            return matched, False
+        if i > 0 and matched and len(part) <= 2:
+            if rest.strip() == "":
+                return matched, False
+            shown = next((j for j in range(len(part) - 1, 0, -1) if rest.rstrip().endswith(part[:j])), 0)
+            if shown:  # a short closing part (").") the message shows the start of, after the last value:
+                # whole where only the sentence's final stop is missing (a paste that dropped it)
+                return matched + shown, i == len(parts) - 1 and part[shown:] in (".", "!", "?")
         return None
     return matched, True
 

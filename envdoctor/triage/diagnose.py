@@ -768,6 +768,10 @@ def diagnose(
             if lifted is not None:
                 return [lifted.finding] + ([found.finding] if found is not None else [])
         if found is None and first is None and head:
+            from envdoctor.triage.raisesites import quoted_refusal
+
+            found = quoted_refusal(head, log)  # a package's refusal quoted without its type
+        if found is None and first is None and head:
             from envdoctor.triage.fixhist import quoted_fixed
 
             found = quoted_fixed(head, log)  # such a message whose raising function a later fix changed

@@ -386,3 +386,21 @@ def test_tri003_with_the_package_frame_shown_does_not_say_it_is_missing(index: P
     tri003 = next(f for f in findings(scan_bytes(log)) if f.rule == "TRI003")
     assert "trl 0.1.0–0.3.0 raises this in client.py in Client.chat" in tri003.message
     assert "the log shows no frame of it" not in tri003.message
+
+
+def test_a_refusal_quoted_without_its_class_or_final_stop_is_the_packages_own_check():
+    """vLLM's "Total number of attention heads (40) must be divisible by tensor parallel size (6)."
+    pasted alone, without "ValueError:" and without its final stop: placed in vLLM's raise sites
+    (whole but the stop), read as the ValueError it is, answered with the divisors."""
+    from tests.triage.helpers import findings, scan_bytes
+
+    for line in (
+        "Total number of attention heads (40) must be divisible by tensor parallel size (6)\n",
+        "Total number of attention heads (40) must be divisible by tensor parallel size (6).\n",
+    ):
+        (f,) = findings(scan_bytes(line))
+        assert f.rule == "TRI012" and f.severity.value == "error"
+        assert "tensor_parallel_size" in f.fix and "a divisor of 40" in f.fix
+    assert (
+        findings(scan_bytes("the heads of the attention are many and the parallel size is six today\n")) == []
+    )
