@@ -33,7 +33,11 @@ _GENERIC = re.compile(
     r"connection (?:refused|reset)|no such file or directory|not enough memory|killed by signal|"
     # Python's own messages and the lazy-import wrapper that libraries copy from one another
     r"has no attribute|because of the following error|unexpected keyword argument|"
-    r"required positional argument|object is not (?:subscriptable|iterable|callable)"
+    r"required positional argument|object is not (?:subscriptable|iterable|callable)|"
+    # the interpreter's own messages, which a library's raise may copy word for word
+    # (transformers' ``raise IndexError("list index out of range")``)
+    r"\b(?:list|tuple|string|array) index out of range|\bdivision by zero|maximum recursion depth|"
+    r"values to unpack|unhashable type|unsupported operand type|can only concatenate"
 )
 
 

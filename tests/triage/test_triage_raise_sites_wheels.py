@@ -226,3 +226,13 @@ def test_shipped_vllm_index_places_the_one_line_refusals() -> None:
     )
     f = next(f for f in fs if f.rule == "TRI012")
     assert "vLLM" in f.message and "tensor_parallel_size" in f.fix
+
+
+def test_the_interpreters_own_message_copied_by_a_library_is_placed_nowhere() -> None:
+    """transformers raises ``IndexError("list index out of range")`` in one of its config views:
+    a log's "list index out of range" is Python's own message, not placed in transformers."""
+    raise_sites.raise_index.cache_clear()
+    raise_sites.packages.cache_clear()
+    assert raise_sites.locate("list index out of range", "IndexError") == []
+    fs = findings(scan_bytes("IndexError: list index out of range\n"))
+    assert not any("raises this" in f.message for f in fs)
