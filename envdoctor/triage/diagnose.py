@@ -768,9 +768,7 @@ def diagnose(
             if lifted is not None:
                 return [lifted.finding] + ([found.finding] if found is not None else [])
         if found is None and first is None and head:
-            from envdoctor.triage.raisesites import quoted_refusal
-
-            found = quoted_refusal(head, log)  # a package's refusal quoted without its type
+            found = _quoted_refusal(head, log)  # a package's refusal quoted without its type
         if found is None and first is None and head:
             from envdoctor.triage.fixhist import quoted_fixed
 
@@ -844,3 +842,34 @@ def _text_not_crash(first: Match, log: Log) -> bool:
         "Traceback (most recent call last)" in line or 'File "' in line for line in first.context[-40:]
     )
     return not traced and _went_on(log, first.line_no)
+
+
+def _quoted_refusal(head: bytes, log: Log) -> Draft | None:
+    """A refusal a short paste quotes without its exception's name ("Total number of attention heads
+    (40) must be divisible by tensor parallel size (6)"): a line whose whole message one stack
+    package's raise sites print, all of one exception class, read as that exception and answered by
+    the package's own checks as a traceback's would be (TRI012; a split's divisors, ``guards``).
+    Read only where no failing line was found, in a paste of at most 40 lines without a traceback."""
+    from envdoctor.knowledge.raise_sites import locate
+    from envdoctor.triage import guards, refusal
+    from envdoctor.triage.raisesites import quoted_lines
+    from envdoctor.triage.traceback_model import Traceback
+
+    if b"Traceback (most recent call last)" in head or b'File "' in head:
+        return None  # a traceback's excerpt: its own readers (a cut one: cutguard)
+    for m, tb in quoted_lines(head):
+        hits = [h for h in locate(tb.message) if h.complete]
+        kinds = {(h.site.package, h.site.exc) for h in hits}
+        if len(kinds) != 1:
+            continue  # no raise prints it whole, or several packages / classes do
+        t = Traceback(exc_type=kinds.pop()[1], message=tb.message, line_no=tb.line_no)
+        for answer in (
+            refusal.vllm_validation,
+            guards.from_traceback,
+            refusal.package_refusal,
+            guards.any_check,
+        ):
+            d = answer(t, m, log)  # as structural.diagnose_failure tries a package's own checks
+            if d is not None:
+                return d
+    return None

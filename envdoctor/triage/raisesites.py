@@ -271,30 +271,3 @@ def quoted(head: bytes, log: Log) -> Draft | None:
         if d is not None and d.finding.severity == Severity.ERROR:
             return d
     return None
-
-
-def quoted_refusal(head: bytes, log: Log) -> Draft | None:
-    """A refusal a short paste quotes without its exception's name ("Total number of attention heads
-    (40) must be divisible by tensor parallel size (6)"): a line whose whole message one stack
-    package's raise sites print, all of one exception class, read as that exception and answered by
-    the package's own checks as a traceback's would be (TRI012; a split's divisors, ``guards``).
-    Read only where no failing line was found, in a log of at most ``MAX_QUOTED_LINES`` lines."""
-    from envdoctor.knowledge.raise_sites import locate
-    from envdoctor.triage import guards, refusal
-
-    for m, tb in quoted_lines(head):
-        hits = [h for h in locate(tb.message) if h.complete]
-        kinds = {(h.site.package, h.site.exc) for h in hits}
-        if len(kinds) != 1:
-            continue  # no raise prints it whole, or several packages / classes do
-        t = Traceback(exc_type=kinds.pop()[1], message=tb.message, line_no=tb.line_no)
-        for answer in (
-            refusal.vllm_validation,
-            guards.from_traceback,
-            refusal.package_refusal,
-            guards.any_check,
-        ):
-            d = answer(t, m, log)  # as structural.diagnose_failure tries a package's own checks
-            if d is not None:
-                return d
-    return None
