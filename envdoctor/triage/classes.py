@@ -598,12 +598,6 @@ def _settled_by_context(entry: object, m: Match) -> str:
     return ""
 
 
-def _went_on(log: Log, line_no: int) -> bool:
-    from envdoctor.triage.missing import _went_on as went_on
-
-    return went_on(log, line_no)
-
-
 def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     """A line holding a catalogue entry's symptom: the entry's cause and fix, confirmed when the
     log's versions fall in its ranges; no diagnosis when they fall outside."""
@@ -621,7 +615,9 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         return []  # the run's config (--config) contradicts the entry
     if _frames_contradict(entry, first):
         return []  # the traceback shows where it was raised, and it is not the entry's frame
-    if entry.kind == "crash" and _went_on(log, first.line_no):
+    from envdoctor.triage.missing import went_on
+
+    if entry.kind == "crash" and went_on(log, first.line_no):
         return []  # training steps after the symptom: the run did not crash of it (a warning's words)
     verdict, detail = _versions_verdict(entry.packages, log)
     if verdict is False:

@@ -836,12 +836,12 @@ def _text_not_crash(first: Match, log: Log) -> bool:
     """An exception's words with no traceback before them (a docstring's "Raises: ValueError: …", a
     model's generated text, a message a program printed and went on) in a log that shows training
     steps after them: the run did not end there, so nothing unrecognised crashed it."""
-    from envdoctor.triage.missing import _went_on
+    from envdoctor.triage.missing import went_on
 
     traced = any(
         "Traceback (most recent call last)" in line or 'File "' in line for line in first.context[-40:]
     )
-    return not traced and _went_on(log, first.line_no)
+    return not traced and went_on(log, first.line_no)
 
 
 def _quoted_refusal(head: bytes, log: Log) -> Draft | None:

@@ -124,8 +124,8 @@ def _handled(tb: Traceback, t: Traceback, log: Log, line_no: int) -> bool:
 _WENT_ON = re.compile(rb"'loss': |'train_runtime': |\btrain_loss\b|Training completed")
 
 
-def _went_on(log: Log, line_no: int) -> bool:
-    """The log shows training steps after line ``line_no``: the import was guarded."""
+def went_on(log: Log, line_no: int) -> bool:
+    """The log shows training steps after line ``line_no``: what it said did not end the run."""
     if not log.head or line_no <= 0:
         return False
     at = 0
@@ -233,12 +233,12 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
     if _own_module(module, tb):
         return None
     if module in set(_table().get("install_advice") or []):
-        if _handled(tb, t, log, t.line_no or m.line_no) or _went_on(log, m.line_no):
+        if _handled(tb, t, log, t.line_no or m.line_no) or went_on(log, m.line_no):
             return None
         return _stack_module(module, t, m, log)
     if module in sys.stdlib_module_names:
         return None  # Python's own (resource, fcntl: POSIX only): the platform, not a pip install
-    if _handled(tb, t, log, t.line_no or m.line_no) or _went_on(log, m.line_no):
+    if _handled(tb, t, log, t.line_no or m.line_no) or went_on(log, m.line_no):
         return None
     dist = distribution(module)
     importer = next((f for f in reversed(t.frames) if f.path and not f.path.startswith("<")), None)

@@ -147,6 +147,15 @@ _INNER_TYPES: tuple[tuple[re.Pattern[str], str], ...] = (
 _NAMED_INNER = re.compile(r"^(?P<type>[A-Z]\w{0,100}(?:Error|Exception)): (?P<message>.+)$")
 
 
+def _inner_exception(inner: str) -> tuple[str, str]:
+    """(class, message) of a wrapped exception's text: its own ``XError: …`` name, else the class its
+    message's shape implies (``_INNER_TYPES``), else ("", the text)."""
+    named = _NAMED_INNER.match(inner)
+    if named:
+        return named.group("type"), named.group("message")
+    return next((n for p, n in _INNER_TYPES if p.match(inner)), ""), inner
+
+
 #: vLLM's executor re-raising a worker's failure with its message only
 _WORKER = re.compile(
     r"^Worker failed with error '(?P<inner>.{1,2000})', please check the stack trace above for the root cause"
@@ -162,9 +171,7 @@ def worker_inner(t: Traceback) -> Traceback | None:
     if found is None or any(x.frames for x in t.chain):
         return None
     inner = found.group("inner").strip()
-    named = _NAMED_INNER.match(inner)
-    exc_type = named.group("type") if named else next((n for p, n in _INNER_TYPES if p.match(inner)), "")
-    message = named.group("message") if named else inner
+    exc_type, message = _inner_exception(inner)
     if not exc_type:  # the class the raise that prints it in vLLM's code raises, where one does
         from envdoctor.knowledge.raise_sites import locate
 
@@ -186,11 +193,9 @@ def lazy_inner(t: Traceback, m: Match, log: Log) -> Traceback | None:
         lines = log.head[:262144].decode("utf-8", errors="replace").split("\n")
         after = [x.strip() for x in lines[m.line_no : m.line_no + 3] if x.strip()]
         inner = after[0][:4096] if after else ""
-    named = _NAMED_INNER.match(inner)
-    exc_type = named.group("type") if named else next((n for p, n in _INNER_TYPES if p.match(inner)), None)
-    if exc_type is None:
+    exc_type, message = _inner_exception(inner)
+    if not exc_type:
         return None
-    message = named.group("message") if named else inner
     module = lazy.group("module")
     top = module.split(".")[0]
     path = module.replace(".", "/") + ".py"

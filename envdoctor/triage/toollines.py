@@ -79,12 +79,12 @@ def _installed_conflict(no: int, found: re.Match[str], lines: list[str], log: Lo
     (traceback.PACKAGES) and no training steps after it (None otherwise). An error where the log then fails in
     the code of one of the two (a frame of X's or Y's package, or their name in the exception), a
     warning where it shows no such failure (many such pairs still import)."""
-    from envdoctor.triage.missing import _went_on
+    from envdoctor.triage.missing import went_on
     from envdoctor.triage.traceback import PACKAGES
 
     pkg, ver, dep, spec, have = (found.group(k) for k in ("pkg", "ver", "dep", "spec", "have"))
     mods = {pkg.lower().replace("-", "_"), dep.lower().replace("-", "_")}
-    if not mods & set(PACKAGES) or _went_on(log, no):
+    if not mods & set(PACKAGES) or went_on(log, no):
         return None  # a pair outside the training stack (a notebook's own), or a run that trained on
     crashed = any(
         _CRASH.match(x.strip())
