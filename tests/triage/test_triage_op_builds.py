@@ -1,0 +1,70 @@
+"""Binaries a package builds or picks at run time: DeepSpeed's JIT-built ops, bitsandbytes' CPU fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.triage.helpers import findings, scan_bytes
+
+DS_TRACE = (
+    "Traceback (most recent call last):\n"
+    '  File "/opt/conda/lib/python3.10/site-packages/deepspeed/ops/adam/cpu_adam.py", line 102, in __del__\n'
+    "    self.ds_opt_adam.destroy_adam(self.opt_id)\n"
+    "AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'\n"
+)
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'\n",
+        DS_TRACE,
+        "RuntimeError: Error building extension 'fused_adam'\n",
+        "[rank1]: RuntimeError: Error building extension 'cpu_adam'\n",
+    ],
+)
+def test_a_deepspeed_op_that_failed_to_build_is_named_with_the_build_fix(log):
+    found = findings(scan_bytes(log))
+    assert found and found[0].rule == "TRI011" and found[0].severity.value == "error"
+    assert "deepspeed-op-jit-build-failed" in found[0].message
+    assert "DS_BUILD_CPU_ADAM=1" in found[0].fix and "CUDA_HOME" in found[0].fix
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # a user's own class and an extension that is not DeepSpeed's
+        "AttributeError: 'MyAdam' object has no attribute 'ds_opt'\n",
+        "RuntimeError: Error building extension 'my_kernels'\n",
+    ],
+)
+def test_look_alikes_of_a_deepspeed_op_build_are_not_blamed_on_deepspeed(log):
+    assert all("deepspeed-op-jit-build-failed" not in f.message for f in findings(scan_bytes(log)))
+
+
+BNB_CPU = (
+    "AttributeError: /home/u/envs/x/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cpu.so: "
+    "undefined symbol: cquantize_blockwise_fp16_nf4\n"
+)
+
+
+def test_bitsandbytes_on_its_cpu_library_is_its_cuda_setup_with_the_upgrade():
+    found = findings(scan_bytes(BNB_CPU))
+    assert found and found[0].rule == "TRI011" and found[0].severity.value == "error"
+    assert "bitsandbytes-cuda-setup-failed" in found[0].message
+    assert "bitsandbytes>=0.43.1" in found[0].fix
+
+
+def test_bitsandbytes_cpu_library_is_quiet_on_a_release_past_the_fix():
+    log = "bitsandbytes==0.45.0\n" + BNB_CPU
+    assert all("bitsandbytes-cuda-setup-failed" not in f.message for f in findings(scan_bytes(log)))
+
+
+def test_bitsandbytes_cpu_only_warning_in_a_run_that_trains_is_no_finding():
+    log = (
+        "UserWarning: The installed version of bitsandbytes was compiled without GPU support. "
+        "8-bit optimizers, 8-bit multiplication, and GPU quantization are unavailable.\n"
+        "{'loss': 0.41, 'grad_norm': 1.2, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+        "{'loss': 0.39, 'grad_norm': 1.1, 'learning_rate': 1e-05, 'epoch': 0.2}\n"
+    )
+    assert [f for f in findings(scan_bytes(log)) if f.severity.value != "info"] == []
