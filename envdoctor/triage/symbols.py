@@ -56,6 +56,12 @@ class Verdict:
     absent_works: bool = False
     #: the package whose class extends B's class that lacks the attribute (the caller, A)
     owner: str | None = None
+    #: the history that told it: "symbol" (names), "signature" (a call's parameter lists:
+    #: envdoctor/triage/sighistory.py), its words for the change, and the releases whose
+    #: signature gives the log's very message (0: not known)
+    source: str = "symbol"
+    changed: str = ""
+    raised: int = 0
 
     @property
     def contradicted(self) -> bool:
@@ -111,6 +117,8 @@ class Verdict:
 
     def change(self) -> str:
         """``added in vllm 0.12.0`` / ``removed in trl 0.12.0`` (the newest change of B)."""
+        if self.changed:
+            return self.changed
         runs = self._runs()
         if not runs:
             return ""
@@ -128,7 +136,7 @@ class Verdict:
 
     def text(self) -> str:
         """The history's fact, for the finding's message."""
-        fact = f"{self.what}: {self.change()} (envdoctor's symbol history, {self.span()})"
+        fact = f"{self.what}: {self.change()} (envdoctor's {self.source} history, {self.span()})"
         if not self.certain:
             fact += (
                 "; the same message comes from reading it before the method that sets it ran "
@@ -293,10 +301,29 @@ def _foreign(base: str, attr: str, own: str, shown: dict[str, str]) -> Verdict |
     return None
 
 
-def _call(msg: str, only: str | None) -> Verdict | None:
+def _call(msg: str, only: str | None, tb: Traceback | None = None) -> Verdict | None:
     m = boundary._CALL.search(msg)
-    if m is None or not (m.group("kwarg") or m.group("missing")):
+    if m is None:
         return None
+    if tb is not None and (m.group("missing") or m.group("takes")):
+        # which parameters are required, how many go by position: the signature history's
+        from envdoctor.triage import sighistory
+
+        sig = sighistory.verdict(tb, msg, m, only)
+        if isinstance(sig, Verdict):
+            return sig
+    if not (m.group("kwarg") or m.group("missing")):
+        return None
+    names = _names_verdict(m, msg, only)
+    if names is None and tb is not None and m.group("kwarg"):
+        from envdoctor.triage import sighistory
+
+        sig = sighistory.verdict(tb, msg, m, only)  # a function the symbol history keeps no parameters of
+        return sig if isinstance(sig, Verdict) else None
+    return names
+
+
+def _names_verdict(m: re.Match[str], msg: str, only: str | None) -> Verdict | None:
     func = m.group("func")
     cls, _, name = func.rpartition(".")
     cls = cls.rsplit(".", 1)[-1] or None
@@ -351,7 +378,7 @@ def verdict(tb: Traceback, have: dict[str, str], only: str | None = None) -> Ver
         if v is None and only is not None:
             v = _object(msg, only, have)
     else:
-        v = _call(msg, only)
+        v = _call(msg, only, tb)
     v = _drift_shape(v)
     return _place(v, have.get(v.package)) if v is not None else None
 
