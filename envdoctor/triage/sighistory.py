@@ -76,8 +76,8 @@ def _shape(m: re.Match[str], msg: str) -> tuple[Shape, str, str, str] | None:
         return (
             Shape(lambda s, off: not s.takes_keyword(k), lambda s, off: s.takes_keyword(k)),
             f"{func}() takes {k}=",
-            f"{func}() no longer takes {k}=",
-            f"{func}() takes {k}=",
+            f"{k}= no longer taken",
+            f"{k}= taken",
         )
     if m.group("missing"):
         names = _NAMES.findall(m.group("missing"))
@@ -91,8 +91,8 @@ def _shape(m: re.Match[str], msg: str) -> tuple[Shape, str, str, str] | None:
                 lambda s, off: not any(s.requires(x) for x in names),
             ),
             f"{func}() requires {listed}",
-            f"{func}() requires {listed}",
-            f"{func}() no longer requires {listed}",
+            f"{listed} became required",
+            f"{listed} no longer required",
         )
     if m.group("takes") and m.group("given"):
         most = sh.most_of(m.group("takes"))
@@ -111,8 +111,8 @@ def _shape(m: re.Match[str], msg: str) -> tuple[Shape, str, str, str] | None:
         return (
             Shape(raised, works),
             f"{func}() takes {given} positional arguments",
-            f"{func}() takes fewer positional arguments",
-            f"{func}() takes {given} positional arguments",
+            "fewer positional arguments taken",
+            f"{given} positional arguments taken",
         )
     return None
 
@@ -167,7 +167,19 @@ def verdict(tb: Traceback, msg: str, m: re.Match[str], only: str | None) -> obje
     v.source = "signature"
     v.changed = _change(f, works, scope, breaks, fixes)
     v.raised = raised
+    v.below = _below(f.releases)
     return v
+
+
+def _below(releases: list[str]) -> list[str]:
+    """The upper bound that excludes each release and everything of its minor line that came
+    before it (``4.52.4`` after ``4.51.3``: ``4.52.0``): a history read from the last patch of
+    each minor release does not say at which patch the change came."""
+    out = []
+    for i, r in enumerate(releases):
+        head, prev = r.split(".")[:2], releases[i - 1].split(".")[:2] if i else []
+        out.append(f"{head[0]}.{head[1]}.0" if i and len(head) == 2 and head != prev else r)
+    return out
 
 
 def _change(f: sh.Function, works: int, scope: int, breaks: str, fixes: str) -> str:
@@ -182,6 +194,7 @@ def _change(f: sh.Function, works: int, scope: int, breaks: str, fixes: str) -> 
         old = next((s for s, m in f.signatures if m >> a & 1), None)
         new = next((s for s, m in f.signatures if m >> b & 1), None)
         words = breaks if before else fixes
-        sides = f" ({_diff(old, new)}; {rel[a]} → {rel[b]})" if old and new else ""
-        return f"{words} from {f.package} {rel[b]}{sides}, {f.qualified.replace(':', '.')}"
+        where = f.qualified.replace(":", ".")
+        diff = f"{_diff(old, new)}; " if old and new else ""
+        return f"{words} between {f.package} {rel[a]} and {rel[b]} ({diff}{where})"
     return ""

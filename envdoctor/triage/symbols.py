@@ -62,6 +62,9 @@ class Verdict:
     source: str = "symbol"
     changed: str = ""
     raised: int = 0
+    #: the bound an upper pin takes per release index where it is not the release itself (a history
+    #: read from the last patch of each minor release: the change came somewhere in that minor)
+    below: list[str] | None = None
 
     @property
     def contradicted(self) -> bool:
@@ -81,6 +84,8 @@ class Verdict:
         runs = self._runs()
         if self.placed is not None or self.absent_works or len(runs) != 1:
             return None
+        if self.source == "signature" and self._first_scope() > 0:
+            return None  # the function came after the oldest release read: nothing older to lack it
         return self.releases[runs[0][0]] if runs[0][0] == self._first_scope() else None
 
     def _runs(self) -> list[tuple[int, int]]:
@@ -110,7 +115,7 @@ class Verdict:
         if a > self._first_scope():
             parts.append(f">={self.releases[a]}")
         if b < len(self.releases) - 1:
-            parts.append(f"<{self.releases[b + 1]}")
+            parts.append(f"<{(self.below or self.releases)[b + 1]}")
         elif self.placed == "newer":  # the log's release, past the history, lacks it
             parts.append(f"<={self.releases[-1]}")
         return ",".join(parts)

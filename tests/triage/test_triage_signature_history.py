@@ -177,7 +177,7 @@ def test_missing_positionals_a_release_added(synthetic: Path) -> None:
         "TypeError: init_worker() missing 2 required positional arguments: 'num_workers' and 'rank'\n"
     )
     assert f.severity == Severity.ERROR and f.fix.startswith(f"pip install '{PKG}<1.1.0'")
-    assert "requires num_workers and rank from stackpkg 1.1.0" in f.message
+    assert "num_workers and rank became required between stackpkg 1.0.0 and 1.1.0" in f.message
     assert "num_workers, rank added" in f.message and "signature history" in f.message
 
 
@@ -242,6 +242,27 @@ def test_shipped_grpo_trainer_reward_funcs_became_optional() -> None:
     text = "TypeError: GRPOTrainer.__init__() missing 1 required positional argument: 'reward_funcs'\n"
     (f,) = _drift(text)
     assert f.fix.startswith("pip install 'trl>=1.8.0'") and "reward_funcs → reward_funcs=…" in f.message
+
+
+def test_shipped_qwen3_vl_get_rope_index_needs_mm_token_type_ids_from_transformers_5_3() -> None:
+    """DravenALG/VLANeXt#9 (a held-out log of the development sets): the repository was written for
+    transformers 5.1; 5.3.0 made mm_token_type_ids a required argument."""
+    text = (
+        "TypeError: Qwen3VLModel.get_rope_index() missing 1 required positional argument: "
+        "'mm_token_type_ids'\n"
+    )
+    (f,) = _drift(text)
+    assert f.severity == Severity.ERROR and f.fix.startswith("pip install 'transformers<5.3.0'")
+    assert "between transformers 5.2.0 and 5.3.0" in f.message
+    assert "older than that" not in f.message  # the class came after the oldest release read
+
+
+def test_an_upper_pin_read_from_the_last_patch_of_each_minor_takes_the_whole_minor() -> None:
+    """seed_worker took num_workers and rank in 4.52.0; the history holds 4.51.3 and 4.52.4 only:
+    the pin that excludes the change is <4.52.0, not <4.52.4."""
+    from envdoctor.triage import sighistory
+
+    assert sighistory._below(["4.51.3", "4.52.4", "5.0.0", "5.0.1"]) == ["4.51.3", "4.52.0", "5.0.0", "5.0.1"]
 
 
 def test_the_shipped_histories_hold_the_budget() -> None:
