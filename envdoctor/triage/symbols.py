@@ -154,7 +154,8 @@ class Verdict:
                 "older than that may lack it too: `pip show " + self.package + "` tells which"
             )
         if self.placed == "lacks":
-            fact += f"; the log's {self.package} {self.shown} lacks it"
+            lacks = "does not fit the call" if self.source == "signature" else "lacks it"
+            fact += f"; the log's {self.package} {self.shown} {lacks}"
         elif self.placed == "newer":
             runs = self._runs()
             if runs and runs[-1][1] == len(self.releases) - 1:

@@ -257,6 +257,28 @@ def test_shipped_qwen3_vl_get_rope_index_needs_mm_token_type_ids_from_transforme
     assert "older than that" not in f.message  # the class came after the oldest release read
 
 
+FRAMED = """transformers version: {version}
+Traceback (most recent call last):
+  File "/home/u/train.py", line 40, in <module>
+    trainer.train()
+  File "/opt/conda/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1200, in _compute_loss
+    position_ids, _ = model.model.get_rope_index(input_ids, image_grid_thw=grid)
+TypeError: Qwen2_5_VLModel.get_rope_index() missing 1 required positional argument: 'mm_token_type_ids'
+"""
+
+
+def test_trls_frame_calling_transformers_is_drift_between_the_two_with_both_answers() -> None:
+    (f,) = _drift(FRAMED.format(version="5.4.0"))
+    assert f.severity == Severity.ERROR and "API drift between trl and transformers" in f.message
+    assert "the log's transformers 5.4.0 does not fit the call" in f.message
+    assert "pip install 'transformers<5.3.0'" in f.fix and "trl" in f.fix.split(";")[0]
+
+
+def test_the_logs_release_that_fits_the_call_is_not_drift() -> None:
+    """transformers 5.1.0 does not require mm_token_type_ids: another copy is imported (TRI003)."""
+    assert not _drift(FRAMED.format(version="5.1.0"))
+
+
 def test_an_upper_pin_read_from_the_last_patch_of_each_minor_takes_the_whole_minor() -> None:
     """seed_worker took num_workers and rank in 4.52.0; the history holds 4.51.3 and 4.52.4 only:
     the pin that excludes the change is <4.52.0, not <4.52.4."""
