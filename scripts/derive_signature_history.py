@@ -171,6 +171,8 @@ def module_name(path: str, root: str) -> str | None:
         parts = parts[:-1]
     if any(p in _SKIP or (p.startswith("_") and p != "__init__") or not p.isidentifier() for p in parts):
         return None
+    if parts and parts[-1].startswith("modular_"):
+        return None  # transformers' sources its modeling files are generated from: never imported
     return ".".join([root, *parts])
 
 

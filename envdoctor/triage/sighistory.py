@@ -126,8 +126,8 @@ def candidates(cls: str | None, name: str, only: str | None) -> list[sh.Function
     found: list[sh.Function] = []
     for pkg in sh.packages() if only is None else (only,):
         h = sh.history(pkg)
-        if h is not None:
-            found += h.find(cls, name)
+        if h is not None:  # transformers' modular_*.py files generate the modeling ones: never imported
+            found += [f for f in h.find(cls, name) if not f.module.rsplit(".", 1)[-1].startswith("modular_")]
     if cls is None:  # Python names a method with its class: a bare name is a module-level function,
         plain = [f for f in found if not f.method]  # unless the log's Python is older than 3.10
         found = plain or found

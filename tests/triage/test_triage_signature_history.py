@@ -93,7 +93,7 @@ MODEL = """
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("wheels")
     base = {"__init__.py": "", "_internal.py": "def init_worker(a, b, c):\n    pass\n"}
-    _wheel(root, "1.0.0", {**base, "utils.py": UTILS, "model.py": MODEL})
+    _wheel(root, "1.0.0", {**base, "utils.py": UTILS, "model.py": MODEL, "modular_model.py": MODEL})
     model_2 = MODEL.replace("def _prepare_inputs(self, inputs)", "def _prepare_inputs(self, inputs, mode)")
     model_2 = model_2.replace("def forward(self, x):", "def forward(self, x, k=None):")
     utils_2 = UTILS.replace("init_worker(worker_id)", "init_worker(worker_id, num_workers, rank)")
@@ -101,7 +101,8 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model_3 = model_2.replace("attention_mask=None)", "attention_mask=None, cache_position=None)")
     model_3 = model_3.replace("mm_token_type_ids=None)", "mm_token_type_ids)")
     model_3 = model_3.replace("def forward(self, x, y):", "def forward(self, x, y, k=None):")
-    _wheel(root, "1.2.0", {**base, "utils.py": utils_2, "model.py": model_3, "tests/t.py": UTILS})
+    files_3 = {"utils.py": utils_2, "model.py": model_3, "modular_model.py": model_3, "tests/t.py": UTILS}
+    _wheel(root, "1.2.0", {**base, **files_3})
     return root
 
 
@@ -130,6 +131,7 @@ def test_only_changed_signatures_are_kept_with_their_releases(derived: Path) -> 
     # unchanged, private, a test's or a private module's: not kept
     assert f"{PKG}.utils:stable" not in fns and f"{PKG}.model:Model.build" not in fns
     assert not [q for q in fns if "_private" in q or "_internal" in q or ".tests" in q or "__repr__" in q]
+    assert not [q for q in fns if ".modular_" in q]  # transformers' generator sources: never imported
 
 
 def test_a_signature_is_written_as_python_reads_it(derive: ModuleType) -> None:
