@@ -669,7 +669,8 @@ def _trainer_answer(b: Boundary, have: dict[str, str], kb: Any) -> tuple[str, st
     attribute TRL's GRPOTrainer sets from a config key, judged against TRL's releases."""
     trl = have.get("trl")
     trainer = _trl_trainer(b.func) if b.func else None
-    if b.exc.name == "TypeError" and b.name and trainer == "GRPOTrainer" and b.callee == "trl":
+    keyword = b.name.isidentifier()  # a keyword's name; not "f() requires a and b" (a call's arity)
+    if b.exc.name == "TypeError" and keyword and trainer == "GRPOTrainer" and b.callee == "trl":
         table = kb.trainer_params or {}
         params: dict[str, dict[str, Any]] = table.get("parameters") or {}
         releases = [str(r) for r in table.get("releases") or []]

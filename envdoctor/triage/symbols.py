@@ -56,6 +56,15 @@ class Verdict:
     absent_works: bool = False
     #: the package whose class extends B's class that lacks the attribute (the caller, A)
     owner: str | None = None
+    #: the history that told it: "symbol" (names), "signature" (a call's parameter lists:
+    #: envdoctor/triage/sighistory.py), its words for the change, and the releases whose
+    #: signature gives the log's very message (0: not known)
+    source: str = "symbol"
+    changed: str = ""
+    raised: int = 0
+    #: the bound an upper pin takes per release index where it is not the release itself (a history
+    #: read from the last patch of each minor release: the change came somewhere in that minor)
+    below: list[str] | None = None
 
     @property
     def contradicted(self) -> bool:
@@ -75,6 +84,8 @@ class Verdict:
         runs = self._runs()
         if self.placed is not None or self.absent_works or len(runs) != 1:
             return None
+        if self.source == "signature" and self._first_scope() > 0:
+            return None  # the function came after the oldest release read: nothing older to lack it
         return self.releases[runs[0][0]] if runs[0][0] == self._first_scope() else None
 
     def _runs(self) -> list[tuple[int, int]]:
@@ -104,13 +115,15 @@ class Verdict:
         if a > self._first_scope():
             parts.append(f">={self.releases[a]}")
         if b < len(self.releases) - 1:
-            parts.append(f"<{self.releases[b + 1]}")
+            parts.append(f"<{(self.below or self.releases)[b + 1]}")
         elif self.placed == "newer":  # the log's release, past the history, lacks it
             parts.append(f"<={self.releases[-1]}")
         return ",".join(parts)
 
     def change(self) -> str:
         """``added in vllm 0.12.0`` / ``removed in trl 0.12.0`` (the newest change of B)."""
+        if self.changed:
+            return self.changed
         runs = self._runs()
         if not runs:
             return ""
@@ -128,7 +141,7 @@ class Verdict:
 
     def text(self) -> str:
         """The history's fact, for the finding's message."""
-        fact = f"{self.what}: {self.change()} (envdoctor's symbol history, {self.span()})"
+        fact = f"{self.what}: {self.change()} (envdoctor's {self.source} history, {self.span()})"
         if not self.certain:
             fact += (
                 "; the same message comes from reading it before the method that sets it ran "
@@ -141,7 +154,8 @@ class Verdict:
                 "older than that may lack it too: `pip show " + self.package + "` tells which"
             )
         if self.placed == "lacks":
-            fact += f"; the log's {self.package} {self.shown} lacks it"
+            lacks = "does not fit the call" if self.source == "signature" else "lacks it"
+            fact += f"; the log's {self.package} {self.shown} {lacks}"
         elif self.placed == "newer":
             runs = self._runs()
             if runs and runs[-1][1] == len(self.releases) - 1:
@@ -293,10 +307,29 @@ def _foreign(base: str, attr: str, own: str, shown: dict[str, str]) -> Verdict |
     return None
 
 
-def _call(msg: str, only: str | None) -> Verdict | None:
+def _call(msg: str, only: str | None, tb: Traceback | None = None) -> Verdict | None:
     m = boundary._CALL.search(msg)
-    if m is None or not (m.group("kwarg") or m.group("missing")):
+    if m is None:
         return None
+    if tb is not None and (m.group("missing") or m.group("takes")):
+        # which parameters are required, how many go by position: the signature history's
+        from envdoctor.triage import sighistory
+
+        sig = sighistory.verdict(tb, msg, m, only)
+        if isinstance(sig, Verdict):
+            return sig
+    if not (m.group("kwarg") or m.group("missing")):
+        return None
+    names = _names_verdict(m, msg, only)
+    if names is None and tb is not None and m.group("kwarg"):
+        from envdoctor.triage import sighistory
+
+        sig = sighistory.verdict(tb, msg, m, only)  # a function the symbol history keeps no parameters of
+        return sig if isinstance(sig, Verdict) else None
+    return names
+
+
+def _names_verdict(m: re.Match[str], msg: str, only: str | None) -> Verdict | None:
     func = m.group("func")
     cls, _, name = func.rpartition(".")
     cls = cls.rsplit(".", 1)[-1] or None
@@ -351,7 +384,7 @@ def verdict(tb: Traceback, have: dict[str, str], only: str | None = None) -> Ver
         if v is None and only is not None:
             v = _object(msg, only, have)
     else:
-        v = _call(msg, only)
+        v = _call(msg, only, tb)
     v = _drift_shape(v)
     return _place(v, have.get(v.package)) if v is not None else None
 

@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Derive the signature history of the stack's packages (maintainer command).
+
+The symbol history (scripts/derive_symbol_history.py) says which releases have a function and
+which parameter names it takes; it cannot say which parameters are required, nor how many a call
+may pass by position. A ``TypeError`` raised where one package calls another is told by exactly
+that: ``seed_worker() missing 2 required positional arguments``, ``_prepare_inputs() takes 2
+positional arguments but 3 were given``, ``get_rope_index() missing 1 required positional argument:
+'mm_token_type_ids'``. This command records, per package, the full parameter list of each function
+and method **whose signature changed** between the releases read, as the distinct signatures and
+the releases that have each.
+
+Releases are read as scripts/derive_frame_index.py reads them (``release_reader``: a git
+directory's release tags, or ``--wheels DIR``, the package index's wheels read with ``zipfile``);
+nothing is installed or imported (``ast`` only); a file is parsed once per content.
+
+Kept: module-level public functions, and the public methods, ``__init__``, ``__call__`` and
+``forward`` of top-level classes (a ``Trainer`` subclass's ``_``-methods too: the hooks users
+override and TRL calls, ``_prepare_inputs``, ``_get_train_sampler``); only those whose signature
+is not the same in every release that has them. Private modules (a ``_``-name in the path),
+tests, vendored code are left out.
+
+A signature is written the way Python's own ``def`` reads, one string, without ``self``/``cls``::
+
+    "worker_id,num_workers=,rank="       # = : has a default
+    "input_ids,*,cache_position=,**"     # * : keyword-only after it (or *args, "*args")
+    "!x,y"                               # ! : a staticmethod (no bound first argument)
+    "a,/,b"                              # / : positional-only before it
+
+It writes ``rules/knowledge/signatures/DIST.json.gz`` (schema ``envdoctor.signatures/1``)::
+
+    {"schema": …, "package": "transformers", "source": "…", "read_from": "wheels" | "git",
+     "releases": ["4.46.3", …],                 # oldest first
+     "functions": {"transformers.trainer_utils:seed_worker": [["worker_id", "0-20"],
+                                                               ["worker_id,num_workers,rank", "21-40"]],
+                   "transformers.models.qwen2.modeling_qwen2:Qwen2Model.forward": […]}}
+
+Ranges are indices into ``releases`` (``"3-9,12"``, both ends included: the symbol history's
+encoding). Budget: 1.5 MB for all files together (``--budget``; the command fails above it).
+envdoctor reads them only in triage, only for a ``TypeError`` of a call's arguments
+(envdoctor/triage/sighistory.py); the static check never does.
+
+Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool; the wheels:
+``pip download --no-deps --only-binary=:all: transformers==V -d WHEELS/transformers``, the
+platform flags for vLLM as in scripts/derive_raise_sites.py)::
+
+    python scripts/derive_signature_history.py --all --mirrors /work/.mirror     # trl, peft, accelerate
+    python scripts/derive_signature_history.py --wheels WHEELS/transformers --package transformers \
+        --root transformers
+    python scripts/derive_signature_history.py --wheels WHEELS/vllm --package vllm --root vllm
+    python scripts/derive_signature_history.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
+
+Offline: it reads the git directory (``git`` on the path) or the wheels only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import gzip
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "rules" / "knowledge" / "signatures"
+SCHEMA = "envdoctor.signatures/1"
+BUDGET = 1_500_000
+SINCE = "2024-06-01"
+MAX_FILE = 2_000_000
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+frames = _load("derive_frame_index")  # the releases of a git history or of wheels: one reading
+
+_TAG = r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"
+#: distribution -> (mirror folder, repository, folders of its import package, release-tag pattern)
+PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
+    "trl": ("huggingface+trl", "huggingface/trl", ("trl",), _TAG),
+    "peft": ("huggingface+peft", "huggingface/peft", ("src/peft",), _TAG),
+    "accelerate": ("huggingface+accelerate", "huggingface/accelerate", ("src/accelerate",), _TAG),
+}
+#: the packages read from their wheels (past the mirrors): their repositories, recorded as ``source``
+SOURCES = {"vllm": "vllm-project/vllm", "transformers": "huggingface/transformers"}
+#: folders whose code is not an API any package calls
+_SKIP = frozenset(
+    {"tests", "test", "third_party", "thirdparty", "_vendor", "vendor", "vendored", "benchmarks"}
+)
+#: methods kept whatever their name
+_METHODS = frozenset({"__init__", "__call__", "forward"})
+
+
+def signature(fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> str:
+    """``fn``'s parameters as one string (module docstring), its bound first argument dropped."""
+    deco = {d.id if isinstance(d, ast.Name) else getattr(d, "attr", "") for d in fn.decorator_list}
+    static = method and "staticmethod" in deco
+    a = fn.args
+    pos = [*a.posonlyargs, *a.args]
+    defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
+    out: list[str] = []
+    for i, (p, d) in enumerate(zip(pos, defaults, strict=True)):
+        if i == 0 and method and not static:
+            continue
+        out.append(p.arg + ("=" if d is not None else ""))
+        if a.posonlyargs and i == len(a.posonlyargs) - 1:
+            out.append("/")
+    if a.vararg:
+        out.append("*" + a.vararg.arg)
+    elif a.kwonlyargs:
+        out.append("*")
+    for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        out.append(p.arg + ("=" if d is not None else ""))
+    if a.kwarg:
+        out.append("**")
+    return ("!" if static else "") + ",".join(out)
+
+
+def functions(src: str) -> dict[str, str]:
+    """A module's kept functions (module docstring): qualified name -> signature; a name defined
+    twice (``if``/``else`` branches) keeps its last definition."""
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[str, str] = {}
+    for st in frames_flat(tree.body):
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and not st.name.startswith("_"):
+            out[st.name] = signature(st, False)
+        elif isinstance(st, ast.ClassDef) and not st.name.startswith("_"):
+            hooks = st.name.endswith("Trainer")
+            for sub in frames_flat(st.body):
+                if not isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                name = sub.name
+                dunder = name.startswith("__") and name.endswith("__")
+                if name in _METHODS or (not name.startswith("_")) or (hooks and not dunder):
+                    out[f"{st.name}.{name}"] = signature(sub, True)
+    return out
+
+
+def frames_flat(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements of a body with those of its ``if`` / ``try`` blocks (definitions made under a
+    version or an import check)."""
+    out: list[ast.stmt] = []
+    for st in body:
+        out.append(st)
+        if isinstance(st, ast.If):
+            out += frames_flat(st.body) + frames_flat(st.orelse)
+        elif isinstance(st, ast.Try):
+            out += frames_flat(st.body) + frames_flat(st.orelse) + frames_flat(st.finalbody)
+            for h in st.handlers:
+                out += frames_flat(h.body)
+    return out
+
+
+def module_name(path: str, root: str) -> str | None:
+    """``trainer/grpo_trainer.py`` under root ``trl`` -> ``trl.trainer.grpo_trainer``; None for a
+    private, test or vendored module."""
+    parts = path[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if any(p in _SKIP or (p.startswith("_") and p != "__init__") or not p.isidentifier() for p in parts):
+        return None
+    if parts and parts[-1].startswith("modular_"):
+        return None  # transformers' sources its modeling files are generated from: never imported
+    return ".".join([root, *parts])
+
+
+def intervals(indices: list[int]) -> str:
+    """``"0-3,7"``: sorted indices as inclusive runs."""
+    runs: list[str] = []
+    for i in indices:
+        if runs and int(runs[-1].split("-")[-1]) == i - 1:
+            runs[-1] = f"{runs[-1].split('-')[0]}-{i}"
+        else:
+            runs.append(str(i))
+    return ",".join(runs)
+
+
+def derive(
+    git_dir: Path | None,
+    package: str,
+    roots: tuple[str, ...],
+    tags: str = "",
+    since: str = SINCE,
+    source: str = "",
+    wheels: Path | None = None,
+) -> dict[str, object]:
+    """The signature history of ``package`` (the module docstring's layout)."""
+    roots = tuple(r.strip("/") for r in roots)
+    root = roots[0].rsplit("/", 1)[-1]
+    reader = frames.release_reader(git_dir, package, roots, tags, since, "HEAD", wheels)
+    releases = reader.releases
+    parsed: dict[str, dict[str, str]] = {}
+    seen: dict[str, dict[str, list[int]]] = {}  # qualified name -> signature -> release indices
+    for index, (_, ref) in enumerate(releases):
+        for path, (key, _) in reader.files(ref, roots).items():
+            module = module_name(path, root)
+            if module is None:
+                continue
+            fns = parsed.get(key)
+            if fns is None:
+                data = reader.read(key)
+                fns = parsed[key] = (
+                    functions(data.decode("utf-8", "replace")) if len(data) <= MAX_FILE else {}
+                )
+            for name, sig in fns.items():
+                seen.setdefault(f"{module}:{name}", {}).setdefault(sig, []).append(index)
+    reader.close()
+    kept = {
+        q: [[sig, intervals(ix)] for sig, ix in sorted(sigs.items(), key=lambda kv: kv[1][0])]
+        for q, sigs in sorted(seen.items())
+        if len(sigs) > 1
+    }
+    return {
+        "schema": SCHEMA,
+        "package": package,
+        "source": source,
+        "read_from": "git" if reader.history else "wheels",
+        "releases": [v for v, _ in releases],
+        "functions": kept,
+    }
+
+
+def write(data: dict[str, object], out: Path) -> int:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    blob = gzip.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode(), 9, mtime=0)
+    out.write_bytes(blob)
+    return len(blob)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--all", action="store_true", help="every package of PACKAGES (needs --mirrors)")
+    ap.add_argument("--mirrors", type=Path, help="folder of mirrors named owner+name/repo (or owner+name)")
+    ap.add_argument("--only", action="append", default=[], help="with --all: only these packages")
+    ap.add_argument("--git-dir", type=Path)
+    ap.add_argument("--wheels", type=Path, help="a folder of the package's wheels (instead of a git history)")
+    ap.add_argument("--package")
+    ap.add_argument("--root", action="append", default=[], help="the import package's folder")
+    ap.add_argument("--tags", default=_TAG)
+    ap.add_argument("--since", default=SINCE)
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--budget", type=int, default=BUDGET, help="bytes all files may take together")
+    args = ap.parse_args(argv)
+    jobs: list[tuple[Path | None, str, tuple[str, ...], str, str]] = []
+    if args.all:
+        if args.mirrors is None:
+            ap.error("--all needs --mirrors")
+        for dist, (folder, repo, roots, tags) in PACKAGES.items():
+            if args.only and dist not in args.only:
+                continue
+            base = args.mirrors / folder
+            git_dir = base / "repo" if (base / "repo").is_dir() else base
+            if not git_dir.is_dir():
+                print(f"{dist}: no mirror at {base}; skipped", file=sys.stderr)
+                continue
+            jobs.append((git_dir, dist, roots, tags, repo))
+    elif args.package and args.root and (args.git_dir or args.wheels):
+        jobs.append((args.git_dir, args.package, tuple(args.root), args.tags, SOURCES.get(args.package, "")))
+    else:
+        ap.error(
+            "give --all --mirrors DIR, --git-dir, --package and --root, or --wheels, --package and --root"
+        )
+    for git_dir, dist, roots, tags, repo in jobs:
+        data = derive(git_dir, dist, roots, tags, args.since, repo, wheels=args.wheels)
+        size = write(data, args.out / f"{dist}.json.gz")
+        rel = data["releases"]
+        assert isinstance(rel, list)
+        span = f"{rel[0]}–{rel[-1]}" if rel else "none"
+        print(
+            f"{dist}: {len(rel)} releases ({span}), {len(data['functions'])} changed signatures, {size} bytes"
+        )  # type: ignore[arg-type]
+    total = sum(p.stat().st_size for p in args.out.glob("*.json.gz"))
+    print(f"total {total} bytes in {args.out}")
+    if total > args.budget:
+        print("over the budget", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
