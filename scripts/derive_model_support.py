@@ -19,7 +19,8 @@ Fetch them with pip into a cache folder outside the repository (one command per 
 
     pip download --no-deps --only-binary=:all: --python-version 3.12 \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_31_x86_64 --platform manylinux_2_35_x86_64 \
-        --platform manylinux_2_24_x86_64 --platform manylinux1_x86_64 --platform any vllm==0.33.0 -d WHEELS/vllm
+        --platform manylinux_2_24_x86_64 --platform manylinux1_x86_64 --platform any \\
+        vllm==0.33.0 -d WHEELS/vllm
     pip download --no-deps --only-binary=:all: transformers==5.24.0 -d WHEELS/transformers
     python scripts/derive_model_support.py --wheels WHEELS
 
@@ -89,7 +90,7 @@ def _keys(node: ast.AST, env: dict[str, dict[str, Any]]) -> dict[str, Any] | Non
     known), ``OrderedDict(...)`` / ``dict(...)`` of a list of pairs, a dict or keywords."""
     if isinstance(node, ast.Dict):
         out: dict[str, Any] = {}
-        for k, v in zip(node.keys, node.values):
+        for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
                 spread = _keys(v, env)
                 out.update(spread or {})
@@ -219,7 +220,9 @@ def derive(package: str, wheels: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--wheels", type=Path, required=True, help="a folder with transformers/ and vllm/ of wheels")
+    ap.add_argument(
+        "--wheels", type=Path, required=True, help="a folder with transformers/ and vllm/ of wheels"
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--budget", type=int, default=BUDGET)
     args = ap.parse_args(argv)
@@ -231,8 +234,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         doc[package] = derive(package, folder)
         rel = doc[package]["releases"]
-        print(f"{package}: {len(rel)} releases ({rel[0] if rel else '-'}–{rel[-1] if rel else '-'}), "
-              f"{len(doc[package]['names'])} names")
+        print(
+            f"{package}: {len(rel)} releases ({rel[0] if rel else '-'}–{rel[-1] if rel else '-'}), "
+            f"{len(doc[package]['names'])} names"
+        )
     blob = gzip.compress(json.dumps(doc, separators=(",", ":"), sort_keys=True).encode(), 9, mtime=0)
     print(f"{len(blob)} bytes")
     if len(blob) > args.budget:
