@@ -33,7 +33,7 @@ class Support:
         return self.first is not None
 
     def read(self) -> str:
-        """``transformers 4.45.0-5.24.0``: the releases envdoctor read."""
+        """``transformers 4.30.0-5.24.0``: the releases envdoctor read."""
         return f"{DISPLAY[self.package]} {self.oldest}-{self.newest}"
 
 

@@ -123,12 +123,8 @@ def _vllm_fix(first: str, log: Log, kb: Any) -> tuple[str, str]:
             said.append(
                 f"TRL {trl} supports vLLM {spec}, and no TRL line envdoctor knows admits vLLM {first}"
             )
-    elif not trl:
-        said.append(
-            f"TRL {newer} is the first TRL line whose vLLM range admits {first}"
-            if newer
-            else f"no TRL line envdoctor knows admits vLLM {first}"
-        )
+    elif not trl and newer:  # the log shows no TRL: which TRL goes with it, if any
+        said.append(f"TRL {newer} is the first TRL line whose vLLM range admits {first}")
     pin = _vllm_pin(kb, first)
     if pin:
         said.append(

@@ -35,14 +35,16 @@ def test_the_shipped_table_covers_the_releases_and_is_small() -> None:
     path = ROOT / "rules" / "knowledge" / "models.json.gz"
     assert path.stat().st_size < 64_000
     doc = json.loads(gzip.decompress(path.read_bytes()))
-    assert doc["transformers"]["releases"][0] == "4.45.0" and doc["transformers"]["releases"][-1] == "5.24.0"
-    assert doc["vllm"]["releases"][0] == "0.7.3" and doc["vllm"]["releases"][-1] == "0.33.0"
+    assert doc["transformers"]["releases"][0] == "4.30.0" and doc["transformers"]["releases"][-1] == "5.24.0"
+    assert doc["vllm"]["releases"][0] == "0.4.0" and doc["vllm"]["releases"][-1] == "0.33.0"
     assert models.lookup("transformers", "qwen3").first == "4.51.0"  # type: ignore[union-attr]
     assert models.lookup("vllm", "Qwen3ForCausalLM").first == "0.8.4"  # type: ignore[union-attr]
     assert models.has("vllm", "Qwen3ForCausalLM", "0.8.3") is False
     assert models.has("vllm", "Qwen3ForCausalLM", "0.8.5.post1") is True
-    assert models.has("vllm", "Qwen3ForCausalLM", "0.5.0") is None  # before the releases read
+    assert models.has("vllm", "Qwen3ForCausalLM", "0.3.0") is None  # before the releases read
     assert not models.lookup("vllm", "MyOwnForCausalLM").known  # type: ignore[union-attr]
+    assert models.lookup("transformers", "qwen2").first == "4.37.0"  # type: ignore[union-attr]
+    assert models.lookup("vllm", "Qwen2VLForConditionalGeneration").first == "0.6.1"  # type: ignore[union-attr]
 
 
 # --- triage: transformers ------------------------------------------------------------------------
