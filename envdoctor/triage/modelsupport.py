@@ -166,10 +166,16 @@ def _horizon(package: str, newest: str) -> str:
     )
 
 
-def _inspected(d: Draft, known: Any, entry: Any) -> Draft:
+def _inspected(d: Draft, known: Any, entry: Any, log: Log) -> Draft:
     """ "failed to be inspected": the registry has the architecture; importing or inspecting its
-    class failed in vLLM's subprocess."""
+    class failed in vLLM's subprocess: a transformers that does not fit the model class's imports,
+    the first release's early support of the model, an outdated checkpoint."""
+    from envdoctor.knowledge.models import releases_with
+
     f = d.finding
+    shown = _shown(log, "vllm")
+    later = [r for r in releases_with("vllm", known.name) if shown and versions.below(shown, r)]
+    early = bool(shown and shown == known.first and later)
     evidence = dict(
         f.evidence, model={"package": "vllm", "name": known.name, "first": known.first, "read": known.read()}
     )
@@ -178,11 +184,23 @@ def _inspected(d: Draft, known: Any, entry: Any) -> Draft:
         Severity.WARNING,
         f"vLLM could not inspect architecture {known.name}: the installed vLLM has it in its registry (vLLM "
         f"says so only then; it is in vLLM from {known.first}, envdoctor read {known.read()}), so the model "
-        "is not too new for it: importing or inspecting the model class failed in a subprocess "
-        f"({entry.id})",
-        "Read the error the log shows before this line (vLLM inspects the model class in a subprocess: an "
-        "ImportError of the model's module, a missing or mismatched dependency such as transformers, a "
-        "broken install); fix that error",
+        "is not too new for it: importing or inspecting the model class failed in a subprocess"
+        + (
+            f"; the log's vLLM {shown} is the first release with it (a model's first support is where "
+            "such failures gather: a later release is the first thing to try)"
+            if early
+            else ""
+        )
+        + f" ({entry.id})",
+        (
+            f"pip install 'vllm>={later[0]}' (a release after the first with {known.name}); else "
+            if early
+            else ""
+        )
+        + "read the error the log shows before this line (vLLM inspects the model class in a subprocess): "
+        "a transformers this vLLM does not fit (install the one it pins, or a later vLLM), a missing "
+        "dependency of the model's module, or a checkpoint older than the model's current config "
+        "(download it again)",
         evidence,
     )
     return d
@@ -220,7 +238,7 @@ def refine(entry: Any, m: Match, log: Log, drafts: list[Draft]) -> list[Draft]:
     certain = not keyerror or in_frame
     if inspected:
         if known.known:  # vLLM says so only when its registry has one of the architectures
-            return [_inspected(d, known, entry) for d in drafts]
+            return [_inspected(d, known, entry, log) for d in drafts]
         body = f"{name}: " + _horizon(package, known.newest)
         certain = False
     elif (until := _UNTIL.search(m.text)) or (

@@ -171,6 +171,16 @@ def test_failed_to_be_inspected_is_not_a_model_too_new() -> None:
     assert "not too new" in message and "0.8.4" not in fix
 
 
+def test_failed_to_be_inspected_on_the_first_release_with_it_tries_a_later_one() -> None:
+    text = (
+        "vllm==0.7.2\nValueError: Model architectures ['Qwen2_5_VLForConditionalGeneration'] failed to be "
+        "inspected. Please check the logs for more details.\n"
+    )
+    [(rule, severity, message, fix)] = _tri(text)
+    assert (rule, severity) == ("TRI011", Severity.WARNING)
+    assert "first release with it" in message and fix.startswith("pip install 'vllm>=0.7.3'")
+
+
 def test_a_logs_vllm_that_has_the_architecture_makes_it_a_warning() -> None:
     [(rule, severity, message, _)] = _tri("vllm==0.10.2\n" + VLLM_REFUSAL)
     assert (rule, severity) == ("TRI011", Severity.WARNING)
