@@ -519,3 +519,53 @@ def newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
             newest=past.newest,
             released=past.released,
         )
+
+
+@rule("PKG010", needs=("model",))
+def model_newer_than_package(ctx: Context) -> Iterator[Hit]:
+    """The model's config.json names a model type (transformers) or architecture (vLLM, when the
+    run uses it) that the installed release does not have and a later one does
+    (rules/knowledge/models.json.gz): the load refuses it. Quiet for a model with code of its own
+    (auto_map) and a name no release read has."""
+    from envdoctor.checks.resolver import plan_packages
+    from envdoctor.plan.memory.planner import resolve_model
+
+    shape, _ = resolve_model(ctx)
+    if shape is None or shape.remote_code or not (shape.model_type or shape.architectures):
+        return
+    from envdoctor.knowledge.models import DISPLAY, has, lookup
+
+    asks: list[tuple[str, str, str]] = []
+    if shape.model_type:
+        asks.append(("transformers", shape.model_type, "model type"))
+    if ctx.plan.use_vllm:
+        asks += [("vllm", a, "architecture") for a in shape.architectures[:1]]
+    short: list[tuple[str, str, str, str, Any]] = []  # dist, name, kind, installed, Support
+    for dist, name, kind in asks:
+        installed = ctx.version(dist)
+        if installed is None or has(dist, name, installed) is not False:
+            continue  # not installed, has it, or a release outside those read
+        found = lookup(dist, name)
+        if found is None or not found.known or found.first is None:
+            continue  # a custom model, or one newer than the knowledge horizon
+        if not versions.below(installed, found.first):
+            continue  # removed since (another story: the load says which release had it)
+        short.append((dist, name, kind, installed, found))
+    if not short:
+        return
+    # one plan that meets every floor at once (the vLLM row's fix must keep the model type too)
+    plan = plan_packages(ctx, {dist: f">={found.first}" for dist, _, _, _, found in short})
+    moved = bool(plan.changes) and not plan.unfixable
+    for dist, name, kind, installed, found in short:
+        yield hit(
+            f"{shape.name or 'The model'}'s config.json names {kind} {name}, which {DISPLAY[dist]} has "
+            f"from {found.first} (envdoctor read {found.read()}); the installed {DISPLAY[dist]} "
+            f"{installed} does not have it and refuses the model when it loads.",
+            fix=plan.command if moved else f"pip install '{dist}>={found.first}'",
+            remedy=plan.remedy() if moved else None,
+            package=dist,
+            installed=installed,
+            name=name,
+            first=found.first,
+            config=shape.source,
+        )

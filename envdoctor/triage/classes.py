@@ -661,4 +661,8 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     draft.finding = Finding(
         f.rule, Severity.ERROR if severity else Severity.WARNING, message, f.fix, f.evidence
     )
+    from envdoctor.triage import modelsupport
+
+    if entry.id in modelsupport.ENTRIES:  # a model refusal: named by the releases envdoctor read
+        return modelsupport.refine(entry, first, log, [draft])
     return [draft]

@@ -86,6 +86,11 @@ class ModelShape:
     assumed: list[str] = field(default_factory=list)
     total_override: int | None = None  # --model-params: the user's count wins over the formula
     vision: int = 0  # parameters of a vision tower and its projector (0: text only)
+    #: config.json's own model_type and architectures, and whether it names code of its own
+    #: (auto_map: trust_remote_code): what transformers and vLLM look the model up by
+    model_type: str = ""
+    architectures: tuple[str, ...] = ()
+    remote_code: bool = False
 
     # ---- counts -------------------------------------------------------------------------
     @property
@@ -407,7 +412,12 @@ def load_shape(model: str, environ: dict[str, str] | None = None) -> ModelShape 
         raise InputError(source, "nested too deeply") from None
     if not isinstance(cfg, dict):
         raise InputError(source, "expected a JSON object")
-    return from_config(cfg, name=model, source=str(path))
+    shape = from_config(cfg, name=model, source=str(path))
+    archs = cfg.get("architectures")
+    shape.model_type = str(cfg.get("model_type") or "")
+    shape.architectures = tuple(a for a in archs if isinstance(a, str))[:8] if isinstance(archs, list) else ()
+    shape.remote_code = bool(cfg.get("auto_map"))
+    return shape
 
 
 # ---- --model-params 7B ---------------------------------------------------------------------
