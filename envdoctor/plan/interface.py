@@ -145,6 +145,9 @@ class TrainingScript:
     #: it builds only TRL trainers that derive from no GRPOTrainer (``AsyncGRPOTrainer``) and no
     #: GRPOConfig: GRPO's batch checks do not run
     trl_other_trainer: str | None = None
+    #: where it builds TRL's GRPOTrainer or a class deriving from it (``GRPOTrainer(...) in
+    #: train.py:40``): the evidence that the run is GRPO's; None when none was seen
+    builds_grpo: str | None = None
     #: each key its GRPOConfig(...) calls set -> every place that sets it (``CodeKeyword``)
     config_keywords: dict[str, tuple[CodeKeyword, ...]] = field(default_factory=dict)
     #: where it (or a repository module it imports) builds a chat message (``{"role": …,

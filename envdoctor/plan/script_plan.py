@@ -57,6 +57,7 @@ def read_training_script(
         config_filter_keys=decl.config_filter_keys,
         keeps_unknown_keys=decl.keeps_unknown_keys,
         trl_other_trainer=decl.trl_other_trainer,
+        builds_grpo=decl.builds_grpo,
         chat_messages=decl.chat_messages,
         config_class=decl.config_class,
         vllm_engine=decl.vllm_engine,

@@ -193,6 +193,9 @@ class ScriptDecl:
     #: history holds (``AsyncGRPOTrainer (trl.experimental)``) and no GRPOConfig: GRPO's checks
     #: in GRPOTrainer.__init__ and GRPOConfig.__post_init__ do not run
     trl_other_trainer: str | None = None
+    #: where it builds TRL's GRPOTrainer or a class deriving from it (``GRPOTrainer(...) in
+    #: train.py:40``): the evidence that the run is GRPO's, None when none was seen
+    builds_grpo: str | None = None
     #: where the files read build a chat message (``{"role": …, "content": …}`` in prompts.py:30):
     #: the prompts are likely conversational
     chat_messages: str | None = None
@@ -1179,6 +1182,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         if "ref" in arg.rsplit(".", 1)[-1].lower()
     )
     decl.trl_other_trainer = None if decl.config_calls else _trl_other_trainer(main, script, res)
+    decl.builds_grpo = _builds_grpo(main, script, res, targets)
     decl.config_filter = next(
         (
             f"{read} in {mod.path}:{line}"
@@ -1287,6 +1291,28 @@ def _own_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
     if not kinds or any(k is None or k == "grpo" for k in kinds):
         return None
     return kinds[0].removeprefix("other: ") if kinds[0] else None
+
+
+def _builds_grpo(main: SourceFacts, script: Path, res: _Resolver, targets: frozenset[str]) -> str | None:
+    """What ``ScriptDecl.builds_grpo`` says: where the script builds TRL's GRPOTrainer or a class
+    deriving from it (``GRPOTrainer(...) in train.py:40``; ``MyTrainer(...) in train.py:52, a
+    GRPOTrainer``), a trainer class of the repository deriving from it that it picks into a
+    variable, or a Hydra ``_target_`` naming it; None when none was seen."""
+    for func, line, _ in main.calls:
+        if _derives(func, main, script, res) == "grpo":
+            last = func.rsplit(".", 1)[-1]
+            return f"{func}(...) in {main.path}:{line}" + ("" if last == TRAINER_CLASS else ", a GRPOTrainer")
+    if main.model_by_name:
+        return f"{TRAINER_CLASS}(...) in {main.path}"
+    if TRAINER_CLASS in targets:
+        return f"a Hydra `_target_` naming {TRAINER_CLASS} ({main.path})"
+    if not _names_trl_trainer(main):
+        for name, (source, _, level) in main.imports.items():
+            if not name.endswith("Trainer") or not (level or source.split(".")[0] not in {"trl", "unsloth"}):
+                continue
+            if _derives(name, main, script, res) == "grpo":
+                return f"{name} (from {source}), a GRPOTrainer, in {main.path}"
+    return None
 
 
 def _names_trl_trainer(main: SourceFacts) -> bool:
