@@ -148,6 +148,15 @@ class TrainingScript:
     #: where it builds TRL's GRPOTrainer or a class deriving from it (``GRPOTrainer(...) in
     #: train.py:40``): the evidence that the run is GRPO's; None when none was seen
     builds_grpo: str | None = None
+    #: GRPOConfig keys its calls take from the config file it reads itself -> (the place in the
+    #: file, the call): ``per_device_train_batch_size=conf["training"].get(…)`` reads
+    #: ("training", "per_device_train_batch_size")
+    file_keys: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    #: sections of that file its calls spread (``**conf["grpo"]``) -> the call
+    file_spreads: dict[tuple[str, ...], str] = field(default_factory=dict)
+    #: the config files a Hydra entry composes (``@hydra.main(config_path=…, config_name=…)``):
+    #: (the folder, the name), None for no Hydra entry
+    hydra_config: tuple[str, str] | None = None
     #: each key its GRPOConfig(...) calls set -> every place that sets it (``CodeKeyword``)
     config_keywords: dict[str, tuple[CodeKeyword, ...]] = field(default_factory=dict)
     #: where it (or a repository module it imports) builds a chat message (``{"role": …,

@@ -115,6 +115,10 @@ def read_training_script(
         script_cfg = {}
     code: dict[str, tuple[Any, str]] = {}
     for call in decl.config_calls:
+        for key, place in call.from_file.items():
+            plan.script.file_keys.setdefault(key, (place, call.where))
+        for section in call.file_spreads:
+            plan.script.file_spreads.setdefault(section, call.where)
         for key, place in call.places.items():
             plan.script.config_keywords[key] = (*plan.script.config_keywords.get(key, ()), place)
         if call.trl_class:

@@ -115,6 +115,12 @@ class ConfigCall:
     trl_class: bool = False
     #: the keys the call always passes (keywords, a spread dict's entries; not ``cfg.key = …``)
     passed: tuple[str, ...] = ()
+    #: key -> the place in the config file the script reads that its value comes from
+    #: (``per_device_train_batch_size=training_conf.get("per_device_train_batch_size")``:
+    #: ("training", "per_device_train_batch_size")); its value is the file's there
+    from_file: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the sections of that file it spreads (``**conf["grpo"]``: ("grpo",)): their keys are its
+    file_spreads: tuple[tuple[str, ...], ...] = ()
 
     @property
     def where(self) -> str:
@@ -443,6 +449,16 @@ class SourceFacts:
     filter_other_use: bool = False
     #: its text names something that reads a command line (``COMMAND_LINE``)
     reads_command_line: bool = False
+    #: name -> the place in the config file it reads that the name holds (``conf =
+    #: yaml.safe_load(f)``: (); ``training_conf = conf["training"]``: ("training",)), None when
+    #: it is bound to more than one; the Hydra entry's config argument is the file's root too
+    sections: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
+    #: ``name = <expr>`` candidates for ``sections``, resolved after the walk (its order is not
+    #: the file's)
+    section_binds: list[tuple[str, ast.expr]] = field(default_factory=list)
+    #: its functions that return what a config file load gives (``def load_config(p): with
+    #: open(p) as f: return yaml.safe_load(f)``)
+    load_functions: set[str] = field(default_factory=set)
 
 
 #: calls that read the parameters or fields of a class: a script that reads GRPOConfig's keeps
@@ -580,6 +596,7 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.add(node.name)
+            _note_config_function(mod, node)
         elif isinstance(node, ast.Call):
             scan_call(mod, node)
             names = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
@@ -599,6 +616,8 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             _note_mapping(mod, target, node.value)
+            if isinstance(target, ast.Name) and len(mod.section_binds) < MAX_CALLS:
+                mod.section_binds.append((target.id, node.value))
             if isinstance(target, ast.Name) and (target.id in mod.texts or len(mod.texts) < MAX_CALLS):
                 mod.texts[target.id] = mod.texts.get(target.id, True) and _is_text(node.value)
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Name) and len(rebound) < MAX_CALLS:
@@ -616,6 +635,7 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
                 sets = mod.sets.setdefault(target.value.id, [])
                 if len(sets) < MAX_CALLS:
                     sets.append((target.attr, node.value))  # cfg.gradient_checkpointing = ...
+    _resolve_sections(mod)
     for alias, source in rebound:  # ``import trl as _trl; trl = _trl`` (a lazy import bound to a
         # global): the name is the module too, where nothing else binds it as one
         if source in mod.modules and alias not in mod.modules and alias not in mod.imports:
@@ -627,6 +647,97 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
         if names & parsers and not own:
             mod.dynamic_flags = True
     return mod
+
+
+#: calls that hand their first argument back as plain data or a typed value: a config section
+#: passed through one is still that section (``OmegaConf.to_container(cfg.grpo)``, ``int(x)``)
+_PASS_THROUGH = frozenset({"to_container", "to_object", "dict", "int", "float", "bool", "str", "deepcopy"})
+#: methods of a mapping (or an OmegaConf node) that are not a key read
+_MAPPING_METHODS = frozenset({"get", "items", "keys", "values", "pop", "update", "copy", "setdefault"})
+
+
+def _is_load(mod: SourceFacts, node: ast.expr) -> bool:
+    """Whether ``node`` is a call that reads a config file into data (``FILE_LOADS``, one of the
+    file's functions that returns one, or a pass-through of either)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = _dotted(node.func) or ""
+    if func in FILE_LOADS or func in mod.load_functions:
+        return True
+    return func.rsplit(".", 1)[-1] in _PASS_THROUGH and bool(node.args) and _is_load(mod, node.args[0])
+
+
+def _note_config_function(mod: SourceFacts, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """Record a function that returns a config file's data (``return yaml.safe_load(f)``, or a
+    name bound to it), and the config argument of a Hydra entry (``@hydra.main(...) def
+    main(cfg)``), which is the composed file's root."""
+    for deco in node.decorator_list:
+        func = _dotted(deco.func) if isinstance(deco, ast.Call) else _dotted(deco)
+        if func and func.rsplit(".", 1)[-1] == "main" and "hydra" in func and node.args.args:
+            mod.sections[node.args.args[0].arg] = ()
+    loaded: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+            if isinstance(sub.value, ast.Call) and (_dotted(sub.value.func) or "") in FILE_LOADS:
+                loaded.add(sub.targets[0].id)
+        elif isinstance(sub, ast.Return) and sub.value is not None:
+            value = sub.value
+            if (isinstance(value, ast.Call) and (_dotted(value.func) or "") in FILE_LOADS) or (
+                isinstance(value, ast.Name) and value.id in loaded
+            ):
+                mod.load_functions.add(node.name)
+
+
+def section_path(mod: SourceFacts, node: ast.expr, depth: int = 0) -> tuple[str, ...] | None:
+    """The place in the config file the script reads that ``node`` reads (``conf["training"]
+    .get("num_generations")``: ("training", "num_generations")), None when it reads none."""
+    if depth > 8:
+        return None
+    if isinstance(node, ast.Name):
+        return mod.sections.get(node.id)
+    if _is_load(mod, node):
+        return ()
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            inner = section_path(mod, node.value, depth + 1)
+            return None if inner is None else (*inner, key.value)
+        return None
+    if isinstance(node, ast.Attribute) and node.attr not in _MAPPING_METHODS:
+        inner = section_path(mod, node.value, depth + 1)
+        return None if inner is None else (*inner, node.attr)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+        got = node.args[0] if node.args else None
+        if isinstance(got, ast.Constant) and isinstance(got.value, str):
+            inner = section_path(mod, node.func.value, depth + 1)
+            return None if inner is None else (*inner, got.value)
+        return None
+    if isinstance(node, ast.Call) and node.args and not node.keywords:
+        func = _dotted(node.func) or ""
+        if func.rsplit(".", 1)[-1] in _PASS_THROUGH:
+            return section_path(mod, node.args[0], depth + 1)
+    return None
+
+
+def _resolve_sections(mod: SourceFacts) -> None:
+    """``SourceFacts.sections`` from the bindings seen: a name bound to a config file load or to
+    a key read of a name that holds one; a name bound to two different things holds neither."""
+    binds: dict[str, list[ast.expr]] = {}
+    for name, value in mod.section_binds:
+        binds.setdefault(name, []).append(value)
+    for _ in range(4):  # chains of bindings, in any order
+        changed = False
+        for name, values in binds.items():
+            paths = {section_path(mod, v) for v in values}
+            got = next(iter(paths)) if len(paths) == 1 else None
+            if name in mod.sections and mod.sections[name] == () and got is None:
+                continue  # the Hydra entry's argument
+            if got is not None and mod.sections.get(name) != got:
+                mod.sections[name] = got
+                changed = True
+        if not changed:
+            break
+    mod.section_binds = []
 
 
 _MEMBER = (ast.In, ast.NotIn)
@@ -1544,10 +1655,14 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
         keywords: list[tuple[str | None, ast.expr, bool]] = []
         where = f"{name}{CODE_ORIGIN}{main.path}:{line}"
         places: dict[str, CodeKeyword] = {}
+        from_file: dict[str, tuple[str, ...]] = {}
+        file_spreads: list[tuple[str, ...]] = []
         for i, kw in enumerate(call.keywords):
             if kw.arg is not None:
                 places[kw.arg] = _code_keyword(where, call, i, main.lines)
-            if kw.arg is None:
+            if kw.arg is None and section_path(main, kw.value) is not None:
+                file_spreads.append(section_path(main, kw.value) or ())  # **conf["grpo"]
+            elif kw.arg is None:
                 spread_keys = _spread(main, kw.value)
                 spread = spread or spread_keys is None
                 keywords += [(k, v, False) for k, v in spread_keys or []]
@@ -1581,7 +1696,11 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 values[key] = value
                 continue
             ref = _dotted(node)
-            if ref and ref.count(".") == 1 and ref.split(".")[1] in decl.flags:
+            from_file.pop(key, None)
+            path = section_path(main, node)
+            if path:  # a value of the config file the script reads: the plan reads it there
+                from_file[key] = path
+            if ref and ref.count(".") == 1 and ref.split(".")[1] in decl.flags and not path:
                 flags[key] = ref.split(".")[1]
             elif had or not assigned:  # `cfg.x = expr` alone may set an attribute no field has
                 unknown.append(key)
@@ -1599,6 +1718,8 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 places,
                 trl_class=kind == "trl",
                 passed=tuple(dict.fromkeys(passed)),
+                from_file=from_file,
+                file_spreads=tuple(file_spreads),
             )
         )
     return out
