@@ -477,6 +477,22 @@ def _script_keys(ctx: Context) -> set[str]:
 def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
     cfg = ctx.config
     lay = ctx.layout
+    script = ctx.plan.script
+    if (
+        script is not None
+        and script.hydra_unread
+        and not {"num_generations", "per_device_train_batch_size"} & set(cfg)
+    ):
+        # the script builds its config from what Hydra composes, and that was not read: the batch
+        # is the script's, not TRL's defaults
+        yield hit(
+            f"GRPO's batch is not judged: {script.path} takes its config from Hydra, and the config "
+            f"Hydra composes was not read ({script.hydra_unread})",
+            fix="give envdoctor the composed config (python train.py --cfg job > composed.yaml; "
+            "envdoctor check --config composed.yaml …)",
+            severity="info",
+        )
+        return
     try:
         gens = int(cfg.get("num_generations", 8))
         per_device = int(cfg.get("per_device_train_batch_size", 8))

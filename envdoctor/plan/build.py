@@ -69,6 +69,8 @@ def build_plan(
         _merge(plan, data, f"config file {config}")
         _read_by_script(plan, f"config file {config}")
         _follow_sections(plan, data, f"config file {config}")
+    if plan.script is not None and plan.script.hydra_config:
+        _follow_sections(plan, plan.script.hydra_values, f"{HYDRA_ORIGIN} {plan.script.hydra_config}")
     if trainer is not None:
         _merge(plan, {k: v for k, v in script_cfg.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(plan, trainer)
@@ -342,7 +344,7 @@ def _follow_sections(plan: Plan, data: dict[str, Any], origin: str) -> None:
         value = _dig(data, path)
         if len(path) > 1 or path[0] != key:
             roots.setdefault(path[0], where)
-        if value is _ABSENT or isinstance(value, dict) or value is None:
+        if value is _ABSENT or isinstance(value, dict) or value is None or _interpolated(value):
             continue  # not in the file: the script's default, value unknown
         validate(key, value, origin)
         plan.config[key] = value
@@ -354,6 +356,10 @@ def _follow_sections(plan: Plan, data: dict[str, Any], origin: str) -> None:
         if not isinstance(section, dict):
             continue
         for key, value in section.items():
+            if _interpolated(value):
+                plan.config.pop(str(key), None)
+                plan.config_origin[str(key)] = f"{origin} ({'.'.join((*path, str(key)))}), {VALUE_UNKNOWN}"
+                continue
             validate(str(key), value, origin)
             plan.config[str(key)] = value
             plan.config_origin[str(key)] = f"{origin} ({'.'.join((*path, str(key)))}), spread into {where}"
@@ -367,9 +373,19 @@ def _follow_sections(plan: Plan, data: dict[str, Any], origin: str) -> None:
                 plan.config_origin.pop(root, None)
 
 
-def file_places(plan: Plan) -> dict[str, tuple[str, ...]]:
+#: how the origin of a key read from the config a Hydra entry composes begins
+HYDRA_ORIGIN = "Hydra config"
+
+
+def _interpolated(value: Any) -> bool:
+    """An OmegaConf interpolation (``${…}``): its value is not read."""
+    return isinstance(value, str) and "${" in value
+
+
+def file_places(plan: Plan, nested: bool = True) -> dict[str, tuple[str, ...]]:
     """The config keys whose value the training script reads from a nested place of the config
-    file itself (``_follow_sections``) -> that place: ``envdoctor fix`` edits them there."""
+    file itself (``_follow_sections``) -> that place: ``envdoctor fix`` edits them there
+    (``nested=False``: top-level places too)."""
     script = plan.script
     if script is None:
         return {}
@@ -383,7 +399,7 @@ def file_places(plan: Plan) -> dict[str, tuple[str, ...]]:
     for key, (path, where) in script.file_keys.items():
         if plan.config_origin.get(key, "").endswith(f"({'.'.join(path)}), through {where}"):
             out[key] = path
-    return {k: p for k, p in out.items() if len(p) > 1}
+    return {k: p for k, p in out.items() if len(p) > 1 or not nested}
 
 
 def _keep_code(plan: Plan, new: Plan) -> None:
@@ -411,7 +427,7 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
     new.launch_files = list(plan.launch_files)
     for key, value in plan.config.items():
         origin = plan.config_origin.get(key, MAPPING_ORIGIN)
-        if origin != "command line" and not from_code(origin):
+        if origin != "command line" and not from_code(origin) and not origin.startswith(HYDRA_ORIGIN):
             new.config[key] = value
             new.config_origin[key] = origin
     new.launches = parse_launches("\n".join(lines)) if lines else []
@@ -428,6 +444,8 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
             args, code = read_training_script(new, trainer, args)
             _merge_code(new, {k: v for k, v in code.items() if k not in new.config_origin})
             new.job = _declared_job(trainer)
+            if new.script is not None and new.script.hydra_config:
+                _follow_sections(new, new.script.hydra_values, f"{HYDRA_ORIGIN} {new.script.hydra_config}")
         _merge(new, {k: v for k, v in args.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(new, trainer)
         _read_hostfile(trainer)

@@ -154,9 +154,12 @@ class TrainingScript:
     file_keys: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
     #: sections of that file its calls spread (``**conf["grpo"]``) -> the call
     file_spreads: dict[tuple[str, ...], str] = field(default_factory=dict)
-    #: the config files a Hydra entry composes (``@hydra.main(config_path=…, config_name=…)``):
-    #: (the folder, the name), None for no Hydra entry
-    hydra_config: tuple[str, str] | None = None
+    #: the config a Hydra entry composes (``@hydra.main(config_path=…, config_name=…)``): the
+    #: primary file read, or why it was not (``hydra_unread``); both None for no Hydra entry
+    hydra_config: str | None = None
+    hydra_unread: str | None = None
+    #: the composed Hydra config (``plan.build`` follows the sections the script reads in it)
+    hydra_values: dict[str, Any] = field(default_factory=dict)
     #: each key its GRPOConfig(...) calls set -> every place that sets it (``CodeKeyword``)
     config_keywords: dict[str, tuple[CodeKeyword, ...]] = field(default_factory=dict)
     #: where it (or a repository module it imports) builds a chat message (``{"role": …,

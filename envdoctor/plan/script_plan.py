@@ -68,6 +68,15 @@ def read_training_script(
     )
     if decl.problem:
         return script_cfg, {}
+    if decl.hydra_config is not None:
+        from envdoctor.plan.hydra_compose import Unread, compose
+
+        try:
+            plan.script.hydra_values, plan.script.hydra_config = compose(
+                decl.path, decl.hydra_config[0], decl.hydra_config[1], list(trainer.script_args)
+            )
+        except Unread as exc:
+            plan.script.hydra_unread = str(exc)
     plan.script_keys.update(decl.keys())
     given: dict[str, Any] = {}
     if decl.in_process_calls:

@@ -202,6 +202,8 @@ class ScriptDecl:
     #: where it builds TRL's GRPOTrainer or a class deriving from it (``GRPOTrainer(...) in
     #: train.py:40``): the evidence that the run is GRPO's, None when none was seen
     builds_grpo: str | None = None
+    #: its ``@hydra.main(config_path=…, config_name=…)`` as written (None: not a literal), or None
+    hydra_config: tuple[str | None, str | None] | None = None
     #: where the files read build a chat message (``{"role": …, "content": …}`` in prompts.py:30):
     #: the prompts are likely conversational
     chat_messages: str | None = None
@@ -459,6 +461,9 @@ class SourceFacts:
     #: its functions that return what a config file load gives (``def load_config(p): with
     #: open(p) as f: return yaml.safe_load(f)``)
     load_functions: set[str] = field(default_factory=set)
+    #: its Hydra entry's ``config_path`` and ``config_name`` as written (literal strings; None
+    #: where not given or not a literal), or None for no ``@hydra.main``
+    hydra_config: tuple[str | None, str | None] | None = None
 
 
 #: calls that read the parameters or fields of a class: a script that reads GRPOConfig's keeps
@@ -675,6 +680,12 @@ def _note_config_function(mod: SourceFacts, node: ast.FunctionDef | ast.AsyncFun
         func = _dotted(deco.func) if isinstance(deco, ast.Call) else _dotted(deco)
         if func and func.rsplit(".", 1)[-1] == "main" and "hydra" in func and node.args.args:
             mod.sections[node.args.args[0].arg] = ()
+            said = {k.arg: k.value for k in deco.keywords} if isinstance(deco, ast.Call) else {}
+            text = [
+                v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
+                for v in (said.get("config_path"), said.get("config_name"))
+            ]
+            mod.hydra_config = (text[0], text[1])
     loaded: set[str] = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
@@ -1294,6 +1305,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
     )
     decl.trl_other_trainer = None if decl.config_calls else _trl_other_trainer(main, script, res)
     decl.builds_grpo = _builds_grpo(main, script, res, targets)
+    decl.hydra_config = main.hydra_config
     decl.config_filter = next(
         (
             f"{read} in {mod.path}:{line}"
