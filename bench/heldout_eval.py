@@ -188,16 +188,20 @@ def _gpu_model(gpus: dict, default: dict) -> dict:
 SERVER_WORDS = ("vllm-serve", "vllm serve", "vllm_serve", "vllm.entrypoints")
 
 
-def _gpu_count(gpus: dict, launch: list[str]) -> int:
-    """The GPUs of the setup's machine: gpus.json's count (2 when it gives none or no number), and
-    at least one more than the highest index a launch line's CUDA_VISIBLE_DEVICES names (``=1,2``: the machine
-    has GPUs 0-2, whatever the collector counted as used)."""
+def _gpu_count(gpus: dict, launch: list[str]) -> int | None:
+    """The GPUs of the setup's machine: gpus.json's count, and at least one more than the highest
+    index a launch line's CUDA_VISIBLE_DEVICES names (``=1,2``: the machine has GPUs 0-2, whatever
+    the collector counted as used); None when gpus.json gives no number and no line names an
+    index (the count is not known: the snapshot says so, ``"gpus": null``, and no rule judges a
+    GPU count the setup never stated)."""
     raw = gpus.get("count")
     count = (
-        raw if isinstance(raw, int) and raw > 0 else int(raw) if str(raw).isdigit() and int(raw) > 0 else 2
+        raw if isinstance(raw, int) and raw > 0 else int(raw) if str(raw).isdigit() and int(raw) > 0 else None
     )
     named = [int(i) for x in launch for m in VISIBLE.finditer(x) for i in re.findall(r"\d+", m.group(1))]
-    return max(min(count, 8), max(named, default=-1) + 1)
+    if count is None and not named:
+        return None
+    return max(min(count or 0, 8), max(named, default=-1) + 1)
 
 
 #: a version range inside a stack note ("pyproject.toml >=4.45.0,<5", "(…, >=0.19)")
@@ -682,9 +686,10 @@ def setups(out: Path) -> None:
         origin = _origin(stack.get("trl"))
         if origin and "trl" in packages:  # a build from a git tree, as pip records it
             packages["trl"] = {"version": packages["trl"], "origin": origin}
-        (tmp / "facts.json").write_text(
-            json.dumps(snapshot(count, _gpu_model(gpus, H100), packages=packages))
-        )
+        snap = snapshot(count or 0, _gpu_model(gpus, H100), packages=packages)
+        if count is None:
+            snap["gpus"] = None  # not known: not a machine with no GPU
+        (tmp / "facts.json").write_text(json.dumps(snap))
         files = ["config.yaml"] + [f.name for f in tmp.iterdir() if "accelerate" in f.name]
         inputs = ["--facts", "facts.json", "--config", "config.yaml"]
         for s in servers:

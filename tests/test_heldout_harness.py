@@ -118,6 +118,14 @@ def test_the_machine_has_every_gpu_a_launch_line_names():
     assert harness._gpu_count({}, ["export CUDA_VISIBLE_DEVICES='0, 3'"]) == 4
 
 
+def test_a_gpu_count_the_setup_does_not_state_stays_unknown():
+    # gpus.json "count": "unknown" / null / "1 or 2": the run is judged with the GPUs not known
+    # (a snapshot's "gpus": null), never with a default of 2 the user never stated
+    assert harness._gpu_count({"count": "unknown"}, ["accelerate launch train.py"]) is None
+    assert harness._gpu_count({"count": None}, ["python train.py"]) is None
+    assert harness._gpu_count({"count": "1 or 2 (README)"}, ["python train.py"]) is None
+
+
 def test_a_range_keeps_what_the_stack_brought_else_the_nearest_release_it_allows():
     # TRL 0.23's line brought transformers 4.56.1; ">=4.57.1" asks the nearest series above it,
     # not today's newest (5.x, which TRL 0.23 cannot run on)
