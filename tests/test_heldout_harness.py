@@ -153,6 +153,15 @@ def test_a_reconstructed_configs_computed_values_are_left_out(tmp_path):
     published.write_text("# as published\neval_steps: <total_step // 100>\n")
     he._drop_code_values(published)
     assert "eval_steps" in published.read_text()
+    # a config the collector took from the script's GRPOConfig(...) call, its header says so
+    # (unsloth-zoo PR 47's notebook: `bf16 = is_bfloat16_supported()` is code, not a config value)
+    cell = tmp_path / "c.yaml"
+    cell.write_text(
+        '# settings as published: the notebook\'s GRPOConfig(...) cell\nbf16: "is_bfloat16_supported()"\n'
+        'fp16: "not is_bfloat16_supported()"\nlearning_rate: 5.0e-6\n'
+    )
+    he._drop_code_values(cell)
+    assert cell.read_text().splitlines()[1:] == ["learning_rate: 5.0e-6"]
 
 
 def test_a_note_that_infers_one_exact_release_installs_it():
