@@ -1672,8 +1672,8 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
         for i, kw in enumerate(call.keywords):
             if kw.arg is not None:
                 places[kw.arg] = _code_keyword(where, call, i, main.lines)
-            if kw.arg is None and section_path(main, kw.value) is not None:
-                file_spreads.append(section_path(main, kw.value) or ())  # **conf["grpo"]
+            if kw.arg is None and section_path(main, kw.value):  # **conf["grpo"]: a section of it
+                file_spreads.append(section_path(main, kw.value) or ())
             elif kw.arg is None:
                 spread_keys = _spread(main, kw.value)
                 spread = spread or spread_keys is None
