@@ -125,7 +125,8 @@ def logs(out: Path) -> None:
 
 
 def _commands(setup: Path) -> list[str]:
-    """The setup's commands: continuation lines joined, comments and pip installs dropped."""
+    """The setup's commands: continuation lines joined, comments, pip installs and the
+    collector's elisions ("...") dropped."""
     done, cur = [], ""
     for raw in (setup / "launch.txt").read_text().splitlines():
         line = raw.split("  #")[0].split(" # ")[0].rstrip()
@@ -136,7 +137,9 @@ def _commands(setup: Path) -> list[str]:
             continue
         cur += line
         if cur.strip() and not cur.strip().startswith(("pip ", "uv pip")):
-            done.append(" ".join(cur.split()).replace("<N-1>", "1"))
+            # the collector's "..." / "…" for flags the source elides: no word of the command
+            words = [w for w in cur.split() if w not in ("...", "…")]
+            done.append(" ".join(words).replace("<N-1>", "1"))
         cur = ""
     return done
 

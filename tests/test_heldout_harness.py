@@ -189,3 +189,11 @@ def test_a_package_the_stack_says_is_not_installed_is_absent():
     # "not installed explicitly - comes with unsloth": installed, by another package
     got = harness._stack({"trl": "not installed explicitly - comes with unsloth; inferred 0.24.0"}, False)
     assert got["trl"] == "0.24.0"
+
+
+def test_the_collectors_elision_is_no_word_of_the_command(tmp_path):
+    # Saliency_R1 (set 11b): "--eval_steps 100 ..." was read as eval_steps [100, '...'] (CFG005)
+    (tmp_path / "launch.txt").write_text(
+        "accelerate launch train.py --eval_steps 100 ... --num_generations 8 …\n"
+    )
+    assert harness._commands(tmp_path) == ["accelerate launch train.py --eval_steps 100 --num_generations 8"]
