@@ -124,3 +124,29 @@ def test_a_spread_section_is_the_configs(tmp_path):
     assert [f for f in found if f.rule == "CFG002"]
     said = " ".join(f.message for f in found if f.rule == "CFG004")
     assert "num_generation" in said and "`grpo`" not in said
+
+
+COMPUTED = """\
+import yaml
+from trl import GRPOConfig
+
+conf = yaml.safe_load(open("config.yaml"))
+training_conf = conf["training"]
+per_device_train_batch_size = training_conf.get("per_device_train_batch_size", 1)
+num_generations = training_conf.get("num_generations", 4)
+cfg = GRPOConfig(
+    output_dir="out",
+    per_device_train_batch_size=per_device_train_batch_size,
+    num_generations=num_generations,
+    generation_batch_size=num_generations * per_device_train_batch_size,
+)
+"""
+
+
+def test_a_batch_key_set_to_a_computed_value_leaves_the_batch_unjudged(tmp_path):
+    # rlvr_experiments 2b889b0 (set 12b): generation_batch_size = num_generations * per_device;
+    # TRL's default steps_per_generation is not what runs, so no error from it
+    plan, found = _run(tmp_path, COMPUTED, CONFIG)
+    assert plan.config["num_generations"] == 4 and plan.config["per_device_train_batch_size"] == 3
+    (cfg002,) = [f for f in found if f.rule == "CFG002"]
+    assert cfg002.severity.value == "info" and "generation_batch_size" in cfg002.message
