@@ -1,6 +1,8 @@
 """Score bench/heldout_eval.py setups results against the sets' labels, with the fix figures.
 
-    python docs/validation/gate13-2026-11-29/score.py BASE_DIR AFTER_DIR [-v] [--only-gate12]
+    python docs/validation/gate13-2026-11-29/score.py BASE AFTER [-v] [--only-gate12]
+
+BASE / AFTER: a folder of results, or a prefix (docs/validation/gate13-2026-11-29/base_).
 
 healthy clean: check exits 0/1 with no warning or error; broken with an error: check has an error
 finding; fix leaves no error: on a broken setup, `check` on what `fix` wrote (recheck; the check
@@ -28,7 +30,8 @@ def label_of(setname: str, case: str) -> dict:
 
 def load(folder: str, only12: bool) -> dict:
     res = {}
-    for f in sorted(glob.glob(os.path.join(folder, "*.json"))):
+    pattern = os.path.join(folder, "*.json") if os.path.isdir(folder) else folder + "*.json"
+    for f in sorted(glob.glob(pattern)):
         name = os.path.basename(f)[:-5].removeprefix("base_").removeprefix("after_")
         if only12 and name.startswith("heldout-2026-11-29d"):
             continue
