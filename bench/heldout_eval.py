@@ -125,7 +125,8 @@ def logs(out: Path) -> None:
 
 
 def _commands(setup: Path) -> list[str]:
-    """The setup's commands: continuation lines joined, comments and pip installs dropped."""
+    """The setup's commands: continuation lines joined, comments, pip installs and the
+    collector's elisions ("...") dropped."""
     done, cur = [], ""
     for raw in (setup / "launch.txt").read_text().splitlines():
         line = raw.split("  #")[0].split(" # ")[0].rstrip()
@@ -136,7 +137,9 @@ def _commands(setup: Path) -> list[str]:
             continue
         cur += line
         if cur.strip() and not cur.strip().startswith(("pip ", "uv pip")):
-            done.append(" ".join(cur.split()).replace("<N-1>", "1"))
+            # the collector's "..." / "…" for flags the source elides: no word of the command
+            words = [w for w in cur.split() if w not in ("...", "…")]
+            done.append(" ".join(words).replace("<N-1>", "1"))
         cur = ""
     return done
 
@@ -188,16 +191,20 @@ def _gpu_model(gpus: dict, default: dict) -> dict:
 SERVER_WORDS = ("vllm-serve", "vllm serve", "vllm_serve", "vllm.entrypoints")
 
 
-def _gpu_count(gpus: dict, launch: list[str]) -> int:
-    """The GPUs of the setup's machine: gpus.json's count (2 when it gives none or no number), and
-    at least one more than the highest index a launch line's CUDA_VISIBLE_DEVICES names (``=1,2``: the machine
-    has GPUs 0-2, whatever the collector counted as used)."""
+def _gpu_count(gpus: dict, launch: list[str]) -> int | None:
+    """The GPUs of the setup's machine: gpus.json's count, and at least one more than the highest
+    index a launch line's CUDA_VISIBLE_DEVICES names (``=1,2``: the machine has GPUs 0-2, whatever
+    the collector counted as used); None when gpus.json gives no number and no line names an
+    index (the count is not known: the snapshot says so, ``"gpus": null``, and no rule judges a
+    GPU count the setup never stated)."""
     raw = gpus.get("count")
     count = (
-        raw if isinstance(raw, int) and raw > 0 else int(raw) if str(raw).isdigit() and int(raw) > 0 else 2
+        raw if isinstance(raw, int) and raw > 0 else int(raw) if str(raw).isdigit() and int(raw) > 0 else None
     )
     named = [int(i) for x in launch for m in VISIBLE.finditer(x) for i in re.findall(r"\d+", m.group(1))]
-    return max(min(count, 8), max(named, default=-1) + 1)
+    if count is None and not named:
+        return None
+    return max(min(count or 0, 8), max(named, default=-1) + 1)
 
 
 #: a version range inside a stack note ("pyproject.toml >=4.45.0,<5", "(…, >=0.19)")
@@ -593,14 +600,14 @@ _CODE_VALUE = re.compile(
 
 def _drop_code_values(config: Path) -> None:
     """In a config the collector reconstructed from the script's ``GRPOConfig(...)`` (its first
-    line says so), the keys whose value was an expression the script computes (a call, or the
+    line says so: "reconstructed", or the ``GRPOConfig(...)`` call it was taken from), the keys whose value was an expression the script computes (a call, or the
     collector's ``<placeholder>`` for it) are left out: no config file holds them; the real setup
     passes them in code, which envdoctor reads from the script (a non-literal keyword: unknown).
     Published configs are left as they are."""
     if not config.is_file():
         return
     lines = config.read_text(errors="replace").splitlines(keepends=True)
-    if not lines or "reconstructed" not in lines[0]:
+    if not lines or ("reconstructed" not in lines[0] and "GRPOConfig(" not in lines[0]):
         return
     kept = [x for x in lines if not _CODE_VALUE.match(x.rstrip("\n"))]
     if len(kept) != len(lines):
@@ -682,9 +689,10 @@ def setups(out: Path) -> None:
         origin = _origin(stack.get("trl"))
         if origin and "trl" in packages:  # a build from a git tree, as pip records it
             packages["trl"] = {"version": packages["trl"], "origin": origin}
-        (tmp / "facts.json").write_text(
-            json.dumps(snapshot(count, _gpu_model(gpus, H100), packages=packages))
-        )
+        snap = snapshot(count or 0, _gpu_model(gpus, H100), packages=packages)
+        if count is None:
+            snap["gpus"] = None  # not known: not a machine with no GPU
+        (tmp / "facts.json").write_text(json.dumps(snap))
         files = ["config.yaml"] + [f.name for f in tmp.iterdir() if "accelerate" in f.name]
         inputs = ["--facts", "facts.json", "--config", "config.yaml"]
         for s in servers:

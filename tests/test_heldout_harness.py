@@ -118,6 +118,14 @@ def test_the_machine_has_every_gpu_a_launch_line_names():
     assert harness._gpu_count({}, ["export CUDA_VISIBLE_DEVICES='0, 3'"]) == 4
 
 
+def test_a_gpu_count_the_setup_does_not_state_stays_unknown():
+    # gpus.json "count": "unknown" / null / "1 or 2": the run is judged with the GPUs not known
+    # (a snapshot's "gpus": null), never with a default of 2 the user never stated
+    assert harness._gpu_count({"count": "unknown"}, ["accelerate launch train.py"]) is None
+    assert harness._gpu_count({"count": None}, ["python train.py"]) is None
+    assert harness._gpu_count({"count": "1 or 2 (README)"}, ["python train.py"]) is None
+
+
 def test_a_range_keeps_what_the_stack_brought_else_the_nearest_release_it_allows():
     # TRL 0.23's line brought transformers 4.56.1; ">=4.57.1" asks the nearest series above it,
     # not today's newest (5.x, which TRL 0.23 cannot run on)
@@ -145,6 +153,15 @@ def test_a_reconstructed_configs_computed_values_are_left_out(tmp_path):
     published.write_text("# as published\neval_steps: <total_step // 100>\n")
     he._drop_code_values(published)
     assert "eval_steps" in published.read_text()
+    # a config the collector took from the script's GRPOConfig(...) call, its header says so
+    # (unsloth-zoo PR 47's notebook: `bf16 = is_bfloat16_supported()` is code, not a config value)
+    cell = tmp_path / "c.yaml"
+    cell.write_text(
+        '# settings as published: the notebook\'s GRPOConfig(...) cell\nbf16: "is_bfloat16_supported()"\n'
+        'fp16: "not is_bfloat16_supported()"\nlearning_rate: 5.0e-6\n'
+    )
+    he._drop_code_values(cell)
+    assert cell.read_text().splitlines()[1:] == ["learning_rate: 5.0e-6"]
 
 
 def test_a_note_that_infers_one_exact_release_installs_it():
@@ -172,3 +189,11 @@ def test_a_package_the_stack_says_is_not_installed_is_absent():
     # "not installed explicitly - comes with unsloth": installed, by another package
     got = harness._stack({"trl": "not installed explicitly - comes with unsloth; inferred 0.24.0"}, False)
     assert got["trl"] == "0.24.0"
+
+
+def test_the_collectors_elision_is_no_word_of_the_command(tmp_path):
+    # Saliency_R1 (set 11b): "--eval_steps 100 ..." was read as eval_steps [100, '...'] (CFG005)
+    (tmp_path / "launch.txt").write_text(
+        "accelerate launch train.py --eval_steps 100 ... --num_generations 8 …\n"
+    )
+    assert harness._commands(tmp_path) == ["accelerate launch train.py --eval_steps 100 --num_generations 8"]

@@ -12,7 +12,7 @@ from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import FileEdit, Remedy
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.keys import presence, span
-from envdoctor.plan.interface import ConfigClass, TrainingScript, from_code
+from envdoctor.plan.interface import VALUE_UNKNOWN, ConfigClass, TrainingScript, from_code
 from envdoctor.plan.placeholders import placeholder
 from envdoctor.plan.values import small_divisors, type_problem
 from envdoctor.trl_release import dev_build
@@ -473,10 +473,53 @@ def _script_keys(ctx: Context) -> set[str]:
     return set(table.get("keys") or {}) | NOT_CONFIG | TRL_ACCELERATE | set(ctx.plan.script_keys)
 
 
+#: the GRPOConfig keys GRPO's batch check reads (any TRL release)
+_BATCH_KEYS = (
+    "num_generations",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "generation_batch_size",
+    "steps_per_generation",
+)
+
+
 @rule("CFG002", needs=("plan",))
 def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
     cfg = ctx.config
     lay = ctx.layout
+    script = ctx.plan.script
+    if (
+        script is not None
+        and script.hydra_unread
+        and not {"num_generations", "per_device_train_batch_size"} & set(cfg)
+    ):
+        # the script builds its config from what Hydra composes, and that was not read: the batch
+        # is the script's, not TRL's defaults
+        yield hit(
+            f"GRPO's batch is not judged: {script.path} takes its config from Hydra, and the config "
+            f"Hydra composes was not read ({script.hydra_unread})",
+            fix="give envdoctor the composed config (python train.py --cfg job > composed.yaml; "
+            "envdoctor check --config composed.yaml …)",
+            severity="info",
+        )
+        return
+    unknown = [
+        k
+        for k in _BATCH_KEYS
+        if k not in cfg and ctx.plan.config_origin.get(k, "").endswith(f", {VALUE_UNKNOWN}")
+    ]
+    if unknown:
+        # the script sets a key of the batch to an expression envdoctor does not evaluate
+        # (``generation_batch_size=num_generations * per_device``): TRL's defaults are not it
+        shown = ", ".join(f"{k} ({ctx.plan.config_origin[k].split(', ')[0]})" for k in unknown)
+        yield hit(
+            f"GRPO's batch is not judged: the training script sets {shown} to a value envdoctor "
+            "does not evaluate",
+            fix="nothing, if the script's values divide; to have it judged, set them as literals",
+            severity="info",
+            unknown=unknown,
+        )
+        return
     try:
         gens = int(cfg.get("num_generations", 8))
         per_device = int(cfg.get("per_device_train_batch_size", 8))

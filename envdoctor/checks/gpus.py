@@ -20,6 +20,14 @@ def no_gpu(ctx: Context) -> Iterator[Hit]:
 
     if any(as_bool(ctx.plan.config.get(k)) for k in CPU_SWITCHES):
         return  # training on the CPU on purpose: no GPU is no news
+    if ctx.facts.gpus_unknown:
+        yield hit(
+            "the training machine's GPUs are not known (the snapshot gives gpus: null): no rule "
+            "judged a GPU count, model or memory",
+            severity="info",
+            fix="take the snapshot on the GPU node (`envdoctor collect` there) to have them judged",
+        )
+        return
     why = ctx.facts.nvml_error or "NVML found no GPU"
     sev = "warning" if ctx.plan.trainer or ctx.plan.config else "info"
     yield hit(

@@ -14,6 +14,7 @@ from envdoctor.checks.matching import (
     imported_unseen,
     matches,
     matching,
+    runs_grpo,
 )
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import Remedy
@@ -148,6 +149,8 @@ def severity(ctx: Context, failure: KnownFailure) -> str:
         base = "warning"
     if failure.unless_imported and base == "error" and imported_unseen(ctx, failure):
         return "warning"  # a library in the stack may patch it away: not seen, so not certain
+    if failure.trainer == "grpo" and base == "error" and runs_grpo(ctx)[0] is None:
+        base = "warning"  # GRPOTrainer's own failure in a run not seen to build one: likely
     return ctx.on_trl(base) if "trl" in failure.packages else base
 
 
@@ -165,7 +168,8 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
             f"{_stack(ctx, failure)}: {failure.title}"
             + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})")
             + _depends_said(ctx, failure, likely(ctx, failure))
-            + (f"; {unseen}" if unseen else ""),
+            + (f"; {unseen}" if unseen else "")
+            + _trainer_said(ctx, failure),
             fix=fix,
             remedy=remedy,
             severity=severity(ctx, failure),
@@ -179,6 +183,15 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
             found = unused_vllm(found, unused)
         yield found
     yield from _patched_away(ctx)
+
+
+def _trainer_said(ctx: Context, failure: KnownFailure) -> str:
+    """For an entry of GRPOTrainer's own (``when.trainer``): where the run was not seen to build
+    one, that the finding holds if it does, and why it was not seen."""
+    if failure.trainer != "grpo":
+        return ""
+    grpo, why = runs_grpo(ctx)
+    return "" if grpo else f"; if the run builds a GRPOTrainer ({why})"
 
 
 def _patched_away(ctx: Context) -> Iterator[Hit]:

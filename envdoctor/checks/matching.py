@@ -169,6 +169,42 @@ def _env_has(env: dict[str, str], names: str, value: str) -> bool:
     )
 
 
+#: an option of the trainer's launch line that asks its program for GRPO (``--rlhf_type grpo``,
+#: ``--trainer=grpo``): a framework's entry point told to train with GRPO
+_ASKS_GRPO = re.compile(r"^--?[\w.-]+(?:=|$)")
+
+
+def runs_grpo(ctx: Context) -> tuple[bool | None, str]:
+    """Whether the run builds TRL's GRPOTrainer (or a class deriving from it), and the evidence:
+    True where the training script read builds one, ``trl grpo`` runs, or the launch line asks its
+    program for GRPO (``--rlhf_type grpo``); False where the script read builds only other
+    trainers (SFTTrainer, a repository class deriving from transformers' Trainer) or the launch
+    runs another TRL command (``trl sft``); None where neither shows (the script not read, or it
+    builds no trainer envdoctor knows), with why."""
+    trainer = ctx.plan.trainer
+    if trainer is not None and trainer.launcher.startswith("trl-") and not trainer.is_server:
+        cmd = trainer.launcher.removeprefix("trl-")
+        return cmd == "grpo", f"the launch line runs `trl {cmd}`"
+    script = ctx.plan.script
+    if script is not None and not script.problem:
+        if script.builds_grpo:
+            return True, f"the run builds it ({script.builds_grpo})"
+        other = script.trl_other_trainer or script.own_trainer
+        if other:
+            return False, f"{script.path} builds {other}, no GRPOTrainer"
+    words = trainer.raw.split() if trainer is not None else []
+    for i, word in enumerate(words):
+        opt, eq, value = word.partition("=")
+        value = value if eq else words[i + 1] if i + 1 < len(words) else ""
+        if _ASKS_GRPO.match(word) and value.strip("'\"").lower() == "grpo":
+            return True, f"the launch line asks for GRPO ({opt} {value})"
+    if script is None:
+        return None, "no launch line names the training script"
+    if script.problem:
+        return None, f"the training script was not read: {script.problem}"
+    return None, f"{script.path} builds no trainer envdoctor knows"
+
+
 def matches(ctx: Context, failure: KnownFailure) -> bool:
     """Whether every condition of ``failure.when`` holds for this stack. A package installed at
     a placeholder version (``0+unknown``: which release is not recorded) holds no range: the
@@ -187,6 +223,8 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
     for key, wanted in failure.launch.items():
         if not _launch_holds(ctx, key, wanted):
             return False
+    if failure.trainer == "grpo" and runs_grpo(ctx)[0] is False:
+        return False  # the run builds another trainer (an SFT or DPO stage)
     if failure.platform and not _platforms(ctx) & set(failure.platform):
         return False
     if failure.env or failure.unless_env:

@@ -152,8 +152,13 @@ class Stack:
         self.env = marker_env(facts.python)
         self.python = self.env.get("python_full_version", "") if facts.python else ""
         self.roots: list[Need] = [Need(n, why=f"{n} {v} installed") for n, v in self.installed.items()]
-        if self.use_vllm and "vllm" not in self.installed and not facts.unknown("vllm"):
-            self.roots.append(Need("vllm", f">={VLLM_FLOOR}", why="use_vllm is on"))
+        script = ctx.plan.script
+        in_process = script.vllm_in_process if script is not None and not script.problem else None
+        if (self.use_vllm or in_process) and "vllm" not in self.installed and not facts.unknown("vllm"):
+            # TRL's vLLM (use_vllm), or the one the script starts in its own process (Unsloth's
+            # fast_inference=True): either needs a vLLM built for this torch
+            why = "use_vllm is on" if self.use_vllm else f"{in_process} starts vLLM in the training process"
+            self.roots.append(Need("vllm", f">={VLLM_FLOOR}", why=why))
         if (
             "trl" not in self.installed
             and not facts.unknown("trl")

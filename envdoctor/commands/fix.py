@@ -113,10 +113,11 @@ def file_edits(plan: Any, files: Any, config: dict[str, Any]) -> dict[str, tuple
     out = {named[k]: (before[k], text) for k, text in after.items() if before.get(k) != text}
     path = plan.config_path
     if path and path != "-" and (config["set"] or config["remove"]):
+        from envdoctor.plan.build import file_places
         from envdoctor.remedy.config_edit import edit_config
 
         old = before.get(key(path)) or on_disk([path]).get(key(path), "")
-        new = edit_config(after.get(key(path), old), path, config["set"], config["remove"])
+        new = edit_config(after.get(key(path), old), path, config["set"], config["remove"], file_places(plan))
         if new != old:
             out[path] = (old, new)
     return out

@@ -85,6 +85,9 @@ class Facts:
     hostname: str = ""
     source: str = "live"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the training machine's GPUs are not known (a snapshot's ``"gpus": null``: the setup does
+    #: not say how many, or which): no rule judges a GPU count, model or memory it was not given
+    gpus_unknown: bool = False
 
     @property
     def live(self) -> bool:

@@ -50,7 +50,9 @@ def to_dict(facts: Facts) -> dict[str, Any]:
             | ({"origin": p.origin} if p.origin else {})
             for name, p in sorted(facts.packages.items())
         },
-        "gpus": [
+        "gpus": None
+        if facts.gpus_unknown
+        else [
             {
                 "index": g.index,
                 "uuid": g.uuid,
@@ -179,6 +181,7 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
             version=version, requires=requires, origin=origin[:500] if origin else None
         )
     gpus = r.get(data, "gpus", (list,), "", [])
+    facts.gpus_unknown = "gpus" in data and data["gpus"] is None  # null: not known; []: none
     seen: set[int] = set()  # a set: 30,000 GPUs load in linear time
     for i, g in enumerate(gpus):
         where = f"gpus[{i}]."

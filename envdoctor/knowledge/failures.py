@@ -71,7 +71,12 @@ _WHEN_KEYS = {
     "unless_config",
     "unless_imported",
     "data",
+    "trainer",
 }
+#: ``when.trainer``: the trainer the run must build for the entry to hold (``grpo``: TRL's
+#: GRPOTrainer or a class deriving from it, as the training script is read or the launch line
+#: asks for it; ``checks.matching.runs_grpo``)
+TRAINERS = ("grpo",)
 #: ``when.launch`` aspects and the values each may take.
 LAUNCH_VALUES = {
     "launcher": ("python", "torchrun", "accelerate", "deepspeed", "trl"),
@@ -164,6 +169,9 @@ class KnownFailure:
     #: whenever vLLM is installed), not when vLLM generates: it holds in a run that never
     #: generates with vLLM (``checks.context.vllm_unused``) too
     at_import: bool = False
+    #: the trainer the run must build (``TRAINERS``), None for any: an entry of GRPOTrainer's own
+    #: (TRL before 0.14 has none) does not hold for a run that builds SFTTrainer
+    trainer: str | None = None
 
     @property
     def certainty(self) -> str:
@@ -430,6 +438,9 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
     at_import = entry.get("at_import", False)
     if not isinstance(at_import, bool):
         raise KnownFailuresError(f"{where}: 'at_import' must be true or false")
+    trainer = (entry.get("when") or {}).get("trainer")
+    if trainer is not None and trainer not in TRAINERS:
+        raise KnownFailuresError(f"{where}.when.trainer: {trainer!r} not in {list(TRAINERS)}")
     rule = entry.get("rule")
     if rule is not None and not (isinstance(rule, str) and _RULE.match(rule)):
         raise KnownFailuresError(f"{where}: 'rule' must be a rule id such as PKG002")
@@ -464,6 +475,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         symptom_decides=decides,
         certain_with=tuple(Symptom(x, where) for x in settles),
         at_import=at_import,
+        trainer=trainer,
     )
 
 

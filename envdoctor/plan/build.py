@@ -62,10 +62,15 @@ def build_plan(
         plan.job = plan.job or _declared_job(trainer)
     if config_dict:
         _merge(plan, config_dict, MAPPING_ORIGIN)
+        _follow_sections(plan, config_dict, MAPPING_ORIGIN)
     if config:
         plan.config_path = str(config)
-        _merge(plan, _read_mapping(config, "GRPO config", plan), f"config file {config}")
+        data = _read_mapping(config, "GRPO config", plan)
+        _merge(plan, data, f"config file {config}")
         _read_by_script(plan, f"config file {config}")
+        _follow_sections(plan, data, f"config file {config}")
+    if plan.script is not None and plan.script.hydra_config:
+        _follow_sections(plan, plan.script.hydra_values, f"{HYDRA_ORIGIN} {plan.script.hydra_config}")
     if trainer is not None:
         _merge(plan, {k: v for k, v in script_cfg.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(plan, trainer)
@@ -315,6 +320,88 @@ def _read_by_script(plan: Plan, origin: str) -> None:
             )
 
 
+def _dig(data: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return _ABSENT
+        data = data[part]
+    return data
+
+
+_ABSENT = object()
+
+
+def _follow_sections(plan: Plan, data: dict[str, Any], origin: str) -> None:
+    """A script that reads the config file itself and hands GRPOConfig values from places in it
+    (``GRPOConfig(per_device_train_batch_size=conf["training"].get(…))``, ``**conf["grpo"]``): the
+    values there are the config's, said as from that place; the file's sections the script reads
+    are its own, never GRPOConfig's keys."""
+    script = plan.script
+    if script is None or script.problem or not (script.file_keys or script.file_spreads):
+        return
+    roots: dict[str, str] = {}
+    for key, (path, where) in script.file_keys.items():
+        value = _dig(data, path)
+        if len(path) > 1 or path[0] != key:
+            roots.setdefault(path[0], where)
+        if value is _ABSENT or isinstance(value, dict) or value is None or _interpolated(value):
+            continue  # not in the file: the script's default, value unknown
+        validate(key, value, origin)
+        plan.config[key] = value
+        plan.config_origin[key] = f"{origin} ({'.'.join(path)}), through {where}"
+    for path, where in script.file_spreads.items():
+        section = _dig(data, path)
+        if path:
+            roots.setdefault(path[0], where)
+        if not isinstance(section, dict):
+            continue
+        for key, value in section.items():
+            if _interpolated(value):
+                plan.config.pop(str(key), None)
+                plan.config_origin[str(key)] = f"{origin} ({'.'.join((*path, str(key)))}), {VALUE_UNKNOWN}"
+                continue
+            validate(str(key), value, origin)
+            plan.config[str(key)] = value
+            plan.config_origin[str(key)] = f"{origin} ({'.'.join((*path, str(key)))}), spread into {where}"
+    for root, where in roots.items():
+        if root in data and root not in script.file_keys and not any(not p for p in script.file_spreads):
+            plan.script_keys.setdefault(
+                root, f"a section of the config file the script reads itself ({where})"
+            )
+            if plan.config_origin.get(root) == origin:
+                plan.config.pop(root, None)
+                plan.config_origin.pop(root, None)
+
+
+#: how the origin of a key read from the config a Hydra entry composes begins
+HYDRA_ORIGIN = "Hydra config"
+
+
+def _interpolated(value: Any) -> bool:
+    """An OmegaConf interpolation (``${…}``): its value is not read."""
+    return isinstance(value, str) and "${" in value
+
+
+def file_places(plan: Plan, nested: bool = True) -> dict[str, tuple[str, ...]]:
+    """The config keys whose value the training script reads from a nested place of the config
+    file itself (``_follow_sections``) -> that place: ``envdoctor fix`` edits them there
+    (``nested=False``: top-level places too)."""
+    script = plan.script
+    if script is None:
+        return {}
+    out: dict[str, tuple[str, ...]] = {}
+    for path, _ in script.file_spreads.items():
+        for key, origin in plan.config_origin.items():
+            if path and origin.endswith(
+                f"({'.'.join((*path, key))}), spread into {script.file_spreads[path]}"
+            ):
+                out[key] = (*path, key)
+    for key, (path, where) in script.file_keys.items():
+        if plan.config_origin.get(key, "").endswith(f"({'.'.join(path)}), through {where}"):
+            out[key] = path
+    return {k: p for k, p in out.items() if len(p) > 1 or not nested}
+
+
 def _keep_code(plan: Plan, new: Plan) -> None:
     new.script = plan.script
     for key, origin in plan.config_origin.items():
@@ -340,7 +427,7 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
     new.launch_files = list(plan.launch_files)
     for key, value in plan.config.items():
         origin = plan.config_origin.get(key, MAPPING_ORIGIN)
-        if origin != "command line" and not from_code(origin):
+        if origin != "command line" and not from_code(origin) and not origin.startswith(HYDRA_ORIGIN):
             new.config[key] = value
             new.config_origin[key] = origin
     new.launches = parse_launches("\n".join(lines)) if lines else []
@@ -357,6 +444,8 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
             args, code = read_training_script(new, trainer, args)
             _merge_code(new, {k: v for k, v in code.items() if k not in new.config_origin})
             new.job = _declared_job(trainer)
+            if new.script is not None and new.script.hydra_config:
+                _follow_sections(new, new.script.hydra_values, f"{HYDRA_ORIGIN} {new.script.hydra_config}")
         _merge(new, {k: v for k, v in args.items() if k not in _LAUNCH_ONLY}, "command line")
         _apply_config_env(new, trainer)
         _read_hostfile(trainer)

@@ -145,6 +145,21 @@ class TrainingScript:
     #: it builds only TRL trainers that derive from no GRPOTrainer (``AsyncGRPOTrainer``) and no
     #: GRPOConfig: GRPO's batch checks do not run
     trl_other_trainer: str | None = None
+    #: where it builds TRL's GRPOTrainer or a class deriving from it (``GRPOTrainer(...) in
+    #: train.py:40``): the evidence that the run is GRPO's; None when none was seen
+    builds_grpo: str | None = None
+    #: GRPOConfig keys its calls take from the config file it reads itself -> (the place in the
+    #: file, the call): ``per_device_train_batch_size=conf["training"].get(…)`` reads
+    #: ("training", "per_device_train_batch_size")
+    file_keys: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    #: sections of that file its calls spread (``**conf["grpo"]``) -> the call
+    file_spreads: dict[tuple[str, ...], str] = field(default_factory=dict)
+    #: the config a Hydra entry composes (``@hydra.main(config_path=…, config_name=…)``): the
+    #: primary file read, or why it was not (``hydra_unread``); both None for no Hydra entry
+    hydra_config: str | None = None
+    hydra_unread: str | None = None
+    #: the composed Hydra config (``plan.build`` follows the sections the script reads in it)
+    hydra_values: dict[str, Any] = field(default_factory=dict)
     #: each key its GRPOConfig(...) calls set -> every place that sets it (``CodeKeyword``)
     config_keywords: dict[str, tuple[CodeKeyword, ...]] = field(default_factory=dict)
     #: where it (or a repository module it imports) builds a chat message (``{"role": …,

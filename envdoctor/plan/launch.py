@@ -152,6 +152,23 @@ def _split_options(launcher: str, tokens: list[str]) -> tuple[dict[str, Any], in
 _VLLM_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"})
 
 
+#: TRL's server script (trl/scripts/vllm_serve.py, which `trl vllm-serve` runs): run by path or
+#: as a module, TRL's or a repository's copy of it (verifiers/inference/vllm_serve.py), it is
+#: TRL's vLLM server with TRL's options, not a training script
+_TRL_SERVER_NAME = "vllm_serve"
+
+
+def _trl_server(raw: str, env: dict[str, str], program: list[str], rest: list[str]) -> Launch:
+    return Launch(
+        raw=raw,
+        launcher="trl-vllm-serve",
+        env=env,
+        program=program,
+        options=parse_script_args(rest),
+        script_args=rest,
+    )
+
+
 def _python_launch(raw: str, env: dict[str, str], argv: list[str]) -> Launch:
     i = 1
     while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
@@ -166,6 +183,8 @@ def _python_launch(raw: str, env: dict[str, str], argv: list[str]) -> Launch:
                     raw, env, argv, f"`python -m {module} {' '.join(rest[:1])}` is not `accelerate launch`"
                 )
             return _launcher_launch(raw, env, launcher, argv[: i + 2 + sub], rest[sub:])
+        if module.rsplit(".", 1)[-1] == _TRL_SERVER_NAME:  # trl.scripts.vllm_serve, or a copy of it
+            return _trl_server(raw, env, argv[: i + 2], rest)
         if module in _VLLM_SERVER_MODULES:  # vLLM's OpenAI server, which `vllm serve` runs
             return Launch(
                 raw=raw,
@@ -181,6 +200,8 @@ def _python_launch(raw: str, env: dict[str, str], argv: list[str]) -> Launch:
     script = argv[i] if i < len(argv) else None
     if script is None:
         return _unknown(raw, env, argv, f"`{shlex.join(argv)}` runs no script")
+    if script.replace("\\", "/").rsplit("/", 1)[-1] == f"{_TRL_SERVER_NAME}.py":
+        return _trl_server(raw, env, argv[: i + 1], argv[i + 1 :])
     return Launch(
         raw=raw, launcher="python", env=env, program=argv[:i], script=script, script_args=argv[i + 1 :]
     )

@@ -57,6 +57,7 @@ def read_training_script(
         config_filter_keys=decl.config_filter_keys,
         keeps_unknown_keys=decl.keeps_unknown_keys,
         trl_other_trainer=decl.trl_other_trainer,
+        builds_grpo=decl.builds_grpo,
         chat_messages=decl.chat_messages,
         config_class=decl.config_class,
         vllm_engine=decl.vllm_engine,
@@ -67,6 +68,15 @@ def read_training_script(
     )
     if decl.problem:
         return script_cfg, {}
+    if decl.hydra_config is not None:
+        from envdoctor.plan.hydra_compose import Unread, compose
+
+        try:
+            plan.script.hydra_values, plan.script.hydra_config = compose(
+                decl.path, decl.hydra_config[0], decl.hydra_config[1], list(trainer.script_args)
+            )
+        except Unread as exc:
+            plan.script.hydra_unread = str(exc)
     plan.script_keys.update(decl.keys())
     given: dict[str, Any] = {}
     if decl.in_process_calls:
@@ -114,6 +124,10 @@ def read_training_script(
         script_cfg = {}
     code: dict[str, tuple[Any, str]] = {}
     for call in decl.config_calls:
+        for key, place in call.from_file.items():
+            plan.script.file_keys.setdefault(key, (place, call.where))
+        for section in call.file_spreads:
+            plan.script.file_spreads.setdefault(section, call.where)
         for key, place in call.places.items():
             plan.script.config_keywords[key] = (*plan.script.config_keywords.get(key, ()), place)
         if call.trl_class:

@@ -115,6 +115,12 @@ class ConfigCall:
     trl_class: bool = False
     #: the keys the call always passes (keywords, a spread dict's entries; not ``cfg.key = …``)
     passed: tuple[str, ...] = ()
+    #: key -> the place in the config file the script reads that its value comes from
+    #: (``per_device_train_batch_size=training_conf.get("per_device_train_batch_size")``:
+    #: ("training", "per_device_train_batch_size")); its value is the file's there
+    from_file: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the sections of that file it spreads (``**conf["grpo"]``: ("grpo",)): their keys are its
+    file_spreads: tuple[tuple[str, ...], ...] = ()
 
     @property
     def where(self) -> str:
@@ -193,6 +199,11 @@ class ScriptDecl:
     #: history holds (``AsyncGRPOTrainer (trl.experimental)``) and no GRPOConfig: GRPO's checks
     #: in GRPOTrainer.__init__ and GRPOConfig.__post_init__ do not run
     trl_other_trainer: str | None = None
+    #: where it builds TRL's GRPOTrainer or a class deriving from it (``GRPOTrainer(...) in
+    #: train.py:40``): the evidence that the run is GRPO's, None when none was seen
+    builds_grpo: str | None = None
+    #: its ``@hydra.main(config_path=…, config_name=…)`` as written (None: not a literal), or None
+    hydra_config: tuple[str | None, str | None] | None = None
     #: where the files read build a chat message (``{"role": …, "content": …}`` in prompts.py:30):
     #: the prompts are likely conversational
     chat_messages: str | None = None
@@ -440,6 +451,19 @@ class SourceFacts:
     filter_other_use: bool = False
     #: its text names something that reads a command line (``COMMAND_LINE``)
     reads_command_line: bool = False
+    #: name -> the place in the config file it reads that the name holds (``conf =
+    #: yaml.safe_load(f)``: (); ``training_conf = conf["training"]``: ("training",)), None when
+    #: it is bound to more than one; the Hydra entry's config argument is the file's root too
+    sections: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
+    #: ``name = <expr>`` candidates for ``sections``, resolved after the walk (its order is not
+    #: the file's)
+    section_binds: list[tuple[str, ast.expr]] = field(default_factory=list)
+    #: its functions that return what a config file load gives (``def load_config(p): with
+    #: open(p) as f: return yaml.safe_load(f)``)
+    load_functions: set[str] = field(default_factory=set)
+    #: its Hydra entry's ``config_path`` and ``config_name`` as written (literal strings; None
+    #: where not given or not a literal), or None for no ``@hydra.main``
+    hydra_config: tuple[str | None, str | None] | None = None
 
 
 #: calls that read the parameters or fields of a class: a script that reads GRPOConfig's keeps
@@ -577,6 +601,7 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.add(node.name)
+            _note_config_function(mod, node)
         elif isinstance(node, ast.Call):
             scan_call(mod, node)
             names = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
@@ -596,6 +621,8 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             _note_mapping(mod, target, node.value)
+            if isinstance(target, ast.Name) and len(mod.section_binds) < MAX_CALLS:
+                mod.section_binds.append((target.id, node.value))
             if isinstance(target, ast.Name) and (target.id in mod.texts or len(mod.texts) < MAX_CALLS):
                 mod.texts[target.id] = mod.texts.get(target.id, True) and _is_text(node.value)
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Name) and len(rebound) < MAX_CALLS:
@@ -613,6 +640,7 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
                 sets = mod.sets.setdefault(target.value.id, [])
                 if len(sets) < MAX_CALLS:
                     sets.append((target.attr, node.value))  # cfg.gradient_checkpointing = ...
+    _resolve_sections(mod)
     for alias, source in rebound:  # ``import trl as _trl; trl = _trl`` (a lazy import bound to a
         # global): the name is the module too, where nothing else binds it as one
         if source in mod.modules and alias not in mod.modules and alias not in mod.imports:
@@ -624,6 +652,103 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
         if names & parsers and not own:
             mod.dynamic_flags = True
     return mod
+
+
+#: calls that hand their first argument back as plain data or a typed value: a config section
+#: passed through one is still that section (``OmegaConf.to_container(cfg.grpo)``, ``int(x)``)
+_PASS_THROUGH = frozenset({"to_container", "to_object", "dict", "int", "float", "bool", "str", "deepcopy"})
+#: methods of a mapping (or an OmegaConf node) that are not a key read
+_MAPPING_METHODS = frozenset({"get", "items", "keys", "values", "pop", "update", "copy", "setdefault"})
+
+
+def _is_load(mod: SourceFacts, node: ast.expr) -> bool:
+    """Whether ``node`` is a call that reads a config file into data (``FILE_LOADS``, one of the
+    file's functions that returns one, or a pass-through of either)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = _dotted(node.func) or ""
+    if func in FILE_LOADS or func in mod.load_functions:
+        return True
+    return func.rsplit(".", 1)[-1] in _PASS_THROUGH and bool(node.args) and _is_load(mod, node.args[0])
+
+
+def _note_config_function(mod: SourceFacts, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """Record a function that returns a config file's data (``return yaml.safe_load(f)``, or a
+    name bound to it), and the config argument of a Hydra entry (``@hydra.main(...) def
+    main(cfg)``), which is the composed file's root."""
+    for deco in node.decorator_list:
+        func = _dotted(deco.func) if isinstance(deco, ast.Call) else _dotted(deco)
+        if func and func.rsplit(".", 1)[-1] == "main" and "hydra" in func and node.args.args:
+            mod.sections[node.args.args[0].arg] = ()
+            said = {k.arg: k.value for k in deco.keywords} if isinstance(deco, ast.Call) else {}
+            text = [
+                v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
+                for v in (said.get("config_path"), said.get("config_name"))
+            ]
+            mod.hydra_config = (text[0], text[1])
+    loaded: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+            if isinstance(sub.value, ast.Call) and (_dotted(sub.value.func) or "") in FILE_LOADS:
+                loaded.add(sub.targets[0].id)
+        elif isinstance(sub, ast.Return) and sub.value is not None:
+            value = sub.value
+            if (isinstance(value, ast.Call) and (_dotted(value.func) or "") in FILE_LOADS) or (
+                isinstance(value, ast.Name) and value.id in loaded
+            ):
+                mod.load_functions.add(node.name)
+
+
+def section_path(mod: SourceFacts, node: ast.expr, depth: int = 0) -> tuple[str, ...] | None:
+    """The place in the config file the script reads that ``node`` reads (``conf["training"]
+    .get("num_generations")``: ("training", "num_generations")), None when it reads none."""
+    if depth > 8:
+        return None
+    if isinstance(node, ast.Name):
+        return mod.sections.get(node.id)
+    if _is_load(mod, node):
+        return ()
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            inner = section_path(mod, node.value, depth + 1)
+            return None if inner is None else (*inner, key.value)
+        return None
+    if isinstance(node, ast.Attribute) and node.attr not in _MAPPING_METHODS:
+        inner = section_path(mod, node.value, depth + 1)
+        return None if inner is None else (*inner, node.attr)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+        got = node.args[0] if node.args else None
+        if isinstance(got, ast.Constant) and isinstance(got.value, str):
+            inner = section_path(mod, node.func.value, depth + 1)
+            return None if inner is None else (*inner, got.value)
+        return None
+    if isinstance(node, ast.Call) and node.args and not node.keywords:
+        func = _dotted(node.func) or ""
+        if func.rsplit(".", 1)[-1] in _PASS_THROUGH:
+            return section_path(mod, node.args[0], depth + 1)
+    return None
+
+
+def _resolve_sections(mod: SourceFacts) -> None:
+    """``SourceFacts.sections`` from the bindings seen: a name bound to a config file load or to
+    a key read of a name that holds one; a name bound to two different things holds neither."""
+    binds: dict[str, list[ast.expr]] = {}
+    for name, value in mod.section_binds:
+        binds.setdefault(name, []).append(value)
+    for _ in range(4):  # chains of bindings, in any order
+        changed = False
+        for name, values in binds.items():
+            paths = {section_path(mod, v) for v in values}
+            got = next(iter(paths)) if len(paths) == 1 else None
+            if name in mod.sections and mod.sections[name] == () and got is None:
+                continue  # the Hydra entry's argument
+            if got is not None and mod.sections.get(name) != got:
+                mod.sections[name] = got
+                changed = True
+        if not changed:
+            break
+    mod.section_binds = []
 
 
 _MEMBER = (ast.In, ast.NotIn)
@@ -1179,6 +1304,8 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         if "ref" in arg.rsplit(".", 1)[-1].lower()
     )
     decl.trl_other_trainer = None if decl.config_calls else _trl_other_trainer(main, script, res)
+    decl.builds_grpo = _builds_grpo(main, script, res, targets)
+    decl.hydra_config = main.hydra_config
     decl.config_filter = next(
         (
             f"{read} in {mod.path}:{line}"
@@ -1287,6 +1414,28 @@ def _own_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
     if not kinds or any(k is None or k == "grpo" for k in kinds):
         return None
     return kinds[0].removeprefix("other: ") if kinds[0] else None
+
+
+def _builds_grpo(main: SourceFacts, script: Path, res: _Resolver, targets: frozenset[str]) -> str | None:
+    """What ``ScriptDecl.builds_grpo`` says: where the script builds TRL's GRPOTrainer or a class
+    deriving from it (``GRPOTrainer(...) in train.py:40``; ``MyTrainer(...) in train.py:52, a
+    GRPOTrainer``), a trainer class of the repository deriving from it that it picks into a
+    variable, or a Hydra ``_target_`` naming it; None when none was seen."""
+    for func, line, _ in main.calls:
+        if _derives(func, main, script, res) == "grpo":
+            last = func.rsplit(".", 1)[-1]
+            return f"{func}(...) in {main.path}:{line}" + ("" if last == TRAINER_CLASS else ", a GRPOTrainer")
+    if main.model_by_name:
+        return f"{TRAINER_CLASS}(...) in {main.path}"
+    if TRAINER_CLASS in targets:
+        return f"a Hydra `_target_` naming {TRAINER_CLASS} ({main.path})"
+    if not _names_trl_trainer(main):
+        for name, (source, _, level) in main.imports.items():
+            if not name.endswith("Trainer") or not (level or source.split(".")[0] not in {"trl", "unsloth"}):
+                continue
+            if _derives(name, main, script, res) == "grpo":
+                return f"{name} (from {source}), a GRPOTrainer, in {main.path}"
+    return None
 
 
 def _names_trl_trainer(main: SourceFacts) -> bool:
@@ -1518,10 +1667,14 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
         keywords: list[tuple[str | None, ast.expr, bool]] = []
         where = f"{name}{CODE_ORIGIN}{main.path}:{line}"
         places: dict[str, CodeKeyword] = {}
+        from_file: dict[str, tuple[str, ...]] = {}
+        file_spreads: list[tuple[str, ...]] = []
         for i, kw in enumerate(call.keywords):
             if kw.arg is not None:
                 places[kw.arg] = _code_keyword(where, call, i, main.lines)
-            if kw.arg is None:
+            if kw.arg is None and section_path(main, kw.value):  # **conf["grpo"]: a section of it
+                file_spreads.append(section_path(main, kw.value) or ())
+            elif kw.arg is None:
                 spread_keys = _spread(main, kw.value)
                 spread = spread or spread_keys is None
                 keywords += [(k, v, False) for k, v in spread_keys or []]
@@ -1555,7 +1708,11 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 values[key] = value
                 continue
             ref = _dotted(node)
-            if ref and ref.count(".") == 1 and ref.split(".")[1] in decl.flags:
+            from_file.pop(key, None)
+            path = section_path(main, node)
+            if path:  # a value of the config file the script reads: the plan reads it there
+                from_file[key] = path
+            if ref and ref.count(".") == 1 and ref.split(".")[1] in decl.flags and not path:
                 flags[key] = ref.split(".")[1]
             elif had or not assigned:  # `cfg.x = expr` alone may set an attribute no field has
                 unknown.append(key)
@@ -1573,6 +1730,8 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 places,
                 trl_class=kind == "trl",
                 passed=tuple(dict.fromkeys(passed)),
+                from_file=from_file,
+                file_spreads=tuple(file_spreads),
             )
         )
     return out

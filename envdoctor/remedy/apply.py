@@ -65,6 +65,16 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
                     config_set.pop(key, None)
                 current[i] = line
         lines = current
+    hydra = _hydra_edits(plan, config_set, config_remove)
+    if hydra and plan.trainer is not None:  # Hydra's overrides on the line: what the script composes
+        current = list(lines) if lines is not None else list(launch_lines(plan))
+        trainer = plan.trainer.raw
+        current = [_hydra_line(line, hydra) if line == trainer else line for line in current]
+        for key in hydra:
+            config_set.pop(key, None)
+            if key in config_remove:
+                config_remove.remove(key)
+        lines = current
     touched = [k for k in [*env_set, *env_unset] if any(k in lx.env for lx in plan.launches)]
     if touched:  # a variable the launch line sets: changed there, where it wins
         current = list(lines) if lines is not None else list(launch_lines(plan))
@@ -126,6 +136,33 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         keys = ", ".join(by_flag)
         applied = replace(applied, fix=f"{', '.join(said)} ({script}'s own option for {keys}): {lines[-1]}")
     return facts, plan, applied
+
+
+def _hydra_edits(plan: Plan, config_set: dict[str, Any], config_remove: list[str]) -> dict[str, str]:
+    """Keys the training script takes from the config Hydra composes -> the override that sets
+    (``grpo.num_generations=3``) or drops (``~grpo.num_generations``) it on the trainer's line."""
+    from envdoctor.plan.build import HYDRA_ORIGIN, file_places
+    from envdoctor.remedy.config_edit import yaml_scalar
+
+    places = file_places(plan, nested=False)
+    out = {}
+    for key in [*config_set, *config_remove]:
+        if key in places and plan.config_origin.get(key, "").startswith(HYDRA_ORIGIN):
+            dotted = ".".join(places[key])
+            out[key] = f"{dotted}={yaml_scalar(config_set[key])}" if key in config_set else f"~{dotted}"
+    return out
+
+
+def _hydra_line(line: str, edits: dict[str, str]) -> str:
+    """The trainer's line with Hydra overrides set: one of the same key replaced, else appended."""
+    import shlex
+
+    words = shlex.split(line)
+    for edit in edits.values():
+        dotted = edit.lstrip("~").split("=", 1)[0]
+        words = [w for w in words if w.lstrip("+~").split("=", 1)[0] != dotted]
+        words.append(edit)
+    return shlex.join(words)
 
 
 def _file_keys(plan: Plan) -> set[str]:

@@ -7,6 +7,7 @@ parser ``check`` uses and must give exactly the mapping wanted, else nothing is 
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
@@ -113,18 +114,117 @@ def edit_json(text: str, config_set: dict[str, Any], config_remove: tuple[str, .
     return json.dumps(data, indent=indent) + ("\n" if text.endswith("\n") else "")
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _child(lines: list[str], start: int, end: int, name: str) -> tuple[int | None, int]:
+    """The line in ``lines[start:end]`` (a block) that sets key ``name`` at the block's own
+    indent, and that indent (the first key line's; -1 for an empty block)."""
+    indent = -1
+    for i in range(start, end):
+        text = lines[i]
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        if indent < 0:
+            indent = _indent(text)
+        if _indent(text) == indent and _key_line(text.lstrip(" ")) == name:
+            return i, indent
+    return None, indent
+
+
+def _block_end(lines: list[str], i: int) -> int:
+    """The index after the value of the (indented) key on line ``i``."""
+    own = _indent(lines[i])
+    j = i + 1
+    while j < len(lines) and (not lines[j].strip() or _indent(lines[j]) > own):
+        j += 1
+    while j > i + 1 and not lines[j - 1].strip():
+        j -= 1
+    return j
+
+
+def edit_yaml_nested(
+    text: str, places: dict[str, tuple[str, ...]], config_set: dict[str, Any], remove: list[str]
+) -> str:
+    """``text`` with keys set and removed at the nested places ``places`` gives them
+    (``num_generations`` at ("training", "num_generations")), every other line as it was."""
+    lines = text.splitlines(keepends=True)
+    for key in [*config_set, *remove]:
+        path = places[key]
+        start, end, at, indent = 0, len(lines), None, 0
+        for n, part in enumerate(path):
+            if n == 0:
+                at = next((i for i, x in enumerate(lines) if _key_line(x) == part), None)
+            else:
+                at, indent = _child(lines, start, end, part)
+            if at is None:
+                break
+            if n < len(path) - 1:
+                start, end = at + 1, _block_end(lines, at)
+        if at is None and key in config_set and start and n == len(path) - 1:  # add it to its section
+            child = indent if indent >= 0 else _indent(lines[start - 1]) + 2
+            lines.insert(start, f"{' ' * child}{path[-1]}: {yaml_scalar(config_set[key])}\n")
+        elif at is not None and key in config_set:
+            head = lines[at].split(":", 1)[0]
+            lines[at : _block_end(lines, at)] = [
+                f"{head}: {yaml_scalar(config_set[key])}{_comment(lines[at])}\n"
+            ]
+        elif at is not None:
+            del lines[at : _block_end(lines, at)]
+    return "".join(lines)
+
+
+def _set_at(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        inner = data.get(part)
+        data = inner if isinstance(inner, dict) else data.setdefault(part, {})
+    if value is _CUT:
+        data.pop(path[-1], None)
+    else:
+        data[path[-1]] = value
+
+
+_CUT = object()
+
+
 def edit_config(
-    text: str, path: str, config_set: dict[str, Any], config_remove: tuple[str, ...] | list[str]
+    text: str,
+    path: str,
+    config_set: dict[str, Any],
+    config_remove: tuple[str, ...] | list[str],
+    places: dict[str, tuple[str, ...]] | None = None,
 ) -> str:
     """The config file's new text; refused (InputError naming the file) when the edit would
-    not read back as the mapping wanted."""
+    not read back as the mapping wanted. ``places``: keys the training script reads from a
+    nested place of the file itself (``conf["training"]["num_generations"]``): edited there."""
     is_json = path.lower().endswith(".json") or text.lstrip().startswith("{")  # JSON is YAML too
     if path.lower().endswith(".toml"):
         raise InputError(path, "envdoctor fix edits YAML and JSON configs only; apply the changes by hand")
     old = parse_mapping(text, path, is_json=is_json)
-    new_text = (edit_json if is_json else edit_yaml)(text, config_set, config_remove)
-    wanted = {k: v for k, v in old.items() if k not in config_remove}
-    wanted.update(config_set)
+    nested = {
+        k: p for k, p in (places or {}).items() if len(p) > 1 and (k in config_set or k in config_remove)
+    }
+    if nested and is_json:
+        raise InputError(
+            path, "envdoctor fix edits nested keys of YAML configs only; apply the changes by hand"
+        )
+    flat_set = {k: v for k, v in config_set.items() if k not in nested}
+    flat_remove = [k for k in config_remove if k not in nested]
+    new_text = (edit_json if is_json else edit_yaml)(text, flat_set, flat_remove)
+    if nested:
+        new_text = edit_yaml_nested(
+            new_text,
+            nested,
+            {k: v for k, v in config_set.items() if k in nested},
+            [k for k in config_remove if k in nested],
+        )
+    wanted = {k: v for k, v in old.items() if k not in flat_remove}
+    wanted.update(flat_set)
+    if nested:
+        wanted = copy.deepcopy(wanted)
+        for k, p in nested.items():
+            _set_at(wanted, p, config_set.get(k, _CUT))
     if parse_mapping(new_text, path, is_json=is_json) != wanted:
         raise InputError(path, "could not edit it without changing other keys; apply the changes by hand")
     return new_text

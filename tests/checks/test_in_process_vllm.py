@@ -231,3 +231,15 @@ def test_fast_inference_without_vllm_installed_is_pkg001(here):
     assert not [
         f for f in findings(snapshot(1, packages=UNSLOTH), launch="python train.py") if f.rule == "PKG001"
     ]
+
+
+def test_fast_inference_without_vllm_gets_a_pinned_vllm_that_holds(here):
+    # the resolver needs vLLM where the script starts it in-process (gate13: Hospital-Triage's
+    # "pip install vllm  # the release your Unsloth supports" was a fix nobody could follow)
+    no_vllm = {k: v for k, v in UNSLOTH.items() if k != "vllm"}
+    (here / "train.py").write_text(SCRIPT.format(value="True"))
+    (got,) = [
+        f for f in findings(snapshot(1, packages=no_vllm), launch="python train.py") if f.rule == "PKG001"
+    ]
+    assert got.remedy is not None and "vllm" in got.remedy.packages
+    assert got.fix.startswith("pip install ") and "vllm==" in got.fix

@@ -94,6 +94,8 @@ def scenario(f: KnownFailure, out_of_range: str | None = None) -> tuple[dict, di
         launch = STRATEGY[f.launch["strategy"][0]]
     if "server" in f.launch:
         launch = "trl vllm-serve --model m" if f.launch["server"][0] == "trl-vllm-serve" else "vllm serve m"
+    if f.trainer == "grpo" and launch is None:  # the run builds a GRPOTrainer: `trl grpo` says so
+        launch = "trl grpo --model_name_or_path m"
     env = {names.split("|")[0]: "x" if value == "*" else value for names, value in f.env.items()}
     snap = snapshot(packages=packages, env=env)
     if f.platform:

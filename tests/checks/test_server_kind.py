@@ -138,3 +138,20 @@ def test_vllm_openai_server_module_is_the_same_server_as_vllm_serve():
     assert hit.severity.value == "error"
     assert hit.fix.startswith("CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model Qwen/Q")
     assert not _lay012("0.19.0", "CUDA_VISIBLE_DEVICES=1 python -m trl.scripts.vllm_serve --model Qwen/Q")
+
+
+def test_trls_server_script_run_by_path_or_module_is_a_server():
+    # verifiers (d7e1c2e) runs its copy of TRL's vllm_serve.py with python: TRL's server and its
+    # options, not a training process that sees GPUs 0-3 (gate13)
+    from envdoctor.plan.launch import parse_launches
+
+    for line in (
+        "CUDA_VISIBLE_DEVICES=0,1,2,3 python verifiers/inference/vllm_serve.py "
+        "--model Qwen/Qwen2.5-7B-Instruct --tensor_parallel_size 4",
+        "python -m trl.scripts.vllm_serve --model Qwen/Qwen2.5-7B-Instruct --tensor_parallel_size 4",
+    ):
+        (lx,) = parse_launches(line)
+        assert lx.is_server and lx.launcher == "trl-vllm-serve"
+        assert lx.options["tensor_parallel_size"] == 4
+    (lx,) = parse_launches("python train_vllm_serve_client.py")
+    assert not lx.is_server
