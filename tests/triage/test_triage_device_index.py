@@ -16,7 +16,8 @@ ENTRY = "cuda-device-index-beyond-visible"
         "[rank3]: torch.AcceleratorError: CUDA error: invalid device ordinal\n",
         (
             "Traceback (most recent call last):\n"
-            '  File "/opt/venv/lib/python3.10/site-packages/torch/cuda/__init__.py", line 527, in get_device_properties\n'
+            '  File "/opt/venv/lib/python3.10/site-packages/torch/cuda/__init__.py", line 527, '
+            "in get_device_properties\n"
             "    return _get_device_properties(device)\n"
             'RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "../aten/src/ATen/cuda/'
             'CUDAContext.cpp":49, please report a bug to PyTorch. device=7, num_gpus=4\n'
