@@ -167,8 +167,9 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
         severity = ctx.on_trl()
         if not commit and _dev_edge(str(trl), str(until if too_new else since)):
             # a build of TRL's main branch on its way to the release that adds (removes) the key:
-            # whether the build has it is not known (envdoctor's history holds releases)
-            severity = "warning"
+            # whether the build has it is not known (envdoctor's history holds releases), and a
+            # config written for that build most likely sets keys the build takes: advice
+            severity = "info"
             msg += (
                 f"; TRL {trl} is a development build of the release that "
                 f"{'removes' if too_new else 'adds'} it, so it may "

@@ -823,6 +823,7 @@ def diagnose(
         lifted = lifted_for(first, log) if first is not None else quoted(head, log) if head else None
         known += [lifted] if lifted is not None else []
     known.sort(key=lambda d: d.line)
+    known = _without_destructor_noise(known, by_sig)
     worst: dict[str, int] = {}  # a rule's warning is dropped when the same rule also errs
     for d in known:
         level = d.finding.severity.rank
@@ -830,6 +831,32 @@ def diagnose(
     known = [d for d in known if d.finding.severity.rank == worst[d.finding.rule]]
     _mark_consequences(known)
     return [d.finding for d in known]
+
+
+def _in_destructor(m: Match) -> bool:
+    """``m`` lies in the traceback Python prints for an exception a ``__del__`` raised ("Exception
+    ignored in: <function X.__del__ …>"): noise of an object the real failure left half built."""
+    lines = list(m.context)
+    start = max(
+        (i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line), default=-1
+    )
+    return start > 0 and "Exception ignored in" in lines[start - 1]
+
+
+def _without_destructor_noise(known: list[Draft], by_sig: Mapping[str, list[Match]]) -> list[Draft]:
+    """The drafts less those read from a destructor's traceback after an earlier error: the failure
+    is the error (DeepSpeed refusing the CUDA toolkit), not the ``__del__`` of the optimizer it left
+    without its kernel ("'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'")."""
+    at = {m.line_no: m for ms in by_sig.values() for m in ms}
+    first_error = min((d.line for d in known if d.finding.severity == Severity.ERROR), default=None)
+    return [
+        d
+        for d in known
+        if first_error is None
+        or d.line <= first_error
+        or (m := at.get(d.line)) is None
+        or not _in_destructor(m)
+    ]
 
 
 def _text_not_crash(first: Match, log: Log) -> bool:

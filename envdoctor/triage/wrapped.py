@@ -170,7 +170,21 @@ def through_wrapper(t: Traceback, m: Match, log: Log) -> Draft | None:
             "__getattr__) or another wrapper or custom module"
         )
         unwrap = f"model.{holds}"
-    if reader is not None and reader.package is None:
+    if cls == "DataParallel":
+        # nn.DataParallel in a trainer's path is transformers' Trainer's own doing (n_gpu > 1 in one
+        # process without a distributed environment): the run's layout, not the reading code, is wrong
+        what += (
+            "; transformers' Trainer (and every TRL trainer on it) wraps the model in DataParallel itself "
+            "when one process sees several GPUs and no distributed launcher set one up (n_gpu > 1), "
+            "the DataParallel trap (LAY003 in check)"
+        )
+        fix = (
+            "launch one process per training GPU (torchrun --nproc_per_node N, or accelerate launch "
+            "--num_processes N with a multi-GPU config) or make only one GPU visible to the trainer "
+            "(CUDA_VISIBLE_DEVICES); where your own code wraps the model in nn.DataParallel, use "
+            f"{unwrap}.{attr}"
+        )
+    elif reader is not None and reader.package is None:
         fix = (
             f"read it from the unwrapped model: accelerator.unwrap_model(model).{attr} (or {unwrap}.{attr}"
             + ("; for a PEFT model inside, .get_base_model()" if forwards == "dir" else "")

@@ -1,0 +1,26 @@
+"""Mends after held-out set 13: knowledge the set's healthy runs contradicted, read again at the tags."""
+
+from __future__ import annotations
+
+from tests.conftest import MODERN, findings, snapshot
+
+
+def test_sync_ref_model_with_peft_is_a_setting_without_effect_not_a_crash():
+    """TRL 0.14-0.27's SyncRefModelCallback syncs only `if self.ref_model is not None`: with PEFT it
+    skips every sync (no crash); the run trains, so it is advice, not an error."""
+    snap = snapshot(1, packages={**MODERN, "trl": "0.20.0", "peft": "0.15.0"})
+    cfg = {"sync_ref_model": True, "use_peft": True}
+    (f,) = [f for f in findings(snap, config=cfg) if "sync_ref_model" in f.message]
+    assert f.severity.value == "info" and "does nothing" in f.message
+    refused = snapshot(1, packages={**MODERN, "trl": "0.28.0", "peft": "0.15.0"})
+    assert any(
+        "sync_ref_model" in f.message and f.severity.value == "error" for f in findings(refused, config=cfg)
+    )
+
+
+def test_vllm_0_7_1_is_inside_the_range_of_trl_0_14_and_0_15():
+    """TRL 0.14.0's extra has no vLLM floor and 0.15.0's asks >=0.7.1 (its device fix): PKG006 does
+    not warn on 0.7.1 (PKG003 says its advice), and warns below it no longer than PKG002 errs."""
+    for trl in ("0.14.0", "0.15.0.dev0", "0.15.1"):
+        snap = snapshot(2, packages={**MODERN, "trl": trl, "vllm": "0.7.1", "transformers": "4.49.0"})
+        assert not [f for f in findings(snap, config={"use_vllm": True}) if f.rule == "PKG006"], trl
