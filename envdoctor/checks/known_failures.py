@@ -10,6 +10,7 @@ from envdoctor.checks.context import Context
 from envdoctor.checks.matching import (
     config_default,
     confirmed_break,
+    declared_spec,
     imported_escape,
     imported_unseen,
     matches,
@@ -49,9 +50,15 @@ def _facts_said(ctx: Context, failure: KnownFailure) -> str:
     (``version_unknown``): ``; train.py:12 … loads the model with vLLM off``."""
     said = [FACT_SAID[fact].format(where=script_fact(ctx, fact)) for fact in failure.facts]
     for name in version_unknown(ctx, failure):
+        declared = declared_spec(ctx, name)
+        how = (
+            f"declared as {name}{declared}, no exact release"
+            if declared
+            else f"{name} is not installed, declared or assumed"
+        )
         said.append(
-            f"which {name} release runs is not known ({name} is not installed, declared or assumed): "
-            f"the failure holds for {name} {failure.packages[name]}"
+            f"which {name} release runs is not known ({how}): the failure holds for "
+            f"{name} {failure.packages[name]}"
         )
     return "".join(f"; {s}" for s in said)
 

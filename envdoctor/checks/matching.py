@@ -259,7 +259,37 @@ def version_unknown(ctx: Context, failure: KnownFailure) -> tuple[str, ...]:
     script = ctx.plan.script
     if not failure.facts or script is None or script.problem or not script.patched_by:
         return ()
-    return tuple(n for n in failure.packages if n == script.patched_by and ctx.version(n) is None)
+    return tuple(
+        n
+        for n, spec in failure.packages.items()
+        if n == script.patched_by and ctx.version(n) is None and _declared_may_be(ctx, n, spec)
+    )
+
+
+def declared_spec(ctx: Context, name: str) -> str | None:
+    """The range the repository declares for ``name`` without an exact release, or None."""
+    from envdoctor.facts.interface import normalize_name
+
+    stack = (ctx.facts.extra.get("declared") or {}).get("stack") or {}
+    for key, entry in stack.items():
+        if normalize_name(key) == name and getattr(entry, "spec", None):
+            return str(entry.spec)
+    return None
+
+
+def _declared_may_be(ctx: Context, name: str, spec: str) -> bool:
+    """Whether the range declared for ``name`` (none: any) may hold a release inside ``spec``:
+    some release either names as a bound is inside both (``>=2026.6`` declared misses
+    ``>=2025.2.1,<2026.5.9``)."""
+    declared = declared_spec(ctx, name)
+    if not declared:
+        return True
+    named = re.findall(r"\d+(?:\.\d+)*", f"{declared},{spec}")
+    bounds = [*named, *(f"{b}.1" for b in named)]  # an exclusive bound (>2025.3): just above it
+    return any(
+        versions.satisfies(b, declared) is not False and versions.satisfies(b, spec) is not False
+        for b in bounds
+    )
 
 
 def imported_escape(ctx: Context, failure: KnownFailure) -> str | None:

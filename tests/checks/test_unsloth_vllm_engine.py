@@ -136,3 +136,19 @@ def test_the_pin_closes_it(here):
     assert not any(f.evidence.get("id") == ENTRY for f in closure.after)
     loud = lambda fs: {(f.rule, f.evidence.get("id")) for f in fs if f.severity.value != "info"}  # noqa: E731
     assert loud(closure.after) <= loud(closure.before)
+
+
+@pytest.mark.parametrize(("declared", "fires"), [(">=2025.3", True), (">=2026.6", False), (">2026.5", True)])
+def test_a_declared_range_without_an_exact_release(here, declared, fires):
+    from types import SimpleNamespace
+
+    from envdoctor.checks.context import Context
+    from envdoctor.checks.engine import run_rules
+
+    (here / "train.py").write_text(SCRIPT.format(kw="", use_vllm=True))
+    facts = from_dict(snapshot(1, packages=_stack(None)), "snap")
+    facts.extra["declared"] = {"stack": {"unsloth": SimpleNamespace(spec=declared, version=None)}}
+    plan = build_plan(launch="python train.py", config_dict=None, live=False)
+    found = [f for f in run_rules(Context(facts=facts, plan=plan)).findings if f.evidence.get("id") == ENTRY]
+    assert [f.severity.value for f in found] == (["warning"] if fires else [])
+    assert all(f"declared as unsloth{declared}, no exact release" in f.message for f in found)
