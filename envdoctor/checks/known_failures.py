@@ -10,11 +10,14 @@ from envdoctor.checks.context import Context
 from envdoctor.checks.matching import (
     config_default,
     confirmed_break,
+    declared_spec,
     imported_escape,
     imported_unseen,
     matches,
     matching,
     runs_grpo,
+    script_fact,
+    version_unknown,
 )
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import Remedy
@@ -32,7 +35,32 @@ def _thread(failure: KnownFailure) -> str:
 
 
 def _stack(ctx: Context, failure: KnownFailure) -> str:
-    return " + ".join(f"{name} {ctx.version(name)}" for name in failure.packages)
+    return " + ".join(f"{name} {ctx.version(name) or '(release not known)'}" for name in failure.packages)
+
+
+#: a ``when.facts`` fact of the training script as a finding says it (``{where}``: the call)
+FACT_SAID = {
+    "vllm_in_process_off": "{where} loads the model with vLLM off (fast_inference False, or left out: "
+    "the loader's default)",
+}
+
+
+def _facts_said(ctx: Context, failure: KnownFailure) -> str:
+    """What the training script shows for the entry's ``when.facts``, and the releases not known
+    (``version_unknown``): ``; train.py:12 … loads the model with vLLM off``."""
+    said = [FACT_SAID[fact].format(where=script_fact(ctx, fact)) for fact in failure.facts]
+    for name in version_unknown(ctx, failure):
+        declared = declared_spec(ctx, name)
+        how = (
+            f"declared as {name}{declared}, no exact release"
+            if declared
+            else f"{name} is not installed, declared or assumed"
+        )
+        said.append(
+            f"which {name} release runs is not known ({how}): the failure holds for "
+            f"{name} {failure.packages[name]}"
+        )
+    return "".join(f"; {s}" for s in said)
 
 
 def _fix_asks(failure: KnownFailure) -> str:
@@ -59,6 +87,12 @@ def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | list[Remedy
     if failure.fixed_in or (len(failure.packages) >= 2 and failure.depends_on == "run"):
         from envdoctor.checks.resolver import plan_fix
 
+        if failure.facts and failure.fixed_in:
+            # the trigger is the script's use of what the range's first release brought (Unsloth's
+            # GRPOTrainer from 2025.2.1): a move below the range takes that away, so forward only
+            fix, remedy = _forward(ctx, failure)
+            if remedy is not None:
+                return f"{fix}  # or by hand: {failure.fix}", remedy
         fix, remedy = plan_fix(ctx, *failure.packages)
         if remedy is not None:
             moved = set(remedy.packages)
@@ -72,6 +106,16 @@ def _fix(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | list[Remedy
     from envdoctor.checks.catalogue_fix import config_remedies
 
     return failure.fix, config_remedies(failure) or None
+
+
+def _forward(ctx: Context, failure: KnownFailure) -> tuple[str, Remedy | None]:
+    """The resolver's plan with the entry's fixed releases (``>=`` each), where it moves them."""
+    from envdoctor.checks.resolver import plan_packages
+
+    plan = plan_packages(ctx, {n: f">={v}" for n, v in failure.fixed_in.items()}, explain=False)
+    if plan.unfixable or not set(plan.changes) & set(failure.fixed_in):
+        return "", None
+    return plan.command, plan.remedy()
 
 
 #: what an entry that is not ``depends_on: run`` hinges on, as a finding says it
@@ -149,6 +193,8 @@ def severity(ctx: Context, failure: KnownFailure) -> str:
         base = "warning"
     if failure.unless_imported and base == "error" and imported_unseen(ctx, failure):
         return "warning"  # a library in the stack may patch it away: not seen, so not certain
+    if base == "error" and version_unknown(ctx, failure):
+        return "warning"  # the script shows the trigger; which release runs is not known
     if failure.trainer == "grpo" and base == "error" and runs_grpo(ctx)[0] is None:
         base = "warning"  # GRPOTrainer's own failure in a run not seen to build one: likely
     return ctx.on_trl(base) if "trl" in failure.packages else base
@@ -168,6 +214,7 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
             f"{_stack(ctx, failure)}: {failure.title}"
             + (f" (fixed in {fixed}; {_thread(failure)})" if fixed else f" ({_thread(failure)})")
             + _depends_said(ctx, failure, likely(ctx, failure))
+            + _facts_said(ctx, failure)
             + (f"; {unseen}" if unseen else "")
             + _trainer_said(ctx, failure),
             fix=fix,

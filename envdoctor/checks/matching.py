@@ -211,8 +211,12 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
     failure is not known to apply, and saying it would state what envdoctor cannot know."""
     for name, spec in failure.packages.items():
         have = ctx.version(name)
+        if have is None and name in version_unknown(ctx, failure):
+            continue  # the script imports it and no release is known: said, at warning (KNF001)
         if versions.placeholder(have) or versions.satisfies(have, spec) is not True:
             return False
+    if any(script_fact(ctx, fact) is None for fact in failure.facts):
+        return False
     for key, wanted in failure.config.items():
         if not _config_holds(ctx, key, wanted):
             return False
@@ -234,6 +238,58 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
         if any(_env_has(env, names, value) for names, value in failure.unless_env.items()):
             return False
     return True
+
+
+def script_fact(ctx: Context, fact: str) -> str | None:
+    """Where the training script read shows a ``when.facts`` fact (``WHEN_FACTS``), or None
+    (it does not, or the script was not read)."""
+    script = ctx.plan.script
+    if script is None or script.problem:
+        return None
+    if fact == "vllm_in_process_off":
+        return script.vllm_in_process_off
+    return None
+
+
+def version_unknown(ctx: Context, failure: KnownFailure) -> tuple[str, ...]:
+    """The packages of an entry that requires facts of the training script (``when.facts``)
+    which that script imports (``patched_by``) while no release of them is known: not
+    installed, not declared exactly, not ``--assume``d. The script shows the failure's trigger,
+    and which release runs is what is not seen: KNF001 says it as a warning."""
+    script = ctx.plan.script
+    if not failure.facts or script is None or script.problem or not script.patched_by:
+        return ()
+    return tuple(
+        n
+        for n, spec in failure.packages.items()
+        if n == script.patched_by and ctx.version(n) is None and _declared_may_be(ctx, n, spec)
+    )
+
+
+def declared_spec(ctx: Context, name: str) -> str | None:
+    """The range the repository declares for ``name`` without an exact release, or None."""
+    from envdoctor.facts.interface import normalize_name
+
+    stack = (ctx.facts.extra.get("declared") or {}).get("stack") or {}
+    for key, entry in stack.items():
+        if normalize_name(key) == name and getattr(entry, "spec", None):
+            return str(entry.spec)
+    return None
+
+
+def _declared_may_be(ctx: Context, name: str, spec: str) -> bool:
+    """Whether the range declared for ``name`` (none: any) may hold a release inside ``spec``:
+    some release either names as a bound is inside both (``>=2026.6`` declared misses
+    ``>=2025.2.1,<2026.5.9``)."""
+    declared = declared_spec(ctx, name)
+    if not declared:
+        return True
+    named = re.findall(r"\d+(?:\.\d+)*", f"{declared},{spec}")
+    bounds = [*named, *(f"{b}.1" for b in named)]  # an exclusive bound (>2025.3): just above it
+    return any(
+        versions.satisfies(b, declared) is not False and versions.satisfies(b, spec) is not False
+        for b in bounds
+    )
 
 
 def imported_escape(ctx: Context, failure: KnownFailure) -> str | None:

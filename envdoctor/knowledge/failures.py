@@ -34,6 +34,10 @@ DEPENDS_ON = ("run", "data", "load", "hardware", "install", "model", "code")
 #: (the dataset sample read is chat messages, or the training code builds role/content messages);
 #: the training script starts vLLM in its own process (Unsloth's fast_inference=True)
 LIKELY_FACTS = ("conversational", "vllm_in_process")
+#: facts of the training script that ``when.facts`` may require (all must hold; a script not read
+#: holds none): ``vllm_in_process_off`` - it loads the model with Unsloth's loader and every such
+#: call leaves fast_inference off (False, a flag's default False, or left out: the default)
+WHEN_FACTS = ("vllm_in_process_off",)
 PLATFORMS = ("linux", "windows", "macos", "rocm", "xpu")
 _ID = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
 _RULE = re.compile(r"^[A-Z]{2,4}[0-9]{3}$")
@@ -72,6 +76,7 @@ _WHEN_KEYS = {
     "unless_imported",
     "data",
     "trainer",
+    "facts",
 }
 #: ``when.trainer``: the trainer the run must build for the entry to hold (``grpo``: TRL's
 #: GRPOTrainer or a class deriving from it, as the training script is read or the launch line
@@ -172,6 +177,8 @@ class KnownFailure:
     #: the trainer the run must build (``TRAINERS``), None for any: an entry of GRPOTrainer's own
     #: (TRL before 0.14 has none) does not hold for a run that builds SFTTrainer
     trainer: str | None = None
+    #: facts of the training script that must hold (``WHEN_FACTS``), read from the script
+    facts: tuple[str, ...] = ()
 
     @property
     def certainty(self) -> str:
@@ -441,6 +448,9 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
     trainer = (entry.get("when") or {}).get("trainer")
     if trainer is not None and trainer not in TRAINERS:
         raise KnownFailuresError(f"{where}.when.trainer: {trainer!r} not in {list(TRAINERS)}")
+    facts = (entry.get("when") or {}).get("facts") or []
+    if not isinstance(facts, list) or any(f not in WHEN_FACTS for f in facts):
+        raise KnownFailuresError(f"{where}.when.facts: expected a list among {list(WHEN_FACTS)}")
     rule = entry.get("rule")
     if rule is not None and not (isinstance(rule, str) and _RULE.match(rule)):
         raise KnownFailuresError(f"{where}: 'rule' must be a rule id such as PKG002")
@@ -476,6 +486,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         certain_with=tuple(Symptom(x, where) for x in settles),
         at_import=at_import,
         trainer=trainer,
+        facts=tuple(facts),
     )
 
 
@@ -538,6 +549,7 @@ def from_record(record: dict[str, Any]) -> KnownFailure:
     fields["data"] = tuple(fields.get("data", ()))
     fields["likely_config"] = {k: tuple(v) for k, v in fields.get("likely_config", {}).items()}
     fields["likely_facts"] = tuple(fields.get("likely_facts", ()))
+    fields["facts"] = tuple(fields.get("facts", ()))
     fields["symptoms"] = tuple(Symptom(text, where) for text, where in fields["symptoms"])
     fields["certain_with"] = tuple(Symptom(text, where) for text, where in fields.get("certain_with", ()))
     fields["sources"] = tuple(fields["sources"])

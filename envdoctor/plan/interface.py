@@ -109,6 +109,10 @@ class TrainingScript:
     vllm_in_process: str | None = None
     #: it imports such a trainer but whether it asks for vLLM in-process was not seen: why
     vllm_in_process_unseen: str | None = None
+    #: it loads the model with such a trainer's loader (Unsloth's ``FastLanguageModel.
+    #: from_pretrained``) and every such call read leaves vLLM off (``fast_inference`` False, from
+    #: a flag's default, or left out: the loader's default): where the first is
+    vllm_in_process_off: str | None = None
     #: GRPOConfig keys its code takes from one of its argparse flags: key -> (the flag's option
     #: string, the value the flag sets alone for a store_true / store_false flag, else None)
     flag_keys: dict[str, tuple[str, bool | None]] = field(default_factory=dict)

@@ -173,7 +173,9 @@ def _read(path: str, read_script: Any) -> Any:
 
 def _in_process(script: TrainingScript, decl: Any, given: dict[str, Any]) -> None:
     """Whether the script starts vLLM in its own process by design (Unsloth's
-    ``from_pretrained(..., fast_inference=True)``), or imports such a trainer without saying."""
+    ``from_pretrained(..., fast_inference=True)``), or imports such a trainer without saying; and
+    whether it loads the model with that loader and every call read leaves vLLM off
+    (``vllm_in_process_off``: Unsloth's GRPOTrainer then has no ``model.vllm_engine``)."""
     calls = [
         (where, bool(given[dest]) if dest in given else value) for where, value, dest in decl.in_process_calls
     ]
@@ -188,3 +190,8 @@ def _in_process(script: TrainingScript, decl: Any, given: dict[str, Any]) -> Non
             f"{decl.path} imports {', '.join(decl.in_process_imports)} but loads no model with "
             "fast_inference=… that envdoctor reads"
         )
+    off = [where for where, value in calls if value is False] + list(decl.in_process_defaults)
+    if off and not on and all(value is False for _, value in calls) and not decl.in_process_spreads:
+        # every loader call read leaves vLLM off: literally, by a flag's value, or by the
+        # loader's default (the keyword left out)
+        script.vllm_in_process_off = off[0]

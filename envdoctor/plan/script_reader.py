@@ -183,6 +183,11 @@ class ScriptDecl:
     #: their loader calls that ask for vLLM: (where, value: True / False / None for unknown, the
     #: argparse dest it takes its value from or None)
     in_process_calls: list[tuple[str, bool | None, str | None]] = field(default_factory=list)
+    #: their loader calls that do not pass the keyword (a literal, read): where, each leaving
+    #: in-process vLLM off (the loaders' default, ``fast_inference=False``)
+    in_process_defaults: list[str] = field(default_factory=list)
+    #: those that spread a ``**mapping`` instead, which may pass it (not read): where
+    in_process_spreads: list[str] = field(default_factory=list)
     #: where the files read (the script and the repository modules it imports) hand a reference
     #: model to DeepSpeed themselves: ``prepare_deepspeed(self.ref_model) in trainer.py:437``
     ref_ds_prepares: tuple[str, ...] = ()
@@ -418,7 +423,9 @@ class SourceFacts:
     #: name -> (the function it is bound to a call of, line): ``cfg = vf.grpo_defaults(...)``
     made: dict[str, tuple[str, int]] = field(default_factory=dict)
     sets: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)  # name.attr = value
-    loaders: list[tuple[str, int, ast.expr]] = field(default_factory=list)  # from_pretrained(<kw>=…)
+    #: from_pretrained(<kw>=…) calls: the keyword's value; a call without it: None (the loader's
+    #: default), or an empty ``ast.Starred`` where it spreads a ``**mapping`` (which may pass it)
+    loaders: list[tuple[str, int, ast.expr | None]] = field(default_factory=list)
     #: name -> the mapping bound to it once (``args = {"k": v}`` / ``dict(k=v)``), None when it
     #: is bound more than once or changed in place (``args["k"] = v``, ``args.update(…)``)
     mappings: dict[str, ast.Dict | ast.Call | None] = field(default_factory=dict)
@@ -906,9 +913,12 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         mod.ds_prepares.append((func, node.lineno, (_dotted(model) if model is not None else None) or "?"))
     if last == "from_pretrained" and len(mod.loaders) < MAX_CALLS:
         kws = set(IN_PROCESS_VLLM.values())
-        for kw in node.keywords:
-            if kw.arg in kws:
-                mod.loaders.append((func, node.lineno, kw.value))
+        given = [kw for kw in node.keywords if kw.arg in kws]
+        for kw in given:
+            mod.loaders.append((func, node.lineno, kw.value))
+        if not given:  # the loader's default (False), unless a **mapping passes it (not evaluated)
+            spread = next((kw.value for kw in node.keywords if kw.arg is None), None)
+            mod.loaders.append((func, node.lineno, ast.Starred(value=spread) if spread else None))
 
 
 def _model_by_name(node: ast.expr | None) -> bool | str | None:
@@ -1635,6 +1645,11 @@ def _in_process(main: SourceFacts, decl: ScriptDecl, followed: list[SourceFacts]
     for mod, func, line, node in [(m, *loader) for m in [main, *followed] for loader in m.loaders]:
         package = _package_of(func, mod)
         if IN_PROCESS_VLLM.get(package) is None:
+            continue
+        if node is None or isinstance(node, ast.Starred):  # the keyword left out
+            where = f"{func}(…) in {mod.path}:{line}"
+            # the loader's default (False); a **mapping may pass it: not read
+            (decl.in_process_spreads if node else decl.in_process_defaults).append(where)
             continue
         where = f"{func}({IN_PROCESS_VLLM[package]}=…) in {mod.path}:{line}"
         ok, value = _literal(node)

@@ -8,6 +8,7 @@ real setups of issue #26 are written out by hand, with their fixed releases.
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,16 @@ STRATEGY = {
     "fsdp": "accelerate launch --use_fsdp --num_processes 2 train.py",
     "fsdp2": "accelerate launch --use_fsdp --fsdp_version 2 --num_processes 2 train.py",
 }
+#: a training script that holds each ``when.facts`` fact and builds a GRPOTrainer
+FACT_SCRIPTS = {
+    "vllm_in_process_off": (
+        "from unsloth import FastLanguageModel\n"
+        "from trl import GRPOConfig, GRPOTrainer\n"
+        'model, tok = FastLanguageModel.from_pretrained("m")\n'
+        'trainer = GRPOTrainer(model=model, args=GRPOConfig(output_dir="o"), reward_funcs=[])\n'
+    ),
+}
+_SCRIPTS = Path(tempfile.mkdtemp(prefix="knf-scripts-"))
 PLATFORM = {"windows": "Windows-10-10.0.22631-SP0", "linux": "Linux-x86_64", "macos": "Darwin-23.1.0"}
 
 
@@ -94,6 +105,10 @@ def scenario(f: KnownFailure, out_of_range: str | None = None) -> tuple[dict, di
         launch = STRATEGY[f.launch["strategy"][0]]
     if "server" in f.launch:
         launch = "trl vllm-serve --model m" if f.launch["server"][0] == "trl-vllm-serve" else "vllm serve m"
+    if f.facts:  # facts of the training script: a script that holds them (and builds a GRPOTrainer)
+        script = _SCRIPTS / f"{f.id}.py"
+        script.write_text("".join(FACT_SCRIPTS[fact] for fact in f.facts))
+        launch = f"python {script}"
     if f.trainer == "grpo" and launch is None:  # the run builds a GRPOTrainer: `trl grpo` says so
         launch = "trl grpo --model_name_or_path m"
     env = {names.split("|")[0]: "x" if value == "*" else value for names, value in f.env.items()}

@@ -419,3 +419,23 @@ def test_a_command_line_library_besides_argparse_is_named(tmp_path, text, cli):
 def test_whether_grpo_trainer_gets_the_model_by_name(tmp_path, call, by_name):
     decl = read_script(_script(tmp_path, f"from trl import GRPOTrainer\n{call}\n"))
     assert decl.model_by_name is by_name
+
+
+def test_unsloth_loader_calls_leaving_vllm_off_are_read(tmp_path):
+    """``vllm_in_process_off``: every Unsloth loader call leaves fast_inference off (False, or
+    left out: the loaders' default); a ``**mapping`` it spreads may pass it: not read."""
+    from envdoctor.plan.script_reader import read_script
+
+    head = "from unsloth import FastLanguageModel\nfrom transformers import AutoModel\n"
+    cases = {
+        'FastLanguageModel.from_pretrained("m")\nAutoModel.from_pretrained("x")\n': (["3"], [], []),
+        'FastLanguageModel.from_pretrained("m", fast_inference=False)\n': ([], [False], []),
+        'FastLanguageModel.from_pretrained("m", **kw)\n': ([], [], ["3"]),
+    }
+    for body, (defaults, values, spreads) in cases.items():
+        path = tmp_path / "train.py"
+        path.write_text(head + body)
+        decl = read_script(str(path))
+        assert [w.rsplit(":", 1)[1] for w in decl.in_process_defaults] == defaults, body
+        assert [v for _, v, _ in decl.in_process_calls] == values, body
+        assert [w.rsplit(":", 1)[1] for w in decl.in_process_spreads] == spreads, body
