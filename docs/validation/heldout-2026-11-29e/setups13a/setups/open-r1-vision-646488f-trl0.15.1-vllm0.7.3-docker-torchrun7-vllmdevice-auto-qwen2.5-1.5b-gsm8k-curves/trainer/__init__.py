@@ -1,0 +1,3 @@
+from .grpo_trainer_vl import GRPOTrainerVL
+
+__all__ = ["GRPOTrainerVL"]

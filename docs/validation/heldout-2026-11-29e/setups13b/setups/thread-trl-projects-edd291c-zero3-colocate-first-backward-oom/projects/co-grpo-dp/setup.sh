@@ -1,0 +1,2 @@
+pip install -r projects/co-grpo-dp/requirements.txt
+pip install lm-eval[vllm]

@@ -1,0 +1,1 @@
+from .SFT import run_SFT

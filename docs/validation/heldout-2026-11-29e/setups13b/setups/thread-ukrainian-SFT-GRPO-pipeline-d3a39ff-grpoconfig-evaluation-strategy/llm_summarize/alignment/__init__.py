@@ -1,0 +1,1 @@
+from .GRPO import run_GRPO

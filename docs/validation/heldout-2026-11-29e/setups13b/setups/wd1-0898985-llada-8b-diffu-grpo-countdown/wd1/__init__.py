@@ -1,0 +1,1 @@
+"""New package of code with accuracy evaluaiton during training"""
