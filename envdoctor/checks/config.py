@@ -700,6 +700,65 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             total=total,
             num_generations=gens,
         )
+    if not unsloth:  # Unsloth's GRPOConfig rewrites batches its own way
+        yield from _eval_batch(ctx, rule_entry, cfg, world)
+
+
+def _eval_rule(entry: dict[str, Any] | None, version: str | None) -> tuple[bool, str] | None:
+    """Whether TRL ``version`` refuses an eval batch num_generations does not divide (``entry``'s
+    ``eval_rule``, rules/knowledge/trl.yaml): (whether num_generations_eval counts first, the
+    error's where); None where the release checks no eval batch (0.14, 0.20-0.21)."""
+    rule = (entry or {}).get("eval_rule")
+    if isinstance(rule, list):
+        sub = next((r for r in rule if versions.satisfies(version, str(r.get("trl", ""))) is True), None)
+        text = str((sub or {}).get("rule") or "")
+        if not text or text.startswith("no eval check"):
+            return None
+        return "num_generations_eval" in text, str((entry or {}).get("where") or "")
+    if not isinstance(rule, str) or "eval_strategy" not in rule:
+        return None
+    return False, str((entry or {}).get("where") or "")
+
+
+def _eval_batch(ctx: Context, entry: dict[str, Any] | None, cfg: dict[str, Any], world: int) -> Iterator[Hit]:
+    """CFG002 for the eval batch: with evaluation on (eval_strategy not "no"), TRL refuses a global
+    eval batch (per_device_eval_batch_size x processes) that the generations per prompt do not
+    divide, as it does the train batch (GRPOTrainer.__init__ in 0.15-0.17, GRPOConfig from 0.18;
+    not in 0.20-0.21; num_generations_eval first from 0.27)."""
+    strategy = cfg.get("eval_strategy", cfg.get("evaluation_strategy"))
+    if strategy is None or str(strategy).lower() == "no":
+        return
+    rule = _eval_rule(entry, ctx.trl.version)
+    if rule is None:
+        return
+    first_eval, where = rule
+    try:
+        per = int(cfg.get("per_device_eval_batch_size", 8))
+        gens = int((cfg.get("num_generations_eval") if first_eval else None) or cfg.get("num_generations", 8))
+    except (TypeError, ValueError, OverflowError):
+        return
+    total = per * world
+    if gens < 2 or total % gens == 0:
+        return
+    need = gens // _gcd(total, gens)
+    bigger = -(-per // need) * need
+    key = "num_generations_eval" if first_eval and cfg.get("num_generations_eval") else "num_generations"
+    yield hit(
+        f"the global eval batch {total} = per_device_eval_batch_size ({per}) × processes ({world}) is "
+        f"not divisible by {key} ({gens}) with eval_strategy {strategy!r}: TRL {ctx.trl.label()} "
+        f"refuses it at init ({where.split(' (')[0] or 'GRPOConfig'}), as it does the train batch",
+        fix=f"set per_device_eval_batch_size: {bigger} (a multiple of {need}), or eval_strategy: no",
+        severity=ctx.on_trl(),
+        remedy=[
+            Remedy(
+                config_set={"per_device_eval_batch_size": bigger},
+                fix=f"set per_device_eval_batch_size: {bigger}",
+            )
+        ],
+        total=total,
+        num_generations=gens,
+        eval=True,
+    )
 
 
 def _batch_entry(ctx: Context, version: str | None) -> dict[str, Any] | None:

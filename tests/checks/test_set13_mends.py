@@ -24,3 +24,25 @@ def test_vllm_0_7_1_is_inside_the_range_of_trl_0_14_and_0_15():
     for trl in ("0.14.0", "0.15.0.dev0", "0.15.1"):
         snap = snapshot(2, packages={**MODERN, "trl": trl, "vllm": "0.7.1", "transformers": "4.49.0"})
         assert not [f for f in findings(snap, config={"use_vllm": True}) if f.rule == "PKG006"], trl
+
+
+def _eval(trl: str, **cfg):
+    snap = snapshot(1, packages={**MODERN, "trl": trl})
+    base = {"num_generations": 21, "per_device_train_batch_size": 21, "eval_strategy": "steps"}
+    return [f for f in findings(snap, config={**base, **cfg}) if f.rule == "CFG002"]
+
+
+def test_an_eval_batch_the_generations_do_not_divide_is_refused_with_evaluation_on():
+    """TRL checks the eval batch as it does the train batch when evaluation is on (0.15-0.19 and
+    from 0.22; the default per_device_eval_batch_size is 8)."""
+    for trl in ("0.19.1", "0.22.0", "1.16.0"):
+        (f,) = _eval(trl)
+        assert f.severity.value == "error" and "eval batch 8" in f.message, trl
+        assert "per_device_eval_batch_size: 21" in f.fix
+
+
+def test_the_eval_batch_is_quiet_without_evaluation_where_trl_checks_none_or_where_it_divides():
+    assert not _eval("1.16.0", eval_strategy="no")
+    assert not _eval("0.20.0")  # 0.20-0.21 dropped the eval check
+    assert not _eval("1.16.0", per_device_eval_batch_size=42)
+    assert not _eval("1.16.0", num_generations_eval=4)  # from 0.27 the eval generations count first
