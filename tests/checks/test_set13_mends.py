@@ -46,3 +46,11 @@ def test_the_eval_batch_is_quiet_without_evaluation_where_trl_checks_none_or_whe
     assert not _eval("0.20.0")  # 0.20-0.21 dropped the eval check
     assert not _eval("1.16.0", per_device_eval_batch_size=42)
     assert not _eval("1.16.0", num_generations_eval=4)  # from 0.27 the eval generations count first
+
+
+def test_a_key_the_dev_build_of_its_release_may_take_is_advice_even_where_the_parser_drops_keys():
+    snap = snapshot(1, packages={**MODERN, "trl": "0.15.0.dev0", "vllm": "0.7.1", "transformers": "4.49.0"})
+    (f,) = [
+        f for f in findings(snap, config={"use_vllm": True, "vllm_dtype": "bfloat16"}) if f.rule == "CFG001"
+    ]
+    assert f.severity.value == "info" and "development build" in f.message
