@@ -330,6 +330,11 @@ _BARE = (
     (re.compile(r"cannot import name '[\w.]{1,200}' from '?[A-Za-z_]"), "ImportError"),
     (re.compile(r"module '[\w.]{1,300}' has no attribute '"), "AttributeError"),
 )
+#: an object's missing attribute quoted without its class and, in a retyped paste, without the
+#: quotes Python writes ("DataParallel object has no attribute 'config'")
+_BARE_OBJECT = re.compile(
+    r"(?<![\w'])'?(?P<cls>[A-Za-z_]\w{0,100})'? object has no attribute '?(?P<attr>[A-Za-z_]\w{0,200})'?"
+)
 
 
 def bare_exception(tb: Traceback) -> bool:
@@ -343,6 +348,11 @@ def bare_exception(tb: Traceback) -> bool:
             tb.exc_type = exc
             tb.message = tb.message[found.start() :].strip().rstrip('`*"').strip()
             return True
+    obj = _BARE_OBJECT.search(tb.message[:8192])
+    if obj is not None:  # written as Python writes it, whatever quotes the paste kept
+        tb.exc_type = "AttributeError"
+        tb.message = f"'{obj.group('cls')}' object has no attribute '{obj.group('attr')}'"
+        return True
     return False
 
 

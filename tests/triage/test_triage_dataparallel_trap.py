@@ -31,3 +31,17 @@ def test_distributed_data_parallel_keeps_the_unwrap_answer():
     )
     assert found and found[0].rule == "TRI035" and "DataParallel trap" not in found[0].message
     assert "unwrap" in found[0].fix
+
+
+def test_a_retyped_message_without_class_or_quotes_is_read_as_python_writes_it():
+    found = findings(scan_bytes("DataParallel object has no attribute 'config'\n"))
+    assert found and found[0].rule == "TRI035" and "DataParallel trap" in found[0].message
+
+
+def test_such_words_in_a_run_that_trains_on_are_no_crash():
+    log = (
+        "note: DataParallel object has no attribute 'config', reading it from .module\n"
+        "{'loss': 0.41, 'grad_norm': 1.2, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+        "{'loss': 0.39, 'grad_norm': 1.1, 'learning_rate': 1e-05, 'epoch': 0.2}\n"
+    )
+    assert [f for f in findings(scan_bytes(log)) if f.severity.value != "info"] == []
