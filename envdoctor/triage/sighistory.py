@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from envdoctor.knowledge import signature_history as sh
 from envdoctor.triage.traceback import Traceback
@@ -134,10 +135,23 @@ def candidates(cls: str | None, name: str, only: str | None) -> list[sh.Function
     return found
 
 
-def verdict(tb: Traceback, msg: str, m: re.Match[str], only: str | None) -> object | None:
-    """The ``symbols.Verdict`` of a call's ``TypeError`` from the signature history, or None."""
-    from envdoctor.triage.symbols import Verdict
+@dataclass
+class Found:
+    """What the signature history says of a call's ``TypeError``: the fields ``symbols.Verdict``
+    is built from (symbols imports this module; this one does not import symbols)."""
 
+    package: str
+    what: str
+    releases: list[str]
+    works: int
+    scope: int
+    changed: str
+    raised: int
+    below: list[str]
+
+
+def verdict(tb: Traceback, msg: str, m: re.Match[str], only: str | None) -> Found | None:
+    """What the signature history says of a call's ``TypeError`` (``Found``), or None."""
     func = m.group("func")
     owner, _, name = func.rpartition(".")
     cls = owner.rsplit(".", 1)[-1] or None
@@ -163,12 +177,16 @@ def verdict(tb: Traceback, msg: str, m: re.Match[str], only: str | None) -> obje
     if not rows or len({r[0].package for r in rows}) != 1 or len({(r[2], r[3]) for r in rows}) != 1:
         return None  # no history, or several functions whose histories do not agree: not one change
     f, scope, raised, works = rows[0]
-    v = Verdict(f.package, what, f.releases, works, scope)
-    v.source = "signature"
-    v.changed = _change(f, works, scope, breaks, fixes)
-    v.raised = raised
-    v.below = _below(f.releases)
-    return v
+    return Found(
+        f.package,
+        what,
+        f.releases,
+        works,
+        scope,
+        _change(f, works, scope, breaks, fixes),
+        raised,
+        _below(f.releases),
+    )
 
 
 def _below(releases: list[str]) -> list[str]:

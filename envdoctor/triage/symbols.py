@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from envdoctor import versions
 from envdoctor.knowledge.symbol_history import History, history, packages
 from envdoctor.triage import boundary
 from envdoctor.triage.boundary import Boundary
 from envdoctor.triage.traceback import PACKAGES, Frame, Traceback
+
+if TYPE_CHECKING:
+    from envdoctor.triage.sighistory import Found
 
 #: the history's packages, import name -> distribution (the files present decide which are read)
 _NAMES = re.compile(r"'(\w{1,200})'")
@@ -315,8 +319,8 @@ def _call(msg: str, only: str | None, tb: Traceback | None = None) -> Verdict | 
         # which parameters are required, how many go by position: the signature history's
         from envdoctor.triage import sighistory
 
-        sig = sighistory.verdict(tb, msg, m, only)
-        if isinstance(sig, Verdict):
+        sig = _signature_verdict(sighistory.verdict(tb, msg, m, only))
+        if sig is not None:
             return sig
     if not (m.group("kwarg") or m.group("missing")):
         return None
@@ -324,9 +328,21 @@ def _call(msg: str, only: str | None, tb: Traceback | None = None) -> Verdict | 
     if names is None and tb is not None and m.group("kwarg"):
         from envdoctor.triage import sighistory
 
-        sig = sighistory.verdict(tb, msg, m, only)  # a function the symbol history keeps no parameters of
-        return sig if isinstance(sig, Verdict) else None
+        # a function the symbol history keeps no parameters of
+        return _signature_verdict(sighistory.verdict(tb, msg, m, only))
     return names
+
+
+def _signature_verdict(found: Found | None) -> Verdict | None:
+    """The verdict of what the signature history found (``sighistory.Found``), or None."""
+    if found is None:
+        return None
+    v = Verdict(found.package, found.what, found.releases, found.works, found.scope)
+    v.source = "signature"
+    v.changed = found.changed
+    v.raised = found.raised
+    v.below = found.below
+    return v
 
 
 def _names_verdict(m: re.Match[str], msg: str, only: str | None) -> Verdict | None:
