@@ -45,11 +45,9 @@ from __future__ import annotations
 import argparse
 import ast
 import gzip
-import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,13 +56,8 @@ SCHEMA = "envdoctor.models/1"
 BUDGET = 64_000
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, mod)
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts: scripts/sibling.py
+from sibling import load as _load  # noqa: E402
 
 
 frames = _load("derive_frame_index")  # the wheels' reading

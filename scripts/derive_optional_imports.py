@@ -35,12 +35,10 @@ import argparse
 import ast
 import configparser
 import gzip
-import importlib.util
 import json
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import tomllib
 
@@ -75,13 +73,8 @@ _IMPORT_ERRORS = frozenset(("ImportError", "ModuleNotFoundError", "Exception"))
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, mod)
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts: scripts/sibling.py
+from sibling import load as _load  # noqa: E402
 
 
 frames = _load("derive_frame_index")  # releases and blobs: the same reading of the mirrors

@@ -79,11 +79,9 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "rules" / "knowledge" / "raises"
@@ -96,13 +94,8 @@ MAX_TEMPLATE = 400  # characters of a template kept
 WILD = "\x00"
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, mod)
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts: scripts/sibling.py
+from sibling import load as _load  # noqa: E402
 
 
 frames = _load("derive_frame_index")  # releases, blobs, file listings: one reading of the mirrors

@@ -32,7 +32,6 @@ import ast
 import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import yaml
 
@@ -95,13 +94,8 @@ MODEL: list[tuple[str, str]] = [
 ]
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, mod)
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts: scripts/sibling.py
+from sibling import load as _load  # noqa: E402
 
 
 def _base_names(cls: ast.ClassDef) -> list[str]:
