@@ -138,7 +138,7 @@ def run_fix(
     out = {
         "schema": SCHEMA,
         "changes": changes,
-        "commands": commands(changes),
+        "commands": commands(changes, accelerator_build(facts)),
         "fixed": list(dict.fromkeys(closure.fixed)),
         "unfixed": [{"rule": r, "why": w} for r, w in closure.unfixed]
         + (
@@ -167,13 +167,43 @@ def run_fix(
     }
 
 
-def commands(changes: dict[str, Any]) -> list[str]:
-    """What the user runs: the pip line, the environment, the launch lines."""
+#: packages whose PyPI wheels are built for CUDA (or the CPU): on another accelerator they come from
+#: that platform's own index or image, never from a plain ``pip install``
+_BUILT_FOR_CUDA = frozenset(
+    {"torch", "torchvision", "torchaudio", "vllm", "flash-attn", "xformers", "triton", "bitsandbytes"}
+)
+
+
+def accelerator_build(facts: Any) -> str | None:
+    """The accelerator the run's torch is built for where it is not CUDA: "ROCm" (a ``+rocm`` torch
+    or an AMD GPU), "Intel XPU" (``+xpu``), "Ascend NPU" (torch_npu or vllm-ascend installed); None
+    for CUDA or not known."""
+    local = str(facts.version("torch") or "").partition("+")[2]
+    if local.startswith("rocm") or any(
+        w in g.name for g in facts.gpus for w in ("AMD", "Instinct", "Radeon")
+    ):
+        return "ROCm"
+    if local.startswith("xpu"):
+        return "Intel XPU"
+    if facts.version("torch-npu") or facts.version("vllm-ascend"):
+        return "Ascend NPU"
+    return None
+
+
+def commands(changes: dict[str, Any], build: str | None = None) -> list[str]:
+    """What the user runs: the pip line, the environment, the launch lines. On an accelerator other
+    than CUDA (``build``) the packages PyPI builds for CUDA are named for that platform's own builds
+    instead of pinned from PyPI (a shell comment: the line installs nothing)."""
     out = []
-    if changes["packages"]:
+    pkgs = sorted(changes["packages"].items())
+    own = [(n, v) for n, v in pkgs if build and n in _BUILT_FOR_CUDA]
+    plain = [(n, v) for n, v in pkgs if (n, v) not in own]
+    if plain:
+        out.append("pip install " + " ".join(shlex.quote(f"{n}=={v}") for n, v in plain))
+    if own:
         out.append(
-            "pip install "
-            + " ".join(shlex.quote(f"{n}=={v}") for n, v in sorted(changes["packages"].items()))
+            f"# {' '.join(f'{n}=={v}' for n, v in own)}: install the {build} builds of these releases "
+            f"(PyPI's wheels are built for CUDA and would replace the {build} ones)"
         )
     out += [f"unset {k}" for k in changes["env"]["unset"]]
     out += [f"export {k}={shlex.quote(v)}" for k, v in changes["env"]["set"].items()]
