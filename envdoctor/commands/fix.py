@@ -178,12 +178,12 @@ def accelerator_build(facts: Any) -> str | None:
     """The accelerator the run's torch is built for where it is not CUDA: "ROCm" (a ``+rocm`` torch
     or an AMD GPU), "Intel XPU" (``+xpu``), "Ascend NPU" (torch_npu or vllm-ascend installed); None
     for CUDA or not known."""
-    local = str(facts.version("torch") or "").partition("+")[2]
-    if local.startswith("rocm") or any(
-        w in g.name for g in facts.gpus for w in ("AMD", "Instinct", "Radeon")
-    ):
+    from envdoctor.checks.gpus import non_cuda_build
+
+    build = non_cuda_build(facts.version("torch")) or ""  # the torch wheel's own local label
+    if "ROCm" in build or any(w in g.name for g in facts.gpus for w in ("AMD", "Instinct", "Radeon")):
         return "ROCm"
-    if local.startswith("xpu"):
+    if "XPU" in build:
         return "Intel XPU"
     if facts.version("torch-npu") or facts.version("vllm-ascend"):
         return "Ascend NPU"

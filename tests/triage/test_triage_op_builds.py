@@ -55,6 +55,16 @@ def test_bitsandbytes_on_its_cpu_library_is_its_cuda_setup_with_the_upgrade():
     assert "bitsandbytes>=0.43.1" in found[0].fix
 
 
+def test_the_bitsandbytes_line_pasted_without_its_exception_is_read_too():
+    """qlora's users pasted the loader's line alone (artidoro/qlora#31: cquantize_blockwise_fp16_fp4)."""
+    log = (
+        "/home/u/envs/qlora/lib/python3.11/site-packages/bitsandbytes/libbitsandbytes_cpu.so: "
+        "undefined symbol: cquantize_blockwise_fp16_fp4\n"
+    )
+    found = findings(scan_bytes(log))
+    assert found and "bitsandbytes-cuda-setup-failed" in found[0].message
+
+
 def test_bitsandbytes_cpu_library_is_quiet_on_a_release_past_the_fix():
     log = "bitsandbytes==0.45.0\n" + BNB_CPU
     assert all("bitsandbytes-cuda-setup-failed" not in f.message for f in findings(scan_bytes(log)))
