@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from envdoctor.commands.fix import accelerator_build, commands
+from envdoctor.commands.fix import commands
 from envdoctor.facts.snapshot import from_dict
+from envdoctor.remedy.platform import accelerator_build
 from tests.conftest import MODERN, snapshot
 
 CHANGES = {
@@ -37,3 +38,38 @@ def test_on_cuda_the_pip_line_pins_every_package():
     assert accelerator_build(facts) is None
     (pip,) = commands(CHANGES, accelerator_build(facts))
     assert pip == "pip install torch==2.8.0 transformers==4.56.2 trl==0.24.0 vllm==0.10.2"
+
+
+def _proved(packages: dict) -> list:
+    from envdoctor.plan.build import build_plan
+    from envdoctor.remedy import Rerun
+    from envdoctor.remedy.closure import prove
+
+    facts = _facts(packages=packages)
+    plan = build_plan(config_dict={"use_vllm": True}, live=False)
+    rerun = Rerun()
+    return [f for f in prove(facts, plan, rerun(facts, plan), rerun) if f.rule == "PKG006"]
+
+
+def test_checks_proved_pip_line_on_rocm_names_vllm_for_rocms_builds():
+    """PKG006 (TRL 0.24 outside its vLLM range): on CUDA check prints the pip pin; on ROCm the
+    same proved remedy is told as ROCm's build of that vLLM release, never PyPI's CUDA wheel."""
+    cuda = _proved({**MODERN, "trl": "0.24.0", "vllm": "0.11.0"})
+    rocm = _proved({**MODERN, "trl": "0.24.0", "vllm": "0.11.0", "torch": "2.13.0+rocm6.4"})
+    assert cuda and rocm and cuda[0].remedy is not None and rocm[0].remedy is not None
+    assert cuda[0].fix.startswith("pip install ") and "'vllm==" in cuda[0].fix
+    assert rocm[0].remedy.packages == cuda[0].remedy.packages  # the same release, only said otherwise
+    vllm = rocm[0].remedy.packages["vllm"]
+    assert f"vllm=={vllm}" in rocm[0].fix and "install the ROCm builds" in rocm[0].fix
+    assert "'vllm==" not in rocm[0].fix and "'torch==" not in rocm[0].fix
+    assert "pip install 'transformers==" in rocm[0].fix  # PyPI's transformers is the same everywhere
+
+
+def test_a_text_that_is_not_only_a_pip_line_keeps_its_words_and_names_the_platform_build():
+    from envdoctor.remedy.platform import on_platform
+
+    text = "pip install 'vllm==0.10.2'; and remove `vllm_device`"
+    told = on_platform(text, {"vllm": "0.10.2"}, "ROCm")
+    assert told.startswith(text) and "vllm==0.10.2 from the ROCm builds" in told
+    assert on_platform(text, {"vllm": "0.10.2"}, None) == text
+    assert on_platform("pip install 'trl==0.24.0'", {"trl": "0.24.0"}, "ROCm") == "pip install 'trl==0.24.0'"

@@ -32,6 +32,7 @@ from envdoctor.commands.options import (
     split_list,
     text_or_json_option,
 )
+from envdoctor.remedy.platform import accelerator_build, pip_lines
 
 SCHEMA = "envdoctor.fix/1"
 
@@ -167,44 +168,11 @@ def run_fix(
     }
 
 
-#: packages whose PyPI wheels are built for CUDA (or the CPU): on another accelerator they come from
-#: that platform's own index or image, never from a plain ``pip install``
-_BUILT_FOR_CUDA = frozenset(
-    {"torch", "torchvision", "torchaudio", "vllm", "flash-attn", "xformers", "triton", "bitsandbytes"}
-)
-
-
-def accelerator_build(facts: Any) -> str | None:
-    """The accelerator the run's torch is built for where it is not CUDA: "ROCm" (a ``+rocm`` torch
-    or an AMD GPU), "Intel XPU" (``+xpu``), "Ascend NPU" (torch_npu or vllm-ascend installed); None
-    for CUDA or not known."""
-    from envdoctor.checks.gpus import non_cuda_build
-
-    build = non_cuda_build(facts.version("torch")) or ""  # the torch wheel's own local label
-    if "ROCm" in build or any(w in g.name for g in facts.gpus for w in ("AMD", "Instinct", "Radeon")):
-        return "ROCm"
-    if "XPU" in build:
-        return "Intel XPU"
-    if facts.version("torch-npu") or facts.version("vllm-ascend"):
-        return "Ascend NPU"
-    return None
-
-
 def commands(changes: dict[str, Any], build: str | None = None) -> list[str]:
     """What the user runs: the pip line, the environment, the launch lines. On an accelerator other
     than CUDA (``build``) the packages PyPI builds for CUDA are named for that platform's own builds
     instead of pinned from PyPI (a shell comment: the line installs nothing)."""
-    out = []
-    pkgs = sorted(changes["packages"].items())
-    own = [(n, v) for n, v in pkgs if build and n in _BUILT_FOR_CUDA]
-    plain = [(n, v) for n, v in pkgs if (n, v) not in own]
-    if plain:
-        out.append("pip install " + " ".join(shlex.quote(f"{n}=={v}") for n, v in plain))
-    if own:
-        out.append(
-            f"# {' '.join(f'{n}=={v}' for n, v in own)}: install the {build} builds of these releases "
-            f"(PyPI's wheels are built for CUDA and would replace the {build} ones)"
-        )
+    out = pip_lines(changes["packages"], build)
     out += [f"unset {k}" for k in changes["env"]["unset"]]
     out += [f"export {k}={shlex.quote(v)}" for k, v in changes["env"]["set"].items()]
     out += list(changes["launch"] or [])

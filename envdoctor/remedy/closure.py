@@ -19,6 +19,7 @@ from envdoctor.facts.interface import Facts
 from envdoctor.findings import Finding, Remedy, Severity
 from envdoctor.plan.interface import Plan
 from envdoctor.remedy.apply import apply, merge
+from envdoctor.remedy.platform import accelerator_build, on_platform
 from envdoctor.remedy.script_edit import said
 
 #: rounds of ``close`` at most (each fixes one finding; a run has a handful)
@@ -88,6 +89,7 @@ def prove(
     """``findings`` with each remedy proved: a finding keeps the candidates that hold (its fix
     text is theirs); when none holds its fix says why, and it has no remedy."""
     tried: dict[str, tuple[Remedy | None, str]] = {}
+    build = accelerator_build(facts)  # ROCm, XPU, Ascend: PyPI's CUDA wheels are no fix there
     out = []
     for finding in findings:
         cands = candidates(finding)
@@ -103,7 +105,8 @@ def prove(
                 tried[key] = (done[2] if done else None, why)
             holds, why = tried[key]
             if holds is not None:
-                held.append(holds if holds.fix else replace(holds, fix=_text(finding, cand)))
+                text = on_platform(holds.fix or _text(finding, cand), holds.packages, build)
+                held.append(replace(holds, fix=text))
             else:
                 reasons.append(f"`{_text(finding, cand)}`: {why}")
         out.append(_proved(finding, held, reasons))
