@@ -282,3 +282,23 @@ def param_since(package: str, method: str, param: str) -> str | None:
     if not have or (have & -have) == (scope & -scope):
         return None  # no release takes it, or the first with the method already did
     return h.releases[(have & -have).bit_length() - 1]
+
+
+def param_added(package: str, method: str, param: str) -> str | None:
+    """The release from which ``package`` passes ``param`` to ``method`` on every class of its own
+    that took it later than it had the method (``vllm``'s ``collective_rpc`` gained ``non_block``
+    on ``MultiprocExecutor`` in 0.9.0 and on ``UniProcExecutor`` in 0.11.0, where the abstract
+    ``Executor`` came with it: 0.11.0). A class born with the parameter says nothing of when the
+    package's callers started passing it. None where no class of the history added it."""
+    h = history(package) if package in packages() else None
+    if h is None:
+        return None
+    best = -1
+    for node in h.modules.values():
+        for name, spec in (node.get("c", {}) if isinstance(node, dict) else {}).items():
+            if not isinstance(spec, dict) or method not in spec.get("p", {}):
+                continue
+            scope, have = h.params(name, method, param)
+            if have and (have & -have) != (scope & -scope):
+                best = max(best, (have & -have).bit_length() - 1)
+    return h.releases[best] if best >= 0 else None

@@ -292,7 +292,7 @@ def find(tb: Traceback) -> Boundary | None:
         if m is None:
             return None
         func = m.group("func")
-        hooked = _override(tb, m) or _package_override(tb, m, frames)
+        hooked = _override(tb, m) or _package_override(tb, m, frames) or _unframed_override(tb, m, frames)
         if hooked is not None:
             return hooked
         if m.group("kwarg") and not re.search(rf"'{m.group('kwarg')}'", msg):
@@ -595,6 +595,56 @@ def _package_override(tb: Traceback, m: re.Match[str], frames: list[Frame]) -> B
         last,
         verb=f"overrides {pkg}'s {method}() in {cls} without a parameter for {arg}",
         lacks=f"passes to it (from {since})" if since else "passes to it (its call in the traceback)",
+        name=method,
+        func=cls,
+        override=row,
+    )
+
+
+def _unframed_override(tb: Traceback, m: re.Match[str], frames: list[Frame]) -> Boundary | None:
+    """``C.m() got an unexpected keyword argument 'k'`` quoted without a frame (a one-line paste,
+    a wrapper's re-raise) where ``C`` is no class of any package envdoctor has a history of (the
+    user's, a project's: verl's ``ExternalZeroMQDistributedExecutor``), ``m`` a method that exactly
+    one package of the histories defines, and that package's classes took ``k`` from a release on
+    (``param_added``): ``C`` overrides the package's method and was written for a release before it
+    passed ``k`` — what ``_package_override`` tells from the package's calling frame, told from the
+    release history where the log shows none. Not for dunders (``__init__``: every class has one),
+    a method several packages define, nor a keyword no release of the package passes."""
+    from envdoctor.knowledge.symbol_history import defines_method, history, packages, param_added
+
+    kwarg = m.group("kwarg")
+    cls, _, method = m.group("func").rpartition(".")
+    cls = cls.rsplit(".", 1)[-1]
+    if frames or not kwarg or not cls or not method or method.startswith("_") or "<" in cls:
+        return None
+    if not re.search(rf"'{re.escape(kwarg)}'", tb.message):
+        return None  # a keyword the log cut off
+    stack = packages()
+    if any((h := history(p)) is not None and h.class_releases(cls) for p in stack):
+        return None  # a class of a package's own: its drift is the symbol history's to tell
+    owners = [p for p in stack if defines_method(p, method)]
+    if len(owners) != 1:
+        return None
+    pkg = owners[0]
+    since = param_added(pkg, method, kwarg)
+    if since is None:
+        return None
+    row = {
+        "method": method,
+        "argument": kwarg,
+        "how": "keyword",
+        "since": since,
+        "fix": f"add a parameter for {kwarg} to the override ({kwarg}=None, or **kwargs)",
+    }
+    return Boundary(
+        None,
+        pkg,
+        tb,
+        f"{cls}.{method}() and {kwarg}",
+        None,
+        None,
+        verb=f"overrides {pkg}'s {method}() in {cls} without a parameter for {kwarg}",
+        lacks=f"passes to it (from {since}: its classes' {method}() take {kwarg} from then)",
         name=method,
         func=cls,
         override=row,

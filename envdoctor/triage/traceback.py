@@ -167,9 +167,15 @@ def _trimmed(frames: list[Frame]) -> list[Frame]:
 _RAY_REPEATED = re.compile(r" ?\[repeated \d{1,9}x across cluster\]$")
 
 
+#: a word processor's or a blog's typographic quotes, as Python prints them (``‘X’ object has no
+#: attribute ‘a’``, ``File “/x.py”, line 3``); NFKC leaves them as they are
+_SMART_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
 def _body(text: str) -> str:
-    """A pasted line as the program printed it: prefixes, quotes, markup and indentation removed."""
-    text = unmark(text.strip())
+    """A pasted line as the program printed it: prefixes, quotes, markup and indentation removed;
+    typographic quotes read as Python's own."""
+    text = unmark(text.strip().translate(_SMART_QUOTES))
     body = split_prefix(text)[0] if text[:1] in "[(<E>WIDCRr0123456789 \t*`" else text
     if body.endswith("across cluster]"):  # Ray's "… [repeated 7x across cluster]"
         body = _RAY_REPEATED.sub("", body)

@@ -78,3 +78,46 @@ def test_bitsandbytes_cpu_only_warning_in_a_run_that_trains_is_no_finding():
         "{'loss': 0.39, 'grad_norm': 1.1, 'learning_rate': 1e-05, 'epoch': 0.2}\n"
     )
     assert [f for f in findings(scan_bytes(log)) if f.severity.value != "info"] == []
+
+
+BNB_CPU_ONLY = (
+    "Traceback (most recent call last):\n"
+    '  File "/v/lib/python3.11/site-packages/bitsandbytes/functional.py", line 1234, in quantize_4bit\n'
+    "    lib.cquantize_blockwise_fp16_nf4(*args)\n"
+    '  File "/v/lib/python3.11/site-packages/bitsandbytes/cextension.py", line 56, in throw_on_call\n'
+    "    raise RuntimeError(\n"
+    "RuntimeError: Method 'cquantize_blockwise_fp16_nf4' not available in CPU-only version of bitsandbytes.\n"
+    "Reinstall with GPU support or use CUDA-enabled hardware.\n"
+)
+
+
+@pytest.mark.parametrize("log", [BNB_CPU_ONLY, "[rank0]: " + BNB_CPU_ONLY.splitlines()[-2] + "\n"])
+def test_bitsandbytes_0_46_cpu_only_library_names_torch_without_cuda(log):
+    """bitsandbytes 0.46.0-0.50.1 cextension.py: BNBNativeLibrary's throw_on_call (read at the tags)."""
+    found = findings(scan_bytes(log))
+    assert found and found[0].rule == "TRI011" and found[0].severity.value == "error"
+    assert "bitsandbytes-cpu-only-library-loaded" in found[0].message
+    assert "torch" in found[0].fix and "bitsandbytes>=0.43.1" not in found[0].fix
+
+
+def test_bitsandbytes_0_46_native_library_stand_in_names_the_cuda_binary():
+    log = (
+        "RuntimeError: \n\U0001f6a8 CUDA VERSION MISMATCH \U0001f6a8\n"
+        "Requested CUDA version:          12.9\n"
+        "Attempted to use bitsandbytes native library functionality but it's not available.\n\n"
+        "Native code method attempted to call: lib.cquantize_blockwise_bf16_nf4()\n"
+    )
+    found = findings(scan_bytes(log))
+    assert found and found[0].severity.value == "error"
+    assert "bitsandbytes-native-library-not-loaded" in found[0].message
+    assert "BNB_CUDA_VERSION" in found[0].fix
+
+
+def test_bitsandbytes_cpu_only_wording_is_quiet_where_the_run_trains_on():
+    """python -m bitsandbytes' own diagnostics print the check; a run that trains past it did not fail."""
+    log = (
+        "WARNING: bitsandbytes is running as CPU-only!\n"
+        "{'loss': 0.41, 'grad_norm': 1.2, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+        "{'loss': 0.39, 'grad_norm': 1.1, 'learning_rate': 1e-05, 'epoch': 0.2}\n"
+    )
+    assert [f for f in findings(scan_bytes(log)) if f.severity.value != "info"] == []
