@@ -485,6 +485,23 @@ _BATCH_KEYS = (
 )
 
 
+def trl_example_trainer(ctx: Context) -> str | None:
+    """The trainer outside GRPOTrainer's class tree that TRL's own example script builds, where
+    the launch line names one (``examples/scripts/async_grpo.py``) that is not on this machine
+    (rules/knowledge/trl_example_scripts.yaml); None otherwise (a script that is here is read)."""
+    launch, script = ctx.plan.trainer, ctx.plan.script
+    if launch is None or not launch.script or (script is not None and not script.problem):
+        return None
+    path = launch.script.replace("\\", "/")
+    name = path.rsplit("/", 1)[-1]
+    entry = (ctx.kb.trl_example_scripts.get("scripts") or {}).get(name)
+    if not entry or not ("/" + path).endswith("/examples/scripts/" + name):
+        return None
+    if not versions.satisfies(ctx.version("trl"), str(entry.get("trl", ""))):
+        return None
+    return f"{entry['trainer']} (what TRL's {path} builds; the file is not here)"
+
+
 @rule("CFG002", needs=("plan",))
 def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
     cfg = ctx.config
@@ -572,6 +589,7 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
     total, what = _global_batch(rule_entry, cfg, per_device, world, accum) or (0, "")
     script = ctx.plan.script
     other = script.trl_other_trainer if script is not None and not script.problem else None
+    other = other or trl_example_trainer(ctx)
     if other and total % gens:
         # TRL's own trainers outside GRPO's class tree (trl.experimental's AsyncGRPOTrainer
         # derives from TRL's base trainer, its config from the base config): neither runs the check

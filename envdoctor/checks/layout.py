@@ -10,6 +10,7 @@ from typing import Any
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
+from envdoctor.checks.layout_replica import DELIBERATE_SHARE, ReplicaFit, replica_fit, set_share
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import Remedy
 from envdoctor.knowledge import release_said
@@ -150,7 +151,8 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     by_path = by_path or bool(ctx.plan.script and ctx.plan.script.model_by_name)
     splits = ctx.kb.feature("model_path_device_map_auto", trl)
     refuses = ctx.kb.feature("dataparallel_refusal", trl)
-    what = _one_process_outcome(ctx, trl, gen, by_path, splits, refuses)
+    fit = _replica_fit(ctx, gen, splits, refuses)
+    what = _one_process_outcome(ctx, trl, gen, by_path, splits, refuses, fit)
     gpus = ",".join(str(g) for g in lay.visible)
     train = [g for g in lay.visible if g not in gen] or lay.visible[:1]
     fix = _one_rank_per_gpu(lay, launch, train, gen)
@@ -161,21 +163,50 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
         f"{what}",
         fix=fix,
         remedy=[launch_remedy(ctx, line, fix if i == 0 else line) for i, line in enumerate(lines)],
-        severity="warning" if by_path and splits and not gen else None,
+        severity=fit.severity if fit else "warning" if by_path and splits and not gen else None,
         n_gpu=lay.process_gpus,
         visible=lay.visible,
         trl=trl,
         refuses=refuses,
         splits=splits,
+        **(fit.evidence if fit else {}),
     )
 
 
+def _replica_fit(
+    ctx: Context, gen: list[int], splits: bool | None, refuses: bool | None
+) -> ReplicaFit | None:
+    """Where TRL certainly lets Trainer wrap the model in nn.DataParallel silently (before the
+    refusal; before the split by path, or a script read that passes a model object) and a GPU is
+    reserved for vLLM: whether a replica fits beside vLLM's share there (layout_replica). None
+    otherwise (TRL not known, refused at init, the model split by device_map="auto")."""
+    if not gen or refuses is not False or splits is None:
+        return None
+    script = ctx.plan.script
+    if splits and not (script is not None and not script.problem and script.model_by_name is False):
+        return None  # the model may be passed by name: split over the GPUs, not wrapped
+    return replica_fit(ctx, gen)
+
+
 def _one_process_outcome(
-    ctx: Context, trl: str | None, gen: list[int], by_path: bool, splits: bool | None, refuses: bool | None
+    ctx: Context,
+    trl: str | None,
+    gen: list[int],
+    by_path: bool,
+    splits: bool | None,
+    refuses: bool | None,
+    fit: ReplicaFit | None = None,
 ) -> str:
     """What TRL ``trl`` does with one process that sees several GPUs (LAY003's message)."""
     n = ctx.layout.process_gpus
     said = release_said("trl", trl, ctx.kb)  # past the horizon: the newest release it knows
+    if fit is not None:
+        return (
+            f"{said} lets transformers.Trainer silently wrap the model in nn.DataParallel over all"
+            f" {n} GPUs, including GPU {', '.join(map(str, gen))} reserved for vLLM: each step's batch"
+            f" is per_device_train_batch_size × {n}, the GPUs' time is shared with generation and a"
+            f" replica with its activations lands beside vLLM; {fit.text}"
+        )
     victims = f" — including GPU {', '.join(map(str, gen))} reserved for vLLM" if gen else ""
     since = ctx.kb.feature_entry("dataparallel_refusal").get("since", "a newer release")
     split_since = ctx.kb.feature_entry("model_path_device_map_auto").get("since", "a newer release")
@@ -406,27 +437,13 @@ def in_process_unseen(ctx: Context) -> str | None:
     )
 
 
-#: a vLLM share of the GPU set at most this leaves training at least as much as vLLM takes (TRL's
-#: colocate mode shares every GPU at 0.3 by default): the user shares the GPU on purpose
-DELIBERATE_SHARE = 0.5
-
-
 def _deliberate_share(ctx: Context) -> str | None:
     """Why sharing the generation GPU with training is deliberate: the user set vLLM's memory
     fraction (vllm_gpu_memory_utilization in legacy mode, the server line's
     --gpu_memory_utilization) to at most ``DELIBERATE_SHARE``; None when it is TRL's default
     (0.9, which leaves training a tenth of the GPU) or above the bound."""
-    if ctx.layout.generation_mode == "legacy":
-        value, said = ctx.config.get("vllm_gpu_memory_utilization"), "vllm_gpu_memory_utilization"
-    else:
-        server = ctx.plan.server
-        value = server.options.get("gpu_memory_utilization") if server is not None else None
-        said = "the server line's --gpu_memory_utilization"
-    try:
-        util = float(value) if value is not None and not isinstance(value, bool) else None
-    except (TypeError, ValueError):
-        util = None
-    if util is None or not 0 < util <= DELIBERATE_SHARE:
+    util, said = set_share(ctx)
+    if util is None or util > DELIBERATE_SHARE:
         return None
     return f"{said} is {util:g}, which leaves training {1 - util:.0%} of the GPU"
 

@@ -35,6 +35,7 @@ class Knowledge:
         "horizon": "horizon.yaml",
         "trainer_hooks": "trainer_hooks.yaml",
         "trl_accelerate_configs": "trl_accelerate_configs.yaml",
+        "trl_example_scripts": "trl_example_scripts.yaml",
         "import_names": "import_names.yaml",
         "vllm_api": "vllm_api.yaml",
         "wrappers": "wrappers.yaml",

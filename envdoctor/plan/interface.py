@@ -45,6 +45,9 @@ class Launch:
     nodes: int | None = None
     placed_by: str | None = None  # srun / mpirun: the scheduler picks its node(s)
     unresolved: str | None = None
+    #: given as the command after ``--`` (``check … -- accelerate launch train.py``): the trainer's
+    #: line by the CLI's convention, whatever other ``--launch`` lines run beside it
+    from_argv: bool = False
 
     @property
     def is_server(self) -> bool:
@@ -236,7 +239,11 @@ class Plan:
 
     @property
     def trainer(self) -> Launch | None:
-        return next((lx for lx in self.launches if not lx.is_server), None)
+        """The trainer's line: the command after ``--`` where one was given (the other lines,
+        ``--launch``, run beside it: a repository's own server started by ``python
+        vllm_server.py`` is no trainer), else the first line that is not a vLLM server."""
+        given = next((lx for lx in self.launches if lx.from_argv and not lx.is_server), None)
+        return given or next((lx for lx in self.launches if not lx.is_server), None)
 
     @property
     def server(self) -> Launch | None:

@@ -577,5 +577,8 @@ def parse_launches(
         text = _without_comment_lines(text)
     launches = _parse_text(text, exported, 0) if text else []
     if argv:
-        launches += _parse_segments(list(argv), exported, 0)
+        given = _parse_segments(list(argv), exported, 0)
+        if text is not None or launches:  # beside --launch lines: the trainer's by the CLI's convention
+            given = [dataclasses.replace(lx, from_argv=True) for lx in given]
+        launches += given
     return launches

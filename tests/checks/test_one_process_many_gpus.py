@@ -113,3 +113,78 @@ def test_a_script_passing_the_model_by_name_is_split_not_wrapped(tmp_path, monke
     assert f.severity.value == "warning" and 'device_map="auto"' in f.message
     assert lay003("1.9.0", COLOCATE, "python by_object.py").severity.value == "error"
     assert lay003("0.25.0", COLOCATE, "python by_name.py").severity.value == "error"  # no split yet
+
+
+# ---- the silent-wrap era with a GPU reserved for vLLM: severity by the memory plan -------------
+LEGACY_014 = {
+    "trl": "0.14.0",
+    "transformers": "4.48.3",
+    "torch": "2.5.1+cu124",
+    "accelerate": "1.3.0",
+    "vllm": "0.7.2",
+}
+
+
+def _legacy(config: dict, model_params: str | None = None, launch: str = "python train.py", gpus=None):
+    from envdoctor.checks.context import Context
+    from envdoctor.checks.engine import run_rules
+    from envdoctor.facts.snapshot import from_dict
+    from envdoctor.plan.build import build_plan
+
+    cfg = {"use_vllm": True, "vllm_device": "cuda:1", "bf16": True, **config}
+    ctx = Context(
+        facts=from_dict(snapshot(2, packages=LEGACY_014, model=gpus), "t"),
+        plan=build_plan(launch=launch, config_dict=cfg, live=False),
+        options={"model_params": model_params} if model_params else {},
+    )
+    found = [f for f in run_rules(ctx).findings if f.rule == "LAY003"]
+    return found[0] if found else None
+
+
+def test_published_healthy_share_0_4_and_a_1b_model_is_advice():
+    """python train.py on 2 × H100 80 GB, TRL 0.14, vllm_device cuda:1 at 0.4, a 1B Llama (ran
+    1500 steps): vLLM's share leaves the replica room; the plan says so, as info."""
+    cfg = {"vllm_gpu_memory_utilization": 0.4, "per_device_train_batch_size": 4, "num_generations": 4}
+    f = _legacy(cfg, model_params="1B")
+    assert f.severity.value == "info", f.message
+    assert "it fits, by the memory plan" in f.message
+    assert "per_device_train_batch_size × 2" in f.message and "shared with generation" in f.message
+    assert f.fix.startswith("torchrun --nproc_per_node 1 train.py")  # the advice stays
+    # the size a local folder's name states is enough
+    f = _legacy({**cfg, "model_name_or_path": "/models/Llama-3.2-1B-Instruct"})
+    assert f.severity.value == "info"
+    assert "model size from the name /models/Llama-3.2-1B-Instruct: 1B" in f.message
+
+
+def test_default_share_or_a_big_model_is_an_error():
+    # TRL's default 0.9, no model known: vLLM leaves a tenth (field reports 1-2)
+    f = _legacy({"per_device_train_batch_size": 4, "num_generations": 4})
+    assert f.severity.value == "error" and "0.9 (the default)" in f.message
+    # a model known at the default share: the plan says the replica does not fit
+    f = _legacy({"per_device_train_batch_size": 4, "num_generations": 4}, model_params="7B")
+    assert f.severity.value == "error" and "runs out of memory there in the first steps" in f.message
+    # a share set on purpose, a model too big for what it leaves
+    f = _legacy({"vllm_gpu_memory_utilization": 0.4}, model_params="32B")
+    assert f.severity.value == "error" and "before fragmentation" in f.message
+
+
+def test_a_replica_that_fits_with_little_to_spare_is_a_warning():
+    cfg = {"vllm_gpu_memory_utilization": 0.8, "max_completion_length": 256}
+    f = _legacy({**cfg, "per_device_train_batch_size": 4, "num_generations": 4}, model_params="0.5B")
+    assert f.severity.value == "warning" and "to spare" in f.message
+    assert f.evidence["replica_bytes"] < f.evidence["room_bytes"]
+    f = _legacy({**cfg, "per_device_train_batch_size": 2, "num_generations": 2}, model_params="0.5B")
+    assert f.severity.value == "info"
+
+
+def test_share_set_on_purpose_with_no_model_known_is_a_warning():
+    f = _legacy({"vllm_gpu_memory_utilization": 0.4})
+    assert f.severity.value == "warning"
+    assert "the model's size is not known" in f.message and "LAY006" in f.message
+
+
+def test_the_refusal_era_and_the_split_model_keep_their_severities():
+    cfg = {"use_vllm": True, "vllm_mode": "server", "vllm_gpu_memory_utilization": 0.4}
+    assert lay003("1.16.0", cfg, "python train.py").severity.value == "error"  # refused at init
+    f = lay003("1.16.0", COLOCATE, TRL_GRPO)
+    assert f.severity.value == "warning" and 'device_map="auto"' in f.message  # split, no vLLM GPU
