@@ -212,3 +212,52 @@ def test_shipped_flash_attn_softcap_from_transformers_is_drift_with_flash_attn()
     (f,) = _drift(text)
     assert "flash-attn" in f.fix and ">=2.6.0" in f.fix
     assert "between transformers and flash-attn" in f.message or "flash-attn" in f.message
+
+
+def test_shipped_liger_loss_keyword_from_trl_is_drift_with_liger() -> None:
+    """TRL passes importance_sampling_level= to Liger's GRPO loss; older Liger releases lack it."""
+    text = (
+        "trl==0.22.0 liger-kernel==0.6.0\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 520, in __init__\n'
+        "    self.liger_grpo_loss = LigerFusedLinearGRPOLoss(\n"
+        "TypeError: LigerFusedLinearGRPOLoss.__init__() got an unexpected keyword argument "
+        "'importance_sampling_level'\n"
+    )
+    (f,) = _drift(text)
+    assert f.severity == Severity.ERROR and "liger-kernel>=0.6." in f.fix
+    assert "API drift between trl and liger-kernel" in f.message
+
+
+def test_shipped_deepspeed_backward_keyword_from_accelerate_is_drift_with_deepspeed() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/site-packages/accelerate/utils/deepspeed.py", line 270, in backward\n'
+        "    self.engine.backward(loss, allreduce_gradients=False)\n"
+        "TypeError: DeepSpeedEngine.backward() got an unexpected keyword argument 'allreduce_gradients'\n"
+    )
+    (f,) = _drift(text)
+    assert "deepspeed<0.16.0" in f.fix and "API drift between accelerate and deepspeed" in f.message
+
+
+def test_shipped_deepspeed_symbols_name_a_removed_engine_method() -> None:
+    """The symbol history reads deepspeed too: a method the engine gained at 0.16.4."""
+    text = (
+        "deepspeed==0.15.4\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/site-packages/accelerate/accelerator.py", line 3500, in get_state_dict\n'
+        "    state_dict = model._consolidated_16bit_state_dict()\n"
+        "AttributeError: 'DeepSpeedEngine' object has no attribute '_consolidated_16bit_state_dict'\n"
+    )
+    (f,) = _drift(text)
+    assert "deepspeed>=0.16.4" in f.fix
+
+
+def test_a_deepspeed_method_every_release_has_gets_no_drift_claim() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/train.py", line 12, in <module>\n'
+        "    engine.step(closure)\n"
+        "TypeError: DeepSpeedEngine.step() got an unexpected keyword argument 'closure_fn'\n"
+    )
+    assert not _drift(text)
