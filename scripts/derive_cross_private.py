@@ -47,9 +47,11 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import pickle
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "rules" / "knowledge" / "cross_private.json"
@@ -89,10 +91,11 @@ def _root_of(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def scan(src: str, top: dict[str, str]) -> tuple[set[tuple[str, str]], set[str], set[str]]:
+def scan(src: str, top: dict[str, str] | None = None) -> tuple[set[tuple[str, str]], set[str], set[str]]:
     """One caller file: ``(bound, loose, own)``: (callee, name) pairs imported or read through a
-    name bound to a callee; private attribute names read of other objects; private names the file
-    defines itself. ``top``: import package -> distribution of the callees."""
+    name bound to another package (``top``: import package -> distribution of the callees; None:
+    the import package itself, filtered later); private attribute names read of other objects;
+    private names the file defines itself."""
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError):
@@ -104,11 +107,13 @@ def scan(src: str, top: dict[str, str]) -> tuple[set[tuple[str, str]], set[str],
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                dist = top.get(a.name.split(".")[0])
+                head = a.name.split(".")[0]
+                dist = head if top is None else top.get(head)
                 if dist:
                     alias[(a.asname or a.name).split(".")[0]] = dist
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            dist = top.get(node.module.split(".")[0])
+            head = node.module.split(".")[0]
+            dist = head if top is None else top.get(head)
             if dist:
                 for a in node.names:
                     if private(a.name):
@@ -154,21 +159,42 @@ def _reader(dist: str, spec: str):  # type: ignore[no-untyped-def]
     return frames.release_reader(None, dist, roots, wheels=Path(spec)), roots
 
 
-def texts(dist: str, spec: str, newest: int = 0) -> Iterator[tuple[str, str]]:
-    """``(release, text)`` of each distinct ``.py`` file of ``dist``'s releases (``newest``: only
-    that many of the newest releases)."""
+def texts(dist: str, spec: str, every: int = 1, skip: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
+    """``(key, text)`` of each distinct ``.py`` file of ``dist``'s releases (``every``: every
+    N-th release, the newest always; ``skip``: folders of the package left out)."""
     reader, roots = _reader(dist, spec)
     seen: set[str] = set()
-    rel = reader.releases[-newest:] if newest else reader.releases
-    for version, ref in rel:
+    rel = reader.releases
+    picked = [r for i, r in enumerate(rel) if i % every == 0 or i == len(rel) - 1]
+    for _, ref in picked:
         for path, (key, _) in reader.files(ref, roots).items():
-            if key in seen or "/tests/" in f"/{path}":
+            if key in seen or "/tests/" in f"/{path}" or path.startswith(skip):
                 continue
             seen.add(key)
             data = reader.read(key)
             if len(data) <= MAX_FILE:
-                yield version, data.decode("utf-8", "replace")
+                yield key, data.decode("utf-8", "replace")
     reader.close()
+
+
+class Cache:
+    """Each file's facts by the key of its text (kept on disk between runs)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.data: dict[tuple[str, str], Any] = {}
+        if path is not None and path.is_file():
+            self.data = pickle.loads(path.read_bytes())  # noqa: S301 (the maintainer's own cache)
+
+    def get(self, kind: str, key: str, text: str, fn: Callable[[str], Any]) -> Any:
+        hit = self.data.get((kind, key))
+        if hit is None:
+            hit = self.data[(kind, key)] = fn(text)
+        return hit
+
+    def save(self) -> None:
+        if self.path is not None:
+            self.path.write_bytes(pickle.dumps(self.data, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def releases(dist: str, spec: str) -> list[str]:
@@ -178,13 +204,25 @@ def releases(dist: str, spec: str) -> list[str]:
     return out
 
 
-def derive(callers: dict[str, str], callees: dict[str, str], newest: int = 0) -> dict[str, object]:
+def derive(
+    callers: dict[str, str],
+    callees: dict[str, str],
+    every: int = 1,
+    cache: Cache | None = None,
+    skip: dict[str, tuple[str, ...]] | None = None,
+) -> dict[str, object]:
+    """The private names each callee has that the callers call (module docstring); ``every``: the
+    callees' releases read for the names they define (every N-th); ``skip``: a caller's folders
+    left out (transformers' ``models/``: no model calls another package's internals)."""
+    cache = cache or Cache(None)
+    skip = skip or {}
     callee_defs: dict[str, set[str]] = {}
     for dist, spec in callees.items():
         names: set[str] = set()
-        for _, text in texts(dist, spec, newest):
-            names |= defined(text)
+        for key, text in texts(dist, spec, every):
+            names |= cache.get("def", key, text, defined)
         callee_defs[dist] = names
+        print(f"{dist}: {len(names)} private functions and methods", file=sys.stderr)
     top = {import_of(d): d for d in callees}
     found: dict[str, dict[str, set[str]]] = {}
     read: dict[str, list[str]] = {}
@@ -193,12 +231,13 @@ def derive(callers: dict[str, str], callees: dict[str, str], newest: int = 0) ->
         bound: set[tuple[str, str]] = set()
         loose: set[str] = set()
         own: set[str] = set()
-        for _, text in texts(caller, spec):
-            b, lo, ow = scan(text, others)
-            bound |= b
+        for key, text in texts(caller, spec, 1, skip.get(caller, ())):
+            b, lo, ow = cache.get("scan", key, text, scan)
+            bound |= {(others[head], n) for head, n in b if head in others}
             loose |= lo
             own |= ow
         read[caller] = releases(caller, spec)
+        print(f"{caller}: read", file=sys.stderr)
         for callee, name in bound:
             if name in callee_defs.get(callee, ()):  # a callee's function or method, not a variable
                 found.setdefault(callee, {}).setdefault(name, set()).add(caller)
@@ -230,11 +269,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--caller", action="append", default=[], help="DIST=WHEELS_DIR or DIST=git:GIT_DIR")
     ap.add_argument("--callee", action="append", default=[], help="DIST=WHEELS_DIR or DIST=git:GIT_DIR")
     ap.add_argument(
-        "--newest", type=int, default=0, help="only that many of the callees' newest releases (0: all)"
+        "--every", type=int, default=1, help="read every N-th release of the callees (newest always)"
     )
+    ap.add_argument("--skip", action="append", default=[], help="DIST=FOLDER/: a caller's folder left out")
+    ap.add_argument("--cache", type=Path, help="a pickle of the files' facts, kept between runs")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    data = derive(_pairs(args.caller), _pairs(args.callee), args.newest)
+    skip: dict[str, tuple[str, ...]] = {}
+    for item in args.skip:
+        dist, _, folder = item.partition("=")
+        skip[dist] = (*skip.get(dist, ()), folder)
+    cache = Cache(args.cache)
+    data = derive(_pairs(args.caller), _pairs(args.callee), args.every, cache, skip)
+    cache.save()
     args.out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     callees = data["callees"]
     assert isinstance(callees, dict)
