@@ -16,8 +16,11 @@ nothing is installed or imported (``ast`` only); a file is parsed once per conte
 
 Kept: module-level public functions, and the public methods, ``__init__``, ``__call__`` and
 ``forward`` of top-level classes (a ``Trainer`` subclass's ``_``-methods too: the hooks users
-override and TRL calls, ``_prepare_inputs``, ``_get_train_sampler``); only those whose signature
-is not the same in every release that has them. Private modules (a ``_``-name in the path),
+override and TRL calls, ``_prepare_inputs``, ``_get_train_sampler``), and the private functions and
+methods another package of the stack calls (``rules/knowledge/cross_private.json``, from
+scripts/derive_cross_private.py: TRL's and Unsloth's calls of vLLM's and transformers' internals;
+recorded with those callers under ``callers``); only those whose signature is not the same in every
+release that has them. Private modules (a ``_``-name in the path),
 tests, vendored code are left out.
 
 A signature is written the way Python's own ``def`` reads, one string, without ``self``/``cls``::
@@ -48,6 +51,9 @@ platform flags for vLLM as in scripts/derive_raise_sites.py)::
     python scripts/derive_signature_history.py --wheels WHEELS/transformers --package transformers \
         --root transformers
     python scripts/derive_signature_history.py --wheels WHEELS/vllm --package vllm --root vllm
+    python scripts/derive_signature_history.py --wheels WHEELS/liger-kernel --package liger-kernel \
+        --root liger_kernel        # unsloth, unsloth-zoo alike (their wheels; no release tags)
+    python scripts/derive_signature_history.py --all --mirrors /work/.mirror --only deepspeed
     python scripts/derive_signature_history.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
 
 Offline: it reads the git directory (``git`` on the path) or the wheels only.
@@ -82,9 +88,29 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
     "trl": ("huggingface+trl", "huggingface/trl", ("trl",), _TAG),
     "peft": ("huggingface+peft", "huggingface/peft", ("src/peft",), _TAG),
     "accelerate": ("huggingface+accelerate", "huggingface/accelerate", ("src/accelerate",), _TAG),
+    # what accelerate, transformers and TRL call under ZeRO, transformers' attention, QLoRA
+    "deepspeed": ("deepspeedai+DeepSpeed", "deepspeedai/DeepSpeed", ("deepspeed",), _TAG),
+    "flash-attn": ("Dao-AILab+flash-attention", "Dao-AILab/flash-attention", ("flash_attn",), _TAG),
+    "bitsandbytes": (
+        "bitsandbytes-foundation+bitsandbytes",
+        "bitsandbytes-foundation/bitsandbytes",
+        ("bitsandbytes",),
+        r"^v?(\d+\.\d+\.\d+)$",
+    ),
 }
 #: the packages read from their wheels (past the mirrors): their repositories, recorded as ``source``
-SOURCES = {"vllm": "vllm-project/vllm", "transformers": "huggingface/transformers"}
+SOURCES = {
+    "vllm": "vllm-project/vllm",
+    "transformers": "huggingface/transformers",
+    "trl": "huggingface/trl",
+    # the wrappers and kernels users run TRL through (no release tags to read: their wheels)
+    "liger-kernel": "linkedin/Liger-Kernel",
+    "unsloth": "unslothai/unsloth",
+    "unsloth-zoo": "unslothai/unsloth-zoo",
+}
+#: the private names other packages of the stack call (scripts/derive_cross_private.py's output):
+#: kept, with their callers, as public functions are
+CROSS = ROOT / "rules" / "knowledge" / "cross_private.json"
 #: folders whose code is not an API any package calls
 _SKIP = frozenset(
     {"tests", "test", "third_party", "thirdparty", "_vendor", "vendor", "vendored", "benchmarks"}
@@ -118,16 +144,19 @@ def signature(fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> str:
     return ("!" if static else "") + ",".join(out)
 
 
-def functions(src: str) -> dict[str, str]:
+def functions(src: str, keep: frozenset[str] = frozenset()) -> dict[str, str]:
     """A module's kept functions (module docstring): qualified name -> signature; a name defined
-    twice (``if``/``else`` branches) keeps its last definition."""
+    twice (``if``/``else`` branches) keeps its last definition. ``keep``: private names other
+    packages call (kept as public ones are)."""
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError):
         return {}
     out: dict[str, str] = {}
     for st in frames_flat(tree.body):
-        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and not st.name.startswith("_"):
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            not st.name.startswith("_") or st.name in keep
+        ):
             out[st.name] = signature(st, False)
         elif isinstance(st, ast.ClassDef) and not st.name.startswith("_"):
             hooks = st.name.endswith("Trainer")
@@ -136,7 +165,7 @@ def functions(src: str) -> dict[str, str]:
                     continue
                 name = sub.name
                 dunder = name.startswith("__") and name.endswith("__")
-                if name in _METHODS or (not name.startswith("_")) or (hooks and not dunder):
+                if name in _METHODS or (not name.startswith("_")) or (hooks and not dunder) or name in keep:
                     out[f"{st.name}.{name}"] = signature(sub, True)
     return out
 
@@ -188,12 +217,16 @@ def derive(
     since: str = SINCE,
     source: str = "",
     wheels: Path | None = None,
+    cross: Path | None = CROSS,
 ) -> dict[str, object]:
-    """The signature history of ``package`` (the module docstring's layout)."""
+    """The signature history of ``package`` (the module docstring's layout); ``cross``: the private
+    names other packages call (scripts/derive_cross_private.py), kept too."""
     roots = tuple(r.strip("/") for r in roots)
     root = roots[0].rsplit("/", 1)[-1]
     reader = frames.release_reader(git_dir, package, roots, tags, since, "HEAD", wheels)
     releases = reader.releases
+    callers = cross_private(package, cross)
+    keep = frozenset(callers)
     parsed: dict[str, dict[str, str]] = {}
     seen: dict[str, dict[str, list[int]]] = {}  # qualified name -> signature -> release indices
     for index, (_, ref) in enumerate(releases):
@@ -205,7 +238,7 @@ def derive(
             if fns is None:
                 data = reader.read(key)
                 fns = parsed[key] = (
-                    functions(data.decode("utf-8", "replace")) if len(data) <= MAX_FILE else {}
+                    functions(data.decode("utf-8", "replace"), keep) if len(data) <= MAX_FILE else {}
                 )
             for name, sig in fns.items():
                 seen.setdefault(f"{module}:{name}", {}).setdefault(sig, []).append(index)
@@ -222,7 +255,23 @@ def derive(
         "read_from": "git" if reader.history else "wheels",
         "releases": [v for v, _ in releases],
         "functions": kept,
+        # the private names kept (other packages call them): name -> the packages that do
+        "callers": {
+            n: callers[n]
+            for n in sorted({q.rsplit(".", 1)[-1].rsplit(":", 1)[-1] for q in kept})
+            if n in callers
+        },
     }
+
+
+def cross_private(package: str, path: Path | None = CROSS) -> dict[str, list[str]]:
+    """The private names of ``package`` other packages call, with those packages (the output of
+    scripts/derive_cross_private.py; none without it)."""
+    if path is None or not path.is_file():
+        return {}
+    doc = json.loads(path.read_text())
+    names = (doc.get("callees") or {}).get(package) or {}
+    return {str(k): [str(x) for x in v] for k, v in names.items() if isinstance(v, list)}
 
 
 def write(data: dict[str, object], out: Path) -> int:

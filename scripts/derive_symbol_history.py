@@ -3,7 +3,7 @@
 
 For each package (TRL >= 0.11, vLLM >= 0.7.2, transformers >= 4.46, peft >= 0.13, accelerate >= 1.0,
 unsloth_zoo >= 2025.3.1,
-liger-kernel >= 0.3.0, unsloth >= 2025.1)
+liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 2.5, bitsandbytes >= 0.43)
 it reads every final release's ``.py`` files from the wheel (``pip download --no-deps``, the cache
 folder and its conventions are scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the
 extract ``CACHE/PKG/PKG-V.src.zip``). Nothing is installed or imported: ``zipfile`` and ``ast`` only;
@@ -98,6 +98,34 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     # bumps (unsloth) of a mirror: ``git archive --format=zip -o CACHE/PKG/PKG-V.src.zip REV``
     "liger_kernel": (("liger_kernel",), "0.3.0", ()),
     "unsloth": (("unsloth",), "2025.1", ()),
+    # what accelerate, transformers and TRL call under ZeRO, transformers' attention, QLoRA; read
+    # from extracts of their release tags (``git archive``, as above): their kernels, ops and
+    # inference engines are modules and names only
+    "deepspeed": (
+        ("deepspeed",),
+        "0.14.0",
+        (
+            "deepspeed.ops.",
+            "deepspeed.inference.",
+            "deepspeed.module_inject.",
+            "deepspeed.model_implementations.",
+            "deepspeed.autotuning.",
+            "deepspeed.compression.",
+            "deepspeed.nebula.",
+            "deepspeed.linear.",
+            "deepspeed.moe.",
+            "deepspeed.pipe.",
+            "deepspeed.runtime.pipe.",
+            "deepspeed.sequence.",
+            "deepspeed.compile.",
+            "deepspeed.elasticity.",
+            "deepspeed.monitor.",
+            "deepspeed.profiling.",
+            "deepspeed.tools.",
+        ),
+    ),
+    "flash_attn": (("flash_attn",), "2.5.0", ("flash_attn.cute.", "flash_attn.ops.", "flash_attn.models.")),
+    "bitsandbytes": (("bitsandbytes",), "0.43.0", ("bitsandbytes.triton.", "bitsandbytes.backends.")),
 }
 
 # --------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ call's arguments (unexpected keyword, missing positional, wrong arity)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -122,6 +122,8 @@ class History:
     package: str
     releases: list[str]
     functions: dict[str, Any]
+    #: the private names kept because other packages call them: name -> those packages
+    callers: dict[str, list[str]] = field(default_factory=dict)
 
     def find(self, cls: str | None, name: str) -> list[Function]:
         """The functions named ``name`` (of class ``cls`` where given; else module-level ones and
@@ -160,7 +162,13 @@ def history(package: str) -> History | None:
     fns, releases = doc.get("functions"), doc.get("releases")
     if not isinstance(fns, dict) or not isinstance(releases, list) or not releases:
         return None
-    return History(str(doc.get("package") or package), [str(r) for r in releases], fns)
+    raw = doc.get("callers")
+    callers = (
+        {str(k): [str(x) for x in v] for k, v in raw.items() if isinstance(v, list)}
+        if isinstance(raw, dict)
+        else {}
+    )
+    return History(str(doc.get("package") or package), [str(r) for r in releases], fns, callers)
 
 
 @lru_cache(maxsize=1)

@@ -123,11 +123,25 @@ def _user_defines(tb: Traceback, name: str) -> bool:
     return any(f.function == name for t in tb.all() for f in t.frames if f.package is None)
 
 
-def candidates(cls: str | None, name: str, only: str | None) -> list[sh.Function]:
+def _called_across(tb: Traceback | None, h: sh.History, name: str) -> bool:
+    """A private name kept because other packages call it (``h.callers``) is drift only where a
+    frame of one of those packages is in the traceback (or the log shows no frame at all): a
+    private function called from the user's code, or from its own package, is not a boundary."""
+    callers = h.callers.get(name)
+    if callers is None or tb is None:
+        return True
+    shown = [f.package for t in tb.all() for f in t.frames]
+    return not shown or any(p in callers for p in shown)
+
+
+def candidates(
+    cls: str | None, name: str, only: str | None, tb: Traceback | None = None
+) -> list[sh.Function]:
     found: list[sh.Function] = []
     for pkg in sh.packages() if only is None else (only,):
         h = sh.history(pkg)
-        if h is not None:  # transformers' modular_*.py files generate the modeling ones: never imported
+        if h is not None and _called_across(tb, h, name):
+            # transformers' modular_*.py files generate the modeling ones: never imported
             found += [f for f in h.find(cls, name) if not f.module.rsplit(".", 1)[-1].startswith("modular_")]
     if cls is None:  # Python names a method with its class: a bare name is a module-level function,
         plain = [f for f in found if not f.method]  # unless the log's Python is older than 3.10
@@ -162,7 +176,7 @@ def verdict(tb: Traceback, msg: str, m: re.Match[str], only: str | None) -> Foun
         return None
     test, what, breaks, fixes = shape
     rows = []
-    for f in candidates(cls, name, only):
+    for f in candidates(cls, name, only, tb):
         off = 1 if f.method else 0
 
         def _raised(s: sh.Signature, off: int = off) -> bool:
