@@ -109,13 +109,35 @@ class Symptom:
 
     def found_in(self, log: str) -> bool:
         regex = self.regex
-        return bool(regex.search(log)) if regex else self.text in log
+        if regex:
+            return bool(regex.search(log))
+        # a message pasted from a rendered page (GitHub, a forum) lost its backticks to markup
+        return self.text in log or ("`" in self.text and self.text.replace("`", "") in log)
+
+
+def _unticked(pattern: str) -> str:
+    """``pattern`` with each backtick outside a character class optional: Python's messages
+    quote names in backticks, which a page's markup renders as code and a copy loses."""
+    out, in_class, escaped = [], False, False
+    for ch in pattern:
+        if escaped:
+            out.append(ch)
+            escaped = False
+            continue
+        if ch == "\\":
+            escaped = True
+        elif ch == "[" and not in_class:
+            in_class = True
+        elif ch == "]" and in_class:
+            in_class = False
+        out.append("`?" if ch == "`" and not in_class else ch)
+    return "".join(out)
 
 
 @cache
 def _regex(text: str, where: str) -> re.Pattern[str]:
     try:
-        return re.compile(text[3:])
+        return re.compile(_unticked(text[3:]))
     except re.error as exc:
         raise KnownFailuresError(f"{where}: symptom {text!r} is not a valid regex: {exc}") from None
 

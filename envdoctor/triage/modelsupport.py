@@ -33,7 +33,7 @@ _ARCHS = re.compile(
     r"Model architectures? \[?(?P<names>[^\]]{1,400}?)\]? "
     r"(?:are not supported|failed to be|was supp|is not supp)"
 )
-_TYPE = re.compile(r"has model type `(?P<name>[^`]{1,80})`")
+_TYPE = re.compile(r"has model type `(?P<name>[^`]{1,80})`|has model type (?P<bare>[\w.-]{1,80}) but")
 _KEY = re.compile(r"KeyError: '(?P<name>[\w.-]{1,80})'")
 _UNTIL = re.compile(r"was supported in vLLM until v([\w.]{1,20}?)\.?,")
 _QUOTED = re.compile(r"'([\w.-]{1,120})'")
@@ -46,7 +46,10 @@ def _names(package: str, text: str) -> list[str]:
             return []
         inner = m["names"]
         return _QUOTED.findall(inner) or [inner.strip()]
-    m = _TYPE.search(text) or _KEY.search(text)
+    m = _TYPE.search(text)
+    if m:  # the name in backticks, or bare where a page's markup ate them
+        return [m["name"] or m["bare"]]
+    m = _KEY.search(text)
     return [m["name"]] if m else []
 
 

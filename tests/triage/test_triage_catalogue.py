@@ -227,3 +227,18 @@ def test_a_release_in_an_open_range_is_no_evidence_for_an_uncertain_entry(tmp_pa
     )
     out = json.loads(run_cli("triage", "--format", "json", str(log)).stdout)
     assert [(f["rule"], f["severity"]) for f in out["findings"]] == [("TRI011", "warning")]
+
+
+def test_a_symptom_with_backticks_matches_a_paste_that_lost_them_and_nothing_looser() -> None:
+    """Python quotes names in backticks; a page's markup renders them as code and a copy loses
+    them. A symptom (literal or regex) still matches; a character class keeps its backtick."""
+    from envdoctor.knowledge.failures import Symptom
+
+    literal = Symptom("`vllm_mode` is not a valid")
+    assert literal.found_in("ValueError: `vllm_mode` is not a valid mode")
+    assert literal.found_in("ValueError: vllm_mode is not a valid mode")
+    assert not literal.found_in("ValueError: vllm_device is not a valid mode")
+    regex = Symptom("re:has model type `[^`]{1,80}` but Transformers")
+    assert regex.found_in("has model type `qwen3` but Transformers does not")
+    assert regex.found_in("has model type qwen3 but Transformers does not")
+    assert not regex.found_in("has model type qwen3 and Transformers does not")

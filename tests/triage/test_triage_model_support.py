@@ -274,3 +274,24 @@ def test_runs_are_compact(derive: ModuleType) -> None:
     assert derive.runs([0, 1, 2], 2) == "0"
     assert derive.runs([3, 4, 5, 9], 9) == "3-5,9"
     assert derive.runs([0, 1], 5) == "0-1"
+
+
+def test_the_refusal_pasted_from_a_rendered_page_without_its_backticks_is_read() -> None:
+    """GitHub renders `qwen3_moe` as code and a copy of the page loses the backticks: the same
+    refusal, the same answer (the catalogue's symptom and the model-type reader alike)."""
+    line = (
+        "ValueError: The checkpoint you are trying to load has model type qwen3_moe but Transformers "
+        "does not recognize this architecture. This could be because of an issue with the checkpoint, "
+        "or because your version of Transformers is out of date.\n"
+    )
+    ((rule, severity, message, fix),) = _tri(line)
+    assert (rule, severity) == ("TRI011", Severity.ERROR)
+    assert "model type qwen3_moe" in message and "from 4.51.0" in message
+    assert fix == "pip install 'transformers>=4.51.0'"
+
+
+def test_a_model_type_every_release_has_is_not_given_a_newer_release_without_backticks() -> None:
+    line = "ValueError: has model type llama but Transformers does not recognize this architecture\n"
+    ((_, _, message, fix),) = _tri(line)
+    assert "model type llama is in every transformers release envdoctor read" in message
+    assert fix == "pip install 'transformers>=4.30.0'"
