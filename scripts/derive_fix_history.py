@@ -62,6 +62,10 @@ Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool)
     # 2026-08-20), no --exclude (the seventh held-out set is development data now):
     python scripts/derive_fix_history.py --all --mirrors /work/.mirror --only trl --only unsloth \
         --only unsloth-zoo
+    # 2026-11-29 (issue #36: the libraries under the RL stacks): deepspeed, liger-kernel, accelerate
+    # and peft added from mirrors of 2026-08-22, 2026-08-21, 2026-07-24 and 2026-08-21:
+    python scripts/derive_fix_history.py --all --mirrors /work/.mirror --only deepspeed \
+        --only liger-kernel --only accelerate --only peft
     python scripts/derive_fix_history.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
 
 Offline: it reads the git directory only (``git`` on the path).
@@ -152,7 +156,28 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
         "allenai/open-instruct",
         ("open_instruct",),
         r"^v(\d+\.\d+\.\d+)$",
+    ),  # the libraries under them where GRPO users meet release bugs behind generic messages (ZeRO's
+    # partitioning and checkpoint code, Liger's fused GRPO loss, accelerate's wrapping and
+    # gathering, peft's adapters): their frames or raise sites are under every TRL trainer
+    "deepspeed": (
+        "deepspeedai+DeepSpeed",
+        "deepspeedai/DeepSpeed",
+        ("deepspeed",),
+        r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$",
     ),
+    "liger-kernel": (
+        "linkedin+Liger-Kernel",
+        "linkedin/Liger-Kernel",
+        ("src/liger_kernel",),
+        r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$",
+    ),
+    "accelerate": (
+        "huggingface+accelerate",
+        "huggingface/accelerate",
+        ("src/accelerate",),
+        r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$",
+    ),
+    "peft": ("huggingface+peft", "huggingface/peft", ("src/peft",), r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"),
 }
 
 _FIX_WORDS = re.compile(

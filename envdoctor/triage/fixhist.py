@@ -32,7 +32,9 @@ name the attribute and the class). A module Unsloth generated that does not comp
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from envdoctor import versions
 from envdoctor.findings import Finding, Severity
@@ -41,6 +43,9 @@ from envdoctor.triage.draft import Draft, Log, at_severity, finding
 from envdoctor.triage.interface import Match
 from envdoctor.triage.logversions import LogVersion
 from envdoctor.triage.traceback import Frame, Traceback
+
+if TYPE_CHECKING:
+    from envdoctor.knowledge.raise_sites import Site
 
 RULE = "TRI014"
 MAX_FRAMES = 4  # frames of the raising package looked at: the innermost and those above it
@@ -625,9 +630,25 @@ def by_raise_site(t: Traceback, m: Match, log: Log) -> Draft | None:
         here = Frame(loc.package, module, module, function, 0, "")
         placed = Traceback([here], t.exc_type or exc, t.message, t.line_no, list(t.chain), t.cause)
         d = fixed_after(placed, m, log, RAISE_SITE)
-        if d is not None and _firm(str(d.finding.evidence.get("matched") or "")):
-            return d
+        if d is None or not _firm(str(d.finding.evidence.get("matched") or "")):
+            continue
+        fixed_in = str(d.finding.evidence.get("fixed_in") or "")
+        if _raised_since(loc.sites, module, function, fixed_in):
+            continue  # the fix brought this raise: its message quotes what it now raises, no failure it fixed
+        return d
     return None
+
+
+def _raised_since(sites: Sequence[Site], module: str, function: str, release: str) -> bool:
+    """Every raise site of the message in ``module``'s ``function`` first appears in ``release`` or
+    later (and not in the oldest release indexed: its start is known): the raise came with the fix
+    (``[Bloom] Fix hangs of bloom test``, deepspeedai/DeepSpeed#7890, turned a ``sys.exit`` into the
+    ``RuntimeError`` its message shows), so the message is what the fixed code raises, not the
+    failure it fixed."""
+    if not release:
+        return False
+    mine = [s for s in sites if s.module == module and s.function == function]
+    return bool(mine) and all(not s.first_indexed and versions.at_least(s.first, release) for s in mine)
 
 
 def _firm(why: str) -> bool:

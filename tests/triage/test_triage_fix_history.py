@@ -945,3 +945,91 @@ def test_quiet_for_a_syntax_error_of_the_users_own_file_or_a_placed_message_no_f
     # a message the raise-site index places (ms-swift's MaxLengthError) whose function a later fix
     # changed ("fix max_length"): its subject's words are no quote of the failure
     assert [f.rule for f in _dev("heldout-2026-11-28c/logs/044.log") if f.rule == "TRI014"] == []
+
+
+# -- the libraries under the RL stacks: DeepSpeed, Liger-Kernel, accelerate, peft (issue #36) ------
+
+
+def _deepspeed_log(
+    version: str | None, function: str = "gather_params", code: str = "param.shape[1],"
+) -> str:
+    head = f"deepspeed=={version}\n" if version else ""
+    site = "/usr/lib/python3.11/site-packages"
+    return head + textwrap.dedent(
+        f"""\
+        Traceback (most recent call last):
+          File "/home/u/train.py", line 40, in <module>
+            with deepspeed.module_inject.layers.GatherReplacedLayerParams([param], model, enabled=True):
+          File "{site}/deepspeed/module_inject/layers.py", line 359, in __enter__
+            self.params[0].gather_params(self.params)
+          File "{site}/torch/utils/_contextlib.py", line 116, in decorate_context
+            return func(*args, **kwargs)
+          File "{site}/deepspeed/module_inject/layers.py", line 473, in {function}
+            {code}
+        IndexError: tuple index out of range
+        """
+    )
+
+
+def test_the_libraries_under_the_rl_stacks_have_shipped_histories_read_by_their_frames() -> None:
+    from envdoctor.triage.traceback import package_of
+
+    have = fix_history.packages()
+    for folder, dist in (
+        ("deepspeed", "deepspeed"),
+        ("liger_kernel", "liger-kernel"),
+        ("accelerate", "accelerate"),
+        ("peft", "peft"),
+    ):
+        assert dist in have
+        assert package_of(f"/venv/lib/python3.11/site-packages/{folder}/x/y.py")[0] == dist
+        h = fix_history.fix_history(dist)
+        assert h is not None and h.releases and h.fixes and h.source
+    # a module path inside the package, as the frames name it (src/ layouts read from their folder)
+    liger = fix_history.fix_history("liger-kernel")
+    assert liger is not None and any(m.startswith(("chunked_loss/", "ops/")) for m in liger.functions)
+    peft = fix_history.fix_history("peft")
+    assert peft is not None and "tuners/tuners_utils.py" in peft.functions
+
+
+def test_a_deepspeed_bug_a_later_release_fixed_is_named_with_the_release() -> None:
+    # deepspeedai/DeepSpeed#7257 (0.17.0): AutoTP's gather of a one-dimensional (bias) parameter
+    # indexed its shape's second dimension; the fix's message quotes this traceback
+    (f,) = _tri014(_deepspeed_log("0.16.9"))
+    assert f.severity == Severity.ERROR
+    assert "deepspeedai/DeepSpeed#7257" in f.message and "pip install 'deepspeed==0.17.0'" in f.fix
+    assert f.evidence["matched"] == "its message quotes the same failure at the same frame"
+    # no version shown: the fix's own message shows this failure at this frame, still an error
+    (w,) = _tri014(_deepspeed_log(None))
+    assert w.severity == Severity.ERROR and "the log shows no deepspeed version" in w.message
+
+
+def test_quiet_for_a_deepspeed_release_with_the_fix_or_a_function_no_fix_touched() -> None:
+    # 0.17.0 has #7257; a later fix of the function that names nothing of the failure is at most a
+    # warning (the place, not the failure); a release with every fix of it: nothing
+    assert all(
+        f.severity == Severity.WARNING and "#7257" not in f.message for f in _tri014(_deepspeed_log("0.17.0"))
+    )
+    assert _tri014(_deepspeed_log("0.19.5")) == []
+    h = fix_history.fix_history("deepspeed")
+    assert h is not None and h.changed("module_inject/layers.py", "_untouched_helper") == []
+    assert _tri014(_deepspeed_log("0.16.9", "_untouched_helper", "x = shape[1]")) == []
+    assert _tri014("deepspeed==0.16.9\nstep 1 loss 0.21\nstep 2 loss 0.19\n") == []
+
+
+def test_a_frameless_deepspeed_message_placed_by_the_raise_site_index_names_its_fix() -> None:
+    # deepspeedai/DeepSpeed#7751 (0.18.4) removed OpenMPIRunner's premature check; its message quotes it
+    (f,) = _tri014("EnvironmentError: MPI environment variables are not set\n")
+    assert f.severity == Severity.WARNING and "deepspeedai/DeepSpeed#7751" in f.message
+    assert f.evidence["located_by"].startswith("placed by its message")
+
+
+def test_a_raise_the_fix_itself_brought_is_no_failure_it_fixed() -> None:
+    """deepspeedai/DeepSpeed#7890 ('[Bloom] Fix hangs of bloom test', 0.18.8) turned a ``sys.exit``
+    into this ``RuntimeError`` and quotes it as the result: the raise first appears in the fix's
+    release, so the message is what the fixed code refuses, not a failure the fix removed."""
+    text = (
+        "RuntimeError: Transformers version 4.57.3 exceeds version 4.43.4! After transformers version "
+        "4.43.4, BLOOM inference with DeepSpeed is no longer supported.\n"
+    )
+    assert _tri014(text) == []
