@@ -143,8 +143,14 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     signatures of drift (an import, an attribute, a call) and for any failing line alike."""
     have = _versions(log)
     if tb.name == "TypeError":
-        from envdoctor.triage import symbols  # the history is read only for such a failure
+        from envdoctor.triage import (
+            patches,
+            symbols,  # the history is read only for such a failure
+        )
 
+        stand_in = patches.verdict(tb, have)  # a wrapper's patch in place of another package's method
+        if stand_in is not None:
+            return patch_drift(stand_in, ms, log)
         patch = symbols.patched_keyword(tb, have)
         if patch is not None:
             return patched(patch, tb, ms, log, have)
@@ -358,6 +364,28 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
         answer_from=HISTORY,
     )
     return at_severity(d, Severity.ERROR)
+
+
+def patch_drift(p: Any, ms: Sequence[Match], log: Log) -> Draft:
+    """TRI009 for a wrapper's patch that no longer fits the call of the package it patches
+    (``patches.Drift``): an error where the wrapper's own history has a release whose patch gives
+    the log's very message, or the log's release of the patched package makes the new call; else a
+    warning (the cause hinges on releases the log does not show)."""
+    from envdoctor.triage import patches
+
+    what, fix = patches.text(p)
+    d = finding(
+        "TRI009",
+        list(ms),
+        log,
+        what,
+        fix,
+        caller=p.package,
+        callee=p.wrappers[0],
+        exception="TypeError",
+        answer_from="the patch history (rules/knowledge/patches.json.gz) and the signature history",
+    )
+    return at_severity(d, Severity.ERROR if p.certain else Severity.WARNING)
 
 
 def patched(p: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:
