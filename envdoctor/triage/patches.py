@@ -223,9 +223,9 @@ def text(d: Drift) -> tuple[str, str]:
         + (f"the log shows {shown}" if shown else "the log shows neither version")
     )
     up = "; ".join(
-        f"pip install -U '{w}>={r}' (the first {w} release read whose {d.func}() takes the new call)"
+        f"pip install -U '{w}>={r}' (the first {w} release read whose {d.func}() takes the call)"
         for w, r in d.upgrades
     )
     fix = f"pip install '{d.package}<{d.pin}' (the {d.package} release your {wrappers} patch was written for)"
-    fix += f"; or {up}" if up else f"; or upgrade {wrappers} to a release made for {d.package} {d.since}"
+    fix += f"; or {up}" if up else f"; or upgrade {wrappers} to a release made for {d.package} {d.pin}"
     return _WORDS.sub(" ", what), fix

@@ -149,9 +149,12 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         )
 
         stand_in = patches.verdict(tb, have)  # a wrapper's patch in place of another package's method
-        if stand_in is not None:
-            return patch_drift(stand_in, ms, log)
         patch = symbols.patched_keyword(tb, have)
+        if stand_in is not None:
+            if not stand_in.upgrades and patch is not None and patch.since:
+                # the wrapper's first release whose every definition of the name takes the keyword
+                stand_in.upgrades.append((patch.package, patch.since))
+            return patch_drift(stand_in, ms, log)
         if patch is not None:
             return patched(patch, tb, ms, log, have)
     b = boundary.find(tb)
