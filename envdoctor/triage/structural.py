@@ -161,6 +161,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     if b is not None and b.intra:
         return own_drift(b, ms, log, have)
     history = None
+    by_history = False  # the boundary placed by the symbol history alone (no table, no frames)
     if tb.name in ("ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"):
         from envdoctor.triage import symbols  # the history is read only for such a failure
 
@@ -169,6 +170,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
             if found is None:
                 return unfit(tb, ms, log, have)  # a name no release has: meant another name or class
             b, history = found
+            by_history = True
         else:
             history = symbols.verdict(tb, have, b.callee)
         if history is not None and history.contradicted:
@@ -224,6 +226,16 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         # object's attribute (another kind of object): nothing known of the pair for the log's
         # versions, the first-exception answer
         return None
+    if (
+        source == HISTORY
+        and history is not None
+        and history.placed is None
+        and tb.name == "AttributeError"
+        and not boundary.shape_certain(tb, b)
+    ):
+        # an instance's attribute the history has in some releases of B, and the log shows no B:
+        # whether the installed B lacks it hinges on that version (another object could lack it too)
+        certain = False
     if history is not None and history.older_possible and source == HISTORY:
         # removed later, or not yet added in a release older than those read: the fix covers both
         upper = history.fits()
@@ -286,6 +298,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         callee=b.callee,
         exception=tb.name,
         answer_from=source or None,
+        boundary_from="history" if by_history else None,
     )
     # the failure is the drift's symptom: an error when its shape at the boundary is drift whatever
     # the pair, or the answer is proved by the knowledge; an attribute of an unknown pair: likely
@@ -1004,6 +1017,13 @@ def _catalogue_first(m: Match, found: Draft, log: Log) -> bool:
                 continue
             source = str(found.finding.evidence.get("answer_from") or "")
             if entry.id in source:
+                if (
+                    found.finding.evidence.get("boundary_from") == "history"
+                    and not _versions_verdict(entry.packages, log)[0]
+                ):
+                    # the generic history placed the boundary and borrowed this entry's answer, which
+                    # the log's versions do not confirm: the entry itself, at the certainty they give
+                    return True
                 continue  # the drift's answer is this entry's
             if not source or _versions_verdict(entry.packages, log)[0]:
                 return True
