@@ -139,3 +139,11 @@ def test_derive_reads_patch_assignments_and_their_signatures(tmp_path: Path) -> 
     assert not any(p[1].startswith("Mine.") for p in got)  # the wrapper's own class
     assert doc["unsloth"]["defs"]["_patch"] == [["self,it,n", "0"], ["@unsloth-zoo", "1"]]
     assert doc["unsloth-zoo"]["defs"]["_patch"] == [["self,it,n,device=", "0"]]
+
+
+def test_the_shipped_patch_history_holds_its_budget() -> None:
+    mod = _load("derive_patch_history")
+    path = ROOT / "rules" / "knowledge" / "patches.json.gz"
+    assert path.stat().st_size <= mod.BUDGET
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    assert set(doc["wrappers"]) == {"unsloth", "unsloth-zoo", "liger-kernel"}
