@@ -106,6 +106,12 @@ def verdict(tb: Traceback, have: dict[str, str]) -> Drift | None:
     ]
     if not entries or sighistory._user_defines(tb, func):
         return None
+    # a patch named as the original (``sdpa_mask``, ``Sampler.forward``'s ``forward``): the message
+    # names the original as well, the wrapper's only where a frame of the wrapper is in the traceback
+    if any(qual.rsplit(".", 1)[-1] == func for _, _, qual, _ in entries):
+        shown_pkgs = {fr.package for t in tb.all() for fr in t.frames}
+        if not shown_pkgs & {w for w, *_ in entries}:
+            return None
     shape = sighistory._shape(m, tb.message)
     if shape is None:
         return None

@@ -147,3 +147,14 @@ def test_the_shipped_patch_history_holds_its_budget() -> None:
     assert path.stat().st_size <= mod.BUDGET
     doc = json.loads(gzip.decompress(path.read_bytes()))
     assert set(doc["wrappers"]) == {"unsloth", "unsloth-zoo", "liger-kernel"}
+
+
+def test_a_patch_named_as_the_original_needs_the_wrappers_frame() -> None:
+    """unsloth_zoo assigns its own ``sdpa_mask`` over transformers' ``sdpa_mask``: the bare message
+    names transformers' function as much as the patch (the signature history's, not this one's)."""
+    from envdoctor.triage import patches
+    from envdoctor.triage.traceback import failure
+
+    line = "TypeError: sdpa_mask() got an unexpected keyword argument 'cache_position'"
+    tb = failure([line], line)
+    assert tb is not None and patches.verdict(tb, {}) is None
