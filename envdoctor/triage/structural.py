@@ -150,10 +150,20 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
 
         stand_in = patches.verdict(tb, have)  # a wrapper's patch in place of another package's method
         patch = symbols.patched_keyword(tb, have)
+        if patch is not None:
+            d = patched(patch, tb, ms, log, have)
+            if stand_in is not None:  # the original's change too: the pin of the patched package
+                f = d.finding
+                more = (
+                    f"; or pip install '{stand_in.package}<{stand_in.pin}' ({stand_in.package}' "
+                    f"{stand_in.qualname}, which {patch.func}() stands in for, is called differently "
+                    f"from {stand_in.pin}: {stand_in.changed})"
+                )
+                d.finding = Finding(f.rule, f.severity, f.message, f.fix + more, f.evidence)
+                if stand_in.certain:
+                    d = at_severity(d, Severity.ERROR)
+            return d
         if stand_in is not None:
-            if not stand_in.upgrades and patch is not None and patch.since:
-                # the wrapper's first release whose every definition of the name takes the keyword
-                stand_in.upgrades.append((patch.package, patch.since))
             return patch_drift(stand_in, ms, log)
         if patch is not None:
             return patched(patch, tb, ms, log, have)
