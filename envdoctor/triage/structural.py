@@ -143,15 +143,35 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     signatures of drift (an import, an attribute, a call) and for any failing line alike."""
     have = _versions(log)
     if tb.name == "TypeError":
-        from envdoctor.triage import symbols  # the history is read only for such a failure
+        from envdoctor.triage import (
+            patches,
+            symbols,  # the history is read only for such a failure
+        )
 
+        stand_in = patches.verdict(tb, have)  # a wrapper's patch in place of another package's method
         patch = symbols.patched_keyword(tb, have)
+        if patch is not None:
+            d = patched(patch, tb, ms, log, have)
+            if stand_in is not None:  # the original's change too: the pin of the patched package
+                f = d.finding
+                more = (
+                    f"; or pip install '{stand_in.package}<{stand_in.pin}' ({stand_in.package}' "
+                    f"{stand_in.qualname}, which {patch.func}() stands in for, is called differently "
+                    f"from {stand_in.pin}: {stand_in.changed})"
+                )
+                d.finding = Finding(f.rule, f.severity, f.message, f.fix + more, f.evidence)
+                if stand_in.certain:
+                    d = at_severity(d, Severity.ERROR)
+            return d
+        if stand_in is not None:
+            return patch_drift(stand_in, ms, log)
         if patch is not None:
             return patched(patch, tb, ms, log, have)
     b = boundary.find(tb)
     if b is not None and b.intra:
         return own_drift(b, ms, log, have)
     history = None
+    by_history = False  # the boundary placed by the symbol history alone (no table, no frames)
     if tb.name in ("ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"):
         from envdoctor.triage import symbols  # the history is read only for such a failure
 
@@ -160,6 +180,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
             if found is None:
                 return unfit(tb, ms, log, have)  # a name no release has: meant another name or class
             b, history = found
+            by_history = True
         else:
             history = symbols.verdict(tb, have, b.callee)
         if history is not None and history.contradicted:
@@ -215,6 +236,17 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         # object's attribute (another kind of object): nothing known of the pair for the log's
         # versions, the first-exception answer
         return None
+    if (
+        source == HISTORY
+        and history is not None
+        and history.placed is None
+        and tb.name == "AttributeError"
+        and _module_wrapper(tb.message, kb)
+    ):
+        # a module wrapper's own attribute (DeepSpeedEngine.no_sync) that the history has in some
+        # releases of B, and the log shows no B: whether the installed wrapper lacks it, or the
+        # attribute was read through it from the model, hinges on that version (wrapped.py's warning)
+        certain = False
     if history is not None and history.older_possible and source == HISTORY:
         # removed later, or not yet added in a release older than those read: the fix covers both
         upper = history.fits()
@@ -277,6 +309,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         callee=b.callee,
         exception=tb.name,
         answer_from=source or None,
+        boundary_from="history" if by_history else None,
     )
     # the failure is the drift's symptom: an error when its shape at the boundary is drift whatever
     # the pair, or the answer is proved by the knowledge; an attribute of an unknown pair: likely
@@ -358,6 +391,28 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
         answer_from=HISTORY,
     )
     return at_severity(d, Severity.ERROR)
+
+
+def patch_drift(p: Any, ms: Sequence[Match], log: Log) -> Draft:
+    """TRI009 for a wrapper's patch that no longer fits the call of the package it patches
+    (``patches.Drift``): an error where the wrapper's own history has a release whose patch gives
+    the log's very message, or the log's release of the patched package makes the new call; else a
+    warning (the cause hinges on releases the log does not show)."""
+    from envdoctor.triage import patches
+
+    what, fix = patches.text(p)
+    d = finding(
+        "TRI009",
+        list(ms),
+        log,
+        what,
+        fix,
+        caller=p.package,
+        callee=p.wrappers[0],
+        exception="TypeError",
+        answer_from="the patch history (rules/knowledge/patches.json.gz) and the signature history",
+    )
+    return at_severity(d, Severity.ERROR if p.certain else Severity.WARNING)
 
 
 def patched(p: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:
@@ -479,6 +534,13 @@ def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[st
     severity = Severity.WARNING if patched or bare else Severity.ERROR
     d.finding = Finding(f.rule, severity, f.message, f.fix, evidence)
     return d
+
+
+def _module_wrapper(msg: str, kb: Any) -> bool:
+    """The message's object is a module wrapper of rules/knowledge/wrappers.yaml."""
+    m = boundary._OBJECT_ATTR.search(msg)
+    table = (getattr(kb, "wrappers", None) or {}).get("wrappers") or {}
+    return m is not None and m.group("obj").rsplit(".", 1)[-1] in table
 
 
 def _catalogued(m: Match, log: Log) -> bool:
@@ -973,6 +1035,13 @@ def _catalogue_first(m: Match, found: Draft, log: Log) -> bool:
                 continue
             source = str(found.finding.evidence.get("answer_from") or "")
             if entry.id in source:
+                if (
+                    found.finding.evidence.get("boundary_from") == "history"
+                    and not _versions_verdict(entry.packages, log)[0]
+                ):
+                    # the generic history placed the boundary and borrowed this entry's answer, which
+                    # the log's versions do not confirm: the entry itself, at the certainty they give
+                    return True
                 continue  # the drift's answer is this entry's
             if not source or _versions_verdict(entry.packages, log)[0]:
                 return True

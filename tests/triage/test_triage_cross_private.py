@@ -238,6 +238,20 @@ def test_shipped_deepspeed_backward_keyword_from_accelerate_is_drift_with_deepsp
     )
     (f,) = _drift(text)
     assert "API drift between accelerate and deepspeed" in f.message and "allreduce_gradients" in f.message
+    assert "deepspeed<0.16.0" in f.fix
+
+
+def test_shipped_deepspeed_symbols_name_a_removed_engine_method() -> None:
+    """The symbol history reads deepspeed too: a method the engine gained at 0.16.4."""
+    text = (
+        "deepspeed==0.15.4\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/site-packages/accelerate/accelerator.py", line 3500, in get_state_dict\n'
+        "    state_dict = model._consolidated_16bit_state_dict()\n"
+        "AttributeError: 'DeepSpeedEngine' object has no attribute '_consolidated_16bit_state_dict'\n"
+    )
+    (f,) = _drift(text)
+    assert "deepspeed>=0.16.4" in f.fix and f.severity == Severity.ERROR  # the log's 0.15.4 lacks it
 
 
 def test_a_deepspeed_method_every_release_has_gets_no_drift_claim() -> None:
