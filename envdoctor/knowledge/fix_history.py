@@ -151,7 +151,7 @@ def _dir() -> Any:
     return rules_dir() / "knowledge" / "fixes"
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)  # a message may read every package: all of them stay
 def fix_history(package: str) -> FixHistory | None:
     """The fix history of ``package`` (a distribution name), or None where envdoctor has none (or
     its file is not one: too large, not gzip'd JSON of this schema)."""

@@ -150,7 +150,7 @@ def _dir() -> Any:
     return rules_dir() / "knowledge" / "signatures"
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)  # a message may read every package: all of them stay
 def history(package: str) -> History | None:
     """The signature history of ``package``, or None where envdoctor has none (or its file is not
     one: too large, not gzip'd JSON of this schema)."""
