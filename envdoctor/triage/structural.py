@@ -165,8 +165,6 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
             return d
         if stand_in is not None:
             return patch_drift(stand_in, ms, log)
-        if patch is not None:
-            return patched(patch, tb, ms, log, have)
     b = boundary.find(tb)
     if b is not None and b.intra:
         return own_drift(b, ms, log, have)
