@@ -127,12 +127,15 @@ class History:
 
     def find(self, cls: str | None, name: str) -> list[Function]:
         """The functions named ``name`` (of class ``cls`` where given; else module-level ones and
-        methods alike)."""
+        methods alike); not those of transformers' ``modular_*.py`` files, which generate the
+        modeling ones and are never imported."""
         out = []
         for q, rows in self.functions.items():
-            qual = q.partition(":")[2]
+            module, _, qual = q.partition(":")
             owner, _, short = qual.rpartition(".")
             if short != name or (cls is not None and owner != cls):
+                continue
+            if module.rsplit(".", 1)[-1].startswith("modular_"):
                 continue
             if not isinstance(rows, list):
                 continue

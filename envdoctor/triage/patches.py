@@ -126,17 +126,7 @@ def verdict(tb: Traceback, have: dict[str, str]) -> Drift | None:
             if h is None:
                 continue
             for f in h.find(cls or None, name):
-                if f.module.rsplit(".", 1)[-1].startswith("modular_"):
-                    continue
-                off = 1 if f.method else 0
-
-                def _raised(s: sh.Signature, off: int = off) -> bool:
-                    return test.raised(s, 1 if off and not s.static else 0)
-
-                def _works(s: sh.Signature, off: int = off) -> bool:
-                    return test.works(s, 1 if off and not s.static else 0)
-
-                raised, works = f.where(_raised), f.where(_works)
+                raised, works = sighistory.releases(f, test)
                 if raised and works and works.bit_length() > raised.bit_length():
                     found[(f.package, f.qualified)] = (f, raised, works)
     changes = {}

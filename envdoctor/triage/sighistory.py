@@ -118,6 +118,17 @@ def _shape(m: re.Match[str], msg: str) -> tuple[Shape, str, str, str] | None:
     return None
 
 
+def releases(f: sh.Function, shape: Shape) -> tuple[int, int]:
+    """The releases of ``f`` whose signature gives the message, and those whose signature fits
+    the call: a method's bound first argument (not a static method's) counted among the message's
+    positional ones."""
+
+    def bound(s: sh.Signature) -> int:
+        return 1 if f.method and not s.static else 0
+
+    return f.where(lambda s: shape.raised(s, bound(s))), f.where(lambda s: shape.works(s, bound(s)))
+
+
 def _user_defines(tb: Traceback, name: str) -> bool:
     """A frame of the user's code (no package) runs a function of that name: theirs, maybe."""
     return any(f.function == name for t in tb.all() for f in t.frames if f.package is None)
@@ -141,8 +152,7 @@ def candidates(
     for pkg in sh.packages() if only is None else (only,):
         h = sh.history(pkg)
         if h is not None and _called_across(tb, h, name):
-            # transformers' modular_*.py files generate the modeling ones: never imported
-            found += [f for f in h.find(cls, name) if not f.module.rsplit(".", 1)[-1].startswith("modular_")]
+            found += h.find(cls, name)
     if cls is None:  # Python names a method with its class: a bare name is a module-level function,
         plain = [f for f in found if not f.method]  # unless the log's Python is older than 3.10
         found = plain or found
@@ -177,15 +187,7 @@ def verdict(tb: Traceback, msg: str, m: re.Match[str], only: str | None) -> Foun
     test, what, breaks, fixes = shape
     rows = []
     for f in candidates(cls, name, only, tb):
-        off = 1 if f.method else 0
-
-        def _raised(s: sh.Signature, off: int = off) -> bool:
-            return test.raised(s, 1 if off and not s.static else 0)
-
-        def _works(s: sh.Signature, off: int = off) -> bool:
-            return test.works(s, 1 if off and not s.static else 0)
-
-        scope, raised, works = f.scope, f.where(_raised), f.where(_works)
+        scope, (raised, works) = f.scope, releases(f, test)
         if raised and works and works != scope:
             rows.append((f, scope, raised, works))
     if not rows or len({r[0].package for r in rows}) != 1 or len({(r[2], r[3]) for r in rows}) != 1:
