@@ -1,5 +1,6 @@
 """The derived knowledge files (``rules/knowledge/symbols/``, ``rules/knowledge/fixes/``): gzip'd
-JSON documents with a schema tag, read whole and bounded in size."""
+JSON documents with a schema tag, read whole and bounded in size; and the release runs they write
+(``"3-9,12"``: indices into the document's releases)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,17 @@ def names(folder: Path) -> tuple[str, ...]:
         return tuple(sorted(p.name.removesuffix(".json.gz") for p in folder.glob("*.json.gz")))
     except OSError:
         return ()
+
+
+def mask(spec: object) -> int:
+    """``"3-9,12"`` (indices into a document's releases) as a bit mask; a part that is not one is
+    passed over."""
+    out = 0
+    for part in str(spec).split(","):
+        lo, _, hi = part.partition("-")
+        try:
+            a, b = int(lo), int(hi or lo)
+        except ValueError:
+            continue
+        out |= ((1 << (b - a + 1)) - 1) << a
+    return out

@@ -11,23 +11,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from envdoctor.knowledge.gzip_json import mask
+
 SCHEMA = "envdoctor.signatures/1"
 MAX_BYTES = 4 * 1024 * 1024
-
-
-def mask(spec: str) -> int:
-    """``"3-9,12"`` as a bit mask over the releases."""
-    out = 0
-    for part in str(spec).split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        try:
-            a, b = int(lo), int(hi or lo)
-        except ValueError:
-            continue
-        out |= ((1 << (b - a + 1)) - 1) << a
-    return out
 
 
 @dataclass(frozen=True)

@@ -11,22 +11,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from envdoctor.knowledge.gzip_json import mask
+
 SCHEMA = "envdoctor.symbols/1"
 MAX_BYTES = 4 * 1024 * 1024  # a history file larger than this is passed over
 
 
 def _mask(spec: Any, parent: int) -> int:
     """The releases of a symbol: ``0`` (its parent's), ``"3-9,12"`` (indices)."""
-    if spec == 0 or spec is None:
-        return parent
-    mask = 0
-    for part in str(spec).split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        a, b = int(lo), int(hi or lo)
-        mask |= ((1 << (b - a + 1)) - 1) << a
-    return mask
+    return parent if spec == 0 or spec is None else mask(spec)
 
 
 def _own(node: Any, parent: int) -> int:

@@ -23,6 +23,7 @@ from typing import Any
 
 from envdoctor import versions
 from envdoctor.knowledge import signature_history as sh
+from envdoctor.knowledge.gzip_json import mask
 from envdoctor.triage.traceback import Traceback
 
 SCHEMA = "envdoctor.patches/1"
@@ -65,7 +66,7 @@ class Drift:
 
 
 def _rows(rows: Any) -> list[tuple[str, int]]:
-    return [(str(r[0]), sh.mask(str(r[1]))) for r in rows if isinstance(r, list) and len(r) == 2]
+    return [(str(r[0]), mask(str(r[1]))) for r in rows if isinstance(r, list) and len(r) == 2]
 
 
 def _first_after(releases: list[str], works: int, bad: int) -> str | None:
@@ -99,7 +100,7 @@ def verdict(tb: Traceback, have: dict[str, str]) -> Drift | None:
         return None  # a method or a nested function: not a patch assigned by name
     wrappers = table()
     entries = [
-        (w, str(p[0]), str(p[1]), sh.mask(str(p[3])))
+        (w, str(p[0]), str(p[1]), mask(str(p[3])))
         for w, doc in wrappers.items()
         for p in doc.get("patches") or []
         if isinstance(p, list) and len(p) == 4 and p[2] == func
