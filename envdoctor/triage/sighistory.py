@@ -156,6 +156,11 @@ def candidates(
     if cls is None:  # Python names a method with its class: a bare name is a module-level function,
         plain = [f for f in found if not f.method]  # unless the log's Python is older than 3.10
         found = plain or found
+    if len({f.package for f in found}) > 1 and tb is not None:
+        # several packages define it (transformers' and vllm's ``LlamaModel.forward``): the one
+        # whose frames the traceback shows, else none can be told
+        shown = {fr.package for t in tb.all() for fr in t.frames}
+        found = [f for f in found if f.package in shown]
     return found
 
 

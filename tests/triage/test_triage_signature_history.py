@@ -294,3 +294,19 @@ def test_the_shipped_histories_hold_the_budget() -> None:
     files = list(folder.glob("*.json.gz"))
     assert {"trl", "transformers", "peft", "accelerate"} <= {p.name.removesuffix(".json.gz") for p in files}
     assert sum(p.stat().st_size for p in files) <= 1_500_000
+
+
+def test_a_name_two_packages_define_gets_no_verdict_without_a_frame_of_one() -> None:
+    # 2noise/ChatTTS#28: the project's code calls transformers' LlamaModel.forward (transformers
+    # older than cache_position); vllm has a LlamaModel.forward too, whose history alone places the
+    # message: it must not be named where no frame of vllm (nor of transformers) is shown
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/ChatTTS/ChatTTS/model/gpt.py", line 208, in generate\n'
+        "    outputs = self.gpt.forward(**model_input, output_attentions=return_attn)\n"
+        '  File "/home/user/miniconda3/lib/python3.10/site-packages/torch/nn/modules/module.py", '
+        "line 1511, in _wrapped_call_impl\n"
+        "    return self._call_impl(*args, **kwargs)\n"
+        "TypeError: LlamaModel.forward() got an unexpected keyword argument 'cache_position'\n"
+    )
+    assert not [f for f in findings(scan_bytes(text)) if "vllm" in f.message]
