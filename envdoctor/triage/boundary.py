@@ -554,8 +554,12 @@ def _package_override(tb: Traceback, m: re.Match[str], frames: list[Frame]) -> B
     cls, _, method = m.group("func").rpartition(".")
     cls = cls.rsplit(".", 1)[-1]
     last = frames[-1] if frames else None
-    if not cls or not method or method.startswith("__") or last is None or last.package is None:
+    if not method or method.startswith("__") or last is None or last.package is None:
         return None
+    # Python before 3.10 names no class (``log() takes 2 positional arguments but 3 were given``):
+    # the package's own method, at the release that makes the call, takes it; the one that does
+    # not is a subclass's override (the user's, or another package's trainer)
+    named = cls or "a subclass"
     if not (m.group("kwarg") or m.group("given")):
         return None
     if re.search(rf"\bself\.{re.escape(method)}\(", last.code) is None:
@@ -569,11 +573,11 @@ def _package_override(tb: Traceback, m: re.Match[str], frames: list[Frame]) -> B
         if len(args) + 1 != int(m.group("given")) or int(m.group("given")) != int(takes.group(1)) + 1:
             return None  # the shown call is not the one that failed
     pkg = last.package
-    if owners.modules(pkg, f"{cls}.{method}") or defines_method(pkg, method, cls):
+    if cls and (owners.modules(pkg, f"{cls}.{method}") or defines_method(pkg, method, cls)):
         return None  # the package's own class: its code against itself (own_call, TRI031)
     if not (owners.modules(pkg, method) or defines_method(pkg, method)):
         return None  # a method the package does not define: the class's own contract, not drift
-    found = owners.owner(f"{cls}.{method}")
+    found = owners.owner(f"{cls}.{method}") if cls else None
     owner = found[0] if found is not None and found[0] != pkg else None
     kwarg = m.group("kwarg")
     arg = kwarg or "one more positional argument"
@@ -585,18 +589,19 @@ def _package_override(tb: Traceback, m: re.Match[str], frames: list[Frame]) -> B
         "since": since,
         "fix": f"add a parameter for {arg} to the override ({kwarg + '=None' if kwarg else 'or *args'}, or "
         f"**kwargs), as {pkg} calls it: {last.code.strip()[:160]}",
+        "in": f"{cls}.{method}" if cls else f"the subclass's {method}()",
     }
     return Boundary(
         owner,
         pkg,
         tb,
-        f"{cls}.{method}() and {arg}",
+        f"{cls or pkg}.{method}() and {arg}",
         None,
         last,
-        verb=f"overrides {pkg}'s {method}() in {cls} without a parameter for {arg}",
+        verb=f"overrides {pkg}'s {method}() in {named} without a parameter for {arg}",
         lacks=f"passes to it (from {since})" if since else "passes to it (its call in the traceback)",
         name=method,
-        func=cls,
+        func=cls or method,
         override=row,
     )
 
@@ -844,6 +849,7 @@ def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]
     pair = {a, c}
     if b.override is not None:
         row = b.override
+        where = row.get("in") or f"{b.func}.{row['method']}"
         since, seen = row["since"], f" (the log shows {c} {vc})" if vc else ""
         if since is None:  # a hook the table lacks: the call shown in transformers' frame says it
             pin = f"or install the {c} release the project pins (its requirements)"
@@ -854,7 +860,7 @@ def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]
                     f"{c}'s call shown in the traceback",
                 )
             return (
-                f"{row['fix']} — in {b.func}.{row['method']}{seen}; {pin}",
+                f"{row['fix']} — in {where}{seen}; {pin}",
                 f"{c}'s call shown in the traceback",
             )
         pin = f"pip install '{c}<{since}'"
@@ -864,10 +870,7 @@ def _pair_fix(b: Boundary, have: dict[str, str], kb: Any, context: Sequence[str]
                 f"{b.func}.{row['method']} takes {row['argument']}){seen}; or {pin}"
             )
         else:
-            fix = (
-                f"{row['fix']} — in {b.func}.{row['method']}; {c} passes {row['argument']} "
-                f"from {since}{seen}; or {pin}"
-            )
+            fix = f"{row['fix']} — in {where}; {c} passes {row['argument']} from {since}{seen}; or {pin}"
         if c != "transformers":
             return fix, f"{c}'s methods per release (rules/knowledge/symbols/)"
         return fix, "transformers' Trainer methods per release (rules/knowledge/trainer_hooks.yaml)"

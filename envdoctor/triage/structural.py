@@ -179,8 +179,10 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
                 return unfit(tb, ms, log, have)  # a name no release has: meant another name or class
             b, history = found
             by_history = True
-        else:
+        elif b.override is None or b.caller is not None:
             history = symbols.verdict(tb, have, b.callee)
+        # else an override of the user's (or of a class no package defines): the callee's history
+        # tells of its own method, which its installed release calls as it takes it
         if history is not None and history.contradicted:
             return _not_drift(tb, ms, history)
     if b is None:

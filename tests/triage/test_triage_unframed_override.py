@@ -82,3 +82,24 @@ def test_a_frame_pasted_with_typographic_quotes_names_its_package():
         ]
     )
     assert tbs and tbs[-1].frames and tbs[-1].frames[-1].package == "trl"
+
+
+def test_an_override_python_names_without_its_class_is_the_subclass_not_an_old_callee() -> None:
+    # QwenLM/Qwen3-Coder#394 (Python 3.9: no class in the message): transformers 4.47's own frame
+    # calls self.log(logs, start_time) on the user's CustomTrainer.log(self, logs); the installed
+    # transformers makes the call, so "pip install 'transformers>=4.47.1'" would be backwards
+    text = (
+        "[rank6]: Traceback (most recent call last):\n"
+        '[rank6]:   File "Qwen2.5-Coder/finetuning/sft/train.py", line 239, in train\n'
+        "[rank6]:     trainer.train()\n"
+        '[rank6]:   File "envs/qwen/lib/python3.9/site-packages/transformers/trainer.py", line 2164, '
+        "in train\n"
+        "[rank6]:     return inner_training_loop(\n"
+        '[rank6]:   File "envs/qwen/lib/python3.9/site-packages/transformers/trainer.py", line 3045, in '
+        "_maybe_log_save_evaluate\n"
+        "[rank6]:     self.log(logs, start_time)\n"
+        "[rank6]: TypeError: log() takes 2 positional arguments but 3 were given\n"
+    )
+    (f,) = [f for f in findings(scan_bytes(text)) if f.rule == "TRI009"]
+    assert "overrides transformers's log()" in f.message
+    assert "to the override" in f.fix and "transformers>=" not in f.fix
