@@ -5,6 +5,7 @@ it, a model with code of its own (auto_map), a name no release read has."""
 
 from __future__ import annotations
 
+from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.engine import run_rules
 from envdoctor.facts.snapshot import from_dict
@@ -52,3 +53,24 @@ def test_quiet_for_remote_code_and_unknown_names(model_dir):
     assert _pkg010(OLD, {"model_name_or_path": model_dir(remote, "remote")}) == []
     custom = dict(QWEN25_05B, architectures=["AcmeForCausalLM"], model_type="acme")
     assert _pkg010(OLD, {"model_name_or_path": model_dir(custom, "custom"), "use_vllm": True}) == []
+
+
+def test_the_resolver_keeps_the_models_floor_in_every_plan(model_dir):
+    """The upgrade plan and other rules' package fixes meet the model's floors too: a plan that
+    fixes vLLM's transformers pin but leaves vLLM below the model's architecture (or keeps a
+    transformers without its model type) would leave PKG010 behind."""
+    from envdoctor.checks.resolver import plan_packages
+    from envdoctor.doctor import upgrade_plan
+
+    config = {"model_name_or_path": model_dir(QWEN3), "use_vllm": True}
+    ctx = Context(
+        facts=from_dict(snapshot(n_gpus=1, packages=OLD), "test-snapshot"),
+        plan=build_plan(config_dict=config, launch="torchrun --nproc_per_node 1 train.py", live=False),
+        network=False,
+    )
+    outcome = run_rules(ctx)
+    plan = plan_packages(ctx)
+    assert versions.at_least(plan.changes["vllm"], "0.8.4")
+    assert versions.at_least(plan.changes["transformers"], "4.51.0")
+    assert upgrade_plan(ctx, outcome.findings) == [plan.command]
+
