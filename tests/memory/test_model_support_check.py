@@ -74,3 +74,17 @@ def test_the_resolver_keeps_the_models_floor_in_every_plan(model_dir):
     assert versions.at_least(plan.changes["transformers"], "4.51.0")
     assert upgrade_plan(ctx, outcome.findings) == [plan.command]
 
+
+def test_a_release_between_two_read_ones_where_the_name_arrives_is_not_judged(model_dir):
+    """The table reads 4.56.2 and 4.57.1, not 4.57.0 (which added qwen3_vl: vLLM's registry asks
+    for transformers 4.57): a 4.57.0, or a 4.57 dev build, may have it. Not known: no finding."""
+    from envdoctor.knowledge.models import _table, has
+
+    releases = _table("transformers")[0]
+    assert "4.57.0" not in releases and {"4.56.2", "4.57.1"} <= set(releases)
+    assert has("transformers", "qwen3_vl", "4.57.0") is None
+    assert has("transformers", "qwen3_vl", "4.56.2") is False
+    assert has("transformers", "qwen3_vl", "4.57.1") is True
+    vl = dict(QWEN25_05B, architectures=["Qwen3VLForConditionalGeneration"], model_type="qwen3_vl")
+    assert _pkg010(dict(OLD, transformers="4.57.0"), {"model_name_or_path": model_dir(vl, "vl")}) == []
+    assert _pkg010(dict(OLD, transformers="4.56.2"), {"model_name_or_path": model_dir(vl, "vl")})
