@@ -88,3 +88,20 @@ def test_a_release_between_two_read_ones_where_the_name_arrives_is_not_judged(mo
     vl = dict(QWEN25_05B, architectures=["Qwen3VLForConditionalGeneration"], model_type="qwen3_vl")
     assert _pkg010(dict(OLD, transformers="4.57.0"), {"model_name_or_path": model_dir(vl, "vl")}) == []
     assert _pkg010(dict(OLD, transformers="4.56.2"), {"model_name_or_path": model_dir(vl, "vl")})
+
+
+def test_checks_upgrade_plan_on_rocm_names_the_platforms_builds(model_dir):
+    """check's "Upgrade plan" is a pip line as fix's commands are: on ROCm it names vLLM for the
+    platform's builds instead of pinning PyPI's CUDA wheel."""
+    from envdoctor.doctor import upgrade_plan
+
+    rocm = dict(OLD, torch="2.6.0+rocm6.2", vllm="0.8.3", transformers="4.50.3", accelerate="1.6.0")
+    config = {"model_name_or_path": model_dir(QWEN3), "use_vllm": True}
+    ctx = Context(
+        facts=from_dict(snapshot(n_gpus=1, packages=rocm), "test-snapshot"),
+        plan=build_plan(config_dict=config, launch="torchrun --nproc_per_node 1 train.py", live=False),
+        network=False,
+    )
+    lines = upgrade_plan(ctx, run_rules(ctx).findings)
+    assert lines[0].startswith("pip install 'transformers==") and "vllm" not in lines[0]
+    assert lines[1].startswith("# vllm==") and "ROCm builds" in lines[1]
