@@ -107,7 +107,10 @@ def upgrade_plan(ctx: Context, findings: list[Finding]) -> list[str]:
     plan = plan_packages(ctx)
     if plan.unfixable:
         return [f"# no set of versions envdoctor knows makes this stack consistent: {plan.unfixable}"]
-    return [plan.command] if plan.command else []
+    from envdoctor.remedy.platform import accelerator_build, pip_lines
+
+    # on ROCm / XPU / Ascend the packages PyPI builds for CUDA are named for the platform's builds
+    return pip_lines(plan.changes, accelerator_build(ctx.facts), quote=True)
 
 
 def build_report(

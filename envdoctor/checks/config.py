@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -686,17 +687,17 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
     if total % gens:
         good = small_divisors(total)  # bounded: total may have 15 digits
         fix = f"set num_generations to a divisor of {total}: {', '.join(map(str, good[:6]))}"
-        need = gens // _gcd(total, gens)
-        fix += f"; or make per_device_train_batch_size a multiple of {need}"
         fits = [d for d in good if 2 <= d <= gens][-1:] + [d for d in good if d > gens][:1]
         remedies = [_generations(d) for d in fits]
-        bigger = -(-per_device // need) * need
-        remedies.append(
-            Remedy(
-                config_set={"per_device_train_batch_size": bigger},
-                fix=f"set per_device_train_batch_size: {bigger}",
+        if what.startswith("per_device_train_batch_size"):  # not generation_batch_size's
+            need, bigger = _per_device_multiple(per_device, total // per_device, gens)
+            fix += f"; or make per_device_train_batch_size a multiple of {need}"
+            remedies.append(
+                Remedy(
+                    config_set={"per_device_train_batch_size": bigger},
+                    fix=f"set per_device_train_batch_size: {bigger}",
+                )
             )
-        )
         yield hit(
             f"the global batch {total} = {what} is not divisible by num_generations "
             f"({gens}): TRL refuses at init"
@@ -759,8 +760,7 @@ def _eval_batch(ctx: Context, entry: dict[str, Any] | None, cfg: dict[str, Any],
     total = per * world
     if gens < 2 or total % gens == 0:
         return
-    need = gens // _gcd(total, gens)
-    bigger = -(-per // need) * need
+    need, bigger = _per_device_multiple(per, world, gens)
     key = "num_generations_eval" if first_eval and cfg.get("num_generations_eval") else "num_generations"
     yield hit(
         f"the global eval batch {total} = per_device_eval_batch_size ({per}) × processes ({world}) is "
@@ -857,10 +857,11 @@ def _generations(n: int) -> Remedy:
     return Remedy(config_set={"num_generations": n}, fix=f"set num_generations: {n}")
 
 
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
+def _per_device_multiple(per: int, others: int, gens: int) -> tuple[int, int]:
+    """The per-device batch the global batch ``per × others`` needs for ``gens`` to divide it:
+    (the multiple it must be, the nearest such value at or above ``per``)."""
+    need = gens // math.gcd(others, gens)
+    return need, -(-per // need) * need
 
 
 @rule("CFG003", needs=("plan",))

@@ -521,40 +521,54 @@ def newer_than_knowledge(ctx: Context) -> Iterator[Hit]:
         )
 
 
-@rule("PKG010", needs=("model",))
-def model_newer_than_package(ctx: Context) -> Iterator[Hit]:
-    """The model's config.json names a model type (transformers) or architecture (vLLM, when the
-    run uses it) that the installed release does not have and a later one does
-    (rules/knowledge/models.json.gz): the load refuses it. Quiet for a model with code of its own
-    (auto_map) and a name no release read has."""
-    from envdoctor.checks.resolver import plan_packages
-    from envdoctor.plan.memory.planner import resolve_model
+def model_names(ctx: Context) -> list[tuple[str, str, str, Any]]:
+    """What the model's config.json makes the run need (rules/knowledge/models.json.gz): each
+    (package, name, kind, Support) for its model type (transformers) and, when the run uses vLLM,
+    its architecture, where a release read has the name; none for a model with code of its own
+    (auto_map) or whose config.json is not here. config.json is read once per context."""
+    from envdoctor.knowledge.models import lookup
+    from envdoctor.plan.memory.planner import _resolved
 
-    shape, _ = resolve_model(ctx)
+    shape, _ = _resolved(ctx)
     if shape is None or shape.remote_code or not (shape.model_type or shape.architectures):
-        return
-    from envdoctor.knowledge.models import DISPLAY, has, lookup
-
+        return []
     asks: list[tuple[str, str, str]] = []
     if shape.model_type:
         asks.append(("transformers", shape.model_type, "model type"))
     if ctx.plan.use_vllm:
         asks += [("vllm", a, "architecture") for a in shape.architectures[:1]]
-    short: list[tuple[str, str, str, str, Any]] = []  # dist, name, kind, installed, Support
+    out = []
     for dist, name, kind in asks:
+        found = lookup(dist, name)
+        if found is not None and found.known and found.first is not None:
+            out.append((dist, name, kind, found))  # else a custom model, or past the horizon
+    return out
+
+
+@rule("PKG010", needs=("model",))
+def model_newer_than_package(ctx: Context) -> Iterator[Hit]:
+    """The model's config.json names a model type (transformers) or architecture (vLLM, when the
+    run uses it) that the installed release does not have and a later one does
+    (rules/knowledge/models.json.gz): the load refuses it. Quiet for a model with code of its own
+    (auto_map) and a name no release read has. The package resolver keeps the same floors
+    (``model_names``), so every plan it makes, this rule's fix among them, keeps the model."""
+    from envdoctor.checks.resolver import plan_packages
+    from envdoctor.knowledge.models import DISPLAY, has
+    from envdoctor.plan.memory.planner import _resolved
+
+    short: list[tuple[str, str, str, str, Any]] = []  # dist, name, kind, installed, Support
+    for dist, name, kind, found in model_names(ctx):
         installed = ctx.version(dist)
         if installed is None or has(dist, name, installed) is not False:
             continue  # not installed, has it, or a release outside those read
-        found = lookup(dist, name)
-        if found is None or not found.known or found.first is None:
-            continue  # a custom model, or one newer than the knowledge horizon
         if not versions.below(installed, found.first):
             continue  # removed since (another story: the load says which release had it)
         short.append((dist, name, kind, installed, found))
     if not short:
         return
-    # one plan that meets every floor at once (the vLLM row's fix must keep the model type too)
-    plan = plan_packages(ctx, {dist: f">={found.first}" for dist, _, _, _, found in short})
+    shape, _ = _resolved(ctx)
+    assert shape is not None  # model_names found names in its config.json
+    plan = plan_packages(ctx)  # the resolver's floors include the model's (Stack)
     moved = bool(plan.changes) and not plan.unfixable
     for dist, name, kind, installed, found in short:
         yield hit(

@@ -174,6 +174,14 @@ class Stack:
         kept = self._config_keys_kept(ctx)
         if kept is not None:
             self.roots.append(kept)
+        from envdoctor.checks.packages import model_names
+
+        for dist, name, kind, found in model_names(ctx):
+            # the model's config.json needs the release that first has its name (PKG010): no plan
+            # may move below it
+            self.roots.append(
+                Need(dist, f">={found.first}", why=f"the model's config.json names {kind} {name}")
+            )
         self.in_play = set(self.installed) | {r.name for r in self.roots}
         # only what a constraint can touch: the stack's sources, what they require, the packages
         # the knowledge pins; other installed distributions stay out of the search

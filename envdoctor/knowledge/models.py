@@ -95,7 +95,17 @@ def has(package: str, name: str, version: str | None) -> bool | None:
         return None
     # the newest release read at or below ``version`` (a patch between two read ones: the older)
     idx = max(i for i, p in enumerate(parsed) if p is not None and p <= public)
-    return any(lo <= idx <= hi for lo, hi in _runs(names.get(name, ""), len(releases) - 1))
+    runs = _runs(names.get(name, ""), len(releases) - 1)
+    below = any(lo <= idx <= hi for lo, hi in runs)
+    if (
+        parsed[idx] != public
+        and idx + 1 < len(releases)
+        and below != any(lo <= idx + 1 <= hi for lo, hi in runs)
+    ):
+        # a release not read (4.57.0 between 4.56.2 and 4.57.1, a dev build) where the name comes
+        # or goes between its read neighbours: either may hold for it
+        return None
+    return below
 
 
 def releases_with(package: str, name: str) -> list[str]:

@@ -54,3 +54,20 @@ def test_a_key_the_dev_build_of_its_release_may_take_is_advice_even_where_the_pa
         f for f in findings(snap, config={"use_vllm": True, "vllm_dtype": "bfloat16"}) if f.rule == "CFG001"
     ]
     assert f.severity.value == "info" and "development build" in f.message
+
+
+def test_the_eval_batch_fix_counts_the_processes_it_is_multiplied_by():
+    """per_device_eval_batch_size 2 on 2 processes with 8 generations: the multiple is 4 (4 × 2 = 8),
+    not the 2 that the global batch's own gcd gives (which names the value already set)."""
+    snap = snapshot(2, packages={**MODERN, "trl": "1.16.0"})
+    cfg = {"num_generations": 8, "per_device_train_batch_size": 8, "per_device_eval_batch_size": 2}
+    launch = "accelerate launch --num_processes 2 train.py"
+    (f,) = [
+        f
+        for f in findings(snap, config={**cfg, "eval_strategy": "steps"}, launch=launch)
+        if f.rule == "CFG002"
+    ]
+    assert f.fix.startswith("set per_device_eval_batch_size: 4 (a multiple of 4)")
+    train = {**cfg, "per_device_train_batch_size": 2}
+    (g,) = [f for f in findings(snap, config=train, launch=launch) if f.rule == "CFG002"]
+    assert "per_device_train_batch_size a multiple of 4" in g.fix
