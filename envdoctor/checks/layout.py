@@ -88,6 +88,18 @@ def _procs_flag(launcher: str) -> str:
     return {"torchrun": "nproc_per_node", "deepspeed": "num_gpus"}.get(launcher, "num_processes")
 
 
+def _with_ranks(ctx: Context, n: int) -> str:
+    """The trainer's line with ``n`` ranks per node. One rank under accelerate (or python) sets up
+    no distributed environment, so that process sees every GPU: the nn.DataParallel trap (LAY003,
+    measured); there it is LAY003's own one-rank line (torchrun, every GPU still visible)."""
+    lay, launch = ctx.layout, ctx.plan.trainer
+    # an accelerate config (DeepSpeed, FSDP) that torchrun's line would drop: the line keeps it
+    plain = launch is not None and not set(launch.options) & {"config_file", "use_deepspeed", "use_fsdp"}
+    if n == 1 and plain and lay.launcher in ("accelerate", "python") and lay.generation_mode == "legacy":
+        return _one_rank_per_gpu(lay, launch, lay.visible[:1], lay.generation).split("  # ")[0]
+    return with_option(launch, _procs_flag(lay.launcher), str(n))
+
+
 @rule("LAY001", needs=("gpus", "vllm"))
 def vllm_device_unavailable(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
@@ -118,7 +130,7 @@ def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
     n = problem["visible"]
     remedy = None
     if n > 1 and lay.world_size >= n:
-        line = with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(n - 1))
+        line = _with_ranks(ctx, n - 1)
         fix = "leave one GPU for vLLM: " + line
         remedy = launch_remedy(ctx, line, fix) if ctx.plan.trainer else None
     else:
@@ -492,8 +504,7 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
         )
         remedies.append(Remedy(config_set={"vllm_device": "auto"}, fix="set vllm_device: auto"))
         if ctx.plan.trainer is not None and lay.num_processes > 1:
-            line = with_option(ctx.plan.trainer, _procs_flag(lay.launcher), str(lay.num_processes - 1))
-            remedies.append(launch_remedy(ctx, line))
+            remedies.append(launch_remedy(ctx, _with_ranks(ctx, lay.num_processes - 1)))
     else:
         free = [g.index for g in ctx.facts.gpus if g.index not in lay.training]
         fix = (
