@@ -1,14 +1,15 @@
 """The catalogue of known failures (``rules/knowledge/known_failures/``) as triage signatures.
 
 Each entry's ``symptoms`` become one signature (``known-<id>``, rule TRI011): a literal symptom is
-its own keyword; a regex symptom (``re:``) is keyed by its leading literal. An exception's message
-is found on its line through the anchors it holds ("Error", "Exception: ", ": error: "); a rare
-literal (``RARE`` characters or more) of an entry whose symptom is a line of its own (a warning, a
-stalled step, a silently wrong run's warning: ``OWN_LINE_KINDS``) becomes an anchor itself; a
-keyword no anchor covers, or a regex without a literal lead (``(?i)…``), is tried on the lines that
-hold ``Error``. Matching stays
-linear: a regex with a quantifier inside another is left out (``skipped`` says which), and every
-pattern is tried on at most the scanner's window of one line.
+its own keyword (one with backticks matches with or without them, as ``Symptom.found_in`` does,
+keyed by its text before the first); a regex symptom (``re:``) is keyed by its leading literal. An
+exception's message is found on its line through the anchors it holds ("Error", "Exception: ", ":
+error: "); a rare literal (``RARE`` characters or more) of an entry whose symptom is a line of its
+own (a warning, a stalled step, a silently wrong run's warning: ``OWN_LINE_KINDS``) becomes an
+anchor itself; a keyword no anchor covers, or a regex without a literal lead (``(?i)…``), is tried
+on the lines that hold ``Error``. Matching stays linear: a regex with a quantifier inside another is
+left out (``skipped`` says which), and every pattern is tried on at most the scanner's window of one
+line.
 
 The diagnosis (``known_failure``) says the entry's cause and fix, and whether the log's versions
 fall in the entry's ``when.packages`` ranges: "the log's versions match", "the log shows no
@@ -88,10 +89,19 @@ def _nested(items: Any, depth: int = 0) -> bool:
     return False
 
 
-def _symptom(text: str, regex: Any) -> tuple[str, bytes] | None:
-    """``(regex source, keyword)`` of one symptom; None when it cannot be matched linearly."""
-    if regex is None:
-        return re.escape(text), text.encode()
+def _symptom(symptom: Any) -> tuple[str, bytes] | None:
+    """``(regex source, keyword)`` of one symptom; None when it cannot be matched linearly. A
+    literal with backticks matches with or without them (a paste from a rendered page)."""
+    text = symptom.text
+    if symptom.regex is None:
+        if "`" not in text:
+            return re.escape(text), text.encode()
+        # as Symptom.found_in: the text or the text without its backticks (two literals, so that
+        # the scanner's literal prefilter keeps it); keyed by what both share, the text before one
+        lead = text[: text.index("`")]
+        bare = re.escape(text.replace("`", ""))
+        return f"{re.escape(text)}|{bare}", (lead.encode() if len(lead) >= 6 else FALLBACK_KEYWORD)
+    regex = symptom.regex
     source = regex.pattern
     if _nested(list(_p.parse(source))):
         return None
@@ -111,7 +121,7 @@ def catalogue() -> tuple[tuple[Signature, ...], tuple[str, ...], dict[str, Any]]
     for entry in _entries():
         parts, keywords = [], []
         for s in entry.symptoms:
-            got = _symptom(s.text, s.regex)
+            got = _symptom(s)
             if got is None:
                 skipped.append(f"{entry.id}: {s.text}")
                 continue

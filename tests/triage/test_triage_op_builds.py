@@ -65,6 +65,41 @@ def test_the_bitsandbytes_line_pasted_without_its_exception_is_read_too():
     assert found and "bitsandbytes-cuda-setup-failed" in found[0].message
 
 
+def test_the_bitsandbytes_line_wrapped_after_undefined_symbol_is_read_too():
+    """h2oai/h2ogpt#432: the terminal wrapped the exception's line before the symbol's name."""
+    log = (
+        '  File "/home/j/conda/envs/h2ogpt/lib/python3.10/ctypes/__init__.py", line 392, in __getitem__\n'
+        "    func = self._FuncPtr((name, self))\n"
+        "AttributeError: /home/j/miniconda3/envs/h2ogpt/lib/python3.10/site-packages/bitsandbytes/"
+        "libbitsandbytes_cpu.so: undefined symbol:\n"
+        "cget_col_row_stats\n"
+    )
+    found = findings(scan_bytes(log))
+    assert found and "bitsandbytes-cuda-setup-failed" in found[0].message
+
+
+BNB_WINDOWS = (
+    "bin E:\\Anaconda\\envs\\llama_etuning\\lib\\site-packages\\bitsandbytes\\libbitsandbytes_cpu.dll\n"
+    "function 'cadam32bit_grad_fp32' not found\n"
+)
+
+
+def test_bitsandbytes_cpu_dll_on_windows_is_its_cuda_setup():
+    """bitsandbytes-foundation/bitsandbytes#719: Windows' ctypes names the missing C method so;
+    the import's own probe line alone (the run may go on) is no finding."""
+    log = BNB_WINDOWS + (
+        '  File "E:\\Anaconda\\envs\\llama_etuning\\lib\\site-packages\\bitsandbytes\\functional.py", '
+        "line 1051, in quantize_4bit\n"
+        "    lib.cquantize_blockwise_fp16_nf4(get_ptr(None), get_ptr(A))\n"
+        "AttributeError: function 'cquantize_blockwise_fp16_nf4' not found\n"
+    )
+    found = findings(scan_bytes(log))
+    assert found and found[0].rule == "TRI011" and "bitsandbytes-cuda-setup-failed" in found[0].message
+    assert "bitsandbytes>=0.43.1" in found[0].fix
+    quiet = BNB_WINDOWS + "{'loss': 0.41, 'grad_norm': 1.2, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+    assert all("bitsandbytes-cuda-setup-failed" not in f.message for f in findings(scan_bytes(quiet)))
+
+
 def test_bitsandbytes_cpu_library_is_quiet_on_a_release_past_the_fix():
     log = "bitsandbytes==0.45.0\n" + BNB_CPU
     assert all("bitsandbytes-cuda-setup-failed" not in f.message for f in findings(scan_bytes(log)))
