@@ -48,3 +48,18 @@ def test_a_pytest_style_pasted_line_of_torchs_deterministic_refusal_names_full_d
 
 def test_the_warn_only_form_in_a_run_that_trains_is_no_finding():
     assert [r for r in _said(WARN_ONLY) if r[1] is not Severity.INFO] == []
+
+
+CUBLAS = """\
+  File "/usr/local/lib/python3.10/dist-packages/torch/nn/modules/linear.py", line 125, in forward
+    return F.linear(input, self.weight, self.bias)
+RuntimeError: Deterministic behavior was enabled with either `torch.use_deterministic_algorithms(True)` or `at::Context::setDeterministicAlgorithms(true)`, but this operation is not deterministic because it uses CuBLAS and you have CUDA >= 10.2. To enable deterministic behavior in this case, you must set an environment variable before running your PyTorch application: CUBLAS_WORKSPACE_CONFIG=:4096:8 or CUBLAS_WORKSPACE_CONFIG=:16:8.
+"""
+
+
+def test_deterministic_mode_without_a_cublas_workspace_names_the_variable():
+    """torch's CuBLAS wording of the deterministic refusal (the review's reach case,
+    Lightning-AI/pytorch-lightning#9121's message): a fix of its own, the environment variable."""
+    ((rule, severity, fix),) = _said(CUBLAS)
+    assert (rule, severity) == ("TRI011", Severity.ERROR)
+    assert fix.startswith("export CUBLAS_WORKSPACE_CONFIG=:4096:8")
