@@ -42,8 +42,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import gzip
-import json
 import sys
 from pathlib import Path
 
@@ -267,13 +265,6 @@ def finish(doc: dict[str, dict[str, object]]) -> None:
         w["defs"] = {n: r for n, r in w["defs"].items() if n in used}  # type: ignore[union-attr]
 
 
-def write(data: dict[str, object], out: Path) -> int:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    blob = gzip.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode(), 9, mtime=0)
-    out.write_bytes(blob)
-    return len(blob)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--wheels", action="append", default=[], help="DIST=FOLDER of the wrapper's wheels")
@@ -291,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     if not doc:
         ap.error("give --wheels DIST=FOLDER (or --git DIST=DIR) for each wrapper")
     finish(doc)
-    size = write({"schema": SCHEMA, "wrappers": doc}, args.out)
+    size = frames.write({"schema": SCHEMA, "wrappers": doc}, args.out)
     for dist, w in doc.items():
         rel = w["releases"]
         assert isinstance(rel, list)

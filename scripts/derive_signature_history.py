@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -78,7 +77,6 @@ MAX_FILE = 2_000_000
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts: scripts/sibling.py
 from sibling import load as _load  # noqa: E402
-
 
 frames = _load("derive_frame_index")  # the releases of a git history or of wheels: one reading
 
@@ -274,13 +272,6 @@ def cross_private(package: str, path: Path | None = CROSS) -> dict[str, list[str
     return {str(k): [str(x) for x in v] for k, v in names.items() if isinstance(v, list)}
 
 
-def write(data: dict[str, object], out: Path) -> int:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    blob = gzip.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode(), 9, mtime=0)
-    out.write_bytes(blob)
-    return len(blob)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--all", action="store_true", help="every package of PACKAGES (needs --mirrors)")
@@ -316,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     for git_dir, dist, roots, tags, repo in jobs:
         data = derive(git_dir, dist, roots, tags, args.since, repo, wheels=args.wheels)
-        size = write(data, args.out / f"{dist}.json.gz")
+        size = frames.write(data, args.out / f"{dist}.json.gz")
         rel = data["releases"]
         assert isinstance(rel, list)
         span = f"{rel[0]}–{rel[-1]}" if rel else "none"
