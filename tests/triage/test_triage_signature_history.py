@@ -159,6 +159,29 @@ def test_the_budget_is_held(derive: ModuleType, wheels: Path, tmp_path: Path) ->
     assert derive.main(argv) == 1
 
 
+def test_all_reads_the_tagged_packages_each_from_its_own_date(
+    derive: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--all`` (the documented usage) reads each package of PACKAGES from its own ``since``
+    (flash-attn and bitsandbytes from 2023-07: their shipped files start there); a package shipped
+    from its wheels (TRL) is refused there, not silently skipped."""
+    seen: dict[str, str] = {}
+
+    def fake(git_dir, package, roots, tags, since, source, wheels=None):  # type: ignore[no-untyped-def]
+        seen[package] = since
+        return {"releases": [], "functions": {}}
+
+    monkeypatch.setattr(derive, "derive", fake)
+    for name in ("huggingface+peft", "Dao-AILab+flash-attention"):
+        (tmp_path / "m" / name / "repo").mkdir(parents=True)
+    argv = ["--all", "--mirrors", str(tmp_path / "m"), "--out", str(tmp_path / "o")]
+    assert derive.main(argv) == 0
+    assert seen == {"peft": derive.SINCE, "flash-attn": "2023-07-01"}
+    assert derive.main([*argv, "--since", "2025-01-01"]) == 0 and set(seen.values()) == {"2025-01-01"}
+    with pytest.raises(SystemExit):
+        derive.main([*argv, "--only", "trl"])
+
+
 @pytest.fixture
 def synthetic(derived: Path, monkeypatch) -> Iterator[Path]:
     """Triage reads the history derived from the wheels above in place of the shipped one."""
