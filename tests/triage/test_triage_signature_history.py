@@ -12,11 +12,8 @@ history (real releases)."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
-import sys
 import textwrap
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +22,7 @@ import pytest
 
 from envdoctor.findings import Severity
 from envdoctor.knowledge import signature_history
-from tests.triage.helpers import findings, scan_bytes
+from tests.triage.helpers import findings, scan_bytes, script, wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = "stackpkg"  # a package no shipped history has: the lookups' logic alone
@@ -33,21 +30,11 @@ PKG = "stackpkg"  # a package no shipped history has: the lookups' logic alone
 
 @pytest.fixture(scope="module")
 def derive() -> ModuleType:
-    path = ROOT / "scripts" / "derive_signature_history.py"
-    spec = importlib.util.spec_from_file_location("derive_signature_history", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["derive_signature_history"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return script("derive_signature_history")
 
 
 def _wheel(folder: Path, version: str, files: dict[str, str]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(folder / f"{PKG}-{version}-py3-none-any.whl", "w") as zf:
-        for path, src in files.items():
-            zf.writestr(f"{PKG}/{path}", textwrap.dedent(src))
-        zf.writestr(f"{PKG}-{version}.dist-info/METADATA", f"Name: {PKG}\nVersion: {version}\n")
+    wheel(folder, PKG, version, files)
 
 
 UTILS = """
