@@ -32,7 +32,7 @@ only where a frame of one of its callers is in the traceback.
 Usage (the wheels and mirrors the signature history reads; the shipped file's callers and callees,
 2026-11-29)::
 
-    python scripts/derive_cross_private.py --cache /tmp/cross.pickle \
+    python scripts/derive_cross_private.py --cache /tmp/cross.pickle --every 3 --skip transformers=models/ \
         --caller trl=WHEELS/trl --caller unsloth=WHEELS/unsloth --caller unsloth-zoo=WHEELS/unsloth-zoo \
         --caller liger-kernel=WHEELS/liger-kernel --caller transformers=WHEELS/transformers \
         --caller accelerate=git:/work/.mirror/huggingface+accelerate/repo \
