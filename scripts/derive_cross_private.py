@@ -29,15 +29,21 @@ It writes ``rules/knowledge/cross_private.json`` (schema ``envdoctor.cross_priva
 is listed (and records their callers); triage tells a private function's ``TypeError`` as drift
 only where a frame of one of its callers is in the traceback.
 
-Usage (the callees' newest wheel or mirror gives the names they define)::
+Usage (the wheels and mirrors the signature history reads; the shipped file's callers and callees,
+2026-11-29)::
 
-    python scripts/derive_cross_private.py \
+    python scripts/derive_cross_private.py --cache /tmp/cross.pickle --every 3 --skip transformers=models/ \
         --caller trl=WHEELS/trl --caller unsloth=WHEELS/unsloth --caller unsloth-zoo=WHEELS/unsloth-zoo \
         --caller liger-kernel=WHEELS/liger-kernel --caller transformers=WHEELS/transformers \
+        --caller accelerate=git:/work/.mirror/huggingface+accelerate/repo \
+        --caller peft=git:/work/.mirror/huggingface+peft/repo \
         --callee vllm=WHEELS/vllm --callee transformers=WHEELS/transformers --callee trl=WHEELS/trl \
         --callee accelerate=git:/work/.mirror/huggingface+accelerate/repo \
         --callee peft=git:/work/.mirror/huggingface+peft/repo \
-        --callee deepspeed=git:/work/.mirror/deepspeedai+DeepSpeed/repo
+        --callee deepspeed=git:/work/.mirror/deepspeedai+DeepSpeed/repo \
+        --callee flash-attn=git:/work/.mirror/Dao-AILab+flash-attention/repo \
+        --callee bitsandbytes=git:/work/.mirror/bitsandbytes-foundation+bitsandbytes/repo \
+        --callee liger-kernel=WHEELS/liger-kernel
 
 Offline: wheels and git directories only.
 """

@@ -59,7 +59,6 @@ BUDGET = 64_000
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts: scripts/sibling.py
 from sibling import load as _load  # noqa: E402
 
-
 frames = _load("derive_frame_index")  # the wheels' reading
 
 #: package -> (import root, files read in order (a later one updates an earlier one's names), the

@@ -19,8 +19,9 @@ which wrapper stands in for it, per wrapper release:
   from another wrapper (unsloth's ``_unsloth_get_batch_samples`` lives in unsloth_zoo from 2025.3).
 
 Releases are read as the signature history reads them (``release_reader`` of
-scripts/derive_frame_index.py, through scripts/sibling.py: the wheels with ``zipfile``, or a git
-directory's tags); ``ast`` only, nothing installed or imported. It writes
+scripts/derive_frame_index.py, through scripts/sibling.py: the wheels with ``zipfile``; unsloth's
+and unsloth_zoo's repositories tag no releases, liger-kernel's keeps its package under ``src/``);
+``ast`` only, nothing installed or imported. It writes
 ``rules/knowledge/patches.json.gz`` (schema ``envdoctor.patches/1``)::
 
     {"schema": …, "wrappers": {"unsloth": {"releases": [...], "source": "unslothai/unsloth",
@@ -42,8 +43,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import gzip
-import json
 import sys
 from pathlib import Path
 
@@ -202,10 +201,10 @@ def read_module(src: str, own: str) -> tuple[list[tuple[str, str, str]], dict[st
     return patches, defs, imported
 
 
-def derive(dist: str, wheels: Path | None, git_dir: Path | None = None, tags: str = "") -> dict[str, object]:
+def derive(dist: str, wheels: Path) -> dict[str, object]:
     """One wrapper's patches and its patch functions' signatures over its releases."""
     roots, source = WRAPPERS.get(dist, ((dist.replace("-", "_"),), ""))
-    reader = frames.release_reader(git_dir, dist, roots, tags or sigs._TAG, sigs.SINCE, "HEAD", wheels)
+    reader = frames.WheelReleases(wheels, dist)
     releases = reader.releases
     cache: dict[str, tuple[list[tuple[str, str, str]], dict[str, str], dict[str, str]]] = {}
     patches: dict[tuple[str, str, str], list[int]] = {}
@@ -267,17 +266,9 @@ def finish(doc: dict[str, dict[str, object]]) -> None:
         w["defs"] = {n: r for n, r in w["defs"].items() if n in used}  # type: ignore[union-attr]
 
 
-def write(data: dict[str, object], out: Path) -> int:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    blob = gzip.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode(), 9, mtime=0)
-    out.write_bytes(blob)
-    return len(blob)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--wheels", action="append", default=[], help="DIST=FOLDER of the wrapper's wheels")
-    ap.add_argument("--git", action="append", default=[], help="DIST=GIT_DIR (release tags v*)")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--budget", type=int, default=BUDGET)
     args = ap.parse_args(argv)
@@ -285,13 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.wheels:
         dist, _, folder = spec.partition("=")
         doc[dist] = derive(dist, Path(folder))
-    for spec in args.git:
-        dist, _, folder = spec.partition("=")
-        doc[dist] = derive(dist, None, Path(folder))
     if not doc:
-        ap.error("give --wheels DIST=FOLDER (or --git DIST=DIR) for each wrapper")
+        ap.error("give --wheels DIST=FOLDER for each wrapper")
     finish(doc)
-    size = write({"schema": SCHEMA, "wrappers": doc}, args.out)
+    size = frames.write({"schema": SCHEMA, "wrappers": doc}, args.out)
     for dist, w in doc.items():
         rel = w["releases"]
         assert isinstance(rel, list)

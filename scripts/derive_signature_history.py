@@ -47,13 +47,17 @@ Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool;
 ``pip download --no-deps --only-binary=:all: transformers==V -d WHEELS/transformers``, the
 platform flags for vLLM as in scripts/derive_raise_sites.py)::
 
-    python scripts/derive_signature_history.py --all --mirrors /work/.mirror     # trl, peft, accelerate
+    # the release tags of PACKAGES (peft, accelerate, deepspeed, flash-attn, bitsandbytes; each
+    # from its own ``since``); ``--only DIST`` for one of them
+    python scripts/derive_signature_history.py --all --mirrors /work/.mirror
+    # the wheels (the last patch of each minor release; every liger-kernel release; unsloth and
+    # unsloth-zoo the last release of each month: no release tags to read)
+    python scripts/derive_signature_history.py --wheels WHEELS/trl --package trl --root trl
     python scripts/derive_signature_history.py --wheels WHEELS/transformers --package transformers \
         --root transformers
     python scripts/derive_signature_history.py --wheels WHEELS/vllm --package vllm --root vllm
     python scripts/derive_signature_history.py --wheels WHEELS/liger-kernel --package liger-kernel \
-        --root liger_kernel        # unsloth, unsloth-zoo alike (their wheels; no release tags)
-    python scripts/derive_signature_history.py --all --mirrors /work/.mirror --only deepspeed
+        --root liger_kernel        # unsloth (--root unsloth), unsloth-zoo (--root unsloth_zoo) alike
     python scripts/derive_signature_history.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
 
 Offline: it reads the git directory (``git`` on the path) or the wheels only.
@@ -63,7 +67,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -79,23 +82,32 @@ MAX_FILE = 2_000_000
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts: scripts/sibling.py
 from sibling import load as _load  # noqa: E402
 
-
 frames = _load("derive_frame_index")  # the releases of a git history or of wheels: one reading
 
 _TAG = r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$"
-#: distribution -> (mirror folder, repository, folders of its import package, release-tag pattern)
-PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
-    "trl": ("huggingface+trl", "huggingface/trl", ("trl",), _TAG),
-    "peft": ("huggingface+peft", "huggingface/peft", ("src/peft",), _TAG),
-    "accelerate": ("huggingface+accelerate", "huggingface/accelerate", ("src/accelerate",), _TAG),
+#: the packages ``--all`` reads from their mirrors' release tags: distribution -> (mirror folder,
+#: repository, folders of its import package, release-tag pattern, the oldest tag date read). TRL's
+#: shipped history is read from its wheels (``--wheels``: the last patch of each minor release), so
+#: ``--all`` leaves it alone.
+PACKAGES: dict[str, tuple[str, str, tuple[str, ...], str, str]] = {
+    "peft": ("huggingface+peft", "huggingface/peft", ("src/peft",), _TAG, SINCE),
+    "accelerate": ("huggingface+accelerate", "huggingface/accelerate", ("src/accelerate",), _TAG, SINCE),
     # what accelerate, transformers and TRL call under ZeRO, transformers' attention, QLoRA
-    "deepspeed": ("deepspeedai+DeepSpeed", "deepspeedai/DeepSpeed", ("deepspeed",), _TAG),
-    "flash-attn": ("Dao-AILab+flash-attention", "Dao-AILab/flash-attention", ("flash_attn",), _TAG),
+    "deepspeed": ("deepspeedai+DeepSpeed", "deepspeedai/DeepSpeed", ("deepspeed",), _TAG, SINCE),
+    # from 2023-07: transformers' ``softcap=`` needs flash-attn 2.6, so 2.5 and before must be read
+    "flash-attn": (
+        "Dao-AILab+flash-attention",
+        "Dao-AILab/flash-attention",
+        ("flash_attn",),
+        _TAG,
+        "2023-07-01",
+    ),
     "bitsandbytes": (
         "bitsandbytes-foundation+bitsandbytes",
         "bitsandbytes-foundation/bitsandbytes",
         ("bitsandbytes",),
         r"^v?(\d+\.\d+\.\d+)$",
+        "2023-07-01",
     ),
 }
 #: the packages read from their wheels (past the mirrors): their repositories, recorded as ``source``
@@ -274,13 +286,6 @@ def cross_private(package: str, path: Path | None = CROSS) -> dict[str, list[str
     return {str(k): [str(x) for x in v] for k, v in names.items() if isinstance(v, list)}
 
 
-def write(data: dict[str, object], out: Path) -> int:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    blob = gzip.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode(), 9, mtime=0)
-    out.write_bytes(blob)
-    return len(blob)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--all", action="store_true", help="every package of PACKAGES (needs --mirrors)")
@@ -291,15 +296,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--package")
     ap.add_argument("--root", action="append", default=[], help="the import package's folder")
     ap.add_argument("--tags", default=_TAG)
-    ap.add_argument("--since", default=SINCE)
+    ap.add_argument(
+        "--since", help=f"the oldest tag date read (default: a package's own in PACKAGES, else {SINCE})"
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--budget", type=int, default=BUDGET, help="bytes all files may take together")
     args = ap.parse_args(argv)
-    jobs: list[tuple[Path | None, str, tuple[str, ...], str, str]] = []
+    jobs: list[tuple[Path | None, str, tuple[str, ...], str, str, str]] = []
     if args.all:
         if args.mirrors is None:
             ap.error("--all needs --mirrors")
-        for dist, (folder, repo, roots, tags) in PACKAGES.items():
+        unknown = sorted(set(args.only) - PACKAGES.keys())
+        if unknown:
+            ap.error(f"--only {', '.join(unknown)}: not read from release tags (PACKAGES); give --wheels")
+        for dist, (folder, repo, roots, tags, since) in PACKAGES.items():
             if args.only and dist not in args.only:
                 continue
             base = args.mirrors / folder
@@ -307,16 +317,17 @@ def main(argv: list[str] | None = None) -> int:
             if not git_dir.is_dir():
                 print(f"{dist}: no mirror at {base}; skipped", file=sys.stderr)
                 continue
-            jobs.append((git_dir, dist, roots, tags, repo))
+            jobs.append((git_dir, dist, roots, tags, args.since or since, repo))
     elif args.package and args.root and (args.git_dir or args.wheels):
-        jobs.append((args.git_dir, args.package, tuple(args.root), args.tags, SOURCES.get(args.package, "")))
+        source = SOURCES.get(args.package, "")
+        jobs.append((args.git_dir, args.package, tuple(args.root), args.tags, args.since or SINCE, source))
     else:
         ap.error(
             "give --all --mirrors DIR, --git-dir, --package and --root, or --wheels, --package and --root"
         )
-    for git_dir, dist, roots, tags, repo in jobs:
-        data = derive(git_dir, dist, roots, tags, args.since, repo, wheels=args.wheels)
-        size = write(data, args.out / f"{dist}.json.gz")
+    for git_dir, dist, roots, tags, since, repo in jobs:
+        data = derive(git_dir, dist, roots, tags, since, repo, wheels=args.wheels)
+        size = frames.write(data, args.out / f"{dist}.json.gz")
         rel = data["releases"]
         assert isinstance(rel, list)
         span = f"{rel[0]}–{rel[-1]}" if rel else "none"

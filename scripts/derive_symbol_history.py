@@ -47,7 +47,6 @@ import argparse
 import ast
 import gzip
 import hashlib
-import importlib.util
 import json
 import pickle
 import re
@@ -60,6 +59,9 @@ from types import ModuleType
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts: scripts/sibling.py
+from sibling import load as _load  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "rules" / "knowledge" / "symbols"
@@ -545,13 +547,8 @@ def document(h: History, package: str, roots: tuple[str, ...]) -> dict[str, Any]
 
 
 def _refresh_knowledge() -> ModuleType:
-    path = ROOT / "scripts" / "refresh_knowledge.py"
-    spec = importlib.util.spec_from_file_location("refresh_knowledge", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("refresh_knowledge", mod)
-    spec.loader.exec_module(mod)
-    return mod
+    """scripts/refresh_knowledge.py, loaded once (scripts/sibling.py), when the index is asked."""
+    return _load("refresh_knowledge")
 
 
 def _version(text: str) -> Version | None:

@@ -17,5 +17,9 @@ def load(name: str) -> ModuleType:
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[name]  # a script that failed to load is not kept half-made
+        raise
     return mod

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import io
+import sys
+import textwrap
+import zipfile
 from pathlib import Path
+from types import ModuleType
 
 from envdoctor.checks.context import Context
 from envdoctor.facts.snapshot import from_dict
@@ -14,6 +18,28 @@ from envdoctor.triage.interface import ScanResult
 from envdoctor.triage.scanner import scan
 
 LOGS = Path(__file__).resolve().parent / "logs"
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` as a module, loaded once as the scripts load each other
+    (scripts/sibling.py)."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from sibling import load  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    return load(name)  # type: ignore[no-any-return]
+
+
+def wheel(folder: Path, dist: str, version: str, files: dict[str, str]) -> None:
+    """A release wheel of ``dist`` in ``folder``: ``files`` (paths under its import folder
+    ``dist``) dedented, and its METADATA."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / f"{dist}-{version}-py3-none-any.whl", "w") as zf:
+        for path, src in files.items():
+            zf.writestr(f"{dist}/{path}", textwrap.dedent(src))
+        zf.writestr(f"{dist}-{version}.dist-info/METADATA", f"Name: {dist}\nVersion: {version}\n")
 
 
 def scan_bytes(data: bytes | str) -> ScanResult:

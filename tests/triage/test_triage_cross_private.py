@@ -14,38 +14,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
-import textwrap
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from envdoctor.findings import Severity
 from envdoctor.knowledge import signature_history
-from tests.triage.helpers import findings, scan_bytes
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load(name: str) -> ModuleType:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from sibling import load  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return load(name)
-
-
-def _wheel(folder: Path, dist: str, version: str, files: dict[str, str]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(folder / f"{dist}-{version}-py3-none-any.whl", "w") as zf:
-        for path, src in files.items():
-            zf.writestr(f"{dist}/{path}", textwrap.dedent(src))
-        zf.writestr(f"{dist}-{version}.dist-info/METADATA", f"Name: {dist}\nVersion: {version}\n")
-
+from tests.triage.helpers import findings, scan_bytes, script, wheel
 
 ENGINE_1 = """
     class Engine:
@@ -91,14 +67,14 @@ CALLER = """
 def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("cross")
     callee, caller = root / "calleepkg", root / "callerpkg"
-    _wheel(callee, "calleepkg", "1.0.0", {"__init__.py": "", "engine.py": ENGINE_1})
-    _wheel(callee, "calleepkg", "2.0.0", {"__init__.py": "", "engine.py": ENGINE_2})
-    _wheel(caller, "callerpkg", "0.1.0", {"__init__.py": "", "wrap.py": CALLER})
+    wheel(callee, "calleepkg", "1.0.0", {"__init__.py": "", "engine.py": ENGINE_1})
+    wheel(callee, "calleepkg", "2.0.0", {"__init__.py": "", "engine.py": ENGINE_2})
+    wheel(caller, "callerpkg", "0.1.0", {"__init__.py": "", "wrap.py": CALLER})
     return {"callee": callee, "caller": caller, "root": root}
 
 
 def test_the_private_names_a_package_calls_in_another_are_found(trees: dict[str, Path]) -> None:
-    cross = _load("derive_cross_private")
+    cross = script("derive_cross_private")
     out = trees["root"] / "cross.json"
     argv = ["--caller", f"callerpkg={trees['caller']}", "--callee", f"calleepkg={trees['callee']}"]
     assert cross.main([*argv, "--out", str(out)]) == 0
@@ -111,8 +87,8 @@ def test_the_private_names_a_package_calls_in_another_are_found(trees: dict[str,
 
 
 def test_the_signature_history_keeps_those_private_names_with_their_callers(trees: dict[str, Path]) -> None:
-    cross = _load("derive_cross_private")
-    derive = _load("derive_signature_history")
+    cross = script("derive_cross_private")
+    derive = script("derive_signature_history")
     table = trees["root"] / "cross2.json"
     argv = ["--caller", f"callerpkg={trees['caller']}", "--callee", f"calleepkg={trees['callee']}"]
     assert cross.main([*argv, "--out", str(table)]) == 0

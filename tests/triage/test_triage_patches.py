@@ -7,14 +7,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
-import textwrap
-import zipfile
 from pathlib import Path
-from types import ModuleType
 
 from envdoctor.findings import Severity
-from tests.triage.helpers import findings, scan_bytes
+from tests.triage.helpers import findings, scan_bytes, script, wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 MSG = "TypeError: _unsloth_get_batch_samples() takes 3 positional arguments but 4 were given\n"
@@ -72,23 +68,6 @@ def test_quiet_on_a_patch_whose_target_never_changed() -> None:
     assert tb is not None and patches.verdict(tb, {}) is None
 
 
-def _load(name: str) -> ModuleType:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from sibling import load  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return load(name)
-
-
-def _wheel(folder: Path, dist: str, version: str, files: dict[str, str]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(folder / f"{dist}-{version}-py3-none-any.whl", "w") as zf:
-        for path, src in files.items():
-            zf.writestr(f"{dist}/{path}", textwrap.dedent(src))
-        zf.writestr(f"{dist}-{version}.dist-info/METADATA", f"Name: {dist}\nVersion: {version}\n")
-
-
 OLD = """
 from transformers import Trainer
 def _patch(self, it, n):
@@ -115,10 +94,10 @@ def _patch(self, it, n, device=None):
 
 
 def test_derive_reads_patch_assignments_and_their_signatures(tmp_path: Path) -> None:
-    mod = _load("derive_patch_history")
-    _wheel(tmp_path / "u", "unsloth", "2025.1.1", {"models/_utils.py": OLD})
-    _wheel(tmp_path / "u", "unsloth", "2025.3.1", {"models/_utils.py": NEW})
-    _wheel(tmp_path / "z", "unsloth_zoo", "2025.3.1", {"loss.py": ZOO})
+    mod = script("derive_patch_history")
+    wheel(tmp_path / "u", "unsloth", "2025.1.1", {"models/_utils.py": OLD})
+    wheel(tmp_path / "u", "unsloth", "2025.3.1", {"models/_utils.py": NEW})
+    wheel(tmp_path / "z", "unsloth_zoo", "2025.3.1", {"loss.py": ZOO})
     out = tmp_path / "patches.json.gz"
     rc = mod.main(
         [
@@ -142,7 +121,7 @@ def test_derive_reads_patch_assignments_and_their_signatures(tmp_path: Path) -> 
 
 
 def test_the_shipped_patch_history_holds_its_budget() -> None:
-    mod = _load("derive_patch_history")
+    mod = script("derive_patch_history")
     path = ROOT / "rules" / "knowledge" / "patches.json.gz"
     assert path.stat().st_size <= mod.BUDGET
     doc = json.loads(gzip.decompress(path.read_bytes()))

@@ -12,11 +12,8 @@ history (real releases)."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
-import sys
 import textwrap
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +22,7 @@ import pytest
 
 from envdoctor.findings import Severity
 from envdoctor.knowledge import signature_history
-from tests.triage.helpers import findings, scan_bytes
+from tests.triage.helpers import findings, scan_bytes, script, wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = "stackpkg"  # a package no shipped history has: the lookups' logic alone
@@ -33,21 +30,11 @@ PKG = "stackpkg"  # a package no shipped history has: the lookups' logic alone
 
 @pytest.fixture(scope="module")
 def derive() -> ModuleType:
-    path = ROOT / "scripts" / "derive_signature_history.py"
-    spec = importlib.util.spec_from_file_location("derive_signature_history", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["derive_signature_history"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return script("derive_signature_history")
 
 
 def _wheel(folder: Path, version: str, files: dict[str, str]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(folder / f"{PKG}-{version}-py3-none-any.whl", "w") as zf:
-        for path, src in files.items():
-            zf.writestr(f"{PKG}/{path}", textwrap.dedent(src))
-        zf.writestr(f"{PKG}-{version}.dist-info/METADATA", f"Name: {PKG}\nVersion: {version}\n")
+    wheel(folder, PKG, version, files)
 
 
 UTILS = """
@@ -157,6 +144,29 @@ def test_the_budget_is_held(derive: ModuleType, wheels: Path, tmp_path: Path) ->
         "10",
     ]
     assert derive.main(argv) == 1
+
+
+def test_all_reads_the_tagged_packages_each_from_its_own_date(
+    derive: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--all`` (the documented usage) reads each package of PACKAGES from its own ``since``
+    (flash-attn and bitsandbytes from 2023-07: their shipped files start there); a package shipped
+    from its wheels (TRL) is refused there, not silently skipped."""
+    seen: dict[str, str] = {}
+
+    def fake(git_dir, package, roots, tags, since, source, wheels=None):  # type: ignore[no-untyped-def]
+        seen[package] = since
+        return {"releases": [], "functions": {}}
+
+    monkeypatch.setattr(derive, "derive", fake)
+    for name in ("huggingface+peft", "Dao-AILab+flash-attention"):
+        (tmp_path / "m" / name / "repo").mkdir(parents=True)
+    argv = ["--all", "--mirrors", str(tmp_path / "m"), "--out", str(tmp_path / "o")]
+    assert derive.main(argv) == 0
+    assert seen == {"peft": derive.SINCE, "flash-attn": "2023-07-01"}
+    assert derive.main([*argv, "--since", "2025-01-01"]) == 0 and set(seen.values()) == {"2025-01-01"}
+    with pytest.raises(SystemExit):
+        derive.main([*argv, "--only", "trl"])
 
 
 @pytest.fixture
