@@ -174,7 +174,7 @@ class Stack:
         kept = self._config_keys_kept(ctx)
         if kept is not None:
             self.roots.append(kept)
-        from envdoctor.checks.packages import model_names
+        from envdoctor.checks.model_floors import model_names
 
         for dist, name, kind, found in model_names(ctx):
             # the model's config.json needs the release that first has its name (PKG010): no plan
