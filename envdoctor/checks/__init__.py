@@ -3,6 +3,7 @@
 from envdoctor.checks import (
     allocator,
     config,
+    config_values,
     data,
     declared,
     declared_newest,
@@ -24,6 +25,7 @@ from envdoctor.checks import (
 ALL_MODULES = (
     packages,
     config,
+    config_values,
     deepspeed_ref,
     gpus,
     layout,

@@ -27,6 +27,7 @@ class Knowledge:
         "trl": "trl.yaml",
         "vllm": "vllm.yaml",
         "grpo_keys": "grpo_config_keys.yaml",
+        "grpo_choices": "grpo_config_choices.yaml",
         "trainer_params": "grpo_trainer_parameters.yaml",
         "allocator": "torch_allocator.yaml",
         "requirements": "requirements.yaml",

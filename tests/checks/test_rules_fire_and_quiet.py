@@ -124,6 +124,7 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         },
     ),
     "CFG003": ({"config": {"num_generations": 1}}, {"config": {"num_generations": 2}}),
+    "CFG010": ({"config": {"loss_type": "gspo"}}, {"config": {"loss_type": "grpo"}}),
     "CFG004": ({"config": {"num_generation": 4}}, {"config": {"num_generations": 4}}),
     "CFG005": (
         {"config": {"num_generations": "eight"}},

@@ -1,0 +1,134 @@
+"""CFG010: a GRPOConfig string-choice value the TRL that runs refuses.
+
+The accepted values per TRL release are data (rules/knowledge/grpo_config_choices.yaml, derived
+from TRL's source at its tags by scripts/derive_grpo_config_choices.py): the checks in
+GRPOConfig.__post_init__ and the if/elif chains over ``self.<key>`` in GRPOTrainer whose last
+``else`` raises. A key no check refuses (another value falls through to a default branch) and a
+check that runs only under another setting are recorded there and not judged here.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from typing import Any
+
+from envdoctor import versions
+from envdoctor.checks.context import Context
+from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import Remedy
+from envdoctor.knowledge import beyond_horizon
+from envdoctor.plan.interface import VALUE_UNKNOWN
+
+#: how a message says where each stage fails
+STAGE_SAID = {
+    "config_init": "GRPOConfig(...) raises ValueError before the model loads",
+    "trainer_init": "GRPOTrainer(...) raises ValueError once the model is loaded",
+    "first_step": "the first training step raises ValueError, after the model has loaded",
+}
+
+
+def span_of(spans: list[dict[str, Any]], trl: str | None) -> dict[str, Any] | None:
+    """The reading of the release ``trl`` (inside one span's first..last), else None."""
+    for span in spans:
+        if versions.at_least(trl, str(span["first"])) and not versions.at_least(trl, _after(span)):
+            return span
+    return None
+
+
+def _after(span: dict[str, Any]) -> str:
+    """A version just past the span's last release (its next patch): a release between the span's
+    last one and the next span's first was not read, and is not judged."""
+    parts = str(span["last"]).split(".")
+    parts[-1] = str(int(parts[-1]) + 1) if parts[-1].isdigit() else parts[-1]
+    return ".".join(parts)
+
+
+def first_accepting(spans: list[dict[str, Any]], trl: str | None, value: str) -> str | None:
+    """The first release after ``trl`` whose check takes ``value`` (and every later one does)."""
+    later = [s for s in spans if versions.below(trl, str(s["first"]))]
+    for i, span in enumerate(later):
+        if all(value in s["accepted"] and s["refused_at"] != "silent" for s in later[i:]):
+            return str(span["first"])
+    return None
+
+
+@rule("CFG010", needs=("plan",))
+def config_value_refused(ctx: Context) -> Iterator[Hit]:
+    table = ctx.kb.grpo_choices
+    keys: dict[str, list[dict[str, Any]]] = table.get("choices") or {}
+    aliases: dict[str, dict[str, Any]] = table.get("aliases") or {}
+    trl = ctx.trl.version
+    if not keys or versions.parse(trl) is None:
+        return
+    for key, origin in ctx.plan.config_origin.items():
+        spans = keys.get(key)
+        value = ctx.config.get(key)
+        if not spans or origin == VALUE_UNKNOWN or not isinstance(value, str):
+            continue
+        if ctx.plan.not_grpo_key(key, origin):
+            continue  # the script's own dataclass, or another config class, takes it
+        past = beyond_horizon("trl", trl)
+        newest = spans[-1]
+        span = newest if past is not None else span_of(spans, trl)
+        if span is None or span["refused_at"] == "silent" or value in span["accepted"]:
+            continue
+        alias = (aliases.get(key) or {}).get(value)
+        accepted = ", ".join(span["accepted"])
+        said = ctx.trl.label()
+        msg = (
+            f"`{key}: {value}` ({origin}) is not a value TRL {said} takes: {STAGE_SAID[span['refused_at']]} "
+            f"({span['where']}); it takes {accepted}"
+        )
+        if alias:
+            msg += f". {alias['note']}: in TRL that is " + ", ".join(
+                f"`{k}: {v}`" for k, v in alias["set"].items()
+            )
+            msg += f" ({alias['references'][0]})"
+        remedies = _remedies(ctx, key, value, span, spans, alias)
+        severity = ctx.on_trl("error")
+        if past is not None:
+            # a release envdoctor has not read: the newest one it has refuses the value, this one may not
+            severity = "info"
+            msg += f"; TRL {past.version} is newer than envdoctor knows, and may take it"
+        yield hit(
+            msg,
+            fix=remedies[0].fix if remedies else f"set `{key}` to one of {accepted}",
+            remedy=remedies,
+            severity=severity,
+            key=key,
+            value=value,
+            accepted=list(span["accepted"]),
+            refused_at=span["refused_at"],
+            trl=trl,
+        )
+
+
+def _remedies(
+    ctx: Context,
+    key: str,
+    value: str,
+    span: dict[str, Any],
+    spans: list[dict[str, Any]],
+    alias: dict[str, Any] | None,
+) -> list[Remedy]:
+    """The candidates, in order (the fix closure prints the first that holds): the keys an alias
+    means in this release, a newer release that takes the value, the nearest value this release
+    takes, and leaving the key at TRL's default."""
+    out: list[Remedy] = []
+    trl = ctx.trl.version
+    if alias and versions.at_least(trl, str(alias["since"])):
+        sets = dict(alias["set"])
+        out.append(Remedy(config_set=sets, fix="set " + ", ".join(f"`{k}: {v}`" for k, v in sets.items())))
+    newer = first_accepting(spans, trl, value)
+    if newer and beyond_horizon("trl", trl) is None:
+        out.append(
+            Remedy(packages={"trl": newer}, fix=f"pip install 'trl=={newer}' (it takes `{key}: {value}`)")
+        )
+    near = difflib.get_close_matches(value, [v for v in span["accepted"] if v != value], n=1, cutoff=0.6)
+    if near:
+        out.append(
+            Remedy(config_set={key: near[0]}, fix=f"set `{key}: {near[0]}` (the nearest value it takes)")
+        )
+    out.append(Remedy(config_remove=(key,), fix=f"remove `{key}` (TRL's default, `{span['default']}`)"))
+    return out

@@ -1,0 +1,84 @@
+"""CFG010: a GRPOConfig string-choice value the TRL that runs refuses (rules/knowledge/
+grpo_config_choices.yaml, derived from TRL's source by scripts/derive_grpo_config_choices.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.facts.snapshot import from_dict
+from envdoctor.findings import Severity
+from envdoctor.knowledge import knowledge
+from envdoctor.plan.build import build_plan
+from envdoctor.remedy import Rerun, close
+from tests.conftest import MODERN, findings, snapshot
+
+FIM = {"trl": "0.26.1", "transformers": "4.57.3", "torch": "2.6.0", "accelerate": "1.11.0"}
+
+
+def _hits(config: dict, packages: dict) -> list:
+    return [f for f in findings(snapshot(1, packages=packages), config=config) if f.rule == "CFG010"]
+
+
+def test_gspo_is_no_loss_type_and_the_fix_is_the_keys_trl_means_by_it():
+    """FIM-RLVR-LEAN4 6b3e61a (set 14): `loss_type: gspo` on TRL 0.26 raises "Unknown loss type"
+    in _compute_loss at the first step; GSPO in TRL is importance_sampling_level: sequence."""
+    (hit,) = _hits({"loss_type": "gspo"}, FIM)
+    assert hit.severity is Severity.ERROR
+    assert "first training step" in hit.message and "_compute_loss" in hit.message
+    assert "bnpo, cispo, dapo, dr_grpo, grpo, sapo" in hit.message
+    assert "paper_index#group-sequence-policy-optimization" in hit.message
+    first = hit.remedy
+    assert first.config_set == {"importance_sampling_level": "sequence", "loss_type": "grpo"}
+    facts = from_dict(snapshot(1, packages=FIM), "snap")
+    closure = close(facts, build_plan(config_dict={"loss_type": "gspo"}, live=False), Rerun())
+    assert "CFG010" in closure.fixed and closure.one_round
+    assert closure.changes.config_set == {"importance_sampling_level": "sequence", "loss_type": "grpo"}
+    assert not [f for f in closure.after if f.severity is not Severity.INFO]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"loss_type": "grpo", "importance_sampling_level": "sequence"},
+        {"loss_type": "dapo"},
+        {"scale_rewards": False},  # a bool TRL maps to "none" itself
+        {"scale_rewards": "batch"},
+        {"multi_objective_aggregation": "normalize_then_sum"},
+    ],
+)
+def test_values_the_release_takes_are_quiet(config):
+    assert _hits(config, FIM) == []
+    assert _hits(config, MODERN) == []
+
+
+def test_a_value_a_newer_release_takes_offers_the_upgrade():
+    """dapo arrived in TRL 0.22: on 0.21 the loss raises; the fixes are the nearest value 0.21
+    takes or TRL 0.22.0 (the closure keeps the first that holds)."""
+    (hit,) = _hits({"loss_type": "dapo"}, {**FIM, "trl": "0.21.0"})
+    assert hit.severity is Severity.ERROR and "bnpo, dr_grpo, grpo" in hit.message
+    assert any(r.packages == {"trl": "0.22.0"} for r in (hit.remedy, *hit.alternatives))
+
+
+def test_a_typo_gets_the_nearest_value():
+    (hit,) = _hits({"importance_sampling_level": "sequnce"}, MODERN)
+    wanted = {"importance_sampling_level": "sequence"}
+    assert any(r.config_set == wanted for r in (hit.remedy, *hit.alternatives))
+
+
+def test_a_key_no_check_refuses_is_not_judged():
+    """vllm_mode's other values fall through to a default branch (no raise): not judged."""
+    assert _hits({"use_vllm": True, "vllm_mode": "colocated"}, MODERN) == []
+
+
+def test_a_release_past_the_horizon_is_said_at_info():
+    (hit,) = _hits({"loss_type": "gspo"}, {**MODERN, "trl": "1.17.0"})
+    assert hit.severity is Severity.INFO and "newer than envdoctor knows" in hit.message
+    assert not any(r.packages for r in (hit.remedy, *hit.alternatives))
+
+
+def test_the_table_covers_the_releases_and_keys_the_brief_names():
+    table = knowledge().grpo_choices
+    assert {"0.14.0", "0.26.1", "1.16.0"} <= set(table["releases"])
+    keys = table["choices"]
+    assert {"loss_type", "importance_sampling_level", "scale_rewards", "vllm_mode"} <= set(keys)
+    assert {s["refused_at"] for s in keys["loss_type"]} == {"first_step"}
