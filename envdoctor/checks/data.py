@@ -522,9 +522,23 @@ def reward_missing_argument(ctx: Context) -> Iterator[Hit]:
                     parameter=p.name,
                 )
                 continue
-            if not p.required or p.name in trl_given or p.name in maybe or columns is None:
+            if not p.required or p.name in trl_given or p.name in maybe or reading.open_sources:
+                continue  # (rollout_func / environment_factory may add the keyword)
+            if columns is None:
+                # the dataset's columns were not read: only a parameter no column can fill is judged
+                unfilled = _never_filled(func, p.name, trl_given)
+                if unfilled:
+                    yield hit(
+                        f"{_where(func)} requires {p.name!r}, which TRL never passes: {unfilled}. "
+                        "Either way a TypeError at the first reward",
+                        fix=_rename_fix(func, p.name, trl_given),
+                        severity=ctx.on_trl("error"),
+                        function=func.name,
+                        parameter=p.name,
+                        columns=None,
+                    )
                 continue
-            if p.name in columns or reading.open_sources:  # rollout_func may add the keyword
+            if p.name in columns:
                 continue
             dropped = _removes_columns(ctx) and p.name in (_sample(ctx) or _EMPTY).columns
             why = (
@@ -546,6 +560,63 @@ def reward_missing_argument(ctx: Context) -> Iterator[Hit]:
             )
 
 
+def _never_filled(func: RewardFunc, name: str, trl_given: list[str]) -> str:
+    """Why a required parameter is never filled whatever the dataset's columns ("" when a column
+    of that name could fill it): a name TRL never passes on as a column (prompt, completion), or a
+    body that hands TRL's keyword on twice (it takes the parameter for that keyword)."""
+    from envdoctor.plan.rewards import NOT_PASSED
+
+    if name in NOT_PASSED:
+        return f"TRL keeps the dataset's {name!r} column to itself (it passes {', '.join(trl_given)})"
+    twice = [(k, callee, line) for k, callee, line in func.forwards if k in trl_given]
+    if not twice:
+        return ""
+    k, callee, line = twice[0]
+    return (
+        f'without a dataset column {name!r} the call raises "missing 1 required positional argument: '
+        f"'{name}'\"; with one, TRL's {k}= lands in **kwargs, which line {line} hands on to {callee}() "
+        f"beside {k}=..., and that raises \"got multiple values for keyword argument '{k}'\""
+    )
+
+
+def _rename_fix(func: RewardFunc, name: str, trl_given: list[str]) -> str:
+    twice = [k for k, _, _ in func.forwards if k in trl_given]
+    if twice:
+        own = func.name.split(".")[-1]
+        return (
+            f"name the parameter {twice[0]!r}, as TRL passes it: def {own}(prompts, {twice[0]}, "
+            f"**{func.kwarg_name or 'kwargs'}), and use {twice[0]} for {name} in the body"
+        )
+    return f"take TRL's arguments by their names (prompts, completions, **kwargs) instead of {name!r}"
+
+
+def _given_twice(
+    ctx: Context, func: RewardFunc, trl_given: list[str], columns: list[str] | None
+) -> Iterator[Hit]:
+    """A reward function that hands its ``**kwargs`` on beside an explicit keyword TRL puts in
+    them: "got multiple values for keyword argument" at the first reward. Said by DAT007 instead
+    where a required parameter stands for that keyword."""
+    twice = [(k, callee, line) for k, callee, line in func.forwards if k in trl_given]
+    if not twice:
+        return
+    fills = {*trl_given, *(columns or [])}
+    if any(p.required and p.name not in fills for p in func.params):
+        return  # DAT007's (a required parameter named for nothing TRL passes)
+    k, callee, line = twice[0]
+    kw = func.kwarg_name or "kwargs"
+    yield hit(
+        f"{_where(func)} hands its **{kw} on to {callee}() beside {k}=... (line {line}), but TRL passes "
+        f'{k} by keyword and the function does not name it, so it is in **{kw}: "got multiple values '
+        f"for keyword argument '{k}'\" at the first reward",
+        fix=f"take {k} by name (def {func.name.split('.')[-1]}(..., {k}, **{kw})), or drop {k}=... from "
+        f"the call",
+        severity=ctx.on_trl("error"),
+        function=func.name,
+        unexpected=[k],
+        columns=columns,
+    )
+
+
 class _Empty:
     columns: list[str] = []
 
@@ -561,6 +632,7 @@ def reward_unexpected_keyword(ctx: Context) -> Iterator[Hit]:
     trl_given, columns = _passed(ctx)
     for func in reading.funcs:
         if func.var_keyword:
+            yield from _given_twice(ctx, func, trl_given, columns)
             continue
         extra = [n for n in [*trl_given, *(columns or [])] if n not in func.accepted]
         if not extra:

@@ -15,6 +15,7 @@ keyword: ``prompts``, ``completions``, ``completion_ids`` (TRL >= 0.18), ``train
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,7 @@ class Param:
     name: str
     required: bool
     positional_only: bool = False
+    kind: str = "positional"  # or "kwonly"
 
 
 @dataclass
@@ -54,8 +56,13 @@ class RewardFunc:
     where: str  # "rewards.py:12", "trl.rewards (TRL's registry)"
     params: list[Param] = field(default_factory=list)
     var_keyword: bool = False
+    kwarg_name: str | None = None  # the name of its ``**kwargs``
     #: line of a body that ends without returning a value (TRL then iterates None), else None
     returns_nothing: int | None = None
+    #: keywords the body passes explicitly to a call that also gets its ``**kwargs`` (which it
+    #: does not otherwise empty): (keyword, the callee, line); a keyword TRL puts in ``**kwargs``
+    #: is then given twice ("got multiple values for keyword argument")
+    forwards: list[tuple[str, str, int]] = field(default_factory=list)
 
     @property
     def accepted(self) -> set[str]:
@@ -121,21 +128,333 @@ def from_cli(names: list[str], trl_version: str | None, roots: list[Path]) -> Re
 
 
 def from_script(script: Path) -> RewardReading:
-    """The reward functions of every ``GRPOTrainer(...)`` call in ``script``."""
+    """The reward functions of every ``GRPOTrainer(...)`` call in ``script`` (TRL's, Unsloth's
+    ``UnslothGRPOTrainer``, or a class of the script that subclasses one), each name resolved in
+    the scopes the call sees: the functions around it (innermost first), then the module."""
     out = RewardReading()
     tree = _parse(script)
     if tree is None:
         out.unresolved.append(f"{script}: not read (missing, too large or not Python)")
         return out
+    src = _Source(tree, script)
+    trainers = _trainer_classes(tree)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _call_name(node.func).endswith("GRPOTrainer"):
-            expr = next((kw.value for kw in node.keywords if kw.arg == "reward_funcs"), None)
-            if expr is None and len(node.args) > 1:
-                expr = node.args[1]
-            if expr is not None:
-                _resolve(expr, tree, script, out, 0)
-            out.open_sources += [k.arg for k in node.keywords if k.arg in OPEN_SOURCES]
+        if not isinstance(node, ast.Call):
+            continue
+        name = _call_name(node.func)
+        if not (name.endswith("GRPOTrainer") or name in trainers):
+            continue
+        expr = next((kw.value for kw in node.keywords if kw.arg == "reward_funcs"), None)
+        if expr is None and len(node.args) > 1 and name.endswith("GRPOTrainer"):
+            expr = node.args[1]  # GRPOTrainer(model, reward_funcs, ...): TRL's order
+        if expr is not None:
+            _resolve(expr, src, src.scopes(node), node.lineno, out, 0)
+        out.open_sources += [k.arg for k in node.keywords if k.arg in OPEN_SOURCES]
     return out
+
+
+def _trainer_classes(tree: ast.Module) -> set[str]:
+    """The script's classes that subclass a GRPO trainer (``class MyTrainer(GRPOTrainer)``,
+    ``(UnslothGRPOTrainer)``, or one of those), read to a fixed point."""
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    found: set[str] = set()
+    while True:
+        more = {
+            c.name
+            for c in classes
+            if c.name not in found
+            and any(_call_name(b).endswith("GRPOTrainer") or _call_name(b) in found for b in c.bases)
+        }
+        if not more:
+            return found
+        found |= more
+
+
+class _Source:
+    """A parsed file and the parent of each node (for the scopes a node sees)."""
+
+    def __init__(self, tree: ast.Module, path: Path) -> None:
+        self.tree, self.path = tree, path
+        self.parent: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+
+    def scopes(self, node: ast.AST) -> list[ast.AST]:
+        """The function scopes around ``node``, innermost first, then the module (class bodies
+        are no scope for the names a method uses)."""
+        out: list[ast.AST] = []
+        cur = self.parent.get(node)
+        while cur is not None:
+            if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                out.append(cur)
+            cur = self.parent.get(cur)
+        return [*out, self.tree]
+
+    def enclosing_class(self, scopes: list[ast.AST]) -> tuple[ast.ClassDef, ast.AST] | None:
+        """The class whose method the innermost function is, and that method."""
+        for scope in scopes:
+            owner = self.parent.get(scope)
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(owner, ast.ClassDef):
+                return owner, scope
+        return None
+
+
+_FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a scope's body, into its blocks (if, for, with, try) but not into the
+    functions and classes it defines (their names are bound here, their bodies are not)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (*_FUNC, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            yield from _statements(getattr(stmt, name, []) or [])
+        for handler in getattr(stmt, "handlers", []) or []:
+            yield from _statements(handler.body)
+        for case in getattr(stmt, "cases", []) or []:
+            yield from _statements(case.body)
+
+
+def _bindings(scope: ast.AST, name: str) -> list[ast.AST]:
+    """What binds ``name`` in ``scope``: a def, a class, an assignment's value, an import alias,
+    or ``None``-valued markers (an unpacking, a loop target) for bindings not read."""
+    body = scope.body if isinstance(scope, (*_FUNC, ast.Module)) else []
+    out: list[ast.AST] = []
+    if isinstance(scope, _FUNC):
+        args = scope.args
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        if any(a is not None and a.arg == name for a in every):
+            out.append(ast.arg(arg=name, lineno=scope.lineno))  # a parameter: the caller's value
+    if isinstance(scope, ast.Lambda):
+        return out
+    for stmt in _statements(body):
+        if isinstance(stmt, (*_FUNC, ast.ClassDef)) and stmt.name == name:
+            out.append(stmt)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id == name and stmt.value is not None:
+                    out.append(stmt)
+                elif isinstance(t, (ast.Tuple, ast.List)) and any(
+                    isinstance(e, ast.Name) and e.id == name for e in ast.walk(t)
+                ):
+                    out.append(ast.Starred(value=t, lineno=stmt.lineno))  # an unpacking
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            if any((a.asname or a.name.split(".")[0]) == name for a in stmt.names):
+                out.append(stmt)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            tgt = (
+                [stmt.target]
+                if isinstance(stmt, (ast.For, ast.AsyncFor))
+                else [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+            )
+            if any(isinstance(e, ast.Name) and e.id == name for t in tgt for e in ast.walk(t)):
+                out.append(ast.Starred(value=tgt[0], lineno=stmt.lineno))
+    return out
+
+
+def _lookup(name: str, scopes: list[ast.AST], line: int) -> tuple[ast.AST | None, list[ast.AST], str]:
+    """The binding of ``name`` the code at ``line`` sees, the scopes it lives in, and why none
+    was taken ("" when found, or when nothing binds it)."""
+    for i, scope in enumerate(scopes):
+        found = _bindings(scope, name)
+        if not found:
+            continue
+        inner = i == 0 and not isinstance(scope, ast.Module)
+        before = [b for b in found if getattr(b, "lineno", 0) <= line] if inner else found
+        chosen = before or found
+        kinds = {type(b) for b in chosen}
+        if len(chosen) > 1 and (len(kinds) > 1 or ast.Starred in kinds):
+            return None, scopes[i:], "bound more than once there (which one runs is not read)"
+        return chosen[-1], scopes[i:], ""
+    return None, scopes, ""
+
+
+def _resolve(
+    expr: ast.expr, src: _Source, scopes: list[ast.AST], line: int, out: RewardReading, depth: int
+) -> None:
+    path = src.path
+    if depth > 8:
+        out.unresolved.append(f"{ast.unparse(expr)[:80]} ({path.name}): bound through too many names")
+    elif isinstance(expr, (ast.List, ast.Tuple)):
+        for elt in expr.elts:
+            _resolve(elt, src, scopes, line, out, depth)
+    elif isinstance(expr, ast.Starred):
+        _resolve(expr.value, src, scopes, line, out, depth)
+    elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):  # [a] + [b]
+        _resolve(expr.left, src, scopes, line, out, depth)
+        _resolve(expr.right, src, scopes, line, out, depth)
+    elif isinstance(expr, ast.Lambda):
+        out.funcs.append(signature("<lambda>", f"{_shown(path)}:{expr.lineno}", expr.args))
+    elif isinstance(expr, ast.Name):
+        _resolve_name(expr.id, src, scopes, line, out, depth)
+    elif isinstance(expr, ast.Attribute):
+        _resolve_attribute(expr, src, scopes, line, out, depth)
+    elif isinstance(expr, ast.Call) and _call_name(expr.func) == "partial":
+        _resolve_partial(expr, src, scopes, line, out, depth)
+    elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+        cls, _, _ = _lookup(expr.func.id, scopes, line)
+        if isinstance(cls, ast.ClassDef):
+            _instance(cls, path, out, expr.func.id)
+        else:
+            text = ast.unparse(expr)[:80]
+            out.unresolved.append(f"{text} ({path.name}:{expr.lineno}): not read statically")
+    elif isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return  # a reward model's name or path: TRL loads a model, not a function
+    else:
+        text = ast.unparse(expr)[:80]
+        out.unresolved.append(f"{text} ({path.name}:{getattr(expr, 'lineno', '?')}): not read statically")
+
+
+def _resolve_name(
+    name: str, src: _Source, scopes: list[ast.AST], line: int, out: RewardReading, depth: int
+) -> None:
+    path = src.path
+    bound, where, why = _lookup(name, scopes, line)
+    if why:
+        out.unresolved.append(f"{name} ({path.name}): {why}")
+    elif bound is None:
+        nested = [n for n in ast.walk(src.tree) if isinstance(n, _FUNC) and n.name == name]
+        said = f" (defined {len(nested)} times inside other functions)" if nested else ""
+        out.unresolved.append(f"{name} ({path.name}): not bound where the call sees it{said}")
+    elif isinstance(bound, _FUNC):
+        _append_def(bound, name, path, out)
+    elif isinstance(bound, ast.ClassDef):
+        out.unresolved.append(f"{name} ({path.name}:{bound.lineno}): a class")
+    elif isinstance(bound, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        if isinstance(bound, ast.AugAssign) or bound.value is None:
+            out.unresolved.append(f"{name} ({path.name}:{bound.lineno}): extended in place, not read")
+        else:
+            _resolve(bound.value, src, where, bound.lineno, out, depth + 1)
+    elif isinstance(bound, (ast.Import, ast.ImportFrom)):
+        _resolve_import(bound, name, path, out, depth)
+    elif isinstance(bound, ast.arg):
+        out.unresolved.append(f"{name} ({path.name}:{bound.lineno}): a parameter, its value is the caller's")
+    else:
+        out.unresolved.append(
+            f"{name} ({path.name}:{getattr(bound, 'lineno', '?')}): bound by an unpacking or a loop"
+        )
+
+
+def _append_def(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    name: str,
+    path: Path,
+    out: RewardReading,
+    drop_first: bool = False,
+) -> None:
+    func = signature(name, f"{_shown(path)}:{node.lineno}", node.args)
+    if drop_first and func.params:  # self / cls: bound by the instance or the class
+        func.params = func.params[1:]
+    func.returns_nothing = node.lineno if returns_nothing(node) else None
+    func.forwards = forwarded_twice(node)
+    out.funcs.append(func)
+
+
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    return next((n for n in cls.body if isinstance(n, _FUNC) and n.name == name), None)
+
+
+def _is_static(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(_call_name(d) == "staticmethod" for d in node.decorator_list)
+
+
+def _instance(cls: ast.ClassDef, path: Path, out: RewardReading, label: str) -> None:
+    """An instance of a class of the script: TRL calls its ``__call__`` (without ``self``)."""
+    call = _method(cls, "__call__")
+    if call is None:
+        out.unresolved.append(f"{label}(...) ({path.name}:{cls.lineno}): {cls.name} defines no __call__ here")
+        return
+    _append_def(call, f"{cls.name}.__call__", path, out, drop_first=not _is_static(call))
+
+
+def _resolve_attribute(
+    expr: ast.Attribute, src: _Source, scopes: list[ast.AST], line: int, out: RewardReading, depth: int
+) -> None:
+    path = src.path
+    base = expr.value
+    if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+        owner = src.enclosing_class(scopes)
+        method = _method(owner[0], expr.attr) if owner else None
+        if owner is not None and method is not None:
+            _append_def(method, f"{owner[0].name}.{expr.attr}", path, out, drop_first=not _is_static(method))
+            return
+        out.unresolved.append(f"{ast.unparse(expr)} ({path.name}:{expr.lineno}): not a method read here")
+        return
+    if isinstance(base, ast.Name):
+        bound, where, _ = _lookup(base.id, scopes, line)
+        value = getattr(bound, "value", None) if isinstance(bound, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):  # obj = Cls(...); obj.method
+            cls, _, _ = _lookup(value.func.id, where, getattr(bound, "lineno", line))
+            method = _method(cls, expr.attr) if isinstance(cls, ast.ClassDef) else None
+            if isinstance(cls, ast.ClassDef) and method is not None:
+                _append_def(method, f"{cls.name}.{expr.attr}", path, out, drop_first=not _is_static(method))
+                return
+        if isinstance(bound, ast.ClassDef):  # Cls.method: a static or class method
+            method = _method(bound, expr.attr)
+            if method is not None:
+                cm = any(_call_name(d) == "classmethod" for d in method.decorator_list)
+                _append_def(method, f"{bound.name}.{expr.attr}", path, out, drop_first=cm)
+                return
+        target = _imported_module(base.id, src.tree, path)
+        if target is not None:
+            _resolve_in_module(target, expr.attr, out, depth + 1)
+            return
+    out.unresolved.append(f"{ast.unparse(expr)} ({path.name}:{expr.lineno}): not a local module")
+
+
+def _resolve_partial(
+    expr: ast.Call, src: _Source, scopes: list[ast.AST], line: int, out: RewardReading, depth: int
+) -> None:
+    """``functools.partial(f, *args, **kw)``: f's parameters less those it binds (positionals
+    fill the first ones; keywords are given, and stay keywords TRL may pass again)."""
+    path = src.path
+    if (
+        not expr.args
+        or any(isinstance(a, ast.Starred) for a in expr.args)
+        or any(k.arg is None for k in expr.keywords)
+    ):
+        out.unresolved.append(
+            f"{ast.unparse(expr)[:80]} ({path.name}:{expr.lineno}): a partial not read statically"
+        )
+        return
+    inner = RewardReading()
+    _resolve(expr.args[0], src, scopes, line, inner, depth + 1)
+    out.unresolved += inner.unresolved
+    bound = len(expr.args) - 1
+    given = {k.arg for k in expr.keywords if k.arg}
+    for func in inner.funcs:
+        positional = [p for p in func.params if p.kind != "kwonly"]
+        drop = {p.name for p in positional[:bound]}
+        func.params = [
+            Param(p.name, p.required and p.name not in given, p.positional_only, p.kind)
+            for p in func.params
+            if p.name not in drop
+        ]
+        func.name = f"partial({func.name})"
+        out.funcs.append(func)
+
+
+def _resolve_import(
+    node: ast.Import | ast.ImportFrom, name: str, path: Path, out: RewardReading, depth: int
+) -> None:
+    if isinstance(node, ast.Import):
+        out.unresolved.append(f"{name} ({path.name}:{node.lineno}): a module, not a function")
+        return
+    alias = next(a for a in node.names if (a.asname or a.name) == name)
+    if node.module and node.module.split(".")[0] == "trl":
+        known = registry_func(alias.name, None)
+        if known is not None:
+            out.funcs.append(known)
+            return
+    target = _from_module(node, path)
+    if target is None or depth >= MAX_DEPTH:
+        out.unresolved.append(f"{name} ({path.name}:{node.lineno}): from {node.module}, not a local file")
+    else:
+        _resolve_in_module(target, alias.name, out, depth + 1)
 
 
 def _shown(path: Path) -> str:
@@ -177,8 +496,12 @@ def signature(name: str, where: str, args: ast.arguments) -> RewardFunc:
     pos = [*args.posonlyargs, *args.args]
     first_default = len(pos) - len(args.defaults)
     params = [Param(a.arg, i < first_default, i < len(args.posonlyargs)) for i, a in enumerate(pos)]
-    params += [Param(a.arg, d is None) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=False)]
-    return RewardFunc(name, where, params, var_keyword=args.kwarg is not None)
+    params += [
+        Param(a.arg, d is None, kind="kwonly")
+        for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=False)
+    ]
+    kw = args.kwarg.arg if args.kwarg is not None else None
+    return RewardFunc(name, where, params, var_keyword=kw is not None, kwarg_name=kw)
 
 
 def returns_nothing(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -204,89 +527,52 @@ def returns_nothing(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return True
 
 
+def forwarded_twice(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[tuple[str, str, int]]:
+    """Calls in the body that get ``**kwargs`` (the function's own) and an explicit keyword the
+    function does not take by name: TRL's keyword of that name lands in ``**kwargs`` and is given
+    twice. Not judged where the body empties ``kwargs`` of it (``pop``, ``del``, a new value)."""
+    kw = node.args.kwarg.arg if node.args.kwarg is not None else None
+    if kw is None:
+        return []
+    named = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
+    body = node.body if isinstance(node.body, list) else [ast.Return(value=node.body)]
+    todo: list[ast.AST] = list(body)
+    calls: list[ast.Call] = []
+    changed = False
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, ast.Call):
+            calls.append(n)
+            if isinstance(n.func, ast.Attribute) and ast.unparse(n.func.value) == kw:
+                changed = True  # kwargs.pop(...), kwargs.update(...)
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
+            if any(kw in {x.id for x in ast.walk(t) if isinstance(x, ast.Name)} for t in targets):
+                changed = True
+        todo.extend(ast.iter_child_nodes(n))
+    if changed:
+        return []
+    # only calls every run reaches: in the body's own simple statements (not under an if or a loop)
+    simple = (ast.Return, ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)
+    reached = {id(n) for stmt in body if isinstance(stmt, simple) for n in ast.walk(stmt)}
+    out = []
+    for call in calls:
+        if id(call) not in reached:
+            continue
+        if not any(
+            k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kw for k in call.keywords
+        ):
+            continue
+        for k in call.keywords:
+            if k.arg is not None and k.arg not in named:
+                out.append((k.arg, ast.unparse(call.func)[:60], call.lineno))
+    return sorted(out, key=lambda x: x[2])
+
+
 def _is_none(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is None
-
-
-def _resolve(expr: ast.expr, tree: ast.Module, path: Path, out: RewardReading, depth: int) -> None:
-    if isinstance(expr, (ast.List, ast.Tuple)):
-        for elt in expr.elts:
-            _resolve(elt, tree, path, out, depth)
-    elif isinstance(expr, ast.Lambda):
-        out.funcs.append(signature("<lambda>", f"{_shown(path)}:{expr.lineno}", expr.args))
-    elif isinstance(expr, ast.Name):
-        _resolve_name(expr.id, tree, path, out, depth)
-    elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
-        target = _imported_module(expr.value.id, tree, path)
-        if target is not None:
-            _resolve_in_module(target, expr.attr, out, depth + 1)
-        else:
-            out.unresolved.append(f"{ast.unparse(expr)} ({path.name}:{expr.lineno}): not a local module")
-    elif isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return  # a reward model's name or path: TRL loads a model, not a function
-    else:
-        text = ast.unparse(expr)[:80]
-        out.unresolved.append(f"{text} ({path.name}:{getattr(expr, 'lineno', '?')}): not read statically")
-
-
-def _resolve_name(name: str, tree: ast.Module, path: Path, out: RewardReading, depth: int) -> None:
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            func = signature(name, f"{_shown(path)}:{node.lineno}", node.args)
-            func.returns_nothing = node.lineno if returns_nothing(node) else None
-            out.funcs.append(func)
-            return
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            out.unresolved.append(f"{name} ({path.name}:{node.lineno}): a class")
-            return
-    nested = [
-        n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
-    ]
-    stored = any(
-        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(tree)
-    )
-    if nested and stored:  # also bound by an assignment (``correctness, fmt = build_reward_funcs()``):
-        # which one the trainer gets depends on scope, and a def local to another function is not it
-        out.unresolved.append(f"{name} ({path.name}): bound by an assignment too, not read statically")
-        return
-    if len(nested) == 1:  # defined inside main() or an `if __name__ == "__main__":` block
-        func = signature(name, f"{_shown(path)}:{nested[0].lineno}", nested[0].args)
-        func.returns_nothing = nested[0].lineno if returns_nothing(nested[0]) else None
-        out.funcs.append(func)
-        return
-    if len(nested) > 1:
-        out.unresolved.append(f"{name} ({path.name}): defined {len(nested)} times")
-        return
-    for imp in ast.walk(tree):
-        if isinstance(imp, ast.ImportFrom):
-            node = imp
-            for alias in node.names:
-                if (alias.asname or alias.name) != name:
-                    continue
-                if node.module and node.module.split(".")[0] == "trl":
-                    known = registry_func(alias.name, None)
-                    if known is not None:
-                        out.funcs.append(known)
-                        return
-                target = _from_module(node, path)
-                if target is None or depth >= MAX_DEPTH:
-                    out.unresolved.append(
-                        f"{name} ({path.name}:{node.lineno}): from {node.module}, not a local file"
-                    )
-                else:
-                    _resolve_in_module(target, alias.name, out, depth + 1)
-                return
-    bound = [
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign)
-        and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-        and isinstance(node.value, (ast.List, ast.Tuple, ast.Name, ast.Lambda))
-    ]
-    if bound and depth < MAX_DEPTH:
-        _resolve(bound[-1], tree, path, out, depth + 1)
-    else:
-        out.unresolved.append(f"{name} ({path.name}): not defined where it could be read")
 
 
 def _from_module(node: ast.ImportFrom, path: Path) -> Path | None:
@@ -316,4 +602,5 @@ def _resolve_in_module(path: Path, attr: str, out: RewardReading, depth: int) ->
     if tree is None:
         out.unresolved.append(f"{attr}: {path} not read")
         return
-    _resolve_name(attr, tree, path, out, depth)
+    src = _Source(tree, path)
+    _resolve_name(attr, src, [tree], 10**9, out, depth)
