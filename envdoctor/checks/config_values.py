@@ -9,7 +9,6 @@ check that runs only under another setting are recorded there and not judged her
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import Any
 
@@ -125,6 +124,8 @@ def _remedies(
         out.append(
             Remedy(packages={"trl": newer}, fix=f"pip install 'trl=={newer}' (it takes `{key}: {value}`)")
         )
+    import difflib  # only when a value is refused (the static check loads it for nothing else)
+
     near = difflib.get_close_matches(value, [v for v in span["accepted"] if v != value], n=1, cutoff=0.6)
     if near:
         out.append(
