@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.findings import FileEdit, Remedy
 from envdoctor.plan.layout import trainer_env
 from envdoctor.plan.model_name import model_name
 
@@ -473,7 +474,7 @@ def _rewards(ctx: Context) -> RewardReading | None:
     elif _script_path(ctx) is not None:
         from envdoctor.plan.rewards import from_script
 
-        reading = from_script(_script_path(ctx) or Path())
+        reading = from_script(_script_path(ctx) or Path(), ctx.plan.edited)
     ctx.__dict__["_reward_reading"] = reading
     return reading
 
@@ -532,6 +533,7 @@ def reward_missing_argument(ctx: Context) -> Iterator[Hit]:
                         f"{_where(func)} requires {p.name!r}, which TRL never passes: {unfilled}. "
                         "Either way a TypeError at the first reward",
                         fix=_rename_fix(func, p.name, trl_given),
+                        remedy=_rename_remedy(func, p.name, trl_given),
                         severity=ctx.on_trl("error"),
                         function=func.name,
                         parameter=p.name,
@@ -576,6 +578,20 @@ def _never_filled(func: RewardFunc, name: str, trl_given: list[str]) -> str:
         f'without a dataset column {name!r} the call raises "missing 1 required positional argument: '
         f"'{name}'\"; with one, TRL's {k}= lands in **kwargs, which line {line} hands on to {callee}() "
         f"beside {k}=..., and that raises \"got multiple values for keyword argument '{k}'\""
+    )
+
+
+def _rename_remedy(func: RewardFunc, name: str, trl_given: list[str]) -> Remedy | None:
+    """The script edit that names the parameter as TRL passes it (the body keeps its name)."""
+    entry = func.renames.get(name)
+    if entry is None or entry[0] not in trl_given:
+        return None
+    key, edits = entry
+    path = func.where.rsplit(":", 1)[0]
+    return Remedy(
+        files=tuple(FileEdit(path=path, line=line, old=old, new=new) for line, old, new in edits),
+        fix=f"in {func.where}: take {key!r} in place of {name!r} and set {name} = {key} at the top "
+        "of the body",
     )
 
 

@@ -15,6 +15,7 @@ keyword: ``prompts``, ``completions``, ``completion_ids`` (TRL >= 0.18), ``train
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,11 @@ class RewardFunc:
     #: does not otherwise empty): (keyword, the callee, line); a keyword TRL puts in ``**kwargs``
     #: is then given twice ("got multiple values for keyword argument")
     forwards: list[tuple[str, str, int]] = field(default_factory=list)
+    #: line edits that give parameter P the name K TRL passes and bind P = K at the top of the
+    #: body: {P: (K, [(line, old lines, new lines), ...])} (a one-line header; the body unchanged)
+    renames: dict[str, tuple[str, list[tuple[int, tuple[str, ...], tuple[str, ...]]]]] = field(
+        default_factory=dict
+    )
 
     @property
     def accepted(self) -> set[str]:
@@ -127,7 +133,18 @@ def from_cli(names: list[str], trl_version: str | None, roots: list[Path]) -> Re
     return out
 
 
-def from_script(script: Path) -> RewardReading:
+def from_script(script: Path, edited: dict[str, str] | None = None) -> RewardReading:
+    """The reward functions of every ``GRPOTrainer(...)`` call in ``script``; ``edited``: files as
+    ``envdoctor fix`` edited them in memory (``Plan.edited``), read in place of the disk's."""
+    _EDITED.clear()
+    _EDITED.update(edited or {})
+    try:
+        return _from_script(script)
+    finally:
+        _EDITED.clear()
+
+
+def _from_script(script: Path) -> RewardReading:
     """The reward functions of every ``GRPOTrainer(...)`` call in ``script`` (TRL's, Unsloth's
     ``UnslothGRPOTrainer``, or a class of the script that subclasses one), each name resolved in
     the scopes the call sees: the functions around it (innermost first), then the module."""
@@ -351,6 +368,7 @@ def _append_def(
         func.params = func.params[1:]
     func.returns_nothing = node.lineno if returns_nothing(node) else None
     func.forwards = forwarded_twice(node)
+    func.renames = _renames(node, path, func.forwards)
     out.funcs.append(func)
 
 
@@ -473,11 +491,30 @@ def _call_name(func: ast.expr) -> str:
     return ""
 
 
-def _parse(path: Path) -> ast.Module | None:
+#: files as ``envdoctor fix`` edited them in memory (``Plan.edited``: normpath -> text), for the
+#: reading under way (set by ``from_script``)
+_EDITED: dict[str, str] = {}
+
+
+def _text(path: Path) -> str | None:
+    """The file's text as the run would read it: as a fix edited it in memory, else from disk."""
+    edited = _EDITED.get(os.path.normpath(str(path)))
+    if edited is not None:
+        return edited
     try:
         if not path.is_file() or path.stat().st_size > MAX_SOURCE_BYTES:
             return None
-        return ast.parse(path.read_bytes(), filename=str(path))
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _parse(path: Path) -> ast.Module | None:
+    try:
+        text = _text(path)
+        if text is None:
+            return None
+        return ast.parse(text, filename=str(path))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
@@ -569,6 +606,39 @@ def forwarded_twice(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -
             if k.arg is not None and k.arg not in named:
                 out.append((k.arg, ast.unparse(call.func)[:60], call.lineno))
     return sorted(out, key=lambda x: x[2])
+
+
+def _renames(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, path: Path, forwards: list[tuple[str, str, int]]
+) -> dict[str, tuple[str, list[tuple[int, tuple[str, ...], tuple[str, ...]]]]]:
+    """For a function that hands keyword K on beside its **kwargs: the edit that names its first
+    required parameter K (the one standing for it) and binds the old name to it in the body."""
+    if not forwards or not node.body:
+        return {}
+    key = forwards[0][0]
+    pos = [*node.args.posonlyargs, *node.args.args]
+    required = pos[: len(pos) - len(node.args.defaults)]
+    if not required or any(a.arg == key for a in pos + node.args.kwonlyargs):
+        return {}
+    arg = required[0]
+    first = node.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and len(node.body) > 1:
+        first = node.body[1]  # after the docstring
+    lines = (_text(path) or "").splitlines()
+    if arg.lineno != arg.end_lineno or not 0 < arg.lineno <= len(lines) or first.lineno > len(lines):
+        return {}
+    text = lines[arg.lineno - 1]
+    raw = text.encode("utf-8")
+    new = (raw[: arg.col_offset] + key.encode() + raw[arg.end_col_offset or arg.col_offset :]).decode("utf-8")
+    body = lines[first.lineno - 1]
+    indent = body[: len(body) - len(body.lstrip())]
+    if first.lineno == arg.lineno or not body.strip():
+        return {}
+    edits: list[tuple[int, tuple[str, ...], tuple[str, ...]]] = [
+        (arg.lineno, (text,), (new,)),
+        (first.lineno, (), (f"{indent}{arg.arg} = {key}",)),
+    ]
+    return {arg.arg: (key, edits)}
 
 
 def _is_none(expr: ast.expr) -> bool:

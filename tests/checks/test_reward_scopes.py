@@ -170,3 +170,20 @@ def test_a_forward_of_kwargs_beside_a_trl_keyword_is_a_duplicate(tmp_path):
     assert "got multiple values for keyword argument 'completions'" in f.message
     popped = body.replace("    return score", "    c = kw.pop('completions')\n    return score")
     assert _dat(tmp_path, popped, ROWS) == {}
+
+
+def test_the_closure_fixes_the_renamed_completions_in_the_script(tmp_path, monkeypatch):
+    from envdoctor.facts.snapshot import from_dict
+    from envdoctor.findings import Severity
+    from envdoctor.plan.build import build_plan
+    from envdoctor.remedy import Rerun, close
+
+    monkeypatch.chdir(tmp_path)
+    _script(tmp_path, ARABIC)
+    facts = from_dict(snapshot(packages=MODERN, env={"HF_HOME": str(tmp_path / "hf")}), "snap")
+    closure = close(facts, build_plan(launch="python train.py", live=False), Rerun())
+    assert "DAT007" in closure.fixed and closure.one_round
+    assert not [f for f in closure.after if f.severity is not Severity.INFO]
+    (edit, bind) = closure.changes.files
+    assert edit.new == ("    def reward_fn_for_trainer(completions, **batch_elements):",)
+    assert bind.new == ("        generated_completions_str = completions",)
