@@ -275,17 +275,24 @@ def _bindings(scope: ast.AST, name: str) -> list[ast.AST]:
 
 def _lookup(name: str, scopes: list[ast.AST], line: int) -> tuple[ast.AST | None, list[ast.AST], str]:
     """The binding of ``name`` the code at ``line`` sees, the scopes it lives in, and why none
-    was taken ("" when found, or when nothing binds it)."""
+    was taken ("" when found, or when nothing binds it). In the scope of the code itself the
+    last binding before ``line`` counts (``reward = partial(reward, tok=tok)`` reads the def
+    above it); in an enclosing scope, which ran before, the last one. Several bindings of which
+    one sits in a branch or a loop (``if a: r = f`` / ``else: r = g``) are not read."""
     for i, scope in enumerate(scopes):
         found = _bindings(scope, name)
         if not found:
             continue
-        inner = i == 0 and not isinstance(scope, ast.Module)
-        before = [b for b in found if getattr(b, "lineno", 0) <= line] if inner else found
+        before = [b for b in found if getattr(b, "lineno", 0) < line] if i == 0 else found
         chosen = before or found
-        kinds = {type(b) for b in chosen}
-        if len(chosen) > 1 and (len(kinds) > 1 or ast.Starred in kinds):
-            return None, scopes[i:], "bound more than once there (which one runs is not read)"
+        top = {id(s) for s in getattr(scope, "body", [])} if not isinstance(scope, ast.Lambda) else set()
+        nested = [b for b in chosen if id(b) not in top and not isinstance(b, ast.arg)]
+        if len(chosen) > 1 and nested:
+            return (
+                None,
+                scopes[i:],
+                "bound more than once there, in a branch or a loop (which one runs is not read)",
+            )
         return chosen[-1], scopes[i:], ""
     return None, scopes, ""
 

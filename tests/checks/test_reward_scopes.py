@@ -187,3 +187,18 @@ def test_the_closure_fixes_the_renamed_completions_in_the_script(tmp_path, monke
     (edit, bind) = closure.changes.files
     assert edit.new == ("    def reward_fn_for_trainer(completions, **batch_elements):",)
     assert bind.new == ("        generated_completions_str = completions",)
+
+
+def test_a_name_rebound_to_a_partial_of_itself_and_names_bound_in_branches(tmp_path):
+    body = (
+        "def main(tok):\n    def reward(completions, tokenizer, **kw):\n        return [0.0]\n"
+        "    reward = partial(reward, tokenizer=tok)\n    GRPOTrainer(reward_funcs=[reward])\n"
+    )
+    assert _sigs(tmp_path, body) == [("partial(reward)", [("completions", True), ("tokenizer", False)])]
+    branches = (
+        "def a(completions, **kw):\n    return [0.0]\ndef b(x):\n    return [0.0]\n"
+        "def main(flag):\n    if flag:\n        r = a\n    else:\n        r = b\n"
+        "    GRPOTrainer(reward_funcs=r)\n"
+    )
+    reading = from_script(_script(tmp_path, branches))
+    assert not reading.funcs and "in a branch or a loop" in reading.unresolved[0]
