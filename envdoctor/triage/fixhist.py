@@ -297,17 +297,26 @@ def _says(fix: Fix, t: Traceback) -> bool:
 def _elsewhere(fix: Fix, t: Traceback, stack: Sequence[Frame]) -> bool:
     """``fix``'s message quotes another failure of ``t``'s kind: the same exception class with
     another message (``too many values to unpack`` for ``not enough values to unpack``), or the
-    same exception raised at a frame of the package that ``stack`` (the traceback's frames of
-    it) does not pass through (deepspeedai/DeepSpeed#7257 quotes ``IndexError: tuple index out of
-    range`` in ``gather_params``; a log that raises it in ``_mark_uc_metadata`` is not its failure)."""
+    same exception (the one the fix quotes) raised inside the package at a frame that ``stack``
+    (the traceback's frames of it) does not pass through (deepspeedai/DeepSpeed#7257 quotes
+    ``IndexError: tuple index out of range`` in ``gather_params``; a log that raises it in
+    ``_mark_uc_metadata`` is not its failure)."""
     kind = [q for q in fix.quoted_exc if q.partition(":")[0].strip() == t.name]
     if not kind:
         return False
     if not any(_same_exception(q, t) for q in kind):
         return True
-    if not fix.quoted_frames or not stack:
+    # the frames tell only where the fix quotes one failure (its frames are that one's), the log's
+    # was raised inside the package (not below a call of it into another), and the quoted frame is
+    # a module of the package its history knows (not a path of an environment named like it)
+    if len(fix.quoted_exc) != 1 or not fix.quoted_frames or not stack or not t.frames:
+        return False
+    if _own(t.frames[-1]).package != stack[0].package:
         return False
     module, function = fix.quoted_frames[-1]
+    h = fix_history(fix.package)
+    if h is None or module not in h.functions:
+        return False
     short = function.split(".")[-1]
     return not any(f.module_path == module and f.function.split(".")[-1] == short for f in stack)
 
@@ -809,8 +818,9 @@ def _named_by(pkg: str, attr: str, parts: set[str]) -> list[_Named]:
         owner = f.function.rpartition(".")[0]
         if not owner or "<locals>" in owner:
             continue  # a module's function, a local class's: not the object's class
-        if parts & {p.lower() for p in _CLASS_PART.findall(owner.rsplit(".", 1)[-1])}:
-            out.setdefault(f.commit, _Named(f, True, 0))  # its class or a kin of it (WorkerLoRAManager)
+        kin = {p.lower() for p in _CLASS_PART.findall(owner.rsplit(".", 1)[-1])}
+        if kin and kin <= parts:  # its class or a kin it extends (WorkerLoRAManager of LRUCache…)
+            out.setdefault(f.commit, _Named(f, True, 0))  # not a sibling (SGLangRollout of vLLMRollout)
     for f in h.subjects(word):
         out.setdefault(f.commit, _Named(f, False, 0))
     for n in out.values():

@@ -1124,6 +1124,21 @@ def test_a_fix_quoting_another_failure_of_the_same_kind_is_not_this_ones() -> No
     same = fix("IndexError: tuple index out of range", (("module_inject/layers.py", "_mark_uc_metadata"),))
     assert not _elsewhere(same, t, stack)
     assert _matches(same, raising, t, _message_words(t), stack=stack) == QUOTED
+    # frames tell nothing where the fix quotes two failures (verl-project/verl#4836), or where the
+    # log's exception was raised below the package, in another one (set 11's 28f/004, 28f/032)
+    two = fix("IndexError: tuple index out of range", (("module_inject/layers.py", "gather_params"),))
+    two = Fix(
+        *[getattr(two, k) for k in ("package", "module", "function", "commit", "date", "release")],
+        two.subject,
+        two.number,
+        two.removed,
+        (*two.quoted_exc, "AttributeError: x"),
+        two.quoted_frames,
+    )
+    assert not _elsewhere(two, t, stack)
+    torch = Frame("torch", "p", "nn/functional.py", "linear", 9, "return f(x)")
+    below = Traceback([caller, raising, torch], "IndexError", "tuple index out of range")
+    assert not _elsewhere(other, below, stack)
     unpack = Traceback([raising], "ValueError", "not enough values to unpack (expected 2, got 1)")
     assert _elsewhere(fix("ValueError: too many values to unpack (expected 2)", ()), unpack, [raising])
     assert not _elsewhere(fix("TypeError: x is None", ()), unpack, [raising])  # another class: no say
@@ -1162,3 +1177,11 @@ def test_set_14s_deepspeed_logs_name_the_settled_fix_or_nothing_against_the_prun
     finally:
         _READ.cache_clear()
         _PACKAGES.cache_clear()
+
+
+def test_a_fix_that_gave_a_sibling_class_the_attribute_is_not_named() -> None:
+    """``'vLLMRollout' object has no attribute 'execute_method'`` (set 8's 28d/logs2/017): verl's fix
+    gave ``SGLangRollout`` the method — a sibling class, not one the object's class extends
+    (``WorkerLoRAManager`` of ``LRUCacheWorkerLoRAManager`` is): no fix of it is named."""
+    text = (DEV / "heldout-2026-11-28d" / "logs2" / "017.log").read_text()
+    assert not any("SGLangRollout" in f.message for f in _tri014(text))
