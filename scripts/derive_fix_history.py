@@ -11,7 +11,10 @@ mapped to the innermost ``def`` (and the class around it) that holds them, on th
 the removed lines are kept too (BLAKE2s, 3 bytes, of the text without whitespace and with one kind
 of quote; lines of 16 characters or more that the file after the fix does not hold, rewrapped or
 not, or holds indented deeper: moved under a new ``if`` / ``try``): a traceback that shows one of
-them ran the code the fix replaced. A subject about linting, formatting, style or typos is no fix
+them ran the code the fix replaced. So are the hashes of the lines it added (at most ``MAX_ADDED``
+per function, 16 characters or more) that the file before it did not hold, rewrapped or not, kept
+with a ``+`` before them: a traceback that shows one of them ran code with the fix, so no fix of
+its release or before is that run's fix. A subject about linting, formatting, style or typos is no fix
 unless it also says bug / crash / regression or names an exception (``AttributeError``); ``format``
 is a formatter's pass only as the subject's verb ("Format the tests"), not as a noun ("Fix: handle key
 format mismatch", unslothai/unsloth-zoo#773).
@@ -49,10 +52,11 @@ It writes ``rules/knowledge/fixes/DIST.json.gz`` (schema ``envdoctor.fixes/1``):
 
 ``functions`` maps a module path (inside the package, as triage's frames name it) and a function's
 qualified name to the fixes that changed it (an index into ``fixes``, then the removed lines'
-hashes). Budget: 3 MB for all files together (``--budget``; the command fails above it). Triage
-reads a package's file only for a traceback whose frames are in that package, or for a failure
-shown without frames that the raise-site index places there or that names an attribute an object
-lacks (envdoctor/triage/fixhist.py); the static check never does.
+hashes and the added lines' hashes, those with a ``+`` before them). Budget: 3 MB for all files
+together (``--budget``; the command fails above it). Triage reads a package's file only for a
+traceback whose frames are in that package, or for a failure shown without frames that the
+raise-site index places there or that names an attribute an object lacks
+(envdoctor/triage/fixhist.py); the static check never does.
 
 Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool):
 
@@ -66,6 +70,11 @@ Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool)
     # and peft added from mirrors of 2026-08-22, 2026-08-21, 2026-07-24 and 2026-08-21:
     python scripts/derive_fix_history.py --all --mirrors /work/.mirror --only deepspeed \
         --only liger-kernel --only accelerate --only peft
+    # 2026-11-29 (issue #36: which of several fixes of a function is a run's; the lines each fix
+    # added): every package derived again from mirrors of the same heads as their files before
+    # (verl, ms-swift, slime, axolotl, … had been derived before the "format as a noun" change:
+    # a few more fixes each):
+    python scripts/derive_fix_history.py --all --mirrors /work/.mirror
     python scripts/derive_fix_history.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
 
 Offline: it reads the git directory only (``git`` on the path).
@@ -93,6 +102,7 @@ SCHEMA = "envdoctor.fixes/1"
 BUDGET = 3_000_000
 SINCE = "2024-01-01"  # older fixes ship in releases no GRPO user runs
 MAX_HASHES = 12  # removed lines kept per function and fix
+MAX_ADDED = 16  # added lines kept per function and fix (a traceback that shows one ran the fix)
 MIN_LINE = 16  # a removed line shorter than this (``return x``, ``pass``) tells no code apart
 MAX_SUBJECT = 120
 
@@ -259,6 +269,7 @@ class FileDiff:
     removed: list[tuple[int, int]] = field(default_factory=list)  # old-side line ranges
     removed_lines: dict[int, str] = field(default_factory=dict)  # old line number -> text
     added_lines: list[str] = field(default_factory=list)
+    added_text: dict[int, str] = field(default_factory=dict)  # new line number -> text
 
 
 @dataclass
@@ -328,7 +339,7 @@ def commits(git_dir: Path, roots: tuple[str, ...], since: str, ref: str = "HEAD"
     current: Commit | None = None
     header: list[str] = []
     f: FileDiff | None = None
-    old_no = 0
+    old_no = new_no = 0
     in_header = False
     for raw in proc.stdout:
         line = raw.rstrip("\n")
@@ -371,7 +382,7 @@ def commits(git_dir: Path, roots: tuple[str, ...], since: str, ref: str = "HEAD"
                 f.added.append((c, c + d - 1))
             else:  # a pure removal: the new-side position is between lines c and c+1
                 f.added.append((max(c, 1), max(c, 1)))
-            old_no = a
+            old_no, new_no = a, c
             continue
         if f is None:
             continue
@@ -380,6 +391,8 @@ def commits(git_dir: Path, roots: tuple[str, ...], since: str, ref: str = "HEAD"
             old_no += 1
         elif line.startswith("+"):
             f.added_lines.append(line[1:])
+            f.added_text[new_no] = line[1:]
+            new_no += 1
             bump = _BUMP_PY.match(line) if f.path.endswith(".py") else _BUMP_TOML.match(line)
             if bump is not None and _version(bump[1]) is not None:
                 current.bump = bump[1]
@@ -683,21 +696,34 @@ def derive(
             module = path[len(root) + 1 :]
             names: dict[str, set[str]] = {}
             after = ""  # the file after the fix, without whitespace: a moved or rewrapped line is no evidence
+            old_text = blobs.get(c.sha + "^", f.old_path) if f.old_path else ""
+            before = _bare(old_text)  # the file before the fix: a line it held is no new code
             if f.path:
                 text = blobs.get(c.sha, f.path)
                 after = _bare(text)
-                for name in touched(spans_cached(text), f.added):
-                    names.setdefault(name, set())
+                for name, lines in touched(spans_cached(text), f.added).items():
+                    hashes = names.setdefault(name, set())
+                    new = 0
+                    for n in lines:  # lines the file before did not hold: only a run with the fix prints them
+                        line = f.added_text.get(n, "")
+                        if len(line.strip()) < MIN_LINE or new >= MAX_ADDED:
+                            continue
+                        if _bare(line).rstrip(",") not in before:
+                            hashes.add("+" + line_hash(line))
+                            new += 1
             if f.old_path and f.removed:
                 indents = {}  # an added line's text -> its indentations: a line moved into a new block
                 for a in f.added_lines:
                     indents.setdefault(a.strip(), set()).add(len(a) - len(a.lstrip()))
-                old = touched(spans_cached(blobs.get(c.sha + "^", f.old_path)), f.removed)
+                old = touched(spans_cached(old_text), f.removed)
                 for name, lines in old.items():
                     hashes = names.setdefault(name, set())
                     for n in lines:
                         line = f.removed_lines.get(n, "")
-                        if len(line.strip()) < MIN_LINE or len(hashes) >= MAX_HASHES:
+                        if (
+                            len(line.strip()) < MIN_LINE
+                            or sum(not x.startswith("+") for x in hashes) >= MAX_HASHES
+                        ):
                             continue
                         depth = len(line) - len(line.lstrip())
                         guarded = any(

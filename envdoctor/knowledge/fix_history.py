@@ -1,9 +1,10 @@
 """The fix history of the stack's functions (rules/knowledge/fixes/, derived from the packages' git
 histories by scripts/derive_fix_history.py): per package, which fix commits changed each function,
 the release that first shipped each ("" for a fix after the newest release), its subject and PR or
-issue number, hashes of the lines it removed, and the failure its message quotes (exception lines
-and the package's frames of a traceback). Read lazily, one package's file at a time, by triage
-(envdoctor/triage/fixhist.py) for a traceback raised inside that package."""
+issue number, hashes of the lines it removed and of the new lines it added, and the failure its
+message quotes (exception lines and the package's frames of a traceback). Read lazily, one
+package's file at a time, by triage (envdoctor/triage/fixhist.py) for a traceback raised inside
+that package."""
 
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ class Fix:
     #: messages of a failure its prose quotes without the exception's name (``'# of LoRAs does not
     #: match # of saved modules' error``)
     quoted_messages: tuple[str, ...] = ()
+    #: hashes of the lines it added to the function that the file before it did not hold: a
+    #: traceback that prints one ran code with this fix (``line_hash``)
+    added: frozenset[str] = frozenset()
+    order: int = -1  # its place in the history (oldest first): the default branch's order
 
 
 def line_hash(line: str) -> str:
@@ -76,10 +81,12 @@ class FixHistory:
             str(release),
             str(subject),
             str(number),
-            frozenset(str(h) for h in row[1:]),
+            frozenset(str(h) for h in row[1:] if not str(h).startswith("+")),
             _texts(said.get("e")),
             _frames(said.get("f")),
             _texts(said.get("m")),
+            frozenset(str(h)[1:] for h in row[1:] if str(h).startswith("+")),
+            row[0],
         )
 
     def changed(self, module: str, function: str) -> list[Fix]:

@@ -21,6 +21,21 @@ Severity by certainty:
 * nothing otherwise: a version that already has every fix of those functions, a function no fix
   changed, or a log without the version whose failure no fix names.
 
+Which of several fixes of a function is the run's (set 14's DeepSpeed logs named an earlier fix
+whose release would not hold the settled one):
+
+* a fix the run already had is none: released at or before the version the log shows, the oldest
+  release its frames place it at, or the release of a fix that wrote a line its traceback prints
+  (the fix history keeps the lines each fix added: ``_had``);
+* a fix whose message quotes another failure of the same kind — the same exception with another
+  message, or raised at a frame of the package this traceback does not pass through — is none
+  (``_elsewhere``);
+* a fix that only changed the function (its subject names the function, or nothing of the failure)
+  is none where the log prints the frame's line and no fix of the function removed it: the line
+  that failed is still in the file after them;
+* of those left, the one that removed the printed line or quotes the failure is named first, and
+  the pin is the first release that holds every fix left, the newest of them.
+
 The history is read only for a traceback that has a frame in a package it covers, and for a
 failure the log shows without any frame (``unframed``): placed by its message in the raise-site
 index (a fix must quote the failure: its traceback, its exception, its message in prose), or an
@@ -38,7 +53,7 @@ from typing import TYPE_CHECKING
 
 from envdoctor import versions
 from envdoctor.findings import Finding, Severity
-from envdoctor.knowledge.fix_history import Fix, fix_history, line_hash, packages
+from envdoctor.knowledge.fix_history import Fix, FixHistory, fix_history, line_hash, packages
 from envdoctor.triage.draft import Draft, Log, at_severity, finding
 from envdoctor.triage.interface import Match
 from envdoctor.triage.logversions import LogVersion
@@ -279,12 +294,44 @@ def _says(fix: Fix, t: Traceback) -> bool:
     )
 
 
-def _matches(fix: Fix, frame: Frame, t: Traceback, words: set[str], line: bool = True) -> str:
+def _elsewhere(fix: Fix, t: Traceback, stack: Sequence[Frame]) -> bool:
+    """``fix``'s message quotes another failure of ``t``'s kind: the same exception class with
+    another message (``too many values to unpack`` for ``not enough values to unpack``), or the
+    same exception (the one the fix quotes) raised inside the package at a frame that ``stack``
+    (the traceback's frames of it) does not pass through (deepspeedai/DeepSpeed#7257 quotes
+    ``IndexError: tuple index out of range`` in ``gather_params``; a log that raises it in
+    ``_mark_uc_metadata`` is not its failure)."""
+    kind = [q for q in fix.quoted_exc if q.partition(":")[0].strip() == t.name]
+    if not kind:
+        return False
+    if not any(_same_exception(q, t) for q in kind):
+        return True
+    # the frames tell only where the fix quotes one failure (its frames are that one's), the log's
+    # was raised inside the package (not below a call of it into another), and the quoted frame is
+    # a module of the package its history knows (not a path of an environment named like it)
+    if len(fix.quoted_exc) != 1 or not fix.quoted_frames or not stack or not t.frames:
+        return False
+    if _own(t.frames[-1]).package != stack[0].package:
+        return False
+    module, function = fix.quoted_frames[-1]
+    h = fix_history(fix.package)
+    if h is None or module not in h.functions:
+        return False
+    short = function.split(".")[-1]
+    return not any(f.module_path == module and f.function.split(".")[-1] == short for f in stack)
+
+
+def _matches(
+    fix: Fix, frame: Frame, t: Traceback, words: set[str], line: bool = True, stack: Sequence[Frame] = ()
+) -> str:
     """What of the failure ``fix`` matches: the raising line, a traceback its message quotes, the
-    exception, the message's words, the function; "" for nothing (``line=False``: what its subject
-    names only)."""
+    exception, the message's words, the function; "" for nothing, and for a fix whose message
+    quotes another failure of the same kind (``_elsewhere``; ``stack``: the traceback's frames of
+    the package) (``line=False``: what its subject names only)."""
     if line and frame.code and line_hash(frame.code) in fix.removed:
         return LINE
+    if _elsewhere(fix, t, stack or (frame,)):
+        return ""
     if line:
         said = _quotes(fix, frame, t)
         if said == QUOTED or said and not _drift_shaped(t):
@@ -335,7 +382,49 @@ def _newer(release: str, shown: str | None, newest: str = "") -> bool:
     return shown is None or versions.below(shown, release)
 
 
-def _candidates(pkg: str, frames: list[Frame], t: Traceback, shown: str | None) -> list[Candidate]:
+def _had(pkg: str, t: Traceback) -> Fix | None:
+    """The newest fix the run had, told by its traceback: a frame of ``pkg`` that prints a line a
+    fix added to that function (a line the file before the fix did not hold, and that no earlier
+    fix removed: not code written back) ran code with that fix — deepspeedai/DeepSpeed#7109 wrote
+    ``out_features, in_features = self.weight.shape[-2:] …``; a traceback that prints it is of
+    deepspeed 0.16.5 or later, and no fix of 0.16.5 or before is its fix. None for none."""
+    h = fix_history(pkg)
+    if h is None:
+        return None
+    best: Fix | None = None
+    for f in (_own(x) for x in t.frames):
+        fn = _function(f)
+        if f.package != pkg or not f.code or not fn:
+            continue
+        line = line_hash(f.code)
+        fixes = h.changed(f.module_path, fn)
+        adding = [x for x in fixes if line in x.added]
+        if not adding:
+            continue
+        first = min(adding, key=lambda x: x.order)
+        if any(line in x.removed and x.order < first.order for x in fixes):
+            continue  # the line was in the file before: removed by one fix, written back by another
+        if best is None or first.order > best.order:
+            best = first
+    return best
+
+
+def _in_run(fix: Fix, had: Fix | None) -> bool:
+    """The run, which had the fix ``had``, has ``fix`` too: released at or before ``had``'s
+    release; for ``had`` in no release yet (a build of the branch), any release or an earlier commit."""
+    if had is None:
+        return False
+    if had.release:
+        return bool(fix.release) and not versions.below(had.release, fix.release)
+    return bool(fix.release) or fix.order <= had.order
+
+
+def _candidates(
+    pkg: str, frames: list[Frame], t: Traceback, shown: str | None, had: Fix | None = None
+) -> list[Candidate]:
+    """The fixes of ``frames``' functions that the run may lack: released after ``shown`` (the
+    oldest release it may have) and not in the release of ``had`` (a fix its traceback shows it ran)
+    or before."""
     h = fix_history(pkg)
     if h is None:
         return []
@@ -348,19 +437,19 @@ def _candidates(pkg: str, frames: list[Frame], t: Traceback, shown: str | None) 
         if not fn:
             continue
         for fix in h.changed(frame.module_path, fn):
-            if fix.commit in seen or not _newer(fix.release, shown, newest):
+            if fix.commit in seen or not _newer(fix.release, shown, newest) or _in_run(fix, had):
                 continue
             seen.add(fix.commit)
-            out.append(Candidate(fix, frame, _matches(fix, frame, t, words), depth))
+            out.append(Candidate(fix, frame, _matches(fix, frame, t, words, stack=frames), depth))
     callee = _CALLEE.search(t.message[:300]) if t.name == "TypeError" else None
     if callee is not None and frames:
         # a call inside the package that does not fit the package's own method: the fixes of
         # that method count at the calling frame (a traceback quoted in one shows that frame)
         for fix in h.named(callee["callee"]):
-            if fix.commit in seen or not _newer(fix.release, shown, newest):
+            if fix.commit in seen or not _newer(fix.release, shown, newest) or _in_run(fix, had):
                 continue
             seen.add(fix.commit)
-            why = _matches(fix, frames[0], t, words)
+            why = _matches(fix, frames[0], t, words, stack=frames)
             if why == QUOTED:
                 out.append(Candidate(fix, frames[0], why, 0))
     return out
@@ -396,6 +485,16 @@ def _before(v: LogVersion | None, release: str, newest: str = "") -> bool:
     return versions.below(v.version, release)
 
 
+def _line_stays(c: Candidate, h: FixHistory) -> bool:
+    """The log prints the line of ``c``'s frame and no fix of that function removed it: the line
+    is still in the file after every fix the history knows of it."""
+    code = c.frame.code
+    if not code.strip():
+        return False
+    line = line_hash(code)
+    return not any(line in f.removed for f in h.changed(c.frame.module_path, _function(c.frame)))
+
+
 def _where(f: Frame) -> str:
     at = f.at
     return f"{at} in {f.function}" if f.function else at
@@ -422,12 +521,20 @@ def fixed_after(t: Traceback, m: Match, log: Log, placed: str = "") -> Draft | N
     below = _own(t.frames[-1]).package if _own(t.frames[-1]).package != pkg else None
     run = _shown(pkg, log)
     shown = run.version if run is not None and run.exact else None
-    # fixes after the oldest release the run may have (its version, or its frames' range)
-    cands = _candidates(pkg, frames, t, (run.low or run.version) if run is not None else None)
+    # fixes after the oldest release the run may have (its version, or its frames' range), and
+    # after the newest fix its traceback shows it ran (a line that fix added)
+    had = _had(pkg, t)
+    cands = _candidates(pkg, frames, t, (run.low or run.version) if run is not None else None, had)
+    h = fix_history(pkg)
+    if h is None:
+        return None
+    # a fix that only changed the function (its subject names the function, or nothing of the
+    # failure) where the log prints the frame's line and no fix of it removed that line: the line
+    # that failed is still in the file after them, they are not this failure's fix
+    cands = [c for c in cands if _strength(c.why) < 2 or not _line_stays(c, h)]
     if not cands:
         return None
-    h = fix_history(pkg)
-    newest = h.newest if h is not None else ""
+    newest = h.newest
     # without the log's version, a fix that names only the function is too weak to name
     strong = [c for c in cands if c.why and (run is not None or not c.why.startswith(FUNCTION))]
     if strong:
@@ -451,7 +558,7 @@ def fixed_after(t: Traceback, m: Match, log: Log, placed: str = "") -> Draft | N
     # frame that is the failure's place only when the fix's subject names the failure too
     removed = best.why == LINE and (
         (best.depth == 0 and below is None)
-        or _strength(_matches(best.fix, best.frame, t, _message_words(t), line=False)) == 1
+        or _strength(_matches(best.fix, best.frame, t, _message_words(t), line=False, stack=frames)) == 1
     )
     # the fix's message quotes this failure at this frame; a range of releases the run may have
     # that reaches the fix's release leaves open whether it had it
@@ -459,7 +566,7 @@ def fixed_after(t: Traceback, m: Match, log: Log, placed: str = "") -> Draft | N
     # another package, is the same too)
     quoted = best.why == QUOTED and best.depth == 0 and (run is None or before)
     certain = matched and (before or removed or quoted)
-    source = h.source if h is not None else ""
+    source = h.source
     raised = f"{t.name}: {t.message[:200]}" if t.message else t.name
     place = f"raised in {below or 'another package'} under {pkg}'s call" if below else f"raised inside {pkg}"
 
@@ -497,15 +604,26 @@ def fixed_after(t: Traceback, m: Match, log: Log, placed: str = "") -> Draft | N
         what += f"; the run had {pkg}'s code from before the fix (the log shows no {pkg} version)"
     else:
         what += f"; the log shows no {pkg} version: `pip show {pkg}` tells whether the run had it"
+    if had is not None:
+        what += f"; the traceback prints a line that {_ref(had, source)} wrote: the run has " + (
+            f"{pkg} {had.release} or later" if had.release else f"{pkg}'s code after {had.date}"
+        )
     others = pool[1:MAX_NAMED]
     if others:
         what += "; other fixes of the same frames: " + "; ".join(
             f"{_ref(c.fix, source)} in {c.fix.release or 'no release yet'}" for c in others
         )
-    if released:
+    # the pin holds every fix still standing: the newest release of them, never an older one
+    upgrade = max((c.fix.release for c in pool if c.fix.release), key=versions.sort_key, default="")
+    if released and upgrade != released:
+        fix = (
+            f"pip install '{pkg}=={upgrade}' (the first release with every fix named; a later one has "
+            "them too)"
+        )
+    elif released:
         fix = f"pip install '{pkg}=={released}' (the first release with that fix; a later one has it too)"
     else:
-        fix = _from_source(pkg, best.fix, source, h.subdir if h is not None else "")
+        fix = _from_source(pkg, best.fix, source, h.subdir)
     d = finding(
         RULE,
         [m],
@@ -516,9 +634,11 @@ def fixed_after(t: Traceback, m: Match, log: Log, placed: str = "") -> Draft | N
         function=best.fix.function,
         module=best.fix.module,
         fixed_in=best.fix.release or None,
+        upgrade=upgrade if released and upgrade != released else None,
         unreleased=not best.fix.release or None,
         commit=best.fix.commit,
         number=best.fix.number or None,
+        had=had.commit if had is not None else None,
         shown=shown,
         inferred=run.range_text() if run is not None and run.inferred else None,
         inferred_from=list(run.frames) if run is not None and run.inferred else None,
@@ -556,10 +676,11 @@ def cut_fixed(tb: Traceback, log: Log, line: int) -> Draft | None:
     run = _shown(pkg, log)
     low = (run.low or run.version) if run is not None else None
     removed = line_hash(frame.code)
+    had = _had(pkg, tb)
     fixes = [
         f
         for f in h.changed(frame.module_path, _function(frame))
-        if removed in f.removed and _newer(f.release, low, h.newest)
+        if removed in f.removed and _newer(f.release, low, h.newest) and not _in_run(f, had)
     ]
     if not fixes:
         return None
@@ -697,8 +818,9 @@ def _named_by(pkg: str, attr: str, parts: set[str]) -> list[_Named]:
         owner = f.function.rpartition(".")[0]
         if not owner or "<locals>" in owner:
             continue  # a module's function, a local class's: not the object's class
-        if parts & {p.lower() for p in _CLASS_PART.findall(owner.rsplit(".", 1)[-1])}:
-            out.setdefault(f.commit, _Named(f, True, 0))  # its class or a kin of it (WorkerLoRAManager)
+        kin = {p.lower() for p in _CLASS_PART.findall(owner.rsplit(".", 1)[-1])}
+        if kin and kin <= parts:  # its class or a kin it extends (WorkerLoRAManager of LRUCache…)
+            out.setdefault(f.commit, _Named(f, True, 0))  # not a sibling (SGLangRollout of vLLMRollout)
     for f in h.subjects(word):
         out.setdefault(f.commit, _Named(f, False, 0))
     for n in out.values():

@@ -378,7 +378,11 @@ def test_a_fix_that_names_only_the_function_is_a_warning_with_a_version_and_noth
     _READ.cache_clear()
     _PACKAGES.cache_clear()
     try:
-        (f,) = _tri014(_log("return list(outputs)", "0.1.0"))
+        # the log prints the line that raised and the fix left it in the file: the fix changed the
+        # function, not this failure (issue #36, set 14's DeepSpeed logs): nothing
+        assert _tri014(_log("return list(outputs)", "0.1.0")) == []
+        # a log that does not print the line: the place only, a warning
+        (f,) = _tri014(_log("", "0.1.0"))
         assert f.severity == Severity.WARNING and "pip install 'trl==0.2.0'" in f.fix
         assert _tri014(_log("return list(outputs)")) == []
     finally:
@@ -1033,3 +1037,151 @@ def test_a_raise_the_fix_itself_brought_is_no_failure_it_fixed() -> None:
         "4.43.4, BLOOM inference with DeepSpeed is no longer supported.\n"
     )
     assert _tri014(text) == []
+
+
+# -- which of several fixes of a function is this run's (issue #36, set 14's DeepSpeed logs) --------
+
+NEWER = FIXED.replace("return [o for o in outputs]", "return [o for o in outputs if o is not None]")
+
+
+def test_a_line_a_fix_wrote_places_the_run_at_or_after_that_fix(
+    derive: ModuleType, tmp_path: Path, monkeypatch
+) -> None:
+    """A traceback that prints a line a fix added ran code with that fix: no fix of that release or
+    before is its fix (deepspeedai/DeepSpeed#7109 wrote the line set 14's 002 prints, and was named
+    as its fix); a later fix that removed the line is (#7254); and a run whose line no fix wrote
+    is read as before."""
+    r = tmp_path / "had"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    _commit(r, {"trl/trainer/grpo_trainer.py": BUGGY}, "Initial")
+    _git(r, "tag", "v0.1.0")
+    _commit(r, {"trl/trainer/grpo_trainer.py": FIXED}, "Fix TypeError in _generate (#20)")
+    _git(r, "tag", "v0.2.0")
+    _commit(r, {"trl/trainer/grpo_trainer.py": NEWER}, "Fix TypeError on empty outputs (#21)")
+    _git(r, "tag", "v0.3.0")
+    data = derive.derive(r / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01")
+    folder = tmp_path / "fixes"
+    derive.write(data, folder / "trl.json.gz")
+    monkeypatch.setattr(fix_history, "_dir", lambda: folder)
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+    try:
+        h = fix_history.fix_history("trl")
+        assert h is not None
+        fixes = {f.number: f for f in h.changed("trainer/grpo_trainer.py", "_generate")}
+        wrote = fixes["20"].added
+        assert fix_history.line_hash(FIXED.splitlines()[3].strip()) in wrote  # the line #20 wrote
+        assert not fixes["20"].removed & wrote
+        new_line = (
+            "outputs = self.llm.generate(prompts, sampling_params=self.sampling_params, use_tqdm=False)"
+        )
+        message = "TypeError: 'NoneType' object is not iterable"
+        # the run printed #20's line: it has 0.2.0, so #20 is not its fix; #21 (0.3.0) is the one left
+        (f,) = _tri014(_log(new_line, None, message))
+        assert f.evidence["number"] == "21" and "other fixes" not in f.message
+        assert "the run has trl 0.2.0 or later" in f.message
+        assert "pip install 'trl==0.3.0'" in f.fix and f.evidence["had"] == fixes["20"].commit
+        # the old line: no fix wrote it, both are candidates, the older first
+        (g,) = _tri014(_log(OLD_LINE, None, message))
+        assert g.evidence["number"] == "20" and "had" not in g.evidence
+        assert "pip install 'trl==0.3.0'" in g.fix  # the pin holds #21 too, named beside it
+    finally:
+        _READ.cache_clear()
+        _PACKAGES.cache_clear()
+
+
+def test_a_fix_quoting_another_failure_of_the_same_kind_is_not_this_ones() -> None:
+    """deepspeedai/DeepSpeed#7257 quotes ``IndexError: tuple index out of range`` raised in
+    ``gather_params``; set 14's 005 raises it in ``_mark_uc_metadata``, a frame #7257's traceback
+    never passes: another failure of the same message. A fix quoting another message of the
+    same exception class names another failure too."""
+    from envdoctor.knowledge.fix_history import Fix
+    from envdoctor.triage.fixhist import QUOTED, _elsewhere, _matches, _message_words
+    from envdoctor.triage.traceback import Frame, Traceback
+
+    def fix(exc: str, frames: tuple[tuple[str, str], ...]) -> Fix:
+        return Fix(
+            "deepspeed",
+            "module_inject/layers.py",
+            "LinearLayer.__init__",
+            "abc",
+            "2025-05-25",
+            "0.17.0",
+            "Fix AutoTP gathering replaced layer params when bias is not None (#7257)",
+            "7257",
+            frozenset(),
+            (exc,),
+            frames,
+        )
+
+    raising = Frame("deepspeed", "p", "module_inject/layers.py", "_mark_uc_metadata", 807, "x = w.shape[1]")
+    caller = Frame("deepspeed", "p", "module_inject/layers.py", "__init__", 739, "self._mark_uc_metadata()")
+    t = Traceback([caller, raising], "IndexError", "tuple index out of range")
+    stack = [raising, caller]
+    other = fix("IndexError: tuple index out of range", (("module_inject/layers.py", "gather_params"),))
+    assert _elsewhere(other, t, stack) and _matches(other, caller, t, _message_words(t), stack=stack) == ""
+    same = fix("IndexError: tuple index out of range", (("module_inject/layers.py", "_mark_uc_metadata"),))
+    assert not _elsewhere(same, t, stack)
+    assert _matches(same, raising, t, _message_words(t), stack=stack) == QUOTED
+    # frames tell nothing where the fix quotes two failures (verl-project/verl#4836), or where the
+    # log's exception was raised below the package, in another one (set 11's 28f/004, 28f/032)
+    two = fix("IndexError: tuple index out of range", (("module_inject/layers.py", "gather_params"),))
+    two = Fix(
+        *[getattr(two, k) for k in ("package", "module", "function", "commit", "date", "release")],
+        two.subject,
+        two.number,
+        two.removed,
+        (*two.quoted_exc, "AttributeError: x"),
+        two.quoted_frames,
+    )
+    assert not _elsewhere(two, t, stack)
+    torch = Frame("torch", "p", "nn/functional.py", "linear", 9, "return f(x)")
+    below = Traceback([caller, raising, torch], "IndexError", "tuple index out of range")
+    assert not _elsewhere(other, below, stack)
+    unpack = Traceback([raising], "ValueError", "not enough values to unpack (expected 2, got 1)")
+    assert _elsewhere(fix("ValueError: too many values to unpack (expected 2)", ()), unpack, [raising])
+    assert not _elsewhere(fix("TypeError: x is None", ()), unpack, [raising])  # another class: no say
+
+
+def test_set_14s_deepspeed_logs_name_the_settled_fix_or_nothing_against_the_pruned_history(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Set 14's logs14b/002 and 005 against the shipped DeepSpeed history less the set's threads
+    (results/EXCLUDE14.txt: #7254 and #8270, their settled fixes): no earlier fix of the same
+    function is named (#7109 wrote 002's line; #7257 quotes its message at another frame); with
+    the full history the settled fixes are errors."""
+    logs = DEV / "heldout-2026-11-29f" / "logs14b" / "logs"
+    full = {n: _tri014((logs / f"{n}.log").read_text()) for n in ("002", "005")}
+    assert "#7254" in full["002"][0].message and full["002"][0].severity == Severity.ERROR
+    assert "#8270" in full["005"][0].message and full["005"][0].severity == Severity.ERROR
+    data = json.loads(
+        gzip.decompress((ROOT / "rules" / "knowledge" / "fixes" / "deepspeed.json.gz").read_bytes())
+    )
+    left = {i for i, row in enumerate(data["fixes"]) if row[4] not in ("7254", "8270", "7908")}
+    keep = {i: n for n, i in enumerate(sorted(left))}
+    data["fixes"] = [data["fixes"][i] for i in sorted(left)]
+    data["functions"] = {
+        m: {q: [[keep[r[0]], *r[1:]] for r in rows if r[0] in keep] for q, rows in names.items()}
+        for m, names in data["functions"].items()
+    }
+    folder = tmp_path / "fixes"
+    folder.mkdir()
+    (folder / "deepspeed.json.gz").write_bytes(gzip.compress(json.dumps(data).encode()))
+    monkeypatch.setattr(fix_history, "_dir", lambda: folder)
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+    try:
+        assert _tri014((logs / "002.log").read_text()) == []
+        assert _tri014((logs / "005.log").read_text()) == []
+    finally:
+        _READ.cache_clear()
+        _PACKAGES.cache_clear()
+
+
+def test_a_fix_that_gave_a_sibling_class_the_attribute_is_not_named() -> None:
+    """``'vLLMRollout' object has no attribute 'execute_method'`` (set 8's 28d/logs2/017): verl's fix
+    gave ``SGLangRollout`` the method — a sibling class, not one the object's class extends
+    (``WorkerLoRAManager`` of ``LRUCacheWorkerLoRAManager`` is): no fix of it is named."""
+    text = (DEV / "heldout-2026-11-28d" / "logs2" / "017.log").read_text()
+    assert not any("SGLangRollout" in f.message for f in _tri014(text))
