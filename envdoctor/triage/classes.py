@@ -506,7 +506,8 @@ def _versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, 
         found = log.versions.get(dist)
         if found is None:
             continue
-        at = f" at {found.frames[0]}" if found.inferred and found.frames else ""
+        # the first frame that placed it, without its source line
+        at = f" at {found.frames[0].split(' (')[0]}" if found.inferred and found.frames else ""
         try:
             inside = SpecifierSet(spec).contains(found.version, prereleases=True)
             if not found.exact:  # a range the frames fit: inside only when both its ends are
