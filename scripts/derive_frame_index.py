@@ -38,6 +38,17 @@ Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool)
 
     python scripts/derive_frame_index.py --wheels DIR --package vllm --root vllm  # from wheels
 
+The shipped transformers and vLLM indexes (2026-11-29) are read from wheels, every release
+(transformers 4.40.0-5.24.0: ``pip download --no-deps --only-binary=:all: transformers==V -d
+WHEELS/transformers``; vLLM 0.7.0-0.33.0: the same with scripts/derive_raise_sites.py's platform
+flags, each wheel cut to its ``vllm/*.py`` files before the next is fetched), with ``FILES_OF``'s
+selection::
+
+    python scripts/derive_frame_index.py --wheels WHEELS/transformers --package transformers \
+        --root transformers --source huggingface/transformers
+    python scripts/derive_frame_index.py --wheels WHEELS/vllm --package vllm --root vllm \
+        --source vllm-project/vllm
+
 ``--wheels DIR``: the releases are the package's wheels in DIR (``DIST-VERSION-*.whl``, oldest
 first; fetched with ``pip download --no-deps --only-binary=:all:``, see
 scripts/derive_raise_sites.py), their ``.py`` files read with ``zipfile`` (``WheelReleases``; a
