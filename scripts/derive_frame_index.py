@@ -38,6 +38,17 @@ Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool)
 
     python scripts/derive_frame_index.py --wheels DIR --package vllm --root vllm  # from wheels
 
+The shipped transformers and vLLM indexes (2026-11-29) are read from wheels, every release
+(transformers 4.40.0-5.24.0: ``pip download --no-deps --only-binary=:all: transformers==V -d
+WHEELS/transformers``; vLLM 0.7.0-0.33.0: the same with scripts/derive_raise_sites.py's platform
+flags, each wheel cut to its ``vllm/*.py`` files before the next is fetched), with ``FILES_OF``'s
+selection::
+
+    python scripts/derive_frame_index.py --wheels WHEELS/transformers --package transformers \
+        --root transformers --source huggingface/transformers
+    python scripts/derive_frame_index.py --wheels WHEELS/vllm --package vllm --root vllm \
+        --source vllm-project/vllm
+
 ``--wheels DIR``: the releases are the package's wheels in DIR (``DIST-VERSION-*.whl``, oldest
 first; fetched with ``pip download --no-deps --only-binary=:all:``, see
 scripts/derive_raise_sites.py), their ``.py`` files read with ``zipfile`` (``WheelReleases``; a
@@ -65,7 +76,7 @@ from packaging.version import InvalidVersion, Version
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "rules" / "knowledge" / "frames"
 SCHEMA = "envdoctor.frames/1"
-BUDGET = 1_900_000  # 1.84 MB with accelerate, peft and deepspeed (2026-11-29)
+BUDGET = 2_700_000  # 2.60 MB with transformers and vllm (378 KB, 381 KB; 2026-11-29)
 SINCE = "2024-01-01"
 MAX_FILE = 2_000_000  # a larger .py file is passed over (generated tables)
 DIGITS = 1  # hex digits of a line's hash
@@ -114,6 +125,13 @@ FILES_OF: dict[str, tuple[str, ...]] = {
         "launcher/*",
         "checkpoint/*",
     ),
+    # the modules a trainer (TRL, Unsloth, verl) calls into and a training or generation step
+    # crosses: Trainer and its arguments, model and config loading with the auto classes,
+    # tokenization and processing, generate(), the integrations Trainer drives (DeepSpeed, PEFT,
+    # FSDP, attention kernels), the import and version checks; the model files of the families
+    # GRPO recipes train most (llama, qwen2, qwen3); other model files, modular_*, TF/Flax and
+    # continuous batching left out (2026-11-29: 613 KB with every qwen/gemma/mistral file and all
+    # of generation/ and integrations/)
     "transformers": (
         "__init__.py",
         "trainer*.py",
@@ -121,21 +139,74 @@ FILES_OF: dict[str, tuple[str, ...]] = {
         "modeling_utils.py",
         "configuration_utils.py",
         "tokenization_utils*.py",
+        "processing_utils.py",
         "hf_argparser.py",
         "dynamic_module_utils.py",
-        "generation/*",
-        "integrations/*",
+        "modeling_rope_utils.py",
+        "modeling_flash_attention_utils.py",
+        "cache_utils.py",
+        "data/data_collator.py",
+        "generation/utils.py",
+        "generation/configuration_utils.py",
+        "integrations/deepspeed.py",
+        "integrations/peft.py",
+        "integrations/accelerate.py",
+        "integrations/fsdp.py",
+        "integrations/integration_utils.py",
+        "integrations/sdpa_attention.py",
+        "integrations/flash_attention.py",
+        "integrations/bitsandbytes.py",
         "utils/import_utils.py",
         "utils/versions.py",
         "utils/deprecation.py",
         "utils/generic.py",
         "models/auto/*",
-        "models/llama/modeling_*.py",
-        "models/qwen2/modeling_*.py",
-        "models/qwen2_5_vl/*.py",
-        "models/qwen3/modeling_*.py",
-        "models/gemma*/modeling_*.py",
-        "models/mistral/modeling_*.py",
+        "models/llama/modeling_llama.py",
+        "models/qwen2/modeling_qwen2.py",
+        "models/qwen3/modeling_qwen3.py",
+    ),
+    # the engine's path from ``LLM(...)`` / ``vllm serve`` / TRL's ``vllm-serve`` down to the worker
+    # that runs the model and takes TRL's weight sync: entrypoints, engines (V0 and V1),
+    # executors, workers, the communicators, the sleep-mode allocator, config and argument
+    # parsing, the model registry and loader, LoRA's manager; model files, kernels (LoRA's
+    # too), speculative decoding and compilation configs left out (2026-11-29: 451 KB with them)
+    "vllm": (
+        "__init__.py",
+        "utils.py",
+        "utils/__init__.py",
+        "config.py",
+        "config/__init__.py",
+        "config/model.py",
+        "config/vllm.py",
+        "config/parallel.py",
+        "config/cache.py",
+        "config/load.py",
+        "config/lora.py",
+        "sampling_params.py",
+        "entrypoints/llm.py",
+        "entrypoints/utils.py",
+        "entrypoints/openai/api_server.py",
+        "engine/*",
+        "v1/engine/*",
+        "executor/*",
+        "v1/executor/*",
+        "worker/worker.py",
+        "worker/worker_base.py",
+        "v1/worker/gpu_worker.py",
+        "v1/worker/worker_base.py",
+        "distributed/parallel_state.py",
+        "distributed/utils.py",
+        "distributed/device_communicators/pynccl*.py",
+        "device_allocator/*",
+        "transformers_utils/config.py",
+        "transformers_utils/tokenizer.py",
+        "model_executor/models/registry.py",
+        "model_executor/model_loader/*",
+        "lora/models.py",
+        "lora/model_manager.py",
+        "lora/worker_manager.py",
+        "lora/request.py",
+        "lora/utils.py",
     ),
 }
 #: a later start for the date-versioned packages, which release every few days (the budget):

@@ -501,24 +501,36 @@ def _versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, 
 
     shown: list[str] = []
     outside: list[str] = []
+    across: list[str] = []
     for dist, spec in packages.items():
         found = log.versions.get(dist)
         if found is None:
             continue
+        # the first frame that placed it, without its source line
+        at = f" at {found.frames[0].split(' (')[0]}" if found.inferred and found.frames else ""
         try:
             inside = SpecifierSet(spec).contains(found.version, prereleases=True)
             if not found.exact:  # a range the frames fit: inside only when both its ends are
                 low = SpecifierSet(spec).contains(found.low or found.version, prereleases=True)
                 if not (inside and low and not found.newest):
-                    continue  # a range partly outside or open: no verdict from it
+                    # a range partly outside or open: no verdict from it (wholly outside: a
+                    # checkout between releases fits the later one's lines, no ruling out either)
+                    across.append(f"{dist} {found.range_text()}{at} ({spec})")
+                    continue
         except (InvalidSpecifier, ValueError):
             continue
-        inferred = " inferred from the traceback's frames" if found.inferred else ""
+        inferred = f" inferred from the traceback's frames{at}" if found.inferred else ""
         (shown if inside else outside).append(f"{dist} {found.range_text()}{inferred} ({spec})")
     if outside:
         return False, "the log's versions do not match: " + ", ".join(outside)
     if shown:
         return True, "the log's versions match: " + ", ".join(shown)
+    if across:
+        return None, (
+            "the traceback's frames place "
+            + ", ".join(across)
+            + ", not wholly inside the entry's range: `pip show` tells which release the run had"
+        )
     return None, "the log shows no versions of " + ", ".join(f"{d} {s}" for d, s in packages.items())
 
 

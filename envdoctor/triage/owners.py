@@ -19,6 +19,11 @@ from envdoctor.knowledge.frame_index import frame_index, packages
 _COMMON = frozenset(
     {"__init__", "__call__", "forward", "generate", "step", "run", "main", "train", "update", "load", "save"}
 )
+#: indexes read for a frame of their own package only, never to find a name's owner among all the
+#: packages: the two largest (transformers, vLLM: 380 KB each, a fifth of a second to load), whose
+#: functions the symbol histories name (rules/knowledge/symbols/); a traceback with a frame in one
+#: of them still asks it first (``owner``'s ``first``)
+FRAMES_ONLY = frozenset({"transformers", "vllm"})
 _NAME = re.compile(r"^[A-Za-z_]\w{0,100}(?:\.[A-Za-z_]\w{0,100}){0,4}$")
 
 
@@ -44,6 +49,7 @@ def owner(func: str, first: Iterable[str | None] = ()) -> tuple[str, list[str]] 
     first (the traceback's own); None when no package does, or more than one does."""
     if _parts(func) is None:
         return None
-    order = list(dict.fromkeys([p for p in first if p in packages()] + list(packages())))
+    everyone = [p for p in packages() if p not in FRAMES_ONLY]
+    order = list(dict.fromkeys([p for p in first if p in packages()] + everyone))
     hits = [(p, found) for p in order if (found := modules(p, func))]
     return hits[0] if len(hits) == 1 else None
