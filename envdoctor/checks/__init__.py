@@ -8,6 +8,7 @@ from envdoctor.checks import (
     declared_newest,
     deepspeed_ref,
     gpus,
+    import_shadow,
     known_failures,
     layout,
     layout_launchers,
@@ -23,6 +24,7 @@ from envdoctor.checks import (
 
 ALL_MODULES = (
     packages,
+    import_shadow,
     config,
     deepspeed_ref,
     gpus,
