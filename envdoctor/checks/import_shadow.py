@@ -82,7 +82,7 @@ def _fix(s: Shadow) -> str:
 
 
 @rule("PKG011")
-def package_shadowed(ctx: Context) -> Iterator[Hit]:
+def package_shadowed_by_repository(ctx: Context) -> Iterator[Hit]:
     names: dict[str, Any] = ctx.kb.import_shadow.get("names") or {}
     always = set(ctx.kb.import_shadow.get("always_imported") or [])
     done: set[str] = set()
@@ -120,7 +120,7 @@ def package_shadowed(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("PKG012")
-def absent_package_taken(ctx: Context) -> Iterator[Hit]:
+def absent_package_taken_for_installed(ctx: Context) -> Iterator[Hit]:
     names: dict[str, Any] = ctx.kb.import_shadow.get("names") or {}
     probed: dict[str, Any] = ctx.kb.import_shadow.get("probed") or {}
     trl = ctx.version("trl")

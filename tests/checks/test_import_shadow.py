@@ -15,14 +15,22 @@ from envdoctor.plan.import_path import path_entries, shadows
 from envdoctor.plan.interface import Launch
 from tests.conftest import findings, snapshot
 
-STACK = {"trl": "1.16.0", "transformers": "5.24.0", "torch": "2.10.0", "accelerate": "1.12.0", "datasets": "4.0.0"}
+STACK = {
+    "trl": "1.16.0",
+    "transformers": "5.24.0",
+    "torch": "2.10.0",
+    "accelerate": "1.12.0",
+    "datasets": "4.0.0",
+}
 INSERT = (
     "import sys\nfrom pathlib import Path\nROOT = Path(__file__).resolve().parent.parent\n"
     "sys.path.insert(0, str(ROOT / 'src'))\nfrom trl import GRPOTrainer\n"
 )
 
 
-def _run(tmp: Path, files: dict[str, str], launch: str, packages: dict | None = None, env: dict | None = None):
+def _run(
+    tmp: Path, files: dict[str, str], launch: str, packages: dict | None = None, env: dict | None = None
+):
     for name, text in files.items():
         (tmp / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp / name).write_text(text)
@@ -53,7 +61,9 @@ def test_a_regular_datasets_package_in_the_script_folder_shadows_the_installed_o
 
 
 def test_a_module_file_in_the_working_directory_shadows_trl_under_python_m(tmp_path):
-    (f,) = _run(tmp_path, {"trl.py": "", "pkg/train.py": "import trl\n", "pkg/__init__.py": ""}, "python -m pkg.train")
+    (f,) = _run(
+        tmp_path, {"trl.py": "", "pkg/train.py": "import trl\n", "pkg/__init__.py": ""}, "python -m pkg.train"
+    )
     assert f.rule == "PKG011" and f.evidence["path"] == "trl.py" and f.evidence["entry"] == "."
 
 
@@ -78,7 +88,11 @@ def test_a_namespace_folder_beside_the_installed_package_is_quiet(tmp_path):
 
 
 def test_a_folder_elsewhere_not_on_the_path_is_quiet(tmp_path):
-    files = {"scripts/train.py": "import trl\n", "tools/vllm/__init__.py": "", "other/datasets/__init__.py": ""}
+    files = {
+        "scripts/train.py": "import trl\n",
+        "tools/vllm/__init__.py": "",
+        "other/datasets/__init__.py": "",
+    }
     assert _run(tmp_path, files, "python scripts/train.py") == []
 
 
@@ -90,7 +104,9 @@ def test_an_appended_folder_loses_to_the_installed_package(tmp_path):
 def test_path_entries_follow_python_order(tmp_path):
     (tmp_path / "scripts").mkdir()
     text = "import sys\nsys.path.insert(0, 'src')\nsys.path.insert(0, 'src/gemma')\nsys.path.append('late')\n"
-    launch = Launch(raw="python scripts/t.py", launcher="python", script="scripts/t.py", env={"PYTHONPATH": "lib"})
+    launch = Launch(
+        raw="python scripts/t.py", launcher="python", script="scripts/t.py", env={"PYTHONPATH": "lib"}
+    )
     got = [(e.shown, e.before_site) for e in path_entries(launch, {}, str(tmp_path), text)]
     assert got == [("src/gemma", True), ("src", True), ("scripts", True), ("lib", True), ("late", False)]
 
