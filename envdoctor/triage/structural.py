@@ -141,6 +141,10 @@ def _inferred(log: Log, dists: Sequence[str]) -> list[str]:
 def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] = ()) -> Draft | None:
     """API drift at a package boundary (module docstring, 2): the one answer of TRI009, for the
     signatures of drift (an import, an attribute, a call) and for any failing line alike."""
+    for t in (tb, *reversed(tb.chain)):  # a folder of the user's code in the package's place
+        shadow = structclass.shadowed_by_folder(t, ms[0], log)
+        if shadow is not None:
+            return shadow
     have = _versions(log)
     if tb.name == "TypeError":
         from envdoctor.triage import (
@@ -638,7 +642,8 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     inner = structclass.lazy_inner(tb, m, log)  # a lazy import's re-raise: what it wraps first
     for t in ((inner,) if inner is not None else ()) + (tb, *reversed(tb.chain)):
         found = (
-            raised_entry(t, m, log)
+            structclass.shadowed_by_folder(t, m, log)
+            or raised_entry(t, m, log)
             or structclass.python_older(t, m, log)
             or structclass.source_tree(t, m, log)
             or usercode.grouped_reshape(t, m, log)
