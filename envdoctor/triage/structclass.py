@@ -605,12 +605,12 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
     if path == "unknown location":
         where = f"a folder named {top} without __init__.py (a namespace package; Python shows no file for it)"
     elif path:
-        where = path
+        where = f"{path} (not the installed package's file)"
     else:
         found = _folder_frame(top, t, m, log)
         if found is None:
             return None
-        where = found
+        where = f"a folder named {top} of the user's code ({found} in the traceback)"
     text = (
         f"`{top}` resolved to the user's own code, not the installed {names[top]}: {where} lies on "
         f"sys.path before site-packages (the script's folder, the working directory, PYTHONPATH or a "

@@ -1051,3 +1051,22 @@ def _catalogue_first(m: Match, found: Draft, log: Log) -> bool:
             if not source or _versions_verdict(entry.packages, log)[0]:
                 return True
     return False
+
+
+def later_shadow(by_sig: dict[str, list[Match]], first: Match, log: Log) -> Draft | None:
+    """TRI036 from a later exception of the log where the first names no cause: a folder of the
+    user's code in a package's place fails each import differently (a circular import first, the
+    package's own name next: OpenRLHF's datasets/ as Ray's working_dir), and the later line shows
+    the folder."""
+    seen: set[int] = set()
+    for ms in by_sig.values():
+        for m in ms[:20]:
+            if m.line_no <= first.line_no or m.line_no in seen:
+                continue
+            seen.add(m.line_no)
+            tb = failure(m.context, m.text, m.line_no)
+            for t in (tb, *reversed(tb.chain)) if tb is not None else ():
+                found = structclass.shadowed_by_folder(t, m, log)
+                if found is not None:
+                    return found
+    return None

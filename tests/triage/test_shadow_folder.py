@@ -31,3 +31,41 @@ def test_the_installed_package_lacking_the_name_is_not_tri036(tmp_path):
 
 def test_an_editable_install_in_the_log_is_quiet(tmp_path):
     assert "TRI036" not in _rules(tmp_path, EDITABLE)
+
+
+NOT_A_VERSION = """Traceback (most recent call last):
+  File "/root/proj/scripts/train_grpo.py", line 40, in <module>
+    from trl import GRPOConfig, GRPOTrainer
+  File "/root/.venv/lib/python3.13/site-packages/trl/generation/__init__.py", line 22, in <module>
+    if is_vllm_available():
+  File "/root/.venv/lib/python3.13/site-packages/trl/import_utils.py", line 106, in is_vllm_available
+    _vllm_base_version = Version(Version(_vllm_version).base_version)
+  File "/root/.venv/lib/python3.13/site-packages/packaging/version.py", line 202, in __init__
+    raise InvalidVersion(f"Invalid version: {version!r}")
+packaging.version.InvalidVersion: Invalid version: 'N/A'
+"""
+
+
+def test_trls_availability_check_reading_na_is_tri036(tmp_path):
+    """Set 14's thread (Maanav-s/small-model-finetuning cafccfb): src/vllm/ taken for vLLM."""
+    assert _rules(tmp_path, NOT_A_VERSION).get("TRI036") == "error"
+
+
+def test_a_later_exception_showing_the_folder_names_it(tmp_path):
+    """OpenRLHF#796 (dev log heldout-2026-11-28g/logs2/006): the circular import first, then
+    `cannot import name 'interleave_datasets' from 'datasets'` with a frame in its datasets/."""
+    text = (
+        'datasets/process_reward_dataset.py", line 8, in <module>\n'
+        "    from openrlhf.utils.utils import convert_token_to_id\n"
+        "ImportError: cannot import name 'convert_token_to_id' from partially initialized module "
+        "'openrlhf.utils.utils' (most likely due to a circular import) (OpenRLHF/openrlhf/utils/utils.py)\n"
+        'OpenRLHF/openrlhf/utils/utils.py", line 3, in <module>\n'
+        "    from datasets import interleave_datasets, load_dataset, load_from_disk\n"
+        "ImportError: cannot import name 'interleave_datasets' from 'datasets'\n"
+    )
+    assert _rules(tmp_path, text).get("TRI036") == "error"
+
+
+def test_an_unknown_location_import_is_a_namespace_folder(tmp_path):
+    text = SHADOW.replace("(/home/u/proj/datasets/__init__.py)", "(unknown location)")
+    assert _rules(tmp_path, text).get("TRI036") == "error"
