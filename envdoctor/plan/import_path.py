@@ -108,10 +108,23 @@ def _script_paths(
             return [], []
     if "sys.path" not in text:
         return [], []
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return [], []
+    # not the whole file: its one-line statements that name sys.path, and the module-level
+    # assignments of a name from __file__ or a literal path they may use (a few tiny parses)
+    body: list[ast.stmt] = []
+    for no, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        top = line[:1] not in (" ", "\t")
+        if "sys.path." in stripped or (
+            top and "=" in stripped and ("__file__" in stripped or "Path(" in stripped)
+        ):
+            try:
+                parsed = ast.parse(stripped)
+            except (SyntaxError, ValueError):
+                continue
+            for stmt in parsed.body:
+                ast.increment_lineno(stmt, no - 1)
+                body.append(stmt)
+    tree = ast.Module(body=body, type_ignores=[])
     inserted: list[PathEntry] = []
     appended: list[PathEntry] = []
     names: dict[str, ast.AST] = {}  # module-level NAME = <path expression>, read in order
