@@ -120,3 +120,23 @@ def test_the_check_stays_fast(tmp_path, n):
     for _ in range(20):
         shadows(path_entries(launch, {}, str(tmp_path), ""), {"vllm": "vllm", "trl": "trl"})
     assert (time.perf_counter() - start) / 20 < 0.01
+
+
+def test_set_14_dev_setup_be9af51(tmp_path):
+    """docs/validation/heldout-2026-11-29f/setups14a/…be9af51…: as published, vLLM not installed."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[2] / "docs" / "validation" / "heldout-2026-11-29f" / "setups14a"
+    (src,) = (root / "setups").glob("thread-small-model-finetuning-be9af51*")
+    shutil.copytree(src / "src", tmp_path / "src")
+    shutil.copytree(src / "scripts", tmp_path / "scripts")
+    pkgs = {
+        "trl": "1.5.1",
+        "torch": "2.11.0",
+        "transformers": "5.10.2",
+        "accelerate": "1.13.0",
+        "peft": "0.19.1",
+    }
+    launch = "uv run python scripts/train_grpo.py --data data/grpo/train.jsonl --max-steps 2"
+    (f,) = _run(tmp_path, {}, launch, pkgs)
+    assert f.rule == "PKG012" and f.severity.value == "error" and f.evidence["path"] == "src/vllm"
