@@ -549,6 +549,25 @@ def _folder_frame(top: str, t: Traceback, m: Match, log: Log) -> str | None:
     return None
 
 
+def _install_dir(shadow: str, top: str, t: Traceback) -> bool:
+    """The folder holding ``shadow`` also holds another distribution's package that the frames
+    show (``/home/work/.local/swift/…`` beside ``/home/work/.local/trl/``): a folder packages are
+    installed into (pip --target), not the user's code."""
+    p = shadow.replace("\\", "/")
+    cut = p.rfind(f"/{top}/") if f"/{top}/" in p else p.rfind(f"/{top}.py")
+    root = p[:cut] if cut > 0 else ""
+    if not root:
+        return False
+    for x in t.all():
+        for f in x.frames:
+            fp = f.path.replace("\\", "/")
+            if f.package and f.module_path and fp.endswith("/" + f.module_path):
+                folder = fp[: -len(f.module_path) - 1]
+                if folder.rsplit("/", 1)[0] == root:
+                    return True
+    return False
+
+
 def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
     """TRI036: a folder (or module) of the user's code named like a package of the stack took
     its place on sys.path: an import of the package fails on a name the folder lacks, or an
@@ -594,6 +613,8 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
     path = (g.groupdict().get("path") or "").strip()
     if path and path != "unknown location" and not _outside(path):
         return None  # the installed package lacks the name: API drift, not this
+    if source_tree(t, m, log) is not None:
+        return None  # a compiled package's own checkout: TRI024
     own = [
         f
         for x in t.all()
@@ -602,13 +623,15 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
     ]
     if own:
         return None
+    if path and path != "unknown location" and _install_dir(path, top, t):
+        return None
     if path == "unknown location":
         where = f"a folder named {top} without __init__.py (a namespace package; Python shows no file for it)"
     elif path:
         where = f"{path} (not the installed package's file)"
     else:
         found = _folder_frame(top, t, m, log)
-        if found is None:
+        if found is None or _install_dir(found, top, t):
             return None
         where = f"a folder named {top} of the user's code ({found} in the traceback)"
     text = (
