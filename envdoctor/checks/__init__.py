@@ -9,6 +9,7 @@ from envdoctor.checks import (
     declared_newest,
     deepspeed_ref,
     gpus,
+    import_shadow,
     known_failures,
     layout,
     layout_launchers,
@@ -24,6 +25,7 @@ from envdoctor.checks import (
 
 ALL_MODULES = (
     packages,
+    import_shadow,
     config,
     config_values,
     deepspeed_ref,

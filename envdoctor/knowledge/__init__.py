@@ -38,6 +38,7 @@ class Knowledge:
         "trl_accelerate_configs": "trl_accelerate_configs.yaml",
         "trl_example_scripts": "trl_example_scripts.yaml",
         "import_names": "import_names.yaml",
+        "import_shadow": "import_shadow.yaml",
         "vllm_api": "vllm_api.yaml",
         "wrappers": "wrappers.yaml",
     }

@@ -749,6 +749,10 @@ def diagnose(
                 found = diagnose_failure(again, log)
                 if found is not None:
                     break
+        if found is None and first is not None:
+            from envdoctor.triage.structural import later_shadow
+
+            found = later_shadow(by_sig, first, log)  # a folder in a package's place, shown later
         if found is None and (first is not None or head):
             found = head_symptoms(head, log)  # a symptom on a line no anchor finds
         if found is None and head:

@@ -504,3 +504,146 @@ def source_tree(t: Traceback, m: Match, log: Log) -> Draft | None:
         located_by="frames outside site-packages",
     )
     return at_severity(d, Severity.ERROR)
+
+
+# -- 4. a package of the stack shadowed by a folder of the user's code ---------------------------
+
+_CANNOT_IMPORT = re.compile(
+    r"cannot import name '(?P<name>\w{1,200})' from (?:partially initialized module )?'(?P<module>\w{1,100})'"
+    r"(?: \(most likely due to a circular import\))?(?: \((?P<path>[^)]{1,500})\))?"
+)
+_NO_ATTRIBUTE = re.compile(
+    r"(?:partially initialized )?module '(?P<module>\w{1,100})' has no attribute '(?P<name>\w{1,200})'"
+)
+_NOT_A_VERSION = re.compile(r"Invalid version: '?N/A'?")
+_AVAILABLE = re.compile(r"is_(?P<name>\w{1,60})_available")
+_PROBED = re.compile(r"_is_package_available\(\s*['\"](?P<name>\w{1,60})['\"]")
+_EDITABLE = re.compile(rb"pip install (?:-e|--editable)\b|Obtaining file:|setup\.py develop|__editable__")
+
+
+def _stack_names() -> dict[str, str]:
+    from envdoctor.knowledge import knowledge
+
+    names = knowledge().import_shadow.get("names") or {}
+    return {str(k): str(v) for k, v in names.items()}
+
+
+def _folder_frame(top: str, t: Traceback, m: Match, log: Log) -> str | None:
+    """A path of the log's frames outside site-packages through a folder named ``top`` (or a
+    module ``top.py``): the folder that shadows the package, as the log shows it."""
+    for x in t.all():
+        for f in x.frames:
+            p = f.path.replace("\\", "/")
+            if (
+                p
+                and not any(s in p for s in _INSTALLED)
+                and (f"/{top}/" in f"/{p}" or p.endswith(f"/{top}.py"))
+            ):
+                return p
+    for line in (*m.context, m.text):
+        if any(s in line for s in _INSTALLED):
+            continue
+        g = re.search(rf"(?:^|[\s\"'/])({re.escape(top)}/[\w./-]{{1,300}}\.py)\"?, line \d+", line)
+        if g:
+            return g.group(1)
+    return None
+
+
+def _install_dir(shadow: str, top: str, t: Traceback) -> bool:
+    """The folder holding ``shadow`` also holds another distribution's package that the frames
+    show (``/home/work/.local/swift/…`` beside ``/home/work/.local/trl/``): a folder packages are
+    installed into (pip --target), not the user's code."""
+    p = shadow.replace("\\", "/")
+    cut = p.rfind(f"/{top}/") if f"/{top}/" in p else p.rfind(f"/{top}.py")
+    root = p[:cut] if cut > 0 else ""
+    if not root:
+        return False
+    for x in t.all():
+        for f in x.frames:
+            fp = f.path.replace("\\", "/")
+            if f.package and f.module_path and fp.endswith("/" + f.module_path):
+                folder = fp[: -len(f.module_path) - 1]
+                if folder.rsplit("/", 1)[0] == root:
+                    return True
+    return False
+
+
+def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI036: a folder (or module) of the user's code named like a package of the stack took
+    its place on sys.path: an import of the package fails on a name the folder lacks, or an
+    availability check takes the folder for a package not installed and reads 'N/A' as its
+    version. Quiet where the log shows an editable install (the package's own checkout)."""
+    if warning_line(m) or _EDITABLE.search(log.head or b""):
+        return None
+    names = _stack_names()
+    msg = t.message.strip()
+    if _NOT_A_VERSION.search(msg) or (t.name == "InvalidVersion" and "N/A" in msg):
+        top = ""
+        for x in t.all():
+            for f in reversed(x.frames):
+                g = _PROBED.search(f.code or "") or _AVAILABLE.search(f.function or "")
+                if g and g.group("name") in names:
+                    top = g.group("name")
+                    break
+            if top:
+                break
+        if not top:
+            return None
+        text = (
+            f"an availability check (is_{top}_available) found a folder or module named {top} on sys.path "
+            f"while no {names[top]} distribution is installed, imported it and read its version as 'N/A': "
+            f"a folder of the repository or the working directory (often one without __init__.py) is "
+            f"taken for {top}"
+        )
+        fix = (
+            f"rename the folder or module named {top} of your code (and its imports), or take its folder "
+            f"off sys.path / PYTHONPATH (the script's folder, a sys.path.insert, the working directory for "
+            f"python -m); or install {names[top]}"
+        )
+        return at_severity(
+            finding("TRI036", [m], log, text, fix, package=top, located_by="availability check"),
+            Severity.ERROR,
+        )
+    if t.name not in ("ImportError", "AttributeError"):
+        return None
+    g = _CANNOT_IMPORT.search(msg) if t.name == "ImportError" else _NO_ATTRIBUTE.search(msg)
+    if g is None or g.group("module") not in names:
+        return None
+    top, name = g.group("module"), g.group("name")
+    path = (g.groupdict().get("path") or "").strip()
+    if path and path != "unknown location" and not _outside(path):
+        return None  # the installed package lacks the name: API drift, not this
+    if source_tree(t, m, log) is not None:
+        return None  # a compiled package's own checkout: TRI024
+    own = [
+        f
+        for x in t.all()
+        for f in x.frames
+        if f.package == names[top] and any(s in f.path for s in _INSTALLED)
+    ]
+    if own:
+        return None
+    if path and path != "unknown location" and _install_dir(path, top, t):
+        return None
+    if path == "unknown location":
+        where = f"a folder named {top} without __init__.py (a namespace package; Python shows no file for it)"
+    elif path:
+        where = f"{path} (not the installed package's file)"
+    else:
+        found = _folder_frame(top, t, m, log)
+        if found is None or _install_dir(found, top, t):
+            return None
+        where = f"a folder named {top} of the user's code ({found} in the traceback)"
+    text = (
+        f"`{top}` resolved to the user's own code, not the installed {names[top]}: {where} lies on "
+        f"sys.path before site-packages (the script's folder, the working directory, PYTHONPATH or a "
+        f"runtime's working_dir), so the import of {name} from {top} fails"
+    )
+    fix = (
+        f"rename the folder or module named {top} of your code (and its imports), or run from a "
+        f"directory that does not hold it (take it off PYTHONPATH / sys.path / the job's working_dir)"
+    )
+    return at_severity(
+        finding("TRI036", [m], log, text, fix, package=top, shadow=where, located_by="shadowing folder"),
+        Severity.ERROR,
+    )

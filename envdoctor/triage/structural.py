@@ -141,6 +141,10 @@ def _inferred(log: Log, dists: Sequence[str]) -> list[str]:
 def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] = ()) -> Draft | None:
     """API drift at a package boundary (module docstring, 2): the one answer of TRI009, for the
     signatures of drift (an import, an attribute, a call) and for any failing line alike."""
+    for t in (tb, *reversed(tb.chain)):  # a folder of the user's code in the package's place
+        shadow = structclass.shadowed_by_folder(t, ms[0], log)
+        if shadow is not None:
+            return shadow
     have = _versions(log)
     if tb.name == "TypeError":
         from envdoctor.triage import (
@@ -638,7 +642,8 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     inner = structclass.lazy_inner(tb, m, log)  # a lazy import's re-raise: what it wraps first
     for t in ((inner,) if inner is not None else ()) + (tb, *reversed(tb.chain)):
         found = (
-            raised_entry(t, m, log)
+            structclass.shadowed_by_folder(t, m, log)
+            or raised_entry(t, m, log)
             or structclass.python_older(t, m, log)
             or structclass.source_tree(t, m, log)
             or usercode.grouped_reshape(t, m, log)
@@ -1046,3 +1051,22 @@ def _catalogue_first(m: Match, found: Draft, log: Log) -> bool:
             if not source or _versions_verdict(entry.packages, log)[0]:
                 return True
     return False
+
+
+def later_shadow(by_sig: dict[str, list[Match]], first: Match, log: Log) -> Draft | None:
+    """TRI036 from a later exception of the log where the first names no cause: a folder of the
+    user's code in a package's place fails each import differently (a circular import first, the
+    package's own name next: OpenRLHF's datasets/ as Ray's working_dir), and the later line shows
+    the folder."""
+    seen: set[int] = set()
+    for ms in by_sig.values():
+        for m in ms[:20]:
+            if m.line_no <= first.line_no or m.line_no in seen:
+                continue
+            seen.add(m.line_no)
+            tb = failure(m.context, m.text, m.line_no)
+            for t in (tb, *reversed(tb.chain)) if tb is not None else ():
+                found = structclass.shadowed_by_folder(t, m, log)
+                if found is not None:
+                    return found
+    return None

@@ -77,7 +77,8 @@ _COLAB_FRAME = re.compile(r"^\[(?P<path>/[^\]\s]{1,1000}\.py)\]\([^)]{0,300}\) i
 _IPY_OLD_FRAME = re.compile(r"^(?P<path>[~/][^\s]{0,1000}\.py) in (?P<func>[\w.<>]{1,200})(?:\(|$)")
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_][\w]{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception|Interrupt|Exit|Warning)"
-    r"|NotImplementedError|StopIteration|KeyError|AssertionError|Exception)"
+    r"|NotImplementedError|StopIteration|KeyError|AssertionError|Exception"
+    r"|(?:[A-Za-z_]\w{0,100}\.){0,8}InvalidVersion)"  # packaging's, not named ...Error
     r"(?::(?: (?P<message>.{0,2000}))?)?$"
 )
 #: an exception named inside a line of prose or markup (the failing line only): "I get `TypeError:

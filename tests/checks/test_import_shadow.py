@@ -1,0 +1,142 @@
+"""PKG011, PKG012: a folder or module of the repository on the run's import path named like a
+package of the stack (set 14's Maanav-s/small-model-finetuning be9af51: scripts/train_grpo.py puts
+src/ first on sys.path, src/vllm/ holds no __init__.py and vLLM is not installed: TRL 1.5.1's
+is_vllm_available() took the folder for vLLM and raised InvalidVersion: 'N/A')."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from envdoctor.plan.import_path import path_entries, shadows
+from envdoctor.plan.interface import Launch
+from tests.conftest import findings, snapshot
+
+STACK = {
+    "trl": "1.16.0",
+    "transformers": "5.24.0",
+    "torch": "2.10.0",
+    "accelerate": "1.12.0",
+    "datasets": "4.0.0",
+}
+INSERT = (
+    "import sys\nfrom pathlib import Path\nROOT = Path(__file__).resolve().parent.parent\n"
+    "sys.path.insert(0, str(ROOT / 'src'))\nfrom trl import GRPOTrainer\n"
+)
+
+
+def _run(
+    tmp: Path, files: dict[str, str], launch: str, packages: dict | None = None, env: dict | None = None
+):
+    for name, text in files.items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_text(text)
+    here = os.getcwd()
+    os.chdir(tmp)
+    try:
+        snap = snapshot(1, packages=packages if packages is not None else dict(STACK), env=env)
+        return [f for f in findings(snap, config={}, launch=launch) if f.rule in ("PKG011", "PKG012")]
+    finally:
+        os.chdir(here)
+
+
+def test_a_namespace_vllm_folder_the_script_puts_first_with_vllm_absent_is_pkg012(tmp_path):
+    got = _run(
+        tmp_path,
+        {"scripts/train_grpo.py": INSERT, "src/vllm/openai_agent.py": "x = 1\n"},
+        "uv run python scripts/train_grpo.py --data d.jsonl",
+    )
+    (f,) = got
+    assert f.rule == "PKG012" and f.severity.value == "error"
+    assert f.evidence["path"] == os.path.join("src", "vllm") and "InvalidVersion: 'N/A'" in f.message
+    assert "sys.path.insert" in f.message and "src/vllm_local" in f.fix
+
+
+def test_a_regular_datasets_package_in_the_script_folder_shadows_the_installed_one(tmp_path):
+    (f,) = _run(tmp_path, {"train.py": "import trl\n", "datasets/__init__.py": ""}, "python train.py")
+    assert f.rule == "PKG011" and f.severity.value == "error" and f.evidence["package"] == "datasets"
+
+
+def test_a_module_file_in_the_working_directory_shadows_trl_under_python_m(tmp_path):
+    (f,) = _run(
+        tmp_path, {"trl.py": "", "pkg/train.py": "import trl\n", "pkg/__init__.py": ""}, "python -m pkg.train"
+    )
+    assert f.rule == "PKG011" and f.evidence["path"] == "trl.py" and f.evidence["entry"] == "."
+
+
+def test_a_pythonpath_folder_is_read(tmp_path):
+    (f,) = _run(
+        tmp_path,
+        {"train.py": "", "lib/transformers/__init__.py": ""},
+        "PYTHONPATH=lib torchrun --nproc_per_node 1 train.py",
+    )
+    assert f.rule == "PKG011" and f.evidence["package"] == "transformers"
+
+
+def test_the_packages_own_editable_checkout_is_quiet(tmp_path):
+    pkgs = dict(STACK, trl={"version": "1.16.0", "origin": f"file://{tmp_path}"})
+    assert _run(tmp_path, {"train.py": "import trl\n", "trl/__init__.py": ""}, "python train.py", pkgs) == []
+
+
+def test_a_namespace_folder_beside_the_installed_package_is_quiet(tmp_path):
+    pkgs = dict(STACK, vllm="0.26.0")
+    files = {"scripts/train_grpo.py": INSERT, "src/vllm/openai_agent.py": "", "src/datasets/x.py": ""}
+    assert _run(tmp_path, files, "python scripts/train_grpo.py", pkgs) == []
+
+
+def test_a_folder_elsewhere_not_on_the_path_is_quiet(tmp_path):
+    files = {
+        "scripts/train.py": "import trl\n",
+        "tools/vllm/__init__.py": "",
+        "other/datasets/__init__.py": "",
+    }
+    assert _run(tmp_path, files, "python scripts/train.py") == []
+
+
+def test_an_appended_folder_loses_to_the_installed_package(tmp_path):
+    text = "import sys, os\nsys.path.append(os.path.join(os.path.dirname(__file__), 'lib'))\n"
+    assert _run(tmp_path, {"train.py": text, "lib/datasets/__init__.py": ""}, "python train.py") == []
+
+
+def test_path_entries_follow_python_order(tmp_path):
+    (tmp_path / "scripts").mkdir()
+    text = "import sys\nsys.path.insert(0, 'src')\nsys.path.insert(0, 'src/gemma')\nsys.path.append('late')\n"
+    launch = Launch(
+        raw="python scripts/t.py", launcher="python", script="scripts/t.py", env={"PYTHONPATH": "lib"}
+    )
+    got = [(e.shown, e.before_site) for e in path_entries(launch, {}, str(tmp_path), text)]
+    assert got == [("src/gemma", True), ("src", True), ("scripts", True), ("lib", True), ("late", False)]
+
+
+@pytest.mark.parametrize("n", [1])
+def test_the_check_stays_fast(tmp_path, n):
+    for i in range(300):
+        (tmp_path / f"f{i}.py").write_text("")
+    launch = Launch(raw="python t.py", launcher="python", script="t.py")
+    start = time.perf_counter()
+    for _ in range(20):
+        shadows(path_entries(launch, {}, str(tmp_path), ""), {"vllm": "vllm", "trl": "trl"})
+    assert (time.perf_counter() - start) / 20 < 0.01
+
+
+def test_set_14_dev_setup_be9af51(tmp_path):
+    """docs/validation/heldout-2026-11-29f/setups14a/…be9af51…: as published, vLLM not installed."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[2] / "docs" / "validation" / "heldout-2026-11-29f" / "setups14a"
+    (src,) = (root / "setups").glob("thread-small-model-finetuning-be9af51*")
+    shutil.copytree(src / "src", tmp_path / "src")
+    shutil.copytree(src / "scripts", tmp_path / "scripts")
+    pkgs = {
+        "trl": "1.5.1",
+        "torch": "2.11.0",
+        "transformers": "5.10.2",
+        "accelerate": "1.13.0",
+        "peft": "0.19.1",
+    }
+    launch = "uv run python scripts/train_grpo.py --data data/grpo/train.jsonl --max-steps 2"
+    (f,) = _run(tmp_path, {}, launch, pkgs)
+    assert f.rule == "PKG012" and f.severity.value == "error" and f.evidence["path"] == "src/vllm"

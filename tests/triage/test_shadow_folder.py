@@ -1,0 +1,71 @@
+"""TRI036: a folder of the user's code named like a stack package imported in its place."""
+
+from __future__ import annotations
+
+from tests.conftest import run_cli
+
+SHADOW = """Traceback (most recent call last):
+  File "/home/u/proj/train.py", line 3, in <module>
+    from datasets import load_dataset
+ImportError: cannot import name 'load_dataset' from 'datasets' (/home/u/proj/datasets/__init__.py)
+"""
+INSTALLED = SHADOW.replace("/home/u/proj/datasets/", "/venv/lib/python3.11/site-packages/datasets/")
+EDITABLE = "Obtaining file:///home/u/proj\nSuccessfully installed datasets-0.0.0\n" + SHADOW
+
+
+def _rules(tmp_path, text):
+    import json
+
+    (tmp_path / "x.log").write_text(text)
+    out = run_cli("triage", "--format", "json", str(tmp_path / "x.log"))
+    return {f["rule"]: f["severity"] for f in json.loads(out.stdout)["findings"]}
+
+
+def test_a_folder_outside_site_packages_named_like_datasets_is_tri036(tmp_path):
+    assert _rules(tmp_path, SHADOW).get("TRI036") == "error"
+
+
+def test_the_installed_package_lacking_the_name_is_not_tri036(tmp_path):
+    assert "TRI036" not in _rules(tmp_path, INSTALLED)
+
+
+def test_an_editable_install_in_the_log_is_quiet(tmp_path):
+    assert "TRI036" not in _rules(tmp_path, EDITABLE)
+
+
+NOT_A_VERSION = """Traceback (most recent call last):
+  File "/root/proj/scripts/train_grpo.py", line 40, in <module>
+    from trl import GRPOConfig, GRPOTrainer
+  File "/root/.venv/lib/python3.13/site-packages/trl/generation/__init__.py", line 22, in <module>
+    if is_vllm_available():
+  File "/root/.venv/lib/python3.13/site-packages/trl/import_utils.py", line 106, in is_vllm_available
+    _vllm_base_version = Version(Version(_vllm_version).base_version)
+  File "/root/.venv/lib/python3.13/site-packages/packaging/version.py", line 202, in __init__
+    raise InvalidVersion(f"Invalid version: {version!r}")
+packaging.version.InvalidVersion: Invalid version: 'N/A'
+"""
+
+
+def test_trls_availability_check_reading_na_is_tri036(tmp_path):
+    """Set 14's thread (Maanav-s/small-model-finetuning cafccfb): src/vllm/ taken for vLLM."""
+    assert _rules(tmp_path, NOT_A_VERSION).get("TRI036") == "error"
+
+
+def test_a_later_exception_showing_the_folder_names_it(tmp_path):
+    """OpenRLHF#796 (dev log heldout-2026-11-28g/logs2/006): the circular import first, then
+    `cannot import name 'interleave_datasets' from 'datasets'` with a frame in its datasets/."""
+    text = (
+        'datasets/process_reward_dataset.py", line 8, in <module>\n'
+        "    from openrlhf.utils.utils import convert_token_to_id\n"
+        "ImportError: cannot import name 'convert_token_to_id' from partially initialized module "
+        "'openrlhf.utils.utils' (most likely due to a circular import) (OpenRLHF/openrlhf/utils/utils.py)\n"
+        'OpenRLHF/openrlhf/utils/utils.py", line 3, in <module>\n'
+        "    from datasets import interleave_datasets, load_dataset, load_from_disk\n"
+        "ImportError: cannot import name 'interleave_datasets' from 'datasets'\n"
+    )
+    assert _rules(tmp_path, text).get("TRI036") == "error"
+
+
+def test_an_unknown_location_import_is_a_namespace_folder(tmp_path):
+    text = SHADOW.replace("(/home/u/proj/datasets/__init__.py)", "(unknown location)")
+    assert _rules(tmp_path, text).get("TRI036") == "error"
