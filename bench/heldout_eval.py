@@ -568,9 +568,9 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
     # a package the stack says is not installed ("vllm": "not installed (required by
     # fast_inference=True)"): absent from the machine, whatever TRL's line would bring
     for name, v in stack.items():
-        # ... or "not in the uv env (…)": the same
+        # ... or "not in the uv env (…)", or "not used" (a verl / ROLL run: no TRL): the same
         if isinstance(v, str) and re.match(
-            r"(?i)\s*not (?:installed|in the [\w.-]+ env)\s*(?:$|[(,;:.–-])", v
+            r"(?i)\s*not (?:installed|used|in the [\w.-]+ env)\s*(?:$|[(,;:.–-])", v
         ):
             exact.pop(name, None)
     return exact

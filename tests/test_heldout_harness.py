@@ -189,6 +189,9 @@ def test_a_package_the_stack_says_is_not_installed_is_absent():
     # "not installed explicitly - comes with unsloth": installed, by another package
     got = harness._stack({"trl": "not installed explicitly - comes with unsloth; inferred 0.24.0"}, False)
     assert got["trl"] == "0.24.0"
+    # "not used" (a verl / ROLL setup): no TRL on the machine, not the default line's 0.15.2
+    got = harness._stack({"trl": "not used", "vllm": ">=0.8.0 (requirements.txt)"}, True)
+    assert "trl" not in got
 
 
 def test_the_collectors_elision_is_no_word_of_the_command(tmp_path):
