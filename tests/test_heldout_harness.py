@@ -192,6 +192,10 @@ def test_a_package_the_stack_says_is_not_installed_is_absent():
     # "not used" (a verl / ROLL setup): no TRL on the machine, not the default line's 0.15.2
     got = harness._stack({"trl": "not used", "vllm": ">=0.8.0 (requirements.txt)"}, True)
     assert "trl" not in got
+    # a package the note places in another environment than the training one
+    note = "==0.23.0 (optional extra, used for serving in a separate venv; not used by the GRPO runs)"
+    got = harness._stack({"trl": "0.26.0", "vllm": note}, True)
+    assert "vllm" not in got and got["trl"] == "0.26.0"
 
 
 def test_the_collectors_elision_is_no_word_of_the_command(tmp_path):
