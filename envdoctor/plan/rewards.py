@@ -94,6 +94,8 @@ class RewardReading:
     unresolved: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # names TRL's CLI cannot load
     open_sources: list[str] = field(default_factory=list)  # OPEN_SOURCES the trainer is given
+    calls: int = 0  # the GRPOTrainer(...) calls that pass reward_funcs
+    models: list[str] = field(default_factory=list)  # reward models named by a string (TRL loads them)
 
 
 def trl_args(trl_version: str | None) -> list[str]:
@@ -165,9 +167,44 @@ def _from_script(script: Path) -> RewardReading:
         if expr is None and len(node.args) > 1 and name.endswith("GRPOTrainer"):
             expr = node.args[1]  # GRPOTrainer(model, reward_funcs, ...): TRL's order
         if expr is not None:
+            out.calls += 1
             _resolve(expr, src, src.scopes(node), node.lineno, out, 0)
         out.open_sources += [k.arg for k in node.keywords if k.arg in OPEN_SOURCES]
     return out
+
+
+def import_names(view: ast.Module, script: Path, funcs: list[RewardFunc]) -> list[str | None]:
+    """For each of ``funcs`` (read from ``script``'s trainer call), the name (``f``, or
+    ``module.f`` for ``import module``) that the module ``view`` binds to that same function
+    once it has run, else None. ``view``: ``script``'s top level as an import runs it (the
+    caller leaves out what does not run then, e.g. the ``if __name__ == "__main__":`` block).
+    Read by the same resolution as the call's names; a partial is not matched (its bound values
+    are not compared)."""
+    wanted = {(f.name, f.where) for f in funcs if not f.name.startswith("partial(")}
+    heads, modules = set(), set()
+    for stmt in view.body:
+        if isinstance(stmt, (*_FUNC, ast.ClassDef)):
+            heads.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            heads |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.ImportFrom):
+            heads |= {a.asname or a.name for a in stmt.names}
+        elif isinstance(stmt, ast.Import):
+            modules |= {a.asname or a.name for a in stmt.names}
+    attrs = {f.name.split(".")[-1] for f in funcs}
+    # a function's own name first (``REWARD = fmt`` binds fmt too)
+    candidates = sorted(heads, key=lambda n: (n not in attrs, n))
+    candidates += [f"{m}.{a}" for m in sorted(modules) for a in sorted(attrs)]
+    src = _Source(view, script)
+    found: dict[tuple[str, str], str] = {}
+    for name in candidates:
+        out = RewardReading()
+        _resolve(ast.parse(name, mode="eval").body, src, [view], 10**9, out, 0)
+        if len(out.funcs) == 1 and not out.unresolved:
+            key = (out.funcs[0].name, out.funcs[0].where)
+            if key in wanted:
+                found.setdefault(key, name)
+    return [found.get((f.name, f.where)) for f in funcs]
 
 
 def _trainer_classes(tree: ast.Module) -> set[str]:
@@ -327,7 +364,7 @@ def _resolve(
             text = ast.unparse(expr)[:80]
             out.unresolved.append(f"{text} ({path.name}:{expr.lineno}): not read statically")
     elif isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return  # a reward model's name or path: TRL loads a model, not a function
+        out.models.append(expr.value)  # a reward model's name or path: TRL loads a model, not a function
     else:
         text = ast.unparse(expr)[:80]
         out.unresolved.append(f"{text} ({path.name}:{getattr(expr, 'lineno', '?')}): not read statically")
