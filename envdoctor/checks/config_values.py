@@ -43,6 +43,20 @@ def _after(span: dict[str, Any]) -> str:
     return ".".join(parts)
 
 
+def _as_trl_reads(ctx: Context, key: str, origin: str) -> Any:
+    """The value as GRPOConfig gets it. A string-choice field is typed ``str``: TRL's parser keeps
+    a command line's text (``--scale_rewards False`` is the string ``"False"``, which envdoctor's
+    launch reading types as a boolean)."""
+    from envdoctor.script_args import arg_text
+
+    value = ctx.config.get(key)
+    trainer = ctx.plan.trainer
+    if origin == "command line" and trainer is not None and not isinstance(value, str):
+        text = arg_text(trainer.script_args, key)
+        return text if text is not None else value
+    return value
+
+
 def first_accepting(spans: list[dict[str, Any]], trl: str | None, value: str) -> str | None:
     """The first release after ``trl`` whose check takes ``value`` (and every later one does)."""
     later = [s for s in spans if versions.below(trl, str(s["first"]))]
@@ -62,7 +76,7 @@ def config_value_refused(ctx: Context) -> Iterator[Hit]:
         return
     for key, origin in ctx.plan.config_origin.items():
         spans = keys.get(key)
-        value = ctx.config.get(key)
+        value = _as_trl_reads(ctx, key, origin)
         if not spans or origin == VALUE_UNKNOWN or not isinstance(value, str):
             continue
         if ctx.plan.not_grpo_key(key, origin):
@@ -70,7 +84,9 @@ def config_value_refused(ctx: Context) -> Iterator[Hit]:
         past = beyond_horizon("trl", trl)
         newest = spans[-1]
         span = newest if past is not None else span_of(spans, trl)
-        if span is None or span["refused_at"] == "silent" or value in span["accepted"]:
+        if span is None:
+            continue
+        if span["refused_at"] == "silent" or value in span["accepted"]:
             continue
         alias = (aliases.get(key) or {}).get(value)
         accepted = ", ".join(span["accepted"])

@@ -82,3 +82,35 @@ def test_the_table_covers_the_releases_and_keys_the_brief_names():
     keys = table["choices"]
     assert {"loss_type", "importance_sampling_level", "scale_rewards", "vllm_mode"} <= set(keys)
     assert {s["refused_at"] for s in keys["loss_type"]} == {"first_step"}
+
+
+_TRL_CLI = "trl grpo --model_name_or_path Qwen/Qwen2.5-0.5B --dataset_name trl-lib/tldr "
+
+
+def _launch_hits(args: str, packages: dict) -> list:
+    snap = snapshot(1, packages=packages)
+    return [f for f in findings(snap, launch=_TRL_CLI + args) if f.rule == "CFG010"]
+
+
+@pytest.mark.parametrize("trl", ["0.24.0"])
+@pytest.mark.parametrize("typed", ["--scale_rewards False", "--scale_rewards=false"])
+def test_a_command_lines_false_is_text_to_a_str_field(trl, typed):
+    """`--scale_rewards False` (written for TRL < 0.22, where the field was a bool; e.g. GPG's
+    and simpleR1's launch scripts): from 0.22 the field is `str`, TRL's parser keeps "False",
+    which GRPOConfig's {True: "group", False: "none"} map does not take, and the first step
+    raises "Invalid value for scale_rewards: False" (1.16: under the default
+    multi_objective_aggregation, sum_then_normalize)."""
+    (hit,) = _launch_hits(typed, {**FIM, "trl": trl})
+    assert hit.severity is Severity.ERROR and "first training step" in hit.message
+    assert f"`scale_rewards: {typed.split()[-1].split('=')[-1]}`" in hit.message
+
+
+@pytest.mark.parametrize(
+    "trl, args",
+    [
+        ("0.21.0", "--scale_rewards False"),  # a bool field then
+        ("0.24.0", "--scale_rewards none"),
+    ],
+)
+def test_scale_rewards_where_trl_takes_it_is_quiet(trl, args):
+    assert _launch_hits(args, {**FIM, "trl": trl}) == []
