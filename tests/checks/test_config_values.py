@@ -92,7 +92,7 @@ def _launch_hits(args: str, packages: dict) -> list:
     return [f for f in findings(snap, launch=_TRL_CLI + args) if f.rule == "CFG010"]
 
 
-@pytest.mark.parametrize("trl", ["0.24.0"])
+@pytest.mark.parametrize("trl", ["0.24.0", "1.16.0"])
 @pytest.mark.parametrize("typed", ["--scale_rewards False", "--scale_rewards=false"])
 def test_a_command_lines_false_is_text_to_a_str_field(trl, typed):
     """`--scale_rewards False` (written for TRL < 0.22, where the field was a bool; e.g. GPG's
@@ -110,7 +110,15 @@ def test_a_command_lines_false_is_text_to_a_str_field(trl, typed):
     [
         ("0.21.0", "--scale_rewards False"),  # a bool field then
         ("0.24.0", "--scale_rewards none"),
+        ("1.16.0", "--scale_rewards False --multi_objective_aggregation normalize_then_sum"),
     ],
 )
 def test_scale_rewards_where_trl_takes_it_is_quiet(trl, args):
     assert _launch_hits(args, {**FIM, "trl": trl}) == []
+
+
+def test_a_check_under_a_setting_the_config_gives_is_judged():
+    """TRL 0.22-0.29 checks vllm_mode only under use_vllm (GRPOTrainer.__init__)."""
+    (hit,) = _launch_hits("--use_vllm --vllm_mode colo", {**FIM, "trl": "0.24.0"})
+    assert "GRPOTrainer(...) raises" in hit.message and "colocate, server" in hit.message
+    assert _launch_hits("--vllm_mode colo", {**FIM, "trl": "0.24.0"}) == []  # use_vllm off: not read
