@@ -152,7 +152,8 @@ def config_value_refused(ctx: Context) -> Iterator[Hit]:
         span = _refusing(ctx, span, value)
         if span is None:
             continue
-        alias = (aliases.get(key) or {}).get(value)
+        named = aliases.get(key) or {}
+        alias = named.get(value) or named.get(value.lower())
         accepted = ", ".join(span["accepted"])
         said = ctx.trl.label()
         msg = (

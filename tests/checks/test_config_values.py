@@ -122,3 +122,16 @@ def test_a_check_under_a_setting_the_config_gives_is_judged():
     (hit,) = _launch_hits("--use_vllm --vllm_mode colo", {**FIM, "trl": "0.24.0"})
     assert "GRPOTrainer(...) raises" in hit.message and "colocate, server" in hit.message
     assert _launch_hits("--vllm_mode colo", {**FIM, "trl": "0.24.0"}) == []  # use_vllm off: not read
+
+
+@pytest.mark.parametrize("trl", ["0.24.0", "1.16.0"])
+def test_the_fix_for_a_command_lines_false_is_none_and_clears(trl):
+    """The fix says what the bool meant (False -> none), and the launch it writes rechecks clean."""
+    packages = {**FIM, "trl": trl}
+    (hit,) = _launch_hits("--scale_rewards False", packages)
+    assert hit.remedy.config_set == {"scale_rewards": "none"}
+    facts = from_dict(snapshot(1, packages=packages), "snap")
+    closure = close(facts, build_plan(launch=_TRL_CLI + "--scale_rewards False", live=False), Rerun())
+    assert "CFG010" in closure.fixed and closure.one_round
+    assert not [f for f in closure.after if f.rule == "CFG010"]
+    assert {f.rule for f in closure.after} <= {f.rule for f in closure.before}
