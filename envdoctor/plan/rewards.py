@@ -287,6 +287,8 @@ def _bindings(scope: ast.AST, name: str) -> list[ast.AST]:
     for stmt in _statements(body):
         if isinstance(stmt, (*_FUNC, ast.ClassDef)) and stmt.name == name:
             out.append(stmt)
+        elif _grows(stmt, name) is not None:
+            out.append(stmt)  # name.append(f): the list grows (read with the binding before it)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for t in targets:
@@ -325,13 +327,57 @@ def _lookup(name: str, scopes: list[ast.AST], line: int) -> tuple[ast.AST | None
         top = {id(s) for s in getattr(scope, "body", [])} if not isinstance(scope, ast.Lambda) else set()
         nested = [b for b in chosen if id(b) not in top and not isinstance(b, ast.arg)]
         if len(chosen) > 1 and nested:
+            grown = any(_grows(b, name) is not None for b in nested)
             return (
                 None,
                 scopes[i:],
-                "bound more than once there, in a branch or a loop (which one runs is not read)",
+                "extended in a branch or a loop (what it holds is not read)"
+                if grown
+                else "bound more than once there, in a branch or a loop (which one runs is not read)",
             )
-        return chosen[-1], scopes[i:], ""
+        return _grown(chosen, name), scopes[i:], ""
     return None, scopes, ""
+
+
+def _grows(stmt: ast.AST, name: str) -> list[ast.expr] | None:
+    """What ``name.append(x)`` / ``.extend(xs)`` / ``.insert(i, x)`` adds to the list ``name``
+    (``xs`` as an operand of ``+``), else None (not such a statement)."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == name
+        and not call.keywords
+    ):
+        return None
+    method, args = call.func.attr, call.args
+    if method == "append" and len(args) == 1:
+        return [ast.List(elts=[args[0]], ctx=ast.Load())]
+    if method == "extend" and len(args) == 1:
+        return [args[0]]
+    if method == "insert" and len(args) == 2:
+        return [ast.List(elts=[args[1]], ctx=ast.Load())]
+    return None
+
+
+def _grown(chosen: list[ast.AST], name: str) -> ast.AST:
+    """The last binding, with the appends after it: ``r = [f]`` then ``r.append(g)`` reads as
+    ``r = [f] + [g]`` (one Assign made up here); the binding itself where nothing grows it."""
+    added: list[ast.expr] = []
+    k = len(chosen)
+    while k and _grows(chosen[k - 1], name) is not None:
+        added = [*(_grows(chosen[k - 1], name) or []), *added]
+        k -= 1
+    if not added:
+        return chosen[-1]
+    base = chosen[k - 1] if k else None
+    if not isinstance(base, ast.Assign):
+        return chosen[-1]  # grown from what is not read here: said as such by the caller
+    value: ast.expr = base.value
+    for more in added:
+        value = ast.BinOp(left=value, op=ast.Add(), right=more)
+    return ast.Assign(targets=base.targets, value=value, lineno=base.lineno)
 
 
 def _resolve(
@@ -394,6 +440,8 @@ def _resolve_name(
         _resolve_import(bound, name, path, out, depth)
     elif isinstance(bound, ast.arg):
         out.unresolved.append(f"{name} ({path.name}:{bound.lineno}): a parameter, its value is the caller's")
+    elif isinstance(bound, ast.Expr):
+        out.unresolved.append(f"{name} ({path.name}:{bound.lineno}): grown in place from a value not read")
     else:
         out.unresolved.append(
             f"{name} ({path.name}:{getattr(bound, 'lineno', '?')}): bound by an unpacking or a loop"

@@ -517,6 +517,14 @@ _HEAD = "from trl import GRPOTrainer\ndef fmt(completions, **kw):\n    return [1
             None,
             "fmt2 (line 5) is defined inside a function or the __main__ block",
         ),
+        # grown under a flag (a GuessTheNumber script: reward_funcs.append(obj) under an option):
+        # importing fmt alone would probe a subset of the run's rewards
+        (
+            "import os\ndef main():\n    rs = [fmt]\n    if os.environ.get('X'):\n"
+            "        rs.append(make())\n    GRPOTrainer(model='m', reward_funcs=rs)\n",
+            None,
+            "extended in a branch or a loop",
+        ),
         # bound in a branch: the plan does not say which, nor does the probe
         (
             "import os\ndef acc(completions, **kw):\n    return [0.0]\n"
