@@ -59,3 +59,25 @@ def parse_script_args(args: list[str]) -> dict[str, Any]:
         else:
             out[key] = [coerce(v) for v in values]
     return out
+
+
+def arg_text(args: list[str], key: str) -> str | None:
+    """The text of the last ``--key value`` / ``--key=value`` in ``args`` as typed (one value),
+    else None: what HfArgumentParser hands a ``str`` field (``--scale_rewards False`` stays the
+    string ``"False"``; ``coerce`` types it as a bool field would read it)."""
+    found: str | None = None
+    for i, tok in enumerate(args):
+        name, eq, val = tok[2:].partition("=") if tok.startswith("--") else ("", "", "")
+        if name.replace("-", "_") != key:
+            continue
+        if eq:
+            found = val
+        elif (
+            i + 1 < len(args)
+            and not args[i + 1].startswith("--")
+            and (i + 2 >= len(args) or args[i + 2].startswith("--"))
+        ):
+            found = args[i + 1]
+        else:
+            found = None
+    return found

@@ -69,6 +69,22 @@ ALIASES = {
             ],
         },
     },
+    "scale_rewards": {
+        # the bool this key was before 0.22, written on a command line: TRL's parser keeps the text
+        **{
+            text: {
+                "set": {"scale_rewards": means},
+                "since": "0.22.0",
+                "note": f"a command line's {text} reaches this str field as text; the boolean "
+                f"{text.capitalize()} (a config file's, or code's) is what TRL maps to {means}",
+                "references": [
+                    "https://github.com/huggingface/trl/blob/v0.22.0/trl/trainer/grpo_config.py",
+                    "https://github.com/huggingface/trl/pull/3992",
+                ],
+            }
+            for text, means in (("false", "none"), ("true", "group"))
+        },
+    },
 }
 #: attribute owners that hold the config: self.<key> (config, or the trainer's copy), args.<key>,
 #: self.args.<key>, config.<key>

@@ -3,8 +3,9 @@
 The accepted values per TRL release are data (rules/knowledge/grpo_config_choices.yaml, derived
 from TRL's source at its tags by scripts/derive_grpo_config_choices.py): the checks in
 GRPOConfig.__post_init__ and the if/elif chains over ``self.<key>`` in GRPOTrainer whose last
-``else`` raises. A key no check refuses (another value falls through to a default branch) and a
-check that runs only under another setting are recorded there and not judged here.
+``else`` raises. A key no check refuses (another value falls through to a default branch) is
+not judged; a check that runs only under another setting is judged where the config (or TRL's
+default) gives that setting.
 """
 
 from __future__ import annotations
@@ -43,6 +44,82 @@ def _after(span: dict[str, Any]) -> str:
     return ".".join(parts)
 
 
+def _refusing(ctx: Context, span: dict[str, Any], value: str) -> dict[str, Any] | None:
+    """The check of ``span`` that refuses ``value`` in this run: its own (every run), else one of
+    its conditional checks whose setting the config (or TRL's default) gives (``scale_rewards``
+    is checked only under ``multi_objective_aggregation: sum_then_normalize``, TRL's default);
+    None when none does."""
+    if span["refused_at"] != "silent" and value not in span["accepted"]:
+        return span
+    for cond in span.get("conditional") or []:
+        if value not in cond["accepted"] and _holds(ctx, str(cond["when"])) is True:
+            return {
+                **span,
+                "accepted": cond["accepted"],
+                "refused_at": cond["at"],
+                "where": span["where"] or f"trl/trainer/grpo_trainer.py, under {cond['when']}",
+            }
+    return None
+
+
+def _holds(ctx: Context, when: str) -> bool | None:
+    """Whether a check's condition over the config (``self.<key> == 'v'``, ``self.<key>``,
+    ``not ...``, ``a and b``) holds for this run; None when a part is not read."""
+    import ast
+
+    from envdoctor.checks import matching
+
+    def setting(node: ast.expr) -> Any:
+        if not (isinstance(node, ast.Attribute) and ast.unparse(node.value) in ("self", "args", "self.args")):
+            return matching._MISSING
+        key = node.attr
+        if key in ctx.config:
+            return ctx.config[key]
+        if key in ctx.plan.config_origin:
+            return matching._MISSING  # set, value not read
+        return matching.config_default(ctx, key)
+
+    def judge(node: ast.expr) -> bool | None:
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            parts = [judge(v) for v in node.values]
+            return False if False in parts else (None if None in parts else True)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = judge(node.operand)
+            return None if inner is None else not inner
+        if (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.Eq, ast.NotEq))
+            and isinstance(node.comparators[0], ast.Constant)
+        ):
+            got = setting(node.left)
+            if got is matching._MISSING:
+                return None
+            same = got == node.comparators[0].value
+            return same if isinstance(node.ops[0], ast.Eq) else not same
+        got = setting(node)
+        return None if got is matching._MISSING or not isinstance(got, bool) else got
+
+    try:
+        return judge(ast.parse(when, mode="eval").body)
+    except SyntaxError:
+        return None
+
+
+def _as_trl_reads(ctx: Context, key: str, origin: str) -> Any:
+    """The value as GRPOConfig gets it. A string-choice field is typed ``str``: TRL's parser keeps
+    a command line's text (``--scale_rewards False`` is the string ``"False"``, which envdoctor's
+    launch reading types as a boolean)."""
+    from envdoctor.script_args import arg_text
+
+    value = ctx.config.get(key)
+    trainer = ctx.plan.trainer
+    if origin == "command line" and trainer is not None and not isinstance(value, str):
+        text = arg_text(trainer.script_args, key)
+        return text if text is not None else value
+    return value
+
+
 def first_accepting(spans: list[dict[str, Any]], trl: str | None, value: str) -> str | None:
     """The first release after ``trl`` whose check takes ``value`` (and every later one does)."""
     later = [s for s in spans if versions.below(trl, str(s["first"]))]
@@ -62,7 +139,7 @@ def config_value_refused(ctx: Context) -> Iterator[Hit]:
         return
     for key, origin in ctx.plan.config_origin.items():
         spans = keys.get(key)
-        value = ctx.config.get(key)
+        value = _as_trl_reads(ctx, key, origin)
         if not spans or origin == VALUE_UNKNOWN or not isinstance(value, str):
             continue
         if ctx.plan.not_grpo_key(key, origin):
@@ -70,9 +147,13 @@ def config_value_refused(ctx: Context) -> Iterator[Hit]:
         past = beyond_horizon("trl", trl)
         newest = spans[-1]
         span = newest if past is not None else span_of(spans, trl)
-        if span is None or span["refused_at"] == "silent" or value in span["accepted"]:
+        if span is None:
             continue
-        alias = (aliases.get(key) or {}).get(value)
+        span = _refusing(ctx, span, value)
+        if span is None:
+            continue
+        named = aliases.get(key) or {}
+        alias = named.get(value) or named.get(value.lower())
         accepted = ", ".join(span["accepted"])
         said = ctx.trl.label()
         msg = (

@@ -94,6 +94,8 @@ class RewardReading:
     unresolved: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # names TRL's CLI cannot load
     open_sources: list[str] = field(default_factory=list)  # OPEN_SOURCES the trainer is given
+    calls: int = 0  # the GRPOTrainer(...) calls that pass reward_funcs
+    models: list[str] = field(default_factory=list)  # reward models named by a string (TRL loads them)
 
 
 def trl_args(trl_version: str | None) -> list[str]:
@@ -165,9 +167,44 @@ def _from_script(script: Path) -> RewardReading:
         if expr is None and len(node.args) > 1 and name.endswith("GRPOTrainer"):
             expr = node.args[1]  # GRPOTrainer(model, reward_funcs, ...): TRL's order
         if expr is not None:
+            out.calls += 1
             _resolve(expr, src, src.scopes(node), node.lineno, out, 0)
         out.open_sources += [k.arg for k in node.keywords if k.arg in OPEN_SOURCES]
     return out
+
+
+def import_names(view: ast.Module, script: Path, funcs: list[RewardFunc]) -> list[str | None]:
+    """For each of ``funcs`` (read from ``script``'s trainer call), the name (``f``, or
+    ``module.f`` for ``import module``) that the module ``view`` binds to that same function
+    once it has run, else None. ``view``: ``script``'s top level as an import runs it (the
+    caller leaves out what does not run then, e.g. the ``if __name__ == "__main__":`` block).
+    Read by the same resolution as the call's names; a partial is not matched (its bound values
+    are not compared)."""
+    wanted = {(f.name, f.where) for f in funcs if not f.name.startswith("partial(")}
+    heads, modules = set(), set()
+    for stmt in view.body:
+        if isinstance(stmt, (*_FUNC, ast.ClassDef)):
+            heads.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            heads |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.ImportFrom):
+            heads |= {a.asname or a.name for a in stmt.names}
+        elif isinstance(stmt, ast.Import):
+            modules |= {a.asname or a.name for a in stmt.names}
+    attrs = {f.name.split(".")[-1] for f in funcs}
+    # a function's own name first (``REWARD = fmt`` binds fmt too)
+    candidates = sorted(heads, key=lambda n: (n not in attrs, n))
+    candidates += [f"{m}.{a}" for m in sorted(modules) for a in sorted(attrs)]
+    src = _Source(view, script)
+    found: dict[tuple[str, str], str] = {}
+    for name in candidates:
+        out = RewardReading()
+        _resolve(ast.parse(name, mode="eval").body, src, [view], 10**9, out, 0)
+        if len(out.funcs) == 1 and not out.unresolved:
+            key = (out.funcs[0].name, out.funcs[0].where)
+            if key in wanted:
+                found.setdefault(key, name)
+    return [found.get((f.name, f.where)) for f in funcs]
 
 
 def _trainer_classes(tree: ast.Module) -> set[str]:
@@ -250,6 +287,8 @@ def _bindings(scope: ast.AST, name: str) -> list[ast.AST]:
     for stmt in _statements(body):
         if isinstance(stmt, (*_FUNC, ast.ClassDef)) and stmt.name == name:
             out.append(stmt)
+        elif _grows(stmt, name) is not None:
+            out.append(stmt)  # name.append(f): the list grows (read with the binding before it)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for t in targets:
@@ -288,13 +327,57 @@ def _lookup(name: str, scopes: list[ast.AST], line: int) -> tuple[ast.AST | None
         top = {id(s) for s in getattr(scope, "body", [])} if not isinstance(scope, ast.Lambda) else set()
         nested = [b for b in chosen if id(b) not in top and not isinstance(b, ast.arg)]
         if len(chosen) > 1 and nested:
+            grown = any(_grows(b, name) is not None for b in nested)
             return (
                 None,
                 scopes[i:],
-                "bound more than once there, in a branch or a loop (which one runs is not read)",
+                "extended in a branch or a loop (what it holds is not read)"
+                if grown
+                else "bound more than once there, in a branch or a loop (which one runs is not read)",
             )
-        return chosen[-1], scopes[i:], ""
+        return _grown(chosen, name), scopes[i:], ""
     return None, scopes, ""
+
+
+def _grows(stmt: ast.AST, name: str) -> list[ast.expr] | None:
+    """What ``name.append(x)`` / ``.extend(xs)`` / ``.insert(i, x)`` adds to the list ``name``
+    (``xs`` as an operand of ``+``), else None (not such a statement)."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == name
+        and not call.keywords
+    ):
+        return None
+    method, args = call.func.attr, call.args
+    if method == "append" and len(args) == 1:
+        return [ast.List(elts=[args[0]], ctx=ast.Load())]
+    if method == "extend" and len(args) == 1:
+        return [args[0]]
+    if method == "insert" and len(args) == 2:
+        return [ast.List(elts=[args[1]], ctx=ast.Load())]
+    return None
+
+
+def _grown(chosen: list[ast.AST], name: str) -> ast.AST:
+    """The last binding, with the appends after it: ``r = [f]`` then ``r.append(g)`` reads as
+    ``r = [f] + [g]`` (one Assign made up here); the binding itself where nothing grows it."""
+    added: list[ast.expr] = []
+    k = len(chosen)
+    while k and _grows(chosen[k - 1], name) is not None:
+        added = [*(_grows(chosen[k - 1], name) or []), *added]
+        k -= 1
+    if not added:
+        return chosen[-1]
+    base = chosen[k - 1] if k else None
+    if not isinstance(base, ast.Assign):
+        return chosen[-1]  # grown from what is not read here: said as such by the caller
+    value: ast.expr = base.value
+    for more in added:
+        value = ast.BinOp(left=value, op=ast.Add(), right=more)
+    return ast.Assign(targets=base.targets, value=value, lineno=base.lineno)
 
 
 def _resolve(
@@ -327,7 +410,7 @@ def _resolve(
             text = ast.unparse(expr)[:80]
             out.unresolved.append(f"{text} ({path.name}:{expr.lineno}): not read statically")
     elif isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return  # a reward model's name or path: TRL loads a model, not a function
+        out.models.append(expr.value)  # a reward model's name or path: TRL loads a model, not a function
     else:
         text = ast.unparse(expr)[:80]
         out.unresolved.append(f"{text} ({path.name}:{getattr(expr, 'lineno', '?')}): not read statically")
@@ -357,6 +440,8 @@ def _resolve_name(
         _resolve_import(bound, name, path, out, depth)
     elif isinstance(bound, ast.arg):
         out.unresolved.append(f"{name} ({path.name}:{bound.lineno}): a parameter, its value is the caller's")
+    elif isinstance(bound, ast.Expr):
+        out.unresolved.append(f"{name} ({path.name}:{bound.lineno}): grown in place from a value not read")
     else:
         out.unresolved.append(
             f"{name} ({path.name}:{getattr(bound, 'lineno', '?')}): bound by an unpacking or a loop"

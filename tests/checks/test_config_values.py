@@ -82,3 +82,56 @@ def test_the_table_covers_the_releases_and_keys_the_brief_names():
     keys = table["choices"]
     assert {"loss_type", "importance_sampling_level", "scale_rewards", "vllm_mode"} <= set(keys)
     assert {s["refused_at"] for s in keys["loss_type"]} == {"first_step"}
+
+
+_TRL_CLI = "trl grpo --model_name_or_path Qwen/Qwen2.5-0.5B --dataset_name trl-lib/tldr "
+
+
+def _launch_hits(args: str, packages: dict) -> list:
+    snap = snapshot(1, packages=packages)
+    return [f for f in findings(snap, launch=_TRL_CLI + args) if f.rule == "CFG010"]
+
+
+@pytest.mark.parametrize("trl", ["0.24.0", "1.16.0"])
+@pytest.mark.parametrize("typed", ["--scale_rewards False", "--scale_rewards=false"])
+def test_a_command_lines_false_is_text_to_a_str_field(trl, typed):
+    """`--scale_rewards False` (written for TRL < 0.22, where the field was a bool; e.g. GPG's
+    and simpleR1's launch scripts): from 0.22 the field is `str`, TRL's parser keeps "False",
+    which GRPOConfig's {True: "group", False: "none"} map does not take, and the first step
+    raises "Invalid value for scale_rewards: False" (1.16: under the default
+    multi_objective_aggregation, sum_then_normalize)."""
+    (hit,) = _launch_hits(typed, {**FIM, "trl": trl})
+    assert hit.severity is Severity.ERROR and "first training step" in hit.message
+    assert f"`scale_rewards: {typed.split()[-1].split('=')[-1]}`" in hit.message
+
+
+@pytest.mark.parametrize(
+    "trl, args",
+    [
+        ("0.21.0", "--scale_rewards False"),  # a bool field then
+        ("0.24.0", "--scale_rewards none"),
+        ("1.16.0", "--scale_rewards False --multi_objective_aggregation normalize_then_sum"),
+    ],
+)
+def test_scale_rewards_where_trl_takes_it_is_quiet(trl, args):
+    assert _launch_hits(args, {**FIM, "trl": trl}) == []
+
+
+def test_a_check_under_a_setting_the_config_gives_is_judged():
+    """TRL 0.22-0.29 checks vllm_mode only under use_vllm (GRPOTrainer.__init__)."""
+    (hit,) = _launch_hits("--use_vllm --vllm_mode colo", {**FIM, "trl": "0.24.0"})
+    assert "GRPOTrainer(...) raises" in hit.message and "colocate, server" in hit.message
+    assert _launch_hits("--vllm_mode colo", {**FIM, "trl": "0.24.0"}) == []  # use_vllm off: not read
+
+
+@pytest.mark.parametrize("trl", ["0.24.0", "1.16.0"])
+def test_the_fix_for_a_command_lines_false_is_none_and_clears(trl):
+    """The fix says what the bool meant (False -> none), and the launch it writes rechecks clean."""
+    packages = {**FIM, "trl": trl}
+    (hit,) = _launch_hits("--scale_rewards False", packages)
+    assert hit.remedy.config_set == {"scale_rewards": "none"}
+    facts = from_dict(snapshot(1, packages=packages), "snap")
+    closure = close(facts, build_plan(launch=_TRL_CLI + "--scale_rewards False", live=False), Rerun())
+    assert "CFG010" in closure.fixed and closure.one_round
+    assert not [f for f in closure.after if f.rule == "CFG010"]
+    assert {f.rule for f in closure.after} <= {f.rule for f in closure.before}

@@ -202,3 +202,28 @@ def test_a_name_rebound_to_a_partial_of_itself_and_names_bound_in_branches(tmp_p
     )
     reading = from_script(_script(tmp_path, branches))
     assert not reading.funcs and "in a branch or a loop" in reading.unresolved[0]
+
+
+# A list grown by append / extend / insert after it is bound (a GuessTheNumber GRPO script on
+# GitHub: `reward_funcs = [correctness_reward]`, then `reward_funcs.append(obj)` under a flag)
+
+
+def test_a_list_grown_in_place_reads_with_what_it_gains(tmp_path):
+    body = (
+        "def a(completions, **kw):\n    return [0.0]\n"
+        "def b(completions, solution, **kw):\n    return [0.0]\n"
+        "def c(prompts, completions, **kw):\n    return [0.0]\n"
+        "def main():\n    rs = [a]\n    rs.append(b)\n    rs.extend([c])\n    rs.insert(0, a)\n"
+        "    GRPOTrainer(model='m', reward_funcs=rs)\n"
+    )
+    assert [name for name, _ in _sigs(tmp_path, body)] == ["a", "b", "c", "a"]
+
+
+def test_a_list_grown_in_a_branch_is_unresolved_not_half_read(tmp_path):
+    body = (
+        "import os\ndef a(completions, **kw):\n    return [0.0]\n"
+        "def main():\n    rs = [a]\n    if os.environ.get('X'):\n        rs.append(make_reward())\n"
+        "    GRPOTrainer(model='m', reward_funcs=rs)\n"
+    )
+    reading = from_script(_script(tmp_path, body))
+    assert reading.funcs == [] and "extended in a branch or a loop" in reading.unresolved[0]

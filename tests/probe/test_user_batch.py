@@ -484,3 +484,67 @@ def test_a_dataset_in_the_hf_datasets_cache_reaches_the_step(tmp_path, monkeypat
     spec = spec_from_context(ctx)
     assert spec.user_data["rows"] == rows and spec.user_data["source"].endswith("deepmath-103k-train.arrow")
     assert spec.user_rewards["items"] == [{"registry": "think_format_reward"}]
+
+
+# -- one reader: the probe imports the functions the plan reads the call to get ----------------
+
+_HEAD = "from trl import GRPOTrainer\ndef fmt(completions, **kw):\n    return [1.0]\n"
+
+
+@pytest.mark.parametrize(
+    "body, attrs, why",
+    [
+        # main() defines its own fmt: the trainer gets that one, not the module's
+        (
+            "def main():\n    def fmt(completions, **kw):\n        return [0.0]\n"
+            "    GRPOTrainer(model='m', reward_funcs=[fmt])\n",
+            None,
+            "fmt (line 5) is defined inside a function",
+        ),
+        # a list bound inside main() of module-level functions: importable
+        ("def main():\n    funcs = [fmt]\n    GRPOTrainer(model='m', reward_funcs=funcs)\n", ["fmt"], None),
+        # the script's own subclass of the trainer
+        (
+            "class MyTrainer(GRPOTrainer):\n    pass\n"
+            "def main():\n    MyTrainer(model='m', reward_funcs=[fmt])\n",
+            ["fmt"],
+            None,
+        ),
+        # a name the __main__ block binds is not there when the script is imported
+        (
+            "if __name__ == '__main__':\n    def fmt2(completions, **kw):\n        return [0.0]\n"
+            "    GRPOTrainer(model='m', reward_funcs=[fmt, fmt2])\n",
+            None,
+            "fmt2 (line 5) is defined inside a function or the __main__ block",
+        ),
+        # grown under a flag (a GuessTheNumber script: reward_funcs.append(obj) under an option):
+        # importing fmt alone would probe a subset of the run's rewards
+        (
+            "import os\ndef main():\n    rs = [fmt]\n    if os.environ.get('X'):\n"
+            "        rs.append(make())\n    GRPOTrainer(model='m', reward_funcs=rs)\n",
+            None,
+            "extended in a branch or a loop",
+        ),
+        # bound in a branch: the plan does not say which, nor does the probe
+        (
+            "import os\ndef acc(completions, **kw):\n    return [0.0]\n"
+            "def main():\n    if os.environ.get('A'):\n        r = fmt\n    else:\n        r = acc\n"
+            "    GRPOTrainer(model='m', reward_funcs=[r])\n",
+            None,
+            "in a branch or a loop",
+        ),
+    ],
+)
+def test_the_probe_imports_what_the_plans_reader_reads(tmp_path, body, attrs, why):
+    from envdoctor.plan.rewards import from_script as read_rewards
+
+    path = tmp_path / "train.py"
+    path.write_text(_HEAD + body)
+    spec = reward_plan.from_script(path)
+    reading = read_rewards(path)
+    if attrs is None:
+        assert "attrs" not in spec and why in spec["own_reason"]
+    else:
+        assert spec.get("attrs") == attrs, spec
+        # the module attribute the worker takes is the definition the plan reads the call to get
+        assert [f.where.rsplit(":", 1)[-1] for f in reading.funcs] == ["2"]

@@ -15,6 +15,9 @@ import ast
 from pathlib import Path
 from typing import Any
 
+from envdoctor.plan.rewards import RewardFunc, import_names
+from envdoctor.plan.rewards import from_script as read_rewards
+
 MAX_SOURCE_BYTES = 2 * 1024 * 1024
 #: Calls a script's top level may make: constructors of constants, patterns, loggers, paths.
 PURE_CALLS = frozenset(
@@ -162,67 +165,16 @@ def safe_top_level(tree: ast.Module) -> str | None:
     return safe_body(tree.body)
 
 
-def _top_names(tree: ast.Module) -> dict[str, ast.stmt]:
-    """Names the module binds at its top level (defs, imports, assignments), outside the guard."""
-    out: dict[str, ast.stmt] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out[node.name] = node
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                out[(alias.asname or alias.name).split(".")[0]] = node
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    out[target.id] = node
-    return out
-
-
-#: GRPOTrainer arguments whose results reach the reward functions as more keywords: the probe
-#: does not run them, so it cannot call the rewards as the run does
-OPEN_SOURCES = ("rollout_func", "environment_factory")
-
-
-def _reward_exprs(tree: ast.Module) -> tuple[list[ast.expr], list[str]]:
-    """Each GRPOTrainer call's reward_funcs, and the OPEN_SOURCES the calls pass."""
-    found, opened = [], []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and dotted(node.func).split(".")[-1] == "GRPOTrainer":
-            expr = next((kw.value for kw in node.keywords if kw.arg == "reward_funcs"), None)
-            if expr is None and len(node.args) > 1:
-                expr = node.args[1]
-            if expr is not None:
-                found.append(expr)
-            opened += [str(kw.arg) for kw in node.keywords if kw.arg in OPEN_SOURCES]
-    return found, opened
-
-
-def _importable(expr: ast.expr, top: dict[str, ast.stmt], out: list[str], depth: int = 0) -> str | None:
-    """Append to ``out`` the attribute paths (on the imported script) of ``expr``'s reward
-    functions; return why one cannot be imported, or None."""
-    if isinstance(expr, (ast.List, ast.Tuple)):
-        for elt in expr.elts:
-            why = _importable(elt, top, out, depth)
-            if why:
-                return why
-        return None
-    name = dotted(expr)
-    if name:
-        head = name.split(".")[0]
-        bound = top.get(head)
-        if isinstance(bound, ast.Assign) and name == head and depth < 3:
-            return _importable(bound.value, top, out, depth + 1)
-        if bound is None:
-            return f"{name} (line {expr.lineno}) is defined inside a function or the __main__ block"
-        if isinstance(bound, ast.ClassDef):
-            return f"{name} (line {expr.lineno}) is a class"
-        out.append(name)
-        return None
-    if isinstance(expr, ast.Lambda):
-        return f"a lambda (line {expr.lineno}) cannot be imported"
-    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return f"{expr.value!r} names a reward model: the probe loads no model of the user's"
-    return f"`{ast.unparse(expr)[:60]}` (line {getattr(expr, 'lineno', '?')}) is built at run time"
+def _not_imported(func: RewardFunc) -> str:
+    """Why importing the script does not give ``func`` (the plan's reading of the call)."""
+    line = func.where.rsplit(":", 1)[-1]
+    if func.name == "<lambda>":
+        return f"a lambda (line {line}) cannot be imported"
+    if func.name.startswith("partial("):
+        return f"`{func.name}` (line {line}) is built at run time"
+    if "." in func.name:
+        return f"{func.name} (line {line}) is a method of an object built at run time"
+    return f"{func.name} (line {line}) is defined inside a function or the __main__ block"
 
 
 def from_script(path: Path) -> dict[str, Any]:
@@ -242,29 +194,51 @@ def _from_script(path: Path) -> dict[str, Any]:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return {"own_reason": f"the training script {shown} could not be parsed ({type(exc).__name__})"}
-    exprs, opened = _reward_exprs(tree)
-    if opened:
+    # which functions the trainer gets: the plan's reading (one reader, one answer)
+    reading = read_rewards(path)
+    if reading.open_sources:
         return {
-            "own_reason": f"{shown} gives GRPOTrainer {opened[0]}, whose fields reach the reward "
-            "functions as keywords: the probe does not run it"
+            "own_reason": f"{shown} gives GRPOTrainer {reading.open_sources[0]}, whose fields reach the "
+            "reward functions as keywords: the probe does not run it"
         }
-    if not exprs:
+    if not reading.calls:
         return {"own_reason": f"{shown} passes no reward_funcs to a GRPOTrainer(...) call"}
-    if len(exprs) > 1:
+    if reading.calls > 1:
         return {
-            "own_reason": f"{shown} builds {len(exprs)} GRPOTrainer(...) calls: which one runs is not known"
+            "own_reason": f"{shown} builds {reading.calls} GRPOTrainer(...) calls: "
+            "which one runs is not known"
         }
-    attrs: list[str] = []
-    why = _importable(exprs[0], _top_names(tree), attrs)
-    if why:
-        return {"own_reason": f"{shown}: {why}; only module-level functions can be imported"}
+    if reading.models:
+        return {
+            "own_reason": f"{reading.models[0]!r} names a reward model: "
+            "the probe loads no model of the user's"
+        }
+    if reading.unresolved:
+        return {
+            "own_reason": f"{shown}: {reading.unresolved[0]} (built at run time, or bound where the source "
+            "does not say which); only module-level functions can be imported"
+        }
+    # the same functions, as importing the script binds them (its __main__ block does not run)
+    view = ast.Module(
+        body=[s for s in tree.body if not (isinstance(s, ast.If) and _is_main_guard(s))], type_ignores=[]
+    )
+    attrs = import_names(view, path, reading.funcs)
+    for func, attr in zip(reading.funcs, attrs, strict=True):
+        if attr is None:
+            return {
+                "own_reason": f"{shown}: {_not_imported(func)}; only module-level functions can be imported"
+            }
     unsafe = safe_top_level(tree)
     if unsafe:
         return {
             "own_reason": f"importing {shown} would run its top level ({unsafe}); put the training "
             'code under `if __name__ == "__main__":` so the probe can import the reward functions'
         }
-    return {"script": str(path.resolve()), "attrs": attrs, "root": str(path.resolve().parent)}
+    return {
+        "script": str(path.resolve()),
+        "attrs": [a for a in attrs if a],
+        "root": str(path.resolve().parent),
+    }
 
 
 def from_cli(names: list[str], root: Path) -> dict[str, Any]:
