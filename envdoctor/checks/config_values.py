@@ -72,6 +72,8 @@ def config_value_refused(ctx: Context) -> Iterator[Hit]:
         span = newest if past is not None else span_of(spans, trl)
         if span is None or span["refused_at"] == "silent" or value in span["accepted"]:
             continue
+        if span["refused_at"] != "config_init" and _other_trainer(ctx):
+            continue  # GRPOTrainer's own check: the run builds another trainer (or one not read)
         alias = (aliases.get(key) or {}).get(value)
         accepted = ", ".join(span["accepted"])
         said = ctx.trl.label()
@@ -101,6 +103,16 @@ def config_value_refused(ctx: Context) -> Iterator[Hit]:
             refused_at=span["refused_at"],
             trl=trl,
         )
+
+
+def _other_trainer(ctx: Context) -> str | None:
+    """The trainer the script builds where it is not TRL's GRPOTrainer (a repository class deriving
+    from no GRPOTrainer, or one envdoctor could not read: a class of its own imported from afar, a
+    copy added to the installed trl): GRPOTrainer's checks at init and in the loss are not its."""
+    script = ctx.plan.script
+    if script is None or script.problem:
+        return None
+    return script.own_trainer or script.unread_trainer
 
 
 def _remedies(
