@@ -128,8 +128,7 @@ def test_unsloths_trainers_set_warnings_issued_before_trls_write(tmp_path):
     assert f.severity.value == "info" and ">=2026.3.1" in f.message
     (old,) = _warnings_issued(tmp_path, UNSLOTH_GRPO, "2026.2.1")
     assert old.severity.value == "error"
-    plain = UNSLOTH_GRPO.replace("from unsloth import FastLanguageModel\n", "").replace(
-        "model, tokenizer = FastLanguageModel.from_pretrained(\"unsloth/Qwen2.5-3B-Instruct\")\n", "model = 'm'\n"
-    )
+    loader = 'model, tokenizer = FastLanguageModel.from_pretrained("unsloth/Qwen2.5-3B-Instruct")\n'
+    plain = UNSLOTH_GRPO.replace("from unsloth import FastLanguageModel\n", "").replace(loader, "model = 'm'\n")
     (g,) = _warnings_issued(tmp_path, plain, None)
     assert g.severity.value == "error"
