@@ -129,6 +129,7 @@ def test_unsloths_trainers_set_warnings_issued_before_trls_write(tmp_path):
     (old,) = _warnings_issued(tmp_path, UNSLOTH_GRPO, "2026.2.1")
     assert old.severity.value == "error"
     loader = 'model, tokenizer = FastLanguageModel.from_pretrained("unsloth/Qwen2.5-3B-Instruct")\n'
-    plain = UNSLOTH_GRPO.replace("from unsloth import FastLanguageModel\n", "").replace(loader, "model = 'm'\n")
+    plain = UNSLOTH_GRPO.replace("from unsloth import FastLanguageModel\n", "")
+    plain = plain.replace(loader, "model = 'm'\n")
     (g,) = _warnings_issued(tmp_path, plain, None)
     assert g.severity.value == "error"
