@@ -152,6 +152,8 @@ def config_value_refused(ctx: Context) -> Iterator[Hit]:
         span = _refusing(ctx, span, value)
         if span is None:
             continue
+        if span["refused_at"] != "config_init" and _other_trainer(ctx):
+            continue  # GRPOTrainer's own check: the run builds another trainer (or one not read)
         named = aliases.get(key) or {}
         alias = named.get(value) or named.get(value.lower())
         accepted = ", ".join(span["accepted"])
@@ -182,6 +184,16 @@ def config_value_refused(ctx: Context) -> Iterator[Hit]:
             refused_at=span["refused_at"],
             trl=trl,
         )
+
+
+def _other_trainer(ctx: Context) -> str | None:
+    """The trainer the script builds where it is not TRL's GRPOTrainer (a repository class deriving
+    from no GRPOTrainer, or one envdoctor could not read: a class of its own imported from afar, a
+    copy added to the installed trl): GRPOTrainer's checks at init and in the loss are not its."""
+    script = ctx.plan.script
+    if script is None or script.problem:
+        return None
+    return script.own_trainer or script.unread_trainer
 
 
 def _remedies(

@@ -1612,6 +1612,8 @@ def _unread_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | No
             return None  # a trainer TRL's or a read class settles
     for name, (source, _, level) in main.imports.items():
         top = source.split(".")[0]
+        if name.endswith("Trainer") and not level and top == "trl" and _not_trls(name):
+            return f"{name} (from trl, a class no TRL release has: a copy added to the installed trl)"
         # TRL's own, a known other base, and Unsloth's (TRL's trainers, patched): settled elsewhere
         if not name.endswith("Trainer") or (not level and top in {"trl", "unsloth", *OTHER_TRAINER_PACKAGES}):
             continue
@@ -1619,6 +1621,16 @@ def _unread_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | No
         if kind != "own":
             return f"{name} (from {'.' * level}{source})"
     return None
+
+
+def _not_trls(name: str) -> bool:
+    """Whether TRL's symbol history knows no class ``name`` in any release it read (a trainer a
+    repository's install step copies into the installed trl, ``from trl import RankGRPOTrainer``);
+    False where the history is not there."""
+    from envdoctor.knowledge.symbol_history import history
+
+    h = history("trl")
+    return h is not None and not h.class_releases(name)
 
 
 def _package_of(name: str, mod: SourceFacts) -> str:

@@ -218,8 +218,10 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
             f"install the flash-attn wheel built for {torch_desc}, its CUDA and the C++ ABI of "
             f"that torch (wheel names say it: …torch2.Xcxx11abi{abi_flag or 'TRUE/FALSE'}…; "
             "python -c 'import torch; print(torch._C._GLIBCXX_USE_CXX11_ABI)' tells which), "
-            "or build it against that torch: pip install flash-attn --no-build-isolation "
-            "--no-cache-dir"
+            "or build it against that torch: FLASH_ATTENTION_FORCE_BUILD=TRUE pip install "
+            "--force-reinstall --no-build-isolation --no-cache-dir flash-attn (without "
+            "FLASH_ATTENTION_FORCE_BUILD=TRUE its setup.py fetches the prebuilt wheel it names for "
+            "this torch again instead of compiling)"
         )
     else:
         name = dist or library

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from envdoctor import versions
 from envdoctor.findings import Severity
 from envdoctor.triage.draft import Draft, Log, at_severity, finding
 from envdoctor.triage.interface import Match
@@ -112,6 +113,23 @@ def _match(sig_line: int, body: str, lines: list[str]) -> Match:
     return Match(sig, sig_line, body[:1000], {}, None, tuple(lines[max(0, sig_line - 41) : sig_line - 1]))
 
 
+def _pinned_gap(req: str, have: list[str]) -> tuple[str, str] | None:
+    """(name, version) where ``req`` pins one release exactly (``tensordict==0.6.2``) that lies
+    between the oldest and the newest release pip listed without being one of them: pip lists every
+    release with a file it may install here, so such a release most likely exists with none that
+    fits (a version past the newest is more likely never published)."""
+    found = re.fullmatch(r"([A-Za-z0-9][\w.-]*)(?:\[[^\]]*\])?==([\w.+!-]+)", req.strip())
+    if found is None or len(have) < 2:
+        return None
+    pinned = found.group(2)
+    finals = [v for v in have if versions.parse(v) is not None]
+    if pinned in finals or not finals or versions.parse(pinned) is None:
+        return None
+    if versions.below(finals[0], pinned) and versions.below(pinned, finals[-1]):
+        return found.group(1), pinned
+    return None
+
+
 def _pip(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
     found = _NOT_PROJECT.search(body)
     if found is not None:
@@ -140,6 +158,22 @@ def _pip(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
             what += (
                 f" (releases it found: {', '.join(have[-6:]) if have else 'none'}"
                 f"{' …' if len(have) > 6 else ''})"
+            )
+        gap = _pinned_gap(req, have)
+        if gap is not None:
+            name, pinned = gap
+            what += (
+                f": {pinned} lies between releases pip lists, so most likely it was published with no file "
+                "that fits this Python or platform (wheels only, none for linux-aarch64 or a new Python), "
+                "else it was never released (the project's release list tells)"
+            )
+            fix = (
+                f"build {name} {pinned} from its source (the project's tag v{pinned}: pip install . in a "
+                f"checkout of it), or run on a Python and platform its wheels are built for; a release pip "
+                f"lists (e.g. {have[-1]}) only where what pins {name}=={pinned} supports it"
+            )
+            return at_severity(
+                finding("TRI020", [_match(no, body, lines)], log, what, fix, requirement=req), Severity.ERROR
             )
         what += (
             ": the version was never published, or none of its wheels fits this Python, platform or "

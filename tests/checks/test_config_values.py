@@ -135,3 +135,30 @@ def test_the_fix_for_a_command_lines_false_is_none_and_clears(trl):
     assert "CFG010" in closure.fixed and closure.one_round
     assert not [f for f in closure.after if f.rule == "CFG010"]
     assert {f.rule for f in closure.after} <= {f.rule for f in closure.before}
+
+
+_RANK = """from trl import GRPOConfig, {trainer}
+
+config = GRPOConfig(output_dir="out", importance_sampling_level="item")
+trainer = {trainer}(model="Qwen/Qwen2.5-0.5B-Instruct", args=config, reward_funcs=[])
+trainer.train()
+"""
+
+
+@pytest.mark.parametrize("trainer", ["GRPOTrainer", "RankGRPOTrainer"])
+def test_a_loss_check_of_grpotrainer_is_not_another_trainers(tmp_path, trainer):
+    """Rank-GRPO: its install step copies RankGRPOTrainer (a transformers Trainer of its own,
+    whose loss takes importance_sampling_level "item") into the installed trl, and the script
+    imports it from there. TRL's GRPOTrainer raises on "item" in _compute_loss; no TRL release
+    has a RankGRPOTrainer, so the check of GRPOTrainer's loss is not the run's."""
+    script = tmp_path / "train.py"
+    script.write_text(_RANK.format(trainer=trainer))
+    packages = {**FIM, "trl": "0.21.0"}
+    hits = [
+        f for f in findings(snapshot(1, packages=packages), launch=f"python {script}") if f.rule == "CFG010"
+    ]
+    if trainer == "GRPOTrainer":
+        assert [h.severity for h in hits] == [Severity.ERROR]
+        assert "_compute_loss" in hits[0].message
+    else:
+        assert hits == []

@@ -94,3 +94,19 @@ def test_a_trainer_class_picked_into_a_variable_from_the_repository_is_read(tmp_
     # TRL's GRPOTrainer named in the code (a candidate of the pick): its check may run
     (g,) = _cfg002_script(tmp_path, READ_CLS.replace("else CustomVLLMTrainer", "else GRPOTrainer"))
     assert g.severity.value == "error"
+
+
+def test_a_trainer_imported_from_trl_that_no_trl_release_has_is_not_read(tmp_path):
+    """Rank-GRPO's install step copies its RankGRPOTrainer into the installed trl: the script's
+    `from trl import RankGRPOTrainer` is no class of TRL's (its symbol history has none in any
+    release), so what its __init__ checks is unknown; TRL's own trainers stay TRL's."""
+    from envdoctor.plan.script_reader import read_script
+
+    script = tmp_path / "train.py"
+    script.write_text("from trl import RankGRPOTrainer\n\ntrainer = RankGRPOTrainer(model='m', args=None)\n")
+    decl = read_script(script)
+    assert decl.unread_trainer and decl.unread_trainer.startswith("RankGRPOTrainer (from trl")
+    script.write_text("from trl import GRPOTrainer\n\ntrainer = GRPOTrainer(model='m', args=None)\n")
+    assert read_script(script).unread_trainer is None
+    script.write_text("from trl import DPOTrainer\n\ntrainer = DPOTrainer(model='m', args=None)\n")
+    assert read_script(script).unread_trainer is None

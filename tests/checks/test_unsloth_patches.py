@@ -98,3 +98,38 @@ from unsloth import FastLanguageModel
     # still not Python without the magics: a plain syntax error is said as before
     tree, why = parse_source(b"def f(:\n    pass\n", "train.py")
     assert tree is None and why and "not valid Python" in why
+
+
+WARNINGS = {"trl": "0.23.0", "torch": "2.9.1", "transformers": "5.4.0"}
+WARNINGS_ID = "trl-warnings-issued-transformers-5.1"
+UNSLOTH_GRPO = """from unsloth import FastLanguageModel
+from trl import GRPOConfig, GRPOTrainer
+
+model, tokenizer = FastLanguageModel.from_pretrained("unsloth/Qwen2.5-3B-Instruct")
+trainer = GRPOTrainer(model=model, args=GRPOConfig(output_dir="o"), reward_funcs=[])
+"""
+
+
+def _warnings_issued(tmp_path, source: str, unsloth: str | None) -> list:
+    (tmp_path / "train.py").write_text(source)
+    packages = {**WARNINGS, **({"unsloth": unsloth} if unsloth else {})}
+    return [
+        f
+        for f in findings(snapshot(1, packages=packages), launch=f"python {tmp_path / 'train.py'}")
+        if f.rule == "KNF001" and f.evidence.get("id") == WARNINGS_ID
+    ]
+
+
+def test_unsloths_trainers_set_warnings_issued_before_trls_write(tmp_path):
+    """vlm-safety-reasoning (set 15, not held out): TRL 0.23 + transformers 5.4 trained under
+    Unsloth's GRPOTrainer for weeks; Unsloth's generated trainers set warnings_issued before TRL's
+    write from 2026.3.1 (unslothai/unsloth#4034). A TRL script without Unsloth still fails."""
+    (f,) = _warnings_issued(tmp_path, UNSLOTH_GRPO, "2026.8.1")
+    assert f.severity.value == "info" and ">=2026.3.1" in f.message
+    (old,) = _warnings_issued(tmp_path, UNSLOTH_GRPO, "2026.2.1")
+    assert old.severity.value == "error"
+    loader = 'model, tokenizer = FastLanguageModel.from_pretrained("unsloth/Qwen2.5-3B-Instruct")\n'
+    plain = UNSLOTH_GRPO.replace("from unsloth import FastLanguageModel\n", "")
+    plain = plain.replace(loader, "model = 'm'\n")
+    (g,) = _warnings_issued(tmp_path, plain, None)
+    assert g.severity.value == "error"

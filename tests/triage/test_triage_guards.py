@@ -201,6 +201,16 @@ def test_pips_errors_name_the_cause():
         "ERROR: No matching distribution found for vllm==0.99.0\n"
     )
     assert f.rule == "TRI020" and "0.9.1" in f.fix
+    # an exact pin between the releases pip lists was published with no file for this platform
+    # (verl's FAQ, not held out: tensordict 0.6.2 has no linux-aarch64 wheel and no sdist; 0.8.x,
+    # the newest listed, breaks verl): build the pinned release, not "require 0.8.3"
+    f = _one(
+        "ERROR: Could not find a version that satisfies the requirement tensordict==0.6.2 (from versions: "
+        "0.0.3, 0.1.0, 0.1.1, 0.1.2, 0.8.0, 0.8.1, 0.8.2, 0.8.3)\n"
+        "ERROR: No matching distribution found for tensordict==0.6.2\n"
+    )
+    assert f.rule == "TRI020" and "published with no file that fits" in f.message
+    assert f.fix.startswith("build tensordict 0.6.2 from its source") and "only where" in f.fix
     f = _one(
         "ERROR: Cannot install a==1 and b==2 because these package versions have conflicting dependencies.\n"
         "The conflict is caused by:\n    a 1 depends on torch==2.5.1\n    b 2 depends on torch==2.6.0\n"
