@@ -448,9 +448,44 @@ def own_call(
     found = owners.owner(func, [caller.package])
     if found is None or found[0] != caller.package:
         return None
+    cls, _, method = func.removesuffix(".__init__").rpartition(".")
+    if (
+        cls
+        and re.search(rf"\bself\.{re.escape(method)}\(", caller.code)
+        and _own_takes(caller.package, cls, method, m)
+    ):
+        return None  # the package's own method takes it: the callee is a subclass's override of that name
     return Boundary(
         caller.package, caller.package, tb, what, caller, intra=True, defined_in=tuple(found[1][:3]), **call
     )
+
+
+def _own_takes(package: str, cls: str, method: str, m: re.Match[str]) -> bool:
+    """``package``'s own ``cls.method`` (its symbol history) takes what the message says the
+    callee refused, in every release the history has it: the keyword (by name or ``**kwargs``),
+    or as many positional arguments as were given (its parameters by name, ``self`` and
+    ``*args`` counted; a keyword-only one counted too, so the answer may be yes where the package's
+    method would refuse: then no finding, never a false one). A subclass of the same class name
+    (a project's ``class Trainer(transformers.Trainer)``) overrides it: the callee is that."""
+    from envdoctor.knowledge.symbol_history import history, packages
+
+    h = history(package) if package in packages() else None
+    short = cls.rsplit(".", 1)[-1]
+    if h is None or not short:
+        return False
+    if m.group("kwarg"):
+        scope, have = h.params(short, method, m.group("kwarg"), var=True)
+        return bool(scope) and have == scope
+    if not m.group("given"):
+        return False
+    scope, _ = h.params(short, method, "@")
+    if not scope:
+        return False
+    names = {p for _, _, node in h.classes(short) for p in (node.get("p", {}).get(method) or {}) if p != "@"}
+    always = [p for p in names if h.params(short, method, p)[1] == scope]
+    if "*" in always:
+        return True
+    return len([p for p in always if p != "**"]) + 1 >= int(m.group("given"))
 
 
 # -- an override called with what transformers passes now --------------------------------------
@@ -573,7 +608,11 @@ def _package_override(tb: Traceback, m: re.Match[str], frames: list[Frame]) -> B
         if len(args) + 1 != int(m.group("given")) or int(m.group("given")) != int(takes.group(1)) + 1:
             return None  # the shown call is not the one that failed
     pkg = last.package
-    if cls and (owners.modules(pkg, f"{cls}.{method}") or defines_method(pkg, method, cls)):
+    if (
+        cls
+        and (owners.modules(pkg, f"{cls}.{method}") or defines_method(pkg, method, cls))
+        and not _own_takes(pkg, cls, method, m)
+    ):
         return None  # the package's own class: its code against itself (own_call, TRI031)
     if not (owners.modules(pkg, method) or defines_method(pkg, method)):
         return None  # a method the package does not define: the class's own contract, not drift

@@ -159,3 +159,18 @@ def _cached(dist: str) -> bool:
     before = frame_index.frame_index.cache_info().hits
     frame_index.frame_index(dist)
     return frame_index.frame_index.cache_info().hits > before
+
+
+def test_a_frame_in_a_file_the_selection_leaves_out_is_no_evidence() -> None:
+    """vLLM's model files are left out of the index: a frame in one (qwen2.py's load_weights,
+    at a line no indexed file has) neither narrows nor empties the range the other frames place."""
+    qwen2 = f"{SITE}/vllm/model_executor/models/qwen2.py"
+    f = _entry_finding(
+        _log(
+            (qwen2, 9999, "load_weights", "for name, loaded_weight in weights:"),
+            (WEIGHTS, 440, "safetensors_weights_iterator", ""),
+            (WEIGHTS, 76, "__init__", SUPER),
+        )
+    )
+    assert f.severity == Severity.ERROR
+    assert "vllm 0.8.2 to 0.8.5.post1 inferred from the traceback's frames" in f.message

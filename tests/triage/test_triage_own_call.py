@@ -79,3 +79,26 @@ def test_under_unsloth_the_callee_may_be_its_patch_so_a_warning():
         "compute_policy_loss_gspo() got an unexpected keyword argument 'rollout_log_probs'",
     ).replace(b'  File "/srv/run.py"', b'  File "/srv/unsloth_compiled_cache/run.py"')
     assert _rules(data).get("TRI031") == "warning"
+
+
+def test_a_subclass_named_as_the_package_s_class_is_an_override_not_the_package_s_own_code():
+    """urchade/GLiNER#208 (transformers 4.46's loop passes num_items_in_batch; GLiNER's own
+    ``class Trainer(transformers.Trainer)`` overrides training_step without it). The message
+    names ``Trainer.training_step``, which transformers' index also defines; but transformers'
+    own Trainer.training_step takes four positional arguments in every release its symbol
+    history has (4.46.1 on), so the callee is the subclass's override: drift between the
+    project's code and transformers, not transformers' code against itself (TRI031)."""
+    data = (
+        b'File "Gliner_FineTuning.py", line 84, in <module>\n'
+        b"    trainer.train()\n"
+        b'  File "lib/python3.12/site-packages/transformers/trainer.py", line 2122, in train\n'
+        b"    return inner_training_loop(\n"
+        b'  File "lib/python3.12/site-packages/transformers/trainer.py", line 2474, in _inner_training_loop\n'
+        b"    tr_loss_step = self.training_step(model, inputs, num_items_in_batch)\n"
+        b"TypeError: Trainer.training_step() takes 3 positional arguments but 4 were given\n"
+    )
+    got = findings(scan_bytes(data))
+    assert "TRI031" not in {f.rule for f in got}
+    (drift,) = [f for f in got if f.rule == "TRI009"]
+    assert "overrides" in drift.message and "training_step" in drift.message
+    assert "num_items_in_batch" in drift.fix
