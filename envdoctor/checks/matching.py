@@ -333,9 +333,28 @@ def matching(ctx: Context) -> list[KnownFailure]:
     Kept on the context (KNF001, PKG004's deference and the package resolver ask)."""
     found: list[KnownFailure] | None = ctx.__dict__.get("_matching")
     if found is None:
-        found = [f for f in checkable_failures() if f.rule is None and not f.triage_only and matches(ctx, f)]
+        found = [
+            f
+            for f in checkable_failures()
+            if f.rule is None and not f.triage_only and framework_keeps(ctx, f) and matches(ctx, f)
+        ]
         ctx.__dict__["_matching"] = found
     return found
+
+
+def framework_keeps(ctx: Context, failure: KnownFailure) -> bool:
+    """Whether a catalogue entry's premise holds for the framework that trains (plan.framework):
+    an entry of TRL's release or of GRPOTrainer's own needs TRL's GRPOTrainer to run, one
+    conditioned on GRPOConfig keys needs TRL's parser to read them, one on the launch layout needs
+    TRL's layout. Entries of the packages alone (vLLM with torch, the allocator) always hold."""
+    framework = ctx.plan.framework
+    if framework is None:
+        return True
+    if not framework.runs_trl and ("trl" in failure.packages or failure.trainer == "grpo"):
+        return False
+    if not framework.trl_keys and (failure.config or failure.unless_config):
+        return False
+    return framework.trl_layout or not failure.launch
 
 
 def confirmed_break(ctx: Context, *names: str) -> KnownFailure | None:
