@@ -129,6 +129,8 @@ def from_script(script: TrainingScript | None) -> Framework | None:
 def detect(trainer: Launch | None, script: TrainingScript | None) -> Framework | None:
     """The run's training framework when it is not TRL's own GRPOTrainer script (None: TRL, or
     nothing known, judged as before)."""
+    if script is not None and not script.problem and script.builds_grpo:
+        return None  # the script read builds TRL's GRPOTrainer: TRL's, whatever the line or its imports
     return from_launch(trainer) or from_script(script)
 
 
