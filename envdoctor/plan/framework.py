@@ -78,26 +78,39 @@ def _by_module(module: str, table: dict[str, dict[str, Any]]) -> tuple[str, str]
     return best
 
 
-def from_launch(trainer: Launch | None) -> Framework | None:
-    """The framework the trainer's launch line starts, or None (TRL's or not known)."""
-    if trainer is None or trainer.is_server:
-        return None
-    table = _table()
-    words = _words(trainer.raw)
-    modules = [trainer.module] if trainer.module else []
+#: a package's own script found through its install path: ``$(python -c "import swift;
+#: print(swift.__path__[0])")/cli/rlhf.py`` runs ``swift/cli/rlhf.py``
+_PACKAGE_PATH = re.compile(
+    r"import\s+(?P<pkg>\w+)\b.{0,80}?(?P=pkg)\.__path__\[0\]\W*\)(?P<rest>/[\w/.-]+\.py)"
+)
+#: a shell script the line runs (``bash scripts/train.sh``), read for the launch lines it holds
+_SHELL = re.compile(r"^(?:ba|z|da)?sh$")
+MAX_SHELL_BYTES = 200_000
+
+
+def _from_words(
+    words: list[str],
+    table: dict[str, dict[str, Any]],
+    module: str | None = None,
+    script: str | None = None,
+    where: str = "the launch line",
+) -> Framework | None:
+    """The framework one command's words start: ``-m MODULE``, a script path, a console script."""
+    modules = [module] if module else []
     modules += [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-m"]
-    for module in modules:
-        found = _by_module(module, table)
+    for mod in modules:
+        found = _by_module(mod, table)
         if found:
-            return _make(found[0], table[found[0]], f"`-m {module}` on the launch line")
-    scripts = [trainer.script] if trainer.script else []
+            return _make(found[0], table[found[0]], f"`-m {mod}` on {where}")
+    scripts = [script] if script else []
     scripts += [w for w in words if w.endswith(".py")]
-    for script in scripts:
-        path = script.replace("\\", "/")
+    scripts += [m["pkg"] + m["rest"] for w in words for m in _PACKAGE_PATH.finditer(w)]
+    for path in scripts:
+        path = path.replace("\\", "/")
         for key, entry in table.items():
             for tail in entry.get("scripts") or ():
                 if path == tail or path.endswith("/" + str(tail)):
-                    return _make(key, entry, f"the launch line runs {script}")
+                    return _make(key, entry, f"{where} runs {path}")
     for i, word in enumerate(words):
         prev = words[i - 1] if i else ""
         if i and (prev.startswith("-") or (prev not in _PROGRAM_AFTER and "=" not in prev)):
@@ -105,8 +118,43 @@ def from_launch(trainer: Launch | None) -> Framework | None:
         name = word.rsplit("/", 1)[-1]
         for key, entry in table.items():
             if name in (entry.get("consoles") or ()):
-                return _make(key, entry, f"the launch line runs `{name}`")
+                return _make(key, entry, f"{where} runs `{name}`")
     return None
+
+
+def _from_shell(words: list[str], table: dict[str, dict[str, Any]]) -> Framework | None:
+    """The framework a shell script the line runs starts (``bash scripts/train.sh``: its
+    ``swift rlhf …`` line), read as text, never run."""
+    import os
+
+    from envdoctor.plan.shell_lines import command_runs
+
+    for i, word in enumerate(words):
+        shell = i > 0 and _SHELL.match(words[i - 1].rsplit("/", 1)[-1])
+        if not word.endswith(".sh") or not (shell or i == 0 or word.startswith("./")):
+            continue
+        try:
+            if os.path.getsize(word) > MAX_SHELL_BYTES:
+                continue
+            with open(word, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        for number, run, _ in command_runs(text):
+            found = _from_words(run, table, where=f"{word}:{number}")
+            if found is not None:
+                return found
+    return None
+
+
+def from_launch(trainer: Launch | None) -> Framework | None:
+    """The framework the trainer's launch line starts (or a shell script it runs), or None (TRL's
+    or not known)."""
+    if trainer is None or trainer.is_server:
+        return None
+    table = _table()
+    words = _words(trainer.raw)
+    return _from_words(words, table, trainer.module, trainer.script) or _from_shell(words, table)
 
 
 def from_script(script: TrainingScript | None) -> Framework | None:

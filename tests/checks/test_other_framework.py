@@ -7,6 +7,8 @@ unchanged. Issue 35 (scope15)."""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from envdoctor.plan.build import build_plan
@@ -160,3 +162,35 @@ def test_verl_leaves_trl_range_out_but_keeps_vllm_and_torch_and_the_allocator():
     )
     rules = {f.rule for f in findings(off, launch=SHAPES["verl"][0])}
     assert "PKG006" not in rules and {"PKG004", "ALC001"} <= rules, rules
+
+
+def test_a_shell_script_the_line_runs_is_read_for_the_framework(tmp_path, monkeypatch):
+    """`bash scripts/train.sh` whose line is `swift rlhf …` (MM-GRPO's shape): ms-swift, said
+    with the script's line; its flags in the config are not GRPOConfig typos."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.sh").write_text(
+        "#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0,1,2,3,4,5\nNPROC_PER_NODE=6 \\\nswift rlhf \\\n"
+        "    --rlhf_type grpo \\\n    --dataset data.jsonl\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    plan = build_plan(launch="bash scripts/train.sh", live=False)
+    assert plan.framework.key == "ms-swift" and plan.framework.evidence.startswith("scripts/train.sh:")
+    found = findings(
+        SNAP, config={"dataset": "data.jsonl", "train_type": "lora"}, launch="bash scripts/train.sh"
+    )
+    assert not {"CFG001", "CFG004"} & {f.rule for f in found}
+
+
+def test_a_package_script_found_through_its_install_path():
+    """`torchrun … $(python -c "import swift; print(swift.__path__[0])")/cli/rlhf.py`: swift's
+    own cli/rlhf.py."""
+    line = (
+        'torchrun --nproc_per_node=8 $(uv run python -c "import swift; print(swift.__path__[0])")'
+        "/cli/rlhf.py --rlhf_type grpo --train_type lora"
+    )
+    argv = shlex.split(line)  # as the shell hands `check … -- <line>` its words
+    assert build_plan(launch_argv=argv, live=False).framework.key == "ms-swift"
+
+
+def test_a_shell_script_of_a_trl_run_is_trl():
+    assert build_plan(launch="bash no_such_script.sh", live=False).framework is None
