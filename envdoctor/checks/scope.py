@@ -73,9 +73,7 @@ def other_framework_trains(ctx: Context) -> Iterator[Hit]:
         f"{underneath}; the packages installed together, the GPUs, vLLM's own memory and the "
         "allocator environment are judged as for any run",
         fix=f"check the run's {framework.name} configuration with {framework.name}'s own "
-        "validation"
-        + (f" ({framework.sources[0].split('  ')[0]})" if framework.sources else "")
-        + "; `--select` still runs a left-out rule's family where you want it",
+        "validation" + (f" ({framework.sources[0]})" if framework.sources else ""),
         framework=framework.key,
         evidence_said=framework.evidence,
         not_applied=out,
