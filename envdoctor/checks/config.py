@@ -117,7 +117,7 @@ def _installed(ctx: Context) -> str:
     return "" if ctx.trl.assumed or "trl" in (ctx.facts.extra.get("assumed") or []) else "installed "
 
 
-@rule("CFG001", needs=("plan",))
+@rule("CFG001", needs=("plan", "trl-keys"))
 def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
     trl, said = ctx.trl.version, ctx.trl.label()
     keys = ctx.kb.grpo_keys.get("keys") or {}
@@ -503,7 +503,7 @@ def trl_example_trainer(ctx: Context) -> str | None:
     return f"{entry['trainer']} (what TRL's {path} builds; the file is not here)"
 
 
-@rule("CFG002", needs=("plan",))
+@rule("CFG002", needs=("plan", "trl-keys"))
 def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
     cfg = ctx.config
     lay = ctx.layout
@@ -864,7 +864,7 @@ def _per_device_multiple(per: int, others: int, gens: int) -> tuple[int, int]:
     return need, -(-per // need) * need
 
 
-@rule("CFG003", needs=("plan",))
+@rule("CFG003", needs=("plan", "trl-keys"))
 def num_generations_too_small(ctx: Context) -> Iterator[Hit]:
     gens = ctx.config.get("num_generations")
     if isinstance(gens, int) and not isinstance(gens, bool) and gens < 2:
@@ -882,7 +882,7 @@ def num_generations_too_small(ctx: Context) -> Iterator[Hit]:
 MAX_TYPO_KEYS = 200  # a config with thousands of unknown keys is not a typo
 
 
-@rule("CFG004", needs=("plan",))
+@rule("CFG004", needs=("plan", "trl-keys"))
 def config_key_typo(ctx: Context) -> Iterator[Hit]:
     keys = ctx.kb.grpo_keys.get("keys") or {}
     if not keys:
@@ -1183,7 +1183,7 @@ def _read_under_strategy(ctx: Context, key: str) -> bool:
     return str(chosen).lower() == str(entry.get("value")).lower()
 
 
-@rule("CFG005", needs=("plan",))
+@rule("CFG005", needs=("plan", "trl-keys"))
 def config_value_type(ctx: Context) -> Iterator[Hit]:
     types = field_types(ctx.kb.grpo_keys.get("keys") or {})
     for key, origin in ctx.plan.config_origin.items():

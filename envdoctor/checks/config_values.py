@@ -129,7 +129,7 @@ def first_accepting(spans: list[dict[str, Any]], trl: str | None, value: str) ->
     return None
 
 
-@rule("CFG010", needs=("plan",))
+@rule("CFG010", needs=("plan", "trl-keys"))
 def config_value_refused(ctx: Context) -> Iterator[Hit]:
     table = ctx.kb.grpo_choices
     keys: dict[str, list[dict[str, Any]]] = table.get("choices") or {}

@@ -225,7 +225,7 @@ def prompt_column_fix(columns: list[str]) -> str:
     return "give the dataset a 'prompt' column (plain text or a list of {role, content} messages)"
 
 
-@rule("DAT002")
+@rule("DAT002", needs=("trl-trainer",))
 def dataset_no_prompt_column(ctx: Context) -> Iterator[Hit]:
     view = _view(ctx)
     sample = _sample(ctx)
@@ -391,7 +391,7 @@ def prompt_too_long_for_vllm(ctx: Context) -> Iterator[Hit]:
     )
 
 
-@rule("DAT005")
+@rule("DAT005", needs=("trl-keys",))
 def prompts_over_max_prompt_length(ctx: Context) -> Iterator[Hit]:
     view = _view(ctx)
     sample = _sample(ctx)
@@ -433,7 +433,7 @@ def _removes_columns(ctx: Context) -> bool:
     return bool(as_bool(ctx.config.get("remove_unused_columns", False)))
 
 
-@rule("DAT006")
+@rule("DAT006", needs=("trl-keys",))
 def remove_unused_columns_drops(ctx: Context) -> Iterator[Hit]:
     sample = _sample(ctx)
     if sample is None or _view(ctx).transformed or not _removes_columns(ctx):
@@ -502,7 +502,7 @@ def _where(func: RewardFunc) -> str:
     return f"reward function {func.name} ({func.where})"
 
 
-@rule("DAT007")
+@rule("DAT007", needs=("trl-trainer",))
 def reward_missing_argument(ctx: Context) -> Iterator[Hit]:
     reading = _rewards(ctx)
     if reading is None:
@@ -640,7 +640,7 @@ class _Empty:
 _EMPTY = _Empty()
 
 
-@rule("DAT008")
+@rule("DAT008", needs=("trl-trainer",))
 def reward_unexpected_keyword(ctx: Context) -> Iterator[Hit]:
     reading = _rewards(ctx)
     if reading is None:

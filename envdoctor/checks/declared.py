@@ -51,7 +51,7 @@ def _they(names: list[str], verb: str, many: bool = False) -> str:
     return verb if many or len(names) != 1 else verb + "s"
 
 
-@rule("DCL001", needs=("plan",))
+@rule("DCL001", needs=("plan", "trl-keys"))
 def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
     trl = _stack(ctx).get("trl")
     tags = [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []]
@@ -262,7 +262,7 @@ def _line_start(line: dict[str, Any]) -> str:
     return m.group(1) if m else "?"
 
 
-@rule("DCL006", needs=("vllm",))
+@rule("DCL006", needs=("vllm", "trl-trainer"))
 def declared_trl_range_vs_vllm(ctx: Context) -> Iterator[Hit]:
     stack = _stack(ctx)
     trl, vllm = stack.get("trl"), stack.get("vllm")

@@ -107,7 +107,7 @@ def _elsewhere_in(folder: str) -> bool:
     return False
 
 
-@rule("DCL009", needs=("plan",))
+@rule("DCL009", needs=("plan", "trl-keys"))
 def declared_trl_newest_refuses_key(ctx: Context) -> Iterator[Hit]:
     placed = fresh_install(ctx)
     if placed is None:

@@ -34,6 +34,13 @@ def matches(rule_id: str, name: str, patterns: list[str]) -> bool:
 
 
 def _missing(ctx: Context, needs: tuple[str, ...]) -> str | None:
+    framework = ctx.plan.framework
+    if framework is not None:
+        from envdoctor.plan.framework import FAMILIES, leaves_out
+
+        for need in needs:
+            if leaves_out(framework, need):
+                return f"{framework.name} trains ({framework.evidence}): {FAMILIES[need]} do not apply"
     if "cuda" in needs:
         unused = cuda_unused(ctx)
         if unused:

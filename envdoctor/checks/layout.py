@@ -100,7 +100,7 @@ def _with_ranks(ctx: Context, n: int) -> str:
     return with_option(launch, _procs_flag(lay.launcher), str(n))
 
 
-@rule("LAY001", needs=("gpus", "vllm"))
+@rule("LAY001", needs=("gpus", "vllm", "trl-layout"))
 def vllm_device_unavailable(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     problem = lay.problems.get("vllm_device")
@@ -121,7 +121,7 @@ def vllm_device_unavailable(ctx: Context) -> Iterator[Hit]:
     )
 
 
-@rule("LAY002", needs=("gpus", "vllm"))
+@rule("LAY002", needs=("gpus", "vllm", "trl-layout"))
 def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     problem = lay.problems.get("vllm_device")
@@ -145,7 +145,7 @@ def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
     )
 
 
-@rule("LAY003", needs=("gpus", "cuda"))
+@rule("LAY003", needs=("gpus", "cuda", "trl-layout"))
 def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.problems.get("distributed") or lay.process_gpus < 2 or not (ctx.plan.trainer or ctx.config):
@@ -460,7 +460,7 @@ def _deliberate_share(ctx: Context) -> str | None:
     return f"{said} is {util:g}, which leaves training {1 - util:.0%} of the GPU"
 
 
-@rule("LAY006", needs=("gpus", "vllm"))
+@rule("LAY006", needs=("gpus", "vllm", "trl-layout"))
 def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.generation_mode not in ("legacy", "server"):
@@ -532,7 +532,7 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
     )
 
 
-@rule("LAY007", needs=("vllm",))
+@rule("LAY007", needs=("vllm", "trl-layout"))
 def server_parallel_mismatch(ctx: Context) -> Iterator[Hit]:
     srv = ctx.layout.server
     if not srv or srv.source != "launch" or not ctx.facts.gpus:
@@ -581,7 +581,7 @@ def _parallel_remedies(ctx: Context, tp: int, dp: int, have: int) -> list[Remedy
     return out
 
 
-@rule("LAY008", needs=("live", "vllm"))
+@rule("LAY008", needs=("live", "vllm", "trl-layout"))
 def server_unreachable(ctx: Context) -> Iterator[Hit]:
     from envdoctor.checks.net import server_health
 
@@ -604,7 +604,7 @@ def server_unreachable(ctx: Context) -> Iterator[Hit]:
     )
 
 
-@rule("LAY013", needs=("live", "vllm"))
+@rule("LAY013", needs=("live", "vllm", "trl-layout"))
 def server_not_contacted(ctx: Context) -> Iterator[Hit]:
     from envdoctor.checks.net import server_address, server_health
 
@@ -635,7 +635,7 @@ def server_not_contacted(ctx: Context) -> Iterator[Hit]:
     )
 
 
-@rule("LAY009", needs=("live", "vllm"))
+@rule("LAY009", needs=("live", "vllm", "trl-layout"))
 def group_port_busy(ctx: Context) -> Iterator[Hit]:
     from envdoctor.checks.net import port_in_use
 
@@ -690,7 +690,7 @@ def port_out_of_range(ctx: Context) -> Iterator[Hit]:
             )
 
 
-@rule("LAY010", needs=("vllm",))
+@rule("LAY010", needs=("vllm", "trl-layout"))
 def colocate_tp_not_dividing(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.generation_mode != "colocate":
@@ -777,7 +777,7 @@ def _no_weight_transfer(body: bytes) -> bool:
     return isinstance(cfg, dict) and "weight_transfer_config" in cfg and cfg["weight_transfer_config"] is None
 
 
-@rule("LAY012", needs=("vllm",))
+@rule("LAY012", needs=("vllm", "trl-layout"))
 def server_kind_mismatch(ctx: Context) -> Iterator[Hit]:
     from envdoctor.checks.net import get_status, policy, server_address, server_health
 

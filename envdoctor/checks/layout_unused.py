@@ -19,7 +19,7 @@ def _chosen(ctx: Context) -> str | None:
     return src if src.startswith(("CUDA_VISIBLE_DEVICES=", "--gpu_ids")) else None
 
 
-@rule("LAY015", needs=("gpus",))
+@rule("LAY015", needs=("gpus", "trl-layout"))
 def idle_training_gpus(ctx: Context) -> Iterator[Hit]:
     """A distributed launch whose processes take fewer GPUs than the trainer was given: rank i
     takes visible GPU i, the others stay idle (no DataParallel under a distributed launch)."""
@@ -70,7 +70,7 @@ def idle_training_gpus(ctx: Context) -> Iterator[Hit]:
 MODES_SINCE = "0.18.0"
 
 
-@rule("LAY016", needs=("vllm",))
+@rule("LAY016", needs=("vllm", "trl-layout"))
 def in_process_vllm_ignores_server(ctx: Context) -> Iterator[Hit]:
     """The script loads the model with Unsloth's fast_inference=True (vLLM inside the training
     process) while the run configures server mode or starts a server: the server is not used."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from envdoctor import versions
-from envdoctor.checks.context import Context
+from envdoctor.checks.context import Context, LayoutUnresolved
 from envdoctor.knowledge import checkable_failures
 from envdoctor.knowledge.failures import KnownFailure
 from envdoctor.plan.interface import from_config_object
@@ -333,9 +333,40 @@ def matching(ctx: Context) -> list[KnownFailure]:
     Kept on the context (KNF001, PKG004's deference and the package resolver ask)."""
     found: list[KnownFailure] | None = ctx.__dict__.get("_matching")
     if found is None:
-        found = [f for f in checkable_failures() if f.rule is None and not f.triage_only and matches(ctx, f)]
+        found = [
+            f
+            for f in checkable_failures()
+            if f.rule is None and not f.triage_only and framework_keeps(ctx, f) and _matches_here(ctx, f)
+        ]
         ctx.__dict__["_matching"] = found
     return found
+
+
+def _matches_here(ctx: Context, failure: KnownFailure) -> bool:
+    """``matches``; for another framework's run (plan.framework), whose processes TRL's layout
+    does not describe, an entry whose condition needs that layout (``vllm_mode``, the world size)
+    does not hold, rather than every package rule being left out with the launch unresolved."""
+    if ctx.plan.framework is None:
+        return matches(ctx, failure)
+    try:
+        return matches(ctx, failure)
+    except LayoutUnresolved:
+        return False
+
+
+def framework_keeps(ctx: Context, failure: KnownFailure) -> bool:
+    """Whether a catalogue entry's premise holds for the framework that trains (plan.framework):
+    an entry of TRL's release or of GRPOTrainer's own needs TRL's GRPOTrainer to run, one
+    conditioned on GRPOConfig keys needs TRL's parser to read them, one on the launch layout needs
+    TRL's layout. Entries of the packages alone (vLLM with torch, the allocator) always hold."""
+    framework = ctx.plan.framework
+    if framework is None:
+        return True
+    if not framework.runs_trl and ("trl" in failure.packages or failure.trainer == "grpo"):
+        return False
+    if not framework.trl_keys and (failure.config or failure.unless_config):
+        return False
+    return framework.trl_layout or not failure.launch
 
 
 def confirmed_break(ctx: Context, *names: str) -> KnownFailure | None:
@@ -350,12 +381,16 @@ def when_holds(ctx: Context, when: dict[str, Any]) -> bool:
                 return False
             continue
         if key == "vllm_mode":
+            if ctx.plan.framework is not None and ctx.resolved.unresolved:
+                return False  # another framework's processes: TRL's generation mode is not theirs
             if ctx.layout.generation_mode != cond:
                 return False
             continue
         if key == "world_size_above":  # more training processes than that (no launch line, or
             # one whose processes are not resolved: there may be)
-            known = ctx.plan.trainer is not None and ctx.layout.unresolved is None
+            # (another framework's run: its processes are its own, an unresolved layout is "may be")
+            lay = ctx.resolved if ctx.plan.framework is not None else ctx.layout
+            known = ctx.plan.trainer is not None and lay.unresolved is None
             if known and ctx.layout.world_size <= int(cond):
                 return False
             continue

@@ -201,7 +201,7 @@ def _colocate_budget_remedies(util: float) -> list[Remedy]:
     return out
 
 
-@rule("MEM003", needs=("gpus", "vllm"))
+@rule("MEM003", needs=("gpus", "vllm", "trl-layout"))
 def colocate_memory_budget(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.generation_mode != "colocate":

@@ -130,7 +130,7 @@ def _rows(ctx: Context) -> tuple[MemoryPlan | None, list[GpuPlan]]:
     return plan, [r for r in plan.gpus if r.role != "vLLM" and r.capacity]
 
 
-@rule("MEM101", needs=("model",))
+@rule("MEM101", needs=("model", "trl-keys"))
 def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
     from envdoctor.plan.memory.parts import same_gpus
 
@@ -157,7 +157,7 @@ def memory_plan_will_not_fit(ctx: Context) -> Iterator[Hit]:
         )
 
 
-@rule("MEM102", needs=("model",))
+@rule("MEM102", needs=("model", "trl-keys"))
 def memory_plan_headroom_thin(ctx: Context) -> Iterator[Hit]:
     from envdoctor.plan.memory.parts import same_gpus
     from envdoctor.plan.memory.planner import is_thin
@@ -285,7 +285,7 @@ def _colocate_conflict(plan: MemoryPlan, row: GpuPlan, needed: float) -> str:
     return "; ".join(out)
 
 
-@rule("MEM104", needs=("model",))
+@rule("MEM104", needs=("model", "trl-keys"))
 def memory_plan(ctx: Context) -> Iterator[Hit]:
     from envdoctor.plan.memory.parts import same_gpus
     from envdoctor.plan.memory.planner import is_thin
@@ -353,7 +353,7 @@ def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
     )
 
 
-@rule("MEM106", needs=("model", "vllm"))
+@rule("MEM106", needs=("model", "vllm", "trl-keys"))
 def max_model_len_below_prompt_and_completion(ctx: Context) -> Iterator[Hit]:
     from envdoctor.plan.memory.planner import for_context
 

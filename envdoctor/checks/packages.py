@@ -109,7 +109,7 @@ def _before_device_fix(ctx: Context) -> str | None:
     return None
 
 
-@rule("PKG002", needs=("vllm",))
+@rule("PKG002", needs=("vllm", "trl-trainer"))
 def vllm_too_old(ctx: Context) -> Iterator[Hit]:
     vllm = ctx.version("vllm")
     said = _before_device_fix(ctx)
@@ -123,7 +123,7 @@ def vllm_too_old(ctx: Context) -> Iterator[Hit]:
         )
 
 
-@rule("PKG003", needs=("vllm",))
+@rule("PKG003", needs=("vllm", "trl-trainer"))
 def vllm_too_old_multi_gpu(ctx: Context) -> Iterator[Hit]:
     vllm = ctx.version("vllm")
     lay = ctx.layout
@@ -333,7 +333,7 @@ def version_unparseable(ctx: Context) -> Iterator[Hit]:
             )
 
 
-@rule("PKG006", needs=("vllm",))
+@rule("PKG006", needs=("vllm", "trl-trainer"))
 def vllm_outside_trl_range(ctx: Context) -> Iterator[Hit]:
     trl, vllm = ctx.version("trl"), ctx.version("vllm")
     line = ctx.kb.trl_line(trl)
@@ -470,7 +470,7 @@ def known_bad_combination(ctx: Context) -> Iterator[Hit]:
             yield unused_vllm(found, unused) if unused else found
 
 
-@rule("PKG008", needs=("plan",))
+@rule("PKG008", needs=("plan", "trl-trainer"))
 def trl_missing(ctx: Context) -> Iterator[Hit]:
     if ctx.version("trl") is None and not ctx.facts.unknown("trl") and (ctx.config or ctx.plan.trainer):
         assumed = (

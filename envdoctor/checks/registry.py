@@ -12,7 +12,10 @@ from typing import Any
 
 from envdoctor.findings import Remedy, Severity
 
-NEEDS = ("live", "gpus", "plan", "vllm", "model", "cuda")  # cuda: the run uses CUDA (engine.cuda_unused)
+NEEDS = ("live", "gpus", "plan", "vllm", "model", "cuda", "trl-keys", "trl-layout", "trl-trainer")
+# cuda: the run uses CUDA (engine.cuda_unused); trl-keys / trl-layout / trl-trainer: the rule's
+# premise is TRL's GRPOTrainer reading GRPOConfig's keys / TRL's process layout / TRL's
+# GRPOTrainer running the step: left out for a framework that breaks it (plan.framework)
 
 
 @dataclass

@@ -46,3 +46,35 @@ def stack_not_installed(ctx: Context) -> Iterator[Hit]:
         "stack it runs: `--assume trl==1.16.0 --assume vllm==0.26.0`",
         missing=list(STACK),
     )
+
+
+@rule("ENV002", needs=("plan",))
+def other_framework_trains(ctx: Context) -> Iterator[Hit]:
+    """Once, at info: the run's trainer is another framework's (plan.framework), and which of
+    TRL's rule families envdoctor left out for it (their premise, TRL's GRPOTrainer reading the
+    config, does not hold); the rules of what the run uses whatever trains it still ran."""
+    from envdoctor.plan.framework import FAMILIES, leaves_out
+
+    framework = ctx.plan.framework
+    if framework is None:
+        return
+    out = [need for need in FAMILIES if leaves_out(framework, need)]
+    if not out:
+        return
+    underneath = (
+        "; it runs TRL's GRPOTrainer underneath, so TRL's release, its vLLM range and TRL's known "
+        "failures are still judged"
+        if framework.runs_trl
+        else ""
+    )
+    yield hit(
+        f"{framework.name} trains this run ({framework.evidence}), not a script of TRL's "
+        f"GRPOTrainer reading GRPOConfig: not applied: {'; '.join(FAMILIES[n] for n in out)}"
+        f"{underneath}; the packages installed together, the GPUs, vLLM's own memory and the "
+        "allocator environment are judged as for any run",
+        fix=f"check the run's {framework.name} configuration with {framework.name}'s own "
+        "validation" + (f" ({framework.sources[0]})" if framework.sources else ""),
+        framework=framework.key,
+        evidence_said=framework.evidence,
+        not_applied=out,
+    )

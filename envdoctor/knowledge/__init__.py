@@ -41,6 +41,7 @@ class Knowledge:
         "import_shadow": "import_shadow.yaml",
         "vllm_api": "vllm_api.yaml",
         "wrappers": "wrappers.yaml",
+        "frameworks": "frameworks.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

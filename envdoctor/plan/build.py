@@ -96,6 +96,10 @@ def build_plan(
         plan.accelerate = _read_mapping(acc_path, "accelerate config", plan)
     elif acc_path is not None:
         raise InputError("--config_file", f"expected a file path, got {acc_path!r}")
+    if trainer is not None:
+        from envdoctor.plan.framework import detect
+
+        plan.framework = detect(trainer, plan.script)
     return plan
 
 

@@ -185,6 +185,9 @@ class TrainingScript:
     #: library, Hydra): recorded once by the reader; without one the launch line's flags reach
     #: nothing
     reads_command_line: bool = True
+    #: the top-level packages the script itself imports (absolute imports) -> the line of the
+    #: first import of each (``verl`` -> 3): which framework trains (``plan.framework``)
+    packages: dict[str, int] = field(default_factory=dict)
 
     @property
     def other_config(self) -> ConfigClass | None:
@@ -236,6 +239,9 @@ class Plan:
     #: files the launch line names that are not where it names them from here
     #: (plan.launch_files.LaunchFile: read from elsewhere, as a config envdoctor knows, or not read)
     launch_files: list[Any] = field(default_factory=list)
+    #: the training framework the trainer line starts when it is not TRL's GRPOTrainer script
+    #: (envdoctor.plan.framework.Framework: verl, OpenRLHF, ms-swift…); None: TRL, as judged always
+    framework: Any = None
 
     @property
     def trainer(self) -> Launch | None:

@@ -62,6 +62,7 @@ def read_training_script(
         config_class=decl.config_class,
         vllm_engine=decl.vllm_engine,
         reads_command_line=decl.reads_command_line,
+        packages=decl.packages,
         self_load=decl.self_load
         if decl.config_calls and all(c.trl_class and not c.spread for c in decl.config_calls)
         else None,

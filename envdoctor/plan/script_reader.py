@@ -152,6 +152,8 @@ class ScriptDecl:
 
     path: str
     problem: str | None = None
+    #: the top-level packages the script imports (absolute imports) -> the line of the first
+    packages: dict[str, int] = field(default_factory=dict)
     flags: dict[str, Flag] = field(default_factory=dict)  # dest -> flag
     argparse: bool = False  # it declares argparse options
     makes_parser: bool = False  # it builds its argparse parser itself (not one from elsewhere)
@@ -402,6 +404,8 @@ class SourceFacts:
     path: str
     imports: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # name -> (module, attr, level)
     modules: dict[str, str] = field(default_factory=dict)  # alias -> module (import trl as t)
+    #: the top-level packages it imports (absolute imports) -> the first line that imports each
+    packages: dict[str, int] = field(default_factory=dict)
     classes: dict[str, DataClass] = field(default_factory=dict)  # own fields only
     flags: dict[str, Flag] = field(default_factory=dict)
     argparse: bool = False
@@ -565,10 +569,13 @@ def record(mod: SourceFacts, node: ast.AST) -> bool:
         for alias in node.names:
             first = alias.name.split(".")[0]
             mod.modules[alias.asname or first] = alias.name if alias.asname else first
+            mod.packages.setdefault(first, node.lineno)
             if first in OTHER_CLIS:
                 mod.other_cli = mod.other_cli or first
     elif isinstance(node, ast.ImportFrom):
         top = (node.module or "").split(".")[0]
+        if not node.level and top:
+            mod.packages.setdefault(top, node.lineno)
         if not node.level and top in OTHER_CLIS:
             mod.other_cli = mod.other_cli or top
         for alias in node.names:
@@ -1272,6 +1279,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         dynamic_flags=main.dynamic_flags,
         other_cli=main.other_cli,
         model_by_name=_all_known(main.model_by_name, main.flags, main.texts),
+        packages=dict(main.packages),
     )
     trl_classes: list[str] = []
     unresolved: list[str] = []

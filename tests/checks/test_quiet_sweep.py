@@ -113,7 +113,13 @@ def test_cfg001_command_line_key_of_an_unread_script_is_info(tmp_path):
     # hustvl/Food-R1 2d7f1e5 scripts/train_grpo_caloriebench80k.sh: `torchrun swift/cli/rlhf.py
     # ... --vllm_max_model_len 8192` runs ms-swift's CLI from its own checkout (SWIFT_ROOT), whose
     # parser takes vllm_max_model_len; envdoctor cannot read that script
+    # (scope15: swift/cli/rlhf.py is ms-swift's own entry point, rules/knowledge/frameworks.yaml:
+    # its flags are not GRPOConfig's, CFG001 stays quiet and ENV002 says so; another script that
+    # is not here keeps the info)
     launch = "torchrun --nproc_per_node 2 swift/cli/rlhf.py --rlhf_type grpo --vllm_max_model_len 8192"
+    found = findings(snapshot(2, packages=MODERN_18), config={"use_vllm": True}, launch=launch)
+    assert not _rule(found, "CFG001") and _rule(found, "ENV002")
+    launch = "torchrun --nproc_per_node 2 tools/cli/rlhf.py --rlhf_type grpo --vllm_max_model_len 8192"
     found = findings(snapshot(2, packages=MODERN_18), config={"use_vllm": True}, launch=launch)
     (f,) = [f for f in _rule(found, "CFG001") if f.evidence["key"] == "vllm_max_model_len"]
     assert f.severity.value == "info" and "is not here" in f.message

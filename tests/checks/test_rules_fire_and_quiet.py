@@ -109,6 +109,11 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         {"snap": {"packages": {**MODERN, "trl": "1.16.0", "torch": "2.15.0"}}},
     ),
     "ENV001": ({"snap": {"packages": {}}}, {"snap": {"packages": {"torch": "2.9.0"}}}),
+    # another framework trains (verl's entry point): said once at info; TRL's own line: quiet
+    "ENV002": (
+        {"launch": "python3 -m verl.trainer.main_ppo data.max_prompt_length=1024"},
+        {"launch": "accelerate launch --num_processes 1 train.py"},
+    ),
     "CFG001": (
         {"config": {"vllm_device": "auto", "use_vllm": True}},
         {"snap": {"packages": LEGACY}, "config": {"vllm_device": "auto"}},

@@ -1,0 +1,203 @@
+"""Which training framework the run's trainer line starts: TRL's GRPOTrainer (None: as envdoctor
+has always judged it) or another framework's entry point (verl, OpenRLHF, ms-swift, …), from the
+launch line (``-m MODULE``, a console script, a script path) and the training script's imports
+read by AST. The frameworks and their entry points are data: ``rules/knowledge/frameworks.yaml``.
+
+A framework that does not run TRL's GRPOTrainer, or whose config keys are not GRPOConfig's,
+breaks the premise of TRL's rules: the engine leaves those out (``checks/engine.py``) and the
+report says so once (ENV002)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from envdoctor.plan.interface import Launch, TrainingScript
+
+#: words a launch line starts its program with that are not the program (``uv run``, ``nohup``)
+_PROGRAM_AFTER = frozenset(
+    {"nohup", "exec", "time", "env", "run", "--", "uv", "poetry", "pixi", "conda", "sudo"}
+)
+
+
+@dataclass(frozen=True)
+class Framework:
+    """The framework that trains: ``key`` (frameworks.yaml), ``name`` as said, ``runs_trl`` (TRL's
+    GRPOTrainer does the step), ``trl_keys`` (its keys are GRPOConfig's), ``trl_layout`` (TRL's
+    process layout holds), ``evidence`` (``python -m verl.trainer.main_ppo (the launch line)``)."""
+
+    key: str
+    name: str
+    runs_trl: bool
+    trl_keys: bool
+    trl_layout: bool
+    evidence: str
+    sources: tuple[str, ...] = ()
+
+
+def _table() -> dict[str, dict[str, Any]]:
+    from envdoctor.knowledge import knowledge
+
+    table = knowledge().frameworks.get("frameworks") or {}
+    return table if isinstance(table, dict) else {}
+
+
+def _make(key: str, entry: dict[str, Any], evidence: str) -> Framework:
+    return Framework(
+        key=key,
+        name=str(entry.get("name") or key),
+        runs_trl=bool(entry.get("runs_trl")),
+        trl_keys=bool(entry.get("trl_keys")),
+        trl_layout=bool(entry.get("trl_layout")),
+        evidence=evidence,
+        sources=tuple(str(s) for s in entry.get("sources") or ()),
+    )
+
+
+def _words(raw: str) -> list[str]:
+    try:
+        return shlex.split(raw, comments=True)
+    except ValueError:
+        return raw.split()
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def _by_module(module: str, table: dict[str, dict[str, Any]]) -> tuple[str, str] | None:
+    """The framework whose module ``module`` is (the longest prefix wins: EasyR1's
+    ``verl.trainer.main`` over verl's ``verl.trainer``), with the prefix matched."""
+    best: tuple[str, str] | None = None
+    for key, entry in table.items():
+        for prefix in entry.get("modules") or ():
+            if _under(module, str(prefix)) and (best is None or len(str(prefix)) > len(best[1])):
+                best = (key, str(prefix))
+    return best
+
+
+#: a package's own script found through its install path: ``$(python -c "import swift;
+#: print(swift.__path__[0])")/cli/rlhf.py`` runs ``swift/cli/rlhf.py``
+_PACKAGE_PATH = re.compile(
+    r"import\s+(?P<pkg>\w+)\b.{0,80}?(?P=pkg)\.__path__\[0\]\W*\)(?P<rest>/[\w/.-]+\.py)"
+)
+#: a shell script the line runs (``bash scripts/train.sh``), read for the launch lines it holds
+_SHELL = re.compile(r"^(?:ba|z|da)?sh$")
+MAX_SHELL_BYTES = 200_000
+
+
+def _from_words(
+    words: list[str],
+    table: dict[str, dict[str, Any]],
+    module: str | None = None,
+    script: str | None = None,
+    where: str = "the launch line",
+) -> Framework | None:
+    """The framework one command's words start: ``-m MODULE``, a script path, a console script."""
+    modules = [module] if module else []
+    modules += [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-m"]
+    for mod in modules:
+        found = _by_module(mod, table)
+        if found:
+            return _make(found[0], table[found[0]], f"`-m {mod}` on {where}")
+    scripts = [script] if script else []
+    scripts += [w for w in words if w.endswith(".py")]
+    scripts += [m["pkg"] + m["rest"] for w in words for m in _PACKAGE_PATH.finditer(w)]
+    for path in scripts:
+        path = path.replace("\\", "/")
+        for key, entry in table.items():
+            for tail in entry.get("scripts") or ():
+                if path == tail or path.endswith("/" + str(tail)):
+                    return _make(key, entry, f"{where} runs {path}")
+    for i, word in enumerate(words):
+        prev = words[i - 1] if i else ""
+        if i and (prev.startswith("-") or (prev not in _PROGRAM_AFTER and "=" not in prev)):
+            continue  # a value of an option or an argument, not the program
+        name = word.rsplit("/", 1)[-1]
+        for key, entry in table.items():
+            if name in (entry.get("consoles") or ()):
+                return _make(key, entry, f"{where} runs `{name}`")
+    return None
+
+
+def _from_shell(words: list[str], table: dict[str, dict[str, Any]]) -> Framework | None:
+    """The framework a shell script the line runs starts (``bash scripts/train.sh``: its
+    ``swift rlhf …`` line), read as text, never run."""
+    import os
+
+    from envdoctor.plan.shell_lines import command_runs
+
+    for i, word in enumerate(words):
+        shell = i > 0 and _SHELL.match(words[i - 1].rsplit("/", 1)[-1])
+        if not word.endswith(".sh") or not (shell or i == 0 or word.startswith("./")):
+            continue
+        try:
+            if os.path.getsize(word) > MAX_SHELL_BYTES:
+                continue
+            with open(word, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        for number, run, _ in command_runs(text):
+            found = _from_words(run, table, where=f"{word}:{number}")
+            if found is not None:
+                return found
+    return None
+
+
+def from_launch(trainer: Launch | None) -> Framework | None:
+    """The framework the trainer's launch line starts (or a shell script it runs), or None (TRL's
+    or not known)."""
+    if trainer is None or trainer.is_server:
+        return None
+    table = _table()
+    words = _words(trainer.raw)
+    return _from_words(words, table, trainer.module, trainer.script) or _from_shell(words, table)
+
+
+def from_script(script: TrainingScript | None) -> Framework | None:
+    """The framework the training script read imports and hands the training to: it imports a
+    framework's package and builds no TRL GRPOTrainer itself (a script that builds one is TRL's,
+    whatever helpers it imports)."""
+    if script is None or script.problem or script.builds_grpo:
+        return None
+    if script.config_class is not None and script.config_class.kind in ("trl", "own"):
+        return None  # it builds TRL's GRPOConfig (or a subclass) for its trainer
+    table = _table()
+    for key, entry in table.items():
+        for package in entry.get("packages") or ():
+            line = script.packages.get(str(package))
+            if line is not None:
+                return _make(key, entry, f"{script.path}:{line} imports {package}")
+    return None
+
+
+def detect(trainer: Launch | None, script: TrainingScript | None) -> Framework | None:
+    """The run's training framework when it is not TRL's own GRPOTrainer script (None: TRL, or
+    nothing known, judged as before)."""
+    if script is not None and not script.problem and script.builds_grpo:
+        return None  # the script read builds TRL's GRPOTrainer: TRL's, whatever the line or its imports
+    return from_launch(trainer) or from_script(script)
+
+
+#: how the report names the rule families a framework's run leaves out
+FAMILIES = {
+    "trl-keys": "TRL's config-key rules (GRPOConfig fields, values and batch arithmetic)",
+    "trl-layout": "TRL's process-layout rules (accelerate / torchrun ranks, vllm_device, trl vllm-serve)",
+    "trl-trainer": "TRL-release rules that need GRPOTrainer to run (TRL's vLLM range, TRL's known failures)",
+}
+
+_NEED = re.compile(r"^trl-(keys|layout|trainer)$")
+
+
+def leaves_out(framework: Framework | None, need: str) -> bool:
+    """Whether a rule that needs ``need`` (``trl-keys`` …) is left out for this framework."""
+    if framework is None or not _NEED.match(need):
+        return False
+    if need == "trl-keys":
+        return not framework.trl_keys
+    if need == "trl-layout":
+        return not framework.trl_layout
+    return not framework.runs_trl
