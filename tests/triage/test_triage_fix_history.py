@@ -202,6 +202,28 @@ def test_spans_name_nested_functions_as_python_does(derive: ModuleType) -> None:
     assert derive.touched(derive.spans(src), [(4, 4), (5, 5)]) == {"A.f.<locals>.g": [4], "A.f": [5]}
 
 
+def test_comments_and_docstrings_are_lines_no_traceback_prints(derive: ModuleType) -> None:
+    """An added comment or docstring line is no evidence that a run had the fix (no instruction
+    starts on it, no traceback prints it): the derive script keeps no hash of it; a string that is
+    code (an argument, a ``# `` inside it) stays."""
+    src = (
+        '"""Module doc."""\n'  # 1
+        "def f(x):\n"  # 2
+        '    """What f does,\n'  # 3
+        "    over two lines."
+        '"""\n'  # 4
+        "    # a comment of its own\n"  # 5
+        '    y = call("# not a comment", x)  # a trailing comment\n'  # 6
+        "    return y\n"  # 7
+        "class A:\n"  # 8
+        "    '''Class doc.'''\n"  # 9
+        "    def g(self):\n"  # 10
+        "        return '''not a docstring'''\n"  # 11
+    )
+    assert derive.unprinted(src) == frozenset({1, 3, 4, 5, 9})
+    assert derive.unprinted("def broken(:\n    # still a comment\n") == frozenset({2})
+
+
 # -- triage against a history derived here -----------------------------------------------------------
 
 
