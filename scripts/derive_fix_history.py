@@ -12,12 +12,13 @@ the removed lines are kept too (BLAKE2s, 3 bytes, of the text without whitespace
 of quote; lines of 16 characters or more that the file after the fix does not hold, rewrapped or
 not, or holds indented deeper: moved under a new ``if`` / ``try``): a traceback that shows one of
 them ran the code the fix replaced. So are the hashes of the lines it added (at most ``MAX_ADDED``
-per function, 16 characters or more) that the file before it did not hold, rewrapped or not, kept
-with a ``+`` before them: a traceback that shows one of them ran code with the fix, so no fix of
-its release or before is that run's fix. A subject about linting, formatting, style or typos is no fix
-unless it also says bug / crash / regression or names an exception (``AttributeError``); ``format``
-is a formatter's pass only as the subject's verb ("Format the tests"), not as a noun ("Fix: handle key
-format mismatch", unslothai/unsloth-zoo#773).
+per function, 16 characters or more, no comment or docstring: no traceback prints one) that the
+file before it did not hold, rewrapped or not, kept with a ``+`` before them: a traceback that
+shows one of them ran code with the fix, so no fix of its release or before is that run's fix. A
+subject about linting, formatting, style or typos is no fix unless it also says bug / crash /
+regression or names an exception (``AttributeError``); ``format`` is a formatter's pass only as
+the subject's verb ("Format the tests"), not as a noun ("Fix: handle key format mismatch",
+unslothai/unsloth-zoo#773).
 
 The release that first ships a fix:
 
@@ -74,6 +75,9 @@ Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool)
     # added): every package derived again from mirrors of the same heads as their files before
     # (verl, ms-swift, slime, axolotl, … had been derived before the "format as a noun" change:
     # a few more fixes each):
+    python scripts/derive_fix_history.py --all --mirrors /work/.mirror
+    # 2026-11-29 (review rv15b): the same heads again, no added comment or docstring line kept
+    # (``unprinted``: no traceback prints one):
     python scripts/derive_fix_history.py --all --mirrors /work/.mirror
     python scripts/derive_fix_history.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
 
@@ -498,6 +502,39 @@ def spans(source: str) -> list[tuple[int, int, str]]:
     return out
 
 
+_UNPRINTED: dict[str, frozenset[int]] = {}
+
+
+def unprinted(source: str) -> frozenset[int]:
+    """The lines of ``source`` that no traceback prints as a frame's line, no instruction starting
+    on them: a comment on a line of its own and the lines of a docstring (a module's, a class's, a
+    function's). An added line among them tells nothing of the run: it is not kept."""
+    key = hashlib.blake2s(source.encode(), digest_size=16).hexdigest()
+    found = _UNPRINTED.get(key)
+    if found is None:
+        if len(_UNPRINTED) > 4096:
+            _UNPRINTED.clear()
+        out = {n for n, line in enumerate(source.splitlines(), 1) if line.lstrip().startswith("#")}
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            tree = None
+        for node in ast.walk(tree) if tree is not None else ():
+            if (
+                isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.body
+            ):
+                doc = node.body[0]
+                if (
+                    isinstance(doc, ast.Expr)
+                    and isinstance(doc.value, ast.Constant)
+                    and isinstance(doc.value.value, str)
+                ):
+                    out.update(range(doc.lineno, (doc.end_lineno or doc.lineno) + 1))
+        found = _UNPRINTED[key] = frozenset(out)
+    return found
+
+
 def touched(fns: list[tuple[int, int, str]], ranges: list[tuple[int, int]]) -> dict[str, list[int]]:
     """The innermost function holding each line of ``ranges`` -> the lines (module-level lines and
     class bodies outside a method are not a function's)."""
@@ -701,12 +738,13 @@ def derive(
             if f.path:
                 text = blobs.get(c.sha, f.path)
                 after = _bare(text)
+                silent = unprinted(text)
                 for name, lines in touched(spans_cached(text), f.added).items():
                     hashes = names.setdefault(name, set())
                     new = 0
                     for n in lines:  # lines the file before did not hold: only a run with the fix prints them
                         line = f.added_text.get(n, "")
-                        if len(line.strip()) < MIN_LINE or new >= MAX_ADDED:
+                        if len(line.strip()) < MIN_LINE or new >= MAX_ADDED or n in silent:
                             continue
                         if _bare(line).rstrip(",") not in before:
                             hashes.add("+" + line_hash(line))

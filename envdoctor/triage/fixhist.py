@@ -613,8 +613,11 @@ def fixed_after(t: Traceback, m: Match, log: Log, placed: str = "") -> Draft | N
         what += "; other fixes of the same frames: " + "; ".join(
             f"{_ref(c.fix, source)} in {c.fix.release or 'no release yet'}" for c in others
         )
-    # the pin holds every fix still standing: the newest release of them, never an older one
-    upgrade = max((c.fix.release for c in pool if c.fix.release), key=versions.sort_key, default="")
+    # the pin holds every fix the finding names: the newest release of them, never an older one (a
+    # weaker candidate past MAX_NAMED, not named, does not move it)
+    upgrade = max(
+        (c.fix.release for c in pool[:MAX_NAMED] if c.fix.release), key=versions.sort_key, default=""
+    )
     if released and upgrade != released:
         fix = (
             f"pip install '{pkg}=={upgrade}' (the first release with every fix named; a later one has "

@@ -202,6 +202,28 @@ def test_spans_name_nested_functions_as_python_does(derive: ModuleType) -> None:
     assert derive.touched(derive.spans(src), [(4, 4), (5, 5)]) == {"A.f.<locals>.g": [4], "A.f": [5]}
 
 
+def test_comments_and_docstrings_are_lines_no_traceback_prints(derive: ModuleType) -> None:
+    """An added comment or docstring line is no evidence that a run had the fix (no instruction
+    starts on it, no traceback prints it): the derive script keeps no hash of it; a string that is
+    code (an argument, a ``# `` inside it) stays."""
+    src = (
+        '"""Module doc."""\n'  # 1
+        "def f(x):\n"  # 2
+        '    """What f does,\n'  # 3
+        "    over two lines."
+        '"""\n'  # 4
+        "    # a comment of its own\n"  # 5
+        '    y = call("# not a comment", x)  # a trailing comment\n'  # 6
+        "    return y\n"  # 7
+        "class A:\n"  # 8
+        "    '''Class doc.'''\n"  # 9
+        "    def g(self):\n"  # 10
+        "        return '''not a docstring'''\n"  # 11
+    )
+    assert derive.unprinted(src) == frozenset({1, 3, 4, 5, 9})
+    assert derive.unprinted("def broken(:\n    # still a comment\n") == frozenset({2})
+
+
 # -- triage against a history derived here -----------------------------------------------------------
 
 
@@ -1185,3 +1207,39 @@ def test_a_fix_that_gave_a_sibling_class_the_attribute_is_not_named() -> None:
     (``WorkerLoRAManager`` of ``LRUCacheWorkerLoRAManager`` is): no fix of it is named."""
     text = (DEV / "heldout-2026-11-28d" / "logs2" / "017.log").read_text()
     assert not any("SGLangRollout" in f.message for f in _tri014(text))
+
+
+def test_the_pin_holds_the_fixes_named_not_one_past_them(
+    derive: ModuleType, tmp_path: Path, monkeypatch
+) -> None:
+    """The pin is the first release with every fix the finding names ("the first release with
+    every fix named"): a fourth candidate, past MAX_NAMED and not named, does not move it to a
+    release the message never mentions."""
+    from envdoctor.triage.fixhist import MAX_NAMED
+
+    assert MAX_NAMED == 3
+    r = tmp_path / "pin"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    text = BUGGY
+    _commit(r, {"trl/trainer/grpo_trainer.py": text}, "Initial")
+    _git(r, "tag", "v0.1.0")
+    for n in range(4):  # four fixes of _generate naming the failure, one release each
+        text = text.replace("return [o for o in outputs", f"return [o for o in outputs if o != {n}")
+        _commit(r, {"trl/trainer/grpo_trainer.py": text}, f"Fix TypeError in _generate (#{30 + n})")
+        _git(r, "tag", f"v0.{n + 2}.0")
+    data = derive.derive(r / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01")
+    folder = tmp_path / "fixes"
+    derive.write(data, folder / "trl.json.gz")
+    monkeypatch.setattr(fix_history, "_dir", lambda: folder)
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+    try:
+        (f,) = _tri014(_log("return list(outputs)", "0.1.0"))
+        assert f.evidence["number"] == "30"  # the oldest first, two more named beside it
+        assert "#31" in f.message and "#32" in f.message and "#33" not in f.message
+        assert "pip install 'trl==0.4.0'" in f.fix and "every fix named" in f.fix  # not 0.5.0 (#33)
+        assert f.evidence["upgrade"] == "0.4.0"
+    finally:
+        _READ.cache_clear()
+        _PACKAGES.cache_clear()
