@@ -1,0 +1,1 @@
+# Package marker for organized script wrappers.
