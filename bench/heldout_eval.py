@@ -569,12 +569,14 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
     # fast_inference=True)"): absent from the machine, whatever TRL's line would bring
     for name, v in stack.items():
         # ... or "not in the uv env (…)", or "not used" (a verl / ROLL run: no TRL): the same
-        if isinstance(v, str) and re.match(
-            r"(?i)\s*not (?:installed|used|in the [\w.-]+ env)\s*(?:$|[(,;:.–-])", v
-        ) or (
-            # "==0.23.0 (… in a separate venv; not used by the reported GRPO runs)": another
-            # environment's, not the training one's
-            isinstance(v, str) and re.search(r"(?i)\bin a separate (?:venv|env|environment)\b", v)
+        if (
+            isinstance(v, str)
+            and re.match(r"(?i)\s*not (?:installed|used|in the [\w.-]+ env)\s*(?:$|[(,;:.–-])", v)
+            or (
+                # "==0.23.0 (… in a separate venv; not used by the reported GRPO runs)": another
+                # environment's, not the training one's
+                isinstance(v, str) and re.search(r"(?i)\bin a separate (?:venv|env|environment)\b", v)
+            )
         ):
             exact.pop(name, None)
     return exact
