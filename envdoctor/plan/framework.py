@@ -83,6 +83,8 @@ def _by_module(module: str, table: dict[str, dict[str, Any]]) -> tuple[str, str]
 _PACKAGE_PATH = re.compile(
     r"import\s+(?P<pkg>\w+)\b.{0,80}?(?P=pkg)\.__path__\[0\]\W*\)(?P<rest>/[\w/.-]+\.py)"
 )
+#: a Hydra override's config root: ``actor_rollout_ref`` of ``+actor_rollout_ref.model.path=…``
+_OVERRIDE = re.compile(r"^(?:~|\+\+?)?(?P<root>[A-Za-z_]\w*)\.[\w.]+=")
 #: a shell script the line runs (``bash scripts/train.sh``), read for the launch lines it holds
 _SHELL = re.compile(r"^(?:ba|z|da)?sh$")
 MAX_SHELL_BYTES = 200_000
@@ -119,6 +121,11 @@ def _from_words(
         for key, entry in table.items():
             if name in (entry.get("consoles") or ()):
                 return _make(key, entry, f"{where} runs `{name}`")
+    roots = [(m["root"], w) for w in words if (m := _OVERRIDE.match(w))]
+    for root, word in roots:  # a Hydra override of the framework's own config tree (a recipe)
+        for key, entry in table.items():
+            if root in (entry.get("overrides") or ()):
+                return _make(key, entry, f"`{word.split('=', 1)[0]}=` on {where}")
     return None
 
 

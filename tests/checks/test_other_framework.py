@@ -194,3 +194,19 @@ def test_a_package_script_found_through_its_install_path():
 
 def test_a_shell_script_of_a_trl_run_is_trl():
     assert build_plan(launch="bash no_such_script.sh", live=False).framework is None
+
+
+def test_a_verl_recipe_module_is_known_by_its_config_tree():
+    """verl's recipes are modules of their own (`python3 -m recipe.dapo.src.main_dapo`, verl's
+    recipe/dapo/run_dapo_qwen2.5_32b.sh) that take verl's Hydra overrides: verl, not a TRL script
+    whose one process sees 8 GPUs (LAY003 was the false error); a TRL run's keys are no override."""
+    launch = (
+        "ray job submit --no-wait -- python3 -m recipe.dapo.src.main_dapo data.train_batch_size=512 "
+        "actor_rollout_ref.rollout.n=16 +actor_rollout_ref.model.override_config.attention_dropout=0. "
+        "algorithm.adv_estimator=grpo trainer.n_gpus_per_node=8"
+    )
+    plan = build_plan(launch=launch, live=False)
+    assert plan.framework.key == "verl" and "actor_rollout_ref" in plan.framework.evidence
+    found = findings(SNAP, launch=launch)
+    assert _said(found) == [] and "ENV002" in {f.rule for f in found}
+    assert build_plan(launch="python train.py trainer.n_gpus_per_node=8", live=False).framework is None
