@@ -346,11 +346,11 @@ def _matches_here(ctx: Context, failure: KnownFailure) -> bool:
     """``matches``; for another framework's run (plan.framework), whose processes TRL's layout
     does not describe, an entry whose condition needs that layout (``vllm_mode``, the world size)
     does not hold, rather than every package rule being left out with the launch unresolved."""
-    if ctx.plan.framework is None:
-        return matches(ctx, failure)
     try:
         return matches(ctx, failure)
     except LayoutUnresolved:
+        if ctx.plan.framework is None:
+            raise
         return False
 
 
@@ -359,14 +359,16 @@ def framework_keeps(ctx: Context, failure: KnownFailure) -> bool:
     an entry of TRL's release or of GRPOTrainer's own needs TRL's GRPOTrainer to run, one
     conditioned on GRPOConfig keys needs TRL's parser to read them, one on the launch layout needs
     TRL's layout. Entries of the packages alone (vLLM with torch, the allocator) always hold."""
+    from envdoctor.plan.framework import leaves_out
+
     framework = ctx.plan.framework
     if framework is None:
         return True
-    if not framework.runs_trl and ("trl" in failure.packages or failure.trainer == "grpo"):
+    if leaves_out(framework, "trl-trainer") and ("trl" in failure.packages or failure.trainer == "grpo"):
         return False
-    if not framework.trl_keys and (failure.config or failure.unless_config):
+    if leaves_out(framework, "trl-keys") and (failure.config or failure.unless_config):
         return False
-    return framework.trl_layout or not failure.launch
+    return not (leaves_out(framework, "trl-layout") and failure.launch)
 
 
 def confirmed_break(ctx: Context, *names: str) -> KnownFailure | None:

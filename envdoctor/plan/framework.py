@@ -196,15 +196,11 @@ FAMILIES = {
     "trl-trainer": "TRL-release rules that need GRPOTrainer to run (TRL's vLLM range, TRL's known failures)",
 }
 
-_NEED = re.compile(r"^trl-(keys|layout|trainer)$")
+#: the Framework field whose truth keeps a rule family (a need of registry.NEEDS)
+_KEPT_BY = {"trl-keys": "trl_keys", "trl-layout": "trl_layout", "trl-trainer": "runs_trl"}
 
 
 def leaves_out(framework: Framework | None, need: str) -> bool:
     """Whether a rule that needs ``need`` (``trl-keys`` …) is left out for this framework."""
-    if framework is None or not _NEED.match(need):
-        return False
-    if need == "trl-keys":
-        return not framework.trl_keys
-    if need == "trl-layout":
-        return not framework.trl_layout
-    return not framework.runs_trl
+    field = _KEPT_BY.get(need)
+    return framework is not None and field is not None and not getattr(framework, field)
