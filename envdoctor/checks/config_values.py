@@ -206,10 +206,12 @@ def _remedies(
 ) -> list[Remedy]:
     """The candidates, in order (the fix closure prints the first that holds): the keys an alias
     means in this release, a newer release that takes the value, the nearest value this release
-    takes, and leaving the key at TRL's default."""
+    takes (not where the value is an alias: its lexical neighbour is another method), and leaving
+    the key at TRL's default."""
     out: list[Remedy] = []
     trl = ctx.trl.version
-    if alias and versions.at_least(trl, str(alias["since"])):
+    means = bool(alias) and versions.at_least(trl, str(alias["since"])) is True
+    if alias and means:
         sets = dict(alias["set"])
         out.append(Remedy(config_set=sets, fix="set " + ", ".join(f"`{k}: {v}`" for k, v in sets.items())))
     newer = first_accepting(spans, trl, value)
@@ -220,7 +222,7 @@ def _remedies(
     import difflib  # only when a value is refused (the static check loads it for nothing else)
 
     near = difflib.get_close_matches(value, [v for v in span["accepted"] if v != value], n=1, cutoff=0.6)
-    if near:
+    if near and not means:  # a value TRL spells otherwise (gspo) is no typo of a neighbour (sapo)
         out.append(
             Remedy(config_set={key: near[0]}, fix=f"set `{key}: {near[0]}` (the nearest value it takes)")
         )

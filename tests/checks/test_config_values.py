@@ -29,6 +29,8 @@ def test_gspo_is_no_loss_type_and_the_fix_is_the_keys_trl_means_by_it():
     assert "paper_index#group-sequence-policy-optimization" in hit.message
     first = hit.remedy
     assert first.config_set == {"importance_sampling_level": "sequence", "loss_type": "grpo"}
+    # gspo is GSPO, not a misspelt sapo: no "nearest value" beside the keys it means
+    assert not any(r.config_set == {"loss_type": "sapo"} for r in hit.alternatives)
     facts = from_dict(snapshot(1, packages=FIM), "snap")
     closure = close(facts, build_plan(config_dict={"loss_type": "gspo"}, live=False), Rerun())
     assert "CFG010" in closure.fixed and closure.one_round
