@@ -210,8 +210,8 @@ def _remedies(
     the key at TRL's default."""
     out: list[Remedy] = []
     trl = ctx.trl.version
-    means = bool(alias) and versions.at_least(trl, str(alias["since"])) is True
-    if alias and means:
+    means = alias is not None and versions.at_least(trl, str(alias["since"])) is True
+    if alias is not None and means:
         sets = dict(alias["set"])
         out.append(Remedy(config_set=sets, fix="set " + ", ".join(f"`{k}: {v}`" for k, v in sets.items())))
     newer = first_accepting(spans, trl, value)
