@@ -187,13 +187,21 @@ def config_value_refused(ctx: Context) -> Iterator[Hit]:
 
 
 def _other_trainer(ctx: Context) -> str | None:
-    """The trainer the script builds where it is not TRL's GRPOTrainer (a repository class deriving
-    from no GRPOTrainer, or one envdoctor could not read: a class of its own imported from afar, a
-    copy added to the installed trl): GRPOTrainer's checks at init and in the loss are not its."""
+    """The trainer the run builds where it is not TRL's GRPOTrainer: one envdoctor could not read
+    (a class of its own imported from afar, a copy added to the installed trl), else what
+    ``runs_grpo`` rules out (TRL's other trainers, a repository class deriving from no
+    GRPOTrainer, ``trl sft``), else the repository's own trainer the hook found for a config no
+    launch line runs (``_own_trainer``): GRPOTrainer's checks at init and in the loss are not its."""
+    from envdoctor.checks.config import _own_trainer
+    from envdoctor.checks.matching import runs_grpo
+
     script = ctx.plan.script
-    if script is None or script.problem:
-        return None
-    return script.own_trainer or script.unread_trainer
+    if script is not None and not script.problem and script.unread_trainer:
+        return script.unread_trainer
+    grpo, why = runs_grpo(ctx)
+    if grpo is False:
+        return why
+    return None if grpo else _own_trainer(ctx)
 
 
 def _remedies(

@@ -484,7 +484,8 @@ def trl_missing(ctx: Context) -> Iterator[Hit]:
         if unused is not None:
             yield hit(
                 f"TRL is not installed here, and the training script {unused} imports neither TRL nor "
-                "Unsloth and builds no GRPOTrainer or GRPOConfig: if this run trains with TRL after all "
+                "Unsloth (nor do the repository modules it imports that envdoctor read) and builds no "
+                "GRPOTrainer or GRPOConfig: if this run trains with TRL after all "
                 f"(through a module envdoctor did not read), GRPOTrainer cannot start{assumed}",
                 fix=fix or "pip install trl",
                 remedy=remedy,
@@ -501,15 +502,14 @@ def trl_missing(ctx: Context) -> Iterator[Hit]:
 
 
 def _script_without_trl(ctx: Context) -> str | None:
-    """The training script read where nothing in it uses TRL: it imports neither trl nor unsloth
-    (which imports trl), builds no GRPOTrainer (its own subclasses included) and no GRPOConfig, and
-    builds no trainer class envdoctor could not read; None otherwise (or no script read)."""
+    """The training script read where nothing in it uses TRL: neither it nor a repository module it
+    imports (read) imports trl or unsloth (which imports trl), it builds no GRPOTrainer (its own
+    subclasses included) and no GRPOConfig, and builds no trainer class envdoctor could not read;
+    None otherwise (or no script read)."""
     script = ctx.plan.script
     if script is None or script.problem:
         return None
-    if script.builds_grpo or script.unread_trainer or script.config_class is not None:
-        return None
-    if any(name in script.packages for name in ("trl", "unsloth", "unsloth_zoo")):
+    if script.builds_grpo or script.unread_trainer or script.config_class is not None or script.trl_import:
         return None
     return script.path
 

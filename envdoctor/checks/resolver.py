@@ -324,7 +324,10 @@ class Stack:
                 part = part.strip()
                 if part[:2] in (">=", "==", "<=", "~=") and "*" not in part:
                     v = part[2:].strip()
-                    if versions.parse(v) is not None:
+                    parsed = versions.parse(v)
+                    # a bound is a candidate; a pre-release one only where it is pinned (``==``): a
+                    # range's lower end (``transformers>=5.0.0rc0``) is no release to advise
+                    if parsed is not None and (not parsed.is_prerelease or part[:2] == "=="):
                         yield v
 
     def _specs_naming(self, name: str) -> Iterator[str]:

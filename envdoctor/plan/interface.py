@@ -188,6 +188,9 @@ class TrainingScript:
     #: the top-level packages the script itself imports (absolute imports) -> the line of the
     #: first import of each (``verl`` -> 3): which framework trains (``plan.framework``)
     packages: dict[str, int] = field(default_factory=dict)
+    #: where it or a repository module it imports (read) first imports TRL or Unsloth
+    #: (``src/grpo.py:1``); None where none read does
+    trl_import: str | None = None
 
     @property
     def other_config(self) -> ConfigClass | None:

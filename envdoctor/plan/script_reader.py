@@ -154,6 +154,9 @@ class ScriptDecl:
     problem: str | None = None
     #: the top-level packages the script imports (absolute imports) -> the line of the first
     packages: dict[str, int] = field(default_factory=dict)
+    #: where the script or a repository module it imports (read, ``_Resolver.follow``) first
+    #: imports TRL or Unsloth (``src/grpo.py:1``); None where none read does
+    trl_import: str | None = None
     flags: dict[str, Flag] = field(default_factory=dict)  # dest -> flag
     argparse: bool = False  # it declares argparse options
     makes_parser: bool = False  # it builds its argparse parser itself (not one from elsewhere)
@@ -1315,6 +1318,15 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         decl.unread_trainer = f"the class a Hydra `_target_` names ({main.path}:{main.hydra})"
     decl.trl_calls = _trl_calls(main, script, res)
     followed = res.follow()  # after the names above are resolved: they come first in the bounds
+    decl.trl_import = next(
+        (
+            f"{mod.path}:{mod.packages[name]}"
+            for mod in [main, *followed]
+            for name in TRL_USERS
+            if name in mod.packages
+        ),
+        None,
+    )
     decl.ref_ds_prepares = tuple(
         f"{func}({arg}) in {mod.path}:{line}"
         for mod in [main, *(m for m in res.loaded.values() if m is not None and m is not main)]
@@ -1629,6 +1641,10 @@ def _unread_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | No
         if kind != "own":
             return f"{name} (from {'.' * level}{source})"
     return None
+
+
+#: the packages whose import means the run's code uses TRL (Unsloth imports it and patches it)
+TRL_USERS = ("trl", "unsloth", "unsloth_zoo")
 
 
 def _not_trls(name: str) -> bool:

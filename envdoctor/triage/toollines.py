@@ -113,21 +113,30 @@ def _match(sig_line: int, body: str, lines: list[str]) -> Match:
     return Match(sig, sig_line, body[:1000], {}, None, tuple(lines[max(0, sig_line - 41) : sig_line - 1]))
 
 
-def _pinned_gap(req: str, have: list[str]) -> tuple[str, str] | None:
-    """(name, version) where ``req`` pins one release exactly (``tensordict==0.6.2``) that lies
-    between the oldest and the newest release pip listed without being one of them: pip lists every
-    release with a file it may install here, so such a release most likely exists with none that
-    fits (a version past the newest is more likely never published)."""
+def _pinned_gap(req: str, have: list[str]) -> tuple[str, str, str, str] | None:
+    """(name, version, the listed release just below it, the nearest final release listed above it)
+    where ``req`` pins one release exactly (``tensordict==0.6.2``) that lies between the oldest and
+    the newest release pip listed without being one of them: pip lists every release with a file it
+    may install here, so such a release most likely exists with none that fits (a version past the
+    newest is more likely never published)."""
     found = re.fullmatch(r"([A-Za-z0-9][\w.-]*)(?:\[[^\]]*\])?==([\w.+!-]+)", req.strip())
-    if found is None or len(have) < 2:
+    pinned = versions.parse(found.group(2)) if found is not None else None
+    listed = sorted(v for v in map(versions.parse, have) if v is not None)
+    if found is None or pinned is None or len(listed) < 2 or pinned in listed:
         return None
-    pinned = found.group(2)
-    finals = [v for v in have if versions.parse(v) is not None]
-    if pinned in finals or not finals or versions.parse(pinned) is None:
+    if not listed[0] < pinned < listed[-1]:
         return None
-    if versions.below(finals[0], pinned) and versions.below(pinned, finals[-1]):
-        return found.group(1), pinned
-    return None
+    below = max(v for v in listed if v < pinned)
+    above = [v for v in listed if v > pinned]
+    nearest = next((v for v in above if not v.is_prerelease), above[0])
+    return found.group(1), found.group(2), str(below), str(nearest)
+
+
+def _newest_final(have: list[str]) -> str:
+    """The newest release pip listed that is not a pre-release (``0.0.29.post3`` over
+    ``0.0.30.dev1002``), else the last listed."""
+    finals = [v for v in map(versions.parse, have) if v is not None and not v.is_prerelease]
+    return str(max(finals)) if finals else have[-1]
 
 
 def _pip(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
@@ -156,21 +165,22 @@ def _pip(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
         what = f"pip install failed: no release of {req} that pip may install here satisfies the requirement"
         if found.group("versions") is not None:
             what += (
-                f" (releases it found: {', '.join(have[-6:]) if have else 'none'}"
-                f"{' …' if len(have) > 6 else ''})"
+                f" (releases it found: {'… ' if len(have) > 6 else ''}"
+                f"{', '.join(have[-6:]) if have else 'none'})"
             )
         gap = _pinned_gap(req, have)
         if gap is not None:
-            name, pinned = gap
+            name, pinned, below, above = gap
             what += (
-                f": {pinned} lies between releases pip lists, so most likely it was published with no file "
-                "that fits this Python or platform (wheels only, none for linux-aarch64 or a new Python), "
+                f": {pinned} lies between releases pip lists ({below} and {above}), so most likely it was "
+                "published with no file that fits this Python or platform (wheels only, none for "
+                "linux-aarch64 or a new Python), "
                 "else it was never released (the project's release list tells)"
             )
             fix = (
                 f"build {name} {pinned} from its source (the project's tag v{pinned}: pip install . in a "
                 f"checkout of it), or run on a Python and platform its wheels are built for; a release pip "
-                f"lists (e.g. {have[-1]}) only where what pins {name}=={pinned} supports it"
+                f"lists (e.g. {above}) only where what pins {name}=={pinned} supports it"
             )
             return at_severity(
                 finding("TRI020", [_match(no, body, lines)], log, what, fix, requirement=req), Severity.ERROR
@@ -180,7 +190,9 @@ def _pip(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
             "index (--index-url, a CUDA wheel index)"
         )
         fix = (
-            f"require a release pip lists (e.g. {have[-1]})" if have else "check the package's name and index"
+            f"require a release pip lists (e.g. {_newest_final(have)})"
+            if have
+            else "check the package's name and index"
         ) + " or install from the index that publishes it, with a Python its wheels are built for"
         return at_severity(
             finding("TRI020", [_match(no, body, lines)], log, what, fix, requirement=req), Severity.ERROR

@@ -164,3 +164,23 @@ def test_a_loss_check_of_grpotrainer_is_not_another_trainers(tmp_path, trainer):
         assert "_compute_loss" in hits[0].message
     else:
         assert hits == []
+
+
+def test_a_loss_check_of_grpotrainer_is_not_trls_other_trainers(tmp_path):
+    """A script that parses GRPOConfig's keys (TrlParser) and builds TRL's RLOOTrainer, which
+    derives from no GRPOTrainer (TRL's symbol history): GRPOTrainer's _compute_loss check of
+    importance_sampling_level is not the run's (``runs_grpo`` says False)."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from trl import GRPOConfig, RLOOTrainer, TrlParser\n\n"
+        "(args,) = TrlParser((GRPOConfig,)).parse_args_and_config()\n"
+        "trainer = RLOOTrainer(model='Qwen/Qwen2.5-0.5B-Instruct', args=args, reward_funcs=[])\n"
+        "trainer.train()\n"
+    )
+    packages = {**FIM, "trl": "0.21.0"}
+    found = findings(
+        snapshot(1, packages=packages),
+        config={"output_dir": "o", "importance_sampling_level": "item"},
+        launch=f"python {script}",
+    )
+    assert [f for f in found if f.rule == "CFG010"] == []

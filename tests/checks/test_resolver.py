@@ -229,3 +229,26 @@ def test_no_upgrade_plan_where_no_package_finding_asks_for_one():
     assert not [f for f in report.findings if f.severity.value != "info" and f.rule[:3] in ("PKG", "KNF")]
     assert plan_packages(ctx).command  # TRL 0.22's vLLM range, with vLLM installed
     assert report.upgrade_plan == []
+
+
+def test_a_pre_release_lower_bound_is_no_release_to_advise(tmp_path):
+    """The catalogue's ``transformers>=5.0.0rc0`` (an Unsloth entry's range) is a bound, not a
+    release to install: the warnings_issued failure's fix moves transformers to a final release."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from trl import GRPOConfig, GRPOTrainer\n\n"
+        "trainer = GRPOTrainer(model='m', args=GRPOConfig(output_dir='o', num_generations=2,"
+        " per_device_train_batch_size=2), reward_funcs=[])\n"
+    )
+    packages = {
+        "trl": "0.23.0",
+        "transformers": "5.4.0",
+        "torch": "2.8.0",
+        "vllm": "0.10.2",
+        "unsloth": "2026.8.1",
+    }
+    (f,) = [
+        f for f in findings(snapshot(1, packages=packages), launch=f"python {script}") if f.rule == "KNF001"
+    ]
+    pins = re.findall(r"transformers==([\w.]+)", f.fix)
+    assert pins and not any(re.search(r"(rc|a|b|dev)\d", v) for v in pins), f.fix

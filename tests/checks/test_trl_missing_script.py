@@ -34,3 +34,13 @@ def test_a_script_that_uses_no_trl_gets_info(tmp_path):
 def test_a_trl_script_or_none_read_is_an_error(tmp_path, body):
     (f,) = _pkg008(tmp_path, body)
     assert f.severity.value == "error" and "GRPOTrainer cannot start" in f.message
+
+
+def test_a_wrapper_whose_repository_module_uses_trl_is_an_error(tmp_path):
+    """``train.py`` only calls into the repository's own package, whose module builds GRPOTrainer:
+    the run uses TRL, so TRL missing is the error it was (the reader follows the module)."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "__init__.py").write_text("")
+    (tmp_path / "src" / "grpo.py").write_text("def run():\n    " + TRL.replace("\n", "\n    ") + "\n")
+    (f,) = _pkg008(tmp_path, "from src.grpo import run\n\nrun()\n")
+    assert f.severity.value == "error" and "GRPOTrainer cannot start" in f.message

@@ -211,6 +211,19 @@ def test_pips_errors_name_the_cause():
     )
     assert f.rule == "TRI020" and "published with no file that fits" in f.message
     assert f.fix.startswith("build tensordict 0.6.2 from its source") and "only where" in f.fix
+    # a Colab log (xformers 0.0.19 has wheels for cp38-cp310 only): the neighbours are said, and the
+    # release offered is the nearest final one above the pin, not the newest dev build pip lists
+    f = _one(
+        "ERROR: Could not find a version that satisfies the requirement xformers==0.0.19 (from versions: "
+        "0.0.13, 0.0.16rc424, 0.0.16, 0.0.20, 0.0.21, 0.0.29.post3, 0.0.30.dev989, 0.0.30.dev1002)\n"
+        "ERROR: No matching distribution found for xformers==0.0.19\n"
+    )
+    assert "(0.0.16 and 0.0.20)" in f.message and "(e.g. 0.0.20)" in f.fix and "dev" not in f.fix
+    f = _one(
+        "ERROR: Could not find a version that satisfies the requirement xformers==0.1.0 (from versions: "
+        "0.0.29.post3, 0.0.30.dev1002)\n"
+    )
+    assert "(e.g. 0.0.29.post3)" in f.fix
     f = _one(
         "ERROR: Cannot install a==1 and b==2 because these package versions have conflicting dependencies.\n"
         "The conflict is caused by:\n    a 1 depends on torch==2.5.1\n    b 2 depends on torch==2.6.0\n"
