@@ -163,9 +163,12 @@ def config_value_refused(ctx: Context) -> Iterator[Hit]:
             f"({span['where']}); it takes {accepted}"
         )
         if alias:
+            since = str(alias["since"])
             msg += f". {alias['note']}: in TRL that is " + ", ".join(
                 f"`{k}: {v}`" for k, v in alias["set"].items()
             )
+            if versions.at_least(trl, since) is not True:
+                msg += f", from TRL {since} (TRL {said} has no such setting)"
             msg += f" ({alias['references'][0]})"
         remedies = _remedies(ctx, key, value, span, spans, alias)
         severity = ctx.on_trl("error")

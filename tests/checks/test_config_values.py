@@ -184,3 +184,10 @@ def test_a_loss_check_of_grpotrainer_is_not_trls_other_trainers(tmp_path):
         launch=f"python {script}",
     )
     assert [f for f in found if f.rule == "CFG010"] == []
+
+
+def test_an_alias_older_than_its_keys_says_from_which_release():
+    """gspo on TRL 0.19.1: importance_sampling_level arrived in 0.20.0; the message must not say
+    that 0.19.1 has it (the rv16c review)."""
+    (hit,) = _hits({"loss_type": "gspo"}, {**FIM, "trl": "0.19.1"})
+    assert "from TRL 0.20.0" in hit.message and "has no such setting" in hit.message
