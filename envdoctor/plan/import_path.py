@@ -13,7 +13,7 @@ the path; a folder without ``__init__.py`` is a namespace portion, kept only whe
 package or module of that name comes later on the path (PEP 420,
 https://docs.python.org/3/reference/import.html#namespace-packages).
 
-What is read: a few ``os.scandir`` calls (each path folder once), the training script's text
+What is read: a few ``stat`` calls per path folder (one per name looked for), the training script's text
 (its ``sys.path`` calls, by AST); never a walk of the tree.
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,25 +206,44 @@ def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+#: file systems that match names whatever their case (macOS, Windows), where import compares
+#: the spelling itself: a ``Datasets/`` folder is not ``datasets``
+_CASELESS = sys.platform in ("darwin", "win32")
+
+
+def _spelled(folder: str, name: str) -> bool:
+    """``folder`` holds ``name`` or ``name.py`` spelled so (one listing, only where a stat
+    matched on a caseless file system)."""
+    if not (
+        os.path.lexists(os.path.join(folder, name)) or os.path.lexists(os.path.join(folder, name + ".py"))
+    ):
+        return False
+    try:
+        listed = set(os.listdir(folder))
+    except OSError:
+        return False
+    return name in listed or f"{name}.py" in listed
+
+
 def shadows(entries: list[PathEntry], names: dict[str, Any]) -> list[Shadow]:
     """Each folder or module of the path entries named like one of ``names`` (import names),
-    in path order: one ``os.scandir`` per entry."""
+    in path order: a few ``stat`` calls per name and entry, never a listing (a folder of a
+    million files costs what an empty one does); a folder that cannot be read, a dangling link
+    or a loop of links counts as absent (``os.path.isdir`` / ``isfile`` say False)."""
     found: list[Shadow] = []
+    here = os.getcwd()
     for entry in entries:
         if "site-packages" in entry.folder or "dist-packages" in entry.folder:
             continue  # an installed tree put on the path: its packages are the installed ones
-        try:
-            with os.scandir(entry.folder) as it:
-                listed = {d.name: d for d in it}
-        except OSError:
+        if not os.path.isdir(entry.folder):
             continue
         for name in names:
-            d = listed.get(name)
-            if d is not None and d.is_dir():
-                init = os.path.isfile(os.path.join(d.path, "__init__.py"))
-                found.append(
-                    Shadow(name, _show(d.path, os.getcwd()), "package" if init else "namespace", entry)
-                )
-            elif f"{name}.py" in listed:
-                found.append(Shadow(name, _show(listed[f"{name}.py"].path, os.getcwd()), "module", entry))
+            path = os.path.join(entry.folder, name)
+            if _CASELESS and not _spelled(entry.folder, name):
+                continue
+            if os.path.isdir(path):
+                init = os.path.isfile(os.path.join(path, "__init__.py"))
+                found.append(Shadow(name, _show(path, here), "package" if init else "namespace", entry))
+            elif os.path.isfile(path + ".py"):
+                found.append(Shadow(name, _show(path + ".py", here), "module", entry))
     return found

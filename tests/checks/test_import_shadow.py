@@ -140,3 +140,34 @@ def test_set_14_dev_setup_be9af51(tmp_path):
     launch = "uv run python scripts/train_grpo.py --data data/grpo/train.jsonl --max-steps 2"
     (f,) = _run(tmp_path, {}, launch, pkgs)
     assert f.rule == "PKG012" and f.severity.value == "error" and f.evidence["path"] == "src/vllm"
+
+
+def test_a_link_loop_an_unreadable_folder_and_a_dangling_link_are_absent_not_a_crash(tmp_path):
+    (tmp_path / "vllm").symlink_to("vllm")  # a loop: stat raises ELOOP
+    (tmp_path / "datasets.py").symlink_to("nowhere.py")
+    (tmp_path / "locked").mkdir(mode=0)
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    try:
+        got = _run(tmp_path, {"train.py": "import trl\n"}, "PYTHONPATH=locked:loop1:missing python train.py")
+    finally:
+        (tmp_path / "locked").chmod(0o755)
+    assert got == []
+
+
+def test_a_huge_folder_is_not_listed(tmp_path, monkeypatch):
+    """Only the names looked for are asked of the file system: no listing of the folder."""
+    (tmp_path / "trl").mkdir()
+    (tmp_path / "trl" / "__init__.py").write_text("")
+
+    def listing(*a, **k):
+        raise AssertionError("a folder of the path was listed")
+
+    from envdoctor.plan import import_path
+
+    monkeypatch.setattr(import_path, "_CASELESS", False)  # a caseless file system confirms a hit by a listing
+    monkeypatch.setattr(os, "scandir", listing)
+    monkeypatch.setattr(os, "listdir", listing)
+    launch = Launch(raw="python t.py", launcher="python", script="t.py")
+    (s,) = shadows(path_entries(launch, {}, str(tmp_path), ""), {"vllm": "vllm", "trl": "trl"})
+    assert s.name == "trl" and s.kind == "package"
