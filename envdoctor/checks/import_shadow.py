@@ -71,14 +71,12 @@ def _said(s: Shadow) -> str:
 
 def _fix(s: Shadow) -> str:
     new = os.path.join(os.path.dirname(s.path), f"{s.name}_local" + (".py" if s.kind == "module" else ""))
-    away = (
-        " or run the script from a folder that does not hold it"
-        if "sys.path[0]" in s.entry.why and "-m " in s.entry.why
-        else " or take that folder off the path"
-        if "PYTHONPATH" in s.entry.why or "sys.path." in s.entry.why
-        else ""
-    )
-    return f"Rename `{s.path}` (e.g. to `{new}`) and the imports of it in the repository,{away}."
+    away = {
+        "cwd": ", or run the script from a folder that does not hold it",
+        "pythonpath": ", or take that folder off the path",
+        "code": ", or take that folder off the path",
+    }.get(s.entry.source, "")
+    return f"Rename `{s.path}` (e.g. to `{new}`) and the imports of it in the repository{away}."
 
 
 @rule("PKG011")

@@ -31,12 +31,15 @@ from envdoctor.plan.interface import Launch
 @dataclass(frozen=True)
 class PathEntry:
     """One folder of the run's import path: ``folder`` absolute, ``shown`` as the user writes it,
-    ``why`` how it gets there, ``before_site`` whether it comes before site-packages."""
+    ``why`` how it gets there (words), ``source`` the same as one of ``script`` (sys.path[0] of a
+    ``.py`` script), ``cwd`` (sys.path[0] under ``-m``), ``pythonpath``, ``code`` (the script's
+    own ``sys.path`` call); ``before_site`` whether it comes before site-packages."""
 
     folder: str
     shown: str
     why: str
     before_site: bool = True
+    source: str = "script"
 
 
 @dataclass(frozen=True)
@@ -74,12 +77,18 @@ def path_entries(
                 )
             )
         elif launch.module:
-            first.append(PathEntry(cwd, ".", f"the working directory (sys.path[0] for `-m {launch.module}`)"))
+            first.append(
+                PathEntry(
+                    cwd, ".", f"the working directory (sys.path[0] for `-m {launch.module}`)", source="cwd"
+                )
+            )
     pythonpath = (launch.env.get("PYTHONPATH") if launch is not None else None) or env.get("PYTHONPATH") or ""
     for part in pythonpath.split(os.pathsep):
         if part and "$" not in part:
             folder = os.path.abspath(os.path.join(cwd, os.path.expanduser(part)))
-            first.append(PathEntry(folder, _show(folder, cwd), f"PYTHONPATH entry `{part}`"))
+            first.append(
+                PathEntry(folder, _show(folder, cwd), f"PYTHONPATH entry `{part}`", source="pythonpath")
+            )
     inserted, appended = _script_paths(launch, cwd, script_text)
     entries = inserted + first + appended
     seen: set[str] = set()
@@ -150,7 +159,7 @@ def _script_paths(
         folder = os.path.normpath(folder)
         where = "first" if how == "insert" else "last"
         said = f"put {where} by {_show(script, cwd)} line {node.lineno}: sys.path.{how}(…)"
-        entry = PathEntry(folder, _show(folder, cwd), said, before_site=how == "insert")
+        entry = PathEntry(folder, _show(folder, cwd), said, before_site=how == "insert", source="code")
         if how == "insert":
             inserted.insert(0, entry)
         else:

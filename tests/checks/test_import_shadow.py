@@ -58,6 +58,7 @@ def test_a_namespace_vllm_folder_the_script_puts_first_with_vllm_absent_is_pkg01
 def test_a_regular_datasets_package_in_the_script_folder_shadows_the_installed_one(tmp_path):
     (f,) = _run(tmp_path, {"train.py": "import trl\n", "datasets/__init__.py": ""}, "python train.py")
     assert f.rule == "PKG011" and f.severity.value == "error" and f.evidence["package"] == "datasets"
+    assert f.fix.endswith("and the imports of it in the repository.")  # no dangling ", ." when no other way
 
 
 def test_a_module_file_in_the_working_directory_shadows_trl_under_python_m(tmp_path):
@@ -65,6 +66,7 @@ def test_a_module_file_in_the_working_directory_shadows_trl_under_python_m(tmp_p
         tmp_path, {"trl.py": "", "pkg/train.py": "import trl\n", "pkg/__init__.py": ""}, "python -m pkg.train"
     )
     assert f.rule == "PKG011" and f.evidence["path"] == "trl.py" and f.evidence["entry"] == "."
+    assert f.fix.endswith("repository, or run the script from a folder that does not hold it.")
 
 
 def test_a_pythonpath_folder_is_read(tmp_path):
