@@ -5,7 +5,6 @@ installed package, or TRL's availability check takes it for a package that is no
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -48,16 +47,10 @@ def _own_checkout(ctx: Context, dist: str, shadow: Shadow) -> bool:
 
 
 def _imports(ctx: Context, name: str) -> bool:
+    """The training script imports ``name`` itself (``TrainingScript.packages``, read once by
+    ``plan.script_reader``)."""
     script = ctx.plan.script
-    path = script.path if script is not None else (ctx.plan.trainer.script if ctx.plan.trainer else None)
-    if not path:
-        return False
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(400_000)
-    except OSError:
-        return False
-    return re.search(rf"^\s*(?:import|from)\s+{re.escape(name)}\b", text, re.M) is not None
+    return script is not None and name in script.packages
 
 
 def _said(s: Shadow) -> str:

@@ -173,3 +173,18 @@ def test_a_huge_folder_is_not_listed(tmp_path, monkeypatch):
     launch = Launch(raw="python t.py", launcher="python", script="t.py")
     (s,) = shadows(path_entries(launch, {}, str(tmp_path), ""), {"vllm": "vllm", "trl": "trl"})
     assert s.name == "trl" and s.kind == "package"
+
+
+@pytest.mark.parametrize(
+    ("text", "severity"),
+    [
+        ("import os, peft\n", "error"),
+        ("def f():\n    from peft import LoraConfig\n", "error"),
+        ("import os\n", "warning"),
+    ],
+)
+def test_a_package_the_script_imports_is_an_error_else_a_warning(tmp_path, text, severity):
+    """What the script imports is the plan's (TrainingScript.packages), not a second read of it."""
+    pkgs = dict(STACK, peft="0.19.1")
+    (f,) = _run(tmp_path, {"train.py": text, "peft/__init__.py": ""}, "python train.py", pkgs)
+    assert f.rule == "PKG011" and f.evidence["package"] == "peft" and f.severity.value == severity
