@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.plan.interface import Launch
+from envdoctor.plan.script_file import script_file
 
 
 @dataclass(frozen=True)
@@ -107,9 +108,10 @@ def _script_paths(
     call first; ``append``: after site-packages), where the argument is a literal path or built
     from ``__file__`` (``Path(__file__).resolve().parent.parent / "src"``, ``os.path.join(
     os.path.dirname(__file__), "..")``)."""
-    if launch is None or not launch.script or not launch.script.endswith(".py"):
+    path = script_file(launch) if launch is not None else None  # a `-m` module's file too
+    if not path:
         return [], []
-    script = os.path.abspath(os.path.join(cwd, launch.script))
+    script = os.path.abspath(os.path.join(cwd, path))
     if text is None:
         try:
             with open(script, encoding="utf-8", errors="replace") as fh:

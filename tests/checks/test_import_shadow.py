@@ -188,3 +188,10 @@ def test_a_package_the_script_imports_is_an_error_else_a_warning(tmp_path, text,
     pkgs = dict(STACK, peft="0.19.1")
     (f,) = _run(tmp_path, {"train.py": text, "peft/__init__.py": ""}, "python train.py", pkgs)
     assert f.rule == "PKG011" and f.evidence["package"] == "peft" and f.severity.value == severity
+
+
+def test_the_sys_path_calls_of_a_module_run_with_python_m_are_read(tmp_path):
+    text = "import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'vendor'))\n"
+    files = {"pkg/__init__.py": "", "pkg/train.py": text, "vendor/trl/__init__.py": ""}
+    (f,) = _run(tmp_path, files, "python -m pkg.train")
+    assert f.rule == "PKG011" and f.evidence["package"] == "trl" and "sys.path.insert" in f.message
