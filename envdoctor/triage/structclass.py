@@ -528,6 +528,13 @@ def _stack_names() -> dict[str, str]:
     return {str(k): str(v) for k, v in names.items()}
 
 
+def _versioned(top: str) -> bool:
+    """Every release of ``top`` sets a top-level ``__version__`` (import_shadow.yaml)."""
+    from envdoctor.knowledge import knowledge
+
+    return top in (knowledge().import_shadow.get("versioned") or ())
+
+
 def _folder_frame(top: str, t: Traceback, m: Match, log: Log) -> str | None:
     """A path of the log's frames outside site-packages through a folder named ``top`` (or a
     module ``top.py``): the folder that shadows the package, as the log shows it."""
@@ -629,6 +636,12 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
         where = f"a folder named {top} without __init__.py (a namespace package; Python shows no file for it)"
     elif path:
         where = f"{path} (not the installed package's file)"
+    elif name == "__version__" and _versioned(top):
+        # no frame shows the folder (the package's importer reads the attribute), but no release lacks it
+        where = (
+            f"a folder named {top} without __init__.py, or with one that sets no __version__ (every "
+            f"release of {names[top]} sets it)"
+        )
     else:
         found = _folder_frame(top, t, m, log)
         if found is None or _install_dir(found, top, t):

@@ -69,3 +69,26 @@ def test_a_later_exception_showing_the_folder_names_it(tmp_path):
 def test_an_unknown_location_import_is_a_namespace_folder(tmp_path):
     text = SHADOW.replace("(/home/u/proj/datasets/__init__.py)", "(unknown location)")
     assert _rules(tmp_path, text).get("TRI036") == "error"
+
+
+NO_VERSION = """Traceback (most recent call last):
+  File "train.py", line 19, in <module>
+    from mydataset import load_data
+  File "/content/drive/My Drive/mrc4ner/mydataset.py", line 5, in <module>
+    from transformers import BertTokenizer
+  File "/usr/local/lib/python3.6/dist-packages/transformers/file_utils.py", line 72, in <module>
+    logger.debug(f"Succesfully imported datasets version {datasets.__version__}")
+AttributeError: module 'datasets' has no attribute '__version__'
+"""
+
+
+def test_a_stack_package_without_its_version_is_a_folder_in_its_place(tmp_path):
+    """transformers#7430 (a datasets/ folder in the working directory; held out by review rv16b):
+    no frame shows the folder, but every datasets release sets __version__ (was TRI009 drift)."""
+    got = _rules(tmp_path, NO_VERSION)
+    assert got.get("TRI036") == "error" and "TRI009" not in got
+
+
+def test_a_package_not_known_to_set_a_version_is_not_tri036(tmp_path):
+    text = NO_VERSION.replace("'datasets'", "'liger_kernel'").replace("datasets.", "liger_kernel.")
+    assert "TRI036" not in _rules(tmp_path, text)
