@@ -614,8 +614,12 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
     if t.name not in ("ImportError", "AttributeError"):
         return None
     g = _CANNOT_IMPORT.search(msg) if t.name == "ImportError" else _NO_ATTRIBUTE.search(msg)
-    if g is None or g.group("module") not in names:
+    if g is None:
         return None
+    if g.group("module") not in names:
+        return _imports_itself(
+            t, m, log, g.group("module"), g.group("name"), (g.groupdict().get("path") or "")
+        )
     top, name = g.group("module"), g.group("name")
     path = (g.groupdict().get("path") or "").strip()
     if path and path != "unknown location" and not _outside(path):
@@ -658,5 +662,40 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
     )
     return at_severity(
         finding("TRI036", [m], log, text, fix, package=top, shadow=where, located_by="shadowing folder"),
+        Severity.ERROR,
+    )
+
+
+def _imports_itself(t: Traceback, m: Match, log: Log, top: str, name: str, path: str) -> Draft | None:
+    """TRI036 for any package: the user's own file named like the package it imports (a script
+    ``trankit.py`` that runs ``from trankit import Pipeline``): the message names that very file as
+    the partially initialized module, and the failing frame is in it. Certain whatever the package
+    (no list of names needed): Python put the file's folder first and the file imports itself."""
+    p = path.strip().replace("\\", "/")
+    if not (_outside(p) or re.match(r"^[A-Za-z]:/", p)) or not (
+        p.endswith(f"/{top}.py") or p.endswith(f"/{top}/__init__.py")
+    ):
+        return None
+    frames = [f for x in t.all() for f in x.frames]
+    if not frames or frames[-1].path.replace("\\", "/") != p:
+        return None
+    if not re.match(
+        rf"\s*(?:from\s+{re.escape(top)}\s+import|import\s+{re.escape(top)}\b)", frames[-1].code or ""
+    ):
+        return None
+    text = (
+        f"`{top}` resolved to the user's own file {path}, which imports {top} itself: the file's folder "
+        f"comes first on sys.path, so `from {top} import {name}` finds this half-run file, not a "
+        f"package {top}"
+    )
+    fix = (
+        f"if {top} is an installed package, rename {path} (and delete a __pycache__/{top}.*.pyc beside "
+        f"it) so that it is not named like it; if {name} is meant to come from this file, drop the "
+        f"import of itself"
+    )
+    return at_severity(
+        finding(
+            "TRI036", [m], log, text, fix, package=top, shadow=path, located_by="a file importing itself"
+        ),
         Severity.ERROR,
     )

@@ -92,3 +92,26 @@ def test_a_stack_package_without_its_version_is_a_folder_in_its_place(tmp_path):
 def test_a_package_not_known_to_set_a_version_is_not_tri036(tmp_path):
     text = NO_VERSION.replace("'datasets'", "'liger_kernel'").replace("datasets.", "liger_kernel.")
     assert "TRI036" not in _rules(tmp_path, text)
+
+
+SELF_IMPORT = (
+    'Traceback (most recent call last):\n  File "/Users/u/Desktop/trankit.py", line 1, in <module>\n'
+    '    from trankit import Pipeline\n  File "/Users/u/Desktop/trankit.py", line 1, in <module>\n'
+    "    from trankit import Pipeline\nImportError: cannot import name 'Pipeline' from partially "
+    "initialized module 'trankit' (most likely due to a circular import) (/Users/u/Desktop/trankit.py)\n"
+)
+
+
+def test_a_script_named_like_the_package_it_imports_is_tri036_for_any_package(tmp_path):
+    """trankit#44 (held out by review rv16b): the script trankit.py imports trankit, i.e. itself."""
+    assert _rules(tmp_path, SELF_IMPORT).get("TRI036") == "error"
+    assert _rules(tmp_path, SELF_IMPORT.replace("trankit", "trl")).get("TRI036") == "error"
+
+
+def test_a_circular_import_inside_a_package_of_the_users_is_not_tri036(tmp_path):
+    """TrTr#25: toolkit/utils/__init__.py's `from . import region`: a circular import, no shadow."""
+    text = SELF_IMPORT.replace("from trankit import Pipeline", "from . import region").replace(
+        "'Pipeline' from partially initialized module 'trankit'",
+        "'region' from partially initialized module 'trankit'",
+    )
+    assert "TRI036" not in _rules(tmp_path, text)
