@@ -575,12 +575,33 @@ def _install_dir(shadow: str, top: str, t: Traceback) -> bool:
     return False
 
 
+def _editable(log: Log, dist: str) -> bool:
+    """The log shows ``dist`` installed from a checkout (``pip install -e``): a folder of that name
+    is the package's own source. The editable line must name it (``Building editable for datasets``,
+    ``__editable__.datasets-…``, ``Obtaining file:///…/datasets``), or the install that follows
+    install it alone (``Successfully installed datasets-0.0.0``): another project's ``pip install -e
+    .`` says nothing of a folder named like a package of the stack."""
+    head = log.head or b""
+    if not _EDITABLE.search(head):
+        return False
+    d = re.escape(dist.encode()).replace(rb"\-", rb"[-_]")
+    return (
+        re.search(
+            rb"(?:(?:editable|develop) for |__editable__[._]+|Obtaining file:\S*[/\\])" + d + rb"\b"
+            rb"|Successfully installed " + d + rb"-\S+[ \t]*$",
+            head,
+            re.M | re.I,
+        )
+        is not None
+    )
+
+
 def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
     """TRI036: a folder (or module) of the user's code named like a package of the stack took
     its place on sys.path: an import of the package fails on a name the folder lacks, or an
     availability check takes the folder for a package not installed and reads 'N/A' as its
     version. Quiet where the log shows an editable install (the package's own checkout)."""
-    if warning_line(m) or _EDITABLE.search(log.head or b""):
+    if warning_line(m):
         return None
     names = _stack_names()
     msg = t.message.strip()
@@ -594,7 +615,7 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
                     break
             if top:
                 break
-        if not top:
+        if not top or _editable(log, names[top]):
             return None
         text = (
             f"an availability check (is_{top}_available) found a folder or module named {top} on sys.path "
@@ -621,6 +642,8 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
             t, m, log, g.group("module"), g.group("name"), (g.groupdict().get("path") or "")
         )
     top, name = g.group("module"), g.group("name")
+    if _editable(log, names[top]):
+        return None
     path = (g.groupdict().get("path") or "").strip()
     if path and path != "unknown location" and not _outside(path):
         return None  # the installed package lacks the name: API drift, not this

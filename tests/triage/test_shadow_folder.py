@@ -115,3 +115,11 @@ def test_a_circular_import_inside_a_package_of_the_users_is_not_tri036(tmp_path)
         "'region' from partially initialized module 'trankit'",
     )
     assert "TRI036" not in _rules(tmp_path, text)
+
+
+def test_another_projects_editable_install_does_not_silence_it(tmp_path):
+    """open-r1's own `pip install -e .` in the log says nothing of a datasets/ folder."""
+    other = "Obtaining file:///root/open-r1\nSuccessfully installed open-r1-0.1.0.dev0\n" + SHADOW
+    assert _rules(tmp_path, other).get("TRI036") == "error"
+    own = "Obtaining file:///root/datasets\n  Building editable for datasets (pyproject.toml)\n" + SHADOW
+    assert "TRI036" not in _rules(tmp_path, own)
