@@ -5,7 +5,6 @@ installed package, or TRL's availability check takes it for a package that is no
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -48,16 +47,10 @@ def _own_checkout(ctx: Context, dist: str, shadow: Shadow) -> bool:
 
 
 def _imports(ctx: Context, name: str) -> bool:
+    """The training script imports ``name`` itself (``TrainingScript.packages``, read once by
+    ``plan.script_reader``)."""
     script = ctx.plan.script
-    path = script.path if script is not None else (ctx.plan.trainer.script if ctx.plan.trainer else None)
-    if not path:
-        return False
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(400_000)
-    except OSError:
-        return False
-    return re.search(rf"^\s*(?:import|from)\s+{re.escape(name)}\b", text, re.M) is not None
+    return script is not None and name in script.packages
 
 
 def _said(s: Shadow) -> str:
@@ -71,14 +64,12 @@ def _said(s: Shadow) -> str:
 
 def _fix(s: Shadow) -> str:
     new = os.path.join(os.path.dirname(s.path), f"{s.name}_local" + (".py" if s.kind == "module" else ""))
-    away = (
-        " or run the script from a folder that does not hold it"
-        if "sys.path[0]" in s.entry.why and "-m " in s.entry.why
-        else " or take that folder off the path"
-        if "PYTHONPATH" in s.entry.why or "sys.path." in s.entry.why
-        else ""
-    )
-    return f"Rename `{s.path}` (e.g. to `{new}`) and the imports of it in the repository,{away}."
+    away = {
+        "cwd": ", or run the script from a folder that does not hold it",
+        "pythonpath": ", or take that folder off the path",
+        "code": ", or take that folder off the path",
+    }.get(s.entry.source, "")
+    return f"Rename `{s.path}` (e.g. to `{new}`) and the imports of it in the repository{away}."
 
 
 @rule("PKG011")

@@ -13,7 +13,7 @@ the path; a folder without ``__init__.py`` is a namespace portion, kept only whe
 package or module of that name comes later on the path (PEP 420,
 https://docs.python.org/3/reference/import.html#namespace-packages).
 
-What is read: a few ``os.scandir`` calls (each path folder once), the training script's text
+What is read: a few ``stat`` calls per path folder (one per name looked for), the training script's text
 (its ``sys.path`` calls, by AST); never a walk of the tree.
 """
 
@@ -21,21 +21,26 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.plan.interface import Launch
+from envdoctor.plan.script_file import script_file
 
 
 @dataclass(frozen=True)
 class PathEntry:
     """One folder of the run's import path: ``folder`` absolute, ``shown`` as the user writes it,
-    ``why`` how it gets there, ``before_site`` whether it comes before site-packages."""
+    ``why`` how it gets there (words), ``source`` the same as one of ``script`` (sys.path[0] of a
+    ``.py`` script), ``cwd`` (sys.path[0] under ``-m``), ``pythonpath``, ``code`` (the script's
+    own ``sys.path`` call); ``before_site`` whether it comes before site-packages."""
 
     folder: str
     shown: str
     why: str
     before_site: bool = True
+    source: str = "script"
 
 
 @dataclass(frozen=True)
@@ -73,12 +78,18 @@ def path_entries(
                 )
             )
         elif launch.module:
-            first.append(PathEntry(cwd, ".", f"the working directory (sys.path[0] for `-m {launch.module}`)"))
+            first.append(
+                PathEntry(
+                    cwd, ".", f"the working directory (sys.path[0] for `-m {launch.module}`)", source="cwd"
+                )
+            )
     pythonpath = (launch.env.get("PYTHONPATH") if launch is not None else None) or env.get("PYTHONPATH") or ""
     for part in pythonpath.split(os.pathsep):
         if part and "$" not in part:
             folder = os.path.abspath(os.path.join(cwd, os.path.expanduser(part)))
-            first.append(PathEntry(folder, _show(folder, cwd), f"PYTHONPATH entry `{part}`"))
+            first.append(
+                PathEntry(folder, _show(folder, cwd), f"PYTHONPATH entry `{part}`", source="pythonpath")
+            )
     inserted, appended = _script_paths(launch, cwd, script_text)
     entries = inserted + first + appended
     seen: set[str] = set()
@@ -97,9 +108,10 @@ def _script_paths(
     call first; ``append``: after site-packages), where the argument is a literal path or built
     from ``__file__`` (``Path(__file__).resolve().parent.parent / "src"``, ``os.path.join(
     os.path.dirname(__file__), "..")``)."""
-    if launch is None or not launch.script or not launch.script.endswith(".py"):
+    path = script_file(launch) if launch is not None else None  # a `-m` module's file too
+    if not path:
         return [], []
-    script = os.path.abspath(os.path.join(cwd, launch.script))
+    script = os.path.abspath(os.path.join(cwd, path))
     if text is None:
         try:
             with open(script, encoding="utf-8", errors="replace") as fh:
@@ -149,7 +161,7 @@ def _script_paths(
         folder = os.path.normpath(folder)
         where = "first" if how == "insert" else "last"
         said = f"put {where} by {_show(script, cwd)} line {node.lineno}: sys.path.{how}(…)"
-        entry = PathEntry(folder, _show(folder, cwd), said, before_site=how == "insert")
+        entry = PathEntry(folder, _show(folder, cwd), said, before_site=how == "insert", source="code")
         if how == "insert":
             inserted.insert(0, entry)
         else:
@@ -205,25 +217,44 @@ def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+#: file systems that match names whatever their case (macOS, Windows), where import compares
+#: the spelling itself: a ``Datasets/`` folder is not ``datasets``
+_CASELESS = sys.platform in ("darwin", "win32")
+
+
+def _spelled(folder: str, name: str) -> bool:
+    """``folder`` holds ``name`` or ``name.py`` spelled so (one listing, only where a stat
+    matched on a caseless file system)."""
+    if not (
+        os.path.lexists(os.path.join(folder, name)) or os.path.lexists(os.path.join(folder, name + ".py"))
+    ):
+        return False
+    try:
+        listed = set(os.listdir(folder))
+    except OSError:
+        return False
+    return name in listed or f"{name}.py" in listed
+
+
 def shadows(entries: list[PathEntry], names: dict[str, Any]) -> list[Shadow]:
     """Each folder or module of the path entries named like one of ``names`` (import names),
-    in path order: one ``os.scandir`` per entry."""
+    in path order: a few ``stat`` calls per name and entry, never a listing (a folder of a
+    million files costs what an empty one does); a folder that cannot be read, a dangling link
+    or a loop of links counts as absent (``os.path.isdir`` / ``isfile`` say False)."""
     found: list[Shadow] = []
+    here = os.getcwd()
     for entry in entries:
         if "site-packages" in entry.folder or "dist-packages" in entry.folder:
             continue  # an installed tree put on the path: its packages are the installed ones
-        try:
-            with os.scandir(entry.folder) as it:
-                listed = {d.name: d for d in it}
-        except OSError:
+        if not os.path.isdir(entry.folder):
             continue
         for name in names:
-            d = listed.get(name)
-            if d is not None and d.is_dir():
-                init = os.path.isfile(os.path.join(d.path, "__init__.py"))
-                found.append(
-                    Shadow(name, _show(d.path, os.getcwd()), "package" if init else "namespace", entry)
-                )
-            elif f"{name}.py" in listed:
-                found.append(Shadow(name, _show(listed[f"{name}.py"].path, os.getcwd()), "module", entry))
+            path = os.path.join(entry.folder, name)
+            if _CASELESS and not _spelled(entry.folder, name):
+                continue
+            if os.path.isdir(path):
+                init = os.path.isfile(os.path.join(path, "__init__.py"))
+                found.append(Shadow(name, _show(path, here), "package" if init else "namespace", entry))
+            elif os.path.isfile(path + ".py"):
+                found.append(Shadow(name, _show(path + ".py", here), "module", entry))
     return found

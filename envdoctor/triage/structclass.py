@@ -528,6 +528,13 @@ def _stack_names() -> dict[str, str]:
     return {str(k): str(v) for k, v in names.items()}
 
 
+def _versioned(top: str) -> bool:
+    """Every release of ``top`` sets a top-level ``__version__`` (import_shadow.yaml)."""
+    from envdoctor.knowledge import knowledge
+
+    return top in (knowledge().import_shadow.get("versioned") or ())
+
+
 def _folder_frame(top: str, t: Traceback, m: Match, log: Log) -> str | None:
     """A path of the log's frames outside site-packages through a folder named ``top`` (or a
     module ``top.py``): the folder that shadows the package, as the log shows it."""
@@ -568,12 +575,33 @@ def _install_dir(shadow: str, top: str, t: Traceback) -> bool:
     return False
 
 
+def _editable(log: Log, dist: str) -> bool:
+    """The log shows ``dist`` installed from a checkout (``pip install -e``): a folder of that name
+    is the package's own source. The editable line must name it (``Building editable for datasets``,
+    ``__editable__.datasets-…``, ``Obtaining file:///…/datasets``), or the install that follows
+    install it alone (``Successfully installed datasets-0.0.0``): another project's ``pip install -e
+    .`` says nothing of a folder named like a package of the stack."""
+    head = log.head or b""
+    if not _EDITABLE.search(head):
+        return False
+    d = re.escape(dist.encode()).replace(rb"\-", rb"[-_]")
+    return (
+        re.search(
+            rb"(?:(?:editable|develop) for |__editable__[._]+|Obtaining file:\S*[/\\])" + d + rb"\b"
+            rb"|Successfully installed " + d + rb"-\S+[ \t]*$",
+            head,
+            re.M | re.I,
+        )
+        is not None
+    )
+
+
 def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
     """TRI036: a folder (or module) of the user's code named like a package of the stack took
     its place on sys.path: an import of the package fails on a name the folder lacks, or an
     availability check takes the folder for a package not installed and reads 'N/A' as its
     version. Quiet where the log shows an editable install (the package's own checkout)."""
-    if warning_line(m) or _EDITABLE.search(log.head or b""):
+    if warning_line(m):
         return None
     names = _stack_names()
     msg = t.message.strip()
@@ -587,7 +615,7 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
                     break
             if top:
                 break
-        if not top:
+        if not top or _editable(log, names[top]):
             return None
         text = (
             f"an availability check (is_{top}_available) found a folder or module named {top} on sys.path "
@@ -607,9 +635,15 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
     if t.name not in ("ImportError", "AttributeError"):
         return None
     g = _CANNOT_IMPORT.search(msg) if t.name == "ImportError" else _NO_ATTRIBUTE.search(msg)
-    if g is None or g.group("module") not in names:
+    if g is None:
         return None
+    if g.group("module") not in names:
+        return _imports_itself(
+            t, m, log, g.group("module"), g.group("name"), (g.groupdict().get("path") or "")
+        )
     top, name = g.group("module"), g.group("name")
+    if _editable(log, names[top]):
+        return None
     path = (g.groupdict().get("path") or "").strip()
     if path and path != "unknown location" and not _outside(path):
         return None  # the installed package lacks the name: API drift, not this
@@ -629,6 +663,12 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
         where = f"a folder named {top} without __init__.py (a namespace package; Python shows no file for it)"
     elif path:
         where = f"{path} (not the installed package's file)"
+    elif name == "__version__" and _versioned(top):
+        # no frame shows the folder (the package's importer reads the attribute), but no release lacks it
+        where = (
+            f"a folder named {top} without __init__.py, or with one that sets no __version__ (every "
+            f"release of {names[top]} sets it)"
+        )
     else:
         found = _folder_frame(top, t, m, log)
         if found is None or _install_dir(found, top, t):
@@ -645,5 +685,40 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
     )
     return at_severity(
         finding("TRI036", [m], log, text, fix, package=top, shadow=where, located_by="shadowing folder"),
+        Severity.ERROR,
+    )
+
+
+def _imports_itself(t: Traceback, m: Match, log: Log, top: str, name: str, path: str) -> Draft | None:
+    """TRI036 for any package: the user's own file named like the package it imports (a script
+    ``trankit.py`` that runs ``from trankit import Pipeline``): the message names that very file as
+    the partially initialized module, and the failing frame is in it. Certain whatever the package
+    (no list of names needed): Python put the file's folder first and the file imports itself."""
+    p = path.strip().replace("\\", "/")
+    if not (_outside(p) or re.match(r"^[A-Za-z]:/", p)) or not (
+        p.endswith(f"/{top}.py") or p.endswith(f"/{top}/__init__.py")
+    ):
+        return None
+    frames = [f for x in t.all() for f in x.frames]
+    if not frames or frames[-1].path.replace("\\", "/") != p:
+        return None
+    if not re.match(
+        rf"\s*(?:from\s+{re.escape(top)}\s+import|import\s+{re.escape(top)}\b)", frames[-1].code or ""
+    ):
+        return None
+    text = (
+        f"`{top}` resolved to the user's own file {path}, which imports {top} itself: the file's folder "
+        f"comes first on sys.path, so `from {top} import {name}` finds this half-run file, not a "
+        f"package {top}"
+    )
+    fix = (
+        f"if {top} is an installed package, rename {path} (and delete a __pycache__/{top}.*.pyc beside "
+        f"it) so that it is not named like it; if {name} is meant to come from this file, drop the "
+        f"import of itself"
+    )
+    return at_severity(
+        finding(
+            "TRI036", [m], log, text, fix, package=top, shadow=path, located_by="a file importing itself"
+        ),
         Severity.ERROR,
     )

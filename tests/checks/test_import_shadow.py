@@ -58,6 +58,7 @@ def test_a_namespace_vllm_folder_the_script_puts_first_with_vllm_absent_is_pkg01
 def test_a_regular_datasets_package_in_the_script_folder_shadows_the_installed_one(tmp_path):
     (f,) = _run(tmp_path, {"train.py": "import trl\n", "datasets/__init__.py": ""}, "python train.py")
     assert f.rule == "PKG011" and f.severity.value == "error" and f.evidence["package"] == "datasets"
+    assert f.fix.endswith("and the imports of it in the repository.")  # no dangling ", ." when no other way
 
 
 def test_a_module_file_in_the_working_directory_shadows_trl_under_python_m(tmp_path):
@@ -65,6 +66,7 @@ def test_a_module_file_in_the_working_directory_shadows_trl_under_python_m(tmp_p
         tmp_path, {"trl.py": "", "pkg/train.py": "import trl\n", "pkg/__init__.py": ""}, "python -m pkg.train"
     )
     assert f.rule == "PKG011" and f.evidence["path"] == "trl.py" and f.evidence["entry"] == "."
+    assert f.fix.endswith("repository, or run the script from a folder that does not hold it.")
 
 
 def test_a_pythonpath_folder_is_read(tmp_path):
@@ -140,3 +142,56 @@ def test_set_14_dev_setup_be9af51(tmp_path):
     launch = "uv run python scripts/train_grpo.py --data data/grpo/train.jsonl --max-steps 2"
     (f,) = _run(tmp_path, {}, launch, pkgs)
     assert f.rule == "PKG012" and f.severity.value == "error" and f.evidence["path"] == "src/vllm"
+
+
+def test_a_link_loop_an_unreadable_folder_and_a_dangling_link_are_absent_not_a_crash(tmp_path):
+    (tmp_path / "vllm").symlink_to("vllm")  # a loop: stat raises ELOOP
+    (tmp_path / "datasets.py").symlink_to("nowhere.py")
+    (tmp_path / "locked").mkdir(mode=0)
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    try:
+        got = _run(tmp_path, {"train.py": "import trl\n"}, "PYTHONPATH=locked:loop1:missing python train.py")
+    finally:
+        (tmp_path / "locked").chmod(0o755)
+    assert got == []
+
+
+def test_a_huge_folder_is_not_listed(tmp_path, monkeypatch):
+    """Only the names looked for are asked of the file system: no listing of the folder."""
+    (tmp_path / "trl").mkdir()
+    (tmp_path / "trl" / "__init__.py").write_text("")
+
+    def listing(*a, **k):
+        raise AssertionError("a folder of the path was listed")
+
+    from envdoctor.plan import import_path
+
+    monkeypatch.setattr(import_path, "_CASELESS", False)  # a caseless file system confirms a hit by a listing
+    monkeypatch.setattr(os, "scandir", listing)
+    monkeypatch.setattr(os, "listdir", listing)
+    launch = Launch(raw="python t.py", launcher="python", script="t.py")
+    (s,) = shadows(path_entries(launch, {}, str(tmp_path), ""), {"vllm": "vllm", "trl": "trl"})
+    assert s.name == "trl" and s.kind == "package"
+
+
+@pytest.mark.parametrize(
+    ("text", "severity"),
+    [
+        ("import os, peft\n", "error"),
+        ("def f():\n    from peft import LoraConfig\n", "error"),
+        ("import os\n", "warning"),
+    ],
+)
+def test_a_package_the_script_imports_is_an_error_else_a_warning(tmp_path, text, severity):
+    """What the script imports is the plan's (TrainingScript.packages), not a second read of it."""
+    pkgs = dict(STACK, peft="0.19.1")
+    (f,) = _run(tmp_path, {"train.py": text, "peft/__init__.py": ""}, "python train.py", pkgs)
+    assert f.rule == "PKG011" and f.evidence["package"] == "peft" and f.severity.value == severity
+
+
+def test_the_sys_path_calls_of_a_module_run_with_python_m_are_read(tmp_path):
+    text = "import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'vendor'))\n"
+    files = {"pkg/__init__.py": "", "pkg/train.py": text, "vendor/trl/__init__.py": ""}
+    (f,) = _run(tmp_path, files, "python -m pkg.train")
+    assert f.rule == "PKG011" and f.evidence["package"] == "trl" and "sys.path.insert" in f.message

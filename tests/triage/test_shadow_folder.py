@@ -69,3 +69,57 @@ def test_a_later_exception_showing_the_folder_names_it(tmp_path):
 def test_an_unknown_location_import_is_a_namespace_folder(tmp_path):
     text = SHADOW.replace("(/home/u/proj/datasets/__init__.py)", "(unknown location)")
     assert _rules(tmp_path, text).get("TRI036") == "error"
+
+
+NO_VERSION = """Traceback (most recent call last):
+  File "train.py", line 19, in <module>
+    from mydataset import load_data
+  File "/content/drive/My Drive/mrc4ner/mydataset.py", line 5, in <module>
+    from transformers import BertTokenizer
+  File "/usr/local/lib/python3.6/dist-packages/transformers/file_utils.py", line 72, in <module>
+    logger.debug(f"Succesfully imported datasets version {datasets.__version__}")
+AttributeError: module 'datasets' has no attribute '__version__'
+"""
+
+
+def test_a_stack_package_without_its_version_is_a_folder_in_its_place(tmp_path):
+    """transformers#7430 (a datasets/ folder in the working directory; held out by review rv16b):
+    no frame shows the folder, but every datasets release sets __version__ (was TRI009 drift)."""
+    got = _rules(tmp_path, NO_VERSION)
+    assert got.get("TRI036") == "error" and "TRI009" not in got
+
+
+def test_a_package_not_known_to_set_a_version_is_not_tri036(tmp_path):
+    text = NO_VERSION.replace("'datasets'", "'liger_kernel'").replace("datasets.", "liger_kernel.")
+    assert "TRI036" not in _rules(tmp_path, text)
+
+
+SELF_IMPORT = (
+    'Traceback (most recent call last):\n  File "/Users/u/Desktop/trankit.py", line 1, in <module>\n'
+    '    from trankit import Pipeline\n  File "/Users/u/Desktop/trankit.py", line 1, in <module>\n'
+    "    from trankit import Pipeline\nImportError: cannot import name 'Pipeline' from partially "
+    "initialized module 'trankit' (most likely due to a circular import) (/Users/u/Desktop/trankit.py)\n"
+)
+
+
+def test_a_script_named_like_the_package_it_imports_is_tri036_for_any_package(tmp_path):
+    """trankit#44 (held out by review rv16b): the script trankit.py imports trankit, i.e. itself."""
+    assert _rules(tmp_path, SELF_IMPORT).get("TRI036") == "error"
+    assert _rules(tmp_path, SELF_IMPORT.replace("trankit", "trl")).get("TRI036") == "error"
+
+
+def test_a_circular_import_inside_a_package_of_the_users_is_not_tri036(tmp_path):
+    """TrTr#25: toolkit/utils/__init__.py's `from . import region`: a circular import, no shadow."""
+    text = SELF_IMPORT.replace("from trankit import Pipeline", "from . import region").replace(
+        "'Pipeline' from partially initialized module 'trankit'",
+        "'region' from partially initialized module 'trankit'",
+    )
+    assert "TRI036" not in _rules(tmp_path, text)
+
+
+def test_another_projects_editable_install_does_not_silence_it(tmp_path):
+    """open-r1's own `pip install -e .` in the log says nothing of a datasets/ folder."""
+    other = "Obtaining file:///root/open-r1\nSuccessfully installed open-r1-0.1.0.dev0\n" + SHADOW
+    assert _rules(tmp_path, other).get("TRI036") == "error"
+    own = "Obtaining file:///root/datasets\n  Building editable for datasets (pyproject.toml)\n" + SHADOW
+    assert "TRI036" not in _rules(tmp_path, own)
