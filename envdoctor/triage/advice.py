@@ -35,7 +35,9 @@ _ADVICE = re.compile(
     r"(?:you (?:can|could|may|might|should|need to|must|have to) (?!only\b|not\b)"
     r"|you'll need to |try |consider |make sure |ensure |to (?:fix|avoid|resolve|solve) (?:this|it)\b"
     r"|(?:set|increase|decrease|reduce|lower|raise|pass|use|install|upgrade|downgrade|specify|enable"
-    r"|disable|add|remove|change|update|reinstall|provide|call|switch|rename|move|load|convert) )",
+    r"|disable|add|remove|change|update|reinstall|provide|switch|rename|convert) "
+    # an imperative, not a noun phrase that starts alike ("Call to … failed", "Use of …", "Set of …")
+    r"(?!(?:to|of|for|in|on|at|is|was|has|had|failed|error)\b))",
     re.IGNORECASE,
 )
 _NOT_A_FIX = re.compile(

