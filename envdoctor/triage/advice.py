@@ -24,10 +24,8 @@ from envdoctor.redact import cut
 
 LIMIT = 240  # characters of the quoted sentence
 MIN = 24  # a shorter "sentence" is a fragment ("Consider adjusting")
-#: the exception's message: after the (dotted) class name and its colon
-_MESSAGE = re.compile(
-    r"(?:^|[\s:(\[])(?:[A-Za-z_][\w]{0,80}\.){0,6}(?:[A-Z]\w{0,80})?(?:Error|Exception): (?P<msg>\S.*)$"
-)
+#: the end of an exception's class name before its message ("ValueError: ", "wandb.errors.Error: ")
+_NAME_ENDS = ("Error: ", "Exception: ")
 _CONTROL = re.compile(r"\x1b\[[0-9;]{0,20}[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`'\"])")
 _ADVICE = re.compile(
@@ -48,10 +46,11 @@ _ENDED = (".", "!", "?")
 
 
 def _message(text: str, more: list[str]) -> str:
-    found = _MESSAGE.search(text)
-    if found is None:
+    ends = [(i, n) for n in _NAME_ENDS if (i := text.find(n)) > 0 or text.startswith(n)]
+    if not ends:
         return ""
-    msg = found.group("msg").strip()
+    at, name = min(ends)
+    msg = text[at + len(name) :].strip()
     for line in more:  # the message goes on on the next lines (a wrap, a pretty-printed message)
         if msg.endswith(_ENDED):
             break
