@@ -327,3 +327,17 @@ def test_the_compilers_own_line_settles_tritons_helper_build_as_an_error():
 )
 def test_a_noun_phrase_in_advices_words_is_no_advice(text):
     assert advice(text) == ""
+
+
+def test_no_kernel_image_naming_an_extensions_kernel_is_an_error_and_alone_stays_a_warning():
+    """heldout-2026-11-29d/logs12b/009 (flash-attn's legacy layer_norm on Blackwell, tridao's answer):
+    the message names the binary without this GPU's architecture; without that path it could be
+    torch, vLLM or any extension (TRI025's and the catalogue's warnings)."""
+    named = (
+        "CUDA Error: no kernel image is available for execution on the device "
+        "flash-attention/csrc/layer_norm/ln_fwd_kernels.cuh 236\n"
+    )
+    f = _first(named)
+    assert f.severity.value == "error" and "(extension-build-missing-arch)" in f.message
+    bare = _first("CUDA Error: no kernel image is available for execution on the device\n")
+    assert bare.severity.value == "warning"
