@@ -274,7 +274,25 @@ def unknown_finding(ms: Sequence[Match], log: Log | None = None) -> Finding:
     if log is not None:
         ev["issue_draft"] = issue_draft(first, origin, log)
     fix = _WRAPPER_FIX if wrapper else rule_docs()["TRI003"].fix
+    said = "" if wrapper else own_advice(first, log)
+    if said:  # the message names its own lever: quote it (the severity stays: no diagnosis)
+        ev["advice"] = said
+        fix = f"the message's own advice: “{said}”; if it does not apply, {fix[0].lower()}{fix[1:]}"
     return Finding("TRI003", Severity.WARNING, message, fix, ev)
+
+
+def own_advice(m: Match, log: Log | None) -> str:
+    """The advice sentence of ``m``'s exception message (``advice.advice``), read with the lines
+    that continue it where the log's head holds them."""
+    from envdoctor.triage.advice import advice
+    from envdoctor.triage.rejoin import _following
+
+    body = split_prefix(m.text)[0]
+    more: list[str] = []
+    if log is not None and log.head and m.line_no > 0:
+        lines = log.head.decode("utf-8", errors="replace").split("\n", m.line_no + 8)
+        more = _following(lines, m.line_no)
+    return advice(body, more)
 
 
 def issue_draft(m: Match, origin: str, log: Log) -> str:
