@@ -294,6 +294,15 @@ def test_the_quoted_advice_is_bounded_and_free_of_control_characters():
     assert not any(ord(c) < 32 or c == "\x7f" for c in said)
 
 
+def test_the_quoted_advice_holds_no_c1_control_bidi_override_or_osc_link():
+    said = advice(
+        "ValueError: x failed. Please set the key \u202egnp.exe\u202c to True in \x9b31mthe config"
+        " and \x1b]8;;http://example.invalid\x1b\\click\x1b]8;;\x1b\\ here\u2028now."
+    )
+    assert said.startswith("Please set the key") and said.endswith("click here now.")
+    assert said.isprintable() and "]8;;" not in said and "example.invalid" not in said
+
+
 def test_advice_reads_only_the_exception_message():
     assert advice("INFO: Please set HF_TOKEN to download gated models faster") == ""
     assert advice("KeyError: 'x'") == ""
