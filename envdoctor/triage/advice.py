@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import re
 
-from envdoctor.redact import cut
+from envdoctor.redact import _CONTROLS, cut
+from envdoctor.triage.scanner import ANSI
 
 LIMIT = 240  # characters of the quoted sentence
 MIN = 24  # a shorter "sentence" is a fragment ("Consider adjusting")
 #: the end of an exception's class name before its message ("ValueError: ", "wandb.errors.Error: ")
 _NAME_ENDS = ("Error: ", "Exception: ")
-_CONTROL = re.compile(r"\x1b\[[0-9;]{0,20}[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
+#: the terminal's escapes (colours, OSC 8 links: the scanner's ``ANSI``) and redact's control class
+#: (C0 and C1 controls, bidirectional overrides, line separators), each replaced by a space
+_CONTROL = re.compile(f"{ANSI.pattern}|[{_CONTROLS}]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`'\"])")
 _ADVICE = re.compile(
     r"^(?:(?:or|alternatively|otherwise|instead),?\s+)?(?:please,?\s+)?"

@@ -72,12 +72,11 @@ def test_fp16_words_in_a_log_line_of_a_run_that_trains_on_are_quiet():
 @pytest.mark.parametrize(
     "log",
     [
-        # heldout-2026-11-29g/logs15b/014 (ms-swift FAQ Q48: the disk ran out while saving)
-        "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge\n",
         # an interrupted download (the newer wording of MetadataIncompleteBuffer)
         "[rank0]: safetensors_rust.SafetensorError: Error while deserializing header: incomplete metadata, "
         "file not fully covered\n",
         "safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer\n",
+        "safetensors_rust.SafetensorError: Error while deserializing header: header too small\n",
     ],
 )
 def test_a_truncated_safetensors_file_is_an_error_with_the_size_check_and_a_redownload(log):
@@ -85,6 +84,23 @@ def test_a_truncated_safetensors_file_is_an_error_with_the_size_check_and_a_redo
     assert f.rule == "TRI011" and f.severity.value == "error"
     assert "(safetensors-file-truncated)" in f.message
     assert "git lfs pull" in f.fix and "df -h" in f.fix and "--force-download" in f.fix
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # heldout-2026-11-29g/logs15b/014 (ms-swift FAQ Q48: the disk ran out while saving)
+        "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge\n",
+        # safetensors/safetensors#668: a complete 7 GB file of 1.29 M tensors, its header 126 MB
+        "safetensors_rust.SafetensorError: Error while deserializing header: header too large\n",
+    ],
+)
+def test_a_header_too_large_is_a_warning_naming_a_broken_file_and_the_header_limit(log):
+    f = _first(log)
+    assert f.rule == "TRI011" and f.severity.value == "warning"
+    assert "(safetensors-header-too-large)" in f.message
+    assert "git lfs pull" in f.fix and "--force-download" in f.fix and "split" in f.fix
+    assert _entry(log, "safetensors-file-truncated") == []
 
 
 def test_another_safetensors_header_error_is_not_called_a_truncated_file():
@@ -292,6 +308,15 @@ def test_the_quoted_advice_is_bounded_and_free_of_control_characters():
     )
     assert said.startswith("Please set") and len(said) <= LIMIT
     assert not any(ord(c) < 32 or c == "\x7f" for c in said)
+
+
+def test_the_quoted_advice_holds_no_c1_control_bidi_override_or_osc_link():
+    said = advice(
+        "ValueError: x failed. Please set the key \u202egnp.exe\u202c to True in \x9b31mthe config"
+        " and \x1b]8;;http://example.invalid\x1b\\click\x1b]8;;\x1b\\ here\u2028now."
+    )
+    assert said.startswith("Please set the key") and said.endswith("click here now.")
+    assert said.isprintable() and "]8;;" not in said and "example.invalid" not in said
 
 
 def test_advice_reads_only_the_exception_message():
