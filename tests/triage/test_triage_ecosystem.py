@@ -366,3 +366,14 @@ def test_no_kernel_image_naming_an_extensions_kernel_is_an_error_and_alone_stays
     assert f.severity.value == "error" and "(extension-build-missing-arch)" in f.message
     bare = _first("CUDA Error: no kernel image is available for execution on the device\n")
     assert bare.severity.value == "warning"
+
+
+def test_no_kernel_image_naming_torchs_own_csrc_is_no_extension_error():
+    """torch's own kernels live under torch/csrc/: a torch wheel without the GPU's architecture is not an
+    extension built from source, so the message naming torch/csrc/ stays the plain warning."""
+    line = (
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device "
+        "at /pytorch/torch/csrc/cuda/Module.cpp:123\n"
+    )
+    f = _first(line)
+    assert f.severity.value == "warning" and "(extension-build-missing-arch)" not in f.message
