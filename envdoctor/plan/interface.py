@@ -191,6 +191,10 @@ class TrainingScript:
     #: where it or a repository module it imports (read) first imports TRL or Unsloth
     #: (``src/grpo.py:1``); None where none read does
     trl_import: str | None = None
+    #: the modules its text (or that of a repository module it imports) writes into a command
+    #: line it starts or generates (``"$PYTHON_BIN" -m verl.trainer.main_ppo`` in a launcher it
+    #: writes) -> where (``src/duet/pipeline.py:678``): another framework's entry point trains
+    writes_modules: dict[str, str] = field(default_factory=dict)
 
     @property
     def other_config(self) -> ConfigClass | None:

@@ -64,6 +64,7 @@ def read_training_script(
         reads_command_line=decl.reads_command_line,
         packages=decl.packages,
         trl_import=decl.trl_import,
+        writes_modules=decl.writes_modules,
         self_load=decl.self_load
         if decl.config_calls and all(c.trl_class and not c.spread for c in decl.config_calls)
         else None,
