@@ -22,8 +22,8 @@ from __future__ import annotations
 import ast
 import os
 import sys
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.plan.interface import Launch
