@@ -179,8 +179,8 @@ def from_script(script: TrainingScript | None) -> Framework | None:
     """The framework the training script read imports and hands the training to: it imports a
     framework's package and builds no TRL GRPOTrainer itself (a script that builds one is TRL's,
     whatever helpers it imports)."""
-    if script is None or script.problem or script.builds_grpo:
-        return None
+    if script is None or script.problem or script.builds_grpo or script.grpo_in_module:
+        return None  # its own code, or a repository module it imports, builds TRL's GRPOTrainer
     if script.config_class is not None and script.config_class.kind in ("trl", "own"):
         return None  # it builds TRL's GRPOConfig (or a subclass) for its trainer
     table = _table()
@@ -226,6 +226,7 @@ def _shell_script(run: list[str], shell: str) -> Framework | None:
             decl.path,
             problem=decl.problem,
             builds_grpo=decl.builds_grpo,
+            grpo_in_module=decl.grpo_in_module,
             config_class=decl.config_class,
             packages=decl.packages,
             trl_import=decl.trl_import,

@@ -155,6 +155,9 @@ class TrainingScript:
     #: where it builds TRL's GRPOTrainer or a class deriving from it (``GRPOTrainer(...) in
     #: train.py:40``): the evidence that the run is GRPO's; None when none was seen
     builds_grpo: str | None = None
+    #: where a repository module it imports builds TRL's GRPOTrainer (or a class deriving from
+    #: it) when it builds none itself (``GRPOTrainer(...) in src/train_lib.py:88``)
+    grpo_in_module: str | None = None
     #: GRPOConfig keys its calls take from the config file it reads itself -> (the place in the
     #: file, the call): ``per_device_train_batch_size=conf["training"].get(…)`` reads
     #: ("training", "per_device_train_batch_size")

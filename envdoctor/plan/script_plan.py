@@ -58,6 +58,7 @@ def read_training_script(
         keeps_unknown_keys=decl.keeps_unknown_keys,
         trl_other_trainer=decl.trl_other_trainer,
         builds_grpo=decl.builds_grpo,
+        grpo_in_module=decl.grpo_in_module,
         chat_messages=decl.chat_messages,
         config_class=decl.config_class,
         vllm_engine=decl.vllm_engine,

@@ -215,6 +215,9 @@ class ScriptDecl:
     #: where it builds TRL's GRPOTrainer or a class deriving from it (``GRPOTrainer(...) in
     #: train.py:40``): the evidence that the run is GRPO's, None when none was seen
     builds_grpo: str | None = None
+    #: where a repository module it imports (read) builds TRL's GRPOTrainer or a class deriving
+    #: from it (``GRPOTrainer(...) in src/train_lib.py:88``), when the script itself builds none
+    grpo_in_module: str | None = None
     #: its ``@hydra.main(config_path=…, config_name=…)`` as written (None: not a literal), or None
     hydra_config: tuple[str | None, str | None] | None = None
     #: where the files read build a chat message (``{"role": …, "content": …}`` in prompts.py:30):
@@ -1376,6 +1379,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
     )
     decl.trl_other_trainer = None if decl.config_calls else _trl_other_trainer(main, script, res)
     decl.builds_grpo = _builds_grpo(main, script, res, targets)
+    decl.grpo_in_module = None if decl.builds_grpo else _grpo_in_module(followed, res)
     decl.hydra_config = main.hydra_config
     decl.config_filter = next(
         (
@@ -1506,6 +1510,20 @@ def _builds_grpo(main: SourceFacts, script: Path, res: _Resolver, targets: froze
                 continue
             if _derives(name, main, script, res) == "grpo":
                 return f"{name} (from {source}), a GRPOTrainer, in {main.path}"
+    return None
+
+
+def _grpo_in_module(followed: list[SourceFacts], res: _Resolver) -> str | None:
+    """Where a repository module the script imports (read) builds TRL's GRPOTrainer or a class
+    deriving from it (``GRPOTrainer(...) in src/train_lib.py:88``): the script hands the
+    training to its own module, which is TRL's; None when none read does."""
+    for mod in followed:
+        for func, line, _ in mod.calls:
+            if (
+                func.rsplit(".", 1)[-1].endswith("Trainer")
+                and _derives(func, mod, Path(mod.path), res) == "grpo"
+            ):
+                return f"{func}(...) in {mod.path}:{line}"
     return None
 
 
