@@ -452,6 +452,18 @@ def _trl_from_note(note: str, context: str = "") -> str | None:
     if named and not named.group(1).endswith(".x"):
         return named.group(1)
     line = named.group(1)[: -len(".x")] if named else None
+    # lines the note infers as a span ("inferred 0.20-0.21 (Aug 2025; …)"): a release of one of
+    # them, the newest at the note's date (not Aug 2025's newest, 0.22.1)
+    span = None if named else re.search(r"(?<![\w.])(\d+\.\d+)\s*[-–]\s*(\d+\.\d+)(?![\w.])", note)
+
+    def in_span(v: str) -> bool:
+        if span is None:
+            return True
+        key = versions.sort_key
+        low, high = span.group(1), span.group(2)
+        head = ".".join(v.split(".")[:2])
+        return key(low) <= key(head) <= key(high)
+
     spec = rng.group(1) if rng and versions_spec_ok(rng.group(1)) else None
     fits = [
         v
@@ -459,8 +471,9 @@ def _trl_from_note(note: str, context: str = "") -> str | None:
         if (until is None or up <= until)
         and (spec is None or versions.satisfies(v, spec))
         and (line is None or v.startswith(line + "."))
+        and in_span(v)
     ]
-    if not fits or (spec is None and until is None and line is None):
+    if not fits or (spec is None and until is None and line is None and span is None):
         return None
     return max(fits, key=versions.sort_key)
 

@@ -139,8 +139,15 @@ def build_report(
             if ctx.plan.config_path
             else "no GRPO config given (--config FILE)"
         ) + unread
+    from envdoctor.plan.framework import leaves_out
+
+    framework = ctx.plan.framework
     if not ctx.plan.trainer and not ctx.plan.config:
         areas["layout"].note = "no launch command given (envdoctor check -- <launch line>)"
+    elif framework is not None and leaves_out(framework, "trl-layout"):
+        # ENV002 says it: the framework places its own processes, so TRL's layout is not judged,
+        # resolved or not
+        areas["layout"].note = f"TRL's process layout not judged: {framework.name} trains this run (ENV002)"
     elif ctx.plan.trainer and ctx.resolved.unresolved:
         areas["layout"].note = (
             f"launch not resolved: {ctx.resolved.unresolved}; the rules "

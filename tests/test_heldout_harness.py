@@ -204,3 +204,14 @@ def test_the_collectors_elision_is_no_word_of_the_command(tmp_path):
         "accelerate launch train.py --eval_steps 100 ... --num_generations 8 …\n"
     )
     assert harness._commands(tmp_path) == ["accelerate launch train.py --eval_steps 100 --num_generations 8"]
+
+
+def test_an_inferred_span_of_lines_is_a_release_of_them():
+    """gsm8k_minimal_rl-4076510 (set 14): "inferred 0.20-0.21 (Aug 2025; …)" is TRL 0.21, not
+    Aug 2025's newest release (0.22.1, which gave the healthy setup KNF001 trl#3992)."""
+    note = (
+        "unpinned; inferred 0.20-0.21 (Aug 2025; generate_rollouts.py imports "
+        "trl.trainer.grpo_trainer.RepeatSampler and uses steps_per_generation, added in 0.18/0.19)"
+    )
+    assert harness._trl_from_note(note) == "0.21.0"
+    assert harness._trl_from_note("unpinned; inferred 0.20-0.21") == "0.21.0"

@@ -29,7 +29,7 @@ def _found(ctx: Context) -> list[Shadow]:
     names: dict[str, Any] = ctx.kb.import_shadow.get("names") or {}
     got: list[Shadow] = []
     if trainer is not None and names:
-        got = shadows(path_entries(trainer, ctx.facts.env, os.getcwd()), names)
+        got = shadows(path_entries(trainer, ctx.facts.env, os.getcwd(), edited=ctx.plan.edited), names)
     ctx.options["_import_shadows"] = got
     return got
 

@@ -11,15 +11,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from envdoctor.plan.interface import Launch, TrainingScript
-
-#: words a launch line starts its program with that are not the program (``uv run``, ``nohup``)
-_PROGRAM_AFTER = frozenset(
-    {"nohup", "exec", "time", "env", "run", "--", "uv", "poetry", "pixi", "conda", "sudo"}
-)
 
 
 @dataclass(frozen=True)
@@ -90,6 +85,19 @@ _SHELL = re.compile(r"^(?:ba|z|da)?sh$")
 MAX_SHELL_BYTES = 200_000
 
 
+def _program(words: list[str]) -> str | None:
+    """The program one command runs once its wrappers and ``VAR=value`` prefixes are taken off
+    (``nohup uv run --extra gpu swift rlhf …``: ``swift``), as the launch parser peels them
+    (``plan/wrappers.py``); inside ``bash -c '…'``, the first command's."""
+    from envdoctor.plan.wrappers import peel
+
+    peeled = peel(words, {})
+    if peeled.inner is not None:
+        inner = _words(peeled.inner.split(";")[0].split("&&")[0])
+        peeled = peel(inner, {}) if inner else peeled
+    return peeled.command[0] if peeled.command and peeled.inner is None else None
+
+
 def _from_words(
     words: list[str],
     table: dict[str, dict[str, Any]],
@@ -113,11 +121,9 @@ def _from_words(
             for tail in entry.get("scripts") or ():
                 if path == tail or path.endswith("/" + str(tail)):
                     return _make(key, entry, f"{where} runs {path}")
-    for i, word in enumerate(words):
-        prev = words[i - 1] if i else ""
-        if i and (prev.startswith("-") or (prev not in _PROGRAM_AFTER and "=" not in prev)):
-            continue  # a value of an option or an argument, not the program
-        name = word.rsplit("/", 1)[-1]
+    program = _program(words)
+    if program:
+        name = program.rsplit("/", 1)[-1]
         for key, entry in table.items():
             if name in (entry.get("consoles") or ()):
                 return _make(key, entry, f"{where} runs `{name}`")
@@ -147,10 +153,15 @@ def _from_shell(words: list[str], table: dict[str, dict[str, Any]]) -> Framework
                 text = fh.read()
         except OSError:
             continue
-        for number, run, _ in command_runs(text):
+        runs = list(command_runs(text))
+        for number, run, _ in runs:
             found = _from_words(run, table, where=f"{word}:{number}")
             if found is not None:
                 return found
+        for number, run, _ in runs:  # none runs a framework itself: a Python script that does
+            found = _shell_script(run, word)
+            if found is not None:
+                return replace(found, evidence=f"{word}:{number} runs {found.evidence}")
     return None
 
 
@@ -168,8 +179,8 @@ def from_script(script: TrainingScript | None) -> Framework | None:
     """The framework the training script read imports and hands the training to: it imports a
     framework's package and builds no TRL GRPOTrainer itself (a script that builds one is TRL's,
     whatever helpers it imports)."""
-    if script is None or script.problem or script.builds_grpo:
-        return None
+    if script is None or script.problem or script.builds_grpo or script.grpo_in_module:
+        return None  # its own code, or a repository module it imports, builds TRL's GRPOTrainer
     if script.config_class is not None and script.config_class.kind in ("trl", "own"):
         return None  # it builds TRL's GRPOConfig (or a subclass) for its trainer
     table = _table()
@@ -178,7 +189,51 @@ def from_script(script: TrainingScript | None) -> Framework | None:
             line = script.packages.get(str(package))
             if line is not None:
                 return _make(key, entry, f"{script.path}:{line} imports {package}")
+    if script.trl_import is None:  # a launcher it writes runs the framework's entry point
+        for module, where in script.writes_modules.items():
+            found = _by_module(module, table)
+            if found:
+                return _make(found[0], table[found[0]], f"{where} writes the command `-m {module}`")
     return None
+
+
+def _shell_script(run: list[str], shell: str) -> Framework | None:
+    """The framework a Python script that a shell script's line runs (``exec python
+    src/run.py …``) hands the training to (``from_script``): its imports, or the command line it
+    or a repository module it imports writes (``-m verl.trainer.main_ppo``). Found beside the
+    working directory, or beside the shell script's folder."""
+    import os
+
+    from envdoctor.plan.launch import parse_launch
+    from envdoctor.plan.script_plan import _read
+    from envdoctor.plan.script_reader import read_script
+
+    try:
+        launch = parse_launch(shlex.join(run))
+    except Exception:  # a line the launch parser refuses: not one to follow
+        return None
+    path = launch.script
+    if not path or launch.unresolved or not path.endswith(".py"):
+        return None
+    if not os.path.isfile(path):
+        beside = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(shell))), path)
+        if not os.path.isfile(beside):
+            return None
+        path = beside
+    decl = _read(path, read_script)
+    found = from_script(
+        TrainingScript(
+            decl.path,
+            problem=decl.problem,
+            builds_grpo=decl.builds_grpo,
+            grpo_in_module=decl.grpo_in_module,
+            config_class=decl.config_class,
+            packages=decl.packages,
+            trl_import=decl.trl_import,
+            writes_modules=decl.writes_modules,
+        )
+    )
+    return replace(found, evidence=f"{launch.script} ({found.evidence})") if found else None
 
 
 def detect(trainer: Launch | None, script: TrainingScript | None) -> Framework | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,9 +66,21 @@ def _python(launch: Launch) -> bool:
 
 
 def path_entries(
-    launch: Launch | None, env: dict[str, str], cwd: str, script_text: str | None = None
+    launch: Launch | None,
+    env: dict[str, str],
+    cwd: str,
+    script_text: str | None = None,
+    edited: Mapping[str, str] | None = None,
 ) -> list[PathEntry]:
-    """The run's import path folders envdoctor can place, in the order import searches them."""
+    """The run's import path folders envdoctor can place, in the order import searches them.
+    ``edited``: files as ``envdoctor fix`` edited them in memory (``Plan.edited``, by
+    ``os.path.normpath``): the script's ``sys.path`` calls are read there, not on disk."""
+    if script_text is None and edited and launch is not None:
+        path = script_file(launch)
+        if path:
+            script_text = edited.get(os.path.normpath(path)) or edited.get(
+                os.path.normpath(os.path.join(cwd, path))
+            )
     first: list[PathEntry] = []
     if launch is not None and _python(launch):
         if launch.script and launch.script.endswith(".py"):

@@ -155,6 +155,9 @@ class TrainingScript:
     #: where it builds TRL's GRPOTrainer or a class deriving from it (``GRPOTrainer(...) in
     #: train.py:40``): the evidence that the run is GRPO's; None when none was seen
     builds_grpo: str | None = None
+    #: where a repository module it imports builds TRL's GRPOTrainer (or a class deriving from
+    #: it) when it builds none itself (``GRPOTrainer(...) in src/train_lib.py:88``)
+    grpo_in_module: str | None = None
     #: GRPOConfig keys its calls take from the config file it reads itself -> (the place in the
     #: file, the call): ``per_device_train_batch_size=conf["training"].get(…)`` reads
     #: ("training", "per_device_train_batch_size")
@@ -191,6 +194,10 @@ class TrainingScript:
     #: where it or a repository module it imports (read) first imports TRL or Unsloth
     #: (``src/grpo.py:1``); None where none read does
     trl_import: str | None = None
+    #: the modules its text (or that of a repository module it imports) writes into a command
+    #: line it starts or generates (``"$PYTHON_BIN" -m verl.trainer.main_ppo`` in a launcher it
+    #: writes) -> where (``src/duet/pipeline.py:678``): another framework's entry point trains
+    writes_modules: dict[str, str] = field(default_factory=dict)
 
     @property
     def other_config(self) -> ConfigClass | None:

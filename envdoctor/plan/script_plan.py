@@ -58,12 +58,14 @@ def read_training_script(
         keeps_unknown_keys=decl.keeps_unknown_keys,
         trl_other_trainer=decl.trl_other_trainer,
         builds_grpo=decl.builds_grpo,
+        grpo_in_module=decl.grpo_in_module,
         chat_messages=decl.chat_messages,
         config_class=decl.config_class,
         vllm_engine=decl.vllm_engine,
         reads_command_line=decl.reads_command_line,
         packages=decl.packages,
         trl_import=decl.trl_import,
+        writes_modules=decl.writes_modules,
         self_load=decl.self_load
         if decl.config_calls and all(c.trl_class and not c.spread for c in decl.config_calls)
         else None,

@@ -157,6 +157,9 @@ class ScriptDecl:
     #: where the script or a repository module it imports (read, ``_Resolver.follow``) first
     #: imports TRL or Unsloth (``src/grpo.py:1``); None where none read does
     trl_import: str | None = None
+    #: modules a text of the script or of a repository module it imports (read) runs with
+    #: ``-m`` (a command line it writes) -> where (``src/duet/pipeline.py:678``)
+    writes_modules: dict[str, str] = field(default_factory=dict)
     flags: dict[str, Flag] = field(default_factory=dict)  # dest -> flag
     argparse: bool = False  # it declares argparse options
     makes_parser: bool = False  # it builds its argparse parser itself (not one from elsewhere)
@@ -212,6 +215,9 @@ class ScriptDecl:
     #: where it builds TRL's GRPOTrainer or a class deriving from it (``GRPOTrainer(...) in
     #: train.py:40``): the evidence that the run is GRPO's, None when none was seen
     builds_grpo: str | None = None
+    #: where a repository module it imports (read) builds TRL's GRPOTrainer or a class deriving
+    #: from it (``GRPOTrainer(...) in src/train_lib.py:88``), when the script itself builds none
+    grpo_in_module: str | None = None
     #: its ``@hydra.main(config_path=…, config_name=…)`` as written (None: not a literal), or None
     hydra_config: tuple[str | None, str | None] | None = None
     #: where the files read build a chat message (``{"role": …, "content": …}`` in prompts.py:30):
@@ -409,6 +415,8 @@ class SourceFacts:
     modules: dict[str, str] = field(default_factory=dict)  # alias -> module (import trl as t)
     #: the top-level packages it imports (absolute imports) -> the first line that imports each
     packages: dict[str, int] = field(default_factory=dict)
+    #: modules a string literal runs with ``-m`` (a command line the file writes) -> first line
+    writes: dict[str, int] = field(default_factory=dict)
     classes: dict[str, DataClass] = field(default_factory=dict)  # own fields only
     flags: dict[str, Flag] = field(default_factory=dict)
     argparse: bool = False
@@ -606,6 +614,10 @@ def _chat_message(node: ast.Dict) -> bool:
     return {"role", "content"} <= keys
 
 
+#: a command line's ``-m pkg.module`` inside a string the file holds (a launcher it writes)
+_WRITTEN_MODULE = re.compile(r"""(?:^|[\s"'(;&|])-m\s+([A-Za-z_]\w*(?:\.\w+)+)""")
+
+
 def _scan(tree: ast.Module, path: str) -> SourceFacts:
     """Everything a training script declares (every node is looked at)."""
     mod = SourceFacts(path=path)
@@ -614,6 +626,10 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
     handed: list[tuple[ast.expr, set[str]]] = []  # calls and the plain names they are given
     rebound: list[tuple[str, str]] = []  # ``name = other`` (a module alias bound to another name)
     for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "-m" in node.value:
+            for m in _WRITTEN_MODULE.finditer(node.value[:2000]):
+                if len(mod.writes) < MAX_CALLS:
+                    mod.writes.setdefault(m.group(1), node.lineno)
         if record(mod, node):
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -1022,6 +1038,29 @@ def _load(path: Path, label: str, data: bytes | None = None) -> tuple[SourceFact
     return mod, None
 
 
+_TEXT_IMPORT = re.compile(r"^\s*(?:from\s+([A-Za-z_]\w*)[\w.]*\s+import\b|import\s+([A-Za-z_]\w*))")
+
+
+def _text_facts(path: Path, label: str) -> SourceFacts | None:
+    """A repository module the running Python cannot parse (a newer grammar: an f-string that
+    holds a backslash, Python 3.12's PEP 701), read as text for what text alone says: the
+    packages its lines import and the ``-m`` modules its strings run; nothing else of it is
+    read."""
+    data, _ = read_source(path)
+    if data is None:
+        return None
+    mod = SourceFacts(path=label)
+    mod.lines = data.decode("utf-8", errors="replace").splitlines()
+    for number, line in enumerate(mod.lines, 1):
+        found = _TEXT_IMPORT.match(line)
+        if found:
+            mod.packages.setdefault(found.group(1) or found.group(2), number)
+        if "-m" in line and len(mod.writes) < MAX_CALLS:
+            for m in _WRITTEN_MODULE.finditer(line):
+                mod.writes.setdefault(m.group(1), number)
+    return mod
+
+
 #: vLLM's engine classes: calling one (or its ``from_engine_args``) starts an engine that generates
 VLLM_ENGINES = frozenset({"LLM", "LLMEngine", "AsyncLLMEngine", "AsyncLLM"})
 
@@ -1123,7 +1162,9 @@ class _Resolver:
             if self.bytes + size > MAX_FOLLOWED_BYTES:
                 return None
             self.bytes += size
-            mod, _ = _load(path, _label(path))
+            mod, problem = _load(path, _label(path))
+            if mod is None and problem and "not valid Python" in problem:
+                mod = _text_facts(path, _label(path))
             self.loaded[key] = mod
             if mod is not None:
                 self.files.append(mod.path)
@@ -1327,6 +1368,9 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         ),
         None,
     )
+    for mod in [main, *followed]:
+        for name, line in mod.writes.items():
+            decl.writes_modules.setdefault(name, f"{mod.path}:{line}")
     decl.ref_ds_prepares = tuple(
         f"{func}({arg}) in {mod.path}:{line}"
         for mod in [main, *(m for m in res.loaded.values() if m is not None and m is not main)]
@@ -1335,6 +1379,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
     )
     decl.trl_other_trainer = None if decl.config_calls else _trl_other_trainer(main, script, res)
     decl.builds_grpo = _builds_grpo(main, script, res, targets)
+    decl.grpo_in_module = None if decl.builds_grpo else _grpo_in_module(followed, res)
     decl.hydra_config = main.hydra_config
     decl.config_filter = next(
         (
@@ -1465,6 +1510,20 @@ def _builds_grpo(main: SourceFacts, script: Path, res: _Resolver, targets: froze
                 continue
             if _derives(name, main, script, res) == "grpo":
                 return f"{name} (from {source}), a GRPOTrainer, in {main.path}"
+    return None
+
+
+def _grpo_in_module(followed: list[SourceFacts], res: _Resolver) -> str | None:
+    """Where a repository module the script imports (read) builds TRL's GRPOTrainer or a class
+    deriving from it (``GRPOTrainer(...) in src/train_lib.py:88``): the script hands the
+    training to its own module, which is TRL's; None when none read does."""
+    for mod in followed:
+        for func, line, _ in mod.calls:
+            if (
+                func.rsplit(".", 1)[-1].endswith("Trainer")
+                and _derives(func, mod, Path(mod.path), res) == "grpo"
+            ):
+                return f"{func}(...) in {mod.path}:{line}"
     return None
 
 

@@ -59,6 +59,9 @@ _RUNNERS: dict[str, frozenset[str]] = {
     "pipenv": frozenset(),
     "pixi": frozenset({"e", "environment", "manifest-path"}),
 }
+#: a runner's option that runs a module with the environment's python (``uv run -m pkg.train``,
+#: ``uv run --module pkg.train``: uv's ``run --module``), as ``python -m pkg.train`` does
+_RUN_MODULE: dict[str, frozenset[str]] = {"uv": frozenset({"m", "module"})}
 #: Hugging Face Jobs: `hf jobs run [options] IMAGE command` (and its older spellings) runs the
 #: command in a container of the image (hfjobs / huggingface_hub's `run` options)
 _JOBS: dict[str, list[str]] = {"hf": ["jobs", "run"], "huggingface-cli": ["jobs", "run"], "hfjobs": ["run"]}
@@ -330,6 +333,24 @@ def _shell(prog: str, tokens: list[str], p: Peeled) -> None:
     )
 
 
+def _run_options(prog: str, args: list[str]) -> tuple[str | None, int]:
+    """``<tool> run``'s options: (the module its ``-m`` / ``--module`` runs, or None; the index
+    of the command). uv reads no option of its own after the module's name: the rest is the
+    module's command line."""
+    flags = _RUN_MODULE.get(prog, frozenset())
+    cut = next(
+        (j for j, t in enumerate(args) if t.lstrip("-").partition("=")[0] in flags and t.startswith("-")),
+        len(args),
+    )
+    _, i = _options(args[:cut], _RUNNERS[prog])
+    if i != cut or cut == len(args):
+        return None, i  # no module option among the runner's own
+    _, eq, value = args[cut].lstrip("-").partition("=")
+    if eq:
+        return value, cut + 1
+    return (args[cut + 1], cut + 2) if cut + 1 < len(args) else (None, cut + 1)
+
+
 def peel(tokens: list[str], env: dict[str, str]) -> Peeled:
     """Take wrappers and ``VAR=value`` prefixes off ``tokens``."""
     p = Peeled(env=dict(env))
@@ -342,12 +363,13 @@ def peel(tokens: list[str], env: dict[str, str]) -> Peeled:
             break
         prog = os.path.basename(toks[0])
         rest = toks[1:]
+        module = None
         if prog in _SIMPLE:
             flags, positional = _SIMPLE[prog]
             _, i = _options(rest, flags)
             i += positional
         elif prog in _RUNNERS and rest[:1] == ["run"]:
-            _, i = _options(rest[1:], _RUNNERS[prog])
+            module, i = _run_options(prog, rest[1:])
             i += 1
         elif prog in _JOBS and rest[: len(_JOBS[prog])] == _JOBS[prog]:
             sub = len(_JOBS[prog])
@@ -370,6 +392,8 @@ def peel(tokens: list[str], env: dict[str, str]) -> Peeled:
             break
         p.wrappers.append(_describe(toks[: i + 1]))
         toks = rest[i:]
+        if module:  # `uv run -m pkg.train`: the environment's python runs the module
+            toks = ["python", "-m", module, *toks]
         if p.unresolved:
             break
     if toks and toks[0].startswith("$") and not p.unresolved:

@@ -195,3 +195,22 @@ def test_the_sys_path_calls_of_a_module_run_with_python_m_are_read(tmp_path):
     files = {"pkg/__init__.py": "", "pkg/train.py": text, "vendor/trl/__init__.py": ""}
     (f,) = _run(tmp_path, files, "python -m pkg.train")
     assert f.rule == "PKG011" and f.evidence["package"] == "trl" and "sys.path.insert" in f.message
+
+
+def test_the_sys_path_calls_are_read_in_fixs_edited_script_not_on_disk(tmp_path):
+    """`envdoctor fix` edits the script in memory (Plan.edited) and checks again: the import path
+    follows the edited text (gate16: _script_paths read the file on disk whatever fix changed)."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "src" / "vllm").mkdir(parents=True)
+    script = tmp_path / "scripts" / "train_grpo.py"
+    script.write_text(INSERT)
+    launch = Launch(raw="python scripts/train_grpo.py", launcher="python", script="scripts/train_grpo.py")
+    on_disk = path_entries(launch, {}, str(tmp_path))
+    assert any(e.source == "code" and e.folder == str(tmp_path / "src") for e in on_disk)
+    edited = {os.path.normpath("scripts/train_grpo.py"): "from trl import GRPOTrainer\n"}
+    after = path_entries(launch, {}, str(tmp_path), edited=edited)
+    assert not any(e.source == "code" for e in after)
+    # the same text given by its absolute path
+    edited = {os.path.normpath(str(script)): INSERT.replace("'src'", "'lib'")}
+    after = path_entries(launch, {}, str(tmp_path), edited=edited)
+    assert [e.folder for e in after if e.source == "code"] == [str(tmp_path / "lib")]
