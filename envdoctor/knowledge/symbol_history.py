@@ -295,3 +295,37 @@ def param_added(package: str, method: str, param: str) -> str | None:
             if have and (have & -have) != (scope & -scope):
                 best = max(best, (have & -have).bit_length() - 1)
     return h.releases[best] if best >= 0 else None
+
+
+PINS_SCHEMA = "envdoctor.pins/1"
+
+
+@lru_cache(maxsize=1)
+def pins() -> dict[str, dict[str, dict[str, str]]]:
+    """The exact or bounded requirements that releases of one package place on another (its
+    wheel's Requires-Dist, ``symbols/pins.json``, derived by scripts/derive_symbol_history.py
+    --pins): ``{A: {release: {B: specifier}}}``; empty where the file is absent or not one."""
+    path = _dir() / "pins.json"
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_BYTES:
+            return {}
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("schema") != PINS_SCHEMA or not isinstance(doc.get("pins"), dict):
+        return {}
+    return {
+        str(a): {str(v): dict(req) for v, req in rows.items() if isinstance(req, dict)}
+        for a, rows in doc["pins"].items()
+        if isinstance(rows, dict)
+    }
+
+
+def pinned(a: str, version: str, b: str) -> str | None:
+    """The specifier release ``version`` of ``a`` requires of ``b`` (``==3.1.0``), if it pins it."""
+    return (pins().get(a, {}).get(version) or {}).get(b)
+
+
+def pinners(b: str) -> tuple[str, ...]:
+    """The packages some release of which pins ``b``."""
+    return tuple(a for a, rows in pins().items() if any(b in req for req in rows.values()))
