@@ -183,13 +183,17 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
             "swift.plugin.",
         ),
     ),
+    # torch: its wheels' .py files alone (range requests: some 30 MB of 800); every submodule is
+    # names only (the modules and their top-level names: an import or a module attribute that
+    # drifted), the top-level module with its functions' parameters
+    "torch": (("torch",), "2.0.0", ("torch.",)),
     # (OpenRLHF's wheels hold compiled modules only, no .py: no history from them; its pins are read)
 }
 
 #: read from the index by range requests when not in the cache (``remote_extract``)
 REMOTE = frozenset(
     ("triton", "torchao", "xformers", "flashinfer_python", "datasets", "safetensors", "sglang", "verl")
-    + ("ms_swift",)
+    + ("ms_swift", "torch")
 )
 
 # --------------------------------------------------------------------------------------------
