@@ -3,8 +3,10 @@
 
 For each package (TRL >= 0.11, vLLM >= 0.7.2, transformers >= 4.46, peft >= 0.13, accelerate >= 1.0,
 unsloth_zoo >= 2025.3.1,
-liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 2.5, bitsandbytes >= 0.43)
-it reads every final release's ``.py`` files from the wheel (``pip download --no-deps``, the cache
+liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 2.5, bitsandbytes >= 0.43,
+and the packages under the stack: triton >= 2.2, torchao >= 0.3, xformers >= 0.0.24, flashinfer-python
+(its wheels on the index: >= 0.5), datasets >= 2.17, safetensors >= 0.4.2, sglang >= 0.4, verl >= 0.2,
+ms-swift >= 2.5, torch >= 2.0) it reads every final release's ``.py`` files from the wheel (``pip download --no-deps``, the cache
 folder and its conventions are scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the
 extract ``CACHE/PKG/PKG-V.src.zip``). Nothing is installed or imported: ``zipfile`` and ``ast`` only;
 a file is parsed once per content (most files do not change between releases: the facts are cached
@@ -29,7 +31,7 @@ their modules and names only, so the history stays small.
 It writes ``rules/knowledge/symbols/DIST.json.gz`` (DIST: the distribution's normalized name;
 schema ``envdoctor.symbols/1``): the releases (sorted), and every symbol with the releases that have
 it as intervals of indices into that list (``"3-9,12-40"``; ``0``: the same releases as the symbol it
-belongs to). Budget: at most 2 MB for all files together (``--budget``; the command fails above it).
+belongs to). Budget: at most 3.5 MB for all files together (``--budget``; the command fails above it).
 envdoctor reads them only in triage, only for an ImportError / AttributeError / TypeError of a call
 (envdoctor/triage/symbols.py); the static check never does.
 
@@ -39,6 +41,15 @@ Usage:
     python scripts/derive_symbol_history.py --cache DIR --package trl --offline        # no index, no download
 
 Needs network for the index listing and ``pip download`` (``--offline``: the cache's wheels only).
+The packages of ``REMOTE`` are not downloaded whole: their wheels' ``.py`` files and METADATA are read
+from the index by HTTP range requests into ``CACHE/PKG/PKG-V.src.zip`` (``remote_extract``; torch's
+30 MB of Python out of an 800 MB wheel).
+
+``--pins`` writes ``rules/knowledge/symbols/pins.json`` instead: for the packages of ``PIN_SOURCES``,
+each release's exact or bounded Requires-Dist on the others (torch -> triton, vLLM -> torch /
+xformers / flashinfer-python, xformers -> torch, SGLang -> flashinfer-python / torch), for a Linux
+x86-64 CPython 3.11 wheel, from the METADATA of the cache's wheels or read alone from the index
+(``CACHE/pins/PKG``). Triage names the release of B that the log's release of A requires.
 """
 
 from __future__ import annotations
@@ -69,7 +80,7 @@ from sibling import load as _load  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "rules" / "knowledge" / "symbols"
 SCHEMA = "envdoctor.symbols/1"
-BUDGET = 2_000_000
+BUDGET = 3_500_000  # 2 MB until the packages under the stack came (issue #36)
 
 #: distribution -> (import names, the first release read, bulk subpackages: modules and names only)
 PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {

@@ -242,3 +242,38 @@ def test_log_caller_names_only_a_package_that_pins_the_callee() -> None:
     )
     assert symbols.log_caller(["my_torch.helpers failed"], "triton") is None
     assert symbols.log_caller(["torch._dynamo line"], "datasets") is None  # torch pins no datasets
+
+
+VLLM_XFORMERS = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.11/site-packages/vllm/attention/backends/xformers.py", line 6, in <module>\n'
+    "    from xformers.ops import SwiGLUFusedOp\n"
+    "ImportError: cannot import name 'SwiGLUFusedOp' from 'xformers.ops' "
+    "(/usr/local/lib/python3.11/site-packages/xformers/ops/__init__.py)\n"
+)
+
+
+def test_a_frame_of_the_pinning_package_with_its_version_gets_its_pin() -> None:
+    """vLLM's frame imports xformers' op; the log's vLLM 0.8.5 requires xformers==0.0.29.post2
+    (its wheel's Requires-Dist), a release that has the op: that pin first, then the range."""
+    _need("xformers")
+    if not symbol_history.pinned("vllm", "0.8.5", "xformers"):
+        pytest.skip("no pins shipped")
+    (f,) = _drift("[pip3] vllm==0.8.5\n" + VLLM_XFORMERS)
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR and "between vllm and xformers" in f.message
+    assert f.fix.startswith("pip install 'xformers==0.0.29.post2' (vllm 0.8.5 requires")
+    assert "xformers<0.0.34" in f.fix
+    # without vLLM's version: the range where the op is, no pin
+    (g,) = _drift(VLLM_XFORMERS)
+    assert g.fix.startswith("pip install 'xformers<0.0.34'") and "requires" not in g.fix
+
+
+def test_a_pin_whose_release_lacks_the_name_is_not_given() -> None:
+    """torch 2.2.x pins triton 2.2.0, which has no triton_key: the importer is another torch (a
+    nightly), so the pin would not help; the range is the answer."""
+    _need("triton")
+    if not symbol_history.pinned("torch", "2.2.2", "triton"):
+        pytest.skip("no pins shipped")
+    (f,) = _drift("[pip3] torch==2.2.2\n" + INDUCTOR)
+    assert f.rule == "TRI009" and "requires triton" not in f.fix
+    assert "triton>=3.0.0,<3.5.0" in f.fix
