@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envdoctor import versions
-from envdoctor.knowledge.symbol_history import History, history, packages, pinned, pinners
+from envdoctor.knowledge.symbol_history import History, every, history, packages, pinned, pinners
 from envdoctor.triage import boundary
 from envdoctor.triage.boundary import Boundary
 from envdoctor.triage.traceback import PACKAGES, Frame, Traceback
@@ -203,7 +203,7 @@ def _package_of(module: str) -> str | None:
     if known is not None:
         return known
     dist = top.replace("_", "-")
-    return dist if dist in packages() else None
+    return dist if dist in every() else None
 
 
 def _drift_shape(v: Verdict | None) -> Verdict | None:
@@ -394,7 +394,7 @@ def verdict(tb: Traceback, have: dict[str, str], only: str | None = None) -> Ver
     tables or frames named (B), else the history finds it; ``have``: the log's versions."""
     if tb.name not in SHAPES or not packages():
         return None
-    if only is not None and only not in packages():
+    if only is not None and only not in every():
         return None
     msg = tb.message
     if "(unknown location)" in msg or "partially initialized module" in msg:

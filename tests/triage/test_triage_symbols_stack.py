@@ -128,7 +128,7 @@ def _drift(text: str):
 
 
 def _need(*packages: str) -> None:
-    missing = [p for p in packages if p not in symbols.packages()]
+    missing = [p for p in packages if p not in symbol_history.every()]
     if missing:
         pytest.skip(f"no history shipped for {missing}")
 
