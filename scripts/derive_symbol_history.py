@@ -157,7 +157,23 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "flashinfer_python": (
         ("flashinfer",),
         "0.2.0",
-        ("flashinfer.jit.", "flashinfer.data.", "flashinfer.cute_dsl."),
+        (
+            "flashinfer.jit.",
+            "flashinfer.data.",
+            "flashinfer.cute_dsl.",
+            "flashinfer.experimental.",
+            "flashinfer.fused_moe.",
+            "flashinfer.moe_ep.",
+            "flashinfer.gdn_kernels.",
+            "flashinfer.kda_kernels.",
+            "flashinfer.prims_ts.",
+            "flashinfer.msa_ops.",
+            "flashinfer.trace.",
+            "flashinfer.comm.",
+            "flashinfer.gemm.",
+            "flashinfer.mla.",
+            "flashinfer.attention.",
+        ),
     ),
     "datasets": (("datasets",), "2.17.0", ("datasets.packaged_modules.",)),
     "safetensors": (("safetensors",), "0.4.2", ()),
@@ -200,6 +216,30 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "torch": (("torch",), "2.0.0", ("torch.",)),
     # (OpenRLHF's wheels hold compiled modules only, no .py: no history from them; its pins are read)
 }
+
+#: subpackages not read at all (generated or vendored code no other package imports by name:
+#: FlashInfer's experimental kernels and its data files' Python; names only would still be
+#: half a megabyte)
+SKIP: dict[str, tuple[str, ...]] = {
+    "flashinfer_python": (
+        "flashinfer.experimental.",
+        "flashinfer.data.",
+        "flashinfer.moe_ep.",
+        "flashinfer.jit.",
+        "flashinfer.kda_kernels.",
+        "flashinfer.gdn_kernels.",
+        "flashinfer.prims_ts.",
+        "flashinfer.cute_dsl.",
+        "flashinfer.trace.",
+        "flashinfer.msa_ops.",
+        "flashinfer.fused_moe.cute_dsl.",
+        "flashinfer.fused_moe.core.",
+    ),
+}
+
+#: packages whose compiled modules' stubs are read as those modules (``torch/_C/__init__.pyi``: the
+#: dtypes and functions ``from torch._C import *`` puts in ``torch``)
+STUBS = frozenset({"torch"})
 
 #: read from the index by range requests when not in the cache (``remote_extract``)
 REMOTE = frozenset(
@@ -438,19 +478,27 @@ class FactsCache:
             self.dirty = False
 
 
-def read_release(archive: Path, roots: tuple[str, ...], cache: FactsCache) -> ReleaseFacts:
-    """The modules under ``roots`` of a wheel or extract and their facts."""
+def read_release(
+    archive: Path, roots: tuple[str, ...], cache: FactsCache, skip: tuple[str, ...] = (), stubs: bool = False
+) -> ReleaseFacts:
+    """The modules under ``roots`` of a wheel or extract and their facts (none under ``skip``;
+    with ``stubs``, a ``.pyi`` without its ``.py``: the names of a compiled module, ``torch._C``)."""
     modules: dict[str, FileFacts] = {}
     packages: set[str] = set()
     with zipfile.ZipFile(archive) as zf:
-        for name in zf.namelist():
-            if not name.endswith(".py") or name.split("/", 1)[0] not in roots:
+        listed = zf.namelist()
+        present = set(listed)
+        for name in listed:
+            stub = stubs and name.endswith(".pyi") and name[:-1] not in present  # a compiled module's
+            if not (name.endswith(".py") or stub) or name.split("/", 1)[0] not in roots:
                 continue
-            parts = name[:-3].split("/")
+            parts = name[: -4 if stub else -3].split("/")
             if not all(p.isidentifier() for p in parts):
                 continue
             is_init = parts[-1] == "__init__"
             module = ".".join(parts[:-1] if is_init else parts)
+            if skip and (module + ".").startswith(skip):
+                continue
             if is_init:
                 packages.add(module)
             modules[module] = cache.get(zf.read(name), is_init)
@@ -769,6 +817,7 @@ def remote_extract(package: str, version: str, dest: Path, roots: tuple[str, ...
     """``CACHE/PKG/PKG-V.src.zip`` with the ``.py`` files under ``roots`` and the METADATA of the
     release's wheel, read from the index by range requests (triton's and xformers' wheels are
     150-300 MB of compiled code around a few MB of Python)."""
+    stubs = package in STUBS  # and the stubs of its compiled modules
     f = _wheel_choice([x for x in _index_files(package) if _file_version(package, x["filename"]) == version])
     if f is None:
         raise RuntimeError(f"{package} {version}: no wheel on the index")
@@ -782,7 +831,7 @@ def remote_extract(package: str, version: str, dest: Path, roots: tuple[str, ...
             name = info.filename
             top = name.split("/", 1)[0]
             meta = top.endswith(".dist-info") and name.endswith("/METADATA")
-            if meta or (name.endswith(".py") and top in roots):
+            if meta or ((name.endswith(".py") or stubs and name.endswith(".pyi")) and top in roots):
                 out.writestr(name, src.read(info))
     tmp.replace(target)
     return target
@@ -794,7 +843,7 @@ def derive(
     roots, _, bulk = PACKAGES.get(package, ((package,), "0", ()))
     h = History([v for v, _ in archives])
     for i, (v, path) in enumerate(archives):
-        rel = read_release(path, roots, cache)
+        rel = read_release(path, roots, cache, SKIP.get(package, ()), package in STUBS)
         record(h, i, rel, roots, bulk)
         log(f"{package} {v}: {len(rel.modules)} modules")
     return document(h, package, roots)

@@ -277,3 +277,26 @@ def test_a_pin_whose_release_lacks_the_name_is_not_given() -> None:
     (f,) = _drift("[pip3] torch==2.2.2\n" + INDUCTOR)
     assert f.rule == "TRI009" and "requires triton" not in f.fix
     assert "triton>=3.0.0,<3.5.0" in f.fix
+
+
+def test_torch_module_attribute_added() -> None:
+    """heldout-2026-11-28e/logs5/021 (Liuziyu77/Visual-RFT#218): a flash-attn build calls
+    torch.library.wrap_triton, which torch 2.5.1 lacks (added in 2.6.0)."""
+    _need("torch")
+    (f,) = _drift("AttributeError: module 'torch.library' has no attribute 'wrap_triton'\n")
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR
+    assert f.fix.startswith("pip install 'torch>=2.6.0'")
+    (g,) = _drift(
+        "[pip3] torch==2.6.0\nAttributeError: module 'torch.library' has no attribute 'wrap_triton'\n"
+    )
+    assert g.rule == "TRI003" and "not API drift of torch" in g.message  # the log's torch has it
+
+
+def test_torch_private_module_name_added() -> None:
+    """heldout-2026-11-29g/logs15a/017 (meta-pytorch/torchtune#846): torchtune imports a name
+    torch 2.2 added."""
+    _need("torch")
+    (f,) = _drift(
+        "ImportError: cannot import name 'return_and_correct_aliasing' from 'torch.utils._python_dispatch'\n"
+    )
+    assert f.rule == "TRI009" and "pip install 'torch>=2.2.0'" in f.fix
