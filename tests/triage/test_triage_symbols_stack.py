@@ -246,7 +246,8 @@ def test_log_caller_names_only_a_package_that_pins_the_callee() -> None:
 
 VLLM_XFORMERS = (
     "Traceback (most recent call last):\n"
-    '  File "/usr/local/lib/python3.11/site-packages/vllm/attention/backends/xformers.py", line 6, in <module>\n'
+    '  File "/usr/local/lib/python3.11/site-packages/vllm/attention/backends/xformers.py", '
+    "line 6, in <module>\n"
     "    from xformers.ops import SwiGLUFusedOp\n"
     "ImportError: cannot import name 'SwiGLUFusedOp' from 'xformers.ops' "
     "(/usr/local/lib/python3.11/site-packages/xformers/ops/__init__.py)\n"
