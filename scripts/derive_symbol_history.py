@@ -7,8 +7,8 @@ liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 2.5, 
 and the packages under the stack: triton >= 2.2, torchao >= 0.3, xformers >= 0.0.24, flashinfer-python
 (its wheels on the index: >= 0.5), datasets >= 2.17, safetensors >= 0.4.2, sglang >= 0.4, verl >= 0.2,
 ms-swift >= 2.5, torch >= 2.0) it reads every final release's ``.py`` files from the wheel
-(``pip download --no-deps``, the cache folder and its conventions are scripts/refresh_knowledge.py's:
-``CACHE/PKG/PKG-V-*.whl`` or the extract ``CACHE/PKG/PKG-V.src.zip``). Nothing is installed or imported: ``zipfile`` and ``ast`` only;
+(``pip download --no-deps``, the cache folder and its conventions are
+scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the extract ``CACHE/PKG/PKG-V.src.zip``). Nothing is installed or imported: ``zipfile`` and ``ast`` only;
 a file is parsed once per content (most files do not change between releases: the facts are cached
 by the SHA-1 of the text, also on disk in ``CACHE/symbols-facts-PKG.pickle``). Per release it records:
 
@@ -195,6 +195,15 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
             "sglang.test.",
             "sglang.bench_",
             "sglang.lang.",
+            "sglang.srt.managers.",
+            "sglang.srt.model_executor.",
+            "sglang.srt.utils",
+            "sglang.srt.environ",
+            "sglang.srt.arg_groups.",
+            "sglang.srt.observability.",
+            "sglang.srt.distributed.",
+            "sglang.srt.parser.",
+            "sglang.srt.model_loader.",
         ),
     ),
     "verl": (("verl",), "0.2", ("verl.models.", "verl.third_party.", "verl.experimental.", "verl.tools.")),
@@ -221,6 +230,16 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
 #: FlashInfer's experimental kernels and its data files' Python; names only would still be
 #: half a megabyte)
 SKIP: dict[str, tuple[str, ...]] = {
+    "sglang": (
+        "sglang.kernels.",
+        "sglang.jit_kernel.",
+        "sglang.multimodal_gen.",
+        "sglang.test.",
+        "sglang.srt.hardware_backend.",
+        "sglang.srt.debug_utils.",
+        "sglang.srt.models.",
+        "sglang.benchmark.",
+    ),
     "flashinfer_python": (
         "flashinfer.experimental.",
         "flashinfer.data.",
