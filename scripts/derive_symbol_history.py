@@ -8,8 +8,8 @@ and the packages under the stack: triton >= 2.2, torchao >= 0.3, xformers >= 0.0
 (its wheels on the index: >= 0.5), datasets >= 2.17, safetensors >= 0.4.2, sglang >= 0.4, verl >= 0.2,
 ms-swift >= 2.5, torch >= 2.0) it reads every final release's ``.py`` files from the wheel
 (``pip download --no-deps``, the cache folder and its conventions are
-scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the extract ``CACHE/PKG/PKG-V.src.zip``). Nothing is installed or imported: ``zipfile`` and ``ast`` only;
-a file is parsed once per content (most files do not change between releases: the facts are cached
+scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the extract
+``CACHE/PKG/PKG-V.src.zip``). Nothing is installed or imported: ``zipfile`` and ``ast`` only; a file is parsed once per content (most files do not change between releases: the facts are cached
 by the SHA-1 of the text, also on disk in ``CACHE/symbols-facts-PKG.pickle``). Per release it records:
 
 * the modules (a ``.py`` file or a package's ``__init__.py``);
