@@ -2,15 +2,15 @@
 """Derive the symbol history of the stack's packages from their release wheels (maintainer command).
 
 For each package (TRL >= 0.11, vLLM >= 0.7.2, transformers >= 4.46, peft >= 0.13, accelerate >= 1.0,
-unsloth_zoo >= 2025.3.1,
-liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 2.5, bitsandbytes >= 0.43,
-and the packages under the stack: triton >= 2.2, torchao >= 0.3, xformers >= 0.0.24, flashinfer-python
-(its wheels on the index: >= 0.5), datasets >= 2.17, safetensors >= 0.4.2, sglang >= 0.4, verl >= 0.2,
-ms-swift >= 2.5, torch >= 2.0) it reads every final release's ``.py`` files from the wheel
-(``pip download --no-deps``, the cache folder and its conventions are
-scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the extract
-``CACHE/PKG/PKG-V.src.zip``). Nothing is installed or imported: ``zipfile`` and ``ast`` only; a file is parsed once per content (most files do not change between releases: the facts are cached
-by the SHA-1 of the text, also on disk in ``CACHE/symbols-facts-PKG.pickle``). Per release it records:
+unsloth_zoo >= 2025.3.1, liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 2.5,
+bitsandbytes >= 0.43, and the packages under the stack: triton >= 2.2, torchao >= 0.3, xformers >=
+0.0.24, flashinfer-python (its wheels on the index: >= 0.5), datasets >= 2.17, safetensors >= 0.4.2,
+sglang >= 0.4, verl >= 0.2, ms-swift >= 2.5, torch >= 2.0) it reads every final release's ``.py`` files
+from the wheel (``pip download --no-deps``, the cache folder and its conventions are
+scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the extract ``CACHE/PKG/PKG-V.src.zip``).
+Nothing is installed or imported: ``zipfile`` and ``ast`` only; a file is parsed once per content
+(most files do not change between releases: the facts are cached by the SHA-1 of the text, also on
+disk in ``CACHE/symbols-facts-PKG.pickle``). Per release it records:
 
 * the modules (a ``.py`` file or a package's ``__init__.py``);
 * each module's top-level names: defs, classes, assignments (in ``if`` / ``try`` blocks too), in a
