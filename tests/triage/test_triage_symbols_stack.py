@@ -301,3 +301,46 @@ def test_torch_private_module_name_added() -> None:
         "ImportError: cannot import name 'return_and_correct_aliasing' from 'torch.utils._python_dispatch'\n"
     )
     assert f.rule == "TRI009" and "pip install 'torch>=2.2.0'" in f.fix
+
+
+@pytest.mark.parametrize(
+    ("line", "package", "pin", "shown"),
+    [
+        (
+            "cannot import name 'CustomCacheManager' from 'sglang.srt.utils'",
+            "sglang",
+            "sglang<0.4.9.post4",
+            "sglang==0.4.6",
+        ),
+        (
+            "cannot import name 'BatchDecodeMlaWithPagedKVCacheWrapper' from 'flashinfer'",
+            "flashinfer-python",
+            "flashinfer-python<0.7.0",
+            "flashinfer-python==0.6.3",
+        ),
+        (
+            "cannot import name 'AdapterRequest' from 'swift.llm'",
+            "ms-swift",
+            "ms-swift>=3.0.0,<4.0.0",
+            "ms-swift==3.8.0",
+        ),
+    ],
+)
+def test_frameworks_and_kernels_fire_and_stay_quiet_where_the_log_shows_a_release_with_it(
+    line: str, package: str, pin: str, shown: str
+) -> None:
+    _need(package)
+    (f,) = _drift(f"ImportError: {line}\n")
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR and f"pip install '{pin}'" in f.fix
+    (g,) = _drift(f"[pip3] {shown}\nImportError: {line}\n")
+    assert g.rule == "TRI003" and f"not API drift of {package}" in g.message
+
+
+def test_a_framework_does_not_own_the_stacks_class_names() -> None:
+    """ms-swift's DPOTrainer extends TRL's under the same name: a bare message about DPOTrainer is
+    TRL's (the frameworks answer only where a module or a frame names them)."""
+    _need("ms-swift", "trl")
+    assert "ms-swift" not in symbols.packages() and "ms-swift" in symbol_history.every()
+    log = "TypeError: DPOTrainer.__init__() got an unexpected keyword argument 'loss_type'\n"
+    (f,) = [f for f in _drift(log) if f.rule == "TRI009"]
+    assert "removed in trl 0.13.0" in f.message
