@@ -2,13 +2,15 @@
 """Derive the symbol history of the stack's packages from their release wheels (maintainer command).
 
 For each package (TRL >= 0.11, vLLM >= 0.7.2, transformers >= 4.46, peft >= 0.13, accelerate >= 1.0,
-unsloth_zoo >= 2025.3.1,
-liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 2.5, bitsandbytes >= 0.43)
-it reads every final release's ``.py`` files from the wheel (``pip download --no-deps``, the cache
-folder and its conventions are scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the
-extract ``CACHE/PKG/PKG-V.src.zip``). Nothing is installed or imported: ``zipfile`` and ``ast`` only;
-a file is parsed once per content (most files do not change between releases: the facts are cached
-by the SHA-1 of the text, also on disk in ``CACHE/symbols-facts-PKG.pickle``). Per release it records:
+unsloth_zoo >= 2025.3.1, liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 2.5,
+bitsandbytes >= 0.43, and the packages under the stack: triton >= 2.2, torchao >= 0.3, xformers >=
+0.0.24, flashinfer-python (its wheels on the index: >= 0.5), datasets >= 2.17, safetensors >= 0.4.2,
+sglang >= 0.4, verl >= 0.2, ms-swift >= 2.5, torch >= 2.0) it reads every final release's ``.py`` files
+from the wheel (``pip download --no-deps``, the cache folder and its conventions are
+scripts/refresh_knowledge.py's: ``CACHE/PKG/PKG-V-*.whl`` or the extract ``CACHE/PKG/PKG-V.src.zip``).
+Nothing is installed or imported: ``zipfile`` and ``ast`` only; a file is parsed once per content
+(most files do not change between releases: the facts are cached by the SHA-1 of the text, also on
+disk in ``CACHE/symbols-facts-PKG.pickle``). Per release it records:
 
 * the modules (a ``.py`` file or a package's ``__init__.py``);
 * each module's top-level names: defs, classes, assignments (in ``if`` / ``try`` blocks too), in a
@@ -29,7 +31,7 @@ their modules and names only, so the history stays small.
 It writes ``rules/knowledge/symbols/DIST.json.gz`` (DIST: the distribution's normalized name;
 schema ``envdoctor.symbols/1``): the releases (sorted), and every symbol with the releases that have
 it as intervals of indices into that list (``"3-9,12-40"``; ``0``: the same releases as the symbol it
-belongs to). Budget: at most 2 MB for all files together (``--budget``; the command fails above it).
+belongs to). Budget: at most 3.5 MB for all files together (``--budget``; the command fails above it).
 envdoctor reads them only in triage, only for an ImportError / AttributeError / TypeError of a call
 (envdoctor/triage/symbols.py); the static check never does.
 
@@ -39,6 +41,15 @@ Usage:
     python scripts/derive_symbol_history.py --cache DIR --package trl --offline        # no index, no download
 
 Needs network for the index listing and ``pip download`` (``--offline``: the cache's wheels only).
+The packages of ``REMOTE`` are not downloaded whole: their wheels' ``.py`` files and METADATA are read
+from the index by HTTP range requests into ``CACHE/PKG/PKG-V.src.zip`` (``remote_extract``; torch's
+30 MB of Python out of an 800 MB wheel).
+
+``--pins`` writes ``rules/knowledge/symbols/pins.json`` instead: for the packages of ``PIN_SOURCES``,
+each release's exact or bounded Requires-Dist on the others (torch -> triton, vLLM -> torch /
+xformers / flashinfer-python, xformers -> torch, SGLang -> flashinfer-python / torch), for a Linux
+x86-64 CPython 3.11 wheel, from the METADATA of the cache's wheels or read alone from the index
+(``CACHE/pins/PKG``). Triage names the release of B that the log's release of A requires.
 """
 
 from __future__ import annotations
@@ -47,10 +58,13 @@ import argparse
 import ast
 import gzip
 import hashlib
+import io
 import json
 import pickle
 import re
+import subprocess
 import sys
+import urllib.request
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -66,7 +80,7 @@ from sibling import load as _load  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "rules" / "knowledge" / "symbols"
 SCHEMA = "envdoctor.symbols/1"
-BUDGET = 2_000_000
+BUDGET = 3_500_000  # 2 MB until the packages under the stack came (issue #36)
 
 #: distribution -> (import names, the first release read, bulk subpackages: modules and names only)
 PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
@@ -128,7 +142,129 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     ),
     "flash_attn": (("flash_attn",), "2.5.0", ("flash_attn.cute.", "flash_attn.ops.", "flash_attn.models.")),
     "bitsandbytes": (("bitsandbytes",), "0.43.0", ("bitsandbytes.triton.", "bitsandbytes.backends.")),
+    # the packages whose names drift under the stack (the dev logs' ImportError / AttributeError
+    # lines, docs/validation/triage-misses-2026-11-29.md C5a): triton under torch's inductor,
+    # torchao's quantization API, vLLM's and SGLang's kernels, HF datasets, the RL frameworks;
+    # read from the index by range requests (``remote_extract``: the ``.py`` files of a wheel, not
+    # its compiled code), releases of 2024 on
+    "triton": (("triton",), "2.2.0", ("triton._C.", "triton.backends.amd.", "triton.tools.")),
+    "torchao": (("torchao",), "0.3.0", ("torchao.prototype.", "torchao.kernel.", "torchao.csrc.")),
+    "xformers": (
+        ("xformers",),
+        "0.0.24",
+        ("xformers._flash_attn.", "xformers.benchmarks.", "xformers.components.", "xformers.triton."),
+    ),
+    "flashinfer_python": (
+        ("flashinfer",),
+        "0.2.0",
+        (
+            "flashinfer.jit.",
+            "flashinfer.data.",
+            "flashinfer.cute_dsl.",
+            "flashinfer.experimental.",
+            "flashinfer.fused_moe.",
+            "flashinfer.moe_ep.",
+            "flashinfer.gdn_kernels.",
+            "flashinfer.kda_kernels.",
+            "flashinfer.prims_ts.",
+            "flashinfer.msa_ops.",
+            "flashinfer.trace.",
+            "flashinfer.comm.",
+            "flashinfer.gemm.",
+            "flashinfer.mla.",
+            "flashinfer.attention.",
+        ),
+    ),
+    "datasets": (("datasets",), "2.17.0", ("datasets.packaged_modules.",)),
+    "safetensors": (("safetensors",), "0.4.2", ()),
+    "sglang": (
+        ("sglang",),
+        "0.4.0",
+        (
+            "sglang.srt.models.",
+            "sglang.srt.layers.",
+            "sglang.srt.configs.",
+            "sglang.srt.disaggregation.",
+            "sglang.srt.function_call.",
+            "sglang.srt.multimodal.",
+            "sglang.srt.lora.",
+            "sglang.srt.mem_cache.",
+            "sglang.srt.speculative.",
+            "sglang.srt.eplb.",
+            "sglang.multimodal_gen.",
+            "sglang.test.",
+            "sglang.bench_",
+            "sglang.lang.",
+            "sglang.srt.managers.",
+            "sglang.srt.model_executor.",
+            "sglang.srt.utils",
+            "sglang.srt.environ",
+            "sglang.srt.arg_groups.",
+            "sglang.srt.observability.",
+            "sglang.srt.distributed.",
+            "sglang.srt.parser.",
+            "sglang.srt.model_loader.",
+        ),
+    ),
+    "verl": (("verl",), "0.2", ("verl.models.", "verl.third_party.", "verl.experimental.", "verl.tools.")),
+    "ms_swift": (
+        ("swift",),
+        "2.5.0",
+        (
+            "swift.llm.model.",
+            "swift.llm.template.",
+            "swift.model.",
+            "swift.template.",
+            "swift.ui.",
+            "swift.plugin.",
+        ),
+    ),
+    # torch: its wheels' .py files alone (range requests: some 30 MB of 800); every submodule is
+    # names only (the modules and their top-level names: an import or a module attribute that
+    # drifted), the top-level module with its functions' parameters
+    "torch": (("torch",), "2.0.0", ("torch.",)),
+    # (OpenRLHF's wheels hold compiled modules only, no .py: no history from them; its pins are read)
 }
+
+#: subpackages not read at all (generated or vendored code no other package imports by name:
+#: FlashInfer's experimental kernels and its data files' Python; names only would still be
+#: half a megabyte)
+SKIP: dict[str, tuple[str, ...]] = {
+    "sglang": (
+        "sglang.kernels.",
+        "sglang.jit_kernel.",
+        "sglang.multimodal_gen.",
+        "sglang.test.",
+        "sglang.srt.hardware_backend.",
+        "sglang.srt.debug_utils.",
+        "sglang.srt.models.",
+        "sglang.benchmark.",
+    ),
+    "flashinfer_python": (
+        "flashinfer.experimental.",
+        "flashinfer.data.",
+        "flashinfer.moe_ep.",
+        "flashinfer.jit.",
+        "flashinfer.kda_kernels.",
+        "flashinfer.gdn_kernels.",
+        "flashinfer.prims_ts.",
+        "flashinfer.cute_dsl.",
+        "flashinfer.trace.",
+        "flashinfer.msa_ops.",
+        "flashinfer.fused_moe.cute_dsl.",
+        "flashinfer.fused_moe.core.",
+    ),
+}
+
+#: packages whose compiled modules' stubs are read as those modules (``torch/_C/__init__.pyi``: the
+#: dtypes and functions ``from torch._C import *`` puts in ``torch``)
+STUBS = frozenset({"torch"})
+
+#: read from the index by range requests when not in the cache (``remote_extract``)
+REMOTE = frozenset(
+    ("triton", "torchao", "xformers", "flashinfer_python", "datasets", "safetensors", "sglang", "verl")
+    + ("ms_swift", "torch")
+)
 
 # --------------------------------------------------------------------------------------------
 # One file's facts (parsed once per content)
@@ -361,19 +497,27 @@ class FactsCache:
             self.dirty = False
 
 
-def read_release(archive: Path, roots: tuple[str, ...], cache: FactsCache) -> ReleaseFacts:
-    """The modules under ``roots`` of a wheel or extract and their facts."""
+def read_release(
+    archive: Path, roots: tuple[str, ...], cache: FactsCache, skip: tuple[str, ...] = (), stubs: bool = False
+) -> ReleaseFacts:
+    """The modules under ``roots`` of a wheel or extract and their facts (none under ``skip``;
+    with ``stubs``, a ``.pyi`` without its ``.py``: the names of a compiled module, ``torch._C``)."""
     modules: dict[str, FileFacts] = {}
     packages: set[str] = set()
     with zipfile.ZipFile(archive) as zf:
-        for name in zf.namelist():
-            if not name.endswith(".py") or name.split("/", 1)[0] not in roots:
+        listed = zf.namelist()
+        present = set(listed)
+        for name in listed:
+            stub = stubs and name.endswith(".pyi") and name[:-1] not in present  # a compiled module's
+            if not (name.endswith(".py") or stub) or name.split("/", 1)[0] not in roots:
                 continue
-            parts = name[:-3].split("/")
+            parts = name[: -4 if stub else -3].split("/")
             if not all(p.isidentifier() for p in parts):
                 continue
             is_init = parts[-1] == "__init__"
             module = ".".join(parts[:-1] if is_init else parts)
+            if skip and (module + ".").startswith(skip):
+                continue
             if is_init:
                 packages.add(module)
             modules[module] = cache.get(zf.read(name), is_init)
@@ -592,10 +736,124 @@ def releases_of(
     for v in sorted((v for v in wanted if (_version(v) or Version("0")) >= floor), key=Version):
         path = have.get(v)
         if path is None and not offline:
-            path = (download or _refresh_knowledge().download_wheel)(package, v, cache / package)
+            try:
+                path = (download or _refresh_knowledge().download_wheel)(package, v, cache / package)
+            except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
+                print(f"{package} {v}: skipped ({e})", file=sys.stderr)  # an sdist-only release
+                continue
         if path is not None:
             out.append((v, path))
     return out
+
+
+class _RangeFile(io.RawIOBase):
+    """A remote file read by HTTP range requests (a wheel's central directory and its ``.py``
+    members, not its compiled libraries), with a read-ahead block so small neighbours share one."""
+
+    BLOCK = 1 << 20
+
+    def __init__(self, url: str, size: int) -> None:
+        self.url, self.size, self.pos = url, size, 0
+        self.buf_at, self.buf = -1, b""
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, off: int, whence: int = 0) -> int:
+        self.pos = off if whence == 0 else self.pos + off if whence == 1 else self.size + off
+        return self.pos
+
+    def _fetch(self, start: int, end: int) -> bytes:
+        req = urllib.request.Request(self.url, headers={"Range": f"bytes={start}-{end - 1}"})  # noqa: S310
+        with urllib.request.urlopen(req, timeout=300) as resp:  # noqa: S310 (the index's https URL)
+            return bytes(resp.read())
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0:
+            n = self.size - self.pos
+        n = min(n, self.size - self.pos)
+        if n <= 0:
+            return b""
+        start, end = self.pos, self.pos + n
+        if not (self.buf_at <= start and end <= self.buf_at + len(self.buf)):
+            self.buf_at = start
+            self.buf = self._fetch(start, min(self.size, max(end, start + self.BLOCK)))
+        out = self.buf[start - self.buf_at : end - self.buf_at]
+        self.pos += len(out)
+        return out
+
+    def readinto(self, b: Any) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def _wheel_choice(files: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The wheel to read of one release's files: pure Python, else CPython 3.11 / abi3 on x86-64
+    Linux, else any x86-64 Linux wheel (their ``.py`` files are the same)."""
+    wheels = [f for f in files if str(f.get("filename", "")).endswith(".whl") and not f.get("yanked")]
+
+    def rank(f: dict[str, Any]) -> tuple[int, str]:
+        name = str(f["filename"])
+        if name.endswith("-none-any.whl"):
+            return 0, name
+        linux = "x86_64" in name and "linux" in name
+        if linux and ("-cp311-" in name or "-abi3-" in name):
+            return 1, name
+        return (2 if linux else 3), name
+
+    wheels.sort(key=rank)
+    return wheels[0] if wheels else None
+
+
+_FILES: dict[str, list[dict[str, Any]]] = {}
+
+
+def _index_files(package: str) -> list[dict[str, Any]]:
+    """The index's files of ``package`` (its simple API's JSON: name, URL, size), read once."""
+    if package not in _FILES:
+        req = urllib.request.Request(
+            f"https://pypi.org/simple/{package}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+        )
+        with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 (an https URL built here)
+            _FILES[package] = list(json.load(resp).get("files") or [])
+    return _FILES[package]
+
+
+def _file_version(package: str, filename: str) -> str | None:
+    m = re.match(rf"^{re.sub(r'[-_.]+', '[-_.]', package)}-([^-]+?)-", filename, re.I)
+    v = _version(m.group(1)) if m else None
+    return str(v) if v is not None else None
+
+
+def remote_extract(package: str, version: str, dest: Path, roots: tuple[str, ...]) -> Path:
+    """``CACHE/PKG/PKG-V.src.zip`` with the ``.py`` files under ``roots`` and the METADATA of the
+    release's wheel, read from the index by range requests (triton's and xformers' wheels are
+    150-300 MB of compiled code around a few MB of Python)."""
+    stubs = package in STUBS  # and the stubs of its compiled modules
+    f = _wheel_choice([x for x in _index_files(package) if _file_version(package, x["filename"]) == version])
+    if f is None:
+        raise RuntimeError(f"{package} {version}: no wheel on the index")
+    dest.mkdir(parents=True, exist_ok=True)
+    target = dest / f"{package}-{version}.src.zip"
+    tmp = target.with_suffix(".part")
+    remote = io.BufferedReader(_RangeFile(str(f["url"]), int(f["size"])), buffer_size=1 << 16)
+    with zipfile.ZipFile(remote) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as out:
+        infos = sorted(src.infolist(), key=lambda i: i.header_offset)
+        for info in infos:
+            name = info.filename
+            top = name.split("/", 1)[0]
+            meta = top.endswith(".dist-info") and name.endswith("/METADATA")
+            if meta or ((name.endswith(".py") or stubs and name.endswith(".pyi")) and top in roots):
+                out.writestr(name, src.read(info))
+    tmp.replace(target)
+    return target
 
 
 def derive(
@@ -604,7 +862,7 @@ def derive(
     roots, _, bulk = PACKAGES.get(package, ((package,), "0", ()))
     h = History([v for v, _ in archives])
     for i, (v, path) in enumerate(archives):
-        rel = read_release(path, roots, cache)
+        rel = read_release(path, roots, cache, SKIP.get(package, ()), package in STUBS)
         record(h, i, rel, roots, bulk)
         log(f"{package} {v}: {len(rel.modules)} modules")
     return document(h, package, roots)
@@ -619,6 +877,97 @@ def write(doc: dict[str, Any], out: Path) -> int:
     return target.stat().st_size
 
 
+# --------------------------------------------------------------------------------------------
+# Pins: the releases of B that a release of A requires (its wheel's Requires-Dist)
+
+PINS_SCHEMA = "envdoctor.pins/1"
+#: A -> (the first release read, the targets B kept): those whose drift A's code meets (torch's
+#: inductor imports triton's compiler; vLLM and SGLang call xformers' and FlashInfer's kernels)
+PIN_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "torch": ("2.2.0", ("triton",)),
+    "vllm": ("0.7.2", ("torch", "xformers", "flashinfer-python", "triton")),
+    "xformers": ("0.0.24", ("torch",)),
+    "sglang": ("0.4.0", ("torch", "flashinfer-python", "xformers", "torchao", "triton")),
+    "flashinfer_python": ("0.2.0", ("torch",)),
+    "torchao": ("0.3.0", ("torch",)),
+    "verl": ("0.2", ("vllm", "sglang", "torch", "transformers")),
+    "openrlhf": ("0.5.0", ("vllm", "torch", "transformers", "deepspeed")),
+}
+#: the platform the answer is for (a Linux x86-64 CUDA wheel, CPython 3.11); the extras a stack
+#: installs with (SGLang's runtime is its ``srt`` extra, OpenRLHF's vLLM its ``vllm`` one)
+_MARKER_ENV = {
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "sys_platform": "linux",
+    "os_name": "posix",
+    "python_version": "3.11",
+    "python_full_version": "3.11.7",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+}
+_EXTRAS = ("", "srt", "vllm", "all")
+
+
+def narrow_pins(metadata: str, targets: tuple[str, ...]) -> dict[str, str]:
+    """The exact or bounded requirements (``==``, ``~=``, an upper bound) of ``targets`` in one
+    release's METADATA, for the platform above; ``{dist: specifier}``."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    out: dict[str, str] = {}
+    for line in metadata.splitlines():
+        if not line.startswith("Requires-Dist:"):
+            continue
+        try:
+            req = Requirement(line.split(":", 1)[1].strip())
+        except InvalidRequirement:
+            continue
+        dist = dist_name(req.name)
+        if dist not in targets or not req.specifier:
+            continue
+        if req.marker is not None and not any(
+            req.marker.evaluate({**_MARKER_ENV, "extra": e}) for e in _EXTRAS
+        ):
+            continue
+        ops = {sp.operator for sp in req.specifier}
+        if ops & {"==", "===", "~=", "<", "<="} and dist not in out:
+            out[dist] = str(req.specifier)
+    return out
+
+
+def _metadata(archive: Path) -> str:
+    with zipfile.ZipFile(archive) as zf:
+        name = next((n for n in zf.namelist() if n.endswith(".dist-info/METADATA")), None)
+        return zf.read(name).decode("utf-8", "replace") if name else ""
+
+
+def derive_pins(cache: Path, offline: bool, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """``{"schema", "pins": {A: {release: {B: specifier}}}}`` over ``PIN_SOURCES``' releases: the
+    cache's wheels or extracts, else the METADATA alone read from the index (``CACHE/pins/A``)."""
+    pins: dict[str, dict[str, dict[str, str]]] = {}
+    for package, (since, targets) in PIN_SOURCES.items():
+        got: dict[str, dict[str, str]] = {}
+        floor = Version(since)
+        archives = {
+            v: path
+            for folder in (cache, cache / "pins")
+            for v, path in cached_releases(folder, package).items()
+            if Version(v) >= floor
+        }
+        if not offline:
+            for v, path in releases_of(
+                package, cache / "pins", False, since, download=lambda p, v, d: remote_extract(p, v, d, ())
+            ):
+                archives.setdefault(v, path)
+        for v in sorted(archives, key=Version):
+            found = narrow_pins(_metadata(archives[v]), targets)
+            if found:
+                got[v] = found
+        log(f"pins {package}: {len(got)} of {len(archives)} releases pin {', '.join(targets)}")
+        if got:
+            pins[dist_name(package)] = got
+    return {"schema": PINS_SCHEMA, "pins": pins}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", type=Path, required=True, help="the wheel cache (refresh_knowledge's)")
@@ -626,13 +975,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--offline", action="store_true", help="the cache's wheels only: no index, no download")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--budget", type=int, default=BUDGET, help="bytes all files may take together")
+    ap.add_argument("--pins", action="store_true", help="only the pins file (symbols/pins.json)")
     args = ap.parse_args(argv)
     cache_dir = args.cache.expanduser().resolve()
     if ROOT in (cache_dir, *cache_dir.parents):
         ap.error("--cache must be outside the repository (never commit wheels)")
+    if args.pins:
+        doc = derive_pins(cache_dir, args.offline)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "pins.json").write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n")
+        return 0
     for package in args.package or list(PACKAGES):
         facts = FactsCache(cache_dir / f"symbols-facts-{package}.pickle")
-        archives = releases_of(package, cache_dir, args.offline, PACKAGES[package][1])
+        roots = PACKAGES[package][0]
+        remote = (lambda p, v, d, r=roots: remote_extract(p, v, d, r)) if package in REMOTE else None
+        archives = releases_of(package, cache_dir, args.offline, PACKAGES[package][1], download=remote)
         if not archives:
             print(f"{package}: no release in the cache", file=sys.stderr)
             continue

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from envdoctor.knowledge.gzip_json import mask
@@ -197,14 +198,25 @@ def history(package: str) -> History | None:
 #: transformers' names in its own modules (``selective_log_softmax``), which would leave no name of
 #: theirs one package's
 PATCH_ONLY = frozenset({"unsloth"})
+#: frameworks over the stack that subclass its classes under the same names (ms-swift's
+#: ``DPOTrainer`` extends TRL's, verl's and SGLang's engines wrap vLLM's and transformers'): their
+#: histories answer where the message's module or a frame names them, never to tell which package
+#: owns a bare name (TRL's ``DPOTrainer.__init__() got an unexpected keyword argument`` is TRL's)
+FRAMEWORKS = frozenset({"ms-swift", "verl", "sglang"})
 
 
 @lru_cache(maxsize=1)
 def packages() -> tuple[str, ...]:
     """The packages envdoctor has a history of, for telling which package has a name."""
+    return tuple(p for p in every() if p not in PATCH_ONLY | FRAMEWORKS)
+
+
+def every() -> tuple[str, ...]:
+    """Every package envdoctor has a history of (a frame or the message's module names it): the
+    folder's listing, read where a drift-shaped failure asks (not cached: ``packages`` is)."""
     from envdoctor.knowledge.gzip_json import names
 
-    return tuple(p for p in names(_dir()) if p not in PATCH_ONLY)
+    return names(_dir())
 
 
 #: classes whose method signatures ``check`` reads (CFG008), kept as a small table beside the
@@ -295,3 +307,41 @@ def param_added(package: str, method: str, param: str) -> str | None:
             if have and (have & -have) != (scope & -scope):
                 best = max(best, (have & -have).bit_length() - 1)
     return h.releases[best] if best >= 0 else None
+
+
+PINS_SCHEMA = "envdoctor.pins/1"
+
+
+def pins() -> dict[str, dict[str, dict[str, str]]]:
+    """The exact or bounded requirements that releases of one package place on another (its
+    wheel's Requires-Dist, ``symbols/pins.json``, derived by scripts/derive_symbol_history.py
+    --pins): ``{A: {release: {B: specifier}}}``; empty where the file is absent or not one."""
+    return _pins_at(str(_dir() / "pins.json"))
+
+
+@lru_cache(maxsize=4)
+def _pins_at(where: str) -> dict[str, dict[str, dict[str, str]]]:
+    path = Path(where)
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_BYTES:
+            return {}
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("schema") != PINS_SCHEMA or not isinstance(doc.get("pins"), dict):
+        return {}
+    return {
+        str(a): {str(v): dict(req) for v, req in rows.items() if isinstance(req, dict)}
+        for a, rows in doc["pins"].items()
+        if isinstance(rows, dict)
+    }
+
+
+def pinned(a: str, version: str, b: str) -> str | None:
+    """The specifier release ``version`` of ``a`` requires of ``b`` (``==3.1.0``), if it pins it."""
+    return (pins().get(a, {}).get(version) or {}).get(b)
+
+
+def pinners(b: str) -> tuple[str, ...]:
+    """The packages some release of which pins ``b``."""
+    return tuple(a for a, rows in pins().items() if any(b in req for req in rows.values()))

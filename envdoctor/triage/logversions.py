@@ -41,6 +41,9 @@ NAMES = (
     "nemo-rl",
     "ms-swift",
     "skyrl-train",
+    # packages with a symbol history whose drift a log shows (rules/knowledge/symbols/)
+    "torchao",
+    "sglang",
 )
 ALIASES = {
     "pytorch": "torch",

@@ -178,7 +178,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         from envdoctor.triage import symbols  # the history is read only for such a failure
 
         if b is None:
-            found = symbols.find(tb, have)
+            found = symbols.find(tb, have, ms[0].context)
             if found is None:
                 return unfit(tb, ms, log, have)  # a name no release has: meant another name or class
             b, history = found
@@ -207,6 +207,11 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
                 f"Requires-Dist); or install the vllm release made for your torch"
             )
             source = "vLLM's torch pins (rules/knowledge/vllm.yaml)"
+    if history is not None and not source:
+        from envdoctor.triage import symbols
+
+        # the release of B that the log's A requires (A's Requires-Dist), then B's history's range
+        fix, source = symbols.pin_fix(b.caller, history, have) or ("", "")
     if history is not None and not source:
         # the release where the symbol appeared or vanished: the pair that works, from B's history
         fix, source = _history_fix(b, history), HISTORY

@@ -15,11 +15,12 @@ that every release has, gets no verdict.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envdoctor import versions
-from envdoctor.knowledge.symbol_history import History, history, packages
+from envdoctor.knowledge.symbol_history import History, every, history, packages, pinned, pinners
 from envdoctor.triage import boundary
 from envdoctor.triage.boundary import Boundary
 from envdoctor.triage.traceback import PACKAGES, Frame, Traceback
@@ -195,7 +196,14 @@ def _place(v: Verdict, version: str | None) -> Verdict:
 
 
 def _package_of(module: str) -> str | None:
-    return PACKAGES.get(module.split(".")[0])
+    """The distribution of ``module``: the frames' table, else a history named like its top-level
+    package (``triton``, ``torchao``, ``sglang``: packages of the history the frames do not name)."""
+    top = module.split(".")[0]
+    known = PACKAGES.get(top)
+    if known is not None:
+        return known
+    dist = top.replace("_", "-")
+    return dist if dist in every() else None
 
 
 def _drift_shape(v: Verdict | None) -> Verdict | None:
@@ -386,7 +394,7 @@ def verdict(tb: Traceback, have: dict[str, str], only: str | None = None) -> Ver
     tables or frames named (B), else the history finds it; ``have``: the log's versions."""
     if tb.name not in SHAPES or not packages():
         return None
-    if only is not None and only not in packages():
+    if only is not None and only not in every():
         return None
     msg = tb.message
     if "(unknown location)" in msg or "partially initialized module" in msg:
@@ -405,10 +413,11 @@ def verdict(tb: Traceback, have: dict[str, str], only: str | None = None) -> Ver
     return _place(v, have.get(v.package)) if v is not None else None
 
 
-def find(tb: Traceback, have: dict[str, str]) -> tuple[Boundary, Verdict] | None:
+def find(tb: Traceback, have: dict[str, str], context: Sequence[str] = ()) -> tuple[Boundary, Verdict] | None:
     """The boundary of a drift-shaped failure that the tables and frames did not settle, from the
     history: B is the package that has the symbol in some releases only; A the package of the
-    frame that called or imported B's (None: the user's code or a cut-off log)."""
+    frame that called or imported B's, else one that pins B named by the log's lines just before
+    the failure (``log_caller``; None: the user's code or a cut-off log)."""
     v = verdict(tb, have)
     if v is None:
         return None
@@ -418,6 +427,8 @@ def find(tb: Traceback, have: dict[str, str]) -> tuple[Boundary, Verdict] | None
     caller = site if site is not None and site.package != v.package else _caller(frames, v.package)
     msg = tb.message
     owner = caller.package if caller else v.owner
+    if owner is None and not any(t.frames for t in tb.all()):
+        owner = log_caller(context, v.package)
     kind = tb.name
     if kind in ("ImportError", "ModuleNotFoundError"):
         m = boundary._IMPORT.search(msg) or _NO_NAME.search(msg)
@@ -705,3 +716,49 @@ def subclass_attribute(tb: Traceback) -> Unfit | None:
     since, until = _span(h, subs[0][1])  # the first one's releases
     names = tuple(dict.fromkeys(s for s, _ in subs))
     return Unfit(package, h.releases, cls, attr, since=since, until=until, subclasses=names)
+
+
+# -- the release of B that A requires (A's Requires-Dist): the answer where A's version is shown --
+
+#: how many of the log's lines before the failure may name the package that called B
+_NEAR = 12
+
+
+def log_caller(context: Sequence[str], callee: str) -> str | None:
+    """The package that imported or called ``callee`` where the traceback shows no frame: one
+    whose releases pin ``callee`` (torch pins triton) and whose modules the log's last lines
+    before the failure name (``torch._dynamo.exc.BackendCompilerFailed: backend='inductor'
+    raised:`` before triton's ImportError), the nearest first."""
+    names = {a: _import_name(a) for a in pinners(callee) if a != callee}
+    if not names:
+        return None
+    for line in reversed(context[-_NEAR:]):
+        for a, mod in names.items():
+            if re.search(rf"(?<![\w.]){re.escape(mod)}\.[A-Za-z_]", line):
+                return a
+    return None
+
+
+def _import_name(dist: str) -> str:
+    by_dist = {d: m for m, d in PACKAGES.items()}
+    return by_dist.get(dist) or dist.replace("-", "_").removesuffix("_python")
+
+
+def pin_fix(caller: str | None, v: Verdict, have: dict[str, str]) -> tuple[str, str] | None:
+    """``(the fix, its source)``: the release of B (``v.package``) that the log's release of A
+    (``caller``) requires by its wheel's Requires-Dist, where that release of B has the symbol
+    (or is past the history); None where A's version is not shown or A does not pin B."""
+    if caller is None or caller not in have:
+        return None
+    spec = pinned(caller, have[caller], v.package)
+    if spec is None:
+        return None
+    exact = spec[2:] if spec.startswith("==") and "," not in spec and "*" not in spec else None
+    if exact is not None and exact in v.releases and not v.works >> v.releases.index(exact) & 1:
+        return None  # the release A requires lacks it too: another A than the log's imported it
+    target = f"{v.package}=={exact}" if exact else f"{v.package}{spec}"
+    fix = (
+        f"pip install '{target}' ({caller} {have[caller]} requires {v.package}{spec}: its wheel's "
+        f"Requires-Dist)"
+    )
+    return fix, f"{caller}'s pins of {v.package} (rules/knowledge/symbols/pins.json)"

@@ -1,0 +1,346 @@
+"""API drift on the packages under the stack (issue #36, C5a of
+docs/validation/triage-misses-2026-11-29.md): triton under torch's inductor, torchao, xformers,
+FlashInfer, HF datasets, safetensors, SGLang, verl, ms-swift. Their symbol histories are derived by
+scripts/derive_symbol_history.py from the ``.py`` files of their wheels (read from the index by
+range requests); the pins one package's releases place on another (torch -> triton, vLLM ->
+xformers / FlashInfer) from their METADATA (``--pins``). Here: the derive script on wheels and
+METADATA built here (offline), then triage against the shipped histories (real releases)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from envdoctor.findings import Severity
+from envdoctor.knowledge import symbol_history
+from envdoctor.triage import symbols
+from tests.triage.helpers import findings, scan_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def derive() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "derive_symbol_history", ROOT / "scripts" / "derive_symbol_history.py"
+    )
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["derive_symbol_history"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _wheel(folder: Path, name: str, version: str, files: dict[str, str], requires: str = "") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    whl = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        for path, src in files.items():
+            zf.writestr(path, textwrap.dedent(src))
+        zf.writestr(
+            f"{name}-{version}.dist-info/METADATA",
+            f"Name: {name}\nVersion: {version}\n{textwrap.dedent(requires)}",
+        )
+    return whl
+
+
+# triton's compiler module as its releases had it: triton_key came in 3.0.0 and went in 3.5.0
+COMPILER = "def compile(src, target=None, options=None):\n    pass\n"
+COMPILER_KEY = COMPILER + "def triton_key():\n    return ''\n"
+TORCH_META = {
+    "2.4.1": 'Requires-Dist: triton==3.0.0; platform_system == "Linux" and platform_machine == "x86_64"\n',
+    "2.5.1": (
+        "Requires-Dist: filelock\n"
+        'Requires-Dist: triton==3.1.0; platform_system == "Linux" and platform_machine == "x86_64"'
+        ' and python_version < "3.13"\n'
+        'Requires-Dist: triton>=3.0; extra == "dynamo"\n'
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("wheels")
+    for v, src in (
+        ("2.3.0", COMPILER),
+        ("3.0.0", COMPILER_KEY),
+        ("3.1.0", COMPILER_KEY),
+        ("3.5.0", COMPILER),
+    ):
+        files = {
+            "triton/__init__.py": "",
+            "triton/compiler/__init__.py": "",
+            "triton/compiler/compiler.py": src,
+        }
+        _wheel(root / "triton", "triton", v, files)
+    for v, meta in TORCH_META.items():  # the METADATA alone, as --pins keeps it (CACHE/pins/torch)
+        _wheel(root / "pins" / "torch", "torch", v, {}, meta)
+    sglang = 'Requires-Dist: flashinfer_python==0.2.3; extra == "srt"\nRequires-Dist: torch>=2.5\n'
+    _wheel(root / "pins" / "sglang", "sglang", "0.4.4", {}, sglang)
+    return root
+
+
+def test_a_new_distributions_history_from_its_wheels(derive: ModuleType, cache: Path, tmp_path: Path) -> None:
+    assert (
+        derive.main(["--cache", str(cache), "--offline", "--out", str(tmp_path), "--package", "triton"]) == 0
+    )
+    import gzip
+
+    doc = json.loads(gzip.decompress((tmp_path / "triton.json.gz").read_bytes()))
+    assert doc["releases"] == ["2.3.0", "3.0.0", "3.1.0", "3.5.0"]
+    assert doc["symbols"]["m"]["triton.compiler.compiler"]["n"]["triton_key"] == "1-2"
+    assert "triton" in derive.REMOTE and derive.PACKAGES["flashinfer_python"][0] == ("flashinfer",)
+
+
+def test_pins_from_requires_dist(derive: ModuleType, cache: Path, tmp_path: Path) -> None:
+    """An exact pin for the platform of a CUDA wheel, an extra's pin of the stack's install (SGLang's
+    srt), and never a floor alone (torch>=2.5) nor another platform's line."""
+    assert derive.narrow_pins(TORCH_META["2.5.1"], ("triton",)) == {"triton": "==3.1.0"}
+    mac = 'Requires-Dist: triton==3.1.0; platform_system == "Darwin"\n'
+    assert derive.narrow_pins(mac, ("triton",)) == {}
+    old, saved = derive.PIN_SOURCES, None
+    derive.PIN_SOURCES = {
+        "torch": ("2.0.0", ("triton",)),
+        "sglang": ("0.4.0", ("torch", "flashinfer-python")),
+    }
+    try:
+        doc = derive.derive_pins(cache, offline=True, log=lambda s: None)
+    finally:
+        derive.PIN_SOURCES = old
+    assert doc["schema"] == symbol_history.PINS_SCHEMA
+    assert doc["pins"]["torch"] == {"2.4.1": {"triton": "==3.0.0"}, "2.5.1": {"triton": "==3.1.0"}}
+    assert doc["pins"]["sglang"] == {"0.4.4": {"flashinfer-python": "==0.2.3"}}
+    del saved
+
+
+# -- the shipped histories and pins (real releases) -------------------------------------------
+
+
+def _drift(text: str):
+    return [f for f in findings(scan_bytes(text)) if f.rule in ("TRI009", "TRI003")]
+
+
+def _need(*packages: str) -> None:
+    missing = [p for p in packages if p not in symbol_history.every()]
+    if missing:
+        pytest.skip(f"no history shipped for {missing}")
+
+
+INDUCTOR = (
+    "[rank7]:     from triton.compiler.compiler import triton_key\n"
+    "[rank7]: torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+    "[rank7]: ImportError: cannot import name 'triton_key' from 'triton.compiler.compiler' "
+    "(/usr/local/lib/python3.10/dist-packages/triton/compiler/compiler.py)\n"
+)
+
+
+def test_triton_under_torch_inductor_without_versions() -> None:
+    """heldout-2026-11-29g/logs15a/001 (coreweave/ml-containers#64): no frame, no version; the
+    inductor's line names torch as the importer; the answer is triton's range with the name."""
+    _need("triton")
+    (f,) = _drift(INDUCTOR)
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR
+    assert "API drift between torch and triton" in f.message
+    assert "pip install 'triton>=3.0.0,<3.5.0'" in f.fix
+
+
+def test_triton_under_the_torch_the_log_shows_gets_torchs_pin() -> None:
+    _need("triton")
+    if not symbol_history.pinned("torch", "2.5.1", "triton"):
+        pytest.skip("no pins shipped")
+    (f,) = _drift("[pip3] torch==2.5.1\n" + INDUCTOR)
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR
+    assert f.fix.startswith("pip install 'triton==3.1.0' (torch 2.5.1 requires triton==3.1.0")
+    assert "triton>=3.0.0,<3.5.0" in f.fix  # and the range where the name is, as the other way
+
+
+def test_triton_that_has_the_name_is_not_drift() -> None:
+    _need("triton")
+    (f,) = _drift("[pip3] triton==3.1.0\n" + INDUCTOR)
+    assert f.rule == "TRI003" and "not API drift of triton" in f.message
+
+
+def test_torchao_removed_name() -> None:
+    """heldout-2026-11-29g/logs15a/018 (kubeflow/trainer#3203): torchao 0.16.0 dropped it."""
+    _need("torchao")
+    (f,) = _drift("ImportError: cannot import name 'int4_weight_only' from 'torchao.quantization'\n")
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR
+    assert "pip install 'torchao<0.16.0'" in f.fix and "removed in torchao 0.16.0" in f.message
+
+
+def test_xformers_removed_op_and_pin_from_vllm() -> None:
+    _need("xformers")
+    (f,) = _drift("ImportError: cannot import name 'SwiGLUFusedOp' from 'xformers.ops'\n")
+    assert f.rule == "TRI009" and "pip install 'xformers<0.0.34'" in f.fix
+
+
+def test_datasets_removed_task_template() -> None:
+    _need("datasets")
+    (f,) = _drift("ImportError: cannot import name 'AudioClassification' from 'datasets'\n")
+    assert f.rule == "TRI009" and "pip install 'datasets<3.0.0'" in f.fix
+
+
+def test_verl_removed_name() -> None:
+    _need("verl")
+    (f,) = _drift("ImportError: cannot import name 'WorkerType' from 'verl.trainer.ppo.ray_trainer'\n")
+    assert f.rule == "TRI009" and "pip install 'verl<0.6.0'" in f.fix
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # names every release read has: no release of the history lacks them (another cause)
+        "ImportError: cannot import name 'jit' from 'triton'\n",
+        "ImportError: cannot import name 'safe_open' from 'safetensors'\n",
+        # a name of the user's own next to a package's module: no package's history binds it
+        "ImportError: cannot import name 'my_helper' from 'triton.language'\n",
+        # a folder of the working directory in the package's place: TRI036's, not a release's
+        "ImportError: cannot import name 'int4_weight_only' from 'torchao.quantization' (unknown location)\n",
+    ],
+)
+def test_quiet_where_no_release_tells(line: str) -> None:
+    assert not [f for f in _drift(line) if f.rule == "TRI009"]
+
+
+@pytest.mark.parametrize(
+    ("shown", "line", "package"),
+    [
+        ("torchao==0.12.0", "cannot import name 'int4_weight_only' from 'torchao.quantization'", "torchao"),
+        ("xformers==0.0.28.post3", "cannot import name 'SwiGLUFusedOp' from 'xformers.ops'", "xformers"),
+        ("datasets==2.21.0", "cannot import name 'AudioClassification' from 'datasets'", "datasets"),
+        ("verl==0.4.1", "cannot import name 'WorkerType' from 'verl.trainer.ppo.ray_trainer'", "verl"),
+    ],
+)
+def test_the_logs_release_that_has_the_name_is_not_drift(shown: str, line: str, package: str) -> None:
+    _need(package)
+    (f,) = _drift(f"[pip3] {shown}\nImportError: {line}\n")
+    assert f.rule == "TRI003" and f"not API drift of {package}" in f.message
+
+
+def test_a_healthy_inductor_log_is_quiet() -> None:
+    text = (
+        "torch==2.5.1 triton==3.1.0 torchao==0.12.0 xformers==0.0.28.post3\n"
+        "[rank0]: torch._dynamo hit config.cache_size_limit (8)\n"
+        "step 1 loss 0.52\nstep 2 loss 0.47\n{'train_runtime': 12.5, 'train_loss': 0.49}\n"
+    )
+    assert not [f for f in findings(scan_bytes(text)) if f.severity == Severity.ERROR]
+
+
+def test_log_caller_names_only_a_package_that_pins_the_callee() -> None:
+    if not symbol_history.pinners("triton"):
+        pytest.skip("no pins shipped")
+    assert (
+        symbols.log_caller(["torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"], "triton")
+        == "torch"
+    )
+    assert symbols.log_caller(["my_torch.helpers failed"], "triton") is None
+    assert symbols.log_caller(["torch._dynamo line"], "datasets") is None  # torch pins no datasets
+
+
+VLLM_XFORMERS = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.11/site-packages/vllm/attention/backends/xformers.py", '
+    "line 6, in <module>\n"
+    "    from xformers.ops import SwiGLUFusedOp\n"
+    "ImportError: cannot import name 'SwiGLUFusedOp' from 'xformers.ops' "
+    "(/usr/local/lib/python3.11/site-packages/xformers/ops/__init__.py)\n"
+)
+
+
+def test_a_frame_of_the_pinning_package_with_its_version_gets_its_pin() -> None:
+    """vLLM's frame imports xformers' op; the log's vLLM 0.8.5 requires xformers==0.0.29.post2
+    (its wheel's Requires-Dist), a release that has the op: that pin first, then the range."""
+    _need("xformers")
+    if not symbol_history.pinned("vllm", "0.8.5", "xformers"):
+        pytest.skip("no pins shipped")
+    (f,) = _drift("[pip3] vllm==0.8.5\n" + VLLM_XFORMERS)
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR and "between vllm and xformers" in f.message
+    assert f.fix.startswith("pip install 'xformers==0.0.29.post2' (vllm 0.8.5 requires")
+    assert "xformers<0.0.34" in f.fix
+    # without vLLM's version: the range where the op is, no pin
+    (g,) = _drift(VLLM_XFORMERS)
+    assert g.fix.startswith("pip install 'xformers<0.0.34'") and "requires" not in g.fix
+
+
+def test_a_pin_whose_release_lacks_the_name_is_not_given() -> None:
+    """torch 2.2.x pins triton 2.2.0, which has no triton_key: the importer is another torch (a
+    nightly), so the pin would not help; the range is the answer."""
+    _need("triton")
+    if not symbol_history.pinned("torch", "2.2.2", "triton"):
+        pytest.skip("no pins shipped")
+    (f,) = _drift("[pip3] torch==2.2.2\n" + INDUCTOR)
+    assert f.rule == "TRI009" and "requires triton" not in f.fix
+    assert "triton>=3.0.0,<3.5.0" in f.fix
+
+
+def test_torch_module_attribute_added() -> None:
+    """heldout-2026-11-28e/logs5/021 (Liuziyu77/Visual-RFT#218): a flash-attn build calls
+    torch.library.wrap_triton, which torch 2.5.1 lacks (added in 2.6.0)."""
+    _need("torch")
+    (f,) = _drift("AttributeError: module 'torch.library' has no attribute 'wrap_triton'\n")
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR
+    assert f.fix.startswith("pip install 'torch>=2.6.0'")
+    (g,) = _drift(
+        "[pip3] torch==2.6.0\nAttributeError: module 'torch.library' has no attribute 'wrap_triton'\n"
+    )
+    assert g.rule == "TRI003" and "not API drift of torch" in g.message  # the log's torch has it
+
+
+def test_torch_private_module_name_added() -> None:
+    """heldout-2026-11-29g/logs15a/017 (meta-pytorch/torchtune#846): torchtune imports a name
+    torch 2.2 added."""
+    _need("torch")
+    (f,) = _drift(
+        "ImportError: cannot import name 'return_and_correct_aliasing' from 'torch.utils._python_dispatch'\n"
+    )
+    assert f.rule == "TRI009" and "pip install 'torch>=2.2.0'" in f.fix
+
+
+@pytest.mark.parametrize(
+    ("line", "package", "pin", "shown"),
+    [
+        (
+            "cannot import name 'CustomCacheManager' from 'sglang.srt.utils'",
+            "sglang",
+            "sglang<0.4.9.post4",
+            "sglang==0.4.6",
+        ),
+        (
+            "cannot import name 'BatchDecodeMlaWithPagedKVCacheWrapper' from 'flashinfer'",
+            "flashinfer-python",
+            "flashinfer-python<0.7.0",
+            "flashinfer-python==0.6.3",
+        ),
+        (
+            "cannot import name 'AdapterRequest' from 'swift.llm'",
+            "ms-swift",
+            "ms-swift>=3.0.0,<4.0.0",
+            "ms-swift==3.8.0",
+        ),
+    ],
+)
+def test_frameworks_and_kernels_fire_and_stay_quiet_where_the_log_shows_a_release_with_it(
+    line: str, package: str, pin: str, shown: str
+) -> None:
+    _need(package)
+    (f,) = _drift(f"ImportError: {line}\n")
+    assert f.rule == "TRI009" and f.severity == Severity.ERROR and f"pip install '{pin}'" in f.fix
+    (g,) = _drift(f"[pip3] {shown}\nImportError: {line}\n")
+    assert g.rule == "TRI003" and f"not API drift of {package}" in g.message
+
+
+def test_a_framework_does_not_own_the_stacks_class_names() -> None:
+    """ms-swift's DPOTrainer extends TRL's under the same name: a bare message about DPOTrainer is
+    TRL's (the frameworks answer only where a module or a frame names them)."""
+    _need("ms-swift", "trl")
+    assert "ms-swift" not in symbols.packages() and "ms-swift" in symbol_history.every()
+    log = "TypeError: DPOTrainer.__init__() got an unexpected keyword argument 'loss_type'\n"
+    (f,) = [f for f in _drift(log) if f.rule == "TRI009"]
+    assert "removed in trl 0.13.0" in f.message
