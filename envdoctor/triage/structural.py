@@ -216,7 +216,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         # the release where the symbol appeared or vanished: the pair that works, from B's history
         fix, source = _history_fix(b, history), HISTORY
     elif history is not None and history.fits() and not source.startswith("the known-failures catalogue"):
-        fix += f"; or pip install '{history.package}{history.fits()}' ({history.what}: {history.change()})"
+        fix += f"; or pip install '{history.package}{history.fits()}' ({history.said()})"
     if history is not None and tb.name == "TypeError":
         from envdoctor.triage import symbols
 
@@ -565,7 +565,7 @@ def _history_fix(b: boundary.Boundary, v: Any) -> str:
     works, or A's release made for the installed B."""
     fits = v.fits()
     pin = f"pip install '{v.package}{fits}'"
-    why = f"{v.what}: {v.change()}"
+    why = v.said()
     a = b.caller
     if a is not None:
         other = f"install the {a} release made for the installed {v.package}" + (

@@ -144,9 +144,14 @@ class Verdict:
     def span(self) -> str:
         return f"{len(self.releases)} {self.package} releases read"
 
+    def said(self) -> str:
+        """``vllm.LLM.sleep — added in vllm 0.8.0``: never ``name: value``, which reads as a setting
+        (a ``triton_key: …`` would be masked as a secret's value)."""
+        return f"{self.what} — {self.change()}"
+
     def text(self) -> str:
         """The history's fact, for the finding's message."""
-        fact = f"{self.what}: {self.change()} (envdoctor's {self.source} history, {self.span()})"
+        fact = f"{self.said()} (envdoctor's {self.source} history, {self.span()})"
         if not self.certain:
             fact += (
                 "; the same message comes from reading it before the method that sets it ran "

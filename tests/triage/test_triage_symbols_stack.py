@@ -151,6 +151,17 @@ def test_triton_under_torch_inductor_without_versions() -> None:
     assert "pip install 'triton>=3.0.0,<3.5.0'" in f.fix
 
 
+def test_the_historys_fact_survives_redaction() -> None:
+    """``triton_key: removed in …`` read as a secret's setting and was masked in every output; the
+    fact is written ``name — change``, never ``name: value``."""
+    from envdoctor.redact import redact
+
+    _need("triton")
+    (f,) = _drift(INDUCTOR)
+    for text in (f.message, f.fix):
+        assert "triton.compiler.compiler.triton_key — removed in triton 3.5.0" in redact(text)
+
+
 def test_triton_under_the_torch_the_log_shows_gets_torchs_pin() -> None:
     _need("triton")
     if not symbol_history.pinned("torch", "2.5.1", "triton"):
