@@ -133,3 +133,29 @@ def test_unsloths_trainers_set_warnings_issued_before_trls_write(tmp_path):
     plain = plain.replace(loader, "model = 'm'\n")
     (g,) = _warnings_issued(tmp_path, plain, None)
     assert g.severity.value == "error"
+
+
+RANK_ID = "trl-colocate-python-launch-no-rank"
+COLOCATE = NOTEBOOK.replace(
+    'args = GRPOConfig(output_dir="out", per_device_train_batch_size=8, num_generations=8)',
+    'args = GRPOConfig(output_dir="out", use_vllm=True, vllm_mode="colocate", num_generations=8)',
+)
+
+
+def _rank(tmp_path, body: str, unsloth: str | None):
+    script = tmp_path / "train.py"
+    script.write_text(body)
+    packages = {"trl": "0.19.0", "vllm": "0.8.5", "torch": "2.6.0", "transformers": "4.52.4"}
+    packages |= {"unsloth": unsloth} if unsloth else {}
+    found = findings(snapshot(1, packages=packages), launch=f"python {script}")
+    return [f for f in found if f.rule == "KNF001" and f.evidence.get("id") == RANK_ID]
+
+
+def test_unsloths_own_vllm_engine_escapes_trls_colocate_start_without_rank(tmp_path):
+    """Set 16's Unsloth notebook (TRL 0.18 colocate under plain python): Unsloth's generated trainer
+    replaces TRL's LLM(..., external_launcher) start with model.vllm_engine, so RANK is never read."""
+    (f,) = _rank(tmp_path, COLOCATE, "2025.5.7")
+    assert f.severity.value == "info" and "imports unsloth" in f.message
+    plain = COLOCATE.replace("from unsloth import FastLanguageModel\n", "")
+    (g,) = _rank(tmp_path, plain, "2025.5.7")  # TRL starts vLLM itself: it still dies
+    assert g.severity.value == "error"
