@@ -377,3 +377,23 @@ def test_no_kernel_image_naming_torchs_own_csrc_is_no_extension_error():
     )
     f = _first(line)
     assert f.severity.value == "warning" and "(extension-build-missing-arch)" not in f.message
+
+
+NCCL_ATTACH = (
+    "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+    "ProcessGroupNCCL.cpp:3690, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+    "NCCL version 2.27.7\n"
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. \n"
+    "Last error:\n"
+    "Error while attaching to shared memory segment /dev/shm/nccl-Qx1 (size 0), "
+    "error: No such file or directory (2)\n"
+)
+
+
+def test_nccl_shm_attach_names_the_shm_transport_and_its_switch():
+    """NCCL's attach wording (NVIDIA/nccl#2190, vllm-project/vllm#18831): several causes, one switch."""
+    found = [f for f in findings(scan_bytes(NCCL_ATTACH)) if "(nccl-shm-attach-failed)" in f.message]
+    assert found and found[0].severity.value == "warning"
+    assert "NCCL_SHM_DISABLE=1" in found[0].fix
+    create = NCCL_ATTACH.replace("attaching to", "creating")
+    assert not [f for f in findings(scan_bytes(create)) if "(nccl-shm-attach-failed)" in f.message]
