@@ -79,7 +79,7 @@ def _line(version: str) -> dict[str, str]:
     return TABLE[max(below, key=key)] if below else TABLE["0.15"]
 
 
-LEAD = re.compile(r"^(\d+\.\d+(?:\.\w+)*)")
+LEAD = re.compile(r"^(\d+\.\d+(?:\.\w+)*(?:\+rocm[\w.]*)?)")  # a ROCm build keeps its label (2.10.0+rocm7.1)
 RANGE = re.compile(r"^([<>=!~][^ (]*)")
 LABELS = ("label.json", "stack.json", "gpus.json")  # a setup's own files, not the run's
 HOOK_FILES = re.compile(
@@ -185,6 +185,16 @@ def _gpu_model(gpus: dict, default: dict) -> dict:
                 mib = int(gib * 1024)
             return {"name": name, "memory_total_mib": mib, "compute_capability": cc}
     return default
+
+
+#: what envdoctor's facts say on a machine without NVIDIA's driver (facts/gpus.py)
+NO_NVML = "NVML library libnvidia-ml.so.1 not found: no NVIDIA driver installed on this machine"
+
+
+def _not_nvidia(gpus: dict) -> bool:
+    """gpus.json names an AMD GPU (``AMD Instinct MI300X``, a Radeon): NVML sees none of it."""
+    said = f"{gpus.get('model') or ''} {gpus.get('name') or ''}"
+    return bool(re.search(r"\bAMD\b|Instinct|Radeon|\bMI[23]\d\d", said)) and "NVIDIA" not in said.upper()
 
 
 #: a launch line that starts a vLLM server (TRL's or vLLM's own)
@@ -714,6 +724,8 @@ def setups(out: Path) -> None:
         snap = snapshot(count or 0, _gpu_model(gpus, H100), packages=packages)
         if count is None:
             snap["gpus"] = None  # not known: not a machine with no GPU
+        if _not_nvidia(gpus):  # an AMD machine: NVML (NVIDIA's) finds no driver there
+            snap["gpus"], snap["nvml_error"] = None, NO_NVML
         (tmp / "facts.json").write_text(json.dumps(snap))
         files = ["config.yaml"] + [f.name for f in tmp.iterdir() if "accelerate" in f.name]
         inputs = ["--facts", "facts.json", "--config", "config.yaml"]

@@ -183,6 +183,15 @@ def test_the_setups_gpu_model_is_the_machines_not_always_an_h100():
     assert harness._gpu_model({"model": "not stated"}, default) is default
 
 
+def test_an_amd_machine_has_no_nvml_and_its_rocm_builds_keep_their_label():
+    """Set 16's MI300X runs: NVML finds no NVIDIA driver there (facts/gpus.py), and a ROCm torch /
+    vLLM is the ROCm build (``2.10.0+rocm7.1``), which the fix's platform note reads."""
+    assert harness._not_nvidia({"name": "AMD Instinct MI300X VF", "model": "AMD Instinct MI300X (gfx942)"})
+    assert not harness._not_nvidia({"model": "NVIDIA H100 80GB"}) and not harness._not_nvidia({})
+    assert harness.LEAD.match("2.10.0+rocm7.1 (setup_env.sh)").group(1) == "2.10.0+rocm7.1"
+    assert harness.LEAD.match("2.6.0+cu124 (printed)").group(1) == "2.6.0"
+
+
 def test_a_package_the_stack_says_is_not_installed_is_absent():
     got = harness._stack({"trl": "0.24.0", "vllm": "not installed (required by fast_inference=True)"}, True)
     assert "vllm" not in got and got["trl"] == "0.24.0"
