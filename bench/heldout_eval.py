@@ -630,6 +630,11 @@ _CODE_VALUE = re.compile(
 )  # a call the script makes, or the collector's <placeholder> for a value it computes
 
 
+#: ... or an expression the collector wrote out (``"16 / (4 * torch.cuda.device_count())"``,
+#: ``'maximum_length + 1 (computed)'``): an operator between spaces, or the word "computed"
+_EXPR_VALUE = re.compile(r"""^\s*\w+:\s*(['"])(?=[^'"]*(?:\s[-+*/]\s|\bcomputed\b))[^'"]*\1\s*(?:#.*)?$""")
+
+
 def _drop_code_values(config: Path) -> None:
     """In a config the collector reconstructed from the script's ``GRPOConfig(...)`` (its first
     line says so: "reconstructed", or the ``GRPOConfig(...)`` call it was taken from), the keys whose value was an expression the script computes (a call, or the
@@ -641,7 +646,9 @@ def _drop_code_values(config: Path) -> None:
     lines = config.read_text(errors="replace").splitlines(keepends=True)
     if not lines or ("reconstructed" not in lines[0] and "GRPOConfig(" not in lines[0]):
         return
-    kept = [x for x in lines if not _CODE_VALUE.match(x.rstrip("\n"))]
+    kept = [
+        x for x in lines if not _CODE_VALUE.match(x.rstrip("\n")) and not _EXPR_VALUE.match(x.rstrip("\n"))
+    ]
     if len(kept) != len(lines):
         config.write_text("".join(kept))
 

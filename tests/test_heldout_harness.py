@@ -164,6 +164,22 @@ def test_a_reconstructed_configs_computed_values_are_left_out(tmp_path):
     assert cell.read_text().splitlines()[1:] == ["learning_rate: 5.0e-6"]
 
 
+def test_a_reconstructed_configs_written_out_expressions_are_left_out(tmp_path):
+    """Set 16: the collector wrote the script's arithmetic as a quoted value; a path keeps its line."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        "# reconstructed from GRPOConfig(...)\n"
+        'gradient_accumulation_steps: "16 / (4 * torch.cuda.device_count())  # on one GPU"\n'
+        "max_prompt_length: 'maximum_length + 1 (computed)'\n"
+        "output_dir: outputs/<run_name>\nlr_scheduler_type: cosine_with_min_lr\n"
+    )
+    harness._drop_code_values(cfg)
+    assert cfg.read_text().splitlines()[1:] == [
+        "output_dir: outputs/<run_name>",
+        "lr_scheduler_type: cosine_with_min_lr",
+    ]
+
+
 def test_a_note_that_infers_one_exact_release_installs_it():
     """A note's "consistent with unsloth's trl cap (inferred 0.24.0)" means that release, not the newest the
     range allows (held-out set 10: TRL 1.16.0 was installed beside an unsloth that caps it); a
