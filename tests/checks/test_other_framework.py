@@ -210,3 +210,29 @@ def test_a_verl_recipe_module_is_known_by_its_config_tree():
     found = findings(SNAP, launch=launch)
     assert _said(found) == [] and "ENV002" in {f.rule for f in found}
     assert build_plan(launch="python train.py trainer.n_gpus_per_node=8", live=False).framework is None
+
+
+SUBMIT = (
+    "import sagemaker\nfrom sagemaker.pytorch import PyTorch\n"
+    "est = PyTorch(entry_point='entrypoints/launcher.py', instance_type='ml.p4de.24xlarge',\n"
+    "              instance_count=1)\n"
+    "est.fit()\n"
+)
+
+
+def test_a_script_that_submits_a_sagemaker_job_has_no_local_layout(tmp_path):
+    """Set 16's rlvr-experiments (not held out): `python submit.py` on an 8-GPU machine submits the
+    job; LAY003 (DataParallel over this machine's GPUs) judged a process that never trains here."""
+    (tmp_path / "submit.py").write_text(SUBMIT)
+    found = findings(SNAP, launch=f"python {tmp_path / 'submit.py'} cfg.yaml --instance-count 1")
+    assert "LAY003" not in {f.rule for f in found}
+    env = next(f for f in found if f.rule == "ENV002")
+    assert "SageMaker" in env.message and "imports sagemaker" in env.message
+
+
+def test_a_trl_script_that_imports_sagemaker_is_still_trl(tmp_path):
+    (tmp_path / "train.py").write_text(TRL_SCRIPT.format(extra="import sagemaker\nmodel = load()"))
+    found = findings(
+        SNAP, config={"per_device_train_batch_size": 8}, launch=f"python {tmp_path / 'train.py'}"
+    )
+    assert "LAY003" in {f.rule for f in found} and "ENV002" not in {f.rule for f in found}
