@@ -177,6 +177,8 @@ def _body(text: str) -> str:
     """A pasted line as the program printed it: prefixes, quotes, markup and indentation removed;
     typographic quotes read as Python's own."""
     text = unmark(text.strip().translate(_SMART_QUOTES))
+    if ".init()" in text or ".call()" in text or ".post_init()" in text:
+        text = _LOST_DUNDER.sub(r"\1.__\2__()", text)
     body = split_prefix(text)[0] if text[:1] in "[(<E>WIDCRr0123456789 \t*`" else text
     if body.endswith("across cluster]"):  # Ray's "… [repeated 7x across cluster]"
         body = _RAY_REPEATED.sub("", body)
@@ -189,6 +191,13 @@ def _body(text: str) -> str:
     return body.strip()
 
 
+#: a dunder whose underscores markdown took for bold marks and dropped: ``Seq2SeqTrainingArguments.
+#: init() got an unexpected keyword argument`` is Python's ``….__init__() got …`` (a class's call
+#: message: only before the words Python's TypeError puts there)
+_LOST_DUNDER = re.compile(
+    r"\b([A-Z]\w{0,200})\.(init|call|post_init)\(\)"
+    r"(?= (?:got an unexpected keyword|got multiple values|missing \d+ required|takes (?:from )?\d+))"
+)
 #: a dunder that markdown rendered bold: ``**init**`` for ``__init__``
 _BOLD_DUNDER = re.compile(r"\*\*(\w{1,100})\*\*")
 #: where a pasted line holds several lines that lost their line breaks: before each frame, and

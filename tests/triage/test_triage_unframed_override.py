@@ -73,6 +73,19 @@ def test_typographic_quotes_read_as_pythons_own():
     assert "model_init_kwargs" in a[0].message and "TrainingArguments" in a[0].message
 
 
+def test_a_dunder_whose_underscores_markdown_dropped_reads_as_pythons_own():
+    """An issue rendered from markdown loses ``__`` around ``init`` (set 16, not held out): the
+    message Python printed was ``….__init__() got an unexpected keyword argument``."""
+    lost = (
+        "TypeError: Seq2SeqTrainingArguments.init() got an unexpected keyword argument "
+        "\u2018evaluation_strategy\u2019\n"
+    )
+    (f,) = _errors(lost)
+    assert f.rule == "TRI009" and "eval_strategy" in f.fix
+    quiet = "TypeError: init() got an unexpected keyword argument 'x'\n"  # no class: not rewritten
+    assert all("__init__" not in t.message for t in parse(quiet.splitlines()))
+
+
 def test_a_frame_pasted_with_typographic_quotes_names_its_package():
     tbs = parse(
         [
