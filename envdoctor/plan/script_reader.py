@@ -1038,7 +1038,9 @@ def _load(path: Path, label: str, data: bytes | None = None) -> tuple[SourceFact
     return mod, None
 
 
-_TEXT_IMPORT = re.compile(r"^\s*(?:from\s+([A-Za-z_]\w*)[\w.]*\s+import\b|import\s+([A-Za-z_]\w*))")
+#: an import line's top-level package; the dotted name is one class run (``[\w.]*``, then the
+#: top-level name is split off): ``\w*[\w.]*`` backtracked quadratically on a long word line
+_TEXT_IMPORT = re.compile(r"^\s*(?:from\s+([A-Za-z_][\w.]*)\s+import\b|import\s+([A-Za-z_]\w*))")
 
 
 def _text_facts(path: Path, label: str) -> SourceFacts | None:
@@ -1054,7 +1056,7 @@ def _text_facts(path: Path, label: str) -> SourceFacts | None:
     for number, line in enumerate(mod.lines, 1):
         found = _TEXT_IMPORT.match(line)
         if found:
-            mod.packages.setdefault(found.group(1) or found.group(2), number)
+            mod.packages.setdefault((found.group(1) or found.group(2)).split(".")[0], number)
         if "-m" in line and len(mod.writes) < MAX_CALLS:
             for m in _WRITTEN_MODULE.finditer(line):
                 mod.writes.setdefault(m.group(1), number)

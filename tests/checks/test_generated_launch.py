@@ -95,3 +95,18 @@ def test_trl_script_behind_the_shell_stays_trls(tmp_path: Path, write_json) -> N
     out = _check(tmp_path, write_json)
     assert "ENV002" not in out.split("GPU layout:")[0], out
     assert "✗ PKG008" in out
+
+
+def test_text_read_of_a_hostile_module_is_bounded(tmp_path: Path) -> None:
+    """The text reading of a module Python cannot parse stays linear in the line's length: a line
+    `from aaaa…` of 200,000 word characters (no `import`) took the import pattern's nested
+    `\\w*[\\w.]*` into quadratic backtracking (minutes); its packages still come out."""
+    import time
+
+    hostile = "from " + "a" * 200_000 + "\nfrom trl import GRPOTrainer\n"
+    _repo(tmp_path, "src/run.py", pipeline=hostile + PIPELINE, extra=PY312)
+    start = time.monotonic()
+    decl = read_script(str(tmp_path / "src" / "run.py"))
+    assert time.monotonic() - start < 5
+    assert decl.trl_import is not None and decl.trl_import.endswith("pipeline.py:2")
+    assert "verl.trainer.main_ppo" in decl.writes_modules
