@@ -625,8 +625,16 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
     parsers: set[str] = set()  # names bound to a parser or an argument group
     handed: list[tuple[ast.expr, set[str]]] = []  # calls and the plain names they are given
     rebound: list[tuple[str, str]] = []  # ``name = other`` (a module alias bound to another name)
+    prose: set[int] = set()  # bare string statements (docstrings): text, not a command written
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "-m" in node.value:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            prose.add(id(node.value))  # ast.walk reaches the statement before its string
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and "-m" in node.value
+            and id(node) not in prose
+        ):
             for m in _WRITTEN_MODULE.finditer(node.value[:2000]):
                 if len(mod.writes) < MAX_CALLS:
                     mod.writes.setdefault(m.group(1), node.lineno)

@@ -110,3 +110,34 @@ def test_text_read_of_a_hostile_module_is_bounded(tmp_path: Path) -> None:
     assert time.monotonic() - start < 5
     assert decl.trl_import is not None and decl.trl_import.endswith("pipeline.py:2")
     assert "verl.trainer.main_ppo" in decl.writes_modules
+
+
+LAUNCHER = '''"""Launch GRPO training.
+
+Usage (the verl backend, see README):
+    python -m verl.trainer.main_ppo data.train_batch_size=8
+Default: TRL's GRPOTrainer through accelerate.
+"""
+import subprocess
+import sys
+
+
+def main():
+    """Or: `python -m openrlhf.cli.train_ppo_ray --pretrain m`."""
+    subprocess.run(["accelerate", "launch", "src/train_trl.py", *sys.argv[1:]], check=True)
+
+
+main()
+'''
+
+
+def test_a_docstring_naming_another_frameworks_module_is_no_command(tmp_path: Path, write_json) -> None:
+    """A launcher whose docstrings quote a README's `python -m verl.trainer.main_ppo` (a bare string
+    statement is prose, not a command line the file writes) and that starts TRL's script: TRL's
+    run, PKG008 an error where TRL is missing (gate16 took it for verl: a silent pass)."""
+    _repo(tmp_path, "launch.py")
+    (tmp_path / "launch.py").write_text(LAUNCHER)
+    assert read_script(str(tmp_path / "launch.py")).writes_modules == {}
+    out = _check(tmp_path, write_json)
+    assert "ENV002" not in out.split("GPU layout:")[0], out
+    assert "✗ PKG008" in out
