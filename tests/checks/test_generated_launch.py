@@ -141,3 +141,29 @@ def test_a_docstring_naming_another_frameworks_module_is_no_command(tmp_path: Pa
     out = _check(tmp_path, write_json)
     assert "ENV002" not in out.split("GPU layout:")[0], out
     assert "✗ PKG008" in out
+
+
+def test_a_helper_line_importing_a_framework_does_not_outweigh_trls_training_line(
+    tmp_path: Path, write_json
+) -> None:
+    """A TRL repository whose shell script first runs a data step copied from verl (its
+    examples/data_preprocess/gsm8k.py imports verl.utils.hdfs_io), then TRL's training script:
+    TRL's run, PKG008 an error where TRL is missing (gate16 took the data step for verl's
+    training: a silent pass)."""
+    _repo(tmp_path, "src/train_trl.py")
+    (tmp_path / "data_preprocess").mkdir()
+    (tmp_path / "data_preprocess" / "gsm8k.py").write_text(
+        "import datasets\nfrom verl.utils.hdfs_io import copy, makedirs\n"
+    )
+    (tmp_path / "scripts" / "run.sh").write_text(
+        "#!/bin/bash\nset -e\npython data_preprocess/gsm8k.py\n"
+        "accelerate launch --num_processes 8 src/train_trl.py\n"
+    )
+    out = _check(tmp_path, write_json)
+    assert "ENV002" not in out.split("GPU layout:")[0], out
+    assert "✗ PKG008" in out
+    # the data step alone beside a verl script that writes verl's command: verl's, as before
+    (tmp_path / "scripts" / "run.sh").write_text(
+        "#!/bin/bash\nset -e\npython data_preprocess/gsm8k.py\npython src/run.py --model m\n"
+    )
+    assert "ENV002 verl trains this run" in _check(tmp_path, write_json)
