@@ -616,6 +616,23 @@ def _chat_message(node: ast.Dict) -> bool:
 
 #: a command line's ``-m pkg.module`` inside a string the file holds (a launcher it writes)
 _WRITTEN_MODULE = re.compile(r"""(?:^|[\s"'(;&|])-m\s+([A-Za-z_]\w*(?:\.\w+)+)""")
+#: a dotted module name alone (an argument list's item after ``-m``)
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+")
+
+
+def _argv_modules(node: ast.List | ast.Tuple, writes: dict[str, int]) -> None:
+    """A command line written as an argument list (``["python", "-m", "verl.trainer.main_ppo",
+    *overrides]`` handed to ``subprocess.run`` or ``os.execvp``): the module its ``-m`` runs."""
+    elts = node.elts
+    for flag, name in zip(elts, elts[1:], strict=False):
+        if (
+            isinstance(flag, ast.Constant)
+            and flag.value == "-m"
+            and isinstance(name, ast.Constant)
+            and isinstance(name.value, str)
+            and _MODULE_NAME.fullmatch(name.value)
+        ):
+            writes.setdefault(name.value, name.lineno)
 
 
 def _scan(tree: ast.Module, path: str) -> SourceFacts:
@@ -638,6 +655,8 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
             for m in _WRITTEN_MODULE.finditer(node.value[:2000]):
                 if len(mod.writes) < MAX_CALLS:
                     mod.writes.setdefault(m.group(1), node.lineno)
+        if isinstance(node, (ast.List, ast.Tuple)) and len(mod.writes) < MAX_CALLS:
+            _argv_modules(node, mod.writes)
         if record(mod, node):
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -167,3 +167,31 @@ def test_a_helper_line_importing_a_framework_does_not_outweigh_trls_training_lin
         "#!/bin/bash\nset -e\npython data_preprocess/gsm8k.py\npython src/run.py --model m\n"
     )
     assert "ENV002 verl trains this run" in _check(tmp_path, write_json)
+
+
+ARGV_LAUNCHER = """import os
+import subprocess
+
+overrides = ["algorithm.adv_estimator=grpo", "data.train_batch_size=64"]
+argv = [
+    "python", "-m", "verl.trainer.main_ppo",
+    *overrides,
+]
+subprocess.run(argv, env=dict(os.environ), check=True)
+"""
+
+
+def test_an_argument_list_running_another_frameworks_module_is_a_written_command(
+    tmp_path: Path, write_json
+) -> None:
+    """A launcher that starts verl through an argument list (`["python", "-m",
+    "verl.trainer.main_ppo", *overrides]` to subprocess.run, as real launchers do), not one
+    string: verl trains, TRL's layout and trainer rules stay out (no LAY003 / PKG008 error on a
+    run TRL never starts)."""
+    _repo(tmp_path, "launch.py")
+    (tmp_path / "launch.py").write_text(ARGV_LAUNCHER)
+    (where,) = read_script(str(tmp_path / "launch.py")).writes_modules.items()
+    assert where[0] == "verl.trainer.main_ppo" and where[1].endswith("launch.py:6")
+    out = _check(tmp_path, write_json)
+    assert "ENV002 verl trains this run (scripts/run.sh:5 runs launch.py" in out, out
+    assert "✗ PKG008" not in out
