@@ -475,14 +475,18 @@ def _trl_from_note(note: str, context: str = "") -> str | None:
         return key(low) <= key(head) <= key(high)
 
     spec = rng.group(1) if rng and versions_spec_ok(rng.group(1)) else None
-    fits = [
+    allowed = [
         v
         for v, up in TRL_RELEASES.items()
         if (until is None or up <= until)
         and (spec is None or versions.satisfies(v, spec))
         and (line is None or v.startswith(line + "."))
-        and in_span(v)
     ]
+    fits = [v for v in allowed if in_span(v)]
+    if span is not None and not fits:
+        # no TRL release in it (or out by the note's date): another package's span ("python
+        # 3.10-3.12", "vllm 0.7-0.8"), no word of TRL's; the date and range decide as before
+        span, fits = None, allowed
     if not fits or (spec is None and until is None and line is None and span is None):
         return None
     return max(fits, key=versions.sort_key)

@@ -240,3 +240,10 @@ def test_an_inferred_span_of_lines_is_a_release_of_them():
     )
     assert harness._trl_from_note(note) == "0.21.0"
     assert harness._trl_from_note("unpinned; inferred 0.20-0.21") == "0.21.0"
+
+
+def test_a_span_of_another_package_leaves_the_date_to_decide():
+    """A span no TRL release falls in is another package's ("python 3.10-3.12", "vllm 0.7-0.8"):
+    the note's month decides, as before the span reading (not None, which left TRL unplaced)."""
+    for note in ("unpinned (Mar 2025, python 3.10-3.12)", "unpinned (Mar 2025; README: vllm 0.7-0.8)"):
+        assert harness._trl_from_note(note) == harness._trl_from_note("unpinned (Mar 2025)") == "0.16.0"

@@ -158,10 +158,17 @@ def _from_shell(words: list[str], table: dict[str, dict[str, Any]]) -> Framework
             found = _from_words(run, table, where=f"{word}:{number}")
             if found is not None:
                 return found
-        for number, run, _ in runs:  # none runs a framework itself: a Python script that does
-            found = _shell_script(run, word)
-            if found is not None:
-                return replace(found, evidence=f"{word}:{number} runs {found.evidence}")
+        # none runs a framework itself: a Python script that does, unless a line's script is
+        # TRL's (a data step copied from verl imports verl; the training line's script is TRL's)
+        first: Framework | None = None
+        for number, run, _ in runs:
+            trls, found = _shell_script(run, word)
+            if trls:
+                return None
+            if found is not None and first is None:
+                first = replace(found, evidence=f"{word}:{number} runs {found.evidence}")
+        if first is not None:
+            return first
     return None
 
 
@@ -197,11 +204,12 @@ def from_script(script: TrainingScript | None) -> Framework | None:
     return None
 
 
-def _shell_script(run: list[str], shell: str) -> Framework | None:
-    """The framework a Python script that a shell script's line runs (``exec python
-    src/run.py …``) hands the training to (``from_script``): its imports, or the command line it
-    or a repository module it imports writes (``-m verl.trainer.main_ppo``). Found beside the
-    working directory, or beside the shell script's folder."""
+def _shell_script(run: list[str], shell: str) -> tuple[bool, Framework | None]:
+    """Whether a Python script that a shell script's line runs (``exec python src/run.py …``)
+    is TRL's (it or a repository module it imports imports TRL or builds its GRPOTrainer), and
+    the framework it hands the training to (``from_script``): its imports, or the command line
+    it or a repository module it imports writes (``-m verl.trainer.main_ppo``). Found beside
+    the working directory, or beside the shell script's folder."""
     import os
 
     from envdoctor.plan.launch import parse_launch
@@ -211,16 +219,18 @@ def _shell_script(run: list[str], shell: str) -> Framework | None:
     try:
         launch = parse_launch(shlex.join(run))
     except Exception:  # a line the launch parser refuses: not one to follow
-        return None
+        return False, None
     path = launch.script
     if not path or launch.unresolved or not path.endswith(".py"):
-        return None
+        return False, None
     if not os.path.isfile(path):
         beside = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(shell))), path)
         if not os.path.isfile(beside):
-            return None
+            return False, None
         path = beside
     decl = _read(path, read_script)
+    if not decl.problem and (decl.builds_grpo or decl.grpo_in_module or decl.trl_import):
+        return True, None
     found = from_script(
         TrainingScript(
             decl.path,
@@ -233,7 +243,7 @@ def _shell_script(run: list[str], shell: str) -> Framework | None:
             writes_modules=decl.writes_modules,
         )
     )
-    return replace(found, evidence=f"{launch.script} ({found.evidence})") if found else None
+    return False, replace(found, evidence=f"{launch.script} ({found.evidence})") if found else None
 
 
 def detect(trainer: Launch | None, script: TrainingScript | None) -> Framework | None:

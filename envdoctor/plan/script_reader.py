@@ -616,6 +616,23 @@ def _chat_message(node: ast.Dict) -> bool:
 
 #: a command line's ``-m pkg.module`` inside a string the file holds (a launcher it writes)
 _WRITTEN_MODULE = re.compile(r"""(?:^|[\s"'(;&|])-m\s+([A-Za-z_]\w*(?:\.\w+)+)""")
+#: a dotted module name alone (an argument list's item after ``-m``)
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+")
+
+
+def _argv_modules(node: ast.List | ast.Tuple, writes: dict[str, int]) -> None:
+    """A command line written as an argument list (``["python", "-m", "verl.trainer.main_ppo",
+    *overrides]`` handed to ``subprocess.run`` or ``os.execvp``): the module its ``-m`` runs."""
+    elts = node.elts
+    for flag, name in zip(elts, elts[1:], strict=False):
+        if (
+            isinstance(flag, ast.Constant)
+            and flag.value == "-m"
+            and isinstance(name, ast.Constant)
+            and isinstance(name.value, str)
+            and _MODULE_NAME.fullmatch(name.value)
+        ):
+            writes.setdefault(name.value, name.lineno)
 
 
 def _scan(tree: ast.Module, path: str) -> SourceFacts:
@@ -625,11 +642,21 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
     parsers: set[str] = set()  # names bound to a parser or an argument group
     handed: list[tuple[ast.expr, set[str]]] = []  # calls and the plain names they are given
     rebound: list[tuple[str, str]] = []  # ``name = other`` (a module alias bound to another name)
+    prose: set[int] = set()  # bare string statements (docstrings): text, not a command written
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "-m" in node.value:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            prose.add(id(node.value))  # ast.walk reaches the statement before its string
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and "-m" in node.value
+            and id(node) not in prose
+        ):
             for m in _WRITTEN_MODULE.finditer(node.value[:2000]):
                 if len(mod.writes) < MAX_CALLS:
                     mod.writes.setdefault(m.group(1), node.lineno)
+        if isinstance(node, (ast.List, ast.Tuple)) and len(mod.writes) < MAX_CALLS:
+            _argv_modules(node, mod.writes)
         if record(mod, node):
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -1038,7 +1065,9 @@ def _load(path: Path, label: str, data: bytes | None = None) -> tuple[SourceFact
     return mod, None
 
 
-_TEXT_IMPORT = re.compile(r"^\s*(?:from\s+([A-Za-z_]\w*)[\w.]*\s+import\b|import\s+([A-Za-z_]\w*))")
+#: an import line's top-level package; the dotted name is one class run (``[\w.]*``, then the
+#: top-level name is split off): ``\w*[\w.]*`` backtracked quadratically on a long word line
+_TEXT_IMPORT = re.compile(r"^\s*(?:from\s+([A-Za-z_][\w.]*)\s+import\b|import\s+([A-Za-z_]\w*))")
 
 
 def _text_facts(path: Path, label: str) -> SourceFacts | None:
@@ -1054,7 +1083,7 @@ def _text_facts(path: Path, label: str) -> SourceFacts | None:
     for number, line in enumerate(mod.lines, 1):
         found = _TEXT_IMPORT.match(line)
         if found:
-            mod.packages.setdefault(found.group(1) or found.group(2), number)
+            mod.packages.setdefault((found.group(1) or found.group(2)).split(".")[0], number)
         if "-m" in line and len(mod.writes) < MAX_CALLS:
             for m in _WRITTEN_MODULE.finditer(line):
                 mod.writes.setdefault(m.group(1), number)

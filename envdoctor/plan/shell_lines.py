@@ -124,6 +124,8 @@ def line_runs(line: str) -> list[tuple[list[str], list[str]]]:
 _LAUNCH_WORD = re.compile(
     r"\b(?:python\d?(?:\.\d+)?|accelerate|torchrun|deepspeed|trl|vllm|swift|llamafactory-cli|lighteval|"
     r"srun|mpirun|ray|unset|source)\b|\.py\b|^\s*\.\s"
+    # `uv run -m pkg.train` names no python: the wrappers' peel makes it `python -m pkg.train`
+    r"|\buv\s+run\b"
 )
 
 

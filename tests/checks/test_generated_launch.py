@@ -95,3 +95,103 @@ def test_trl_script_behind_the_shell_stays_trls(tmp_path: Path, write_json) -> N
     out = _check(tmp_path, write_json)
     assert "ENV002" not in out.split("GPU layout:")[0], out
     assert "✗ PKG008" in out
+
+
+def test_text_read_of_a_hostile_module_is_bounded(tmp_path: Path) -> None:
+    """The text reading of a module Python cannot parse stays linear in the line's length: a line
+    `from aaaa…` of 200,000 word characters (no `import`) took the import pattern's nested
+    `\\w*[\\w.]*` into quadratic backtracking (minutes); its packages still come out."""
+    import time
+
+    hostile = "from " + "a" * 200_000 + "\nfrom trl import GRPOTrainer\n"
+    _repo(tmp_path, "src/run.py", pipeline=hostile + PIPELINE, extra=PY312)
+    start = time.monotonic()
+    decl = read_script(str(tmp_path / "src" / "run.py"))
+    assert time.monotonic() - start < 5
+    assert decl.trl_import is not None and decl.trl_import.endswith("pipeline.py:2")
+    assert "verl.trainer.main_ppo" in decl.writes_modules
+
+
+LAUNCHER = '''"""Launch GRPO training.
+
+Usage (the verl backend, see README):
+    python -m verl.trainer.main_ppo data.train_batch_size=8
+Default: TRL's GRPOTrainer through accelerate.
+"""
+import subprocess
+import sys
+
+
+def main():
+    """Or: `python -m openrlhf.cli.train_ppo_ray --pretrain m`."""
+    subprocess.run(["accelerate", "launch", "src/train_trl.py", *sys.argv[1:]], check=True)
+
+
+main()
+'''
+
+
+def test_a_docstring_naming_another_frameworks_module_is_no_command(tmp_path: Path, write_json) -> None:
+    """A launcher whose docstrings quote a README's `python -m verl.trainer.main_ppo` (a bare string
+    statement is prose, not a command line the file writes) and that starts TRL's script: TRL's
+    run, PKG008 an error where TRL is missing (gate16 took it for verl: a silent pass)."""
+    _repo(tmp_path, "launch.py")
+    (tmp_path / "launch.py").write_text(LAUNCHER)
+    assert read_script(str(tmp_path / "launch.py")).writes_modules == {}
+    out = _check(tmp_path, write_json)
+    assert "ENV002" not in out.split("GPU layout:")[0], out
+    assert "✗ PKG008" in out
+
+
+def test_a_helper_line_importing_a_framework_does_not_outweigh_trls_training_line(
+    tmp_path: Path, write_json
+) -> None:
+    """A TRL repository whose shell script first runs a data step copied from verl (its
+    examples/data_preprocess/gsm8k.py imports verl.utils.hdfs_io), then TRL's training script:
+    TRL's run, PKG008 an error where TRL is missing (gate16 took the data step for verl's
+    training: a silent pass)."""
+    _repo(tmp_path, "src/train_trl.py")
+    (tmp_path / "data_preprocess").mkdir()
+    (tmp_path / "data_preprocess" / "gsm8k.py").write_text(
+        "import datasets\nfrom verl.utils.hdfs_io import copy, makedirs\n"
+    )
+    (tmp_path / "scripts" / "run.sh").write_text(
+        "#!/bin/bash\nset -e\npython data_preprocess/gsm8k.py\n"
+        "accelerate launch --num_processes 8 src/train_trl.py\n"
+    )
+    out = _check(tmp_path, write_json)
+    assert "ENV002" not in out.split("GPU layout:")[0], out
+    assert "✗ PKG008" in out
+    # the data step alone beside a verl script that writes verl's command: verl's, as before
+    (tmp_path / "scripts" / "run.sh").write_text(
+        "#!/bin/bash\nset -e\npython data_preprocess/gsm8k.py\npython src/run.py --model m\n"
+    )
+    assert "ENV002 verl trains this run" in _check(tmp_path, write_json)
+
+
+ARGV_LAUNCHER = """import os
+import subprocess
+
+overrides = ["algorithm.adv_estimator=grpo", "data.train_batch_size=64"]
+argv = [
+    "python", "-m", "verl.trainer.main_ppo",
+    *overrides,
+]
+subprocess.run(argv, env=dict(os.environ), check=True)
+"""
+
+
+def test_an_argument_list_running_another_frameworks_module_is_a_written_command(
+    tmp_path: Path, write_json
+) -> None:
+    """A launcher that starts verl through an argument list (`["python", "-m",
+    "verl.trainer.main_ppo", *overrides]` to subprocess.run, as real launchers do), not one
+    string: verl trains, TRL's layout and trainer rules stay out (no LAY003 / PKG008 error on a
+    run TRL never starts)."""
+    _repo(tmp_path, "launch.py")
+    (tmp_path / "launch.py").write_text(ARGV_LAUNCHER)
+    (where,) = read_script(str(tmp_path / "launch.py")).writes_modules.items()
+    assert where[0] == "verl.trainer.main_ppo" and where[1].endswith("launch.py:6")
+    out = _check(tmp_path, write_json)
+    assert "ENV002 verl trains this run (scripts/run.sh:5 runs launch.py" in out, out
+    assert "✗ PKG008" not in out

@@ -62,3 +62,20 @@ def test_layout_line_not_unresolved_beside_env002(tmp_path, write_json) -> None:
     assert "ENV002" in proc.stdout, proc.stdout
     assert "launch not resolved" not in proc.stdout
     assert "TRL's process layout not judged: verl trains this run (ENV002)" in proc.stdout
+
+
+def test_a_shell_scripts_uv_run_module_line_is_read(tmp_path, write_json) -> None:
+    """A shell script whose lines start verl as `uv run -m verl.trainer.main_ppo \\` (a data step
+    `uv run -m examples.data_preprocess.prepare` before it, as verl-agent's scripts do): the
+    shell-line filter knew no `uv run` word, so the line was never read and TRL's rules judged a
+    verl run (PKG008 error)."""
+    (tmp_path / "run.sh").write_text(
+        "export VLLM_USE_V1=0\nBSZ=32\n"
+        "uv run -m examples.data_preprocess.prepare \\\n    --train_data_size ${BSZ}\n\n"
+        "uv run -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n"
+        "    data.train_batch_size=${BSZ} \\\n    trainer.n_gpus_per_node=8 \\\n\necho done\n"
+    )
+    facts = str(write_json(snapshot(8, packages={"torch": "2.7.0", "vllm": "0.9.2"})))  # no TRL
+    proc = run_cli("check", "--facts", facts, "-v", "--", "bash", "run.sh", cwd=tmp_path)
+    assert "ENV002 verl trains this run (`-m verl.trainer.main_ppo` on run.sh:" in proc.stdout, proc.stdout
+    assert "✗ PKG008" not in proc.stdout
