@@ -397,3 +397,36 @@ def test_nccl_shm_attach_names_the_shm_transport_and_its_switch():
     assert "NCCL_SHM_DISABLE=1" in found[0].fix
     create = NCCL_ATTACH.replace("attaching to", "creating")
     assert not [f for f in findings(scan_bytes(create)) if "(nccl-shm-attach-failed)" in f.message]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "/root/verl/recipe/retool/model/Qwen2.5-32B-Instruct",
+        "./hf_models/gpt2",
+        "../input/deberta/deberta",
+        "",
+    ],
+)
+def test_a_path_read_as_a_hub_id_is_a_missing_local_model(value):
+    """huggingface_hub's validate_repo_id on a path from_pretrained could not load from (a Kaggle
+    notebook's ../input, a container's /app/model, an unset variable's '')."""
+    line = (
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+        f"'namespace/repo_name': '{value}'. Use `repo_type` argument if needed.\n"
+    )
+    f = _first(line)
+    assert f.severity.value == "error" and "(local-model-path-missing-read-as-hub-id)" in f.message
+    assert "config.json" in f.fix
+
+
+def test_a_hub_id_refused_for_its_characters_is_not_a_missing_path():
+    line = (
+        "huggingface_hub.errors.HFValidationError: Repo id must use alphanumeric chars or '-', '_', '.', "
+        "'--' and '..' are forbidden, '-' and '.' cannot start or end the name, "
+        "max length is 96: 'my model'.\n"
+    )
+    found = [
+        f for f in findings(scan_bytes(line)) if "(local-model-path-missing-read-as-hub-id)" in f.message
+    ]
+    assert not found
