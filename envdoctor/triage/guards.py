@@ -371,6 +371,13 @@ _REQUIRED = re.compile(
     r"module, but found (?P<found>[A-Za-z][\w.\-]{0,80})==(?P<ver>[\w.+\-]{1,40})"
 )
 _TO_FIX = re.compile(r"(?i)to fix:?\s*(?P<fix>.{5,300})")
+#: the same message cut after "is required" (a one-line paste, an issue's title): the range is there,
+#: the release found is not
+_REQUIRED_CUT = re.compile(
+    r"(?P<req>(?P<pkg>[A-Za-z][\w.\-]{0,80})\s?(?:[<>=!~]=?|===)\s?[\w.*+\-]{1,40}"
+    r"(?:\s?,\s?(?:[<>=!~]=?)\s?[\w.*+\-]{1,40}){0,4}) is required"
+    r"(?: for a normal functioning of this module)?[.,]?"
+)
 
 
 def version_requirement(tb: Traceback, m: Match, log: Log) -> Draft | None:
@@ -380,7 +387,7 @@ def version_requirement(tb: Traceback, m: Match, log: Log) -> Draft | None:
     text = _text(tb, m, log)
     found = _REQUIRED.search(text)
     if found is None:
-        return None
+        return _cut_requirement(tb, m, log)
     req, pkg, ver = found.group("req"), found.group("found"), found.group("ver").rstrip(".")
     who, where = _where(tb)
     what = (
@@ -395,6 +402,27 @@ def version_requirement(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if said:
         fix += f" (the message's own fix: {said.group('fix').strip()})"
     d = finding("TRI019", [m], log, what, fix, requirement=req, found=f"{pkg}=={ver}")
+    return at_severity(d, Severity.ERROR)
+
+
+def _cut_requirement(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """require_version's ImportError cut after "is required" (the whole message is the range): the
+    check refused the release installed (or found none); which one, the line does not show."""
+    cut = _REQUIRED_CUT.fullmatch(tb.message.strip()) if tb.name == "ImportError" else None
+    if cut is None:
+        return None
+    req, pkg = cut.group("req"), cut.group("pkg")
+    who, where = _where(tb)
+    what = (
+        f"{'the check of ' + who if who else 'a version check'}{where} requires {req}, and the environment's "
+        f"{pkg} is outside that range or missing (the line stops before the release it found): the project "
+        "refuses to import"
+    )
+    fix = (
+        f"pip install '{req.replace(' ', '')}' in the environment that runs it "
+        f"(`pip show {pkg}` shows the release it has)"
+    )
+    d = finding("TRI019", [m], log, what, fix, requirement=req)
     return at_severity(d, Severity.ERROR)
 
 

@@ -171,6 +171,16 @@ def test_require_versions_refusal_names_the_range_and_the_found_release():
     assert f.fix.startswith("pip install 'peft>=0.11,<0.13'") and "DISABLE_VERSION_CHECK=1" in f.fix
 
 
+def test_the_requirement_cut_after_is_required_still_names_the_range():
+    """A one-line paste stopped after "is required" (set 16, not held out): the range is the fix."""
+    f = _one("ImportError: tokenizers>=0.21,<0.22 is required\n")
+    assert (f.rule, f.severity) == ("TRI019", Severity.ERROR)
+    assert "requires tokenizers>=0.21,<0.22" in f.message
+    assert f.fix.startswith("pip install 'tokenizers>=0.21,<0.22'")
+    assert all(r != "TRI019" for r, _ in _rules("ValueError: tokenizers>=0.21 is required\n"))
+    assert all(r != "TRI019" for r, _ in _rules("ImportError: tokenizers>=0.21 is required to load X\n"))
+
+
 def test_an_import_error_without_the_requirement_grammar_is_not_it():
     assert all(r != "TRI019" for r, _ in _rules("ImportError: peft is required for this module.\n"))
 
