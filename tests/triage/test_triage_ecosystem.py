@@ -430,3 +430,11 @@ def test_a_hub_id_refused_for_its_characters_is_not_a_missing_path():
         f for f in findings(scan_bytes(line)) if "(local-model-path-missing-read-as-hub-id)" in f.message
     ]
     assert not found
+
+
+def test_version_parts_of_an_old_packaging_are_its_release():
+    f = _first("AttributeError: 'Version' object has no attribute 'major'\n")
+    assert f.severity.value == "error" and "(packaging-version-parts-before-20)" in f.message
+    assert f.fix.startswith("pip install -U 'packaging>=20.0'")
+    other = findings(scan_bytes("AttributeError: 'LegacyVersion' object has no attribute 'major'\n"))
+    assert not [g for g in other if "(packaging-version-parts-before-20)" in g.message]
