@@ -438,3 +438,18 @@ def test_version_parts_of_an_old_packaging_are_its_release():
     assert f.fix.startswith("pip install -U 'packaging>=20.0'")
     other = findings(scan_bytes("AttributeError: 'LegacyVersion' object has no attribute 'major'\n"))
     assert not [g for g in other if "(packaging-version-parts-before-20)" in g.message]
+
+
+def test_flash_attention_2_refused_by_transformers_names_sdpa():
+    full = (
+        "ImportError: FlashAttention2 has been toggled on, but it cannot be used due to the following error: "
+        "the package flash_attn seems to be not installed. Please refer to the documentation of "
+        "https://huggingface.co/docs/transformers/perf_infer_gpu_one#flashattention-2 "
+        "to install Flash Attention 2.\n"
+    )
+    for line in (full, "ImportError: FlashAttention2 has been toggled on, but it cannot be used\n"):
+        f = _first(line)
+        assert f.severity.value == "error" and "(flash-attention-2-requested-unusable)" in f.message
+        assert 'attn_implementation="sdpa"' in f.fix
+    quiet = findings(scan_bytes("Using FlashAttention2 for the attention layers\n"))
+    assert not [g for g in quiet if "(flash-attention-2-requested-unusable)" in g.message]
