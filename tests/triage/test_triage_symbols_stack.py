@@ -355,3 +355,43 @@ def test_a_framework_does_not_own_the_stacks_class_names() -> None:
     log = "TypeError: DPOTrainer.__init__() got an unexpected keyword argument 'loss_type'\n"
     (f,) = [f for f in _drift(log) if f.rule == "TRI009"]
     assert "removed in trl 0.13.0" in f.message
+
+
+def test_a_compiled_modules_names_its_releases_code_reads_are_the_releases(
+    derive: ModuleType, tmp_path: Path
+) -> None:
+    """The stubs lag the compiled module: torch._C._cuda_hasPrimaryContext is in every CUDA build
+    torch's own code reads it from, in torch/_C/__init__.pyi only from 2.15. A name the release's
+    Python reads there (``torch._C.X``, ``from torch._C._sub import X``) is that release's."""
+    whl = _wheel(
+        tmp_path,
+        "torch",
+        "2.4.0",
+        {
+            "torch/__init__.py": "from torch._C import *\n",
+            "torch/_C/__init__.pyi": "def _cuda_getDeviceCount() -> int: ...\n",
+            "torch/_C/_distributed_c10d.pyi": "class ProcessGroupGloo: ...\n",
+            "torch/cuda/__init__.py": (
+                "import torch\nfrom torch._C import _cuda_isInBadFork, _cuda_getDeviceCount\n"
+                "def f():\n    return torch._C._cuda_hasPrimaryContext(0), torch._C._TensorBase.foo\n"
+                "from torch._C._distributed_c10d import ProcessGroupNCCL as PG\n"
+            ),
+        },
+    )
+    rel = derive.read_release(whl, ("torch",), derive.FactsCache(None), stubs=True)
+    assert {"_cuda_getDeviceCount", "_cuda_hasPrimaryContext", "_cuda_isInBadFork", "_TensorBase"} <= (
+        rel.modules["torch._C"].names
+    )
+    assert "foo" not in rel.modules["torch._C"].names
+    assert {"ProcessGroupGloo", "ProcessGroupNCCL"} <= rel.modules["torch._C._distributed_c10d"].names
+
+
+def test_a_compiled_name_the_stubs_gained_late_is_not_drift() -> None:
+    """torch._C._set_torch_function_state: read by torch's Python from 2.6, in the stubs from 2.15
+    only; a CPU build or a mismatched extension lacking it on torch 2.8 is not 'added in 2.15'."""
+    _need("torch")
+    fs = _drift(
+        "[pip3] torch==2.8.0\n"
+        "AttributeError: module 'torch._C' has no attribute '_set_torch_function_state'\n"
+    )
+    assert not any("2.15" in f.fix for f in fs)
