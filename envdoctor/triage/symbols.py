@@ -233,7 +233,9 @@ def _import(msg: str, only: str | None, shown: dict[str, str]) -> Verdict | None
             return None
         scope = h.module(module)
         first = name.split(".")[0]
-        return Verdict(h.package, f"{module}.{first}", h.releases, h.name(module, first), scope)
+        v = Verdict(h.package, f"{module}.{first}", h.releases, h.name(module, first), scope)
+        v.changed = _moved(h, module, first, v.works)
+        return v
     m = boundary._NO_MODULE.search(msg)
     if m is not None:
         module = m.group("module")
@@ -246,6 +248,19 @@ def _import(msg: str, only: str | None, shown: dict[str, str]) -> Verdict | None
     if m is None:
         return None
     return _distinctive_name(m.group("name"), only, shown)
+
+
+def _moved(h: History, module: str, name: str, have: int) -> str:
+    """``moved to triton.runtime.cache in triton 3.5.0``: the release after the module's last one
+    with ``name`` binds it in another module of the package (still importable from there); ""
+    where it does not (removed) or the module still has it in the newest release."""
+    last = have.bit_length() - 1
+    if last < 0 or last >= len(h.releases) - 1:
+        return ""
+    after = 1 << (last + 1)
+    _, where = h.name_anywhere(name)
+    there = sorted(m for m in where if m != module and h.name(m, name) & after and h.defines(m, name))
+    return f"moved to {there[0]} in {h.package} {h.releases[last + 1]}" if there else ""
 
 
 def _changes(h: History, have: int, scope: int, shown: str | None) -> bool:

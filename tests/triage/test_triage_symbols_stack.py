@@ -159,7 +159,8 @@ def test_the_historys_fact_survives_redaction() -> None:
     _need("triton")
     (f,) = _drift(INDUCTOR)
     for text in (f.message, f.fix):
-        assert "triton.compiler.compiler.triton_key — removed in triton 3.5.0" in redact(text)
+        fact = "triton.compiler.compiler.triton_key — moved to triton.runtime.cache in triton 3.5.0"
+        assert fact in redact(text)
 
 
 def test_triton_under_the_torch_the_log_shows_gets_torchs_pin() -> None:
@@ -395,3 +396,15 @@ def test_a_compiled_name_the_stubs_gained_late_is_not_drift() -> None:
         "AttributeError: module 'torch._C' has no attribute '_set_torch_function_state'\n"
     )
     assert not any("2.15" in f.fix for f in fs)
+
+
+def test_a_name_that_moved_to_another_module_is_said_moved() -> None:
+    """triton 3.5.0 took triton_key out of triton.compiler.compiler into triton.runtime.cache: still
+    importable there, so the fact names where it went, not 'removed'."""
+    _need("triton")
+    (f,) = _drift(INDUCTOR)
+    assert "triton_key — moved to triton.runtime.cache in triton 3.5.0" in f.message
+    assert "removed in triton" not in f.message
+    # a name no module has after its last release is still 'removed'
+    (g,) = _drift("ImportError: cannot import name 'int4_weight_only' from 'torchao.quantization'\n")
+    assert "moved to" not in g.message
