@@ -770,7 +770,9 @@ def pin_fix(caller: str | None, v: Verdict, have: dict[str, str]) -> tuple[str, 
     (or is past the history); None where A's version is not shown or A does not pin B."""
     if caller is None or caller not in have:
         return None
-    spec = pinned(caller, have[caller], v.package)
+    # a CUDA build's local tag (torch 2.5.1+cu124): the same Requires-Dist as the index's wheel;
+    # ROCm's and CPU's builds pin other packages (pytorch-triton-rocm, none), so they keep theirs
+    spec = pinned(caller, re.sub(r"\+cu\d+$", "", have[caller]), v.package)
     if spec is None:
         return None
     exact = spec[2:] if spec.startswith("==") and "," not in spec and "*" not in spec else None

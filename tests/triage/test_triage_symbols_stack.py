@@ -408,3 +408,15 @@ def test_a_name_that_moved_to_another_module_is_said_moved() -> None:
     # a name no module has after its last release is still 'removed'
     (g,) = _drift("ImportError: cannot import name 'int4_weight_only' from 'torchao.quantization'\n")
     assert "moved to" not in g.message
+
+
+def test_a_cuda_builds_torch_gets_the_indexs_pin_and_rocms_does_not() -> None:
+    """pip lists torch 2.5.1+cu124 from PyTorch's index: the same Requires-Dist on triton as
+    PyPI's 2.5.1; a ROCm build requires pytorch-triton-rocm instead, so no triton pin is named."""
+    _need("triton")
+    if not symbol_history.pinned("torch", "2.5.1", "triton"):
+        pytest.skip("no pins shipped")
+    (f,) = _drift("[pip3] torch==2.5.1+cu124\n" + INDUCTOR)
+    assert f.fix.startswith("pip install 'triton==3.1.0' (torch 2.5.1+cu124 requires triton==3.1.0")
+    (g,) = _drift("[pip3] torch==2.5.1+rocm6.2\n" + INDUCTOR)
+    assert "triton==3.1.0" not in g.fix
