@@ -499,6 +499,7 @@ class FactsCache:
 
 #: ``torch._C._distributed_c10d.ProcessGroupNCCL``, ``from torch._C import _cuda_getDeviceCount``
 _COMPILED_REF = re.compile(rb"\b(torch\._C(?:\.\w+)+)")
+_TOP_REF = re.compile(rb"(?<![\w.'\"])torch\.([A-Za-z_]\w*)\b")
 _COMPILED_FROM = re.compile(rb"^\s*from (torch\._C(?:\.\w+)*) import \(?([\w ,]+)", re.M)
 
 
@@ -533,6 +534,7 @@ def read_release(
     packages: set[str] = set()
     compiled: set[str] = set()  # the modules read from their stubs
     used: set[str] = set()  # ``torch._C.X`` as the release's own Python spells it
+    top: set[str] = set()  # and ``torch.X``
     with zipfile.ZipFile(archive) as zf:
         listed = zf.namelist()
         present = set(listed)
@@ -555,9 +557,14 @@ def read_release(
                 compiled.add(module)
             elif stubs:
                 used.update(_compiled_refs(src))
-    for module, name in _compiled_names(used, compiled):
+                top.update(m.decode() for m in _TOP_REF.findall(src))
+    found = list(_compiled_names(used, compiled))
+    found += [(root, name) for root in roots if root in modules for name in top]
+    for module, name in found:
         # the stubs lag the compiled module (torch._C._cuda_hasPrimaryContext: in every CUDA build,
-        # in the stubs from 2.15): a name the release's own code reads there is the release's
+        # in the stubs from 2.15; torch.float8_e4m3fn: in 2.1, stubbed from 2.2), and the package's
+        # module __getattr__ serves names no file binds (torch.has_cuda from 2.1): a name the
+        # release's own code reads there is the release's
         modules[module] = replace(modules[module], names=modules[module].names | {name})
     for m in list(modules):  # packages without an __init__.py (namespace packages)
         parent = m.rsplit(".", 1)[0]

@@ -420,3 +420,19 @@ def test_a_cuda_builds_torch_gets_the_indexs_pin_and_rocms_does_not() -> None:
     assert f.fix.startswith("pip install 'triton==3.1.0' (torch 2.5.1+cu124 requires triton==3.1.0")
     (g,) = _drift("[pip3] torch==2.5.1+rocm6.2\n" + INDUCTOR)
     assert "triton==3.1.0" not in g.fix
+
+
+def test_a_dtype_the_stubs_gained_a_release_late_is_dated_by_the_releases_code() -> None:
+    """torch.float8_e4m3fn came in torch 2.1.0 (its own Python reads it there), in the stubs from
+    2.2.0 (tomorrow1238/Ultraman#10, hiyouga/LlamaFactory#4958: torch 1.12.1 / 2.0.0)."""
+    _need("torch")
+    (f,) = _drift("[pip3] torch==2.0.0\nAttributeError: module 'torch' has no attribute 'float8_e4m3fn'\n")
+    assert f.rule == "TRI009" and f.fix.startswith("pip install 'torch>=2.1.0'")
+
+
+def test_a_name_the_packages_getattr_serves_is_not_removed() -> None:
+    """torch.has_cuda: bound in torch/__init__.py up to 2.0, served by its module __getattr__
+    (deprecated) from 2.1: not 'removed in torch 2.1.0'."""
+    _need("torch")
+    fs = _drift("[pip3] torch==2.5.1\nAttributeError: module 'torch' has no attribute 'has_cuda'\n")
+    assert not any("removed in torch" in f.message for f in fs)
