@@ -296,7 +296,13 @@ def _object(msg: str, only: str | None, shown: dict[str, str]) -> Verdict | None
     m = boundary._OBJECT_ATTR.search(msg)
     if m is None or boundary._MODULE_ATTR.search(msg):
         return None
-    cls, attr = m.group("obj").rsplit(".", 1)[-1], m.group("attr")
+    obj = m.group("obj")
+    cls, attr = obj.rsplit(".", 1)[-1], m.group("attr")
+    if "." in obj:  # a compiled class names its package ('torch.dtype'): no other package's class
+        owner = _package_of(obj)
+        if owner is None or only not in (None, owner):
+            return None
+        only = owner
     if cls in _BUILTIN or boundary.OBJECTS.get(cls) not in (None, *packages()):
         return None  # a builtin, or a class of a package without a history (torch's Tensor)
     found: list[Verdict] = []

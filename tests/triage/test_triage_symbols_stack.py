@@ -436,3 +436,16 @@ def test_a_name_the_packages_getattr_serves_is_not_removed() -> None:
     _need("torch")
     fs = _drift("[pip3] torch==2.5.1\nAttributeError: module 'torch' has no attribute 'has_cuda'\n")
     assert not any("removed in torch" in f.message for f in fs)
+
+
+def test_a_compiled_class_named_with_its_package_is_not_another_packages_class() -> None:
+    """torch 2.0's ``'torch.dtype' object has no attribute 'itemsize'`` (added in torch 2.1) was
+    read as triton.language's ``dtype`` class (``pip install 'triton>=3.4.0'``): the class's
+    package is the one its qualified name names."""
+    _need("triton")
+    fs = _drift(
+        "[pip3] torch==2.0.1\nTraceback (most recent call last):\n"
+        '  File "/home/u/train.py", line 3, in <module>\n    n = t.dtype.itemsize\n'
+        "AttributeError: 'torch.dtype' object has no attribute 'itemsize'\n"
+    )
+    assert not any("triton" in f.message for f in fs)
