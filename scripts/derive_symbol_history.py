@@ -67,7 +67,7 @@ import sys
 import urllib.request
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -497,6 +497,34 @@ class FactsCache:
             self.dirty = False
 
 
+#: ``torch._C._distributed_c10d.ProcessGroupNCCL``, ``from torch._C import _cuda_getDeviceCount``
+_COMPILED_REF = re.compile(rb"\b(torch\._C(?:\.\w+)+)")
+_TOP_REF = re.compile(rb"(?<![\w.'\"])torch\.([A-Za-z_]\w*)\b")
+_COMPILED_FROM = re.compile(rb"^\s*from (torch\._C(?:\.\w+)*) import \(?([\w ,]+)", re.M)
+
+
+def _compiled_refs(src: bytes) -> Iterator[str]:
+    """The dotted ``torch._C`` names ``src`` reads (``from torch._C import a, b`` as ``torch._C.a``)."""
+    yield from (m.decode() for m in _COMPILED_REF.findall(src))
+    for module, names in _COMPILED_FROM.findall(src):
+        for name in names.decode().split(","):
+            name = name.strip().split(" ")[0]
+            if name.isidentifier():
+                yield f"{module.decode()}.{name}"
+
+
+def _compiled_names(refs: Iterable[str], compiled: set[str]) -> Iterator[tuple[str, str]]:
+    """``(compiled module, name)`` of each dotted reference: the longest compiled module it starts
+    with, and the name after it."""
+    for ref in refs:
+        parts = ref.split(".")
+        for cut in range(len(parts) - 1, 1, -1):
+            module = ".".join(parts[:cut])
+            if module in compiled:
+                yield module, parts[cut]
+                break
+
+
 def read_release(
     archive: Path, roots: tuple[str, ...], cache: FactsCache, skip: tuple[str, ...] = (), stubs: bool = False
 ) -> ReleaseFacts:
@@ -504,6 +532,9 @@ def read_release(
     with ``stubs``, a ``.pyi`` without its ``.py``: the names of a compiled module, ``torch._C``)."""
     modules: dict[str, FileFacts] = {}
     packages: set[str] = set()
+    compiled: set[str] = set()  # the modules read from their stubs
+    used: set[str] = set()  # ``torch._C.X`` as the release's own Python spells it
+    top: set[str] = set()  # and ``torch.X``
     with zipfile.ZipFile(archive) as zf:
         listed = zf.namelist()
         present = set(listed)
@@ -520,7 +551,21 @@ def read_release(
                 continue
             if is_init:
                 packages.add(module)
-            modules[module] = cache.get(zf.read(name), is_init)
+            src = zf.read(name)
+            modules[module] = cache.get(src, is_init)
+            if stub:
+                compiled.add(module)
+            elif stubs:
+                used.update(_compiled_refs(src))
+                top.update(m.decode() for m in _TOP_REF.findall(src))
+    found = list(_compiled_names(used, compiled))
+    found += [(root, name) for root in roots if root in modules for name in top]
+    for module, name in found:
+        # the stubs lag the compiled module (torch._C._cuda_hasPrimaryContext: in every CUDA build,
+        # in the stubs from 2.15; torch.float8_e4m3fn: in 2.1, stubbed from 2.2), and the package's
+        # module __getattr__ serves names no file binds (torch.has_cuda from 2.1): a name the
+        # release's own code reads there is the release's
+        modules[module] = replace(modules[module], names=modules[module].names | {name})
     for m in list(modules):  # packages without an __init__.py (namespace packages)
         parent = m.rsplit(".", 1)[0]
         while "." in m and parent not in modules:

@@ -233,7 +233,9 @@ def _import(msg: str, only: str | None, shown: dict[str, str]) -> Verdict | None
             return None
         scope = h.module(module)
         first = name.split(".")[0]
-        return Verdict(h.package, f"{module}.{first}", h.releases, h.name(module, first), scope)
+        v = Verdict(h.package, f"{module}.{first}", h.releases, h.name(module, first), scope)
+        v.changed = _moved(h, module, first, v.works)
+        return v
     m = boundary._NO_MODULE.search(msg)
     if m is not None:
         module = m.group("module")
@@ -246,6 +248,19 @@ def _import(msg: str, only: str | None, shown: dict[str, str]) -> Verdict | None
     if m is None:
         return None
     return _distinctive_name(m.group("name"), only, shown)
+
+
+def _moved(h: History, module: str, name: str, have: int) -> str:
+    """``moved to triton.runtime.cache in triton 3.5.0``: the release after the module's last one
+    with ``name`` binds it in another module of the package (still importable from there); ""
+    where it does not (removed) or the module still has it in the newest release."""
+    last = have.bit_length() - 1
+    if last < 0 or last >= len(h.releases) - 1:
+        return ""
+    after = 1 << (last + 1)
+    _, where = h.name_anywhere(name)
+    there = sorted(m for m in where if m != module and h.name(m, name) & after and h.defines(m, name))
+    return f"moved to {there[0]} in {h.package} {h.releases[last + 1]}" if there else ""
 
 
 def _changes(h: History, have: int, scope: int, shown: str | None) -> bool:
@@ -281,7 +296,13 @@ def _object(msg: str, only: str | None, shown: dict[str, str]) -> Verdict | None
     m = boundary._OBJECT_ATTR.search(msg)
     if m is None or boundary._MODULE_ATTR.search(msg):
         return None
-    cls, attr = m.group("obj").rsplit(".", 1)[-1], m.group("attr")
+    obj = m.group("obj")
+    cls, attr = obj.rsplit(".", 1)[-1], m.group("attr")
+    if "." in obj:  # a compiled class names its package ('torch.dtype'): no other package's class
+        owner = _package_of(obj)
+        if owner is None or only not in (None, owner):
+            return None
+        only = owner
     if cls in _BUILTIN or boundary.OBJECTS.get(cls) not in (None, *packages()):
         return None  # a builtin, or a class of a package without a history (torch's Tensor)
     found: list[Verdict] = []
@@ -755,7 +776,9 @@ def pin_fix(caller: str | None, v: Verdict, have: dict[str, str]) -> tuple[str, 
     (or is past the history); None where A's version is not shown or A does not pin B."""
     if caller is None or caller not in have:
         return None
-    spec = pinned(caller, have[caller], v.package)
+    # a CUDA build's local tag (torch 2.5.1+cu124): the same Requires-Dist as the index's wheel;
+    # ROCm's and CPU's builds pin other packages (pytorch-triton-rocm, none), so they keep theirs
+    spec = pinned(caller, re.sub(r"\+cu\d+$", "", have[caller]), v.package)
     if spec is None:
         return None
     exact = spec[2:] if spec.startswith("==") and "," not in spec and "*" not in spec else None

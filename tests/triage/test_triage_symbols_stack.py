@@ -159,7 +159,8 @@ def test_the_historys_fact_survives_redaction() -> None:
     _need("triton")
     (f,) = _drift(INDUCTOR)
     for text in (f.message, f.fix):
-        assert "triton.compiler.compiler.triton_key — removed in triton 3.5.0" in redact(text)
+        fact = "triton.compiler.compiler.triton_key — moved to triton.runtime.cache in triton 3.5.0"
+        assert fact in redact(text)
 
 
 def test_triton_under_the_torch_the_log_shows_gets_torchs_pin() -> None:
@@ -355,3 +356,96 @@ def test_a_framework_does_not_own_the_stacks_class_names() -> None:
     log = "TypeError: DPOTrainer.__init__() got an unexpected keyword argument 'loss_type'\n"
     (f,) = [f for f in _drift(log) if f.rule == "TRI009"]
     assert "removed in trl 0.13.0" in f.message
+
+
+def test_a_compiled_modules_names_its_releases_code_reads_are_the_releases(
+    derive: ModuleType, tmp_path: Path
+) -> None:
+    """The stubs lag the compiled module: torch._C._cuda_hasPrimaryContext is in every CUDA build
+    torch's own code reads it from, in torch/_C/__init__.pyi only from 2.15. A name the release's
+    Python reads there (``torch._C.X``, ``from torch._C._sub import X``) is that release's."""
+    whl = _wheel(
+        tmp_path,
+        "torch",
+        "2.4.0",
+        {
+            "torch/__init__.py": "from torch._C import *\n",
+            "torch/_C/__init__.pyi": "def _cuda_getDeviceCount() -> int: ...\n",
+            "torch/_C/_distributed_c10d.pyi": "class ProcessGroupGloo: ...\n",
+            "torch/cuda/__init__.py": (
+                "import torch\nfrom torch._C import _cuda_isInBadFork, _cuda_getDeviceCount\n"
+                "def f():\n    return torch._C._cuda_hasPrimaryContext(0), torch._C._TensorBase.foo\n"
+                "from torch._C._distributed_c10d import ProcessGroupNCCL as PG\n"
+            ),
+        },
+    )
+    rel = derive.read_release(whl, ("torch",), derive.FactsCache(None), stubs=True)
+    assert {"_cuda_getDeviceCount", "_cuda_hasPrimaryContext", "_cuda_isInBadFork", "_TensorBase"} <= (
+        rel.modules["torch._C"].names
+    )
+    assert "foo" not in rel.modules["torch._C"].names
+    assert {"ProcessGroupGloo", "ProcessGroupNCCL"} <= rel.modules["torch._C._distributed_c10d"].names
+
+
+def test_a_compiled_name_the_stubs_gained_late_is_not_drift() -> None:
+    """torch._C._set_torch_function_state: read by torch's Python from 2.6, in the stubs from 2.15
+    only; a CPU build or a mismatched extension lacking it on torch 2.8 is not 'added in 2.15'."""
+    _need("torch")
+    fs = _drift(
+        "[pip3] torch==2.8.0\n"
+        "AttributeError: module 'torch._C' has no attribute '_set_torch_function_state'\n"
+    )
+    assert not any("2.15" in f.fix for f in fs)
+
+
+def test_a_name_that_moved_to_another_module_is_said_moved() -> None:
+    """triton 3.5.0 took triton_key out of triton.compiler.compiler into triton.runtime.cache: still
+    importable there, so the fact names where it went, not 'removed'."""
+    _need("triton")
+    (f,) = _drift(INDUCTOR)
+    assert "triton_key — moved to triton.runtime.cache in triton 3.5.0" in f.message
+    assert "removed in triton" not in f.message
+    # a name no module has after its last release is still 'removed'
+    (g,) = _drift("ImportError: cannot import name 'int4_weight_only' from 'torchao.quantization'\n")
+    assert "moved to" not in g.message
+
+
+def test_a_cuda_builds_torch_gets_the_indexs_pin_and_rocms_does_not() -> None:
+    """pip lists torch 2.5.1+cu124 from PyTorch's index: the same Requires-Dist on triton as
+    PyPI's 2.5.1; a ROCm build requires pytorch-triton-rocm instead, so no triton pin is named."""
+    _need("triton")
+    if not symbol_history.pinned("torch", "2.5.1", "triton"):
+        pytest.skip("no pins shipped")
+    (f,) = _drift("[pip3] torch==2.5.1+cu124\n" + INDUCTOR)
+    assert f.fix.startswith("pip install 'triton==3.1.0' (torch 2.5.1+cu124 requires triton==3.1.0")
+    (g,) = _drift("[pip3] torch==2.5.1+rocm6.2\n" + INDUCTOR)
+    assert "triton==3.1.0" not in g.fix
+
+
+def test_a_dtype_the_stubs_gained_a_release_late_is_dated_by_the_releases_code() -> None:
+    """torch.float8_e4m3fn came in torch 2.1.0 (its own Python reads it there), in the stubs from
+    2.2.0 (tomorrow1238/Ultraman#10, hiyouga/LlamaFactory#4958: torch 1.12.1 / 2.0.0)."""
+    _need("torch")
+    (f,) = _drift("[pip3] torch==2.0.0\nAttributeError: module 'torch' has no attribute 'float8_e4m3fn'\n")
+    assert f.rule == "TRI009" and f.fix.startswith("pip install 'torch>=2.1.0'")
+
+
+def test_a_name_the_packages_getattr_serves_is_not_removed() -> None:
+    """torch.has_cuda: bound in torch/__init__.py up to 2.0, served by its module __getattr__
+    (deprecated) from 2.1: not 'removed in torch 2.1.0'."""
+    _need("torch")
+    fs = _drift("[pip3] torch==2.5.1\nAttributeError: module 'torch' has no attribute 'has_cuda'\n")
+    assert not any("removed in torch" in f.message for f in fs)
+
+
+def test_a_compiled_class_named_with_its_package_is_not_another_packages_class() -> None:
+    """torch 2.0's ``'torch.dtype' object has no attribute 'itemsize'`` (added in torch 2.1) was
+    read as triton.language's ``dtype`` class (``pip install 'triton>=3.4.0'``): the class's
+    package is the one its qualified name names."""
+    _need("triton")
+    fs = _drift(
+        "[pip3] torch==2.0.1\nTraceback (most recent call last):\n"
+        '  File "/home/u/train.py", line 3, in <module>\n    n = t.dtype.itemsize\n'
+        "AttributeError: 'torch.dtype' object has no attribute 'itemsize'\n"
+    )
+    assert not any("triton" in f.message for f in fs)
