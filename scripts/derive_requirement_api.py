@@ -206,8 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     path = ROOT / "rules" / "knowledge" / OUT
     old = path.read_text() if path.is_file() else None
     new = render(derive(trls, histories), dt.date.today().isoformat())
+
     def body(text: str | None) -> str | None:
-        return None if text is None else "\n".join(ln for ln in text.splitlines() if not ln.startswith("checked:"))
+        return (
+            None
+            if text is None
+            else "\n".join(ln for ln in text.splitlines() if not ln.startswith("checked:"))
+        )
 
     same = body(old) == body(new)
     if args.check:
