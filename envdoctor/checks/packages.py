@@ -16,7 +16,7 @@ from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.findings import Remedy, Severity
 from envdoctor.knowledge import release_said
-from envdoctor.knowledge.requirements import harmless, marker_env, requirement_lines, weight
+from envdoctor.knowledge.requirements import api_verdict, harmless, marker_env, requirement_lines, weight
 
 #: Distributions whose requirements are checked (the training stack): the resolver's list.
 CHECKED = SOURCES
@@ -239,6 +239,41 @@ def _mismatch(
             fix += f"  # or keep {target} {installed}: {alt}"
     origin = " (its curated pin: this snapshot has no Requires-Dist)" if curated else ""
     head = f"{who} {pkg.version} requires {target}{spec}{origin}, installed {target} {installed}"
+    api = _api_judges(ctx, src, pkg.version, target, installed, spec, kind, entry)
+    if api is not None:
+        read = api["judged"][0] if len(api["judged"]) == 1 else " and ".join(api["judged"])
+        read = f"{src} {read}" + (
+            "" if len(api["judged"]) == 1 else f", the scanned releases around {pkg.version}"
+        )
+    if api is not None and api["lacks"]:
+        names = ", ".join(_import_line(n) for n in api["lacks"][:3])
+        more = f" (and {len(api['lacks']) - 3} more)" if len(api["lacks"]) > 3 else ""
+        return hit(
+            f"{head} → {src} {pkg.version} imports what {target} {installed} lacks, on the way to "
+            f"GRPOTrainer: {names}{more} (module-level imports of the modules `from {src} import "
+            f"GRPOTrainer` loads, read in the wheel of {read} and checked "
+            f"against {target}'s releases: rules/knowledge/requirement_api.yaml) → ImportError at start",
+            fix=fix,
+            requirement=line,
+            installed=installed,
+            weight=kind,
+            lacks=api["lacks"],
+            remedy=remedy,
+        )
+    if api is not None:
+        return hit(
+            f"{head} (a warning: pip check reports it, but every name ({api['names']}) that the "
+            f"modules `from {src} import GRPOTrainer` loads import from {target} "
+            f"(read in the wheel of {read}) is "
+            f"in {target} {installed} (rules/knowledge/requirement_api.yaml); a floor is often "
+            "raised for a newer feature, not a break)",
+            fix=fix,
+            severity="warning",
+            requirement=line,
+            installed=installed,
+            weight=kind,
+            remedy=remedy,
+        )
     if entry is not None and (kind == "binds" or kind == "imports" and entry.get("version_checked")):
         return hit(
             f"{head} → {src}: {entry['why']}" if kind == "binds" else f"{head} → {entry['why']}",
@@ -267,6 +302,33 @@ def _mismatch(
         weight="other",
         remedy=remedy,
     )
+
+
+def _api_judges(
+    ctx: Context,
+    src: str,
+    version: str,
+    target: str,
+    installed: str,
+    spec: str,
+    kind: str,
+    entry: dict[str, Any] | None,
+) -> dict[str, Any] | None:
+    """The API verdict on an unmet floor of a requirement the run imports (api_verdict), read
+    only here: a floor (``>=``) the installed release is below, and nothing else of the range unmet.
+    None for another kind of mismatch, or where the data does not cover the pair."""
+    if kind != "imports" or entry is None or not entry.get("version_checked"):
+        return None
+    unmet = [c for c in spec.split(",") if c.strip() and versions.satisfies(installed, c.strip()) is False]
+    if not unmet or any(not c.strip().startswith((">=", ">")) for c in unmet):
+        return None
+    return api_verdict(ctx.kb, src, version, target, installed)
+
+
+def _import_line(name: str) -> str:
+    """``transformers.utils:is_rich_available`` -> ``from transformers.utils import is_rich_available``."""
+    module, _, attr = name.partition(":")
+    return f"`from {module} import {attr}`" if attr else f"`import {module}`"
 
 
 @rule("PKG004")

@@ -40,6 +40,7 @@ class Knowledge:
         "import_names": "import_names.yaml",
         "import_shadow": "import_shadow.yaml",
         "vllm_api": "vllm_api.yaml",
+        "requirement_api": "requirement_api.yaml",
         "wrappers": "wrappers.yaml",
         "frameworks": "frameworks.yaml",
     }

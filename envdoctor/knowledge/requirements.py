@@ -92,3 +92,55 @@ def marker_env(python: str) -> dict[str, str]:
         env["python_version"] = f"{v.release[0]}.{v.release[1]}"
         env["python_full_version"] = v.public
     return env
+
+
+def _judged(scanned: list[str], version: str) -> list[str]:
+    """The scanned importer releases that judge ``version``: itself, else the scanned release
+    below and the one above it (a patch release or a development build between two scanned ones
+    is judged by both neighbours); none outside the scanned span."""
+    v = versions.parse(version)
+    order = sorted((p, s) for s in scanned if (p := versions.parse(s)) is not None)
+    if v is None or not order:
+        return []
+    exact = [s for p, s in order if p == v]
+    if exact:
+        return exact[:1]
+    below = [s for p, s in order if p < v][-1:]
+    above = [s for p, s in order if p > v][:1]
+    return below + above if below and above else []
+
+
+def api_verdict(
+    kb: Knowledge, src: str, src_version: str, target: str, installed: str
+) -> dict[str, Any] | None:
+    """What rules/knowledge/requirement_api.yaml (scripts/derive_requirement_api.py) says of
+    ``src`` ``src_version`` beside ``target`` ``installed``: ``{"lacks": [names], "judged": [...]}``
+    where every judging release of ``src`` imports a name, on GRPO's import path, that the
+    installed release lacks (an ImportError at start); ``{"lacks": [], "names": n, ...}`` where
+    every name each judging release imports is there; None where the data does not cover the
+    pair (a release outside it, or the judging releases disagree). Read only when asked."""
+    api = kb.requirement_api
+    rows = (api.get("importers") or {}).get(src) or {}
+    if installed not in ((api.get("scanned") or {}).get(target) or ()):
+        return None
+    judged = _judged([str(r) for r in rows], src_version)
+    verdicts: list[tuple[list[str], int]] = []
+    for release in judged:
+        row = ((rows.get(release) or {}).get(target)) or {}
+        if not row or row.get("unknown"):
+            return None
+        lacking = row.get("lacking") or {}
+        missing = [
+            name
+            for name, specs in lacking.items()
+            if any(versions.satisfies(installed, str(spec)) is True for spec in specs)
+        ]
+        verdicts.append((missing, int(row.get("names") or 0)))
+    if not verdicts:
+        return None
+    if all(missing for missing, _ in verdicts):
+        names = sorted({n for missing, _ in verdicts for n in missing})
+        return {"lacks": names, "judged": judged}
+    if any(missing for missing, _ in verdicts):
+        return None  # the neighbours disagree: no evidence either way
+    return {"lacks": [], "names": max(n for _, n in verdicts), "judged": judged}

@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Derive which names TRL imports from its requirements on GRPO's import path (maintainer command).
+
+For every TRL wheel in the cache (the folder scripts/refresh_knowledge.py fills: ``CACHE/trl/``;
+nothing installed, nothing imported) it reads, with ``zipfile`` and ``ast``, the import closure of
+``from trl import GRPOTrainer``: ``trl/__init__.py``, ``trl/trainer/__init__.py``,
+``grpo_trainer.py`` and ``grpo_config.py``, then every TRL module these import at module level
+(a lazy package's name followed to the submodule that defines it), each parent package too. In
+each module of that closure it keeps the imports from a requirement (transformers, accelerate,
+datasets) that run unconditionally when the module loads (top-level statements outside any
+``if`` / ``try``: a guarded or fallback import may never run, so it is no evidence), and checks each
+``from MODULE import NAME`` (and ``import MODULE``) against the requirement's symbol history
+(rules/knowledge/symbols/, scripts/derive_symbol_history.py). It writes
+``rules/knowledge/requirement_api.yaml``: per TRL release and requirement, how many names it imports
+and, for each name some scanned release of the requirement lacks, those releases (as specifiers
+over the history's releases). PKG004 reads it to judge an unmet floor: a name the installed
+requirement lacks is an ImportError on the way to the first step (an error, named); every name
+there is pip check's complaint only (a warning).
+
+Usage:
+    python scripts/derive_requirement_api.py --cache /tmp/sig13/wheels           # write
+    python scripts/derive_requirement_api.py --cache /tmp/sig13/wheels --check   # exit 1 on change
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime as dt
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from sibling import load as _load  # noqa: E402
+
+rk = _load("refresh_knowledge")
+
+#: the requirements whose floors TRL declares and GRPO's path imports (rules/knowledge/requirements.yaml)
+TARGETS = ("transformers", "accelerate", "datasets")
+#: the modules ``from trl import GRPOTrainer`` loads first (TRL's lazy modules resolve the name there)
+SEEDS = ("trl", "trl.trainer", "trl.trainer.grpo_trainer", "trl.trainer.grpo_config")
+OUT = "requirement_api.yaml"
+
+
+def _module_of(path: str) -> tuple[str, bool]:
+    """``trl/trainer/__init__.py`` -> ``("trl.trainer", True)``."""
+    base = path[: -len(".py")]
+    if base.endswith("/__init__"):
+        return base[: -len("/__init__")].replace("/", "."), True
+    return base.replace("/", "."), False
+
+
+def _unconditional(tree: ast.Module) -> Iterable[ast.stmt]:
+    """The module's top-level statements that run whenever it loads (not inside if / try / with)."""
+    return [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+
+
+def _binds(tree: ast.Module, name: str) -> bool:
+    bound, _, _ = rk._top_level_names(tree, "", False)
+    return name in bound
+
+
+def closure(rel: Any) -> tuple[list[str], list[tuple[str, str, str | None]]]:
+    """``(modules, imports)``: the TRL modules GRPO's import loads, and the unconditional imports
+    from a target in them: ``(target, module, name or None for import MODULE)``."""
+    paths = {_module_of(p)[0]: p for p in rel.files if p.startswith("trl/") and p.endswith(".py")}
+    seen: set[str] = set()
+    queue = [m for m in SEEDS if m in paths]
+    found: set[tuple[str, str, str | None]] = set()
+
+    def add(module: str) -> None:
+        parts = module.split(".")
+        for i in range(1, len(parts) + 1):  # a module's parent packages load first
+            m = ".".join(parts[:i])
+            if m in paths and m not in seen and m not in queue:
+                queue.append(m)
+
+    while queue:
+        module = queue.pop(0)
+        seen.add(module)
+        path = paths[module]
+        is_pkg = path.endswith("/__init__.py")
+        tree = rk._parse(rel.files[path])
+        if tree is None:
+            continue
+        for s in _unconditional(tree):
+            if isinstance(s, ast.Import):
+                for a in s.names:
+                    top = a.name.split(".")[0]
+                    if top == "trl":
+                        add(a.name)
+                    elif top in TARGETS and "." in a.name:
+                        found.add((top, a.name, None))
+                continue
+            src = rk._resolve(module, is_pkg, s.level, s.module)
+            top = src.split(".")[0]
+            if top == "trl":
+                add(src)
+                for a in s.names:
+                    if a.name == "*":
+                        continue
+                    if f"{src}.{a.name}" in paths:
+                        add(f"{src}.{a.name}")
+                    elif src in paths and paths[src].endswith("/__init__.py"):
+                        add_lazy(src, a.name, paths, rel, add)
+            elif top in TARGETS:
+                found |= {(top, src, a.name) for a in s.names if a.name != "*"}
+    return sorted(seen), sorted(found, key=lambda t: (t[0], t[1], t[2] or ""))
+
+
+def add_lazy(package: str, name: str, paths: Mapping[str, str], rel: Any, add: Any) -> None:
+    """``from trl.models import X`` where the package's ``__init__`` does not bind ``X`` itself (a
+    lazy module): the direct submodule that defines ``X`` loads."""
+    init = rk._parse(rel.files[paths[package]])
+    if init is not None and _binds(init, name):
+        return
+    for module, path in sorted(paths.items()):
+        if module.rsplit(".", 1)[0] != package or path.endswith("/__init__.py"):
+            continue
+        tree = rk._parse(rel.files[path])
+        if tree is not None and any(
+            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
+            for n in tree.body
+        ):
+            add(module)
+            return
+
+
+def _have(h: Any, module: str, name: str | None) -> int:
+    return h.module(module) if name is None else h.name(module, name)
+
+
+def derive(trls: Mapping[str, Any], histories: Mapping[str, Any]) -> dict[str, Any]:
+    """The data file's document: ``scanned`` (the requirements' releases in their histories),
+    ``importers.trl.RELEASE.TARGET``: ``names`` (how many imported) and ``lacking`` (a name
+    some scanned release lacks: those releases as specifiers)."""
+    doc: dict[str, Any] = {"scanned": {t: list(h.releases) for t, h in sorted(histories.items())}}
+    rows: dict[str, Any] = {}
+    for version in sorted(trls, key=Version):
+        modules, imports = closure(trls[version])
+        row: dict[str, Any] = {"modules": len(modules)}
+        for target in TARGETS:
+            h = histories.get(target)
+            mine = [(m, n) for t, m, n in imports if t == target]
+            if h is None or not mine:
+                continue
+            lacking: dict[str, list[str]] = {}
+            unknown = 0
+            for module, name in mine:
+                have = _have(h, module, name)
+                if not have:
+                    unknown += 1  # in no scanned release (a lazy name the history misses): no evidence
+                    continue
+                missing = [r for i, r in enumerate(h.releases) if not have >> i & 1]
+                if missing:
+                    key = f"{module}:{name}" if name else module
+                    lacking[key] = rk.runs(missing, list(h.releases))
+            entry: dict[str, Any] = {"names": len(mine)}
+            if unknown:
+                entry["unknown"] = unknown
+            if lacking:
+                entry["lacking"] = lacking
+            row[target] = entry
+        rows[version] = row
+    doc["importers"] = {"trl": rows}
+    return doc
+
+
+def render(doc: dict[str, Any], today: str) -> str:
+    head = (
+        "# Generated by scripts/derive_requirement_api.py -- edit the script, not this file.\n"
+        "# The names each TRL release imports from transformers / accelerate / datasets at module level,\n"
+        "# unconditionally, in the modules `from trl import GRPOTrainer` loads (its wheel read with ast),\n"
+        "# checked against the requirement's symbol history (rules/knowledge/symbols/). `lacking`: a\n"
+        "# name and the scanned releases of the requirement without it (an ImportError at start).\n"
+        "# PKG004 reads it to judge an unmet floor (rules/knowledge/requirements.yaml).\n"
+    )
+    body = {
+        "schema": "envdoctor.knowledge/1",
+        "generated_by": "scripts/derive_requirement_api.py",
+        "checked": today,
+        **doc,
+    }
+    return head + rk._dump(body)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cache", type=Path, required=True, help="the wheel cache (CACHE/trl/trl-X-*.whl)")
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 when the file would change")
+    args = ap.parse_args(argv)
+    from envdoctor.knowledge.symbol_history import history
+
+    trls = {}
+    for whl in sorted((args.cache / "trl").glob("trl-*.whl")):
+        version = whl.name.split("-")[1]
+        trls[version] = rk.read_wheel("trl", version, whl)
+    histories = {t: h for t in TARGETS if (h := history(t)) is not None}
+    path = ROOT / "rules" / "knowledge" / OUT
+    old = path.read_text() if path.is_file() else None
+    new = render(derive(trls, histories), dt.date.today().isoformat())
+
+    def body(text: str | None) -> str | None:
+        return (
+            None
+            if text is None
+            else "\n".join(ln for ln in text.splitlines() if not ln.startswith("checked:"))
+        )
+
+    same = body(old) == body(new)
+    if args.check:
+        print("unchanged" if same else f"{path} would change")
+        return 0 if same else 1
+    if not same:
+        path.write_text(new)
+        print(f"wrote {path}: {len(trls)} TRL releases")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

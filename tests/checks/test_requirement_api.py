@@ -1,0 +1,117 @@
+"""PKG004 on an unmet floor of a requirement the run imports, judged at the API (issue 36 item 6,
+issue 35): rules/knowledge/requirement_api.yaml (scripts/derive_requirement_api.py) holds the
+names each TRL release imports from transformers / accelerate / datasets on GRPOTrainer's import
+path, and the releases of the requirement that lack one. An error names the missing import; a
+floor whose every name is there is pip check's complaint (a warning that keeps the pin as its fix);
+a pair the data does not cover keeps the error of rules/knowledge/requirements.yaml."""
+
+from __future__ import annotations
+
+from envdoctor.checks.context import Context
+from envdoctor.checks.engine import run_rules
+from envdoctor.facts.snapshot import from_dict
+from envdoctor.knowledge import Knowledge
+from envdoctor.knowledge.requirements import _judged, api_verdict
+from envdoctor.plan.build import build_plan
+from envdoctor.remedy import Rerun, close
+from tests.conftest import findings, snapshot
+
+STACK = {"torch": "2.7.1", "accelerate": "1.10.0", "datasets": "3.6.0"}
+
+
+def _pkg004(trl: str, transformers: str) -> list:
+    snap = snapshot(1, packages={**STACK, "trl": trl, "transformers": transformers})
+    return [f for f in findings(snap) if f.rule == "PKG004"]
+
+
+def test_a_name_the_installed_release_lacks_is_an_error_that_names_it():
+    """TRL 0.29.0 (curated floor transformers>=4.56.2) beside transformers 4.51.3 (the
+    OpenEnvHackathon setup of set 10): trl/trainer/callbacks.py does `from transformers import
+    is_trackio_available`, which transformers added in 4.54.0: ImportError at `from trl import
+    GRPOTrainer`. 0.29.0 is not scanned; both scanned neighbours (0.28.0, 0.29.1) import it."""
+    (hit,) = _pkg004("0.29.0", "4.51.3")
+    assert hit.severity.value == "error"
+    assert "`from transformers import is_trackio_available`" in hit.message
+    assert "0.28.0 and 0.29.1" in hit.message and "ImportError" in hit.message
+    assert hit.evidence["lacks"] == ["transformers:is_trackio_available"]
+    assert hit.fix.startswith("pip install 'transformers==4.56.2'")
+
+
+def test_every_imported_name_there_is_a_warning_with_the_pin_as_its_fix():
+    """TRL 0.21.0 requires transformers>=4.55.0; a ROCm run with transformers 4.54.1 trained
+    1,784 steps: every name TRL 0.21.0 imports from transformers on GRPO's path is in 4.54.1."""
+    (hit,) = _pkg004("0.21.0", "4.54.1")
+    assert hit.severity.value == "warning"
+    assert "pip check reports it" in hit.message and "is in transformers 4.54.1" in hit.message
+    assert hit.fix.startswith("pip install 'transformers==4.55.2'") and hit.remedy is not None
+
+
+def test_a_development_build_is_judged_by_the_scanned_releases_around_it():
+    """EHR-R1 (set 14): TRL 0.22.0.dev0 with transformers 4.51.3 under its floor 4.55.0."""
+    (hit,) = _pkg004("0.22.0.dev0", "4.51.3")
+    assert hit.severity.value == "warning" and "0.21.0 and 0.22.2" in hit.message
+    assert _judged(["0.21.0", "0.22.2", "0.23.1"], "0.22.0.dev0") == ["0.21.0", "0.22.2"]
+    assert _judged(["0.21.0", "0.22.2"], "0.22.2") == ["0.22.2"]
+    assert _judged(["0.21.0", "0.22.2"], "1.0.0") == []  # past the newest scanned: not covered
+
+
+def test_a_pair_outside_the_data_keeps_the_error():
+    """transformers 4.40.0 is older than the symbol history (4.46.1 on): no evidence either way."""
+    (hit,) = _pkg004("0.21.0", "4.40.0")
+    assert hit.severity.value == "error" and "calls APIs their older releases lack" in hit.message
+    from envdoctor.knowledge import knowledge
+
+    assert api_verdict(knowledge(), "trl", "0.21.0", "transformers", "4.40.0") is None
+    assert api_verdict(knowledge(), "vllm", "0.10.0", "transformers", "4.51.3") is None  # TRL's only
+
+
+def test_the_neighbours_disagreeing_is_no_evidence():
+    """0.19.0.dev0 beside transformers 4.49.0: both 0.18.2 and 0.19.1 import is_rich_available
+    (transformers 4.50.0 on): an error; a release whose neighbours disagree keeps today's error."""
+    from envdoctor.knowledge import knowledge
+
+    verdict = api_verdict(knowledge(), "trl", "0.19.0.dev0", "transformers", "4.49.0")
+    assert verdict is not None and verdict["lacks"] == ["transformers.utils:is_rich_available"]
+    kb = knowledge()
+    fake = {
+        "scanned": {"transformers": ["4.49.0", "4.50.0"]},
+        "importers": {
+            "trl": {
+                "0.1.0": {"transformers": {"names": 2}},
+                "0.2.0": {"transformers": {"names": 2, "lacking": {"transformers:X": ["<=4.49.0"]}}},
+            }
+        },
+    }
+    saved = kb._tables.get("requirement_api")
+    kb._tables["requirement_api"] = fake
+    try:
+        assert api_verdict(kb, "trl", "0.1.5", "transformers", "4.49.0") is None
+        assert api_verdict(kb, "trl", "0.2.0", "transformers", "4.49.0") == {
+            "lacks": ["transformers:X"],
+            "judged": ["0.2.0"],
+        }
+        assert api_verdict(kb, "trl", "0.1.0", "transformers", "4.50.0")["names"] == 2  # type: ignore[index]
+    finally:
+        if saved is None:
+            kb._tables.pop("requirement_api", None)
+        else:
+            kb._tables["requirement_api"] = saved
+
+
+def test_the_fix_closure_clears_both_verdicts():
+    for trl, transformers in (("0.29.0", "4.51.3"), ("0.21.0", "4.54.1")):
+        facts = from_dict(snapshot(1, packages={**STACK, "trl": trl, "transformers": transformers}), "t")
+        plan = build_plan(launch=None, config_dict=None, live=False)
+        closure = close(facts, plan, Rerun())
+        assert "PKG004" in closure.fixed
+        assert not [f for f in closure.after if f.rule == "PKG004" or f.severity.value == "error"]
+
+
+def test_the_data_is_read_only_for_an_unmet_floor():
+    ctx = Context(
+        facts=from_dict(snapshot(1, packages={**STACK, "trl": "0.21.0", "transformers": "4.55.2"}), "t"),
+        plan=build_plan(launch=None, config_dict=None, live=False),
+        kb=Knowledge(),
+    )
+    run_rules(ctx)
+    assert "requirement_api" not in ctx.kb._tables
