@@ -953,11 +953,12 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
                 config_class=other.name,
             )
             continue
-        if unchecked:  # the script that may declare `key` was not read: a typo is not proved
+        why = unchecked or (_foreign_program(ctx) if origin == "command line" else "")
+        if why:  # the script that may declare `key` was not read: a typo is not proved
             yield hit(
                 f"`{key}` ({origin}): not checked, as no field of GRPOConfig, TrainingArguments or "
                 f"TRL's script arguments; did you mean `{guess}`? Fine when your script's "
-                f"dataclasses declare it{unchecked}",
+                f"dataclasses declare it{why}",
                 fix=f"rename `{key}` to `{guess}`, unless your training script declares `{key}`",
                 severity="info",
                 key=key,
@@ -1086,6 +1087,19 @@ def _not_parsed(ctx: Context, keys: list[str], ta_keys: set[str]) -> Iterator[Hi
             key=key,
             parses=list(script.parses),
         )
+
+
+def _foreign_program(ctx: Context) -> str:
+    """Why the launch line's flags are a program's own ("" when they may be TRL's): the line runs a
+    program envdoctor does not know (a project's console script, ``uv run train``), so its parser,
+    not TRL's, reads them."""
+    trainer = ctx.plan.trainer
+    if trainer is None or trainer.launcher != "unknown" or not trainer.program:
+        return ""
+    return (
+        f" (the launch line runs `{trainer.program[0]}`, a program envdoctor does not know: "
+        "its flags are its own)"
+    )
 
 
 def _keys_unchecked(ctx: Context, table_keys: set[str]) -> str:

@@ -126,3 +126,24 @@ def test_a_removed_key_on_the_command_line_quotes_hfargumentparsers_own_refusal(
         if f.rule == "CFG001" and "max_prompt_length" in f.message
     ]
     assert found and "Some specified arguments are not used by the HfArgumentParser" in found[0].message
+
+
+def test_a_flag_of_a_program_envdoctor_does_not_know_is_not_a_trl_typo():
+    """Set 16 (not held out): `uv run train --dataset …` runs a project's own console script; its
+    `--dataset` is no misspelling of TRL's `datasets`, and `fix` removed it from the launch line."""
+    from tests.conftest import MODERN
+
+    snap = snapshot(1, packages={**MODERN, "trl": "0.21.0"})
+    foreign = [
+        f
+        for f in findings(snap, launch="uv run train --dataset /d/p.jsonl --profile smoke")
+        if f.rule == "CFG004" and "dataset" in f.message
+    ]
+    assert foreign and all(f.severity.value == "info" for f in foreign)
+    assert "a program envdoctor does not know" in foreign[0].message
+    trl = [
+        f
+        for f in findings(snap, launch="trl grpo --dataset /d/p.jsonl --output_dir o")
+        if f.rule == "CFG004" and "`dataset`" in f.message
+    ]
+    assert trl and trl[0].severity.value == "warning"  # TRL's own parser reads it: a typo
