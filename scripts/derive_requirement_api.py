@@ -269,6 +269,8 @@ def derive(trls: Mapping[str, Any], histories: Mapping[str, Any]) -> dict[str, A
     rows: dict[str, Any] = {}
     for version in sorted(trls, key=Version):
         modules, imports = closure(trls[version])
+        if "trl.trainer.grpo_trainer" not in modules:
+            continue  # a release without GRPOTrainer (before 0.14): nothing on GRPO's path to judge
         row: dict[str, Any] = {"modules": len(modules)}
         for target in TARGETS:
             h = histories.get(target)

@@ -194,3 +194,11 @@ def test_attributes_read_at_import_or_at_construction_are_checked(dr: ModuleType
         "transformers:TrainingArguments.new_field": [">=4.50.0,<=4.51.0"],
     }
     assert "unknown" not in row  # an attribute the history never saw is no evidence, not unknown
+
+
+def test_a_release_without_grpo_trainer_is_not_judged() -> None:
+    """TRL 0.11-0.13 have no GRPOTrainer: their closure is `trl/__init__.py` alone, no evidence of
+    what a GRPO run loads (a warning there would claim what GRPO's modules import)."""
+    doc = yaml.safe_load((ROOT / "rules" / "knowledge" / "requirement_api.yaml").read_text())
+    rows = doc["importers"]["trl"]
+    assert "0.13.0" not in rows and "0.11.4" not in rows and "0.14.0" in rows
