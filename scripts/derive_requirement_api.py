@@ -62,6 +62,113 @@ def _unconditional(tree: ast.Module) -> Iterable[ast.stmt]:
     return [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
 
 
+def _load_time(stmts: Iterable[ast.stmt]) -> Iterable[ast.AST]:
+    """The expressions that run whenever the module loads: its unconditional top-level statements
+    and its classes' bodies (a class body runs at import), the decorators, bases and defaults of
+    its functions, not a function's body nor an if / try / with / loop block."""
+    for s in stmts:
+        if isinstance(s, ast.ClassDef):
+            yield from (*s.decorator_list, *s.bases, *s.keywords)
+            yield from _load_time(s.body)
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield from (*s.decorator_list, *s.args.defaults, *(d for d in s.args.kw_defaults if d))
+        elif isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)):
+            yield s
+
+
+def _attributes(tree: ast.Module, bound: Mapping[str, tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+    """``Name.attr`` read at load time where ``Name`` is imported from a target at module level
+    (``_VALID_DICT_FIELDS = TrainingArguments._VALID_DICT_FIELDS + [...]`` in TRL's GRPOConfig):
+    ``(target, module, "Name.attr")``."""
+    out: set[tuple[str, str, str]] = set()
+    for node in _load_time(tree.body):
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in bound:
+                target, module, name = bound[n.value.id]
+                out.add((target, module, f"{name}.{n.attr}"))
+    return out
+
+
+#: the methods that run whenever the class is used: a config's __post_init__, a trainer's __init__
+ALWAYS = ("__init__", "__post_init__")
+
+
+def _own(cls: ast.ClassDef) -> set[str]:
+    """The names a class binds itself: its methods, class-body names, ``self.X =`` anywhere in it."""
+    own = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    for n in ast.walk(cls):
+        for t in n.targets if isinstance(n, ast.Assign) else [getattr(n, "target", None)]:
+            for x in ast.walk(t) if isinstance(t, ast.AST) else ():
+                if isinstance(x, ast.Name):
+                    own.add(x.id)
+                elif isinstance(x, ast.Attribute) and isinstance(x.value, ast.Name) and x.value.id == "self":
+                    own.add(x.attr)
+    return own
+
+
+def _always_reads(cls: ast.ClassDef) -> set[str]:
+    """``self.X`` read in the class's ``__init__`` / ``__post_init__``: their unconditional
+    statements and the tests of their top-level ``if`` (a branch may never run)."""
+    out: set[str] = set()
+    for fn in cls.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name not in ALWAYS:
+            continue
+        for st in fn.body:
+            node = st.test if isinstance(st, ast.If) else st
+            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.expr)):
+                continue
+            for x in ast.walk(node):
+                if (
+                    isinstance(x, ast.Attribute)
+                    and isinstance(x.ctx, ast.Load)
+                    and isinstance(x.value, ast.Name)
+                    and x.value.id == "self"
+                ):
+                    out.add(x.attr)
+    return out
+
+
+def _inherited(
+    classes: list[tuple[str, ast.ClassDef, Mapping[str, tuple[str, str, str]]]],
+) -> set[tuple[str, str, str]]:
+    """``self.attr`` read by a TRL class deriving (through TRL's own classes) from one class of a
+    target (``GRPOConfig(_BaseConfig)``, ``_BaseConfig(TrainingArguments)``) in its ``__init__`` /
+    ``__post_init__`` (_always_reads), where no TRL class on the way binds ``attr``: the target's
+    class must have it (``self.parallelism_config`` in TRL 1.x's GRPOConfig.__post_init__: a field
+    of TrainingArguments since 4.56): ``(target, module, "Base.attr")``. A class with any other
+    base (not TRL's, not the one target class) is passed over: that base may provide the name."""
+    by_name: dict[str, tuple[ast.ClassDef, Mapping[str, tuple[str, str, str]]]] = {}
+    twice: set[str] = set()  # a name two modules define: unresolvable
+    for _, cls, bound in classes:
+        if cls.name in by_name:
+            twice.add(cls.name)
+        by_name[cls.name] = (cls, bound)
+
+    def chain(cls: ast.ClassDef, bound: Mapping[str, Any], depth: int) -> tuple[Any, set[str]] | None:
+        own, targets = _own(cls), set()
+        for b in cls.bases:
+            name = b.id if isinstance(b, ast.Name) else ""
+            if name in bound:
+                targets.add(bound[name])
+            elif name in by_name and name not in twice and depth < 8:
+                up = chain(*by_name[name], depth + 1)
+                if up is None:
+                    return None
+                targets.add(up[0])
+                own |= up[1]
+            else:
+                return None
+        return (targets.pop(), own) if len(targets) == 1 else None
+
+    out: set[tuple[str, str, str]] = set()
+    for _, cls, bound in classes:
+        found = chain(cls, bound, 0)
+        if found is not None:
+            (target, module, base), own = found
+            out |= {(target, module, f"{base}.{a}") for a in _always_reads(cls) - own}
+    return out
+
+
 def _binds(tree: ast.Module, name: str) -> bool:
     bound, _, _ = rk._top_level_names(tree, "", False)
     return name in bound
@@ -74,6 +181,7 @@ def closure(rel: Any) -> tuple[list[str], list[tuple[str, str, str | None]]]:
     seen: set[str] = set()
     queue = [m for m in SEEDS if m in paths]
     found: set[tuple[str, str, str | None]] = set()
+    classes: list[tuple[str, ast.ClassDef, Mapping[str, tuple[str, str, str]]]] = []
 
     def add(module: str) -> None:
         parts = module.split(".")
@@ -90,6 +198,7 @@ def closure(rel: Any) -> tuple[list[str], list[tuple[str, str, str | None]]]:
         tree = rk._parse(rel.files[path])
         if tree is None:
             continue
+        bound: dict[str, tuple[str, str, str]] = {}
         for s in _unconditional(tree):
             if isinstance(s, ast.Import):
                 for a in s.names:
@@ -112,6 +221,10 @@ def closure(rel: Any) -> tuple[list[str], list[tuple[str, str, str | None]]]:
                         add_lazy(src, a.name, paths, rel, add)
             elif top in TARGETS:
                 found |= {(top, src, a.name) for a in s.names if a.name != "*"}
+                bound |= {a.asname or a.name: (top, src, a.name) for a in s.names if a.name != "*"}
+        found |= _attributes(tree, bound)
+        classes += [(module, c, bound) for c in tree.body if isinstance(c, ast.ClassDef)]
+    found |= _inherited(classes)
     return sorted(seen), sorted(found, key=lambda t: (t[0], t[1], t[2] or ""))
 
 
@@ -134,7 +247,18 @@ def add_lazy(package: str, name: str, paths: Mapping[str, str], rel: Any, add: A
 
 
 def _have(h: Any, module: str, name: str | None) -> int:
-    return h.module(module) if name is None else h.name(module, name)
+    """The releases with ``import module`` / ``from module import name`` / ``name``'s attribute
+    (``"TrainingArguments._VALID_DICT_FIELDS"``: the class's own or a base's of this package; 0 where
+    an attribute may come from another package's base class: no evidence)."""
+    if name is None:
+        return int(h.module(module))
+    owner, _, attr = name.partition(".")
+    if not attr:
+        return int(h.name(module, name))
+    member, foreign = h.member(owner, "a", attr)
+    if foreign:
+        return 0
+    return int(h.name(module, owner) & (member | h.name(f"{module}.{owner}", attr)))
 
 
 def derive(trls: Mapping[str, Any], histories: Mapping[str, Any]) -> dict[str, Any]:
@@ -145,6 +269,8 @@ def derive(trls: Mapping[str, Any], histories: Mapping[str, Any]) -> dict[str, A
     rows: dict[str, Any] = {}
     for version in sorted(trls, key=Version):
         modules, imports = closure(trls[version])
+        if "trl.trainer.grpo_trainer" not in modules:
+            continue  # a release without GRPOTrainer (before 0.14): nothing on GRPO's path to judge
         row: dict[str, Any] = {"modules": len(modules)}
         for target in TARGETS:
             h = histories.get(target)
@@ -155,6 +281,8 @@ def derive(trls: Mapping[str, Any], histories: Mapping[str, Any]) -> dict[str, A
             unknown = 0
             for module, name in mine:
                 have = _have(h, module, name)
+                if not have and "." in (name or ""):
+                    continue  # an attribute the history never saw (set at run time): no evidence
                 if not have:
                     unknown += 1  # in no scanned release (a lazy name the history misses): no evidence
                     continue

@@ -125,3 +125,80 @@ def test_the_stored_data_is_what_the_script_writes() -> None:
     assert doc["generated_by"] == "scripts/derive_requirement_api.py"
     row = doc["importers"]["trl"]["0.21.0"]["transformers"]
     assert row["names"] > 20 and set(doc["scanned"]) == {"transformers", "accelerate", "datasets"}
+
+
+ATTR_FILES = {
+    "trl/__init__.py": "",
+    "trl/trainer/__init__.py": "",
+    "trl/trainer/grpo_trainer.py": "from transformers import Trainer\nclass GRPOTrainer(Trainer): ...\n",
+    "trl/trainer/base_config.py": """
+        from transformers import TrainingArguments
+        class _BaseConfig(TrainingArguments):
+            mine: int = 1
+            def __post_init__(self):
+                self.set_here = self.old_field
+    """,
+    "trl/trainer/grpo_config.py": """
+        import transformers
+        from transformers import TrainingArguments
+        from .base_config import _BaseConfig
+        class GRPOConfig(_BaseConfig):
+            _VALID = TrainingArguments.NEW_CLASS_ATTR + ["x"]
+            if transformers.__version__ >= "9":
+                _GUARDED = TrainingArguments.GUARDED_ATTR
+            def __post_init__(self):
+                super().__post_init__()
+                if self.new_field is not None and self.mine:
+                    self.later = self.in_a_branch
+                print(self.set_here, self.never_in_history)
+            def elsewhere(self):
+                return self.not_at_construction
+    """,
+}
+ATTR_MODULES = {
+    "transformers": {"n": {"Trainer": 0, "TrainingArguments": 0}},
+    "transformers.training_args": {
+        "c": {
+            "TrainingArguments": {
+                "a": {"old_field": 0, "new_field": "2", "NEW_CLASS_ATTR": "1-2", "GUARDED_ATTR": "2"}
+            }
+        }
+    },
+}
+
+
+def test_attributes_read_at_import_or_at_construction_are_checked(dr: ModuleType, tmp_path: Path) -> None:
+    """`Imported.attr` read when the module loads (a class body), and `self.attr` read in the
+    __post_init__ / __init__ of a TRL class deriving (through TRL's classes) from a target's class
+    and bound by none of them; not a guarded read, a read in a branch or another method."""
+    FILES_SAVED = dict(FILES)
+    FILES.clear()
+    FILES.update(ATTR_FILES)
+    try:
+        release = _release(dr, tmp_path)
+    finally:
+        FILES.clear()
+        FILES.update(FILES_SAVED)
+    _, imports = dr.closure(release)
+    reads = {n for _, _, n in imports if n and "." in n}
+    assert reads == {
+        "TrainingArguments.NEW_CLASS_ATTR",
+        "TrainingArguments.old_field",
+        "TrainingArguments.new_field",
+        "TrainingArguments.never_in_history",
+    }
+    doc = dr.derive({"9.0.0": release}, {"transformers": History("transformers", RELEASES, ATTR_MODULES)})
+    row = doc["importers"]["trl"]["9.0.0"]["transformers"]
+    assert row["lacking"] == {
+        "transformers:TrainingArguments.NEW_CLASS_ATTR": ["==4.50.0"],
+        "transformers:TrainingArguments.new_field": [">=4.50.0,<=4.51.0"],
+    }
+    assert "unknown" not in row  # an attribute the history never saw is no evidence, not unknown
+
+
+def test_a_release_without_grpo_trainer_is_not_judged() -> None:
+    """TRL 0.11-0.13 have no GRPOTrainer: their closure is `trl/__init__.py` alone, no evidence of
+    what a GRPO run loads (a warning there would claim what GRPO's modules import)."""
+    doc = yaml.safe_load((ROOT / "rules" / "knowledge" / "requirement_api.yaml").read_text())
+    rows = doc["importers"]["trl"]
+    assert "0.13.0" not in rows and "0.11.4" not in rows and "0.14.0" in rows

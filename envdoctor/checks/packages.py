@@ -249,10 +249,11 @@ def _mismatch(
         names = ", ".join(_import_line(n) for n in api["lacks"][:3])
         more = f" (and {len(api['lacks']) - 3} more)" if len(api["lacks"]) > 3 else ""
         return hit(
-            f"{head} → {src} {pkg.version} imports what {target} {installed} lacks, on the way to "
-            f"GRPOTrainer: {names}{more} (module-level imports of the modules `from {src} import "
-            f"GRPOTrainer` loads, read in the wheel of {read} and checked "
-            f"against {target}'s releases: rules/knowledge/requirement_api.yaml) → ImportError at start",
+            f"{head} → {src} {pkg.version} uses what {target} {installed} lacks, on the way to "
+            f"GRPOTrainer: {names}{more} (what the modules `from {src} import GRPOTrainer` loads "
+            "import at module level, read at import or in GRPOConfig's / GRPOTrainer's "
+            f"constructors, read in the wheel of {read} and checked against {target}'s releases: "
+            "rules/knowledge/requirement_api.yaml) → the run fails at start (ImportError / AttributeError)",
             fix=fix,
             requirement=line,
             installed=installed,
@@ -263,7 +264,7 @@ def _mismatch(
     if api is not None:
         return hit(
             f"{head} (a warning: pip check reports it, but every name ({api['names']}) that the "
-            f"modules `from {src} import GRPOTrainer` loads import from {target} "
+            f"modules `from {src} import GRPOTrainer` loads import or read from {target} "
             f"(read in the wheel of {read}) is "
             f"in {target} {installed} (rules/knowledge/requirement_api.yaml); a floor is often "
             "raised for a newer feature, not a break)",
@@ -326,8 +327,11 @@ def _api_judges(
 
 
 def _import_line(name: str) -> str:
-    """``transformers.utils:is_rich_available`` -> ``from transformers.utils import is_rich_available``."""
+    """``transformers.utils:is_rich_available`` -> ``from transformers.utils import is_rich_available``;
+    ``transformers:TrainingArguments._VALID_DICT_FIELDS`` -> that attribute, read at import."""
     module, _, attr = name.partition(":")
+    if "." in attr:
+        return f"`{attr}` (`from {module} import {attr.split('.')[0]}`)"
     return f"`from {module} import {attr}`" if attr else f"`import {module}`"
 
 

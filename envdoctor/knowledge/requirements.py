@@ -115,8 +115,8 @@ def api_verdict(
 ) -> dict[str, Any] | None:
     """What rules/knowledge/requirement_api.yaml (scripts/derive_requirement_api.py) says of
     ``src`` ``src_version`` beside ``target`` ``installed``: ``{"lacks": [names], "judged": [...]}``
-    where every judging release of ``src`` imports a name, on GRPO's import path, that the
-    installed release lacks (an ImportError at start); ``{"lacks": [], "names": n, ...}`` where
+    where every judging release of ``src`` uses a name, on GRPO's import path, that the installed
+    release lacks (an ImportError or AttributeError at start); ``{"lacks": [], "names": n, ...}`` where
     every name each judging release imports is there; None where the data does not cover the
     pair (a release outside it, or the judging releases disagree). Read only when asked."""
     api = kb.requirement_api

@@ -115,3 +115,21 @@ def test_the_data_is_read_only_for_an_unmet_floor():
     )
     run_rules(ctx)
     assert "requirement_api" not in ctx.kb._tables
+
+
+def test_an_attribute_read_at_import_or_in_the_config_constructor_is_evidence_too():
+    """Not only the imports: what GRPO's modules read from an imported class when they load or
+    build their config. TRL 0.21.0's GRPOConfig body reads `TrainingArguments._VALID_DICT_FIELDS`
+    (transformers 4.51.0 on): with transformers 4.50.3 `from trl import GRPOTrainer` raises
+    "type object 'TrainingArguments' has no attribute '_VALID_DICT_FIELDS'" (run, rv17d: the two
+    wheels). TRL 1.7.1's GRPOConfig.__post_init__ reads `self.parallelism_config`, a
+    TrainingArguments field since 4.56.0: with 4.55.4 GRPOConfig(...) raises AttributeError (run),
+    while TRL 1.3.0 (which does not read it) trained two GRPO steps with 4.55.4 (run): a warning."""
+    (hit,) = _pkg004("0.21.0", "4.50.3")
+    assert hit.severity.value == "error" and "`TrainingArguments._VALID_DICT_FIELDS`" in hit.message
+    (hit,) = [f for f in _pkg004("1.7.1", "4.55.4") if "requires transformers" in f.message]
+    assert hit.severity.value == "error" and "`TrainingArguments.parallelism_config`" in hit.message
+    (hit,) = [f for f in _pkg004("1.3.0", "4.55.4") if "requires transformers" in f.message]
+    assert hit.severity.value == "warning"
+    (hit,) = _pkg004("0.19.1", "4.50.3")  # its read is under `if transformers >= 4.51`: trained (run)
+    assert hit.severity.value == "warning"
