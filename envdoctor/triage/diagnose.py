@@ -532,6 +532,37 @@ def _mark_consequences(drafts: list[Draft]) -> None:
             )
 
 
+def _nccl_last_error(drafts: list[Draft], by_sig: Mapping[str, list[Match]]) -> None:
+    """NCCL's error names its cause on the lines it prints after "Last error:"; where a catalogue
+    entry (TRI011) was found on such a line just below, the generic NCCL finding is that entry's
+    symptom: a warning that points at it, not an error of its own with a generic fix."""
+    at = {m.line_no: m for ms in by_sig.values() for m in ms}
+    for i, d in enumerate(drafts):
+        f = d.finding
+        if f.rule != "TRI002" or f.severity != Severity.ERROR:
+            continue
+        detail = next(
+            (
+                p
+                for p in drafts[i + 1 :]
+                if p.finding.rule == "TRI011"
+                and 0 < p.line - d.line <= 8
+                and (m := at.get(p.line)) is not None
+                and any("Last error" in line for line in list(m.context)[-3:])
+            ),
+            None,
+        )
+        if detail is not None:
+            d.finding = Finding(
+                f.rule,
+                Severity.WARNING,
+                f"{f.message} — NCCL's own last error (line {detail.line}) names the cause: "
+                f"{detail.finding.rule} at line {detail.line}",
+                f"fix {detail.finding.rule} (line {detail.line}) first",
+                {**f.evidence, "detail_at": detail.line},
+            )
+
+
 def _with_versions(ctx: Context | None, versions: Mapping[str, LogVersion]) -> Context | None:
     """The context that advice and confirmation read: the log's versions in place of this
     machine's packages (``logversions.facts_for_advice``); a range inferred from the traceback's
@@ -834,6 +865,7 @@ def diagnose(
         worst[d.finding.rule] = max(worst.get(d.finding.rule, level), level)
     known = [d for d in known if d.finding.severity.rank == worst[d.finding.rule]]
     _mark_consequences(known)
+    _nccl_last_error(known, by_sig)
     return [d.finding for d in known]
 
 

@@ -395,6 +395,10 @@ def test_nccl_shm_attach_names_the_shm_transport_and_its_switch():
     found = [f for f in findings(scan_bytes(NCCL_ATTACH)) if "(nccl-shm-attach-failed)" in f.message]
     assert found and found[0].severity.value == "warning"
     assert "NCCL_SHM_DISABLE=1" in found[0].fix
+    nccl = [f for f in findings(scan_bytes(NCCL_ATTACH)) if f.rule == "TRI002"]
+    assert (
+        nccl and nccl[0].severity.value == "warning" and "NCCL's own last error (line 4)" in nccl[0].message
+    )
     create = NCCL_ATTACH.replace("attaching to", "creating")
     assert not [f for f in findings(scan_bytes(create)) if "(nccl-shm-attach-failed)" in f.message]
 
