@@ -25,7 +25,9 @@ def label_of(setname: str, case: str) -> dict:
     base = TREE / parts[0]
     if len(parts) > 1:
         base = base / parts[1]
-    return json.loads((base / "setups" / case / "label.json").read_text())
+    if (base / "setups").is_dir():  # a set's setups/ folder; the flat ones (setups2/, setupsA/) hold them
+        base = base / "setups"
+    return json.loads((base / case / "label.json").read_text())
 
 
 def load(folder: str, only12: bool) -> dict:
@@ -91,5 +93,7 @@ if __name__ == "__main__":
         for k, v in sorted(got[-1][1].items()):
             if v[0] == "H" and not v[1]:
                 print("healthy, not clean", k, v[2])
+            if v[0] == "B" and not v[1]:
+                print("broken, no error", k, v[3])
             if v[0] == "B" and not v[2]:
                 print("broken, fix leaves an error", k, v[4])
