@@ -365,19 +365,19 @@ def host_memory(tb: Traceback, m: Match, log: Log) -> Draft | None:
 
 # -- 6. a version requirement refused --------------------------------------------------------------
 
-_REQUIRED = re.compile(
+#: require_version's requirement: a name and up to five comparisons (``vllm>=0.4.3,<=0.7.3``)
+_REQ = (
     r"(?P<req>(?P<pkg>[A-Za-z][\w.\-]{0,80})\s?(?:[<>=!~]=?|===)\s?[\w.*+\-]{1,40}"
-    r"(?:\s?,\s?(?:[<>=!~]=?)\s?[\w.*+\-]{1,40}){0,4}) is required for a normal functioning of this "
+    r"(?:\s?,\s?(?:[<>=!~]=?)\s?[\w.*+\-]{1,40}){0,4})"
+)
+_REQUIRED = re.compile(
+    _REQ + r" is required for a normal functioning of this "
     r"module, but found (?P<found>[A-Za-z][\w.\-]{0,80})==(?P<ver>[\w.+\-]{1,40})"
 )
 _TO_FIX = re.compile(r"(?i)to fix:?\s*(?P<fix>.{5,300})")
 #: the same message cut after "is required" (a one-line paste, an issue's title): the range is there,
 #: the release found is not
-_REQUIRED_CUT = re.compile(
-    r"(?P<req>(?P<pkg>[A-Za-z][\w.\-]{0,80})\s?(?:[<>=!~]=?|===)\s?[\w.*+\-]{1,40}"
-    r"(?:\s?,\s?(?:[<>=!~]=?)\s?[\w.*+\-]{1,40}){0,4}) is required"
-    r"(?: for a normal functioning of this module)?[.,]?"
-)
+_REQUIRED_CUT = re.compile(_REQ + r" is required(?: for a normal functioning of this module)?[.,]?")
 
 
 def version_requirement(tb: Traceback, m: Match, log: Log) -> Draft | None:
