@@ -8,7 +8,6 @@ real setups of issue #26 are written out by hand, with their fixed releases.
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,7 +47,17 @@ FACT_SCRIPTS = {
         'trainer = GRPOTrainer(model=model, args=GRPOConfig(output_dir="o"), reward_funcs=[])\n'
     ),
 }
-_SCRIPTS = Path(tempfile.mkdtemp(prefix="knf-scripts-"))
+#: where scenario() writes the training scripts of ``facts`` entries: pytest's own temporary folder
+#: (set by the fixture below), never a folder left behind in /tmp
+_SCRIPTS = Path()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _scripts_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    global _SCRIPTS
+    _SCRIPTS = tmp_path_factory.mktemp("knf-scripts")
+
+
 PLATFORM = {"windows": "Windows-10-10.0.22631-SP0", "linux": "Linux-x86_64", "macos": "Darwin-23.1.0"}
 
 
