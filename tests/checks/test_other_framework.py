@@ -1,5 +1,5 @@
 """A run whose trainer is not TRL's GRPOTrainer (verl, EasyR1, OpenRLHF, ROLL, NeMo-RL, slime,
-AReaL, SkyRL, RL2, LLaMA-Factory) or whose arguments are a framework's own though TRL runs
+AReaL, SkyRL, prime-rl, RL2, LLaMA-Factory) or whose arguments are a framework's own though TRL runs
 underneath (ms-swift): TRL's config-key, layout and trainer rules stay quiet on its healthy setup,
 ENV002 says once which framework trains and what was left out; the rules of what the run uses
 whatever trains it (packages, vLLM's memory, the allocator) still fire; TRL's own shapes are
@@ -47,6 +47,7 @@ SHAPES = {
         "generator.backend=vllm trainer.placement.colocate_all=true",
         None,
     ),
+    "prime-rl": ("uv run rl @ examples/reverse_text/rl.toml --output-dir outputs/run1", None),
     "rl2": ("torchrun --nproc_per_node=8 -m RL2.trainer.ppo actor.model_name=Qwen/Qwen3-1.7B", None),
     "llamafactory": (
         "llamafactory-cli train examples/train_lora/llama3_lora_ppo.yaml",
@@ -84,6 +85,9 @@ def test_the_plan_names_the_framework_and_its_evidence():
     assert build_plan(launch=SHAPES["easyr1"][0], live=False).framework.key == "easyr1"  # longest module
     swift = build_plan(launch=SHAPES["ms-swift"][0], live=False).framework
     assert swift.key == "ms-swift" and swift.runs_trl and not swift.trl_keys
+    assert (
+        build_plan(launch=SHAPES["prime-rl"][0], live=False).framework.key == "prime-rl"
+    )  # its `rl` console
 
 
 def test_the_verl_run_was_the_false_alarm_before():
