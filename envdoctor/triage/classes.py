@@ -390,6 +390,8 @@ def usage_error(ms: list[Match], log: Log) -> list[Draft]:
             )
         return [finding("TRI010", ms, log, what, fix)]
     bad = g.get("choice") or g.get("command") or g.get("unrecognized") or g.get("required") or ""
+    if "unrecognized" in g and launcher_local_rank(bad.split()):
+        return as_entry(ms, log, LOCAL_RANK_ENTRY)  # the launcher's own argument, not the program's
     kind = (
         "does not know the choice"
         if "choice" in g
@@ -405,6 +407,24 @@ def usage_error(ms: list[Match], log: Log) -> list[Draft]:
         "the release the command line was written for"
     )
     return [finding("TRI010", ms, log, what, fix)]
+
+
+#: the argument a legacy launcher (DeepSpeed's, torch.distributed.launch) adds to every process's
+#: command line: ``--local_rank=N`` or, from torch 2.0, ``--local-rank=N``
+_LOCAL_RANK = re.compile(r"--local[-_]rank(?:=\d{1,6})?")
+
+
+LOCAL_RANK_ENTRY = "launcher-passes-local-rank-argument"
+
+
+def launcher_local_rank(arguments: list[str]) -> bool:
+    """Whether the refused arguments are only a launcher's local rank (and its value)."""
+    words = [a.strip("'\",[]") for a in arguments if a.strip("'\",[]")]
+    return (
+        bool(words)
+        and _LOCAL_RANK.fullmatch(words[0]) is not None
+        and all(_LOCAL_RANK.fullmatch(w) or w.isdigit() for w in words)
+    )
 
 
 # -- nn.DataParallel replicas ----------------------------------------------------------------------
@@ -549,7 +569,9 @@ def _unshown_bounds(packages: dict[str, str], log: Log) -> int:
 #: kinds whose symptom is the failure itself: once the log shows it, it happened (a "depends" of
 #: the entry was about whether it would happen, which the log has answered)
 SEEN_KINDS = ("crash", "refusal")
-_VERSION_FIX = re.compile(r"[<>=~]=?\s*\d")
+#: a release in a fix (``trl==0.19.1``, ``>=4.56``, ``vllm<0.9``); a single ``=`` is an assignment
+#: (``export NCCL_SHM_DISABLE=1``, ``MASTER_PORT=29500``), not a version
+_VERSION_FIX = re.compile(r"(?:[<>]=?|[=~!]=)\s*\d")
 
 
 def versionless(entry: object) -> bool:
@@ -610,6 +632,19 @@ def _settled_by_context(entry: object, m: Match) -> str:
             if s.found_in(line[:2000]):
                 return line.strip()[:200]
     return ""
+
+
+def as_entry(ms: list[Match], log: Log, entry_id: str) -> list[Draft]:
+    """The catalogue entry ``entry_id``'s diagnosis of lines another signature matched first."""
+    from dataclasses import replace
+
+    from envdoctor.triage import catalogue
+
+    sigs = [s for s in catalogue.catalogue()[0] if s.id == catalogue.PREFIX + entry_id]
+    drafts = known_failure([replace(m, signature=sigs[0]) for m in ms], log) if sigs else []
+    for d in drafts:  # the own signature's handler chose it: kept on its line (diagnose._one_per_line)
+        d.finding.evidence["dispatched_by"] = ms[0].signature.id
+    return drafts
 
 
 def known_failure(ms: list[Match], log: Log) -> list[Draft]:

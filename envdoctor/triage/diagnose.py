@@ -436,6 +436,8 @@ def _unused(ms: list[Match], log: Log) -> list[Draft]:
     items = re.findall(r"'([^']*)'", ms[0].groups.get("arguments", ""))
     flags = [i.lstrip("-") for i in items if i.startswith("-")]
     names = flags if flags else items  # command-line flags (with values), or config keys
+    if classes.launcher_local_rank(items):
+        return classes.as_entry(ms, log, classes.LOCAL_RANK_ENTRY)  # the launcher's, not TRL's
     notes = []
     for name in names:
         entry = (ctx.kb if ctx is not None else knowledge()).config_key(name.replace("-", "_"))
@@ -679,7 +681,10 @@ def _one_per_line(
     for d in drafts:
         confirmed = d.finding.evidence.get("versions_match") is True
         if d.finding.rule == "TRI011" and (
-            d.line not in own or d.line in rejected and (confirmed or _own_api(d) or _unshown(d, rejected))
+            d.line not in own
+            or d.finding.evidence.get("dispatched_by")  # an own signature's handler handed it on
+            or d.line in rejected
+            and (confirmed or _own_api(d) or _unshown(d, rejected))
         ):
             old = best.get(d.line)
             if old is None or rank(d) > rank(old):

@@ -391,9 +391,11 @@ NCCL_ATTACH = (
 
 
 def test_nccl_shm_attach_names_the_shm_transport_and_its_switch():
-    """NCCL's attach wording (NVIDIA/nccl#2190, vllm-project/vllm#18831): several causes, one switch."""
+    """NCCL's attach wording (NVIDIA/nccl#2190, vllm-project/vllm#18831): several causes, one switch
+    that holds for each of them: the log's failure is the entry's, an error (its fix's
+    ``NCCL_SHM_DISABLE=1`` is a variable, not a release)."""
     found = [f for f in findings(scan_bytes(NCCL_ATTACH)) if "(nccl-shm-attach-failed)" in f.message]
-    assert found and found[0].severity.value == "warning"
+    assert found and found[0].severity.value == "error"
     assert "NCCL_SHM_DISABLE=1" in found[0].fix
     nccl = [f for f in findings(scan_bytes(NCCL_ATTACH)) if f.rule == "TRI002"]
     assert (
@@ -457,3 +459,58 @@ def test_flash_attention_2_refused_by_transformers_names_sdpa():
         assert 'attn_implementation="sdpa"' in f.fix
     quiet = findings(scan_bytes("Using FlashAttention2 for the attention layers\n"))
     assert not [g for g in quiet if "(flash-attention-2-requested-unusable)" in g.message]
+
+
+# -- the launch line: a legacy launcher's --local_rank, an option left empty -------------------------
+
+LOCAL_RANK = [
+    (  # heldout-2026-11-29h/logs16c/005: DeepSpeed's launcher in front of a sub-command CLI
+        '  File "/home/u/env/lib/python3.10/site-packages/llmtuner/cli.py", line 75, in main\n'
+        '    raise NotImplementedError("Unknown command: {}".format(command))\n'
+        "NotImplementedError: Unknown command: --local_rank=0\n"
+    ),
+    "train.py: error: unrecognized arguments: --local-rank=0\n",  # torch.distributed.launch, torch >= 2.0
+    "ValueError: Some specified arguments are not used by the HfArgumentParser: ['--local_rank=1']\n",
+]
+
+
+@pytest.mark.parametrize("log", LOCAL_RANK)
+def test_a_launcher_passing_local_rank_to_a_parser_without_it_is_an_error_naming_torchrun(log):
+    f = _first(log)
+    assert f.rule == "TRI011" and f.severity.value == "error"
+    assert "(launcher-passes-local-rank-argument)" in f.message
+    assert "torchrun" in f.fix and "--no_local_rank" in f.fix
+
+
+def test_a_local_rank_beside_other_refused_arguments_is_the_programs_usage_error():
+    f = _first("train.py: error: unrecognized arguments: --local_rank=0 --lr 1e-5\n")
+    assert f.rule == "TRI010"
+
+
+def test_another_unrecognized_argument_is_not_the_launchers():
+    assert not _entry(
+        "train.py: error: unrecognized arguments: --learning-rate=1e-5\n",
+        "launcher-passes-local-rank-argument",
+    )
+
+
+EMPTY = (  # heldout-2026-11-29h/logs16c/008: `--master-port=$master_port` with master_port empty
+    "+ torchrun --nnodes=1 --nproc_per_node=8 --master-addr= --master-port= --node-rank= "
+    "-m verl.trainer.fsdp_sft_trainer\n"
+    "usage: torchrun [-h] [--nnodes NNODES] [--nproc-per-node NPROC_PER_NODE]\n"
+    "torchrun: error: argument --master-port/--master_port: invalid int value: ''\n"
+)
+
+
+def test_an_option_given_an_empty_value_is_an_error_to_set_the_variable_or_go_standalone():
+    f = _first(EMPTY)
+    assert (
+        f.rule == "TRI011" and f.severity.value == "error"
+    )  # the fix sets a variable (`=29500`): no release
+    assert "(launch-option-empty-value)" in f.message
+    assert "export MASTER_PORT" in f.fix and "--standalone" in f.fix
+
+
+def test_an_option_given_a_wrong_but_present_value_is_not_an_empty_one():
+    log = "torchrun: error: argument --master-port/--master_port: invalid int value: 'abc'\n"
+    assert not _entry(log, "launch-option-empty-value")
