@@ -143,7 +143,10 @@ def api_verdict(
     if not verdicts:
         return None
     if all(missing for missing, _ in verdicts):
-        names = sorted({n for missing, _ in verdicts for n in missing})
+        # the names every judging release lacks (both neighbours of a patch release import them),
+        # else each one's: both fail, on different names
+        common = set.intersection(*(set(missing) for missing, _ in verdicts))
+        names = sorted(common or {n for missing, _ in verdicts for n in missing})
         return {"lacks": names, "judged": judged}  # a known missing name: whatever the unknown one
     if unknown or any(missing for missing, _ in verdicts):
         return None  # the neighbours disagree, or a name in no scanned release: no evidence

@@ -220,3 +220,15 @@ def test_the_fix_closure_clears_vllms_floor_in_one_round():
         assert any(f.rule == "PKG004" and f.message.startswith("vllm") for f in closure.before)
         assert closure.one_round and closure.changes.packages.get("transformers")
         assert not [f for f in closure.after if f.rule == "PKG004" or f.severity.value == "error"]
+
+
+def test_a_release_between_two_scanned_ones_names_what_both_lack():
+    """swe_smith_grpo (set 16): vLLM 0.14 (0.13.0 and 0.14.1 judge it) beside transformers 4.49.0.
+    Both lack names there; the error names those both import (not 0.13.0's ALLOWED_LAYER_TYPES,
+    which 0.14.1 no longer imports)."""
+    from envdoctor.knowledge import knowledge
+
+    verdict = api_verdict(knowledge(), "vllm", "0.14", "transformers", "4.49.0")
+    assert verdict is not None and verdict["judged"] == ["0.13.0", "0.14.1"]
+    assert "transformers:AutoVideoProcessor" in verdict["lacks"]
+    assert "transformers.configuration_utils:ALLOWED_LAYER_TYPES" not in verdict["lacks"]
