@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Derive which names TRL imports from its requirements on GRPO's import path (maintainer command).
+"""Derive which names TRL and vLLM import from their requirements on a run's path (maintainer command).
 
 For every TRL wheel in the cache (the folder scripts/refresh_knowledge.py fills: ``CACHE/trl/``;
 nothing installed, nothing imported) it reads, with ``zipfile`` and ``ast``, the import closure of
@@ -17,6 +17,14 @@ over the history's releases). PKG004 reads it to judge an unmet floor: a name th
 requirement lacks is an ImportError on the way to the first step (an error, named); every name
 there is pip check's complaint only (a warning).
 
+vLLM's releases (``CACHE/vllm/vllm-X-*.whl``, the wheels read in place: only the central directory
+and the ``.py`` members the closure opens) get the same derivation for transformers: the closure
+of ``import vllm``, ``vllm.LLM`` and the engine's start (engine core, executor, worker, model
+runner and loader, the config / tokenizer / processor loading of vllm/transformers_utils). A
+model architecture's module (one vllm/model_executor/models/registry.py names) is left out: it
+loads only for its model. A class's constructor reads (TRL's GRPOConfig) are not followed there:
+vLLM's config classes are built for their model only.
+
 Usage:
     python scripts/derive_requirement_api.py --cache /tmp/sig13/wheels           # write
     python scripts/derive_requirement_api.py --cache /tmp/sig13/wheels --check   # exit 1 on change
@@ -29,6 +37,7 @@ import ast
 import datetime as dt
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +55,46 @@ rk = _load("refresh_knowledge")
 TARGETS = ("transformers", "accelerate", "datasets")
 #: the modules ``from trl import GRPOTrainer`` loads first (TRL's lazy modules resolve the name there)
 SEEDS = ("trl", "trl.trainer", "trl.trainer.grpo_trainer", "trl.trainer.grpo_config")
+#: the modules ``import vllm`` / ``vllm.LLM(...)`` load on every run, whatever the model (each only
+#: where the release has it): the entry points, the engine (V0's and V1's core, its executor,
+#: worker, model runner, model loader and registry package) and its config / tokenizer / processor
+#: loading. Their module-level imports are followed from there.
+VLLM_SEEDS = (
+    "vllm",
+    "vllm.entrypoints.llm",
+    "vllm.engine.arg_utils",
+    "vllm.engine.llm_engine",
+    "vllm.config",
+    "vllm.v1.engine.llm_engine",
+    "vllm.v1.engine.core",
+    "vllm.v1.engine.core_client",
+    "vllm.v1.executor.abstract",
+    "vllm.v1.worker.gpu_worker",
+    "vllm.v1.worker.gpu_model_runner",
+    "vllm.model_executor.model_loader",
+    "vllm.model_executor.models",
+    "vllm.transformers_utils.config",
+    "vllm.transformers_utils.tokenizer",
+    "vllm.transformers_utils.processor",
+    "vllm.tokenizers",
+    "vllm.multimodal",
+)
+
+
+@dataclass(frozen=True)
+class Importer:
+    """An importer whose declared floors PKG004 judges at the API."""
+
+    seeds: tuple[str, ...]  # the modules its run loads first
+    targets: tuple[str, ...]  # the requirements judged
+    needs: str  # a release without this module is not judged (TRL before GRPOTrainer)
+    constructors: bool  # follow ``self.attr`` read in its classes' __init__ / __post_init__
+
+
+IMPORTERS = {
+    "trl": Importer(SEEDS, TARGETS, "trl.trainer.grpo_trainer", True),
+    "vllm": Importer(VLLM_SEEDS, ("transformers",), "vllm.entrypoints.llm", False),
+}
 OUT = "requirement_api.yaml"
 
 
@@ -174,12 +223,36 @@ def _binds(tree: ast.Module, name: str) -> bool:
     return name in bound
 
 
-def closure(rel: Any) -> tuple[list[str], list[tuple[str, str, str | None]]]:
-    """``(modules, imports)``: the TRL modules GRPO's import loads, and the unconditional imports
-    from a target in them: ``(target, module, name or None for import MODULE)``."""
-    paths = {_module_of(p)[0]: p for p in rel.files if p.startswith("trl/") and p.endswith(".py")}
+def model_modules(rel: Any) -> set[str]:
+    """vLLM's model architecture modules: those its registry names (``"LlamaForCausalLM":
+    ("llama", "LlamaForCausalLM")`` -> ``vllm.model_executor.models.llama``), loaded only for
+    their model."""
+    path = "vllm/model_executor/models/registry.py"
+    tree = rk._parse(rel.files[path]) if path in rel.files else None
+    out: set[str] = set()
+    for n in ast.walk(tree) if tree is not None else ():
+        if isinstance(n, ast.Dict):
+            for v in n.values:
+                if (
+                    isinstance(v, ast.Tuple)
+                    and len(v.elts) >= 2
+                    and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts[:2])
+                ):
+                    out.add(f"vllm.model_executor.models.{v.elts[0].value}")  # type: ignore[attr-defined]
+    return out
+
+
+def closure(rel: Any, package: str = "trl") -> tuple[list[str], list[tuple[str, str, str | None]]]:
+    """``(modules, imports)``: the modules of ``package`` its run loads (TRL: GRPO's import;
+    vLLM: its import and engine start), and the unconditional imports from a target in them:
+    ``(target, module, name or None for import MODULE)``."""
+    spec = IMPORTERS[package]
+    targets = spec.targets
+    paths = {_module_of(p)[0]: p for p in rel.files if p.startswith(f"{package}/") and p.endswith(".py")}
+    for m in model_modules(rel) if package == "vllm" else ():
+        paths.pop(m, None)  # a model's own module: loaded for that model only
     seen: set[str] = set()
-    queue = [m for m in SEEDS if m in paths]
+    queue = [m for m in spec.seeds if m in paths]
     found: set[tuple[str, str, str | None]] = set()
     classes: list[tuple[str, ast.ClassDef, Mapping[str, tuple[str, str, str]]]] = []
 
@@ -203,14 +276,14 @@ def closure(rel: Any) -> tuple[list[str], list[tuple[str, str, str | None]]]:
             if isinstance(s, ast.Import):
                 for a in s.names:
                     top = a.name.split(".")[0]
-                    if top == "trl":
+                    if top == package:
                         add(a.name)
-                    elif top in TARGETS and "." in a.name:
+                    elif top in targets and "." in a.name:
                         found.add((top, a.name, None))
                 continue
             src = rk._resolve(module, is_pkg, s.level, s.module)
             top = src.split(".")[0]
-            if top == "trl":
+            if top == package:
                 add(src)
                 for a in s.names:
                     if a.name == "*":
@@ -219,12 +292,13 @@ def closure(rel: Any) -> tuple[list[str], list[tuple[str, str, str | None]]]:
                         add(f"{src}.{a.name}")
                     elif src in paths and paths[src].endswith("/__init__.py"):
                         add_lazy(src, a.name, paths, rel, add)
-            elif top in TARGETS:
+            elif top in targets:
                 found |= {(top, src, a.name) for a in s.names if a.name != "*"}
                 bound |= {a.asname or a.name: (top, src, a.name) for a in s.names if a.name != "*"}
         found |= _attributes(tree, bound)
         classes += [(module, c, bound) for c in tree.body if isinstance(c, ast.ClassDef)]
-    found |= _inherited(classes)
+    if spec.constructors:
+        found |= _inherited(classes)
     return sorted(seen), sorted(found, key=lambda t: (t[0], t[1], t[2] or ""))
 
 
@@ -261,44 +335,76 @@ def _have(h: Any, module: str, name: str | None) -> int:
     return int(h.name(module, owner) & (member | h.name(f"{module}.{owner}", attr)))
 
 
-def derive(trls: Mapping[str, Any], histories: Mapping[str, Any]) -> dict[str, Any]:
+def derive(releases: Mapping[str, Mapping[str, Any]], histories: Mapping[str, Any]) -> dict[str, Any]:
     """The data file's document: ``scanned`` (the requirements' releases in their histories),
-    ``importers.trl.RELEASE.TARGET``: ``names`` (how many imported) and ``lacking`` (a name
-    some scanned release lacks: those releases as specifiers)."""
+    ``importers.IMPORTER.RELEASE.TARGET`` (``releases``: importer -> version -> release):
+    ``names`` (how many imported) and ``lacking`` (a name some scanned release lacks: those
+    releases as specifiers)."""
     doc: dict[str, Any] = {"scanned": {t: list(h.releases) for t, h in sorted(histories.items())}}
-    rows: dict[str, Any] = {}
-    for version in sorted(trls, key=Version):
-        modules, imports = closure(trls[version])
-        if "trl.trainer.grpo_trainer" not in modules:
-            continue  # a release without GRPOTrainer (before 0.14): nothing on GRPO's path to judge
-        row: dict[str, Any] = {"modules": len(modules)}
-        for target in TARGETS:
-            h = histories.get(target)
-            mine = [(m, n) for t, m, n in imports if t == target]
-            if h is None or not mine:
-                continue
-            lacking: dict[str, list[str]] = {}
-            unknown = 0
-            for module, name in mine:
-                have = _have(h, module, name)
-                if not have and "." in (name or ""):
-                    continue  # an attribute the history never saw (set at run time): no evidence
-                if not have:
-                    unknown += 1  # in no scanned release (a lazy name the history misses): no evidence
-                    continue
-                missing = [r for i, r in enumerate(h.releases) if not have >> i & 1]
-                if missing:
-                    key = f"{module}:{name}" if name else module
-                    lacking[key] = rk.runs(missing, list(h.releases))
-            entry: dict[str, Any] = {"names": len(mine)}
-            if unknown:
-                entry["unknown"] = unknown
-            if lacking:
-                entry["lacking"] = lacking
-            row[target] = entry
-        rows[version] = row
-    doc["importers"] = {"trl": rows}
+    doc["importers"] = {}
+    for package in (p for p in IMPORTERS if p in releases):
+        rows: dict[str, Any] = {}
+        for version in sorted(releases[package], key=Version):
+            row = _row(package, releases[package][version], histories)
+            if row is not None:
+                rows[version] = row
+        doc["importers"][package] = rows
     return doc
+
+
+def _absent(have: int, count: int) -> set[int]:
+    """The indices of the releases without a name, less a run the history has the name on both
+    sides of (transformers 4.52.x's lazily exported model configs, ``DeepseekV3Config``: in 4.51
+    and 4.53, and ``from transformers import DeepseekV3Config`` works in 4.52.4, but the history
+    does not see 4.52's ``define_import_structure``): such a run is a gap in the history, not
+    evidence. A name added later (a run from the first release) or removed (to the last) stays."""
+    out: set[int] = set()
+    i = 0
+    while i < count:
+        if have >> i & 1:
+            i += 1
+            continue
+        j = i
+        while j < count and not have >> j & 1:
+            j += 1
+        if i == 0 or j == count:
+            out |= set(range(i, j))
+        i = j
+    return out
+
+
+def _row(package: str, rel: Any, histories: Mapping[str, Any]) -> dict[str, Any] | None:
+    modules, imports = closure(rel, package)
+    spec = IMPORTERS[package]
+    if spec.needs not in modules:
+        return None  # a TRL release without GRPOTrainer (before 0.14): nothing on GRPO's path to judge
+    row: dict[str, Any] = {"modules": len(modules)}
+    for target in spec.targets:
+        h = histories.get(target)
+        mine = [(m, n) for t, m, n in imports if t == target]
+        if h is None or not mine:
+            continue
+        lacking: dict[str, list[str]] = {}
+        unknown = 0
+        for module, name in mine:
+            have = _have(h, module, name)
+            if not have and "." in (name or ""):
+                continue  # an attribute the history never saw (set at run time): no evidence
+            if not have:
+                unknown += 1  # in no scanned release (a lazy name the history misses): no evidence
+                continue
+            absent = _absent(have, len(h.releases))
+            missing = [r for i, r in enumerate(h.releases) if i in absent]
+            if missing:
+                key = f"{module}:{name}" if name else module
+                lacking[key] = rk.runs(missing, list(h.releases))
+        entry: dict[str, Any] = {"names": len(mine)}
+        if unknown:
+            entry["unknown"] = unknown
+        if lacking:
+            entry["lacking"] = lacking
+        row[target] = entry
+    return row
 
 
 def render(doc: dict[str, Any], today: str) -> str:
@@ -306,6 +412,8 @@ def render(doc: dict[str, Any], today: str) -> str:
         "# Generated by scripts/derive_requirement_api.py -- edit the script, not this file.\n"
         "# The names each TRL release imports from transformers / accelerate / datasets at module level,\n"
         "# unconditionally, in the modules `from trl import GRPOTrainer` loads (its wheel read with ast),\n"
+        "# and each vLLM release from transformers in the modules `import vllm`, `vllm.LLM` and the\n"
+        "# engine's start load (not a model architecture's own module),\n"
         "# checked against the requirement's symbol history (rules/knowledge/symbols/). `lacking`: a\n"
         "# name and the scanned releases of the requirement without it (an ImportError at start).\n"
         "# PKG004 reads it to judge an unmet floor (rules/knowledge/requirements.yaml).\n"
@@ -321,19 +429,27 @@ def render(doc: dict[str, Any], today: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cache", type=Path, required=True, help="the wheel cache (CACHE/trl/trl-X-*.whl)")
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        required=True,
+        help="the wheel cache (CACHE/trl/trl-X-*.whl, CACHE/vllm/vllm-X-*.whl)",
+    )
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 when the file would change")
     args = ap.parse_args(argv)
     from envdoctor.knowledge.symbol_history import history
 
-    trls = {}
-    for whl in sorted((args.cache / "trl").glob("trl-*.whl")):
-        version = whl.name.split("-")[1]
-        trls[version] = rk.read_wheel("trl", version, whl)
-    histories = {t: h for t in TARGETS if (h := history(t)) is not None}
+    releases: dict[str, dict[str, Any]] = {}
+    for package in IMPORTERS:
+        found = releases.setdefault(package, {})
+        for whl in sorted((args.cache / package).glob(f"{package}-*.whl")):
+            version = whl.name.split("-")[1]
+            found.setdefault(version, rk.read_wheel(package, version, whl))
+    wanted = {t for spec in IMPORTERS.values() for t in spec.targets}
+    histories = {t: h for t in sorted(wanted) if (h := history(t)) is not None}
     path = ROOT / "rules" / "knowledge" / OUT
     old = path.read_text() if path.is_file() else None
-    new = render(derive(trls, histories), dt.date.today().isoformat())
+    new = render(derive(releases, histories), dt.date.today().isoformat())
 
     def body(text: str | None) -> str | None:
         return (
@@ -348,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if same else 1
     if not same:
         path.write_text(new)
-        print(f"wrote {path}: {len(trls)} TRL releases")
+        print(f"wrote {path}: " + ", ".join(f"{len(r)} {p} releases" for p, r in releases.items()))
     return 0
 
 

@@ -105,7 +105,8 @@ def test_closure_keeps_the_unconditional_imports_of_grpos_modules(dr: ModuleType
 
 def test_derive_names_the_releases_lacking_each_name(dr: ModuleType, tmp_path: Path) -> None:
     doc = dr.derive(
-        {"9.0.0": _release(dr, tmp_path)}, {"transformers": History("transformers", RELEASES, MODULES)}
+        {"trl": {"9.0.0": _release(dr, tmp_path)}},
+        {"transformers": History("transformers", RELEASES, MODULES)},
     )
     row = doc["importers"]["trl"]["9.0.0"]["transformers"]
     assert row["names"] == 5
@@ -125,6 +126,8 @@ def test_the_stored_data_is_what_the_script_writes() -> None:
     assert doc["generated_by"] == "scripts/derive_requirement_api.py"
     row = doc["importers"]["trl"]["0.21.0"]["transformers"]
     assert row["names"] > 20 and set(doc["scanned"]) == {"transformers", "accelerate", "datasets"}
+    vllm = doc["importers"]["vllm"]["0.19.1"]["transformers"]
+    assert vllm["names"] > 20 and "transformers:AutoVideoProcessor" in vllm["lacking"]
 
 
 ATTR_FILES = {
@@ -187,7 +190,9 @@ def test_attributes_read_at_import_or_at_construction_are_checked(dr: ModuleType
         "TrainingArguments.new_field",
         "TrainingArguments.never_in_history",
     }
-    doc = dr.derive({"9.0.0": release}, {"transformers": History("transformers", RELEASES, ATTR_MODULES)})
+    doc = dr.derive(
+        {"trl": {"9.0.0": release}}, {"transformers": History("transformers", RELEASES, ATTR_MODULES)}
+    )
     row = doc["importers"]["trl"]["9.0.0"]["transformers"]
     assert row["lacking"] == {
         "transformers:TrainingArguments.NEW_CLASS_ATTR": ["==4.50.0"],
@@ -202,3 +207,82 @@ def test_a_release_without_grpo_trainer_is_not_judged() -> None:
     doc = yaml.safe_load((ROOT / "rules" / "knowledge" / "requirement_api.yaml").read_text())
     rows = doc["importers"]["trl"]
     assert "0.13.0" not in rows and "0.11.4" not in rows and "0.14.0" in rows
+
+
+VLLM_FILES = {
+    "vllm/__init__.py": """
+        import typing
+        MODULE_ATTRS = {"LLM": ".entrypoints.llm:LLM"}
+        if typing.TYPE_CHECKING:
+            from vllm.entrypoints.llm import LLM
+    """,
+    "vllm/entrypoints/__init__.py": "",
+    "vllm/entrypoints/llm.py": """
+        from transformers import PreTrainedTokenizerBase
+        from vllm.transformers_utils.processor import cached_get_processor
+        from vllm.model_executor.models import ModelRegistry
+        class LLM: ...
+    """,
+    "vllm/transformers_utils/__init__.py": "",
+    "vllm/transformers_utils/processor.py": """
+        from transformers import AutoVideoProcessor
+        try:
+            from transformers import OnlyWhenThere
+        except ImportError:
+            OnlyWhenThere = None
+        def cached_get_processor(): ...
+    """,
+    "vllm/model_executor/__init__.py": "",
+    "vllm/model_executor/models/__init__.py": "from .registry import ModelRegistry\n",
+    "vllm/model_executor/models/registry.py": """
+        _TEXT_GENERATION_MODELS = {"LlamaForCausalLM": ("llama", "LlamaForCausalLM")}
+        ModelRegistry = object()
+    """,
+    "vllm/model_executor/models/llama.py": "from transformers import LlamaOnlyName\n",
+    "vllm/model_executor/models/interfaces.py": "from .llama import X\n",
+    "vllm/v1/__init__.py": "",
+    "vllm/v1/worker/__init__.py": "",
+    "vllm/v1/worker/gpu_worker.py": """
+        from accelerate import NotATarget
+        import vllm.model_executor.models.llama
+    """,
+}
+VLLM_MODULES = {
+    "transformers": {
+        "n": {"PreTrainedTokenizerBase": 0, "AutoVideoProcessor": "2"},
+    },
+}
+
+
+def test_vllms_closure_is_its_import_and_engine_start_without_a_models_own_module(
+    dr: ModuleType, tmp_path: Path
+) -> None:
+    """`import vllm`, `vllm.LLM` (a lazy name, one of the seeds) and the engine's worker, their
+    module-level imports followed; a model architecture's module (the registry names it) is not
+    followed from anywhere (it loads for its model only); only transformers is judged for vLLM."""
+    whl = tmp_path / "vllm-9.0.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        for path, src in VLLM_FILES.items():
+            zf.writestr(path, textwrap.dedent(src))
+    release = dr.rk.read_wheel("vllm", "9.0.0", whl)
+    modules, imports = dr.closure(release, "vllm")
+    assert "vllm.transformers_utils.processor" in modules and "vllm.v1.worker.gpu_worker" in modules
+    assert "vllm.model_executor.models.llama" not in modules
+    assert set(imports) == {
+        ("transformers", "transformers", "PreTrainedTokenizerBase"),
+        ("transformers", "transformers", "AutoVideoProcessor"),
+    }
+    doc = dr.derive(
+        {"vllm": {"9.0.0": release}}, {"transformers": History("transformers", RELEASES, VLLM_MODULES)}
+    )
+    row = doc["importers"]["vllm"]["9.0.0"]["transformers"]
+    assert row == {"names": 2, "lacking": {"transformers:AutoVideoProcessor": [">=4.50.0,<=4.51.0"]}}
+
+
+def test_a_run_between_two_releases_having_the_name_is_a_gap_not_evidence(dr: ModuleType) -> None:
+    """A name present before and after a run of releases (transformers 4.52.x's lazily exported
+    model configs the history misses) is no evidence there; added later or removed, it is."""
+    assert dr._absent(0b101, 3) == set()  # a hole: in 0 and 2, not in 1
+    assert dr._absent(0b100, 3) == {0, 1}  # added in the third release
+    assert dr._absent(0b011, 3) == {2}  # removed in the third
+    assert dr._absent(0b0110, 4) == {0, 3} and dr._absent(0b1010, 4) == {0}

@@ -245,15 +245,14 @@ def _mismatch(
         read = f"{src} {read}" + (
             "" if len(api["judged"]) == 1 else f", the scanned releases around {pkg.version}"
         )
+    path = _API_PATH.get(src, _API_PATH["trl"])
     if api is not None and api["lacks"]:
         names = ", ".join(_import_line(n) for n in api["lacks"][:3])
         more = f" (and {len(api['lacks']) - 3} more)" if len(api["lacks"]) > 3 else ""
         return hit(
-            f"{head} → {src} {pkg.version} uses what {target} {installed} lacks, on the way to "
-            f"GRPOTrainer: {names}{more} (what the modules `from {src} import GRPOTrainer` loads "
-            "import at module level, read at import or in GRPOConfig's / GRPOTrainer's "
-            f"constructors, read in the wheel of {read} and checked against {target}'s releases: "
-            "rules/knowledge/requirement_api.yaml) → the run fails at start (ImportError / AttributeError)",
+            f"{head} → {src} {pkg.version} uses what {target} {installed} lacks, {path[0]}: "
+            f"{names}{more} ({path[1]}, read in the wheel of {read} and checked against "
+            f"{target}'s releases: rules/knowledge/requirement_api.yaml) → {path[2]}",
             fix=fix,
             requirement=line,
             installed=installed,
@@ -263,9 +262,8 @@ def _mismatch(
         )
     if api is not None:
         return hit(
-            f"{head} (a warning: pip check reports it, but every name ({api['names']}) that the "
-            f"modules `from {src} import GRPOTrainer` loads import or read from {target} "
-            f"(read in the wheel of {read}) is "
+            f"{head} (a warning: pip check reports it, but every name ({api['names']}) that "
+            f"{path[3]} import or read from {target} (read in the wheel of {read}) is "
             f"in {target} {installed} (rules/knowledge/requirement_api.yaml); a floor is often "
             "raised for a newer feature, not a break)",
             fix=fix,
@@ -303,6 +301,26 @@ def _mismatch(
         weight="other",
         remedy=remedy,
     )
+
+
+#: per importer judged at the API (rules/knowledge/requirement_api.yaml): where its names are
+#: read, what reads them, what a missing one does, and which modules (the warning's wording)
+_API_PATH = {
+    "trl": (
+        "on the way to GRPOTrainer",
+        "what the modules `from trl import GRPOTrainer` loads import at module level, read at "
+        "import or in GRPOConfig's / GRPOTrainer's constructors",
+        "the run fails at start (ImportError / AttributeError)",
+        "the modules `from trl import GRPOTrainer` loads",
+    ),
+    "vllm": (
+        "on its import and engine start",
+        "what the modules `import vllm`, `vllm.LLM` and the engine's start (its config, tokenizer "
+        "and processor loading, not a model's own module) load import at module level",
+        "vLLM fails when it is imported or its engine starts (ImportError)",
+        "the modules `import vllm`, `vllm.LLM` and the engine's start load",
+    ),
+}
 
 
 def _api_judges(

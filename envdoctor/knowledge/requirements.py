@@ -115,20 +115,24 @@ def api_verdict(
 ) -> dict[str, Any] | None:
     """What rules/knowledge/requirement_api.yaml (scripts/derive_requirement_api.py) says of
     ``src`` ``src_version`` beside ``target`` ``installed``: ``{"lacks": [names], "judged": [...]}``
-    where every judging release of ``src`` uses a name, on GRPO's import path, that the installed
-    release lacks (an ImportError or AttributeError at start); ``{"lacks": [], "names": n, ...}`` where
-    every name each judging release imports is there; None where the data does not cover the
-    pair (a release outside it, or the judging releases disagree). Read only when asked."""
+    where every judging release of ``src`` uses a name, on its run's import path (TRL: GRPO's;
+    vLLM: its import and engine start), that the installed release lacks (an ImportError or
+    AttributeError at start); ``{"lacks": [], "names": n, ...}`` where every name each judging
+    release imports is there; None where the data does not cover the pair (a release outside it,
+    the judging releases disagree, or a name the history does not know leaves "all there"
+    unproved). Read only when asked."""
     api = kb.requirement_api
     rows = (api.get("importers") or {}).get(src) or {}
     if installed not in ((api.get("scanned") or {}).get(target) or ()):
         return None
     judged = _judged([str(r) for r in rows], src_version)
     verdicts: list[tuple[list[str], int]] = []
+    unknown = False
     for release in judged:
         row = ((rows.get(release) or {}).get(target)) or {}
-        if not row or row.get("unknown"):
+        if not row:
             return None
+        unknown = unknown or bool(row.get("unknown"))
         lacking = row.get("lacking") or {}
         missing = [
             name
@@ -139,8 +143,11 @@ def api_verdict(
     if not verdicts:
         return None
     if all(missing for missing, _ in verdicts):
-        names = sorted({n for missing, _ in verdicts for n in missing})
-        return {"lacks": names, "judged": judged}
-    if any(missing for missing, _ in verdicts):
-        return None  # the neighbours disagree: no evidence either way
+        # the names every judging release lacks (both neighbours of a patch release import them),
+        # else each one's: both fail, on different names
+        common = set.intersection(*(set(missing) for missing, _ in verdicts))
+        names = sorted(common or {n for missing, _ in verdicts for n in missing})
+        return {"lacks": names, "judged": judged}  # a known missing name: whatever the unknown one
+    if unknown or any(missing for missing, _ in verdicts):
+        return None  # the neighbours disagree, or a name in no scanned release: no evidence
     return {"lacks": [], "names": max(n for _, n in verdicts), "judged": judged}

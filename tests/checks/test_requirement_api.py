@@ -62,7 +62,7 @@ def test_a_pair_outside_the_data_keeps_the_error():
     from envdoctor.knowledge import knowledge
 
     assert api_verdict(knowledge(), "trl", "0.21.0", "transformers", "4.40.0") is None
-    assert api_verdict(knowledge(), "vllm", "0.10.0", "transformers", "4.51.3") is None  # TRL's only
+    assert api_verdict(knowledge(), "vllm", "0.6.0", "transformers", "4.51.3") is None  # below the span
 
 
 def test_the_neighbours_disagreeing_is_no_evidence():
@@ -133,3 +133,102 @@ def test_an_attribute_read_at_import_or_in_the_config_constructor_is_evidence_to
     assert hit.severity.value == "warning"
     (hit,) = _pkg004("0.19.1", "4.50.3")  # its read is under `if transformers >= 4.51`: trained (run)
     assert hit.severity.value == "warning"
+
+
+# vLLM's declared floor on transformers, judged the same way (vfloors18): the names the modules
+# `import vllm`, `vllm.LLM` and the engine's start load import from transformers at module level.
+VLLM_STACK = {
+    "trl": "0.21.0",
+    "torch": "2.10.0",
+    "accelerate": "1.10.0",
+    "datasets": "3.6.0",
+    "vllm": "0.19.1",
+}
+
+
+def _vllm_pkg004(transformers: str, **more: str) -> list:
+    snap = snapshot(1, packages={**VLLM_STACK, "transformers": transformers, **more})
+    got = findings(snap, config={"use_vllm": True})
+    return [f for f in got if f.rule == "PKG004" and f.message.startswith("vllm")]
+
+
+def test_a_transformers_below_vllms_floor_lacking_a_name_vllm_imports_is_an_error_naming_it():
+    """vLLM 0.19.1 (transformers>=4.56.0) beside transformers 4.51.3: its
+    vllm/transformers_utils/processor.py, loaded by `vllm.LLM`'s import, does `from transformers
+    import AutoVideoProcessor` and `from transformers.video_utils import VideoInput` at module
+    level (transformers 4.52.0 on): ImportError before the engine starts."""
+    (hit,) = _vllm_pkg004("4.51.3")
+    assert hit.severity.value == "error"
+    assert "`from transformers import AutoVideoProcessor`" in hit.message
+    assert "on its import and engine start" in hit.message and "vllm 0.19.1" in hit.message
+    assert "GRPOTrainer" not in hit.message
+    assert "transformers.video_utils:VideoInput" in hit.evidence["lacks"]
+    assert "'transformers==4.56.2'" in hit.fix  # the plan's fix (it also answers this stack's KNF001)
+
+
+def test_a_transformers_below_vllms_floor_with_every_name_is_a_warning():
+    """dc_ops_training (set 16, healthy): vLLM 0.19.1 with transformers 4.54.1 on ROCm trained
+    1,784 steps; every name vLLM 0.19.1's import and engine start take from transformers is in
+    4.54.1. The pin stays the fix (a warning, as for TRL's floors)."""
+    (hit,) = _vllm_pkg004("4.54.1")
+    assert hit.severity.value == "warning"
+    assert "pip check reports it" in hit.message and "is in transformers 4.54.1" in hit.message
+    assert "`import vllm`, `vllm.LLM` and the engine's start" in hit.message
+    assert hit.remedy is not None
+
+
+def test_vllms_exact_torch_pin_stays_an_error():
+    """A compiled extension: vLLM 0.19.1's ops are built against torch 2.10.0's ABI."""
+    hits = _vllm_pkg004("4.54.1", torch="2.9.0")
+    (torch,) = [f for f in hits if "requires torch" in f.message]
+    assert torch.severity.value == "error" and "undefined symbol" in torch.message
+
+
+def test_a_name_only_in_a_history_gap_is_no_evidence():
+    """transformers 4.52.x exports its model configs lazily (define_import_structure) and the
+    symbol history misses `DeepseekV3Config` there, though `from transformers import
+    DeepseekV3Config` works in 4.52.4 (run): the derive leaves such a gap out, so vLLM 0.11.2's
+    floor beside 4.52.4 is judged on the other names (all there: a warning)."""
+    from envdoctor.knowledge import knowledge
+
+    row = knowledge().requirement_api["importers"]["vllm"]["0.11.2"]["transformers"]
+    assert row["lacking"]["transformers:DeepseekV3Config"] == [">=4.46.1,<=4.50.3"]  # not 4.52.x
+    verdict = api_verdict(knowledge(), "vllm", "0.11.2", "transformers", "4.52.4")
+    assert verdict is not None and verdict["lacks"] == []
+
+
+def test_vllm_026_below_its_floor_on_transformers_4_lacks_the_v5_tokenizer_backends():
+    """vLLM 0.26.0 (transformers>=5.5.3): vllm/tokenizers/hf.py does `from transformers import
+    AutoTokenizer, PythonBackend, TokenizersBackend` (transformers 5 names); with 4.57.6 it cannot
+    be imported. A name the history does not know (MistralCommonBackend, exported lazily) does
+    not hide a known missing one, but leaves "all there" unproved (5.5.0: no verdict)."""
+    from envdoctor.knowledge import knowledge
+
+    verdict = api_verdict(knowledge(), "vllm", "0.26.0", "transformers", "4.57.6")
+    assert verdict is not None and "transformers:TokenizersBackend" in verdict["lacks"]
+    assert api_verdict(knowledge(), "vllm", "0.26.0", "transformers", "5.5.0") is None
+
+
+def test_the_fix_closure_clears_vllms_floor_in_one_round():
+    """The error and the warning keep the pin as their fix: `envdoctor fix`'s one merged change
+    leaves no PKG004 and no error (this stack's KNF001, TRL 0.21 beside vLLM >= 0.12, goes with it)."""
+    for transformers in ("4.51.3", "4.54.1"):
+        packages = {**VLLM_STACK, "transformers": transformers}
+        facts = from_dict(snapshot(1, packages=packages), "t")
+        plan = build_plan(launch=None, config_dict={"use_vllm": True}, live=False)
+        closure = close(facts, plan, Rerun())
+        assert any(f.rule == "PKG004" and f.message.startswith("vllm") for f in closure.before)
+        assert closure.one_round and closure.changes.packages.get("transformers")
+        assert not [f for f in closure.after if f.rule == "PKG004" or f.severity.value == "error"]
+
+
+def test_a_release_between_two_scanned_ones_names_what_both_lack():
+    """swe_smith_grpo (set 16): vLLM 0.14 (0.13.0 and 0.14.1 judge it) beside transformers 4.49.0.
+    Both lack names there; the error names those both import (not 0.13.0's ALLOWED_LAYER_TYPES,
+    which 0.14.1 no longer imports)."""
+    from envdoctor.knowledge import knowledge
+
+    verdict = api_verdict(knowledge(), "vllm", "0.14", "transformers", "4.49.0")
+    assert verdict is not None and verdict["judged"] == ["0.13.0", "0.14.1"]
+    assert "transformers:AutoVideoProcessor" in verdict["lacks"]
+    assert "transformers.configuration_utils:ALLOWED_LAYER_TYPES" not in verdict["lacks"]
