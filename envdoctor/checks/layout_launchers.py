@@ -98,8 +98,8 @@ def launch_file_not_where_named(ctx: Context) -> Iterator[Hit]:
 @rule("LAY020", needs=("plan",))
 def launch_read_through_script(ctx: Context) -> Iterator[Hit]:
     trainer = ctx.plan.trainer
-    if trainer is None or trainer.source is None:
-        return
+    if trainer is None or trainer.source is None or trainer.unresolved:
+        return  # not followed, or not resolved: the layout area says why
     from envdoctor.plan.shell_words import join
 
     command = (

@@ -262,6 +262,13 @@ def _parse_tokens(
             for launch in followed:
                 _apply_wrappers(launch, peeled)
             return followed
+        if rest[:1] not in (["source"], ["."]):  # bash x.sh / ./x.sh where x.sh is not here
+            where = os.path.normpath(os.path.join(folder, script[0]))
+            peeled.unresolved = (
+                f"`{shlex.join([*peeled.command[:1], *script[:1]] if peeled.script else script[:1])}` runs "
+                f"a shell script that is not here ({where}): envdoctor reads a launch script only where it "
+                "sees it (run it from the script's folder, or give the script's launch lines)"
+            )
     if rest and rest[0] in _NOT_LAUNCHES and not peeled.unresolved:
         return []
     if rest and os.path.basename(rest[0]) == "sbatch" and not peeled.unresolved and depth < _MAX_DEPTH:

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 from envdoctor.plan.cd import cd_target
 from envdoctor.plan.interface import Launch
-from envdoctor.plan.shell_lines import bash_lines, may_launch, split_words
 
 MAX_BYTES = 256 * 1024
 MAX_LINES = 5_000
@@ -241,6 +240,8 @@ class _Reader:
             self.exported_unknown.add(name)
 
     def run(self, text: str) -> None:
+        from envdoctor.plan.shell_lines import bash_lines  # loaded only where a script is read
+
         for number, line, _ in bash_lines(text):
             if self.stopped:
                 return
@@ -260,6 +261,7 @@ class _Reader:
             if not text.strip():
                 return
         from envdoctor.plan.launch import _one_word_substitutions
+        from envdoctor.plan.shell_lines import split_words
 
         self.defaults = []
         self.refs = {
@@ -408,10 +410,12 @@ class _Reader:
     def _launch(self, number: int, cmd: list[str], conditional: bool) -> None:
         from envdoctor.errors import InputError
         from envdoctor.plan.launch import _parse_text
+        from envdoctor.plan.shell_lines import may_launch
         from envdoctor.plan.shell_words import join
 
         raw = join(cmd)
-        if not (may_launch(raw) or any(w.endswith(_SUFFIXES) for w in cmd[:3])):
+        runs_script = any(w.endswith(_SUFFIXES) for w in cmd[:3])
+        if not (may_launch(raw) or runs_script):
             return
         try:
             launches = _parse_text(raw, dict(self.exported), self.depth + 1, self.folder or "")
@@ -419,7 +423,7 @@ class _Reader:
             return
         for lx in launches:
             if lx.source is None:
-                if lx.launcher == "unknown" and not may_launch(raw):
+                if lx.launcher == "unknown" and not (may_launch(raw) or runs_script):
                     continue
                 lx.source = f"{self.shown}:{number}"
                 carried = [*self.defaults, *(n for r in self.refs for n in self.taken.get(r, ()))]
@@ -461,9 +465,7 @@ def _is_activate(name: str) -> bool:
 def _at(folder: str | None, name: str) -> str | None:
     if "$" in name or "`" in name:
         return None
-    if os.path.isabs(name) or not folder:
-        return name
-    return os.path.normpath(os.path.join(folder, name))
+    return os.path.normpath(name if os.path.isabs(name) or not folder else os.path.join(folder, name))
 
 
 def _read(path: str) -> tuple[str | None, str | None]:
