@@ -101,7 +101,9 @@ class _Reader:
     defaults: list[str] = field(default_factory=list)
     taken: dict[str, tuple[str, ...]] = field(default_factory=dict)
     refs: set[str] = field(default_factory=set)
-    exported_unknown: set[str] = field(default_factory=set)
+    #: what the script wrote for a variable whose value is not known (exported as written, so
+    #: that a rule reading it says it is left to the shell rather than taking the machine's)
+    written: dict[str, str] = field(default_factory=dict)
     allexport: bool = False
     stack: list[str] = field(default_factory=list)
     found: list[_Found] = field(default_factory=list)
@@ -212,6 +214,7 @@ class _Reader:
         return bool(self.stack)
 
     def _set(self, name: str, value: str, number: int, conditional: bool) -> None:
+        self.written[name] = value
         if "$(" in value or "`" in value:
             self.values[name] = None
             self.why[name] = f"set by a command substitution ({self.shown}:{number})"
@@ -233,11 +236,7 @@ class _Reader:
 
     def _export(self, name: str) -> None:
         value = self.values.get(name)
-        if value is not None:
-            self.exported[name] = value
-        else:
-            self.exported.pop(name, None)
-            self.exported_unknown.add(name)
+        self.exported[name] = value if value is not None else self.written.get(name) or f"${{{name}}}"
 
     def run(self, text: str) -> None:
         from envdoctor.plan.shell_lines import bash_lines  # loaded only where a script is read

@@ -257,3 +257,13 @@ def test_fix_names_the_scripts_line_and_never_writes_the_script(here):
     data = json.loads(js.stdout)
     assert data["launch_from"][-1] == "run.sh:8 (run by `bash run.sh`)"
     assert (here / "run.sh").read_text() == before
+
+
+def test_an_exported_value_not_known_is_left_to_the_shell_not_taken_from_the_machine(here):
+    (here / "run.sh").write_text(
+        "export CUDA_VISIBLE_DEVICES=$(pick_free_gpus 2)\naccelerate launch --num_processes 2 train.py\n"
+    )
+    (launch,) = parse_launches(argv=["bash", "run.sh"])
+    assert launch.env["CUDA_VISIBLE_DEVICES"] == "$(pick_free_gpus 2)"
+    found = _rules("bash run.sh", n_gpus=4, config={})
+    assert not {r for r, f in found.items() if r.startswith("LAY") and f.severity.value != "info"}
