@@ -54,6 +54,7 @@ _CD_PWD = re.compile(
     r"""\$\(\s*cd\s+(?:"|')?(?P<dir>[^"'$`()&;|]*)(?:"|')?\s*(?:&&|;)\s*pwd(?:\s+-[LP])?\s*\)"""
 )
 _PWD = re.compile(r"\$\(\s*pwd\s*\)|\$\{PWD\}|\$PWD\b")
+_ARRAY = re.compile(r"^(?:local\s+|readonly\s+|declare\s+-a\s+|typeset\s+-a\s+)?(?P<name>[A-Za-z_]\w*)\+?=\(")
 _FUNCTION = re.compile(r"^\s*(?:function\s+[\w.:-]+\s*(?:\(\s*\))?|[\w.:-]+\s*\(\s*\))\s*(?P<brace>\{)?")
 _OPENERS = {"if": "if", "case": "case", "for": "loop", "while": "loop", "until": "loop", "select": "loop"}
 _CLOSERS = {"fi": "if", "esac": "case", "done": "loop", "}": "{", ")": "("}
@@ -122,7 +123,7 @@ class _Reader:
             if b is None:  # ${#N}, ${N%x}, ${ARR[@]}: not evaluated
                 inner = re.match(r"#?([A-Za-z_]\w*)", m["brace"])
                 if inner:
-                    self.why.setdefault(inner.group(1), f"`${{{m['brace']}}}` is not evaluated")
+                    self.why.setdefault(inner.group(1), "an expansion envdoctor does not evaluate")
                 return None
             name, op, word = b["name"], b["op"], b["word"]
         if name in ("@", "*"):
@@ -183,6 +184,12 @@ class _Reader:
                 double = not double
             elif ch == "$" and not single:
                 m = _REF.match(text, i)
+                whole = m is not None and m.group(0) in ("$@", "${@}") and out[-1:] == ['"']
+                if m is not None and whole and text[m.end() : m.end() + 1] == '"':
+                    out[-1] = " ".join(shlex.quote(a) for a in self.args)  # "$@": a word each, none when none
+                    double = False
+                    i = m.end() + 1
+                    continue
                 if m is not None:
                     got = self._value(m, double)
                     if got is not None:
@@ -236,7 +243,9 @@ class _Reader:
 
     def _export(self, name: str) -> None:
         value = self.values.get(name)
-        self.exported[name] = value if value is not None else self.written.get(name) or f"${{{name}}}"
+        written = self.written.get(name, "")
+        shell = written if ("$" in written or "`" in written) else f"${{{name}}}"  # left to the shell
+        self.exported[name] = value if value is not None else shell
 
     def run(self, text: str) -> None:
         from envdoctor.plan.shell_lines import bash_lines  # loaded only where a script is read
@@ -253,6 +262,13 @@ class _Reader:
             self.line(number, stripped)
 
     def line(self, number: int, text: str) -> None:
+        array = _ARRAY.match(text)
+        if array:  # ARGS=(--model m …): an array, its items not read (``${ARGS[@]}`` stays)
+            self.values[array["name"]] = None
+            self.why[array["name"]] = f"an array ({self.shown}:{number})"
+            code = text.split(" #", 1)[0]
+            self.array = max(code.count("(") - code.count(")"), 0)
+            return
         fn = _FUNCTION.match(text)
         if fn and not text.lstrip().startswith(("if ", "for ", "while ")):
             self.stack.append("fn" if fn["brace"] else "fn?")
@@ -304,12 +320,15 @@ class _Reader:
                         break
             return
         if head in _OPENERS or head == "elif":
+            if head in ("if", "elif", "while", "until") and len(cmd) > 1:
+                # the condition runs (`if accelerate launch …; then`): read it as a command
+                self.command(number, cmd[1:], conditional or head != "if", first)
             if head in _OPENERS:
                 self.stack.append(_OPENERS[head])
             if head in ("for", "select") and len(cmd) > 1 and _NAME.match(cmd[1]):
                 self.values[cmd[1]] = None
                 self.why[cmd[1]] = f"the loop variable of `{head}` ({self.shown}:{number})"
-            return  # a condition or a loop's words: no launch read there
+            return
         if self.stack[-1:] == ["case"] and head.endswith(")"):
             cmd = cmd[1:]  # `pattern) command ;;`
             if not cmd:
@@ -410,7 +429,7 @@ class _Reader:
         from envdoctor.errors import InputError
         from envdoctor.plan.launch import _parse_text
         from envdoctor.plan.shell_lines import may_launch
-        from envdoctor.plan.shell_words import join
+        from envdoctor.plan.shell_words import join, quote
 
         raw = join(cmd)
         runs_script = any(w.endswith(_SUFFIXES) for w in cmd[:3])
@@ -422,14 +441,14 @@ class _Reader:
             return
         for lx in launches:
             if lx.source is None:
-                if lx.launcher == "unknown" and not (may_launch(raw) or runs_script):
+                if not _launches(lx, runs_script):
                     continue
                 lx.source = f"{self.shown}:{number}"
                 carried = [*self.defaults, *(n for r in self.refs for n in self.taken.get(r, ()))]
                 lx.unknown = self._unknown_in(lx.raw) + tuple(dict.fromkeys(carried))
                 if self.folder is None:
                     lx.unknown += ("the folder a `cd` went to (in a branch, or to a variable)",)
-                prefix = [f"{k}={shlex.quote(v)}" for k, v in lx.env.items() if _CHILD_ENV.match(k)]
+                prefix = [f"{k}={quote(v)}" for k, v in lx.env.items() if _CHILD_ENV.match(k)]
                 prefix = [p for p in prefix if p.split("=", 1)[0] + "=" not in lx.raw]
                 if prefix:
                     lx.raw = " ".join([*prefix, lx.raw])
@@ -446,6 +465,27 @@ class _Reader:
         if "$(" in raw or "`" in raw:
             out.append("a command substitution on the line")
         return tuple(out)
+
+
+#: ``python -m MODULE`` that starts no training (a setup step: ``python3 -m pip install uv``)
+_TOOL_MODULES = frozenset({"pip", "venv", "ensurepip", "site", "json.tool", "http.server", "uv", "wandb"})
+
+
+def _launches(lx: Launch, runs_script: bool) -> bool:
+    """Whether a command the script runs is one of the run's launches: a launcher's, a Python
+    script's or module's, a server's; one whose program is not known only where it names a
+    launcher or a variable (``$PYTHON train.py``: said, not dropped), not a shell function or a
+    tool handed a ``.py`` path (``validate_file_exists "$TRAINING_SCRIPT"``)."""
+    from envdoctor.plan.shell_lines import may_launch
+
+    if lx.launcher == "python":
+        return bool(lx.script) or bool(lx.module and lx.module not in _TOOL_MODULES)
+    if lx.launcher != "unknown":
+        return True
+    prog = os.path.basename(lx.program[0]) if lx.program else ""
+    if re.fullmatch(r"python[\d.]*", prog):
+        return False  # `python3 - <<PY`, `python -c …`: no script, no training
+    return runs_script or prog.startswith("$") or (bool(prog) and may_launch(prog))
 
 
 def _escape(value: str, quoted: bool) -> str:

@@ -267,3 +267,12 @@ def test_an_exported_value_not_known_is_left_to_the_shell_not_taken_from_the_mac
     assert launch.env["CUDA_VISIBLE_DEVICES"] == "$(pick_free_gpus 2)"
     found = _rules("bash run.sh", n_gpus=4, config={})
     assert not {r for r, f in found.items() if r.startswith("LAY") and f.severity.value != "info"}
+
+
+def test_an_array_stays_as_written_and_an_empty_dollar_at_gives_no_word(here):
+    (here / "run.sh").write_text('ARGS=(\n  --lr 1e-6\n  --seed 1\n)\npython train.py "${ARGS[@]}" "$@"\n')
+    (launch,) = parse_launches(argv=["bash", "run.sh"])
+    assert launch.script_args == ["${ARGS[@]}"] and '"${ARGS[@]}"' in launch.raw
+    assert launch.unknown == ("`${ARGS[@]}`: an array (run.sh:1)",)
+    (launch,) = parse_launches(argv=["bash", "run.sh", "--x", "a b"])
+    assert launch.script_args == ["${ARGS[@]}", "--x", "a b"]
