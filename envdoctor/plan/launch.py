@@ -255,14 +255,15 @@ def _parse_tokens(
     rest = peeled.command
     script = script_words(rest, peeled.script)
     if script is not None:  # bash train.sh, ./launch/grpo.sh ARGS, source x.sh: the script's lines
-        followed = follow(script, dict(peeled.env), depth, raw, folder)
+        sourced = rest[:1] in (["source"], ["."])
+        followed = follow(script, dict(peeled.env), depth, raw, folder, sourced)
         if followed is not None:
             if peeled.script:
                 peeled.wrappers = peeled.wrappers[:-1]  # the shell that reads the script
             for launch in followed:
                 _apply_wrappers(launch, peeled)
             return followed
-        if rest[:1] not in (["source"], ["."]):  # bash x.sh / ./x.sh where x.sh is not here
+        if not sourced:  # bash x.sh / ./x.sh where x.sh is not here
             where = os.path.normpath(os.path.join(folder, script[0]))
             peeled.unresolved = (
                 f"`{shlex.join([*peeled.command[:1], *script[:1]] if peeled.script else script[:1])}` runs "

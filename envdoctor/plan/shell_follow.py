@@ -72,7 +72,7 @@ def script_words(command: list[str], shell_script: list[str] | None) -> list[str
         return None
     prog = command[0]
     if prog in ("source", ".") and len(command) > 1:
-        return command[1:]
+        return None if _is_activate(command[1]) else command[1:]
     if "/" in prog and prog.endswith(_SUFFIXES) and "$" not in prog:
         return command
     return None
@@ -530,7 +530,7 @@ def _read(path: str) -> tuple[str | None, str | None]:
 
 
 def follow(
-    words: list[str], env: dict[str, str], depth: int, launched: str, folder: str = ""
+    words: list[str], env: dict[str, str], depth: int, launched: str, folder: str = "", sourced: bool = False
 ) -> list[Launch] | None:
     """The launches a shell script runs (``words``: the script and its arguments; ``env``: the
     environment it starts with; ``launched``: the command as given): its servers' lines, then its
@@ -567,6 +567,8 @@ def follow(
         reader.run(text)
     finally:
         _FOLLOWING.pop()
+    if sourced and not reader.found:  # `source env.sh`: its exports are the shell's, for what follows
+        return [Launch(raw=launched, launcher="env", env=dict(reader.exported))]
     return _result(reader, launched, env)
 
 

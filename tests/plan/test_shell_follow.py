@@ -276,3 +276,10 @@ def test_an_array_stays_as_written_and_an_empty_dollar_at_gives_no_word(here):
     assert launch.unknown == ("`${ARGS[@]}`: an array (run.sh:1)",)
     (launch,) = parse_launches(argv=["bash", "run.sh", "--x", "a b"])
     assert launch.script_args == ["${ARGS[@]}", "--x", "a b"]
+
+
+def test_a_sourced_file_of_exports_sets_the_environment_of_the_lines_after_it(here):
+    (here / "env.sh").write_text("export CUDA_VISIBLE_DEVICES=2,3\nexport NCCL_P2P_DISABLE=1\n")
+    (launch,) = parse_launches("source env.sh\naccelerate launch --num_processes 2 train.py")
+    assert launch.launcher == "accelerate" and launch.env["CUDA_VISIBLE_DEVICES"] == "2,3"
+    assert launch.source is None  # the trainer's line is the one given
