@@ -283,3 +283,12 @@ def test_a_sourced_file_of_exports_sets_the_environment_of_the_lines_after_it(he
     (launch,) = parse_launches("source env.sh\naccelerate launch --num_processes 2 train.py")
     assert launch.launcher == "accelerate" and launch.env["CUDA_VISIBLE_DEVICES"] == "2,3"
     assert launch.source is None  # the trainer's line is the one given
+
+
+def test_the_hook_reads_a_script_launch_too(here):
+    (here / "run.sh").write_text(RUN.format(gpus="0,1", server="2"))
+    (here / "grpo.yaml").write_text("use_vllm: true\nvllm_mode: server\n")
+    proc = run_cli("hook", "--launch", "bash run.sh", "grpo.yaml", cwd=here)
+    assert "LAY020 `bash run.sh` runs `accelerate launch --num_processes 2 train.py" in proc.stdout, (
+        proc.stdout
+    )
