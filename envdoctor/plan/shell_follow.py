@@ -209,9 +209,10 @@ class _Reader:
             return line
         here = os.path.dirname(self.zero) or "."
         line = _DIRNAME.sub(lambda _: here, line)
-        line = _CD_PWD.sub(lambda m: os.path.normpath(m["dir"].strip() or "."), line)
-        if self.folder is not None:
-            line = _PWD.sub(lambda _: self.folder or ".", line)
+        if self.folder is not None:  # `pwd` prints an absolute path: later `cd`s do not move it
+            start = os.path.abspath(self.folder or ".")
+            line = _CD_PWD.sub(lambda m: os.path.normpath(os.path.join(start, m["dir"].strip() or ".")), line)
+            line = _PWD.sub(lambda _: start, line)
         return line
 
     # -- statements ---------------------------------------------------------------------------
@@ -388,7 +389,11 @@ class _Reader:
             return
         if head in ("cd", "pushd", "popd"):
             target = cmd[1] if len(cmd) == 2 and head != "popd" else None
-            moved = cd_target(self.folder, target) if target is not None else None
+            base = self.folder
+            if target is not None and os.path.isabs(target):  # a root `pwd` gave: from here if below
+                target, base = os.path.relpath(target, os.getcwd()), ""
+                target = target if not target.startswith("..") else None
+            moved = cd_target(base, target) if target is not None else None
             self.folder = None if conditional and moved != self.folder else moved
             return
         if head == "exit" and first and not self.branch:

@@ -297,3 +297,17 @@ def test_the_hook_reads_a_script_launch_too(here):
     assert "LAY020 `bash run.sh` runs `accelerate launch --num_processes 2 train.py" in proc.stdout, (
         proc.stdout
     )
+
+
+def test_a_root_found_with_pwd_is_absolute_and_a_later_cd_does_not_move_it(here):
+    """Robust-R1's script (dev set 16): ROOT="$(cd "$(dirname "$0")/.." && pwd)", then
+    `cd $ROOT/src/pkg` and `--deepspeed $ROOT/src/pkg/zero3.json`: one path, not joined twice."""
+    (here / "src" / "pkg").mkdir(parents=True)
+    (here / "run_scripts").mkdir()
+    (here / "run_scripts" / "run.sh").write_text(
+        'ROOT="$( cd "$( dirname "${BASH_SOURCE[0]}" )/.." && pwd )"\ncd ${ROOT}/src/pkg\n'
+        "torchrun --nproc_per_node 2 train.py --deepspeed ${ROOT}/src/pkg/zero3.json\n"
+    )
+    (launch,) = parse_launches(argv=["bash", "run_scripts/run.sh"])
+    assert launch.script == "src/pkg/train.py"
+    assert launch.script_args == ["--deepspeed", str(here / "src" / "pkg" / "zero3.json")]
