@@ -249,11 +249,14 @@ class _Reader:
         self.exported[name] = value if value is not None else shell
 
     def run(self, text: str) -> None:
-        from envdoctor.plan.shell_lines import bash_lines  # loaded only where a script is read
+        from envdoctor.plan.shell_lines import MAX_LINE, bash_lines  # loaded only where a script is read
 
         for number, line, _ in bash_lines(text):
             if self.stopped:
                 return
+            if len(line) > MAX_LINE:  # a quoted block of data, not a command line
+                self.notes.append(f"{self.shown}:{number} is longer than {MAX_LINE:,} characters: not read")
+                continue
             stripped = line.strip()
             if not stripped or stripped.startswith("#"):
                 continue
