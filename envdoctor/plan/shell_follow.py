@@ -348,9 +348,7 @@ class _Reader:
             for w in cmd:
                 a = _ASSIGN.match(w)
                 assert a is not None
-                if a["value"].startswith("(") and a["value"].count("(") > a["value"].count(")"):
-                    self.array = 1
-                if a["value"].startswith("("):
+                if a["value"].startswith("("):  # an array not first on its line (`A=1 B=(x y)`)
                     self.values[a["name"]] = None
                     self.why[a["name"]] = f"an array ({self.shown}:{number})"
                     continue
