@@ -18,7 +18,7 @@ from envdoctor.errors import InputError
 from envdoctor.plan.cd import cd_target
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.placeholders import is_doc_placeholder
-from envdoctor.plan.shell_follow import follow, script_words
+from envdoctor.plan.shell_follow import Parser, follow, script_words
 from envdoctor.plan.shell_words import join as shell_join
 from envdoctor.plan.wrappers import Peeled, peel
 from envdoctor.script_args import coerce, parse_script_args
@@ -256,7 +256,7 @@ def _parse_tokens(
     script = script_words(rest, peeled.script)
     if script is not None:  # bash train.sh, ./launch/grpo.sh ARGS, source x.sh: the script's lines
         sourced = rest[:1] in (["source"], ["."])
-        followed = follow(script, dict(peeled.env), depth, raw, folder, sourced)
+        followed = follow(script, dict(peeled.env), depth, raw, _PARSER, folder, sourced)
         if followed is not None:
             if peeled.script:
                 peeled.wrappers = peeled.wrappers[:-1]  # the shell that reads the script
@@ -605,3 +605,7 @@ def parse_launches(
             given = [dataclasses.replace(lx, from_argv=True) for lx in given]
         launches += given
     return launches
+
+
+#: what the shell-script follower hands each command of a script to (plan/shell_follow)
+_PARSER = Parser(parse=_parse_text, substitute=_one_word_substitutions)

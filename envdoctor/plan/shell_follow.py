@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from envdoctor.plan.cd import cd_target
@@ -78,6 +79,23 @@ def script_words(command: list[str], shell_script: list[str] | None) -> list[str
     return None
 
 
+@dataclass(frozen=True)
+class Parser:
+    """The launch parser's own readings the follower hands each command to (plan/launch passes
+    them in: this module does not import it back): ``parse(text, exported, depth, folder)`` the
+    launches of a command's text, ``substitute(text)`` its ``$(…)`` kept one word each."""
+
+    parse: Callable[[str, dict[str, str], int, str], list[Launch]]
+    substitute: Callable[[str], str]
+
+
+def _unknown(raw: str, env: dict[str, str], tokens: list[str], why: str) -> Launch:
+    """A launch whose commands are not known, saying why (as plan/launch's own)."""
+    return Launch(
+        raw=raw, launcher="unknown", env=env, program=tokens[:1], script_args=tokens[1:], unresolved=why
+    )
+
+
 @dataclass
 class _Found:
     launch: Launch
@@ -111,6 +129,7 @@ class _Reader:
     notes: list[str] = field(default_factory=list)
     stopped: bool = False
     array: int = 0  # an array assignment's lines still open
+    parser: Parser = field(default_factory=lambda: Parser(lambda *_: [], lambda t: t))
 
     # -- values -------------------------------------------------------------------------------
 
@@ -279,14 +298,13 @@ class _Reader:
             text = text[fn.end() :]
             if not text.strip():
                 return
-        from envdoctor.plan.launch import _one_word_substitutions
         from envdoctor.plan.shell_lines import split_words
 
         self.defaults = []
         self.refs = {
             m["name"] or re.split(r"[:\-=+?#%/\[]", m["brace"] or "")[0] for m in _REF.finditer(text)
         }
-        expanded = _one_word_substitutions(self.expand(self._static(text)))
+        expanded = self.parser.substitute(self.expand(self._static(text)))
         words = split_words(expanded)
         if not words:
             return
@@ -433,7 +451,6 @@ class _Reader:
 
     def _launch(self, number: int, cmd: list[str], conditional: bool) -> None:
         from envdoctor.errors import InputError
-        from envdoctor.plan.launch import _parse_text
         from envdoctor.plan.shell_lines import may_launch
         from envdoctor.plan.shell_words import join, quote
 
@@ -442,7 +459,7 @@ class _Reader:
         if not (may_launch(raw) or runs_script):
             return
         try:
-            launches = _parse_text(raw, dict(self.exported), self.depth + 1, self.folder or "")
+            launches = self.parser.parse(raw, dict(self.exported), self.depth + 1, self.folder or "")
         except InputError:
             return
         for lx in launches:
@@ -536,14 +553,18 @@ def _read(path: str) -> tuple[str | None, str | None]:
 
 
 def follow(
-    words: list[str], env: dict[str, str], depth: int, launched: str, folder: str = "", sourced: bool = False
+    words: list[str],
+    env: dict[str, str],
+    depth: int,
+    launched: str,
+    parser: Parser,
+    folder: str = "",
+    sourced: bool = False,
 ) -> list[Launch] | None:
     """The launches a shell script runs (``words``: the script and its arguments; ``env``: the
     environment it starts with; ``launched``: the command as given): its servers' lines, then its
     trainer's; an unresolved launch naming the file where it is not read or its trainer is not
     known; None where the script is not here (the launch stays as it was)."""
-    from envdoctor.plan.launch import _unknown
-
     name, args = words[0], list(words[1:])
     path = _at(folder, name)
     if path is None or not os.path.isfile(path):
@@ -567,6 +588,7 @@ def follow(
         values=dict(env),
         exported=dict(env),
         folder=folder or "",
+        parser=parser,
     )
     _FOLLOWING.append(real)
     try:
@@ -579,8 +601,6 @@ def follow(
 
 
 def _result(reader: _Reader, launched: str, env: dict[str, str]) -> list[Launch]:
-    from envdoctor.plan.launch import _unknown
-
     servers = [f.launch for f in reader.found if f.launch.is_server]
     trainers = [f for f in reader.found if not f.launch.is_server]
     distinct: dict[str, _Found] = {}
