@@ -684,6 +684,14 @@ def setups(out: Path) -> None:
         trainer = launch[-1] if launch else ""
         servers = [x for x in launch[:-1] if any(w in x for w in SERVER_WORDS)]
         toks = shlex.split(trainer) if trainer else []
+        # a trainer line that runs a shell script after the setup's own `cd DIR` step: the script
+        # is the folder's (./launch/grpo.sh of dc-ops-amd/): run from there, as the steps do
+        step = next(
+            (x.split()[1] for x in reversed(launch[:-1]) if re.fullmatch(r"cd\s+[\w.-][\w./-]*", x)), None
+        )
+        runs_sh = any(t.endswith((".sh", ".bash")) for t in toks[:3])
+        if step and runs_sh and ".." not in step and (d / step).is_dir():
+            toks = ["cd", step, "&&", *toks]
         # the setup's files where its trainer line names them: "--flag path" and "--flag=path",
         # and its training script (train.py) at the script path of the line
         pairs = [(t, toks[i + 1]) for i, t in enumerate(toks[:-1])]

@@ -93,3 +93,36 @@ def launch_file_not_where_named(ctx: Context) -> Iterator[Hit]:
             what="DeepSpeed config",
             written=ds.path,
         )
+
+
+@rule("LAY020", needs=("plan",))
+def launch_read_through_script(ctx: Context) -> Iterator[Hit]:
+    trainer = ctx.plan.trainer
+    if trainer is None or trainer.source is None or trainer.unresolved:
+        return  # not followed, or not resolved: the layout area says why
+    from envdoctor.plan.shell_words import join
+
+    command = (
+        join(
+            [
+                *trainer.program,
+                *([trainer.script] if trainer.script and trainer.script not in trainer.program else []),
+                *trainer.script_args,
+            ]
+        )
+        if trainer.launcher != "unknown"
+        else trainer.raw
+    )
+    servers = [lx.source for lx in ctx.plan.launches if lx.is_server and lx.source]
+    also = f", with the server's line from {', '.join(servers)}" if servers else ""
+    unknown = list(trainer.unknown)
+    part = f"; resolved in part: {'; '.join(unknown[:4])}" if unknown else ""
+    yield hit(
+        f"`{trainer.via or trainer.raw}` runs `{command[:200]}` ({trainer.source}), read as the trainer's "
+        f"line{also}{part}.",
+        via=trainer.via,
+        source=trainer.source,
+        command=command[:300],
+        servers=servers,
+        unknown=unknown[:8],
+    )

@@ -156,6 +156,9 @@ def run_fix(
         "before": json.loads(render(before, "json")),
         "after": json.loads(render(after, "json")),
     }
+    came_from = launch_from(plan, changes["launch"])
+    if came_from:
+        out["launch_from"] = came_from
     code = 1 if after.exit_code() else 0
     return {
         "json": out,
@@ -166,6 +169,25 @@ def run_fix(
         "closure": closure,
         "launch_was": launch_lines(plan),
     }
+
+
+def launch_from(plan: Any, lines: list[str] | None) -> list[str | None] | None:
+    """Where each changed launch line stands now: the shell script's file and line its command
+    came from (``bash train.sh`` followed, plan/shell_follow), aligned with ``lines``; None where
+    no line came from a script. fix never writes the script: the user edits that line."""
+    if not lines:
+        return None
+    servers = [lx for lx in plan.launches if lx.is_server]
+    others = [lx for lx in plan.launches if not lx.is_server]
+    if not any(lx.source for lx in [*servers, *others]):
+        return None
+    trainer = plan.trainer
+    out: list[str | None] = []
+    for i, _ in enumerate(lines):
+        last = i == len(lines) - 1
+        lx = trainer if last else (servers[i] if i < len(servers) else None)
+        out.append(f"{lx.source} (run by `{lx.via}`)" if lx is not None and lx.source else None)
+    return out
 
 
 def commands(changes: dict[str, Any], build: str | None = None) -> list[str]:
@@ -275,13 +297,17 @@ def text(
         lines.append("  run:")
         was = set(result.get("launch_was") or ())
         launch = changes["launch"] or []
+        came_from = js.get("launch_from") or [None] * len(launch)
         for c in js["commands"]:
             if c in launch:
+                where = None if c in was else came_from[launch.index(c)]
                 c += (
                     "  # as it was"
                     if c in was
                     else ("  # the trainer" if c == launch[-1] else "  # the server")
                 )
+                if where:
+                    c += f", in place of {where}: edit that line of the script (not written)"
             lines.append(f"    {c}")
     if diff:
         shown = dict(edits or {})

@@ -179,7 +179,8 @@ def from_launch(trainer: Launch | None) -> Framework | None:
         return None
     table = _table()
     words = _words(trainer.raw)
-    return _from_words(words, table, trainer.module, trainer.script) or _from_shell(words, table)
+    where = trainer.source or "the launch line"  # a shell script's line the launch runs (followed)
+    return _from_words(words, table, trainer.module, trainer.script, where) or _from_shell(words, table)
 
 
 def from_script(script: TrainingScript | None) -> Framework | None:

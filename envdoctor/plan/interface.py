@@ -48,6 +48,13 @@ class Launch:
     #: given as the command after ``--`` (``check … -- accelerate launch train.py``): the trainer's
     #: line by the CLI's convention, whatever other ``--launch`` lines run beside it
     from_argv: bool = False
+    #: read from a shell script the launch runs (``bash train.sh``): the script's file and line
+    #: the command came from (``launch/grpo.sh:63``), and the script launch as given
+    source: str | None = None
+    via: str | None = None
+    #: what the script could not give statically (a command substitution, a loop variable, a
+    #: branch chosen at run time): each said once; the words stay as written (``$N``)
+    unknown: tuple[str, ...] = ()
 
     @property
     def is_server(self) -> bool:

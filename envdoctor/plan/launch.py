@@ -18,6 +18,7 @@ from envdoctor.errors import InputError
 from envdoctor.plan.cd import cd_target
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.placeholders import is_doc_placeholder
+from envdoctor.plan.shell_follow import Parser, follow, script_words
 from envdoctor.plan.shell_words import join as shell_join
 from envdoctor.plan.wrappers import Peeled, peel
 from envdoctor.script_args import coerce, parse_script_args
@@ -238,17 +239,37 @@ def parse_launch(raw: str, env: dict[str, str] | None = None) -> Launch:
     return launches[0] if launches else Launch(raw=raw, launcher="env", env=dict(env or {}))
 
 
-def _parse_tokens(raw: str, tokens: list[str], env: dict[str, str], depth: int) -> list[Launch]:
-    """The launches one command runs: itself, or what its wrappers start."""
+def _parse_tokens(
+    raw: str, tokens: list[str], env: dict[str, str], depth: int, folder: str = ""
+) -> list[Launch]:
+    """The launches one command runs: itself, what its wrappers start, or what the shell script
+    it runs runs (``plan/shell_follow``; ``folder``: where a ``cd`` before it went)."""
     peeled = peel(tokens, env)
     if peeled.inner is not None:  # bash -c '…': the commands inside
         if depth >= _MAX_DEPTH:
             return [_unknown(raw, env, tokens, "shell commands nested too deep")]
-        inner = _parse_text(peeled.inner, dict(peeled.env), depth + 1)
+        inner = _parse_text(peeled.inner, dict(peeled.env), depth + 1, folder)
         for launch in inner:
             _apply_wrappers(launch, peeled)
         return inner
     rest = peeled.command
+    script = script_words(rest, peeled.script)
+    if script is not None:  # bash train.sh, ./launch/grpo.sh ARGS, source x.sh: the script's lines
+        sourced = rest[:1] in (["source"], ["."])
+        followed = follow(script, dict(peeled.env), depth, raw, _PARSER, folder, sourced)
+        if followed is not None:
+            if peeled.script:
+                peeled.wrappers = peeled.wrappers[:-1]  # the shell that reads the script
+            for launch in followed:
+                _apply_wrappers(launch, peeled)
+            return followed
+        if not sourced:  # bash x.sh / ./x.sh where x.sh is not here
+            where = os.path.normpath(os.path.join(folder, script[0]))
+            peeled.unresolved = (
+                f"`{shlex.join([*peeled.command[:1], *script[:1]] if peeled.script else script[:1])}` runs "
+                f"a shell script that is not here ({where}): envdoctor reads a launch script only where it "
+                "sees it (run it from the script's folder, or give the script's launch lines)"
+            )
     if rest and rest[0] in _NOT_LAUNCHES and not peeled.unresolved:
         return []
     if rest and os.path.basename(rest[0]) == "sbatch" and not peeled.unresolved and depth < _MAX_DEPTH:
@@ -516,7 +537,7 @@ def _moved(launch: Launch, folder: str) -> Launch:
     return dataclasses.replace(launch, options=options, script_args=args, script=script, program=program)
 
 
-def _parse_text(text: str, exported: dict[str, str], depth: int) -> list[Launch]:
+def _parse_text(text: str, exported: dict[str, str], depth: int, folder: str = "") -> list[Launch]:
     text = _DUP.sub(lambda m: ">" if m.group(0).startswith("&") else " ", _one_word_substitutions(text))
     try:
         joined = text.replace("\\\n", " ").replace("\n", " ; ")
@@ -525,15 +546,17 @@ def _parse_text(text: str, exported: dict[str, str], depth: int) -> list[Launch]
         tokens = list(lexer)
     except ValueError as exc:
         raise InputError("launch command", f"cannot parse {text!r}: {exc}") from None
-    return _parse_segments(tokens, exported, depth)
+    return _parse_segments(tokens, exported, depth, folder)
 
 
-def _parse_segments(tokens: Sequence[str], exported: dict[str, str], depth: int) -> list[Launch]:
+def _parse_segments(
+    tokens: Sequence[str], exported: dict[str, str], depth: int, start: str = ""
+) -> list[Launch]:
     """Commands between separators; ``export VAR=…`` and bare ``VAR=…`` statements apply to
     the commands after them (``exported`` is updated in place)."""
     launches: list[Launch] = []
     segment: list[str] = []
-    folder: str | None = ""  # where a literal ``cd`` went ("": where it started; None: not known)
+    folder: str | None = start  # where a literal ``cd`` went ("": where it started; None: not known)
     for tok in [*tokens, ";"]:
         if tok not in _SEPARATORS:
             segment.append(tok)
@@ -549,11 +572,11 @@ def _parse_segments(tokens: Sequence[str], exported: dict[str, str], depth: int)
                     k, _, v = tok2.partition("=")
                     exported[k] = v
         else:
-            for launch in _parse_tokens(shell_join(segment), segment, dict(exported), depth):
+            for launch in _parse_tokens(shell_join(segment), segment, dict(exported), depth, folder or ""):
                 if launch.launcher == "env":
                     exported.update(launch.env)
-                else:
-                    launches.append(_moved(launch, folder) if folder else launch)
+                else:  # a script's launches are placed where it ran them (plan/shell_follow)
+                    launches.append(_moved(launch, folder) if folder and not launch.source else launch)
         segment = []
     return launches
 
@@ -582,3 +605,7 @@ def parse_launches(
             given = [dataclasses.replace(lx, from_argv=True) for lx in given]
         launches += given
     return launches
+
+
+#: what the shell-script follower hands each command of a script to (plan/shell_follow)
+_PARSER = Parser(parse=_parse_text, substitute=_one_word_substitutions)

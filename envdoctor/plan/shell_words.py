@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 #: shlex's safe characters, and a variable's ``$`` / ``${…}``
 _PLAIN = re.compile(r"[\w@%+=:,./${}-]+")
-_VARIABLE = re.compile(r"\$(?:\{\w+\}|\w+|\()")
+_VARIABLE = re.compile(r"\$(?:\{[^{}]+\}|\w+|\()")
 
 
 def quote(word: str) -> str:

@@ -164,6 +164,7 @@ class Peeled:
     env: dict[str, str] = field(default_factory=dict)
     wrappers: list[str] = field(default_factory=list)
     inner: str | None = None  # bash -c TEXT
+    script: list[str] | None = None  # bash [flags] SCRIPT ARGS…: the script and its arguments
     unresolved: str | None = None
     nodes: int | None = None
     task_wrapper: str | None = None  # srun / mpirun: starts copies of the command
@@ -326,6 +327,8 @@ def _shell(prog: str, tokens: list[str], p: Peeled) -> None:
         p.inner = tokens[i]
         return
     what = f"`{shlex.join([prog, *tokens[i : i + 1]])}`"
+    if i < len(tokens):
+        p.script = tokens[i:]
     p.unresolved = (
         f"{what} runs a shell script envdoctor cannot see into"
         if i < len(tokens)

@@ -68,10 +68,12 @@ def _check(tmp: Path, write_json) -> str:
 def test_shell_runs_a_script_that_writes_verl_command(tmp_path: Path, write_json) -> None:
     _repo(tmp_path, "src/run.py")
     out = _check(tmp_path, write_json)
-    assert "ENV002 verl trains this run (scripts/run.sh:5 runs src/run.py" in out, out
+    # the shell script followed (plan/shell_follow): its line is the trainer's, src/run.py read
+    assert "ENV002 verl trains this run (src/duet/pipeline.py:7 writes the command" in out, out
+    assert "LAY020 `bash scripts/run.sh` runs `python src/run.py" in out
     assert "-m verl.trainer.main_ppo" in out
     assert "✗ PKG008" not in out and "! CFG004" not in out and "! CFG001" not in out
-    assert "[-] GPU layout — TRL's process layout not judged: verl trains this run (ENV002)" in out
+    assert "— TRL's process layout not judged: verl trains this run (ENV002)" in out
 
 
 def test_module_newer_python_read_as_text(tmp_path: Path, write_json) -> None:
@@ -140,7 +142,8 @@ def test_a_docstring_naming_another_frameworks_module_is_no_command(tmp_path: Pa
     assert read_script(str(tmp_path / "launch.py")).writes_modules == {}
     out = _check(tmp_path, write_json)
     assert "ENV002" not in out.split("GPU layout:")[0], out
-    assert "✗ PKG008" in out
+    # the shell script followed: launch.py is the script read (it imports no TRL: PKG008 said)
+    assert "PKG008 TRL is not installed here" in out
 
 
 def test_a_helper_line_importing_a_framework_does_not_outweigh_trls_training_line(
@@ -193,5 +196,5 @@ def test_an_argument_list_running_another_frameworks_module_is_a_written_command
     (where,) = read_script(str(tmp_path / "launch.py")).writes_modules.items()
     assert where[0] == "verl.trainer.main_ppo" and where[1].endswith("launch.py:6")
     out = _check(tmp_path, write_json)
-    assert "ENV002 verl trains this run (scripts/run.sh:5 runs launch.py" in out, out
+    assert "ENV002 verl trains this run (launch.py:6 writes the command" in out, out
     assert "✗ PKG008" not in out

@@ -318,6 +318,13 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "files": {"train.py": _TRAIN.format(defs="r = len"), "job.yml": _AML_JOB.format(kind="mpi")},
         },
     ),
+    "LAY020": (  # a launch through a shell script: its line read as the trainer's
+        {
+            "launch": "bash {tmp}/run.sh",
+            "files": {"train.py": _TRAIN.format(defs="r = len"), "run.sh": "python {tmp}/train.py\n"},
+        },
+        {"launch": "python {tmp}/train.py", "files": {"train.py": _TRAIN.format(defs="r = len")}},
+    ),
     "LAY019": (
         {
             "launch": "accelerate launch --num_processes 1 --config_file {tmp}/gone.yaml {tmp}/train.py",

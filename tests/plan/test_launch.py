@@ -171,7 +171,7 @@ def test_wrapper_environment_reaches_the_launch():
     [
         ("sudo python t.py", "`sudo` is not a launcher"),
         ("bash train.sh", "shell script"),
-        ("./run.sh --lr 1", "not a launcher"),
+        ("./run.sh --lr 1", "a shell script that is not here (run.sh)"),
         ("srun --ntasks-per-node 8 python t.py", "whether they form one torch.distributed job"),
         ("mpirun -np 16 python t.py", "16 copies"),
         ("srun --ntasks-per-node=2 torchrun --nproc_per_node 4 t.py", "2 copies of torchrun"),
