@@ -230,6 +230,18 @@ def zero_divisor(tb: Traceback, m: Match, log: Log) -> Draft | None:
     numerator = num.group("num").rsplit(".", 1)[-1] if num else ""
     who, where = _where(tb)
     check = "a check" if code.lstrip().startswith("assert") else "a line"
+    from envdoctor.triage.refusal import derived
+
+    drv = derived(opt, 0, log, tb.line_no or m.line_no)
+    if drv is not None:  # a count the code derived from the run's inputs, not an option it set
+        source, said, fix = drv
+        what = (
+            f"{check} of {who or 'the run'}{where} divides by {opt}, which is 0 there: {opt} is no "
+            "setting of the run (the log's config and command lines set none): the code derived it from "
+            f"{source}" + (f"; the log shows it: “{said}”" if said else "") + f": `{code.strip()[:200]}`"
+        )
+        d = finding("TRI012", [m], log, what, fix, options=[opt], package=who or None, derived=True)
+        return at_severity(d, Severity.ERROR)
     what = (
         f"{check} of {who or 'the run'}{where} divides by {opt}, which is 0 there: the configuration "
         f"set it to 0, or the code derived it by an integer division that rounds down to 0 (a per-GPU "
@@ -290,6 +302,21 @@ def any_check(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if tb.frames and not guard:
         return None  # raised below the shown frame: not the check itself
     who, where = _where(tb)
+    from envdoctor.triage.refusal import derived, refused_value
+
+    value = refused_value(text)
+    drv = derived(value[0], value[1], log, tb.line_no or m.line_no) if value else None
+    if drv is not None and value is not None:  # a value the code derived from the run's inputs
+        source, seen, how = drv
+        what = (
+            f"{'a check of ' + who if who else 'a check'}{where} refused a value it was handed: "
+            f"“{text[:400]}” — "
+            f"{value[0]}={value[1]} is no setting of the run (the log's config and command lines set no "
+            f"{value[0]}): the code derived it from {source}"
+            + (f"; the log shows it: “{seen}”" if seen else "")
+        )
+        d = finding("TRI012", [m], log, what, how, options=[value[0]], package=who or None, derived=True)
+        return at_severity(d, Severity.ERROR)
     said = _own_fix(text)
     shown = found.group(0).strip() if found is not None else last.code.strip() if last else ""
     what = (

@@ -38,6 +38,7 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage.draft import Draft, Log, finding
 from envdoctor.triage.interface import Match
+from envdoctor.triage.raisesites import release_bound
 from envdoctor.triage.traceback import PACKAGES, Traceback
 
 RULE = "TRI012"
@@ -352,7 +353,7 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if reserved is not None:
         return reserved
     # a message the line breaks mid-sentence goes on on the next lines
-    cut = not tb.message.rstrip().endswith((".", "!", "?", ")", "]", "'", '"', "`"))
+    cut = not tb.message.rstrip().endswith((".", "!", "?", ")", "]", "}", "'", '"', "`"))
     more = _more(log, tb.line_no or m.line_no) if cut else []
     from envdoctor.triage.scanner import squeeze  # a wrap turned to spaces or a newline: as it reads
 
@@ -385,6 +386,13 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
                 formatted = {x for site in loc.sites for x in site.names}
                 new = f", a check that came with {loc.package} {loc.new_in}" if loc.new_in else ""
                 where = f" in {loc.places()} ({loc.package} {loc.span()}; placed by its message{new})"
+    value = refused_value(text)
+    drv = derived(value[0], value[1], log, tb.line_no or m.line_no) if value and package else None
+    if drv is not None and value is not None:
+        return _derived_draft(tb, m, log, package or "", where, text, value, drv)
+    bound = release_bound(tb, log) if package else None
+    if bound is not None and not tb.frames:  # the check named once for its copies
+        where = f" in {bound.check} (placed by its message)"
     options = _options(text)
     said_fix = _own_fix(text)
     refused = "" if options else _refused(text)  # what it refuses, in its words: the setting named
@@ -428,6 +436,8 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             f"{name} that does (its release notes say which), or "
             + (f"keep to what it supports ({named})" if only and not options else change)
         )
+    elif named and bound is not None:
+        fix = f"{change} (every release in that range refuses it), or {bound.fix()}"
     elif named:
         fix = f"{change}: {name} refuses this configuration whatever the releases"
     else:  # it names no setting and says no fix: what it refused is not said, nor that no release runs it
@@ -437,6 +447,10 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "condition says what it tests, a setting of the run or the environment it found; where that is a "
             "setting, change it"
         )
+    if bound is not None:  # a refusal of some releases only: which, and the release that accepts it
+        what += f" — {bound.said()}"
+        if not (named and not own and not _SUPPORT.search(text)):
+            fix += f"; or {bound.fix()}"
     engine = (
         package == "vllm" and tb.frames[-1].module_path.startswith(_ENGINE_CONFIG) if tb.frames else False
     )
@@ -549,5 +563,144 @@ def vllm_validation(tb: Traceback, m: Match, log: Log) -> Draft | None:
         RULE, [m], log, what, fix, package="vllm", field=field or None, config_class=head.group("cls")
     )
     f = d.finding  # vLLM refuses this configuration on every start: an error
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    return d
+
+
+# -- a refused value the framework derived from the data --------------------------------------------
+
+#: the values a framework derives from the run's inputs rather than reads from an option: the
+#: option's name, what it is derived from, and the fix on those inputs (a value ≤ 0 there is the
+#: inputs' doing: a prompt longer than the length budget, a dataset smaller than one batch)
+DERIVED = (
+    (
+        re.compile(
+            r"max_(?:new_)?tokens|max_completion_(?:length|tokens)|max_gen(?:eration)?_(?:len|length|tokens)|"
+            r"response_length|num_tokens_to_generate|remaining_tokens"
+        ),
+        "the room left for the completion: the length budget (vLLM's max_model_len, the trainer's "
+        "max_length) less the prompt's tokens, so a prompt as long as the budget or longer leaves "
+        "nothing or less than nothing",
+        "raise the length budget (max_model_len / max_length) to hold the longest prompt plus the "
+        "completion, or drop or truncate the prompts longer than it before generation (max_prompt_length, "
+        "a length filter on the dataset)",
+    ),
+    (
+        re.compile(
+            r"(?:\w+_)?steps_per_epoch|num_(?:training_|update_|train_)?steps|total_(?:training_)?steps|"
+            r"num_batches|len_dataloader|num_update_steps_per_epoch|total_steps"
+        ),
+        "the number of steps: the dataset's size divided by the batch size (an integer division, so a "
+        "dataset smaller than one batch gives 0)",
+        "check the training dataset's row count (the file the run reads, its split and filters) and give "
+        "it at least one batch of samples, or lower the batch size (train_batch_size) to at most the "
+        "dataset's size",
+    ),
+)
+#: "x must be at least 1, got -3173", "x must be > 0 (got 0)", "x=-5 must be positive"
+_VALUE_REFUSED = re.compile(
+    r"(?<![\w.])`?(?P<k>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?(?:\s?[=:]\s?(?P<v0>-?\d{1,12})\b|\s\((?P<v1>-?\d{1,12})\))?"
+    r"[^.\n]{0,80}?\b(?:must|should|has to|needs to|cannot|can't)\b[^\n]{0,80}?"
+    r"(?:\bgot:?\s?|\bbut (?:is|was|got)\s|\(got\s)?(?P<v2>-?\d{1,12})?"
+)
+_GOT = re.compile(r"\bgot:?\s?`?(?P<v>-?\d{1,12})\b")
+MAX_SCAN = 1 << 20  # bytes of the log's head read for where it sets an option
+
+
+def refused_value(text: str) -> tuple[str, int] | None:
+    """The option a message refuses and the number it refused ("max_tokens must be at least 1,
+    got -3173" -> (max_tokens, -3173)), or None."""
+    m = _VALUE_REFUSED.search(text[:2000])
+    if m is None:
+        return None
+    raw = m.group("v0") or m.group("v1")
+    if raw is None:
+        got = _GOT.search(text[m.start() : m.start() + 300])
+        raw = got.group("v") if got else None
+    return (m.group("k"), int(raw)) if raw is not None else None
+
+
+def _lines(log: Log) -> list[str]:
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    head = log.head[:MAX_SCAN]
+    return [split_prefix(clean(raw[:4096]))[0] for raw in head.split(b"\n")]
+
+
+def sets_option(log: Log, option: str, skip: int = 0) -> str:
+    """The line where the log sets ``option`` (a flag or an override on a command line, a key of a
+    config dump or a YAML file), "" where it sets it nowhere; ``skip``: the failing line (1-based)."""
+    k = re.escape(option)
+    dashed = re.escape(option.replace("_", "-"))
+    rx = re.compile(
+        rf"--(?:{k}|{dashed})(?:[= ]|$)|(?:^|[\s,\[(])(?:[\w.+]+\.)?{k}\s?=\s?\S|"
+        rf"['\"]{k}['\"]\s?:|^\s*{k}\s?:\s?\S"
+    )
+    for n, line in enumerate(_lines(log), 1):
+        if n != skip and rx.search(line) and not re.search(r"\b(?:must|got)\b", line):
+            return line.strip()[:200]
+    return ""
+
+
+def _derivation(log: Log, option: str, value: int, skip: int = 0) -> str:
+    """A line of the log where the framework says how it came to the value (swift's "max_model_len(2048)
+    - num_tokens(5221) < max_tokens(1024). Setting max_tokens: -3173", verl's "Number of steps/epoch 0")."""
+    words = [w for w in option.split("_") if w not in ("num", "per", "of", "max", "len", "total")] or [option]
+    number = re.compile(rf"(?<![\w.-]){value}(?![\w.])")
+    for n, line in enumerate(_lines(log), 1):
+        low = line.lower()
+        if n == skip or "error" in low[:40] or not number.search(line):
+            continue
+        if option in line or all(re.search(rf"\b{w}", low) for w in words):
+            return line.strip()[:240]
+    return ""
+
+
+def derived(option: str, value: int, log: Log, skip: int = 0) -> tuple[str, str, str] | None:
+    """A refused value ≤ 0 of an option the framework derives from the run's inputs (``DERIVED``)
+    where the log sets no such option: (what it is derived from, the log's line saying so, the fix
+    on those inputs), or None (an option the run set, or one no table names)."""
+    if value > 0:
+        return None
+    entry = next(((what, fix) for rx, what, fix in DERIVED if rx.fullmatch(option)), None)
+    if entry is None:
+        return None
+    if sets_option(log, option, skip):
+        return None  # the run set it: the option it refused
+    said = _derivation(log, option, value, skip)
+    if value == 0 and not said:
+        return None  # 0 may be a setting the log does not show: the option's answer stands
+    return entry[0], said, entry[1]
+
+
+def _derived_draft(
+    tb: Traceback,
+    m: Match,
+    log: Log,
+    package: str,
+    where: str,
+    text: str,
+    value: tuple[str, int],
+    drv: tuple[str, str, str],
+) -> Draft:
+    """A check refused a value the framework derived from the run's inputs (``derived``): what it is
+    derived from, and the fix on those inputs, not on the option."""
+    option, number = value
+    source, said, fix = drv
+    name = _DISPLAY.get(package, package) or "A check"
+    caller = next((f for f in reversed(tb.frames) if f.package not in (package, None)), None)
+    by = (
+        f"{_DISPLAY.get(caller.package or '', caller.package)} (the caller)"
+        if caller
+        else "the code that called it"
+    )
+    what = (
+        f"{name} refused a value it was handed{where}: “{text[:400]}” — {option}={number} is no setting of "
+        f"the run (the log's config and command lines set no {option}): {by} derived it from {source}"
+    )
+    if said:
+        what += f"; the log shows it: “{said}”"
+    d = finding(RULE, [m], log, what, fix, package=package or None, options=[option], derived=True)
+    f = d.finding  # the same inputs fail the same way on every run: an error
     d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
     return d
