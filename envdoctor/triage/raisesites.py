@@ -296,7 +296,8 @@ class Bound:
 
     def said(self) -> str:
         """The releases that refuse and those that do not, for a finding's message."""
-        out = f"{self.package} {self.refusing} refuse{'s' if '–' not in self.refusing else ''} it"
+        one = "–" not in self.refusing and "earlier" not in self.refusing
+        out = f"{self.package} {self.refusing} refuse{'s' if one else ''} it"
         if self.added_in:
             out += f" (the check came with {self.added_in}: {self.before} and earlier do not make it)"
         if self.first_without:
@@ -324,6 +325,77 @@ def _base(function: str) -> str:
 
 def _owner(function: str) -> str:
     return function.rsplit(".", 1)[0] if "." in function else ""
+
+
+MIN_REWORDED = 0.75  # a template this close to the check's in another release: the check reworded or moved
+MAX_ROWS = 60000  # rows of one package's index compared for a reworded check
+
+
+def _reworded(package: str, templates: set[str], release: int) -> bool:
+    """Some raise of ``package`` in release ``release`` (an index into its releases) has a template
+    this close (``MIN_REWORDED``) to one of ``templates``: the check is there, reworded or moved to
+    another function (transformers' DeepSpeed Zero-3 check leaving from_pretrained)."""
+    from difflib import SequenceMatcher
+
+    from envdoctor.knowledge.raise_sites import raise_index
+
+    index = raise_index(package)
+    if index is None:
+        return True  # nothing tells: the check may be there
+    mine = [(t[:MAX_TEMPLATE], _names(t)) for t in templates]
+    for row in index.rows[:MAX_ROWS]:
+        try:
+            there = any(int(lo) <= release <= int(hi) for lo, hi in row[4])
+        except (TypeError, ValueError):
+            continue
+        if not there:
+            continue
+        other = str(row[1])[:MAX_TEMPLATE]
+        for t, names in mine:
+            if names and not (_names(other) <= names and _names(other)):
+                continue  # a look-alike about another setting (`pad_token` for `eos_token`)
+            sm = SequenceMatcher(None, t, other, autojunk=False)
+            if (
+                sm.real_quick_ratio() >= MIN_REWORDED
+                and sm.quick_ratio() >= MIN_REWORDED
+                and sm.ratio() >= MIN_REWORDED
+            ):
+                return True
+    return False
+
+
+_NAME = re.compile(r"`([^`\x00]{1,60})`|\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+
+
+def _names(template: str) -> set[str]:
+    """The settings a template names: its quoted words and snake_case names."""
+    return {a or b for a, b in _NAME.findall(template)}
+
+
+def _class_gone(package: str, site: Site, release: str) -> bool:
+    """The frame index knows ``site``'s file and has no function of its class (or, at module
+    level, no function at all) in ``release``: the class or file went, not the check alone (TRL's
+    BestOfNSampler leaving trl.extras in 0.25.0)."""
+    from envdoctor.knowledge.frame_index import frame_index
+
+    fi = frame_index(package)
+    if fi is None or release not in fi.releases:
+        return False
+    names = fi.files.get(site.module)
+    if not isinstance(names, dict):
+        return False  # a file the frame index does not cover: nothing tells
+    r = fi.releases.index(release)
+    owner = _owner(site.function)
+    for qual, runs in names.items():
+        if owner and qual.split(".")[0] != owner.split(".")[0]:
+            continue
+        for run in runs if isinstance(runs, list) else ():
+            try:
+                if int(run[0]) <= r <= int(run[1]):
+                    return False
+            except (TypeError, ValueError, IndexError):
+                continue
+    return True
 
 
 def _copies(package: str, sites: tuple[Site, ...]) -> list[Site]:
@@ -417,10 +489,18 @@ def release_bound(tb: Traceback, log: Log) -> Bound | None:
         return None
     newest = index.releases[-1]
     first_without = index.releases[order[held[-1]] + 1] if held[-1] != newest else ""
+    templates = {s.template for s in sites}
+    if first_without and (
+        _reworded(loc.package, templates, order[first_without])
+        or any(_class_gone(loc.package, s, first_without) for s in sites)
+    ):
+        first_without = ""  # the check reworded or moved, or its class gone: no release accepts it for sure
     earliest = min(copies, key=lambda s: order.get(s.first, 0))
     added_in = before = ""
     if earliest.added and not earliest.first_indexed and order.get(earliest.first, 0) > 0:
         added_in, before = earliest.first, index.releases[order[earliest.first] - 1]
+        if _reworded(loc.package, templates, order[before]):
+            added_in = before = ""  # the check was there before, in other words or another function
     if not first_without and not added_in:
         return None
     own = sorted({r for s in sites for r in s.releases if r in order}, key=order.__getitem__)
@@ -428,5 +508,5 @@ def release_bound(tb: Traceback, log: Log) -> Bound | None:
     hi = held[-1] if first_without else own[-1]
     refusing = lo if lo == hi else f"{lo}–{hi}"
     if earliest.first_indexed and not added_in:
-        refusing = f"{hi} and earlier" if lo != hi else f"{hi} (and earlier)"
+        refusing = f"{hi} and earlier (the index starts at {index.releases[0]})"
     return Bound(loc.package, _check_name(loc, copies, tb, log), refusing, first_without, added_in, before)

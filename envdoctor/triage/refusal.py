@@ -391,6 +391,9 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if drv is not None and value is not None:
         return _derived_draft(tb, m, log, package or "", where, text, value, drv)
     bound = release_bound(tb, log) if package else None
+    # the release before a support gate came is no fix: the gate names what the releases support,
+    # and the earlier ones without it support no more (Unsloth's fast-inference list of models)
+    offer = bound is not None and bool(bound.first_without or not _SUPPORT.search(text))
     if bound is not None and not tb.frames:  # the check named once for its copies
         where = f" in {bound.check} (placed by its message)"
     options = _options(text)
@@ -436,7 +439,9 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             f"{name} that does (its release notes say which), or "
             + (f"keep to what it supports ({named})" if only and not options else change)
         )
-    elif named and bound is not None:
+    elif named and bound is not None and bound.first_without:  # a check the later releases dropped
+        fix = f"{bound.fix()}; or {change} (every release in that range refuses it)"
+    elif named and bound is not None and offer:
         fix = f"{change} (every release in that range refuses it), or {bound.fix()}"
     elif named:
         fix = f"{change}: {name} refuses this configuration whatever the releases"
@@ -449,7 +454,7 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
         )
     if bound is not None:  # a refusal of some releases only: which, and the release that accepts it
         what += f" — {bound.said()}"
-        if not (named and not own and not _SUPPORT.search(text)):
+        if offer and not (named and not own and not _SUPPORT.search(text)):
             fix += f"; or {bound.fix()}"
     engine = (
         package == "vllm" and tb.frames[-1].module_path.startswith(_ENGINE_CONFIG) if tb.frames else False

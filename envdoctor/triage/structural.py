@@ -635,6 +635,7 @@ def trl_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     bound = refusal.release_bound(tb, log)  # a check of some releases only: which, and the others
     if bound is not None:
         what += f" — {bound.said()}"
+    if bound is not None and (bound.first_without or not refusal._SUPPORT.search(tb.message)):
         fix = (
             "change the setting the message names in your trainer's config or call (TRL checks it before "
             f"any step, in every release of that range), or {bound.fix()}"

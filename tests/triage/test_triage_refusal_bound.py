@@ -36,7 +36,11 @@ def test_a_refusal_whose_check_later_releases_dropped_is_bound_to_the_releases_t
     assert f.severity == Severity.ERROR
     assert "whatever the releases" not in f.fix and "whatever the releases" not in f.message
     assert "5.0.0 is the first release without this check" in f.message
-    assert "pip install 'transformers>=5.0.0'" in f.fix and "change what it refuses (rope_scaling" in f.fix
+    assert (
+        f.fix.startswith("install transformers 5.0.0 or later")
+        and "pip install 'transformers>=5.0.0'" in f.fix
+    )
+    assert "or change what it refuses (rope_scaling" in f.fix
     # the check named once for its copies, not an arbitrary class's copy
     assert (
         "`_rope_scaling_validation` check, copied into" in f.message and "ChameleonConfig's copy" in f.message
@@ -172,3 +176,37 @@ def test_hostile_input_is_bounded():
     sets_option(log, "max_tokens")
     derived("max_tokens", -3173, log)
     assert time.perf_counter() - start < 10
+
+
+# -- no release-bound claim where the check went on in other words, or its class went --------------
+
+ZERO3 = """\
+Traceback (most recent call last):
+  File "/LMFlow/src/lmflow/models/hf_decoder_model.py", line 284, in __init__
+    self.backend_model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, low_cpu_mem_usage=True)
+  File "/env/lib/python3.10/site-packages/transformers/modeling_utils.py", line 2445, in from_pretrained
+    raise ValueError(
+ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a `device_map`.
+"""
+
+
+def test_a_check_later_releases_reworded_or_moved_is_no_release_bound():
+    f = _tri012(ZERO3)  # 4.51 rewords it, 5.0 moves it to integrations/accelerate.py: still refused
+    assert "first release without" not in f.message and "pip install" not in f.fix
+    assert "whatever the releases" in f.fix
+
+
+def test_a_check_whose_class_later_releases_removed_is_no_release_bound():
+    f = _tri012(
+        "ValueError: model must be a PreTrainedModelWrapper, got <class 'transformers.models.codegen.modeling_codegen.CodeGenForCausalLM'> - supported architectures are: (<class 'trl.models.modeling_value_head.AutoModelForCausalLMWithValueHead'>,)\n"
+    )
+    assert "first release without" not in f.message and "pip install 'trl" not in f.fix
+
+
+def test_a_support_gate_a_release_added_offers_no_older_release():
+    f = _tri012(
+        "RuntimeError: Unsloth: Fast inference is only supported for Language models and\n"
+        "Qwen2.5-VL, Qwen3-VL, Gemma3, Mistral3 among vision models. Found architectures: siglip, qwen3_5!\n"
+    )  # the log's line break inside the message (set 15: the list a release builds at run time)
+    assert "the check came with" in f.message and "pin" not in f.fix
+    assert "install a release of Unsloth that does" in f.fix
