@@ -234,11 +234,12 @@ def zero_divisor(tb: Traceback, m: Match, log: Log) -> Draft | None:
 
     drv = derived(opt, 0, log, tb.line_no or m.line_no)
     if drv is not None:  # a count the code derived from the run's inputs, not an option it set
-        source, said, fix = drv
+        source, said, fix, not_set = drv
         what = (
-            f"{check} of {who or 'the run'}{where} divides by {opt}, which is 0 there: {opt} is no "
-            "setting of the run (the log's config and command lines set none): the code derived it from "
-            f"{source}" + (f"; the log shows it: “{said}”" if said else "") + f": `{code.strip()[:200]}`"
+            f"{check} of {who or 'the run'}{where} divides by {opt}, which is 0 there: {opt}=0 {not_set}: "
+            f"the code derived it from {source}"
+            + (f"; the log shows it: “{said}”" if said else "")
+            + f": `{code.strip()[:200]}`"
         )
         d = finding("TRI012", [m], log, what, fix, options=[opt], package=who or None, derived=True)
         return at_severity(d, Severity.ERROR)
@@ -307,12 +308,10 @@ def any_check(tb: Traceback, m: Match, log: Log) -> Draft | None:
     value = refused_value(text)
     drv = derived(value[0], value[1], log, tb.line_no or m.line_no) if value else None
     if drv is not None and value is not None:  # a value the code derived from the run's inputs
-        source, seen, how = drv
+        source, seen, how, not_set = drv
         what = (
             f"{'a check of ' + who if who else 'a check'}{where} refused a value it was handed: "
-            f"“{text[:400]}” — "
-            f"{value[0]}={value[1]} is no setting of the run (the log's config and command lines set no "
-            f"{value[0]}): the code derived it from {source}"
+            f"“{text[:400]}” — {value[0]}={value[1]} {not_set}: the code derived it from {source}"
             + (f"; the log shows it: “{seen}”" if seen else "")
         )
         d = finding("TRI012", [m], log, what, how, options=[value[0]], package=who or None, derived=True)

@@ -608,7 +608,7 @@ _VALUE_REFUSED = re.compile(
     r"[^.\n]{0,80}?\b(?:must|should|has to|needs to|cannot|can't)\b[^\n]{0,80}?"
     r"(?:\bgot:?\s?|\bbut (?:is|was|got)\s|\(got\s)?(?P<v2>-?\d{1,12})?"
 )
-_GOT = re.compile(r"\bgot:?\s?`?(?P<v>-?\d{1,12})\b")
+_GOT = re.compile(r"\b(?:got|but (?:is|was|got)|found|received)\b:?\s?`?(?P<v>-?\d{1,12})\b")
 MAX_SCAN = 1 << 20  # bytes of the log's head read for where it sets an option
 
 
@@ -647,6 +647,13 @@ def sets_option(log: Log, option: str, skip: int = 0) -> str:
     return ""
 
 
+def _set_to(line: str, option: str) -> int | None:
+    """The number ``line`` sets ``option`` to (``--max_new_tokens 4096``, ``'max_tokens': 512``)."""
+    k = f"(?:{re.escape(option)}|{re.escape(option.replace('_', '-'))})"
+    m = re.search(rf"{k}['\"]?\s?[=: ]\s?['\"]?(?P<v>-?\d{{1,12}})\b", line)
+    return int(m.group("v")) if m else None
+
+
 def _derivation(log: Log, option: str, value: int, skip: int = 0) -> str:
     """A line of the log where the framework says how it came to the value (swift's "max_model_len(2048)
     - num_tokens(5221) < max_tokens(1024). Setting max_tokens: -3173", verl's "Number of steps/epoch 0")."""
@@ -658,24 +665,38 @@ def _derivation(log: Log, option: str, value: int, skip: int = 0) -> str:
             continue
         if option in line or all(re.search(rf"\b{w}", low) for w in words):
             return line.strip()[:240]
+    # a line where the framework computes the option for other inputs (swift's "… < max_tokens(10240).
+    # Setting max_tokens: 8735" next to a refused 0): how it derives it, not its value this time
+    how = re.compile(rf"\bSetting {re.escape(option)}\b|\b{re.escape(option)}\(\d{{1,12}}\)")
+    for n, line in enumerate(_lines(log), 1):
+        if n != skip and how.search(line):
+            return line.strip()[:240]
     return ""
 
 
-def derived(option: str, value: int, log: Log, skip: int = 0) -> tuple[str, str, str] | None:
+def derived(option: str, value: int, log: Log, skip: int = 0) -> tuple[str, str, str, str] | None:
     """A refused value ≤ 0 of an option the framework derives from the run's inputs (``DERIVED``)
     where the log sets no such option: (what it is derived from, the log's line saying so, the fix
-    on those inputs), or None (an option the run set, or one no table names)."""
+    on those inputs, how the finding says the value is not the run's setting), or None (an option
+    the run set to that value, or one no table names)."""
     if value > 0:
         return None
     entry = next(((what, fix) for rx, what, fix in DERIVED if rx.fullmatch(option)), None)
     if entry is None:
         return None
-    if sets_option(log, option, skip):
+    line = sets_option(log, option, skip)
+    configured = _set_to(line, option) if line else None
+    if line and (configured is None or configured == value or configured <= 0):
         return None  # the run set it: the option it refused
     said = _derivation(log, option, value, skip)
-    if value == 0 and not said:
+    if value == 0 and not said and configured is None:
         return None  # 0 may be a setting the log does not show: the option's answer stands
-    return entry[0], said, entry[1]
+    not_set = (
+        f"is not the run's setting (it sets {option} {configured}; the framework turned it into {value})"
+        if configured is not None
+        else f"is no setting of the run (the log's config and command lines set no {option})"
+    )
+    return entry[0], said, entry[1], not_set
 
 
 def _derived_draft(
@@ -686,12 +707,12 @@ def _derived_draft(
     where: str,
     text: str,
     value: tuple[str, int],
-    drv: tuple[str, str, str],
+    drv: tuple[str, str, str, str],
 ) -> Draft:
     """A check refused a value the framework derived from the run's inputs (``derived``): what it is
     derived from, and the fix on those inputs, not on the option."""
     option, number = value
-    source, said, fix = drv
+    source, said, fix, not_set = drv
     name = _DISPLAY.get(package, package) or "A check"
     caller = next((f for f in reversed(tb.frames) if f.package not in (package, None)), None)
     by = (
@@ -700,8 +721,8 @@ def _derived_draft(
         else "the code that called it"
     )
     what = (
-        f"{name} refused a value it was handed{where}: “{text[:400]}” — {option}={number} is no setting of "
-        f"the run (the log's config and command lines set no {option}): {by} derived it from {source}"
+        f"{name} refused a value it was handed{where}: “{text[:400]}” — {option}={number} {not_set}: "
+        f"{by} derived it from {source}"
     )
     if said:
         what += f"; the log shows it: “{said}”"

@@ -210,3 +210,40 @@ def test_a_support_gate_a_release_added_offers_no_older_release():
     )  # the log's line break inside the message (set 15: the list a release builds at run time)
     assert "the check came with" in f.message and "pin" not in f.fix
     assert "install a release of Unsloth that does" in f.fix
+
+
+# https://github.com/modelscope/ms-swift/issues/6441: the run sets max_new_tokens 4096, swift turns it
+# into -5923 for a prompt of 14115 tokens against max_model_len 8192
+PT_ENGINE = """\
+CUDA_VISIBLE_DEVICES=0,1,2,3 swift infer --infer_backend pt --max_model_len 8192 --temperature 0 --max_new_tokens 4096
+[WARNING:swift] max_model_len(8192) - num_tokens(14115) < max_tokens(4096). Setting max_tokens: -5923
+Traceback (most recent call last):
+  File "/home/u/ms-swift/swift/llm/infer/infer_engine/pt_engine.py", line 134, in _infer_worker
+    res_list_or_gen = self._infer(**kwargs)
+  File "/env/lib/python3.10/site-packages/transformers/generation/configuration_utils.py", line 580, in validate
+    raise ValueError(f"`max_new_tokens` must be greater than 0, but is {self.max_new_tokens}.")
+ValueError: `max_new_tokens` must be greater than 0, but is -5923.
+"""
+
+
+def test_a_value_the_run_set_that_the_framework_turned_negative_is_derived():
+    f = _tri012(PT_ENGINE)
+    assert "derived it from the room left for the completion" in f.message
+    assert "is not the run's setting (it sets max_new_tokens 4096; the framework turned it into -5923)" in f.message
+    assert "max_model_len" in f.fix and "max_new_tokens" not in f.fix
+
+
+def test_the_run_setting_the_refused_value_itself_is_the_option():
+    f = _tri012(PT_ENGINE.replace("--max_new_tokens 4096", "--max_new_tokens -5923"))
+    assert "derived" not in f.message
+
+
+# https://github.com/modelscope/ms-swift/issues/6023: 0 refused, swift's lines show how it derives it
+ZERO_TOKENS = SWIFT.replace("Setting max_tokens: -3173", "Setting max_tokens: 8735").replace(
+    "got -3173", "got 0"
+)
+
+
+def test_a_zero_the_framework_computes_as_its_lines_show_is_derived():
+    f = _tri012(ZERO_TOKENS)
+    assert "derived it from the room left" in f.message and "Setting max_tokens" in f.message
