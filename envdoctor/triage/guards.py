@@ -14,7 +14,9 @@ such a message a refusal is its grammar, not its package:
    not whole; the fix is a multiple.
 3. **A divisor the configuration made zero** (TRI012): ``ZeroDivisionError`` on a check's line
    (``assert cfg.mini % cfg.micro == 0``): the option on the right of ``%`` or ``/`` is 0 there,
-   set so or derived by an integer division (per-GPU sizes: the configured size // the GPUs).
+   set so or derived by an integer division (per-GPU sizes: the configured size // the GPUs); a
+   count the framework derives from the data (``refusal.DERIVED``: steps per epoch = the dataset's
+   size // the batch), where the log sets no such option and shows it derived, is the data's.
 4. **A check of any package naming an option and its demanded value** (TRI012): a raise or assert
    in a frame of any package (not only the stack's), or a message whose words name a snake_case
    option with a demanded value or relation ("``x`` must be ≥ 1, got 0", "``x`` should be …").

@@ -344,15 +344,23 @@ def _reworded(package: str, templates: set[str], release: int) -> bool:
         return True  # nothing tells: the check may be there
     mine = [(t[:MAX_TEMPLATE], _names(t)) for t in templates]
     for row in index.rows[:MAX_ROWS]:
+        other = str(row[1])[:MAX_TEMPLATE]
+        close = [
+            (t, names)
+            for t, names in mine
+            if 2 * min(len(t), len(other)) >= MIN_REWORDED * (len(t) + len(other))
+        ]
+        if not close:
+            continue  # lengths too far apart for the ratio (difflib's real_quick_ratio, first)
         try:
             there = any(int(lo) <= release <= int(hi) for lo, hi in row[4])
         except (TypeError, ValueError):
             continue
         if not there:
             continue
-        other = str(row[1])[:MAX_TEMPLATE]
-        for t, names in mine:
-            if names and not (_names(other) <= names and _names(other)):
+        theirs = _names(other)
+        for t, names in close:
+            if names and not (theirs and theirs <= names):
                 continue  # a look-alike about another setting (`pad_token` for `eos_token`)
             sm = SequenceMatcher(None, t, other, autojunk=False)
             if (

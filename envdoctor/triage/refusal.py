@@ -1,8 +1,15 @@
 """A package of the stack refusing the run's configuration with a check of its own (TRI012).
 
 An exception a stack package raises on purpose from its own guard is that package refusing this
-configuration: the same configuration fails on every run, whatever the releases, so it is an
-error. Two shapes, both read from the traceback model (``traceback.Traceback``):
+configuration: the same configuration fails on every run, so it is an error. Whether it fails
+whatever the releases is read from the raise-site index (``raisesites.release_bound``): a check
+every copy of which later releases dropped (its function gone, no look-alike naming the same
+settings left) or that a release added to a function it had is bound to those releases: the
+finding says which refuse and the release without it, as a fix beside the setting's. A value ≤ 0
+of a count the framework derives from the inputs (``DERIVED``: max_tokens from the length budget
+less the prompt, the steps per epoch from the dataset and the batch) that the log's config and
+command lines do not set to that value is the inputs' doing: the fix is on them, not the option.
+Shapes, read from the traceback model (``traceback.Traceback``):
 
 1. **A guard's refusal**: a ``ValueError`` / ``NotImplementedError`` / ``AssertionError`` /
    ``RuntimeError`` whose message refuses something ("… is not supported", "… must be …",
