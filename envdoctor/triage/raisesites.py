@@ -293,15 +293,25 @@ class Bound:
     first_without: str  # the first release after the range without it ("" where the newest has it)
     added_in: str  # the release that added it to a function it kept ("" where not known)
     before: str  # the release before ``added_in``
+    #: the check is copied into several classes and the log does not show whose copy raised it:
+    #: the releases are those with any copy (the run's class may have left its copy earlier)
+    unsure_copy: bool = False
 
     def said(self) -> str:
         """The releases that refuse and those that do not, for a finding's message."""
         one = "–" not in self.refusing and "earlier" not in self.refusing
         out = f"{self.package} {self.refusing} refuse{'s' if one else ''} it"
+        if self.unsure_copy:
+            out = (
+                f"{self.package} {self.refusing} {'has' if one else 'have'} a copy of this check; whether a "
+                f"release before {self.first_without} accepts it depends on the model's own class, which the "
+                "log does not show"
+            )
         if self.added_in:
             out += f" (the check came with {self.added_in}: {self.before} and earlier do not make it)"
         if self.first_without:
-            out += f"; {self.first_without} is the first release without this check"
+            some = "any copy of " if self.unsure_copy else ""
+            out += f"; {self.first_without} is the first release without {some}this check"
         return out + " (envdoctor's raise-site index)"
 
     def fix(self) -> str:
@@ -517,4 +527,6 @@ def release_bound(tb: Traceback, log: Log) -> Bound | None:
     refusing = lo if lo == hi else f"{lo}–{hi}"
     if earliest.first_indexed and not added_in:
         refusing = f"{hi} and earlier (the index starts at {index.releases[0]})"
-    return Bound(loc.package, _check_name(loc, copies, tb, log), refusing, first_without, added_in, before)
+    name = _check_name(loc, copies, tb, log)
+    unsure = "tell whose copy raised it" in name and bool(first_without)
+    return Bound(loc.package, name, refusing, first_without, added_in, before, unsure)

@@ -35,7 +35,8 @@ def test_a_refusal_whose_check_later_releases_dropped_is_bound_to_the_releases_t
     f = _tri012(ROPE)
     assert f.severity == Severity.ERROR
     assert "whatever the releases" not in f.fix and "whatever the releases" not in f.message
-    assert "5.0.0 is the first release without this check" in f.message
+    assert "5.0.0 is the first release without any copy of this check" in f.message
+    assert "whether a release before 5.0.0 accepts it depends on the model's own class" in f.message
     assert (
         f.fix.startswith("install transformers 5.0.0 or later")
         and "pip install 'transformers>=5.0.0'" in f.fix
@@ -229,7 +230,10 @@ ValueError: `max_new_tokens` must be greater than 0, but is -5923.
 def test_a_value_the_run_set_that_the_framework_turned_negative_is_derived():
     f = _tri012(PT_ENGINE)
     assert "derived it from the room left for the completion" in f.message
-    assert "is not the run's setting (it sets max_new_tokens 4096; the framework turned it into -5923)" in f.message
+    assert (
+        "is not the run's setting (it sets max_new_tokens 4096; the framework turned it into -5923)"
+        in f.message
+    )
     assert "max_model_len" in f.fix and "max_new_tokens" not in f.fix
 
 
