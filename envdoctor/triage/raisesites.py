@@ -521,9 +521,8 @@ def release_bound(tb: Traceback, log: Log) -> Bound | None:
             added_in = before = ""  # the check was there before, in other words or another function
     if not first_without and not added_in:
         return None
-    own = sorted({r for s in sites for r in s.releases if r in order}, key=order.__getitem__)
-    lo = own[0] if added_in else held[0]
-    hi = held[-1] if first_without else own[-1]
+    lo = added_in or held[0]
+    hi = held[-1]  # the last release with any copy (the same words raised as another type count)
     refusing = lo if lo == hi else f"{lo}–{hi}"
     if earliest.first_indexed and not added_in:
         refusing = f"{hi} and earlier (the index starts at {index.releases[0]})"
