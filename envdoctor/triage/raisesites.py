@@ -319,7 +319,8 @@ class Bound:
         pip = _pip(self.package)
         if self.first_without:
             return (
-                f"install {self.package} {self.first_without} or later, the first release without this check "
+                f"install {self.package} {self.first_without} or later, the first release without "
+                f"{'any copy of ' if self.unsure_copy else ''}this check "
                 f"(pip install '{pip}>={self.first_without}'; the check's function is gone from that "
                 "release: where its code moved, its release notes say what the new code accepts)"
             )
