@@ -229,7 +229,19 @@ def generic(message: str) -> bool:
     return bool(_GENERIC.search(message))
 
 
+@lru_cache(maxsize=64)  # several answers ask about one failing message
+def _located(message: str, exc: str, only: tuple[str, ...], indexes: tuple[Any, ...]) -> tuple[Hit, ...]:
+    return tuple(_locate(message, exc, only))
+
+
 def locate(message: str, exc: str = "", only: tuple[str, ...] = ()) -> list[Hit]:
+    """``_locate``, remembered for the last messages asked about (with the indexes it read: a
+    reloaded index is asked again)."""
+    indexes = tuple(raise_index(d) for d in only or packages())
+    return list(_located(message[:MAX_MESSAGE], exc, tuple(only), indexes))
+
+
+def _locate(message: str, exc: str = "", only: tuple[str, ...] = ()) -> list[Hit]:
     """The raise sites that print ``message`` (an exception's message as the log shows it, maybe
     cut, wrapped or quoted in other text), best first: those of the log's exception type ``exc``
     when any is, the ones that show most of their template; empty where the message is generic

@@ -14,7 +14,9 @@ such a message a refusal is its grammar, not its package:
    not whole; the fix is a multiple.
 3. **A divisor the configuration made zero** (TRI012): ``ZeroDivisionError`` on a check's line
    (``assert cfg.mini % cfg.micro == 0``): the option on the right of ``%`` or ``/`` is 0 there,
-   set so or derived by an integer division (per-GPU sizes: the configured size // the GPUs).
+   set so or derived by an integer division (per-GPU sizes: the configured size // the GPUs); a
+   count the framework derives from the data (``refusal.DERIVED``: steps per epoch = the dataset's
+   size // the batch), where the log sets no such option and shows it derived, is the data's.
 4. **A check of any package naming an option and its demanded value** (TRI012): a raise or assert
    in a frame of any package (not only the stack's), or a message whose words name a snake_case
    option with a demanded value or relation ("``x`` must be ≥ 1, got 0", "``x`` should be …").
@@ -230,6 +232,19 @@ def zero_divisor(tb: Traceback, m: Match, log: Log) -> Draft | None:
     numerator = num.group("num").rsplit(".", 1)[-1] if num else ""
     who, where = _where(tb)
     check = "a check" if code.lstrip().startswith("assert") else "a line"
+    from envdoctor.triage.refusal import derived
+
+    drv = derived(opt, 0, log, tb.line_no or m.line_no)
+    if drv is not None:  # a count the code derived from the run's inputs, not an option it set
+        source, said, fix, not_set = drv
+        what = (
+            f"{check} of {who or 'the run'}{where} divides by {opt}, which is 0 there: {opt}=0 {not_set}: "
+            f"the code derived it from {source}"
+            + (f"; the log shows it: “{said}”" if said else "")
+            + f": `{code.strip()[:200]}`"
+        )
+        d = finding("TRI012", [m], log, what, fix, options=[opt], package=who or None, derived=True)
+        return at_severity(d, Severity.ERROR)
     what = (
         f"{check} of {who or 'the run'}{where} divides by {opt}, which is 0 there: the configuration "
         f"set it to 0, or the code derived it by an integer division that rounds down to 0 (a per-GPU "
@@ -290,6 +305,19 @@ def any_check(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if tb.frames and not guard:
         return None  # raised below the shown frame: not the check itself
     who, where = _where(tb)
+    from envdoctor.triage.refusal import derived, refused_value
+
+    value = refused_value(text)
+    drv = derived(value[0], value[1], log, tb.line_no or m.line_no) if value else None
+    if drv is not None and value is not None:  # a value the code derived from the run's inputs
+        source, seen, how, not_set = drv
+        what = (
+            f"{'a check of ' + who if who else 'a check'}{where} refused a value it was handed: "
+            f"“{text[:400]}” — {value[0]}={value[1]} {not_set}: the code derived it from {source}"
+            + (f"; the log shows it: “{seen}”" if seen else "")
+        )
+        d = finding("TRI012", [m], log, what, how, options=[value[0]], package=who or None, derived=True)
+        return at_severity(d, Severity.ERROR)
     said = _own_fix(text)
     shown = found.group(0).strip() if found is not None else last.code.strip() if last else ""
     what = (

@@ -20,6 +20,7 @@ it (another package printed the message).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -271,3 +272,261 @@ def quoted(head: bytes, log: Log) -> Draft | None:
         if d is not None and d.finding.severity == Severity.ERROR:
             return d
     return None
+
+
+# -- a refusal bound to a range of releases (TRI012) ------------------------------------------------
+
+MAX_COPIES = 400  # sites of one package compared with the raising one (its copies in other classes)
+MIN_SIMILAR = 0.9  # how close a copy's template is to the raising one (difflib's ratio)
+MAX_TEMPLATE = 600  # characters of a template compared
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A refusal whose raise is in a range of a package's releases only: the check (named once for
+    its copies in several classes), the releases whose code has it, and the releases on either
+    side without it."""
+
+    package: str
+    check: str  # how the finding names the check
+    refusing: str  # "4.45.2–4.57.6" ("… or earlier" where the oldest release indexed has it)
+    first_without: str  # the first release after the range without it ("" where the newest has it)
+    added_in: str  # the release that added it to a function it kept ("" where not known)
+    before: str  # the release before ``added_in``
+    #: the check is copied into several classes and the log does not show whose copy raised it:
+    #: the releases are those with any copy (the run's class may have left its copy earlier)
+    unsure_copy: bool = False
+
+    def said(self) -> str:
+        """The releases that refuse and those that do not, for a finding's message."""
+        one = "–" not in self.refusing and "earlier" not in self.refusing
+        out = f"{self.package} {self.refusing} refuse{'s' if one else ''} it"
+        if self.unsure_copy:
+            out = (
+                f"{self.package} {self.refusing} {'has' if one else 'have'} a copy of this check; whether a "
+                f"release before {self.first_without} accepts it depends on the model's own class, which the "
+                "log does not show"
+            )
+        if self.added_in:
+            out += f" (the check came with {self.added_in}: {self.before} and earlier do not make it)"
+        if self.first_without:
+            some = "any copy of " if self.unsure_copy else ""
+            out += f"; {self.first_without} is the first release without {some}this check"
+        return out + " (envdoctor's raise-site index)"
+
+    def fix(self) -> str:
+        """The release that accepts it, as a fix beside changing the setting."""
+        pip = _pip(self.package)
+        if self.first_without:
+            return (
+                f"install {self.package} {self.first_without} or later, the first release without "
+                f"{'any copy of ' if self.unsure_copy else ''}this check "
+                f"(pip install '{pip}>={self.first_without}'; the check's function is gone from that "
+                "release: where its code moved, its release notes say what the new code accepts)"
+            )
+        return (
+            f"pin '{pip}<{self.added_in}' ({self.before}, the last release before the check), where the "
+            "code that hands it this value was written for such a release"
+        )
+
+
+def _base(function: str) -> str:
+    return function.rsplit(".", 1)[-1]
+
+
+def _owner(function: str) -> str:
+    return function.rsplit(".", 1)[0] if "." in function else ""
+
+
+MIN_REWORDED = 0.75  # a template this close to the check's in another release: the check reworded or moved
+MAX_ROWS = 60000  # rows of one package's index compared for a reworded check
+
+
+def _reworded(package: str, templates: set[str], release: int) -> bool:
+    """Some raise of ``package`` in release ``release`` (an index into its releases) has a template
+    this close (``MIN_REWORDED``) to one of ``templates``: the check is there, reworded or moved to
+    another function (transformers' DeepSpeed Zero-3 check leaving from_pretrained)."""
+    from difflib import SequenceMatcher
+
+    from envdoctor.knowledge.raise_sites import raise_index
+
+    index = raise_index(package)
+    if index is None:
+        return True  # nothing tells: the check may be there
+    mine = [(t[:MAX_TEMPLATE], _names(t)) for t in templates]
+    for row in index.rows[:MAX_ROWS]:
+        other = str(row[1])[:MAX_TEMPLATE]
+        close = [
+            (t, names)
+            for t, names in mine
+            if 2 * min(len(t), len(other)) >= MIN_REWORDED * (len(t) + len(other))
+        ]
+        if not close:
+            continue  # lengths too far apart for the ratio (difflib's real_quick_ratio, first)
+        try:
+            there = any(int(lo) <= release <= int(hi) for lo, hi in row[4])
+        except (TypeError, ValueError):
+            continue
+        if not there:
+            continue
+        theirs = _names(other)
+        for t, names in close:
+            if names and not (theirs and theirs <= names):
+                continue  # a look-alike about another setting (`pad_token` for `eos_token`)
+            sm = SequenceMatcher(None, t, other, autojunk=False)
+            if (
+                sm.real_quick_ratio() >= MIN_REWORDED
+                and sm.quick_ratio() >= MIN_REWORDED
+                and sm.ratio() >= MIN_REWORDED
+            ):
+                return True
+    return False
+
+
+_NAME = re.compile(r"`([^`\x00]{1,60})`|\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+
+
+def _names(template: str) -> set[str]:
+    """The settings a template names: its quoted words and snake_case names."""
+    return {a or b for a, b in _NAME.findall(template)}
+
+
+def _class_gone(package: str, site: Site, release: str) -> bool:
+    """The frame index knows ``site``'s file and has no function of its class (or, at module
+    level, no function at all) in ``release``: the class or file went, not the check alone (TRL's
+    BestOfNSampler leaving trl.extras in 0.25.0)."""
+    from envdoctor.knowledge.frame_index import frame_index
+
+    fi = frame_index(package)
+    if fi is None or release not in fi.releases:
+        return False
+    names = fi.files.get(site.module)
+    if not isinstance(names, dict):
+        return False  # a file the frame index does not cover: nothing tells
+    r = fi.releases.index(release)
+    owner = _owner(site.function)
+    for qual, runs in names.items():
+        if owner and qual.split(".")[0] != owner.split(".")[0]:
+            continue
+        for run in runs if isinstance(runs, list) else ():
+            try:
+                if int(run[0]) <= r <= int(run[1]):
+                    return False
+            except (TypeError, ValueError, IndexError):
+                continue
+    return True
+
+
+def _copies(package: str, sites: tuple[Site, ...]) -> list[Site]:
+    """The sites of ``package`` raising the same check as ``sites``: the same template anywhere (a
+    copy in another class, or the exception type changed), or a template this close in a function
+    of the same name (a copy reworded)."""
+    from difflib import SequenceMatcher
+
+    from envdoctor.knowledge.raise_sites import raise_index
+
+    index = raise_index(package)
+    if index is None:
+        return list(sites)
+    templates = {s.template for s in sites}
+    bases = {_base(s.function) for s in sites if s.function}
+    out: list[Site] = list(sites)
+    tried = 0
+    for i, row in enumerate(index.rows):
+        template, function = str(row[1]), str(row[3])
+        same = template in templates
+        if not same and not (function and _base(function) in bases):
+            continue
+        tried += 1
+        if tried > MAX_COPIES:
+            break
+        if not same:
+            short = template[:MAX_TEMPLATE]
+            if not any(
+                SequenceMatcher(None, short, t[:MAX_TEMPLATE]).quick_ratio() >= MIN_SIMILAR
+                and SequenceMatcher(None, short, t[:MAX_TEMPLATE]).ratio() >= MIN_SIMILAR
+                for t in templates
+            ):
+                continue
+        site = index.site(i)
+        if site is not None and site not in out:
+            out.append(site)
+    return out
+
+
+_MODEL_TYPE = re.compile(r"""['"]?model_type['"]?\s?[:=]\s?['"](?P<t>[\w-]{1,60})['"]""")
+
+
+def _check_name(loc: Location, copies: list[Site], tb: Traceback, log: Log) -> str:
+    """The check named once: the raising frame's function where the log shows it; else, for a
+    check copied into several classes, the check with its copies and the model type the log shows."""
+    last = tb.frames[-1] if tb.frames else None
+    if last is not None and last.package == loc.package and last.function:
+        return f"{last.module_path} in {last.function}"
+    owners = list(dict.fromkeys(_owner(s.function) for s in copies if _owner(s.function)))
+    if len(owners) < 2:
+        return loc.places()
+    base = _base(loc.sites[0].function)
+    shown = ", ".join(owners[:3]) + (f" and {len(owners) - 3} more" if len(owners) > 3 else "")
+    worded = list(dict.fromkeys(_owner(s.function) for s in loc.sites if _owner(s.function)))
+    said = f"{loc.package}' `{base}` check, copied into {len(owners)} classes ({shown})"
+    if worded and len(worded) < len(owners):
+        said += f"; the message has the wording of {', '.join(worded[:2])}'s copy"
+    kind = _MODEL_TYPE.search(log.head[:262144].decode("utf-8", "replace")) if log.head else None
+    if kind is not None:
+        said += f"; the run's model_type is '{kind.group('t')}': its config class's copy raised it"
+    else:
+        said += "; the log shows neither the frame nor the model type that tell whose copy raised it"
+    return said
+
+
+def release_bound(tb: Traceback, log: Log) -> Bound | None:
+    """The refusal's raise (every copy of its check the message matches) is in a range of the
+    package's releases only: gone from the later releases (its function gone too: a lift, where the
+    function stays, is TRI014's) or added to a function the earlier releases had. None where the
+    check stays in the newest release indexed and came with none of them, or the index cannot
+    tell."""
+    from envdoctor.knowledge.raise_sites import raise_index
+
+    loc = locate_tb(tb, log)
+    if loc is None or loc.lift is not None:
+        return None
+    index = raise_index(loc.package)
+    if index is None or not index.releases:
+        return None
+    last = tb.frames[-1] if tb.frames else None
+    sites = loc.sites
+    if last is not None and last.package == loc.package and last.module_path:
+        mine = tuple(
+            s for s in sites if last.module_path.endswith(s.module) or s.module.endswith(last.module_path)
+        )
+        sites = mine or sites  # the copy in the frame that raised
+    copies = _copies(loc.package, sites)
+    order = {r: i for i, r in enumerate(index.releases)}
+    held = sorted({r for s in copies for r in s.releases if r in order}, key=order.__getitem__)
+    if not held:
+        return None
+    newest = index.releases[-1]
+    first_without = index.releases[order[held[-1]] + 1] if held[-1] != newest else ""
+    templates = {s.template for s in sites}
+    if first_without and (
+        _reworded(loc.package, templates, order[first_without])
+        or any(_class_gone(loc.package, s, first_without) for s in sites)
+    ):
+        first_without = ""  # the check reworded or moved, or its class gone: no release accepts it for sure
+    earliest = min(copies, key=lambda s: order.get(s.first, 0))
+    added_in = before = ""
+    if earliest.added and not earliest.first_indexed and order.get(earliest.first, 0) > 0:
+        added_in, before = earliest.first, index.releases[order[earliest.first] - 1]
+        if _reworded(loc.package, templates, order[before]):
+            added_in = before = ""  # the check was there before, in other words or another function
+    if not first_without and not added_in:
+        return None
+    lo = added_in or held[0]
+    hi = held[-1]  # the last release with any copy (the same words raised as another type count)
+    refusing = lo if lo == hi else f"{lo}–{hi}"
+    if earliest.first_indexed and not added_in:
+        refusing = f"{hi} and earlier (the index starts at {index.releases[0]})"
+    name = _check_name(loc, copies, tb, log)
+    unsure = "tell whose copy raised it" in name and bool(first_without)
+    return Bound(loc.package, name, refusing, first_without, added_in, before, unsure)

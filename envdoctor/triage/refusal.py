@@ -1,8 +1,15 @@
 """A package of the stack refusing the run's configuration with a check of its own (TRI012).
 
 An exception a stack package raises on purpose from its own guard is that package refusing this
-configuration: the same configuration fails on every run, whatever the releases, so it is an
-error. Two shapes, both read from the traceback model (``traceback.Traceback``):
+configuration: the same configuration fails on every run, so it is an error. Whether it fails
+whatever the releases is read from the raise-site index (``raisesites.release_bound``): a check
+every copy of which later releases dropped (its function gone, no look-alike naming the same
+settings left) or that a release added to a function it had is bound to those releases: the
+finding says which refuse and the release without it, as a fix beside the setting's. A value ≤ 0
+of a count the framework derives from the inputs (``DERIVED``: max_tokens from the length budget
+less the prompt, the steps per epoch from the dataset and the batch) that the log's config and
+command lines do not set to that value is the inputs' doing: the fix is on them, not the option.
+Shapes, read from the traceback model (``traceback.Traceback``):
 
 1. **A guard's refusal**: a ``ValueError`` / ``NotImplementedError`` / ``AssertionError`` /
    ``RuntimeError`` whose message refuses something ("… is not supported", "… must be …",
@@ -38,6 +45,7 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage.draft import Draft, Log, finding
 from envdoctor.triage.interface import Match
+from envdoctor.triage.raisesites import release_bound
 from envdoctor.triage.traceback import PACKAGES, Traceback
 
 RULE = "TRI012"
@@ -352,7 +360,7 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if reserved is not None:
         return reserved
     # a message the line breaks mid-sentence goes on on the next lines
-    cut = not tb.message.rstrip().endswith((".", "!", "?", ")", "]", "'", '"', "`"))
+    cut = not tb.message.rstrip().endswith((".", "!", "?", ")", "]", "}", "'", '"', "`"))
     more = _more(log, tb.line_no or m.line_no) if cut else []
     from envdoctor.triage.scanner import squeeze  # a wrap turned to spaces or a newline: as it reads
 
@@ -385,6 +393,16 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
                 formatted = {x for site in loc.sites for x in site.names}
                 new = f", a check that came with {loc.package} {loc.new_in}" if loc.new_in else ""
                 where = f" in {loc.places()} ({loc.package} {loc.span()}; placed by its message{new})"
+    value = refused_value(text)
+    drv = derived(value[0], value[1], log, tb.line_no or m.line_no) if value and package else None
+    if drv is not None and value is not None:
+        return _derived_draft(tb, m, log, package or "", where, text, value, drv)
+    bound = release_bound(tb, log) if package else None
+    # the release before a support gate came is no fix: the gate names what the releases support,
+    # and the earlier ones without it support no more (Unsloth's fast-inference list of models)
+    offer = bound is not None and bool(bound.first_without or not _SUPPORT.search(text))
+    if bound is not None and not tb.frames:  # the check named once for its copies
+        where = f" in {bound.check} (placed by its message)"
     options = _options(text)
     said_fix = _own_fix(text)
     refused = "" if options else _refused(text)  # what it refuses, in its words: the setting named
@@ -428,6 +446,10 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             f"{name} that does (its release notes say which), or "
             + (f"keep to what it supports ({named})" if only and not options else change)
         )
+    elif named and bound is not None and bound.first_without:  # a check the later releases dropped
+        fix = f"{bound.fix()}; or {change} (every release in that range refuses it)"
+    elif named and bound is not None and offer:
+        fix = f"{change} (every release in that range refuses it), or {bound.fix()}"
     elif named:
         fix = f"{change}: {name} refuses this configuration whatever the releases"
     else:  # it names no setting and says no fix: what it refused is not said, nor that no release runs it
@@ -437,6 +459,10 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             "condition says what it tests, a setting of the run or the environment it found; where that is a "
             "setting, change it"
         )
+    if bound is not None:  # a refusal of some releases only: which, and the release that accepts it
+        what += f" — {bound.said()}"
+        if offer and not (named and not own and not _SUPPORT.search(text)):
+            fix += f"; or {bound.fix()}"
     engine = (
         package == "vllm" and tb.frames[-1].module_path.startswith(_ENGINE_CONFIG) if tb.frames else False
     )
@@ -549,5 +575,165 @@ def vllm_validation(tb: Traceback, m: Match, log: Log) -> Draft | None:
         RULE, [m], log, what, fix, package="vllm", field=field or None, config_class=head.group("cls")
     )
     f = d.finding  # vLLM refuses this configuration on every start: an error
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    return d
+
+
+# -- a refused value the framework derived from the data --------------------------------------------
+
+#: the values a framework derives from the run's inputs rather than reads from an option: the
+#: option's name, what it is derived from, and the fix on those inputs (a value ≤ 0 there is the
+#: inputs' doing: a prompt longer than the length budget, a dataset smaller than one batch)
+DERIVED = (
+    (
+        re.compile(
+            r"max_(?:new_)?tokens|max_completion_(?:length|tokens)|max_gen(?:eration)?_(?:len|length|tokens)|"
+            r"response_length|num_tokens_to_generate|remaining_tokens"
+        ),
+        "the room left for the completion: the length budget (vLLM's max_model_len, the trainer's "
+        "max_length) less the prompt's tokens, so a prompt as long as the budget or longer leaves "
+        "nothing or less than nothing",
+        "raise the length budget (max_model_len / max_length) to hold the longest prompt plus the "
+        "completion, or drop or truncate the prompts longer than it before generation (max_prompt_length, "
+        "a length filter on the dataset)",
+    ),
+    (
+        re.compile(
+            r"(?:\w+_)?steps_per_epoch|num_(?:training_|update_|train_)?steps|total_(?:training_)?steps|"
+            r"num_batches|len_dataloader|num_update_steps_per_epoch|total_steps"
+        ),
+        "the number of steps: the dataset's size divided by the batch size (an integer division, so a "
+        "dataset smaller than one batch gives 0)",
+        "check the training dataset's row count (the file the run reads, its split and filters) and give "
+        "it at least one batch of samples, or lower the batch size (train_batch_size) to at most the "
+        "dataset's size",
+    ),
+)
+#: "x must be at least 1, got -3173", "x must be > 0 (got 0)", "x=-5 must be positive"
+_VALUE_REFUSED = re.compile(
+    r"(?<![\w.])`?(?P<k>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?(?:\s?[=:]\s?(?P<v0>-?\d{1,12})\b|\s\((?P<v1>-?\d{1,12})\))?"
+    r"[^.\n]{0,80}?\b(?:must|should|has to|needs to|cannot|can't)\b[^\n]{0,80}?"
+    r"(?:\bgot:?\s?|\bbut (?:is|was|got)\s|\(got\s)?(?P<v2>-?\d{1,12})?"
+)
+_GOT = re.compile(r"\b(?:got|but (?:is|was|got)|found|received)\b:?\s?`?(?P<v>-?\d{1,12})\b")
+MAX_SCAN = 1 << 20  # bytes of the log's head read for where it sets an option
+
+
+def refused_value(text: str) -> tuple[str, int] | None:
+    """The option a message refuses and the number it refused ("max_tokens must be at least 1,
+    got -3173" -> (max_tokens, -3173)), or None."""
+    m = _VALUE_REFUSED.search(text[:2000])
+    if m is None:
+        return None
+    raw = m.group("v0") or m.group("v1")
+    if raw is None:
+        got = _GOT.search(text[m.start() : m.start() + 300])
+        raw = got.group("v") if got else None
+    return (m.group("k"), int(raw)) if raw is not None else None
+
+
+def _lines(log: Log) -> list[str]:
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    head = log.head[:MAX_SCAN]
+    return [split_prefix(clean(raw[:4096]))[0] for raw in head.split(b"\n")]
+
+
+def sets_option(log: Log, option: str, skip: int = 0) -> str:
+    """The line where the log sets ``option`` (a flag or an override on a command line, a key of a
+    config dump or a YAML file), "" where it sets it nowhere; ``skip``: the failing line (1-based)."""
+    k = re.escape(option)
+    dashed = re.escape(option.replace("_", "-"))
+    rx = re.compile(
+        rf"--(?:{k}|{dashed})(?:[= ]|$)|(?:^|[\s,\[(])(?:[\w.+]+\.)?{k}\s?=\s?\S|"
+        rf"['\"]{k}['\"]\s?:|^\s*{k}\s?:\s?\S"
+    )
+    for n, line in enumerate(_lines(log), 1):
+        if n != skip and rx.search(line) and not re.search(r"\b(?:must|got)\b", line):
+            return line.strip()[:200]
+    return ""
+
+
+def _set_to(line: str, option: str) -> int | None:
+    """The number ``line`` sets ``option`` to (``--max_new_tokens 4096``, ``'max_tokens': 512``)."""
+    k = f"(?:{re.escape(option)}|{re.escape(option.replace('_', '-'))})"
+    m = re.search(rf"{k}['\"]?\s?[=: ]\s?['\"]?(?P<v>-?\d{{1,12}})\b", line)
+    return int(m.group("v")) if m else None
+
+
+def _derivation(log: Log, option: str, value: int, skip: int = 0) -> str:
+    """A line of the log where the framework says how it came to the value (swift's "max_model_len(2048)
+    - num_tokens(5221) < max_tokens(1024). Setting max_tokens: -3173", verl's "Number of steps/epoch 0")."""
+    words = [w for w in option.split("_") if w not in ("num", "per", "of", "max", "len", "total")] or [option]
+    number = re.compile(rf"(?<![\w.-]){value}(?![\w.])")
+    for n, line in enumerate(_lines(log), 1):
+        low = line.lower()
+        if n == skip or "error" in low[:40] or not number.search(line):
+            continue
+        if option in line or all(re.search(rf"\b{w}", low) for w in words):
+            return line.strip()[:240]
+    # a line where the framework computes the option for other inputs (swift's "… < max_tokens(10240).
+    # Setting max_tokens: 8735" next to a refused 0): how it derives it, not its value this time
+    how = re.compile(rf"\bSetting {re.escape(option)}\b|\b{re.escape(option)}\(\d{{1,12}}\)")
+    for n, line in enumerate(_lines(log), 1):
+        if n != skip and how.search(line):
+            return line.strip()[:240]
+    return ""
+
+
+def derived(option: str, value: int, log: Log, skip: int = 0) -> tuple[str, str, str, str] | None:
+    """A refused value ≤ 0 of an option the framework derives from the run's inputs (``DERIVED``)
+    where the log sets no such option: (what it is derived from, the log's line saying so, the fix
+    on those inputs, how the finding says the value is not the run's setting), or None (an option
+    the run set to that value, or one no table names)."""
+    if value > 0:
+        return None
+    entry = next(((what, fix) for rx, what, fix in DERIVED if rx.fullmatch(option)), None)
+    if entry is None:
+        return None
+    line = sets_option(log, option, skip)
+    configured = _set_to(line, option) if line else None
+    if line and (configured is None or configured == value or configured <= 0):
+        return None  # the run set it: the option it refused
+    said = _derivation(log, option, value, skip)
+    if value == 0 and not said and configured is None:
+        return None  # 0 may be a setting the log does not show: the option's answer stands
+    not_set = (
+        f"is not the run's setting (it sets {option} {configured}; the framework turned it into {value})"
+        if configured is not None
+        else f"is no setting of the run (the log's config and command lines set no {option})"
+    )
+    return entry[0], said, entry[1], not_set
+
+
+def _derived_draft(
+    tb: Traceback,
+    m: Match,
+    log: Log,
+    package: str,
+    where: str,
+    text: str,
+    value: tuple[str, int],
+    drv: tuple[str, str, str, str],
+) -> Draft:
+    """A check refused a value the framework derived from the run's inputs (``derived``): what it is
+    derived from, and the fix on those inputs, not on the option."""
+    option, number = value
+    source, said, fix, not_set = drv
+    name = _DISPLAY.get(package, package) or "A check"
+    caller = next((f for f in reversed(tb.frames) if f.package not in (package, None)), None)
+    by = (
+        f"{_DISPLAY.get(caller.package or '', caller.package)} (the caller)"
+        if caller
+        else "the code that called it"
+    )
+    what = (
+        f"{name} refused a value it was handed{where}: “{text[:400]}” — {option}={number} {not_set}: "
+        f"{by} derived it from {source}"
+    )
+    if said:
+        what += f"; the log shows it: “{said}”"
+    d = finding(RULE, [m], log, what, fix, package=package or None, options=[option], derived=True)
+    f = d.finding  # the same inputs fail the same way on every run: an error
     d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
     return d

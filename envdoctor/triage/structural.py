@@ -632,6 +632,14 @@ def trl_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
         "before any step, whatever the releases); envdoctor check --config FILE checks a config "
         "against the TRL release before a run"
     )
+    bound = refusal.release_bound(tb, log)  # a check of some releases only: which, and the others
+    if bound is not None:
+        what += f" — {bound.said()}"
+    if bound is not None and (bound.first_without or not refusal._SUPPORT.search(tb.message)):
+        fix = (
+            "change the setting the message names in your trainer's config or call (TRL checks it before "
+            f"any step, in every release of that range), or {bound.fix()}"
+        )
     d = finding("TRI012", [m], log, what, fix, raised_in=where)
     return at_severity(d, Severity.ERROR)
 
