@@ -140,7 +140,8 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
             "deepspeed.tools.",
         ),
     ),
-    "flash_attn": (("flash_attn",), "2.5.0", ("flash_attn.cute.", "flash_attn.ops.", "flash_attn.models.")),
+    # from 1.0: flash_attn_varlen_func came with 2.0 (code written for 2 under flash-attn<2: NameError)
+    "flash_attn": (("flash_attn",), "1.0.0", ("flash_attn.cute.", "flash_attn.ops.", "flash_attn.models.")),
     "bitsandbytes": (("bitsandbytes",), "0.43.0", ("bitsandbytes.triton.", "bitsandbytes.backends.")),
     # the packages whose names drift under the stack (the dev logs' ImportError / AttributeError
     # lines, docs/validation/triage-misses-2026-11-29.md C5a): triton under torch's inductor,
