@@ -248,3 +248,44 @@ def test_the_packages_own_frame_is_not_its_import_failing() -> None:
 def test_short_and_builtin_names_get_nothing() -> None:
     for name in ("np", "torch", "print", "Exception"):
         assert not _tri013(NAME.format(path="ochat/x.py", name=name))
+
+
+# -- a dataclass field every release has, missing from an object of that class's name -----------
+
+SITE = "/usr/local/lib/python3.10/dist-packages/transformers"
+NOTEBOOK = """{versions}{site}/{path} in on_train_begin(self, args, state, control, **kwargs)
+    294     def on_train_begin(self, args, state, control, **kwargs):
+--> 295         self.first_column = "Epoch" if args.{attr} == IntervalStrategy.EPOCH else "Step"
+
+AttributeError: '{cls}' object has no attribute '{attr}'
+"""
+
+
+def _same_name(**kw: str):
+    args = {"versions": "", "site": SITE, "path": "utils/notebook.py", "cls": "TrainingArguments"}
+    args["attr"] = "eval_strategy"
+    text = NOTEBOOK.format(**{**args, **kw})
+    return [f for f in findings(scan_bytes(text)) if f.rule == "TRI009"]
+
+
+def test_a_field_every_release_has_read_by_the_package_is_another_packages_class() -> None:
+    # set 16 d005 (huggingface/setfit#528): setfit's own TrainingArguments, transformers renamed the field
+    (f,) = _same_name()
+    assert f.severity == Severity.WARNING and "another package's class of the same name" in f.message
+    assert "'evaluation_strategy' until" in f.message and f.fix.startswith("pin transformers")
+
+
+def test_quiet_for_the_users_own_frame_and_a_release_older_than_the_history() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/train.py", line 3, in <module>\n'
+        "    print(args.eval_strategy)\n"
+        "AttributeError: 'TrainingArguments' object has no attribute 'eval_strategy'\n"
+    )
+    assert not [f for f in findings(scan_bytes(text)) if "same name" in f.message]
+    assert not [f for f in _same_name(versions="transformers==4.39.0\n") if "same name" in f.message]
+
+
+def test_quiet_for_a_class_that_is_no_dataclass() -> None:
+    """StaticLayer sets max_batch_size in a method: it may not have run yet (set 16 b012)."""
+    assert not [f for f in _same_name(cls="StaticLayer", attr="max_batch_size") if "same name" in f.message]
