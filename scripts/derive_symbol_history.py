@@ -2,7 +2,7 @@
 """Derive the symbol history of the stack's packages from their release wheels (maintainer command).
 
 For each package (TRL >= 0.11, vLLM >= 0.7.2, transformers >= 4.46, peft >= 0.13, accelerate >= 1.0,
-unsloth_zoo >= 2025.3.1, liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 2.5,
+unsloth_zoo >= 2025.3.1, liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 1.0,
 bitsandbytes >= 0.43, and the packages under the stack: triton >= 2.2, torchao >= 0.3, xformers >=
 0.0.24, flashinfer-python (its wheels on the index: >= 0.5), datasets >= 2.17, safetensors >= 0.4.2,
 sglang >= 0.4, verl >= 0.2, ms-swift >= 2.5, torch >= 2.0) it reads every final release's ``.py`` files
