@@ -26,7 +26,7 @@ transformers-models.keywords.gz`` (not a ``*.json.gz``: no package's signature h
                                                                     "-": "Bert Gpt2 …"}, …}, …}, …},
      "var": {"forward": {"ForCausalLM": {"Qwen2": "20-55", …}, …}, …}}
 
-Ranges are indices into ``releases`` (``"3-9,12"``). Budget: 120 kB (``--budget``; the command
+Ranges are indices into ``releases`` (``"3-9,12"``). Budget: 150 kB (``--budget``; the command
 fails above it). Usage::
 
     pip download --no-deps --only-binary=:all: transformers==4.40.2 -d WHEELS   # each minor's last patch
@@ -51,7 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "rules" / "knowledge" / "signatures" / "transformers-models.keywords.gz"
 SCHEMA = "envdoctor.model_keywords/1"
-BUDGET = 120_000
+BUDGET = 150_000
 MAX_FILE = 2_000_000
 METHODS = ("forward", "generate", "__init__")
 _WHEEL = re.compile(r"^transformers-(\d+)\.(\d+)\.(\d+)-py3-none-any\.whl$")
@@ -74,12 +74,44 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[str], bool
     return names, a.kwarg is not None
 
 
-def file_classes(src: str, config: bool) -> Iterable[tuple[str, str, str, list[str], bool]]:
-    """``(stem, suffix, method, keywords, takes **kwargs)`` of each top-level model class (or
-    configuration class, ``config``) of a file, per method it defines itself."""
+def _config_names(cls: ast.ClassDef) -> list[str]:
+    """A configuration class's attributes: its ``__init__``'s parameters, the names its body assigns
+    (``head_dim: int | None = None``: transformers 5's ``@strict`` dataclass-like configurations have
+    no ``__init__`` of their own), and the ``self.X =`` of its methods."""
+    out: list[str] = []
+    for sub in cls.body:
+        if isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Name):
+            out.append(sub.target.id)
+        elif isinstance(sub, ast.Assign):
+            out += [t.id for t in sub.targets if isinstance(t, ast.Name)]
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if sub.name == "__init__":
+                out += _params(sub)[0]
+            for node in ast.walk(sub):
+                targets = (
+                    node.targets
+                    if isinstance(node, ast.Assign)
+                    else [node.target]
+                    if isinstance(node, (ast.AnnAssign, ast.AugAssign))
+                    else []
+                )
+                for t in targets:
+                    if (
+                        isinstance(t, ast.Attribute)
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id == "self"
+                    ):
+                        out.append(t.attr)
+    return sorted(set(out))
+
+
+def file_classes(src: str, config: bool) -> Iterable[Fact]:
+    """``(stem, suffix, method, keywords, takes **kwargs)`` of each top-level model class, per method
+    it defines itself; of a configuration class (``config``), one row: its attributes
+    (``_config_names``) under ``__init__``."""
     try:
         tree = ast.parse(src)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError):
         return
     for st in tree.body:
         if not isinstance(st, ast.ClassDef):
@@ -87,10 +119,12 @@ def file_classes(src: str, config: bool) -> Iterable[tuple[str, str, str, list[s
         parts = split_class(st.name)
         if parts is None or (parts[1] == "Config") != config:
             continue
+        if config:
+            init = next((f for f in st.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+            yield parts[0], parts[1], "__init__", _config_names(st), bool(init and init.args.kwarg)
+            continue
         for sub in st.body:
             if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub.name in METHODS:
-                if config and sub.name != "__init__":
-                    continue
                 names, var = _params(sub)
                 yield parts[0], parts[1], sub.name, names, var
 
@@ -165,9 +199,11 @@ def derive(releases: list[str], facts: list[list[Fact]]) -> dict[str, object]:
             srow[stem] = srow.get(stem, 0) | 1 << i
             row = kw.setdefault(key, {}).setdefault(suffix, {})
             for n in names:
+                if n.startswith("_"):
+                    continue  # a private attribute (a configuration's ``_attn_implementation``)
                 per = row.setdefault(n, {})
                 per[stem] = per.get(stem, 0) | 1 << i
-            if takes_var:
+            if takes_var and key != "config":  # a configuration's **kwargs sets only what is passed
                 vrow = var.setdefault(key, {}).setdefault(suffix, {})
                 vrow[stem] = vrow.get(stem, 0) | 1 << i
     methods: dict[str, dict[str, dict[str, dict[str, str]]]] = {}

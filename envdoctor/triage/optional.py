@@ -126,9 +126,12 @@ def versioned_name(name: str, frame: Frame | None, m: Match, log: Log) -> Draft 
     its release lacks the name. The answer: Q's releases that have it, and which way to move. A
     warning (the code may never have imported it), an error where the log's release of Q lacks it.
     Quiet where no package, or several, define the name in some releases only, or Q's own frame
-    raised it (a bug of Q's release: TRI014's)."""
+    raised it, or the raising package binds the name itself (a bug of its release: TRI014's)."""
     if len(name) < _MIN_NAME or name in dir(builtins):
         return None
+    own = symbol_history.history(frame.package) if frame is not None and frame.package else None
+    if own is not None and own.name_anywhere(name)[0]:
+        return None  # the raising package binds the name itself: its release's bug (TRI014's)
     found = []
     for pkg in symbol_history.packages():
         h = symbol_history.history(pkg)

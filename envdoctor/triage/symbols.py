@@ -438,6 +438,8 @@ def verdict(tb: Traceback, have: dict[str, str], only: str | None = None) -> Ver
     v = _drift_shape(v)
     if v is None and tb.name == "TypeError" and only in (None, "transformers"):
         v = _drift_shape(_model_keyword(msg, tb))
+    elif v is None and tb.name == "AttributeError" and only in (None, "transformers"):
+        v = _drift_shape(_config_attribute(msg))
     return _place(v, have.get(v.package)) if v is not None else None
 
 
@@ -470,14 +472,36 @@ def _model_keyword(msg: str, tb: Traceback) -> Verdict | None:
     return v
 
 
-def _model_change(t: object, kwarg: str, where: str) -> str:
+def _config_attribute(msg: str) -> Verdict | None:
+    """An attribute a transformers configuration class (``Qwen2Config``) has only in some releases
+    (its ``__init__``'s parameters, the model keyword history's ``config``): ``'Qwen2Config' object
+    has no attribute 'rope_theta'`` read by code written for another release."""
+    m = boundary._OBJECT_ATTR.search(msg)
+    if m is None or boundary._MODULE_ATTR.search(msg):
+        return None
+    cls, attr = m.group("obj").rsplit(".", 1)[-1], m.group("attr")
+    if not cls.endswith("Config"):
+        return None
+    from envdoctor.knowledge import model_keywords
+
+    h = model_keywords.history()
+    t = h.takes(cls, "config", attr) if h is not None else None
+    if t is None:
+        return None
+    v = Verdict("transformers", f"{cls}.{attr}", list(t.releases), t.named, t.scope)
+    v.source = "model keyword"
+    v.changed = _model_change(t, attr, f"{cls}(…)", var=False)
+    return v
+
+
+def _model_change(t: object, kwarg: str, where: str, var: bool = True) -> str:
     """``num_logits_to_keep= taken from transformers 4.45 (4.45.2 read; through **kwargs from
     4.46)``: the newest start and end of the releases that take the keyword."""
     from envdoctor.knowledge.model_keywords import Takes
 
     assert isinstance(t, Takes)
     rel = t.releases
-    works = (t.named | t.var) & t.scope
+    works = (t.named | (t.var if var else 0)) & t.scope
 
     def minor(i: int) -> str:
         return ".".join(rel[i].split(".")[:2])
@@ -487,9 +511,13 @@ def _model_change(t: object, kwarg: str, where: str) -> str:
         before, after = works >> a & 1, works >> b & 1
         if before == after:
             continue
+        read = f"({rel[a]} and {rel[b]} read)"
+        if not var:  # a configuration's attribute
+            verb = "an attribute of" if after else "no longer an attribute of"
+            return f"{kwarg} {verb} {where.removesuffix('(…)')} from transformers {minor(b)} {read}"
         how = "by name" if t.named >> (b if after else a) & 1 else "through **kwargs"
         verb = "taken" if after else "no longer taken"
-        return f"{kwarg}= {verb} ({how}) by {where} from transformers {minor(b)} ({rel[a]} and {rel[b]} read)"
+        return f"{kwarg}= {verb} ({how}) by {where} from transformers {minor(b)} {read}"
     return ""
 
 
