@@ -1,11 +1,11 @@
 """The keyword history of transformers' model classes (rules/knowledge/signatures/
 transformers-models.keywords.gz, derived from the release wheels by scripts/derive_model_keywords.py):
 per method (``forward``, ``generate``, ``__init__``; ``config``: a configuration class's
-attributes: its ``__init__``'s parameters, its body's fields, its methods' ``self.X =``), per class-name suffix (``ForCausalLM``,
-``Model``, ``Config`` …) and per keyword, the releases in which the classes take it by name, with
-the class stems (``Qwen2``) whose own releases differ; and the releases in which each class takes
-``**kwargs``. Read lazily, by triage only, for a model class's ``TypeError`` of a keyword or a
-configuration's missing attribute."""
+attributes: its ``__init__``'s parameters, its body's fields, its methods' ``self.X =``), per
+class-name suffix (``ForCausalLM``, ``Model``, ``Config`` …) and per keyword, the releases in which
+the classes take it by name, with the class stems (``Qwen2``) whose own releases differ; and the
+releases in which each class takes ``**kwargs``. Read lazily, by triage only, for a model class's
+``TypeError`` of a keyword or a configuration's missing attribute."""
 
 from __future__ import annotations
 
