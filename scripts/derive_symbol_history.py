@@ -2,7 +2,7 @@
 """Derive the symbol history of the stack's packages from their release wheels (maintainer command).
 
 For each package (TRL >= 0.11, vLLM >= 0.7.2, transformers >= 4.46, peft >= 0.13, accelerate >= 1.0,
-unsloth_zoo >= 2025.3.1, liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 2.5,
+unsloth_zoo >= 2025.3.1, liger-kernel >= 0.3.0, unsloth >= 2025.1, deepspeed >= 0.14, flash-attn >= 1.0,
 bitsandbytes >= 0.43, and the packages under the stack: triton >= 2.2, torchao >= 0.3, xformers >=
 0.0.24, flashinfer-python (its wheels on the index: >= 0.5), datasets >= 2.17, safetensors >= 0.4.2,
 sglang >= 0.4, verl >= 0.2, ms-swift >= 2.5, torch >= 2.0) it reads every final release's ``.py`` files
@@ -140,7 +140,8 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
             "deepspeed.tools.",
         ),
     ),
-    "flash_attn": (("flash_attn",), "2.5.0", ("flash_attn.cute.", "flash_attn.ops.", "flash_attn.models.")),
+    # from 1.0: flash_attn_varlen_func came with 2.0 (code written for 2 under flash-attn<2: NameError)
+    "flash_attn": (("flash_attn",), "1.0.0", ("flash_attn.cute.", "flash_attn.ops.", "flash_attn.models.")),
     "bitsandbytes": (("bitsandbytes",), "0.43.0", ("bitsandbytes.triton.", "bitsandbytes.backends.")),
     # the packages whose names drift under the stack (the dev logs' ImportError / AttributeError
     # lines, docs/validation/triage-misses-2026-11-29.md C5a): triton under torch's inductor,

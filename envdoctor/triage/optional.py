@@ -18,11 +18,12 @@ tests a version or a device, not whether it is installed).
 
 from __future__ import annotations
 
+import builtins
 import re
 
 from envdoctor import versions
 from envdoctor.findings import Severity
-from envdoctor.knowledge import optional_imports
+from envdoctor.knowledge import optional_imports, symbol_history
 from envdoctor.triage.draft import Draft, Log, at_severity, finding, warning_line
 from envdoctor.triage.interface import Match
 from envdoctor.triage.missing import distribution, exact_version, install_line
@@ -53,13 +54,15 @@ def undefined_name(t: Traceback, m: Match, log: Log) -> Draft | None:
         return None
     found = _UNDEFINED.match(t.message.strip())
     frame: Frame | None = t.frames[-1] if t.frames else None
-    if found is None or frame is None or frame.package is None:
-        return None  # the user's code, or no frame to place the name in
+    if found is None:
+        return None
+    if frame is None or frame.package is None:  # the user's code, or no frame to place the name in
+        return versioned_name(found.group("name"), frame, m, log)
     name, package = found.group("name"), frame.package
     version = exact_version(log, package)
     rows = _fits(optional_imports.guarded(package, frame.module_path, name), version)
     if not rows:
-        return None
+        return versioned_name(name, frame, m, log)
     row = rows[0]
     dist = distribution(row.provider)
     if optional_imports.base_requirement(package, dist):
@@ -87,3 +90,104 @@ def undefined_name(t: Traceback, m: Match, log: Log) -> Draft | None:
         located_by="the optional-import index (rules/knowledge/optional_imports.json.gz)",
     )
     return at_severity(d, Severity.ERROR)
+
+
+#: names too common to tell a package by (a module's own helpers share them)
+_MIN_NAME = 6
+
+
+def _defining(h: symbol_history.History, name: str, where: list[str]) -> list[str]:
+    """The public modules of ``h`` (no ``_``-part: not a vendored copy) that define ``name``."""
+    return sorted(
+        (w for w in where if h.defines(w, name) and not any(p.startswith("_") for p in w.split("."))),
+        key=lambda w: (w.count("."), w),
+    )
+
+
+def _runs(bits: int, n: int) -> list[tuple[int, int]]:
+    out, i = [], 0
+    while i < n:
+        if bits >> i & 1:
+            j = i
+            while j + 1 < n and bits >> (j + 1) & 1:
+                j += 1
+            out.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+def versioned_name(name: str, frame: Frame | None, m: Match, log: Log) -> Draft | None:
+    """TRI013 for a ``NameError`` on a name that one package Q of the symbol history defines only in
+    some of its releases, raised outside Q's own code (the user's, another package's, or a line
+    with no frame): the code imported it under a guard (``try: from flash_attn import
+    flash_attn_varlen_func`` / ``except ImportError: pass``) and the import failed: Q is absent, or
+    its release lacks the name. The answer: Q's releases that have it, and which way to move. A
+    warning (the code may never have imported it), an error where the log's release of Q lacks it.
+    Quiet where no package, or several, define the name in some releases only, or Q's own frame
+    raised it, or the raising package binds the name itself (a bug of its release: TRI014's)."""
+    if len(name) < _MIN_NAME or name in dir(builtins):
+        return None
+    own = symbol_history.history(frame.package) if frame is not None and frame.package else None
+    if own is not None and own.name_anywhere(name)[0]:
+        return None  # the raising package binds the name itself: its release's bug (TRI014's)
+    found = []
+    for pkg in symbol_history.packages():
+        h = symbol_history.history(pkg)
+        if h is None:
+            continue
+        have, where = h.name_anywhere(name)
+        defining = _defining(h, name, where) if have and have != h.full else []
+        if defining:
+            found.append((h, have, defining))
+    if len(found) != 1:
+        return None  # no package's name (the code's own), or several could be meant
+    h, have, defining = found[0]
+    if frame is not None and frame.package == h.package:
+        return None  # Q's own code: its release's bug, not a failed import of it
+    runs = _runs(have, len(h.releases))
+    rel = h.releases
+    ranges = ", ".join(rel[a] if a == b else f"{rel[a]}–{rel[b]}" for a, b in runs)
+    a, b = runs[-1]
+    module = defining[0]
+    parts = []
+    if a > 0:
+        parts.append(f">={rel[a]}")
+    if b < len(rel) - 1:
+        parts.append(f"<{rel[b + 1]}")
+    spec = ",".join(parts)
+    top = module.split(".")[0]
+    if b < len(rel) - 1 and a > 0:
+        direction = f"install a {h.package} release that has it ({spec}: removed in {rel[b + 1]})"
+    elif b < len(rel) - 1:
+        direction = f"pin {h.package} below {rel[b + 1]}, the release that removed it"
+    else:
+        direction = f"install or upgrade {h.package} to {rel[a]} or newer, the first release that has it"
+    version = exact_version(log, h.package)
+    lacks = False
+    if version is not None:
+        within = [i for i, r in enumerate(rel) if versions.at_least(version, r)]
+        lacks = bool(within) and not have >> within[-1] & 1 and not versions.below(rel[-1], version)
+    at = f"{frame.function or 'code'} ({frame.at})" if frame is not None else "the code (no frame shown)"
+    who = f"{frame.package}'s {at}" if frame is not None and frame.package else at
+    what = (
+        f"'{name}' is {h.package}'s ({module}), and only some {h.package} releases have it ({ranges}; "
+        f"{len(rel)} releases read): {who} uses it unbound, as code does that imports it under a guard "
+        f"(try: from {top} import {name} / except ImportError) when the import failed — {h.package} is "
+        f"not installed in the environment that ran, or its release lacks the name"
+        + (f"; the log's {h.package} {version} lacks it" if lacks else "")
+    )
+    fix = f"pip install '{h.package}{spec}' ({direction}); check with python -c 'from {module} import {name}'"
+    d = finding(
+        RULE,
+        [m],
+        log,
+        what,
+        fix,
+        module=module,
+        distribution=h.package,
+        name=name,
+        located_by="the symbol history (rules/knowledge/symbols/)",
+    )
+    return at_severity(d, Severity.ERROR if lacks else Severity.WARNING)

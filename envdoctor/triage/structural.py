@@ -34,6 +34,7 @@ from envdoctor.triage import (
     optional,
     programs,
     refusal,
+    samename,
     structclass,
     usercode,
     wrapped,
@@ -668,6 +669,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or programs.missing_program(t, m, log)
             or wrapped.through_wrapper(t, m, log)
             or drift(t, [m], log)
+            or samename.foreign_object(t, m, log)
             or _lifted_raise(t, m, log)
             or trl_refusal(t, m, log)
             or hostenv.from_traceback(t, m, log)

@@ -436,7 +436,89 @@ def verdict(tb: Traceback, have: dict[str, str], only: str | None = None) -> Ver
     else:
         v = _call(msg, only, tb)
     v = _drift_shape(v)
+    if v is None and tb.name == "TypeError" and only in (None, "transformers"):
+        v = _drift_shape(_model_keyword(msg, tb))
+    elif v is None and tb.name == "AttributeError" and only in (None, "transformers"):
+        v = _drift_shape(_config_attribute(msg))
     return _place(v, have.get(v.package)) if v is not None else None
+
+
+def _model_keyword(msg: str, tb: Traceback) -> Verdict | None:
+    """A keyword a transformers model class's ``forward`` / ``generate`` / ``__init__`` does not take
+    (``Qwen2ForCausalLM.forward() got an unexpected keyword argument 'num_logits_to_keep'``): the
+    model keyword history (rules/knowledge/signatures/transformers-models.keywords.gz) says in which
+    releases that class takes it, by name or through ``**kwargs``; a class the history has no model
+    of that name (the user's own) gets no verdict."""
+    m = boundary._CALL.search(msg)
+    if m is None or not m.group("kwarg") or f"'{m.group('kwarg')}'" not in msg:
+        return None
+    owner, _, method = m.group("func").rpartition(".")
+    cls = owner.rsplit(".", 1)[-1]
+    if method not in ("forward", "generate", "__init__") or not cls:
+        return None
+    from envdoctor.knowledge import model_keywords
+
+    h = model_keywords.history()
+    key = "config" if cls.endswith("Config") and method == "__init__" else method
+    t = h.takes(cls, key, m.group("kwarg")) if h is not None else None
+    if t is None:
+        return None
+    kwarg = m.group("kwarg")
+    works = (t.named | t.var) & t.scope
+    v = Verdict("transformers", f"{cls}.{method}() takes {kwarg}=", list(t.releases), works, t.scope)
+    v.source = "model keyword"
+    v.raised = t.scope & ~works
+    v.changed = _model_change(t, kwarg, f"{cls}.{method}")
+    return v
+
+
+def _config_attribute(msg: str) -> Verdict | None:
+    """An attribute a transformers configuration class (``Qwen2Config``) has only in some releases
+    (its ``__init__``'s parameters, the model keyword history's ``config``): ``'Qwen2Config' object
+    has no attribute 'rope_theta'`` read by code written for another release."""
+    m = boundary._OBJECT_ATTR.search(msg)
+    if m is None or boundary._MODULE_ATTR.search(msg):
+        return None
+    cls, attr = m.group("obj").rsplit(".", 1)[-1], m.group("attr")
+    if not cls.endswith("Config"):
+        return None
+    from envdoctor.knowledge import model_keywords
+
+    h = model_keywords.history()
+    t = h.takes(cls, "config", attr) if h is not None else None
+    if t is None:
+        return None
+    v = Verdict("transformers", f"{cls}.{attr}", list(t.releases), t.named, t.scope)
+    v.source = "model keyword"
+    v.changed = _model_change(t, attr, f"{cls}(…)", var=False)
+    return v
+
+
+def _model_change(t: object, kwarg: str, where: str, var: bool = True) -> str:
+    """``num_logits_to_keep= taken from transformers 4.45 (4.45.2 read; through **kwargs from
+    4.46)``: the newest start and end of the releases that take the keyword."""
+    from envdoctor.knowledge.model_keywords import Takes
+
+    assert isinstance(t, Takes)
+    rel = t.releases
+    works = (t.named | (t.var if var else 0)) & t.scope
+
+    def minor(i: int) -> str:
+        return ".".join(rel[i].split(".")[:2])
+
+    idx = [i for i in range(len(rel)) if t.scope >> i & 1]
+    for a, b in reversed(list(zip(idx, idx[1:], strict=False))):
+        before, after = works >> a & 1, works >> b & 1
+        if before == after:
+            continue
+        read = f"({rel[a]} and {rel[b]} read)"
+        if not var:  # a configuration's attribute
+            verb = "an attribute of" if after else "no longer an attribute of"
+            return f"{kwarg} {verb} {where.removesuffix('(…)')} from transformers {minor(b)} {read}"
+        how = "by name" if t.named >> (b if after else a) & 1 else "through **kwargs"
+        verb = "taken" if after else "no longer taken"
+        return f"{kwarg}= {verb} ({how}) by {where} from transformers {minor(b)} {read}"
+    return ""
 
 
 def find(tb: Traceback, have: dict[str, str], context: Sequence[str] = ()) -> tuple[Boundary, Verdict] | None:
@@ -451,6 +533,10 @@ def find(tb: Traceback, have: dict[str, str], context: Sequence[str] = ()) -> tu
     site = tb.frames[tb.call_site] if tb.call_site >= 0 else None
     # the call's site read from its line (the user's code too), else the last package's frame
     caller = site if site is not None and site.package != v.package else _caller(frames, v.package)
+    if v.source == "model keyword" and frames and frames[-1].package != v.package:
+        # a call's keyword is refused before the callee runs: the innermost frame made the call
+        # (the user's ``super().forward(…)``), not a decorator's frame further out
+        caller = frames[-1] if frames[-1].package is not None else None
     msg = tb.message
     owner = caller.package if caller else v.owner
     if owner is None and not any(t.frames for t in tb.all()):
