@@ -514,3 +514,75 @@ def test_an_option_given_an_empty_value_is_an_error_to_set_the_variable_or_go_st
 def test_an_option_given_a_wrong_but_present_value_is_not_an_empty_one():
     log = "torchrun: error: argument --master-port/--master_port: invalid int value: 'abc'\n"
     assert not _entry(log, "launch-option-empty-value")
+
+
+# -- the Hub out of reach, vLLM without the model's config -------------------------------------------
+
+HUB = [
+    "socket.gaierror: [Errno -3] Temporary failure in name resolution\nFailed to resolve 'huggingface.co'\n",
+    (
+        "OSError: We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find "
+        "them in the cached files.\n"
+    ),
+    (
+        "requests.exceptions.ConnectionError: (MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', "
+        'port=443): Max retries exceeded with url: /api/models/Qwen/Qwen2.5-7B-Instruct"))\n'
+    ),
+    (
+        "huggingface_hub.errors.LocalEntryNotFoundError: Cannot find the requested files in the disk cache "
+        "and outgoing traffic has been disabled. To enable hf.co look-ups and downloads online, set "
+        "'local_files_only' to False.\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("log", HUB)
+def test_the_hub_out_of_reach_is_an_error_to_download_first_and_run_offline(log):
+    f = _first(log)
+    assert f.rule == "TRI011" and f.severity.value == "error"
+    assert "(hub-unreachable-files-not-cached)" in f.message
+    assert "HF_HUB_OFFLINE=1" in f.fix and "huggingface-cli download" in f.fix
+
+
+def test_another_host_out_of_reach_is_not_the_hub():
+    log = (
+        "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.wandb.ai', port=443): "
+        "Max retries exceeded\n"
+    )
+    assert not _entry(log, "hub-unreachable-files-not-cached")
+    assert not _entry("Failed to resolve 'node-3.cluster.local'\n", "hub-unreachable-files-not-cached")
+
+
+def test_a_run_that_trains_after_a_retried_lookup_is_quiet():
+    log = (
+        "WARNING Retrying (Retry(total=4)) after connection broken by NameResolutionError: Failed to "
+        "resolve 'huggingface.co'\n"
+        + "".join(
+            f"{{'loss': 0.{i}, 'grad_norm': 1.0, 'learning_rate': 1e-06, 'epoch': 0.0{i}}}\n"
+            for i in range(1, 6)
+        )
+    )
+    assert not _entry(log, "hub-unreachable-files-not-cached")
+
+
+VLLM_NO_CONFIG = [
+    "ValueError: Could not detect config format for no config file found.\n",
+    (
+        "(APIServer pid=6398) ValueError: Invalid repository ID or local directory specified: "
+        "'/models/qwen-lora'.\nPlease verify the following requirements:\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("log", VLLM_NO_CONFIG)
+def test_vllm_without_the_models_config_is_an_error_to_pass_the_folder_holding_it(log):
+    f = _first(log)
+    assert f.rule == "TRI011" and f.severity.value == "error"
+    assert "(vllm-model-config-not-found)" in f.message
+    assert "config.json" in f.fix and "absolute path" in f.fix
+
+
+def test_another_config_format_message_is_not_vllms():
+    assert not _entry(
+        "ValueError: Could not detect the config format of x.toml\n", "vllm-model-config-not-found"
+    )
