@@ -50,6 +50,10 @@ _OLD = re.compile(
     "total by PyTorch"
 )
 
+#: the message as it is quoted short ("torch.OutOfMemoryError: Tried to allocate 8.79 GiB. GPU 0 has
+#: 79.10 GiB total, 4.98 GiB free."): the head and the allocator's words left out
+_SHORT = re.compile(rf"Tried to allocate {_SIZE}\. GPU (\d{{0,4}}) ?has {_SIZE} total, {_SIZE} free")
+
 
 #: live tensors (allocated by PyTorch) at or above this share of the GPU make an OOM a capacity
 #: problem even when fragmentation failed the last request: measured on an H100 (docs/validation/
@@ -130,7 +134,15 @@ def parse_oom(text: str) -> Oom | None:
             )
             oom.unallocated_mib = max(reserved - allocated, 0.0)
             oom.reserved_mib = reserved
-        elif "out of memory" in text.lower():
+        elif short := _SHORT.search(text):
+            g = short.groups()
+            oom = Oom(
+                gpu=int(g[2]) if g[2] else None,
+                want_mib=_mib(g[0], g[1]),
+                total_mib=_mib(g[3], g[4]),
+                free_mib=_mib(g[5], g[6]),
+            )
+        elif "out of memory" in text.lower() or "OutOfMemoryError" in text:
             oom = Oom()
         else:
             return None

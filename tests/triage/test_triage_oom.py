@@ -70,10 +70,22 @@ def test_parse_the_current_phrasing():
             lambda o: o.allowed_mib == pytest.approx(1228.8) and o.allocated_mib == 130.35,
         ),
         ("RuntimeError: CUDA error: out of memory", lambda o: o.gpu is None and o.want_mib is None),
+        (  # quoted short, its head left out (held-out set 17's a010, after it was measured)
+            "torch.OutOfMemoryError: Tried to allocate 8.79 GiB. GPU 0 has 79.10 GiB total, 4.98 GiB free.",
+            lambda o: (o.gpu, o.want_mib, o.free_mib) == (0, 8.79 * 1024, 4.98 * 1024),
+        ),
     ],
 )
 def test_parse_other_phrasings(text, check):
     assert check(parse_oom(text))
+
+
+SHORT = "torch.OutOfMemoryError: Tried to allocate 8.79 GiB. GPU 0 has 79.10 GiB total, 4.98 GiB free.\n"
+
+
+def test_the_short_quote_is_an_out_of_memory_error():
+    (f,) = [f for f in findings(scan_bytes(SHORT)) if f.severity.value != "info"]
+    assert f.rule == "TRI001" and f.severity.value == "error" and "8.79 GiB" in f.message
 
 
 def test_parse_returns_none_for_other_text():
