@@ -586,3 +586,23 @@ def test_another_config_format_message_is_not_vllms():
     assert not _entry(
         "ValueError: Could not detect the config format of x.toml\n", "vllm-model-config-not-found"
     )
+
+
+NO_GROUP = (
+    '  File "/usr/local/lib/python3.11/dist-packages/torch/distributed/c10d_logger.py", line 81, in wrapper\n'
+    "    return func(*args, **kwargs)\n"
+    "ValueError: Default process group has not been initialized, please make sure to call "
+    "init_process_group.\n"
+)
+
+
+def test_a_collective_without_a_process_group_is_an_error_to_launch_ranks_or_guard_the_call():
+    f = _first(NO_GROUP)
+    assert f.rule == "TRI011" and f.severity.value == "error"
+    assert "(torch-distributed-call-without-process-group)" in f.message
+    assert "torchrun" in f.fix and "is_initialized()" in f.fix
+
+
+def test_a_process_group_already_initialised_is_not_this_entry():
+    log = "RuntimeError: trying to initialize the default process group twice!\n"
+    assert not _entry(log, "torch-distributed-call-without-process-group")
