@@ -138,12 +138,14 @@ def versioned_name(name: str, frame: Frame | None, m: Match, log: Log) -> Draft 
         if h is None:
             continue
         have, where = h.name_anywhere(name)
-        defining = _defining(h, name, where) if have and have != h.full else []
+        defining = _defining(h, name, where) if have else []
         if defining:
             found.append((h, have, defining))
     if len(found) != 1:
-        return None  # no package's name (the code's own), or several could be meant
+        return None  # no package's name (the code's own), or several define it (vllm's SamplingParams)
     h, have, defining = found[0]
+    if have == h.full:
+        return None  # every release has it: no release's lack to tell
     if frame is not None and frame.package == h.package:
         return None  # Q's own code: its release's bug, not a failed import of it
     runs = _runs(have, len(h.releases))

@@ -319,3 +319,11 @@ def test_quiet_where_the_raising_package_binds_the_name_itself() -> None:
     frame's NameError on it is TRL's release bug (TRI014), not deepspeed's import failing."""
     path = "/usr/local/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py"
     assert not _tri013(NAME.format(path=path, name="unwrap_model_for_generation"))
+
+
+def test_quiet_where_another_package_defines_the_name_in_every_release() -> None:
+    """vllm defines SamplingParams in every release, unsloth-zoo its own in some: not unsloth-zoo's
+    import failing (the user forgot vllm's import); transformers' BitsAndBytesConfig likewise (rv18d)."""
+    for name in ("SamplingParams", "BitsAndBytesConfig", "unwrap_model_for_generation"):
+        assert not _tri013(NAME.format(path="/home/u/proj/train.py", name=name)), name
+
