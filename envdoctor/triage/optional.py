@@ -167,10 +167,12 @@ def versioned_name(name: str, frame: Frame | None, m: Match, log: Log) -> Draft 
     else:
         direction = f"install or upgrade {h.package} to {rel[a]} or newer, the first release that has it"
     version = exact_version(log, h.package)
-    lacks = False
+    lacks = has = False
     if version is not None:
         within = [i for i, r in enumerate(rel) if versions.at_least(version, r)]
-        lacks = bool(within) and not have >> within[-1] & 1 and not versions.below(rel[-1], version)
+        known = bool(within) and not versions.below(rel[-1], version)
+        lacks = known and not have >> within[-1] & 1
+        has = known and bool(have >> within[-1] & 1)
     at = f"{frame.function or 'code'} ({frame.at})" if frame is not None else "the code (no frame shown)"
     who = f"{frame.package}'s {at}" if frame is not None and frame.package else at
     what = (
@@ -179,8 +181,21 @@ def versioned_name(name: str, frame: Frame | None, m: Match, log: Log) -> Draft 
         f"(try: from {top} import {name} / except ImportError) when the import failed — {h.package} is "
         f"not installed in the environment that ran, or its release lacks the name"
         + (f"; the log's {h.package} {version} lacks it" if lacks else "")
+        + (
+            f"; the log's {h.package} {version} has it: where that is the environment that ran, the "
+            f"guarded import failed for another reason (a broken build's own ImportError), or the code "
+            f"never imported {name} (a missing import line, a typo)"
+            if has
+            else ""
+        )
     )
-    fix = f"pip install '{h.package}{spec}' ({direction}); check with python -c 'from {module} import {name}'"
+    check = f"python -c 'from {module} import {name}'"
+    fix = (
+        f"{check} in the run's environment: its error is why the guarded import failed; where it "
+        f"imports cleanly, add the import of {name} the code lacks"
+        if has
+        else f"pip install '{h.package}{spec}' ({direction}); check with {check}"
+    )
     d = finding(
         RULE,
         [m],

@@ -327,3 +327,10 @@ def test_quiet_where_another_package_defines_the_name_in_every_release() -> None
     for name in ("SamplingParams", "BitsAndBytesConfig", "unwrap_model_for_generation"):
         assert not _tri013(NAME.format(path="/home/u/proj/train.py", name=name)), name
 
+
+def test_the_logs_release_that_has_the_name_gets_no_install_advice() -> None:
+    """trl 0.20 has GRPOConfig: its guarded import did not fail for the release (a missing import, a
+    broken build): the fix is the import check, not pip install (rv18d)."""
+    (f,) = _tri013("trl==0.20.0\n" + NAME.format(path="/home/u/proj/train.py", name="GRPOConfig"))
+    assert f.severity == Severity.WARNING and "the log's trl 0.20.0 has it" in f.message
+    assert "pip install" not in f.fix and "from trl.trainer.grpo_config import GRPOConfig" in f.fix
