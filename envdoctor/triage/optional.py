@@ -194,6 +194,11 @@ def versioned_name(name: str, frame: Frame | None, m: Match, log: Log) -> Draft 
         f"{check} in the run's environment: its error is why the guarded import failed; where it "
         f"imports cleanly, add the import of {name} the code lacks"
         if has
+        else f"install {h.package} at the release the code's requirements name (the log shows no "
+        f"{h.package}: most often none is installed); only {ranges} have '{name}' by that name, yet "
+        f"code often binds it from a newer release's name (from {top} import … as {name}), so no pin "
+        f"below {rel[b + 1]} is implied; check with {check}"
+        if version is None and b < len(rel) - 1
         else f"pip install '{h.package}{spec}' ({direction}); check with {check}"
     )
     d = finding(
