@@ -138,12 +138,14 @@ def versioned_name(name: str, frame: Frame | None, m: Match, log: Log) -> Draft 
         if h is None:
             continue
         have, where = h.name_anywhere(name)
-        defining = _defining(h, name, where) if have and have != h.full else []
+        defining = _defining(h, name, where) if have else []
         if defining:
             found.append((h, have, defining))
     if len(found) != 1:
-        return None  # no package's name (the code's own), or several could be meant
+        return None  # no package's name (the code's own), or several define it (vllm's SamplingParams)
     h, have, defining = found[0]
+    if have == h.full:
+        return None  # every release has it: no release's lack to tell
     if frame is not None and frame.package == h.package:
         return None  # Q's own code: its release's bug, not a failed import of it
     runs = _runs(have, len(h.releases))
@@ -165,10 +167,12 @@ def versioned_name(name: str, frame: Frame | None, m: Match, log: Log) -> Draft 
     else:
         direction = f"install or upgrade {h.package} to {rel[a]} or newer, the first release that has it"
     version = exact_version(log, h.package)
-    lacks = False
+    lacks = has = False
     if version is not None:
         within = [i for i, r in enumerate(rel) if versions.at_least(version, r)]
-        lacks = bool(within) and not have >> within[-1] & 1 and not versions.below(rel[-1], version)
+        known = bool(within) and not versions.below(rel[-1], version)
+        lacks = known and not have >> within[-1] & 1
+        has = known and bool(have >> within[-1] & 1)
     at = f"{frame.function or 'code'} ({frame.at})" if frame is not None else "the code (no frame shown)"
     who = f"{frame.package}'s {at}" if frame is not None and frame.package else at
     what = (
@@ -177,8 +181,26 @@ def versioned_name(name: str, frame: Frame | None, m: Match, log: Log) -> Draft 
         f"(try: from {top} import {name} / except ImportError) when the import failed — {h.package} is "
         f"not installed in the environment that ran, or its release lacks the name"
         + (f"; the log's {h.package} {version} lacks it" if lacks else "")
+        + (
+            f"; the log's {h.package} {version} has it: where that is the environment that ran, the "
+            f"guarded import failed for another reason (a broken build's own ImportError), or the code "
+            f"never imported {name} (a missing import line, a typo)"
+            if has
+            else ""
+        )
     )
-    fix = f"pip install '{h.package}{spec}' ({direction}); check with python -c 'from {module} import {name}'"
+    check = f"python -c 'from {module} import {name}'"
+    fix = (
+        f"{check} in the run's environment: its error is why the guarded import failed; where it "
+        f"imports cleanly, add the import of {name} the code lacks"
+        if has
+        else f"install {h.package} at the release the code's requirements name (the log shows no "
+        f"{h.package}: most often none is installed); only {ranges} have '{name}' by that name, yet "
+        f"code often binds it from a newer release's name (from {top} import … as {name}), so no pin "
+        f"below {rel[b + 1]} is implied; check with {check}"
+        if version is None and b < len(rel) - 1
+        else f"pip install '{h.package}{spec}' ({direction}); check with {check}"
+    )
     d = finding(
         RULE,
         [m],

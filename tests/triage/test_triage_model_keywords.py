@@ -319,3 +319,28 @@ def test_quiet_where_the_raising_package_binds_the_name_itself() -> None:
     frame's NameError on it is TRL's release bug (TRI014), not deepspeed's import failing."""
     path = "/usr/local/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py"
     assert not _tri013(NAME.format(path=path, name="unwrap_model_for_generation"))
+
+
+def test_quiet_where_another_package_defines_the_name_in_every_release() -> None:
+    """vllm defines SamplingParams in every release, unsloth-zoo its own in some: not unsloth-zoo's
+    import failing (the user forgot vllm's import); transformers' BitsAndBytesConfig likewise (rv18d)."""
+    for name in ("SamplingParams", "BitsAndBytesConfig", "unwrap_model_for_generation"):
+        assert not _tri013(NAME.format(path="/home/u/proj/train.py", name=name)), name
+
+
+def test_the_logs_release_that_has_the_name_gets_no_install_advice() -> None:
+    """trl 0.20 has GRPOConfig: its guarded import did not fail for the release (a missing import, a
+    broken build): the fix is the import check, not pip install (rv18d)."""
+    (f,) = _tri013("trl==0.20.0\n" + NAME.format(path="/home/u/proj/train.py", name="GRPOConfig"))
+    assert f.severity == Severity.WARNING and "the log's trl 0.20.0 has it" in f.message
+    assert "pip install" not in f.fix and "from trl.trainer.grpo_config import GRPOConfig" in f.fix
+
+
+def test_a_removed_name_with_no_release_in_the_log_implies_no_downgrade() -> None:
+    """Yuliang-Liu/Monkey#76: NameError flash_attn_unpadded_func (flash-attn 1's name), the code binds it
+    from flash-attn 2's flash_attn_varlen_func too; flash-attn was absent: no pin below 2.0 (rv18d)."""
+    path = "/home/u/.cache/huggingface/modules/transformers_modules/Monkey/modeling_qwen.py"
+    (f,) = _tri013(NAME.format(path=path, name="flash_attn_unpadded_func"))
+    assert "flash-attn<2" not in f.fix and "no pin below 2.0.0 is implied" in f.fix
+    (g,) = _tri013("flash-attn 2.5.8\n" + NAME.format(path=path, name="flash_attn_unpadded_func"))
+    assert g.severity == Severity.ERROR and "flash-attn<2.0.0" in g.fix  # the log's release lacks it
