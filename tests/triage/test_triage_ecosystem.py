@@ -606,3 +606,48 @@ def test_a_collective_without_a_process_group_is_an_error_to_launch_ranks_or_gua
 def test_a_process_group_already_initialised_is_not_this_entry():
     log = "RuntimeError: trying to initialize the default process group twice!\n"
     assert not _entry(log, "torch-distributed-call-without-process-group")
+
+
+# -- a tokenizer without a pad token; LoRA target modules the model does not have ---------------------
+
+PAD = (
+    "ValueError: Asking to pad but the tokenizer does not have a padding token. Please select a token to "
+    "use as `pad_token` `(tokenizer.pad_token = tokenizer.eos_token e.g.)` or add a new pad token via "
+    "`tokenizer.add_special_tokens({'pad_token': '[PAD]'})`.\n"
+)
+
+
+def test_padding_without_a_pad_token_is_an_error_to_set_one():
+    f = _first(PAD)
+    assert f.rule == "TRI011" and f.severity.value == "error" and "(tokenizer-without-pad-token)" in f.message
+    assert "tokenizer.pad_token = tokenizer.eos_token" in f.fix
+
+
+TARGETS = [
+    "ValueError: Target modules ^(model\\.language_model.*)$ not found in the base model\n",
+    (
+        "ValueError: Target modules {'q_proj', 'v_proj'} not found in the base model. Please check the "
+        "target modules and try again.\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("log", TARGETS)
+def test_lora_target_modules_the_model_lacks_is_an_error_to_list_its_modules(log):
+    f = _first(log)
+    assert (
+        f.rule == "TRI011"
+        and f.severity.value == "error"
+        and "(peft-target-modules-not-in-model)" in f.message
+    )
+    assert "named_modules()" in f.fix and "all-linear" in f.fix
+
+
+def test_other_padding_and_module_messages_are_not_these_entries():
+    assert not _entry(
+        "ValueError: Asking to truncate to max_length but no maximum length is provided\n",
+        "tokenizer-without-pad-token",
+    )
+    assert not _entry(
+        "KeyError: 'Target module lm_head is not a linear layer'\n", "peft-target-modules-not-in-model"
+    )
