@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -373,18 +374,62 @@ def _absent(have: int, count: int) -> set[int]:
     return out
 
 
+#: ``Version(version("transformers")) < Version("5.0.0")`` (vLLM 0.24-0.31's
+#: vllm/transformers_utils/config.py, whose body raises ImportError): the target and the bound
+_GATE_OPS = {ast.Lt: "<", ast.LtE: "<="}
+
+
+def _version_of(node: ast.expr) -> str | None:
+    """``Version(version("transformers"))`` / ``Version(transformers.__version__)`` -> the
+    package; ``Version("5.0.0")`` -> ``"5.0.0"`` (a constant: returned as ``=5.0.0``)."""
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            return f"={arg.value}"
+        if isinstance(arg, ast.Call) and len(arg.args) == 1 and isinstance(arg.args[0], ast.Constant):
+            return str(arg.args[0].value)  # version("transformers")
+        if isinstance(arg, ast.Attribute) and arg.attr == "__version__" and isinstance(arg.value, ast.Name):
+            return arg.value.id  # transformers.__version__
+    return None
+
+
+def version_gates(rel: Any, modules: Iterable[str], package: str) -> list[tuple[str, str, str]]:
+    """``(target, module, "<5.0.0")``: a module of the closure that raises at import where the
+    target is below a release (a top-level ``if Version(version("transformers")) <
+    Version("5.0.0"): raise ImportError(...)``: vLLM 0.24 on refuses transformers 4 whatever
+    names it has)."""
+    paths = {_module_of(p)[0]: p for p in rel.files if p.startswith(f"{package}/") and p.endswith(".py")}
+    out = []
+    for module in modules:
+        tree = rk._parse(rel.files[paths[module]]) if module in paths else None
+        for s in tree.body if tree is not None else ():
+            t = s.test if isinstance(s, ast.If) else None
+            if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and type(t.ops[0]) in _GATE_OPS):
+                continue
+            target, bound = _version_of(t.left), _version_of(t.comparators[0])
+            raises = any(isinstance(x, ast.Raise) for st in s.body for x in ast.walk(st))
+            if raises and target in IMPORTERS[package].targets and bound and bound.startswith("="):
+                out.append((target, module, _GATE_OPS[type(t.ops[0])] + bound[1:]))
+    return out
+
+
 def _row(package: str, rel: Any, histories: Mapping[str, Any]) -> dict[str, Any] | None:
     modules, imports = closure(rel, package)
     spec = IMPORTERS[package]
     if spec.needs not in modules:
         return None  # a TRL release without GRPOTrainer (before 0.14): nothing on GRPO's path to judge
     row: dict[str, Any] = {"modules": len(modules)}
+    gates = version_gates(rel, modules, package)
     for target in spec.targets:
         h = histories.get(target)
         mine = [(m, n) for t, m, n in imports if t == target]
         if h is None or not mine:
             continue
         lacking: dict[str, list[str]] = {}
+        for _, module, bound in (g for g in gates if g[0] == target):
+            below = [r for r in h.releases if Version(r) in SpecifierSet(bound)]
+            if below:  # the module raises at import there: as a missing name
+                lacking[f"{module}:raise if {target}{bound}"] = rk.runs(below, list(h.releases))
         unknown = 0
         for module, name in mine:
             have = _have(h, module, name)

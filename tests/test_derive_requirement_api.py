@@ -286,3 +286,37 @@ def test_a_run_between_two_releases_having_the_name_is_a_gap_not_evidence(dr: Mo
     assert dr._absent(0b100, 3) == {0, 1}  # added in the third release
     assert dr._absent(0b011, 3) == {2}  # removed in the third
     assert dr._absent(0b0110, 4) == {0, 3} and dr._absent(0b1010, 4) == {0}
+
+
+def test_a_module_that_refuses_the_targets_release_at_import_is_evidence(
+    dr: ModuleType, tmp_path: Path
+) -> None:
+    """vLLM 0.24-0.31's vllm/transformers_utils/config.py raises ImportError at import where
+    transformers < 5.0.0, whatever names transformers 4 has: the releases below the bound lack it.
+    A check that only warns (no raise) is not evidence."""
+    files = {
+        **VLLM_FILES,
+        "vllm/transformers_utils/config.py": """
+            from importlib.metadata import version
+            from packaging.version import Version
+            from transformers import PreTrainedTokenizerBase
+            if Version(version("transformers")) < Version("4.51.0"):
+                raise ImportError("Support for Transformers v4 is deprecated")
+            if Version(version("transformers")) < Version("4.52.0"):
+                logger.warning("only warns")
+        """,
+    }
+    whl = tmp_path / "vllm-9.0.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        for path, src in files.items():
+            zf.writestr(path, textwrap.dedent(src))
+    release = dr.rk.read_wheel("vllm", "9.0.0", whl)
+    modules, _ = dr.closure(release, "vllm")
+    assert dr.version_gates(release, modules, "vllm") == [
+        ("transformers", "vllm.transformers_utils.config", "<4.51.0")
+    ]
+    doc = dr.derive(
+        {"vllm": {"9.0.0": release}}, {"transformers": History("transformers", RELEASES, VLLM_MODULES)}
+    )
+    lacking = doc["importers"]["vllm"]["9.0.0"]["transformers"]["lacking"]
+    assert lacking["vllm.transformers_utils.config:raise if transformers<4.51.0"] == ["==4.50.0"]

@@ -346,8 +346,11 @@ def _api_judges(
 
 def _import_line(name: str) -> str:
     """``transformers.utils:is_rich_available`` -> ``from transformers.utils import is_rich_available``;
-    ``transformers:TrainingArguments._VALID_DICT_FIELDS`` -> that attribute, read at import."""
+    ``transformers:TrainingArguments._VALID_DICT_FIELDS`` -> that attribute, read at import;
+    ``vllm.transformers_utils.config:raise if transformers<5.0.0`` -> the module's own check."""
     module, _, attr = name.partition(":")
+    if attr.startswith("raise if "):  # a version check the module makes at import (version_gates)
+        return f"`import {module}` raises ImportError where {attr[len('raise if ') :]}"
     if "." in attr:
         return f"`{attr}` (`from {module} import {attr.split('.')[0]}`)"
     return f"`from {module} import {attr}`" if attr else f"`import {module}`"

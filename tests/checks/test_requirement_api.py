@@ -232,3 +232,19 @@ def test_a_release_between_two_scanned_ones_names_what_both_lack():
     assert verdict is not None and verdict["judged"] == ["0.13.0", "0.14.1"]
     assert "transformers:AutoVideoProcessor" in verdict["lacks"]
     assert "transformers.configuration_utils:ALLOWED_LAYER_TYPES" not in verdict["lacks"]
+
+
+def test_vllm_that_refuses_transformers_4_at_import_is_an_error_whatever_names_it_has():
+    """vLLM 0.24.0 (transformers>=5.5.3): vllm/transformers_utils/config.py, loaded by `import
+    vllm`, raises ImportError at import where transformers < 5.0.0 ("Support for Transformers v4
+    is deprecated and was removed in vLLM v0.24.0"); transformers 4.57.6 has every name it imports,
+    so the names alone would say a warning."""
+    snap = snapshot(1, packages={**VLLM_STACK, "vllm": "0.24.0", "torch": "2.11.0", "transformers": "4.57.6"})
+    got = findings(snap, config={"use_vllm": True})
+    (hit,) = [
+        f for f in got if f.rule == "PKG004" and f.message.startswith("vllm") and "transformers" in f.message
+    ]
+    assert hit.severity.value == "error"
+    assert (
+        "`import vllm.transformers_utils.config` raises ImportError where transformers<5.0.0" in hit.message
+    )
