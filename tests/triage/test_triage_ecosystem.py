@@ -508,7 +508,7 @@ def test_an_option_given_an_empty_value_is_an_error_to_set_the_variable_or_go_st
         f.rule == "TRI011" and f.severity.value == "error"
     )  # the fix sets a variable (`=29500`): no release
     assert "(launch-option-empty-value)" in f.message
-    assert "export MASTER_PORT" in f.fix and "--standalone" in f.fix
+    assert "export NAME=VALUE" in f.fix and "MASTER_PORT=29500" in f.fix and "--standalone" in f.fix
 
 
 def test_an_option_given_a_wrong_but_present_value_is_not_an_empty_one():
