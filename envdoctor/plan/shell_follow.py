@@ -15,7 +15,10 @@ written (``$N``) and is said in ``Launch.unknown``; several different trainer li
 leave the launch unresolved, never guessed.
 
 Bounded: a script over ``MAX_BYTES`` or ``MAX_LINES``, with a NUL byte, or one that runs itself
-is not read (the launch stays unresolved, naming the file); the reading is linear in its lines.
+is not read (the launch stays unresolved, naming the file); the reading is linear in its lines; a
+line whose values expand past ``shell_lines.MAX_LINE`` characters is not read (what it sets is not
+known), and a launch whose scripts, run by scripts, read more than ``MAX_READ`` lines in all stays
+unresolved (``bash a.sh`` a thousand times in each of three nested scripts).
 """
 
 from __future__ import annotations
@@ -32,9 +35,13 @@ from envdoctor.plan.interface import Launch
 MAX_BYTES = 256 * 1024
 MAX_LINES = 5_000
 MAX_NESTING = 3
+#: logical lines read in all for one launch: its script and every script it runs, each time it runs
+MAX_READ = 2 * MAX_LINES
 _SUFFIXES = (".sh", ".bash")
 #: the scripts being read now (their real paths): how deep, and a script that runs itself
 _FOLLOWING: list[str] = []
+#: the lines read so far for the launch being followed (reset where the outermost script starts)
+_READ = [0]
 #: exported variables a launched process reads (the CUDA/NCCL/PyTorch/vLLM… families), written
 #: before a followed launch line so that the line stands alone (``envdoctor fix``'s lines)
 _CHILD_ENV = re.compile(
@@ -96,6 +103,10 @@ def _unknown(raw: str, env: dict[str, str], tokens: list[str], why: str) -> Laun
     )
 
 
+class _TooLong(Exception):
+    """A line whose references expand past ``shell_lines.MAX_LINE`` characters."""
+
+
 @dataclass
 class _Found:
     launch: Launch
@@ -128,6 +139,7 @@ class _Reader:
     found: list[_Found] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stopped: bool = False
+    exhausted: bool = False  # more than MAX_READ lines read in all: the launch is not known
     array: int = 0  # an array assignment's lines still open
     parser: Parser = field(default_factory=lambda: Parser(lambda *_: [], lambda t: t))
 
@@ -188,7 +200,10 @@ class _Reader:
         """``text`` with every reference whose value is known put in; the others as written."""
         if "$" not in text:
             return text
+        from envdoctor.plan.shell_lines import MAX_LINE
+
         out: list[str] = []
+        size = 0  # characters the references put in: bounded (``A="$A$A"`` forty times)
         single = double = False
         i = 0
         while i < len(text):
@@ -212,6 +227,9 @@ class _Reader:
                 if m is not None:
                     got = self._value(m, double)
                     if got is not None:
+                        size += len(got)
+                        if size > MAX_LINE:
+                            raise _TooLong
                         out.append(got)
                         i = m.end()
                         continue
@@ -273,6 +291,10 @@ class _Reader:
         for number, line, _ in bash_lines(text):
             if self.stopped:
                 return
+            _READ[0] += 1
+            if _READ[0] > MAX_READ:
+                self.exhausted = self.stopped = True
+                return
             if len(line) > MAX_LINE:  # a quoted block of data, not a command line
                 self.notes.append(f"{self.shown}:{number} is longer than {MAX_LINE:,} characters: not read")
                 continue
@@ -304,7 +326,18 @@ class _Reader:
         self.refs = {
             m["name"] or re.split(r"[:\-=+?#%/\[]", m["brace"] or "")[0] for m in _REF.finditer(text)
         }
-        expanded = self.parser.substitute(self.expand(self._static(text)))
+        try:
+            expanded = self.parser.substitute(self.expand(self._static(text)))
+        except _TooLong:
+            from envdoctor.plan.shell_lines import MAX_LINE
+
+            self.notes.append(f"{self.shown}:{number} expands to more than {MAX_LINE:,} characters: not read")
+            for name in re.findall(
+                r"(?:^|[\s;&|(])(?:export\s+|local\s+|declare\s+)?([A-Za-z_]\w*)\+?=", text
+            ):
+                self.values[name] = None  # what the line sets is not known (never the value before it)
+                self.why[name] = f"set to a value longer than {MAX_LINE:,} characters ({self.shown}:{number})"
+            return
         words = split_words(expanded)
         if not words:
             return
@@ -571,6 +604,8 @@ def follow(
         return None
     real = os.path.realpath(path)
     problem = None
+    if not _FOLLOWING:
+        _READ[0] = 0  # the outermost script: a new launch's count
     if real in _FOLLOWING:
         problem = f"{name} runs itself (read once: envdoctor does not follow it again)"
     elif len(_FOLLOWING) >= MAX_NESTING:
@@ -595,6 +630,12 @@ def follow(
         reader.run(text)
     finally:
         _FOLLOWING.pop()
+    if reader.exhausted or _READ[0] > MAX_READ:
+        why = (
+            f"{name} and the scripts it runs read more than {MAX_READ:,} lines in all "
+            "(envdoctor reads that many of a launch's scripts): not read"
+        )
+        return [_unknown(launched, env, shlex.split(launched) if launched else [], why)]
     if sourced and not reader.found:  # `source env.sh`: its exports are the shell's, for what follows
         return [Launch(raw=launched, launcher="env", env=dict(reader.exported))]
     return _result(reader, launched, env)

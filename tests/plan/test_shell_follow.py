@@ -311,3 +311,24 @@ def test_a_root_found_with_pwd_is_absolute_and_a_later_cd_does_not_move_it(here)
     (launch,) = parse_launches(argv=["bash", "run_scripts/run.sh"])
     assert launch.script == "src/pkg/train.py"
     assert launch.script_args == ["--deepspeed", str(here / "src" / "pkg" / "zero3.json")]
+
+
+def test_a_value_that_doubles_each_line_stays_bounded_and_unknown(here):
+    # A="$A$A" forty times: 2**40 characters if expanded; read in bounded time and memory, said
+    (here / "run.sh").write_text("A=x\n" + 'A="$A$A"\n' * 40 + "python train.py --a $A\n")
+    start = time.perf_counter()
+    (launch,) = parse_launches(argv=["bash", "run.sh"])
+    assert time.perf_counter() - start < 2.0
+    assert launch.script == "train.py" and launch.script_args == ["--a", "$A"]  # never the old value
+    assert any("expands to more than" in u for u in launch.unknown), launch.unknown
+
+
+def test_scripts_that_run_scripts_many_times_are_read_within_a_budget(here):
+    # each of three nested scripts runs the next a thousand times: 10**9 lines if all were read
+    (here / "s0.sh").write_text("bash s1.sh\n" * 1000)
+    (here / "s1.sh").write_text("bash s2.sh\n" * 1000)
+    (here / "s2.sh").write_text("python train.py\n" * 1000)
+    start = time.perf_counter()
+    (launch,) = parse_launches(argv=["bash", "s0.sh"])
+    assert time.perf_counter() - start < 5.0
+    assert launch.launcher == "unknown" and "lines in all" in (launch.unresolved or "")
