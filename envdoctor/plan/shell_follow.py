@@ -3,8 +3,10 @@
 reads them and never run: its logical lines (``shell_lines.bash_lines``: continuations joined,
 comments and heredoc bodies left out), ``VAR=…`` / ``export VAR=…`` / ``set -a``, ``${VAR}``,
 ``${VAR:-default}``, ``$1``…``$9`` / ``$@`` / ``$*`` from the launch's own arguments, ``$0`` and
-``$(dirname "$0")``, ``cd DIR``, a command's environment prefix, ``&`` and ``wait``, and the scripts
-it runs in turn (nested at most ``MAX_NESTING`` deep).
+``$(dirname "$0")``, ``cd DIR``, a command's environment prefix, ``&`` and ``wait``, shell functions
+(a body is read where the function is called, with the call's arguments as ``$1``… and the values
+set by then, as bash runs it; a function never called is read only where nothing else launches,
+its arguments not known), and the scripts it runs in turn (nested at most ``MAX_NESTING`` deep).
 
 The result is the run's launch lines in order, each carrying the environment the script exported
 before it and the script's file and line it came from (``Launch.source``): a vLLM server's line
@@ -63,7 +65,11 @@ _CD_PWD = re.compile(
 )
 _PWD = re.compile(r"\$\(\s*pwd\s*\)|\$\{PWD\}|\$PWD\b")
 _ARRAY = re.compile(r"^(?:local\s+|readonly\s+|declare\s+-a\s+|typeset\s+-a\s+)?(?P<name>[A-Za-z_]\w*)\+?=\(")
-_FUNCTION = re.compile(r"^\s*(?:function\s+[\w.:-]+\s*(?:\(\s*\))?|[\w.:-]+\s*\(\s*\))\s*(?P<brace>\{)?")
+_FUNCTION = re.compile(
+    r"^\s*(?:function\s+(?P<kw>[\w.:-]+)\s*(?:\(\s*\))?|(?P<fn>[\w.:-]+)\s*\(\s*\))\s*(?P<brace>\{)?"
+)
+#: functions running inside one another at most (a function that calls itself is not run again)
+MAX_CALLS = 8
 _OPENERS = {"if": "if", "case": "case", "for": "loop", "while": "loop", "until": "loop", "select": "loop"}
 _CLOSERS = {"fi": "if", "esac": "case", "done": "loop", "}": "{", ")": "("}
 #: the launchers' own types: the trainer among several commands the script runs in sequence
@@ -139,9 +145,20 @@ class _Reader:
     found: list[_Found] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stopped: bool = False
+    returning: bool = False  # a `return` ran: the rest of the function's body does not
+    #: a `return` in a branch of the running function: its later `exit` may not run
+    may_return: bool = False
     exhausted: bool = False  # more than MAX_READ lines read in all: the launch is not known
     array: int = 0  # an array assignment's lines still open
     parser: Parser = field(default_factory=lambda: Parser(lambda *_: [], lambda t: t))
+    #: the functions defined so far: name -> (file, its body's logical lines, the header's rest
+    #: first); the one being defined now; the ones running now (innermost last) with the
+    #: variables each made ``local`` (name -> its value before, or absent); those called
+    functions: dict[str, tuple[str, list[tuple[int, str]]]] = field(default_factory=dict)
+    defining: tuple[str, list[tuple[int, str]]] | None = None
+    calls: list[tuple[str, dict[str, tuple[bool, str | None]]]] = field(default_factory=list)
+    called: set[str] = field(default_factory=set)
+    args_known: bool = True  # False in a function read without its call: ``$1``… not known
 
     # -- values -------------------------------------------------------------------------------
 
@@ -157,6 +174,9 @@ class _Reader:
                     self.why.setdefault(inner.group(1), "an expansion envdoctor does not evaluate")
                 return None
             name, op, word = b["name"], b["op"], b["word"]
+        if not self.args_known and (name.isdigit() and name != "0" or name in ("@", "*", "#")):
+            self.why[name] = "an argument of a function envdoctor did not see called"
+            return None
         if name in ("@", "*"):
             words = " ".join(shlex.quote(a) for a in self.args)
             return f'"{words}"' if quoted and name == "@" else _escape(" ".join(self.args), quoted)
@@ -218,7 +238,9 @@ class _Reader:
                 double = not double
             elif ch == "$" and not single:
                 m = _REF.match(text, i)
-                whole = m is not None and m.group(0) in ("$@", "${@}") and out[-1:] == ['"']
+                whole = (
+                    m is not None and m.group(0) in ("$@", "${@}") and out[-1:] == ['"'] and self.args_known
+                )
                 if m is not None and whole and text[m.end() : m.end() + 1] == '"':
                     out[-1] = " ".join(shlex.quote(a) for a in self.args)  # "$@": a word each, none when none
                     double = False
@@ -256,7 +278,13 @@ class _Reader:
 
     @property
     def branch(self) -> bool:
-        return bool(self.stack)
+        """Inside an ``if``/``case``/loop/subshell (a running function's own frame is not one)."""
+        return any(f != "call" for f in self.stack)
+
+    @property
+    def dry(self) -> bool:
+        """Inside a function's definition: its lines are kept for its call, not run now."""
+        return any(f.startswith("fn") for f in self.stack)
 
     def _set(self, name: str, value: str, number: int, conditional: bool) -> None:
         self.written[name] = value
@@ -291,36 +319,57 @@ class _Reader:
         for number, line, _ in bash_lines(text):
             if self.stopped:
                 return
-            _READ[0] += 1
-            if _READ[0] > MAX_READ:
-                self.exhausted = self.stopped = True
-                return
             if len(line) > MAX_LINE:  # a quoted block of data, not a command line
                 self.notes.append(f"{self.shown}:{number} is longer than {MAX_LINE:,} characters: not read")
                 continue
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            if self.array:
-                self.array = max(self.array + stripped.count("(") - stripped.count(")"), 0)
-                continue
+            self.feed(number, line.strip())
+
+    def feed(self, number: int, stripped: str) -> None:
+        """One logical line, counted against ``MAX_READ``; kept for its function's call where it
+        is a line of a function's definition."""
+        if not stripped or stripped.startswith("#"):
+            return
+        _READ[0] += 1
+        if _READ[0] > MAX_READ:
+            self.exhausted = self.stopped = True
+            return
+        defining = self.defining
+        if self.array:
+            self.array = max(self.array + stripped.count("(") - stripped.count(")"), 0)
+        else:
             self.line(number, stripped)
+        if defining is not None:  # a line of the body (its last closes the definition)
+            defining[1].append((number, stripped))
+        if self.defining is not None and not self.dry:  # the definition closed (on this line too)
+            name, body = self.defining
+            self.functions[name] = (self.shown, body)
+            self.defining = None
 
     def line(self, number: int, text: str) -> None:
         array = _ARRAY.match(text)
         if array:  # ARGS=(--model m …): an array, its items not read (``${ARGS[@]}`` stays)
-            self.values[array["name"]] = None
-            self.why[array["name"]] = f"an array ({self.shown}:{number})"
+            if not self.dry:
+                self._local(array["name"])
+                self.values[array["name"]] = None
+                self.why[array["name"]] = f"an array ({self.shown}:{number})"
             code = text.split(" #", 1)[0]
             self.array = max(code.count("(") - code.count(")"), 0)
             return
         fn = _FUNCTION.match(text)
         if fn and not text.lstrip().startswith(("if ", "for ", "while ")):
+            if not self.dry:  # a definition: its body is kept, read where it is called
+                self.defining = (fn["kw"] or fn["fn"], [])
+                if text[fn.end() :].strip():
+                    self.defining[1].append((number, text[fn.end() :].strip()))
             self.stack.append("fn" if fn["brace"] else "fn?")
             text = text[fn.end() :]
             if not text.strip():
                 return
         from envdoctor.plan.shell_lines import split_words
+
+        if self.dry:  # only the structure: where the definition ends
+            self._commands(number, split_words(text) or [])
+            return
 
         self.defaults = []
         self.refs = {
@@ -338,7 +387,9 @@ class _Reader:
                 self.values[name] = None  # what the line sets is not known (never the value before it)
                 self.why[name] = f"set to a value longer than {MAX_LINE:,} characters ({self.shown}:{number})"
             return
-        words = split_words(expanded)
+        self._commands(number, split_words(expanded) or [])
+
+    def _commands(self, number: int, words: list[str]) -> None:
         if not words:
             return
         commands: list[list[str]] = [[]]
@@ -370,6 +421,8 @@ class _Reader:
             if head in _CLOSERS:
                 want = _CLOSERS[head]
                 while self.stack:
+                    if self.stack[-1] == "call":
+                        break  # a running function's end: its caller's frames stay
                     top = self.stack.pop()
                     if top == want or (want == "{" and top.startswith("fn")):
                         break
@@ -380,7 +433,7 @@ class _Reader:
                 self.command(number, cmd[1:], conditional or head != "if", first)
             if head in _OPENERS:
                 self.stack.append(_OPENERS[head])
-            if head in ("for", "select") and len(cmd) > 1 and _NAME.match(cmd[1]):
+            if head in ("for", "select") and len(cmd) > 1 and _NAME.match(cmd[1]) and not self.dry:
                 self.values[cmd[1]] = None
                 self.why[cmd[1]] = f"the loop variable of `{head}` ({self.shown}:{number})"
             return
@@ -393,6 +446,8 @@ class _Reader:
             closer = cmd[-1]
             self.command(number, cmd[:-1], conditional, first)
             self.command(number, [closer], conditional, first)
+            return
+        if self.dry:
             return
         conditional = conditional or self.branch
         if all(_ASSIGN.match(w) for w in cmd):
@@ -416,6 +471,8 @@ class _Reader:
                 name = a["name"] if a else w
                 if not _NAME.match(name):
                     continue
+                if head == "local" or (head in ("declare", "typeset") and self.calls):
+                    self._local(name)
                 if exports:
                     self.exported.setdefault(name, "")
                 if a:
@@ -448,8 +505,21 @@ class _Reader:
             moved = cd_target(base, target) if target is not None else None
             self.folder = None if conditional and moved != self.folder else moved
             return
-        if head == "exit" and first and not self.branch:
+        if head == "exit" and first and not self.branch and not self.may_return:
             self.stopped = True
+            return
+        if head == "return" and self.calls:
+            if first and not self.branch:
+                self.returning = True
+            else:  # `[[ -n $N ]] && return`, `if …; then return; fi`: what follows may not run
+                self.may_return = True
+            return
+        if head in self.functions:
+            if conditional and not self.branch:  # `[ -f x ] || die`: its body runs or not
+                self.stack.append("if")
+            self.call(head, cmd[1:])
+            if self.stack[-1:] == ["if"] and conditional:
+                self.stack.pop()
             return
         if head in ("source", ".") and len(cmd) > 1 and not _is_activate(cmd[1]):
             self._source(number, cmd[1], cmd[2:])
@@ -457,6 +527,41 @@ class _Reader:
         self._launch(number, cmd, conditional)
         if head == "exec" and first and not self.branch:
             self.stopped = True
+
+    def _local(self, name: str) -> None:
+        """``local NAME`` in a running function: its value before, given back at the return."""
+        if self.calls and name not in self.calls[-1][1]:
+            self.calls[-1][1][name] = (name in self.values, self.values.get(name))
+
+    def call(self, name: str, args: list[str] | None) -> None:
+        """A function's body run as bash runs it at the call: its arguments ``$1``… (None: not
+        known), the values set by then, ``local`` given back and ``return`` at its end."""
+        if any(n == name for n, _ in self.calls) or len(self.calls) >= MAX_CALLS:
+            return  # a function that calls itself: its first run is read
+        self.called.add(name)
+        shown, body = self.functions[name]
+        outer = (self.shown, self.args, self.args_known, len(self.stack), self.may_return)
+        self.shown, self.args_known = shown, args is not None
+        self.args = list(args or [])
+        self.stack.append("call")
+        self.calls.append((name, {}))
+        self.may_return = False
+        try:
+            for number, text in body:
+                if self.stopped or self.returning:
+                    break
+                self.feed(number, text)
+        finally:
+            _, saved = self.calls.pop()
+            for var, (had, value) in saved.items():
+                if had:
+                    self.values[var] = value
+                else:
+                    self.values.pop(var, None)
+            self.shown, self.args, self.args_known = outer[0], outer[1], outer[2]
+            del self.stack[outer[3] :]
+            self.returning, self.may_return = False, outer[4]
+            self.array = 0
 
     def _source(self, number: int, name: str, args: list[str]) -> None:
         """``source FILE``: its lines run in this shell (its variables are this script's)."""
@@ -628,6 +733,11 @@ def follow(
     _FOLLOWING.append(real)
     try:
         reader.run(text)
+        if not reader.found and not reader.stopped:  # functions never called (`"$1"` picks one)
+            for fname in [f for f in reader.functions if f not in reader.called]:
+                reader.stack.append("uncalled")  # read as a branch, its arguments not known
+                reader.call(fname, None)
+                reader.stack.pop()
     finally:
         _FOLLOWING.pop()
     if reader.exhausted or _READ[0] > MAX_READ:
