@@ -3,8 +3,10 @@
 reads them and never run: its logical lines (``shell_lines.bash_lines``: continuations joined,
 comments and heredoc bodies left out), ``VAR=…`` / ``export VAR=…`` / ``set -a``, ``${VAR}``,
 ``${VAR:-default}``, ``$1``…``$9`` / ``$@`` / ``$*`` from the launch's own arguments, ``$0`` and
-``$(dirname "$0")``, ``cd DIR``, a command's environment prefix, ``&`` and ``wait``, and the scripts
-it runs in turn (nested at most ``MAX_NESTING`` deep).
+``$(dirname "$0")``, ``cd DIR``, a command's environment prefix, ``&`` and ``wait``, shell functions
+(a body is read where the function is called, with the call's arguments as ``$1``… and the values
+set by then, as bash runs it; a function never called is read only where nothing else launches,
+its arguments not known), and the scripts it runs in turn (nested at most ``MAX_NESTING`` deep).
 
 The result is the run's launch lines in order, each carrying the environment the script exported
 before it and the script's file and line it came from (``Launch.source``): a vLLM server's line
@@ -15,7 +17,10 @@ written (``$N``) and is said in ``Launch.unknown``; several different trainer li
 leave the launch unresolved, never guessed.
 
 Bounded: a script over ``MAX_BYTES`` or ``MAX_LINES``, with a NUL byte, or one that runs itself
-is not read (the launch stays unresolved, naming the file); the reading is linear in its lines.
+is not read (the launch stays unresolved, naming the file); the reading is linear in its lines; a
+line whose values expand past ``shell_lines.MAX_LINE`` characters is not read (what it sets is not
+known), and a launch whose scripts, run by scripts, read more than ``MAX_READ`` lines in all stays
+unresolved (``bash a.sh`` a thousand times in each of three nested scripts).
 """
 
 from __future__ import annotations
@@ -32,9 +37,13 @@ from envdoctor.plan.interface import Launch
 MAX_BYTES = 256 * 1024
 MAX_LINES = 5_000
 MAX_NESTING = 3
+#: logical lines read in all for one launch: its script and every script it runs, each time it runs
+MAX_READ = 2 * MAX_LINES
 _SUFFIXES = (".sh", ".bash")
 #: the scripts being read now (their real paths): how deep, and a script that runs itself
 _FOLLOWING: list[str] = []
+#: the lines read so far for the launch being followed (reset where the outermost script starts)
+_READ = [0]
 #: exported variables a launched process reads (the CUDA/NCCL/PyTorch/vLLM… families), written
 #: before a followed launch line so that the line stands alone (``envdoctor fix``'s lines)
 _CHILD_ENV = re.compile(
@@ -56,7 +65,11 @@ _CD_PWD = re.compile(
 )
 _PWD = re.compile(r"\$\(\s*pwd\s*\)|\$\{PWD\}|\$PWD\b")
 _ARRAY = re.compile(r"^(?:local\s+|readonly\s+|declare\s+-a\s+|typeset\s+-a\s+)?(?P<name>[A-Za-z_]\w*)\+?=\(")
-_FUNCTION = re.compile(r"^\s*(?:function\s+[\w.:-]+\s*(?:\(\s*\))?|[\w.:-]+\s*\(\s*\))\s*(?P<brace>\{)?")
+_FUNCTION = re.compile(
+    r"^\s*(?:function\s+(?P<kw>[\w.:-]+)\s*(?:\(\s*\))?|(?P<fn>[\w.:-]+)\s*\(\s*\))\s*(?P<brace>\{)?"
+)
+#: functions running inside one another at most (a function that calls itself is not run again)
+MAX_CALLS = 8
 _OPENERS = {"if": "if", "case": "case", "for": "loop", "while": "loop", "until": "loop", "select": "loop"}
 _CLOSERS = {"fi": "if", "esac": "case", "done": "loop", "}": "{", ")": "("}
 #: the launchers' own types: the trainer among several commands the script runs in sequence
@@ -96,6 +109,10 @@ def _unknown(raw: str, env: dict[str, str], tokens: list[str], why: str) -> Laun
     )
 
 
+class _TooLong(Exception):
+    """A line whose references expand past ``shell_lines.MAX_LINE`` characters."""
+
+
 @dataclass
 class _Found:
     launch: Launch
@@ -128,8 +145,20 @@ class _Reader:
     found: list[_Found] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stopped: bool = False
+    returning: bool = False  # a `return` ran: the rest of the function's body does not
+    #: a `return` in a branch of the running function: its later `exit` may not run
+    may_return: bool = False
+    exhausted: bool = False  # more than MAX_READ lines read in all: the launch is not known
     array: int = 0  # an array assignment's lines still open
     parser: Parser = field(default_factory=lambda: Parser(lambda *_: [], lambda t: t))
+    #: the functions defined so far: name -> (file, its body's logical lines, the header's rest
+    #: first); the one being defined now; the ones running now (innermost last) with the
+    #: variables each made ``local`` (name -> its value before, or absent); those called
+    functions: dict[str, tuple[str, list[tuple[int, str]]]] = field(default_factory=dict)
+    defining: tuple[str, list[tuple[int, str]]] | None = None
+    calls: list[tuple[str, dict[str, tuple[bool, str | None]]]] = field(default_factory=list)
+    called: set[str] = field(default_factory=set)
+    args_known: bool = True  # False in a function read without its call: ``$1``… not known
 
     # -- values -------------------------------------------------------------------------------
 
@@ -145,6 +174,9 @@ class _Reader:
                     self.why.setdefault(inner.group(1), "an expansion envdoctor does not evaluate")
                 return None
             name, op, word = b["name"], b["op"], b["word"]
+        if not self.args_known and (name.isdigit() and name != "0" or name in ("@", "*", "#")):
+            self.why[name] = "an argument of a function envdoctor did not see called"
+            return None
         if name in ("@", "*"):
             words = " ".join(shlex.quote(a) for a in self.args)
             return f'"{words}"' if quoted and name == "@" else _escape(" ".join(self.args), quoted)
@@ -188,7 +220,10 @@ class _Reader:
         """``text`` with every reference whose value is known put in; the others as written."""
         if "$" not in text:
             return text
+        from envdoctor.plan.shell_lines import MAX_LINE
+
         out: list[str] = []
+        size = 0  # characters the references put in: bounded (``A="$A$A"`` forty times)
         single = double = False
         i = 0
         while i < len(text):
@@ -203,7 +238,9 @@ class _Reader:
                 double = not double
             elif ch == "$" and not single:
                 m = _REF.match(text, i)
-                whole = m is not None and m.group(0) in ("$@", "${@}") and out[-1:] == ['"']
+                whole = (
+                    m is not None and m.group(0) in ("$@", "${@}") and out[-1:] == ['"'] and self.args_known
+                )
                 if m is not None and whole and text[m.end() : m.end() + 1] == '"':
                     out[-1] = " ".join(shlex.quote(a) for a in self.args)  # "$@": a word each, none when none
                     double = False
@@ -212,6 +249,9 @@ class _Reader:
                 if m is not None:
                     got = self._value(m, double)
                     if got is not None:
+                        size += len(got)
+                        if size > MAX_LINE:
+                            raise _TooLong
                         out.append(got)
                         i = m.end()
                         continue
@@ -238,7 +278,13 @@ class _Reader:
 
     @property
     def branch(self) -> bool:
-        return bool(self.stack)
+        """Inside an ``if``/``case``/loop/subshell (a running function's own frame is not one)."""
+        return any(f != "call" for f in self.stack)
+
+    @property
+    def dry(self) -> bool:
+        """Inside a function's definition: its lines are kept for its call, not run now."""
+        return any(f.startswith("fn") for f in self.stack)
 
     def _set(self, name: str, value: str, number: int, conditional: bool) -> None:
         self.written[name] = value
@@ -276,36 +322,74 @@ class _Reader:
             if len(line) > MAX_LINE:  # a quoted block of data, not a command line
                 self.notes.append(f"{self.shown}:{number} is longer than {MAX_LINE:,} characters: not read")
                 continue
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            if self.array:
-                self.array = max(self.array + stripped.count("(") - stripped.count(")"), 0)
-                continue
+            self.feed(number, line.strip())
+
+    def feed(self, number: int, stripped: str) -> None:
+        """One logical line, counted against ``MAX_READ``; kept for its function's call where it
+        is a line of a function's definition."""
+        if not stripped or stripped.startswith("#"):
+            return
+        _READ[0] += 1
+        if _READ[0] > MAX_READ:
+            self.exhausted = self.stopped = True
+            return
+        defining = self.defining
+        if self.array:
+            self.array = max(self.array + stripped.count("(") - stripped.count(")"), 0)
+        else:
             self.line(number, stripped)
+        if defining is not None:  # a line of the body (its last closes the definition)
+            defining[1].append((number, stripped))
+        if self.defining is not None and not self.dry:  # the definition closed (on this line too)
+            name, body = self.defining
+            self.functions[name] = (self.shown, body)
+            self.defining = None
 
     def line(self, number: int, text: str) -> None:
         array = _ARRAY.match(text)
         if array:  # ARGS=(--model m …): an array, its items not read (``${ARGS[@]}`` stays)
-            self.values[array["name"]] = None
-            self.why[array["name"]] = f"an array ({self.shown}:{number})"
+            if not self.dry:
+                self._local(array["name"])
+                self.values[array["name"]] = None
+                self.why[array["name"]] = f"an array ({self.shown}:{number})"
             code = text.split(" #", 1)[0]
             self.array = max(code.count("(") - code.count(")"), 0)
             return
         fn = _FUNCTION.match(text)
         if fn and not text.lstrip().startswith(("if ", "for ", "while ")):
+            if not self.dry:  # a definition: its body is kept, read where it is called
+                self.defining = (fn["kw"] or fn["fn"], [])
+                if text[fn.end() :].strip():
+                    self.defining[1].append((number, text[fn.end() :].strip()))
             self.stack.append("fn" if fn["brace"] else "fn?")
             text = text[fn.end() :]
             if not text.strip():
                 return
         from envdoctor.plan.shell_lines import split_words
 
+        if self.dry:  # only the structure: where the definition ends
+            self._commands(number, split_words(text) or [])
+            return
+
         self.defaults = []
         self.refs = {
             m["name"] or re.split(r"[:\-=+?#%/\[]", m["brace"] or "")[0] for m in _REF.finditer(text)
         }
-        expanded = self.parser.substitute(self.expand(self._static(text)))
-        words = split_words(expanded)
+        try:
+            expanded = self.parser.substitute(self.expand(self._static(text)))
+        except _TooLong:
+            from envdoctor.plan.shell_lines import MAX_LINE
+
+            self.notes.append(f"{self.shown}:{number} expands to more than {MAX_LINE:,} characters: not read")
+            for name in re.findall(
+                r"(?:^|[\s;&|(])(?:export\s+|local\s+|declare\s+)?([A-Za-z_]\w*)\+?=", text
+            ):
+                self.values[name] = None  # what the line sets is not known (never the value before it)
+                self.why[name] = f"set to a value longer than {MAX_LINE:,} characters ({self.shown}:{number})"
+            return
+        self._commands(number, split_words(expanded) or [])
+
+    def _commands(self, number: int, words: list[str]) -> None:
         if not words:
             return
         commands: list[list[str]] = [[]]
@@ -337,6 +421,8 @@ class _Reader:
             if head in _CLOSERS:
                 want = _CLOSERS[head]
                 while self.stack:
+                    if self.stack[-1] == "call":
+                        break  # a running function's end: its caller's frames stay
                     top = self.stack.pop()
                     if top == want or (want == "{" and top.startswith("fn")):
                         break
@@ -347,7 +433,7 @@ class _Reader:
                 self.command(number, cmd[1:], conditional or head != "if", first)
             if head in _OPENERS:
                 self.stack.append(_OPENERS[head])
-            if head in ("for", "select") and len(cmd) > 1 and _NAME.match(cmd[1]):
+            if head in ("for", "select") and len(cmd) > 1 and _NAME.match(cmd[1]) and not self.dry:
                 self.values[cmd[1]] = None
                 self.why[cmd[1]] = f"the loop variable of `{head}` ({self.shown}:{number})"
             return
@@ -360,6 +446,8 @@ class _Reader:
             closer = cmd[-1]
             self.command(number, cmd[:-1], conditional, first)
             self.command(number, [closer], conditional, first)
+            return
+        if self.dry:
             return
         conditional = conditional or self.branch
         if all(_ASSIGN.match(w) for w in cmd):
@@ -383,6 +471,8 @@ class _Reader:
                 name = a["name"] if a else w
                 if not _NAME.match(name):
                     continue
+                if head == "local" or (head in ("declare", "typeset") and self.calls):
+                    self._local(name)
                 if exports:
                     self.exported.setdefault(name, "")
                 if a:
@@ -415,8 +505,21 @@ class _Reader:
             moved = cd_target(base, target) if target is not None else None
             self.folder = None if conditional and moved != self.folder else moved
             return
-        if head == "exit" and first and not self.branch:
+        if head == "exit" and first and not self.branch and not self.may_return:
             self.stopped = True
+            return
+        if head == "return" and self.calls:
+            if first and not self.branch:
+                self.returning = True
+            else:  # `[[ -n $N ]] && return`, `if …; then return; fi`: what follows may not run
+                self.may_return = True
+            return
+        if head in self.functions:
+            if conditional and not self.branch:  # `[ -f x ] || die`: its body runs or not
+                self.stack.append("if")
+            self.call(head, cmd[1:])
+            if self.stack[-1:] == ["if"] and conditional:
+                self.stack.pop()
             return
         if head in ("source", ".") and len(cmd) > 1 and not _is_activate(cmd[1]):
             self._source(number, cmd[1], cmd[2:])
@@ -424,6 +527,41 @@ class _Reader:
         self._launch(number, cmd, conditional)
         if head == "exec" and first and not self.branch:
             self.stopped = True
+
+    def _local(self, name: str) -> None:
+        """``local NAME`` in a running function: its value before, given back at the return."""
+        if self.calls and name not in self.calls[-1][1]:
+            self.calls[-1][1][name] = (name in self.values, self.values.get(name))
+
+    def call(self, name: str, args: list[str] | None) -> None:
+        """A function's body run as bash runs it at the call: its arguments ``$1``… (None: not
+        known), the values set by then, ``local`` given back and ``return`` at its end."""
+        if any(n == name for n, _ in self.calls) or len(self.calls) >= MAX_CALLS:
+            return  # a function that calls itself: its first run is read
+        self.called.add(name)
+        shown, body = self.functions[name]
+        outer = (self.shown, self.args, self.args_known, len(self.stack), self.may_return)
+        self.shown, self.args_known = shown, args is not None
+        self.args = list(args or [])
+        self.stack.append("call")
+        self.calls.append((name, {}))
+        self.may_return = False
+        try:
+            for number, text in body:
+                if self.stopped or self.returning:
+                    break
+                self.feed(number, text)
+        finally:
+            _, saved = self.calls.pop()
+            for var, (had, value) in saved.items():
+                if had:
+                    self.values[var] = value
+                else:
+                    self.values.pop(var, None)
+            self.shown, self.args, self.args_known = outer[0], outer[1], outer[2]
+            del self.stack[outer[3] :]
+            self.returning, self.may_return = False, outer[4]
+            self.array = 0
 
     def _source(self, number: int, name: str, args: list[str]) -> None:
         """``source FILE``: its lines run in this shell (its variables are this script's)."""
@@ -571,6 +709,8 @@ def follow(
         return None
     real = os.path.realpath(path)
     problem = None
+    if not _FOLLOWING:
+        _READ[0] = 0  # the outermost script: a new launch's count
     if real in _FOLLOWING:
         problem = f"{name} runs itself (read once: envdoctor does not follow it again)"
     elif len(_FOLLOWING) >= MAX_NESTING:
@@ -593,8 +733,19 @@ def follow(
     _FOLLOWING.append(real)
     try:
         reader.run(text)
+        if not reader.found and not reader.stopped:  # functions never called (`"$1"` picks one)
+            for fname in [f for f in reader.functions if f not in reader.called]:
+                reader.stack.append("uncalled")  # read as a branch, its arguments not known
+                reader.call(fname, None)
+                reader.stack.pop()
     finally:
         _FOLLOWING.pop()
+    if reader.exhausted or _READ[0] > MAX_READ:
+        why = (
+            f"{name} and the scripts it runs read more than {MAX_READ:,} lines in all "
+            "(envdoctor reads that many of a launch's scripts): not read"
+        )
+        return [_unknown(launched, env, shlex.split(launched) if launched else [], why)]
     if sourced and not reader.found:  # `source env.sh`: its exports are the shell's, for what follows
         return [Launch(raw=launched, launcher="env", env=dict(reader.exported))]
     return _result(reader, launched, env)

@@ -311,3 +311,68 @@ def test_a_root_found_with_pwd_is_absolute_and_a_later_cd_does_not_move_it(here)
     (launch,) = parse_launches(argv=["bash", "run_scripts/run.sh"])
     assert launch.script == "src/pkg/train.py"
     assert launch.script_args == ["--deepspeed", str(here / "src" / "pkg" / "zero3.json")]
+
+
+def test_a_value_that_doubles_each_line_stays_bounded_and_unknown(here):
+    # A="$A$A" forty times: 2**40 characters if expanded; read in bounded time and memory, said
+    (here / "run.sh").write_text("A=x\n" + 'A="$A$A"\n' * 40 + "python train.py --a $A\n")
+    start = time.perf_counter()
+    (launch,) = parse_launches(argv=["bash", "run.sh"])
+    assert time.perf_counter() - start < 2.0
+    assert launch.script == "train.py" and launch.script_args == ["--a", "$A"]  # never the old value
+    assert any("expands to more than" in u for u in launch.unknown), launch.unknown
+
+
+def test_scripts_that_run_scripts_many_times_are_read_within_a_budget(here):
+    # each of three nested scripts runs the next a thousand times: 10**9 lines if all were read
+    (here / "s0.sh").write_text("bash s1.sh\n" * 1000)
+    (here / "s1.sh").write_text("bash s2.sh\n" * 1000)
+    (here / "s2.sh").write_text("python train.py\n" * 1000)
+    start = time.perf_counter()
+    (launch,) = parse_launches(argv=["bash", "s0.sh"])
+    assert time.perf_counter() - start < 5.0
+    assert launch.launcher == "unknown" and "lines in all" in (launch.unresolved or "")
+
+
+def test_a_functions_body_is_read_at_its_call_with_the_calls_arguments_and_values(here):
+    # bash runs a body where it is called: $1 is the call's, N the value set by then, `local` ends
+    (here / "run.sh").write_text(
+        "G=0\nH=0\nset_g() {\n  local G=7\n  H=1\n}\nset_g\npython train.py --g $G --h $H\n"
+    )
+    (launch,) = parse_launches(argv=["bash", "run.sh"])
+    assert launch.script_args == ["--g", "0", "--h", "1"]  # the local is gone at the return, H stays
+    (here / "run.sh").write_text(
+        "N=2\ntrain() {\n  accelerate launch --num_processes $N train.py --lr $1\n}\nN=4\ntrain 1e-5\n"
+    )
+    (launch,) = parse_launches(argv=["bash", "run.sh", "8"])
+    assert launch.options["num_processes"] == 4 and launch.script_args == ["--lr", "1e-5"]
+    assert launch.source == "run.sh:3" and not launch.unknown
+    # main "$@": the script's arguments handed on; a default of the function's $1 taken
+    (here / "run.sh").write_text(
+        'main() {\n  SCRIPT=${1:-"train.py"}\n  shift || true\n'
+        '  accelerate launch "$SCRIPT" "$@"\n}\nmain "$@"\n'
+    )
+    (launch,) = parse_launches(argv=["bash", "run.sh"])
+    assert launch.script == "train.py" and launch.script_args == []
+
+
+def test_a_function_never_called_is_read_only_where_nothing_else_launches(here):
+    (here / "run.sh").write_text("debug() {\n  python other.py --x $1\n}\naccelerate launch train.py\n")
+    (launch,) = parse_launches(argv=["bash", "run.sh", "1"])
+    assert launch.script == "train.py" and launch.source == "run.sh:4"
+    # called by a name the script is given ("$CMD"): read, its arguments not known, not guessed
+    (here / "run.sh").write_text('train() {\n  accelerate launch train.py --lr $1\n}\n"$CMD"\n')
+    (launch,) = parse_launches(argv=["bash", "run.sh", "5"])
+    assert launch.script_args == ["--lr", "$1"]
+    assert any("a function envdoctor did not see called" in u for u in launch.unknown), launch.unknown
+
+
+def test_an_exit_in_a_function_stops_the_reading_only_where_it_runs(here):
+    # `|| die`: the body may not run; a `return` in a branch before an `exit`: the exit may not run
+    (here / "run.sh").write_text(
+        'die() {\n  echo "$1" >&2\n  exit 1\n}\n[ -f train.py ] || die "no script"\n'
+        'gpus() {\n  if [[ -n "${NUM_GPUS:-}" ]]; then\n    return\n  fi\n  exit 1\n}\ngpus\n'
+        "accelerate launch train.py\n"
+    )
+    (launch,) = parse_launches(argv=["bash", "run.sh"])
+    assert launch.script == "train.py" and launch.source == "run.sh:13"
