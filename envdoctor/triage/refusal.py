@@ -649,15 +649,19 @@ def sets_option(log: Log, option: str, skip: int = 0) -> str:
         rf"['\"]{k}['\"]\s?:|^\s*{k}\s?:\s?\S"
     )
     for n, line in enumerate(_lines(log), 1):
-        if n != skip and rx.search(line) and not re.search(r"\b(?:must|got)\b", line):
-            return line.strip()[:200]
+        found = rx.search(line) if n != skip else None
+        if found is not None and not re.search(r"\b(?:must|got)\b", line):
+            # the setting and its value, not the line's first 200 characters: a config dump (swift's
+            # ``InferArguments(model=…, …, max_new_tokens=32, …)``) sets it far into its line
+            start = max(0, found.start() - 80)
+            return ("…" if start else "") + line[start : found.end() + 120].strip()
     return ""
 
 
 def _set_to(line: str, option: str) -> int | None:
     """The number ``line`` sets ``option`` to (``--max_new_tokens 4096``, ``'max_tokens': 512``)."""
     k = f"(?:{re.escape(option)}|{re.escape(option.replace('_', '-'))})"
-    m = re.search(rf"{k}['\"]?\s?[=: ]\s?['\"]?(?P<v>-?\d{{1,12}})\b", line)
+    m = re.search(rf"(?<!\w){k}['\"]?\s?[=: ]\s?['\"]?(?P<v>-?\d{{1,12}})\b", line)
     return int(m.group("v")) if m else None
 
 

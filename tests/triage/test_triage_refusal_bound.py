@@ -251,3 +251,21 @@ ZERO_TOKENS = SWIFT.replace("Setting max_tokens: -3173", "Setting max_tokens: 87
 def test_a_zero_the_framework_computes_as_its_lines_show_is_derived():
     f = _tri012(ZERO_TOKENS)
     assert "derived it from the room left" in f.message and "Setting max_tokens" in f.message
+
+
+# https://github.com/modelscope/ms-swift/issues/3032 (held out): swift's args dump sets
+# max_new_tokens=32 far into a long line; swift's pt engine turned it into -930
+ARGS_DUMP = (
+    "[INFO:swift] args: InferArguments(model='/mnt/ckpt/deepseek-vl2-small/checkpoint-880-merged', "
+    "model_type='deepseek_vl2', bnb_4bit_use_double_quant=True, bnb_4bit_quant_storage=None, "
+    "quant_method=None, quant_bits=None, hqq_axis=None, max_new_tokens=32, temperature=None, top_k=None, "
+    "top_p=None, num_beams=1, stream=False, max_model_len=None, infer_backend='pt')\n"
+    + PT_ENGINE.split("\n", 2)[2].replace("-5923", "-930")
+)
+
+
+def test_a_setting_far_into_a_config_dump_line_is_read_with_its_value():
+    f = _tri012(ARGS_DUMP)
+    assert "it sets max_new_tokens 32; the framework turned it into -930" in f.message
+    assert "max_model_len" in f.fix and "max_new_tokens" not in f.fix
+
