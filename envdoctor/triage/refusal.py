@@ -700,8 +700,10 @@ def derived(option: str, value: int, log: Log, skip: int = 0) -> tuple[str, str,
     if line and (configured is None or configured == value or configured <= 0):
         return None  # the run set it: the option it refused
     said = _derivation(log, option, value, skip)
-    if value == 0 and not said and configured is None:
-        return None  # 0 may be a setting the log does not show: the option's answer stands
+    if value in (0, -1) and not said and configured is None:
+        # 0 and -1 are values a run sets itself ("no limit": ``SamplingParams(max_tokens=-1)``, a
+        # config the log does not show): without a line of the log deriving it, the option's answer stands
+        return None
     not_set = (
         f"is not the run's setting (it sets {option} {configured}; the framework turned it into {value})"
         if configured is not None

@@ -269,3 +269,26 @@ def test_a_setting_far_into_a_config_dump_line_is_read_with_its_value():
     assert "it sets max_new_tokens 32; the framework turned it into -930" in f.message
     assert "max_model_len" in f.fix and "max_new_tokens" not in f.fix
 
+
+# a run's own "no limit" (SamplingParams(max_tokens=-1) behind **kwargs): -1, like 0, is no derivation
+# without a line of the log saying how it came
+USER_MINUS_ONE = """\
+Traceback (most recent call last):
+  File "/home/u/eval.py", line 41, in <module>
+    params = SamplingParams(**gen_kwargs)
+  File "/usr/local/lib/python3.10/site-packages/vllm/sampling_params.py", line 364, in __post_init__
+    self._verify_args()
+  File "/usr/local/lib/python3.10/site-packages/vllm/sampling_params.py", line 406, in _verify_args
+    raise ValueError(
+ValueError: max_tokens must be at least 1, got -1.
+"""
+
+
+def test_a_minus_one_with_nothing_saying_how_it_came_is_the_option():
+    f = _tri012(USER_MINUS_ONE)
+    assert "derived" not in f.message and "max_tokens" in f.fix
+
+
+def test_a_large_negative_with_no_setting_shown_stays_derived():
+    f = _tri012(USER_MINUS_ONE.replace("got -1.", "got -239."))
+    assert "derived it from the room left" in f.message
