@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
@@ -632,11 +633,15 @@ def refused_value(text: str) -> tuple[str, int] | None:
     return (m.group("k"), int(raw)) if raw is not None else None
 
 
-def _lines(log: Log) -> list[str]:
+def _lines(log: Log) -> tuple[str, ...]:
+    return _cleaned(log.head[:MAX_SCAN])
+
+
+@lru_cache(maxsize=4)  # one log's head, read for each option and each line deriving it: cleaned once
+def _cleaned(head: bytes) -> tuple[str, ...]:
     from envdoctor.triage.scanner import clean, split_prefix
 
-    head = log.head[:MAX_SCAN]
-    return [split_prefix(clean(raw[:4096]))[0] for raw in head.split(b"\n")]
+    return tuple(split_prefix(clean(raw[:4096]))[0] for raw in head.split(b"\n"))
 
 
 def sets_option(log: Log, option: str, skip: int = 0) -> str:
