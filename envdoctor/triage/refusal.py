@@ -46,7 +46,7 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage.draft import Draft, Log, finding
 from envdoctor.triage.interface import Match
-from envdoctor.triage.raisesites import release_bound
+from envdoctor.triage.raisesites import Bound, release_bound
 from envdoctor.triage.traceback import PACKAGES, Traceback
 
 RULE = "TRI012"
@@ -448,9 +448,9 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             + (f"keep to what it supports ({named})" if only and not options else change)
         )
     elif named and bound is not None and bound.first_without:  # a check the later releases dropped
-        fix = f"{bound.fix()}; or {change} (every release in that range refuses it)"
+        fix = f"{bound.fix()}; or {change} {_in_range(bound)}"
     elif named and bound is not None and offer:
-        fix = f"{change} (every release in that range refuses it), or {bound.fix()}"
+        fix = f"{change} {_in_range(bound)}, or {bound.fix()}"
     elif named:
         fix = f"{change}: {name} refuses this configuration whatever the releases"
     else:  # it names no setting and says no fix: what it refused is not said, nor that no release runs it
@@ -578,6 +578,18 @@ def vllm_validation(tb: Traceback, m: Match, log: Log) -> Draft | None:
     f = d.finding  # vLLM refuses this configuration on every start: an error
     d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
     return d
+
+
+def _in_range(bound: Bound) -> str:
+    """Which releases of ``bound``'s range refuse it: every one, or (the check copied into several
+    classes, the log not showing whose copy raised it) those whose copy is the model's class's; a
+    release of the range whose class dropped its copy accepts it (Llama's rope check before 4.45)."""
+    if bound.unsure_copy:
+        return (
+            "(the releases in that range where your model's class still has its copy refuse it; one "
+            "where that class no longer has it accepts it, as that class's release notes say)"
+        )
+    return "(every release in that range refuses it)"
 
 
 # -- a refused value the framework derived from the data --------------------------------------------
