@@ -584,6 +584,8 @@ def _in_range(bound: Bound) -> str:
     """Which releases of ``bound``'s range refuse it: every one, or (the check copied into several
     classes, the log not showing whose copy raised it) those whose copy is the model's class's; a
     release of the range whose class dropped its copy accepts it (Llama's rope check before 4.45)."""
+    if bound.not_indexed:
+        return f"(the older releases whose {bound.not_indexed} class has the check refuse it)"
     if bound.unsure_copy:
         return (
             "(the releases in that range where your model's class still has its copy refuse it; one "

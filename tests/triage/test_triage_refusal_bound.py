@@ -292,3 +292,26 @@ def test_a_minus_one_with_nothing_saying_how_it_came_is_the_option():
 def test_a_large_negative_with_no_setting_shown_stays_derived():
     f = _tri012(USER_MINUS_ONE.replace("got -1.", "got -239."))
     assert "derived it from the room left" in f.message
+
+
+def test_a_copy_unknown_is_not_refused_by_every_release_of_the_range():
+    f = _tri012(ROPE)  # Llama's config accepts llama3 rope in that range: only some classes refuse it
+    assert "every release in that range refuses it" not in f.fix
+    assert "where your model's class still has its copy refuse it" in f.fix
+
+
+def test_a_model_type_with_no_copy_indexed_is_a_release_older_than_the_index():
+    # https://github.com/PKU-Alignment/align-anything/issues/140: Llama-3.1's rope refused by a
+    # transformers too old for it (Llama's copy left before the first release indexed)
+    f = _tri012("{'architectures': ['LlamaForCausalLM'], 'model_type': 'llama'}\n" + ROPE)
+    assert "its config class's copy raised it" not in f.message
+    assert "has a copy of this check in the class of model_type 'llama'" in f.message
+    assert "older than 4.45.2" in f.message
+    assert f.fix.startswith("install transformers 4.45.2 or later") and "every release" not in f.fix
+    assert "5.0.0" not in f.fix
+
+
+def test_a_model_type_whose_class_has_a_copy_names_that_copy():
+    f = _tri012("{'architectures': ['FuyuForCausalLM'], 'model_type': 'fuyu'}\n" + ROPE)
+    assert "the run's model_type is 'fuyu': its config class's copy raised it" in f.message
+    assert "5.0.0" in f.fix
