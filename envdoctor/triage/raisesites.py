@@ -310,7 +310,9 @@ class Bound:
                 "earlier release), or another model's class raised it (envdoctor's raise-site index)"
             )
         one = "–" not in self.refusing and "earlier" not in self.refusing
-        out = f"{self.package} {self.refusing} refuse{'s' if one else ''} it"
+        # the check's message is in their code; what its condition (or a support list) accepts may
+        # change within the range (Unsloth's fast-inference list of models grows): "has", not "refuses"
+        out = f"{self.package} {self.refusing} {'has' if one else 'have'} this check"
         if self.unsure_copy:
             out = (
                 f"{self.package} {self.refusing} {'has' if one else 'have'} a copy of this check; whether a "

@@ -585,13 +585,13 @@ def _in_range(bound: Bound) -> str:
     classes, the log not showing whose copy raised it) those whose copy is the model's class's; a
     release of the range whose class dropped its copy accepts it (Llama's rope check before 4.45)."""
     if bound.not_indexed:
-        return f"(the older releases whose {bound.not_indexed} class has the check refuse it)"
+        return f"(the older releases whose {bound.not_indexed} class has the check make it)"
     if bound.unsure_copy:
         return (
-            "(the releases in that range where your model's class still has its copy refuse it; one "
+            "(the releases in that range where your model's class still has its copy make it; one "
             "where that class no longer has it accepts it, as that class's release notes say)"
         )
-    return "(every release in that range refuses it)"
+    return "(every release in that range has this check)"
 
 
 # -- a refused value the framework derived from the data --------------------------------------------
