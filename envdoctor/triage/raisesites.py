@@ -296,11 +296,23 @@ class Bound:
     #: the check is copied into several classes and the log does not show whose copy raised it:
     #: the releases are those with any copy (the run's class may have left its copy earlier)
     unsure_copy: bool = False
+    #: the model type the log shows has no copy of the check in any release indexed: the run's
+    #: release is older than the index's first (``first_without``), or another class raised it
+    not_indexed: str = ""
 
     def said(self) -> str:
         """The releases that refuse and those that do not, for a finding's message."""
+        if self.not_indexed:
+            pkg, first, kind = self.package, self.first_without, self.not_indexed
+            return (
+                f"no {pkg} release indexed ({self.refusing}) has a copy of this check in the class of "
+                f"model_type '{kind}': the run's {pkg} is older than {first} (that class's copy was in an "
+                "earlier release), or another model's class raised it (envdoctor's raise-site index)"
+            )
         one = "–" not in self.refusing and "earlier" not in self.refusing
-        out = f"{self.package} {self.refusing} refuse{'s' if one else ''} it"
+        # the check's message is in their code; what its condition (or a support list) accepts may
+        # change within the range (Unsloth's fast-inference list of models grows): "has", not "refuses"
+        out = f"{self.package} {self.refusing} {'has' if one else 'have'} this check"
         if self.unsure_copy:
             out = (
                 f"{self.package} {self.refusing} {'has' if one else 'have'} a copy of this check; whether a "
@@ -317,6 +329,13 @@ class Bound:
     def fix(self) -> str:
         """The release that accepts it, as a fix beside changing the setting."""
         pip = _pip(self.package)
+        if self.not_indexed:
+            first = self.first_without
+            return (
+                f"install {self.package} {first} or later (pip install '{pip}>={first}'), the oldest release "
+                f"envdoctor's index holds: none of its releases has this check in the class of model_type "
+                f"'{self.not_indexed}'"
+            )
         if self.first_without:
             return (
                 f"install {self.package} {self.first_without} or later, the first release without "
@@ -457,6 +476,19 @@ def _copies(package: str, sites: tuple[Site, ...]) -> list[Site]:
 _MODEL_TYPE = re.compile(r"""['"]?model_type['"]?\s?[:=]\s?['"](?P<t>[\w-]{1,60})['"]""")
 
 
+def _model_type(log: Log) -> str:
+    """The model type the log's head shows (a config dump's ``'model_type': 'llama'``), or ""."""
+    kind = _MODEL_TYPE.search(log.head[:262144].decode("utf-8", "replace")) if log.head else None
+    return kind.group("t") if kind is not None else ""
+
+
+def _class_key(name: str) -> str:
+    """A config class or a model type, compared: ``StableLmConfig`` and ``stablelm``, ``OpenLlamaConfig``
+    and ``open-llama``."""
+    low = name.lower().replace("_", "").replace("-", "")
+    return low.removesuffix("config")
+
+
 def _check_name(loc: Location, copies: list[Site], tb: Traceback, log: Log) -> str:
     """The check named once: the raising frame's function where the log shows it; else, for a
     check copied into several classes, the check with its copies and the model type the log shows."""
@@ -472,9 +504,11 @@ def _check_name(loc: Location, copies: list[Site], tb: Traceback, log: Log) -> s
     said = f"{loc.package}' `{base}` check, copied into {len(owners)} classes ({shown})"
     if worded and len(worded) < len(owners):
         said += f"; the message has the wording of {', '.join(worded[:2])}'s copy"
-    kind = _MODEL_TYPE.search(log.head[:262144].decode("utf-8", "replace")) if log.head else None
-    if kind is not None:
-        said += f"; the run's model_type is '{kind.group('t')}': its config class's copy raised it"
+    kind = _model_type(log)
+    if kind and _class_key(kind) in {_class_key(o) for o in owners}:
+        said += f"; the run's model_type is '{kind}': its config class's copy raised it"
+    elif kind:
+        said += f"; the run's model_type is '{kind}', whose config class has no copy in the releases indexed"
     else:
         said += "; the log shows neither the frame nor the model type that tell whose copy raised it"
     return said
@@ -528,5 +562,12 @@ def release_bound(tb: Traceback, log: Log) -> Bound | None:
     if earliest.first_indexed and not added_in:
         refusing = f"{hi} and earlier (the index starts at {index.releases[0]})"
     name = _check_name(loc, copies, tb, log)
+    kind = _model_type(log) if last is None or last.package != loc.package else ""
+    owners = {_class_key(_owner(s.function)) for s in copies if _owner(s.function)}
+    if kind and owners and _class_key(kind) not in owners:
+        # the copies are other models' classes (Chameleon's, Fuyu's): the run's class had its copy in
+        # releases before the index (Llama's rope check before 4.43), the indexed ones accept it
+        span = f"{index.releases[0]}–{newest}"
+        return Bound(loc.package, name, span, index.releases[0], "", "", False, kind)
     unsure = "tell whose copy raised it" in name and bool(first_without)
     return Bound(loc.package, name, refusing, first_without, added_in, before, unsure)

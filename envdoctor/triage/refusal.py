@@ -39,13 +39,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage.draft import Draft, Log, finding
 from envdoctor.triage.interface import Match
-from envdoctor.triage.raisesites import release_bound
+from envdoctor.triage.raisesites import Bound, release_bound
 from envdoctor.triage.traceback import PACKAGES, Traceback
 
 RULE = "TRI012"
@@ -447,9 +448,9 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             + (f"keep to what it supports ({named})" if only and not options else change)
         )
     elif named and bound is not None and bound.first_without:  # a check the later releases dropped
-        fix = f"{bound.fix()}; or {change} (every release in that range refuses it)"
+        fix = f"{bound.fix()}; or {change} {_in_range(bound)}"
     elif named and bound is not None and offer:
-        fix = f"{change} (every release in that range refuses it), or {bound.fix()}"
+        fix = f"{change} {_in_range(bound)}, or {bound.fix()}"
     elif named:
         fix = f"{change}: {name} refuses this configuration whatever the releases"
     else:  # it names no setting and says no fix: what it refused is not said, nor that no release runs it
@@ -579,6 +580,20 @@ def vllm_validation(tb: Traceback, m: Match, log: Log) -> Draft | None:
     return d
 
 
+def _in_range(bound: Bound) -> str:
+    """Which releases of ``bound``'s range refuse it: every one, or (the check copied into several
+    classes, the log not showing whose copy raised it) those whose copy is the model's class's; a
+    release of the range whose class dropped its copy accepts it (Llama's rope check before 4.45)."""
+    if bound.not_indexed:
+        return f"(the older releases whose {bound.not_indexed} class has the check make it)"
+    if bound.unsure_copy:
+        return (
+            "(the releases in that range where your model's class still has its copy make it; one "
+            "where that class no longer has it accepts it, as that class's release notes say)"
+        )
+    return "(every release in that range has this check)"
+
+
 # -- a refused value the framework derived from the data --------------------------------------------
 
 #: the values a framework derives from the run's inputs rather than reads from an option: the
@@ -632,11 +647,15 @@ def refused_value(text: str) -> tuple[str, int] | None:
     return (m.group("k"), int(raw)) if raw is not None else None
 
 
-def _lines(log: Log) -> list[str]:
+def _lines(log: Log) -> tuple[str, ...]:
+    return _cleaned(log.head[:MAX_SCAN])
+
+
+@lru_cache(maxsize=4)  # one log's head, read for each option and each line deriving it: cleaned once
+def _cleaned(head: bytes) -> tuple[str, ...]:
     from envdoctor.triage.scanner import clean, split_prefix
 
-    head = log.head[:MAX_SCAN]
-    return [split_prefix(clean(raw[:4096]))[0] for raw in head.split(b"\n")]
+    return tuple(split_prefix(clean(raw[:4096]))[0] for raw in head.split(b"\n"))
 
 
 def sets_option(log: Log, option: str, skip: int = 0) -> str:
@@ -649,15 +668,19 @@ def sets_option(log: Log, option: str, skip: int = 0) -> str:
         rf"['\"]{k}['\"]\s?:|^\s*{k}\s?:\s?\S"
     )
     for n, line in enumerate(_lines(log), 1):
-        if n != skip and rx.search(line) and not re.search(r"\b(?:must|got)\b", line):
-            return line.strip()[:200]
+        found = rx.search(line) if n != skip else None
+        if found is not None and not re.search(r"\b(?:must|got)\b", line):
+            # the setting and its value, not the line's first 200 characters: a config dump (swift's
+            # ``InferArguments(model=…, …, max_new_tokens=32, …)``) sets it far into its line
+            start = max(0, found.start() - 80)
+            return ("…" if start else "") + line[start : found.end() + 120].strip()
     return ""
 
 
 def _set_to(line: str, option: str) -> int | None:
     """The number ``line`` sets ``option`` to (``--max_new_tokens 4096``, ``'max_tokens': 512``)."""
     k = f"(?:{re.escape(option)}|{re.escape(option.replace('_', '-'))})"
-    m = re.search(rf"{k}['\"]?\s?[=: ]\s?['\"]?(?P<v>-?\d{{1,12}})\b", line)
+    m = re.search(rf"(?<!\w){k}['\"]?\s?[=: ]\s?['\"]?(?P<v>-?\d{{1,12}})\b", line)
     return int(m.group("v")) if m else None
 
 
@@ -696,8 +719,10 @@ def derived(option: str, value: int, log: Log, skip: int = 0) -> tuple[str, str,
     if line and (configured is None or configured == value or configured <= 0):
         return None  # the run set it: the option it refused
     said = _derivation(log, option, value, skip)
-    if value == 0 and not said and configured is None:
-        return None  # 0 may be a setting the log does not show: the option's answer stands
+    if value in (0, -1) and not said and configured is None:
+        # 0 and -1 are values a run sets itself ("no limit": ``SamplingParams(max_tokens=-1)``, a
+        # config the log does not show): without a line of the log deriving it, the option's answer stands
+        return None
     not_set = (
         f"is not the run's setting (it sets {option} {configured}; the framework turned it into {value})"
         if configured is not None

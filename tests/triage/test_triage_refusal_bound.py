@@ -251,3 +251,77 @@ ZERO_TOKENS = SWIFT.replace("Setting max_tokens: -3173", "Setting max_tokens: 87
 def test_a_zero_the_framework_computes_as_its_lines_show_is_derived():
     f = _tri012(ZERO_TOKENS)
     assert "derived it from the room left" in f.message and "Setting max_tokens" in f.message
+
+
+# https://github.com/modelscope/ms-swift/issues/3032 (held out): swift's args dump sets
+# max_new_tokens=32 far into a long line; swift's pt engine turned it into -930
+ARGS_DUMP = (
+    "[INFO:swift] args: InferArguments(model='/mnt/ckpt/deepseek-vl2-small/checkpoint-880-merged', "
+    "model_type='deepseek_vl2', bnb_4bit_use_double_quant=True, bnb_4bit_quant_storage=None, "
+    "quant_method=None, quant_bits=None, hqq_axis=None, max_new_tokens=32, temperature=None, top_k=None, "
+    "top_p=None, num_beams=1, stream=False, max_model_len=None, infer_backend='pt')\n"
+    + PT_ENGINE.split("\n", 2)[2].replace("-5923", "-930")
+)
+
+
+def test_a_setting_far_into_a_config_dump_line_is_read_with_its_value():
+    f = _tri012(ARGS_DUMP)
+    assert "it sets max_new_tokens 32; the framework turned it into -930" in f.message
+    assert "max_model_len" in f.fix and "max_new_tokens" not in f.fix
+
+
+# a run's own "no limit" (SamplingParams(max_tokens=-1) behind **kwargs): -1, like 0, is no derivation
+# without a line of the log saying how it came
+USER_MINUS_ONE = """\
+Traceback (most recent call last):
+  File "/home/u/eval.py", line 41, in <module>
+    params = SamplingParams(**gen_kwargs)
+  File "/usr/local/lib/python3.10/site-packages/vllm/sampling_params.py", line 364, in __post_init__
+    self._verify_args()
+  File "/usr/local/lib/python3.10/site-packages/vllm/sampling_params.py", line 406, in _verify_args
+    raise ValueError(
+ValueError: max_tokens must be at least 1, got -1.
+"""
+
+
+def test_a_minus_one_with_nothing_saying_how_it_came_is_the_option():
+    f = _tri012(USER_MINUS_ONE)
+    assert "derived" not in f.message and "max_tokens" in f.fix
+
+
+def test_a_large_negative_with_no_setting_shown_stays_derived():
+    f = _tri012(USER_MINUS_ONE.replace("got -1.", "got -239."))
+    assert "derived it from the room left" in f.message
+
+
+def test_a_copy_unknown_is_not_refused_by_every_release_of_the_range():
+    f = _tri012(ROPE)  # Llama's config accepts llama3 rope in that range: only some classes refuse it
+    assert "every release in that range" not in f.fix
+    assert "where your model's class still has its copy make it" in f.fix
+
+
+def test_a_model_type_with_no_copy_indexed_is_a_release_older_than_the_index():
+    # https://github.com/PKU-Alignment/align-anything/issues/140: Llama-3.1's rope refused by a
+    # transformers too old for it (Llama's copy left before the first release indexed)
+    f = _tri012("{'architectures': ['LlamaForCausalLM'], 'model_type': 'llama'}\n" + ROPE)
+    assert "its config class's copy raised it" not in f.message
+    assert "has a copy of this check in the class of model_type 'llama'" in f.message
+    assert "older than 4.45.2" in f.message
+    assert f.fix.startswith("install transformers 4.45.2 or later") and "every release" not in f.fix
+    assert "5.0.0" not in f.fix
+
+
+def test_a_model_type_whose_class_has_a_copy_names_that_copy():
+    f = _tri012("{'architectures': ['FuyuForCausalLM'], 'model_type': 'fuyu'}\n" + ROPE)
+    assert "the run's model_type is 'fuyu': its config class's copy raised it" in f.message
+    assert "5.0.0" in f.fix
+
+
+def test_a_range_with_the_check_is_not_said_to_refuse_the_run():
+    # Unsloth's fast-inference gate: the same message in every later release, its list of models
+    # growing (https://github.com/unslothai/unsloth/pull/10891 adds qwen3_5): "have this check"
+    from pathlib import Path
+
+    log = Path(__file__).resolve().parents[2] / "docs/validation/heldout-2026-11-28c/logs2/026.log"
+    f = _tri012(log.read_text())
+    assert "have this check" in f.message and "refuse it" not in f.message
