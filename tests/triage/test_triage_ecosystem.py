@@ -651,3 +651,23 @@ def test_other_padding_and_module_messages_are_not_these_entries():
     assert not _entry(
         "KeyError: 'Target module lm_head is not a linear layer'\n", "peft-target-modules-not-in-model"
     )
+
+
+EOS_PLACEHOLDER = (  # unslothai/unsloth#2797
+    "ValueError: The specified `eos_token` ('<EOS_TOKEN>') is not found in the vocabulary of the given "
+    "`processing_class` (Qwen2TokenizerFast). Ensure that the `eos_token` exists in the vocabulary before "
+    "using it as an EOS token.\n"
+)
+
+
+def test_unsloths_eos_placeholder_is_an_error_to_import_unsloth_first():
+    f = _first(EOS_PLACEHOLDER)
+    assert f.rule == "TRI011" and f.severity.value == "error"
+    assert (
+        "(unsloth-imported-after-trl-eos-placeholder)" in f.message and "import unsloth before trl" in f.fix
+    )
+
+
+def test_a_real_token_missing_from_the_vocabulary_is_not_unsloths_placeholder():
+    log = EOS_PLACEHOLDER.replace("<EOS_TOKEN>", "<|im_end|>")
+    assert not _entry(log, "unsloth-imported-after-trl-eos-placeholder")

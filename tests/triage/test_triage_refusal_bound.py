@@ -70,13 +70,15 @@ def test_a_refusal_every_release_makes_stays_whatever_the_releases():
     assert "first release without" not in f.message and "pip install" not in f.fix
 
 
+# a token the tokenizer lacks (Unsloth's '<EOS_TOKEN>' placeholder is a catalogue entry of its own:
+# unsloth-imported-after-trl-eos-placeholder)
 EOS = """\
 Traceback (most recent call last):
   File "/workspace/tools/train_unsloth_qwen_SFT.py", line 229, in build_trainer
     trainer = SFTTrainer(
   File "/usr/local/lib/python3.10/dist-packages/trl/trainer/sft_trainer.py", line 380, in __init__
     raise ValueError(
-ValueError: The specified `eos_token` ('<EOS_TOKEN>') is not found in the vocabulary of the given `processing_class` (Qwen2TokenizerFast). Ensure that the `eos_token` exists in the vocabulary before using it as an EOS token.
+ValueError: The specified `eos_token` ('<|eot_id|>') is not found in the vocabulary of the given `processing_class` (Qwen2TokenizerFast). Ensure that the `eos_token` exists in the vocabulary before using it as an EOS token.
 """
 
 
@@ -89,7 +91,7 @@ def test_a_check_a_release_added_names_that_release_and_the_one_before():
 
 def test_a_trl_check_in_every_release_stays_whatever_the_releases():
     text = EOS.replace("trainer/sft_trainer.py", "trainer/grpo_config.py").replace(
-        "The specified `eos_token` ('<EOS_TOKEN>') is not found in the vocabulary of the given `processing_class` (Qwen2TokenizerFast). Ensure that the `eos_token` exists in the vocabulary before using it as an EOS token.",
+        "The specified `eos_token` ('<|eot_id|>') is not found in the vocabulary of the given `processing_class` (Qwen2TokenizerFast). Ensure that the `eos_token` exists in the vocabulary before using it as an EOS token.",
         "Invented check words no TRL release raises, for the quiet pair: num_generations must be 3.",
     )
     f = _tri012(text)
