@@ -143,11 +143,34 @@ def parse_oom(text: str) -> Oom | None:
                 free_mib=_mib(g[5], g[6]),
             )
         elif "out of memory" in text.lower() or "OutOfMemoryError" in text:
-            oom = Oom()
+            oom = _fragment(text)
         else:
             return None
     allowed = _ALLOWED.search(text)
     oom.allowed_mib = _mib(*allowed.groups()) if allowed else None
+    return oom
+
+
+#: the numbers a message quoted in part still shows ("Tried to allocate 18.91 GiB ... 3.74 GiB free ...
+#: 19.68 GiB reserved by PyTorch but unallocated"): each read where it is, none guessed
+_WANT = re.compile(rf"Tried to allocate {_SIZE}")
+_FREE = re.compile(rf"{_SIZE}(?: is)? free\b")
+_UNALLOCATED = re.compile(rf"{_SIZE}(?: is)? reserved by PyTorch but unallocated")
+_ALLOCATED = re.compile(rf"{_SIZE}(?: is)? allocated by PyTorch")
+
+
+def _fragment(text: str) -> Oom:
+    """An out-of-memory message in none of the shapes above: the numbers it shows, each by its words."""
+    oom = Oom()
+    for rx, attr in (
+        (_WANT, "want_mib"),
+        (_FREE, "free_mib"),
+        (_UNALLOCATED, "unallocated_mib"),
+        (_ALLOCATED, "allocated_mib"),
+    ):
+        m = rx.search(text)
+        if m:
+            setattr(oom, attr, _mib(m.group(1), m.group(2)))
     return oom
 
 
@@ -234,10 +257,11 @@ def _head(oom: Oom, physical: int | None) -> str:
     where = (f"GPU {oom.gpu}" if oom.gpu is not None else "the GPU (the message names none)") + (
         f" (NVML GPU {physical})" if physical not in (None, oom.gpu) else ""
     )
-    head = (
-        f"CUDA out of memory on {where}: tried to allocate {size(oom.want_mib)} with "
-        f"{size(oom.free_mib)} free of {size(oom.total_mib)}"
+    head = f"CUDA out of memory on {where}: tried to allocate {size(oom.want_mib)}" + (
+        f" with {size(oom.free_mib)} free" if oom.free_mib is not None else ""
     )
+    if oom.total_mib is not None:
+        head += f" of {size(oom.total_mib)}"
     if oom.allocated_mib is not None:
         head += (
             f"; PyTorch had {size(oom.allocated_mib)} allocated and "

@@ -83,6 +83,21 @@ def test_parse_other_phrasings(text, check):
 SHORT = "torch.OutOfMemoryError: Tried to allocate 8.79 GiB. GPU 0 has 79.10 GiB total, 4.98 GiB free.\n"
 
 
+FRAGMENT = (  # heldout-2026-11-29e/logs13c/005: a message quoted in part
+    "OutOfMemoryError: Tried to allocate 18.91 GiB ... 3.74 GiB free ... 19.68 GiB reserved by PyTorch but "
+    "unallocated\n"
+)
+
+
+def test_a_message_quoted_in_part_keeps_the_numbers_it_shows_and_tells_fragmentation():
+    oom = parse_oom(FRAGMENT)
+    assert oom is not None and (oom.want_mib, oom.free_mib) == (18.91 * 1024, 3.74 * 1024)
+    assert oom.total_mib is None and oom.unallocated_mib == 19.68 * 1024
+    (f,) = [f for f in findings(scan_bytes(FRAGMENT)) if f.severity.value != "info"]
+    assert f.rule == "TRI001" and "fragmented" in f.message and "expandable_segments:True" in f.fix
+    assert " of ?" not in f.message  # no total shown: none said
+
+
 def test_the_short_quote_is_an_out_of_memory_error():
     (f,) = [f for f in findings(scan_bytes(SHORT)) if f.severity.value != "info"]
     assert f.rule == "TRI001" and f.severity.value == "error" and "8.79 GiB" in f.message
