@@ -567,6 +567,8 @@ def test_a_run_that_trains_after_a_retried_lookup_is_quiet():
 
 VLLM_NO_CONFIG = [
     "ValueError: Could not detect config format for no config file found.\n",
+    # vLLM 0.6's wording (unsloth/Llama-3.3-70B-Instruct-GGUF's discussion #2: a GGUF repository)
+    "ValueError: No supported config format found in unsloth/Llama-3.3-70B-Instruct-GGUF\n",
     (
         "(APIServer pid=6398) ValueError: Invalid repository ID or local directory specified: "
         "'/models/qwen-lora'.\nPlease verify the following requirements:\n"
@@ -579,7 +581,7 @@ def test_vllm_without_the_models_config_is_an_error_to_pass_the_folder_holding_i
     f = _first(log)
     assert f.rule == "TRI011" and f.severity.value == "error"
     assert "(vllm-model-config-not-found)" in f.message
-    assert "config.json" in f.fix and "absolute path" in f.fix
+    assert "config.json" in f.fix and "absolute path" in f.fix and "--tokenizer" in f.fix  # GGUF too
 
 
 def test_another_config_format_message_is_not_vllms():
