@@ -1,0 +1,68 @@
+"""Recurring failures of GRPO / RL post-training around the trainer and vLLM (catalogue entries of
+rules/knowledge/known_failures/), each with a text where it fires and a near miss where it stays
+quiet.
+
+The firing texts are the dev logs' (docs/validation/heldout-2026-11-29i/logs17a, logs17c;
+heldout-2026-11-28c/logs/049) or the cited threads' (huggingface/transformers#47254,
+deepspeedai/DeepSpeed#8072, NVIDIA-NeMo/RL#564).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.triage.helpers import findings, scan_bytes
+
+
+def _entry(log: str, entry: str) -> list:
+    return [f for f in findings(scan_bytes(log)) if f"({entry})" in f.message]
+
+
+# -- vLLM >= 0.19's piecewise compile on a LoRA engine ----------------------------------------------
+
+SIZE_NODE = "vllm-0.19-piecewise-compile-lora-size-node"
+ERASE = (
+    "RuntimeError: Tried to erase Node size_1 but it still had 2 users in the graph: "
+    "{getitem_3: None, getitem_4: None}!\n"
+)
+ERASE_TRACE = (  # heldout-2026-11-29i/logs17c/002 (a Colab T4, Unsloth 2026.4.8), cut
+    "INFO 05-05 06:20:50 [core.py:105] Initializing a V1 LLM engine (v0.19.1) with config: "
+    "model='unsloth/meta-llama-3.1-8b-instruct-unsloth-bnb-4bit', enforce_eager=False\n"
+    "/usr/local/lib/python3.12/dist-packages/vllm/compilation/backends.py in split_graph(graph,"
+    " splitting_ops)\n"
+    "    533 ) -> tuple[fx.GraphModule, list[SplitItem]]:\n"
+    "--> 534     _decompose_size_nodes(graph)\n"
+    "/usr/local/lib/python3.12/dist-packages/vllm/compilation/backends.py in _decompose_size_nodes(graph)\n"
+    "    527             user.args = tuple(new_args)\n"
+    "--> 528         graph.graph.erase_node(node)\n"
+    "/usr/local/lib/python3.12/dist-packages/torch/fx/graph.py in erase_node(self, to_erase)\n"
+    "   1443         if len(to_erase.users) > 0:\n"
+    "-> 1444             raise RuntimeError(\n" + ERASE
+)
+
+
+@pytest.mark.parametrize("log", [ERASE, ERASE_TRACE])
+def test_the_size_node_pass_on_a_lora_engine_is_an_error_to_patch_or_skip_the_compile(log):
+    found = _entry(log, SIZE_NODE)
+    assert found and found[0].rule == "TRI011" and found[0].severity.value == "error"
+    assert "unsloth-zoo>=2026.7.1" in found[0].fix and "enforce_eager=True" in found[0].fix
+    assert "fast_inference=False" in found[0].fix
+
+
+def test_a_release_before_the_pass_is_not_this_entry():
+    log = "INFO 03-02 10:00:00 [core.py:61] Initializing a V1 LLM engine (v0.18.1) with config: x\n" + ERASE
+    assert not _entry(log, SIZE_NODE)
+
+
+def test_another_compile_pass_erasing_a_node_is_not_this_entry():
+    """torch's own passes erase nodes too (pytorch/pytorch#133942): another node, other frames."""
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/torch/_inductor/fx_passes/post_grad.py", line 90,'
+        " in post_grad_passes\n"
+        "    gm.graph.erase_node(node)\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/torch/fx/graph.py", line 1030, in erase_node\n'
+        "    raise RuntimeError(f'Tried to erase Node {to_erase} but it still had {len(to_erase.users)} '\n"
+        "RuntimeError: Tried to erase Node add_3 but it still had 1 users in the graph: {mul_2: None}!\n"
+    )
+    assert not _entry(log, SIZE_NODE)
