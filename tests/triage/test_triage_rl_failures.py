@@ -120,3 +120,48 @@ def test_another_checkpoint_error_is_not_this_entry():
         "Number of tensors saved during recomputation: 10\n"
     )
     assert not _entry(log, RECOMPUTE)
+
+
+# -- ZeRO-3 parameters of two dtypes ----------------------------------------------------------------
+
+MIXED = "deepspeed-zero3-mixed-dtype-parameters-allgather"
+MIXED_LINE = "TypeError: output tensor must have the same type as input tensor\n"  # logs17a/013
+MIXED_TRACE = (  # deepspeedai/DeepSpeed#8072's shape
+    "- DeepSpeed version: 0.18.6\n"
+    "[rank0]: Traceback (most recent call last):\n"
+    '[rank0]:   File "/usr/local/lib/python3.12/site-packages/deepspeed/runtime/zero/'
+    'partition_parameters.py", line 1943, in _allgather_params_coalesced\n'
+    "[rank0]:     h = dist.all_gather_into_tensor(allgather_params[param_idx],\n"
+    '[rank0]:   File "/usr/local/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py",'
+    " line 4017, in all_gather_into_tensor\n"
+    "[rank0]:     work = group._allgather_base(output_tensor, input_tensor, opts)\n"
+    "[rank0]: " + MIXED_LINE
+)
+
+
+def test_mixed_dtypes_in_a_deepspeed_release_before_the_fix_are_an_error():
+    found = _entry(MIXED_TRACE, MIXED)
+    assert found and found[0].severity.value == "error"
+    assert "deepspeed>=0.19.3" in found[0].fix and "torch.bfloat16" in found[0].fix
+
+
+def test_the_message_alone_is_a_warning_with_the_cast_and_the_release():
+    found = [f for f in findings(scan_bytes(MIXED_LINE)) if f.severity.value != "info"]
+    assert found and f"({MIXED})" in found[0].message and found[0].severity.value == "warning"
+
+
+def test_a_deepspeed_release_with_the_fix_is_not_this_entry():
+    assert not _entry("- DeepSpeed version: 0.19.4\n" + MIXED_LINE, MIXED)
+    assert _entry("- DeepSpeed version: 0.18.6\n" + MIXED_LINE, MIXED)
+
+
+def test_an_all_gather_of_two_dtypes_outside_deepspeed_is_not_this_entry():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/work/train.py", line 88, in gather_stats\n'
+        "    dist.all_gather_into_tensor(out, local)\n"
+        '  File "/usr/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 4017,'
+        " in all_gather_into_tensor\n"
+        "    work = group._allgather_base(output_tensor, input_tensor, opts)\n" + MIXED_LINE
+    )
+    assert not _entry(log, MIXED)
