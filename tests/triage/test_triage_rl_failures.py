@@ -165,3 +165,47 @@ def test_an_all_gather_of_two_dtypes_outside_deepspeed_is_not_this_entry():
         "    work = group._allgather_base(output_tensor, input_tensor, opts)\n" + MIXED_LINE
     )
     assert not _entry(log, MIXED)
+
+
+# -- vLLM's PyNccl communicator: NCCL's own CUDA / system call failed ------------------------------
+
+PYNCCL = "vllm-pynccl-unhandled-cuda-system-error-transport"
+PYNCCL_LINE = "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
+PYNCCL_P2P = (  # NVIDIA-NeMo/RL#564's trace (NCCL 2.26.2, NCCL_CUMEM_ENABLE=0 from vLLM)
+    "node-1:3120:3120 [0] NCCL INFO NCCL_CUMEM_ENABLE set by environment to 0.\n"
+    "node-1:3120:3188 [0] transport/p2p.cc:298 NCCL WARN Cuda failure 'invalid argument'\n"
+    "node-1:3120:3188 [0] NCCL INFO transport/p2p.cc:441 -> 1\n"
+    '  File "/opt/nemo_rl_venv/lib/python3.12/site-packages/vllm/distributed/device_communicators/'
+    'pynccl_wrapper.py", line 291, in NCCL_CHECK\n'
+    '    raise RuntimeError(f"NCCL error: {error_str}")\n' + PYNCCL_LINE
+)
+
+
+@pytest.mark.parametrize(
+    "log",
+    [PYNCCL_LINE, "NCCL error: unhandled cuda error\n"],  # the second: logs17a/009, a note's words
+)
+def test_a_pynccl_unhandled_error_is_a_warning_naming_cumem_and_p2p(log):
+    found = _entry(log, PYNCCL)
+    assert found and found[0].severity.value == "warning"
+    assert "NCCL_CUMEM_ENABLE" in found[0].fix and "NCCL_P2P_DISABLE=1" in found[0].fix
+
+
+def test_nccls_legacy_ipc_warning_before_it_settles_the_transport():
+    found = _entry(PYNCCL_P2P, PYNCCL)
+    assert found and found[0].severity.value == "error"
+    assert "settles" in found[0].message
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # torch's own wording is TRI002's line (its handler reads NCCL's "Last error:")
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275,"
+        " unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n",
+        # two ranks on one GPU: another entry's words
+        "RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=INFO for details)\n",
+    ],
+)
+def test_other_nccl_errors_are_not_this_entry(log):
+    assert not _entry(log, PYNCCL)
