@@ -209,3 +209,23 @@ def test_nccls_legacy_ipc_warning_before_it_settles_the_transport():
 )
 def test_other_nccl_errors_are_not_this_entry(log):
     assert not _entry(log, PYNCCL)
+
+
+# -- a Ray collective NCCL group whose ranks never met ------------------------------------------------
+
+RAY_MEET = "ray-collective-nccl-rendezvous-store-not-met"
+
+
+def test_ray_collectives_rendezvous_failure_is_a_warning_naming_timing_and_namespace():
+    log = (  # heldout-2026-11-29i/logs17a/012 (OpenRLHF --vllm_sync_with_ray, vLLM V1)
+        "RuntimeError: Unable to meet other processes at the rendezvous store. If you are using P2P "
+        "communication, please check if tensors are put in the correct GPU.\n"
+    )
+    found = _entry(log, RAY_MEET)
+    assert found and found[0].severity.value == "warning"
+    assert "namespace" in found[0].fix and "--vllm_sync_with_ray" in found[0].fix
+
+
+def test_another_ray_collective_error_is_not_this_entry():
+    log = "ValueError: Rendezvous store is not setup.\n"
+    assert not _entry(log, RAY_MEET)
