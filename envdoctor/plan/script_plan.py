@@ -82,6 +82,12 @@ def read_training_script(
         except Unread as exc:
             plan.script.hydra_unread = str(exc)
     plan.script_keys.update(decl.keys())
+    if not decl.parses_dataclasses:
+        # no HfArgumentParser / TrlParser reads a config file: the names the script's own code
+        # consumes (an Unsloth loader's keyword, a key it reads from the config it loads) are
+        # its own, not GRPOConfig typos
+        for key, said in decl.consumed.items():
+            plan.script_keys.setdefault(key, said)
     given: dict[str, Any] = {}
     if decl.in_process_calls:
         _in_process(plan.script, decl, flag_values(decl, trainer.script_args)[0])
