@@ -62,6 +62,8 @@ def _fresh_install(ctx: Context, stack: dict[str, Any]) -> tuple[str, str] | Non
     spec = trl.spec
     if spec and not upper_open(spec):
         return None
+    if _capped_elsewhere(ctx, stack):
+        return None
     tags = [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []]
     pins = {n: e.version for n, e in stack.items() if e.version and n != "trl"}
     ranges = {n: e.spec for n, e in stack.items() if not e.version and e.spec and n != "trl"}
@@ -77,6 +79,17 @@ def _fresh_install(ctx: Context, stack: dict[str, Any]) -> tuple[str, str] | Non
         if ok:
             return None if _elsewhere() else (release, ", ".join(d.said for d in trl.decls[:2]))
     return None
+
+
+def _capped_elsewhere(ctx: Context, stack: dict[str, Any]) -> bool:
+    """Whether the declared stack holds a package with a TRL requirement of its own (Unsloth, by
+    unsloth_zoo's ``trl<=…``; rules/knowledge/trl.yaml ``trl_dependents``): the release a fresh
+    install gets is then bounded by it, not the newest TRL."""
+    names = {
+        str(n).lower().replace("_", "-")
+        for n in (ctx.kb.trl.get("trl_dependents") or {}).get("packages") or ()
+    }
+    return any(str(n).lower().replace("_", "-") in names for n in stack)
 
 
 def _elsewhere() -> bool:

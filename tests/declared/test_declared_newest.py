@@ -115,3 +115,22 @@ def test_a_run_scripts_exact_pin_is_not_the_repositorys_install(tmp_path):
     out = run_cli("hook", *CONFIGS, cwd=repo)
     text = " ".join(out.stdout.split())
     assert "vllm 0.11.2" not in text and "PKG004" not in text
+
+
+@pytest.mark.parametrize(
+    "reqs",
+    [
+        # Kevin-Li-2025/grpo-deepseek-r1-t4 8830af5 (held-out set 17, healthy: 100 steps on a Kaggle
+        # T4): Unsloth beside an open trl; unsloth_zoo caps trl, so a fresh install does not get
+        # the newest TRL
+        "transformers>=4.48.0\ntrl>=0.14.0\npeft>=0.14.0\nunsloth\ntorch\n",
+        "trl>=0.14.0\nunsloth[colab-new] @ git+https://github.com/unslothai/unsloth.git\n",
+        "trl\nunsloth_zoo\n",
+    ],
+)
+def test_a_package_that_bounds_trl_itself_leaves_the_release_open_at_warning(tmp_path, reqs):
+    repo = committed_repo(tmp_path, {"requirements.txt": reqs})
+    text = _hook(repo, "DCL009", "DCL001")
+    assert "DCL009" not in text and "resolves TRL" not in text
+    # the range still spans the removal: said, at warning, as 'TRL 0.28.0 and newer reject it'
+    assert "DCL001" in text and "0.28.0 and newer reject it" in text
