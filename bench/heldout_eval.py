@@ -660,6 +660,24 @@ def _drop_code_values(config: Path) -> None:
         config.write_text("".join(kept))
 
 
+#: a file that declares a repository's stack (envdoctor's declared readers), the README aside
+DECLARES = re.compile(
+    r"^(requirements.*\.txt|pyproject\.toml|setup\.py|setup\.cfg|environment\.ya?ml|uv\.lock|"
+    r"poetry\.lock|pylock.*\.toml|Dockerfile.*)$"
+)
+
+
+def _declares(setup: Path) -> bool:
+    """Whether the setup holds a stack declaration of its repository (requirements_finetune.txt,
+    pyproject.toml…): the hook then judges those, as on the repository, and no requirements.txt
+    of the stack note is added beside them (merged with a pyproject's ranges, the note's exact
+    torch read as one declared stack no pip could install: set 17's qwen3_math_ft DCL003)."""
+    return (
+        any(DECLARES.match(f.name) for f in setup.iterdir() if f.is_file())
+        or (setup / "requirements").is_dir()
+    )
+
+
 def setups(out: Path) -> None:
     from tests.conftest import H100, snapshot
 
@@ -682,7 +700,7 @@ def setups(out: Path) -> None:
                 reqs.append(f"{name}=={line}")
             elif RANGE.match(v):
                 reqs.append(f"{name}{RANGE.match(v).group(1)}")
-        if not (d / "requirements.txt").is_file():  # the setup's own, as published, is kept
+        if not _declares(d):  # the repository's own declarations are what the hook judges
             (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
         launch = _commands(d)
         trainer = launch[-1] if launch else ""

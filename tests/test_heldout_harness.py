@@ -259,3 +259,12 @@ def test_an_unquoted_expression_the_collector_wrote_is_left_out(tmp_path):
     )
     harness._drop_code_values(cfg)
     assert cfg.read_text().splitlines()[1:] == ["learning_rate: 5.0e-06", "beta: 0.04  # a - b"]
+
+
+def test_a_setup_that_declares_its_stack_keeps_its_own_declarations(tmp_path):
+    """The hook judges the repository's declarations: the stack note's requirements.txt is added
+    only where the setup has none (set 17's qwen3_math_ft: pyproject.toml + requirements_finetune.txt)."""
+    (tmp_path / "train.py").write_text("")
+    assert not harness._declares(tmp_path)
+    (tmp_path / "requirements_finetune.txt").write_text("trl>=0.12.0\n")
+    assert harness._declares(tmp_path)
