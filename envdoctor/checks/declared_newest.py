@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor import versions
-from envdoctor.checks.config import replace_or_remove
+from envdoctor.checks.config import _script_drops, replace_or_remove
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.plan.interface import from_code
@@ -133,6 +133,8 @@ def declared_trl_newest_refuses_key(ctx: Context) -> Iterator[Hit]:
             continue
         if ctx.plan.not_grpo_key(key, origin):
             continue  # the repository's own dataclass declares it
+        if _script_drops(ctx.plan.script, key, release, origin):
+            continue  # the script keeps only the keys the installed GRPOConfig takes
         until = str(entry.get("until") or "")
         since = str(entry.get("since") or "")
         if not until or versions.at_least(release, until) is not True:
