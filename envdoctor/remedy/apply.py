@@ -90,12 +90,12 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         plan.edited = texts_after(remedy.files, edited)
         edited_now = {file_key(e.path) for e in remedy.files}
         reread_plan(plan, edited, edited_now, relaunched=lines is not None)
-        script = plan.script
+        read = plan.script
         if (
             lines is None
-            and script is not None
-            and script.path
-            and file_key(script.path) in edited_now
+            and read is not None
+            and read.path
+            and file_key(read.path) in edited_now
             and plan.trainer is not None
             and script_file(plan.trainer)
         ):
