@@ -125,6 +125,11 @@ class TrainingScript:
     vllm_in_process_off: str | None = None
     #: GRPOConfig keys its code takes from one of its argparse flags: key -> (the flag's option
     #: string, the value the flag sets alone for a store_true / store_false flag, else None)
+    #: the names its own code consumes where no HfArgumentParser / TrlParser reads a config file:
+    #: keywords it hands other consumers (``get_peft_model(use_gradient_checkpointing=…)``), keys
+    #: it reads from the config it loads itself -> what says so (a config file's key among them
+    #: is the script's, not a GRPOConfig typo: CFG004)
+    consumed: dict[str, str] = field(default_factory=dict)
     #: the keys its config calls write as literal values (``num_generations=1``) -> the value
     code_values: dict[str, Any] = field(default_factory=dict)
     flag_keys: dict[str, tuple[str, bool | None]] = field(default_factory=dict)

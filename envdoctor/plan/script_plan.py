@@ -92,9 +92,8 @@ def read_training_script(
     if not decl.parses_dataclasses:
         # no HfArgumentParser / TrlParser reads a config file: the names the script's own code
         # consumes (an Unsloth loader's keyword, a key it reads from the config it loads) are
-        # its own, not GRPOConfig typos
-        for key, said in decl.consumed.items():
-            plan.script_keys.setdefault(key, said)
+        # its own, not GRPOConfig typos (CFG004 only: no other rule's key, no suggestion)
+        plan.script.consumed = dict(decl.consumed)
     given: dict[str, Any] = {}
     if decl.in_process_calls:
         _in_process(plan.script, decl, flag_values(decl, trainer.script_args)[0])

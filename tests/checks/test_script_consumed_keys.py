@@ -106,3 +106,35 @@ def test_keys_the_script_reads_from_the_config_it_loads_are_its_own(tmp_path):
 def test_where_trls_parser_reads_the_config_the_typo_is_still_said(tmp_path):
     got = _cfg004(tmp_path, TRL_PARSER, {"use_gradient_checkpointing": "unsloth"})
     assert got and "use_gradient_checkpointing" in got[0].message
+
+
+#: held-out set 15 (thread-Qwen-2.5-1.5B-GRPO-4f61974, broken): the script loads its YAML and
+#: hands GRPOConfig cfg["max_prompt_length"], which TRL 1.6 refuses; toolaceqwen (healthy) opens
+#: files with mode="r" beside a config whose `model` section is its own
+PASSED_ON = """\
+import yaml
+from trl import GRPOConfig, GRPOTrainer
+
+with open("config.yaml", mode="r") as f:
+    cfg = yaml.safe_load(f)
+args = GRPOConfig(output_dir="o", max_prompt_length=cfg["max_prompt_length"])
+GRPOTrainer(model=cfg["model_path"], reward_funcs=[], args=args).train()
+"""
+
+
+def test_a_key_the_script_reads_and_hands_grpoconfig_is_still_judged_as_grpoconfigs(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(PASSED_ON)
+    got = findings(
+        snapshot(1, packages={**STACK, "trl": "1.6.0", "transformers": "4.57.1"}),
+        config={"max_prompt_length": 512, "model_path": "m"},
+        launch=f"python {script}",
+    )
+    assert [f for f in got if f.rule == "CFG001" and f.severity.value == "error"]
+
+
+def test_the_scripts_own_keywords_are_no_suggestions_for_a_typo(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(PASSED_ON)
+    got = findings(snapshot(1, packages=STACK), config={"model": {"name": "m"}}, launch=f"python {script}")
+    assert not [f for f in got if f.rule == "CFG004" and "`mode`" in f.message]
