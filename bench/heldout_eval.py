@@ -636,7 +636,10 @@ _CODE_VALUE = re.compile(
 
 #: ... or an expression the collector wrote out (``"16 / (4 * torch.cuda.device_count())"``,
 #: ``'maximum_length + 1 (computed)'``): an operator between spaces, or the word "computed"
-_EXPR_VALUE = re.compile(r"""^\s*\w+:\s*(['"])(?=[^'"]*(?:\s[-+*/]\s|\bcomputed\b))[^'"]*\1\s*(?:#.*)?$""")
+_EXPR_VALUE = re.compile(
+    r"""^\s*\w+:\s*(?:(['"])(?=[^'"]*(?:\s[-+*/]\s|\bcomputed\b))[^'"]*\1"""
+    r"""|(?=[^'"#]*\s[-+*/]\s)(?=[^'"#]*[A-Za-z_(])[^'"#]*?)\s*(?:#.*)?$"""
+)  # quoted, or unquoted with a name in it (``max_steps: len(dataset) * num_train_epochs``)
 
 
 def _drop_code_values(config: Path) -> None:
@@ -655,6 +658,24 @@ def _drop_code_values(config: Path) -> None:
     ]
     if len(kept) != len(lines):
         config.write_text("".join(kept))
+
+
+#: a file that declares a repository's stack (envdoctor's declared readers), the README aside
+DECLARES = re.compile(
+    r"^(requirements.*\.txt|pyproject\.toml|setup\.py|setup\.cfg|environment\.ya?ml|uv\.lock|"
+    r"poetry\.lock|pylock.*\.toml|Dockerfile.*)$"
+)
+
+
+def _declares(setup: Path) -> bool:
+    """Whether the setup holds a stack declaration of its repository (requirements_finetune.txt,
+    pyproject.toml…): the hook then judges those, as on the repository, and no requirements.txt
+    of the stack note is added beside them (merged with a pyproject's ranges, the note's exact
+    torch read as one declared stack no pip could install: set 17's qwen3_math_ft DCL003)."""
+    return (
+        any(DECLARES.match(f.name) for f in setup.iterdir() if f.is_file())
+        or (setup / "requirements").is_dir()
+    )
 
 
 def setups(out: Path) -> None:
@@ -679,7 +700,8 @@ def setups(out: Path) -> None:
                 reqs.append(f"{name}=={line}")
             elif RANGE.match(v):
                 reqs.append(f"{name}{RANGE.match(v).group(1)}")
-        (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
+        if not _declares(d):  # the repository's own declarations are what the hook judges
+            (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
         launch = _commands(d)
         trainer = launch[-1] if launch else ""
         servers = [x for x in launch[:-1] if any(w in x for w in SERVER_WORDS)]
@@ -697,7 +719,13 @@ def setups(out: Path) -> None:
         pairs = [(t, toks[i + 1]) for i, t in enumerate(toks[:-1])]
         pairs += [tuple(t.split("=", 1)) for t in toks if t.startswith("--") and "=" in t]
         script = next((t for t in toks if t.endswith(".py")), None)
-        if script and "/" in script and (d / "train.py").exists() and not (d / Path(script).name).exists():
+        if (
+            script
+            and "/" in script
+            and (d / "train.py").exists()
+            and not (d / Path(script).name).exists()
+            and not (d / script).is_file()  # the setup holds the script at the line's path
+        ):
             pairs.append(("script", script))  # the setup's train.py, unless it holds the script by name
         runs = re.search(r"\bpython[\d.]*\s+(?:-\w+\s+)*-m\s+([\w.]+)", trainer) if not script else None
         module = runs.group(1) if runs else ""  # at the top of the line or inside its bash -c '…'
@@ -725,6 +753,8 @@ def setups(out: Path) -> None:
             (("--deepspeed",), dsj),
         ):
             for t, path in pairs:
+                if src == "config.yaml" and Path(path).suffix.lower() not in (".yaml", ".yml", ".json"):
+                    continue  # `--config config1`: a name the script looks up (grpo/grpo.py's), no file
                 if t in flags and (d / src).exists() and path and not path.startswith("-") and path != src:
                     (tmp / path).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy(d / src, tmp / path)
@@ -759,7 +789,18 @@ def setups(out: Path) -> None:
         fixed = fix.get("data") or {}
         recheck = _recheck(tmp, fixed, inputs)
         res[d.name] = {
-            "hook": {"rc": hook["rc"]},
+            "hook": {
+                "rc": hook["rc"],
+                # what the gate said at warning or error, per file it judged
+                "findings": sorted(
+                    {
+                        f"{f['rule']}:{f['severity']}"
+                        for fe in (hook.get("data") or {}).get("files", [])
+                        for f in fe["report"].get("findings", [])
+                        if f["severity"] != "info"
+                    }
+                ),
+            },
             "check": {"rc": check["rc"], "findings": findings(check.get("data") or {})}
             | ({"said": check["raw"][-400:]} if check.get("raw") else {}),
             "fix": {

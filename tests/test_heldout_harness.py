@@ -247,3 +247,24 @@ def test_a_span_of_another_package_leaves_the_date_to_decide():
     the note's month decides, as before the span reading (not None, which left TRL unplaced)."""
     for note in ("unpinned (Mar 2025, python 3.10-3.12)", "unpinned (Mar 2025; README: vllm 0.7-0.8)"):
         assert harness._trl_from_note(note) == harness._trl_from_note("unpinned (Mar 2025)") == "0.16.0"
+
+
+def test_an_unquoted_expression_the_collector_wrote_is_left_out(tmp_path):
+    """Set 17 (llm-final-project): ``max_steps: len(dataset) * num_train_epochs`` is the
+    collector's note of what grpo/grpo.py:583 computes, not a value of any config file."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        "# reconstructed from config1 (GRPORunConfig)\n"
+        "max_steps: len(dataset) * num_train_epochs\nlearning_rate: 5.0e-06\nbeta: 0.04  # a - b\n"
+    )
+    harness._drop_code_values(cfg)
+    assert cfg.read_text().splitlines()[1:] == ["learning_rate: 5.0e-06", "beta: 0.04  # a - b"]
+
+
+def test_a_setup_that_declares_its_stack_keeps_its_own_declarations(tmp_path):
+    """The hook judges the repository's declarations: the stack note's requirements.txt is added
+    only where the setup has none (set 17's qwen3_math_ft: pyproject.toml + requirements_finetune.txt)."""
+    (tmp_path / "train.py").write_text("")
+    assert not harness._declares(tmp_path)
+    (tmp_path / "requirements_finetune.txt").write_text("trl>=0.12.0\n")
+    assert harness._declares(tmp_path)

@@ -898,7 +898,12 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
         if ctx.plan.config_origin.get(k) == "command line"
     }
     refuses = code_keys_no_release_takes(ctx)  # CFG001's: TRL's GRPOConfig(...) call refuses them
-    unknown = [k for k in ctx.plan.config_origin if k not in known and k not in refused and k not in refuses]
+    consumed = script.consumed if script is not None else {}
+    unknown = [
+        k
+        for k in ctx.plan.config_origin
+        if k not in known and k not in refused and k not in refuses and k not in consumed
+    ]
     yield from _not_parsed(ctx, [k for k in ctx.plan.config_origin if k in known], ta_keys)
     if not (unknown or refused):
         return

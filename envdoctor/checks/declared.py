@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from envdoctor import versions
-from envdoctor.checks.config import NOT_CONFIG, replace_or_remove
+from envdoctor.checks.config import NOT_CONFIG, _script_drops, replace_or_remove
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import FileEdit, Remedy
@@ -70,6 +70,8 @@ def declared_trl_range_vs_config(ctx: Context) -> Iterator[Hit]:
             continue
         if ctx.plan.not_grpo_key(key, origin):
             continue  # the repository's own dataclass declares it (a GRPOConfig(...) keyword is GRPOConfig's)
+        if _script_drops(ctx.plan.script, key, spec, origin):
+            continue  # the script keeps only the keys the installed GRPOConfig takes: none refuses it
         since, until = entry.get("since"), entry.get("until")
         since, until = (str(since) if since else None), (str(until) if until else None)
         if not since and not until:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor import versions
-from envdoctor.checks.config import replace_or_remove
+from envdoctor.checks.config import _script_drops, replace_or_remove
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.plan.interface import from_code
@@ -62,6 +62,8 @@ def _fresh_install(ctx: Context, stack: dict[str, Any]) -> tuple[str, str] | Non
     spec = trl.spec
     if spec and not upper_open(spec):
         return None
+    if _capped_elsewhere(ctx, stack):
+        return None
     tags = [str(t) for t in ctx.kb.grpo_keys.get("tags_scanned") or []]
     pins = {n: e.version for n, e in stack.items() if e.version and n != "trl"}
     ranges = {n: e.spec for n, e in stack.items() if not e.version and e.spec and n != "trl"}
@@ -77,6 +79,17 @@ def _fresh_install(ctx: Context, stack: dict[str, Any]) -> tuple[str, str] | Non
         if ok:
             return None if _elsewhere() else (release, ", ".join(d.said for d in trl.decls[:2]))
     return None
+
+
+def _capped_elsewhere(ctx: Context, stack: dict[str, Any]) -> bool:
+    """Whether the declared stack holds a package with a TRL requirement of its own (Unsloth, by
+    unsloth_zoo's ``trl<=…``; rules/knowledge/trl.yaml ``trl_dependents``): the release a fresh
+    install gets is then bounded by it, not the newest TRL."""
+    names = {
+        str(n).lower().replace("_", "-")
+        for n in (ctx.kb.trl.get("trl_dependents") or {}).get("packages") or ()
+    }
+    return any(str(n).lower().replace("_", "-") in names for n in stack)
 
 
 def _elsewhere() -> bool:
@@ -120,6 +133,8 @@ def declared_trl_newest_refuses_key(ctx: Context) -> Iterator[Hit]:
             continue
         if ctx.plan.not_grpo_key(key, origin):
             continue  # the repository's own dataclass declares it
+        if _script_drops(ctx.plan.script, key, release, origin):
+            continue  # the script keeps only the keys the installed GRPOConfig takes
         until = str(entry.get("until") or "")
         since = str(entry.get("since") or "")
         if not until or versions.at_least(release, until) is not True:

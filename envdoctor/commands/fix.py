@@ -241,6 +241,7 @@ def _diff(path: str, edit: tuple[str, str]) -> str:
 
 def _what(files: list[dict[str, Any]], path: str) -> str:
     """The line edits of one file, said short."""
+    from envdoctor.redact import clean
     from envdoctor.remedy.file_edit import key
 
     said = []
@@ -251,6 +252,9 @@ def _what(files: list[dict[str, Any]], path: str) -> str:
             said.append(f"line ends to {str(e['eol']).upper()}")
         elif not e["new"]:
             said.append(f"line {e['line']} deleted" if len(e["old"]) == 1 else f"lines {e['line']}+ deleted")
+        elif len(e["old"]) == 1 and len(e["new"]) == 1:  # one line: what it said, what it says
+            was, now = str(e["old"][0]).strip().rstrip(","), str(e["new"][0]).strip().rstrip(",")
+            said.append(f"line {e['line']} `{clean(was)}` → `{clean(now)}`")
         else:
             said.append(f"line {e['line']} edited")
     return "; ".join(said)

@@ -125,6 +125,13 @@ class TrainingScript:
     vllm_in_process_off: str | None = None
     #: GRPOConfig keys its code takes from one of its argparse flags: key -> (the flag's option
     #: string, the value the flag sets alone for a store_true / store_false flag, else None)
+    #: the names its own code consumes where no HfArgumentParser / TrlParser reads a config file:
+    #: keywords it hands other consumers (``get_peft_model(use_gradient_checkpointing=…)``), keys
+    #: it reads from the config it loads itself -> what says so (a config file's key among them
+    #: is the script's, not a GRPOConfig typo: CFG004)
+    consumed: dict[str, str] = field(default_factory=dict)
+    #: the keys its config calls write as literal values (``num_generations=1``) -> the value
+    code_values: dict[str, Any] = field(default_factory=dict)
     flag_keys: dict[str, tuple[str, bool | None]] = field(default_factory=dict)
     model_by_name: bool | None = None  # GRPOTrainer(model=…) gets a name or path (not an object)
     #: a package it imports that patches TRL's trainers and configs at import ("unsloth")
@@ -195,6 +202,10 @@ class TrainingScript:
     #: library, Hydra): recorded once by the reader; without one the launch line's flags reach
     #: nothing
     reads_command_line: bool = True
+    #: it can hand a config file's keys to GRPOConfig: it parses dataclasses (HfArgumentParser /
+    #: TrlParser), reads a config file itself (``yaml.safe_load``, ``json.load``) or composes one
+    #: with Hydra; False: what its GRPOConfig(...) calls write is what runs, whatever a file says
+    reads_config: bool = True
     #: the top-level packages the script itself imports (absolute imports) -> the line of the
     #: first import of each (``verl`` -> 3): which framework trains (``plan.framework``)
     packages: dict[str, int] = field(default_factory=dict)

@@ -63,6 +63,13 @@ def read_training_script(
         config_class=decl.config_class,
         vllm_engine=decl.vllm_engine,
         reads_command_line=decl.reads_command_line,
+        reads_config=bool(
+            decl.parses_dataclasses
+            or decl.keeps_unknown_keys
+            or decl.self_load
+            or decl.hydra_config is not None
+            or decl.other_cli
+        ),
         packages=decl.packages,
         trl_import=decl.trl_import,
         writes_modules=decl.writes_modules,
@@ -82,6 +89,11 @@ def read_training_script(
         except Unread as exc:
             plan.script.hydra_unread = str(exc)
     plan.script_keys.update(decl.keys())
+    if not decl.parses_dataclasses:
+        # no HfArgumentParser / TrlParser reads a config file: the names the script's own code
+        # consumes (an Unsloth loader's keyword, a key it reads from the config it loads) are
+        # its own, not GRPOConfig typos (CFG004 only: no other rule's key, no suggestion)
+        plan.script.consumed = dict(decl.consumed)
     given: dict[str, Any] = {}
     if decl.in_process_calls:
         _in_process(plan.script, decl, flag_values(decl, trainer.script_args)[0])
@@ -138,6 +150,9 @@ def read_training_script(
             for key in call.passed:
                 plan.script.trl_config_keys.setdefault(key, call.where)
         found: dict[str, tuple[Any, str]] = {k: (v, call.where) for k, v in call.values.items()}
+        if call.trl_class:
+            for key, value in call.values.items():
+                plan.script.code_values.setdefault(key, value)
         for key, dest in call.from_flags.items():
             flag = decl.flags[dest]
             plan.script.flag_keys.setdefault(key, (flag.options[0], flag.switch))

@@ -235,6 +235,10 @@ class ScriptDecl:
     #: or a module it imports reads the config file itself (``yaml.safe_load``): key -> what
     #: declares it
     self_loaded: dict[str, str] = field(default_factory=dict)
+    #: the names its own code consumes (the files read): keywords it writes in calls to other
+    #: consumers than TRL's config (Unsloth's loaders, PEFT, its own functions) and, where it
+    #: reads a config file itself, the text keys it reads from mappings: key -> what says so
+    consumed: dict[str, str] = field(default_factory=dict)
 
     @property
     def readable(self) -> bool:
@@ -460,6 +464,13 @@ class SourceFacts:
     chat_messages: list[int] = field(default_factory=list)
     #: where it reads a config file into plain data itself (``FILE_LOADS``): (call, line)
     file_loads: list[tuple[str, int]] = field(default_factory=list)
+    #: keyword -> (the function called, line): the keywords it writes in its calls (the first
+    #: call of each), the TRL config and trainer classes' aside (``get_peft_model(
+    #: use_gradient_checkpointing="unsloth")``): the names its own code hands other consumers
+    keywords: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: text keys it reads from a mapping (``cfg["gpu_memory_utilization"]``, ``cfg.get("lr")``):
+    #: key -> line of the first read
+    reads: dict[str, int] = field(default_factory=dict)
     #: the line of its first Hydra entry (``@hydra.main``, ``instantiate(...)``): 0 for none
     hydra: int = 0
     #: where it builds a vLLM engine (``LLM(...)``, ``AsyncLLMEngine.from_engine_args(...)``):
@@ -508,6 +519,11 @@ FILE_LOADS = frozenset(
 )
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
+MAX_KEYS = 2000  # keywords and mapping reads kept per file
+#: calls whose keywords go to TRL's config or trainer (not another consumer of the script's)
+_NOT_CONSUMERS = frozenset(
+    {CONFIG_CLASS, TRAINER_CLASS, "TrainingArguments", "UnslothGRPOConfig", "UnslothGRPOTrainer", "dict"}
+)
 
 
 def _is_dataclass_field(stmt: ast.stmt) -> str | None:
@@ -674,6 +690,14 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
                 name = t.value if isinstance(t, ast.Subscript) else t
                 if isinstance(name, ast.Name):
                     mod.removals.setdefault(name.id, []).append(node.lineno)
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+            and len(mod.reads) < MAX_KEYS
+        ):
+            mod.reads.setdefault(node.slice.value, node.lineno)  # cfg["gpu_memory_utilization"]
         elif isinstance(node, ast.Dict) and not mod.chat_messages and _chat_message(node):
             mod.chat_messages.append(node.lineno)
         elif isinstance(node, ast.Attribute) and node.attr == "argv" and _dotted(node.value) == "sys":
@@ -900,6 +924,19 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         mod.hydra = node.lineno
     if func in FILE_LOADS and len(mod.file_loads) < MAX_CALLS:
         mod.file_loads.append((func, node.lineno))
+    if last not in _NOT_CONSUMERS and len(mod.keywords) < MAX_KEYS:
+        for kw in node.keywords:
+            if kw.arg:
+                mod.keywords.setdefault(kw.arg, (func, node.lineno))
+    if (
+        last == "get"
+        and isinstance(node.func, ast.Attribute)
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+        and len(mod.reads) < MAX_KEYS
+    ):
+        mod.reads.setdefault(node.args[0].value, node.lineno)
     if last in FIELD_READS and node.args and len(mod.config_filters) < MAX_CALLS:
         read_of = _dotted(node.args[0])
         if read_of and CONFIG_CLASS in read_of.split("."):
@@ -1433,6 +1470,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
     decl.self_load = next(
         (f"{call} in {m.path}:{line}" for m in [main, *followed] for call, line in m.file_loads), None
     )
+    decl.consumed = _consumed(main, followed, decl)
     decl.files = tuple(dict.fromkeys(res.files))
     decl.reads_command_line = any(m.reads_command_line for m in [main, *res.loaded.values()] if m is not None)
     decl.chat_messages = next(
@@ -1588,6 +1626,25 @@ def _trl_other_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str |
 
 #: TRL classes whose calls' keywords are checked against the symbol history
 CHECKED_CALLS = frozenset({TRAINER_CLASS})
+
+
+def _consumed(main: SourceFacts, followed: list[SourceFacts], decl: ScriptDecl) -> dict[str, str]:
+    """The names the files read consume themselves: the keywords of their calls to consumers
+    other than TRL's config classes (and the script's GRPOConfig subclasses), and, where one of
+    them reads a config file itself (``yaml.safe_load``), the text keys read from mappings."""
+    config = {c.cls.rsplit(".", 1)[-1] for c in decl.config_calls} | set(decl.config_subclasses)
+    out: dict[str, str] = {}
+    mods = [main, *followed]
+    for mod in mods:
+        for key, (func, line) in mod.keywords.items():
+            if func.rsplit(".", 1)[-1] not in config:
+                out.setdefault(key, f"a keyword the script passes {func}(...) itself ({mod.path}:{line})")
+    if decl.self_load:
+        for mod in mods:
+            for key, line in mod.reads.items():
+                said = f"read by the script from the config it loads itself ({mod.path}:{line}"
+                out.setdefault(key, f"{said}, {decl.self_load})")
+    return out
 
 
 def _self_loaded(

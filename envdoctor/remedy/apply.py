@@ -90,6 +90,18 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         plan.edited = texts_after(remedy.files, edited)
         edited_now = {file_key(e.path) for e in remedy.files}
         reread_plan(plan, edited, edited_now, relaunched=lines is not None)
+        read = plan.script
+        if (
+            lines is None
+            and read is not None
+            and read.path
+            and file_key(read.path) in edited_now
+            and plan.trainer is not None
+            and script_file(plan.trainer)
+        ):
+            # an edit of the training script's own text (``num_generations=1`` -> ``8`` at its
+            # line): what its GRPOConfig(...) calls set is read again from the edited text
+            plan = relaunch(plan, [lx.raw for lx in plan.launches])
     for launch in plan.launches:  # set elsewhere on the line (an `export` before it)
         _edit_launch_env(launch, env_set, env_unset)
     origin = f"config file {plan.config_path}" if plan.config_path else FIX_ORIGIN
@@ -106,11 +118,23 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         plan = relaunch(plan, [lx.raw for lx in plan.launches])
         in_code += [k for k in from_file if from_code(plan.config_origin.get(k, ""))]
     code_set = {k: v for k, v in config_set.items() if from_code(plan.config_origin.get(k, ""))}
+    # a key the config file sets that the script's GRPOConfig(...) call also writes as a literal,
+    # where the script reads no config file (no HfArgumentParser / TrlParser, no yaml.safe_load):
+    # the literal is what runs, so it is given the value too (``num_generations=1`` at its line)
+    literal = (
+        {
+            k: v
+            for k, v in config_set.items()
+            if k not in code_set and plan.script.config_keywords.get(k) and _literal_in_code(plan, k)
+        }
+        if plan.script is not None and not plan.script.reads_config and not plan.script.problem
+        else {}
+    )
     script_edits: tuple[FileEdit, ...] = ()
-    if in_code or code_set:
+    if in_code or code_set or literal:
         # what the script's own GRPOConfig(...) sets runs whatever the config file says: the
         # keyword is taken out of (or given the value in) the call, and the script read again
-        script_edits = code_edits(plan.script, in_code, code_set)
+        script_edits = code_edits(plan.script, in_code, {**code_set, **literal})
         plan.edited = texts_after(script_edits, plan.edited)
         plan = relaunch(plan, [lx.raw for lx in plan.launches])
         for key in code_set:
@@ -163,6 +187,13 @@ def _hydra_line(line: str, edits: dict[str, str]) -> str:
         words = [w for w in words if w.lstrip("+~").split("=", 1)[0] != dotted]
         words.append(edit)
     return shlex.join(words)
+
+
+def _literal_in_code(plan: Plan, key: str) -> bool:
+    """Whether the script's GRPOConfig(...) calls write ``key`` as a literal value (read by the
+    script reader: ``plan.script.code_values``), not from a flag or an expression."""
+    script = plan.script
+    return script is not None and key in script.code_values
 
 
 def _file_keys(plan: Plan) -> set[str]:

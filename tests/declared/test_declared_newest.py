@@ -115,3 +115,61 @@ def test_a_run_scripts_exact_pin_is_not_the_repositorys_install(tmp_path):
     out = run_cli("hook", *CONFIGS, cwd=repo)
     text = " ".join(out.stdout.split())
     assert "vllm 0.11.2" not in text and "PKG004" not in text
+
+
+@pytest.mark.parametrize(
+    "reqs",
+    [
+        # Kevin-Li-2025/grpo-deepseek-r1-t4 8830af5 (held-out set 17, healthy: 100 steps on a Kaggle
+        # T4): Unsloth beside an open trl; unsloth_zoo caps trl, so a fresh install does not get
+        # the newest TRL
+        "transformers>=4.48.0\ntrl>=0.14.0\npeft>=0.14.0\nunsloth\ntorch\n",
+        "trl>=0.14.0\nunsloth[colab-new] @ git+https://github.com/unslothai/unsloth.git\n",
+        "trl\nunsloth_zoo\n",
+    ],
+)
+def test_a_package_that_bounds_trl_itself_leaves_the_release_open_at_warning(tmp_path, reqs):
+    repo = committed_repo(tmp_path, {"requirements.txt": reqs})
+    text = _hook(repo, "DCL009", "DCL001")
+    assert "DCL009" not in text and "resolves TRL" not in text
+    # the range still spans the removal: said, at warning, as 'TRL 0.28.0 and newer reject it'
+    assert "DCL001" in text and "0.28.0 and newer reject it" in text
+
+
+#: HumyuShi/LoPT d4cb99e's train_grpo.py (held-out set 15, healthy): the keys GRPOConfig takes on the
+#: installed TRL kept through inspect.signature, the rest dropped before the call
+FILTERED = """\
+import inspect
+from trl import GRPOConfig
+
+
+def config_kwargs_for_current_trl(kwargs):
+    params = inspect.signature(GRPOConfig.__init__).parameters
+    return {k: v for k, v in kwargs.items() if k in params}
+
+
+training_args = GRPOConfig(**config_kwargs_for_current_trl({"output_dir": "o", "max_prompt_length": 512}))
+"""
+
+
+def _gate(repo) -> str:
+    args = ["--launch", "python train.py", "--select", "DCL001", "--select", "DCL009", "grpo.yaml"]
+    return " ".join(run_cli("hook", *args, cwd=repo).stdout.split())
+
+
+@pytest.mark.parametrize("line", ["trl>=0.29.0,<0.30.0", "trl>=0.14.0"])
+def test_a_script_that_keeps_only_the_keys_its_trl_takes_refuses_none(tmp_path, line):
+    files = {
+        "requirements.txt": line + "\n",
+        "train.py": FILTERED,
+        "grpo.yaml": "output_dir: o\nmax_prompt_length: 512\nnum_generations: 4\n",
+    }
+    repo = committed_repo(tmp_path, files)
+    text = _gate(repo)
+    assert "DCL001" not in text and "DCL009" not in text
+    # without the filter, the same key is refused (LoPT's range allows no release that has it)
+    (repo / "train.py").write_text(
+        'from trl import GRPOConfig\nGRPOConfig(output_dir="o", max_prompt_length=512)\n'
+    )
+    text = _gate(repo)
+    assert "DCL001" in text or "DCL009" in text

@@ -1,0 +1,140 @@
+"""Keys the training script consumes itself are its own, not GRPOConfig typos (CFG004): a keyword
+its code hands Unsloth's loaders (``get_peft_model(use_gradient_checkpointing="unsloth")``,
+``from_pretrained(gpu_memory_utilization=…)``), or a key it reads from the config file it loads
+itself (``cfg["gpu_memory_utilization"]``). Where the config goes to TRL's parser (TrlParser /
+HfArgumentParser) the parser still refuses a key no dataclass declares, and CFG004 still says so.
+
+Issue 35, held-out set 17: thread-GRPODx-0af1a61 / -0ecf6a5 (Legionof7/GRPOdx, medical_grpo.py
+passes ``gpu_memory_utilization=0.7`` to FastLanguageModel.from_pretrained and
+``use_gradient_checkpointing="unsloth"`` to get_peft_model) drew two false CFG004 warnings each."""
+
+from __future__ import annotations
+
+from envdoctor.plan.script_reader import read_script
+from tests.conftest import findings, snapshot
+
+STACK = {"trl": "0.15.2", "vllm": "0.7.2", "torch": "2.5.1", "transformers": "4.49.0"}
+
+#: the shape of GRPOdx's medical_grpo.py (0af1a61): Unsloth loads the model, GRPOConfig in code
+UNSLOTH = """\
+from unsloth import FastLanguageModel
+from trl import GRPOConfig, GRPOTrainer
+
+model, tokenizer = FastLanguageModel.from_pretrained(
+    model_name="unsloth/Phi-4",
+    max_seq_length=2048,
+    load_in_4bit=True,
+    fast_inference=True,
+    gpu_memory_utilization=0.7,
+)
+model = FastLanguageModel.get_peft_model(
+    model,
+    r=8,
+    use_gradient_checkpointing="unsloth",
+)
+args = GRPOConfig(output_dir="o", num_generations=2, per_device_train_batch_size=2)
+GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[], args=args).train()
+"""
+
+#: a script that loads its YAML itself and reads the loader's keys from it
+SELF_LOAD = """\
+import yaml
+from unsloth import FastLanguageModel
+from trl import GRPOConfig, GRPOTrainer
+
+with open("config.yaml") as f:
+    cfg = yaml.safe_load(f)
+model, tok = FastLanguageModel.from_pretrained(
+    cfg["model_name"], gpu_memory_utilization=cfg["gpu_util"], load_in_4bit=True
+)
+model = FastLanguageModel.get_peft_model(model, r=cfg.get("lora_rank", 16))
+args = GRPOConfig(output_dir="o", learning_rate=cfg["learning_rate"])
+GRPOTrainer(model=model, processing_class=tok, reward_funcs=[], args=args).train()
+"""
+
+#: the same keys, but the config goes to TRL's parser
+TRL_PARSER = """\
+from unsloth import FastLanguageModel
+from trl import GRPOConfig, GRPOTrainer, ModelConfig, ScriptArguments, TrlParser
+
+script_args, training_args, model_args = TrlParser(
+    (ScriptArguments, GRPOConfig, ModelConfig)
+).parse_args_and_config()
+model, tok = FastLanguageModel.from_pretrained("m", gpu_memory_utilization=0.7)
+model = FastLanguageModel.get_peft_model(model, use_gradient_checkpointing="unsloth")
+GRPOTrainer(model=model, processing_class=tok, reward_funcs=[], args=training_args).train()
+"""
+
+
+def _cfg004(tmp_path, source: str, config: dict) -> list:
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    got = findings(
+        snapshot(1, packages=STACK), config=config, launch=f"python {script} --config {tmp_path / 'c.yaml'}"
+    )
+    return [f for f in got if f.rule == "CFG004" and f.severity.value != "info"]
+
+
+def test_the_reader_names_the_keywords_of_the_scripts_other_consumers(tmp_path):
+    (tmp_path / "train.py").write_text(UNSLOTH)
+    consumed = read_script(tmp_path / "train.py").consumed
+    assert "from_pretrained" in consumed["gpu_memory_utilization"]
+    assert "get_peft_model" in consumed["use_gradient_checkpointing"]
+    assert "num_generations" not in consumed  # GRPOConfig's keyword: TRL's, judged as such
+
+
+def test_unsloth_loader_keywords_in_the_config_are_no_typos(tmp_path):
+    config = {"use_gradient_checkpointing": "unsloth", "gpu_memory_utilization": 0.7, "use_vllm": True}
+    assert _cfg004(tmp_path, UNSLOTH, config) == []
+
+
+def test_a_typo_the_script_consumes_nowhere_is_still_said(tmp_path):
+    (f,) = _cfg004(tmp_path, UNSLOTH, {"gradient_checkpointng": True})
+    assert "gradient_checkpointing" in f.message
+
+
+def test_keys_the_script_reads_from_the_config_it_loads_are_its_own(tmp_path):
+    (tmp_path / "train.py").write_text(SELF_LOAD)
+    consumed = read_script(tmp_path / "train.py").consumed
+    assert "config it loads itself" in consumed["gpu_util"] and "lora_rank" in consumed
+    config = {"gpu_util": 0.5, "lora_rank": 16, "learning_rate": 1e-6, "use_gradient_checkpointing": True}
+    # use_gradient_checkpointing: neither read from the config nor a keyword of the script's
+    (f,) = _cfg004(tmp_path, SELF_LOAD, config)
+    assert "use_gradient_checkpointing" in f.message
+
+
+def test_where_trls_parser_reads_the_config_the_typo_is_still_said(tmp_path):
+    got = _cfg004(tmp_path, TRL_PARSER, {"use_gradient_checkpointing": "unsloth"})
+    assert got and "use_gradient_checkpointing" in got[0].message
+
+
+#: held-out set 15 (thread-Qwen-2.5-1.5B-GRPO-4f61974, broken): the script loads its YAML and
+#: hands GRPOConfig cfg["max_prompt_length"], which TRL 1.6 refuses; toolaceqwen (healthy) opens
+#: files with mode="r" beside a config whose `model` section is its own
+PASSED_ON = """\
+import yaml
+from trl import GRPOConfig, GRPOTrainer
+
+with open("config.yaml", mode="r") as f:
+    cfg = yaml.safe_load(f)
+args = GRPOConfig(output_dir="o", max_prompt_length=cfg["max_prompt_length"])
+GRPOTrainer(model=cfg["model_path"], reward_funcs=[], args=args).train()
+"""
+
+
+def test_a_key_the_script_reads_and_hands_grpoconfig_is_still_judged_as_grpoconfigs(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(PASSED_ON)
+    got = findings(
+        snapshot(1, packages={**STACK, "trl": "1.6.0", "transformers": "4.57.1"}),
+        config={"max_prompt_length": 512, "model_path": "m"},
+        launch=f"python {script}",
+    )
+    assert [f for f in got if f.rule == "CFG001" and f.severity.value == "error"]
+
+
+def test_the_scripts_own_keywords_are_no_suggestions_for_a_typo(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(PASSED_ON)
+    got = findings(snapshot(1, packages=STACK), config={"model": {"name": "m"}}, launch=f"python {script}")
+    assert not [f for f in got if f.rule == "CFG004" and "`mode`" in f.message]
