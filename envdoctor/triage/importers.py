@@ -163,6 +163,9 @@ def _pinner(b: str, v: Verdict | None, have: dict[str, str]) -> Answer | None:
     for a, by_release in sorted(pins().items()):
         if a == b:
             continue
+        pinned = {req.get(b, "")[2:] for req in by_release.values() if req.get(b, "").startswith("==")}
+        if len(pinned & set(v.releases)) * 2 < len(v.releases):
+            continue  # A pins a few of B's releases (a framework's tested pair), not B's release line
         good = [
             r
             for r, req in by_release.items()
@@ -248,33 +251,32 @@ def _oldest(b: str, module: str, name: str) -> str | None:
 
 
 def _candidates(found: Sequence[Importer], v: Verdict | None, have: dict[str, str]) -> Answer | None:
-    """(b): no frame names the importer: the packages whose releases import it."""
+    """(b): no frame names the importer: the packages whose releases import it. The importer may
+    be code the index does not read (the user's, a vendored copy), so each candidate's answer is
+    given for that candidate, and the pin of B for the rest; a candidate the log shows at a release
+    that imports it is the importer. None where no candidate's later releases stopped importing
+    it (then B's range is the answer whoever imports it)."""
     shown = [imp for imp in found if have.get(imp.package) and imp.has(have[imp.package])]
-    if shown:
-        found = shown
-    else:
+    if not shown:
         found = [imp for imp in found if not (have.get(imp.package) and imp.has(have[imp.package]) is False)]
-    if not found:
+    stopped = [imp for imp in shown or found if imp.stopped is not None]
+    if not stopped:
         return None
-    b = found[0].provider
+    b = stopped[0].provider
     pin = f"pip install '{b}{v.fits()}' ({v.said()})" if v is not None and v.fits() else ""
-    ways = []
-    for imp in found:
-        if imp.stopped is not None:
-            ways.append(_upgrade(imp, have))
-        elif pin:
-            ways.append(f"{pin}, which {imp.package} needs ({_said(imp)})")
-    if not ways:
-        return None
-    own = f"; if your own code imports it: {pin}" if pin and any(i.stopped for i in found) else ""
-    names = " or ".join(imp.package for imp in found)
-    note = f" (envdoctor's importer index: {'; '.join(_said(imp) for imp in found)})"
-    if len(found) == 1:
-        return Answer(f"{ways[0]}{own}", note, caller=found[0].package)
+    note = f" (envdoctor's importer index: {'; '.join(_said(imp) for imp in shown or found)})"
+    if shown:
+        imp = shown[0]
+        fix = _upgrade(imp, have) + f" — the log shows {imp.package} {have[imp.package]}"
+        return Answer(fix + (f"; or {pin}" if pin else ""), note, caller=imp.package)
+    still = [imp.package for imp in found if imp.stopped is None]
+    ways = [f"if it is {imp.package}: {_upgrade(imp, have)}" for imp in stopped]
+    rest = ", ".join(["your own code", *still]) if still else "your own code or another package"
+    if pin:
+        ways.append(f"if it is {rest}: {pin}")
+    names = " or ".join(imp.package for imp in stopped)
     return Answer(
-        f"upgrade the package that imports it ({names}; `pip list` shows which is installed): "
-        + "; or ".join(ways)
-        + own,
+        "the importer is not shown (`pip list` tells which of these is installed): " + "; ".join(ways),
         note,
-        caller=names,
+        caller=f"{names}, or your own",
     )
