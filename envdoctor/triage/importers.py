@@ -152,16 +152,22 @@ def answer(
 
 
 def _pinner(b: str, v: Verdict | None, have: dict[str, str]) -> Answer | None:
-    """(b) for an exporter that a package the index does not read pins exactly (torch pins triton:
-    its inductor imports triton's names): the pinner's releases whose pinned B has the name. The
+    """(b) for an exporter whose release line one package pins exactly (torch pins triton, and no
+    other package of the pins does; its releases pin most of triton's: triton ships for torch's
+    inductor, which imports its names): that package's releases whose pinned B has the name. The
     fix realigns B with the pinner's own pin; B's range is the other way."""
     from envdoctor.knowledge.symbol_history import pins
 
     if v is None or not v.fits():
         return None
+    from envdoctor.knowledge.symbol_history import pinners
+
+    owners = [a for a in pinners(b) if a != b]
+    if len(owners) != 1:
+        return None  # B's release line follows no one package's pins (torch: vLLM's, xformers', …)
     rows = []
     for a, by_release in sorted(pins().items()):
-        if a == b:
+        if a not in owners:
             continue
         pinned = {req.get(b, "")[2:] for req in by_release.values() if req.get(b, "").startswith("==")}
         if len(pinned & set(v.releases)) * 2 < len(v.releases):

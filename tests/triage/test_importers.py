@@ -151,6 +151,15 @@ def test_a_framework_pinning_a_few_releases_is_not_the_importer() -> None:
     assert "openrlhf" not in f.fix + f.message
 
 
+def test_a_package_many_pin_has_no_owner() -> None:
+    """heldout-2026-11-29g/logs15a/017: xformers pins torch release by release, as vLLM and
+    SGLang do: torch is nobody's dependency alone; torch's own range answers."""
+    f = _drift(
+        "ImportError: cannot import name 'return_and_correct_aliasing' from 'torch.utils._python_dispatch'\n"
+    )
+    assert f.fix.startswith("pip install 'torch>=2.2.0'") and "xformers" not in f.fix
+
+
 def test_a_shown_release_of_one_importer_picks_it() -> None:
     f = _drift("peft==0.17.1\nImportError: cannot import name 'HybridCache' from 'transformers'\n")
     assert f.fix.startswith("pip install --upgrade 'peft>=0.18.0'") and "unsloth" not in f.fix
