@@ -218,6 +218,14 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         fix, source = _history_fix(b, history), HISTORY
     elif history is not None and history.fits() and not source.startswith("the known-failures catalogue"):
         fix += f"; or pip install '{history.package}{history.fits()}' ({history.said()})"
+    imported = None
+    if tb.name == "ImportError" and source in ("", HISTORY):
+        from envdoctor.triage import importers  # which package's releases import the name
+
+        framed = any(t.frames for t in tb.all())
+        imported = importers.answer(tb, b, history, have, framed, importers.notebook(tb, log.head))
+        if imported is not None:
+            fix, source = imported.fix, importers.SOURCE
     if history is not None and tb.name == "TypeError":
         from envdoctor.triage import symbols
 
@@ -246,6 +254,8 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         # object's attribute (another kind of object): nothing known of the pair for the log's
         # versions, the first-exception answer
         return None
+    if imported is not None and not imported.certain:
+        certain = False  # (c): the importer's requirement covers the name, the log's versions tell
     if (
         source == HISTORY
         and history is not None
@@ -269,7 +279,9 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     cut_off = b.caller_frame is None and tb.name in ("ImportError", "ModuleNotFoundError")
     unseen = source == HISTORY and not any(t.frames for t in tb.all())  # who called is not shown
     caller = b.caller or (
-        "the importing code (cut off in the log)"
+        f"the importing code (cut off in the log; envdoctor's knowledge names {imported.caller})"
+        if cut_off and imported is not None and imported.caller
+        else "the importing code (cut off in the log)"
         if cut_off
         else "the calling code (the log shows no frames)"
         if unseen
@@ -297,6 +309,8 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         note += f" ({caller} passes on keywords it was given: one may come from your configuration)"
     if history is not None:
         note += f" ({history.text()})"
+    if imported is not None:
+        note += imported.note
     no_release = fix.startswith(f"remove {b.name}=")  # a keyword no release takes: the call itself
     head = (
         f"{caller} calls {b.func}() with '{b.name}', which no {b.callee} release envdoctor knows "
