@@ -100,6 +100,7 @@ class _Index:
         #: the ``*.dist-info`` folders of a name in later ``sys.path`` entries than the first's
         #: (two installations: the user site and the environment's, a PYTHONPATH entry)
         self.later: dict[str, list[Path]] = {}
+        self._entry: dict[str, str] = {}  # name -> the sys.path entry of its first folder
         self._other: set[str] = set()  # names as importlib.metadata normalizes them
         self._opaque = any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path)
         for entry in sys.path:
@@ -113,8 +114,10 @@ class _Index:
                 low = item.lower()
                 if item.endswith(".dist-info") and "-" in item:
                     name = normalize_name(item[: -len(".dist-info")].rsplit("-", 1)[0])
-                    folder = self.folders.setdefault(name, Path(entry or ".") / item)
-                    if folder.parent != Path(entry or "."):  # a second installation of it
+                    first = self._entry.setdefault(name, entry)
+                    if first == entry:
+                        self.folders.setdefault(name, Path(entry or ".") / item)
+                    else:  # a second installation of it, in a later entry
                         self.later.setdefault(name, []).append(Path(entry or ".") / item)
                 elif low.endswith((".dist-info", ".egg-info", ".egg")):
                     self._other.add(_md_name(low.rpartition(".")[0].partition("-")[0]))

@@ -165,7 +165,7 @@ def _placed(t: Traceback) -> tuple[list[Placed], list[Placed]]:
     innermost = next((f for f in reversed(t.frames) if f.package), None)
     if innermost is not None and (r := root_of(innermost.path)) is not None:
         failing.append(Placed(str(innermost.package), innermost.path, r))
-    m = _MSG_PATH.search(t.message)
+    m = _MSG_PATH.search(t.message[:4000])
     if m is not None:
         p = m.group("p") or m.group("so") or ""
         r = root_of(p)
@@ -205,6 +205,8 @@ def two_roots(t: Traceback, m: Match, log: Log) -> Draft | None:
                 continue
             if why == "user site" and good.package not in stack:
                 continue  # Debian's apt packages beside a user's own stack: one environment
+            if bad.package not in stack and t.name in ("TypeError", "AttributeError"):
+                continue  # a call or an attribute of the user's own package: its code, not its copy
             return _draft(t, m, log, bad, good, why)
     return None
 
