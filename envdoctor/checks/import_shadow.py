@@ -140,3 +140,44 @@ def absent_package_taken_for_installed(ctx: Context) -> Iterator[Hit]:
             entry=s.entry.shown,
             manual=_MANUAL,
         )
+
+
+@rule("PKG013")
+def package_installed_twice(ctx: Context) -> Iterator[Hit]:
+    """A distribution of the stack installed in two ``sys.path`` entries at two versions, the
+    copy Python imports (the first) being the user site's or a PYTHONPATH entry's: the run imports
+    the copy the environment was not set up with (facts: ``Package.other_copies``)."""
+    for name, pkg in sorted(ctx.facts.packages.items()):
+        if not pkg.other_copies or pkg.path_kind not in ("user site", "PYTHONPATH"):
+            continue  # installed once, or the environment's own copy comes first
+        differ = [c for c in pkg.other_copies if c.version != pkg.version]
+        if not differ:
+            continue  # the copies agree: the same code whichever is imported
+        other = differ[0]
+        if pkg.path_kind == "user site":
+            why = "the user site comes before the environment's site-packages on sys.path"
+            fix = (
+                f"Run with PYTHONNOUSERSITE=1 (or python -s) so that the environment's {name} "
+                f"{other.version} is imported, exported in the job script (and passed into a container); "
+                f"or remove the user copy: `python -m pip uninstall {name}` run outside any venv with the "
+                f"user site on removes the first copy on sys.path, {pkg.path}'s."
+            )
+        else:
+            why = "PYTHONPATH entries come before site-packages on sys.path"
+            fix = (
+                f"Drop {pkg.path} from PYTHONPATH (or the {name} copy in it) so that the environment's "
+                f"{name} {other.version} is imported."
+            )
+        yield hit(
+            f"{name} is installed twice: {name} {pkg.version} in {pkg.path} ({pkg.path_kind}) and {name} "
+            f"{other.version} in {other.path} ({other.path_kind}); {why}, so the run imports {pkg.version}, "
+            f"not the {other.version} installed in the environment, and every check of the environment "
+            f"(and every other package's requirement of {name}) meets the copy it was not set up with",
+            fix=fix,
+            package=name,
+            imported=pkg.version,
+            imported_from=pkg.path,
+            imported_kind=pkg.path_kind,
+            other=other.version,
+            other_path=other.path,
+        )

@@ -51,6 +51,22 @@ class Gpu:
 
 
 @dataclass
+class Copy:
+    """Another installation of a distribution later on ``sys.path`` (import never reaches it):
+    its version, the ``sys.path`` entry that holds it (the home folder written ``~``) and what that
+    entry is (``PATH_KINDS``)."""
+
+    version: str
+    path: str
+    path_kind: str
+
+
+#: what a ``sys.path`` entry is: the user site (PEP 370), a PYTHONPATH entry, or the
+#: environment's own (its site-packages, a .pth's folder, anything else)
+PATH_KINDS = ("user site", "PYTHONPATH", "environment")
+
+
+@dataclass
 class Package:
     """An installed distribution: version and its ``Requires-Dist`` lines."""
 
@@ -59,6 +75,11 @@ class Package:
     #: where it was installed from when not from a package index (PEP 610 ``direct_url.json``):
     #: ``git+https://github.com/owner/trl.git@<commit>``, ``file:///path/trl`` (a local tree)
     origin: str | None = None
+    #: only where the distribution is installed more than once on ``sys.path``: the entry of the
+    #: copy Python imports (the first) and its kind, and the other copies after it
+    path: str | None = None
+    path_kind: str | None = None
+    other_copies: list[Copy] = field(default_factory=list)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 
 from envdoctor import pep508
-from envdoctor.facts.interface import Package, normalize_name
+from envdoctor.facts.interface import Copy, Package, normalize_name
 
 #: The training stack whose versions and requirements envdoctor reads.
 STACK = (
@@ -97,6 +97,10 @@ class _Index:
 
     def __init__(self) -> None:
         self.folders: dict[str, Path] = {}
+        #: the ``*.dist-info`` folders of a name in later ``sys.path`` entries than the first's
+        #: (two installations: the user site and the environment's, a PYTHONPATH entry)
+        self.later: dict[str, list[Path]] = {}
+        self._entry: dict[str, str] = {}  # name -> the sys.path entry of its first folder
         self._other: set[str] = set()  # names as importlib.metadata normalizes them
         self._opaque = any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path)
         for entry in sys.path:
@@ -110,7 +114,11 @@ class _Index:
                 low = item.lower()
                 if item.endswith(".dist-info") and "-" in item:
                     name = normalize_name(item[: -len(".dist-info")].rsplit("-", 1)[0])
-                    self.folders.setdefault(name, Path(entry or ".") / item)
+                    first = self._entry.setdefault(name, entry)
+                    if first == entry:
+                        self.folders.setdefault(name, Path(entry or ".") / item)
+                    else:  # a second installation of it, in a later entry
+                        self.later.setdefault(name, []).append(Path(entry or ".") / item)
                 elif low.endswith((".dist-info", ".egg-info", ".egg")):
                     self._other.add(_md_name(low.rpartition(".")[0].partition("-")[0]))
 
@@ -197,6 +205,63 @@ def read_origin(folder: Path) -> str | None:
     return url
 
 
+#: the top-level import name of a distribution of the stack where it is not the name's own
+_IMPORT_NAME = {"nvidia-ml-py": "pynvml", "flashinfer-python": "flashinfer"}
+
+
+def _imports_from(entry: Path, dist: str) -> bool:
+    """``entry`` holds the distribution's package (or module), not its metadata alone: a
+    ``*.dist-info`` left behind by an uninstall is no installation."""
+    top = _IMPORT_NAME.get(dist, dist.replace("-", "_"))
+    return (entry / top).is_dir() or (entry / f"{top}.py").is_file()
+
+
+def _path_kinds() -> tuple[str | None, set[str]]:
+    """The user site on ``sys.path`` (None where it is off: PYTHONNOUSERSITE, ``-s``, a venv) and
+    the PYTHONPATH entries, as ``sys.path`` spells them."""
+    site = sys.modules.get("site")
+    user = None
+    if site is not None and getattr(site, "ENABLE_USER_SITE", False):
+        user = getattr(site, "USER_SITE", None)
+    paths = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    return (os.path.abspath(user) if isinstance(user, str) else None), paths
+
+
+def _kind(entry: Path, user: str | None, pythonpath: set[str]) -> str:
+    where = os.path.abspath(str(entry))
+    if user is not None and where == user:
+        return "user site"
+    if where in pythonpath:
+        return "PYTHONPATH"
+    return "environment"
+
+
+def _shown(entry: Path) -> str:
+    """The entry as a snapshot writes it: the home folder as ``~`` (no user name leaves)."""
+    text, home = str(entry), os.path.expanduser("~")
+    if home not in ("", "~", "/") and (text == home or text.startswith(home.rstrip(os.sep) + os.sep)):
+        return "~" + text[len(home.rstrip(os.sep)) :]
+    return text
+
+
+def _copies(name: str, pkg: Package, index: _Index) -> None:
+    """Fill ``pkg``'s ``path``, ``path_kind`` and ``other_copies`` where ``name`` is installed in
+    more than one ``sys.path`` entry (each holding the package, not its metadata alone)."""
+    later = index.later.get(name)
+    first = index.get(name)
+    if not later or first is None or not _imports_from(first.parent, name):
+        return
+    user, pythonpath = _path_kinds()
+    for folder in later:
+        if not _imports_from(folder.parent, name):
+            continue
+        version = folder.name[: -len(".dist-info")].rsplit("-", 1)[1]
+        pkg.other_copies.append(Copy(version, _shown(folder.parent), _kind(folder.parent, user, pythonpath)))
+    if pkg.other_copies:
+        pkg.path = _shown(first.parent)
+        pkg.path_kind = _kind(first.parent, user, pythonpath)
+
+
 def collect_packages(names: tuple[str, ...] = STACK) -> dict[str, Package]:
     """The stack's distributions plus the distributions they directly require."""
     index = _Index()
@@ -205,6 +270,8 @@ def collect_packages(names: tuple[str, ...] = STACK) -> dict[str, Package]:
         pkg = _read(name, index)
         if pkg is not None:
             found[normalize_name(name)] = pkg
+            if index.later:
+                _copies(normalize_name(name), pkg, index)
     wanted = {
         req
         for pkg in list(found.values())

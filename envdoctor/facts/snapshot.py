@@ -14,7 +14,9 @@ from typing import Any
 from envdoctor.errors import InputError, read_input_text
 from envdoctor.facts.environment import mask
 from envdoctor.facts.interface import (
+    PATH_KINDS,
     SCHEMA,
+    Copy,
     Driver,
     Facts,
     Gpu,
@@ -48,6 +50,18 @@ def to_dict(facts: Facts) -> dict[str, Any]:
                 else {"version": p.version}
             )
             | ({"origin": p.origin} if p.origin else {})
+            | (
+                {
+                    "path": p.path,
+                    "path_kind": p.path_kind,
+                    "other_copies": [
+                        {"version": c.version, "path": c.path, "path_kind": c.path_kind}
+                        for c in p.other_copies
+                    ],
+                }
+                if p.other_copies
+                else {}
+            )
             for name, p in sorted(facts.packages.items())
         },
         "gpus": None
@@ -178,7 +192,10 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
                 raise r.fail(f"{where}requires[{j}]", problem)
         origin = r.get(pkg, "origin", (str,), where, None)
         facts.packages[normalize_name(str(name))] = Package(
-            version=version, requires=requires, origin=origin[:500] if origin else None
+            version=version,
+            requires=requires,
+            origin=origin[:500] if origin else None,
+            **_copies(r, pkg, where),
         )
     gpus = r.get(data, "gpus", (list,), "", [])
     facts.gpus_unknown = "gpus" in data and data["gpus"] is None  # null: not known; []: none
@@ -239,6 +256,37 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
     # a hand-written snapshot may hold a token: masked as `collect` would have
     facts.env = mask({str(k): str(v) for k, v in env.items() if v is not None})
     return facts
+
+
+def _kind(r: _Reader, obj: dict[str, Any], where: str) -> str:
+    kind = r.get(obj, "path_kind", (str,), where, "environment")
+    if kind not in PATH_KINDS:
+        raise r.fail(f"{where}path_kind", f"expected one of {', '.join(PATH_KINDS)}, got {str(kind)[:40]!r}")
+    return str(kind)
+
+
+def _copies(r: _Reader, pkg: dict[str, Any], where: str) -> dict[str, Any]:
+    """``path``, ``path_kind`` and ``other_copies`` of a package installed more than once
+    (optional: snapshots before them, and packages installed once, have none)."""
+    raw = r.get(pkg, "other_copies", (list,), where, [])
+    if not raw:
+        return {}
+    if len(raw) > 50:
+        raise r.fail(f"{where}other_copies", f"{len(raw):,} copies (at most 50)")
+    copies = []
+    for i, c in enumerate(raw):
+        at = f"{where}other_copies[{i}]."
+        if not isinstance(c, dict):
+            raise r.fail(f"{where}other_copies[{i}]", "expected an object with 'version' and 'path'")
+        version, path = r.get(c, "version", (str,), at, None), r.get(c, "path", (str,), at, None)
+        if version is None or path is None:
+            raise r.fail(f"{at}{'version' if version is None else 'path'}", "missing")
+        copies.append(Copy(version=version, path=path, path_kind=_kind(r, c, at)))
+    return {
+        "path": r.get(pkg, "path", (str,), where, None),
+        "path_kind": _kind(r, pkg, where),
+        "other_copies": copies,
+    }
 
 
 def load(path: str | Path) -> Facts:

@@ -34,6 +34,7 @@ from envdoctor.triage import (
     optional,
     programs,
     refusal,
+    roots,
     samename,
     structclass,
     usercode,
@@ -143,7 +144,7 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     """API drift at a package boundary (module docstring, 2): the one answer of TRI009, for the
     signatures of drift (an import, an attribute, a call) and for any failing line alike."""
     for t in (tb, *reversed(tb.chain)):  # a folder of the user's code in the package's place
-        shadow = structclass.shadowed_by_folder(t, ms[0], log)
+        shadow = structclass.shadowed_by_folder(t, ms[0], log) or roots.two_roots(t, ms[0], log)
         if shadow is not None:
             return shadow
     have = _versions(log)
@@ -671,6 +672,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
     for t in ((inner,) if inner is not None else ()) + (tb, *reversed(tb.chain)):
         found = (
             structclass.shadowed_by_folder(t, m, log)
+            or roots.two_roots(t, m, log)  # two installations: before any version's answer
             or raised_entry(t, m, log)
             or structclass.python_older(t, m, log)
             or structclass.source_tree(t, m, log)

@@ -553,6 +553,9 @@ ELSEWHERE |= {"PKG010"}
 # A folder or module of the repository on the run's import path named like a stack package (read
 # from disk where check runs): tests/checks/test_import_shadow.py.
 ELSEWHERE |= {"PKG011", "PKG012"}
+# A package installed twice (the user site's copy first): tests/checks/test_package_installed_twice.py
+# and tests/facts/test_package_copies.py (site folders built in a temporary folder).
+ELSEWHERE |= {"PKG013"}
 
 
 def _run(scenario: dict) -> set[str]:
