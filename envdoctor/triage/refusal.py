@@ -47,6 +47,7 @@ from envdoctor.knowledge import knowledge
 from envdoctor.triage.draft import Draft, Log, finding
 from envdoctor.triage.interface import Match
 from envdoctor.triage.raisesites import Bound, release_bound
+from envdoctor.triage.raisesites import message as continued
 from envdoctor.triage.traceback import PACKAGES, Traceback
 
 RULE = "TRI012"
@@ -353,6 +354,21 @@ def reserved_env(tb: Traceback, m: Match, log: Log) -> Draft | None:
     return d
 
 
+def _placed_with_fix(tb: Traceback, log: Log, text: str) -> bool:
+    """A message in no refusal's words that the raise-site index places in a package's config check
+    (``_CONFIG_CHECK``: a trainer's ``__init__``, a config's ``__post_init__``) and that says what to
+    set, naming an option ("When `padding_free=True` without packing, `max_length` is not enforced.
+    Either enable packing (e.g., `packing=True, …`), …, or set `max_length=None`."): the check
+    refuses the configuration it was handed, its remedy is the fix. Frameless logs only (a frame
+    shows the guard itself: ``_raised_in_guard``)."""
+    if tb.frames or not _own_fix(text) or not _options(text):
+        return False
+    from envdoctor.triage.raisesites import locate_tb
+
+    loc = locate_tb(tb, log)
+    return loc is not None and all(_CONFIG_CHECK.search(x.function) for x in loc.sites)
+
+
 def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """A stack package's own guard refused the configuration (module docstring, 1)."""
     if tb.name not in _TYPES or not tb.message.strip():
@@ -363,11 +379,17 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     # a message the line breaks mid-sentence goes on on the next lines
     cut = not tb.message.rstrip().endswith((".", "!", "?", ")", "]", "}", "'", '"', "`"))
     more = _more(log, tb.line_no or m.line_no) if cut else []
+    if not more and not tb.frames:
+        # a whole sentence on the exception's line that a raise's template goes on after (TRL's
+        # "When `padding_free=True` without packing, …" and its remedy on the next two lines)
+        whole = continued(tb, log)
+        more = [whole[len(tb.message.strip()) :].strip()] if whole != tb.message else []
     from envdoctor.triage.scanner import squeeze  # a wrap turned to spaces or a newline: as it reads
 
     text = squeeze(" ".join([tb.message.strip(), *(x.strip() for x in more)]))[:2000]
     demand = _DEMAND.search(text)
-    if not (_REFUSING.search(text) or demand) or _NOT_CONFIG.search(text) or _contradicts_itself(text):
+    refusing = bool(_REFUSING.search(text) or demand) or _placed_with_fix(tb, log, text)
+    if not refusing or _NOT_CONFIG.search(text) or _contradicts_itself(text):
         return None
     from envdoctor.triage.hostenv import _NONE_SEEN
 

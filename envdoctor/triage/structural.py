@@ -347,8 +347,13 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
     from envdoctor.triage import symbols
 
     u = symbols.unknown_keyword(tb) or symbols.subclass_attribute(tb)
-    if u is None or u.func and not u.close:
-        return None  # a keyword no release takes and nothing close: a typo of the user's, TRI003's
+    if u is not None and u.func and not u.close:
+        # a keyword no release takes and nothing close: a configuration class's constructor handed
+        # another class's field (a wrapper's own arguments passed on); any other call, TRI003's
+        foreign = symbols.foreign_field(u)
+        return None if foreign is None else foreign_field(foreign, tb, ms, log, have)
+    if u is None:
+        return None
     innermost = tb.frames[-1] if tb.frames else None
     if u.func and innermost is not None and innermost.package == u.package:
         return None  # the package's own call (a call's shape raises in the caller): TRI031's, not the user's
@@ -401,6 +406,58 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
         answer_from=HISTORY,
     )
     return at_severity(d, Severity.ERROR)
+
+
+def foreign_field(f: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft | None:
+    """TRI009 for a configuration class's constructor handed a keyword that no release read of the
+    class takes (``symbols.Foreign``): the code building it passes a field the class never had (a
+    wrapper passing its own arguments on, another class's field): the key to remove. An error where
+    the releases read are the class's whole history (it first appears after the oldest read); a
+    warning otherwise (a release before them is not read)."""
+    u = f.unfit
+    innermost = tb.frames[-1] if tb.frames else None
+    if innermost is not None and innermost.package == u.package:
+        return None  # the package's own call (a call's shape raises in the caller): TRI031's
+    frame = _calling(tb, u.package)
+    if frame is not None:
+        by = _frame_text(frame)
+    else:
+        by = "the code that builds it (the log shows no frame: a wrapper package, or your script)"
+    read = f"{len(u.releases)} {u.package} releases read, {u.releases[0]} to {u.releases[-1]}"
+    whole = (
+        f"{u.cls} first appears in {u.package} {f.first}: these are all its releases"
+        if f.complete
+        else f"{u.cls} is older than {u.releases[0]}: releases before it are not read"
+    )
+    others = ""
+    if f.owners:
+        named = ", ".join(f.owners[:3]) + (f" and {len(f.owners) - 3} more" if len(f.owners) > 3 else "")
+        others = f"; {u.package}'s {named} take{'s' if len(f.owners) == 1 else ''} {u.name}="
+    version = have.get(u.package)
+    shown = f"; the log shows {u.package} {version}" if version else ""
+    what = (
+        f"{by} passes {u.name}= to {u.cls}(), a field no {u.package} release of {u.cls} has ({read}; "
+        f"{whole}){others}: the caller hands {u.cls} another class's field (its own arguments, or "
+        f"another configuration's), not a field a release read renamed or removed{shown}"
+    )
+    fix = (
+        f"remove {u.name}= from the {u.cls}(...) call (or set it on the class that has it"
+        + (f": {f.owners[0]}" if len(f.owners) == 1 else "")
+        + "); where a wrapper package builds the call from its own arguments, upgrade it to a "
+        f"release written for the installed {u.package} (its release notes or requirements name it)"
+    )
+    d = finding(
+        "TRI009",
+        list(ms),
+        log,
+        what,
+        fix,
+        caller=frame.package if frame is not None else None,
+        callee=u.package,
+        exception=tb.name,
+        answer_from=HISTORY,
+    )
+    return at_severity(d, Severity.ERROR if f.complete else Severity.WARNING)
 
 
 def patch_drift(p: Any, ms: Sequence[Match], log: Log) -> Draft:

@@ -669,6 +669,53 @@ def _close_param(h: History, cls: str, func: str, kwarg: str) -> tuple[str, str,
     return close[0], since, until
 
 
+#: the classes whose constructor takes the run's options as fields or keywords: a configuration
+#: (TRL's ``SFTConfig``, peft's ``LoraConfig``, ``BitsAndBytesConfig``), arguments (transformers'
+#: ``TrainingArguments``, vLLM's ``EngineArgs``), sampling parameters
+CONFIG_CLASS = re.compile(r"(?:Config|Arguments|Args|Params)$")
+MAX_OWNERS = 600  # configuration classes of one package asked whether they take a keyword
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """A keyword no release read of configuration class ``cls`` takes, by name or through
+    ``**kwargs`` (``Unfit`` with nothing close): the releases read, whether they are the class's
+    whole history (it first appears after the oldest release read), and the other configuration
+    classes of the package that take it (whose field the code passed)."""
+
+    unfit: Unfit
+    complete: bool
+    first: str  # the class's first release read
+    owners: tuple[str, ...]
+
+
+def foreign_field(u: Unfit) -> Foreign | None:
+    """For ``unknown_keyword``'s verdict on a configuration class's constructor (``CONFIG_CLASS``)
+    with no name close to the keyword: what the history says of the class (``Foreign``)."""
+    if u.func != "__init__" or u.close or not CONFIG_CLASS.search(u.cls):
+        return None
+    h = history(u.package)
+    if h is None:
+        return None
+    have = h.class_releases(u.cls)
+    if not have:
+        return None
+    first = (have & -have).bit_length() - 1
+    owners: list[str] = []
+    tried = 0
+    for node in h.modules.values():
+        for name, spec in node.get("c", {}).items() if isinstance(node, dict) else ():
+            if name == u.cls or name in owners or not CONFIG_CLASS.search(name):
+                continue
+            tried += 1
+            if tried > MAX_OWNERS:
+                break
+            init = spec.get("p", {}).get("__init__") if isinstance(spec, dict) else None
+            if isinstance(init, dict) and u.name in init:  # its own field or keyword (bases' not asked)
+                owners.append(name)
+    return Foreign(u, first > 0, h.releases[first], tuple(sorted(owners)))
+
+
 def renamed(tb: Traceback) -> tuple[str, str, str] | None:
     """For a keyword a release of the class removed (``X.__init__() got an unexpected keyword
     argument 'k'``), the parameter that took its place: close to it, taken by the newest release,
