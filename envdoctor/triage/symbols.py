@@ -687,6 +687,10 @@ class Foreign:
     complete: bool
     first: str  # the class's first release read
     owners: tuple[str, ...]
+    #: the releases before the symbol history that took the keyword (the config-field index): the
+    #: field was removed before the history's first release, ``(first, last, the one after)``
+    was: tuple[str, ...] = ()
+    older: int = 0  # releases read before the symbol history's (the config-field index)
 
 
 def foreign_field(u: Unfit) -> Foreign | None:
@@ -701,6 +705,22 @@ def foreign_field(u: Unfit) -> Foreign | None:
     if not have:
         return None
     first = (have & -have).bit_length() - 1
+    complete, born = first > 0, h.releases[first]
+    was: tuple[str, ...] = ()
+    older = 0
+    from envdoctor.knowledge.config_fields import config_fields
+
+    old = config_fields(u.package) if first == 0 else None  # the class is older than the history
+    if old is not None and old.present(u.cls):
+        took, outside = old.takes(u.cls, u.name)
+        older = len(old.releases)
+        if took:
+            lo, hi = old.span(took)
+            after = old.releases.index(hi) + 1
+            was = (lo, hi, old.releases[after] if after < len(old.releases) else old.until)
+        # its birth read, and no base of another package's that the history does not ask
+        born = old.born(u.cls) or born
+        complete = bool(old.born(u.cls)) and outside <= _asked_bases(h, u.cls)
     owners: list[str] = []
     tried = 0
     for node in h.modules.values():
@@ -713,7 +733,65 @@ def foreign_field(u: Unfit) -> Foreign | None:
             init = spec.get("p", {}).get("__init__") if isinstance(spec, dict) else None
             if isinstance(init, dict) and u.name in init:  # its own field or keyword (bases' not asked)
                 owners.append(name)
-    return Foreign(u, first > 0, h.releases[first], tuple(sorted(owners)))
+    return Foreign(u, complete and not was, born, tuple(sorted(owners)), was, older)
+
+
+def _asked_bases(h: History, cls: str) -> set[str]:
+    """The bases of ``cls`` (in the symbol history) of other packages: ``unknown_keyword`` asked
+    their histories whether a release of theirs takes the keyword."""
+    return {
+        base.rsplit(".", 1)[-1]
+        for _, _, node in h.classes(cls)
+        for base in node.get("b", {})
+        if not h.class_releases(base.rsplit(".", 1)[-1])
+    }
+
+
+@dataclass(frozen=True)
+class Added:
+    """A keyword configuration class ``cls`` of ``package`` takes from release ``since`` on (every
+    release after it, the config-field index's and the symbol history's), where an older release did
+    not: the installed release is older than ``since``."""
+
+    package: str
+    cls: str
+    name: str
+    since: str
+    before: str  # the last release without it
+
+
+def added_field(tb: Traceback) -> Added | None:
+    """``X.__init__() got an unexpected keyword argument 'k'`` for a configuration class whose every
+    release in the symbol history takes ``k`` and whose releases before it (the config-field index,
+    rules/knowledge/config_fields/) took it from some release on: peft's ``LoraConfig`` and
+    ``use_dora`` (0.9.0). None where any release from that one on does not take it."""
+    m = boundary._CALL.search(tb.message) if tb.name == "TypeError" else None
+    if m is None or not m.group("kwarg") or f"'{m.group('kwarg')}'" not in tb.message:
+        return None
+    cls, _, func = m.group("func").rpartition(".")
+    cls, kwarg = cls.rsplit(".", 1)[-1], m.group("kwarg")
+    if func != "__init__" or not CONFIG_CLASS.search(cls):
+        return None
+    found = [h for p in packages() if (h := history(p)) is not None and h.class_releases(cls)]
+    if len(found) != 1:
+        return None
+    h = found[0]
+    scope, have = h.params(cls, func, kwarg, var=True)
+    if not scope or have != scope or not scope & 1:
+        return None  # a release of the history does not take it (its verdicts), or the class came later
+    from envdoctor.knowledge.config_fields import config_fields
+
+    old = config_fields(h.package)
+    if old is None:
+        return None
+    present = old.present(cls)
+    took, _ = old.takes(cls, kwarg)
+    if not present or not took:
+        return None
+    start = (took & -took).bit_length() - 1
+    if start == 0 or (present >> start) & ~(took >> start):
+        return None  # the oldest release read takes it, or one after it does not
+    return Added(h.package, cls, kwarg, old.releases[start], old.releases[start - 1])
 
 
 def renamed(tb: Traceback) -> tuple[str, str, str] | None:

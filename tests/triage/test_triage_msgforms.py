@@ -82,8 +82,13 @@ def test_a_config_class_handed_a_field_no_release_read_has_names_the_key_to_remo
     assert "a wrapper package, or your script" in f.message
     assert f.fix.startswith("remove cache_dir= from the SFTConfig(...) call")
     assert "upgrade it" in f.fix
-    # SFTConfig is older than the oldest TRL release read: a release before it is not read
+
+
+def test_a_class_older_than_every_release_read_is_a_warning():
+    # vLLM's EngineArgs is older than 0.7.2, the oldest vLLM release read, and no older index has it
+    f = _rules("TypeError: EngineArgs.__init__() got an unexpected keyword argument 'foo_bar'\n")["TRI009"]
     assert f.severity == Severity.WARNING and "releases before it are not read" in f.message
+    assert f.fix.startswith("remove foo_bar= from the EngineArgs(...) call")
 
 
 def test_the_class_whose_whole_history_is_read_makes_it_an_error():
@@ -122,3 +127,118 @@ def test_a_removed_field_keeps_the_drift_answer_and_its_rename():
     ]
     assert "removed in trl 0.20.0" in f.message and "rename max_seq_length= to max_length=" in f.fix
     assert "never had" not in f.message and "another class's field" not in f.message
+
+
+# -- the configuration classes of the releases before the symbol history ----------------------------
+
+
+def test_a_keyword_that_came_with_an_older_release_says_the_installed_one_is_older():
+    # peft's symbol history starts at 0.13.0, where every LoraConfig takes use_dora; the config-field
+    # index reads 0.0.1-0.12.0 from peft's git history: use_dora came with 0.9.0
+    f = _rules("TypeError: LoraConfig.__init__() got an unexpected keyword argument 'use_dora'\n")["TRI009"]
+    assert f.severity == Severity.ERROR
+    assert "peft takes from 0.9.0 on (0.8.2 and earlier have no such field" in f.message
+    assert f.fix.startswith("pip install 'peft>=0.9.0'")
+
+
+def test_a_field_an_older_release_removed_is_drift_not_another_class_field():
+    f = _rules("TypeError: CPOConfig.__init__() got an unexpected keyword argument 'max_target_length'\n")[
+        "TRI009"
+    ]
+    assert f.severity == Severity.ERROR
+    assert "a field of trl's CPOConfig in 0.8.2–0.10.1 only (removed in 0.11.0" in f.message
+    assert "pip install 'trl<=0.10.1'" in f.fix and "another class's field" not in f.message
+
+
+def test_the_older_index_completes_the_history_of_a_class_older_than_the_symbol_history():
+    # fms-hf-tuning#198 (dev set 17 logs17b/008): SFTConfig's birth (0.9.3) is read, TrainingArguments
+    # (transformers') asked through its own history: an error
+    f = _rules(FMS)["TRI009"]
+    assert f.severity == Severity.ERROR
+    assert "SFTConfig first appears in trl 0.9.3: these are all its releases" in f.message
+
+
+def test_a_keyword_every_release_takes_is_no_answer_of_the_older_index():
+    from envdoctor.triage import symbols
+    from envdoctor.triage.traceback import Traceback
+
+    tb = Traceback(
+        exc_type="TypeError", message="LoraConfig.__init__() got an unexpected keyword argument 'r'"
+    )
+    assert symbols.added_field(tb) is None  # every release read takes r: something else failed
+
+
+def test_a_warning_lift_gives_way_to_the_refusal_of_a_placed_guard():
+    # dev heldout-2026-11-28h/logs3/006: Unsloth's multi-GPU refusal, its three lines placed in
+    # unsloth 2025.2.1-2025.3.10 (gone in 2025.3.11 by a commit that does not say it lifts it)
+    text = (
+        "RuntimeError: Unsloth currently does not work on multi GPU setups - sadly we are a 2 brother team so enabling it will require much more work, so we have to prioritize. Please understand!\n"
+        "We do have a separate beta version, which you can contact us about!\n"
+        "Thank you for your understanding and we appreciate it immensely!\n"
+    )
+    found = _rules(text)
+    assert "TRI012" in found and "TRI014" not in found
+    assert found["TRI012"].severity == Severity.ERROR
+
+
+# -- scripts/derive_config_fields.py on a git history built here ------------------------------------
+
+
+def _git(repo, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_the_derive_script_reads_each_release_tags_configuration_classes(tmp_path):
+    import gzip
+    import json
+
+    from envdoctor.knowledge.config_fields import SCHEMA, Fields
+    from tests.triage.helpers import script
+
+    repo = tmp_path / "src"
+    (repo / "pkg").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    base = "class BaseConfig:\n    def __init__(self, a, **kwargs): ...\n"
+    one = "from dataclasses import dataclass\n@dataclass\nclass LoraConfig(Mixin):\n    r: int = 8\n    old: int = 1\n"
+    two = "from dataclasses import dataclass\n@dataclass\nclass LoraConfig(Mixin):\n    r: int = 8\n    use_dora: bool = False\n"
+    for tag, src in (("v0.1.0", one), ("v0.2.0", two), ("v0.3.0", two)):
+        (repo / "pkg" / "lora.py").write_text(src)
+        (repo / "pkg" / "base.py").write_text(base if tag != "v0.1.0" else "")
+        (repo / "pkg" / "helper.py").write_text("class NotAConfigThing:\n    x: int = 1\n")
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "--allow-empty", "-m", tag)
+        _git(repo, "tag", tag)
+    out = tmp_path / "pkg.json.gz"
+    derive = script("derive_config_fields")
+    assert derive.main(["--git-dir", str(repo / ".git"), "--package", "pkg", "--root", "pkg", "--since", "0.1.0",
+                        "--until", "0.3.0", "--out", str(out)]) == 0  # fmt: skip
+    first = out.read_bytes()
+    doc = json.loads(gzip.decompress(first))
+    assert doc["schema"] == SCHEMA and doc["releases"] == ["0.1.0", "0.2.0"] and doc["from_first"] is True
+    assert set(doc["classes"]) == {"LoraConfig", "BaseConfig"}  # not NotAConfigThing, not 0.3.0
+    lora = doc["classes"]["LoraConfig"]
+    assert lora["f"] == {"old": "0-0", "r": "0-1", "use_dora": "1-1"} and lora["b"] == {"Mixin": "0-1"}
+    assert doc["classes"]["BaseConfig"]["f"] == {"**": "1-1", "a": "1-1"}
+    fields = Fields("pkg", tuple(doc["releases"]), doc["until"], doc["from_first"], doc["classes"])
+    assert fields.takes("LoraConfig", "use_dora") == (0b10, frozenset({"Mixin"}))
+    assert fields.born("LoraConfig") == "0.1.0"
+    derive.main(["--git-dir", str(repo / ".git"), "--package", "pkg", "--root", "pkg", "--since", "0.1.0",
+                 "--until", "0.3.0", "--out", str(out)])  # fmt: skip
+    assert out.read_bytes() == first  # reproducible: the same tags give the same bytes
