@@ -135,8 +135,8 @@ def message(tb: Traceback, log: Log | None) -> str:
     """``tb``'s message with the lines after its exception's line that continue it, where the
     raise-site index places the joined text as one raise's template better than the first line
     alone (it shows more of a template, or a whole one); else the message as the line shows it."""
-    if log is None or not tb.line_no or not tb.message.strip():
-        return tb.message
+    if log is None or not tb.line_no or not tb.exc_type or not tb.message.strip():
+        return tb.message  # a line quoted without its exception's name is read alone (``quoted_lines``)
     more = continuation(log, tb.line_no)
     if not more:
         return tb.message

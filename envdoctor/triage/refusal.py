@@ -116,6 +116,11 @@ _DEMAND = re.compile(
 )
 _OPTION_EQ = re.compile(r"`?(?P<k>[A-Za-z_][\w.]{1,60})`?\s?=\s?`?(?P<v>[\w.\-'\"]{1,60})`?")
 _TICKED = re.compile(r"[`'\"](?P<k>[A-Za-z_][\w.\-]{1,60})[`'\"]")
+#: a quoted word the message itself calls an argument, option or parameter ("not compatible with the
+#: `packing` argument"): an option though it has no underscore
+_CALLED_OPTION = re.compile(
+    r"\bthe [`'\"](?P<k>[a-z][a-z0-9]{2,40})[`'\"] (?:argument|option|parameter|flag|setting|field|kwarg)\b"
+)
 _SNAKE = re.compile(r"\b(?P<k>--?[a-z][a-z0-9-]{2,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 _FIX = re.compile(
     r"(?i)^(?:please(?! (?:understand|note|be patient|bear with|report|open an issue|contact))|set|use|"
@@ -200,9 +205,21 @@ def _options(text: str) -> list[str]:
         if "_" in m.group("k") or m.group("k").islower():
             found.append(f"{m.group('k')}={m.group('v').rstrip('.')}")
     taken = {f.split("=", 1)[0] for f in found}
+    for m in _CALLED_OPTION.finditer(text):  # "the `packing` argument": one word, named as an option
+        if m.group("k") not in taken:
+            found.append(m.group("k"))
+            taken.add(m.group("k"))
     for rx in (_TICKED, _SNAKE):
         for m in rx.finditer(text):
             k = m.group("k")
+            before, after = text[m.start() - 1 : m.start()], text[m.end() : m.end() + 1]
+            if rx is _SNAKE and (
+                k.startswith("-")
+                and (before.isalnum() or before in "/._-")  # "gpt-oss-20b": a name's piece
+                or before in ("/", ".")
+                and after in ("/", ".", ":")  # "sweb.eval.x86_64.*": a path's piece
+            ):
+                continue
             if k not in taken and ("_" in k or k.startswith("-")) and not k.startswith(("http", "www")):
                 found.append(k)
                 taken.add(k)
@@ -365,8 +382,20 @@ def _placed_with_fix(tb: Traceback, log: Log, text: str) -> bool:
         return False
     from envdoctor.triage.raisesites import locate_tb
 
-    loc = locate_tb(tb, log)
-    return loc is not None and all(_CONFIG_CHECK.search(x.function) for x in loc.sites)
+    return _guard_placed(locate_tb(tb, log), tb, text)
+
+
+def _guard_placed(loc: Any, tb: Traceback, text: str) -> bool:
+    """The raise sites the index placed a frameless message in are a guard of the configuration:
+    a package's config check (``_CONFIG_CHECK``), or a ``NotImplementedError`` — a refusal by its
+    type, wherever raised — whose message gives its own fix naming an option (Unsloth's "Backwards
+    pass using MXFP4 is still under construction! Instead, use `unsloth/gpt-oss-20b-BF16` … Or, use
+    `load_in_4bit = True`")."""
+    if loc is None:
+        return False
+    if all(_CONFIG_CHECK.search(x.function) for x in loc.sites):
+        return True
+    return tb.name == "NotImplementedError" and bool(_own_fix(text)) and bool(_options(text))
 
 
 def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
@@ -411,7 +440,7 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             from envdoctor.triage.raisesites import locate_tb
 
             loc = locate_tb(tb, log)
-            if loc is not None and all(_CONFIG_CHECK.search(x.function) for x in loc.sites):
+            if loc is not None and _guard_placed(loc, tb, text):
                 package = loc.package
                 formatted = {x for site in loc.sites for x in site.names}
                 new = f", a check that came with {loc.package} {loc.new_in}" if loc.new_in else ""

@@ -242,3 +242,42 @@ def test_the_derive_script_reads_each_release_tags_configuration_classes(tmp_pat
     derive.main(["--git-dir", str(repo / ".git"), "--package", "pkg", "--root", "pkg", "--since", "0.1.0",
                  "--until", "0.3.0", "--out", str(out)])  # fmt: skip
     assert out.read_bytes() == first  # reproducible: the same tags give the same bytes
+
+
+# -- a placed refusal's words ------------------------------------------------------------------------
+
+MXFP4 = (
+    "NotImplementedError: Backwards pass using MXFP4 is still under construction!\n"
+    "Instead, use `unsloth/gpt-oss-20b-BF16` for bfloat16 training which will work for LoRA.\n"
+    "Or, use `load_in_4bit = True` which allows finetuning.\n"
+)
+
+
+def test_a_not_implemented_error_that_gives_its_own_fix_is_a_refusal_wherever_placed():
+    # dev heldout-2026-11-29h/logs16b/009: unsloth_zoo's MXFP4 backward, placed by its three lines
+    f = _rules(MXFP4)["TRI012"]
+    assert f.severity == Severity.ERROR
+    assert "unsloth_zoo refused" in f.message and "Mxfp4GptOssExperts_Training.backward" in f.message
+    assert f.fix.startswith("the message's own fix: Instead, use `unsloth/gpt-oss-20b-BF16`")
+    assert "(what it names: load_in_4bit=True)" in f.message  # a piece of a model's name is no flag
+
+
+def test_a_not_implemented_error_with_no_fix_of_its_own_stays_unanswered_by_it():
+    # dev heldout-2026-11-28g/logs2/022: verl's reward dispatch on an empty data_source (the data's)
+    found = _rules("NotImplementedError: Reward function is not implemented for data_source=''\n")
+    assert "TRI012" not in found
+
+
+def test_a_word_the_message_calls_an_argument_is_the_option_it_names():
+    # dev heldout-2026-11-29/logs3/011: SFTTrainer's packing + completion-only collator check
+    f = _rules(
+        "ValueError: You passed a `DataCollatorForCompletionOnlyLM` to the SFTTrainer. This is not compatible with the `packing` argument.\n"
+    )["TRI012"]
+    assert "(what it names: packing)" in f.message and "change what it refuses (packing)" in f.fix
+
+
+def test_a_path_s_piece_is_no_option():
+    from envdoctor.triage.refusal import _options
+
+    assert _options("task 0 requires image 'swebench/sweb.eval.x86_64.*:latest', but no container") == []
+    assert _options("set trainer.args.max_length lower") == ["max_length"]
