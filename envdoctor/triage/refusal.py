@@ -116,6 +116,15 @@ _DEMAND = re.compile(
 )
 _OPTION_EQ = re.compile(r"`?(?P<k>[A-Za-z_][\w.]{1,60})`?\s?=\s?`?(?P<v>[\w.\-'\"]{1,60})`?")
 _TICKED = re.compile(r"[`'\"](?P<k>[A-Za-z_][\w.\-]{1,60})[`'\"]")
+#: a check that demands an object of a class: "model must be a PreTrainedModelWrapper, got <class
+#: '…CodeGenForCausalLM'>" (TRL's PPOTrainer): the class it takes is its remedy
+_TYPE_DEMAND = re.compile(
+    r"\b(?P<what>[a-z_][\w.]{0,40})`? must be (?:an? |of type |an instance of )?`?(?P<cls>[A-Z]\w{1,80})`?,? "
+    r"(?:but )?got (?:<class '|an? |type )?(?P<got>[\w.]{1,200})"
+)
+_SUPPORTED_TYPES = re.compile(
+    r"(?i)supported (?:architectures|classes|types|models) (?:are|is):? (?P<list>[^\n]{1,600})"
+)
 #: a quoted word the message itself calls an argument, option or parameter ("not compatible with the
 #: `packing` argument"): an option though it has no underscore
 _CALLED_OPTION = re.compile(
@@ -465,6 +474,18 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             f"set {over.group('bound')} to {over.group('n')} or more (or bring {over.group('what').strip()} "
             f"down to {over.group('m')} or less)"
         )
+    typed = _TYPE_DEMAND.search(text) if not own else None
+    if typed is not None:  # the class the check takes, in its own words: that is its remedy
+        supported = _SUPPORTED_TYPES.search(text)
+        shown = (
+            re.findall(r"(?:<class ')?(?:[\w]+\.)*(\w+)'?>?", supported.group("list")) if supported else []
+        )
+        listed = ", ".join(dict.fromkeys(x for x in shown if x[:1].isupper())) if shown else ""
+        own = (
+            f"pass {typed.group('what')} as a {typed.group('cls')}"
+            + (f" ({listed})" if listed else "")
+            + f", not a {typed.group('got').rsplit('.', 1)[-1]}"
+        )
     if package is None:
         # no frame and no name: a refusal whose own fix changes an option it names is still the
         # configuration's (``expandable_segments:True`` … "Consider using expandable_segments:False")
@@ -485,7 +506,9 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
         what += " (the log ends inside the message: paste the whole exception line, and the lines after it)"
     named = named or refused
     change = f"change what it refuses ({named})" if named else "change the setting the message names"
-    if own and not said_fix:  # the value it demands: that is the fix
+    if typed is not None:
+        fix = f"{own}: the class the check takes, in its words (where your code or a wrapper builds it)"
+    elif own and not said_fix:  # the value it demands: that is the fix
         fix = f"{own}, the value the check demands (on the command line or in the run's config file)"
     elif own:
         fix = f"the message's own fix: {own} (or {change})"

@@ -281,3 +281,16 @@ def test_a_path_s_piece_is_no_option():
 
     assert _options("task 0 requires image 'swebench/sweb.eval.x86_64.*:latest', but no container") == []
     assert _options("set trainer.args.max_length lower") == ["max_length"]
+
+
+def test_a_check_demanding_a_class_names_the_class_it_takes():
+    # dev heldout-2026-11-28g/logs2/017: TRL's PPOTrainer handed a plain CodeGenForCausalLM
+    f = _rules(
+        "*** ValueError: model must be a PreTrainedModelWrapper, got <class 'transformers.models.codegen.modeling_codegen.CodeGenForCausalLM'> - supported architectures are: (<class 'trl.models.modeling_value_head.AutoModelForCausalLMWithValueHead'>, <class 'trl.models.modeling_value_head.AutoModelForSeq2SeqLMWithValueHead'>)\n"
+    )["TRI012"]
+    assert f.severity == Severity.ERROR
+    assert f.fix.startswith(
+        "pass model as a PreTrainedModelWrapper (AutoModelForCausalLMWithValueHead, "
+        "AutoModelForSeq2SeqLMWithValueHead), not a CodeGenForCausalLM"
+    )
+    assert "modeling_codegen" not in f.message.split("”")[-1]  # no module path named as an option
