@@ -346,6 +346,7 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
     the history of every release read settles it."""
     from envdoctor.triage import symbols
 
+    tb = symbols.as_init(tb)  # "SFTConfig() got an unexpected keyword argument": its constructor's
     u = symbols.unknown_keyword(tb) or symbols.subclass_attribute(tb)
     if u is None:
         added = symbols.added_field(tb)

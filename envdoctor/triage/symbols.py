@@ -676,6 +676,24 @@ CONFIG_CLASS = re.compile(r"(?:Config|Arguments|Args|Params)$")
 MAX_OWNERS = 600  # configuration classes of one package asked whether they take a keyword
 
 
+def as_init(tb: Traceback) -> Traceback:
+    """``X() got an unexpected keyword argument 'k'`` for a configuration class ``X`` of the stack
+    (``CONFIG_CLASS``, a class of some package's history) as its constructor's message
+    (``X.__init__() got …``); any other message as it is."""
+    m = boundary._CALL.search(tb.message) if tb.name == "TypeError" else None
+    func = m.group("func") if m is not None else ""
+    if not func or "." in func or not func[:1].isupper() or not CONFIG_CLASS.search(func):
+        return tb
+    if not any((h := history(p)) is not None and h.class_releases(func) for p in packages()):
+        return tb
+    from dataclasses import replace
+
+    assert m is not None
+    return replace(
+        tb, message=tb.message[: m.start("func")] + f"{func}.__init__" + tb.message[m.end("func") :]
+    )
+
+
 @dataclass(frozen=True)
 class Foreign:
     """A keyword no release read of configuration class ``cls`` takes, by name or through

@@ -294,3 +294,12 @@ def test_a_check_demanding_a_class_names_the_class_it_takes():
         "AutoModelForSeq2SeqLMWithValueHead), not a CodeGenForCausalLM"
     )
     assert "modeling_codegen" not in f.message.split("”")[-1]  # no module path named as an option
+
+
+def test_a_config_class_named_without_its_init_is_read_as_its_constructor():
+    f = _rules("TypeError: SFTConfig() got an unexpected keyword argument 'cache_dir'\n")["TRI009"]
+    assert "passes cache_dir= to SFTConfig()" in f.message and f.severity == Severity.ERROR
+    # a function of that shape is not a configuration class: left as it was
+    assert "TRI009" not in _rules(
+        "TypeError: build_config() got an unexpected keyword argument 'cache_dir'\n"
+    )
