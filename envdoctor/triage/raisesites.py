@@ -87,11 +87,75 @@ def _frame_fits(tb: Traceback, hits: list[Hit]) -> bool:
     return not want or any(named(h.site.function, want) for h in hits if h.site.function)
 
 
+#: a log's line that starts another record, not a message's next line: a frame, a chained
+#: exception's header, a logger's level or timestamp, glog's ``I0101``, another exception's line
+_NOT_CONTINUED = re.compile(
+    r"^(?:File \"|Traceback|During handling|The above exception|\^|~|"
+    r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|\[?\d{4}-\d\d-\d\d|[IWEF]\d{4} |"
+    r"[\w.]{1,100}(?:Error|Exception|Warning|Interrupt|Exit)(?::|$))"
+)
+MAX_CONTINUED = 8  # lines after the exception's line read as the rest of its message
+
+
+def continuation(log: Log, line_no: int, limit: int = MAX_CONTINUED) -> list[str]:
+    """The lines after line ``line_no`` of the log's head that continue its message (a message
+    that goes on over several lines: TRL's padding-free refusal, pydantic's details): at most
+    ``limit``, up to a blank line, a frame, another exception, a logger's line, or a line whose
+    launcher prefix (``[rank1]:``, ``(pid=…)``) is not the exception line's."""
+    from envdoctor.triage.scanner import clean, split_prefix
+
+    head = log.head
+    if not head or line_no <= 0:
+        return []
+    start = 0
+    for _ in range(line_no - 1):  # the offset of line ``line_no``
+        nxt = head.find(b"\n", start)
+        if nxt < 0:
+            return []
+        start = nxt + 1
+    rows = head[start : start + 16384].split(b"\n")[: limit + 1]
+    if len(rows) < 2:
+        return []
+    first = clean(rows[0][:4096])
+    prefix = first[: len(first) - len(split_prefix(first)[0])].strip()
+    out: list[str] = []
+    for raw in rows[1:]:
+        line = clean(raw[:4096])
+        body = split_prefix(line)[0]
+        text = body.strip()
+        if not text or _NOT_CONTINUED.match(text):
+            break
+        if line[: len(line) - len(body)].strip() != prefix:
+            break  # another process's (or rank's) line, or a prefix the message's line has not
+        out.append(body.rstrip())
+    return out
+
+
+def message(tb: Traceback, log: Log | None) -> str:
+    """``tb``'s message with the lines after its exception's line that continue it, where the
+    raise-site index places the joined text as one raise's template better than the first line
+    alone (it shows more of a template, or a whole one); else the message as the line shows it."""
+    if log is None or not tb.line_no or not tb.exc_type or not tb.message.strip():
+        return tb.message  # a line quoted without its exception's name is read alone (``quoted_lines``)
+    more = continuation(log, tb.line_no)
+    if not more:
+        return tb.message
+    joined = " ".join([tb.message.strip(), *(x.strip() for x in more)])
+    longer = locate(joined, tb.name)
+    if not longer:
+        return tb.message
+    alone = locate(tb.message, tb.name)
+    if alone and max(h.matched for h in alone) >= max(h.matched for h in longer):
+        return tb.message
+    return joined
+
+
 def locate_tb(tb: Traceback, log: Log) -> Location | None:
-    """The package and raise sites that print ``tb``'s message (module docstring)."""
+    """The package and raise sites that print ``tb``'s message (module docstring), its lines
+    after the exception's line joined where they continue a raise's template (``message``)."""
     if not tb.message.strip():
         return None
-    hits = locate(tb.message, tb.name)
+    hits = locate(message(tb, log), tb.name)
     if not hits:
         return None
     packages = {h.site.package for h in hits}

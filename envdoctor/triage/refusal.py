@@ -47,6 +47,7 @@ from envdoctor.knowledge import knowledge
 from envdoctor.triage.draft import Draft, Log, finding
 from envdoctor.triage.interface import Match
 from envdoctor.triage.raisesites import Bound, release_bound
+from envdoctor.triage.raisesites import message as continued
 from envdoctor.triage.traceback import PACKAGES, Traceback
 
 RULE = "TRI012"
@@ -115,6 +116,20 @@ _DEMAND = re.compile(
 )
 _OPTION_EQ = re.compile(r"`?(?P<k>[A-Za-z_][\w.]{1,60})`?\s?=\s?`?(?P<v>[\w.\-'\"]{1,60})`?")
 _TICKED = re.compile(r"[`'\"](?P<k>[A-Za-z_][\w.\-]{1,60})[`'\"]")
+#: a check that demands an object of a class: "model must be a PreTrainedModelWrapper, got <class
+#: '…CodeGenForCausalLM'>" (TRL's PPOTrainer): the class it takes is its remedy
+_TYPE_DEMAND = re.compile(
+    r"\b(?P<what>[a-z_][\w.]{0,40})`? must be (?:an? |of type |an instance of )?`?(?P<cls>[A-Z]\w{1,80})`?,? "
+    r"(?:but )?got (?:<class '|an? |type )?(?P<got>[\w.]{1,200})"
+)
+_SUPPORTED_TYPES = re.compile(
+    r"(?i)supported (?:architectures|classes|types|models) (?:are|is):? (?P<list>[^\n]{1,600})"
+)
+#: a quoted word the message itself calls an argument, option or parameter ("not compatible with the
+#: `packing` argument"): an option though it has no underscore
+_CALLED_OPTION = re.compile(
+    r"\bthe [`'\"](?P<k>[a-z][a-z0-9]{2,40})[`'\"] (?:argument|option|parameter|flag|setting|field|kwarg)\b"
+)
 _SNAKE = re.compile(r"\b(?P<k>--?[a-z][a-z0-9-]{2,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 _FIX = re.compile(
     r"(?i)^(?:please(?! (?:understand|note|be patient|bear with|report|open an issue|contact))|set|use|"
@@ -199,9 +214,21 @@ def _options(text: str) -> list[str]:
         if "_" in m.group("k") or m.group("k").islower():
             found.append(f"{m.group('k')}={m.group('v').rstrip('.')}")
     taken = {f.split("=", 1)[0] for f in found}
+    for m in _CALLED_OPTION.finditer(text):  # "the `packing` argument": one word, named as an option
+        if m.group("k") not in taken:
+            found.append(m.group("k"))
+            taken.add(m.group("k"))
     for rx in (_TICKED, _SNAKE):
         for m in rx.finditer(text):
             k = m.group("k")
+            before, after = text[m.start() - 1 : m.start()], text[m.end() : m.end() + 1]
+            if rx is _SNAKE and (
+                k.startswith("-")
+                and (before.isalnum() or before in "/._-")  # "gpt-oss-20b": a name's piece
+                or before in ("/", ".")
+                and after in ("/", ".", ":")  # "sweb.eval.x86_64.*": a path's piece
+            ):
+                continue
             if k not in taken and ("_" in k or k.startswith("-")) and not k.startswith(("http", "www")):
                 found.append(k)
                 taken.add(k)
@@ -353,6 +380,33 @@ def reserved_env(tb: Traceback, m: Match, log: Log) -> Draft | None:
     return d
 
 
+def _placed_with_fix(tb: Traceback, log: Log, text: str) -> bool:
+    """A message in no refusal's words that the raise-site index places in a package's config check
+    (``_CONFIG_CHECK``: a trainer's ``__init__``, a config's ``__post_init__``) and that says what to
+    set, naming an option ("When `padding_free=True` without packing, `max_length` is not enforced.
+    Either enable packing (e.g., `packing=True, …`), …, or set `max_length=None`."): the check
+    refuses the configuration it was handed, its remedy is the fix. Frameless logs only (a frame
+    shows the guard itself: ``_raised_in_guard``)."""
+    if tb.frames or not _own_fix(text) or not _options(text):
+        return False
+    from envdoctor.triage.raisesites import locate_tb
+
+    return _guard_placed(locate_tb(tb, log), tb, text)
+
+
+def _guard_placed(loc: Any, tb: Traceback, text: str) -> bool:
+    """The raise sites the index placed a frameless message in are a guard of the configuration:
+    a package's config check (``_CONFIG_CHECK``), or a ``NotImplementedError`` — a refusal by its
+    type, wherever raised — whose message gives its own fix naming an option (Unsloth's "Backwards
+    pass using MXFP4 is still under construction! Instead, use `unsloth/gpt-oss-20b-BF16` … Or, use
+    `load_in_4bit = True`")."""
+    if loc is None:
+        return False
+    if all(_CONFIG_CHECK.search(x.function) for x in loc.sites):
+        return True
+    return tb.name == "NotImplementedError" and bool(_own_fix(text)) and bool(_options(text))
+
+
 def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """A stack package's own guard refused the configuration (module docstring, 1)."""
     if tb.name not in _TYPES or not tb.message.strip():
@@ -363,11 +417,17 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     # a message the line breaks mid-sentence goes on on the next lines
     cut = not tb.message.rstrip().endswith((".", "!", "?", ")", "]", "}", "'", '"', "`"))
     more = _more(log, tb.line_no or m.line_no) if cut else []
+    if not more and not tb.frames:
+        # a whole sentence on the exception's line that a raise's template goes on after (TRL's
+        # "When `padding_free=True` without packing, …" and its remedy on the next two lines)
+        whole = continued(tb, log)
+        more = [whole[len(tb.message.strip()) :].strip()] if whole != tb.message else []
     from envdoctor.triage.scanner import squeeze  # a wrap turned to spaces or a newline: as it reads
 
     text = squeeze(" ".join([tb.message.strip(), *(x.strip() for x in more)]))[:2000]
     demand = _DEMAND.search(text)
-    if not (_REFUSING.search(text) or demand) or _NOT_CONFIG.search(text) or _contradicts_itself(text):
+    refusing = bool(_REFUSING.search(text) or demand) or _placed_with_fix(tb, log, text)
+    if not refusing or _NOT_CONFIG.search(text) or _contradicts_itself(text):
         return None
     from envdoctor.triage.hostenv import _NONE_SEEN
 
@@ -389,7 +449,7 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             from envdoctor.triage.raisesites import locate_tb
 
             loc = locate_tb(tb, log)
-            if loc is not None and all(_CONFIG_CHECK.search(x.function) for x in loc.sites):
+            if loc is not None and _guard_placed(loc, tb, text):
                 package = loc.package
                 formatted = {x for site in loc.sites for x in site.names}
                 new = f", a check that came with {loc.package} {loc.new_in}" if loc.new_in else ""
@@ -414,6 +474,18 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             f"set {over.group('bound')} to {over.group('n')} or more (or bring {over.group('what').strip()} "
             f"down to {over.group('m')} or less)"
         )
+    typed = _TYPE_DEMAND.search(text) if not own else None
+    if typed is not None:  # the class the check takes, in its own words: that is its remedy
+        supported = _SUPPORTED_TYPES.search(text)
+        shown = (
+            re.findall(r"(?:<class ')?(?:[\w]+\.)*(\w+)'?>?", supported.group("list")) if supported else []
+        )
+        listed = ", ".join(dict.fromkeys(x for x in shown if x[:1].isupper())) if shown else ""
+        own = (
+            f"pass {typed.group('what')} as a {typed.group('cls')}"
+            + (f" ({listed})" if listed else "")
+            + f", not a {typed.group('got').rsplit('.', 1)[-1]}"
+        )
     if package is None:
         # no frame and no name: a refusal whose own fix changes an option it names is still the
         # configuration's (``expandable_segments:True`` … "Consider using expandable_segments:False")
@@ -434,7 +506,9 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
         what += " (the log ends inside the message: paste the whole exception line, and the lines after it)"
     named = named or refused
     change = f"change what it refuses ({named})" if named else "change the setting the message names"
-    if own and not said_fix:  # the value it demands: that is the fix
+    if typed is not None:
+        fix = f"{own}: the class the check takes, in its words (where your code or a wrapper builds it)"
+    elif own and not said_fix:  # the value it demands: that is the fix
         fix = f"{own}, the value the check demands (on the command line or in the run's config file)"
     elif own:
         fix = f"the message's own fix: {own} (or {change})"

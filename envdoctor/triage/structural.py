@@ -361,9 +361,16 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
     the history of every release read settles it."""
     from envdoctor.triage import symbols
 
+    tb = symbols.as_init(tb)  # "SFTConfig() got an unexpected keyword argument": its constructor's
     u = symbols.unknown_keyword(tb) or symbols.subclass_attribute(tb)
-    if u is None or u.func and not u.close:
-        return None  # a keyword no release takes and nothing close: a typo of the user's, TRI003's
+    if u is None:
+        added = symbols.added_field(tb)
+        return None if added is None else added_field(added, tb, ms, log, have)
+    if u.func and not u.close:
+        # a keyword no release takes and nothing close: a configuration class's constructor handed
+        # another class's field (a wrapper's own arguments passed on); any other call, TRI003's
+        foreign = symbols.foreign_field(u)
+        return None if foreign is None else foreign_field(foreign, tb, ms, log, have)
     innermost = tb.frames[-1] if tb.frames else None
     if u.func and innermost is not None and innermost.package == u.package:
         return None  # the package's own call (a call's shape raises in the caller): TRI031's, not the user's
@@ -414,6 +421,122 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
         callee=u.package,
         exception=tb.name,
         answer_from=HISTORY,
+    )
+    return at_severity(d, Severity.ERROR)
+
+
+def foreign_field(f: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft | None:
+    """TRI009 for a configuration class's constructor handed a keyword that no release read of the
+    class takes (``symbols.Foreign``): the code building it passes a field the class never had (a
+    wrapper passing its own arguments on, another class's field): the key to remove. An error where
+    the releases read are the class's whole history (it first appears after the oldest read); a
+    warning otherwise (a release before them is not read)."""
+    u = f.unfit
+    innermost = tb.frames[-1] if tb.frames else None
+    if innermost is not None and innermost.package == u.package:
+        return None  # the package's own call (a call's shape raises in the caller): TRI031's
+    frame = _calling(tb, u.package)
+    if frame is not None:
+        by = _frame_text(frame)
+    else:
+        by = "the code that builds it (the log shows no frame: a wrapper package, or your script)"
+    read = f"{len(u.releases)} {u.package} releases read, {u.releases[0]} to {u.releases[-1]}"
+    if f.older:
+        read += f", and {f.older} older ones' configuration classes"
+    whole = (
+        f"{u.cls} first appears in {u.package} {f.first}: these are all its releases"
+        if f.complete
+        else f"{u.cls} is older than {u.releases[0]}: releases before it are not read"
+    )
+    if f.was:  # a field of the class in releases before the symbol history: removed, drift
+        lo, hi, gone = f.was
+        span = lo if lo == hi else f"{lo}–{hi}"
+        what = (
+            f"{by} passes {u.name}= to {u.cls}(), a field of {u.package}'s {u.cls} in {span} only "
+            f"(removed in {gone}; {read}): code written for {u.package} {hi} or earlier, run with a later "
+            "release"
+        )
+        fix = (
+            f"remove {u.name}= from the {u.cls}(...) call (or rename it to the field that replaced it, "
+            f"{u.package} {gone}'s release notes name it); or pip install '{u.package}<={hi}', the "
+            "release the calling code was written for"
+        )
+        d = finding(
+            "TRI009",
+            list(ms),
+            log,
+            what,
+            fix,
+            caller=frame.package if frame is not None else None,
+            callee=u.package,
+            exception=tb.name,
+            answer_from=CONFIG_FIELDS,
+        )
+        return at_severity(d, Severity.ERROR)
+    others = ""
+    if f.owners:
+        named = ", ".join(f.owners[:3]) + (f" and {len(f.owners) - 3} more" if len(f.owners) > 3 else "")
+        others = f"; {u.package}'s {named} take{'s' if len(f.owners) == 1 else ''} {u.name}="
+    version = have.get(u.package)
+    shown = f"; the log shows {u.package} {version}" if version else ""
+    what = (
+        f"{by} passes {u.name}= to {u.cls}(), a field no {u.package} release of {u.cls} has ({read}; "
+        f"{whole}){others}: the caller hands {u.cls} another class's field (its own arguments, or "
+        f"another configuration's), not a field a release read renamed or removed{shown}"
+    )
+    fix = (
+        f"remove {u.name}= from the {u.cls}(...) call (or set it on the class that has it"
+        + (f": {f.owners[0]}" if len(f.owners) == 1 else "")
+        + "); where a wrapper package builds the call from its own arguments, upgrade it to a "
+        f"release written for the installed {u.package} (its release notes or requirements name it)"
+    )
+    d = finding(
+        "TRI009",
+        list(ms),
+        log,
+        what,
+        fix,
+        caller=frame.package if frame is not None else None,
+        callee=u.package,
+        exception=tb.name,
+        answer_from=HISTORY,
+    )
+    return at_severity(d, Severity.ERROR if f.complete else Severity.WARNING)
+
+
+CONFIG_FIELDS = "the config-field index of older releases (rules/knowledge/config_fields/)"
+
+
+def added_field(a: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft | None:
+    """TRI009 for a configuration class's keyword that came with a release older than the symbol
+    history (``symbols.Added``): the installed release predates it. An error: every release from
+    that one on takes it, every release before it that has the class does not."""
+    innermost = tb.frames[-1] if tb.frames else None
+    if innermost is not None and innermost.package == a.package:
+        return None  # the package's own call: TRI031's
+    frame = _calling(tb, a.package)
+    by = _frame_text(frame) if frame is not None else "the calling code (the log shows no frames)"
+    version = have.get(a.package)
+    shown = f"; the log shows {a.package} {version}" if version else ""
+    what = (
+        f"{by} passes {a.name}= to {a.cls}(), which {a.package} takes from {a.since} on ({a.before} and "
+        f"earlier have no such field; envdoctor's config-field index and symbol history): the installed "
+        f"{a.package} is older than {a.since}, the code was written for a later release{shown}"
+    )
+    fix = (
+        f"pip install '{a.package}>={a.since}' (the first release whose {a.cls} takes {a.name}); or "
+        f"remove {a.name}= from the {a.cls}(...) call where the run must keep the older {a.package}"
+    )
+    d = finding(
+        "TRI009",
+        list(ms),
+        log,
+        what,
+        fix,
+        caller=frame.package if frame is not None else None,
+        callee=a.package,
+        exception=tb.name,
+        answer_from=CONFIG_FIELDS,
     )
     return at_severity(d, Severity.ERROR)
 
@@ -709,7 +832,13 @@ def _lifted_raise(t: Traceback, m: Match, log: Log) -> Draft | None:
     """The raise that printed the message is gone from a later release (TRI014, ``raisesites.py``)."""
     from envdoctor.triage import raisesites
 
-    return raisesites.lifted(t, m, log)
+    d = raisesites.lifted(t, m, log)
+    if d is not None and d.finding.severity != Severity.ERROR and refusal.package_refusal(t, m, log):
+        # a raise gone from a later release with no removal that says it lifts the restriction
+        # (lifted or reworded: a warning), printed by a guard refusing the configuration: the
+        # refusal's answer, which names the setting and the releases that have the check
+        return None
+    return d
 
 
 def _new_raise(t: Traceback, m: Match, log: Log) -> Draft | None:

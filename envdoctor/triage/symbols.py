@@ -669,6 +669,149 @@ def _close_param(h: History, cls: str, func: str, kwarg: str) -> tuple[str, str,
     return close[0], since, until
 
 
+#: the classes whose constructor takes the run's options as fields or keywords: a configuration
+#: (TRL's ``SFTConfig``, peft's ``LoraConfig``, ``BitsAndBytesConfig``), arguments (transformers'
+#: ``TrainingArguments``, vLLM's ``EngineArgs``), sampling parameters
+CONFIG_CLASS = re.compile(r"(?:Config|Arguments|Args|Params)$")
+MAX_OWNERS = 600  # configuration classes of one package asked whether they take a keyword
+
+
+def as_init(tb: Traceback) -> Traceback:
+    """``X() got an unexpected keyword argument 'k'`` for a configuration class ``X`` of the stack
+    (``CONFIG_CLASS``, a class of some package's history) as its constructor's message
+    (``X.__init__() got …``); any other message as it is."""
+    m = boundary._CALL.search(tb.message) if tb.name == "TypeError" else None
+    func = m.group("func") if m is not None else ""
+    if not func or "." in func or not func[:1].isupper() or not CONFIG_CLASS.search(func):
+        return tb
+    if not any((h := history(p)) is not None and h.class_releases(func) for p in packages()):
+        return tb
+    from dataclasses import replace
+
+    assert m is not None
+    return replace(
+        tb, message=tb.message[: m.start("func")] + f"{func}.__init__" + tb.message[m.end("func") :]
+    )
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """A keyword no release read of configuration class ``cls`` takes, by name or through
+    ``**kwargs`` (``Unfit`` with nothing close): the releases read, whether they are the class's
+    whole history (it first appears after the oldest release read), and the other configuration
+    classes of the package that take it (whose field the code passed)."""
+
+    unfit: Unfit
+    complete: bool
+    first: str  # the class's first release read
+    owners: tuple[str, ...]
+    #: the releases before the symbol history that took the keyword (the config-field index): the
+    #: field was removed before the history's first release, ``(first, last, the one after)``
+    was: tuple[str, ...] = ()
+    older: int = 0  # releases read before the symbol history's (the config-field index)
+
+
+def foreign_field(u: Unfit) -> Foreign | None:
+    """For ``unknown_keyword``'s verdict on a configuration class's constructor (``CONFIG_CLASS``)
+    with no name close to the keyword: what the history says of the class (``Foreign``)."""
+    if u.func != "__init__" or u.close or not CONFIG_CLASS.search(u.cls):
+        return None
+    h = history(u.package)
+    if h is None:
+        return None
+    have = h.class_releases(u.cls)
+    if not have:
+        return None
+    first = (have & -have).bit_length() - 1
+    complete, born = first > 0, h.releases[first]
+    was: tuple[str, ...] = ()
+    older = 0
+    from envdoctor.knowledge.config_fields import config_fields
+
+    old = config_fields(u.package) if first == 0 else None  # the class is older than the history
+    if old is not None and old.present(u.cls):
+        took, outside = old.takes(u.cls, u.name)
+        older = len(old.releases)
+        if took:
+            lo, hi = old.span(took)
+            after = old.releases.index(hi) + 1
+            was = (lo, hi, old.releases[after] if after < len(old.releases) else old.until)
+        # its birth read, and no base of another package's that the history does not ask
+        born = old.born(u.cls) or born
+        complete = bool(old.born(u.cls)) and outside <= _asked_bases(h, u.cls)
+    owners: list[str] = []
+    tried = 0
+    for node in h.modules.values():
+        for name, spec in node.get("c", {}).items() if isinstance(node, dict) else ():
+            if name == u.cls or name in owners or not CONFIG_CLASS.search(name):
+                continue
+            tried += 1
+            if tried > MAX_OWNERS:
+                break
+            init = spec.get("p", {}).get("__init__") if isinstance(spec, dict) else None
+            if isinstance(init, dict) and u.name in init:  # its own field or keyword (bases' not asked)
+                owners.append(name)
+    return Foreign(u, complete and not was, born, tuple(sorted(owners)), was, older)
+
+
+def _asked_bases(h: History, cls: str) -> set[str]:
+    """The bases of ``cls`` (in the symbol history) of other packages: ``unknown_keyword`` asked
+    their histories whether a release of theirs takes the keyword."""
+    return {
+        base.rsplit(".", 1)[-1]
+        for _, _, node in h.classes(cls)
+        for base in node.get("b", {})
+        if not h.class_releases(base.rsplit(".", 1)[-1])
+    }
+
+
+@dataclass(frozen=True)
+class Added:
+    """A keyword configuration class ``cls`` of ``package`` takes from release ``since`` on (every
+    release after it, the config-field index's and the symbol history's), where an older release did
+    not: the installed release is older than ``since``."""
+
+    package: str
+    cls: str
+    name: str
+    since: str
+    before: str  # the last release without it
+
+
+def added_field(tb: Traceback) -> Added | None:
+    """``X.__init__() got an unexpected keyword argument 'k'`` for a configuration class whose every
+    release in the symbol history takes ``k`` and whose releases before it (the config-field index,
+    rules/knowledge/config_fields/) took it from some release on: peft's ``LoraConfig`` and
+    ``use_dora`` (0.9.0). None where any release from that one on does not take it."""
+    m = boundary._CALL.search(tb.message) if tb.name == "TypeError" else None
+    if m is None or not m.group("kwarg") or f"'{m.group('kwarg')}'" not in tb.message:
+        return None
+    cls, _, func = m.group("func").rpartition(".")
+    cls, kwarg = cls.rsplit(".", 1)[-1], m.group("kwarg")
+    if func != "__init__" or not CONFIG_CLASS.search(cls):
+        return None
+    found = [h for p in packages() if (h := history(p)) is not None and h.class_releases(cls)]
+    if len(found) != 1:
+        return None
+    h = found[0]
+    scope, have = h.params(cls, func, kwarg, var=True)
+    if not scope or have != scope or not scope & 1:
+        return None  # a release of the history does not take it (its verdicts), or the class came later
+    from envdoctor.knowledge.config_fields import config_fields
+
+    old = config_fields(h.package)
+    if old is None:
+        return None
+    present = old.present(cls)
+    took, _ = old.takes(cls, kwarg)
+    if not present or not took:
+        return None
+    start = (took & -took).bit_length() - 1
+    if start == 0 or (present >> start) & ~(took >> start):
+        return None  # the oldest release read takes it, or one after it does not
+    return Added(h.package, cls, kwarg, old.releases[start], old.releases[start - 1])
+
+
 def renamed(tb: Traceback) -> tuple[str, str, str] | None:
     """For a keyword a release of the class removed (``X.__init__() got an unexpected keyword
     argument 'k'``), the parameter that took its place: close to it, taken by the newest release,
