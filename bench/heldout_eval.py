@@ -644,8 +644,9 @@ _EXPR_VALUE = re.compile(
 
 def _drop_code_values(config: Path) -> None:
     """In a config the collector reconstructed from the script's ``GRPOConfig(...)`` (its first
-    line says so: "reconstructed", or the ``GRPOConfig(...)`` call it was taken from), the keys whose value was an expression the script computes (a call, or the
-    collector's ``<placeholder>`` for it) are left out: no config file holds them; the real setup
+    line says so: "reconstructed", or the ``GRPOConfig(...)`` call it was taken from), the keys
+    whose value was an expression the script computes (a call, or the collector's
+    ``<placeholder>`` for it) are left out: no config file holds them; the real setup
     passes them in code, which envdoctor reads from the script (a non-literal keyword: unknown).
     Published configs are left as they are."""
     if not config.is_file():
