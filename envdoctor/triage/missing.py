@@ -30,6 +30,28 @@ from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Traceback
 
 RULE = "TRI013"
+#: a package's own availability check naming what to install ("Unsloth: Please install vLLM before
+#: enabling `fast_inference`", TRL's "vLLM is not available and `use_vllm` is set to True. Please install
+#: vLLM with `pip install vllm`", "requires the protobuf library but it was not found", "Liger Kernel is
+#: not available. Please install it with `pip install liger-kernel`")
+_PIP = re.compile(
+    r"\bpip install (?:(?:-U|--upgrade|-q|--quiet) )*[`'\"]?(?P<req>[A-Za-z][\w.-]{0,60}(?:\[[\w,-]{1,60}\])?"
+    r"(?:(?:[<>=!~]=?|==)[\w.*+-]{1,30}(?:,(?:[<>=!~]=?)[\w.*+-]{1,30}){0,3})?)"
+)
+_ASKED = (
+    re.compile(r"\b(?i:please install) (?:the )?[`'\"]?(?P<name>[A-Za-z][\w.-]{0,40}(?: [A-Z][\w-]{0,20})?)"),
+    re.compile(r"\brequires the (?P<name>[\w.-]{1,40}) library but it was not found"),
+    re.compile(r"\bthe package (?P<name>[\w.-]{1,40}) seems to be not installed"),
+    re.compile(
+        r"(?:^|: )[`'\"]?(?P<name>[A-Za-z][\w.-]{0,40}(?: [A-Z][\w-]{0,20})?)[`'\"]? is not "
+        r"(?:installed|available)\b"
+    ),
+)
+_ASKED_TYPES = ("ImportError", "ModuleNotFoundError", "RuntimeError", "ValueError", "AssertionError")
+#: the setting a refusal names as what needs the package ("before enabling `fast_inference`")
+_SETTING = re.compile(
+    r"`(?P<key>[a-z][a-z0-9_]{2,60})(?:=True)?`(?: is set to True| is True)|enabling `(?P<on>[a-z]\w{1,60})`"
+)
 _MISSING = re.compile(r"^No module named (?P<q>['\"]?)(?P<module>[A-Za-z_]\w{0,100})(?P=q)\s*$")
 #: a process that is not the one the user launched: Ray's actors and workers, vLLM's processes
 _WORKER_PREFIX = re.compile(
@@ -286,5 +308,85 @@ def not_installed(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
         )
     d = finding(RULE, [m], log, what, fix, module=module, distribution=dist, worker=worker or None)
     f = d.finding  # the import failed and nothing handled it: the run stops here, an error
+    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+    return d
+
+
+def _asked_distribution(name: str) -> str | None:
+    """The distribution a message names in words (``vLLM``, ``Liger Kernel``, ``flash_attn``), where
+    envdoctor knows it as one: a package of the stack, a row of the import-name table, or a provider of
+    the optional-import index; None for anything else (a word that is no package)."""
+    from envdoctor.triage.traceback import PACKAGES
+
+    key = name.strip().strip("`'\".").replace(" ", "_")
+    rows = _table().get("distributions") or {}
+    for cand in (key, key.lower(), key.lower().replace("-", "_")):
+        if cand in PACKAGES:
+            return PACKAGES[cand]
+        if cand in rows:
+            return str(rows[cand])
+    dist = key.lower().replace("_", "-")
+    known = set(PACKAGES.values()) | {str(v) for v in rows.values()}
+    return dist if dist in known else None
+
+
+def asked_install(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI013 for a package's own check that stops the run because a package it needs cannot be
+    imported, naming it in words ("Please install vLLM", "X is not available", "pip install X"): that
+    package is missing from the environment that ran, or its import fails there (a build for another
+    torch or CUDA makes the check's import fail as if it were absent). An error: the check raised and
+    nothing handled it. None where the name is no package envdoctor knows (a word, a model)."""
+    if t.name not in _ASKED_TYPES or warning_line(m):
+        return None
+    text = t.message.strip()
+    pip = _PIP.search(text)
+    dist, req = None, ""
+    if pip is not None:
+        req = pip.group("req")
+        dist = _asked_distribution(re.split(r"[\[<>=!~]", req, maxsplit=1)[0])
+    if dist is None:
+        for rx in _ASKED:
+            found = rx.search(text)
+            if found is not None and (dist := _asked_distribution(found.group("name"))) is not None:
+                break
+    if dist is None:
+        return None
+    if _handled(tb, t, log, t.line_no or m.line_no) or went_on(log, m.line_no):
+        return None
+    frame = next((f for f in reversed(t.frames) if f.package), None)
+    raiser = frame.package if frame is not None else None
+    if raiser is None:  # no frame: the package whose code raises this message (the raise-site
+        from envdoctor.triage.raisesites import locate_tb  # index), or that says so by its prefix
+
+        placed = locate_tb(t, log)
+        prefix = re.match(r"(?P<who>[A-Za-z][\w-]{1,40}): ", text)
+        raiser = placed.package if placed else _asked_distribution(prefix.group("who")) if prefix else None
+    if raiser == dist:
+        raiser = None
+    setting = next((s.group("key") or s.group("on") for s in _SETTING.finditer(text)), None)
+    at = f"{raiser} ({frame.at})" if raiser and frame is not None else raiser or "a package of the run"
+    latest = re.search(r"(?i)\b(?:latest|newer|minimum) version\b|>=", text) is not None
+    what = (
+        f"{at} stops the run: {dist} cannot be imported in the environment that ran it"
+        + (" (or is older than it needs)" if latest else "")
+        + ": it is not installed there, or its import fails there (a build for another torch, CUDA or "
+        "Python makes a package's availability check see it as absent)"
+        + (f"; `{setting}` is what needs it" if setting else "")
+    )
+    install = f"pip install {'-U ' if latest else ''}{dist} at the release {raiser or 'the run'} supports"
+    if req and re.search(r"[<>=!~]", req):
+        install = f"pip install '{req}' (the requirement the message names)"
+    elif raiser and raiser in optional_imports.packages():
+        line, why = install_line(raiser, dist, exact_version(log, raiser))
+        if why:  # the raiser's own requirement on it, at its release
+            install, what = line, what + f" ({why})"
+    fix = (
+        f"{install} in the environment that runs it; if {dist} is installed there, "
+        f"`python -c 'import {dist.replace('-', '_')}'` in that environment shows the error that keeps "
+        "it from importing (reinstall the build for the installed torch)"
+        + (f"; or turn `{setting}` off if the run does not need it" if setting else "")
+    )
+    d = finding(RULE, [m], log, what, fix, distribution=dist, raised_in=at, setting=setting)
+    f = d.finding
     d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
     return d

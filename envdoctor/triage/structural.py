@@ -171,6 +171,11 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
             return d
         if stand_in is not None:
             return patch_drift(stand_in, ms, log)
+    if tb.name == "AttributeError" and tb.frames:
+        from envdoctor.triage import symbols
+
+        if symbols.subclass_attribute(tb) is not None:  # a trainer handed its config's base class
+            return unfit(tb, ms, log, have)
     b = boundary.find(tb)
     if b is not None and b.intra:
         return own_drift(b, ms, log, have)
@@ -399,6 +404,20 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
         )
     else:
         subs = list(u.subclasses)
+        trainer = _trainer_config(tb, u.package, subs)
+        if trainer is not None:  # the package's trainer that read it: its own configuration class
+            subs.remove(trainer[0])
+            subs.insert(0, trainer[0])
+            caller = f"{trainer[0].removesuffix('Config')}Trainer ({u.package} {trainer[1]})"
+            h = symbols.history(u.package)
+            if h is not None:  # the span said is that class's, not the first subclass's
+                since, until = symbols._span(h, h.member(trainer[0], "a", u.name)[0])
+                oldest = since == u.releases[0]
+                span = (
+                    f"by {u.package} {since}, the oldest release read"
+                    if oldest
+                    else f"from {u.package} {since}"
+                ) + (f" until {until} (removed there)" if until else "")
         named = ", ".join(subs[:3]) + (f" and {len(subs) - 3} more" if len(subs) > 3 else "")
         what = (
             f"{caller} reads {u.name} from a {u.cls}, which no release of {u.cls} has: {u.name} is a "
@@ -411,6 +430,13 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
             f"it; {subs[0]} has {u.name} {span}), or make the code build a {subs[0]} (not a {u.cls}) "
             "where it creates its arguments"
         )
+        if trainer is not None:
+            fix = (
+                f"pass args={subs[0]}(...) (from {u.package} import {subs[0]}) to "
+                f"{subs[0].removesuffix('Config')}Trainer instead of a {u.cls}, with the same values (the "
+                f"trainer's own settings the code passes as keywords belong there too); or install the "
+                f"{u.package} release the code was written for (its requirements or README pin it)"
+            )
     d = finding(
         "TRI009",
         list(ms),
@@ -423,6 +449,23 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
         answer_from=HISTORY,
     )
     return at_severity(d, Severity.ERROR)
+
+
+def _trainer_config(tb: Traceback, package: str, configs: Sequence[str]) -> tuple[str, str] | None:
+    """The configuration class (among ``configs``) of ``package``'s trainer whose frame read the
+    attribute: from the frame's class (``DPOTrainer.__init__``) or file (``dpo_trainer.py``);
+    (class, the frame's place), or None."""
+    by_stem = {c.lower().removesuffix("config"): c for c in configs}
+    for f in reversed(tb.frames):
+        if f.package != package:
+            continue
+        owner = f.function.split(".")[0] if "." in f.function else ""
+        if owner.endswith("Trainer") and f"{owner.removesuffix('Trainer')}Config" in configs:
+            return f"{owner.removesuffix('Trainer')}Config", f.at
+        stem = f.module_path.rsplit("/", 1)[-1].removesuffix(".py")
+        if stem.endswith("_trainer") and stem.removesuffix("_trainer").replace("_", "") in by_stem:
+            return by_stem[stem.removesuffix("_trainer").replace("_", "")], f.at
+    return None
 
 
 def foreign_field(f: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft | None:
@@ -801,6 +844,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or structclass.source_tree(t, m, log)
             or usercode.grouped_reshape(t, m, log)
             or missing.not_installed(tb, t, m, log)
+            or missing.asked_install(tb, t, m, log)
             or optional.undefined_name(t, m, log)
             or structclass.package_name_error(t, m, log)
             or columns.missing_column(t, m, log)

@@ -1,0 +1,85 @@
+"""A package's own availability check that stops the run naming what to install (TRI013,
+``missing.asked_install``): the package is missing from the environment that ran, or its import
+fails there. The messages are the packages' own (Unsloth's loader, TRL's GRPOTrainer, transformers'
+bitsandbytes check, TRL's Liger check); quiet where the words name no package, on a warning, and
+where the run went on."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.triage.helpers import findings, scan_bytes
+
+UNSLOTH = (  # an executed notebook's cell output (Windows user site), cut to the raise
+    "File ~\\AppData\\Roaming\\Python\\Python312\\site-packages\\unsloth\\models\\loader.py:93, in "
+    "FastLanguageModel.from_pretrained(model_name, max_seq_length, fast_inference)\n"
+    "     91 if fast_inference:\n"
+    '     92     if importlib.util.find_spec("vllm") is None:\n'
+    "---> 93         raise ImportError(\n"
+    '     94             "Unsloth: Please install vLLM before enabling `fast_inference`!\\n"\\\n'
+    "\n"
+    "ImportError: Unsloth: Please install vLLM before enabling `fast_inference`!\n"
+    "You can do this in a terminal via `pip install vllm`\n"
+)
+TRL = (
+    "ImportError: vLLM is not available and `use_vllm` is set to True. Please install vLLM with "
+    "`pip install vllm` to use it.\n"
+)
+BNB = (
+    "ImportError: Using `bitsandbytes` 4-bit quantization requires the latest version of "
+    "bitsandbytes: `pip install -U bitsandbytes`\n"
+)
+LIGER = "ImportError: Liger Kernel is not available. Please install it with `pip install liger-kernel`.\n"
+
+
+def _tri013(text: str) -> list:
+    return [f for f in findings(scan_bytes(text)) if f.rule == "TRI013"]
+
+
+@pytest.mark.parametrize(
+    ("text", "dist", "setting"),
+    [
+        (UNSLOTH, "vllm", "fast_inference"),
+        (TRL, "vllm", "use_vllm"),
+        (BNB, "bitsandbytes", None),
+        (LIGER, "liger-kernel", None),
+    ],
+)
+def test_a_package_check_naming_what_to_install_is_an_error(
+    text: str, dist: str, setting: str | None
+) -> None:
+    (f,) = _tri013(text)
+    assert f.severity.value == "error"
+    assert f"{dist} cannot be imported" in f.message
+    assert f"pip install {'-U ' if text is BNB else ''}{dist}" in f.fix
+    assert f"import {dist.replace('-', '_')}" in f.fix  # installed but broken: how to see why
+    assert (f"turn `{setting}` off" in f.fix) == (setting is not None)
+
+
+def test_the_raising_package_is_named_from_its_frame() -> None:
+    (f,) = _tri013(UNSLOTH)
+    assert f.message.startswith("unsloth (models/loader.py:93) stops the run")
+
+
+def test_the_latest_version_asked_is_said() -> None:
+    (f,) = _tri013(BNB)
+    assert "(or is older than it needs)" in f.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ValueError: Please install the model in the folder given by --model_dir\n",  # no package
+        "ImportError: Please install Foo before running\n",  # a word envdoctor knows as no package
+        "UserWarning: Liger Kernel is not available. Please install it with `pip install liger-kernel`.\n",
+    ],
+)
+def test_quiet_where_no_known_package_or_no_failure(text: str) -> None:
+    assert _tri013(text) == []
+
+
+def test_quiet_where_the_run_went_on() -> None:
+    steps = "".join(
+        f"{{'loss': 0.{i}, 'grad_norm': 1.0, 'learning_rate': 1e-05, 'epoch': 0.0{i}}}\n" for i in range(1, 6)
+    )
+    assert _tri013(LIGER + steps) == []
