@@ -163,8 +163,29 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     by_path = by_path or bool(ctx.plan.script and ctx.plan.script.model_by_name)
     splits = ctx.kb.feature("model_path_device_map_auto", trl)
     refuses = ctx.kb.feature("dataparallel_refusal", trl)
-    fit = _replica_fit(ctx, gen, splits, refuses)
+    read = ctx.plan.script if ctx.plan.script is not None and not ctx.plan.script.problem else None
+    split = read.model_split if read is not None else None
+    fit = _replica_fit(ctx, gen, splits, refuses) if split is None else None
     what = _one_process_outcome(ctx, trl, gen, by_path, splits, refuses, fit)
+    severity = fit.severity if fit else "warning" if by_path and splits and not gen else None
+    if split == "spread":  # Trainer keeps n_gpu 1 for a model split with device_map: no wrap
+        what = (
+            "the script loads its model with a device_map over the GPUs, and transformers.Trainer keeps "
+            "n_gpu at 1 for a model split across devices (no nn.DataParallel, no refusal): it trains "
+            "one GPU at a time"
+            + (
+                f", with layers on GPU {', '.join(map(str, gen))} reserved for vLLM, taking memory it needs"
+                if gen
+                else " (model parallelism, as meant)"
+            )
+        )
+        severity = "warning" if gen else "info"
+    elif split == "unknown":  # a computed device_map: the wrap is not certain
+        what += (
+            "; the script computes the device_map it loads the model with: where that map spreads the "
+            "model over the GPUs, Trainer keeps n_gpu at 1 and none of this happens"
+        )
+        severity = "warning"
     gpus = ",".join(str(g) for g in lay.visible)
     train = [g for g in lay.visible if g not in gen] or lay.visible[:1]
     fix = _one_rank_per_gpu(lay, launch, train, gen)
@@ -175,7 +196,8 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
         f"{what}",
         fix=fix,
         remedy=[launch_remedy(ctx, line, fix if i == 0 else line) for i, line in enumerate(lines)],
-        severity=fit.severity if fit else "warning" if by_path and splits and not gen else None,
+        severity=severity,
+        model_split=split,
         n_gpu=lay.process_gpus,
         visible=lay.visible,
         trl=trl,

@@ -134,6 +134,9 @@ class TrainingScript:
     code_values: dict[str, Any] = field(default_factory=dict)
     flag_keys: dict[str, tuple[str, bool | None]] = field(default_factory=dict)
     model_by_name: bool | None = None  # GRPOTrainer(model=…) gets a name or path (not an object)
+    #: a model it loads with a device map over several GPUs ("spread"), or a computed one
+    #: ("unknown"); None: none (ScriptDecl.model_split)
+    model_split: str | None = None
     #: a package it imports that patches TRL's trainers and configs at import ("unsloth")
     patched_by: str | None = None
     #: the trainer it builds is a class of the repository that does not derive from TRL's

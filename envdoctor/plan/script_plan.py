@@ -47,6 +47,7 @@ def read_training_script(
         parses=decl.closed_parses,
         unread=decl.unresolved,
         model_by_name=decl.model_by_name,
+        model_split=decl.model_split,
         # Unsloth rewrites TRL's trainers and configs when it is imported (unsloth/models/rl.py)
         patched_by="unsloth" if "unsloth" in decl.in_process_imports else None,
         own_trainer=decl.own_trainer,

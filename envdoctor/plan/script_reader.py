@@ -168,6 +168,10 @@ class ScriptDecl:
     dynamic_flags: bool = False  # add_argument with computed names: more flags than these
     other_cli: str | None = None  # a command-line library it imports besides argparse (click…)
     model_by_name: bool | None = None  # every GRPOTrainer(...) call gets the model by name or path
+    #: a model it loads with a device map over several GPUs: "spread" (a literal such map), "unknown"
+    #: (a computed device_map), None (none, or one device): Trainer keeps n_gpu 1 for a model split
+    #: with device_map (is_model_parallel), so no nn.DataParallel wraps it
+    model_split: str | None = None
     trl_classes: tuple[str, ...] = ()  # TRL dataclasses it parses (ScriptArguments, GRPOConfig…)
     dataclasses: dict[str, DataClass] = field(default_factory=dict)  # its own parsed dataclasses
     unresolved: tuple[str, ...] = ()  # parsed classes it imports from where envdoctor cannot read
@@ -445,6 +449,8 @@ class SourceFacts:
     #: from_pretrained(<kw>=…) calls: the keyword's value; a call without it: None (the loader's
     #: default), or an empty ``ast.Starred`` where it spreads a ``**mapping`` (which may pass it)
     loaders: list[tuple[str, int, ast.expr | None]] = field(default_factory=list)
+    #: each ``from_pretrained(device_map=…)``: (line, "spread" / "one" / "unknown": _device_map)
+    device_maps: list[tuple[int, str]] = field(default_factory=list)
     #: name -> the mapping bound to it once (``args = {"k": v}`` / ``dict(k=v)``), None when it
     #: is bound more than once or changed in place (``args["k"] = v``, ``args.update(…)``)
     mappings: dict[str, ast.Dict | ast.Call | None] = field(default_factory=dict)
@@ -1001,6 +1007,10 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
             node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "model"), None)
         )
         mod.ds_prepares.append((func, node.lineno, (_dotted(model) if model is not None else None) or "?"))
+    if last == "from_pretrained" and len(mod.device_maps) < MAX_CALLS:
+        placed = next((kw.value for kw in node.keywords if kw.arg == "device_map"), None)
+        if placed is not None:
+            mod.device_maps.append((node.lineno, _device_map(placed)))
     if last == "from_pretrained" and len(mod.loaders) < MAX_CALLS:
         kws = set(IN_PROCESS_VLLM.values())
         given = [kw for kw in node.keywords if kw.arg in kws]
@@ -1009,6 +1019,24 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         if not given:  # the loader's default (False), unless a **mapping passes it (not evaluated)
             spread = next((kw.value for kw in node.keywords if kw.arg is None), None)
             mod.loaders.append((func, node.lineno, ast.Starred(value=spread) if spread else None))
+
+
+#: accelerate's device maps that place a model's layers over every visible GPU (``sequential``
+#: fills GPU 0 first: over several only where the model does not fit one)
+SPREAD_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def _device_map(node: ast.expr) -> str:
+    """A ``device_map=`` value: "spread" (a map that places the model over the visible GPUs),
+    "one" (a single device, or a dict of one), "unknown" (computed: a name, a call, a branch)."""
+    if isinstance(node, ast.Constant):
+        if node.value is None:
+            return "one"
+        return "spread" if node.value in SPREAD_MAPS else "one"
+    if isinstance(node, ast.Dict) and all(isinstance(v, ast.Constant) for v in node.values):
+        devices = {v.value for v in node.values if isinstance(v, ast.Constant)} - {"cpu", "disk"}
+        return "spread" if len(devices) > 1 else "one"
+    return "unknown"
 
 
 def _model_by_name(node: ast.expr | None) -> bool | str | None:
@@ -1466,6 +1494,8 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         (f"{call} in {main.path}:{line}" for call, line in main.unknown_keys_kept), None
     )
     _in_process(main, decl, followed)
+    kinds = {kind for mod in [main, *followed] for _, kind in mod.device_maps}
+    decl.model_split = "spread" if "spread" in kinds else "unknown" if "unknown" in kinds else None
     decl.self_loaded = _self_loaded(main, script, res, followed)
     decl.self_load = next(
         (f"{call} in {m.path}:{line}" for m in [main, *followed] for call, line in m.file_loads), None
