@@ -701,6 +701,8 @@ def setups(out: Path) -> None:
                 reqs.append(f"{name}=={line}")
             elif RANGE.match(v):
                 reqs.append(f"{name}{RANGE.match(v).group(1)}")
+            elif v.lower().startswith("unpinned"):  # declared without a version: a bare name
+                reqs.append(name)
         if not _declares(d):  # the repository's own declarations are what the hook judges
             (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
         launch = _commands(d)
