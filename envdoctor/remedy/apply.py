@@ -122,17 +122,17 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
     # literal, where the script reads no config file (no HfArgumentParser / TrlParser, no
     # yaml.safe_load): the literal is what runs, so it is given the value too
     # (``num_generations=1`` at its line); a literal of another value is not the one judged
-    script = plan.script
+    calls = plan.script  # its GRPOConfig(...) calls, as read
     literal = (
         {
             k: v
             for k, v in config_set.items()
             if k not in code_set
-            and script.config_keywords.get(k)
-            and k in script.code_values
-            and script.code_values[k] == plan.config.get(k)
+            and calls.config_keywords.get(k)
+            and k in calls.code_values
+            and calls.code_values[k] == plan.config.get(k)
         }
-        if script is not None and not script.reads_config and not script.problem
+        if calls is not None and not calls.reads_config and not calls.problem
         else {}
     )
     script_edits: tuple[FileEdit, ...] = ()
