@@ -661,20 +661,15 @@ def _drop_code_values(config: Path) -> None:
         config.write_text("".join(kept))
 
 
-#: a file that declares a repository's stack (envdoctor's declared readers), the README aside
-DECLARES = re.compile(
-    r"^(requirements.*\.txt|pyproject\.toml|setup\.py|setup\.cfg|environment\.ya?ml|uv\.lock|"
-    r"poetry\.lock|pylock.*\.toml|Dockerfile.*)$"
-)
-
-
 def _declares(setup: Path) -> bool:
     """Whether the setup holds a stack declaration of its repository (requirements_finetune.txt,
     pyproject.toml…): the hook then judges those, as on the repository, and no requirements.txt
     of the stack note is added beside them (merged with a pyproject's ranges, the note's exact
     torch read as one declared stack no pip could install: set 17's qwen3_math_ft DCL003)."""
+    from envdoctor.facts.declared import is_declaration  # the hook's own declared readers
+
     return (
-        any(DECLARES.match(f.name) for f in setup.iterdir() if f.is_file())
+        any(is_declaration(str(f)) for f in setup.iterdir() if f.is_file())
         or (setup / "requirements").is_dir()
     )
 

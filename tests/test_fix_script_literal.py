@@ -77,3 +77,17 @@ def test_a_script_that_hands_the_file_to_trls_parser_keeps_its_other_literal(tmp
     _fix(tmp_path, "--config", "config.yaml")
     assert "num_generations: 8" in (tmp_path / "config.yaml").read_text()
     assert "num_generations=1" in (tmp_path / "train.py").read_text()  # not the run's config
+
+
+def test_a_script_literal_of_another_value_than_the_files_is_left_alone(tmp_path):
+    """The script writes ``num_generations=8`` and reads no config file; the file beside it says 1:
+    the literal is not the value judged, and no fix turns the script's 8 into 8, 4 or 2."""
+    (tmp_path / "train.py").write_text(SCRIPT.replace("num_generations=1", "num_generations=8"))
+    (tmp_path / "config.yaml").write_text("num_generations: 1\nper_device_train_batch_size: 8\n")
+    before = (tmp_path / "train.py").read_text()
+    text = _fix(tmp_path, "--config", "config.yaml", "--diff").stdout
+    assert "train.py would change" not in text and "num_generations=4" not in text
+    said = run_cli("check", *TRL, "--config", "config.yaml", "--", "python", "train.py", cwd=tmp_path)
+    assert "and in the script:" not in said.stdout
+    _fix(tmp_path, "--config", "config.yaml")
+    assert (tmp_path / "train.py").read_text() == before

@@ -898,7 +898,13 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
         if ctx.plan.config_origin.get(k) == "command line"
     }
     refuses = code_keys_no_release_takes(ctx)  # CFG001's: TRL's GRPOConfig(...) call refuses them
-    consumed = script.consumed if script is not None else {}
+    # the script's own names (``get_peft_model(use_gradient_checkpointing=…)``), unless a section
+    # the script spreads into GRPOConfig holds the key (``**cfg["grpo"]``): GRPOConfig gets it too
+    consumed = {
+        k
+        for k in (script.consumed if script is not None else ())
+        if ", spread into " not in ctx.plan.config_origin.get(k, "")
+    }
     unknown = [
         k
         for k in ctx.plan.config_origin

@@ -20,6 +20,7 @@ from envdoctor import versions
 from envdoctor.checks.config import _script_drops, replace_or_remove
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.facts.interface import normalize_name
 from envdoctor.plan.interface import from_code
 
 #: keys whose GRPOConfig entry is not TRL's config (TrainingArguments overrides, script keys)
@@ -85,11 +86,8 @@ def _capped_elsewhere(ctx: Context, stack: dict[str, Any]) -> bool:
     """Whether the declared stack holds a package with a TRL requirement of its own (Unsloth, by
     unsloth_zoo's ``trl<=…``; rules/knowledge/trl.yaml ``trl_dependents``): the release a fresh
     install gets is then bounded by it, not the newest TRL."""
-    names = {
-        str(n).lower().replace("_", "-")
-        for n in (ctx.kb.trl.get("trl_dependents") or {}).get("packages") or ()
-    }
-    return any(str(n).lower().replace("_", "-") in names for n in stack)
+    names = {normalize_name(str(n)) for n in (ctx.kb.trl.get("trl_dependents") or {}).get("packages") or ()}
+    return any(normalize_name(str(n)) in names for n in stack)
 
 
 def _elsewhere() -> bool:

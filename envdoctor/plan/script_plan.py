@@ -90,10 +90,12 @@ def read_training_script(
         except Unread as exc:
             plan.script.hydra_unread = str(exc)
     plan.script_keys.update(decl.keys())
-    if not decl.parses_dataclasses:
+    if not decl.parses_dataclasses and not any(c.spread for c in decl.config_calls):
         # no HfArgumentParser / TrlParser reads a config file: the names the script's own code
         # consumes (an Unsloth loader's keyword, a key it reads from the config it loads) are
-        # its own, not GRPOConfig typos (CFG004 only: no other rule's key, no suggestion)
+        # its own, not GRPOConfig typos (CFG004 only: no other rule's key, no suggestion); not
+        # where a GRPOConfig(**mapping) call may hand it the file's keys (``GRPOConfig(**cfg)``
+        # with ``use_gradient_checkpointing: true``: a TypeError whatever else reads the key)
         plan.script.consumed = dict(decl.consumed)
     given: dict[str, Any] = {}
     if decl.in_process_calls:

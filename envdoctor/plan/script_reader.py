@@ -477,6 +477,9 @@ class SourceFacts:
     #: text keys it reads from a mapping (``cfg["gpu_memory_utilization"]``, ``cfg.get("lr")``):
     #: key -> line of the first read
     reads: dict[str, int] = field(default_factory=dict)
+    #: the places it assigns with a text key (``generation_config["max_prompt_length"] = n``): a
+    #: config file's value read there is not the one the script hands on
+    written: list[ast.Subscript] = field(default_factory=list)
     #: the line of its first Hydra entry (``@hydra.main``, ``instantiate(...)``): 0 for none
     hydra: int = 0
     #: where it builds a vLLM engine (``LLM(...)``, ``AsyncLLMEngine.from_engine_args(...)``):
@@ -704,6 +707,14 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
             and len(mod.reads) < MAX_KEYS
         ):
             mod.reads.setdefault(node.slice.value, node.lineno)  # cfg["gpu_memory_utilization"]
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+            and len(mod.written) < MAX_KEYS
+        ):
+            mod.written.append(node)  # gen["max_prompt_length"] = computed
         elif isinstance(node, ast.Dict) and not mod.chat_messages and _chat_message(node):
             mod.chat_messages.append(node.lineno)
         elif isinstance(node, ast.Attribute) and node.attr == "argv" and _dotted(node.value) == "sys":
@@ -1936,6 +1947,8 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
             ref = _dotted(node)
             from_file.pop(key, None)
             path = section_path(main, node)
+            if path and any(section_path(main, w) == path for w in main.written):
+                path = None  # the script sets that place itself (``"auto"`` replaced): value unknown
             if path:  # a value of the config file the script reads: the plan reads it there
                 from_file[key] = path
             if ref and ref.count(".") == 1 and ref.split(".")[1] in decl.flags and not path:

@@ -118,16 +118,21 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         plan = relaunch(plan, [lx.raw for lx in plan.launches])
         in_code += [k for k in from_file if from_code(plan.config_origin.get(k, ""))]
     code_set = {k: v for k, v in config_set.items() if from_code(plan.config_origin.get(k, ""))}
-    # a key the config file sets that the script's GRPOConfig(...) call also writes as a literal,
-    # where the script reads no config file (no HfArgumentParser / TrlParser, no yaml.safe_load):
-    # the literal is what runs, so it is given the value too (``num_generations=1`` at its line)
+    # a key the config file sets that the script's GRPOConfig(...) call also writes as the same
+    # literal, where the script reads no config file (no HfArgumentParser / TrlParser, no
+    # yaml.safe_load): the literal is what runs, so it is given the value too
+    # (``num_generations=1`` at its line); a literal of another value is not the one judged
+    calls = plan.script  # its GRPOConfig(...) calls, as read
     literal = (
         {
             k: v
             for k, v in config_set.items()
-            if k not in code_set and plan.script.config_keywords.get(k) and _literal_in_code(plan, k)
+            if k not in code_set
+            and calls.config_keywords.get(k)
+            and k in calls.code_values
+            and calls.code_values[k] == plan.config.get(k)
         }
-        if plan.script is not None and not plan.script.reads_config and not plan.script.problem
+        if calls is not None and not calls.reads_config and not calls.problem
         else {}
     )
     script_edits: tuple[FileEdit, ...] = ()
@@ -187,13 +192,6 @@ def _hydra_line(line: str, edits: dict[str, str]) -> str:
         words = [w for w in words if w.lstrip("+~").split("=", 1)[0] != dotted]
         words.append(edit)
     return shlex.join(words)
-
-
-def _literal_in_code(plan: Plan, key: str) -> bool:
-    """Whether the script's GRPOConfig(...) calls write ``key`` as a literal value (read by the
-    script reader: ``plan.script.code_values``), not from a flag or an expression."""
-    script = plan.script
-    return script is not None and key in script.code_values
 
 
 def _file_keys(plan: Plan) -> set[str]:

@@ -138,3 +138,29 @@ def test_the_scripts_own_keywords_are_no_suggestions_for_a_typo(tmp_path):
     script.write_text(PASSED_ON)
     got = findings(snapshot(1, packages=STACK), config={"model": {"name": "m"}}, launch=f"python {script}")
     assert not [f for f in got if f.rule == "CFG004" and "`mode`" in f.message]
+
+
+#: the config handed to GRPOConfig whole (or a section of it): a key another call of the script
+#: also takes (get_peft_model's use_gradient_checkpointing) reaches GRPOConfig too, a TypeError
+SPREAD = """\
+import yaml
+from unsloth import FastLanguageModel
+from trl import GRPOConfig, GRPOTrainer
+
+with open("config.yaml") as f:
+    cfg = yaml.safe_load(f)
+model, tok = FastLanguageModel.from_pretrained("m", max_seq_length=1024)
+model = FastLanguageModel.get_peft_model(model, r=16, use_gradient_checkpointing="unsloth")
+args = GRPOConfig(**SPREAD_OF)
+GRPOTrainer(model=model, processing_class=tok, reward_funcs=[], args=args).train()
+"""
+
+
+def test_a_key_the_script_spreads_into_grpoconfig_is_still_a_typo(tmp_path):
+    whole = SPREAD.replace("SPREAD_OF", "cfg")
+    (f,) = _cfg004(tmp_path, whole, {"output_dir": "o", "use_gradient_checkpointing": True})
+    assert "use_gradient_checkpointing" in f.message and "gradient_checkpointing`?" in f.message
+    section = SPREAD.replace("SPREAD_OF", 'cfg["grpo"]')
+    config = {"model": {"name": "m"}, "grpo": {"output_dir": "o", "use_gradient_checkpointing": True}}
+    (f,) = _cfg004(tmp_path, section, config)
+    assert "grpo.use_gradient_checkpointing" in f.message
