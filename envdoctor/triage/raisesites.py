@@ -132,22 +132,26 @@ def continuation(log: Log, line_no: int, limit: int = MAX_CONTINUED) -> list[str
 
 
 def message(tb: Traceback, log: Log | None) -> str:
-    """``tb``'s message with the lines after its exception's line that continue it, where the
-    raise-site index places the joined text as one raise's template better than the first line
-    alone (it shows more of a template, or a whole one); else the message as the line shows it."""
+    """``tb``'s message with the lines after its exception's line that continue it: the fewest
+    lines with which the raise-site index places the text as one raise's template best (it shows
+    more of a template, or a whole one) — not the lines after the template's end (the next
+    record: ``wandb:``, ``srun:``, a warning with no prefix); else the message as the line shows
+    it. A line may add to the template only with the next one (a line that ends a sentence inside
+    it fits no whole template): every count of lines up to ``MAX_CONTINUED`` is asked."""
     if log is None or not tb.line_no or not tb.exc_type or not tb.message.strip():
         return tb.message  # a line quoted without its exception's name is read alone (``quoted_lines``)
     more = continuation(log, tb.line_no)
     if not more:
         return tb.message
-    joined = " ".join([tb.message.strip(), *(x.strip() for x in more)])
-    longer = locate(joined, tb.name)
-    if not longer:
-        return tb.message
     alone = locate(tb.message, tb.name)
-    if alone and max(h.matched for h in alone) >= max(h.matched for h in longer):
-        return tb.message
-    return joined
+    best, out = max((h.matched for h in alone), default=0), tb.message
+    joined = tb.message.strip()
+    for line in more:
+        joined = f"{joined} {line.strip()}"
+        got = max((h.matched for h in locate(joined, tb.name)), default=0)
+        if got > best:  # a line after the template's end adds nothing: the fewer lines stand
+            best, out = got, joined
+    return out
 
 
 def locate_tb(tb: Traceback, log: Log) -> Location | None:

@@ -60,6 +60,19 @@ def test_another_ranks_line_is_not_the_message_going_on():
     assert "TRI012" in _rules(same)
 
 
+def test_the_lines_after_the_template_s_end_are_not_the_message():
+    # the run's next records have no prefix the scan knows (wandb's, srun's, a bare sentence): the
+    # message ends where the raise's template ends, not at the blank line
+    tail = (
+        "wandb: 🚀 View run fancy_run at: https://wandb.ai/me/proj/runs/abc\n"
+        "srun: error: node12: task 0: Exited with exit code 1\n"
+        "Please set the environment variable use_fast_tokenizer=False to silence this\n"
+    )
+    f = _rules(PADDING_FREE + tail)["TRI012"]
+    assert "set `max_length=None`.”" in f.message
+    assert "wandb" not in f.message and "srun" not in f.message and "use_fast_tokenizer" not in f.message
+
+
 def test_continuation_stops_at_a_frame_an_exception_and_a_logger_line():
     head = b"ValueError: first line.\nsecond line of it\nINFO 2026-11-29 12:00:00 next record\nmore\n"
     assert continuation(Log({}, {}, None, head=head), 1) == ["second line of it"]
