@@ -165,30 +165,11 @@ MAX_MORE = 8  # lines after the exception's line read as the rest of its message
 
 def _more(log: Log, line_no: int) -> list[str]:
     """The lines after the exception's line (the log's head) that continue its message: up to a
-    blank line, a frame, another exception, a logger's or another program's line."""
-    from envdoctor.triage.scanner import clean, split_prefix
+    blank line, a frame, another exception, a logger's or another program's line
+    (``raisesites.continuation``)."""
+    from envdoctor.triage.raisesites import continuation
 
-    head = log.head
-    if not head or line_no <= 0:
-        return []
-    start = 0
-    for _ in range(line_no):  # the offset of the line after line_no
-        nxt = head.find(b"\n", start)
-        if nxt < 0:
-            return []
-        start = nxt + 1
-    out: list[str] = []
-    for raw in head[start : start + 16384].split(b"\n")[:MAX_MORE]:
-        body = split_prefix(clean(raw[:4096]))[0]
-        text = body.strip()
-        if not text or text.startswith(('File "', "Traceback", "During handling", "The above exception")):
-            break
-        if re.match(r"^(?:INFO|WARNING|ERROR|DEBUG|\[?\d{4}-\d\d-\d\d|[IWE]\d{4} )", text):
-            break
-        if re.match(r"^[\w.]{1,100}(?:Error|Exception)(?::|$)", text):
-            break
-        out.append(body.rstrip())
-    return out
+    return continuation(log, line_no, MAX_MORE)
 
 
 def _package_named(message: str) -> str | None:
