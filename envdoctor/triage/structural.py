@@ -443,11 +443,16 @@ def foreign_field(f: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: di
     read = f"{len(u.releases)} {u.package} releases read, {u.releases[0]} to {u.releases[-1]}"
     if f.older:
         read += f", and {f.older} older ones' configuration classes"
-    whole = (
-        f"{u.cls} first appears in {u.package} {f.first}: these are all its releases"
-        if f.complete
-        else f"{u.cls} is older than {u.releases[0]}: releases before it are not read"
-    )
+    if f.complete:
+        whole = f"{u.cls} first appears in {u.package} {f.first}: these are all its releases"
+    elif f.older and f.unasked:  # its older releases are read, a base the index does not hold is not
+        bases = ", ".join(f.unasked[:3])
+        whole = (
+            f"{u.cls}'s base{'s' if len(f.unasked) > 1 else ''} {bases} in those older releases "
+            f"{'are' if len(f.unasked) > 1 else 'is'} not read"
+        )
+    else:
+        whole = f"{u.cls} is older than {u.releases[0]}: releases before it are not read"
     if f.was:  # a field of the class in releases before the symbol history: removed, drift
         lo, hi, gone = f.was
         span = lo if lo == hi else f"{lo}–{hi}"

@@ -104,6 +104,23 @@ def test_a_class_older_than_every_release_read_is_a_warning():
     assert f.fix.startswith("remove foo_bar= from the EngineArgs(...) call")
 
 
+def test_a_class_whose_older_releases_are_read_but_not_a_base_of_it_says_which_base():
+    # huggingface/peft#1511 (held out, review rv19b): "use_original_init is not a valid argument,
+    # please remove it"; LoraConfig's older releases are in the config-field index, its base
+    # PeftConfigMixin there is not: a warning that names that base, not "releases before it are
+    # not read" beside "20 older ones' configuration classes"
+    f = _rules("TypeError: LoraConfig.__init__() got an unexpected keyword argument 'use_original_init'\n")[
+        "TRI009"
+    ]
+    assert f.severity == Severity.WARNING
+    assert (
+        "older ones' configuration classes" in f.message
+        and "releases before it are not read" not in f.message
+    )
+    assert "base PeftConfigMixin in those older releases is not read" in f.message
+    assert f.fix.startswith("remove use_original_init= from the LoraConfig(...) call")
+
+
 def test_the_class_whose_whole_history_is_read_makes_it_an_error():
     f = _rules("TypeError: GRPOConfig.__init__() got an unexpected keyword argument 'cache_dir'\n")["TRI009"]
     assert f.severity == Severity.ERROR
