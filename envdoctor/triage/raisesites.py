@@ -71,6 +71,11 @@ def _shown(log: Log, package: str) -> str:
     return v.version if v is not None and v.exact and not v.inferred else ""
 
 
+#: Unsloth's generated copy of a TRL trainer (``unsloth_compiled_cache/UnslothSFTTrainer.py``, or
+#: the file's name alone as a paste shows it): TRL's code, its raises TRL's (``fixhist._COMPILED``)
+_COPIED = re.compile(r"(?:^|/)(?:unsloth_compiled_cache/)?Unsloth(?P<trainer>[A-Za-z]{1,40})Trainer\.py$")
+
+
 def _frame_fits(tb: Traceback, hits: list[Hit]) -> bool:
     """The traceback's innermost frame, if it shows where the exception was raised (a ``raise`` or
     ``assert`` line, or a frame of the package located), is one of the sites' functions."""
@@ -79,6 +84,10 @@ def _frame_fits(tb: Traceback, hits: list[Hit]) -> bool:
     last = tb.frames[-1]
     package = hits[0].site.package
     raising = last.code.startswith(("raise", "assert"))
+    copied = _COPIED.search(last.path.replace("\\", "/")) if last.package is None else None
+    if copied is not None and package == "trl":  # Unsloth's copy of TRL's trainer: TRL's raise
+        want = [f"{copied.group('trainer')}Trainer", *(last.function.split(".") if last.function else [])]
+        return any(named(h.site.function, want[1:] or want) for h in hits if h.site.function)
     if last.package not in (package, package.replace("-", "_")) and not (
         last.package is None and f"/{package.replace('-', '_')}/" in last.path.replace("\\", "/")
     ):

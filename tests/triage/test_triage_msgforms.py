@@ -73,6 +73,28 @@ def test_the_lines_after_the_template_s_end_are_not_the_message():
     assert "wandb" not in f.message and "srun" not in f.message and "use_fast_tokenizer" not in f.message
 
 
+def test_the_check_raised_in_unsloth_s_copy_of_the_trainer_is_trl_s_and_placed():
+    # held out (review rv19b): Red-Hat-AI-Innovation-Team/training_hub#93 and unslothai/unsloth#7951
+    # show the frame of Unsloth's generated trainer, and #7951 wraps the message elsewhere
+    hub93 = 'File "UnslothSFTTrainer.py", line 1150, in __init__\n    raise ValueError(\n' + PADDING_FREE
+    us7951 = (
+        'File ".../unsloth_compiled_cache/UnslothSFTTrainer.py", line 1310, in __init__\n'
+        "    raise ValueError(...)\n"
+        "ValueError: When `padding_free=True` without packing, `max_length` is not enforced. Either enable\n"
+        "packing (e.g., `packing=True, packing_strategy='bfd'`), provide already truncated inputs, or set\n"
+        "`max_length=None`.\n"
+    )
+    for text in (hub93, us7951):
+        f = _rules(text)["TRI012"]
+        assert f.severity == Severity.ERROR and "SFTTrainer.__init__" in f.message
+        assert f.fix.startswith("the message's own fix: Either enable packing")
+
+
+def test_the_same_message_raised_in_the_user_s_own_file_is_not_placed_in_trl():
+    text = 'File "/home/me/train.py", line 12, in main\n    raise ValueError(\n' + PADDING_FREE
+    assert "TRI012" not in _rules(text)
+
+
 def test_continuation_stops_at_a_frame_an_exception_and_a_logger_line():
     head = b"ValueError: first line.\nsecond line of it\nINFO 2026-11-29 12:00:00 next record\nmore\n"
     assert continuation(Log({}, {}, None, head=head), 1) == ["second line of it"]
