@@ -522,6 +522,8 @@ def added_field(a: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict
     frame = _calling(tb, a.package)
     by = _frame_text(frame) if frame is not None else "the calling code (the log shows no frames)"
     version = have.get(a.package)
+    if versions.at_least(version, a.since):
+        return None  # the log's release takes it: the call met another one (another environment's)
     shown = f"; the log shows {a.package} {version}" if version else ""
     what = (
         f"{by} passes {a.name}= to {a.cls}(), which {a.package} takes from {a.since} on ({a.before} and "

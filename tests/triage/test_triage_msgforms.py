@@ -193,6 +193,15 @@ def test_a_keyword_that_came_with_an_older_release_says_the_installed_one_is_old
     assert f.fix.startswith("pip install 'peft>=0.9.0'")
 
 
+def test_a_log_showing_a_release_that_takes_the_field_is_not_told_it_is_older():
+    # review rv19b: "pip install 'peft>=0.10.0'" where the log shows peft 0.12.0 clears nothing
+    text = "peft==0.12.0\nTypeError: LoraConfig.__init__() got an unexpected keyword argument 'layer_replication'\n"
+    f = _rules(text).get("TRI009")
+    assert f is None or "older than 0.10.0" not in f.message
+    older = "peft==0.9.0\nTypeError: LoraConfig.__init__() got an unexpected keyword argument 'layer_replication'\n"
+    assert "peft>=0.10.0" in _rules(older)["TRI009"].fix
+
+
 def test_a_field_an_older_release_removed_is_drift_not_another_class_field():
     f = _rules("TypeError: CPOConfig.__init__() got an unexpected keyword argument 'max_target_length'\n")[
         "TRI009"
