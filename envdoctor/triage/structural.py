@@ -444,7 +444,10 @@ def foreign_field(f: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: di
     if f.older:
         read += f", and {f.older} older ones' configuration classes"
     if f.complete:
-        whole = f"{u.cls} first appears in {u.package} {f.first}: these are all its releases"
+        whole = (
+            f"{u.cls} first appears in {u.package} {f.first}: these are all its releases up to "
+            f"{u.releases[-1]}, the newest envdoctor reads"
+        )
     elif f.older and f.unasked:  # its older releases are read, a base the index does not hold is not
         bases = ", ".join(f.unasked[:3])
         whole = (
@@ -493,7 +496,9 @@ def foreign_field(f: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: di
         f"remove {u.name}= from the {u.cls}(...) call (or set it on the class that has it"
         + (f": {f.owners[0]}" if len(f.owners) == 1 else "")
         + "); where a wrapper package builds the call from its own arguments, upgrade it to a "
-        f"release written for the installed {u.package} (its release notes or requirements name it)"
+        f"release written for the installed {u.package} (its release notes or requirements name it); "
+        f"where the calling code follows {u.package}'s main branch, a {u.package} newer than "
+        f"{u.releases[-1]} may have added it: its release notes say"
     )
     d = finding(
         "TRI009",
