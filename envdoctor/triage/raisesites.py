@@ -71,6 +71,11 @@ def _shown(log: Log, package: str) -> str:
     return v.version if v is not None and v.exact and not v.inferred else ""
 
 
+#: Unsloth's generated copy of a TRL trainer (``unsloth_compiled_cache/UnslothSFTTrainer.py``, or
+#: the file's name alone as a paste shows it): TRL's code, its raises TRL's (``fixhist._COMPILED``)
+_COPIED = re.compile(r"(?:^|/)(?:unsloth_compiled_cache/)?Unsloth(?P<trainer>[A-Za-z]{1,40})Trainer\.py$")
+
+
 def _frame_fits(tb: Traceback, hits: list[Hit]) -> bool:
     """The traceback's innermost frame, if it shows where the exception was raised (a ``raise`` or
     ``assert`` line, or a frame of the package located), is one of the sites' functions."""
@@ -79,6 +84,10 @@ def _frame_fits(tb: Traceback, hits: list[Hit]) -> bool:
     last = tb.frames[-1]
     package = hits[0].site.package
     raising = last.code.startswith(("raise", "assert"))
+    copied = _COPIED.search(last.path.replace("\\", "/")) if last.package is None else None
+    if copied is not None and package == "trl":  # Unsloth's copy of TRL's trainer: TRL's raise
+        want = [f"{copied.group('trainer')}Trainer", *(last.function.split(".") if last.function else [])]
+        return any(named(h.site.function, want[1:] or want) for h in hits if h.site.function)
     if last.package not in (package, package.replace("-", "_")) and not (
         last.package is None and f"/{package.replace('-', '_')}/" in last.path.replace("\\", "/")
     ):
@@ -132,22 +141,26 @@ def continuation(log: Log, line_no: int, limit: int = MAX_CONTINUED) -> list[str
 
 
 def message(tb: Traceback, log: Log | None) -> str:
-    """``tb``'s message with the lines after its exception's line that continue it, where the
-    raise-site index places the joined text as one raise's template better than the first line
-    alone (it shows more of a template, or a whole one); else the message as the line shows it."""
+    """``tb``'s message with the lines after its exception's line that continue it: the fewest
+    lines with which the raise-site index places the text as one raise's template best (it shows
+    more of a template, or a whole one) — not the lines after the template's end (the next
+    record: ``wandb:``, ``srun:``, a warning with no prefix); else the message as the line shows
+    it. A line may add to the template only with the next one (a line that ends a sentence inside
+    it fits no whole template): every count of lines up to ``MAX_CONTINUED`` is asked."""
     if log is None or not tb.line_no or not tb.exc_type or not tb.message.strip():
         return tb.message  # a line quoted without its exception's name is read alone (``quoted_lines``)
     more = continuation(log, tb.line_no)
     if not more:
         return tb.message
-    joined = " ".join([tb.message.strip(), *(x.strip() for x in more)])
-    longer = locate(joined, tb.name)
-    if not longer:
-        return tb.message
     alone = locate(tb.message, tb.name)
-    if alone and max(h.matched for h in alone) >= max(h.matched for h in longer):
-        return tb.message
-    return joined
+    best, out = max((h.matched for h in alone), default=0), tb.message
+    joined = tb.message.strip()
+    for line in more:
+        joined = f"{joined} {line.strip()}"
+        got = max((h.matched for h in locate(joined, tb.name)), default=0)
+        if got > best:  # a line after the template's end adds nothing: the fewer lines stand
+            best, out = got, joined
+    return out
 
 
 def locate_tb(tb: Traceback, log: Log) -> Location | None:

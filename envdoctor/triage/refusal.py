@@ -165,30 +165,11 @@ MAX_MORE = 8  # lines after the exception's line read as the rest of its message
 
 def _more(log: Log, line_no: int) -> list[str]:
     """The lines after the exception's line (the log's head) that continue its message: up to a
-    blank line, a frame, another exception, a logger's or another program's line."""
-    from envdoctor.triage.scanner import clean, split_prefix
+    blank line, a frame, another exception, a logger's or another program's line
+    (``raisesites.continuation``)."""
+    from envdoctor.triage.raisesites import continuation
 
-    head = log.head
-    if not head or line_no <= 0:
-        return []
-    start = 0
-    for _ in range(line_no):  # the offset of the line after line_no
-        nxt = head.find(b"\n", start)
-        if nxt < 0:
-            return []
-        start = nxt + 1
-    out: list[str] = []
-    for raw in head[start : start + 16384].split(b"\n")[:MAX_MORE]:
-        body = split_prefix(clean(raw[:4096]))[0]
-        text = body.strip()
-        if not text or text.startswith(('File "', "Traceback", "During handling", "The above exception")):
-            break
-        if re.match(r"^(?:INFO|WARNING|ERROR|DEBUG|\[?\d{4}-\d\d-\d\d|[IWE]\d{4} )", text):
-            break
-        if re.match(r"^[\w.]{1,100}(?:Error|Exception)(?::|$)", text):
-            break
-        out.append(body.rstrip())
-    return out
+    return continuation(log, line_no, MAX_MORE)
 
 
 def _package_named(message: str) -> str | None:
@@ -380,15 +361,26 @@ def reserved_env(tb: Traceback, m: Match, log: Log) -> Draft | None:
     return d
 
 
+def _in_copy(tb: Traceback) -> bool:
+    """``tb`` was raised in Unsloth's generated copy of a TRL trainer (``raisesites._COPIED``),
+    no package's frame shown: TRL's own check, as frameless as a cut log for placing it."""
+    from envdoctor.triage.raisesites import _COPIED
+
+    return all(f.package is None for f in tb.frames) and bool(
+        _COPIED.search(tb.frames[-1].path.replace("\\", "/"))
+    )
+
+
 def _placed_with_fix(tb: Traceback, log: Log, text: str) -> bool:
     """A message in no refusal's words that the raise-site index places in a package's config check
     (``_CONFIG_CHECK``: a trainer's ``__init__``, a config's ``__post_init__``) and that says what to
     set, naming an option ("When `padding_free=True` without packing, `max_length` is not enforced.
     Either enable packing (e.g., `packing=True, …`), …, or set `max_length=None`."): the check
-    refuses the configuration it was handed, its remedy is the fix. Frameless logs only (a frame
-    shows the guard itself: ``_raised_in_guard``)."""
-    if tb.frames or not _own_fix(text) or not _options(text):
-        return False
+    refuses the configuration it was handed, its remedy is the fix. Frameless logs only, or a
+    frame in Unsloth's copy of the trainer (``_in_copy``): a package's frame shows the guard
+    itself (``_raised_in_guard``)."""
+    if tb.frames and not _in_copy(tb) or not _own_fix(text) or not _options(text):
+        return False  # a package's frame shows the guard itself (``_raised_in_guard``)
     from envdoctor.triage.raisesites import locate_tb
 
     return _guard_placed(locate_tb(tb, log), tb, text)
@@ -417,7 +409,9 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     # a message the line breaks mid-sentence goes on on the next lines
     cut = not tb.message.rstrip().endswith((".", "!", "?", ")", "]", "}", "'", '"', "`"))
     more = _more(log, tb.line_no or m.line_no) if cut else []
-    if not more and not tb.frames:
+    # no frame, or the last one in Unsloth's generated copy of a TRL trainer (no package's frame)
+    unowned = not tb.frames or _in_copy(tb)
+    if not more and unowned:
         # a whole sentence on the exception's line that a raise's template goes on after (TRL's
         # "When `padding_free=True` without packing, …" and its remedy on the next two lines)
         whole = continued(tb, log)
@@ -443,7 +437,7 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
         if caller is not None:  # the package (or the user's code) that handed it the configuration
             who = _DISPLAY.get(caller.package or "", caller.package) or "your code"
             where += f", called from {who} ({caller.at})"
-    elif not tb.frames or all(f.package is None for f in tb.frames):
+    elif unowned or all(f.package is None for f in tb.frames):
         package = _package_named(tb.message)  # the message's own prefix or subject names it
         if package is None:  # the raise that prints it (rules/knowledge/raises/)
             from envdoctor.triage.raisesites import locate_tb

@@ -486,11 +486,19 @@ def foreign_field(f: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: di
     read = f"{len(u.releases)} {u.package} releases read, {u.releases[0]} to {u.releases[-1]}"
     if f.older:
         read += f", and {f.older} older ones' configuration classes"
-    whole = (
-        f"{u.cls} first appears in {u.package} {f.first}: these are all its releases"
-        if f.complete
-        else f"{u.cls} is older than {u.releases[0]}: releases before it are not read"
-    )
+    if f.complete:
+        whole = (
+            f"{u.cls} first appears in {u.package} {f.first}: these are all its releases up to "
+            f"{u.releases[-1]}, the newest envdoctor reads"
+        )
+    elif f.older and f.unasked:  # its older releases are read, a base the index does not hold is not
+        bases = ", ".join(f.unasked[:3])
+        whole = (
+            f"{u.cls}'s base{'s' if len(f.unasked) > 1 else ''} {bases} in those older releases "
+            f"{'are' if len(f.unasked) > 1 else 'is'} not read"
+        )
+    else:
+        whole = f"{u.cls} is older than {u.releases[0]}: releases before it are not read"
     if f.was:  # a field of the class in releases before the symbol history: removed, drift
         lo, hi, gone = f.was
         span = lo if lo == hi else f"{lo}–{hi}"
@@ -531,7 +539,9 @@ def foreign_field(f: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: di
         f"remove {u.name}= from the {u.cls}(...) call (or set it on the class that has it"
         + (f": {f.owners[0]}" if len(f.owners) == 1 else "")
         + "); where a wrapper package builds the call from its own arguments, upgrade it to a "
-        f"release written for the installed {u.package} (its release notes or requirements name it)"
+        f"release written for the installed {u.package} (its release notes or requirements name it); "
+        f"where the calling code follows {u.package}'s main branch, a {u.package} newer than "
+        f"{u.releases[-1]} may have added it: its release notes say"
     )
     d = finding(
         "TRI009",
@@ -560,6 +570,8 @@ def added_field(a: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict
     frame = _calling(tb, a.package)
     by = _frame_text(frame) if frame is not None else "the calling code (the log shows no frames)"
     version = have.get(a.package)
+    if versions.at_least(version, a.since):
+        return None  # the log's release takes it: the call met another one (another environment's)
     shown = f"; the log shows {a.package} {version}" if version else ""
     what = (
         f"{by} passes {a.name}= to {a.cls}(), which {a.package} takes from {a.since} on ({a.before} and "

@@ -709,6 +709,8 @@ class Foreign:
     #: field was removed before the history's first release, ``(first, last, the one after)``
     was: tuple[str, ...] = ()
     older: int = 0  # releases read before the symbol history's (the config-field index)
+    #: the bases (of the config-field index's classes) that neither it nor a symbol history reads
+    unasked: tuple[str, ...] = ()
 
 
 def foreign_field(u: Unfit) -> Foreign | None:
@@ -726,6 +728,7 @@ def foreign_field(u: Unfit) -> Foreign | None:
     complete, born = first > 0, h.releases[first]
     was: tuple[str, ...] = ()
     older = 0
+    unasked: frozenset[str] = frozenset()
     from envdoctor.knowledge.config_fields import config_fields
 
     old = config_fields(u.package) if first == 0 else None  # the class is older than the history
@@ -738,7 +741,8 @@ def foreign_field(u: Unfit) -> Foreign | None:
             was = (lo, hi, old.releases[after] if after < len(old.releases) else old.until)
         # its birth read, and no base of another package's that the history does not ask
         born = old.born(u.cls) or born
-        complete = bool(old.born(u.cls)) and outside <= _asked_bases(h, u.cls)
+        unasked = outside - _asked_bases(h, u.cls)
+        complete = bool(old.born(u.cls)) and not unasked
     owners: list[str] = []
     tried = 0
     for node in h.modules.values():
@@ -751,7 +755,7 @@ def foreign_field(u: Unfit) -> Foreign | None:
             init = spec.get("p", {}).get("__init__") if isinstance(spec, dict) else None
             if isinstance(init, dict) and u.name in init:  # its own field or keyword (bases' not asked)
                 owners.append(name)
-    return Foreign(u, complete and not was, born, tuple(sorted(owners)), was, older)
+    return Foreign(u, complete and not was, born, tuple(sorted(owners)), was, older, tuple(sorted(unasked)))
 
 
 def _asked_bases(h: History, cls: str) -> set[str]:

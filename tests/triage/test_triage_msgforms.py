@@ -60,6 +60,41 @@ def test_another_ranks_line_is_not_the_message_going_on():
     assert "TRI012" in _rules(same)
 
 
+def test_the_lines_after_the_template_s_end_are_not_the_message():
+    # the run's next records have no prefix the scan knows (wandb's, srun's, a bare sentence): the
+    # message ends where the raise's template ends, not at the blank line
+    tail = (
+        "wandb: 🚀 View run fancy_run at: https://wandb.ai/me/proj/runs/abc\n"
+        "srun: error: node12: task 0: Exited with exit code 1\n"
+        "Please set the environment variable use_fast_tokenizer=False to silence this\n"
+    )
+    f = _rules(PADDING_FREE + tail)["TRI012"]
+    assert "set `max_length=None`.”" in f.message
+    assert "wandb" not in f.message and "srun" not in f.message and "use_fast_tokenizer" not in f.message
+
+
+def test_the_check_raised_in_unsloth_s_copy_of_the_trainer_is_trl_s_and_placed():
+    # held out (review rv19b): Red-Hat-AI-Innovation-Team/training_hub#93 and unslothai/unsloth#7951
+    # show the frame of Unsloth's generated trainer, and #7951 wraps the message elsewhere
+    hub93 = 'File "UnslothSFTTrainer.py", line 1150, in __init__\n    raise ValueError(\n' + PADDING_FREE
+    us7951 = (
+        'File ".../unsloth_compiled_cache/UnslothSFTTrainer.py", line 1310, in __init__\n'
+        "    raise ValueError(...)\n"
+        "ValueError: When `padding_free=True` without packing, `max_length` is not enforced. Either enable\n"
+        "packing (e.g., `packing=True, packing_strategy='bfd'`), provide already truncated inputs, or set\n"
+        "`max_length=None`.\n"
+    )
+    for text in (hub93, us7951):
+        f = _rules(text)["TRI012"]
+        assert f.severity == Severity.ERROR and "SFTTrainer.__init__" in f.message
+        assert f.fix.startswith("the message's own fix: Either enable packing")
+
+
+def test_the_same_message_raised_in_the_user_s_own_file_is_not_placed_in_trl():
+    text = 'File "/home/me/train.py", line 12, in main\n    raise ValueError(\n' + PADDING_FREE
+    assert "TRI012" not in _rules(text)
+
+
 def test_continuation_stops_at_a_frame_an_exception_and_a_logger_line():
     head = b"ValueError: first line.\nsecond line of it\nINFO 2026-11-29 12:00:00 next record\nmore\n"
     assert continuation(Log({}, {}, None, head=head), 1) == ["second line of it"]
@@ -89,6 +124,23 @@ def test_a_class_older_than_every_release_read_is_a_warning():
     f = _rules("TypeError: EngineArgs.__init__() got an unexpected keyword argument 'foo_bar'\n")["TRI009"]
     assert f.severity == Severity.WARNING and "releases before it are not read" in f.message
     assert f.fix.startswith("remove foo_bar= from the EngineArgs(...) call")
+
+
+def test_a_class_whose_older_releases_are_read_but_not_a_base_of_it_says_which_base():
+    # huggingface/peft#1511 (held out, review rv19b): "use_original_init is not a valid argument,
+    # please remove it"; LoraConfig's older releases are in the config-field index, its base
+    # PeftConfigMixin there is not: a warning that names that base, not "releases before it are
+    # not read" beside "20 older ones' configuration classes"
+    f = _rules("TypeError: LoraConfig.__init__() got an unexpected keyword argument 'use_original_init'\n")[
+        "TRI009"
+    ]
+    assert f.severity == Severity.WARNING
+    assert (
+        "older ones' configuration classes" in f.message
+        and "releases before it are not read" not in f.message
+    )
+    assert "base PeftConfigMixin in those older releases is not read" in f.message
+    assert f.fix.startswith("remove use_original_init= from the LoraConfig(...) call")
 
 
 def test_the_class_whose_whole_history_is_read_makes_it_an_error():
@@ -139,6 +191,15 @@ def test_a_keyword_that_came_with_an_older_release_says_the_installed_one_is_old
     assert f.severity == Severity.ERROR
     assert "peft takes from 0.9.0 on (0.8.2 and earlier have no such field" in f.message
     assert f.fix.startswith("pip install 'peft>=0.9.0'")
+
+
+def test_a_log_showing_a_release_that_takes_the_field_is_not_told_it_is_older():
+    # review rv19b: "pip install 'peft>=0.10.0'" where the log shows peft 0.12.0 clears nothing
+    text = "peft==0.12.0\nTypeError: LoraConfig.__init__() got an unexpected keyword argument 'layer_replication'\n"
+    f = _rules(text).get("TRI009")
+    assert f is None or "older than 0.10.0" not in f.message
+    older = "peft==0.9.0\nTypeError: LoraConfig.__init__() got an unexpected keyword argument 'layer_replication'\n"
+    assert "peft>=0.10.0" in _rules(older)["TRI009"].fix
 
 
 def test_a_field_an_older_release_removed_is_drift_not_another_class_field():
