@@ -148,12 +148,9 @@ def package_installed_twice(ctx: Context) -> Iterator[Hit]:
     copy Python imports (the first) being the user site's or a PYTHONPATH entry's: the run imports
     the copy the environment was not set up with (facts: ``Package.other_copies``)."""
     for name, pkg in sorted(ctx.facts.packages.items()):
-        if not pkg.other_copies or pkg.path_kind not in ("user site", "PYTHONPATH"):
-            continue  # installed once, or the environment's own copy comes first
-        differ = [c for c in pkg.other_copies if c.version != pkg.version]
-        if not differ:
-            continue  # the copies agree: the same code whichever is imported
-        other = differ[0]
+        other = pkg.shadowed()
+        if other is None:
+            continue  # installed once, the environment's own copy first, or the copies agree
         if pkg.path_kind == "user site":
             why = "the user site comes before the environment's site-packages on sys.path"
             fix = (

@@ -230,10 +230,8 @@ def _from_facts(t: Traceback, m: Match, log: Log) -> Draft | None:
     dists = [PACKAGES.get(n.split(".")[0], n.split(".")[0].replace("_", "-")) for n in names]
     for dist in dict.fromkeys([*dists, *([innermost] if innermost else [])]):
         pkg = log.ctx.facts.packages.get(dist)
-        if pkg is None or not pkg.other_copies or pkg.path_kind not in ("user site", "PYTHONPATH"):
-            continue
-        other = next((c for c in pkg.other_copies if c.version != pkg.version), None)
-        if other is None:
+        other = pkg.shadowed() if pkg is not None else None
+        if pkg is None or other is None:
             continue
         machine = "this machine" if log.ctx.facts.live else f"the facts given ({log.ctx.facts.source})"
         what = (

@@ -53,3 +53,16 @@ def test_a_pythonpath_copy_names_the_entry_to_drop():
 )
 def test_quiet(trl):
     assert _pkg013(trl) == []
+
+
+def test_module_systems_pythonpath_entries_are_no_environment_to_restore():
+    """EasyBuild / Lmod modules put every package on PYTHONPATH: two modules' copies at two
+    versions leave no environment's copy that dropping one entry would restore."""
+    other = _copy("0.19.0", "/sw/eb/software/TRL/0.19.0/lib/python3.11/site-packages", "PYTHONPATH")
+    assert _pkg013(_trl("0.14.0", "PYTHONPATH", [other])) == []
+
+
+def test_the_environments_copy_is_the_one_named_past_a_pythonpath_copy():
+    others = [_copy("0.17.0", "/sw/pp2", "PYTHONPATH"), _copy("0.19.0", ENV, "environment")]
+    (f,) = _pkg013(_trl("0.14.0", "PYTHONPATH", others))
+    assert f"trl 0.19.0 in {ENV}" in f.message and "0.17.0" not in f.message
