@@ -13,7 +13,10 @@ The roots told apart (``root_of``), and the pairs that are two installations (``
 
 - the user site beside a root of any other kind (a venv, a conda environment, a container's or
   the system's Python) that holds a package of the stack — where the failure lies in the user
-  site (set 17's verl container whose ~/.local triton lacked ``AttrsDescriptor``);
+  site (set 17's verl container whose ~/.local triton lacked ``AttrsDescriptor``); beside a
+  system's, a container's or a module's Python (not conda's), where pip install --user is how
+  packages are added, only where the environment's import resolved into the user site (the path
+  the message prints): a user-site frame failing on its own line may be the user's whole stack;
 - two Python versions (``…/python3.10/site-packages`` and ``…/python3.11/site-packages``): one
   interpreter reading another's packages (PYTHONPATH, a ``.pth``);
 - a conda base (``…/miniconda3/lib/pythonX.Y``) and one of its environments
@@ -150,6 +153,7 @@ class Placed:
     package: str
     path: str
     root: Root
+    from_message: bool = False  # the path the message prints (where the failing import resolved)
 
 
 def _placed(t: Traceback) -> tuple[list[Placed], list[Placed]]:
@@ -171,7 +175,7 @@ def _placed(t: Traceback) -> tuple[list[Placed], list[Placed]]:
         r = root_of(p)
         pkg, _ = package_of(p)
         if r is not None and pkg:
-            placed = Placed(pkg, p, r)
+            placed = Placed(pkg, p, r, from_message=True)
             failing.append(placed)
             every.append(placed)
     return every, failing
@@ -205,6 +209,12 @@ def two_roots(t: Traceback, m: Match, log: Log) -> Draft | None:
                 continue
             if why == "user site" and good.package not in stack:
                 continue  # Debian's apt packages beside a user's own stack: one environment
+            if why == "user site" and not good.root.conda and not bad.from_message:
+                # a system's or a module's Python (not conda's): pip install --user is how its
+                # users add packages, so a user-site frame failing on its own line may be the
+                # user's whole stack; only an import the environment's code made, resolved into
+                # the user site (the path the message prints), shows a copy hiding its own
+                continue
             if bad.package not in stack and t.name in ("TypeError", "AttributeError"):
                 continue  # a call or an attribute of the user's own package: its code, not its copy
             return _draft(t, m, log, bad, good, why)
