@@ -157,7 +157,10 @@ def package_installed_twice(ctx: Context) -> Iterator[Hit]:
                 f"Run with PYTHONNOUSERSITE=1 (or python -s) so that the environment's {name} "
                 f"{other.version} is imported, exported in the job script (and passed into a container); "
                 f"or remove the user copy: `python -m pip uninstall {name}` run outside any venv with the "
-                f"user site on removes the first copy on sys.path, {pkg.path}'s."
+                f"user site on removes the first copy on sys.path, {pkg.path}'s. Where the user copy is "
+                f"the release you meant to run (a pip that could not write the environment put it there), "
+                f"install {name}=={pkg.version} where the environment's copy is (or into a venv made with "
+                f"--system-site-packages, where pip can write) and then remove the user copy."
             )
         else:
             why = "PYTHONPATH entries come before site-packages on sys.path"

@@ -30,6 +30,8 @@ def test_a_user_site_trl_older_than_the_environments_is_an_error():
     assert "trl 0.14.0 in ~/.local/lib/python3.11/site-packages (user site)" in f.message
     assert f"trl 0.19.0 in {ENV}" in f.message
     assert "PYTHONNOUSERSITE=1" in f.fix and "pip uninstall trl" in f.fix
+    # a user copy made on purpose (pip could not write a container's site-packages): the other way
+    assert "trl==0.14.0" in f.fix and "--system-site-packages" in f.fix
 
 
 def test_a_pythonpath_copy_names_the_entry_to_drop():
