@@ -48,10 +48,11 @@ from envdoctor.triage.traceback_model import Traceback
 #: (Windows), Debian's ``/usr/lib/python3/dist-packages``; the Python's minor version where shown
 _ROOT = re.compile(
     r"^(?P<root>.{0,600}?(?:/(?:lib|lib64|Lib)/python(?P<ver>[23](?:\.\d{1,2})?)t?|/Lib|"
-    r"/Python3(?P<wminor>\d{1,2}))/(?:site|dist)-packages)(?:/|$)"
+    r"/Python3(?P<wminor>\d{1,2})|/Library/Python/(?P<mver>3\.\d{1,2})/lib/python)/(?:site|dist)-packages)(?:/|$)"
 )
 _USER = re.compile(
-    r"(?:^|/)\.local/lib/python[23]\.\d{1,2}t?/site-packages$|/AppData/Roaming/Python/Python3\d{1,2}/site-packages$",
+    r"(?:^|/)\.local/lib/python[23]\.\d{1,2}t?/site-packages$|/AppData/Roaming/Python/Python3\d{1,2}/site-packages$"
+    r"|/Library/Python/3\.\d{1,2}/lib/python/site-packages$",  # macOS framework / Homebrew Python's user site
     re.I,
 )
 _CONDA = re.compile(
@@ -108,7 +109,7 @@ def root_of(path: str) -> Root | None:
     if m is None:
         return None
     root = m.group("root")
-    ver = m.group("ver") or ""
+    ver = m.group("ver") or m.group("mver") or ""
     minor = ver if "." in ver else f"3.{m.group('wminor')}" if m.group("wminor") else None
     return Root(
         path=root,

@@ -323,3 +323,16 @@ def test_a_system_pythons_import_resolved_into_the_user_site_is_still_tri037():
         "/sw/eb/software/Python/3.10.8/lib/python3.10/site-packages",
     )
     assert _rules(text).get("TRI037") == "error"
+
+
+def test_macos_user_site_is_a_user_root():
+    """A macOS framework or Homebrew Python's user site (~/Library/Python/3.X/lib/python/site-packages)."""
+    user = root_of("/Users/ann/Library/Python/3.11/lib/python/site-packages/triton/compiler/compiler.py")
+    env = root_of("/opt/homebrew/anaconda3/envs/rl/lib/python3.11/site-packages/torch/__init__.py")
+    assert user is not None and user.user and user.minor == "3.11"
+    assert env is not None and odd_pair(user, env) == "user site"
+    text = SET17.replace(
+        "/home/jz4391/.local/lib/python3.10/site-packages",
+        "/Users/ann/Library/Python/3.10/lib/python/site-packages",
+    )
+    assert _rules(text).get("TRI037") == "error"
