@@ -148,19 +148,19 @@ def package_installed_twice(ctx: Context) -> Iterator[Hit]:
     copy Python imports (the first) being the user site's or a PYTHONPATH entry's: the run imports
     the copy the environment was not set up with (facts: ``Package.other_copies``)."""
     for name, pkg in sorted(ctx.facts.packages.items()):
-        if not pkg.other_copies or pkg.path_kind not in ("user site", "PYTHONPATH"):
-            continue  # installed once, or the environment's own copy comes first
-        differ = [c for c in pkg.other_copies if c.version != pkg.version]
-        if not differ:
-            continue  # the copies agree: the same code whichever is imported
-        other = differ[0]
+        other = pkg.shadowed()
+        if other is None:
+            continue  # installed once, the environment's own copy first, or the copies agree
         if pkg.path_kind == "user site":
             why = "the user site comes before the environment's site-packages on sys.path"
             fix = (
                 f"Run with PYTHONNOUSERSITE=1 (or python -s) so that the environment's {name} "
                 f"{other.version} is imported, exported in the job script (and passed into a container); "
                 f"or remove the user copy: `python -m pip uninstall {name}` run outside any venv with the "
-                f"user site on removes the first copy on sys.path, {pkg.path}'s."
+                f"user site on removes the first copy on sys.path, {pkg.path}'s. Where the user copy is "
+                f"the release you meant to run (a pip that could not write the environment put it there), "
+                f"install {name}=={pkg.version} where the environment's copy is (or into a venv made with "
+                f"--system-site-packages, where pip can write) and then remove the user copy."
             )
         else:
             why = "PYTHONPATH entries come before site-packages on sys.path"

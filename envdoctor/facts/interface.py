@@ -81,6 +81,18 @@ class Package:
     path_kind: str | None = None
     other_copies: list[Copy] = field(default_factory=list)
 
+    def shadowed(self) -> Copy | None:
+        """The environment's own copy that the imported one hides: where the copy Python imports
+        is the user site's or a PYTHONPATH entry's and a later copy in the environment's own
+        ``sys.path`` entries is another version (None otherwise: one copy, copies that agree, the
+        environment's first, or the others also a user site's or PYTHONPATH's, as a module
+        system's PYTHONPATH entries are, where none is the environment's)."""
+        if self.path_kind not in ("user site", "PYTHONPATH"):
+            return None
+        return next(
+            (c for c in self.other_copies if c.path_kind == "environment" and c.version != self.version), None
+        )
+
 
 @dataclass
 class Driver:

@@ -13,7 +13,10 @@ The roots told apart (``root_of``), and the pairs that are two installations (``
 
 - the user site beside a root of any other kind (a venv, a conda environment, a container's or
   the system's Python) that holds a package of the stack — where the failure lies in the user
-  site (set 17's verl container whose ~/.local triton lacked ``AttrsDescriptor``);
+  site (set 17's verl container whose ~/.local triton lacked ``AttrsDescriptor``); beside a
+  system's, a container's or a module's Python (not conda's), where pip install --user is how
+  packages are added, only where the environment's import resolved into the user site (the path
+  the message prints): a user-site frame failing on its own line may be the user's whole stack;
 - two Python versions (``…/python3.10/site-packages`` and ``…/python3.11/site-packages``): one
   interpreter reading another's packages (PYTHONPATH, a ``.pth``);
 - a conda base (``…/miniconda3/lib/pythonX.Y``) and one of its environments
@@ -45,10 +48,11 @@ from envdoctor.triage.traceback_model import Traceback
 #: (Windows), Debian's ``/usr/lib/python3/dist-packages``; the Python's minor version where shown
 _ROOT = re.compile(
     r"^(?P<root>.{0,600}?(?:/(?:lib|lib64|Lib)/python(?P<ver>[23](?:\.\d{1,2})?)t?|/Lib|"
-    r"/Python3(?P<wminor>\d{1,2}))/(?:site|dist)-packages)(?:/|$)"
+    r"/Python3(?P<wminor>\d{1,2})|/Library/Python/(?P<mver>3\.\d{1,2})/lib/python)/(?:site|dist)-packages)(?:/|$)"
 )
 _USER = re.compile(
-    r"(?:^|/)\.local/lib/python[23]\.\d{1,2}t?/site-packages$|/AppData/Roaming/Python/Python3\d{1,2}/site-packages$",
+    r"(?:^|/)\.local/lib/python[23]\.\d{1,2}t?/site-packages$|/AppData/Roaming/Python/Python3\d{1,2}/site-packages$"
+    r"|/Library/Python/3\.\d{1,2}/lib/python/site-packages$",  # macOS framework / Homebrew Python's user site
     re.I,
 )
 _CONDA = re.compile(
@@ -105,7 +109,7 @@ def root_of(path: str) -> Root | None:
     if m is None:
         return None
     root = m.group("root")
-    ver = m.group("ver") or ""
+    ver = m.group("ver") or m.group("mver") or ""
     minor = ver if "." in ver else f"3.{m.group('wminor')}" if m.group("wminor") else None
     return Root(
         path=root,
@@ -150,6 +154,7 @@ class Placed:
     package: str
     path: str
     root: Root
+    from_message: bool = False  # the path the message prints (where the failing import resolved)
 
 
 def _placed(t: Traceback) -> tuple[list[Placed], list[Placed]]:
@@ -171,7 +176,7 @@ def _placed(t: Traceback) -> tuple[list[Placed], list[Placed]]:
         r = root_of(p)
         pkg, _ = package_of(p)
         if r is not None and pkg:
-            placed = Placed(pkg, p, r)
+            placed = Placed(pkg, p, r, from_message=True)
             failing.append(placed)
             every.append(placed)
     return every, failing
@@ -205,6 +210,12 @@ def two_roots(t: Traceback, m: Match, log: Log) -> Draft | None:
                 continue
             if why == "user site" and good.package not in stack:
                 continue  # Debian's apt packages beside a user's own stack: one environment
+            if why == "user site" and not good.root.conda and not bad.from_message:
+                # a system's or a module's Python (not conda's): pip install --user is how its
+                # users add packages, so a user-site frame failing on its own line may be the
+                # user's whole stack; only an import the environment's code made, resolved into
+                # the user site (the path the message prints), shows a copy hiding its own
+                continue
             if bad.package not in stack and t.name in ("TypeError", "AttributeError"):
                 continue  # a call or an attribute of the user's own package: its code, not its copy
             return _draft(t, m, log, bad, good, why)
@@ -230,10 +241,8 @@ def _from_facts(t: Traceback, m: Match, log: Log) -> Draft | None:
     dists = [PACKAGES.get(n.split(".")[0], n.split(".")[0].replace("_", "-")) for n in names]
     for dist in dict.fromkeys([*dists, *([innermost] if innermost else [])]):
         pkg = log.ctx.facts.packages.get(dist)
-        if pkg is None or not pkg.other_copies or pkg.path_kind not in ("user site", "PYTHONPATH"):
-            continue
-        other = next((c for c in pkg.other_copies if c.version != pkg.version), None)
-        if other is None:
+        other = pkg.shadowed() if pkg is not None else None
+        if pkg is None or other is None:
             continue
         machine = "this machine" if log.ctx.facts.live else f"the facts given ({log.ctx.facts.source})"
         what = (

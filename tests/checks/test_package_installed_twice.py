@@ -30,6 +30,8 @@ def test_a_user_site_trl_older_than_the_environments_is_an_error():
     assert "trl 0.14.0 in ~/.local/lib/python3.11/site-packages (user site)" in f.message
     assert f"trl 0.19.0 in {ENV}" in f.message
     assert "PYTHONNOUSERSITE=1" in f.fix and "pip uninstall trl" in f.fix
+    # a user copy made on purpose (pip could not write a container's site-packages): the other way
+    assert "trl==0.14.0" in f.fix and "--system-site-packages" in f.fix
 
 
 def test_a_pythonpath_copy_names_the_entry_to_drop():
@@ -53,3 +55,16 @@ def test_a_pythonpath_copy_names_the_entry_to_drop():
 )
 def test_quiet(trl):
     assert _pkg013(trl) == []
+
+
+def test_module_systems_pythonpath_entries_are_no_environment_to_restore():
+    """EasyBuild / Lmod modules put every package on PYTHONPATH: two modules' copies at two
+    versions leave no environment's copy that dropping one entry would restore."""
+    other = _copy("0.19.0", "/sw/eb/software/TRL/0.19.0/lib/python3.11/site-packages", "PYTHONPATH")
+    assert _pkg013(_trl("0.14.0", "PYTHONPATH", [other])) == []
+
+
+def test_the_environments_copy_is_the_one_named_past_a_pythonpath_copy():
+    others = [_copy("0.17.0", "/sw/pp2", "PYTHONPATH"), _copy("0.19.0", ENV, "environment")]
+    (f,) = _pkg013(_trl("0.14.0", "PYTHONPATH", others))
+    assert f"trl 0.19.0 in {ENV}" in f.message and "0.17.0" not in f.message

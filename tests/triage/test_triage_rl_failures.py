@@ -191,6 +191,15 @@ def test_a_pynccl_unhandled_error_is_a_warning_naming_cumem_and_p2p(log):
     assert "NCCL_CUMEM_ENABLE" in found[0].fix and "NCCL_P2P_DISABLE=1" in found[0].fix
 
 
+def test_the_cumem_lever_matches_vllms_value_in_the_trainer_as_well_as_unsetting_it():
+    """vLLM sets NCCL_CUMEM_ENABLE=0 in its workers: a trainer joining its group with cuMem on is
+    fixed by setting 0 there too (NovaSky-AI/SkyRL#143), not only by unsetting it everywhere."""
+    (f,) = _entry(PYNCCL_LINE, PYNCCL)
+    assert "one value in every process" in f.fix and "NCCL_CUMEM_ENABLE=0 in the trainer" in " ".join(
+        f.fix.split()
+    )
+
+
 def test_nccls_legacy_ipc_warning_before_it_settles_the_transport():
     found = _entry(PYNCCL_P2P, PYNCCL)
     assert found and found[0].severity.value == "error"

@@ -289,3 +289,50 @@ def test_set17s_line_without_a_second_copy_in_the_facts_is_not_tri037(triton):
     from tests.triage.helpers import judge
 
     assert "TRI037" not in {f.rule for f in findings(scan_bytes(SET17_LINE), judge(_snap(triton)))}
+
+
+# Debian's own Python with apt's python3-torch and the user's pip install --user transformers (how
+# a system Python's users add packages): the user site's frame fails on its own line, a call into
+# the system's torch; nothing shows a second transformers the user site hides
+SYSTEM_PY_USER_STACK = """Traceback (most recent call last):
+  File "/home/u/proj/train_grpo.py", line 30, in <module>
+    trainer.train()
+  File "/home/u/.local/lib/python3.10/site-packages/transformers/trainer.py", line 2122, in train
+    return inner_training_loop(
+  File "/usr/lib/python3/dist-packages/torch/nn/modules/module.py", line 1500, in _call_impl
+    return forward_call(*args, **kwargs)
+  File "/home/u/.local/lib/python3.10/site-packages/transformers/models/qwen2/modeling_qwen2.py", line 200, in forward
+    attn = torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+TypeError: scaled_dot_product_attention() got an unexpected keyword argument 'enable_gqa'
+"""
+# an HPC module's Python (no conda): the user-site trl calls the module's transformers
+MODULE_PY_USER_TRL = USER_TRL.replace(
+    "/home/u/miniconda3/envs/rl/lib/python3.11", "/sw/eb/software/Python/3.11.3/lib/python3.11"
+)
+
+
+@pytest.mark.parametrize("text", [SYSTEM_PY_USER_STACK, MODULE_PY_USER_TRL], ids=["debian", "module"])
+def test_a_user_site_stack_on_a_system_python_failing_on_its_own_line_is_not_tri037(text):
+    assert "TRI037" not in _rules(text)
+
+
+def test_a_system_pythons_import_resolved_into_the_user_site_is_still_tri037():
+    """The container's (or system's) own code imported the name, and the module came from ~/.local."""
+    text = SET17.replace(
+        "/usr/local/lib/python3.10/dist-packages",
+        "/sw/eb/software/Python/3.10.8/lib/python3.10/site-packages",
+    )
+    assert _rules(text).get("TRI037") == "error"
+
+
+def test_macos_user_site_is_a_user_root():
+    """A macOS framework or Homebrew Python's user site (~/Library/Python/3.X/lib/python/site-packages)."""
+    user = root_of("/Users/ann/Library/Python/3.11/lib/python/site-packages/triton/compiler/compiler.py")
+    env = root_of("/opt/homebrew/anaconda3/envs/rl/lib/python3.11/site-packages/torch/__init__.py")
+    assert user is not None and user.user and user.minor == "3.11"
+    assert env is not None and odd_pair(user, env) == "user site"
+    text = SET17.replace(
+        "/home/jz4391/.local/lib/python3.10/site-packages",
+        "/Users/ann/Library/Python/3.10/lib/python/site-packages",
+    )
+    assert _rules(text).get("TRI037") == "error"
