@@ -24,9 +24,9 @@ def _pkg013(trl: dict) -> list:
 ENV = "/opt/conda/envs/rl/lib/python3.11/site-packages"
 
 
-def test_a_user_site_trl_older_than_the_environments_is_an_error():
+def test_a_user_site_trl_older_than_the_environments_is_a_warning():
     (f,) = _pkg013(_trl("0.14.0", "user site", [_copy("0.19.0", ENV, "environment")]))
-    assert f.severity.value == "error"
+    assert f.severity.value == "warning"  # the imported copy may be the one meant
     assert "trl 0.14.0 in ~/.local/lib/python3.11/site-packages (user site)" in f.message
     assert f"trl 0.19.0 in {ENV}" in f.message
     assert "PYTHONNOUSERSITE=1" in f.fix and "pip uninstall trl" in f.fix
