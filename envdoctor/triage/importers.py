@@ -198,12 +198,64 @@ def _pinner(b: str, v: Verdict | None, have: dict[str, str]) -> Answer | None:
     )
 
 
+def _past(imp: Importer, version: str | None) -> bool:
+    """``version`` of the importer (the log's) is one the index did not read, at or past the release
+    that stopped importing the name: upgrading to that release is no answer (a release newer than
+    the index knows: its imports are not known)."""
+    stop = imp.stopped
+    return bool(version and stop and imp.has(version) is None and versions.at_least(version, stop))
+
+
+def _predates(v: Verdict | None) -> str | None:
+    """The log's B is older than B's releases that have the name (the history placed it before
+    them): the first of those; None where the log shows no B or one at or past them. Then the name
+    is not yet in B, not gone from it: an importer's later release that stopped importing it
+    (because B removed it) does not answer it; B's upgrade does."""
+    if v is None or v.shown is None or v.placed not in ("older", "lacks"):
+        return None
+    first = next((i for i in range(len(v.releases)) if v.works >> i & 1), None)
+    if first is None:
+        return None
+    if v.placed == "older" or versions.sort_key(v.shown) < versions.sort_key(v.releases[first]):
+        return v.releases[first]
+    return None
+
+
+def _older(imp: Importer) -> str:
+    """``; or pip install 'peft<0.14.0' (…)``: the importer's releases before the first that imports
+    the name, where the index read some."""
+    if imp.first == 0:
+        return ""
+    return (
+        f"; or pip install '{imp.package}<{imp.releases[imp.first]}' (the {imp.package} releases before "
+        "it do not import it)"
+    )
+
+
+def _too_old(imp: Importer, v: Verdict, since: str) -> Answer:
+    """The log's B predates the name: B's upgrade, whichever release of the importer."""
+    b = imp.provider
+    upper = next((p for p in v.fits().split(",") if p.startswith("<")), "")
+    spec = f">={since}" + (f",{upper}" if upper else "")
+    return Answer(
+        f"pip install '{b}{spec}' (the log's {b} {v.shown} is older than the {b} releases that have "
+        f"{imp.module}.{imp.name}, {since} on as envdoctor read them: upgrading {imp.package} does not "
+        f"help, its releases that import it need a newer {b})" + _older(imp),
+        f" (envdoctor's importer index: {_said(imp)})",
+    )
+
+
 def _framed(imp: Importer, v: Verdict | None, have: dict[str, str], in_notebook: bool) -> Answer | None:
     """(a) and (c): the importer's frame is shown."""
     a, b = imp.package, imp.provider
     shown = have.get(a)
     if shown is not None and imp.has(shown) is False:
         return None  # the log's release of A does not import it (as the index read it)
+    if _past(imp, shown):
+        return None  # the log's A is past the release that stopped (newer than the index): B's range
+    since = _predates(v)
+    if since is not None and v is not None:
+        return _too_old(imp, v, since)
     pin = f"pip install '{b}{v.fits()}' ({v.said()})" if v is not None and v.fits() else ""
     floor = _covered(imp, v)
     if floor is not None and b not in have:
@@ -227,11 +279,7 @@ def _framed(imp: Importer, v: Verdict | None, have: dict[str, str], in_notebook:
             fix += f"; or {pin}, keeping {a} at {shown or 'its release'}"
         return Answer(fix, f" (envdoctor's importer index: {_said(imp)})")
     # the newest releases of A import it too: B must have it
-    older = (
-        f"; or pip install '{a}<{imp.releases[imp.first]}' (the {a} releases before it do not import it)"
-        if imp.first > 0
-        else ""
-    )
+    older = _older(imp)
     if pin:
         return Answer(f"{pin}: {a} imports it in every release since {imp.releases[imp.first]}{older}", "")
     oldest = _oldest(b, imp.module, imp.name)
@@ -262,9 +310,16 @@ def _candidates(found: Sequence[Importer], v: Verdict | None, have: dict[str, st
     given for that candidate, and the pin of B for the rest; a candidate the log shows at a release
     that imports it is the importer. None where no candidate's later releases stopped importing
     it (then B's range is the answer whoever imports it)."""
+    if _predates(v) is not None:
+        return None  # the log's B is older than the name: B's range answers, whoever imports it
     shown = [imp for imp in found if have.get(imp.package) and imp.has(have[imp.package])]
     if not shown:
-        found = [imp for imp in found if not (have.get(imp.package) and imp.has(have[imp.package]) is False)]
+        found = [
+            imp
+            for imp in found
+            if not (have.get(imp.package) and imp.has(have[imp.package]) is False)
+            and not _past(imp, have.get(imp.package))
+        ]
     stopped = [imp for imp in shown or found if imp.stopped is not None]
     if not stopped:
         return None
