@@ -65,30 +65,13 @@ def _said(imp: Importer) -> str:
     return text
 
 
-def _requires(imp: Importer, provider: str, version: str | None) -> str | None:
-    """The base requirement the importer's release ``version`` declares for the provider, its
-    specifiers joined (``>=4.50.0``; markers dropped), or None where it declares none."""
-    p = optional_imports._doc().get(imp.package) or {}
-    rel = list(p.get("releases") or [])
-    if version not in rel:
-        return None
-    i = rel.index(version)
-    specs = []
-    for d, req, extra, ranges in p.get("requires") or []:
-        if d == provider and extra == "" and any(a <= i <= b for a, b in ranges):
-            spec = str(req).split(";")[0].strip()[len(provider) :].strip()
-            if spec and not str(req).split(";")[1:]:  # one for every platform, not a marker's
-                specs.append(spec)
-    return ",".join(specs) or None
-
-
 def _upgrade(imp: Importer, have: dict[str, str]) -> str:
     """``pip install --upgrade 'peft>=0.18.0' (…)`` for an importer whose newer releases stopped."""
     stop = imp.stopped
     assert stop is not None
     text = f"pip install --upgrade '{imp.package}>={stop}' ({_said(imp)})"
     b = imp.provider
-    spec = _requires(imp, b, stop)
+    spec = optional_imports.base_specifier(imp.package, b, stop)
     if spec and b in have and versions.satisfies(have[b], spec) is False:
         text += (
             f" — {imp.package} {stop} requires {b}{spec} and the log shows {b} {have[b]}: install the "
@@ -107,7 +90,7 @@ def _covered(imp: Importer, v: Verdict | None) -> str | None:
     since = fits[2:]
     floors = set()
     for i in imp.imports:
-        spec = _requires(imp, imp.provider, imp.releases[i])
+        spec = optional_imports.base_specifier(imp.package, imp.provider, imp.releases[i])
         floor = boundary._floor(spec or "")
         if not floor or versions.sort_key(floor) < versions.sort_key(since):
             return None
@@ -116,7 +99,7 @@ def _covered(imp: Importer, v: Verdict | None) -> str | None:
 
 
 #: a notebook's cell in a traceback (Jupyter's, Colab's)
-NOTEBOOK = (b"ipython-input-", b"/ipykernel_", b"in <cell line: ")
+NOTEBOOK = (b"ipython-input-", b"/ipykernel_", b"in <cell line: ", b"\nCell In[")
 
 
 def notebook(tb: Traceback, head: bytes) -> bool:
@@ -156,11 +139,9 @@ def _pinner(b: str, v: Verdict | None, have: dict[str, str]) -> Answer | None:
     other package of the pins does; its releases pin most of triton's: triton ships for torch's
     inductor, which imports its names): that package's releases whose pinned B has the name. The
     fix realigns B with the pinner's own pin; B's range is the other way."""
-    from envdoctor.knowledge.symbol_history import pins
-
     if v is None or not v.fits():
         return None
-    from envdoctor.knowledge.symbol_history import pinners
+    from envdoctor.knowledge.symbol_history import pinners, pins
 
     owners = [a for a in pinners(b) if a != b]
     if len(owners) != 1:
