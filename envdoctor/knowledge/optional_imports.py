@@ -85,6 +85,22 @@ def requirement(package: str, dist: str, release: str | None) -> tuple[str, str]
     return rows[0]
 
 
+def base_specifier(package: str, dist: str, release: str | None) -> str | None:
+    """The specifiers of the base requirements (no extra, no marker) ``package``'s ``release``
+    declares for ``dist``, joined (``>=4.50.0``); None where it declares none or the index did not
+    read that release."""
+    p = _doc().get(package) or {}
+    rel = list(p.get("releases") or [])
+    if release not in rel:
+        return None
+    specs = [
+        str(req)[len(dist) :].strip()
+        for d, req, extra, ranges in p.get("requires") or []
+        if d == dist and extra == "" and ";" not in str(req) and release in _releases(rel, ranges)
+    ]
+    return ",".join(s for s in specs if s) or None
+
+
 def base_requirement(package: str, dist: str) -> bool:
     """``dist`` is among ``package``'s base requirements in any release read (always installed with
     it: a guard on it tests a feature or a version, not whether it is there)."""

@@ -65,30 +65,13 @@ def _said(imp: Importer) -> str:
     return text
 
 
-def _requires(imp: Importer, provider: str, version: str | None) -> str | None:
-    """The base requirement the importer's release ``version`` declares for the provider, its
-    specifiers joined (``>=4.50.0``; markers dropped), or None where it declares none."""
-    p = optional_imports._doc().get(imp.package) or {}
-    rel = list(p.get("releases") or [])
-    if version not in rel:
-        return None
-    i = rel.index(version)
-    specs = []
-    for d, req, extra, ranges in p.get("requires") or []:
-        if d == provider and extra == "" and any(a <= i <= b for a, b in ranges):
-            spec = str(req).split(";")[0].strip()[len(provider) :].strip()
-            if spec and not str(req).split(";")[1:]:  # one for every platform, not a marker's
-                specs.append(spec)
-    return ",".join(specs) or None
-
-
 def _upgrade(imp: Importer, have: dict[str, str]) -> str:
     """``pip install --upgrade 'peft>=0.18.0' (…)`` for an importer whose newer releases stopped."""
     stop = imp.stopped
     assert stop is not None
     text = f"pip install --upgrade '{imp.package}>={stop}' ({_said(imp)})"
     b = imp.provider
-    spec = _requires(imp, b, stop)
+    spec = optional_imports.base_specifier(imp.package, b, stop)
     if spec and b in have and versions.satisfies(have[b], spec) is False:
         text += (
             f" — {imp.package} {stop} requires {b}{spec} and the log shows {b} {have[b]}: install the "
@@ -107,7 +90,7 @@ def _covered(imp: Importer, v: Verdict | None) -> str | None:
     since = fits[2:]
     floors = set()
     for i in imp.imports:
-        spec = _requires(imp, imp.provider, imp.releases[i])
+        spec = optional_imports.base_specifier(imp.package, imp.provider, imp.releases[i])
         floor = boundary._floor(spec or "")
         if not floor or versions.sort_key(floor) < versions.sort_key(since):
             return None
@@ -116,7 +99,7 @@ def _covered(imp: Importer, v: Verdict | None) -> str | None:
 
 
 #: a notebook's cell in a traceback (Jupyter's, Colab's)
-NOTEBOOK = (b"ipython-input-", b"/ipykernel_", b"in <cell line: ")
+NOTEBOOK = (b"ipython-input-", b"/ipykernel_", b"in <cell line: ", b"\nCell In[")
 
 
 def notebook(tb: Traceback, head: bytes) -> bool:
@@ -156,11 +139,9 @@ def _pinner(b: str, v: Verdict | None, have: dict[str, str]) -> Answer | None:
     other package of the pins does; its releases pin most of triton's: triton ships for torch's
     inductor, which imports its names): that package's releases whose pinned B has the name. The
     fix realigns B with the pinner's own pin; B's range is the other way."""
-    from envdoctor.knowledge.symbol_history import pins
-
     if v is None or not v.fits():
         return None
-    from envdoctor.knowledge.symbol_history import pinners
+    from envdoctor.knowledge.symbol_history import pinners, pins
 
     owners = [a for a in pinners(b) if a != b]
     if len(owners) != 1:
@@ -198,12 +179,64 @@ def _pinner(b: str, v: Verdict | None, have: dict[str, str]) -> Answer | None:
     )
 
 
+def _past(imp: Importer, version: str | None) -> bool:
+    """``version`` of the importer (the log's) is one the index did not read, at or past the release
+    that stopped importing the name: upgrading to that release is no answer (a release newer than
+    the index knows: its imports are not known)."""
+    stop = imp.stopped
+    return bool(version and stop and imp.has(version) is None and versions.at_least(version, stop))
+
+
+def _predates(v: Verdict | None) -> str | None:
+    """The log's B is older than B's releases that have the name (the history placed it before
+    them): the first of those; None where the log shows no B or one at or past them. Then the name
+    is not yet in B, not gone from it: an importer's later release that stopped importing it
+    (because B removed it) does not answer it; B's upgrade does."""
+    if v is None or v.shown is None or v.placed not in ("older", "lacks"):
+        return None
+    first = next((i for i in range(len(v.releases)) if v.works >> i & 1), None)
+    if first is None:
+        return None
+    if v.placed == "older" or versions.sort_key(v.shown) < versions.sort_key(v.releases[first]):
+        return v.releases[first]
+    return None
+
+
+def _older(imp: Importer) -> str:
+    """``; or pip install 'peft<0.14.0' (…)``: the importer's releases before the first that imports
+    the name, where the index read some."""
+    if imp.first == 0:
+        return ""
+    return (
+        f"; or pip install '{imp.package}<{imp.releases[imp.first]}' (the {imp.package} releases before "
+        "it do not import it)"
+    )
+
+
+def _too_old(imp: Importer, v: Verdict, since: str) -> Answer:
+    """The log's B predates the name: B's upgrade, whichever release of the importer."""
+    b = imp.provider
+    upper = next((p for p in v.fits().split(",") if p.startswith("<")), "")
+    spec = f">={since}" + (f",{upper}" if upper else "")
+    return Answer(
+        f"pip install '{b}{spec}' (the log's {b} {v.shown} is older than the {b} releases that have "
+        f"{imp.module}.{imp.name}, {since} on as envdoctor read them: upgrading {imp.package} does not "
+        f"help, its releases that import it need a newer {b})" + _older(imp),
+        f" (envdoctor's importer index: {_said(imp)})",
+    )
+
+
 def _framed(imp: Importer, v: Verdict | None, have: dict[str, str], in_notebook: bool) -> Answer | None:
     """(a) and (c): the importer's frame is shown."""
     a, b = imp.package, imp.provider
     shown = have.get(a)
     if shown is not None and imp.has(shown) is False:
         return None  # the log's release of A does not import it (as the index read it)
+    if _past(imp, shown):
+        return None  # the log's A is past the release that stopped (newer than the index): B's range
+    since = _predates(v)
+    if since is not None and v is not None:
+        return _too_old(imp, v, since)
     pin = f"pip install '{b}{v.fits()}' ({v.said()})" if v is not None and v.fits() else ""
     floor = _covered(imp, v)
     if floor is not None and b not in have:
@@ -227,11 +260,7 @@ def _framed(imp: Importer, v: Verdict | None, have: dict[str, str], in_notebook:
             fix += f"; or {pin}, keeping {a} at {shown or 'its release'}"
         return Answer(fix, f" (envdoctor's importer index: {_said(imp)})")
     # the newest releases of A import it too: B must have it
-    older = (
-        f"; or pip install '{a}<{imp.releases[imp.first]}' (the {a} releases before it do not import it)"
-        if imp.first > 0
-        else ""
-    )
+    older = _older(imp)
     if pin:
         return Answer(f"{pin}: {a} imports it in every release since {imp.releases[imp.first]}{older}", "")
     oldest = _oldest(b, imp.module, imp.name)
@@ -262,9 +291,16 @@ def _candidates(found: Sequence[Importer], v: Verdict | None, have: dict[str, st
     given for that candidate, and the pin of B for the rest; a candidate the log shows at a release
     that imports it is the importer. None where no candidate's later releases stopped importing
     it (then B's range is the answer whoever imports it)."""
+    if _predates(v) is not None:
+        return None  # the log's B is older than the name: B's range answers, whoever imports it
     shown = [imp for imp in found if have.get(imp.package) and imp.has(have[imp.package])]
     if not shown:
-        found = [imp for imp in found if not (have.get(imp.package) and imp.has(have[imp.package]) is False)]
+        found = [
+            imp
+            for imp in found
+            if not (have.get(imp.package) and imp.has(have[imp.package]) is False)
+            and not _past(imp, have.get(imp.package))
+        ]
     stopped = [imp for imp in shown or found if imp.stopped is not None]
     if not stopped:
         return None

@@ -249,3 +249,30 @@ def test_shown_old_release_is_drift_not_memory() -> None:
     text = "transformers==4.46.3\n" + _log("logs17c/logs/006.log")
     f = _drift(text)
     assert "restart the runtime" not in f.fix
+
+
+# -- the log's versions against the importer's upgrade (review rv19a) ----------------------------
+
+
+def test_a_provider_older_than_the_name_is_not_the_importers_upgrade() -> None:
+    """transformers 4.40 predates HybridCache: peft's later releases stopped importing it because
+    transformers 5 removed it, which does not help a transformers too old to have it."""
+    text = "peft==0.17.1\ntransformers==4.40.0\n" + PEFT_FRAME.format(
+        names="Cache, HybridCache", name="HybridCache"
+    )
+    f = _drift(text)
+    assert "--upgrade 'peft" not in f.fix
+    assert f.fix.startswith("pip install 'transformers>=") and "upgrading peft does not help" in f.fix
+
+
+def test_a_shown_importer_past_its_stop_is_not_told_to_upgrade() -> None:
+    """peft 0.21.0 is newer than the index read and past 0.18.0: no 'upgrade peft>=0.18.0'."""
+    text = "peft==0.21.0\ntransformers==5.0.0\n" + PEFT_FRAME.format(
+        names="Cache, HybridCache", name="HybridCache"
+    )
+    assert "--upgrade 'peft>=0.18.0'" not in _drift(text).fix
+
+
+def test_message_alone_with_an_old_provider_names_no_importer() -> None:
+    f = _drift("transformers==4.40.0\nImportError: cannot import name 'HybridCache' from 'transformers'\n")
+    assert "if it is peft" not in f.fix
