@@ -89,6 +89,12 @@ UNSLOTH_MORE = re.compile(
 #: what datasets and transformers print at import: "PyTorch version 2.7.0 available."
 AVAILABLE = re.compile(r"\bPyTorch version " + _VER + r" available")
 INSTALLED = re.compile(r"Successfully installed (?P<list>[^\n]{1,8000})")
+#: pip's "Requirement already satisfied: accelerate in /path/site-packages (1.9.0)" (a requirement
+#: "(from torch)" before the version is another package's: still this one's release)
+SATISFIED = re.compile(
+    r"^Requirement already satisfied: (?P<name>[A-Za-z][\w.-]{0,60})(?:\[[\w,-]{1,60}\])?"
+    r"(?:[<>=!~][^ ]{0,60})? in \S[^\n]{0,400}\((?P<version>\d[\w.+!-]{0,40})\)\s*$"
+)
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,9 @@ def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = F
             name, _, version = item.rpartition("-")
             if name and re.fullmatch(_VER, version):
                 _add(found, name, version, line, "report")
+    satisfied = SATISFIED.match(text)
+    if satisfied:  # an earlier "Successfully installed" (a report) of a new release stays
+        _add(found, satisfied.group("name"), satisfied.group("version"), line, "listing")
     listing = LISTING.match(text) if head else None
     if listing:
         _add(found, listing.group("name"), listing.group("version"), line, "listing")
@@ -190,6 +199,7 @@ _HEAD_KEYS = (
     b".dist-info",
     b".whl",
     b"Successfully installed",
+    b"Requirement already satisfied: ",
     b"LLM engine (v",
     b"Unsloth 2",
     b"Torch: ",

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from envdoctor import versions
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge, optional_imports
 from envdoctor.triage.draft import Draft, Log, finding, warning_line
@@ -330,42 +331,81 @@ def _asked_distribution(name: str) -> str | None:
     return dist if dist in known else None
 
 
+def _raiser(t: Traceback, log: Log, text: str) -> tuple[str | None, str]:
+    """The package whose check raised ``t`` and where: its innermost frame of a package, else the
+    raise-site index's placement of the message, else a "Package: …" prefix of the message."""
+    frame = next((f for f in reversed(t.frames) if f.package), None)
+    if frame is not None:
+        return frame.package, frame.at
+    from envdoctor.triage.raisesites import locate_tb  # the index: read only for such a message
+
+    placed = locate_tb(t, log)
+    if placed is not None:
+        return placed.package, ""
+    prefix = re.match(r"(?P<who>[A-Za-z][\w-]{1,40}): ", text)
+    return (_asked_distribution(prefix.group("who")) if prefix else None), ""
+
+
+def _asked(text: str, raiser: str | None) -> tuple[str, str] | None:
+    """The distribution the message asks for and the requirement it names ("" for none): the
+    first ``pip install X`` of another package than the raiser (transformers' "pip install
+    transformers[torch] or pip install 'accelerate>=0.26.0'" asks for accelerate), else the words
+    ("Please install vLLM", "X is not available")."""
+    for pip in _PIP.finditer(text):
+        req = pip.group("req")
+        dist = _asked_distribution(re.split(r"[\[<>=!~]", req, maxsplit=1)[0])
+        if dist is not None and dist != raiser:
+            return dist, req if re.search(r"[<>=!~]", req) else ""
+    for rx in _ASKED:
+        for found in rx.finditer(text):
+            dist = _asked_distribution(found.group("name"))
+            if dist is not None and dist != raiser:
+                return dist, ""
+    return None
+
+
 def asked_install(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | None:
     """TRI013 for a package's own check that stops the run because a package it needs cannot be
     imported, naming it in words ("Please install vLLM", "X is not available", "pip install X"): that
     package is missing from the environment that ran, or its import fails there (a build for another
-    torch or CUDA makes the check's import fail as if it were absent). An error: the check raised and
-    nothing handled it. None where the name is no package envdoctor knows (a word, a model)."""
+    torch or CUDA makes the check's import fail as if it were absent). Where the log shows that
+    package installed at a release that meets the ask (pip's own lines), the process that raised did
+    not see that install: a notebook kernel started before it, or another environment. An error: the
+    check raised and nothing handled it. None where the name is no package envdoctor knows."""
     if t.name not in _ASKED_TYPES or warning_line(m):
         return None
     text = t.message.strip()
-    pip = _PIP.search(text)
-    dist, req = None, ""
-    if pip is not None:
-        req = pip.group("req")
-        dist = _asked_distribution(re.split(r"[\[<>=!~]", req, maxsplit=1)[0])
-    if dist is None:
-        for rx in _ASKED:
-            found = rx.search(text)
-            if found is not None and (dist := _asked_distribution(found.group("name"))) is not None:
-                break
-    if dist is None:
+    if not re.search(r"(?i)install|not available|not found", text):
         return None
+    raiser, where = _raiser(t, log, text)
+    asked = _asked(text, raiser)
+    if asked is None:
+        return None
+    dist, req = asked
     if _handled(tb, t, log, t.line_no or m.line_no) or went_on(log, m.line_no):
         return None
-    frame = next((f for f in reversed(t.frames) if f.package), None)
-    raiser = frame.package if frame is not None else None
-    if raiser is None:  # no frame: the package whose code raises this message (the raise-site
-        from envdoctor.triage.raisesites import locate_tb  # index), or that says so by its prefix
-
-        placed = locate_tb(t, log)
-        prefix = re.match(r"(?P<who>[A-Za-z][\w-]{1,40}): ", text)
-        raiser = placed.package if placed else _asked_distribution(prefix.group("who")) if prefix else None
-    if raiser == dist:
-        raiser = None
     setting = next((s.group("key") or s.group("on") for s in _SETTING.finditer(text)), None)
-    at = f"{raiser} ({frame.at})" if raiser and frame is not None else raiser or "a package of the run"
+    at = f"{raiser} ({where})" if raiser and where else raiser or "a package of the run"
     latest = re.search(r"(?i)\b(?:latest|newer|minimum) version\b|>=", text) is not None
+    shown = exact_version(log, dist)
+    spec = req[len(re.split(r"[<>=!~]", req, maxsplit=1)[0]) :] if req else ""
+    if shown and (not spec or versions.satisfies(shown, spec)):
+        what = (
+            f"{at} stops the run: it does not see {dist}, which the log shows installed ({dist} {shown}"
+            + (f", which meets {spec}" if spec else "")
+            + "): the process that raised was started before that install or upgrade (a notebook's "
+            "kernel, a Python session that imported the stack before pip ran), or runs another "
+            "environment than the one pip installed into"
+        )
+        fix = (
+            "restart the kernel / runtime after the pip installs (and run the installs before any import "
+            f"of the stack); where it still fails, run pip as `python -m pip` with the interpreter that "
+            f"runs the training (`python -c 'import {dist.replace('-', '_')}'` there shows if it sees it)"
+        )
+        d = finding(RULE, [m], log, what, fix, distribution=dist, raised_in=at, shown=shown)
+        f = d.finding
+        d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
+        return d
     what = (
         f"{at} stops the run: {dist} cannot be imported in the environment that ran it"
         + (" (or is older than it needs)" if latest else "")
@@ -374,7 +414,7 @@ def asked_install(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
         + (f"; `{setting}` is what needs it" if setting else "")
     )
     install = f"pip install {'-U ' if latest else ''}{dist} at the release {raiser or 'the run'} supports"
-    if req and re.search(r"[<>=!~]", req):
+    if req:
         install = f"pip install '{req}' (the requirement the message names)"
     elif raiser and raiser in optional_imports.packages():
         line, why = install_line(raiser, dist, exact_version(log, raiser))

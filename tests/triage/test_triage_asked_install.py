@@ -83,3 +83,41 @@ def test_quiet_where_the_run_went_on() -> None:
         f"{{'loss': 0.{i}, 'grad_norm': 1.0, 'learning_rate': 1e-05, 'epoch': 0.0{i}}}\n" for i in range(1, 6)
     )
     assert _tri013(LIGER + steps) == []
+
+
+TRANSFORMERS_ACCELERATE = (  # a notebook that upgraded packages in its running kernel (pip lines first)
+    "Requirement already satisfied: accelerate in /opt/anaconda3/lib/python3.12/site-packages (1.9.0)\n"
+    "Requirement already satisfied: filelock in /opt/anaconda3/lib/python3.12/site-packages "
+    "(from torch) (3.13.1)\n"
+    "Successfully installed transformers-4.53.2\n"
+    "File /opt/anaconda3/lib/python3.12/site-packages/transformers/training_args.py:2189, in "
+    "TrainingArguments._setup_devices(self)\n"
+    "-> 2189         raise ImportError(\n"
+    "\n"
+    "ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.26.0`: Please run `pip install "
+    "transformers[torch]` or `pip install 'accelerate>=0.26.0'`\n"
+)
+
+
+def test_the_package_asked_is_not_the_raiser_named_first() -> None:
+    (f,) = _tri013(
+        TRANSFORMERS_ACCELERATE.split("Requirement", 1)[0] + TRANSFORMERS_ACCELERATE.split("\n", 3)[3]
+    )
+    assert "accelerate cannot be imported" in f.message
+    assert "pip install 'accelerate>=0.26.0'" in f.fix
+
+
+def test_a_package_the_log_shows_installed_is_a_process_started_before_the_install() -> None:
+    (f,) = _tri013(TRANSFORMERS_ACCELERATE)
+    assert f.severity.value == "error"
+    assert "the log shows installed (accelerate 1.9.0, which meets >=0.26.0)" in f.message
+    assert f.fix.startswith("restart the kernel / runtime after the pip installs")
+
+
+def test_pip_already_satisfied_lines_give_the_release() -> None:
+    from envdoctor.triage.logversions import read_line
+
+    found: dict = {}
+    read_line("Requirement already satisfied: accelerate in /usr/lib/python3/site-packages (1.9.0)", 3, found)
+    read_line("Requirement already satisfied: torch>=2.0 in /x/site-packages (from trl) (2.7.1)", 4, found)
+    assert found["accelerate"].version == "1.9.0" and found["torch"].version == "2.7.1"
