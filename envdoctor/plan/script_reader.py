@@ -682,6 +682,10 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
                     mod.writes.setdefault(m.group(1), node.lineno)
         if isinstance(node, (ast.List, ast.Tuple)) and len(mod.writes) < MAX_CALLS:
             _argv_modules(node, mod.writes)
+        if isinstance(node, ast.Dict) and len(mod.device_maps) < MAX_CALLS:  # loader kwargs built
+            for key, value in zip(node.keys, node.values, strict=True):  # first: {"device_map": …}
+                if isinstance(key, ast.Constant) and key.value == "device_map":
+                    mod.device_maps.append((node.lineno, _device_map(value)))
         if record(mod, node):
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -1018,7 +1022,7 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
             node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "model"), None)
         )
         mod.ds_prepares.append((func, node.lineno, (_dotted(model) if model is not None else None) or "?"))
-    if last == "from_pretrained" and len(mod.device_maps) < MAX_CALLS:
+    if last in ("from_pretrained", "dict") and len(mod.device_maps) < MAX_CALLS:  # dict(device_map=…)
         placed = next((kw.value for kw in node.keywords if kw.arg == "device_map"), None)
         if placed is not None:
             mod.device_maps.append((node.lineno, _device_map(placed)))

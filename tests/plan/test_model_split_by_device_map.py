@@ -54,3 +54,18 @@ def test_one_process_on_two_gpus_with_a_split_model_is_no_error(tmp_path, placed
     assert f.severity.value == severity
     if severity == "info":
         assert "keeps n_gpu at 1" in f.message
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "split"),
+    [
+        ('kw = {"device_map": "auto", "torch_dtype": "bfloat16"}', "spread"),
+        ('kw = dict(device_map="balanced")', "spread"),
+        ("kw = {'device_map': None if ddp else cfg.get('device_map', 'auto')}", "unknown"),
+        ('kw = {"torch_dtype": "bfloat16"}', None),
+    ],
+)
+def test_a_device_map_in_the_loader_kwargs_is_read(tmp_path, kwargs, split):
+    script = SCRIPT.format(placed=", **kw").replace("policy = ", kwargs + "\npolicy = ")
+    (tmp_path / "train.py").write_text(script)
+    assert read_script(tmp_path / "train.py").model_split == split
