@@ -74,7 +74,13 @@ _IPY_FRAME = re.compile(
 _COLAB_FRAME = re.compile(r"^\[(?P<path>/[^\]\s]{1,1000}\.py)\]\([^)]{0,300}\) in (?P<func>[\w.<>]{1,200})")
 #: IPython before 8 (old Colab): ``/usr/lib/python3/dist-packages/trl/x.py in f(self, a)``, its
 #: line and code on the ``--> 982     code`` line below, among numbered context lines
-_IPY_OLD_FRAME = re.compile(r"^(?P<path>[~/][^\s]{0,1000}\.py) in (?P<func>[\w.<>]{1,200})(?:\(|$)")
+_IPY_OLD_FRAME = re.compile(
+    r"^(?P<path>[~/][^\s]{0,1000}\.py) in (?P<func><cell line: \d{1,9}>|[\w.<>]{1,200})(?:\(|$)"
+)
+#: IPython 8's notebook cell (Jupyter): ``Cell In[3], line 1``; its code on the ``----> 1 …`` line
+_IPY_CELL = re.compile(
+    r"^Cell (?P<path>In ?\[\d{1,9}\]), line (?P<line>\d{1,9})(?:, in (?P<func>\S{1,200}))?"
+)
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_][\w]{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception|Interrupt|Exit|Warning)"
     r"|NotImplementedError|StopIteration|KeyError|AssertionError|Exception"
@@ -243,6 +249,8 @@ def _frame(body: str) -> Frame | None:
         m = _CUT_FRAME.match(body)
     if m is None and " in " in body:
         m = _IPY_OLD_FRAME.match(body)
+    if m is None and body.startswith("Cell In"):
+        m = _IPY_CELL.match(body)
     if m is None:
         return None
     path = m.group("path")

@@ -62,7 +62,9 @@ def _reader(t: Traceback, package: str) -> Frame | None:
 
 def _where(f: Frame) -> str:
     at = f.at
-    return f"{f.package or 'your code'}'s {f.function or 'code'} ({at})"
+    if not f.function or f.function.startswith("<"):  # a notebook cell, a module's top level
+        return f"{f.package or 'your code'} ({at})"
+    return f"{f.package or 'your code'}'s {f.function} ({at})"
 
 
 def _api_drift(
