@@ -189,7 +189,19 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     gpus = ",".join(str(g) for g in lay.visible)
     train = [g for g in lay.visible if g not in gen] or lay.visible[:1]
     fix = _one_rank_per_gpu(lay, launch, train, gen)
+    if split == "spread":  # one process, the model split over the training GPUs alone
+        script = (launch.script or (f"-m {launch.module}" if launch.module else "")) if launch else ""
+        args = shlex.join(launch.script_args) if launch and launch.script_args else ""
+        keep = f"CUDA_VISIBLE_DEVICES={','.join(map(str, train))} python {script} {args}".strip()
+        fix = (
+            f"{_with_env_words(_leading_env(launch), keep)}  # the model split over the training GPUs only"
+            if gen and script
+            else "nothing, where the model needs the GPUs together; where it fits one GPU, one rank per "
+            f"GPU trains faster: {fix.split('  # ')[0]}"
+        )
     lines = [line.split("  # ")[0] for line in [fix, fix.partition("  # one rank per GPU; or ")[2]] if line]
+    if split == "spread" and not (gen and launch and launch.script):
+        lines = []  # advice, not a change to make
     yield hit(
         f"one training process sees {lay.process_gpus} GPUs ({gpus}; launcher: "
         f"{lay.launcher}{', --num_processes 1' if lay.launcher == 'accelerate' else ''}): "

@@ -69,3 +69,15 @@ def test_a_device_map_in_the_loader_kwargs_is_read(tmp_path, kwargs, split):
     script = SCRIPT.format(placed=", **kw").replace("policy = ", kwargs + "\npolicy = ")
     (tmp_path / "train.py").write_text(script)
     assert read_script(tmp_path / "train.py").model_split == split
+
+
+def test_the_fix_of_a_split_model_is_advice(tmp_path):
+    """No GPU reserved for vLLM: one process with the model split over the GPUs is model
+    parallelism as meant; the fix is advice (one rank per GPU only where the model fits one GPU),
+    with no change to apply."""
+    (tmp_path / "train.py").write_text(SCRIPT.format(placed=', device_map="auto"'))
+    stack = {"trl": "1.2.0", "vllm": "0.18.0", "torch": "2.10.0", "transformers": "4.57.1"}
+    launch = f"CUDA_VISIBLE_DEVICES=1,2 python {tmp_path / 'train.py'}"
+    (f,) = [f for f in findings(snapshot(3, packages=stack), launch=launch) if f.rule == "LAY003"]
+    assert f.fix.startswith("nothing, where the model needs the GPUs together; where it fits one GPU")
+    assert not f.remedy
