@@ -26,7 +26,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge, optional_imports
-from envdoctor.triage.draft import Draft, Log, finding, warning_line
+from envdoctor.triage.draft import Draft, Log, at_severity, finding, warning_line
 from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Traceback
 
@@ -331,6 +331,17 @@ def _asked_distribution(name: str) -> str | None:
     return dist if dist in known else None
 
 
+def _import_name(dist: str) -> str:
+    """The top-level module that ``dist`` installs (flashinfer-python: flashinfer; pyyaml: yaml),
+    from the same tables that name a module's distribution."""
+    from envdoctor.triage.traceback import PACKAGES
+
+    rows = _table().get("distributions") or {}
+    return next(
+        (m for table in (PACKAGES, rows) for m, d in table.items() if d == dist), dist.replace("-", "_")
+    )
+
+
 def _raiser(t: Traceback, log: Log, text: str) -> tuple[str | None, str]:
     """The package whose check raised ``t`` and where: its innermost frame of a package, else the
     raise-site index's placement of the message, else a "Package: …" prefix of the message."""
@@ -400,12 +411,10 @@ def asked_install(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
         fix = (
             "restart the kernel / runtime after the pip installs (and run the installs before any import "
             f"of the stack); where it still fails, run pip as `python -m pip` with the interpreter that "
-            f"runs the training (`python -c 'import {dist.replace('-', '_')}'` there shows if it sees it)"
+            f"runs the training (`python -c 'import {_import_name(dist)}'` there shows if it sees it)"
         )
         d = finding(RULE, [m], log, what, fix, distribution=dist, raised_in=at, shown=shown)
-        f = d.finding
-        d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
-        return d
+        return at_severity(d, Severity.ERROR)
     what = (
         f"{at} stops the run: {dist} cannot be imported in the environment that ran it"
         + (" (or is older than it needs)" if latest else "")
@@ -422,11 +431,9 @@ def asked_install(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
             install, what = line, what + f" ({why})"
     fix = (
         f"{install} in the environment that runs it; if {dist} is installed there, "
-        f"`python -c 'import {dist.replace('-', '_')}'` in that environment shows the error that keeps "
+        f"`python -c 'import {_import_name(dist)}'` in that environment shows the error that keeps "
         "it from importing (reinstall the build for the installed torch)"
         + (f"; or turn `{setting}` off if the run does not need it" if setting else "")
     )
     d = finding(RULE, [m], log, what, fix, distribution=dist, raised_in=at, setting=setting)
-    f = d.finding
-    d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
-    return d
+    return at_severity(d, Severity.ERROR)

@@ -121,3 +121,11 @@ def test_pip_already_satisfied_lines_give_the_release() -> None:
     read_line("Requirement already satisfied: accelerate in /usr/lib/python3/site-packages (1.9.0)", 3, found)
     read_line("Requirement already satisfied: torch>=2.0 in /x/site-packages (from trl) (2.7.1)", 4, found)
     assert found["accelerate"].version == "1.9.0" and found["torch"].version == "2.7.1"
+
+
+def test_the_import_to_try_is_the_module_the_distribution_installs() -> None:
+    (f,) = _tri013(
+        "ImportError: FlashInfer is not available. Please install it with `pip install flashinfer-python`\n"
+    )
+    assert "pip install flashinfer-python" in f.fix
+    assert "`python -c 'import flashinfer'`" in f.fix  # not flashinfer_python
