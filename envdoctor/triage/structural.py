@@ -174,8 +174,9 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
     if tb.name == "AttributeError" and tb.frames:
         from envdoctor.triage import symbols
 
-        if symbols.subclass_attribute(tb) is not None:  # a trainer handed its config's base class
-            return unfit(tb, ms, log, have)
+        sub = symbols.subclass_attribute(tb)
+        if sub is not None:  # a trainer handed its config's base class
+            return unfit(tb, ms, log, have, sub)
     b = boundary.find(tb)
     if b is not None and b.intra:
         return own_drift(b, ms, log, have)
@@ -358,7 +359,9 @@ def _calling(tb: Traceback, package: str) -> Frame | None:
     )
 
 
-def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft | None:
+def unfit(
+    tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str], found: Any = None
+) -> Draft | None:
     """TRI009 for code that fits no release of a package as written (``symbols.Unfit``): a keyword
     no release of the class takes, where the class takes a name close to it (a rename: the code was
     written for another package's naming, or another release's); an attribute no release of a class
@@ -367,7 +370,7 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
     from envdoctor.triage import symbols
 
     tb = symbols.as_init(tb)  # "SFTConfig() got an unexpected keyword argument": its constructor's
-    u = symbols.unknown_keyword(tb) or symbols.subclass_attribute(tb)
+    u = found or symbols.unknown_keyword(tb) or symbols.subclass_attribute(tb)  # ``found``: the caller's
     if u is None:
         added = symbols.added_field(tb)
         return None if added is None else added_field(added, tb, ms, log, have)
@@ -384,10 +387,7 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
     read = f"{len(u.releases)} {u.package} releases read, {u.releases[0]} to {u.releases[-1]}"
     version = have.get(u.package)
     shown = f"; the log shows {u.package} {version}" if version else ""
-    oldest = bool(u.releases) and u.since == u.releases[0]  # the history starts there: maybe earlier
-    span = (
-        f"by {u.package} {u.since}, the oldest release read" if oldest else f"from {u.package} {u.since}"
-    ) + (f" until {u.until} (removed there)" if u.until else "")
+    span = _span_said(u.package, u.since, u.until, u.releases)
     if u.func:
         call = u.cls if u.func == "__init__" else f"{u.cls}.{u.func}"
         what = (
@@ -410,14 +410,9 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
             subs.insert(0, trainer[0])
             caller = f"{trainer[0].removesuffix('Config')}Trainer ({u.package} {trainer[1]})"
             h = symbols.history(u.package)
-            if h is not None:  # the span said is that class's, not the first subclass's
-                since, until = symbols._span(h, h.member(trainer[0], "a", u.name)[0])
-                oldest = since == u.releases[0]
-                span = (
-                    f"by {u.package} {since}, the oldest release read"
-                    if oldest
-                    else f"from {u.package} {since}"
-                ) + (f" until {until} (removed there)" if until else "")
+            since, until = symbols._span(h, h.member(trainer[0], "a", u.name)[0]) if h else ("", "")
+            if since:  # the span said is that class's, not the first subclass's
+                span = _span_said(u.package, since, until, u.releases)
         named = ", ".join(subs[:3]) + (f" and {len(subs) - 3} more" if len(subs) > 3 else "")
         what = (
             f"{caller} reads {u.name} from a {u.cls}, which no release of {u.cls} has: {u.name} is a "
@@ -449,6 +444,14 @@ def unfit(tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str, str]) ->
         answer_from=HISTORY,
     )
     return at_severity(d, Severity.ERROR)
+
+
+def _span_said(package: str, since: str, until: str, releases: Sequence[str]) -> str:
+    """``from trl 0.14.0 until 0.29.0 (removed there)``; the oldest release read said as such (the
+    history starts there: maybe earlier)."""
+    oldest = bool(releases) and since == releases[0]
+    start = f"by {package} {since}, the oldest release read" if oldest else f"from {package} {since}"
+    return start + (f" until {until} (removed there)" if until else "")
 
 
 def _trainer_config(tb: Traceback, package: str, configs: Sequence[str]) -> tuple[str, str] | None:
