@@ -1037,8 +1037,8 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
 
 
 #: accelerate's device maps that place a model's layers over every visible GPU (``sequential``
-#: fills GPU 0 first: over several only where the model does not fit one)
-SPREAD_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+#: fills GPU 0 first: over several only where the model does not fit one, so it is not known)
+SPREAD_MAPS = ("auto", "balanced", "balanced_low_0")
 
 
 def _device_map(node: ast.expr) -> str:
@@ -1047,6 +1047,8 @@ def _device_map(node: ast.expr) -> str:
     if isinstance(node, ast.Constant):
         if node.value is None:
             return "one"
+        if node.value == "sequential":
+            return "unknown"
         return "spread" if node.value in SPREAD_MAPS else "one"
     if isinstance(node, ast.Dict) and all(isinstance(v, ast.Constant) for v in node.values):
         devices = {v.value for v in node.values if isinstance(v, ast.Constant)} - {"cpu", "disk"}

@@ -25,6 +25,7 @@ trainer = GRPOTrainer(model=policy, args=GRPOConfig(output_dir="o"))
     [
         (', device_map="auto"', "spread"),
         (', device_map="balanced"', "spread"),
+        (', device_map="sequential"', "unknown"),  # one GPU where the model fits it
         (', device_map={"model.embed_tokens": 0, "lm_head": 1}', "spread"),
         (', device_map={"": 0}', None),
         (', device_map="cuda:0"', None),
