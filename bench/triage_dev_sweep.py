@@ -1,4 +1,4 @@
-"""Triage every dev log of docs/validation/heldout-2026-11-2*/logs*/ in-process, as
+"""Triage every dev log of docs/validation/heldout-2026-11-*/logs*/ in-process, as
 ``envdoctor triage --format json LOG`` does (this machine's facts, no config, no launch line).
 
     python bench/triage_dev_sweep.py OUT.json [core|healthy|all]
@@ -22,8 +22,8 @@ VALIDATION = ROOT / "docs" / "validation"
 
 def rows(which: str) -> list[dict]:
     out = []
-    indexes = sorted(VALIDATION.glob("heldout-2026-11-2*/logs*/index.jsonl")) + sorted(
-        VALIDATION.glob("heldout-2026-11-2*/logs*/logs/index.jsonl")
+    indexes = sorted(VALIDATION.glob("heldout-2026-11-*/logs*/index.jsonl")) + sorted(
+        VALIDATION.glob("heldout-2026-11-*/logs*/logs/index.jsonl")
     )
     seen = set()
     for index in indexes:
