@@ -1,0 +1,73 @@
+"""Severity by certainty (issue 36 item 5): an error where the log's failure is the cause's own
+message and nothing the log does not show decides it; a warning where it hinges on what the log
+does not show. Real lines from the dev sets (docs/validation/heldout-2026-11-2*/)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.triage.helpers import findings, scan_bytes
+
+# -- a shipped signature's message pasted without its exception's name --------------------------
+
+#: heldout-2026-11-29/logs/013 (vLLM 0.2.7's V0 engine: the paster left out "ValueError: ")
+KV_PROSE = (
+    "The model's max seq len (8192) is larger than the maximum number of tokens that can be stored in "
+    "KV cache (4512). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+    "initializing the engine.\n"
+)
+
+
+def test_an_own_message_without_its_exception_name_is_said_by_its_own_rule():
+    found = [f for f in findings(scan_bytes(KV_PROSE)) if f.severity.value != "info"]
+    assert [f.rule for f in found] == ["MEM001"] and found[0].severity.value == "error"
+    assert "8192" in found[0].message and "4512" in found[0].fix  # its numbers, not an entry's release
+
+
+def test_the_same_message_with_its_exception_name_is_unchanged():
+    found = [f for f in findings(scan_bytes("ValueError: " + KV_PROSE)) if f.severity.value != "info"]
+    assert [f.rule for f in found] == ["MEM001"] and found[0].severity.value == "error"
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # the words in a sentence that is no such message: the pattern, not the keyword, decides
+        "we raised gpu_memory_utilization; now the maximum number of tokens that can be stored in KV "
+        "cache is fine\n",
+        # a failure named by the scan already: the prose pass is not tried
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n" + KV_PROSE,
+    ],
+)
+def test_prose_without_the_message_or_after_a_named_failure_gets_no_memory_finding(log):
+    assert not any(f.rule == "MEM001" for f in findings(scan_bytes(log)))
+
+
+# -- a settling line after the symptom: the rest of its message --------------------------------
+
+
+def test_the_settling_line_is_read_in_the_messages_continuation_not_past_a_blank_line():
+    import re
+    from types import SimpleNamespace
+
+    from envdoctor.knowledge.failures import Symptom
+    from envdoctor.triage.classes import _settled_by_context
+    from envdoctor.triage.draft import Log
+    from envdoctor.triage.interface import Match, Signature
+
+    entry = SimpleNamespace(certain_with=(Symptom("re:recomputed(?: metadata)?: shape=\\[0\\]", "test"),))
+    sig = Signature(
+        id="x", rule="TRI011", summary="", keywords=(b"x",), pattern=re.compile("x"), references=()
+    )
+    m = Match(
+        sig, 2, "Recomputed values for tensors have different metadata than during forward pass", {}, None
+    )
+    head = "torch.utils.checkpoint.CheckpointError\nRecomputed values ...\n"
+    goes_on = (head + "saved: shape=[2880], recomputed: shape=[0]\n").encode()
+    apart = (head + "\nrecomputed: shape=[0]\n").encode()
+    assert (
+        _settled_by_context(entry, m, Log({}, {}, None, head=goes_on))
+        == "saved: shape=[2880], recomputed: shape=[0]"
+    )
+    assert _settled_by_context(entry, m, Log({}, {}, None, head=apart)) == ""
+    assert _settled_by_context(entry, m) == ""  # no head: only the lines before it and its own
