@@ -644,6 +644,36 @@ def _settled_by_context(entry: object, m: Match, log: Log | None = None) -> str:
     return ""
 
 
+def _settled_by_frame(entry: object, m: Match) -> str:
+    """The entry's own frame (``raised.frames``) in the symptom's traceback, for an entry whose
+    cause hinges on no release (no ``fixed_in``, no release in its fix: an open bug of one place,
+    a platform's code): the frame is the evidence that the run met that code, and a symptom whose
+    words another package's code also raises (vLLM's own ``assert isinstance(device,
+    torch.device)`` beside vllm-ascend's) is told apart by it. '' when the traceback does not show
+    it (``_frames_contradict`` drops a traceback that shows other frames only)."""
+    raised = getattr(entry, "raised", None)
+    if not raised or not raised[2] or not m.context or getattr(entry, "kind", "") not in SEEN_KINDS:
+        return ""
+    if getattr(entry, "fixed_in", None) or _VERSION_FIX.search(str(getattr(entry, "fix", ""))):
+        return ""  # the frame shows the code ran, not which release of it: versions decide
+    from envdoctor.triage.traceback import failure
+
+    tb = failure(m.context, m.text, m.line_no)
+    if tb is None or frames_hold(tb, raised[2]) is not True:
+        return ""
+    shown = [f for t in tb.all() for f in t.frames]
+    for p, file, func in raised[2]:
+        for f in shown:
+            if (
+                f.package == p
+                and (not file or f.module_path.endswith(file))
+                and (not func or f.function.endswith(func))
+            ):
+                at = f"{f.module_path}:{f.line}" + (f" in {f.function}" if f.function else "")
+                return f"the traceback's frame in {f.package} ({at})"
+    return ""
+
+
 def as_entry(ms: list[Match], log: Log, entry_id: str) -> list[Draft]:
     """The catalogue entry ``entry_id``'s diagnosis of lines another signature matched first."""
     from dataclasses import replace
@@ -702,7 +732,9 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         versions_match=verdict,
         unshown_bounds=_unshown_bounds(entry.packages, log),
     )
-    settled = verdict is not False and _settled_by_context(entry, first, log)
+    settled = verdict is not False and (
+        _settled_by_context(entry, first, log) or _settled_by_frame(entry, first)
+    )
     # a range with no upper bound (vllm >=0.2.0) holds every release since: the log's release
     # falling in it is no evidence that the release is the cause, unless the entry is certain
     bounded = any(re.search(r"<|==|~=", str(spec)) for spec in entry.packages.values())

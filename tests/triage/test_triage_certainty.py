@@ -71,3 +71,44 @@ def test_the_settling_line_is_read_in_the_messages_continuation_not_past_a_blank
     )
     assert _settled_by_context(entry, m, Log({}, {}, None, head=apart)) == ""
     assert _settled_by_context(entry, m) == ""  # no head: only the lines before it and its own
+
+
+# -- the entry's own frame settles a cause that hinges on no release ----------------------------
+
+ASCEND = "vllm-ascend-pyhccl-device-none"
+#: heldout-2026-11-28c/logs/003 (modelscope/ms-swift#6011: trl vllm-serve on vllm-ascend)
+ASCEND_LOG = (
+    "(Worker_TP2 pid=3549) ERROR 09-26 15:11:03 [multiproc_executor.py:654] Traceback (most recent call last):\n"
+    '(Worker_TP2 pid=3549) ERROR 09-26 15:11:03 [multiproc_executor.py:654]   File "/home/ma-user/anaconda3/'
+    'envs/swift/lib/python3.10/site-packages/trl/scripts/vllm_serve.py", line 108, in init_communicator\n'
+    "(Worker_TP2 pid=3549) ERROR 09-26 15:11:03 [multiproc_executor.py:654]     self.pynccl_comm = "
+    "PyNcclCommunicator(pg, device=self.device)\n"
+    '(Worker_TP2 pid=3549) ERROR 09-26 15:11:03 [multiproc_executor.py:654]   File "/home/ma-user/anaconda3/'
+    'envs/vllm-ascend/vllm_ascend/distributed/device_communicators/pyhccl.py", line 90, in __init__\n'
+    "(Worker_TP2 pid=3549) ERROR 09-26 15:11:03 [multiproc_executor.py:654]     assert isinstance(device, "
+    "torch.device)\n"
+    "(Worker_TP2 pid=3549) ERROR 09-26 15:11:03 [multiproc_executor.py:654] AssertionError\n"
+)
+
+
+def _ascend(log: str) -> list:
+    return [f for f in findings(scan_bytes(log)) if f.evidence.get("known_failure") == ASCEND]
+
+
+def test_vllm_ascends_frame_makes_the_pyhccl_assertion_an_error():
+    found = _ascend(ASCEND_LOG)
+    assert found and found[0].severity.value == "error"
+    assert "vllm-ascend (distributed/device_communicators/pyhccl.py:90" in found[0].message
+
+
+def test_the_same_assertion_in_vllms_own_pynccl_is_not_vllm_ascends():
+    log = ASCEND_LOG.replace(
+        "envs/vllm-ascend/vllm_ascend/distributed/device_communicators/pyhccl.py",
+        "envs/swift/lib/python3.10/site-packages/vllm/distributed/device_communicators/pynccl.py",
+    )
+    assert _ascend(log) == []
+
+
+def test_the_assertion_without_its_frame_stays_a_warning():
+    found = _ascend("    assert isinstance(device, torch.device)\nAssertionError\n")
+    assert [f.severity.value for f in found] == ["warning"]
