@@ -112,3 +112,23 @@ def test_the_same_assertion_in_vllms_own_pynccl_is_not_vllm_ascends():
 def test_the_assertion_without_its_frame_stays_a_warning():
     found = _ascend("    assert isinstance(device, torch.device)\nAssertionError\n")
     assert [f.severity.value for f in found] == ["warning"]
+
+
+# -- a symptom that shows the pairing itself ------------------------------------------------------
+
+SEED = "trl-seed-worker-transformers-4.52"
+#: heldout-2026-11-28/logs/072 (trl 0.17.0 with transformers 4.56.1)
+SEED_LINE = "TypeError: seed_worker() missing 2 required positional arguments: 'num_workers' and 'rank'\n"
+
+
+def _seed(log: str) -> list:
+    return [f for f in findings(scan_bytes(log)) if f.evidence.get("known_failure") == SEED]
+
+
+def test_seed_workers_missing_arguments_are_an_error_without_versions():
+    found = _seed(SEED_LINE)
+    assert [f.severity.value for f in found] == ["error"] and "trl>=0.18.2" in found[0].fix
+
+
+def test_a_log_whose_trl_is_past_the_fix_gets_no_seed_worker_finding():
+    assert _seed("- TRL version: 0.19.0\n" + SEED_LINE) == []
