@@ -1015,6 +1015,8 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
         raw = lines[line_no - 1]
         body = split_prefix(clean(raw.encode()))[0][:8192]
         sigs = {id(sig): sig for kw in lits.held(raw) for sig in by_kw.get(kw, ())}
+        own: list[Draft] = []
+        entries: list[Draft] = []
         for sig in sigs.values():
             m = sig.pattern.search(body)
             if m is None:
@@ -1023,16 +1025,16 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
             match = Match(
                 sig, line_no, body[:1000], groups, None, tuple(lines[max(0, line_no - 41) : line_no - 1])
             )
-            if sig.rule != catalogue.RULE:  # an own signature: its handler, before any entry
+            if sig.rule != catalogue.RULE:  # an own signature: its handler says it
                 from envdoctor.triage.diagnose import HANDLERS
 
-                own = [d for d in HANDLERS[sig.id]([match], log) if not d.rejected]
-                if own:
-                    return own[0]
+                own.extend(d for d in HANDLERS[sig.id]([match], log) if not d.rejected)
                 continue
-            for d in classes.known_failure([match], log):
-                if best is None or d.finding.severity.rank > best.finding.severity.rank:
-                    best = d
+            entries.extend(classes.known_failure([match], log))
+        # an own signature's finding before any entry on its line (it knows the numbers)
+        for d in own[:1] or entries:
+            if best is None or d.finding.severity.rank > best.finding.severity.rank:
+                best = d
     return best
 
 
