@@ -1,0 +1,328 @@
+"""Files and code written for another release than the one that reads or calls them (TRI038).
+
+The failure is a meeting of two releases where one side is not a package's code but what another
+release left behind: a file it wrote, or a model's code written before it.
+
+1. **A file a loader reads** (``loaded_file``): the failing frames are a stack package's loader
+   (``from_pretrained``, ``PeftConfig.from_pretrained``, a tokenizer's ``from_file``; the table
+   ``loaders`` of ``rules/knowledge/artifacts.yaml``), so the file being read is the other party:
+
+   * a form of the knowledge's ``forms`` (transformers 5's ``extra_special_tokens`` list in
+     tokenizer_config.json, tokenizers 0.20's merge pairs in tokenizer.json): written by the
+     package from ``written_by`` on, read by an installed release before it;
+   * a configuration class's constructor handed a key of the saved file (``LoraConfig.__init__()
+     got an unexpected keyword argument 'exclude_modules'`` inside peft's ``from_pretrained``):
+     the symbol history says which release added the field, so adapter_config.json was written by
+     that release or a later one.
+
+   Quiet where the log's release of the reader already reads the form (the same message has
+   another cause), and for a constructor called by the user's own code (TRI009's drift).
+2. **A keyword the caller's release started passing** (``passed_keyword``): a ``forward()`` of a
+   class defined outside the stack (a model repository's remote code in ``transformers_modules``,
+   a project's model file) refuses a keyword that some releases of a stack package pass into every
+   model's forward (transformers 4.54.0-4.55.2's generate passes ``cu_seq_lens_q``; the table
+   ``passed_keywords``): the model's code is older than the caller. An error where the frames show
+   the caller's generate or the log's release of it passes the keyword; a warning from the message
+   alone; quiet where the log's release does not pass it, or the frames show another caller.
+3. **An attribute another architecture has** (``foreign_attribute``): a project's frame reads an
+   attribute that the model class the message names lacks in every release of the model index
+   (``rules/knowledge/model_attributes.json.gz``) while other model families have it: the project's
+   code path was written for another architecture. A warning (the project may support the model
+   through a setting): it names the attribute, the class, the project's file and line and the
+   families that have it, and a setting the project's function is named for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from envdoctor import versions
+from envdoctor.findings import Severity
+from envdoctor.triage.draft import Draft, Log, at_severity, finding
+from envdoctor.triage.interface import Match
+from envdoctor.triage.traceback import Frame, Traceback
+
+SOURCE = "the release-forms table (rules/knowledge/artifacts.yaml)"
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[str, Any]:
+    from envdoctor.resources import read_yaml, rules_dir
+
+    return read_yaml(rules_dir() / "knowledge" / "artifacts.yaml") or {}
+
+
+def _version(log: Log, dist: str) -> tuple[str, str, bool]:
+    """The log's release of ``dist``: (lowest, highest, inferred from frames); empty when not shown."""
+    v = log.versions.get(dist)
+    if v is None:
+        return "", "", False
+    if v.inferred:
+        return v.low or v.version, v.version, True
+    return v.version, v.version, False
+
+
+def _shown(log: Log, dist: str) -> str:
+    low, high, inferred = _version(log, dist)
+    if not high:
+        return ""
+    if inferred:
+        return f"{dist} {low if low == high else f'{low} to {high}'} (inferred from the traceback's frames)"
+    return f"{dist} {high}"
+
+
+def _loader_frame(tb: Traceback, package: str | None = None) -> Frame | None:
+    """The outermost frame of a stack package's loader (the table's ``loaders``)."""
+    loaders = _table().get("loaders") or {}
+    for f in tb.shown_frames():
+        if f.package in loaders and (package is None or f.package == package):
+            if f.function in loaders[f.package]:
+                return f
+    return None
+
+
+def _at(f: Frame | None) -> str:
+    return f"{f.package or 'your code'} {f.at} in {f.function}" if f is not None else ""
+
+
+# -- 1. a file a loader reads ------------------------------------------------------------------
+
+
+def _form(tb: Traceback) -> dict[str, Any] | None:
+    functions = {f.function for f in tb.shown_frames()}
+    for form in _table().get("forms") or []:
+        if tb.name != form["exception"] or form["message"] not in tb.message:
+            continue
+        if form.get("function") and form["function"] not in functions:
+            continue
+        return dict(form)
+    return None
+
+
+_SAVED_NEWER = re.compile(
+    r"Unexpected keyword arguments \[(?P<keys>[^\]]{1,2000})\] for class (?P<cls>\w{1,100}), these are ignored"
+)
+
+
+def _peft_warning(log: Log) -> tuple[str, str] | None:
+    """peft's own warning that it ignored keys of a newer release's adapter_config.json (peft >=
+    0.15 prints it): the class and the newest release that added one of the keys."""
+    if b"Unexpected keyword arguments [" not in log.head:
+        return None
+    m = _SAVED_NEWER.search(log.head.decode("utf-8", errors="replace"))
+    if m is None:
+        return None
+    keys = re.findall(r"'(\w{1,100})'", m.group("keys"))
+    newest = ""
+    for key in keys:
+        v = _config_verdict(m.group("cls"), key)
+        first = v.fits().removeprefix(">=") if v is not None and v.fits().startswith(">=") else ""
+        if first and (not newest or versions.at_least(first, newest)):
+            newest = first
+    return (m.group("cls"), newest) if newest else None
+
+
+def _config_verdict(cls: str, key: str) -> Any:
+    from envdoctor.triage import symbols
+
+    tb = Traceback(
+        exc_type="TypeError", message=f"{cls}.__init__() got an unexpected keyword argument '{key}'"
+    )
+    return symbols.verdict(tb, {})
+
+
+_INIT_KEY = re.compile(
+    r"(?P<cls>\w{1,100})\.__init__\(\) got an unexpected keyword argument '(?P<key>\w{1,100})'"
+)
+
+
+def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI038, 1 (module docstring)."""
+    form = _form(tb)
+    if form is not None:
+        return _form_answer(tb, m, log, form)
+    if tb.name != "TypeError":
+        return None
+    k = _INIT_KEY.search(tb.message)
+    if k is None:
+        return None
+    v = _config_verdict(k.group("cls"), k.group("key"))
+    if v is None or not v.fits().startswith(">="):
+        return None  # a key no release takes (another class's), or one a release removed
+    loader = _loader_frame(tb, v.package)
+    if loader is None:
+        return None  # the user's own call: TRI009's
+    first = v.fits().removeprefix(">=")
+    low, high, _ = _version(log, v.package)
+    if high and versions.at_least(low, first):
+        return None  # the installed release takes the key: another cause
+    cls, key = k.group("cls"), k.group("key")
+    saved = "adapter_config.json" if v.package == "peft" else "the saved configuration (its JSON file)"
+    shown = _shown(log, v.package)
+    what = (
+        f"{saved} was written by a newer {v.package} than the one reading it: {_at(loader)} reads it "
+        f"and hands its keys to {cls}(), and {key}= is a field {v.package} added in {first} "
+        f"({v.said()}; envdoctor's symbol history); the file came from {v.package} >= {first}, the "
+        f"installed {v.package} is older" + (f"; the log shows {shown}" if shown else "")
+    )
+    fix = (
+        f"pip install '{v.package}>={first}' (the first release that reads {key}); or re-save the "
+        f'adapter with the installed {v.package}, or delete "{key}" from {saved} where its value is the '
+        f"default"
+    )
+    d = finding(
+        "TRI038",
+        [m],
+        log,
+        what,
+        fix,
+        package=v.package,
+        written_by=first,
+        file=saved,
+        answer_from="symbol history",
+    )
+    return at_severity(d, Severity.ERROR)
+
+
+def _form_answer(tb: Traceback, m: Match, log: Log, form: dict[str, Any]) -> Draft | None:
+    pkg, first = str(form["package"]), str(form["written_by"])
+    low, high, _ = _version(log, pkg)
+    reader = pkg
+    if not high and pkg == "tokenizers":
+        reader = "transformers"  # tokenizers' version is rarely shown; its own check is the fix
+    if high and versions.at_least(low, first):
+        return None  # the installed release reads the form: the same message has another cause
+    loader = _loader_frame(tb)
+    framed = bool(tb.shown_frames())
+    shown = _shown(log, pkg)
+    peft = _peft_warning(log)
+    also = ""
+    if peft is not None:
+        also = (
+            f"; the same folder's adapter_config.json came from peft >= {peft[1]} too (the log's peft "
+            f"warning: keys {peft[0]} has only from {peft[1]} were ignored)"
+        )
+    where = f" ({_at(loader)} reads it)" if loader is not None else ""
+    what = (
+        f"{form['file']} was written by a newer {pkg} than the one reading it{where}: {form['form']}; "
+        f"{pkg} {first} and later write and read that form, the installed {pkg} is older"
+        + (f"; the log shows {shown}" if shown else "; the log shows no version of it")
+        + also
+    )
+    extra = f" ({form['with']})" if form.get("with") else ""
+    fix = f"pip install '{pkg}>={first}'{extra}; or re-save the files with the installed {pkg}"
+    if form.get("instead"):
+        fix += f", or {form['instead']}"
+    d = finding(
+        "TRI038",
+        [m],
+        log,
+        what,
+        fix,
+        package=pkg,
+        written_by=first,
+        file=form["file"],
+        form=form["id"],
+        answer_from=SOURCE,
+    )
+    # the message raised in the form's own function (or the form's message with its loader's
+    # frames): the file will fail the same way each time; a message alone: likely
+    certain = framed and (loader is not None or bool(form.get("function")))
+    return at_severity(d, Severity.ERROR if certain else Severity.WARNING)
+
+
+# -- 2. a keyword the caller's release started passing -----------------------------------------
+
+_FORWARD_KEY = re.compile(
+    r"(?:(?P<cls>\w{1,200})\.)?forward\(\) got an unexpected keyword argument '(?P<key>\w{1,100})'"
+)
+
+
+def _stack_class(cls: str, package: str) -> bool:
+    """Whether ``package`` itself defines ``cls`` in some release (its symbol history's top-level
+    names)."""
+    return cls in _top_names(package)
+
+
+@lru_cache(maxsize=4)
+def _top_names(package: str) -> frozenset[str]:
+    import gzip
+    import json
+
+    from envdoctor.resources import rules_dir
+
+    path = rules_dir() / "knowledge" / "symbols" / f"{package}.json.gz"
+    if not path.exists():
+        return frozenset()
+    with gzip.open(path, "rt") as fh:
+        doc = json.load(fh)
+    top = doc.get("symbols", {}).get("m", {}).get(package.replace("-", "_"), {})
+    return frozenset((top.get("n") or {}).keys())
+
+
+def passed_keyword(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI038, 2 (module docstring)."""
+    if tb.name != "TypeError":
+        return None
+    k = _FORWARD_KEY.search(tb.message)
+    if k is None:
+        return None
+    key, cls = k.group("key"), k.group("cls") or ""
+    row = next((r for r in _table().get("passed_keywords") or [] if key in r["keywords"]), None)
+    if row is None:
+        return None
+    pkg, first, last = str(row["package"]), str(row["first"]), str(row["last"])
+    if cls and _stack_class(cls, pkg):
+        return None  # the package's own model: its forward takes what its release passes
+    frames = tb.shown_frames()
+    callee = frames[-1] if frames else None
+    if callee is not None and callee.package == pkg:
+        return None  # raised inside the package's own code: another call
+    caller = next((f for f in reversed(frames) if f.package == pkg and "generat" in f.module_path), None)
+    if frames and caller is None:
+        return None  # the frames show another caller (a collator's or a trainer's batch)
+    low, high, _ = _version(log, pkg)
+    inside = bool(high) and versions.at_least(high, first) and not versions.at_least(low, _after(last))
+    if high and not inside:
+        return None  # the log's release does not pass it: another cause
+    shown = _shown(log, pkg)
+    named = f"{cls}.forward()" if cls else "the model's forward()"
+    model = (
+        f"{callee.path} ({_at(callee)})"
+        if callee is not None and callee.package is None
+        else "the model's own code (a model repository's remote code, or the project's model file)"
+    )
+    what = (
+        f"{named} is older than the {pkg} that calls it: {pkg} {first} to {last} pass {key}= "
+        f"({', '.join(row['keywords'])}) into every model's forward from {row['by']} {row['when']}, "
+        f"and {named}, defined outside {pkg} in {model}, was written before and does not take it"
+        + (f"; the frames show {_at(caller)}" if caller is not None else "; the log shows no frames")
+        + (f"; the log shows {shown}" if shown else "")
+    )
+    fix = (
+        f"pip install '{pkg}<{first}' (the release the model's code was written for; or the project's "
+        f"pinned {pkg}) or '{pkg}>={_after(last)}' (which no longer passes {key}=); or update the model's "
+        f"code so that {named} accepts **kwargs (a newer revision of the model repository)"
+    )
+    d = finding(
+        "TRI038", [m], log, what, fix, package=pkg, keyword=key, model_class=cls or None, answer_from=SOURCE
+    )
+    certain = caller is not None or inside
+    return at_severity(d, Severity.ERROR if certain else Severity.WARNING)
+
+
+def _after(last: str) -> str:
+    """The release after ``last`` (its patch number plus one)."""
+    parts = last.split(".")
+    return ".".join([*parts[:-1], str(int(parts[-1]) + 1)]) if parts[-1].isdigit() else last
+
+
+# -- the entry point -------------------------------------------------------------------------------
+
+
+def answer(tb: Traceback, ms: Sequence[Match], log: Log) -> Draft | None:
+    """TRI038 for the failure ``tb`` of the line ``ms[0]``, or None."""
+    return loaded_file(tb, ms[0], log) or passed_keyword(tb, ms[0], log)
