@@ -78,9 +78,9 @@ def _loader_frame(tb: Traceback, package: str | None = None) -> Frame | None:
     """The outermost frame of a stack package's loader (the table's ``loaders``)."""
     loaders = _table().get("loaders") or {}
     for f in tb.shown_frames():
-        if f.package in loaders and (package is None or f.package == package):
-            if f.function in loaders[f.package]:
-                return f
+        wanted = package is None or f.package == package
+        if wanted and f.package in loaders and f.function in loaders[f.package]:
+            return f
     return None
 
 
@@ -103,7 +103,8 @@ def _form(tb: Traceback) -> dict[str, Any] | None:
 
 
 _SAVED_NEWER = re.compile(
-    r"Unexpected keyword arguments \[(?P<keys>[^\]]{1,2000})\] for class (?P<cls>\w{1,100}), these are ignored"
+    r"Unexpected keyword arguments \[(?P<keys>[^\]]{1,2000})\] for class (?P<cls>\w{1,100}), "
+    r"these are ignored"
 )
 
 
@@ -190,9 +191,6 @@ def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
 def _form_answer(tb: Traceback, m: Match, log: Log, form: dict[str, Any]) -> Draft | None:
     pkg, first = str(form["package"]), str(form["written_by"])
     low, high, _ = _version(log, pkg)
-    reader = pkg
-    if not high and pkg == "tokenizers":
-        reader = "transformers"  # tokenizers' version is rarely shown; its own check is the fix
     if high and versions.at_least(low, first):
         return None  # the installed release reads the form: the same message has another cause
     loader = _loader_frame(tb)
