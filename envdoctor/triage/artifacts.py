@@ -136,8 +136,26 @@ def _config_verdict(cls: str, key: str) -> Any:
 
 
 _INIT_KEY = re.compile(
-    r"(?P<cls>\w{1,100})\.__init__\(\) got an unexpected keyword argument '(?P<key>\w{1,100})'"
+    r"(?:(?P<cls>\w{1,100})\.)?__init__\(\) got an unexpected keyword argument '(?P<key>\w{1,100})'"
 )
+
+
+def _init_verdict(cls: str, key: str, tb: Traceback) -> tuple[str, Any] | None:
+    """The class and the symbol history's verdict of ``cls.__init__`` taking ``key``; where the
+    message names no class (Python before 3.10), the configuration classes of the package whose
+    loader the frames show, LoraConfig first."""
+    if cls:
+        v = _config_verdict(cls, key)
+        return (cls, v) if v is not None else None
+    loader = _loader_frame(tb)
+    if loader is None or loader.package is None:
+        return None
+    names = sorted(n for n in _top_names(loader.package) if n.endswith("Config"))
+    for name in sorted(names, key=lambda n: n != "LoraConfig"):
+        v = _config_verdict(name, key)
+        if v is not None and v.fits().startswith(">="):
+            return name, v
+    return None
 
 
 def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
@@ -150,8 +168,16 @@ def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
     k = _INIT_KEY.search(tb.message)
     if k is None:
         return None
-    v = _config_verdict(k.group("cls"), k.group("key"))
-    if v is None or not v.fits().startswith(">="):
+    found = _init_verdict(k.group("cls") or "", k.group("key"), tb)
+    if found is None:
+        return None
+    cls, v = found
+    named = f"{cls}()"
+    if not k.group("cls"):
+        named += (
+            f" (the message names no class: the first of {v.package}'s configuration classes that takes it)"
+        )
+    if not v.fits().startswith(">="):
         return None  # a key no release takes (another class's), or one a release removed
     loader = _loader_frame(tb, v.package)
     if loader is None:
@@ -160,12 +186,12 @@ def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
     low, high, _ = _version(log, v.package)
     if high and versions.at_least(low, first):
         return None  # the installed release takes the key: another cause
-    cls, key = k.group("cls"), k.group("key")
+    key = k.group("key")
     saved = "adapter_config.json" if v.package == "peft" else "the saved configuration (its JSON file)"
     shown = _shown(log, v.package)
     what = (
         f"{saved} was written by a newer {v.package} than the one reading it: {_at(loader)} reads it "
-        f"and hands its keys to {cls}(), and {key}= is a field {v.package} added in {first} "
+        f"and hands its keys to {named}, and {key}= is a field {v.package} added in {first} "
         f"({v.said()}; envdoctor's symbol history); the file came from {v.package} >= {first}, the "
         f"installed {v.package} is older" + (f"; the log shows {shown}" if shown else "")
     )
