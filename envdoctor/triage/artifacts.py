@@ -344,9 +344,115 @@ def _after(last: str) -> str:
     return ".".join([*parts[:-1], str(int(parts[-1]) + 1)]) if parts[-1].isdigit() else last
 
 
+# -- 3. an attribute another architecture has --------------------------------------------------
+
+_NO_ATTR = re.compile(r"^'(?P<cls>\w{1,200})' object has no attribute '(?P<attr>\w{1,200})'")
+_FAMILY = re.compile(r"(?:For[A-Z]\w*|Model)$")
+MAX_FAMILIES = 6
+
+
+@lru_cache(maxsize=1)
+def _model_attributes() -> dict[str, Any]:
+    import gzip
+    import json
+
+    from envdoctor.resources import rules_dir
+
+    path = rules_dir() / "knowledge" / "model_attributes.json.gz"
+    if not path.exists():
+        return {}
+    with gzip.open(path, "rt") as fh:
+        doc = json.load(fh)
+    return {
+        "releases": doc.get("releases") or [],
+        "common": frozenset(str(doc.get("common") or "").split()),
+        "classes": {c: frozenset(n.split()) for c, n in (doc.get("classes") or {}).items()},
+    }
+
+
+@lru_cache(maxsize=1)
+def _config_keys() -> frozenset[str]:
+    """TRL's GRPOConfig keys (and so TrainingArguments' the trainers share): the settings a
+    project's function may be named for."""
+    from envdoctor.resources import read_yaml, rules_dir
+
+    data = read_yaml(rules_dir() / "knowledge" / "grpo_config_keys.yaml") or {}
+    return frozenset(str(k) for k in (data.get("keys") or {}))
+
+
+def _setting(frames: Sequence[Frame]) -> str:
+    """A setting that a project frame's function is named for (``_enable_gradient_checkpointing``:
+    gradient_checkpointing), the innermost first."""
+    for f in reversed(frames):
+        if f.package is not None:
+            continue
+        hits = [k for k in _config_keys() if len(k) >= 8 and k in f.function]
+        if hits:
+            return max(hits, key=len)
+    return ""
+
+
+def foreign_attribute(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI038, 3 (module docstring): a warning."""
+    if tb.name != "AttributeError":
+        return None
+    a = _NO_ATTR.match(tb.message.strip())
+    index = _model_attributes()
+    if a is None or not index:
+        return None
+    cls, attr = a.group("cls"), a.group("attr")
+    names = index["classes"].get(cls)
+    if names is None or attr in names or attr in index["common"]:
+        return None  # not a model class of the index, or one of its releases has the attribute
+    frames = tb.shown_frames()
+    reader = next((f for f in reversed(frames) if f.package is None and f".{attr}" in f.code), None)
+    if reader is None:
+        return None  # no project line reads it (a package's own code, or no frames)
+    own = _FAMILY.sub("", cls)
+    families: list[str] = []
+    for other, held in index["classes"].items():
+        family = _FAMILY.sub("", other)
+        if attr in held and family != own and family and family not in families:
+            families.append(family)
+    if not families:
+        return None  # no model has it: a typo or the project's own attribute, not an architecture's
+    vlm = [f for f in families if f"{f}ForConditionalGeneration" in index["classes"]]
+    shown = (vlm + [f for f in families if f not in vlm])[:MAX_FAMILIES]
+    more = f" and {len(families) - len(shown)} more" if len(families) > len(shown) else ""
+    releases = index["releases"]
+    setting = _setting(frames)
+    what = (
+        f"the project's code at {reader.path}:{reader.line} (in {reader.function}) reads .{attr} of "
+        f"{cls}, which has no such attribute in any transformers release envdoctor read "
+        f"({len(releases)}, {releases[0]} to {releases[-1]}), while other model families' classes have "
+        f"it ({', '.join(shown)}{more}): that code path was written for another architecture than "
+        f"the model it was given"
+    )
+    fix = (
+        f"use the project's support for {own} models (a model the project lists for this script, or "
+        f"a release of the project that supports {own}), or adapt {reader.function}'s line to {cls}'s "
+        f"own submodules"
+    )
+    if setting:
+        fix += f"; or set {setting}=False (the setting {reader.function} applies) to avoid the path"
+    d = finding(
+        "TRI038",
+        [m],
+        log,
+        what,
+        fix,
+        package="transformers",
+        model_class=cls,
+        attribute=attr,
+        setting=setting or None,
+        answer_from="the model-attribute index (rules/knowledge/model_attributes.json.gz)",
+    )
+    return at_severity(d, Severity.WARNING)
+
+
 # -- the entry point -------------------------------------------------------------------------------
 
 
 def answer(tb: Traceback, ms: Sequence[Match], log: Log) -> Draft | None:
     """TRI038 for the failure ``tb`` of the line ``ms[0]``, or None."""
-    return loaded_file(tb, ms[0], log) or passed_keyword(tb, ms[0], log)
+    return loaded_file(tb, ms[0], log) or passed_keyword(tb, ms[0], log) or foreign_attribute(tb, ms[0], log)
