@@ -298,50 +298,45 @@ def passed_keyword(tb: Traceback, m: Match, log: Log) -> Draft | None:
     row = next((r for r in _table().get("passed_keywords") or [] if key in r["keywords"]), None)
     if row is None:
         return None
-    pkg, first, last = str(row["package"]), str(row["first"]), str(row["last"])
+    pkg, first, last, after = str(row["package"]), str(row["first"]), str(row["last"]), str(row["after"])
     if cls and _stack_class(cls, pkg):
         return None  # the package's own model: its forward takes what its release passes
     frames = tb.shown_frames()
     callee = frames[-1] if frames else None
     if callee is not None and callee.package == pkg:
         return None  # raised inside the package's own code: another call
-    caller = next((f for f in reversed(frames) if f.package == pkg and "generat" in f.module_path), None)
+    where = str(row.get("caller_path") or "")
+    caller = next((f for f in reversed(frames) if f.package == pkg and where in f.module_path), None)
     if frames and caller is None:
         return None  # the frames show another caller (a collator's or a trainer's batch)
     low, high, _ = _version(log, pkg)
-    inside = bool(high) and versions.at_least(high, first) and not versions.at_least(low, _after(last))
+    inside = bool(high) and versions.at_least(high, first) and not versions.at_least(low, after)
     if high and not inside:
         return None  # the log's release does not pass it: another cause
     shown = _shown(log, pkg)
-    named = f"{cls}.forward()" if cls else "the model's forward()"
+    named = f"{cls}.forward()" if cls else "the forward() called"
     model = (
         f"{callee.path} ({_at(callee)})"
         if callee is not None and callee.package is None
-        else "the model's own code (a model repository's remote code, or the project's model file)"
+        else "code outside it (a model repository's remote code, the project's model file or patch)"
     )
     what = (
         f"{named} is older than the {pkg} that calls it: {pkg} {first} to {last} pass {key}= "
-        f"({', '.join(row['keywords'])}) into every model's forward from {row['by']} {row['when']}, "
-        f"and {named}, defined outside {pkg} in {model}, was written before and does not take it"
+        f"({', '.join(row['keywords'])}) from {row['by']} {row['when']}, and {named}, defined in "
+        f"{model}, was written before and does not take it"
         + (f"; the frames show {_at(caller)}" if caller is not None else "; the log shows no frames")
         + (f"; the log shows {shown}" if shown else "")
     )
     fix = (
         f"pip install '{pkg}<{first}' (the release the model's code was written for; or the project's "
-        f"pinned {pkg}) or '{pkg}>={_after(last)}' (which no longer passes {key}=); or update the model's "
-        f"code so that {named} accepts **kwargs (a newer revision of the model repository)"
+        f"pinned {pkg}) or '{pkg}>={after}' (which no longer passes {key}=); or update that code so "
+        f"that {named} accepts {key}= or **kwargs (a newer revision of the model repository or the project)"
     )
     d = finding(
         "TRI038", [m], log, what, fix, package=pkg, keyword=key, model_class=cls or None, answer_from=SOURCE
     )
     certain = caller is not None or inside
     return at_severity(d, Severity.ERROR if certain else Severity.WARNING)
-
-
-def _after(last: str) -> str:
-    """The release after ``last`` (its patch number plus one)."""
-    parts = last.split(".")
-    return ".".join([*parts[:-1], str(int(parts[-1]) + 1)]) if parts[-1].isdigit() else last
 
 
 # -- 3. an attribute another architecture has --------------------------------------------------

@@ -249,3 +249,24 @@ def test_set18_b001_vlm_r1_internvl_line_on_qwen2_5_vl_is_a_tri038_warning():
 )
 def test_foreign_attribute_quiet(text):
     assert _tri038(text) is None
+
+
+# a replacement of LlamaAttention.forward (a flash-attention monkey patch of a project) under
+# transformers 4.34.1, whose decoder layer passes padding_mask
+PADDING_MASK = """Traceback (most recent call last):
+  File "/home/u/proj/train.py", line 200, in <module>
+    trainer.train()
+  File "/opt/conda/lib/python3.10/site-packages/transformers/models/llama/modeling_llama.py", line 636, in forward
+    hidden_states, self_attn_weights, present_key_value = self.self_attn(
+  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl
+    return forward_call(*args, **kwargs)
+TypeError: forward() got an unexpected keyword argument 'padding_mask'
+"""
+
+
+def test_a_patched_attention_forward_meeting_padding_mask_of_4_34_is_tri038():
+    f = _tri038(PADDING_MASK)
+    assert f is not None and f.severity.value == "error"
+    assert "4.34.0 to 4.34.1" in f.message and "modeling_llama.py:636" in f.message
+    assert "transformers<4.34.0" in f.fix and "transformers>=4.35.0" in f.fix
+    assert _tri038("transformers==4.36.2\n" + PADDING_MASK) is None
