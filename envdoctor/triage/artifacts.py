@@ -140,22 +140,64 @@ _INIT_KEY = re.compile(
 )
 
 
-def _init_verdict(cls: str, key: str, tb: Traceback) -> tuple[str, Any] | None:
-    """The class and the symbol history's verdict of ``cls.__init__`` taking ``key``; where the
-    message names no class (Python before 3.10), the configuration classes of the package whose
-    loader the frames show, LoraConfig first."""
+def _added(cls: str, key: str) -> tuple[str, str, str] | None:
+    """The package of configuration class ``cls``, the release that added ``key`` to its
+    constructor, and the knowledge's words for it: the symbol history's verdict, else the
+    config-field index of the releases before it (``symbols.added_field``: peft 0.9.0's use_dora)."""
+    v = _config_verdict(cls, key)
+    if v is not None:
+        if not v.fits().startswith(">="):
+            return None  # a key a release removed: not a newer release's
+        return v.package, v.fits().removeprefix(">="), f"{v.said()}; envdoctor's symbol history"
+    from envdoctor.triage import symbols
+
+    t = Traceback(
+        exc_type="TypeError", message=f"{cls}.__init__() got an unexpected keyword argument '{key}'"
+    )
+    a = symbols.added_field(t)
+    if a is None:
+        return None
+    said = (
+        f"{a.cls}.__init__() takes {key}= from {a.package} {a.since}, {a.before} and earlier do not; "
+        "envdoctor's config-field index"
+    )
+    return a.package, a.since, said
+
+
+def _init_verdict(cls: str, key: str, tb: Traceback) -> tuple[str, tuple[str, str, str]] | None:
+    """The class and ``_added``'s answer for ``cls.__init__`` taking ``key``; where the message
+    names no class (Python before 3.10), the configuration classes of the package whose loader the
+    frames show, LoraConfig first."""
     if cls:
-        v = _config_verdict(cls, key)
-        return (cls, v) if v is not None else None
+        found = _added(cls, key)
+        return (cls, found) if found is not None else None
     loader = _loader_frame(tb)
     if loader is None or loader.package is None:
         return None
     names = sorted(n for n in _top_names(loader.package) if n.endswith("Config"))
     for name in sorted(names, key=lambda n: n != "LoraConfig"):
-        v = _config_verdict(name, key)
-        if v is not None and v.fits().startswith(">="):
-            return name, v
+        found = _added(name, key)
+        if found is not None:
+            return name, found
     return None
+
+
+#: a log's own words that the configuration was read from a saved adapter (the frames cut off)
+_ADAPTER_READ = re.compile(
+    rb"adapter_config\.json|PeftModel\.from_pretrained|AutoPeftModel\w{0,40}\.from_pretrained|"
+    rb"PeftConfig\.from_pretrained|\.load_adapter\("
+)
+
+
+def _reader(tb: Traceback, log: Log, package: str) -> tuple[Frame | None, bool]:
+    """The loader frame of ``package`` reading the file, and whether the file is the party: its
+    loader's frame shown, or (no frames of it) the log's own words name the saved adapter."""
+    loader = _loader_frame(tb, package)
+    if loader is not None:
+        return loader, True
+    if package == "peft" and not any(f.package == package for f in tb.shown_frames()):
+        return None, _ADAPTER_READ.search(log.head) is not None
+    return None, False
 
 
 def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
@@ -168,36 +210,38 @@ def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
     k = _INIT_KEY.search(tb.message)
     if k is None:
         return None
-    found = _init_verdict(k.group("cls") or "", k.group("key"), tb)
+    key = k.group("key")
+    found = _init_verdict(k.group("cls") or "", key, tb)
     if found is None:
-        return None
-    cls, v = found
+        return _older_file(tb, m, log, k.group("cls") or "", key)
+    cls, (package, first, said) = found
     named = f"{cls}()"
     if not k.group("cls"):
         named += (
-            f" (the message names no class: the first of {v.package}'s configuration classes that takes it)"
+            f" (the message names no class: the first of {package}'s configuration classes that takes it)"
         )
-    if not v.fits().startswith(">="):
-        return None  # a key no release takes (another class's), or one a release removed
-    loader = _loader_frame(tb, v.package)
-    if loader is None:
+    loader, read = _reader(tb, log, package)
+    if not read:
         return None  # the user's own call: TRI009's
-    first = v.fits().removeprefix(">=")
-    low, high, _ = _version(log, v.package)
+    low, high, _ = _version(log, package)
     if high and versions.at_least(low, first):
         return None  # the installed release takes the key: another cause
-    key = k.group("key")
-    saved = "adapter_config.json" if v.package == "peft" else "the saved configuration (its JSON file)"
-    shown = _shown(log, v.package)
+    saved = "adapter_config.json" if package == "peft" else "the saved configuration (its JSON file)"
+    shown = _shown(log, package)
+    by = (
+        f"{_at(loader)} reads it"
+        if loader is not None
+        else f"{package}'s loader reads it (the log names the saved adapter; its frames are not shown)"
+    )
     what = (
-        f"{saved} was written by a newer {v.package} than the one reading it: {_at(loader)} reads it "
-        f"and hands its keys to {named}, and {key}= is a field {v.package} added in {first} "
-        f"({v.said()}; envdoctor's symbol history); the file came from {v.package} >= {first}, the "
-        f"installed {v.package} is older" + (f"; the log shows {shown}" if shown else "")
+        f"{saved} was written by a newer {package} than the one reading it: {by} and hands its keys "
+        f"to {named}, and {key}= is a field {package} added in {first} ({said}); the file came from "
+        f"{package} >= {first}, the installed {package} is older"
+        + (f"; the log shows {shown}" if shown else "")
     )
     fix = (
-        f"pip install '{v.package}>={first}' (the first release that reads {key}); or re-save the "
-        f'adapter with the installed {v.package}, or delete "{key}" from {saved} where its value is the '
+        f"pip install '{package}>={first}' (the first release that reads {key}); or re-save the "
+        f'adapter with the installed {package}, or delete "{key}" from {saved} where its value is the '
         f"default"
     )
     d = finding(
@@ -206,12 +250,65 @@ def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
         log,
         what,
         fix,
-        package=v.package,
+        package=package,
         written_by=first,
         file=saved,
         answer_from="symbol history",
     )
     return at_severity(d, Severity.ERROR)
+
+
+def _older_file(tb: Traceback, m: Match, log: Log, cls: str, key: str) -> Draft | None:
+    """A saved configuration's key that only releases older than the installed one had (the
+    config-field index's ``was``: peft 0.0.1-0.2.0's ``enable_lora``), read by the package's loader:
+    the file was written by an older release."""
+    if not cls:
+        return None
+    from envdoctor.triage import symbols
+
+    t = Traceback(
+        exc_type="TypeError", message=f"{cls}.__init__() got an unexpected keyword argument '{key}'"
+    )
+    u = symbols.unknown_keyword(t)
+    f = symbols.foreign_field(u) if u is not None else None
+    if u is None or f is None or not f.was:
+        return None
+    lo, hi, gone = f.was
+    loader, read = _reader(tb, log, u.package)
+    if not read:
+        return None  # the user's own call of an old field: TRI009's (foreign_field)
+    saved = "adapter_config.json" if u.package == "peft" else "the saved configuration (its JSON file)"
+    span = lo if lo == hi else f"{lo}–{hi}"
+    by = (
+        f"{_at(loader)} reads it"
+        if loader is not None
+        else f"{u.package}'s loader reads it (the log names the saved adapter)"
+    )
+    what = (
+        f"{saved} was written by an older {u.package} than the one reading it: {by} and hands its keys "
+        f"to {cls}(), and {key}= is a field of {u.package}'s {cls} in {span} only (removed in {gone}; "
+        f"envdoctor's config-field index): the file came from {u.package} {hi} or earlier"
+    )
+    fix = (
+        f're-save the adapter with the installed {u.package} (or delete "{key}" from {saved}, after '
+        f"checking in {u.package} {gone}'s release notes what replaced it); or pip install "
+        f"'{u.package}<={hi}', the release that wrote it"
+    )
+    d = finding(
+        "TRI038",
+        [m],
+        log,
+        what,
+        fix,
+        package=u.package,
+        written_by=f"<={hi}",
+        file=saved,
+        answer_from=CONFIG_FIELDS,
+    )
+    return at_severity(d, Severity.ERROR if loader is not None else Severity.WARNING)
+
+
+CONFIG_FIELDS = "the config-field index of older releases (rules/knowledge/config_fields/)"
 
 
 def _form_answer(tb: Traceback, m: Match, log: Log, form: dict[str, Any]) -> Draft | None:

@@ -270,3 +270,32 @@ def test_a_patched_attention_forward_meeting_padding_mask_of_4_34_is_tri038():
     assert "4.34.0 to 4.34.1" in f.message and "modeling_llama.py:636" in f.message
     assert "transformers<4.34.0" in f.fix and "transformers>=4.35.0" in f.fix
     assert _tri038("transformers==4.36.2\n" + PADDING_MASK) is None
+
+
+def test_a_key_older_than_the_symbol_history_is_read_from_the_config_field_index():
+    text = PEFT_LOADER.replace("exclude_modules", "use_dora")
+    f = _tri038(text)
+    assert f is not None and f.severity.value == "error" and "peft>=0.9.0" in f.fix
+    assert "config-field index" in f.message
+
+
+ADAPTER_NAMED = """model = PeftModel.from_pretrained(base, "adapters/run3")
+TypeError: LoraConfig.__init__() got an unexpected keyword argument 'exclude_modules'
+"""
+
+
+def test_a_log_that_names_the_saved_adapter_without_frames_is_tri038():
+    f = _tri038(ADAPTER_NAMED)
+    assert f is not None and "frames are not shown" in f.message and "peft>=0.14.0" in f.fix
+    # the message alone names no file: the drift answer (TRI009) stands
+    alone = "TypeError: LoraConfig.__init__() got an unexpected keyword argument 'exclude_modules'\n"
+    assert _tri038(alone) is None
+    assert any(g.rule == "TRI009" for g in _all(alone))
+
+
+def test_an_adapter_config_of_an_older_peft_is_tri038_older():
+    f = _tri038(PEFT_LOADER.replace("exclude_modules", "enable_lora"))
+    assert f is not None and f.severity.value == "error"
+    assert "older peft" in f.message and "0.0.1–0.2.0" in f.message and "re-save the adapter" in f.fix
+    # the user's own call with the old field stays the drift's answer
+    assert _tri038(PEFT_USER_CALL.replace("exclude_modules", "enable_lora")) is None
