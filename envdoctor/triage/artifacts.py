@@ -358,7 +358,8 @@ def _form_answer(tb: Traceback, m: Match, log: Log, form: dict[str, Any]) -> Dra
 # -- 2. a keyword the caller's release started passing -----------------------------------------
 
 _FORWARD_KEY = re.compile(
-    r"(?:(?P<cls>\w{1,200})\.)?forward\(\) got an unexpected keyword argument '(?P<key>\w{1,100})'"
+    r"(?:(?P<cls>\w{1,200})\.)?(?P<func>\w{0,60}forward\w{0,60})\(\) got an unexpected keyword argument "
+    r"'(?P<key>\w{1,100})'"
 )
 
 
@@ -411,7 +412,8 @@ def passed_keyword(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if high and not inside:
         return None  # the log's release does not pass it: another cause
     shown = _shown(log, pkg)
-    named = f"{cls}.forward()" if cls else "the forward() called"
+    func = k.group("func")
+    named = f"{cls}.{func}()" if cls else f"{func}()" if func != "forward" else "the forward() called"
     model = (
         f"{callee.path} ({_at(callee)})"
         if callee is not None and callee.package is None

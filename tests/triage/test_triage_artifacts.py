@@ -299,3 +299,18 @@ def test_an_adapter_config_of_an_older_peft_is_tri038_older():
     assert "older peft" in f.message and "0.0.1–0.2.0" in f.message and "re-save the adapter" in f.fix
     # the user's own call with the old field stays the drift's answer
     assert _tri038(PEFT_USER_CALL.replace("exclude_modules", "enable_lora")) is None
+
+
+# JIA-Lab-research/LongLoRA#37: the project's replacement of LlamaAttention.forward, named for
+# itself, under transformers 4.34's decoder layer
+LONGLORA_37 = """  File "/home/v100/lla2/lib/python3.10/site-packages/transformers/models/llama/modeling_llama.py", line 635, in forward
+    hidden_states, self_attn_weights, present_key_value = self.self_attn(
+  File "/home/v100/lla2/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl
+    return forward_call(*args, **kwargs)
+TypeError: forward_noflashattn() got an unexpected keyword argument 'padding_mask'
+"""
+
+
+def test_longlora_37_a_patch_named_for_itself_is_tri038():
+    f = _tri038(LONGLORA_37)
+    assert f is not None and "forward_noflashattn()" in f.message and "transformers<4.34.0" in f.fix
