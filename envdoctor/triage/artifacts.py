@@ -94,7 +94,8 @@ def _at(f: Frame | None) -> str:
 def _form(tb: Traceback) -> dict[str, Any] | None:
     functions = {f.function for f in tb.shown_frames()}
     for form in _table().get("forms") or []:
-        if tb.name != form["exception"] or form["message"] not in tb.message:
+        said = form["message"] if isinstance(form["message"], list) else [form["message"]]
+        if tb.name != form["exception"] or not all(part in tb.message for part in said):
             continue
         if form.get("function") and form["function"] not in functions:
             continue

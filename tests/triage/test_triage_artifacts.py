@@ -314,3 +314,32 @@ TypeError: forward_noflashattn() got an unexpected keyword argument 'padding_mas
 def test_longlora_37_a_patch_named_for_itself_is_tri038():
     f = _tri038(LONGLORA_37)
     assert f is not None and "forward_noflashattn()" in f.message and "transformers<4.34.0" in f.fix
+
+
+ROPE_LOAD = """Traceback (most recent call last):
+  File "/home/u/run.py", line 5, in <module>
+    model = AutoModelForCausalLM.from_pretrained("meta-llama/Meta-Llama-3.1-8B-Instruct")
+  File "/usr/lib/python3.10/site-packages/transformers/models/auto/auto_factory.py", line 523, in from_pretrained
+    config, kwargs = AutoConfig.from_pretrained(
+  File "/usr/lib/python3.10/site-packages/transformers/models/auto/configuration_auto.py", line 958, in from_pretrained
+    return config_class.from_dict(config_dict, **unused_kwargs)
+  File "/usr/lib/python3.10/site-packages/transformers/configuration_utils.py", line 768, in from_dict
+    config = cls(**config_dict)
+  File "/usr/lib/python3.10/site-packages/transformers/models/llama/configuration_llama.py", line 161, in __init__
+    self._rope_scaling_validation()
+  File "/usr/lib/python3.10/site-packages/transformers/models/llama/configuration_llama.py", line 181, in _rope_scaling_validation
+    raise ValueError(
+ValueError: `rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {'factor': 8.0, 'low_freq_factor': 1.0, 'high_freq_factor': 4.0, 'original_max_position_embeddings': 8192, 'rope_type': 'llama3'}
+"""
+
+
+def test_a_config_json_with_rope_type_read_by_a_transformers_before_4_43_is_tri038():
+    f = _tri038(ROPE_LOAD)
+    assert f is not None and f.severity.value == "error"
+    assert "config.json" in f.message and "transformers>=4.43.0" in f.fix
+    # a rope_scaling of the old form with a wrong value: the refusal's answer (TRI012), not a file's form
+    old = ROPE_LOAD.replace(
+        "{'factor': 8.0, 'low_freq_factor': 1.0, 'high_freq_factor': 4.0, 'original_max_position_embeddings': 8192, 'rope_type': 'llama3'}",
+        "{'type': 'linear'}",
+    )
+    assert _tri038(old) is None
