@@ -365,25 +365,19 @@ _FORWARD_KEY = re.compile(
 
 
 def _stack_class(cls: str, package: str) -> bool:
-    """Whether ``package`` itself defines ``cls`` in some release (its symbol history's top-level
+    """Whether ``package`` itself exports ``cls`` in some release (its symbol history's top-level
     names)."""
-    return cls in _top_names(package)
+    return bool(_top_names(package) and cls in _top_names(package))
 
 
-@lru_cache(maxsize=4)
-def _top_names(package: str) -> frozenset[str]:
-    import gzip
-    import json
+def _top_names(package: str) -> dict[str, Any]:
+    """The top-level names of ``package``'s symbol history (the shared loader's, read once)."""
+    from envdoctor.knowledge.symbol_history import history
 
-    from envdoctor.resources import rules_dir
-
-    path = rules_dir() / "knowledge" / "symbols" / f"{package}.json.gz"
-    if not path.exists():
-        return frozenset()
-    with gzip.open(path, "rt") as fh:
-        doc = json.load(fh)
-    top = doc.get("symbols", {}).get("m", {}).get(package.replace("-", "_"), {})
-    return frozenset((top.get("n") or {}).keys())
+    h = history(package)
+    node = h.modules.get(package.replace("-", "_")) if h is not None else None
+    names = node.get("n") if isinstance(node, dict) else None
+    return names if isinstance(names, dict) else {}
 
 
 def passed_keyword(tb: Traceback, m: Match, log: Log) -> Draft | None:
