@@ -438,6 +438,7 @@ def passed_keyword(tb: Traceback, m: Match, log: Log) -> Draft | None:
 _NO_ATTR = re.compile(r"^'(?P<cls>\w{1,200})' object has no attribute '(?P<attr>\w{1,200})'")
 _FAMILY = re.compile(r"(?:For[A-Z]\w*|Model)$")
 MAX_FAMILIES = 6
+MIN_FAMILIES = 3  # model families that have the attribute for it to be an architecture's part
 
 
 @lru_cache(maxsize=1)
@@ -501,10 +502,16 @@ def foreign_attribute(tb: Traceback, m: Match, log: Log) -> Draft | None:
     families: list[str] = []
     for other, held in index["classes"].items():
         family = _FAMILY.sub("", other)
-        if attr in held and family != own and family and family not in families:
+        if attr not in held or not family:
+            continue
+        if family == own:
+            return None  # another class of the same family has it: a head or a wrapper, not an architecture
+        if family not in families:
             families.append(family)
-    if not families:
-        return None  # no model has it: a typo or the project's own attribute, not an architecture's
+    if len(families) < MIN_FAMILIES:
+        # no model has it (a typo, the project's own attribute), or one or two families set it
+        # themselves (peft_config, hf_device_map): not an architecture's part
+        return None
     vlm = [f for f in families if f"{f}ForConditionalGeneration" in index["classes"]]
     shown = (vlm + [f for f in families if f not in vlm])[:MAX_FAMILIES]
     more = f" and {len(families) - len(shown)} more" if len(families) > len(shown) else ""

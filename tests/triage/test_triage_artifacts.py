@@ -343,3 +343,19 @@ def test_a_config_json_with_rope_type_read_by_a_transformers_before_4_43_is_tri0
         "{'type': 'linear'}",
     )
     assert _tri038(old) is None
+
+
+@pytest.mark.parametrize(
+    "attr",
+    [
+        "peft_config",  # a PeftModel's (peft not applied), two speech families set it themselves
+        "hf_device_map",  # from_pretrained's with a device_map, one family sets it
+        "embed_tokens",  # the family's base model has it: a wrapper level, not an architecture
+        "module",  # DistributedDataParallel's: no model has it
+    ],
+)
+def test_foreign_attribute_quiet_for_a_non_architecture_attribute(attr):
+    text = B001.replace("model.vision_model.gradient_checkpointing = True", f"model.{attr}.x = True").replace(
+        "'vision_model'", f"'{attr}'"
+    )
+    assert _tri038(text) is None
