@@ -359,3 +359,18 @@ def test_foreign_attribute_quiet_for_a_non_architecture_attribute(attr):
         "'vision_model'", f"'{attr}'"
     )
     assert _tri038(text) is None
+
+
+# reach logs (public threads measured before any code was written from them, then kept here):
+# SearchSavior/OpenArc#132 (an OpenVINO Gemma 4 export's tokenizer_config.json read by 4.52) and
+# camenduru/hunyuan-video-jupyter#3 (HunyuanVideo's tokenizer.json under a tokenizers before 0.20)
+@pytest.mark.parametrize(
+    "name, file",
+    [
+        ("tri038-openarc-132.log", "tokenizer_config.json"),
+        ("tri038-hunyuan-video-jupyter-3.log", "tokenizer.json"),
+    ],
+)
+def test_reach_logs_stay_tri038_errors(name, file):
+    f = next((g for g in findings(name) if g.rule == "TRI038"), None)
+    assert f is not None and f.severity.value == "error" and file in f.message
