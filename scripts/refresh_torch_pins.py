@@ -19,7 +19,6 @@ Usage:
 
 Only the standard library, PyYAML and packaging are used.
 """
-
 from __future__ import annotations
 
 import argparse
@@ -101,9 +100,8 @@ def main() -> int:
             rows.append(pins_for(v))
         except Exception as exc:  # network or metadata problem: report and go on
             print(f"# {v}: {exc}", file=sys.stderr)
-    yaml.dump(
-        {"torch_pins": rows}, sys.stdout, Dumper=_Dumper, sort_keys=False, width=120, default_flow_style=None
-    )
+    yaml.dump({"torch_pins": rows}, sys.stdout, Dumper=_Dumper, sort_keys=False, width=120,
+              default_flow_style=None)
     return 0
 
 
