@@ -147,6 +147,11 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
         shadow = structclass.shadowed_by_folder(t, ms[0], log) or roots.two_roots(t, ms[0], log)
         if shadow is not None:
             return shadow
+    from envdoctor.triage import artifacts  # a file or a model's code of another release
+
+    loaded = artifacts.answer(tb, ms, log)
+    if loaded is not None:
+        return loaded
     have = _versions(log)
     if tb.name == "TypeError":
         from envdoctor.triage import (
