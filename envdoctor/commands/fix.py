@@ -78,6 +78,7 @@ def fix(
     edits = file_edits(plan, result["closure"].changes.files, result["changes"]["config"])
     edit = edits.get(plan.config_path) if plan.config_path else None
     if not diff:
+        _refuse_unwritable(edits)
         for path, (_old, new) in edits.items():
             _write(path, new)
     if fmt == "json":
@@ -213,20 +214,22 @@ def config_edit(path: str, config: dict[str, Any]) -> tuple[str, str] | None:
     return (old, new) if new != old else None
 
 
-def _write(path: str, text: str) -> None:
+def _refuse_unwritable(edits: dict[str, Any]) -> None:
+    """Every file to write checked before any is written: a link, a FIFO or a device among them
+    stops the command (exit 2 naming it) with nothing written."""
     from envdoctor.errors import InputError
-    from envdoctor.remedy.file_edit import encode
+    from envdoctor.remedy.file_edit import unwritable
 
-    try:
-        with open(path, "rb") as fh:
-            now = fh.read(4)
-    except OSError:
-        now = b""
-    try:
-        with open(path, "wb") as fh:
-            fh.write(encode(text, now))
-    except OSError as exc:
-        raise InputError(path, f"cannot write it: {exc.strerror or exc}") from None
+    for path in edits:
+        why = unwritable(path)
+        if why is not None:
+            raise InputError(path, f"not written: {why}")
+
+
+def _write(path: str, text: str) -> None:
+    from envdoctor.remedy.file_edit import write_file
+
+    write_file(path, text)
 
 
 def _diff(path: str, edit: tuple[str, str]) -> str:

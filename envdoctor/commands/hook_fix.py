@@ -116,9 +116,17 @@ def hook_fix(
             _repository(out, scoped, repository, select, ignore, again, root, rules=frozenset({"DCL008"}))
     if scripts:
         _script_calls(out, scripts, ignore, root)
+    for path in list(out.texts):  # a link, a FIFO, a file out of the repository: said, not written
+        from envdoctor.remedy.file_edit import unwritable
+
+        why = unwritable(root / path if not Path(path).is_absolute() else Path(path), root)
+        if why is not None:
+            out.notes.append(f"{path}: {why}")
+            del out.texts[path]
+            out.written.pop(path, None)
     if not diff:
         for path, (_old, new) in out.texts.items():
-            _write(root / path if not Path(path).is_absolute() else Path(path), new)
+            _write(root / path if not Path(path).is_absolute() else Path(path), new, root)
     return out
 
 
@@ -370,10 +378,7 @@ def _pins(
     out.pins_written = True
 
 
-def _write(path: Path, text: str) -> None:
-    from envdoctor.errors import InputError
+def _write(path: Path, text: str, root: Path) -> None:
+    from envdoctor.remedy.file_edit import write_file
 
-    try:
-        path.write_bytes(encode(text, path.read_bytes() if path.is_file() else None))
-    except OSError as exc:
-        raise InputError(str(path), f"cannot write it: {exc.strerror or exc}") from None
+    write_file(path, text, root)
