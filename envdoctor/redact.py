@@ -449,6 +449,8 @@ def _value_span(text: str, k: int, header: str = "") -> tuple[int, int] | None:
         close = text.find(header, k, eol) if header in ("'", '"') else -1
         end = close if close >= 0 else eol
         return (k, end) if end > k else None
+    if text[k] in "\"'" and text.startswith(MASK + text[k], k + 1):
+        return None  # ``"****"``: masked by an earlier pass; what follows it is not the value's
     if text[k] in "\"'":
         end = _shell_word_end(text, k, eol)
         close = text.find(text[k], k + 1, eol)
@@ -457,6 +459,8 @@ def _value_span(text: str, k: int, header: str = "") -> tuple[int, int] | None:
         if end == eol and close < 0:  # a quote that never closes: the rest of the line
             return (k + 1, eol) if eol > k + 1 else None
         return k, end
+    if text.startswith(MASK, k) and text.startswith("\\", k + len(MASK)):
+        return None  # masked by an earlier pass, then a newline escaped (``****\\nexport``): not the value's
     j = k
     while j < eol and not text[j].isspace() and text[j] not in _VALUE_STOP:
         j += 1
