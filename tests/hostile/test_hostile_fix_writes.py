@@ -62,9 +62,17 @@ def test_hook_fix_does_not_write_a_committed_link_out_of_the_repository(tmp_path
     (repo / "configs" / "accelerate.yaml").write_text(
         "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 2\nnum_machines: 1\n"
     )
-    proc = cli(repo, "hook", "--fix", "configs/grpo.yaml", "configs/accelerate.yaml")
+    proc = cli(repo, "hook", "--fix", "-v", "configs/grpo.yaml", "configs/accelerate.yaml")
     assert real.read_text() == CONFIG, "written through the link, outside the repository"
-    assert "not written: configs/grpo.yaml: a symbolic link" in proc.stderr
+    assert "skipped configs/grpo.yaml: a link to a file outside the repository" in proc.stderr
+    # a link inside the repository: read, and its fix said, not written through the link
+    (repo / "configs" / "grpo.yaml").unlink()
+    (repo / "real").mkdir()
+    (repo / "real" / "grpo.yaml").write_text(CONFIG)
+    (repo / "configs" / "grpo.yaml").symlink_to("../real/grpo.yaml")
+    proc = cli(repo, "hook", "--fix", "configs/grpo.yaml", "configs/accelerate.yaml")
+    assert (repo / "real" / "grpo.yaml").read_text() == CONFIG
+    assert "not written: configs/grpo.yaml: a symbolic link (to ../real/grpo.yaml)" in proc.stderr
     assert proc.returncode == 1  # the finding stays: nothing was fixed
 
 
