@@ -325,7 +325,8 @@ def text(
     for item in js["unfixed"]:
         lines.append(f"  not fixed: {item['rule']} — {item['why']}")
     lines += ["", f"before → after: {_counts(result['before'])} → {_counts(result['after'])}"]
-    return "\n".join(clean(line, newlines=False) for line in "\n".join(lines).split("\n")) + "\n"
+    known = tuple(getattr(result["before"], "secrets", ()))  # the plan's: a folded YAML value's own line
+    return "\n".join(clean(line, known, newlines=False) for line in "\n".join(lines).split("\n")) + "\n"
 
 
 def fix_targets(targets: list[Any], facts: Any, launch: str | None, select: Any, ignore: Any) -> list[str]:
