@@ -80,6 +80,11 @@ def parse_toml(text: str, source: str, problem: str = "invalid TOML") -> dict[st
         raise InputError(source, f"{problem}: {exc}") from None
     except RecursionError:
         raise InputError(source, f"{problem}: nested too deeply") from None
+    except ValueError as exc:  # tomllib converts integers itself: Python's 4,300-digit limit
+        said = str(exc).split(";")[0]
+        if "integer string conversion" in said:
+            said = f"a number of more than {getattr(sys, 'get_int_max_str_digits', lambda: 4300)():,} digits"
+        raise InputError(source, f"{problem}: {said}") from None
 
 
 @lru_cache(maxsize=2)

@@ -78,6 +78,7 @@ def fix(
     edits = file_edits(plan, result["closure"].changes.files, result["changes"]["config"])
     edit = edits.get(plan.config_path) if plan.config_path else None
     if not diff:
+        _refuse_unwritable(edits)
         for path, (_old, new) in edits.items():
             _write(path, new)
     if fmt == "json":
@@ -213,20 +214,22 @@ def config_edit(path: str, config: dict[str, Any]) -> tuple[str, str] | None:
     return (old, new) if new != old else None
 
 
-def _write(path: str, text: str) -> None:
+def _refuse_unwritable(edits: dict[str, Any]) -> None:
+    """Every file to write checked before any is written: a link, a FIFO or a device among them
+    stops the command (exit 2 naming it) with nothing written."""
     from envdoctor.errors import InputError
-    from envdoctor.remedy.file_edit import encode
+    from envdoctor.remedy.file_edit import unwritable
 
-    try:
-        with open(path, "rb") as fh:
-            now = fh.read(4)
-    except OSError:
-        now = b""
-    try:
-        with open(path, "wb") as fh:
-            fh.write(encode(text, now))
-    except OSError as exc:
-        raise InputError(path, f"cannot write it: {exc.strerror or exc}") from None
+    for path in edits:
+        why = unwritable(path)
+        if why is not None:
+            raise InputError(path, f"not written: {why}")
+
+
+def _write(path: str, text: str) -> None:
+    from envdoctor.remedy.file_edit import write_file
+
+    write_file(path, text)
 
 
 def _diff(path: str, edit: tuple[str, str]) -> str:
@@ -322,7 +325,8 @@ def text(
     for item in js["unfixed"]:
         lines.append(f"  not fixed: {item['rule']} — {item['why']}")
     lines += ["", f"before → after: {_counts(result['before'])} → {_counts(result['after'])}"]
-    return "\n".join(clean(line, newlines=False) for line in "\n".join(lines).split("\n")) + "\n"
+    known = tuple(getattr(result["before"], "secrets", ()))  # the plan's: a folded YAML value's own line
+    return "\n".join(clean(line, known, newlines=False) for line in "\n".join(lines).split("\n")) + "\n"
 
 
 def fix_targets(targets: list[Any], facts: Any, launch: str | None, select: Any, ignore: Any) -> list[str]:

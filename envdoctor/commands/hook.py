@@ -746,7 +746,12 @@ def hook(
     from envdoctor.plan.repo_config_calls import forget_scan
 
     forget_scan()  # the repository as it is now, also when the hook runs twice in one process
+    from envdoctor.facts.declared import links_out
+
+    away = {f: why for f in files if (why := links_out(Path(f), Path.cwd()))}
+    files = tuple(f for f in files if f not in away)  # a link out of the repository: not read
     kinds, skipped, unreadable = classify(list(files))
+    skipped.update({f: why.split(": ", 1)[-1] for f, why in away.items()})
     targets = pair(kinds) + [Target(unreadable=item) for item in unreadable.items()]
     from envdoctor.commands.hook_scripts import script_runs
 

@@ -31,9 +31,14 @@ class HookFix:
     notes: list[str] = field(default_factory=list)  # what was not written, and why
     pins_written: bool = False
     repo_written: bool = False  # the repository's own files (launch scripts, requirement files)
+    secrets: set[str] = field(default_factory=set)  # the plans' (a folded YAML value's own line)
 
     def diff(self) -> str:
-        return "".join(
+        """The unified diff of every file changed, each line redacted (the plans' secrets too)
+        and its control characters escaped, as every other output."""
+        from envdoctor.redact import clean
+
+        text = "".join(
             "".join(
                 difflib.unified_diff(
                     old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
@@ -42,6 +47,8 @@ class HookFix:
             for path, (old, new) in self.texts.items()
             if old != new
         )
+        known = tuple(self.secrets)
+        return "".join(clean(line, known, newlines=False) + "\n" for line in text.splitlines())
 
 
 def _plan(target: Any, launch: str | None) -> Any:
@@ -78,6 +85,7 @@ def hook_fix(
     (when given) reads what the repository's launch scripts say there: the REP and DCL008 line
     edits are then proved and applied too."""
     from envdoctor.commands.fix import config_edit
+    from envdoctor.redact import plan_secrets
     from envdoctor.remedy import Rerun, close
 
     out = HookFix()
@@ -88,6 +96,7 @@ def hook_fix(
         plan = _plan(target, launch)
         closure = close(facts, plan, Rerun(select, ignore))
         closures.append(closure)
+        out.secrets |= plan_secrets(plan)
         changes = closure.changes.to_dict()
         if target.grpo:
             edit = config_edit(target.grpo, changes["config"])
@@ -116,9 +125,17 @@ def hook_fix(
             _repository(out, scoped, repository, select, ignore, again, root, rules=frozenset({"DCL008"}))
     if scripts:
         _script_calls(out, scripts, ignore, root)
+    for path in list(out.texts):  # a link, a FIFO, a file out of the repository: said, not written
+        from envdoctor.remedy.file_edit import unwritable
+
+        why = unwritable(root / path if not Path(path).is_absolute() else Path(path), root)
+        if why is not None:
+            out.notes.append(f"{path}: {why}")
+            del out.texts[path]
+            out.written.pop(path, None)
     if not diff:
         for path, (_old, new) in out.texts.items():
-            _write(root / path if not Path(path).is_absolute() else Path(path), new)
+            _write(root / path if not Path(path).is_absolute() else Path(path), new, root)
     return out
 
 
@@ -370,10 +387,7 @@ def _pins(
     out.pins_written = True
 
 
-def _write(path: Path, text: str) -> None:
-    from envdoctor.errors import InputError
+def _write(path: Path, text: str, root: Path) -> None:
+    from envdoctor.remedy.file_edit import write_file
 
-    try:
-        path.write_bytes(encode(text, path.read_bytes() if path.is_file() else None))
-    except OSError as exc:
-        raise InputError(str(path), f"cannot write it: {exc.strerror or exc}") from None
+    write_file(path, text, root)

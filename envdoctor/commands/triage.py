@@ -178,16 +178,19 @@ def triage(logfile, facts_file, config, launch, fmt, output, verbose, quiet) -> 
     text = render(
         report, fmt, verbose=verbose, color=fmt == "text" and not output and use_color(), quiet=quiet
     )
+    known = tuple(getattr(report, "secrets", ()))  # the plan's: the draft is masked as the report is
     if fmt == "text":
-        text = _unknown_text(text, found, verbose, draft=not quiet)
+        text = _unknown_text(text, found, verbose, draft=not quiet, known=known)
     emit(text, output)
     if output and output != "-" and fmt != "text":  # as check and the hook: the terminal shows it
         shown = render(report, "text", verbose=verbose, color=use_color(), quiet=quiet)
-        emit(_unknown_text(shown, found, verbose, draft=not quiet), None)
+        emit(_unknown_text(shown, found, verbose, draft=not quiet, known=known), None)
     sys.exit(report.exit_code())
 
 
-def _unknown_text(text: str, found: list, verbose: bool = False, draft: bool = True) -> str:
+def _unknown_text(
+    text: str, found: list, verbose: bool = False, draft: bool = True, known: tuple[str, ...] = ()
+) -> str:
     """A log with no known failure says so in place of the static check's summary line: a crash
     that no signature recognises (TRI003, "!") with its issue draft, or no exception at all."""
     from envdoctor.findings import Severity
@@ -207,5 +210,7 @@ def _unknown_text(text: str, found: list, verbose: bool = False, draft: bool = T
         )
     issue = unknown.evidence.get("issue_draft") if draft else None
     if issue:
-        lines += ["", "An issue draft to paste (check it first):", "", issue]
+        from envdoctor.redact import redact
+
+        lines += ["", "An issue draft to paste (check it first):", "", redact(str(issue), known)]
     return "\n".join(lines) + "\n"

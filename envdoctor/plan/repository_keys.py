@@ -87,7 +87,8 @@ def _scan_light(tree: ast.Module, path: str, data: bytes) -> SourceFacts:
 
 
 def _python_files(root: Path, deadline: float) -> Iterator[Path]:
-    """The repository's .py files, breadth-first, bounded; virtualenvs and tool folders skipped."""
+    """The repository's .py files, breadth-first, bounded; virtualenvs and tool folders skipped,
+    links not followed."""
     seen = 0
     for folder, dirs, files in os.walk(root, followlinks=False):
         here = Path(folder)
@@ -97,8 +98,8 @@ def _python_files(root: Path, deadline: float) -> Iterator[Path]:
             if d not in SKIP_DIRS and not d.startswith(".") and not (here / d / "pyvenv.cfg").exists()
         )
         for name in sorted(files):
-            if not name.endswith(".py"):
-                continue
+            if not name.endswith(".py") or os.path.islink(here / name):
+                continue  # a link is not followed (as repo_walk): one out of the repository is not its code
             seen += 1
             if seen > REPO_MAX_FILES or time.monotonic() > deadline:
                 return

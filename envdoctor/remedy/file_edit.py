@@ -168,3 +168,69 @@ _ABSENT = object()
 def on_disk(paths: Iterable[str]) -> dict[str, str]:
     """The texts of ``paths`` as they are on disk now (for a diff)."""
     return {key(p): read_text(p) for p in paths if Path(p).is_file()}
+
+
+def unwritable(path: str | os.PathLike[str], root: Path | None = None) -> str | None:
+    """Why a fix may not write ``path``, or None. A fix writes the file it was given and no
+    other: never through a symbolic link (a committed ``grpo.yaml -> ~/.bashrc`` would make
+    ``hook --fix`` edit a file of the user's outside the repository), never a FIFO or a device,
+    and with a ``root`` (``hook --fix``) never a file whose real path leaves the repository (a
+    folder linked out of it)."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return (
+            f"a symbolic link (to {target}): a fix writes only the file named, never through a "
+            "link; give the link's target itself to have it fixed"
+        )
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return "not a regular file (a pipe, a device or a folder)"
+    if root is not None:
+        real = Path(os.path.realpath(path))
+        if not real.is_relative_to(Path(os.path.realpath(root))):
+            return f"outside the repository (its real path is {real})"
+    return None
+
+
+def write_file(path: str | os.PathLike[str], text: str, root: Path | None = None) -> None:
+    """``text`` written into ``path`` in the encoding of what it holds now (its byte-order
+    mark kept), refused (``InputError`` naming ``path``) as :func:`unwritable` says. The file is
+    opened without following a link and without blocking, and checked to be a regular file on
+    the open descriptor itself, so a link or a FIFO put in its place after the check is not
+    written through either."""
+    import stat
+
+    from envdoctor.errors import InputError
+
+    why = unwritable(path, root)
+    if why is not None:
+        raise InputError(str(path), f"not written: {why}")
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot write it: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(str(path), "not written: not a regular file (a pipe, a device or a folder)")
+        now = os.read(fd, 4)
+        data = encode(text, now)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:
+        raise InputError(str(path), f"cannot write it: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)

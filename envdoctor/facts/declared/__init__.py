@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -162,6 +163,10 @@ def read_stack(paths: list[Path], root: Path, fallback: list[Path] | None = None
     stack = Found()
     with budget():  # caps on the files, bytes and requirements of all the files together
         for path in paths:
+            away = links_out(path, root)
+            if away:
+                stack.notes.append(away)
+                continue
             shown = _shown(path, root)
             if shown in stack.files:
                 continue  # already read as an include
@@ -173,6 +178,10 @@ def read_stack(paths: list[Path], root: Path, fallback: list[Path] | None = None
 
         stack.add(own_package(root))
         for path in fallback or []:
+            away = links_out(path, root)
+            if away:
+                stack.notes.append(away)
+                continue
             stack.add(_steps(path, _shown(path, root), {d.name for d in stack.declarations}))
     stack.declarations = list(dict.fromkeys(stack.declarations))  # a file read twice counts once
     stack.local_pins = [d for d in dict.fromkeys(stack.local_pins) if d.file not in stack.indexed]
@@ -183,6 +192,22 @@ def read_stack(paths: list[Path], root: Path, fallback: list[Path] | None = None
         stack.index_elsewhere = index_mentioned(root, files, names)
     stack.notes = [clean(n, limit=300) for n in stack.notes]
     return stack
+
+
+def links_out(path: Path, root: Path) -> str | None:
+    """Why a file of the repository is not read, or None: it lies in ``root`` as named, but its
+    real path leaves it (a committed ``requirements.txt -> ~/.netrc``: its lines would be
+    quoted in the report as an ``-r`` outside the repository never is). A file named outside
+    the repository (``--requirements /opt/env/req.txt``) is the user's own and is read."""
+    try:
+        named = Path(os.path.abspath(path)).relative_to(os.path.abspath(root))
+    except ValueError:
+        return None
+    try:
+        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
+    except ValueError:
+        return f"{named}: a link to a file outside the repository; not read"
+    return None
 
 
 def _readme_reader() -> ModuleType:
