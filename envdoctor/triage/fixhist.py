@@ -786,29 +786,18 @@ def _raising_line(m: Match) -> tuple[str, str]:
     return "", ""
 
 
-#: package -> (its history, that history by removed line): built once per history read
-_REMOVING: dict[str, tuple[FixHistory, dict[str, frozenset[tuple[str, str]]]]] = {}
-
-
-def _removing(pkg: str) -> dict[str, frozenset[tuple[str, str]]]:
-    """``pkg``'s fix history by removed line: the hash of a line some fix removed -> the functions
-    (module, qualified name) it was removed from."""
+def _removed_from(pkg: str, key: str) -> set[tuple[str, str]]:
+    """The functions (module, qualified name) of ``pkg``'s history that some fix removed the line
+    of hash ``key`` from (an added line's hash is kept with a ``+``: never equal to ``key``)."""
     h = fix_history(pkg)
-    if h is None:
-        return {}
-    held = _REMOVING.get(pkg)
-    if held is not None and held[0] is h:
-        return held[1]
-    out: dict[str, set[tuple[str, str]]] = {}
-    for module, names in h.functions.items():
-        for qualname, rows in names.items():
-            for row in rows:
-                for x in row[1:]:
-                    if not str(x).startswith("+"):
-                        out.setdefault(str(x), set()).add((module, qualname))
-    index = {k: frozenset(v) for k, v in out.items()}
-    _REMOVING[pkg] = (h, index)
-    return index
+    if h is None or key not in h.removed_lines:
+        return set()
+    return {
+        (module, qualname)
+        for module, names in h.functions.items()
+        for qualname, rows in names.items()
+        if any(key in row for row in rows)
+    }
 
 
 def by_raising_line(t: Traceback, m: Match, log: Log) -> Draft | None:
@@ -825,7 +814,7 @@ def by_raising_line(t: Traceback, m: Match, log: Log) -> Draft | None:
     if not code:
         return None
     key = line_hash(code)
-    places = {(pkg, module, fn) for pkg in packages() for module, fn in _removing(pkg).get(key, ())}
+    places = {(pkg, module, fn) for pkg in packages() for module, fn in _removed_from(pkg, key)}
     if len(places) != 1:
         return None  # no fix removed it, or it was in several functions: no one place
     pkg, module, function = next(iter(places))

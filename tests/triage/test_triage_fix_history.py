@@ -1258,9 +1258,6 @@ KTO_LINES = (
 
 
 def _raising(text: str) -> list:
-    from envdoctor.triage import fixhist
-
-    fixhist._REMOVING.clear()
     return [f for f in findings(scan_bytes(text)) if f.rule == "TRI014"]
 
 
