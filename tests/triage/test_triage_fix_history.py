@@ -1309,3 +1309,24 @@ def test_trls_history_holds_its_2023_fixes() -> None:
     assert fix.release == "0.7.2"
     line = "self.ref_model = self.accelerator._prepare_deepspeed(self.ref_model)[0]"
     assert fix_history.line_hash(line) in fix.removed
+
+
+#: hiyouga/LlamaFactory#686 (2023-08-25): TRL 0.5/0.6's DPOTrainer under LLaMA-Factory, the paste cut
+#: after its last trl frame, whose line huggingface/trl#703 (0.7.0, 2023) removed
+DPO_2023 = """Traceback (most recent call last):
+File "/root/.local/lib/python3.8/site-packages/transformers/trainer.py", line 2682, in training_step
+loss = self.compute_loss(model, inputs)
+File "/root/.local/lib/python3.8/site-packages/trl/trainer/dpo_trainer.py", line 396, in compute_loss
+loss, metrics = self.get_batch_metrics(model, inputs, train_eval="train")
+File "/root/.local/lib/python3.8/site-packages/trl/trainer/dpo_trainer.py", line 350, in get_batch_metrics
+with self.accelerator.unwrap_model(self.model).pretrained_model.disable_adapter():
+File "/root/.local/lib/python3.8/s
+"""
+
+
+def test_a_cut_trl_0_5_dpo_traceback_names_its_2023_fix() -> None:
+    (f,) = [f for f in findings(scan_bytes(DPO_2023)) if f.rule == "TRI014"]
+    assert f.severity == Severity.WARNING and "huggingface/trl#703" in f.message
+    assert f.fix.startswith("pip install 'trl==0.7.0'")
+    # a run with that release shown is past the fix: no TRI014
+    assert [f for f in findings(scan_bytes("trl==0.7.0\n" + DPO_2023)) if f.rule == "TRI014"] == []
