@@ -79,6 +79,10 @@ Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool)
     # 2026-11-29 (review rv15b): the same heads again, no added comment or docstring line kept
     # (``unprinted``: no traceback prints one):
     python scripts/derive_fix_history.py --all --mirrors /work/.mirror
+    # 2026-11-30 (issue #36, version bugs of the development logs): trl from 2023-01-01
+    # (``SINCE_OF``), the same head (2026-07-24): 386 -> 449 fixes, the 2024 and later ones
+    # unchanged (TRL 0.4 - 0.7's PPO / DPO / SFT fixes: #687, #730, #825, ...):
+    python scripts/derive_fix_history.py --all --mirrors /work/.mirror --only trl
     python scripts/derive_fix_history.py --git-dir DIR --package trl --root trl --tags '^v(\\d[\\w.]*)$'
 
 Offline: it reads the git directory only (``git`` on the path).
@@ -105,6 +109,10 @@ OUT = ROOT / "rules" / "knowledge" / "fixes"
 SCHEMA = "envdoctor.fixes/1"
 BUDGET = 3_000_000
 SINCE = "2024-01-01"  # older fixes ship in releases no GRPO user runs
+#: packages whose users still run releases older than SINCE: TRL's PPO / DPO / SFT trainers of
+#: 0.4 - 0.7 (2023) are in the development logs' version bugs (huggingface/trl#730's ZeRO-3
+#: PPOTrainer, #825's ZeRO-1/2 DPOTrainer): their fixes from this date (``--since`` overrides)
+SINCE_OF = {"trl": "2023-01-01"}
 MAX_HASHES = 12  # removed lines kept per function and fix
 MAX_ADDED = 16  # added lines kept per function and fix (a traceback that shows one ran the fix)
 MIN_LINE = 16  # a removed line shorter than this (``return x``, ``pass``) tells no code apart
@@ -887,7 +895,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", action="append", default=[], help="a folder of the package in the repository")
     ap.add_argument("--tags", default="", help="release-tag pattern; its first group is the version")
     ap.add_argument("--source", default="", help="owner/name of the repository (recorded)")
-    ap.add_argument("--since", default=SINCE)
+    ap.add_argument("--since", default="", help=f"first commit date read (default {SINCE}; SINCE_OF)")
     ap.add_argument(
         "--exclude", type=Path, help="a file of URLs (issues, PRs, commits) whose fixes are left out"
     )
@@ -924,7 +932,8 @@ def main(argv: list[str] | None = None) -> int:
             with gzip.open(args.prune / f"{dist}.json.gz", "rt") as fh:
                 data = prune(json.load(fh), git_dir, leave_out, threads)
         else:
-            data = derive(git_dir, dist, roots, tags, args.since, repo, exclude=leave_out, threads=threads)
+            since = args.since or SINCE_OF.get(dist, SINCE)
+            data = derive(git_dir, dist, roots, tags, since, repo, exclude=leave_out, threads=threads)
         if leave_out:
             print(f"{dist}: {len(leave_out)} excluded issues, PRs or commits of {repo}")
         size = write(data, args.out / f"{dist}.json.gz")

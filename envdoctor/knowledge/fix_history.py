@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from envdoctor.knowledge.frame_index import bare_line, named
@@ -88,6 +88,19 @@ class FixHistory:
             frozenset(str(h)[1:] for h in row[1:] if str(h).startswith("+")),
             row[0],
         )
+
+    @cached_property
+    def removed_lines(self) -> frozenset[object]:
+        """Every entry of the functions' rows (read once per history): a line's hash is among them
+        only where some fix removed it (an added line's hash is kept with a ``+``, the fix's index is
+        an int), so a line looked up without its frame is tried here before the functions are
+        scanned."""
+        out: set[object] = set()
+        for names in self.functions.values():
+            for rows in names.values():
+                for row in rows:
+                    out.update(row)
+        return frozenset(out)
 
     def changed(self, module: str, function: str) -> list[Fix]:
         """The fixes that changed ``function`` of ``module``: the function named as a traceback

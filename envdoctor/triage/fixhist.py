@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 from envdoctor import versions
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge.fix_history import Fix, FixHistory, fix_history, line_hash, packages
+from envdoctor.knowledge.frame_index import bare_line
 from envdoctor.triage.draft import Draft, Log, at_severity, finding
 from envdoctor.triage.interface import Match
 from envdoctor.triage.logversions import LogVersion
@@ -735,7 +736,111 @@ def unframed(t: Traceback, m: Match, log: Log) -> Draft | None:
     that gave a class that attribute or name it (``missing_attribute``)."""
     if any(x.frames for x in t.all()) or not t.message.strip():
         return None
-    return by_raise_site(t, m, log) or missing_attribute(t, m, log)
+    return by_raising_line(t, m, log) or by_raise_site(t, m, log) or missing_attribute(t, m, log)
+
+
+# -- the raising line printed without its frame -------------------------------------------------
+
+RAISING_LINE = (
+    "placed by its raising line, which a fix removed from that function; the log shows no frame of it"
+)
+#: a prefix IPython puts before the line that raised (``--> 684 code``, ``----> 1 code``)
+_IPY_ARROW = re.compile(r"^-*>\s*\d{1,7}\s")
+#: a caret line under the failing expression (``~~~~^^^^``): no source
+_CARETS = re.compile(r"^[\s~^]*$")
+#: a subject of a formatter's pass: the lines it "removed" are the same code rewritten
+#: (``assert(x)`` -> ``assert x``, unslothai/unsloth#3563 "Formatting & bug fixes")
+_FORMATTING = re.compile(r"\b(?:format(?:ting|ted|ter)?|lint(?:ing|er)?|ruff|style|pre-commit)\b", re.I)
+MIN_LINE = 16  # characters of a line without whitespace: shorter ones (``return x``) tell no code apart
+_EXC_LINE = re.compile(r"^[\w.]{0,120}(?:Error|Exception|Warning|Interrupt|Exit)\b:?")
+
+
+#: a frame's header, whole or cut (``liger_kernel/…/llama.py", line 102, in lce_forward``)
+_FRAME_TAIL = re.compile(r"(?:line|:)\s?\d{1,7},? in (?P<func>[\w.<>]{1,200})")
+
+
+def _raising_line(m: Match) -> tuple[str, str]:
+    """The source line a paste prints just above the exception's line without the frame that holds
+    it (``[rank0]:     target_indicies = … random_batch["kl"] …`` over ``KeyError: 'kl'``):
+    the last line of the context before the failing line, carets under it passed over, and the
+    function the line above it names where that one is a frame's header the traceback model could
+    not read (a path cut before its package); ("", "") where that line is no code (a frame, a
+    message, prose) or too short to tell code apart."""
+    from envdoctor.triage.scanner import split_prefix, unmark
+
+    lines = [split_prefix(unmark(raw))[0].strip() for raw in m.context[-6:]]
+    for i in range(len(lines) - 1, -1, -1):
+        text = lines[i]
+        if _CARETS.match(text):
+            continue  # ``~~~~^^^^`` under the expression, or a blank line
+        text = _IPY_ARROW.sub("", text).strip()
+        if (
+            len(bare_line(text)) < MIN_LINE
+            or text.startswith(("File ", "Traceback", "During handling", "The above exception", "#"))
+            or _EXC_LINE.match(text)
+            or not any(c in text for c in "=([")
+        ):
+            return "", ""
+        header = _FRAME_TAIL.search(lines[i - 1]) if i > 0 else None
+        return text, header["func"] if header else ""
+    return "", ""
+
+
+def _removed_from(pkg: str, key: str) -> set[tuple[str, str]]:
+    """The functions (module, qualified name) of ``pkg``'s history that some fix removed the line
+    of hash ``key`` from (an added line's hash is kept with a ``+``: never equal to ``key``)."""
+    h = fix_history(pkg)
+    if h is None or key not in h.removed_lines:
+        return set()
+    return {
+        (module, qualname)
+        for module, names in h.functions.items()
+        for qualname, rows in names.items()
+        if any(key in row for row in rows)
+    }
+
+
+def by_raising_line(t: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI014 for an exception whose paste prints the line that raised without its frame: where
+    that line is one a fix removed from exactly one function of one package's history (the run had
+    that function before the fix), ``fixed_after`` with that frame. The fix named must be one that
+    removed the line or quotes the failure, not a formatter's pass (its "removed" lines are the same
+    code rewritten). An error only where the log's version of the package (or its frames' releases)
+    is older than the fix: without the version the line tells the place, not that the run lacked
+    every later fix — a warning."""
+    if any(r in t.message[:500].lower() for r in _RESOURCES) or not t.exc_type:
+        return None
+    code, named = _raising_line(m)
+    if not code:
+        return None
+    key = line_hash(code)
+    places = {(pkg, module, fn) for pkg in packages() for module, fn in _removed_from(pkg, key)}
+    if len(places) != 1:
+        return None  # no fix removed it, or it was in several functions: no one place
+    pkg, module, function = next(iter(places))
+    if named and named.split(".")[-1] != function.split(".")[-1]:
+        return None  # the frame above it names another function: a line like it, elsewhere
+    here = Frame(pkg, module, module, function, 0, code)
+    placed = Traceback([here], t.exc_type, t.message, t.line_no, list(t.chain), t.cause)
+    d = fixed_after(placed, m, log, RAISING_LINE)
+    if d is None:
+        return None
+    ev = d.finding.evidence
+    subject = _subject(pkg, str(ev.get("commit") or ""))
+    if not _firm(str(ev.get("matched") or "")) or _FORMATTING.search(subject):
+        return None
+    h = fix_history(pkg)
+    run = _shown(pkg, log)
+    if not _before(run, str(ev.get("fixed_in") or ""), h.newest if h is not None else ""):
+        return at_severity(d, Severity.WARNING)
+    return d
+
+
+def _subject(pkg: str, commit: str) -> str:
+    h = fix_history(pkg)
+    if h is None or not commit:
+        return ""
+    return next((str(f[3]) for f in h.fixes if len(f) > 3 and str(f[0]) and commit.startswith(str(f[0]))), "")
 
 
 def by_raise_site(t: Traceback, m: Match, log: Log) -> Draft | None:

@@ -1243,3 +1243,90 @@ def test_the_pin_holds_the_fixes_named_not_one_past_them(
     finally:
         _READ.cache_clear()
         _PACKAGES.cache_clear()
+
+
+# -- the raising line printed without its frame (fixhist.by_raising_line) --------------------------
+
+#: huggingface/trl#1834's paste (a development log, heldout-2026-11-28h/logs/014.log): the line that
+#: raised and the exception, no frame; huggingface/trl#1840 (trl 0.10.1) removed that line from
+#: KTOTrainer.evaluation_loop
+KTO_LINES = (
+    '[rank0]:     target_indicies = [i for i in range(len(random_batch["kl"])) '
+    'if random_batch["kl"][i] is False]\n'
+    "[rank0]: KeyError: 'kl' \n"
+)
+
+
+def _raising(text: str) -> list:
+    return [f for f in findings(scan_bytes(text)) if f.rule == "TRI014"]
+
+
+def test_a_raising_line_without_its_frame_is_placed_by_the_fix_that_removed_it() -> None:
+    (f,) = _raising(KTO_LINES)
+    assert f.severity == Severity.WARNING  # the log shows no trl version: the place, not the run's
+    assert "KTOTrainer.evaluation_loop" in f.message and "huggingface/trl#1840" in f.message
+    assert "placed by its raising line" in f.message
+    assert f.fix.startswith("pip install 'trl==0.10.1'")
+
+
+def test_a_raising_line_with_an_older_version_shown_is_an_error() -> None:
+    (f,) = _raising("trl==0.9.6\n" + KTO_LINES)
+    assert f.severity == Severity.ERROR and "huggingface/trl#1840" in f.message
+    # the release with the fix shown: the line cannot be its code, nothing is named
+    assert _raising("trl==0.10.1\n" + KTO_LINES) == []
+
+
+def test_a_raising_line_under_a_cut_frame_of_another_function_is_not_placed() -> None:
+    # linkedin/Liger-Kernel#113's paste (heldout-2026-11-28h/logs2/002.log): the line is one a
+    # liger-kernel fix removed from LigerForCausalLMLoss (loss_utils.py), but the cut frame header
+    # above it names lce_forward (llama.py): the same idiom elsewhere, not that function
+    text = (
+        'liger_kernel/transformers/model/llama.py", line 102, in lce_forward\n'
+        "    shift_labels = labels[..., 1:].contiguous()\n"
+        "TypeError: 'NoneType' object is not subscriptable\n"
+    )
+    assert _raising(text) == []
+
+
+def test_a_formatters_pass_does_not_place_a_raising_line() -> None:
+    # unslothai/unsloth#3563 "Formatting & bug fixes" rewrote `assert(seq_len <= cos.shape[0])` as
+    # `assert seq_len <= cos.shape[0]` (heldout-2026-11-29c/logs11a/logs/010.log's line): the
+    # failure stayed until #3578 (2025.11.4) in the callers
+    assert _raising("        assert(seq_len <= cos.shape[0])\nAssertionError\n") == []
+
+
+def test_a_raising_line_no_fix_removed_or_prose_is_not_placed() -> None:
+    assert _raising("    logits = model(input_ids=batch_ids).logits\nKeyError: 'kl'\n") == []
+    assert _raising("The run stopped after the first step, see below\nKeyError: 'kl'\n") == []
+
+
+def test_trls_history_holds_its_2023_fixes() -> None:
+    # TRL 0.4 - 0.7's trainers are still run (the development logs' PPO / DPO pastes): their fixes
+    # from 2023 are in the history (derive_fix_history.SINCE_OF), huggingface/trl#825 among them
+    h = fix_history.fix_history("trl")
+    assert h is not None
+    (fix,) = [f for f in h.changed("trainer/dpo_trainer.py", "DPOTrainer.__init__") if f.number == "825"]
+    assert fix.release == "0.7.2"
+    line = "self.ref_model = self.accelerator._prepare_deepspeed(self.ref_model)[0]"
+    assert fix_history.line_hash(line) in fix.removed
+
+
+#: hiyouga/LlamaFactory#686 (2023-08-25): TRL 0.5/0.6's DPOTrainer under LLaMA-Factory, the paste cut
+#: after its last trl frame, whose line huggingface/trl#703 (0.7.0, 2023) removed
+DPO_2023 = """Traceback (most recent call last):
+File "/root/.local/lib/python3.8/site-packages/transformers/trainer.py", line 2682, in training_step
+loss = self.compute_loss(model, inputs)
+File "/root/.local/lib/python3.8/site-packages/trl/trainer/dpo_trainer.py", line 396, in compute_loss
+loss, metrics = self.get_batch_metrics(model, inputs, train_eval="train")
+File "/root/.local/lib/python3.8/site-packages/trl/trainer/dpo_trainer.py", line 350, in get_batch_metrics
+with self.accelerator.unwrap_model(self.model).pretrained_model.disable_adapter():
+File "/root/.local/lib/python3.8/s
+"""
+
+
+def test_a_cut_trl_0_5_dpo_traceback_names_its_2023_fix() -> None:
+    (f,) = [f for f in findings(scan_bytes(DPO_2023)) if f.rule == "TRI014"]
+    assert f.severity == Severity.WARNING and "huggingface/trl#703" in f.message
+    assert f.fix.startswith("pip install 'trl==0.7.0'")
+    # a run with that release shown is past the fix: no TRI014
+    assert [f for f in findings(scan_bytes("trl==0.7.0\n" + DPO_2023)) if f.rule == "TRI014"] == []
