@@ -421,9 +421,15 @@ def passed_keyword(tb: Traceback, m: Match, log: Log) -> Draft | None:
         + (f"; the frames show {_at(caller)}" if caller is not None else "; the log shows no frames")
         + (f"; the log shows {shown}" if shown else "")
     )
+    until = str(row.get("until") or "")
+    later = (
+        f"'{pkg}>={after},<{until}' (which no longer passes {key}=; {row['until_why']})"
+        if until
+        else f"'{pkg}>={after}' (which no longer passes {key}=)"
+    )
     fix = (
         f"pip install '{pkg}<{first}' (the release the model's code was written for; or the project's "
-        f"pinned {pkg}) or '{pkg}>={after}' (which no longer passes {key}=); or update that code so "
+        f"pinned {pkg}) or {later}; or update that code so "
         f"that {named} accepts {key}= or **kwargs (a newer revision of the model repository or the project)"
     )
     d = finding(

@@ -374,3 +374,16 @@ def test_foreign_attribute_quiet_for_a_non_architecture_attribute(attr):
 def test_reach_logs_stay_tri038_errors(name, file):
     f = next((g for g in findings(name) if g.rule == "TRI038"), None)
     assert f is not None and f.severity.value == "error" and file in f.message
+
+
+def test_the_upgrade_past_padding_mask_stops_before_the_release_that_passes_cache_position():
+    # a patch written for 4.33 meets cache_position= from 4.38.0 on (transformers#37030,
+    # ColossalAI#5555): the upgrade alternative is bounded, and says why
+    f = _tri038(PADDING_MASK)
+    assert f is not None and "'transformers>=4.35.0,<4.38.0'" in f.fix and "cache_position" in f.fix
+    assert _tri038("transformers==4.37.2\n" + PADDING_MASK) is None
+    # the cu_seq_lens_q row names no later change: its upgrade stays open
+    g = _tri038(
+        "transformers==4.55.0\nTypeError: LlavaQwenForCausalLM.forward() got an unexpected keyword argument 'cu_seq_lens_q'\n"
+    )
+    assert g is not None and "'transformers>=4.55.3'" in g.fix
