@@ -74,6 +74,31 @@ def _shown(log: Log, dist: str) -> str:
     return f"{dist} {high}"
 
 
+_UPPER = re.compile(r"<(=?)\s*([\w.]{1,40})")
+
+
+def _refused_by(log: Log, pkg: str, first: str) -> str:
+    """The packages the log shows whose release caps ``pkg`` below ``first`` (their declared
+    requirement, ``optional_imports.base_specifier``: llamafactory 0.9.4's transformers<=4.57.1),
+    so that ``pip install 'pkg>=first'`` would be refused beside them; "" where none does."""
+    from envdoctor.knowledge import optional_imports
+
+    said = []
+    for dist, v in sorted(log.versions.items()):
+        if dist == pkg or v.how == "frames":
+            continue
+        spec = optional_imports.base_specifier(dist, pkg, v.version)
+        caps = _UPPER.findall(spec or "")
+        if any(versions.below(cap, first) or (not eq and cap == first) for eq, cap in caps):
+            said.append(f"{dist} {v.version} requires {pkg}{spec}")
+    if not said:
+        return ""
+    return (
+        f" — but the log shows {'; '.join(said)}, which refuses {pkg} {first}: upgrade "
+        f"{'it' if len(said) == 1 else 'them'} with it, or take the other remedy"
+    )
+
+
 def _loader_frame(tb: Traceback, package: str | None = None) -> Frame | None:
     """The outermost frame of a stack package's loader (the table's ``loaders``)."""
     loaders = _table().get("loaders") or {}
@@ -241,7 +266,9 @@ def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
         + (f"; the log shows {shown}" if shown else "")
     )
     fix = (
-        f"pip install '{package}>={first}' (the first release that reads {key}); or re-save the "
+        f"pip install '{package}>={first}' (the first release that reads {key})"
+        + _refused_by(log, package, first)
+        + f"; or re-save the "
         f'adapter with the installed {package}, or delete "{key}" from {saved} where its value is the '
         f"default"
     )
@@ -335,7 +362,8 @@ def _form_answer(tb: Traceback, m: Match, log: Log, form: dict[str, Any]) -> Dra
         + also
     )
     extra = f" ({form['with']})" if form.get("with") else ""
-    fix = f"pip install '{pkg}>={first}'{extra}; or re-save the files with the installed {pkg}"
+    refused = _refused_by(log, pkg, first)
+    fix = f"pip install '{pkg}>={first}'{extra}{refused}; or re-save the files with the installed {pkg}"
     if form.get("instead"):
         fix += f", or {form['instead']}"
     d = finding(

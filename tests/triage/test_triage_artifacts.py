@@ -387,3 +387,14 @@ def test_the_upgrade_past_padding_mask_stops_before_the_release_that_passes_cach
         "transformers==4.55.0\nTypeError: LlavaQwenForCausalLM.forward() got an unexpected keyword argument 'cu_seq_lens_q'\n"
     )
     assert g is not None and "'transformers>=4.55.3'" in g.fix
+
+
+def test_an_upgrade_the_logs_other_package_caps_says_so():
+    # trl 0.12.2 declares transformers<4.47.0: 'transformers>=5.0.0' would be refused beside it
+    text = "trl==0.12.2\n" + TOKENIZER_LIST.replace("transformers==4.57.1", "transformers==4.46.3")
+    f = _tri038(text)
+    assert f is not None and "transformers>=5.0.0" in f.fix
+    assert "trl 0.12.2 requires transformers<4.47.0" in f.fix and "refuses transformers 5.0.0" in f.fix
+    # a release of it that admits the upgrade: nothing added
+    g = _tri038("trl==0.24.0\n" + TOKENIZER_LIST)
+    assert g is not None and "refuses" not in g.fix
