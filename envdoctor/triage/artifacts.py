@@ -215,13 +215,18 @@ _ADAPTER_READ = re.compile(
 )
 
 
-def _reader(tb: Traceback, log: Log, package: str) -> tuple[Frame | None, bool]:
+def _reader(tb: Traceback, log: Log, package: str, key: str) -> tuple[Frame | None, bool]:
     """The loader frame of ``package`` reading the file, and whether the file is the party: its
-    loader's frame shown, or (no frames of it) the log's own words name the saved adapter."""
+    loader's frame shown, or (no frames of it) the log's own words name the saved adapter, unless
+    the innermost frame shown is the user's own line passing ``key=`` (``LoraConfig(use_dora=True)``
+    in a script that loaded an adapter earlier: TRI009's drift, not a file)."""
     loader = _loader_frame(tb, package)
     if loader is not None:
         return loader, True
-    if package == "peft" and not any(f.package == package for f in tb.shown_frames()):
+    frames = tb.shown_frames()
+    if package == "peft" and not any(f.package == package for f in frames):
+        if frames and frames[-1].package is None and re.search(rf"\b{re.escape(key)}\s*=", frames[-1].code):
+            return None, False
         return None, _ADAPTER_READ.search(log.head) is not None
     return None, False
 
@@ -246,7 +251,7 @@ def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
         named += (
             f" (the message names no class: the first of {package}'s configuration classes that takes it)"
         )
-    loader, read = _reader(tb, log, package)
+    loader, read = _reader(tb, log, package, key)
     if not read:
         return None  # the user's own call: TRI009's
     low, high, _ = _version(log, package)
@@ -302,7 +307,7 @@ def _older_file(tb: Traceback, m: Match, log: Log, cls: str, key: str) -> Draft 
     if u is None or f is None or not f.was:
         return None
     lo, hi, gone = f.was
-    loader, read = _reader(tb, log, u.package)
+    loader, read = _reader(tb, log, u.package, key)
     if not read:
         return None  # the user's own call of an old field: TRI009's (foreign_field)
     saved = "adapter_config.json" if u.package == "peft" else "the saved configuration (its JSON file)"

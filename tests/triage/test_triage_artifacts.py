@@ -398,3 +398,25 @@ def test_an_upgrade_the_logs_other_package_caps_says_so():
     # a release of it that admits the upgrade: nothing added
     g = _tri038("trl==0.24.0\n" + TOKENIZER_LIST)
     assert g is not None and "refuses" not in g.fix
+
+
+# a script that loaded an adapter earlier (the log names PeftModel.from_pretrained) and then builds a
+# LoraConfig of its own: the user's call, not a saved file
+USER_CALL_AFTER_A_LOAD = """Loading reference policy: PeftModel.from_pretrained(base, "sft/adapter") done
+Traceback (most recent call last):
+  File "/home/u/train_dpo.py", line 41, in <module>
+    peft_config = LoraConfig(r=16, lora_alpha=32, use_dora=True, target_modules="all-linear")
+TypeError: LoraConfig.__init__() got an unexpected keyword argument 'use_dora'
+"""
+
+
+def test_the_users_own_line_passing_the_key_is_not_a_saved_file():
+    assert _tri038(USER_CALL_AFTER_A_LOAD) is None
+    assert any(g.rule == "TRI009" for g in _all(USER_CALL_AFTER_A_LOAD))
+    # the same script handing a read file's keys to the class: the file stays the party
+    spread = USER_CALL_AFTER_A_LOAD.replace(
+        'LoraConfig(r=16, lora_alpha=32, use_dora=True, target_modules="all-linear")',
+        'LoraConfig(**json.load(open("sft/adapter/adapter_config.json")))',
+    )
+    f = _tri038(spread)
+    assert f is not None and "peft>=0.9.0" in f.fix
