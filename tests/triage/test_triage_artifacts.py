@@ -420,3 +420,21 @@ def test_the_users_own_line_passing_the_key_is_not_a_saved_file():
     )
     f = _tri038(spread)
     assert f is not None and "peft>=0.9.0" in f.fix
+
+
+# andyzoujm/representation-engineering#56: a Llama class of the project written for transformers
+# 4.36, whose LlamaModel had _use_flash_attention_2 (gone in 4.38; other families kept it): an older
+# transformers' line, not another architecture's (the index holds the releases from 4.33.3 on)
+REPE_56 = """Traceback (most recent call last):
+  File "/home/u/representation-engineering/examples/honesty/tqa.py", line 88, in <module>
+    model_baseline_acc = get_tqa_accuracy(model, questions, answers, labels, tokenizer, batch_size=batch_size)
+  File "/home/u/representation-engineering/repe/rep_control_contrast_vec.py", line 210, in forward
+    if self.model._use_flash_attention_2:
+  File "/usr/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1729, in __getattr__
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+AttributeError: 'LlamaModel' object has no attribute '_use_flash_attention_2'
+"""
+
+
+def test_an_attribute_the_same_class_had_before_4_46_is_not_another_architectures():
+    assert _tri038(REPE_56) is None
