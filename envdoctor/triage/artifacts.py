@@ -152,13 +152,17 @@ def _peft_warning(log: Log) -> tuple[str, str] | None:
     return (m.group("cls"), newest) if newest else None
 
 
+def _init_call(cls: str, key: str) -> Traceback:
+    """The constructor's refusal of ``key`` as the symbol history's questions take it."""
+    return Traceback(
+        exc_type="TypeError", message=f"{cls}.__init__() got an unexpected keyword argument '{key}'"
+    )
+
+
 def _config_verdict(cls: str, key: str) -> Any:
     from envdoctor.triage import symbols
 
-    tb = Traceback(
-        exc_type="TypeError", message=f"{cls}.__init__() got an unexpected keyword argument '{key}'"
-    )
-    return symbols.verdict(tb, {})
+    return symbols.verdict(_init_call(cls, key), {})
 
 
 _INIT_KEY = re.compile(
@@ -177,9 +181,7 @@ def _added(cls: str, key: str) -> tuple[str, str, str] | None:
         return v.package, v.fits().removeprefix(">="), f"{v.said()}; envdoctor's symbol history"
     from envdoctor.triage import symbols
 
-    t = Traceback(
-        exc_type="TypeError", message=f"{cls}.__init__() got an unexpected keyword argument '{key}'"
-    )
+    t = _init_call(cls, key)
     a = symbols.added_field(t)
     if a is None:
         return None
@@ -299,9 +301,7 @@ def _older_file(tb: Traceback, m: Match, log: Log, cls: str, key: str) -> Draft 
         return None
     from envdoctor.triage import symbols
 
-    t = Traceback(
-        exc_type="TypeError", message=f"{cls}.__init__() got an unexpected keyword argument '{key}'"
-    )
+    t = _init_call(cls, key)
     u = symbols.unknown_keyword(t)
     f = symbols.foreign_field(u) if u is not None else None
     if u is None or f is None or not f.was:
