@@ -367,10 +367,20 @@ def _form_answer(tb: Traceback, m: Match, log: Log, form: dict[str, Any]) -> Dra
         + also
     )
     extra = f" ({form['with']})" if form.get("with") else ""
-    refused = _refused_by(log, pkg, first)
-    fix = f"pip install '{pkg}>={first}'{extra}{refused}; or re-save the files with the installed {pkg}"
+    # the first release that reads the file whole: `floor` where the first to read the form itself
+    # fails on it (4.43.0's LlamaRotaryEmbedding), with why
+    floor = str(form.get("floor") or first)
+    if form.get("floor_why"):
+        extra += f" ({form['floor_why']})"
+    refused = _refused_by(log, pkg, floor)
+    fix = f"pip install '{pkg}>={floor}'{extra}{refused}"
+    # re-saving needs a release that reads the file and writes the older form: not where the
+    # older releases have no such form at all (rope_type llama3), where `resave` is false
+    alternatives = [f"re-save the files with the installed {pkg}"] if form.get("resave", True) else []
     if form.get("instead"):
-        fix += f", or {form['instead']}"
+        alternatives.append(str(form["instead"]))
+    if alternatives:
+        fix += "; or " + ", or ".join(alternatives)
     d = finding(
         "TRI038",
         [m],

@@ -438,3 +438,11 @@ AttributeError: 'LlamaModel' object has no attribute '_use_flash_attention_2'
 
 def test_an_attribute_the_same_class_had_before_4_46_is_not_another_architectures():
     assert _tri038(REPE_56) is None
+
+
+def test_the_rope_row_names_the_release_that_reads_llama_3_1_whole_and_no_resave():
+    # 4.43.0's LlamaRotaryEmbedding evaluates rope_scaling["type"] (KeyError on Llama 3.1's
+    # config.json); no release before 4.43 has the llama3 kind, so the installed one cannot re-save it
+    f = _tri038(ROPE_LOAD)
+    assert f is not None and "'transformers>=4.43.1'" in f.fix and "4.43.0 itself fails" in f.fix
+    assert "re-save" not in f.fix and "model revision saved for the installed transformers" in f.fix
