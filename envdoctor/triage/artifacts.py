@@ -74,6 +74,31 @@ def _shown(log: Log, dist: str) -> str:
     return f"{dist} {high}"
 
 
+_UPPER = re.compile(r"<(=?)\s*([\w.]{1,40})")
+
+
+def _refused_by(log: Log, pkg: str, first: str) -> str:
+    """The packages the log shows whose release caps ``pkg`` below ``first`` (their declared
+    requirement, ``optional_imports.base_specifier``: llamafactory 0.9.4's transformers<=4.57.1),
+    so that ``pip install 'pkg>=first'`` would be refused beside them; "" where none does."""
+    from envdoctor.knowledge import optional_imports
+
+    said = []
+    for dist, v in sorted(log.versions.items()):
+        if dist == pkg or v.how == "frames":
+            continue
+        spec = optional_imports.base_specifier(dist, pkg, v.version)
+        caps = _UPPER.findall(spec or "")
+        if any(versions.below(cap, first) or (not eq and cap == first) for eq, cap in caps):
+            said.append(f"{dist} {v.version} requires {pkg}{spec}")
+    if not said:
+        return ""
+    return (
+        f" — but the log shows {'; '.join(said)}, which refuses {pkg} {first}: upgrade "
+        f"{'it' if len(said) == 1 else 'them'} with it, or take the other remedy"
+    )
+
+
 def _loader_frame(tb: Traceback, package: str | None = None) -> Frame | None:
     """The outermost frame of a stack package's loader (the table's ``loaders``)."""
     loaders = _table().get("loaders") or {}
@@ -127,13 +152,17 @@ def _peft_warning(log: Log) -> tuple[str, str] | None:
     return (m.group("cls"), newest) if newest else None
 
 
+def _init_call(cls: str, key: str) -> Traceback:
+    """The constructor's refusal of ``key`` as the symbol history's questions take it."""
+    return Traceback(
+        exc_type="TypeError", message=f"{cls}.__init__() got an unexpected keyword argument '{key}'"
+    )
+
+
 def _config_verdict(cls: str, key: str) -> Any:
     from envdoctor.triage import symbols
 
-    tb = Traceback(
-        exc_type="TypeError", message=f"{cls}.__init__() got an unexpected keyword argument '{key}'"
-    )
-    return symbols.verdict(tb, {})
+    return symbols.verdict(_init_call(cls, key), {})
 
 
 _INIT_KEY = re.compile(
@@ -152,9 +181,7 @@ def _added(cls: str, key: str) -> tuple[str, str, str] | None:
         return v.package, v.fits().removeprefix(">="), f"{v.said()}; envdoctor's symbol history"
     from envdoctor.triage import symbols
 
-    t = Traceback(
-        exc_type="TypeError", message=f"{cls}.__init__() got an unexpected keyword argument '{key}'"
-    )
+    t = _init_call(cls, key)
     a = symbols.added_field(t)
     if a is None:
         return None
@@ -190,13 +217,18 @@ _ADAPTER_READ = re.compile(
 )
 
 
-def _reader(tb: Traceback, log: Log, package: str) -> tuple[Frame | None, bool]:
+def _reader(tb: Traceback, log: Log, package: str, key: str) -> tuple[Frame | None, bool]:
     """The loader frame of ``package`` reading the file, and whether the file is the party: its
-    loader's frame shown, or (no frames of it) the log's own words name the saved adapter."""
+    loader's frame shown, or (no frames of it) the log's own words name the saved adapter, unless
+    the innermost frame shown is the user's own line passing ``key=`` (``LoraConfig(use_dora=True)``
+    in a script that loaded an adapter earlier: TRI009's drift, not a file)."""
     loader = _loader_frame(tb, package)
     if loader is not None:
         return loader, True
-    if package == "peft" and not any(f.package == package for f in tb.shown_frames()):
+    frames = tb.shown_frames()
+    if package == "peft" and not any(f.package == package for f in frames):
+        if frames and frames[-1].package is None and re.search(rf"\b{re.escape(key)}\s*=", frames[-1].code):
+            return None, False
         return None, _ADAPTER_READ.search(log.head) is not None
     return None, False
 
@@ -221,7 +253,7 @@ def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
         named += (
             f" (the message names no class: the first of {package}'s configuration classes that takes it)"
         )
-    loader, read = _reader(tb, log, package)
+    loader, read = _reader(tb, log, package, key)
     if not read:
         return None  # the user's own call: TRI009's
     low, high, _ = _version(log, package)
@@ -241,7 +273,9 @@ def loaded_file(tb: Traceback, m: Match, log: Log) -> Draft | None:
         + (f"; the log shows {shown}" if shown else "")
     )
     fix = (
-        f"pip install '{package}>={first}' (the first release that reads {key}); or re-save the "
+        f"pip install '{package}>={first}' (the first release that reads {key})"
+        + _refused_by(log, package, first)
+        + f"; or re-save the "
         f'adapter with the installed {package}, or delete "{key}" from {saved} where its value is the '
         f"default"
     )
@@ -267,15 +301,13 @@ def _older_file(tb: Traceback, m: Match, log: Log, cls: str, key: str) -> Draft 
         return None
     from envdoctor.triage import symbols
 
-    t = Traceback(
-        exc_type="TypeError", message=f"{cls}.__init__() got an unexpected keyword argument '{key}'"
-    )
+    t = _init_call(cls, key)
     u = symbols.unknown_keyword(t)
     f = symbols.foreign_field(u) if u is not None else None
     if u is None or f is None or not f.was:
         return None
     lo, hi, gone = f.was
-    loader, read = _reader(tb, log, u.package)
+    loader, read = _reader(tb, log, u.package, key)
     if not read:
         return None  # the user's own call of an old field: TRI009's (foreign_field)
     saved = "adapter_config.json" if u.package == "peft" else "the saved configuration (its JSON file)"
@@ -335,9 +367,20 @@ def _form_answer(tb: Traceback, m: Match, log: Log, form: dict[str, Any]) -> Dra
         + also
     )
     extra = f" ({form['with']})" if form.get("with") else ""
-    fix = f"pip install '{pkg}>={first}'{extra}; or re-save the files with the installed {pkg}"
+    # the first release that reads the file whole: `floor` where the first to read the form itself
+    # fails on it (4.43.0's LlamaRotaryEmbedding), with why
+    floor = str(form.get("floor") or first)
+    if form.get("floor_why"):
+        extra += f" ({form['floor_why']})"
+    refused = _refused_by(log, pkg, floor)
+    fix = f"pip install '{pkg}>={floor}'{extra}{refused}"
+    # re-saving needs a release that reads the file and writes the older form: not where the
+    # older releases have no such form at all (rope_type llama3), where `resave` is false
+    alternatives = [f"re-save the files with the installed {pkg}"] if form.get("resave", True) else []
     if form.get("instead"):
-        fix += f", or {form['instead']}"
+        alternatives.append(str(form["instead"]))
+    if alternatives:
+        fix += "; or " + ", or ".join(alternatives)
     d = finding(
         "TRI038",
         [m],
@@ -421,9 +464,15 @@ def passed_keyword(tb: Traceback, m: Match, log: Log) -> Draft | None:
         + (f"; the frames show {_at(caller)}" if caller is not None else "; the log shows no frames")
         + (f"; the log shows {shown}" if shown else "")
     )
+    until = str(row.get("until") or "")
+    later = (
+        f"'{pkg}>={after},<{until}' (which no longer passes {key}=; {row['until_why']})"
+        if until
+        else f"'{pkg}>={after}' (which no longer passes {key}=)"
+    )
     fix = (
         f"pip install '{pkg}<{first}' (the release the model's code was written for; or the project's "
-        f"pinned {pkg}) or '{pkg}>={after}' (which no longer passes {key}=); or update that code so "
+        f"pinned {pkg}) or {later}; or update that code so "
         f"that {named} accepts {key}= or **kwargs (a newer revision of the model repository or the project)"
     )
     d = finding(

@@ -374,3 +374,75 @@ def test_foreign_attribute_quiet_for_a_non_architecture_attribute(attr):
 def test_reach_logs_stay_tri038_errors(name, file):
     f = next((g for g in findings(name) if g.rule == "TRI038"), None)
     assert f is not None and f.severity.value == "error" and file in f.message
+
+
+def test_the_upgrade_past_padding_mask_stops_before_the_release_that_passes_cache_position():
+    # a patch written for 4.33 meets cache_position= from 4.38.0 on (transformers#37030,
+    # ColossalAI#5555): the upgrade alternative is bounded, and says why
+    f = _tri038(PADDING_MASK)
+    assert f is not None and "'transformers>=4.35.0,<4.38.0'" in f.fix and "cache_position" in f.fix
+    assert _tri038("transformers==4.37.2\n" + PADDING_MASK) is None
+    # the cu_seq_lens_q row names no later change: its upgrade stays open
+    g = _tri038(
+        "transformers==4.55.0\nTypeError: LlavaQwenForCausalLM.forward() got an unexpected keyword argument 'cu_seq_lens_q'\n"
+    )
+    assert g is not None and "'transformers>=4.55.3'" in g.fix
+
+
+def test_an_upgrade_the_logs_other_package_caps_says_so():
+    # trl 0.12.2 declares transformers<4.47.0: 'transformers>=5.0.0' would be refused beside it
+    text = "trl==0.12.2\n" + TOKENIZER_LIST.replace("transformers==4.57.1", "transformers==4.46.3")
+    f = _tri038(text)
+    assert f is not None and "transformers>=5.0.0" in f.fix
+    assert "trl 0.12.2 requires transformers<4.47.0" in f.fix and "refuses transformers 5.0.0" in f.fix
+    # a release of it that admits the upgrade: nothing added
+    g = _tri038("trl==0.24.0\n" + TOKENIZER_LIST)
+    assert g is not None and "refuses" not in g.fix
+
+
+# a script that loaded an adapter earlier (the log names PeftModel.from_pretrained) and then builds a
+# LoraConfig of its own: the user's call, not a saved file
+USER_CALL_AFTER_A_LOAD = """Loading reference policy: PeftModel.from_pretrained(base, "sft/adapter") done
+Traceback (most recent call last):
+  File "/home/u/train_dpo.py", line 41, in <module>
+    peft_config = LoraConfig(r=16, lora_alpha=32, use_dora=True, target_modules="all-linear")
+TypeError: LoraConfig.__init__() got an unexpected keyword argument 'use_dora'
+"""
+
+
+def test_the_users_own_line_passing_the_key_is_not_a_saved_file():
+    assert _tri038(USER_CALL_AFTER_A_LOAD) is None
+    assert any(g.rule == "TRI009" for g in _all(USER_CALL_AFTER_A_LOAD))
+    # the same script handing a read file's keys to the class: the file stays the party
+    spread = USER_CALL_AFTER_A_LOAD.replace(
+        'LoraConfig(r=16, lora_alpha=32, use_dora=True, target_modules="all-linear")',
+        'LoraConfig(**json.load(open("sft/adapter/adapter_config.json")))',
+    )
+    f = _tri038(spread)
+    assert f is not None and "peft>=0.9.0" in f.fix
+
+
+# andyzoujm/representation-engineering#56: a Llama class of the project written for transformers
+# 4.36, whose LlamaModel had _use_flash_attention_2 (gone in 4.38; other families kept it): an older
+# transformers' line, not another architecture's (the index holds the releases from 4.33.3 on)
+REPE_56 = """Traceback (most recent call last):
+  File "/home/u/representation-engineering/examples/honesty/tqa.py", line 88, in <module>
+    model_baseline_acc = get_tqa_accuracy(model, questions, answers, labels, tokenizer, batch_size=batch_size)
+  File "/home/u/representation-engineering/repe/rep_control_contrast_vec.py", line 210, in forward
+    if self.model._use_flash_attention_2:
+  File "/usr/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1729, in __getattr__
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+AttributeError: 'LlamaModel' object has no attribute '_use_flash_attention_2'
+"""
+
+
+def test_an_attribute_the_same_class_had_before_4_46_is_not_another_architectures():
+    assert _tri038(REPE_56) is None
+
+
+def test_the_rope_row_names_the_release_that_reads_llama_3_1_whole_and_no_resave():
+    # 4.43.0's LlamaRotaryEmbedding evaluates rope_scaling["type"] (KeyError on Llama 3.1's
+    # config.json); no release before 4.43 has the llama3 kind, so the installed one cannot re-save it
+    f = _tri038(ROPE_LOAD)
+    assert f is not None and "'transformers>=4.43.1'" in f.fix and "4.43.0 itself fails" in f.fix
+    assert "re-save" not in f.fix and "model revision saved for the installed transformers" in f.fix
