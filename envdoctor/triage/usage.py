@@ -7,7 +7,9 @@ diagnosis is given what the log shows:
 
 - **the values** its symptom's named groups read (``reads``: "a label of {target}"), said with the
   entry's templates; two shapes (``checkpoint`` / ``model``, ``torch.Size([4, 1024])``) are also
-  compared dimension by dimension ("dimension 0: 4 in the checkpoint, 2 in the model");
+  compared dimension by dimension ("dimension 0: 4 in the checkpoint, 2 in the model"); the
+  inputs a model was given (``inputs``) tell whether labels were among them (``with_labels`` /
+  ``without_labels``, empty values a template names to be said only then);
 - **the user's frame** (``usage``): the innermost frame of the user's own code (a script's file, a
   notebook's cell) in the traceback that ends at the line: the call that passed the data.
 
@@ -18,6 +20,7 @@ traceback parser.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from envdoctor.triage.interface import Match
@@ -27,6 +30,8 @@ from envdoctor.triage.interface import Match
 _SHAPE = re.compile(r"\d{1,9}")
 _NAME = re.compile(r"\{([a-z_]{1,40})\}")
 BEFORE = 400  # lines before the failing line read for the user's frame
+#: the inputs transformers' losses read
+_LABELS = {"labels", "label", "label_ids", "start_positions", "end_positions"}
 
 
 def values(entry: Any, m: Match) -> dict[str, str]:
@@ -44,6 +49,9 @@ def values(entry: Any, m: Match) -> dict[str, str]:
         for k, v in found.groupdict().items():
             if v is not None and v.strip() and k not in got:
                 got[k] = v.strip()
+    if "inputs" in got:  # the inputs a model was given: whether labels were among them
+        given = {x.strip() for x in got["inputs"].split(",")}
+        got["with_labels" if given & _LABELS else "without_labels"] = ""
     diff = shape_diff(got.get("checkpoint", ""), got.get("model", ""))
     if diff:
         got["shape_diff"] = diff
@@ -106,6 +114,8 @@ def user_frame(m: Match, head: bytes = b"") -> str:
     if not mine:
         return ""
     f = mine[-1]
+    if "(" in f.function:  # a notebook cell's frame keeps the signature: ``train_model(model,``
+        f = replace(f, function=f.function.split("(", 1)[0])
     code = " ".join(f.code.split())[:160]
     return _frame_text(f) + (f" (`{code}`)" if code else "")
 

@@ -182,8 +182,20 @@ NO_LOSS = (  # https://github.com/huggingface/transformers/issues/34392
 def test_no_loss_reads_what_the_model_got():
     f = _one(NO_LOSS, "model-returned-no-loss")
     assert f.severity.value == "error"
-    assert "the model returned logits and was given input_ids,attention_mask" in f.message
+    assert "the batches held no labels: the model was given input_ids,attention_mask" in f.message
+    assert "yet the model" not in f.message
     assert "DataCollatorForLanguageModeling(tokenizer" in f.fix
+
+
+def test_no_loss_with_labels_given_says_the_model_computes_none():
+    """https://github.com/unslothai/unsloth/issues/1899's title: labels reached the model."""
+    log = (
+        "ValueError: The model did not return a loss from the inputs, only the following keys: logits. For "
+        "reference, the inputs it received are input_ids,attention_mask,labels.\n"
+    )
+    f = _one(log, "model-returned-no-loss")
+    assert "the batches held labels, yet the model returned logits only" in f.message
+    assert "held no labels" not in f.message
 
 
 def test_a_healthy_run_logging_its_loss_is_quiet():
@@ -288,6 +300,7 @@ def test_dtype_mismatch_reads_the_two_dtypes_as_a_warning():
     assert f.severity.value == "warning"
     assert "one operand is Float and the other BFloat16" in f.message
     assert "bf16=True" in f.fix and "upgrade that library" in f.fix
+    assert "TRL 0.7.8's DPOTrainer" in f.message  # the library's own cast named first
 
 
 def test_a_dtype_word_in_a_config_dump_is_quiet():
