@@ -125,6 +125,30 @@ def test_a_body_layer_size_mismatch_is_not_the_head():
     _quiet(log, "vocab-size-mismatch-on-load")
 
 
+def test_a_lora_rank_mismatch_is_neither_a_head_nor_a_vocabulary():
+    """https://github.com/huggingface/peft/issues/554: the adapter's rank differs (lora_A rows)."""
+    log = (
+        "RuntimeError: Error(s) in loading state_dict for PeftModelForSequenceClassification:\n"
+        "        size mismatch for base_model.model.transformer.h.0.self_attention.query_key_value.lora_A.default.weight: "
+        "copying a param with shape torch.Size([16, 4096]) from checkpoint, the shape in current model is "
+        "torch.Size([8, 4096]).\n"
+    )
+    _quiet(log, "classifier-head-size-mismatch-on-load")
+    _quiet(log, "vocab-size-mismatch-on-load")
+
+
+def test_another_base_model_is_not_a_resized_vocabulary():
+    """An adapter of one family loaded on another (https://github.com/huggingface/autotrain-advanced/issues/487
+    names base_model.model.model.embed_tokens.weight; its layers differ 3584 against 4096): the
+    width differs too, so the rows are not a vocabulary resized."""
+    log = (
+        "RuntimeError: Error(s) in loading state_dict for PeftModelForCausalLM:\n"
+        "\tsize mismatch for base_model.model.model.embed_tokens.weight: copying a param with shape "
+        "torch.Size([152064, 3584]) from checkpoint, the shape in current model is torch.Size([128256, 4096]).\n"
+    )
+    _quiet(log, "vocab-size-mismatch-on-load")
+
+
 # -- a vocabulary resized before saving -------------------------------------------------------------
 
 VOCAB = (  # https://github.com/Jiuzhouh/PiVe/issues/4
@@ -460,6 +484,15 @@ NOT_TEXT = (  # https://github.com/webis-de/small-text/issues/73 (a dataset with
 def test_tokenizer_given_none_says_filter_the_column():
     f = _one(NOT_TEXT, "tokenizer-given-non-text")
     assert f.severity.value == "error" and "is not None" in f.fix
+
+
+def test_the_older_wording_of_transformers_check_fires_too():
+    """https://github.com/Shivanandroy/simpleT5/issues/10: transformers before 4.31 wrote "must of type"."""
+    log = (
+        "ValueError: text input must of type `str` (single example), `List[str]` (batch or single pretokenized "
+        "example) or `List[List[str]]` (batch of pretokenized examples).\n"
+    )
+    assert _one(log, "tokenizer-given-non-text").severity.value == "error"
 
 
 def test_a_tokenizer_warning_on_a_healthy_run_is_quiet():
