@@ -624,13 +624,53 @@ def _frames_contradict(entry: object, m: Match) -> bool:
     return tb is not None and any(t.frames for t in tb.all()) and frames_hold(tb, raised[2]) is not True
 
 
-def _settled_by_context(entry: object, m: Match) -> str:
-    """The line before the symptom that settles an entry's cause among those its note names
-    (``certain_with``: a level-2 sleep before garbage completions); '' when none is shown."""
-    for line in (*m.context, m.text):
+def _settled_by_context(entry: object, m: Match, log: Log | None = None) -> str:
+    """The line that settles an entry's cause among those its note names (``certain_with``: a
+    level-2 sleep before garbage completions): before the symptom, on its line, or on the lines
+    that go on with its message where the log's head holds them (torch's CheckpointError prints
+    the recomputed metadata, ``shape=[0]``, after its first line); '' when none is shown."""
+    if not getattr(entry, "certain_with", ()):
+        return ""
+    more: list[str] = []
+    if log is not None and log.head and m.line_no > 0:
+        from envdoctor.triage.rejoin import _following
+
+        head = log.head.decode("utf-8", errors="replace").split("\n", m.line_no + 8)
+        more = _following(head, m.line_no)
+    for line in (*m.context, m.text, *more):
         for s in getattr(entry, "certain_with", ()):
             if s.found_in(line[:2000]):
                 return line.strip()[:200]
+    return ""
+
+
+def _settled_by_frame(entry: object, m: Match) -> str:
+    """The entry's own frame (``raised.frames``) in the symptom's traceback, for an entry whose
+    cause hinges on no release (no ``fixed_in``, no release in its fix: an open bug of one place,
+    a platform's code): the frame is the evidence that the run met that code, and a symptom whose
+    words another package's code also raises (vLLM's own ``assert isinstance(device,
+    torch.device)`` beside vllm-ascend's) is told apart by it. '' when the traceback does not show
+    it (``_frames_contradict`` drops a traceback that shows other frames only)."""
+    raised = getattr(entry, "raised", None)
+    if not raised or not raised[2] or not m.context or getattr(entry, "kind", "") not in SEEN_KINDS:
+        return ""
+    if getattr(entry, "fixed_in", None) or _VERSION_FIX.search(str(getattr(entry, "fix", ""))):
+        return ""  # the frame shows the code ran, not which release of it: versions decide
+    from envdoctor.triage.traceback import failure
+
+    tb = failure(m.context, m.text, m.line_no)
+    if tb is None or frames_hold(tb, raised[2]) is not True:
+        return ""
+    shown = [f for t in tb.all() for f in t.frames]
+    for p, file, func in raised[2]:
+        for f in shown:
+            if (
+                f.package == p
+                and (not file or f.module_path.endswith(file))
+                and (not func or f.function.endswith(func))
+            ):
+                at = f"{f.module_path}:{f.line}" + (f" in {f.function}" if f.function else "")
+                return f"the traceback's frame in {f.package} ({at})"
     return ""
 
 
@@ -696,7 +736,9 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         unshown_bounds=_unshown_bounds(entry.packages, log),
         **shown_ev,
     )
-    settled = verdict is not False and _settled_by_context(entry, first)
+    settled = verdict is not False and (
+        _settled_by_context(entry, first, log) or _settled_by_frame(entry, first)
+    )
     # a range with no upper bound (vllm >=0.2.0) holds every release since: the log's release
     # falling in it is no evidence that the release is the cause, unless the entry is certain
     bounded = any(re.search(r"<|==|~=", str(spec)) for spec in entry.packages.values())

@@ -106,7 +106,31 @@ def test_zero3_frames_before_the_checkpoint_error_make_it_an_error_for_reentrant
 
 
 @pytest.mark.parametrize("log", [CKPT_MESSAGE, CKPT_PARAPHRASE])
-def test_the_checkpoint_error_alone_is_a_warning_naming_the_partitioned_parameters(log):
+def test_a_recomputed_shape_0_after_the_message_makes_it_an_error(log):
+    # torch prints the metadata on the lines after its message: the recomputed [0] (a partitioned
+    # parameter, the entry's certain_with) is read there too (issue 36 item 5)
+    found = _entry(log, RECOMPUTE)
+    assert found and found[0].severity.value == "error"
+    assert "shape" in found[0].message and "[0]" in found[0].message.split("settles it")[-1]
+    assert "use_reentrant" in found[0].fix
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "torch.utils.checkpoint.CheckpointError: torch.utils.checkpoint: Recomputed values for the "
+        "following tensors have different metadata than during the forward pass.\n",
+        # the recomputed tensor differs in another way than a partitioned [0]
+        CKPT_MESSAGE.replace(
+            "torch.Size([0]), 'dtype': torch.bfloat16", "torch.Size([1024]), 'dtype': torch.float32"
+        ),
+        # a [0] on a later message of its own, not this one's: not read as its metadata
+        "torch.utils.checkpoint.CheckpointError: torch.utils.checkpoint: Recomputed values for the "
+        "following tensors have different metadata than during the forward pass.\n\n"
+        "recomputed: shape=[0]\n",
+    ],
+)
+def test_the_checkpoint_error_without_a_recomputed_0_is_a_warning_naming_the_partitioned_parameters(log):
     found = _entry(log, RECOMPUTE)
     assert found and found[0].severity.value == "warning"
     assert "use_reentrant" in found[0].fix
