@@ -41,6 +41,7 @@ WHEN_FACTS = ("vllm_in_process_off",)
 PLATFORMS = ("linux", "windows", "macos", "rocm", "xpu")
 _ID = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
 _RULE = re.compile(r"^[A-Z]{2,4}[0-9]{3}$")
+_READ = re.compile(r"\{[a-z_]{1,40}\}")  # a value a template of ``reads`` names
 _KEYS = {
     "id",
     "title",
@@ -63,6 +64,9 @@ _KEYS = {
     "evidence",
     "likely_with",
     "at_import",
+    "reads",
+    "usage",
+    "own_line",
 }
 _RAISED_KEYS = {"exception", "message", "frames"}
 _WHEN_KEYS = {
@@ -201,6 +205,15 @@ class KnownFailure:
     trainer: str | None = None
     #: facts of the training script that must hold (``WHEN_FACTS``), read from the script
     facts: tuple[str, ...] = ()
+    #: what the log shows of the user's inputs, said with the values its symptom's named groups
+    #: read (``{target}``, ``{checkpoint}``): each template is said where all its names were read
+    reads: tuple[str, ...] = ()
+    #: the failure is in what the user's own code passed (its data, arguments, a checkpoint it
+    #: loads): triage names the user's frame that passed it where the traceback shows one
+    usage: bool = False
+    #: its symptoms are lines of their own (a device-side assertion's line, the list under
+    #: "Error(s) in loading state_dict"), not an exception's line: their rare literals are anchors
+    own_line: bool = False
 
     @property
     def certainty(self) -> str:
@@ -473,6 +486,12 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
     facts = (entry.get("when") or {}).get("facts") or []
     if not isinstance(facts, list) or any(f not in WHEN_FACTS for f in facts):
         raise KnownFailuresError(f"{where}.when.facts: expected a list among {list(WHEN_FACTS)}")
+    reads = entry.get("reads") or []
+    if not isinstance(reads, list) or not all(isinstance(r, str) and _READ.search(r) for r in reads):
+        raise KnownFailuresError(f"{where}: 'reads' must be a list of templates naming a value ({{name}})")
+    for flag in ("usage", "own_line"):
+        if not isinstance(entry.get(flag, False), bool):
+            raise KnownFailuresError(f"{where}: '{flag}' must be true or false")
     rule = entry.get("rule")
     if rule is not None and not (isinstance(rule, str) and _RULE.match(rule)):
         raise KnownFailuresError(f"{where}: 'rule' must be a rule id such as PKG002")
@@ -509,6 +528,9 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         at_import=at_import,
         trainer=trainer,
         facts=tuple(facts),
+        reads=tuple(" ".join(r.split()) for r in reads),
+        usage=bool(entry.get("usage", False)),
+        own_line=bool(entry.get("own_line", False)),
     )
 
 
@@ -572,6 +594,7 @@ def from_record(record: dict[str, Any]) -> KnownFailure:
     fields["likely_config"] = {k: tuple(v) for k, v in fields.get("likely_config", {}).items()}
     fields["likely_facts"] = tuple(fields.get("likely_facts", ()))
     fields["facts"] = tuple(fields.get("facts", ()))
+    fields["reads"] = tuple(fields.get("reads", ()))
     fields["symptoms"] = tuple(Symptom(text, where) for text, where in fields["symptoms"])
     fields["certain_with"] = tuple(Symptom(text, where) for text, where in fields.get("certain_with", ()))
     fields["sources"] = tuple(fields["sources"])

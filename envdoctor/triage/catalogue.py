@@ -114,18 +114,36 @@ def _symptom(symptom: Any) -> tuple[str, bytes] | None:
     return (f"(?{flags}:{body})" if flags else body), (lead.encode() if len(lead) >= 6 else FALLBACK_KEYWORD)
 
 
+_GROUP = re.compile(r"\(\?P<(\w+)>")
+
+
+def _unnamed_again(source: str, names: set[str]) -> str:
+    """``source`` with each named group whose name an earlier symptom of the entry used made
+    plain (one pattern holds all of an entry's symptoms, and a name may stand once in it; each
+    symptom's own regex still reads its values: ``triage.usage.values``)."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) in names:
+            return "(?:"
+        names.add(m.group(1))
+        return m.group(0)
+
+    return _GROUP.sub(one, source)
+
+
 @lru_cache(maxsize=1)
 def catalogue() -> tuple[tuple[Signature, ...], tuple[str, ...], dict[str, Any]]:
     """``(signatures, skipped symptoms, entries by signature id)``."""
     sigs, skipped, by_id = [], [], {}
     for entry in _entries():
         parts, keywords = [], []
+        names: set[str] = set()
         for s in entry.symptoms:
             got = _symptom(s)
             if got is None:
                 skipped.append(f"{entry.id}: {s.text}")
                 continue
-            parts.append(f"(?:{got[0]})")
+            parts.append(f"(?:{_unnamed_again(got[0], names)})")
             if got[1] not in keywords:
                 keywords.append(got[1])
         if not parts:
@@ -157,12 +175,15 @@ def extra_anchors(
     anchors: tuple[bytes, ...], sigs: tuple[Signature, ...], entries: dict[str, Any]
 ) -> tuple[bytes, ...]:
     """The catalogue keywords that become anchors: rare (``RARE`` characters or more), covered by
-    no anchor, and either of an entry whose symptoms are lines of their own or a source line a
+    no anchor, and either of an entry whose symptoms are lines of their own (its kind, or
+    ``own_line``: a device-side assertion, a state dict's list of mismatches) or a source line a
     traceback quotes (``assert …``, which the exception line after it does not repeat)."""
     found: list[bytes] = []
     for sig in sigs:
         entry = entries.get(sig.id)
-        own_line = entry is not None and getattr(entry, "kind", "") in OWN_LINE_KINDS
+        own_line = entry is not None and (
+            getattr(entry, "kind", "") in OWN_LINE_KINDS or getattr(entry, "own_line", False)
+        )
         for kw in sig.keywords:
             if any(a in kw for a in (*anchors, *found)) or len(kw) < RARE:
                 continue

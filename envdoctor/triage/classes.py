@@ -716,11 +716,14 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     pair = shows_pair(first, list(entry.packages)) if verdict is None else ""
     if pair:  # the failure is the entry's drift between its two packages: they do not fit
         detail += f"; the failure itself is API drift between {pair}, the pairing this entry is about"
+    from envdoctor.triage import usage
+
+    shown, shown_ev = usage.describe(entry, first, log.head)  # the values it read, the user's frame
     draft = finding(
         catalogue.RULE,
         ms,
         log,
-        f"{entry.title} — {entry.cause} ({entry.id}); {detail}",
+        f"{entry.title} — {entry.cause} ({entry.id}){shown}; {detail}",
         entry.fix
         + (
             f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
@@ -731,6 +734,7 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         sources=list(entry.sources),
         versions_match=verdict,
         unshown_bounds=_unshown_bounds(entry.packages, log),
+        **shown_ev,
     )
     settled = verdict is not False and (
         _settled_by_context(entry, first, log) or _settled_by_frame(entry, first)

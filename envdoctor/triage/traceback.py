@@ -66,9 +66,11 @@ _FRAME = re.compile(
 _CUT_FRAME = re.compile(
     r'^(?P<path>(?:\.{1,3}|…)/[^"\s]{0,1000}\.py)", line (?P<line>\d{1,9}), in (?P<func>[^\s(]{1,200})$'
 )
-#: IPython / Jupyter: ``File ~/x.py:399, in Trainer.train(self)``, ``File /a/b.py:12, in f()``
+#: IPython / Jupyter: ``File ~/x.py:399, in Trainer.train(self)``, ``File /a/b.py:12, in f()``,
+#: on Windows ``File e:\\envs\\x\\Lib\\site-packages\\trl\\x.py:12, in f()`` (a drive before the path)
 _IPY_FRAME = re.compile(
-    r"^File (?P<path>[~/.\w][^\s:]{0,1000}\.py):(?P<line>\d{1,9}), in (?P<func>[\w.<>]{1,200})"
+    r"^File (?P<path>(?:[A-Za-z]:[\\/])?[~/.\w][^\s:]{0,1000}\.py):(?P<line>\d{1,9}), "
+    r"in (?P<func>[\w.<>]{1,200})"
 )
 #: Colab: ``[/usr/local/lib/python3.11/dist-packages/unsloth_zoo/vllm_utils.py](https://…) in f()``
 _COLAB_FRAME = re.compile(r"^\[(?P<path>/[^\]\s]{1,1000}\.py)\]\([^)]{0,300}\) in (?P<func>[\w.<>]{1,200})")
