@@ -149,6 +149,9 @@ class TrainingScript:
     #: its calls into TRL's trainer classes with keywords (``TrlCall``: class, method, where,
     #: keywords), checked against the symbol history of the TRL release that runs
     trl_calls: tuple[Any, ...] = ()
+    #: methods of its classes deriving from a TRL trainer that they define (``TrlOverride``: class,
+    #: TRL base, method, where, parameters), checked against how the TRL that runs calls them
+    trl_overrides: tuple[Any, ...] = ()
     #: where the script or the repository modules it imports hand a reference model to DeepSpeed
     #: themselves (``prepare_deepspeed(self.ref_model) in trainer.py:437``)
     ref_ds_prepares: tuple[str, ...] = ()

@@ -53,6 +53,7 @@ def read_training_script(
         own_trainer=decl.own_trainer,
         unread_trainer=decl.unread_trainer,
         trl_calls=tuple(decl.trl_calls),
+        trl_overrides=tuple(decl.trl_overrides),
         ref_ds_prepares=decl.ref_ds_prepares,
         config_filter=decl.config_filter,
         config_filter_keys=decl.config_filter_keys,

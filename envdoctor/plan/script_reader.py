@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envdoctor.knowledge.trl_hook_calls import signature_text
 from envdoctor.plan.interface import (
     CODE_ORIGIN,
     CONFIG_KINDS,
@@ -92,6 +93,8 @@ class DataClass:
     line: int
     fields: tuple[str, ...]
     bases: tuple[str, ...]
+    #: the methods it defines: (name, line, parameter list as ``signature_text`` writes it)
+    methods: tuple[tuple[str, int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,19 @@ class TrlCall:
     places: tuple[tuple[str, int, int, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class TrlOverride:
+    """A method of a repository class deriving from a TRL trainer that the class defines itself
+    (``ProtocolGRPOTrainer._generate_and_score_completions(self, inputs, mode)``): TRL's trainer
+    calls it on ``self`` with the arguments of the release that runs."""
+
+    cls: str  # the repository's class
+    base: str  # the TRL trainer it derives from (GRPOTrainer)
+    method: str
+    where: str  # "src/pkg/trainer.py:154"
+    signature: str  # its parameters as ``signature_text`` writes them
+
+
 @dataclass
 class ScriptDecl:
     """What a training script declares. ``problem`` says why it was not read (then the rest is
@@ -187,6 +203,9 @@ class ScriptDecl:
     #: its calls into TRL's trainer classes with keywords (the constructor, methods of the object
     #: it built): each keyword is checked against the TRL release that runs
     trl_calls: list[TrlCall] = field(default_factory=list)
+    #: methods its repository classes deriving from a TRL trainer override (the script and the
+    #: modules it imports, read)
+    trl_overrides: list[TrlOverride] = field(default_factory=list)
     #: it builds no GRPOTrainer of TRL's itself and imports a trainer class of the repository's
     #: own that envdoctor could not read (``Qwen2VLGRPOTrainer (from open_r1_video.trainer)``)
     unread_trainer: str | None = None
@@ -620,7 +639,12 @@ def record(mod: SourceFacts, node: ast.AST) -> bool:
     elif isinstance(node, ast.ClassDef):
         fields = tuple(f for f in map(_is_dataclass_field, node.body) if f)
         bases = tuple(b for b in map(_dotted, node.bases) if b)
-        mod.classes.setdefault(node.name, DataClass(node.name, mod.path, node.lineno, fields, bases))
+        methods = tuple(
+            (n.name, n.lineno, signature_text(n))
+            for n in node.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        )
+        mod.classes.setdefault(node.name, DataClass(node.name, mod.path, node.lineno, fields, bases, methods))
     else:
         return False
     return True
@@ -1488,6 +1512,7 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         for func, line, arg in mod.ds_prepares
         if "ref" in arg.rsplit(".", 1)[-1].lower()
     )
+    decl.trl_overrides = _trl_overrides(main, script, res)
     decl.trl_other_trainer = None if decl.config_calls else _trl_other_trainer(main, script, res)
     decl.builds_grpo = _builds_grpo(main, script, res, targets)
     decl.grpo_in_module = None if decl.builds_grpo else _grpo_in_module(followed, res)
@@ -1733,6 +1758,42 @@ def _trl_calls(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlCall]
     for name, method, line, call in main.method_calls:
         if name in built and not method.startswith("_"):
             out.append(_trl_call(built[name], method, f"{main.path}:{line}", call, main))
+    return out
+
+
+def _trl_base(cls: DataClass, mod: SourceFacts, home: Path, res: _Resolver, depth: int = 0) -> str | None:
+    """The TRL trainer class (``…Trainer``) ``cls`` derives from, through repository bases."""
+    if depth > 6:
+        return None
+    for base in cls.bases:
+        kind, found = res.resolve(base, mod, home, local=base != cls.name)
+        if kind == "trl" and str(found).endswith("Trainer"):
+            return str(found)
+        if kind == "own" and found[0] is not cls:
+            deeper = _trl_base(found[0], found[1], found[2], res, depth + 1)
+            if deeper:
+                return deeper
+    return None
+
+
+def _trl_overrides(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlOverride]:
+    """The methods the repository's classes deriving from a TRL trainer define, in the script
+    and the modules read (``res.loaded``), each class once."""
+    out: list[TrlOverride] = []
+    mods = [
+        (main, script),
+        *((m, Path(m.path)) for m in res.loaded.values() if m is not None and m is not main),
+    ]
+    for mod, home in mods:
+        for cls in mod.classes.values():
+            if not cls.methods:
+                continue
+            base = _trl_base(cls, mod, home, res)
+            if base is None:
+                continue
+            for name, line, sig in cls.methods:
+                if len(out) < MAX_CALLS:
+                    out.append(TrlOverride(cls.name, base, name, f"{cls.path}:{line}", sig))
     return out
 
 
