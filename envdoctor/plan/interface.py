@@ -55,6 +55,9 @@ class Launch:
     #: what the script could not give statically (a command substitution, a loop variable, a
     #: branch chosen at run time): each said once; the words stay as written (``$N``)
     unknown: tuple[str, ...] = ()
+    #: where a literal ``cd`` before it went (``cd pipeline && python -m training.train``:
+    #: "pipeline"), from where the commands started: a ``-m`` module is found from there
+    folder: str = ""
 
     @property
     def is_server(self) -> bool:
@@ -152,6 +155,8 @@ class TrainingScript:
     #: methods of its classes deriving from a TRL trainer that they define (``TrlOverride``: class,
     #: TRL base, method, where, parameters), checked against how the TRL that runs calls them
     trl_overrides: tuple[Any, ...] = ()
+    #: the files read: the script, then the repository modules it imports
+    files: tuple[str, ...] = ()
     #: where the script or the repository modules it imports hand a reference model to DeepSpeed
     #: themselves (``prepare_deepspeed(self.ref_model) in trainer.py:437``)
     ref_ds_prepares: tuple[str, ...] = ()

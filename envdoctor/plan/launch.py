@@ -534,7 +534,9 @@ def _moved(launch: Launch, folder: str) -> Launch:
             program[i] = f"{key}={at(value)}"
         elif word in flags and i + 1 < len(program) and not program[i + 1].startswith("-"):
             program[i + 1] = at(program[i + 1])
-    return dataclasses.replace(launch, options=options, script_args=args, script=script, program=program)
+    return dataclasses.replace(
+        launch, options=options, script_args=args, script=script, program=program, folder=folder
+    )
 
 
 def _parse_text(text: str, exported: dict[str, str], depth: int, folder: str = "") -> list[Launch]:

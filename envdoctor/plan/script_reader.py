@@ -927,6 +927,30 @@ def _reads_config_fields(node: ast.expr) -> bool:
     return False
 
 
+def _dict_call_display(value: ast.expr) -> ast.Dict | None:
+    """``dict(k=v, …)`` (keywords only) as the dict display it builds, each key placed where its
+    keyword is written (a line edit cuts ``k=v,`` as it cuts ``"k": v,``); None for another
+    expression."""
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "dict"
+        and not value.args
+        and all(k.arg for k in value.keywords)
+    ):
+        return None
+    keys: list[ast.expr | None] = []
+    for k in value.keywords:
+        key = ast.Constant(k.arg)
+        key.lineno, key.col_offset = k.lineno, k.col_offset
+        key.end_lineno, key.end_col_offset = k.lineno, k.col_offset + len(str(k.arg))
+        keys.append(key)
+    display = ast.Dict(keys=keys, values=[k.value for k in value.keywords])
+    display.lineno, display.col_offset = value.lineno, value.col_offset
+    display.end_lineno, display.end_col_offset = value.end_lineno, value.end_col_offset
+    return display
+
+
 def _note_mapping(mod: SourceFacts, target: ast.expr, value: ast.expr) -> None:
     """Record ``name = {…}`` / ``name = dict(…)`` (a ``**name`` spread of a config call reads it)
     and ``name[key] = …`` (the mapping then holds keys envdoctor does not follow)."""
@@ -935,6 +959,8 @@ def _note_mapping(mod: SourceFacts, target: ast.expr, value: ast.expr) -> None:
             mod.removals.setdefault(target.id, []).append(value.lineno)  # bound again
         elif isinstance(value, ast.Dict) and len(mod.floors) < MAX_CALLS:
             mod.floors[target.id] = (value.lineno, value)
+        elif len(mod.floors) < MAX_CALLS and (display := _dict_call_display(value)) is not None:
+            mod.floors[target.id] = (value.lineno, display)  # kwargs = dict(k=v, …)
         is_map = isinstance(value, ast.Dict) or (
             isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict"
         )
@@ -1258,9 +1284,10 @@ def _as_list(part: Any) -> list[ast.AST]:
 class _Resolver:
     """Names of a script resolved to TRL's classes or to classes of the repository's files."""
 
-    def __init__(self, script: Path, main: SourceFacts) -> None:
+    def __init__(self, script: Path, main: SourceFacts, edited: dict[str, str] | None = None) -> None:
         self.script = script
         self.main = main
+        self.edited = edited or {}  # normalised label -> text as `envdoctor fix` edited it
         self.roots = _import_roots(script)
         self.loaded: dict[Path, SourceFacts | None] = {}
         self.files: list[str] = [main.path]
@@ -1297,7 +1324,8 @@ class _Resolver:
             if self.bytes + size > MAX_FOLLOWED_BYTES:
                 return None
             self.bytes += size
-            mod, problem = _load(path, _label(path))
+            text = self.edited.get(os.path.normpath(_label(path)))
+            mod, problem = _load(path, _label(path), None if text is None else text.encode("utf-8"))
             if mod is None and problem and "not valid Python" in problem:
                 mod = _text_facts(path, _label(path))
             self.loaded[key] = mod
@@ -1438,16 +1466,19 @@ def _is_config(cls: DataClass, mod: SourceFacts, home: Path, res: _Resolver, dep
     return False
 
 
-def read_script(path: str | os.PathLike[str], text: str | None = None) -> ScriptDecl:
+def read_script(
+    path: str | os.PathLike[str], text: str | None = None, edited: dict[str, str] | None = None
+) -> ScriptDecl:
     """What the training script at ``path`` declares (see the module's docstring); never raises
     for what the file holds: ``ScriptDecl.problem`` says why it was not read. ``text``: the
-    script's text as ``envdoctor fix`` edited it in memory (the modules it imports from disk)."""
+    script's text as ``envdoctor fix`` edited it in memory; ``edited``: the texts of other files
+    it edited (normalised path -> text): a module the script imports is read from there."""
     script = Path(path)
     label = str(path)
     main, problem = _load(script, label, None if text is None else text.encode("utf-8"))
     if main is None:
         return ScriptDecl(path=label, problem=f"{label} {problem}")
-    res = _Resolver(script, main)
+    res = _Resolver(script, main, edited)
     decl = ScriptDecl(
         path=label,
         flags=dict(main.flags),
@@ -1516,6 +1547,13 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
     decl.trl_other_trainer = None if decl.config_calls else _trl_other_trainer(main, script, res)
     decl.builds_grpo = _builds_grpo(main, script, res, targets)
     decl.grpo_in_module = None if decl.builds_grpo else _grpo_in_module(followed, res)
+    if decl.grpo_in_module and not decl.config_calls:
+        # the module that builds the trainer builds its config too (``GRPOConfig(**kwargs)`` in
+        # pipeline/training/grpo_runner.py of master-thesis-code): its calls are the run's
+        home = decl.grpo_in_module.rsplit(" in ", 1)[-1].rsplit(":", 1)[0]
+        builder = next((m for m in followed if m.path == home), None)
+        if builder is not None:
+            decl.config_calls = _config_calls(builder, Path(builder.path), res, decl)
     decl.hydra_config = main.hydra_config
     decl.config_filter = next(
         (
