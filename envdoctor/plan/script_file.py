@@ -19,7 +19,8 @@ def script_file(launch: Launch) -> str | None:
         return None
     base = os.path.join(*module.split("."))
     # after ``cd pipeline``, ``python -m training.train`` runs pipeline/training/train.py
-    start = launch.folder if launch.folder and not os.path.isabs(launch.folder) else ""
+    folder = getattr(launch, "folder", "") or ""
+    start = folder if not os.path.isabs(folder) else ""
     for root in dict.fromkeys((start, os.path.join(start, "src") if start else "src", "", "src")):
         for path in (f"{base}.py", os.path.join(base, "__main__.py")):
             if os.path.isfile(os.path.join(root, path)):
