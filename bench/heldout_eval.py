@@ -519,12 +519,18 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
         # the version the note says the range resolved to ("'transformers>=4.48' (range;
         # resolved 5.12.1 per the fix commit)"): that one
         said = (
-            re.search(r"\bresolved (?:to )?(\d+\.\d+(?:\.\d+)?)\b|\binferred (\d+\.\d+\.\d+)\b(?!-)", v)
+            re.search(
+                r"\bresolved (?:to )?(\d+\.\d+(?:\.\d+)?)\b|\binferred (\d+\.\d+\.\d+)\b(?!-)"
+                # "names the resolved version: 'trl 1.6'" (a fix commit's words): that release
+                rf"|\bresolved version:?\s*['\"]?{re.escape(name)}\s*=?=?\s*(\d+\.\d+(?:\.\d+)?)\b",
+                v,
+            )
             if isinstance(v, str)
             else None
         )  # ... or the exact version it infers ("consistent with unsloth's trl cap (inferred 0.24.0)")
         if said and name not in NOT_PACKAGES:
-            exact[name] = said.group(1) or said.group(2)
+            got = said.group(1) or said.group(2) or said.group(3)
+            exact[name] = got if got.count(".") == 2 else f"{got}.0"  # "1.6": the line's first release
             continue
         m = LEAD.match(v.strip()) if isinstance(v, str) else None
         if m and not v.strip().startswith(("<", ">", "=", "~", "!")):
@@ -551,6 +557,13 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
             exact["trl"] = placed
     if "trl" not in exact and isinstance(stack.get("trl"), str):
         placed = _trl_from_note(stack["trl"], " ".join(str(v) for v in stack.values()))
+        if placed:
+            exact["trl"] = placed
+    if "trl" not in exact:
+        # TRL named by no version, range or day ("unpinned (not printed; the environment's TRL
+        # at the 2025.9 Unsloth release)"): pip installed the newest TRL the rest of the stack
+        # allowed on the day the stack gives (an Unsloth release's month, else the commit's day)
+        placed = _trl_on_stack_day(stack, exact, uses_vllm)
         if placed:
             exact["trl"] = placed
     exact.setdefault("trl", "0.15.2")  # unsloth / ms-swift threads of early 2025 ran trl<=0.15.2
@@ -607,6 +620,33 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
         ):
             exact.pop(name, None)
     return exact
+
+
+def _stack_day(stack: dict) -> str | None:
+    """The day a stack was installed, as its notes give it: the last day of the month of an
+    Unsloth release it names exactly (``2025.9.7``: Unsloth's versions are year.month.n), else a
+    commit's or install's day a note names (``commit 2026-03-22``); None where none does."""
+    unsloth = LEAD.match(str(stack.get("unsloth") or "").strip())
+    cal = re.fullmatch(r"(20\d\d)\.(\d{1,2})\.\d+", unsloth.group(1)) if unsloth else None
+    if cal and 1 <= int(cal.group(2)) <= 12:
+        return f"{cal.group(1)}-{int(cal.group(2)):02d}-31"
+    said = " ".join(str(v) for v in stack.values())
+    day = re.search(r"\b(?:commit|installed|install)\w*\W{0,3}(20\d\d-\d\d-\d\d)\b", said)
+    return day.group(1) if day else None
+
+
+def _trl_on_stack_day(stack: dict, exact: dict[str, str], uses_vllm: bool) -> str | None:
+    """The newest TRL out on the stack's day (``_stack_day``) that is consistent with the exact
+    versions the stack gives (envdoctor's resolver: Unsloth's and vLLM's bounds), as pip picks
+    it; None without a day or a consistent release."""
+    from envdoctor import versions
+
+    day = _stack_day(stack)
+    out = [v for v, up in TRL_RELEASES.items() if up <= day] if day else []
+    if not out:
+        return None
+    newest = max(out, key=versions.sort_key)
+    return _pip_pick("trl", f"<={newest}", {n: v for n, v in exact.items() if n != "trl"}, uses_vllm)
 
 
 def _origin(note: object) -> str | None:
@@ -709,9 +749,12 @@ def setups(out: Path) -> None:
         step = next(
             (x.split()[1] for x in reversed(launch[:-1]) if re.fullmatch(r"cd\s+[\w.-][\w./-]*", x)), None
         )
-        runs_sh = any(t.endswith((".sh", ".bash")) for t in toks[:3])
-        if step and runs_sh and ".." not in step and (d / step).is_dir():
-            toks = ["cd", step, "&&", *toks]
+        # any trainer line after the setup's `cd DIR` runs from DIR (`cd pipeline; python -m
+        # training.train --config configs/e0.yaml` of master-thesis-code: training/ and configs/
+        # are pipeline/'s): the line's paths are DIR's, and so is the script the setup holds there
+        base = step if step and ".." not in step and (d / step).is_dir() else ""
+        if base and toks and toks[0] != "cd":
+            toks = ["cd", base, "&&", *toks]
         # the setup's files where its trainer line names them: "--flag path" and "--flag=path",
         # and its training script (train.py) at the script path of the line
         pairs = [(t, toks[i + 1]) for i, t in enumerate(toks[:-1])]
@@ -722,14 +765,15 @@ def setups(out: Path) -> None:
             and "/" in script
             and (d / "train.py").exists()
             and not (d / Path(script).name).exists()
-            and not (d / script).is_file()  # the setup holds the script at the line's path
+            and not (d / base / script).is_file()  # the setup holds the script at the line's path
         ):
             pairs.append(("script", script))  # the setup's train.py, unless it holds the script by name
         runs = re.search(r"\bpython[\d.]*\s+(?:-\w+\s+)*-m\s+([\w.]+)", trainer) if not script else None
         module = runs.group(1) if runs else ""  # at the top of the line or inside its bash -c '…'
         if module.split(".")[0] in ("accelerate", "torch", "deepspeed", "trl", "vllm"):
             module = ""  # a launcher's or TRL's own module, not the setup's script
-        if module and module.replace(".", "").isidentifier() and (d / "train.py").exists():
+        held = (d / base / (module.replace(".", "/") + ".py")).is_file() if module else False
+        if module and module.replace(".", "").isidentifier() and (d / "train.py").exists() and not held:
             pairs.append(("script", module.replace(".", "/") + ".py"))  # python -m pkg.train: pkg/train.py
         # accelerate's --config_file / --config-file and TRL's --config, space or = form, at any
         # path the line names (a bare name too: "--config grpo.yaml")
@@ -754,15 +798,17 @@ def setups(out: Path) -> None:
                 if src == "config.yaml" and Path(path).suffix.lower() not in (".yaml", ".yml", ".json"):
                     continue  # `--config config1`: a name the script looks up (grpo/grpo.py's), no file
                 if t in flags and (d / src).exists() and path and not path.startswith("-") and path != src:
-                    (tmp / path).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(d / src, tmp / path)
+                    if base and (d / base / path).is_file():
+                        continue  # the setup holds it at its place under the `cd` folder
+                    (tmp / base / path).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(d / src, tmp / base / path)
         # any other file of the setup the line names by its own name (configs/one_gpu.yaml for
         # the setup's one_gpu.yaml): placed where the line looks for it
         for _, path in pairs:
             name = Path(path).name if path and not path.startswith("-") else ""
-            if name and (d / name).is_file() and not (tmp / path).exists() and ".." not in path:
-                (tmp / path).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(d / name, tmp / path)
+            if name and (d / name).is_file() and not (tmp / base / path).exists() and ".." not in path:
+                (tmp / base / path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(d / name, tmp / base / path)
         count = _gpu_count(gpus, launch)
         packages: dict = dict(_stack(stack, _uses_vllm(d)))
         origin = _origin(stack.get("trl"))

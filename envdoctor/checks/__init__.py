@@ -21,6 +21,7 @@ from envdoctor.checks import (
     repository,
     scope,
     secrets,
+    trl_overrides,
 )
 
 ALL_MODULES = (
@@ -28,6 +29,7 @@ ALL_MODULES = (
     import_shadow,
     config,
     config_values,
+    trl_overrides,
     deepspeed_ref,
     gpus,
     layout,

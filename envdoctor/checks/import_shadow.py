@@ -142,37 +142,49 @@ def absent_package_taken_for_installed(ctx: Context) -> Iterator[Hit]:
         )
 
 
+def installed_twice(name: str, pkg: Any, other: Any) -> tuple[str, str]:
+    """PKG013's text and fix, the one both entry points give (``check`` from the facts,
+    ``triage`` for a failure of that package judged against the facts): ``pkg`` the copy Python
+    imports (the user site's or a PYTHONPATH entry's), ``other`` the environment's own."""
+    if pkg.path_kind == "user site":
+        why = "the user site comes before the environment's site-packages on sys.path"
+        fix = (
+            f"Run with PYTHONNOUSERSITE=1 (or python -s) so that the environment's {name} "
+            f"{other.version} is imported, exported in the job script (and passed into a container); "
+            f"or remove the user copy: `python -m pip uninstall {name}` run outside any venv with the "
+            f"user site on removes the first copy on sys.path, {pkg.path}'s. Where the user copy is "
+            f"the release you meant to run (a pip that could not write the environment put it there), "
+            f"install {name}=={pkg.version} where the environment's copy is (or into a venv made with "
+            f"--system-site-packages, where pip can write) and then remove the user copy."
+        )
+    else:
+        why = "PYTHONPATH entries come before site-packages on sys.path"
+        fix = (
+            f"Drop {pkg.path} from PYTHONPATH (or the {name} copy in it) so that the environment's "
+            f"{name} {other.version} is imported."
+        )
+    what = (
+        f"{name} is installed twice: {name} {pkg.version} in {pkg.path} ({pkg.path_kind}) and {name} "
+        f"{other.version} in {other.path} ({other.path_kind}); {why}, so the run imports {pkg.version}, "
+        f"not the {other.version} installed in the environment, and every check of the environment "
+        f"(and every other package's requirement of {name}) meets the copy it was not set up with"
+    )
+    return what, fix
+
+
 @rule("PKG013")
 def package_installed_twice(ctx: Context) -> Iterator[Hit]:
     """A distribution of the stack installed in two ``sys.path`` entries at two versions, the
     copy Python imports (the first) being the user site's or a PYTHONPATH entry's: the run imports
-    the copy the environment was not set up with (facts: ``Package.other_copies``)."""
+    the copy the environment was not set up with (facts: ``Package.other_copies``). triage says
+    the same finding, in the same words, for a failure of that package (triage/roots.py)."""
     for name, pkg in sorted(ctx.facts.packages.items()):
         other = pkg.shadowed()
         if other is None:
             continue  # installed once, the environment's own copy first, or the copies agree
-        if pkg.path_kind == "user site":
-            why = "the user site comes before the environment's site-packages on sys.path"
-            fix = (
-                f"Run with PYTHONNOUSERSITE=1 (or python -s) so that the environment's {name} "
-                f"{other.version} is imported, exported in the job script (and passed into a container); "
-                f"or remove the user copy: `python -m pip uninstall {name}` run outside any venv with the "
-                f"user site on removes the first copy on sys.path, {pkg.path}'s. Where the user copy is "
-                f"the release you meant to run (a pip that could not write the environment put it there), "
-                f"install {name}=={pkg.version} where the environment's copy is (or into a venv made with "
-                f"--system-site-packages, where pip can write) and then remove the user copy."
-            )
-        else:
-            why = "PYTHONPATH entries come before site-packages on sys.path"
-            fix = (
-                f"Drop {pkg.path} from PYTHONPATH (or the {name} copy in it) so that the environment's "
-                f"{name} {other.version} is imported."
-            )
+        what, fix = installed_twice(name, pkg, other)
         yield hit(
-            f"{name} is installed twice: {name} {pkg.version} in {pkg.path} ({pkg.path_kind}) and {name} "
-            f"{other.version} in {other.path} ({other.path_kind}); {why}, so the run imports {pkg.version}, "
-            f"not the {other.version} installed in the environment, and every check of the environment "
-            f"(and every other package's requirement of {name}) meets the copy it was not set up with",
+            what,
             fix=fix,
             package=name,
             imported=pkg.version,

@@ -174,8 +174,11 @@ class Stack:
         kept = self._config_keys_kept(ctx)
         if kept is not None:
             self.roots.append(kept)
-        from envdoctor.checks.model_floors import model_names
+        from envdoctor.checks.model_floors import model_names, transformers_floor
 
+        floor = transformers_floor(ctx, self.installed.get("transformers"))
+        if floor is not None:
+            self.roots.append(Need("transformers", floor[0], why=floor[1]))
         for dist, name, kind, found in model_names(ctx):
             # the model's config.json needs the release that first has its name (PKG010): no plan
             # may move below it

@@ -94,6 +94,8 @@ def named_files(plan: Any) -> list[str]:
     out = [p for p in (plan.config_path, plan.accelerate_path) if p and p != "-"]
     if plan.script is not None and plan.script.path and not plan.script.problem:
         out.append(plan.script.path)
+        # the repository modules it imports, read: the one that builds its GRPOConfig(...)
+        out += [f for f in plan.script.files if f != plan.script.path]
     return out
 
 

@@ -141,7 +141,11 @@ def _job_cli(plan: Plan) -> None:
     if job is None:
         return
     plan.job = job
-    found = runs(job.command, job.env) if job.command and not job.unknown else []
+    found = runs(job.command, job.env) if job.command and (job.in_process or not job.unknown) else []
+    if found and job.in_process and job.unknown:
+        # the app's file trains in the container's process: read as the training script, while
+        # the GPUs it gets are not known
+        found[-1].unresolved = f"{job.kind} ({job.source}): {job.unknown}"
     if not found:
         trainer.unresolved = f"{job.kind} ({job.source}): {job.unknown or 'no launch line read'}"
         return

@@ -55,6 +55,9 @@ class Launch:
     #: what the script could not give statically (a command substitution, a loop variable, a
     #: branch chosen at run time): each said once; the words stay as written (``$N``)
     unknown: tuple[str, ...] = ()
+    #: where a literal ``cd`` before it went (``cd pipeline && python -m training.train``:
+    #: "pipeline"), from where the commands started: a ``-m`` module is found from there
+    folder: str = ""
 
     @property
     def is_server(self) -> bool:
@@ -149,6 +152,11 @@ class TrainingScript:
     #: its calls into TRL's trainer classes with keywords (``TrlCall``: class, method, where,
     #: keywords), checked against the symbol history of the TRL release that runs
     trl_calls: tuple[Any, ...] = ()
+    #: methods of its classes deriving from a TRL trainer that they define (``TrlOverride``: class,
+    #: TRL base, method, where, parameters), checked against how the TRL that runs calls them
+    trl_overrides: tuple[Any, ...] = ()
+    #: the files read: the script, then the repository modules it imports
+    files: tuple[str, ...] = ()
     #: where the script or the repository modules it imports hand a reference model to DeepSpeed
     #: themselves (``prepare_deepspeed(self.ref_model) in trainer.py:437``)
     ref_ds_prepares: tuple[str, ...] = ()

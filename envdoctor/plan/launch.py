@@ -534,7 +534,12 @@ def _moved(launch: Launch, folder: str) -> Launch:
             program[i] = f"{key}={at(value)}"
         elif word in flags and i + 1 < len(program) and not program[i + 1].startswith("-"):
             program[i + 1] = at(program[i + 1])
-    return dataclasses.replace(launch, options=options, script_args=args, script=script, program=program)
+    # a ``-m`` module is found from the folder: the line as written keeps its ``cd`` (read again,
+    # by ``envdoctor fix`` trying the line, it runs from there too)
+    raw = f"cd {shlex.quote(folder)} && {launch.raw}" if launch.module and not launch.script else launch.raw
+    return dataclasses.replace(
+        launch, options=options, script_args=args, script=script, program=program, folder=folder, raw=raw
+    )
 
 
 def _parse_text(text: str, exported: dict[str, str], depth: int, folder: str = "") -> list[Launch]:

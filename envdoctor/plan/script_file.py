@@ -18,8 +18,11 @@ def script_file(launch: Launch) -> str | None:
     if not module or not all(part.isidentifier() for part in module.split(".")):
         return None
     base = os.path.join(*module.split("."))
-    for root in ("", "src"):
+    # after ``cd pipeline``, ``python -m training.train`` runs pipeline/training/train.py
+    folder = getattr(launch, "folder", "") or ""
+    start = folder if not os.path.isabs(folder) else ""
+    for root in dict.fromkeys((start, os.path.join(start, "src") if start else "src", "", "src")):
         for path in (f"{base}.py", os.path.join(base, "__main__.py")):
             if os.path.isfile(os.path.join(root, path)):
-                return os.path.join(root, path)
+                return os.path.normpath(os.path.join(root, path))
     return None

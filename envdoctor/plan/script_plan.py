@@ -39,7 +39,8 @@ def read_training_script(
     from envdoctor.plan.script_reader import flag_values, read_script
 
     edited = plan.edited.get(os.path.normpath(path))  # as `envdoctor fix` edited it in memory
-    decl = _read(path, read_script) if edited is None else read_script(path, edited)
+    others = {k: v for k, v in plan.edited.items() if k.endswith(".py") and k != os.path.normpath(path)}
+    decl = _read(path, read_script) if edited is None and not others else read_script(path, edited, others)
     plan.script = TrainingScript(
         decl.path,
         problem=decl.problem,
@@ -53,6 +54,8 @@ def read_training_script(
         own_trainer=decl.own_trainer,
         unread_trainer=decl.unread_trainer,
         trl_calls=tuple(decl.trl_calls),
+        trl_overrides=tuple(decl.trl_overrides),
+        files=tuple(decl.files),
         ref_ds_prepares=decl.ref_ds_prepares,
         config_filter=decl.config_filter,
         config_filter_keys=decl.config_filter_keys,

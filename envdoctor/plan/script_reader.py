@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envdoctor.knowledge.trl_hook_calls import signature_text
 from envdoctor.plan.interface import (
     CODE_ORIGIN,
     CONFIG_KINDS,
@@ -92,6 +93,8 @@ class DataClass:
     line: int
     fields: tuple[str, ...]
     bases: tuple[str, ...]
+    #: the methods it defines: (name, line, parameter list as ``signature_text`` writes it)
+    methods: tuple[tuple[str, int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,19 @@ class TrlCall:
     places: tuple[tuple[str, int, int, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class TrlOverride:
+    """A method of a repository class deriving from a TRL trainer that the class defines itself
+    (``ProtocolGRPOTrainer._generate_and_score_completions(self, inputs, mode)``): TRL's trainer
+    calls it on ``self`` with the arguments of the release that runs."""
+
+    cls: str  # the repository's class
+    base: str  # the TRL trainer it derives from (GRPOTrainer)
+    method: str
+    where: str  # "src/pkg/trainer.py:154"
+    signature: str  # its parameters as ``signature_text`` writes them
+
+
 @dataclass
 class ScriptDecl:
     """What a training script declares. ``problem`` says why it was not read (then the rest is
@@ -187,6 +203,9 @@ class ScriptDecl:
     #: its calls into TRL's trainer classes with keywords (the constructor, methods of the object
     #: it built): each keyword is checked against the TRL release that runs
     trl_calls: list[TrlCall] = field(default_factory=list)
+    #: methods its repository classes deriving from a TRL trainer override (the script and the
+    #: modules it imports, read)
+    trl_overrides: list[TrlOverride] = field(default_factory=list)
     #: it builds no GRPOTrainer of TRL's itself and imports a trainer class of the repository's
     #: own that envdoctor could not read (``Qwen2VLGRPOTrainer (from open_r1_video.trainer)``)
     unread_trainer: str | None = None
@@ -620,7 +639,12 @@ def record(mod: SourceFacts, node: ast.AST) -> bool:
     elif isinstance(node, ast.ClassDef):
         fields = tuple(f for f in map(_is_dataclass_field, node.body) if f)
         bases = tuple(b for b in map(_dotted, node.bases) if b)
-        mod.classes.setdefault(node.name, DataClass(node.name, mod.path, node.lineno, fields, bases))
+        methods = tuple(
+            (n.name, n.lineno, signature_text(n))
+            for n in node.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        )
+        mod.classes.setdefault(node.name, DataClass(node.name, mod.path, node.lineno, fields, bases, methods))
     else:
         return False
     return True
@@ -903,6 +927,30 @@ def _reads_config_fields(node: ast.expr) -> bool:
     return False
 
 
+def _dict_call_display(value: ast.expr) -> ast.Dict | None:
+    """``dict(k=v, …)`` (keywords only) as the dict display it builds, each key placed where its
+    keyword is written (a line edit cuts ``k=v,`` as it cuts ``"k": v,``); None for another
+    expression."""
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "dict"
+        and not value.args
+        and all(k.arg for k in value.keywords)
+    ):
+        return None
+    keys: list[ast.expr | None] = []
+    for k in value.keywords:
+        key = ast.Constant(k.arg)
+        key.lineno, key.col_offset = k.lineno, k.col_offset
+        key.end_lineno, key.end_col_offset = k.lineno, k.col_offset + len(str(k.arg))
+        keys.append(key)
+    display = ast.Dict(keys=keys, values=[k.value for k in value.keywords])
+    display.lineno, display.col_offset = value.lineno, value.col_offset
+    display.end_lineno, display.end_col_offset = value.end_lineno, value.end_col_offset
+    return display
+
+
 def _note_mapping(mod: SourceFacts, target: ast.expr, value: ast.expr) -> None:
     """Record ``name = {…}`` / ``name = dict(…)`` (a ``**name`` spread of a config call reads it)
     and ``name[key] = …`` (the mapping then holds keys envdoctor does not follow)."""
@@ -911,6 +959,8 @@ def _note_mapping(mod: SourceFacts, target: ast.expr, value: ast.expr) -> None:
             mod.removals.setdefault(target.id, []).append(value.lineno)  # bound again
         elif isinstance(value, ast.Dict) and len(mod.floors) < MAX_CALLS:
             mod.floors[target.id] = (value.lineno, value)
+        elif len(mod.floors) < MAX_CALLS and (display := _dict_call_display(value)) is not None:
+            mod.floors[target.id] = (value.lineno, display)  # kwargs = dict(k=v, …)
         is_map = isinstance(value, ast.Dict) or (
             isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict"
         )
@@ -1234,9 +1284,10 @@ def _as_list(part: Any) -> list[ast.AST]:
 class _Resolver:
     """Names of a script resolved to TRL's classes or to classes of the repository's files."""
 
-    def __init__(self, script: Path, main: SourceFacts) -> None:
+    def __init__(self, script: Path, main: SourceFacts, edited: dict[str, str] | None = None) -> None:
         self.script = script
         self.main = main
+        self.edited = edited or {}  # normalised label -> text as `envdoctor fix` edited it
         self.roots = _import_roots(script)
         self.loaded: dict[Path, SourceFacts | None] = {}
         self.files: list[str] = [main.path]
@@ -1273,7 +1324,8 @@ class _Resolver:
             if self.bytes + size > MAX_FOLLOWED_BYTES:
                 return None
             self.bytes += size
-            mod, problem = _load(path, _label(path))
+            text = self.edited.get(os.path.normpath(_label(path)))
+            mod, problem = _load(path, _label(path), None if text is None else text.encode("utf-8"))
             if mod is None and problem and "not valid Python" in problem:
                 mod = _text_facts(path, _label(path))
             self.loaded[key] = mod
@@ -1414,16 +1466,19 @@ def _is_config(cls: DataClass, mod: SourceFacts, home: Path, res: _Resolver, dep
     return False
 
 
-def read_script(path: str | os.PathLike[str], text: str | None = None) -> ScriptDecl:
+def read_script(
+    path: str | os.PathLike[str], text: str | None = None, edited: dict[str, str] | None = None
+) -> ScriptDecl:
     """What the training script at ``path`` declares (see the module's docstring); never raises
     for what the file holds: ``ScriptDecl.problem`` says why it was not read. ``text``: the
-    script's text as ``envdoctor fix`` edited it in memory (the modules it imports from disk)."""
+    script's text as ``envdoctor fix`` edited it in memory; ``edited``: the texts of other files
+    it edited (normalised path -> text): a module the script imports is read from there."""
     script = Path(path)
     label = str(path)
     main, problem = _load(script, label, None if text is None else text.encode("utf-8"))
     if main is None:
         return ScriptDecl(path=label, problem=f"{label} {problem}")
-    res = _Resolver(script, main)
+    res = _Resolver(script, main, edited)
     decl = ScriptDecl(
         path=label,
         flags=dict(main.flags),
@@ -1488,9 +1543,17 @@ def read_script(path: str | os.PathLike[str], text: str | None = None) -> Script
         for func, line, arg in mod.ds_prepares
         if "ref" in arg.rsplit(".", 1)[-1].lower()
     )
+    decl.trl_overrides = _trl_overrides(main, script, res)
     decl.trl_other_trainer = None if decl.config_calls else _trl_other_trainer(main, script, res)
     decl.builds_grpo = _builds_grpo(main, script, res, targets)
     decl.grpo_in_module = None if decl.builds_grpo else _grpo_in_module(followed, res)
+    if decl.grpo_in_module and not decl.config_calls:
+        # the module that builds the trainer builds its config too (``GRPOConfig(**kwargs)`` in
+        # pipeline/training/grpo_runner.py of master-thesis-code): its calls are the run's
+        home = decl.grpo_in_module.rsplit(" in ", 1)[-1].rsplit(":", 1)[0]
+        builder = next((m for m in followed if m.path == home), None)
+        if builder is not None:
+            decl.config_calls = _config_calls(builder, Path(builder.path), res, decl)
     decl.hydra_config = main.hydra_config
     decl.config_filter = next(
         (
@@ -1733,6 +1796,42 @@ def _trl_calls(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlCall]
     for name, method, line, call in main.method_calls:
         if name in built and not method.startswith("_"):
             out.append(_trl_call(built[name], method, f"{main.path}:{line}", call, main))
+    return out
+
+
+def _trl_base(cls: DataClass, mod: SourceFacts, home: Path, res: _Resolver, depth: int = 0) -> str | None:
+    """The TRL trainer class (``…Trainer``) ``cls`` derives from, through repository bases."""
+    if depth > 6:
+        return None
+    for base in cls.bases:
+        kind, found = res.resolve(base, mod, home, local=base != cls.name)
+        if kind == "trl" and str(found).endswith("Trainer"):
+            return str(found)
+        if kind == "own" and found[0] is not cls:
+            deeper = _trl_base(found[0], found[1], found[2], res, depth + 1)
+            if deeper:
+                return deeper
+    return None
+
+
+def _trl_overrides(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlOverride]:
+    """The methods the repository's classes deriving from a TRL trainer define, in the script
+    and the modules read (``res.loaded``), each class once."""
+    out: list[TrlOverride] = []
+    mods = [
+        (main, script),
+        *((m, Path(m.path)) for m in res.loaded.values() if m is not None and m is not main),
+    ]
+    for mod, home in mods:
+        for cls in mod.classes.values():
+            if not cls.methods:
+                continue
+            base = _trl_base(cls, mod, home, res)
+            if base is None:
+                continue
+            for name, line, sig in cls.methods:
+                if len(out) < MAX_CALLS:
+                    out.append(TrlOverride(cls.name, base, name, f"{cls.path}:{line}", sig))
     return out
 
 

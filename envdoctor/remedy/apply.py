@@ -95,7 +95,7 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
             lines is None
             and read is not None
             and read.path
-            and file_key(read.path) in edited_now
+            and any(file_key(f) in edited_now for f in (read.path, *read.files))
             and plan.trainer is not None
             and script_file(plan.trainer)
         ):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from envdoctor.findings import FileEdit
-from envdoctor.plan.interface import CodeKeyword, TrainingScript
+from envdoctor.plan.interface import CODE_ORIGIN, CodeKeyword, TrainingScript
 from envdoctor.remedy.file_edit import EditError
 
 
@@ -29,11 +29,21 @@ def code_edits(
         if not places:
             raise EditError(f"{script.path} sets `{key}` in code where envdoctor cannot edit it")
         for place in places:
-            edits.append(_edit(script.path, key, place, key not in values, values.get(key)))
+            path = _written_in(place) or script.path
+            edits.append(_edit(path, key, place, key not in values, values.get(key)))
     lines = [e.line for e in edits]
     if len(set(lines)) != len(lines):
         raise EditError(f"{script.path}: two of these keywords share a line; edit it by hand")
     return tuple(sorted(edits, key=lambda e: -e.line))
+
+
+def _written_in(place: CodeKeyword) -> str | None:
+    """The file the call is written in (``GRPOConfig(...) in src/runner.py:99``): the script, or
+    the repository module that builds the trainer and its config."""
+    if CODE_ORIGIN not in place.where:
+        return None
+    path, _, line = place.where.rsplit(CODE_ORIGIN, 1)[-1].rpartition(":")
+    return path if path and line.isdigit() else None
 
 
 def _edit(path: str, key: str, place: CodeKeyword, drop: bool, value: Any) -> FileEdit:

@@ -1,5 +1,6 @@
 """Two installations of the stack in one traceback: the package that failed was imported from an
-installation the run was not meant to use (TRI037).
+installation the run was not meant to use (TRI037). Where only the facts show the two copies (the
+log prints no paths), the finding is check's PKG013, in its words (``_from_facts``).
 
 Python puts the user site (``~/.local/lib/pythonX.Y/site-packages``, PEP 370) on ``sys.path``
 before the environment's own site-packages for any interpreter that is not an isolated venv (a
@@ -230,9 +231,11 @@ _NAMED = re.compile(
 
 
 def _from_facts(t: Traceback, m: Match, log: Log) -> Draft | None:
-    """TRI037 where the log shows no paths but the facts it is judged against (this machine, or
+    """Where the log shows no paths but the facts it is judged against (this machine, or
     ``--facts``) do: the package the failure names is installed twice there, at two versions, and
-    the copy Python imports is the user site's or a PYTHONPATH entry's (``Package.other_copies``)."""
+    the copy Python imports is the user site's or a PYTHONPATH entry's (``Package.other_copies``):
+    that is check's PKG013, said with its id, text and fix (checks/import_shadow.installed_twice),
+    not a second text of TRI037's."""
     if log.ctx is None or t.name not in ("ImportError", "ModuleNotFoundError", "AttributeError"):
         return None
     g = _NAMED.search(t.message.strip())
@@ -244,36 +247,23 @@ def _from_facts(t: Traceback, m: Match, log: Log) -> Draft | None:
         other = pkg.shadowed() if pkg is not None else None
         if pkg is None or other is None:
             continue
+        from envdoctor.checks.import_shadow import installed_twice
+
         machine = "this machine" if log.ctx.facts.live else f"the facts given ({log.ctx.facts.source})"
-        what = (
-            f"two installations of {dist} on {machine}: {dist} {pkg.version} in {pkg.path} ({pkg.path_kind}) "
-            f"comes first on sys.path and is the one Python imports, while the environment holds {dist} "
-            f"{other.version} in {other.path}; the failure is in that first copy, which the rest of the "
-            f"environment was not installed to fit"
-        )
-        if pkg.path_kind == "user site":
-            fix = (
-                f"run with PYTHONNOUSERSITE=1 (or python -s), exported in the job script and passed into a "
-                f"container, so that {dist} {other.version} is imported; or remove the user copy: "
-                f"python -m pip uninstall {dist} outside any venv with the user site on (it removes "
-                f"{pkg.path}'s first)"
-            )
-        else:
-            fix = (
-                f"drop {pkg.path} from PYTHONPATH so that the environment's {dist} {other.version} "
-                f"is imported"
-            )
+        what, fix = installed_twice(dist, pkg, other)  # PKG013's own text: one failure, one text
         d = finding(
-            "TRI037",
+            "PKG013",
             [m],
             log,
             what,
             fix,
             package=dist,
+            imported=pkg.version,
             imported_from=pkg.path,
-            other_root=other.path,
-            roots=pkg.path_kind,
-            located_by="the facts' copies of the package",
+            imported_kind=pkg.path_kind,
+            other=other.version,
+            other_path=other.path,
+            located_by=f"the copies of the package on {machine}",
         )
         return at_severity(d, Severity.ERROR)
     return None

@@ -210,11 +210,18 @@ def test_trl_vllm_range_does_not_judge_unsloths_in_process_vllm(here):
             config={"use_vllm": True},
             launch="python reason.py",
         )
-        return [f"{f.severity.value}: {f.message}" for f in found if f.rule == "PKG006"]
+        return [
+            f"{f.severity.value}: {f.message}"
+            for f in found
+            if f.rule == "PKG006" or f.rule == "KNF001" and f.message.startswith("trl 0.24.0 + vllm 0.19.1")
+        ]
 
-    (got,) = pkg006("True")
+    (got,) = [g for g in pkg006("True") if "TRL 0.24.0 supports" in g]
     assert got.startswith("info: ") and "starts vLLM through unsloth" in got
-    assert [g.split(":")[0] for g in pkg006("False")] == ["warning"]
+    # TRL's own vLLM: the pair is judged at warning, by PKG006's range or, where grpo.py's
+    # GRPOConfig(...) (the module that builds the trainer) sets what a known failure of the pair
+    # needs, by that KNF001 (PKG006 then defers to the confirmed break)
+    assert "warning" in [g.split(":")[0] for g in pkg006("False")]
 
 
 def test_fast_inference_without_vllm_installed_is_pkg001(here):

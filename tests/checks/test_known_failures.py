@@ -190,6 +190,17 @@ def test_entry_fires_once_with_its_id_and_fix(failure):
         errors = [
             f for f in after if f.rule in ("PKG004", "PKG006", "KNF001") and f.severity.value == "error"
         ]
+        # one more step where the fix leads to another known failure with its own proved fix (the
+        # closure's look-ahead): the plan keeps transformers where the model's needs are not
+        # known (checks/model_floors.transformers_floor), so TRL moves forward instead and a
+        # config-dependent pair of the newer TRL (Liger's dapo default) is fixed next
+        for extra in [e for e in errors if e.remedy is not None and e.remedy.packages]:
+            followed = {**followed, "packages": {**followed["packages"], **extra.remedy.packages}}
+        if errors:
+            after = findings(followed, config=config, launch=launch)
+            errors = [
+                f for f in after if f.rule in ("PKG004", "PKG006", "KNF001") and f.severity.value == "error"
+            ]
         assert not errors
     assert failure.title in hit.message
     for name, version in failure.fixed_in.items():

@@ -391,6 +391,60 @@ def test_modal_function_with_a_literal_launch(tmp_path, monkeypatch):
     assert plan.job.gpus_per_node == 8 and lay.num_processes == 8 and "LAY003" not in found
 
 
+MODAL_IN_PROCESS = """\
+import os
+import modal
+
+GPU = {gpu}
+image = modal.Image.debian_slim().pip_install("trl==0.24.0", "transformers==5.2.0")
+app = modal.App("grpo")
+
+
+@app.function(gpu=GPU, image=image)
+def train(stage: int = 1):
+    from training.stage import main
+
+    main()
+
+
+@app.local_entrypoint()
+def entry(stage: int = 1):
+    train.remote(stage=stage)
+"""
+STAGE = (
+    "from trl import GRPOConfig, GRPOTrainer\n\n\n"
+    "class MyTrainer(GRPOTrainer):\n"
+    "    def _generate_and_score_completions(self, inputs, mode):\n"
+    "        return super()._generate_and_score_completions(inputs)\n\n\n"
+    "def main():\n"
+    "    MyTrainer(model='m', reward_funcs=[len], args=GRPOConfig('o')).train()\n"
+)
+
+
+@pytest.mark.parametrize("gpu", ["'A100-40GB'", "os.getenv('TRAIN_GPU', 'A100')"], ids=["literal", "env"])
+def test_modal_run_of_an_app_that_trains_in_its_own_process(tmp_path, monkeypatch, gpu):
+    """Set 18's A100-Kernel-RL: `modal run modal_train.py --stage 1`, whose function imports the
+    training code and calls it (no command started): the app's file is the training script, its
+    imports followed (here: an override TRL 0.29 does not call that way, CFG011)."""
+    _repo(
+        tmp_path,
+        {
+            "modal_train.py": MODAL_IN_PROCESS.format(gpu=gpu),
+            "training/__init__.py": "",
+            "training/stage.py": STAGE,
+        },
+    )
+    monkeypatch.chdir(tmp_path)
+    plan = build_plan(launch="modal run modal_train.py --stage 1", live=False)
+    assert plan.script is not None and plan.script.path == "modal_train.py" and not plan.script.problem
+    assert any(o.method == "_generate_and_score_completions" for o in plan.script.trl_overrides)
+    assert plan.job is not None and plan.job.in_process
+    if gpu.startswith("'"):
+        assert plan.job.gpus_per_node == 1 and not plan.trainer.unresolved
+    else:
+        assert plan.trainer.unresolved and "not a literal" in plan.trainer.unresolved
+
+
 def test_hf_jobs_run_job(tmp_path, monkeypatch):
     code = (
         "from huggingface_hub import run_job\n"

@@ -246,7 +246,7 @@ def _snap(triton: dict) -> dict:
     return snapshot(packages={**MODERN, "triton": triton})
 
 
-def test_set17s_line_with_facts_showing_a_user_site_triton_is_tri037():
+def test_set17s_line_with_facts_showing_a_user_site_triton_is_pkg013_in_checks_words():
     from tests.triage.helpers import judge
 
     two = {
@@ -262,8 +262,21 @@ def test_set17s_line_with_facts_showing_a_user_site_triton_is_tri037():
         ],
     }
     got = {f.rule: f for f in findings(scan_bytes(SET17_LINE), judge(_snap(two)))}
-    assert "TRI037" in got and "TRI009" not in got
-    assert "triton 3.2.0 in ~/.local" in got["TRI037"].message and "PYTHONNOUSERSITE=1" in got["TRI037"].fix
+    # one failure, one id, one text: check's PKG013, in the words check gives it (issue #35)
+    assert "PKG013" in got and "TRI037" not in got and "TRI009" not in got
+    assert "triton 3.2.0 in ~/.local" in got["PKG013"].message and "PYTHONNOUSERSITE=1" in got["PKG013"].fix
+    from envdoctor.checks.context import Context
+    from envdoctor.checks.import_shadow import installed_twice
+    from envdoctor.facts.snapshot import from_dict
+
+    facts = from_dict(_snap(two), "t")
+    pkg = facts.packages["triton"]
+    what, fix = installed_twice("triton", pkg, pkg.shadowed())
+    assert got["PKG013"].message.startswith(what) and got["PKG013"].fix == fix
+    from envdoctor.checks.engine import run_rules
+
+    checked = [f for f in run_rules(Context(facts=facts)).findings if f.rule == "PKG013"]
+    assert checked and checked[0].message == what and checked[0].fix == fix
 
 
 @pytest.mark.parametrize(
@@ -288,7 +301,8 @@ def test_set17s_line_with_facts_showing_a_user_site_triton_is_tri037():
 def test_set17s_line_without_a_second_copy_in_the_facts_is_not_tri037(triton):
     from tests.triage.helpers import judge
 
-    assert "TRI037" not in {f.rule for f in findings(scan_bytes(SET17_LINE), judge(_snap(triton)))}
+    got = {f.rule for f in findings(scan_bytes(SET17_LINE), judge(_snap(triton)))}
+    assert "TRI037" not in got and "PKG013" not in got
 
 
 # Debian's own Python with apt's python3-torch and the user's pip install --user transformers (how

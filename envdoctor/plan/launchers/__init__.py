@@ -76,6 +76,10 @@ class JobLaunch:
     distributed: bool = False
     env: dict[str, str] = field(default_factory=dict)
     scripts: tuple[str, ...] = ()  # what it runs (file names, modules): matched to the trainer's
+    #: the declaration's own file runs the training in the job's process (a Modal function that
+    #: imports and calls the training code): ``command`` is ``python <that file>``, whose script
+    #: envdoctor reads even where the counts are not known
+    in_process: bool = False
 
     def describe(self) -> str:
         nodes = self.nodes or 1
@@ -211,11 +215,15 @@ def one_job(jobs: list[JobLaunch]) -> JobLaunch | None:
     where = ", ".join(
         dict.fromkeys(f"{j.kind} ({j.source}): {j.describe() if not j.unknown else 'unknown'}" for j in jobs)
     )
+    same_file = all(j.in_process for j in jobs) and len({j.command for j in jobs}) == 1
     return JobLaunch(
         kind="Several job launchers",
         source=", ".join(dict.fromkeys(j.source for j in jobs)),
         unknown=f"the repository runs the script under launchers that disagree: {where}",
         scripts=jobs[0].scripts,
+        # functions of one Modal app that each train in process: the app's file is the script
+        command=jobs[0].command if same_file else None,
+        in_process=same_file,
     )
 
 

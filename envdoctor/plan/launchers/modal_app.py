@@ -42,6 +42,7 @@ def read(text: str, shown: str) -> list[JobLaunch]:
                 size = got if isinstance(got, int) else 0
         if gpu is None:
             continue
+        before = len(out)
         for call in ast.walk(fn):
             if not isinstance(call, ast.Call) or name_of(call.func) not in _RUNS or not call.args:
                 continue
@@ -59,4 +60,30 @@ def read(text: str, shown: str) -> list[JobLaunch]:
             elif not size:
                 job.unknown = "its cluster size is not a literal"
             out += finish(job, 1, False) if not job.unknown else finish(job, None, False)
+        if len(out) == before and _trains_in_process(fn):
+            # no command started: the function imports the training code and calls it in its own
+            # process (`from training.stage1_warmup import main; main()`), one process per
+            # container: the app's file is the training script (its imports followed)
+            job = JobLaunch(
+                kind=KIND,
+                source=f"{shown}:{fn.lineno}",
+                command=shlex.join(["python", shown]),
+                gpus_per_node=_gpu_count(gpu),
+                nodes=size or None,
+                per_node=1,
+                in_process=True,
+                scripts=(shown,),
+            )
+            if gpu is UNKNOWN:
+                job.unknown = f"the gpu= of {fn.name}() is not a literal"
+            elif not size:
+                job.unknown = "its cluster size is not a literal"
+            out.append(job)
     return out
+
+
+def _trains_in_process(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """The function imports repository code (``from training.x import main``) or a training
+    library and calls something: it runs the training itself, not a command."""
+    imports = [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return bool(imports) and any(isinstance(n, ast.Call) for n in ast.walk(fn))
