@@ -1031,6 +1031,8 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
                 sig, line_no, body[:1000], groups, None, tuple(lines[max(0, line_no - 41) : line_no - 1])
             )
             if sig.rule != catalogue.RULE:  # an own signature: its handler says it
+                if missing.went_on(log, line_no):
+                    continue  # training steps after it: words the log quotes, not what ended the run
                 from envdoctor.triage.diagnose import HANDLERS
 
                 own.extend(d for d in HANDLERS[sig.id]([match], log) if not d.rejected)

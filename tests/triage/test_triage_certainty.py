@@ -43,6 +43,23 @@ def test_prose_without_the_message_or_after_a_named_failure_gets_no_memory_findi
     assert not any(f.rule == "MEM001" for f in findings(scan_bytes(log)))
 
 
+#: a run that trained on after the quoted words: they did not end it
+STEPS = "{'loss': 0.53, 'grad_norm': 1.2, 'epoch': 0.1}\n{'train_runtime': 100.0, 'train_loss': 0.47}\n"
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        KV_PROSE + STEPS,  # read by head_symptoms' prose pass (a catalogue entry's words on the line)
+        'a colleague said "CUDA error: out of memory" happened with batch 64; my log:\n' + STEPS,
+        "# from our wiki: when you see \"The model's max seq len (32768) is larger than the maximum number "
+        'of tokens that can be stored in KV cache (4512)" lower the length\n' + STEPS,
+    ],
+)
+def test_an_own_message_in_prose_that_training_went_on_after_is_no_failure(log):
+    assert [f for f in findings(scan_bytes(log)) if f.severity.value != "info"] == []
+
+
 # -- a settling line after the symptom: the rest of its message --------------------------------
 
 
