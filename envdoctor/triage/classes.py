@@ -19,7 +19,7 @@ from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
 from envdoctor.triage.interface import Match
 from envdoctor.triage.scanner import split_prefix
-from envdoctor.triage.traceback import Traceback, package_of
+from envdoctor.triage.traceback import Frame, Traceback, package_of
 from envdoctor.units import size_text
 
 # -- the vLLM server (server mode, TRL >= 0.16) ------------------------------------------------
@@ -602,12 +602,21 @@ def frames_hold(tb: Traceback, frames: tuple[tuple[str, str, str], ...]) -> bool
     packages = {p for p, _, _ in frames}
     if not any(f.package in packages for f in shown):
         return None if not shown else False
-    return any(
-        f.package == p
-        and (not file or f.module_path.endswith(file))
-        and (not func or f.function.endswith(func))
-        for f in shown
-        for p, file, func in frames
+    return _held_frame(shown, frames) is not None
+
+
+def _held_frame(shown: list[Frame], frames: tuple[tuple[str, str, str], ...]) -> Frame | None:
+    """The first of ``shown`` that is one of an entry's frames (package, file, function), or None."""
+    return next(
+        (
+            f
+            for p, file, func in frames
+            for f in shown
+            if f.package == p
+            and (not file or f.module_path.endswith(file))
+            and (not func or f.function.endswith(func))
+        ),
+        None,
     )
 
 
@@ -654,24 +663,34 @@ def _settled_by_frame(entry: object, m: Match) -> str:
     raised = getattr(entry, "raised", None)
     if not raised or not raised[2] or not m.context or getattr(entry, "kind", "") not in SEEN_KINDS:
         return ""
-    if getattr(entry, "fixed_in", None) or _VERSION_FIX.search(str(getattr(entry, "fix", ""))):
+    if _fix_is_a_release(entry):
         return ""  # the frame shows the code ran, not which release of it: versions decide
     from envdoctor.triage.traceback import failure
 
     tb = failure(m.context, m.text, m.line_no)
-    if tb is None or frames_hold(tb, raised[2]) is not True:
+    f = _held_frame([f for t in tb.all() for f in t.frames], raised[2]) if tb is not None else None
+    if f is None:
         return ""
-    shown = [f for t in tb.all() for f in t.frames]
-    for p, file, func in raised[2]:
-        for f in shown:
-            if (
-                f.package == p
-                and (not file or f.module_path.endswith(file))
-                and (not func or f.function.endswith(func))
-            ):
-                at = f"{f.module_path}:{f.line}" + (f" in {f.function}" if f.function else "")
-                return f"the traceback's frame in {f.package} ({at})"
-    return ""
+    at = f"{f.module_path}:{f.line}" + (f" in {f.function}" if f.function else "")
+    return f"the traceback's frame in {f.package} ({at})"
+
+
+#: a fix that asks for another release in words ("upgrade vLLM to a release with #39935",
+#: "upgrade TRL past 1.9"), where it names no version specifier
+_UPGRADE_FIX = re.compile(r"(?i)\b(?:upgrade|downgrade)\b")
+
+
+def _fix_is_a_release(entry: object) -> bool:
+    """Whether an entry's failure is fixed by another release: its ``fixed_in``, a version in its
+    fix, an upgrade its fix asks for in words, or a ``when`` range bounded from above (the release
+    that ended it)."""
+    fix = str(getattr(entry, "fix", ""))
+    return bool(
+        getattr(entry, "fixed_in", None)
+        or _VERSION_FIX.search(fix)
+        or _UPGRADE_FIX.search(fix)
+        or any(re.search(r"<|==|~=", str(v)) for v in dict(getattr(entry, "packages", {})).values())
+    )
 
 
 def as_entry(ms: list[Match], log: Log, entry_id: str) -> list[Draft]:

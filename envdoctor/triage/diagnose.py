@@ -789,6 +789,12 @@ def diagnose(
             from envdoctor.triage.structural import later_shadow
 
             found = later_shadow(by_sig, first, log)  # a folder in a package's place, shown later
+        if found is None and head:
+            from envdoctor.triage.toollines import unanchored
+
+            # a shipped signature's line that no anchor found, said by its own handler (its numbers,
+            # its knob) before the catalogue's symptoms read in prose on that line or another
+            found = unanchored(head, log, _handle)
         if found is None and (first is not None or head):
             found = head_symptoms(head, log)  # a symptom on a line no anchor finds
         if found is None and head:
@@ -827,13 +833,11 @@ def diagnose(
             found = program_from_head(head, log)  # a program not on PATH, quoted by a wrapper
         if found is None and head:
             from envdoctor.triage.toollines import from_head as tool_lines
-            from envdoctor.triage.toollines import unanchored
 
-            found = unanchored(head, log, _handle)  # a known signature's line that no anchor found
             # pip, a device-side index assertion, the OOM killer; a bare SIGKILL only where no other
             # exception is there to name, or a wrapper's re-raise of the process it killed
             wrapped = first is None or any(w in first.text for w in _SECONDARY)
-            found = found or tool_lines(head, log, killed_ok=wrapped)
+            found = tool_lines(head, log, killed_ok=wrapped)
             # the host's own lines: P2P, ulimit -u, /dev/shm, a version assert (TRI025-027, TRI019)
             found = found or hostenv.from_head(log, first.line_no if first is not None else None)
         if found is None and first is None and head:

@@ -949,32 +949,9 @@ def _head_keywords() -> tuple[Literals[str] | None, dict[str, list[Signature]]]:
         for k in sig.keywords:
             if len(k) >= HEAD_KEYWORD:
                 by_kw.setdefault(k.decode("utf-8", errors="replace"), []).append(sig)
-    for sig, kws in _own_prose():
-        for k in kws:
-            by_kw.setdefault(k.decode("utf-8", errors="replace"), []).append(sig)
     lits = Literals(by_kw) if by_kw else None
     _HEAD_KEYWORDS[:] = [(sigs, lits, by_kw)]
     return lits, by_kw
-
-
-def _own_prose() -> list[tuple[Signature, tuple[bytes, ...]]]:
-    """The shipped signatures (not the catalogue's) whose keywords no anchor finds, with those
-    keywords (``HEAD_KEYWORD`` characters or more): a message of theirs pasted without its
-    ``ValueError:`` prefix (vLLM's "The model's max seq len (8192) is larger than the maximum
-    number of tokens that can be stored in KV cache (4512)") is found only here, and said by their
-    own handler (the numbers, the knob to change) before any catalogue entry on that line."""
-    from envdoctor.triage import catalogue
-    from envdoctor.triage.diagnose import HANDLERS
-    from envdoctor.triage.signatures import anchors, signatures
-
-    found = []
-    for sig in signatures():
-        if sig.rule == "TRI011" or sig.fallback or sig.hint or sig.id not in HANDLERS:
-            continue
-        kws = tuple(k for k in catalogue.unreachable(anchors(), sig) if len(k) >= HEAD_KEYWORD)
-        if kws:
-            found.append((sig, kws))
-    return found
 
 
 _BLANKS = re.compile(r"[^\S\n]{2,}")
@@ -988,11 +965,11 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
     of crashes and refusals whose literal has ``HEAD_KEYWORD`` characters or more (a short or
     generic word in prose is no failure), on lines the scan did not judge. Tried only when nothing
     else is named: one pass of the keywords' trie over the head, then the lines it hit (at most
-    ``MAX_HEAD_HITS``). A shipped signature's message found so (``_own_prose``) is said by its own
-    handler, as on an anchored line."""
+    ``MAX_HEAD_HITS``). A shipped signature's message on such a line is ``toollines.unanchored``'s,
+    tried before this."""
     import unicodedata
 
-    from envdoctor.triage import catalogue, classes
+    from envdoctor.triage import classes
     from envdoctor.triage.scanner import clean, split_prefix
 
     lits, by_kw = _head_keywords()
@@ -1020,8 +997,6 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
         raw = lines[line_no - 1]
         body = split_prefix(clean(raw.encode()))[0][:8192]
         sigs = {id(sig): sig for kw in lits.held(raw) for sig in by_kw.get(kw, ())}
-        own: list[Draft] = []
-        entries: list[Draft] = []
         for sig in sigs.values():
             m = sig.pattern.search(body)
             if m is None:
@@ -1030,16 +1005,9 @@ def head_symptoms(head: bytes, log: Log) -> Draft | None:
             match = Match(
                 sig, line_no, body[:1000], groups, None, tuple(lines[max(0, line_no - 41) : line_no - 1])
             )
-            if sig.rule != catalogue.RULE:  # an own signature: its handler says it
-                from envdoctor.triage.diagnose import HANDLERS
-
-                own.extend(d for d in HANDLERS[sig.id]([match], log) if not d.rejected)
-                continue
-            entries.extend(classes.known_failure([match], log))
-        # an own signature's finding before any entry on its line (it knows the numbers)
-        for d in own[:1] or entries:
-            if best is None or d.finding.severity.rank > best.finding.severity.rank:
-                best = d
+            for d in classes.known_failure([match], log):
+                if best is None or d.finding.severity.rank > best.finding.severity.rank:
+                    best = d
     return best
 
 

@@ -344,6 +344,7 @@ def unanchored(head: bytes, log: Log, judge: Callable[[list[Match], Log], list[D
     re-words without "Error": "vLLMAsyncRollout _loop_forever error: Free memory on device on
     startup is less than …"), in a log that fits in its head: the signature's own handler
     (``judge``: diagnose's handlers) judges it."""
+    from envdoctor.triage.missing import went_on
     from envdoctor.triage.scanner import clean, split_prefix
     from envdoctor.triage.signatures import own_signatures
 
@@ -365,7 +366,7 @@ def unanchored(head: bytes, log: Log, judge: Callable[[list[Match], Log], list[D
                 tried += 1
                 body = split_prefix(clean(raw[:4096].encode()))[0].strip()
                 found = sig.pattern.search(body)
-                if found is not None:
+                if found is not None and not went_on(log, no):  # steps after it: quoted words
                     groups = {k: v for k, v in found.groupdict().items() if v is not None}
                     m = Match(sig, no, body[:1000], groups, None, tuple(lines[max(0, no - 41) : no - 1]))
                     drafts = [d for d in judge([m], log) if not d.rejected]

@@ -43,6 +43,23 @@ def test_prose_without_the_message_or_after_a_named_failure_gets_no_memory_findi
     assert not any(f.rule == "MEM001" for f in findings(scan_bytes(log)))
 
 
+#: a run that trained on after the quoted words: they did not end it
+STEPS = "{'loss': 0.53, 'grad_norm': 1.2, 'epoch': 0.1}\n{'train_runtime': 100.0, 'train_loss': 0.47}\n"
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        KV_PROSE + STEPS,  # read by head_symptoms' prose pass (a catalogue entry's words on the line)
+        'a colleague said "CUDA error: out of memory" happened with batch 64; my log:\n' + STEPS,
+        "# from our wiki: when you see \"The model's max seq len (32768) is larger than the maximum number "
+        'of tokens that can be stored in KV cache (4512)" lower the length\n' + STEPS,
+    ],
+)
+def test_an_own_message_in_prose_that_training_went_on_after_is_no_failure(log):
+    assert [f for f in findings(scan_bytes(log)) if f.severity.value != "info"] == []
+
+
 # -- a settling line after the symptom: the rest of its message --------------------------------
 
 
@@ -143,3 +160,63 @@ def test_vllm_load_weights_keyerror_without_vllms_frame_stays_a_warning():
         if f.evidence.get("known_failure") == "vllm-load-weights-stacked-name-keyerror"
     ]
     assert [f.severity.value for f in found] == ["warning"]
+
+
+# -- the entry's own frame does not settle an entry whose fix is another release -----------------
+
+#: vllm-project/vllm#9937 (vLLM 0.6.3.post1, Phi-3 loaded with bitsandbytes: the loader's packed
+#: names, another cause than the entry's; the engine's release is not in these lines). The entry's
+#: fix asks for a vLLM with vllm-project/vllm#39935 in words, so vLLM's load_weights frame shows
+#: the code ran, not a release without the fix: a warning, as without the frame
+LOAD_WEIGHTS_BNB = (
+    "INFO 11-01 17:09:42 loader.py:1051] Loading weights with BitsAndBytes quantization.  "
+    "May take a while ...\n"
+    "[rank0]: Traceback (most recent call last):\n"
+    '[rank0]:   File "/opt/conda/lib/python3.10/site-packages/vllm/model_executor/model_loader/loader.py", '
+    "line 1063, in _load_weights\n"
+    "[rank0]:     model.load_weights(qweight_iterator)\n"
+    '[rank0]:   File "/opt/conda/lib/python3.10/site-packages/vllm/model_executor/models/llama.py", '
+    "line 362, in load_weights\n"
+    "[rank0]:     param = params_dict[name]\n"
+    "[rank0]: KeyError: 'layers.21.mlp.gate_up_proj.weight'\n"
+)
+
+#: TRL's NaN-logprob crash: bounded to TRL 0.29-1.9 and fixed by "upgrade TRL past 1.9" (in words)
+NAN_LOGPROB = (
+    "Traceback (most recent call last):\n"
+    '  File "/home/u/train_grpo.py", line 80, in <module>\n'
+    "    trainer.train()\n"
+    '  File "/usr/local/lib/python3.11/site-packages/transformers/trainer.py", line 2240, in train\n'
+    "    return inner_training_loop(\n"
+    '  File "/usr/local/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1402, in '
+    "_prepare_inputs\n"
+    "    generation_batch = self._generate_and_score_completions(generation_batch)\n"
+    '  File "/usr/local/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1770, in '
+    "_generate_and_score_completions\n"
+    "    sampling_per_token_logps = torch.tensor(sampling_per_token_logps_list, device=device)\n"
+    "RuntimeError: Could not infer dtype of NoneType\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("log", "entry"),
+    [
+        (LOAD_WEIGHTS_BNB, "vllm-load-weights-stacked-name-keyerror"),
+        (NAN_LOGPROB, "trl-vllm-nan-logprob-none-crash"),
+    ],
+)
+def test_an_entrys_frame_does_not_settle_a_fix_that_is_another_release(log, entry):
+    found = [f for f in findings(scan_bytes(log)) if f.evidence.get("known_failure") == entry]
+    assert [f.severity.value for f in found] == ["warning"]
+    assert "settled_by" not in found[0].evidence
+
+
+def test_an_upgrade_in_words_or_a_bounded_range_is_a_release_fix():
+    from types import SimpleNamespace as E
+
+    from envdoctor.triage.classes import _fix_is_a_release
+
+    assert _fix_is_a_release(E(fix="upgrade vLLM to a release with vllm-project/vllm#39935", packages={}))
+    assert _fix_is_a_release(E(fix="find why the logits are NaN", packages={"trl": ">=0.29.0,<1.10.0"}))
+    ascend = E(fix="apply vllm-project/vllm-ascend#7254, or use colocate mode", packages={})
+    assert not _fix_is_a_release(ascend)

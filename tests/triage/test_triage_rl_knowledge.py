@@ -167,9 +167,9 @@ FIRES = [
         'File "vllm/model_executor/models/qwen2.py", line 496, in load_weights\n'
         "    param = params_dict[name]\n"
         "KeyError: 'layers.0.mlp.gate_up_proj.weight'\n",
-        # vLLM's load_weights frame settles it (classes._settled_by_frame): its cause covers every
-        # way to the KeyError there and its fix names no release (issue 36 item 5)
-        Severity.ERROR,
+        # vLLM's load_weights frame shows the code ran, not the release: the fix asks for a vLLM with
+        # vllm-project/vllm#39935 (classes._fix_is_a_release), so with no version shown a warning
+        Severity.WARNING,
     ),
     (
         "vllm-garbage-after-sleep-level-2",
