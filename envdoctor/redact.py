@@ -409,6 +409,7 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 #: An unquoted value ends at white space or one of these.
 _VALUE_STOP = frozenset(",;&|}])\"'`<>")
 _REPR_ESCAPE = _Lazy(r"\\(?:[abfnrtv0]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})\Z")
+_REPR_ESCAPE_AT = _Lazy(r"\\(?:[abfnrtv0]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})")
 
 
 def _escape_ends_at(text: str, i: int) -> bool:
@@ -436,6 +437,22 @@ def _shell_word_end(text: str, i: int, eol: int) -> int:
     return n
 
 
+def _masked_already(text: str, k: int, eol: int) -> bool:
+    """Whether the value at ``k`` is one an earlier pass masked: ``****`` or ``"****"`` as a
+    whole word, ended by white space, the line's end, a delimiter or an escape the text report
+    wrote (``HF_TOKEN=****\\nexport A=1``). ``"****"hunter2`` (a shell word that goes on) and
+    ``****\\hunter2`` are not: their rest is masked as the value's."""
+    q = text[k] if text[k] in "\"'" else ""
+    if not text.startswith(f"{q}{MASK}{q}", k):
+        return False
+    after = k + len(MASK) + 2 * len(q)
+    if after >= eol or text[after].isspace():
+        return True
+    if text[after] in _VALUE_STOP and text[after] not in "\"'":
+        return True
+    return bool(_REPR_ESCAPE_AT.match(text, after))
+
+
 def _value_span(text: str, k: int, header: str = "") -> tuple[int, int] | None:
     """The span to mask of the value starting at ``k``: inside a lone quoted string, a whole
     quoted shell word, an unquoted run up to white space or a delimiter; a header's value (``header``
@@ -449,8 +466,8 @@ def _value_span(text: str, k: int, header: str = "") -> tuple[int, int] | None:
         close = text.find(header, k, eol) if header in ("'", '"') else -1
         end = close if close >= 0 else eol
         return (k, end) if end > k else None
-    if text[k] in "\"'" and text.startswith(MASK + text[k], k + 1):
-        return None  # ``"****"``: masked by an earlier pass; what follows it is not the value's
+    if _masked_already(text, k, eol):
+        return None  # ``"****"``, ``****\\n``: masked by an earlier pass, the word ends there
     if text[k] in "\"'":
         end = _shell_word_end(text, k, eol)
         close = text.find(text[k], k + 1, eol)
@@ -459,8 +476,6 @@ def _value_span(text: str, k: int, header: str = "") -> tuple[int, int] | None:
         if end == eol and close < 0:  # a quote that never closes: the rest of the line
             return (k + 1, eol) if eol > k + 1 else None
         return k, end
-    if text.startswith(MASK, k) and text.startswith("\\", k + len(MASK)):
-        return None  # masked by an earlier pass, then a newline escaped (``****\\nexport``): not the value's
     j = k
     while j < eol and not text[j].isspace() and text[j] not in _VALUE_STOP:
         j += 1

@@ -78,9 +78,11 @@ def fix(
     edits = file_edits(plan, result["closure"].changes.files, result["changes"]["config"])
     edit = edits.get(plan.config_path) if plan.config_path else None
     if not diff:
+        from envdoctor.remedy.file_edit import write_file
+
         _refuse_unwritable(edits)
         for path, (_old, new) in edits.items():
-            _write(path, new)
+            write_file(path, new)
     if fmt == "json":
         emit(json.dumps(result["json"], indent=2) + "\n", output)
     else:
@@ -228,12 +230,6 @@ def _refuse_unwritable(edits: dict[str, Any]) -> None:
             raise InputError(path, f"not written: {why}")
 
 
-def _write(path: str, text: str) -> None:
-    from envdoctor.remedy.file_edit import write_file
-
-    write_file(path, text)
-
-
 def _diff(path: str, edit: tuple[str, str]) -> str:
     import difflib
 
@@ -329,27 +325,3 @@ def text(
     lines += ["", f"before → after: {_counts(result['before'])} → {_counts(result['after'])}"]
     known = tuple(getattr(result["before"], "secrets", ()))  # the plan's: a folded YAML value's own line
     return "\n".join(clean(line, known, newlines=False) for line in "\n".join(lines).split("\n")) + "\n"
-
-
-def fix_targets(targets: list[Any], facts: Any, launch: str | None, select: Any, ignore: Any) -> list[str]:
-    """``envdoctor hook --fix``: the proved config changes written into each target's GRPO
-    config file (the files the hook was given; ``ignore`` holds the rules the hook skips
-    offline); returns the files changed. Pins and launch
-    lines are not the config's: the hook's report still shows what they leave."""
-    from envdoctor.plan.build import build_plan
-    from envdoctor.remedy import Rerun, close
-
-    changed = []
-    for target in targets:
-        if not target.grpo:
-            continue
-        line = launch
-        if line is None and target.accelerate:
-            line = f"accelerate launch --config_file {shlex.quote(target.accelerate)} train.py"
-        plan = build_plan(config=target.grpo, accelerate_config=target.accelerate, launch=line, live=False)
-        closure = close(facts, plan, Rerun(select, ignore))
-        edit = config_edit(target.grpo, closure.changes.to_dict()["config"])
-        if edit is not None:
-            _write(target.grpo, edit[1])
-            changed.append(target.grpo)
-    return changed

@@ -125,17 +125,17 @@ def hook_fix(
             _repository(out, scoped, repository, select, ignore, again, root, rules=frozenset({"DCL008"}))
     if scripts:
         _script_calls(out, scripts, ignore, root)
-    for path in list(out.texts):  # a link, a FIFO, a file out of the repository: said, not written
-        from envdoctor.remedy.file_edit import unwritable
+    from envdoctor.remedy.file_edit import unwritable, write_file
 
-        why = unwritable(root / path if not Path(path).is_absolute() else Path(path), root)
+    for path in list(out.texts):  # a link, a FIFO, a file out of the repository: said, not written
+        why = unwritable(root / path, root)  # an absolute path stays itself under ``/``
         if why is not None:
             out.notes.append(f"{path}: {why}")
             del out.texts[path]
             out.written.pop(path, None)
     if not diff:
         for path, (_old, new) in out.texts.items():
-            _write(root / path if not Path(path).is_absolute() else Path(path), new, root)
+            write_file(root / path, new, root)
     return out
 
 
@@ -385,9 +385,3 @@ def _pins(
         out.texts[rel] = edits.texts[rel]
         out.written[rel] = ", ".join(edits.done.get(rel, []))
     out.pins_written = True
-
-
-def _write(path: Path, text: str, root: Path) -> None:
-    from envdoctor.remedy.file_edit import write_file
-
-    write_file(path, text, root)

@@ -170,12 +170,18 @@ def on_disk(paths: Iterable[str]) -> dict[str, str]:
     return {key(p): read_text(p) for p in paths if Path(p).is_file()}
 
 
+#: A file of the repository with another name (``ln ~/.bashrc grpo.yaml``): written in place, the
+#: other name, maybe outside the repository, would change with it.
+_HARD_LINKED = "a hard link (the file has other names, maybe outside the repository): not written in place"
+
+
 def unwritable(path: str | os.PathLike[str], root: Path | None = None) -> str | None:
     """Why a fix may not write ``path``, or None. A fix writes the file it was given and no
     other: never through a symbolic link (a committed ``grpo.yaml -> ~/.bashrc`` would make
     ``hook --fix`` edit a file of the user's outside the repository), never a FIFO or a device,
     and with a ``root`` (``hook --fix``) never a file whose real path leaves the repository (a
-    folder linked out of it)."""
+    folder linked out of it) nor one with other names (a hard link: rewritten in place, its
+    other name outside the repository would change too)."""
     import stat
 
     try:
@@ -195,6 +201,8 @@ def unwritable(path: str | os.PathLike[str], root: Path | None = None) -> str | 
         )
     if st is not None and not stat.S_ISREG(st.st_mode):
         return "not a regular file (a pipe, a device or a folder)"
+    if root is not None and st is not None and st.st_nlink > 1:
+        return _HARD_LINKED
     if root is not None:
         real = Path(os.path.realpath(path))
         if not real.is_relative_to(Path(os.path.realpath(root))):
@@ -221,8 +229,11 @@ def write_file(path: str | os.PathLike[str], text: str, root: Path | None = None
     except OSError as exc:
         raise InputError(str(path), f"cannot write it: {exc.strerror or exc}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise InputError(str(path), "not written: not a regular file (a pipe, a device or a folder)")
+        if root is not None and st.st_nlink > 1:
+            raise InputError(str(path), f"not written: {_HARD_LINKED}")
         now = os.read(fd, 4)
         data = encode(text, now)
         os.lseek(fd, 0, os.SEEK_SET)

@@ -105,3 +105,24 @@ def test_write_file_refuses_links_fifos_and_paths_out_of_the_root(tmp_path):
     marked.write_bytes("\ufeffa: 1\nb: 2\n".encode("utf-8-sig"))
     write_file(marked, "a: 1\n")
     assert marked.read_bytes() == "a: 1\n".encode("utf-8-sig")
+
+
+def test_hook_fix_does_not_rewrite_a_hard_link_to_a_file_outside_the_repository(tmp_path):
+    """A file rewritten in place rewrites every name it has: ``ln ../outside/real.yaml
+    grpo.yaml`` in a checkout had ``hook --fix`` change the file outside the repository (the
+    pnpm/pnpm#15050 case, held out: the symbolic-link mend did not cover it)."""
+    real = _outside(tmp_path)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    (repo / "requirements.txt").write_text(
+        "trl==0.19.1\nvllm==0.9.1\ntransformers==4.53.1\naccelerate==1.8.1\ntorch==2.7.0\n"
+    )
+    os.link(real, repo / "grpo.yaml")
+    proc = cli(repo, "hook", "--fix", "grpo.yaml", "--launch", "accelerate launch --num_processes 2 train.py")
+    assert real.read_text() == CONFIG, "written in place through a hard link, outside the repository"
+    assert "hard link" in proc.stderr and proc.returncode == 1
+    assert "hard link" in (unwritable(repo / "grpo.yaml", repo) or "")
+    assert unwritable(repo / "grpo.yaml") is None  # fix, given the file by its user: written
+    with pytest.raises(InputError, match="hard link"):
+        write_file(repo / "grpo.yaml", "x: 1\n", repo)

@@ -50,3 +50,19 @@ def test_a_triage_issue_draft_keeps_the_lines_after_a_masked_value(tmp_path):
     ):
         assert kept in flat, flat
     assert "hf_abcdefghij" not in proc.stdout and "sk-proj-abc" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("line", "secret"),
+    [
+        ('PASSWORD="****"hunter2xyz', "hunter2xyz"),  # one shell word: the quoted mask, then the rest
+        ("PASSWORD='****'hunter2xyz more", "hunter2xyz"),
+        ("PASSWORD=\"****\"'hunter2xyz'", "hunter2xyz"),
+        ('api_key: "****"xyzsecret123', "xyzsecret123"),
+        ("API_KEY=****\\hunter2xyz", "hunter2xyz"),
+    ],
+)
+def test_a_value_that_goes_on_after_a_mask_is_still_masked(line, secret):
+    """The guard leaves a mask that stands whole (ended by white space, the line's end, a
+    delimiter or a report's escape); a secret glued after a literal ``****`` is masked."""
+    assert secret not in redact(line), redact(line)

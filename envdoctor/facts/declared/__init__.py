@@ -165,7 +165,7 @@ def read_stack(paths: list[Path], root: Path, fallback: list[Path] | None = None
         for path in paths:
             away = links_out(path, root)
             if away:
-                stack.notes.append(away)
+                stack.notes.append(f"{away} (give its target to --requirements to have it read)")
                 continue
             shown = _shown(path, root)
             if shown in stack.files:
@@ -180,7 +180,7 @@ def read_stack(paths: list[Path], root: Path, fallback: list[Path] | None = None
         for path in fallback or []:
             away = links_out(path, root)
             if away:
-                stack.notes.append(away)
+                stack.notes.append(f"{away} (give its target to --requirements to have it read)")
                 continue
             stack.add(_steps(path, _shown(path, root), {d.name for d in stack.declarations}))
     stack.declarations = list(dict.fromkeys(stack.declarations))  # a file read twice counts once
