@@ -13,7 +13,7 @@ from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import FileEdit, Remedy
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.keys import presence, span
-from envdoctor.plan.interface import VALUE_UNKNOWN, ConfigClass, TrainingScript, from_code
+from envdoctor.plan.interface import ConfigClass, TrainingScript, from_code
 from envdoctor.plan.placeholders import placeholder
 from envdoctor.plan.values import small_divisors, type_problem
 from envdoctor.trl_release import dev_build
@@ -523,11 +523,7 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             severity="info",
         )
         return
-    unknown = [
-        k
-        for k in _BATCH_KEYS
-        if k not in cfg and ctx.plan.config_origin.get(k, "").endswith(f", {VALUE_UNKNOWN}")
-    ]
+    unknown = [k for k in _BATCH_KEYS if ctx.value_unknown(k)]
     if unknown:
         # the script sets a key of the batch to an expression envdoctor does not evaluate
         # (``generation_batch_size=num_generations * per_device``): TRL's defaults are not it

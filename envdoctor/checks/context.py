@@ -8,7 +8,7 @@ from typing import Any
 
 from envdoctor.facts.interface import Facts
 from envdoctor.knowledge import Knowledge, knowledge
-from envdoctor.plan.interface import GpuLayout, Plan
+from envdoctor.plan.interface import VALUE_UNKNOWN, GpuLayout, Plan
 from envdoctor.plan.layout import resolve_layout
 from envdoctor.trl_release import TrlRelease, trl_release
 
@@ -57,6 +57,14 @@ class Context:
     @property
     def config(self) -> dict[str, Any]:
         return self.plan.config
+
+    def value_unknown(self, key: str) -> bool:
+        """Whether the script sets ``key`` to an expression envdoctor does not evaluate
+        (``bf16=is_bf16_supported()``): the key is out of ``config``, so TRL's default is not
+        its value either."""
+        return key not in self.plan.config and self.plan.config_origin.get(key, "").endswith(
+            f", {VALUE_UNKNOWN}"
+        )
 
 
 #: GRPOConfig / TrainingArguments switches that train on the CPU

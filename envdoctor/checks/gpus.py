@@ -93,6 +93,8 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
 
 
 def _bf16_requested(ctx: Context) -> bool:
+    if ctx.value_unknown("bf16") or ("bf16" not in ctx.config and ctx.value_unknown("fp16")):
+        return False  # computed in the script (`bf16=is_bf16_supported()`): not TRL's default
     if "bf16" in ctx.config:
         return ctx.config["bf16"] is True
     if ctx.config.get("fp16") is True:

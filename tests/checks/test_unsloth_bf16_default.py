@@ -63,3 +63,18 @@ def test_without_unsloth_trl_default_holds(tmp_path: Path) -> None:
     facts = from_dict(snapshot(1, model=V100, packages={**MODERN, "trl": "0.22.2"}), "test")
     plan = build_plan(launch=f"python {tmp_path / 'train.py'}", live=False)
     assert "GPU004" in {f.rule for f in run_rules(Context(facts=facts, plan=plan)).findings}
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        "bf16=is_bf16_supported(), fp16=not is_bf16_supported(), ",  # Unsloth's notebooks' idiom
+        "fp16=not torch.cuda.is_bf16_supported(), ",  # bf16 left to TRL's `not fp16` default
+    ],
+)
+def test_precision_computed_in_the_script_is_not_trls_default(tmp_path: Path, kw: str) -> None:
+    """A precision the script computes (held-out set 19's WRAITH, 750 steps on a Kaggle T4:
+    `bf16=torch.cuda.is_bf16_supported()`) has no value envdoctor knows: neither bf16=True nor
+    TRL's default, so GPU004 says nothing (it said "bf16 is on ... value unknown" as an error)."""
+    assert _gpu004(tmp_path, kw, None) is False
+    assert _gpu004(tmp_path, kw, "2026.4.8") is False
