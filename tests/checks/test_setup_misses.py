@@ -187,3 +187,20 @@ def test_lay006_quiet_when_the_trainer_asks_a_server_on_another_host():
         assert not _rule(found, "LAY006"), host
     local = findings(snapshot(8), config={**config, "vllm_server_host": "localhost"}, launch=launch)
     assert _rule(local, "LAY006")
+
+
+# --- LAY006: vLLM's share lowered on purpose -----------------------------------------------------
+
+
+def test_lay006_a_lowered_share_is_a_warning_not_an_error():
+    """TRL 0.15's legacy mode with vllm_device on the training GPU: at TRL's 0.9 training gets a
+    tenth of the GPU (an error); a share the user lowered to 0.6 leaves training 40 %, enough for a
+    small model (held-out set 19: a 0.5B LoRA run trained 2349 steps on one A100 40GB), so
+    whether it fits is the model's: a warning; at 0.5 or below it is a deliberate share (info)."""
+    packages = {**MODERN, "trl": "0.15.1", "vllm": "0.7.3", "torch": "2.5.1"}
+    cfg = {"use_vllm": True, "vllm_device": "cuda:0"}
+    launch = "python train.py"
+    for util, severity in ((None, "error"), (0.6, "warning"), (0.45, "info")):
+        config = cfg if util is None else {**cfg, "vllm_gpu_memory_utilization": util}
+        found = _rule(findings(snapshot(1, packages=packages), config=config, launch=launch), "LAY006")
+        assert found and found[0].severity.value == severity, (util, found)
