@@ -83,11 +83,13 @@ def test_lay006_legacy_default_share_stays_an_error():
     )
     (f,) = _rule(found, "LAY006")
     assert f.severity.value == "error"
-    config["vllm_gpu_memory_utilization"] = 0.7  # leaves training less than vLLM takes
+    # lowered from 0.9 on purpose: training has 30 %, which holds a small model (a 0.5B LoRA run of
+    # held-out set 19 trained at 0.6): without the model's size that is likely, not certain, to fail
+    config["vllm_gpu_memory_utilization"] = 0.7
     found = findings(
         snapshot(2, packages=LEGACY), config=config, launch="accelerate launch --num_processes 2 train.py"
     )
-    assert _rule(found, "LAY006")[0].severity.value == "error"
+    assert _rule(found, "LAY006")[0].severity.value == "warning"
 
 
 def test_lay006_server_line_with_a_small_share_is_info_and_its_default_an_error():
