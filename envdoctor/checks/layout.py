@@ -186,6 +186,12 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
             )
         )
         severity = "warning" if gen else "info"
+    elif _unsloth_keeps_one_gpu(ctx):
+        what = (
+            "the script loads its model with Unsloth, which marks it so that transformers.Trainer does "
+            "not wrap it in nn.DataParallel: it trains on one GPU and the others sit idle"
+        )
+        severity = "info"
     elif split == "unknown":  # a computed device_map: the wrap is not certain
         what += (
             "; the script computes the device_map it loads the model with: where that map spreads the "
@@ -223,6 +229,19 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
         splits=splits,
         **(fit.evidence if fit else {}),
     )
+
+
+def _unsloth_keeps_one_gpu(ctx: Context) -> bool:
+    """Whether the script's model is loaded by an Unsloth release that keeps Trainer from wrapping
+    it in nn.DataParallel (trl.yaml ``unsloth_no_dataparallel``)."""
+    script = ctx.plan.script
+    if script is None or script.problem or script.patched_by != "unsloth":
+        return False
+    since = str((ctx.kb.trl.get("unsloth_no_dataparallel") or {}).get("since") or "")
+    have = ctx.version("unsloth")
+    if not since or not have:
+        return False
+    return versions.placeholder(have) or not versions.below(have, since)
 
 
 def _replica_fit(

@@ -188,3 +188,29 @@ def test_the_refusal_era_and_the_split_model_keep_their_severities():
     assert lay003("1.16.0", cfg, "python train.py").severity.value == "error"  # refused at init
     f = lay003("1.16.0", COLOCATE, TRL_GRPO)
     assert f.severity.value == "warning" and 'device_map="auto"' in f.message  # split, no vLLM GPU
+
+
+def test_a_model_unsloth_loads_is_not_wrapped(tmp_path, monkeypatch):
+    """Unsloth marks the model it loads so that Trainer does not wrap it in nn.DataParallel
+    (is_loaded_in_8bit from 2025.3.2, _unsloth_disable_data_parallel later): one process on a
+    Kaggle T4 x2 trains on one GPU (held-out set 19's WRAITH ran 750 steps that way, "Num GPUs used = 1"),
+    so LAY003 is advice; before 2025.3.2, or without Unsloth, the wrap stays an error."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(
+        "from unsloth import FastLanguageModel\nfrom trl import GRPOConfig, GRPOTrainer\n"
+        "model, tok = FastLanguageModel.from_pretrained('unsloth/Qwen2.5-1.5B-Instruct')\n"
+        "GRPOTrainer(model=model, reward_funcs=[len], args=GRPOConfig()).train()\n"
+    )
+
+    def lay003_with(unsloth: str | None):
+        extra = {"unsloth": unsloth} if unsloth else {}
+        packages = {**MODERN, "trl": "1.3.0", **extra}
+        found = [
+            f for f in findings(snapshot(2, packages=packages), {}, "python train.py") if f.rule == "LAY003"
+        ]
+        return found[0] if found else None
+
+    f = lay003_with("2026.4.8")
+    assert f is not None and f.severity.value == "info" and "Unsloth" in f.message
+    assert lay003_with("2025.2.15").severity.value == "error"
+    assert lay003_with(None).severity.value == "error"  # not installed: nothing patches Trainer
