@@ -35,6 +35,7 @@ import ast
 import json
 import re
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -45,40 +46,15 @@ SINCE = Version("0.14.0")  # GRPOTrainer's first release
 OUT = Path(__file__).resolve().parent.parent / "rules" / "knowledge" / "trl_hook_calls.json"
 TRAINER_FILE = re.compile(r"^trl/trainer/\w+_trainer\.py$")
 
+sys.path.insert(0, str(OUT.parent.parent.parent))
+# the shapes and parameter lists as envdoctor reads a script's overrides (one writing of both)
+from envdoctor.knowledge.trl_hook_calls import call_shape, signature_text  # noqa: E402
+
 
 def _git(git_dir: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "--git-dir", str(git_dir), *args], check=True, capture_output=True, text=True
     ).stdout
-
-
-def _signature(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    """The parameter list as scripts/derive_signature_history.py writes it, without ``self``."""
-    a = fn.args
-    positional = [*a.posonlyargs, *a.args]
-    defaults = [False] * (len(positional) - len(a.defaults)) + [True] * len(a.defaults)
-    out: list[str] = []
-    for i, (p, d) in enumerate(zip(positional, defaults, strict=True)):
-        if i == 0 and p.arg in ("self", "cls"):
-            continue
-        out.append(p.arg + ("=" if d else ""))
-        if a.posonlyargs and i == len(a.posonlyargs) - 1:
-            out.append("/")
-    if a.vararg is not None:
-        out.append("*" + a.vararg.arg)
-    elif a.kwonlyargs:
-        out.append("*")
-    for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-        out.append(p.arg + ("=" if d is not None else ""))
-    if a.kwarg is not None:
-        out.append("**")
-    return ",".join(out)
-
-
-def _shape(call: ast.Call) -> str | None:
-    if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
-        return None
-    return f"{len(call.args)};{','.join(sorted(k.arg for k in call.keywords if k.arg))}"
 
 
 def _classes(text: str) -> dict[str, dict[str, dict[str, set[str]]]]:
@@ -102,9 +78,9 @@ def _classes(text: str) -> dict[str, dict[str, dict[str, set[str]]]]:
                 and node.func.attr in methods
             ):
                 continue
-            shape = _shape(node)
+            shape = call_shape(node)
             name = node.func.attr
-            row = rows.setdefault(name, {"defs": {_signature(methods[name])}, "calls": set()})
+            row = rows.setdefault(name, {"defs": {signature_text(methods[name])}, "calls": set()})
             if shape is not None:
                 row["calls"].add(shape)
         if rows:

@@ -36,11 +36,14 @@ def _type_from_name(name: str) -> tuple[str, Any] | None:
     """A transformers model type a hub name states (``Qwen/Qwen3.5-9B`` → qwen3_5,
     ``google/gemma-3-1b-it`` → gemma3), with its support; None where no model type of the table
     is the name's words before its size, all of them (``microsoft/phi-4``: none; its type is
-    phi3): a name envdoctor does not place says nothing (its needs are not known)."""
+    phi3): a name envdoctor does not place says nothing (its needs are not known), nor does a
+    local folder's (``./outputs/qwen3``: a fine-tune of anything)."""
     import re
 
     from envdoctor.knowledge.models import lookup
 
+    if _local_path(name):
+        return None  # a folder's name is the user's words, not the model's: its type is not known
     tail = name.rstrip("/").rsplit("/", 1)[-1].lower()
     words: list[str] = []
     for word in re.split(r"[-_\s]+", tail):
@@ -48,20 +51,32 @@ def _type_from_name(name: str) -> tuple[str, Any] | None:
             break  # the size (9b, 0.5b, a3b): the family's words end there
         words.append(word)
     # every word of the family, never fewer: phi-4 is no `phi` model (it is phi3), Llama-3.2's
-    # needs are not llama's first release's
-    for n in (len(words),) if words else ():
-        part = words[:n]
-        for joined in dict.fromkeys(
-            [
-                "_".join(part).replace(".", "_"),
-                "".join(part).replace(".", "_"),
-                "".join(part).replace(".", ""),
-            ]
-        ):
-            found = lookup("transformers", joined)
-            if found is not None and found.known and found.first is not None:
-                return joined, found
+    # needs are not llama's first release's; a size of active parameters (Qwen3-30B-A3B,
+    # Qwen2-57B-A14B) names the family's MoE type first (qwen3_moe, qwen2_moe: 4.40, not 4.37)
+    moe = any(re.fullmatch(r"a\d+(?:\.\d+)?b", w) for w in re.split(r"[-_\s]+", tail))
+    joins = [
+        "_".join(words).replace(".", "_"),
+        "".join(words).replace(".", "_"),
+        "".join(words).replace(".", ""),
+    ]
+    for joined in dict.fromkeys([*(f"{j}_moe" for j in joins if moe), *joins] if words else []):
+        found = lookup("transformers", joined)
+        if found is not None and found.known and found.first is not None:
+            return joined, found
     return None
+
+
+def _local_path(name: str) -> bool:
+    """``./outputs/qwen3``, ``/data/ckpt/llama``, ``~/models/x``, ``runs/exp1/checkpoint-500``:
+    a folder, not a hub id (``owner/name``, or a legacy bare ``gpt2``)."""
+    import os
+
+    return (
+        name.startswith(("/", ".", "~", "$"))
+        or "\\" in name
+        or name.rstrip("/").count("/") > 1
+        or os.path.isdir(name)
+    )
 
 
 def transformers_floor(ctx: Context, installed: str | None) -> tuple[str, str] | None:

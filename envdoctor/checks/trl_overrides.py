@@ -21,19 +21,23 @@ def trl_override_signature(ctx: Context) -> Iterator[Hit]:
     some do (a call on a path the run may not take). Also transformers' Trainer hooks
     (rules/knowledge/trainer_hooks.yaml): an override with no parameter for an argument the
     installed transformers passes. Quiet where the override takes ``*args``/``**kwargs`` or
-    matches."""
+    matches, and where the project's own classes call it on ``self`` from another method (an
+    override of its caller) with calls that bind it."""
     script = ctx.plan.script
     if script is None or script.problem or not script.trl_overrides:
         return
     version = ctx.trl.version
-    from envdoctor.knowledge.trl_hook_calls import judge, shape_text, spans_text
+    from envdoctor.knowledge.trl_hook_calls import binds, judge, shape_text, spans_text
 
     seen: set[tuple[str, str]] = set()
     for ov in script.trl_overrides:
         if (ov.cls, ov.method) in seen:
             continue
         seen.add((ov.cls, ov.method))
-        verdict = judge(ov.base, ov.method, ov.signature, version) if version else None
+        # the project calls it itself from its own override of a caller (``_prepare_inputs``
+        # passing ``mode``), each call binding: it drives the method, TRL's call is replaced
+        drives = bool(ov.own_calls) and all(binds(ov.signature, s) for s in ov.own_calls)
+        verdict = judge(ov.base, ov.method, ov.signature, version) if version and not drives else None
         if verdict is not None:
             yield _trl_hit(ctx, script, ov, verdict, shape_text, spans_text)
             continue

@@ -21,13 +21,15 @@ FILE = "trl_hook_calls.json"
 
 def signature_text(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     """A ``def``'s parameters as rules/knowledge/signatures/ writes them (``Signature``), without
-    the bound first one (``self``/``cls``): ``inputs,mode``, ``inputs,*args,**``."""
+    the bound first one (``self``/``cls``, whatever its name, but for a ``@staticmethod``):
+    ``inputs,mode``, ``inputs,*args,**``."""
     a = fn.args
     positional = [*a.posonlyargs, *a.args]
     defaults = [False] * (len(positional) - len(a.defaults)) + [True] * len(a.defaults)
+    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
     out: list[str] = []
     for i, (p, d) in enumerate(zip(positional, defaults, strict=True)):
-        if i == 0 and p.arg in ("self", "cls"):
+        if i == 0 and not static:
             continue
         out.append(p.arg + ("=" if d else ""))
         if a.posonlyargs and i == len(a.posonlyargs) - 1:
@@ -41,6 +43,35 @@ def signature_text(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     if a.kwarg is not None:
         out.append("**")
     return ",".join(out)
+
+
+def call_shape(call: ast.Call) -> str | None:
+    """A call's shape as the table writes it (``self.m(a, b, k=c)``: ``"2;k"``); None where it
+    spreads (``*args``, ``**kwargs``: its shape is not known)."""
+    if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    return f"{len(call.args)};{','.join(sorted(k.arg for k in call.keywords if k.arg))}"
+
+
+def self_calls(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
+    """The calls a class's methods make of its other methods on ``self`` (``_prepare_inputs``
+    calling ``self._generate_and_score_completions(x, mode)``): (method, shape), each once; spread
+    calls and a method's calls of its own name left out."""
+    out: dict[tuple[str, str], None] = {}
+    for fn in cls.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "self"
+                and node.func.attr != fn.name
+                and (shape := call_shape(node)) is not None
+            ):
+                out[(node.func.attr, shape)] = None
+    return tuple(out)
 
 
 def binds(signature: str, shape: str) -> bool:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envdoctor.knowledge.trl_hook_calls import signature_text
+from envdoctor.knowledge.trl_hook_calls import self_calls, signature_text
 from envdoctor.plan.interface import (
     CODE_ORIGIN,
     CONFIG_KINDS,
@@ -95,6 +95,9 @@ class DataClass:
     bases: tuple[str, ...]
     #: the methods it defines: (name, line, parameter list as ``signature_text`` writes it)
     methods: tuple[tuple[str, int, str], ...] = ()
+    #: the calls its methods make of its other methods on ``self``: (method, shape as
+    #: ``trl_hook_calls.call_shape`` writes it)
+    self_calls: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,10 @@ class TrlOverride:
     method: str
     where: str  # "src/pkg/trainer.py:154"
     signature: str  # its parameters as ``signature_text`` writes them
+    #: the shapes the repository's classes of the hierarchy (this one and its bases) call it with
+    #: on ``self`` from their other methods (``_prepare_inputs`` overridden to call
+    #: ``self._generate_and_score_completions(batch, mode)``): the project drives it itself
+    own_calls: tuple[str, ...] = ()
 
 
 @dataclass
@@ -644,7 +651,12 @@ def record(mod: SourceFacts, node: ast.AST) -> bool:
             for n in node.body
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         )
-        mod.classes.setdefault(node.name, DataClass(node.name, mod.path, node.lineno, fields, bases, methods))
+        mod.classes.setdefault(
+            node.name,
+            DataClass(
+                node.name, mod.path, node.lineno, fields, bases, methods, self_calls(node) if methods else ()
+            ),
+        )
     else:
         return False
     return True
@@ -1799,18 +1811,21 @@ def _trl_calls(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlCall]
     return out
 
 
-def _trl_base(cls: DataClass, mod: SourceFacts, home: Path, res: _Resolver, depth: int = 0) -> str | None:
-    """The TRL trainer class (``…Trainer``) ``cls`` derives from, through repository bases."""
+def _trl_base(
+    cls: DataClass, mod: SourceFacts, home: Path, res: _Resolver, depth: int = 0
+) -> tuple[str, list[DataClass]] | None:
+    """The TRL trainer class (``…Trainer``) ``cls`` derives from, through repository bases, and
+    the repository classes on the way (``cls`` first)."""
     if depth > 6:
         return None
     for base in cls.bases:
         kind, found = res.resolve(base, mod, home, local=base != cls.name)
         if kind == "trl" and str(found).endswith("Trainer"):
-            return str(found)
+            return str(found), [cls]
         if kind == "own" and found[0] is not cls:
             deeper = _trl_base(found[0], found[1], found[2], res, depth + 1)
             if deeper:
-                return deeper
+                return deeper[0], [cls, *deeper[1]]
     return None
 
 
@@ -1826,12 +1841,14 @@ def _trl_overrides(main: SourceFacts, script: Path, res: _Resolver) -> list[TrlO
         for cls in mod.classes.values():
             if not cls.methods:
                 continue
-            base = _trl_base(cls, mod, home, res)
-            if base is None:
+            found = _trl_base(cls, mod, home, res)
+            if found is None:
                 continue
+            base, chain = found
             for name, line, sig in cls.methods:
+                own = tuple(dict.fromkeys(s for c in chain for m, s in c.self_calls if m == name))
                 if len(out) < MAX_CALLS:
-                    out.append(TrlOverride(cls.name, base, name, f"{cls.path}:{line}", sig))
+                    out.append(TrlOverride(cls.name, base, name, f"{cls.path}:{line}", sig, own))
     return out
 
 

@@ -31,10 +31,10 @@ def code_edits(
         for place in places:
             path = _written_in(place) or script.path
             edits.append(_edit(path, key, place, key not in values, values.get(key)))
-    lines = [e.line for e in edits]
+    lines = [(e.path, e.line) for e in edits]  # the script's lines and a module's are others
     if len(set(lines)) != len(lines):
         raise EditError(f"{script.path}: two of these keywords share a line; edit it by hand")
-    return tuple(sorted(edits, key=lambda e: -e.line))
+    return tuple(sorted(edits, key=lambda e: (e.path, -e.line)))
 
 
 def _written_in(place: CodeKeyword) -> str | None:

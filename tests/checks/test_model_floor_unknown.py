@@ -63,3 +63,17 @@ def test_the_model_type_a_name_states():
     assert _type_from_name("microsoft/phi-4") is None
     assert _type_from_name("Qwen/Qwen2.5-0.5B-Instruct") is None
     assert _type_from_name("./outputs/checkpoint-500") is None
+
+
+def test_a_local_folder_states_no_model_type():
+    """A folder's name is the user's (a fine-tune of anything, a Llama 3.1 in /data/ckpt/llama
+    needing 4.43.1): not llama's first release but the installed one keeps the floor."""
+    for name in ("./outputs/qwen3", "/data/ckpt/llama", "runs/exp1/qwen3", "~/models/gemma-2-2b"):
+        assert _type_from_name(name) is None, name
+    assert _type_from_name("gpt2")[0] == "gpt2"  # a legacy hub id without an owner
+
+
+def test_active_parameters_name_the_moe_type():
+    """Qwen2-57B-A14B is a qwen2_moe model (first in 4.40), not qwen2 (4.37)."""
+    assert _type_from_name("Qwen/Qwen2-57B-A14B")[0] == "qwen2_moe"
+    assert _type_from_name("Qwen/Qwen3-30B-A3B")[0] == "qwen3_moe"

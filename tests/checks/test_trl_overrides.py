@@ -95,3 +95,69 @@ def test_binding_follows_pythons_rules():
 
 def test_a_release_outside_the_table_is_not_judged():
     assert judge("GRPOTrainer", "_generate_and_score_completions", "inputs,mode", "9.9.9") is None
+
+
+DRIVEN = """\
+from trl import GRPOTrainer, GRPOConfig
+
+
+class Base(GRPOTrainer):
+    def _prepare_inputs(self, generation_batch):
+        mode = "train" if self.model.training else "eval"
+        return self._generate_and_score_completions(generation_batch, mode)
+
+    def _generate_and_score_completions(self, inputs, mode):
+        return super()._generate_and_score_completions(inputs)
+
+
+class Child(Base):
+    def _generate_and_score_completions(self, inputs, mode):
+        return super()._generate_and_score_completions(inputs, mode)
+
+
+trainer = Child(model="Qwen/Qwen2.5-0.5B", reward_funcs=[], args=GRPOConfig(output_dir="o"))
+trainer.train()
+"""
+
+
+def _script_cfg011(tmp_path, text: str, trl: str):
+    script = tmp_path / "train.py"
+    script.write_text(text)
+    found = findings(snapshot(2, packages={**STACK, "trl": trl}), launch=f"python {script}")
+    return [f for f in found if f.rule == "CFG011"]
+
+
+def test_an_override_the_project_calls_itself_from_its_own_caller_is_quiet(tmp_path):
+    """Issue #35: the project overrides ``_prepare_inputs`` (TRL's caller) to pass ``mode``: its
+    ``_generate_and_score_completions(self, inputs, mode)`` and a subclass's of it bind every call
+    made; TRL's one-argument call is replaced."""
+    assert _script_cfg011(tmp_path, DRIVEN, "0.29.1") == []
+    # without the caller's override TRL's call reaches it: the error stays
+    alone = DRIVEN.replace(
+        "    def _prepare_inputs(self, generation_batch):\n", "    def _other(self, generation_batch):\n"
+    )
+    alone = alone.replace("self._generate_and_score_completions(generation_batch, mode)", "None")
+    assert {f.evidence["override"] for f in _script_cfg011(tmp_path, alone, "0.29.1")} == {"Base", "Child"}
+
+
+def test_the_bound_first_parameter_is_dropped_whatever_its_name(tmp_path):
+    """``def _get_per_token_logps(trainer, model, …)``: ``trainer`` is the bound instance, not a
+    fifth positional parameter (TRL 0.17 calls it with 4 and 5 arguments by position)."""
+    text = TRAINER.format(
+        method="_get_per_token_logps",
+        params="model, input_ids, attention_mask, logits_to_keep, batch_size=None",
+        passed="model, input_ids, attention_mask, logits_to_keep, batch_size",
+    ).replace("(self, model", "(trainer, model")
+    assert "(trainer, model" in text
+    assert _script_cfg011(tmp_path, text + "\ntrain('m', None)\n", "0.17.0") == []
+
+
+def test_a_staticmethod_keeps_its_first_parameter():
+    import ast
+
+    from envdoctor.knowledge.trl_hook_calls import signature_text
+
+    static, plain = (
+        ast.parse("class A:\n @staticmethod\n def f(x, y): pass\n def g(me, y=1): pass\n").body[0].body
+    )
+    assert signature_text(static) == "x,y" and signature_text(plain) == "y="

@@ -45,3 +45,19 @@ def test_a_key_set_twice_gives_the_first_entrys_lines():
     found = []
     parse_mapping("x: {a: 1, a: 2}\n", "t.yaml", False, found)
     assert found[0]["first_text"] is None  # a flow mapping: one line holds both
+
+
+def test_code_edits_of_two_files_may_share_a_line_number():
+    """GRPOConfig(...) keywords written at line 12 of the script and of the repository module
+    that builds the trainer's config are two places, not one line edited twice."""
+    from envdoctor.plan.interface import CodeKeyword, TrainingScript
+    from envdoctor.remedy.script_edit import code_edits
+
+    def place(path: str) -> CodeKeyword:
+        return CodeKeyword(f"GRPOConfig(...) in {path}:12", drop=(12, ("    a=1,",), ()))
+
+    script = TrainingScript(
+        "train.py", config_keywords={"a": (place("train.py"),), "b": (place("pkg/runner.py"),)}
+    )
+    edits = code_edits(script, ["a", "b"], {})
+    assert sorted((e.path, e.line) for e in edits) == [("pkg/runner.py", 12), ("train.py", 12)]
