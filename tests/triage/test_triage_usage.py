@@ -569,3 +569,33 @@ def test_every_usage_entry_is_matched_by_triage_and_names_the_users_frame(entry)
     assert e.usage and e.triage_only and e.sources
     for template in e.reads:
         assert "{" in template
+
+
+# -- a library's own code between the user's frame and the raise (review rv20d) ----------------------
+
+FAST_BERT = (  # https://github.com/appvision-ai/fast-bert/issues/179 (fixed by fast-bert#191: its own masking)
+    "Traceback (most recent call last):\n"
+    '  File "Initial_test_k_lm.py", line 198, in <module>\n'
+    '    optimizer_type="adamw") #adamw /lamb\n'
+    '  File "/home/kino/.local/lib/python3.6/site-packages/fast_bert/learner_lm.py", line 143, in fit\n'
+    "    outputs = self.model(inputs, masked_lm_labels=labels)\n"
+    '  File "/home/kino/.local/lib/python3.6/site-packages/torch/nn/modules/module.py", line 532, in __call__\n'
+    "    result = self.forward(*input, **kwargs)\n"
+    '  File "/home/kino/.local/lib/python3.6/site-packages/transformers/modeling_bert.py", line 1003, in forward\n'
+    "    masked_lm_loss = loss_fct(prediction_scores.view(-1, self.config.vocab_size), masked_lm_labels.view(-1))\n"
+    '  File "/home/kino/.local/lib/python3.6/site-packages/torch/nn/functional.py", line 2021, in cross_entropy\n'
+    "    return nll_loss(log_softmax(input, 1), target, weight, None, ignore_index, None, reduction)\n"
+    '  File "/home/kino/.local/lib/python3.6/site-packages/torch/nn/functional.py", line 1838, in nll_loss\n'
+    "    ret = torch._C._nn.nll_loss(input, target, weight, _Reduction.get_enum(reduction), ignore_index)\n"
+    "IndexError: Target -1 is out of bounds.\n"
+)
+
+
+def test_a_librarys_frame_below_the_users_is_a_warning_naming_both_readings():
+    """fast-bert's own LM fine-tuning masked labels with -1 (transformers >= 2.4 ignores -100): a
+    bug of fast-bert's release, not the user's data; the raising frame is torch's either way."""
+    f = _one(FAST_BERT, "class-label-beyond-num-labels")
+    assert f.severity.value == "warning"
+    assert "passes through fast-bert's own code after yours" in f.message
+    assert f.evidence["passed_by"] == "fast-bert"
+    assert "settles it" not in f.message
