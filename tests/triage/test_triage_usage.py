@@ -599,3 +599,17 @@ def test_a_librarys_frame_below_the_users_is_a_warning_naming_both_readings():
     assert "passes through fast-bert's own code after yours" in f.message
     assert f.evidence["passed_by"] == "fast-bert"
     assert "settles it" not in f.message
+
+
+def test_a_negative_target_is_a_mask_value_not_a_class_beyond_the_head():
+    """https://github.com/huggingface/transformers/issues/2737: a script of pytorch-transformers'
+    days masked with -1; transformers 2.4 ignores -100."""
+    log = FAST_BERT.replace(
+        '  File "/home/kino/.local/lib/python3.6/site-packages/fast_bert/learner_lm.py", line 143, in fit\n'
+        "    outputs = self.model(inputs, masked_lm_labels=labels)\n",
+        "",
+    )
+    f = _one(log, "class-label-beyond-num-labels")
+    assert f.severity.value == "error"
+    assert "a target of -1: a mask value the loss does not ignore" in f.message
+    assert "head needs more than" not in f.message
