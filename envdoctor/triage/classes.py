@@ -759,7 +759,9 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         draft.finding.evidence["settled_by"] = settled
     f = draft.finding
     message = f.message + (
-        f"; the traceback passes through {passed_by}'s own code after yours: either your data or setup,"
+        f"; the traceback passes through {passed_by}'s own code"
+        + (" after yours" if shown_ev.get("user_frame") else "")
+        + f": either your data or setup,"
         f" or {passed_by} built or passed it wrongly (a bug of its release: upgrade {passed_by} or"
         " report it there)"
         if passed_by

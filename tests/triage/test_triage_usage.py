@@ -613,3 +613,32 @@ def test_a_negative_target_is_a_mask_value_not_a_class_beyond_the_head():
     assert f.severity.value == "error"
     assert "a target of -1: a mask value the loss does not ignore" in f.message
     assert "head needs more than" not in f.message
+
+
+def test_a_librarys_collator_with_no_user_frame_is_a_warning_and_another_tracebacks_frame_is_not_named():
+    """A traceback run from a library's CLI (axolotl's collator), after an earlier traceback of
+    the user's own script: the frame search stays in the traceback that ends at the line."""
+    earlier = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/prep.py", line 12, in <module>\n'
+        "    tok = load()\n"
+        '  File "/usr/lib/python3/site-packages/requests/api.py", line 3, in get\n'
+        '    raise ConnectionError("x")\n'
+        "requests.exceptions.ConnectionError: x\n"
+        "step 1 loss 2.3\n"
+    )
+    log = earlier + (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.10/site-packages/axolotl/cli/train.py", line 59, in do_cli\n'
+        "    train(cfg=cfg)\n"
+        '  File "/opt/venv/lib/python3.10/site-packages/axolotl/utils/collators.py", line 80, in __call__\n'
+        "    features = self.tokenizer.pad(features)\n"
+        '  File "/opt/venv/lib/python3.10/site-packages/transformers/tokenization_utils_base.py", line 767,'
+        " in convert_to_tensors\n"
+        "    tensor = as_tensor(value)\n"
+        "ValueError: expected sequence of length 15757 at dim 1 (got 16242)\n"
+    )
+    f = _one(log, "batch-of-unequal-lengths")
+    assert f.severity.value == "warning"
+    assert "passes through axolotl's own code: either your data" in f.message
+    assert "prep.py" not in f.message and "user_frame" not in f.evidence
