@@ -642,3 +642,13 @@ def test_a_librarys_collator_with_no_user_frame_is_a_warning_and_another_traceba
     assert f.severity.value == "warning"
     assert "passes through axolotl's own code: either your data" in f.message
     assert "prep.py" not in f.message and "user_frame" not in f.evidence
+
+
+def test_a_script_logging_a_caught_ragged_batch_and_skipping_it_is_quiet():
+    """https://github.com/s-smits/modernbert-finetune/issues/6: the script catches the error, logs
+    it and goes on (its own bug, fixed in #7): not an exception's line of the user's batches."""
+    log = (
+        "Training batch failed: expected sequence of length 692 at dim 2 (got 472). Skipping.\n"
+        "Training batch failed: expected sequence of length 303 at dim 2 (got 320). Skipping.\n"
+    )
+    _quiet(log, "batch-of-unequal-lengths")
