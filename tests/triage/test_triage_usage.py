@@ -652,3 +652,21 @@ def test_a_script_logging_a_caught_ragged_batch_and_skipping_it_is_quiet():
         "Training batch failed: expected sequence of length 303 at dim 2 (got 320). Skipping.\n"
     )
     _quiet(log, "batch-of-unequal-lengths")
+
+
+def test_a_datasetdict_through_a_trl_trainer_stays_an_error():
+    """The message decides (``symptom_decides``): a trainer's frames between the user's call and
+    datasets' refusal do not make the DatasetDict a library's."""
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/sft.py", line 30, in <module>\n'
+        "    trainer.train()\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/trl/trainer/sft_trainer.py", line 900, in training_step\n'
+        "    return super().training_step(*args, **kwargs)\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/datasets/dataset_dict.py", line 78, in __getitem__\n'
+        "    raise KeyError(\n"
+        "KeyError: \"Invalid key: 0. Please first select a split. For example: `my_dataset_dictionary['train'][0]`."
+        " Available splits: ['train']\"\n"
+    )
+    f = _one(log, "datasetdict-where-split-expected")
+    assert f.severity.value == "error" and "passes through" not in f.message
