@@ -141,15 +141,16 @@ def user_frame(m: Match, head: bytes = b"", frames: list[Any] | None = None) -> 
     return _frame_text(f) + (f" (`{code}`)" if code else "")
 
 
-def library_between(frames: list[Any]) -> str:
-    """The package, not of the raising stack (``STACK``), whose frame lies deeper than the user's
-    last frame (or anywhere, where the traceback shows none of the user's): its own code built
-    what failed, or passed it on; '' when none does."""
+def library_between(frames: list[Any], own: tuple[str, ...] = ()) -> str:
+    """The package, not of the raising stack (``STACK``) nor one the entry is about (``own``: its
+    ``packages``, TRL for an entry of GRPOTrainer's chat template), whose frame lies deeper than
+    the user's last frame (or anywhere, where the traceback shows none of the user's): its own
+    code built what failed, or passed it on; '' when none does."""
     from envdoctor.triage.usercode import _mine
 
     last = max((i for i, f in enumerate(frames) if _mine(f)), default=-1)
     for f in reversed(frames[last + 1 :]):
-        if f.package and f.package not in STACK:
+        if f.package and f.package not in STACK and f.package not in own:
             return str(f.package)
     return ""
 
@@ -164,7 +165,7 @@ def describe(entry: Any, m: Match, head: bytes = b"") -> tuple[str, dict[str, An
         evidence["values"] = got
     frames = _frames(m, head) if getattr(entry, "usage", False) else []
     frame = user_frame(m, head, frames) if frames else ""
-    library = library_between(frames)
+    library = library_between(frames, tuple(getattr(entry, "packages", {}) or ()))
     if library:
         evidence["passed_by"] = library
     if frame:
