@@ -11,7 +11,11 @@ diagnosis is given what the log shows:
   inputs a model was given (``inputs``) tell whether labels were among them (``with_labels`` /
   ``without_labels``, empty values a template names to be said only then);
 - **the user's frame** (``usage``): the innermost frame of the user's own code (a script's file, a
-  notebook's cell) in the traceback that ends at the line: the call that passed the data.
+  notebook's cell) in the traceback that ends at the line: the call that passed the data;
+- **a library between** (``passed_by``): a frame of a package that neither raises these messages
+  (``STACK``) nor is the entry's own, deeper than the user's frame (a trainer's collator, a CLI's
+  loader, fast-bert's own masking): that library may have built what failed, so the finding is a
+  warning naming both readings unless the message decides (``symptom_decides``).
 
 Pure text work on the matched line and the lines before it; nothing is imported but the
 traceback parser.
