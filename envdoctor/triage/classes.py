@@ -755,13 +755,19 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         unshown_bounds=_unshown_bounds(entry.packages, log),
         **shown_ev,
     )
+    # a usage entry's raising frame shows only that the library's code ran, not whose input it
+    # got; where a library's own frame (not of the raising stack) lies deeper than the user's, that
+    # library may have built what failed (a trainer's collator: a bug of its release): a warning
+    # naming both readings, unless the message alone decides (``symptom_decides``)
+    uses = getattr(entry, "usage", False)
+    passed_by = shown_ev.get("passed_by", "") if uses and not getattr(entry, "symptom_decides", False) else ""
     settled = verdict is not False and (
-        _settled_by_context(entry, first, log) or _settled_by_frame(entry, first)
+        _settled_by_context(entry, first, log) or (not uses and _settled_by_frame(entry, first))
     )
     # a range with no upper bound (vllm >=0.2.0) holds every release since: the log's release
     # falling in it is no evidence that the release is the cause, unless the entry is certain
     bounded = any(re.search(r"<|==|~=", str(spec)) for spec in entry.packages.values())
-    severity = (
+    severity = not passed_by and (
         verdict is True
         and (bounded or entry.certainty == "certain" or versionless(entry))
         and (entry.severity == "error" or entry.kind in SEEN_KINDS)
@@ -771,7 +777,16 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     if settled:
         draft.finding.evidence["settled_by"] = settled
     f = draft.finding
-    message = f.message + (f"; the log shows what settles it: “{settled}”" if settled else "")
+    message = f.message + (
+        f"; the traceback passes through {passed_by}'s own code"
+        + (" after yours" if shown_ev.get("user_frame") else "")
+        + f": either your data or setup,"
+        f" or {passed_by} built or passed it wrongly (a bug of its release: upgrade {passed_by} or"
+        " report it there)"
+        if passed_by
+        else ""
+    )
+    message += f"; the log shows what settles it: “{settled}”" if settled else ""
     draft.finding = Finding(
         f.rule, Severity.ERROR if severity else Severity.WARNING, message, f.fix, f.evidence
     )

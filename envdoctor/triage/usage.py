@@ -11,7 +11,11 @@ diagnosis is given what the log shows:
   inputs a model was given (``inputs``) tell whether labels were among them (``with_labels`` /
   ``without_labels``, empty values a template names to be said only then);
 - **the user's frame** (``usage``): the innermost frame of the user's own code (a script's file, a
-  notebook's cell) in the traceback that ends at the line: the call that passed the data.
+  notebook's cell) in the traceback that ends at the line: the call that passed the data;
+- **a library between** (``passed_by``): a frame of a package that neither raises these messages
+  (``STACK``) nor is the entry's own, deeper than the user's frame (a trainer's collator, a CLI's
+  loader, fast-bert's own masking): that library may have built what failed, so the finding is a
+  warning naming both readings unless the message decides (``symptom_decides``).
 
 Pure text work on the matched line and the lines before it; nothing is imported but the
 traceback parser.
@@ -96,21 +100,42 @@ def _before(m: Match, head: bytes) -> list[str]:
     return list(m.context)
 
 
-def user_frame(m: Match, head: bytes = b"") -> str:
-    """The innermost frame of the user's own code in the traceback that ends at ``m`` (or, for a
-    line of its own after the exception's, the one before it): ``train.py:41 (trainer.train())``;
-    '' when the traceback shows none."""
+#: the packages that raise these messages or pass the user's objects through unchanged (a model's
+#: forward, a wrapper, a launcher): a frame of any other package deeper than the user's frame is
+#: a library's own code that built what failed (a trainer's collator, a CLI's loader)
+STACK = {
+    "torch",
+    "transformers",
+    "datasets",
+    "tokenizers",
+    "accelerate",
+    "peft",
+    "deepspeed",
+    "safetensors",
+    "huggingface-hub",
+    "huggingface_hub",
+    "numpy",
+}
+
+
+def _frames(m: Match, head: bytes) -> list[Any]:
+    """The frames of the traceback that ends at ``m`` (or, for a line of its own after the
+    exception's, the one before it), outermost first; [] when the log shows none."""
     from envdoctor.triage.traceback import failure
-    from envdoctor.triage.usercode import _frame_text, _mine
 
     context = _before(m, head)
     if not context:
-        return ""
+        return []
     tb = failure(context, m.text, m.line_no)
-    if tb is None:
-        return ""
-    frames = [f for t in tb.all() for f in t.frames]
-    mine = [f for f in frames if _mine(f)]
+    return [] if tb is None else [f for t in tb.all() for f in t.frames]
+
+
+def user_frame(m: Match, head: bytes = b"", frames: list[Any] | None = None) -> str:
+    """The innermost frame of the user's own code in the traceback that ends at ``m``:
+    ``train.py:41 (trainer.train())``; '' when the traceback shows none."""
+    from envdoctor.triage.usercode import _frame_text, _mine
+
+    mine = [f for f in (_frames(m, head) if frames is None else frames) if _mine(f)]
     if not mine:
         return ""
     f = mine[-1]
@@ -118,6 +143,20 @@ def user_frame(m: Match, head: bytes = b"") -> str:
         f = replace(f, function=f.function.split("(", 1)[0])
     code = " ".join(f.code.split())[:160]
     return _frame_text(f) + (f" (`{code}`)" if code else "")
+
+
+def library_between(frames: list[Any], own: tuple[str, ...] = ()) -> str:
+    """The package, not of the raising stack (``STACK``) nor one the entry is about (``own``: its
+    ``packages``, TRL for an entry of GRPOTrainer's chat template), whose frame lies deeper than
+    the user's last frame (or anywhere, where the traceback shows none of the user's): its own
+    code built what failed, or passed it on; '' when none does."""
+    from envdoctor.triage.usercode import _mine
+
+    last = max((i for i, f in enumerate(frames) if _mine(f)), default=-1)
+    for f in reversed(frames[last + 1 :]):
+        if f.package and f.package not in STACK and f.package not in own:
+            return str(f.package)
+    return ""
 
 
 def describe(entry: Any, m: Match, head: bytes = b"") -> tuple[str, dict[str, Any]]:
@@ -128,7 +167,11 @@ def describe(entry: Any, m: Match, head: bytes = b"") -> tuple[str, dict[str, An
     evidence: dict[str, Any] = {}
     if got:
         evidence["values"] = got
-    frame = user_frame(m, head) if getattr(entry, "usage", False) else ""
+    frames = _frames(m, head) if getattr(entry, "usage", False) else []
+    frame = user_frame(m, head, frames) if frames else ""
+    library = library_between(frames, tuple(getattr(entry, "packages", {}) or ()))
+    if library:
+        evidence["passed_by"] = library
     if frame:
         parts.append(f"your code's call that passed it: {frame}")
         evidence["user_frame"] = frame

@@ -569,3 +569,104 @@ def test_every_usage_entry_is_matched_by_triage_and_names_the_users_frame(entry)
     assert e.usage and e.triage_only and e.sources
     for template in e.reads:
         assert "{" in template
+
+
+# -- a library's own code between the user's frame and the raise (review rv20d) ----------------------
+
+FAST_BERT = (  # https://github.com/appvision-ai/fast-bert/issues/179 (fixed by fast-bert#191: its own masking)
+    "Traceback (most recent call last):\n"
+    '  File "Initial_test_k_lm.py", line 198, in <module>\n'
+    '    optimizer_type="adamw") #adamw /lamb\n'
+    '  File "/home/kino/.local/lib/python3.6/site-packages/fast_bert/learner_lm.py", line 143, in fit\n'
+    "    outputs = self.model(inputs, masked_lm_labels=labels)\n"
+    '  File "/home/kino/.local/lib/python3.6/site-packages/torch/nn/modules/module.py", line 532, in __call__\n'
+    "    result = self.forward(*input, **kwargs)\n"
+    '  File "/home/kino/.local/lib/python3.6/site-packages/transformers/modeling_bert.py", line 1003, in forward\n'
+    "    masked_lm_loss = loss_fct(prediction_scores.view(-1, self.config.vocab_size), masked_lm_labels.view(-1))\n"
+    '  File "/home/kino/.local/lib/python3.6/site-packages/torch/nn/functional.py", line 2021, in cross_entropy\n'
+    "    return nll_loss(log_softmax(input, 1), target, weight, None, ignore_index, None, reduction)\n"
+    '  File "/home/kino/.local/lib/python3.6/site-packages/torch/nn/functional.py", line 1838, in nll_loss\n'
+    "    ret = torch._C._nn.nll_loss(input, target, weight, _Reduction.get_enum(reduction), ignore_index)\n"
+    "IndexError: Target -1 is out of bounds.\n"
+)
+
+
+def test_a_librarys_frame_below_the_users_is_a_warning_naming_both_readings():
+    """fast-bert's own LM fine-tuning masked labels with -1 (transformers >= 2.4 ignores -100): a
+    bug of fast-bert's release, not the user's data; the raising frame is torch's either way."""
+    f = _one(FAST_BERT, "class-label-beyond-num-labels")
+    assert f.severity.value == "warning"
+    assert "passes through fast-bert's own code after yours" in f.message
+    assert f.evidence["passed_by"] == "fast-bert"
+    assert "settles it" not in f.message
+
+
+def test_a_negative_target_is_a_mask_value_not_a_class_beyond_the_head():
+    """https://github.com/huggingface/transformers/issues/2737: a script of pytorch-transformers'
+    days masked with -1; transformers 2.4 ignores -100."""
+    log = FAST_BERT.replace(
+        '  File "/home/kino/.local/lib/python3.6/site-packages/fast_bert/learner_lm.py", line 143, in fit\n'
+        "    outputs = self.model(inputs, masked_lm_labels=labels)\n",
+        "",
+    )
+    f = _one(log, "class-label-beyond-num-labels")
+    assert f.severity.value == "error"
+    assert "a target of -1: a mask value the loss does not ignore" in f.message
+    assert "head needs more than" not in f.message
+
+
+def test_a_librarys_collator_with_no_user_frame_is_a_warning_and_another_tracebacks_frame_is_not_named():
+    """A traceback run from a library's CLI (axolotl's collator), after an earlier traceback of
+    the user's own script: the frame search stays in the traceback that ends at the line."""
+    earlier = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/prep.py", line 12, in <module>\n'
+        "    tok = load()\n"
+        '  File "/usr/lib/python3/site-packages/requests/api.py", line 3, in get\n'
+        '    raise ConnectionError("x")\n'
+        "requests.exceptions.ConnectionError: x\n"
+        "step 1 loss 2.3\n"
+    )
+    log = earlier + (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.10/site-packages/axolotl/cli/train.py", line 59, in do_cli\n'
+        "    train(cfg=cfg)\n"
+        '  File "/opt/venv/lib/python3.10/site-packages/axolotl/utils/collators.py", line 80, in __call__\n'
+        "    features = self.tokenizer.pad(features)\n"
+        '  File "/opt/venv/lib/python3.10/site-packages/transformers/tokenization_utils_base.py", line 767,'
+        " in convert_to_tensors\n"
+        "    tensor = as_tensor(value)\n"
+        "ValueError: expected sequence of length 15757 at dim 1 (got 16242)\n"
+    )
+    f = _one(log, "batch-of-unequal-lengths")
+    assert f.severity.value == "warning"
+    assert "passes through axolotl's own code: either your data" in f.message
+    assert "prep.py" not in f.message and "user_frame" not in f.evidence
+
+
+def test_a_script_logging_a_caught_ragged_batch_and_skipping_it_is_quiet():
+    """https://github.com/s-smits/modernbert-finetune/issues/6: the script catches the error, logs
+    it and goes on (its own bug, fixed in #7): not an exception's line of the user's batches."""
+    log = (
+        "Training batch failed: expected sequence of length 692 at dim 2 (got 472). Skipping.\n"
+        "Training batch failed: expected sequence of length 303 at dim 2 (got 320). Skipping.\n"
+    )
+    _quiet(log, "batch-of-unequal-lengths")
+
+
+def test_a_datasetdict_through_a_trl_trainer_stays_an_error():
+    """The message decides (``symptom_decides``): a trainer's frames between the user's call and
+    datasets' refusal do not make the DatasetDict a library's."""
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/sft.py", line 30, in <module>\n'
+        "    trainer.train()\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/trl/trainer/sft_trainer.py", line 900, in training_step\n'
+        "    return super().training_step(*args, **kwargs)\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/datasets/dataset_dict.py", line 78, in __getitem__\n'
+        "    raise KeyError(\n"
+        "KeyError: \"Invalid key: 0. Please first select a split. For example: `my_dataset_dictionary['train'][0]`."
+        " Available splits: ['train']\"\n"
+    )
+    f = _one(log, "datasetdict-where-split-expected")
+    assert f.severity.value == "error" and "passes through" not in f.message
