@@ -116,22 +116,13 @@ def _at(f: Frame | None) -> str:
 # -- 1. a file a loader reads ------------------------------------------------------------------
 
 
-def _unquoted(text: str) -> str:
-    """A message as a page that renders Markdown shows it: without its backticks."""
-    return text.replace("`", "")
-
-
 def _form(tb: Traceback) -> dict[str, Any] | None:
     functions = {f.function for f in tb.shown_frames()}
-    message = _unquoted(tb.message)
     for form in _table().get("forms") or []:
         said = form["message"] if isinstance(form["message"], list) else [form["message"]]
-        if tb.name != form["exception"] or not all(_unquoted(part) in message for part in said):
+        if tb.name != form["exception"] or not all(part in tb.message for part in said):
             continue
-        # frames that do not hold the form's function: another raiser; a message pasted alone is
-        # the form's only where the message itself decides (`message_decides`)
-        alone_decides = not functions and bool(form.get("message_decides"))
-        if form.get("function") and form["function"] not in functions and not alone_decides:
+        if form.get("function") and form["function"] not in functions:
             continue
         return dict(form)
     return None
@@ -403,11 +394,8 @@ def _form_answer(tb: Traceback, m: Match, log: Log, form: dict[str, Any]) -> Dra
         answer_from=SOURCE,
     )
     # the message raised in the form's own function (or the form's message with its loader's
-    # frames): the file will fail the same way each time; a message alone: likely, unless the
-    # message itself shows the newer form (`message_decides`)
-    certain = (framed and (loader is not None or bool(form.get("function")))) or bool(
-        form.get("message_decides")
-    )
+    # frames): the file will fail the same way each time; a message alone: likely
+    certain = framed and (loader is not None or bool(form.get("function")))
     return at_severity(d, Severity.ERROR if certain else Severity.WARNING)
 
 

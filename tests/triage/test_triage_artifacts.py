@@ -345,27 +345,6 @@ def test_a_config_json_with_rope_type_read_by_a_transformers_before_4_43_is_tri0
     assert _tri038(old) is None
 
 
-def test_the_rope_message_pasted_alone_as_a_page_renders_it_is_tri038():
-    """A Hub discussion page shows the one line without its frames and without Markdown's
-    backticks (held-out set 19, logs19e/005): the refused dict itself holds 'rope_type', which only
-    4.43+ writes and only releases before 4.43 refuse, so the message decides (an error naming the
-    upgrade; it had been TRI012's "set rope_scaling to what the check demands")."""
-    line = (
-        "ValueError: rope_scaling must be a dictionary with two fields, type and factor, got "
-        "{'factor': 8.0, 'low_freq_factor': 1.0, 'high_freq_factor': 4.0, "
-        "'original_max_position_embeddings': 8192, 'rope_type': 'llama3'}\n"
-    )
-    f = _tri038(line)
-    assert f is not None and f.severity.value == "error" and "transformers>=4.43.1" in f.fix
-    assert _tri038(line.replace("'rope_type': 'llama3'", "'type': 'dynamic'")) is None
-    # frames of another function: not the form's raiser
-    framed = (
-        'Traceback (most recent call last):\n  File "/x/site-packages/mylib/cfg.py", line 3, in check\n'
-        "    raise ValueError(msg)\n" + line
-    )
-    assert _tri038(framed) is None
-
-
 @pytest.mark.parametrize(
     "attr",
     [
