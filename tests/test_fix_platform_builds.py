@@ -57,12 +57,19 @@ def test_checks_proved_pip_line_on_rocm_names_vllm_for_rocms_builds():
     cuda = _proved({**MODERN, "trl": "0.24.0", "vllm": "0.11.0"})
     rocm = _proved({**MODERN, "trl": "0.24.0", "vllm": "0.11.0", "torch": "2.13.0+rocm6.4"})
     assert cuda and rocm and cuda[0].remedy is not None and rocm[0].remedy is not None
-    assert cuda[0].fix.startswith("pip install ") and "'vllm==" in cuda[0].fix
-    assert rocm[0].remedy.packages == cuda[0].remedy.packages  # the same release, only said otherwise
-    vllm = rocm[0].remedy.packages["vllm"]
-    assert f"vllm=={vllm}" in rocm[0].fix and "install the ROCm builds" in rocm[0].fix
-    assert "'vllm==" not in rocm[0].fix and "'torch==" not in rocm[0].fix
-    assert "pip install 'transformers==" in rocm[0].fix  # PyPI's transformers is the same everywhere
+    # the plan (TRL up to one whose range holds vLLM 0.11, with the torch that vLLM pins; the model's
+    # transformers kept where the model is not known) pins a CUDA-built package and a pure-Python one
+    pins = cuda[0].remedy.packages
+    built = [n for n in pins if n in ("torch", "vllm")]
+    pure = [n for n in pins if n not in built]
+    assert built and pure
+    assert cuda[0].fix.startswith("pip install ") and all(f"'{n}==" in cuda[0].fix for n in pins)
+    assert rocm[0].remedy.packages == pins  # the same releases, only said otherwise
+    assert "install the ROCm builds" in rocm[0].fix
+    for n in built:  # named for ROCm's own builds, never a PyPI (CUDA) pin
+        assert f"{n}=={pins[n]}" in rocm[0].fix and f"'{n}==" not in rocm[0].fix
+    for n in pure:  # PyPI's wheel is the same everywhere
+        assert f"'{n}=={pins[n]}'" in rocm[0].fix
 
 
 def test_a_text_that_is_not_only_a_pip_line_keeps_its_words_and_names_the_platform_build():
