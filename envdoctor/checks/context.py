@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from envdoctor import versions
 from envdoctor.facts.interface import Facts
 from envdoctor.knowledge import Knowledge, knowledge
 from envdoctor.plan.interface import VALUE_UNKNOWN, GpuLayout, Plan
@@ -65,6 +66,20 @@ class Context:
         return key not in self.plan.config and self.plan.config_origin.get(key, "").endswith(
             f", {VALUE_UNKNOWN}"
         )
+
+
+def unsloth_has(ctx: Context, entry: str, *, when_missing: bool) -> bool:
+    """Whether Unsloth patches the run (the training script imports it) at a release that has
+    trl.yaml's ``entry`` (from its ``since``); installed with its release not recorded: the
+    releases since; ``when_missing``: the answer where no Unsloth is installed or declared."""
+    script = ctx.plan.script
+    if script is None or script.problem or script.patched_by != "unsloth":
+        return False
+    since = str((ctx.kb.trl.get(entry) or {}).get("since") or "")
+    have = ctx.version("unsloth")
+    if not have:
+        return when_missing
+    return not since or versions.placeholder(have) or not versions.below(have, since)
 
 
 #: GRPOConfig / TrainingArguments switches that train on the CPU

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor import versions
-from envdoctor.checks.context import Context
+from envdoctor.checks.context import Context, unsloth_has
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import Remedy
 from envdoctor.plan.layout import trainer_env
@@ -110,16 +110,10 @@ def _unsloth_default(ctx: Context, key: str) -> bool | None:
     unset (trl.yaml ``unsloth_config_defaults``: bf16 / fp16 False, the trainer then picks the
     precision from the model's dtype); None where Unsloth does not patch the run, or its release
     is one before those defaults."""
-    script = ctx.plan.script
-    if script is None or script.problem or script.patched_by != "unsloth" or key in ctx.plan.config_origin:
+    defaults = (ctx.kb.trl.get("unsloth_config_defaults") or {}).get("defaults") or {}
+    if key in ctx.plan.config_origin or key not in defaults:
         return None
-    entry = ctx.kb.trl.get("unsloth_config_defaults") or {}
-    defaults = entry.get("defaults") or {}
-    if key not in defaults:
-        return None
-    have = ctx.version("unsloth")
-    since = str(entry.get("since") or "")
-    if since and have and not versions.placeholder(have) and versions.below(have, since):
+    if not unsloth_has(ctx, "unsloth_config_defaults", when_missing=True):
         return None
     return bool(defaults[key])
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from envdoctor import versions
-from envdoctor.checks.context import Context
+from envdoctor.checks.context import Context, unsloth_has
 from envdoctor.checks.layout_replica import (
     DEFAULT_SHARE,
     DELIBERATE_SHARE,
@@ -186,7 +186,7 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
             )
         )
         severity = "warning" if gen else "info"
-    elif _unsloth_keeps_one_gpu(ctx):
+    elif unsloth_has(ctx, "unsloth_no_dataparallel", when_missing=False):  # none installed: no patch
         what = (
             "the script loads its model with Unsloth, which marks it so that transformers.Trainer does "
             "not wrap it in nn.DataParallel: it trains on one GPU and the others sit idle"
@@ -229,19 +229,6 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
         splits=splits,
         **(fit.evidence if fit else {}),
     )
-
-
-def _unsloth_keeps_one_gpu(ctx: Context) -> bool:
-    """Whether the script's model is loaded by an Unsloth release that keeps Trainer from wrapping
-    it in nn.DataParallel (trl.yaml ``unsloth_no_dataparallel``)."""
-    script = ctx.plan.script
-    if script is None or script.problem or script.patched_by != "unsloth":
-        return False
-    since = str((ctx.kb.trl.get("unsloth_no_dataparallel") or {}).get("since") or "")
-    have = ctx.version("unsloth")
-    if not since or not have:
-        return False
-    return versions.placeholder(have) or not versions.below(have, since)
 
 
 def _replica_fit(
@@ -508,17 +495,6 @@ def in_process_unseen(ctx: Context) -> str | None:
     )
 
 
-def _deliberate_share(ctx: Context) -> str | None:
-    """Why sharing the generation GPU with training is deliberate: the user set vLLM's memory
-    fraction (vllm_gpu_memory_utilization in legacy mode, the server line's
-    --gpu_memory_utilization) to at most ``DELIBERATE_SHARE``; None when it is TRL's default
-    (0.9, which leaves training a tenth of the GPU) or above the bound."""
-    util, said = set_share(ctx)
-    if util is None or util > DELIBERATE_SHARE:
-        return None
-    return f"{said} is {util:g}, which leaves training {1 - util:.0%} of the GPU"
-
-
 @rule("LAY006", needs=("gpus", "vllm", "trl-layout"))
 def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
@@ -542,8 +518,12 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
             ranks=ranks,
         )
         return
-    share = _deliberate_share(ctx)
-    if share:
+    # vLLM's share of the GPU as the run sets it (legacy vllm_gpu_memory_utilization, the server
+    # line's --gpu_memory_utilization): at most DELIBERATE_SHARE leaves training at least as much
+    # as vLLM takes, a share on purpose (TRL's colocate mode shares every GPU at 0.3)
+    util, said = set_share(ctx)
+    if util is not None and util <= DELIBERATE_SHARE:
+        share = f"{said} is {util:g}, which leaves training {1 - util:.0%} of the GPU"
         yield hit(
             f"GPU {', '.join(map(str, shared))} is used both for generation (vLLM, "
             f"{lay.generation_mode} mode) and by training rank(s) {ranks}, by design: {share}, "
@@ -580,7 +560,6 @@ def generation_gpu_is_training_gpu(ctx: Context) -> Iterator[Hit]:
         split = _split_gpus(ctx, want)
         if split is not None and not (free and len(free) >= want):
             remedies.append(split)
-    util, said = set_share(ctx)
     if util is not None and util < DEFAULT_SHARE:
         # lowered from TRL's 0.9 on purpose, but above a clear share: whether training fits in
         # the rest depends on the model (held-out set 19: a 0.5B LoRA run trained 2349 steps on
