@@ -174,6 +174,7 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     fit = _replica_fit(ctx, gen, splits, refuses) if split is None else None
     what = _one_process_outcome(ctx, trl, gen, by_path, splits, refuses, fit)
     severity = fit.severity if fit else "warning" if by_path and splits and not gen else None
+    unsloth_one_gpu = False  # Unsloth keeps the model off nn.DataParallel (none installed: no patch)
     if split == "spread":  # Trainer keeps n_gpu 1 for a model split with device_map: no wrap
         what = (
             "the script loads its model with a device_map over the GPUs, and transformers.Trainer keeps "
@@ -186,7 +187,7 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
             )
         )
         severity = "warning" if gen else "info"
-    elif unsloth_has(ctx, "unsloth_no_dataparallel", when_missing=False):  # none installed: no patch
+    elif unsloth_one_gpu := unsloth_has(ctx, "unsloth_no_dataparallel", when_missing=False):
         what = (
             "the script loads its model with Unsloth, which marks it so that transformers.Trainer does "
             "not wrap it in nn.DataParallel: it trains on one GPU and the others sit idle"
@@ -201,6 +202,13 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     gpus = ",".join(str(g) for g in lay.visible)
     train = [g for g in lay.visible if g not in gen] or lay.visible[:1]
     fix = _one_rank_per_gpu(lay, launch, train, gen)
+    ddp, _, one = fix.partition("  # one rank per GPU; or ")
+    if split != "spread" and unsloth_one_gpu and one:
+        # it runs as is on one GPU; one rank per GPU only where the Unsloth release trains with DDP
+        fix = (
+            f"{one}  # the GPU it trains on, alone; one rank per GPU where its Unsloth release "
+            f"trains with DDP: {ddp}"
+        )
     if split == "spread":  # one process, the model split over the training GPUs alone
         script = (launch.script or (f"-m {launch.module}" if launch.module else "")) if launch else ""
         args = shlex.join(launch.script_args) if launch and launch.script_args else ""

@@ -212,5 +212,11 @@ def test_a_model_unsloth_loads_is_not_wrapped(tmp_path, monkeypatch):
 
     f = lay003_with("2026.4.8")
     assert f is not None and f.severity.value == "info" and "Unsloth" in f.message
+    # it runs as is on one GPU: the change offered hides the others; DDP only as words (an Unsloth
+    # before its multi-GPU support refuses several ranks)
+    assert [r.launch for r in (f.remedy, *f.alternatives) if r] == [
+        ("CUDA_VISIBLE_DEVICES=0 python train.py",)
+    ]
+    assert f.fix.startswith("CUDA_VISIBLE_DEVICES=0 python train.py  #") and "torchrun" in f.fix
     assert lay003_with("2025.2.15").severity.value == "error"
     assert lay003_with(None).severity.value == "error"  # not installed: nothing patches Trainer
