@@ -45,9 +45,12 @@ import ast
 import gzip
 import json
 import re
-import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/gitread.py
+from gitread import git as _git  # noqa: E402
 
 SCHEMA = "envdoctor.config_fields/1"
 CONFIG_CLASS = re.compile(r"(?:Config|Arguments|Args|Params)$")
@@ -62,12 +65,6 @@ def _version(tag: str) -> tuple[int, int, int] | None:
 
 def _name(v: tuple[int, int, int]) -> str:
     return f"{v[0]}.{v[1]}.{v[2]}"
-
-
-def _git(git_dir: str, *args: str) -> str:
-    return subprocess.run(
-        ["git", "--git-dir", git_dir, *args], check=True, capture_output=True, text=True
-    ).stdout
 
 
 def _intervals(idx: list[int]) -> str:

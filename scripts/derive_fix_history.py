@@ -104,6 +104,9 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/gitread.py
+from gitread import git  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "rules" / "knowledge" / "fixes"
 SCHEMA = "envdoctor.fixes/1"
@@ -241,13 +244,6 @@ MAX_QUOTED_FRAMES = 6  # the innermost frames of the package a message quotes
 MAX_QUOTED_EXC = 3
 MAX_QUOTED_MESSAGES = 3
 MAX_QUOTED_TEXT = 160
-
-
-def git(git_dir: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", f"--git-dir={git_dir}", *args], capture_output=True, check=True, text=True, errors="replace"
-    )
-    return out.stdout
 
 
 def _version(text: str) -> Version | None:

@@ -73,6 +73,9 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/gitread.py
+from gitread import git  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "rules" / "knowledge" / "frames"
 SCHEMA = "envdoctor.frames/1"
@@ -214,13 +217,6 @@ FILES_OF: dict[str, tuple[str, ...]] = {
 SINCE_OF = {"unsloth": "2025-02-01", "unsloth-zoo": "2025-02-01"}
 _BUMP_PY = re.compile(r"""^\+\s*__version__\s*=\s*["']([0-9][\w.+-]*)["']""", re.M)
 _BUMP_TOML = re.compile(r"""^\+version\s*=\s*["']([0-9][\w.+-]*)["']""", re.M)
-
-
-def git(git_dir: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", f"--git-dir={git_dir}", *args], capture_output=True, check=True, text=True, errors="replace"
-    )
-    return out.stdout
 
 
 def _version(text: str) -> Version | None:

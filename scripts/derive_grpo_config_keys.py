@@ -20,6 +20,7 @@ field are flagged and are never reported as removed (they stay accepted through 
 
 Output: YAML on stdout (schema envdoctor.knowledge/1). Needs PyYAML and packaging.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -300,7 +301,7 @@ def build_doc(snapshots: list[tuple[Version, str, dict[str, dict]]]) -> dict:
             entry.update({k: v for k, v in REPLACED_BY[name].items() if v is not None or k == "replaced_by"})
         # default at the newest snapshot that has the key, and its history
         history = []
-        for (v, _, f) in snapshots:
+        for v, _, f in snapshots:
             if name in f:
                 d = f[name]["default"] if f[name]["literal"] else "<expr: %s>" % f[name]["default"]
                 if not history or history[-1]["default"] != d:

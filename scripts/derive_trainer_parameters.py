@@ -46,11 +46,15 @@ def main() -> None:
     ap.add_argument("--file", action="append", default=[], help="VERSION=PATH of a grpo_trainer.py")
     args = ap.parse_args()
     git = ["git", f"--git-dir={args.repo}" if args.repo.endswith((".git", "repo")) else f"-C{args.repo}"]
-    tags = [m.group(1) for t in subprocess.check_output([*git, "tag"], text=True).split() if (m := TAG.match(t))]
+    tags = [
+        m.group(1) for t in subprocess.check_output([*git, "tag"], text=True).split() if (m := TAG.match(t))
+    ]
     found: dict[str, list[str]] = {}
     for v in sorted((t for t in tags if Version(t) >= FIRST), key=Version):
         try:
-            src = subprocess.check_output([*git, "show", f"v{v}:{PATH}"], text=True, stderr=subprocess.DEVNULL)
+            src = subprocess.check_output(
+                [*git, "show", f"v{v}:{PATH}"], text=True, stderr=subprocess.DEVNULL
+            )
         except subprocess.CalledProcessError:
             continue
         names = parameters(src)

@@ -20,16 +20,15 @@ from __future__ import annotations
 import argparse
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/gitread.py
+from gitread import git  # noqa: E402
+
 _VERSION = re.compile(r"""__version__\s*=\s*["']([^"']+)["']|version\s*=\s*["']([0-9][^"']*)["']""")
-
-
-def git(repo: str, *args: str) -> str:
-    return subprocess.run(
-        ["git", "--git-dir", repo, *args], check=True, capture_output=True, text=True
-    ).stdout
 
 
 def release_tags(repo: str) -> list[tuple[str, Version]]:

@@ -34,7 +34,6 @@ import argparse
 import ast
 import json
 import re
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -50,11 +49,8 @@ sys.path.insert(0, str(OUT.parent.parent.parent))
 # the shapes and parameter lists as envdoctor reads a script's overrides (one writing of both)
 from envdoctor.knowledge.trl_hook_calls import call_shape, signature_text  # noqa: E402
 
-
-def _git(git_dir: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "--git-dir", str(git_dir), *args], check=True, capture_output=True, text=True
-    ).stdout
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/gitread.py
+from gitread import git as _git  # noqa: E402
 
 
 def _classes(text: str) -> dict[str, dict[str, dict[str, set[str]]]]:
