@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 from envdoctor import versions
+from envdoctor.knowledge.quotes import ascii_quotes, compile_soft, soft_regex
 
 SCHEMA = "envdoctor.known_failures/1"
 KINDS = ("crash", "hang", "silent-wrong", "refusal", "degraded", "slower")
@@ -109,39 +110,33 @@ class Symptom:
 
     @property
     def regex(self) -> re.Pattern[str] | None:
+        """The symptom's regex, its quotes soft (``quotes.soft_regex``: a message pasted from a
+        rendered page lost its backticks to markup, or shows other quotes)."""
         return _regex(self.text, self.where) if self.text.startswith("re:") else None
 
     def found_in(self, log: str) -> bool:
+        log = ascii_quotes(log)  # typographic quotes as the soft patterns know them
         regex = self.regex
         if regex:
             return bool(regex.search(log))
-        # a message pasted from a rendered page (GitHub, a forum) lost its backticks to markup
-        return self.text in log or ("`" in self.text and self.text.replace("`", "") in log)
+        if self.text in log:
+            return True
+        soft = _soft_literal(self.text)  # the text with other quotes or none (a rendered page)
+        return bool(soft) and re.search(soft, log) is not None
 
 
-def _unticked(pattern: str) -> str:
-    """``pattern`` with each backtick outside a character class optional: Python's messages
-    quote names in backticks, which a page's markup renders as code and a copy loses."""
-    out, in_class, escaped = [], False, False
-    for ch in pattern:
-        if escaped:
-            out.append(ch)
-            escaped = False
-            continue
-        if ch == "\\":
-            escaped = True
-        elif ch == "[" and not in_class:
-            in_class = True
-        elif ch == "]" and in_class:
-            in_class = False
-        out.append("`?" if ch == "`" and not in_class else ch)
-    return "".join(out)
+@cache
+def _soft_literal(text: str) -> str:
+    """A literal symptom as a regex with its quotes soft; '' where it holds none."""
+    escaped = re.escape(text)
+    got = soft_regex(escaped)
+    return "" if got == escaped else got
 
 
 @cache
 def _regex(text: str, where: str) -> re.Pattern[str]:
     try:
-        return re.compile(_unticked(text[3:]))
+        return compile_soft(text[3:])
     except re.error as exc:
         raise KnownFailuresError(f"{where}: symptom {text!r} is not a valid regex: {exc}") from None
 

@@ -9,7 +9,11 @@ Triage asks it who raised a message that a log shows without the frame that rais
 paste, a cut log): ``locate``. Every package's file is read on the first question only (lazily;
 the static check never asks). Matching is linear in the message (ordered substring search of the
 template's literal parts, no regular expression built from them), bounded in the message's length
-and in the candidates kept; a message many packages raise alike is pinned on none.
+and in the candidates kept; a message many packages raise alike is pinned on none. Quotes are soft
+(``knowledge.quotes``): templates and messages are matched as their words read without them, so
+that a paste whose page ate a name's backticks or typeset its quotes meets its raise; a quote
+closing a template does not let its last word run on (``edges``), and quotes count for nothing
+in the characters a message must show.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from envdoctor.knowledge.quotes import name_char, quoted_parts, soft_marked, soft_template, softened
 
 SCHEMA = "envdoctor.raises/1"
 MAX_BYTES = 4 * 1024 * 1024  # a file larger than this is passed over
@@ -114,20 +120,57 @@ def squeeze(text: str) -> str:
     return " ".join(text.split())
 
 
-def fit(template: str, message: str) -> tuple[int, bool] | None:
+@dataclass(frozen=True)
+class Soft:
+    """What a template's quotes were, where ``quotes.soft`` dropped them (``fit``): its first /
+    last literal part is a whole word at the template's edge (``head`` / ``tail``); the parts that
+    a quote opened after a wildcard (``after``); where the message's own quotes stood (``marks``:
+    indices in the soft message)."""
+
+    head: bool = False
+    tail: bool = False
+    after: tuple[int, ...] = ()
+    marks: frozenset[int] = frozenset()
+
+
+_PLAIN = Soft()
+
+
+def _find(message: str, part: str, pos: int, i: int, last: int, quoted: Soft, lead: bool) -> int:
+    """Where ``part`` (the ``i``-th literal part) is in ``message`` from ``pos``, as the quotes the
+    template had there ask (``Soft``): a whole word at the template's edge; after a wildcard that
+    a quote closed (``'{x}' is not``), the quote shown there or, where it is not, the value one
+    word (after a leading wildcard, which any text may precede: the part ``MIN_MATCHED`` long)."""
+    at = message.find(part, pos)
+    while at >= 0:
+        if quoted.head and i == 0 and at > 0 and name_char(message[at - 1]):
+            pass  # the name a quote opened runs on before it
+        elif quoted.tail and i == last and name_char(message[at + len(part) : at + len(part) + 1]):
+            pass  # the name a quote closed runs on after it
+        elif i not in quoted.after or at in quoted.marks:
+            return at  # no quote there, or the message shows one
+        elif len(part.strip()) >= MIN_MATCHED if lead else " " not in message[pos:at].strip():
+            return at
+        at = message.find(part, at + 1)
+    return at
+
+
+def fit(template: str, message: str, quoted: Soft = _PLAIN) -> tuple[int, bool] | None:
     """How ``message`` shows ``template``: (literal characters matched, whether whole), or None.
 
     The literal parts must appear in order (a wildcard stands for any text; text may precede the
     first part and follow the last); a message cut off may end inside a literal part (its last
     ``MIN_CUT`` characters at least the part's start; not the first part after a leading wildcard)
-    or end the template early."""
+    or end the template early. ``quoted``: where the template's quotes were, both being soft
+    (``_find``)."""
     pos = 0
     matched = 0
     parts = template.split(WILD)
+    last = len(parts) - 1
     for i, part in enumerate(parts):
         if not part:
             continue
-        at = message.find(part, pos)
+        at = _find(message, part, pos, i, last, quoted, not matched and not parts[0])
         if at >= 0:
             matched += len(part)
             pos = at + len(part)
@@ -162,11 +205,18 @@ class RaiseIndex:
         self.rows = [r for r in doc.get("sites") or [] if isinstance(r, list) and len(r) >= 5]
         lifted = doc.get("lifted")
         self.lifted = lifted if isinstance(lifted, dict) else {}
+        #: per site whose template has quotes (or markup), the template with them soft
+        #: (``quotes.soft_template``); the others are matched as they are
+        self.soft: dict[int, str] = {}
+        self._quoted: dict[int, Soft] = {}  # where their quotes were (``quoted``), once asked
         #: (the longest literal part, the first literal part's first ``MIN_CUT`` characters, row
-        #: index) per site: a message holds the first, or (cut) the second
+        #: index) per site, of the soft template: a message holds the first, or (cut) the second
         self.anchors: list[tuple[str, str, int]] = []
         for i, row in enumerate(self.rows):
-            parts = [p for p in str(row[1]).split(WILD) if p]
+            template = str(row[1])
+            if softened(template):
+                template = self.soft[i] = soft_template(template)
+            parts = [p for p in template.split(WILD) if p]
             if parts:
                 self.anchors.append((max(parts, key=len), parts[0][:MIN_CUT].rstrip(), i))
 
@@ -189,6 +239,16 @@ class RaiseIndex:
         raw_names = self.rows[i][6] if len(self.rows[i]) > 6 else None
         names = tuple(str(x) for x in raw_names) if isinstance(raw_names, list) else ()
         return Site(self.package, module, str(fn), str(exc), str(tpl), shown, idx[0] == 0, added, lift, names)
+
+    def quoted(self, i: int) -> Soft:
+        """Where the quotes of site ``i``'s template were (``Soft``; none: ``_PLAIN``)."""
+        if i not in self.soft:
+            return _PLAIN
+        got = self._quoted.get(i)
+        if got is None:
+            head, tail, after = quoted_parts(str(self.rows[i][1]), WILD)
+            got = self._quoted[i] = Soft(head, tail, after) if head or tail or after else _PLAIN
+        return got
 
     def candidates(self, message: str) -> list[int]:
         """Sites whose longest literal part the message holds, or (a cut message) whose first
@@ -247,15 +307,19 @@ def _locate(message: str, exc: str = "", only: tuple[str, ...] = ()) -> list[Hit
     when any is, the ones that show most of their template; empty where the message is generic
     (``generic``) or too short to tell a raise apart. ``only``: these packages' indexes alone."""
     text = squeeze(message[:MAX_MESSAGE])
-    if len(text) < MIN_MATCHED or generic(text):
+    words, marks = soft_marked(text)  # as the soft templates: quotes count for nothing
+    if len(words) < MIN_MATCHED or generic(text):
         return []
     hits: list[Hit] = []
     for dist in only or packages():
         index = raise_index(dist)
         if index is None:
             continue
-        for i in index.candidates(text):
-            got = fit(str(index.rows[i][1]), text)
+        for i in index.candidates(words):
+            template, quoted = index.soft.get(i) or str(index.rows[i][1]), index.quoted(i)
+            if quoted.after:
+                quoted = Soft(quoted.head, quoted.tail, quoted.after, marks)
+            got = fit(template, words, quoted)
             if got is None or got[0] < MIN_MATCHED:
                 continue
             site = index.site(i)

@@ -1,8 +1,10 @@
 """The catalogue of known failures (``rules/knowledge/known_failures/``) as triage signatures.
 
 Each entry's ``symptoms`` become one signature (``known-<id>``, rule TRI011): a literal symptom is
-its own keyword (one with backticks matches with or without them, as ``Symptom.found_in`` does,
-keyed by its text before the first); a regex symptom (``re:``) is keyed by its leading literal. An
+its own keyword, a regex symptom (``re:``) is keyed by its leading literal; both with their quotes
+soft (``knowledge.quotes``: a paste with the quotes gone, typeset or swapped matches, as
+``Symptom.found_in`` has it), keyed by what every form shares (the text before a quote, or the
+longest run of literal text between quotes). An
 exception's message is found on its line through the anchors it holds ("Error", "Exception: ", ":
 error: "); a rare literal (``RARE`` characters or more) of an entry whose symptom is a line of its
 own (a warning, a stalled step, a silently wrong run's warning: ``OWN_LINE_KINDS``) becomes an
@@ -23,12 +25,15 @@ from functools import lru_cache
 from typing import Any
 
 from envdoctor.findings import Severity
+from envdoctor.knowledge.quotes import QUOTE_CLASS, soft_regex
 from envdoctor.triage.interface import Signature
 
 RULE = "TRI011"
 PREFIX = "known-"
 RARE = 12  # characters of a literal that make it an anchor of its own
 FALLBACK_KEYWORD = b"Error"
+MIN_KEYWORD = 6  # characters of a literal that make it a signature's keyword
+_QUOTE_GROUP = f"(?:{QUOTE_CLASS}|"  # what ``soft_regex`` puts for a quote
 
 try:  # the regex parser: re._parser from Python 3.11, sre_parse on 3.10
     import re._constants as _c  # type: ignore[import-not-found]
@@ -52,9 +57,10 @@ def _entries() -> list[Any]:
         return []
 
 
-def _leading_literal(pattern: str) -> str:
-    """The literal text a regex starts with ('' when it starts otherwise or ignores case)."""
-    parsed = _p.parse(pattern)
+def _leading_literal(pattern: str, parsed: Any = None) -> str:
+    """The literal text a regex starts with ('' when it starts otherwise or ignores case);
+    ``parsed``: the pattern as ``_p.parse`` reads it, where the caller has it."""
+    parsed = _p.parse(pattern) if parsed is None else parsed
     if parsed.state.flags & re.IGNORECASE:
         return ""
     out = []
@@ -90,28 +96,53 @@ def _nested(items: Any, depth: int = 0) -> bool:
 
 
 def _symptom(symptom: Any) -> tuple[str, bytes] | None:
-    """``(regex source, keyword)`` of one symptom; None when it cannot be matched linearly. A
-    literal with backticks matches with or without them (a paste from a rendered page)."""
-    text = symptom.text
-    if symptom.regex is None:
-        if "`" not in text:
-            return re.escape(text), text.encode()
-        # as Symptom.found_in: the text or the text without its backticks (two literals, so that
-        # the scanner's literal prefilter keeps it); keyed by what both share, the text before one
-        lead = text[: text.index("`")]
-        bare = re.escape(text.replace("`", ""))
-        return f"{re.escape(text)}|{bare}", (lead.encode() if len(lead) >= 6 else FALLBACK_KEYWORD)
+    """``(regex source, keyword)`` of one symptom; None when it cannot be matched linearly. Its
+    quotes are soft (``quotes.soft_regex``, as ``Symptom.found_in`` and ``Symptom.regex`` have
+    them: a paste from a rendered page lost or changed them); the keyword is a literal every
+    match holds, quotes or none (``_keyword``)."""
     regex = symptom.regex
-    source = regex.pattern
-    if _nested(list(_p.parse(source))):
+    source = soft_regex(re.escape(symptom.text)) if regex is None else regex.pattern
+    if regex is None and source == re.escape(symptom.text):
+        return source, symptom.text.encode()  # a literal without quotes: itself
+    parsed = _p.parse(source)
+    if regex is not None and _nested(list(parsed)):
         return None
-    lead = _leading_literal(source)
+    flags = regex.flags if regex is not None else 0
+    keyword = _keyword(source, parsed)
     # global flags ("(?i)…") are scoped to the symptom, which becomes one alternative of several
-    flags = "".join(
-        f for f, bit in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL)) if regex.flags & bit
+    flag_s = "".join(
+        f for f, bit in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL)) if flags & bit
     )
     body = re.sub(r"^\(\?[aiLmsux]{1,6}\)", "", source)
-    return (f"(?{flags}:{body})" if flags else body), (lead.encode() if len(lead) >= 6 else FALLBACK_KEYWORD)
+    return (f"(?{flag_s}:{body})" if flag_s else body), keyword
+
+
+def _keyword(source: str, parsed: Any) -> bytes:
+    """The literal a regex starts with (``_leading_literal``) where it is ``MIN_KEYWORD`` long;
+    else, where a soft quote cut it short, the longest literal run that every match holds
+    (``_runs``); else ``FALLBACK_KEYWORD`` (the line's "Error")."""
+    lead = _leading_literal(source, parsed)
+    if len(lead) >= MIN_KEYWORD:
+        return lead.encode()
+    if _QUOTE_GROUP in source and not (parsed.state.flags & re.IGNORECASE):
+        runs = [r for r in _runs(list(parsed)) if len(r) >= MIN_KEYWORD]
+        if runs:
+            return max(runs, key=len).encode()
+    return FALLBACK_KEYWORD
+
+
+def _runs(items: list[Any]) -> list[str]:
+    """The runs of literal characters of a parsed regex's top level (each one every match holds;
+    a character a quantifier follows ends a run, not joining it)."""
+    out, run = [], []
+    for i, (op, av) in enumerate(items):
+        if op == _c.LITERAL and not (i + 1 < len(items) and items[i + 1][0] in _REPEATS):
+            run.append(chr(av))
+            continue
+        out.append("".join(run))
+        run = []
+    out.append("".join(run))
+    return out
 
 
 _GROUP = re.compile(r"\(\?P<(\w+)>")

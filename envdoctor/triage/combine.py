@@ -214,10 +214,11 @@ def needs(pattern: re.Pattern[str]) -> frozenset[str] | None:
         return None
 
 
-def _needs(items: Iterable) -> frozenset[str] | None:
+def _needs(items: Iterable, folded: bool = True) -> frozenset[str] | None:
     """``needs`` of a sequence: the rarest of the sets that one of its parts requires (a run of
     literals; a group, an alternation each of whose branches requires some, a repeat at least
-    once: what their content requires)."""
+    once: what their content requires). Without ``folded``, case-insensitive groups do not count
+    (their literals as written need not be in a text)."""
     best: frozenset[str] | None = None
     run: list[str] = []
     for op, av in [*items, (_c.FAILURE, None)]:  # (an end: the last run of literals is counted)
@@ -229,16 +230,16 @@ def _needs(items: Iterable) -> frozenset[str] | None:
             found, run = frozenset(["".join(run)]), []
             best = found if best is None or _rarer(found, best) else best
             found = None
-        if op == _c.SUBPATTERN and {av[1], av[2]} <= {0, re.IGNORECASE}:
-            found = _needs(av[3])
+        if op == _c.SUBPATTERN and {av[1], av[2]} <= ({0, re.IGNORECASE} if folded else {0}):
+            found = _needs(av[3], folded)
         elif op == _c.BRANCH:
-            branches = [_needs(branch) for branch in av[1]]
+            branches = [_needs(branch, folded) for branch in av[1]]
             found = frozenset().union(*[b for b in branches if b is not None])
             found = found if None not in branches else None
         elif op in _REPEATS and av[0] >= 1:
-            found = _needs(av[2])
+            found = _needs(av[2], folded)
         elif op == getattr(_c, "ATOMIC_GROUP", None):
-            found = _needs(av)
+            found = _needs(av, folded)
         if found is not None and (best is None or _rarer(found, best)):
             best = found
     return best
@@ -341,7 +342,9 @@ def digit_guards(pattern: re.Pattern[str]) -> tuple[bytes, ...] | None:
     other digit values (ASCII digits, same length): ``()`` when it never tells one digit from
     another (``\\d``, ``\\w``, ``.`` and a class holding all digits or none treat them alike);
     else the leads of its alternatives that do (``EZ9999`` in ``…|EZ9999.{0,300}``), when each of
-    them starts with a literal; None otherwise (a digit class range, a backreference)."""
+    them starts with a literal, or literals one of which its every match holds (an alternative
+    that opens with a quote that may be gone: ``(?:[`'"]|\\b)`` of ``quotes.soft_regex``); None
+    otherwise (a digit class range, a backreference)."""
     if pattern.flags != _DEFAULT_FLAGS:
         return None
     try:
@@ -354,6 +357,9 @@ def digit_guards(pattern: re.Pattern[str]) -> tuple[bytes, ...] | None:
         if _blind(branch):
             continue
         found = _starts(branch)
+        if found is None:
+            held = _needs(branch, folded=False)
+            found = (held, False) if held else None
         if found is None or found[1] or not found[0] or not all(lead.isascii() for lead in found[0]):
             return None
         guards |= found[0]

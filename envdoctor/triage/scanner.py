@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import BinaryIO, NamedTuple
 
+from envdoctor.knowledge.quotes import ascii_quotes
 from envdoctor.redact import cut as redacted_cut
 from envdoctor.triage.combine import Gate, Literals, digit_guards
 from envdoctor.triage.interface import HEAD, Match, ScanResult, Signature
@@ -143,10 +144,12 @@ def unmark(text: str) -> str:
 
 def clean(raw: bytes) -> str:
     """A piece of a log line as a person reads it: decoded, colours and control noise removed,
-    HTML entities read back, markdown's and HTML's marks around it taken off (``unmark``)."""
+    HTML entities read back, typographic quotes as ASCII's (``quotes.ascii_quotes``: what the
+    catalogue's quote-soft patterns know), markdown's and HTML's marks around it taken off
+    (``unmark``)."""
     text = raw.decode("utf-8", errors="replace")
     text = ANSI.sub("", text) if "\x1b" in text else text  # every escape starts with ESC
-    return unmark(unescape(text).strip())
+    return unmark(ascii_quotes(unescape(text)).strip())
 
 
 _SPACES = re.compile(r"\s+")

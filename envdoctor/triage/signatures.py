@@ -238,10 +238,13 @@ def _with_catalogue() -> tuple[tuple[Signature, ...], tuple[bytes, ...]]:
     keywords become anchors, the others are looked for on lines that hold ``Error``."""
     from dataclasses import replace
 
+    from envdoctor.knowledge.quotes import lead
     from envdoctor.triage import catalogue
 
     known, _, entries = catalogue.catalogue()
-    base = own_anchors()
+    # an anchor holding a quote is cut before it: a line whose quotes a rendered page ate or
+    # changed still reaches the (quote-soft) catalogue signatures (``quotes.lead``)
+    base = tuple(dict.fromkeys(lead(a.decode()).encode() or a for a in own_anchors()))
     all_anchors = base + catalogue.extra_anchors(base, known, entries)
     found = []
     for sig in known:

@@ -211,7 +211,8 @@ def test_digit_guards_are_the_literals_leading_the_alternatives_that_tell_digits
     assert guards(r"^(?P<e>\w+Error)$|(?P<a>EZ9999.{0,300}|ERR99999.{0,300})") == (b"ERR99999", b"EZ9999")
     assert guards(r"exit code [1-9]") == (b"exit code ",)
     assert guards(r"(a)\1") == (b"a",)  # a backreference: only where its lead stands
-    assert guards(r"[1-9] failed") is None  # no literal leads it
+    assert guards(r"[1-9] failed") == (b" failed",)  # no literal leads it: one every match holds
+    assert guards(r"[1-9]+") is None  # none at all
     assert guards(r"(?i:code 7)") is None
 
 
