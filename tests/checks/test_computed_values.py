@@ -149,3 +149,25 @@ def test_memory_plan_with_a_computed_batch_is_not_judged(tmp_path, monkeypatch):
     assert "not judged" in got["MEM104"].message and got["MEM104"].severity.value == "info"
     _script(tmp_path, "bf16=is_bf16_supported(), per_device_train_batch_size=8", model=model)
     assert "MEM101" in _found(snap, "python train.py", config, select=["MEM101"])
+
+
+def test_use_peft_computed_is_no_certain_reference_model(tmp_path, monkeypatch):
+    """CFG009 (a frozen reference model under DeepSpeed's optimizer section) is certain only where
+    no adapter is trained: use_peft computed by the script is not its default False."""
+    monkeypatch.chdir(tmp_path)
+    ds = {"bf16": {"enabled": "auto"}, "optimizer": {"type": "AdamW"}, "zero_optimization": {"stage": 2}}
+    (tmp_path / "ds.json").write_text(json.dumps(ds))
+    snap = snapshot(2, packages={**MODERN, "trl": "0.16.0"})
+    body = (
+        "import os\nfrom trl import GRPOConfig, GRPOTrainer\n"
+        "args = GRPOConfig(output_dir='o', deepspeed='ds.json', bf16=True, beta=0.04, use_peft={})\n"
+        "GRPOTrainer(model='m', args=args, reward_funcs=[len])\n"
+    )
+    launch = "torchrun --nproc_per_node 2 train.py"
+    severity = {}
+    for value in ("False", "True", "os.environ.get('PEFT') == '1'"):
+        (tmp_path / "train.py").write_text(body.format(value))
+        got = _found(snap, launch, select=["CFG009"])
+        severity[value] = got["CFG009"].severity.value if "CFG009" in got else None
+    assert severity["False"] == "error" and severity["True"] is None
+    assert severity["os.environ.get('PEFT') == '1'"] not in ("error", None)
