@@ -117,8 +117,8 @@ def vllm_unused(ctx: Context) -> str | None:
     then give advice, not a failure: a vLLM that never starts an engine does not load its compiled
     ops on the run's way to a step (an import of it alone does not stop the run: TimeZero trained
     with vLLM 0.7.2 imported beside torch 2.6.0)."""
-    if ctx.version("vllm") is None or ctx.plan.use_vllm:
-        return None
+    if ctx.version("vllm") is None or ctx.plan.use_vllm or ctx.plan.computed("use_vllm"):
+        return None  # on, or computed by the script (``use_vllm=args.vllm``): not known off
     if any(lx.is_server for lx in ctx.plan.launches):
         return None
     script = ctx.plan.script

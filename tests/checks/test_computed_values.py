@@ -171,3 +171,22 @@ def test_use_peft_computed_is_no_certain_reference_model(tmp_path, monkeypatch):
         severity[value] = got["CFG009"].severity.value if "CFG009" in got else None
     assert severity["False"] == "error" and severity["True"] is None
     assert severity["os.environ.get('PEFT') == '1'"] not in ("error", None)
+
+
+def test_use_vllm_computed_is_not_off(tmp_path, monkeypatch):
+    """The rules on vLLM's own pins say "this run never generates with vLLM" only where use_vllm
+    is off: computed by the script, it is not known off (vLLM 0.7.2 pins torch 2.5.1)."""
+    monkeypatch.chdir(tmp_path)
+    snap = snapshot(
+        1, packages={"trl": "0.15.1", "vllm": "0.7.2", "torch": "2.6.0", "transformers": "4.49.0"}
+    )
+    body = "import os\nfrom trl import GRPOConfig, GRPOTrainer\nargs = GRPOConfig(output_dir='o'{})\n"
+    body += "GRPOTrainer(model='m', args=args, reward_funcs=[])\n"
+    severity = {}
+    for value in ("", ", use_vllm=False", ", use_vllm=os.environ.get('VLLM') == '1'"):
+        (tmp_path / "train.py").write_text(body.format(value))
+        ctx = Context(facts=from_dict(snap, "t"), plan=build_plan(launch="python train.py", live=False))
+        pkg004 = [f for f in run_rules(ctx, select=["PKG004"]).findings if f.message.startswith("vllm")]
+        severity[value] = pkg004[0].severity.value if pkg004 else None
+    assert severity[""] == "info" and severity[", use_vllm=False"] == "info"
+    assert severity[", use_vllm=os.environ.get('VLLM') == '1'"] == "error"
