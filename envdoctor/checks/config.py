@@ -13,7 +13,7 @@ from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import FileEdit, Remedy
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.keys import presence, span
-from envdoctor.plan.interface import ConfigClass, TrainingScript, from_code
+from envdoctor.plan.interface import COMPUTED, ConfigClass, TrainingScript, from_code
 from envdoctor.plan.placeholders import placeholder
 from envdoctor.plan.values import small_divisors, type_problem
 from envdoctor.trl_release import dev_build
@@ -151,7 +151,7 @@ def config_key_wrong_version(ctx: Context) -> Iterator[Hit]:
             msg = (
                 f"`{key}` ({origin}) was removed from GRPOConfig in TRL {until}; "
                 f"{_installed(ctx)}TRL {said} "
-                f"{_parser_does(ctx, origin)} (it exists in {_span(entry)})"
+                f"{_parser_does(ctx, origin, key)} (it exists in {_span(entry)})"
             )
             fix = (
                 f"replace `{key}` with `{repl}`" if repl else f"remove `{key}`"
@@ -422,11 +422,16 @@ def replace_or_remove(ctx: Context, key: str, repl: str | None, value: Any) -> R
     return Remedy(config_remove=(key,), config_set={repl: value}, fix=f"replace `{key}` with `{repl}`")
 
 
-def _parser_does(ctx: Context, origin: str = "") -> str:
+def _parser_does(ctx: Context, origin: str = "", key: str = "") -> str:
     """What the installed TRL's parser (or, for a key of a ``GRPOConfig(...)`` call in code,
-    the dataclass's ``__init__``) does with a config key no dataclass has."""
+    the dataclass's ``__init__``) does with a config key no dataclass has; a key of a config
+    file the script loads itself reaches TRL only through its GRPOConfig(...) keyword."""
+    script = ctx.plan.script
     if from_code(origin):
         return "refuses it at the call (TypeError: unexpected keyword argument)"
+    if key and script is not None and script.self_load and key in script.trl_config_keys:
+        call = script.trl_config_keys[key]
+        return f"refuses it at {call}, which passes it (TypeError: unexpected keyword argument)"
     if origin == "command line":  # transformers' HfArgumentParser.parse_args_into_dataclasses
         return 'refuses it ("Some specified arguments are not used by the HfArgumentParser")'
     if ctx.kb.feature("config_unknown_keys_fail", ctx.trl.version) is False:
@@ -1200,7 +1205,9 @@ def _read_under_strategy(ctx: Context, key: str) -> bool:
     entry = (ctx.kb.trl.get("read_under_strategy") or {}).get(key)
     if not isinstance(entry, dict):
         return True
-    chosen = ctx.config.get(str(entry.get("strategy")), entry.get("default"))
+    chosen = ctx.value(str(entry.get("strategy")), entry.get("default"))
+    if chosen is COMPUTED:
+        return True  # the script computes the strategy: not known to leave the key unread
     return str(chosen).lower() == str(entry.get("value")).lower()
 
 

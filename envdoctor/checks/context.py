@@ -9,7 +9,7 @@ from typing import Any
 from envdoctor import versions
 from envdoctor.facts.interface import Facts
 from envdoctor.knowledge import Knowledge, knowledge
-from envdoctor.plan.interface import VALUE_UNKNOWN, GpuLayout, Plan
+from envdoctor.plan.interface import GpuLayout, Plan
 from envdoctor.plan.layout import resolve_layout
 from envdoctor.trl_release import TrlRelease, trl_release
 
@@ -62,10 +62,13 @@ class Context:
     def value_unknown(self, key: str) -> bool:
         """Whether the script sets ``key`` to an expression envdoctor does not evaluate
         (``bf16=is_bf16_supported()``): the key is out of ``config``, so TRL's default is not
-        its value either."""
-        return key not in self.plan.config and self.plan.config_origin.get(key, "").endswith(
-            f", {VALUE_UNKNOWN}"
-        )
+        its value either (``Plan.computed``)."""
+        return self.plan.computed(key)
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """GRPO config ``key`` as the run sets it: ``COMPUTED`` where the script computes it,
+        else the plan's value, else ``default`` (``Plan.value``)."""
+        return self.plan.value(key, default)
 
 
 def unsloth_has(ctx: Context, entry: str, *, when_missing: bool) -> bool:
@@ -114,8 +117,8 @@ def vllm_unused(ctx: Context) -> str | None:
     then give advice, not a failure: a vLLM that never starts an engine does not load its compiled
     ops on the run's way to a step (an import of it alone does not stop the run: TimeZero trained
     with vLLM 0.7.2 imported beside torch 2.6.0)."""
-    if ctx.version("vllm") is None or ctx.plan.use_vllm:
-        return None
+    if ctx.version("vllm") is None or ctx.plan.use_vllm or ctx.plan.computed("use_vllm"):
+        return None  # on, or computed by the script (``use_vllm=args.vllm``): not known off
     if any(lx.is_server for lx in ctx.plan.launches):
         return None
     script = ctx.plan.script

@@ -18,6 +18,7 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import FileEdit, Remedy
+from envdoctor.plan.interface import COMPUTED
 from envdoctor.plan.layout import trainer_env
 from envdoctor.plan.model_name import model_name
 
@@ -290,8 +291,8 @@ def _vllm_limit(ctx: Context) -> tuple[int, str] | None:
         return (value, "vllm_max_model_length") if value > 0 else None
     if versions.satisfies(trl, ">=0.18"):  # colocate: max_prompt_length + max_completion_length
         mp = _max_prompt(ctx)
-        mc = as_int(ctx.config.get("max_completion_length", DEFAULT_MAX_COMPLETION), 0)
-        return (mp + mc, "max_prompt_length + max_completion_length") if mp and mc > 0 else None
+        mc = _max_completion(ctx)
+        return (mp + mc, "max_prompt_length + max_completion_length") if mp and mc else None
     return None
 
 
@@ -299,8 +300,18 @@ def _max_prompt(ctx: Context) -> int | None:
     from envdoctor.coerce import as_int
 
     default = DEFAULT_MAX_PROMPT if versions.satisfies(ctx.trl.version, "<0.26") else None
-    raw = ctx.config.get("max_prompt_length", default)
-    value = as_int(raw, 0) if raw is not None else 0
+    raw = ctx.value("max_prompt_length", default)
+    value = as_int(raw, 0) if raw is not None and raw is not COMPUTED else 0
+    return value if value > 0 else None  # None too where the script computes it
+
+
+def _max_completion(ctx: Context) -> int | None:
+    """max_completion_length as the run sets it (TRL's default where unset); None where the
+    training script computes it."""
+    from envdoctor.coerce import as_int
+
+    raw = ctx.value("max_completion_length", DEFAULT_MAX_COMPLETION)
+    value = as_int(raw, 0) if raw is not COMPUTED else 0
     return value if value > 0 else None
 
 
@@ -332,9 +343,8 @@ def _length_expr(view: DataView) -> str:
 
 def _room(ctx: Context, cap: int) -> int:
     """The longest prompt that leaves max_completion_length tokens under ``cap``."""
-    from envdoctor.coerce import as_int
 
-    completion = as_int(ctx.config.get("max_completion_length", DEFAULT_MAX_COMPLETION), 0)
+    completion = _max_completion(ctx) or 0
     return cap - completion if 0 < completion < cap else cap
 
 

@@ -19,6 +19,7 @@ from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import Remedy
 from envdoctor.plan.deepspeed_json import DeepSpeedJson, read_deepspeed_json
+from envdoctor.plan.interface import COMPUTED
 from envdoctor.plan.values import as_bool
 from envdoctor.script_args import coerce
 
@@ -80,7 +81,10 @@ def _trl_trainer(ctx: Context) -> bool | None:
 def _peft(ctx: Context) -> bool | None:
     """Whether the run trains a PEFT adapter (TRL then builds no reference model): the config's
     use_peft, a ``peft_config=`` the script gives GRPOTrainer (value not evaluated: None)."""
-    if as_bool(ctx.config.get("use_peft", False)):
+    use_peft = ctx.value("use_peft", False)
+    if use_peft is COMPUTED:
+        return None  # the script computes it
+    if as_bool(use_peft):
         return True
     script = ctx.plan.script
     if script is not None and any("peft_config" in getattr(c, "keywords", ()) for c in script.trl_calls):

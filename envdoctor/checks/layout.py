@@ -20,7 +20,7 @@ from envdoctor.checks.layout_replica import (
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import Remedy
 from envdoctor.knowledge import release_said
-from envdoctor.plan.interface import GpuLayout, Launch
+from envdoctor.plan.interface import COMPUTED, GpuLayout, Launch
 from envdoctor.plan.shell_words import join as shell_join
 
 #: vLLM's /server_info (its whole config as JSON) may be read up to this size; other answers 64 KiB
@@ -701,7 +701,10 @@ def group_port_busy(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.generation_mode != "server" or not ctx.network:
         return
-    port = int(ctx.config.get("vllm_group_port", 51216))
+    value = ctx.value("vllm_group_port", 51216)
+    if value is COMPUTED:
+        return  # the script computes the port
+    port = int(value)
     if port_in_use(port):
         # a port found free now (the closure reruns without the network: the proof is this look)
         free = next((p for p in range(port + 1, min(port + 64, 65536)) if not port_in_use(p)), None)
@@ -754,7 +757,7 @@ def colocate_tp_not_dividing(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
     if lay.generation_mode != "colocate":
         return
-    tp = ctx.config.get("vllm_tensor_parallel_size", 1)
+    tp = ctx.value("vllm_tensor_parallel_size", 1)  # COMPUTED (the script's): not an int
     if isinstance(tp, int) and tp > 1 and lay.world_size % tp:
         ok = [d for d in range(1, lay.world_size + 1) if lay.world_size % d == 0]
         yield hit(

@@ -27,7 +27,10 @@ _MISSING = object()
 
 
 def config_default(ctx: Context, key: str) -> Any:
-    """The default of GRPO config ``key`` in the installed TRL release, or ``_MISSING``."""
+    """The default of GRPO config ``key`` in the installed TRL release, or ``_MISSING`` (also
+    where the training script computes the key: TRL's default is not its value)."""
+    if ctx.plan.computed(key):
+        return _MISSING
     entry = ctx.kb.config_key(key) or {}
     trl = ctx.version("trl")
     if not entry or versions.parse(trl) is None or ctx.kb.has_config_key(key, trl) is not True:

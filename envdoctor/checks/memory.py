@@ -13,6 +13,7 @@ from envdoctor.facts.gpus import is_vllm_process
 from envdoctor.facts.interface import Gpu, GpuProcess
 from envdoctor.findings import Remedy
 from envdoctor.knowledge import release_said
+from envdoctor.plan.interface import COMPUTED
 from envdoctor.plan.values import as_bool
 
 
@@ -26,8 +27,12 @@ def _holders(gpu: Gpu, exclude: Collection[int] = frozenset()) -> str:
     )
 
 
-def _util(ctx: Context, default: float) -> float:
-    value = ctx.config.get("vllm_gpu_memory_utilization", default)
+def _util(ctx: Context, default: float) -> float | None:
+    """vllm_gpu_memory_utilization as the run sets it (``default``: TRL's); None where the
+    training script computes it (no share to judge)."""
+    value = ctx.value("vllm_gpu_memory_utilization", default)
+    if value is COMPUTED:
+        return None
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -59,8 +64,9 @@ MIN_FRACTION = 0.1
 COLOCATE_DEFAULT = 0.3  # GRPOConfig.vllm_gpu_memory_utilization since colocate exists (TRL 0.18)
 
 
-def generation_util(ctx: Context) -> tuple[float, str, bool]:
-    """``(fraction, where it comes from, set on the server line)`` for the generation GPUs."""
+def generation_util(ctx: Context) -> tuple[float | None, str, bool]:
+    """``(fraction, where it comes from, set on the server line)`` for the generation GPUs; the
+    fraction None where the training script computes it."""
     if ctx.layout.generation_mode != "server":
         colocate = ctx.layout.generation_mode == "colocate"
         util = _util(ctx, COLOCATE_DEFAULT if colocate else 0.9)
@@ -105,6 +111,8 @@ def generation_gpu_memory_short(ctx: Context) -> Iterator[Hit]:
     if lay.generation_mode not in ("legacy", "server", "colocate"):
         return
     util, said, on_line = generation_util(ctx)
+    if util is None:
+        return  # the script computes vLLM's share: no reservation to compare with
     health = server_health(ctx) if lay.generation_mode == "server" else None
     colocate = lay.generation_mode == "colocate"
     for idx in lay.training if colocate else lay.generation:
@@ -207,6 +215,8 @@ def colocate_memory_budget(ctx: Context) -> Iterator[Hit]:
     if lay.generation_mode != "colocate":
         return
     util = _util(ctx, COLOCATE_DEFAULT)
+    if util is None:
+        return  # the script computes vLLM's share
     sleeps = as_bool(ctx.plan.config.get("vllm_enable_sleep_mode", False)) is True
     for idx in lay.training:
         gpu = ctx.facts.gpu(idx)

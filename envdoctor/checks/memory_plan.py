@@ -121,10 +121,19 @@ def _torch_part(row: GpuPlan) -> int:
     )
 
 
-def _rows(ctx: Context) -> tuple[MemoryPlan | None, list[GpuPlan]]:
+def _judged(ctx: Context) -> MemoryPlan | None:
+    """The memory plan where it can be judged: None where the model does not resolve or the
+    training script computes a key the plan reads (planned at TRL's default, not the run's)."""
     from envdoctor.plan.memory.planner import for_context
 
     plan = for_context(ctx)
+    return None if plan is None or plan.knobs.computed else plan
+
+
+def _rows(ctx: Context, judged: bool = True) -> tuple[MemoryPlan | None, list[GpuPlan]]:
+    from envdoctor.plan.memory.planner import for_context
+
+    plan = _judged(ctx) if judged else for_context(ctx)
     if plan is None:
         return None, []
     return plan, [r for r in plan.gpus if r.role != "vLLM" and r.capacity]
@@ -188,9 +197,8 @@ def memory_plan_headroom_thin(ctx: Context) -> Iterator[Hit]:
 @rule("MEM103", needs=("model", "vllm"))
 def kv_cache_cannot_hold_max_model_len(ctx: Context) -> Iterator[Hit]:
     from envdoctor.plan.memory.parts import gpus_text, same_gpus
-    from envdoctor.plan.memory.planner import for_context
 
-    plan = for_context(ctx)
+    plan = _judged(ctx)
     if plan is None:
         return
     colocate = plan.knobs.vllm_mode == "colocate"
@@ -290,9 +298,21 @@ def memory_plan(ctx: Context) -> Iterator[Hit]:
     from envdoctor.plan.memory.parts import same_gpus
     from envdoctor.plan.memory.planner import is_thin
 
-    plan, rows = _rows(ctx)
+    plan, rows = _rows(ctx, judged=False)  # the plan said, at TRL's defaults where computed
+    computed = plan.knobs.computed if plan is not None else ()
     for group in same_gpus(rows):
         row = group[0]
+        if computed:
+            yield hit(
+                f"{_where(group)}: peak ~{size_text(row.total)} of {size_text(row.capacity)} planned "
+                f"at TRL's defaults for {', '.join(computed)}, which the training script computes: "
+                "not judged",
+                gpu=row.gpu,
+                gpus=[r.gpu for r in group],
+                plan=row.to_dict(),
+                computed=list(computed),
+            )
+            continue
         if row.total > row.capacity or is_thin(row):
             continue
         yield hit(
@@ -355,9 +375,8 @@ def max_model_len_beyond_model(ctx: Context) -> Iterator[Hit]:
 
 @rule("MEM106", needs=("model", "vllm", "trl-keys"))
 def max_model_len_below_prompt_and_completion(ctx: Context) -> Iterator[Hit]:
-    from envdoctor.plan.memory.planner import for_context
 
-    plan = for_context(ctx)
+    plan = _judged(ctx)
     found = _max_model_len(ctx, plan) if plan is not None else None
     if plan is None or found is None:
         return

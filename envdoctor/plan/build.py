@@ -328,6 +328,24 @@ def _read_by_script(plan: Plan, origin: str) -> None:
             )
 
 
+def _unfollow(plan: Plan) -> None:
+    """Keys the config file gave GRPOConfig through a keyword of the script (``_follow_sections``)
+    that the script, read again (edited by ``fix``), no longer passes: no longer GRPOConfig's; a
+    top-level key of the file stays the file's own."""
+    script = plan.script
+    if script is None:
+        return
+    for key, origin in list(plan.config_origin.items()):
+        head, through, _ = origin.partition(", through ")
+        if not through or key in script.file_keys:
+            continue
+        value = plan.config.pop(key, None)
+        del plan.config_origin[key]
+        if head.endswith(f" ({key})") and head.startswith("config file "):
+            plan.config[key] = value
+            plan.config_origin[key] = head[: -len(f" ({key})")]
+
+
 def _dig(data: Any, path: tuple[str, ...]) -> Any:
     for part in path:
         if not isinstance(data, dict) or part not in data:
@@ -451,6 +469,9 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
 
             args, code = read_training_script(new, trainer, args)
             _merge_code(new, {k: v for k, v in code.items() if k not in new.config_origin})
+            if new.config_path:  # a key the (edited) script no longer passes is its own
+                _unfollow(new)
+                _read_by_script(new, f"config file {new.config_path}")
             new.job = _declared_job(trainer)
             if new.script is not None and new.script.hydra_config:
                 _follow_sections(new, new.script.hydra_values, f"{HYDRA_ORIGIN} {new.script.hydra_config}")

@@ -187,6 +187,14 @@ class TrainingScript:
     #: file, the call): ``per_device_train_batch_size=conf["training"].get(…)`` reads
     #: ("training", "per_device_train_batch_size")
     file_keys: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    #: the keys of the config file the script loads itself (``yaml.safe_load``) that it reads
+    #: besides handing them to a TRL config keyword (``build_dataset(cfg["max_prompt_length"])``)
+    #: -> where (``src/training/grpo.py:142``): ``fix`` never removes such a key from the file
+    #: (the script's own read would stop on a KeyError); it drops the keyword at the call
+    own_reads: dict[str, str] = field(default_factory=dict)
+    #: TRL config keyword -> the key its value reads from a mapping or namespace
+    #: (``max_prompt_length=cfg["max_prompt_length"]``, ``beta=cfg.beta``)
+    keyword_reads: dict[str, str] = field(default_factory=dict)
     #: sections of that file its calls spread (``**conf["grpo"]``) -> the call
     file_spreads: dict[tuple[str, ...], str] = field(default_factory=dict)
     #: the config a Hydra entry composes (``@hydra.main(config_path=…, config_name=…)``): the
@@ -242,6 +250,19 @@ class TrainingScript:
 VALUE_UNKNOWN = "set in code, value unknown"
 #: how the origin of a key the script's code sets begins: ``GRPOConfig(...) in train.py:12``
 CODE_ORIGIN = "(...) in "
+
+
+class _Computed:
+    """The value of a config key the training script computes (``COMPUTED``)."""
+
+    def __repr__(self) -> str:
+        return "<computed by the script>"
+
+
+#: ``Plan.value`` of a key the training script sets to an expression envdoctor does not evaluate
+#: (``bf16=is_bf16_supported()``, ``max_prompt_length=cfg["max_prompt_length"]``): neither a
+#: literal to judge nor TRL's default
+COMPUTED: Any = _Computed()
 
 
 def from_code(origin: str) -> bool:
@@ -301,6 +322,19 @@ class Plan:
     @property
     def empty(self) -> bool:
         return not (self.config or self.accelerate or self.launches)
+
+    def computed(self, key: str) -> bool:
+        """Whether the training script sets ``key`` to a value envdoctor does not evaluate: the
+        plan keeps it out of ``config``, its origin ending in ``VALUE_UNKNOWN``."""
+        return key not in self.config and self.config_origin.get(key, "").endswith(f", {VALUE_UNKNOWN}")
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """The value the run gives config ``key``: the plan's, ``COMPUTED`` where the script
+        computes it (never TRL's default then), else ``default``. Every rule that reads a
+        GRPOConfig value with a default reads it here."""
+        if self.computed(key):
+            return COMPUTED
+        return self.config.get(key, default)
 
     def not_grpo_key(self, key: str, origin: str) -> bool:
         """Whether config key ``key`` (from ``origin``) is not GRPOConfig's to judge: the script's

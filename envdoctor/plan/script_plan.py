@@ -100,6 +100,7 @@ def read_training_script(
         # where a GRPOConfig(**mapping) call may hand it the file's keys (``GRPOConfig(**cfg)``
         # with ``use_gradient_checkpointing: true``: a TypeError whatever else reads the key)
         plan.script.consumed = dict(decl.consumed)
+    plan.script.own_reads = dict(decl.own_reads)
     given: dict[str, Any] = {}
     if decl.in_process_calls:
         _in_process(plan.script, decl, flag_values(decl, trainer.script_args)[0])
@@ -155,6 +156,8 @@ def read_training_script(
         if call.trl_class:
             for key in call.passed:
                 plan.script.trl_config_keys.setdefault(key, call.where)
+            for key, (read, _) in call.key_reads.items():
+                plan.script.keyword_reads.setdefault(key, read.lstrip("."))  # .attr: an attribute
         found: dict[str, tuple[Any, str]] = {k: (v, call.where) for k, v in call.values.items()}
         if call.trl_class:
             for key, value in call.values.items():

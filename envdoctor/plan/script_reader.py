@@ -125,6 +125,9 @@ class ConfigCall:
     #: (``per_device_train_batch_size=training_conf.get("per_device_train_batch_size")``:
     #: ("training", "per_device_train_batch_size")); its value is the file's there
     from_file: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: keyword -> (the text key its value reads from a mapping, the line of that read):
+    #: ``max_prompt_length=cfg["max_prompt_length"]``
+    key_reads: dict[str, tuple[str, int]] = field(default_factory=dict)
     #: the sections of that file it spreads (``**conf["grpo"]``: ("grpo",)): their keys are its
     file_spreads: tuple[tuple[str, ...], ...] = ()
 
@@ -269,6 +272,9 @@ class ScriptDecl:
     #: consumers than TRL's config (Unsloth's loaders, PEFT, its own functions) and, where it
     #: reads a config file itself, the text keys it reads from mappings: key -> what says so
     consumed: dict[str, str] = field(default_factory=dict)
+    #: keys of the config file it loads itself that it reads besides a TRL config keyword's
+    #: value (``_own_reads``): key -> ``path:line``
+    own_reads: dict[str, str] = field(default_factory=dict)
 
     @property
     def readable(self) -> bool:
@@ -503,6 +509,12 @@ class SourceFacts:
     #: text keys it reads from a mapping (``cfg["gpu_memory_utilization"]``, ``cfg.get("lr")``):
     #: key -> line of the first read
     reads: dict[str, int] = field(default_factory=dict)
+    #: text key -> every line that reads it from a mapping (``cfg["max_prompt_length"]``,
+    #: ``cfg.get("lr")``), the first ``MAX_READS`` of each
+    key_reads: dict[str, list[int]] = field(default_factory=dict)
+    #: attribute -> (the name it is read from, line) of every ``name.attr`` read (``cfg.lr``), the
+    #: first ``MAX_READS`` of each: a dataclass or namespace config read field by field
+    attr_reads: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     #: the places it assigns with a text key (``generation_config["max_prompt_length"] = n``): a
     #: config file's value read there is not the one the script hands on
     written: list[ast.Subscript] = field(default_factory=list)
@@ -555,6 +567,7 @@ FILE_LOADS = frozenset(
 
 MAX_CALLS = 2000  # calls with keywords kept per file as config-call candidates
 MAX_KEYS = 2000  # keywords and mapping reads kept per file
+MAX_READS = 16  # lines kept per text key read
 #: calls whose keywords go to TRL's config or trainer (not another consumer of the script's)
 _NOT_CONSUMERS = frozenset(
     {CONFIG_CLASS, TRAINER_CLASS, "TrainingArguments", "UnslothGRPOConfig", "UnslothGRPOTrainer", "dict"}
@@ -707,6 +720,19 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
     for node in ast.walk(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             prose.add(id(node.value))  # ast.walk reaches the statement before its string
+        read = _key_read(node)
+        if read and (read in mod.key_reads or len(mod.key_reads) < MAX_KEYS):
+            lines = mod.key_reads.setdefault(read, [])
+            if len(lines) < MAX_READS:
+                lines.append(getattr(node, "lineno", 0))
+        elif (
+            isinstance(node, ast.Attribute)
+            and _attr_read(node)
+            and (node.attr in mod.attr_reads or len(mod.attr_reads) < MAX_KEYS)
+        ):
+            reads = mod.attr_reads.setdefault(node.attr, [])
+            if len(reads) < MAX_READS:
+                reads.append((_dotted(node.value) or "", node.lineno))
         if (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)
@@ -838,6 +864,32 @@ def _note_config_function(mod: SourceFacts, node: ast.FunctionDef | ast.AsyncFun
                 isinstance(value, ast.Name) and value.id in loaded
             ):
                 mod.load_functions.add(node.name)
+
+
+def _attr_read(node: ast.AST) -> bool:
+    """``name.attr`` read (``cfg.max_prompt_length``)."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Load)
+        and isinstance(node.value, ast.Name)
+    )
+
+
+def _key_read(node: ast.AST) -> str | None:
+    """The text key ``node`` reads from a mapping (``x["key"]``, ``x.get("key", …)``), or None."""
+    if isinstance(node, ast.Subscript):
+        key: Any = node.slice.value if isinstance(node.slice, ast.Constant) else None
+        return key if isinstance(node.ctx, ast.Load) and isinstance(key, str) else None
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        return node.args[0].value
+    return None
 
 
 def section_path(mod: SourceFacts, node: ast.expr, depth: int = 0) -> tuple[str, ...] | None:
@@ -1593,6 +1645,7 @@ def read_script(
         (f"{call} in {m.path}:{line}" for m in [main, *followed] for call, line in m.file_loads), None
     )
     decl.consumed = _consumed(main, followed, decl)
+    decl.own_reads = _own_reads([main, *followed], decl)
     decl.files = tuple(dict.fromkeys(res.files))
     decl.reads_command_line = any(m.reads_command_line for m in [main, *res.loaded.values()] if m is not None)
     decl.chat_messages = next(
@@ -1748,6 +1801,35 @@ def _trl_other_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str |
 
 #: TRL classes whose calls' keywords are checked against the symbol history
 CHECKED_CALLS = frozenset({TRAINER_CLASS})
+
+
+def _own_reads(mods: list[SourceFacts], decl: ScriptDecl) -> dict[str, str]:
+    """Where the script reads itself a key of the config file it loads (``yaml.safe_load``) that
+    a TRL config keyword also takes (``max_prompt_length=cfg["max_prompt_length"]``) at a line
+    besides that keyword's (``build_dataset(..., cfg["max_prompt_length"])``): key -> ``path:line``.
+    The key is the script's own as well as GRPOConfig's: ``fix`` changes the call, never the file."""
+    if not decl.self_load:
+        return {}
+    out: dict[str, str] = {}
+    for call in decl.config_calls:
+        for read, line in call.key_reads.values():
+            key = read.lstrip(".")
+            for mod in mods:
+                if read.startswith("."):  # cfg.max_prompt_length: not a read of a config object built
+                    lines = [n for name, n in mod.attr_reads.get(key, []) if not _built_config(mod, name)]
+                else:
+                    lines = mod.key_reads.get(read, [])
+                other = [n for n in lines if mod.path != call.path or n != line]
+                if other and key not in out:
+                    out[key] = f"{mod.path}:{other[0]}"
+    return out
+
+
+def _built_config(mod: SourceFacts, name: str) -> bool:
+    """Whether ``name`` is bound to a config or trainer object the file builds (``args =
+    GRPOConfig(...)``): its attribute is the object's field, not the config file's key."""
+    func = mod.made.get(name, ("", 0))[0].rsplit(".", 1)[-1]
+    return name == "self" or func.endswith(("Config", "Arguments", "Trainer"))
 
 
 def _consumed(main: SourceFacts, followed: list[SourceFacts], decl: ScriptDecl) -> dict[str, str]:
@@ -2027,6 +2109,7 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
         where = f"{name}{CODE_ORIGIN}{main.path}:{line}"
         places: dict[str, CodeKeyword] = {}
         from_file: dict[str, tuple[str, ...]] = {}
+        key_reads: dict[str, tuple[str, int]] = {}
         file_spreads: list[tuple[str, ...]] = []
         for i, kw in enumerate(call.keywords):
             if kw.arg is not None:
@@ -2068,6 +2151,12 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 continue
             ref = _dotted(node)
             from_file.pop(key, None)
+            read = _key_read(node)
+            if read is None and isinstance(node, ast.Attribute) and _attr_read(node):
+                read = f".{node.attr}"
+            key_reads.pop(key, None)
+            if read and not assigned:
+                key_reads[key] = (read, node.lineno)
             path = section_path(main, node)
             if path and any(section_path(main, w) == path for w in main.written):
                 path = None  # the script sets that place itself (``"auto"`` replaced): value unknown
@@ -2092,6 +2181,7 @@ def _config_calls(main: SourceFacts, script: Path, res: _Resolver, decl: ScriptD
                 trl_class=kind == "trl",
                 passed=tuple(dict.fromkeys(passed)),
                 from_file=from_file,
+                key_reads=key_reads,
                 file_spreads=tuple(file_spreads),
             )
         )

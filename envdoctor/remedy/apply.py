@@ -107,9 +107,17 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
     origin = f"config file {plan.config_path}" if plan.config_path else FIX_ORIGIN
     config_remove += [k for k in under_line if k not in config_remove]
     from_file = [k for k in config_remove if plan.config_origin.get(k, "").startswith("config file")]
+    # a key of the config file the script loads itself and reads besides handing it to GRPOConfig
+    # (``build_dataset(cfg["max_prompt_length"])``): it stays in the file (taken out, the
+    # script's own read stops on a KeyError); the GRPOConfig keyword that passes it is dropped
+    kept = _read_by_script(plan, from_file)
+    for key in kept:
+        config_remove.remove(key)
+        from_file.remove(key)
     in_code = [
         k for k in dict.fromkeys([*config_remove, *line_removed]) if from_code(plan.config_origin.get(k, ""))
     ]
+    in_code += [k for keywords, _ in kept.values() for k in keywords if k not in in_code]
     for key in config_remove:
         plan.config.pop(key, None)
         plan.config_origin.pop(key, None)
@@ -154,6 +162,8 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         launch=tuple(lines) if lines is not None else None,
         files=(*remedy.files, *script_edits),
     )
+    if kept:
+        applied = replace(applied, fix=_kept_said(plan, remedy, kept))
     if by_flag and lines and remedy.fix:  # said as what the user types
         script = plan.script.path if plan.script is not None else "the script"
         said = [
@@ -165,6 +175,36 @@ def apply(facts: Facts, plan: Plan, remedy: Remedy) -> tuple[Facts, Plan, Remedy
         keys = ", ".join(by_flag)
         applied = replace(applied, fix=f"{', '.join(said)} ({script}'s own option for {keys}): {lines[-1]}")
     return facts, plan, applied
+
+
+def _read_by_script(plan: Plan, from_file: list[str]) -> dict[str, tuple[list[str], str]]:
+    """The keys of ``from_file`` the training script reads itself from the config file it loads
+    (``TrainingScript.own_reads``) and hands to GRPOConfig keywords it writes: key -> (those
+    keywords, each one a line edit can cut; where the script reads it itself)."""
+    script = plan.script
+    if script is None or script.problem or not script.own_reads:
+        return {}
+    out: dict[str, tuple[list[str], str]] = {}
+    for key in from_file:
+        keywords = [k for k, read in script.keyword_reads.items() if read == key]
+        if key in script.own_reads and keywords and all(script.config_keywords.get(k) for k in keywords):
+            out[key] = (keywords, script.own_reads[key])
+    return out
+
+
+def _kept_said(plan: Plan, remedy: Remedy, kept: dict[str, tuple[list[str], str]]) -> str:
+    """The fix said where a key stays in the config file: the keyword dropped at the call."""
+    said = "; ".join(
+        f"keep `{key}` in {plan.config_path} ({where} reads it itself); drop "
+        f"{', '.join(f'`{k}=`' for k in keywords)} from the GRPOConfig(...) call"
+        for key, (keywords, where) in kept.items()
+    )
+    only = (
+        set(remedy.config_remove) <= set(kept)
+        and not (remedy.config_set or remedy.packages or remedy.env_set or remedy.env_unset)
+        and remedy.launch is None
+    )
+    return said if only or not remedy.fix else f"{remedy.fix} ({said})"
 
 
 def _hydra_edits(plan: Plan, config_set: dict[str, Any], config_remove: list[str]) -> dict[str, str]:

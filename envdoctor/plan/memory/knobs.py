@@ -73,6 +73,9 @@ class Knobs:
     vllm_caps_process: bool = False
     trl: str | None = None
     assumed: list[str] = field(default_factory=list)
+    #: the keys of ``MEMORY_KEYS`` the training script computes (``Plan.computed``): planned at
+    #: TRL's default, which is not the run's value; rules that judge the plan stay quiet then
+    computed: tuple[str, ...] = ()
 
     def replace(self, **changes: Any) -> Knobs:
         return dataclasses.replace(self, assumed=list(self.assumed), **changes)
@@ -85,6 +88,33 @@ class Knobs:
     def sharded(self) -> bool:
         return self.strategy in ("zero3", "fsdp_full", "fsdp_hybrid")
 
+
+#: the GRPO config keys the plan reads (``from_config``)
+MEMORY_KEYS = (
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "steps_per_generation",
+    "num_generations",
+    "max_completion_length",
+    "max_prompt_length",
+    "gradient_checkpointing",
+    "bf16",
+    "fp16",
+    "beta",
+    "optim",
+    "use_peft",
+    "lora_r",
+    "lora_target_modules",
+    "load_in_4bit",
+    "load_in_8bit",
+    "use_vllm",
+    "ds3_gather_for_generation",
+    "vllm_gpu_memory_utilization",
+    "vllm_enable_sleep_mode",
+    "vllm_tensor_parallel_size",
+    "vllm_max_model_length",
+    "vllm_max_model_len",
+)
 
 MAX_COUNT = 10**7  # batch sizes, lengths, ranks: beyond any real run (CFG rules judge values)
 

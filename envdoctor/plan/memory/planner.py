@@ -16,7 +16,7 @@ from envdoctor import versions
 from envdoctor.errors import InputError
 from envdoctor.knowledge import knowledge
 from envdoctor.plan.layout import trainer_env
-from envdoctor.plan.memory.knobs import Knobs, number
+from envdoctor.plan.memory.knobs import MEMORY_KEYS, Knobs, number
 from envdoctor.plan.memory.knobs import from_config as knobs_from_config
 from envdoctor.plan.memory.measured import measured_note
 from envdoctor.plan.memory.parts import (
@@ -220,6 +220,13 @@ def build(ctx: RuleContext, shape: ModelShape) -> MemoryPlan:
         prompt_tokens=ctx.options.get("prompt_tokens"),
         server_max_model_len=server_max_model_len(ctx),
     )
+    computed = tuple(key for key in MEMORY_KEYS if ctx.plan.computed(key))
+    if computed:
+        k.assumed += [f"{key} at TRL's default (the script computes it)" for key in computed]
+        # a computed bf16 / fp16 planned at 2-byte compute is the smaller of its two plans:
+        # what does not fit then does not fit either way (``bf16=is_bf16_supported()``)
+        lower = ("bf16", "fp16") if k.compute_bytes == 2 else ()
+        k = k.replace(computed=tuple(key for key in computed if key not in lower))
     if trl.assumed:
         k.assumed.insert(
             0, f"TRL {trl.version} and its defaults ({trl.why}; --assume trl==VERSION plans for another)"
