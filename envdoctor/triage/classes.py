@@ -743,7 +743,7 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         ms,
         log,
         f"{entry.title} — {entry.cause} ({entry.id}){shown}; {detail}",
-        entry.fix
+        usage.read_fix(entry, shown_ev.get("values") or {})
         + (
             f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
             if entry.fixed_in
