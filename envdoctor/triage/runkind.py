@@ -32,6 +32,12 @@ _OFFLINE = re.compile(
     r"|rewards/chosen|logps/chosen|(?<![\w-])\w*sft\w*\.py\b|\bswift (?:sft|pt)\b"
     r"|--stage[ =](?:sft|dpo|kto|rm|pt)\b|\bstage: ?(?:sft|dpo|kto|rm|pt)\b"
 )
+#: vLLM's own OpenAI server started on the log's command line (not TRL's ``trl vllm-serve``)
+VLLM_SERVER = "vllm-server"
+_VLLM_SERVER = re.compile(
+    r"(?m)^\s*(?:\$ )?(?:\S*/)?(?:vllm serve\b|python3?(?:\.\d+)? -m vllm\.entrypoints\.openai\.api_server\b)"
+)
+_TRL = re.compile(r"\btrl\b|\w+Trainer\b")
 #: what is read of a log that does not fit in its head: the lines around its matches
 MAX_TEXT = 1 << 20
 
@@ -59,3 +65,10 @@ def kind_of(text: str) -> str | None:
 def run_kind(log: Log) -> str | None:
     """The kind of training ``log``'s text shows (``oom.classify`` falls back on a config given)."""
     return kind_of(_text(log))
+
+
+def program(log: Log) -> str | None:
+    """``vllm-server`` where the log's command line starts vLLM's own OpenAI server and nothing of
+    TRL (a trainer, ``trl``) shows: a request the server refused is the server's, not a trainer's."""
+    text = _text(log)
+    return VLLM_SERVER if _VLLM_SERVER.search(text) and not _TRL.search(text) else None
