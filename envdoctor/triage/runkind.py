@@ -24,7 +24,7 @@ _GRPO = re.compile(
     r"GRPOTrainer|GRPOConfig|RLOOTrainer|RLOOConfig|PPOTrainer|PPOConfig|OnlineDPOTrainer|NashMDTrainer"
     r"|XPOTrainer|(?:grpo|rloo|ppo|online_dpo)_trainer\.py|\bnum_generations\b"
     r"|\bvllm_gpu_memory_utilization\b|completions/mean_length|frac_reward_zero_std|\breward_std\b"
-    r"|(?<![A-Za-z])(?:grpo|GRPO)(?![A-Za-z])|\bmain_ppo\b|\bactor_rollout_ref\b|\bopenrlhf\b"
+    r"|(?<![A-Za-z])(?:grpo|GRPO)(?![A-Za-z])|\bmain_ppo\b|\bactor_rollout_ref\b|\btrain_ppo\w*\.py"
 )
 _OFFLINE = re.compile(
     r"SFTTrainer|SFTConfig|(?<!Online)DPOTrainer|(?<!Online)DPOConfig|KTOTrainer|ORPOTrainer|CPOTrainer"

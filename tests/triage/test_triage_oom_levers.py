@@ -83,6 +83,8 @@ def test_the_kind_of_training_a_log_shows():
     assert kind_of("{'rewards/chosen': 0.1, 'logps/chosen': -3.2}") == OFFLINE
     assert kind_of("UnslothSFTTrainer.train()") == OFFLINE
     assert kind_of("python train_sft.py --model x") == OFFLINE
+    assert kind_of("openrlhf/cli/train_sft.py") == OFFLINE  # a framework of both kinds: its script says
+    assert kind_of("openrlhf/cli/train_ppo_ray.py") == GRPO
     # an SFT warm start in a GRPO log: the GRPO stage is what runs out
     assert kind_of("SFTTrainer done\nGRPOTrainer starting") == GRPO
     assert kind_of("OnlineDPOTrainer") == GRPO
