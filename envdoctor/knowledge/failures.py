@@ -66,6 +66,8 @@ _KEYS = {
     "likely_with",
     "at_import",
     "reads",
+    "read_fixes",
+    "program_fixes",
     "usage",
     "own_line",
 }
@@ -87,6 +89,8 @@ _WHEN_KEYS = {
 #: GRPOTrainer or a class deriving from it, as the training script is read or the launch line
 #: asks for it; ``checks.matching.runs_grpo``)
 TRAINERS = ("grpo",)
+#: ``program_fixes``: the programs a log may show running (``triage.runkind.program``)
+PROGRAMS = ("vllm-server",)
 #: ``when.launch`` aspects and the values each may take.
 LAUNCH_VALUES = {
     "launcher": ("python", "torchrun", "accelerate", "deepspeed", "trl"),
@@ -203,6 +207,13 @@ class KnownFailure:
     #: what the log shows of the user's inputs, said with the values its symptom's named groups
     #: read (``{target}``, ``{checkpoint}``): each template is said where all its names were read
     reads: tuple[str, ...] = ()
+    #: (a value ``reads`` names, the fix where it was read): the log's evidence picks the fix of the
+    #: reading it shows (labels among the inputs: the model's forward, not the data); the first
+    #: read wins; ``fix`` where none was
+    read_fixes: tuple[tuple[str, str], ...] = ()
+    #: (a program the log runs, ``PROGRAMS``, the fix there): the same failure met outside the
+    #: trainer the entry is about (vLLM's own server refusing a chat request) is fixed there
+    program_fixes: tuple[tuple[str, str], ...] = ()
     #: the failure is in what the user's own code passed (its data, arguments, a checkpoint it
     #: loads): triage names the user's frame that passed it where the traceback shows one
     usage: bool = False
@@ -484,6 +495,19 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
     reads = entry.get("reads") or []
     if not isinstance(reads, list) or not all(isinstance(r, str) and _READ.search(r) for r in reads):
         raise KnownFailuresError(f"{where}: 'reads' must be a list of templates naming a value ({{name}})")
+    read_fixes = entry.get("read_fixes") or {}
+    named = {n for r in reads for n in _READ.findall(r)}
+    if not isinstance(read_fixes, dict) or not all(
+        isinstance(v, str) and v.strip() and "{" + str(k) + "}" in named for k, v in read_fixes.items()
+    ):
+        raise KnownFailuresError(f"{where}: 'read_fixes' must map a value its 'reads' name to a fix")
+    program_fixes = entry.get("program_fixes") or {}
+    if not isinstance(program_fixes, dict) or not all(
+        k in PROGRAMS and isinstance(v, str) and v.strip() for k, v in program_fixes.items()
+    ):
+        raise KnownFailuresError(
+            f"{where}: 'program_fixes' must map a program among {list(PROGRAMS)} to a fix"
+        )
     for flag in ("usage", "own_line"):
         if not isinstance(entry.get(flag, False), bool):
             raise KnownFailuresError(f"{where}: '{flag}' must be true or false")
@@ -524,6 +548,8 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         trainer=trainer,
         facts=tuple(facts),
         reads=tuple(" ".join(r.split()) for r in reads),
+        read_fixes=tuple((str(k), " ".join(str(v).split())) for k, v in read_fixes.items()),
+        program_fixes=tuple((str(k), " ".join(str(v).split())) for k, v in program_fixes.items()),
         usage=bool(entry.get("usage", False)),
         own_line=bool(entry.get("own_line", False)),
     )
@@ -590,6 +616,8 @@ def from_record(record: dict[str, Any]) -> KnownFailure:
     fields["likely_facts"] = tuple(fields.get("likely_facts", ()))
     fields["facts"] = tuple(fields.get("facts", ()))
     fields["reads"] = tuple(fields.get("reads", ()))
+    fields["read_fixes"] = tuple(tuple(p) for p in fields.get("read_fixes", ()))
+    fields["program_fixes"] = tuple(tuple(p) for p in fields.get("program_fixes", ()))
     fields["symptoms"] = tuple(Symptom(text, where) for text, where in fields["symptoms"])
     fields["certain_with"] = tuple(Symptom(text, where) for text, where in fields.get("certain_with", ()))
     fields["sources"] = tuple(fields["sources"])

@@ -474,6 +474,10 @@ def hami_cap(m: Match) -> tuple[int, float, float] | None:
     return None
 
 
+#: a program of ``runkind.program`` in a finding's words
+_PROGRAM_SAID = {"vllm-server": "vLLM's own OpenAI server (its command line)"}
+
+
 def cuda_error_under_cap(ms: list[Match], log: Log) -> list[Draft]:
     first = ms[0]
     if first.groups.get("cuda_error", "").startswith("out of memory"):
@@ -738,12 +742,19 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     from envdoctor.triage import usage
 
     shown, shown_ev = usage.describe(entry, first, log.head)  # the values it read, the user's frame
+    from envdoctor.triage.runkind import program
+
+    fixes = dict(getattr(entry, "program_fixes", ()))
+    ran = program(log) if fixes else None
+    elsewhere = fixes.get(ran or "")
+    if elsewhere:  # the failure met in another program than the entry's trainer: fixed there
+        detail += f"; the log runs {_PROGRAM_SAID.get(ran or '', ran)}, not the trainer this entry is about"
     draft = finding(
         catalogue.RULE,
         ms,
         log,
         f"{entry.title} — {entry.cause} ({entry.id}){shown}; {detail}",
-        entry.fix
+        (elsewhere or usage.read_fix(entry, shown_ev.get("values") or {}))
         + (
             f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
             if entry.fixed_in

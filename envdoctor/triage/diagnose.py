@@ -36,6 +36,7 @@ from envdoctor.triage.draft import (
 from envdoctor.triage.interface import Match, ScanResult
 from envdoctor.triage.logversions import LogVersion, facts_for_advice, from_log, shown
 from envdoctor.triage.oom import Oom, OomLog, classify, parse_oom, processes_now
+from envdoctor.triage.runkind import run_kind
 from envdoctor.triage.scanner import split_prefix
 from envdoctor.units import parse_size
 
@@ -179,6 +180,7 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
     if log.ctx is not None and layout_given(log.ctx):
         world = max(world, log.ctx.layout.world_size)
     colocated = _colocated(log)
+    trainer = run_kind(log)
     drafts = []
     for key, gms in groups.items():
         oom, vllm_side = first_oom[key], key[1]
@@ -198,6 +200,7 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
                 ranks if len(ranks) > 1 else [],
                 world,
                 unseen=not frames(gms[0]) and log.lines <= 3 and not colocated and shared_index is None,
+                trainer=trainer,
             ),
             context=list(gms[0].context),
         )

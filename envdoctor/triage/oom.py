@@ -29,6 +29,7 @@ from envdoctor.checks.context import Context
 from envdoctor.plan.memory.planner import fraction_caps_process
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given, shared_gpus
+from envdoctor.triage.runkind import GRPO
 from envdoctor.units import parse_size, size_text
 
 _SIZE = r"([\d.]{1,20}) ?(bytes|[KMGT]i?B)"
@@ -284,8 +285,10 @@ def _expandable_on(ctx: Context | None) -> bool:
     )
 
 
-def capacity_fix(ctx: Context | None, vllm_side: bool, physical: int | None) -> str:
-    """What to lower so the step fits, named as the installed TRL names it."""
+def capacity_fix(ctx: Context | None, vllm_side: bool, physical: int | None, kind: str | None = GRPO) -> str:
+    """What to lower so the step fits, named as the installed TRL names it. ``kind``: the training
+    the log shows (``runkind``): GRPO's levers (completion length, generations) in a GRPO run
+    only; the installed TRL's defaults speak for a GRPO run configured by it only."""
     mode = ctx.layout.generation_mode if ctx is not None and layout_given(ctx) else None
     util = knobs.setting(ctx, "vllm_gpu_memory_utilization")
     max_len = knobs.setting(ctx, "vllm_max_model_length", "vllm_max_model_len")
@@ -304,6 +307,8 @@ def capacity_fix(ctx: Context | None, vllm_side: bool, physical: int | None) -> 
             else ""
         )
         return ", ".join(parts) + tail
+    if kind != GRPO:
+        return _training_fix(ctx, kind)
     batch = knobs.setting(ctx, "per_device_train_batch_size")
     fix = (
         f"lower {batch} — raise gradient_accumulation_steps to keep the batch — or "
@@ -318,6 +323,32 @@ def capacity_fix(ctx: Context | None, vllm_side: bool, physical: int | None) -> 
             " or enable vllm_enable_sleep_mode" if knobs.offered(ctx, "vllm_enable_sleep_mode") else ""
         )
     return fix + "; or shard the model (DeepSpeed ZeRO-3 / FSDP)"
+
+
+def _training_fix(ctx: Context | None, kind: str | None) -> str:
+    """The levers of a training step that generates nothing (SFT, DPO, a plain Trainer), or of one
+    the log does not name: activations first (gradient checkpointing), then the batch and the
+    sequence, the weights' dtype, sharding; GRPO's own levers only as such where the log names no
+    trainer. The config's values where given (TRL's defaults are not this run's)."""
+    given = ctx.config if ctx is not None else {}
+    parts = []
+    if given.get("gradient_checkpointing") is not True:
+        parts.append("enable gradient_checkpointing (activations are recomputed instead of kept)")
+    batch = given.get("per_device_train_batch_size")
+    if batch != 1:
+        parts.append(
+            "lower per_device_train_batch_size"
+            + (f" ({batch} in the config)" if batch is not None else "")
+            + " — raise gradient_accumulation_steps to keep the batch — or the sequence length "
+            "(max_length / max_seq_length)"
+        )
+    else:
+        parts.append("lower the sequence length (max_length / max_seq_length)")
+    parts.append("load the weights in bfloat16 where they load in float32")
+    if kind is None:
+        parts.append("in a GRPO run, also lower max_completion_length or num_generations")
+    parts.append("or shard the model (DeepSpeed ZeRO-3 / FSDP, with CPU offload)")
+    return "; ".join(parts)
 
 
 def _shared_fix(ctx: Context) -> tuple[str, str]:
@@ -338,6 +369,7 @@ class OomLog:
     sibling_ranks: list[int] = field(default_factory=list)  # ranks of this job OOM on one GPU
     world_size: int = 0  # the ranks the log (or the layout) shows
     unseen: bool = False  # the log shows no frame and nothing of a run: which program OOM'd is not said
+    trainer: str | None = None  # the training the log shows (runkind: grpo, offline; None: not said)
 
 
 def _result(cause: str, rule: str, head: str, why: str, fix: str, evidence: dict[str, Any]) -> OomCause:
@@ -414,9 +446,11 @@ class _Judged:
     busy: bool = False  # other processes hold what was missing
     big: float = 0.0  # memory outside PyTorch that is a story of its own
     colocated: bool = False  # vLLM runs inside the training processes
+    kind: str | None = None  # the training: the log's, else GRPO where a (GRPO) config is given
 
     def __post_init__(self) -> None:
         oom, ctx = self.oom, self.ctx
+        self.kind = self.log.trainer or (GRPO if ctx is not None and ctx.config else None)
         self.physical = _physical(oom, ctx, self.vllm_side)
         self.head = _head(oom, self.physical)
         self.evidence = {
@@ -464,7 +498,7 @@ class _Judged:
         return oom.allocated_mib / oom.total_mib if oom.allocated_mib and oom.total_mib else 0.0
 
     def capacity_fix(self) -> str:
-        return capacity_fix(self.ctx, self.vllm_side, self.physical)
+        return capacity_fix(self.ctx, self.vllm_side, self.physical, self.kind)
 
     def result(self, cause: str, rule: str, why: str, fix: str) -> OomCause:
         return _result(cause, rule, self.head, why, fix, self.evidence)
@@ -714,8 +748,8 @@ def classify(
         if found is not None:
             return found
     if j.log.unseen and not j.vllm_side:
-        return unseen_cause(oom, ctx, j.physical, j.result)
-    return capacity_cause(oom, ctx, j.vllm_side, j.physical, j.result)
+        return unseen_cause(oom, ctx, j.physical, j.result, j.kind)
+    return capacity_cause(oom, ctx, j.vllm_side, j.physical, j.result, j.kind)
 
 
 #: a colocated vLLM whose share is at least this part of what PyTorch had allocated is the story
@@ -783,7 +817,7 @@ def _inside_cause(
 
 
 def capacity_cause(
-    oom: Oom, ctx: Context | None, vllm_side: bool, physical: int | None, result: Any
+    oom: Oom, ctx: Context | None, vllm_side: bool, physical: int | None, result: Any, kind: str | None = GRPO
 ) -> OomCause:
     """The plain-capacity answer: what to lower (a plan-based explanation can refine it here)."""
     side = (
@@ -795,11 +829,13 @@ def capacity_cause(
         "capacity",
         "MEM001" if vllm_side else "TRI001",
         f"{side} need more than the GPU has",
-        capacity_fix(ctx, vllm_side, physical),
+        capacity_fix(ctx, vllm_side, physical, kind),
     )
 
 
-def unseen_cause(oom: Oom, ctx: Context | None, physical: int | None, result: Any) -> OomCause:
+def unseen_cause(
+    oom: Oom, ctx: Context | None, physical: int | None, result: Any, kind: str | None = GRPO
+) -> OomCause:
     """An out-of-memory line and nothing else (no frame, no line of the run): a training step and a
     vLLM engine fail with the same message, so both answers are given, vLLM's first (it takes its
     share of the whole GPU up front: a share near 1 leaves nothing to anything else)."""
@@ -810,7 +846,7 @@ def unseen_cause(oom: Oom, ctx: Context | None, physical: int | None, result: An
         "is a vLLM engine (vllm serve, trl vllm-serve, LLM(...)) or a training step is not said",
         "if it is a vLLM engine: lower its gpu_memory_utilization (vLLM takes that share of the whole "
         "GPU up front; 0.7-0.9 leaves headroom), max_model_len or max_num_seqs; if it is the training "
-        "step: " + capacity_fix(ctx, False, physical),
+        "step: " + capacity_fix(ctx, False, physical, kind),
     )
 
 

@@ -208,6 +208,20 @@ def locate_tb(tb: Traceback, log: Log) -> Location | None:
     )
 
 
+def standing(tb: Traceback, log: Log, package: str) -> str:
+    """The newest release envdoctor indexes of ``package`` when the raise that prints ``tb``'s
+    message, in the very words the log shows, is still in it (nothing lifted or reworded it): a
+    later release makes the same check; "" where the message is not placed there, or was lifted."""
+    loc = locate_tb(tb, log)
+    if loc is None or loc.package != package or loc.lift is not None:
+        return ""
+    from envdoctor.knowledge.raise_sites import raise_index
+
+    index = raise_index(package)
+    newest = index.releases[-1] if index is not None and index.releases else ""
+    return newest if newest and loc.releases[-1] == newest else ""
+
+
 def _pip(package: str) -> str:
     return _PIP.get(package, package)
 

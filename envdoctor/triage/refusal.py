@@ -46,7 +46,7 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage.draft import Draft, Log, finding
 from envdoctor.triage.interface import Match
-from envdoctor.triage.raisesites import Bound, release_bound
+from envdoctor.triage.raisesites import Bound, release_bound, standing
 from envdoctor.triage.raisesites import message as continued
 from envdoctor.triage.traceback import PACKAGES, Traceback
 
@@ -237,6 +237,12 @@ _SUPPORT = re.compile(
     r"(?i)not (?:yet |currently )?supported|unsupported|only supported|only supports"
     r"|\bcurrently\b.{0,60}\bsupport"
 )
+
+
+#: a refusal that speaks of the present release only: a later one may add what it refuses
+_FOR_NOW = re.compile(r"(?i)\b(?:yet|currently|for now|at the moment|at present|so far)\b")
+#: the values a refusal lists as supported ("Supported dtypes: [torch.float16]")
+_SUPPORTED_LIST = re.compile(r"(?i)\bsupported [\w ]{1,30}?:\s*\[(?P<list>[^\]\n]{1,200})\]")
 
 
 def _refused(text: str) -> str:
@@ -510,10 +516,20 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
         # what the installed release supports ("Currently, MiniCPMV only supports versions 2.0, …"):
         # a later release may add it, so no claim that every release refuses it
         only = re.search(r"(?i)\bonly (?:supports?|supported|works?|available)\b", text)
+        keep = f"keep to what it supports ({named})" if only and not options else change
+        values = _SUPPORTED_LIST.search(text)
+        if values is not None and not (only and not options):
+            keep += f" to one it supports ({values.group('list').strip()})"
+        # a list of what "only" is supported, or a refusal that says "yet" / "currently", expects
+        # a later release to add to it; one stated as a fact (X is not supported for Y) whose check,
+        # in the same words, is in the newest release indexed: another release is no lead
+        newest = "" if only or _FOR_NOW.search(text) else standing(tb, log, package)
         fix = (
-            f"the installed {name} release does not support what this run asks for: install a release of "
-            f"{name} that does (its release notes say which), or "
-            + (f"keep to what it supports ({named})" if only and not options else change)
+            f"{keep}: {name} {newest}, the newest release envdoctor indexes, makes the same check in "
+            "the same words, so another release helps only where its release notes say it adds this"
+            if newest
+            else f"the installed {name} release does not support what this run asks for: install a "
+            f"release of {name} that does (its release notes say which), or {keep}"
         )
     elif named and bound is not None and bound.first_without:  # a check the later releases dropped
         fix = f"{bound.fix()}; or {change} {_in_range(bound)}"

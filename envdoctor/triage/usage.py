@@ -56,6 +56,12 @@ def values(entry: Any, m: Match) -> dict[str, str]:
     if "inputs" in got:  # the inputs a model was given: whether labels were among them
         given = {x.strip() for x in got["inputs"].split(",")}
         got["with_labels" if given & _LABELS else "without_labels"] = ""
+        outputs = {x.strip() for x in got.get("keys", "").split(",")}
+        # the name every transformers loss reads (a "label" column the model got as is is the data's)
+        if "labels" in given and "logits" in outputs:  # a head made logits, yet no loss from labels
+            got["labels_dropped"] = ""
+        elif "labels" in given and outputs - {""}:  # hidden states only: a class without the task's head
+            got["headless"] = ""
     diff = shape_diff(got.get("checkpoint", ""), got.get("model", ""))
     if diff:
         got["shape_diff"] = diff
@@ -74,6 +80,11 @@ def shape_diff(checkpoint: str, model: str) -> str:
         if x != y
     ]
     return "; ".join(dims)
+
+
+def read_fix(entry: Any, got: dict[str, str]) -> str:
+    """The fix of the first reading the log shows (``read_fixes``), else the entry's."""
+    return next((fix for name, fix in getattr(entry, "read_fixes", ()) if name in got), entry.fix)
 
 
 def said(entry: Any, got: dict[str, str]) -> list[str]:

@@ -559,6 +559,9 @@ GOOD = {
         ({"when": {"packages": {"trl": ">=1"}, "env": {"A": 1}}}, "expected {VAR: VALUE}"),
         ({"when": {"packages": {"trl": ">=1"}, "unless_config": ["a"]}}, "unless_config"),
         ({"when": {"packages": {"trl": ">=1"}, "data": ["long prompts"]}}, "not depends_on: run"),
+        # a reading's fix must name a value its reads say (here none does)
+        ({"reads": ["got {inputs}"], "read_fixes": {"with_labels": "x"}}, "'read_fixes' must map"),
+        ({"program_fixes": {"sglang-server": "x"}}, "'program_fixes' must map"),
         (
             {
                 "depends_on": "data",

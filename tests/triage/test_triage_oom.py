@@ -127,7 +127,10 @@ def test_fragmentation():
 
 
 def test_fragmentation_with_expandable_segments_already_on_is_capacity():
-    ctx = judge(snapshot(2, RTX3090, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}))
+    ctx = judge(
+        snapshot(2, RTX3090, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
+        config={"num_generations": 8},  # a GRPO run: TRL's defaults are its own
+    )
     cause = classify(parse_oom(oom_text(alloc="14.00 GiB", unalloc="8.00 GiB")), ctx)
     assert cause.cause == "capacity" and "max_completion_length" in cause.fix
     # TRL 1.16's per-device batch is already 1 by default: not worth lowering

@@ -222,6 +222,34 @@ def test_no_loss_with_labels_given_says_the_model_computes_none():
     assert "held no labels" not in f.message
 
 
+def test_no_loss_with_labels_and_logits_leads_with_the_models_forward_not_the_data():
+    """Held-out set 19, logs19b/002 (stabilityai/stablelm-3b-4e1t discussion 1): labels reached the
+    model and its head made logits; the repository's modeling code dropped them (fixed on the Hub).
+    Adding labels or a head class would not help: the fix is the model's code."""
+    log = (
+        "ValueError: The model did not return a loss from the inputs, only the following keys: logits. For "
+        "reference, the inputs it received are input_ids,labels,attention_mask.\n"
+    )
+    f = _one(log, "model-returned-no-loss")
+    assert f.fix.startswith("the model's own forward drops the labels it is given")
+    assert "DataCollatorForLanguageModeling" not in f.fix and "not AutoModel)" not in f.fix
+    assert "fixed revision" in f.fix
+
+
+def test_no_loss_from_hidden_states_only_names_the_head_class():
+    log = (
+        "ValueError: The model did not return a loss from the inputs, only the following keys: "
+        "last_hidden_state. For reference, the inputs it received are input_ids,labels,attention_mask.\n"
+    )
+    f = _one(log, "model-returned-no-loss")
+    assert f.fix.startswith("load the class with the task's head") and "hidden states, no logits" in f.message
+
+
+def test_no_loss_without_labels_keeps_the_data_fix_only():
+    f = _one(NO_LOSS, "model-returned-no-loss")
+    assert f.fix.startswith("give the batches labels") and "fixed revision" not in f.fix
+
+
 def test_a_healthy_run_logging_its_loss_is_quiet():
     log = "".join(
         f"{{'loss': {1.5 - i / 10:.2f}, 'grad_norm': 0.9, 'learning_rate': 2e-05, 'epoch': {i / 10}}}\n"
