@@ -33,6 +33,7 @@ _REFUSED = re.compile(
 )
 _FAMILY = re.compile(r"(?:For[A-Z]\w*|LMHeadModel|Model)$")
 KEY = b" does not support "
+MAX_HITS = 20
 SOURCE = "the gradient-checkpointing index (rules/knowledge/gradient_checkpointing.json.gz)"
 
 
@@ -61,13 +62,28 @@ def _native_since(cls: str) -> str:
     return str(index["releases"][marks.index("y")])
 
 
+def _first(text: str) -> re.Match[str] | None:
+    """The first refusal in ``text``, read in a window around each of at most ``MAX_HITS`` hits of
+    its words (bounded on a hostile head)."""
+    start = 0
+    for _ in range(MAX_HITS):
+        at = text.find(" does not support ", start)
+        if at < 0:
+            return None
+        start = at + 1
+        m = _REFUSED.search(text, max(0, at - 160), at + 60)
+        if m is not None:
+            return m
+    return None
+
+
 def answer(head: bytes, log: Log) -> Draft | None:
     """TRI038 for a refused gradient checkpointing (module docstring), or None."""
     if not head or KEY not in head:
         return None
     text = head.decode("utf-8", errors="replace")
-    m = _REFUSED.search(text)
     index = _index()
+    m = _first(text)
     if m is None or not index:
         return None
     cls = m["cls"]

@@ -104,7 +104,7 @@ def records(head: bytes) -> list[Record]:
         if m is None:
             continue
         before = text.rfind("in loading state_dict for ", max(0, at - 20000), at)
-        owner = _OWNER.search(text, max(0, before - len("Error(s) "))) if before >= 0 else None
+        owner = _OWNER.match(text, max(0, before - len("Error(s) "))) if before >= 0 else None
         line_no = text.count("\n", 0, at) + 1
         out.append(Record(m.group(0), m.groupdict(), line_no, owner["cls"] if owner else ""))
     return out

@@ -207,3 +207,14 @@ def test_refused_checkpointing_by_other_classes() -> None:
     )
     assert custom is not None and custom.severity == Severity.WARNING
     assert "gradient_checkpointing=False" in custom.fix and "trust_remote_code with" not in custom.fix
+
+
+def test_hostile_heads_are_bounded() -> None:
+    import time
+
+    from envdoctor.triage import remotecode
+
+    t = time.monotonic()
+    assert remotecode._first("A" * 1_000_000 + " does not support " * 1000) is None
+    _all(b"RuntimeError: boom\n" + b"size mismatch for " * 50_000 + b"x" * 100_000)
+    assert time.monotonic() - t < 20
