@@ -595,9 +595,111 @@ def foreign_attribute(tb: Traceback, m: Match, log: Log) -> Draft | None:
     return at_severity(d, Severity.WARNING)
 
 
+# -- 4. a base class's __init__ that calls the subclass earlier ------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _native_types() -> dict[str, str]:
+    """transformers' model types -> the first release that has it (rules/knowledge/models.json.gz)."""
+    import gzip
+    import json
+
+    from envdoctor.resources import rules_dir
+
+    path = rules_dir() / "knowledge" / "models.json.gz"
+    if not path.exists():
+        return {}
+    with gzip.open(path, "rt") as fh:
+        part = (json.load(fh) or {}).get("transformers") or {}
+    releases, names = part.get("releases") or [], part.get("names") or {}
+    out: dict[str, str] = {}
+    for name, span in names.items():
+        first = str(span).split("-")[0]
+        if first.isdecimal() and int(first) < len(releases):
+            out[str(name)] = str(releases[int(first)])
+    return out
+
+
+def _outside_stack(cls: str, package: str) -> bool:
+    """``cls`` is no class of ``package``'s releases envdoctor read (its symbol history, the model
+    index): a model repository's or a project's own class. False where the histories are not there."""
+    names = _top_names(package)
+    classes = _model_attributes().get("classes") or {}
+    return bool(names) and cls not in names and cls not in classes
+
+
+def base_init(tb: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI038, 4 (``base_init_calls``): an error where the frames show the base's path into the
+    subclass, a warning from the message alone; quiet where the log's release is before the call."""
+    if tb.name != "AttributeError":
+        return None
+    a = _NO_ATTR.match(tb.message.strip())
+    if a is None:
+        return None
+    cls, attr = a.group("cls"), a.group("attr")
+    for row in _table().get("base_init_calls") or []:
+        pkg, suffix = str(row["package"]), str(row["suffix"])
+        if not cls.endswith(suffix) or cls == suffix or not _outside_stack(cls, pkg):
+            continue
+        frames = tb.shown_frames()
+        path = [
+            f
+            for f in frames
+            if f.package == pkg
+            and f.function in row["functions"]
+            and any(f.module_path.endswith(x) for x in row["files"])
+        ]
+        if frames and (not path or frames[-1].package == pkg):
+            return None  # frames of another path, or raised inside the package itself
+        first, before = str(row["first"]), str(row["last_before"])
+        low, high, _ = _version(log, pkg)
+        if high and not versions.at_least(high, first):
+            return None  # the log's release does not call it from __init__: another cause
+        shown = _shown(log, pkg)
+        native = _native_types().get(cls[: -len(suffix)].lower())
+        what = (
+            f"{cls} is defined outside {pkg} (no {pkg} release envdoctor read has it: a model repository's "
+            f"remote code, trust_remote_code) and its .{attr} is not set yet when {pkg} {first} and later "
+            f"read it: {row['base']}.__init__ there calls {row['calls']}, before the subclass's own "
+            f"__init__ (which sets .{attr} after super().__init__()) goes on; the code was written for "
+            f"{pkg} {before} or earlier"
+            + (f"; the frames show {_at(path[-1])}" if path else "; the log shows no frames")
+            + (f"; the log shows {shown}" if shown else "")
+        )
+        fix = (
+            f"pip install '{pkg}<{first}' ({before}: the last release whose {row['base']}.__init__ does "
+            f"not call it), or load the model repository at a revision whose {cls} sets .{attr} before "
+            f"super().__init__() (from_pretrained(..., revision=...))"
+        )
+        if native:
+            fix += (
+                f"; or load it without trust_remote_code with {pkg}>={native}, which has the model type "
+                f"'{cls[: -len(suffix)].lower()}' natively"
+            )
+        d = finding(
+            "TRI038",
+            [m],
+            log,
+            what,
+            fix,
+            package=pkg,
+            model_class=cls,
+            attribute=attr,
+            sources=list(row.get("references") or ()),
+            answer_from=SOURCE,
+        )
+        return at_severity(d, Severity.ERROR if path else Severity.WARNING)
+    return None
+
+
 # -- the entry point -------------------------------------------------------------------------------
 
 
 def answer(tb: Traceback, ms: Sequence[Match], log: Log) -> Draft | None:
     """TRI038 for the failure ``tb`` of the line ``ms[0]``, or None."""
-    return loaded_file(tb, ms[0], log) or passed_keyword(tb, ms[0], log) or foreign_attribute(tb, ms[0], log)
+    return (
+        loaded_file(tb, ms[0], log)
+        or passed_keyword(tb, ms[0], log)
+        or base_init(tb, ms[0], log)
+        or foreign_attribute(tb, ms[0], log)
+    )

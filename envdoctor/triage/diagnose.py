@@ -793,6 +793,14 @@ def diagnose(
 
             found = later_shadow(by_sig, first, log)  # a folder in a package's place, shown later
         if found is None and head:
+            from envdoctor.triage.statedict import answer as state_dict
+
+            found = state_dict(head, log)  # torch's size-mismatch list, read across wraps by role
+        if found is None and head:
+            from envdoctor.triage.remotecode import answer as refused_checkpointing
+
+            found = refused_checkpointing(head, log)  # a class another code of its name refuses with
+        if found is None and head:
             from envdoctor.triage.toollines import unanchored
 
             # a shipped signature's line that no anchor found, said by its own handler (its numbers,
