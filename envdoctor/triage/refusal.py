@@ -245,6 +245,11 @@ _FOR_NOW = re.compile(r"(?i)\b(?:yet|currently|for now|at the moment|at present|
 _SUPPORTED_LIST = re.compile(r"(?i)\bsupported [\w ]{1,30}?:\s*\[(?P<list>[^\]\n]{1,200})\]")
 
 
+#: a fix that is code to write: an object built by a call (``accelerator = Accelerator()``,
+#: ``call Trainer()``), not an option's value
+_CODE_FIX = re.compile(r"\b\w{1,40} ?= ?[A-Z]\w{0,60}\(|\b[A-Z]\w{0,60}\(\)")
+
+
 def _refused(text: str) -> str:
     """What the message refuses in its own words (``_REFUSED``), "" where it names nothing."""
     m = _REFUSED.search(text)
@@ -474,6 +479,11 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
             f"set {over.group('bound')} to {over.group('n')} or more (or bring {over.group('what').strip()} "
             f"down to {over.group('m')} or less)"
         )
+    if own and not options and _CODE_FIX.search(own) and not any(f.package is None for f in tb.frames):
+        # its fix is code to write (``accelerator = Accelerator()`` before any use), no setting of
+        # the run: a guard of a program's order, and no frame shows the user's code in that order
+        # (a library called it: the library's order or release is the question, not the config)
+        return None
     typed = _TYPE_DEMAND.search(text) if not own else None
     if typed is not None:  # the class the check takes, in its own words: that is its remedy
         supported = _SUPPORTED_TYPES.search(text)
