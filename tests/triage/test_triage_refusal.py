@@ -375,3 +375,19 @@ def test_what_the_release_supports_is_no_refusal_of_every_release():
     assert f.rule == "TRI012" and f.severity == Severity.ERROR
     assert "whatever the releases" not in f.fix and "install a release of vLLM that does" in f.fix
     assert "versions 2.0, 2.5, 2.6, 4.0" in f.fix  # the list whole, not cut at a version's dot
+
+
+def test_a_setting_named_with_checkpointing_is_an_option_a_saved_checkpoint_is_not():
+    """``gradient_checkpointing`` / ``activation_checkpointing`` are options of the run, not the
+    saved checkpoint (a file) that makes a message no configuration refusal: transformers' Trainer
+    refusing both at once is the run's configuration, with its own fix."""
+    both = (
+        "ValueError: The activation_checkpointing in FSDP config and the gradient_checkpointing in "
+        "training arg can't be set to True simultaneously. Please use FSDP's activation_checkpointing "
+        "logic when using FSDP.\n"
+    )
+    f = _one(both)
+    assert (f.rule, f.severity) == ("TRI012", Severity.ERROR)
+    assert "gradient_checkpointing" in f.message and "activation_checkpointing logic" in f.fix
+    saved = "ValueError: The checkpoint you are loading must be a directory with a config.json.\n"
+    assert "TRI012" not in _rules(saved)
