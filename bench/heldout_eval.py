@@ -522,14 +522,17 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
             re.search(
                 r"\bresolved (?:to )?(\d+\.\d+(?:\.\d+)?)\b|\binferred (\d+\.\d+\.\d+)\b(?!-)"
                 # "names the resolved version: 'trl 1.6'" (a fix commit's words): that release
-                rf"|\bresolved version:?\s*['\"]?{re.escape(name)}\s*=?=?\s*(\d+\.\d+(?:\.\d+)?)\b",
+                rf"|\bresolved version:?\s*['\"]?{re.escape(name)}\s*=?=?\s*(\d+\.\d+(?:\.\d+)?)\b"
+                # "(1.0.0 installed)", "TRL 1.0.0 installed on the pod": the release the run had
+                rf"|(?:^|\(|;\s|{re.escape(name)}\s)(\d+\.\d+\.\d+) installed\b",
                 v,
+                re.IGNORECASE,
             )
             if isinstance(v, str)
             else None
         )  # ... or the exact version it infers ("consistent with unsloth's trl cap (inferred 0.24.0)")
         if said and name not in NOT_PACKAGES:
-            got = said.group(1) or said.group(2) or said.group(3)
+            got = said.group(1) or said.group(2) or said.group(3) or said.group(4)
             exact[name] = got if got.count(".") == 2 else f"{got}.0"  # "1.6": the line's first release
             continue
         m = LEAD.match(v.strip()) if isinstance(v, str) else None
@@ -714,13 +717,28 @@ def _declares(setup: Path) -> bool:
     )
 
 
+def _notes(stack: dict) -> dict:
+    """stack.json as the harness reads it: a package's ``{"version": …, "note": …}`` (set 20's
+    collectors wrote it so) as the one string earlier sets give, "version (note)"."""
+    out = {}
+    for name, v in stack.items():
+        if isinstance(v, dict):
+            version, note = str(v.get("version") or ""), str(v.get("note") or "")
+            v = f"{version} ({note})" if note else version
+        out[name] = v
+    return out
+
+
 def setups(out: Path) -> None:
     from tests.conftest import H100, snapshot
 
     res = {}
     only = os.environ.get("HELDOUT_ONLY", "")  # a part of a setup's name: run only those
     for d in sorted(p for p in (DATA / "setups").iterdir() if p.is_dir() and only in p.name):
-        stack, gpus = json.loads((d / "stack.json").read_text()), json.loads((d / "gpus.json").read_text())
+        stack, gpus = (
+            _notes(json.loads((d / "stack.json").read_text())),
+            json.loads((d / "gpus.json").read_text()),
+        )
         tmp = Path(tempfile.mkdtemp(prefix="setup-"))
         for f in d.iterdir():
             if f.is_dir():  # a folder of the setup (src/, recipes/): at its place, as published
