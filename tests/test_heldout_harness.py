@@ -268,3 +268,21 @@ def test_a_setup_that_declares_its_stack_keeps_its_own_declarations(tmp_path):
     assert not harness._declares(tmp_path)
     (tmp_path / "requirements_finetune.txt").write_text("trl>=0.12.0\n")
     assert harness._declares(tmp_path)
+
+
+def test_a_stack_entry_as_version_and_note_reads_as_one_string_and_an_installed_release_is_exact():
+    """Set 20's collectors wrote stack.json entries as {"version", "note"} objects: read as the
+    "version (note)" string of the earlier sets, not passed over (every setup then fell back to the
+    0.15 line); a release the note says was installed is the run's."""
+    stack = harness._notes(
+        {
+            "trl": {"version": ">=1.0.0 (1.0.0 installed)", "note": "GRPOTrainer subclass"},
+            "torch": {"version": "2.6.0 (requirements.txt: torch>=2.6.0)", "note": ""},
+        }
+    )
+    assert stack == {
+        "trl": ">=1.0.0 (1.0.0 installed) (GRPOTrainer subclass)",
+        "torch": "2.6.0 (requirements.txt: torch>=2.6.0)",
+    }
+    assert harness._stack(stack, uses_vllm=False)["trl"] == "1.0.0"
+    assert harness._stack({"trl": "TRL 1.0.0 installed on the pod"}, uses_vllm=False)["trl"] == "1.0.0"
