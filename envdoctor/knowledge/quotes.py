@@ -166,6 +166,10 @@ def ascii_quotes(text: str) -> str:
 #: the characters that go on a quoted name (``'vllm.worker.worker'``, ``'a-b/c'``): where the
 #: quotes that closed it went, none of them may follow
 NAME_CLASS = r"[\w.\-/]"
+#: a soft quote's "none" branch: only where the text holds no quote there, so a quote that is
+#: there is taken (as Python 3.10 has no atomic group): a look-ahead after it (``'(?!/dev/shm)``)
+#: then reads what follows the quote, not the quote itself
+_NO_QUOTE = f"(?!{QUOTE_CLASS})"
 
 
 def compile_soft(source: str, flags: int = 0) -> re.Pattern[str]:
@@ -208,13 +212,13 @@ def soft_regex(source: str) -> str:
         if end - i >= 2 and not _is_word(left or "") and not _is_word(right or ""):
             one = QUOTE_CLASS  # an empty string (``''``): quotes of some kind, not none
         elif left is not None and right is not None and _is_word(left) == _is_word(right):
-            one = f"(?:{QUOTE_CLASS}|)"
+            one = f"(?:{QUOTE_CLASS}|{_NO_QUOTE})"
         elif right is not None and _is_word(right) and not _is_word(left or ""):
-            one = f"(?:{QUOTE_CLASS}|(?<!{NAME_CLASS}))"  # an opening quote: no name before
+            one = f"(?:{QUOTE_CLASS}|(?<!{NAME_CLASS}){_NO_QUOTE})"  # an opening quote: no name before
         elif left is not None and _is_word(left) and not _is_word(right or ""):
-            one = f"(?:{QUOTE_CLASS}|(?!{NAME_CLASS}))"  # a closing one: the name ends there
+            one = f"(?:{QUOTE_CLASS}|(?!{NAME_CLASS}){_NO_QUOTE})"  # a closing one: the name ends there
         else:  # next to a class or a group: not inside a name
-            one = f"(?:{QUOTE_CLASS}|(?<!{NAME_CLASS})|(?!{NAME_CLASS}))"
+            one = f"(?:{QUOTE_CLASS}|(?<!{NAME_CLASS}){_NO_QUOTE}|(?!{NAME_CLASS}){_NO_QUOTE})"
         out.extend([one] * (end - i))
         i = end
     return "".join(out)

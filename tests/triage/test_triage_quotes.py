@@ -178,3 +178,18 @@ def test_the_scan_and_the_prefilter_reach_the_catalogue_with_a_pasted_line(
     assert [(m.signature.id, m.line_no) for m in got.matches] == [
         (m.signature.id, m.line_no) for m in python.matches
     ]
+
+
+def test_a_quote_the_text_holds_is_taken_before_a_look_ahead_reads_on():
+    """A soft quote may be absent, but where the text holds one it is taken: the look-ahead after
+    it then reads what follows the quote (the disk-full entry's ``'(?!/dev/shm)`` is not fooled by
+    skipping the quote and looking at it instead)."""
+    import re
+
+    from envdoctor.knowledge.quotes import soft_regex
+
+    pattern = re.compile(soft_regex(r"No space left on device: '(?!/dev/shm)"))
+    assert pattern.search("No space left on device: '/data/ckpt/model.bin'")
+    assert pattern.search("No space left on device: /data/ckpt/model.bin")  # pasted without quotes
+    assert not pattern.search("No space left on device: '/dev/shm/torch_1234_5678'")
+    assert not pattern.search("No space left on device: `/dev/shm/torch_1234_5678`")
