@@ -598,26 +598,12 @@ def foreign_attribute(tb: Traceback, m: Match, log: Log) -> Draft | None:
 # -- 4. a base class's __init__ that calls the subclass earlier ------------------------------------
 
 
-@lru_cache(maxsize=1)
-def _native_types() -> dict[str, str]:
-    """transformers' model types -> the first release that has it (rules/knowledge/models.json.gz)."""
-    import gzip
-    import json
+def native_since(model_type: str) -> str | None:
+    """The first transformers release that has ``model_type`` natively (the model index), or None."""
+    from envdoctor.knowledge.models import lookup
 
-    from envdoctor.resources import rules_dir
-
-    path = rules_dir() / "knowledge" / "models.json.gz"
-    if not path.exists():
-        return {}
-    with gzip.open(path, "rt") as fh:
-        part = (json.load(fh) or {}).get("transformers") or {}
-    releases, names = part.get("releases") or [], part.get("names") or {}
-    out: dict[str, str] = {}
-    for name, span in names.items():
-        first = str(span).split("-")[0]
-        if first.isdecimal() and int(first) < len(releases):
-            out[str(name)] = str(releases[int(first)])
-    return out
+    support = lookup("transformers", model_type) if model_type else None
+    return support.first if support is not None else None
 
 
 def _outside_stack(cls: str, package: str) -> bool:
@@ -656,7 +642,7 @@ def base_init(tb: Traceback, m: Match, log: Log) -> Draft | None:
         if high and not versions.at_least(high, first):
             return None  # the log's release does not call it from __init__: another cause
         shown = _shown(log, pkg)
-        native = _native_types().get(cls[: -len(suffix)].lower())
+        native = native_since(cls[: -len(suffix)].lower())
         what = (
             f"{cls} is defined outside {pkg} (no {pkg} release envdoctor read has it: a model repository's "
             f"remote code, trust_remote_code) and its .{attr} is not set yet when {pkg} {first} and later "

@@ -102,7 +102,7 @@ _NOT_CONFIG = re.compile(
     r"(?i)out of memory|\bOOM\b|(?:free|enough|insufficient|available) (?:GPU )?memory|KV cache|cache blocks|"
     r"timed? ?out|\bNCCL\b|CUDA error|illegal memory|socket|connection|address already|"
     r"\bdataset\b|\bcolumns?\b|input_ids|\bprompt\b|\bimages? (?:items?|tokens?|placeholders?)|"
-    r"\bcheckpoints?\b|state_dict|no such file|not found\b|\bnan\b|"
+    r"\bcheckpoint(?:s|ing)?\b|state_dict|no such file|not found\b|\bnan\b|"
     # a model's tensors ("model.embed_tokens.weight is unsupported LoRA weight") and a function's
     # keyword argument ("Optional kwarg `mesh_dim` needs to be specified"): what the calling code
     # handed over, not an option of the run

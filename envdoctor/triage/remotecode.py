@@ -115,9 +115,9 @@ def answer(head: bytes, log: Log) -> Draft | None:
         certain = remote or (bool(have) and versions.at_least(have, since))
     else:
         family = _FAMILY.sub("", cls).lower()
-        from envdoctor.triage.artifacts import _native_types
+        from envdoctor.triage.artifacts import native_since
 
-        native = _native_types().get(family) if family else None
+        native = native_since(family)
         what = (
             f"{cls} refused gradient checkpointing (its supports_gradient_checkpointing is False) and is no "
             f"class of the transformers releases envdoctor read ({releases[0]} to {releases[-1]}): a model "
