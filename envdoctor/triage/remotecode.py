@@ -37,18 +37,20 @@ MAX_HITS = 20
 SOURCE = "the gradient-checkpointing index (rules/knowledge/gradient_checkpointing.json.gz)"
 
 
+#: the index's schema and the most bytes read of it (it is ~10 KB)
+SCHEMA = "envdoctor.gradient_checkpointing/1"
+MAX_BYTES = 1 << 20
+
+
 @lru_cache(maxsize=1)
 def _index() -> dict[str, Any]:
-    import gzip
-    import json
-
+    """The index (bounded, its schema checked: ``knowledge.gzip_json.load``), or {} without one."""
+    from envdoctor.knowledge.gzip_json import load
     from envdoctor.resources import rules_dir
 
-    path = rules_dir() / "knowledge" / "gradient_checkpointing.json.gz"
-    if not path.exists():
+    doc = load(rules_dir() / "knowledge" / "gradient_checkpointing.json.gz", SCHEMA, MAX_BYTES)
+    if doc is None:
         return {}
-    with gzip.open(path, "rt") as fh:
-        doc = json.load(fh)
     return {"releases": list(doc.get("releases") or ()), "classes": dict(doc.get("classes") or {})}
 
 
