@@ -492,16 +492,13 @@ MIN_FAMILIES = 3  # model families that have the attribute for it to be an archi
 
 @lru_cache(maxsize=1)
 def _model_attributes() -> dict[str, Any]:
-    import gzip
-    import json
-
+    from envdoctor.knowledge.gzip_json import load
     from envdoctor.resources import rules_dir
 
     path = rules_dir() / "knowledge" / "model_attributes.json.gz"
-    if not path.exists():
+    doc = load(path, "envdoctor.model_attributes/1", 16 << 20)  # bounded, its schema checked
+    if doc is None:
         return {}
-    with gzip.open(path, "rt") as fh:
-        doc = json.load(fh)
     return {
         "releases": doc.get("releases") or [],
         "common": frozenset(str(doc.get("common") or "").split()),
