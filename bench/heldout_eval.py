@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -26,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: the set to run: the committed one, or another of the same layout (HELDOUT_DATA=FOLDER)
 DATA = Path(os.environ.get("HELDOUT_DATA") or ROOT / "docs" / "validation" / "heldout-2026-11-28")
 sys.path.insert(0, str(ROOT))
+from envdoctor.plan import shell_words  # noqa: E402  (the tree measured, from ROOT)
+
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA", "PYTORCH"))}
 ENV.update(PYTHONPATH=str(ROOT), NO_COLOR="1")
 
@@ -451,7 +452,7 @@ def _trl_from_note(note: str, context: str = "") -> str | None:
     quoted = re.search(r"(>=\s*\d+(?:\.\d+)*(?:,\s*<\s*\d+(?:\.\d+)*)?)", note)
     rng = RANGE.match(note.strip()) or quoted
     day = re.search(r"(20\d\d)-(\d\d)-(\d\d)", note)
-    month = re.search(r"\b([A-Za-z]{3})[a-z]*\.? (20\d\d)\b", note)
+    month = re.search(r"\b([A-Za-z]{3})[a-z]*\.?[ -](20\d\d)\b", note)  # "Sept 2025", "Sept-2025"
     until = None
     if day:
         until = day.group(0)
@@ -546,7 +547,8 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
         # (resolved at job time, 2026-03-08)"): pip installed the newest releases the bounds
         # allowed that day (TRL's from _trl_from_note, the rest from TRL's line in TABLE)
         dated = re.search(r"20\d\d-\d\d-\d\d", str(stack.get("trl") or "")) or (
-            name == "trl" and re.search(r"\b[A-Z][a-z]{2,8}\.? 20\d\d\b", str(v))  # a month: _trl_from_note
+            name == "trl"
+            and re.search(r"\b[A-Z][a-z]{2,8}\.?[ -]20\d\d\b", str(v))  # a month: _trl_from_note
         )
         # ... or names the line it infers the install resolved to ("'trl>=0.8.0' (README); March
         # 2026 install -> TRL 0.29.x, inferred"): that line, from _trl_from_note
@@ -761,7 +763,7 @@ def setups(out: Path) -> None:
         launch = _commands(d)
         trainer = launch[-1] if launch else ""
         servers = [x for x in launch[:-1] if any(w in x for w in SERVER_WORDS)]
-        toks = shlex.split(trainer) if trainer else []
+        toks = shell_words.split(trainer) if trainer else []  # a `$(…)` stays one word
         # a trainer line that runs a shell script after the setup's own `cd DIR` step: the script
         # is the folder's (./launch/grpo.sh of dc-ops-amd/): run from there, as the steps do
         step = next(
@@ -908,7 +910,7 @@ def _recheck(tmp: Path, fixed: dict, inputs: list[str]) -> dict | None:
     if lines:
         for line in lines[:-1]:
             args += ["--launch", line]
-        args += ["--", *shlex.split(lines[-1])]
+        args += ["--", *shell_words.split(lines[-1])]
     else:
         args += inputs[4:]  # the same --launch lines and trainer line as before
     got = envdoctor(["check", "--format", "json", *args], tmp)

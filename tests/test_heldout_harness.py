@@ -286,3 +286,18 @@ def test_a_stack_entry_as_version_and_note_reads_as_one_string_and_an_installed_
     }
     assert harness._stack(stack, uses_vllm=False)["trl"] == "1.0.0"
     assert harness._stack({"trl": "TRL 1.0.0 installed on the pod"}, uses_vllm=False)["trl"] == "1.0.0"
+
+
+def test_a_month_written_with_a_hyphen_dates_the_note():
+    """grpo_norm (set 20): "a Sept-2025 release or main" is September 2025's TRL, not today's."""
+    note = "unpinned (no requirements file at this commit); a Sept-2025 release or main"
+    picked = harness._trl_from_note(note)
+    assert picked is not None and picked.startswith("0.2")
+    assert harness._stack({"trl": note}, False)["trl"] == picked
+
+
+def test_a_trainer_line_with_a_command_substitution_keeps_its_flags():
+    line = (
+        "torchrun $(python -c 'import swift, os; print(os.path.dirname(swift.__file__) + \"/x.py\")') --a 1"
+    )
+    assert harness.shell_words.split(line)[-2:] == ["--a", "1"]

@@ -14,6 +14,7 @@ import shlex
 from dataclasses import dataclass, replace
 from typing import Any
 
+from envdoctor.plan import shell_words
 from envdoctor.plan.interface import Launch, TrainingScript
 
 
@@ -53,7 +54,7 @@ def _make(key: str, entry: dict[str, Any], evidence: str) -> Framework:
 
 def _words(raw: str) -> list[str]:
     try:
-        return shlex.split(raw, comments=True)
+        return shell_words.split(raw, comments=True)
     except ValueError:
         return raw.split()
 
@@ -74,9 +75,11 @@ def _by_module(module: str, table: dict[str, dict[str, Any]]) -> tuple[str, str]
 
 
 #: a package's own script found through its install path: ``$(python -c "import swift;
-#: print(swift.__path__[0])")/cli/rlhf.py`` runs ``swift/cli/rlhf.py``
+#: print(swift.__path__[0])")/cli/rlhf.py`` runs ``swift/cli/rlhf.py``, and so does
+#: ``$(python -c 'import swift, os; print(os.path.dirname(swift.__file__) + "/cli/rlhf.py")')``
 _PACKAGE_PATH = re.compile(
-    r"import\s+(?P<pkg>\w+)\b.{0,80}?(?P=pkg)\.__path__\[0\]\W*\)(?P<rest>/[\w/.-]+\.py)"
+    r"import\s+(?P<pkg>\w+)\b.{0,80}?(?:(?P=pkg)\.__path__\[0\]\W*\)(?P<rest>/[\w/.-]+\.py)"
+    r"|os\.path\.dirname\((?P=pkg)\.__file__\)\s*\+\s*[\"'](?P<added>/[\w/.-]+\.py)[\"'])"
 )
 #: a Hydra override's config root: ``actor_rollout_ref`` of ``+actor_rollout_ref.model.path=…``
 _OVERRIDE = re.compile(r"^(?:~|\+\+?)?(?P<root>[A-Za-z_]\w*)\.[\w.]+=")
@@ -114,7 +117,7 @@ def _from_words(
             return _make(found[0], table[found[0]], f"`-m {mod}` on {where}")
     scripts = [script] if script else []
     scripts += [w for w in words if w.endswith(".py")]
-    scripts += [m["pkg"] + m["rest"] for w in words for m in _PACKAGE_PATH.finditer(w)]
+    scripts += [m["pkg"] + (m["rest"] or m["added"]) for w in words for m in _PACKAGE_PATH.finditer(w)]
     for path in scripts:
         path = path.replace("\\", "/")
         for key, entry in table.items():

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from envdoctor.errors import InputError
+from envdoctor.plan import shell_words
 from envdoctor.plan.cd import cd_target
 from envdoctor.plan.interface import Launch
 from envdoctor.plan.placeholders import is_doc_placeholder
@@ -232,7 +233,7 @@ def parse_launch(raw: str, env: dict[str, str] | None = None) -> Launch:
     """Parse one command (no separators). ``env`` holds variables exported before it; of a
     wrapper that runs several commands (``bash -c 'a; b'``) the first is returned."""
     try:
-        tokens = shlex.split(raw.replace("\\\n", " "), comments=False, posix=True)
+        tokens = shell_words.split(raw.replace("\\\n", " "))
     except ValueError as exc:
         raise InputError("launch command", f"cannot parse {raw!r}: {exc}") from None
     launches = _parse_tokens(raw, tokens, dict(env or {}), 0)
@@ -439,38 +440,6 @@ def _what(launch: Launch) -> str:
     return launch.script or (f"-m {launch.module}" if launch.module else launch.raw)
 
 
-def _one_word_substitutions(text: str) -> str:
-    """``$(cmd | head -1)`` and ``$((N * 8))`` are one word to the shell: outside quotes they are
-    put in double quotes, so the split keeps them whole with their text as written (they stay
-    unevaluated; a printed line gives them back to the shell as they were)."""
-    if "$(" not in text:
-        return text
-    out: list[str] = []
-    quote = ""
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and quote != "'":
-            out.append(text[i : i + 2])
-            i += 2
-            continue
-        if ch in "'\"" and quote in ("", ch):
-            quote = "" if quote else ch
-        elif ch == "$" and text.startswith("$(", i) and quote != "'":
-            depth, j = 0, i + 1
-            while j < len(text):
-                depth += {"(": 1, ")": -1}.get(text[j], 0)
-                j += 1
-                if depth == 0:
-                    break
-            out.append(text[i:j] if quote else f'"{text[i:j]}"')
-            i = j
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
 _DUP = re.compile(r"(?<=\s)(\d*>&\d+|&>>?)(?=\s|$)")  # 2>&1, &> (before `&` splits commands)
 _REDIRECT = re.compile(r"^\d*(>>?|<)(.*)$")
 
@@ -543,12 +512,13 @@ def _moved(launch: Launch, folder: str) -> Launch:
 
 
 def _parse_text(text: str, exported: dict[str, str], depth: int, folder: str = "") -> list[Launch]:
-    text = _DUP.sub(lambda m: ">" if m.group(0).startswith("&") else " ", _one_word_substitutions(text))
+    held, bodies = shell_words.hold(text)
+    held = _DUP.sub(lambda m: ">" if m.group(0).startswith("&") else " ", held)
     try:
-        joined = text.replace("\\\n", " ").replace("\n", " ; ")
+        joined = held.replace("\\\n", " ").replace("\n", " ; ")
         lexer = shlex.shlex(joined, posix=True, punctuation_chars=";&|")
         lexer.whitespace_split = True
-        tokens = list(lexer)
+        tokens = [shell_words.restore(t, bodies) for t in lexer]
     except ValueError as exc:
         raise InputError("launch command", f"cannot parse {text!r}: {exc}") from None
     return _parse_segments(tokens, exported, depth, folder)
@@ -613,4 +583,4 @@ def parse_launches(
 
 
 #: what the shell-script follower hands each command of a script to (plan/shell_follow)
-_PARSER = Parser(parse=_parse_text, substitute=_one_word_substitutions)
+_PARSER = Parser(parse=_parse_text)

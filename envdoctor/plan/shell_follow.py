@@ -96,10 +96,9 @@ def script_words(command: list[str], shell_script: list[str] | None) -> list[str
 class Parser:
     """The launch parser's own readings the follower hands each command to (plan/launch passes
     them in: this module does not import it back): ``parse(text, exported, depth, folder)`` the
-    launches of a command's text, ``substitute(text)`` its ``$(…)`` kept one word each."""
+    launches of a command's text."""
 
     parse: Callable[[str, dict[str, str], int, str], list[Launch]]
-    substitute: Callable[[str], str]
 
 
 def _unknown(raw: str, env: dict[str, str], tokens: list[str], why: str) -> Launch:
@@ -150,7 +149,7 @@ class _Reader:
     may_return: bool = False
     exhausted: bool = False  # more than MAX_READ lines read in all: the launch is not known
     array: int = 0  # an array assignment's lines still open
-    parser: Parser = field(default_factory=lambda: Parser(lambda *_: [], lambda t: t))
+    parser: Parser = field(default_factory=lambda: Parser(lambda *_: []))
     #: the functions defined so far: name -> (file, its body's logical lines, the header's rest
     #: first); the one being defined now; the ones running now (innermost last) with the
     #: variables each made ``local`` (name -> its value before, or absent); those called
@@ -376,7 +375,7 @@ class _Reader:
             m["name"] or re.split(r"[:\-=+?#%/\[]", m["brace"] or "")[0] for m in _REF.finditer(text)
         }
         try:
-            expanded = self.parser.substitute(self.expand(self._static(text)))
+            expanded = self.expand(self._static(text))
         except _TooLong:
             from envdoctor.plan.shell_lines import MAX_LINE
 

@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Iterator
 
+from envdoctor.plan import shell_words
 from envdoctor.plan.readme_blocks import continues
 from envdoctor.plan.repo_paths import _commands, _strip_prefix
 
@@ -92,6 +93,11 @@ def split_words(line: str) -> list[str] | None:
     """The words of a shell line as ``shlex.split(line, comments=True)`` gives them (quotes
     removed, a comment from a word starting with ``#``), None on an unclosed quote; by regular
     expressions, an order of magnitude faster than shlex's scan."""
+    if "$(" in line:  # a command substitution stays inside its word (its quotes are its own)
+        try:
+            return shell_words.split(line, comments=True)
+        except ValueError:
+            return None
     if not any(c in line for c in "'\"\\#"):
         return line.split()
     out: list[str] = []

@@ -15,6 +15,8 @@ _VARIABLE = re.compile(r"\$(?:\{[^{}]+\}|\w+|\()")
 
 
 def quote(word: str) -> str:
+    if '"' in word and "$(" in word and _PLAIN.fullmatch(_outside_substitutions(word) or "x"):
+        return word  # as written: its substitutions hold double quotes of their own
     if "$" in word and _VARIABLE.search(word):
         if _PLAIN.fullmatch(word):
             return word  # as written: the shell expands (and splits) it
@@ -25,3 +27,87 @@ def quote(word: str) -> str:
 def join(words: Iterable[str]) -> str:
     """``shlex.join`` that leaves shell variables to the shell."""
     return " ".join(quote(w) for w in words)
+
+
+def hold(text: str) -> tuple[str, list[str]]:
+    """``text`` with each command substitution ``$(…)`` outside single quotes (``$((…))`` too)
+    replaced by a placeholder that any split keeps inside its word, and the substitutions as
+    written, for :func:`restore`. A substitution left open stays as written, and so does the
+    text after it (each ``$(`` is scanned once: linear time on any text)."""
+    if "$(" not in text:
+        return text, []
+    bodies: list[str] = []
+    out: list[str] = []
+    i, quote = 0, ""
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and quote != "'":
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if c in "'\"" and quote in ("", c):
+            quote = "" if quote else c
+        elif c == "$" and quote != "'" and text.startswith("$(", i):
+            end = _closing(text, i + 2)
+            if end is None:
+                out.append(text[i:])
+                break
+            out.append(f"\ue000{len(bodies)}\ue001")
+            bodies.append(text[i : end + 1])
+            i = end + 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out), bodies
+
+
+def restore(word: str, bodies: list[str]) -> str:
+    """A word of held text with its substitutions back as written."""
+    return _HOLD.sub(lambda m: bodies[int(m.group(1))], word) if bodies and "\ue000" in word else word
+
+
+def split(line: str, comments: bool = False) -> list[str]:
+    """``shlex.split(line)`` with each command substitution kept, as written, inside the word it
+    belongs to (``torchrun $(python -c 'import swift, os; print(…)')/cli/rlhf.py``: its quotes and
+    spaces would otherwise split it into words of the command around it); ``ValueError`` as
+    ``shlex.split`` raises it."""
+    held, bodies = hold(line)
+    return [restore(w, bodies) for w in shlex.split(held, comments=comments)]
+
+
+_HOLD = re.compile("\ue000(\\d+)\ue001")
+
+
+def _closing(line: str, i: int) -> int | None:
+    """The index of the ``)`` that closes a substitution whose body starts at ``i``."""
+    depth, quote = 1, ""
+    while i < len(line):
+        c = line[i]
+        if c == "\\" and quote != "'":
+            i += 2
+            continue
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _outside_substitutions(word: str) -> str:
+    """``word`` without its closed command substitutions (the text the shell quotes itself);
+    a word with an open one is returned whole."""
+    out, i = [], 0
+    while (at := word.find("$(", i)) >= 0:
+        end = _closing(word, at + 2)
+        if end is None:
+            return word
+        out.append(word[i:at])
+        i = end + 1
+    return "".join(out) + word[i:]
