@@ -25,7 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: the set to run: the committed one, or another of the same layout (HELDOUT_DATA=FOLDER)
 DATA = Path(os.environ.get("HELDOUT_DATA") or ROOT / "docs" / "validation" / "heldout-2026-11-28")
 sys.path.insert(0, str(ROOT))
-from envdoctor.plan import shell_words  # noqa: E402  (the tree measured, from ROOT)
+try:  # the tree measured (ROOT): a `$(…)` stays one word of a trainer line
+    from envdoctor.plan.shell_words import split as split_words
+except ImportError:  # a tree from before it (a base measured with this harness)
+    from shlex import split as split_words
 
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA", "PYTORCH"))}
 ENV.update(PYTHONPATH=str(ROOT), NO_COLOR="1")
@@ -763,7 +766,7 @@ def setups(out: Path) -> None:
         launch = _commands(d)
         trainer = launch[-1] if launch else ""
         servers = [x for x in launch[:-1] if any(w in x for w in SERVER_WORDS)]
-        toks = shell_words.split(trainer) if trainer else []  # a `$(…)` stays one word
+        toks = split_words(trainer) if trainer else []  # a `$(…)` stays one word
         # a trainer line that runs a shell script after the setup's own `cd DIR` step: the script
         # is the folder's (./launch/grpo.sh of dc-ops-amd/): run from there, as the steps do
         step = next(
@@ -910,7 +913,7 @@ def _recheck(tmp: Path, fixed: dict, inputs: list[str]) -> dict | None:
     if lines:
         for line in lines[:-1]:
             args += ["--launch", line]
-        args += ["--", *shell_words.split(lines[-1])]
+        args += ["--", *split_words(lines[-1])]
     else:
         args += inputs[4:]  # the same --launch lines and trainer line as before
     got = envdoctor(["check", "--format", "json", *args], tmp)

@@ -300,4 +300,4 @@ def test_a_trainer_line_with_a_command_substitution_keeps_its_flags():
     line = (
         "torchrun $(python -c 'import swift, os; print(os.path.dirname(swift.__file__) + \"/x.py\")') --a 1"
     )
-    assert harness.shell_words.split(line)[-2:] == ["--a", "1"]
+    assert harness.split_words(line)[-2:] == ["--a", "1"]
