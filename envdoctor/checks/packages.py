@@ -16,7 +16,15 @@ from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.findings import Remedy, Severity
 from envdoctor.knowledge import release_said
-from envdoctor.knowledge.requirements import api_verdict, harmless, marker_env, requirement_lines, weight
+from envdoctor.knowledge.requirements import (
+    api_verdict,
+    below_api_floor,
+    harmless,
+    imported_at_import,
+    marker_env,
+    requirement_lines,
+    weight,
+)
 
 #: Distributions whose requirements are checked (the training stack): the resolver's list.
 CHECKED = SOURCES
@@ -44,6 +52,42 @@ def unused_vllm(found: Hit, said: str) -> Hit:
         remedy=None,
         alternatives=(),
         evidence={**found.evidence, "vllm_unused": said},
+    )
+
+
+def _vllm_loaded_anyway(ctx: Context, src: str, target: str, installed: str, spec: str) -> str | None:
+    """Why an unused vLLM's torch pin still stops the run, or None: the installed TRL imports
+    vLLM whenever it is installed (rules/knowledge/requirement_floors.yaml ``at_import``, derived
+    from its wheels: ``if is_vllm_available(): from vllm… import …`` at module level of a module
+    ``from trl import GRPOTrainer`` loads) and torch is older than the one vLLM is built for, so
+    vLLM's modules load against an older torch than theirs. A newer torch than the pin is not
+    said to stop it: TimeZero trained with vLLM 0.7.2 (torch 2.5.1's) imported on torch 2.6.0."""
+    trl = ctx.version("trl")
+    pinned = spec[2:].strip() if spec.startswith("==") and "," not in spec else ""
+    if src != "vllm" or target != "torch" or not trl or not pinned or not versions.below(installed, pinned):
+        return None
+    stmt = imported_at_import(ctx.kb, "trl", trl, "vllm")
+    if stmt is None:
+        return None
+    module, _, code = stmt.partition(": ")
+    path = module.replace(".", "/") + ("/__init__.py" if "." not in module else ".py")
+    return (
+        f"TRL {trl} imports vLLM whenever it is installed, use_vllm on or off (`if "
+        f"is_vllm_available(): {code}` at module level of {path}, which `from trl import "
+        f"GRPOTrainer` loads), so vLLM {ctx.version('vllm')}, built for torch {pinned}, is imported "
+        f"on the older torch {installed} before the first step"
+    )
+
+
+def _loaded(found: Hit, anyway: str, unused: str) -> Hit:
+    """``found`` kept an error where the run does not generate with vLLM but TRL imports it
+    (_vllm_loaded_anyway): saying why, with the fix of dropping vLLM beside it."""
+    return replace(
+        found,
+        message=f"{found.message}; {unused.split(':')[0]}, but {anyway}",
+        fix=f"{found.fix}  # or pip uninstall vllm: TRL then does not import it, and this run does "
+        "not generate with it",
+        evidence={**found.evidence, "vllm_unused": unused, "imported_by_trl": anyway},
     )
 
 
@@ -402,8 +446,56 @@ def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
                 continue  # 0+unknown: installed, but which release is not recorded: no range judges it
             if spec and versions.satisfies(installed, spec) is False:
                 found = _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry, curated)
+                if found is not None and unused and "vllm" in (src, target):
+                    anyway = _vllm_loaded_anyway(ctx, src, target, installed, spec)
+                    found = unused_vllm(found, unused) if anyway is None else _loaded(found, anyway, unused)
                 if found is not None:
-                    yield unused_vllm(found, unused) if unused and "vllm" in (src, target) else found
+                    yield found
+        yield from _undeclared_floors(ctx, src, pkg, lines)
+
+
+def _undeclared_floors(ctx: Context, src: str, pkg: Package, lines: list[str]) -> Iterator[Hit]:
+    """The API floor of a requirement ``src`` imports on its run's path but does not declare
+    (rules/knowledge/requirement_floors.yaml, scripts/derive_requirement_api.py): TRL 0.29-1.13
+    import ``FSDPModule`` from torch 2.6 at module level, so ``from trl import GRPOTrainer`` fails
+    on torch 2.4 though pip sees no conflict. Left out where another framework trains (TRL's
+    GRPOTrainer may never be imported)."""
+    from envdoctor.plan.framework import leaves_out
+
+    floors = (ctx.kb.requirement_floors.get("floors") or {}).get(src) or {}
+    if not floors or leaves_out(ctx.plan.framework, "trl-trainer"):
+        return
+    declared = {normalize_name(r.name) for ln in lines if (r := parse_requirement(ln)) is not None}
+    for target in (t for t in floors if t != "releases" and t not in declared):
+        installed = ctx.version(target)
+        if installed is None or versions.placeholder(installed):
+            continue
+        floor = below_api_floor(ctx.kb, src, pkg.version, target, installed)
+        if floor is None:
+            continue
+        public = versions.parse(installed)
+        api = api_verdict(ctx.kb, src, pkg.version, target, public.public if public else installed)
+        lacks = list(api["lacks"]) if api else []
+        names = ", ".join(_import_line(n) for n in lacks[:3]) or f"names of {target} {floor}"
+        read = " and ".join(api["judged"]) if api else pkg.version
+        path = _API_PATH.get(src, _API_PATH["trl"])
+        fix, remedy = plan_fix(ctx, target, src)
+        if remedy is not None and target in remedy.packages:
+            alt, alt_remedy = plan_fix(ctx, keep={target: installed})
+            if alt_remedy is not None and alt_remedy.packages != remedy.packages:
+                fix += f"  # or keep {target} {installed}: {alt}"
+        yield hit(
+            f"{src} {pkg.version} declares no {target} requirement, but {path[3]} import what "
+            f"{target} {installed} lacks: {names} (read in the wheel of {src} {read} and checked against "
+            f"{target}'s releases: rules/knowledge/requirement_api.yaml; {target} {floor} is the "
+            f"first release with them) → {path[2]}; pip check does not see it",
+            fix=fix or f"pip install '{target}>={floor}'",
+            requirement=f"{target}>={floor} (the API floor; undeclared)",
+            installed=installed,
+            weight="imports",
+            lacks=lacks,
+            remedy=remedy,
+        )
 
 
 @rule("PKG005")
