@@ -38,13 +38,23 @@ def _vllm_fix(ctx: Context, minimum: str) -> str:
     return f"pip install 'vllm>={minimum}'"
 
 
-def unused_vllm(found: Hit, said: str) -> Hit:
+def unused_vllm(found: Hit, said: str, imported: str | None = None) -> Hit:
     """``found``, a finding on the installed vLLM's versions, as advice where the run does not
     generate with vLLM (``said``: ``context.vllm_unused``): the version checks of an engine that
-    never starts cannot fail the run. Its fix stays for the day use_vllm is turned on."""
+    never starts cannot fail the run. Its fix stays for the day use_vllm is turned on.
+    ``imported`` (trl_imports_vllm, for vLLM's torch pin): TRL imports vLLM all the same, an
+    import seen to pass with that pin unmet on either side (TimeZero: vLLM 0.7.2, built for torch
+    2.5.1, on torch 2.6.0; heyalexchoi/qwen3-1.7B-MATH-RLVR@8986c60: vLLM 0.19.0, built for
+    2.10.0, on torch 2.6.0 with TRL 1.0.0, 7,496 steps)."""
+    also = (
+        f"; {imported}, but that import alone was seen to pass with vLLM's torch pin unmet, on an "
+        "older and on a newer torch"
+        if imported
+        else ""
+    )
     return replace(
         found,
-        message=f"{found.message}; but {said}, so this does not stop the run (it matters once "
+        message=f"{found.message}; but {said}, so this does not stop the run{also} (it matters once "
         "the run generates with vLLM)",
         fix=f"nothing for this run; pip uninstall vllm to drop what it does not use, or before "
         f"turning use_vllm on: {found.fix}",
@@ -55,40 +65,19 @@ def unused_vllm(found: Hit, said: str) -> Hit:
     )
 
 
-def _vllm_loaded_anyway(ctx: Context, src: str, target: str, installed: str, spec: str) -> str | None:
-    """Why an unused vLLM's torch pin still stops the run, or None: the installed TRL imports
-    vLLM whenever it is installed (rules/knowledge/requirement_floors.yaml ``at_import``, derived
-    from its wheels: ``if is_vllm_available(): from vllm… import …`` at module level of a module
-    ``from trl import GRPOTrainer`` loads) and torch is older than the one vLLM is built for, so
-    vLLM's modules load against an older torch than theirs. A newer torch than the pin is not
-    said to stop it: TimeZero trained with vLLM 0.7.2 (torch 2.5.1's) imported on torch 2.6.0."""
+def trl_imports_vllm(ctx: Context) -> str | None:
+    """How the installed TRL imports vLLM whenever it is installed, use_vllm on or off, or None:
+    ``if is_vllm_available(): from vllm… import …`` at module level of a module ``from trl import
+    GRPOTrainer`` loads (rules/knowledge/requirement_floors.yaml ``at_import``, derived from its
+    wheels; every release 0.14-1.16 has one)."""
     trl = ctx.version("trl")
-    pinned = spec[2:].strip() if spec.startswith("==") and "," not in spec else ""
-    if src != "vllm" or target != "torch" or not trl or not pinned or not versions.below(installed, pinned):
-        return None
-    stmt = imported_at_import(ctx.kb, "trl", trl, "vllm")
+    stmt = imported_at_import(ctx.kb, "trl", trl, "vllm") if trl else None
     if stmt is None:
         return None
     module, _, code = stmt.partition(": ")
     path = module.replace(".", "/") + ("/__init__.py" if "." not in module else ".py")
-    return (
-        f"TRL {trl} imports vLLM whenever it is installed, use_vllm on or off (`if "
-        f"is_vllm_available(): {code}` at module level of {path}, which `from trl import "
-        f"GRPOTrainer` loads), so vLLM {ctx.version('vllm')}, built for torch {pinned}, is imported "
-        f"on the older torch {installed} before the first step"
-    )
-
-
-def _loaded(found: Hit, anyway: str, unused: str) -> Hit:
-    """``found`` kept an error where the run does not generate with vLLM but TRL imports it
-    (_vllm_loaded_anyway): saying why, with the fix of dropping vLLM beside it."""
-    return replace(
-        found,
-        message=f"{found.message}; {unused.split(':')[0]}, but {anyway}",
-        fix=f"{found.fix}  # or pip uninstall vllm: TRL then does not import it, and this run does "
-        "not generate with it",
-        evidence={**found.evidence, "vllm_unused": unused, "imported_by_trl": anyway},
-    )
+    guard = f"`if is_vllm_available(): {code}` at module level of {path}"
+    return f"TRL {trl} imports vLLM whenever it is installed ({guard})"
 
 
 @rule("PKG001")
@@ -447,8 +436,7 @@ def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
             if spec and versions.satisfies(installed, spec) is False:
                 found = _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry, curated)
                 if found is not None and unused and "vllm" in (src, target):
-                    anyway = _vllm_loaded_anyway(ctx, src, target, installed, spec)
-                    found = unused_vllm(found, unused) if anyway is None else _loaded(found, anyway, unused)
+                    found = unused_vllm(found, unused, trl_imports_vllm(ctx) if target == "torch" else None)
                 if found is not None:
                     yield found
         yield from _undeclared_floors(ctx, src, pkg, lines)

@@ -153,16 +153,16 @@ def _unused_pin(tmp_path, stack):
     return [f for f in got if f.rule == "PKG004" and f.message.startswith("vllm")]
 
 
-def test_an_unused_vllm_trl_imports_on_an_older_torch_stays_an_error_saying_why(tmp_path):
+def test_an_unused_vllm_trl_imports_at_import_is_advice_that_says_so(tmp_path):
     """TRL imports vLLM at `from trl import GRPOTrainer` whenever it is installed (`if
-    is_vllm_available(): from vllm… import …`, derived from its wheels): vLLM 0.19.0 (built for
-    torch 2.10.0) then loads on torch 2.4.1, use_vllm off or not."""
-    stack = {"trl": "1.0.0", "vllm": "0.19.0", "torch": "2.4.1", "transformers": "4.57.1"}
-    (f,) = _unused_pin(tmp_path, stack)
-    assert f.severity.value == "error"
-    assert "TRL 1.0.0 imports vLLM whenever it is installed, use_vllm on or off" in f.message
-    assert "trl/generation/vllm_client.py" in f.message and "older torch 2.4.1" in f.message
-    assert "or pip uninstall vllm" in f.fix
-    # a newer torch than vLLM's pin: an import alone was seen to pass (TimeZero): advice
-    (g,) = _unused_pin(tmp_path, {**stack, "vllm": "0.12.0", "torch": "2.10.0"})
-    assert g.severity.value == "info" and "never generates" in g.message
+    is_vllm_available(): from vllm… import …`, derived from its wheels), and that import was
+    seen to pass with vLLM's torch pin unmet on both sides: held-out set 20's
+    qwen3-1.7B-MATH-RLVR@8986c60 trained 7,496 steps with TRL 1.0.0, torch 2.6.0 and vLLM 0.19.0
+    (built for torch 2.10.0) installed for its evaluation; TimeZero on a newer torch."""
+    stack = {"trl": "1.0.0", "vllm": "0.19.0", "torch": "2.6.0", "transformers": "4.57.1"}
+    for torch in ("2.6.0", "2.11.0"):
+        (f,) = _unused_pin(tmp_path, {**stack, "torch": torch})
+        assert f.severity.value == "info" and "never generates" in f.message
+        assert "TRL 1.0.0 imports vLLM whenever it is installed" in f.message
+        assert "module level of trl/generation/vllm_client.py" in f.message
+        assert "seen to pass" in f.message and f.remedy is None
