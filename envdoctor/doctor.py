@@ -74,6 +74,8 @@ def _layout_summary(lay: GpuLayout) -> str:
         ):
             where = f"a node {lay.server.source} picks"  # not this node's GPUs
         gen = f"; vLLM ({lay.generation_mode}) on {where}"
+    elif lay.generation_unknown:
+        gen = f"; vLLM: not known ({lay.generation_unknown})"
     return f"{lay.launcher}, {ranks or 'no GPU'}{gen}"
 
 

@@ -8,7 +8,9 @@ nothing installed, nothing imported) it reads, with ``zipfile`` and ``ast``, the
 (a lazy package's name followed to the submodule that defines it), each parent package too. In
 each module of that closure it keeps the imports from a requirement (transformers, accelerate,
 datasets) that run unconditionally when the module loads (top-level statements outside any
-``if`` / ``try``: a guarded or fallback import may never run, so it is no evidence), and checks each
+``if`` / ``try``: a guarded or fallback import may never run, so it is no evidence), and from
+torch, which TRL imports at module level without declaring it (TRL 0.29-1.13's
+``from torch.distributed.fsdp import FSDPModule`` in trl/models/utils.py: torch 2.6 on), and checks each
 ``from MODULE import NAME`` (and ``import MODULE``) against the requirement's symbol history
 (rules/knowledge/symbols/, scripts/derive_symbol_history.py). It writes
 ``rules/knowledge/requirement_api.yaml``: per TRL release and requirement, how many names it imports
@@ -16,6 +18,12 @@ and, for each name some scanned release of the requirement lacks, those releases
 over the history's releases). PKG004 reads it to judge an unmet floor: a name the installed
 requirement lacks is an ImportError on the way to the first step (an error, named); every name
 there is pip check's complaint only (a warning).
+
+It also writes ``rules/knowledge/requirement_floors.yaml``, the compact part the static check
+reads on every run: per importer release and target, the API floor (the first scanned release
+of the target from which every name is there, where the releases lacking one are all below it).
+PKG004 reads it for a target the importer does not declare (TRL's torch) and the resolver
+(``fix``'s package plan) keeps each TRL candidate's torch at or above it.
 
 vLLM's releases (``CACHE/vllm/vllm-X-*.whl``, the wheels read in place: only the central directory
 and the ``.py`` members the closure opens) get the same derivation for transformers: the closure
@@ -54,6 +62,8 @@ rk = _load("refresh_knowledge")
 
 #: the requirements whose floors TRL declares and GRPO's path imports (rules/knowledge/requirements.yaml)
 TARGETS = ("transformers", "accelerate", "datasets")
+#: what GRPO's path imports from a requirement TRL does not declare: torch (every GRPO run has it)
+UNDECLARED = ("torch",)
 #: the modules ``from trl import GRPOTrainer`` loads first (TRL's lazy modules resolve the name there)
 SEEDS = ("trl", "trl.trainer", "trl.trainer.grpo_trainer", "trl.trainer.grpo_config")
 #: the modules ``import vllm`` / ``vllm.LLM(...)`` load on every run, whatever the model (each only
@@ -93,10 +103,11 @@ class Importer:
 
 
 IMPORTERS = {
-    "trl": Importer(SEEDS, TARGETS, "trl.trainer.grpo_trainer", True),
+    "trl": Importer(SEEDS, TARGETS + UNDECLARED, "trl.trainer.grpo_trainer", True),
     "vllm": Importer(VLLM_SEEDS, ("transformers",), "vllm.entrypoints.llm", False),
 }
 OUT = "requirement_api.yaml"
+FLOORS = "requirement_floors.yaml"
 
 
 def _module_of(path: str) -> tuple[str, bool]:
@@ -413,12 +424,45 @@ def version_gates(rel: Any, modules: Iterable[str], package: str) -> list[tuple[
     return out
 
 
+#: the optional packages whose availability guard TRL's modules test at import
+#: (``if is_vllm_available(): from vllm import LLM``): the guard holds whenever it is installed
+WHEN_INSTALLED = {"trl": ("vllm",)}
+
+
+def when_installed(rel: Any, modules: Iterable[str], package: str, optional: str) -> str | None:
+    """The first import of ``optional`` a module of the closure makes at module level under its
+    availability guard alone (``if is_vllm_available():``): it runs whenever ``optional`` is
+    installed, used or not (``"trl.generation.vllm_client: from vllm.distributed.… import
+    PyNcclCommunicator"``); None where no module does."""
+    paths = {_module_of(p)[0]: p for p in rel.files if p.startswith(f"{package}/") and p.endswith(".py")}
+    guard = f"is_{optional}_available"
+    for module in sorted(modules):
+        tree = rk._parse(rel.files[paths[module]]) if module in paths else None
+        for s in tree.body if tree is not None else ():
+            t = s.test if isinstance(s, ast.If) else None
+            if not (isinstance(t, ast.Call) and getattr(t.func, "id", getattr(t.func, "attr", "")) == guard):
+                continue
+            for st in s.body:
+                if (
+                    isinstance(st, ast.ImportFrom)
+                    and not st.level
+                    and (st.module or "").split(".")[0] == optional
+                ):
+                    return f"{module}: from {st.module} import {', '.join(a.name for a in st.names)}"
+                if isinstance(st, ast.Import) and any(a.name.split(".")[0] == optional for a in st.names):
+                    return f"{module}: import {', '.join(a.name for a in st.names)}"
+    return None
+
+
 def _row(package: str, rel: Any, histories: Mapping[str, Any]) -> dict[str, Any] | None:
     modules, imports = closure(rel, package)
     spec = IMPORTERS[package]
     if spec.needs not in modules:
         return None  # a TRL release without GRPOTrainer (before 0.14): nothing on GRPO's path to judge
     row: dict[str, Any] = {"modules": len(modules)}
+    found = {o: w for o in WHEN_INSTALLED.get(package, ()) if (w := when_installed(rel, modules, package, o))}
+    if found:
+        row["imports_when_installed"] = found
     gates = version_gates(rel, modules, package)
     for target in spec.targets:
         h = histories.get(target)
@@ -452,10 +496,67 @@ def _row(package: str, rel: Any, histories: Mapping[str, Any]) -> dict[str, Any]
     return row
 
 
+def floor(lacking: Mapping[str, list[str]], scanned: list[str]) -> str | None:
+    """The API floor a row's ``lacking`` sets: the first scanned release after every release that
+    lacks a name, where those releases are all below it (a name added later); None where no
+    release lacks one, or a name is lacking above a release that has it (a removal: no floor)."""
+    low = [
+        i
+        for i, r in enumerate(scanned)
+        if any(Version(r) in SpecifierSet(s) for v in lacking.values() for s in v)
+    ]
+    if not low or low != list(range(len(low))) or len(low) == len(scanned):
+        return None
+    return scanned[len(low)]
+
+
+def floors(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The floors document: per importer with an undeclared target, its scanned releases and per
+    target each release's API floor (None: every scanned release of the target has its names)."""
+    out: dict[str, Any] = {}
+    for package, rows in (doc.get("importers") or {}).items():
+        for optional in WHEN_INSTALLED.get(package, ()):
+            table = {r: (row.get("imports_when_installed") or {}).get(optional) for r, row in rows.items()}
+            out.setdefault("at_import", {}).setdefault(package, {})[optional] = table
+        targets = [t for t in UNDECLARED if t in IMPORTERS[package].targets and t in doc["scanned"]]
+        if not targets:
+            continue
+        entry: dict[str, Any] = {"releases": list(rows)}
+        for target in targets:
+            entry[target] = {
+                release: floor((row.get(target) or {}).get("lacking") or {}, doc["scanned"][target])
+                for release, row in rows.items()
+                if target in row
+            }
+        out.setdefault("floors", {})[package] = entry
+    return out
+
+
+def render_floors(doc: dict[str, Any], today: str) -> str:
+    head = (
+        "# Generated by scripts/derive_requirement_api.py -- edit the script, not this file.\n"
+        "# The API floor of a requirement an importer does not declare (TRL's torch), from\n"
+        "# requirement_api.yaml: per scanned release, the first release of the target from which every\n"
+        "# name GRPO's path imports from it is there (null: every scanned release has them). The static\n"
+        "# check reads this small file on every run (PKG004), the names themselves only on a finding.\n"
+        "# at_import: per release, the import of an optional package (vLLM) a module of GRPO's path\n"
+        "# makes under its availability guard alone (`if is_vllm_available():`): whenever it is\n"
+        "# installed, `from trl import GRPOTrainer` imports it, use_vllm on or off.\n"
+    )
+    body = {
+        "schema": "envdoctor.knowledge/1",
+        "generated_by": "scripts/derive_requirement_api.py",
+        "checked": today,
+        **floors(doc),
+    }
+    return head + rk._dump(body)
+
+
 def render(doc: dict[str, Any], today: str) -> str:
     head = (
         "# Generated by scripts/derive_requirement_api.py -- edit the script, not this file.\n"
-        "# The names each TRL release imports from transformers / accelerate / datasets at module level,\n"
+        "# The names each TRL release imports from transformers / accelerate / datasets and torch\n"
+        "# (which it does not declare) at module level,\n"
         "# unconditionally, in the modules `from trl import GRPOTrainer` loads (its wheel read with ast),\n"
         "# and each vLLM release from transformers in the modules `import vllm`, `vllm.LLM` and the\n"
         "# engine's start load (not a model architecture's own module),\n"
@@ -494,7 +595,13 @@ def main(argv: list[str] | None = None) -> int:
     histories = {t: h for t in sorted(wanted) if (h := history(t)) is not None}
     path = ROOT / "rules" / "knowledge" / OUT
     old = path.read_text() if path.is_file() else None
-    new = render(derive(releases, histories), dt.date.today().isoformat())
+    doc = derive({p: r for p, r in releases.items() if r}, histories)
+    kept = keep_rows(doc, old, [p for p, r in releases.items() if not r])
+    today = dt.date.today().isoformat()
+    new = render(doc, today)
+    fpath = ROOT / "rules" / "knowledge" / FLOORS
+    fold = fpath.read_text() if fpath.is_file() else None
+    fnew = render_floors(doc, today)
 
     def body(text: str | None) -> str | None:
         return (
@@ -503,14 +610,37 @@ def main(argv: list[str] | None = None) -> int:
             else "\n".join(ln for ln in text.splitlines() if not ln.startswith("checked:"))
         )
 
-    same = body(old) == body(new)
+    for p in kept:
+        print(f"no {p} wheel in {args.cache / p}: its rows kept from {path.name}")
+    same = body(old) == body(new) and body(fold) == body(fnew)
     if args.check:
-        print("unchanged" if same else f"{path} would change")
+        print("unchanged" if same else f"{path} or {fpath} would change")
         return 0 if same else 1
     if not same:
         path.write_text(new)
-        print(f"wrote {path}: " + ", ".join(f"{len(r)} {p} releases" for p, r in releases.items()))
+        fpath.write_text(fnew)
+        print(f"wrote {path}, {fpath}: " + ", ".join(f"{len(r)} {p} releases" for p, r in releases.items()))
     return 0
+
+
+def keep_rows(doc: dict[str, Any], old: str | None, packages: list[str]) -> list[str]:
+    """An importer with no wheel in the cache (vLLM's ~400 MB wheels, not kept offline) keeps its
+    rows from the current file, with the scanned releases of its targets they were judged
+    against; the importers kept."""
+    import yaml
+
+    prior = yaml.safe_load(old) if old else None
+    kept = []
+    for package in packages:
+        rows = ((prior or {}).get("importers") or {}).get(package)
+        if not rows:
+            continue
+        doc["importers"][package] = rows
+        for target in IMPORTERS[package].targets:
+            if target in (prior.get("scanned") or {}) and target not in doc["scanned"]:
+                doc["scanned"][target] = prior["scanned"][target]
+        kept.append(package)
+    return kept
 
 
 if __name__ == "__main__":

@@ -125,7 +125,16 @@ def test_the_stored_data_is_what_the_script_writes() -> None:
     doc = yaml.safe_load((ROOT / "rules" / "knowledge" / "requirement_api.yaml").read_text())
     assert doc["generated_by"] == "scripts/derive_requirement_api.py"
     row = doc["importers"]["trl"]["0.21.0"]["transformers"]
-    assert row["names"] > 20 and set(doc["scanned"]) == {"transformers", "accelerate", "datasets"}
+    assert row["names"] > 20 and set(doc["scanned"]) == {"transformers", "accelerate", "datasets", "torch"}
+    # TRL 1.0.0's undeclared torch: trl/models/utils.py imports FSDPModule (torch 2.6.0 on)
+    lacking = doc["importers"]["trl"]["1.0.0"]["torch"]["lacking"]
+    assert lacking == {"torch.distributed.fsdp:FSDPModule": [">=2.0.0,<=2.5.1"]}
+    floors = yaml.safe_load((ROOT / "rules" / "knowledge" / "requirement_floors.yaml").read_text())
+    assert floors["floors"]["trl"]["torch"]["1.0.0"] == "2.6.0"
+    assert floors["floors"]["trl"]["torch"]["0.28.0"] is None
+    assert floors["at_import"]["trl"]["vllm"]["0.15.2"].startswith(
+        "trl.trainer.grpo_trainer: from vllm import"
+    )
     vllm = doc["importers"]["vllm"]["0.19.1"]["transformers"]
     assert vllm["names"] > 20 and "transformers:AutoVideoProcessor" in vllm["lacking"]
 
@@ -320,3 +329,50 @@ def test_a_module_that_refuses_the_targets_release_at_import_is_evidence(
     )
     lacking = doc["importers"]["vllm"]["9.0.0"]["transformers"]["lacking"]
     assert lacking["vllm.transformers_utils.config:raise if transformers<4.51.0"] == ["==4.50.0"]
+
+
+GUARD_FILES = {
+    "trl/__init__.py": "",
+    "trl/trainer/__init__.py": "",
+    "trl/import_utils.py": "def is_vllm_available(): ...\n",
+    "trl/trainer/grpo_trainer.py": """
+        from torch.distributed.fsdp import FSDPModule
+        from ..import_utils import is_vllm_available
+        from ..generation import client
+        if is_vllm_available():
+            from vllm import LLM, SamplingParams
+    """,
+    "trl/generation/__init__.py": "",
+    "trl/generation/client.py": "if some_flag():\n    from vllm import NotTheGuard\n",
+    "trl/trainer/grpo_config.py": "",
+}
+
+
+def test_an_undeclared_torch_floor_and_an_import_under_vllms_guard(dr: ModuleType, tmp_path: Path) -> None:
+    """TRL's undeclared torch is judged like its declared requirements, and its floor written to
+    the compact file; an import of vLLM under `if is_vllm_available():` runs whenever vLLM is
+    installed (another test is no availability guard)."""
+    whl = tmp_path / "trl-9.0.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        for path, src in GUARD_FILES.items():
+            zf.writestr(path, textwrap.dedent(src))
+    rel = dr.rk.read_wheel("trl", "9.0.0", whl)
+    torch = {"torch.distributed.fsdp": {"n": {"FSDPModule": "2"}}}
+    doc = dr.derive({"trl": {"9.0.0": rel}}, {"torch": History("torch", ["2.4.1", "2.5.1", "2.6.0"], torch)})
+    row = doc["importers"]["trl"]["9.0.0"]
+    assert row["torch"]["lacking"] == {"torch.distributed.fsdp:FSDPModule": [">=2.4.1,<=2.5.1"]}
+    assert row["imports_when_installed"] == {
+        "vllm": "trl.trainer.grpo_trainer: from vllm import LLM, SamplingParams"
+    }
+    compact = yaml.safe_load(dr.render_floors(doc, "2026-11-30"))
+    assert compact["floors"]["trl"] == {"releases": ["9.0.0"], "torch": {"9.0.0": "2.6.0"}}
+    assert compact["at_import"]["trl"]["vllm"]["9.0.0"].endswith("from vllm import LLM, SamplingParams")
+
+
+def test_a_floor_is_said_only_below_every_release_with_the_names(dr: ModuleType) -> None:
+    scanned = ["2.4.1", "2.5.1", "2.6.0", "2.7.0"]
+    assert dr.floor({"a:B": [">=2.4.1,<=2.5.1"]}, scanned) == "2.6.0"
+    assert dr.floor({}, scanned) is None
+    assert dr.floor({"a:B": [">=2.7.0"]}, scanned) is None  # removed later: a ceiling, no floor
+    assert dr.floor({"a:B": ["==2.5.1"]}, scanned) is None  # a gap, not below the rest
+    assert dr.floor({"a:B": [">=2.4.1"]}, scanned) is None  # in no release: no floor

@@ -126,7 +126,9 @@ def vllm_unused(ctx: Context) -> str | None:
         return None  # the run's code was not read: whether it generates with vLLM is not known
     if script.vllm_in_process or script.vllm_in_process_unseen or script.unread_trainer or script.vllm_engine:
         return None
-    builds = any(getattr(c, "cls", "") == "GRPOTrainer" for c in script.trl_calls)
+    # TRL's GRPOTrainer, or a class of the repository read deriving from it (a subclass that
+    # overrides a step: its code is among the files read for an engine)
+    builds = any(getattr(c, "cls", "") == "GRPOTrainer" for c in script.trl_calls) or script.builds_grpo
     if not (builds or script.model_by_name is not None or script.own_trainer or script.trl_other_trainer):
         return None  # no trainer envdoctor knows (a framework's entry point may drive vLLM itself)
     return (

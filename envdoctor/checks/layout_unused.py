@@ -28,6 +28,8 @@ def idle_training_gpus(ctx: Context) -> Iterator[Hit]:
     chosen = _chosen(ctx)
     if trainer is None or chosen is None or lay.num_machines != 1 or not lay.problems.get("distributed"):
         return
+    if lay.generation_unknown:
+        return  # the script decides use_vllm / vllm_mode at run time: the GPU may be vLLM's
     used = set(lay.training) | set(lay.generation)
     if lay.server is not None:
         used |= set(lay.server.gpus)

@@ -16,7 +16,15 @@ from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.findings import Remedy, Severity
 from envdoctor.knowledge import release_said
-from envdoctor.knowledge.requirements import api_verdict, harmless, marker_env, requirement_lines, weight
+from envdoctor.knowledge.requirements import (
+    api_verdict,
+    below_api_floor,
+    harmless,
+    imported_at_import,
+    marker_env,
+    requirement_lines,
+    weight,
+)
 
 #: Distributions whose requirements are checked (the training stack): the resolver's list.
 CHECKED = SOURCES
@@ -30,13 +38,23 @@ def _vllm_fix(ctx: Context, minimum: str) -> str:
     return f"pip install 'vllm>={minimum}'"
 
 
-def unused_vllm(found: Hit, said: str) -> Hit:
+def unused_vllm(found: Hit, said: str, imported: str | None = None) -> Hit:
     """``found``, a finding on the installed vLLM's versions, as advice where the run does not
     generate with vLLM (``said``: ``context.vllm_unused``): the version checks of an engine that
-    never starts cannot fail the run. Its fix stays for the day use_vllm is turned on."""
+    never starts cannot fail the run. Its fix stays for the day use_vllm is turned on.
+    ``imported`` (trl_imports_vllm, for vLLM's torch pin): TRL imports vLLM all the same, an
+    import seen to pass with that pin unmet on either side (TimeZero: vLLM 0.7.2, built for torch
+    2.5.1, on torch 2.6.0; heyalexchoi/qwen3-1.7B-MATH-RLVR@8986c60: vLLM 0.19.0, built for
+    2.10.0, on torch 2.6.0 with TRL 1.0.0, 7,496 steps)."""
+    also = (
+        f"; {imported}, but that import alone was seen to pass with vLLM's torch pin unmet, on an "
+        "older and on a newer torch"
+        if imported
+        else ""
+    )
     return replace(
         found,
-        message=f"{found.message}; but {said}, so this does not stop the run (it matters once "
+        message=f"{found.message}; but {said}, so this does not stop the run{also} (it matters once "
         "the run generates with vLLM)",
         fix=f"nothing for this run; pip uninstall vllm to drop what it does not use, or before "
         f"turning use_vllm on: {found.fix}",
@@ -45,6 +63,21 @@ def unused_vllm(found: Hit, said: str) -> Hit:
         alternatives=(),
         evidence={**found.evidence, "vllm_unused": said},
     )
+
+
+def trl_imports_vllm(ctx: Context) -> str | None:
+    """How the installed TRL imports vLLM whenever it is installed, use_vllm on or off, or None:
+    ``if is_vllm_available(): from vllm… import …`` at module level of a module ``from trl import
+    GRPOTrainer`` loads (rules/knowledge/requirement_floors.yaml ``at_import``, derived from its
+    wheels; every release 0.14-1.16 has one)."""
+    trl = ctx.version("trl")
+    stmt = imported_at_import(ctx.kb, "trl", trl, "vllm") if trl else None
+    if stmt is None:
+        return None
+    module, _, code = stmt.partition(": ")
+    path = module.replace(".", "/") + ("/__init__.py" if "." not in module else ".py")
+    guard = f"`if is_vllm_available(): {code}` at module level of {path}"
+    return f"TRL {trl} imports vLLM whenever it is installed ({guard})"
 
 
 @rule("PKG001")
@@ -402,8 +435,55 @@ def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
                 continue  # 0+unknown: installed, but which release is not recorded: no range judges it
             if spec and versions.satisfies(installed, spec) is False:
                 found = _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry, curated)
+                if found is not None and unused and "vllm" in (src, target):
+                    found = unused_vllm(found, unused, trl_imports_vllm(ctx) if target == "torch" else None)
                 if found is not None:
-                    yield unused_vllm(found, unused) if unused and "vllm" in (src, target) else found
+                    yield found
+        yield from _undeclared_floors(ctx, src, pkg, lines)
+
+
+def _undeclared_floors(ctx: Context, src: str, pkg: Package, lines: list[str]) -> Iterator[Hit]:
+    """The API floor of a requirement ``src`` imports on its run's path but does not declare
+    (rules/knowledge/requirement_floors.yaml, scripts/derive_requirement_api.py): TRL 0.29-1.13
+    import ``FSDPModule`` from torch 2.6 at module level, so ``from trl import GRPOTrainer`` fails
+    on torch 2.4 though pip sees no conflict. Left out where another framework trains (TRL's
+    GRPOTrainer may never be imported)."""
+    from envdoctor.plan.framework import leaves_out
+
+    floors = (ctx.kb.requirement_floors.get("floors") or {}).get(src) or {}
+    if not floors or leaves_out(ctx.plan.framework, "trl-trainer"):
+        return
+    declared = {normalize_name(r.name) for ln in lines if (r := parse_requirement(ln)) is not None}
+    for target in (t for t in floors if t != "releases" and t not in declared):
+        installed = ctx.version(target)
+        if installed is None or versions.placeholder(installed):
+            continue
+        floor = below_api_floor(ctx.kb, src, pkg.version, target, installed)
+        if floor is None:
+            continue
+        public = versions.parse(installed)
+        api = api_verdict(ctx.kb, src, pkg.version, target, public.public if public else installed)
+        lacks = list(api["lacks"]) if api else []
+        names = ", ".join(_import_line(n) for n in lacks[:3]) or f"names of {target} {floor}"
+        read = " and ".join(api["judged"]) if api else pkg.version
+        path = _API_PATH.get(src, _API_PATH["trl"])
+        fix, remedy = plan_fix(ctx, target, src)
+        if remedy is not None and target in remedy.packages:
+            alt, alt_remedy = plan_fix(ctx, keep={target: installed})
+            if alt_remedy is not None and alt_remedy.packages != remedy.packages:
+                fix += f"  # or keep {target} {installed}: {alt}"
+        yield hit(
+            f"{src} {pkg.version} declares no {target} requirement, but {path[3]} import what "
+            f"{target} {installed} lacks: {names} (read in the wheel of {src} {read} and checked against "
+            f"{target}'s releases: rules/knowledge/requirement_api.yaml; {target} {floor} is the "
+            f"first release with them) → {path[2]}; pip check does not see it",
+            fix=fix or f"pip install '{target}>={floor}'",
+            requirement=f"{target}>={floor} (the API floor; undeclared)",
+            installed=installed,
+            weight="imports",
+            lacks=lacks,
+            remedy=remedy,
+        )
 
 
 @rule("PKG005")

@@ -33,7 +33,7 @@ from envdoctor.checks.context import Context
 from envdoctor.facts.interface import normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.findings import Remedy
-from envdoctor.knowledge.requirements import marker_env, requirement_lines
+from envdoctor.knowledge.requirements import api_floor, marker_env, requirement_lines
 
 #: Distributions whose requirements are read (the training stack; PKG004's sources).
 SOURCES = (
@@ -410,6 +410,7 @@ class Stack:
             torch = _torch_of(name, version)
             if torch:
                 yield Need("torch", f"=={torch}", why=f"{who} is built for it")
+        yield from self._api_floors(name, version, who)
         if name == "trl" and (self.use_vllm or "vllm" in self.installed):
             # TRL imports an installed vLLM (and warns outside its range from 0.24) even with
             # use_vllm off; its API breaks are in the known-failures catalogue
@@ -421,6 +422,15 @@ class Stack:
                 others = [(n, s) for n, s in pkgs.items() if n != name]
                 if len(others) == 1:  # three-way failures are checked on the result (_breaks)
                     yield Need(others[0][0], forbid=others[0][1], why=f"{why}, with {who}")
+
+    def _api_floors(self, name: str, version: str, who: str) -> Iterator[Need]:
+        """The API floors ``name`` at ``version`` sets on what it imports without declaring it
+        (rules/knowledge/requirement_floors.yaml: TRL 0.29-1.13's torch>=2.6.0, PKG004)."""
+        floors = (self.kb.requirement_floors.get("floors") or {}).get(name) or {}
+        for target in (t for t in floors if t != "releases" and t in self.in_play):
+            floor = api_floor(self.kb, name, version, target, strict=False)
+            if floor is not None:
+                yield Need(target, f">={floor}", why=f"{who} imports {target} {floor}'s API")
 
     def _requires_dist(self, name: str, pkg: Any, who: str) -> Iterator[Need]:
         lines, _curated = requirement_lines(self.kb, name, pkg)

@@ -41,6 +41,7 @@ class Knowledge:
         "import_shadow": "import_shadow.yaml",
         "vllm_api": "vllm_api.yaml",
         "requirement_api": "requirement_api.yaml",
+        "requirement_floors": "requirement_floors.yaml",
         "wrappers": "wrappers.yaml",
         "frameworks": "frameworks.yaml",
     }

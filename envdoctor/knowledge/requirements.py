@@ -151,3 +151,38 @@ def api_verdict(
     if unknown or any(missing for missing, _ in verdicts):
         return None  # the neighbours disagree, or a name in no scanned release: no evidence
     return {"lacks": [], "names": max(n for _, n in verdicts), "judged": judged}
+
+
+def api_floor(kb: Knowledge, src: str, src_version: str, target: str, strict: bool = True) -> str | None:
+    """The API floor of ``target`` that ``src`` ``src_version`` imports on its run's path without
+    declaring it (rules/knowledge/requirement_floors.yaml: TRL 0.29-1.13's FSDPModule from torch
+    2.6): the highest floor of the judging releases (_judged). ``strict`` (a finding's evidence):
+    None unless every judging release has one; otherwise (a plan that must hold: TRL 0.29.0,
+    between 0.28.0 without a floor and 0.29.1 with one) any judging release's floor counts.
+    None where the data does not cover the release."""
+    entry = ((kb.requirement_floors.get("floors") or {}).get(src)) or {}
+    table = entry.get(target) or {}
+    judged = _judged([str(r) for r in entry.get("releases") or ()], src_version)
+    found = [table.get(r) for r in judged]
+    if not found or (strict and any(f is None for f in found)) or not any(found):
+        return None
+    return max((str(f) for f in found if f), key=versions.sort_key)
+
+
+def below_api_floor(kb: Knowledge, src: str, src_version: str, target: str, installed: str) -> str | None:
+    """The API floor (api_floor) ``installed`` (``2.4.1+cu124``: its local label aside) is below,
+    else None."""
+    found = api_floor(kb, src, src_version, target)
+    return found if found is not None and versions.below(installed, found) else None
+
+
+def imported_at_import(kb: Knowledge, src: str, src_version: str, optional: str) -> str | None:
+    """The import of ``optional`` (vLLM) that ``src`` ``src_version``'s run path makes whenever it
+    is installed, under its availability guard alone (rules/knowledge/requirement_floors.yaml
+    ``at_import``: ``if is_vllm_available(): from vllm… import …`` in a module ``from trl import
+    GRPOTrainer`` loads), as ``"module: statement"``; None where the judging releases (_judged)
+    do not all make one, or the data does not cover the release."""
+    table = ((kb.requirement_floors.get("at_import") or {}).get(src) or {}).get(optional) or {}
+    judged = _judged([str(r) for r in table], src_version)
+    found = [table.get(r) for r in judged]
+    return str(found[0]) if found and all(found) else None

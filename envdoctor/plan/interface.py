@@ -397,6 +397,8 @@ class GpuLayout:
     ranks: list[Rank] = field(default_factory=list)
     process_gpus: int = 0  # GPUs one process sees (n_gpu) when a single process runs
     generation_mode: str | None = None  # legacy | server | colocate | None
+    #: why the mode is not known (None then): the script decides use_vllm / vllm_mode at run time
+    generation_unknown: str | None = None
     generation: list[int] = field(default_factory=list)
     vllm_device: str | None = None  # legacy: as configured ("auto", "cuda:4")
     vllm_device_resolved: str | None = None  # legacy: "cuda:4"

@@ -110,9 +110,25 @@ def trainer_env(facts: Facts, launch: Launch | None) -> dict[str, str]:
     return env
 
 
-def vllm_mode(plan: Plan, facts: Facts, kb: Knowledge) -> str | None:
-    """How this TRL version reaches vLLM for this config: legacy, server, colocate or None."""
+def mode_unknown(plan: Plan, facts: Facts, kb: Knowledge) -> str | None:
+    """Why the generation mode is decided by the training script at run time, or None: it
+    computes ``use_vllm`` (``use_vllm=args.vllm``), or, with vLLM on and a TRL that has modes
+    (or none installed), ``vllm_mode``. No layout rule may assert a mode then, TRL's default
+    included."""
+    if plan.script is not None and plan.script.vllm_in_process:
+        return None  # the trainer starts vLLM in its own process whatever the keys say
     if not plan.use_vllm:
+        return "the training script computes use_vllm" if plan.computed("use_vllm") else None
+    trl = facts.version("trl")
+    if kb.feature("vllm_device_in_process", trl) or kb.feature("vllm_colocate_mode", trl) is False:
+        return None  # one mode only: vllm_mode is not read
+    return "the training script computes vllm_mode" if plan.computed("vllm_mode") else None
+
+
+def vllm_mode(plan: Plan, facts: Facts, kb: Knowledge) -> str | None:
+    """How this TRL version reaches vLLM for this config: legacy, server, colocate or None (no
+    vLLM, or a mode the script decides at run time: mode_unknown)."""
+    if not plan.use_vllm or mode_unknown(plan, facts, kb):
         return None
     if plan.script is not None and plan.script.vllm_in_process:
         return "colocate"  # the trainer starts vLLM in its own process (Unsloth fast_inference)
@@ -384,6 +400,7 @@ def _hostfile_nodes(opts: dict[str, Any], include: Any) -> int:
 
 def _resolve_generation(lay: GpuLayout, facts: Facts, plan: Plan, kb: Knowledge) -> None:
     lay.generation_mode = vllm_mode(plan, facts, kb)
+    lay.generation_unknown = mode_unknown(plan, facts, kb)
     if lay.generation_mode == "legacy":
         device = str(plan.config.get("vllm_device", "auto"))
         lay.vllm_device = device

@@ -190,3 +190,27 @@ def test_use_vllm_computed_is_not_off(tmp_path, monkeypatch):
         severity[value] = pkg004[0].severity.value if pkg004 else None
     assert severity[""] == "info" and severity[", use_vllm=False"] == "info"
     assert severity[", use_vllm=os.environ.get('VLLM') == '1'"] == "error"
+
+
+@pytest.mark.parametrize(
+    "keywords",
+    [
+        'use_vllm=True, vllm_mode=os.environ.get("MODE", "server")',
+        'use_vllm=os.environ.get("VLLM") == "1", vllm_mode="colocate"',
+    ],
+)
+def test_a_generation_mode_the_script_decides_is_unknown_to_the_layout(tmp_path, monkeypatch, keywords):
+    """No layout rule asserts a mode the script decides at run time, TRL's default included:
+    computed, the layout has no mode (and says why); MEM003 (the colocate budget: vLLM's 0.9
+    share leaves ~8 GiB) fires only on the literal colocate."""
+    monkeypatch.chdir(tmp_path)
+    snap = snapshot(1, model=H100, packages=STACK, driver_cuda="13.0")
+    share = "vllm_gpu_memory_utilization=0.9"
+    _script(tmp_path, f"{COLOCATE}, {share}")
+    assert _ctx("python train.py").layout.generation_mode == "colocate"
+    assert "MEM003" in _found(snap, "python train.py", select=["MEM003"])
+    _script(tmp_path, f"{keywords}, {share}")
+    lay = _ctx("python train.py").layout
+    assert lay.generation_mode is None and lay.generation_unknown
+    assert "computes" in lay.generation_unknown
+    assert "MEM003" not in _found(snap, "python train.py", select=["MEM003"])

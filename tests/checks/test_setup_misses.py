@@ -204,3 +204,20 @@ def test_lay006_a_lowered_share_is_a_warning_not_an_error():
         config = cfg if util is None else {**cfg, "vllm_gpu_memory_utilization": util}
         found = _rule(findings(snapshot(1, packages=packages), config=config, launch=launch), "LAY006")
         assert found and found[0].severity.value == severity, (util, found)
+
+
+def test_lay015_quiet_where_the_script_decides_whether_vllm_runs(tmp_path):
+    """TRL 0.15 places its in-process vLLM on the GPU after the ranks: with use_vllm computed by
+    the script, that GPU may be vLLM's, so it is not said idle (the layout has no mode then)."""
+    script = tmp_path / "train.py"
+    body = (
+        "import os\nfrom trl import GRPOConfig, GRPOTrainer\n"
+        "args = GRPOConfig(output_dir='o', use_vllm={})\n"
+        "GRPOTrainer(model='m', args=args, reward_funcs=[])\n"
+    )
+    launch = f"CUDA_VISIBLE_DEVICES=0,1,2,3 accelerate launch --num_processes 3 {script}"
+    snap = snapshot(4, packages={"trl": "0.15.2", "vllm": "0.7.2", "torch": "2.5.1"})
+    script.write_text(body.format("False"))
+    assert _rule(findings(snap, launch=launch), "LAY015")  # off: the GPU is idle
+    script.write_text(body.format("os.environ.get('VLLM') == '1'"))
+    assert not _rule(findings(snap, launch=launch), "LAY015")

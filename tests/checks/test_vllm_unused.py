@@ -127,3 +127,42 @@ def test_a_package_at_a_placeholder_version_matches_no_known_failure(tmp_path):
     stack["unsloth"] = "2025.9.1"
     got = findings(snapshot(1, packages=stack), config={})
     assert [f for f in got if f.rule == "KNF001" and "Unsloth before" in f.message]
+
+
+SUBCLASS = (
+    "from trl import GRPOTrainer\n\n\n"
+    "class SkipZeroAdvantageGRPOTrainer(GRPOTrainer):\n"
+    "    def _generate(self, prompts):\n"
+    "        if self.use_vllm:\n"
+    "            return super()._generate(prompts)\n"
+    "        return []\n\n\n"
+    "trainer = SkipZeroAdvantageGRPOTrainer(model='m', reward_funcs=[])\n"
+)
+
+
+def test_a_grpo_trainer_subclass_of_the_script_is_a_trainer_envdoctor_knows(tmp_path):
+    """Held-out set 20's qwen3-1.7B-MATH-RLVR builds its own GRPOTrainer subclass and keeps vLLM
+    for its evaluation scripts: the installed vLLM never generates in the run."""
+    (f,) = _pkg004(tmp_path, SUBCLASS)
+    assert f.severity.value == "info" and "never generates" in f.message
+
+
+def _unused_pin(tmp_path, stack):
+    (tmp_path / "train.py").write_text(SUBCLASS)
+    got = findings(snapshot(1, packages=stack), config={}, launch=f"python {tmp_path / 'train.py'}")
+    return [f for f in got if f.rule == "PKG004" and f.message.startswith("vllm")]
+
+
+def test_an_unused_vllm_trl_imports_at_import_is_advice_that_says_so(tmp_path):
+    """TRL imports vLLM at `from trl import GRPOTrainer` whenever it is installed (`if
+    is_vllm_available(): from vllm… import …`, derived from its wheels), and that import was
+    seen to pass with vLLM's torch pin unmet on both sides: held-out set 20's
+    qwen3-1.7B-MATH-RLVR@8986c60 trained 7,496 steps with TRL 1.0.0, torch 2.6.0 and vLLM 0.19.0
+    (built for torch 2.10.0) installed for its evaluation; TimeZero on a newer torch."""
+    stack = {"trl": "1.0.0", "vllm": "0.19.0", "torch": "2.6.0", "transformers": "4.57.1"}
+    for torch in ("2.6.0", "2.11.0"):
+        (f,) = _unused_pin(tmp_path, {**stack, "torch": torch})
+        assert f.severity.value == "info" and "never generates" in f.message
+        assert "TRL 1.0.0 imports vLLM whenever it is installed" in f.message
+        assert "module level of trl/generation/vllm_client.py" in f.message
+        assert "seen to pass" in f.message and f.remedy is None
