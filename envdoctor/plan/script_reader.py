@@ -22,6 +22,7 @@ import builtins
 import os
 import re
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1364,6 +1365,10 @@ class _Resolver:
             for _ in range(level - 1):
                 base = base.parent
             bases = [base]
+        elif _top(dotted) in sys.stdlib_module_names:
+            # the standard library's name: a file of that name shadows it only from the script's
+            # own folder (sys.path[0]), never from a folder above it (a stray /tmp/os.py)
+            bases = self.roots[:1]
         else:
             bases = list(self.roots)
         parts = [p for p in dotted.split(".") if p]
