@@ -160,9 +160,20 @@ def _last_run(frames: list[Frame], package: str) -> tuple[Frame | None, Frame | 
     return before, inside
 
 
+#: a console script pip wrote for a package's entry point (``…/bin/vllm``, ``…/bin/accelerate``:
+#: no ``.py``), which only imports the package's ``main``: the package's launcher, not the user's code
+_CONSOLE_SCRIPT = re.compile(r"/bin/[\w.-]{1,100}$")
+
+
 def _user(f: Frame) -> bool:
-    """A frame of the user's code (not a package's, not Python's own ``<frozen …>``)."""
-    return f.package is None and not f.path.startswith("<") and "/lib/python3" not in f.path
+    """A frame of the user's code (not a package's, not Python's own ``<frozen …>``, not a
+    package's console script)."""
+    return (
+        f.package is None
+        and not f.path.startswith("<")
+        and "/lib/python3" not in f.path
+        and not (_CONSOLE_SCRIPT.search(f.path.replace("\\", "/")) and not f.path.endswith(".py"))
+    )
 
 
 def _forwards(f: Frame) -> bool:

@@ -725,6 +725,10 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         k in cfg and "*" not in v and cfg[k] not in v for k, v in dict(getattr(entry, "config", {})).items()
     ):
         return []  # the run's config (--config) contradicts the entry
+    from envdoctor.triage.runkind import generation_only
+
+    if generation_only(entry, log):
+        return []  # a failure of GRPO's generation path, on a run that trains offline (DPO, SFT)
     if _frames_contradict(entry, first):
         return []  # the traceback shows where it was raised, and it is not the entry's frame
     from envdoctor.triage.missing import went_on

@@ -937,6 +937,30 @@ def _named_by(pkg: str, attr: str, parts: set[str]) -> list[_Named]:
     return list(out.values())
 
 
+def _taken_back(pkg: str, fix: Fix) -> bool:
+    """Whether the package's frame index (rules/knowledge/frames/) shows the function a fix gave a
+    class (``LlamaRotaryEmbedding.cos_cached``) in some release and in no module of its newest: a
+    later release took it away again (OpenRLHF 0.2.3 dropped the rotary class 0.2.2 patched in), so
+    the fix's release is no pin that holds, and the class is no longer the package's to lack it."""
+    from envdoctor.knowledge.frame_index import frame_index
+
+    fi = frame_index(pkg)
+    if fi is None or not fi.releases:
+        return False
+    newest, seen = len(fi.releases) - 1, False
+    for names in fi.files.values():
+        runs = names.get(fix.function) if isinstance(names, dict) else None
+        for run in runs if isinstance(runs, list) else ():
+            try:
+                last = int(run[1])
+            except (TypeError, ValueError, IndexError):
+                continue
+            if last >= newest:
+                return False
+            seen = True
+    return seen
+
+
 def _symbol_added(pkg: str, cls: str, attr: str) -> bool | None:
     """What the package's symbol history says of ``cls.attr``: True where the class's newest
     release has it and an older one lacks it (it was added), False where every release of the class
@@ -961,7 +985,8 @@ def missing_attribute(t: Traceback, m: Match, log: Log) -> Draft | None:
     stack's packages that gave a class a method ``a`` (a function of that name changed) or whose
     subject names ``a`` and a word of the object's class (``configs`` of ``Gemma3Config``), of one
     package (the object's, or the reader's); a package whose symbol history shows ``C`` always had
-    ``a`` (or never) is passed over. A warning: the log shows neither the reader nor
+    ``a`` (or never) is passed over, and so is a method whose newest release lacks it again
+    (``_taken_back``). A warning: the log shows neither the reader nor
     the object's package; the first release with the fix is the pin."""
     a = _LACKS.search(t.message[:500])
     if a is None:
@@ -973,7 +998,7 @@ def missing_attribute(t: Traceback, m: Match, log: Log) -> Draft | None:
     found: dict[str, list[_Named]] = {}
     for pkg in packages():
         # a fix tied to the object: it gave its class (or a kin) the method, or names the class too
-        named = _named_by(pkg, attr, parts)
+        named = [n for n in _named_by(pkg, attr, parts) if not (n.defines and _taken_back(pkg, n.fix))]
         if any(n.defines or n.parts for n in named) and _symbol_added(pkg, cls, attr) is not False:
             found[pkg] = named
     if len(found) != 1:

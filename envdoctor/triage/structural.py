@@ -66,9 +66,23 @@ def _holds(tb: Traceback, frames: tuple[tuple[str, str, str], ...]) -> bool | No
     return frames_hold(tb, frames)
 
 
+def _line_refused(e: Any, tb: Traceback) -> bool:
+    """Whether an entry's symptoms all spell out its exception's line (``KeyError: '…qkv_proj…'``:
+    which keys are its failure's) and the traceback's exception line is none of them: the same
+    exception at the same frame for another reason (a checkpoint's own name vLLM's model does not
+    know, not a fused name a weight sync pushed)."""
+    exc = e.raised[0]
+    symptoms = getattr(e, "symptoms", ())
+    if not symptoms or not all(f"{exc}:" in s.text for s in symptoms):
+        return False
+    line = f"{tb.name}: {tb.message}"[:2000]
+    return not any(s.found_in(line) for s in symptoms)
+
+
 def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """A catalogue entry located by its exception, message and frames (module docstring, 1)."""
     from envdoctor.triage.classes import _unshown_bounds, _versions_verdict, versionless
+    from envdoctor.triage.runkind import generation_only
 
     best: tuple[int, Any, bool, bool | None, str] | None = None
     for e in _entries():
@@ -78,6 +92,10 @@ def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
         exc, message, frames = raised
         if tb.name != exc or (message and message not in tb.message):
             continue
+        if generation_only(e, log):
+            continue  # a failure of GRPO's generation path, on a run that trains offline
+        if _line_refused(e, tb):
+            continue  # the entry spells out its exception's line, and this one is another
         held = _holds(tb, frames)
         if held is False:
             continue

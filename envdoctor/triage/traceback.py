@@ -116,8 +116,10 @@ _PYTHON_DIR = re.compile(r"python\d(?:\.\d{1,3})?t?$")
 def package_of(path: str) -> tuple[str | None, str]:
     """The distribution a frame's file belongs to and the path inside it: from the
     ``site-packages`` / ``dist-packages`` part of the path, else from a path component that is
-    a package of the stack (a source checkout: ``…/trl/trl/trainer/grpo_trainer.py``); ``None``
-    for the user's code and Python's own modules (``<frozen importlib._bootstrap>``)."""
+    a package of the stack whose layout has what follows it (a source checkout:
+    ``…/trl/trl/trainer/grpo_trainer.py``, ``_in_layout``); ``None`` for the user's code (a folder
+    of the user's project named like a package: ``research/trl/train_trl_grpo.py``) and Python's
+    own modules (``<frozen importlib._bootstrap>``)."""
     p = path.replace("\\", "/")
     if p.startswith("<"):
         return None, p
@@ -143,8 +145,24 @@ def package_of(path: str) -> tuple[str | None, str]:
         if i > 0 and parts[i - 1] in _VENDORED:  # verl/third_party/vllm/…: verl's own code
             continue
         if parts[i] in PACKAGES and parts[i] not in ("open_r1",) and i + 1 < len(parts):
+            if not _in_layout(parts[i], parts[i + 1]):
+                continue  # a folder of the user's project named like the package
             return PACKAGES[parts[i]], "/".join(parts[i + 1 :])
     return None, p
+
+
+def _in_layout(name: str, first: str) -> bool:
+    """Whether the package imported as ``name`` has, at some release its symbol history reads
+    (rules/knowledge/symbols/), the module or subpackage ``first`` (the path's part after the
+    package's folder: ``trainer``, ``import_utils.py``); True where envdoctor has no history of it
+    (its layout is not known, the path decides)."""
+    from envdoctor.knowledge.symbol_history import history
+
+    h = history(PACKAGES[name])
+    if h is None:
+        return True
+    module = first.split(".", 1)[0]  # a module's file (``utils.py``, ``_C.pyx``) or a folder
+    return module == "__init__" or h.module(f"{name}.{module}") != 0
 
 
 #: the folders of a checkout that hold a user's scripts, not an importable package
