@@ -505,8 +505,11 @@ def library_alloc(tb: Traceback, m: Match, log: Log) -> Draft | None:
         vllm = False  # the log never names vLLM: the training step's memory
     fix = levers(form, log.ctx, vllm, run_kind(log))
     if form.memory == "gpu":
+        short, _, said = form.allocator.partition(" (")
         what = (
-            f"{what_ran_out(form)} ran out where {form.allocator} allocated memory of its own: the model, "
+            f"{what_ran_out(form)} ran out where {short} allocated memory of its own"
+            + (f" ({said}" if said else "")
+            + ": the model, "
             "optimizer state, activations, vLLM's share or another process had taken the GPU's memory (the "
             "message gives no numbers; a library's first allocation, such as cuBLAS's handle or NCCL's "
             "buffers, fails when the GPU is already full)"
