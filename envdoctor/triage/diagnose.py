@@ -36,6 +36,8 @@ from envdoctor.triage.draft import (
 from envdoctor.triage.interface import Match, ScanResult
 from envdoctor.triage.logversions import LogVersion, facts_for_advice, from_log, shown
 from envdoctor.triage.oom import Oom, OomLog, classify, parse_oom, processes_now
+from envdoctor.triage.oomforms import Form
+from envdoctor.triage.oomforms import find as find_form
 from envdoctor.triage.runkind import run_kind
 from envdoctor.triage.scanner import split_prefix
 from envdoctor.units import parse_size
@@ -171,9 +173,14 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
     shared_index = int(hint[0].groups["index"]) if hint else None
     groups: dict[tuple[int | None, bool], list[Match]] = {}
     first_oom: dict[tuple[int | None, bool], Oom | None] = {}  # parsed once per group
+    forms: dict[tuple[int | None, bool], Form | None] = {}
     for m in ms:
+        form = find_form(m.text, m.context)
         oom = parse_oom(m.text)
-        key = (oom.gpu if oom else None, _vllm_side(m))
+        if oom is not None and oom.want_mib is None:
+            oom = parse_oom(_with_continuation(m, log)) or oom  # the message's numbers on its next lines
+        key = (oom.gpu if oom else None, _vllm_side(m) or form is not None and form.side == "vllm")
+        forms.setdefault(key, form)
         groups.setdefault(key, []).append(m)
         first_oom.setdefault(key, oom)
     world = max((m.rank for sm in log.by_sig.values() for m in sm if m.rank is not None), default=-1) + 1
@@ -201,6 +208,7 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
                 world,
                 unseen=not frames(gms[0]) and log.lines <= 3 and not colocated and shared_index is None,
                 trainer=trainer,
+                form=forms[key],
             ),
             context=list(gms[0].context),
         )
@@ -218,6 +226,33 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
             Draft(first.line_no, Finding(cause.rule, Severity.ERROR, message, cause.fix, ev), first.rank)
         )
     return drafts
+
+
+#: lines after an out-of-memory message that may continue it (torch's sentences, each on a line of
+#: its own in some pastes)
+MAX_CONTINUED = 8
+
+
+def _with_continuation(m: Match, log: Log) -> str:
+    """The message of ``m`` with the lines after it, up to a frame, another exception or another
+    out-of-memory message."""
+    if not log.head:
+        return m.text
+    lines = log.head[: 1 << 20].decode("utf-8", "replace").split("\n")[m.line_no : m.line_no + MAX_CONTINUED]
+    more = []
+    for line in lines:
+        text = line.strip()
+        if (
+            text.startswith(("Traceback", "File "))
+            or "out of memory" in text.lower()
+            or _CONTINUATION_STOP.match(text)
+        ):
+            break
+        more.append(text[:2000])
+    return " ".join([m.text, *more])
+
+
+_CONTINUATION_STOP = re.compile(r"[\w.]{1,80}(?:Error|Exception): ")
 
 
 def _colocated(log: Log) -> bool:

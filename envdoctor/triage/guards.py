@@ -21,7 +21,8 @@ such a message a refusal is its grammar, not its package:
    in a frame of any package (not only the stack's), or a message whose words name a snake_case
    option with a demanded value or relation ("``x`` must be ≥ 1, got 0", "``x`` should be …").
 5. **The host out of memory** (TRI018): Ray's memory monitor ("Task was killed due to the node
-   running low on memory", with its top memory users), the kernel's OOM killer.
+   running low on memory", with its top memory users); a library's allocation of any memory
+   (``library_alloc``, by ``oomforms``: the GPU's is TRI001, the host's RAM or pinned memory TRI018).
 6. **A version requirement refused** (TRI019): ``require_version``'s "X>=a,<=b is required for a
    normal functioning of this module, but found X==c" (transformers, LLaMA-Factory, …).
 7. **A name nothing registered** (TRI022): "No tool registered with name 'x'": a name in the
@@ -342,7 +343,6 @@ def any_check(tb: Traceback, m: Match, log: Log) -> Draft | None:
 
 # -- 5. the host out of memory --------------------------------------------------------------------
 
-_RAY_OOM = re.compile(r"(?i)killed due to the node running low on memory")
 _RAY_USAGE = re.compile(
     r"was (?P<used>[\d.]{1,12})GB / (?P<total>[\d.]{1,12})GB \((?P<frac>[\d.]{1,12})\), which exceeds the "
     r"memory usage threshold of (?P<thr>[\d.]{1,12})"
@@ -367,7 +367,9 @@ def _top_users(log: Log, line_no: int) -> list[tuple[str, int, float]]:
 
 def host_memory(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """Ray's memory monitor killed a task or actor: the node's RAM, not a GPU's (module docstring, 5)."""
-    if not tb.name.endswith("OutOfMemoryError") or not _RAY_OOM.search(tb.message):
+    from envdoctor.triage.oomforms import by_id, levers
+
+    if not tb.name.endswith("OutOfMemoryError") or not by_id("ray-memory-monitor").pattern.search(tb.message):
         return None
     text = _text(tb, m, log)
     usage = _RAY_USAGE.search(text)
@@ -382,12 +384,10 @@ def host_memory(tb: Traceback, m: Match, log: Log) -> Draft | None:
         cmd, n, gb = top[0]
         what += f"; the largest holder: {cmd} ({n} process{'es' * (n > 1)}, {gb:.1f} GB)"
     fix = (
-        "give the node more RAM or take load off it: stop other processes using host memory, run fewer "
-        "workers per node (rollout/actor workers each hold host memory: model copies, offloaded weights or "
-        "optimizer state, data loaders), turn off CPU offload that the node cannot hold, or lower the data "
-        "loader's workers; RAY_memory_usage_threshold (default 0.95) only moves the limit"
+        levers(by_id("ray-memory-monitor"))
+        + "; RAY_memory_usage_threshold (default 0.95) only moves the limit"
     )
-    d = finding("TRI018", [m], log, what, fix, host_oom="ray-memory-monitor")
+    d = finding("TRI018", [m], log, what, fix, host_oom="ray-memory-monitor", oom_form="ray-memory-monitor")
     return at_severity(d, Severity.ERROR)
 
 
@@ -487,55 +487,42 @@ def unregistered(tb: Traceback, m: Match, log: Log) -> Draft | None:
     return at_severity(d, Severity.ERROR)
 
 
-#: a library's own allocation on the GPU failing: CUDA out of memory in its words
-_GPU_ALLOC = re.compile(
-    r"(?P<token>CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_NOT_ENOUGH_MEMORY|CUSOLVER_STATUS_ALLOC_FAILED|"
-    r"CUSPARSE_STATUS_ALLOC_FAILED|CUDA driver error: out of memory|hipErrorOutOfMemory|"
-    r"Cuda failure 'out of memory'|cudaErrorMemoryAllocation)"
-)
-_HOST_ALLOC = re.compile(r"DefaultCPUAllocator: (?:not enough memory|can't allocate memory)")
-_LIBRARY = {"CUBLAS": "cuBLAS", "CUDNN": "cuDNN", "CUSOLVER": "cuSOLVER", "CUSPARSE": "cuSPARSE"}
-
-
 def library_alloc(tb: Traceback, m: Match, log: Log) -> Draft | None:
-    """A library's allocation failed: on the GPU (cuBLAS, cuDNN, the driver, NCCL's buffers, HIP)
-    that is the GPU's memory used up (TRI001); PyTorch's CPU allocator is the host's RAM (TRI018)."""
-    if tb.name not in ("RuntimeError", "DistBackendError", "OSError", "MemoryError") and not tb.name.endswith(
-        "Error"
-    ):
+    """A library's allocation failed (``oomforms``: cuBLAS, cuDNN, NCCL's buffers, HIP, the CUDA driver,
+    pinned host memory, PyTorch's CPU allocator): the GPU's memory used up is TRI001, the host's RAM
+    or its pinned memory TRI018; the fix acts on the memory that ran out."""
+    from envdoctor.triage.oomforms import find, levers, what_ran_out
+    from envdoctor.triage.runkind import run_kind
+
+    if not tb.name.endswith("Error"):
         return None
     text = _text(tb, m, log)
-    host = _HOST_ALLOC.search(text)
-    if host is not None:
+    form = find(text, [*(f"{f.path}, in {f.function}" for f in tb.frames[-3:]), *m.context])
+    if form is None or form.id == "torch-caching-allocator":
+        return None  # PyTorch's own message is the cuda-oom signature's (oom.py), with its numbers
+    vllm = True if any(f.package == "vllm" for f in tb.frames[-3:]) else None
+    if vllm is None and b"vllm" not in (log.head or b"")[: 1 << 20].lower():
+        vllm = False  # the log never names vLLM: the training step's memory
+    fix = levers(form, log.ctx, vllm, run_kind(log))
+    if form.memory == "gpu":
+        short, _, said = form.allocator.partition(" (")
         what = (
-            "PyTorch's CPU allocator could not get host memory (RAM, not GPU memory): the process, or the "
-            "node's other processes, used up the RAM (a model loaded on the CPU first, CPU offload, data "
-            "loader workers)"
+            f"{what_ran_out(form)} ran out where {short} allocated memory of its own"
+            + (f" ({said}" if said else "")
+            + ": the model, "
+            "optimizer state, activations, vLLM's share or another process had taken the GPU's memory (the "
+            "message gives no numbers; a library's first allocation, such as cuBLAS's handle or NCCL's "
+            "buffers, fails when the GPU is already full)"
         )
-        fix = (
-            "take load off the host's RAM (load the model straight to the GPU: device_map / "
-            "low_cpu_mem_usage, no CPU offload the RAM cannot hold, fewer processes or data loader workers "
-            "per node) or use a node with more RAM"
+        return at_severity(
+            finding("TRI001", [m], log, what, fix, allocator=form.id, oom_form=form.id), Severity.ERROR
         )
-        return at_severity(finding("TRI018", [m], log, what, fix, host_oom="cpu-allocator"), Severity.ERROR)
-    gpu = _GPU_ALLOC.search(text)
-    if gpu is None:
-        return None
-    token = gpu.group("token")
-    lib = next(
-        (v for k, v in _LIBRARY.items() if token.startswith(k)), "NCCL" if "Cuda failure" in token else ""
-    )
     what = (
-        f"the GPU ran out of memory where {lib or 'the CUDA driver'} allocated memory of its own ({token}): "
-        "CUDA out of memory in that library's words — the model, optimizer state, activations, vLLM's share "
-        "or another process had taken the GPU's memory (the message gives no numbers)"
+        f"{form.allocator} could not get {what_ran_out(form)}: the process, or the node's other processes, "
+        "used it up (a model loaded on the CPU first, CPU offload, pinned buffers, data loader workers)"
     )
-    fix = (
-        "free GPU memory: lower the batch size or sequence lengths, lower vLLM's gpu_memory_utilization "
-        "where vLLM shares this GPU with training, free the GPU of other processes (nvidia-smi); a library's "
-        "first allocation (cuBLAS's handle, NCCL's buffers) fails when the GPU is already full"
-    )
-    return at_severity(finding("TRI001", [m], log, what, fix, allocator=lib or "cuda"), Severity.ERROR)
+    d = finding("TRI018", [m], log, what, fix, host_oom=form.id, oom_form=form.id)
+    return at_severity(d, Severity.ERROR)
 
 
 def keyword_no_release_takes(tb: Traceback, m: Match, log: Log) -> Draft | None:

@@ -29,6 +29,7 @@ from envdoctor.checks.context import Context
 from envdoctor.plan.memory.planner import fraction_caps_process
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given, shared_gpus
+from envdoctor.triage.oomforms import PINNED_LEVERS, Form, vllm_levers
 from envdoctor.triage.runkind import GRPO
 from envdoctor.units import parse_size, size_text
 
@@ -143,7 +144,7 @@ def parse_oom(text: str) -> Oom | None:
                 total_mib=_mib(g[3], g[4]),
                 free_mib=_mib(g[5], g[6]),
             )
-        elif "out of memory" in text.lower() or "OutOfMemoryError" in text:
+        elif "out of memory" in text.lower() or "OutOfMemoryError" in text or _gpu_form(text):
             oom = _fragment(text)
         else:
             return None
@@ -158,6 +159,14 @@ _WANT = re.compile(rf"Tried to allocate {_SIZE}")
 _FREE = re.compile(rf"{_SIZE}(?: is)? free\b")
 _UNALLOCATED = re.compile(rf"{_SIZE}(?: is)? reserved by PyTorch but unallocated")
 _ALLOCATED = re.compile(rf"{_SIZE}(?: is)? allocated by PyTorch")
+
+
+def _gpu_form(text: str) -> bool:
+    """A library's words for the GPU's memory used up (``CUBLAS_STATUS_ALLOC_FAILED``)."""
+    from envdoctor.triage.oomforms import find
+
+    form = find(text)
+    return form is not None and form.memory == "gpu"
 
 
 def _fragment(text: str) -> Oom:
@@ -252,9 +261,11 @@ def _holders(oom: Oom, ctx: Context | None, physical: int | None) -> tuple[list[
     return processes_now(ctx, physical)
 
 
-def _head(oom: Oom, physical: int | None) -> str:
+def _head(oom: Oom, physical: int | None, form: Form | None = None) -> str:
     if oom.want_mib is None:
-        return "CUDA out of memory (the message gives no numbers)"
+        who = f" in {form.allocator}" if form is not None and form.id != "torch-caching-allocator" else ""
+        what = "CUDA out of memory" if form is None or form.gpu else "Out of memory"
+        return f"{what}{who} (the message gives no numbers)"
     where = (f"GPU {oom.gpu}" if oom.gpu is not None else "the GPU (the message names none)") + (
         f" (NVML GPU {physical})" if physical not in (None, oom.gpu) else ""
     )
@@ -370,6 +381,7 @@ class OomLog:
     world_size: int = 0  # the ranks the log (or the layout) shows
     unseen: bool = False  # the log shows no frame and nothing of a run: which program OOM'd is not said
     trainer: str | None = None  # the training the log shows (runkind: grpo, offline; None: not said)
+    form: Form | None = None  # the message's form (oomforms): who allocated the memory that ran out
 
 
 def _result(cause: str, rule: str, head: str, why: str, fix: str, evidence: dict[str, Any]) -> OomCause:
@@ -452,11 +464,12 @@ class _Judged:
         oom, ctx = self.oom, self.ctx
         self.kind = self.log.trainer or (GRPO if ctx is not None and ctx.config else None)
         self.physical = _physical(oom, ctx, self.vllm_side)
-        self.head = _head(oom, self.physical)
+        self.head = _head(oom, self.physical, self.log.form)
         self.evidence = {
             "gpu": oom.gpu,
             "physical_gpu": self.physical,
             "vllm_side": self.vllm_side,
+            "oom_form": self.log.form.id if self.log.form is not None else None,
             "want_mib": _round(oom.want_mib),
             "free_mib": _round(oom.free_mib),
             "total_mib": _round(oom.total_mib),
@@ -743,10 +756,27 @@ def classify(
     that failed on the same GPU; ``context``, the lines before the message (an optimizer step
     there asks the memory plan)."""
     j = _Judged(oom, ctx, log or OomLog(), context)
+    if j.log.form is not None and j.log.form.memory == "pinned":
+        return j.result(
+            "pinned",
+            "TRI018",
+            "the lines before it pin host memory: page-locked host memory ran out, not the GPU's",
+            PINNED_LEVERS,
+        )
     for cause in CAUSES:
         found = cause(j)
         if found is not None:
             return found
+    if j.log.form is not None and j.log.form.side == "vllm":
+        return j.result(
+            "capacity",
+            "MEM001",
+            "vLLM's share of the GPU (its weights and KV cache, mapped at start and again at each "
+            "wake_up from sleep mode) did not fit beside what the GPU already held (the training "
+            "side's memory, on a GPU they share); before vllm-project/vllm#12981 wake_up returned "
+            "after this printed error and the engine died later (an illegal memory access)",
+            vllm_levers(ctx, j.log.form),
+        )
     if j.log.unseen and not j.vllm_side:
         return unseen_cause(oom, ctx, j.physical, j.result, j.kind)
     return capacity_cause(oom, ctx, j.vllm_side, j.physical, j.result, j.kind)

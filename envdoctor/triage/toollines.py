@@ -10,9 +10,11 @@ issue's text) when nothing else is named: lines no Python exception carries.
   ``srcIndex < srcSelectDimSize`` when an index is beyond the table's rows: a token id the
   embedding does not have (a tokenizer and a model of different vocabularies, added tokens without
   ``resize_token_embeddings``); CPU's "IndexError: index out of range in self" the same.
-- **the host out of memory** (TRI018): the kernel's OOM killer ("Out of memory: Killed process N
-  (python)", "oom-kill") in a pasted system log; a process killed by SIGKILL (exit -9 / 137)
-  without it is only likely that (a warning).
+- **the host out of memory** (TRI018): a host form of ``oomforms`` — the kernel's OOM killer
+  ("Out of memory: Killed process N (python)", "oom-kill"), Slurm's memory cgroup ("Detected 1
+  oom_kill event in StepId=…"), Ray's memory monitor (its message, or only its tail) — an error
+  unless the program retries it or the run went on; a process killed by SIGKILL (exit -9 / 137)
+  without one is only likely that (a warning).
 """
 
 from __future__ import annotations
@@ -54,10 +56,10 @@ _INDEX_ASSERT = re.compile(
     r"[^`]{0,80}` "
     r"failed|IndexError: index out of range in self"
 )
-_OOM_KILLER = re.compile(
-    r"Out of memory: Killed process (?P<pid>\d{1,9}) \((?P<comm>[^)]{1,60})\)|\boom-kill:|"
-    r"invoked oom-killer"
-)
+_KILLED = re.compile(r"Killed process (?P<pid>\d{1,9}) \((?P<comm>[^)]{1,60})\)")
+#: a memory monitor's kill that the program retries (Ray's "… so the task will be retried", its message's
+#: lines after it): not the end
+_RETRIED = re.compile(r"will be retried|retries remaining")
 _SIGKILL = re.compile(
     r"exitcode\s{0,4}: -9\b|Signal 9 \(SIGKILL\) received|died with <Signals\.SIGKILL: 9>|"
     r"killed by signal 9|exit(?:ed with)? (?:code|status) 137\b|return code -9\b|\bsignal: killed\b|"
@@ -264,19 +266,28 @@ def _index(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
 
 
 def _host_oom(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
-    found = _OOM_KILLER.search(body)
-    if found is not None:
-        who = f" process {found.group('pid')} ({found.group('comm')})" if found.group("pid") else " a process"
+    from envdoctor.triage.missing import went_on
+    from envdoctor.triage.oomforms import HOST_LEVERS, find, levers
+
+    form = find(body, memory="host")
+    retried = any(_RETRIED.search(x[:4096]) for x in [*lines[max(0, no - 20) : no - 1], body])
+    if form is not None and not retried and not went_on(log, no):
+        killed = _KILLED.search(body)
+        who = f" process {killed.group('pid')} ({killed.group('comm')})" if killed else ""
         what = (
-            f"the kernel's OOM killer killed{who}: the machine ran out of host memory (RAM, not GPU memory)"
-        )
-        fix = (
-            "take load off the host's memory: fewer processes per node (data loader workers, rollout or "
-            "Ray workers), no CPU offload the RAM cannot hold, no other jobs on the node; or a node with "
-            "more RAM"
+            f"{form.allocator} killed{who or ' processes of the job'}: the machine ran out of host "
+            "memory (RAM, not GPU memory)"
         )
         return at_severity(
-            finding("TRI018", [_match(no, body, lines)], log, what, fix, host_oom="oom-killer"),
+            finding(
+                "TRI018",
+                [_match(no, body, lines)],
+                log,
+                what,
+                levers(form),
+                host_oom=form.id,
+                oom_form=form.id,
+            ),
             Severity.ERROR,
         )
     found = _SIGKILL.search(body)
@@ -287,9 +298,8 @@ def _host_oom(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
             "limit, or a kill by hand)"
         )
         fix = (
-            "look for 'Out of memory: Killed process' in the system log (dmesg, journalctl -k) or the "
-            "container's OOMKilled status; if so, take load off the host's memory (fewer workers per node, "
-            "no CPU offload the RAM cannot hold) or raise the job's memory limit"
+            "look for 'Out of memory: Killed process' in the system log (dmesg, journalctl -k), Slurm's "
+            "'oom_kill event' or the container's OOMKilled status; if so, " + HOST_LEVERS
         )
         d = finding("TRI018", [_match(no, body, lines)], log, what, fix, host_oom="sigkill")
         return at_severity(d, Severity.WARNING)
@@ -316,6 +326,8 @@ def from_head(head: bytes, log: Log, killed_ok: bool = True) -> Draft | None:
                 "index out of range",
                 "oom",
                 "Out of memory",
+                "out of memory",
+                "memory limit",
                 "-9",
                 "SIGKILL",
                 "137",

@@ -138,14 +138,6 @@ def test_trainer_hooks_schema():
 
 FIRES = [
     (
-        "vllm-wake-up-out-of-memory",
-        "INFO 02-09 10:00:01 [gpu_worker.py:81] Sleep mode freed 42.16 GiB memory, "
-        "16.79 GiB memory is still in use.\n"
-        "CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56\n"
-        "CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:57\n",
-        Severity.ERROR,
-    ),
-    (
         "vllm-v1-worker-extension-cls-0.8.0",
         "(LLMRayActor pid=11) NotImplementedError: "
         "VLLM_USE_V1=1 is not supported with --worker-extension-cls.\n",
@@ -244,7 +236,6 @@ QUIET = [
 @pytest.mark.parametrize("log", QUIET)
 def test_rl_stack_entries_stay_quiet(log):
     ids = {
-        "vllm-wake-up-out-of-memory",
         "vllm-v1-worker-extension-cls-0.8.0",
         "vllm-engine-args-worker-use-ray-removed",
         "vllm-config-not-set-in-weight-update",
