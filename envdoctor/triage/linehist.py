@@ -53,7 +53,8 @@ def drift_names(t: Traceback) -> tuple[str, ...]:
     msg = t.message[:500]
     name = t.name
     if name == "AttributeError" and (m := _ATTR.search(msg)):
-        return (f"a:{m['n']}",)
+        # a None where an object was expected is a value's bug, not a call that drifted
+        return () if msg.startswith("'NoneType' object") else (f"a:{m['n']}",)
     if name in ("ImportError", "ModuleNotFoundError"):
         if m := _IMPORT.search(msg):
             return (f"i:{m['n']}",)

@@ -268,6 +268,7 @@ def test_drift_names() -> None:
         "a:Foo",
     )
     assert names("TypeError", "'NoneType' object is not iterable") == ()
+    assert names("AttributeError", "'NoneType' object has no attribute 'shape'") == ()  # a value's bug
     assert names("ValueError", "has no attribute 'x'") == ()
 
 
