@@ -674,6 +674,37 @@ def excluded(
     return False
 
 
+def releases_of(
+    git_dir: Path, tags: str, rows: list[Commit]
+) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """The releases (sorted), the release that first holds each commit of ``rows`` and each PR
+    number's first release: from the release tags (``tags``), or else from the version line (the
+    first bump at or after each commit)."""
+    if tags:
+        return tag_releases(git_dir, tags)
+    releases: list[str] = []
+    first: dict[str, str] = {}
+    by_number: dict[str, str] = {}
+    # the version line: the first bump at or after each commit
+    top: Version | None = None
+    for c in rows:  # a bump below an earlier one is another package's line: not a release
+        v = _version(c.bump) if c.bump else None
+        if v is not None and top is not None and v < top:
+            c.bump = ""  # a vendored copy (unsloth_zoo/fla: 0.5.1), a bump undone (4.6, 4.5, 4.7)
+        elif v is not None:
+            top = v
+    bumped: list[str] = []
+    upcoming = ""
+    for c in reversed(rows):
+        if c.bump:
+            upcoming = c.bump
+            bumped.append(c.bump)
+        first[c.sha] = upcoming
+    seen = {str(v) for v in (_version(b) for b in bumped) if v is not None}
+    releases = sorted(seen, key=lambda x: Version(x))
+    return releases, first, by_number
+
+
 def derive(
     git_dir: Path,
     package: str,
@@ -691,28 +722,8 @@ def derive(
     (``excluded``)."""
     roots = tuple(r.strip("/") for r in roots)
     folders = frozenset(r.rsplit("/", 1)[-1] for r in roots)
-    if tags:
-        releases, first, by_number = tag_releases(git_dir, tags)
-    else:
-        releases, first, by_number = [], {}, {}
     rows = list(commits(git_dir, roots, since, ref))
-    if not tags:  # the version line: the first bump at or after each commit
-        top: Version | None = None
-        for c in rows:  # a bump below an earlier one is another package's line: not a release
-            v = _version(c.bump) if c.bump else None
-            if v is not None and top is not None and v < top:
-                c.bump = ""  # a vendored copy (unsloth_zoo/fla: 0.5.1), a bump undone (4.6, 4.5, 4.7)
-            elif v is not None:
-                top = v
-        bumped: list[str] = []
-        upcoming = ""
-        for c in reversed(rows):
-            if c.bump:
-                upcoming = c.bump
-                bumped.append(c.bump)
-            first[c.sha] = upcoming
-        seen = {str(v) for v in (_version(b) for b in bumped) if v is not None}
-        releases = sorted(seen, key=lambda x: Version(x))
+    releases, first, by_number = releases_of(git_dir, tags, rows)
     blobs = Blobs(git_dir)
     fixes: list[list[str]] = []
     functions: dict[str, dict[str, list[list[object]]]] = {}

@@ -933,7 +933,8 @@ def _new_raise(t: Traceback, m: Match, log: Log) -> Draft | None:
 def _fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     """A fix in a later release changed the function that raised (TRI014, ``fixhist.py``): from the
     frames of an exception with frames; of one the log shows without any, from the function its
-    message places it in, or the attribute it says an object lacks (``fixhist.unframed``)."""
+    message places it in, or the attribute it says an object lacks (``fixhist.unframed``); else, for
+    API drift, a later release's change that removed the raising line (``linehist.py``)."""
     if not t.exc_type:
         return None
     from envdoctor.triage import fixhist
@@ -941,7 +942,14 @@ def _fixed_after(t: Traceback, m: Match, log: Log) -> Draft | None:
     made = fixhist.generated(t.message, m, log, syntax=t.name in ("SyntaxError", "IndentationError"))
     if made is not None:  # a module Unsloth generated does not compile: its generator's bug
         return made
-    return fixhist.fixed_after(t, m, log) if t.frames else fixhist.unframed(t, m, log)
+    if not t.frames:
+        return fixhist.unframed(t, m, log)
+    found = fixhist.fixed_after(t, m, log)
+    if found is not None:
+        return found
+    from envdoctor.triage import linehist  # API drift: the release that changed the raising line
+
+    return linehist.changed_line(t, m, log)
 
 
 MAX_HEAD_HITS = 50  # lines tried per catalogue keyword in the head

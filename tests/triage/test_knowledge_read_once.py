@@ -1,4 +1,4 @@
-"""The per-package knowledge files (rules/knowledge/{fixes,frames,raises,signatures,symbols}/) are
+"""The per-package knowledge files (rules/knowledge/{fixes,frames,linehist,raises,signatures,symbols}/) are
 decompressed once a process: a loader's cache holds every package present, so a pass over all of
 them (fixhist's ``'C' object has no attribute 'a'`` reads each fix history) does not evict and
 re-read them on the next message (19 fix histories against a cache of 16 did)."""
@@ -10,11 +10,19 @@ from typing import Any
 
 import pytest
 
-from envdoctor.knowledge import fix_history, frame_index, raise_sites, signature_history, symbol_history
+from envdoctor.knowledge import (
+    fix_history,
+    frame_index,
+    line_history,
+    raise_sites,
+    signature_history,
+    symbol_history,
+)
 
 LOADERS: list[tuple[Callable[[], tuple[str, ...]], Any]] = [
     (fix_history.packages, fix_history.fix_history),
     (frame_index.packages, frame_index.frame_index),
+    (line_history.packages, line_history.line_history),
     (raise_sites.packages, raise_sites.raise_index),
     (signature_history.packages, signature_history.history),
     (symbol_history.packages, symbol_history.history),
