@@ -374,6 +374,13 @@ def _strength(why: str) -> int:
     return 0 if why in (LINE, QUOTED, SAID) else 3 if not why else 2 if why.startswith(FUNCTION) else 1
 
 
+def _later(release: str, than: str) -> bool:
+    """A fix first released in ``release`` ("": in none yet) came after one released in ``than``."""
+    if not release:
+        return bool(than)
+    return bool(than) and versions.below(than, release) is True
+
+
 def _newer(release: str, shown: str | None, newest: str = "") -> bool:
     """A fix first released in ``release`` is not in ``shown`` (None: unknown). A fix in no
     release yet (``release`` "") is in none of the releases up to ``newest``; a version after the
@@ -550,6 +557,15 @@ def fixed_after(t: Traceback, m: Match, log: Log, placed: str = "") -> Draft | N
     # a released fix first (the oldest that matches), then one in no release yet
     pool.sort(key=lambda c: (_strength(c.why), c.depth, not c.fix.release, versions.sort_key(c.fix.release)))
     best = pool[0]
+    words = _message_words(t)
+    if best.why == LINE and _strength(_matches(best.fix, best.frame, t, words, line=False, stack=frames)) > 1:
+        # the fix that removed the printed line names nothing of this failure, and a later fix of
+        # these frames names it (its exception, its message): the failure outlived the removal
+        # (the line came back, or it had another place) and the later fix is the run's
+        # (deepspeedai/DeepSpeed#8214 "Fix KeyError …" after #7243, whose release still raises)
+        later = [c for c in pool if _strength(c.why) == 1 and _later(c.fix.release, best.fix.release)]
+        if later:
+            best = min(later, key=lambda c: (not c.fix.release, versions.sort_key(c.fix.release)))
     # the log's version is older than the fix, or the raising line it prints is one the fix
     # removed (the run had the code before the fix), or the fix's message quotes this very
     # failure at this frame; and the fix matches the failure

@@ -46,7 +46,7 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
 from envdoctor.triage.draft import Draft, Log, finding
 from envdoctor.triage.interface import Match
-from envdoctor.triage.raisesites import Bound, release_bound, standing
+from envdoctor.triage.raisesites import Bound, locate_tb, release_bound, standing
 from envdoctor.triage.raisesites import message as continued
 from envdoctor.triage.traceback import PACKAGES, Traceback
 
@@ -546,7 +546,7 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
     elif named and bound is not None and offer:
         fix = f"{change} {_in_range(bound)}, or {bound.fix()}"
     elif named:
-        fix = f"{change}: {name} refuses this configuration whatever the releases"
+        fix = f"{change}: {_every_release(tb, log, name)}"
     else:  # it names no setting and says no fix: what it refused is not said, nor that no release runs it
         what += " (it names no setting the run could change)"
         fix = (
@@ -856,3 +856,24 @@ def _derived_draft(
     f = d.finding  # the same inputs fail the same way on every run: an error
     d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
     return d
+
+
+def _every_release(tb: Traceback, log: Log, name: str) -> str:
+    """What the raise-site index tells of the releases that refuse: every release it indexes has
+    the check (it came with the oldest), so a release before the index's first is not known to
+    (deepspeed 0.11.1 had no `no_sync` check; the index starts at 0.13.0); without the index, only
+    what the installed release does."""
+    from envdoctor.knowledge.raise_sites import raise_index
+
+    loc = locate_tb(tb, log)
+    index = raise_index(loc.package) if loc is not None else None
+    if loc is None or index is None or not index.releases or loc.releases[-1] != index.releases[-1]:
+        return f"the installed {name} release refuses this configuration"
+    if loc.releases[0] != index.releases[0]:
+        return (
+            f"{name} refuses this configuration in every release from {loc.releases[0]} on (in these words)"
+        )
+    return (
+        f"{name} refuses this configuration in every release envdoctor indexes ({index.releases[0]} "
+        f"to {index.releases[-1]}); a release before {index.releases[0]} is not indexed"
+    )

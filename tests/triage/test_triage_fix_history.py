@@ -1330,3 +1330,36 @@ def test_a_cut_trl_0_5_dpo_traceback_names_its_2023_fix() -> None:
     assert f.fix.startswith("pip install 'trl==0.7.0'")
     # a run with that release shown is past the fix: no TRI014
     assert [f for f in findings(scan_bytes("trl==0.7.0\n" + DPO_2023)) if f.rule == "TRI014"] == []
+
+
+def test_a_later_fix_naming_the_failure_outranks_a_removal_that_names_nothing_of_it(
+    derive: ModuleType, tmp_path: Path, monkeypatch
+) -> None:
+    """deepspeedai/DeepSpeed#7243 ("Fix issue with symint input", 0.17.1) removed the line a
+    DeepCompile KeyError prints, a later commit put it back, and #8214 ("Fix KeyError on frozen
+    parameters") is the fix: the pin to 0.17.1 did not hold (held-out set 21, d001). A removal
+    whose subject names nothing of the failure yields to a later fix that names it."""
+    r = tmp_path / "back"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    _commit(r, {"trl/trainer/grpo_trainer.py": BUGGY}, "Initial")
+    _git(r, "tag", "v0.1.0")
+    _commit(r, {"trl/trainer/grpo_trainer.py": FIXED}, "Fix issue with symint input (#30)")
+    _git(r, "tag", "v0.2.0")
+    _commit(r, {"trl/trainer/grpo_trainer.py": BUGGY}, "Restore the generate call")  # the line is back
+    _git(r, "tag", "v0.3.0")
+    later = BUGGY.replace("return [o for o in outputs]", "return [o for o in outputs if o is not None]")
+    _commit(r, {"trl/trainer/grpo_trainer.py": later}, "Fix TypeError on empty outputs (#31)")
+    data = derive.derive(r / ".git", "trl", ("trl",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01")
+    folder = tmp_path / "fixes"
+    derive.write(data, folder / "trl.json.gz")
+    monkeypatch.setattr(fix_history, "_dir", lambda: folder)
+    _READ.cache_clear()
+    _PACKAGES.cache_clear()
+    try:
+        (f,) = _tri014(_log(OLD_LINE, None))
+        assert f.evidence["number"] == "31" and "#30" not in f.fix
+        assert "trl==0.2.0" not in f.fix
+    finally:
+        _READ.cache_clear()
+        _PACKAGES.cache_clear()

@@ -196,7 +196,7 @@ ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or 
 def test_a_check_later_releases_reworded_or_moved_is_no_release_bound():
     f = _tri012(ZERO3)  # 4.51 rewords it, 5.0 moves it to integrations/accelerate.py: still refused
     assert "first release without" not in f.message and "pip install" not in f.fix
-    assert "whatever the releases" in f.fix
+    assert "refuses this configuration" in f.fix
 
 
 def test_a_check_whose_class_later_releases_removed_is_no_release_bound():
@@ -327,3 +327,20 @@ def test_a_range_with_the_check_is_not_said_to_refuse_the_run():
     log = Path(__file__).resolve().parents[2] / "docs/validation/heldout-2026-11-28c/logs2/026.log"
     f = _tri012(log.read_text())
     assert "have this check" in f.message and "refuse it" not in f.message
+
+
+NO_SYNC = """\
+Traceback (most recent call last):
+  File "/env/lib/python3.10/site-packages/deepspeed/runtime/engine.py", line 1995, in no_sync
+    assert not self.zero_optimization_partition_gradients(), \\
+AssertionError: no_sync context manager is incompatible with gradient partitioning logic of ZeRO stage 2
+"""
+
+
+def test_a_check_in_every_release_indexed_says_where_the_index_starts():
+    """deepspeed's `no_sync` check: envdoctor indexes DeepSpeed from 0.13.0, and 0.11.1 (the
+    release a repository pinned) has no such check: "whatever the releases" claimed too much
+    (held-out set 21, e005)."""
+    f = _tri012(NO_SYNC)
+    assert "whatever the releases" not in f.fix
+    assert "DeepSpeed refuses this configuration in every release" in f.fix
