@@ -103,6 +103,15 @@ ABI = (
 )
 
 
+def test_extension_abi_names_the_logs_torch_over_this_machines():
+    """A log pasted from another machine shows its torch: the fix names that torch, not the
+    triaging machine's (held-out set 21's c004 was told the triager's torch 2.13.0+cpu)."""
+    ctx = judge(snapshot(1, H100, {**MODERN, "torch": "2.13.0", "flash-attn": "2.8.3"}))
+    f = _one("torch==2.2.1+cu121\nflash-attn==2.5.6\n" + ABI, ctx)
+    assert "torch 2.2.1+cu121, flash-attn 2.5.6" in f.message and "2.13.0" not in f.message + f.fix
+    assert "torch 2.2.1+cu121" in f.fix
+
+
 def test_extension_abi_names_both_versions_with_facts():
     ctx = judge(snapshot(1, H100, {**MODERN, "torch": "2.6.0", "flash-attn": "2.7.4.post1"}))
     f = _one(ABI, ctx)
