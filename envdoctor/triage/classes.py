@@ -179,14 +179,6 @@ def cuda_toolkit(ms: list[Match], log: Log) -> list[Draft]:
     return [finding("TRI023", ms, log, what, fix)]
 
 
-def _run_version(log: Log, dist: str) -> str | None:
-    """The run's version of ``dist``: the log's, else this machine's (triage on the run's machine)."""
-    shown = log.versions.get(dist)
-    if shown is not None and shown.version:
-        return shown.version
-    return log.ctx.version(dist) if log.ctx is not None else None
-
-
 def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
     first, ctx = ms[0], log.ctx
     symbol = first.groups["symbol"]
@@ -204,10 +196,8 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
         if re.search(r"[RKP]Ss", symbol)
         else "torch does not export that symbol: the extension was built against another torch release"
     )
-    # the versions the log shows are the run's; this machine's only where the log shows none (a
-    # log pasted from another machine: its torch 2.2.1+cu121, not the triaging machine's)
-    torch_v = _run_version(log, "torch")
-    dist_v = _run_version(log, dist) if dist else None
+    torch_v = ctx.version("torch") if ctx is not None else None
+    dist_v = ctx.version(dist) if ctx is not None and dist else None
     here = ", ".join(f"{n} {v}" for n, v in (("torch", torch_v), (dist, dist_v)) if v)
     what = f"{dist or library} does not load: {library} needs {symbol[:80]} from torch; {abi}" + (
         f" (here: {here})" if here else ""
