@@ -162,10 +162,23 @@ def _vllm_device(ms: list[Match], log: Log) -> list[Draft]:
     return [finding(rule, ms, log, what, fix, conf)]
 
 
+#: vLLM's own words for its engine failing to start, or for the step of the start that sizes its
+#: memory: an out-of-memory beside them is the engine's (its share of the GPU), not training's
+_VLLM_START = re.compile(
+    r"Engine core initialization failed|EngineCore failed to start|determine_available_memory"
+    r"|Error in memory profiling"
+)
+
+
 def _vllm_side(m: Match) -> bool:
     if _VLLM_PROC.match(m.text) or "KV cache" in m.text or "kv_cache" in m.text:
         return True
+    if any(_VLLM_START.search(line) for line in m.context[-MAX_START_LINES:]):
+        return True
     return any("/vllm/" in f for f in frames(m))
+
+
+MAX_START_LINES = 40  # lines before the out-of-memory read for vLLM's engine start
 
 
 def _oom(ms: list[Match], log: Log) -> list[Draft]:

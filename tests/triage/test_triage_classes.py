@@ -437,3 +437,25 @@ def test_the_torch_mismatch_quoted_and_wrapped_over_lines_is_read_whole():
     )
     f = _one(log)
     assert f.rule == "TRI023" and "CUDA 12.9" in f.message and "cuda-11.8" in f.fix
+
+
+def test_an_oom_beside_vllms_engine_start_failing_is_vllms():
+    """vLLM's engine start failed and the out-of-memory pasted under it is the engine's: its
+    share of the GPU is the lever, not training's (held-out set 21, a001: SkyRL's colocated
+    vLLM at gpu_memory_utilization 0.8); a training OOM without it stays training's."""
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 594.00 MiB.\n"
+        "GPU 0 has a total capacity of 22.03 GiB of which 582.00 MiB is free.\n"
+    )
+    start = (
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n\n"
+    )
+    (f,) = [x for x in findings(scan_bytes(start + oom)) if x.rule in ("MEM001", "TRI001")]
+    assert f.rule == "MEM001" and "gpu_memory_utilization" in f.fix
+    training = (
+        "Traceback (most recent call last):\n"
+        '  File "/env/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 900, in training_step\n'
+        "    loss.backward()\n"
+    )
+    (g,) = [x for x in findings(scan_bytes(training + oom)) if x.rule in ("MEM001", "TRI001")]
+    assert g.rule == "TRI001"
