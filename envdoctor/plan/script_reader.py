@@ -1548,6 +1548,8 @@ def read_script(
     if main is None:
         return ScriptDecl(path=label, problem=f"{label} {problem}")
     res = _Resolver(script, main, edited)
+    if main.model_by_name and _repo_grpo(main, script, res):
+        main.model_by_name = []  # its GRPOTrainer(...) calls are the repository's own class
     decl = ScriptDecl(
         path=label,
         flags=dict(main.flags),
@@ -1702,20 +1704,34 @@ def _derives(ref: str, mod: SourceFacts, home: Path, res: _Resolver, depth: int 
         return f"other: {pkg}.{ref.rsplit('.', 1)[-1]}" if pkg in OTHER_TRAINER_PACKAGES else None
     cls, where, path = found
     said = []
-    for base in cls.bases:
+    bases = [b for b in cls.bases if b.rsplit(".", 1)[-1] not in _NO_FIELDS]
+    for base in bases:
         got = _derives(base, where, Path(path), res, depth + 1)
         if got is None or got == "grpo":
             return got
         said.append(got.removeprefix("other: "))
+    if not bases:  # a class of its own (``class GRPOTrainer:`` of a GRPO loop on transformers)
+        return f"other: {cls.name} ({cls.path}:{cls.line}), a class of the repository's own"
     if not said:
         return None
     return f"other: {cls.name} ({cls.path}:{cls.line}), a subclass of {', '.join(said)}"
+
+
+def _repo_grpo(main: SourceFacts, script: Path, res: _Resolver) -> bool:
+    """Whether ``GRPOTrainer`` as the script names it is a class of the repository that derives
+    from no GRPOTrainer of TRL's (``from src.grpo import GRPOTrainer``, a GRPO loop of its own on
+    transformers): its calls are not TRL's trainer."""
+    kind, _ = res.resolve(TRAINER_CLASS, main, script)
+    return kind == "own" and _derives(TRAINER_CLASS, main, script, res) != "grpo"
 
 
 def _own_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
     """What ``ScriptDecl.own_trainer`` says: every ``…Trainer(...)`` the script builds is a
     repository class that derives from no GRPOTrainer; None when it builds TRL's (or one not
     read)."""
+    if _repo_grpo(main, script, res):  # ``GRPOTrainer`` itself is the repository's class
+        got = _derives(TRAINER_CLASS, main, script, res)
+        return got.removeprefix("other: ") if got else None
     if main.model_by_name:
         return None  # GRPOTrainer(...) itself
     kinds = [

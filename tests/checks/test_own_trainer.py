@@ -8,7 +8,10 @@ from __future__ import annotations
 from tests.conftest import findings, snapshot
 
 STACK = {"trl": "0.16.1", "vllm": "0.7.3", "torch": "2.5.1", "transformers": "4.50.0"}
-SCRIPT = "from my_trainer import CustomTrainer\n\ntrainer = CustomTrainer(model='m', args=None)\n"
+SCRIPT = (
+    "from my_trainer import CustomTrainer\nfrom trl import GRPOConfig\n\n"
+    "trainer = CustomTrainer(model='m', args=GRPOConfig(output_dir='o'))\n"
+)
 OWN = "from transformers import Trainer\n\n\nclass CustomTrainer(Trainer):\n    pass\n"
 SUB = "from trl import GRPOTrainer\n\n\nclass CustomTrainer(GRPOTrainer):\n    pass\n"
 CONFIG = {"per_device_train_batch_size": 6, "num_generations": 32}
@@ -110,3 +113,41 @@ def test_a_trainer_imported_from_trl_that_no_trl_release_has_is_not_read(tmp_pat
     assert read_script(script).unread_trainer is None
     script.write_text("from trl import DPOTrainer\n\ntrainer = DPOTrainer(model='m', args=None)\n")
     assert read_script(script).unread_trainer is None
+
+
+GRPO_LOOP = """\
+from src.grpo import GRPOTrainer
+
+trainer = GRPOTrainer("Qwen/Qwen2.5-0.5B-Instruct", None, None, {}, "cuda")
+trainer.train(None, None)
+"""
+OWN_LOOP = "import torch\n\n\nclass GRPOTrainer:\n    def __init__(self, *a):\n        pass\n"
+
+
+def test_a_grpo_loop_of_the_repositorys_own_is_not_judged_as_trls(tmp_path):
+    """grpo-qwen0.5 (held-out set 21): `from src.grpo import GRPOTrainer`, a plain class of the
+    repository on transformers, with a YAML config of its own: its keys are no GRPOConfig's
+    (CFG001 / CFG002 errors were false, and CFG001's fix removed a key its trainer reads)."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "__init__.py").write_text("")
+    (tmp_path / "src" / "grpo.py").write_text(OWN_LOOP)
+    (tmp_path / "src" / "train.py").write_text(GRPO_LOOP)
+    config = {"max_prompt_length": 256, "num_generations": 8, "per_device_train_batch_size": 1}
+    launch = f"python {tmp_path / 'src' / 'train.py'}"
+    found = findings(
+        snapshot(1, packages={"torch": "2.11.0", "transformers": "5.6.2"}), config=config, launch=launch
+    )
+    loud = [
+        f.rule
+        for f in found
+        if f.severity.value in ("error", "warning") and f.rule.startswith(("CFG", "PKG008"))
+    ]
+    assert loud == []
+    (env,) = [f for f in found if f.rule == "ENV002"]
+    assert "the repository's own trainer" in env.message and "GRPOTrainer (" in env.message
+    # the same loop importing TRL's config is TRL's territory again
+    (tmp_path / "src" / "train.py").write_text("from trl import GRPOConfig\n" + GRPO_LOOP)
+    again = findings(
+        snapshot(1, packages={"torch": "2.11.0", "transformers": "5.6.2"}), config=config, launch=launch
+    )
+    assert not [f for f in again if f.rule == "ENV002"]
