@@ -136,6 +136,15 @@ def _commands(setup: Path) -> list[str]:
         line = raw.split("  #")[0].split(" # ")[0].rstrip()
         if line.strip().startswith("#"):
             continue
+        # a notebook's cells: `!cmd` runs a shell command, `%cd DIR` changes the folder, other
+        # magics (`%pip install …`, `%env`) are the notebook's, not a launch
+        stripped = line.strip()
+        if stripped.startswith("%"):
+            if not stripped.startswith("%cd "):
+                continue
+            line = stripped[1:]
+        elif stripped.startswith("!"):
+            line = stripped[1:]
         if line.endswith("\\"):
             cur += line[:-1] + " "
             continue

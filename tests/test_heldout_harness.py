@@ -301,3 +301,17 @@ def test_a_trainer_line_with_a_command_substitution_keeps_its_flags():
         "torchrun $(python -c 'import swift, os; print(os.path.dirname(swift.__file__) + \"/x.py\")') --a 1"
     )
     assert harness.split_words(line)[-2:] == ["--a", "1"]
+
+
+def test_a_notebooks_shell_lines_are_commands_and_its_magics_are_not(tmp_path):
+    """grpo-qwen0.5 (set 21) documents its run as Colab cells: `!python -m src.train …` after
+    `%cd …` and `!pip …`: the trainer line is `python -m src.train …`, not `!python …`."""
+    (tmp_path / "launch.txt").write_text(
+        "# from notebooks/01_baseline.ipynb\n!nvidia-smi\n%pip install -q trl\n%cd /content/repo/\n"
+        "!pip install -r requirements.txt\n!python -m src.train --config configs/baseline.yaml\n"
+    )
+    assert harness._commands(tmp_path) == [
+        "nvidia-smi",
+        "cd /content/repo/",
+        "python -m src.train --config configs/baseline.yaml",
+    ]
