@@ -194,16 +194,17 @@ def from_script(script: TrainingScript | None) -> Framework | None:
         return None  # its own code, or a repository module it imports, builds TRL's GRPOTrainer
     if script.config_class is not None and script.config_class.kind in ("trl", "own"):
         return None  # it builds TRL's GRPOConfig (or a subclass) for its trainer
-    if script.own_trainer and script.trl_import is None:
-        # its trainer is a class of the repository and nothing it reads imports TRL: a GRPO loop of
-        # its own (on transformers / torch), whose config is its own, not a GRPOConfig
+    if script.own_grpo and script.trl_import is None:
+        # the GRPOTrainer it builds is a class of the repository and nothing it reads imports TRL: a
+        # GRPO loop of its own (on transformers / torch), whose config is its own, not a GRPOConfig
+        # (transformers' own Trainer, with envdoctor's callback, is still judged as before)
         return Framework(
             key="own",
             name="the repository's own trainer",
             runs_trl=False,
             trl_keys=False,
             trl_layout=False,
-            evidence=f"{script.path} builds {script.own_trainer}; no module it reads imports TRL",
+            evidence=f"{script.path} builds {script.own_grpo}; no module it reads imports TRL",
         )
     table = _table()
     for key, entry in table.items():

@@ -146,6 +146,9 @@ class TrainingScript:
     #: GRPOTrainer (``CustomTrainer (GRPO_Trainer.py:85), a transformers Trainer``): TRL's checks
     #: in GRPOTrainer.__init__ do not run
     own_trainer: str | None = None
+    #: the class it builds as ``GRPOTrainer`` is the repository's own, deriving from no GRPOTrainer
+    #: (a GRPO loop of its own on transformers / torch); None otherwise
+    own_grpo: str | None = None
     #: it imports a trainer class of the repository's own that envdoctor could not read and
     #: builds no GRPOTrainer of TRL's itself: whether TRL's __init__ checks run is unknown
     unread_trainer: str | None = None

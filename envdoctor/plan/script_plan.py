@@ -52,6 +52,7 @@ def read_training_script(
         # Unsloth rewrites TRL's trainers and configs when it is imported (unsloth/models/rl.py)
         patched_by="unsloth" if "unsloth" in decl.in_process_imports else None,
         own_trainer=decl.own_trainer,
+        own_grpo=decl.own_grpo,
         unread_trainer=decl.unread_trainer,
         trl_calls=tuple(decl.trl_calls),
         trl_overrides=tuple(decl.trl_overrides),

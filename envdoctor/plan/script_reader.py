@@ -211,6 +211,7 @@ class ScriptDecl:
     #: every trainer it builds (``…Trainer(...)``) is a class of the repository that derives from
     #: no GRPOTrainer but from a known other base (transformers' Trainer): which, else None
     own_trainer: str | None = None
+    own_grpo: str | None = None  # its GRPOTrainer is the repository's own class (_repo_grpo)
     #: its calls into TRL's trainer classes with keywords (the constructor, methods of the object
     #: it built): each keyword is checked against the TRL release that runs
     trl_calls: list[TrlCall] = field(default_factory=list)
@@ -1590,6 +1591,7 @@ def read_script(
     targets = _trl_targets(script) if main.hydra else frozenset()
     decl.config_class = _config_class(main, script, res, decl, targets)
     decl.own_trainer = _own_trainer(main, script, res)
+    decl.own_grpo = decl.own_trainer if decl.own_trainer and _repo_grpo(main, script, res) else None
     decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
     hydra_trainer = main.hydra and TRAINER_CLASS not in targets  # Hydra builds it from a `_target_`
     if hydra_trainer and not (decl.own_trainer or decl.unread_trainer or main.model_by_name):

@@ -367,7 +367,8 @@ def _top_users(log: Log, line_no: int) -> list[tuple[str, int, float]]:
 
 def host_memory(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """Ray's memory monitor killed a task or actor: the node's RAM, not a GPU's (module docstring, 5)."""
-    from envdoctor.triage.oomforms import by_id, levers
+    from envdoctor.triage.oom import levers
+    from envdoctor.triage.oomforms import by_id
 
     if not tb.name.endswith("OutOfMemoryError") or not by_id("ray-memory-monitor").pattern.search(tb.message):
         return None
@@ -491,7 +492,8 @@ def library_alloc(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """A library's allocation failed (``oomforms``: cuBLAS, cuDNN, NCCL's buffers, HIP, the CUDA driver,
     pinned host memory, PyTorch's CPU allocator): the GPU's memory used up is TRI001, the host's RAM
     or its pinned memory TRI018; the fix acts on the memory that ran out."""
-    from envdoctor.triage.oomforms import find, levers, what_ran_out
+    from envdoctor.triage.oom import levers
+    from envdoctor.triage.oomforms import find, what_ran_out
     from envdoctor.triage.runkind import run_kind
 
     if not tb.name.endswith("Error"):

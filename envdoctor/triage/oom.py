@@ -29,7 +29,7 @@ from envdoctor.checks.context import Context
 from envdoctor.plan.memory.planner import fraction_caps_process
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given, shared_gpus
-from envdoctor.triage.oomforms import PINNED_LEVERS, Form, vllm_levers
+from envdoctor.triage.oomforms import HOST_LEVERS, PINNED_LEVERS, Form, vllm_levers
 from envdoctor.triage.runkind import GRPO
 from envdoctor.units import parse_size, size_text
 
@@ -882,3 +882,22 @@ def unseen_cause(
 
 def _round(mib: float | None) -> float | None:
     return round(mib, 1) if mib is not None else None
+
+
+def levers(
+    form: Form, ctx: Context | None = None, vllm_side: bool | None = None, kind: str | None = None
+) -> str:
+    """What acts on the memory ``form`` says ran out: the host's RAM, its pinned memory, vLLM's share
+    of the GPU, or the training step's memory (``kind``: the run's trainer, ``runkind``); where the
+    side is not said, both GPU answers."""
+    if form.memory == "host":
+        return HOST_LEVERS
+    if form.memory == "pinned":
+        return PINNED_LEVERS
+    side = vllm_side if vllm_side is not None else (True if form.side == "vllm" else None)
+    if side is True:
+        return vllm_levers(ctx, form)
+    training = capacity_fix(ctx, False, None, kind)
+    if side is False or form.side == "training":
+        return training
+    return f"if vLLM's engine allocated it: {vllm_levers(ctx, form)}; if the training step did: {training}"

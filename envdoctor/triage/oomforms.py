@@ -163,27 +163,6 @@ def vllm_levers(ctx: Context | None, form: Form | None = None) -> str:
     return fix
 
 
-def levers(
-    form: Form, ctx: Context | None = None, vllm_side: bool | None = None, kind: str | None = None
-) -> str:
-    """What acts on the memory ``form`` says ran out: the host's RAM, its pinned memory, vLLM's share
-    of the GPU, or the training step's memory (``kind``: the run's trainer, ``runkind``); where the
-    side is not said, both GPU answers."""
-    from envdoctor.triage.oom import capacity_fix
-
-    if form.memory == "host":
-        return HOST_LEVERS
-    if form.memory == "pinned":
-        return PINNED_LEVERS
-    side = vllm_side if vllm_side is not None else (True if form.side == "vllm" else None)
-    if side is True:
-        return vllm_levers(ctx, form)
-    training = capacity_fix(ctx, False, None, kind)
-    if side is False or form.side == "training":
-        return training
-    return f"if vLLM's engine allocated it: {vllm_levers(ctx, form)}; if the training step did: {training}"
-
-
 def what_ran_out(form: Form) -> str:
     """The memory in words."""
     return {

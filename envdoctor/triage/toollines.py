@@ -267,7 +267,8 @@ def _index(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
 
 def _host_oom(no: int, body: str, lines: list[str], log: Log) -> Draft | None:
     from envdoctor.triage.missing import went_on
-    from envdoctor.triage.oomforms import HOST_LEVERS, find, levers
+    from envdoctor.triage.oom import levers
+    from envdoctor.triage.oomforms import HOST_LEVERS, find
 
     form = find(body, memory="host")
     retried = any(_RETRIED.search(x[:4096]) for x in [*lines[max(0, no - 20) : no - 1], body])
