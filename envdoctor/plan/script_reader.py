@@ -1549,8 +1549,7 @@ def read_script(
     if main is None:
         return ScriptDecl(path=label, problem=f"{label} {problem}")
     res = _Resolver(script, main, edited)
-    if main.model_by_name and _repo_grpo(main, script, res):
-        main.model_by_name = []  # its GRPOTrainer(...) calls are the repository's own class
+    own_grpo = _own_grpo(main, script, res)
     decl = ScriptDecl(
         path=label,
         flags=dict(main.flags),
@@ -1591,7 +1590,6 @@ def read_script(
     targets = _trl_targets(script) if main.hydra else frozenset()
     decl.config_class = _config_class(main, script, res, decl, targets)
     decl.own_trainer = _own_trainer(main, script, res)
-    decl.own_grpo = decl.own_trainer if decl.own_trainer and _repo_grpo(main, script, res) else None
     decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
     hydra_trainer = main.hydra and TRAINER_CLASS not in targets  # Hydra builds it from a `_target_`
     if hydra_trainer and not (decl.own_trainer or decl.unread_trainer or main.model_by_name):
@@ -1607,6 +1605,12 @@ def read_script(
         ),
         None,
     )
+    if own_grpo and decl.trl_import is None:
+        # its GRPOTrainer(...) calls are the repository's own class and nothing it reads imports
+        # TRL: a GRPO loop of its own, no call of TRL's trainer
+        main.model_by_name = []
+        decl.model_by_name, decl.unread_trainer = None, None
+        decl.own_grpo = decl.own_trainer = own_grpo
     for mod in [main, *followed]:
         for name, line in mod.writes.items():
             decl.writes_modules.setdefault(name, f"{mod.path}:{line}")
@@ -1706,34 +1710,37 @@ def _derives(ref: str, mod: SourceFacts, home: Path, res: _Resolver, depth: int 
         return f"other: {pkg}.{ref.rsplit('.', 1)[-1]}" if pkg in OTHER_TRAINER_PACKAGES else None
     cls, where, path = found
     said = []
-    bases = [b for b in cls.bases if b.rsplit(".", 1)[-1] not in _NO_FIELDS]
-    for base in bases:
+    for base in cls.bases:
         got = _derives(base, where, Path(path), res, depth + 1)
         if got is None or got == "grpo":
             return got
         said.append(got.removeprefix("other: "))
-    if not bases:  # a class of its own (``class GRPOTrainer:`` of a GRPO loop on transformers)
-        return f"other: {cls.name} ({cls.path}:{cls.line}), a class of the repository's own"
     if not said:
         return None
     return f"other: {cls.name} ({cls.path}:{cls.line}), a subclass of {', '.join(said)}"
 
 
-def _repo_grpo(main: SourceFacts, script: Path, res: _Resolver) -> bool:
-    """Whether ``GRPOTrainer`` as the script names it is a class of the repository that derives
-    from no GRPOTrainer of TRL's (``from src.grpo import GRPOTrainer``, a GRPO loop of its own on
-    transformers): its calls are not TRL's trainer."""
-    kind, _ = res.resolve(TRAINER_CLASS, main, script)
-    return kind == "own" and _derives(TRAINER_CLASS, main, script, res) != "grpo"
+def _own_grpo(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
+    """``GRPOTrainer`` as the script names it when that is a class of the repository deriving
+    from no GRPOTrainer (``from src.grpo import GRPOTrainer``: a plain class of a GRPO loop on
+    transformers, or a subclass of transformers' Trainer), said as ``own_trainer`` says it; None
+    for TRL's, a subclass of it, or bases not read."""
+    if not main.model_by_name:
+        return None
+    kind, found = res.resolve(TRAINER_CLASS, main, script)
+    if kind != "own":
+        return None
+    cls = found[0]
+    if not [b for b in cls.bases if b.rsplit(".", 1)[-1] not in _NO_FIELDS]:
+        return f"{cls.name} ({cls.path}:{cls.line}), a class of the repository's own"
+    got = _derives(TRAINER_CLASS, main, script, res)
+    return got.removeprefix("other: ") if got and got != "grpo" else None
 
 
 def _own_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
     """What ``ScriptDecl.own_trainer`` says: every ``…Trainer(...)`` the script builds is a
     repository class that derives from no GRPOTrainer; None when it builds TRL's (or one not
     read)."""
-    if _repo_grpo(main, script, res):  # ``GRPOTrainer`` itself is the repository's class
-        got = _derives(TRAINER_CLASS, main, script, res)
-        return got.removeprefix("other: ") if got else None
     if main.model_by_name:
         return None  # GRPOTrainer(...) itself
     kinds = [

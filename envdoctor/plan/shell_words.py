@@ -15,8 +15,10 @@ _VARIABLE = re.compile(r"\$(?:\{[^{}]+\}|\w+|\()")
 
 
 def quote(word: str) -> str:
-    if '"' in word and "$(" in word and _PLAIN.fullmatch(_outside_substitutions(word) or "x"):
-        return word  # as written: its substitutions hold double quotes of their own
+    if '"' in word and "$(" in word:
+        outside = _HOLD.sub("", hold(word)[0])  # what the shell quotes itself: not its substitutions
+        if not outside or _PLAIN.fullmatch(outside):
+            return word  # as written: its substitutions hold double quotes of their own
     if "$" in word and _VARIABLE.search(word):
         if _PLAIN.fullmatch(word):
             return word  # as written: the shell expands (and splits) it
@@ -34,7 +36,7 @@ def hold(text: str) -> tuple[str, list[str]]:
     replaced by a placeholder that any split keeps inside its word, and the substitutions as
     written, for :func:`restore`. A substitution left open stays as written, and so does the
     text after it (each ``$(`` is scanned once: linear time on any text)."""
-    if "$(" not in text:
+    if "$(" not in text or _MARK in text:  # (a text holding the placeholder's mark: as shlex splits it)
         return text, []
     bodies: list[str] = []
     out: list[str] = []
@@ -52,7 +54,7 @@ def hold(text: str) -> tuple[str, list[str]]:
             if end is None:
                 out.append(text[i:])
                 break
-            out.append(f"\ue000{len(bodies)}\ue001")
+            out.append(f"{_MARK}{len(bodies)}\ue001")
             bodies.append(text[i : end + 1])
             i = end + 1
             continue
@@ -63,7 +65,7 @@ def hold(text: str) -> tuple[str, list[str]]:
 
 def restore(word: str, bodies: list[str]) -> str:
     """A word of held text with its substitutions back as written."""
-    return _HOLD.sub(lambda m: bodies[int(m.group(1))], word) if bodies and "\ue000" in word else word
+    return _HOLD.sub(lambda m: bodies[int(m.group(1))], word) if bodies and _MARK in word else word
 
 
 def split(line: str, comments: bool = False) -> list[str]:
@@ -75,7 +77,8 @@ def split(line: str, comments: bool = False) -> list[str]:
     return [restore(w, bodies) for w in shlex.split(held, comments=comments)]
 
 
-_HOLD = re.compile("\ue000(\\d+)\ue001")
+_MARK = "\ue000"  # a private-use character: the placeholder's start
+_HOLD = re.compile(_MARK + "(\\d+)\ue001")
 
 
 def _closing(line: str, i: int) -> int | None:
@@ -98,16 +101,3 @@ def _closing(line: str, i: int) -> int | None:
                 return i
         i += 1
     return None
-
-
-def _outside_substitutions(word: str) -> str:
-    """``word`` without its closed command substitutions (the text the shell quotes itself);
-    a word with an open one is returned whole."""
-    out, i = [], 0
-    while (at := word.find("$(", i)) >= 0:
-        end = _closing(word, at + 2)
-        if end is None:
-            return word
-        out.append(word[i:at])
-        i = end + 1
-    return "".join(out) + word[i:]

@@ -41,3 +41,9 @@ def test_the_launch_reads_the_flags_after_the_substitution():
     assert launch.script is not None and launch.script.startswith("$(python -c")
     assert "--num_generations" in launch.script_args and "8" in launch.script_args
     assert build_plan(launch=SWIFT, live=False).framework.key == "ms-swift"
+
+
+def test_a_line_holding_the_placeholders_mark_is_split_as_shlex_splits_it():
+    """The placeholder is a private-use character: a line that already holds one (hostile or
+    pasted) is split as shlex splits it, never with another substitution's text put in."""
+    assert split("a \ue0005\ue001 $(b c) d") == ["a", "\ue0005\ue001", "$(b", "c)", "d"]
