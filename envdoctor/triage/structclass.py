@@ -437,7 +437,11 @@ def _top(module: str) -> str:
 
 
 def _outside(path: str) -> bool:
+    """A path shown outside every install folder; an elided one (``.../transformers/__init__.py``,
+    a poster's cut) tells nothing of where it lies."""
     p = path.replace("\\", "/")
+    if p.startswith(("...", "\u2026")):
+        return False
     return bool(p) and p[:1] in "/~." and not any(x in p for x in _INSTALLED)
 
 

@@ -123,3 +123,15 @@ def test_another_projects_editable_install_does_not_silence_it(tmp_path):
     assert _rules(tmp_path, other).get("TRI036") == "error"
     own = "Obtaining file:///root/datasets\n  Building editable for datasets (pyproject.toml)\n" + SHADOW
     assert "TRI036" not in _rules(tmp_path, own)
+
+
+def test_an_elided_path_tells_nothing_of_where_the_package_lies(tmp_path):
+    """xorbitsai/inference PR 5260 pasted `(.../transformers/__init__.py)`: the poster's cut, not
+    a folder of their code; the drift answer (peft >= 0.18.0) is the right one, not TRI036."""
+    text = (
+        "ImportError: Failed to import module 'sentence-transformers': cannot import name\n"
+        "'HybridCache' from 'transformers' (.../transformers/__init__.py)\n"
+    )
+    found = _rules(tmp_path, text)
+    assert "TRI036" not in found and found.get("TRI009") == "error"
+    assert _rules(tmp_path, SHADOW).get("TRI036") == "error"  # a path shown whole still is
