@@ -1605,6 +1605,8 @@ def read_script(
         ),
         None,
     )
+    if decl.trl_import is None and not own_grpo and not main.model_by_name:
+        own_grpo = _defined_grpo([main, *followed], res)  # built through a factory of its own
     if own_grpo and decl.trl_import is None:
         # its GRPOTrainer(...) calls are the repository's own class and nothing it reads imports
         # TRL: a GRPO loop of its own, no call of TRL's trainer
@@ -1735,6 +1737,27 @@ def _own_grpo(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
         return f"{cls.name} ({cls.path}:{cls.line}), a class of the repository's own"
     got = _derives(TRAINER_CLASS, main, script, res)
     return got.removeprefix("other: ") if got and got != "grpo" else None
+
+
+#: a class name of a GRPO trainer (``GRPOTrainer``, ``Qwen2VLGRPOTrainer``, ``GRPOTrainerV2``)
+_GRPO_CLASS = re.compile(r"\w*GRPO\w*Trainer\w*")
+
+
+def _defined_grpo(mods: list[SourceFacts], res: _Resolver) -> str | None:
+    """A GRPO trainer class that the script or a repository module it reads defines and that
+    derives from no GRPOTrainer (AravTewari/11868-grpo builds its ``GRPOTrainer`` through
+    ``create_grpo_trainer(...)``), said as ``own_trainer`` says it; None where there is none, or
+    its bases are not read."""
+    for mod in mods:
+        for name, cls in mod.classes.items():
+            if not _GRPO_CLASS.fullmatch(name):
+                continue
+            if not [b for b in cls.bases if b.rsplit(".", 1)[-1] not in _NO_FIELDS]:
+                return f"{cls.name} ({cls.path}:{cls.line}), a class of the repository's own"
+            got = _derives(name, mod, Path(mod.path), res)
+            if got and got != "grpo":
+                return got.removeprefix("other: ")
+    return None
 
 
 def _own_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | None:

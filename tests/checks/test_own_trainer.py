@@ -151,3 +151,20 @@ def test_a_grpo_loop_of_the_repositorys_own_is_not_judged_as_trls(tmp_path):
         snapshot(1, packages={"torch": "2.11.0", "transformers": "5.6.2"}), config=config, launch=launch
     )
     assert not [f for f in again if f.rule == "ENV002"]
+
+
+def test_a_grpo_trainer_of_its_own_built_through_a_factory_is_the_repositorys(tmp_path):
+    """AravTewari/11868-grpo: `from grpo_trainer import create_grpo_trainer`, whose module defines
+    `class GRPOTrainer:` on torch, nothing importing TRL: LAY003 (transformers.Trainer's
+    DataParallel) was a false error on a healthy run."""
+    (tmp_path / "grpo_trainer.py").write_text(
+        OWN_LOOP + "\n\ndef create_grpo_trainer(*a):\n    return GRPOTrainer(*a)\n"
+    )
+    (tmp_path / "run.py").write_text(
+        "from grpo_trainer import create_grpo_trainer\n\ncreate_grpo_trainer(1)\n"
+    )
+    snap = snapshot(2, packages={"torch": "2.6.0", "transformers": "4.51.3"})
+    found = findings(snap, launch=f"python {tmp_path / 'run.py'}")
+    assert not [f.rule for f in found if f.severity.value == "error"]
+    (env,) = [f for f in found if f.rule == "ENV002"]
+    assert "GRPOTrainer (" in env.message
