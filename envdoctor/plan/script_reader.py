@@ -1699,9 +1699,12 @@ def trl_calls_of_text(path: str, text: str) -> tuple[list[TrlCall], str | None]:
 OTHER_TRAINER_PACKAGES = frozenset({"transformers", "torch"})
 
 
-def _derives(ref: str, mod: SourceFacts, home: Path, res: _Resolver, depth: int = 0) -> str | None:
+def _derives(
+    ref: str, mod: SourceFacts, home: Path, res: _Resolver, depth: int = 0, plain: bool = False
+) -> str | None:
     """Whether class ``ref`` of ``mod`` is TRL's GRPOTrainer or derives from it ("grpo"), is
-    a repository class deriving only from known other bases ("other: <what>"), else None."""
+    a repository class deriving only from known other bases ("other: <what>"), else None.
+    ``plain``: a repository class with no base (``object`` aside) is known too, a class of its own."""
     if depth > MAX_IMPORT_DEPTH:
         return None
     kind, found = res.resolve(ref, mod, home, local=depth == 0 or ref not in mod.classes)
@@ -1712,11 +1715,14 @@ def _derives(ref: str, mod: SourceFacts, home: Path, res: _Resolver, depth: int 
         return f"other: {pkg}.{ref.rsplit('.', 1)[-1]}" if pkg in OTHER_TRAINER_PACKAGES else None
     cls, where, path = found
     said = []
-    for base in cls.bases:
-        got = _derives(base, where, Path(path), res, depth + 1)
+    bases = [b for b in cls.bases if b.rsplit(".", 1)[-1] not in _NO_FIELDS] if plain else cls.bases
+    for base in bases:
+        got = _derives(base, where, Path(path), res, depth + 1, plain)
         if got is None or got == "grpo":
             return got
         said.append(got.removeprefix("other: "))
+    if not bases:
+        return f"other: {cls.name} ({cls.path}:{cls.line}), a class of the repository's own"
     if not said:
         return None
     return f"other: {cls.name} ({cls.path}:{cls.line}), a subclass of {', '.join(said)}"
@@ -1732,10 +1738,7 @@ def _own_grpo(main: SourceFacts, script: Path, res: _Resolver) -> str | None:
     kind, found = res.resolve(TRAINER_CLASS, main, script)
     if kind != "own":
         return None
-    cls = found[0]
-    if not [b for b in cls.bases if b.rsplit(".", 1)[-1] not in _NO_FIELDS]:
-        return f"{cls.name} ({cls.path}:{cls.line}), a class of the repository's own"
-    got = _derives(TRAINER_CLASS, main, script, res)
+    got = _derives(TRAINER_CLASS, main, script, res, plain=True)
     return got.removeprefix("other: ") if got and got != "grpo" else None
 
 
@@ -1749,12 +1752,10 @@ def _defined_grpo(mods: list[SourceFacts], res: _Resolver) -> str | None:
     ``create_grpo_trainer(...)``), said as ``own_trainer`` says it; None where there is none, or
     its bases are not read."""
     for mod in mods:
-        for name, cls in mod.classes.items():
+        for name in mod.classes:
             if not _GRPO_CLASS.fullmatch(name):
                 continue
-            if not [b for b in cls.bases if b.rsplit(".", 1)[-1] not in _NO_FIELDS]:
-                return f"{cls.name} ({cls.path}:{cls.line}), a class of the repository's own"
-            got = _derives(name, mod, Path(mod.path), res)
+            got = _derives(name, mod, Path(mod.path), res, plain=True)
             if got and got != "grpo":
                 return got.removeprefix("other: ")
     return None

@@ -168,3 +168,17 @@ def test_a_grpo_trainer_of_its_own_built_through_a_factory_is_the_repositorys(tm
     assert not [f.rule for f in found if f.severity.value == "error"]
     (env,) = [f for f in found if f.rule == "ENV002"]
     assert "GRPOTrainer (" in env.message
+
+
+def test_a_grpo_trainer_on_a_base_class_of_the_repositorys_own_is_the_repositorys(tmp_path):
+    """tokenbender/infinite: `class GRPOTrainer(Trainer)` where `Trainer` is the repository's own
+    plain base class (train/trainer/base.py), launched `torchrun -m train.trainer.grpo`: PKG008
+    ("TRL is not installed, so GRPOTrainer cannot start") was a false error."""
+    (tmp_path / "base.py").write_text("class Trainer:\n    pass\n")
+    (tmp_path / "grpo.py").write_text(
+        "from base import Trainer\n\n\nclass GRPOTrainer(Trainer):\n    pass\n\n\nGRPOTrainer()\n"
+    )
+    snap = snapshot(2, packages={"torch": "2.6.0", "transformers": "4.51.3"})
+    found = findings(snap, launch=f"torchrun --nproc_per_node 2 {tmp_path / 'grpo.py'}")
+    assert not [f.rule for f in found if f.severity.value == "error"]
+    assert [f for f in found if f.rule == "ENV002"]
