@@ -395,6 +395,18 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
             "lowers NCCL's own share"
         )
         return [finding("TRI001", ms, log, what, fix, allocator="NCCL")]
+    elif _UNHANDLED_CUDA.search(g.get("error", "") or ms[0].text):
+        what = (
+            "NCCL failed: unhandled cuda error — a CUDA call inside NCCL failed, and the log does not "
+            "show which (NCCL names it on a \"Cuda failure …\" line, printed with NCCL_DEBUG=WARN)"
+        )
+        fix = (
+            "run once with NCCL_DEBUG=WARN and read NCCL's \"Cuda failure …\" line: 'out of memory' means "
+            "the GPU was full when NCCL allocated its buffers (lower the micro-batch or sequence "
+            "lengths, or vLLM's gpu_memory_utilization where it shares the GPU); 'peer access is not "
+            "supported' calls for NCCL_P2P_DISABLE=1; 'unknown error' (999) is the driver or the GPU "
+            "(nvidia-smi, the kernel log)"
+        )
     else:
         what = f"NCCL failed: {g.get('error', '').strip() or 'see the message'}"
         fix = (
@@ -407,12 +419,19 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
 def _nccl_out_of_memory(m: Match, log: Log) -> bool:
     """NCCL's "unhandled cuda error" whose next lines (NCCL's "Last error:") say CUDA ran out of
     memory: an allocation of NCCL's, the GPU full."""
-    if "Cuda failure 'out of memory'" in m.text:
+    if _NCCL_CUDA_OOM.search(m.text.encode(errors="replace")):
         return True
     if not log.head or m.line_no <= 0:
         return False
     after = log.head[: 1 << 20].split(b"\n")[m.line_no : m.line_no + 6]
-    return any(b"Cuda failure 'out of memory'" in line for line in after)
+    return any(_NCCL_CUDA_OOM.search(line[:4096]) for line in after)
+
+
+_UNHANDLED_CUDA = re.compile(r"unhandled cuda error", re.IGNORECASE)
+
+#: NCCL's WARN of a failed CUDA call that ran out of memory: CUDACHECK's "Cuda failure 'out of
+#: memory'" (runtime calls) and CUCHECK's "Cuda failure 2 'out of memory'" (driver calls)
+_NCCL_CUDA_OOM = re.compile(rb"Cuda failure (?:\d{1,4} )?'out of memory'")
 
 
 def _alloc_conf(ms: list[Match], log: Log) -> list[Draft]:

@@ -88,6 +88,31 @@ UNSLOTH_MORE = re.compile(
 )
 #: what datasets and transformers print at import: "PyTorch version 2.7.0 available."
 AVAILABLE = re.compile(r"\bPyTorch version " + _VER + r" available")
+#: a package of ``NAMES`` and its version in a sentence: "transformers 4.38.1, accelerate 0.23.0,
+#: torch2.2.1+cu121", "with vLLM v0.8.5 and TRL 0.17" (the name spelled out, two components at
+#: least, nothing word-like glued after the version)
+PROSE = re.compile(
+    r"(?:^|(?<=[\s,;:(\[`'\"]))(?P<name>"
+    + "|".join(
+        sorted(
+            {re.escape(n) for n in (*NAMES, *ALIASES)} | {re.escape(n.replace("-", "_")) for n in NAMES},
+            key=len,
+            reverse=True,
+        )
+    )
+    + r") ?v?"
+    + _VER
+    + r"(?![\w.+-])",
+    re.IGNORECASE,
+)
+#: words before a prose version that make it a bound, not the run's release: "added since PyTorch
+#: 2.4", "removed in transformers 5.0", "requires vllm 0.8.5", "upgrade to trl 0.19.0"
+_BOUND_BEFORE = re.compile(
+    r"(?:\b(?:since|before|after|than|from|until|till|below|above|prior to|starting with|requires?|"
+    r"required|needs?|needed|least|most|(?:up|down)grad(?:e|ed|ing) to|(?:added|introduced|removed|"
+    r"fixed|deprecated|changed|released|available|supported) (?:in|with|on|from))|[<>=~!]=?) ?$",
+    re.IGNORECASE,
+)
 INSTALLED = re.compile(r"Successfully installed (?P<list>[^\n]{1,8000})")
 #: pip's "Requirement already satisfied: accelerate in /path/site-packages (1.9.0)" (a requirement
 #: "(from torch)" before the version is another package's: still this one's release)
@@ -103,7 +128,9 @@ class LogVersion:
 
     version: str
     line: int
-    how: str  # "banner", "report", "listing" or "frames" (inferred from a traceback's frames)
+    #: "banner", "report", "listing", "prose" (a name and its version in a sentence) or "frames"
+    #: (inferred from a traceback's frames)
+    how: str
     #: for ``frames``: the oldest release the frames fit (``version``: the newest), whether
     #: ``version`` is the newest release envdoctor knows (the run may have a later one), and the
     #: frames that placed it
@@ -113,7 +140,7 @@ class LogVersion:
 
     @property
     def rank(self) -> int:
-        return {"banner": 3, "report": 2, "listing": 1}.get(self.how, 0)
+        return {"banner": 4, "report": 3, "listing": 2, "prose": 1}.get(self.how, 0)
 
     @property
     def inferred(self) -> bool:
@@ -174,6 +201,9 @@ def read_line(text: str, line: int, found: dict[str, LogVersion], head: bool = F
         _add(found, report.group("name").replace(" ", "-"), report.group("version"), line, "report")
     for f in (*FREEZE.finditer(text), *WHEEL.finditer(text), *SINGLE.finditer(text)):
         _add(found, f.group("name"), f.group("version"), line, "listing")
+    for p in PROSE.finditer(text):
+        if not _BOUND_BEFORE.search(text[max(0, p.start() - 40) : p.start()]):
+            _add(found, p.group("name"), p.group("version"), line, "prose")
     installed = INSTALLED.search(text)
     if installed:
         for item in installed.group("list").split():
@@ -207,6 +237,13 @@ _HEAD_KEYS = (
 )
 
 
+#: a line that may name a version in prose: a digit right after a stack name (and a space or "v")
+_PROSE_HINT = re.compile(
+    rb"(?i)(?:torch|trl|vllm|transformers|accelerate|deepspeed|peft|unsloth|liger|flash|"
+    rb"bitsandbytes|xformers|triton|verl|openrlhf)[_-]?[a-z]{0,8} ?v?\d"
+)
+
+
 def read_head(data: bytes) -> dict[str, LogVersion]:
     """The versions the first ``HEAD`` bytes of a log show (a cut last line is left out)."""
     from envdoctor.triage.scanner import clean, split_prefix
@@ -227,6 +264,7 @@ def read_head(data: bytes) -> dict[str, LogVersion]:
         listing = head_word in starts
         if (
             not listing
+            and not _PROSE_HINT.search(piece)
             and not any(k in piece for k in _HEAD_KEYS)
             and not (b"=" in piece and any(n + b"=" in piece or n + b"[" in piece for n in starts))
         ):

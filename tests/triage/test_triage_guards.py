@@ -331,6 +331,23 @@ def test_a_librarys_allocation_failure_on_the_gpu_is_cuda_out_of_memory():
         "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'out of memory'\n"
     )
     assert (f.rule, f.severity) == ("TRI001", Severity.ERROR) and "NCCL could not allocate" in f.message
+    # a driver call's WARN carries the error's number (NCCL's CUCHECK: "Cuda failure 2 '...'")
+    f = _one(
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 2 'out of memory'\n"
+    )
+    assert (f.rule, f.severity) == ("TRI001", Severity.ERROR) and "NCCL could not allocate" in f.message
+
+
+def test_an_unhandled_cuda_error_that_does_not_say_which_sends_to_ncclls_own_line():
+    """Set 21's a004: NCCL's "unhandled cuda error" in a backward's reduce-scatter with no "Last
+    error" line (an out-of-memory, settled): the fix is the line that tells, not NCCL's network."""
+    f = _one(
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.28.9\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\n"
+    )
+    assert f.rule == "TRI002" and "does not show which" in f.message
+    assert "NCCL_DEBUG=WARN" in f.fix and "'out of memory'" in f.fix and "NCCL_SOCKET_IFNAME" not in f.fix
 
 
 def test_an_nccl_cuda_error_of_another_kind_stays_nccls():

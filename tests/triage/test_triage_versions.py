@@ -45,6 +45,18 @@ from tests.triage.helpers import findings, judge, scan_bytes
         ("INFO 06-03 01:55:32 [api_server.py:1043] vLLM API server version 0.9.1\n", "vllm", "0.9.1"),
         ("I am using trl=0.18.0, transformers=4.52.3, vllm=0.8.5.post1\n", "vllm", "0.8.5.post1"),  # prose
         ("trl[vllm]=0.19.0\n", "trl", "0.19.0"),
+        # prose: a name, a space or nothing, the version (set 21's c004: "torch2.2.1+cu121")
+        (
+            "I am installing: transformers 4.38.1, accelerate 0.23.0, torch2.2.1+cu121\n",
+            "torch",
+            "2.2.1+cu121",
+        ),
+        (
+            "I am installing: transformers 4.38.1, accelerate 0.23.0, torch2.2.1+cu121\n",
+            "accelerate",
+            "0.23.0",
+        ),
+        ("with vLLM v0.8.5 and TRL 0.17.0 on two H100s\n", "vllm", "0.8.5"),
     ],
 )
 def test_every_shape_of_a_version(text, dist, version):
@@ -63,6 +75,12 @@ def test_every_shape_of_a_version(text, dist, version):
         '    "transformers_version": "4.51.3",\n',  # a model's config, not the installed release
         "Processed prompts: 100%|██████████| 8/8 [00:01<00:00, 5.1it/s]\n",
         "--max_length=4096 --torch_dtype=bfloat16 --vllm_gpu_memory_utilization=0.3\n",  # options
+        "deepspeed stage 3 on 8 GPUs with torch 2 and accelerate 1.x\n",  # no release named
+        "vllm_gpu_memory_utilization 0.3, torch_dtype 2.0\n",  # a config key, not the package
+        "torch 2.6.0rc1x and trl 0.19.0.dev0abc\n",  # a word glued after the version
+        # a bound, not the run's release (heldout-2026-11-28c/012: torch's own warning)
+        "but this warning has only been added since PyTorch 2.4 (function operator())\n",
+        "This feature was removed in transformers 5.0; please upgrade to vllm 0.8.5 or use trl >= 0.19.0\n",
     ],
 )
 def test_a_path_or_a_models_config_is_not_a_version(text):
@@ -80,6 +98,13 @@ def test_unsloths_start_banner_gives_unsloth_transformers_and_vllm():
         "vllm": "0.7.3",
     }
     assert read_head(b"unsloth_zoo==2025.7.1\nverifiers==0.1.0\n").keys() == {"unsloth-zoo", "verifiers"}
+
+
+def test_a_version_in_prose_yields_to_a_listing_of_the_same_package():
+    """A sentence ("upgraded from trl 0.14.0") is the weakest evidence: pip's listing wins."""
+    found = read_head(b"trl==0.19.0\nI upgraded from trl 0.14.0 to fix it\n")
+    assert found["trl"].version == "0.19.0" and found["trl"].how == "listing"
+    assert read_head(b"I use trl 0.14.0 here\n")["trl"].how == "prose"
 
 
 def test_a_banner_wins_over_a_listing_and_the_later_of_equals_wins():
