@@ -435,11 +435,31 @@ def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
                 continue  # 0+unknown: installed, but which release is not recorded: no range judges it
             if spec and versions.satisfies(installed, spec) is False:
                 found = _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry, curated)
+                found = _overridden(ctx, target, found)
                 if found is not None and unused and "vllm" in (src, target):
                     found = unused_vllm(found, unused, trl_imports_vllm(ctx) if target == "torch" else None)
                 if found is not None:
                     yield found
         yield from _undeclared_floors(ctx, src, pkg, lines)
+
+
+def _overridden(ctx: Context, target: str, found: Hit | None) -> Hit | None:
+    """An unmet requirement on a package the repository declares as an override (uv's
+    ``override-dependencies``): the repository chose that release over the requirement on
+    purpose, so the installer puts it in place; whether the requiring package runs with it is
+    not known (a pin is often conservative), so an error is a warning and says so."""
+    stack = (ctx.facts.extra.get("declared") or {}).get("stack") or {}
+    entry = stack.get(target)
+    decl = next((d for d in getattr(entry, "decls", ()) if d.override), None)
+    if found is None or decl is None or found.severity not in (None, Severity.ERROR):
+        return found  # None: PKG004's own severity, an error
+    return replace(
+        found,
+        message=f"{found.message} (a warning: {decl.where} declares {target} as an override of "
+        "every requirement on it ([tool.uv] override-dependencies), so uv installs it over this "
+        "one on purpose; whether the requiring package runs with it is not proved either way)",
+        severity=Severity.WARNING,
+    )
 
 
 def _undeclared_floors(ctx: Context, src: str, pkg: Package, lines: list[str]) -> Iterator[Hit]:

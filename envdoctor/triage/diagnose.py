@@ -398,7 +398,7 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
     elif _UNHANDLED_CUDA.search(g.get("error", "") or ms[0].text):
         what = (
             "NCCL failed: unhandled cuda error — a CUDA call inside NCCL failed, and the log does not "
-            "show which (NCCL names it on a \"Cuda failure …\" line, printed with NCCL_DEBUG=WARN)"
+            'show which (NCCL names it on a "Cuda failure …" line, printed with NCCL_DEBUG=WARN)'
         )
         fix = (
             "run once with NCCL_DEBUG=WARN and read NCCL's \"Cuda failure …\" line: 'out of memory' means "

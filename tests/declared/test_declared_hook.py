@@ -392,3 +392,35 @@ def test_an_evaluation_stage_requirements_file_is_not_the_training_stack(tmp_pat
     files = {"requirements.txt": requirements(OPEN_R1_PINS), "requirements-dev.txt": "torch==2.7.1\n"}
     out = hook(committed_repo(tmp_path / "b", files))
     assert "DCL004" in out.stdout
+
+
+PYPROJECT_OVERRIDE = """\
+[project]
+name = "grpo-run"
+version = "0.1.0"
+dependencies = [
+    "torch==2.10.0",
+    "transformers==5.5.4",
+    "trl==1.2.0",
+    "vllm==0.18.0",
+]
+{uv}
+"""
+
+
+@pytest.mark.parametrize("override", [True, False])
+def test_a_requirement_the_repository_overrides_on_purpose_is_a_warning(tmp_path, override):
+    """DhrumanGupta/self-supervision-rl (a reach case): vLLM 0.18.0 requires transformers<5, and
+    the repository declares transformers 5.5.4 in [tool.uv] override-dependencies as well, so uv
+    installs it over vLLM's pin on purpose; the gate went red on it (PKG004 error). Without the
+    override the same pins are an error still."""
+    uv = '[tool.uv]\noverride-dependencies = [\n    "transformers==5.5.4",\n]\n' if override else ""
+    repo = committed_repo(tmp_path, {"pyproject.toml": PYPROJECT_OVERRIDE.format(uv=uv)})
+    out = hook(repo, "--select", "PKG004")
+    text = " ".join(out.stdout.split())
+    assert "PKG004 vllm 0.18.0 requires transformers" in text
+    if override:
+        assert out.returncode == 0, out.stdout
+        assert "pyproject.toml:12 declares transformers as an override" in text
+    else:
+        assert out.returncode == 1 and "override" not in text

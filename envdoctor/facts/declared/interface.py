@@ -95,6 +95,9 @@ class Declaration:
     via: str = ""  # set when another declaration implies this one: "trl[vllm]==0.18.0"
     url: str = ""  # a direct reference (``trl @ git+https://…@<sha>``): where it comes from
     ref: str = ""  # the git commit, tag or branch after ``@`` in ``url`` ("" when none)
+    #: declared as an override of every other requirement on it (uv's ``override-dependencies``):
+    #: the installer puts it in place whatever another package requires
+    override: bool = False
 
     @property
     def pinned(self) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +36,24 @@ def read(path: Path, shown: str) -> Found:
     uv = _table(_table(data.get("tool")).get("uv"))
     for key in ("constraint-dependencies", "override-dependencies", "dev-dependencies"):
         lists.append((f"[tool.uv].{key}", uv.get(key)))
-    texts = [
-        t for _, reqs in lists for t in (reqs if isinstance(reqs, list) else []) if isinstance(t, str)
+    said = [
+        (key, t)
+        for key, reqs in lists
+        for t in (reqs if isinstance(reqs, list) else [])
+        if isinstance(t, str)
     ]  # not {include-group = "…"}: its group is read on its own
-    spend(shown, len(texts))
-    index = LineIndex(lines, texts)  # one pass for every dependency's line
-    for text in texts:
-        decl = requirement(text, shown, index.find(text))
+    spend(shown, len(said))
+    index = LineIndex(lines, [t for _, t in said])  # one pass for every dependency's line
+    starts = {
+        key: line_of(lines, key.rsplit(".", 1)[-1]) for key in dict(said) if key.startswith("[tool.uv]")
+    }
+    for key, text in said:
+        # uv's lists repeat a requirement of [project] ("transformers==5.5.4"): found from their key on
+        start = max(starts.get(key, 1) - 1, 0)
+        decl = requirement(text, shown, index.find(text, start))
         if decl is not None:
-            found.declarations.append(decl)
+            override = key == "[tool.uv].override-dependencies"
+            found.declarations.append(replace(decl, override=True) if override else decl)
     python = project.get("requires-python")
     if isinstance(python, str) and versions.spec(python) is not None:
         found.declarations.append(
