@@ -750,6 +750,32 @@ def follow(
     return _result(reader, launched, env)
 
 
+#: bytes of a candidate's script read for GRPO's names (a script names its trainer near the top)
+_NAME_READ = 256 * 1024
+_GRPO_WORDS = (b"GRPOTrainer", b"GRPOConfig", b"grpo_trainer", b"GRPO_Trainer")
+
+
+def _grpo_named(found: list[_Found], folder: str) -> _Found | None:
+    """Of a script's several plain commands (prepare the data, train, evaluate), the one that
+    runs GRPO: the only one whose script's file or module is named for GRPO (``run_grpo.py``),
+    else the only one whose script names GRPO's trainer or config; None where that is not one."""
+    named = [f for f in found if "grpo" in (f.launch.script or f.launch.module or "").lower()]
+    if len(named) == 1:
+        return named[0]
+    naming = []
+    for f in found:
+        path = _at(folder or None, f.launch.script or "")
+        if f.launch.script and path and os.path.isfile(path):
+            try:
+                with open(path, "rb") as fh:
+                    head = fh.read(_NAME_READ)
+            except OSError:
+                continue
+            if any(w in head for w in _GRPO_WORDS):
+                naming.append(f)
+    return naming[0] if len(naming) == 1 else None
+
+
 def _result(reader: _Reader, launched: str, env: dict[str, str]) -> list[Launch]:
     servers = [f.launch for f in reader.found if f.launch.is_server]
     trainers = [f for f in reader.found if not f.launch.is_server]
@@ -772,7 +798,8 @@ def _result(reader: _Reader, launched: str, env: dict[str, str]) -> list[Launch]
         return [*servers, _unknown(launched, env, tokens, why)]
     else:
         typed = [f for f in distinct.values() if f.launch.launcher.startswith(_TRAINER_LAUNCHERS + ("trl-",))]
-        chosen = typed[0] if len(typed) == 1 else list(distinct.values())[-1]
+        grpo = _grpo_named(list(distinct.values()), reader.folder)
+        chosen = typed[0] if len(typed) == 1 else grpo or list(distinct.values())[-1]
         trainer = chosen.launch
         others = [f.launch.source or "" for f in distinct.values() if f is not chosen]
         notes += (

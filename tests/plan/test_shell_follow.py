@@ -376,3 +376,34 @@ def test_an_exit_in_a_function_stops_the_reading_only_where_it_runs(here):
     )
     (launch,) = parse_launches(argv=["bash", "run.sh"])
     assert launch.script == "train.py" and launch.source == "run.sh:13"
+
+
+PIPELINE = """\
+#!/bin/bash
+set -e
+python scripts/prepare_data.py --out data
+python scripts/{train} --config cfg.yaml
+python scripts/evaluate.py --model outputs/model
+python scripts/make_table.py
+"""
+
+
+@pytest.mark.parametrize(
+    "train, body, chosen",
+    [
+        # AravTewari/11868-grpo's run_catalyst_minimal.sh: data, reward model, GRPO, PPO, DPO,
+        # evaluation, a table: the last command (the table) had been read as the trainer
+        ("run_grpo.py", "from grpo_trainer import create_grpo_trainer\n", "run_grpo.py"),
+        ("train.py", "from trl import GRPOConfig, GRPOTrainer\n", "train.py"),  # its trainer's name
+        ("train.py", "import torch\n", "make_table.py"),  # nothing names GRPO: the last, as before
+    ],
+)
+def test_of_a_pipelines_plain_commands_the_grpo_one_is_the_trainer(here, train, body, chosen):
+    (here / "scripts").mkdir()
+    for name in ("prepare_data.py", "evaluate.py", "make_table.py"):
+        (here / "scripts" / name).write_text("import json\n")
+    (here / "scripts" / train).write_text(body)
+    (here / "run.sh").write_text(PIPELINE.format(train=train))
+    (trainer,) = parse_launches(argv=["bash", "run.sh"])
+    assert trainer.script == f"scripts/{chosen}"
+    assert any("read as the trainer" in u for u in trainer.unknown)  # the others are said
