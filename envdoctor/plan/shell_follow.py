@@ -755,7 +755,7 @@ _NAME_READ = 256 * 1024
 _GRPO_WORDS = (b"GRPOTrainer", b"GRPOConfig", b"grpo_trainer", b"GRPO_Trainer")
 
 
-def _grpo_named(found: list[_Found], folder: str) -> _Found | None:
+def _grpo_named(found: list[_Found], folder: str | None) -> _Found | None:
     """Of a script's several plain commands (prepare the data, train, evaluate), the one that
     runs GRPO: the only one whose script's file or module is named for GRPO (``run_grpo.py``),
     else the only one whose script names GRPO's trainer or config; None where that is not one."""
