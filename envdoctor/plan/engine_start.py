@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 #: vLLM's offline engines whose process start VLLM_ENABLE_V1_MULTIPROCESSING governs
@@ -110,14 +110,19 @@ Locator = Callable[[str, int, Path], "Path | None"]
 
 
 def read_engine_start(
-    script: Path, tree: ast.Module, label: str, load: Loader, locate: Locator
+    script: Path, tree: ast.Module, label: str, load: Loader, locate: Locator, notebook: bool = False
 ) -> EngineStart | None:
     """The engine the script's module-level code reaches (``EngineStart``), or None: it builds
-    none that envdoctor can reach through calls it resolves."""
+    none that envdoctor can reach through calls it resolves. ``notebook``: the code runs in
+    IPython (its cells hold magics), whose ``__main__`` a spawned child does not re-import: no
+    statement of it is ``unguarded``."""
     try:
-        return _read(_Reader(load, locate), script, tree, label)
+        found = _read(_Reader(load, locate), script, tree, label)
     except (RecursionError, MemoryError):  # too deep to walk: not read
         return None
+    if found is not None and notebook:
+        found = replace(found, unguarded=None)
+    return found
 
 
 def _read(reader: _Reader, script: Path, tree: ast.Module, label: str) -> EngineStart | None:

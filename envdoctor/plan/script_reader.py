@@ -1700,8 +1700,10 @@ def read_script(
     if any(mod.vllm_engines for mod in [main, *followed]):
         data = text.encode("utf-8") if text is not None else read_source(script)[0]
         tree = parse_source(data, label)[0] if data is not None else None
-        if tree is not None:
-            decl.engine_start = read_engine_start(script, tree, label, res.tree, res.locate)
+        if tree is not None and data is not None:
+            # IPython magics run only in a notebook, whose __main__ spawn does not re-import
+            notebook = script.suffix == ".ipynb" or _without_magics(data) is not None
+            decl.engine_start = read_engine_start(script, tree, label, res.tree, res.locate, notebook)
     return decl
 
 

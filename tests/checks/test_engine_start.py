@@ -161,3 +161,12 @@ def test_reading_is_bounded_on_recursive_and_long_call_chains(tmp_path):
     dotted = "import torch\nimport vllm\ntorch.cuda.set_device(0)\nvllm.LLM(model='m')\n"
     (f,) = _lay021(tmp_path, dotted)
     assert "vllm.LLM(...)" in f.message and "set_device" in f.message
+
+
+def test_a_notebook_is_not_re_imported_by_spawn(tmp_path):
+    # IPython magics run only in a notebook, whose __main__ a spawned child does not re-import
+    (f,) = _lay021(tmp_path, UNGUARDED)
+    assert f.severity is Severity.ERROR
+    assert _lay021(tmp_path, "!pip install vllm\n" + UNGUARDED) == []
+    read = read_script(str(tmp_path / "train.py")).engine_start
+    assert read is not None and read.cuda_init and read.unguarded is None  # read, not refused
