@@ -1,4 +1,4 @@
-"""LAY021: how vLLM starts the engine a training script builds itself (``LLM(...)``).
+"""LAY021 / LAY022: how vLLM starts the engine a training script builds itself (``LLM(...)``).
 
 The script's reading is ``plan.engine_start`` (its syntax tree, never run); the releases' facts
 are ``rules/knowledge/vllm.yaml`` ``engine_process``: V1's EngineCore runs in its own process
@@ -10,10 +10,15 @@ or torch's CUDA is initialised (vLLM then forces spawn). Two failures follow:
 - ``torch.cuda.is_available()`` initialises the CUDA driver without torch's CUDA state: vLLM
   keeps fork, and the forked EngineCore cannot use CUDA (a warning: a call envdoctor does not
   follow may initialise torch's CUDA first, and vLLM then spawns).
+
+LAY022: ``distributed_executor_backend="external_launcher"`` is vLLM's executor for engines a
+torchrun-style launcher starts, one per rank: it reads ``int(os.environ["RANK"])`` (and
+``LOCAL_RANK`` from 0.7.3) at engine start, which a plain ``python`` launch does not set.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from typing import Any
 
@@ -140,4 +145,54 @@ def vllm_engine_process_start(ctx: Context) -> Iterator[Hit]:
         remedy=remedies,
         engine=es.engine,
         probe=es.cuda_probe,
+    )
+
+
+#: the first release with the external_launcher executor, and the variables it reads from which
+#: release (vllm/executor/uniproc_executor.py, v1/executor/uniproc_executor.py from 0.11)
+EXTERNAL_SINCE = "0.7.0"
+RANK_READ_SINCE = {"RANK": "0.7.0", "LOCAL_RANK": "0.7.3"}
+
+
+@rule("LAY022")
+def vllm_external_launcher_without_ranks(ctx: Context) -> Iterator[Hit]:
+    """external_launcher's engine in a process a plain ``python`` line starts, with no rank set."""
+    script = ctx.plan.script
+    es = script.engine_start if script is not None and not script.problem else None
+    trainer = ctx.plan.trainer
+    if es is None or es.backend != "external_launcher" or trainer is None or trainer.launcher != "python":
+        return
+    version = ctx.version("vllm")
+    if version is None or not versions.at_least(version, EXTERNAL_SINCE):
+        return
+    env = trainer_env(ctx.facts, trainer)
+    missing = [
+        k
+        for k, since in RANK_READ_SINCE.items()
+        if versions.at_least(version, since) and k not in env and k not in es.rank_env
+    ]
+    if not missing:
+        return
+    past = beyond_horizon("vllm", version, ctx.kb)
+    said = past.said() if past else f"vLLM {version}"
+    line = trainer.raw
+    target = trainer.script or (f"-m {trainer.module}" if trainer.module else "")
+    if not target:
+        return  # what the line runs is not known: no launch to rewrite
+    prefix = [f"{k}={shlex.quote(v)}" for k, v in trainer.env.items()]
+    words = [*prefix, "torchrun", "--nproc_per_node", str(es.tensor_parallel or 1), target]
+    torchrun = " ".join([*words, *(shlex.quote(a) for a in trainer.script_args)])
+    lines = tuple(lx.raw for lx in ctx.plan.launches if lx is not trainer)
+    yield hit(
+        f"{es.engine} asks {said} for distributed_executor_backend='external_launcher', the executor "
+        "for engines a torchrun-style launcher starts (one per rank): it reads "
+        + " and ".join(f"int(os.environ['{k}'])" for k in missing)
+        + f" at engine start, and `{line}` starts a plain Python process that sets neither, nor does the "
+        f"environment or the code read: KeyError: '{missing[0]}' before the engine loads",
+        fix=f"{torchrun}  # torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; "
+        "or drop distributed_executor_backend for one process (vLLM then starts its own engine)",
+        severity="error" if past is None else "warning",
+        remedy=Remedy(launch=(*lines, torchrun), fix=f"{torchrun}  # one process per tensor-parallel rank"),
+        engine=es.engine,
+        missing=missing,
     )

@@ -58,6 +58,8 @@ CUDA_INIT_CALLS = frozenset(
 FACTORIES = frozenset(
     {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor", "arange", "as_tensor", "eye"}
 )
+#: the variables vLLM's external_launcher executor reads (``int(os.environ["RANK"])``)
+RANK_KEYS = ("RANK", "LOCAL_RANK")
 MAX_DEPTH = 6  # calls followed from the script's module level to the engine
 MAX_STEPS = 20000  # statements visited for one script
 
@@ -82,6 +84,8 @@ class EngineStart:
     tensor_parallel: int | None = 1
     #: its literal ``distributed_executor_backend`` ("" when not given), None when computed
     backend: str | None = ""
+    #: the rank variables (``RANK_KEYS``) the files read write into ``os.environ``, any value
+    rank_env: tuple[str, ...] = ()
 
 
 @dataclass
@@ -140,9 +144,11 @@ def _read(reader: _Reader, script: Path, tree: ast.Module, label: str) -> Engine
             elif kind == "maybe" and maybe is None:
                 maybe = where
     env: dict[str, tuple[str, str]] = {}
+    ranks: set[str] = set()
     for file in reader.files.values():
         for key, value, line in _env_writes(file.tree):
             env.setdefault(key, (value, f"{file.label}:{line}"))
+        ranks |= _keys_written(file.tree, RANK_KEYS)
     call = found.engine
     return EngineStart(
         engine=f"{_dotted(call.func) or 'LLM'}(...) in {found.file.label}:{call.lineno}",
@@ -153,6 +159,7 @@ def _read(reader: _Reader, script: Path, tree: ast.Module, label: str) -> Engine
         env=env,
         tensor_parallel=_int_keyword(call, "tensor_parallel_size", 1),
         backend=_str_keyword(call, "distributed_executor_backend"),
+        rank_env=tuple(sorted(ranks)),
     )
 
 
@@ -512,6 +519,30 @@ def _env_writes(tree: ast.Module) -> Iterator[tuple[str, str, int]]:
                 for text, value in pairs:
                     if text in ENV_KEYS and isinstance(value, ast.Constant):
                         yield text, str(value.value), node.lineno
+
+
+def _keys_written(tree: ast.Module, keys: tuple[str, ...]) -> set[str]:
+    """Which of ``keys`` the file writes into ``os.environ`` (any value, any form: a subscript, a
+    ``setdefault`` / ``update`` / ``putenv``, a text key anywhere in such a call)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            found |= {
+                str(t.slice.value)
+                for t in node.targets
+                if isinstance(t, ast.Subscript)
+                and (_dotted(t.value) or "").endswith("environ")
+                and isinstance(t.slice, ast.Constant)
+                and t.slice.value in keys
+            }
+        elif isinstance(node, ast.Call) and (_dotted(node.func) or "").endswith(
+            ("environ.setdefault", "environ.update", "putenv")
+        ):
+            found |= {str(k.arg) for k in node.keywords if k.arg is not None and k.arg in keys}
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Constant) and sub.value in keys:
+                    found.add(str(sub.value))
+    return found
 
 
 def _int_keyword(call: ast.Call, name: str, default: int) -> int | None:

@@ -170,3 +170,43 @@ def test_a_notebook_is_not_re_imported_by_spawn(tmp_path):
     assert _lay021(tmp_path, "!pip install vllm\n" + UNGUARDED) == []
     read = read_script(str(tmp_path / "train.py")).engine_start
     assert read is not None and read.cuda_init and read.unguarded is None  # read, not refused
+
+
+# --- LAY022: external_launcher outside a torchrun-style launch -------------------------------------
+
+EXTERNAL = HEAD + "llm = LLM(model='m', seed=0, distributed_executor_backend='external_launcher')\n"
+
+
+def _lay022(tmp_path: Path, script: str = EXTERNAL, launch: str = "python", vllm: str = "0.10.2", env=None):
+    (tmp_path / "train.py").write_text(script)
+    snap = snapshot(1, packages={**MODERN, "vllm": vllm}, env=env)
+    return [f for f in findings(snap, launch=f"{launch} {tmp_path / 'train.py'} --n 2") if f.rule == "LAY022"]
+
+
+def test_external_launcher_under_plain_python_is_an_error_with_a_torchrun_launch(tmp_path):
+    (f,) = _lay022(tmp_path)
+    assert f.severity is Severity.ERROR and "KeyError: 'RANK'" in f.message and "LOCAL_RANK" in f.message
+    assert f.remedy is not None and f.remedy.launch == (
+        f"torchrun --nproc_per_node 1 {tmp_path / 'train.py'} --n 2",
+    )
+    assert _lay021(tmp_path, EXTERNAL) == []  # the engine runs in-process: no start method to judge
+
+
+def test_external_launcher_quiet_with_ranks_from_the_launcher_the_env_or_the_code(tmp_path):
+    assert _lay022(tmp_path, launch="torchrun --nproc_per_node 1") == []
+    assert _lay022(tmp_path, env={"RANK": "0", "LOCAL_RANK": "0"}) == []
+    ranks = "import os\nos.environ.update(RANK='0', LOCAL_RANK=str(0))\n" + EXTERNAL
+    assert _lay022(tmp_path, ranks) == []
+    assert _lay022(tmp_path, vllm="0.6.6") == []  # no external_launcher executor yet
+    (f,) = _lay022(tmp_path, vllm="0.7.3", env={"RANK": "0"})  # LOCAL_RANK read from 0.7.3
+    assert "LOCAL_RANK" in f.message and "KeyError: 'LOCAL_RANK'" in f.message
+    assert _lay022(tmp_path, vllm="0.7.2", env={"RANK": "0"}) == []
+
+
+def test_the_fix_closure_proves_the_torchrun_launch(tmp_path):
+    (tmp_path / "train.py").write_text(EXTERNAL)
+    facts = from_dict(snapshot(1, packages={**MODERN, "vllm": "0.10.2"}), "snap")
+    closure = close(facts, build_plan(launch=f"python {tmp_path / 'train.py'}", live=False), Rerun())
+    assert "LAY022" in closure.fixed and closure.changes.launch is not None
+    assert closure.changes.launch[-1].startswith("torchrun --nproc_per_node 1 ")
+    assert not [f for f in closure.after if f.rule == "LAY022"]

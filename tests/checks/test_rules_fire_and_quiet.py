@@ -43,6 +43,7 @@ _COLO = {"use_vllm": True, "vllm_mode": "colocate", "dataset_name": "{tmp}/d.jso
 # a script that builds vLLM's engine itself after moving a model to CUDA: LAY021
 _ENGINE = "import torch\nfrom vllm import LLM\n{body}"
 _ENGINE_BODY = "x = torch.zeros(1).cuda()\nllm = LLM(model='m')\n"
+_EXTERNAL = "llm = LLM(model='m', seed=0, distributed_executor_backend='external_launcher')\n"
 _ENGINE_GUARDED = (
     "def main():\n    x = torch.zeros(1).cuda()\n    llm = LLM(model='m')\n\n"
     "if __name__ == '__main__':\n    main()\n"
@@ -335,6 +336,13 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
     "LAY021": (  # a script's own vLLM engine, spawned (CUDA initialised) from unguarded code
         {"launch": "python {tmp}/gen.py", "files": {"gen.py": _ENGINE.format(body=_ENGINE_BODY)}},
         {"launch": "python {tmp}/gen.py", "files": {"gen.py": _ENGINE.format(body=_ENGINE_GUARDED)}},
+    ),
+    "LAY022": (  # external_launcher's engine in a plain python process: no RANK
+        {"launch": "python {tmp}/gen.py", "files": {"gen.py": _ENGINE.format(body=_EXTERNAL)}},
+        {
+            "launch": "torchrun --nproc_per_node 1 {tmp}/gen.py",
+            "files": {"gen.py": _ENGINE.format(body=_EXTERNAL)},
+        },
     ),
     "LAY019": (
         {
