@@ -149,7 +149,7 @@ def vllm_engine_process_start(ctx: Context) -> Iterator[Hit]:
 
 
 #: the first release with the external_launcher executor, and the variables it reads from which
-#: release (vllm/executor/uniproc_executor.py, v1/executor/uniproc_executor.py from 0.11)
+#: release (vllm.yaml engine_process.external_launcher_reads; these where the file lacks them)
 EXTERNAL_SINCE = "0.7.0"
 RANK_READ_SINCE = {"RANK": "0.7.0", "LOCAL_RANK": "0.7.3"}
 
@@ -166,9 +166,10 @@ def vllm_external_launcher_without_ranks(ctx: Context) -> Iterator[Hit]:
     if version is None or not versions.at_least(version, EXTERNAL_SINCE):
         return
     env = trainer_env(ctx.facts, trainer)
+    reads = (ctx.kb.vllm.get("engine_process") or {}).get("external_launcher_reads") or RANK_READ_SINCE
     missing = [
         k
-        for k, since in RANK_READ_SINCE.items()
+        for k, since in reads.items()
         if versions.at_least(version, since) and k not in env and k not in es.rank_env
     ]
     if not missing:
