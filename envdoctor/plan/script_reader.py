@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.knowledge.trl_hook_calls import self_calls, signature_text
+from envdoctor.plan.engine_start import EngineStart, read_engine_start
 from envdoctor.plan.interface import (
     CODE_ORIGIN,
     CONFIG_KINDS,
@@ -263,6 +264,9 @@ class ScriptDecl:
     #: where the files read build a vLLM engine that no ``use_vllm`` test guards (``LLM(...)
     #: in train.py:214``): the run generates with vLLM whatever its config says; None for none
     vllm_engine: str | None = None
+    #: how the script's module-level code reaches a vLLM engine it builds itself (``LLM(...)``)
+    #: and what it runs before on that path (``plan.engine_start``); None when none is reached
+    engine_start: EngineStart | None = None
     #: where the script or a module it imports reads a config file into plain data itself
     #: (``yaml.safe_load in train.py:19``), None when none does
     self_load: str | None = None
@@ -1361,6 +1365,11 @@ class _Resolver:
 
     def module(self, dotted: str, level: int, home: Path) -> SourceFacts | None:
         """A repository module by its import name (relative to ``home``'s folder when ``level``)."""
+        found = self.locate(dotted, level, home)
+        return None if found is None else self._get(found)
+
+    def locate(self, dotted: str, level: int, home: Path) -> Path | None:
+        """The file of a repository module by its import name, not read."""
         if level:
             base = home.parent
             for _ in range(level - 1):
@@ -1379,8 +1388,21 @@ class _Resolver:
                 base.joinpath(*parts, "__init__.py"),
             ):
                 if candidate is not None and candidate.is_file():
-                    return self._get(candidate)
+                    return candidate
         return None
+
+    def tree(self, path: Path) -> tuple[ast.Module, str] | None:
+        """A repository file's syntax tree and label (as ``envdoctor fix`` edited it), within the
+        bounds of the modules followed; None when not read."""
+        if len(self.loaded) >= MAX_IMPORTED_FILES:
+            return None
+        label = _label(path)
+        text = self.edited.get(os.path.normpath(label))
+        data, _ = (text.encode("utf-8"), None) if text is not None else read_source(path)
+        if data is None:
+            return None
+        tree, _ = parse_source(data, label)
+        return None if tree is None else (tree, label)
 
     def _get(self, path: Path) -> SourceFacts | None:
         key = path.resolve()
@@ -1675,6 +1697,13 @@ def read_script(
         ),
         None,
     )
+    if any(mod.vllm_engines for mod in [main, *followed]):
+        data = text.encode("utf-8") if text is not None else read_source(script)[0]
+        tree = parse_source(data, label)[0] if data is not None else None
+        if tree is not None and data is not None:
+            # IPython magics run only in a notebook, whose __main__ spawn does not re-import
+            notebook = script.suffix == ".ipynb" or _without_magics(data) is not None
+            decl.engine_start = read_engine_start(script, tree, label, res.tree, res.locate, notebook)
     return decl
 
 

@@ -40,6 +40,14 @@ _AML_JOB = (
     "distribution:\n  type: {kind}\n  process_count_per_instance: 2\n"
 )
 _COLO = {"use_vllm": True, "vllm_mode": "colocate", "dataset_name": "{tmp}/d.jsonl"}
+# a script that builds vLLM's engine itself after moving a model to CUDA: LAY021
+_ENGINE = "import torch\nfrom vllm import LLM\n{body}"
+_ENGINE_BODY = "x = torch.zeros(1).cuda()\nllm = LLM(model='m')\n"
+_EXTERNAL = "llm = LLM(model='m', seed=0, distributed_executor_backend='external_launcher')\n"
+_ENGINE_GUARDED = (
+    "def main():\n    x = torch.zeros(1).cuda()\n    llm = LLM(model='m')\n\n"
+    "if __name__ == '__main__':\n    main()\n"
+)
 
 # rule id -> (fires, quiet): each a dict of snapshot kwargs ("snap"), config, launch
 SCENARIOS: dict[str, tuple[dict, dict]] = {
@@ -324,6 +332,17 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "files": {"train.py": _TRAIN.format(defs="r = len"), "run.sh": "python {tmp}/train.py\n"},
         },
         {"launch": "python {tmp}/train.py", "files": {"train.py": _TRAIN.format(defs="r = len")}},
+    ),
+    "LAY021": (  # a script's own vLLM engine, spawned (CUDA initialised) from unguarded code
+        {"launch": "python {tmp}/gen.py", "files": {"gen.py": _ENGINE.format(body=_ENGINE_BODY)}},
+        {"launch": "python {tmp}/gen.py", "files": {"gen.py": _ENGINE.format(body=_ENGINE_GUARDED)}},
+    ),
+    "LAY022": (  # external_launcher's engine in a plain python process: no RANK
+        {"launch": "python {tmp}/gen.py", "files": {"gen.py": _ENGINE.format(body=_EXTERNAL)}},
+        {
+            "launch": "torchrun --nproc_per_node 1 {tmp}/gen.py",
+            "files": {"gen.py": _ENGINE.format(body=_EXTERNAL)},
+        },
     ),
     "LAY019": (
         {
