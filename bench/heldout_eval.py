@@ -629,6 +629,9 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
         if (
             isinstance(v, str)
             and re.match(r"(?i)\s*not (?:installed|used|in the [\w.-]+ env)\s*(?:$|[(,;:.–-])", v)
+            # "not in requirements.txt (and not installed by the notebook)": the same
+            or isinstance(v, str)
+            and re.match(r"(?i)\s*not in requirements\S*\s*\((?:and )?not installed\b", v)
             or (
                 # "==0.23.0 (… in a separate venv; not used by the reported GRPO runs)": another
                 # environment's, not the training one's
