@@ -257,7 +257,7 @@ def _finding(
         fix = "set " + ", ".join(f"{req.key}: {_text(_drop_value(row, req))} ({req.where})" for req in reqs)
         remedies.append(Remedy(config_set=merged, fix=fix))
         fixes.append(fix)
-    else:  # a keyword in the script's code: the exact edit, beside the config keys to change
+    elif any(r.top is None for r in reqs):  # a keyword in the code: the exact edit, and the keys
         sets = [f"set {r.key}: {_text(_drop_value(row, r))} ({r.where})" for r in reqs if r.top is not None]
         edits = list(dict.fromkeys(_edit(row, r, dist) for r in reqs if r.top is None))
         fixes.append(" and ".join(sets + edits))
@@ -273,7 +273,7 @@ def _finding(
         )
     return hit(
         message,
-        fix="; or ".join(fixes),
+        fix="; or ".join(fixes) or f"install {dist} (the release your TRL and transformers support)",
         severity=severity,
         remedy=remedies,
         package=dist,

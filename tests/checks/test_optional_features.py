@@ -190,7 +190,7 @@ def test_use_peft_without_peft_installs_the_release_trls_extra_allows():
     f = _one(_run(_facts(MODERN), launch="python train.py --use_peft"))
     assert f.severity is Severity.WARNING
     assert f.remedy is not None and f.remedy.packages == {"peft": "0.21.2"}
-    assert "pip install 'peft==0.21.2'" in f.fix
+    assert f.fix == "pip install 'peft==0.21.2'"  # dropping LoRA is no fix: install only
     assert not _run(_facts({**MODERN, "peft": "0.17.0"}), launch="python train.py --use_peft")
 
 
@@ -248,3 +248,10 @@ def test_quiet_where_an_installed_wrapper_may_have_brought_the_package():
     assert not _run(_facts({**MODERN, "unsloth": "2025.9.1"}), {"optim": "paged_adamw_8bit"})
     # TRL brings liger-kernel only through its `liger` extra: not brought by a plain install
     assert _run(_facts(MODERN), {"use_liger_kernel": True})
+
+
+def test_quiet_for_a_declared_stack():
+    """The hook's facts: a requirements file names what it pins, not what comes with it."""
+    facts = _facts(MODERN)
+    facts.extra["declared"] = {"stack": {}}
+    assert not _run(facts, {"use_liger_kernel": True})
