@@ -119,15 +119,22 @@ def brought_by(ctx: Context, dist: str) -> str | None:
 
 
 def absent(ctx: Context, dist: str) -> bool | None:
-    """Whether ``dist`` is known absent (True), installed (False) or not known (None): versions
-    named with ``--assume`` say nothing of the rest, nor does a declared stack (a requirements file
-    names what it pins, not what comes with it); a snapshot lists the collected stack only, and
-    not what a package whose requirements it does not list brings."""
+    """Whether ``dist`` is known absent (True), installed (False) or not known (None). A fact of
+    a live check (collect reads the stack and FEATURES), of a snapshot ``envdoctor collect`` wrote
+    (for the stack it collects), and of a snapshot that names it in ``absent``; versions named with
+    ``--assume`` say nothing of the rest, nor does a declared stack (a requirements file names what
+    it pins, not what comes with it), nor a snapshot written by hand that lists some packages
+    (a stack's note lists what it pins: open-r1's flash-attn is installed by its README), nor a
+    listed package whose requirements are not given and which is known to bring ``dist``."""
+    name = normalize_name(dist)
     if ctx.version(dist):
         return False
+    if name in (ctx.facts.extra.get("absent") or ()):
+        return True
     if ctx.facts.unknown(dist) or ctx.facts.extra.get("declared") is not None:
         return None
-    if not ctx.facts.live and normalize_name(dist) not in {normalize_name(s) for s in STACK}:
+    collected = bool((ctx.facts.extra.get("snapshot") or {}).get("envdoctor"))
+    if not ctx.facts.live and not (collected and name in {normalize_name(s) for s in STACK}):
         return None
     return None if brought_by(ctx, dist) else True
 

@@ -24,8 +24,15 @@ FIXTURE = Path(__file__).parent / "fixtures" / "fa2_qwen05"
 OLD_TF = {**MODERN, "transformers": "4.55.4"}
 
 
-def _facts(packages: dict, live: bool = False, env: dict | None = None, assumed: bool = False):
-    facts = from_dict(snapshot(1, packages={k: v for k, v in packages.items() if v}, env=env or {}), "snap")
+def _facts(
+    packages: dict, live: bool = False, env: dict | None = None, assumed: bool = False, collected: bool = True
+):
+    """Facts of one GPU; ``collected``: a snapshot `envdoctor collect` wrote (it lists the whole
+    stack, so what it lacks is absent), else one written by hand (a stack's note)."""
+    snap = snapshot(1, packages={k: v for k, v in packages.items() if v}, env=env or {})
+    if collected:
+        snap |= {"envdoctor": "0.1.0", "taken_at": "2026-11-30T12:00:00Z"}
+    facts = from_dict(snap, "snap")
     if live:
         facts.source = "live"
     if assumed:
@@ -125,12 +132,22 @@ def test_fa2_computed_value_in_the_script_is_no_request(tmp_path):
     assert not _run(_facts(OLD_TF), launch=_script(tmp_path, LOAD.format(pre=pre, value="impl")))
 
 
+def test_a_hand_written_snapshot_says_nothing_of_what_it_does_not_list():
+    """A stack's note lists what it pins (open-r1's README installs flash-attn; sets 13a/13b's
+    healthy R1-Onevision, RS-GRPO, open-r1, grpo-vision-reasoning, wd1): quiet unless the
+    snapshot names the package in ``absent``."""
+    config = {"model_init_kwargs": {"attn_implementation": "flash_attention_2"}}
+    assert not _run(_facts(OLD_TF, collected=False), config)
+    snap = snapshot(1, packages=OLD_TF, absent=["flash-attn"])
+    assert _one(_run(from_dict(snap, "snap"), config)).severity is Severity.ERROR
+
+
 def test_set21_repository_own_grpo_loop_asks_for_fa2_without_flash_attn(tmp_path):
     """thread-grpo-qwen0.5-08a79cb (set 21): the repository's own GRPOTrainer loads the policy
-    and the reference with FA2 on an Ampere GPU; flash-attn is not installed."""
+    and the reference with FA2 on an Ampere GPU; flash-attn is not installed (its stack says so)."""
     shutil.copytree(FIXTURE, tmp_path / "repo")
     stack = {"torch": "2.11.0", "transformers": "5.6.2", "datasets": "4.8.4", "tokenizers": "0.22.2"}
-    facts = from_dict(snapshot(1, A100_40, packages=stack), "snap")
+    facts = from_dict(snapshot(1, A100_40, packages=stack, absent=["flash-attn"]), "snap")
     cwd = os.getcwd()
     os.chdir(tmp_path / "repo")
     try:
@@ -214,7 +231,7 @@ def test_report_to_keeps_the_other_loggers_of_a_list():
 def test_report_to_quiet_where_installed_or_not_known():
     assert not _run(_facts({**MODERN, "wandb": "0.22.0"}, live=True), {"report_to": "wandb"})
     assert not _run(_facts({**MODERN, "tensorboardX": "2.6"}, live=True), {"report_to": "tensorboard"})
-    assert not _run(_facts(MODERN), {"report_to": "wandb"})  # a snapshot lists the stack only
+    assert not _run(_facts(MODERN), {"report_to": "wandb"})  # a collected snapshot: the stack only
     assert not _run(_facts(MODERN, live=True), {"report_to": "none"})
     assert not _run(_facts(MODERN, live=True), {"report_to": "all"})  # only what is installed
 
