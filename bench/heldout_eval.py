@@ -505,6 +505,18 @@ def _trl_from_note(note: str, context: str = "") -> str | None:
     return max(fits, key=versions.sort_key)
 
 
+def _not_installed(v: object) -> bool:
+    """The stack's note says the package is not on the training machine: "not installed (…)",
+    "not in the uv env (…)", "not used" (a verl / ROLL run: no TRL), "not in requirements.txt (and
+    not installed by the notebook)", or another environment's ("==0.23.0 (… in a separate venv;
+    not used by the reported GRPO runs)")."""
+    return isinstance(v, str) and bool(
+        re.match(r"(?i)\s*not (?:installed|used|in the [\w.-]+ env)\s*(?:$|[(,;:.–-])", v)
+        or re.match(r"(?i)\s*not in requirements\S*\s*\((?:and )?not installed\b", v)
+        or re.search(r"(?i)\bin a separate (?:venv|env|environment)\b", v)
+    )
+
+
 def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
     exact = {}
     undated: dict[str, str] = {}  # name -> a range the stack note gives, with no install day
@@ -625,16 +637,7 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
     # a package the stack says is not installed ("vllm": "not installed (required by
     # fast_inference=True)"): absent from the machine, whatever TRL's line would bring
     for name, v in stack.items():
-        # ... or "not in the uv env (…)", or "not used" (a verl / ROLL run: no TRL): the same
-        if (
-            isinstance(v, str)
-            and re.match(r"(?i)\s*not (?:installed|used|in the [\w.-]+ env)\s*(?:$|[(,;:.–-])", v)
-            or (
-                # "==0.23.0 (… in a separate venv; not used by the reported GRPO runs)": another
-                # environment's, not the training one's
-                isinstance(v, str) and re.search(r"(?i)\bin a separate (?:venv|env|environment)\b", v)
-            )
-        ):
+        if _not_installed(v):
             exact.pop(name, None)
     return exact
 
@@ -846,7 +849,10 @@ def setups(out: Path) -> None:
         origin = _origin(stack.get("trl"))
         if origin and "trl" in packages:  # a build from a git tree, as pip records it
             packages["trl"] = {"version": packages["trl"], "origin": origin}
-        snap = snapshot(count or 0, _gpu_model(gpus, H100), packages=packages)
+        # what the stack says is not installed: the snapshot says so (a hand-written snapshot
+        # lists what the note pins, not the whole environment)
+        gone = sorted(n for n, v in stack.items() if _not_installed(v) and n not in NOT_PACKAGES)
+        snap = snapshot(count or 0, _gpu_model(gpus, H100), packages=packages, absent=gone or None)
         if count is None:
             snap["gpus"] = None  # not known: not a machine with no GPU
         if _not_nvidia(gpus):  # an AMD machine: NVML (NVIDIA's) finds no driver there

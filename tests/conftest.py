@@ -48,6 +48,7 @@ def snapshot(
     processes: dict[int, list[dict]] | None = None,
     driver_cuda: str = "12.8",
     gpus: list[dict] | None = None,
+    absent: list[str] | None = None,
 ) -> dict[str, Any]:
     """A snapshot dict in the documented format (as `envdoctor collect` writes it)."""
     model = model or H100
@@ -80,7 +81,7 @@ def snapshot(
         "packages": {k: ({"version": v} if isinstance(v, str) else v) for k, v in pkgs.items()},
         "gpus": gpus,
         "env": env or {},
-    }
+    } | ({"absent": absent} if absent else {})
 
 
 def findings(

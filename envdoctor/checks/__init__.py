@@ -17,6 +17,7 @@ from envdoctor.checks import (
     layout_unused,
     memory,
     memory_plan,
+    optional_features,
     packages,
     repo_models,
     repository,
@@ -27,6 +28,7 @@ from envdoctor.checks import (
 
 ALL_MODULES = (
     packages,
+    optional_features,
     import_shadow,
     config,
     config_values,

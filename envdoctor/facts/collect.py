@@ -9,7 +9,7 @@ import sys
 from envdoctor.facts.environment import collect_env
 from envdoctor.facts.gpus import collect_gpus
 from envdoctor.facts.interface import Facts
-from envdoctor.facts.packages import collect_packages
+from envdoctor.facts.packages import FEATURES, STACK, collect_packages
 
 
 def collect_facts(gpus: bool = True) -> Facts:
@@ -18,7 +18,7 @@ def collect_facts(gpus: bool = True) -> Facts:
     facts = Facts(
         python=platform.python_version(),
         platform=f"{platform.system()}-{platform.release()}-{platform.machine()}",
-        packages=collect_packages(),
+        packages=collect_packages(STACK + FEATURES),
         env=collect_env(),
         hostname=_hostname(),
     )

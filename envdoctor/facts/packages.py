@@ -38,6 +38,10 @@ STACK = (
     "verifiers",  # wrappers over TRL's GRPOTrainer (known-failures catalogue)
 )
 
+#: distributions a feature of the run imports (rules/knowledge/optional_features.yaml) besides the
+#: stack: read too, so that their absence is a fact of a live check (PKG014)
+FEATURES = ("wandb", "tensorboard", "tensorboardX", "mlflow", "kernels")
+
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 #: ``Requires-Dist`` lines read per distribution (transformers has about 250; each costs a
 #: PEP 508 parse, 20-80 µs, in the facts and again in the rules: 100,000 took over 20 s)

@@ -64,6 +64,7 @@ def to_dict(facts: Facts) -> dict[str, Any]:
             )
             for name, p in sorted(facts.packages.items())
         },
+        **({"absent": list(facts.extra["absent"])} if facts.extra.get("absent") else {}),
         "gpus": None
         if facts.gpus_unknown
         else [
@@ -141,6 +142,10 @@ class _Reader:
         return value
 
 
+#: names a snapshot's ``absent`` list holds at most
+MAX_ABSENT = 500
+
+
 def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
     r = _Reader(source)
     if not isinstance(data, dict):
@@ -197,6 +202,11 @@ def from_dict(data: Any, source: str = "<snapshot>") -> Facts:
             origin=origin[:500] if origin else None,
             **_copies(r, pkg, where),
         )
+    absent = r.get(data, "absent", (list,), "", None)
+    if absent is not None:  # a hand-written snapshot's word that these are not installed
+        if len(absent) > MAX_ABSENT or not all(isinstance(x, str) and 0 < len(x) <= 200 for x in absent):
+            raise r.fail("absent", f"expected at most {MAX_ABSENT} distribution names")
+        facts.extra["absent"] = sorted({normalize_name(x) for x in absent} - set(facts.packages))
     gpus = r.get(data, "gpus", (list,), "", [])
     facts.gpus_unknown = "gpus" in data and data["gpus"] is None  # null: not known; []: none
     seen: set[int] = set()  # a set: 30,000 GPUs load in linear time

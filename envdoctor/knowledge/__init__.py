@@ -44,6 +44,7 @@ class Knowledge:
         "requirement_floors": "requirement_floors.yaml",
         "wrappers": "wrappers.yaml",
         "frameworks": "frameworks.yaml",
+        "optional_features": "optional_features.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

@@ -80,12 +80,36 @@ def _horizon(name: str, data: dict[str, Any]) -> None:
         _refs(entry, where)
 
 
+def _optional_features(name: str, data: dict[str, Any]) -> None:
+    """optional_features.yaml: each row's keys, values, package, consumer, pin and references."""
+    from packaging.version import InvalidVersion, Version
+
+    rows = data.get("requests")
+    if not isinstance(rows, list) or not rows:
+        raise KnowledgeError(f"{name}: requests: expected a list of rows")
+    for i, row in enumerate(rows):
+        where = f"{name}: requests[{i}]"
+        if not isinstance(row, dict) or not all(row.get(k) for k in ("id", "keys", "values", "package")):
+            raise KnowledgeError(f"{where}: needs id, keys, values and package")
+        if row.get("consumer") not in ("model", "trainer", "script"):
+            raise KnowledgeError(f"{where}.consumer: one of model, trainer, script")
+        release = row.get("release")
+        try:
+            if release is not None and (not isinstance(release, str) or not Version(release)):
+                raise InvalidVersion
+        except InvalidVersion:
+            raise KnowledgeError(f"{where}.release: {release!r} is not a quoted version") from None
+        _refs(row, where)
+
+
 def validate(name: str, data: Any) -> None:
     """Raise ``KnowledgeError`` unless ``data`` (the parsed file ``name``) fits the schema."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise KnowledgeError(f"{name}: 'schema: {SCHEMA}' missing")
     if name == "horizon.yaml":
         _horizon(name, data)
+    if name == "optional_features.yaml":
+        _optional_features(name, data)
     for i, line in enumerate(data.get("trl_lines", [])):
         where = f"{name}: trl_lines[{i}]"
         _spec(line.get("trl"), f"{where}.trl")

@@ -126,6 +126,10 @@ class TrainingScript:
     #: from_pretrained``) and every such call read leaves vLLM off (``fast_inference`` False, from
     #: a flag's default, or left out: the loader's default): where the first is
     vllm_in_process_off: str | None = None
+    #: the attention implementations its model loaders ask for, literal values only: (where,
+    #: value, conditional: a branch of ``a if cond else b``, the literal's file:line: where an edit
+    #: goes) (ScriptDecl.attn_requests)
+    attn_requests: tuple[tuple[str, str, bool, str], ...] = ()
     #: GRPOConfig keys its code takes from one of its argparse flags: key -> (the flag's option
     #: string, the value the flag sets alone for a store_true / store_false flag, else None)
     #: the names its own code consumes where no HfArgumentParser / TrlParser reads a config file:

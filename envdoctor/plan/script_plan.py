@@ -103,6 +103,7 @@ def read_training_script(
         # with ``use_gradient_checkpointing: true``: a TypeError whatever else reads the key)
         plan.script.consumed = dict(decl.consumed)
     plan.script.own_reads = dict(decl.own_reads)
+    plan.script.attn_requests = tuple(decl.attn_requests)
     given: dict[str, Any] = {}
     if decl.in_process_calls:
         _in_process(plan.script, decl, flag_values(decl, trainer.script_args)[0])

@@ -232,6 +232,11 @@ class ScriptDecl:
     in_process_defaults: list[str] = field(default_factory=list)
     #: those that spread a ``**mapping`` instead, which may pass it (not read): where
     in_process_spreads: list[str] = field(default_factory=list)
+    #: the attention implementations its model loaders ask for (``from_pretrained(...,
+    #: attn_implementation="flash_attention_2")``, here or in a module it imports): (where, value,
+    #: conditional: one branch of an ``x if cond else y`` of literals, the literal's file:line),
+    #: literal values only
+    attn_requests: list[tuple[str, str, bool, str]] = field(default_factory=list)
     #: where the files read (the script and the repository modules it imports) hand a reference
     #: model to DeepSpeed themselves: ``prepare_deepspeed(self.ref_model) in trainer.py:437``
     ref_ds_prepares: tuple[str, ...] = ()
@@ -489,6 +494,10 @@ class SourceFacts:
     loaders: list[tuple[str, int, ast.expr | None]] = field(default_factory=list)
     #: each ``from_pretrained(device_map=…)``: (line, "spread" / "one" / "unknown": _device_map)
     device_maps: list[tuple[int, str]] = field(default_factory=list)
+    #: each ``from_pretrained(attn_implementation=…)``: (line, the keyword's value)
+    attn: list[tuple[int, ast.expr]] = field(default_factory=list)
+    #: names assigned once in the file (``attn_impl = …``) -> the value; None: assigned again
+    assigned: dict[str, ast.expr | None] = field(default_factory=dict)
     #: name -> the mapping bound to it once (``args = {"k": v}`` / ``dict(k=v)``), None when it
     #: is bound more than once or changed in place (``args["k"] = v``, ``args.update(…)``)
     mappings: dict[str, ast.Dict | ast.Call | None] = field(default_factory=dict)
@@ -794,6 +803,8 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             _note_mapping(mod, target, node.value)
+            if isinstance(target, ast.Name) and (target.id in mod.assigned or len(mod.assigned) < MAX_CALLS):
+                mod.assigned[target.id] = None if target.id in mod.assigned else node.value
             if isinstance(target, ast.Name) and len(mod.section_binds) < MAX_CALLS:
                 mod.section_binds.append((target.id, node.value))
             if isinstance(target, ast.Name) and (target.id in mod.texts or len(mod.texts) < MAX_CALLS):
@@ -1146,6 +1157,10 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         placed = next((kw.value for kw in node.keywords if kw.arg == "device_map"), None)
         if placed is not None:
             mod.device_maps.append((node.lineno, _device_map(placed)))
+    if last == "from_pretrained" and len(mod.attn) < MAX_CALLS:
+        asked = next((kw.value for kw in node.keywords if kw.arg == "attn_implementation"), None)
+        if asked is not None:
+            mod.attn.append((node.lineno, asked))
     if last == "from_pretrained" and len(mod.loaders) < MAX_CALLS:
         kws = set(IN_PROCESS_VLLM.values())
         given = [kw for kw in node.keywords if kw.arg in kws]
@@ -1154,6 +1169,25 @@ def scan_call(mod: SourceFacts, node: ast.Call) -> None:
         if not given:  # the loader's default (False), unless a **mapping passes it (not evaluated)
             spread = next((kw.value for kw in node.keywords if kw.arg is None), None)
             mod.loaders.append((func, node.lineno, ast.Starred(value=spread) if spread else None))
+
+
+def _attn_values(node: ast.expr | None, mod: SourceFacts) -> list[tuple[str, bool, int]]:
+    """The literal values an ``attn_implementation=`` keyword gives: a string (unconditional), the
+    string branches of ``a if cond else b`` (conditional), or a name the module assigns once to
+    such an expression (``attn_impl = "flash_attention_2" if … else "eager"``), each with the line
+    of the literal (where an edit goes); nothing for a value computed otherwise (a flag, a
+    function's result: not a request envdoctor can read)."""
+    if isinstance(node, ast.Name):
+        node = mod.assigned.get(node.id)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [(node.value, False, node.lineno)]
+    if isinstance(node, ast.IfExp):
+        return [
+            (b.value, True, b.lineno)
+            for b in (node.body, node.orelse)
+            if isinstance(b, ast.Constant) and isinstance(b.value, str)
+        ]
+    return []
 
 
 #: accelerate's device maps that place a model's layers over every visible GPU (``sequential``
@@ -1675,6 +1709,12 @@ def read_script(
         (f"{call} in {main.path}:{line}" for call, line in main.unknown_keys_kept), None
     )
     _in_process(main, decl, followed)
+    decl.attn_requests = [
+        (f"from_pretrained(attn_implementation=…) in {mod.path}:{line}", value, cond, f"{mod.path}:{at}")
+        for mod in [main, *followed]
+        for line, node in mod.attn
+        for value, cond, at in _attn_values(node, mod)
+    ]
     kinds = {kind for mod in [main, *followed] for _, kind in mod.device_maps}
     decl.model_split = "spread" if "spread" in kinds else "unknown" if "unknown" in kinds else None
     decl.self_loaded = _self_loaded(main, script, res, followed)

@@ -55,6 +55,11 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         {"snap": {"packages": {**MODERN, "vllm": None}}, "config": {"use_vllm": True}},
         {"config": {"use_vllm": True}},
     ),
+    # a TrainingArguments feature whose package the snapshot says is not installed
+    "PKG014": (
+        {"snap": {"packages": MODERN, "absent": ["liger-kernel"]}, "config": {"use_liger_kernel": True}},
+        {"snap": {"packages": {**MODERN, "liger-kernel": "0.6.1"}}, "config": {"use_liger_kernel": True}},
+    ),
     "PKG002": (
         {
             "snap": {"packages": {**LEGACY, "vllm": "0.7.0"}},
