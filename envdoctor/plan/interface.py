@@ -216,6 +216,9 @@ class TrainingScript:
     #: where it (or a repository module it imports) builds a vLLM engine that no ``use_vllm``
     #: test guards (``LLM(...) in train.py:214``): it generates with vLLM whatever the config says
     vllm_engine: str | None = None
+    #: where it (or a repository module it imports) names a vLLM server's start as text (``trl
+    #: vllm-serve`` in a notebook's ``!`` line, a subprocess, a comment: ``train.py:12``)
+    server_start: str | None = None
     #: where it reads its config file into plain data itself (``yaml.safe_load in train.py:19``)
     #: while every GRPOConfig(...) call names its keywords: the file's keys reach GRPOConfig only
     #: through those keywords (``trl_config_keys``); None otherwise

@@ -67,6 +67,7 @@ def read_training_script(
         chat_messages=decl.chat_messages,
         config_class=decl.config_class,
         vllm_engine=decl.vllm_engine,
+        server_start=decl.server_start,
         reads_command_line=decl.reads_command_line,
         reads_config=bool(
             decl.parses_dataclasses

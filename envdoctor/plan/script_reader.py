@@ -263,6 +263,9 @@ class ScriptDecl:
     #: where the files read build a vLLM engine that no ``use_vllm`` test guards (``LLM(...)
     #: in train.py:214``): the run generates with vLLM whatever its config says; None for none
     vllm_engine: str | None = None
+    #: where the files read name a vLLM server's start (``trl vllm-serve`` in a ``!`` cell line,
+    #: a subprocess, a comment that says to run it first: ``train.py:12``); None for none
+    server_start: str | None = None
     #: where the script or a module it imports reads a config file into plain data itself
     #: (``yaml.safe_load in train.py:19``), None when none does
     self_load: str | None = None
@@ -1237,6 +1240,10 @@ def _kw_true(node: ast.Call, name: str) -> bool:
 
 #: what reads a command line, in any of its forms (a parser built elsewhere and called, sys.argv,
 #: the CLI libraries, Hydra, OmegaConf's from_cli): a file with none of them reads none
+#: a vLLM server's start as text: ``trl vllm-serve``, ``vllm serve``, ``trl.scripts.vllm_serve``,
+#: vLLM's own OpenAI server module (``vllm.entrypoints``)
+SERVER_START = re.compile(r"vllm[-_ ]serve\b|vllm\.entrypoints\.")
+
 COMMAND_LINE = re.compile(
     rb"parse_(?:known_|intermixed_)?args|argv|ArgumentParser|TrlParser|hydra|[Ff]ire\b|typer|click|tyro"
     rb"|docopt|absl|from_cli|jsonargparse|simple_parsing|parse_args_into_dataclasses"
@@ -1672,6 +1679,15 @@ def read_script(
             for mod in [main, *followed]
             for line, guarded in mod.vllm_engines
             if not guarded
+        ),
+        None,
+    )
+    decl.server_start = next(
+        (
+            f"{mod.path}:{number}"
+            for mod in [main, *followed]
+            for number, line in enumerate(mod.lines, 1)
+            if "vllm" in line and SERVER_START.search(line)
         ),
         None,
     )
