@@ -206,3 +206,27 @@ def test_fix_sets_the_config_file_and_the_check_after_is_clean(tmp_path):
     assert out["fixed"] == ["LAY021"] and not _rules(out["after"])
     assert out["changes"]["config"]["set"] == {"vllm_mode": "colocate"}
     assert "vllm_mode: colocate" in (tmp_path / "c.yaml").read_text()
+
+
+def test_the_hook_judges_no_line_of_its_own_but_the_lines_it_is_given(tmp_path):
+    """A repository's recipe under the hook runs on the hook's own `accelerate launch` line: the
+    repository may start the server in a README step (open-r1's recipes: use_vllm and TRL's
+    default mode, `trl vllm-serve` started first), so only the lines given are judged."""
+    (tmp_path / "grpo.yaml").write_text(f"model_name_or_path: {MODEL}\nuse_vllm: true\nnum_generations: 8\n")
+    args = ("hook", "grpo.yaml", "--select", "LAY021", "--assume", "trl==0.25.1", "--format", "json")
+    own = json.loads(run_cli(*args, cwd=tmp_path).stdout)
+    assert _found(own) == [] and "the hook's own" in json.dumps(own)  # said as skipped
+    given = json.loads(
+        run_cli(*args, "--launch", "accelerate launch --num_processes 2 train.py", cwd=tmp_path).stdout
+    )
+    assert _found(given) == ["warning"]
+
+
+def _found(report: object) -> list[str]:
+    """The severities of every LAY021 finding anywhere in a JSON report."""
+    if isinstance(report, dict):
+        here = [report["severity"]] if report.get("rule") == "LAY021" and "severity" in report else []
+        return here + [s for v in report.values() for s in _found(v)]
+    if isinstance(report, list):
+        return [s for v in report for s in _found(v)]
+    return []
