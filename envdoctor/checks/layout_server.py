@@ -10,7 +10,7 @@ from typing import Any
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
-from envdoctor.checks.layout import _procs_flag, _with_env, run_lines, with_option
+from envdoctor.checks.layout import _procs_flag, _with_env, in_process_unseen, run_lines, with_option
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import FileEdit, Remedy
 from envdoctor.knowledge import release_said
@@ -86,8 +86,10 @@ def server_never_started(ctx: Context) -> Iterator[Hit]:
     if plan.server is not None or (lay.server is not None and lay.server.source != "config"):
         return  # a server line, or a vLLM server already up on a GPU
     script = plan.script
-    if script is not None and (script.own_grpo or script.vllm_engine):
-        return  # a trainer of the repository's own, or an engine it builds itself
+    if script is not None and (script.own_grpo or script.vllm_engine or script.patched_by):
+        return  # a trainer of the repository's own, an engine it builds, Unsloth's patched trainer
+    if in_process_unseen(ctx):
+        return  # Unsloth may start vLLM in the trainer's process (fast_inference): no server then
     if _remote_host(ctx.facts, plan):
         return  # another machine's server: started there
     elsewhere = _started_elsewhere(ctx)

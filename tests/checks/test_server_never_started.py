@@ -230,3 +230,25 @@ def _found(report: object) -> list[str]:
     if isinstance(report, list):
         return [s for v in report for s in _found(v)]
     return []
+
+
+UNSLOTH = """\
+import sys
+from unsloth import FastLanguageModel
+from trl import GRPOConfig, GRPOTrainer
+
+fast = "gemma" not in sys.argv[1]
+model, tokenizer = FastLanguageModel.from_pretrained("unsloth/Qwen2.5-3B", fast_inference={fast})
+args = GRPOConfig(output_dir="o", use_vllm=True, per_device_train_batch_size=8, num_generations=8)
+GRPOTrainer(model=model, reward_funcs=[], args=args).train()
+"""
+
+
+@pytest.mark.parametrize("fast", ["fast", "False"])
+def test_quiet_where_unsloth_drives_the_trainer(tmp_path, monkeypatch, fast):
+    """fahyjo/llm-final-project 5f9a74b (held-out set 17, healthy): Unsloth's fast_inference,
+    computed by the script, starts vLLM in the trainer's process; its patched GRPOTrainer is not
+    TRL's server client either way."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(UNSLOTH.format(fast=fast))
+    assert _lay021(snapshot(1, model=A100_40, packages=TRL25), config={}, launch="python train.py x") == []
