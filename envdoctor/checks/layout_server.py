@@ -101,19 +101,18 @@ def server_never_started(ctx: Context) -> Iterator[Hit]:
     if not host:
         port = plan.config.get("vllm_server_port", 8000)
         host = f"{plan.config.get('vllm_server_host', '0.0.0.0')}:{port}"
-    if implicit:
-        why = f'vllm_mode is not set, and {said} defaults it to "server"{_changed(ctx)}'
+    if "vllm_mode" in plan.config:
+        origin = plan.config_origin.get("vllm_mode")
+        why = f"vllm_mode is {plan.config['vllm_mode']!r}{f' ({origin})' if origin else ''}"
     else:
-        given = plan.config.get("vllm_mode", "server")
-        origin = plan.config_origin.get("vllm_mode") or next(
-            (plan.config_origin.get(k, "") for k in SERVER_KEYS if k in plan.config), ""
-        )
-        why = f"vllm_mode is {given!r}{f' ({origin})' if origin else ''}"
-    where = _launches_said(ctx)
+        why = f'vllm_mode is not set, and {said} defaults it to "server"{_changed(ctx)}'
+        keys = [k for k in SERVER_KEYS if k in plan.config]
+        if keys:
+            why += f" (the config sets {', '.join(keys)} for a server)"
     message = (
         f"{why}: the trainer loads the model, then waits vllm_server_timeout ({_timeout(ctx)}) for "
-        f"a TRL vLLM server at {host} and fails with a ConnectionError; {where} starts none "
-        "(trl vllm-serve)"
+        f"a TRL vLLM server at {host} and fails with a ConnectionError; {_launches_said(ctx)} no "
+        "vLLM server (`trl vllm-serve`)"
     )
     if not implicit:
         message += "; if it is started elsewhere (another terminal, before this run), nothing is wrong"
@@ -150,13 +149,14 @@ def _changed(ctx: Context) -> str:
 
 
 def _launches_said(ctx: Context) -> str:
-    """How the finding names the run's launch lines: the script read for them, or the lines."""
+    """How the finding names the run's launch lines, with its verb: the script read for them,
+    the one line, or the lines."""
     read = sorted({lx.via or (lx.source or "").rsplit(":", 1)[0] for lx in ctx.plan.launches} - {""})
     if read:
-        return f"none of the lines read from {', '.join(read)}"
+        return f"the lines read from {', '.join(read)} start"
     if len(ctx.plan.launches) == 1:
-        return f"the run's one launch line (`{ctx.plan.launches[0].raw}`)"
-    return "none of the run's launch lines"
+        return f"the run's one launch line (`{ctx.plan.launches[0].raw}`) starts"
+    return "the run's launch lines start"
 
 
 def _colocate(ctx: Context) -> Remedy | None:
