@@ -14,10 +14,9 @@ from envdoctor.checks.layout import _procs_flag, _with_env, in_process_unseen, r
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import FileEdit, Remedy
 from envdoctor.knowledge import release_said
-from envdoctor.plan.interface import from_code
+from envdoctor.plan.interface import SERVER_START, from_code
 from envdoctor.plan.layout import _remote_host
 from envdoctor.plan.model_name import model_name
-from envdoctor.plan.script_reader import SERVER_START
 
 #: GRPOConfig keys that say the user set up a server on purpose (host, port, URL)
 SERVER_KEYS = ("vllm_server_host", "vllm_server_port", "vllm_server_base_url")
@@ -179,8 +178,6 @@ def _colocate(ctx: Context) -> Remedy | None:
 def _keyword_edits(script: Any, key: str, insert: str) -> tuple[FileEdit, ...]:
     """Line edits that write ``insert`` just before keyword ``key`` of each GRPOConfig(...) call
     that sets it; () where one is not on a line of its own reach."""
-    from envdoctor.remedy.script_edit import _written_in
-
     edits = []
     for place in script.config_keywords.get(key, ()):
         if place.value is None:
@@ -191,7 +188,7 @@ def _keyword_edits(script: Any, key: str, insert: str) -> tuple[FileEdit, ...]:
         if at < 0:
             return ()
         new = (raw[:at] + insert.encode() + raw[at:]).decode("utf-8")
-        edits.append(FileEdit(path=_written_in(place) or script.path, line=line, old=(text,), new=(new,)))
+        edits.append(FileEdit(path=place.written_in or script.path, line=line, old=(text,), new=(new,)))
     return tuple(edits)
 
 

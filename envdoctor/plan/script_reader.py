@@ -31,6 +31,7 @@ from envdoctor.knowledge.trl_hook_calls import self_calls, signature_text
 from envdoctor.plan.interface import (
     CODE_ORIGIN,
     CONFIG_KINDS,
+    SERVER_START,
     TRL_NOT_TRAINER_CONFIGS,
     CodeKeyword,
     ConfigClass,
@@ -1240,10 +1241,6 @@ def _kw_true(node: ast.Call, name: str) -> bool:
 
 #: what reads a command line, in any of its forms (a parser built elsewhere and called, sys.argv,
 #: the CLI libraries, Hydra, OmegaConf's from_cli): a file with none of them reads none
-#: a vLLM server's start as text: ``trl vllm-serve``, ``vllm serve``, ``trl.scripts.vllm_serve``,
-#: vLLM's own OpenAI server module (``vllm.entrypoints``)
-SERVER_START = re.compile(r"vllm[-_ ]serve\b|vllm\.entrypoints\.")
-
 COMMAND_LINE = re.compile(
     rb"parse_(?:known_|intermixed_)?args|argv|ArgumentParser|TrlParser|hydra|[Ff]ire\b|typer|click|tyro"
     rb"|docopt|absl|from_cli|jsonargparse|simple_parsing|parse_args_into_dataclasses"
