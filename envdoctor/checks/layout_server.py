@@ -1,4 +1,4 @@
-"""A run in TRL's server mode whose launch lines start no vLLM server (LAY021): from TRL 0.18.0
+"""A run in TRL's server mode whose launch lines start no vLLM server (LAY023): from TRL 0.18.0
 through 0.29.x ``vllm_mode`` defaults to "server", so ``use_vllm=True`` alone makes the trainer
 wait for a ``trl vllm-serve`` that nothing starts."""
 
@@ -71,7 +71,7 @@ def _implicit(ctx: Context) -> bool:
     return "vllm_mode" not in cfg and not any(k in cfg for k in SERVER_KEYS)
 
 
-@rule("LAY021", needs=("vllm", "trl-layout"))
+@rule("LAY023", needs=("vllm", "trl-layout"))
 def server_never_started(ctx: Context) -> Iterator[Hit]:
     lay, plan = ctx.layout, ctx.plan
     trainer = plan.trainer

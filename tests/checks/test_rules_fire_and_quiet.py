@@ -325,7 +325,7 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         },
         {"launch": "python {tmp}/train.py", "files": {"train.py": _TRAIN.format(defs="r = len")}},
     ),
-    "LAY021": (  # TRL 0.25's default server mode, and no launch line starts the server
+    "LAY023": (  # TRL 0.25's default server mode, and no launch line starts the server
         {
             "snap": {"n_gpus": 2, "packages": {**MODERN, "trl": "0.25.1", "vllm": "0.11.2"}},
             "config": {"use_vllm": True},

@@ -1,4 +1,4 @@
-"""LAY021: TRL's server mode (its 0.18-0.29 default, or chosen) while no launch line of the run
+"""LAY023: TRL's server mode (its 0.18-0.29 default, or chosen) while no launch line of the run
 starts a vLLM server (HarleyCoops/OneShotGRPO 00a5a2b, held-out set 21: a Colab notebook's
 ``GRPOConfig(use_vllm=True)`` under TRL 0.25 waited for a server nothing started; check said
 nothing)."""
@@ -62,7 +62,7 @@ def _lay021(snap: dict | None = None, config: dict | None = None, launch: str | 
     return [
         f
         for f in findings(snap, config=CFG if config is None else config, launch=launch, **kw)
-        if f.rule == "LAY021"
+        if f.rule == "LAY023"
     ]
 
 
@@ -120,8 +120,8 @@ def test_quiet_where_the_network_check_asks_the_server():
     plan = build_plan(config_dict=CFG, launch=LAUNCH, live=False)
     from envdoctor.checks.engine import run_rules
 
-    assert run_rules(Context(facts=facts, plan=plan, network=True), select=["LAY021"]).findings == []
-    assert run_rules(Context(facts=facts, plan=plan, network=False), select=["LAY021"]).findings
+    assert run_rules(Context(facts=facts, plan=plan, network=True), select=["LAY023"]).findings == []
+    assert run_rules(Context(facts=facts, plan=plan, network=False), select=["LAY023"]).findings
 
 
 def test_a_notebook_script_fires_and_its_own_server_cell_quiets_it(tmp_path, monkeypatch):
@@ -155,7 +155,7 @@ def _proved(snap: dict, config: dict, launch: str):
     facts = from_dict(snap, "x")
     plan = build_plan(config_dict=config, launch=launch, live=False)
     _, report = check(facts, plan, network=False)
-    return next(f for a in report.areas for f in a.findings if f.rule == "LAY021")
+    return next(f for a in report.areas for f in a.findings if f.rule == "LAY023")
 
 
 def test_the_fixes_are_proved_colocate_first_then_the_server_on_an_idle_gpu():
@@ -189,7 +189,7 @@ def test_fix_writes_the_keyword_into_the_notebooks_own_config_call(tmp_path):
     (tmp_path / "train.py").write_text(NOTEBOOK)
     (tmp_path / "facts.json").write_text(json.dumps(snapshot(1, model=A100_40, packages=TRL25)))
     out = _fix(tmp_path, "--facts", "facts.json", "--", "python", "train.py")
-    assert "LAY021" in out["fixed"] and "LAY021" in _rules(out["before"]) and not _rules(out["after"])
+    assert "LAY023" in out["fixed"] and "LAY023" in _rules(out["before"]) and not _rules(out["after"])
     (edit,) = out["changes"]["files"]
     assert edit["line"] == 8 and edit["new"] == ['    vllm_mode="colocate", use_vllm=True,']
     assert 'vllm_mode="colocate", use_vllm=True,' in (tmp_path / "train.py").read_text()
@@ -203,7 +203,7 @@ def test_fix_sets_the_config_file_and_the_check_after_is_clean(tmp_path):
     (tmp_path / "c.yaml").write_text("".join(f"{k}: {v}\n" for k, v in CFG.items()).replace("True", "true"))
     (tmp_path / "facts.json").write_text(json.dumps(snapshot(4, packages=TRL25)))
     out = _fix(tmp_path, "--facts", "facts.json", "--config", "c.yaml", "--", *LAUNCH.split())
-    assert out["fixed"] == ["LAY021"] and not _rules(out["after"])
+    assert out["fixed"] == ["LAY023"] and not _rules(out["after"])
     assert out["changes"]["config"]["set"] == {"vllm_mode": "colocate"}
     assert "vllm_mode: colocate" in (tmp_path / "c.yaml").read_text()
 
@@ -213,7 +213,7 @@ def test_the_hook_judges_no_line_of_its_own_but_the_lines_it_is_given(tmp_path):
     repository may start the server in a README step (open-r1's recipes: use_vllm and TRL's
     default mode, `trl vllm-serve` started first), so only the lines given are judged."""
     (tmp_path / "grpo.yaml").write_text(f"model_name_or_path: {MODEL}\nuse_vllm: true\nnum_generations: 8\n")
-    args = ("hook", "grpo.yaml", "--select", "LAY021", "--assume", "trl==0.25.1", "--format", "json")
+    args = ("hook", "grpo.yaml", "--select", "LAY023", "--assume", "trl==0.25.1", "--format", "json")
     own = json.loads(run_cli(*args, cwd=tmp_path).stdout)
     assert _found(own) == [] and "the hook's own" in json.dumps(own)  # said as skipped
     given = json.loads(
@@ -223,9 +223,9 @@ def test_the_hook_judges_no_line_of_its_own_but_the_lines_it_is_given(tmp_path):
 
 
 def _found(report: object) -> list[str]:
-    """The severities of every LAY021 finding anywhere in a JSON report."""
+    """The severities of every LAY023 finding anywhere in a JSON report."""
     if isinstance(report, dict):
-        here = [report["severity"]] if report.get("rule") == "LAY021" and "severity" in report else []
+        here = [report["severity"]] if report.get("rule") == "LAY023" and "severity" in report else []
         return here + [s for v in report.values() for s in _found(v)]
     if isinstance(report, list):
         return [s for v in report for s in _found(v)]
