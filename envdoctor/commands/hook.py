@@ -52,6 +52,12 @@ NO_COUNT = (
     "Makefile, slurm) runs this config and no accelerate config pairs with it; pass --launch "
     '"accelerate launch --num_processes N train.py" to judge the batch'
 )
+#: LAY023 judges the run's launch lines; the hook's own line is not the run's
+NO_RUN_LINES = (
+    "the launch line is the hook's own (the config under accelerate launch), not the run's: "
+    "whether the repository starts a vLLM server before it (a README step, another terminal) is "
+    "not known; pass --launch with the run's lines to judge it"
+)
 ALONE = (
     "no GRPO recipe or launch line of the repository uses this accelerate config: the known "
     "failures are judged for the run it belongs to"
@@ -284,6 +290,8 @@ def check_target(
     skip = offline_rules(facts, select, ignore)
     if (launch is None and target.grpo) or (given is None and target.script and not target.counts):
         skip.setdefault("CFG002", NO_COUNT)
+    if given is None and plan.use_vllm:
+        skip.setdefault("LAY023", NO_RUN_LINES)
     if target.grpo is None and target.script is None:
         skip.setdefault("KNF001", ALONE)
     if target.script:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,15 @@ class CodeKeyword:
     where: str  # "GRPOConfig(...) in train.py:12"
     drop: tuple[int, tuple[str, ...], tuple[str, ...]] | None = None
     value: tuple[int, int, int, str] | None = None
+
+    @property
+    def written_in(self) -> str | None:
+        """The file the call is written in (``GRPOConfig(...) in src/runner.py:99``): the
+        script, or the repository module that builds the trainer and its config."""
+        if CODE_ORIGIN not in self.where:
+            return None
+        path, _, line = self.where.rsplit(CODE_ORIGIN, 1)[-1].rpartition(":")
+        return path if path and line.isdigit() else None
 
 
 #: kinds of ``ConfigClass``: TRL's GRPOConfig, a subclass of it in the script or the repository
@@ -223,6 +233,9 @@ class TrainingScript:
     #: how its module-level code reaches a vLLM engine it builds itself and what runs before
     #: (``plan.engine_start.EngineStart``); None when none is reached
     engine_start: Any = None
+    #: where it (or a repository module it imports) names a vLLM server's start as text (``trl
+    #: vllm-serve`` in a notebook's ``!`` line, a subprocess, a comment: ``train.py:12``)
+    server_start: str | None = None
     #: where it reads its config file into plain data itself (``yaml.safe_load in train.py:19``)
     #: while every GRPOConfig(...) call names its keywords: the file's keys reach GRPOConfig only
     #: through those keywords (``trl_config_keys``); None otherwise
@@ -260,6 +273,9 @@ class TrainingScript:
 VALUE_UNKNOWN = "set in code, value unknown"
 #: how the origin of a key the script's code sets begins: ``GRPOConfig(...) in train.py:12``
 CODE_ORIGIN = "(...) in "
+#: a vLLM server's start as text: ``trl vllm-serve``, ``vllm serve``, ``trl.scripts.vllm_serve``,
+#: vLLM's own OpenAI server module (``vllm.entrypoints``)
+SERVER_START = re.compile(r"vllm[-_ ]serve\b|vllm\.entrypoints\.")
 
 
 class _Computed:

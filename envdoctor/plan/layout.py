@@ -140,8 +140,7 @@ def vllm_mode(plan: Plan, facts: Facts, kb: Knowledge) -> str | None:
         mode = plan.config.get("vllm_mode")
         if mode in ("server", "colocate"):
             return str(mode)
-        line = kb.trl_line(trl) or {}
-        return line.get("default_vllm_mode") or "server"
+        return str(default_mode(kb, trl) or "server")
     if has_modes is False:
         return "server"
     # TRL not installed or unknown: infer from the config's own keys
@@ -150,6 +149,19 @@ def vllm_mode(plan: Plan, facts: Facts, kb: Knowledge) -> str | None:
     return (
         plan.config.get("vllm_mode") if plan.config.get("vllm_mode") in ("server", "colocate") else "colocate"
     )
+
+
+def default_mode(kb: Knowledge, trl: str | None) -> str | None:
+    """TRL's default ``vllm_mode`` for release ``trl`` (rules/knowledge/trl.yaml); past the
+    knowledge horizon, the newest known release's (what envdoctor extrapolates: TRL 1.x defaults
+    to colocate); None where the knowledge holds no default (before 0.18, an unknown release)."""
+    from envdoctor.knowledge import beyond_horizon, horizon
+
+    line = kb.trl_line(trl)
+    if line is None and beyond_horizon("trl", trl, kb) is not None:
+        line = kb.trl_line(str((horizon(kb).get("trl") or {}).get("newest") or ""))
+    mode = (line or {}).get("default_vllm_mode")
+    return str(mode) if mode else None
 
 
 def resolve_layout(facts: Facts, plan: Plan, kb: Knowledge) -> GpuLayout:

@@ -68,6 +68,7 @@ def read_training_script(
         config_class=decl.config_class,
         vllm_engine=decl.vllm_engine,
         engine_start=decl.engine_start,
+        server_start=decl.server_start,
         reads_command_line=decl.reads_command_line,
         reads_config=bool(
             decl.parses_dataclasses

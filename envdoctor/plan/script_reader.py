@@ -32,6 +32,7 @@ from envdoctor.plan.engine_start import EngineStart, read_engine_start
 from envdoctor.plan.interface import (
     CODE_ORIGIN,
     CONFIG_KINDS,
+    SERVER_START,
     TRL_NOT_TRAINER_CONFIGS,
     CodeKeyword,
     ConfigClass,
@@ -272,6 +273,9 @@ class ScriptDecl:
     #: how the script's module-level code reaches a vLLM engine it builds itself (``LLM(...)``)
     #: and what it runs before on that path (``plan.engine_start``); None when none is reached
     engine_start: EngineStart | None = None
+    #: where the files read name a vLLM server's start (``trl vllm-serve`` in a ``!`` cell line,
+    #: a subprocess, a comment that says to run it first: ``train.py:12``); None for none
+    server_start: str | None = None
     #: where the script or a module it imports reads a config file into plain data itself
     #: (``yaml.safe_load in train.py:19``), None when none does
     self_load: str | None = None
@@ -1744,6 +1748,15 @@ def read_script(
             # IPython magics run only in a notebook, whose __main__ spawn does not re-import
             notebook = script.suffix == ".ipynb" or _without_magics(data) is not None
             decl.engine_start = read_engine_start(script, tree, label, res.tree, res.locate, notebook)
+    decl.server_start = next(
+        (
+            f"{mod.path}:{number}"
+            for mod in [main, *followed]
+            for number, line in enumerate(mod.lines, 1)
+            if "vllm" in line and SERVER_START.search(line)
+        ),
+        None,
+    )
     return decl
 
 

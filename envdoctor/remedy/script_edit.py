@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from envdoctor.findings import FileEdit
-from envdoctor.plan.interface import CODE_ORIGIN, CodeKeyword, TrainingScript
+from envdoctor.plan.interface import CodeKeyword, TrainingScript
 from envdoctor.remedy.file_edit import EditError
 
 
@@ -38,12 +38,8 @@ def code_edits(
 
 
 def _written_in(place: CodeKeyword) -> str | None:
-    """The file the call is written in (``GRPOConfig(...) in src/runner.py:99``): the script, or
-    the repository module that builds the trainer and its config."""
-    if CODE_ORIGIN not in place.where:
-        return None
-    path, _, line = place.where.rsplit(CODE_ORIGIN, 1)[-1].rpartition(":")
-    return path if path and line.isdigit() else None
+    """The file the call is written in (``CodeKeyword.written_in``)."""
+    return place.written_in
 
 
 def _edit(path: str, key: str, place: CodeKeyword, drop: bool, value: Any) -> FileEdit:

@@ -349,6 +349,19 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "files": {"gen.py": _ENGINE.format(body=_EXTERNAL)},
         },
     ),
+    "LAY023": (  # TRL 0.25's default server mode, and no launch line starts the server
+        {
+            "snap": {"n_gpus": 2, "packages": {**MODERN, "trl": "0.25.1", "vllm": "0.11.2"}},
+            "config": {"use_vllm": True},
+            "launch": "accelerate launch --num_processes 2 train.py",
+        },
+        {
+            "snap": {"n_gpus": 2, "packages": {**MODERN, "trl": "0.25.1", "vllm": "0.11.2"}},
+            "config": {"use_vllm": True},
+            "launch": "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m\n"
+            "CUDA_VISIBLE_DEVICES=0 accelerate launch --num_processes 1 train.py",
+        },
+    ),
     "LAY019": (
         {
             "launch": "accelerate launch --num_processes 1 --config_file {tmp}/gone.yaml {tmp}/train.py",
