@@ -102,7 +102,7 @@ PROSE = re.compile(
     )
     + r") ?v?"
     + _VER
-    + r"(?![\w.+-])",
+    + r"(?![\w+-]|\.\w)",  # a sentence's full stop may follow
     re.IGNORECASE,
 )
 #: words before a prose version that make it a bound, not the run's release: "added since PyTorch

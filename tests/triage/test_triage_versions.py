@@ -57,6 +57,7 @@ from tests.triage.helpers import findings, judge, scan_bytes
             "0.23.0",
         ),
         ("with vLLM v0.8.5 and TRL 0.17.0 on two H100s\n", "vllm", "0.8.5"),
+        ("This occurs even in DeepSpeed 0.18.5.\n", "deepspeed", "0.18.5"),  # a full stop after it
     ],
 )
 def test_every_shape_of_a_version(text, dist, version):
