@@ -49,6 +49,35 @@ def _following(lines: list[str], line_no: int) -> list[str]:
     return out
 
 
+#: an exception's name and message quoted inside a sentence ("Fixes ImportError: cannot import
+#: name 'X' from"), not at the line's start (the scan reads those), its message not ended there
+_QUOTED = re.compile(r"\S\s+(?:[a-z_][\w.]{0,100}\.)?[A-Z]\w{0,60}(?:Error|Exception): \S")
+
+
+def _quoted_wrapped(head: bytes, taken: set[int]) -> list[Match]:
+    """Lines of the head that quote an exception inside a sentence and break its message over the
+    next line (a message in an issue's or a commit's prose, wrapped): read as the scan's
+    fallback lines are (bounded: the first ``MAX_LINES`` such lines)."""
+    if b"Error: " not in head and b"Exception: " not in head:
+        return []
+    from envdoctor.triage.signatures import signatures
+
+    fallback = next((s for s in signatures() if s.id == "unrecognized-exception"), None)
+    if fallback is None:
+        return []
+    out: list[Match] = []
+    for no, raw in enumerate(head.split(b"\n"), start=1):
+        if no in taken or (b"Error: " not in raw and b"Exception: " not in raw):
+            continue
+        text = _body(clean(raw[:4096]))
+        if text.endswith(_ENDED) or not _QUOTED.search(text):
+            continue
+        out.append(Match(fallback, no, text, {}, None))
+        if len(out) >= MAX_LINES:
+            break
+    return out
+
+
 def rematch(matches: Sequence[Match], head: bytes) -> list[Match]:
     """The matches the fallback's exception lines make once their whitespace is squeezed
     (module docstring): new matches, on the same lines."""
@@ -65,12 +94,13 @@ def rematch(matches: Sequence[Match], head: bytes) -> list[Match]:
             and _NAME_ONLY.match(_body(m.text))
         )
     ]
-    if not tried:
+    quoted = _quoted_wrapped(head, judged | {m.line_no for m in tried}) if head else []
+    if not tried and not quoted:
         return []
     lines: list[str] | None = None  # the head's lines, split once a message needs them
     sigs: list[Signature] | None = None
     out: list[Match] = []
-    for m in tried[:MAX_LINES]:
+    for m in [*tried, *quoted][:MAX_LINES]:
         more: list[str] = []
         name_only = _NAME_ONLY.match(_body(m.text)) is not None
         if head and (name_only or not m.text.rstrip().endswith(_ENDED)):

@@ -46,6 +46,21 @@ def test_a_message_that_starts_on_the_line_after_the_exceptions_name_is_read_who
     assert f.rule == "TRI009" and "w8a8_utils." not in f.fix.replace("w8a8_utils.Fp8", "")
 
 
+def test_an_exception_quoted_in_a_sentence_and_wrapped_is_read_whole():
+    """A commit's or an issue's prose quotes the error and wraps it (set 22's f004: "Fixes
+    ImportError: cannot import name 'HybridCache' from / 'transformers.cache_utils' when using
+    --use_liger_kernel.")."""
+    text = (
+        "Fixes ImportError: cannot import name 'HybridCache' from\n"
+        "'transformers.cache_utils' when using --use_liger_kernel.\n"
+    )
+    f = _one(text)
+    assert f.rule == "TRI009" and "HybridCache" in f.message
+    # a sentence that names an exception and ends is prose, not a wrapped message
+    prose = "We saw a RuntimeError: the run stopped.\nThen we upgraded.\n"
+    assert all(f.severity != Severity.ERROR for f in _found(prose))
+
+
 def test_quiet_where_the_name_alone_is_not_followed_by_a_message():
     # the name and its colon, then a frame or a blank line: nothing to read as its message
     text = "RuntimeError:\n\nTraceback (most recent call last):\n"
