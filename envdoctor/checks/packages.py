@@ -443,6 +443,16 @@ def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
         yield from _undeclared_floors(ctx, src, pkg, lines)
 
 
+def _stubbed(ctx: Context, lacks: list[str]) -> list[str]:
+    """Where the run's script assigns every name of ``lacks`` (``module:name``) onto its module
+    (``_fsdp.FSDPModule = Stub`` before ``import trl``); [] where one is not."""
+    script = ctx.plan.script
+    stubs = script.stubs if script is not None and not script.problem else {}
+    if not lacks or not stubs or any(n not in stubs for n in lacks):
+        return []
+    return [f"{n.replace(':', '.')} at {stubs[n]}" for n in lacks]
+
+
 def _overridden(ctx: Context, target: str, found: Hit | None) -> Hit | None:
     """An unmet requirement on a package the repository declares as an override (uv's
     ``override-dependencies``): the repository chose that release over the requirement on
@@ -484,7 +494,24 @@ def _undeclared_floors(ctx: Context, src: str, pkg: Package, lines: list[str]) -
         public = versions.parse(installed)
         api = api_verdict(ctx.kb, src, pkg.version, target, public.public if public else installed)
         lacks = list(api["lacks"]) if api else []
+        stubbed = _stubbed(ctx, lacks)
         names = ", ".join(_import_line(n) for n in lacks[:3]) or f"names of {target} {floor}"
+        if stubbed:
+            yield hit(
+                f"{src} {pkg.version} imports {names} from {target}, which {target} {installed} lacks "
+                f"(its API floor is {floor}), but the run's script assigns each onto {target} "
+                f"before ({', '.join(stubbed)}): a stand-in the import passes with; what {src} "
+                "does with it at run time is not checked",
+                fix=f"nothing to do while the stand-in serves; pip install '{target}>={floor}' "
+                "makes it unneeded",
+                severity="info",
+                requirement=f"{target}>={floor} (the API floor; undeclared)",
+                installed=installed,
+                weight="imports",
+                lacks=lacks,
+                stubbed=stubbed,
+            )
+            continue
         read = " and ".join(api["judged"]) if api else pkg.version
         path = _API_PATH.get(src, _API_PATH["trl"])
         fix, remedy = plan_fix(ctx, target, src)

@@ -236,6 +236,9 @@ class TrainingScript:
     #: where it (or a repository module it imports) names a vLLM server's start as text (``trl
     #: vllm-serve`` in a notebook's ``!`` line, a subprocess, a comment: ``train.py:12``)
     server_start: str | None = None
+    #: names the files read assign onto a module they import, ``module:name`` -> where
+    #: (``torch.distributed.fsdp:FSDPModule`` -> ``train.py:38``): a stand-in for an older release
+    stubs: dict[str, str] = field(default_factory=dict)
     #: where it reads its config file into plain data itself (``yaml.safe_load in train.py:19``)
     #: while every GRPOConfig(...) call names its keywords: the file's keys reach GRPOConfig only
     #: through those keywords (``trl_config_keys``); None otherwise

@@ -69,6 +69,7 @@ def read_training_script(
         vllm_engine=decl.vllm_engine,
         engine_start=decl.engine_start,
         server_start=decl.server_start,
+        stubs=dict(decl.stubs),
         reads_command_line=decl.reads_command_line,
         reads_config=bool(
             decl.parses_dataclasses

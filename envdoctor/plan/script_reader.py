@@ -276,6 +276,9 @@ class ScriptDecl:
     #: where the files read name a vLLM server's start (``trl vllm-serve`` in a ``!`` cell line,
     #: a subprocess, a comment that says to run it first: ``train.py:12``); None for none
     server_start: str | None = None
+    #: names the files read assign onto a module they import (``_fsdp.FSDPModule = Stub``) as
+    #: ``module:name`` -> where: a stub that stands in for what an older release of it lacks
+    stubs: dict[str, str] = field(default_factory=dict)
     #: where the script or a module it imports reads a config file into plain data itself
     #: (``yaml.safe_load in train.py:19``), None when none does
     self_load: str | None = None
@@ -1748,6 +1751,7 @@ def read_script(
             # IPython magics run only in a notebook, whose __main__ spawn does not re-import
             notebook = script.suffix == ".ipynb" or _without_magics(data) is not None
             decl.engine_start = read_engine_start(script, tree, label, res.tree, res.locate, notebook)
+    decl.stubs = _module_stubs([main, *followed])
     decl.server_start = next(
         (
             f"{mod.path}:{number}"
@@ -1758,6 +1762,20 @@ def read_script(
         None,
     )
     return decl
+
+
+def _module_stubs(mods: list[SourceFacts]) -> dict[str, str]:
+    """``module:name`` -> ``file:line`` for every attribute the files assign onto a module they
+    import by name (``import torch.distributed.fsdp as _fsdp; _fsdp.FSDPModule = Stub``)."""
+    out: dict[str, str] = {}
+    for mod in mods:
+        for alias, sets in mod.sets.items():
+            module = mod.modules.get(alias)
+            if module is None:
+                continue
+            for attr, value in sets:
+                out.setdefault(f"{module}:{attr}", f"{mod.path}:{getattr(value, 'lineno', 0)}")
+    return out
 
 
 def trl_calls_of_text(path: str, text: str) -> tuple[list[TrlCall], str | None]:

@@ -91,3 +91,29 @@ def test_the_full_data_is_read_only_on_a_finding():
     )
     run_rules(ctx)
     assert "requirement_api" not in ctx.kb._tables and "requirement_floors" in ctx.kb._tables
+
+
+STUB = """\
+import torch.distributed.fsdp as _fsdp
+if not hasattr(_fsdp, "FSDPModule"):
+    class _FSDPModuleStub:
+        pass
+    _fsdp.FSDPModule = _FSDPModuleStub
+from trl import GRPOConfig, GRPOTrainer
+GRPOTrainer(model="m", args=GRPOConfig(output_dir="o"), reward_funcs=len)
+"""
+
+
+def test_a_script_that_stubs_what_torch_lacks_before_importing_trl_is_told_not_blocked(tmp_path):
+    """Set 22's grpo-machine-unlearning 8B stage 2 (read after it was measured): TRL 0.29.1 on
+    torch 2.4.1 trained 300 of 300 steps because the script assigns a stand-in FSDPModule onto
+    torch.distributed.fsdp before `from trl import …`: PKG004's error was false. Without the
+    stand-in the same stack stays an error."""
+    (tmp_path / "train.py").write_text(STUB)
+    snap = snapshot(1, packages={**STACK, "trl": "0.29.1"})
+    got = [f for f in findings(snap, launch=f"python {tmp_path / 'train.py'}") if f.rule == "PKG004"]
+    (hit,) = [f for f in got if f.message.startswith("trl ")]
+    assert hit.severity.value == "info" and "train.py:5" in hit.message
+    (tmp_path / "plain.py").write_text(STUB.split("from trl", 1)[1].join(["from trl", ""]))
+    got = [f for f in findings(snap, launch=f"python {tmp_path / 'plain.py'}") if f.rule == "PKG004"]
+    assert [f.severity.value for f in got if f.message.startswith("trl ")] == ["error"]
