@@ -20,7 +20,7 @@ from envdoctor.checks.layout_replica import (
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import Remedy
 from envdoctor.knowledge import release_said
-from envdoctor.plan.interface import COMPUTED, GpuLayout, Launch
+from envdoctor.plan.interface import COMPUTED, GpuLayout, Launch, TrainingScript
 from envdoctor.plan.shell_words import join as shell_join
 
 #: vLLM's /server_info (its whole config as JSON) may be read up to this size; other answers 64 KiB
@@ -151,6 +151,23 @@ def no_gpu_for_generation(ctx: Context) -> Iterator[Hit]:
     )
 
 
+def _no_trainer(script: TrainingScript) -> bool:
+    """The script read (with the repository modules it imports) builds no trainer of any package
+    and nothing of TRL's: a training loop of its own, which places its model itself (set 22's
+    qwen_math_grpo: policy on cuda:0, vLLM on cuda:1; LAY003's torchrun relaunch would have started
+    two loops)."""
+    return not (
+        script.builds_trainer
+        or script.builds_grpo
+        or script.grpo_in_module
+        or script.own_trainer
+        or script.unread_trainer
+        or script.trl_import
+        or script.config_class is not None
+        or script.hydra_config
+    )
+
+
 @rule("LAY003", needs=("gpus", "cuda", "trl-layout"))
 def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     lay = ctx.layout
@@ -170,6 +187,8 @@ def dataparallel_trap(ctx: Context) -> Iterator[Hit]:
     splits = ctx.kb.feature("model_path_device_map_auto", trl)
     refuses = ctx.kb.feature("dataparallel_refusal", trl)
     read = ctx.plan.script if ctx.plan.script is not None and not ctx.plan.script.problem else None
+    if read is not None and _no_trainer(read):
+        return  # a loop of its own: no Trainer to wrap the model in nn.DataParallel
     split = read.model_split if read is not None else None
     fit = _replica_fit(ctx, gen, splits, refuses) if split is None else None
     what = _one_process_outcome(ctx, trl, gen, by_path, splits, refuses, fit)

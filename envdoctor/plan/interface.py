@@ -236,6 +236,9 @@ class TrainingScript:
     #: where it (or a repository module it imports) names a vLLM server's start as text (``trl
     #: vllm-serve`` in a notebook's ``!`` line, a subprocess, a comment: ``train.py:12``)
     server_start: str | None = None
+    #: where the files read build a trainer class of any package (``Trainer(model=…) in
+    #: train.py:40``); None where none is built
+    builds_trainer: str | None = None
     #: names the files read assign onto a module they import, ``module:name`` -> where
     #: (``torch.distributed.fsdp:FSDPModule`` -> ``train.py:38``): a stand-in for an older release
     stubs: dict[str, str] = field(default_factory=dict)

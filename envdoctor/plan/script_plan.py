@@ -70,6 +70,7 @@ def read_training_script(
         engine_start=decl.engine_start,
         server_start=decl.server_start,
         stubs=dict(decl.stubs),
+        builds_trainer=decl.builds_trainer,
         reads_command_line=decl.reads_command_line,
         reads_config=bool(
             decl.parses_dataclasses

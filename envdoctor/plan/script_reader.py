@@ -276,6 +276,9 @@ class ScriptDecl:
     #: where the files read name a vLLM server's start (``trl vllm-serve`` in a ``!`` cell line,
     #: a subprocess, a comment that says to run it first: ``train.py:12``); None for none
     server_start: str | None = None
+    #: where the files read build a trainer class of any package (a class call named ``…Trainer``
+    #: with keywords: ``Trainer(model=…)``, ``SFTTrainer(…)``); None where none is built
+    builds_trainer: str | None = None
     #: names the files read assign onto a module they import (``_fsdp.FSDPModule = Stub``) as
     #: ``module:name`` -> where: a stub that stands in for what an older release of it lacks
     stubs: dict[str, str] = field(default_factory=dict)
@@ -1752,6 +1755,15 @@ def read_script(
             notebook = script.suffix == ".ipynb" or _without_magics(data) is not None
             decl.engine_start = read_engine_start(script, tree, label, res.tree, res.locate, notebook)
     decl.stubs = _module_stubs([main, *followed])
+    decl.builds_trainer = next(
+        (
+            f"{func}(...) in {mod.path}:{line}"
+            for mod in [main, *followed]
+            for func, line, _ in mod.calls
+            if func.rsplit(".", 1)[-1].endswith("Trainer")
+        ),
+        None,
+    )
     decl.server_start = next(
         (
             f"{mod.path}:{number}"

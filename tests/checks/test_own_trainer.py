@@ -182,3 +182,29 @@ def test_a_grpo_trainer_on_a_base_class_of_the_repositorys_own_is_the_repository
     found = findings(snap, launch=f"torchrun --nproc_per_node 2 {tmp_path / 'grpo.py'}")
     assert not [f.rule for f in found if f.severity.value == "error"]
     assert [f for f in found if f.rule == "ENV002"]
+
+
+LOOP = """\
+import torch
+from transformers import AutoModelForCausalLM
+
+policy = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-Math-1.5B").to("cuda:0")
+optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+"""
+
+
+def test_a_loop_of_its_own_that_builds_no_trainer_is_no_dataparallel_trap(tmp_path):
+    """Set 22's qwen_math_grpo (read after it was measured): a GRPO loop that places its policy on
+    cuda:0 itself, run by `python` on two visible GPUs, was LAY003 "transformers.Trainer wraps the
+    model in nn.DataParallel", and its fix relaunched it with torchrun: two loops on cuda:0. The
+    same line with a transformers Trainer built stays LAY003."""
+    (tmp_path / "loop.py").write_text(LOOP)
+    snap = snapshot(2, packages={"torch": "2.6.0", "transformers": "4.51.3"})
+    found = findings(snap, launch=f"python {tmp_path / 'loop.py'}")
+    assert not [f for f in found if f.rule == "LAY003"]
+    (tmp_path / "hf.py").write_text(
+        LOOP + "from transformers import Trainer, TrainingArguments\n"
+        "Trainer(model=policy, args=TrainingArguments(output_dir='o')).train()\n"
+    )
+    found = findings(snap, launch=f"python {tmp_path / 'hf.py'}")
+    assert [f for f in found if f.rule == "LAY003"]
