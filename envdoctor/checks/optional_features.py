@@ -19,7 +19,6 @@ from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.facts.interface import normalize_name
 from envdoctor.facts.packages import STACK
 from envdoctor.findings import Remedy
-from envdoctor.knowledge.optional_imports import base_requirement, packages, requirement
 from envdoctor.plan.interface import from_code
 from envdoctor.plan.values import as_bool
 
@@ -110,6 +109,8 @@ def brought_by(ctx: Context, dist: str) -> str | None:
     ``dist`` (rules/knowledge/optional_imports.json.gz: a base requirement, or any requirement of
     a framework that wraps the stack: Unsloth's own loaders need bitsandbytes): ``dist`` may be
     there without being listed (a snapshot written by hand, or by a harness from a stack's note)."""
+    from envdoctor.knowledge.optional_imports import base_requirement, packages, requirement
+
     for name, pkg in ctx.facts.packages.items():
         if pkg.requires is not None or name not in packages():
             continue
@@ -171,6 +172,8 @@ def _pin(ctx: Context, row: dict[str, Any]) -> str | None:
     dist, release = str(row.get("package")), row.get("release")
     if not release:
         return None
+    from envdoctor.knowledge.optional_imports import requirement
+
     asked = requirement("trl", dist, ctx.version("trl")) if ctx.version("trl") else None
     spec = (asked[0].split(";")[0][len(dist) :].strip()) if asked else ""
     if spec and versions.satisfies(str(release), spec) is False:
