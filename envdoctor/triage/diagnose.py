@@ -37,6 +37,7 @@ from envdoctor.triage.interface import Match, ScanResult
 from envdoctor.triage.logversions import LogVersion, facts_for_advice, from_log, shown
 from envdoctor.triage.oom import Oom, OomLog, classify, parse_oom, processes_now
 from envdoctor.triage.oomforms import Form
+from envdoctor.triage.oomforms import by_id as oom_form
 from envdoctor.triage.oomforms import find as find_form
 from envdoctor.triage.runkind import run_kind
 from envdoctor.triage.scanner import split_prefix
@@ -395,7 +396,7 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
             "lowers NCCL's own share"
         )
         return [finding("TRI001", ms, log, what, fix, allocator="NCCL")]
-    elif _UNHANDLED_CUDA.search(g.get("error", "") or ms[0].text):
+    elif hostenv.UNHANDLED_CUDA.search(g.get("error", "") or ms[0].text):
         what = (
             "NCCL failed: unhandled cuda error — a CUDA call inside NCCL failed, and the log does not "
             'show which (NCCL names it on a "Cuda failure …" line, printed with NCCL_DEBUG=WARN)'
@@ -418,20 +419,14 @@ def _nccl(ms: list[Match], log: Log) -> list[Draft]:
 
 def _nccl_out_of_memory(m: Match, log: Log) -> bool:
     """NCCL's "unhandled cuda error" whose next lines (NCCL's "Last error:") say CUDA ran out of
-    memory: an allocation of NCCL's, the GPU full."""
-    if _NCCL_CUDA_OOM.search(m.text.encode(errors="replace")):
+    memory: an allocation of NCCL's, the GPU full (the out-of-memory table's NCCL form)."""
+    nccl = oom_form("nccl").pattern
+    if nccl.search(m.text):
         return True
     if not log.head or m.line_no <= 0:
         return False
     after = log.head[: 1 << 20].split(b"\n")[m.line_no : m.line_no + 6]
-    return any(_NCCL_CUDA_OOM.search(line[:4096]) for line in after)
-
-
-_UNHANDLED_CUDA = re.compile(r"unhandled cuda error", re.IGNORECASE)
-
-#: NCCL's WARN of a failed CUDA call that ran out of memory: CUDACHECK's "Cuda failure 'out of
-#: memory'" (runtime calls) and CUCHECK's "Cuda failure 2 'out of memory'" (driver calls)
-_NCCL_CUDA_OOM = re.compile(rb"Cuda failure (?:\d{1,4} )?'out of memory'")
+    return any(nccl.search(line[:4096].decode("utf-8", errors="replace")) for line in after)
 
 
 def _alloc_conf(ms: list[Match], log: Log) -> list[Draft]:

@@ -52,7 +52,7 @@ _PEER = re.compile(
 #: GPUs without peer-to-peer access between cards of one host (no NVLink, P2P over PCIe not
 #: offered by the driver): the L4 / L40 / L40S data-centre cards and GeForce RTX 40 / 50 cards
 _NO_P2P_GPU = re.compile(r"\bNVIDIA (?:GeForce )?(?P<gpu>L40S?|L4|RTX [45]0[6-9]0(?: Ti| SUPER| D)?)\b")
-_UNHANDLED_CUDA = re.compile(r"unhandled cuda error", re.IGNORECASE)
+UNHANDLED_CUDA = re.compile(r"unhandled cuda error", re.IGNORECASE)
 
 _NPROC = re.compile(
     r"pthread_create(?: failed)?:? (?:failed:? )?(?:\(?EAGAIN\)?:? )?Resource temporarily unavailable|"
@@ -168,7 +168,7 @@ def peer_access(m: Match, log: Log) -> Draft | None:
     or one on a GPU the log names as one without P2P (module docstring)."""
     after = _head_lines(log)[m.line_no - 1 : m.line_no + AROUND] if m.line_no > 0 else []
     text = "\n".join([m.text, *after])
-    peer = _PEER.search(text) or (_shows(log, _PEER) if _UNHANDLED_CUDA.search(m.text) else None)
+    peer = _PEER.search(text) or (_shows(log, _PEER) if UNHANDLED_CUDA.search(m.text) else None)
     if peer is not None:
         what = (
             "NCCL failed because the GPUs of this host cannot access each other's memory directly: CUDA "
@@ -180,7 +180,7 @@ def peer_access(m: Match, log: Log) -> Draft | None:
             finding("TRI025", [m], log, what, _p2p_fix("shm.cc" in text), peer_access="error-217"),
             Severity.ERROR,
         )
-    if not _UNHANDLED_CUDA.search(m.text):
+    if not UNHANDLED_CUDA.search(m.text):
         return None
     gpu = _shows(log, _NO_P2P_GPU, m)
     if gpu is None:

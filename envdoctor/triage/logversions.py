@@ -237,11 +237,9 @@ _HEAD_KEYS = (
 )
 
 
-#: a line that may name a version in prose: a digit right after a stack name (and a space or "v")
-_PROSE_HINT = re.compile(
-    rb"(?i)(?:torch|trl|vllm|transformers|accelerate|deepspeed|peft|unsloth|liger|flash|"
-    rb"bitsandbytes|xformers|triton|verl|openrlhf)[_-]?[a-z]{0,8} ?v?\d"
-)
+#: a line that may name a version in prose: a digit right after a name ``PROSE`` reads (its
+#: names, case-blind, then a space or "v"): the same names, as bytes
+_PROSE_HINT = re.compile(PROSE.pattern.split(r") ?v?")[0].encode() + rb") ?v?\d", re.IGNORECASE)
 
 
 def read_head(data: bytes) -> dict[str, LogVersion]:
