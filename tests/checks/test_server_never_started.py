@@ -57,7 +57,7 @@ GRPOTrainer(model="Qwen/Qwen2.5-0.5B-Instruct", reward_funcs=[], args=training_a
 """
 
 
-def _lay021(snap: dict | None = None, config: dict | None = None, launch: str | None = LAUNCH, **kw) -> list:
+def _lay023(snap: dict | None = None, config: dict | None = None, launch: str | None = LAUNCH, **kw) -> list:
     snap = snap or snapshot(4, packages=TRL25)
     return [
         f
@@ -67,16 +67,16 @@ def _lay021(snap: dict | None = None, config: dict | None = None, launch: str | 
 
 
 def test_trls_default_server_mode_with_no_server_line_is_a_warning():
-    (f,) = _lay021()
+    (f,) = _lay023()
     assert f.severity.value == "warning"
     assert 'TRL 0.25.1 defaults it to "server"' in f.message and "240 s" in f.message
     assert "0.0.0.0:8000" in f.message and "ConnectionError" in f.message
 
 
 def test_a_chosen_server_mode_is_info_only():
-    (f,) = _lay021(config={**CFG, "vllm_mode": "server"})
+    (f,) = _lay023(config={**CFG, "vllm_mode": "server"})
     assert f.severity.value == "info" and "started elsewhere" in f.message
-    (g,) = _lay021(config={**CFG, "vllm_server_port": 8001})  # a server set up on purpose
+    (g,) = _lay023(config={**CFG, "vllm_server_port": 8001})  # a server set up on purpose
     assert g.severity.value == "info" and "0.0.0.0:8001" in g.message
 
 
@@ -93,7 +93,7 @@ def test_a_chosen_server_mode_is_info_only():
     ],
 )
 def test_quiet_where_no_server_of_this_run_is_missing(packages, config):
-    assert _lay021(snapshot(4, packages=packages), config=config) == []
+    assert _lay023(snapshot(4, packages=packages), config=config) == []
 
 
 def test_quiet_with_a_server_line():
@@ -103,15 +103,15 @@ def test_quiet_with_a_server_line():
         f"CUDA_VISIBLE_DEVICES=2 vllm serve {MODEL} --worker-extension-cls "
         "trl.scripts.vllm_serve.WeightSyncWorkerExtension",
     ):
-        assert _lay021(launch=f"{server}\n{LAUNCH}") == [], server
+        assert _lay023(launch=f"{server}\n{LAUNCH}") == [], server
 
 
 def test_quiet_without_a_trainer_line_and_with_a_server_up_on_a_gpu():
-    assert _lay021(launch=None) == []
+    assert _lay023(launch=None) == []
     up = snapshot(
         4, packages=TRL25, processes={3: [{"pid": 7, "name": "VLLM::EngineCore", "used_mib": 60000}]}
     )
-    assert _lay021(up) == []
+    assert _lay023(up) == []
 
 
 def test_quiet_where_the_network_check_asks_the_server():
@@ -128,13 +128,13 @@ def test_a_notebook_script_fires_and_its_own_server_cell_quiets_it(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     (tmp_path / "train.py").write_text(NOTEBOOK)
     snap = snapshot(1, model=A100_40, packages=TRL25)
-    (f,) = _lay021(snap, config={}, launch="python train.py")
+    (f,) = _lay023(snap, config={}, launch="python train.py")
     assert f.severity.value == "warning" and "`python train.py`" in f.message
     started = NOTEBOOK.replace(
         "!pip install -q trl vllm\n", f"!pip install -q trl vllm\n!nohup trl vllm-serve --model {MODEL} &\n"
     )
     (tmp_path / "train.py").write_text(started)
-    assert _lay021(snap, config={}, launch="python train.py") == []
+    assert _lay023(snap, config={}, launch="python train.py") == []
 
 
 def test_a_shell_script_launch_fires_and_names_it_and_a_comment_to_start_the_server_quiets_it(
@@ -142,13 +142,13 @@ def test_a_shell_script_launch_fires_and_names_it_and_a_comment_to_start_the_ser
 ):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "run.sh").write_text(f"#!/bin/bash\nset -e\n{LAUNCH} --config c.yaml\n")
-    (f,) = _lay021(launch="bash run.sh")
+    (f,) = _lay023(launch="bash run.sh")
     assert "run.sh" in f.message
     (tmp_path / "run.sh").write_text(
         f"#!/bin/bash\n# first, in another terminal: trl vllm-serve --model {MODEL}\n"
         f"{LAUNCH} --config c.yaml\n"
     )
-    assert _lay021(launch="bash run.sh") == []
+    assert _lay023(launch="bash run.sh") == []
 
 
 def _proved(snap: dict, config: dict, launch: str):
@@ -251,4 +251,4 @@ def test_quiet_where_unsloth_drives_the_trainer(tmp_path, monkeypatch, fast):
     TRL's server client either way."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "train.py").write_text(UNSLOTH.format(fast=fast))
-    assert _lay021(snapshot(1, model=A100_40, packages=TRL25), config={}, launch="python train.py x") == []
+    assert _lay023(snapshot(1, model=A100_40, packages=TRL25), config={}, launch="python train.py x") == []
