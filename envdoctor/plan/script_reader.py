@@ -2000,8 +2000,11 @@ def _built_config(mod: SourceFacts, name: str) -> bool:
 
 def _consumed(main: SourceFacts, followed: list[SourceFacts], decl: ScriptDecl) -> dict[str, str]:
     """The names the files read consume themselves: the keywords of their calls to consumers
-    other than TRL's config classes (and the script's GRPOConfig subclasses), and, where one of
-    them reads a config file itself (``yaml.safe_load``), the text keys read from mappings."""
+    other than TRL's config classes (and the script's GRPOConfig subclasses), and the text keys
+    they read from mappings by name (``cfg.get("use_lora")``): from the config file one of them
+    loads itself (``yaml.safe_load``), or from what a helper envdoctor did not read hands back.
+    The plan takes them only where no TRL parser reads the config file and no call spreads it
+    into GRPOConfig (``script_plan``): a key such a script reads by name is its own."""
     config = {c.cls.rsplit(".", 1)[-1] for c in decl.config_calls} | set(decl.config_subclasses)
     out: dict[str, str] = {}
     mods = [main, *followed]
@@ -2009,11 +2012,13 @@ def _consumed(main: SourceFacts, followed: list[SourceFacts], decl: ScriptDecl) 
         for key, (func, line) in mod.keywords.items():
             if func.rsplit(".", 1)[-1] not in config:
                 out.setdefault(key, f"a keyword the script passes {func}(...) itself ({mod.path}:{line})")
-    if decl.self_load:
-        for mod in mods:
-            for key, line in mod.reads.items():
+    for mod in mods:
+        for key, line in mod.reads.items():
+            if decl.self_load:
                 said = f"read by the script from the config it loads itself ({mod.path}:{line}"
                 out.setdefault(key, f"{said}, {decl.self_load})")
+            else:  # loaded by a helper envdoctor did not read (``from .common import load_config``)
+                out.setdefault(key, f"read by name by the script ({mod.path}:{line})")
     return out
 
 
