@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from envdoctor import versions
@@ -458,18 +459,61 @@ def _overridden(ctx: Context, target: str, found: Hit | None) -> Hit | None:
     ``override-dependencies``): the repository chose that release over the requirement on
     purpose, so the installer puts it in place; whether the requiring package runs with it is
     not known (a pin is often conservative), so an error is a warning and says so."""
-    stack = (ctx.facts.extra.get("declared") or {}).get("stack") or {}
-    entry = stack.get(target)
-    decl = next((d for d in getattr(entry, "decls", ()) if d.override), None)
-    if found is None or decl is None or found.severity not in (None, Severity.ERROR):
+    if found is None or found.severity not in (None, Severity.ERROR):
         return found  # None: PKG004's own severity, an error
+    declared = ctx.facts.extra.get("declared")
+    if declared is not None:  # the hook: the declared stack it judges
+        entry = (declared.get("stack") or {}).get(target)
+        decl = next((d for d in getattr(entry, "decls", ()) if d.override), None)
+    else:  # check: the installed stack, and the override the repository run from declares
+        decl = _repository_override(ctx, target)
+    if decl is None:
+        return found
     return replace(
         found,
         message=f"{found.message} (a warning: {decl.where} declares {target} as an override of "
         "every requirement on it ([tool.uv] override-dependencies), so uv installs it over this "
         "one on purpose; whether the requiring package runs with it is not proved either way)",
+        # no remedy: a fix that undoes the repository's own choice is not one to follow blindly
+        fix=f"keep the override where your runs pass with it; else drop {target} from "
+        f"override-dependencies ({decl.where}) and {found.fix[:1].lower()}{found.fix[1:]}",
         severity=Severity.WARNING,
+        remedy=None,
+        alternatives=(),
     )
+
+
+def _repository_override(ctx: Context, target: str) -> Any:
+    """The repository's uv override of ``target`` (``[tool.uv] override-dependencies``) in the
+    ``pyproject.toml`` of the folder check runs in or of the training script's folder and those
+    above it up to there: the same declaration the hook judges, so both say the same of one
+    stack. Read only for an unmet requirement (the static check reads no pyproject otherwise)."""
+    from envdoctor.errors import InputError
+    from envdoctor.facts.declared import pyproject
+
+    here = Path.cwd()
+    places = [here]
+    script = ctx.plan.script
+    if script is not None and script.path:
+        folder = (here / script.path).resolve().parent
+        while folder != here and here in folder.parents and len(places) < MAX_UP:
+            places.append(folder)
+            folder = folder.parent
+    for place in places:
+        path = place / "pyproject.toml"
+        if not path.is_file():
+            continue
+        try:
+            found = pyproject.read(path, str(path.relative_to(here)) if place != here else path.name)
+        except (InputError, OSError):
+            continue  # an unreadable file: no override is known (the hook says what is wrong)
+        decl = next((d for d in found.declarations if d.override and normalize_name(d.name) == target), None)
+        if decl is not None:
+            return decl
+    return None
+
+
+MAX_UP = 8  # folders from the script's up to the one check runs in
 
 
 def _undeclared_floors(ctx: Context, src: str, pkg: Package, lines: list[str]) -> Iterator[Hit]:

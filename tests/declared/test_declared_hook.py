@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, snapshot
 from tests.declared.stack_repos import CONFIGS, LEGACY, OPEN_R1_PINS, committed_repo, requirements
 
 OLD_TORCH = {**OPEN_R1_PINS, "torch": "2.5.1"}
@@ -417,6 +417,26 @@ def test_a_requirement_the_repository_overrides_on_purpose_is_a_warning(tmp_path
     uv = '[tool.uv]\noverride-dependencies = [\n    "transformers==5.5.4",\n]\n' if override else ""
     repo = committed_repo(tmp_path, {"pyproject.toml": PYPROJECT_OVERRIDE.format(uv=uv)})
     out = hook(repo, "--select", "PKG004")
+    text = " ".join(out.stdout.split())
+    assert "PKG004 vllm 0.18.0 requires transformers" in text
+    if override:
+        assert out.returncode == 0, out.stdout
+        assert "pyproject.toml:12 declares transformers as an override" in text
+    else:
+        assert out.returncode == 1 and "override" not in text
+
+
+@pytest.mark.parametrize("override", [True, False])
+def test_check_on_the_installed_stack_reads_the_same_override(tmp_path, override):
+    """Set 22's small-rl: the hook said the override made PKG004 a warning, and `check` on the
+    same installed stack (vLLM 0.17 with transformers 5.2, which the fix commit ran 3/3 steps on)
+    said an error: the two commands disagreed on one stack. `check` run in the repository reads
+    the override the hook reads."""
+    uv = '[tool.uv]\noverride-dependencies = [\n    "transformers==5.5.4",\n]\n' if override else ""
+    repo = committed_repo(tmp_path, {"pyproject.toml": PYPROJECT_OVERRIDE.format(uv=uv)})
+    pins = {"torch": "2.10.0", "transformers": "5.5.4", "trl": "1.2.0", "vllm": "0.18.0"}
+    (repo / "facts.json").write_text(json.dumps(snapshot(1, packages=pins)))
+    out = run_cli("check", "--facts", "facts.json", "--select", "PKG004", cwd=repo)
     text = " ".join(out.stdout.split())
     assert "PKG004 vllm 0.18.0 requires transformers" in text
     if override:
