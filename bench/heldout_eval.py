@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 #: the set to run: the committed one, or another of the same layout (HELDOUT_DATA=FOLDER)
 DATA = Path(os.environ.get("HELDOUT_DATA") or ROOT / "docs" / "validation" / "heldout-2026-11-28")
@@ -91,6 +93,18 @@ HOOK_FILES = re.compile(
 )
 
 
+#: the `files` pattern of envdoctor's pre-commit hook (.pre-commit-hooks.yaml, id envdoctor)
+HOOK_PATTERN = re.compile(
+    next(
+        h["files"]
+        for h in yaml.safe_load((Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml").read_text())
+        if h["id"] == "envdoctor"
+    )
+)
+#: files the harness writes into a setup's folder: its snapshot, not the repository's
+OWN_FILES = frozenset({"facts.json", "facts_after.json"})
+
+
 def envdoctor(args: list[str], cwd: Path) -> dict:
     proc = subprocess.run(
         [sys.executable, "-m", "envdoctor", *args],
@@ -126,6 +140,37 @@ def logs(out: Path) -> None:
         got = envdoctor(["triage", "--format", "json", str(DATA / "logs" / e["file"])], Path("/tmp"))
         res[e["file"]] = {"rc": got["rc"], "findings": findings(got.get("data") or {})}
     out.write_text(json.dumps(res, indent=1))
+
+
+#: a launch line that runs another program of the setup than its trainer: an evaluation, a
+#: dashboard, a sweep driver, a report, a cloud launcher (set 22's judge: the last line was
+#: dashboard/server.py, an eval script, sweep.py, `sky launch`)
+NOT_TRAINING = re.compile(
+    r"(?i)\bsky\s+launch\b|\bdashboard\b"
+    r"|[\w/.-]*(?:eval|evaluate|sweep|report|plot)\w*\.(?:py|sh)\b"
+    r"|-m\s+[\w.]*(?:eval|evaluate|report|plot)\w*"
+)
+#: a line that starts a vLLM server (not a trainer's flag naming one: --vllm_server_port)
+STARTS_SERVER = re.compile(r"\btrl\s+vllm-serve\b|\bvllm\s+serve\b|\bvllm_serve\.py\b|\bvllm\.entrypoints\b")
+#: a line that runs no program of the run: a shell builtin alone, an environment or install step
+NOISE = re.compile(
+    r"^\s*(?:(?:wait|cd|export|source|\.|echo|set|unset|mkdir|sleep|trap|exit|conda\s+activate|"
+    r"git\s+(?:clone|checkout|pull)|huggingface-cli\s+login|hf\s+auth|wandb\s+login)\b(?!.*(?:&&|;))"
+    r"|(?:uv\s+(?:sync|venv|lock|add)|conda\s+(?:create|install)|python[\d.]*\s+-m\s+(?:venv|pip)|"
+    r"apt(?:-get)?\s|(?:bash|sh)\s+(?:\S*/)?(?:setup|install)\w*\.sh)\b)"
+)
+
+
+def _trainer_line(launch: list[str]) -> str:
+    """The trainer's line among the setup's commands: the last line that runs a program and is
+    not another program of the setup (an evaluation, a dashboard, a sweep driver, a cloud
+    launcher: NOT_TRAINING; a vLLM server: STARTS_SERVER); else the last line. Collectors write the
+    trainer's line last; set 22's judge found it after it (dashboard/server.py, an eval script,
+    sweep.py, `sky launch`)."""
+    runs = [
+        x for x in launch if not NOISE.match(x) and not NOT_TRAINING.search(x) and not STARTS_SERVER.search(x)
+    ]
+    return runs[-1] if runs else launch[-1] if launch else ""
 
 
 def _commands(setup: Path) -> list[str]:
@@ -517,10 +562,34 @@ def _not_installed(v: object) -> bool:
     )
 
 
+#: a stack note's words for the version the run itself had
+RAN = re.compile(
+    r"(?i)\b(?:recorded|validated|actual|reported|logged)\s+run:?\s*v?(\d+\.\d+(?:\.\d+)?)"
+    r"|\b(\d+\.\d+(?:\.\d+)?)(?:\+\w+)?\s+in\s+the\s+(?:run|logs?)\b"
+    r"|->\s*(\d+\.\d+(?:\.\d+)?)\s+resolved\b"
+)
+
+
+def _run_version(v: str) -> str | None:
+    """The version a stack note says the run had (RAN), as X.Y.Z; None where it says none."""
+    m = RAN.search(v)
+    if not m:
+        return None
+    got = next(g for g in m.groups() if g)
+    return got if got.count(".") == 2 else f"{got}.0"
+
+
 def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
     exact = {}
     undated: dict[str, str] = {}  # name -> a range the stack note gives, with no install day
     for name, v in stack.items():
+        # the version the note says the run had ("requirements.txt: trl==1.5.1; the recorded run:
+        # 1.6.0", "5.3.0 pinned; 5.8.0 in the run", ">=0.9.0 (unpinned) -> 0.29.1 resolved"):
+        # that one, over a pin or a range the same note gives
+        ran = _run_version(v) if isinstance(v, str) and name not in NOT_PACKAGES else None
+        if ran:
+            exact[name] = ran
+            continue
         # a git commit pin, as a thread or setup.py names it: the dev release it installs as
         # ("git <sha> (between 0.16.1 and 0.17.0)" -> 0.17.0.dev0, "(0.18.0.dev, ...)" -> 0.18.0.dev0)
         git = (
@@ -741,7 +810,8 @@ def _notes(stack: dict) -> dict:
     for name, v in stack.items():
         if isinstance(v, dict):
             version, note = str(v.get("version") or ""), str(v.get("note") or "")
-            v = f"{version} ({note})" if note else version
+            # no version: the note alone ({"version": null, "note": "not used"} is "not used")
+            v = (f"{version} ({note})" if version else note) if note else version
         out[name] = v
     return out
 
@@ -776,13 +846,20 @@ def setups(out: Path) -> None:
         if not _declares(d):  # the repository's own declarations are what the hook judges
             (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
         launch = _commands(d)
-        trainer = launch[-1] if launch else ""
-        servers = [x for x in launch[:-1] if any(w in x for w in SERVER_WORDS)]
+        trainer = _trainer_line(launch)
+        if not trainer and (d / "train.py").is_file():
+            trainer = "python train.py"  # a notebook's cells (train.py) with only install lines
+        servers = [x for x in launch if x != trainer and any(w in x for w in SERVER_WORDS)]
         toks = split_words(trainer) if trainer else []  # a `$(…)` stays one word
         # a trainer line that runs a shell script after the setup's own `cd DIR` step: the script
         # is the folder's (./launch/grpo.sh of dc-ops-amd/): run from there, as the steps do
         step = next(
-            (x.split()[1] for x in reversed(launch[:-1]) if re.fullmatch(r"cd\s+[\w.-][\w./-]*", x)), None
+            (
+                x.split()[1]
+                for x in reversed(launch[: launch.index(trainer)] if trainer in launch else launch)
+                if re.fullmatch(r"cd\s+[\w.-][\w./-]*", x)
+            ),
+            None,
         )
         # any trainer line after the setup's `cd DIR` runs from DIR (`cd pipeline; python -m
         # training.train --config configs/e0.yaml` of master-thesis-code: training/ and configs/
@@ -807,7 +884,11 @@ def setups(out: Path) -> None:
         module = runs.group(1) if runs else ""  # at the top of the line or inside its bash -c '…'
         if module.split(".")[0] in ("accelerate", "torch", "deepspeed", "trl", "vllm"):
             module = ""  # a launcher's or TRL's own module, not the setup's script
-        held = (d / base / (module.replace(".", "/") + ".py")).is_file() if module else False
+        held = (
+            any((d / base / root / (module.replace(".", "/") + ".py")).is_file() for root in ("", "src"))
+            if module
+            else False
+        )  # the setup holds the module at its place (src/pkg/mod.py of a src layout too)
         if module and module.replace(".", "").isidentifier() and (d / "train.py").exists() and not held:
             pairs.append(("script", module.replace(".", "/") + ".py"))  # python -m pkg.train: pkg/train.py
         # accelerate's --config_file / --config-file and TRL's --config, space or = form, at any
@@ -858,7 +939,14 @@ def setups(out: Path) -> None:
         if _not_nvidia(gpus):  # an AMD machine: NVML (NVIDIA's) finds no driver there
             snap["gpus"], snap["nvml_error"] = None, NO_NVML
         (tmp / "facts.json").write_text(json.dumps(snap))
-        files = ["config.yaml"] + [f.name for f in tmp.iterdir() if "accelerate" in f.name]
+        # the files `pre-commit run --all-files` hands the hook: every file of the setup its
+        # `files` pattern takes (declarations in subfolders too: code/pyproject.toml), not the
+        # harness's own snapshot
+        files = sorted(
+            str(p.relative_to(tmp))
+            for p in tmp.rglob("*")
+            if p.is_file() and HOOK_PATTERN.search(str(p.relative_to(tmp))) and p.name not in OWN_FILES
+        )
         inputs = ["--facts", "facts.json", "--config", "config.yaml"]
         for s in servers:
             inputs += ["--launch", s]
