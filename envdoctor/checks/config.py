@@ -528,6 +528,20 @@ def batch_not_divisible(ctx: Context) -> Iterator[Hit]:
             severity="info",
         )
         return
+    if script is not None and script.config_unread and not all(k in cfg for k in _BATCH_KEYS[:3]):
+        # the script reads the config file itself and builds GRPOConfig in a call envdoctor did
+        # not read (set 22's countdown: ``config_cls(**kwargs)`` with num_generations from the
+        # file's group_size): a key the file does not name is the script's, not TRL's default
+        yield hit(
+            f"GRPO's batch is not judged: {script.path} reads its config file itself "
+            f"({script.config_unread}) and builds GRPOConfig in a call envdoctor does not read; "
+            f"{', '.join(k for k in _BATCH_KEYS[:3] if k not in cfg)} are not in the file, so "
+            "TRL's defaults are not known to be the run's",
+            fix="nothing, if the script's values divide; to have it judged, build GRPOConfig with "
+            "keywords (GRPOConfig(num_generations=…, …))",
+            severity="info",
+        )
+        return
     unknown = [k for k in _BATCH_KEYS if ctx.value_unknown(k)]
     if unknown:
         # the script sets a key of the batch to an expression envdoctor does not evaluate

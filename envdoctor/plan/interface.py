@@ -246,6 +246,11 @@ class TrainingScript:
     #: while every GRPOConfig(...) call names its keywords: the file's keys reach GRPOConfig only
     #: through those keywords (``trl_config_keys``); None otherwise
     self_load: str | None = None
+    #: where it reads its config file into plain data itself (``yaml.safe_load in
+    #: src/config.py:8``) while building GRPOConfig in a call envdoctor did not read
+    #: (``config_cls(**kwargs)``), with no TRL parser and no Hydra: the GRPOConfig values of
+    #: keys the file does not name are the script's, not TRL's defaults; None otherwise
+    config_unread: str | None = None
     #: it (or a repository module it imports) reads a command line (a parser, sys.argv, a CLI
     #: library, Hydra): recorded once by the reader; without one the launch line's flags reach
     #: nothing

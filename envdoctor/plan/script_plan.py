@@ -85,6 +85,12 @@ def read_training_script(
         self_load=decl.self_load
         if decl.config_calls and all(c.trl_class and not c.spread for c in decl.config_calls)
         else None,
+        config_unread=decl.self_load
+        if not decl.config_calls
+        and not decl.parses_dataclasses
+        and decl.hydra_config is None
+        and (decl.builds_grpo or decl.grpo_in_module)
+        else None,
     )
     if decl.problem:
         return script_cfg, {}

@@ -200,3 +200,54 @@ def test_keys_the_script_reads_by_name_from_a_helpers_mapping_are_its_own(tmp_pa
     # a key the script reads nowhere is still a typo of GRPOConfig's
     (f,) = _cfg004(tmp_path, HELPER_LOAD, {**config, "gradient_checkpointng": True})
     assert "gradient_checkpointing" in f.message
+
+
+#: set 22's countdown_post_train (healthy, 480 steps): the script loads its YAML itself and builds
+#: GRPOConfig through an alias from a dict (``config_cls(**kwargs)``) with num_generations taken
+#: from the file's group_size; the file names generation_batch_size: 20. TRL's default
+#: num_generations (8) is not the run's: CFG002 said "20 is not divisible by 8" (a false error)
+ALIASED = """\
+import yaml
+from trl import GRPOConfig, GRPOTrainer
+
+def build(cfg):
+    config_cls = GRPOConfig
+    kwargs = {
+        "output_dir": "o",
+        "num_generations": int(cfg["group_size"]),
+        "generation_batch_size": int(cfg["generation_batch_size"]),
+    }
+    return config_cls(**kwargs)
+
+with open("c.yaml") as f:
+    cfg = yaml.safe_load(f)
+GRPOTrainer(model="m", reward_funcs=[], args=build(cfg)).train()
+"""
+
+#: the same values handed to GRPOConfig with keywords: read, judged
+KEYWORDS = ALIASED.replace(
+    "    config_cls = GRPOConfig\n    kwargs = {\n"
+    '        "output_dir": "o",\n        "num_generations": int(cfg["group_size"]),\n'
+    '        "generation_batch_size": int(cfg["generation_batch_size"]),\n    }\n'
+    "    return config_cls(**kwargs)\n",
+    '    return GRPOConfig(output_dir="o", generation_batch_size=int(cfg["generation_batch_size"]))\n',
+)
+
+
+def _cfg002(tmp_path, source: str, config: dict) -> list:
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    got = findings(
+        snapshot(1, packages={**STACK, "trl": "1.6.0", "transformers": "4.57.1", "vllm": "0.12.0"}),
+        config=config,
+        launch=f"python {script} --config {tmp_path / 'c.yaml'}",
+    )
+    return [f for f in got if f.rule == "CFG002"]
+
+
+def test_a_config_built_in_a_call_envdoctor_does_not_read_leaves_the_batch_unjudged(tmp_path):
+    (f,) = _cfg002(tmp_path, ALIASED, {"group_size": 5, "generation_batch_size": 20})
+    assert f.severity.value == "info" and "not judged" in f.message and "num_generations" in f.message
+    # GRPOConfig(...) with keywords is read: num_generations is TRL's default there, 20 % 8 fails
+    (f,) = _cfg002(tmp_path, KEYWORDS, {"group_size": 5, "generation_batch_size": 20})
+    assert f.severity.value == "error" and "(8)" in f.message
