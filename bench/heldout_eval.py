@@ -564,7 +564,7 @@ def _not_installed(v: object) -> bool:
 
 #: a stack note's words for the version the run itself had
 RAN = re.compile(
-    r"(?i)\brun(?:\s+[\w-]+){0,5}:\s*v?(\d+\.\d+(?:\.\d+)?)"
+    r"(?i)\bruns?(?:\s+[\w-]+){0,5}:\s*v?(\d+\.\d+(?:\.\d+)?)"
     r"|\b(\d+\.\d+(?:\.\d+)?)(?:\+\w+)?\s+in\s+the\s+(?:run|logs?)\b"
     r"|->\s*(\d+\.\d+(?:\.\d+)?)\s+resolved\b"
 )
