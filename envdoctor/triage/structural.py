@@ -371,6 +371,9 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
 
 
 HISTORY = "the symbol history (rules/knowledge/symbols/)"
+#: the configuration classes of the trainers most runs use, named first in a fix that cannot see
+#: which trainer read the field
+COMMON_CONFIGS = ("GRPOConfig", "DPOConfig", "SFTConfig", "RLOOConfig", "KTOConfig", "ORPOConfig")
 
 
 def _calling(tb: Traceback, package: str) -> Frame | None:
@@ -443,10 +446,15 @@ def unfit(
             f"the code expected one of them and was given a plain {u.cls} — code written for the "
             f"{u.package} release whose configuration it builds, run with another{shown}"
         )
+        # the trainer that reads it is not in the log: the config class of the trainer the code
+        # runs, of those that have the field (a DPOTrainer run needs DPOConfig, not GRPOConfig)
+        common = [c for c in COMMON_CONFIGS if c in subs] or subs[:1]
+        each = ", ".join(f"{c} for {c.removesuffix('Config')}Trainer" for c in common)
         fix = (
-            f"install the {u.package} release the code was written for (its requirements or README pin "
-            f"it; {subs[0]} has {u.name} {span}), or make the code build a {subs[0]} (not a {u.cls}) "
-            "where it creates its arguments"
+            f"make the code build the configuration class of the trainer it runs where it creates its "
+            f"arguments, not a plain {u.cls} ({each}: each has {u.name}), or install the {u.package} "
+            f"release the code was written for (its requirements or README pin it; {subs[0]} has "
+            f"{u.name} {span})"
         )
         if trainer is not None:
             fix = (

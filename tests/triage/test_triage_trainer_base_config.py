@@ -33,6 +33,9 @@ def test_without_a_frame_the_subclasses_are_listed_and_no_trainer_is_named() -> 
     (f,) = _tri009("AttributeError: 'TrainingArguments' object has no attribute 'model_init_kwargs'\n")
     assert f.message.startswith("your code reads model_init_kwargs from a TrainingArguments")
     assert "pass args=" not in f.fix
+    # which trainer read it is not shown: the fix names the class of each common trainer that has
+    # the field, not GRPOConfig alone (set 22's g003 was a DPOTrainer run told to build a GRPOConfig)
+    assert "DPOConfig for DPOTrainer" in f.fix and "GRPOConfig for GRPOTrainer" in f.fix
 
 
 def test_quiet_where_the_base_class_has_the_attribute() -> None:
