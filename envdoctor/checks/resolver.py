@@ -167,6 +167,8 @@ class Stack:
         ):
             self.roots.append(Need("trl", why="the GRPO run imports TRL"))
         for name, e in ((facts.extra.get("declared") or {}).get("stack") or {}).items():
+            if normalize_name(name) == "python":
+                continue  # requires-python: the interpreter, not a package pip installs
             if not getattr(e, "version", None) and getattr(e, "spec", None):
                 self.roots.append(Need(normalize_name(name), str(e.spec), why="declared"))
         for name, spec in (require or {}).items():

@@ -444,3 +444,22 @@ def test_check_on_the_installed_stack_reads_the_same_override(tmp_path, override
         assert "pyproject.toml:12 declares transformers as an override" in text
     else:
         assert out.returncode == 1 and "override" not in text
+
+
+def test_requires_python_is_no_package_of_a_fix(tmp_path):
+    """Set 22's rebus-grpo: pyproject.toml's `requires-python = ">=3.9"` entered the package plan,
+    and PKG001's fix read "require 'peft==0.21.2' 'python==3.9' 'vllm==0.33.0'": pip installs no
+    python. The interpreter bound is not a package of any fix."""
+    pyproject = (
+        '[project]\nname = "r"\nversion = "0.1.0"\nrequires-python = ">=3.9"\n'
+        'dependencies = ["peft>=0.15.0"]\n'
+    )
+    script = (
+        "from unsloth import FastLanguageModel\n"
+        'model, tok = FastLanguageModel.from_pretrained("m", fast_inference=True)\n'
+    )
+    repo = committed_repo(tmp_path, {"pyproject.toml": pyproject, "train.py": script})
+    out = hook(repo, "--launch", "python train.py", "pyproject.toml")
+    text = " ".join(out.stdout.split())
+    assert "PKG001" in text and "vllm==" in text
+    assert "python==" not in text
