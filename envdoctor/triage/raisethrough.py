@@ -8,7 +8,8 @@ model._unwrapped_old_generate`` in Unsloth's ``for_training`` fails inside torch
 a package's lazy module ``__getattr__``) adds its own frames before it. Those frames are generic:
 the code that failed is the one that read, set or deleted the name. For an ``AttributeError``
 whose innermost frames are all a package's attribute hooks (``__getattr__``, ``__getattribute__``,
-``__setattr__``, ``__delattr__``), the nearest frame before them is recorded as the raise's site
+``__setattr__``, ``__delattr__``), the nearest frame before them that is not Python's own (an
+import's ``<frozen importlib._bootstrap>`` ``_handle_fromlist``) is recorded as the raise's site
 (``Traceback.call_site``, as ``callsite.qualify`` records a constructor's caller behind wrappers)
 and the hooks' innermost frame as ``Traceback.through``; the readers of the raise's place (TRI003's
 "raised in", the boundary, the fix and line histories) read ``shown_frames()``.
@@ -29,13 +30,20 @@ def _hook(f: Frame) -> bool:
     return f.package is not None and f.function.rsplit(".", 1)[-1] in HOOKS
 
 
+def _python(f: Frame) -> bool:
+    """Python's own frame (``<frozen importlib._bootstrap>``, the standard library): machinery
+    between the code that asked and the hook, never the asker."""
+    path = f.path.replace("\\", "/")
+    return f.package is None and (path.startswith("<") or "/lib/python3" in path)
+
+
 def hand_on(tb: Traceback) -> bool:
     """Record the frame that made the attribute access an ``AttributeError`` raised in a
     package's attribute hooks is about (module docstring); whether one was."""
     if tb.name != "AttributeError" or tb.call_site >= 0 or not tb.frames or not _hook(tb.frames[-1]):
         return False
     i = len(tb.frames) - 1
-    while i >= 0 and _hook(tb.frames[i]):
+    while i >= 0 and (_hook(tb.frames[i]) or _python(tb.frames[i])):
         i -= 1
     if i < 0:
         return False

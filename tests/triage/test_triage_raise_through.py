@@ -63,6 +63,13 @@ def test_an_attribute_hooks_raise_is_its_callers() -> None:
     tb = _tb(FORWARDED)
     assert tb.call_site == 1 and tb.shown_frames()[-1].package is None  # the compiled trainer's line
     assert tb.through is not None and tb.through.package == "torch"
+    # an import's name a lazy module refuses: Python's import machinery is not the asker
+    lazy = DELATTR.replace(
+        f'  File "{SITE}/torch/nn/modules/module.py", line 2040, in __delattr__\n',
+        '  File "<frozen importlib._bootstrap>", line 1075, in _handle_fromlist\n'
+        f'  File "{SITE}/torch/nn/modules/module.py", line 2040, in __delattr__\n',
+    )
+    assert _tb(lazy).call_site == 1 and _tb(lazy).shown_frames()[-1].function == "for_training"
 
 
 def test_not_handed_on_where_the_hook_is_not_the_innermost_a_package_hook_or_the_exception_another() -> None:
