@@ -10,16 +10,22 @@ fix history reads them), each removed line of a function (or of a module's top l
 ``<module>``) that referenced a name the function no longer uses after the commit:
 
 * the names a line references, by role: ``a:`` an attribute read (``x.optim_bits``,
-  ``getattr(x, "optim_bits")`` without a default), ``i:`` a name imported from a module, ``m:`` a
-  module imported, ``k:`` a keyword passed to a call, ``n:`` a bare name read (a callee is an ``n:`` or
-  ``a:`` name) — what an ``AttributeError``, ``ImportError`` / ``ModuleNotFoundError``,
-  ``TypeError`` (unexpected keyword; a callee's arity) or ``NameError`` names;
+  ``getattr(x, "optim_bits")`` without a default) or deleted (``del x.optim_bits``), ``i:`` a
+  name imported from a module, ``m:`` a module imported, ``k:`` a keyword passed to a call, ``n:``
+  a bare name read (a callee is an ``n:`` or ``a:`` name) — what an ``AttributeError``,
+  ``ImportError`` / ``ModuleNotFoundError``, ``TypeError`` (unexpected keyword; a callee's arity)
+  or ``NameError`` names;
 * a name is *dropped* where the function after the commit has no reference of that role to it
   outside a ``try`` whose handlers catch that role's exception (``AttributeError`` for ``a:``,
   ``ImportError`` for ``i:`` / ``m:``, ``TypeError`` for ``k:``, ``NameError`` for
   ``n:``, or ``Exception``) without re-raising; and the files the commit changed hold fewer such
   references after it than before (a refactor that moved the name into a helper of the same change
   keeps it: not dropped); and the function at the newest commit read holds none either (a revert);
+  a read under a test for its name (``if hasattr(x, "a"):``, ``getattr(x, "a", None) and x.a``,
+  ``if "a" in x.__dict__:``, ``tested``) is no reference after the commit (a guard wrapped around
+  the read is the change), though a removed read under such a test still counts as one that failed
+  (a proxy's ``hasattr`` forwards where its ``del`` does not), dropped only where the function
+  after holds no read of the name at all;
 * the line's hash (``line_hash``, the fix history's) is kept with those names; where the line was
   inside a statement over several lines, the hash of the statement's first line — the line a
   traceback prints — is kept too, with a ``~`` before it (a changed statement, not a removed line).
@@ -46,6 +52,9 @@ Usage (the mirrors: ``git clone --mirror URL``, or the session's ``fetch`` tool)
     python scripts/derive_line_history.py --all --mirrors /work/.mirror --only accelerate \
         --only deepspeed --only peft --only liger-kernel --only openrlhf --only unsloth \
         --only unsloth-zoo --only verl --only areal
+    # 2026-11-30 (issue #36, a raise made for the caller): unsloth again from the same head, with
+    # ``del x.name`` read as a reference and a guard added around a read kept (32 KB):
+    python scripts/derive_line_history.py --all --mirrors /work/.mirror --only unsloth
 
 Offline: it reads the git directory only (``git`` on the path).
 """
@@ -84,6 +93,8 @@ CAUGHT = {
 }
 BROAD = frozenset(("Exception", "BaseException"))
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+#: an added line that may guard a read: a handler, a ``getattr`` / ``hasattr``, a test ``"x" in``
+_GUARD = re.compile(r"except|(?:get|has)attr\(|[\"']\w+[\"'] (?:not )?in\b")
 
 
 def _caught(handler: ast.ExceptHandler) -> frozenset[str]:
@@ -150,8 +161,8 @@ def refs(nodes: list[ast.AST]) -> list[Ref]:
                 for s in part:
                     walk(s, caught)
             return
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-            add("a", node.attr, node, caught)
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Load, ast.Del)):
+            add("a", node.attr, node, caught)  # ``del x.name`` fails as a read does
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             add("n", node.id, node, caught)
         elif isinstance(node, ast.Call):
@@ -181,6 +192,58 @@ def refs(nodes: list[ast.AST]) -> list[Ref]:
 
     for n in nodes:
         walk(n, frozenset())
+    return out
+
+
+def _tested(test: ast.AST) -> set[str]:
+    """The attribute names a condition tests for: ``hasattr(x, "name")``, ``getattr(x, "name",
+    default)``, ``"name" in x`` (``x.__dict__``, ``dir(x)``)."""
+    out: set[str] = set()
+    for n in ast.walk(test):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and (n.func.id == "hasattr" and len(n.args) == 2 or n.func.id == "getattr" and len(n.args) == 3)
+            and isinstance(n.args[1], ast.Constant)
+            and isinstance(n.args[1].value, str)
+        ):
+            out.add(n.args[1].value)
+        elif (
+            isinstance(n, ast.Compare)
+            and isinstance(n.left, ast.Constant)
+            and isinstance(n.left.value, str)
+            and any(isinstance(op, ast.In) for op in n.ops)
+        ):
+            out.add(n.left.value)
+    return out
+
+
+def tested(nodes: list[ast.AST]) -> set[tuple[str, int]]:
+    """The attribute reads (name, line) that run only where a condition tested for the name first
+    (``if hasattr(x, "name"): x.name``, ``hasattr(x, "name") and x.name``, a conditional
+    expression): a guard weaker than a ``try`` (a proxy's ``hasattr`` forwards where its ``del``
+    does not), read as the change that fixes a failure of the unguarded read it replaced, never as
+    a line that could not fail."""
+    out: set[tuple[str, int]] = set()
+
+    def mark(node: ast.AST, names: set[str]) -> None:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute) and n.attr in names:
+                out.add((n.attr, n.lineno))
+
+    for node in nodes:
+        for n in ast.walk(node):
+            if isinstance(n, (ast.If, ast.IfExp, ast.While)):
+                names = _tested(n.test)
+                if names:
+                    for part in n.body if isinstance(n.body, list) else [n.body]:
+                        mark(part, names)
+            elif isinstance(n, ast.BoolOp) and isinstance(n.op, ast.And):
+                names = set()
+                for v in n.values:
+                    if names:
+                        mark(v, names)
+                    names |= _tested(v)
     return out
 
 
@@ -270,15 +333,21 @@ def _parse(text: str) -> ast.Module | None:
         return None
 
 
-def _unguarded(found: list[Ref]) -> Counter[tuple[str, str]]:
-    return Counter((k, n) for k, n, _, _, g in found if not g)
+def _unguarded(found: list[Ref], weak: set[tuple[str, int]] | None = None) -> Counter[tuple[str, str]]:
+    """The references no ``try`` guards; with ``weak`` (``tested``), nor a test for the name."""
+    return Counter((k, n) for k, n, a, _, g in found if not g and not (weak and k == "a" and (n, a) in weak))
+
+
+def _strict(nodes: list[ast.AST]) -> Counter[tuple[str, str]]:
+    return _unguarded(refs(nodes), tested(nodes))
 
 
 def _file_refs(
-    found: dict[str, list[ast.AST]], lines: list[str], names: set[str]
+    found: dict[str, list[ast.AST]], lines: list[str], names: set[str], strict: bool = False
 ) -> Counter[tuple[str, str]]:
-    """The unguarded references of a file (its scopes ``found``, its ``lines``) to ``names``:
-    only the scopes whose text holds one of them are walked."""
+    """The unguarded references of a file (its scopes ``found``, its ``lines``) to ``names``
+    (``strict``: nor under a test for the name): only the scopes whose text holds one of them are
+    walked."""
     out: Counter[tuple[str, str]] = Counter()
     for nodes in found.values():  # every scope: the file's own names, wherever they are
         spans = [(getattr(n, "lineno", 1), getattr(n, "end_lineno", 0) or 0) for n in nodes]
@@ -286,7 +355,7 @@ def _file_refs(
             continue
         text = "\n".join(lines[min(a for a, _ in spans) - 1 : max(b for _, b in spans)])
         if any(nm.rsplit(".", 1)[-1] in text for nm in names):
-            out.update(_unguarded(refs(nodes)))
+            out.update(_strict(nodes) if strict else _unguarded(refs(nodes)))
     return out
 
 
@@ -305,7 +374,7 @@ def dropped_lines(
     for a in added:
         indents.setdefault(a.strip(), set()).add(len(a) - len(a.lstrip()))
     out: dict[str, list[tuple[str, bool, list[tuple[str, str]]]]] = {}
-    file_before = file_after = None
+    file_before = file_after = strict_before = strict_after = None
     counted: set[str] = set()
     for scope, nodes in old_scopes.items():
         if scope not in new_scopes:
@@ -322,6 +391,9 @@ def dropped_lines(
         if not lines:
             continue
         after = _unguarded(refs(new_scopes[scope]))
+        # a read the scope after makes only under a test for its name: the guard is the change
+        after_strict = _strict(new_scopes[scope])
+        weak_before = tested(nodes)
         local = bound(nodes)
         stmts = statements(nodes)
         for n in sorted(lines):
@@ -330,11 +402,17 @@ def dropped_lines(
             moved = any(d > depth for d in indents.get(text.strip(), ()))
             if not moved and fh._bare(text).rstrip(",") in after_bare:
                 continue  # rewrapped, not removed
+            # a read under a test for its name (it failed all the same: a proxy's ``hasattr``)
+            # is dropped only where the scope after has no read of it; an unguarded read, where
+            # the scope after has none that is not under such a test (the guard is the change)
             names = sorted(
                 {
                     (k, nm)
                     for k, nm, a, b, g in found
-                    if a <= n <= b and not g and (k, nm) not in after and not (k == "n" and nm in local)
+                    if a <= n <= b
+                    and not g
+                    and (k, nm) not in (after if k == "a" and (nm, a) in weak_before else after_strict)
+                    and not (k == "n" and nm in local)
                 }
             )
             if not names:
@@ -344,8 +422,15 @@ def dropped_lines(
                 counted |= words  # the file's references counted for these names (a scope is walked
                 file_before = _file_refs(old_scopes, old_lines, counted)  # only where its text has one)
                 file_after = _file_refs(new_scopes, new_text.splitlines(), counted)
-            assert file_after is not None
-            names = [x for x in names if file_after[x] < file_before[x]][:MAX_NAMES]
+                strict_before = _file_refs(old_scopes, old_lines, counted, strict=True)
+                strict_after = _file_refs(new_scopes, new_text.splitlines(), counted, strict=True)
+            assert file_after is not None and strict_before is not None and strict_after is not None
+            names = [
+                x
+                for x in names
+                if file_after[x] < file_before[x]
+                or (x in after and strict_after[x] < strict_before[x])  # a guard added around it
+            ][:MAX_NAMES]
             if not names:
                 continue
             rows = out.setdefault(scope, [])
@@ -397,7 +482,7 @@ def derive(
                 continue
             # cheap, before any parse: the commit uses a name of its removed lines less and the file
             # after it holds that name no more, or it added a handler or a ``getattr``
-            guard = any("except" in a or "getattr(" in a for a in f.added_lines)
+            guard = any(_GUARD.search(a) for a in f.added_lines)
             if not guard:
                 removed_c = _word_counts("\n".join(f.removed_lines.values()))
                 added_c = _word_counts("\n".join(f.added_lines))
@@ -439,7 +524,7 @@ def derive(
             continue
         now = scopes(tree)
         for module, scope, name in keys:
-            if scope in now and _unguarded(refs(now[scope]))[tuple(name.split(":", 1))]:  # type: ignore[index]
+            if scope in now and _strict(now[scope])[tuple(name.split(":", 1))]:  # type: ignore[index]
                 back.add((module, scope, name))
     blobs.close()
     for module, names in list(functions.items()):

@@ -14,6 +14,7 @@ from envdoctor.triage.confirm import Confirmation
 from envdoctor.triage.interface import Match
 from envdoctor.triage.logversions import LogVersion, describe
 from envdoctor.triage.scanner import split_prefix
+from envdoctor.triage.traceback_model import Frame
 
 FRAME = re.compile(r'File "([^"]{1,1000})", line \d{1,9}')
 FRAME_FULL = re.compile(
@@ -131,9 +132,42 @@ def at_severity(d: Draft, severity: Severity) -> Draft:
     return d
 
 
+def _short(f: Frame) -> str:
+    """``vllm/v1/engine/core.py:412 in run``: a package's frame by its package's folder and path."""
+    path = f.path.replace("\\", "/")
+    if f.package is not None:
+        top = path[: len(path) - len(f.module_path)].rstrip("/").rsplit("/", 1)[-1]
+        where = f"{top}/{f.module_path}" if top else f.module_path
+    else:
+        where = path.rsplit("/", 1)[-1]
+    return f"{where}:{f.line}" + (f" in {f.function}" if f.function else "")
+
+
+def _handed_on(m: Match) -> str:
+    """Where an exception an attribute hook raised for its caller was raised: the caller
+    (``raisethrough.hand_on``); empty where the hooks raised on their own."""
+    from envdoctor.triage.raisethrough import through_text
+    from envdoctor.triage.traceback import failure
+
+    if "__" not in "".join(m.context[-12:]):  # no hook's frame shown
+        return ""
+    tb = failure(m.context, m.text)
+    if tb is None or tb.through is None or tb.call_site < 0:
+        return ""
+    site = tb.frames[tb.call_site]
+    who = site.package or "your code"
+    if site.package is None and "unsloth_compiled_cache/" in site.path.replace("\\", "/"):
+        who = "Unsloth's generated trainer"  # TRL's trainer as Unsloth rewrote it, not the user's
+    return f"raised in {who} ({_short(site)}){through_text(tb)}"
+
+
 def raised_in(m: Match) -> str:
     """Where the exception of ``m`` was raised: the library of the last frame under
-    ``site-packages`` and that frame, else the last frame (the user's code); empty without one."""
+    ``site-packages`` and that frame, else the last frame (the user's code); empty without one.
+    An attribute hook's raise is the frame's that asked for the name (``raisethrough``)."""
+    handed = _handed_on(m)
+    if handed:
+        return handed
     lines = list(m.context)
     start = max(
         (i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line), default=-1

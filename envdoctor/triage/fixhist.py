@@ -203,7 +203,7 @@ def _stack(t: Traceback) -> tuple[str, list[Frame]] | None:
     have = packages()
     if not have:
         return None
-    frames = [_own(f) for f in t.frames]
+    frames = [_own(f) for f in t.shown_frames()]  # up to the frame an attribute hook raised for
     for i in range(len(frames) - 1, -1, -1):
         pkg = frames[i].package
         if pkg in have:
@@ -312,7 +312,7 @@ def _elsewhere(fix: Fix, t: Traceback, stack: Sequence[Frame]) -> bool:
     # a module of the package its history knows (not a path of an environment named like it)
     if len(fix.quoted_exc) != 1 or not fix.quoted_frames or not stack or not t.frames:
         return False
-    if _own(t.frames[-1]).package != stack[0].package:
+    if _own(t.shown_frames()[-1]).package != stack[0].package:
         return False
     module, function = fix.quoted_frames[-1]
     h = fix_history(fix.package)
@@ -526,7 +526,8 @@ def fixed_after(t: Traceback, m: Match, log: Log, placed: str = "") -> Draft | N
     pkg, frames = found
     # the innermost frame is another package's (vLLM under a wrapper's call): the package with a
     # history only called into it, so its frames are callers, never the raising place
-    below = _own(t.frames[-1]).package if _own(t.frames[-1]).package != pkg else None
+    inner = _own(t.shown_frames()[-1]).package
+    below = inner if inner != pkg else None
     run = _shown(pkg, log)
     shown = run.version if run is not None and run.exact else None
     # fixes after the oldest release the run may have (its version, or its frames' range), and

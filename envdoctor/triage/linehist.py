@@ -8,7 +8,8 @@ scripts/derive_line_history.py) keeps, per function, the lines any commit remove
 the names the function stopped using with it. For a drift-shaped exception raised in a frame of
 such a package, the line the traceback prints under that frame is looked up there:
 
-* the failure's name (``'AdamW' object has no attribute 'optim_bits'``: ``a:optim_bits``) must be
+* the failure's name (``'AdamW' object has no attribute 'optim_bits'``: ``a:optim_bits``; the bare
+  ``AttributeError: name`` an attribute hook raised for its caller, ``raisethrough``) must be
   one the change dropped from that function (not used after it, or only inside a ``try`` that
   catches this exception: the line that failed is gone); a refactor that kept the name is no
   change of the history;
@@ -32,6 +33,7 @@ from envdoctor.knowledge.fix_history import line_hash
 from envdoctor.knowledge.line_history import Change, line_history, packages
 from envdoctor.triage.draft import Draft, Log, at_severity, finding
 from envdoctor.triage.interface import Match
+from envdoctor.triage.raisethrough import bare_name
 from envdoctor.triage.traceback import Frame, Traceback
 
 RULE = "TRI014"
@@ -55,6 +57,8 @@ def drift_names(t: Traceback) -> tuple[str, ...]:
     if name == "AttributeError" and (m := _ATTR.search(msg)):
         # a None where an object was expected is a value's bug, not a call that drifted
         return () if msg.startswith("'NoneType' object") else (f"a:{m['n']}",)
+    if name == "AttributeError" and (bare := bare_name(t)):  # ``del x.name`` in a hook: the name alone
+        return (f"a:{bare}",)
     if name in ("ImportError", "ModuleNotFoundError"):
         if m := _IMPORT.search(msg):
             return (f"i:{m['n']}",)
@@ -132,7 +136,7 @@ def changed_line(t: Traceback, m: Match, log: Log) -> Draft | None:
     from envdoctor.triage.fixhist import _own, _shown
 
     have = set(packages())
-    frames = [_own(f) for f in t.frames]
+    frames = [_own(f) for f in t.shown_frames()]  # up to the frame an attribute hook raised for
     pkg = next((f.package for f in reversed(frames) if f.package in have), None)
     if pkg is None:
         return None

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from envdoctor.triage.callsite import qualify
+from envdoctor.triage.raisethrough import hand_on
 from envdoctor.triage.scanner import split_prefix, unmark
 from envdoctor.triage.traceback_model import Frame, Traceback
 
@@ -413,4 +414,5 @@ def failure(context: Sequence[str], text: str, line_no: int = 0) -> Traceback | 
         bare_exception(last)  # Python's message without its exception's name
     for tb in last.all():  # a constructor's error that names no class (Python < 3.10): its call's line does
         qualify(tb)
+        hand_on(tb)  # an attribute hook's raise: the frame that asked is the site
     return last

@@ -39,6 +39,9 @@ class Traceback:
     #: the frame (its index) whose line made the call the message is about, where a message that
     #: names no class was qualified from that line (``callsite.qualify``); -1: none
     call_site: int = -1
+    #: the innermost frame of the generic code that raised on the call site's behalf (an attribute
+    #: hook: ``raisethrough.hand_on``); None: the exception was raised where its frames end
+    through: Frame | None = None
 
     @property
     def name(self) -> str:

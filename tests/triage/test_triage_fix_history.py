@@ -289,6 +289,19 @@ def test_a_removed_line_that_only_called_another_package_is_not_the_raising_plac
     assert f.severity == Severity.WARNING and "raised in vllm under trl's call" in f.message
 
 
+def test_a_removed_line_whose_read_an_attribute_hook_refused_is_the_raising_place(shipped: Path) -> None:
+    """torch's ``Module.__getattr__`` raised for TRL's line (envdoctor/triage/raisethrough.py): the
+    line that asked is the raise's place, so the fix that removed it is the run's (an error)."""
+    text = _log(OLD_LINE, None, "RuntimeError: something odd").replace(
+        "RuntimeError: something odd",
+        '  File "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", line 9, in __getattr__\n'
+        "    raise AttributeError(\n"
+        "AttributeError: 'LLM' object has no attribute 'sampling_params'",
+    )
+    (f,) = _tri014(text)
+    assert f.severity == Severity.ERROR and "raised inside trl" in f.message
+
+
 def test_a_matching_subject_without_a_version_is_a_warning(shipped: Path) -> None:
     (f,) = _tri014(_log("return list(outputs)"))
     assert f.severity == Severity.WARNING and "pip show trl" in f.message
