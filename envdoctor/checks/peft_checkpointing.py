@@ -48,13 +48,13 @@ def _reentrant(ctx: Context, kb: dict[str, Any]) -> tuple[bool | None, str]:
     if tf is None or versions.parse(tf) is None:
         return (
             True,
-            f"{KWARGS} does not set use_reentrant (transformers before {since} then checkpoints reentrantly)",
+            f"{KWARGS} does not set use_reentrant (transformers before {since} checkpoints reentrantly then)",
         )
     if versions.at_least(tf, since):
         return False, ""
     return True, (
-        f"{KWARGS} does not set use_reentrant, and transformers {tf}'s gradient_checkpointing_enable "
-        "then checkpoints reentrantly (use_reentrant=True)"
+        f"{KWARGS} does not set use_reentrant, so transformers {tf}'s gradient_checkpointing_enable "
+        "checkpoints reentrantly (use_reentrant=True)"
     )
 
 
@@ -163,7 +163,7 @@ def peft_reentrant_checkpointing(ctx: Context) -> Iterator[Hit]:
     origin = ctx.plan.config_origin.get("gradient_checkpointing", "")
     message = (
         f"TRL {trl}'s GRPOTrainer wraps the model in a PEFT adapter ({said}) with gradient_checkpointing on"
-        f"{f' ({origin})' if origin else ''}, and {how_reentrant}. The adapter freezes the base and its "
+        f"{f' ({origin})' if origin else ''}; {how_reentrant}. The adapter freezes the base and its "
         "embeddings, so nothing entering the first checkpointed block requires grad; reentrant "
         "checkpointing then records no graph through the blocks, and GRPOTrainer before "
         f"{fixed} never calls model.enable_input_require_grads() (PEFT does only for a model that "

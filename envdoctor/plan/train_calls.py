@@ -118,8 +118,8 @@ def _resume_how(node: ast.expr, names: dict[str, list[ast.expr]], depth: int = 0
     return "maybe"
 
 
-def _text(node: ast.AST, lines: list[str]) -> str:
-    seg = ast.get_source_segment("\n".join(lines), node) or ""
+def _text(node: ast.AST, text: str) -> str:
+    seg = ast.get_source_segment(text, node) or ""
     seg = " ".join(seg.split())
     return seg if len(seg) <= 80 else seg[:77] + "..."
 
@@ -144,9 +144,8 @@ def _trainers(tree: ast.AST) -> set[str]:
 def _scan(path: str, text: str, found: dict[str, Any]) -> None:
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return
-    lines = text.splitlines()
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return  # not Python text, or nested past the parser's depth: nothing read
     names = _bindings(tree)
     trainers = _trainers(tree)
     for node in ast.walk(tree):
@@ -163,7 +162,7 @@ def _scan(path: str, text: str, found: dict[str, Any]) -> None:
                 if kw.arg == "peft_config":
                     how = _peft_how(kw.value, names)
                     if how is not None:
-                        fact = Fact(how, where, f"peft_config={_text(kw.value, lines)}")
+                        fact = Fact(how, where, f"peft_config={_text(kw.value, text)}")
                         if "peft" not in found or found["peft"].how == "maybe":
                             found["peft"] = fact
         elif name == "train" and isinstance(node.func, ast.Attribute):
@@ -176,7 +175,7 @@ def _scan(path: str, text: str, found: dict[str, Any]) -> None:
             how = _resume_how(arg, names)
             if how is not None and ("resume" not in found or found["resume"].how == "maybe"):
                 found["resume"] = Fact(
-                    how, where, f"{owner}.train(resume_from_checkpoint={_text(arg, lines)})"
+                    how, where, f"{owner}.train(resume_from_checkpoint={_text(arg, text)})"
                 )
 
 
@@ -210,7 +209,9 @@ def train_calls(plan: Any) -> TrainCalls | None:
     script = plan.script
     if script is None or script.problem or not script.files:
         return None
-    memo: dict[str, TrainCalls] = plan.__dict__.setdefault("_train_calls", {})
-    if "calls" not in memo:
-        memo["calls"] = read_train_calls(tuple(script.files), getattr(plan, "edited", None))
-    return memo["calls"]
+    edited = getattr(plan, "edited", None) or {}
+    key = (tuple(script.files), tuple(sorted((k, hash(v)) for k, v in edited.items())))
+    memo: dict[Any, TrainCalls] = plan.__dict__.setdefault("_train_calls", {})
+    if key not in memo:
+        memo[key] = read_train_calls(key[0], edited)
+    return memo[key]
