@@ -58,7 +58,7 @@ def _resume(ctx: Context) -> tuple[str, str] | None:
     if resume.how == "config:resume_from_checkpoint":
         return ("always", f"{said}, with {said_cfg}") if set_in_config else None
     if resume.how == "maybe":
-        return "maybe", f"{said}, when that resolves to a checkpoint (one exists)"
+        return "maybe", f"{said}, when that names a checkpoint: a restart that finds one"
     return "always", said
 
 
@@ -110,10 +110,13 @@ def resume_torch_load_refused(ctx: Context) -> Iterator[Hit]:
     sure, said = resume
     where = " ".join(str(row.get("where", "")).split())
     raises = str(row.get("raises", ""))
+    lead = "The run resumes from a checkpoint" if sure == "always" else "The run can resume from a checkpoint"
     message = (
-        f"The run resumes from a checkpoint ({said}), and transformers {tf} with torch {torch} fails to "
-        f"load its state: {where}. It raises '{raises}' before the first resumed step"
+        f"{lead} ({said}), and transformers {tf} with torch {torch} fails to load its state: {where}. "
+        f"It raises '{raises}' before the first resumed step"
     )
+    if sure != "always":
+        message += " (a run that starts without a checkpoint trains; its restart fails)"
     remedies = _remedies(ctx, kb)
     fix = "; or ".join(r.fix for r in remedies) or f"install torch >= {kb.get('safe_torch', '2.6.0')}"
     yield hit(

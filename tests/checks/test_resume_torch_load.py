@@ -48,7 +48,8 @@ def test_a_literal_resume_is_an_error_naming_the_check(tmp_path, monkeypatch):
 def test_a_resume_only_when_a_checkpoint_exists_is_a_warning(tmp_path, monkeypatch):
     body = 'last = get_last_checkpoint("o")'
     (f,) = _pkg015(tmp_path, monkeypatch, "resume_from_checkpoint=last", body=body)
-    assert f.severity.value == "warning" and "when that resolves to a checkpoint" in f.message
+    assert f.severity.value == "warning" and "a restart that finds one" in f.message
+    assert "its restart fails" in f.message
 
 
 def test_the_configs_key_counts_where_the_script_hands_it_on(tmp_path, monkeypatch):
