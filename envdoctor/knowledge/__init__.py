@@ -45,6 +45,8 @@ class Knowledge:
         "wrappers": "wrappers.yaml",
         "frameworks": "frameworks.yaml",
         "optional_features": "optional_features.yaml",
+        "peft_gradient_checkpointing": "peft_gradient_checkpointing.yaml",
+        "resume_torch_load": "resume_torch_load.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

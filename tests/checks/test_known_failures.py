@@ -651,21 +651,32 @@ def test_a_failure_that_only_slows_the_run_is_advice_not_a_warning():
 
 def test_a_nested_config_value_escapes_a_failure():
     """unless_config ``a.b`` reads the value at b of the mapping a: TRL 0.15's LoRA + reentrant
-    checkpointing crash (huggingface/trl#3089) happens on every run unless
-    gradient_checkpointing_kwargs sets use_reentrant false; an error otherwise."""
-    pk = {"trl": "0.15.2", "vllm": "0.7.2", "torch": "2.5.1", "transformers": "4.49.0"}
-    entry = "trl-0.15-peft-gradient-checkpointing-no-grad"
+    checkpointing crash (huggingface/trl#3089) matches every run unless
+    gradient_checkpointing_kwargs sets use_reentrant false. The entry is CFG012's to report (it
+    reads the script's peft_config= too): the match is asked of the catalogue directly, and
+    CFG012 follows it."""
+    from envdoctor.checks.context import Context
+    from envdoctor.checks.matching import matches
+    from envdoctor.facts.snapshot import from_dict
+    from envdoctor.knowledge import known_failures
+    from envdoctor.plan.build import build_plan
 
-    def sev(kwargs: dict | None) -> list[str]:
+    pk = {"trl": "0.15.2", "vllm": "0.7.2", "torch": "2.5.1", "transformers": "4.49.0"}
+    entry = next(f for f in known_failures() if f.id == "trl-0.15-peft-gradient-checkpointing-no-grad")
+    assert entry.rule == "CFG012"
+
+    def sev(kwargs: dict | None) -> tuple[bool, list[str]]:
         config = {"use_peft": True, "gradient_checkpointing": True}
         if kwargs is not None:
             config["gradient_checkpointing_kwargs"] = kwargs
-        found = findings(snapshot(packages={**MODERN, **pk}), config=config)
-        return [f.severity.value for f in found if f.evidence.get("id") == entry]
+        snap = snapshot(packages={**MODERN, **pk})
+        ctx = Context(facts=from_dict(snap, "x"), plan=build_plan(config_dict=config, live=False))
+        found = findings(snap, config=config)
+        return matches(ctx, entry), [f.severity.value for f in found if f.rule == "CFG012"]
 
-    assert sev(None) == ["error"]
-    assert sev({"use_reentrant": True}) == ["error"]
-    assert sev({"use_reentrant": False}) == []
+    assert sev(None) == (True, ["error"])
+    assert sev({"use_reentrant": True}) == (True, ["error"])
+    assert sev({"use_reentrant": False}) == (False, [])
 
 
 def test_special_tokens_are_likely_where_the_dataset_read_is_chat_messages(tmp_path):

@@ -362,6 +362,43 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "CUDA_VISIBLE_DEVICES=0 accelerate launch --num_processes 1 train.py",
         },
     ),
+    "CFG012": (  # TRL 0.15's GRPOTrainer, use_peft, reentrant checkpointing (transformers' default)
+        {"snap": {"packages": LEGACY}, "config": {"use_peft": True, "gradient_checkpointing": True}},
+        {
+            "snap": {"packages": LEGACY},
+            "config": {
+                "use_peft": True,
+                "gradient_checkpointing": True,
+                "gradient_checkpointing_kwargs": {"use_reentrant": False},
+            },
+        },
+    ),
+    "PKG015": (  # a resume the script makes on transformers 4.57 with torch 2.5
+        {
+            "snap": {"packages": {**LEGACY, "trl": "0.25.1", "transformers": "4.57.3", "vllm": None}},
+            "launch": "python {tmp}/train.py",
+            "files": {
+                "train.py": _TRAIN.format(defs="r = len")
+                + "t = GRPOTrainer()\nt.train(resume_from_checkpoint=True)\n"
+            },
+        },
+        {
+            "snap": {
+                "packages": {
+                    **LEGACY,
+                    "trl": "0.25.1",
+                    "transformers": "4.57.3",
+                    "vllm": None,
+                    "torch": "2.6.0",
+                }
+            },
+            "launch": "python {tmp}/train.py",
+            "files": {
+                "train.py": _TRAIN.format(defs="r = len")
+                + "t = GRPOTrainer()\nt.train(resume_from_checkpoint=True)\n"
+            },
+        },
+    ),
     "LAY019": (
         {
             "launch": "accelerate launch --num_processes 1 --config_file {tmp}/gone.yaml {tmp}/train.py",
