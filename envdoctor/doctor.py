@@ -101,10 +101,9 @@ def upgrade_plan(ctx: Context, findings: list[Finding]) -> list[str]:
     constraint envdoctor knows, nearest to what is installed), or why nothing does; nothing where
     no package finding at warning or error asks for a change (a pair no rule of this run judges,
     TRL's vLLM range with use_vllm off, is no reason to move torch under a run that works)."""
-    from envdoctor.checks.resolver import plan_packages
-
     if not any(f.severity is not Severity.INFO and f.rule.startswith(_PACKAGE_RULES) for f in findings):
         return []
+    from envdoctor.checks.resolver import plan_packages  # loaded only for a stack to fix
 
     plan = plan_packages(ctx)
     if plan.unfixable:

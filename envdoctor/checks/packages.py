@@ -12,12 +12,13 @@ from envdoctor.checks.context import Context, vllm_unused
 from envdoctor.checks.matching import confirmed_break, when_holds
 from envdoctor.checks.model_floors import model_names
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.checks.resolver import SOURCES, VLLM_FLOOR, plan_fix
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.findings import Remedy, Severity
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.requirements import (
+    SOURCES,
+    VLLM_FLOOR,
     api_verdict,
     below_api_floor,
     harmless,
@@ -29,6 +30,13 @@ from envdoctor.knowledge.requirements import (
 
 #: Distributions whose requirements are checked (the training stack): the resolver's list.
 CHECKED = SOURCES
+
+
+def plan_fix(ctx: Context, *names: str, keep: dict[str, str] | None = None) -> tuple[str, Remedy | None]:
+    """``resolver.plan_fix``: the resolver loads only when a finding asks for its fix."""
+    from envdoctor.checks.resolver import plan_fix as resolved
+
+    return resolved(ctx, *names, keep=keep)
 
 
 def _vllm_fix(ctx: Context, minimum: str) -> str:
