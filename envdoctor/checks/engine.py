@@ -7,13 +7,16 @@ findings, then one more that says how many were left out."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from envdoctor.checks.context import Context, LayoutUnresolved, cuda_unused
 from envdoctor.checks.registry import entry_of, needs_of, rule_ids
 from envdoctor.errors import InputError
 from envdoctor.findings import Finding, Severity
 from envdoctor.rule_docs import rule_docs
-from envdoctor.suppression import Suppression, split
+
+if TYPE_CHECKING:
+    from envdoctor.suppression import Suppression
 
 MAX_PER_RULE = 50
 
@@ -150,6 +153,8 @@ def run_rules(
             )
         out.ran.append(rule_id)
         if suppress:
+            from envdoctor.suppression import split
+
             mine, silenced = split(mine, suppress, doc.name)
             out.suppressed += silenced
         out.findings += mine

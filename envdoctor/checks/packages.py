@@ -530,11 +530,14 @@ def _undeclared_floors(ctx: Context, src: str, pkg: Package, lines: list[str]) -
     import ``FSDPModule`` from torch 2.6 at module level, so ``from trl import GRPOTrainer`` fails
     on torch 2.4 though pip sees no conflict. Left out where another framework trains (TRL's
     GRPOTrainer may never be imported)."""
-    from envdoctor.plan.framework import leaves_out
-
     floors = (ctx.kb.requirement_floors.get("floors") or {}).get(src) or {}
-    if not floors or leaves_out(ctx.plan.framework, "trl-trainer"):
+    if not floors:
         return
+    if ctx.plan.framework is not None:
+        from envdoctor.plan.framework import leaves_out
+
+        if leaves_out(ctx.plan.framework, "trl-trainer"):
+            return
     declared = {normalize_name(r.name) for ln in lines if (r := parse_requirement(ln)) is not None}
     for target in (t for t in floors if t != "releases" and t not in declared):
         installed = ctx.version(target)
