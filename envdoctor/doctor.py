@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.engine import Outcome, run_rules
@@ -14,8 +14,10 @@ from envdoctor.plan.layout import trainer_env
 from envdoctor.redact import plan_secrets, redact_report
 from envdoctor.report.interface import Area, Report
 from envdoctor.rule_docs import AREAS, rule_docs
-from envdoctor.suppression import Suppressed, Suppression
 from envdoctor.units import size_text
+
+if TYPE_CHECKING:
+    from envdoctor.suppression import Suppression
 
 SHOWN = ("trl", "vllm", "transformers", "accelerate", "torch", "deepspeed", "peft")
 AREA_ORDER = ("packages", "config", "gpus", "layout", "allocator", "data", "probe")
@@ -101,10 +103,9 @@ def upgrade_plan(ctx: Context, findings: list[Finding]) -> list[str]:
     constraint envdoctor knows, nearest to what is installed), or why nothing does; nothing where
     no package finding at warning or error asks for a change (a pair no rule of this run judges,
     TRL's vLLM range with use_vllm off, is no reason to move torch under a run that works)."""
-    from envdoctor.checks.resolver import plan_packages
-
     if not any(f.severity is not Severity.INFO and f.rule.startswith(_PACKAGE_RULES) for f in findings):
         return []
+    from envdoctor.checks.resolver import plan_packages  # loaded only for a stack to fix
 
     plan = plan_packages(ctx)
     if plan.unfixable:
@@ -141,12 +142,15 @@ def build_report(
             if ctx.plan.config_path
             else "no GRPO config given (--config FILE)"
         ) + unread
-    from envdoctor.plan.framework import leaves_out
-
     framework = ctx.plan.framework
+    own_layout = False  # another framework places its own processes (plan.framework)
+    if framework is not None:
+        from envdoctor.plan.framework import leaves_out
+
+        own_layout = leaves_out(framework, "trl-layout")
     if not ctx.plan.trainer and not ctx.plan.config:
         areas["layout"].note = "no launch command given (envdoctor check -- <launch line>)"
-    elif framework is not None and leaves_out(framework, "trl-layout"):
+    elif framework is not None and own_layout:
         # ENV002 says it: the framework places its own processes, so TRL's layout is not judged,
         # resolved or not
         areas["layout"].note = f"TRL's process layout not judged: {framework.name} trains this run (ENV002)"
@@ -178,6 +182,7 @@ def build_report(
     redact_report(report, plan_secrets(ctx.plan))
     if outcome.suppressed:
         from envdoctor.redact import KEPT, scrub
+        from envdoctor.suppression import Suppressed
 
         report.suppressed = [
             scrub(Suppressed(f, s, docs[f.rule].area), report.secrets, escape=False, limit=KEPT)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.errors import InputError, read_input_text
-from envdoctor.suppression import Suppression
+
+if TYPE_CHECKING:  # loaded only for a [tool.envdoctor] ignore entry
+    from envdoctor.suppression import Suppression
 
 KEYS: dict[str, type | tuple[type, ...]] = {
     "select": list,
@@ -133,6 +135,8 @@ _SCALAR = (str, int, float, bool)
 def parse_ignore(value: object, source: str) -> list[Suppression]:
     """``[tool.envdoctor] ignore`` read into suppressions; anything else is an ``InputError``
     naming ``source``."""
+    from envdoctor.suppression import Suppression
+
     if not isinstance(value, list):
         raise InputError(source, "'ignore' must be a list of rules or {rule = …, reason = …} tables")
     out = []

@@ -42,6 +42,11 @@ NOT_WITHOUT_INPUT = {
     "pyarrow": "a Parquet or Arrow dataset",
     "tokenizers": "a dataset's prompts and a cached tokenizer.json",
     "csv": "a CSV dataset",
+    "envdoctor.checks.layout_launchers": "a launch command (a rule module loads when a rule of it runs)",
+    "envdoctor.checks.layout_server": "a config or launch command with use_vllm on",
+    "envdoctor.checks.deepspeed_ref": "a config or launch command",
+    "envdoctor.checks.trl_overrides": "a config or launch command",
+    "envdoctor.checks.config_values": "a config or launch command",
 }
 
 _SCRIPT = """
@@ -143,6 +148,11 @@ def test_the_same_modules_load_when_their_input_is_there(tmp_path):
         "envdoctor.net_policy",
         "envdoctor.report.junit",
         "difflib",
+        "envdoctor.checks.layout_launchers",
+        "envdoctor.checks.layout_server",
+        "envdoctor.checks.deepspeed_ref",
+        "envdoctor.checks.trl_overrides",
+        "envdoctor.checks.config_values",
     ):
         assert name in modules, name
 

@@ -6,15 +6,17 @@ findings, then one more that says how many were left out."""
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from envdoctor.checks.context import Context, LayoutUnresolved, cuda_unused
-from envdoctor.checks.registry import all_rules
+from envdoctor.checks.registry import entry_of, needs_of, rule_ids
 from envdoctor.errors import InputError
 from envdoctor.findings import Finding, Severity
 from envdoctor.rule_docs import rule_docs
-from envdoctor.suppression import Suppression, split
+
+if TYPE_CHECKING:
+    from envdoctor.suppression import Suppression
 
 MAX_PER_RULE = 50
 
@@ -89,16 +91,17 @@ def run_rules(
                     "id, an id prefix such as LAY, or a rule name)",
                 )
     out = Outcome()
-    for rule_id, entry in sorted(all_rules().items()):
+    for rule_id in rule_ids():  # a rule module loads only when one of its rules runs
         doc = docs[rule_id]
         if select and not matches(rule_id, doc.name, select):
             continue
         if ignore and matches(rule_id, doc.name, ignore):
             continue
-        reason = _missing(ctx, entry.needs)
+        reason = _missing(ctx, needs_of(rule_id))
         if reason:
             out.skipped[rule_id] = reason
             continue
+        entry = entry_of(rule_id)
         mine: list[Finding] = []
         left_out, worst = 0, Severity.INFO  # hits past MAX_PER_RULE: counted, not kept
         try:
@@ -125,6 +128,8 @@ def run_rules(
         except InputError:
             raise  # the user's input, found bad while resolving it: exit 2 naming it
         except Exception as exc:  # a bug in a rule: reported, never a silent pass
+            import traceback
+
             mine.append(
                 Finding(
                     rule=rule_id,
@@ -148,6 +153,8 @@ def run_rules(
             )
         out.ran.append(rule_id)
         if suppress:
+            from envdoctor.suppression import split
+
             mine, silenced = split(mine, suppress, doc.name)
             out.suppressed += silenced
         out.findings += mine

@@ -362,11 +362,11 @@ def framework_keeps(ctx: Context, failure: KnownFailure) -> bool:
     an entry of TRL's release or of GRPOTrainer's own needs TRL's GRPOTrainer to run, one
     conditioned on GRPOConfig keys needs TRL's parser to read them, one on the launch layout needs
     TRL's layout. Entries of the packages alone (vLLM with torch, the allocator) always hold."""
-    from envdoctor.plan.framework import leaves_out
-
     framework = ctx.plan.framework
     if framework is None:
         return True
+    from envdoctor.plan.framework import leaves_out  # loaded only where another framework trains
+
     if leaves_out(framework, "trl-trainer") and ("trl" in failure.packages or failure.trainer == "grpo"):
         return False
     if leaves_out(framework, "trl-keys") and (failure.config or failure.unless_config):

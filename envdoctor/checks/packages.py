@@ -12,12 +12,13 @@ from envdoctor.checks.context import Context, vllm_unused
 from envdoctor.checks.matching import confirmed_break, when_holds
 from envdoctor.checks.model_floors import model_names
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.checks.resolver import SOURCES, VLLM_FLOOR, plan_fix
 from envdoctor.facts.interface import Package, normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.findings import Remedy, Severity
 from envdoctor.knowledge import release_said
 from envdoctor.knowledge.requirements import (
+    SOURCES,
+    VLLM_FLOOR,
     api_verdict,
     below_api_floor,
     harmless,
@@ -29,6 +30,13 @@ from envdoctor.knowledge.requirements import (
 
 #: Distributions whose requirements are checked (the training stack): the resolver's list.
 CHECKED = SOURCES
+
+
+def plan_fix(ctx: Context, *names: str, keep: dict[str, str] | None = None) -> tuple[str, Remedy | None]:
+    """``resolver.plan_fix``: the resolver loads only when a finding asks for its fix."""
+    from envdoctor.checks.resolver import plan_fix as resolved
+
+    return resolved(ctx, *names, keep=keep)
 
 
 def _vllm_fix(ctx: Context, minimum: str) -> str:
@@ -522,11 +530,14 @@ def _undeclared_floors(ctx: Context, src: str, pkg: Package, lines: list[str]) -
     import ``FSDPModule`` from torch 2.6 at module level, so ``from trl import GRPOTrainer`` fails
     on torch 2.4 though pip sees no conflict. Left out where another framework trains (TRL's
     GRPOTrainer may never be imported)."""
-    from envdoctor.plan.framework import leaves_out
-
     floors = (ctx.kb.requirement_floors.get("floors") or {}).get(src) or {}
-    if not floors or leaves_out(ctx.plan.framework, "trl-trainer"):
+    if not floors:
         return
+    if ctx.plan.framework is not None:
+        from envdoctor.plan.framework import leaves_out
+
+        if leaves_out(ctx.plan.framework, "trl-trainer"):
+            return
     declared = {normalize_name(r.name) for ln in lines if (r := parse_requirement(ln)) is not None}
     for target in (t for t in floors if t != "releases" and t not in declared):
         installed = ctx.version(target)

@@ -76,6 +76,65 @@ def rule(rule_id: str, needs: tuple[str, ...] = ()) -> Callable[[RuleFn], RuleFn
 
 def all_rules() -> dict[str, RuleEntry]:
     """Every registered rule (importing the rule modules registers them)."""
-    from envdoctor.checks import ALL_MODULES  # noqa: F401  (import for registration)
+    from envdoctor.checks import import_all
 
+    import_all()
     return RULES
+
+
+def entry_of(rule_id: str) -> RuleEntry:
+    """The registered rule ``rule_id``, its module imported first when it is not yet."""
+    if rule_id not in RULES:
+        import importlib
+
+        from envdoctor.checks.rule_index import INDEX
+
+        importlib.import_module(f"envdoctor.checks.{INDEX[rule_id][0]}")
+    return RULES[rule_id]
+
+
+def needs_of(rule_id: str) -> tuple[str, ...]:
+    """What ``rule_id`` cannot run without: from the registry when its module is loaded, else
+    from ``rule_index`` (so that a rule that cannot run does not load its module)."""
+    if rule_id in RULES:
+        return RULES[rule_id].needs
+    from envdoctor.checks.rule_index import INDEX
+
+    return INDEX[rule_id][1]
+
+
+def rule_ids() -> list[str]:
+    """Every rule's id, sorted, without importing the rule modules (``rule_index``, and any rule
+    registered beside it)."""
+    from envdoctor.checks.rule_index import INDEX
+
+    return sorted(set(INDEX) | set(RULES))
+
+
+def _words(items: tuple[str, ...]) -> str:
+    return "(" + ", ".join(f'"{i}"' for i in items) + ("," if len(items) == 1 else "") + ")"
+
+
+def index_text() -> str:
+    """``envdoctor/checks/rule_index.py`` for the rules the decorators register now."""
+    rows = "".join(
+        f'    "{rule_id}": ("{entry.fn.__module__.rsplit(".", 1)[1]}", {_words(entry.needs)}),\n'
+        for rule_id, entry in sorted(all_rules().items())
+    )
+    return (
+        '"""Each rule\'s module and ``needs``: the engine judges whether a rule can run from here,\n'
+        "so that a check imports only the rule modules with a rule that can run (with nothing given,\n"
+        "the layout, memory and allocator rules' modules are not loaded). Written by\n"
+        "``python -m envdoctor.checks.registry``; tests/checks/test_rule_index.py keeps it equal to\n"
+        'the ``@rule`` decorators."""\n\n'
+        "#: rule id -> (its module under envdoctor.checks, its needs)\n"
+        f"INDEX: dict[str, tuple[str, tuple[str, ...]]] = {{\n{rows}}}\n"
+    )
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    from envdoctor.checks import registry  # this file run as __main__ is another module
+
+    Path(__file__).with_name("rule_index.py").write_text(registry.index_text(), encoding="utf-8")

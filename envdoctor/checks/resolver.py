@@ -33,29 +33,16 @@ from envdoctor.checks.context import Context
 from envdoctor.facts.interface import normalize_name
 from envdoctor.facts.packages import extra_only, parse_requirement
 from envdoctor.findings import Remedy
-from envdoctor.knowledge.requirements import api_floor, marker_env, requirement_lines
-
-#: Distributions whose requirements are read (the training stack; PKG004's sources).
-SOURCES = (
-    "trl",
-    "vllm",
-    "transformers",
-    "accelerate",
-    "torch",
-    "torchvision",
-    "peft",
-    "deepspeed",
-    "datasets",
-    "xformers",
-    "flash-attn",
-    "liger-kernel",
-    "bitsandbytes",
+from envdoctor.knowledge.requirements import (  # noqa: F401  (SOURCES, VLLM_FLOOR: read from here too)
+    SOURCES,
+    VLLM_FLOOR,
+    api_floor,
+    marker_env,
+    requirement_lines,
 )
+
 #: packages the knowledge itself pins (a vLLM's torch and transformers, a TRL line's requirements)
 _KNOWN_TARGETS = ("torch", "transformers", "accelerate", "datasets", "huggingface-hub", "torchvision")
-#: the vLLM release below which TRL's GRPO fails (PKG002): the device fix TRL 0.15.0 asks for
-#: (huggingface/trl#2766, for huggingface/trl#2745)
-VLLM_FLOOR = "0.7.1"
 #: resolutions tried while looking for the fewest moves (each is a few milliseconds)
 MAX_TRIES = 60
 #: torch's companion wheel: torchvision 0.(m+15).p is built for torch 2.m.p (its Requires-Dist pins

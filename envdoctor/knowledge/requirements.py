@@ -12,6 +12,26 @@ from envdoctor.pep508 import default_environment
 if TYPE_CHECKING:  # an annotation only: knowledge stays below facts
     from envdoctor.facts.interface import Package
 
+#: Distributions whose requirements are read (the training stack; PKG004's sources).
+SOURCES = (
+    "trl",
+    "vllm",
+    "transformers",
+    "accelerate",
+    "torch",
+    "torchvision",
+    "peft",
+    "deepspeed",
+    "datasets",
+    "xformers",
+    "flash-attn",
+    "liger-kernel",
+    "bitsandbytes",
+)
+#: the vLLM release below which TRL's GRPO fails (PKG002): the device fix TRL 0.15.0 asks for
+#: (huggingface/trl#2766, for huggingface/trl#2745)
+VLLM_FLOOR = "0.7.1"
+
 
 def curated_requires(kb: Knowledge, src: str, version: str) -> list[str]:
     """Requires-Dist lines a snapshot left out, from the curated pins of rules/knowledge/vllm.yaml

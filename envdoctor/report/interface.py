@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.findings import Finding, Severity
-from envdoctor.suppression import Suppressed
+
+if TYPE_CHECKING:  # a report lists suppressions only where [tool.envdoctor] ignore has some
+    from envdoctor.suppression import Suppressed
 
 REPORT_SCHEMA = "envdoctor.report/1"
 
