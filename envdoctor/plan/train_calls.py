@@ -157,7 +157,10 @@ def _scan(path: str, text: str, found: dict[str, Any]) -> None:
             found.setdefault("input_grads", f"{name}(...) in {where}")
         elif name in PEFT_WRAPS:
             found.setdefault("wrap", Fact("maybe", where, f"{name}(...)"))
-        elif name.endswith("GRPOTrainer"):
+        elif name.endswith("GRPOTrainer") or any(kw.arg == "peft_config" for kw in node.keywords):
+            # TRL's GRPOTrainer, or a trainer the script builds through another name (``trainer_cls(
+            # …, peft_config=get_peft_config(model_args))`` of a vendored GRPO trainer): the
+            # adapter it is handed is the one its own get_peft_model wraps the model in
             for kw in node.keywords:
                 if kw.arg == "peft_config":
                     how = _peft_how(kw.value, names)

@@ -66,6 +66,38 @@ def test_trls_get_peft_config_follows_use_peft(tmp_path, monkeypatch):
     assert f.severity.value == "error" and "use_peft: true" in f.message
 
 
+#: set 23's R1-Multimodal-Journey (healthy, read after it was measured): the script builds a
+#: vendored GRPO trainer through a name (``trainer_cls(…, peft_config=get_peft_config(model_args))``)
+#: whose own ``if peft_config is not None: get_peft_model(…)`` wraps the model; the launch asks for
+#: no adapter (no use_peft), yet CFG012 warned that the adapter "depends on the code's condition"
+VENDORED = """\
+from peft import get_peft_model
+from trl import get_peft_config
+from transformers import Trainer
+
+class VendoredGRPOTrainer(Trainer):
+    def __init__(self, model, args, peft_config=None):
+        if peft_config is not None:
+            model = get_peft_model(model, peft_config)
+        super().__init__(model=model, args=args)
+
+trainer_cls = VendoredGRPOTrainer
+trainer = trainer_cls(model=m, args=args, peft_config=get_peft_config(model_args))
+trainer.train()
+"""
+
+
+def test_a_vendored_trainer_handed_trls_get_peft_config_follows_use_peft(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(VENDORED)
+    snap = snapshot(1, packages=_packages())
+    config = {"gradient_checkpointing": True}
+    got = [f for f in findings(snap, config=config, launch="python train.py") if f.rule == "CFG012"]
+    assert got == []
+    got = findings(snap, config={**config, "use_peft": True}, launch="python train.py")
+    assert [f.severity.value for f in got if f.rule == "CFG012"] == ["error"]
+
+
 @pytest.mark.parametrize(
     ("peft", "after", "packages"),
     [
