@@ -197,7 +197,18 @@ def severity(ctx: Context, failure: KnownFailure) -> str:
         return "warning"  # the script shows the trigger; which release runs is not known
     if failure.trainer == "grpo" and base == "error" and runs_grpo(ctx)[0] is None:
         base = "warning"  # GRPOTrainer's own failure in a run not seen to build one: likely
+    if base == "error" and "trl" in failure.packages and _trl_modified(ctx):
+        base = "warning"  # a modified copy of trl: its code may differ from the release's
     return ctx.on_trl(base) if "trl" in failure.packages else base
+
+
+def _trl_modified(ctx: Context) -> str | None:
+    """The trainer class the script imports from trl that no TRL release has, where it does:
+    the installed trl is a modified copy (a fork installed as ``trl``), whose code the
+    catalogue's TRL ranges do not describe (set 23's SafeRank-GRPO: a fork of TRL 0.21 that
+    guards the vLLM import the release fails on)."""
+    script = ctx.plan.script
+    return script.trl_added if script is not None and not script.problem else None
 
 
 @rule("KNF001")
@@ -216,7 +227,8 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
             + _depends_said(ctx, failure, likely(ctx, failure))
             + _facts_said(ctx, failure)
             + (f"; {unseen}" if unseen else "")
-            + _trainer_said(ctx, failure),
+            + _trainer_said(ctx, failure)
+            + _modified_said(ctx, failure),
             fix=fix,
             remedy=remedy,
             severity=severity(ctx, failure),
@@ -230,6 +242,16 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
             found = unused_vllm(found, unused)
         yield found
     yield from _patched_away(ctx)
+
+
+def _modified_said(ctx: Context, failure: KnownFailure) -> str:
+    added = _trl_modified(ctx) if "trl" in failure.packages else None
+    if not added:
+        return ""
+    return (
+        f"; the training script imports {added} from trl, a class no TRL release has: the installed "
+        "trl is a modified copy, and whether it keeps this release's code is not known"
+    )
 
 
 def _trainer_said(ctx: Context, failure: KnownFailure) -> str:

@@ -166,6 +166,9 @@ class TrainingScript:
     #: it imports a trainer class of the repository's own that envdoctor could not read and
     #: builds no GRPOTrainer of TRL's itself: whether TRL's __init__ checks run is unknown
     unread_trainer: str | None = None
+    #: a trainer class it imports from trl that no TRL release has (``RankGRPOTrainer``): the
+    #: installed trl is a modified copy, whose code the catalogue's TRL ranges do not describe
+    trl_added: str | None = None
     #: its calls into TRL's trainer classes with keywords (``TrlCall``: class, method, where,
     #: keywords), checked against the symbol history of the TRL release that runs
     trl_calls: tuple[Any, ...] = ()

@@ -54,6 +54,7 @@ def read_training_script(
         own_trainer=decl.own_trainer,
         own_grpo=decl.own_grpo,
         unread_trainer=decl.unread_trainer,
+        trl_added=decl.trl_added,
         trl_calls=tuple(decl.trl_calls),
         trl_overrides=tuple(decl.trl_overrides),
         files=tuple(decl.files),

@@ -223,6 +223,9 @@ class ScriptDecl:
     #: it builds no GRPOTrainer of TRL's itself and imports a trainer class of the repository's
     #: own that envdoctor could not read (``Qwen2VLGRPOTrainer (from open_r1_video.trainer)``)
     unread_trainer: str | None = None
+    #: a trainer class it imports from trl that no TRL release has (``RankGRPOTrainer``): the
+    #: installed trl is a modified copy, whose code the catalogue's TRL ranges do not describe
+    trl_added: str | None = None
     #: packages it imports that may start vLLM in-process (``IN_PROCESS_VLLM``)
     in_process_imports: tuple[str, ...] = ()
     #: their loader calls that ask for vLLM: (where, value: True / False / None for unknown, the
@@ -1657,6 +1660,14 @@ def read_script(
     decl.config_class = _config_class(main, script, res, decl, targets)
     decl.own_trainer = _own_trainer(main, script, res)
     decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
+    decl.trl_added = next(
+        (
+            name
+            for name, (source, _, level) in main.imports.items()
+            if not level and source.split(".")[0] == "trl" and name.endswith("Trainer") and _not_trls(name)
+        ),
+        None,
+    )
     hydra_trainer = main.hydra and TRAINER_CLASS not in targets  # Hydra builds it from a `_target_`
     if hydra_trainer and not (decl.own_trainer or decl.unread_trainer or main.model_by_name):
         decl.unread_trainer = f"the class a Hydra `_target_` names ({main.path}:{main.hydra})"
