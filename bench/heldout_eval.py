@@ -587,6 +587,16 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
         # 1.6.0", "5.3.0 pinned; 5.8.0 in the run", ">=0.9.0 (unpinned) -> 0.29.1 resolved"):
         # that one, over a pin or a range the same note gives
         ran = _run_version(v) if isinstance(v, str) and name not in NOT_PACKAGES else None
+        # a pin written as a requirement ("trl[vllm]==0.18.0"), or the version a lock file holds
+        # ("* (pyproject) / 0.11.4 (poetry.lock)"): that one (set 23's judge: read as no version)
+        pin = (
+            re.match(r"\s*[A-Za-z][\w.-]*(?:\[[^\]]*\])?\s*==\s*(\d+\.\d+(?:\.\d+)?)\b(?![.\w])", v)
+            or re.search(r"\b(\d+\.\d+\.\d+)\s*\([\w.-]*\.lock\b", v)
+            if isinstance(v, str) and name not in NOT_PACKAGES
+            else None
+        )
+        if pin and not ran:
+            ran = pin.group(1) if pin.group(1).count(".") == 2 else f"{pin.group(1)}.0"
         if ran:
             exact[name] = ran
             continue
@@ -670,7 +680,19 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
         placed = _trl_on_stack_day(stack, exact, uses_vllm)
         if placed:
             exact["trl"] = placed
-    exact.setdefault("trl", "0.15.2")  # unsloth / ms-swift threads of early 2025 ran trl<=0.15.2
+    if "trl" not in exact:
+        # the setup states no TRL at all (no version, range or day): installed at a version not
+        # known, not the harness's pick (set 23's judge: TRL 0.15.2 drew errors on two healthy
+        # setups that never state TRL); the rest as the setup states it
+        exact["trl"] = "0+unknown"
+        for name, v in stack.items():
+            if isinstance(v, str) and v.strip() and name not in exact and name not in NOT_PACKAGES:
+                eq = re.match(r"==\s*(\d+\.\d+(?:\.\d+)?(?:\+[\w.]+)?)", v.strip())
+                exact[name] = eq.group(1) if eq else "0+unknown"  # a pin, else installed, unknown
+        for name, v in stack.items():
+            if _not_installed(v):
+                exact.pop(name, None)
+        return exact
     given = set(exact)
     # a vLLM that comes with TRL's [vllm] extra ("via trl[vllm] extra"): installed by a pip run
     # after the torch the stack names (a Dockerfile's earlier RUN, a base image), and vLLM pins
