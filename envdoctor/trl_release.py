@@ -83,6 +83,9 @@ def _line_starts(kb: Knowledge) -> list[str]:
 def trl_release(facts: Facts, kb: Knowledge) -> TrlRelease:
     """The TRL release judgements use for ``facts`` (see the module docstring)."""
     installed = facts.version("trl")
+    if installed and versions.placeholder(installed):
+        # installed, its release not recorded (``0+unknown``): no release's rules judge it
+        return TrlRelease(None, "unknown", "installed, its release not recorded")
     if installed:
         named = "trl" in (facts.extra.get("assumed") or ())
         return TrlRelease(installed, "named", "--assume") if named else TrlRelease(installed)
