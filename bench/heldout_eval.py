@@ -603,7 +603,11 @@ def _stack(stack: dict, uses_vllm: bool = True) -> dict[str, str]:
         # installed at a version the setup never states ("not declared (GRPOConfig(use_vllm=True)
         # but requirements.txt lists no vllm)"): unknown, not one the harness picks (set 22's
         # gsm8k drew PKG002 / PKG006 on a vLLM the harness chose)
-        if isinstance(v, str) and re.match(r"(?i)\s*(?:not declared|not stated|unknown)\b", v):
+        if (
+            isinstance(v, str)
+            and re.match(r"(?i)\s*(?:not declared|not stated|unknown)\b", v)
+            and not re.search(r"\d+\.\d+", v)  # a note that names a version reads on (TRL's inferences)
+        ):
             exact[name] = "0+unknown"
             continue
         # a git commit pin, as a thread or setup.py names it: the dev release it installs as

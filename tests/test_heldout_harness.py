@@ -315,3 +315,33 @@ def test_a_notebooks_shell_lines_are_commands_and_its_magics_are_not(tmp_path):
         "cd /content/repo/",
         "python -m src.train --config configs/baseline.yaml",
     ]
+
+
+def test_the_runs_own_version_a_pin_and_a_lock_are_read_from_a_note():
+    """Set 22's and set 23's judges: notes that say which version ran, a pin written as a
+    requirement and a lock's version fell back to the harness's default TRL 0.15.2."""
+    assert harness._stack({"trl": "requirements.txt: trl==1.5.1; the recorded run: 1.6.0"})["trl"] == "1.6.0"
+    assert harness._stack({"trl": ">=0.9.0 (unpinned) -> 0.29.1 resolved"})["trl"] == "0.29.1"
+    assert harness._stack({"trl": "trl[vllm]==0.18.0 (setup.py pin)"})["trl"] == "0.18.0"
+    assert harness._stack({"trl": "* (pyproject) / 0.11.4 (poetry.lock)"})["trl"] == "0.11.4"
+    got = harness._stack({"trl": "1.3.0", "torch": ">=2.6.0; 2.11.0 in the run", "vllm": "not declared"})
+    assert got["torch"] == "2.11.0" and got["vllm"] == "0+unknown"  # not a vLLM the harness picks
+
+
+def test_a_setup_that_states_no_trl_runs_one_of_unknown_release():
+    got = harness._stack({"transformers": "==4.57.3", "trl": "imported but not listed"})
+    assert got["trl"] == "0+unknown" and got["transformers"] == "4.57.3"
+
+
+def test_the_trainer_line_is_the_last_that_runs_the_setups_trainer():
+    lines = [
+        "CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model m",
+        "uv run python scripts/run_grpo.py --single-gpu",
+        "uv run python scripts/run_math_eval.py --model out",
+        "nohup uv run python dashboard/server.py &",
+        "uv run sky launch cluster.yaml",
+        "wait",
+    ]
+    assert harness._trainer_line(lines) == "uv run python scripts/run_grpo.py --single-gpu"
+    assert harness._trainer_line(["python train.py", "python sweep.py --config s.py"]) == "python train.py"
+    assert harness._trainer_line(["bash run.sh"]) == "bash run.sh"
