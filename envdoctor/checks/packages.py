@@ -495,7 +495,16 @@ def _repository_override(ctx: Context, target: str) -> Any:
     """The repository's uv override of ``target`` (``[tool.uv] override-dependencies``) in the
     ``pyproject.toml`` of the folder check runs in or of the training script's folder and those
     above it up to there: the same declaration the hook judges, so both say the same of one
-    stack. Read only for an unmet requirement (the static check reads no pyproject otherwise)."""
+    stack. Read once per check, and only for an unmet requirement (the static check reads no
+    pyproject otherwise)."""
+    overrides = ctx.__dict__.get("_uv_overrides")
+    if overrides is None:
+        overrides = ctx.__dict__["_uv_overrides"] = _read_overrides(ctx)
+    return overrides.get(target)
+
+
+def _read_overrides(ctx: Context) -> dict[str, Any]:
+    """Package name -> its override declaration, from the nearest pyproject.toml that has one."""
     from envdoctor.errors import InputError
     from envdoctor.facts.declared import pyproject
 
@@ -507,6 +516,7 @@ def _repository_override(ctx: Context, target: str) -> Any:
         while folder != here and here in folder.parents and len(places) < MAX_UP:
             places.append(folder)
             folder = folder.parent
+    out: dict[str, Any] = {}
     for place in places:
         path = place / "pyproject.toml"
         if not path.is_file():
@@ -515,10 +525,10 @@ def _repository_override(ctx: Context, target: str) -> Any:
             found = pyproject.read(path, str(path.relative_to(here)) if place != here else path.name)
         except (InputError, OSError):
             continue  # an unreadable file: no override is known (the hook says what is wrong)
-        decl = next((d for d in found.declarations if d.override and normalize_name(d.name) == target), None)
-        if decl is not None:
-            return decl
-    return None
+        for d in found.declarations:
+            if d.override:
+                out.setdefault(normalize_name(d.name), d)
+    return out
 
 
 MAX_UP = 8  # folders from the script's up to the one check runs in
