@@ -22,6 +22,7 @@ INDEX: dict[str, tuple[str, tuple[str, ...]]] = {
     "CFG010": ("config_values", ("plan", "trl-keys")),
     "CFG011": ("trl_overrides", ("plan",)),
     "CFG012": ("peft_checkpointing", ("trl-trainer",)),
+    "CFG013": ("config_words", ("plan",)),
     "DAT001": ("data", ()),
     "DAT002": ("data", ("trl-trainer",)),
     "DAT003": ("data", ()),
