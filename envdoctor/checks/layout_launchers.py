@@ -58,6 +58,7 @@ def launch_file_not_where_named(ctx: Context) -> Iterator[Hit]:
                 f"{named} is not in this repository; read as {f.how} (the file whose path it ends "
                 "with), as envdoctor knows it: a file of that name the run finds elsewhere may differ.",
                 fix="run envdoctor where the launch line runs, or pass the file with --accelerate-config",
+                severity="info",
                 what=f.what,
                 written=f.written,
                 known=f.known,
@@ -66,15 +67,19 @@ def launch_file_not_where_named(ctx: Context) -> Iterator[Hit]:
             yield hit(
                 f"{named} is not there from here; read as {f.read} ({f.how}).",
                 fix="run envdoctor from the folder the launch line is run from",
+                severity="info",
                 what=f.what,
                 written=f.written,
                 read=f.read,
             )
+        elif f.missing is not None and _stops(f.what, f.written):
+            yield _missing(f.what, f.option, f.written, f.missing)
         else:
             yield hit(
                 f"{named} is not here, nor from the repository's root or its parent folder: not read, "
                 f"so {f.not_judged}.",
                 fix=f"run envdoctor where the launch line runs, or pass the {f.what} to envdoctor",
+                severity="info",
                 what=f.what,
                 written=f.written,
             )
@@ -86,13 +91,68 @@ def launch_file_not_where_named(ctx: Context) -> Iterator[Hit]:
         and ds.problem.endswith(" is not here")
         and str(ds.path).endswith(".json")
     ):
+        from envdoctor.plan.launch_files import missing_in_repository
+
+        trainer = ctx.plan.trainer
+        others = "\n".join(lx.raw for lx in ctx.plan.launches if lx is not trainer)
+        same = missing_in_repository(str(ds.path), others) if ds.where.endswith("(command line)") else None
+        if same is not None:
+            yield _missing("DeepSpeed config", "--deepspeed", str(ds.path), same)
+            return
         yield hit(
             f"`{ds.path}` ({ds.where}) is not here, nor from the repository's root or its parent folder: "
             f"not read, so {NOT_JUDGED['DeepSpeed config']}.",
             fix="run envdoctor where the launch line runs",
+            severity="info",
             what="DeepSpeed config",
             written=ds.path,
         )
+
+
+#: what the run does with each kind of file that is not there, read at the packages' tags
+_STOPS = {
+    "accelerate config": (
+        "`accelerate launch` stops before any process starts: load_config_from_file raises "
+        'FileNotFoundError ("The passed configuration file `{written}` does not exist")'
+    ),
+    "GRPO config": (
+        "the script stops at startup: TRL's parser opens the file given to --config "
+        "(FileNotFoundError) before any dataclass is built"
+    ),
+    "DeepSpeed config": (
+        'TrainingArguments(deepspeed=…) raises ValueError before the model loads ("Expected a string '
+        'path to an existing deepspeed config, or a dictionary, or a base64 encoded string")'
+    ),
+}
+
+
+def _stops(what: str, written: str) -> bool:
+    """Whether the run opens the missing file for certain: an accelerate or DeepSpeed config, a
+    ``--config`` that names a YAML / JSON file (not a name the script looks up)."""
+    return what != "GRPO config" or written.lower().endswith((".yaml", ".yml", ".json"))
+
+
+def _missing(what: str, option: str, written: str, same: tuple[str, ...]) -> Hit:
+    """LAY019's error: a relative path that no file of the repository ends with."""
+    stops = _STOPS.get(what, "the run stops when it opens it").format(written=written)
+    if len(same) == 1:
+        fix = (
+            f"point {option} at the repository's {same[0]} (its only file of that name), or commit {written}"
+        )
+    elif same:
+        named = ", ".join(same[:4])
+        fix = f"point {option} at the repository's file meant (of that name: {named}), or commit {written}"
+    else:
+        fix = f"commit {written}, or point {option} at the {what} the run should use"
+    return hit(
+        f"`{option} {written}` ({what} the launch line names) is in no folder of this repository (no file "
+        f"ends with that path) and no other line of the run writes it: {stops}.",
+        fix=fix,
+        severity="error",
+        what=what,
+        written=written,
+        same_name=list(same[:8]),
+    )
 
 
 @rule("LAY020", needs=("plan",))

@@ -220,7 +220,14 @@ def _launch_file(plan: Plan, written: str, what: str, option: str) -> str | None
 
     found, how = locate(written)
     if found is None or how:
-        plan.launch_files.append(LaunchFile(what, option, written, found, how))
+        missing = None
+        if found is None:
+            from envdoctor.plan.launch_files import missing_in_repository
+
+            trainer = plan.trainer
+            others = "\n".join(lx.raw for lx in plan.launches if lx is not trainer)
+            missing = missing_in_repository(written, others)
+        plan.launch_files.append(LaunchFile(what, option, written, found, how, missing=missing))
     return found
 
 
