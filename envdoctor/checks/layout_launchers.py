@@ -186,3 +186,59 @@ def launch_read_through_script(ctx: Context) -> Iterator[Hit]:
         servers=servers,
         unknown=unknown[:8],
     )
+
+
+#: what each launcher's argparse does with a one-dash option of several letters (its parser run
+#: offline: accelerate 1.15.0's launch_command_parser, torch 2.13's torch.distributed.run)
+_REFUSES = {
+    "accelerate": (
+        "accelerate's parser refuses it and exits 2 before any process starts (\"unrecognized "
+        'arguments: -num_processes"; a word that starts with -m or -q: "argument -m/--module: ignored '
+        "explicit argument\"), or, after -t (--tee), silently takes the rest as tee's value and the "
+        "next word as the script"
+    ),
+    "torchrun": (
+        "torchrun's parser refuses it and exits 2 before any process starts (\"unrecognized arguments: "
+        '-nproc_per_node"; a word that starts with -m: "argument -m/--module: ignored explicit argument")'
+    ),
+}
+
+
+@rule("LAY024", needs=("plan",))
+def launcher_option_single_dash(ctx: Context) -> Iterator[Hit]:
+    """A launcher option written with one dash (``accelerate launch -num_processes=7``): the
+    launcher's argparse reads no such option."""
+    import shlex
+
+    from envdoctor.checks.layout import launch_remedy
+    from envdoctor.plan.shell_words import join
+
+    for launch in ctx.plan.launches:
+        if not launch.single_dash or launch.is_server:
+            continue
+        try:
+            argv = shlex.split(launch.raw)
+        except ValueError:
+            continue
+        left = list(launch.single_dash)
+        fixed = []
+        for tok in argv:
+            if left and tok == left[0]:
+                fixed.append("-" + tok)
+                left.pop(0)
+            else:
+                fixed.append(tok)
+        line = join(fixed) if not left else None
+        said = ", ".join(f"`{t}`" for t in launch.single_dash)
+        trainer = launch is ctx.plan.trainer
+        yield hit(
+            f"{said} on the {launch.launcher} line `{launch.raw[:160]}`: a long option takes two dashes; "
+            f"{_REFUSES[launch.launcher]}.",
+            fix=f"{line}  # two dashes on the launcher's options"
+            if line
+            else "write the launcher's options with two dashes",
+            severity="error",
+            remedy=launch_remedy(ctx, line, fix=line) if line and trainer else None,
+            launcher=launch.launcher,
+            options=list(launch.single_dash),
+        )

@@ -302,6 +302,10 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "CUDA_VISIBLE_DEVICES=0,1,2 torchrun --nproc_per_node 3 train.py",
         },
     ),
+    "LAY024": (  # a launcher option with one dash: accelerate's argparse exits 2
+        {"launch": "accelerate launch -num_processes=2 train.py"},
+        {"launch": "accelerate launch --num_processes=2 train.py -lr 0.1"},
+    ),
     "LAY016": (
         {
             "config": VLLM_SERVER,
