@@ -91,11 +91,17 @@ def launch_file_not_where_named(ctx: Context) -> Iterator[Hit]:
         and ds.problem.endswith(" is not here")
         and str(ds.path).endswith(".json")
     ):
-        from envdoctor.plan.launch_files import missing_in_repository
+        from envdoctor.plan.launch_files import missing_in_repository, script_here
 
         trainer = ctx.plan.trainer
         others = "\n".join(lx.raw for lx in ctx.plan.launches if lx is not trainer)
-        same = missing_in_repository(str(ds.path), others) if ds.where.endswith("(command line)") else None
+        same = (
+            missing_in_repository(str(ds.path), others)
+            if trainer is not None
+            and ds.where.endswith("(command line)")
+            and script_here(trainer.script, trainer.module)
+            else None
+        )
         if same is not None:
             yield _missing("DeepSpeed config", "--deepspeed", str(ds.path), same)
             return

@@ -175,3 +175,15 @@ def missing_in_repository(written: str, elsewhere: str = "") -> tuple[str, ...] 
     if any(p.parts[-len(parts) :] == parts for p in found):
         return None  # the line runs from a folder that holds it
     return tuple(_shown(p) for p in found)
+
+
+def script_here(script: str | None, module: str | None) -> bool:
+    """Whether the training script a launch line runs is in this repository (``locate``; a ``-m``
+    module as ``pkg/mod.py``, also under ``src/``): a line whose script is not here runs in another
+    checkout (a framework's examples), whose files this repository need not hold."""
+    if script:
+        return literal_path(script) and locate(script)[0] is not None
+    if module and module.replace(".", "").replace("_", "").isalnum():
+        path = module.replace(".", "/") + ".py"
+        return any(locate(p)[0] is not None for p in (path, f"src/{path}"))
+    return False

@@ -140,6 +140,8 @@ def test_a_relative_path_no_file_of_the_repository_ends_with_is_an_error(repo: P
         ),
         # built at run time
         ("accelerate launch --config_file ${CONFIG_DIR}/acc.yaml train.py", ""),
+        # a line for another checkout: its script is not here either (NeMo-RL's examples)
+        ("uv run python examples/run_grpo_math.py --config examples/configs/grpo_math_1B.yaml", ""),
         # a name the script looks up, not a file
         ("accelerate launch --num_processes 2 train.py --config grpo_small", ""),
     ],
